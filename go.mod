@@ -1,0 +1,3 @@
+module github.com/blackboardkernel/bk
+
+go 1.26.8

@@ -1,0 +1,201 @@
+package kernel
+
+import (
+	"context"
+	"iter"
+)
+
+// Handle is what every role-bound handle offers: its identity and read
+// access to the blackboard. Reads are not governed; writes are, by the
+// handle's concrete type and the permission table.
+type Handle interface {
+	// Role is the authority the handle writes with.
+	Role() Role
+	// Name is the writer id recorded in provenance.
+	Name() string
+	// Write asks the kernel to store one record. See [Tool.Write].
+	Write(ctx context.Context, e Entry) (Record, error)
+	// View returns the committed state and pending proposals of a trace.
+	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
+}
+
+// handle is the part every role shares.
+type handle struct {
+	k    *Kernel
+	role Role
+	name string
+}
+
+// Role returns the handle's role.
+func (h *handle) Role() Role { return h.role }
+
+// Name returns the writer id the handle records in provenance.
+func (h *handle) Name() string { return h.name }
+
+// Write stores one record with the handle's authority and returns it. Mode
+// defaults to the one the role writes the slot in. A slot or mode outside
+// the role's authority is [ErrPermission]; bad input is [ErrInvalidInput],
+// [ErrInvalidPayload], [ErrPayloadTooLarge], [ErrInvalidProposal] or
+// [ErrInvalidReference]. On any error nothing is stored.
+func (h *handle) Write(ctx context.Context, e Entry) (Record, error) {
+	rec, err := h.k.write(ctx, h.role, h.name, e)
+	if err != nil {
+		return Record{}, err
+	}
+	return rec.Clone(), nil
+}
+
+// View returns the trace's committed payloads by slot and kind and its
+// pending proposals.
+func (h *handle) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
+	return h.k.View(ctx, traceID, opts)
+}
+
+// Get returns a copy of the record with that id, or [ErrNotFound].
+func (h *handle) Get(ctx context.Context, id string) (Record, error) {
+	rec, err := h.k.store.Get(ctx, id)
+	if err != nil {
+		return Record{}, err
+	}
+	return rec.Clone(), nil
+}
+
+// Find returns a copy of the latest ACTIVE record of kind in slot of the
+// trace, or [ErrNotFound].
+func (h *handle) Find(ctx context.Context, traceID string, slot Slot, kind string) (Record, error) {
+	rec, err := h.k.store.FindActive(ctx, traceID, slot, kind)
+	if err != nil {
+		return Record{}, err
+	}
+	return rec.Clone(), nil
+}
+
+// Trace streams copies of every record of one trace in append order.
+func (h *handle) Trace(ctx context.Context, traceID string) iter.Seq2[Record, error] {
+	return cloned(h.k.store.ListTrace(ctx, traceID))
+}
+
+// List streams copies of the records of a slot, across traces, that match f.
+func (h *handle) List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error] {
+	return cloned(h.k.store.ListSlot(ctx, slot, f))
+}
+
+func cloned(seq iter.Seq2[Record, error]) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for r, err := range seq {
+			if !yield(r.Clone(), err) {
+				return
+			}
+		}
+	}
+}
+
+// proposer is the part shared by the roles that propose (planner,
+// simulator): asking the kernel to decide a proposal.
+type proposer struct{ handle }
+
+// Commit asks the kernel to decide a pending proposal of the trace: it
+// validates it and either commits it (Decision.Code COMMITTED or
+// PLAN_FEASIBLE) or invalidates it with the rejection code. A rejection is
+// not an error. Committing anything but an ACTIVE proposal of this trace
+// fails with [ErrInvalidProposal] (code INVALID_PROPOSAL); a proposal in a
+// slot the role may not propose in fails with [ErrPermission].
+func (p *proposer) Commit(ctx context.Context, traceID, proposalID string) (Decision, error) {
+	return p.k.commit(ctx, p.role, traceID, proposalID)
+}
+
+// Submit proposes e and asks the kernel to decide it: Write then Commit.
+func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
+	if e.Mode == 0 {
+		e.Mode = ModePropose
+	}
+	rec, err := p.k.write(ctx, p.role, p.name, e)
+	if err != nil {
+		return Decision{}, err
+	}
+	return p.k.commit(ctx, p.role, e.TraceID, rec.ID)
+}
+
+// Tool is the handle of a perception source: it commits percepts.
+type Tool struct{ handle }
+
+// Planner proposes beliefs, plans, predictions and actions, and asks the
+// kernel to decide them. It can commit nothing itself.
+type Planner struct{ proposer }
+
+// Symbolic is the handle of a symbolic validator: it commits constraints.
+type Symbolic struct{ handle }
+
+// EvidenceValidator commits evidence artifacts of its own. (Artifacts for
+// committed beliefs are written by the kernel.)
+type EvidenceValidator struct{ handle }
+
+// Simulator proposes predictions and asks the kernel to decide them.
+type Simulator struct{ proposer }
+
+// Tool returns a tool handle writing as name.
+func (k *Kernel) Tool(name string) *Tool { return &Tool{handle{k, RoleTool, name}} }
+
+// Planner returns a planner handle writing as name.
+func (k *Kernel) Planner(name string) *Planner {
+	return &Planner{proposer{handle{k, RolePlanner, name}}}
+}
+
+// Symbolic returns a symbolic-validator handle writing as name.
+func (k *Kernel) Symbolic(name string) *Symbolic { return &Symbolic{handle{k, RoleSymbolic, name}} }
+
+// EvidenceValidator returns an evidence-validator handle writing as name.
+func (k *Kernel) EvidenceValidator(name string) *EvidenceValidator {
+	return &EvidenceValidator{handle{k, RoleEvidence, name}}
+}
+
+// Simulator returns a simulator handle writing as name.
+func (k *Kernel) Simulator(name string) *Simulator {
+	return &Simulator{proposer{handle{k, RoleSimulator, name}}}
+}
+
+// Constraint is the declarative rule a symbolic validator commits (paper
+// §8.2).
+type Constraint struct {
+	// Name is the constraint's name; blocked codes are built from it.
+	Name string
+	// Enabled says whether it is enforced.
+	Enabled bool
+	// BlocksField is the plan-step or action field that blocks when truthy.
+	BlocksField string
+	// BindPercept, if set, names a percept kind whose BlocksField value the
+	// kernel reads instead of the proposal's; a proposal that disagrees with
+	// it is FIELD_MISMATCH.
+	BindPercept string
+	// Extra holds further domain fields stored with the constraint.
+	Extra Payload
+}
+
+// Payload renders c as a constraint payload.
+func (c Constraint) Payload() Payload {
+	p := Payload{}
+	for key, v := range c.Extra {
+		p[key] = v
+	}
+	p[KeyName] = c.Name
+	p[KeyEnabled] = c.Enabled
+	p[KeyBlocksField] = c.BlocksField
+	if c.BindPercept != "" {
+		p[KeyBindPercept] = c.BindPercept
+	}
+	return p
+}
+
+// CommitConstraint commits c in the trace with the given scope (zero means
+// episode). Its kind is its name.
+func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope Scope) (Record, error) {
+	return s.Write(ctx, Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: scope})
+}
+
+var (
+	_ Handle = (*Tool)(nil)
+	_ Handle = (*Planner)(nil)
+	_ Handle = (*Symbolic)(nil)
+	_ Handle = (*EvidenceValidator)(nil)
+	_ Handle = (*Simulator)(nil)
+)

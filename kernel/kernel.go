@@ -1,0 +1,398 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Paper defaults (REPRODUCTION.md §3).
+const (
+	DefaultMinConfidence     = 0.5
+	DefaultConflictThreshold = 0.7
+	DefaultMaxPayloadBytes   = 1 << 20
+	// FallbackQueueForReview is the safe fallback registered by default.
+	FallbackQueueForReview = "queue_for_review"
+)
+
+// maxAttempts bounds the optimistic retry loop when concurrent writers to
+// one trace race for the same record id or proposal.
+const maxAttempts = 64
+
+// Kernel is the sole authority that commits beliefs, plans, predictions and
+// actions. Its owner hands out role-bound handles ([Kernel.Tool],
+// [Kernel.Planner], ...); nothing outside the kernel can write with the
+// kernel's own role.
+//
+// A Kernel is safe for concurrent use by many goroutines and many traces. It
+// holds no lock of its own: its configuration is fixed by [New], and
+// concurrent writes to one trace are ordered by the store (a record id or a
+// proposal decided twice is retried against a fresh read).
+type Kernel struct {
+	store             Store
+	ownsStore         bool
+	now               func() time.Time
+	minConfidence     float64
+	conflictThreshold float64
+	maxPayload        int
+	specs             map[string]ActionSpec
+	strictActions     bool
+	validators        []Validator
+	log               *slog.Logger
+}
+
+// ActionSpec is what the kernel's owner fixes about an action type.
+type ActionSpec struct {
+	// Type is the action type (the action record's kind).
+	Type string
+	// MinBeliefs are belief kinds every proposal of this type must declare in
+	// requires_beliefs; declaring fewer is UNGROUNDED_ACTION.
+	MinBeliefs []string
+	// SafeFallback lets the action commit with no required beliefs (as
+	// queue_for_review does). Any other action without beliefs is
+	// UNGROUNDED_ACTION.
+	SafeFallback bool
+	// RequirePrediction turns the prediction gate on for this type: a
+	// committed prediction for it must exist and be non-negative.
+	RequirePrediction bool
+}
+
+// Option configures a Kernel in [New].
+type Option func(*Kernel)
+
+// WithStore sets the store. The caller keeps ownership: [Kernel.Close] does
+// not close it. Without this option the kernel uses a fresh [MemStore].
+func WithStore(s Store) Option { return func(k *Kernel) { k.store = s; k.ownsStore = false } }
+
+// WithClock sets the source of time used for timestamps and TTL expiry.
+func WithClock(now func() time.Time) Option { return func(k *Kernel) { k.now = now } }
+
+// WithMinConfidence sets the confidence gate (default 0.5): evidence below
+// it is LOW_CONFIDENCE.
+func WithMinConfidence(v float64) Option { return func(k *Kernel) { k.minConfidence = v } }
+
+// WithConflictThreshold sets the arbitration threshold (default 0.7): a
+// conflicted percept at or above it is arbitrated, below it the belief is
+// UNRESOLVED_CONFLICT.
+func WithConflictThreshold(v float64) Option { return func(k *Kernel) { k.conflictThreshold = v } }
+
+// WithMaxPayloadBytes limits the JSON size of a payload (default 1 MiB).
+func WithMaxPayloadBytes(n int) Option { return func(k *Kernel) { k.maxPayload = n } }
+
+// WithActionSpecs registers action specs. A spec for a type replaces any
+// earlier one, including the default queue_for_review fallback.
+func WithActionSpecs(specs ...ActionSpec) Option {
+	return func(k *Kernel) {
+		for _, s := range specs {
+			k.specs[s.Type] = s
+		}
+	}
+}
+
+// WithStrictActions makes every unregistered action type (including case or
+// whitespace variants of registered ones) UNKNOWN_ACTION_TYPE.
+func WithStrictActions() Option { return func(k *Kernel) { k.strictActions = true } }
+
+// WithValidators adds custom checks that run after the built-in ones.
+func WithValidators(v ...Validator) Option {
+	return func(k *Kernel) { k.validators = append(k.validators, v...) }
+}
+
+// WithLogger sets the logger for decisions (at debug level). Default: none.
+func WithLogger(l *slog.Logger) Option { return func(k *Kernel) { k.log = l } }
+
+// New returns a Kernel. With no options it uses an in-memory store, the
+// system clock and the paper's thresholds, with queue_for_review registered
+// as a safe fallback. It returns an error wrapping [ErrInvalidInput] for a
+// bad configuration.
+func New(opts ...Option) (*Kernel, error) {
+	k := &Kernel{
+		now:               time.Now,
+		minConfidence:     DefaultMinConfidence,
+		conflictThreshold: DefaultConflictThreshold,
+		maxPayload:        DefaultMaxPayloadBytes,
+		specs: map[string]ActionSpec{
+			FallbackQueueForReview: {Type: FallbackQueueForReview, SafeFallback: true},
+		},
+	}
+	for _, o := range opts {
+		o(k)
+	}
+	if err := k.checkConfig(); err != nil {
+		return nil, err
+	}
+	if k.store == nil {
+		k.store, k.ownsStore = NewMemStore(), true
+	}
+	if k.log == nil {
+		k.log = slog.New(slog.DiscardHandler)
+	}
+	return k, nil
+}
+
+func (k *Kernel) checkConfig() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, a...)...)
+	}
+	switch {
+	case k.now == nil:
+		return bad("nil clock")
+	case !unit(k.minConfidence):
+		return bad("min confidence %v outside [0,1]", k.minConfidence)
+	case !unit(k.conflictThreshold):
+		return bad("conflict threshold %v outside [0,1]", k.conflictThreshold)
+	case k.maxPayload <= 0:
+		return bad("max payload bytes %d", k.maxPayload)
+	}
+	for t, s := range k.specs {
+		if t == "" || s.Type != t {
+			return bad("action spec with empty type")
+		}
+	}
+	for _, v := range k.validators {
+		if v == nil {
+			return bad("nil validator")
+		}
+	}
+	return nil
+}
+
+func unit(f float64) bool { return !math.IsNaN(f) && f >= 0 && f <= 1 }
+
+// Close releases the store if the kernel created it.
+func (k *Kernel) Close() error {
+	if k.ownsStore {
+		return k.store.Close()
+	}
+	return nil
+}
+
+// Confidence returns a pointer to v, for [Entry.Confidence].
+func Confidence(v float64) *float64 { return &v }
+
+// Entry is what a handle asks the kernel to write.
+type Entry struct {
+	TraceID string
+	Slot    Slot
+	// Mode defaults to the mode the handle's role writes the slot in.
+	Mode    Mode
+	Kind    string
+	Payload Payload
+	// InputRefs and EvidenceRefs must name records of the same trace or of
+	// persistent scope.
+	InputRefs    []string
+	EvidenceRefs []string
+	// Confidence is optional; nil means the source gave none.
+	Confidence *float64
+	// TTL is optional; zero means the record never expires.
+	TTL time.Duration
+	// Scope defaults to ScopeEpisode.
+	Scope Scope
+}
+
+// permissions is the paper's Table 1 as the kernel enforces it: the mode a
+// role may write each slot in. The kernel role is not listed: no handle has
+// it.
+var permissions = [RoleSimulator + 1][Actions + 1]Mode{
+	RoleTool:      {Percepts: ModeCommit},
+	RolePlanner:   {Beliefs: ModePropose, Plans: ModePropose, Predictions: ModePropose, Actions: ModePropose},
+	RoleSymbolic:  {Constraints: ModeCommit},
+	RoleEvidence:  {Evidence: ModeCommit},
+	RoleSimulator: {Predictions: ModePropose},
+}
+
+// Allowed reports whether role may write slot in mode (paper Table 1).
+func Allowed(role Role, slot Slot, mode Mode) bool {
+	if role <= RoleKernel || !role.Valid() || !slot.Valid() || !mode.Valid() {
+		return false
+	}
+	return permissions[role][slot] == mode
+}
+
+func (k *Kernel) nowMS() int64 { return k.now().UnixMilli() }
+
+// checkEntry validates everything about e that needs no store access and
+// returns the record to write (without id) or a typed error.
+func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) {
+	const op = "write"
+	mode := e.Mode
+	switch {
+	case !e.Slot.Valid():
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown slot %d", e.Slot))
+	case e.Mode != 0 && !e.Mode.Valid():
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown mode %d", e.Mode))
+	}
+	if mode == 0 {
+		mode = permissions[role][e.Slot]
+	}
+	if !Allowed(role, e.Slot, mode) {
+		m := "any mode"
+		if mode != 0 {
+			m = mode.String()
+		}
+		return Record{}, newErr(op, "", CodePermissionDenied, ErrPermission,
+			fmt.Sprintf("role %s may not write %s in %s", role, e.Slot, m))
+	}
+	if err := checkName("trace id", e.TraceID); err != nil {
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	if err := checkName("kind", e.Kind); err != nil {
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	if c := e.Confidence; c != nil && !unit(*c) {
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("confidence %v outside [0,1]", *c))
+	}
+	if e.TTL < 0 {
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("negative TTL %v", e.TTL))
+	}
+	scope := e.Scope
+	if scope == 0 {
+		scope = ScopeEpisode
+	}
+	if !scope.Valid() {
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
+	}
+	for _, ref := range e.InputRefs {
+		if ref == "" {
+			return Record{}, newErr(op, "", CodeInvalidReference, ErrInvalidReference, "empty input ref")
+		}
+	}
+	for _, ref := range e.EvidenceRefs {
+		if ref == "" {
+			return Record{}, newErr(op, "", CodeInvalidReference, ErrInvalidReference, "empty evidence ref")
+		}
+	}
+	payload, err := normalizePayload(e.Payload, k.maxPayload)
+	if err != nil {
+		sentinel := ErrInvalidPayload
+		if errors.Is(err, ErrPayloadTooLarge) {
+			sentinel = ErrPayloadTooLarge
+		}
+		return Record{}, newErr(op, "", CodeInvalidInput, sentinel, strings.TrimPrefix(err.Error(), sentinel.Error()+": "))
+	}
+	if err := checkShape(e.Slot, mode, e.Kind, payload); err != nil {
+		code := CodeInvalidInput
+		sentinel := ErrInvalidInput
+		if mode == ModePropose {
+			code, sentinel = CodeInvalidProposal, ErrInvalidProposal
+		}
+		return Record{}, newErr(op, "", code, sentinel, err.Error())
+	}
+	var conf *float64
+	if e.Confidence != nil {
+		conf = Confidence(*e.Confidence)
+	}
+	ttl := int64(0)
+	if e.TTL > 0 {
+		ttl = int64((e.TTL + time.Millisecond - 1) / time.Millisecond)
+	}
+	rec := Record{
+		Slot:    e.Slot,
+		Mode:    mode,
+		Kind:    e.Kind,
+		Payload: payload,
+		Provenance: Provenance{
+			Role:        role,
+			Writer:      writer,
+			TraceID:     e.TraceID,
+			TimestampMS: k.nowMS(),
+			InputRefs:   cloneStrings(e.InputRefs),
+			Confidence:  conf,
+			TTLMS:       ttl,
+		},
+		EvidenceRefs: cloneStrings(e.EvidenceRefs),
+		Status:       StatusActive,
+		Scope:        scope,
+	}
+	if mode == ModeCommit {
+		rec.Reason = CodeCommitted
+	}
+	return rec, nil
+}
+
+// checkName refuses empty, over-long and control-character names.
+func checkName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("empty %s", what)
+	}
+	if len(s) > 512 {
+		return fmt.Errorf("%s longer than 512 bytes", what)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s is not valid UTF-8", what)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s contains a control character", what)
+		}
+	}
+	return nil
+}
+
+// checkShape checks the fields the kernel will later read, so that a
+// malformed record is refused when written rather than misread when decided.
+func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
+	strs := func(key string) error {
+		if _, ok := p.Strings(key); !ok {
+			return fmt.Errorf("%s must be a list of strings", key)
+		}
+		return nil
+	}
+	switch slot {
+	case Beliefs:
+		return strs(KeyDependsOn)
+	case Plans:
+		steps, ok := p[KeySteps].([]any)
+		if !ok || len(steps) == 0 {
+			return fmt.Errorf("a plan needs a non-empty list %q", KeySteps)
+		}
+		for i, s := range steps {
+			step, ok := s.(map[string]any)
+			if !ok {
+				return fmt.Errorf("step %d is not an object", i)
+			}
+			if a, ok := step[KeyAction].(string); !ok || a == "" {
+				return fmt.Errorf("step %d has no %q", i, KeyAction)
+			}
+			if _, ok := Payload(step).Strings(KeyRequiresBeliefs); !ok {
+				return fmt.Errorf("step %d: %s must be a list of strings", i, KeyRequiresBeliefs)
+			}
+		}
+	case Actions:
+		return strs(KeyRequiresBeliefs)
+	case Predictions:
+		if a, ok := p[KeyActionType].(string); !ok || a == "" {
+			return fmt.Errorf("a prediction needs %q", KeyActionType)
+		}
+		if _, ok := p[KeyExpectedOutcome].(float64); !ok {
+			return fmt.Errorf("a prediction needs a numeric %q", KeyExpectedOutcome)
+		}
+		return strs(KeyRequiresBeliefs)
+	case Constraints:
+		if n, present := p[KeyName]; present {
+			if s, ok := n.(string); !ok || s == "" {
+				return fmt.Errorf("%q must be a non-empty string", KeyName)
+			}
+		}
+		if f, present := p[KeyBlocksField]; present {
+			if _, ok := f.(string); !ok {
+				return fmt.Errorf("%q must be a string", KeyBlocksField)
+			}
+		}
+		if b, present := p[KeyBindPercept]; present {
+			if _, ok := b.(string); !ok {
+				return fmt.Errorf("%q must be a string", KeyBindPercept)
+			}
+		}
+		if e, present := p[KeyEnabled]; present {
+			if _, ok := e.(bool); !ok {
+				return fmt.Errorf("%q must be a boolean", KeyEnabled)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,393 @@
+package kernel
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Payload is a record's structured content: a JSON object. The kernel stores
+// a normalised copy of what it is given: numbers become float64, slices
+// []any, objects map[string]any, so a payload reads back the same from every
+// store.
+type Payload map[string]any
+
+// Payload keys the kernel itself reads. Everything else in a payload is the
+// domain's own and is never interpreted.
+const (
+	KeyValue             = "value"             // belief: its truth value (truthy or not)
+	KeyDependsOn         = "depends_on"        // belief: percept kinds it rests on
+	KeySteps             = "steps"             // plan: list of steps
+	KeyAction            = "action"            // plan step: action type
+	KeyRequiresBeliefs   = "requires_beliefs"  // plan step, action, prediction: belief kinds
+	KeyRequirePrediction = "require_prediction" // action: opt into the prediction gate
+	KeyStale             = "stale"             // percept: flagged stale by its source
+	KeyConflict          = "conflict"          // percept: sources disagree
+	KeyLowConfidence     = "low_confidence"    // percept: flagged unreliable by its source
+	KeyActionType        = "action_type"       // prediction: the action it predicts
+	KeyExpectedOutcome   = "expected_outcome"  // prediction: a number; negative is harmful
+	KeyName              = "name"              // constraint: its name
+	KeyEnabled           = "enabled"           // constraint: whether it is enforced
+	KeyBlocksField       = "blocks_field"      // constraint: the field that blocks when truthy
+	KeyBindPercept       = "bind_percept"      // constraint: percept kind whose field is authoritative
+	KeyReason            = "reason"            // fallback action: the code that caused it
+
+	// Flags the kernel derives for every plan step and action from its own
+	// evidence chain. A proposal cannot set them.
+	KeyUsesStaleData         = "uses_stale_data"
+	KeyUsesConflictedData    = "uses_conflicted_data"
+	KeyUsesLowConfidenceData = "uses_low_confidence_data"
+	KeyHasNegativePrediction = "has_negative_prediction"
+)
+
+// Clone returns a deep copy of p.
+func (p Payload) Clone() Payload {
+	if p == nil {
+		return nil
+	}
+	return cloneValue(map[string]any(p)).(map[string]any)
+}
+
+// Bool reports whether p[key] is truthy (see [Truthy]).
+func (p Payload) Bool(key string) bool { return Truthy(p[key]) }
+
+// Float returns p[key] as a float64 if it is a number.
+func (p Payload) Float(key string) (float64, bool) { return toFloat(p[key]) }
+
+// String returns p[key] if it is a string.
+func (p Payload) String(key string) (string, bool) {
+	s, ok := p[key].(string)
+	return s, ok
+}
+
+// Strings returns p[key] as a list of strings. ok is false when the key is
+// present but is not a list of strings.
+func (p Payload) Strings(key string) (out []string, ok bool) {
+	v, present := p[key]
+	if !present || v == nil {
+		return nil, true
+	}
+	switch l := v.(type) {
+	case []string:
+		return l, true
+	case []any:
+		out = make([]string, 0, len(l))
+		for _, e := range l {
+			s, isStr := e.(string)
+			if !isStr {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// Truthy gives a JSON value the truth value the paper's pipeline uses: false
+// for nil, false, zero, "", and empty lists and objects; true otherwise.
+func Truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	case Payload:
+		return len(x) > 0
+	case []string:
+		return len(x) > 0
+	}
+	if f, ok := toFloat(v); ok {
+		return f != 0
+	}
+	return true
+}
+
+// toFloat converts any Go or JSON number to float64.
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int8:
+		return float64(x), true
+	case int16:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint:
+		return float64(x), true
+	case uint8:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// ToFloat converts a JSON or Go number to float64; ok is false for anything
+// that is not a number.
+func ToFloat(v any) (f float64, ok bool) { return toFloat(v) }
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = cloneValue(e)
+		}
+		return m
+	case Payload:
+		return cloneValue(map[string]any(x))
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = cloneValue(e)
+		}
+		return l
+	}
+	return v
+}
+
+// maxDepth bounds nesting; deeper values are refused, which also catches
+// cyclic maps and slices.
+const maxDepth = 64
+
+// normalizer turns a caller's payload into the kernel's canonical form and
+// measures the size of its JSON encoding on the way.
+type normalizer struct {
+	size  int
+	limit int
+}
+
+// normalizePayload validates p and returns a normalised deep copy.
+func normalizePayload(p Payload, limit int) (Payload, error) {
+	n := normalizer{limit: limit}
+	if p == nil {
+		return Payload{}, nil
+	}
+	v, err := n.value(map[string]any(p), 0)
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && n.size > limit {
+		return nil, fmt.Errorf("%w: encoded size exceeds %d bytes", ErrPayloadTooLarge, limit)
+	}
+	return v.(map[string]any), nil
+}
+
+func (n *normalizer) grow(k int) error {
+	n.size += k
+	if n.limit > 0 && n.size > n.limit {
+		return fmt.Errorf("%w: encoded size exceeds %d bytes", ErrPayloadTooLarge, n.limit)
+	}
+	return nil
+}
+
+func (n *normalizer) value(v any, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("%w: nested deeper than %d (or cyclic)", ErrInvalidPayload, maxDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil, n.grow(4)
+	case bool:
+		return x, n.grow(5)
+	case string:
+		return x, n.grow(jsonStringSize(x))
+	case float64:
+		return n.number(x)
+	case map[string]any:
+		return n.object(x, depth)
+	case Payload:
+		return n.object(x, depth)
+	case []any:
+		out := make([]any, len(x))
+		if err := n.grow(2 + len(x)); err != nil {
+			return nil, err
+		}
+		for i, e := range x {
+			c, err := n.value(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case []string:
+		out := make([]any, len(x))
+		if err := n.grow(2 + len(x)); err != nil {
+			return nil, err
+		}
+		for i, s := range x {
+			out[i] = s
+			if err := n.grow(jsonStringSize(s)); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case json.RawMessage:
+		var decoded any
+		if err := json.Unmarshal(x, &decoded); err != nil {
+			return nil, fmt.Errorf("%w: raw JSON: %v", ErrInvalidPayload, err)
+		}
+		return n.value(decoded, depth)
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad number %q", ErrInvalidPayload, string(x))
+		}
+		return n.number(f)
+	}
+	if f, ok := toFloat(v); ok {
+		return n.number(f)
+	}
+	return n.reflectValue(reflect.ValueOf(v), depth)
+}
+
+func (n *normalizer) number(f float64) (any, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("%w: non-finite number %v", ErrInvalidPayload, f)
+	}
+	var buf [32]byte
+	return f, n.grow(len(strconv.AppendFloat(buf[:0], f, 'g', -1, 64)))
+}
+
+func (n *normalizer) object(m map[string]any, depth int) (any, error) {
+	out := make(map[string]any, len(m))
+	if err := n.grow(2 + len(m)); err != nil {
+		return nil, err
+	}
+	for k, e := range m {
+		if err := n.grow(jsonStringSize(k)); err != nil {
+			return nil, err
+		}
+		c, err := n.value(e, depth+1)
+		if err != nil {
+			return nil, fmt.Errorf("%w (at key %q)", err, k)
+		}
+		out[k] = c
+	}
+	return out, nil
+}
+
+// reflectValue handles the less common shapes: other slice and map types,
+// pointers, and structs (through their JSON encoding).
+func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
+	switch rv.Kind() {
+	case reflect.Invalid:
+		return nil, n.grow(4)
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return nil, n.grow(4)
+		}
+		return n.value(rv.Elem().Interface(), depth+1)
+	case reflect.Bool:
+		return rv.Bool(), n.grow(5)
+	case reflect.String:
+		return rv.String(), n.grow(jsonStringSize(rv.String()))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return n.number(float64(rv.Int()))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return n.number(float64(rv.Uint()))
+	case reflect.Float32, reflect.Float64:
+		return n.number(rv.Float())
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			return nil, n.grow(4)
+		}
+		out := make([]any, rv.Len())
+		if err := n.grow(2 + rv.Len()); err != nil {
+			return nil, err
+		}
+		for i := range out {
+			c, err := n.value(rv.Index(i).Interface(), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return nil, fmt.Errorf("%w: map key type %s is not string", ErrInvalidPayload, rv.Type().Key())
+		}
+		if rv.IsNil() {
+			return nil, n.grow(4)
+		}
+		out := make(map[string]any, rv.Len())
+		if err := n.grow(2 + rv.Len()); err != nil {
+			return nil, err
+		}
+		it := rv.MapRange()
+		for it.Next() {
+			k := it.Key().String()
+			if err := n.grow(jsonStringSize(k)); err != nil {
+				return nil, err
+			}
+			c, err := n.value(it.Value().Interface(), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case reflect.Struct:
+		raw, err := json.Marshal(rv.Interface())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+		}
+		return n.value(json.RawMessage(raw), depth+1)
+	}
+	return nil, fmt.Errorf("%w: %s is not JSON-encodable", ErrInvalidPayload, rv.Type())
+}
+
+// jsonStringSize is the length of s encoded as a JSON string by
+// encoding/json (HTML-safe escaping).
+func jsonStringSize(s string) int {
+	size := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+				size += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				size += 6
+			default:
+				size++
+			}
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 || r == '\u2028' || r == '\u2029' {
+			size += 6
+		} else {
+			size += w
+		}
+		i += w
+	}
+	return size
+}

@@ -1,0 +1,201 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// snapshot is one read of a trace: every record of the trace, plus the
+// active persistent constraints when a decision needs them. Decisions are
+// computed from a snapshot and applied with a store batch that fails if the
+// snapshot went stale (a taken id or a proposal no longer active), in which
+// case the kernel reads again.
+type snapshot struct {
+	k          *Kernel
+	traceID    string
+	nowMS      int64
+	recs       []Record
+	persistent []Record // active persistent constraints of every trace
+}
+
+func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
+	s := &snapshot{k: k, traceID: traceID, nowMS: k.nowMS()}
+	for r, err := range k.store.ListTrace(ctx, traceID) {
+		if err != nil {
+			return nil, err
+		}
+		s.recs = append(s.recs, r)
+	}
+	if withConstraints {
+		for r, err := range k.store.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent}) {
+			if err != nil {
+				return nil, err
+			}
+			s.persistent = append(s.persistent, r)
+		}
+	}
+	return s, nil
+}
+
+// nextID returns the i-th fresh id for this snapshot (i from 0).
+func (s *snapshot) nextID(slot Slot, i int) string {
+	return recordID(slot, s.traceID, len(s.recs)+1+i)
+}
+
+func (s *snapshot) byID(id string) *Record {
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		if s.recs[i].ID == id {
+			return &s.recs[i]
+		}
+	}
+	return nil
+}
+
+// latest returns the latest record of kind in slot that keep accepts.
+func (s *snapshot) latest(slot Slot, kind string, keep func(*Record) bool) *Record {
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		r := &s.recs[i]
+		if r.Slot == slot && r.Kind == kind && keep(r) {
+			return r
+		}
+	}
+	return nil
+}
+
+func committedActive(r *Record) bool { return r.Mode == ModeCommit && r.Status == StatusActive }
+
+// perceptFor resolves a belief dependency: a percept record id of this
+// trace, or a percept kind (its latest committed observation, expired or
+// not — an expired percept is stale evidence, not missing evidence).
+func (s *snapshot) perceptFor(dep string) *Record {
+	if r := s.byID(dep); r != nil && r.Slot == Percepts && r.Mode == ModeCommit && r.Status != StatusInvalidated {
+		return r
+	}
+	return s.latest(Percepts, dep, func(r *Record) bool { return r.Mode == ModeCommit && r.Status != StatusInvalidated })
+}
+
+// belief returns the committed, active belief of kind.
+func (s *snapshot) belief(kind string) *Record { return s.latest(Beliefs, kind, committedActive) }
+
+// stale reports whether a percept may not be used as evidence now: flagged
+// stale by its source, already expired, or past its TTL.
+func (s *snapshot) stale(r *Record) bool {
+	return r.Payload.Bool(KeyStale) || r.Status == StatusExpired || r.expired(s.nowMS)
+}
+
+// expiries lists invalidations for the active records of the snapshot
+// whose TTL has run out.
+func (s *snapshot) expiries() []Invalidation {
+	var out []Invalidation
+	for i := range s.recs {
+		r := &s.recs[i]
+		if r.Status == StatusActive && r.expired(s.nowMS) {
+			out = append(out, Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired})
+		}
+	}
+	return out
+}
+
+// checkRefs verifies that every id names a record of this trace or of
+// persistent scope.
+func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) error {
+	for _, id := range ids {
+		if s.byID(id) != nil {
+			continue
+		}
+		r, err := s.k.store.Get(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+				fmt.Sprintf("%s %q does not exist", what, id))
+		case err != nil:
+			return err
+		case r.Scope != ScopePersistent:
+			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+				fmt.Sprintf("%s %q belongs to another trace", what, id))
+		}
+	}
+	return nil
+}
+
+// looksLikeID reports whether s has the shape of a record id, so that a
+// belief dependency written as an id is checked as a reference rather than
+// read as a percept kind.
+func looksLikeID(s string) bool {
+	slot, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return false
+	}
+	if _, err := ParseSlot(slot); err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i <= 0 || i == len(rest)-1 {
+		return false
+	}
+	for _, c := range rest[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// constraint is an active constraint as the gate reads it.
+type constraint struct {
+	rec     *Record
+	name    string
+	field   string
+	bind    string
+	enabled bool
+}
+
+func asConstraint(r *Record) constraint {
+	c := constraint{rec: r, name: r.Kind, enabled: true}
+	if n, ok := r.Payload.String(KeyName); ok && n != "" {
+		c.name = n
+	}
+	if e, ok := r.Payload[KeyEnabled].(bool); ok {
+		c.enabled = e
+	}
+	c.field, _ = r.Payload.String(KeyBlocksField)
+	c.bind, _ = r.Payload.String(KeyBindPercept)
+	return c
+}
+
+// constraints returns the enabled constraints in force for the trace: the
+// latest of each kind among the trace's own episode-scope constraints, and
+// the latest of each kind among persistent ones. A trace cannot switch off a
+// persistent constraint: the two sets are enforced side by side.
+func (s *snapshot) constraints() []constraint {
+	var out []constraint
+	seen := map[string]bool{}
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		r := &s.recs[i]
+		if r.Slot != Constraints || !committedActive(r) || r.Scope == ScopePersistent || seen[r.Kind] {
+			continue
+		}
+		seen[r.Kind] = true
+		if c := asConstraint(r); c.enabled && c.field != "" {
+			out = append(out, c)
+		}
+	}
+	slices.Reverse(out)
+	own := len(out)
+	clear(seen)
+	for i := len(s.persistent) - 1; i >= 0; i-- {
+		r := &s.persistent[i]
+		if seen[r.Kind] {
+			continue
+		}
+		seen[r.Kind] = true
+		if c := asConstraint(r); c.enabled && c.field != "" {
+			out = append(out, c)
+		}
+	}
+	slices.Reverse(out[own:])
+	return out
+}

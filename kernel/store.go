@@ -1,0 +1,74 @@
+package kernel
+
+import (
+	"context"
+	"iter"
+)
+
+// Store is what the kernel needs from persistence: the paper's six
+// operations (Append, Get, ListSlot, FindActive, Invalidate, Close), an
+// atomic group of writes (Apply) and an indexed listing of one trace
+// (ListTrace).
+//
+// # Contract
+//
+// Every method may be called concurrently from many goroutines. Records are
+// append-only: Append and Apply refuse an id the store already holds with
+// [ErrDuplicateID]; the only mutation is a status change from StatusActive to
+// StatusInvalidated or StatusExpired, refused with [ErrNotActive] for a
+// record that is no longer active. Apply is all or nothing. Listings return
+// records in append order. Records a store returns may share memory with the
+// store: callers must not modify them (the kernel clones before handing
+// records to its handles). A method called with a cancelled context returns
+// the context's error and changes nothing. After Close every method returns
+// [ErrClosed].
+//
+// The package storetest runs one conformance suite against any Store.
+type Store interface {
+	// Append writes rec; it fails with ErrDuplicateID if rec.ID exists.
+	Append(ctx context.Context, rec Record) error
+	// Get returns the record with that id or ErrNotFound.
+	Get(ctx context.Context, id string) (Record, error)
+	// ListSlot streams every record of a slot that matches f, across all
+	// traces. It is meant for analysis (the adaptive learner), not for the
+	// hot path; an implementation should index Status and Scope.
+	ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error]
+	// FindActive returns the most recently appended ACTIVE record of that
+	// kind in that slot of that trace, or ErrNotFound.
+	FindActive(ctx context.Context, traceID string, slot Slot, kind string) (Record, error)
+	// Invalidate moves an ACTIVE record to status (StatusInvalidated or
+	// StatusExpired) with a reason code.
+	Invalidate(ctx context.Context, id string, status Status, reason Code) error
+	// Apply performs a group of appends and status changes atomically.
+	Apply(ctx context.Context, b Batch) error
+	// ListTrace streams every record of one trace, in append order, through
+	// an index: its cost must not depend on how many other traces the store
+	// holds.
+	ListTrace(ctx context.Context, traceID string) iter.Seq2[Record, error]
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Filter narrows ListSlot. A zero field matches everything.
+type Filter struct {
+	Status Status
+	Scope  Scope
+}
+
+// Match reports whether rec passes the filter.
+func (f Filter) Match(rec *Record) bool {
+	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope)
+}
+
+// Batch is an atomic group of writes: all of it lands or none of it does.
+type Batch struct {
+	Appends       []Record
+	Invalidations []Invalidation
+}
+
+// Invalidation is a status change inside a Batch.
+type Invalidation struct {
+	ID     string
+	Status Status // StatusInvalidated or StatusExpired
+	Reason Code
+}

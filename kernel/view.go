@@ -1,0 +1,179 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ViewOptions tunes [Kernel.View].
+type ViewOptions struct {
+	// IncludePersistent adds the committed persistent-scope records of other
+	// traces (learned constraints, for instance). The trace's own records
+	// take precedence over them for the same slot and kind.
+	IncludePersistent bool
+}
+
+// View is what a worker sees of a trace: the latest committed, active
+// payload of each kind in each slot, and the proposals still pending.
+type View struct {
+	TraceID   string                      `json:"trace_id"`
+	Committed map[Slot]map[string]Payload `json:"committed"`
+	Pending   []Record                    `json:"pending,omitempty"`
+}
+
+// Get returns the committed payload of kind in slot.
+func (v View) Get(slot Slot, kind string) (Payload, bool) {
+	p, ok := v.Committed[slot][kind]
+	return p, ok
+}
+
+// Has reports whether a payload of kind is committed in slot.
+func (v View) Has(slot Slot, kind string) bool {
+	_, ok := v.Committed[slot][kind]
+	return ok
+}
+
+// Kinds returns the kinds committed in slot, in no particular order.
+func (v View) Kinds(slot Slot) []string {
+	out := make([]string, 0, len(v.Committed[slot]))
+	for kind := range v.Committed[slot] {
+		out = append(out, kind)
+	}
+	return out
+}
+
+// View returns the trace's committed state and pending proposals. It reads
+// only that trace's records (and, if asked, persistent ones) through the
+// store's indexes. Records whose TTL has run out are marked EXPIRED first and
+// left out. The payloads are copies the caller may keep.
+func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
+	if err := checkName("trace id", traceID); err != nil {
+		return View{}, newErr("view", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	snap, err := k.load(ctx, traceID, false)
+	if err != nil {
+		return View{}, err
+	}
+	if err := k.expire(ctx, snap); err != nil {
+		return View{}, err
+	}
+	v := View{TraceID: traceID, Committed: make(map[Slot]map[string]Payload, 4)}
+	put := func(r *Record) {
+		m := v.Committed[r.Slot]
+		if m == nil {
+			m = make(map[string]Payload, 2)
+			v.Committed[r.Slot] = m
+		}
+		m[r.Kind] = r.Payload.Clone()
+	}
+	if opts.IncludePersistent {
+		for _, slot := range AllSlots() {
+			for r, err := range k.store.ListSlot(ctx, slot, Filter{Status: StatusActive, Scope: ScopePersistent}) {
+				if err != nil {
+					return View{}, err
+				}
+				if r.Mode == ModeCommit && r.TraceID() != traceID && !r.expired(snap.nowMS) {
+					put(&r)
+				}
+			}
+		}
+	}
+	for i := range snap.recs {
+		r := &snap.recs[i]
+		switch {
+		case r.Status != StatusActive:
+		case r.Mode == ModeCommit:
+			put(r)
+		default:
+			v.Pending = append(v.Pending, r.Clone())
+		}
+	}
+	return v, nil
+}
+
+// Expire marks every record of the trace whose TTL has run out EXPIRED with
+// code TTL_EXPIRED and returns how many it marked. The kernel also does this
+// lazily whenever it reads a trace to decide or to build a view.
+func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		snap, err := k.load(ctx, traceID, false)
+		if err != nil {
+			return 0, err
+		}
+		inv := snap.expiries()
+		if len(inv) == 0 {
+			return 0, nil
+		}
+		err = k.store.Apply(ctx, Batch{Invalidations: inv})
+		if errors.Is(err, ErrNotActive) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return len(inv), nil
+	}
+	return 0, newErr("expire", "", "", ErrNotActive, fmt.Sprintf("trace %q kept changing", traceID))
+}
+
+// expire persists the expiries a snapshot shows and updates the snapshot.
+func (k *Kernel) expire(ctx context.Context, s *snapshot) error {
+	inv := s.expiries()
+	if len(inv) == 0 {
+		return nil
+	}
+	if err := k.store.Apply(ctx, Batch{Invalidations: inv}); err != nil && !errors.Is(err, ErrNotActive) {
+		return err
+	}
+	for i := range s.recs {
+		if s.recs[i].Status == StatusActive && s.recs[i].expired(s.nowMS) {
+			s.recs[i].Status, s.recs[i].Reason = StatusExpired, CodeTTLExpired
+		}
+	}
+	return nil
+}
+
+// Validator is a custom check that runs after the kernel's built-in
+// validation has passed a proposal and before it is committed. It returns ""
+// to let the proposal through or a code to reject it with. Validators are
+// called concurrently and must be safe for that; they must not call back
+// into the kernel.
+type Validator interface {
+	Validate(ctx context.Context, c Candidate) Code
+}
+
+// ValidatorFunc adapts a function to [Validator].
+type ValidatorFunc func(ctx context.Context, c Candidate) Code
+
+// Validate calls f.
+func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) Code { return f(ctx, c) }
+
+// Candidate is a proposal that passed the built-in checks, with read access
+// to its trace as the kernel saw it when deciding.
+type Candidate struct {
+	snap     *snapshot
+	proposal *Record
+}
+
+// Proposal returns a copy of the proposal being decided.
+func (c Candidate) Proposal() Record { return c.proposal.Clone() }
+
+// Slot is the proposal's slot.
+func (c Candidate) Slot() Slot { return c.proposal.Slot }
+
+// Kind is the proposal's kind.
+func (c Candidate) Kind() string { return c.proposal.Kind }
+
+// Payload returns the proposal's payload. It must not be modified.
+func (c Candidate) Payload() Payload { return c.proposal.Payload }
+
+// Committed returns a copy of the latest committed, active record of kind in
+// slot of the trace.
+func (c Candidate) Committed(slot Slot, kind string) (Record, bool) {
+	r := c.snap.latest(slot, kind, committedActive)
+	if r == nil {
+		return Record{}, false
+	}
+	return r.Clone(), true
+}
