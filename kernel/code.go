@@ -42,7 +42,8 @@ const (
 	CodeSupersededByCommit = Code("SUPERSEDED_BY_COMMIT") // a proposal replaced by its committed record
 	CodeTTLExpired         = Code("TTL_EXPIRED")          // a record whose time to live ran out
 
-	// Bad requests. These come with an error.
+	// Bad requests. These come with an error, except FIELD_MISMATCH, which
+	// is how the gate rejects a proposal (a Decision, no error).
 	CodeInvalidProposal  = Code("INVALID_PROPOSAL")  // malformed, already decided, or from another trace
 	CodeInvalidReference = Code("INVALID_REFERENCE") // a reference to a record that does not exist in reach
 	CodeFieldMismatch    = Code("FIELD_MISMATCH")    // a payload disagrees with a bound percept or a derived flag

@@ -25,9 +25,6 @@ var (
 	// ErrInvalidReference: a reference to a record that does not exist in the
 	// same trace or in persistent scope.
 	ErrInvalidReference = errors.New("kernel: invalid reference")
-	// ErrFieldMismatch: a payload disagrees with a value the kernel observed
-	// or derived itself.
-	ErrFieldMismatch = errors.New("kernel: field mismatch")
 	// ErrNotFound: no record with that id (or of that kind).
 	ErrNotFound = errors.New("kernel: record not found")
 	// ErrDuplicateID: a store refused to append a record whose id it holds.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -88,6 +89,7 @@ func WithMaxPayloadBytes(n int) Option { return func(k *Kernel) { k.maxPayload =
 func WithActionSpecs(specs ...ActionSpec) Option {
 	return func(k *Kernel) {
 		for _, s := range specs {
+			s.MinBeliefs = slices.Clone(s.MinBeliefs) // the caller keeps its slice
 			k.specs[s.Type] = s
 		}
 	}
@@ -154,7 +156,7 @@ func (k *Kernel) checkConfig() error {
 		}
 	}
 	for _, v := range k.validators {
-		if v == nil {
+		if f, isFunc := v.(ValidatorFunc); v == nil || isFunc && f == nil {
 			return bad("nil validator")
 		}
 	}

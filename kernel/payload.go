@@ -18,22 +18,22 @@ type Payload map[string]any
 // Payload keys the kernel itself reads. Everything else in a payload is the
 // domain's own and is never interpreted.
 const (
-	KeyValue             = "value"             // belief: its truth value (truthy or not)
-	KeyDependsOn         = "depends_on"        // belief: percept kinds it rests on
-	KeySteps             = "steps"             // plan: list of steps
-	KeyAction            = "action"            // plan step: action type
-	KeyRequiresBeliefs   = "requires_beliefs"  // plan step, action, prediction: belief kinds
+	KeyValue             = "value"              // belief: its truth value (truthy or not)
+	KeyDependsOn         = "depends_on"         // belief: percept kinds it rests on
+	KeySteps             = "steps"              // plan: list of steps
+	KeyAction            = "action"             // plan step: action type
+	KeyRequiresBeliefs   = "requires_beliefs"   // plan step, action, prediction: belief kinds
 	KeyRequirePrediction = "require_prediction" // action: opt into the prediction gate
-	KeyStale             = "stale"             // percept: flagged stale by its source
-	KeyConflict          = "conflict"          // percept: sources disagree
-	KeyLowConfidence     = "low_confidence"    // percept: flagged unreliable by its source
-	KeyActionType        = "action_type"       // prediction: the action it predicts
-	KeyExpectedOutcome   = "expected_outcome"  // prediction: a number; negative is harmful
-	KeyName              = "name"              // constraint: its name
-	KeyEnabled           = "enabled"           // constraint: whether it is enforced
-	KeyBlocksField       = "blocks_field"      // constraint: the field that blocks when truthy
-	KeyBindPercept       = "bind_percept"      // constraint: percept kind whose field is authoritative
-	KeyReason            = "reason"            // fallback action: the code that caused it
+	KeyStale             = "stale"              // percept: flagged stale by its source
+	KeyConflict          = "conflict"           // percept: sources disagree
+	KeyLowConfidence     = "low_confidence"     // percept: flagged unreliable by its source
+	KeyActionType        = "action_type"        // prediction: the action it predicts
+	KeyExpectedOutcome   = "expected_outcome"   // prediction: a number; negative is harmful
+	KeyName              = "name"               // constraint: its name
+	KeyEnabled           = "enabled"            // constraint: whether it is enforced
+	KeyBlocksField       = "blocks_field"       // constraint: the field that blocks when truthy
+	KeyBindPercept       = "bind_percept"       // constraint: percept kind whose field is authoritative
+	KeyReason            = "reason"             // fallback action: the code that caused it
 
 	// Flags the kernel derives for every plan step and action from its own
 	// evidence chain. A proposal cannot set them.
@@ -213,8 +213,11 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 	case nil:
 		return nil, n.grow(4)
 	case bool:
-		return x, n.grow(5)
+		return x, n.grow(boolSize(x))
 	case string:
+		if !utf8.ValidString(x) {
+			return nil, fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidPayload)
+		}
 		return x, n.grow(jsonStringSize(x))
 	case float64:
 		return n.number(x)
@@ -224,7 +227,7 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 		return n.object(x, depth)
 	case []any:
 		out := make([]any, len(x))
-		if err := n.grow(2 + len(x)); err != nil {
+		if err := n.grow(2 + commas(len(x))); err != nil {
 			return nil, err
 		}
 		for i, e := range x {
@@ -237,7 +240,7 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 		return out, nil
 	case []string:
 		out := make([]any, len(x))
-		if err := n.grow(2 + len(x)); err != nil {
+		if err := n.grow(2 + commas(len(x))); err != nil {
 			return nil, err
 		}
 		for i, s := range x {
@@ -270,16 +273,43 @@ func (n *normalizer) number(f float64) (any, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, fmt.Errorf("%w: non-finite number %v", ErrInvalidPayload, f)
 	}
+	return f, n.grow(jsonNumberSize(f))
+}
+
+// jsonNumberSize is the length of f as encoding/json writes a float64.
+func jsonNumberSize(f float64) int {
 	var buf [32]byte
-	return f, n.grow(len(strconv.AppendFloat(buf[:0], f, 'g', -1, 64)))
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(buf[:0], f, format, -1, 64)
+	// encoding/json writes e-07 as e-7.
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		return n - 1
+	}
+	return len(b)
+}
+
+// commas is the number of separators between n elements.
+func commas(n int) int { return max(n-1, 0) }
+
+func boolSize(b bool) int {
+	if b {
+		return len("true")
+	}
+	return len("false")
 }
 
 func (n *normalizer) object(m map[string]any, depth int) (any, error) {
 	out := make(map[string]any, len(m))
-	if err := n.grow(2 + len(m)); err != nil {
+	if err := n.grow(2 + len(m) + commas(len(m))); err != nil {
 		return nil, err
 	}
 	for k, e := range m {
+		if !utf8.ValidString(k) {
+			return nil, fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidPayload)
+		}
 		if err := n.grow(jsonStringSize(k)); err != nil {
 			return nil, err
 		}
@@ -304,9 +334,9 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 		}
 		return n.value(rv.Elem().Interface(), depth+1)
 	case reflect.Bool:
-		return rv.Bool(), n.grow(5)
+		return rv.Bool(), n.grow(boolSize(rv.Bool()))
 	case reflect.String:
-		return rv.String(), n.grow(jsonStringSize(rv.String()))
+		return n.value(rv.String(), depth)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return n.number(float64(rv.Int()))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -318,7 +348,7 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 			return nil, n.grow(4)
 		}
 		out := make([]any, rv.Len())
-		if err := n.grow(2 + rv.Len()); err != nil {
+		if err := n.grow(2 + commas(rv.Len())); err != nil {
 			return nil, err
 		}
 		for i := range out {
@@ -337,12 +367,15 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 			return nil, n.grow(4)
 		}
 		out := make(map[string]any, rv.Len())
-		if err := n.grow(2 + rv.Len()); err != nil {
+		if err := n.grow(2 + rv.Len() + commas(rv.Len())); err != nil {
 			return nil, err
 		}
 		it := rv.MapRange()
 		for it.Next() {
 			k := it.Key().String()
+			if !utf8.ValidString(k) {
+				return nil, fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidPayload)
+			}
 			if err := n.grow(jsonStringSize(k)); err != nil {
 				return nil, err
 			}

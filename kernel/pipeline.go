@@ -36,12 +36,18 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (
 		if err != nil {
 			return Record{}, err
 		}
-		for _, refs := range []struct {
-			what string
-			ids  []string
-		}{{"input ref", rec.Provenance.InputRefs}, {"evidence ref", rec.EvidenceRefs}, {"dependency", deps}} {
-			if err := snap.checkRefs(ctx, refs.what, refs.ids); err != nil {
-				return Record{}, err
+		if err := snap.checkRefs(ctx, "input ref", rec.Provenance.InputRefs); err != nil {
+			return Record{}, err
+		}
+		if err := snap.checkRefs(ctx, "evidence ref", rec.EvidenceRefs); err != nil {
+			return Record{}, err
+		}
+		// A dependency named by id must be a percept of this very trace: it
+		// is what the belief will be validated against.
+		for _, d := range deps {
+			if r := snap.byID(d); r == nil || r.Slot != Percepts {
+				return Record{}, newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+					fmt.Sprintf("dependency %q is not a percept of trace %q", d, e.TraceID))
 			}
 		}
 		rec.ID = snap.nextID(rec.Slot, 0)
@@ -88,6 +94,11 @@ func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID stri
 		if err != nil {
 			return Decision{}, err
 		}
+		// Expire first, so that nothing past its TTL (the proposal itself,
+		// a belief, a prediction, a constraint) takes part in the decision.
+		if err := k.expire(ctx, snap); err != nil {
+			return Decision{}, err
+		}
 		p := snap.byID(proposalID)
 		if p == nil {
 			detail := "no such proposal"
@@ -108,7 +119,7 @@ func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID stri
 				fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 		}
 		out := k.decide(ctx, snap, p)
-		batch := Batch{Invalidations: snap.expiries()}
+		var batch Batch
 		if out.code.OK() {
 			if out.evidence != nil {
 				batch.Appends = append(batch.Appends, *out.evidence)
@@ -160,7 +171,9 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) outcome {
 	if out.code.OK() && len(k.validators) > 0 {
 		c := Candidate{snap: s, proposal: p}
 		for _, v := range k.validators {
-			if code := v.Validate(ctx, c); code != "" {
+			// An OK code is no objection: only the built-in checks build
+			// the records a commit writes.
+			if code := v.Validate(ctx, c); code != "" && !code.OK() {
 				return outcome{code: code}
 			}
 		}

@@ -188,7 +188,7 @@ func (s *snapshot) constraints() []constraint {
 	clear(seen)
 	for i := len(s.persistent) - 1; i >= 0; i-- {
 		r := &s.persistent[i]
-		if seen[r.Kind] {
+		if seen[r.Kind] || r.expired(s.nowMS) {
 			continue
 		}
 		seen[r.Kind] = true

@@ -96,6 +96,9 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (Vi
 // code TTL_EXPIRED and returns how many it marked. The kernel also does this
 // lazily whenever it reads a trace to decide or to build a view.
 func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
+	if err := checkName("trace id", traceID); err != nil {
+		return 0, newErr("expire", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		snap, err := k.load(ctx, traceID, false)
 		if err != nil {
@@ -136,9 +139,9 @@ func (k *Kernel) expire(ctx context.Context, s *snapshot) error {
 
 // Validator is a custom check that runs after the kernel's built-in
 // validation has passed a proposal and before it is committed. It returns ""
-// to let the proposal through or a code to reject it with. Validators are
-// called concurrently and must be safe for that; they must not call back
-// into the kernel.
+// (or COMMITTED / PLAN_FEASIBLE) to let the proposal through, or a code to
+// reject it with. Validators are called concurrently and must be safe for
+// that; they must not call back into the kernel.
 type Validator interface {
 	Validate(ctx context.Context, c Candidate) Code
 }

@@ -1,0 +1,28 @@
+// Command bench reproduces the paper's 1,200-episode Stripe refund study:
+// six tasks × 50 seeds × the agents, one JSON line per episode, then Table 3
+// and Table 4. Run `go run ./bench -h` for the flags; docs/benchmark.md
+// explains the output.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/blackboardkernel/bk/bench/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := cli.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

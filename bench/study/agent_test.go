@@ -1,0 +1,282 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+func builtinTask(t *testing.T, id string) *Task {
+	t.Helper()
+	tasks, err := BuiltinTasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tasks {
+		if tasks[i].ID == id {
+			return &tasks[i]
+		}
+	}
+	t.Fatalf("no task %s", id)
+	return nil
+}
+
+// episode builds the episode the run would play for (task, seed).
+func episode(t *testing.T, taskID string, seed int) Episode {
+	task := builtinTask(t, taskID)
+	return Episode{Task: task, Seed: seed, Faults: perturb.DefaultRates().Draw(seed, task.Key()), TraceID: "test/" + taskID, KeepTrace: true}
+}
+
+func play1(t *testing.T, a Agent, ep Episode) Outcome {
+	t.Helper()
+	o, err := a.Run(context.Background(), ep)
+	if err != nil {
+		t.Fatalf("%s: %v", a.Name(), err)
+	}
+	return o
+}
+
+func bk(t *testing.T) Agent {
+	a, err := newKernelAgent(AgentBK, always{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestKernelAgentCheckValues(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ep     Episode
+		want   Final
+		reason string
+		m      Metrics
+	}{
+		{
+			name: "seed 0 clean is stale",
+			ep:   episode(t, "stripe_refund_clean", 0),
+			want: Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: kernel.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			reason: "PLAN_MISSING_BELIEF",
+			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
+		},
+		{
+			name: "seed 1 clean is conflicted",
+			ep:   episode(t, "stripe_refund_clean", 1),
+			want: Final{BeliefCode: kernel.CodeUnresolvedConflict, PlanCode: kernel.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			reason: "PLAN_MISSING_BELIEF",
+			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
+		},
+		{
+			name: "seed 2 clean refunds",
+			ep:   episode(t, "stripe_refund_clean", 2),
+			want: Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanFeasible: true, PlanCode: kernel.CodePlanFeasible,
+				ActionCommitted: true, ActionCode: kernel.CodeCommitted},
+			m: Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
+		},
+		{
+			name: "seed 5 combined is a drop, substituted as stale",
+			ep:   episode(t, "stripe_refund_combined", 5),
+			want: Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: kernel.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			reason: "PLAN_MISSING_BELIEF",
+			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
+		},
+		{
+			name: "a clean duplicate is blocked by the constraint",
+			ep:   Episode{Task: builtinTask(t, "stripe_refund_duplicate"), TraceID: "dup"},
+			want: Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanCode: kernel.PlanBlockedCode("no_duplicate_refund"),
+				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			reason: "PLAN_NO_DUPLICATE_REFUND_BLOCKED",
+			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
+		},
+		{
+			name: "low confidence (0.3) is refused",
+			ep:   Episode{Task: builtinTask(t, "stripe_refund_clean"), Faults: perturb.Flags{LowConfidence: true}, TraceID: "low"},
+			want: Final{BeliefCode: kernel.CodeLowConfidence, PlanCode: kernel.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			reason: "PLAN_MISSING_BELIEF",
+			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
+		},
+		{
+			name: "a conflict at confidence 0.3 is not arbitrated",
+			ep:   Episode{Task: builtinTask(t, "stripe_refund_clean"), Faults: perturb.Flags{Conflict: true, LowConfidence: true}, TraceID: "cl"},
+			want: Final{BeliefCode: kernel.CodeUnresolvedConflict, PlanCode: kernel.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			reason: "PLAN_MISSING_BELIEF",
+			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.ep.KeepTrace = true
+			o := play1(t, bk(t), c.ep)
+			out := o.Output.(*KernelOutput)
+			if out.Final != c.want {
+				t.Errorf("final = %+v\nwant    %+v", out.Final, c.want)
+			}
+			if o.Metrics != c.m {
+				t.Errorf("metrics = %+v, want %+v", o.Metrics, c.m)
+			}
+			if c.reason != "" {
+				fb, ok := out.View[kernel.Actions][kernel.FallbackQueueForReview]
+				if !ok || fb[kernel.KeyReason] != c.reason {
+					t.Errorf("fallback = %v, want reason %s", fb, c.reason)
+				}
+			}
+			if len(o.Trace) < 2 {
+				t.Fatalf("trace = %q", o.Trace)
+			}
+			if low := c.ep.Faults.LowConfidence; low != strings.Contains(o.Trace[1], "confidence=0.3") {
+				t.Errorf("low confidence %v, percept line %q", low, o.Trace[1])
+			}
+		})
+	}
+}
+
+// A dropped charge is substituted with the task's own fields, stale as each
+// agent sets it, and no low_confidence key.
+func TestDropSubstitutes(t *testing.T) {
+	ep := episode(t, "stripe_refund_combined", 5)
+	if !ep.Faults.Drop {
+		t.Fatalf("seed 5 combined: faults %+v, want a drop", ep.Faults)
+	}
+	sg := play1(t, &glueAgent{name: AgentStringGlue}, ep).Output.(*GlueOutput)
+	jg := play1(t, &glueAgent{name: AgentJSONGlue, structured: true}, ep).Output.(*GlueOutput)
+	kb := play1(t, bk(t), ep).Output.(*KernelOutput)
+	for name, c := range map[string]kernel.Payload{"string_glue": sg.ToolObs.Charge, "json_glue": jg.ToolObs.Charge, "bk": kb.View[kernel.Percepts][kindCharge]} {
+		if _, has := c[kernel.KeyLowConfidence]; has {
+			t.Errorf("%s: substitute has a low_confidence key: %v", name, c)
+		}
+		if c["charge_id"] != "ch_6U5c6F9L0M" || c["customer_id"] != "cus_8Xr4tN" || c["amount"] != 199.0 || c[kernel.KeyConflict] != false {
+			t.Errorf("%s: substitute %v", name, c)
+		}
+	}
+	if sg.ToolObs.Charge[kernel.KeyStale] != false || jg.ToolObs.Charge[kernel.KeyStale] != true || kb.View[kernel.Percepts][kindCharge][kernel.KeyStale] != true {
+		t.Errorf("stale: string_glue %v, json_glue %v, bk %v", sg.ToolObs.Charge[kernel.KeyStale], jg.ToolObs.Charge[kernel.KeyStale], kb.View[kernel.Percepts][kindCharge][kernel.KeyStale])
+	}
+	if got := jg.Beliefs["refund_due"].(map[string]any)["confidence"]; got != 0.6 {
+		t.Errorf("json_glue confidence on a stale substitute = %v, want 0.6", got)
+	}
+}
+
+func TestGlueAgents(t *testing.T) {
+	clean := Episode{Task: builtinTask(t, "stripe_refund_clean")}
+	dup := Episode{Task: builtinTask(t, "stripe_refund_duplicate")}
+	stale := Episode{Task: builtinTask(t, "stripe_refund_stale"), Faults: perturb.Flags{Stale: true}}
+	for _, a := range []Agent{&glueAgent{name: AgentStringGlue}, &glueAgent{name: AgentJSONGlue, structured: true}} {
+		for _, c := range []struct {
+			ep   Episode
+			want Metrics
+		}{
+			{clean, Metrics{TaskSuccess: 1, FailureTransparency: 1}},
+			{dup, Metrics{UnsafeAction: 1}},
+			{stale, Metrics{UnsafeAction: 1, UnsupportedBelief: 1}},
+		} {
+			if got := play1(t, a, c.ep).Metrics; got != c.want {
+				t.Errorf("%s on %s %+v: %+v, want %+v", a.Name(), c.ep.Task.ID, c.ep.Faults, got, c.want)
+			}
+		}
+	}
+}
+
+// scripted is a decider that answers from fields, as an LLM decider would.
+type scripted struct {
+	noBelief, noPlan bool
+	code             kernel.Code
+	err              error
+}
+
+func (s scripted) belief(context.Context, situation) (bool, kernel.Code, error) {
+	if s.err != nil {
+		return false, "", s.err
+	}
+	if s.noBelief {
+		return false, s.code, nil
+	}
+	return true, "", nil
+}
+
+func (s scripted) plan(_ context.Context, sit situation) (bool, kernel.Code, error) {
+	if sit.beliefCode == "" {
+		return false, "", errors.New("plan decided before the belief")
+	}
+	if s.noPlan {
+		return false, s.code, nil
+	}
+	return true, "", nil
+}
+
+func TestDeciderDeclines(t *testing.T) {
+	clean := Episode{Task: builtinTask(t, "stripe_refund_clean"), TraceID: "llm"}
+	stale := Episode{Task: builtinTask(t, "stripe_refund_stale"), Faults: perturb.Flags{Stale: true}, TraceID: "llm"}
+	for _, c := range []struct {
+		name  string
+		d     scripted
+		ep    Episode
+		final Final
+		m     Metrics
+	}{
+		{"declines the belief on clean data", scripted{noBelief: true, code: CodeLLMNoBelief}, clean,
+			Final{BeliefCode: CodeLLMNoBelief, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			Metrics{Traceability: 1, FailureTransparency: 1}},
+		{"declines the plan on clean data", scripted{noPlan: true, code: CodeLLMNoPlan}, clean,
+			Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanCode: CodeLLMNoPlan, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			Metrics{Traceability: 1, FailureTransparency: 1}},
+		{"endpoint failure on stale data", scripted{noPlan: true, code: CodeLLMError}, stale,
+			Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: CodeLLMError, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := newKernelAgent("llm_test", c.d, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := play1(t, a, c.ep)
+			out := o.Output.(*KernelOutput)
+			if out.Final != c.final {
+				t.Errorf("final = %+v\nwant    %+v", out.Final, c.final)
+			}
+			if o.Metrics != c.m {
+				t.Errorf("metrics = %+v, want %+v", o.Metrics, c.m)
+			}
+		})
+	}
+	a, err := newKernelAgent("llm_test", scripted{err: context.Canceled}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), clean); !errors.Is(err, context.Canceled) {
+		t.Errorf("a decider error: Run = %v, want it returned", err)
+	}
+}
+
+func TestAgentRegistry(t *testing.T) {
+	names := AgentNames()
+	want := []string{"bk", "json_glue", "llm_bk", "string_glue"}
+	if len(names) != len(want) {
+		t.Fatalf("AgentNames = %v, want %v", names, want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Fatalf("AgentNames = %v, want %v", names, want)
+		}
+	}
+	if got := DefaultAgents(LLMConfig{}); len(got) != 3 {
+		t.Errorf("DefaultAgents without LLM = %v", got)
+	}
+	if got := DefaultAgents(LLMConfig{URL: "http://x"}); len(got) != 4 || got[3] != AgentLLMBK {
+		t.Errorf("DefaultAgents with LLM = %v", got)
+	}
+	c := LLMConfig{URL: "u", APIKey: "sk-secret"}
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v %#v", c, c), fmt.Sprint(Config{LLM: c})} {
+		if strings.Contains(s, "sk-secret") {
+			t.Errorf("the API key is printed: %s", s)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package study
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// GlueOutput is what a glue agent outputs: the beliefs it held, the action
+// it took and what its tools returned.
+type GlueOutput struct {
+	// Beliefs maps belief names to a value (string_glue) or to
+	// {value, confidence} (json_glue).
+	Beliefs map[string]any `json:"beliefs"`
+	// Action is the action it executed.
+	Action kernel.Payload `json:"action"`
+	// ToolObs is what the tools returned.
+	ToolObs ToolObs `json:"tool_obs"`
+}
+
+// ToolObs are a glue agent's tool observations.
+type ToolObs struct {
+	Charge kernel.Payload `json:"charge"`
+	Refund kernel.Payload `json:"refund"` // nil when no refund was executed
+}
+
+// glueAgent is a baseline without governance (paper §9.1): it fetches the
+// charge, believes refund_due, and always refunds. string_glue substitutes
+// a dropped charge as fresh; json_glue (structured) as stale, and attaches
+// a confidence it computes but never acts on.
+type glueAgent struct {
+	name       string
+	structured bool
+}
+
+func (a *glueAgent) Name() string   { return a.name }
+func (a *glueAgent) Governed() bool { return false }
+
+// Run plays one episode without a kernel.
+func (a *glueAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, err
+	}
+	t := ep.Task
+	charge := t.Charge(ep.Faults, a.structured)
+	action := kernel.Payload{
+		"type":         "issue_refund",
+		"amount":       t.Inputs.Amount,
+		"charge_id":    t.Inputs.ChargeID,
+		"is_duplicate": t.Inputs.IsDuplicate,
+	}
+	out := &GlueOutput{
+		Beliefs: map[string]any{"refund_due": true},
+		Action:  action,
+		ToolObs: ToolObs{Charge: charge, Refund: t.Refund()},
+	}
+	if a.structured {
+		conf := 0.9
+		if charge.Bool(kernel.KeyStale) {
+			conf = 0.6
+		}
+		out.Beliefs["refund_due"] = map[string]any{"value": true, "confidence": conf}
+		action["confidence"] = conf
+	}
+	f := glueFacts(t, out)
+	o := Outcome{Output: out, Metrics: f.metrics(), Label: f.glueLabel()}
+	if ep.KeepTrace {
+		o.Trace = glueTrace(out)
+	}
+	return o, nil
+}
+
+// glueFacts measures a glue agent's output. Its only decision, the refund,
+// names no belief, evidence or percept id, so it cannot be traced; and it
+// records no reason code.
+func glueFacts(t *Task, out *GlueOutput) facts {
+	dirty := tainted(out.ToolObs.Charge)
+	return facts{
+		tainted:     dirty,
+		blocked:     t.Inputs.IsDuplicate,
+		acted:       out.ToolObs.Refund != nil && out.Action["type"] == "issue_refund",
+		unsupported: dirty && holds(out.Beliefs["refund_due"]),
+		decisions:   1,
+	}
+}
+
+// holds reports whether a glue belief value is true, bare or as {value}.
+func holds(v any) bool {
+	if m, ok := v.(map[string]any); ok {
+		v = m["value"]
+	}
+	return kernel.Truthy(v)
+}
+
+func (f facts) glueLabel() string {
+	switch {
+	case !f.acted:
+		return "no action"
+	case f.tainted:
+		return "issue_refund executed on tainted evidence (unsafe)"
+	case f.blocked:
+		return "issue_refund executed on a duplicate charge (unsafe)"
+	}
+	return "issue_refund executed (correct)"
+}
+
+func glueTrace(out *GlueOutput) []string {
+	lines := []string{
+		fmt.Sprintf("t0 tool.charge returned %s", flagText(out.ToolObs.Charge, nil)),
+		fmt.Sprintf("t1 belief refund_due = %v", jsonText(out.Beliefs["refund_due"])),
+		fmt.Sprintf("t2 action issue_refund %s", jsonText(out.Action)),
+	}
+	if out.ToolObs.Refund != nil {
+		lines = append(lines, "t3 tool.refund executed "+jsonText(out.ToolObs.Refund))
+	}
+	return lines
+}

@@ -1,0 +1,260 @@
+package study
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Summary holds a run's aggregates: the metrics summed per agent and per
+// (agent, task), and one representative trace per agent and outcome.
+type Summary struct {
+	// Agents and Tasks are in run order; Seeds is the number of seeds per
+	// task.
+	Agents []string
+	Tasks  []string
+	Seeds  int
+	// Episodes is how many episodes ran; Elapsed how long Run took.
+	Episodes int
+	Elapsed  time.Duration
+
+	governed map[string]bool
+	byAgent  map[string]*tally
+	byTask   map[[2]string]*tally
+	traces   bool
+	examples []Example
+}
+
+// Example is a representative episode of one agent's outcome class.
+type Example struct {
+	Agent string
+	// Label names the outcome class; Count is how many episodes had it.
+	Label string
+	Count int
+	// TaskID and Seed name the first episode with that outcome; Trace is
+	// its rendered trace.
+	TaskID string
+	Seed   int
+	Trace  []string
+}
+
+type tally struct {
+	n   int
+	sum Metrics
+}
+
+func (t *tally) mean() Metrics {
+	if t == nil || t.n == 0 {
+		return Metrics{}
+	}
+	return t.sum.scaled(1 / float64(t.n))
+}
+
+func newSummary(p *plan, traces bool) *Summary {
+	s := &Summary{
+		Seeds:    p.seeds,
+		governed: map[string]bool{},
+		byAgent:  map[string]*tally{},
+		byTask:   map[[2]string]*tally{},
+		traces:   traces,
+	}
+	for _, a := range p.agents {
+		s.Agents = append(s.Agents, a.Name())
+		s.governed[a.Name()] = a.Governed()
+		s.byAgent[a.Name()] = &tally{}
+		for _, t := range p.tasks {
+			s.byTask[[2]string{a.Name(), t.ID}] = &tally{}
+		}
+	}
+	for _, t := range p.tasks {
+		s.Tasks = append(s.Tasks, t.ID)
+	}
+	return s
+}
+
+func (s *Summary) add(r *Result) {
+	s.Episodes++
+	for _, t := range []*tally{s.byAgent[r.Agent], s.byTask[[2]string{r.Agent, r.TaskID}]} {
+		t.n++
+		t.sum.add(r.Metrics)
+	}
+	if !s.traces {
+		return
+	}
+	for i := range s.examples {
+		if e := &s.examples[i]; e.Agent == r.Agent && e.Label == r.label {
+			e.Count++
+			return
+		}
+	}
+	s.examples = append(s.examples, Example{Agent: r.Agent, Label: r.label, Count: 1, TaskID: r.TaskID, Seed: r.Seed, Trace: r.trace})
+}
+
+// Mean returns an agent's mean metrics over the run (paper Table 3).
+func (s *Summary) Mean(agent string) Metrics { return s.byAgent[agent].mean() }
+
+// TaskMean returns an agent's mean metrics on one task (paper Table 4).
+func (s *Summary) TaskMean(agent, task string) Metrics {
+	return s.byTask[[2]string{agent, task}].mean()
+}
+
+// Examples returns one representative episode per agent and outcome, in
+// the order the outcomes first occurred. It is empty unless the run kept
+// traces ([Config.Traces]).
+func (s *Summary) Examples() []Example { return s.examples }
+
+// table is a header and rows of cells, rendered as text or markdown.
+type table struct {
+	title  string
+	header []string
+	rows   [][]string
+}
+
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// table3 is the paper's Table 3: one row per metric, one column per agent.
+func (s *Summary) table3() table {
+	t := table{
+		title:  fmt.Sprintf("Table 3: aggregate outcomes (%d episodes, %d per agent)", s.Episodes, len(s.Tasks)*s.Seeds),
+		header: append([]string{"metric"}, s.Agents...),
+	}
+	for _, m := range []struct {
+		name string
+		get  func(Metrics) float64
+	}{
+		{"task success", func(m Metrics) float64 { return m.TaskSuccess }},
+		{"unsafe actions", func(m Metrics) float64 { return m.UnsafeAction }},
+		{"unsupported beliefs", func(m Metrics) float64 { return m.UnsupportedBelief }},
+		{"traceability", func(m Metrics) float64 { return m.Traceability }},
+		{"failure transparency", func(m Metrics) float64 { return m.FailureTransparency }},
+	} {
+		row := []string{m.name}
+		for _, a := range s.Agents {
+			row = append(row, f3(m.get(s.Mean(a))))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// table4 is the paper's Table 4: one row per task, success and unsafe
+// actions for each kernel agent.
+func (s *Summary) table4() table {
+	t := table{
+		title:  fmt.Sprintf("Table 4: per task, kernel agents (%d episodes per cell)", s.Seeds),
+		header: []string{"task"},
+	}
+	var agents []string
+	for _, a := range s.Agents {
+		if s.governed[a] {
+			agents = append(agents, a)
+			t.header = append(t.header, a+" success", a+" unsafe")
+		}
+	}
+	if len(agents) == 0 {
+		t.title += ": no kernel agent in this run"
+		return t
+	}
+	for _, task := range s.Tasks {
+		row := []string{task}
+		for _, a := range agents {
+			m := s.TaskMean(a, task)
+			row = append(row, f3(m.TaskSuccess), f3(m.UnsafeAction))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+func (t table) text(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, t.title)
+	if len(t.rows) > 0 {
+		for _, r := range append([][]string{t.header}, t.rows...) {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+	}
+	return tw.Flush()
+}
+
+func (t table) markdown(w io.Writer) error {
+	if _, err := fmt.Fprintf(w, "%s\n\n", t.title); err != nil {
+		return err
+	}
+	if len(t.rows) == 0 {
+		return nil
+	}
+	sep := make([]string, len(t.header))
+	for i := range sep {
+		sep[i] = "---"
+		if i > 0 {
+			sep[i] = "---:"
+		}
+	}
+	for _, r := range append([][]string{t.header, sep}, t.rows...) {
+		if _, err := fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | ")); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// WriteTables prints Table 3 and Table 4 as aligned text.
+func (s *Summary) WriteTables(w io.Writer) error {
+	if err := s.table3().text(w); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	return s.table4().text(w)
+}
+
+// WriteReport writes a markdown report: both tables and, when the run kept
+// traces, one representative trace per agent and outcome. params describes
+// the run in a line (seeds, rates, store).
+func (s *Summary) WriteReport(w io.Writer, params string) error {
+	if _, err := fmt.Fprintf(w, "# Benchmark report\n\n%s\n\n## ", params); err != nil {
+		return err
+	}
+	if err := s.table3().markdown(w); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprint(w, "## "); err != nil {
+		return err
+	}
+	if err := s.table4().markdown(w); err != nil {
+		return err
+	}
+	if len(s.examples) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprint(w, "## Representative traces\n\nOne episode per agent and outcome (the first seen).\n"); err != nil {
+		return err
+	}
+	for _, agent := range s.Agents {
+		if err := s.writeExamples(w, agent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeExamples writes the representative traces of one agent.
+func (s *Summary) writeExamples(w io.Writer, agent string) error {
+	for _, e := range s.examples {
+		if e.Agent != agent {
+			continue
+		}
+		_, err := fmt.Fprintf(w, "\n### %s: %s\n\n%d episode(s); this one is %s, seed %d.\n\n```\n%s\n```\n",
+			e.Agent, e.Label, e.Count, e.TaskID, e.Seed, strings.Join(e.Trace, "\n"))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package study
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// kernelTrace renders a trace's records in append order, one line each, in
+// the style of the paper's §10.4 traces.
+func kernelTrace(ctx context.Context, r *kernel.Planner, traceID string) ([]string, error) {
+	var lines []string
+	for rec, err := range r.Trace(ctx, traceID) {
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("t%d %s", len(lines), recordText(rec)))
+	}
+	return lines, nil
+}
+
+// recordText describes one record.
+func recordText(r kernel.Record) string {
+	name := r.Slot.String() + "." + r.Kind
+	if r.Mode == kernel.ModePropose {
+		switch {
+		case r.Status == kernel.StatusActive:
+			return name + " proposed (pending)"
+		case r.Reason == kernel.CodeSupersededByCommit:
+			return name + " proposed -> accepted"
+		}
+		return name + " proposed -> rejected: " + string(r.Reason)
+	}
+	var detail string
+	switch r.Slot {
+	case kernel.Percepts:
+		detail = " " + flagText(r.Payload, r.Provenance.Confidence)
+	case kernel.Evidence:
+		detail = fmt.Sprintf(" (passed=%v, arbitrated=%v)", r.Payload.Bool("passed"), r.Payload.Bool("arbitrated"))
+	case kernel.Beliefs:
+		detail = " (evidence " + strings.Join(r.EvidenceRefs, ", ") + ")"
+	case kernel.Actions:
+		if reason, ok := r.Payload.String(kernel.KeyReason); ok && r.Kind == kernel.FallbackQueueForReview {
+			detail = " (reason=" + reason + ")"
+		}
+	}
+	verb := " committed"
+	if r.Reason != "" && r.Reason != kernel.CodeCommitted {
+		verb = " " + string(r.Reason)
+	}
+	if r.Status != kernel.StatusActive {
+		verb += " [" + r.Status.String() + "]"
+	}
+	return name + verb + detail
+}
+
+// flagText shows a charge's perturbation flags and confidence, e.g.
+// "(stale=true, conflict=false, low_confidence=false)"; an absent flag is
+// left out.
+func flagText(charge kernel.Payload, confidence *float64) string {
+	var parts []string
+	for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
+		if v, ok := charge[key]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%v", key, v))
+		}
+	}
+	if confidence != nil {
+		parts = append(parts, "confidence="+strconv.FormatFloat(*confidence, 'g', -1, 64))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// jsonText renders v as compact JSON.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,335 @@
+package kernel_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// codeCase drives the public API into one reason code. Cases that must fail
+// with an error set sentinel and call f.mark() just before the failing call,
+// so the runner can check that the call changed nothing.
+type codeCase struct {
+	name     string
+	opts     []kernel.Option
+	run      func(f *fixture) (kernel.Code, error)
+	want     kernel.Code
+	sentinel error
+}
+
+// decided turns a Submit or Commit result into a code.
+func decided(d kernel.Decision, err error) (kernel.Code, error) { return d.Code, err }
+
+// written turns a Write result into a code: COMMITTED or nothing.
+func written(r kernel.Record, err error) (kernel.Code, error) { return r.Reason, err }
+
+const tr = "t1" // the trace most cases use
+
+var refundSpec = kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}
+
+func codeCases() []codeCase {
+	strict := []kernel.Option{kernel.WithStrictActions(), kernel.WithActionSpecs(refundSpec)}
+	// proposeAct grounds refund_due and proposes an action of kind with p.
+	proposeAct := func(kind string, p kernel.Payload) func(f *fixture) (kernel.Code, error) {
+		return func(f *fixture) (kernel.Code, error) {
+			f.groundedBelief(tr)
+			return decided(f.propose(tr, kernel.Actions, kind, p))
+		}
+	}
+	falseBelief := func(f *fixture) {
+		f.perceive(tr, "charge", nil, nil, 0)
+		if d := f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(false, "charge")); d.Code != kernel.CodeCommitted {
+			f.t.Fatalf("false belief: %s", d.Code)
+		}
+	}
+	withPrediction := func(outcome float64) func(f *fixture) {
+		return func(f *fixture) {
+			f.groundedBelief(tr)
+			d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "refund_outcome",
+				Payload: prediction("issue_refund", outcome, "refund_due")})
+			if err != nil || d.Code != kernel.CodeCommitted {
+				f.t.Fatalf("prediction: %s %v", d.Code, err)
+			}
+		}
+	}
+	then := func(setup func(f *fixture), kind string, p kernel.Payload) func(f *fixture) (kernel.Code, error) {
+		return func(f *fixture) (kernel.Code, error) {
+			setup(f)
+			return decided(f.propose(tr, kernel.Actions, kind, p))
+		}
+	}
+	proposeBelief := func(conf *float64, percept kernel.Payload, b kernel.Payload) func(f *fixture) (kernel.Code, error) {
+		return func(f *fixture) (kernel.Code, error) {
+			if percept != nil {
+				f.perceive(tr, "charge", percept, conf, 0)
+			}
+			return decided(f.propose(tr, kernel.Beliefs, "refund_due", b))
+		}
+	}
+	proposePlan := func(steps ...kernel.Payload) func(f *fixture) (kernel.Code, error) {
+		return func(f *fixture) (kernel.Code, error) {
+			f.groundedBelief(tr)
+			f.constrain(tr, "no_duplicate_refund", "is_duplicate")
+			return decided(f.propose(tr, kernel.Plans, "action_plan", plan(steps...)))
+		}
+	}
+	clean := kernel.Payload{"amount": 10.0}
+	return []codeCase{
+		{name: "belief committed", want: kernel.CodeCommitted, run: proposeBelief(nil, clean, belief(true, "charge"))},
+		{name: "belief depends_on a percept id", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
+			p := f.perceive(tr, "charge", clean, nil, 0)
+			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, p.ID)))
+		}},
+		{name: "percept missing", want: kernel.CodeMissingEvidence, run: proposeBelief(nil, nil, belief(true, "charge"))},
+		{name: "belief without depends_on", want: kernel.CodeMissingEvidence, run: proposeBelief(nil, clean, kernel.Payload{kernel.KeyValue: true})},
+		{name: "belief with empty depends_on", want: kernel.CodeMissingEvidence, run: proposeBelief(nil, clean, belief(true))},
+		{name: "percept flagged stale", want: kernel.CodeStaleEvidence, run: proposeBelief(nil, kernel.Payload{"stale": true}, belief(true, "charge"))},
+		{name: "percept past its TTL", want: kernel.CodeStaleEvidence, run: func(f *fixture) (kernel.Code, error) {
+			f.perceive(tr, "charge", clean, nil, time.Second)
+			f.clock.Advance(2 * time.Second)
+			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, "charge")))
+		}},
+		{name: "conflict below threshold", want: kernel.CodeUnresolvedConflict, run: proposeBelief(kernel.Confidence(0.3), kernel.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "conflict without confidence", want: kernel.CodeUnresolvedConflict, run: proposeBelief(nil, kernel.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "conflict at the threshold is arbitrated", want: kernel.CodeCommitted, run: proposeBelief(kernel.Confidence(0.7), kernel.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "confidence at the minimum", want: kernel.CodeCommitted, run: proposeBelief(kernel.Confidence(0.5), clean, belief(true, "charge"))},
+		{name: "low confidence", want: kernel.CodeLowConfidence, run: proposeBelief(kernel.Confidence(0.3), clean, belief(true, "charge"))},
+		{name: "arbitrated but below min confidence", want: kernel.CodeLowConfidence, opts: []kernel.Option{kernel.WithMinConfidence(0.9)},
+			run: proposeBelief(kernel.Confidence(0.8), kernel.Payload{"conflict": true}, belief(true, "charge"))},
+
+		{name: "malformed proposal", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+			f.mark()
+			return decided(f.propose(tr, kernel.Beliefs, "refund_due", kernel.Payload{kernel.KeyDependsOn: "charge"}))
+		}},
+		{name: "commit of a decided proposal", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+			d := f.groundedBelief(tr)
+			f.mark()
+			return decided(f.planner.Commit(f.ctx, tr, d.Proposal.ID))
+		}},
+		{name: "commit from another trace", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+			f.perceive("other", "charge", clean, nil, 0)
+			p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: "other", Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")})
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			f.mark()
+			return decided(f.planner.Commit(f.ctx, tr, p.ID))
+		}},
+		{name: "commit of a non-proposal", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+			p := f.perceive(tr, "charge", clean, nil, 0)
+			f.mark()
+			return decided(f.planner.Commit(f.ctx, tr, p.ID))
+		}},
+		{name: "commit of an unknown id", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+			f.mark()
+			return decided(f.planner.Commit(f.ctx, tr, "beliefs:t1:7"))
+		}},
+
+		{name: "plan feasible", want: kernel.CodePlanFeasible, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false))},
+		{name: "plan with a fallback step", want: kernel.CodePlanFeasible, run: proposePlan(step(kernel.FallbackQueueForReview))},
+		{name: "plan missing belief", want: kernel.CodePlanMissingBelief, run: proposePlan(step("issue_refund", "refund_due"), step("notify", "customer_notified"))},
+		{name: "plan belief false", want: kernel.CodePlanBeliefNotSatisfied, run: func(f *fixture) (kernel.Code, error) {
+			falseBelief(f)
+			return decided(f.propose(tr, kernel.Plans, "action_plan", plan(step("issue_refund", "refund_due"))))
+		}},
+		{name: "plan step without beliefs", want: kernel.CodePlanUngrounded, run: proposePlan(step("issue_refund"))},
+		{name: "plan step below its spec", want: kernel.CodePlanUngrounded, opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}})},
+			run: proposePlan(step("issue_refund", "refund_due"))},
+		{name: "plan step of unknown type", want: kernel.CodeUnknownActionType, opts: strict, run: proposePlan(step("Issue_Refund", "refund_due"))},
+		{name: "plan blocked by constraint", want: kernel.PlanBlockedCode("no_duplicate_refund"),
+			run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", true))},
+
+		{name: "action committed", want: kernel.CodeCommitted, run: proposeAct("issue_refund", action("refund_due"))},
+		{name: "action blocked by constraint", want: kernel.BlockedCode("no_duplicate_refund"), run: func(f *fixture) (kernel.Code, error) {
+			f.groundedBelief(tr)
+			f.constrain(tr, "no_duplicate_refund", "is_duplicate")
+			return decided(f.propose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))
+		}},
+		{name: "action without committed belief", want: kernel.CodeNoCommittedBelief, run: func(f *fixture) (kernel.Code, error) {
+			return decided(f.propose(tr, kernel.Actions, "issue_refund", action("refund_due")))
+		}},
+		{name: "action on a false belief", want: kernel.CodeBeliefNotSatisfied, run: then(falseBelief, "issue_refund", action("refund_due"))},
+		{name: "spec requires prediction, none", want: kernel.CodeNoPrediction,
+			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
+			run:  proposeAct("issue_refund", action("refund_due"))},
+		{name: "payload requires prediction, none", want: kernel.CodeNoPrediction,
+			run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
+		{name: "spec requires prediction, negative", want: kernel.CodeNegativePrediction,
+			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
+			run:  then(withPrediction(-0.5), "issue_refund", action("refund_due"))},
+		{name: "payload requires prediction, negative", want: kernel.CodeNegativePrediction,
+			run: then(withPrediction(-0.5), "issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
+		{name: "prediction gate passes", want: kernel.CodeCommitted,
+			run: then(withPrediction(1), "issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
+		{name: "prediction without its belief", want: kernel.CodePredictionMissingBelief, run: func(f *fixture) (kernel.Code, error) {
+			return decided(f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "refund_outcome",
+				Payload: prediction("issue_refund", 1, "refund_due")}))
+		}},
+		{name: "action without beliefs", want: kernel.CodeUngroundedAction, run: proposeAct("issue_refund", action())},
+		{name: "action below its spec", want: kernel.CodeUngroundedAction,
+			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}})},
+			run:  proposeAct("issue_refund", action("refund_due"))},
+		{name: "fallback no longer registered", want: kernel.CodeUngroundedAction,
+			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: kernel.FallbackQueueForReview})},
+			run:  proposeAct(kernel.FallbackQueueForReview, kernel.Payload{})},
+		{name: "fallback commits", want: kernel.CodeCommitted, run: proposeAct(kernel.FallbackQueueForReview, kernel.Payload{})},
+		{name: "strict: case variant", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("Issue_Refund", action("refund_due"))},
+		{name: "strict: trailing space", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("issue_refund ", action("refund_due"))},
+		{name: "strict: unregistered", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("wire_money", action("refund_due"))},
+		{name: "strict: registered", want: kernel.CodeCommitted, opts: strict, run: proposeAct("issue_refund", action("refund_due"))},
+
+		{name: "proposal superseded", want: kernel.CodeSupersededByCommit, run: func(f *fixture) (kernel.Code, error) {
+			return f.get(f.groundedBelief(tr).Proposal.ID).Reason, nil
+		}},
+		{name: "percept expired", want: kernel.CodeTTLExpired, run: func(f *fixture) (kernel.Code, error) {
+			p := f.perceive(tr, "charge", clean, nil, time.Minute)
+			f.clock.Advance(time.Hour)
+			if n, err := f.k.Expire(f.ctx, tr); n != 1 || err != nil {
+				f.t.Fatalf("Expire: %d %v", n, err)
+			}
+			r := f.get(p.ID)
+			if r.Status != kernel.StatusExpired {
+				f.t.Errorf("status %s", r.Status)
+			}
+			return r.Reason, nil
+		}},
+
+		{name: "input ref does not exist", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+			f.mark()
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", InputRefs: []string{"percepts:t1:1"}}))
+		}},
+		{name: "evidence ref does not exist", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+			f.perceive(tr, "charge", clean, nil, 0)
+			f.mark()
+			return written(f.ev.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Evidence, Kind: "audit", EvidenceRefs: []string{"evidence:t1:9"}}))
+		}},
+		{name: "ref to another trace's episode record", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+			other := f.perceive("other", "charge", clean, nil, 0)
+			f.mark()
+			return decided(f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due",
+				Payload: belief(true, "charge"), InputRefs: []string{other.ID}}))
+		}},
+		{name: "depends_on an id that does not exist", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+			f.perceive(tr, "charge", clean, nil, 0)
+			f.mark()
+			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, "percepts:t1:99")))
+		}},
+		{name: "depends_on another trace's percept id", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+			other := f.perceive("other", "charge", clean, nil, 0)
+			f.mark()
+			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, other.ID)))
+		}},
+		{name: "ref to a persistent record of another trace", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
+			c, err := f.sym.CommitConstraint(f.ctx, "other", kernel.Constraint{Name: "learned", Enabled: true, BlocksField: "x"}, kernel.ScopePersistent)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", InputRefs: []string{c.ID}}))
+		}},
+
+		{name: "planner sets a derived flag", want: kernel.CodeFieldMismatch, run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, true))},
+		{name: "planner contradicts a bound percept", want: kernel.CodeFieldMismatch, run: func(f *fixture) (kernel.Code, error) {
+			f.perceive(tr, "charge", kernel.Payload{"is_duplicate": true}, nil, 0)
+			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
+				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
+				f.t.Fatal(err)
+			}
+			return decided(f.propose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", false)))
+		}},
+		{name: "bound percept blocks a silent proposal", want: kernel.BlockedCode("no_duplicate_refund"), run: func(f *fixture) (kernel.Code, error) {
+			f.perceive(tr, "charge", kernel.Payload{"is_duplicate": true}, nil, 0)
+			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
+				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
+				f.t.Fatal(err)
+			}
+			return decided(f.propose(tr, kernel.Actions, "issue_refund", action("refund_due")))
+		}},
+		{name: "disabled constraint does not block", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
+			f.groundedBelief(tr)
+			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", BlocksField: "is_duplicate"}, 0); err != nil {
+				f.t.Fatal(err)
+			}
+			return decided(f.propose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))
+		}},
+		{name: "empty kind", want: kernel.CodeInvalidInput, sentinel: kernel.ErrInvalidInput, run: func(f *fixture) (kernel.Code, error) {
+			f.mark()
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts}))
+		}},
+		{name: "tool writes a belief", want: kernel.CodePermissionDenied, sentinel: kernel.ErrPermission, run: func(f *fixture) (kernel.Code, error) {
+			f.mark()
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due"}))
+		}},
+	}
+}
+
+func TestCodes(t *testing.T) {
+	produced := map[kernel.Code]bool{}
+	for _, tc := range codeCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.opts...)
+			code, err := tc.run(f)
+			if tc.sentinel != nil {
+				wantErr(t, err, tc.sentinel, tc.want)
+				f.unchanged()
+			} else if err != nil || code != tc.want {
+				t.Errorf("got %q (err %v), want %q", code, err, tc.want)
+			}
+			if !t.Failed() {
+				produced[tc.want] = true
+			}
+		})
+	}
+	for _, c := range declaredCodes(t) {
+		if !produced[c] {
+			t.Errorf("no passing case produces %s", c)
+		}
+	}
+	var plan, act bool
+	for c := range produced {
+		s := string(c)
+		plan = plan || strings.HasPrefix(s, "PLAN_") && strings.HasSuffix(s, "_BLOCKED")
+		act = act || !strings.HasPrefix(s, "PLAN_") && strings.HasSuffix(s, "_BLOCKED")
+	}
+	if !plan || !act {
+		t.Errorf("constraint-blocked codes produced: plan %v, action %v", plan, act)
+	}
+}
+
+// declaredCodes reads every Code("...") constant from code.go, so that a
+// code added there without a case here fails TestCodes.
+func declaredCodes(t *testing.T) []kernel.Code {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), "code.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []kernel.Code
+	ast.Inspect(file, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) != 1 {
+			return true
+		}
+		if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "Code" {
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				s, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, kernel.Code(s))
+			}
+		}
+		return true
+	})
+	if len(out) < 20 {
+		t.Fatalf("found only %d codes in code.go", len(out))
+	}
+	return out
+}

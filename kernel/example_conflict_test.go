@@ -1,0 +1,47 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Conflicting sources are arbitrated by the confidence threshold (0.7 by
+// default), not by the planner: at 0.8 the belief commits and the evidence
+// artifact records the arbitration; at 0.3 it is UNRESOLVED_CONFLICT.
+func Example_conflictArbitration() {
+	ctx := context.Background()
+	k, err := kernel.New(kernel.WithClock(func() time.Time { return time.UnixMilli(0) }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer k.Close()
+	tool, planner := k.Tool("payments"), k.Planner("planner")
+
+	for _, conf := range []float64{0.8, 0.3} {
+		trace := fmt.Sprintf("conflict-%.1f", conf)
+		_, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge",
+			Payload: kernel.Payload{"amount": 249.50, "conflict": true}, Confidence: kernel.Confidence(conf)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		d, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
+			Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("confidence %.1f: %s\n", conf, d.Code)
+		if d.Committed() {
+			fmt.Printf("  %s arbitrated=%v threshold=%v\n", d.Evidence.ID, d.Evidence.Payload["arbitrated"], d.Evidence.Payload["conflict_threshold"])
+			fmt.Printf("  %s evidence_refs=%v\n", d.Record.ID, d.Record.EvidenceRefs)
+		}
+	}
+	// Output:
+	// confidence 0.8: COMMITTED
+	//   evidence:conflict-0.8:3 arbitrated=true threshold=0.7
+	//   beliefs:conflict-0.8:4 evidence_refs=[evidence:conflict-0.8:3]
+	// confidence 0.3: UNRESOLVED_CONFLICT
+}

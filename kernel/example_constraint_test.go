@@ -1,0 +1,50 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// A symbolic validator's declarative constraint (paper §8.2) blocks a plan
+// step whose field it names; the code is built from the constraint's name.
+func Example_constraintBlocksPlan() {
+	ctx := context.Background()
+	k, err := kernel.New(kernel.WithClock(func() time.Time { return time.UnixMilli(0) }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer k.Close()
+	const trace = "dup-1"
+
+	_, err = k.Symbolic("policy").CommitConstraint(ctx, trace,
+		kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, kernel.ScopeEpisode)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge",
+		Payload: kernel.Payload{"amount": 59.99}}); err != nil {
+		log.Fatal(err)
+	}
+	planner := k.Planner("planner")
+	steps := []kernel.Entry{
+		{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
+			Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}},
+		{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan", Payload: kernel.Payload{"steps": []any{
+			map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}, "is_duplicate": true},
+		}}},
+	}
+	for _, e := range steps {
+		d, err := planner.Submit(ctx, e)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(e.Slot, e.Kind, d.Code)
+	}
+	// Output:
+	// beliefs refund_due COMMITTED
+	// plans action_plan PLAN_NO_DUPLICATE_REFUND_BLOCKED
+}

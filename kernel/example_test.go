@@ -1,0 +1,34 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// A tool commits a stale charge; the planner's belief resting on it is
+// rejected with a typed reason code.
+func ExampleNew() {
+	ctx := context.Background()
+	k, err := kernel.New(kernel.WithClock(func() time.Time { return time.UnixMilli(0) }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer k.Close()
+
+	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Percepts, Kind: "charge",
+		Payload: kernel.Payload{"amount": 89.00, "stale": true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Proposal.ID, d.Code)
+	// Output: beliefs:ep-1:2 STALE_EVIDENCE
+}

@@ -1,0 +1,238 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// t0 is the fake clock's start; any fixed instant would do.
+var t0 = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// fakeClock is a clock tests move by hand, so TTL tests never sleep.
+type fakeClock struct{ ms atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ms.Store(t0.UnixMilli())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// fixture is a kernel on a MemStore the test can inspect, with one handle
+// per role and a fake clock.
+type fixture struct {
+	t       *testing.T
+	ctx     context.Context
+	k       *kernel.Kernel
+	store   *kernel.MemStore
+	clock   *fakeClock
+	tool    *kernel.Tool
+	planner *kernel.Planner
+	sym     *kernel.Symbolic
+	ev      *kernel.EvidenceValidator
+	sim     *kernel.Simulator
+	marked  []kernel.Record // store contents at the last mark()
+}
+
+func newFixture(t *testing.T, opts ...kernel.Option) *fixture {
+	t.Helper()
+	f := &fixture{t: t, ctx: context.Background(), store: kernel.NewMemStore(), clock: newFakeClock()}
+	// The fixture's store and clock come first so a test's options can
+	// replace them.
+	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(f.store), kernel.WithClock(f.clock.Now)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kernel.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := k.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	f.k = k
+	f.tool, f.planner, f.sym = k.Tool("tool"), k.Planner("planner"), k.Symbolic("symbolic")
+	f.ev, f.sim = k.EvidenceValidator("evidence"), k.Simulator("simulator")
+	return f
+}
+
+// perceive commits a percept with an optional confidence (nil for none) and
+// TTL (0 for none); it fails the test on error.
+func (f *fixture) perceive(trace, kind string, p kernel.Payload, conf *float64, ttl time.Duration) kernel.Record {
+	f.t.Helper()
+	rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl})
+	if err != nil {
+		f.t.Fatalf("percept %s: %v", kind, err)
+	}
+	return rec
+}
+
+// constrain commits an enabled episode constraint blocking on field.
+func (f *fixture) constrain(trace, name, field string) kernel.Record {
+	f.t.Helper()
+	rec, err := f.sym.CommitConstraint(f.ctx, trace, kernel.Constraint{Name: name, Enabled: true, BlocksField: field}, 0)
+	if err != nil {
+		f.t.Fatalf("constraint %s: %v", name, err)
+	}
+	return rec
+}
+
+// propose submits a planner proposal. When the kernel decides it, propose
+// checks that the store agrees with the Decision before returning.
+func (f *fixture) propose(trace string, slot kernel.Slot, kind string, p kernel.Payload) (kernel.Decision, error) {
+	f.t.Helper()
+	d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: trace, Slot: slot, Kind: kind, Payload: p})
+	if err == nil {
+		f.checkDecision(d)
+	}
+	return d, err
+}
+
+// mustPropose is propose for steps that must not error.
+func (f *fixture) mustPropose(trace string, slot kernel.Slot, kind string, p kernel.Payload) kernel.Decision {
+	f.t.Helper()
+	d, err := f.propose(trace, slot, kind, p)
+	if err != nil {
+		f.t.Fatalf("propose %s %s: %v", slot, kind, err)
+	}
+	return d
+}
+
+// checkDecision verifies that the store holds what d says: the proposal
+// INVALIDATED with SUPERSEDED_BY_COMMIT or the rejection code, and, when
+// committed, the committed record (and belief evidence) ACTIVE with d.Code.
+func (f *fixture) checkDecision(d kernel.Decision) {
+	f.t.Helper()
+	p := f.get(d.Proposal.ID)
+	want := d.Code
+	if d.Committed() {
+		want = kernel.CodeSupersededByCommit
+	}
+	if p.Mode != kernel.ModePropose || p.Status != kernel.StatusInvalidated || p.Reason != want {
+		f.t.Errorf("proposal %s in store: %s %s %s, want propose INVALIDATED %s", p.ID, p.Mode, p.Status, p.Reason, want)
+	}
+	if !d.Committed() {
+		if d.Record.ID != "" || d.Evidence.ID != "" {
+			f.t.Errorf("rejected decision carries records %q %q", d.Record.ID, d.Evidence.ID)
+		}
+		return
+	}
+	r := f.get(d.Record.ID)
+	if r.Mode != kernel.ModeCommit || r.Status != kernel.StatusActive || r.Reason != d.Code ||
+		r.Provenance.Role != kernel.RoleKernel || r.Kind != p.Kind || r.Slot != p.Slot {
+		f.t.Errorf("committed %s in store: %+v", r.ID, r)
+	}
+	if !reflect.DeepEqual(r, d.Record) {
+		f.t.Errorf("Decision.Record differs from the store:\n got %+v\nwant %+v", d.Record, r)
+	}
+	if d.Evidence.ID != "" && !reflect.DeepEqual(f.get(d.Evidence.ID), d.Evidence) {
+		f.t.Errorf("Decision.Evidence differs from the store")
+	}
+}
+
+// get reads a record straight from the store.
+func (f *fixture) get(id string) kernel.Record {
+	f.t.Helper()
+	r, err := f.store.Get(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("store.Get(%q): %v", id, err)
+	}
+	return r.Clone()
+}
+
+// dump returns every record in the store, slot by slot, in append order.
+func (f *fixture) dump() []kernel.Record {
+	f.t.Helper()
+	out := []kernel.Record{} // never nil, so an empty mark is still a mark
+	for _, slot := range kernel.AllSlots() {
+		for r, err := range f.store.ListSlot(f.ctx, slot, kernel.Filter{}) {
+			if err != nil {
+				f.t.Fatalf("ListSlot: %v", err)
+			}
+			out = append(out, r.Clone())
+		}
+	}
+	return out
+}
+
+// mark remembers the store contents; unchanged checks them against it.
+func (f *fixture) mark() { f.marked = f.dump() }
+
+func (f *fixture) unchanged() {
+	f.t.Helper()
+	if f.marked == nil {
+		f.t.Fatal("unchanged called without mark")
+	}
+	if got := f.dump(); !reflect.DeepEqual(got, f.marked) {
+		f.t.Errorf("store changed: had %d records, now %d", len(f.marked), len(got))
+	}
+}
+
+// wantErr checks that err wraps sentinel and is a *kernel.Error with code.
+func wantErr(t *testing.T, err, sentinel error, code kernel.Code) {
+	t.Helper()
+	var kerr *kernel.Error
+	switch {
+	case err == nil:
+		t.Errorf("no error, want %v [%s]", sentinel, code)
+	case !errors.Is(err, sentinel):
+		t.Errorf("error %v does not wrap %v", err, sentinel)
+	case !errors.As(err, &kerr):
+		t.Errorf("error %v is not a *kernel.Error", err)
+	case kerr.Code != code || kernel.CodeOf(err) != code:
+		t.Errorf("error %v has code %q, want %q", err, kerr.Code, code)
+	}
+}
+
+// Payload builders for the shapes the kernel reads.
+
+func belief(value bool, dependsOn ...string) kernel.Payload {
+	return kernel.Payload{kernel.KeyValue: value, kernel.KeyDependsOn: dependsOn}
+}
+
+func step(action string, reqs ...string) kernel.Payload {
+	return kernel.Payload{kernel.KeyAction: action, kernel.KeyRequiresBeliefs: reqs}
+}
+
+func plan(steps ...kernel.Payload) kernel.Payload {
+	l := make([]any, len(steps))
+	for i, s := range steps {
+		l[i] = map[string]any(s)
+	}
+	return kernel.Payload{kernel.KeySteps: l}
+}
+
+func action(reqs ...string) kernel.Payload {
+	return kernel.Payload{kernel.KeyRequiresBeliefs: reqs}
+}
+
+func prediction(actionType string, outcome float64, reqs ...string) kernel.Payload {
+	return kernel.Payload{kernel.KeyActionType: actionType, kernel.KeyExpectedOutcome: outcome, kernel.KeyRequiresBeliefs: reqs}
+}
+
+// with returns a copy of p with extra fields set.
+func with(p kernel.Payload, kv ...any) kernel.Payload {
+	out := p.Clone()
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+// groundedBelief commits a clean charge percept and a true belief
+// refund_due on it, the starting point of most gating tests.
+func (f *fixture) groundedBelief(trace string) kernel.Decision {
+	f.t.Helper()
+	f.perceive(trace, "charge", kernel.Payload{"amount": 149.99}, nil, 0)
+	d := f.mustPropose(trace, kernel.Beliefs, "refund_due", belief(true, "charge"))
+	if d.Code != kernel.CodeCommitted {
+		f.t.Fatalf("belief: %s", d.Code)
+	}
+	return d
+}

@@ -1,0 +1,121 @@
+package kernel_test
+
+import (
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// TestCallerCannotReachStoredState: everything the kernel hands out or takes
+// in is a copy. Mutating inputs and outputs after the call changes neither
+// the store nor a later decision.
+func TestCallerCannotReachStoredState(t *testing.T) {
+	f := newFixture(t)
+	nested := map[string]any{"currency": "usd"}
+	list := []any{"a", map[string]any{"b": 1}}
+	deps := []string{"charge"}
+	conf := 0.9
+	in := kernel.Payload{"amount": 10.0, "meta": nested, "list": list}
+	p, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", Payload: in, Confidence: &conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: deps}
+	refs := []string{p.ID}
+	b, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: bp, InputRefs: refs})
+	if err != nil || b.Code != kernel.CodeCommitted {
+		t.Fatalf("belief: %s %v", b.Code, err)
+	}
+	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.planner.Get(f.ctx, b.Record.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := f.planner.Find(f.ctx, tr, kernel.Beliefs, "refund_due")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []kernel.Record
+	for r, err := range f.planner.Trace(f.ctx, tr) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, r)
+	}
+	for r, err := range f.planner.List(f.ctx, kernel.Beliefs, kernel.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, r)
+	}
+	f.mark()
+
+	// Inputs.
+	in["amount"], nested["currency"], list[0] = 1e9, "eur", "z"
+	list[1].(map[string]any)["b"] = 2
+	deps[0], refs[0], conf = "other", "x", 0
+	bp[kernel.KeyValue] = false
+	// Outputs.
+	mutate := func(r *kernel.Record) {
+		if r.Payload != nil {
+			r.Payload[kernel.KeyValue] = false
+			r.Payload["amount"] = -1.0
+			if m, ok := r.Payload["meta"].(map[string]any); ok {
+				m["currency"] = "gbp"
+			}
+			if l, ok := r.Payload[kernel.KeyDependsOn].([]any); ok && len(l) > 0 {
+				l[0] = "other"
+			}
+		}
+		if len(r.Provenance.InputRefs) > 0 {
+			r.Provenance.InputRefs[0] = "x"
+		}
+		if len(r.EvidenceRefs) > 0 {
+			r.EvidenceRefs[0] = "x"
+		}
+		if r.Provenance.Confidence != nil {
+			*r.Provenance.Confidence = 0
+		}
+		r.Status = kernel.StatusInvalidated
+	}
+	for _, r := range append([]*kernel.Record{&p, &b.Proposal, &b.Record, &b.Evidence, &got, &found}, ptrs(listed)...) {
+		mutate(r)
+	}
+	v.Committed[kernel.Beliefs]["refund_due"][kernel.KeyValue] = false
+	v.Committed[kernel.Percepts]["charge"]["amount"] = 0.0
+	f.unchanged()
+
+	again, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl, _ := again.Get(kernel.Beliefs, "refund_due"); pl[kernel.KeyValue] != true {
+		t.Errorf("view after mutation: %v", pl)
+	}
+	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); d.Code != kernel.CodeCommitted {
+		t.Errorf("refund after mutations: %s", d.Code)
+	}
+}
+
+func ptrs(rs []kernel.Record) []*kernel.Record {
+	out := make([]*kernel.Record, len(rs))
+	for i := range rs {
+		out[i] = &rs[i]
+	}
+	return out
+}
+
+// TestConfigIsFixedByNew: changing an ActionSpec's slice after New does not
+// change what the kernel enforces.
+func TestConfigIsFixedByNew(t *testing.T) {
+	spec := kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}
+	f := newFixture(t, kernel.WithActionSpecs(spec))
+	spec.MinBeliefs[0] = "never_committed"
+	f.groundedBelief(tr)
+	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); d.Code != kernel.CodeCommitted {
+		t.Errorf("refund: %s", d.Code)
+	}
+}

@@ -1,0 +1,274 @@
+package kernel_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+func TestBadInput(t *testing.T) {
+	cyclicMap := map[string]any{}
+	cyclicMap["self"] = cyclicMap
+	cyclicSlice := []any{nil}
+	cyclicSlice[0] = cyclicSlice
+	nan, inf := math.NaN(), math.Inf(1)
+	tool := func(f *fixture) kernel.Handle { return f.tool }
+	planner := func(f *fixture) kernel.Handle { return f.planner }
+	symbolic := func(f *fixture) kernel.Handle { return f.sym }
+	percept := func(p kernel.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", Payload: p}
+	}
+	propose := func(slot kernel.Slot, p kernel.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: tr, Slot: slot, Kind: "k", Payload: p}
+	}
+	constraint := func(p kernel.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: tr, Slot: kernel.Constraints, Kind: "c", Payload: p}
+	}
+	withEntry := func(edit func(*kernel.Entry)) kernel.Entry {
+		e := percept(nil)
+		edit(&e)
+		return e
+	}
+	for _, tc := range []struct {
+		name     string
+		opts     []kernel.Option
+		h        func(*fixture) kernel.Handle
+		e        kernel.Entry
+		sentinel error
+		code     kernel.Code
+	}{
+		{"slot 0", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"unknown slot", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"unknown mode", nil, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"unknown scope", nil, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"empty kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"empty trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"newline in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"NUL in trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "t\x00" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"DEL in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "a\x7f" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"invalid UTF-8 kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "\xff" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"over-long kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = strings.Repeat("k", 513) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"NaN confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = &nan }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"+Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(inf) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"-Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-inf) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"confidence -0.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-0.1) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"confidence 1.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(1.1) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"negative TTL", nil, tool, withEntry(func(e *kernel.Entry) { e.TTL = -time.Second }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"empty input ref", nil, tool, withEntry(func(e *kernel.Entry) { e.InputRefs = []string{""} }), kernel.ErrInvalidReference, kernel.CodeInvalidReference},
+		{"empty evidence ref", nil, tool, withEntry(func(e *kernel.Entry) { e.EvidenceRefs = []string{""} }), kernel.ErrInvalidReference, kernel.CodeInvalidReference},
+
+		{"chan in payload", nil, tool, percept(kernel.Payload{"c": make(chan int)}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"func in payload", nil, tool, percept(kernel.Payload{"f": func() {}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"cyclic map", nil, tool, percept(kernel.Payload{"m": cyclicMap}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"cyclic slice", nil, tool, percept(kernel.Payload{"l": cyclicSlice}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"NaN number", nil, tool, percept(kernel.Payload{"n": nan}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"nested Inf float32", nil, tool, percept(kernel.Payload{"l": []any{map[string]any{"x": float32(inf)}}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"invalid UTF-8 string", nil, tool, percept(kernel.Payload{"s": "ok\xff"}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"invalid UTF-8 key", nil, tool, percept(kernel.Payload{"k\xfe": 1}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"non-string map keys", nil, tool, percept(kernel.Payload{"m": map[int]string{1: "a"}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"bad json.Number", nil, tool, percept(kernel.Payload{"n": json.Number("12abc")}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"bad json.RawMessage", nil, tool, percept(kernel.Payload{"r": json.RawMessage(`{"a":`)}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"struct with a chan", nil, tool, percept(kernel.Payload{"s": struct{ C chan int }{}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
+		{"over 1 MiB", nil, tool, percept(kernel.Payload{"blob": strings.Repeat("x", kernel.DefaultMaxPayloadBytes)}), kernel.ErrPayloadTooLarge, kernel.CodeInvalidInput},
+		{"over a configured limit", []kernel.Option{kernel.WithMaxPayloadBytes(64)}, tool,
+			percept(kernel.Payload{"blob": strings.Repeat("x", 60)}), kernel.ErrPayloadTooLarge, kernel.CodeInvalidInput},
+
+		{"belief depends_on a string", nil, planner, propose(kernel.Beliefs, kernel.Payload{kernel.KeyDependsOn: "charge"}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"belief depends_on numbers", nil, planner, propose(kernel.Beliefs, kernel.Payload{kernel.KeyDependsOn: []int{1}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"plan without steps", nil, planner, propose(kernel.Plans, kernel.Payload{}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"plan with empty steps", nil, planner, propose(kernel.Plans, kernel.Payload{kernel.KeySteps: []any{}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"plan step not an object", nil, planner, propose(kernel.Plans, kernel.Payload{kernel.KeySteps: []any{"issue_refund"}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"plan step without action", nil, planner, propose(kernel.Plans, plan(kernel.Payload{kernel.KeyRequiresBeliefs: []string{"b"}})), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"plan step bad requires_beliefs", nil, planner, propose(kernel.Plans, plan(kernel.Payload{kernel.KeyAction: "a", kernel.KeyRequiresBeliefs: "b"})), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"action bad requires_beliefs", nil, planner, propose(kernel.Actions, kernel.Payload{kernel.KeyRequiresBeliefs: []any{"b", 2}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"prediction without action_type", nil, planner, propose(kernel.Predictions, kernel.Payload{kernel.KeyExpectedOutcome: 1}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"prediction with text outcome", nil, planner, propose(kernel.Predictions, kernel.Payload{kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: "good"}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"prediction bad requires_beliefs", nil, planner, propose(kernel.Predictions, with(prediction("a", 1), kernel.KeyRequiresBeliefs, true)), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
+		{"constraint name not a string", nil, symbolic, constraint(kernel.Payload{kernel.KeyName: 5}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"constraint blocks_field not a string", nil, symbolic, constraint(kernel.Payload{kernel.KeyBlocksField: 1}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"constraint bind_percept not a string", nil, symbolic, constraint(kernel.Payload{kernel.KeyBindPercept: true}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"constraint enabled not a bool", nil, symbolic, constraint(kernel.Payload{kernel.KeyEnabled: "yes"}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.opts...)
+			f.perceive("other", "seed", nil, nil, 0) // so "unchanged" compares a non-empty store
+			f.mark()
+			rec, err := tc.h(f).Write(f.ctx, tc.e)
+			wantErr(t, err, tc.sentinel, tc.code)
+			if rec.ID != "" {
+				t.Errorf("failed write returned record %q", rec.ID)
+			}
+			// Submit must refuse the same way, before any decision.
+			if p, ok := tc.h(f).(*kernel.Planner); ok {
+				d, err := p.Submit(f.ctx, tc.e)
+				wantErr(t, err, tc.sentinel, tc.code)
+				if d.Proposal.ID != "" {
+					t.Errorf("failed submit returned proposal %q", d.Proposal.ID)
+				}
+			}
+			f.unchanged()
+		})
+	}
+}
+
+func TestViewBadTrace(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"", "t\n"} {
+		_, err := f.planner.View(f.ctx, id, kernel.ViewOptions{})
+		wantErr(t, err, kernel.ErrInvalidInput, kernel.CodeInvalidInput)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for name, opt := range map[string]kernel.Option{
+		"NaN conflict threshold": kernel.WithConflictThreshold(math.NaN()),
+		"conflict threshold 2":   kernel.WithConflictThreshold(2),
+		"NaN min confidence":     kernel.WithMinConfidence(math.NaN()),
+		"negative min conf":      kernel.WithMinConfidence(-0.5),
+		"negative max payload":   kernel.WithMaxPayloadBytes(-1),
+		"zero max payload":       kernel.WithMaxPayloadBytes(0),
+		"nil clock":              kernel.WithClock(nil),
+		"spec with empty type":   kernel.WithActionSpecs(kernel.ActionSpec{}),
+		"nil validator":          kernel.WithValidators(nil),
+	} {
+		k, err := kernel.New(opt)
+		if !errors.Is(err, kernel.ErrInvalidInput) || k != nil {
+			t.Errorf("%s: New = %v, %v; want ErrInvalidInput", name, k, err)
+		}
+	}
+}
+
+// TestPayloadNormalisation: what a caller passes comes back in the kernel's
+// canonical JSON form, from the returned record and from the store.
+func TestPayloadNormalisation(t *testing.T) {
+	type inner struct {
+		N     int    `json:"n"`
+		S     string `json:"s,omitempty"`
+		Skip  string `json:"-"`
+		Inner *inner `json:"inner,omitempty"`
+	}
+	three := 3
+	in := kernel.Payload{
+		"int":       7,
+		"int64":     int64(-8),
+		"uint8":     uint8(9),
+		"float32":   float32(0.5),
+		"number":    json.Number("3.25"),
+		"strings":   []string{"a", "b"},
+		"ints":      []int{1, 2},
+		"array":     [2]bool{true, false},
+		"ptr":       &three,
+		"nilptr":    (*int)(nil),
+		"struct":    inner{N: 1, Skip: "x", Inner: &inner{N: 2, S: "deep"}},
+		"map":       map[string]int{"a": 1},
+		"payload":   kernel.Payload{"p": uint64(4)},
+		"raw":       json.RawMessage(`{"r":[1,"x",null]}`),
+		"nested":    []any{map[string]any{"k": []string{"v"}}},
+		"untouched": "text",
+	}
+	want := kernel.Payload{
+		"int":       7.0,
+		"int64":     -8.0,
+		"uint8":     9.0,
+		"float32":   0.5,
+		"number":    3.25,
+		"strings":   []any{"a", "b"},
+		"ints":      []any{1.0, 2.0},
+		"array":     []any{true, false},
+		"ptr":       3.0,
+		"nilptr":    nil,
+		"struct":    map[string]any{"n": 1.0, "inner": map[string]any{"n": 2.0, "s": "deep"}},
+		"map":       map[string]any{"a": 1.0},
+		"payload":   map[string]any{"p": 4.0},
+		"raw":       map[string]any{"r": []any{1.0, "x", nil}},
+		"nested":    []any{map[string]any{"k": []any{"v"}}},
+		"untouched": "text",
+	}
+	f := newFixture(t)
+	rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", Payload: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for src, got := range map[string]kernel.Payload{"returned": rec.Payload, "stored": f.get(rec.ID).Payload} {
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s payload\n got %#v\nwant %#v", src, got, want)
+		}
+	}
+	// A nil payload is stored as an empty object.
+	rec, err = f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "empty"})
+	if err != nil || rec.Payload == nil || len(rec.Payload) != 0 {
+		t.Errorf("nil payload stored as %#v, %v", rec.Payload, err)
+	}
+}
+
+// TestPayloadLimitIsExact: the limit applies to the JSON encoding byte for
+// byte: a payload whose encoding is exactly the limit passes, one byte less
+// fails.
+func TestPayloadLimitIsExact(t *testing.T) {
+	for name, p := range map[string]kernel.Payload{
+		"one key":     {"a": "b"},
+		"many keys":   {"a": 1, "bb": true, "ccc": false, "d": nil, "e": "x"},
+		"nested":      {"l": []any{1, 2, []any{}, map[string]any{}, map[string]any{"x": []string{"y", "z"}}}},
+		"numbers":     {"big": 1e21, "bigger": 1.5e300, "mid": 1e20, "small": 1e-7, "tiny": -2.5e-10, "frac": 0.000001, "neg": -0.0, "int": 123456789},
+		"escapes":     {"s": "<a href=\"x\">&\n\t\x01\u2028é</a>"},
+		"typed":       {"m": map[string]int{"a": 1, "b": 2}, "s": []int{1, 2, 3}, "empty": []int{}},
+		"struct-ish":  {"st": struct{ A, B int }{1, 2}},
+		"empty lists": {"a": []any{}, "b": []string{}, "c": map[string]any{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "k", Payload: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc, err := json.Marshal(rec.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				limit int
+				err   error
+			}{{len(enc), nil}, {len(enc) - 1, kernel.ErrPayloadTooLarge}} {
+				f := newFixture(t, kernel.WithMaxPayloadBytes(tc.limit))
+				_, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "k", Payload: p})
+				if !errors.Is(err, tc.err) { // errors.Is(nil, nil) holds
+					t.Errorf("encoding is %d bytes; limit %d: %v, want %v", len(enc), tc.limit, err, tc.err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzPayloadLimit: for any JSON object, the kernel stores what encoding/json
+// decodes, and its size limit agrees with encoding/json byte for byte.
+func FuzzPayloadLimit(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"a":1}`, `{"a":[1,2,{"b":null}],"c":"<&>\u2028"}`, `{"n":1e21,"m":1e-7,"o":-0.000001}`, `{"s":"\u0001\t\""}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var p map[string]any
+		if json.Unmarshal([]byte(doc), &p) != nil || p == nil {
+			return
+		}
+		enc, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{len(enc), len(enc) - 1} {
+			fx := newFixture(t, kernel.WithMaxPayloadBytes(limit)) // an encoding is at least 2 bytes
+			rec, err := fx.tool.Write(fx.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "k", Payload: p})
+			switch {
+			case limit == len(enc) && (err != nil || !reflect.DeepEqual(map[string]any(rec.Payload), p)):
+				t.Fatalf("%s at limit %d: %v, stored %#v", enc, limit, err, rec.Payload)
+			case limit < len(enc) && !errors.Is(err, kernel.ErrPayloadTooLarge):
+				t.Fatalf("%s (%d bytes) under limit %d: %v", enc, len(enc), limit, err)
+			}
+		}
+	})
+}

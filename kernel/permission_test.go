@@ -1,0 +1,156 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// table1 is the paper's Table 1, written out independently of the kernel's
+// own table so that a wrong cell there fails here.
+var table1 = map[kernel.Role]map[kernel.Slot]kernel.Mode{
+	kernel.RoleTool:      {kernel.Percepts: kernel.ModeCommit},
+	kernel.RolePlanner:   {kernel.Beliefs: kernel.ModePropose, kernel.Plans: kernel.ModePropose, kernel.Predictions: kernel.ModePropose, kernel.Actions: kernel.ModePropose},
+	kernel.RoleSymbolic:  {kernel.Constraints: kernel.ModeCommit},
+	kernel.RoleEvidence:  {kernel.Evidence: kernel.ModeCommit},
+	kernel.RoleSimulator: {kernel.Predictions: kernel.ModePropose},
+}
+
+// validPayload is a well-formed payload for each slot, so that an allowed
+// cell can only fail for a reason the test did not intend.
+var validPayload = map[kernel.Slot]kernel.Payload{
+	kernel.Percepts:    {"amount": 1.0},
+	kernel.Beliefs:     belief(true, "charge"),
+	kernel.Constraints: {kernel.KeyBlocksField: "is_duplicate"},
+	kernel.Plans:       plan(step(kernel.FallbackQueueForReview)),
+	kernel.Evidence:    {"note": "checked"},
+	kernel.Predictions: prediction("alert", 1),
+	kernel.Actions:     action(),
+}
+
+func (f *fixture) handles() []kernel.Handle {
+	return []kernel.Handle{f.tool, f.planner, f.sym, f.ev, f.sim}
+}
+
+func TestPermissionTable(t *testing.T) {
+	f := newFixture(t)
+	for _, h := range f.handles() {
+		for _, slot := range kernel.AllSlots() {
+			// Mode 0 asks for the role's own mode for the slot, if any.
+			for _, mode := range []kernel.Mode{0, kernel.ModePropose, kernel.ModeCommit} {
+				name := fmt.Sprintf("%s/%s/%s", h.Role(), slot, mode)
+				own, has := table1[h.Role()][slot]
+				allowed := has && (mode == 0 || mode == own)
+				if mode != 0 && kernel.Allowed(h.Role(), slot, mode) != allowed {
+					t.Errorf("%s: Allowed = %v, Table 1 says %v", name, !allowed, allowed)
+				}
+				f.mark()
+				rec, err := h.Write(f.ctx, kernel.Entry{TraceID: "perm", Slot: slot, Mode: mode, Kind: "k", Payload: validPayload[slot]})
+				if !allowed {
+					wantErr(t, err, kernel.ErrPermission, kernel.CodePermissionDenied)
+					f.unchanged()
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				wantReason := kernel.Code("")
+				if own == kernel.ModeCommit {
+					wantReason = kernel.CodeCommitted
+				}
+				got := f.get(rec.ID)
+				if got.Mode != own || got.Provenance.Role != h.Role() || got.Provenance.Writer != h.Name() ||
+					got.Status != kernel.StatusActive || got.Reason != wantReason || !reflect.DeepEqual(got, rec) {
+					t.Errorf("%s: stored %+v", name, got)
+				}
+			}
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	// Each allowed cell was written twice: mode 0 and its own mode.
+	cells := 0
+	for _, slots := range table1 {
+		cells += len(slots)
+	}
+	if n := f.store.Len(); n != 2*cells || cells != 8 {
+		t.Errorf("store holds %d records for %d allowed cells", n, cells)
+	}
+}
+
+func TestNoHandleActsAsKernel(t *testing.T) {
+	for _, role := range []kernel.Role{0, kernel.RoleKernel, kernel.RoleSimulator + 1} {
+		for _, slot := range kernel.AllSlots() {
+			for _, mode := range []kernel.Mode{kernel.ModePropose, kernel.ModeCommit} {
+				if kernel.Allowed(role, slot, mode) {
+					t.Errorf("Allowed(%s, %s, %s)", role, slot, mode)
+				}
+			}
+		}
+	}
+	f := newFixture(t)
+	roleType := reflect.TypeFor[kernel.Role]()
+	for _, h := range f.handles() {
+		if h.Role() == kernel.RoleKernel || !h.Role().Valid() {
+			t.Errorf("%T has role %s", h, h.Role())
+		}
+		// No method takes a Role, so a caller has no way to claim one.
+		typ := reflect.TypeOf(h)
+		for i := range typ.NumMethod() {
+			m := typ.Method(i)
+			for j := range m.Type.NumIn() {
+				if m.Type.In(j) == roleType {
+					t.Errorf("%T.%s takes a Role", h, m.Name)
+				}
+			}
+		}
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[kernel.Entry](), reflect.TypeFor[kernel.Constraint]()} {
+		for i := range typ.NumField() {
+			if typ.Field(i).Type == roleType {
+				t.Errorf("%s has a Role field %s", typ, typ.Field(i).Name)
+			}
+		}
+	}
+}
+
+// TestCommitAuthority: a role decides only proposals in slots it may
+// propose in.
+func TestCommitAuthority(t *testing.T) {
+	f := newFixture(t)
+	f.groundedBelief(tr)
+	var ids []string
+	for _, e := range []kernel.Entry{
+		{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")},
+		{TraceID: tr, Slot: kernel.Actions, Kind: "issue_refund", Payload: action("refund_due")},
+		{TraceID: tr, Slot: kernel.Plans, Kind: "action_plan", Payload: plan(step("issue_refund", "refund_due"))},
+	} {
+		p, err := f.planner.Write(f.ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	f.mark()
+	for _, id := range ids {
+		_, err := f.sim.Commit(f.ctx, tr, id)
+		wantErr(t, err, kernel.ErrPermission, kernel.CodePermissionDenied)
+	}
+	f.unchanged()
+
+	// Predictions are shared: the planner may decide the simulator's.
+	p, err := f.sim.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1, "refund_due")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.planner.Commit(context.Background(), tr, p.ID)
+	if err != nil || d.Code != kernel.CodeCommitted {
+		t.Fatalf("planner deciding a simulator prediction: %s %v", d.Code, err)
+	}
+	f.checkDecision(d)
+}

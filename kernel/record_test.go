@@ -1,0 +1,125 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// TestRecordJSONRoundTrip: records encode their enums by name and decode
+// back to the same value, so a store may keep them as JSON.
+func TestRecordJSONRoundTrip(t *testing.T) {
+	f := newFixture(t)
+	d := f.groundedBelief(tr)
+	for _, r := range []kernel.Record{d.Record, d.Evidence, d.Proposal, f.get(d.Record.Provenance.InputRefs[1])} {
+		enc, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back kernel.Record
+		if err := json.Unmarshal(enc, &back); err != nil {
+			t.Fatalf("%s: %v", enc, err)
+		}
+		if !reflect.DeepEqual(back, r) {
+			t.Errorf("round trip of %s:\n got %+v\nwant %+v", enc, back, r)
+		}
+		if !strings.Contains(string(enc), `"slot":"`+r.Slot.String()+`"`) {
+			t.Errorf("slot not encoded by name: %s", enc)
+		}
+	}
+	for _, bad := range []string{`{"slot":"belief"}`, `{"mode":"Commit"}`, `{"status":"active"}`, `{"scope":"global"}`, `{"provenance":{"role":"kernel "}}`} {
+		var r kernel.Record
+		if err := json.Unmarshal([]byte(bad), &r); !errors.Is(err, kernel.ErrInvalidInput) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if _, err := json.Marshal(kernel.Record{ID: "x"}); !errors.Is(err, kernel.ErrInvalidInput) {
+		t.Errorf("zero-valued enums encoded: %v", err)
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.planner.Commit(f.ctx, tr, "beliefs:t1:9")
+	var kerr *kernel.Error
+	if !errors.As(err, &kerr) || kerr.Op != "commit" || kerr.RecordID != "beliefs:t1:9" {
+		t.Fatalf("%#v", err)
+	}
+	if msg := err.Error(); msg != "kernel: commit beliefs:t1:9 [INVALID_PROPOSAL]: invalid proposal: no such proposal" {
+		t.Errorf("message %q", msg)
+	}
+	if kernel.CodeOf(errors.New("plain")) != "" || kernel.CodeOf(nil) != "" {
+		t.Error("CodeOf of an untyped error")
+	}
+}
+
+func TestTruthy(t *testing.T) {
+	for _, v := range []any{nil, false, 0.0, 0, "", []any{}, map[string]any{}, kernel.Payload{}, []string{}, json.Number("0")} {
+		if kernel.Truthy(v) {
+			t.Errorf("Truthy(%#v)", v)
+		}
+	}
+	for _, v := range []any{true, 1.0, -1, "no", []any{false}, map[string]any{"a": nil}, []string{""}, uint8(2), struct{}{}} {
+		if !kernel.Truthy(v) {
+			t.Errorf("!Truthy(%#v)", v)
+		}
+	}
+}
+
+// TestPersistentConstraints: a constraint committed with persistent scope in
+// one trace binds every other trace and shows in their views on request.
+func TestPersistentConstraints(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.sym.CommitConstraint(f.ctx, "learner", kernel.Constraint{Name: "block_conflicted_actions", Enabled: true,
+		BlocksField: kernel.KeyUsesConflictedData}, kernel.ScopePersistent); err != nil {
+		t.Fatal(err)
+	}
+	f.perceive(tr, "charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.9), 0)
+	f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+	// The trace's own disabled constraint of the same name does not switch
+	// the persistent one off.
+	if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "block_conflicted_actions", BlocksField: kernel.KeyUsesConflictedData}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); d.Code != kernel.BlockedCode("block_conflicted_actions") {
+		t.Errorf("action under a persistent constraint: %s", d.Code)
+	}
+	for _, include := range []bool{false, true} {
+		v, err := f.planner.View(f.ctx, "fresh", kernel.ViewOptions{IncludePersistent: include})
+		if err != nil || v.Has(kernel.Constraints, "block_conflicted_actions") != include {
+			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Kinds(kernel.Constraints), err)
+		}
+	}
+}
+
+// TestClosedAndCancelled: a kernel that owns its store refuses work after
+// Close, and a cancelled context stores nothing.
+func TestClosedAndCancelled(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(f.ctx)
+	cancel()
+	f.mark()
+	if _, err := f.tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("write with a cancelled context: %v", err)
+	}
+	if _, err := f.planner.Commit(ctx, tr, "beliefs:t1:1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("commit with a cancelled context: %v", err)
+	}
+	f.unchanged()
+
+	k, err := kernel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Tool("t").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge"}); !errors.Is(err, kernel.ErrClosed) {
+		t.Errorf("write after Close: %v", err)
+	}
+}

@@ -1,0 +1,206 @@
+package kernel_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+func TestTTLExpiry(t *testing.T) {
+	f := newFixture(t)
+	p := f.perceive(tr, "charge", kernel.Payload{"amount": 1.0}, nil, 5*time.Second)
+	if v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{}); err != nil || !v.Has(kernel.Percepts, "charge") {
+		t.Fatalf("fresh percept not in view: %v", err)
+	}
+	f.clock.Advance(6 * time.Second)
+	if d := f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge")); d.Code != kernel.CodeStaleEvidence {
+		t.Fatalf("belief on an expired percept: %s", d.Code)
+	}
+	if r := f.get(p.ID); r.Status != kernel.StatusExpired || r.Reason != kernel.CodeTTLExpired {
+		t.Errorf("percept in store: %s %s", r.Status, r.Reason)
+	}
+	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
+	if err != nil || v.Has(kernel.Percepts, "charge") || len(v.Pending) != 0 {
+		t.Errorf("view after expiry: %+v %v", v, err)
+	}
+}
+
+// TestTTLBoundary: a record is fresh up to and including ts+TTL.
+func TestTTLBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		after time.Duration
+		want  kernel.Code
+	}{{5 * time.Second, kernel.CodeCommitted}, {5*time.Second + time.Millisecond, kernel.CodeStaleEvidence}} {
+		f := newFixture(t)
+		f.perceive(tr, "charge", nil, nil, 5*time.Second)
+		f.clock.Advance(tc.after)
+		if d := f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge")); d.Code != tc.want {
+			t.Errorf("after %v: %s, want %s", tc.after, d.Code, tc.want)
+		}
+	}
+}
+
+func TestExpireSweeps(t *testing.T) {
+	f := newFixture(t)
+	a := f.perceive(tr, "a", nil, nil, time.Second)
+	b := f.perceive(tr, "b", nil, nil, time.Minute)
+	keep := f.perceive(tr, "c", nil, nil, 0)
+	other := f.perceive("other", "a", nil, nil, time.Second)
+	f.clock.Advance(2 * time.Minute)
+	for i, want := range []int{2, 0} {
+		if n, err := f.k.Expire(f.ctx, tr); n != want || err != nil {
+			t.Errorf("Expire #%d = %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+	for id, want := range map[string]kernel.Status{a.ID: kernel.StatusExpired, b.ID: kernel.StatusExpired,
+		keep.ID: kernel.StatusActive, other.ID: kernel.StatusActive} {
+		if r := f.get(id); r.Status != want {
+			t.Errorf("%s: %s, want %s", id, r.Status, want)
+		}
+	}
+	v, err := f.tool.View(f.ctx, tr, kernel.ViewOptions{})
+	if err != nil || v.Has(kernel.Percepts, "a") || v.Has(kernel.Percepts, "b") || !v.Has(kernel.Percepts, "c") {
+		t.Errorf("view kinds %v, err %v", v.Kinds(kernel.Percepts), err)
+	}
+}
+
+// TestExpiredRecordsStopCounting: a belief, prediction, constraint or
+// proposal whose TTL ran out takes no part in a later decision.
+func TestExpiredRecordsStopCounting(t *testing.T) {
+	ttl := 10 * time.Second
+	for _, tc := range []struct {
+		name  string
+		setup func(f *fixture)
+		act   kernel.Payload
+		want  kernel.Code
+	}{
+		{name: "belief", want: kernel.CodeNoCommittedBelief, act: action("refund_due"), setup: func(f *fixture) {
+			f.perceive(tr, "charge", nil, nil, 0)
+			d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
+			if err != nil || d.Code != kernel.CodeCommitted || d.Record.Provenance.TTLMS != ttl.Milliseconds() {
+				f.t.Fatalf("belief: %s %v", d.Code, err)
+			}
+		}},
+		{name: "prediction", want: kernel.CodeNoPrediction, act: with(action("refund_due"), kernel.KeyRequirePrediction, true), setup: func(f *fixture) {
+			f.groundedBelief(tr)
+			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "o", Payload: prediction("issue_refund", 1, "refund_due"), TTL: ttl}); err != nil || !d.Committed() {
+				f.t.Fatalf("prediction: %s %v", d.Code, err)
+			}
+		}},
+		{name: "constraint", want: kernel.CodeCommitted, act: with(action("refund_due"), "is_duplicate", true), setup: func(f *fixture) {
+			f.groundedBelief(tr)
+			if _, err := f.sym.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Constraints, Kind: "no_duplicate_refund",
+				Payload: kernel.Payload{kernel.KeyBlocksField: "is_duplicate"}, TTL: ttl}); err != nil {
+				f.t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.setup(f)
+			f.clock.Advance(ttl + time.Second)
+			if d := f.mustPropose(tr, kernel.Actions, "issue_refund", tc.act); d.Code != tc.want {
+				t.Errorf("action: %s, want %s", d.Code, tc.want)
+			}
+		})
+	}
+	t.Run("proposal", func(t *testing.T) {
+		f := newFixture(t)
+		f.perceive(tr, "charge", nil, nil, 0)
+		p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(ttl + time.Second)
+		_, err = f.planner.Commit(f.ctx, tr, p.ID)
+		wantErr(t, err, kernel.ErrInvalidProposal, kernel.CodeInvalidProposal)
+		if r := f.get(p.ID); r.Status != kernel.StatusExpired || r.Reason != kernel.CodeTTLExpired {
+			t.Errorf("expired proposal in store: %s %s", r.Status, r.Reason)
+		}
+		if f.store.Len() != 2 {
+			t.Errorf("store holds %d records, want the percept and the proposal", f.store.Len())
+		}
+	})
+}
+
+// TestDerivedFlags: the kernel derives uses_stale_data and its siblings from
+// the evidence chain; constraints can block on them and a planner cannot
+// overrule them.
+func TestDerivedFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flag, constraint string
+		setup            func(f *fixture)
+	}{
+		{kernel.KeyUsesStaleData, "block_stale_actions", func(f *fixture) {
+			// Fresh when the belief commits, expired by the time we act.
+			f.perceive(tr, "charge", nil, nil, 5*time.Second)
+			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+			f.clock.Advance(6 * time.Second)
+		}},
+		{kernel.KeyUsesConflictedData, "block_conflicted_actions", func(f *fixture) {
+			f.perceive(tr, "charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.8), 0)
+			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+		}},
+		{kernel.KeyUsesLowConfidenceData, "block_low_confidence_actions", func(f *fixture) {
+			f.perceive(tr, "charge", kernel.Payload{"low_confidence": true}, nil, 0)
+			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+		}},
+		{kernel.KeyHasNegativePrediction, "block_negative_predictions", func(f *fixture) {
+			f.groundedBelief(tr)
+			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "o", Payload: prediction("issue_refund", -0.5, "refund_due")}); err != nil || !d.Committed() {
+				f.t.Fatalf("prediction: %s %v", d.Code, err)
+			}
+		}},
+	} {
+		for _, v := range []struct {
+			name       string
+			constrain  bool
+			slot       kernel.Slot
+			payload    kernel.Payload
+			want       kernel.Code
+			wantFlagOn bool
+		}{
+			{"unconstrained action commits", false, kernel.Actions, action("refund_due"), kernel.CodeCommitted, true},
+			{"action blocked", true, kernel.Actions, action("refund_due"), kernel.BlockedCode(tc.constraint), false},
+			{"plan blocked", true, kernel.Plans, plan(step("issue_refund", "refund_due")), kernel.PlanBlockedCode(tc.constraint), false},
+			{"action clears flag", false, kernel.Actions, with(action("refund_due"), tc.flag, false), kernel.CodeFieldMismatch, false},
+			{"plan clears flag", true, kernel.Plans, plan(with(step("issue_refund", "refund_due"), tc.flag, false)), kernel.CodeFieldMismatch, false},
+		} {
+			t.Run(tc.flag+"/"+v.name, func(t *testing.T) {
+				f := newFixture(t)
+				tc.setup(f)
+				if v.constrain {
+					f.constrain(tr, tc.constraint, tc.flag)
+				}
+				kind := "issue_refund"
+				if v.slot == kernel.Plans {
+					kind = "action_plan"
+				}
+				d := f.mustPropose(tr, v.slot, kind, v.payload)
+				if d.Code != v.want {
+					t.Fatalf("%s: %s, want %s", v.slot, d.Code, v.want)
+				}
+				if v.wantFlagOn && d.Record.Payload[tc.flag] != true {
+					t.Errorf("committed payload %v lacks %s=true", d.Record.Payload, tc.flag)
+				}
+			})
+		}
+	}
+	// On clean evidence every flag is false, and a constraint on any of them
+	// lets the action through.
+	f := newFixture(t)
+	f.groundedBelief(tr)
+	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+		f.constrain(tr, "block_"+c, c)
+	}
+	d := f.mustPropose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, false))
+	if d.Code != kernel.CodeCommitted {
+		t.Fatalf("clean action: %s", d.Code)
+	}
+	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+		if d.Record.Payload[c] != false {
+			t.Errorf("clean action: %s = %v", c, d.Record.Payload[c])
+		}
+	}
+}

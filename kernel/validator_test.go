@@ -1,0 +1,79 @@
+package kernel_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// refundCap rejects refunds above 100 unless a committed belief
+// manager_approved is on the board: a domain rule with its own code.
+const codeOverCap = kernel.Code("REFUND_OVER_CAP")
+
+func refundCap(_ context.Context, c kernel.Candidate) kernel.Code {
+	if c.Slot() != kernel.Actions || c.Kind() != "issue_refund" {
+		return ""
+	}
+	amount, _ := c.Payload().Float("amount")
+	if _, approved := c.Committed(kernel.Beliefs, "manager_approved"); amount > 100 && !approved {
+		return codeOverCap
+	}
+	return ""
+}
+
+func TestCustomValidator(t *testing.T) {
+	var seen []kernel.Slot
+	record := kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Code {
+		seen = append(seen, c.Slot())
+		if p := c.Proposal(); p.Mode != kernel.ModePropose || p.Kind != c.Kind() {
+			t.Errorf("candidate proposal %+v", p)
+		}
+		return ""
+	})
+	f := newFixture(t, kernel.WithValidators(record, kernel.ValidatorFunc(refundCap)))
+	f.groundedBelief(tr)
+	for _, tc := range []struct {
+		amount float64
+		want   kernel.Code
+	}{{250, codeOverCap}, {50, kernel.CodeCommitted}} {
+		d := f.mustPropose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "amount", tc.amount))
+		if d.Code != tc.want {
+			t.Errorf("refund of %v: %s, want %s", tc.amount, d.Code, tc.want)
+		}
+	}
+	// Built-in rejections never reach custom validators.
+	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("missing")); d.Code != kernel.CodeNoCommittedBelief {
+		t.Errorf("ungrounded refund: %s", d.Code)
+	}
+	f.perceive(tr, "approval", nil, nil, 0)
+	f.mustPropose(tr, kernel.Beliefs, "manager_approved", belief(true, "approval"))
+	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "amount", 250.0)); d.Code != kernel.CodeCommitted {
+		t.Errorf("approved refund: %s", d.Code)
+	}
+	want := []kernel.Slot{kernel.Beliefs, kernel.Actions, kernel.Actions, kernel.Beliefs, kernel.Actions}
+	if len(seen) != len(want) {
+		t.Fatalf("validator saw %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Errorf("validator saw %v, want %v", seen, want)
+		}
+	}
+}
+
+// TestValidatorReturningOKCode: a validator that answers COMMITTED (or
+// PLAN_FEASIBLE) means "no objection"; the kernel must not take it as a
+// decision without a record.
+func TestValidatorReturningOKCode(t *testing.T) {
+	for _, code := range []kernel.Code{kernel.CodeCommitted, kernel.CodePlanFeasible} {
+		f := newFixture(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Code { return code })))
+		d := f.groundedBelief(tr)
+		if d.Record.ID == "" || d.Evidence.ID == "" {
+			t.Errorf("validator answering %s: belief decision %+v", code, d)
+		}
+		if d := f.mustPropose(tr, kernel.Plans, "p", plan(step("issue_refund", "refund_due"))); d.Code != kernel.CodePlanFeasible {
+			t.Errorf("validator answering %s: plan %s", code, d.Code)
+		}
+	}
+}

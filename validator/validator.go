@@ -1,0 +1,73 @@
+package validator
+
+import (
+	"context"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Codes the validators in this package emit.
+const (
+	// CodeOverLimit: a numeric field exceeds its ceiling, or is not a number.
+	CodeOverLimit = kernel.Code("OVER_LIMIT")
+	// CodeMissingField: a required payload field is absent or null.
+	CodeMissingField = kernel.Code("MISSING_FIELD")
+)
+
+// For scopes v to proposals of one slot and kind; an empty kind matches every
+// kind of the slot. Other proposals pass.
+func For(slot kernel.Slot, kind string, v kernel.Validator) kernel.Validator {
+	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Code {
+		if c.Slot() != slot || (kind != "" && c.Kind() != kind) {
+			return ""
+		}
+		return v.Validate(ctx, c)
+	})
+}
+
+// Max rejects a proposal whose numeric payload field is above limit with
+// code (CodeOverLimit when code is empty). A field that is present but not a
+// number is rejected too: a limit that can be dodged by sending a string is
+// no limit. An absent field passes; combine with [Require] to demand it.
+func Max(field string, limit float64, code kernel.Code) kernel.Validator {
+	if code == "" {
+		code = CodeOverLimit
+	}
+	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Code {
+		v, present := c.Payload()[field]
+		if !present {
+			return ""
+		}
+		f, ok := kernel.ToFloat(v)
+		if !ok || f > limit {
+			return code
+		}
+		return ""
+	})
+}
+
+// Require rejects a proposal whose payload lacks any of fields (or holds
+// null there) with CodeMissingField.
+func Require(fields ...string) kernel.Validator {
+	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Code {
+		p := c.Payload()
+		for _, f := range fields {
+			if v, ok := p[f]; !ok || v == nil {
+				return CodeMissingField
+			}
+		}
+		return ""
+	})
+}
+
+// All runs vs in order and returns the first rejection.
+func All(vs ...kernel.Validator) kernel.Validator {
+	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Code {
+		for _, v := range vs {
+			if code := v.Validate(ctx, c); code != "" {
+				return code
+			}
+		}
+		return ""
+	})
+}

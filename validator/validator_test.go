@@ -1,0 +1,121 @@
+package validator_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/validator"
+)
+
+// refundKernel returns a kernel with a refund ceiling and a planner whose
+// belief refund_due is committed in trace "t".
+func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Planner {
+	ctx := context.Background()
+	k, err := kernel.New(kernel.WithValidators(vs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"amount": 10}}); err != nil {
+		t.Fatal(err)
+	}
+	p := k.Planner("agent")
+	d, err := p.Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due", Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	if err != nil || !d.Committed() {
+		t.Fatalf("belief: %v %v", d.Code, err)
+	}
+	return p
+}
+
+func refund(t testing.TB, p *kernel.Planner, payload kernel.Payload) kernel.Code {
+	payload["requires_beliefs"] = []string{"refund_due"}
+	d, err := p.Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund", Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Code
+}
+
+func TestValidators(t *testing.T) {
+	limit := validator.For(kernel.Actions, "issue_refund", validator.All(
+		validator.Require("amount"),
+		validator.Max("amount", 500, ""),
+	))
+	for _, tc := range []struct {
+		name    string
+		payload kernel.Payload
+		want    kernel.Code
+	}{
+		{"under the limit", kernel.Payload{"amount": 149.99}, kernel.CodeCommitted},
+		{"at the limit", kernel.Payload{"amount": 500}, kernel.CodeCommitted},
+		{"over the limit", kernel.Payload{"amount": 500.01}, validator.CodeOverLimit},
+		{"not a number", kernel.Payload{"amount": "1"}, validator.CodeOverLimit},
+		{"missing", kernel.Payload{}, validator.CodeMissingField},
+		{"null", kernel.Payload{"amount": nil}, validator.CodeMissingField},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := refund(t, refundKernel(t, limit), tc.payload); got != tc.want {
+				t.Errorf("code = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForScopesToSlotAndKind(t *testing.T) {
+	// A ceiling on another kind or slot must not touch issue_refund.
+	other := validator.For(kernel.Actions, "wire_transfer", validator.Max("amount", 1, ""))
+	beliefs := validator.For(kernel.Beliefs, "", validator.Require("never_present"))
+	p := refundKernel(t, other)
+	if got := refund(t, p, kernel.Payload{"amount": 999}); got != kernel.CodeCommitted {
+		t.Errorf("other kind: code = %s", got)
+	}
+	k, err := kernel.New(kernel.WithValidators(beliefs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := k.Tool("s").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due", Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	if err != nil || d.Code != validator.CodeMissingField {
+		t.Errorf("empty kind should match every belief: %v %v", d.Code, err)
+	}
+}
+
+func TestCustomCode(t *testing.T) {
+	p := refundKernel(t, validator.Max("amount", 100, "REFUND_OVER_100"))
+	if got := refund(t, p, kernel.Payload{"amount": 101}); got != "REFUND_OVER_100" {
+		t.Errorf("code = %s", got)
+	}
+}
+
+func ExampleMax() {
+	ctx := context.Background()
+	k, err := kernel.New(kernel.WithValidators(
+		validator.For(kernel.Actions, "issue_refund", validator.Max("amount", 500, "")),
+	))
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	planner := k.Planner("agent")
+	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		Payload: kernel.Payload{"amount": 900, "requires_beliefs": []string{"refund_due"}}})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Println(d.Code)
+	// Output: OVER_LIMIT
+}

@@ -1,0 +1,65 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Reason codes the planner records when the model, not the kernel, stops an
+// episode. They are stable strings, like the kernel's own codes.
+const (
+	// CodeNoBelief: the model declined to propose the belief.
+	CodeNoBelief = kernel.Code("LLM_NO_BELIEF")
+	// CodeNoPlan: the model declined to propose the plan.
+	CodeNoPlan = kernel.Code("LLM_NO_PLAN")
+	// CodeError: the endpoint failed after its retries, or its answer could
+	// not be read as a verdict.
+	CodeError = kernel.Code("LLM_ERROR")
+)
+
+// Sentinel errors. Errors this package returns wrap one of these, the
+// context's error when the caller cancelled, or (from a [Worker]) the
+// kernel's or the store's error; callers branch with errors.Is.
+var (
+	// ErrInvalidConfig: a bad option or schema given to [New], [NewPlanner]
+	// or [NewWorker] (an empty or non-HTTP base URL, a negative retry count
+	// or timeout, a concurrency below 1, a nil function, an empty kind, ...).
+	ErrInvalidConfig = errors.New("llm: invalid configuration")
+	// ErrEndpoint: the chat endpoint failed: a non-2xx status, a network
+	// error or a timeout once the retries ran out, or a 2xx answer that is
+	// not a chat completion. It comes as an [*EndpointError].
+	ErrEndpoint = errors.New("llm: endpoint failed")
+	// ErrUnparsable: a model answer that holds no JSON object, or whose
+	// object is not a verdict.
+	ErrUnparsable = errors.New("llm: unparsable answer")
+	// ErrFallbackRejected: the kernel refused the worker's safe fallback
+	// action, which means the fallback type is not registered as a safe
+	// fallback ([kernel.ActionSpec.SafeFallback]).
+	ErrFallbackRejected = errors.New("llm: fallback action rejected")
+)
+
+// EndpointError is the typed error of a failed chat call. It wraps both
+// [ErrEndpoint] and the last cause (a network error, a
+// [context.DeadlineExceeded] from the request timeout, ...), so errors.Is
+// and errors.As work through it. Its message never contains the API key.
+type EndpointError struct {
+	// Status is the last HTTP status; 0 when no response arrived.
+	Status int
+	// Attempts is the number of requests made.
+	Attempts int
+	// Err is the last cause.
+	Err error
+}
+
+// Error describes the failure with the attempt count and the last status.
+func (e *EndpointError) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("llm: endpoint failed after %d attempt(s): %v", e.Attempts, e.Err)
+	}
+	return fmt.Sprintf("llm: endpoint failed after %d attempt(s) [HTTP %d]: %v", e.Attempts, e.Status, e.Err)
+}
+
+// Unwrap returns [ErrEndpoint] and the last cause.
+func (e *EndpointError) Unwrap() []error { return []error{ErrEndpoint, e.Err} }

@@ -1,0 +1,189 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/worker/llm"
+)
+
+var refundSituation = llm.Situation{
+	Task:     "Decide whether to refund a disputed card charge.",
+	Kind:     "refund_due",
+	Requires: []string{"charge"},
+	Percepts: []llm.Fact{{Kind: "charge", Payload: kernel.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
+}
+
+func planner(t *testing.T, c *llm.Client, opts ...llm.PlannerOption) *llm.Planner {
+	t.Helper()
+	p, err := llm.NewPlanner(c, opts...)
+	if err != nil {
+		t.Fatalf("NewPlanner: %v", err)
+	}
+	return p
+}
+
+func TestNewPlannerRejectsBadConfig(t *testing.T) {
+	if _, err := llm.NewPlanner(nil); !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Errorf("nil client: err = %v; want ErrInvalidConfig", err)
+	}
+	c, err := llm.New("http://localhost:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llm.NewPlanner(c, nil); !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Errorf("nil option: err = %v; want ErrInvalidConfig", err)
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	cases := []struct {
+		name    string
+		reply   reply
+		plan    bool
+		propose bool
+		code    kernel.Code
+		detail  string
+		errIs   error
+	}{
+		{name: "clean yes", reply: answer(propose), propose: true, detail: "the charge is disputed and concerns this task"},
+		{name: "clean no", reply: answer(decline), code: llm.CodeNoBelief, detail: "not enough information"},
+		{name: "plan no", reply: answer(decline), plan: true, code: llm.CodeNoPlan, detail: "not enough information"},
+		{name: "plan yes", reply: answer(propose), plan: true, propose: true},
+		{name: "think block", reply: answer("<think>The percept is stale; should I say no? {\"propose\": false}</think>\n{\"propose\": true}"), propose: true},
+		{name: "fenced", reply: answer("```json\n{\"propose\": false, \"reason\": \"unclear\"}\n```"), code: llm.CodeNoBelief, detail: "unclear"},
+		{name: "prose around", reply: answer("Let me think. " + propose + " That is my answer."), propose: true},
+		{name: "refusal", reply: answer("I'm sorry, but I can't help with that."), code: llm.CodeError, errIs: llm.ErrUnparsable},
+		{name: "malformed", reply: answer(`{"propose": yes}`), code: llm.CodeError, errIs: llm.ErrUnparsable},
+		{name: "propose not a boolean", reply: answer(`{"propose": "true"}`), code: llm.CodeError, errIs: llm.ErrUnparsable},
+		{name: "no propose", reply: answer(`{"reason": "hmm"}`), code: llm.CodeError, errIs: llm.ErrUnparsable},
+		{name: "empty content", reply: answer(""), code: llm.CodeError, errIs: llm.ErrUnparsable},
+		{name: "server error", reply: reply{status: http.StatusInternalServerError}, code: llm.CodeError, errIs: llm.ErrEndpoint},
+		{name: "unauthorized", reply: reply{status: http.StatusUnauthorized}, code: llm.CodeError, errIs: llm.ErrEndpoint},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, func(int, request) reply { return tc.reply })
+			p := planner(t, client(t, f, nil, llm.WithRetries(1)))
+			decide := p.DecideBelief
+			if tc.plan {
+				decide = p.DecidePlan
+			}
+			v, err := decide(context.Background(), refundSituation)
+			if err != nil {
+				t.Fatalf("error %v; want a verdict", err)
+			}
+			if v.Propose != tc.propose || v.Code != tc.code || v.Steps != nil {
+				t.Errorf("verdict %+v; want propose=%v code=%q and no steps", v, tc.propose, tc.code)
+			}
+			if tc.detail != "" && v.Detail != tc.detail {
+				t.Errorf("detail %q, want %q", v.Detail, tc.detail)
+			}
+			if tc.errIs == nil && v.Err != nil || tc.errIs != nil && !errors.Is(v.Err, tc.errIs) {
+				t.Errorf("verdict Err %v, want %v", v.Err, tc.errIs)
+			}
+			if tc.errIs != nil && v.Detail == "" {
+				t.Errorf("failure without detail")
+			}
+		})
+	}
+}
+
+func TestDecideReturnsErrorOnlyWhenCancelled(t *testing.T) {
+	f := newFake(t, func(int, request) reply { return reply{hang: true} })
+	p := planner(t, client(t, f, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-f.entered
+		cancel()
+	}()
+	v, err := p.DecidePlan(ctx, refundSituation)
+	if !errors.Is(err, context.Canceled) || v.Propose {
+		t.Fatalf("DecidePlan = %+v, %v; want context.Canceled", v, err)
+	}
+	<-f.exited
+
+	// A timeout the client imposes is an endpoint failure, not the caller's.
+	p = planner(t, client(t, f, nil, llm.WithTimeout(10*time.Millisecond), llm.WithRetries(0)))
+	v, err = p.DecideBelief(context.Background(), refundSituation)
+	if err != nil || v.Code != llm.CodeError || !errors.Is(v.Err, llm.ErrEndpoint) {
+		t.Fatalf("DecideBelief = %+v, %v; want an LLM_ERROR verdict", v, err)
+	}
+	<-f.exited
+}
+
+func TestPromptCarriesSchemaAndSituation(t *testing.T) {
+	f := newFake(t, func(int, request) reply { return answer(propose) })
+	p := planner(t, client(t, f, nil))
+	if _, err := p.DecideBelief(context.Background(), refundSituation); err != nil {
+		t.Fatal(err)
+	}
+	plan := refundSituation
+	plan.Kind, plan.Action, plan.Requires = "action_plan", "issue_refund", []string{"refund_due"}
+	plan.Beliefs = []llm.Fact{{Kind: "refund_due", Payload: kernel.Payload{"value": true}}}
+	if _, err := p.DecidePlan(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.requests()
+	for i, want := range [][]string{
+		{`belief "refund_due"`, `["charge"]`, refundSituation.Task, `"charge_id": "ch_1"`, `"stale": true`, `"confidence": 0.3`, `"committed_beliefs": []`},
+		{`plan "action_plan"`, `action "issue_refund"`, `["refund_due"]`, `"committed_beliefs": [`, `"value": true`},
+	} {
+		msgs := reqs[i].Body.Messages
+		if len(msgs) != 2 || msgs[0].Role != "system" || msgs[1].Role != "user" {
+			t.Fatalf("request %d messages %v: want system then user", i, msgs)
+		}
+		if !strings.Contains(msgs[0].Content, `{"propose": true or false, "reason"`) || strings.Contains(msgs[0].Content, `"steps"`) {
+			t.Errorf("request %d system prompt lacks the governed answer format: %s", i, msgs[0].Content)
+		}
+		for _, w := range want {
+			if !strings.Contains(msgs[1].Content, w) {
+				t.Errorf("request %d user message lacks %q:\n%s", i, w, msgs[1].Content)
+			}
+		}
+	}
+}
+
+func TestModelSteps(t *testing.T) {
+	steps := `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": []}]}`
+	cases := []struct {
+		name   string
+		answer string
+		code   kernel.Code
+		steps  int
+	}{
+		{"steps", steps, "", 1},
+		{"empty steps", `{"propose": true, "steps": []}`, "", 0},
+		{"no steps", propose, llm.CodeError, 0},
+		{"steps not a list", `{"propose": true, "steps": {"action": "x"}}`, llm.CodeError, 0},
+		{"step not an object", `{"propose": true, "steps": ["issue_refund"]}`, llm.CodeError, 0},
+		{"decline", decline, llm.CodeNoPlan, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, func(int, request) reply { return answer(tc.answer) })
+			p := planner(t, client(t, f, nil), llm.WithModelSteps())
+			v, err := p.DecidePlan(context.Background(), refundSituation)
+			if err != nil || v.Code != tc.code || len(v.Steps) != tc.steps {
+				t.Fatalf("DecidePlan = %+v, %v; want code %q with %d steps", v, err, tc.code, tc.steps)
+			}
+			if sys := f.requests()[0].Body.Messages[0].Content; !strings.Contains(sys, `"steps"`) {
+				t.Errorf("system prompt does not ask for steps: %s", sys)
+			}
+		})
+	}
+	// The belief stays governed: steps are neither asked for nor read.
+	f := newFake(t, func(int, request) reply { return answer(steps) })
+	v, err := planner(t, client(t, f, nil), llm.WithModelSteps()).DecideBelief(context.Background(), refundSituation)
+	if err != nil || !v.Propose || v.Steps != nil {
+		t.Fatalf("DecideBelief = %+v, %v; want a yes without steps", v, err)
+	}
+	if sys := f.requests()[0].Body.Messages[0].Content; strings.Contains(sys, `"steps"`) {
+		t.Errorf("belief prompt asks for steps: %s", sys)
+	}
+}
