@@ -34,6 +34,7 @@ const (
 	// not a registered safe fallback, or declares fewer than its spec needs.
 	CodeUngroundedAction  = Code("UNGROUNDED_ACTION")
 	CodeUnknownActionType = Code("UNKNOWN_ACTION_TYPE") // strict registry: unregistered type
+	CodeNoFeasiblePlan    = Code("NO_FEASIBLE_PLAN")    // spec requires a plan; no committed plan has this action
 
 	// Predictions.
 	CodePredictionMissingBelief = Code("PREDICTION_MISSING_BELIEF")

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,6 +179,23 @@ func codeCases() []codeCase {
 		{name: "fallback no longer registered", want: kernel.CodeUngroundedAction,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: kernel.FallbackQueueForReview})},
 			run:  proposeAct(kernel.FallbackQueueForReview, kernel.Payload{})},
+		{name: "action outside any plan", want: kernel.CodeNoFeasiblePlan,
+			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true})},
+			run:  proposeAct("issue_refund", action("refund_due"))},
+		{name: "action inside a feasible plan", want: kernel.CodeCommitted,
+			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true})},
+			run: func(f *fixture) (kernel.Code, error) {
+				f.groundedBelief(tr)
+				pd, err := f.propose(tr, kernel.Plans, "action_plan", plan(step("issue_refund", "refund_due")))
+				if err != nil || pd.Code != kernel.CodePlanFeasible {
+					f.t.Fatalf("plan: %s %v", pd.Code, err)
+				}
+				d, err := f.propose(tr, kernel.Actions, "issue_refund", action("refund_due"))
+				if err == nil && (len(d.Record.Provenance.InputRefs) < 2 || !slices.Contains(d.Record.Provenance.InputRefs, pd.Record.ID)) {
+					f.t.Errorf("action inputs %v lack the plan %s", d.Record.Provenance.InputRefs, pd.Record.ID)
+				}
+				return d.Code, err
+			}},
 		{name: "fallback commits", want: kernel.CodeCommitted, run: proposeAct(kernel.FallbackQueueForReview, kernel.Payload{})},
 		{name: "strict: case variant", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("Issue_Refund", action("refund_due"))},
 		{name: "strict: trailing space", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("issue_refund ", action("refund_due"))},

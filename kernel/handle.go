@@ -17,6 +17,11 @@ type Handle interface {
 	Write(ctx context.Context, e Entry) (Record, error)
 	// View returns the committed state and pending proposals of a trace.
 	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
+	// Get, Find, Trace and List read records; they return copies.
+	Get(ctx context.Context, id string) (Record, error)
+	Find(ctx context.Context, traceID string, slot Slot, kind string) (Record, error)
+	Trace(ctx context.Context, traceID string) iter.Seq2[Record, error]
+	List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error]
 }
 
 // handle is the part every role shares.

@@ -60,6 +60,10 @@ type ActionSpec struct {
 	// RequirePrediction turns the prediction gate on for this type: a
 	// committed prediction for it must exist and be non-negative.
 	RequirePrediction bool
+	// RequirePlan lets the action commit only as a step of a committed,
+	// feasible plan of the same trace (NO_FEASIBLE_PLAN otherwise); the plan
+	// then joins the action's provenance.
+	RequirePlan bool
 }
 
 // Option configures a Kernel in [New].

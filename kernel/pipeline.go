@@ -441,6 +441,12 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}
 	}
+	var plan *Record
+	if k.specs[p.Kind].RequirePlan {
+		if plan = s.planFor(p.Kind); plan == nil {
+			return outcome{code: CodeNoFeasiblePlan}
+		}
+	}
 	if code := g.satisfied(CodeNoCommittedBelief, CodeBeliefNotSatisfied); code != "" {
 		return outcome{code: code}
 	}
@@ -467,6 +473,9 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 		payload[key] = v
 	}
 	var inputs, evidence []string
+	if plan != nil {
+		inputs = append(inputs, plan.ID)
+	}
 	for _, b := range g.beliefs {
 		inputs = append(inputs, b.ID)
 		for _, ev := range b.EvidenceRefs {
@@ -479,6 +488,23 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 		inputs = append(inputs, pr.ID)
 	}
 	return outcome{code: CodeCommitted, record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
+}
+
+// planFor returns the latest committed plan with a step for actionType.
+func (s *snapshot) planFor(actionType string) *Record {
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		r := &s.recs[i]
+		if r.Slot != Plans || !committedActive(r) {
+			continue
+		}
+		steps, _ := r.Payload[KeySteps].([]any)
+		for _, st := range steps {
+			if step, ok := st.(map[string]any); ok && step[KeyAction] == actionType {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // predictions returns the committed, active predictions for an action type.

@@ -1,0 +1,371 @@
+package adaptive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/worker"
+)
+
+// ErrInvalidOption is wrapped by the error [New] returns for a nil handle,
+// a threshold below 1, an empty worker id, a nil option or a bad mapping.
+var ErrInvalidOption = errors.New("adaptive: invalid option")
+
+// DefaultThreshold is how many failures with one code it takes to learn its
+// constraint when [WithThreshold] is not given.
+const DefaultThreshold = 2
+
+// Payload keys the learner adds to the constraints it commits.
+const (
+	KeyLearnedFrom  = "learned_from"  // the reason code that triggered the constraint
+	KeyTriggerCount = "trigger_count" // how many failures with that code had been counted
+	KeyLearnedBy    = "learned_by"    // the learner's worker id
+)
+
+// The constraints of the default mapping. Each blocks one of the flags the
+// kernel derives for every action from its own evidence chain.
+const (
+	BlockStaleActions         = "block_stale_actions"
+	BlockConflictedActions    = "block_conflicted_actions"
+	BlockLowConfidenceActions = "block_low_confidence_actions"
+	BlockNegativePredictions  = "block_negative_predictions"
+)
+
+// DefaultMapping returns a new copy of the default mapping from failure code
+// to constraint:
+//
+//	STALE_EVIDENCE      -> block_stale_actions          (uses_stale_data)
+//	UNRESOLVED_CONFLICT -> block_conflicted_actions     (uses_conflicted_data)
+//	LOW_CONFIDENCE      -> block_low_confidence_actions (uses_low_confidence_data)
+//	NEGATIVE_PREDICTION -> block_negative_predictions   (has_negative_prediction)
+func DefaultMapping() map[kernel.Code]kernel.Constraint {
+	return map[kernel.Code]kernel.Constraint{
+		kernel.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: kernel.KeyUsesStaleData},
+		kernel.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: kernel.KeyUsesConflictedData},
+		kernel.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: kernel.KeyUsesLowConfidenceData},
+		kernel.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: kernel.KeyHasNegativePrediction},
+	}
+}
+
+// Option configures a [Learner] in [New].
+type Option func(*Learner)
+
+// WithThreshold sets how many failures with one code it takes to learn the
+// code's constraint (default [DefaultThreshold]; at least 1).
+func WithThreshold(n int) Option { return func(l *Learner) { l.threshold = n } }
+
+// WithMapping replaces the default mapping from failure code to the
+// constraint learned for it. Every constraint needs a name and a blocked
+// field; its Enabled field is ignored (learned constraints are enabled).
+// Codes left out are counted but never learned from. The map is copied.
+func WithMapping(m map[kernel.Code]kernel.Constraint) Option {
+	return func(l *Learner) { l.mapping = maps.Clone(m); l.mappingSet = true }
+}
+
+// WithID sets the worker id (default "adaptive").
+func WithID(id string) Option { return func(l *Learner) { l.id = id } }
+
+// Learned is a constraint the store holds in persistent scope, learned by
+// this learner or found there at startup.
+type Learned struct {
+	// Name is the constraint's name.
+	Name string
+	// Code and Count are what triggered it; empty and 0 for a persistent
+	// constraint found in the store without that record.
+	Code  kernel.Code
+	Count int
+	// RecordID and TraceID locate the constraint record.
+	RecordID string
+	TraceID  string
+}
+
+// Pending is a constraint the learner has decided to learn but not yet
+// committed.
+type Pending struct {
+	Code       kernel.Code
+	Count      int
+	Constraint kernel.Constraint
+}
+
+// analysedSlots are where failures are counted.
+var analysedSlots = []kernel.Slot{kernel.Beliefs, kernel.Plans, kernel.Predictions, kernel.Actions}
+
+// Learner is the adaptive worker (paper §11.2): it counts invalidated
+// beliefs, plans, predictions and actions by their typed reason code and,
+// once a mapped code reaches the threshold, commits the code's constraint
+// in persistent scope, once.
+type Learner struct {
+	h          *kernel.Symbolic
+	id         string
+	threshold  int
+	mapping    map[kernel.Code]kernel.Constraint
+	mappingSet bool
+	codes      []kernel.Code // mapped codes, sorted: the order constraints are queued in
+
+	mu       sync.Mutex
+	counts   map[kernel.Code]int
+	perTrace map[string]map[kernel.Code]int
+	held     map[string]int // constraint name -> index in learned
+	learned  []Learned
+	pending  []Pending
+}
+
+var _ worker.Worker = (*Learner)(nil)
+
+// New returns a learner committing through h. It first reads what the store
+// already holds: every invalidated record of the analysed slots, counted by
+// code (as if each trace had been analysed), and every active persistent
+// constraint, whose names it will never commit again. A code that already
+// reached the threshold without its constraint is queued at once.
+//
+// It returns an error wrapping [ErrInvalidOption] for bad options, or the
+// store's error (for instance [kernel.ErrClosed], or ctx's error).
+func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
+	}
+	l := &Learner{
+		h:         h,
+		id:        "adaptive",
+		threshold: DefaultThreshold,
+		mapping:   DefaultMapping(),
+		counts:    make(map[kernel.Code]int),
+		perTrace:  make(map[string]map[kernel.Code]int),
+		held:      make(map[string]int),
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		o(l)
+	}
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	for code := range l.mapping {
+		l.codes = append(l.codes, code)
+	}
+	slices.Sort(l.codes)
+
+	for _, slot := range analysedSlots {
+		for r, err := range h.List(ctx, slot, kernel.Filter{Status: kernel.StatusInvalidated}) {
+			if err != nil {
+				return nil, fmt.Errorf("adaptive: reading %s: %w", slot, err)
+			}
+			if failure(&r) {
+				t := l.perTrace[r.TraceID()]
+				if t == nil {
+					t = make(map[kernel.Code]int, 1)
+					l.perTrace[r.TraceID()] = t
+				}
+				t[r.Reason]++
+				l.counts[r.Reason]++
+			}
+		}
+	}
+	for r, err := range h.List(ctx, kernel.Constraints, kernel.Filter{Status: kernel.StatusActive, Scope: kernel.ScopePersistent}) {
+		if err != nil {
+			return nil, fmt.Errorf("adaptive: reading constraints: %w", err)
+		}
+		if r.Mode == kernel.ModeCommit {
+			l.hold(learnedFrom(&r))
+		}
+	}
+	l.queue()
+	return l, nil
+}
+
+func (l *Learner) check() error {
+	switch {
+	case l.threshold < 1:
+		return fmt.Errorf("%w: threshold %d below 1", ErrInvalidOption, l.threshold)
+	case l.id == "":
+		return fmt.Errorf("%w: empty worker id", ErrInvalidOption)
+	case l.mappingSet && len(l.mapping) == 0:
+		return fmt.Errorf("%w: empty mapping", ErrInvalidOption)
+	}
+	for code, c := range l.mapping {
+		switch {
+		case code == "":
+			return fmt.Errorf("%w: mapping with an empty code", ErrInvalidOption)
+		case c.Name == "":
+			return fmt.Errorf("%w: code %s maps to a constraint without a name", ErrInvalidOption, code)
+		case c.BlocksField == "":
+			return fmt.Errorf("%w: constraint %q blocks no field", ErrInvalidOption, c.Name)
+		case c.BindPercept != "":
+			return fmt.Errorf("%w: constraint %q: a learned constraint cannot bind a percept", ErrInvalidOption, c.Name)
+		}
+	}
+	return nil
+}
+
+// failure reports whether r is a record the learner counts: invalidated
+// with a reason code other than the supersession of a committed proposal.
+func failure(r *kernel.Record) bool {
+	return r.Status == kernel.StatusInvalidated && r.Reason != "" && r.Reason != kernel.CodeSupersededByCommit
+}
+
+// learnedFrom reads a persistent constraint record.
+func learnedFrom(r *kernel.Record) Learned {
+	name, ok := r.Payload.String(kernel.KeyName)
+	if !ok || name == "" {
+		name = r.Kind
+	}
+	code, _ := r.Payload.String(KeyLearnedFrom)
+	count, _ := r.Payload.Float(KeyTriggerCount)
+	return Learned{Name: name, Code: kernel.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
+}
+
+// hold records a constraint as present in the store. Callers hold l.mu or
+// own l exclusively.
+func (l *Learner) hold(x Learned) {
+	if _, ok := l.held[x.Name]; ok {
+		return
+	}
+	l.held[x.Name] = len(l.learned)
+	l.learned = append(l.learned, x)
+}
+
+// queue adds to the pending list every mapped code at or over the threshold
+// whose constraint is neither held nor pending, and returns what it added.
+// Callers hold l.mu or own l exclusively.
+func (l *Learner) queue() []Pending {
+	var added []Pending
+	for _, code := range l.codes {
+		n := l.counts[code]
+		c := l.mapping[code]
+		if n < l.threshold {
+			continue
+		}
+		if _, ok := l.held[c.Name]; ok {
+			continue
+		}
+		if slices.ContainsFunc(l.pending, func(p Pending) bool { return p.Constraint.Name == c.Name }) {
+			continue
+		}
+		c.Enabled = true
+		c.Extra = kernel.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, KeyLearnedBy: l.id}
+		p := Pending{Code: code, Count: n, Constraint: c}
+		l.pending = append(l.pending, p)
+		added = append(added, p)
+	}
+	return added
+}
+
+// Analyze counts the failures recorded in one trace and queues the
+// constraints whose code has reached the threshold; it returns those newly
+// queued. It reads only that trace. Analysing a trace again counts only
+// failures recorded in it since (a trace's failures are never counted
+// twice), so it may be called as often as convenient, typically once when an
+// episode ends. Errors come from the store (or ctx); on error nothing
+// changes.
+func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Pending, error) {
+	seen := make(map[kernel.Code]int)
+	for r, err := range l.h.Trace(ctx, traceID) {
+		if err != nil {
+			return nil, fmt.Errorf("adaptive: analysing trace %q: %w", traceID, err)
+		}
+		if slices.Contains(analysedSlots, r.Slot) && failure(&r) {
+			seen[r.Reason]++
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	counted := l.perTrace[traceID]
+	for code, n := range seen {
+		if d := n - counted[code]; d > 0 {
+			if counted == nil {
+				counted = make(map[kernel.Code]int, len(seen))
+				l.perTrace[traceID] = counted
+			}
+			counted[code] = n
+			l.counts[code] += d
+		}
+	}
+	return l.queue(), nil
+}
+
+// Commit commits every pending constraint, in persistent scope, into the
+// given trace (typically the episode about to run) and returns what it
+// learned. A constraint that fails to commit stays pending and the error
+// (from the kernel or the store) is returned with what was learned before
+// it. Commit never commits a constraint whose name the store already holds.
+func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Learned
+	for len(l.pending) > 0 {
+		p := l.pending[0]
+		if _, ok := l.held[p.Constraint.Name]; ok {
+			l.pending = l.pending[1:]
+			continue
+		}
+		rec, err := l.h.CommitConstraint(ctx, traceID, p.Constraint, kernel.ScopePersistent)
+		if err != nil {
+			return out, fmt.Errorf("adaptive: committing %q: %w", p.Constraint.Name, err)
+		}
+		x := Learned{Name: p.Constraint.Name, Code: p.Code, Count: p.Count, RecordID: rec.ID, TraceID: traceID}
+		l.hold(x)
+		out = append(out, x)
+		l.pending = l.pending[1:]
+	}
+	return out, nil
+}
+
+// Counts returns how many failures the learner has counted, by code.
+func (l *Learner) Counts() map[kernel.Code]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.counts)
+}
+
+// Learned returns the persistent constraints the learner knows the store
+// holds: those found at startup, then those it committed, in that order.
+func (l *Learner) Learned() []Learned {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.learned)
+}
+
+// Pending returns the constraints queued and not yet committed.
+func (l *Learner) Pending() []Pending {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.pending)
+	for i := range out {
+		out[i].Constraint.Extra = out[i].Constraint.Extra.Clone()
+	}
+	return out
+}
+
+// ID returns the worker id.
+func (l *Learner) ID() string { return l.id }
+
+// Handle returns the symbolic-validator handle the learner commits with.
+func (l *Learner) Handle() kernel.Handle { return l.h }
+
+// Reads returns nil: the learner reads the store between episodes, not the
+// view, so it waits for no other worker.
+func (l *Learner) Reads() []kernel.Slot { return nil }
+
+// Writes returns the constraints slot.
+func (l *Learner) Writes() []kernel.Slot { return []kernel.Slot{kernel.Constraints} }
+
+// ShouldActivate reports whether constraints are pending.
+func (l *Learner) ShouldActivate(kernel.View) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending) > 0
+}
+
+// Step commits the pending constraints into the trace (see
+// [Learner.Commit]); produced reports whether it committed any.
+func (l *Learner) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+	learned, err := l.Commit(ctx, traceID)
+	return len(learned) > 0, err
+}

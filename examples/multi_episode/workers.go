@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/worker"
+)
+
+// Names the demo's workers share.
+const (
+	kindTemperature = "temperature"
+	beliefAnomaly   = "anomaly_detected"
+	actionAlert     = "alert"
+	actionReview    = kernel.FallbackQueueForReview
+)
+
+// analyst is the planner worker that reads the temperature: once a reading
+// is committed it proposes the belief that there is an anomaly, resting on
+// that reading, and lets the kernel decide. It proposes once per trace.
+type analyst struct{ planner *kernel.Planner }
+
+func (a *analyst) ID() string            { return "analyst" }
+func (a *analyst) Handle() kernel.Handle { return a.planner }
+func (a *analyst) Reads() []kernel.Slot  { return []kernel.Slot{kernel.Percepts} }
+func (a *analyst) Writes() []kernel.Slot { return []kernel.Slot{kernel.Beliefs} }
+
+func (a *analyst) ShouldActivate(v kernel.View) bool {
+	return v.Has(kernel.Percepts, kindTemperature) && !v.Has(kernel.Beliefs, beliefAnomaly)
+}
+
+func (a *analyst) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Beliefs, beliefAnomaly); err != nil || done {
+		return false, err
+	}
+	_, err := a.planner.Submit(ctx, kernel.Entry{
+		TraceID: traceID,
+		Slot:    kernel.Beliefs,
+		Kind:    beliefAnomaly,
+		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindTemperature}},
+	})
+	return err == nil, err
+}
+
+// actuator is the planner worker that acts. It acts only once the anomaly
+// belief is committed (no belief, no action): it proposes an alert, which
+// the kernel gates (prediction gate, learned constraints); if the kernel
+// refuses it, it proposes queue_for_review with the refusal's code.
+type actuator struct{ planner *kernel.Planner }
+
+func (a *actuator) ID() string            { return "actuator" }
+func (a *actuator) Handle() kernel.Handle { return a.planner }
+func (a *actuator) Reads() []kernel.Slot {
+	return []kernel.Slot{kernel.Beliefs, kernel.Predictions, kernel.Constraints}
+}
+func (a *actuator) Writes() []kernel.Slot { return []kernel.Slot{kernel.Actions} }
+
+func (a *actuator) ShouldActivate(v kernel.View) bool {
+	return v.Has(kernel.Beliefs, beliefAnomaly) && !v.Has(kernel.Actions, actionAlert) && !v.Has(kernel.Actions, actionReview)
+}
+
+func (a *actuator) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Actions, actionReview); err != nil || done {
+		return false, err
+	}
+	last, proposed, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Actions, actionAlert)
+	if err != nil {
+		return false, err
+	}
+	produced := false
+	refusal := last.Reason
+	if !proposed {
+		d, err := a.planner.Submit(ctx, kernel.Entry{
+			TraceID: traceID,
+			Slot:    kernel.Actions,
+			Kind:    actionAlert,
+			Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{beliefAnomaly}},
+		})
+		if err != nil {
+			return false, err
+		}
+		if d.Committed() {
+			return true, nil
+		}
+		produced, refusal = true, d.Code
+	}
+	if refusal == "" || refusal == kernel.CodeSupersededByCommit {
+		return produced, nil // pending or committed: nothing to review
+	}
+	_, err = a.planner.Submit(ctx, kernel.Entry{
+		TraceID: traceID,
+		Slot:    kernel.Actions,
+		Kind:    actionReview,
+		Payload: kernel.Payload{kernel.KeyReason: string(refusal)},
+	})
+	return err == nil || produced, err
+}

@@ -1,0 +1,126 @@
+package orchestrator_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
+)
+
+// thermometer is a tool worker: it commits one temperature reading per
+// trace.
+type thermometer struct{ tool *kernel.Tool }
+
+func (w thermometer) ID() string            { return "thermometer" }
+func (w thermometer) Handle() kernel.Handle { return w.tool }
+func (w thermometer) Reads() []kernel.Slot  { return nil }
+func (w thermometer) Writes() []kernel.Slot { return []kernel.Slot{kernel.Percepts} }
+func (w thermometer) ShouldActivate(v kernel.View) bool {
+	return !v.Has(kernel.Percepts, "temperature")
+}
+func (w thermometer) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Percepts, Kind: "temperature",
+		Payload: kernel.Payload{"value": 97.5, "unit": "C"}, Confidence: kernel.Confidence(0.9)})
+	return err == nil, err
+}
+
+// watcher is a planner worker: once a reading is in view it proposes the
+// belief that it is too hot; the kernel decides.
+type watcher struct{ planner *kernel.Planner }
+
+func (w watcher) ID() string            { return "watcher" }
+func (w watcher) Handle() kernel.Handle { return w.planner }
+func (w watcher) Reads() []kernel.Slot  { return []kernel.Slot{kernel.Percepts} }
+func (w watcher) Writes() []kernel.Slot { return []kernel.Slot{kernel.Beliefs} }
+func (w watcher) ShouldActivate(v kernel.View) bool {
+	p, ok := v.Get(kernel.Percepts, "temperature")
+	return ok && !v.Has(kernel.Beliefs, "too_hot") && p["value"].(float64) > 90
+}
+func (w watcher) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+	d, err := w.planner.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Beliefs, Kind: "too_hot",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
+	if err != nil {
+		return false, err
+	}
+	return d.Committed(), nil
+}
+
+// Registered in the "wrong" order, the workers still run writer first, so
+// the watcher acts on the reading in the same round. The second round
+// produces nothing and the run is quiescent.
+func ExampleOrchestrator_Run() {
+	k, err := kernel.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer k.Close()
+	o, err := orchestrator.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := o.Register(watcher{k.Planner("watcher")}, thermometer{k.Tool("thermometer")}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("order:", o.Order())
+
+	res, err := o.Run(context.Background(), "episode-1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range res.Steps {
+		fmt.Printf("round %d: %s produced=%v\n", s.Round, s.WorkerID, s.Produced)
+	}
+	fmt.Println("rounds:", res.Rounds, "quiescent:", res.Quiescent)
+	fmt.Println("belief too_hot committed:", res.View.Has(kernel.Beliefs, "too_hot"))
+	// Output:
+	// order: [thermometer watcher]
+	// round 1: thermometer produced=true
+	// round 1: watcher produced=true
+	// rounds: 2 quiescent: true
+	// belief too_hot committed: true
+}
+
+// A Session issues a fresh trace id for every episode.
+func ExampleSession() {
+	k, err := kernel.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer k.Close()
+	o, err := orchestrator.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := o.Register(thermometer{k.Tool("thermometer")}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := orchestrator.NewSession(o)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for range 3 {
+		res, err := s.RunEpisode(context.Background())
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		ep, _ := s.Episode(res.TraceID)
+		fmt.Printf("episode %d: %d steps, reading committed: %v\n", ep, len(res.Steps), res.View.Has(kernel.Percepts, "temperature"))
+	}
+	tr := s.Traces()
+	fmt.Println("distinct trace ids:", len(tr) == 3 && tr[0] != tr[1] && tr[1] != tr[2] && tr[0] != tr[2])
+	// Output:
+	// episode 0: 1 steps, reading committed: true
+	// episode 1: 1 steps, reading committed: true
+	// episode 2: 1 steps, reading committed: true
+	// distinct trace ids: true
+}

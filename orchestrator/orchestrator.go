@@ -1,0 +1,412 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/worker"
+)
+
+// Sentinel errors. Errors returned by this package wrap one of these (or
+// [kernel.ErrInvalidInput] for an empty trace id), so callers branch with
+// errors.Is.
+var (
+	// ErrInvalidWorker: a nil worker, an empty id, a nil handle, an invalid
+	// slot in Reads or Writes, or a worker whose ID, Handle, Reads or Writes
+	// panicked.
+	ErrInvalidWorker = errors.New("orchestrator: invalid worker")
+	// ErrDuplicateWorker: two workers with the same id.
+	ErrDuplicateWorker = errors.New("orchestrator: duplicate worker id")
+	// ErrInvalidOption: a round limit below 1, a nil logger or a nil
+	// orchestrator.
+	ErrInvalidOption = errors.New("orchestrator: invalid option")
+	// ErrPanic is wrapped by the [WorkerError] recorded for a worker that
+	// panicked.
+	ErrPanic = errors.New("orchestrator: worker panicked")
+)
+
+// DefaultMaxRounds is the round limit when none is set.
+const DefaultMaxRounds = 20
+
+// Phase names the worker call in which a failure happened.
+type Phase string
+
+// The two phases of a worker's turn.
+const (
+	PhaseShouldActivate Phase = "should_activate"
+	PhaseStep           Phase = "step"
+)
+
+// WorkerError records a worker that returned an error or panicked. It wraps
+// the worker's error, or [ErrPanic] for a panic (and then also the panic
+// value if that was an error), so errors.Is works through it.
+type WorkerError struct {
+	WorkerID string
+	Phase    Phase
+	Round    int
+	// Err is what the worker returned, or the panic turned into an error.
+	Err error
+	// Stack is the goroutine stack at the panic; nil for returned errors.
+	Stack []byte
+}
+
+// Error describes the failure with the worker id, the round and the phase.
+func (e *WorkerError) Error() string {
+	return fmt.Sprintf("orchestrator: worker %q round %d %s: %v", e.WorkerID, e.Round, e.Phase, e.Err)
+}
+
+// Unwrap returns the worker's error.
+func (e *WorkerError) Unwrap() error { return e.Err }
+
+// Step is one entry of a run's log: a worker that was activated and
+// stepped.
+type Step struct {
+	Round    int
+	WorkerID string
+	// Produced is what the worker reported.
+	Produced bool
+	// Err is the step's [*WorkerError], or nil.
+	Err error
+}
+
+// Result is what a run did.
+type Result struct {
+	TraceID string
+	// Rounds is the number of rounds started.
+	Rounds int
+	// Quiescent is true when the run stopped because a round produced
+	// nothing; false when it hit the round limit or was interrupted.
+	Quiescent bool
+	// Steps logs every activated worker in execution order.
+	Steps []Step
+	// Errors lists every worker failure, in order, in both phases.
+	Errors []*WorkerError
+	// View is the trace as it stood at the end of the run (on an error,
+	// the last view taken).
+	View kernel.View
+}
+
+// Option configures an [Orchestrator] in [New]; the same options passed
+// to [Orchestrator.Run] or [NewSession] override it for those runs.
+type Option func(*config)
+
+type config struct {
+	maxRounds int
+	view      kernel.ViewOptions
+	log       *slog.Logger
+}
+
+// WithMaxRounds sets the round limit (default [DefaultMaxRounds]). A limit
+// below 1 is [ErrInvalidOption].
+func WithMaxRounds(n int) Option { return func(c *config) { c.maxRounds = n } }
+
+// WithViewOptions sets how the views given to workers are built, for
+// instance whether they include the persistent records of other traces
+// (learned constraints). Default: the zero [kernel.ViewOptions].
+func WithViewOptions(v kernel.ViewOptions) Option { return func(c *config) { c.view = v } }
+
+// WithLogger logs worker failures at warning level. Default: no logging.
+// A nil logger is [ErrInvalidOption].
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+func (c config) with(opts []Option) (config, error) {
+	for _, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		o(&c)
+	}
+	switch {
+	case c.maxRounds < 1:
+		return c, fmt.Errorf("%w: round limit %d below 1", ErrInvalidOption, c.maxRounds)
+	case c.log == nil:
+		return c, fmt.Errorf("%w: nil logger", ErrInvalidOption)
+	}
+	return c, nil
+}
+
+// entry is a registered worker with what it declared at registration.
+type entry struct {
+	w      worker.Worker
+	id     string
+	handle kernel.Handle
+	reads  []kernel.Slot
+	writes []kernel.Slot
+}
+
+// Orchestrator runs registered workers on a trace in dependency order, round
+// after round, until a round produces nothing or the round limit is hit.
+// See the package documentation for the ordering rule and failure
+// isolation.
+type Orchestrator struct {
+	cfg   config
+	mu    sync.RWMutex
+	byReg []entry // registration order
+	order []entry // execution order; replaced, never modified in place
+}
+
+// New returns an orchestrator with no workers. It returns an error wrapping
+// [ErrInvalidOption] for a bad option.
+func New(opts ...Option) (*Orchestrator, error) {
+	cfg, err := config{maxRounds: DefaultMaxRounds, log: slog.New(slog.DiscardHandler)}.with(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Orchestrator{cfg: cfg}, nil
+}
+
+// Register adds workers. Their ID, Handle, Reads and Writes are read once,
+// here. Either all of them are added or, on error, none: a bad worker is
+// [ErrInvalidWorker], an id already registered or repeated is
+// [ErrDuplicateWorker].
+func (o *Orchestrator) Register(ws ...worker.Worker) error {
+	entries := make([]entry, 0, len(ws))
+	for i, w := range ws {
+		e, err := describe(w)
+		if err != nil {
+			return fmt.Errorf("worker %d: %w", i, err)
+		}
+		entries = append(entries, e)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	seen := make(map[string]bool, len(o.byReg)+len(entries))
+	for _, e := range o.byReg {
+		seen[e.id] = true
+	}
+	for _, e := range entries {
+		if seen[e.id] {
+			return fmt.Errorf("%w: %q", ErrDuplicateWorker, e.id)
+		}
+		seen[e.id] = true
+	}
+	all := append(append(make([]entry, 0, len(o.byReg)+len(entries)), o.byReg...), entries...)
+	o.byReg, o.order = all, schedule(all)
+	return nil
+}
+
+// describe reads a worker's declaration, refusing a bad one.
+func describe(w worker.Worker) (e entry, err error) {
+	if w == nil {
+		return entry{}, fmt.Errorf("%w: nil", ErrInvalidWorker)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = entry{}, fmt.Errorf("%w: panic while reading its declaration: %v", ErrInvalidWorker, r)
+		}
+	}()
+	e = entry{w: w, id: w.ID(), handle: w.Handle(), reads: w.Reads(), writes: w.Writes()}
+	switch {
+	case e.id == "":
+		return entry{}, fmt.Errorf("%w: empty id", ErrInvalidWorker)
+	case e.handle == nil:
+		return entry{}, fmt.Errorf("%w: %q has no handle", ErrInvalidWorker, e.id)
+	}
+	for _, s := range append(append([]kernel.Slot(nil), e.reads...), e.writes...) {
+		if !s.Valid() {
+			return entry{}, fmt.Errorf("%w: %q declares %v", ErrInvalidWorker, e.id, s)
+		}
+	}
+	e.reads = append([]kernel.Slot(nil), e.reads...)
+	e.writes = append([]kernel.Slot(nil), e.writes...)
+	return e, nil
+}
+
+// schedule orders workers so that a worker writing a slot runs before every
+// other worker reading it. Among workers free to run, the earliest
+// registered goes first; a dependency cycle is broken the same way, by
+// running the earliest registered worker left.
+func schedule(reg []entry) []entry {
+	n := len(reg)
+	// after[i][j]: j must wait for i.
+	indeg := make([]int, n)
+	succ := make([][]int, n)
+	for i := range reg {
+		for j := range reg {
+			if i != j && feeds(reg[i], reg[j]) {
+				succ[i] = append(succ[i], j)
+				indeg[j]++
+			}
+		}
+	}
+	done := make([]bool, n)
+	out := make([]entry, 0, n)
+	for len(out) < n {
+		next := -1
+		for i := range reg {
+			if !done[i] && indeg[i] == 0 {
+				next = i
+				break
+			}
+		}
+		if next < 0 { // a cycle: take the earliest registered worker left
+			for i := range reg {
+				if !done[i] {
+					next = i
+					break
+				}
+			}
+		}
+		done[next] = true
+		out = append(out, reg[next])
+		for _, j := range succ[next] {
+			indeg[j]--
+		}
+	}
+	return out
+}
+
+// feeds reports whether a writes a slot that b reads.
+func feeds(a, b entry) bool {
+	for _, w := range a.writes {
+		for _, r := range b.reads {
+			if w == r {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Order returns the ids of the registered workers in the order a round runs
+// them.
+func (o *Orchestrator) Order() []string {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	ids := make([]string, len(o.order))
+	for i, e := range o.order {
+		ids[i] = e.id
+	}
+	return ids
+}
+
+// Run runs the registered workers on the trace, round after round, until a
+// round in which no activated worker reports having produced something
+// (Result.Quiescent) or until the round limit. opts override the
+// orchestrator's options for this run.
+//
+// Before each worker's turn Run gives it the current view of the trace
+// (rebuilt after any step, since a step may write). A worker whose
+// ShouldActivate or Step returns an error or panics is recorded in
+// Result.Errors (and in Result.Steps for a step) and the run goes on with
+// the others; no panic escapes Run.
+//
+// Run starts no goroutines. It checks ctx before every worker's turn and,
+// once ctx is done, returns the result so far with ctx's error. It also
+// returns an error, with the result so far, when a view cannot be built
+// (wrapping the store's or kernel's error), for an empty trace id
+// ([kernel.ErrInvalidInput]) and for a bad option ([ErrInvalidOption]);
+// in the last two cases nothing runs.
+func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) (Result, error) {
+	res := Result{TraceID: traceID, View: kernel.View{TraceID: traceID}}
+	if traceID == "" {
+		return res, fmt.Errorf("orchestrator: %w: empty trace id", kernel.ErrInvalidInput)
+	}
+	cfg, err := o.cfg.with(opts)
+	if err != nil {
+		return res, err
+	}
+	o.mu.RLock()
+	order := o.order
+	o.mu.RUnlock()
+
+	fresh := false
+	refresh := func(h kernel.Handle) error {
+		if fresh {
+			return nil
+		}
+		v, err := h.View(ctx, traceID, cfg.view)
+		if err != nil {
+			return fmt.Errorf("orchestrator: view of trace %q: %w", traceID, err)
+		}
+		res.View, fresh = v, true
+		return nil
+	}
+	for round := 1; round <= cfg.maxRounds; round++ {
+		res.Rounds = round
+		produced := false
+		for _, e := range order {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			if err := refresh(e.handle); err != nil {
+				return res, err
+			}
+			active, werr := activate(e, res.View)
+			if werr != nil {
+				werr.Round = round
+				o.fail(ctx, cfg, &res, werr)
+				continue
+			}
+			if !active {
+				continue
+			}
+			p, werr := step(ctx, e, traceID, res.View)
+			fresh = false // a step may write, even one that fails
+			st := Step{Round: round, WorkerID: e.id, Produced: p}
+			if werr != nil {
+				werr.Round = round
+				st.Err = werr
+				o.fail(ctx, cfg, &res, werr)
+			}
+			res.Steps = append(res.Steps, st)
+			produced = produced || p
+		}
+		if !produced {
+			res.Quiescent = true
+			break
+		}
+	}
+	if len(order) > 0 {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if err := refresh(order[0].handle); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (o *Orchestrator) fail(ctx context.Context, cfg config, res *Result, werr *WorkerError) {
+	res.Errors = append(res.Errors, werr)
+	cfg.log.WarnContext(ctx, "worker failed", "trace", res.TraceID, "worker", werr.WorkerID,
+		"phase", string(werr.Phase), "round", werr.Round, "err", werr.Err)
+}
+
+// activate calls ShouldActivate, turning a panic into a *WorkerError.
+func activate(e entry, v kernel.View) (active bool, werr *WorkerError) {
+	defer func() {
+		if r := recover(); r != nil {
+			active, werr = false, panicked(e.id, PhaseShouldActivate, r)
+		}
+	}()
+	return e.w.ShouldActivate(v), nil
+}
+
+// step calls Step, turning an error or a panic into a *WorkerError.
+func step(ctx context.Context, e entry, traceID string, v kernel.View) (produced bool, werr *WorkerError) {
+	defer func() {
+		if r := recover(); r != nil {
+			produced, werr = false, panicked(e.id, PhaseStep, r)
+		}
+	}()
+	p, err := e.w.Step(ctx, traceID, v)
+	if err != nil {
+		return p, &WorkerError{WorkerID: e.id, Phase: PhaseStep, Err: err}
+	}
+	return p, nil
+}
+
+func panicked(id string, phase Phase, r any) *WorkerError {
+	err := fmt.Errorf("%w: %v", ErrPanic, r)
+	if perr, ok := r.(error); ok {
+		err = fmt.Errorf("%w: %w", ErrPanic, perr)
+	}
+	return &WorkerError{WorkerID: id, Phase: phase, Err: err, Stack: debug.Stack()}
+}

@@ -1,0 +1,84 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+)
+
+// Session groups the episodes an agent runs with one orchestrator. Each
+// episode is one trace; the session issues its id (a random UUID, so ids
+// stay unique across sessions and process restarts sharing a store) and
+// remembers its index. Records of persistent scope, such as learned
+// constraints, are what carries over from one episode to the next.
+//
+// A Session is safe for concurrent use.
+type Session struct {
+	o    *Orchestrator
+	id   string
+	opts []Option
+
+	mu     sync.Mutex
+	traces []string
+	index  map[string]int
+}
+
+// NewSession returns a session running episodes on o with opts applied to
+// every run (on top of o's own options). A nil o or a bad option is
+// [ErrInvalidOption].
+func NewSession(o *Orchestrator, opts ...Option) (*Session, error) {
+	if o == nil {
+		return nil, fmt.Errorf("%w: nil orchestrator", ErrInvalidOption)
+	}
+	if _, err := o.cfg.with(opts); err != nil {
+		return nil, err
+	}
+	return &Session{
+		o:     o,
+		id:    uuid.NewString(),
+		opts:  append([]Option(nil), opts...),
+		index: make(map[string]int),
+	}, nil
+}
+
+// ID returns the session's id, a random UUID.
+func (s *Session) ID() string { return s.id }
+
+// NewTrace issues the trace id of the next episode and returns it with the
+// episode's index (0 for the first).
+func (s *Session) NewTrace() (episode int, traceID string) {
+	traceID = uuid.NewString()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	episode = len(s.traces)
+	s.traces = append(s.traces, traceID)
+	s.index[traceID] = episode
+	return episode, traceID
+}
+
+// Episode returns the index of the episode whose trace id this session
+// issued, and false for any other id.
+func (s *Session) Episode(traceID string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.index[traceID]
+	return i, ok
+}
+
+// Traces returns the trace ids issued so far, in episode order.
+func (s *Session) Traces() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.traces...)
+}
+
+// RunEpisode issues a new trace id and runs the orchestrator on it with the
+// session's options and then opts. It returns what [Orchestrator.Run]
+// returns; Result.TraceID is the new id.
+func (s *Session) RunEpisode(ctx context.Context, opts ...Option) (Result, error) {
+	_, traceID := s.NewTrace()
+	all := append(append(make([]Option, 0, len(s.opts)+len(opts)), s.opts...), opts...)
+	return s.o.Run(ctx, traceID, all...)
+}

@@ -1,0 +1,116 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/sim"
+)
+
+// Rules load from JSON; the simulator proposes the prediction of every
+// matching rule, and the kernel commits it only once the belief it rests on
+// is committed. The action gate then refuses an action with a negative
+// prediction.
+func ExampleSimulator() {
+	rules, err := sim.LoadRules(strings.NewReader(`[
+	  {"name": "hot", "action_type": "alert", "expected_outcome": 1.0, "confidence": 0.85,
+	   "requires_beliefs": ["anomaly_detected"],
+	   "percept_conditions": [{"kind": "temperature", "field": "value", "op": "gt", "value": 90}]},
+	  {"name": "mild", "action_type": "alert", "expected_outcome": -0.5, "confidence": 0.7,
+	   "requires_beliefs": ["anomaly_detected"],
+	   "percept_conditions": [{"kind": "temperature", "field": "value", "op": "lte", "value": 90}]}
+	]`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	k, err := kernel.New(kernel.WithActionSpecs(kernel.ActionSpec{
+		Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true,
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer k.Close()
+	ctx := context.Background()
+	h := k.Simulator("simulator")
+	s, err := sim.New(h, rules)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	view := func() kernel.View {
+		v, err := k.View(ctx, "ep", kernel.ViewOptions{})
+		if err != nil {
+			panic(err)
+		}
+		return v
+	}
+	report := func() {
+		for r, err := range h.Trace(ctx, "ep") {
+			if err == nil && r.Slot == kernel.Predictions && r.Mode == kernel.ModePropose {
+				fmt.Printf("  proposal %s: %s\n", r.Kind, r.Reason)
+			}
+		}
+	}
+
+	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: kernel.Percepts, Kind: "temperature",
+		Payload: kernel.Payload{"value": 81, "unit": "C"}, Confidence: kernel.Confidence(0.73)}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("before the belief:")
+	if _, err := s.Step(ctx, "ep", view()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	report()
+
+	planner := k.Planner("analyst")
+	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: kernel.Beliefs, Kind: "anomaly_detected",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("after the belief:")
+	if _, err := s.Step(ctx, "ep", view()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	report()
+	p, _ := view().Get(kernel.Predictions, "mild")
+	fmt.Println("committed prediction:", p[kernel.KeyExpectedOutcome])
+
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: kernel.Actions, Kind: "alert",
+		Payload: kernel.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("alert:", d.Code)
+	// Output:
+	// before the belief:
+	//   proposal mild: PREDICTION_MISSING_BELIEF
+	// after the belief:
+	//   proposal mild: PREDICTION_MISSING_BELIEF
+	//   proposal mild: SUPERSEDED_BY_COMMIT
+	// committed prediction: -0.5
+	// alert: NEGATIVE_PREDICTION
+}
+
+// A condition compares numbers by value whatever their type, and a type
+// mismatch or a missing field simply does not hold.
+func ExampleCondition_Holds() {
+	c := sim.Condition{Kind: "temperature", Field: "value", Op: sim.OpGt, Value: 90}
+	fmt.Println(c.Holds(kernel.Payload{"value": 108.0}))
+	fmt.Println(c.Holds(kernel.Payload{"value": int64(87)}))
+	fmt.Println(c.Holds(kernel.Payload{"value": "108"}))
+	fmt.Println(c.Holds(kernel.Payload{"unit": "C"}))
+	// Output:
+	// true
+	// false
+	// false
+	// false
+}

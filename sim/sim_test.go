@@ -1,0 +1,439 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/worker"
+)
+
+func cond(op sim.Op, v any) sim.Condition {
+	return sim.Condition{Kind: "temperature", Field: "value", Op: op, Value: v}
+}
+
+func TestOperators(t *testing.T) {
+	cases := []struct {
+		op   sim.Op
+		got  any
+		want any
+		hold bool
+	}{
+		{sim.OpGt, 91.0, 90.0, true}, {sim.OpGt, 90.0, 90.0, false}, {sim.OpGt, 89.0, 90.0, false},
+		{sim.OpLt, 89.0, 90.0, true}, {sim.OpLt, 90.0, 90.0, false}, {sim.OpLt, 91.0, 90.0, false},
+		{sim.OpGte, 91.0, 90.0, true}, {sim.OpGte, 90.0, 90.0, true}, {sim.OpGte, 89.9, 90.0, false},
+		{sim.OpLte, 89.0, 90.0, true}, {sim.OpLte, 90.0, 90.0, true}, {sim.OpLte, 90.1, 90.0, false},
+		{sim.OpEq, 90.0, 90.0, true}, {sim.OpEq, 90.5, 90.0, false},
+		{sim.OpNe, 90.5, 90.0, true}, {sim.OpNe, 90.0, 90.0, false},
+		{sim.OpEq, -0.5, -0.5, true}, {sim.OpLt, -1.0, -0.5, true},
+		// strings
+		{sim.OpEq, "C", "C", true}, {sim.OpEq, "C", "F", false}, {sim.OpNe, "C", "F", true}, {sim.OpNe, "C", "C", false},
+		{sim.OpGt, "b", "a", true}, {sim.OpLt, "b", "a", false}, {sim.OpGte, "a", "a", true}, {sim.OpLte, "a", "b", true},
+		// booleans
+		{sim.OpEq, true, true, true}, {sim.OpEq, true, false, false}, {sim.OpNe, true, false, true}, {sim.OpNe, false, false, false},
+	}
+	for _, tc := range cases {
+		c := cond(tc.op, tc.want)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		if got := c.Holds(kernel.Payload{"value": tc.got}); got != tc.hold {
+			t.Errorf("%v %s %v = %v, want %v", tc.got, tc.op, tc.want, got, tc.hold)
+		}
+	}
+}
+
+func TestNumbersCompareWhateverTheirType(t *testing.T) {
+	payloadValues := []any{int(91), int8(91), int16(91), int32(91), int64(91), uint(91), uint8(91), uint16(91),
+		uint32(91), uint64(91), float32(91), float64(91), json.Number("91"), json.Number("9.1e1")}
+	condValues := []any{90, int64(90), uint8(90), float32(90), 90.0, json.Number("90"), json.Number("90.0")}
+	for _, pv := range payloadValues {
+		for _, cv := range condValues {
+			p := kernel.Payload{"value": pv}
+			for op, want := range map[sim.Op]bool{sim.OpGt: true, sim.OpGte: true, sim.OpLt: false, sim.OpLte: false, sim.OpEq: false, sim.OpNe: true} {
+				if got := cond(op, cv).Holds(p); got != want {
+					t.Errorf("%v (%T) %s %v (%T) = %v, want %v", pv, pv, op, cv, cv, got, want)
+				}
+			}
+			if !cond(sim.OpEq, cv).Holds(kernel.Payload{"value": json.Number("90")}) {
+				t.Errorf("json.Number 90 eq %v (%T) does not hold", cv, cv)
+			}
+		}
+	}
+	// Through the kernel: a payload written with an int is read back as a
+	// float64 and still compares with a condition decoded from JSON.
+	rules, err := sim.LoadRules(strings.NewReader(`[{"action_type":"alert","expected_outcome":1,
+		"percept_conditions":[{"kind":"temperature","field":"value","op":"eq","value":91}]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, isNumber := rules[0].PerceptConditions[0].Value.(json.Number); !isNumber {
+		t.Fatalf("a loaded condition value is %T, want json.Number", rules[0].PerceptConditions[0].Value)
+	}
+	_, v := kernelWithPercept(t, kernel.Payload{"value": 91})
+	if !rules[0].Match(v) {
+		t.Fatal("a JSON rule does not match an int percept committed through the kernel")
+	}
+}
+
+func TestMismatchesNeverMatchNorPanic(t *testing.T) {
+	cases := []struct {
+		name string
+		c    sim.Condition
+		p    kernel.Payload
+	}{
+		{"missing field", cond(sim.OpGt, 90), kernel.Payload{"other": 100}},
+		{"nil payload", cond(sim.OpGt, 90), nil},
+		{"null value", cond(sim.OpEq, 90), kernel.Payload{"value": nil}},
+		{"string against number", cond(sim.OpGt, 90), kernel.Payload{"value": "100"}},
+		{"number against string", cond(sim.OpEq, "100"), kernel.Payload{"value": 100}},
+		{"bool against number", cond(sim.OpEq, 1), kernel.Payload{"value": true}},
+		{"number against bool", cond(sim.OpEq, true), kernel.Payload{"value": 1}},
+		{"ne across types", cond(sim.OpNe, 90), kernel.Payload{"value": "hot"}},
+		{"bool ordering", sim.Condition{Kind: "t", Field: "value", Op: sim.OpGt, Value: false}, kernel.Payload{"value": true}},
+		{"object", cond(sim.OpEq, 90), kernel.Payload{"value": map[string]any{"a": 90}}},
+		{"list", cond(sim.OpEq, 90), kernel.Payload{"value": []any{90.0}}},
+		{"NaN", cond(sim.OpNe, 90), kernel.Payload{"value": math.NaN()}},
+		{"infinity", cond(sim.OpGt, 90), kernel.Payload{"value": math.Inf(1)}},
+		{"bad json.Number", cond(sim.OpNe, 90), kernel.Payload{"value": json.Number("hot")}},
+		{"unknown operator", sim.Condition{Kind: "t", Field: "value", Op: "~", Value: 90}, kernel.Payload{"value": 90}},
+		{"invalid condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq, Value: []int{90}}, kernel.Payload{"value": 90}},
+		{"nil condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq}, kernel.Payload{"value": nil}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.c.Holds(tc.p) {
+				t.Fatalf("%+v holds on %v", tc.c, tc.p)
+			}
+		})
+	}
+	// A rule whose condition names a kind that is not committed does not
+	// match.
+	r := sim.Rule{ActionType: "alert", PerceptConditions: []sim.Condition{{Kind: "pressure", Field: "value", Op: sim.OpGt, Value: 1}}}
+	_, v := kernelWithPercept(t, kernel.Payload{"value": 100})
+	if r.Match(v) {
+		t.Fatal("a condition on an absent percept matched")
+	}
+	// A belief condition reads beliefs, not percepts.
+	r = sim.Rule{ActionType: "alert", BeliefConditions: []sim.Condition{cond(sim.OpGt, 1)}}
+	if r.Match(v) {
+		t.Fatal("a belief condition matched a percept")
+	}
+}
+
+func FuzzHolds(f *testing.F) {
+	f.Add(`{"value": 91}`, "gt", `90`)
+	f.Add(`{"value": "x"}`, "eq", `"x"`)
+	f.Add(`{"value": true}`, "lte", `false`)
+	f.Add(`{"value": [1]}`, "ne", `{"a":1}`)
+	f.Add(`{}`, "lt", `null`)
+	f.Fuzz(func(t *testing.T, payload, op, value string) {
+		var p map[string]any
+		var v any
+		if json.Unmarshal([]byte(payload), &p) != nil || json.Unmarshal([]byte(value), &v) != nil {
+			return
+		}
+		c := sim.Condition{Kind: "k", Field: "value", Op: sim.Op(op), Value: v}
+		held := c.Holds(p)
+		if held && c.Validate() != nil {
+			t.Fatalf("an invalid condition %+v held on %v", c, p)
+		}
+	})
+}
+
+func TestLoadRules(t *testing.T) {
+	doc := `[
+	  {"name": "hot", "action_type": "alert", "expected_outcome": 1.0, "confidence": 0.85,
+	   "requires_beliefs": ["anomaly_detected"],
+	   "percept_conditions": [{"kind": "temperature", "field": "value", "op": "gt", "value": 90}]},
+	  {"name": "mild", "action_type": "alert", "expected_outcome": -0.5, "confidence": 0.7,
+	   "requires_beliefs": ["anomaly_detected"],
+	   "percept_conditions": [{"kind": "temperature", "field": "value", "op": "lte", "value": 90}],
+	   "belief_conditions": [{"kind": "anomaly_detected", "field": "value", "op": "eq", "value": true}]}
+	]`
+	rules, err := sim.LoadRules(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != 2 || rules[0].Name != "hot" || rules[0].ExpectedOutcome != 1 || *rules[0].Confidence != 0.85 ||
+		rules[1].ExpectedOutcome != -0.5 || rules[1].RequiresBeliefs[0] != "anomaly_detected" ||
+		rules[1].PerceptConditions[0].Op != sim.OpLte || rules[1].BeliefConditions[0].Value != true {
+		t.Fatalf("loaded %+v", rules)
+	}
+	// Round trip: what json.Marshal writes, LoadRules reads back.
+	out, err := json.Marshal(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := sim.LoadRules(strings.NewReader(string(out)))
+	if err != nil {
+		t.Fatalf("reloading %s: %v", out, err)
+	}
+	if len(again) != 2 || again[1].Name != "mild" {
+		t.Fatalf("round trip gave %+v", again)
+	}
+	if rules, err := sim.LoadRules(strings.NewReader(`[]`)); err != nil || len(rules) != 0 {
+		t.Fatalf("empty array: %v %v", rules, err)
+	}
+}
+
+func TestLoadRulesRefusesBadInput(t *testing.T) {
+	bad := map[string]string{
+		"not json":            `{`,
+		"empty":               ``,
+		"null":                `null`,
+		"object not array":    `{"action_type":"alert"}`,
+		"trailing data":       `[] []`,
+		"unknown field":       `[{"action_type":"alert","expected_outcome":1,"colour":"red"}]`,
+		"no action type":      `[{"expected_outcome":1}]`,
+		"outcome not number":  `[{"action_type":"alert","expected_outcome":"1"}]`,
+		"confidence too high": `[{"action_type":"alert","expected_outcome":1,"confidence":1.5}]`,
+		"negative confidence": `[{"action_type":"alert","expected_outcome":1,"confidence":-0.1}]`,
+		"empty belief":        `[{"action_type":"alert","expected_outcome":1,"requires_beliefs":[""]}]`,
+		"unknown operator":    `[{"action_type":"alert","expected_outcome":1,"percept_conditions":[{"kind":"t","field":"v","op":"between","value":1}]}]`,
+		"condition no kind":   `[{"action_type":"alert","expected_outcome":1,"percept_conditions":[{"field":"v","op":"eq","value":1}]}]`,
+		"condition no field":  `[{"action_type":"alert","expected_outcome":1,"belief_conditions":[{"kind":"b","op":"eq","value":1}]}]`,
+		"null value":          `[{"action_type":"alert","expected_outcome":1,"percept_conditions":[{"kind":"t","field":"v","op":"eq","value":null}]}]`,
+		"object value":        `[{"action_type":"alert","expected_outcome":1,"percept_conditions":[{"kind":"t","field":"v","op":"eq","value":{}}]}]`,
+		"ordering on bool":    `[{"action_type":"alert","expected_outcome":1,"percept_conditions":[{"kind":"t","field":"v","op":"gt","value":true}]}]`,
+		"duplicate names":     `[{"name":"a","action_type":"alert","expected_outcome":1},{"name":"a","action_type":"stop","expected_outcome":1}]`,
+		"huge number":         `[{"action_type":"alert","expected_outcome":1,"percept_conditions":[{"kind":"t","field":"v","op":"gt","value":1e999}]}]`,
+	}
+	for name, doc := range bad {
+		t.Run(name, func(t *testing.T) {
+			rules, err := sim.LoadRules(strings.NewReader(doc))
+			if !errors.Is(err, sim.ErrInvalidRule) || rules != nil {
+				t.Fatalf("LoadRules(%s) = %v, %v; want nil and ErrInvalidRule", doc, rules, err)
+			}
+		})
+	}
+	if err := (sim.Rule{ActionType: "a", ExpectedOutcome: math.NaN()}).Validate(); !errors.Is(err, sim.ErrInvalidRule) {
+		t.Fatalf("NaN outcome: %v", err)
+	}
+}
+
+// kernelWithPercept returns a kernel whose trace "t" holds a committed
+// temperature percept with payload p, and the trace's view.
+func kernelWithPercept(t *testing.T, p kernel.Payload, opts ...kernel.Option) (*kernel.Kernel, kernel.View) {
+	t.Helper()
+	k, err := kernel.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Close() })
+	ctx := context.Background()
+	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "temperature",
+		Payload: p, Confidence: kernel.Confidence(0.9)}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := k.View(ctx, "t", kernel.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, v
+}
+
+func demoRules() []sim.Rule {
+	return []sim.Rule{
+		{Name: "hot", ActionType: "alert", ExpectedOutcome: 1.0, RequiresBeliefs: []string{"anomaly_detected"},
+			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: sim.OpGt, Value: 90}},
+			Confidence:        kernel.Confidence(0.85)},
+		{Name: "mild", ActionType: "alert", ExpectedOutcome: -0.5, RequiresBeliefs: []string{"anomaly_detected"},
+			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: sim.OpLte, Value: 90}},
+			Confidence:        kernel.Confidence(0.7)},
+	}
+}
+
+func proposeBelief(t *testing.T, k *kernel.Kernel) {
+	t.Helper()
+	d, err := k.Planner("analyst").Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: kernel.Beliefs,
+		Kind: "anomaly_detected", Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
+	if err != nil || !d.Committed() {
+		t.Fatalf("belief: %v %v", d.Code, err)
+	}
+}
+
+func view(t *testing.T, k *kernel.Kernel) kernel.View {
+	t.Helper()
+	v, err := k.View(context.Background(), "t", kernel.ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func ownPredictions(t *testing.T, h kernel.Handle) []kernel.Record {
+	t.Helper()
+	var out []kernel.Record
+	for r, err := range worker.Own(context.Background(), h, "t") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestSimulatorCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
+	ctx := context.Background()
+	k, v := kernelWithPercept(t, kernel.Payload{"value": 95, "unit": "C"})
+	h := k.Simulator("sim")
+	s, err := sim.New(h, demoRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.ShouldActivate(v) {
+		t.Fatal("a matching rule did not activate the simulator")
+	}
+	// No belief yet: the kernel refuses the prediction.
+	produced, err := s.Step(ctx, "t", v)
+	if err != nil || !produced {
+		t.Fatalf("Step: %v %v", produced, err)
+	}
+	own := ownPredictions(t, h)
+	if len(own) != 1 || own[0].Kind != "hot" || own[0].Reason != kernel.CodePredictionMissingBelief {
+		t.Fatalf("own records after the first step: %+v", own)
+	}
+	v = view(t, k)
+	if v.Has(kernel.Predictions, "hot") {
+		t.Fatal("a prediction was committed without its belief")
+	}
+	// Stepping again on the same view does not repeat the refused proposal.
+	if produced, err := s.Step(ctx, "t", v); err != nil || produced {
+		t.Fatalf("repeated step: %v %v", produced, err)
+	}
+	// Once the belief is committed, the rule is proposed again and commits.
+	proposeBelief(t, k)
+	v = view(t, k)
+	if produced, err := s.Step(ctx, "t", v); err != nil || !produced {
+		t.Fatalf("step after the belief: %v %v", produced, err)
+	}
+	v = view(t, k)
+	pred, ok := v.Get(kernel.Predictions, "hot")
+	if !ok {
+		t.Fatal("prediction not committed once its belief was")
+	}
+	if pred[kernel.KeyActionType] != "alert" || pred[kernel.KeyExpectedOutcome] != 1.0 || pred[sim.KeyRule] != "hot" {
+		t.Fatalf("committed prediction %v", pred)
+	}
+	if v.Has(kernel.Predictions, "mild") {
+		t.Fatal("the rule that does not match was proposed")
+	}
+	rec, err := h.Find(ctx, "t", kernel.Predictions, "hot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rec.Provenance.Confidence; c == nil || *c != 0.85 {
+		t.Fatalf("prediction confidence %v, want 0.85", c)
+	}
+	if s.ShouldActivate(v) {
+		t.Fatal("the simulator still wants to run with its prediction committed")
+	}
+	if produced, err := s.Step(ctx, "t", v); err != nil || produced {
+		t.Fatalf("step with the prediction committed: %v %v", produced, err)
+	}
+	if n := len(ownPredictions(t, h)); n != 2 {
+		t.Fatalf("%d proposals in all, want 2", n)
+	}
+}
+
+func TestPredictionGate(t *testing.T) {
+	ctx := context.Background()
+	alert := kernel.WithActionSpecs(kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true})
+	propose := func(t *testing.T, k *kernel.Kernel) kernel.Code {
+		t.Helper()
+		d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "alert",
+			Payload: kernel.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Code
+	}
+	cases := []struct {
+		name      string
+		value     float64
+		simulate  bool
+		wantPred  string
+		wantCode  kernel.Code
+		wantValue float64
+	}{
+		{"no prediction", 95, false, "", kernel.CodeNoPrediction, 0},
+		{"negative prediction", 85, true, "mild", kernel.CodeNegativePrediction, -0.5},
+		{"positive prediction", 95, true, "hot", kernel.CodeCommitted, 1},
+		{"boundary is not hot", 90, true, "mild", kernel.CodeNegativePrediction, -0.5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k, _ := kernelWithPercept(t, kernel.Payload{"value": tc.value}, alert)
+			proposeBelief(t, k)
+			if tc.simulate {
+				s, err := sim.New(k.Simulator("sim"), demoRules())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Step(ctx, "t", view(t, k)); err != nil {
+					t.Fatal(err)
+				}
+				p, ok := view(t, k).Get(kernel.Predictions, tc.wantPred)
+				if !ok || p[kernel.KeyExpectedOutcome] != tc.wantValue {
+					t.Fatalf("prediction %s = %v, %v", tc.wantPred, p, ok)
+				}
+			}
+			if got := propose(t, k); got != tc.wantCode {
+				t.Fatalf("alert decided %s, want %s", got, tc.wantCode)
+			}
+		})
+	}
+}
+
+func TestNewRefusesBadArguments(t *testing.T) {
+	k, err := kernel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	cases := []struct {
+		name  string
+		h     sim.Proposer
+		rules []sim.Rule
+		opts  []sim.Option
+		want  error
+	}{
+		{"nil handle", nil, demoRules(), nil, sim.ErrInvalidOption},
+		{"empty id", k.Simulator("s"), demoRules(), []sim.Option{sim.WithID("")}, sim.ErrInvalidOption},
+		{"nil option", k.Simulator("s"), demoRules(), []sim.Option{nil}, sim.ErrInvalidOption},
+		{"bad rule", k.Simulator("s"), []sim.Rule{{ExpectedOutcome: 1}}, nil, sim.ErrInvalidRule},
+		{"generated name clash", k.Simulator("s"), []sim.Rule{{ActionType: "a"}, {Name: "a#0", ActionType: "b"}}, nil, sim.ErrInvalidRule},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := sim.New(tc.h, tc.rules, tc.opts...)
+			if !errors.Is(err, tc.want) || s != nil {
+				t.Fatalf("New = %v, %v; want nil, %v", s, err, tc.want)
+			}
+		})
+	}
+	// A planner may propose predictions too.
+	s, err := sim.New(k.Planner("p"), demoRules(), sim.WithID("world-model"))
+	if err != nil || s.ID() != "world-model" {
+		t.Fatalf("planner-backed simulator: %v %v", s, err)
+	}
+	// The simulator keeps its own copy of the rules.
+	rules := demoRules()
+	s, err = sim.New(k.Simulator("s"), rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules[0].PerceptConditions[0].Op = sim.OpLt
+	if s.Rules()[0].PerceptConditions[0].Op != sim.OpGt {
+		t.Fatal("changing the caller's rules changed the simulator's")
+	}
+	if got := s.Reads(); len(got) != 2 || s.Writes()[0] != kernel.Predictions || s.Handle() == nil {
+		t.Fatalf("declaration: reads %v writes %v", got, s.Writes())
+	}
+}

@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/worker"
+)
+
+// Payload keys a simulator adds to its predictions besides the ones the
+// kernel reads (action_type, expected_outcome, requires_beliefs).
+const (
+	KeyRule = "rule" // the name of the rule that made the prediction
+)
+
+// Proposer is a role handle that can propose predictions and ask the kernel
+// to decide them: [kernel.Simulator] and [kernel.Planner] both are.
+type Proposer interface {
+	kernel.Handle
+	Submit(ctx context.Context, e kernel.Entry) (kernel.Decision, error)
+}
+
+// Option configures a [Simulator] in [New].
+type Option func(*Simulator)
+
+// WithID sets the worker id (default: the handle's name).
+func WithID(id string) Option { return func(s *Simulator) { s.id = id } }
+
+// Simulator is the worker that fills the predictions slot (paper §11.3):
+// for each rule that matches the trace's committed percepts and beliefs it
+// proposes a prediction {action_type, expected_outcome, requires_beliefs,
+// rule} through its handle and lets the kernel decide it.
+//
+// It proposes a rule's prediction once per trace. It proposes again only if
+// the kernel refused the last one with PREDICTION_MISSING_BELIEF and the
+// view now holds every belief the rule requires.
+type Simulator struct {
+	h     Proposer
+	id    string
+	rules []Rule
+	kinds []string
+}
+
+var _ worker.Worker = (*Simulator)(nil)
+
+// New returns a simulator proposing through h with the given rules, which
+// it copies. It returns an error wrapping [ErrInvalidOption] for a nil
+// handle, a handle whose role may not propose predictions, an empty id or a
+// nil option, and one wrapping [ErrInvalidRule] for a bad rule set (see
+// [ValidateRules]).
+func New(h Proposer, rules []Rule, opts ...Option) (*Simulator, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
+	}
+	if !kernel.Allowed(h.Role(), kernel.Predictions, kernel.ModePropose) {
+		return nil, fmt.Errorf("%w: role %s may not propose predictions", ErrInvalidOption, h.Role())
+	}
+	if err := ValidateRules(rules); err != nil {
+		return nil, err
+	}
+	s := &Simulator{h: h, id: h.Name()}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		o(s)
+	}
+	if s.id == "" {
+		return nil, fmt.Errorf("%w: empty worker id", ErrInvalidOption)
+	}
+	for i, r := range rules {
+		s.rules = append(s.rules, r.clone())
+		kind := r.Name
+		if kind == "" {
+			kind = fmt.Sprintf("%s#%d", r.ActionType, i)
+		}
+		s.kinds = append(s.kinds, kind)
+	}
+	for i, k := range s.kinds {
+		if slices.Contains(s.kinds[:i], k) {
+			return nil, fmt.Errorf("%w: rule %d: name %q clashes with another rule's", ErrInvalidRule, i, k)
+		}
+	}
+	return s, nil
+}
+
+// ID returns the worker id.
+func (s *Simulator) ID() string { return s.id }
+
+// Handle returns the handle the simulator proposes through.
+func (s *Simulator) Handle() kernel.Handle { return s.h }
+
+// Reads returns the percepts and beliefs slots.
+func (s *Simulator) Reads() []kernel.Slot { return []kernel.Slot{kernel.Percepts, kernel.Beliefs} }
+
+// Writes returns the predictions slot.
+func (s *Simulator) Writes() []kernel.Slot { return []kernel.Slot{kernel.Predictions} }
+
+// Rules returns a copy of the simulator's rules.
+func (s *Simulator) Rules() []Rule {
+	out := make([]Rule, len(s.rules))
+	for i, r := range s.rules {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// ShouldActivate reports whether some rule matches the view and its
+// prediction is not committed yet.
+func (s *Simulator) ShouldActivate(v kernel.View) bool {
+	for i, r := range s.rules {
+		if !v.Has(kernel.Predictions, s.kinds[i]) && r.Match(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// Step proposes the prediction of every rule that matches the view and has
+// not been proposed in this trace (see [Simulator]), and asks the kernel to
+// decide each. produced reports whether it proposed anything. A rejection
+// is not an error; errors come from the kernel or the store.
+func (s *Simulator) Step(ctx context.Context, traceID string, v kernel.View) (produced bool, err error) {
+	for i, r := range s.rules {
+		kind := s.kinds[i]
+		if v.Has(kernel.Predictions, kind) || !r.Match(v) {
+			continue
+		}
+		last, found, err := worker.LastOwn(ctx, s.h, traceID, kernel.Predictions, kind)
+		if err != nil {
+			return produced, err
+		}
+		if found && !retry(last, r, v) {
+			continue
+		}
+		_, err = s.h.Submit(ctx, kernel.Entry{
+			TraceID: traceID,
+			Slot:    kernel.Predictions,
+			Kind:    kind,
+			Payload: kernel.Payload{
+				kernel.KeyActionType:      r.ActionType,
+				kernel.KeyExpectedOutcome: r.ExpectedOutcome,
+				kernel.KeyRequiresBeliefs: append([]string{}, r.RequiresBeliefs...),
+				KeyRule:                   kind,
+			},
+			Confidence: r.Confidence,
+		})
+		if err != nil {
+			return produced, fmt.Errorf("sim: rule %q: %w", kind, err)
+		}
+		produced = true
+	}
+	return produced, nil
+}
+
+// retry reports whether a rule whose last proposal was refused for a
+// missing belief may be proposed again: every required belief is now in
+// view.
+func retry(last kernel.Record, r Rule, v kernel.View) bool {
+	if last.Status != kernel.StatusInvalidated || last.Reason != kernel.CodePredictionMissingBelief {
+		return false
+	}
+	for _, b := range r.RequiresBeliefs {
+		if !v.Has(kernel.Beliefs, b) {
+			return false
+		}
+	}
+	return true
+}
