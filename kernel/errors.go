@@ -31,6 +31,9 @@ var (
 	ErrDuplicateID = errors.New("kernel: duplicate record id")
 	// ErrNotActive: a status change of a record that is no longer ACTIVE.
 	ErrNotActive = errors.New("kernel: record not active")
+	// ErrConflict: a conditional batch found its trace changed since it was
+	// read (see [Batch]); the kernel reads again and retries.
+	ErrConflict = errors.New("kernel: trace changed concurrently")
 	// ErrClosed: the store or kernel has been closed.
 	ErrClosed = errors.New("kernel: closed")
 )

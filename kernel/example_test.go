@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -13,7 +12,7 @@ import (
 // rejected with a typed reason code.
 func ExampleNew() {
 	ctx := context.Background()
-	k, err := kernel.New(kernel.WithClock(func() time.Time { return time.UnixMilli(0) }))
+	k, err := kernel.New()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -71,8 +71,8 @@ func (s *MemStore) ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[
 			yield(Record{}, err)
 			return
 		}
-		if !slot.Valid() {
-			yield(Record{}, fmt.Errorf("%w: slot %d", ErrInvalidInput, slot))
+		if err := checkFilter(slot, f); err != nil {
+			yield(Record{}, err)
 			return
 		}
 		s.mu.RLock()
@@ -159,6 +159,9 @@ func (s *MemStore) Apply(ctx context.Context, b Batch) error {
 }
 
 func (s *MemStore) check(b Batch) error {
+	if b.Trace != "" && len(s.traces[b.Trace]) != b.TraceLen {
+		return fmt.Errorf("%w: trace %q holds %d records, not %d", ErrConflict, b.Trace, len(s.traces[b.Trace]), b.TraceLen)
+	}
 	var seen map[string]bool
 	if len(b.Appends)+len(b.Invalidations) > 1 {
 		seen = make(map[string]bool, len(b.Appends)+len(b.Invalidations))
@@ -247,10 +250,27 @@ func checkStorable(r *Record) error {
 		return fmt.Errorf("%w: record %s: bad status", ErrInvalidInput, r.ID)
 	case !r.Scope.Valid():
 		return fmt.Errorf("%w: record %s: bad scope", ErrInvalidInput, r.ID)
+	case !r.Provenance.Role.Valid():
+		return fmt.Errorf("%w: record %s: bad role", ErrInvalidInput, r.ID)
 	case r.Kind == "":
 		return fmt.Errorf("%w: record %s: empty kind", ErrInvalidInput, r.ID)
 	case r.Provenance.TraceID == "":
 		return fmt.Errorf("%w: record %s: empty trace id", ErrInvalidInput, r.ID)
+	}
+	return nil
+}
+
+// CheckFilter validates the arguments of [Store.ListSlot].
+func CheckFilter(slot Slot, f Filter) error { return checkFilter(slot, f) }
+
+func checkFilter(slot Slot, f Filter) error {
+	switch {
+	case !slot.Valid():
+		return fmt.Errorf("%w: slot %d", ErrInvalidInput, slot)
+	case f.Status != 0 && !f.Status.Valid():
+		return fmt.Errorf("%w: filter status %d", ErrInvalidInput, f.Status)
+	case f.Scope != 0 && !f.Scope.Valid():
+		return fmt.Errorf("%w: filter scope %d", ErrInvalidInput, f.Scope)
 	}
 	return nil
 }

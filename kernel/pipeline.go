@@ -119,7 +119,7 @@ func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID stri
 				fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 		}
 		out := k.decide(ctx, snap, p)
-		var batch Batch
+		batch := Batch{Trace: traceID, TraceLen: len(snap.recs)}
 		if out.code.OK() {
 			if out.evidence != nil {
 				batch.Appends = append(batch.Appends, *out.evidence)
@@ -130,7 +130,7 @@ func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID stri
 			batch.Invalidations = append(batch.Invalidations, Invalidation{ID: p.ID, Status: StatusInvalidated, Reason: out.code})
 		}
 		err = k.store.Apply(ctx, batch)
-		if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive) {
+		if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrConflict) {
 			continue // a concurrent writer got there first: read again
 		}
 		if err != nil {

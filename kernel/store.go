@@ -16,12 +16,15 @@ import (
 // append-only: Append and Apply refuse an id the store already holds with
 // [ErrDuplicateID]; the only mutation is a status change from StatusActive to
 // StatusInvalidated or StatusExpired, refused with [ErrNotActive] for a
-// record that is no longer active. Apply is all or nothing. Listings return
-// records in append order. Records a store returns may share memory with the
+// record that is no longer active. Apply is all or nothing, checks the whole
+// batch against the store as it was before the batch, and honours the
+// batch's trace-length condition ([Batch.Trace]). Listings return records
+// in append order, and the caller's loop body may call back into the store. Records a store returns may share memory with the
 // store: callers must not modify them (the kernel clones before handing
 // records to its handles). A method called with a cancelled context returns
-// the context's error and changes nothing. After Close every method returns
-// [ErrClosed].
+// the context's error and changes nothing. After Close every method,
+// Close included, returns [ErrClosed]. A Filter with an invalid Status or
+// Scope is [ErrInvalidInput].
 //
 // The package storetest runs one conformance suite against any Store.
 type Store interface {
@@ -61,9 +64,17 @@ func (f Filter) Match(rec *Record) bool {
 }
 
 // Batch is an atomic group of writes: all of it lands or none of it does.
+// Invalidations name records that exist before the batch (a record the
+// batch appends cannot be invalidated by it).
 type Batch struct {
 	Appends       []Record
 	Invalidations []Invalidation
+	// Trace, when set, makes the batch conditional on what its author read:
+	// the store refuses it with [ErrConflict] unless trace Trace holds
+	// exactly TraceLen records when the batch is applied. The kernel uses it
+	// so that no decision lands after a change to its trace it did not see.
+	Trace    string
+	TraceLen int
 }
 
 // Invalidation is a status change inside a Batch.

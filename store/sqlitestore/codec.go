@@ -1,0 +1,148 @@
+package sqlitestore
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// columns are the record columns, in the order encode returns them and
+// scan reads them (after seq).
+const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, " +
+	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope"
+
+// encode validates r and returns the values of its columns. Enumerations
+// are stored by their stable names, the payload and the reference lists as
+// JSON; a nil reference list is NULL, a nil payload is JSON null.
+func encode(r *kernel.Record) ([]any, error) {
+	if err := kernel.CheckRecord(*r); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	role, err := r.Provenance.Role.MarshalText()
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: record %s: %w", r.ID, err)
+	}
+	var confidence any
+	if c := r.Provenance.Confidence; c != nil {
+		if math.IsNaN(*c) {
+			return nil, fmt.Errorf("sqlitestore: record %s: %w: NaN confidence", r.ID, kernel.ErrInvalidInput)
+		}
+		confidence = *c
+	}
+	payload, err := encodeJSON(r.ID, "payload", r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := encodeJSON(r.ID, "input refs", r.Provenance.InputRefs)
+	if err != nil {
+		return nil, err
+	}
+	evidence, err := encodeJSON(r.ID, "evidence refs", r.EvidenceRefs)
+	if err != nil {
+		return nil, err
+	}
+	return []any{
+		r.ID, r.Provenance.TraceID, r.Slot.String(), r.Mode.String(), r.Kind, payload,
+		string(role), r.Provenance.Writer, r.Provenance.TimestampMS,
+		inputs, confidence, r.Provenance.TTLMS, evidence,
+		r.Status.String(), string(r.Reason), r.Scope.String(),
+	}, nil
+}
+
+// encodeJSON returns v as JSON text, or nil (SQL NULL) for a nil reference
+// list; a nil payload becomes the text null, which decodes back to nil. It
+// refuses strings that are not valid UTF-8, which JSON would silently
+// replace.
+func encodeJSON(id, what string, v any) (any, error) {
+	if refs, ok := v.([]string); ok && refs == nil {
+		return nil, nil
+	}
+	if !validText(v) {
+		return nil, fmt.Errorf("sqlitestore: record %s: %w: %s hold a string that is not valid UTF-8", id, kernel.ErrInvalidPayload, what)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: record %s: %w: %s: %v", id, kernel.ErrInvalidPayload, what, err)
+	}
+	return string(b), nil
+}
+
+// validText reports whether every string in v, map keys included, is valid
+// UTF-8.
+func validText(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return utf8.ValidString(x)
+	case kernel.Payload:
+		return validText(map[string]any(x))
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) || !validText(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !validText(e) {
+				return false
+			}
+		}
+	case []string:
+		for _, e := range x {
+			if !utf8.ValidString(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scan reads seq and the record columns.
+func scan(sc scanner) (seq int64, r kernel.Record, err error) {
+	var slot, mode, role, status, scope, reason string
+	var payload, inputs, evidence []byte
+	var confidence sql.NullFloat64
+	p := &r.Provenance
+	err = sc.Scan(&seq, &r.ID, &p.TraceID, &slot, &mode, &r.Kind, &payload, &role, &p.Writer, &p.TimestampMS,
+		&inputs, &confidence, &p.TTLMS, &evidence, &status, &reason, &scope)
+	if err != nil {
+		return 0, kernel.Record{}, err
+	}
+	for _, f := range []struct {
+		name string
+		err  error
+	}{
+		{"slot", r.Slot.UnmarshalText([]byte(slot))},
+		{"mode", r.Mode.UnmarshalText([]byte(mode))},
+		{"role", p.Role.UnmarshalText([]byte(role))},
+		{"status", r.Status.UnmarshalText([]byte(status))},
+		{"scope", r.Scope.UnmarshalText([]byte(scope))},
+		{"payload", json.Unmarshal(payload, &r.Payload)},
+		{"input_refs", decodeRefs(inputs, &p.InputRefs)},
+		{"evidence_refs", decodeRefs(evidence, &r.EvidenceRefs)},
+	} {
+		if f.err != nil {
+			return 0, kernel.Record{}, fmt.Errorf("sqlitestore: record %s: corrupt column %s: %v", r.ID, f.name, f.err)
+		}
+	}
+	r.Reason = kernel.Code(reason)
+	if confidence.Valid {
+		p.Confidence = &confidence.Float64
+	}
+	return seq, r, nil
+}
+
+// decodeRefs decodes a JSON list of ids; NULL stays nil.
+func decodeRefs(b []byte, dst *[]string) error {
+	if b == nil {
+		return nil
+	}
+	return json.Unmarshal(b, dst)
+}

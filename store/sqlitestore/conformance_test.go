@@ -1,0 +1,45 @@
+package sqlitestore_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/store/storetest"
+)
+
+// openFile opens a store on a new file in a temporary directory.
+func openFile(tb testing.TB) *sqlitestore.Store {
+	tb.Helper()
+	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "bk.db"))
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func openMemory(tb testing.TB) *sqlitestore.Store {
+	tb.Helper()
+	s, err := sqlitestore.Open(":memory:")
+	if err != nil {
+		tb.Fatalf("Open(:memory:): %v", err)
+	}
+	return s
+}
+
+func TestStoreConformanceFile(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) kernel.Store { return openFile(t) })
+}
+
+func TestStoreConformanceMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) kernel.Store { return openMemory(t) })
+}
+
+func BenchmarkStoreFile(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) kernel.Store { return openFile(b) })
+}
+
+func BenchmarkStoreMemory(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) kernel.Store { return openMemory(b) })
+}

@@ -1,0 +1,205 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// step is one observed result of a scripted kernel operation.
+type step struct {
+	Name     string
+	ID       string // record written, or proposal decided
+	Code     kernel.Code
+	Record   string // committed record
+	Evidence string // evidence artifact
+	Count    int    // records expired
+	Err      string // the sentinel the error wraps
+}
+
+// transcript is everything a script observed.
+type transcript struct {
+	Steps  []step
+	Views  map[string]kernel.View
+	Traces map[string][]kernel.Record
+}
+
+// sentinel names the kernel sentinel err wraps; errors from elsewhere keep
+// their text, which makes two stores' transcripts differ.
+func sentinel(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, s := range []error{
+		kernel.ErrPermission, kernel.ErrInvalidInput, kernel.ErrInvalidPayload, kernel.ErrPayloadTooLarge,
+		kernel.ErrInvalidProposal, kernel.ErrInvalidReference, kernel.ErrNotFound,
+		kernel.ErrDuplicateID, kernel.ErrNotActive, kernel.ErrClosed,
+	} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	return "unexpected: " + err.Error()
+}
+
+// script drives one kernel through a scenario that touches every decision
+// the kernel makes, and checks the codes it expects on the way.
+type script struct {
+	t   *testing.T
+	ctx context.Context
+	k   *kernel.Kernel
+	clk *fixedClock
+	tr  transcript
+}
+
+func (s *script) write(name string, h kernel.Handle, e kernel.Entry) string {
+	r, err := h.Write(s.ctx, e)
+	if err != nil {
+		s.t.Errorf("script %s: %v", name, err)
+	}
+	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: r.ID, Err: sentinel(err)})
+	return r.ID
+}
+
+func (s *script) decide(name string, want kernel.Code, d kernel.Decision, err error) string {
+	if d.Code != want {
+		s.t.Errorf("script %s: code %s (error %v), want %s", name, d.Code, err, want)
+	}
+	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: d.Proposal.ID, Code: d.Code, Record: d.Record.ID, Evidence: d.Evidence.ID, Err: sentinel(err)})
+	return d.Proposal.ID
+}
+
+func (s *script) submit(name string, want kernel.Code, p interface {
+	Submit(context.Context, kernel.Entry) (kernel.Decision, error)
+}, e kernel.Entry) string {
+	d, err := p.Submit(s.ctx, e)
+	return s.decide(name, want, d, err)
+}
+
+func (s *script) run() transcript {
+	const ep1, ep2, ep3 = "ep1", "ep2", "ep3"
+	k := s.k
+	tool, planner, sym, sim := k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules"), k.Simulator("sim")
+	percept := func(traceID, kind string, p kernel.Payload, conf *float64, ttl time.Duration) kernel.Entry {
+		return kernel.Entry{TraceID: traceID, Slot: kernel.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl}
+	}
+	action := func(traceID, kind string, p kernel.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: traceID, Slot: kernel.Actions, Kind: kind, Payload: p}
+	}
+	reqs := func(kinds ...any) kernel.Payload { return kernel.Payload{kernel.KeyRequiresBeliefs: kinds} }
+	with := func(p kernel.Payload, key string, v any) kernel.Payload { p[key] = v; return p }
+	plan := func(step kernel.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: ep1, Slot: kernel.Plans, Kind: "route",
+			Payload: kernel.Payload{kernel.KeySteps: []any{map[string]any(with(step, kernel.KeyAction, "move"))}}}
+	}
+	c := kernel.Confidence
+
+	s.write("percept door", tool, percept(ep1, "door", kernel.Payload{"open": true, "door_blocked": false}, c(0.9), 0))
+	s.write("percept battery with TTL", tool, percept(ep1, "battery", kernel.Payload{"level": 0.8}, c(0.95), time.Second))
+	s.write("percept camera stale", tool, percept(ep1, "camera", kernel.Payload{kernel.KeyStale: true}, nil, 0))
+	s.write("percept lidar conflicted", tool, percept(ep1, "lidar", kernel.Payload{kernel.KeyConflict: true}, c(0.6), 0))
+	s.write("percept gps conflicted, confident", tool, percept(ep1, "gps", kernel.Payload{kernel.KeyConflict: true, "lat": 1.5}, c(0.8), 0))
+	s.write("percept sonar unreliable", tool, percept(ep1, "sonar", kernel.Payload{"range": []any{3.0, 4.5}}, c(0.3), 0))
+
+	s.submit("belief committed", kernel.CodeCommitted, planner, in(ep1, belief("door_open", "door")))
+	s.submit("belief on stale evidence", kernel.CodeStaleEvidence, planner, in(ep1, belief("camera_ok", "camera")))
+	s.submit("belief on unresolved conflict", kernel.CodeUnresolvedConflict, planner, in(ep1, belief("lidar_ok", "lidar")))
+	s.submit("belief on arbitrated conflict", kernel.CodeCommitted, planner, in(ep1, belief("position_ok", "gps")))
+	s.submit("belief on low confidence", kernel.CodeLowConfidence, planner, in(ep1, belief("sonar_ok", "sonar")))
+	s.submit("belief without evidence", kernel.CodeMissingEvidence, planner, in(ep1, belief("radar_ok", "radar")))
+	s.clk.advance(2 * time.Second)
+	s.submit("belief on expired evidence", kernel.CodeStaleEvidence, planner, in(ep1, belief("power_ok", "battery")))
+
+	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
+		s.t.Errorf("script episode constraint: %v", err)
+	}
+	feasible := s.submit("plan feasible", kernel.CodePlanFeasible, planner, plan(reqs("door_open")))
+	s.submit("plan blocked", kernel.PlanBlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
+	s.submit("plan missing belief", kernel.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
+	s.submit("action committed", kernel.CodeCommitted, planner, action(ep1, "move", reqs("door_open")))
+	s.submit("action ungrounded", kernel.CodeUngroundedAction, planner, action(ep1, "move", reqs()))
+	s.submit("action blocked", kernel.BlockedCode("no_open_door"), planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", true)))
+	s.submit("fallback", kernel.CodeCommitted, planner, action(ep1, kernel.FallbackQueueForReview,
+		with(reqs(), kernel.KeyReason, string(kernel.CodeUngroundedAction))))
+	s.submit("prediction", kernel.CodeCommitted, sim, kernel.Entry{TraceID: ep1, Slot: kernel.Predictions, Kind: "move_outcome",
+		Payload: with(with(reqs("door_open"), kernel.KeyActionType, "move"), kernel.KeyExpectedOutcome, -1.0)})
+	s.submit("action with a negative prediction", kernel.CodeNegativePrediction, planner,
+		action(ep1, "move", with(reqs("door_open"), kernel.KeyRequirePrediction, true)))
+	d, err := planner.Commit(s.ctx, ep1, feasible)
+	if !errors.Is(err, kernel.ErrInvalidProposal) {
+		s.t.Errorf("script: a second commit of a decided proposal: %v, want ErrInvalidProposal", err)
+	}
+	s.decide("second commit of a decided proposal", kernel.CodeInvalidProposal, d, err)
+	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "speed_limit", Enabled: true, BlocksField: "too_fast"}, kernel.ScopePersistent); err != nil {
+		s.t.Errorf("script persistent constraint: %v", err)
+	}
+
+	s.write("percept door in ep2", tool, percept(ep2, "door", kernel.Payload{"open": true}, nil, 0))
+	s.write("percept wind in ep2 with TTL", tool, percept(ep2, "wind", kernel.Payload{"speed": 12.0}, nil, 500*time.Millisecond))
+	s.submit("belief in ep2", kernel.CodeCommitted, planner, in(ep2, belief("door_open", "door")))
+	s.submit("action blocked by the persistent constraint", kernel.BlockedCode("speed_limit"), planner,
+		action(ep2, "move", with(reqs("door_open"), "too_fast", true)))
+	s.submit("action in ep2", kernel.CodeCommitted, planner, action(ep2, "move", reqs("door_open")))
+	s.write("pending proposal in ep2", planner, kernel.Entry{TraceID: ep2, Slot: kernel.Beliefs, Kind: "later",
+		Payload: kernel.Payload{kernel.KeyDependsOn: []any{"door"}}})
+	s.clk.advance(time.Second)
+	n, err := k.Expire(s.ctx, ep2)
+	if n != 1 {
+		s.t.Errorf("script: Expire(ep2) = %d, %v; want 1", n, err)
+	}
+	s.tr.Steps = append(s.tr.Steps, step{Name: "expire ep2", Count: n, Err: sentinel(err)})
+
+	s.tr.Views, s.tr.Traces = map[string]kernel.View{}, map[string][]kernel.Record{}
+	for _, tr := range []string{ep1, ep2, ep3} {
+		v, err := k.View(s.ctx, tr, kernel.ViewOptions{IncludePersistent: tr != ep1})
+		if err != nil {
+			s.t.Fatalf("script: View(%s): %v", tr, err)
+		}
+		s.tr.Views[tr] = v
+		s.tr.Traces[tr] = records(s.t, tool.Trace(s.ctx, tr))
+	}
+	return s.tr
+}
+
+// TestStoreEquivalence runs one scripted scenario on a kernel over a
+// MemStore and on a kernel over a SQLite file, and requires the same codes,
+// ids, views and records.
+func TestStoreEquivalence(t *testing.T) {
+	runOn := func(s kernel.Store) transcript {
+		clk := newClock()
+		sc := &script{t: t, ctx: t.Context(), k: mustKernel(t, s, clk.now), clk: clk}
+		return sc.run()
+	}
+	mem := kernel.NewMemStore()
+	t.Cleanup(func() { _ = mem.Close() })
+	want := runOn(mem)
+	got := runOn(mustOpen(t, filepath.Join(t.TempDir(), "bk.db")))
+
+	for i := range max(len(got.Steps), len(want.Steps)) {
+		if i >= len(got.Steps) || i >= len(want.Steps) {
+			t.Errorf("the SQLite run took %d steps, the MemStore run %d", len(got.Steps), len(want.Steps))
+			break
+		}
+		if got.Steps[i] != want.Steps[i] {
+			t.Errorf("step %d differs:\n sqlite %+v\n memory %+v", i, got.Steps[i], want.Steps[i])
+		}
+	}
+	for tr, v := range want.Views {
+		if !reflect.DeepEqual(got.Views[tr], v) {
+			t.Errorf("View(%s) differs:\n sqlite %+v\n memory %+v", tr, got.Views[tr], v)
+		}
+	}
+	for tr, recs := range want.Traces {
+		if !reflect.DeepEqual(got.Traces[tr], recs) {
+			t.Errorf("the records of %s differ:\n sqlite %+v\n memory %+v", tr, got.Traces[tr], recs)
+		}
+	}
+	if len(want.Traces["ep1"]) == 0 || len(want.Views["ep3"].Committed) == 0 {
+		t.Errorf("the script observed nothing: %+v", want)
+	}
+}

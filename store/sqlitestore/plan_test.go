@@ -1,0 +1,90 @@
+package sqlitestore
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// TestStoreQueryPlans checks with EXPLAIN QUERY PLAN that every statement
+// finds its rows through an index: no full scan of the table or of an index,
+// and no sort, however many records of other traces the store holds.
+func TestStoreQueryPlans(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "bk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	// Fill the store so that the planner sees a populated table.
+	var b kernel.Batch
+	for i := range 2000 {
+		b.Appends = append(b.Appends, kernel.Record{
+			ID: fmt.Sprintf("percepts:fill-%d:%d", i%26, i), Slot: kernel.AllSlots()[i%7], Mode: kernel.ModeCommit,
+			Kind: "k", Provenance: kernel.Provenance{Role: kernel.RoleTool, TraceID: fmt.Sprintf("fill-%d", i%26)},
+			Status: kernel.StatusActive, Scope: kernel.ScopeEpisode,
+		})
+	}
+	if err := s.Apply(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+
+	plans := []struct {
+		name  string
+		query string
+		args  []any
+		index string
+	}{
+		{"Get", queryGet, []any{"percepts:t:1"}, "sqlite_autoindex_records_1"},
+		{"FindActive", queryFind, []any{"t", "beliefs", "door", "ACTIVE"}, "records_trace"},
+		{"ListTrace", queryTrace, []any{"t", 0, pageSize}, "records_trace"},
+		{"ListSlot active persistent", querySlotPersistent, []any{"constraints", "ACTIVE", 0, pageSize}, "records_persistent"},
+		{"ListSlot other filters", querySlotAny, []any{"constraints", "", "", 0, pageSize}, "records_slot"},
+		{"Invalidate", queryInvalidate, []any{"INVALIDATED", "X", "percepts:t:1", "ACTIVE"}, "sqlite_autoindex_records_1"},
+		{"status of a record", queryStatus, []any{"percepts:t:1"}, "sqlite_autoindex_records_1"},
+	}
+	// The plans must hold as SQLite plans them by default and after ANALYZE
+	// has given the planner statistics.
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			if _, err := s.db.ExecContext(t.Context(), "ANALYZE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range plans {
+			plan := explain(t, s, p.query, p.args)
+			if !strings.Contains(plan, "SEARCH records USING INDEX "+p.index+" ") &&
+				!strings.Contains(plan, "SEARCH records USING COVERING INDEX "+p.index+" ") {
+				t.Errorf("%s (analyzed %v) is not answered through index %s: plan %q", p.name, analyzed, p.index, plan)
+			}
+			if strings.Contains(plan, "SCAN") || strings.Contains(plan, "TEMP B-TREE") {
+				t.Errorf("%s (analyzed %v) scans or sorts: plan %q", p.name, analyzed, plan)
+			}
+		}
+	}
+}
+
+// explain returns the details of a statement's query plan, joined by "; ".
+func explain(t *testing.T, s *Store, query string, args []any) string {
+	t.Helper()
+	rows, err := s.db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", query, err)
+	}
+	defer rows.Close()
+	var details []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		details = append(details, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(details, "; ")
+}

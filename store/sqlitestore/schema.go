@@ -1,0 +1,99 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// migrations[i] takes the schema from version i to version i+1. The
+// database's PRAGMA user_version records how many have run. Entries are
+// never edited once released: a change is a new entry.
+var migrations = []string{
+	// Version 1: the records table and the indexes of the kernel's queries.
+	//   seq is the append order. It is the rowid, so every secondary index
+	//   ends in it and lists in append order without a sort.
+	//   records_trace       ListTrace (trace_id = ? AND seq > ?) and
+	//                       FindActive, which walks the trace backwards
+	//   records_slot        ListSlot across traces (analysis)
+	//   records_persistent  ListSlot of active persistent records, read on
+	//                       every commit; partial, so episode records (the
+	//                       bulk) never touch it
+	// Get and status changes use the unique index on id. Every index is
+	// paid for on each insert; none of them holds status except the partial
+	// one, so a status change rewrites no index of an episode record.
+	`CREATE TABLE records (
+		seq           INTEGER PRIMARY KEY,
+		id            TEXT    NOT NULL UNIQUE,
+		trace_id      TEXT    NOT NULL,
+		slot          TEXT    NOT NULL,
+		mode          TEXT    NOT NULL,
+		kind          TEXT    NOT NULL,
+		payload       TEXT    NOT NULL,
+		role          TEXT    NOT NULL,
+		writer        TEXT    NOT NULL,
+		ts_ms         INTEGER NOT NULL,
+		input_refs    TEXT,
+		confidence    REAL,
+		ttl_ms        INTEGER NOT NULL,
+		evidence_refs TEXT,
+		status        TEXT    NOT NULL,
+		reason        TEXT    NOT NULL,
+		scope         TEXT    NOT NULL
+	) STRICT;
+	CREATE INDEX records_trace ON records (trace_id);
+	CREATE INDEX records_slot ON records (slot);
+	CREATE INDEX records_persistent ON records (slot, status) WHERE scope = 'persistent';`,
+}
+
+// ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema
+// version is newer than this package knows: it was written by a later
+// version of the package, which may have changed the schema.
+var ErrSchemaTooNew = errors.New("sqlitestore: database schema is newer than this package supports")
+
+// migrate brings the schema up to date in one write transaction, so that
+// stores opening the same new file at once do not both create it.
+func migrate(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: open: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("sqlitestore: open: %w", err)
+	}
+	if err := migrateTx(ctx, conn); err != nil {
+		_, _ = conn.ExecContext(context.Background(), "ROLLBACK") // the error that caused it matters more
+		return err
+	}
+	return nil
+}
+
+// migrateTx runs the missing migrations inside migrate's transaction and
+// commits it.
+func migrateTx(ctx context.Context, conn *sql.Conn) error {
+	var version int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("sqlitestore: schema version: %w", err)
+	}
+	switch {
+	case version < 0:
+		return fmt.Errorf("sqlitestore: user_version %d: not a database of this package", version)
+	case version > len(migrations):
+		return fmt.Errorf("%w: version %d, this package knows up to %d", ErrSchemaTooNew, version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		if _, err := conn.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("sqlitestore: migration to version %d: %w", v+1, err)
+		}
+	}
+	// PRAGMA takes no parameters; the value is a constant of this package.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return fmt.Errorf("sqlitestore: schema version: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("sqlitestore: schema: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,482 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Store is a [kernel.Store] on SQLite. It is safe for concurrent use; see
+// the package documentation for how it orders writers.
+type Store struct {
+	db     *sql.DB
+	ownsDB bool
+	// write admits one write transaction of this Store at a time, so that
+	// its writers queue here (honouring their contexts) rather than in
+	// SQLite's busy handler. Other Stores and processes on the same file
+	// still meet in the busy handler.
+	write chan struct{}
+
+	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
+	closed bool
+
+	get, find, trace, slotAny, slotPersistent *sql.Stmt
+	insert, invalidate, status, count         *sql.Stmt
+	stmts                                     []*sql.Stmt // all of the above, for Close
+}
+
+var _ kernel.Store = (*Store)(nil)
+
+// Option configures [Open] and [New].
+type Option func(*config)
+
+type config struct {
+	busyTimeout    time.Duration
+	busyTimeoutSet bool
+}
+
+// defaultBusyTimeout is how long Open's connections wait for another
+// connection's write lock.
+const defaultBusyTimeout = 5 * time.Second
+
+// WithBusyTimeout sets how long a connection Open creates waits for a lock
+// held by another connection before failing (default 5s). It must not be
+// negative. New does not accept it: it cannot configure connections it did
+// not open (set busy_timeout in the DSN of the *sql.DB instead).
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout, c.busyTimeoutSet = d, true }
+}
+
+// pageSize is how many rows a listing reads per query.
+const pageSize = 256
+
+// Open opens (creating it if need be) the SQLite database at path and
+// returns a store on it that owns the database: [Store.Close] closes it.
+// path is a file name, or ":memory:" for a private in-memory database
+// that lives as long as the store (it uses a single connection, since each
+// SQLite connection to ":memory:" would see a database of its own).
+//
+// A file is put in WAL mode; every connection gets synchronous=NORMAL, the
+// busy timeout and immediate write transactions. The schema is created or
+// migrated. Open returns an error wrapping [kernel.ErrInvalidInput] for an
+// empty path or a bad option, and [ErrSchemaTooNew] for a database written
+// by a newer version of this package.
+func Open(path string, opts ...Option) (*Store, error) {
+	cfg := config{busyTimeout: defaultBusyTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case path == "":
+		return nil, fmt.Errorf("sqlitestore: %w: empty path", kernel.ErrInvalidInput)
+	case cfg.busyTimeout < 0:
+		return nil, fmt.Errorf("sqlitestore: %w: negative busy timeout %v", kernel.ErrInvalidInput, cfg.busyTimeout)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	memory := path == ":memory:"
+	var dsn string
+	if memory {
+		dsn = ":memory:?" + q.Encode()
+	} else {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: %w: %v", kernel.ErrInvalidInput, err)
+		}
+		q.Add("_pragma", "journal_mode(WAL)")
+		dsn = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	if memory {
+		// One connection, never retired: the database lives in it.
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+	}
+	s, err := newStore(db)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	s.ownsDB = true
+	return s, nil
+}
+
+// New returns a store on a database the caller opened with the driver
+// modernc.org/sqlite registers ("sqlite"). The caller keeps ownership:
+// [Store.Close] does not close db. New leaves connection settings to the
+// caller; set them in the DSN, for example
+// "file:bk.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate".
+// For an in-memory database, limit db to one connection.
+//
+// New creates or migrates the schema. It returns an error wrapping
+// [kernel.ErrInvalidInput] for a nil db or an option that only [Open] can
+// honour, and [ErrSchemaTooNew] for a database written by a newer version
+// of this package.
+func New(db *sql.DB, opts ...Option) (*Store, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case db == nil:
+		return nil, fmt.Errorf("sqlitestore: %w: nil *sql.DB", kernel.ErrInvalidInput)
+	case cfg.busyTimeoutSet:
+		return nil, fmt.Errorf("sqlitestore: %w: WithBusyTimeout applies to Open; set busy_timeout in the DSN of db", kernel.ErrInvalidInput)
+	}
+	return newStore(db)
+}
+
+// The store's statements. Listings are paged: their last two parameters
+// are the seq to start after and the page size.
+const (
+	selectRecord = "SELECT seq, " + columns + " FROM records "
+	pageTail     = " AND seq > ? ORDER BY seq LIMIT ?"
+
+	queryGet = selectRecord + "WHERE id = ?"
+	// Without statistics the planner may prefer the slot index; the trace
+	// index is the one whose cost does not grow with the store.
+	queryFind  = selectRecord + "INDEXED BY records_trace WHERE trace_id = ? AND slot = ? AND kind = ? AND status = ? ORDER BY seq DESC LIMIT 1"
+	queryTrace = selectRecord + "WHERE trace_id = ?" + pageTail
+	// A zero filter field is passed as '' and matches everything.
+	querySlotAny = selectRecord + "WHERE slot = ?1 AND (?2 = '' OR status = ?2) AND (?3 = '' OR scope = ?3) AND seq > ?4 ORDER BY seq LIMIT ?5"
+	// The scope is a literal so that the planner can use the partial index
+	// records_persistent, whose condition it must match.
+	querySlotPersistent = selectRecord + "WHERE slot = ? AND status = ? AND scope = 'persistent'" + pageTail
+	queryInsert         = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	queryInvalidate     = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ?"
+	queryStatus         = "SELECT status FROM records WHERE id = ?"
+	queryCount          = "SELECT COUNT(*) FROM records WHERE trace_id = ?"
+)
+
+func newStore(db *sql.DB) (*Store, error) {
+	ctx := context.Background()
+	if err := migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, write: make(chan struct{}, 1)}
+	for _, st := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&s.get, queryGet},
+		{&s.find, queryFind},
+		{&s.trace, queryTrace},
+		{&s.slotAny, querySlotAny},
+		{&s.slotPersistent, querySlotPersistent},
+		{&s.insert, queryInsert},
+		{&s.invalidate, queryInvalidate},
+		{&s.status, queryStatus},
+		{&s.count, queryCount},
+	} {
+		stmt, err := db.PrepareContext(ctx, st.query)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("sqlitestore: prepare: %w", err), s.closeStmts())
+		}
+		*st.dst = stmt
+		s.stmts = append(s.stmts, stmt)
+	}
+	return s, nil
+}
+
+func (s *Store) closeStmts() error {
+	var errs []error
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
+
+var errClosed = fmt.Errorf("sqlitestore: %w", kernel.ErrClosed)
+
+// active is how the ACTIVE status is stored.
+var active = kernel.StatusActive.String()
+
+// enter checks ctx and that the store is open, and holds the store open
+// until the returned function is called.
+func (s *Store) enter(ctx context.Context) (leave func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, errClosed
+	}
+	return s.mu.RUnlock, nil
+}
+
+// Append implements [kernel.Store]. It returns an error wrapping
+// [kernel.ErrDuplicateID] for an id the store holds, [kernel.ErrInvalidInput]
+// for a record [kernel.CheckRecord] refuses, an unknown role or a NaN
+// confidence, and [kernel.ErrInvalidPayload] for a payload or reference
+// list that JSON cannot hold unchanged.
+func (s *Store) Append(ctx context.Context, rec kernel.Record) error {
+	return s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec}})
+}
+
+// Invalidate implements [kernel.Store]. It returns an error wrapping
+// [kernel.ErrNotActive] for a record that is not ACTIVE,
+// [kernel.ErrNotFound] for an unknown id and [kernel.ErrInvalidInput] for a
+// bad target status or an empty reason.
+func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status, reason kernel.Code) error {
+	return s.Apply(ctx, kernel.Batch{Invalidations: []kernel.Invalidation{{ID: id, Status: status, Reason: reason}}})
+}
+
+// Apply implements [kernel.Store]: the batch runs in one write transaction
+// that is rolled back on any error. Status changes are applied before the
+// appends, so a batch cannot invalidate a record it appends (that is
+// [kernel.ErrNotFound], as in [kernel.MemStore]). It returns the errors of
+// [Store.Append] and [Store.Invalidate].
+func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	rows := make([][]any, len(b.Appends))
+	for i := range b.Appends {
+		if rows[i], err = encode(&b.Appends[i]); err != nil {
+			return err
+		}
+	}
+	for _, inv := range b.Invalidations {
+		if err := kernel.CheckInvalidation(inv); err != nil {
+			return fmt.Errorf("sqlitestore: %w", err)
+		}
+	}
+	if len(rows) == 0 && len(b.Invalidations) == 0 && b.Trace == "" {
+		return nil
+	}
+	select {
+	case s.write <- struct{}{}:
+		defer func() { <-s.write }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.applyTx(ctx, rows, b)
+}
+
+func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err error) {
+	invs := b.Invalidations
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // the error that caused the rollback is the one to report
+		}
+	}()
+	// Every write transaction starts with a write, so even on a connection
+	// that begins deferred transactions it takes the write lock (waiting in
+	// the busy handler) before it reads anything.
+	if len(invs) > 0 {
+		update := tx.StmtContext(ctx, s.invalidate)
+		for _, inv := range invs {
+			res, err := update.ExecContext(ctx, inv.Status.String(), string(inv.Reason), inv.ID, active)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return s.whyNotUpdated(ctx, tx, inv.ID)
+			}
+		}
+	}
+	if len(rows) > 0 {
+		insert := tx.StmtContext(ctx, s.insert)
+		for _, args := range rows {
+			if _, err := insert.ExecContext(ctx, args...); err != nil {
+				var se *sqlite.Error
+				if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+					return fmt.Errorf("sqlitestore: %w: %s", kernel.ErrDuplicateID, args[0])
+				}
+				return err
+			}
+		}
+	}
+	if b.Trace != "" {
+		// Counted after the writes, inside the transaction that holds the
+		// write lock, so no other writer can slip in between.
+		want := b.TraceLen
+		for i := range b.Appends {
+			if b.Appends[i].Provenance.TraceID == b.Trace {
+				want++
+			}
+		}
+		var n int
+		if err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace).Scan(&n); err != nil {
+			return err
+		}
+		if n != want {
+			return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, b.Trace, n-(want-b.TraceLen), b.TraceLen)
+		}
+	}
+	return tx.Commit()
+}
+
+// whyNotUpdated explains a status change that matched no ACTIVE record.
+func (s *Store) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
+	var status string
+	err := tx.StmtContext(ctx, s.status).QueryRowContext(ctx, id).Scan(&status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlitestore: %w: %s", kernel.ErrNotFound, id)
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("sqlitestore: %w: %s is %s", kernel.ErrNotActive, id, status)
+}
+
+// Get implements [kernel.Store]. It returns an error wrapping
+// [kernel.ErrNotFound] for an unknown id.
+func (s *Store) Get(ctx context.Context, id string) (kernel.Record, error) {
+	return s.one(ctx, s.get, "no record "+id, id)
+}
+
+// FindActive implements [kernel.Store] through the trace index, walking
+// the trace from its latest record back, so its cost grows with the length
+// of the trace, not with the store. It returns an error wrapping
+// [kernel.ErrNotFound] when no record of that kind is ACTIVE in that slot of
+// the trace.
+func (s *Store) FindActive(ctx context.Context, traceID string, slot kernel.Slot, kind string) (kernel.Record, error) {
+	return s.one(ctx, s.find, fmt.Sprintf("no active %s %q in trace %q", slot, kind, traceID),
+		traceID, slot.String(), kind, active)
+}
+
+// one runs a query for at most one record; missing describes no result.
+func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ...any) (kernel.Record, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return kernel.Record{}, err
+	}
+	defer leave()
+	_, r, err := scan(stmt.QueryRowContext(ctx, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return kernel.Record{}, fmt.Errorf("sqlitestore: %w: %s", kernel.ErrNotFound, missing)
+	}
+	return r, err
+}
+
+// ListTrace implements [kernel.Store] through the trace index. The listing
+// reads pages of rows and holds no connection while it yields, so the loop
+// body may call back into the store.
+func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error] {
+	return s.list(ctx, s.trace, traceID)
+}
+
+// ListSlot implements [kernel.Store]. A listing of persistent records of
+// one status (the kernel reads the active persistent constraints on every
+// commit) is answered from an index of persistent records only; other
+// filters read the slot's records in append order through the slot index,
+// so they cost time in proportion to the slot's size. Like [Store.ListTrace] it holds no connection while it yields.
+// An unknown slot, status or scope yields an error wrapping
+// [kernel.ErrInvalidInput].
+func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error] {
+	bad := func(what string, v uint8) iter.Seq2[kernel.Record, error] {
+		err := fmt.Errorf("sqlitestore: %w: %s %d", kernel.ErrInvalidInput, what, v)
+		return func(yield func(kernel.Record, error) bool) { yield(kernel.Record{}, err) }
+	}
+	var status, scope string
+	switch {
+	case !slot.Valid():
+		return bad("slot", uint8(slot))
+	case f.Status != 0 && !f.Status.Valid():
+		return bad("status", uint8(f.Status))
+	case f.Scope != 0 && !f.Scope.Valid():
+		return bad("scope", uint8(f.Scope))
+	}
+	if f.Status != 0 {
+		status = f.Status.String()
+	}
+	if f.Scope != 0 {
+		scope = f.Scope.String()
+	}
+	if status != "" && f.Scope == kernel.ScopePersistent {
+		return s.list(ctx, s.slotPersistent, slot.String(), status)
+	}
+	return s.list(ctx, s.slotAny, slot.String(), status, scope)
+}
+
+// list streams the rows of a paged query: args are followed by the seq to
+// start after and the page size.
+func (s *Store) list(ctx context.Context, stmt *sql.Stmt, args ...any) iter.Seq2[kernel.Record, error] {
+	return func(yield func(kernel.Record, error) bool) {
+		var after int64
+		for {
+			recs, last, err := s.page(ctx, stmt, append(args[:len(args):len(args)], after, pageSize))
+			if err != nil {
+				yield(kernel.Record{}, err)
+				return
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if len(recs) < pageSize {
+				return
+			}
+			after = last
+		}
+	}
+}
+
+// page reads one page of a listing into memory and releases the connection.
+func (s *Store) page(ctx context.Context, stmt *sql.Stmt, args []any) (recs []kernel.Record, last int64, err error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer leave()
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		seq, r, err := scan(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		recs, last = append(recs, r), seq
+	}
+	return recs, last, rows.Err()
+}
+
+// Close implements [kernel.Store]. It waits for operations in progress,
+// then closes the store's statements and, if [Open] opened it, the
+// database. A second Close returns an error wrapping [kernel.ErrClosed].
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.closed = true
+	err := s.closeStmts()
+	if s.ownsDB {
+		err = errors.Join(err, s.db.Close())
+	}
+	return err
+}

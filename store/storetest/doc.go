@@ -1,0 +1,41 @@
+// Package storetest is the conformance suite every [kernel.Store] must pass,
+// in the manner of testing/slogtest and hashicorp/raft's store tests.
+//
+// A store's own test file runs the whole suite with one call:
+//
+//	func TestStoreConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) kernel.Store {
+//			s, err := mystore.Open(filepath.Join(t.TempDir(), "bk.db"))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// [Run] gives every case a fresh store from the factory and closes it with
+// t.Cleanup; a failure message names the contract that broke. The cases
+// cover the whole [kernel.Store] contract: exact round trips of every record
+// field, append-only ids, typed errors for malformed input, status changes,
+// FindActive, ListTrace isolation, ListSlot filters, atomic batches,
+// concurrent writers racing for one id or one status change, cancelled
+// contexts and closing. A final group drives a [kernel.Kernel] on the store
+// and checks that a commit the store refuses leaves no evidence artifact
+// without its belief.
+//
+// [Bench] shares benchmarks the same way: every store measures the same
+// operations on a store that already holds records of other traces.
+//
+// # Contract beyond the interface
+//
+// Besides what [kernel.Store] documents, the suite holds stores to two
+// rules the kernel relies on: a listing's yield function may call back into
+// the store (read, write or list) without deadlock, and a batch is checked
+// against the store as it stood before the batch, so a batch cannot
+// invalidate a record it appends itself.
+//
+// # Concurrency
+//
+// [Run] and [Bench] call the factory from the test's goroutine. Some cases
+// use the store from many goroutines at once, as the contract allows.
+package storetest

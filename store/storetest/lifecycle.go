@@ -1,0 +1,53 @@
+package storetest
+
+import (
+	"context"
+	"iter"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// firstErr returns the error a listing yields first, or nil if it yields a
+// record first or nothing.
+func firstErr(seq iter.Seq2[kernel.Record, error]) error {
+	for _, err := range seq {
+		return err
+	}
+	return nil
+}
+
+// everyMethod calls each Store method except Close with ctx on a store that
+// holds the records of a commitScene of trace "life", and reports each
+// result unless it wraps want.
+func everyMethod(t *testing.T, s kernel.Store, ctx context.Context, c commitScene, want error, contract string) {
+	t.Helper()
+	fresh := record("life", kernel.Actions, "move", 9)
+	_, err := s.Get(ctx, c.percept.ID)
+	wantErr(t, err, want, contract+": Get")
+	_, err = s.FindActive(ctx, "life", kernel.Percepts, "door")
+	wantErr(t, err, want, contract+": FindActive")
+	wantErr(t, s.Append(ctx, fresh), want, contract+": Append")
+	wantErr(t, s.Invalidate(ctx, c.percept.ID, kernel.StatusInvalidated, kernel.CodeStaleEvidence), want, contract+": Invalidate")
+	wantErr(t, s.Apply(ctx, c.batch), want, contract+": Apply")
+	wantErr(t, firstErr(s.ListTrace(ctx, "life")), want, contract+": ListTrace yields the error first")
+	wantErr(t, firstErr(s.ListSlot(ctx, kernel.Percepts, kernel.Filter{})), want, contract+": ListSlot yields the error first")
+}
+
+func testCancelledContext(t *testing.T, s kernel.Store) {
+	c := newCommitScene(t, s, "life")
+	before := dump(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	everyMethod(t, s, ctx, c, context.Canceled, "a method called with a cancelled context returns the context's error")
+	unchanged(t, s, before, "a method called with a cancelled context changes nothing")
+}
+
+func testClosed(t *testing.T, s kernel.Store) {
+	c := newCommitScene(t, s, "life")
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	everyMethod(t, s, t.Context(), c, kernel.ErrClosed, "after Close every method returns ErrClosed")
+	wantErr(t, s.Close(), kernel.ErrClosed, "after Close every method returns ErrClosed: Close")
+}
