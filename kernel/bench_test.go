@@ -37,7 +37,7 @@ func runEpisode(ctx context.Context, sym *kernel.Symbolic, tool *kernel.Tool, pl
 		}
 	}
 	_, err = planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "queue_for_review",
-		Payload: kernel.Payload{"type": "queue_for_review", "reason": string(plan.Code)}, InputRefs: []string{plan.Proposal.ID}})
+		Payload: kernel.Payload{"type": "queue_for_review", "reason": string(plan.Code)}, InputRefs: []string{plan.ProposalID}})
 	return err
 }
 

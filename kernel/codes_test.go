@@ -111,7 +111,7 @@ func codeCases() []codeCase {
 		{name: "commit of a decided proposal", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
 			d := f.groundedBelief(tr)
 			f.mark()
-			return decided(f.planner.Commit(f.ctx, tr, d.Proposal.ID))
+			return decided(f.planner.Commit(f.ctx, tr, d.ProposalID))
 		}},
 		{name: "commit from another trace", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
 			f.perceive("other", "charge", clean, nil, 0)
@@ -203,7 +203,7 @@ func codeCases() []codeCase {
 		{name: "strict: registered", want: kernel.CodeCommitted, opts: strict, run: proposeAct("issue_refund", action("refund_due"))},
 
 		{name: "proposal superseded", want: kernel.CodeSupersededByCommit, run: func(f *fixture) (kernel.Code, error) {
-			return f.get(f.groundedBelief(tr).Proposal.ID).Reason, nil
+			return f.get(f.groundedBelief(tr).ProposalID).Reason, nil
 		}},
 		{name: "percept expired", want: kernel.CodeTTLExpired, run: func(f *fixture) (kernel.Code, error) {
 			p := f.perceive(tr, "charge", clean, nil, time.Minute)

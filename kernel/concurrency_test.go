@@ -46,7 +46,7 @@ func TestConcurrentTraces(t *testing.T) {
 						t.Errorf("%s: belief: %s %v", trace, d.Code, err)
 						return
 					}
-					keep(trace, p, d.Proposal, d.Record, d.Evidence)
+					keep(trace, p, f.get(d.ProposalID), d.Record, f.get(d.EvidenceID))
 				}
 			})
 		}

@@ -35,7 +35,11 @@ func Example_conflictArbitration() {
 		}
 		fmt.Printf("confidence %.1f: %s\n", conf, d.Code)
 		if d.Committed() {
-			fmt.Printf("  %s arbitrated=%v threshold=%v\n", d.Evidence.ID, d.Evidence.Payload["arbitrated"], d.Evidence.Payload["conflict_threshold"])
+			ev, err := planner.Get(ctx, d.EvidenceID)
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("  %s arbitrated=%v threshold=%v\n", ev.ID, ev.Payload["arbitrated"], ev.Payload["conflict_threshold"])
 			fmt.Printf("  %s evidence_refs=%v\n", d.Record.ID, d.Record.EvidenceRefs)
 		}
 	}

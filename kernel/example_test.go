@@ -28,6 +28,6 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(d.Proposal.ID, d.Code)
+	fmt.Println(d.ProposalID, d.Code)
 	// Output: beliefs:ep-1:2 STALE_EVIDENCE
 }

@@ -81,7 +81,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 		}
 		r.Status = kernel.StatusInvalidated
 	}
-	for _, r := range append([]*kernel.Record{&p, &b.Proposal, &b.Record, &b.Evidence, &got, &found}, ptrs(listed)...) {
+	for _, r := range append([]*kernel.Record{&p, &b.Record, &got, &found}, ptrs(listed)...) {
 		mutate(r)
 	}
 	v.Committed[kernel.Beliefs]["refund_due"][kernel.KeyValue] = false

@@ -108,8 +108,8 @@ func TestBadInput(t *testing.T) {
 			if p, ok := tc.h(f).(*kernel.Planner); ok {
 				d, err := p.Submit(f.ctx, tc.e)
 				wantErr(t, err, tc.sentinel, tc.code)
-				if d.Proposal.ID != "" {
-					t.Errorf("failed submit returned proposal %q", d.Proposal.ID)
+				if d.ProposalID != "" {
+					t.Errorf("failed submit returned proposal %q", d.ProposalID)
 				}
 			}
 			f.unchanged()

@@ -11,29 +11,39 @@ import (
 // It lives in this package, as raft's InmemStore does, so that the kernel
 // works with zero configuration without importing store/.
 //
-// Records are kept per trace, so listing or searching one trace costs the
-// same however many other traces the store holds. MemStore is safe for
+// Records are kept by value in one block per trace, and every index points
+// at them by position rather than by pointer: listing or searching one trace
+// costs the same however many other traces the store holds, and a store of
+// millions of records gives the garbage collector few pointers to chase.
+// MemStore holds at most 2^31 records and 2^31 traces. It is safe for
 // concurrent use.
 type MemStore struct {
 	mu         sync.RWMutex
 	closed     bool
-	byID       map[string]*memRecord
-	traces     map[string][]*memRecord
-	slots      [Actions + 1][]*memRecord
-	persistent [Actions + 1][]*memRecord
+	byID       map[string]memLoc
+	traceIdx   map[string]int32
+	traces     []memTrace
+	slots      [Actions + 1][]memLoc
+	persistent [Actions + 1][]memLoc
 }
 
-type memRecord struct{ rec Record }
+// memTrace holds one trace's records in append order.
+type memTrace struct{ recs []Record }
+
+// memLoc is a record's position: trace block and index within it.
+type memLoc struct{ trace, idx int32 }
 
 // NewMemStore returns an empty in-memory store.
 func NewMemStore() *MemStore {
 	return &MemStore{
-		byID:   make(map[string]*memRecord),
-		traces: make(map[string][]*memRecord),
+		byID:     make(map[string]memLoc),
+		traceIdx: make(map[string]int32),
 	}
 }
 
 var _ Store = (*MemStore)(nil)
+
+func (s *MemStore) at(l memLoc) *Record { return &s.traces[l.trace].recs[l.idx] }
 
 // Len returns the number of records held.
 func (s *MemStore) Len() int {
@@ -44,7 +54,22 @@ func (s *MemStore) Len() int {
 
 // Append implements [Store].
 func (s *MemStore) Append(ctx context.Context, rec Record) error {
-	return s.Apply(ctx, Batch{Appends: []Record{rec}})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if err := checkStorable(&rec); err != nil {
+		return err
+	}
+	if _, dup := s.byID[rec.ID]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicateID, rec.ID)
+	}
+	s.add(rec)
+	return nil
 }
 
 // Get implements [Store].
@@ -57,11 +82,11 @@ func (s *MemStore) Get(ctx context.Context, id string) (Record, error) {
 	if s.closed {
 		return Record{}, ErrClosed
 	}
-	m, ok := s.byID[id]
+	l, ok := s.byID[id]
 	if !ok {
 		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	return m.rec, nil
+	return *s.at(l), nil
 }
 
 // ListSlot implements [Store].
@@ -81,16 +106,7 @@ func (s *MemStore) ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[
 			yield(Record{}, ErrClosed)
 			return
 		}
-		src := s.slots[slot]
-		if f.Scope == ScopePersistent {
-			src = s.persistent[slot]
-		}
-		var out []Record
-		for _, m := range src {
-			if f.Match(&m.rec) {
-				out = append(out, m.rec)
-			}
-		}
+		out := s.appendSlot(nil, slot, f)
 		s.mu.RUnlock()
 		// Yield outside the lock: the caller may call back into the store.
 		for _, r := range out {
@@ -99,6 +115,19 @@ func (s *MemStore) ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[
 			}
 		}
 	}
+}
+
+func (s *MemStore) appendSlot(dst []Record, slot Slot, f Filter) []Record {
+	src := s.slots[slot]
+	if f.Scope == ScopePersistent {
+		src = s.persistent[slot]
+	}
+	for _, l := range src {
+		if r := s.at(l); f.Match(r) {
+			dst = append(dst, *r)
+		}
+	}
+	return dst
 }
 
 // FindActive implements [Store].
@@ -111,11 +140,13 @@ func (s *MemStore) FindActive(ctx context.Context, traceID string, slot Slot, ki
 	if s.closed {
 		return Record{}, ErrClosed
 	}
-	recs := s.traces[traceID]
-	for i := len(recs) - 1; i >= 0; i-- {
-		r := &recs[i].rec
-		if r.Slot == slot && r.Kind == kind && r.Status == StatusActive {
-			return *r, nil
+	if t, ok := s.traceIdx[traceID]; ok {
+		recs := s.traces[t].recs
+		for i := len(recs) - 1; i >= 0; i-- {
+			r := &recs[i]
+			if r.Slot == slot && r.Kind == kind && r.Status == StatusActive {
+				return *r, nil
+			}
 		}
 	}
 	return Record{}, fmt.Errorf("%w: no active %s %q in trace %q", ErrNotFound, slot, kind, traceID)
@@ -140,57 +171,78 @@ func (s *MemStore) Apply(ctx context.Context, b Batch) error {
 	if err := s.check(b); err != nil {
 		return err
 	}
-	for i := range b.Appends {
-		m := &memRecord{rec: b.Appends[i]}
-		s.byID[m.rec.ID] = m
-		t := m.rec.Provenance.TraceID
-		s.traces[t] = append(s.traces[t], m)
-		s.slots[m.rec.Slot] = append(s.slots[m.rec.Slot], m)
-		if m.rec.Scope == ScopePersistent {
-			s.persistent[m.rec.Slot] = append(s.persistent[m.rec.Slot], m)
-		}
-	}
 	for _, inv := range b.Invalidations {
-		m := s.byID[inv.ID]
-		m.rec.Status = inv.Status
-		m.rec.Reason = inv.Reason
+		r := s.at(s.byID[inv.ID])
+		r.Status, r.Reason = inv.Status, inv.Reason
+	}
+	for i := range b.Appends {
+		s.add(b.Appends[i])
 	}
 	return nil
 }
 
+// add appends a checked record and indexes it. The caller holds the lock.
+func (s *MemStore) add(rec Record) {
+	t, ok := s.traceIdx[rec.Provenance.TraceID]
+	if !ok {
+		t = int32(len(s.traces))
+		s.traces = append(s.traces, memTrace{})
+		s.traceIdx[rec.Provenance.TraceID] = t
+	}
+	tr := &s.traces[t]
+	if tr.recs == nil {
+		tr.recs = make([]Record, 0, 16) // a typical episode fits without regrowth
+	}
+	l := memLoc{trace: t, idx: int32(len(tr.recs))}
+	tr.recs = append(tr.recs, rec)
+	s.byID[rec.ID] = l
+	s.slots[rec.Slot] = append(s.slots[rec.Slot], l)
+	if rec.Scope == ScopePersistent {
+		s.persistent[rec.Slot] = append(s.persistent[rec.Slot], l)
+	}
+}
+
 func (s *MemStore) check(b Batch) error {
-	if b.Trace != "" && len(s.traces[b.Trace]) != b.TraceLen {
-		return fmt.Errorf("%w: trace %q holds %d records, not %d", ErrConflict, b.Trace, len(s.traces[b.Trace]), b.TraceLen)
+	if b.Trace != "" {
+		n := 0
+		if t, ok := s.traceIdx[b.Trace]; ok {
+			n = len(s.traces[t].recs)
+		}
+		if n != b.TraceLen {
+			return fmt.Errorf("%w: trace %q holds %d records, not %d", ErrConflict, b.Trace, n, b.TraceLen)
+		}
 	}
-	var seen map[string]bool
-	if len(b.Appends)+len(b.Invalidations) > 1 {
-		seen = make(map[string]bool, len(b.Appends)+len(b.Invalidations))
-	}
+	// Batches are small: a quadratic scan for duplicates inside the batch
+	// beats allocating a set.
 	for i := range b.Appends {
 		r := &b.Appends[i]
 		if err := checkStorable(r); err != nil {
 			return err
 		}
-		if _, dup := s.byID[r.ID]; dup || seen[r.ID] {
+		if _, dup := s.byID[r.ID]; dup {
 			return fmt.Errorf("%w: %s", ErrDuplicateID, r.ID)
 		}
-		if seen != nil {
-			seen[r.ID] = true
+		for j := range i {
+			if b.Appends[j].ID == r.ID {
+				return fmt.Errorf("%w: %s twice in one batch", ErrDuplicateID, r.ID)
+			}
 		}
 	}
-	for _, inv := range b.Invalidations {
+	for i, inv := range b.Invalidations {
 		if err := checkTransition(inv); err != nil {
 			return err
 		}
-		m, ok := s.byID[inv.ID]
+		l, ok := s.byID[inv.ID]
 		if !ok {
 			return fmt.Errorf("%w: %s", ErrNotFound, inv.ID)
 		}
-		if m.rec.Status != StatusActive || seen[inv.ID] {
-			return fmt.Errorf("%w: %s is %s", ErrNotActive, inv.ID, m.rec.Status)
+		if st := s.at(l).Status; st != StatusActive {
+			return fmt.Errorf("%w: %s is %s", ErrNotActive, inv.ID, st)
 		}
-		if seen != nil {
-			seen[inv.ID] = true
+		for j := range i {
+			if b.Invalidations[j].ID == inv.ID {
+				return fmt.Errorf("%w: %s changed twice in one batch", ErrNotActive, inv.ID)
+			}
 		}
 	}
 	return nil
@@ -209,11 +261,7 @@ func (s *MemStore) ListTrace(ctx context.Context, traceID string) iter.Seq2[Reco
 			yield(Record{}, ErrClosed)
 			return
 		}
-		src := s.traces[traceID]
-		out := make([]Record, len(src))
-		for i, m := range src {
-			out[i] = m.rec
-		}
+		out := s.appendTrace(nil, traceID)
 		s.mu.RUnlock()
 		for _, r := range out {
 			if !yield(r, nil) {
@@ -221,6 +269,32 @@ func (s *MemStore) ListTrace(ctx context.Context, traceID string) iter.Seq2[Reco
 			}
 		}
 	}
+}
+
+func (s *MemStore) appendTrace(dst []Record, traceID string) []Record {
+	if t, ok := s.traceIdx[traceID]; ok {
+		dst = append(dst, s.traces[t].recs...)
+	}
+	return dst
+}
+
+// readTrace is the kernel's fast path (see [snapshotReader]): the trace and,
+// if asked, the active persistent constraints, copied into the caller's
+// buffers under one read lock, with no iterator.
+func (s *MemStore) readTrace(ctx context.Context, traceID string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error) {
+	if err := ctx.Err(); err != nil {
+		return recs, persistent, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return recs, persistent, ErrClosed
+	}
+	recs = s.appendTrace(recs, traceID)
+	if withConstraints {
+		persistent = s.appendSlot(persistent, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent})
+	}
+	return recs, persistent, nil
 }
 
 // Close implements [Store]. It drops every record.
@@ -231,8 +305,8 @@ func (s *MemStore) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	s.byID, s.traces = nil, nil
-	s.slots, s.persistent = [Actions + 1][]*memRecord{}, [Actions + 1][]*memRecord{}
+	s.byID, s.traceIdx, s.traces = nil, nil, nil
+	s.slots, s.persistent = [Actions + 1][]memLoc{}, [Actions + 1][]memLoc{}
 	return nil
 }
 

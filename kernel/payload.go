@@ -87,6 +87,14 @@ func (p Payload) Strings(key string) (out []string, ok bool) {
 	return nil, false
 }
 
+// list returns p[key] as the []any that normalisation makes of every list
+// (nil when absent). Internal readers use it where checkShape has already
+// checked the element types, to avoid converting to []string.
+func (p Payload) list(key string) []any {
+	l, _ := p[key].([]any)
+	return l
+}
+
 // Truthy gives a JSON value the truth value the paper's pipeline uses: false
 // for nil, false, zero, "", and empty lists and objects; true otherwise.
 func Truthy(v any) bool {
@@ -212,15 +220,20 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, n.grow(4)
+	// Values already in canonical form are returned as the interface they
+	// came in, which avoids boxing them again.
 	case bool:
-		return x, n.grow(boolSize(x))
+		return v, n.grow(boolSize(x))
 	case string:
 		if !utf8.ValidString(x) {
 			return nil, fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidPayload)
 		}
-		return x, n.grow(jsonStringSize(x))
+		return v, n.grow(jsonStringSize(x))
 	case float64:
-		return n.number(x)
+		if err := n.checkNumber(x); err != nil {
+			return nil, err
+		}
+		return v, nil
 	case map[string]any:
 		return n.object(x, depth)
 	case Payload:
@@ -270,10 +283,18 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 }
 
 func (n *normalizer) number(f float64) (any, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil, fmt.Errorf("%w: non-finite number %v", ErrInvalidPayload, f)
+	if err := n.checkNumber(f); err != nil {
+		return nil, err
 	}
-	return f, n.grow(jsonNumberSize(f))
+	return f, nil
+}
+
+// checkNumber refuses non-finite numbers and counts f's encoded size.
+func (n *normalizer) checkNumber(f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%w: non-finite number %v", ErrInvalidPayload, f)
+	}
+	return n.grow(jsonNumberSize(f))
 }
 
 // jsonNumberSize is the length of f as encoding/json writes a float64.

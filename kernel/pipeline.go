@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 )
@@ -32,49 +33,66 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (
 		}
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		snap, err := k.load(ctx, e.TraceID, false)
+		done, err := k.writeOnce(ctx, &rec, deps)
 		if err != nil {
 			return Record{}, err
 		}
-		if err := snap.checkRefs(ctx, "input ref", rec.Provenance.InputRefs); err != nil {
-			return Record{}, err
-		}
-		if err := snap.checkRefs(ctx, "evidence ref", rec.EvidenceRefs); err != nil {
-			return Record{}, err
-		}
-		// A dependency named by id must be a percept of this very trace: it
-		// is what the belief will be validated against.
-		for _, d := range deps {
-			if r := snap.byID(d); r == nil || r.Slot != Percepts {
-				return Record{}, newErr("write", "", CodeInvalidReference, ErrInvalidReference,
-					fmt.Sprintf("dependency %q is not a percept of trace %q", d, e.TraceID))
+		if done {
+			if k.log.Enabled(ctx, slog.LevelDebug) {
+				k.log.DebugContext(ctx, "write", "id", rec.ID, "role", role.String(), "kind", rec.Kind)
 			}
+			return rec, nil
 		}
-		rec.ID = snap.nextID(rec.Slot, 0)
-		err = k.store.Append(ctx, rec)
-		if errors.Is(err, ErrDuplicateID) {
-			continue
-		}
-		if err != nil {
-			return Record{}, err
-		}
-		k.log.DebugContext(ctx, "write", "id", rec.ID, "role", role.String(), "kind", rec.Kind)
-		return rec, nil
 	}
 	return Record{}, newErr("write", rec.ID, "", ErrDuplicateID, "no free record id after retries")
+}
+
+// writeOnce checks references against a fresh read of the trace and appends
+// rec under the next free id. done is false when a concurrent writer took
+// the id first.
+func (k *Kernel) writeOnce(ctx context.Context, rec *Record, deps []string) (done bool, err error) {
+	snap, err := k.load(ctx, rec.Provenance.TraceID, false)
+	if err != nil {
+		return false, err
+	}
+	defer snap.release()
+	if err := snap.checkRefs(ctx, "input ref", rec.Provenance.InputRefs); err != nil {
+		return false, err
+	}
+	if err := snap.checkRefs(ctx, "evidence ref", rec.EvidenceRefs); err != nil {
+		return false, err
+	}
+	// A dependency named by id must be a percept of this very trace: it is
+	// what the belief will be validated against.
+	for _, d := range deps {
+		if r := snap.byID(d); r == nil || r.Slot != Percepts {
+			return false, newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+				fmt.Sprintf("dependency %q is not a percept of trace %q", d, rec.Provenance.TraceID))
+		}
+	}
+	rec.ID = snap.nextID(rec.Slot, 0)
+	// Conditional on the trace as read, so that n is always the record's
+	// position in its trace, even with concurrent writers.
+	snap.appends[0] = *rec
+	err = k.store.Apply(ctx, Batch{Appends: snap.appends[:1], Trace: rec.Provenance.TraceID, TraceLen: len(snap.recs)})
+	if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Decision is the kernel's answer to a commit request.
 type Decision struct {
 	// Code is COMMITTED (PLAN_FEASIBLE for plans) or the rejection code.
 	Code Code
-	// Proposal is the proposal as it stands after the decision: superseded
-	// by its committed record, or invalidated with Code.
-	Proposal Record
-	// Record is the committed record; its ID is empty when rejected.
+	// ProposalID is the proposal decided. After the decision it is
+	// INVALIDATED: with SUPERSEDED_BY_COMMIT when committed, else with Code.
+	ProposalID string
+	// Record is a copy of the committed record; its ID is empty when the
+	// proposal was rejected.
 	Record Record
-	// Evidence is the artifact the kernel wrote for a committed belief.
-	Evidence Record
+	// EvidenceID is the artifact the kernel wrote for a committed belief.
+	EvidenceID string
 }
 
 // Committed reports whether the proposal was committed.
@@ -83,75 +101,81 @@ func (d Decision) Committed() bool { return d.Code.OK() }
 // outcome is what deciding a proposal produced, before it is applied.
 type outcome struct {
 	code     Code
-	record   *Record // committed record
-	evidence *Record // belief evidence artifact
+	record   Record // committed record (zero ID when rejected)
+	evidence Record // belief evidence artifact (zero ID when none)
 }
 
 func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID string) (Decision, error) {
 	const op = "commit"
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		snap, err := k.load(ctx, traceID, true)
-		if err != nil {
-			return Decision{}, err
+		d, done, err := k.commitOnce(ctx, role, traceID, proposalID)
+		if err != nil || done {
+			return d, err
 		}
-		// Expire first, so that nothing past its TTL (the proposal itself,
-		// a belief, a prediction, a constraint) takes part in the decision.
-		if err := k.expire(ctx, snap); err != nil {
-			return Decision{}, err
-		}
-		p := snap.byID(proposalID)
-		if p == nil {
-			detail := "no such proposal"
-			if _, err := k.store.Get(ctx, proposalID); err == nil {
-				detail = "proposal belongs to another trace"
-			}
-			return Decision{Code: CodeInvalidProposal}, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, detail)
-		}
-		if p.Mode != ModePropose {
-			return Decision{Code: CodeInvalidProposal}, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, "not a proposal")
-		}
-		if !Allowed(role, p.Slot, ModePropose) {
-			return Decision{}, newErr(op, proposalID, CodePermissionDenied, ErrPermission,
-				fmt.Sprintf("role %s may not decide %s", role, p.Slot))
-		}
-		if p.Status != StatusActive {
-			return Decision{Code: CodeInvalidProposal, Proposal: p.Clone()}, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal,
-				fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
-		}
-		out := k.decide(ctx, snap, p)
-		batch := Batch{Trace: traceID, TraceLen: len(snap.recs)}
-		if out.code.OK() {
-			if out.evidence != nil {
-				batch.Appends = append(batch.Appends, *out.evidence)
-			}
-			batch.Appends = append(batch.Appends, *out.record)
-			batch.Invalidations = append(batch.Invalidations, Invalidation{ID: p.ID, Status: StatusInvalidated, Reason: CodeSupersededByCommit})
-		} else {
-			batch.Invalidations = append(batch.Invalidations, Invalidation{ID: p.ID, Status: StatusInvalidated, Reason: out.code})
-		}
-		err = k.store.Apply(ctx, batch)
-		if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrConflict) {
-			continue // a concurrent writer got there first: read again
-		}
-		if err != nil {
-			return Decision{}, err
-		}
-		d := Decision{Code: out.code, Proposal: p.Clone()}
-		d.Proposal.Status = StatusInvalidated
-		d.Proposal.Reason = CodeSupersededByCommit
-		if !out.code.OK() {
-			d.Proposal.Reason = out.code
-		}
-		if out.record != nil {
-			d.Record = out.record.Clone()
-		}
-		if out.evidence != nil {
-			d.Evidence = out.evidence.Clone()
-		}
-		k.log.DebugContext(ctx, "decide", "proposal", p.ID, "slot", p.Slot.String(), "code", string(out.code))
-		return d, nil
 	}
-	return Decision{}, newErr(op, proposalID, "", ErrNotActive, "too much contention on the trace")
+	return Decision{}, newErr(op, proposalID, "", ErrConflict, "too much contention on the trace")
+}
+
+// commitOnce decides a proposal on a fresh read of its trace and applies the
+// outcome as one conditional batch. done is false when a concurrent writer
+// changed the trace first.
+func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID string) (d Decision, done bool, err error) {
+	const op = "commit"
+	snap, err := k.load(ctx, traceID, true)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	defer snap.release()
+	// Expire first, so that nothing past its TTL (the proposal itself, a
+	// belief, a prediction, a constraint) takes part in the decision.
+	if err := k.expire(ctx, snap); err != nil {
+		return Decision{}, false, err
+	}
+	p := snap.byID(proposalID)
+	if p == nil {
+		detail := "no such proposal"
+		if _, err := k.store.Get(ctx, proposalID); err == nil {
+			detail = "proposal belongs to another trace"
+		}
+		return Decision{Code: CodeInvalidProposal}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, detail)
+	}
+	if p.Mode != ModePropose {
+		return Decision{Code: CodeInvalidProposal}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, "not a proposal")
+	}
+	if !Allowed(role, p.Slot, ModePropose) {
+		return Decision{}, false, newErr(op, proposalID, CodePermissionDenied, ErrPermission,
+			fmt.Sprintf("role %s may not decide %s", role, p.Slot))
+	}
+	if p.Status != StatusActive {
+		return Decision{Code: CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal,
+			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
+	}
+	out := k.decide(ctx, snap, p)
+	batch := Batch{Trace: traceID, TraceLen: len(snap.recs), Appends: snap.appends[:0], Invalidations: snap.invs[:1]}
+	batch.Invalidations[0] = Invalidation{ID: p.ID, Status: StatusInvalidated, Reason: out.code}
+	if out.code.OK() {
+		if out.evidence.ID != "" {
+			batch.Appends = append(batch.Appends, out.evidence)
+		}
+		batch.Appends = append(batch.Appends, out.record)
+		batch.Invalidations[0].Reason = CodeSupersededByCommit
+	}
+	err = k.store.Apply(ctx, batch)
+	if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrConflict) {
+		return Decision{}, false, nil // a concurrent writer got there first: read again
+	}
+	if err != nil {
+		return Decision{}, false, err
+	}
+	d = Decision{Code: out.code, ProposalID: p.ID}
+	if out.record.ID != "" {
+		d.Record = out.record.Clone()
+	}
+	d.EvidenceID = out.evidence.ID
+	if k.log.Enabled(ctx, slog.LevelDebug) {
+		k.log.DebugContext(ctx, "decide", "proposal", p.ID, "slot", p.Slot.String(), "code", string(out.code))
+	}
+	return d, true, nil
 }
 
 // decide runs the slot's validation on a proposal and, if it passes, builds
@@ -182,7 +206,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) outcome {
 }
 
 // commitRecord builds the committed twin of a proposal.
-func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Payload, inputs, evidence []string) *Record {
+func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Payload, inputs, evidence []string) Record {
 	refs := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs))
 	refs = append(refs, p.ID)
 	refs = append(refs, p.Provenance.InputRefs...)
@@ -191,7 +215,7 @@ func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Paylo
 			refs = append(refs, in)
 		}
 	}
-	return &Record{
+	return Record{
 		ID:      s.nextID(p.Slot, idIndex),
 		Slot:    p.Slot,
 		Mode:    ModeCommit,
@@ -213,27 +237,26 @@ func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Paylo
 	}
 }
 
-// Names of the checks an evidence artifact records.
+// The checks an evidence artifact records for each dependency: presence,
+// freshness, conflict (free, or arbitrated above the threshold) and
+// confidence. Constants, so building an artifact allocates no strings.
 const (
-	checkPresent    = "evidence_present"
-	checkFresh      = "fresh"
-	checkConflict   = "conflict_free"
-	checkArbitrated = "conflict_arbitrated"
-	checkConfidence = "confidence"
+	checksPassed     = "present,fresh,conflict_free,confident"
+	checksArbitrated = "present,fresh,conflict_arbitrated,confident"
 )
 
 // decideBelief is evidence validation (paper t3–t5): for each dependency in
 // order, missing → stale → conflict (with arbitration) → confidence.
 func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
-	deps, _ := p.Payload.Strings(KeyDependsOn)
+	deps := p.Payload.list(KeyDependsOn)
 	if len(deps) == 0 {
 		return outcome{code: CodeMissingEvidence}
 	}
-	var percepts []string
-	var checks []any
+	percepts := make([]string, 0, len(deps))
+	checks := make([]any, 0, len(deps))
 	arbitrated := false
 	for _, dep := range deps {
-		r := s.perceptFor(dep)
+		r := s.perceptFor(dep.(string))
 		if r == nil {
 			return outcome{code: CodeMissingEvidence}
 		}
@@ -241,35 +264,35 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 			return outcome{code: CodeStaleEvidence}
 		}
 		conf := r.Provenance.Confidence
-		check := checkConflict
+		check := checksPassed
 		if r.Payload.Bool(KeyConflict) {
 			if conf == nil || *conf < k.conflictThreshold {
 				return outcome{code: CodeUnresolvedConflict}
 			}
-			check, arbitrated = checkArbitrated, true
+			check, arbitrated = checksArbitrated, true
 		}
 		if conf != nil && *conf < k.minConfidence {
 			return outcome{code: CodeLowConfidence}
 		}
 		percepts = append(percepts, r.ID)
-		checks = append(checks, map[string]any{
-			"percept": r.ID,
-			"checks":  []any{checkPresent, checkFresh, check, checkConfidence},
-		})
+		checks = append(checks, check)
 	}
-	artifact := &Record{
+	// The artifact names, per dependency in order, the checks that passed;
+	// its input refs are the percepts they ran on.
+	artifact := Record{
 		ID:   s.nextID(Evidence, 0),
 		Slot: Evidence,
 		Mode: ModeCommit,
 		Kind: "belief_validation",
 		Payload: Payload{
-			"belief":             p.Kind,
-			"proposal_id":        p.ID,
-			"passed":             true,
-			"arbitrated":         arbitrated,
+			"belief":      p.Kind,
+			"proposal_id": p.ID,
+			"checks":      checks,
+			"arbitrated":  arbitrated,
+			"passed":      true,
+			// the thresholds that decided, so an audit need not trust today's config
 			"min_confidence":     k.minConfidence,
 			"conflict_threshold": k.conflictThreshold,
-			"dependencies":       checks,
 		},
 		Provenance: Provenance{
 			Role:        RoleKernel,
@@ -291,10 +314,11 @@ type gate struct {
 	k       *Kernel
 	s       *snapshot
 	action  string
-	reqs    []string
+	reqs    []any // belief kinds: strings, as checkShape made sure at write
 	payload Payload
 	// beliefs are the committed beliefs the step or action rests on.
 	beliefs []*Record
+	buf     [4]*Record // backs beliefs for the usual handful
 }
 
 // grounded checks the registry and the declared beliefs against the spec.
@@ -312,7 +336,7 @@ func (g *gate) grounded(plan bool) Code {
 		return ungrounded
 	}
 	for _, need := range spec.MinBeliefs {
-		if !slices.Contains(g.reqs, need) {
+		if !slices.Contains(g.reqs, any(need)) {
 			return ungrounded
 		}
 	}
@@ -321,8 +345,9 @@ func (g *gate) grounded(plan bool) Code {
 
 // satisfied checks that every required belief is committed and truthy.
 func (g *gate) satisfied(missing, unsatisfied Code) Code {
+	g.beliefs = g.buf[:0]
 	for _, kind := range g.reqs {
-		b := g.s.belief(kind)
+		b := g.s.belief(kind.(string))
 		if b == nil {
 			return missing
 		}
@@ -334,15 +359,25 @@ func (g *gate) satisfied(missing, unsatisfied Code) Code {
 	return ""
 }
 
+// derivedKeys are the flags the kernel owns, in a fixed order.
+var derivedKeys = [...]string{KeyUsesStaleData, KeyUsesConflictedData, KeyUsesLowConfidenceData, KeyHasNegativePrediction}
+
+// flags holds the derived flags, indexed like derivedKeys.
+type flags [len(derivedKeys)]bool
+
+// get returns the flag named key, and whether key is a derived flag.
+func (f *flags) get(key string) (value, derived bool) {
+	for i, k := range derivedKeys {
+		if k == key {
+			return f[i], true
+		}
+	}
+	return false, false
+}
+
 // derived computes the flags the kernel owns from the evidence chain of
 // the gate's beliefs and the predictions for its action.
-func (g *gate) derived() map[string]bool {
-	flags := map[string]bool{
-		KeyUsesStaleData:         false,
-		KeyUsesConflictedData:    false,
-		KeyUsesLowConfidenceData: false,
-		KeyHasNegativePrediction: false,
-	}
+func (g *gate) derived() (f flags) {
 	for _, b := range g.beliefs {
 		for _, evID := range b.EvidenceRefs {
 			ev := g.s.byID(evID)
@@ -354,37 +389,34 @@ func (g *gate) derived() map[string]bool {
 				if pr == nil || pr.Slot != Percepts {
 					continue
 				}
-				if g.s.stale(pr) {
-					flags[KeyUsesStaleData] = true
-				}
-				if pr.Payload.Bool(KeyConflict) {
-					flags[KeyUsesConflictedData] = true
-				}
-				if c := pr.Provenance.Confidence; pr.Payload.Bool(KeyLowConfidence) || (c != nil && *c < g.k.minConfidence) {
-					flags[KeyUsesLowConfidenceData] = true
-				}
+				f[0] = f[0] || g.s.stale(pr)
+				f[1] = f[1] || pr.Payload.Bool(KeyConflict)
+				c := pr.Provenance.Confidence
+				f[2] = f[2] || pr.Payload.Bool(KeyLowConfidence) || (c != nil && *c < g.k.minConfidence)
 			}
 		}
 	}
-	for _, pred := range g.s.predictions(g.action) {
-		if v, _ := pred.Payload.Float(KeyExpectedOutcome); v < 0 {
-			flags[KeyHasNegativePrediction] = true
+	for i := range g.s.recs {
+		if pred := &g.s.recs[i]; g.s.isPrediction(pred, g.action) {
+			if v, _ := pred.Payload.Float(KeyExpectedOutcome); v < 0 {
+				f[3] = true
+			}
 		}
 	}
-	return flags
+	return f
 }
 
 // constrained checks derived flags, bound fields and every enabled
 // constraint. It returns "" or a code; blocked builds the blocked code.
-func (g *gate) constrained(flags map[string]bool, blocked func(string) Code) Code {
-	for key, v := range flags {
-		if given, ok := g.payload[key]; ok && Truthy(given) != v {
+func (g *gate) constrained(f flags, blocked func(string) Code) Code {
+	for i, key := range derivedKeys {
+		if given, ok := g.payload[key]; ok && Truthy(given) != f[i] {
 			return CodeFieldMismatch
 		}
 	}
 	for _, c := range g.s.constraints() {
 		var value any
-		if d, isDerived := flags[c.field]; isDerived {
+		if d, isDerived := f.get(c.field); isDerived {
 			value = d
 		} else if c.bind != "" {
 			pr := g.s.latest(Percepts, c.bind, func(r *Record) bool { return r.Mode == ModeCommit && r.Status != StatusInvalidated })
@@ -414,7 +446,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
 	for _, st := range steps {
 		step := Payload(st.(map[string]any))
 		action, _ := step.String(KeyAction)
-		reqs, _ := step.Strings(KeyRequiresBeliefs)
+		reqs := step.list(KeyRequiresBeliefs)
 		g := gate{k: k, s: s, action: action, reqs: reqs, payload: step}
 		if code := g.grounded(true); code != "" {
 			return outcome{code: code}
@@ -436,7 +468,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
 // committed and truthy, the prediction gate, then constraints on the
 // payload and on the flags the kernel derives.
 func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
-	reqs, _ := p.Payload.Strings(KeyRequiresBeliefs)
+	reqs := p.Payload.list(KeyRequiresBeliefs)
 	g := gate{k: k, s: s, action: p.Kind, reqs: reqs, payload: p.Payload}
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}
@@ -465,12 +497,12 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	if code := g.constrained(flags, BlockedCode); code != "" {
 		return outcome{code: code}
 	}
-	payload := make(Payload, len(p.Payload)+len(flags))
+	payload := make(Payload, len(p.Payload)+len(derivedKeys))
 	for key, v := range p.Payload {
 		payload[key] = v
 	}
-	for key, v := range flags {
-		payload[key] = v
+	for i, key := range derivedKeys {
+		payload[key] = flags[i]
 	}
 	var inputs, evidence []string
 	if plan != nil {
@@ -507,15 +539,22 @@ func (s *snapshot) planFor(actionType string) *Record {
 	return nil
 }
 
+// isPrediction reports whether r is a committed, active prediction for
+// actionType.
+func (s *snapshot) isPrediction(r *Record, actionType string) bool {
+	if r.Slot != Predictions || !committedActive(r) {
+		return false
+	}
+	t, _ := r.Payload.String(KeyActionType)
+	return t == actionType
+}
+
 // predictions returns the committed, active predictions for an action type.
 func (s *snapshot) predictions(actionType string) []*Record {
 	var out []*Record
 	for i := range s.recs {
-		r := &s.recs[i]
-		if r.Slot == Predictions && committedActive(r) {
-			if t, _ := r.Payload.String(KeyActionType); t == actionType {
-				out = append(out, r)
-			}
+		if r := &s.recs[i]; s.isPrediction(r, actionType) {
+			out = append(out, r)
 		}
 	}
 	return out
@@ -524,10 +563,10 @@ func (s *snapshot) predictions(actionType string) []*Record {
 // decidePrediction commits a prediction only when the beliefs it rests on
 // are committed.
 func (k *Kernel) decidePrediction(s *snapshot, p *Record) outcome {
-	reqs, _ := p.Payload.Strings(KeyRequiresBeliefs)
-	var inputs []string
+	reqs := p.Payload.list(KeyRequiresBeliefs)
+	inputs := make([]string, 0, len(reqs))
 	for _, kind := range reqs {
-		b := s.belief(kind)
+		b := s.belief(kind.(string))
 		if b == nil {
 			return outcome{code: CodePredictionMissingBelief}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // snapshot is one read of a trace: every record of the trace, plus the
@@ -19,25 +20,67 @@ type snapshot struct {
 	nowMS      int64
 	recs       []Record
 	persistent []Record // active persistent constraints of every trace
+	// scratch for the batch a commit applies, reused with the snapshot
+	appends [2]Record
+	invs    [1]Invalidation
 }
 
+// snapshotReader is the fast path a store may offer the kernel: copy one
+// trace (and, if asked, the active persistent constraints) into the given
+// buffers. MemStore implements it; other stores are read through ListTrace
+// and ListSlot.
+type snapshotReader interface {
+	readTrace(ctx context.Context, traceID string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error)
+}
+
+// snapshots recycles snapshot buffers: a decision reads a whole trace, and
+// reusing the slices keeps that read free of allocations.
+var snapshots = sync.Pool{New: func() any { return new(snapshot) }}
+
+// load reads a trace. The caller must release the snapshot when done and
+// must not keep pointers into it afterwards.
 func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
-	s := &snapshot{k: k, traceID: traceID, nowMS: k.nowMS()}
-	for r, err := range k.store.ListTrace(ctx, traceID) {
+	s := snapshots.Get().(*snapshot)
+	s.k, s.traceID, s.nowMS = k, traceID, k.nowMS()
+	var err error
+	if fast, ok := k.store.(snapshotReader); ok {
+		s.recs, s.persistent, err = fast.readTrace(ctx, traceID, withConstraints, s.recs[:0], s.persistent[:0])
+	} else {
+		err = s.readFrom(ctx, k.store, withConstraints)
+	}
+	if err != nil {
+		s.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool) error {
+	s.recs, s.persistent = s.recs[:0], s.persistent[:0]
+	for r, err := range st.ListTrace(ctx, s.traceID) {
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.recs = append(s.recs, r)
 	}
 	if withConstraints {
-		for r, err := range k.store.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent}) {
+		for r, err := range st.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent}) {
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.persistent = append(s.persistent, r)
 		}
 	}
-	return s, nil
+	return nil
+}
+
+// release returns the snapshot's buffers to the pool.
+func (s *snapshot) release() {
+	clear(s.recs) // drop references to payloads so the pool does not pin them
+	clear(s.persistent)
+	s.appends, s.invs = [2]Record{}, [1]Invalidation{}
+	s.k = nil
+	snapshots.Put(s)
 }
 
 // nextID returns the i-th fresh id for this snapshot (i from 0).

@@ -69,7 +69,7 @@ func TestValidatorReturningOKCode(t *testing.T) {
 	for _, code := range []kernel.Code{kernel.CodeCommitted, kernel.CodePlanFeasible} {
 		f := newFixture(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Code { return code })))
 		d := f.groundedBelief(tr)
-		if d.Record.ID == "" || d.Evidence.ID == "" {
+		if d.Record.ID == "" || d.EvidenceID == "" {
 			t.Errorf("validator answering %s: belief decision %+v", code, d)
 		}
 		if d := f.mustPropose(tr, kernel.Plans, "p", plan(step("issue_refund", "refund_due"))); d.Code != kernel.CodePlanFeasible {

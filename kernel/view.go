@@ -55,6 +55,7 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (Vi
 	if err != nil {
 		return View{}, err
 	}
+	defer snap.release()
 	if err := k.expire(ctx, snap); err != nil {
 		return View{}, err
 	}
@@ -105,6 +106,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
 			return 0, err
 		}
 		inv := snap.expiries()
+		snap.release()
 		if len(inv) == 0 {
 			return 0, nil
 		}

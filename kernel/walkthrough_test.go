@@ -70,7 +70,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 				if e.action.Code != kernel.CodeCommitted || e.fallback.Code != "" {
 					t.Fatalf("refund %s, fallback %q", e.action.Code, e.fallback.Code)
 				}
-				ev := f.get(e.belief.Evidence.ID)
+				ev := f.get(e.belief.EvidenceID)
 				if ev.Slot != kernel.Evidence || ev.Provenance.Role != kernel.RoleKernel ||
 					ev.Payload["arbitrated"] != tc.arbitrated || ev.Payload["passed"] != true ||
 					ev.Payload["conflict_threshold"] != kernel.DefaultConflictThreshold {
@@ -84,7 +84,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 				}
 				return
 			}
-			if e.action.Proposal.ID != "" {
+			if e.action.ProposalID != "" {
 				t.Errorf("refund proposed after an infeasible plan")
 			}
 			if e.fallback.Code != kernel.CodeCommitted || e.fallback.Record.Payload[kernel.KeyReason] != string(tc.fallbackWhy) {
@@ -127,13 +127,13 @@ func TestTraceability(t *testing.T) {
 		reached[id] = r
 		queue = append(append(queue, r.Provenance.InputRefs...), r.EvidenceRefs...)
 	}
-	for _, want := range []kernel.Record{e.belief.Record, e.belief.Evidence, e.percept, e.action.Proposal} {
+	for _, want := range []kernel.Record{e.belief.Record, f.get(e.belief.EvidenceID), e.percept, f.get(e.action.ProposalID)} {
 		if _, ok := reached[want.ID]; !ok {
 			t.Errorf("refund %s does not lead to %s (reached %d records)", e.action.Record.ID, want.ID, len(reached))
 		}
 	}
-	if !slices.Contains(e.action.Record.EvidenceRefs, e.belief.Evidence.ID) {
-		t.Errorf("refund evidence refs %v lack the artifact %s", e.action.Record.EvidenceRefs, e.belief.Evidence.ID)
+	if !slices.Contains(e.action.Record.EvidenceRefs, e.belief.EvidenceID) {
+		t.Errorf("refund evidence refs %v lack the artifact %s", e.action.Record.EvidenceRefs, e.belief.EvidenceID)
 	}
 	if _, err := f.planner.Get(f.ctx, "actions:ep:999"); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("Get of a missing id: %v", err)

@@ -108,18 +108,22 @@ func play(ctx context.Context, k *kernel.Kernel, w io.Writer, sc scenario) error
 	if err != nil {
 		return err
 	}
-	out.line("t2", "belief.refund_due proposed", b.Proposal.ID)
+	out.line("t2", "belief.refund_due proposed", b.ProposalID)
 	tPlan, tCheck := "t5", "t6"
 	if b.Committed() {
 		tPlan = "t7"
-		if ev := b.Evidence.Payload; ev["arbitrated"] == true {
+		artifact, err := planner.Get(ctx, b.EvidenceID)
+		if err != nil {
+			return err
+		}
+		if ev := artifact.Payload; ev["arbitrated"] == true {
 			out.line("t3", "evidence validation: conflict detected", percept.ID)
 			out.line("t4", fmt.Sprintf("arbitration: confidence %v >= threshold %v -- resolved",
 				*percept.Provenance.Confidence, ev["conflict_threshold"]), "")
 		} else {
 			out.line("t3", "evidence validation: passed", "")
 		}
-		out.line("t5", "evidence artifact recorded", b.Evidence.ID)
+		out.line("t5", "evidence artifact recorded", b.EvidenceID)
 		out.line("t6", "belief.refund_due "+verdict(b), b.Record.ID)
 	} else {
 		out.line("t3", fmt.Sprintf("evidence validation: %s -- belief rejected", b.Code), "")
@@ -140,7 +144,7 @@ func play(ctx context.Context, k *kernel.Kernel, w io.Writer, sc scenario) error
 		if err != nil {
 			return err
 		}
-		out.line("t8", "action.issue_refund proposed", a.Proposal.ID)
+		out.line("t8", "action.issue_refund proposed", a.ProposalID)
 		if a.Committed() {
 			out.line("t9", "action.issue_refund "+verdict(a), a.Record.ID)
 			return out.err
@@ -148,7 +152,7 @@ func play(ctx context.Context, k *kernel.Kernel, w io.Writer, sc scenario) error
 		out.line("t9", fmt.Sprintf("action gating: %s -- action blocked", a.Code), "")
 		reason = a.Code
 	} else {
-		out.line(tPlan, "plan.action_plan proposed", p.Proposal.ID)
+		out.line(tPlan, "plan.action_plan proposed", p.ProposalID)
 		out.line(tCheck, fmt.Sprintf("plan validation: %s -- plan rejected", p.Code), "")
 	}
 
@@ -157,7 +161,7 @@ func play(ctx context.Context, k *kernel.Kernel, w io.Writer, sc scenario) error
 	if err != nil {
 		return err
 	}
-	out.line("t8", "action.queue_for_review proposed", f.Proposal.ID)
+	out.line("t8", "action.queue_for_review proposed", f.ProposalID)
 	out.line("t9", fmt.Sprintf("action.queue_for_review %s (reason=%s)", verdict(f), reason), f.Record.ID)
 	return out.err
 }

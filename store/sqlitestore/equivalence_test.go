@@ -70,8 +70,8 @@ func (s *script) decide(name string, want kernel.Code, d kernel.Decision, err er
 	if d.Code != want {
 		s.t.Errorf("script %s: code %s (error %v), want %s", name, d.Code, err, want)
 	}
-	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: d.Proposal.ID, Code: d.Code, Record: d.Record.ID, Evidence: d.Evidence.ID, Err: sentinel(err)})
-	return d.Proposal.ID
+	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: d.ProposalID, Code: d.Code, Record: d.Record.ID, Evidence: d.EvidenceID, Err: sentinel(err)})
+	return d.ProposalID
 }
 
 func (s *script) submit(name string, want kernel.Code, p interface {

@@ -92,7 +92,9 @@ func runKernel(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 			if err != nil || d.Code != kernel.CodeCommitted {
 				t.Fatalf("Commit once the store works: %v, code %s", err, d.Code)
 			}
-			wantSame(t, mustGet(t, fs, d.Evidence.ID), d.Evidence, "a commit stores its evidence artifact")
+			if ev := mustGet(t, fs, d.EvidenceID); ev.Slot != kernel.Evidence || !slices.Contains(d.Record.EvidenceRefs, ev.ID) {
+				t.Errorf("a commit stores its evidence artifact and links the belief to it: artifact %+v, belief refs %v", ev, d.Record.EvidenceRefs)
+			}
 			wantSame(t, mustGet(t, fs, d.Record.ID), d.Record, "a commit stores its belief")
 			wantSame(t, mustGet(t, fs, proposal.ID).Reason, kernel.CodeSupersededByCommit, "a commit supersedes its proposal")
 		})

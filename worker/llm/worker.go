@@ -247,7 +247,7 @@ func (w *Worker) propose(ctx context.Context, shown []string,
 		return result{code: code, detail: err.Error(), refs: shown}, nil
 	}
 	if !d.Committed() {
-		return result{code: d.Code, refs: []string{d.Proposal.ID}}, nil
+		return result{code: d.Code, refs: []string{d.ProposalID}}, nil
 	}
 	return result{code: d.Code, record: d.Record}, nil
 }
