@@ -648,6 +648,13 @@ func (f *flaky) Append(ctx context.Context, r kernel.Record) error {
 	return f.Store.Append(ctx, r)
 }
 
+func (f *flaky) Apply(ctx context.Context, b kernel.Batch) error {
+	if f.broken.Load() {
+		return errBroken
+	}
+	return f.Store.Apply(ctx, b)
+}
+
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	store := &flaky{Store: kernel.NewMemStore()}
 	k := newKernel(t, store)

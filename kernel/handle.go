@@ -109,16 +109,11 @@ func (p *proposer) Commit(ctx context.Context, traceID, proposalID string) (Deci
 	return p.k.commit(ctx, p.role, traceID, proposalID)
 }
 
-// Submit proposes e and asks the kernel to decide it: Write then Commit.
+// Submit proposes e and has the kernel decide it at once: the same
+// outcome as Write then Commit, in one atomic step, so the proposal and its
+// decision land together.
 func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
-	if e.Mode == 0 {
-		e.Mode = ModePropose
-	}
-	rec, err := p.k.write(ctx, p.role, p.name, e)
-	if err != nil {
-		return Decision{}, err
-	}
-	return p.k.commit(ctx, p.role, e.TraceID, rec.ID)
+	return p.k.submit(ctx, p.role, p.name, e)
 }
 
 // Tool is the handle of a perception source: it commits percepts.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Paper defaults (REPRODUCTION.md §3).
@@ -44,6 +46,9 @@ type Kernel struct {
 	strictActions     bool
 	validators        []Validator
 	log               *slog.Logger
+	tracerSet         bool
+	tracerProvider    trace.TracerProvider
+	tracer            trace.Tracer // nil: instrumentation off
 }
 
 // ActionSpec is what the kernel's owner fixes about an action type.
@@ -137,6 +142,7 @@ func New(opts ...Option) (*Kernel, error) {
 	if k.log == nil {
 		k.log = slog.New(slog.DiscardHandler)
 	}
+	k.initTracer()
 	return k, nil
 }
 

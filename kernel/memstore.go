@@ -41,7 +41,10 @@ func NewMemStore() *MemStore {
 	}
 }
 
-var _ Store = (*MemStore)(nil)
+var (
+	_ Store        = (*MemStore)(nil)
+	_ TraceCounter = (*MemStore)(nil)
+)
 
 func (s *MemStore) at(l memLoc) *Record { return &s.traces[l.trace].recs[l.idx] }
 
@@ -246,6 +249,22 @@ func (s *MemStore) check(b Batch) error {
 		}
 	}
 	return nil
+}
+
+// CountTrace implements [TraceCounter].
+func (s *MemStore) CountTrace(ctx context.Context, traceID string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if t, ok := s.traceIdx[traceID]; ok {
+		return len(s.traces[t].recs), nil
+	}
+	return 0, nil
 }
 
 // ListTrace implements [Store].

@@ -10,27 +10,12 @@ import (
 )
 
 // write stores one record written by a handle.
-func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (Record, error) {
-	rec, err := k.checkEntry(role, writer, &e)
+func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (rec Record, err error) {
+	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
+	defer func() { endSpan(sp, rec.Reason, err) }()
+	rec, deps, err := k.prepare(role, writer, &e)
 	if err != nil {
 		return Record{}, err
-	}
-	var deps []string
-	if rec.Slot == Beliefs {
-		all, _ := rec.Payload.Strings(KeyDependsOn)
-		for _, d := range all {
-			if looksLikeID(d) {
-				deps = append(deps, d)
-			}
-		}
-	}
-	if rec.Slot == Constraints {
-		if _, ok := rec.Payload[KeyName]; !ok {
-			rec.Payload[KeyName] = rec.Kind
-		}
-		if _, ok := rec.Payload[KeyEnabled]; !ok {
-			rec.Payload[KeyEnabled] = true
-		}
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		done, err := k.writeOnce(ctx, &rec, deps)
@@ -44,31 +29,77 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (
 			return rec, nil
 		}
 	}
-	return Record{}, newErr("write", rec.ID, "", ErrDuplicateID, "no free record id after retries")
+	return Record{}, newErr("write", rec.ID, "", ErrConflict, "no free record id after retries")
+}
+
+// prepare validates an entry into the record to write (without its id)
+// and lists the belief dependencies it names by record id.
+func (k *Kernel) prepare(role Role, writer string, e *Entry) (rec Record, idDeps []string, err error) {
+	rec, err = k.checkEntry(role, writer, e)
+	if err != nil {
+		return Record{}, nil, err
+	}
+	switch rec.Slot {
+	case Beliefs:
+		for _, d := range rec.Payload.list(KeyDependsOn) {
+			if d := d.(string); looksLikeID(d) {
+				idDeps = append(idDeps, d)
+			}
+		}
+	case Constraints:
+		if _, ok := rec.Payload[KeyName]; !ok {
+			rec.Payload[KeyName] = rec.Kind
+		}
+		if _, ok := rec.Payload[KeyEnabled]; !ok {
+			rec.Payload[KeyEnabled] = true
+		}
+	}
+	return rec, idDeps, nil
+}
+
+// checkRecordRefs verifies rec's references against the snapshot of its trace:
+// input and evidence refs in the trace or in persistent scope, and belief
+// dependencies named by id among the trace's own percepts (they are what
+// the belief will be validated against).
+func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []string) error {
+	if err := s.checkRefs(ctx, "input ref", rec.Provenance.InputRefs); err != nil {
+		return err
+	}
+	if err := s.checkRefs(ctx, "evidence ref", rec.EvidenceRefs); err != nil {
+		return err
+	}
+	for _, d := range idDeps {
+		if r := s.byID(d); r == nil || r.Slot != Percepts {
+			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+				fmt.Sprintf("dependency %q is not a percept of trace %q", d, rec.Provenance.TraceID))
+		}
+	}
+	return nil
 }
 
 // writeOnce checks references against a fresh read of the trace and appends
-// rec under the next free id. done is false when a concurrent writer took
-// the id first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *Record, deps []string) (done bool, err error) {
+// rec under the next free id. done is false when a concurrent writer
+// changed the trace first.
+func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string) (done bool, err error) {
+	if c, ok := k.store.(TraceCounter); ok && len(rec.Provenance.InputRefs)+len(rec.EvidenceRefs)+len(idDeps) == 0 {
+		n, err := c.CountTrace(ctx, rec.Provenance.TraceID)
+		if err != nil {
+			return false, err
+		}
+		rec.ID = recordID(rec.Slot, rec.Provenance.TraceID, n+1)
+		err = k.store.Apply(ctx, Batch{Appends: []Record{*rec}, Trace: rec.Provenance.TraceID, TraceLen: n})
+		if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrConflict) {
+			return false, nil
+		}
+		return err == nil, err
+	}
 	snap, err := k.load(ctx, rec.Provenance.TraceID, false)
 	if err != nil {
 		return false, err
 	}
 	defer snap.release()
-	if err := snap.checkRefs(ctx, "input ref", rec.Provenance.InputRefs); err != nil {
+	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
 		return false, err
-	}
-	if err := snap.checkRefs(ctx, "evidence ref", rec.EvidenceRefs); err != nil {
-		return false, err
-	}
-	// A dependency named by id must be a percept of this very trace: it is
-	// what the belief will be validated against.
-	for _, d := range deps {
-		if r := snap.byID(d); r == nil || r.Slot != Percepts {
-			return false, newErr("write", "", CodeInvalidReference, ErrInvalidReference,
-				fmt.Sprintf("dependency %q is not a percept of trace %q", d, rec.Provenance.TraceID))
-		}
 	}
 	rec.ID = snap.nextID(rec.Slot, 0)
 	// Conditional on the trace as read, so that n is always the record's
@@ -79,6 +110,77 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, deps []string) (don
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// submit proposes and decides in one step: the proposal is validated as if
+// it had been written, and lands in the same conditional batch as its
+// outcome (already superseded or invalidated), so a Submit costs one read
+// and one write of the store instead of two each.
+func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) (d Decision, err error) {
+	ctx, sp := k.span(ctx, "kernel.submit", e.TraceID, e.Slot)
+	defer func() { endSpan(sp, d.Code, err) }()
+	if e.Mode == 0 {
+		e.Mode = ModePropose
+	}
+	rec, idDeps, err := k.prepare(role, writer, &e)
+	if err != nil {
+		return Decision{}, err
+	}
+	if rec.Mode != ModePropose {
+		return Decision{}, newErr("submit", "", CodeInvalidProposal, ErrInvalidProposal, "only proposals can be submitted")
+	}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var done bool
+		d, done, err = k.submitOnce(ctx, &rec, idDeps)
+		if err != nil || done {
+			return d, err
+		}
+	}
+	return Decision{}, newErr("submit", rec.ID, "", ErrConflict, "too much contention on the trace")
+}
+
+func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string) (Decision, bool, error) {
+	snap, err := k.load(ctx, rec.Provenance.TraceID, true)
+	if err != nil {
+		return Decision{}, false, err
+	}
+	defer snap.release()
+	if err := k.expire(ctx, snap); err != nil {
+		return Decision{}, false, err
+	}
+	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
+		return Decision{}, false, err
+	}
+	readLen := len(snap.recs)
+	rec.ID = snap.nextID(rec.Slot, 0)
+	snap.recs = append(snap.recs, *rec) // decided as if already written
+	p := &snap.recs[readLen]
+	out := k.decide(ctx, snap, p)
+	final := *rec
+	final.Status, final.Reason = StatusInvalidated, out.code
+	batch := Batch{Trace: rec.Provenance.TraceID, TraceLen: readLen, Appends: snap.appends[:0]}
+	if out.code.OK() {
+		final.Reason = CodeSupersededByCommit
+		batch.Appends = append(batch.Appends, final)
+		if out.evidence.ID != "" {
+			batch.Appends = append(batch.Appends, out.evidence)
+		}
+		batch.Appends = append(batch.Appends, out.record)
+	} else {
+		batch.Appends = append(batch.Appends, final)
+	}
+	err = k.store.Apply(ctx, batch)
+	if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrConflict) || errors.Is(err, ErrNotActive) {
+		return Decision{}, false, nil
+	}
+	if err != nil {
+		return Decision{}, false, err
+	}
+	d := Decision{Code: out.code, ProposalID: rec.ID, EvidenceID: out.evidence.ID}
+	if out.record.ID != "" {
+		d.Record = out.record.Clone()
+	}
+	return d, true, nil
 }
 
 // Decision is the kernel's answer to a commit request.
@@ -105,10 +207,13 @@ type outcome struct {
 	evidence Record // belief evidence artifact (zero ID when none)
 }
 
-func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID string) (Decision, error) {
+func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID string) (d Decision, err error) {
 	const op = "commit"
+	ctx, sp := k.span(ctx, "kernel.commit", traceID, 0)
+	defer func() { endSpan(sp, d.Code, err) }()
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		d, done, err := k.commitOnce(ctx, role, traceID, proposalID)
+		var done bool
+		d, done, err = k.commitOnce(ctx, role, traceID, proposalID)
 		if err != nil || done {
 			return d, err
 		}

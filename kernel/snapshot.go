@@ -21,7 +21,7 @@ type snapshot struct {
 	recs       []Record
 	persistent []Record // active persistent constraints of every trace
 	// scratch for the batch a commit applies, reused with the snapshot
-	appends [2]Record
+	appends [3]Record
 	invs    [1]Invalidation
 }
 
@@ -78,7 +78,7 @@ func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool)
 func (s *snapshot) release() {
 	clear(s.recs) // drop references to payloads so the pool does not pin them
 	clear(s.persistent)
-	s.appends, s.invs = [2]Record{}, [1]Invalidation{}
+	s.appends, s.invs = [3]Record{}, [1]Invalidation{}
 	s.k = nil
 	snapshots.Put(s)
 }

@@ -52,6 +52,14 @@ type Store interface {
 	Close() error
 }
 
+// TraceCounter is an optional fast path a [Store] may offer: how many
+// records a trace holds, without reading them. The kernel uses it for writes
+// that reference no other record, which need the trace's length (for the
+// next id and the batch condition) but not its contents.
+type TraceCounter interface {
+	CountTrace(ctx context.Context, traceID string) (int, error)
+}
+
 // Filter narrows ListSlot. A zero field matches everything.
 type Filter struct {
 	Status Status

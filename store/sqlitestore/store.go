@@ -36,7 +36,10 @@ type Store struct {
 	stmts                                     []*sql.Stmt // all of the above, for Close
 }
 
-var _ kernel.Store = (*Store)(nil)
+var (
+	_ kernel.Store        = (*Store)(nil)
+	_ kernel.TraceCounter = (*Store)(nil)
+)
 
 // Option configures [Open] and [New].
 type Option func(*config)
@@ -376,6 +379,20 @@ func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ..
 		return kernel.Record{}, fmt.Errorf("sqlitestore: %w: %s", kernel.ErrNotFound, missing)
 	}
 	return r, err
+}
+
+// CountTrace implements [kernel.TraceCounter] through the trace index.
+func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	var n int
+	if err := s.count.QueryRowContext(ctx, traceID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlitestore: count trace: %w", err)
+	}
+	return n, nil
 }
 
 // ListTrace implements [kernel.Store] through the trace index. The listing

@@ -256,3 +256,21 @@ func testListSlotBadFilter(t *testing.T, s kernel.Store) {
 			fmt.Sprintf("ListSlot(%d, %+v) refuses an invalid slot or filter", bad.slot, bad.f))
 	}
 }
+
+// testCountTrace checks the optional kernel.TraceCounter against ListTrace.
+func testCountTrace(t *testing.T, s kernel.Store) {
+	c, ok := s.(kernel.TraceCounter)
+	if !ok {
+		t.Skip("the store does not implement kernel.TraceCounter")
+	}
+	for i := range 3 {
+		mustAppend(t, s, record("counted", kernel.Percepts, "door", i+1))
+	}
+	mustAppend(t, s, record("other", kernel.Percepts, "door", 1))
+	for trace, want := range map[string]int{"counted": 3, "other": 1, "never": 0} {
+		n, err := c.CountTrace(t.Context(), trace)
+		if err != nil || n != want {
+			t.Errorf("CountTrace(%q) = %d, %v; want %d (what ListTrace yields)", trace, n, err, want)
+		}
+	}
+}

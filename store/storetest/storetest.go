@@ -49,6 +49,7 @@ func cases() []testCase {
 		{"ApplyAtomic", testApplyAtomic},
 		{"ApplyConditional", testApplyConditional},
 		{"ListSlotBadFilter", testListSlotBadFilter},
+		{"CountTrace", testCountTrace},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentDuplicate", testConcurrentDuplicate},
 		{"ConcurrentInvalidate", testConcurrentInvalidate},

@@ -1,0 +1,151 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// recorder is a minimal recording TracerProvider: enough to see which spans
+// the kernel starts and what it puts on them.
+type recorder struct {
+	embedded.TracerProvider
+	mu    sync.Mutex
+	spans []*recSpan
+}
+
+func (r *recorder) Tracer(string, ...trace.TracerOption) trace.Tracer { return recTracer{r: r} }
+
+type recTracer struct {
+	embedded.Tracer
+	r *recorder
+}
+
+func (t recTracer) Start(ctx context.Context, name string, _ ...trace.SpanStartOption) (context.Context, trace.Span) {
+	s := &recSpan{Span: noop.Span{}, name: name, attrs: map[string]string{}}
+	t.r.mu.Lock()
+	t.r.spans = append(t.r.spans, s)
+	t.r.mu.Unlock()
+	return trace.ContextWithSpan(ctx, s), s
+}
+
+type recSpan struct {
+	trace.Span
+	name   string
+	attrs  map[string]string
+	status otelcodes.Code
+	ended  bool
+}
+
+func (s *recSpan) IsRecording() bool { return true }
+func (s *recSpan) SetAttributes(kv ...attribute.KeyValue) {
+	for _, a := range kv {
+		s.attrs[string(a.Key)] = a.Value.Emit()
+	}
+}
+func (s *recSpan) SetStatus(c otelcodes.Code, _ string)    { s.status = c }
+func (s *recSpan) RecordError(error, ...trace.EventOption) {}
+func (s *recSpan) End(...trace.SpanEndOption)              { s.ended = true }
+
+func TestTracingRecordsWritesAndDecisions(t *testing.T) {
+	rec := &recorder{}
+	k, err := kernel.New(kernel.WithTracerProvider(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"stale": true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
+		t.Fatal(err)
+	}
+	prop, err := k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Planner("p").Commit(ctx, "tr", prop.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Constraints, Kind: "x"})
+	if !errors.Is(err, kernel.ErrPermission) {
+		t.Fatalf("want a permission error, got %v", err)
+	}
+	var got []string
+	for _, s := range rec.spans {
+		if !s.ended {
+			t.Errorf("span %s not ended", s.name)
+		}
+		got = append(got, s.name+" "+s.attrs["bk.slot"]+" "+s.attrs["bk.code"]+" "+s.status.String())
+	}
+	want := []string{
+		"kernel.write percepts COMMITTED Unset",
+		"kernel.submit beliefs STALE_EVIDENCE Unset",
+		"kernel.write beliefs  Unset",
+		"kernel.commit  STALE_EVIDENCE Unset",
+		"kernel.write constraints  Error",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("spans %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("span %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	for _, s := range rec.spans {
+		if s.attrs["bk.trace_id"] != "tr" {
+			t.Errorf("span %s has trace id %q", s.name, s.attrs["bk.trace_id"])
+		}
+	}
+}
+
+func TestTracingOff(t *testing.T) {
+	// nil turns instrumentation off; the kernel must still work.
+	k, err := kernel.New(kernel.WithTracerProvider(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTracingGlobalProviderJoinsCallerSpans(t *testing.T) {
+	rec := &recorder{}
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(rec)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+
+	k, err := kernel.New() // the global provider
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"}
+	if _, err := k.Tool("t").Write(context.Background(), entry); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.spans) != 0 {
+		t.Fatalf("a call outside any recording span started %d spans", len(rec.spans))
+	}
+	ctx, parent := rec.Tracer("app").Start(context.Background(), "app.request")
+	if _, err := k.Tool("t").Write(ctx, entry); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	if len(rec.spans) != 2 || rec.spans[1].name != "kernel.write" {
+		t.Fatalf("inside a recording span the kernel should add its own: %d spans", len(rec.spans))
+	}
+}
