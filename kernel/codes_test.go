@@ -270,6 +270,29 @@ func codeCases() []codeCase {
 			}
 			return decided(f.propose(tr, kernel.Actions, "issue_refund", action("refund_due")))
 		}},
+		{name: "bound constraint leaves the safe fallback alone", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
+			f.perceive(tr, "charge", kernel.Payload{"is_duplicate": true}, nil, 0)
+			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
+				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
+				f.t.Fatal(err)
+			}
+			return decided(f.propose(tr, kernel.Actions, kernel.FallbackQueueForReview, kernel.Payload{"reason": "PLAN_NO_DUPLICATE_REFUND_BLOCKED"}))
+		}},
+		{name: "action payload type disagrees with its kind", want: kernel.CodeFieldMismatch,
+			run: proposeAct(kernel.FallbackQueueForReview, kernel.Payload{kernel.KeyType: "issue_refund"})},
+		{name: "belief spec: evidence shopping", want: kernel.CodeMissingEvidence,
+			opts: []kernel.Option{kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}})},
+			run: func(f *fixture) (kernel.Code, error) {
+				f.perceive(tr, "charge", kernel.Payload{"stale": true}, nil, 0)
+				f.perceive(tr, "refund", kernel.Payload{"amount": 10.0}, nil, 0)
+				return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, "refund")))
+			}},
+		{name: "belief spec met through a percept id", want: kernel.CodeCommitted,
+			opts: []kernel.Option{kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}})},
+			run: func(f *fixture) (kernel.Code, error) {
+				c := f.perceive(tr, "charge", clean, nil, 0)
+				return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, c.ID)))
+			}},
 		{name: "disabled constraint does not block", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
 			f.groundedBelief(tr)
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", BlocksField: "is_duplicate"}, 0); err != nil {

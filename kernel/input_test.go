@@ -136,6 +136,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"nil clock":              kernel.WithClock(nil),
 		"spec with empty type":   kernel.WithActionSpecs(kernel.ActionSpec{}),
 		"nil validator":          kernel.WithValidators(nil),
+		"nil validator func":     kernel.WithValidators(kernel.ValidatorFunc(nil)),
+		"belief spec, no kind":   kernel.WithBeliefSpecs(kernel.BeliefSpec{DependsOn: []string{"charge"}}),
+		"belief spec, no deps":   kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due"}),
 	} {
 		k, err := kernel.New(opt)
 		if !errors.Is(err, kernel.ErrInvalidInput) || k != nil {

@@ -43,6 +43,7 @@ type Kernel struct {
 	conflictThreshold float64
 	maxPayload        int
 	specs             map[string]ActionSpec
+	beliefSpecs       map[string]BeliefSpec
 	strictActions     bool
 	validators        []Validator
 	log               *slog.Logger
@@ -69,6 +70,27 @@ type ActionSpec struct {
 	// feasible plan of the same trace (NO_FEASIBLE_PLAN otherwise); the plan
 	// then joins the action's provenance.
 	RequirePlan bool
+}
+
+// BeliefSpec is what the kernel's owner fixes about a belief kind: the
+// percept kinds it must rest on. Without one, a planner chooses a belief's
+// evidence itself and could shop for a clean percept that says nothing about
+// the belief; with one, a proposal that does not depend on every listed kind
+// is MISSING_EVIDENCE.
+type BeliefSpec struct {
+	Kind      string
+	DependsOn []string
+}
+
+// WithBeliefSpecs registers belief specs; a later spec for a kind replaces
+// an earlier one.
+func WithBeliefSpecs(specs ...BeliefSpec) Option {
+	return func(k *Kernel) {
+		for _, s := range specs {
+			s.DependsOn = slices.Clone(s.DependsOn)
+			k.beliefSpecs[s.Kind] = s
+		}
+	}
 }
 
 // Option configures a Kernel in [New].
@@ -129,6 +151,7 @@ func New(opts ...Option) (*Kernel, error) {
 		specs: map[string]ActionSpec{
 			FallbackQueueForReview: {Type: FallbackQueueForReview, SafeFallback: true},
 		},
+		beliefSpecs: map[string]BeliefSpec{},
 	}
 	for _, o := range opts {
 		o(k)
@@ -163,6 +186,11 @@ func (k *Kernel) checkConfig() error {
 	for t, s := range k.specs {
 		if t == "" || s.Type != t {
 			return bad("action spec with empty type")
+		}
+	}
+	for kind, s := range k.beliefSpecs {
+		if kind == "" || len(s.DependsOn) == 0 || slices.Contains(s.DependsOn, "") {
+			return bad("belief spec %q needs a kind and non-empty dependencies", kind)
 		}
 	}
 	for _, v := range k.validators {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -34,6 +35,7 @@ const (
 	KeyBlocksField       = "blocks_field"       // constraint: the field that blocks when truthy
 	KeyBindPercept       = "bind_percept"       // constraint: percept kind whose field is authoritative
 	KeyReason            = "reason"             // fallback action: the code that caused it
+	KeyType              = "type"               // action: if present, must equal the action's kind
 
 	// Flags the kernel derives for every plan step and action from its own
 	// evidence chain. A proposal cannot set them.
@@ -177,6 +179,15 @@ func cloneValue(v any) any {
 	}
 	return v
 }
+
+// keyError names the innermost key under which a payload was refused.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return fmt.Sprintf("%v (under key %q)", e.err, e.key) }
+func (e *keyError) Unwrap() error { return e.err }
 
 // maxDepth bounds nesting; deeper values are refused, which also catches
 // cyclic maps and slices.
@@ -336,7 +347,10 @@ func (n *normalizer) object(m map[string]any, depth int) (any, error) {
 		}
 		c, err := n.value(e, depth+1)
 		if err != nil {
-			return nil, fmt.Errorf("%w (at key %q)", err, k)
+			if errors.As(err, new(*keyError)) {
+				return nil, err
+			}
+			return nil, &keyError{key: k, err: err}
 		}
 		out[k] = c
 	}

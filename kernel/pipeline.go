@@ -357,6 +357,11 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 	if len(deps) == 0 {
 		return outcome{code: CodeMissingEvidence}
 	}
+	for _, need := range k.beliefSpecs[p.Kind].DependsOn {
+		if !s.dependsOn(deps, need) {
+			return outcome{code: CodeMissingEvidence}
+		}
+	}
 	percepts := make([]string, 0, len(deps))
 	checks := make([]any, 0, len(deps))
 	arbitrated := false
@@ -412,6 +417,20 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 	}
 	rec := s.commitRecord(p, 1, CodeCommitted, p.Payload, percepts, []string{artifact.ID})
 	return outcome{code: CodeCommitted, record: rec, evidence: artifact}
+}
+
+// dependsOn reports whether a belief's declared dependencies name the
+// percept kind need, directly or through a percept id.
+func (s *snapshot) dependsOn(deps []any, need string) bool {
+	for _, d := range deps {
+		if d == any(need) {
+			return true
+		}
+		if r := s.perceptFor(d.(string)); r != nil && r.Kind == need {
+			return true
+		}
+	}
+	return false
 }
 
 // gate holds the checks a plan step and an action share.
@@ -524,6 +543,11 @@ func (g *gate) constrained(f flags, blocked func(string) Code) Code {
 		if d, isDerived := f.get(c.field); isDerived {
 			value = d
 		} else if c.bind != "" {
+			if g.k.specs[g.action].SafeFallback {
+				// A bound constraint guards the effect the observed fact
+				// makes unsafe; a safe fallback has no such effect.
+				continue
+			}
 			pr := g.s.latest(Percepts, c.bind, func(r *Record) bool { return r.Mode == ModeCommit && r.Status != StatusInvalidated })
 			if pr == nil {
 				return blocked(c.name) // cannot verify: fail closed
@@ -597,6 +621,11 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 				return outcome{code: CodeNegativePrediction}
 			}
 		}
+	}
+	if t, ok := p.Payload[KeyType]; ok && t != any(p.Kind) {
+		// An executor that dispatched on the payload's type would run
+		// something the kernel never gated.
+		return outcome{code: CodeFieldMismatch}
 	}
 	flags := g.derived()
 	if code := g.constrained(flags, BlockedCode); code != "" {
