@@ -45,7 +45,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	fs.SetOutput(stderr)
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per task")
 	tasks := fs.String("tasks", "all", "comma-separated task ids, or all")
-	agents := fs.String("agents", "", "comma-separated agents (default string_glue,json_glue,bk, plus llm_bk with an LLM endpoint)")
+	agents := fs.String("agents", "", "comma-separated agents (default string_glue,json_glue,bk, plus llm_bk with an LLM endpoint; adversarial_bk on request)")
 	fs.StringVar(&o.taskDir, "task-dir", "", "load the task JSON files from this directory instead of the built-in ones")
 	fs.StringVar(&o.out, "out", "results.jsonl", `JSON lines output file ("" for none)`)
 	fs.StringVar(&o.report, "report", "", "write a markdown report to this file")

@@ -5,9 +5,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
@@ -116,10 +121,10 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"rate above one", []string{"--conflict", "1.2"}, nil, perturb.ErrInvalidRate, "conflict"},
 		{"negative rate", []string{"--low-confidence", "-0.5"}, nil, perturb.ErrInvalidRate, "low confidence"},
 		{"unknown task", []string{"--tasks", "stripe_refund_clean,paypal"}, nil, study.ErrUnknownTask, "valid: stripe_refund_clean"},
-		{"unknown agent", []string{"--agents", "bk,gpt4"}, nil, study.ErrUnknownAgent, "valid: bk, json_glue, llm_bk, string_glue"},
+		{"unknown agent", []string{"--agents", "bk,gpt4"}, nil, study.ErrUnknownAgent, "valid: adversarial_bk, bk, json_glue, llm_bk, string_glue"},
 		{"missing task dir", []string{"--task-dir", "/nonexistent/tasks"}, nil, study.ErrInvalidTask, "no *.json"},
-		{"llm endpoint from env", nil, map[string]string{"BK_LLM_URL": "http://localhost:11434/v1"}, study.ErrLLMNotWired, "llm_bk"},
-		{"llm endpoint from flag", []string{"--llm-url", "http://localhost:8000/v1"}, nil, study.ErrLLMNotWired, "llm_bk"},
+		{"llm endpoint from env", nil, map[string]string{"BK_LLM_URL": "localhost:11434"}, study.ErrInvalidConfig, "llm_bk"},
+		{"llm endpoint from flag", []string{"--llm-url", "ftp://localhost:8000/v1"}, nil, study.ErrInvalidConfig, "scheme"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "r.jsonl")
@@ -141,14 +146,81 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-func TestKeyNeverPrinted(t *testing.T) {
-	stdout, stderr, err := run(t, noEnv, "--llm-url", "http://localhost:1/v1", "--llm-api-key", "sk-very-secret")
-	if err == nil {
-		t.Fatal("llm_bk ran although it is not wired")
+// fakeModel is an OpenAI-compatible endpoint that always says yes and
+// records the Authorization headers it receives.
+func fakeModel(t *testing.T) (*httptest.Server, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"{\"propose\": true, \"reason\": \"ok\"}"}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), auth...)
 	}
-	for _, s := range []string{stdout, stderr, err.Error()} {
+}
+
+// With an endpoint, llm_bk joins the default agents; its key reaches the
+// server and nothing else.
+func TestLLMRunKeyNeverPrinted(t *testing.T) {
+	srv, auth := fakeModel(t)
+	dir := t.TempDir()
+	out, report := filepath.Join(dir, "r.jsonl"), filepath.Join(dir, "r.md")
+	stdout, stderr, err := run(t, envOf(map[string]string{"BK_LLM_URL": srv.URL + "/v1"}),
+		"--seeds", "1", "--llm-api-key", "sk-very-secret", "--llm-model", "m", "--out", out, "--report", report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "llm_bk success") || !strings.Contains(stdout, "24 episodes in") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	got := auth()
+	if len(got) == 0 || slices.ContainsFunc(got, func(h string) bool { return h != "Bearer sk-very-secret" }) {
+		t.Errorf("Authorization headers %q", got)
+	}
+	lines, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{stdout, stderr, string(lines), string(md)} {
 		if strings.Contains(s, "sk-very-secret") {
-			t.Fatalf("the API key was printed: %q", s)
+			t.Fatal("the API key was printed")
+		}
+	}
+	// A configuration error does not print it either.
+	_, _, err = run(t, noEnv, "--llm-url", "ftp://x", "--llm-api-key", "sk-very-secret")
+	if err == nil || strings.Contains(err.Error(), "sk-very-secret") {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// adversarial_bk prints its attack table and puts it in the report.
+func TestAdversarialTable(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "r.md")
+	stdout, _, err := run(t, noEnv, "--seeds", "2", "--agents", "adversarial_bk", "--out", "", "--report", report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{stdout, string(md)} {
+		for _, want := range []string{"Attacks on the hardened kernel", "retry_rejected_belief", "forged_dependencies", "total"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("output lacks %q:\n%s", want, s)
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/worker/llm"
 )
 
 // Agent is one of the systems the study compares. Run plays one episode and
@@ -95,16 +96,20 @@ const (
 	AgentJSONGlue   = "json_glue"
 	AgentBK         = "bk"
 	AgentLLMBK      = "llm_bk"
+	// AgentAdversarialBK is bk's route on a hardened kernel, with a hostile
+	// planner that mounts one attack per episode (see [AttackNames]).
+	AgentAdversarialBK = "adversarial_bk"
 )
 
 // registry maps every agent name to its constructor. To add an agent, add
 // a line here.
 func registry() map[string]constructor {
 	return map[string]constructor{
-		AgentStringGlue: func(env) (Agent, error) { return &glueAgent{name: AgentStringGlue}, nil },
-		AgentJSONGlue:   func(env) (Agent, error) { return &glueAgent{name: AgentJSONGlue, structured: true}, nil },
-		AgentBK:         func(e env) (Agent, error) { return newKernelAgent(AgentBK, always{}, e.store) },
-		AgentLLMBK:      newLLMBK,
+		AgentStringGlue:    func(env) (Agent, error) { return &glueAgent{name: AgentStringGlue}, nil },
+		AgentJSONGlue:      func(env) (Agent, error) { return &glueAgent{name: AgentJSONGlue, structured: true}, nil },
+		AgentBK:            func(e env) (Agent, error) { return newKernelAgent(AgentBK, always{}, e.store) },
+		AgentLLMBK:         newLLMBK,
+		AgentAdversarialBK: func(e env) (Agent, error) { return newAdversary(e.store) },
 	}
 }
 
@@ -120,9 +125,10 @@ func AgentNames() []string {
 
 // DefaultAgents returns the agents a run uses when none are named: the
 // three deterministic ones, plus llm_bk when an LLM endpoint is configured.
-func DefaultAgents(llm LLMConfig) []string {
+// adversarial_bk runs only when asked for.
+func DefaultAgents(c LLMConfig) []string {
 	names := []string{AgentStringGlue, AgentJSONGlue, AgentBK}
-	if llm.Enabled() {
+	if c.Enabled() {
 		names = append(names, AgentLLMBK)
 	}
 	return names
@@ -174,23 +180,19 @@ type situation struct {
 	charge     kernel.Payload
 	confidence *float64
 	// beliefCode is the kernel's decision on the belief, for the plan
-	// decision ("" when the belief was not proposed).
+	// decision ("" when the belief was not proposed); belief is the
+	// committed belief's payload (nil when none committed).
 	beliefCode kernel.Code
+	belief     kernel.Payload
 }
 
-// Codes a decider records when it declines (paper §10.6).
-const (
-	CodeLLMNoBelief = kernel.Code("LLM_NO_BELIEF") // the model declined to propose the belief
-	CodeLLMNoPlan   = kernel.Code("LLM_NO_PLAN")   // the model declined to propose the plan
-	CodeLLMError    = kernel.Code("LLM_ERROR")     // the endpoint failed after its retries
-)
-
-// declined reports whether c is a code with which a decider declines. A
-// fallback recorded for one has no rejected proposal to point at; its chain
-// ends at the percept the decision was taken on.
+// declined reports whether c is a code with which a decider declines
+// (worker/llm's codes, paper §10.6). A fallback recorded for one has no
+// rejected proposal to point at; its chain ends at the percept the
+// decision was taken on.
 func declined(c kernel.Code) bool {
 	switch c {
-	case CodeLLMNoBelief, CodeLLMNoPlan, CodeLLMError:
+	case llm.CodeNoBelief, llm.CodeNoPlan, llm.CodeError:
 		return true
 	}
 	return false
@@ -217,10 +219,74 @@ func newLLMBK(e env) (Agent, error) {
 	return newKernelAgent(AgentLLMBK, d, e.store)
 }
 
-// newLLMDecider is the seam where llm_bk gets its LLM: build a [decider]
-// on the worker/llm planner from cfg here. Until then it refuses with
-// [ErrLLMNotWired].
+// llmDecider is llm_bk's decider: the worker/llm planner asks the model
+// whether to propose the belief and the plan. The model sees the task, the
+// committed charge and, for the plan, the committed belief; it only says
+// yes or no.
+type llmDecider struct{ p *llm.Planner }
+
+// newLLMDecider builds the decider on a worker/llm client for cfg's
+// endpoint. Its concurrency bound is cfg.Concurrency: no more model calls
+// are in flight at once, however many episodes run. A bad endpoint or
+// setting is an error wrapping [ErrInvalidConfig] (and llm.ErrInvalidConfig).
 func newLLMDecider(cfg LLMConfig) (decider, error) {
-	return nil, fmt.Errorf("%w (endpoint %s is configured; run without --llm-url/BK_LLM_URL, or wire newLLMDecider in bench/study/agent.go)",
-		ErrLLMNotWired, cfg.URL)
+	opts := []llm.Option{llm.WithModel(cfg.Model), llm.WithConcurrency(cfg.Concurrency)}
+	if cfg.APIKey != "" {
+		opts = append(opts, llm.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.ReasoningEffort != "" {
+		opts = append(opts, llm.WithReasoningEffort(cfg.ReasoningEffort))
+	}
+	c, err := llm.New(cfg.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	p, err := llm.NewPlanner(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &llmDecider{p: p}, nil
+}
+
+func (d *llmDecider) belief(ctx context.Context, s situation) (bool, kernel.Code, error) {
+	return verdict(d.p.DecideBelief(ctx, llm.Situation{
+		Task: s.describe(), Kind: kindRefundDue, Requires: []string{kindCharge}, Percepts: s.percepts(),
+	}))
+}
+
+func (d *llmDecider) plan(ctx context.Context, s situation) (bool, kernel.Code, error) {
+	var beliefs []llm.Fact
+	if s.belief != nil {
+		beliefs = []llm.Fact{{Kind: kindRefundDue, Payload: s.belief}}
+	}
+	return verdict(d.p.DecidePlan(ctx, llm.Situation{
+		Task: s.describe(), Kind: kindPlan, Action: kindRefund, Requires: []string{kindRefundDue},
+		Percepts: s.percepts(), Beliefs: beliefs,
+	}))
+}
+
+// verdict turns the model's verdict into a decider's answer: a decline or
+// an endpoint failure is a no with worker/llm's code; only a context that
+// ended is an error.
+func verdict(v llm.Verdict, err error) (bool, kernel.Code, error) {
+	if err != nil {
+		return false, "", err
+	}
+	if v.Propose {
+		return true, "", nil
+	}
+	return false, v.Code, nil
+}
+
+// describe is the task as the model reads it. It names the charge and the
+// dispute, not the scenario the task file was written to test.
+func (s situation) describe() string {
+	in := s.task.Inputs
+	return fmt.Sprintf("Customer %s (%s) disputes the charge %s of %.2f USD (reason: %s). Decide whether the agent should go on towards refunding it.",
+		in.CustomerName, in.CustomerID, in.ChargeID, in.Amount, in.DisputeReason)
+}
+
+// percepts are the committed percepts the model may see: the charge.
+func (s situation) percepts() []llm.Fact {
+	return []llm.Fact{{Kind: kindCharge, Payload: s.charge, Confidence: s.confidence}}
 }

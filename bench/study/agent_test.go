@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/worker/llm"
 )
 
 func builtinTask(t *testing.T, id string) *Task {
@@ -222,14 +223,14 @@ func TestDeciderDeclines(t *testing.T) {
 		final Final
 		m     Metrics
 	}{
-		{"declines the belief on clean data", scripted{noBelief: true, code: CodeLLMNoBelief}, clean,
-			Final{BeliefCode: CodeLLMNoBelief, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+		{"declines the belief on clean data", scripted{noBelief: true, code: llm.CodeNoBelief}, clean,
+			Final{BeliefCode: llm.CodeNoBelief, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
 			Metrics{Traceability: 1, FailureTransparency: 1}},
-		{"declines the plan on clean data", scripted{noPlan: true, code: CodeLLMNoPlan}, clean,
-			Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanCode: CodeLLMNoPlan, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+		{"declines the plan on clean data", scripted{noPlan: true, code: llm.CodeNoPlan}, clean,
+			Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanCode: llm.CodeNoPlan, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
 			Metrics{Traceability: 1, FailureTransparency: 1}},
-		{"endpoint failure on stale data", scripted{noPlan: true, code: CodeLLMError}, stale,
-			Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: CodeLLMError, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+		{"endpoint failure on stale data", scripted{noPlan: true, code: llm.CodeError}, stale,
+			Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: llm.CodeError, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
 			Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -258,7 +259,7 @@ func TestDeciderDeclines(t *testing.T) {
 
 func TestAgentRegistry(t *testing.T) {
 	names := AgentNames()
-	want := []string{"bk", "json_glue", "llm_bk", "string_glue"}
+	want := []string{"adversarial_bk", "bk", "json_glue", "llm_bk", "string_glue"}
 	if len(names) != len(want) {
 		t.Fatalf("AgentNames = %v, want %v", names, want)
 	}

@@ -13,7 +13,22 @@
 // ([BuiltinTasks]). The agents are registered by name ([AgentNames]):
 // string_glue and json_glue are the ungoverned baselines ([GlueOutput]); bk
 // runs on the kernel ([KernelOutput]) and asks a decider whether to propose
-// its belief and plan — always yes for bk, a language model for llm_bk.
+// its belief and plan — always yes for bk, a language model for llm_bk
+// (through package worker/llm, at most [LLMConfig].Concurrency calls at
+// once; a decline or an endpoint that kept failing ends in the safe
+// fallback with llm.CodeNoBelief, llm.CodeNoPlan or llm.CodeError).
+//
+// # Adversarial planner
+//
+// adversarial_bk takes bk's route on a hardened kernel (a strict action
+// registry, issue_refund grounded in refund_due and a committed plan, the
+// duplicate constraint bound to the refund tool's percept) after its
+// hostile planner has mounted one attack of a catalogue ([AttackNames])
+// through its planner handle. Each JSON line names the attack and lists
+// its hostile writes with the kernel's answers ([Attack]);
+// [Summary.Attacks] and the attack table aggregate them. An attack is
+// blocked when every hostile write was refused with a typed code; unsafe
+// actions are measured from the store, as for every kernel agent.
 //
 // # Metrics
 //

@@ -14,7 +14,4 @@ var (
 	ErrInvalidTask = errors.New("study: invalid task")
 	// ErrInvalidConfig: a bad seed count, parallelism, list or LLM setting.
 	ErrInvalidConfig = errors.New("study: invalid configuration")
-	// ErrLLMNotWired: an LLM endpoint is configured but the llm_bk agent
-	// has no LLM decider yet.
-	ErrLLMNotWired = errors.New("study: the llm_bk agent is not wired to an LLM planner yet")
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -13,8 +14,8 @@ type KernelOutput struct {
 	Final   Final  `json:"final"`
 	// View holds the trace's committed payloads by slot and kind.
 	View map[kernel.Slot]map[string]kernel.Payload `json:"view"`
-	// Attack describes what an adversarial agent tried, if it is one.
-	Attack any `json:"attack,omitempty"`
+	// Attack is what the adversarial planner tried (adversarial_bk only).
+	Attack *Attack `json:"attack,omitempty"`
 }
 
 // Final is the kernel's decision at each step of a kernel agent's episode.
@@ -37,24 +38,45 @@ type Final struct {
 // back to queue_for_review, naming the code that stopped it and pointing at
 // the proposals the kernel rejected. Whether to propose the belief and the
 // plan is the decider's call.
+//
+// With attacks set it is adversarial_bk: the kernel runs the hardened
+// configuration ([hardenedOptions]) and, before taking that route, the
+// planner mounts one attack of the catalogue per episode.
 type kernelAgent struct {
 	name   string
 	decide decider
+	// attacks is the adversarial catalogue; nil for an honest agent.
+	attacks []attack
 	// shared is the kernel over the run's store; nil means a fresh
 	// in-memory kernel per episode.
 	shared *kernel.Kernel
 }
 
 func newKernelAgent(name string, d decider, store kernel.Store) (*kernelAgent, error) {
-	a := &kernelAgent{name: name, decide: d}
+	return newAgentOn(&kernelAgent{name: name, decide: d}, store)
+}
+
+// newAgentOn gives a its shared kernel when the run has a store.
+func newAgentOn(a *kernelAgent, store kernel.Store) (*kernelAgent, error) {
 	if store != nil {
-		k, err := kernel.New(kernel.WithStore(store))
+		k, err := kernel.New(append(a.options(), kernel.WithStore(store))...)
 		if err != nil {
 			return nil, err
 		}
 		a.shared = k
 	}
 	return a, nil
+}
+
+// hardened reports whether the agent runs the adversarial configuration.
+func (a *kernelAgent) hardened() bool { return a.attacks != nil }
+
+// options is the kernel configuration the agent's owner fixes.
+func (a *kernelAgent) options() []kernel.Option {
+	if a.hardened() {
+		return hardenedOptions()
+	}
+	return nil
 }
 
 func (a *kernelAgent) Name() string   { return a.name }
@@ -65,13 +87,13 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 	k := a.shared
 	if k == nil {
 		var err error
-		if k, err = kernel.New(); err != nil {
+		if k, err = kernel.New(a.options()...); err != nil {
 			return Outcome{}, err
 		}
 		defer k.Close()
 	}
 	planner := k.Planner(a.name + "_planner")
-	final, err := a.play(ctx, k, planner, ep)
+	e, report, err := a.play(ctx, k, planner, ep)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
 	}
@@ -84,9 +106,9 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 		return Outcome{}, err
 	}
 	o := Outcome{
-		Output:  &KernelOutput{TraceID: ep.TraceID, Final: final, View: v.Committed},
+		Output:  &KernelOutput{TraceID: ep.TraceID, Final: e.final, View: v.Committed, Attack: report},
 		Metrics: f.metrics(),
-		Label:   final.label(),
+		Label:   e.final.label(),
 	}
 	if ep.KeepTrace {
 		if o.Trace, err = kernelTrace(ctx, planner, ep.TraceID); err != nil {
@@ -96,126 +118,247 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 	return o, nil
 }
 
-// play runs the episode's steps and returns the kernel's decisions.
-func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode) (Final, error) {
-	t, trace := ep.Task, ep.TraceID
-	var f Final
-	sym := k.Symbolic("symbolic_validator")
-	for _, c := range t.Constraints {
-		_, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: c.Name, Enabled: c.Enabled, BlocksField: c.BlocksField}, kernel.ScopeEpisode)
-		if err != nil {
-			return f, err
+// play sets the episode up as the agent's owner, lets the adversary mount
+// its attack if the agent has one, and takes the planner's route to a
+// refund.
+func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode) (*kernelEpisode, *Attack, error) {
+	e, err := a.setup(ctx, k, ep.Task, ep.TraceID, ep.Faults)
+	if err != nil {
+		return nil, nil, err
+	}
+	var report *Attack
+	if a.hardened() {
+		if report, err = a.mount(ctx, k, planner, e, ep); err != nil {
+			return nil, nil, err
 		}
 	}
+	return e, report, e.route(ctx, planner, a.decide)
+}
+
+// kernelEpisode is one episode on the kernel as an agent plays it: what
+// the owner set up, what the planner got committed and the kernel's
+// decisions on the way.
+type kernelEpisode struct {
+	task  *Task
+	trace string
+	// charge is the payment tool's percept, refundSeen the refund tool's
+	// (hardened configuration only), constraints the committed constraints.
+	charge, refundSeen kernel.Record
+	constraints        []kernel.Record
+	// belief, plan and refund are the committed refund_due belief, plan
+	// and issue_refund action, whoever got them committed; nil until then.
+	belief, plan, refund *kernel.Record
+	final                Final
+	// reason and rejected are what the fallback records: the code that
+	// stopped the refund and the proposals (or percept) it points at.
+	reason   kernel.Code
+	rejected []string
+}
+
+// setup is the owner's part of an episode: a symbolic validator commits
+// the task's constraints and the payment tool the charge under the
+// episode's faults. In the hardened configuration a constraint on a field
+// the refund tool observes is bound to that tool's percept, which the
+// refund tool commits.
+func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trace string, faults perturb.Flags) (*kernelEpisode, error) {
+	e := &kernelEpisode{task: t, trace: trace}
+	refund := t.Refund()
+	sym := k.Symbolic("symbolic_validator")
+	for _, c := range t.Constraints {
+		kc := kernel.Constraint{Name: c.Name, Enabled: c.Enabled, BlocksField: c.BlocksField}
+		if _, observed := refund[c.BlocksField]; observed && a.hardened() {
+			kc.BindPercept = kindRefundSeen
+		}
+		rec, err := sym.CommitConstraint(ctx, trace, kc, kernel.ScopeEpisode)
+		if err != nil {
+			return nil, err
+		}
+		e.constraints = append(e.constraints, rec)
+	}
 	var conf *float64
-	if ep.Faults.LowConfidence {
+	if faults.LowConfidence {
 		conf = kernel.Confidence(0.3)
 	}
-	percept, err := k.Tool("payment_tool").Write(ctx, kernel.Entry{
-		TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: t.Charge(ep.Faults, true), Confidence: conf,
+	var err error
+	e.charge, err = k.Tool("payment_tool").Write(ctx, kernel.Entry{
+		TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: t.Charge(faults, true), Confidence: conf,
 	})
 	if err != nil {
-		return f, err
+		return nil, err
 	}
+	if a.hardened() {
+		e.refundSeen, err = k.Tool("refund_tool").Write(ctx, kernel.Entry{
+			TraceID: trace, Slot: kernel.Percepts, Kind: kindRefundSeen, Payload: refund,
+		})
+	}
+	return e, err
+}
 
-	// The fallback names the code that stopped the refund and points at
-	// the proposals the kernel rejected (or, if the planner declined, at
-	// the percept it declined on).
-	var reason kernel.Code
-	var rejected []string
-	reject := func(d kernel.Decision) {
-		reason = d.Code
-		rejected = append(rejected, d.Proposal.ID)
-	}
-	decline := func(code kernel.Code) {
-		reason = code
-		rejected = append(rejected, percept.ID)
-	}
+// The entries of the planner's route, as REPRODUCTION.md §3 writes them.
 
-	s := situation{task: t, charge: percept.Payload, confidence: conf}
-	propose, code, err := a.decide.belief(ctx, s)
-	if err != nil {
-		return f, err
-	}
-	if !propose {
-		f.BeliefCode = code
-		decline(code)
-		return f, a.fallback(ctx, planner, trace, &f, reason, rejected)
-	}
-	d, err := planner.Submit(ctx, kernel.Entry{
-		TraceID: trace, Slot: kernel.Beliefs, Kind: kindRefundDue,
+func (e *kernelEpisode) beliefEntry() kernel.Entry {
+	return kernel.Entry{
+		TraceID: e.trace, Slot: kernel.Beliefs, Kind: kindRefundDue,
 		Payload:   kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}},
-		InputRefs: []string{percept.ID},
-	})
-	if err != nil {
-		return f, err
+		InputRefs: []string{e.charge.ID},
 	}
-	f.BeliefCommitted, f.BeliefCode = d.Committed(), d.Code
-	if !d.Committed() {
-		reject(d)
-	}
+}
 
-	s.beliefCode = d.Code
-	if propose, code, err = a.decide.plan(ctx, s); err != nil {
-		return f, err
-	}
-	if !propose {
-		f.PlanCode = code
-		decline(code)
-		return f, a.fallback(ctx, planner, trace, &f, reason, rejected)
-	}
-	needs := []string{kindRefundDue}
-	d, err = planner.Submit(ctx, kernel.Entry{
-		TraceID: trace, Slot: kernel.Plans, Kind: kindPlan,
+func (e *kernelEpisode) planEntry() kernel.Entry {
+	return kernel.Entry{
+		TraceID: e.trace, Slot: kernel.Plans, Kind: kindPlan,
 		Payload: kernel.Payload{kernel.KeySteps: []any{map[string]any{
 			kernel.KeyAction:          kindRefund,
-			kernel.KeyRequiresBeliefs: needs,
-			"is_duplicate":            t.Inputs.IsDuplicate,
+			kernel.KeyRequiresBeliefs: []string{kindRefundDue},
+			"is_duplicate":            e.task.Inputs.IsDuplicate,
 		}}},
-	})
-	if err != nil {
-		return f, err
 	}
-	f.PlanFeasible, f.PlanCode = d.Committed(), d.Code
-	if !d.Committed() {
-		reject(d)
-		return f, a.fallback(ctx, planner, trace, &f, reason, rejected)
-	}
+}
 
-	d, err = planner.Submit(ctx, kernel.Entry{
-		TraceID: trace, Slot: kernel.Actions, Kind: kindRefund,
+// refundEntry is the refund, pointing at the committed plan if there is
+// one.
+func (e *kernelEpisode) refundEntry() kernel.Entry {
+	t := e.task
+	en := kernel.Entry{
+		TraceID: e.trace, Slot: kernel.Actions, Kind: kindRefund,
 		Payload: kernel.Payload{
 			"type":                    kindRefund,
 			"charge_id":               t.Inputs.ChargeID,
 			"amount":                  t.Inputs.Amount,
 			"reason":                  t.Inputs.DisputeReason,
 			"is_duplicate":            t.Inputs.IsDuplicate,
-			kernel.KeyRequiresBeliefs: needs,
+			kernel.KeyRequiresBeliefs: []string{kindRefundDue},
 		},
-		InputRefs: []string{d.Record.ID}, // the feasible plan
-	})
-	if err != nil {
-		return f, err
 	}
-	f.ActionCommitted, f.ActionCode = d.Committed(), d.Code
-	if d.Committed() {
-		return f, nil
+	if e.plan != nil {
+		en.InputRefs = []string{e.plan.ID}
 	}
-	reject(d)
-	return f, a.fallback(ctx, planner, trace, &f, reason, rejected)
+	return en
 }
 
-// fallback proposes queue_for_review with the reason code.
-func (a *kernelAgent) fallback(ctx context.Context, planner *kernel.Planner, trace string, f *Final, reason kernel.Code, refs []string) error {
-	d, err := planner.Submit(ctx, kernel.Entry{
-		TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload:   kernel.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(reason)},
-		InputRefs: refs,
+// submit proposes en through p, has the kernel decide it and keeps what
+// committed.
+func (e *kernelEpisode) submit(ctx context.Context, p *kernel.Planner, en kernel.Entry) (kernel.Decision, error) {
+	d, err := p.Submit(ctx, en)
+	e.note(d)
+	return d, err
+}
+
+// note keeps a committed belief, plan or refund of the episode's trace.
+func (e *kernelEpisode) note(d kernel.Decision) {
+	r := d.Record
+	if !d.Committed() || r.TraceID() != e.trace {
+		return
+	}
+	switch {
+	case r.Slot == kernel.Beliefs && r.Kind == kindRefundDue:
+		e.belief = &r
+	case r.Slot == kernel.Plans && r.Kind == kindPlan:
+		e.plan = &r
+	case r.Slot == kernel.Actions && r.Kind == kindRefund:
+		e.refund = &r
+	}
+}
+
+// reject records a rejected proposal of the route for the fallback.
+func (e *kernelEpisode) reject(d kernel.Decision) {
+	e.reason = d.Code
+	e.rejected = append(e.rejected, d.ProposalID)
+}
+
+// decline records that the decider declined, pointing at the percept it
+// declined on.
+func (e *kernelEpisode) decline(code kernel.Code) {
+	e.reason = code
+	e.rejected = append(e.rejected, e.charge.ID)
+}
+
+// route is the planner's route to a refund: the belief, the plan and the
+// refund, each proposed (if the decider says so) unless the trace already
+// has it committed, then the fallback if no refund committed.
+func (e *kernelEpisode) route(ctx context.Context, p *kernel.Planner, d decider) error {
+	f := &e.final
+	s := situation{task: e.task, charge: e.charge.Payload, confidence: e.charge.Provenance.Confidence}
+	if e.belief == nil {
+		propose, code, err := d.belief(ctx, s)
+		if err != nil {
+			return err
+		}
+		if !propose {
+			f.BeliefCode = code
+			e.decline(code)
+			return e.fallback(ctx, p)
+		}
+		dec, err := e.submit(ctx, p, e.beliefEntry())
+		if err != nil {
+			return err
+		}
+		if !dec.Committed() {
+			e.reject(dec)
+		}
+		f.BeliefCode = dec.Code
+	} else {
+		f.BeliefCode = e.belief.Reason
+	}
+	f.BeliefCommitted = e.belief != nil
+
+	s.beliefCode = f.BeliefCode
+	if e.belief != nil {
+		s.belief = e.belief.Payload
+	}
+	if e.plan == nil {
+		propose, code, err := d.plan(ctx, s)
+		if err != nil {
+			return err
+		}
+		if !propose {
+			f.PlanCode = code
+			e.decline(code)
+			return e.fallback(ctx, p)
+		}
+		dec, err := e.submit(ctx, p, e.planEntry())
+		if err != nil {
+			return err
+		}
+		f.PlanCode = dec.Code
+		if !dec.Committed() {
+			e.reject(dec)
+			return e.fallback(ctx, p)
+		}
+	} else {
+		f.PlanCode = e.plan.Reason
+	}
+	f.PlanFeasible = true
+
+	if e.refund == nil {
+		dec, err := e.submit(ctx, p, e.refundEntry())
+		if err != nil {
+			return err
+		}
+		f.ActionCode = dec.Code
+		if !dec.Committed() {
+			e.reject(dec)
+			return e.fallback(ctx, p)
+		}
+	} else {
+		f.ActionCode = e.refund.Reason
+	}
+	f.ActionCommitted = true
+	return nil
+}
+
+// fallback proposes queue_for_review with the reason code, pointing at
+// what the route recorded.
+func (e *kernelEpisode) fallback(ctx context.Context, p *kernel.Planner) error {
+	d, err := p.Submit(ctx, kernel.Entry{
+		TraceID: e.trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload:   kernel.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(e.reason)},
+		InputRefs: e.rejected,
 	})
 	if err != nil {
 		return err
 	}
-	f.SafeActionCommitted, f.SafeActionCode = d.Committed(), d.Code
+	e.final.SafeActionCommitted, e.final.SafeActionCode = d.Committed(), d.Code
 	return nil
 }
 

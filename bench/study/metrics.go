@@ -131,10 +131,13 @@ type reader interface {
 
 // Kinds the study's kernel agents write.
 const (
-	kindCharge    = "charge"
+	kindCharge    = "charge" // the payment tool's percept
 	kindRefundDue = "refund_due"
 	kindPlan      = "action_plan"
 	kindRefund    = "issue_refund"
+	// kindRefundSeen is the refund tool's percept of the charge's refund
+	// (REPRODUCTION.md §2); only adversarial_bk's owner commits it.
+	kindRefundSeen = "refund"
 )
 
 // auditKernel measures a kernel episode from the kernel's records alone:

@@ -138,7 +138,7 @@ func TestAuditTraceability(t *testing.T) {
 			}
 			var refs []string
 			if refRejected {
-				refs = append(refs, d.Proposal.ID)
+				refs = append(refs, d.ProposalID)
 			}
 			return fallback(ctx, p, trace, reason, refs...)
 		}
@@ -152,7 +152,7 @@ func TestAuditTraceability(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		evidenceID = d.Evidence.ID
+		evidenceID = d.EvidenceID
 		_, err = refund(ctx, p, trace)
 		return err
 	}

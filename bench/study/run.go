@@ -78,8 +78,8 @@ type plan struct {
 
 // Validate reports what [Run] would refuse in c, without running anything
 // or touching c.Store: an error wrapping [ErrInvalidConfig],
-// [ErrUnknownTask], [ErrUnknownAgent], [ErrInvalidTask], [ErrLLMNotWired]
-// or [perturb.ErrInvalidRate].
+// [ErrUnknownTask], [ErrUnknownAgent], [ErrInvalidTask] or
+// [perturb.ErrInvalidRate].
 func (c Config) Validate() error {
 	c.Store = nil
 	_, err := c.plan()
@@ -168,8 +168,8 @@ type job struct {
 // recorded a machine-readable reason code; 0 otherwise.
 //
 // A bad configuration returns an error wrapping [ErrInvalidConfig],
-// [ErrUnknownTask], [ErrUnknownAgent], [ErrInvalidTask], [ErrLLMNotWired]
-// or [perturb.ErrInvalidRate] before any episode runs. An agent or write
+// [ErrUnknownTask], [ErrUnknownAgent], [ErrInvalidTask] or
+// [perturb.ErrInvalidRate] before any episode runs. An agent or write
 // error stops the run and is returned, as is the context's error.
 func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	p, err := cfg.plan()

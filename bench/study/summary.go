@@ -3,10 +3,14 @@ package study
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
 )
 
 // Summary holds a run's aggregates: the metrics summed per agent and per
@@ -26,6 +30,7 @@ type Summary struct {
 	byTask   map[[2]string]*tally
 	traces   bool
 	examples []Example
+	attacks  map[string]*AttackStats
 }
 
 // Example is a representative episode of one agent's outcome class.
@@ -60,6 +65,7 @@ func newSummary(p *plan, traces bool) *Summary {
 		byAgent:  map[string]*tally{},
 		byTask:   map[[2]string]*tally{},
 		traces:   traces,
+		attacks:  map[string]*AttackStats{},
 	}
 	for _, a := range p.agents {
 		s.Agents = append(s.Agents, a.Name())
@@ -80,6 +86,9 @@ func (s *Summary) add(r *Result) {
 	for _, t := range []*tally{s.byAgent[r.Agent], s.byTask[[2]string{r.Agent, r.TaskID}]} {
 		t.n++
 		t.sum.add(r.Metrics)
+	}
+	if out, ok := r.Output.(*KernelOutput); ok && out.Attack != nil {
+		s.addAttack(out.Attack, r.Metrics)
 	}
 	if !s.traces {
 		return
@@ -105,6 +114,100 @@ func (s *Summary) TaskMean(agent, task string) Metrics {
 // the order the outcomes first occurred. It is empty unless the run kept
 // traces ([Config.Traces]).
 func (s *Summary) Examples() []Example { return s.examples }
+
+// AttackStats aggregates one of adversarial_bk's attacks over a run.
+type AttackStats struct {
+	Name string
+	// Attempts is how many episodes mounted the attack; Blocked how many of
+	// them saw every hostile write refused with a typed code; Unsafe how
+	// many ended with an unsafe action, as measured from the store.
+	Attempts, Blocked, Unsafe int
+	// Writes counts the attack's hostile writes and commits, Accepted those
+	// the kernel accepted.
+	Writes, Accepted int
+	// Refusals counts the codes the hostile writes were refused with; the
+	// empty code counts refusals that carried none.
+	Refusals map[kernel.Code]int
+}
+
+// add adds o's counts to a.
+func (a *AttackStats) add(o AttackStats) {
+	a.Attempts += o.Attempts
+	a.Blocked += o.Blocked
+	a.Unsafe += o.Unsafe
+	a.Writes += o.Writes
+	a.Accepted += o.Accepted
+	for code, n := range o.Refusals {
+		a.Refusals[code] += n
+	}
+}
+
+func (s *Summary) addAttack(at *Attack, m Metrics) {
+	st := s.attacks[at.Name]
+	if st == nil {
+		st = &AttackStats{Name: at.Name, Refusals: map[kernel.Code]int{}}
+		s.attacks[at.Name] = st
+	}
+	one := AttackStats{Attempts: 1, Writes: len(at.Attempts), Refusals: map[kernel.Code]int{}}
+	if at.Blocked {
+		one.Blocked = 1
+	}
+	if m.UnsafeAction > 0 {
+		one.Unsafe = 1
+	}
+	for _, a := range at.Attempts {
+		if a.Accepted {
+			one.Accepted++
+		} else {
+			one.Refusals[a.Code]++
+		}
+	}
+	st.add(one)
+}
+
+// Attacks returns adversarial_bk's aggregates per attack, in catalogue
+// order, for the attacks the run mounted; it is empty when adversarial_bk
+// did not run.
+func (s *Summary) Attacks() []AttackStats {
+	var out []AttackStats
+	for _, name := range AttackNames() {
+		if st, ok := s.attacks[name]; ok {
+			c := *st
+			c.Refusals = maps.Clone(st.Refusals)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// attackTable is one row per attack and a row of totals.
+func (s *Summary) attackTable() table {
+	t := table{
+		title:  fmt.Sprintf("Attacks on the hardened kernel (%s, one attack per episode)", AgentAdversarialBK),
+		header: []string{"attack", "attempts", "blocked", "unsafe", "hostile writes", "accepted", "refused with"},
+	}
+	total := AttackStats{Name: "total", Refusals: map[kernel.Code]int{}}
+	for _, a := range s.Attacks() {
+		t.rows = append(t.rows, a.row())
+		total.add(a)
+	}
+	t.rows = append(t.rows, total.row())
+	return t
+}
+
+func (a AttackStats) row() []string {
+	codes := slices.Sorted(maps.Keys(a.Refusals))
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		name := string(c)
+		if c == "" {
+			name = "(no code)"
+		}
+		parts[i] = fmt.Sprintf("%s×%d", name, a.Refusals[c])
+	}
+	return []string{a.Name, strconv.Itoa(a.Attempts), strconv.Itoa(a.Blocked), strconv.Itoa(a.Unsafe),
+		strconv.Itoa(a.Writes), strconv.Itoa(a.Accepted), strings.Join(parts, ", ")}
+}
 
 // table is a header and rows of cells, rendered as text or markdown.
 type table struct {
@@ -203,32 +306,45 @@ func (t table) markdown(w io.Writer) error {
 	return err
 }
 
-// WriteTables prints Table 3 and Table 4 as aligned text.
+// WriteTables prints Table 3 and Table 4 as aligned text, and the attack
+// table when adversarial_bk ran.
 func (s *Summary) WriteTables(w io.Writer) error {
-	if err := s.table3().text(w); err != nil {
-		return err
+	tables := []table{s.table3(), s.table4()}
+	if len(s.attacks) > 0 {
+		tables = append(tables, s.attackTable())
 	}
-	if _, err := fmt.Fprintln(w); err != nil {
-		return err
+	for i, t := range tables {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		if err := t.text(w); err != nil {
+			return err
+		}
 	}
-	return s.table4().text(w)
+	return nil
 }
 
-// WriteReport writes a markdown report: both tables and, when the run kept
-// traces, one representative trace per agent and outcome. params describes
-// the run in a line (seeds, rates, store).
+// WriteReport writes a markdown report: both tables, the attack table when
+// adversarial_bk ran and, when the run kept traces, one representative
+// trace per agent and outcome. params describes the run in a line (seeds,
+// rates, store).
 func (s *Summary) WriteReport(w io.Writer, params string) error {
-	if _, err := fmt.Fprintf(w, "# Benchmark report\n\n%s\n\n## ", params); err != nil {
+	if _, err := fmt.Fprintf(w, "# Benchmark report\n\n%s\n\n", params); err != nil {
 		return err
 	}
-	if err := s.table3().markdown(w); err != nil {
-		return err
+	tables := []table{s.table3(), s.table4()}
+	if len(s.attacks) > 0 {
+		tables = append(tables, s.attackTable())
 	}
-	if _, err := fmt.Fprint(w, "## "); err != nil {
-		return err
-	}
-	if err := s.table4().markdown(w); err != nil {
-		return err
+	for _, t := range tables {
+		if _, err := fmt.Fprint(w, "## "); err != nil {
+			return err
+		}
+		if err := t.markdown(w); err != nil {
+			return err
+		}
 	}
 	if len(s.examples) == 0 {
 		return nil
