@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 )
@@ -214,31 +213,31 @@ func asConstraint(r *Record) constraint {
 // the latest of each kind among persistent ones. A trace cannot switch off a
 // persistent constraint: the two sets are enforced side by side.
 func (s *snapshot) constraints() []constraint {
-	var out []constraint
-	seen := map[string]bool{}
-	for i := len(s.recs) - 1; i >= 0; i-- {
-		r := &s.recs[i]
-		if r.Slot != Constraints || !committedActive(r) || r.Scope == ScopePersistent || seen[r.Kind] {
+	own := func(r *Record) bool {
+		return r.Slot == Constraints && committedActive(r) && r.Scope != ScopePersistent
+	}
+	persistent := func(r *Record) bool { return !r.expired(s.nowMS) }
+	return latestConstraints(latestConstraints(nil, s.recs, own), s.persistent, persistent)
+}
+
+// latestConstraints appends, in append order, the enabled constraints among
+// recs that are the latest record of their kind that in accepts. Traces hold
+// few constraints, so a quadratic scan beats building a set.
+func latestConstraints(out []constraint, recs []Record, in func(*Record) bool) []constraint {
+next:
+	for i := range recs {
+		r := &recs[i]
+		if !in(r) {
 			continue
 		}
-		seen[r.Kind] = true
+		for j := i + 1; j < len(recs); j++ {
+			if recs[j].Kind == r.Kind && in(&recs[j]) {
+				continue next // superseded by a later one
+			}
+		}
 		if c := asConstraint(r); c.enabled && c.field != "" {
 			out = append(out, c)
 		}
 	}
-	slices.Reverse(out)
-	own := len(out)
-	clear(seen)
-	for i := len(s.persistent) - 1; i >= 0; i-- {
-		r := &s.persistent[i]
-		if seen[r.Kind] || r.expired(s.nowMS) {
-			continue
-		}
-		seen[r.Kind] = true
-		if c := asConstraint(r); c.enabled && c.field != "" {
-			out = append(out, c)
-		}
-	}
-	slices.Reverse(out[own:])
 	return out
 }
