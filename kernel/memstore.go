@@ -57,34 +57,41 @@ func (s *MemStore) Len() int {
 
 // Append implements [Store].
 func (s *MemStore) Append(ctx context.Context, rec Record) error {
+	return s.Apply(ctx, Batch{Appends: []Record{rec}})
+}
+
+// lock takes the read (or write) lock after checking ctx and that the
+// store is open; on success the caller must call unlock with the same write.
+func (s *MemStore) lock(ctx context.Context, write bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if write {
+		s.mu.Lock()
+	} else {
+		s.mu.RLock()
+	}
 	if s.closed {
+		s.unlock(write)
 		return ErrClosed
 	}
-	if err := checkStorable(&rec); err != nil {
-		return err
-	}
-	if _, dup := s.byID[rec.ID]; dup {
-		return fmt.Errorf("%w: %s", ErrDuplicateID, rec.ID)
-	}
-	s.add(rec)
 	return nil
+}
+
+func (s *MemStore) unlock(write bool) {
+	if write {
+		s.mu.Unlock()
+	} else {
+		s.mu.RUnlock()
+	}
 }
 
 // Get implements [Store].
 func (s *MemStore) Get(ctx context.Context, id string) (Record, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx, false); err != nil {
 		return Record{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return Record{}, ErrClosed
-	}
+	defer s.unlock(false)
 	l, ok := s.byID[id]
 	if !ok {
 		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -95,22 +102,16 @@ func (s *MemStore) Get(ctx context.Context, id string) (Record, error) {
 // ListSlot implements [Store].
 func (s *MemStore) ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		if err := ctx.Err(); err != nil {
-			yield(Record{}, err)
-			return
-		}
 		if err := checkFilter(slot, f); err != nil {
 			yield(Record{}, err)
 			return
 		}
-		s.mu.RLock()
-		if s.closed {
-			s.mu.RUnlock()
-			yield(Record{}, ErrClosed)
+		if err := s.lock(ctx, false); err != nil {
+			yield(Record{}, err)
 			return
 		}
 		out := s.appendSlot(nil, slot, f)
-		s.mu.RUnlock()
+		s.unlock(false)
 		// Yield outside the lock: the caller may call back into the store.
 		for _, r := range out {
 			if !yield(r, nil) {
@@ -135,14 +136,10 @@ func (s *MemStore) appendSlot(dst []Record, slot Slot, f Filter) []Record {
 
 // FindActive implements [Store].
 func (s *MemStore) FindActive(ctx context.Context, traceID string, slot Slot, kind string) (Record, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx, false); err != nil {
 		return Record{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return Record{}, ErrClosed
-	}
+	defer s.unlock(false)
 	if t, ok := s.traceIdx[traceID]; ok {
 		recs := s.traces[t].recs
 		for i := len(recs) - 1; i >= 0; i-- {
@@ -163,14 +160,10 @@ func (s *MemStore) Invalidate(ctx context.Context, id string, status Status, rea
 // Apply implements [Store]. Every part of the batch is checked before any of
 // it is applied, under one lock, so the batch is atomic.
 func (s *MemStore) Apply(ctx context.Context, b Batch) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx, true); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
+	defer s.unlock(true)
 	if err := s.check(b); err != nil {
 		return err
 	}
@@ -253,14 +246,10 @@ func (s *MemStore) check(b Batch) error {
 
 // CountTrace implements [TraceCounter].
 func (s *MemStore) CountTrace(ctx context.Context, traceID string) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx, false); err != nil {
 		return 0, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return 0, ErrClosed
-	}
+	defer s.unlock(false)
 	if t, ok := s.traceIdx[traceID]; ok {
 		return len(s.traces[t].recs), nil
 	}
@@ -270,18 +259,12 @@ func (s *MemStore) CountTrace(ctx context.Context, traceID string) (int, error) 
 // ListTrace implements [Store].
 func (s *MemStore) ListTrace(ctx context.Context, traceID string) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		if err := ctx.Err(); err != nil {
+		if err := s.lock(ctx, false); err != nil {
 			yield(Record{}, err)
 			return
 		}
-		s.mu.RLock()
-		if s.closed {
-			s.mu.RUnlock()
-			yield(Record{}, ErrClosed)
-			return
-		}
 		out := s.appendTrace(nil, traceID)
-		s.mu.RUnlock()
+		s.unlock(false)
 		for _, r := range out {
 			if !yield(r, nil) {
 				return
@@ -301,14 +284,10 @@ func (s *MemStore) appendTrace(dst []Record, traceID string) []Record {
 // if asked, the active persistent constraints, copied into the caller's
 // buffers under one read lock, with no iterator.
 func (s *MemStore) readTrace(ctx context.Context, traceID string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.lock(ctx, false); err != nil {
 		return recs, persistent, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return recs, persistent, ErrClosed
-	}
+	defer s.unlock(false)
 	recs = s.appendTrace(recs, traceID)
 	if withConstraints {
 		persistent = s.appendSlot(persistent, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent})
