@@ -1,0 +1,139 @@
+package sqlitestore_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// storableText reports whether every string in v is valid UTF-8, which is
+// what JSON can hold unchanged.
+func storableText(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return utf8.ValidString(x)
+	case kernel.Payload:
+		return storableText(map[string]any(x))
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) || !storableText(e) {
+				return false
+			}
+		}
+	case []any:
+		return !slices.ContainsFunc(x, func(e any) bool { return !storableText(e) })
+	case []string:
+		return !slices.ContainsFunc(x, func(e string) bool { return !utf8.ValidString(e) })
+	}
+	return true
+}
+
+// fuzzRefs makes a reference list: nil, empty, or s split at commas.
+func fuzzRefs(mode uint64, s string) []string {
+	switch mode % 3 {
+	case 0:
+		return nil
+	case 1:
+		return []string{}
+	}
+	return strings.Split(s, ",")
+}
+
+// FuzzRecordRoundTrip appends a record with arbitrary fields (enumerations
+// in and out of range, a payload from arbitrary JSON or an arbitrary
+// string, nil, empty and arbitrary reference lists, any confidence, TTL and
+// timestamp) and checks that the store either refuses it with a typed error
+// and holds nothing, or gives back exactly what went in from Get, ListTrace
+// and FindActive, and then changes only its status on a valid Invalidate.
+func FuzzRecordRoundTrip(f *testing.F) {
+	f.Add("percepts:t:1", "t", "door", "tool", "COMMITTED", []byte(`{"open":true,"n":[1,2.5,null]}`), "a,b", "", 0.5, int64(1), int64(0), uint64(0x0201_0212_0101_0201))
+	f.Add("x", "t", "k", "", "", []byte(`{"s":"\ud800\u2028<&>"}`), "", "e", -0.0, int64(-1), int64(math.MaxInt64), uint64(0x0102_0203_0112))
+	f.Add("x", "t", "k", "w", "", []byte("caf\xe9"), "caf\xe9", "", math.Inf(1), int64(0), int64(-5), uint64(0x0201_0101_0122))
+	f.Add("x", "t", "k", "w", "r", []byte(`null`), "", "", math.NaN(), int64(0), int64(0), uint64(0x0903_0001_0707))
+	f.Add("", "", "", "", "", []byte(`[]`), "", "", 2.0, int64(0), int64(0), uint64(0))
+	f.Add("id\x00nul", "t\x00", "k\xff", "w\n", "R", []byte(`{"":""}`), ",", ",,", math.SmallestNonzeroFloat64, int64(math.MinInt64), int64(1), uint64(0x0101_0101_0101))
+	s := openMemory(f)
+	f.Cleanup(func() { s.Close() })
+	runs := 0
+	f.Fuzz(func(t *testing.T, id, traceID, kind, writer, reason string, payload []byte, inputs, evidence string,
+		conf float64, ts, ttl int64, enums uint64) {
+		ctx := t.Context()
+		e := func(i int) uint64 { return enums >> (8 * i) & 0xff } // one byte each
+		runs++
+		suffix := "#" + strconv.Itoa(runs) // ids and traces from earlier runs stay apart
+		if id != "" {
+			id += suffix
+		}
+		if traceID != "" {
+			traceID += suffix
+		}
+		r := kernel.Record{ID: id, Slot: kernel.Slot(e(0) % 9), Mode: kernel.Mode(e(1) % 4), Kind: kind, Status: kernel.Status(e(2) % 5),
+			Scope: kernel.Scope(e(3) % 4), Reason: kernel.Code(reason), EvidenceRefs: fuzzRefs(e(4)>>4, evidence),
+			Provenance: kernel.Provenance{Role: kernel.Role(e(5) % 8), Writer: writer, TraceID: traceID, TimestampMS: ts,
+				InputRefs: fuzzRefs(e(4), inputs), TTLMS: ttl}}
+		if e(6)%2 == 1 {
+			r.Provenance.Confidence = &conf
+		}
+		if json.Unmarshal(payload, &r.Payload) != nil {
+			r.Payload = kernel.Payload{"text": string(payload)}
+		}
+		storable := kernel.CheckRecord(r) == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
+			storableText(r.Payload) && storableText(r.Provenance.InputRefs) && storableText(r.EvidenceRefs)
+		err := s.Append(ctx, r.Clone())
+		if err != nil {
+			if !errors.Is(err, kernel.ErrInvalidInput) && !errors.Is(err, kernel.ErrInvalidPayload) {
+				t.Fatalf("Append(%+v): untyped error %v", r, err)
+			}
+			if storable {
+				t.Fatalf("Append(%+v) refused a storable record: %v", r, err)
+			}
+			if _, err := s.Get(ctx, r.ID); !errors.Is(err, kernel.ErrNotFound) {
+				t.Fatalf("refused record %q: Get says %v", r.ID, err)
+			}
+			if got := trace(t, s, r.TraceID()); len(got) != 0 {
+				t.Fatalf("refused record left %d records in its trace", len(got))
+			}
+			return
+		}
+		if !storable {
+			t.Fatalf("Append accepted an unstorable record %+v", r)
+		}
+		want := []kernel.Record{r}
+		if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
+			t.Fatalf("Get:\n got %+v (%v)\nwant %+v", got, err, r)
+		}
+		if got := trace(t, s, r.TraceID()); !reflect.DeepEqual(got, want) {
+			t.Fatalf("ListTrace:\n got %+v\nwant %+v", got, want)
+		}
+		got, err := s.FindActive(ctx, r.TraceID(), r.Slot, r.Kind)
+		if active := r.Status == kernel.StatusActive; active && (err != nil || !reflect.DeepEqual(got, r)) || !active && !errors.Is(err, kernel.ErrNotFound) {
+			t.Fatalf("FindActive of a %s record: %+v, %v", r.Status, got, err)
+		}
+		// A status change with fuzzed status and reason.
+		inv := kernel.Invalidation{ID: r.ID, Status: kernel.Status(e(7) % 5), Reason: kernel.Code(strings.ToUpper(writer))}
+		err = s.Invalidate(ctx, inv.ID, inv.Status, inv.Reason)
+		valid := (inv.Status == kernel.StatusInvalidated || inv.Status == kernel.StatusExpired) && inv.Reason != ""
+		switch {
+		case !valid && !errors.Is(err, kernel.ErrInvalidInput) && !errors.Is(err, kernel.ErrNotActive):
+			t.Fatalf("Invalidate(%+v) of a %s record: %v", inv, r.Status, err)
+		case valid && r.Status == kernel.StatusActive && err != nil:
+			t.Fatalf("Invalidate(%+v): %v", inv, err)
+		case valid && r.Status != kernel.StatusActive && !errors.Is(err, kernel.ErrNotActive):
+			t.Fatalf("Invalidate(%+v) of a %s record: %v", inv, r.Status, err)
+		}
+		if err == nil {
+			r.Status, r.Reason = inv.Status, inv.Reason
+		}
+		if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
+			t.Fatalf("after Invalidate(%+v) (%v):\n got %+v\nwant %+v", inv, err, got, r)
+		}
+	})
+}
