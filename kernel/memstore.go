@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -20,9 +22,11 @@ import (
 type MemStore struct {
 	mu         sync.RWMutex
 	closed     bool
-	byID       map[string]memLoc
+	n          int               // records held
+	others     map[string]memLoc // records whose id does not give their position
 	traceIdx   map[string]int32
 	traces     []memTrace
+	slab       []Record // carved into trace blocks, so few large allocations serve many traces
 	slots      [Actions + 1][]memLoc
 	persistent [Actions + 1][]memLoc
 }
@@ -33,10 +37,45 @@ type memTrace struct{ recs []Record }
 // memLoc is a record's position: trace block and index within it.
 type memLoc struct{ trace, idx int32 }
 
+// A trace block starts with room for blockCap records (a governed episode
+// fits); blocks are carved from slabs of slabTraces blocks. A longer trace
+// grows its block with append as usual.
+const (
+	blockCap   = 12
+	slabTraces = 256
+)
+
+// find locates a record. Kernel ids, "{slot}:{trace}:{n}" with n the
+// record's position in its trace, are found through the trace block, so the
+// store needs no map over every id; any other id is in s.others.
+func (s *MemStore) find(id string) (memLoc, bool) {
+	if trace, n, ok := splitID(id); ok {
+		if t, ok := s.traceIdx[trace]; ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].ID == id {
+			return memLoc{trace: t, idx: int32(n)}, true
+		}
+	}
+	l, ok := s.others[id]
+	return l, ok
+}
+
+// splitID parses "{slot}:{trace}:{n}" into the trace and n-1 (the index in
+// the trace block).
+func splitID(id string) (trace string, idx int, ok bool) {
+	first, last := strings.IndexByte(id, ':'), strings.LastIndexByte(id, ':')
+	if first < 0 || last <= first+1 || last == len(id)-1 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[last+1:])
+	if err != nil || n < 1 || id[last+1] == '+' || id[last+1] == '0' {
+		return "", 0, false
+	}
+	return id[first+1 : last], n - 1, true
+}
+
 // NewMemStore returns an empty in-memory store.
 func NewMemStore() *MemStore {
 	return &MemStore{
-		byID:     make(map[string]memLoc),
+		others:   make(map[string]memLoc),
 		traceIdx: make(map[string]int32),
 	}
 }
@@ -52,7 +91,7 @@ func (s *MemStore) at(l memLoc) *Record { return &s.traces[l.trace].recs[l.idx] 
 func (s *MemStore) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.byID)
+	return s.n
 }
 
 // Append implements [Store].
@@ -92,7 +131,7 @@ func (s *MemStore) Get(ctx context.Context, id string) (Record, error) {
 		return Record{}, err
 	}
 	defer s.unlock(false)
-	l, ok := s.byID[id]
+	l, ok := s.find(id)
 	if !ok {
 		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -168,7 +207,8 @@ func (s *MemStore) Apply(ctx context.Context, b Batch) error {
 		return err
 	}
 	for _, inv := range b.Invalidations {
-		r := s.at(s.byID[inv.ID])
+		l, _ := s.find(inv.ID)
+		r := s.at(l)
 		r.Status, r.Reason = inv.Status, inv.Reason
 	}
 	for i := range b.Appends {
@@ -187,11 +227,17 @@ func (s *MemStore) add(rec Record) {
 	}
 	tr := &s.traces[t]
 	if tr.recs == nil {
-		tr.recs = make([]Record, 0, 16) // a typical episode fits without regrowth
+		if len(s.slab) < blockCap {
+			s.slab = make([]Record, slabTraces*blockCap)
+		}
+		tr.recs, s.slab = s.slab[:0:blockCap], s.slab[blockCap:]
 	}
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
 	tr.recs = append(tr.recs, rec)
-	s.byID[rec.ID] = l
+	if trace, n, ok := splitID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
+		s.others[rec.ID] = l
+	}
+	s.n++
 	s.slots[rec.Slot] = append(s.slots[rec.Slot], l)
 	if rec.Scope == ScopePersistent {
 		s.persistent[rec.Slot] = append(s.persistent[rec.Slot], l)
@@ -215,7 +261,7 @@ func (s *MemStore) check(b Batch) error {
 		if err := checkStorable(r); err != nil {
 			return err
 		}
-		if _, dup := s.byID[r.ID]; dup {
+		if _, dup := s.find(r.ID); dup {
 			return fmt.Errorf("%w: %s", ErrDuplicateID, r.ID)
 		}
 		for j := range i {
@@ -228,7 +274,7 @@ func (s *MemStore) check(b Batch) error {
 		if err := checkTransition(inv); err != nil {
 			return err
 		}
-		l, ok := s.byID[inv.ID]
+		l, ok := s.find(inv.ID)
 		if !ok {
 			return fmt.Errorf("%w: %s", ErrNotFound, inv.ID)
 		}
@@ -303,7 +349,7 @@ func (s *MemStore) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	s.byID, s.traceIdx, s.traces = nil, nil, nil
+	s.others, s.traceIdx, s.traces, s.slab = nil, nil, nil, nil
 	s.slots, s.persistent = [Actions + 1][]memLoc{}, [Actions + 1][]memLoc{}
 	return nil
 }
