@@ -38,8 +38,8 @@ type memTrace struct{ recs []Record }
 type memLoc struct{ trace, idx int32 }
 
 // A trace block starts with room for blockCap records (a governed episode
-// fits); blocks are carved from slabs of slabTraces blocks. A longer trace
-// grows its block with append as usual.
+// fits); blocks are carved from slabs of up to slabTraces blocks. A longer
+// trace grows its block with append as usual.
 const (
 	blockCap   = 12
 	slabTraces = 256
@@ -228,7 +228,8 @@ func (s *MemStore) add(rec Record) {
 	tr := &s.traces[t]
 	if tr.recs == nil {
 		if len(s.slab) < blockCap {
-			s.slab = make([]Record, slabTraces*blockCap)
+			// Slabs grow with the store, so a store of one trace stays small.
+			s.slab = make([]Record, min(len(s.traces), slabTraces)*blockCap)
 		}
 		tr.recs, s.slab = s.slab[:0:blockCap], s.slab[blockCap:]
 	}
