@@ -47,7 +47,7 @@ func (f *fake) Step(ctx context.Context, traceID string, v kernel.View) (bool, e
 
 var _ worker.Worker = (*fake)(nil)
 
-func newKernel(t *testing.T) *kernel.Kernel {
+func newKernel(t testing.TB) *kernel.Kernel {
 	t.Helper()
 	k, err := kernel.New()
 	if err != nil {
@@ -57,7 +57,7 @@ func newKernel(t *testing.T) *kernel.Kernel {
 	return k
 }
 
-func newOrch(t *testing.T, opts ...orchestrator.Option) *orchestrator.Orchestrator {
+func newOrch(t testing.TB, opts ...orchestrator.Option) *orchestrator.Orchestrator {
 	t.Helper()
 	o, err := orchestrator.New(opts...)
 	if err != nil {
