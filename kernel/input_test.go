@@ -218,7 +218,7 @@ func TestPayloadLimitIsExact(t *testing.T) {
 		"one key":     {"a": "b"},
 		"many keys":   {"a": 1, "bb": true, "ccc": false, "d": nil, "e": "x"},
 		"nested":      {"l": []any{1, 2, []any{}, map[string]any{}, map[string]any{"x": []string{"y", "z"}}}},
-		"numbers":     {"big": 1e21, "bigger": 1.5e300, "mid": 1e20, "small": 1e-7, "tiny": -2.5e-10, "frac": 0.000001, "neg": -0.0, "int": 123456789},
+		"numbers":     {"big": 1e21, "bigger": 1.5e300, "mid": 1e20, "small": 1e-7, "tiny": -2.5e-10, "frac": 0.000001, "neg": math.Copysign(0, -1), "int": 123456789},
 		"escapes":     {"s": "<a href=\"x\">&\n\t\x01\u2028é</a>"},
 		"typed":       {"m": map[string]int{"a": 1, "b": 2}, "s": []int{1, 2, 3}, "empty": []int{}},
 		"struct-ish":  {"st": struct{ A, B int }{1, 2}},

@@ -50,7 +50,7 @@ type recSpan struct {
 func (s *recSpan) IsRecording() bool { return true }
 func (s *recSpan) SetAttributes(kv ...attribute.KeyValue) {
 	for _, a := range kv {
-		s.attrs[string(a.Key)] = a.Value.Emit()
+		s.attrs[string(a.Key)] = a.Value.String()
 	}
 }
 func (s *recSpan) SetStatus(c otelcodes.Code, _ string)    { s.status = c }

@@ -55,7 +55,7 @@ func fuzzRefs(mode uint64, s string) []string {
 // and FindActive, and then changes only its status on a valid Invalidate.
 func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add("percepts:t:1", "t", "door", "tool", "COMMITTED", []byte(`{"open":true,"n":[1,2.5,null]}`), "a,b", "", 0.5, int64(1), int64(0), uint64(0x0201_0212_0101_0201))
-	f.Add("x", "t", "k", "", "", []byte(`{"s":"\ud800\u2028<&>"}`), "", "e", -0.0, int64(-1), int64(math.MaxInt64), uint64(0x0102_0203_0112))
+	f.Add("x", "t", "k", "", "", []byte(`{"s":"\ud800\u2028<&>"}`), "", "e", math.Copysign(0, -1), int64(-1), int64(math.MaxInt64), uint64(0x0102_0203_0112))
 	f.Add("x", "t", "k", "w", "", []byte("caf\xe9"), "caf\xe9", "", math.Inf(1), int64(0), int64(-5), uint64(0x0201_0101_0122))
 	f.Add("x", "t", "k", "w", "r", []byte(`null`), "", "", math.NaN(), int64(0), int64(0), uint64(0x0903_0001_0707))
 	f.Add("", "", "", "", "", []byte(`[]`), "", "", 2.0, int64(0), int64(0), uint64(0))

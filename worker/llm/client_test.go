@@ -365,7 +365,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		"%v":    fmt.Sprintf("%v", c),
 		"%+v":   fmt.Sprintf("%+v", c),
 		"%#v":   fmt.Sprintf("%#v", c),
-		"%s":    fmt.Sprintf("%s", c),
+		"%s":    c.String(),
 	} {
 		if strings.Contains(s, key) {
 			t.Errorf("%s contains the API key: %s", what, s)
