@@ -82,9 +82,10 @@
 // A [Kernel] and its handles are safe for concurrent use by any number of
 // goroutines, on any number of traces or on one. The kernel holds no lock of
 // its own: it decides from a fresh read of the trace and writes the result
-// as one atomic store batch; if a concurrent writer got there first (the
-// record id is taken or the proposal is no longer pending) the store refuses
-// the batch and the kernel retries against a fresh read. So of several
+// as one atomic store batch conditional on that read ([Batch.Trace]); if a
+// concurrent writer got there first (the trace grew, or the proposal is no
+// longer pending) the store refuses the batch and the kernel retries against
+// a fresh read, so no decision lands after a change it did not see. So of several
 // concurrent commits of one proposal exactly one wins; the others get
 // [ErrInvalidProposal]. Time comes from the clock given with [WithClock].
 package kernel

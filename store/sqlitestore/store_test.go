@@ -178,7 +178,7 @@ func TestStoreReopen(t *testing.T) {
 }
 
 // TestStoreTwoKernelsShareFile runs two kernels, each on its own Store of
-// one file, writing one trace at once: the kernel walks forward over the ids
+// one file, writing one trace at once: the kernel retries on a conflict past the ids
 // the other took, and every write lands.
 func TestStoreTwoKernelsShareFile(t *testing.T) {
 	ctx := t.Context()
