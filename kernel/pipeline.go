@@ -140,7 +140,9 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) 
 }
 
 func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string) (Decision, bool, error) {
-	snap, err := k.load(ctx, rec.Provenance.TraceID, true)
+	// Only plans and actions are gated by constraints.
+	gated := rec.Slot == Plans || rec.Slot == Actions
+	snap, err := k.load(ctx, rec.Provenance.TraceID, gated)
 	if err != nil {
 		return Decision{}, false, err
 	}
