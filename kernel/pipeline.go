@@ -157,32 +157,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string) (
 	rec.ID = snap.nextID(rec.Slot, 0)
 	snap.recs = append(snap.recs, *rec) // decided as if already written
 	p := &snap.recs[readLen]
-	out := k.decide(ctx, snap, p)
-	final := *rec
-	final.Status, final.Reason = StatusInvalidated, out.code
-	batch := Batch{Trace: rec.Provenance.TraceID, TraceLen: readLen, Appends: snap.appends[:0]}
-	if out.code.OK() {
-		final.Reason = CodeSupersededByCommit
-		batch.Appends = append(batch.Appends, final)
-		if out.evidence.ID != "" {
-			batch.Appends = append(batch.Appends, out.evidence)
-		}
-		batch.Appends = append(batch.Appends, out.record)
-	} else {
-		batch.Appends = append(batch.Appends, final)
-	}
-	err = k.store.Apply(ctx, batch)
-	if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrConflict) || errors.Is(err, ErrNotActive) {
-		return Decision{}, false, nil
-	}
-	if err != nil {
-		return Decision{}, false, err
-	}
-	d := Decision{Code: out.code, ProposalID: rec.ID, EvidenceID: out.evidence.ID}
-	if out.record.ID != "" {
-		d.Record = out.record.Clone()
-	}
-	return d, true, nil
+	return k.applyOutcome(ctx, snap, readLen, p, true)
 }
 
 // Decision is the kernel's answer to a commit request.
@@ -257,28 +232,46 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 		return Decision{Code: CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal,
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
+	return k.applyOutcome(ctx, snap, len(snap.recs), p, false)
+}
+
+// applyOutcome decides p on snap and writes the outcome as one batch
+// conditional on the trace still holding readLen records. A stored proposal
+// is invalidated; a submitted one (not yet stored) is appended already in
+// its final state, ahead of the artifact and the committed record. done is
+// false when a concurrent writer changed the trace first.
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, p *Record, submitted bool) (Decision, bool, error) {
 	out := k.decide(ctx, snap, p)
-	batch := Batch{Trace: traceID, TraceLen: len(snap.recs), Appends: snap.appends[:0], Invalidations: snap.invs[:1]}
-	batch.Invalidations[0] = Invalidation{ID: p.ID, Status: StatusInvalidated, Reason: out.code}
+	reason := out.code
+	if out.code.OK() {
+		reason = CodeSupersededByCommit
+	}
+	batch := Batch{Trace: snap.traceID, TraceLen: readLen, Appends: snap.appends[:0]}
+	if submitted {
+		final := *p
+		final.Status, final.Reason = StatusInvalidated, reason
+		batch.Appends = append(batch.Appends, final)
+	} else {
+		batch.Invalidations = snap.invs[:1]
+		batch.Invalidations[0] = Invalidation{ID: p.ID, Status: StatusInvalidated, Reason: reason}
+	}
 	if out.code.OK() {
 		if out.evidence.ID != "" {
 			batch.Appends = append(batch.Appends, out.evidence)
 		}
 		batch.Appends = append(batch.Appends, out.record)
-		batch.Invalidations[0].Reason = CodeSupersededByCommit
 	}
-	err = k.store.Apply(ctx, batch)
+	err := k.store.Apply(ctx, batch)
 	if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrConflict) {
 		return Decision{}, false, nil // a concurrent writer got there first: read again
 	}
 	if err != nil {
 		return Decision{}, false, err
 	}
-	d = Decision{Code: out.code, ProposalID: p.ID}
+	d := Decision{Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID}
 	if out.record.ID != "" {
 		d.Record = out.record.Clone()
 	}
-	d.EvidenceID = out.evidence.ID
 	if k.log.Enabled(ctx, slog.LevelDebug) {
 		k.log.DebugContext(ctx, "decide", "proposal", p.ID, "slot", p.Slot.String(), "code", string(out.code))
 	}
