@@ -173,7 +173,7 @@ type Constraint struct {
 
 // Payload renders c as a constraint payload.
 func (c Constraint) Payload() Payload {
-	p := Payload{}
+	p := make(Payload, len(c.Extra)+4)
 	for key, v := range c.Extra {
 		p[key] = v
 	}

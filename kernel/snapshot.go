@@ -22,6 +22,7 @@ type snapshot struct {
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]Record
 	invs    [1]Invalidation
+	cons    []constraint // reused by constraints()
 }
 
 // snapshotReader is the fast path a store may offer the kernel: copy one
@@ -78,6 +79,7 @@ func (s *snapshot) release() {
 	clear(s.recs) // drop references to payloads so the pool does not pin them
 	clear(s.persistent)
 	s.appends, s.invs = [3]Record{}, [1]Invalidation{}
+	clear(s.cons)
 	s.k = nil
 	snapshots.Put(s)
 }
@@ -217,7 +219,8 @@ func (s *snapshot) constraints() []constraint {
 		return r.Slot == Constraints && committedActive(r) && r.Scope != ScopePersistent
 	}
 	persistent := func(r *Record) bool { return !r.expired(s.nowMS) }
-	return latestConstraints(latestConstraints(nil, s.recs, own), s.persistent, persistent)
+	s.cons = latestConstraints(latestConstraints(s.cons[:0], s.recs, own), s.persistent, persistent)
+	return s.cons
 }
 
 // latestConstraints appends, in append order, the enabled constraints among
