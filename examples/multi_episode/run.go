@@ -194,7 +194,11 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 		for i, x := range d.startedOn {
 			names[i] = x.Name
 		}
-		fmt.Fprintf(w, "Starting with %d constraints already learned: [%s]\n", len(names), strings.Join(names, " "))
+		noun := "constraints"
+		if len(names) == 1 {
+			noun = "constraint"
+		}
+		fmt.Fprintf(w, "Starting with %d %s already learned: [%s]\n", len(names), noun, strings.Join(names, " "))
 	}
 	counts := map[string]int{}
 	codes := map[kernel.Code]int{}
