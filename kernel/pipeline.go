@@ -81,35 +81,43 @@ func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []st
 // rec under the next free id. done is false when a concurrent writer
 // changed the trace first.
 func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string) (done bool, err error) {
-	if c, ok := k.store.(TraceCounter); ok && len(rec.Provenance.InputRefs)+len(rec.EvidenceRefs)+len(idDeps) == 0 {
-		n, err := c.CountTrace(ctx, rec.Provenance.TraceID)
-		if err != nil {
-			return false, err
-		}
-		rec.ID = recordID(rec.Slot, rec.Provenance.TraceID, n+1)
-		err = k.store.Apply(ctx, Batch{Appends: []Record{*rec}, Trace: rec.Provenance.TraceID, TraceLen: n})
-		if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrConflict) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	snap, err := k.load(ctx, rec.Provenance.TraceID, false)
+	n, err := k.readForWrite(ctx, rec, idDeps)
 	if err != nil {
 		return false, err
 	}
-	defer snap.release()
-	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
-		return false, err
-	}
-	rec.ID = snap.nextID(rec.Slot, 0)
+	rec.ID = recordID(rec.Slot, rec.Provenance.TraceID, n+1)
 	// Conditional on the trace as read, so that n is always the record's
 	// position in its trace, even with concurrent writers.
-	snap.appends[0] = *rec
-	err = k.store.Apply(ctx, Batch{Appends: snap.appends[:1], Trace: rec.Provenance.TraceID, TraceLen: len(snap.recs)})
-	if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrConflict) {
+	err = k.store.Apply(ctx, Batch{Appends: []Record{*rec}, Trace: rec.Provenance.TraceID, TraceLen: n})
+	if raced(err) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// readForWrite returns how many records rec's trace holds, checking rec's
+// references against the trace on the way. A write that references nothing
+// needs only the count, which a [TraceCounter] store gives without reading
+// the records.
+func (k *Kernel) readForWrite(ctx context.Context, rec *Record, idDeps []string) (int, error) {
+	if c, ok := k.store.(TraceCounter); ok && len(rec.Provenance.InputRefs)+len(rec.EvidenceRefs)+len(idDeps) == 0 {
+		return c.CountTrace(ctx, rec.Provenance.TraceID)
+	}
+	snap, err := k.load(ctx, rec.Provenance.TraceID, false)
+	if err != nil {
+		return 0, err
+	}
+	defer snap.release()
+	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
+		return 0, err
+	}
+	return len(snap.recs), nil
+}
+
+// raced reports whether a store refused a batch because a concurrent writer
+// changed the trace first: the caller reads again and retries.
+func raced(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive)
 }
 
 // submit proposes and decides in one step: the proposal is validated as if
@@ -262,8 +270,8 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 		batch.Appends = append(batch.Appends, out.record)
 	}
 	err := k.store.Apply(ctx, batch)
-	if errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive) || errors.Is(err, ErrConflict) {
-		return Decision{}, false, nil // a concurrent writer got there first: read again
+	if raced(err) {
+		return Decision{}, false, nil
 	}
 	if err != nil {
 		return Decision{}, false, err
