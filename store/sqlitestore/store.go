@@ -410,19 +410,11 @@ func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.
 // An unknown slot, status or scope yields an error wrapping
 // [kernel.ErrInvalidInput].
 func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error] {
-	bad := func(what string, v uint8) iter.Seq2[kernel.Record, error] {
-		err := fmt.Errorf("sqlitestore: %w: %s %d", kernel.ErrInvalidInput, what, v)
+	if err := kernel.CheckFilter(slot, f); err != nil {
+		err = fmt.Errorf("sqlitestore: %w", err)
 		return func(yield func(kernel.Record, error) bool) { yield(kernel.Record{}, err) }
 	}
 	var status, scope string
-	switch {
-	case !slot.Valid():
-		return bad("slot", uint8(slot))
-	case f.Status != 0 && !f.Status.Valid():
-		return bad("status", uint8(f.Status))
-	case f.Scope != 0 && !f.Scope.Valid():
-		return bad("scope", uint8(f.Scope))
-	}
 	if f.Status != 0 {
 		status = f.Status.String()
 	}
