@@ -15,7 +15,10 @@ const (
 	CodeMissingEvidence    = Code("MISSING_EVIDENCE")    // a dependency has no percept, or the belief names none
 	CodeStaleEvidence      = Code("STALE_EVIDENCE")      // a dependency is flagged stale or its TTL ran out
 	CodeUnresolvedConflict = Code("UNRESOLVED_CONFLICT") // a conflicted dependency below the arbitration threshold
-	CodeLowConfidence      = Code("LOW_CONFIDENCE")      // a dependency's confidence is below the minimum
+	CodeLowConfidence      = Code("LOW_CONFIDENCE")      // a dependency's confidence is below the minimum, or its source flags it low_confidence
+	// CodeSupersededEvidence: a belief names, by id, an observation of a
+	// percept kind that a newer observation in the trace has replaced.
+	CodeSupersededEvidence = Code("SUPERSEDED_EVIDENCE")
 
 	// Plan feasibility (t7).
 	CodePlanFeasible           = Code("PLAN_FEASIBLE")
@@ -35,6 +38,17 @@ const (
 	CodeUngroundedAction  = Code("UNGROUNDED_ACTION")
 	CodeUnknownActionType = Code("UNKNOWN_ACTION_TYPE") // strict registry: unregistered type
 	CodeNoFeasiblePlan    = Code("NO_FEASIBLE_PLAN")    // spec requires a plan; no committed plan has this action
+	// CodeDuplicateAction: the action's once-key is used up in the
+	// namespace, or its grounding (belief, plan) already grounded a commit
+	// of its type and the spec is not Repeatable.
+	CodeDuplicateAction = Code("DUPLICATE_ACTION")
+	// CodeOnceKeyMissing: a once-keyed action whose key cannot be read (a
+	// field absent, or the key percept missing or failing its checks).
+	CodeOnceKeyMissing = Code("ONCE_KEY_MISSING")
+
+	// Rules and constraints.
+	CodeRuleViolated = Code("RULE_VIOLATED") // a declarative rule evaluated to false (Decision.Rule names it)
+	CodeRuleError    = Code("RULE_ERROR")    // a rule could not be evaluated (a missing field, a type error): fail closed
 
 	// Predictions.
 	CodePredictionMissingBelief = Code("PREDICTION_MISSING_BELIEF")

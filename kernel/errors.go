@@ -29,6 +29,9 @@ var (
 	ErrNotFound = errors.New("kernel: record not found")
 	// ErrDuplicateID: a store refused to append a record whose id it holds.
 	ErrDuplicateID = errors.New("kernel: duplicate record id")
+	// ErrDuplicateKey: a batch claimed a once-key that is already claimed
+	// (see [KeyStore]).
+	ErrDuplicateKey = errors.New("kernel: once-key already claimed")
 	// ErrNotActive: a status change of a record that is no longer ACTIVE.
 	ErrNotActive = errors.New("kernel: record not active")
 	// ErrConflict: a conditional batch found its trace changed since it was

@@ -20,7 +20,17 @@ const (
 	DefaultMaxPayloadBytes   = 1 << 20
 	// FallbackQueueForReview is the safe fallback registered by default.
 	FallbackQueueForReview = "queue_for_review"
+	// DefaultNamespace is the namespace of a kernel without
+	// [WithNamespace], and of a record stored with an empty one.
+	DefaultNamespace = "default"
+	// MaxTTL is the longest time to live a record may have (about a
+	// century): longer TTLs are refused, so that timestamp plus TTL never
+	// overflows.
+	MaxTTL = 100 * 365 * 24 * time.Hour
 )
+
+// maxTTLMS is MaxTTL in milliseconds, as stores check it.
+const maxTTLMS = int64(MaxTTL / time.Millisecond)
 
 // maxAttempts bounds the optimistic retry loop when concurrent writers to
 // one trace race for the same record id or proposal.
@@ -42,6 +52,8 @@ type Kernel struct {
 	minConfidence     float64
 	conflictThreshold float64
 	maxPayload        int
+	namespace         string
+	shared            []sharedKind
 	specs             map[string]ActionSpec
 	beliefSpecs       map[string]BeliefSpec
 	strictActions     bool
@@ -70,6 +82,36 @@ type ActionSpec struct {
 	// feasible plan of the same trace (NO_FEASIBLE_PLAN otherwise); the plan
 	// then joins the action's provenance.
 	RequirePlan bool
+	// Repeatable lets one committed belief (and one plan) ground several
+	// commits of this type in a trace. By default a second commit of the
+	// type that rests on a belief an earlier commit already used is
+	// DUPLICATE_ACTION: a grounding is used up by the action it grounds.
+	Repeatable bool
+	// Once, when set, limits how many actions of this type may ever commit
+	// per key in the kernel's namespace, across traces and processes (see
+	// [OnceKey]).
+	Once *OnceKey
+	// Predictors names the writers whose predictions count at this type's
+	// prediction gate. Empty means every simulator handle; a planner's
+	// prediction counts only if the planner is named here.
+	Predictors []string
+}
+
+// OnceKey makes an action type once-only per key: the kernel claims the
+// key in the store in the same atomic batch as the commit, so of any number
+// of concurrent or repeated commits with one key, across traces and
+// processes sharing the store, at most Limit succeed; the others are
+// DUPLICATE_ACTION.
+type OnceKey struct {
+	// Fields are the payload fields whose values form the key, in order.
+	Fields []string
+	// Percept, when set, reads Fields from the current observation of this
+	// percept kind in the trace instead of from the action's payload, so
+	// that the planner cannot choose the key. The percept must pass the
+	// evidence checks.
+	Percept string
+	// Limit is how many commits one key allows; zero means one.
+	Limit int
 }
 
 // BeliefSpec is what the kernel's owner fixes about a belief kind: the
@@ -91,6 +133,12 @@ func WithBeliefSpecs(specs ...BeliefSpec) Option {
 			k.beliefSpecs[s.Kind] = s
 		}
 	}
+}
+
+// sharedKind is a persistent slot and kind shared across traces.
+type sharedKind struct {
+	slot Slot
+	kind string
 }
 
 // Option configures a Kernel in [New].
@@ -135,6 +183,26 @@ func WithValidators(v ...Validator) Option {
 	return func(k *Kernel) { k.validators = append(k.validators, v...) }
 }
 
+// WithNamespace sets the namespace the kernel works in (default
+// [DefaultNamespace]). Persistent records, once-keys and learned
+// constraints belong to a namespace: kernels of different namespaces
+// sharing one store do not see each other's, and a kernel refuses to use a
+// trace that holds another namespace's records ([ErrPermission]).
+func WithNamespace(name string) Option { return func(k *Kernel) { k.namespace = name } }
+
+// WithSharedPersistent lets persistent records of kinds in slot, written in
+// any trace of the namespace, appear in every trace's views
+// ([ViewOptions.IncludePersistent]) and be cited by its records. Without it
+// only persistent constraints are shared: a persistent belief or action
+// written in one trace never becomes another trace's state.
+func WithSharedPersistent(slot Slot, kinds ...string) Option {
+	return func(k *Kernel) {
+		for _, kind := range kinds {
+			k.shared = append(k.shared, sharedKind{slot, kind})
+		}
+	}
+}
+
 // WithLogger sets the logger for decisions (at debug level). Default: none.
 func WithLogger(l *slog.Logger) Option { return func(k *Kernel) { k.log = l } }
 
@@ -152,6 +220,7 @@ func New(opts ...Option) (*Kernel, error) {
 			FallbackQueueForReview: {Type: FallbackQueueForReview, SafeFallback: true},
 		},
 		beliefSpecs: map[string]BeliefSpec{},
+		namespace:   DefaultNamespace,
 	}
 	for _, o := range opts {
 		o(k)
@@ -183,9 +252,25 @@ func (k *Kernel) checkConfig() error {
 	case k.maxPayload <= 0:
 		return bad("max payload bytes %d", k.maxPayload)
 	}
+	if err := checkName("namespace", k.namespace); err != nil {
+		return bad("%v", err)
+	}
+	for _, sk := range k.shared {
+		if !sk.slot.Valid() || sk.kind == "" {
+			return bad("shared persistent kind needs a slot and a kind")
+		}
+	}
 	for t, s := range k.specs {
 		if t == "" || s.Type != t {
 			return bad("action spec with empty type")
+		}
+		if o := s.Once; o != nil {
+			if len(o.Fields) == 0 || slices.Contains(o.Fields, "") || o.Limit < 0 {
+				return bad("action spec %q: a once-key needs fields and a limit of zero or more", t)
+			}
+			if _, ok := k.store.(KeyStore); k.store != nil && !ok {
+				return bad("action spec %q has a once-key but the store does not enforce once-keys (kernel.KeyStore)", t)
+			}
 		}
 	}
 	for kind, s := range k.beliefSpecs {
@@ -286,8 +371,8 @@ func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) 
 	if c := e.Confidence; c != nil && !unit(*c) {
 		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("confidence %v outside [0,1]", *c))
 	}
-	if e.TTL < 0 {
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("negative TTL %v", e.TTL))
+	if e.TTL < 0 || e.TTL > MaxTTL {
+		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, MaxTTL))
 	}
 	scope := e.Scope
 	if scope == 0 {

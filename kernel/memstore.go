@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // MemStore is the in-memory [Store] that [New] uses when no store is given.
@@ -29,6 +30,7 @@ type MemStore struct {
 	slab       []Record // carved into trace blocks, so few large allocations serve many traces
 	slots      [Actions + 1][]memLoc
 	persistent [Actions + 1][]memLoc
+	claims     map[string]string // once-key → record id
 }
 
 // memTrace holds one trace's records in append order.
@@ -77,13 +79,27 @@ func NewMemStore() *MemStore {
 	return &MemStore{
 		others:   make(map[string]memLoc),
 		traceIdx: make(map[string]int32),
+		claims:   make(map[string]string),
 	}
 }
 
 var (
 	_ Store        = (*MemStore)(nil)
 	_ TraceCounter = (*MemStore)(nil)
+	_ KeyStore     = (*MemStore)(nil)
 )
+
+// ClaimedBy implements [KeyStore].
+func (s *MemStore) ClaimedBy(ctx context.Context, key string) (string, error) {
+	if err := s.lock(ctx, false); err != nil {
+		return "", err
+	}
+	defer s.unlock(false)
+	if id, ok := s.claims[key]; ok {
+		return id, nil
+	}
+	return "", fmt.Errorf("%w: once-key %q is not claimed", ErrNotFound, key)
+}
 
 func (s *MemStore) at(l memLoc) *Record { return &s.traces[l.trace].recs[l.idx] }
 
@@ -212,7 +228,14 @@ func (s *MemStore) Apply(ctx context.Context, b Batch) error {
 		r.Status, r.Reason = inv.Status, inv.Reason
 	}
 	for i := range b.Appends {
-		s.add(b.Appends[i])
+		rec := b.Appends[i]
+		if rec.Namespace == "" {
+			rec.Namespace = DefaultNamespace
+		}
+		s.add(rec)
+	}
+	for _, c := range b.Claims {
+		s.claims[c.Key] = c.RecordID
 	}
 	return nil
 }
@@ -268,6 +291,19 @@ func (s *MemStore) check(b Batch) error {
 		for j := range i {
 			if b.Appends[j].ID == r.ID {
 				return fmt.Errorf("%w: %s twice in one batch", ErrDuplicateID, r.ID)
+			}
+		}
+	}
+	for i, c := range b.Claims {
+		if err := checkClaim(c); err != nil {
+			return err
+		}
+		if _, taken := s.claims[c.Key]; taken {
+			return fmt.Errorf("%w: %q", ErrDuplicateKey, c.Key)
+		}
+		for j := range i {
+			if b.Claims[j].Key == c.Key {
+				return fmt.Errorf("%w: %q twice in one batch", ErrDuplicateKey, c.Key)
 			}
 		}
 	}
@@ -330,14 +366,14 @@ func (s *MemStore) appendTrace(dst []Record, traceID string) []Record {
 // readTrace is the kernel's fast path (see [snapshotReader]): the trace and,
 // if asked, the active persistent constraints, copied into the caller's
 // buffers under one read lock, with no iterator.
-func (s *MemStore) readTrace(ctx context.Context, traceID string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error) {
+func (s *MemStore) readTrace(ctx context.Context, traceID, namespace string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return recs, persistent, err
 	}
 	defer s.unlock(false)
 	recs = s.appendTrace(recs, traceID)
 	if withConstraints {
-		persistent = s.appendSlot(persistent, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent})
+		persistent = s.appendSlot(persistent, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: namespace})
 	}
 	return recs, persistent, nil
 }
@@ -350,7 +386,7 @@ func (s *MemStore) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	s.others, s.traceIdx, s.traces, s.slab = nil, nil, nil, nil
+	s.others, s.traceIdx, s.traces, s.slab, s.claims = nil, nil, nil, nil, nil
 	s.slots, s.persistent = [Actions + 1][]memLoc{}, [Actions + 1][]memLoc{}
 	return nil
 }
@@ -375,6 +411,60 @@ func checkStorable(r *Record) error {
 		return fmt.Errorf("%w: record %s: empty kind", ErrInvalidInput, r.ID)
 	case r.Provenance.TraceID == "":
 		return fmt.Errorf("%w: record %s: empty trace id", ErrInvalidInput, r.ID)
+	case r.Provenance.TTLMS < 0 || r.Provenance.TTLMS > maxTTLMS:
+		return fmt.Errorf("%w: record %s: ttl_ms %d outside [0, %d]", ErrInvalidInput, r.ID, r.Provenance.TTLMS, maxTTLMS)
+	}
+	if !validUTF8(r.ID, r.Kind, r.Provenance.TraceID, r.Provenance.Writer, string(r.Reason), r.Namespace) ||
+		!validUTF8(r.Provenance.InputRefs...) || !validUTF8(r.EvidenceRefs...) {
+		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", ErrInvalidInput, r.ID)
+	}
+	if !utf8Value(map[string]any(r.Payload)) {
+		return fmt.Errorf("%w: record %s: a payload string is not valid UTF-8", ErrInvalidPayload, r.ID)
+	}
+	return nil
+}
+
+func validUTF8(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// utf8Value reports whether every string in a payload value (keys
+// included) is valid UTF-8.
+func utf8Value(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return utf8.ValidString(x)
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) || !utf8Value(e) {
+				return false
+			}
+		}
+	case Payload:
+		return utf8Value(map[string]any(x))
+	case []any:
+		for _, e := range x {
+			if !utf8Value(e) {
+				return false
+			}
+		}
+	case []string:
+		return validUTF8(x...)
+	}
+	return true
+}
+
+// CheckClaim validates a once-key claim before a store applies it.
+func CheckClaim(c Claim) error { return checkClaim(c) }
+
+func checkClaim(c Claim) error {
+	if c.Key == "" || c.RecordID == "" || !validUTF8(c.Key, c.RecordID) {
+		return fmt.Errorf("%w: claim needs a valid key and record id", ErrInvalidInput)
 	}
 	return nil
 }

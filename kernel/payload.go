@@ -268,6 +268,9 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 			return nil, err
 		}
 		for i, s := range x {
+			if !utf8.ValidString(s) {
+				return nil, fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidPayload)
+			}
 			out[i] = s
 			if err := n.grow(jsonStringSize(s)); err != nil {
 				return nil, err

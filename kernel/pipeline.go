@@ -168,23 +168,6 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string) (
 	return k.applyOutcome(ctx, snap, readLen, p, true)
 }
 
-// Decision is the kernel's answer to a commit request.
-type Decision struct {
-	// Code is COMMITTED (PLAN_FEASIBLE for plans) or the rejection code.
-	Code Code
-	// ProposalID is the proposal decided. After the decision it is
-	// INVALIDATED: with SUPERSEDED_BY_COMMIT when committed, else with Code.
-	ProposalID string
-	// Record is a copy of the committed record; its ID is empty when the
-	// proposal was rejected.
-	Record Record
-	// EvidenceID is the artifact the kernel wrote for a committed belief.
-	EvidenceID string
-}
-
-// Committed reports whether the proposal was committed.
-func (d Decision) Committed() bool { return d.Code.OK() }
-
 // outcome is what deciding a proposal produced, before it is applied.
 type outcome struct {
 	code     Code
@@ -305,8 +288,8 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) outcome {
 		for _, v := range k.validators {
 			// An OK code is no objection: only the built-in checks build
 			// the records a commit writes.
-			if code := v.Validate(ctx, c); code != "" && !code.OK() {
-				return outcome{code: code}
+			if vd := v.Validate(ctx, c); vd.rejects() {
+				return outcome{code: vd.Code}
 			}
 		}
 	}

@@ -268,6 +268,10 @@ type Record struct {
 	// for invalidated ones, empty for a pending proposal.
 	Reason Code  `json:"reason,omitempty"`
 	Scope  Scope `json:"scope"`
+	// Namespace is the application the record belongs to (see
+	// [WithNamespace]). Stores keep an empty namespace as
+	// [DefaultNamespace].
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // TraceID returns the record's trace id.

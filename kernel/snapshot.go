@@ -30,7 +30,7 @@ type snapshot struct {
 // buffers. MemStore implements it; other stores are read through ListTrace
 // and ListSlot.
 type snapshotReader interface {
-	readTrace(ctx context.Context, traceID string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error)
+	readTrace(ctx context.Context, traceID, namespace string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error)
 }
 
 // snapshots recycles snapshot buffers: a decision reads a whole trace, and
@@ -44,7 +44,7 @@ func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool)
 	s.k, s.traceID, s.nowMS = k, traceID, k.nowMS()
 	var err error
 	if fast, ok := k.store.(snapshotReader); ok {
-		s.recs, s.persistent, err = fast.readTrace(ctx, traceID, withConstraints, s.recs[:0], s.persistent[:0])
+		s.recs, s.persistent, err = fast.readTrace(ctx, traceID, k.namespace, withConstraints, s.recs[:0], s.persistent[:0])
 	} else {
 		err = s.readFrom(ctx, k.store, withConstraints)
 	}
@@ -64,7 +64,7 @@ func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool)
 		s.recs = append(s.recs, r)
 	}
 	if withConstraints {
-		for r, err := range st.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent}) {
+		for r, err := range st.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: s.k.namespace}) {
 			if err != nil {
 				return err
 			}
@@ -110,6 +110,13 @@ func (s *snapshot) latest(slot Slot, kind string, keep func(*Record) bool) *Reco
 }
 
 func committedActive(r *Record) bool { return r.Mode == ModeCommit && r.Status == StatusActive }
+
+// isObservation reports whether r is a percept observation that counts: a
+// committed percept not invalidated (an expired one still counts, as stale
+// evidence rather than no evidence).
+func isObservation(r *Record) bool {
+	return r.Slot == Percepts && r.Mode == ModeCommit && r.Status != StatusInvalidated
+}
 
 // perceptFor resolves a belief dependency: a percept record id of this
 // trace, or a percept kind (its latest committed observation, expired or

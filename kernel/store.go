@@ -24,7 +24,10 @@ import (
 // records to its handles). A method called with a cancelled context returns
 // the context's error and changes nothing. After Close every method,
 // Close included, returns [ErrClosed]. A Filter with an invalid Status or
-// Scope is [ErrInvalidInput].
+// Scope is [ErrInvalidInput]. A store refuses, with [ErrInvalidInput] or
+// [ErrInvalidPayload], any record [CheckRecord] refuses (invalid UTF-8 in
+// any string among them), and keeps a record with an empty Namespace as
+// [DefaultNamespace].
 //
 // The package storetest runs one conformance suite against any Store.
 type Store interface {
@@ -60,15 +63,34 @@ type TraceCounter interface {
 	CountTrace(ctx context.Context, traceID string) (int, error)
 }
 
+// KeyStore is the optional interface of a [Store] that enforces once-keys
+// ([Batch.Claims]). The kernel refuses to start with a once-keyed
+// [ActionSpec] on a store that does not implement it: a store that silently
+// ignored claims would let a once-only action run twice.
+//
+// A store that implements KeyStore guarantees that a key is claimed at most
+// once, for ever, across every process that shares the store: Apply refuses
+// a batch that claims a key already claimed (or claims one key twice) with
+// [ErrDuplicateKey], in the same transaction as the batch's other writes.
+type KeyStore interface {
+	Store
+	// ClaimedBy returns the id of the record whose batch claimed key, or
+	// [ErrNotFound] if the key is free.
+	ClaimedBy(ctx context.Context, key string) (recordID string, err error)
+}
+
 // Filter narrows ListSlot. A zero field matches everything.
 type Filter struct {
 	Status Status
 	Scope  Scope
+	// Namespace, when set, keeps only records of that namespace.
+	Namespace string
 }
 
 // Match reports whether rec passes the filter.
 func (f Filter) Match(rec *Record) bool {
-	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope)
+	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope) &&
+		(f.Namespace == "" || rec.Namespace == f.Namespace)
 }
 
 // Batch is an atomic group of writes: all of it lands or none of it does.
@@ -83,6 +105,16 @@ type Batch struct {
 	// so that no decision lands after a change to its trace it did not see.
 	Trace    string
 	TraceLen int
+	// Claims are once-keys the batch takes (see [KeyStore]). Only a store
+	// that implements KeyStore accepts them; any other refuses a batch with
+	// claims with [ErrInvalidInput].
+	Claims []Claim
+}
+
+// Claim takes a once-key for a record of the batch.
+type Claim struct {
+	Key      string
+	RecordID string
 }
 
 // Invalidation is a status change inside a Batch.

@@ -11,25 +11,25 @@ import (
 // manager_approved is on the board: a domain rule with its own code.
 const codeOverCap = kernel.Code("REFUND_OVER_CAP")
 
-func refundCap(_ context.Context, c kernel.Candidate) kernel.Code {
+func refundCap(_ context.Context, c kernel.Candidate) kernel.Verdict {
 	if c.Slot() != kernel.Actions || c.Kind() != "issue_refund" {
-		return ""
+		return kernel.Verdict{}
 	}
 	amount, _ := c.Payload().Float("amount")
 	if _, approved := c.Committed(kernel.Beliefs, "manager_approved"); amount > 100 && !approved {
-		return codeOverCap
+		return kernel.Verdict{Code: codeOverCap, Rule: "refund_cap", Detail: "over 100 without approval"}
 	}
-	return ""
+	return kernel.Verdict{}
 }
 
 func TestCustomValidator(t *testing.T) {
 	var seen []kernel.Slot
-	record := kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Code {
+	record := kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Verdict {
 		seen = append(seen, c.Slot())
 		if p := c.Proposal(); p.Mode != kernel.ModePropose || p.Kind != c.Kind() {
 			t.Errorf("candidate proposal %+v", p)
 		}
-		return ""
+		return kernel.Verdict{}
 	})
 	f := newFixture(t, kernel.WithValidators(record, kernel.ValidatorFunc(refundCap)))
 	f.groundedBelief(tr)
@@ -67,7 +67,7 @@ func TestCustomValidator(t *testing.T) {
 // decision without a record.
 func TestValidatorReturningOKCode(t *testing.T) {
 	for _, code := range []kernel.Code{kernel.CodeCommitted, kernel.CodePlanFeasible} {
-		f := newFixture(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Code { return code })))
+		f := newFixture(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: code} })))
 		d := f.groundedBelief(tr)
 		if d.Record.ID == "" || d.EvidenceID == "" {
 			t.Errorf("validator answering %s: belief decision %+v", code, d)

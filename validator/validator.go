@@ -2,6 +2,7 @@ package validator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -17,9 +18,9 @@ const (
 // For scopes v to proposals of one slot and kind; an empty kind matches every
 // kind of the slot. Other proposals pass.
 func For(slot kernel.Slot, kind string, v kernel.Validator) kernel.Validator {
-	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Code {
+	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
 		if c.Slot() != slot || (kind != "" && c.Kind() != kind) {
-			return ""
+			return kernel.Verdict{}
 		}
 		return v.Validate(ctx, c)
 	})
@@ -33,41 +34,44 @@ func Max(field string, limit float64, code kernel.Code) kernel.Validator {
 	if code == "" {
 		code = CodeOverLimit
 	}
-	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Code {
+	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Verdict {
 		v, present := c.Payload()[field]
 		if !present {
-			return ""
+			return kernel.Verdict{}
 		}
 		f, ok := kernel.ToFloat(v)
-		if !ok || f > limit {
-			return code
+		if !ok {
+			return kernel.Verdict{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s is not a number", field)}
 		}
-		return ""
+		if f > limit {
+			return kernel.Verdict{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s = %v exceeds %v", field, f, limit)}
+		}
+		return kernel.Verdict{}
 	})
 }
 
 // Require rejects a proposal whose payload lacks any of fields (or holds
 // null there) with CodeMissingField.
 func Require(fields ...string) kernel.Validator {
-	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Code {
+	return kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Verdict {
 		p := c.Payload()
 		for _, f := range fields {
 			if v, ok := p[f]; !ok || v == nil {
-				return CodeMissingField
+				return kernel.Verdict{Code: CodeMissingField, Rule: "require:" + f, Detail: fmt.Sprintf("field %q is missing", f)}
 			}
 		}
-		return ""
+		return kernel.Verdict{}
 	})
 }
 
 // All runs vs in order and returns the first rejection.
 func All(vs ...kernel.Validator) kernel.Validator {
-	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Code {
+	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
 		for _, v := range vs {
-			if code := v.Validate(ctx, c); code != "" {
-				return code
+			if vd := v.Validate(ctx, c); vd.Code != "" && !vd.Code.OK() {
+				return vd
 			}
 		}
-		return ""
+		return kernel.Verdict{}
 	})
 }

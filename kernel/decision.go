@@ -1,0 +1,67 @@
+package kernel
+
+// Decision is the kernel's answer to a commit request. A refusal says why
+// as data: the code, the constraint or rule that decided, the record that
+// failed, and the chain of causes down to the root.
+type Decision struct {
+	// ID identifies the decision: "decision:" + the proposal id (a
+	// proposal is decided once).
+	ID string `json:"id"`
+	// Code is COMMITTED (PLAN_FEASIBLE for plans) or the rejection code.
+	Code Code `json:"code"`
+	// ProposalID is the proposal decided. After the decision it is
+	// INVALIDATED: with SUPERSEDED_BY_COMMIT when committed, else with Code.
+	ProposalID string `json:"proposal_id"`
+	// Record is a copy of the committed record; its ID is empty when the
+	// proposal was rejected.
+	Record Record `json:"record,omitzero"`
+	// EvidenceID is the artifact the kernel wrote for a committed belief.
+	EvidenceID string `json:"evidence_id,omitempty"`
+	// Rule names the constraint or rule that decided a refusal, if one did.
+	Rule string `json:"rule,omitempty"`
+	// Failed is the id of the record that failed the check: the percept
+	// for an evidence code, the constraint, the rejected belief proposal
+	// behind NO_COMMITTED_BELIEF, the action that used up a once-key.
+	Failed string `json:"failed,omitempty"`
+	// Detail is a short human-readable explanation (a validator's own).
+	Detail string `json:"detail,omitempty"`
+	// Causes is the chain below Code, outermost first, root cause last:
+	// for NO_COMMITTED_BELIEF it holds the belief's rejection
+	// (STALE_EVIDENCE on the percept). Empty when Code is the root cause.
+	Causes []Cause `json:"causes,omitempty"`
+}
+
+// Cause is one link of a refusal's causal chain.
+type Cause struct {
+	Code   Code   `json:"code"`
+	Record string `json:"record,omitempty"` // the record the code is about
+	Rule   string `json:"rule,omitempty"`   // the constraint or rule, if one decided
+	Detail string `json:"detail,omitempty"`
+}
+
+// Committed reports whether the proposal was committed.
+func (d Decision) Committed() bool { return d.Code.OK() }
+
+// RootCause returns the deepest cause of the decision: the last of Causes,
+// or the decision's own code, rule and failed record when it has none.
+func (d Decision) RootCause() Cause {
+	if n := len(d.Causes); n > 0 {
+		return d.Causes[n-1]
+	}
+	return Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
+}
+
+// Verdict is a [Validator]'s answer. The zero Verdict (or an OK code) lets
+// the proposal through; any other code rejects it, and Rule and Detail join
+// the [Decision].
+type Verdict struct {
+	Code   Code
+	Rule   string
+	Detail string
+}
+
+// Reject returns a Verdict that rejects with code and detail.
+func Reject(code Code, detail string) Verdict { return Verdict{Code: code, Detail: detail} }
+
+// rejects reports whether v objects to the proposal.
+func (v Verdict) rejects() bool { return v.Code != "" && !v.Code.OK() }

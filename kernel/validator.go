@@ -1,0 +1,89 @@
+package kernel
+
+import "context"
+
+// Validator is a custom check that runs after the kernel's built-in
+// validation has passed a proposal and before it is committed. It returns
+// the zero [Verdict] to let the proposal through, or a Verdict with a code
+// (and, if it likes, the rule's name and a detail) to reject it. Validators
+// are called concurrently and must be safe for that; they must not call
+// back into the kernel.
+type Validator interface {
+	Validate(ctx context.Context, c Candidate) Verdict
+}
+
+// ValidatorFunc adapts a function to [Validator].
+type ValidatorFunc func(ctx context.Context, c Candidate) Verdict
+
+// Validate calls f.
+func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) Verdict { return f(ctx, c) }
+
+// Candidate is a proposal that passed the built-in checks, with read access
+// to its trace as the kernel saw it when deciding. Its methods return data
+// the validator must not modify.
+type Candidate struct {
+	snap     *snapshot
+	proposal *Record
+	// beliefs are the committed beliefs a plan or action rests on.
+	beliefs []*Record
+}
+
+// Proposal returns a copy of the proposal being decided.
+func (c Candidate) Proposal() Record { return c.proposal.Clone() }
+
+// Slot is the proposal's slot.
+func (c Candidate) Slot() Slot { return c.proposal.Slot }
+
+// Kind is the proposal's kind.
+func (c Candidate) Kind() string { return c.proposal.Kind }
+
+// Payload returns the proposal's payload. It must not be modified.
+func (c Candidate) Payload() Payload { return c.proposal.Payload }
+
+// Committed returns a copy of the latest committed, active record of kind in
+// slot of the trace.
+func (c Candidate) Committed(slot Slot, kind string) (Record, bool) {
+	r := c.snap.latest(slot, kind, committedActive)
+	if r == nil {
+		return Record{}, false
+	}
+	return r.Clone(), true
+}
+
+// Percepts returns the current observation of every percept kind in the
+// trace (the latest committed one that is not invalidated), by kind. The
+// payloads must not be modified.
+func (c Candidate) Percepts() map[string]Payload {
+	out := make(map[string]Payload)
+	for i := len(c.snap.recs) - 1; i >= 0; i-- {
+		r := &c.snap.recs[i]
+		if _, seen := out[r.Kind]; !seen && isObservation(r) {
+			out[r.Kind] = r.Payload
+		}
+	}
+	return out
+}
+
+// Beliefs returns the payload of every committed, active belief of the
+// trace, by kind. The payloads must not be modified.
+func (c Candidate) Beliefs() map[string]Payload {
+	out := make(map[string]Payload)
+	for i := len(c.snap.recs) - 1; i >= 0; i-- {
+		r := &c.snap.recs[i]
+		if _, seen := out[r.Kind]; !seen && r.Slot == Beliefs && committedActive(r) {
+			out[r.Kind] = r.Payload
+		}
+	}
+	return out
+}
+
+// Grounds returns copies of the committed beliefs a plan or action rests
+// on, in the order it declares them (none for beliefs and predictions), so
+// that a validator can check them again against the current percepts.
+func (c Candidate) Grounds() []Record {
+	out := make([]Record, len(c.beliefs))
+	for i, b := range c.beliefs {
+		out[i] = b.Clone()
+	}
+	return out
+}
