@@ -170,6 +170,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string) (
 
 // outcome is what deciding a proposal produced, before it is applied.
 type outcome struct {
+	grounds  []*Record // the committed beliefs a plan or action rests on
 	code     Code
 	record   Record // committed record (zero ID when rejected)
 	evidence Record // belief evidence artifact (zero ID when none)
@@ -284,7 +285,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) outcome {
 		out = k.decidePrediction(s, p)
 	}
 	if out.code.OK() && len(k.validators) > 0 {
-		c := Candidate{snap: s, proposal: p}
+		c := Candidate{snap: s, proposal: p, beliefs: out.grounds}
 		for _, v := range k.validators {
 			// An OK code is no objection: only the built-in checks build
 			// the records a commit writes.
@@ -558,6 +559,7 @@ func (g *gate) constrained(f flags, blocked func(string) Code) Code {
 func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
 	steps := p.Payload[KeySteps].([]any)
 	var used []string
+	var grounds []*Record
 	for _, st := range steps {
 		step := Payload(st.(map[string]any))
 		action, _ := step.String(KeyAction)
@@ -574,9 +576,12 @@ func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
 		}
 		for _, b := range g.beliefs {
 			used = append(used, b.ID)
+			if !slices.Contains(grounds, b) {
+				grounds = append(grounds, b)
+			}
 		}
 	}
-	return outcome{code: CodePlanFeasible, record: s.commitRecord(p, 0, CodePlanFeasible, p.Payload, used, nil)}
+	return outcome{code: CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, CodePlanFeasible, p.Payload, used, nil)}
 }
 
 // decideAction is action gating (t9): grounded in its spec, beliefs
@@ -639,7 +644,7 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	return outcome{code: CodeCommitted, record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
+	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
 }
 
 // planFor returns the latest committed plan with a step for actionType.
