@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -134,7 +135,8 @@ func codeCases() []codeCase {
 
 		{name: "plan feasible", want: kernel.CodePlanFeasible, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false))},
 		{name: "plan with a fallback step", want: kernel.CodePlanFeasible, run: proposePlan(step(kernel.FallbackQueueForReview))},
-		{name: "plan missing belief", want: kernel.CodePlanMissingBelief, run: proposePlan(step("issue_refund", "refund_due"), step("notify", "customer_notified"))},
+		{name: "plan missing belief", want: kernel.CodePlanMissingBelief, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false), step("notify", "customer_notified"))},
+		{name: "plan step without the constraint's field fails closed", want: kernel.PlanBlockedCode("no_duplicate_refund"), run: proposePlan(step("issue_refund", "refund_due"))},
 		{name: "plan belief false", want: kernel.CodePlanBeliefNotSatisfied, run: func(f *fixture) (kernel.Code, error) {
 			falseBelief(f)
 			return decided(f.propose(tr, kernel.Plans, "action_plan", plan(step("issue_refund", "refund_due"))))
@@ -300,6 +302,32 @@ func codeCases() []codeCase {
 			}
 			return decided(f.propose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))
 		}},
+		{name: "belief names a superseded observation", want: kernel.CodeSupersededEvidence, run: func(f *fixture) (kernel.Code, error) {
+			old := f.perceive(tr, "charge", clean, nil, 0)
+			f.perceive(tr, "charge", kernel.Payload{"amount": 10.0, "stale": true}, nil, 0)
+			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, old.ID)))
+		}},
+		{name: "source flags low confidence", want: kernel.CodeLowConfidence, run: proposeBelief(nil, kernel.Payload{"low_confidence": true}, belief(true, "charge"))},
+		{name: "grounding used up", want: kernel.CodeDuplicateAction, run: func(f *fixture) (kernel.Code, error) {
+			f.groundedBelief(tr)
+			if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); !d.Committed() {
+				f.t.Fatalf("first refund: %s", d.Code)
+			}
+			return decided(f.propose(tr, kernel.Actions, "issue_refund", action("refund_due")))
+		}},
+		{name: "once-key field missing", want: kernel.CodeOnceKeyMissing,
+			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}}})},
+			run:  proposeAct("issue_refund", action("refund_due"))},
+		{name: "validator reports a violated rule", want: kernel.CodeRuleViolated,
+			opts: []kernel.Option{kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
+				return kernel.Verdict{Code: kernel.CodeRuleViolated, Rule: "r"}
+			}))},
+			run: proposeBelief(nil, clean, belief(true, "charge"))},
+		{name: "validator cannot evaluate its rule", want: kernel.CodeRuleError,
+			opts: []kernel.Option{kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
+				return kernel.Reject(kernel.CodeRuleError, "no such field")
+			}))},
+			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "empty kind", want: kernel.CodeInvalidInput, sentinel: kernel.ErrInvalidInput, run: func(f *fixture) (kernel.Code, error) {
 			f.mark()
 			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts}))

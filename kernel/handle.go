@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"iter"
+	"slices"
 )
 
 // Handle is what every role-bound handle offers: its identity and read
@@ -56,11 +57,15 @@ func (h *handle) View(ctx context.Context, traceID string, opts ViewOptions) (Vi
 	return h.k.View(ctx, traceID, opts)
 }
 
-// Get returns a copy of the record with that id, or [ErrNotFound].
+// Get returns a copy of the record with that id, or [ErrNotFound] (also
+// for a record of another namespace).
 func (h *handle) Get(ctx context.Context, id string) (Record, error) {
 	rec, err := h.k.store.Get(ctx, id)
 	if err != nil {
 		return Record{}, err
+	}
+	if rec.Namespace != h.k.namespace {
+		return Record{}, newErr("get", id, "", ErrNotFound, "record of another namespace")
 	}
 	return rec.Clone(), nil
 }
@@ -72,22 +77,33 @@ func (h *handle) Find(ctx context.Context, traceID string, slot Slot, kind strin
 	if err != nil {
 		return Record{}, err
 	}
+	if rec.Namespace != h.k.namespace {
+		return Record{}, newErr("find", rec.ID, "", ErrNotFound, "record of another namespace")
+	}
 	return rec.Clone(), nil
 }
 
-// Trace streams copies of every record of one trace in append order.
+// Trace streams copies of every record of one trace of the kernel's
+// namespace in append order.
 func (h *handle) Trace(ctx context.Context, traceID string) iter.Seq2[Record, error] {
-	return cloned(h.k.store.ListTrace(ctx, traceID))
+	return h.k.scoped(h.k.store.ListTrace(ctx, traceID))
 }
 
-// List streams copies of the records of a slot, across traces, that match f.
+// List streams copies of the records of a slot, across the traces of the
+// kernel's namespace, that match f (whose Namespace is set to the
+// kernel's).
 func (h *handle) List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error] {
-	return cloned(h.k.store.ListSlot(ctx, slot, f))
+	f.Namespace = h.k.namespace
+	return h.k.scoped(h.k.store.ListSlot(ctx, slot, f))
 }
 
-func cloned(seq iter.Seq2[Record, error]) iter.Seq2[Record, error] {
+// scoped clones the records of seq that belong to the kernel's namespace.
+func (k *Kernel) scoped(seq iter.Seq2[Record, error]) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		for r, err := range seq {
+			if err == nil && r.Namespace != k.namespace {
+				continue
+			}
 			if !yield(r.Clone(), err) {
 				return
 			}
@@ -164,9 +180,13 @@ type Constraint struct {
 	// BlocksField is the plan-step or action field that blocks when truthy.
 	BlocksField string
 	// BindPercept, if set, names a percept kind whose BlocksField value the
-	// kernel reads instead of the proposal's; a proposal that disagrees with
-	// it is FIELD_MISMATCH.
+	// kernel reads from the current observation instead of the proposal; a
+	// proposal that disagrees with it is FIELD_MISMATCH. The observation
+	// must pass the evidence checks, or the constraint blocks (fail closed).
 	BindPercept string
+	// AppliesTo names the action types the constraint guards. Empty means
+	// every type except safe fallbacks.
+	AppliesTo []string
 	// Extra holds further domain fields stored with the constraint.
 	Extra Payload
 }
@@ -182,6 +202,9 @@ func (c Constraint) Payload() Payload {
 	p[KeyBlocksField] = c.BlocksField
 	if c.BindPercept != "" {
 		p[KeyBindPercept] = c.BindPercept
+	}
+	if len(c.AppliesTo) > 0 {
+		p[KeyAppliesTo] = slices.Clone(c.AppliesTo)
 	}
 	return p
 }

@@ -169,6 +169,12 @@ func WithActionSpecs(specs ...ActionSpec) Option {
 	return func(k *Kernel) {
 		for _, s := range specs {
 			s.MinBeliefs = slices.Clone(s.MinBeliefs) // the caller keeps its slice
+			s.Predictors = slices.Clone(s.Predictors)
+			if s.Once != nil {
+				o := *s.Once
+				o.Fields = slices.Clone(o.Fields)
+				s.Once = &o
+			}
 			k.specs[s.Type] = s
 		}
 	}
@@ -381,6 +387,11 @@ func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) 
 	if !scope.Valid() {
 		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
 	}
+	if scope == ScopePersistent && (role == RolePlanner || role == RoleSimulator) {
+		// A proposer's persistent record would become every trace's state.
+		return Record{}, newErr(op, "", CodePermissionDenied, ErrPermission,
+			fmt.Sprintf("role %s may not write persistent scope", role))
+	}
 	for _, ref := range e.InputRefs {
 		if ref == "" {
 			return Record{}, newErr(op, "", CodeInvalidReference, ErrInvalidReference, "empty input ref")
@@ -432,6 +443,7 @@ func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) 
 		EvidenceRefs: cloneStrings(e.EvidenceRefs),
 		Status:       StatusActive,
 		Scope:        scope,
+		Namespace:    k.namespace,
 	}
 	if mode == ModeCommit {
 		rec.Reason = CodeCommitted
@@ -516,6 +528,11 @@ func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
 		if e, present := p[KeyEnabled]; present {
 			if _, ok := e.(bool); !ok {
 				return fmt.Errorf("%q must be a boolean", KeyEnabled)
+			}
+		}
+		if _, present := p[KeyAppliesTo]; present {
+			if types, ok := p.Strings(KeyAppliesTo); !ok || len(types) == 0 {
+				return fmt.Errorf("%q must be a non-empty list of action types", KeyAppliesTo)
 			}
 		}
 	}

@@ -34,6 +34,7 @@ const (
 	KeyEnabled           = "enabled"            // constraint: whether it is enforced
 	KeyBlocksField       = "blocks_field"       // constraint: the field that blocks when truthy
 	KeyBindPercept       = "bind_percept"       // constraint: percept kind whose field is authoritative
+	KeyAppliesTo         = "applies_to"         // constraint: the action types it guards (absent: all but safe fallbacks)
 	KeyReason            = "reason"             // fallback action: the code that caused it
 	KeyType              = "type"               // action: if present, must equal the action's kind
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -22,6 +23,7 @@ type snapshot struct {
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]Record
 	invs    [1]Invalidation
+	claims  [1]Claim
 	cons    []constraint // reused by constraints()
 }
 
@@ -48,11 +50,26 @@ func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool)
 	} else {
 		err = s.readFrom(ctx, k.store, withConstraints)
 	}
+	if err == nil {
+		err = s.checkNamespace()
+	}
 	if err != nil {
 		s.release()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkNamespace refuses a trace that holds another namespace's records:
+// two applications sharing a store must not decide on each other's state.
+func (s *snapshot) checkNamespace() error {
+	for i := range s.recs {
+		if ns := s.recs[i].Namespace; ns != s.k.namespace {
+			return newErr("read", s.recs[i].ID, CodePermissionDenied, ErrPermission,
+				fmt.Sprintf("trace %q belongs to namespace %q, not %q", s.traceID, ns, s.k.namespace))
+		}
+	}
+	return nil
 }
 
 func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool) error {
@@ -78,7 +95,7 @@ func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool)
 func (s *snapshot) release() {
 	clear(s.recs) // drop references to payloads so the pool does not pin them
 	clear(s.persistent)
-	s.appends, s.invs = [3]Record{}, [1]Invalidation{}
+	s.appends, s.invs, s.claims = [3]Record{}, [1]Invalidation{}, [1]Claim{}
 	clear(s.cons)
 	s.k = nil
 	snapshots.Put(s)
@@ -90,13 +107,25 @@ func (s *snapshot) nextID(slot Slot, i int) string {
 }
 
 func (s *snapshot) byID(id string) *Record {
-	for i := len(s.recs) - 1; i >= 0; i-- {
-		if s.recs[i].ID == id {
-			return &s.recs[i]
-		}
+	if i := s.indexOf(id); i >= 0 {
+		return &s.recs[i]
 	}
 	return nil
 }
+
+// indexOf returns the position of the record with that id, or -1.
+func (s *snapshot) indexOf(id string) int {
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		if s.recs[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// current returns the current observation of a percept kind: the latest
+// committed percept of that kind that is not invalidated, or nil.
+func (s *snapshot) current(kind string) *Record { return s.latest(Percepts, kind, isObservation) }
 
 // latest returns the latest record of kind in slot that keep accepts.
 func (s *snapshot) latest(slot Slot, kind string, keep func(*Record) bool) *Record {
@@ -119,13 +148,14 @@ func isObservation(r *Record) bool {
 }
 
 // perceptFor resolves a belief dependency: a percept record id of this
-// trace, or a percept kind (its latest committed observation, expired or
-// not — an expired percept is stale evidence, not missing evidence).
+// trace, or a percept kind (its current observation, expired or not — an
+// expired percept is stale evidence, not missing evidence). An id may name
+// a superseded observation; the caller checks that against [snapshot.current].
 func (s *snapshot) perceptFor(dep string) *Record {
-	if r := s.byID(dep); r != nil && r.Slot == Percepts && r.Mode == ModeCommit && r.Status != StatusInvalidated {
+	if r := s.byID(dep); r != nil && isObservation(r) {
 		return r
 	}
-	return s.latest(Percepts, dep, func(r *Record) bool { return r.Mode == ModeCommit && r.Status != StatusInvalidated })
+	return s.current(dep)
 }
 
 // belief returns the committed, active belief of kind.
@@ -137,21 +167,24 @@ func (s *snapshot) stale(r *Record) bool {
 	return r.Payload.Bool(KeyStale) || r.Status == StatusExpired || r.expired(s.nowMS)
 }
 
-// expiries lists invalidations for the active records of the snapshot
-// whose TTL has run out.
-func (s *snapshot) expiries() []Invalidation {
+// markExpired marks, in the snapshot only, the active records whose TTL has
+// run out as EXPIRED, and returns the invalidations that record it (nil
+// when none). Decisions write them with their batch; reads never do.
+func (s *snapshot) markExpired() []Invalidation {
 	var out []Invalidation
 	for i := range s.recs {
 		r := &s.recs[i]
 		if r.Status == StatusActive && r.expired(s.nowMS) {
+			r.Status, r.Reason = StatusExpired, CodeTTLExpired
 			out = append(out, Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired})
 		}
 	}
 	return out
 }
 
-// checkRefs verifies that every id names a record of this trace or of
-// persistent scope.
+// checkRefs verifies that every id names a record of this trace, or a
+// persistent record of the namespace that every trace shares (a
+// constraint, or a kind the owner shares).
 func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) error {
 	for _, id := range ids {
 		if s.byID(id) != nil {
@@ -159,17 +192,35 @@ func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) err
 		}
 		r, err := s.k.store.Get(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, ErrNotFound) || err == nil && r.Namespace != s.k.namespace:
 			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
 				fmt.Sprintf("%s %q does not exist", what, id))
 		case err != nil:
 			return err
-		case r.Scope != ScopePersistent:
+		case !s.k.sharedAcross(&r):
 			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
 				fmt.Sprintf("%s %q belongs to another trace", what, id))
 		}
 	}
 	return nil
+}
+
+// sharedAcross reports whether r, a record of another trace, is shared
+// with every trace of the namespace: a committed persistent constraint, or
+// a committed persistent record of a kind the owner shares.
+func (k *Kernel) sharedAcross(r *Record) bool {
+	if r.Scope != ScopePersistent || r.Mode != ModeCommit || r.Namespace != k.namespace {
+		return false
+	}
+	if r.Slot == Constraints {
+		return true
+	}
+	for _, sk := range k.shared {
+		if sk.slot == r.Slot && sk.kind == r.Kind {
+			return true
+		}
+	}
+	return false
 }
 
 // looksLikeID reports whether s has the shape of a record id, so that a
@@ -197,11 +248,23 @@ func looksLikeID(s string) bool {
 
 // constraint is an active constraint as the gate reads it.
 type constraint struct {
-	rec     *Record
-	name    string
-	field   string
-	bind    string
-	enabled bool
+	rec       *Record
+	name      string
+	field     string
+	bind      string
+	enabled   bool
+	types     []any // the action types it guards; nil: every type but the safe fallbacks
+}
+
+// appliesTo reports whether the constraint guards an action type. A
+// constraint that names no types guards every type except safe fallbacks,
+// which have no effect for it to guard; one that names types guards exactly
+// those.
+func (c *constraint) appliesTo(action string, fallback bool) bool {
+	if c.types == nil {
+		return !fallback
+	}
+	return slices.Contains(c.types, any(action))
 }
 
 func asConstraint(r *Record) constraint {
@@ -214,6 +277,7 @@ func asConstraint(r *Record) constraint {
 	}
 	c.field, _ = r.Payload.String(KeyBlocksField)
 	c.bind, _ = r.Payload.String(KeyBindPercept)
+	c.types = r.Payload.list(KeyAppliesTo)
 	return c
 }
 

@@ -124,26 +124,18 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 	})
 }
 
-// TestDerivedFlags: the kernel derives uses_stale_data and its siblings from
-// the evidence chain; constraints can block on them and a planner cannot
-// overrule them.
+// TestDerivedFlags: the kernel derives uses_conflicted_data and
+// has_negative_prediction from the evidence chain; constraints can block on
+// them and a planner cannot overrule them. (Stale and low-confidence
+// evidence never reaches the flags: the gate refuses it first, see
+// TestLateEvidence.)
 func TestDerivedFlags(t *testing.T) {
 	for _, tc := range []struct {
 		flag, constraint string
 		setup            func(f *fixture)
 	}{
-		{kernel.KeyUsesStaleData, "block_stale_actions", func(f *fixture) {
-			// Fresh when the belief commits, expired by the time we act.
-			f.perceive(tr, "charge", nil, nil, 5*time.Second)
-			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
-			f.clock.Advance(6 * time.Second)
-		}},
 		{kernel.KeyUsesConflictedData, "block_conflicted_actions", func(f *fixture) {
 			f.perceive(tr, "charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.8), 0)
-			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
-		}},
-		{kernel.KeyUsesLowConfidenceData, "block_low_confidence_actions", func(f *fixture) {
-			f.perceive(tr, "charge", kernel.Payload{"low_confidence": true}, nil, 0)
 			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
 		}},
 		{kernel.KeyHasNegativePrediction, "block_negative_predictions", func(f *fixture) {
@@ -201,6 +193,43 @@ func TestDerivedFlags(t *testing.T) {
 	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
 		if d.Record.Payload[c] != false {
 			t.Errorf("clean action: %s = %v", c, d.Record.Payload[c])
+		}
+	}
+}
+
+// TestLateEvidence: evidence that was fresh when the belief committed and
+// is stale by the time the plan or action is decided is refused with the
+// evidence code, naming the percept; the same holds when the tool reports a
+// newer observation of the fact as stale.
+func TestLateEvidence(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(f *fixture) (failed string)
+	}{
+		{"ttl ran out", func(f *fixture) string {
+			p := f.perceive(tr, "charge", nil, nil, 5*time.Second)
+			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+			f.clock.Advance(6 * time.Second)
+			return p.ID
+		}},
+		{"newer observation stale", func(f *fixture) string {
+			f.groundedBelief(tr)
+			return f.perceive(tr, "charge", kernel.Payload{"stale": true}, nil, 0).ID
+		}},
+	} {
+		for _, slot := range []kernel.Slot{kernel.Actions, kernel.Plans} {
+			t.Run(tc.name+"/"+slot.String(), func(t *testing.T) {
+				f := newFixture(t)
+				failed := tc.setup(f)
+				kind, payload := "issue_refund", action("refund_due")
+				if slot == kernel.Plans {
+					kind, payload = "action_plan", plan(step("issue_refund", "refund_due"))
+				}
+				d := f.mustPropose(tr, slot, kind, payload)
+				if d.Code != kernel.CodeStaleEvidence || d.Failed != failed || d.RootCause().Record != failed {
+					t.Errorf("%s: %s failed %q root %+v, want STALE_EVIDENCE on %s", slot, d.Code, d.Failed, d.RootCause(), failed)
+				}
+			})
 		}
 	}
 }

@@ -31,7 +31,9 @@ func TestCustomValidator(t *testing.T) {
 		}
 		return kernel.Verdict{}
 	})
-	f := newFixture(t, kernel.WithValidators(record, kernel.ValidatorFunc(refundCap)))
+	// Repeatable: the same belief grounds the second refund.
+	f := newFixture(t, kernel.WithValidators(record, kernel.ValidatorFunc(refundCap)),
+		kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Repeatable: true}))
 	f.groundedBelief(tr)
 	for _, tc := range []struct {
 		amount float64

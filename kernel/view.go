@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ViewOptions tunes [Kernel.View].
@@ -44,9 +45,10 @@ func (v View) Kinds(slot Slot) []string {
 }
 
 // View returns the trace's committed state and pending proposals. It reads
-// only that trace's records (and, if asked, persistent ones) through the
-// store's indexes. Records whose TTL has run out are marked EXPIRED first and
-// left out. The payloads are copies the caller may keep.
+// only that trace's records (and, if asked, the persistent records shared
+// with every trace) through the store's indexes. Records whose TTL has run
+// out are left out, as of now; a view never writes to the store. The
+// payloads are copies the caller may keep.
 func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
 	if err := checkName("trace id", traceID); err != nil {
 		return View{}, newErr("view", "", CodeInvalidInput, ErrInvalidInput, err.Error())
@@ -56,9 +58,7 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (Vi
 		return View{}, err
 	}
 	defer snap.release()
-	if err := k.expire(ctx, snap); err != nil {
-		return View{}, err
-	}
+	snap.markExpired()
 	v := View{TraceID: traceID, Committed: make(map[Slot]map[string]Payload, 4)}
 	put := func(r *Record) {
 		m := v.Committed[r.Slot]
@@ -69,12 +69,12 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (Vi
 		m[r.Kind] = r.Payload.Clone()
 	}
 	if opts.IncludePersistent {
-		for _, slot := range AllSlots() {
-			for r, err := range k.store.ListSlot(ctx, slot, Filter{Status: StatusActive, Scope: ScopePersistent}) {
+		for _, slot := range k.sharedSlots() {
+			for r, err := range k.store.ListSlot(ctx, slot, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: k.namespace}) {
 				if err != nil {
 					return View{}, err
 				}
-				if r.Mode == ModeCommit && r.TraceID() != traceID && !r.expired(snap.nowMS) {
+				if r.TraceID() != traceID && !r.expired(snap.nowMS) && k.sharedAcross(&r) {
 					put(&r)
 				}
 			}
@@ -93,9 +93,22 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (Vi
 	return v, nil
 }
 
+// sharedSlots lists the slots whose persistent records every trace shares:
+// constraints, and the slots of the kinds the owner shares.
+func (k *Kernel) sharedSlots() []Slot {
+	out := []Slot{Constraints}
+	for _, sk := range k.shared {
+		if !slices.Contains(out, sk.slot) {
+			out = append(out, sk.slot)
+		}
+	}
+	return out
+}
+
 // Expire marks every record of the trace whose TTL has run out EXPIRED with
-// code TTL_EXPIRED and returns how many it marked. The kernel also does this
-// lazily whenever it reads a trace to decide or to build a view.
+// code TTL_EXPIRED and returns how many it marked. Decisions do this for
+// the trace they decide on, in the same batch as the decision; views and
+// reads never write.
 func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
 	if err := checkName("trace id", traceID); err != nil {
 		return 0, newErr("expire", "", CodeInvalidInput, ErrInvalidInput, err.Error())
@@ -105,7 +118,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		inv := snap.expiries()
+		inv := snap.markExpired()
 		snap.release()
 		if len(inv) == 0 {
 			return 0, nil
@@ -121,21 +134,3 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
 	}
 	return 0, newErr("expire", "", "", ErrNotActive, fmt.Sprintf("trace %q kept changing", traceID))
 }
-
-// expire persists the expiries a snapshot shows and updates the snapshot.
-func (k *Kernel) expire(ctx context.Context, s *snapshot) error {
-	inv := s.expiries()
-	if len(inv) == 0 {
-		return nil
-	}
-	if err := k.store.Apply(ctx, Batch{Invalidations: inv}); err != nil && !errors.Is(err, ErrNotActive) {
-		return err
-	}
-	for i := range s.recs {
-		if s.recs[i].Status == StatusActive && s.recs[i].expired(s.nowMS) {
-			s.recs[i].Status, s.recs[i].Reason = StatusExpired, CodeTTLExpired
-		}
-	}
-	return nil
-}
-

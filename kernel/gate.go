@@ -1,0 +1,590 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+)
+
+// The checks an evidence artifact records for each dependency: presence,
+// freshness, conflict (free, or arbitrated above the threshold) and
+// confidence. Constants, so building an artifact allocates no strings.
+const (
+	checksPassed     = "present,current,fresh,conflict_free,confident"
+	checksArbitrated = "present,current,fresh,conflict_arbitrated,confident"
+)
+
+// checkEvidence runs the evidence checks on one observation: fresh (not
+// flagged stale, not past its TTL), conflict-free or arbitrated by
+// confidence, and confident (not below the minimum, not flagged
+// low_confidence by its source). It returns "" or the failing code, and
+// whether a conflict was arbitrated.
+func (k *Kernel) checkEvidence(s *snapshot, r *Record) (code Code, arbitrated bool) {
+	if s.stale(r) {
+		return CodeStaleEvidence, false
+	}
+	conf := r.Provenance.Confidence
+	if r.Payload.Bool(KeyConflict) {
+		if conf == nil || *conf < k.conflictThreshold {
+			return CodeUnresolvedConflict, false
+		}
+		arbitrated = true
+	}
+	if r.Payload.Bool(KeyLowConfidence) || conf != nil && *conf < k.minConfidence {
+		return CodeLowConfidence, false
+	}
+	return "", arbitrated
+}
+
+// decideBelief is evidence validation (paper t3–t5): for each dependency in
+// order, missing → superseded → stale → conflict (with arbitration) →
+// confidence.
+func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
+	deps := p.Payload.list(KeyDependsOn)
+	if len(deps) == 0 {
+		return outcome{code: CodeMissingEvidence, detail: "the belief names no evidence"}
+	}
+	for _, need := range k.beliefSpecs[p.Kind].DependsOn {
+		if !s.dependsOn(deps, need) {
+			return outcome{code: CodeMissingEvidence, detail: "the belief spec requires percept " + need}
+		}
+	}
+	percepts := make([]string, 0, len(deps))
+	checks := make([]any, 0, len(deps))
+	arbitrated := false
+	for _, dep := range deps {
+		r := s.perceptFor(dep.(string))
+		if r == nil {
+			return outcome{code: CodeMissingEvidence, detail: "no observation " + dep.(string)}
+		}
+		if cur := s.current(r.Kind); cur != r {
+			return outcome{code: CodeSupersededEvidence, failed: r.ID, detail: "superseded by " + cur.ID}
+		}
+		code, arb := k.checkEvidence(s, r)
+		if code != "" {
+			return refuse(code, r.ID)
+		}
+		check := checksPassed
+		if arb {
+			check, arbitrated = checksArbitrated, true
+		}
+		percepts = append(percepts, r.ID)
+		checks = append(checks, check)
+	}
+	// The artifact names, per dependency in order, the checks that passed;
+	// its input refs are the percepts they ran on.
+	artifact := Record{
+		ID:   s.nextID(Evidence, 0),
+		Slot: Evidence,
+		Mode: ModeCommit,
+		Kind: "belief_validation",
+		Payload: Payload{
+			"belief":      p.Kind,
+			"proposal_id": p.ID,
+			"checks":      checks,
+			"arbitrated":  arbitrated,
+			"passed":      true,
+			// the thresholds that decided, so an audit need not trust today's config
+			"min_confidence":     k.minConfidence,
+			"conflict_threshold": k.conflictThreshold,
+		},
+		Provenance: Provenance{
+			Role:        RoleKernel,
+			Writer:      RoleKernel.String(),
+			TraceID:     s.traceID,
+			TimestampMS: s.nowMS,
+			InputRefs:   percepts,
+		},
+		Status:    StatusActive,
+		Reason:    CodeCommitted,
+		Scope:     ScopeEpisode,
+		Namespace: k.namespace,
+	}
+	rec := s.commitRecord(p, 1, CodeCommitted, p.Payload, percepts, []string{artifact.ID})
+	return outcome{code: CodeCommitted, record: rec, evidence: artifact}
+}
+
+// dependsOn reports whether a belief's declared dependencies name the
+// percept kind need, directly or through a percept id.
+func (s *snapshot) dependsOn(deps []any, need string) bool {
+	for _, d := range deps {
+		if d == any(need) {
+			return true
+		}
+		if r := s.perceptFor(d.(string)); r != nil && r.Kind == need {
+			return true
+		}
+	}
+	return false
+}
+
+// gate holds the checks a plan step and an action share.
+type gate struct {
+	k       *Kernel
+	s       *snapshot
+	action  string
+	spec    ActionSpec
+	reqs    []any // belief kinds: strings, as checkShape made sure at write
+	payload Payload
+	// beliefs are the committed beliefs the step or action rests on.
+	beliefs []*Record
+	buf     [4]*Record // backs beliefs for the usual handful
+}
+
+func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload Payload) gate {
+	return gate{k: k, s: s, action: action, spec: k.specs[action], reqs: reqs, payload: payload}
+}
+
+// grounded checks the registry and the declared beliefs against the spec.
+// It returns "" or a code; plan selects the plan-flavoured code.
+func (g *gate) grounded(plan bool) Code {
+	_, registered := g.k.specs[g.action]
+	if g.k.strictActions && !registered {
+		return CodeUnknownActionType
+	}
+	ungrounded := CodeUngroundedAction
+	if plan {
+		ungrounded = CodePlanUngrounded
+	}
+	if len(g.reqs) == 0 && !g.spec.SafeFallback {
+		return ungrounded
+	}
+	for _, need := range g.spec.MinBeliefs {
+		if !slices.Contains(g.reqs, any(need)) {
+			return ungrounded
+		}
+	}
+	return ""
+}
+
+// satisfied checks that every required belief is committed and truthy. A
+// missing belief's refusal carries the causes of its absence.
+func (g *gate) satisfied(missing, unsatisfied Code) outcome {
+	g.beliefs = g.buf[:0]
+	for _, kind := range g.reqs {
+		b := g.s.belief(kind.(string))
+		if b == nil {
+			return g.s.missingBelief(missing, kind.(string))
+		}
+		if !b.Payload.Bool(KeyValue) {
+			return refuse(unsatisfied, b.ID)
+		}
+		g.beliefs = append(g.beliefs, b)
+	}
+	return outcome{}
+}
+
+// missingBelief explains why no belief of kind is committed: the latest
+// proposal of that kind was rejected (and, for an evidence code, which
+// percept failed), or a committed one expired.
+func (s *snapshot) missingBelief(code Code, kind string) outcome {
+	out := outcome{code: code, detail: "no committed belief " + kind}
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		r := &s.recs[i]
+		if r.Slot != Beliefs || r.Kind != kind || r.Status == StatusActive || r.Reason == CodeSupersededByCommit {
+			continue
+		}
+		out.failed = r.ID
+		out.causes = append(out.causes, Cause{Code: r.Reason, Record: r.ID})
+		if r.Mode == ModePropose {
+			// Decided again on the trace as it is now, the rejected proposal
+			// names the record that failed, when the reason still holds.
+			if again := s.k.decideBelief(s, r); again.code == r.Reason && again.failed != "" {
+				out.causes = append(out.causes, Cause{Code: again.code, Record: again.failed, Detail: again.detail})
+			}
+		}
+		break
+	}
+	return out
+}
+
+// recheck validates the evidence chain of the gate's beliefs against the
+// trace as it is now: each percept an artifact names, and every newer
+// observation of its kind, must still pass the evidence checks. It returns
+// a refusal (or a zero outcome) and the derived flags.
+func (g *gate) recheck() (outcome, flags) {
+	var f flags
+	for _, b := range g.beliefs {
+		for _, evID := range b.EvidenceRefs {
+			ev := g.s.byID(evID)
+			if ev == nil || ev.Slot != Evidence {
+				out := refuse(CodeMissingEvidence, b.ID)
+				out.detail = "evidence artifact " + evID + " is not in the trace"
+				return out, f
+			}
+			for _, pid := range ev.Provenance.InputRefs {
+				at := g.s.indexOf(pid)
+				if at < 0 || !isObservation(&g.s.recs[at]) {
+					out := refuse(CodeMissingEvidence, b.ID)
+					out.detail = "percept " + pid + " is no longer an observation"
+					return out, f
+				}
+				kind := g.s.recs[at].Kind
+				for i := at; i < len(g.s.recs); i++ {
+					r := &g.s.recs[i]
+					if i > at && (r.Kind != kind || !isObservation(r)) {
+						continue
+					}
+					code, arb := g.k.checkEvidence(g.s, r)
+					if code != "" {
+						out := refuse(code, r.ID)
+						out.causes = []Cause{{Code: code, Record: r.ID, Detail: "evidence of belief " + b.ID}}
+						return out, f
+					}
+					f[1] = f[1] || arb
+				}
+			}
+		}
+	}
+	return outcome{}, f
+}
+
+// derivedKeys are the flags the kernel owns, in a fixed order.
+var derivedKeys = [...]string{KeyUsesStaleData, KeyUsesConflictedData, KeyUsesLowConfidenceData, KeyHasNegativePrediction}
+
+// flags holds the derived flags, indexed like derivedKeys. Stale and
+// low-confidence evidence is refused by [gate.recheck] before flags are
+// read, so only an arbitrated conflict and a negative prediction can be
+// set; the stale and low-confidence flags stay for constraints that name
+// them.
+type flags [len(derivedKeys)]bool
+
+// get returns the flag named key, and whether key is a derived flag.
+func (f *flags) get(key string) (value, derived bool) {
+	for i, k := range derivedKeys {
+		if k == key {
+			return f[i], true
+		}
+	}
+	return false, false
+}
+
+// predictions returns the predictions for the gate's action that count:
+// committed and active, proposed by a writer the spec trusts, resting on
+// declared beliefs that are all still committed.
+func (g *gate) predictions() []*Record {
+	var out []*Record
+	for i := range g.s.recs {
+		r := &g.s.recs[i]
+		if r.Slot != Predictions || !committedActive(r) {
+			continue
+		}
+		if t, _ := r.Payload.String(KeyActionType); t != g.action {
+			continue
+		}
+		if g.trusted(r) && g.s.grounded(r.Payload.list(KeyRequiresBeliefs)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// trusted reports whether the proposer of a committed prediction is one the
+// spec trusts: a simulator handle, or a writer the spec names.
+func (g *gate) trusted(pred *Record) bool {
+	if len(pred.Provenance.InputRefs) == 0 {
+		return false
+	}
+	proposal := g.s.byID(pred.Provenance.InputRefs[0]) // the committed twin names its proposal first
+	if proposal == nil {
+		return false
+	}
+	if len(g.spec.Predictors) == 0 {
+		return proposal.Provenance.Role == RoleSimulator
+	}
+	return slices.Contains(g.spec.Predictors, proposal.Provenance.Writer)
+}
+
+// grounded reports whether reqs names at least one belief and every one is
+// committed and active.
+func (s *snapshot) grounded(reqs []any) bool {
+	if len(reqs) == 0 {
+		return false
+	}
+	for _, kind := range reqs {
+		if s.belief(kind.(string)) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// constrained checks derived flags, bound fields and every enabled
+// constraint that applies to the gate's action. It returns a zero outcome
+// or the refusal; blocked builds the blocked code.
+func (g *gate) constrained(f flags, blocked func(string) Code) outcome {
+	for i, key := range derivedKeys {
+		if given, ok := g.payload[key]; ok && Truthy(given) != f[i] {
+			return outcome{code: CodeFieldMismatch, detail: key + " is derived by the kernel"}
+		}
+	}
+	for _, c := range g.s.constraints() {
+		if !c.appliesTo(g.action, g.spec.SafeFallback) {
+			continue
+		}
+		block := func(detail string) outcome {
+			return outcome{code: blocked(c.name), rule: c.name, failed: c.rec.ID, detail: detail}
+		}
+		var value any
+		if d, isDerived := f.get(c.field); isDerived {
+			value = d
+		} else if c.bind != "" {
+			pr := g.s.current(c.bind)
+			if pr == nil {
+				return block("no observation " + c.bind + " to read " + c.field + " from") // fail closed
+			}
+			if code, _ := g.k.checkEvidence(g.s, pr); code != "" {
+				out := block("bound percept " + pr.ID + " fails " + string(code))
+				out.causes = []Cause{{Code: code, Record: pr.ID}}
+				return out
+			}
+			observed, has := pr.Payload[c.field]
+			if !has {
+				return block("bound percept " + pr.ID + " has no " + c.field)
+			}
+			if given, ok := g.payload[c.field]; ok && !reflect.DeepEqual(given, observed) {
+				return outcome{code: CodeFieldMismatch, rule: c.name, failed: pr.ID, detail: c.field + " disagrees with the bound percept"}
+			}
+			value = observed
+		} else {
+			v, has := g.payload[c.field]
+			if !has {
+				return block("the proposal has no " + c.field) // fail closed
+			}
+			value = v
+		}
+		if Truthy(value) {
+			return block(c.field + " is set")
+		}
+	}
+	return outcome{}
+}
+
+// decidePlan is plan feasibility (t7): each step's action grounded, its
+// beliefs committed and truthy, its evidence still current, and no enabled
+// constraint blocking it.
+func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
+	steps := p.Payload[KeySteps].([]any)
+	var used []string
+	var grounds []*Record
+	for _, st := range steps {
+		step := Payload(st.(map[string]any))
+		action, _ := step.String(KeyAction)
+		g := k.newGate(s, action, step.list(KeyRequiresBeliefs), step)
+		if code := g.grounded(true); code != "" {
+			return outcome{code: code}
+		}
+		if out := g.satisfied(CodePlanMissingBelief, CodePlanBeliefNotSatisfied); out.code != "" {
+			return out
+		}
+		out, f := g.recheck()
+		if out.code != "" {
+			return out
+		}
+		f[3] = negative(g.predictions())
+		if out := g.constrained(f, PlanBlockedCode); out.code != "" {
+			return out
+		}
+		for _, b := range g.beliefs {
+			used = append(used, b.ID)
+			if !slices.Contains(grounds, b) {
+				grounds = append(grounds, b)
+			}
+		}
+	}
+	return outcome{code: CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, CodePlanFeasible, p.Payload, used, nil)}
+}
+
+// negative reports whether any prediction expects a harmful outcome.
+func negative(preds []*Record) bool {
+	for _, pr := range preds {
+		if v, _ := pr.Payload.Float(KeyExpectedOutcome); v < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// decideAction is action gating (t9): grounded in its spec, beliefs
+// committed and truthy, their evidence still current, the grounding not
+// used up, the prediction gate, then constraints on the payload and on the
+// flags the kernel derives.
+func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
+	g := k.newGate(s, p.Kind, p.Payload.list(KeyRequiresBeliefs), p.Payload)
+	if code := g.grounded(false); code != "" {
+		return outcome{code: code}
+	}
+	var plan *Record
+	if g.spec.RequirePlan {
+		if plan = s.planFor(p.Kind); plan == nil {
+			return outcome{code: CodeNoFeasiblePlan}
+		}
+	}
+	if out := g.satisfied(CodeNoCommittedBelief, CodeBeliefNotSatisfied); out.code != "" {
+		return out
+	}
+	out, flags := g.recheck()
+	if out.code != "" {
+		return out
+	}
+	if !g.spec.Repeatable {
+		if prior := s.usedGrounding(p.Kind, plan, g.beliefs); prior != nil {
+			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: "its grounding already grounded " + prior.ID}
+		}
+	}
+	preds := g.predictions()
+	flags[3] = negative(preds)
+	if g.spec.RequirePrediction || p.Payload.Bool(KeyRequirePrediction) {
+		if len(preds) == 0 {
+			return outcome{code: CodeNoPrediction}
+		}
+		if flags[3] {
+			return outcome{code: CodeNegativePrediction}
+		}
+	}
+	if t, ok := p.Payload[KeyType]; ok && t != any(p.Kind) {
+		// An executor that dispatched on the payload's type would run
+		// something the kernel never gated.
+		return outcome{code: CodeFieldMismatch, detail: "payload type differs from the action's kind"}
+	}
+	if out := g.constrained(flags, BlockedCode); out.code != "" {
+		return out
+	}
+	payload := make(Payload, len(p.Payload)+len(derivedKeys))
+	for key, v := range p.Payload {
+		payload[key] = v
+	}
+	for i, key := range derivedKeys {
+		payload[key] = flags[i]
+	}
+	var inputs, evidence []string
+	if plan != nil {
+		inputs = append(inputs, plan.ID)
+	}
+	for _, b := range g.beliefs {
+		inputs = append(inputs, b.ID)
+		for _, ev := range b.EvidenceRefs {
+			if !slices.Contains(evidence, ev) {
+				evidence = append(evidence, ev)
+			}
+		}
+	}
+	for _, pr := range preds {
+		inputs = append(inputs, pr.ID)
+	}
+	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
+}
+
+// usedGrounding returns a committed action of actionType in the trace that
+// already rests on one of beliefs (or on plan), or nil.
+func (s *snapshot) usedGrounding(actionType string, plan *Record, beliefs []*Record) *Record {
+	if plan == nil && len(beliefs) == 0 {
+		return nil
+	}
+	for i := range s.recs {
+		r := &s.recs[i]
+		if r.Slot != Actions || r.Mode != ModeCommit || r.Kind != actionType {
+			continue
+		}
+		refs := r.Provenance.InputRefs
+		if plan != nil && slices.Contains(refs, plan.ID) {
+			return r
+		}
+		for _, b := range beliefs {
+			if slices.Contains(refs, b.ID) {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// claimOnce reads the once-key of an action that passed every other check
+// and finds a free slot for it (out of o.Limit), which the decision's batch
+// claims; a used-up key is DUPLICATE_ACTION. Two deciders racing for one
+// slot are ordered by the store: the loser's batch is refused and decided
+// again, and then finds the key used.
+func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *Record, o *OnceKey, out outcome) (outcome, error) {
+	src := p.Payload
+	if o.Percept != "" {
+		pr := s.current(o.Percept)
+		if pr == nil {
+			return outcome{code: CodeOnceKeyMissing, detail: "no observation " + o.Percept}, nil
+		}
+		if code, _ := k.checkEvidence(s, pr); code != "" {
+			return outcome{code: CodeOnceKeyMissing, failed: pr.ID, causes: []Cause{{Code: code, Record: pr.ID}},
+				detail: "key percept fails " + string(code)}, nil
+		}
+		src = pr.Payload
+	}
+	values := make([]any, len(o.Fields))
+	for i, f := range o.Fields {
+		v, ok := src[f]
+		if !ok || v == nil {
+			return outcome{code: CodeOnceKeyMissing, detail: "no key field " + f}, nil
+		}
+		values[i] = v
+	}
+	enc, err := json.Marshal(values) // normalised values: the same key from every store
+	if err != nil {
+		return outcome{}, fmt.Errorf("kernel: once-key of %s: %w", p.ID, err)
+	}
+	base := "once/" + k.namespace + "/" + p.Kind + "/" + string(enc) + "/"
+	limit := max(o.Limit, 1)
+	ks := k.store.(KeyStore) // New checked it
+	var holder string
+	for i := 1; i <= limit; i++ {
+		key := base + strconv.Itoa(i)
+		id, err := ks.ClaimedBy(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			out.claim = Claim{Key: key, RecordID: out.record.ID}
+			return out, nil
+		}
+		if err != nil {
+			return outcome{}, err
+		}
+		if holder == "" {
+			holder = id
+		}
+	}
+	return outcome{code: CodeDuplicateAction, failed: holder, detail: "once-key " + string(enc) + " used up by " + holder}, nil
+}
+
+// planFor returns the latest committed plan with a step for actionType.
+func (s *snapshot) planFor(actionType string) *Record {
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		r := &s.recs[i]
+		if r.Slot != Plans || !committedActive(r) {
+			continue
+		}
+		steps, _ := r.Payload[KeySteps].([]any)
+		for _, st := range steps {
+			if step, ok := st.(map[string]any); ok && step[KeyAction] == actionType {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// decidePrediction commits a prediction only when it declares the beliefs
+// it rests on and they are committed.
+func (k *Kernel) decidePrediction(s *snapshot, p *Record) outcome {
+	reqs := p.Payload.list(KeyRequiresBeliefs)
+	if len(reqs) == 0 {
+		return outcome{code: CodePredictionMissingBelief, detail: "the prediction names no belief"}
+	}
+	inputs := make([]string, 0, len(reqs))
+	for _, kind := range reqs {
+		b := s.belief(kind.(string))
+		if b == nil {
+			return s.missingBelief(CodePredictionMissingBelief, kind.(string))
+		}
+		inputs = append(inputs, b.ID)
+	}
+	return outcome{code: CodeCommitted, record: s.commitRecord(p, 0, CodeCommitted, p.Payload, inputs, nil)}
+}
