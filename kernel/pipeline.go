@@ -367,4 +367,3 @@ func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Paylo
 		Namespace:    s.k.namespace,
 	}
 }
-

@@ -248,12 +248,12 @@ func looksLikeID(s string) bool {
 
 // constraint is an active constraint as the gate reads it.
 type constraint struct {
-	rec       *Record
-	name      string
-	field     string
-	bind      string
-	enabled   bool
-	types     []any // the action types it guards; nil: every type but the safe fallbacks
+	rec     *Record
+	name    string
+	field   string
+	bind    string
+	enabled bool
+	types   []any // the action types it guards; nil: every type but the safe fallbacks
 }
 
 // appliesTo reports whether the constraint guards an action type. A
