@@ -35,7 +35,10 @@ func WithID(id string) Option { return func(s *Simulator) { s.id = id } }
 //
 // It proposes a rule's prediction once per trace. It proposes again only if
 // the kernel refused the last one with PREDICTION_MISSING_BELIEF and the
-// view now holds every belief the rule requires.
+// view now holds every belief the rule requires. Only its own predictions
+// count: a prediction another writer committed under the same kind does not
+// stop it from proposing (that would let a planner squat the kind and keep
+// the trusted rule from ever running).
 type Simulator struct {
 	h     Proposer
 	id    string
@@ -107,11 +110,12 @@ func (s *Simulator) Rules() []Rule {
 	return out
 }
 
-// ShouldActivate reports whether some rule matches the view and its
-// prediction is not committed yet.
+// ShouldActivate reports whether some rule matches the view. Whether the
+// simulator already proposed that rule's prediction is decided in Step,
+// from its own records: the view cannot tell who wrote a prediction.
 func (s *Simulator) ShouldActivate(v kernel.View) bool {
-	for i, r := range s.rules {
-		if !v.Has(kernel.Predictions, s.kinds[i]) && r.Match(v) {
+	for _, r := range s.rules {
+		if r.Match(v) {
 			return true
 		}
 	}
@@ -125,7 +129,7 @@ func (s *Simulator) ShouldActivate(v kernel.View) bool {
 func (s *Simulator) Step(ctx context.Context, traceID string, v kernel.View) (produced bool, err error) {
 	for i, r := range s.rules {
 		kind := s.kinds[i]
-		if v.Has(kernel.Predictions, kind) || !r.Match(v) {
+		if !r.Match(v) {
 			continue
 		}
 		last, found, err := worker.LastOwn(ctx, s.h, traceID, kernel.Predictions, kind)

@@ -30,6 +30,7 @@ type config struct {
 	episodes int
 	seed     int64
 	db       string
+	ns       string
 }
 
 func newFlags(cfg *config) *flag.FlagSet {
@@ -38,6 +39,7 @@ func newFlags(cfg *config) *flag.FlagSet {
 	fs.IntVar(&cfg.episodes, "episodes", 20, "number of episodes (at least 1)")
 	fs.Int64Var(&cfg.seed, "seed", 7, "seed of the sensor readings")
 	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in (default: in memory)")
+	fs.StringVar(&cfg.ns, "namespace", "multi_episode", "namespace of this application's records, learned constraints included, in a shared store")
 	return fs
 }
 
@@ -45,7 +47,7 @@ func usage() string {
 	var b strings.Builder
 	fs := newFlags(&config{})
 	fs.SetOutput(&b)
-	b.WriteString("usage: multi_episode [--episodes N] [--seed S] [--db FILE]\n")
+	b.WriteString("usage: multi_episode [--episodes N] [--seed S] [--db FILE] [--namespace NAME]\n")
 	fs.PrintDefaults()
 	return b.String()
 }
@@ -95,7 +97,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
 
-	d, err := newDemo(ctx, store, cfg.seed)
+	d, err := newDemo(ctx, store, cfg.seed, cfg.ns)
 	if err != nil {
 		return err
 	}
@@ -118,12 +120,12 @@ type demo struct {
 	startedOn []adaptive.Learned
 }
 
-func newDemo(ctx context.Context, store kernel.Store, seed int64) (*demo, error) {
+func newDemo(ctx context.Context, store kernel.Store, seed int64, namespace string) (*demo, error) {
 	rules, err := sim.LoadRules(strings.NewReader(rulesJSON))
 	if err != nil {
 		return nil, err
 	}
-	k, err := kernel.New(kernel.WithStore(store), kernel.WithActionSpecs(kernel.ActionSpec{
+	k, err := kernel.New(kernel.WithStore(store), kernel.WithNamespace(namespace), kernel.WithActionSpecs(kernel.ActionSpec{
 		Type:              actionAlert,
 		MinBeliefs:        []string{beliefAnomaly},
 		RequirePrediction: true,

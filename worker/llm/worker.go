@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker"
@@ -160,6 +161,7 @@ type result struct {
 	detail string
 	refs   []string      // what a fallback should reference
 	record kernel.Record // the committed record, when code is OK
+	root   kernel.Cause  // the root cause of a kernel refusal
 }
 
 func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Outcome, error) {
@@ -247,7 +249,7 @@ func (w *Worker) propose(ctx context.Context, shown []string,
 		return result{code: code, detail: err.Error(), refs: shown}, nil
 	}
 	if !d.Committed() {
-		return result{code: d.Code, refs: []string{d.ProposalID}}, nil
+		return result{code: d.Code, refs: []string{d.ProposalID}, root: d.RootCause()}, nil
 	}
 	return result{code: d.Code, record: d.Record}, nil
 }
@@ -258,10 +260,19 @@ func (w *Worker) fallback(ctx context.Context, traceID string, out Outcome, r re
 	if err != nil {
 		return out, err
 	}
-	out.Reason, out.Detail = r.code, r.detail
+	// The fallback names the root cause (STALE_EVIDENCE on the percept, not
+	// the NO_COMMITTED_BELIEF it led to), so a reviewer need not dig.
+	reason, refs := r.code, r.refs
+	if r.root.Code != "" {
+		reason = r.root.Code
+		if r.root.Record != "" && !slices.Contains(refs, r.root.Record) {
+			refs = append(slices.Clone(refs), r.root.Record)
+		}
+	}
+	out.Reason, out.Detail = reason, r.detail
 	d, err := w.h.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Actions, Kind: w.schema.Fallback,
-		Payload:   kernel.Payload{"type": w.schema.Fallback, kernel.KeyReason: string(r.code)},
-		InputRefs: r.refs})
+		Payload:   kernel.Payload{"type": w.schema.Fallback, kernel.KeyReason: string(reason)},
+		InputRefs: refs})
 	if err != nil {
 		return out, err
 	}

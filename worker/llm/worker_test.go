@@ -138,6 +138,10 @@ func checkChain(t *testing.T, h *kernel.Planner, out llm.Outcome) {
 			if rec.Status != kernel.StatusInvalidated || rec.Reason != out.Reason {
 				t.Errorf("fallback ref %s is %s/%s; want the proposal rejected with %s", id, rec.Status, rec.Reason, out.Reason)
 			}
+		case rec.Slot == kernel.Percepts && slices.Contains([]kernel.Code{kernel.CodeStaleEvidence, kernel.CodeUnresolvedConflict, kernel.CodeLowConfidence}, out.Reason):
+			// the root cause: the percept that failed the evidence checks
+		case rec.Slot == kernel.Constraints && strings.HasSuffix(string(out.Reason), "_BLOCKED"):
+			// the root cause: the constraint that blocked
 		case strings.HasPrefix(string(out.Reason), "LLM_") || out.Reason == kernel.CodeInvalidProposal:
 			// the records the model saw: the charge, or the committed belief
 			if rec.Kind != "charge" && rec.Kind != "refund_due" {
@@ -229,15 +233,8 @@ var scenarios = []scenario{
 	{name: "bypass: plan step without is_duplicate (ungoverned)",
 		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
 		planner: []llm.PlannerOption{llm.WithModelSteps()},
-		want: func(c condition) kernel.Code {
-			if c.beliefCode() != kernel.CodeCommitted {
-				return c.beliefCode()
-			}
-			if c.duplicate { // the plan passes; the governed action carries the field
-				return kernel.BlockedCode("no_duplicate_refund")
-			}
-			return ""
-		}},
+		// A constraint that cannot read its field fails closed.
+		want: afterBelief(kernel.PlanBlockedCode("no_duplicate_refund"))},
 	{name: "bypass: empty plan (ungoverned)", script: byStage(propose, `{"propose": true, "steps": []}`),
 		planner: []llm.PlannerOption{llm.WithModelSteps()}, want: afterBelief(kernel.CodeInvalidProposal)},
 }
