@@ -1,0 +1,621 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// The attacks of this file are the routes by which a hostile planner (or a
+// careless integration) got an unsafe action past the gate before the gate
+// learned current evidence, once-only actions, scoped and fail-closed
+// constraints, scope rules and namespaces. Each is written as the attack and
+// runs on both stores; each asserts that no unsafe action commits.
+
+// arena is a kernel under attack on one store, with a fake clock.
+type arena struct {
+	t       *testing.T
+	ctx     context.Context
+	store   kernel.Store
+	clock   *fakeClock
+	k       *kernel.Kernel
+	tool    *kernel.Tool
+	planner *kernel.Planner
+	sym     *kernel.Symbolic
+	sim     *kernel.Simulator
+}
+
+// stores lists the stores every attack runs on.
+var stores = []struct {
+	name string
+	open func(t *testing.T) kernel.Store
+}{
+	{"memstore", func(*testing.T) kernel.Store { return kernel.NewMemStore() }},
+	{"sqlite", func(t *testing.T) kernel.Store {
+		s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+}
+
+// attack runs fn against a fresh kernel with opts on each store.
+func attack(t *testing.T, fn func(t *testing.T, a *arena), opts ...kernel.Option) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.open(t)
+			t.Cleanup(func() { s.Close() })
+			fn(t, newArena(t, s, opts...))
+		})
+	}
+}
+
+func newArena(t *testing.T, s kernel.Store, opts ...kernel.Option) *arena {
+	t.Helper()
+	a := &arena{t: t, ctx: context.Background(), store: s, clock: newFakeClock()}
+	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(a.clock.Now)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kernel.New: %v", err)
+	}
+	a.k = k
+	a.tool, a.planner, a.sym, a.sim = k.Tool("payments"), k.Planner("llm"), k.Symbolic("policy"), k.Simulator("sim")
+	return a
+}
+
+func (a *arena) percept(trace, kind string, p kernel.Payload, conf *float64, ttl time.Duration) kernel.Record {
+	a.t.Helper()
+	r, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl})
+	if err != nil {
+		a.t.Fatalf("percept %s: %v", kind, err)
+	}
+	return r
+}
+
+func (a *arena) submit(h interface {
+	Submit(context.Context, kernel.Entry) (kernel.Decision, error)
+}, e kernel.Entry) kernel.Decision {
+	a.t.Helper()
+	d, err := h.Submit(a.ctx, e)
+	if err != nil {
+		a.t.Fatalf("submit %s %s: %v", e.Slot, e.Kind, err)
+	}
+	return d
+}
+
+func (a *arena) belief(trace string, deps ...string) kernel.Decision {
+	a.t.Helper()
+	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, deps...)})
+}
+
+func (a *arena) refund(trace string, extra ...any) kernel.Decision {
+	a.t.Helper()
+	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund",
+		Payload: with(action("refund_due"), extra...)})
+}
+
+func (a *arena) plan(trace string) kernel.Decision {
+	a.t.Helper()
+	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "plan", Payload: plan(step("issue_refund", "refund_due"))})
+}
+
+// refunds counts the committed issue_refund records of every trace.
+func (a *arena) refunds() int {
+	a.t.Helper()
+	n := 0
+	for r, err := range a.store.ListSlot(a.ctx, kernel.Actions, kernel.Filter{}) {
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		if r.Mode == kernel.ModeCommit && r.Kind == "issue_refund" {
+			n++
+		}
+	}
+	return n
+}
+
+// refused fails the test unless d refused with want.
+func refused(t *testing.T, what string, d kernel.Decision, want kernel.Code) {
+	t.Helper()
+	if d.Committed() || d.Code != want {
+		t.Errorf("%s: %s (failed %q, causes %v), want %s", what, d.Code, d.Failed, d.Causes, want)
+	}
+}
+
+// Route 1: a belief names an older observation by id after the tool has
+// re-observed the same fact as stale.
+func TestAttackSupersededObservation(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		old := a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
+		fresh := a.percept("t", "charge", kernel.Payload{"amount": 100.0, "stale": true}, nil, 0)
+		d := a.belief("t", old.ID)
+		refused(t, "belief on the superseded observation", d, kernel.CodeSupersededEvidence)
+		if d.Failed != old.ID || !strings.Contains(d.Detail, fresh.ID) {
+			t.Errorf("decision names %q (%s), want %s superseded by %s", d.Failed, d.Detail, old.ID, fresh.ID)
+		}
+		refused(t, "plan", a.plan("t"), kernel.CodePlanMissingBelief)
+		refused(t, "refund", a.refund("t"), kernel.CodeNoCommittedBelief)
+		if n := a.refunds(); n != 0 {
+			t.Errorf("%d refunds committed", n)
+		}
+	})
+}
+
+// Route 2: a belief commits on a clean observation; the tool then reports
+// the fact stale, conflicted or low-confidence; the plan and the action
+// must not commit.
+func TestAttackLateObservation(t *testing.T) {
+	for _, late := range []struct {
+		payload kernel.Payload
+		conf    *float64
+		want    kernel.Code
+	}{
+		{kernel.Payload{"stale": true}, nil, kernel.CodeStaleEvidence},
+		{kernel.Payload{"conflict": true}, kernel.Confidence(0.4), kernel.CodeUnresolvedConflict},
+		{kernel.Payload{"low_confidence": true}, nil, kernel.CodeLowConfidence},
+	} {
+		t.Run(string(late.want), func(t *testing.T) {
+			attack(t, func(t *testing.T, a *arena) {
+				a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
+				if d := a.belief("t", "charge"); !d.Committed() {
+					t.Fatalf("belief: %s", d.Code)
+				}
+				bad := a.percept("t", "charge", late.payload, late.conf, 0)
+				for what, d := range map[string]kernel.Decision{"plan": a.plan("t"), "refund": a.refund("t")} {
+					refused(t, what, d, late.want)
+					if d.Failed != bad.ID || d.RootCause().Record != bad.ID {
+						t.Errorf("%s: failed %q root %+v, want the late observation %s", what, d.Failed, d.RootCause(), bad.ID)
+					}
+				}
+				if n := a.refunds(); n != 0 {
+					t.Errorf("%d refunds committed", n)
+				}
+			})
+		})
+	}
+}
+
+// Route 3: the source flags a percept low_confidence but gives no number.
+func TestAttackSourceFlaggedLowConfidence(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		p := a.percept("t", "charge", kernel.Payload{"amount": 100.0, "low_confidence": true}, nil, 0)
+		d := a.belief("t", "charge")
+		refused(t, "belief", d, kernel.CodeLowConfidence)
+		if d.Failed != p.ID {
+			t.Errorf("failed %q, want %s", d.Failed, p.ID)
+		}
+		refused(t, "refund", a.refund("t"), kernel.CodeNoCommittedBelief)
+	})
+}
+
+// Route 4: the percept a bound constraint reads is expired, flagged stale
+// or conflicted; the constraint must fail closed.
+func TestAttackUncheckedBoundPercept(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		payload kernel.Payload
+		ttl     time.Duration
+		want    kernel.Code
+	}{
+		{"flagged stale", kernel.Payload{"is_duplicate": false, "stale": true}, 0, kernel.CodeStaleEvidence},
+		{"conflicted", kernel.Payload{"is_duplicate": false, "conflict": true}, 0, kernel.CodeUnresolvedConflict},
+		{"expired", kernel.Payload{"is_duplicate": false}, time.Second, kernel.CodeStaleEvidence},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attack(t, func(t *testing.T, a *arena) {
+				ledger := a.percept("t", "ledger", tc.payload, nil, tc.ttl)
+				a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
+				if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
+					BlocksField: "is_duplicate", BindPercept: "ledger"}, 0); err != nil {
+					t.Fatal(err)
+				}
+				if d := a.belief("t", "charge"); !d.Committed() {
+					t.Fatalf("belief: %s", d.Code)
+				}
+				a.clock.Advance(2 * time.Second)
+				d := a.refund("t", "is_duplicate", false)
+				refused(t, "refund", d, kernel.BlockedCode("no_duplicate_refund"))
+				if root := d.RootCause(); root.Code != tc.want || root.Record != ledger.ID || d.Rule != "no_duplicate_refund" {
+					t.Errorf("rule %q root %+v, want %s on %s", d.Rule, root, tc.want, ledger.ID)
+				}
+			})
+		})
+	}
+}
+
+// Route 5: a prediction with no beliefs, or one a planner committed under
+// the kind a trusted simulator uses, must not open the prediction gate.
+func TestAttackUngroundedAndSquattedPredictions(t *testing.T) {
+	spec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePrediction: true})
+	grounded := func(a *arena) {
+		a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
+		if d := a.belief("t", "charge"); !d.Committed() {
+			a.t.Fatalf("belief: %s", d.Code)
+		}
+	}
+	t.Run("ungrounded", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			grounded(a)
+			d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1)})
+			refused(t, "prediction without beliefs", d, kernel.CodePredictionMissingBelief)
+			refused(t, "refund", a.refund("t"), kernel.CodeNoPrediction)
+		}, spec)
+	})
+	t.Run("squatted", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			grounded(a)
+			// The planner commits a rosy prediction under the simulator's kind.
+			if d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome",
+				Payload: prediction("issue_refund", 1, "refund_due")}); !d.Committed() {
+				t.Fatalf("planner prediction: %s", d.Code)
+			}
+			refused(t, "refund on the planner's prediction", a.refund("t"), kernel.CodeNoPrediction)
+			// The trusted simulator still proposes its own, and its verdict rules.
+			if d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome",
+				Payload: prediction("issue_refund", -1, "refund_due")}); !d.Committed() {
+				t.Fatalf("simulator prediction: %s", d.Code)
+			}
+			refused(t, "refund", a.refund("t"), kernel.CodeNegativePrediction)
+		}, spec)
+	})
+	t.Run("planner trusted by name", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			grounded(a)
+			a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1, "refund_due")})
+			if d := a.refund("t"); !d.Committed() {
+				t.Errorf("refund with a trusted planner's prediction: %s", d.Code)
+			}
+		}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePrediction: true, Predictors: []string{"llm"}}))
+	})
+}
+
+// onceSpec makes issue_refund once-only per order, the key read from the
+// order percept so that the planner cannot choose it.
+var onceSpec = kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+	Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge"}})
+
+// groundRefund observes the charge of order in trace and commits the belief.
+func (a *arena) groundRefund(trace, order string) {
+	a.t.Helper()
+	a.percept(trace, "charge", kernel.Payload{"order_id": order, "amount": 100.0}, nil, 0)
+	if d := a.belief(trace, "charge"); !d.Committed() {
+		a.t.Fatalf("belief in %s: %s", trace, d.Code)
+	}
+}
+
+// Route 6: after one legitimate refund the same refund is submitted again:
+// in the same trace, from goroutines at once, from many traces for one
+// order.
+func TestAttackReplay(t *testing.T) {
+	t.Run("same trace", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			a.groundRefund("t", "A1")
+			if d := a.refund("t"); !d.Committed() {
+				t.Fatalf("first refund: %s", d.Code)
+			}
+			d := a.refund("t")
+			refused(t, "replay", d, kernel.CodeDuplicateAction)
+			if a.refunds() != 1 {
+				t.Errorf("%d refunds committed, want 1", a.refunds())
+			}
+		})
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			a.groundRefund("t", "A1")
+			committed := race(t, 8, func(int) kernel.Decision { return a.refund("t") })
+			if committed != 1 || a.refunds() != 1 {
+				t.Errorf("%d decisions and %d stored refunds committed, want 1", committed, a.refunds())
+			}
+		})
+	})
+	t.Run("across traces", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			for i := range 20 {
+				a.groundRefund(fmt.Sprintf("t%d", i), "A1")
+			}
+			committed := race(t, 20, func(i int) kernel.Decision { return a.refund(fmt.Sprintf("t%d", i)) })
+			if committed != 1 || a.refunds() != 1 {
+				t.Errorf("%d decisions and %d stored refunds committed, want 1", committed, a.refunds())
+			}
+			// Another order is not affected.
+			a.groundRefund("other", "B2")
+			if d := a.refund("other"); !d.Committed() {
+				t.Errorf("refund of another order: %s", d.Code)
+			}
+		}, onceSpec)
+	})
+	t.Run("limit", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			for i := range 5 {
+				a.groundRefund(fmt.Sprintf("t%d", i), "A1")
+			}
+			if committed := race(t, 5, func(i int) kernel.Decision { return a.refund(fmt.Sprintf("t%d", i)) }); committed != 2 {
+				t.Errorf("%d commits, want the limit 2", committed)
+			}
+		}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge", Limit: 2}}))
+	})
+}
+
+// race runs n submits at once and returns how many committed; every other
+// one must be DUPLICATE_ACTION.
+func race(t *testing.T, n int, submit func(i int) kernel.Decision) int {
+	t.Helper()
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		committed int
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := submit(i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case d.Committed():
+				committed++
+			case d.Code != kernel.CodeDuplicateAction:
+				t.Errorf("racing refund %d: %s, want COMMITTED or DUPLICATE_ACTION", i, d.Code)
+			}
+		}()
+	}
+	wg.Wait()
+	return committed
+}
+
+// Route 7: a planner writes state in persistent scope of its own trace so
+// that it shows in (and grounds decisions of) a victim's trace.
+func TestAttackPersistentLaundering(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		for _, slot := range []kernel.Slot{kernel.Beliefs, kernel.Plans, kernel.Actions, kernel.Predictions} {
+			_, err := a.planner.Write(a.ctx, kernel.Entry{TraceID: "evil", Slot: slot, Kind: "refund_due",
+				Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"x"}, kernel.KeySteps: []any{map[string]any{"action": "a", "requires_beliefs": []string{"b"}}},
+					kernel.KeyRequiresBeliefs: []string{"b"}, kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: 1.0}, Scope: kernel.ScopePersistent})
+			if !errors.Is(err, kernel.ErrPermission) {
+				t.Errorf("planner writes persistent %s: %v, want ErrPermission", slot, err)
+			}
+		}
+		if _, err := a.sim.Submit(a.ctx, kernel.Entry{TraceID: "evil", Slot: kernel.Predictions, Kind: "o",
+			Payload: prediction("issue_refund", 1, "refund_due"), Scope: kernel.ScopePersistent}); !errors.Is(err, kernel.ErrPermission) {
+			t.Errorf("simulator writes persistent: %v, want ErrPermission", err)
+		}
+		// A tool's persistent percept is not the victim's state either.
+		shadow := a.percept("evil", "charge", kernel.Payload{"amount": 1.0}, nil, 0)
+		p, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "evil", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"amount": 1.0}, Scope: kernel.ScopePersistent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := a.k.View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Has(kernel.Percepts, "charge") {
+			t.Error("another trace's persistent percept shows in the victim's view")
+		}
+		for _, ref := range []string{p.ID, shadow.ID} {
+			_, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "victim", Slot: kernel.Beliefs, Kind: "refund_due",
+				Payload: belief(true, "charge"), InputRefs: []string{ref}})
+			if !errors.Is(err, kernel.ErrInvalidReference) {
+				t.Errorf("victim belief citing %s: %v, want ErrInvalidReference", ref, err)
+			}
+		}
+		// Persistent constraints are shared: that is what persistence is for.
+		c, err := a.sym.CommitConstraint(a.ctx, "policy", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, kernel.ScopePersistent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := a.k.View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true}); !v.Has(kernel.Constraints, c.Kind) {
+			t.Error("a persistent constraint does not show in other traces' views")
+		}
+	})
+}
+
+// Route 8: a refund proposed with a 1 ms TTL must not vanish once committed.
+func TestAttackExpiringAction(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		a.groundRefund("t", "A1")
+		d, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund", Payload: action("refund_due"), TTL: time.Millisecond})
+		if err != nil || !d.Committed() {
+			t.Fatalf("refund: %v %v", d.Code, err)
+		}
+		if d.Record.Provenance.TTLMS != 0 {
+			t.Errorf("committed refund has ttl_ms %d", d.Record.Provenance.TTLMS)
+		}
+		a.clock.Advance(time.Hour)
+		a.belief("t", "charge") // a decision on the trace writes its expiries
+		v, err := a.k.View(a.ctx, "t", kernel.ViewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.Has(kernel.Actions, "issue_refund") {
+			t.Error("the committed refund vanished from the view")
+		}
+		if r, err := a.store.Get(a.ctx, d.Record.ID); err != nil || r.Status != kernel.StatusActive {
+			t.Errorf("committed refund in store: %v %v", r.Status, err)
+		}
+	})
+}
+
+// Route 9: a constraint for refunds blocked every action type, and an
+// unbound constraint passed when the planner simply omitted its field.
+func TestAttackUnscopedFailOpenConstraint(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		a.groundRefund("t", "A1")
+		if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
+			BlocksField: "is_duplicate", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, "refund without is_duplicate", a.refund("t"), kernel.BlockedCode("no_duplicate_refund"))
+		d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "update_address", Payload: action("refund_due")})
+		if !d.Committed() {
+			t.Errorf("update_address, which the refund constraint does not guard: %s", d.Code)
+		}
+		if d := a.refund("t", "is_duplicate", false); !d.Committed() {
+			t.Errorf("refund that states is_duplicate=false: %s", d.Code)
+		}
+	})
+}
+
+// Route 11: a refusal names its root cause, and the fallback can say it.
+func TestAttackRootCause(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		p := a.percept("t", "charge", kernel.Payload{"stale": true}, nil, 0)
+		b := a.belief("t", "charge")
+		for what, d := range map[string]kernel.Decision{"refund": a.refund("t"), "plan": a.plan("t")} {
+			root := d.RootCause()
+			if len(d.Causes) != 2 || d.Causes[0].Record != b.ProposalID || root.Code != kernel.CodeStaleEvidence || root.Record != p.ID {
+				t.Errorf("%s %s: causes %+v, want the belief %s then STALE_EVIDENCE on %s", what, d.Code, d.Causes, b.ProposalID, p.ID)
+			}
+		}
+	})
+}
+
+// Route 12: two applications sharing one store.
+func TestAttackSharedStore(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.open(t)
+			t.Cleanup(func() { s.Close() })
+			app1 := newArena(t, s, kernel.WithNamespace("app1"))
+			app2 := newArena(t, s, kernel.WithNamespace("app2"))
+			if _, err := app1.sym.CommitConstraint(app1.ctx, "policy", kernel.Constraint{Name: "block_all", Enabled: true, BlocksField: "amount"}, kernel.ScopePersistent); err != nil {
+				t.Fatal(err)
+			}
+			app2.groundRefund("t2", "A1")
+			if d := app2.refund("t2", "amount", 5.0); !d.Committed() {
+				t.Errorf("app2 refund under app1's persistent constraint: %s", d.Code)
+			}
+			app1.groundRefund("t1", "A1")
+			refused(t, "app1 refund", app1.refund("t1", "amount", 5.0), kernel.BlockedCode("block_all"))
+			// app2 cannot read or decide on app1's trace.
+			if _, err := app2.k.View(app2.ctx, "t1", kernel.ViewOptions{}); !errors.Is(err, kernel.ErrPermission) {
+				t.Errorf("app2 views app1's trace: %v, want ErrPermission", err)
+			}
+			if _, err := app2.planner.Get(app2.ctx, "percepts:t1:1"); !errors.Is(err, kernel.ErrNotFound) {
+				t.Errorf("app2 gets app1's record: %v, want ErrNotFound", err)
+			}
+			for r, err := range app2.planner.List(app2.ctx, kernel.Constraints, kernel.Filter{}) {
+				if err != nil || r.Namespace != "app2" {
+					t.Errorf("app2 lists %s of namespace %q (%v)", r.ID, r.Namespace, err)
+				}
+			}
+		})
+	}
+}
+
+// Route 13: reading a trace must not write to the store.
+func TestAttackReadsDoNotWrite(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		p := a.percept("t", "charge", nil, nil, time.Second)
+		a.clock.Advance(time.Minute)
+		if _, err := a.k.View(a.ctx, "t", kernel.ViewOptions{IncludePersistent: true}); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := a.store.Get(a.ctx, p.ID); err != nil || r.Status != kernel.StatusActive {
+			t.Errorf("after a view the expired percept is %v in the store (%v), want it untouched", r.Status, err)
+		}
+		refused(t, "belief", a.belief("t", "charge"), kernel.CodeStaleEvidence)
+		if r, _ := a.store.Get(a.ctx, p.ID); r.Status != kernel.StatusExpired || r.Reason != kernel.CodeTTLExpired {
+			t.Errorf("after a decision the expired percept is %s %s, want EXPIRED TTL_EXPIRED", r.Status, r.Reason)
+		}
+	})
+}
+
+// Route 14: invalid UTF-8 inside a list of strings, and a TTL that
+// overflows the expiry arithmetic.
+func TestAttackRobustness(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		_, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"tags": []string{"ok", "\xff"}}})
+		if !errors.Is(err, kernel.ErrInvalidPayload) {
+			t.Errorf("invalid UTF-8 in []string: %v, want ErrInvalidPayload", err)
+		}
+		_, err = a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", TTL: math.MaxInt64})
+		if !errors.Is(err, kernel.ErrInvalidInput) {
+			t.Errorf("TTL MaxInt64: %v, want ErrInvalidInput", err)
+		}
+		if _, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", TTL: kernel.MaxTTL}); err != nil {
+			t.Errorf("TTL MaxTTL: %v", err)
+		}
+		bad := kernel.Record{ID: "percepts:t:9", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "charge", Status: kernel.StatusActive,
+			Scope: kernel.ScopeEpisode, Payload: kernel.Payload{"tags": []any{"\xfe"}},
+			Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "w", TraceID: "t"}}
+		if err := a.store.Append(a.ctx, bad); !errors.Is(err, kernel.ErrInvalidPayload) {
+			t.Errorf("store appends invalid UTF-8: %v, want ErrInvalidPayload", err)
+		}
+	})
+}
+
+// envReplayChild names the SQLite file a child process of
+// TestAttackReplayTwoProcesses races on; envReplayProc is the child's
+// number.
+const (
+	envReplayChild = "BK_TEST_REPLAY_DB"
+	envReplayProc  = "BK_TEST_REPLAY_PROC"
+)
+
+// Route 6 across processes: two processes on one SQLite file, ten
+// goroutines each, every goroutine grounding and submitting the refund of
+// one order in a trace of its own. Exactly one refund commits.
+func TestAttackReplayTwoProcesses(t *testing.T) {
+	if db := os.Getenv(envReplayChild); db != "" {
+		replayChild(t, db, os.Getenv(envReplayProc))
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	db := filepath.Join(t.TempDir(), "bk.db")
+	s, err := sqlitestore.Open(db) // create the schema before the children race
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for i := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAttackReplayTwoProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envReplayChild+"="+db, fmt.Sprintf("%s=%d", envReplayProc, i))
+		out := new(strings.Builder)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	a := &arena{t: t, ctx: context.Background(), store: s}
+	if n := a.refunds(); n != 1 {
+		t.Errorf("%d refunds committed across two processes, want 1", n)
+	}
+}
+
+// replayChild is one racing process of TestAttackReplayTwoProcesses.
+func replayChild(t *testing.T, db, proc string) {
+	s, err := sqlitestore.Open(db, sqlitestore.WithBusyTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := newArena(t, s, onceSpec)
+	for i := range 10 {
+		a.groundRefund(fmt.Sprintf("p%s-t%d", proc, i), "A1")
+	}
+	race(t, 10, func(i int) kernel.Decision { return a.refund(fmt.Sprintf("p%s-t%d", proc, i)) })
+}
