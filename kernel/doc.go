@@ -33,47 +33,71 @@
 // or a rejection code. A rejection is an outcome, not an error: the proposal
 // is kept, INVALIDATED with its code. The checks run in this order:
 //
-//   - Records whose TTL has run out are marked EXPIRED (TTL_EXPIRED) and take
-//     no further part.
+//   - Records whose TTL has run out are marked EXPIRED (TTL_EXPIRED), in
+//     the same batch as the decision, and take no further part.
 //   - Beliefs (evidence validation), per dependency in order: the percept
-//     exists (MISSING_EVIDENCE), is fresh (STALE_EVIDENCE), is conflict-free
+//     exists (MISSING_EVIDENCE), is the current observation of its kind
+//     (SUPERSEDED_EVIDENCE), is fresh (STALE_EVIDENCE), is conflict-free
 //     or arbitrated by confidence at or above the conflict threshold
-//     (UNRESOLVED_CONFLICT), and meets the minimum confidence
-//     (LOW_CONFIDENCE). A committed belief comes with an evidence artifact
-//     the kernel writes.
+//     (UNRESOLVED_CONFLICT), and meets the minimum confidence and is not
+//     flagged low_confidence by its source (LOW_CONFIDENCE). A committed
+//     belief comes with an evidence artifact the kernel writes.
 //   - Plans (feasibility), per step: the action is registered if the
 //     registry is strict (UNKNOWN_ACTION_TYPE) and grounded in beliefs or a
 //     safe fallback (PLAN_UNGROUNDED_ACTION); its beliefs are committed
-//     (PLAN_MISSING_BELIEF) and true (PLAN_BELIEF_NOT_SATISFIED); no enabled
-//     constraint blocks it ([PlanBlockedCode]).
-//   - Actions (gating): the same grounding and belief checks
-//     (UNGROUNDED_ACTION, NO_COMMITTED_BELIEF, BELIEF_NOT_SATISFIED), the
+//     (PLAN_MISSING_BELIEF) and true (PLAN_BELIEF_NOT_SATISFIED); their
+//     evidence is still current (the evidence codes); no constraint that
+//     applies blocks it ([PlanBlockedCode]).
+//   - Actions (gating): the same grounding, belief and evidence checks
+//     (UNGROUNDED_ACTION, NO_COMMITTED_BELIEF, BELIEF_NOT_SATISFIED, the
+//     evidence codes), a grounding not used up (DUPLICATE_ACTION), the
 //     prediction gate when the [ActionSpec] or the payload asks for it
-//     (NO_PREDICTION, NEGATIVE_PREDICTION), then constraints ([BlockedCode]).
-//   - Predictions: the beliefs they rest on are committed
-//     (PREDICTION_MISSING_BELIEF).
+//     (NO_PREDICTION, NEGATIVE_PREDICTION), constraints ([BlockedCode]),
+//     custom validators, then the once-key (DUPLICATE_ACTION,
+//     ONCE_KEY_MISSING). Committed plans and actions never expire.
+//   - Predictions: they name beliefs, and those are committed
+//     (PREDICTION_MISSING_BELIEF). Only predictions of a writer the owner
+//     trusts (a simulator, or [ActionSpec.Predictors]) count at the gate.
 //   - Custom [Validator]s, given with [WithValidators], run last on what the
-//     built-in checks passed.
+//     built-in checks passed; the rules package compiles declarative rules
+//     into one.
 //
-// Constraints may block on flags the kernel derives itself from a step's or
-// action's evidence chain ([KeyUsesStaleData], [KeyUsesConflictedData],
+// "Current" evidence means: when a plan or action is decided, each percept
+// its beliefs rest on, and every newer observation of the same kind in the
+// trace, must pass the evidence checks as of now. A constraint names the
+// action types it applies to (all but safe fallbacks by default) and fails
+// closed when it cannot read its field. Constraints may block on flags the
+// kernel derives itself ([KeyUsesStaleData], [KeyUsesConflictedData],
 // [KeyUsesLowConfidenceData], [KeyHasNegativePrediction]) or on a percept
 // field they bind; a proposal that contradicts either is FIELD_MISMATCH.
+//
+// A [Decision] explains itself: the rule or constraint that decided, the
+// record that failed, and the [Cause]s beneath its code down to the root
+// ([Decision.RootCause]).
+//
+// # Scope and namespaces
+//
+// Planner and simulator handles cannot write persistent scope. A trace sees
+// other traces' persistent records only for constraints, and kinds the
+// owner shares ([WithSharedPersistent]). [WithNamespace] separates
+// applications sharing one store: persistent records, once-keys and
+// learned constraints belong to a namespace. Views and reads never write.
 //
 // # Errors
 //
 // Bad requests fail with an error and store nothing. Every error wraps a
 // sentinel ([ErrPermission], [ErrInvalidInput], [ErrInvalidPayload],
 // [ErrPayloadTooLarge], [ErrInvalidProposal], [ErrInvalidReference],
-// [ErrNotFound], ...) for errors.Is, and most come as an [*Error] carrying
+// [ErrNotFound], [ErrDuplicateKey], ...) for errors.Is, and most come as an [*Error] carrying
 // the operation, the record id and the [Code] for errors.As. Codes are
 // stable strings; never parse messages.
 //
 // # Storage
 //
 // A [Store] persists records; the kernel needs its six operations plus an
-// atomic [Batch] and a per-trace listing. [MemStore] is the default; other
-// stores live under store/ and pass one conformance suite. Decisions and
+// atomic [Batch] and a per-trace listing. Once-only actions need a store
+// that also implements [KeyStore]. [MemStore] is the default; other stores
+// live under store/ and pass one conformance suite. Decisions and
 // [View]s read only one trace (plus persistent records), so an episode's
 // cost does not grow with the size of the store.
 //

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Paper defaults (REPRODUCTION.md §3).
+// Paper defaults (docs/reproduction.md).
 const (
 	DefaultMinConfidence     = 0.5
 	DefaultConflictThreshold = 0.7
