@@ -43,7 +43,9 @@
 // Version 1 holds the records table. Version 2 adds the namespace column
 // (existing records get [kernel.DefaultNamespace]), an index of persistent
 // records by slot, status and namespace, and the once-keys table. A
-// version-1 database is migrated when it is opened.
+// version-1 database is migrated when it is opened; from then on a version
+// of the package that knows only version 1 refuses it with its
+// ErrSchemaTooNew.
 //
 // # Concurrency
 //
