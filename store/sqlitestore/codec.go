@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -13,11 +12,13 @@ import (
 // columns are the record columns, in the order encode returns them and
 // scan reads them (after seq).
 const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, " +
-	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope"
+	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace"
 
 // encode validates r and returns the values of its columns. Enumerations
 // are stored by their stable names, the payload and the reference lists as
-// JSON; a nil reference list is NULL, a nil payload is JSON null.
+// JSON; a nil reference list is NULL, a nil payload is JSON null. An empty
+// namespace is stored as [kernel.DefaultNamespace], as the store contract
+// asks, so that it reads back the same from every store.
 func encode(r *kernel.Record) ([]any, error) {
 	if err := kernel.CheckRecord(*r); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
@@ -45,60 +46,31 @@ func encode(r *kernel.Record) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	namespace := r.Namespace
+	if namespace == "" {
+		namespace = kernel.DefaultNamespace
+	}
 	return []any{
 		r.ID, r.Provenance.TraceID, r.Slot.String(), r.Mode.String(), r.Kind, payload,
 		string(role), r.Provenance.Writer, r.Provenance.TimestampMS,
 		inputs, confidence, r.Provenance.TTLMS, evidence,
-		r.Status.String(), string(r.Reason), r.Scope.String(),
+		r.Status.String(), string(r.Reason), r.Scope.String(), namespace,
 	}, nil
 }
 
 // encodeJSON returns v as JSON text, or nil (SQL NULL) for a nil reference
-// list; a nil payload becomes the text null, which decodes back to nil. It
-// refuses strings that are not valid UTF-8, which JSON would silently
-// replace.
+// list; a nil payload becomes the text null, which decodes back to nil.
+// JSON would silently replace a string that is not valid UTF-8; encode has
+// already refused those through [kernel.CheckRecord].
 func encodeJSON(id, what string, v any) (any, error) {
 	if refs, ok := v.([]string); ok && refs == nil {
 		return nil, nil
-	}
-	if !validText(v) {
-		return nil, fmt.Errorf("sqlitestore: record %s: %w: %s hold a string that is not valid UTF-8", id, kernel.ErrInvalidPayload, what)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: record %s: %w: %s: %v", id, kernel.ErrInvalidPayload, what, err)
 	}
 	return string(b), nil
-}
-
-// validText reports whether every string in v, map keys included, is valid
-// UTF-8.
-func validText(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return utf8.ValidString(x)
-	case kernel.Payload:
-		return validText(map[string]any(x))
-	case map[string]any:
-		for k, e := range x {
-			if !utf8.ValidString(k) || !validText(e) {
-				return false
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if !validText(e) {
-				return false
-			}
-		}
-	case []string:
-		for _, e := range x {
-			if !utf8.ValidString(e) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -111,7 +83,7 @@ func scan(sc scanner) (seq int64, r kernel.Record, err error) {
 	var confidence sql.NullFloat64
 	p := &r.Provenance
 	err = sc.Scan(&seq, &r.ID, &p.TraceID, &slot, &mode, &r.Kind, &payload, &role, &p.Writer, &p.TimestampMS,
-		&inputs, &confidence, &p.TTLMS, &evidence, &status, &reason, &scope)
+		&inputs, &confidence, &p.TTLMS, &evidence, &status, &reason, &scope, &r.Namespace)
 	if err != nil {
 		return 0, kernel.Record{}, err
 	}

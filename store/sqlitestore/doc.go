@@ -12,15 +12,40 @@
 //
 // Records live in one table in append order, one row each, with the
 // payload and reference lists as JSON and enumerations by their stable
-// names. Every query the kernel runs on its hot path (Get, FindActive,
-// ListTrace, and ListSlot of active persistent records) is answered
-// through an index, so its cost does not grow with the number of other
-// traces. Payloads read back in the kernel's normal form: numbers float64,
-// lists []any, objects map[string]any.
+// names. A record's namespace is a column of its own; a record appended
+// with an empty namespace is stored, and reads back, as
+// [kernel.DefaultNamespace]. Every query the kernel runs on its hot path
+// (Get, FindActive, ListTrace, ListSlot of a namespace's active persistent
+// records, and ClaimedBy) is answered through an index, so its cost does
+// not grow with the number of other traces. Payloads read back in the
+// kernel's normal form: numbers float64, lists []any, objects
+// map[string]any.
 //
-// A record the JSON encoding cannot hold unchanged is refused rather than
-// altered: a string that is not valid UTF-8 ([kernel.ErrInvalidPayload]), a
-// NaN confidence or an unknown role ([kernel.ErrInvalidInput]).
+// A record is checked with [kernel.CheckRecord] and refused rather than
+// altered when it fails: invalid UTF-8 in any string field or reference, or
+// a TTL beyond [kernel.MaxTTL] ([kernel.ErrInvalidInput]), invalid UTF-8 in
+// a payload string or key ([kernel.ErrInvalidPayload]). So is what the JSON
+// encoding cannot hold unchanged: a NaN confidence or an unknown role
+// ([kernel.ErrInvalidInput]), a payload value JSON cannot encode
+// ([kernel.ErrInvalidPayload]).
+//
+// # Once-keys
+//
+// [Store] is a [kernel.KeyStore]. Claimed keys live in a table of their
+// own whose primary key is the key, and a batch's claims are inserted in
+// the batch's transaction: a claim of a key already claimed fails that
+// insert, the whole batch rolls back, and Apply returns an error wrapping
+// [kernel.ErrDuplicateKey]. Since the database enforces it, a key is
+// claimed at most once however many stores and processes share the file.
+//
+// # Schema versions
+//
+// Version 1 holds the records table. Version 2 adds the namespace column
+// (existing records get [kernel.DefaultNamespace]), an index of persistent
+// records by slot, status and namespace, and the once-keys table. A
+// version-1 database is migrated when it is opened; from then on a version
+// of the package that knows only version 1 refuses it with its
+// ErrSchemaTooNew.
 //
 // # Concurrency
 //

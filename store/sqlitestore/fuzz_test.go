@@ -50,9 +50,11 @@ func fuzzRefs(mode uint64, s string) []string {
 // FuzzRecordRoundTrip appends a record with arbitrary fields (enumerations
 // in and out of range, a payload from arbitrary JSON or an arbitrary
 // string, nil, empty and arbitrary reference lists, any confidence, TTL and
-// timestamp) and checks that the store either refuses it with a typed error
-// and holds nothing, or gives back exactly what went in from Get, ListTrace
-// and FindActive, and then changes only its status on a valid Invalidate.
+// timestamp, an empty, default or arbitrary namespace) and checks that the
+// store either refuses it with a typed error and holds nothing, or gives
+// back exactly what went in (an empty namespace as the default) from Get,
+// ListTrace and FindActive, and then changes only its status on a valid
+// Invalidate.
 func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add("percepts:t:1", "t", "door", "tool", "COMMITTED", []byte(`{"open":true,"n":[1,2.5,null]}`), "a,b", "", 0.5, int64(1), int64(0), uint64(0x0201_0212_0101_0201))
 	f.Add("x", "t", "k", "", "", []byte(`{"s":"\ud800\u2028<&>"}`), "", "e", math.Copysign(0, -1), int64(-1), int64(math.MaxInt64), uint64(0x0102_0203_0112))
@@ -82,6 +84,14 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if e(6)%2 == 1 {
 			r.Provenance.Confidence = &conf
 		}
+		// The namespace reuses the writer so that the fuzz arguments, and
+		// with them the stored corpus, stay as they were.
+		switch (e(6) >> 1) % 3 {
+		case 1:
+			r.Namespace = kernel.DefaultNamespace
+		case 2:
+			r.Namespace = writer
+		}
 		if json.Unmarshal(payload, &r.Payload) != nil {
 			r.Payload = kernel.Payload{"text": string(payload)}
 		}
@@ -105,6 +115,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		}
 		if !storable {
 			t.Fatalf("Append accepted an unstorable record %+v", r)
+		}
+		if r.Namespace == "" {
+			r.Namespace = kernel.DefaultNamespace
 		}
 		want := []kernel.Record{r}
 		if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {

@@ -11,7 +11,8 @@ import (
 
 // TestStoreQueryPlans checks with EXPLAIN QUERY PLAN that every statement
 // finds its rows through an index: no full scan of the table or of an index,
-// and no sort, however many records of other traces the store holds.
+// and no sort, however many records of other traces (and, for the
+// persistent listings, of other namespaces) the store holds.
 func TestStoreQueryPlans(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
@@ -21,11 +22,18 @@ func TestStoreQueryPlans(t *testing.T) {
 	// Fill the store so that the planner sees a populated table.
 	var b kernel.Batch
 	for i := range 2000 {
-		b.Appends = append(b.Appends, kernel.Record{
+		r := kernel.Record{
 			ID: fmt.Sprintf("percepts:fill-%d:%d", i%26, i), Slot: kernel.AllSlots()[i%7], Mode: kernel.ModeCommit,
 			Kind: "k", Provenance: kernel.Provenance{Role: kernel.RoleTool, TraceID: fmt.Sprintf("fill-%d", i%26)},
-			Status: kernel.StatusActive, Scope: kernel.ScopeEpisode,
-		})
+			Status: kernel.StatusActive, Scope: kernel.ScopeEpisode, Namespace: fmt.Sprintf("ns-%d", i%5),
+		}
+		if i%10 == 0 {
+			r.Scope = kernel.ScopePersistent
+		}
+		b.Appends = append(b.Appends, r)
+		if i%3 == 0 {
+			b.Claims = append(b.Claims, kernel.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
+		}
 	}
 	if err := s.Apply(t.Context(), b); err != nil {
 		t.Fatal(err)
@@ -35,15 +43,18 @@ func TestStoreQueryPlans(t *testing.T) {
 		name  string
 		query string
 		args  []any
-		index string
+		index string // table name, then the index name
 	}{
-		{"Get", queryGet, []any{"percepts:t:1"}, "sqlite_autoindex_records_1"},
-		{"FindActive", queryFind, []any{"t", "beliefs", "door", "ACTIVE"}, "records_trace"},
-		{"ListTrace", queryTrace, []any{"t", 0, pageSize}, "records_trace"},
-		{"ListSlot active persistent", querySlotPersistent, []any{"constraints", "ACTIVE", 0, pageSize}, "records_persistent"},
-		{"ListSlot other filters", querySlotAny, []any{"constraints", "", "", 0, pageSize}, "records_slot"},
-		{"Invalidate", queryInvalidate, []any{"INVALIDATED", "X", "percepts:t:1", "ACTIVE"}, "sqlite_autoindex_records_1"},
-		{"status of a record", queryStatus, []any{"percepts:t:1"}, "sqlite_autoindex_records_1"},
+		{"Get", queryGet, []any{"percepts:t:1"}, "records USING INDEX sqlite_autoindex_records_1"},
+		{"FindActive", queryFind, []any{"t", "beliefs", "door", "ACTIVE"}, "records USING INDEX records_trace"},
+		{"ListTrace", queryTrace, []any{"t", 0, pageSize}, "records USING INDEX records_trace"},
+		{"ListSlot active persistent", querySlotPersistent, []any{"constraints", "ACTIVE", 0, pageSize}, "records USING INDEX records_persistent"},
+		{"ListSlot active persistent of a namespace", querySlotPersistentNS, []any{"constraints", "ACTIVE", "ns-1", 0, pageSize}, "records USING INDEX records_persistent_ns"},
+		{"ListSlot other filters", querySlotAny, []any{"constraints", "", "", "", 0, pageSize}, "records USING INDEX records_slot"},
+		{"ListSlot other filters with a namespace", querySlotAny, []any{"constraints", "ACTIVE", "", "ns-1", 0, pageSize}, "records USING INDEX records_slot"},
+		{"Invalidate", queryInvalidate, []any{"INVALIDATED", "X", "percepts:t:1", "ACTIVE"}, "records USING INDEX sqlite_autoindex_records_1"},
+		{"status of a record", queryStatus, []any{"percepts:t:1"}, "records USING INDEX sqlite_autoindex_records_1"},
+		{"ClaimedBy", queryClaimedBy, []any{"key-3"}, "once_keys USING PRIMARY KEY"},
 	}
 	// The plans must hold as SQLite plans them by default and after ANALYZE
 	// has given the planner statistics.
@@ -55,8 +66,8 @@ func TestStoreQueryPlans(t *testing.T) {
 		}
 		for _, p := range plans {
 			plan := explain(t, s, p.query, p.args)
-			if !strings.Contains(plan, "SEARCH records USING INDEX "+p.index+" ") &&
-				!strings.Contains(plan, "SEARCH records USING COVERING INDEX "+p.index+" ") {
+			covering := strings.Replace(p.index, "USING INDEX", "USING COVERING INDEX", 1)
+			if !strings.Contains(plan, "SEARCH "+p.index+" ") && !strings.Contains(plan, "SEARCH "+covering+" ") {
 				t.Errorf("%s (analyzed %v) is not answered through index %s: plan %q", p.name, analyzed, p.index, plan)
 			}
 			if strings.Contains(plan, "SCAN") || strings.Contains(plan, "TEMP B-TREE") {

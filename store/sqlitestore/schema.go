@@ -45,6 +45,28 @@ var migrations = []string{
 	CREATE INDEX records_trace ON records (trace_id);
 	CREATE INDEX records_slot ON records (slot);
 	CREATE INDEX records_persistent ON records (slot, status) WHERE scope = 'persistent';`,
+
+	// Version 2: namespaces and once-keys.
+	//   namespace              every record's namespace; rows of version 1
+	//                          read the default, without a table rewrite
+	//   records_persistent_ns  ListSlot of a namespace's active persistent
+	//                          records, which the kernel reads on every
+	//                          gated decision. A second partial index
+	//                          rather than a wider records_persistent: with
+	//                          namespace in that index, a listing across
+	//                          namespaces would have to sort. Persistent
+	//                          records are few, so the extra index costs
+	//                          little.
+	//   once_keys              a claimed key and the record whose batch
+	//                          claimed it; the primary key is what refuses
+	//                          a second claim, in any process. WITHOUT
+	//                          ROWID: it is only ever searched by key.
+	`ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+	CREATE INDEX records_persistent_ns ON records (slot, status, namespace) WHERE scope = 'persistent';
+	CREATE TABLE once_keys (
+		key       TEXT NOT NULL PRIMARY KEY,
+		record_id TEXT NOT NULL
+	) STRICT, WITHOUT ROWID;`,
 }
 
 // ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema

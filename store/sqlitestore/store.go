@@ -17,8 +17,10 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Store is a [kernel.Store] on SQLite. It is safe for concurrent use; see
-// the package documentation for how it orders writers.
+// Store is a [kernel.Store] on SQLite, and a [kernel.KeyStore]: it
+// enforces once-keys across every store and process sharing the database.
+// It is safe for concurrent use; see the package documentation for how it
+// orders writers.
 type Store struct {
 	db     *sql.DB
 	ownsDB bool
@@ -31,14 +33,17 @@ type Store struct {
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
 
-	get, find, trace, slotAny, slotPersistent *sql.Stmt
-	insert, invalidate, status, count         *sql.Stmt
-	stmts                                     []*sql.Stmt // all of the above, for Close
+	get, find, trace                  *sql.Stmt
+	slotAny, slotPersistent, slotNS   *sql.Stmt
+	insert, invalidate, status, count *sql.Stmt
+	claim, claimedBy                  *sql.Stmt
+	stmts                             []*sql.Stmt // all of the above, for Close
 }
 
 var (
 	_ kernel.Store        = (*Store)(nil)
 	_ kernel.TraceCounter = (*Store)(nil)
+	_ kernel.KeyStore     = (*Store)(nil)
 )
 
 // Option configures [Open] and [New].
@@ -158,14 +163,18 @@ const (
 	queryFind  = selectRecord + "INDEXED BY records_trace WHERE trace_id = ? AND slot = ? AND kind = ? AND status = ? ORDER BY seq DESC LIMIT 1"
 	queryTrace = selectRecord + "WHERE trace_id = ?" + pageTail
 	// A zero filter field is passed as '' and matches everything.
-	querySlotAny = selectRecord + "WHERE slot = ?1 AND (?2 = '' OR status = ?2) AND (?3 = '' OR scope = ?3) AND seq > ?4 ORDER BY seq LIMIT ?5"
-	// The scope is a literal so that the planner can use the partial index
-	// records_persistent, whose condition it must match.
-	querySlotPersistent = selectRecord + "WHERE slot = ? AND status = ? AND scope = 'persistent'" + pageTail
-	queryInsert         = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	queryInvalidate     = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ?"
-	queryStatus         = "SELECT status FROM records WHERE id = ?"
-	queryCount          = "SELECT COUNT(*) FROM records WHERE trace_id = ?"
+	querySlotAny = selectRecord + "WHERE slot = ?1 AND (?2 = '' OR status = ?2) AND (?3 = '' OR scope = ?3) AND (?4 = '' OR namespace = ?4) AND seq > ?5 ORDER BY seq LIMIT ?6"
+	// The scope is a literal so that the planner can use the partial
+	// indexes records_persistent and records_persistent_ns, whose condition
+	// it must match.
+	querySlotPersistent   = selectRecord + "WHERE slot = ? AND status = ? AND scope = 'persistent'" + pageTail
+	querySlotPersistentNS = selectRecord + "WHERE slot = ? AND status = ? AND namespace = ? AND scope = 'persistent'" + pageTail
+	queryInsert           = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	queryInvalidate       = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ?"
+	queryStatus           = "SELECT status FROM records WHERE id = ?"
+	queryCount            = "SELECT COUNT(*) FROM records WHERE trace_id = ?"
+	queryClaim            = "INSERT INTO once_keys (key, record_id) VALUES (?, ?)"
+	queryClaimedBy        = "SELECT record_id FROM once_keys WHERE key = ?"
 )
 
 func newStore(db *sql.DB) (*Store, error) {
@@ -183,10 +192,13 @@ func newStore(db *sql.DB) (*Store, error) {
 		{&s.trace, queryTrace},
 		{&s.slotAny, querySlotAny},
 		{&s.slotPersistent, querySlotPersistent},
+		{&s.slotNS, querySlotPersistentNS},
 		{&s.insert, queryInsert},
 		{&s.invalidate, queryInvalidate},
 		{&s.status, queryStatus},
 		{&s.count, queryCount},
+		{&s.claim, queryClaim},
+		{&s.claimedBy, queryClaimedBy},
 	} {
 		stmt, err := db.PrepareContext(ctx, st.query)
 		if err != nil {
@@ -226,10 +238,13 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 }
 
 // Append implements [kernel.Store]. It returns an error wrapping
-// [kernel.ErrDuplicateID] for an id the store holds, [kernel.ErrInvalidInput]
-// for a record [kernel.CheckRecord] refuses, an unknown role or a NaN
-// confidence, and [kernel.ErrInvalidPayload] for a payload or reference
-// list that JSON cannot hold unchanged.
+// [kernel.ErrDuplicateID] for an id the store holds; the error of
+// [kernel.CheckRecord] for a record it refuses ([kernel.ErrInvalidInput] for
+// a bad field, a string field or reference that is not valid UTF-8, or a
+// TTL beyond [kernel.MaxTTL]; [kernel.ErrInvalidPayload] for a payload
+// string that is not); [kernel.ErrInvalidInput] for an unknown role or a
+// NaN confidence; and [kernel.ErrInvalidPayload] for a payload value JSON
+// cannot encode.
 func (s *Store) Append(ctx context.Context, rec kernel.Record) error {
 	return s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec}})
 }
@@ -242,11 +257,16 @@ func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status,
 	return s.Apply(ctx, kernel.Batch{Invalidations: []kernel.Invalidation{{ID: id, Status: status, Reason: reason}}})
 }
 
-// Apply implements [kernel.Store]: the batch runs in one write transaction
-// that is rolled back on any error. Status changes are applied before the
-// appends, so a batch cannot invalidate a record it appends (that is
-// [kernel.ErrNotFound], as in [kernel.MemStore]). It returns the errors of
-// [Store.Append] and [Store.Invalidate].
+// Apply implements [kernel.Store] and [kernel.KeyStore]: the batch runs in
+// one write transaction that is rolled back on any error. Status changes
+// are applied before the appends, so a batch cannot invalidate a record it
+// appends (that is [kernel.ErrNotFound], as in [kernel.MemStore]). The
+// batch's claims are inserted in the same transaction, so a claim lands
+// exactly when the rest of its batch does. It returns the errors of
+// [Store.Append] and [Store.Invalidate]; an error wrapping
+// [kernel.ErrDuplicateKey] for a claim of a key already claimed, by any
+// store on the database, or of one key twice in the batch; and
+// [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses.
 func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {
@@ -264,7 +284,20 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 			return fmt.Errorf("sqlitestore: %w", err)
 		}
 	}
-	if len(rows) == 0 && len(b.Invalidations) == 0 && b.Trace == "" {
+	// Batches are small: a quadratic scan for a key claimed twice beats
+	// allocating a set, and it names the fault better than the primary key
+	// would.
+	for i, c := range b.Claims {
+		if err := kernel.CheckClaim(c); err != nil {
+			return fmt.Errorf("sqlitestore: %w", err)
+		}
+		for _, prev := range b.Claims[:i] {
+			if prev.Key == c.Key {
+				return fmt.Errorf("sqlitestore: %w: %q twice in one batch", kernel.ErrDuplicateKey, c.Key)
+			}
+		}
+	}
+	if len(rows) == 0 && len(b.Invalidations) == 0 && len(b.Claims) == 0 && b.Trace == "" {
 		return nil
 	}
 	select {
@@ -313,6 +346,21 @@ func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err 
 				var se *sqlite.Error
 				if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
 					return fmt.Errorf("sqlitestore: %w: %s", kernel.ErrDuplicateID, args[0])
+				}
+				return err
+			}
+		}
+	}
+	if len(b.Claims) > 0 {
+		// The primary key of once_keys decides a race for a key, within
+		// this process or across processes: the loser's insert fails and
+		// its whole transaction rolls back.
+		claim := tx.StmtContext(ctx, s.claim)
+		for _, c := range b.Claims {
+			if _, err := claim.ExecContext(ctx, c.Key, c.RecordID); err != nil {
+				var se *sqlite.Error
+				if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+					return fmt.Errorf("sqlitestore: %w: %q", kernel.ErrDuplicateKey, c.Key)
 				}
 				return err
 			}
@@ -395,6 +443,26 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	return n, nil
 }
 
+// ClaimedBy implements [kernel.KeyStore] through the primary key of the
+// once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
+// key no batch has claimed.
+func (s *Store) ClaimedBy(ctx context.Context, key string) (string, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer leave()
+	var id string
+	err = s.claimedBy.QueryRowContext(ctx, key).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed", kernel.ErrNotFound, key)
+	case err != nil:
+		return "", fmt.Errorf("sqlitestore: once-key %q: %w", key, err)
+	}
+	return id, nil
+}
+
 // ListTrace implements [kernel.Store] through the trace index. The listing
 // reads pages of rows and holds no connection while it yields, so the loop
 // body may call back into the store.
@@ -403,12 +471,13 @@ func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.
 }
 
 // ListSlot implements [kernel.Store]. A listing of persistent records of
-// one status (the kernel reads the active persistent constraints on every
-// commit) is answered from an index of persistent records only; other
-// filters read the slot's records in append order through the slot index,
-// so they cost time in proportion to the slot's size. Like [Store.ListTrace] it holds no connection while it yields.
-// An unknown slot, status or scope yields an error wrapping
-// [kernel.ErrInvalidInput].
+// one status, in one namespace or in all (the kernel reads its namespace's
+// active persistent constraints on every gated decision), is answered from
+// an index of persistent records only; other filters read the slot's
+// records in append order through the slot index, so they cost time in
+// proportion to the slot's size. Like [Store.ListTrace] it holds no
+// connection while it yields. An unknown slot, status or scope yields an
+// error wrapping [kernel.ErrInvalidInput].
 func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error] {
 	if err := kernel.CheckFilter(slot, f); err != nil {
 		err = fmt.Errorf("sqlitestore: %w", err)
@@ -421,10 +490,13 @@ func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter)
 	if f.Scope != 0 {
 		scope = f.Scope.String()
 	}
-	if status != "" && f.Scope == kernel.ScopePersistent {
+	switch {
+	case status != "" && f.Scope == kernel.ScopePersistent && f.Namespace != "":
+		return s.list(ctx, s.slotNS, slot.String(), status, f.Namespace)
+	case status != "" && f.Scope == kernel.ScopePersistent:
 		return s.list(ctx, s.slotPersistent, slot.String(), status)
 	}
-	return s.list(ctx, s.slotAny, slot.String(), status, scope)
+	return s.list(ctx, s.slotAny, slot.String(), status, scope, f.Namespace)
 }
 
 // list streams the rows of a paged query: args are followed by the seq to

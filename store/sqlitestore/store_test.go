@@ -238,12 +238,12 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 	}
 	for g := range writers {
 		for _, w := range written[g] {
-			if got, ok := byID[w.ID]; !ok || !reflect.DeepEqual(got, w) {
+			if got, ok := byID[w.ID]; !ok || !reflect.DeepEqual(got, stored(w)) {
 				t.Errorf("percept %s as written is not what the store holds: %+v", w.ID, got)
 			}
 		}
 		for _, d := range decided[g] {
-			if got, ok := byID[d.Record.ID]; !ok || !reflect.DeepEqual(got, d.Record) {
+			if got, ok := byID[d.Record.ID]; !ok || !reflect.DeepEqual(got, stored(d.Record)) {
 				t.Errorf("decision record %s is not what the store holds: %+v", d.Record.ID, got)
 			}
 			for _, id := range []string{d.EvidenceID, d.ProposalID} {
@@ -293,6 +293,10 @@ func TestStoreKernelRestart(t *testing.T) {
 	}
 }
 
+// schemaVersion is the number of migrations the package holds: the
+// user_version of a database it has opened.
+const schemaVersion = 2
+
 func TestStoreSchemaVersion(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "bk.db")
@@ -309,20 +313,20 @@ func TestStoreSchemaVersion(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		t.Fatal(err)
 	}
-	if version != 1 {
-		t.Errorf("user_version = %d after Open, want 1", version)
+	if version != schemaVersion {
+		t.Errorf("user_version = %d after Open, want %d", version, schemaVersion)
 	}
-	if _, err := db.ExecContext(ctx, "PRAGMA user_version = 2"); err != nil {
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = sqlitestore.Open(path)
-	if !errors.Is(err, sqlitestore.ErrSchemaTooNew) || !strings.Contains(err.Error(), "version 2") {
-		t.Errorf("Open of a database from a newer version: %v, want ErrSchemaTooNew naming version 2", err)
+	if want := fmt.Sprintf("version %d", schemaVersion+1); !errors.Is(err, sqlitestore.ErrSchemaTooNew) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open of a database from a newer version: %v, want ErrSchemaTooNew naming %s", err, want)
 	}
 	if _, err := sqlitestore.New(db); !errors.Is(err, sqlitestore.ErrSchemaTooNew) {
 		t.Errorf("New on a database from a newer version: %v, want ErrSchemaTooNew", err)
 	}
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 2 {
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion+1 {
 		t.Errorf("a refused open changed user_version to %d (%v)", version, err)
 	}
 }
@@ -438,14 +442,25 @@ func TestStoreSettings(t *testing.T) {
 	}
 }
 
-// record returns a well-formed ACTIVE record.
+// record returns a well-formed ACTIVE record, in the namespace it reads
+// back in.
 func record(traceID string, n int) kernel.Record {
 	return kernel.Record{
 		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door",
 		Payload:    kernel.Payload{"n": float64(n)},
 		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
 		Status:     kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode,
+		Namespace: kernel.DefaultNamespace,
 	}
+}
+
+// stored returns r as the store reads it back: a record written without a
+// namespace (the kernel's, for now) is kept in kernel.DefaultNamespace.
+func stored(r kernel.Record) kernel.Record {
+	if r.Namespace == "" {
+		r.Namespace = kernel.DefaultNamespace
+	}
+	return r
 }
 
 // TestStoreRefusesUnstorable checks that a record JSON or SQLite could not
@@ -467,8 +482,8 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		{"invalid UTF-8 deep in a payload", func(r *kernel.Record) {
 			r.Payload["l"] = []any{map[string]any{"k": []any{bad}}}
 		}, kernel.ErrInvalidPayload},
-		{"invalid UTF-8 in an input ref", func(r *kernel.Record) { r.Provenance.InputRefs = []string{bad} }, kernel.ErrInvalidPayload},
-		{"invalid UTF-8 in an evidence ref", func(r *kernel.Record) { r.EvidenceRefs = []string{bad} }, kernel.ErrInvalidPayload},
+		{"invalid UTF-8 in an input ref", func(r *kernel.Record) { r.Provenance.InputRefs = []string{bad} }, kernel.ErrInvalidInput},
+		{"invalid UTF-8 in an evidence ref", func(r *kernel.Record) { r.EvidenceRefs = []string{bad} }, kernel.ErrInvalidInput},
 		{"NaN in a payload", func(r *kernel.Record) { r.Payload["x"] = math.NaN() }, kernel.ErrInvalidPayload},
 		{"a channel in a payload", func(r *kernel.Record) { r.Payload["c"] = make(chan int) }, kernel.ErrInvalidPayload},
 	} {

@@ -16,12 +16,21 @@
 // [Run] gives every case a fresh store from the factory and closes it with
 // t.Cleanup; a failure message names the contract that broke. The cases
 // cover the whole [kernel.Store] contract: exact round trips of every record
-// field, append-only ids, typed errors for malformed input, status changes,
-// FindActive, ListTrace isolation, ListSlot filters, atomic batches,
-// concurrent writers racing for one id or one status change, cancelled
-// contexts and closing. A final group drives a [kernel.Kernel] on the store
-// and checks that a commit the store refuses leaves no evidence artifact
-// without its belief.
+// field, append-only ids, typed errors for malformed input (invalid UTF-8
+// in any string, a TTL beyond [kernel.MaxTTL]), status changes, FindActive,
+// ListTrace isolation, ListSlot filters, namespaces (an empty one kept as
+// [kernel.DefaultNamespace], Filter.Namespace), atomic batches, concurrent
+// writers racing for one id or one status change, cancelled contexts and
+// closing. A final group drives a [kernel.Kernel] on the store and checks
+// that a commit the store refuses leaves no evidence artifact without its
+// belief.
+//
+// Once-keys ([kernel.Batch.Claims]) are tested on a store that implements
+// [kernel.KeyStore]: a claim lands with its batch, a second claim of a key
+// (or one key twice in a batch) is refused with [kernel.ErrDuplicateKey]
+// and lands nothing of its batch, and of goroutines racing for one key
+// exactly one wins. Those cases skip on any other store, which must instead
+// refuse a batch with claims with [kernel.ErrInvalidInput].
 //
 // [Bench] shares benchmarks the same way: every store measures the same
 // operations on a store that already holds records of other traces.

@@ -85,7 +85,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 				"a failed commit leaves no evidence artifact without its belief")
 			wantSame(t, ids(collect(t, "ListTrace", fs.ListTrace(ctx, trace))), []string{percept.ID, proposal.ID},
 				"a failed commit adds no record")
-			wantSame(t, mustGet(t, fs, proposal.ID), proposal, "a failed commit leaves the proposal ACTIVE and unchanged")
+			wantSame(t, mustGet(t, fs, proposal.ID), stored(proposal), "a failed commit leaves the proposal ACTIVE and unchanged")
 
 			fs.fault = nil
 			d, err = planner.Commit(ctx, trace, proposal.ID)
@@ -95,7 +95,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 			if ev := mustGet(t, fs, d.EvidenceID); ev.Slot != kernel.Evidence || !slices.Contains(d.Record.EvidenceRefs, ev.ID) {
 				t.Errorf("a commit stores its evidence artifact and links the belief to it: artifact %+v, belief refs %v", ev, d.Record.EvidenceRefs)
 			}
-			wantSame(t, mustGet(t, fs, d.Record.ID), d.Record, "a commit stores its belief")
+			wantSame(t, mustGet(t, fs, d.Record.ID), stored(d.Record), "a commit stores its belief")
 			wantSame(t, mustGet(t, fs, proposal.ID).Reason, kernel.CodeSupersededByCommit, "a commit supersedes its proposal")
 		})
 	}

@@ -3,12 +3,17 @@ package storetest
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
 
+// maxTTLMS is the longest TTL a store accepts, in milliseconds.
+const maxTTLMS = int64(kernel.MaxTTL / time.Millisecond)
+
 // roundTripRecords are records that between them set every field of a
-// record to a range of values, in the kernel's payload normal form.
+// record to a range of values, in the kernel's payload normal form. Some
+// have no namespace: they read back in [kernel.DefaultNamespace].
 func roundTripRecords() []kernel.Record {
 	const trace = "round-trip"
 	return []kernel.Record{{
@@ -58,9 +63,10 @@ func roundTripRecords() []kernel.Record {
 			TraceID:    trace,
 			Confidence: kernel.Confidence(0),
 		},
-		Status: kernel.StatusActive,
-		Reason: kernel.CodeCommitted,
-		Scope:  kernel.ScopePersistent,
+		Status:    kernel.StatusActive,
+		Reason:    kernel.CodeCommitted,
+		Scope:     kernel.ScopePersistent,
+		Namespace: "tenant-ä ✓",
 	}, {
 		ID:   "percepts:round-trip:3",
 		Slot: kernel.Percepts,
@@ -75,11 +81,12 @@ func roundTripRecords() []kernel.Record {
 			Writer:      "sensor ✓",
 			TraceID:     trace,
 			TimestampMS: math.MaxInt64,
-			TTLMS:       math.MaxInt64,
+			TTLMS:       maxTTLMS,
 		},
-		Status: kernel.StatusExpired,
-		Reason: kernel.CodeTTLExpired,
-		Scope:  kernel.ScopeEpisode,
+		Status:    kernel.StatusExpired,
+		Reason:    kernel.CodeTTLExpired,
+		Scope:     kernel.ScopeEpisode,
+		Namespace: kernel.DefaultNamespace,
 	}, {
 		ID:   "predictions:round-trip:4",
 		Slot: kernel.Predictions,
@@ -92,9 +99,10 @@ func roundTripRecords() []kernel.Record {
 			TimestampMS: -1,
 			Confidence:  kernel.Confidence(1),
 		},
-		Status: kernel.StatusInvalidated,
-		Reason: kernel.BlockedCode("speed limit"),
-		Scope:  kernel.ScopePersistent,
+		Status:    kernel.StatusInvalidated,
+		Reason:    kernel.BlockedCode("speed limit"),
+		Scope:     kernel.ScopePersistent,
+		Namespace: "ns:with:colons",
 	}, {
 		ID:      "evidence:round-trip:5",
 		Slot:    kernel.Evidence,
@@ -149,8 +157,12 @@ func roundTripRecords() []kernel.Record {
 
 func testRoundTrip(t *testing.T, s kernel.Store) {
 	ctx := t.Context()
-	recs := roundTripRecords()
-	mustAppend(t, s, recs...)
+	appended := roundTripRecords()
+	mustAppend(t, s, appended...)
+	recs := make([]kernel.Record, len(appended))
+	for i, r := range appended {
+		recs[i] = stored(r)
+	}
 	for _, want := range recs {
 		got := mustGet(t, s, want.ID)
 		wantSame(t, got, want, "Get returns every field exactly as Append stored it")

@@ -50,6 +50,14 @@ func cases() []testCase {
 		{"ApplyConditional", testApplyConditional},
 		{"ListSlotBadFilter", testListSlotBadFilter},
 		{"CountTrace", testCountTrace},
+		{"InvalidUTF8", testInvalidUTF8},
+		{"TTLBounds", testTTLBounds},
+		{"NamespaceRoundTrip", testNamespaceRoundTrip},
+		{"ListSlotNamespace", testListSlotNamespace},
+		{"Claims", testClaims},
+		{"ClaimsAtomic", testClaimsAtomic},
+		{"ClaimsWithoutKeyStore", testClaimsWithoutKeyStore},
+		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentDuplicate", testConcurrentDuplicate},
 		{"ConcurrentInvalidate", testConcurrentInvalidate},
@@ -77,6 +85,9 @@ func open[TB testing.TB](tb TB, newStore func(TB) kernel.Store) kernel.Store {
 const baseTS = 1_736_000_000_000
 
 // record returns an ACTIVE committed record of trace; n is part of its id.
+// It is in [kernel.DefaultNamespace], the namespace a store gives a record
+// appended without one, so that it reads back unchanged from every store;
+// the namespace cases append records without one.
 func record(trace string, slot kernel.Slot, kind string, n int) kernel.Record {
 	return kernel.Record{
 		ID:      fmt.Sprintf("%s:%s:%d", slot, trace, n),
@@ -90,10 +101,20 @@ func record(trace string, slot kernel.Slot, kind string, n int) kernel.Record {
 			TraceID:     trace,
 			TimestampMS: baseTS + int64(n),
 		},
-		Status: kernel.StatusActive,
-		Reason: kernel.CodeCommitted,
-		Scope:  kernel.ScopeEpisode,
+		Status:    kernel.StatusActive,
+		Reason:    kernel.CodeCommitted,
+		Scope:     kernel.ScopeEpisode,
+		Namespace: kernel.DefaultNamespace,
 	}
+}
+
+// stored returns r as a store reads it back: an empty namespace is kept as
+// [kernel.DefaultNamespace].
+func stored(r kernel.Record) kernel.Record {
+	if r.Namespace == "" {
+		r.Namespace = kernel.DefaultNamespace
+	}
+	return r
 }
 
 // invalidated returns r as it reads after a status change.

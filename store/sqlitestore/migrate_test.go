@@ -1,0 +1,164 @@
+package sqlitestore_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// schemaV1 is the schema version 1 of the package created, written out here
+// rather than taken from the package so that the test keeps describing the
+// files that version wrote, whatever later versions do.
+const schemaV1 = `CREATE TABLE records (
+	seq           INTEGER PRIMARY KEY,
+	id            TEXT    NOT NULL UNIQUE,
+	trace_id      TEXT    NOT NULL,
+	slot          TEXT    NOT NULL,
+	mode          TEXT    NOT NULL,
+	kind          TEXT    NOT NULL,
+	payload       TEXT    NOT NULL,
+	role          TEXT    NOT NULL,
+	writer        TEXT    NOT NULL,
+	ts_ms         INTEGER NOT NULL,
+	input_refs    TEXT,
+	confidence    REAL,
+	ttl_ms        INTEGER NOT NULL,
+	evidence_refs TEXT,
+	status        TEXT    NOT NULL,
+	reason        TEXT    NOT NULL,
+	scope         TEXT    NOT NULL
+) STRICT;
+CREATE INDEX records_trace ON records (trace_id);
+CREATE INDEX records_slot ON records (slot);
+CREATE INDEX records_persistent ON records (slot, status) WHERE scope = 'persistent';
+PRAGMA user_version = 1;`
+
+// writeV1 creates a version-1 database at path holding a persistent
+// constraint and a percept, as version 1 stored them.
+func writeV1(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), schemaV1); err != nil {
+		t.Fatalf("creating a version-1 database: %v", err)
+	}
+	const insert = `INSERT INTO records (id, trace_id, slot, mode, kind, payload, role, writer, ts_ms,
+		input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope) VALUES
+		('constraints:old:1', 'old', 'constraints', 'commit', 'speed_limit',
+		 '{"blocks_field":"too_fast","enabled":true,"name":"speed_limit"}', 'symbolic_validator', 'rules', 5,
+		 NULL, NULL, 0, NULL, 'ACTIVE', 'COMMITTED', 'persistent'),
+		('percepts:old:2', 'old', 'percepts', 'commit', 'door', '{"open":true}', 'tool', 'sensor', 6,
+		 '["constraints:old:1"]', 0.9, 1000, '[]', 'ACTIVE', 'COMMITTED', 'episode')`
+	if _, err := db.ExecContext(t.Context(), insert); err != nil {
+		t.Fatalf("writing version-1 records: %v", err)
+	}
+}
+
+// userVersion reads the schema version of the database at path.
+func userVersion(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRowContext(t.Context(), "PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestStoreMigrateV1 opens a database version 1 wrote: it is migrated, its
+// records read back in the default namespace, and once-keys and namespaced
+// listings work on it.
+func TestStoreMigrateV1(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	writeV1(t, path)
+
+	// Stores opening the old file at once migrate it once between them.
+	stores := make([]*sqlitestore.Store, 3)
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(path) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d of a version-1 database: %v", i, err)
+		}
+		t.Cleanup(func() { _ = stores[i].Close() })
+	}
+	s := stores[0]
+
+	constraint := kernel.Record{
+		ID: "constraints:old:1", Slot: kernel.Constraints, Mode: kernel.ModeCommit, Kind: "speed_limit",
+		Payload:    kernel.Payload{"blocks_field": "too_fast", "enabled": true, "name": "speed_limit"},
+		Provenance: kernel.Provenance{Role: kernel.RoleSymbolic, Writer: "rules", TraceID: "old", TimestampMS: 5},
+		Status:     kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopePersistent,
+		Namespace: kernel.DefaultNamespace,
+	}
+	percept := kernel.Record{
+		ID: "percepts:old:2", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door",
+		Payload: kernel.Payload{"open": true},
+		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "sensor", TraceID: "old", TimestampMS: 6,
+			InputRefs: []string{constraint.ID}, Confidence: kernel.Confidence(0.9), TTLMS: 1000},
+		EvidenceRefs: []string{},
+		Status:       kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode,
+		Namespace: kernel.DefaultNamespace,
+	}
+	for _, st := range stores {
+		if got := trace(t, st, "old"); !reflect.DeepEqual(got, []kernel.Record{constraint, percept}) {
+			t.Fatalf("version-1 records after migration:\n got  %+v\n want %+v (namespace %q)", got, []kernel.Record{constraint, percept}, kernel.DefaultNamespace)
+		}
+	}
+	persistent := func(ns string) []kernel.Record {
+		return records(t, s.ListSlot(ctx, kernel.Constraints, kernel.Filter{Status: kernel.StatusActive, Scope: kernel.ScopePersistent, Namespace: ns}))
+	}
+	if got := persistent(kernel.DefaultNamespace); !reflect.DeepEqual(got, []kernel.Record{constraint}) {
+		t.Errorf("a version-1 persistent constraint is not listed in the default namespace: %+v", got)
+	}
+	if got := persistent("tenant"); len(got) != 0 {
+		t.Errorf("a version-1 persistent constraint is listed in another namespace: %+v", got)
+	}
+
+	// The migrated file takes namespaced records and once-keys.
+	fresh := record("new", 1)
+	fresh.Slot, fresh.ID, fresh.Scope, fresh.Namespace = kernel.Constraints, "constraints:new:1", kernel.ScopePersistent, "tenant"
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{fresh}, Claims: []kernel.Claim{{Key: "k", RecordID: fresh.ID}}}); err != nil {
+		t.Fatalf("Apply with a claim on a migrated database: %v", err)
+	}
+	if got := persistent("tenant"); !reflect.DeepEqual(got, []kernel.Record{fresh}) {
+		t.Errorf("a namespaced record on a migrated database: %+v", got)
+	}
+	if id, err := stores[1].ClaimedBy(ctx, "k"); err != nil || id != fresh.ID {
+		t.Errorf("ClaimedBy on a migrated database: %q, %v; want %q", id, err, fresh.ID)
+	}
+	for _, st := range stores {
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := userVersion(t, path); v != schemaVersion {
+		t.Errorf("user_version after migrating a version-1 database: %d, want %d", v, schemaVersion)
+	}
+
+	// Opening the migrated file again changes nothing.
+	s = mustOpen(t, path)
+	if got, want := len(all(t, s)), 3; got != want {
+		t.Errorf("a migrated database reopened holds %d records, want %d", got, want)
+	}
+	if v := userVersion(t, path); v != schemaVersion {
+		t.Errorf("user_version after reopening: %d, want %d", v, schemaVersion)
+	}
+}

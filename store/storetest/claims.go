@@ -1,0 +1,204 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// keyStore returns s as a kernel.KeyStore, or skips the case.
+func keyStore(t *testing.T, s kernel.Store) kernel.KeyStore {
+	t.Helper()
+	ks, ok := s.(kernel.KeyStore)
+	if !ok {
+		t.Skip("the store does not implement kernel.KeyStore: it does not enforce once-keys (see ClaimsWithoutKeyStore)")
+	}
+	return ks
+}
+
+// wantClaim reports unless key is claimed by id.
+func wantClaim(t *testing.T, ks kernel.KeyStore, key, id, contract string) {
+	t.Helper()
+	got, err := ks.ClaimedBy(t.Context(), key)
+	if err != nil || got != id {
+		t.Errorf("%s: ClaimedBy(%q) = %q, %v; want %q", contract, key, got, err, id)
+	}
+}
+
+// wantFree reports unless key is unclaimed.
+func wantFree(t *testing.T, ks kernel.KeyStore, key, contract string) {
+	t.Helper()
+	got, err := ks.ClaimedBy(t.Context(), key)
+	if err == nil {
+		t.Errorf("%s: ClaimedBy(%q) = %q; want the key free (ErrNotFound)", contract, key, got)
+		return
+	}
+	wantErr(t, err, kernel.ErrNotFound, contract+": ClaimedBy of a free key")
+}
+
+// testClaims checks once-keys: a claim lands with its batch, and a batch
+// that claims a key already claimed, or one key twice, is refused with
+// ErrDuplicateKey and lands nothing.
+func testClaims(t *testing.T, s kernel.Store) {
+	ks := keyStore(t, s)
+	ctx := t.Context()
+	const key = "refund:ch_1"
+	wantFree(t, ks, key, "a key no batch claimed is free")
+
+	c := newCommitScene(t, s, "claims")
+	first := c.batch
+	first.Claims = []kernel.Claim{{Key: key, RecordID: c.belief.ID}}
+	if err := s.Apply(ctx, first); err != nil {
+		t.Fatalf("Apply of a batch with a claim of a free key: %v", err)
+	}
+	wantClaim(t, ks, key, c.belief.ID, "a claim lands with its batch and ClaimedBy names the record")
+	wantSame(t, mustGet(t, s, c.belief.ID), c.belief, "a batch with a claim lands its appends")
+
+	// A second batch for the same key, with appends and a status change of
+	// its own: none of it may land.
+	target := record("claims", kernel.Percepts, "window", 7)
+	mustAppend(t, s, target)
+	extra := record("claims", kernel.Actions, "refund", 8)
+	refused := []struct {
+		name   string
+		claims []kernel.Claim
+		free   []string // keys the refused batch claimed that must stay free
+	}{
+		{"a key already claimed", []kernel.Claim{{Key: key, RecordID: extra.ID}}, nil},
+		{"a free key and a key already claimed", []kernel.Claim{{Key: "refund:ch_9", RecordID: extra.ID}, {Key: key, RecordID: extra.ID}}, []string{"refund:ch_9"}},
+		{"one key twice", []kernel.Claim{{Key: "refund:twice", RecordID: extra.ID}, {Key: "refund:twice", RecordID: extra.ID}}, []string{"refund:twice"}},
+	}
+	for _, r := range refused {
+		before := dump(t, s)
+		b := kernel.Batch{
+			Appends:       []kernel.Record{extra},
+			Invalidations: []kernel.Invalidation{{ID: target.ID, Status: kernel.StatusInvalidated, Reason: kernel.CodeDuplicateAction}},
+			Claims:        r.claims,
+		}
+		wantErr(t, s.Apply(ctx, b), kernel.ErrDuplicateKey, "Apply refuses a batch that claims "+r.name)
+		unchanged(t, s, before, "a batch refused for claiming "+r.name+" lands nothing: none of its appends or status changes")
+		for _, k := range r.free {
+			wantFree(t, ks, k, "a batch refused for claiming "+r.name+" takes none of its claims")
+		}
+		wantClaim(t, ks, key, c.belief.ID, "a refused claim leaves the key with its first claimant")
+	}
+
+	// Keys are compared exactly.
+	for i, k := range []string{"Refund:ch_1", "refund:ch_", "refund:ch_10", "refund:ch_1 "} {
+		r := record("claims-exact", kernel.Actions, "refund", i+1)
+		if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Claims: []kernel.Claim{{Key: k, RecordID: r.ID}}}); err != nil {
+			t.Errorf("a key that differs from a claimed one (%q vs %q) is another key: %v", k, key, err)
+			continue
+		}
+		wantClaim(t, ks, k, r.ID, "a claim of another key lands")
+	}
+
+	// A claim is for ever: the claimant's status does not free its key.
+	mustInvalidate(t, s, c.belief.ID, kernel.StatusInvalidated, kernel.CodeStaleEvidence)
+	later := record("claims-later", kernel.Actions, "refund", 1)
+	before := dump(t, s)
+	wantErr(t, s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{later}, Claims: []kernel.Claim{{Key: key, RecordID: later.ID}}}),
+		kernel.ErrDuplicateKey, "a claim is for ever: invalidating the claiming record does not free its key")
+	unchanged(t, s, before, "a batch refused for a claimed key lands nothing")
+}
+
+// testClaimsAtomic checks the other direction of atomicity: a batch refused
+// for any reason takes none of its claims, and a malformed claim is
+// ErrInvalidInput.
+func testClaimsAtomic(t *testing.T, s kernel.Store) {
+	ks := keyStore(t, s)
+	ctx := t.Context()
+	c := newCommitScene(t, s, "claims-atomic")
+	withClaim := func(b kernel.Batch, key string) kernel.Batch {
+		b.Claims = []kernel.Claim{{Key: key, RecordID: c.belief.ID}}
+		return b
+	}
+	dup := c.batch
+	dup.Appends = []kernel.Record{c.evidence, c.percept}
+	notActive := c.batch
+	notActive.Invalidations = []kernel.Invalidation{{ID: c.dead.ID, Status: kernel.StatusInvalidated, Reason: kernel.CodeStaleEvidence}}
+	stale := c.batch
+	stale.Trace, stale.TraceLen = "claims-atomic", 1
+	malformed := c.batch
+	malformed.Appends = []kernel.Record{c.evidence, c.belief}
+	malformed.Appends[1].Kind = ""
+	failing := []struct {
+		name  string
+		batch kernel.Batch
+		want  error
+	}{
+		{"an append of a stored id", dup, kernel.ErrDuplicateID},
+		{"an invalidation of a record that is not active", notActive, kernel.ErrNotActive},
+		{"a stale trace-length condition", stale, kernel.ErrConflict},
+		{"a malformed record", malformed, kernel.ErrInvalidInput},
+	}
+	before := dump(t, s)
+	for i, f := range failing {
+		key := fmt.Sprintf("atomic-%d", i)
+		wantErr(t, s.Apply(ctx, withClaim(f.batch, key)), f.want, "Apply refuses a batch with a claim and "+f.name)
+		wantFree(t, ks, key, "a batch with "+f.name+" takes none of its claims")
+		unchanged(t, s, before, "a batch with a claim and "+f.name+" changes nothing")
+	}
+
+	bad := []struct {
+		name  string
+		claim kernel.Claim
+	}{
+		{"an empty key", kernel.Claim{Key: "", RecordID: c.belief.ID}},
+		{"an empty record id", kernel.Claim{Key: "bad-claim", RecordID: ""}},
+		{"a key that is not valid UTF-8", kernel.Claim{Key: badUTF8, RecordID: c.belief.ID}},
+		{"a record id that is not valid UTF-8", kernel.Claim{Key: "bad-claim", RecordID: badUTF8}},
+	}
+	for _, b := range bad {
+		if kernel.CheckClaim(b.claim) == nil {
+			t.Fatalf("suite bug: a claim with %s passes kernel.CheckClaim", b.name)
+		}
+		batch := c.batch
+		batch.Claims = []kernel.Claim{{Key: "good-claim", RecordID: c.belief.ID}, b.claim}
+		wantErr(t, s.Apply(ctx, batch), kernel.ErrInvalidInput, "Apply refuses a claim with "+b.name)
+		unchanged(t, s, before, "a batch with a claim with "+b.name+" changes nothing")
+		wantFree(t, ks, "good-claim", "a batch with a claim with "+b.name+" takes none of its claims")
+	}
+	wantFree(t, ks, "", "the empty key is never claimed")
+
+	final := withClaim(c.batch, "atomic-ok")
+	if err := s.Apply(ctx, final); err != nil {
+		t.Fatalf("the batch without the fault: %v", err)
+	}
+	wantClaim(t, ks, "atomic-ok", c.belief.ID, "the batch without the fault takes its claim")
+}
+
+// testClaimsWithoutKeyStore checks that a store that does not enforce
+// once-keys refuses a batch with claims rather than ignore them, which
+// would let a once-only action run twice.
+func testClaimsWithoutKeyStore(t *testing.T, s kernel.Store) {
+	if _, ok := s.(kernel.KeyStore); ok {
+		t.Skip("the store implements kernel.KeyStore: the Claims cases apply instead")
+	}
+	c := newCommitScene(t, s, "no-keys")
+	before := dump(t, s)
+	b := c.batch
+	b.Claims = []kernel.Claim{{Key: "refund:ch_1", RecordID: c.belief.ID}}
+	wantErr(t, s.Apply(t.Context(), b), kernel.ErrInvalidInput, "a store that is not a kernel.KeyStore refuses a batch with claims")
+	unchanged(t, s, before, "a refused batch with claims changes nothing")
+}
+
+// testConcurrentClaims races goroutines, each appending a record of its
+// own, for one key: exactly one batch lands.
+func testConcurrentClaims(t *testing.T, s kernel.Store) {
+	ks := keyStore(t, s)
+	const n, key = 16, "refund:raced"
+	recs := make([]kernel.Record, n)
+	for g := range recs {
+		recs[g] = record(fmt.Sprintf("claim-race-%d", g), kernel.Actions, "issue_refund", 1)
+	}
+	errs := make([]error, n)
+	race(n, func(g int) {
+		errs[g] = s.Apply(t.Context(), kernel.Batch{Appends: []kernel.Record{recs[g]}, Claims: []kernel.Claim{{Key: key, RecordID: recs[g].ID}}})
+	})
+	contract := "many goroutines claiming one key: exactly one wins, the others get ErrDuplicateKey"
+	w := outcome(t, errs, kernel.ErrDuplicateKey, contract)
+	wantClaim(t, ks, key, recs[w].ID, "the key is claimed by the winner's record")
+	wantSame(t, ids(dump(t, s)), []string{recs[w].ID}, "of the racing batches only the winner's record landed")
+}
