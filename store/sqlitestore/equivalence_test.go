@@ -118,10 +118,12 @@ func (s *script) run() transcript {
 	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
 		s.t.Errorf("script episode constraint: %v", err)
 	}
-	feasible := s.submit("plan feasible", kernel.CodePlanFeasible, planner, plan(reqs("door_open")))
+	feasible := s.submit("plan feasible", kernel.CodePlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))
+	s.submit("plan step without the constraint's field", kernel.PlanBlockedCode("no_open_door"), planner, plan(reqs("door_open")))
 	s.submit("plan blocked", kernel.PlanBlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
 	s.submit("plan missing belief", kernel.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
-	s.submit("action committed", kernel.CodeCommitted, planner, action(ep1, "move", reqs("door_open")))
+	s.submit("action committed", kernel.CodeCommitted, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("once-keyed action", kernel.CodeCommitted, planner, action(ep1, "dock", with(reqs("door_open"), "door_blocked", false)))
 	s.submit("action ungrounded", kernel.CodeUngroundedAction, planner, action(ep1, "move", reqs()))
 	s.submit("action blocked", kernel.BlockedCode("no_open_door"), planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", true)))
 	s.submit("fallback", kernel.CodeCommitted, planner, action(ep1, kernel.FallbackQueueForReview,
@@ -129,7 +131,7 @@ func (s *script) run() transcript {
 	s.submit("prediction", kernel.CodeCommitted, sim, kernel.Entry{TraceID: ep1, Slot: kernel.Predictions, Kind: "move_outcome",
 		Payload: with(with(reqs("door_open"), kernel.KeyActionType, "move"), kernel.KeyExpectedOutcome, -1.0)})
 	s.submit("action with a negative prediction", kernel.CodeNegativePrediction, planner,
-		action(ep1, "move", with(reqs("door_open"), kernel.KeyRequirePrediction, true)))
+		action(ep1, "move", with(with(reqs("door_open"), kernel.KeyRequirePrediction, true), "door_blocked", false)))
 	d, err := planner.Commit(s.ctx, ep1, feasible)
 	if !errors.Is(err, kernel.ErrInvalidProposal) {
 		s.t.Errorf("script: a second commit of a decided proposal: %v, want ErrInvalidProposal", err)
@@ -144,7 +146,8 @@ func (s *script) run() transcript {
 	s.submit("belief in ep2", kernel.CodeCommitted, planner, in(ep2, belief("door_open", "door")))
 	s.submit("action blocked by the persistent constraint", kernel.BlockedCode("speed_limit"), planner,
 		action(ep2, "move", with(reqs("door_open"), "too_fast", true)))
-	s.submit("action in ep2", kernel.CodeCommitted, planner, action(ep2, "move", reqs("door_open")))
+	s.submit("action in ep2", kernel.CodeCommitted, planner, action(ep2, "move", with(reqs("door_open"), "too_fast", false)))
+	s.submit("once-key used up in ep1", kernel.CodeDuplicateAction, planner, action(ep2, "dock", with(reqs("door_open"), "too_fast", false)))
 	s.write("pending proposal in ep2", planner, kernel.Entry{TraceID: ep2, Slot: kernel.Beliefs, Kind: "later",
 		Payload: kernel.Payload{kernel.KeyDependsOn: []any{"door"}}})
 	s.clk.advance(time.Second)
@@ -172,7 +175,9 @@ func (s *script) run() transcript {
 func TestStoreEquivalence(t *testing.T) {
 	runOn := func(s kernel.Store) transcript {
 		clk := newClock()
-		sc := &script{t: t, ctx: t.Context(), k: mustKernel(t, s, clk.now), clk: clk}
+		sc := &script{t: t, ctx: t.Context(), k: mustKernel(t, s, clk.now, kernel.WithActionSpecs(
+			kernel.ActionSpec{Type: "move", Repeatable: true},
+			kernel.ActionSpec{Type: "dock", MinBeliefs: []string{"door_open"}, Once: &kernel.OnceKey{Fields: []string{"open"}, Percept: "door"}})), clk: clk}
 		return sc.run()
 	}
 	mem := kernel.NewMemStore()

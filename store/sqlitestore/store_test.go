@@ -30,9 +30,9 @@ func mustOpen(t *testing.T, path string) *sqlitestore.Store {
 	return s
 }
 
-func mustKernel(t *testing.T, s kernel.Store, now func() time.Time) *kernel.Kernel {
+func mustKernel(t *testing.T, s kernel.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
 	t.Helper()
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(now))
+	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(now)}, opts...)...)
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
 	}
