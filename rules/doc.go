@@ -1,0 +1,78 @@
+// Package rules lets a kernel's owner state domain invariants as
+// declarative rules in the Common Expression Language (CEL) and enforce them
+// at the gate. Rules are compiled and type-checked once, by [New]; the
+// resulting [*Rules] is a [kernel.Validator], so it runs after the kernel's
+// built-in checks have passed a proposal and can only make the gate
+// stricter:
+//
+//	rs, err := rules.New(
+//		rules.OnAction("refund_within_charge", "issue_refund",
+//			`action.amount <= percepts.charge.amount`),
+//		rules.OnBelief("refund_due_matches_charge", "refund_due",
+//			`value == percepts.charge.refundable`),
+//	)
+//	k, err := kernel.New(kernel.WithValidators(rs))
+//
+// # What a rule sees
+//
+// A rule on an action type ([OnAction]) sees
+//
+//   - action: the action proposal's payload,
+//   - beliefs: the payload of every committed, active belief of the trace,
+//     by kind,
+//   - percepts: the current observation of every percept kind of the
+//     trace, by kind.
+//
+// A rule on a belief kind ([OnBelief]) sees
+//
+//   - value: the belief's "value" field,
+//   - belief: the belief's whole payload,
+//   - percepts and beliefs, as above.
+//
+// Payloads are JSON objects, so numbers are doubles (an int literal compares
+// with them as expected: action.amount <= 100), lists are lists and objects
+// are maps with string keys. A rule must have type bool; a rule whose type
+// is only known at run time (say, action.approved) must yield a bool when
+// evaluated.
+//
+// # When rules apply
+//
+// Belief rules check a belief proposal of their kind. They are checked again
+// whenever a plan or an action is decided, for each belief it rests on
+// ([kernel.Candidate.Grounds]), against the percepts as they are now: a
+// belief that agreed with the observation it was committed on, but
+// contradicts a newer one, no longer grounds anything (value and belief
+// are then the committed belief's). Action rules check
+// action proposals of their type only, not the steps of a plan: a step
+// describes an action still to be proposed, and the action's rules check
+// that proposal when it comes. For an action the
+// beliefs it rests on are checked first, then its own rules. Predictions are
+// never checked.
+//
+// # Fail closed
+//
+// A rule that evaluates to false rejects the proposal with
+// [kernel.CodeRuleViolated]; the verdict names the rule and its detail
+// holds the expression. A rule that cannot be evaluated rejects it with
+// [kernel.CodeRuleError] and the error as detail: a missing field or
+// percept ("no such key"), a type mismatch, a result that is not a bool,
+// an evaluation that runs over its cost budget, or a cancelled context. A
+// rule never lets a proposal through because it could not decide. Write
+// has(percepts.charge) && ... where a field may legitimately be absent.
+// (CEL's && and || are commutative with respect to errors: false && error
+// is false and true || error is true, so an error on the side that does not
+// decide the result is not one.)
+//
+// Evaluation has a fixed cost budget of 100 000 units per rule and
+// evaluation, roughly one unit per field access, comparison or loop
+// iteration, so that no rule, however it is written and whatever the
+// payloads hold, can hold up the gate.
+//
+// # Cost and concurrency
+//
+// Rules are indexed by slot and kind: checking a proposal no rule applies
+// to costs a map lookup (and, for a plan or action when there are belief
+// rules, a look at the beliefs it rests on). The percept and belief maps
+// are built only when an applicable rule reads them. A [*Rules] is immutable after [New] and
+// safe for concurrent use by any number of kernels and goroutines.
+package rules

@@ -1,0 +1,59 @@
+package rules_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
+)
+
+// A refund larger than the charge passes every built-in check (it rests on
+// a true belief about a fresh percept); a rule refuses it.
+func Example() {
+	ctx := context.Background()
+	rs, err := rules.New(
+		rules.OnAction("refund_within_charge", "issue_refund", `action.amount <= percepts.charge.amount`),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Report which rule refused what. The wrapper is only for printing:
+	// rs itself is the validator.
+	logged := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
+		v := rs.Validate(ctx, c)
+		if v.Code != "" {
+			fmt.Println("refused by", v.Rule+":", v.Detail)
+		}
+		return v
+	})
+	k, err := kernel.New(kernel.WithValidators(logged))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer k.Close()
+
+	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Percepts, Kind: "charge",
+		Payload: kernel.Payload{"amount": 89.00}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	planner := k.Planner("planner")
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Code)
+	d, err = planner.Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Actions, Kind: "issue_refund",
+		Payload: kernel.Payload{"amount": 890.00, "requires_beliefs": []string{"refund_due"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Code)
+	// Output:
+	// COMMITTED
+	// refused by refund_within_charge: action issue_refund: action.amount <= percepts.charge.amount is false
+	// RULE_VIOLATED
+}

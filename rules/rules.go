@@ -1,0 +1,293 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/interpreter"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// ErrInvalidRule is wrapped by every error [New] returns for a rule it
+// cannot accept.
+var ErrInvalidRule = errors.New("invalid rule")
+
+// Error is the error [New] returns for a rule it refuses. It wraps
+// [ErrInvalidRule].
+type Error struct {
+	Rule string // the rule's name, empty when the rule has none
+	Err  error  // what is wrong, wrapping ErrInvalidRule
+}
+
+// Error names the rule and says what is wrong with it.
+func (e *Error) Error() string { return "rules: rule " + strconv.Quote(e.Rule) + ": " + e.Err.Error() }
+
+// Unwrap returns e.Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// costLimit bounds one evaluation of one rule (see the package doc).
+const costLimit = 100_000
+
+// interruptEvery is how many comprehension iterations run between checks
+// of the context, so that cancelling it stops a long loop early.
+const interruptEvery = 100
+
+// Variables the rules see.
+const (
+	varAction   = "action"
+	varBelief   = "belief"
+	varValue    = "value"
+	varPercepts = "percepts"
+	varBeliefs  = "beliefs"
+)
+
+// target is what a rule applies to.
+type target uint8
+
+const (
+	onAction target = iota
+	onBelief
+)
+
+func (t target) String() string {
+	if t == onAction {
+		return "action"
+	}
+	return "belief"
+}
+
+// spec is a rule as given to New, before compilation.
+type spec struct {
+	target target
+	name   string
+	kind   string
+	expr   string
+}
+
+// config collects what the options give New.
+type config struct{ specs []spec }
+
+// Option configures [New].
+type Option func(*config)
+
+// OnAction adds the rule name: every action proposal of type actionType
+// must satisfy expr. The expression sees action, beliefs and percepts (see
+// the package doc).
+func OnAction(name, actionType, expr string) Option {
+	return func(c *config) { c.specs = append(c.specs, spec{onAction, name, actionType, expr}) }
+}
+
+// OnBelief adds the rule name: every belief of kind must satisfy expr, when
+// it is proposed and whenever a plan or action rests on it. The expression
+// sees value, belief, beliefs and percepts (see the package doc).
+func OnBelief(name, kind, expr string) Option {
+	return func(c *config) { c.specs = append(c.specs, spec{onBelief, name, kind, expr}) }
+}
+
+// rule is a compiled rule.
+type rule struct {
+	name string
+	expr string
+	prg  cel.Program
+}
+
+// Rules is a set of compiled rules; it is a [kernel.Validator]. Build it
+// with [New]. It is safe for concurrent use.
+type Rules struct {
+	actions map[string][]*rule // by action type, in declaration order
+	beliefs map[string][]*rule // by belief kind, in declaration order
+	names   []string
+}
+
+var _ kernel.Validator = (*Rules)(nil)
+
+// New compiles the rules the options give. A rule with an empty name, kind
+// or expression, a name another rule already has, an expression that does
+// not compile or whose type is not bool is refused with an [*Error]
+// wrapping [ErrInvalidRule]. New with no rules returns a Rules that lets
+// everything through.
+func New(opts ...Option) (*Rules, error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	// Payload objects are maps with string keys and values of any JSON
+	// type; declaring them so lets the checker type field selections as
+	// dyn and leaves a missing key to fail at evaluation.
+	payload := cel.MapType(cel.StringType, cel.DynType)
+	byKind := cel.MapType(cel.StringType, payload)
+	common := []cel.EnvOption{
+		cel.Variable(varPercepts, byKind),
+		cel.Variable(varBeliefs, byKind),
+		// JSON numbers are doubles; rule authors write int literals.
+		cel.CrossTypeNumericComparisons(true),
+	}
+	actionEnv, err := cel.NewEnv(append(common, cel.Variable(varAction, payload))...)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	beliefEnv, err := cel.NewEnv(append(common, cel.Variable(varBelief, payload), cel.Variable(varValue, cel.DynType))...)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+
+	rs := &Rules{actions: map[string][]*rule{}, beliefs: map[string][]*rule{}}
+	seen := make(map[string]bool, len(c.specs))
+	for _, s := range c.specs {
+		invalid := func(format string, args ...any) error {
+			return &Error{Rule: s.name, Err: fmt.Errorf("%w: on %s %q: %s", ErrInvalidRule, s.target, s.kind, fmt.Sprintf(format, args...))}
+		}
+		switch {
+		case s.name == "":
+			return nil, invalid("empty name")
+		case s.kind == "":
+			return nil, invalid("empty %s kind", s.target)
+		case s.expr == "":
+			return nil, invalid("empty expression")
+		case seen[s.name]:
+			return nil, invalid("duplicate name")
+		}
+		seen[s.name] = true
+		env, index := actionEnv, rs.actions
+		if s.target == onBelief {
+			env, index = beliefEnv, rs.beliefs
+		}
+		ast, iss := env.Compile(s.expr)
+		if err := iss.Err(); err != nil {
+			return nil, invalid("does not compile: %v", err)
+		}
+		// dyn is let through: its value is checked at evaluation, where a
+		// non-bool fails closed.
+		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+			return nil, invalid("has type %s, want bool", t)
+		}
+		prg, err := env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(interruptEvery))
+		if err != nil {
+			return nil, invalid("%v", err)
+		}
+		index[s.kind] = append(index[s.kind], &rule{name: s.name, expr: s.expr, prg: prg})
+		rs.names = append(rs.names, s.name)
+	}
+	return rs, nil
+}
+
+// Names returns the names of the rules, in the order they were given.
+func (r *Rules) Names() []string { return append([]string(nil), r.names...) }
+
+// Validate checks c against the rules that apply to it and returns the
+// verdict of the first rule that does not hold, or the zero Verdict. A
+// belief is checked against its kind's rules; a plan against the rules of
+// every belief it rests on; an action against those, then its type's rules.
+func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict {
+	switch c.Slot() {
+	case kernel.Beliefs:
+		rs := r.beliefs[c.Kind()]
+		if len(rs) == 0 {
+			return kernel.Verdict{}
+		}
+		in := &input{c: c, belief: c.Payload()}
+		return in.check(ctx, rs, "belief "+c.Kind())
+	case kernel.Plans, kernel.Actions:
+		acts := r.actions[c.Kind()]
+		if c.Slot() != kernel.Actions {
+			acts = nil
+		}
+		if len(acts) == 0 && len(r.beliefs) == 0 {
+			return kernel.Verdict{}
+		}
+		in := &input{c: c}
+		if len(r.beliefs) > 0 {
+			for _, g := range c.Grounds() {
+				rs := r.beliefs[g.Kind]
+				if len(rs) == 0 {
+					continue
+				}
+				in.belief = g.Payload
+				where := "grounding belief " + g.Kind + " (" + g.ID + "), rechecked against the current percepts"
+				if v := in.check(ctx, rs, where); v.Code != "" {
+					return v
+				}
+			}
+			in.belief = nil
+		}
+		if len(acts) > 0 {
+			in.action = c.Payload()
+			return in.check(ctx, acts, "action "+c.Kind())
+		}
+	}
+	return kernel.Verdict{}
+}
+
+// input binds a rule's variables for one Validate call. The percept and
+// belief maps are built on first use and shared by the rules evaluated in
+// that call, which evaluates them one after another.
+type input struct {
+	c        kernel.Candidate
+	action   kernel.Payload // the action proposal, for action rules
+	belief   kernel.Payload // the belief checked, for belief rules
+	percepts map[string]any
+	beliefs  map[string]any
+}
+
+// check evaluates rules in order and returns the first failure; where
+// says what was checked, for the detail.
+func (in *input) check(ctx context.Context, rules []*rule, where string) kernel.Verdict {
+	for _, rl := range rules {
+		out, _, err := rl.prg.ContextEval(ctx, in)
+		if err != nil {
+			return kernel.Verdict{Code: kernel.CodeRuleError, Rule: rl.name, Detail: where + ": " + err.Error()}
+		}
+		ok, isBool := out.Value().(bool)
+		switch {
+		case !isBool:
+			return kernel.Verdict{Code: kernel.CodeRuleError, Rule: rl.name,
+				Detail: fmt.Sprintf("%s: result is %s, not bool", where, out.Type().TypeName())}
+		case !ok:
+			return kernel.Verdict{Code: kernel.CodeRuleViolated, Rule: rl.name, Detail: where + ": " + rl.expr + " is false"}
+		}
+	}
+	return kernel.Verdict{}
+}
+
+// ResolveName implements [interpreter.Activation]. A name left unbound
+// (value when the belief has none) makes the rule fail at evaluation.
+func (in *input) ResolveName(name string) (any, bool) {
+	switch name {
+	case varAction:
+		return map[string]any(in.action), in.action != nil
+	case varBelief:
+		return map[string]any(in.belief), in.belief != nil
+	case varValue:
+		v, ok := in.belief[kernel.KeyValue]
+		return v, ok
+	case varPercepts:
+		if in.percepts == nil {
+			in.percepts = plain(in.c.Percepts())
+		}
+		return in.percepts, true
+	case varBeliefs:
+		if in.beliefs == nil {
+			in.beliefs = plain(in.c.Beliefs())
+		}
+		return in.beliefs, true
+	}
+	return nil, false
+}
+
+// Parent implements [interpreter.Activation].
+func (in *input) Parent() interpreter.Activation { return nil }
+
+// plain converts payloads to the map type CEL adapts without reflection.
+func plain(m map[string]kernel.Payload) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, p := range m {
+		out[k] = map[string]any(p)
+	}
+	return out
+}
