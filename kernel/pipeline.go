@@ -318,6 +318,10 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) (outcome, e
 			// An OK code is no objection: only the built-in checks build
 			// the records a commit writes.
 			if vd := v.Validate(ctx, c); vd.rejects() {
+				if err := ctx.Err(); err != nil {
+					// A validator cut short by cancellation did not decide.
+					return outcome{}, err
+				}
 				return outcome{code: vd.Code, rule: vd.Rule, detail: vd.Detail}, nil
 			}
 		}

@@ -19,16 +19,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Report which rule refused what. The wrapper is only for printing:
-	// rs itself is the validator.
-	logged := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
-		v := rs.Validate(ctx, c)
-		if v.Code != "" {
-			fmt.Println("refused by", v.Rule+":", v.Detail)
-		}
-		return v
-	})
-	k, err := kernel.New(kernel.WithValidators(logged))
+	k, err := kernel.New(kernel.WithValidators(rs))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -51,9 +42,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(d.Code)
+	fmt.Println(d.Code, "by", d.Rule+":", d.Detail)
 	// Output:
 	// COMMITTED
-	// refused by refund_within_charge: action issue_refund: action.amount <= percepts.charge.amount is false
-	// RULE_VIOLATED
+	// RULE_VIOLATED by refund_within_charge: action issue_refund: action.amount <= percepts.charge.amount is false
 }

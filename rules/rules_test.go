@@ -50,7 +50,8 @@ type harness struct {
 func newHarness(t *testing.T, rs *rules.Rules, evalCtx context.Context) *harness {
 	t.Helper()
 	h := &harness{t: t, ctx: context.Background(), verdict: map[string]kernel.Verdict{}}
-	var opts []kernel.Option
+	// Several refunds of a test may rest on one belief.
+	opts := []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true})}
 	if rs != nil {
 		opts = append(opts, kernel.WithValidators(kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
 			if evalCtx != nil {
