@@ -34,6 +34,7 @@ type arena struct {
 	planner *kernel.Planner
 	sym     *kernel.Symbolic
 	sim     *kernel.Simulator
+	marked  []kernel.Record
 }
 
 // stores lists the stores every attack runs on.

@@ -323,12 +323,21 @@ type Entry struct {
 	TTL time.Duration
 	// Scope defaults to ScopeEpisode.
 	Scope Scope
+	// Audit, when set, makes the kernel write a decision record (see
+	// [DecisionRecord]) in the same store batch as the write or the
+	// decision it records.
+	Audit *Audit
+	// OnceKeys are keys the write claims in the store, in the same batch:
+	// a key already claimed fails the write with [ErrDuplicateKey] and
+	// stores nothing. Only a tool handle may claim keys (an executor's
+	// effect attempts use them), and the store must be a [KeyStore].
+	OnceKeys []string
 }
 
 // permissions is the paper's Table 1 as the kernel enforces it: the mode a
 // role may write each slot in. The kernel role is not listed: no handle has
 // it.
-var permissions = [RoleSimulator + 1][Actions + 1]Mode{
+var permissions = [RoleApprover + 1][Actions + 1]Mode{
 	RoleTool:      {Percepts: ModeCommit},
 	RolePlanner:   {Beliefs: ModePropose, Plans: ModePropose, Predictions: ModePropose, Actions: ModePropose},
 	RoleSymbolic:  {Constraints: ModeCommit},

@@ -84,7 +84,7 @@ func TestPermissionTable(t *testing.T) {
 }
 
 func TestNoHandleActsAsKernel(t *testing.T) {
-	for _, role := range []kernel.Role{0, kernel.RoleKernel, kernel.RoleSimulator + 1} {
+	for _, role := range []kernel.Role{0, kernel.RoleKernel, kernel.RoleApprover + 1} {
 		for _, slot := range kernel.AllSlots() {
 			for _, mode := range []kernel.Mode{kernel.ModePropose, kernel.ModeCommit} {
 				if kernel.Allowed(role, slot, mode) {

@@ -16,8 +16,14 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (
 	if err != nil {
 		return Record{}, err
 	}
+	if err := k.checkOnceKeys(role, e.OnceKeys); err != nil {
+		return Record{}, err
+	}
+	if e.Audit != nil && role != RoleTool {
+		return Record{}, newErr("write", "", CodePermissionDenied, ErrPermission, "only a tool's write (an effect's result) carries a decision record; proposals get theirs from Submit")
+	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		done, err := k.writeOnce(ctx, &rec, deps)
+		done, err := k.writeOnce(ctx, &rec, deps, e.Audit, e.OnceKeys)
 		if err != nil {
 			return Record{}, err
 		}
@@ -76,10 +82,30 @@ func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []st
 	return nil
 }
 
+// checkOnceKeys refuses keys from any role but a tool, keys on a store
+// that cannot enforce them, and malformed keys.
+func (k *Kernel) checkOnceKeys(role Role, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if role != RoleTool {
+		return newErr("write", "", CodePermissionDenied, ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
+	}
+	if _, ok := k.store.(KeyStore); !ok {
+		return newErr("write", "", CodeInvalidInput, ErrInvalidInput, "the store does not enforce once-keys")
+	}
+	for i, key := range keys {
+		if err := checkName("once-key", key); err != nil || slices.Contains(keys[:i], key) {
+			return newErr("write", "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("bad or repeated once-key %q", key))
+		}
+	}
+	return nil
+}
+
 // writeOnce checks references against a fresh read of the trace and appends
-// rec under the next free id. done is false when a concurrent writer
-// changed the trace first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string) (done bool, err error) {
+// rec under the next free id, with its decision record and once-keys when
+// asked. done is false when a concurrent writer changed the trace first.
+func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit, keys []string) (done bool, err error) {
 	n, err := k.readForWrite(ctx, rec, idDeps)
 	if err != nil {
 		return false, err
@@ -87,7 +113,24 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string) (d
 	rec.ID = recordID(rec.Slot, rec.Provenance.TraceID, n+1)
 	// Conditional on the trace as read, so that n is always the record's
 	// position in its trace, even with concurrent writers.
-	err = k.store.Apply(ctx, Batch{Appends: []Record{*rec}, Trace: rec.Provenance.TraceID, TraceLen: n})
+	b := Batch{Appends: []Record{*rec}, Trace: rec.Provenance.TraceID, TraceLen: n}
+	if audit != nil {
+		d := DecisionRecord{Subject: rec.ID, Kind: rec.Kind, Outcome: audit.Outcome, Code: audit.Code,
+			Approvals: audit.Approvals, Context: audit.Context, EvidenceRefs: rec.Provenance.InputRefs}
+		ar, err := k.auditRecord(&d, rec.Provenance.TraceID, n+2, rec.Provenance.TimestampMS, []string{rec.ID})
+		if err != nil {
+			return false, err
+		}
+		b.Appends = append(b.Appends, ar)
+	}
+	for _, key := range keys {
+		b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
+	}
+	err = k.store.Apply(ctx, b)
+	if len(keys) > 0 && errors.Is(err, ErrDuplicateKey) {
+		// A claimed key stays claimed: trying again cannot help.
+		return false, newErr("write", rec.ID, CodeDuplicateAction, ErrDuplicateKey, err.Error())
+	}
 	if raced(err) {
 		return false, nil
 	}
@@ -137,9 +180,12 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) 
 	if rec.Mode != ModePropose {
 		return Decision{}, newErr("submit", "", CodeInvalidProposal, ErrInvalidProposal, "only proposals can be submitted")
 	}
+	if len(e.OnceKeys) > 0 {
+		return Decision{}, newErr("submit", "", CodePermissionDenied, ErrPermission, "a proposal claims no once-keys: its action spec names them")
+	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var done bool
-		d, done, err = k.submitOnce(ctx, &rec, idDeps)
+		d, done, err = k.submitOnce(ctx, &rec, idDeps, e.Audit)
 		if err != nil || done {
 			return d, err
 		}
@@ -147,7 +193,7 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) 
 	return Decision{}, newErr("submit", rec.ID, "", ErrConflict, "too much contention on the trace")
 }
 
-func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string) (Decision, bool, error) {
+func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
 	gated := rec.Slot == Plans || rec.Slot == Actions
 	snap, err := k.load(ctx, rec.Provenance.TraceID, gated)
@@ -163,7 +209,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string) (
 	rec.ID = snap.nextID(rec.Slot, 0)
 	snap.recs = append(snap.recs, *rec) // decided as if already written
 	p := &snap.recs[readLen]
-	return k.applyOutcome(ctx, snap, readLen, expiries, p, true)
+	return k.applyOutcome(ctx, snap, readLen, expiries, p, true, audit)
 }
 
 // outcome is what deciding a proposal produced, before it is applied.
@@ -236,7 +282,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 		return Decision{Code: CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal,
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
-	return k.applyOutcome(ctx, snap, len(snap.recs), expiries, p, false)
+	return k.applyOutcome(ctx, snap, len(snap.recs), expiries, p, false, nil)
 }
 
 // applyOutcome decides p on snap and writes the outcome, with the
@@ -245,7 +291,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 // one (not yet stored) is appended already in its final state, ahead of the
 // artifact and the committed record. done is false when a concurrent writer
 // changed the trace first.
-func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, expiries []Invalidation, p *Record, submitted bool) (Decision, bool, error) {
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, expiries []Invalidation, p *Record, submitted bool, audit *Audit) (Decision, bool, error) {
 	out, err := k.decide(ctx, snap, p)
 	if err != nil {
 		return Decision{}, false, err
@@ -275,6 +321,21 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 		if out.claim.Key != "" {
 			batch.Claims = append(snap.claims[:0], out.claim)
 		}
+	}
+	if audit != nil {
+		// The new ids after the proposal's own: the artifact and the record.
+		index := 0
+		if out.evidence.ID != "" {
+			index++
+		}
+		if out.record.ID != "" {
+			index++
+		}
+		ar, err := snap.auditDecision(audit, p, &out, index)
+		if err != nil {
+			return Decision{}, false, err
+		}
+		batch.Appends = append(batch.Appends, ar)
 	}
 	err = k.store.Apply(ctx, batch)
 	if raced(err) {

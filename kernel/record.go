@@ -202,12 +202,15 @@ const (
 	RoleSymbolic
 	RoleEvidence
 	RoleSimulator
+	// RoleApprover decides approvals of committed actions (see
+	// [Kernel.Approver]); it writes nothing else.
+	RoleApprover
 )
 
-var roleNames = [...]string{"", "kernel", "tool", "planner", "symbolic_validator", "evidence_validator", "simulator"}
+var roleNames = [...]string{"", "kernel", "tool", "planner", "symbolic_validator", "evidence_validator", "simulator", "approver"}
 
 // Valid reports whether r is a known role.
-func (r Role) Valid() bool { return r >= RoleKernel && r <= RoleSimulator }
+func (r Role) Valid() bool { return r >= RoleKernel && r <= RoleApprover }
 
 func (r Role) String() string {
 	if r.Valid() {
@@ -226,7 +229,7 @@ func (r Role) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes a role name.
 func (r *Role) UnmarshalText(b []byte) error {
-	for i := RoleKernel; i <= RoleSimulator; i++ {
+	for i := RoleKernel; i <= RoleApprover; i++ {
 		if roleNames[i] == string(b) {
 			*r = i
 			return nil

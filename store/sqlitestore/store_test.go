@@ -475,7 +475,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		want   error
 	}{
 		{"zero role", func(r *kernel.Record) { r.Provenance.Role = 0 }, kernel.ErrInvalidInput},
-		{"unknown role", func(r *kernel.Record) { r.Provenance.Role = kernel.RoleSimulator + 1 }, kernel.ErrInvalidInput},
+		{"unknown role", func(r *kernel.Record) { r.Provenance.Role = kernel.RoleApprover + 1 }, kernel.ErrInvalidInput},
 		{"NaN confidence", func(r *kernel.Record) { r.Provenance.Confidence = kernel.Confidence(math.NaN()) }, kernel.ErrInvalidInput},
 		{"invalid UTF-8 in a payload string", func(r *kernel.Record) { r.Payload["s"] = bad }, kernel.ErrInvalidPayload},
 		{"invalid UTF-8 in a payload key", func(r *kernel.Record) { r.Payload[bad] = 1.0 }, kernel.ErrInvalidPayload},

@@ -1,0 +1,194 @@
+package kernel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// Approval records: the evidence kind, and the payload keys the kernel
+// writes and reads.
+const (
+	KindApproval = "approval"
+
+	KeyActionID = "action_id" // approval: the committed action it decides
+	KeyDigest   = "digest"    // approval: ArgsDigest of that action's arguments
+	KeyDecision = "decision"  // approval: DecisionApproved or DecisionDenied
+	KeyApprover = "approver"  // approval: the approver's identity
+	KeyNote     = "note"      // approval: the approver's note
+)
+
+// The two answers an approver gives.
+const (
+	DecisionApproved = "approved"
+	DecisionDenied   = "denied"
+)
+
+// MaxApprovalTTL bounds how long an approval stays valid.
+const MaxApprovalTTL = 30 * 24 * time.Hour
+
+// ArgsDigest is the digest an approval binds: SHA-256 over the canonical
+// JSON of an action's arguments, that is its payload without the keys the
+// kernel derives or reads for gating (requires_beliefs, require_prediction,
+// type and the derived flags). Any change to an argument changes it.
+func ArgsDigest(p Payload) (string, error) {
+	args := make(map[string]any, len(p))
+	for key, v := range p {
+		switch key {
+		case KeyRequiresBeliefs, KeyRequirePrediction, KeyType,
+			KeyUsesStaleData, KeyUsesConflictedData, KeyUsesLowConfidenceData, KeyHasNegativePrediction:
+			continue
+		}
+		args[key] = v
+	}
+	norm, err := normalizePayload(args, DefaultMaxPayloadBytes)
+	if err != nil {
+		return "", err
+	}
+	enc, err := json.Marshal(map[string]any(norm)) // encoding/json sorts map keys
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+	}
+	sum := sha256.Sum256(enc)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Approver is the handle of a person (or a system) who approves or denies
+// committed actions that need approval. The kernel's owner mints it with
+// the identity it has verified ([Kernel.Approver]); the identity is
+// recorded on every decision. An approver writes nothing but approvals, and
+// cannot approve an action it proposed itself. Safe for concurrent use.
+type Approver struct{ handle }
+
+// Approver returns an approver handle for a verified identity. The owner
+// is responsible for the verification: whoever holds the handle acts as
+// that identity.
+func (k *Kernel) Approver(identity string) *Approver {
+	return &Approver{handle{k, RoleApprover, identity}}
+}
+
+var _ Handle = (*Approver)(nil)
+
+// Write always fails with [ErrPermission]: an approver records decisions
+// only through [Approver.Approve] and [Approver.Deny].
+func (a *Approver) Write(context.Context, Entry) (Record, error) {
+	return Record{}, newErr("write", "", CodePermissionDenied, ErrPermission, "an approver writes only approvals")
+}
+
+// Approve approves the committed action actionID of the trace for the
+// arguments whose [ArgsDigest] is digest, for ttl (at most
+// [MaxApprovalTTL]). The approval binds the action, the digest, the
+// approver's identity and its expiry; it is evidence with kind
+// [KindApproval]. It fails with [ErrInvalidInput] for an empty identity, a
+// bad ttl or a digest that does not match the action's arguments,
+// [ErrInvalidReference] when actionID is not a committed action of the
+// trace, and [ErrPermission] when the approver proposed the action.
+func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (Record, error) {
+	return a.decide(ctx, traceID, actionID, digest, DecisionApproved, note, ttl)
+}
+
+// Deny records that the approver refused the action; its errors are those
+// of [Approver.Approve]. A denied action must not run: the executor takes
+// the safe fallback instead.
+func (a *Approver) Deny(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (Record, error) {
+	return a.decide(ctx, traceID, actionID, digest, DecisionDenied, note, ttl)
+}
+
+func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decision, note string, ttl time.Duration) (Record, error) {
+	const op = "approve"
+	k := a.k
+	bad := func(code Code, sentinel error, detail string) (Record, error) {
+		return Record{}, newErr(op, actionID, code, sentinel, detail)
+	}
+	if err := checkName("approver identity", a.name); err != nil {
+		return bad(CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	if ttl <= 0 || ttl > MaxApprovalTTL {
+		return bad(CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, MaxApprovalTTL))
+	}
+	if err := checkName("trace id", traceID); err != nil {
+		return bad(CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	payload, err := normalizePayload(Payload{
+		KeyActionID: actionID, KeyDigest: digest, KeyDecision: decision, KeyApprover: a.name, KeyNote: note,
+	}, k.maxPayload)
+	if err != nil {
+		return bad(CodeInvalidInput, ErrInvalidPayload, err.Error())
+	}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		snap, err := k.load(ctx, traceID, false)
+		if err != nil {
+			return Record{}, err
+		}
+		act := snap.byID(actionID)
+		if act == nil || act.Slot != Actions || !committedActive(act) {
+			snap.release()
+			return bad(CodeInvalidReference, ErrInvalidReference, "not a committed action of trace "+traceID)
+		}
+		want, err := ArgsDigest(act.Payload)
+		if err != nil {
+			snap.release()
+			return Record{}, err
+		}
+		if digest != want {
+			snap.release()
+			return bad(CodeInvalidInput, ErrInvalidInput, "digest does not match the action's arguments")
+		}
+		if proposal := snap.byID(act.Provenance.InputRefs[0]); proposal == nil || proposal.Provenance.Writer == a.name {
+			snap.release()
+			return bad(CodePermissionDenied, ErrPermission, "an approver cannot decide an action it proposed")
+		}
+		rec := Record{
+			ID: snap.nextID(Evidence, 0), Slot: Evidence, Mode: ModeCommit, Kind: KindApproval, Payload: payload,
+			Provenance: Provenance{Role: RoleApprover, Writer: a.name, TraceID: traceID, TimestampMS: snap.nowMS,
+				InputRefs: []string{actionID}, TTLMS: int64((ttl + time.Millisecond - 1) / time.Millisecond)},
+			Status: StatusActive, Reason: CodeCommitted, Scope: ScopeEpisode, Namespace: k.namespace,
+		}
+		n := len(snap.recs)
+		snap.release()
+		err = k.store.Apply(ctx, Batch{Appends: []Record{rec}, Trace: traceID, TraceLen: n})
+		if raced(err) {
+			continue
+		}
+		if err != nil {
+			return Record{}, err
+		}
+		return rec.Clone(), nil
+	}
+	return Record{}, newErr(op, actionID, "", ErrConflict, "too much contention on the trace")
+}
+
+// Approvals streams the approval records of an action, oldest first, with
+// their current status (an expired approval is EXPIRED or past its TTL).
+func (k *Kernel) Approvals(ctx context.Context, traceID, actionID string) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for r, err := range k.scoped(k.store.ListTrace(ctx, traceID)) {
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			if r.Slot != Evidence || r.Kind != KindApproval || r.Provenance.Role != RoleApprover {
+				continue
+			}
+			if id, _ := r.Payload.String(KeyActionID); id != actionID {
+				continue
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Now returns the kernel's clock reading, so that code deciding on records
+// (an approval's expiry, say) uses the same time as the kernel.
+func (k *Kernel) Now() time.Time { return k.now() }
+
+// Expired reports whether r's time to live has run out at now.
+func (r Record) Expired(now time.Time) bool {
+	return r.Status == StatusExpired || r.expired(now.UnixMilli())
+}
