@@ -547,3 +547,22 @@ func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
 	}
 	return nil
 }
+
+// Spec returns the action spec registered for an action type, and whether
+// there is one. Governance layers built on the kernel (the tool-call gate)
+// use it to check that the kernel gates their actions the way they expect.
+func (k *Kernel) Spec(actionType string) (ActionSpec, bool) {
+	s, ok := k.specs[actionType]
+	if ok {
+		s.MinBeliefs, s.Predictors = slices.Clone(s.MinBeliefs), slices.Clone(s.Predictors)
+		if s.Once != nil {
+			o := *s.Once
+			o.Fields = slices.Clone(o.Fields)
+			s.Once = &o
+		}
+	}
+	return s, ok
+}
+
+// Namespace returns the namespace the kernel works in.
+func (k *Kernel) Namespace() string { return k.namespace }

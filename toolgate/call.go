@@ -1,0 +1,73 @@
+package toolgate
+
+import (
+	"encoding/json"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Spec is a tool as a model is shown it: the shape of OpenAI-compatible
+// function tools, MCP tools and most frameworks' tool declarations.
+type Spec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"` // a JSON Schema object
+}
+
+// Call is one tool call an agent's model made, as the agent loop hands it
+// to the gate.
+type Call struct {
+	// ID is the framework's call id, when it has one; it is recorded in
+	// the decision record.
+	ID string `json:"id,omitempty"`
+	// Tool is the tool's name as the model called it.
+	Tool string `json:"tool"`
+	// Args are the model's arguments: a JSON object.
+	Args json.RawMessage `json:"args"`
+	// Role names the calling worker's role contract.
+	Role string `json:"role"`
+	// TraceID is the episode the call belongs to.
+	TraceID string `json:"trace_id"`
+	// Intent, when set, names the intent the call serves; with intents
+	// configured, a call must name one that allows the tool.
+	Intent string `json:"intent,omitempty"`
+}
+
+// Outcome is what the gate did with a call.
+type Outcome string
+
+// The outcomes of a call.
+const (
+	// Refused: the call does not run. Code and RootCause say why and Hint
+	// tells the model what would help; the agent loop goes on.
+	Refused Outcome = "refused"
+	// NeedsApproval: the action committed but waits for an approver;
+	// ApprovalID names what to approve.
+	NeedsApproval Outcome = "needs_approval"
+	// Executed: the effect ran (or had already run for this key) and
+	// succeeded; Output is its result.
+	Executed Outcome = "executed"
+	// Failed: the effect ran and failed for good (retries exhausted or a
+	// failure that retrying cannot fix).
+	Failed Outcome = "failed"
+)
+
+// Result is the gate's answer to a call. It is a value for the agent loop,
+// not an error: a refusal goes back to the model as the tool's result.
+type Result struct {
+	Outcome Outcome `json:"outcome"`
+	// Code is the typed reason (COMMITTED when the action committed).
+	Code kernel.Code `json:"code"`
+	// RootCause is the deepest cause of a refusal.
+	RootCause kernel.Cause `json:"root_cause,omitzero"`
+	// Hint is a short repair hint written for the model.
+	Hint string `json:"hint,omitempty"`
+	// ActionID is the committed action, when there is one.
+	ActionID string `json:"action_id,omitempty"`
+	// ApprovalID names what an approver must approve (the action id).
+	ApprovalID string `json:"approval_id,omitempty"`
+	// DecisionID identifies the decision record of the call.
+	DecisionID string `json:"decision_id,omitempty"`
+	// Output is the effect's result, when it ran.
+	Output kernel.Payload `json:"output,omitempty"`
+}
