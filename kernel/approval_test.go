@@ -223,3 +223,29 @@ func (a *arena) dumpAll() []kernel.Record {
 	}
 	return out
 }
+
+func TestSpecAndNamespace(t *testing.T) {
+	once := &kernel.OnceKey{Fields: []string{"order_id"}}
+	k, err := kernel.New(kernel.WithNamespace("shop"), kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Once: once}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if k.Namespace() != "shop" {
+		t.Errorf("namespace %q", k.Namespace())
+	}
+	s, ok := k.Spec("issue_refund")
+	if !ok || s.Once == nil || s.Once.Fields[0] != "order_id" || s.MinBeliefs[0] != "refund_due" {
+		t.Fatalf("spec %+v %v", s, ok)
+	}
+	s.Once.Fields[0], s.MinBeliefs[0], once.Fields[0] = "x", "y", "z" // copies both ways
+	if again, _ := k.Spec("issue_refund"); again.Once.Fields[0] != "order_id" || again.MinBeliefs[0] != "refund_due" {
+		t.Errorf("spec changed through a copy: %+v", again)
+	}
+	if _, ok := k.Spec("nothing"); ok {
+		t.Error("unregistered type has a spec")
+	}
+	if fb, ok := k.Spec(kernel.FallbackQueueForReview); !ok || !fb.SafeFallback {
+		t.Error("default fallback missing")
+	}
+}
