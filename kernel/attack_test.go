@@ -620,3 +620,29 @@ func replayChild(t *testing.T, db, proc string) {
 	}
 	race(t, 10, func(i int) kernel.Decision { return a.refund(fmt.Sprintf("p%s-t%d", proc, i)) })
 }
+
+// A planner pads an action's input refs with a belief, so that a later
+// legitimate action resting on that belief would look like a replay. Used
+// grounding is read from the evidence refs the kernel writes, not from
+// what the planner cites.
+func TestAttackPaddedInputRefsDoNotUseUpGrounding(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		a.groundRefund("t", "A1")
+		b, err := a.store.FindActive(a.ctx, "t", kernel.Beliefs, "refund_due")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.percept("t", "note", kernel.Payload{"x": 1.0}, nil, 0)
+		if d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "other", Payload: belief(true, "note")}); !d.Committed() {
+			t.Fatalf("other belief: %s", d.Code)
+		}
+		padded := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+			Payload: action("other"), InputRefs: []string{b.ID}})
+		if !padded.Committed() {
+			t.Fatalf("padded action: %s", padded.Code)
+		}
+		if d := a.refund("t"); !d.Committed() {
+			t.Errorf("legitimate refund after a padded one: %s (failed %s)", d.Code, d.Failed)
+		}
+	})
+}

@@ -432,7 +432,7 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 		return out
 	}
 	if !g.spec.Repeatable {
-		if prior := s.usedGrounding(p.Kind, plan, g.beliefs); prior != nil {
+		if prior := s.usedGrounding(p.Kind, g.beliefs); prior != nil {
 			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: "its grounding already grounded " + prior.ID}
 		}
 	}
@@ -480,9 +480,12 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 }
 
 // usedGrounding returns a committed action of actionType in the trace that
-// already rests on one of beliefs (or on plan), or nil.
-func (s *snapshot) usedGrounding(actionType string, plan *Record, beliefs []*Record) *Record {
-	if plan == nil && len(beliefs) == 0 {
+// already rests on one of beliefs, or nil. It compares the actions'
+// evidence refs, which the kernel writes (the artifacts of the beliefs an
+// action rests on), never their input refs, which a planner can pad with
+// any record to make a later action look like a replay.
+func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) *Record {
+	if len(beliefs) == 0 {
 		return nil
 	}
 	for i := range s.recs {
@@ -490,13 +493,11 @@ func (s *snapshot) usedGrounding(actionType string, plan *Record, beliefs []*Rec
 		if r.Slot != Actions || r.Mode != ModeCommit || r.Kind != actionType {
 			continue
 		}
-		refs := r.Provenance.InputRefs
-		if plan != nil && slices.Contains(refs, plan.ID) {
-			return r
-		}
 		for _, b := range beliefs {
-			if slices.Contains(refs, b.ID) {
-				return r
+			for _, ev := range b.EvidenceRefs {
+				if slices.Contains(r.EvidenceRefs, ev) {
+					return r
+				}
 			}
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"iter"
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
@@ -150,11 +149,10 @@ func newInvWorld(tb testing.TB, store kernel.Store, s invSource, traces int, per
 	if s.intn(2) == 1 {
 		m.shared[kernel.Percepts] = []string{"sensor"}
 	}
-	_, legacy := store.(invNSStore)
-	if !legacy && s.intn(3) == 1 {
+	if s.intn(3) == 1 {
 		m.namespace = "app"
 	}
-	if persistent && !legacy {
+	if persistent {
 		m.foreign["f0"] = invForeignNS
 	}
 	for _, tw := range tweaks {
@@ -217,87 +215,6 @@ func (w *invWorld) list(trace string) ([]kernel.Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// invNSStore reads a record a store kept without its namespace as one of
-// the default namespace, as the Store contract says a store must. The
-// SQLite store does not persist Record.Namespace yet: without this the
-// kernel refuses every trace it reads back from it (PERMISSION_DENIED) and
-// the SQLite runs would exercise next to nothing. It is used only when
-// invKeepsNamespace finds the store drops namespaces, and such a world
-// stays in the default namespace with no foreign application.
-// TODO: remove once sqlitestore persists Namespace.
-type invNSStore struct{ kernel.Store }
-
-func invFixNS(r kernel.Record) kernel.Record {
-	if r.Namespace == "" {
-		r.Namespace = kernel.DefaultNamespace
-	}
-	return r
-}
-
-func invFixedNS(seq iter.Seq2[kernel.Record, error], ns string) iter.Seq2[kernel.Record, error] {
-	return func(yield func(kernel.Record, error) bool) {
-		for r, err := range seq {
-			if r = invFixNS(r); err == nil && ns != "" && r.Namespace != ns {
-				continue
-			}
-			if !yield(r, err) {
-				return
-			}
-		}
-	}
-}
-
-func (s invNSStore) Get(ctx context.Context, id string) (kernel.Record, error) {
-	r, err := s.Store.Get(ctx, id)
-	return invFixNS(r), err
-}
-
-func (s invNSStore) FindActive(ctx context.Context, traceID string, slot kernel.Slot, kind string) (kernel.Record, error) {
-	r, err := s.Store.FindActive(ctx, traceID, slot, kind)
-	return invFixNS(r), err
-}
-
-func (s invNSStore) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error] {
-	return invFixedNS(s.Store.ListTrace(ctx, traceID), "")
-}
-
-func (s invNSStore) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error] {
-	ns := f.Namespace
-	f.Namespace = "" // the store cannot filter on what it does not keep
-	return invFixedNS(s.Store.ListSlot(ctx, slot, f), ns)
-}
-
-func (s invNSStore) CountTrace(ctx context.Context, traceID string) (int, error) {
-	if c, ok := s.Store.(kernel.TraceCounter); ok {
-		return c.CountTrace(ctx, traceID)
-	}
-	n := 0
-	for _, err := range s.Store.ListTrace(ctx, traceID) {
-		if err != nil {
-			return 0, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-// invKeepsNamespace reports whether a store opened by open reads back the
-// namespace it was given, trying it on a store of its own.
-func invKeepsNamespace(t *testing.T, open func(t *testing.T) kernel.Store) bool {
-	st := open(t)
-	rec := kernel.Record{ID: "percepts:nsprobe:1", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "k", Payload: kernel.Payload{},
-		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "probe", TraceID: "nsprobe", TimestampMS: 1},
-		Status:     kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode, Namespace: "probe"}
-	if err := st.Append(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
-	got, err := st.Get(context.Background(), rec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.Namespace == rec.Namespace
 }
 
 // invOp is the kind of call a step made, which says what it may change.
@@ -920,9 +837,8 @@ func invPast(r *kernel.Record, ms int64) bool {
 // invLive reports whether r was committed and within its TTL at ms.
 func invLive(r *kernel.Record, ms int64) bool { return r.Mode == kernel.ModeCommit && !invPast(r, ms) }
 
-// invNS is a record's namespace. The SQLite store does not persist
-// Namespace yet and reads it back empty: until it does, "" counts as the
-// default namespace. TODO: drop the "" case when sqlitestore keeps it.
+// invNS is a record's namespace; a store keeps an empty one as the
+// default namespace (the Store contract).
 func invNS(ns string) string {
 	if ns == "" {
 		return kernel.DefaultNamespace
@@ -1744,16 +1660,18 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 			}
 		}
 	}
-	if isAction && !spec.Repeatable && (g.plan != nil || len(g.beliefs) > 0) {
-		// A committed action of the type already rests on the plan or a
-		// belief (its input refs name what it rests on).
+	if isAction && !spec.Repeatable && len(g.beliefs) > 0 {
+		// A committed action of the type already rests on one of the
+		// beliefs: its evidence refs (the kernel's, not the planner's)
+		// name the belief's artifact.
 		for j := range s.recs {
 			q := &s.recs[j]
 			if q.Slot != kernel.Actions || q.Mode != kernel.ModeCommit || q.Kind != action {
 				continue
 			}
-			if g.plan != nil && slices.Contains(q.Provenance.InputRefs, g.plan.ID) ||
-				slices.ContainsFunc(g.beliefs, func(b *kernel.Record) bool { return slices.Contains(q.Provenance.InputRefs, b.ID) }) {
+			if slices.ContainsFunc(g.beliefs, func(b *kernel.Record) bool {
+				return slices.ContainsFunc(b.EvidenceRefs, func(ev string) bool { return slices.Contains(q.EvidenceRefs, ev) })
+			}) {
 				return refuse(kernel.CodeDuplicateAction, q.ID, "grounding already used by %s", q.ID)
 			}
 		}
@@ -1977,13 +1895,7 @@ var invStores = []struct {
 	steps, raceDiv int
 }{
 	{"memstore", func(t *testing.T) kernel.Store { return kernel.NewMemStore() }, 10000, 4},
-	{"sqlite", func(t *testing.T) kernel.Store {
-		if !invKeepsNamespace(t, invOpenSQLite) {
-			t.Log("sqlitestore drops Record.Namespace: its records are read as the default namespace's (invNSStore)")
-			return invNSStore{invOpenSQLite(t)}
-		}
-		return invOpenSQLite(t)
-	}, 1500, 4},
+	{"sqlite", invOpenSQLite, 1500, 4},
 }
 
 func invSteps(steps, raceDiv int) int {
