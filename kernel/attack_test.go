@@ -501,7 +501,14 @@ func TestAttackSharedStore(t *testing.T) {
 			}
 			app1.groundRefund("t1", "A1")
 			refused(t, "app1 refund", app1.refund("t1", "amount", 5.0), kernel.BlockedCode("block_all"))
-			// app2 cannot read or decide on app1's trace.
+			// app2 cannot write into app1's trace (which would lock app1 out
+			// of it), nor read or decide on it.
+			if _, err := app2.tool.Write(app2.ctx, kernel.Entry{TraceID: "t1", Slot: kernel.Percepts, Kind: "charge"}); !errors.Is(err, kernel.ErrPermission) {
+				t.Errorf("app2 writes into app1's trace: %v, want ErrPermission", err)
+			}
+			if _, err := app1.k.View(app1.ctx, "t1", kernel.ViewOptions{}); err != nil {
+				t.Errorf("app1 reads its own trace after app2's attempt: %v", err)
+			}
 			if _, err := app2.k.View(app2.ctx, "t1", kernel.ViewOptions{}); !errors.Is(err, kernel.ErrPermission) {
 				t.Errorf("app2 views app1's trace: %v, want ErrPermission", err)
 			}

@@ -229,9 +229,7 @@ func (s *MemStore) Apply(ctx context.Context, b Batch) error {
 	}
 	for i := range b.Appends {
 		rec := b.Appends[i]
-		if rec.Namespace == "" {
-			rec.Namespace = DefaultNamespace
-		}
+		rec.Namespace = nsOf(rec.Namespace)
 		s.add(rec)
 	}
 	for _, c := range b.Claims {
@@ -285,6 +283,9 @@ func (s *MemStore) check(b Batch) error {
 		if err := checkStorable(r); err != nil {
 			return err
 		}
+		if err := s.checkTraceNamespace(b.Appends[:i], r); err != nil {
+			return err
+		}
 		if _, dup := s.find(r.ID); dup {
 			return fmt.Errorf("%w: %s", ErrDuplicateID, r.ID)
 		}
@@ -325,6 +326,35 @@ func (s *MemStore) check(b Batch) error {
 		}
 	}
 	return nil
+}
+
+// checkTraceNamespace refuses a record whose namespace differs from its
+// trace's (the trace as stored, or as earlier appends of the batch start
+// it): a trace belongs to one namespace.
+func (s *MemStore) checkTraceNamespace(earlier []Record, r *Record) error {
+	ns, have := nsOf(r.Namespace), ""
+	if t, ok := s.traceIdx[r.Provenance.TraceID]; ok && len(s.traces[t].recs) > 0 {
+		have = s.traces[t].recs[0].Namespace
+	} else {
+		for j := range earlier {
+			if earlier[j].Provenance.TraceID == r.Provenance.TraceID {
+				have = nsOf(earlier[j].Namespace)
+				break
+			}
+		}
+	}
+	if have != "" && have != ns {
+		return fmt.Errorf("%w: trace %q belongs to namespace %q, not %q", ErrPermission, r.Provenance.TraceID, have, ns)
+	}
+	return nil
+}
+
+// nsOf is the namespace a store keeps for ns.
+func nsOf(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
 }
 
 // CountTrace implements [TraceCounter].

@@ -27,7 +27,10 @@ import (
 // Scope is [ErrInvalidInput]. A store refuses, with [ErrInvalidInput] or
 // [ErrInvalidPayload], any record [CheckRecord] refuses (invalid UTF-8 in
 // any string among them), and keeps a record with an empty Namespace as
-// [DefaultNamespace].
+// [DefaultNamespace]. A trace belongs to one namespace: Apply refuses, with
+// [ErrPermission], a record whose namespace differs from the namespace of
+// the records its trace already holds (or of earlier appends of the batch
+// to that trace).
 //
 // The package storetest runs one conformance suite against any Store.
 type Store interface {

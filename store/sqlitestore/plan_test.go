@@ -25,7 +25,7 @@ func TestStoreQueryPlans(t *testing.T) {
 		r := kernel.Record{
 			ID: fmt.Sprintf("percepts:fill-%d:%d", i%26, i), Slot: kernel.AllSlots()[i%7], Mode: kernel.ModeCommit,
 			Kind: "k", Provenance: kernel.Provenance{Role: kernel.RoleTool, TraceID: fmt.Sprintf("fill-%d", i%26)},
-			Status: kernel.StatusActive, Scope: kernel.ScopeEpisode, Namespace: fmt.Sprintf("ns-%d", i%5),
+			Status: kernel.StatusActive, Scope: kernel.ScopeEpisode, Namespace: fmt.Sprintf("ns-%d", i%26%5), // one namespace per trace
 		}
 		if i%10 == 0 {
 			r.Scope = kernel.ScopePersistent

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,7 +36,7 @@ type Store struct {
 
 	get, find, trace                  *sql.Stmt
 	slotAny, slotPersistent, slotNS   *sql.Stmt
-	insert, invalidate, status, count *sql.Stmt
+	insert, invalidate, status, count, countNS *sql.Stmt
 	claim, claimedBy                  *sql.Stmt
 	stmts                             []*sql.Stmt // all of the above, for Close
 }
@@ -173,6 +174,9 @@ const (
 	queryInvalidate       = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ?"
 	queryStatus           = "SELECT status FROM records WHERE id = ?"
 	queryCount            = "SELECT COUNT(*) FROM records WHERE trace_id = ?"
+	// The count a conditional batch checks, and the namespaces the trace
+	// holds after the batch's writes: one namespace per trace.
+	queryCountNS = "SELECT COUNT(*), COALESCE(MIN(namespace), ''), COALESCE(MAX(namespace), '') FROM records WHERE trace_id = ?"
 	queryClaim            = "INSERT INTO once_keys (key, record_id) VALUES (?, ?)"
 	queryClaimedBy        = "SELECT record_id FROM once_keys WHERE key = ?"
 )
@@ -197,6 +201,7 @@ func newStore(db *sql.DB) (*Store, error) {
 		{&s.invalidate, queryInvalidate},
 		{&s.status, queryStatus},
 		{&s.count, queryCount},
+		{&s.countNS, queryCountNS},
 		{&s.claim, queryClaim},
 		{&s.claimedBy, queryClaimedBy},
 	} {
@@ -366,24 +371,47 @@ func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err 
 			}
 		}
 	}
-	if b.Trace != "" {
-		// Counted after the writes, inside the transaction that holds the
-		// write lock, so no other writer can slip in between.
-		want := b.TraceLen
-		for i := range b.Appends {
-			if b.Appends[i].Provenance.TraceID == b.Trace {
-				want++
-			}
-		}
+	// Counted after the writes, inside the transaction that holds the write
+	// lock, so no other writer can slip in between; the same read checks
+	// that every trace the batch wrote holds one namespace.
+	countNS := tx.StmtContext(ctx, s.countNS)
+	for i, trace := range batchTraces(b) {
 		var n int
-		if err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace).Scan(&n); err != nil {
+		var lo, hi string
+		if err := countNS.QueryRowContext(ctx, trace).Scan(&n, &lo, &hi); err != nil {
 			return err
 		}
-		if n != want {
-			return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, b.Trace, n-(want-b.TraceLen), b.TraceLen)
+		if lo != hi {
+			return fmt.Errorf("sqlitestore: %w: trace %q would hold records of namespaces %q and %q", kernel.ErrPermission, trace, lo, hi)
+		}
+		if i == 0 && b.Trace != "" {
+			want := b.TraceLen
+			for j := range b.Appends {
+				if b.Appends[j].Provenance.TraceID == b.Trace {
+					want++
+				}
+			}
+			if n != want {
+				return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, b.Trace, n-(want-b.TraceLen), b.TraceLen)
+			}
 		}
 	}
 	return tx.Commit()
+}
+
+// batchTraces lists the traces a batch conditions on or appends to, the
+// conditional one first.
+func batchTraces(b kernel.Batch) []string {
+	var out []string
+	if b.Trace != "" {
+		out = append(out, b.Trace)
+	}
+	for i := range b.Appends {
+		if t := b.Appends[i].Provenance.TraceID; !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // whyNotUpdated explains a status change that matched no ACTIVE record.

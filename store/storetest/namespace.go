@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -18,7 +19,7 @@ func testNamespaceRoundTrip(t *testing.T, s kernel.Store) {
 	viaAppend.Namespace, viaAppend.Scope = "", kernel.ScopePersistent
 	viaApply := record(trace, kernel.Beliefs, "door_open", 2)
 	viaApply.Namespace = ""
-	named := record(trace, kernel.Constraints, "rule_b", 3)
+	named := record(trace+"-tenant", kernel.Constraints, "rule_b", 3) // a trace belongs to one namespace
 	named.Namespace, named.Scope = "tenant-ä", kernel.ScopePersistent
 	explicit := record(trace, kernel.Percepts, "door", 4) // kernel.DefaultNamespace, spelled out
 	mustAppend(t, s, viaAppend)
@@ -32,13 +33,13 @@ func testNamespaceRoundTrip(t *testing.T, s kernel.Store) {
 	const contract = "a record appended with an empty namespace reads back in kernel.DefaultNamespace, and a namespace is kept"
 	for _, w := range want {
 		wantSame(t, mustGet(t, s, w.ID), w, contract+" (Get)")
-		got, err := s.FindActive(ctx, trace, w.Slot, w.Kind)
+		got, err := s.FindActive(ctx, w.TraceID(), w.Slot, w.Kind)
 		if err != nil {
 			t.Fatalf("FindActive(%s): %v", w.ID, err)
 		}
 		wantSame(t, got, w, contract+" (FindActive)")
 	}
-	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, trace)), want, contract+" (ListTrace)")
+	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, trace)), []kernel.Record{want[0], want[1], explicit}, contract+" (ListTrace)")
 	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, kernel.Constraints, kernel.Filter{})), []kernel.Record{want[0], named},
 		contract+" (ListSlot)")
 	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, kernel.Constraints, kernel.Filter{Status: kernel.StatusActive, Scope: kernel.ScopePersistent})),
@@ -58,8 +59,9 @@ func testNamespaceRoundTrip(t *testing.T, s kernel.Store) {
 func testListSlotNamespace(t *testing.T, s kernel.Store) {
 	ctx := t.Context()
 	const per, ep = kernel.ScopePersistent, kernel.ScopeEpisode
+	// Each record in a trace of its own namespace: a trace belongs to one.
 	c := func(trace string, n int, ns string, scope kernel.Scope) kernel.Record {
-		r := record(trace, kernel.Constraints, fmt.Sprintf("rule%d", n), n)
+		r := record(trace+"/"+ns, kernel.Constraints, fmt.Sprintf("rule%d", n), n)
 		r.Namespace, r.Scope = ns, scope
 		return r
 	}
@@ -74,7 +76,7 @@ func testListSlotNamespace(t *testing.T, s kernel.Store) {
 	c7 := c("A", 7, "b", per)
 	c7.Status, c7.Reason = kernel.StatusExpired, kernel.CodeTTLExpired
 	c8 := c("B", 8, "A", per)
-	p9 := record("A", kernel.Percepts, "door", 9)
+	p9 := record("A/a", kernel.Percepts, "door", 9)
 	p9.Namespace, p9.Scope = "a", per
 	mustAppend(t, s, c1, c2, c3, c4, c5, c6, c7, c8, p9)
 	mustInvalidate(t, s, c5.ID, kernel.StatusInvalidated, kernel.CodeSupersededByCommit)
@@ -130,4 +132,41 @@ func testListSlotNamespace(t *testing.T, s kernel.Store) {
 	}
 	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, kernel.Constraints, kernel.Filter{Status: active, Scope: per, Namespace: "long"}))), want,
 		"a long listing of a namespace's active persistent records returns each of them once, in append order")
+}
+
+// testTraceNamespace checks that a trace belongs to one namespace: a record
+// of another namespace is refused with kernel.ErrPermission, whether the
+// trace is stored already or starts in the same batch, and nothing of the
+// batch lands.
+func testTraceNamespace(t *testing.T, s kernel.Store) {
+	ctx := t.Context()
+	a1 := record("t", kernel.Percepts, "door", 1)
+	a1.Namespace = "a"
+	mustAppend(t, s, a1)
+	b2 := record("t", kernel.Percepts, "door", 2)
+	b2.Namespace = "b"
+	d2 := record("t", kernel.Percepts, "door", 2) // the default namespace, spelled as ""
+	d2.Namespace = ""
+	fresh1 := record("u", kernel.Percepts, "door", 1)
+	fresh1.Namespace = "a"
+	fresh2 := record("u", kernel.Percepts, "door", 2)
+	fresh2.Namespace = "b"
+	const contract = "a trace belongs to one namespace: Apply refuses a record of another with kernel.ErrPermission and stores nothing of the batch"
+	for _, b := range []kernel.Batch{
+		{Appends: []kernel.Record{b2}},
+		{Appends: []kernel.Record{d2}},
+		{Appends: []kernel.Record{b2}, Trace: "t", TraceLen: 1},
+		{Appends: []kernel.Record{fresh1, fresh2}},
+	} {
+		if err := s.Apply(ctx, b); !errors.Is(err, kernel.ErrPermission) {
+			t.Errorf("%s: Apply(%v) = %v", contract, ids(b.Appends), err)
+		}
+	}
+	wantSame(t, ids(collect(t, "ListTrace", s.ListTrace(ctx, "t"))), []string{a1.ID}, contract)
+	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "u"))), 0, contract)
+	same := record("t", kernel.Percepts, "door", 2)
+	same.Namespace = "a"
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{same}, Trace: "t", TraceLen: 1}); err != nil {
+		t.Errorf("a record of the trace's own namespace: %v", err)
+	}
 }

@@ -59,8 +59,9 @@ func roundTripRecords() []kernel.Record {
 		Kind:    "speed_limit",
 		Payload: kernel.Payload{},
 		Provenance: kernel.Provenance{
-			Role:       kernel.RoleKernel,
-			TraceID:    trace,
+			Role: kernel.RoleKernel,
+			// A trace belongs to one namespace: this record has its own.
+			TraceID:    trace + "-tenant",
 			Confidence: kernel.Confidence(0),
 		},
 		Status:    kernel.StatusActive,
@@ -95,7 +96,7 @@ func roundTripRecords() []kernel.Record {
 		Provenance: kernel.Provenance{
 			Role:        kernel.RoleSimulator,
 			Writer:      "sim",
-			TraceID:     trace,
+			TraceID:     trace + "-colons", // its own namespace, so its own trace
 			TimestampMS: -1,
 			Confidence:  kernel.Confidence(1),
 		},
@@ -167,7 +168,13 @@ func testRoundTrip(t *testing.T, s kernel.Store) {
 		got := mustGet(t, s, want.ID)
 		wantSame(t, got, want, "Get returns every field exactly as Append stored it")
 	}
-	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "round-trip")), recs,
+	var inTrace []kernel.Record
+	for _, r := range recs {
+		if r.TraceID() == "round-trip" {
+			inTrace = append(inTrace, r)
+		}
+	}
+	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "round-trip")), inTrace,
 		"ListTrace returns every field exactly as Append stored it, in append order")
 	for _, want := range recs {
 		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, want.Slot, kernel.Filter{})), []kernel.Record{want},

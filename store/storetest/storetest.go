@@ -54,6 +54,7 @@ func cases() []testCase {
 		{"TTLBounds", testTTLBounds},
 		{"NamespaceRoundTrip", testNamespaceRoundTrip},
 		{"ListSlotNamespace", testListSlotNamespace},
+		{"TraceNamespace", testTraceNamespace},
 		{"Claims", testClaims},
 		{"ClaimsAtomic", testClaimsAtomic},
 		{"ClaimsWithoutKeyStore", testClaimsWithoutKeyStore},
