@@ -1,0 +1,225 @@
+package failure
+
+// Category is the kind of an execution failure: one of the eleven members of
+// the taxonomy below, compared with ==. The category, not the message,
+// decides what happens next ([Decide], [Yield]).
+type Category string
+
+// The taxonomy. It is closed: code that meets a category outside it treats
+// it as [Unknown].
+const (
+	AuthError        = Category("auth_error")        // credentials missing, expired or refused
+	EndpointUnknown  = Category("endpoint_unknown")  // the spec is wrong: no such operation, wrong method, an unsupported variant
+	NotFound         = Category("not_found")         // the operation exists, the resource it names does not
+	RateLimit        = Category("rate_limit")        // the provider asks the caller to slow down
+	Network          = Category("network")           // no answer: refused, reset, DNS, timeout
+	ProviderDown     = Category("provider_down")     // the provider answered that it is failing
+	CodeSyntax       = Category("code_syntax")       // generated code does not parse
+	FunctionMismatch = Category("function_mismatch") // generated code calls something wrongly: arity, names, types
+	FormatError      = Category("format_error")      // data of the wrong shape: a bad request body, unreadable or incomplete output
+	Duplicate        = Category("duplicate")         // the effect has already happened
+	Unknown          = Category("unknown")           // none of the above; a human decides
+)
+
+// categories lists the taxonomy in a fixed order.
+var categories = [...]Category{
+	AuthError, EndpointUnknown, NotFound, RateLimit, Network, ProviderDown,
+	CodeSyntax, FunctionMismatch, FormatError, Duplicate, Unknown,
+}
+
+// Categories returns the taxonomy, in a fixed order, as a new slice.
+func Categories() []Category { return append([]Category(nil), categories[:]...) }
+
+// Valid reports whether c is a member of the taxonomy.
+func (c Category) Valid() bool {
+	_, ok := classes[c]
+	return ok
+}
+
+// Class groups categories by who can repair them. It decides the lease
+// ([Yield]): only [ClassSkill] failures let a worker keep its lease.
+type Class string
+
+// Classes of failure.
+const (
+	// ClassSkill: the worker made a mistake it can correct with the error in
+	// hand and the knowledge it already has.
+	ClassSkill = Class("skill")
+	// ClassSpec: the worker's knowledge of the target is wrong or incomplete; a
+	// research step has to come first.
+	ClassSpec = Class("spec")
+	// ClassState: the world is not as the task assumed (credentials, an effect
+	// already applied); no amount of code fixes it.
+	ClassState = Class("state")
+	// ClassInfrastructure: the path to the provider, or the provider, is failing.
+	ClassInfrastructure = Class("infrastructure")
+	// ClassUnknown: the failure could not be typed.
+	ClassUnknown = Class("unknown")
+)
+
+// classes is the one Category → Class table.
+var classes = map[Category]Class{
+	AuthError:        ClassState,
+	Duplicate:        ClassState,
+	EndpointUnknown:  ClassSpec,
+	NotFound:         ClassSpec,
+	RateLimit:        ClassInfrastructure,
+	Network:          ClassInfrastructure,
+	ProviderDown:     ClassInfrastructure,
+	CodeSyntax:       ClassSkill,
+	FunctionMismatch: ClassSkill,
+	FormatError:      ClassSkill,
+	Unknown:          ClassUnknown,
+}
+
+// Class returns the category's class; [ClassUnknown] for a category outside
+// the taxonomy.
+func (c Category) Class() Class {
+	if k, ok := classes[c]; ok {
+		return k
+	}
+	return ClassUnknown
+}
+
+// Status is a typed execution status: what the layer that ran an effect
+// knew when it failed, stated as a constant rather than as prose. Statuses
+// are finer than categories (a 401 and a 403 are both [AuthError]); each
+// maps to exactly one category through one table ([CategoryOf]).
+type Status string
+
+// Execution statuses.
+const (
+	StatusSucceeded = Status("SUCCEEDED") // the effect ran and its result passed evaluation
+
+	// Partial success ([Evaluate]).
+	StatusIncompleteFetch    = Status("FAILED_INCOMPLETE_FETCH")     // some resources came back, others failed
+	StatusSilentPartialFetch = Status("FAILED_SILENT_PARTIAL_FETCH") // no error, and no data where data was expected
+	StatusSchemaIncomplete   = Status("FAILED_SCHEMA_INCOMPLETE")    // data came back without fields the caller requires
+
+	// Credentials.
+	StatusAuthExpired = Status("FAILED_AUTH_EXPIRED") // missing, expired or rejected credentials (HTTP 401, 407)
+	StatusAuthDenied  = Status("FAILED_AUTH_DENIED")  // valid credentials without the permission (HTTP 403)
+
+	// The target.
+	StatusEndpointUnknown = Status("FAILED_ENDPOINT_UNKNOWN") // the operation is not offered (HTTP 405, 501)
+	StatusNotFound        = Status("FAILED_NOT_FOUND")        // the named resource does not exist (HTTP 404, 410)
+	StatusDuplicate       = Status("FAILED_DUPLICATE")        // the effect exists already (HTTP 409, a used once-key)
+
+	// The way there.
+	StatusRateLimited  = Status("FAILED_RATE_LIMITED")  // HTTP 429, or a quota the provider reports
+	StatusNetwork      = Status("FAILED_NETWORK")       // connection refused or reset, DNS, a dropped connection
+	StatusTimeout      = Status("FAILED_TIMEOUT")       // no answer in time (a deadline, HTTP 408, 504)
+	StatusProviderDown = Status("FAILED_PROVIDER_DOWN") // the provider reports its own failure (HTTP 500, 503, other 5xx)
+
+	// The worker's own output.
+	StatusSyntax           = Status("FAILED_SYNTAX")            // code that does not parse
+	StatusFunctionMismatch = Status("FAILED_FUNCTION_MISMATCH") // code that calls a function or field wrongly
+	StatusFormat           = Status("FAILED_FORMAT")            // a malformed request or unreadable data (HTTP 400, 413, 415, 422)
+
+	StatusUnknown = Status("FAILED_UNKNOWN") // a failure nobody typed
+)
+
+// signals is the one Status → Category table. A new integration that can
+// tell a new kind of failure apart adds a row here and nowhere else.
+var signals = map[Status]Category{
+	StatusIncompleteFetch:    EndpointUnknown,
+	StatusSilentPartialFetch: EndpointUnknown,
+	// The fields are missing from what the worker handed back; the worker
+	// is told which, and retries in the fast loop. If the source truly
+	// lacks them, the fast loop's attempts run out.
+	StatusSchemaIncomplete: FormatError,
+	StatusAuthExpired:      AuthError,
+	StatusAuthDenied:       AuthError,
+	StatusEndpointUnknown:  EndpointUnknown,
+	StatusNotFound:         NotFound,
+	StatusDuplicate:        Duplicate,
+	StatusRateLimited:      RateLimit,
+	StatusNetwork:          Network,
+	StatusTimeout:          Network,
+	StatusProviderDown:     ProviderDown,
+	StatusSyntax:           CodeSyntax,
+	StatusFunctionMismatch: FunctionMismatch,
+	StatusFormat:           FormatError,
+	StatusUnknown:          Unknown,
+}
+
+// statuses lists the failure statuses in a fixed order.
+var statuses = [...]Status{
+	StatusIncompleteFetch, StatusSilentPartialFetch, StatusSchemaIncomplete,
+	StatusAuthExpired, StatusAuthDenied,
+	StatusEndpointUnknown, StatusNotFound, StatusDuplicate,
+	StatusRateLimited, StatusNetwork, StatusTimeout, StatusProviderDown,
+	StatusSyntax, StatusFunctionMismatch, StatusFormat,
+	StatusUnknown,
+}
+
+// Statuses returns every failure status (all but [StatusSucceeded]), in a fixed
+// order, as a new slice.
+func Statuses() []Status { return append([]Status(nil), statuses[:]...) }
+
+// CategoryOf looks the status up in the status table. ok is false for
+// [StatusSucceeded] and for a status the table does not hold; callers that must
+// have a category use [Unknown] then, as [New] does.
+func CategoryOf(s Status) (c Category, ok bool) {
+	c, ok = signals[s]
+	return c, ok
+}
+
+// OK reports whether s is [StatusSucceeded].
+func (s Status) OK() bool { return s == StatusSucceeded }
+
+// StatusForHTTP is the execution status of an HTTP response with the given
+// status code. Codes below 400 are not failures and give [StatusUnknown]: an
+// error carrying a 2xx status failed for a reason the status does not tell.
+//
+//	400, 413, 415, 422  FAILED_FORMAT          the request was malformed
+//	401, 407            FAILED_AUTH_EXPIRED    credentials missing or rejected
+//	403                 FAILED_AUTH_DENIED     credentials without permission
+//	404, 410            FAILED_NOT_FOUND       the operation exists, the resource does not
+//	405, 501            FAILED_ENDPOINT_UNKNOWN the operation is not offered
+//	408, 504            FAILED_TIMEOUT         nobody answered in time
+//	409                 FAILED_DUPLICATE       the effect exists already
+//	429                 FAILED_RATE_LIMITED
+//	502                 FAILED_NETWORK         a gateway could not reach the origin
+//	500, 503, other 5xx FAILED_PROVIDER_DOWN   the origin itself is failing
+//	other 4xx, < 400    FAILED_UNKNOWN
+//
+// 404 is read as a missing resource, not a missing endpoint: servers answer
+// 404 for both, and the two categories route to the same research loop and
+// both end a lease, so only the diagnosis differs. 405 and 501 are
+// unambiguous: the path or the server exists and does not offer the
+// operation. 502 and 504 come from a gateway on the way and are retried
+// with jitter; 500 and 503 come from the provider and lead to failover.
+func StatusForHTTP(code int) Status {
+	switch code {
+	case 400, 413, 415, 422:
+		return StatusFormat
+	case 401, 407:
+		return StatusAuthExpired
+	case 403:
+		return StatusAuthDenied
+	case 404, 410:
+		return StatusNotFound
+	case 405, 501:
+		return StatusEndpointUnknown
+	case 408, 504:
+		return StatusTimeout
+	case 409:
+		return StatusDuplicate
+	case 429:
+		return StatusRateLimited
+	case 502:
+		return StatusNetwork
+	}
+	if code >= 500 && code <= 599 {
+		return StatusProviderDown
+	}
+	return StatusUnknown
+}
+
+// FromHTTPStatus is the category of an HTTP failure status: the category of
+// [StatusForHTTP].
+func FromHTTPStatus(code int) Category {
+	c, _ := CategoryOf(StatusForHTTP(code))
+	return c
+}
