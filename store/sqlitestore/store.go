@@ -34,11 +34,11 @@ type Store struct {
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
 
-	get, find, trace                  *sql.Stmt
-	slotAny, slotPersistent, slotNS   *sql.Stmt
+	get, find, trace                           *sql.Stmt
+	slotAny, slotPersistent, slotNS            *sql.Stmt
 	insert, invalidate, status, count, countNS *sql.Stmt
-	claim, claimedBy                  *sql.Stmt
-	stmts                             []*sql.Stmt // all of the above, for Close
+	claim, claimedBy                           *sql.Stmt
+	stmts                                      []*sql.Stmt // all of the above, for Close
 }
 
 var (
@@ -176,9 +176,9 @@ const (
 	queryCount            = "SELECT COUNT(*) FROM records WHERE trace_id = ?"
 	// The count a conditional batch checks, and the namespaces the trace
 	// holds after the batch's writes: one namespace per trace.
-	queryCountNS = "SELECT COUNT(*), COALESCE(MIN(namespace), ''), COALESCE(MAX(namespace), '') FROM records WHERE trace_id = ?"
-	queryClaim            = "INSERT INTO once_keys (key, record_id) VALUES (?, ?)"
-	queryClaimedBy        = "SELECT record_id FROM once_keys WHERE key = ?"
+	queryCountNS   = "SELECT COUNT(*), COALESCE(MIN(namespace), ''), COALESCE(MAX(namespace), '') FROM records WHERE trace_id = ?"
+	queryClaim     = "INSERT INTO once_keys (key, record_id) VALUES (?, ?)"
+	queryClaimedBy = "SELECT record_id FROM once_keys WHERE key = ?"
 )
 
 func newStore(db *sql.DB) (*Store, error) {
