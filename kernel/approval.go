@@ -145,7 +145,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 		rec := Record{
 			ID: snap.nextID(Evidence, 0), Slot: Evidence, Mode: ModeCommit, Kind: KindApproval, Payload: payload,
 			Provenance: Provenance{Role: RoleApprover, Writer: a.name, TraceID: traceID, TimestampMS: snap.nowMS,
-				InputRefs: []string{actionID}, TTLMS: int64((ttl + time.Millisecond - 1) / time.Millisecond)},
+				InputRefs: []string{actionID}, TTLMS: int64((ttl + time.Millisecond - 1) / time.Millisecond), Span: snap.span},
 			Status: StatusActive, Reason: CodeCommitted, Scope: ScopeEpisode, Namespace: k.namespace,
 		}
 		n := len(snap.recs)

@@ -91,12 +91,12 @@ func (f DecisionFilter) match(d *DecisionRecord) bool {
 // auditRecord builds the evidence record that holds d, written by the
 // kernel in trace s at position index (from 0) of the batch's new ids.
 func (s *snapshot) auditRecord(d *DecisionRecord, index int, refs []string) (Record, error) {
-	return s.k.auditRecord(d, s.traceID, len(s.recs)+1+index, s.nowMS, refs)
+	return s.k.auditRecord(d, s.traceID, len(s.recs)+1+index, s.nowMS, s.span, refs)
 }
 
 // auditRecord builds the evidence record that holds d as the n-th record
 // of its trace.
-func (k *Kernel) auditRecord(d *DecisionRecord, traceID string, n int, nowMS int64, refs []string) (Record, error) {
+func (k *Kernel) auditRecord(d *DecisionRecord, traceID string, n int, nowMS int64, span string, refs []string) (Record, error) {
 	d.Version = DecisionRecordVersion
 	d.TraceID, d.Namespace, d.TimeMS = traceID, k.namespace, nowMS
 	id := recordID(Evidence, traceID, n)
@@ -111,7 +111,7 @@ func (k *Kernel) auditRecord(d *DecisionRecord, traceID string, n int, nowMS int
 	return Record{
 		ID: id, Slot: Evidence, Mode: ModeCommit, Kind: KindDecisionRecord, Payload: payload,
 		Provenance: Provenance{Role: RoleKernel, Writer: RoleKernel.String(), TraceID: traceID, TimestampMS: nowMS,
-			InputRefs: refs},
+			InputRefs: refs, Span: span},
 		Status: StatusActive, Reason: CodeCommitted, Scope: ScopeEpisode, Namespace: k.namespace,
 	}, nil
 }

@@ -98,6 +98,7 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 			TraceID:     s.traceID,
 			TimestampMS: s.nowMS,
 			InputRefs:   percepts,
+			Span:        s.span,
 		},
 		Status:    StatusActive,
 		Reason:    CodeCommitted,

@@ -349,6 +349,9 @@ func (s *MemStore) checkTraceNamespace(earlier []Record, r *Record) error {
 	return nil
 }
 
+// maxSpanLen bounds Provenance.Span: a W3C traceparent is 55 bytes.
+const maxSpanLen = 128
+
 // nsOf is the namespace a store keeps for ns.
 func nsOf(ns string) string {
 	if ns == "" {
@@ -443,8 +446,10 @@ func checkStorable(r *Record) error {
 		return fmt.Errorf("%w: record %s: empty trace id", ErrInvalidInput, r.ID)
 	case r.Provenance.TTLMS < 0 || r.Provenance.TTLMS > maxTTLMS:
 		return fmt.Errorf("%w: record %s: ttl_ms %d outside [0, %d]", ErrInvalidInput, r.ID, r.Provenance.TTLMS, maxTTLMS)
+	case len(r.Provenance.Span) > maxSpanLen:
+		return fmt.Errorf("%w: record %s: span longer than %d bytes", ErrInvalidInput, r.ID, maxSpanLen)
 	}
-	if !validUTF8(r.ID, r.Kind, r.Provenance.TraceID, r.Provenance.Writer, string(r.Reason), r.Namespace) ||
+	if !validUTF8(r.ID, r.Kind, r.Provenance.TraceID, r.Provenance.Writer, string(r.Reason), r.Namespace, r.Provenance.Span) ||
 		!validUTF8(r.Provenance.InputRefs...) || !validUTF8(r.EvidenceRefs...) {
 		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", ErrInvalidInput, r.ID)
 	}

@@ -16,6 +16,7 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (
 	if err != nil {
 		return Record{}, err
 	}
+	rec.Provenance.Span = spanRef(ctx)
 	if err := k.checkOnceKeys(role, e.OnceKeys); err != nil {
 		return Record{}, err
 	}
@@ -117,7 +118,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 	if audit != nil {
 		d := DecisionRecord{Subject: rec.ID, Kind: rec.Kind, Outcome: audit.Outcome, Code: audit.Code,
 			Approvals: audit.Approvals, Context: audit.Context, EvidenceRefs: rec.Provenance.InputRefs}
-		ar, err := k.auditRecord(&d, rec.Provenance.TraceID, n+2, rec.Provenance.TimestampMS, []string{rec.ID})
+		ar, err := k.auditRecord(&d, rec.Provenance.TraceID, n+2, rec.Provenance.TimestampMS, rec.Provenance.Span, []string{rec.ID})
 		if err != nil {
 			return false, err
 		}
@@ -183,6 +184,7 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) 
 	if len(e.OnceKeys) > 0 {
 		return Decision{}, newErr("submit", "", CodePermissionDenied, ErrPermission, "a proposal claims no once-keys: its action spec names them")
 	}
+	rec.Provenance.Span = spanRef(ctx)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var done bool
 		d, done, err = k.submitOnce(ctx, &rec, idDeps, e.Audit)
@@ -424,6 +426,7 @@ func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Paylo
 			InputRefs:   refs,
 			Confidence:  p.Provenance.Confidence,
 			TTLMS:       ttl,
+			Span:        s.span,
 		},
 		EvidenceRefs: evidence,
 		Status:       StatusActive,

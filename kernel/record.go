@@ -251,6 +251,11 @@ type Provenance struct {
 	// TTLMS is the record's time to live in milliseconds; 0 means it never
 	// expires.
 	TTLMS int64 `json:"ttl_ms,omitempty"`
+	// Span is the OpenTelemetry span the record was written under, as a
+	// W3C traceparent ("00-<trace id>-<span id>-<flags>"); empty when the
+	// write was not traced. A decision's span links to the spans of the
+	// percepts its evidence rests on through it.
+	Span string `json:"span,omitempty"`
 }
 
 // Record is one entry on the blackboard. Records are append-only: a store

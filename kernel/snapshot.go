@@ -18,6 +18,7 @@ type snapshot struct {
 	k          *Kernel
 	traceID    string
 	nowMS      int64
+	span       string // the span the decision runs under, for the records it writes
 	recs       []Record
 	persistent []Record // active persistent constraints of every trace
 	// scratch for the batch a commit applies, reused with the snapshot
@@ -43,7 +44,7 @@ var snapshots = sync.Pool{New: func() any { return new(snapshot) }}
 // must not keep pointers into it afterwards.
 func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
 	s := snapshots.Get().(*snapshot)
-	s.k, s.traceID, s.nowMS = k, traceID, k.nowMS()
+	s.k, s.traceID, s.nowMS, s.span = k, traceID, k.nowMS(), spanRef(ctx)
 	var err error
 	if fast, ok := k.store.(snapshotReader); ok {
 		s.recs, s.persistent, err = fast.readTrace(ctx, traceID, k.namespace, withConstraints, s.recs[:0], s.persistent[:0])

@@ -64,3 +64,13 @@ func endSpan(sp trace.Span, code Code, err error) {
 	}
 	sp.End()
 }
+
+// spanRef renders the span context of ctx as a W3C traceparent, or "" when
+// ctx carries no valid span.
+func spanRef(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}

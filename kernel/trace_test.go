@@ -149,3 +149,38 @@ func TestTracingGlobalProviderJoinsCallerSpans(t *testing.T) {
 		t.Fatalf("inside a recording span the kernel should add its own: %d spans", len(rec.spans))
 	}
 }
+
+// TestRecordsKeepTheirSpan: every record keeps the span context it was
+// written under as a W3C traceparent, the committed twin and the artifact
+// of a decision included, so that a decision can be linked to the spans
+// of the percepts it rests on.
+func TestRecordsKeepTheirSpan(t *testing.T) {
+	k, err := kernel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	const want = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	p, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
+	if err != nil || p.Provenance.Span != want {
+		t.Fatalf("percept span %q (%v), want %q", p.Provenance.Span, err, want)
+	}
+	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	if err != nil || !d.Committed() {
+		t.Fatal(d.Code, err)
+	}
+	for _, id := range []string{d.ProposalID, d.Record.ID, d.EvidenceID} {
+		r, err := k.Planner("p").Get(ctx, id)
+		if err != nil || r.Provenance.Span != want {
+			t.Errorf("%s span %q (%v), want %q", id, r.Provenance.Span, err, want)
+		}
+	}
+	untraced, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
+	if err != nil || untraced.Provenance.Span != "" {
+		t.Errorf("untraced write span %q (%v)", untraced.Provenance.Span, err)
+	}
+}

@@ -12,7 +12,7 @@ import (
 // columns are the record columns, in the order encode returns them and
 // scan reads them (after seq).
 const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, " +
-	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace"
+	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span"
 
 // encode validates r and returns the values of its columns. Enumerations
 // are stored by their stable names, the payload and the reference lists as
@@ -54,7 +54,7 @@ func encode(r *kernel.Record) ([]any, error) {
 		r.ID, r.Provenance.TraceID, r.Slot.String(), r.Mode.String(), r.Kind, payload,
 		string(role), r.Provenance.Writer, r.Provenance.TimestampMS,
 		inputs, confidence, r.Provenance.TTLMS, evidence,
-		r.Status.String(), string(r.Reason), r.Scope.String(), namespace,
+		r.Status.String(), string(r.Reason), r.Scope.String(), namespace, r.Provenance.Span,
 	}, nil
 }
 
@@ -83,7 +83,7 @@ func scan(sc scanner) (seq int64, r kernel.Record, err error) {
 	var confidence sql.NullFloat64
 	p := &r.Provenance
 	err = sc.Scan(&seq, &r.ID, &p.TraceID, &slot, &mode, &r.Kind, &payload, &role, &p.Writer, &p.TimestampMS,
-		&inputs, &confidence, &p.TTLMS, &evidence, &status, &reason, &scope, &r.Namespace)
+		&inputs, &confidence, &p.TTLMS, &evidence, &status, &reason, &scope, &r.Namespace, &p.Span)
 	if err != nil {
 		return 0, kernel.Record{}, err
 	}

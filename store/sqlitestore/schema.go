@@ -67,6 +67,9 @@ var migrations = []string{
 		key       TEXT NOT NULL PRIMARY KEY,
 		record_id TEXT NOT NULL
 	) STRICT, WITHOUT ROWID;`,
+	// Version 3: the span a record was written under (a W3C traceparent,
+	// '' when untraced); rows of earlier versions read ''.
+	`ALTER TABLE records ADD COLUMN span TEXT NOT NULL DEFAULT '';`,
 }
 
 // ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema

@@ -170,7 +170,7 @@ const (
 	// it must match.
 	querySlotPersistent   = selectRecord + "WHERE slot = ? AND status = ? AND scope = 'persistent'" + pageTail
 	querySlotPersistentNS = selectRecord + "WHERE slot = ? AND status = ? AND namespace = ? AND scope = 'persistent'" + pageTail
-	queryInsert           = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	queryInsert           = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	queryInvalidate       = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ?"
 	queryStatus           = "SELECT status FROM records WHERE id = ?"
 	queryCount            = "SELECT COUNT(*) FROM records WHERE trace_id = ?"

@@ -98,6 +98,7 @@ func roundTripRecords() []kernel.Record {
 			Writer:      "sim",
 			TraceID:     trace + "-colons", // its own namespace, so its own trace
 			TimestampMS: -1,
+			Span:        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 			Confidence:  kernel.Confidence(1),
 		},
 		Status:    kernel.StatusInvalidated,
