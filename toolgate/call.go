@@ -70,4 +70,7 @@ type Result struct {
 	DecisionID string `json:"decision_id,omitempty"`
 	// Output is the effect's result, when it ran.
 	Output kernel.Payload `json:"output,omitempty"`
+	// FallbackID is the safe fallback action the gate committed instead
+	// of a call whose approval was denied or expired.
+	FallbackID string `json:"fallback_id,omitempty"`
 }
