@@ -39,7 +39,8 @@ type Outcome string
 // The outcomes of a call.
 const (
 	// Refused: the call does not run. Code and RootCause say why and Hint
-	// tells the model what would help; the agent loop goes on.
+	// tells the model what would help; the agent loop goes on. A denied or
+	// expired approval is a refusal too, with FallbackID set.
 	Refused Outcome = "refused"
 	// NeedsApproval: the action committed but waits for an approver;
 	// ApprovalID names what to approve.
@@ -56,9 +57,11 @@ const (
 // not an error: a refusal goes back to the model as the tool's result.
 type Result struct {
 	Outcome Outcome `json:"outcome"`
-	// Code is the typed reason (COMMITTED when the action committed).
+	// Code is the typed reason: the refusal's code (the gate's or the
+	// kernel's), APPROVAL_REQUIRED while the action waits for approval,
+	// EFFECT_SUCCEEDED once the effect ran, or the failure's code.
 	Code kernel.Code `json:"code"`
-	// RootCause is the deepest cause of a refusal.
+	// RootCause is the deepest cause of a refusal or a failure.
 	RootCause kernel.Cause `json:"root_cause,omitzero"`
 	// Hint is a short repair hint written for the model.
 	Hint string `json:"hint,omitempty"`
@@ -66,7 +69,9 @@ type Result struct {
 	ActionID string `json:"action_id,omitempty"`
 	// ApprovalID names what an approver must approve (the action id).
 	ApprovalID string `json:"approval_id,omitempty"`
-	// DecisionID identifies the decision record of the call.
+	// DecisionID identifies the latest decision record of the call: the
+	// refusal, the commit (pending approval), the result or the
+	// escalation.
 	DecisionID string `json:"decision_id,omitempty"`
 	// Output is the effect's result, when it ran.
 	Output kernel.Payload `json:"output,omitempty"`

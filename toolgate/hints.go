@@ -64,7 +64,7 @@ func (g *Gate) defaultHint(ctx context.Context, code kernel.Code, root kernel.Ca
 	case kernel.CodeLowConfidence:
 		return "The information this call rests on is not reliable enough to act on. Do not retry; ask for a human review."
 	case kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied, kernel.CodePlanMissingBelief, kernel.CodePlanBeliefNotSatisfied:
-		return "The conditions for " + tool + " are not established. Establish them first (look up what it depends on), or do not call it."
+		return "The conditions for " + tool + " are not established" + paren(root.Detail) + ". Establish them first (look up what they rest on), or do not call it."
 	case kernel.CodeDuplicateAction:
 		return "This action was already taken. Do not retry it."
 	case kernel.CodeOnceKeyMissing:
