@@ -9,9 +9,9 @@ import (
 // Spec is a tool as a model is shown it: the shape of OpenAI-compatible
 // function tools, MCP tools and most frameworks' tool declarations.
 type Spec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"` // a JSON Schema object
+	Name        string          `json:"name"`                  // the tool's name
+	Description string          `json:"description,omitempty"` // what it does, for the model
+	Parameters  json.RawMessage `json:"parameters,omitempty"`  // a JSON Schema object
 }
 
 // Call is one tool call an agent's model made, as the agent loop hands it
@@ -56,6 +56,7 @@ const (
 // Result is the gate's answer to a call. It is a value for the agent loop,
 // not an error: a refusal goes back to the model as the tool's result.
 type Result struct {
+	// Outcome says what the gate did with the call.
 	Outcome Outcome `json:"outcome"`
 	// Code is the typed reason: the refusal's code (the gate's or the
 	// kernel's), APPROVAL_REQUIRED while the action waits for approval,

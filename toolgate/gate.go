@@ -61,15 +61,15 @@ func RoleWriter(role string) string { return "role:" + role }
 // to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
 // surfaced.
 type Role struct {
-	Name  string
-	Tools []string
+	Name  string   // the role's name, as calls give it ([Call.Role])
+	Tools []string // the registered tools the role may call
 }
 
 // Intent names a kind of request and the tools that may serve it. When any
 // intent is configured, every call must name one that lists its tool.
 type Intent struct {
-	Name  string
-	Tools []string
+	Name  string   // the intent's name, as calls give it ([Call.Intent])
+	Tools []string // the registered tools that may serve it
 }
 
 // Option configures a [Gate] in [New].
@@ -520,11 +520,13 @@ func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string
 // DecisionFilter narrows [Gate.Decisions]. A zero field matches
 // everything.
 type DecisionFilter struct {
+	// TraceID keeps the records of one trace (read through its index).
 	TraceID string
 	// Tool matches the tool the call named (the record's context), so it
 	// finds a call's whole chain: refusal or commit, result, escalation
 	// and its fallback.
-	Tool    string
+	Tool string
+	// Outcome keeps the records with that outcome.
 	Outcome kernel.Outcome
 }
 

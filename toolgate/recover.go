@@ -105,13 +105,13 @@ func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, dri
 // Pending is a committed action that waits for an approver: what the
 // approver needs to decide it with [kernel.Approver].
 type Pending struct {
-	ActionID string
-	TraceID  string
-	Tool     string
+	ActionID string // the committed action, to approve
+	TraceID  string // its trace, to approve in
+	Tool     string // the tool called
 	// Role is the role that made the call; its writer ([RoleWriter]) may
 	// not approve it.
 	Role   string
-	CallID string
+	CallID string // the framework's call id, when it gave one
 	// Args are the committed arguments; Digest their [kernel.ArgsDigest],
 	// which an approval binds.
 	Args   kernel.Payload

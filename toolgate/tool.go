@@ -75,7 +75,7 @@ type Invocation struct {
 	Tool string
 	// ActionID is the committed action being run; TraceID its trace.
 	ActionID string
-	TraceID  string
+	TraceID  string // the action's trace
 	// Attempt counts from 1; a retry or a re-drive after a crash has a
 	// higher number and the same Key.
 	Attempt int
@@ -118,7 +118,7 @@ type RetryPolicy struct {
 	// doubles, up to MaxBackoff. The wait is drawn uniformly from [d/2, d]
 	// (jitter), and a cancelled context ends it. Zero means DefaultRetry's.
 	Backoff    time.Duration
-	MaxBackoff time.Duration
+	MaxBackoff time.Duration // the longest wait between attempts
 }
 
 // DefaultRetry is the retry policy of a tool that sets none.
@@ -141,7 +141,10 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // retryableError marks an effect error that retrying may fix.
 type retryableError struct{ err error }
 
+// Error returns the wrapped error's message.
 func (e retryableError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e retryableError) Unwrap() error { return e.err }
 
 // Retryable marks err as one that retrying the effect may fix (a timeout,
