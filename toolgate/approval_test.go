@@ -286,3 +286,33 @@ func TestExecuteUnknown(t *testing.T) {
 		}
 	})
 }
+
+// A role that loses a tool while its call waits for approval does not get
+// it run: the refusal is recorded for good, and Recover leaves it alone.
+func TestRoleRevokedBeforeExecution(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		revoked, err := New(d.k, WithTools(d.tools...), WithRoles(Role{Name: "support", Tools: []string{"lookup_order"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := revoked.Execute(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "execute after the role lost the tool", res, Refused, CodeToolNotPermitted)
+		d.clock.Advance(time.Hour)
+		if rec, err := revoked.Recover(d.ctx); err != nil || len(rec) != 0 {
+			t.Errorf("Recover: %+v %v", rec, err)
+		}
+		// Even the old configuration cannot run it now.
+		wantOutcome(t, "execute with the old roles", d.execute(wait.ActionID), Refused, CodeToolNotPermitted)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran %d times", n)
+		}
+		if recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeRefused}); len(recs) != 1 {
+			t.Errorf("%d refusal records, want 1", len(recs))
+		}
+	})
+}

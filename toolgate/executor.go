@@ -203,11 +203,12 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, g
 	}
 	// The configuration may have changed since the call committed: what
 	// the role or intent may no longer do does not start.
+	// The refusal is for good, so that Recover does not come back to it.
 	if r := g.roles[role]; r == nil || !r.tools[e.Name] {
-		return g.refuseAction(ctx, j, CodeToolNotPermitted, "the role contract of "+quote(role)+" no longer lists "+quote(e.Name))
+		return g.refuseForGood(ctx, j, CodeToolNotPermitted, "the role contract of "+quote(role)+" no longer lists "+quote(e.Name))
 	}
 	if g.intents != nil && !g.intents[intent][e.Name] {
-		return g.refuseAction(ctx, j, CodeToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
+		return g.refuseForGood(ctx, j, CodeToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
 	}
 	if need {
 		n, first, err := g.lastAttempt(ctx, j, 1)
@@ -293,7 +294,7 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 	if digest, _ := latest.Payload.String(kernel.KeyDigest); digest != want {
 		// The kernel binds the digest when it records the approval; this
 		// holds unless the record was tampered with.
-		res, err := g.refuseAction(ctx, j, CodeApprovalMismatch, "approval "+latest.ID+" binds digest "+digest+", the action's is "+want)
+		res, err := g.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+latest.ID+" binds digest "+digest+", the action's is "+want)
 		return res, true, err
 	}
 	j.approval = latest.ID
@@ -313,6 +314,26 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
 		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeEscalated, Code: code, Kind: j.e.action(), Approvals: []string{approval.ID}, Context: cc}})
+	if errors.Is(err, kernel.ErrDuplicateKey) {
+		return g.recordedByKey(ctx, j)
+	}
+	if err != nil {
+		return Result{ActionID: j.act.ID}, err
+	}
+	return g.recorded(ctx, j, rec.ID)
+}
+
+// refuseForGood records that the action will never run: a refusal that
+// claims the result key, so that no later Execute or Recover starts it,
+// with its decision record in the same write.
+func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string) (Result, error) {
+	meta := j.meta(StatusRefused, 0, code)
+	meta["error"] = detail
+	cc := j.cc.Clone()
+	cc["error"] = detail
+	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()},
+		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
 		return g.recordedByKey(ctx, j)
 	}
@@ -396,6 +417,9 @@ func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) 
 		res.Outcome = Failed
 		msg, _ := effectField(rec, "error").(string)
 		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: msg}
+		if effectField(rec, "status") == StatusRefused {
+			res.Outcome, res.RootCause.Record = Refused, j.act.ID
+		}
 		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
 	default:
 		res.Outcome = Executed

@@ -68,6 +68,7 @@ type desk struct {
 	k       *kernel.Kernel
 	g       *Gate
 	analyst *kernel.Planner // proposes beliefs
+	tools   []Tool          // as registered
 
 	mu     sync.Mutex
 	behave map[string]EffectFunc
@@ -133,7 +134,7 @@ func newDesk(t *testing.T, s kernel.Store, mods ...func(*setup)) *desk {
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
 	}
-	d.k, d.analyst = k, k.Planner("analyst")
+	d.k, d.analyst, d.tools = k, k.Planner("analyst"), su.tools
 	opts := append([]Option{WithTools(su.tools...), WithRoles(su.roles...), WithIntents(su.intents...)}, su.gateOpts...)
 	if d.g, err = New(k, opts...); err != nil {
 		t.Fatalf("toolgate.New: %v", err)
