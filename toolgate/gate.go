@@ -293,13 +293,19 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	}, nil
 }
 
-// checkName refuses names the kernel would refuse as a trace id or kind.
-func checkName(s string) error {
+// checkName refuses tool, role and intent names the kernel would refuse as
+// a kind, and long ones.
+func checkName(s string) error { return checkLen(s, 256) }
+
+// checkTrace refuses trace ids the kernel would refuse.
+func checkTrace(s string) error { return checkLen(s, 512) }
+
+func checkLen(s string, limit int) error {
 	switch {
 	case s == "":
 		return errors.New("empty name")
-	case len(s) > 256:
-		return errors.New("name longer than 256 bytes")
+	case len(s) > limit:
+		return fmt.Errorf("longer than %d bytes", limit)
 	case !utf8.ValidString(s):
 		return errors.New("name is not valid UTF-8")
 	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
@@ -409,7 +415,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, nil, err
 	}
-	if err := checkName(c.TraceID); err != nil {
+	if err := checkTrace(c.TraceID); err != nil {
 		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
 	cc := callContext(c)
@@ -430,6 +436,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	}
 	args, prob := e.schema.check(c.Args)
 	if prob == nil {
+		delete(cc, "args_raw")
 		cc["args"] = map[string]any(args)
 		digest, err := kernel.ArgsDigest(args)
 		if err != nil {
@@ -439,9 +446,6 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 	}
 	if prob != nil {
-		if len(c.Args) <= 1024 {
-			cc["args_raw"] = strings.ToValidUTF8(string(c.Args), "\uFFFD")
-		}
 		delete(cc, "args")
 		if prob.field != "" {
 			cc["argument"] = prob.field
@@ -486,16 +490,39 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 // noJob adapts a refusal to propose's results.
 func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 
-// callContext is what a decision record says about the call itself.
+// callContext is what a decision record says about the call itself:
+// the tool, role, call id and intent as given (cut to a sane length), and
+// the raw arguments when they are short (replaced by the parsed arguments
+// and their digest once they parse).
 func callContext(c Call) kernel.Payload {
-	cc := kernel.Payload{"tool": strings.ToValidUTF8(c.Tool, "\uFFFD"), "role": strings.ToValidUTF8(c.Role, "\uFFFD")}
+	cc := kernel.Payload{"tool": clip(c.Tool), "role": clip(c.Role)}
 	if c.ID != "" {
-		cc["call_id"] = strings.ToValidUTF8(c.ID, "\uFFFD")
+		cc["call_id"] = clip(c.ID)
 	}
 	if c.Intent != "" {
-		cc["intent"] = strings.ToValidUTF8(c.Intent, "\uFFFD")
+		cc["intent"] = clip(c.Intent)
+	}
+	if len(c.Args) <= maxRawArgs {
+		cc["args_raw"] = strings.ToValidUTF8(string(c.Args), "\uFFFD")
 	}
 	return cc
+}
+
+// maxRawArgs bounds the unparsed arguments a refusal's record keeps.
+const maxRawArgs = 1024
+
+// clip makes a caller's string fit a record: valid UTF-8, cut after
+// about 256 bytes.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= 256 {
+		return s
+	}
+	cut := 256
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
@@ -504,7 +531,7 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // contract, an intent, an unknown tool, bad arguments, an execution-time
 // check) and returns it as a Result.
 func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string, code kernel.Code, detail string, cc kernel.Payload) (Result, error) {
-	kind := strings.ToValidUTF8(tool, "\uFFFD")
+	kind := clip(tool)
 	if e != nil {
 		kind = e.action()
 	}
