@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
 // committed proposes a refund that needs no approval through the gate's
@@ -438,4 +440,60 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 			t.Errorf("%d records in another trace", n)
 		}
 	})
+}
+
+// Recover run by several processes at once over one database re-drives a
+// crashed attempt once.
+func TestRecoverInSeveralProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bk.db")
+	open := func() kernel.Store {
+		s, err := sqlitestore.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	d := newDesk(t, open())
+	d.ground("t", "A1")
+	j := d.committed("t", "A1", 10)
+	if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.clock.Advance(DefaultLease + time.Second)
+	d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
+		time.Sleep(20 * time.Millisecond)
+		return kernel.Payload{"refund_id": "re_1"}, nil
+	})
+	gates := []*Gate{d.g}
+	for range 3 {
+		k, err := kernel.New(kernel.WithStore(open()), kernel.WithClock(d.clock.Now), kernel.WithActionSpecs(Specs(d.tools...)...),
+			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := New(k, WithTools(d.tools...), WithRoles(d.roles...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, g)
+	}
+	var wg sync.WaitGroup
+	for _, g := range gates {
+		wg.Go(func() {
+			res, err := g.Recover(d.ctx)
+			if err != nil {
+				t.Errorf("Recover: %v", err)
+			}
+			for _, r := range res {
+				if r.Outcome != Executed || r.ActionID != j.act.ID {
+					t.Errorf("recovered %+v", r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if calls := d.invocations("issue_refund"); len(calls) != 1 || calls[0].Attempt != 2 || calls[0].Key != j.key {
+		t.Errorf("effect calls %+v, want one, attempt 2, key %q", calls, j.key)
+	}
 }

@@ -61,7 +61,7 @@ type setup struct {
 // desk is a gate over a kernel on one store, with a fake clock and effects
 // whose behaviour a test sets and whose calls it counts.
 type desk struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	store   kernel.Store
 	clock   *clock
@@ -69,6 +69,7 @@ type desk struct {
 	g       *Gate
 	analyst *kernel.Planner // proposes beliefs
 	tools   []Tool          // as registered
+	roles   []Role
 
 	mu     sync.Mutex
 	behave map[string]EffectFunc
@@ -108,7 +109,7 @@ func deskTools(effect func(tool string) EffectFunc) []Tool {
 	}
 }
 
-func newDesk(t *testing.T, s kernel.Store, mods ...func(*setup)) *desk {
+func newDesk(t testing.TB, s kernel.Store, mods ...func(*setup)) *desk {
 	t.Helper()
 	d := &desk{t: t, ctx: context.Background(), store: s, clock: newClock(),
 		behave: map[string]EffectFunc{}, calls: map[string][]Invocation{}}
@@ -134,7 +135,7 @@ func newDesk(t *testing.T, s kernel.Store, mods ...func(*setup)) *desk {
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
 	}
-	d.k, d.analyst, d.tools = k, k.Planner("analyst"), su.tools
+	d.k, d.analyst, d.tools, d.roles = k, k.Planner("analyst"), su.tools, su.roles
 	opts := append([]Option{WithTools(su.tools...), WithRoles(su.roles...), WithIntents(su.intents...)}, su.gateOpts...)
 	if d.g, err = New(k, opts...); err != nil {
 		t.Fatalf("toolgate.New: %v", err)
