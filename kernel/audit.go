@@ -71,8 +71,13 @@ type Audit struct {
 	Code    Code
 	// PendingApproval marks a committed action that waits for approval.
 	PendingApproval bool
-	Approvals       []string
-	Context         Payload
+	// Kind, for a write, is the decision record's kind when it is not the
+	// written record's own: an executor recording an effect's result as a
+	// percept names the action type, so that one query by kind finds the
+	// call's whole chain. A submit's record always has the proposal's kind.
+	Kind      string
+	Approvals []string
+	Context   Payload
 }
 
 // DecisionFilter narrows [Kernel.DecisionRecords]. A zero field matches

@@ -523,19 +523,13 @@ func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *Record, o *OnceK
 		}
 		src = pr.Payload
 	}
-	values := make([]any, len(o.Fields))
-	for i, f := range o.Fields {
-		v, ok := src[f]
-		if !ok || v == nil {
-			return outcome{code: CodeOnceKeyMissing, detail: "no key field " + f}, nil
-		}
-		values[i] = v
+	base, enc, missing, err := k.onceBase(p.Kind, o, src)
+	if missing != "" {
+		return outcome{code: CodeOnceKeyMissing, detail: "no key field " + missing}, nil
 	}
-	enc, err := json.Marshal(values) // normalised values: the same key from every store
 	if err != nil {
 		return outcome{}, fmt.Errorf("kernel: once-key of %s: %w", p.ID, err)
 	}
-	base := "once/" + k.namespace + "/" + p.Kind + "/" + string(enc) + "/"
 	limit := max(o.Limit, 1)
 	ks := k.store.(KeyStore) // New checked it
 	var holder string
@@ -553,7 +547,26 @@ func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *Record, o *OnceK
 			holder = id
 		}
 	}
-	return outcome{code: CodeDuplicateAction, failed: holder, detail: "once-key " + string(enc) + " used up by " + holder}, nil
+	return outcome{code: CodeDuplicateAction, failed: holder, detail: "once-key " + enc + " used up by " + holder}, nil
+}
+
+// onceBase builds the once-key of an action type from src without its
+// slot number: base + n is the key of the n-th commit. enc is the
+// key's values as JSON; missing names a key field src lacks.
+func (k *Kernel) onceBase(actionType string, o *OnceKey, src Payload) (base, enc, missing string, err error) {
+	values := make([]any, len(o.Fields))
+	for i, f := range o.Fields {
+		v, ok := src[f]
+		if !ok || v == nil {
+			return "", "", f, nil
+		}
+		values[i] = v
+	}
+	b, err := json.Marshal(values) // normalised values: the same key from every store
+	if err != nil {
+		return "", "", "", err
+	}
+	return "once/" + k.namespace + "/" + actionType + "/" + string(b) + "/", string(b), "", nil
 }
 
 // planFor returns the latest committed plan with a step for actionType.

@@ -116,7 +116,11 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 	// position in its trace, even with concurrent writers.
 	b := Batch{Appends: []Record{*rec}, Trace: rec.Provenance.TraceID, TraceLen: n}
 	if audit != nil {
-		d := DecisionRecord{Subject: rec.ID, Kind: rec.Kind, Outcome: audit.Outcome, Code: audit.Code,
+		kind := rec.Kind
+		if audit.Kind != "" {
+			kind = audit.Kind
+		}
+		d := DecisionRecord{Subject: rec.ID, Kind: kind, Outcome: audit.Outcome, Code: audit.Code,
 			Approvals: audit.Approvals, Context: audit.Context, EvidenceRefs: rec.Provenance.InputRefs}
 		ar, err := k.auditRecord(&d, rec.Provenance.TraceID, n+2, rec.Provenance.TimestampMS, rec.Provenance.Span, []string{rec.ID})
 		if err != nil {

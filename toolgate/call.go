@@ -9,9 +9,9 @@ import (
 // Spec is a tool as a model is shown it: the shape of OpenAI-compatible
 // function tools, MCP tools and most frameworks' tool declarations.
 type Spec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"` // a JSON Schema object
+	Name        string          `json:"name"`                  // the tool's name
+	Description string          `json:"description,omitempty"` // what it does, for the model
+	Parameters  json.RawMessage `json:"parameters,omitempty"`  // a JSON Schema object
 }
 
 // Call is one tool call an agent's model made, as the agent loop hands it
@@ -39,7 +39,8 @@ type Outcome string
 // The outcomes of a call.
 const (
 	// Refused: the call does not run. Code and RootCause say why and Hint
-	// tells the model what would help; the agent loop goes on.
+	// tells the model what would help; the agent loop goes on. A denied or
+	// expired approval is a refusal too, with FallbackID set.
 	Refused Outcome = "refused"
 	// NeedsApproval: the action committed but waits for an approver;
 	// ApprovalID names what to approve.
@@ -55,10 +56,13 @@ const (
 // Result is the gate's answer to a call. It is a value for the agent loop,
 // not an error: a refusal goes back to the model as the tool's result.
 type Result struct {
+	// Outcome says what the gate did with the call.
 	Outcome Outcome `json:"outcome"`
-	// Code is the typed reason (COMMITTED when the action committed).
+	// Code is the typed reason: the refusal's code (the gate's or the
+	// kernel's), APPROVAL_REQUIRED while the action waits for approval,
+	// EFFECT_SUCCEEDED once the effect ran, or the failure's code.
 	Code kernel.Code `json:"code"`
-	// RootCause is the deepest cause of a refusal.
+	// RootCause is the deepest cause of a refusal or a failure.
 	RootCause kernel.Cause `json:"root_cause,omitzero"`
 	// Hint is a short repair hint written for the model.
 	Hint string `json:"hint,omitempty"`
@@ -66,8 +70,13 @@ type Result struct {
 	ActionID string `json:"action_id,omitempty"`
 	// ApprovalID names what an approver must approve (the action id).
 	ApprovalID string `json:"approval_id,omitempty"`
-	// DecisionID identifies the decision record of the call.
+	// DecisionID identifies the latest decision record of the call: the
+	// refusal, the commit (pending approval), the result or the
+	// escalation.
 	DecisionID string `json:"decision_id,omitempty"`
 	// Output is the effect's result, when it ran.
 	Output kernel.Payload `json:"output,omitempty"`
+	// FallbackID is the safe fallback action the gate committed instead
+	// of a call whose approval was denied or expired.
+	FallbackID string `json:"fallback_id,omitempty"`
 }

@@ -1,0 +1,86 @@
+package kernel_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+func TestOnceKeyOf(t *testing.T) {
+	t.Run("payload field", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			a.groundRefund("t", "A1")
+			d := a.refund("t", "order_id", "A1")
+			if !d.Committed() {
+				t.Fatalf("refund: %s", d.Code)
+			}
+			key, err := a.k.OnceKeyOf(a.ctx, d.Record.ID)
+			if err != nil || !strings.Contains(key, `"A1"`) || !strings.Contains(key, "/shop/issue_refund/") {
+				t.Fatalf("OnceKeyOf: %q %v", key, err)
+			}
+			if id, err := a.k.ClaimedBy(a.ctx, key); err != nil || id != d.Record.ID {
+				t.Errorf("ClaimedBy(%q) = %q %v, want %s", key, id, err, d.Record.ID)
+			}
+		}, kernel.WithNamespace("shop"), kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+			Once: &kernel.OnceKey{Fields: []string{"order_id"}}}))
+	})
+	t.Run("percept field and limit", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			keys := map[string]bool{}
+			for _, trace := range []string{"t1", "t2"} {
+				a.groundRefund(trace, "A1")
+				d := a.refund(trace)
+				if !d.Committed() {
+					t.Fatalf("refund in %s: %s", trace, d.Code)
+				}
+				// A newer observation of another order does not hide the
+				// one the action was keyed on.
+				a.percept(trace, "charge", kernel.Payload{"order_id": "B2", "amount": 5.0}, nil, 0)
+				key, err := a.k.OnceKeyOf(a.ctx, d.Record.ID)
+				if err != nil || !strings.Contains(key, `"A1"`) {
+					t.Fatalf("OnceKeyOf in %s: %q %v", trace, key, err)
+				}
+				keys[key] = true
+			}
+			if len(keys) != 2 {
+				t.Errorf("two commits under one key's limit share a key: %v", keys)
+			}
+		}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge", Limit: 2}}))
+	})
+	t.Run("none", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			a.groundRefund("t", "A1")
+			d := a.refund("t")
+			if _, err := a.k.OnceKeyOf(a.ctx, d.Record.ID); !errors.Is(err, kernel.ErrNotFound) {
+				t.Errorf("action without once-key: %v, want ErrNotFound", err)
+			}
+			if _, err := a.k.OnceKeyOf(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
+				t.Errorf("a percept: %v, want ErrInvalidReference", err)
+			}
+			if _, err := a.k.OnceKeyOf(a.ctx, "actions:t:99"); !errors.Is(err, kernel.ErrInvalidReference) {
+				t.Errorf("no such action: %v, want ErrInvalidReference", err)
+			}
+			if _, err := a.k.ClaimedBy(a.ctx, "free"); !errors.Is(err, kernel.ErrNotFound) {
+				t.Errorf("free key: %v, want ErrNotFound", err)
+			}
+			if _, err := a.k.ClaimedBy(a.ctx, ""); !errors.Is(err, kernel.ErrInvalidInput) {
+				t.Errorf("empty key: %v, want ErrInvalidInput", err)
+			}
+		})
+	})
+}
+
+// plainStore hides the MemStore's once-keys.
+type plainStore struct{ kernel.Store }
+
+func TestClaimedByNeedsKeyStore(t *testing.T) {
+	k, err := kernel.New(kernel.WithStore(plainStore{kernel.NewMemStore()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.ClaimedBy(t.Context(), "k"); !errors.Is(err, kernel.ErrInvalidInput) {
+		t.Errorf("ClaimedBy on a store without once-keys: %v, want ErrInvalidInput", err)
+	}
+}

@@ -1,0 +1,318 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// pendingRefund grounds order in trace and asks for a refund that needs
+// approval.
+func (d *desk) pendingRefund(trace, order string, amount float64) Result {
+	d.t.Helper()
+	d.ground(trace, order)
+	res := d.refund(trace, order, amount)
+	if res.Outcome != NeedsApproval || res.Code != CodeApprovalRequired || res.ApprovalID == "" || res.ApprovalID != res.ActionID {
+		d.t.Fatalf("refund of %v: %+v, want it waiting for approval", amount, res)
+	}
+	return res
+}
+
+func TestApprovalFlow(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Fatalf("the refund ran before approval (%d calls)", n)
+		}
+		if !strings.Contains(wait.Hint, wait.ApprovalID) {
+			t.Errorf("hint %q does not name the approval id", wait.Hint)
+		}
+		// Execute before anyone decided: still waiting, nothing runs.
+		wantOutcome(t, "execute before approval", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
+		pending, err := d.g.PendingApprovals(d.ctx, "t")
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("PendingApprovals: %+v %v", pending, err)
+		}
+		p := pending[0]
+		if p.ActionID != wait.ActionID || p.Tool != "issue_refund" || p.Role != "support" || p.CallID != "call_issue_refund" ||
+			p.Args["amount"] != 700.0 || p.Digest != d.digest(wait.ActionID) || !strings.Contains(p.Reason, "amount > 500") {
+			t.Errorf("pending %+v", p)
+		}
+		approval := d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		res := d.execute(wait.ActionID)
+		wantOutcome(t, "execute after approval", res, Executed, CodeEffectSucceeded)
+		if res.Output["refund_id"] != "re_A1" || res.ActionID != wait.ActionID {
+			t.Errorf("result %+v", res)
+		}
+		calls := d.invocations("issue_refund")
+		if len(calls) != 1 || calls[0].Attempt != 1 || calls[0].Key == "" || calls[0].ActionID != wait.ActionID {
+			t.Fatalf("effect calls %+v", calls)
+		}
+		// Single use: the approval was consumed by the first attempt, and
+		// a second Execute returns the recorded result without running
+		// the effect again.
+		if holder, err := d.k.ClaimedBy(d.ctx, approvalKey(approval.ID)); err != nil || !strings.HasPrefix(holder, "percepts:t:") {
+			t.Errorf("approval %s consumed by %q (%v), want the first attempt", approval.ID, holder, err)
+		}
+		again := d.execute(wait.ActionID)
+		if again.Outcome != Executed || again.DecisionID != res.DecisionID || again.Output["refund_id"] != "re_A1" {
+			t.Errorf("second execute %+v, want the recorded result %+v", again, res)
+		}
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the effect ran %d times, want once", n)
+		}
+		if pending, _ := d.g.PendingApprovals(d.ctx, "t"); len(pending) != 0 {
+			t.Errorf("still pending: %+v", pending)
+		}
+		// The result's decision record names the approval.
+		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeExecuted})
+		if len(recs) != 1 || len(recs[0].Approvals) != 1 || recs[0].Approvals[0] != approval.ID || recs[0].Kind != "issue_refund" {
+			t.Errorf("executed records %+v", recs)
+		}
+		// A small refund needs no approval.
+		d.ground("t2", "B2")
+		wantOutcome(t, "small refund", d.refund("t2", "B2", 100), Executed, CodeEffectSucceeded)
+	})
+}
+
+func TestApprovalBinding(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		// The agent resumes with a changed amount: the approval binds the
+		// digest of 700, so 7000 does not run.
+		before := len(d.invocations("issue_refund"))
+		res, err := d.g.Resume(d.ctx, "t", wait.ActionID, json.RawMessage(`{"order_id":"A1","amount":7000}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "resume with a changed amount", res, Refused, CodeApprovalMismatch)
+		if !strings.Contains(res.Hint, "new approval") {
+			t.Errorf("hint %q", res.Hint)
+		}
+		if len(d.invocations("issue_refund")) != before {
+			t.Error("the changed refund ran")
+		}
+		// What the check stops: the changed arguments have another digest,
+		// and nothing else in the action would have told them apart.
+		changed, _ := kernel.ArgsDigest(kernel.Payload{"order_id": "A1", "amount": 7000.0})
+		if changed == d.digest(wait.ActionID) {
+			t.Fatal("digests of different amounts agree")
+		}
+		if _, err := d.g.Resume(d.ctx, "other", wait.ActionID, json.RawMessage(`{"order_id":"A1","amount":700}`)); !errors.Is(err, ErrUnknownAction) {
+			t.Errorf("resume in another trace: %v", err)
+		}
+		// Resumed with the approved arguments it runs, once.
+		res, err = d.g.Resume(d.ctx, "t", wait.ActionID, json.RawMessage(`{"amount":700,"order_id":"A1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "resume with the approved arguments", res, Executed, CodeEffectSucceeded)
+		if n := len(d.invocations("issue_refund")); n != 1 || d.invocations("issue_refund")[0].Args["amount"] != 700.0 {
+			t.Errorf("effect calls %+v", d.invocations("issue_refund"))
+		}
+		// Once it has run, a changed resume is still refused, not
+		// answered with the result of other arguments.
+		res, _ = d.g.Resume(d.ctx, "t", wait.ActionID, json.RawMessage(`{"order_id":"A1","amount":1}`))
+		wantOutcome(t, "changed resume after the run", res, Refused, CodeApprovalMismatch)
+	})
+}
+
+func TestApprovalOfAnotherAction(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		a := d.pendingRefund("t1", "A1", 700)
+		b := d.pendingRefund("t2", "A1", 700) // same order and amount: the same digest
+		d.approve("t1", a.ActionID, "human:alice", time.Hour)
+		// A's approval does nothing for B: approvals name their action.
+		wantOutcome(t, "execute B with A approved", d.execute(b.ActionID), NeedsApproval, CodeApprovalRequired)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("B ran on A's approval")
+		}
+		// Nor can A's approval be recorded for B: the kernel takes the
+		// action from the trace the approval is written in.
+		if _, err := d.k.Approver("human:alice").Approve(d.ctx, "t2", a.ActionID, d.digest(a.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
+			t.Errorf("A's approval in B's trace: %v", err)
+		}
+		wantOutcome(t, "execute A", d.execute(a.ActionID), Executed, CodeEffectSucceeded)
+	})
+}
+
+func TestApprovalExpiry(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		d.clock.Advance(2 * time.Hour)
+		res := d.execute(wait.ActionID)
+		wantOutcome(t, "execute after the approval expired", res, Refused, CodeApprovalExpired)
+		checkEscalated(t, d, wait, res, CodeApprovalExpired)
+	})
+}
+
+func TestApprovalDenied(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		// The latest decision counts: bob denies after alice approved.
+		if _, err := d.k.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "customer is abusing refunds", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		res := d.execute(wait.ActionID)
+		wantOutcome(t, "execute after a denial", res, Refused, CodeApprovalDenied)
+		if res.RootCause.Detail != "customer is abusing refunds" {
+			t.Errorf("root cause %+v, want the denial's note", res.RootCause)
+		}
+		checkEscalated(t, d, wait, res, CodeApprovalDenied)
+	})
+}
+
+// checkEscalated checks an escalation: no effect, the fallback committed
+// once with the code as reason, a decision record with outcome escalated,
+// and the same answer on every later Execute.
+func checkEscalated(t *testing.T, d *desk, wait, res Result, code kernel.Code) {
+	t.Helper()
+	if n := len(d.invocations("issue_refund")); n != 0 {
+		t.Errorf("the refund ran %d times", n)
+	}
+	if !strings.Contains(res.Hint, "queued for review") {
+		t.Errorf("hint %q", res.Hint)
+	}
+	fallbacks := 0
+	for _, r := range d.kinds(kernel.Actions, kernel.FallbackQueueForReview) {
+		if r.Mode != kernel.ModeCommit {
+			continue
+		}
+		fallbacks++
+		if r.ID != res.FallbackID || r.Payload[kernel.KeyReason] != string(code) || r.Payload["escalates"] != wait.ActionID {
+			t.Errorf("fallback %+v (result names %s)", r, res.FallbackID)
+		}
+	}
+	if fallbacks != 1 {
+		t.Errorf("%d fallbacks committed, want 1", fallbacks)
+	}
+	recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeEscalated})
+	if len(recs) != 1 || recs[0].Code != code || recs[0].ID != res.DecisionID || recs[0].Kind != "issue_refund" || len(recs[0].Approvals) != 1 {
+		t.Errorf("escalation records %+v", recs)
+	}
+	again := d.execute(wait.ActionID)
+	if again.Outcome != Refused || again.Code != code || again.FallbackID != res.FallbackID {
+		t.Errorf("second execute %+v, want %+v", again, res)
+	}
+	// A later approval cannot revive it: the escalation is its result.
+	d.approve("t", wait.ActionID, "human:carol", time.Hour)
+	if again := d.execute(wait.ActionID); again.Code != code || len(d.invocations("issue_refund")) != 0 {
+		t.Errorf("execute after a new approval: %+v", again)
+	}
+	if n := d.committedActions(kernel.FallbackQueueForReview); n != 1 {
+		t.Errorf("%d fallbacks after retries, want 1", n)
+	}
+}
+
+func TestSelfApproval(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		// The role's own writer cannot approve its call.
+		if _, err := d.k.Approver(RoleWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, kernel.ErrPermission) {
+			t.Errorf("self-approval: %v, want ErrPermission", err)
+		}
+		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran")
+		}
+	})
+}
+
+func TestApprovalIdentityRequired(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		if _, err := d.k.Approver("").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidInput) {
+			t.Errorf("anonymous approval: %v, want ErrInvalidInput", err)
+		}
+		wantOutcome(t, "execute", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
+	})
+}
+
+func TestApprovalPolicies(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		// The rule reads reason, which the call may leave out: a rule that
+		// cannot be evaluated needs approval (fails closed).
+		res := d.call("t", "support", "", "issue_refund", `{"order_id":"A1","amount":10}`)
+		wantOutcome(t, "rule on a missing argument", res, NeedsApproval, CodeApprovalRequired)
+		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomePendingApproval})
+		if len(recs) != 1 || !strings.Contains(recs[0].Context["approval_reason"].(string), "fails closed") {
+			t.Errorf("pending records %+v", recs)
+		}
+		d.ground("t2", "A2")
+		wantOutcome(t, "rule false", d.call("t2", "support", "", "issue_refund", `{"order_id":"A2","amount":10,"reason":"late"}`),
+			Executed, CodeEffectSucceeded)
+		d.ground("t3", "A3")
+		wantOutcome(t, "rule true", d.call("t3", "support", "", "issue_refund", `{"order_id":"A3","amount":10,"reason":"other"}`),
+			NeedsApproval, CodeApprovalRequired)
+		// Always: every search needs approval.
+		wantOutcome(t, "always", d.call("t", "researcher", "", "search_kb", `{"query":"x"}`), NeedsApproval, CodeApprovalRequired)
+	}, func(su *setup) {
+		su.tools[1].Approval = ApprovalPolicy{When: `reason == "other" || args.amount > 500`}
+		su.tools[2].Approval = ApprovalPolicy{Always: true}
+	})
+}
+
+func TestExecuteUnknown(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		for _, id := range []string{"actions:t:999", "percepts:t:1"} {
+			if _, err := d.g.Execute(d.ctx, id); !errors.Is(err, ErrUnknownAction) {
+				t.Errorf("Execute(%s): %v, want ErrUnknownAction", id, err)
+			}
+		}
+		// A refund committed past the gate (a planner of the owner's) is
+		// not the gate's to run.
+		dec, err := d.k.Planner("someone").Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+			Payload: kernel.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		if err != nil || !dec.Committed() {
+			t.Fatal(dec.Code, err)
+		}
+		if _, err := d.g.Execute(d.ctx, dec.Record.ID); !errors.Is(err, ErrUnknownAction) {
+			t.Errorf("Execute of an action the gate did not commit: %v", err)
+		}
+		ctx, cancel := context.WithCancel(d.ctx)
+		cancel()
+		if _, err := d.g.Execute(ctx, dec.Record.ID); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled: %v", err)
+		}
+	})
+}
+
+// A role that loses a tool while its call waits for approval does not get
+// it run: the refusal is recorded for good, and Recover leaves it alone.
+func TestRoleRevokedBeforeExecution(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		revoked, err := New(d.k, WithTools(d.tools...), WithRoles(Role{Name: "support", Tools: []string{"lookup_order"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := revoked.Execute(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "execute after the role lost the tool", res, Refused, CodeToolNotPermitted)
+		d.clock.Advance(time.Hour)
+		if rec, err := revoked.Recover(d.ctx); err != nil || len(rec) != 0 {
+			t.Errorf("Recover: %+v %v", rec, err)
+		}
+		// Even the old configuration cannot run it now.
+		wantOutcome(t, "execute with the old roles", d.execute(wait.ActionID), Refused, CodeToolNotPermitted)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran %d times", n)
+		}
+		if recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeRefused}); len(recs) != 1 {
+			t.Errorf("%d refusal records, want 1", len(recs))
+		}
+	})
+}

@@ -1,0 +1,36 @@
+package toolgate
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// BenchmarkCall measures one governed call on a MemStore: a read-only
+// lookup (checks, kernel decision, attempt, result) and a call the role
+// contract refuses (one decision record). Each iteration uses a fresh
+// trace, so the cost does not grow with the trace.
+func BenchmarkCall(b *testing.B) {
+	for _, bc := range []struct {
+		name, role, tool string
+	}{
+		{"executed", "support", "lookup_order"},
+		{"refused", "researcher", "lookup_order"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			d := newDesk(b, kernel.NewMemStore())
+			args := json.RawMessage(`{"order_id":"A1"}`)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				res, err := d.g.Call(d.ctx, Call{Tool: bc.tool, Args: args, Role: bc.role, TraceID: "t" + strconv.Itoa(i)})
+				if err != nil || res.Outcome == "" {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package toolgate
+
+import (
+	"errors"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Codes the gate adds to the kernel's. A refusal by the kernel's pipeline
+// keeps the kernel's code (STALE_EVIDENCE, DUPLICATE_ACTION, a rule's
+// RULE_VIOLATED, ...); these are the gate's own. Like the kernel's they
+// are stable strings: compare them with ==.
+const (
+	// CodeToolUnknown: the call names no registered tool. Checked first.
+	CodeToolUnknown = kernel.Code("TOOL_UNKNOWN")
+	// CodeToolNotPermitted: the caller's role contract does not list the
+	// tool (or the role has no contract). Check 1, permission level.
+	CodeToolNotPermitted = kernel.Code("TOOL_NOT_PERMITTED")
+	// CodeToolNotForIntent: intents are configured and the call names no
+	// intent, an unknown one, or one that does not list the tool. Check 2,
+	// rule level.
+	CodeToolNotForIntent = kernel.Code("TOOL_NOT_FOR_INTENT")
+	// CodeInvalidArguments: the arguments are not a JSON object, miss a
+	// required property, give one of the wrong JSON type or outside its
+	// enum, name a property the schema forbids, or use a key the kernel
+	// reserves (requires_beliefs, type, the derived flags).
+	CodeInvalidArguments = kernel.Code("INVALID_ARGUMENTS")
+
+	// CodeApprovalRequired: the action committed, but its policy needs an
+	// approval and no approver has decided yet. It comes with the
+	// NeedsApproval outcome, not a refusal.
+	CodeApprovalRequired = kernel.Code("APPROVAL_REQUIRED")
+	// CodeApprovalDenied: the latest approval decision denied the action;
+	// the gate took the safe fallback instead.
+	CodeApprovalDenied = kernel.Code("APPROVAL_DENIED")
+	// CodeApprovalExpired: the latest approval ran out before the action
+	// started; the gate took the safe fallback instead.
+	CodeApprovalExpired = kernel.Code("APPROVAL_EXPIRED")
+	// CodeApprovalMismatch: the approval does not bind these arguments:
+	// the arguments about to run (given to [Gate.Resume]) differ from the
+	// approved ones. A changed argument needs a new call and a new
+	// approval.
+	CodeApprovalMismatch = kernel.Code("APPROVAL_MISMATCH")
+	// CodeArgumentsChanged: [Gate.Resume] was given arguments that differ
+	// from the committed action's, for an action that needs no approval.
+	CodeArgumentsChanged = kernel.Code("ARGUMENTS_CHANGED")
+
+	// CodeEffectSucceeded: the effect ran and returned its output.
+	CodeEffectSucceeded = kernel.Code("EFFECT_SUCCEEDED")
+	// CodeEffectFailed: the effect returned an error retrying cannot fix
+	// (one not marked with [Retryable]), or panicked.
+	CodeEffectFailed = kernel.Code("EFFECT_FAILED")
+	// CodeRetriesExhausted: every attempt the tool's [RetryPolicy] allows
+	// failed with a retryable error, or was left without a result by a
+	// crashed driver.
+	CodeRetriesExhausted = kernel.Code("EFFECT_RETRIES_EXHAUSTED")
+	// CodeOutputInvalid: the effect succeeded but its output cannot be
+	// recorded (not JSON-encodable, too large, or using the reserved key
+	// "effect"). The effect is not run again.
+	CodeOutputInvalid = kernel.Code("EFFECT_OUTPUT_INVALID")
+)
+
+// Sentinel errors. Errors from [New] and from the gate's methods wrap one
+// of these (or a kernel sentinel, for store failures) for errors.Is. A
+// refusal is never an error: it is a [Result].
+var (
+	// ErrInvalidTool: New was given a tool it cannot accept (no name, a
+	// duplicate, no effect, a bad parameters schema, an uncompilable
+	// approval rule, a bad retry policy).
+	ErrInvalidTool = errors.New("toolgate: invalid tool")
+	// ErrSpecMismatch: a tool's action type is not registered with the
+	// kernel, or registered in a way that contradicts the tool (see
+	// [Specs]); or the fallback is not a registered safe fallback.
+	ErrSpecMismatch = errors.New("toolgate: kernel action spec does not match the tool")
+	// ErrInvalidConfig: a bad role contract or intent (no name, a
+	// duplicate, a tool that is not registered), a bad lease, or a kernel
+	// whose store does not enforce once-keys.
+	ErrInvalidConfig = errors.New("toolgate: invalid configuration")
+	// ErrUnknownRole: [Gate.Surface] was asked about a role with no
+	// contract.
+	ErrUnknownRole = errors.New("toolgate: unknown role")
+	// ErrUnknownIntent: [Gate.Surface] was asked about an intent that is
+	// not configured.
+	ErrUnknownIntent = errors.New("toolgate: unknown intent")
+	// ErrInvalidCall: a call the gate cannot even record: no valid trace
+	// id.
+	ErrInvalidCall = errors.New("toolgate: invalid call")
+	// ErrUnknownAction: [Gate.Execute] or [Gate.Resume] was given an id
+	// that is not a committed action the gate proposed for one of its
+	// tools (in that trace).
+	ErrUnknownAction = errors.New("toolgate: not an action of the gate")
+)

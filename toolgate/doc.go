@@ -1,0 +1,148 @@
+// Package toolgate is the tool-call gate: it turns every tool call an
+// agent's model makes into a governed kernel action, checks it, runs it at
+// most once per action from the store's point of view, and keeps a
+// decision record of what it did.
+//
+// The owner registers [Tool]s (name, description and JSON Schema shown to
+// models, the beliefs a call rests on, the percept kind its result is
+// recorded under, the effect function, an approval policy and a retry
+// policy), the role contracts ([Role]: the tools each worker is authorized
+// to use) and, optionally, intents ([Intent]: the tools each kind of
+// request may use):
+//
+//	tools := []toolgate.Tool{lookupOrder, issueRefund}
+//	k, err := kernel.New(kernel.WithStore(store), kernel.WithActionSpecs(toolgate.Specs(tools...)...))
+//	g, err := toolgate.New(k, toolgate.WithTools(tools...),
+//		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+//
+// [Specs] gives the kernel the action specs the tools need; [New] checks
+// that the kernel's specs agree with the tools.
+//
+// # Three checks, in order
+//
+// [Gate.Call] enforces the triple check of the Cognitive Core spec:
+//
+//  1. Permission: the tool is registered (TOOL_UNKNOWN) and the caller's
+//     role contract lists it (TOOL_NOT_PERMITTED).
+//  2. Rule: when intents are configured, the call names an intent that
+//     lists the tool (TOOL_NOT_FOR_INTENT). The arguments fit the tool's
+//     schema (INVALID_ARGUMENTS, naming the field).
+//  3. Situation: the call becomes an action proposal of the role's
+//     planner ([RoleWriter]), its payload the arguments with the tool's
+//     beliefs as requires_beliefs, and the kernel decides it: the beliefs
+//     committed and true, their evidence current (STALE_EVIDENCE, ...),
+//     rules, constraints, once-keys (DUPLICATE_ACTION). A kernel refusal
+//     keeps the kernel's code.
+//
+// A refusal is not an error: the [Result] carries the code, the root cause
+// and a short repair hint written for the model ("The order information is
+// out of date. Call lookup_order again to refresh it, then retry."), for
+// the agent loop to hand back as the tool's result. A tool can word its
+// own hints ([Tool.Hints]).
+//
+// [Gate.Surface] lists the tools a model may be shown for a role, trace
+// and intent: in the role contract, allowed by the intent, and possible
+// now (the beliefs they require are committed and true). A capability that
+// would be refused is absent from the model's tool list. Surfacing is a
+// courtesy, not the enforcement: Call checks every call again.
+//
+// # Approvals
+//
+// A tool's [ApprovalPolicy] (always, or a CEL rule over the arguments such
+// as "amount > 500", failing closed) makes a call that the kernel commits
+// wait: NeedsApproval, with the action id to approve. A person approves or
+// denies it with a [kernel.Approver] handle, given the action id and the
+// digest of its arguments ([Gate.PendingApprovals] lists both). The
+// approval binds the action, the digest, the approver's identity and an
+// expiry; the proposer's own writer cannot approve ([RoleWriter]).
+// [Gate.Execute] (or [Gate.Resume], with the arguments about to run) then
+// runs it: the latest decision must exist (else APPROVAL_REQUIRED), be an
+// approval (else APPROVAL_DENIED) and not have expired (APPROVAL_EXPIRED),
+// and the arguments about to run must have the approved digest
+// (APPROVAL_MISMATCH: a changed argument needs a new call and a new
+// approval). The first attempt consumes the approval: its write claims a
+// once-key for the approval record, so an approval is used once. A denied
+// or expired approval records the escalation and commits the safe
+// fallback (queue_for_review, with the code as reason) instead.
+//
+// # The lifecycle is a chain of records
+//
+// Records are append-only; a call's life is a chain of them in its trace,
+// each naming the one before in its input refs:
+//
+//	refused before the kernel                      decision record: refused (nothing else)
+//	proposal (actions), refused by the kernel      + decision record: refused
+//	proposal, then committed action (actions)      + decision record: committed | pending_approval
+//	approval or denial (evidence, kind approval)   written by the approver
+//	attempt 1..n (percepts, kind effect_attempt)   before each start of the effect
+//	result (percepts, the tool's result kind)      + decision record: executed
+//	  or failure (percepts, kind effect_failed)    + decision record: failed
+//	  or escalation (percepts, effect_escalated)   + decision record: escalated,
+//	     then the fallback action (queue_for_review) + its decision record: committed
+//
+// A successful result's payload is the effect's output at the top level,
+// so that beliefs, rules and constraints read it like any percept (a
+// lookup_order result is an "order" percept a refund_due belief can rest
+// on, and [Tool.ResultTTL] makes it go stale); the gate's own fields are
+// under [KeyEffect]. A failure is recorded under its own kind, so it never
+// replaces the last good observation.
+//
+// # Exactly once, and what that does not mean
+//
+// Each allowed (and approved) action has an idempotency key: the kernel's
+// once-key for the action when its spec has one ([kernel.Kernel.OnceKeyOf]),
+// else the namespace and the action id. Before the effect function is
+// called, the executor persists an attempt percept whose write claims the
+// once-key of that attempt number (persist before act), so no two drivers
+// ever start the same attempt; it passes the key to the effect
+// ([Invocation.Key]); and it records the result in a write that claims the
+// key's result once-key, with the decision record in the same batch. An
+// effect whose key has a recorded result is never started again: Execute,
+// Resume and Recover return the recorded result instead. A driver that
+// finds an attempt held by another waits for its result, or for its lease
+// to run out ([WithLease]) and then starts the next attempt.
+//
+// Retries are bounded by the tool's [RetryPolicy]: an error marked with
+// [Retryable] is retried after a backoff with jitter (a cancelled context
+// ends the wait), with the same key and the next attempt number; any
+// other error, or a panic, fails the call at once (EFFECT_FAILED); the
+// last retryable failure is EFFECT_RETRIES_EXHAUSTED. An attempt left
+// without a result counts against the budget.
+//
+// This is exactly once from the store's point of view, not in the world.
+// A crash after the effect did its work and before its result was recorded
+// leaves an attempt without a result; [Gate.Recover] (or a later Execute)
+// calls the effect again, with the same key and a higher attempt number.
+// The external system must honour the key (a payment API's idempotency
+// key) for the world to see the effect once. A call cancelled while its
+// effect runs leaves the same state. The effect's context is cancelled when
+// its lease runs out; an effect that ignores it may still be running when
+// another driver starts the next attempt. Errors returned by an effect are
+// shown to the model in the result; keep secrets out of them.
+//
+// # Recovery
+//
+// [Gate.Recover] finishes what a crash left: attempts whose lease is over
+// and that have no result are re-driven with the same key; committed
+// actions no attempt was started for are executed once they are older
+// than the lease; approved, denied and expired approvals are applied. It
+// is safe to run in several processes at once, next to live calls.
+//
+// # Decision records
+//
+// Every call leaves a versioned [kernel.DecisionRecord]: a refusal before
+// the kernel through [kernel.Kernel.RecordDecision]; the kernel's decision
+// in the batch of the commit; the effect's result, an escalation, in the
+// batch of the record they describe. Each carries the call (tool, call id,
+// role, intent, arguments and their digest), the evidence refs, the
+// constraints in force, the approvals, the outcome and the code.
+// [Gate.Decisions] queries them by trace, tool and outcome.
+//
+// # Concurrency
+//
+// A [Gate] is immutable after [New] and safe for concurrent use by any
+// number of goroutines; several processes may run gates over one store.
+// The store's once-keys order concurrent drivers of one action: 8
+// goroutines executing one approved action call its effect once. The gate
+// starts no goroutines; an effect runs on the calling goroutine.
+package toolgate

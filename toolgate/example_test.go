@@ -1,0 +1,151 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// supportDesk builds a gate with two tools: lookup_order, read-only, whose
+// result is an "order" percept; and issue_refund, which rests on the
+// refund_due belief and needs approval above 500. refunds counts the
+// refund effect's calls.
+func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
+	tools := []toolgate.Tool{
+		{
+			Name:        "lookup_order",
+			Description: "Look up an order by id.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Result:      "order",
+			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 700.0, "delivered": false}, nil
+			},
+		},
+		{
+			Name:        "issue_refund",
+			Description: "Refund an order.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
+				`"required":["order_id","amount"]}`),
+			Requires: []string{"refund_due"},
+			Result:   "refund",
+			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+				*refunds++ // a real effect passes inv.Key to the payment API
+				return kernel.Payload{"refund_id": "re_1", "amount": inv.Args["amount"]}, nil
+			},
+		},
+	}
+	k, err := kernel.New(
+		kernel.WithActionSpecs(toolgate.Specs(tools...)...),
+		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}),
+	)
+	if err != nil {
+		panic(err)
+	}
+	g, err := toolgate.New(k, toolgate.WithTools(tools...),
+		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	if err != nil {
+		panic(err)
+	}
+	return k, g
+}
+
+// A refund asked for before anything is known is refused with a hint for
+// the model; once the order is looked up and the refund is due, the refund
+// waits for a person's approval, then runs once however often it is
+// executed.
+func Example() {
+	ctx := context.Background()
+	refunds := 0
+	k, g := supportDesk(&refunds)
+	defer k.Close()
+	call := func(id, tool, args string) toolgate.Result {
+		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: "ticket-7"})
+		if err != nil {
+			panic(err)
+		}
+		return res
+	}
+
+	res := call("call_1", "issue_refund", `{"order_id":"A1","amount":700}`)
+	fmt.Println(res.Outcome, res.Code)
+	fmt.Println(res.Hint)
+
+	res = call("call_2", "lookup_order", `{"order_id":"A1"}`)
+	fmt.Println(res.Outcome, res.Output["amount"])
+
+	// The agent's planner concludes that the refund is due, on the order.
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-7", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		panic(err)
+	}
+
+	res = call("call_3", "issue_refund", `{"order_id":"A1","amount":700}`)
+	fmt.Println(res.Outcome, res.Code, res.ApprovalID)
+
+	// A person reviews what waits and approves it, for an hour.
+	pending, err := g.PendingApprovals(ctx, "ticket-7")
+	if err != nil {
+		panic(err)
+	}
+	p := pending[0]
+	fmt.Println("pending:", p.Tool, p.Args["amount"], p.Reason)
+	if _, err := k.Approver("human:alice").Approve(ctx, "ticket-7", p.ActionID, p.Digest, "checked the order", time.Hour); err != nil {
+		panic(err)
+	}
+
+	for range 2 {
+		res, err = g.Execute(ctx, p.ActionID)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(res.Outcome, res.Code, res.Output["refund_id"])
+	}
+	fmt.Println("refund effect calls:", refunds)
+	// Output:
+	// refused NO_COMMITTED_BELIEF
+	// The conditions for issue_refund are not established (no committed belief refund_due). Establish them first (look up what they rest on), or do not call it.
+	// executed 700
+	// needs_approval APPROVAL_REQUIRED actions:ticket-7:13
+	// pending: issue_refund 700 approval rule amount > 500
+	// executed EFFECT_SUCCEEDED re_1
+	// executed EFFECT_SUCCEEDED re_1
+	// refund effect calls: 1
+}
+
+// Surface lists what a model may be shown: lookup_order always, the refund
+// only once refund_due holds in the trace.
+func ExampleGate_Surface() {
+	ctx := context.Background()
+	refunds := 0
+	k, g := supportDesk(&refunds)
+	defer k.Close()
+	show := func() {
+		specs, err := g.Surface(ctx, "support", "ticket-8", "")
+		if err != nil {
+			panic(err)
+		}
+		names := make([]string, len(specs))
+		for i, s := range specs {
+			names[i] = s.Name
+		}
+		fmt.Println(strings.Join(names, ", "))
+	}
+	show()
+	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Role: "support", TraceID: "ticket-8"}); err != nil {
+		panic(err)
+	}
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		panic(err)
+	}
+	show()
+	// Output:
+	// lookup_order
+	// lookup_order, issue_refund
+}

@@ -1,0 +1,670 @@
+package toolgate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// How long a driver waits between looks at an attempt another driver
+// holds: from pollStart, doubling up to pollMax, with jitter.
+const (
+	pollStart = 10 * time.Millisecond
+	pollMax   = 500 * time.Millisecond
+)
+
+// maxProbe bounds the attempt numbers a driver looks for; no policy runs
+// near it.
+const maxProbe = 10_000
+
+// job is one committed action on its way to a result.
+type job struct {
+	e        *entry
+	act      kernel.Record // the committed action
+	trace    string
+	args     kernel.Payload
+	key      string // the idempotency key
+	hash     string // hex SHA-256 of key, for the once-keys the gate claims
+	approval string // the approval record that allowed it, when one did
+	cc       kernel.Payload
+}
+
+// newJob prepares the execution of a committed action of tool e.
+func (g *Gate) newJob(ctx context.Context, e *entry, act kernel.Record, cc kernel.Payload) (*job, error) {
+	key := g.k.Namespace() + "/" + act.ID
+	if e.once {
+		switch ok, err := g.k.OnceKeyOf(ctx, act.ID); {
+		case err == nil:
+			key = ok
+		case !errors.Is(err, kernel.ErrNotFound):
+			return nil, err
+		}
+	}
+	sum := sha256.Sum256([]byte(key))
+	return &job{e: e, act: act, trace: act.TraceID(), args: argsOf(act.Payload), key: key,
+		hash: hex.EncodeToString(sum[:]), cc: cc.Clone()}, nil
+}
+
+// The once-keys the gate claims. They hash the idempotency key, which may
+// be longer than a once-key may be.
+func (j *job) attemptKey(n int) string {
+	return "toolgate/effect/" + j.hash + "/attempt/" + strconv.Itoa(n)
+}
+func (j *job) resultKey() string { return "toolgate/effect/" + j.hash + "/result" }
+func approvalKey(approvalID string) string {
+	sum := sha256.Sum256([]byte(approvalID))
+	return "toolgate/approval/" + hex.EncodeToString(sum[:])
+}
+
+// Execute runs a committed action of one of the gate's tools, once its
+// approval allows it, and returns what came of it. It is how an approved
+// call continues (the approver's side calls it), and it is safe to call
+// again, from any goroutine or process:
+//
+//   - If the action already has a recorded result (succeeded, failed or
+//     escalated), Execute returns it and starts nothing.
+//   - If its policy needs approval and no attempt has started yet, the
+//     latest approval decision for it decides: none is NeedsApproval
+//     (APPROVAL_REQUIRED); a denial, or an approval past its TTL, records
+//     the escalation, submits the safe fallback with the code as reason
+//     and returns Refused (APPROVAL_DENIED, APPROVAL_EXPIRED); an approval
+//     is consumed by the first attempt (a once-key on the approval record,
+//     claimed in the attempt's write), so it is used once.
+//   - Otherwise it drives the effect: see the package doc on exactly-once
+//     execution.
+//
+// An id that is not a committed action the gate proposed is
+// [ErrUnknownAction]. Other errors are a cancelled context or a store
+// failure; the action is then left for a later Execute or [Gate.Recover].
+func (g *Gate) Execute(ctx context.Context, actionID string) (Result, error) {
+	return g.execute(ctx, "", actionID, nil)
+}
+
+// Resume is Execute for the caller that holds the arguments about to run
+// (an agent loop resuming a call after its approval): args must be the
+// committed action's arguments, digest for digest, or the call is refused
+// with APPROVAL_MISMATCH (ARGUMENTS_CHANGED for an action that needs no
+// approval) and nothing runs. A changed argument needs a new call and a
+// new approval. traceID must be the action's trace.
+func (g *Gate) Resume(ctx context.Context, traceID, actionID string, args json.RawMessage) (Result, error) {
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	return g.execute(ctx, traceID, actionID, args)
+}
+
+func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.RawMessage) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	act, e, gd, err := g.gated(ctx, actionID)
+	if err != nil {
+		return Result{}, err
+	}
+	if traceID != "" && act.TraceID() != traceID {
+		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
+	}
+	return g.executeAction(ctx, e, act, gd, args)
+}
+
+// gated returns the committed action actionID, its tool and the decision
+// record the gate wrote when it committed it.
+func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entry, kernel.DecisionRecord, error) {
+	unknown := func(why string) (kernel.Record, *entry, kernel.DecisionRecord, error) {
+		return kernel.Record{}, nil, kernel.DecisionRecord{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
+	}
+	act, err := g.reader.Get(ctx, actionID)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return unknown("no such record")
+	}
+	if err != nil {
+		return kernel.Record{}, nil, kernel.DecisionRecord{}, err
+	}
+	e := g.byAction[act.Kind]
+	if act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || e == nil {
+		return unknown("not a committed action of a registered tool")
+	}
+	gd, found, err := g.commitDecision(ctx, act.TraceID(), act.ID)
+	if err != nil {
+		return kernel.Record{}, nil, kernel.DecisionRecord{}, err
+	}
+	if !found || gd.Context["tool"] != any(e.Name) {
+		return unknown("not committed through the gate")
+	}
+	role, _ := gd.Context["role"].(string)
+	if len(act.Provenance.InputRefs) == 0 {
+		return unknown("no proposal")
+	}
+	proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0])
+	if err != nil || proposal.Provenance.Writer != RoleWriter(role) {
+		return unknown("not proposed by the role the gate recorded")
+	}
+	return act, e, gd, nil
+}
+
+// commitDecision returns the decision record that committed the action
+// (outcome committed or pending approval).
+func (g *Gate) commitDecision(ctx context.Context, traceID, actionID string) (kernel.DecisionRecord, bool, error) {
+	return g.findDecision(ctx, traceID, func(d *kernel.DecisionRecord) bool {
+		return d.Subject == actionID && (d.Outcome == kernel.OutcomeCommitted || d.Outcome == kernel.OutcomePendingApproval)
+	})
+}
+
+// decisionAbout returns the first decision record of the trace about
+// subject.
+func (g *Gate) decisionAbout(ctx context.Context, traceID, subject string) (kernel.DecisionRecord, bool, error) {
+	return g.findDecision(ctx, traceID, func(d *kernel.DecisionRecord) bool { return d.Subject == subject })
+}
+
+// findDecision returns the first decision record of the trace that match
+// accepts.
+func (g *Gate) findDecision(ctx context.Context, traceID string, match func(*kernel.DecisionRecord) bool) (kernel.DecisionRecord, bool, error) {
+	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: traceID}) {
+		if err != nil {
+			return kernel.DecisionRecord{}, false, err
+		}
+		if match(&d) {
+			return d, true, nil
+		}
+	}
+	return kernel.DecisionRecord{}, false, nil
+}
+
+// executeAction is Execute once the action is known to be the gate's.
+func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, gd kernel.DecisionRecord, given json.RawMessage) (Result, error) {
+	j, err := g.newJob(ctx, e, act, gd.Context)
+	if err != nil {
+		return Result{ActionID: act.ID}, err
+	}
+	role, _ := gd.Context["role"].(string)
+	intent, _ := gd.Context["intent"].(string)
+	need := gd.Outcome == kernel.OutcomePendingApproval
+	if !need {
+		need, _ = e.policy.needs(ctx, j.args, role, intent) // a stricter policy applies to what is not yet run
+	}
+	if given != nil {
+		if res, refused, err := g.checkGiven(ctx, j, need, given); refused || err != nil {
+			return res, err
+		}
+	}
+	if id, ok, err := g.resultOf(ctx, j); err != nil || ok {
+		if err != nil {
+			return Result{ActionID: act.ID}, err
+		}
+		return g.recorded(ctx, j, id)
+	}
+	// The configuration may have changed since the call committed: what
+	// the role or intent may no longer do does not start.
+	// The refusal is for good, so that Recover does not come back to it.
+	if r := g.roles[role]; r == nil || !r.tools[e.Name] {
+		return g.refuseForGood(ctx, j, CodeToolNotPermitted, "the role contract of "+quote(role)+" no longer lists "+quote(e.Name))
+	}
+	if g.intents != nil && !g.intents[intent][e.Name] {
+		return g.refuseForGood(ctx, j, CodeToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
+	}
+	if need {
+		n, first, err := g.lastAttempt(ctx, j, 1)
+		if err != nil {
+			return Result{ActionID: act.ID}, err
+		}
+		if n > 0 {
+			// Started already: the first attempt consumed the approval.
+			j.approval, _ = effectField(first, "approval").(string)
+		} else if res, done, err := g.checkApproval(ctx, j); done || err != nil {
+			return res, err
+		}
+	}
+	return g.run(ctx, j)
+}
+
+// checkGiven compares the arguments a caller is about to run with the
+// committed ones. refused reports a refusal.
+func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given json.RawMessage) (res Result, refused bool, err error) {
+	code := CodeArgumentsChanged
+	if needApproval {
+		code = CodeApprovalMismatch
+	}
+	var args map[string]any
+	if err := json.Unmarshal(given, &args); err != nil || args == nil {
+		res, err := g.refuseAction(ctx, j, code, "the arguments to run are not a JSON object")
+		return res, true, err
+	}
+	want, err := kernel.ArgsDigest(j.act.Payload)
+	if err != nil {
+		return Result{ActionID: j.act.ID}, true, err
+	}
+	got, err := kernel.ArgsDigest(kernel.Payload(args))
+	if err != nil || got != want {
+		j.cc["resume_args_digest"] = got
+		res, err := g.refuseAction(ctx, j, code, "the arguments to run differ from the committed ones (digest "+got+", committed "+want+")")
+		return res, true, err
+	}
+	return Result{}, false, nil
+}
+
+// refuseAction records an execution-time refusal of a committed action.
+func (g *Gate) refuseAction(ctx context.Context, j *job, code kernel.Code, detail string) (Result, error) {
+	dr, err := g.k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
+		Outcome: kernel.OutcomeRefused, Code: code, Detail: detail, Context: j.cc})
+	if err != nil {
+		return Result{ActionID: j.act.ID}, err
+	}
+	root := kernel.Cause{Code: code, Record: j.act.ID, Detail: detail}
+	return Result{Outcome: Refused, Code: code, RootCause: root, Hint: g.hint(ctx, j.e, code, root, ""),
+		ActionID: j.act.ID, DecisionID: dr.ID}, nil
+}
+
+// checkApproval applies the latest approval decision for the action
+// before its first attempt. done reports that res is the answer (waiting,
+// escalated or refused); otherwise j.approval names the approval the
+// first attempt consumes.
+func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool, err error) {
+	var latest *kernel.Record
+	for r, err := range g.k.Approvals(ctx, j.trace, j.act.ID) {
+		if err != nil {
+			return Result{ActionID: j.act.ID}, true, err
+		}
+		latest = &r
+	}
+	if latest == nil {
+		return Result{Outcome: NeedsApproval, Code: CodeApprovalRequired, ActionID: j.act.ID, ApprovalID: j.act.ID,
+			Hint: g.hint(ctx, j.e, CodeApprovalRequired, kernel.Cause{}, j.act.ID)}, true, nil
+	}
+	decision, _ := latest.Payload.String(kernel.KeyDecision)
+	switch {
+	case decision != kernel.DecisionApproved:
+		res, err := g.escalate(ctx, j, CodeApprovalDenied, *latest)
+		return res, true, err
+	case latest.Expired(g.k.Now()):
+		res, err := g.escalate(ctx, j, CodeApprovalExpired, *latest)
+		return res, true, err
+	}
+	want, err := kernel.ArgsDigest(j.act.Payload)
+	if err != nil {
+		return Result{ActionID: j.act.ID}, true, err
+	}
+	if digest, _ := latest.Payload.String(kernel.KeyDigest); digest != want {
+		// The kernel binds the digest when it records the approval; this
+		// holds unless the record was tampered with.
+		res, err := g.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+latest.ID+" binds digest "+digest+", the action's is "+want)
+		return res, true, err
+	}
+	j.approval = latest.ID
+	return Result{}, false, nil
+}
+
+// escalate records that the action will not run (its result, claiming
+// the result key, with the decision record in the same batch) and submits
+// the safe fallback.
+func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (Result, error) {
+	approver, _ := approval.Payload.String(kernel.KeyApprover)
+	note, _ := approval.Payload.String(kernel.KeyNote)
+	meta := j.meta(StatusEscalated, 0, code)
+	meta["approval"], meta["approver"], meta["note"] = approval.ID, approver, note
+	cc := j.cc.Clone()
+	cc["approver"] = approver
+	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
+		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
+		Audit: &kernel.Audit{Outcome: kernel.OutcomeEscalated, Code: code, Kind: j.e.action(), Approvals: []string{approval.ID}, Context: cc}})
+	if errors.Is(err, kernel.ErrDuplicateKey) {
+		return g.recordedByKey(ctx, j)
+	}
+	if err != nil {
+		return Result{ActionID: j.act.ID}, err
+	}
+	return g.recorded(ctx, j, rec.ID)
+}
+
+// refuseForGood records that the action will never run: a refusal that
+// claims the result key, so that no later Execute or Recover starts it,
+// with its decision record in the same write.
+func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string) (Result, error) {
+	meta := j.meta(StatusRefused, 0, code)
+	meta["error"] = detail
+	cc := j.cc.Clone()
+	cc["error"] = detail
+	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()},
+		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
+	if errors.Is(err, kernel.ErrDuplicateKey) {
+		return g.recordedByKey(ctx, j)
+	}
+	if err != nil {
+		return Result{ActionID: j.act.ID}, err
+	}
+	return g.recorded(ctx, j, rec.ID)
+}
+
+// ensureFallback returns the safe fallback that escalates the action,
+// submitting it if it is missing (the first time, or after a crash between
+// the escalation and the fallback).
+func (g *Gate) ensureFallback(ctx context.Context, j *job, code kernel.Code) (string, error) {
+	for r, err := range g.reader.Trace(ctx, j.trace) {
+		if err != nil {
+			return "", err
+		}
+		if r.Slot == kernel.Actions && r.Mode == kernel.ModeCommit && r.Kind == g.fallback && r.Payload["escalates"] == any(j.act.ID) {
+			return r.ID, nil
+		}
+	}
+	cc := j.cc.Clone()
+	cc["escalates"], cc["reason"] = j.act.ID, string(code)
+	d, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Actions, Kind: g.fallback,
+		Payload: kernel.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}},
+		Audit:   &kernel.Audit{Context: cc}})
+	if err != nil || !d.Committed() {
+		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
+	}
+	return d.Record.ID, nil
+}
+
+// resultOf returns the record holding the action's result, if there is
+// one.
+func (g *Gate) resultOf(ctx context.Context, j *job) (string, bool, error) {
+	id, err := g.k.ClaimedBy(ctx, j.resultKey())
+	if errors.Is(err, kernel.ErrNotFound) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}
+
+// recordedByKey returns the recorded result after a write lost the race
+// for the result key.
+func (g *Gate) recordedByKey(ctx context.Context, j *job) (Result, error) {
+	id, ok, err := g.resultOf(ctx, j)
+	if err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("toolgate: result key of %s claimed but not found", j.act.ID)
+		}
+		return Result{ActionID: j.act.ID}, err
+	}
+	return g.recorded(ctx, j, id)
+}
+
+// recorded turns the result record id into a Result.
+func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) {
+	rec, err := g.reader.Get(ctx, id)
+	if err != nil {
+		return Result{ActionID: j.act.ID}, err
+	}
+	res := Result{ActionID: j.act.ID}
+	if dr, found, err := g.decisionAbout(ctx, j.trace, id); err != nil {
+		return res, err
+	} else if found {
+		res.DecisionID = dr.ID
+	}
+	code, _ := effectField(rec, "code").(string)
+	res.Code = kernel.Code(code)
+	switch rec.Kind {
+	case KindEscalated:
+		res.Outcome = Refused
+		approval, _ := effectField(rec, "approval").(string)
+		note, _ := effectField(rec, "note").(string)
+		res.RootCause = kernel.Cause{Code: res.Code, Record: approval, Detail: note}
+		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
+		if res.FallbackID, err = g.ensureFallback(ctx, j, res.Code); err != nil {
+			return res, err
+		}
+	case KindFailed:
+		res.Outcome = Failed
+		msg, _ := effectField(rec, "error").(string)
+		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: msg}
+		if effectField(rec, "status") == StatusRefused {
+			res.Outcome, res.RootCause.Record = Refused, j.act.ID
+		}
+		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
+	default:
+		res.Outcome = Executed
+		res.Output = rec.Payload.Clone()
+		delete(res.Output, KeyEffect)
+	}
+	return res, nil
+}
+
+// effectField reads a field of a gate percept's KeyEffect object.
+func effectField(rec kernel.Record, field string) any {
+	m, _ := rec.Payload[KeyEffect].(map[string]any)
+	return m[field]
+}
+
+// meta is the KeyEffect object of a gate percept.
+func (j *job) meta(status string, attempt int, code kernel.Code) map[string]any {
+	m := map[string]any{"status": status, "tool": j.e.Name, "action_id": j.act.ID, "key": j.key}
+	if attempt > 0 {
+		m["attempt"] = attempt
+	}
+	if code != "" {
+		m["code"] = string(code)
+	}
+	if j.approval != "" {
+		m["approval"] = j.approval
+	}
+	return m
+}
+
+// lastAttempt returns the highest attempt number started for the job's
+// key (0 when none) and its record; with upTo > 0 it looks no further.
+func (g *Gate) lastAttempt(ctx context.Context, j *job, upTo int) (int, kernel.Record, error) {
+	n, id := 0, ""
+	for next := 1; next <= maxProbe && (upTo == 0 || next <= upTo); next++ {
+		holder, err := g.k.ClaimedBy(ctx, j.attemptKey(next))
+		if errors.Is(err, kernel.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return 0, kernel.Record{}, err
+		}
+		n, id = next, holder
+	}
+	if n == 0 {
+		return 0, kernel.Record{}, nil
+	}
+	rec, err := g.reader.Get(ctx, id)
+	return n, rec, err
+}
+
+// leaseOver reports whether the driver of an attempt has had its time.
+func (g *Gate) leaseOver(att kernel.Record) bool {
+	until, ok := kernel.ToFloat(effectField(att, "lease_until_ms"))
+	return !ok || float64(g.k.Now().UnixMilli()) > until
+}
+
+// run drives the job to a result: it starts attempts (persisting each
+// before the effect runs), retries retryable failures with backoff, waits
+// for an attempt another driver holds, and records the outcome.
+func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
+	pol := j.e.Retry
+	mine := 0 // the attempt this driver started last
+	var lastErr error
+	wait := pollStart
+	for {
+		if id, ok, err := g.resultOf(ctx, j); err != nil {
+			return Result{ActionID: j.act.ID}, err
+		} else if ok {
+			return g.recorded(ctx, j, id)
+		}
+		n, att, err := g.lastAttempt(ctx, j, 0)
+		if err != nil {
+			return Result{ActionID: j.act.ID}, err
+		}
+		if n > 0 && n != mine && !g.leaseOver(att) {
+			// Another driver holds attempt n: wait for its result, or for
+			// its lease to run out.
+			if err := sleep(ctx, jitter(wait)); err != nil {
+				return Result{ActionID: j.act.ID}, err
+			}
+			wait = min(2*wait, pollMax)
+			continue
+		}
+		if n >= pol.MaxAttempts {
+			detail := "attempt " + strconv.Itoa(n) + " left no result"
+			if n == mine && lastErr != nil {
+				detail = lastErr.Error()
+			}
+			return g.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
+		}
+		if j.approval == "" && n > 0 {
+			j.approval, _ = effectField(att, "approval").(string)
+		}
+		rec, err := g.startAttempt(ctx, j, n+1, att, lastErr)
+		if errors.Is(err, kernel.ErrDuplicateKey) {
+			if _, err := g.k.ClaimedBy(ctx, j.attemptKey(n+1)); errors.Is(err, kernel.ErrNotFound) {
+				// Not the attempt but the approval was taken: it was
+				// consumed already, by another action's attempt.
+				return g.refuseAction(ctx, j, CodeApprovalRequired, "approval "+j.approval+" was already used")
+			}
+			continue // another driver started attempt n+1
+		}
+		if err != nil {
+			return Result{ActionID: j.act.ID}, err
+		}
+		mine, att = n+1, rec
+		out, effErr := g.invoke(ctx, j, mine)
+		if effErr == nil {
+			return g.finish(ctx, j, mine, rec, out, CodeEffectSucceeded, "")
+		}
+		if err := ctx.Err(); err != nil {
+			// The attempt stays without a result; once its lease is over,
+			// Recover (or another Execute) starts the next, with the same key.
+			return Result{ActionID: j.act.ID}, err
+		}
+		if !IsRetryable(effErr) {
+			return g.finish(ctx, j, mine, rec, nil, CodeEffectFailed, effErr.Error())
+		}
+		if mine >= pol.MaxAttempts {
+			return g.finish(ctx, j, mine, rec, nil, CodeRetriesExhausted, effErr.Error())
+		}
+		lastErr = effErr
+		if err := sleep(ctx, backoff(pol, mine)); err != nil {
+			return Result{ActionID: j.act.ID}, err
+		}
+	}
+}
+
+// startAttempt persists attempt n before its effect runs: a percept
+// claiming the attempt's once-key (and, for the first attempt of an
+// approved action, the approval's) in the same write, so that no two
+// drivers start the same attempt and no approval is used twice.
+func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Record, prevErr error) (kernel.Record, error) {
+	meta := j.meta(StatusAttempted, n, "")
+	meta["lease_until_ms"] = g.k.Now().Add(g.lease).UnixMilli()
+	refs := []string{j.act.ID}
+	keys := []string{j.attemptKey(n)}
+	if prev.ID != "" {
+		refs = append(refs, prev.ID)
+		if prevErr != nil {
+			meta["previous_error"] = prevErr.Error()
+		}
+	}
+	if n == 1 && j.approval != "" {
+		refs = append(refs, j.approval)
+		keys = append(keys, approvalKey(j.approval))
+	}
+	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
+		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: refs, OnceKeys: keys})
+}
+
+// invoke calls the effect for attempt n under the lease. A panic is a
+// failure retrying cannot fix; running out of the lease is one it may.
+func (g *Gate) invoke(ctx context.Context, j *job, n int) (out kernel.Payload, err error) {
+	ectx, cancel := context.WithTimeout(ctx, g.lease)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("effect panicked: %v", r)
+		}
+	}()
+	out, err = j.e.Effect(ectx, Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.args.Clone()})
+	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !IsRetryable(err) {
+		err = Retryable(fmt.Errorf("effect ran past its lease: %w", err))
+	}
+	return out, err
+}
+
+// finish records the job's result, claiming the result key, with its
+// decision record in the same write: a success under the tool's result
+// kind (the output at the top level), anything else as a failure. A
+// result another driver recorded first wins and is returned.
+func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out kernel.Payload, code kernel.Code, detail string) (Result, error) {
+	refs := []string{j.act.ID}
+	if att.ID != "" {
+		refs = append(refs, att.ID)
+	}
+	var approvals []string
+	if j.approval != "" {
+		approvals = []string{j.approval}
+	}
+	entry := kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
+	audit := &kernel.Audit{Kind: j.e.action(), Approvals: approvals, Context: j.cc.Clone()}
+	audit.Context["attempt"] = n
+	if code == CodeEffectSucceeded {
+		if _, reserved := out[KeyEffect]; reserved {
+			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(KeyEffect))
+		}
+		payload := out.Clone()
+		if payload == nil {
+			payload = kernel.Payload{}
+		}
+		payload[KeyEffect] = j.meta(StatusSucceeded, n, code)
+		entry.Kind, entry.Payload, entry.TTL = j.e.resultKind(), payload, j.e.ResultTTL
+		audit.Outcome, audit.Code = kernel.OutcomeExecuted, code
+	} else {
+		meta := j.meta(StatusFailed, n, code)
+		meta["error"] = detail
+		audit.Context["error"] = detail
+		entry.Kind, entry.Payload = KindFailed, kernel.Payload{KeyEffect: meta}
+		audit.Outcome, audit.Code = kernel.OutcomeFailed, code
+	}
+	entry.Audit = audit
+	rec, err := j.e.handle.Write(ctx, entry)
+	switch {
+	case errors.Is(err, kernel.ErrDuplicateKey):
+		return g.recordedByKey(ctx, j)
+	case code == CodeEffectSucceeded && (errors.Is(err, kernel.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge)):
+		return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be recorded: "+err.Error())
+	case err != nil:
+		return Result{ActionID: j.act.ID}, err
+	}
+	return g.recorded(ctx, j, rec.ID)
+}
+
+// backoff is the wait after attempt n failed: Backoff doubled n-1 times,
+// capped at MaxBackoff, drawn from its upper half.
+func backoff(p RetryPolicy, n int) time.Duration {
+	d := p.Backoff
+	for i := 1; i < n && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	return jitter(min(d, p.MaxBackoff))
+}
+
+// jitter draws a wait from [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d-d/2+1)
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,579 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Percept kinds the gate writes, besides each tool's result kind.
+const (
+	// KindAttempt is the percept an executor writes before it starts an
+	// effect (persist before act).
+	KindAttempt = "effect_attempt"
+	// KindFailed records an effect that failed for good, or a committed
+	// action refused for good when it was to run (status refused: its
+	// role lost the tool, say). A failure is no observation of what the
+	// tool looks at, so it is not recorded under the tool's result kind
+	// and never replaces the last good result.
+	KindFailed = "effect_failed"
+	// KindEscalated records an action that will not run because its
+	// approval was denied or expired; the safe fallback follows it.
+	KindEscalated = "effect_escalated"
+)
+
+// KeyEffect is the payload key under which the gate keeps its own fields
+// (status, action id, key, attempt, code, error, lease) in the percepts it
+// writes. A successful result's other keys are the effect's output, at the
+// top level, so that beliefs, rules, constraints and once-keys read them
+// as they read any percept (percepts.order.amount, a "stale" flag from the
+// source). An output may not use this key.
+const KeyEffect = "effect"
+
+// Status values in a result's KeyEffect object.
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusEscalated = "escalated"
+	StatusRefused   = "refused"
+	StatusAttempted = "attempted"
+)
+
+// GateWriter is the planner writer the gate submits safe fallbacks with.
+const GateWriter = "toolgate"
+
+// DefaultLease is how long an attempt is reserved to its driver when no
+// [WithLease] is given.
+const DefaultLease = time.Minute
+
+// RoleWriter returns the writer id under which a role's calls are proposed
+// to the kernel. It is what decision records and provenance name, and an
+// approver minted with this identity is refused: a role cannot approve its
+// own calls.
+func RoleWriter(role string) string { return "role:" + role }
+
+// Role is a role contract: the tools a worker in that role is authorized
+// to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
+// surfaced.
+type Role struct {
+	Name  string   // the role's name, as calls give it ([Call.Role])
+	Tools []string // the registered tools the role may call
+}
+
+// Intent names a kind of request and the tools that may serve it. When any
+// intent is configured, every call must name one that lists its tool.
+type Intent struct {
+	Name  string   // the intent's name, as calls give it ([Call.Intent])
+	Tools []string // the registered tools that may serve it
+}
+
+// Option configures a [Gate] in [New].
+type Option func(*config)
+
+type config struct {
+	tools    []Tool
+	roles    []Role
+	intents  []Intent
+	lease    time.Duration
+	fallback string
+}
+
+// WithTools registers tools, in the order [Gate.Surface] lists them.
+func WithTools(tools ...Tool) Option { return func(c *config) { c.tools = append(c.tools, tools...) } }
+
+// WithRoles sets the role contracts. A role not given has no tool.
+func WithRoles(roles ...Role) Option { return func(c *config) { c.roles = append(c.roles, roles...) } }
+
+// WithIntents configures intents; with any, a call must name an intent
+// that lists its tool.
+func WithIntents(intents ...Intent) Option {
+	return func(c *config) { c.intents = append(c.intents, intents...) }
+}
+
+// WithLease sets how long an attempt is reserved to the driver that wrote
+// it (default [DefaultLease]). The effect's context is cancelled when the
+// lease runs out; after that another driver ([Gate.Recover], a concurrent
+// [Gate.Execute]) may start the next attempt with the same key.
+func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
+
+// WithFallback sets the safe fallback action type a denied or expired
+// approval escalates to (default kernel.FallbackQueueForReview). The
+// kernel must know it as a safe fallback.
+func WithFallback(actionType string) Option { return func(c *config) { c.fallback = actionType } }
+
+// Gate is the tool-call gate: every tool call of an agent passes through
+// it as a governed kernel action. Build it with [New]. A Gate is immutable
+// after New and safe for concurrent use by any number of goroutines, and
+// several processes may run gates over one store: the store's once-keys
+// order them. It starts no goroutines.
+type Gate struct {
+	k        *kernel.Kernel
+	tools    map[string]*entry
+	order    []*entry
+	byAction map[string]*entry
+	roles    map[string]*role
+	intents  map[string]map[string]bool // nil: no intents configured
+	lease    time.Duration
+	fallback string
+	planner  *kernel.Planner // submits fallbacks
+	reader   kernel.Handle   // reads records
+}
+
+// entry is a registered tool with what New compiled for it.
+type entry struct {
+	Tool
+	spec   Spec
+	schema *schema
+	policy *policy
+	once   bool         // the action spec has a once-key
+	handle *kernel.Tool // writes the tool's attempts and results
+}
+
+type role struct {
+	name    string
+	tools   map[string]bool
+	planner *kernel.Planner
+}
+
+// New returns a gate over k for the tools, roles and intents the options
+// give. It checks that each tool's action type is registered with k the
+// way the tool needs ([Specs]; [ErrSpecMismatch] otherwise), compiles the
+// approval rules ([ErrInvalidTool] for one that does not compile), checks
+// roles and intents ([ErrInvalidConfig]), and reads the store once to
+// check that it enforces once-keys, which exactly-once execution needs.
+func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
+	if k == nil {
+		return nil, fmt.Errorf("%w: nil kernel", ErrInvalidConfig)
+	}
+	c := config{lease: DefaultLease, fallback: kernel.FallbackQueueForReview}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.lease <= 0 {
+		return nil, fmt.Errorf("%w: lease %v", ErrInvalidConfig, c.lease)
+	}
+	if _, err := k.ClaimedBy(context.Background(), "toolgate/probe"); errors.Is(err, kernel.ErrInvalidInput) {
+		return nil, fmt.Errorf("%w: the kernel's store does not enforce once-keys (kernel.KeyStore)", ErrInvalidConfig)
+	} else if err != nil && !errors.Is(err, kernel.ErrNotFound) {
+		return nil, err
+	}
+	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback {
+		return nil, fmt.Errorf("%w: fallback %q is not a registered safe fallback", ErrSpecMismatch, c.fallback)
+	}
+	g := &Gate{
+		k: k, tools: map[string]*entry{}, byAction: map[string]*entry{}, roles: map[string]*role{},
+		lease: c.lease, fallback: c.fallback, planner: k.Planner(GateWriter), reader: k.Tool(GateWriter),
+	}
+	for _, t := range c.tools {
+		e, err := g.register(t)
+		if err != nil {
+			return nil, err
+		}
+		g.tools[e.Name], g.byAction[e.action()] = e, e
+		g.order = append(g.order, e)
+	}
+	names := func(what, name string, tools []string) (map[string]bool, error) {
+		if err := checkName(name); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, what, err)
+		}
+		set := make(map[string]bool, len(tools))
+		for _, tn := range tools {
+			if g.tools[tn] == nil {
+				return nil, fmt.Errorf("%w: %s %q lists tool %q, which is not registered", ErrInvalidConfig, what, name, tn)
+			}
+			set[tn] = true
+		}
+		return set, nil
+	}
+	for _, r := range c.roles {
+		set, err := names("role", r.Name, r.Tools)
+		if err != nil {
+			return nil, err
+		}
+		if g.roles[r.Name] != nil {
+			return nil, fmt.Errorf("%w: duplicate role %q", ErrInvalidConfig, r.Name)
+		}
+		g.roles[r.Name] = &role{name: r.Name, tools: set, planner: k.Planner(RoleWriter(r.Name))}
+	}
+	for _, in := range c.intents {
+		set, err := names("intent", in.Name, in.Tools)
+		if err != nil {
+			return nil, err
+		}
+		if g.intents == nil {
+			g.intents = map[string]map[string]bool{}
+		}
+		if g.intents[in.Name] != nil {
+			return nil, fmt.Errorf("%w: duplicate intent %q", ErrInvalidConfig, in.Name)
+		}
+		g.intents[in.Name] = set
+	}
+	return g, nil
+}
+
+// register checks a tool and compiles what the gate needs of it.
+func (g *Gate) register(t Tool) (*entry, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: tool %q: %s", ErrInvalidTool, t.Name, fmt.Sprintf(format, a...))
+	}
+	if err := checkName(t.Name); err != nil {
+		return nil, bad("%v", err)
+	}
+	if g.tools[t.Name] != nil {
+		return nil, bad("registered twice")
+	}
+	if t.Effect == nil {
+		return nil, bad("no effect")
+	}
+	if g.byAction[t.action()] != nil {
+		return nil, bad("action type %q is another tool's", t.action())
+	}
+	switch rk := t.resultKind(); rk {
+	case KindAttempt, KindFailed, KindEscalated, kernel.KindDecisionRecord, kernel.KindApproval:
+		return nil, bad("result kind %q is reserved", rk)
+	}
+	if slices.Contains(t.Requires, "") {
+		return nil, bad("empty belief kind in Requires")
+	}
+	if t.ResultTTL < 0 || t.ResultTTL > kernel.MaxTTL {
+		return nil, bad("result TTL %v", t.ResultTTL)
+	}
+	r := t.Retry.withDefaults()
+	if r.MaxAttempts < 1 || r.Backoff < 0 || r.MaxBackoff < r.Backoff {
+		return nil, bad("retry policy %+v", t.Retry)
+	}
+	t.Retry = r
+	t.Requires = slices.Clone(t.Requires)
+	t.Hints = maps.Clone(t.Hints)
+	params := slices.Clone(t.Parameters)
+	if len(params) == 0 {
+		params = slices.Clone(defaultParameters)
+	}
+	t.Parameters = params
+	s, err := parseSchema(params)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	pol, err := compilePolicy(t.Approval, s)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	spec, ok := g.k.Spec(t.action())
+	mismatch := func(why string) error {
+		return fmt.Errorf("%w: tool %q, action type %q: %s (see toolgate.Specs)", ErrSpecMismatch, t.Name, t.action(), why)
+	}
+	switch {
+	case !ok:
+		return nil, mismatch("not registered with the kernel")
+	case t.readOnly() && !spec.SafeFallback:
+		return nil, mismatch("a read-only tool rests on no belief, so its type must be a safe fallback")
+	case !t.readOnly() && spec.SafeFallback:
+		return nil, mismatch("a tool that requires beliefs must not be a safe fallback (constraints would not guard it)")
+	}
+	for _, need := range spec.MinBeliefs {
+		if !slices.Contains(t.Requires, need) {
+			return nil, mismatch("the spec requires belief " + need + ", which the tool does not declare")
+		}
+	}
+	return &entry{
+		Tool:   t,
+		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
+		schema: s, policy: pol, once: spec.Once != nil,
+		handle: g.k.Tool("tool:" + t.Name),
+	}, nil
+}
+
+// checkName refuses tool, role and intent names the kernel would refuse as
+// a kind, and long ones.
+func checkName(s string) error { return checkLen(s, 256) }
+
+// checkTrace refuses trace ids the kernel would refuse.
+func checkTrace(s string) error { return checkLen(s, 512) }
+
+func checkLen(s string, limit int) error {
+	switch {
+	case s == "":
+		return errors.New("empty name")
+	case len(s) > limit:
+		return fmt.Errorf("longer than %d bytes", limit)
+	case !utf8.ValidString(s):
+		return errors.New("name is not valid UTF-8")
+	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return errors.New("name contains a control character")
+	}
+	return nil
+}
+
+// Tools returns the specs of every registered tool, in registration order.
+func (g *Gate) Tools() []Spec {
+	out := make([]Spec, len(g.order))
+	for i, e := range g.order {
+		out[i] = e.spec.clone()
+	}
+	return out
+}
+
+func (s Spec) clone() Spec {
+	s.Parameters = slices.Clone(s.Parameters)
+	return s
+}
+
+// Surface returns the specs of the tools a model in role may be shown for
+// the trace and intent, in registration order: those the role contract
+// lists, that the intent allows (when intents are configured; with
+// intents configured and none named, nothing is surfaced), and that are
+// situationally possible now: every belief the tool requires is committed
+// and true in the trace's current view (a read-only tool always is).
+//
+// Surfacing is a courtesy to the model, so that it is not offered what it
+// cannot use: a refused capability is absent from its tool list rather
+// than only rejected at execution. It is not the enforcement: the trace
+// may change between Surface and a call, and a model may call a tool it
+// was not shown. [Gate.Call] checks every call again.
+//
+// An unknown role is [ErrUnknownRole] and an intent that is not
+// configured [ErrUnknownIntent]; a bad trace id is the kernel's
+// ErrInvalidInput.
+func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spec, error) {
+	r := g.roles[role]
+	if r == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownRole, role)
+	}
+	var allowed map[string]bool
+	if g.intents != nil && intent != "" {
+		if allowed = g.intents[intent]; allowed == nil {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownIntent, intent)
+		}
+	}
+	v, err := g.k.View(ctx, traceID, kernel.ViewOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := []Spec{}
+	for _, e := range g.order {
+		if !r.tools[e.Name] || g.intents != nil && !allowed[e.Name] {
+			continue
+		}
+		possible := true
+		for _, kind := range e.Requires {
+			if b, ok := v.Get(kernel.Beliefs, kind); !ok || !b.Bool(kernel.KeyValue) {
+				possible = false
+				break
+			}
+		}
+		if possible {
+			out = append(out, e.spec.clone())
+		}
+	}
+	return out, nil
+}
+
+// Call puts one tool call through the gate and answers with a [Result]:
+//
+//  1. The tool must be registered (TOOL_UNKNOWN), listed by the caller's
+//     role contract (TOOL_NOT_PERMITTED) and, when intents are configured,
+//     by the call's intent (TOOL_NOT_FOR_INTENT); its arguments must fit
+//     its schema (INVALID_ARGUMENTS). A call refused here stores nothing
+//     but its decision record.
+//  2. The call becomes an action proposal of the role's planner, with the
+//     arguments as payload and the tool's beliefs as requires_beliefs, and
+//     the kernel decides it: evidence, rules, constraints, once-keys. Its
+//     decision record lands in the same batch. A kernel refusal keeps the
+//     kernel's code (STALE_EVIDENCE, DUPLICATE_ACTION, ...).
+//  3. A committed action whose approval policy applies waits:
+//     NeedsApproval, with the action id to approve. Any other is executed
+//     at once, exactly once per action (see [Gate.Execute]): Executed
+//     with the effect's output, or Failed.
+//
+// A refusal is a Result, not an error, with the code, the root cause and a
+// hint for the model, so that the agent loop can hand it back as the
+// tool's result and go on. Call returns an error only when the loop cannot
+// go on: an invalid trace id ([ErrInvalidCall]), a cancelled context, a
+// store failure. On an error after the action committed, the Result still
+// names it (ActionID): [Gate.Execute] or [Gate.Recover] finishes it.
+func (g *Gate) Call(ctx context.Context, c Call) (Result, error) {
+	res, j, err := g.propose(ctx, c)
+	if err != nil || j == nil {
+		return res, err
+	}
+	return g.run(ctx, j)
+}
+
+// propose runs the checks and the kernel's decision. It returns the job to
+// run when the action committed and may run now, else the answer.
+func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, nil, err
+	}
+	if err := checkTrace(c.TraceID); err != nil {
+		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	}
+	cc := callContext(c)
+	e := g.tools[c.Tool]
+	if e == nil {
+		return noJob(g.refuse(ctx, c.TraceID, nil, c.Tool, CodeToolUnknown, "no tool named "+quote(c.Tool), cc))
+	}
+	r := g.roles[c.Role]
+	if r == nil || !r.tools[c.Tool] {
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the role contract of "+quote(c.Role)+" does not list "+quote(c.Tool), cc))
+	}
+	if g.intents != nil && !g.intents[c.Intent][c.Tool] {
+		detail := "intent " + quote(c.Intent) + " does not list " + quote(c.Tool)
+		if g.intents[c.Intent] == nil {
+			detail = "no configured intent " + quote(c.Intent)
+		}
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, cc))
+	}
+	args, prob := e.schema.check(c.Args)
+	if prob == nil {
+		delete(cc, "args_raw")
+		cc["args"] = map[string]any(args)
+		digest, err := kernel.ArgsDigest(args)
+		if err != nil {
+			prob = &argProblem{detail: "the arguments cannot be stored: " + err.Error()}
+		} else {
+			cc["args_digest"] = digest
+		}
+	}
+	if prob != nil {
+		delete(cc, "args")
+		if prob.field != "" {
+			cc["argument"] = prob.field
+		}
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
+	}
+	need, why := e.policy.needs(ctx, args, c.Role, c.Intent)
+	cc["approval_required"] = need
+	if need {
+		cc["approval_reason"] = why
+	}
+	payload := args.Clone()
+	payload[kernel.KeyRequiresBeliefs] = slices.Clone(e.Requires)
+	if e.Requires == nil {
+		payload[kernel.KeyRequiresBeliefs] = []string{}
+	}
+	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: kernel.Actions, Kind: e.action(), Payload: payload,
+		Audit: &kernel.Audit{PendingApproval: need, Context: cc}})
+	if errors.Is(err, kernel.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
+		delete(cc, "args")
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, "the arguments cannot be stored: "+err.Error(), cc))
+	}
+	if err != nil {
+		return Result{}, nil, err
+	}
+	if !d.Committed() {
+		root := d.RootCause()
+		return Result{Outcome: Refused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
+	}
+	act := d.Record
+	if need {
+		return Result{Outcome: NeedsApproval, Code: CodeApprovalRequired, ActionID: act.ID, ApprovalID: act.ID,
+			DecisionID: d.ID, Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, act.ID)}, nil, nil
+	}
+	j, err := g.newJob(ctx, e, act, cc)
+	if err != nil {
+		return Result{ActionID: act.ID}, nil, err
+	}
+	return Result{ActionID: act.ID}, j, nil
+}
+
+// noJob adapts a refusal to propose's results.
+func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
+
+// callContext is what a decision record says about the call itself:
+// the tool, role, call id and intent as given (cut to a sane length), and
+// the raw arguments when they are short (replaced by the parsed arguments
+// and their digest once they parse).
+func callContext(c Call) kernel.Payload {
+	cc := kernel.Payload{"tool": clip(c.Tool), "role": clip(c.Role)}
+	if c.ID != "" {
+		cc["call_id"] = clip(c.ID)
+	}
+	if c.Intent != "" {
+		cc["intent"] = clip(c.Intent)
+	}
+	if len(c.Args) <= maxRawArgs {
+		cc["args_raw"] = strings.ToValidUTF8(string(c.Args), "\uFFFD")
+	}
+	return cc
+}
+
+// maxRawArgs bounds the unparsed arguments a refusal's record keeps.
+const maxRawArgs = 1024
+
+// clip makes a caller's string fit a record: valid UTF-8, cut after
+// about 256 bytes.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= 256 {
+		return s
+	}
+	cut := 256
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// refuse records a refusal the kernel's pipeline never saw (a role
+// contract, an intent, an unknown tool, bad arguments, an execution-time
+// check) and returns it as a Result.
+func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string, code kernel.Code, detail string, cc kernel.Payload) (Result, error) {
+	kind := clip(tool)
+	if e != nil {
+		kind = e.action()
+	}
+	if kind == "" {
+		kind = "unnamed_tool"
+	}
+	dr, err := g.k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: traceID, Kind: kind, Outcome: kernel.OutcomeRefused,
+		Code: code, Detail: detail, Context: cc})
+	if err != nil {
+		return Result{}, err
+	}
+	root := kernel.Cause{Code: code, Detail: detail}
+	return Result{Outcome: Refused, Code: code, RootCause: root, Hint: g.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
+}
+
+// DecisionFilter narrows [Gate.Decisions]. A zero field matches
+// everything.
+type DecisionFilter struct {
+	// TraceID keeps the records of one trace (read through its index).
+	TraceID string
+	// Tool matches the tool the call named (the record's context), so it
+	// finds a call's whole chain: refusal or commit, result, escalation
+	// and its fallback.
+	Tool string
+	// Outcome keeps the records with that outcome.
+	Outcome kernel.Outcome
+}
+
+// Decisions streams the decision records of the kernel's namespace that
+// match f, in append order: one per refused call, per committed (or
+// pending-approval) action, per effect result, per escalation and its
+// fallback. It wraps [kernel.Kernel.DecisionRecords]; without TraceID it
+// reads every trace of the namespace.
+func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[kernel.DecisionRecord, error] {
+	return func(yield func(kernel.DecisionRecord, error) bool) {
+		for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: f.TraceID, Outcome: f.Outcome}) {
+			if err == nil && f.Tool != "" && d.Context["tool"] != any(f.Tool) {
+				continue
+			}
+			if !yield(d, err) || err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,407 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// withIntents configures the desk's intents.
+func withIntents(su *setup) {
+	su.intents = []Intent{
+		{Name: "refund", Tools: []string{"lookup_order", "issue_refund"}},
+		{Name: "question", Tools: []string{"lookup_order", "search_kb"}},
+	}
+}
+
+// refusedBeforeKernel checks a refusal the gate made before the kernel's
+// pipeline: its code, a hint, its decision record, and that it stored
+// nothing else.
+func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code kernel.Code, hintHas string) Result {
+	t.Helper()
+	before := len(d.records())
+	res, err := d.g.Call(d.ctx, c)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	wantOutcome(t, what, res, Refused, code)
+	if res.RootCause.Code != code || res.RootCause.Detail == "" || !strings.Contains(res.Hint, hintHas) {
+		t.Errorf("%s: root %+v hint %q, want root %s and a hint with %q", what, res.RootCause, res.Hint, code, hintHas)
+	}
+	after := d.records()
+	if len(after) != before+1 {
+		t.Fatalf("%s stored %d records, want its decision record only", what, len(after)-before)
+	}
+	var dr *kernel.DecisionRecord
+	for r := range d.g.Decisions(d.ctx, DecisionFilter{TraceID: c.TraceID}) {
+		if r.ID == res.DecisionID {
+			dr = &r
+		}
+	}
+	if dr == nil || dr.Outcome != kernel.OutcomeRefused || dr.Code != code || dr.Context["tool"] != clip(c.Tool) || dr.Context["role"] != c.Role ||
+		c.ID != "" && dr.Context["call_id"] != c.ID {
+		t.Errorf("%s: decision record %+v", what, dr)
+	}
+	return res
+}
+
+func TestRoleContract(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		refusedBeforeKernel(t, d, "support searches the knowledge base",
+			Call{ID: "c1", Tool: "search_kb", Args: json.RawMessage(`{"query":"refund policy"}`), Role: "support", TraceID: "t"},
+			CodeToolNotPermitted, "not available to you")
+		refusedBeforeKernel(t, d, "researcher refunds",
+			Call{ID: "c2", Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":10}`), Role: "researcher", TraceID: "t"},
+			CodeToolNotPermitted, "not available to you")
+		refusedBeforeKernel(t, d, "a role with no contract",
+			Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Role: "intruder", TraceID: "t"},
+			CodeToolNotPermitted, "not available to you")
+		if n := len(d.invocations("issue_refund")) + len(d.invocations("search_kb")); n != 0 {
+			t.Errorf("%d effects ran", n)
+		}
+		if res := d.call("t", "researcher", "", "search_kb", `{"query":"refund policy"}`); res.Outcome != Executed {
+			t.Errorf("researcher searches: %+v", res)
+		}
+		// Without the role contract the attack wins: the kernel knows
+		// nothing of roles, and commits the researcher's refund.
+		dec, err := d.k.Planner(RoleWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+			Payload: kernel.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		if err != nil || !dec.Committed() {
+			t.Errorf("the kernel alone: %v %v, want the refund committed (the role check is the gate's)", dec.Code, err)
+		}
+	})
+}
+
+func TestIntent(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		refund := json.RawMessage(`{"order_id":"A1","amount":10}`)
+		refusedBeforeKernel(t, d, "refund for a question",
+			Call{Tool: "issue_refund", Args: refund, Role: "support", TraceID: "t", Intent: "question"},
+			CodeToolNotForIntent, "does not serve")
+		refusedBeforeKernel(t, d, "no intent",
+			Call{Tool: "issue_refund", Args: refund, Role: "support", TraceID: "t"},
+			CodeToolNotForIntent, "does not serve")
+		refusedBeforeKernel(t, d, "unknown intent",
+			Call{Tool: "issue_refund", Args: refund, Role: "support", TraceID: "t", Intent: "anything"},
+			CodeToolNotForIntent, "does not serve")
+		// The role check comes first: a tool outside the contract is
+		// TOOL_NOT_PERMITTED whatever the intent.
+		refusedBeforeKernel(t, d, "search for a question by support",
+			Call{Tool: "search_kb", Args: json.RawMessage(`{"query":"x"}`), Role: "support", TraceID: "t", Intent: "question"},
+			CodeToolNotPermitted, "not available")
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("%d refunds ran", n)
+		}
+		if res := d.call("t", "support", "refund", "issue_refund", string(refund)); res.Outcome != Executed {
+			t.Errorf("refund for a refund: %+v", res)
+		}
+	}, withIntents)
+}
+
+func TestUnknownTool(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		refusedBeforeKernel(t, d, "hallucinated tool",
+			Call{ID: "c9", Tool: "delete_account", Args: json.RawMessage(`{}`), Role: "support", TraceID: "t"},
+			CodeToolUnknown, "Call only the tools")
+		refusedBeforeKernel(t, d, "no tool name", Call{Role: "support", TraceID: "t"}, CodeToolUnknown, "Call only the tools")
+		// Whatever the model makes up is recorded, made to fit.
+		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
+			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Role: "support", TraceID: "t"},
+			CodeToolUnknown, "Call only the tools")
+		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeRefused})
+		if last := recs[len(recs)-1]; last.ID != res.DecisionID || len(last.Kind) > 300 || last.Context["args_raw"] != `{"a":1}` {
+			t.Errorf("record %+v", last)
+		}
+	})
+}
+
+func TestInvalidArguments(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		for _, tc := range []struct {
+			name, args, field string
+		}{
+			{"not JSON", `{"order_id":`, ""},
+			{"not an object", `["A1", 10]`, ""},
+			{"two values", `{} {}`, ""},
+			{"missing amount", `{"order_id":"A1"}`, "amount"},
+			{"amount as a string", `{"order_id":"A1","amount":"ten"}`, "amount"},
+			{"order id as a number", `{"order_id":7,"amount":10}`, "order_id"},
+			{"reason outside its enum", `{"order_id":"A1","amount":10,"reason":"whim"}`, "reason"},
+			{"undeclared argument", `{"order_id":"A1","amount":10,"note":"x"}`, "note"},
+			// The model may not choose the action's grounding, type or a
+			// flag the kernel derives.
+			{"its own grounding", `{"order_id":"A1","amount":10,"requires_beliefs":[]}`, "requires_beliefs"},
+			{"its own type", `{"order_id":"A1","amount":10,"type":"lookup_order"}`, "type"},
+			{"a derived flag", `{"order_id":"A1","amount":10,"uses_stale_data":false}`, "uses_stale_data"},
+		} {
+			res := refusedBeforeKernel(t, d, tc.name,
+				Call{Tool: "issue_refund", Args: json.RawMessage(tc.args), Role: "support", TraceID: "t"},
+				CodeInvalidArguments, "call issue_refund again")
+			if tc.field != "" && !strings.Contains(res.Hint, `"`+tc.field+`"`) {
+				t.Errorf("%s: hint %q does not name %s", tc.name, res.Hint, tc.field)
+			}
+		}
+		// No arguments at all is an empty object: fine for a tool without
+		// required ones, missing order_id here.
+		res := refusedBeforeKernel(t, d, "empty arguments", Call{Tool: "lookup_order", Role: "support", TraceID: "t"},
+			CodeInvalidArguments, `"order_id"`)
+		if !strings.Contains(res.RootCause.Detail, "order_id") {
+			t.Errorf("root cause %+v", res.RootCause)
+		}
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("%d refunds ran", n)
+		}
+		// Without the schema check the kernel would commit a refund with
+		// no amount: it gates evidence, not argument shapes.
+		dec, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+			Payload: kernel.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		if err != nil || !dec.Committed() {
+			t.Errorf("the kernel alone: %v %v, want the malformed refund committed", dec.Code, err)
+		}
+	})
+}
+
+func TestKernelRefusals(t *testing.T) {
+	t.Run("stale evidence", func(t *testing.T) {
+		onStores(t, func(t *testing.T, d *desk) {
+			d.ground("t", "A1")
+			// The order system now reports the order stale.
+			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "stale": true}, nil
+			})
+			if res := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); res.Outcome != Executed {
+				t.Fatalf("second lookup: %+v", res)
+			}
+			before := len(d.records())
+			res := d.refund("t", "A1", 10)
+			wantOutcome(t, "refund on a stale order", res, Refused, kernel.CodeStaleEvidence)
+			stale := d.kinds(kernel.Percepts, "order")[1]
+			if res.RootCause.Code != kernel.CodeStaleEvidence || res.RootCause.Record != stale.ID {
+				t.Errorf("root cause %+v, want STALE_EVIDENCE on %s", res.RootCause, stale.ID)
+			}
+			if !strings.Contains(res.Hint, "Call lookup_order again") {
+				t.Errorf("hint %q", res.Hint)
+			}
+			if n := len(d.invocations("issue_refund")); n != 0 || d.committedActions("issue_refund") != 0 {
+				t.Errorf("%d refunds ran, %d committed", n, d.committedActions("issue_refund"))
+			}
+			// The kernel stores the refused proposal and its decision record,
+			// nothing else: no attempt, no result.
+			if got := len(d.records()) - before; got != 2 {
+				t.Errorf("the refusal stored %d records, want the proposal and its decision record", got)
+			}
+			if dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeRefused}); len(dr) != 1 || dr[0].Code != kernel.CodeStaleEvidence || dr[0].ID != res.DecisionID {
+				t.Errorf("decision records %+v", dr)
+			}
+		})
+	})
+	t.Run("expired result", func(t *testing.T) {
+		onStores(t, func(t *testing.T, d *desk) {
+			d.ground("t", "A1")
+			d.clock.Advance(2 * time.Hour)
+			res := d.refund("t", "A1", 10)
+			wantOutcome(t, "refund on an expired order", res, Refused, kernel.CodeStaleEvidence)
+			if !strings.Contains(res.Hint, "Call lookup_order again") {
+				t.Errorf("hint %q", res.Hint)
+			}
+			// Refreshing the order is what the hint asks; then it goes through.
+			if r := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); r.Outcome != Executed {
+				t.Fatalf("refresh: %+v", r)
+			}
+			if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due",
+				Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+				t.Fatal(err)
+			}
+			wantOutcome(t, "refund after the refresh", d.refund("t", "A1", 10), Executed, CodeEffectSucceeded)
+		}, func(su *setup) { su.tools[0].ResultTTL = time.Hour })
+	})
+	t.Run("no belief", func(t *testing.T) {
+		onStores(t, func(t *testing.T, d *desk) {
+			res := d.refund("t", "A1", 10)
+			wantOutcome(t, "refund without grounds", res, Refused, kernel.CodeNoCommittedBelief)
+			if !strings.Contains(res.Hint, "not established") {
+				t.Errorf("hint %q", res.Hint)
+			}
+		})
+	})
+	t.Run("duplicate", func(t *testing.T) {
+		onStores(t, func(t *testing.T, d *desk) {
+			d.ground("t", "A1")
+			wantOutcome(t, "first refund", d.refund("t", "A1", 10), Executed, CodeEffectSucceeded)
+			res := d.refund("t", "A1", 10)
+			wantOutcome(t, "second refund", res, Refused, kernel.CodeDuplicateAction)
+			if res.Hint != "This refund was already issued; do not retry." {
+				t.Errorf("hint %q, want the tool's own", res.Hint)
+			}
+			if n := len(d.invocations("issue_refund")); n != 1 {
+				t.Errorf("%d refunds ran, want 1", n)
+			}
+		})
+	})
+}
+
+func TestSurface(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		names := func(role, trace, intent string) []string {
+			t.Helper()
+			specs, err := d.g.Surface(d.ctx, role, trace, intent)
+			if err != nil {
+				t.Fatalf("Surface(%s, %s, %s): %v", role, trace, intent, err)
+			}
+			out := []string{}
+			for _, s := range specs {
+				out = append(out, s.Name)
+			}
+			return out
+		}
+		check := func(what string, got []string, want ...string) {
+			t.Helper()
+			if !slices.Equal(got, append([]string{}, want...)) {
+				t.Errorf("%s: surfaced %v, want %v", what, got, want)
+			}
+		}
+		check("support before the order is known", names("support", "t", "refund"), "lookup_order")
+		check("a question", names("support", "t", "question"), "lookup_order")
+		check("no intent", names("support", "t", ""))
+		check("researcher", names("researcher", "t", "question"), "search_kb")
+		check("researcher asked to refund", names("researcher", "t", "refund"))
+		// Surfacing is a courtesy: the refund the model was not shown is
+		// still refused when called.
+		wantOutcome(t, "refund not surfaced", d.refund("t", "A1", 10), Refused, kernel.CodeNoCommittedBelief)
+		d.ground("t", "A1")
+		check("support once refund_due holds", names("support", "t", "refund"), "lookup_order", "issue_refund")
+		check("another trace", names("support", "t2", "refund"), "lookup_order")
+		// A false belief does not surface the tool.
+		if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t3", Slot: kernel.Beliefs, Kind: "refund_due",
+			Payload: kernel.Payload{kernel.KeyValue: false, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+			t.Fatal(err)
+		}
+		check("refund_due false", names("support", "t3", "refund"), "lookup_order")
+		specs, _ := d.g.Surface(d.ctx, "support", "t", "refund")
+		if specs[1].Description != "Refund an order." || !json.Valid(specs[1].Parameters) || !strings.Contains(string(specs[1].Parameters), "amount") {
+			t.Errorf("spec %+v", specs[1])
+		}
+		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrUnknownRole) {
+			t.Errorf("unknown role: %v", err)
+		}
+		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrUnknownIntent) {
+			t.Errorf("unknown intent: %v", err)
+		}
+		if _, err := d.g.Surface(d.ctx, "support", "", "refund"); !errors.Is(err, kernel.ErrInvalidInput) {
+			t.Errorf("no trace: %v", err)
+		}
+	}, withIntents)
+}
+
+func TestSurfaceWithoutIntents(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		specs, err := d.g.Surface(d.ctx, "support", "t", "whatever")
+		if err != nil || len(specs) != 1 || specs[0].Name != "lookup_order" {
+			t.Errorf("Surface: %v %v", specs, err)
+		}
+		all := d.g.Tools()
+		if len(all) != 3 || all[2].Name != "search_kb" || !json.Valid(all[2].Parameters) {
+			t.Errorf("Tools: %+v", all)
+		}
+	})
+}
+
+func TestCallErrors(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		if _, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Role: "support"}); !errors.Is(err, ErrInvalidCall) {
+			t.Errorf("no trace: %v", err)
+		}
+		ctx, cancel := context.WithCancel(d.ctx)
+		cancel()
+		if _, err := d.g.Call(ctx, Call{Tool: "lookup_order", Role: "support", TraceID: "t", Args: json.RawMessage(`{"order_id":"A1"}`)}); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled: %v", err)
+		}
+		if len(d.records()) != 0 {
+			t.Error("a call that could not be made stored records")
+		}
+	})
+}
+
+func TestNewChecks(t *testing.T) {
+	effect := func(context.Context, Invocation) (kernel.Payload, error) { return nil, nil }
+	lookup := Tool{Name: "lookup_order", Parameters: json.RawMessage(orderSchema), Result: "order", Effect: effect}
+	refund := Tool{Name: "issue_refund", Parameters: json.RawMessage(refundSchema), Requires: []string{"refund_due"}, Effect: effect}
+	for _, tc := range []struct {
+		name  string
+		specs []kernel.ActionSpec
+		store kernel.Store
+		opts  []Option
+		want  error
+	}{
+		{"fine", Specs(lookup, refund), nil, []Option{WithTools(lookup, refund), WithRoles(Role{"support", []string{"lookup_order"}})}, nil},
+		{"type not registered", Specs(lookup), nil, []Option{WithTools(lookup, refund)}, ErrSpecMismatch},
+		{"read-only tool not a safe fallback", []kernel.ActionSpec{{Type: "lookup_order"}}, nil, []Option{WithTools(lookup)}, ErrSpecMismatch},
+		{"grounded tool registered as a safe fallback", []kernel.ActionSpec{{Type: "issue_refund", SafeFallback: true}}, nil, []Option{WithTools(refund)}, ErrSpecMismatch},
+		{"spec needs a belief the tool does not declare", []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due", "kyc_ok"}}}, nil, []Option{WithTools(refund)}, ErrSpecMismatch},
+		{"fallback not registered", Specs(lookup), nil, []Option{WithTools(lookup), WithFallback("call_a_human")}, ErrSpecMismatch},
+		{"approval rule does not compile", Specs(refund), nil, []Option{WithTools(withApproval(refund, "amount >"))}, ErrInvalidTool},
+		{"approval rule not a bool", Specs(refund), nil, []Option{WithTools(withApproval(refund, "amount + 1"))}, ErrInvalidTool},
+		{"no effect", Specs(lookup), nil, []Option{WithTools(Tool{Name: "lookup_order", Result: "order"})}, ErrInvalidTool},
+		{"no name", nil, nil, []Option{WithTools(Tool{Effect: effect})}, ErrInvalidTool},
+		{"twice", Specs(lookup), nil, []Option{WithTools(lookup, lookup)}, ErrInvalidTool},
+		{"reserved property", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`))}, ErrInvalidTool},
+		{"schema not an object", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"array"}`))}, ErrInvalidTool},
+		{"unknown property type", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`))}, ErrInvalidTool},
+		{"undeclared required", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"object","required":["x"]}`))}, ErrInvalidTool},
+		{"reserved result kind", Specs(lookup), nil, []Option{WithTools(Tool{Name: "lookup_order", Result: KindAttempt, Effect: effect})}, ErrInvalidTool},
+		{"bad retry", Specs(lookup), nil, []Option{WithTools(Tool{Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}})}, ErrInvalidTool},
+		{"role lists an unknown tool", Specs(lookup), nil, []Option{WithTools(lookup), WithRoles(Role{"support", []string{"issue_refund"}})}, ErrInvalidConfig},
+		{"role twice", Specs(lookup), nil, []Option{WithTools(lookup), WithRoles(Role{"support", nil}, Role{"support", nil})}, ErrInvalidConfig},
+		{"intent lists an unknown tool", Specs(lookup), nil, []Option{WithTools(lookup), WithIntents(Intent{"refund", []string{"issue_refund"}})}, ErrInvalidConfig},
+		{"role without a name", Specs(lookup), nil, []Option{WithTools(lookup), WithRoles(Role{"", nil})}, ErrInvalidConfig},
+		{"bad lease", Specs(lookup), nil, []Option{WithTools(lookup), WithLease(0)}, ErrInvalidConfig},
+		{"store without once-keys", Specs(lookup), plainStore{kernel.NewMemStore()}, []Option{WithTools(lookup)}, ErrInvalidConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kopts := []kernel.Option{kernel.WithActionSpecs(tc.specs...)}
+			if tc.store != nil {
+				kopts = append(kopts, kernel.WithStore(tc.store))
+			}
+			k, err := kernel.New(kopts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer k.Close()
+			_, err = New(k, tc.opts...)
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("New: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("nil kernel: %v", err)
+	}
+}
+
+// plainStore hides the MemStore's once-keys.
+type plainStore struct{ kernel.Store }
+
+func withApproval(t Tool, rule string) Tool { t.Approval = ApprovalPolicy{When: rule}; return t }
+func withParams(t Tool, schema string) Tool { t.Parameters = json.RawMessage(schema); return t }
+
+func TestSpecs(t *testing.T) {
+	specs := Specs(deskTools(func(string) EffectFunc { return nil })...)
+	if len(specs) != 3 {
+		t.Fatalf("%d specs", len(specs))
+	}
+	if s := specs[0]; s.Type != "lookup_order" || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 {
+		t.Errorf("read-only spec %+v", s)
+	}
+	if s := specs[1]; s.Type != "issue_refund" || s.SafeFallback || !slices.Equal(s.MinBeliefs, []string{"refund_due"}) {
+		t.Errorf("grounded spec %+v", s)
+	}
+}

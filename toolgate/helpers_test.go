@@ -1,0 +1,307 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// The tests drive a support desk: a support role that looks up orders and
+// issues refunds (a refund over 500 needs approval, and rests on the
+// refund_due belief, which rests on the order percept lookup_order
+// records), and a researcher role that searches a knowledge base.
+
+// stores lists the stores every test runs on, as kernel/attack_test.go
+// does.
+var stores = []struct {
+	name string
+	open func(t *testing.T) kernel.Store
+}{
+	{"memstore", func(*testing.T) kernel.Store { return kernel.NewMemStore() }},
+	{"sqlite", func(t *testing.T) kernel.Store {
+		s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+}
+
+// clock is a clock tests move by hand.
+type clock struct{ ms atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ms.Store(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC).UnixMilli())
+	return c
+}
+
+func (c *clock) Now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// setup is what a test may change about the desk before it is built.
+type setup struct {
+	tools      []Tool
+	roles      []Role
+	intents    []Intent
+	kernelOpts []kernel.Option
+	gateOpts   []Option
+	specs      func([]kernel.ActionSpec) []kernel.ActionSpec
+}
+
+// desk is a gate over a kernel on one store, with a fake clock and effects
+// whose behaviour a test sets and whose calls it counts.
+type desk struct {
+	t       testing.TB
+	ctx     context.Context
+	store   kernel.Store
+	clock   *clock
+	k       *kernel.Kernel
+	g       *Gate
+	analyst *kernel.Planner // proposes beliefs
+	tools   []Tool          // as registered
+	roles   []Role
+
+	mu     sync.Mutex
+	behave map[string]EffectFunc
+	calls  map[string][]Invocation
+}
+
+// onStores runs fn with a fresh desk on each store.
+func onStores(t *testing.T, fn func(t *testing.T, d *desk), mods ...func(*setup)) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.open(t)
+			t.Cleanup(func() { s.Close() })
+			fn(t, newDesk(t, s, mods...))
+		})
+	}
+}
+
+const (
+	orderSchema  = `{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"],"additionalProperties":false}`
+	refundSchema = `{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"},` +
+		`"reason":{"type":"string","enum":["damaged","late","other"]}},"required":["order_id","amount"],"additionalProperties":false}`
+	searchSchema = `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`
+)
+
+// deskTools are the desk's tools; effect dispatches to the desk.
+func deskTools(effect func(tool string) EffectFunc) []Tool {
+	return []Tool{
+		{Name: "lookup_order", Description: "Look up an order by id.", Parameters: json.RawMessage(orderSchema),
+			Result: "order", Effect: effect("lookup_order")},
+		{Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
+			Requires: []string{"refund_due"}, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
+			Retry:  RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+			Hints:  map[kernel.Code]string{kernel.CodeDuplicateAction: "This refund was already issued; do not retry."},
+			Effect: effect("issue_refund")},
+		{Name: "search_kb", Description: "Search the knowledge base.", Parameters: json.RawMessage(searchSchema),
+			Effect: effect("search_kb")},
+	}
+}
+
+func newDesk(t testing.TB, s kernel.Store, mods ...func(*setup)) *desk {
+	t.Helper()
+	d := &desk{t: t, ctx: context.Background(), store: s, clock: newClock(),
+		behave: map[string]EffectFunc{}, calls: map[string][]Invocation{}}
+	su := setup{
+		tools: deskTools(func(tool string) EffectFunc {
+			return func(ctx context.Context, inv Invocation) (kernel.Payload, error) { return d.effect(ctx, tool, inv) }
+		}),
+		roles: []Role{
+			{Name: "support", Tools: []string{"lookup_order", "issue_refund"}},
+			{Name: "researcher", Tools: []string{"search_kb"}},
+		},
+	}
+	for _, m := range mods {
+		m(&su)
+	}
+	specs := Specs(su.tools...)
+	if su.specs != nil {
+		specs = su.specs(specs)
+	}
+	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(d.clock.Now),
+		kernel.WithActionSpecs(specs...),
+		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})}, su.kernelOpts...)...)
+	if err != nil {
+		t.Fatalf("kernel.New: %v", err)
+	}
+	d.k, d.analyst, d.tools, d.roles = k, k.Planner("analyst"), su.tools, su.roles
+	opts := append([]Option{WithTools(su.tools...), WithRoles(su.roles...), WithIntents(su.intents...)}, su.gateOpts...)
+	if d.g, err = New(k, opts...); err != nil {
+		t.Fatalf("toolgate.New: %v", err)
+	}
+	return d
+}
+
+// effect records the invocation and runs the behaviour the test set (by
+// default: the order, or a refund receipt).
+func (d *desk) effect(ctx context.Context, tool string, inv Invocation) (kernel.Payload, error) {
+	d.mu.Lock()
+	d.calls[tool] = append(d.calls[tool], inv)
+	fn := d.behave[tool]
+	d.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, inv)
+	}
+	switch tool {
+	case "lookup_order":
+		return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": true}, nil
+	case "issue_refund":
+		return kernel.Payload{"refund_id": "re_" + inv.Args["order_id"].(string), "amount": inv.Args["amount"]}, nil
+	}
+	return kernel.Payload{"hits": []any{"how to refund"}}, nil
+}
+
+// setEffect sets a tool's behaviour.
+func (d *desk) setEffect(tool string, fn EffectFunc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.behave[tool] = fn
+}
+
+// invocations returns the effect calls of a tool so far.
+func (d *desk) invocations(tool string) []Invocation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.calls[tool])
+}
+
+// call makes a tool call, failing the test on an error.
+func (d *desk) call(trace, role, intent, tool, args string) Result {
+	d.t.Helper()
+	res, err := d.g.Call(d.ctx, Call{ID: "call_" + tool, Tool: tool, Args: json.RawMessage(args), Role: role, TraceID: trace, Intent: intent})
+	if err != nil {
+		d.t.Fatalf("Call %s: %v", tool, err)
+	}
+	return res
+}
+
+// ground looks the order up and commits refund_due on it.
+func (d *desk) ground(trace, order string) {
+	d.t.Helper()
+	if res := d.call(trace, "support", "refund", "lookup_order", `{"order_id":"`+order+`"}`); res.Outcome != Executed {
+		d.t.Fatalf("lookup_order: %+v", res)
+	}
+	dec, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+	if err != nil || !dec.Committed() {
+		d.t.Fatalf("belief refund_due: %v %v", dec.Code, err)
+	}
+}
+
+// refund asks for a refund of amount on order.
+func (d *desk) refund(trace, order string, amount float64) Result {
+	d.t.Helper()
+	args, _ := json.Marshal(map[string]any{"order_id": order, "amount": amount})
+	return d.call(trace, "support", "refund", "issue_refund", string(args))
+}
+
+// execute runs Execute, failing the test on an error.
+func (d *desk) execute(actionID string) Result {
+	d.t.Helper()
+	res, err := d.g.Execute(d.ctx, actionID)
+	if err != nil {
+		d.t.Fatalf("Execute %s: %v", actionID, err)
+	}
+	return res
+}
+
+// approve approves an action as identity, failing the test on an error.
+func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) kernel.Record {
+	d.t.Helper()
+	digest := d.digest(actionID)
+	rec, err := d.k.Approver(identity).Approve(d.ctx, trace, actionID, digest, "ok", ttl)
+	if err != nil {
+		d.t.Fatalf("Approve: %v", err)
+	}
+	return rec
+}
+
+// digest is the ArgsDigest of a committed action.
+func (d *desk) digest(actionID string) string {
+	d.t.Helper()
+	act, err := d.store.Get(d.ctx, actionID)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	digest, err := kernel.ArgsDigest(act.Payload)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return digest
+}
+
+// decisions lists the gate's decision records that match f.
+func (d *desk) decisions(f DecisionFilter) []kernel.DecisionRecord {
+	d.t.Helper()
+	var out []kernel.DecisionRecord
+	for r, err := range d.g.Decisions(d.ctx, f) {
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// records lists every record of the store.
+func (d *desk) records() []kernel.Record {
+	d.t.Helper()
+	var out []kernel.Record
+	for _, slot := range kernel.AllSlots() {
+		for r, err := range d.store.ListSlot(d.ctx, slot, kernel.Filter{}) {
+			if err != nil {
+				d.t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// kinds lists the records of a slot and kind in the store.
+func (d *desk) kinds(slot kernel.Slot, kind string) []kernel.Record {
+	d.t.Helper()
+	var out []kernel.Record
+	for r, err := range d.store.ListSlot(d.ctx, slot, kernel.Filter{}) {
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// committedActions counts the committed actions of a type.
+func (d *desk) committedActions(kind string) int {
+	n := 0
+	for _, r := range d.kinds(kernel.Actions, kind) {
+		if r.Mode == kernel.ModeCommit {
+			n++
+		}
+	}
+	return n
+}
+
+// wantOutcome fails the test unless res has the outcome and code.
+func wantOutcome(t *testing.T, what string, res Result, outcome Outcome, code kernel.Code) {
+	t.Helper()
+	if res.Outcome != outcome || res.Code != code {
+		t.Errorf("%s: %s %s (root %+v, hint %q), want %s %s", what, res.Outcome, res.Code, res.RootCause, res.Hint, outcome, code)
+	}
+}
+
+// errFlaky is a retryable failure.
+var errFlaky = errors.New("503 service unavailable")

@@ -1,0 +1,127 @@
+package toolgate
+
+import (
+	"context"
+	"strings"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// hint writes the repair hint a model gets with a refusal or a failure:
+// a short instruction derived from the code, the root cause's code first
+// (NO_COMMITTED_BELIEF because of STALE_EVIDENCE is a stale-evidence
+// problem). A tool's own Hints win. arg carries what the hint may name (the
+// approval id).
+func (g *Gate) hint(ctx context.Context, e *entry, code kernel.Code, root kernel.Cause, arg string) string {
+	codes := []kernel.Code{code}
+	if root.Code != "" && root.Code != code {
+		codes = []kernel.Code{root.Code, code}
+	}
+	if e != nil {
+		for _, c := range codes {
+			if h, ok := e.Hints[c]; ok {
+				return h
+			}
+		}
+	}
+	name := "the tool"
+	if e != nil {
+		name = e.Name
+	}
+	for _, c := range codes {
+		if h := g.defaultHint(ctx, c, root, name, arg); h != "" {
+			return h
+		}
+	}
+	return "The call was refused (" + string(code) + "). Do not retry it unchanged."
+}
+
+// defaultHint is the gate's hint for one code, or "" when it has none.
+func (g *Gate) defaultHint(ctx context.Context, code kernel.Code, root kernel.Cause, tool, arg string) string {
+	switch code {
+	case CodeToolUnknown:
+		return "There is no such tool. Call only the tools you were given."
+	case CodeToolNotPermitted:
+		return "This tool is not available to you. Do not call it again; use your own tools or hand the task back."
+	case CodeToolNotForIntent:
+		return "This tool does not serve the current request. Do not call it for this request."
+	case CodeInvalidArguments:
+		return "Fix the arguments (" + root.Detail + "), then call " + tool + " again."
+	case kernel.CodeStaleEvidence, kernel.CodeSupersededEvidence, kernel.CodeTTLExpired:
+		kind, refresh := g.refresher(ctx, root.Record)
+		if refresh != "" {
+			return "The " + kind + " information is out of date. Call " + refresh + " again to refresh it, then retry."
+		}
+		return "The information this call rests on" + paren(kind) + " is out of date. Refresh it before retrying."
+	case kernel.CodeMissingEvidence:
+		kind, refresh := g.refresher(ctx, root.Record)
+		if refresh != "" {
+			return "The " + kind + " information has not been looked up. Call " + refresh + " first, then retry."
+		}
+		return "The information this call needs has not been observed. Look it up first, then retry."
+	case kernel.CodeUnresolvedConflict:
+		return "Sources disagree about the information this call rests on. Do not act on it; ask for a human review."
+	case kernel.CodeLowConfidence:
+		return "The information this call rests on is not reliable enough to act on. Do not retry; ask for a human review."
+	case kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied, kernel.CodePlanMissingBelief, kernel.CodePlanBeliefNotSatisfied:
+		return "The conditions for " + tool + " are not established" + paren(root.Detail) + ". Establish them first (look up what they rest on), or do not call it."
+	case kernel.CodeDuplicateAction:
+		return "This action was already taken. Do not retry it."
+	case kernel.CodeOnceKeyMissing:
+		return "The information that identifies this action is missing or out of date. Look it up again, then retry."
+	case kernel.CodeNoPrediction, kernel.CodeNegativePrediction:
+		return "This call's outcome is not predicted to be safe. Do not retry; ask for a human review."
+	case kernel.CodeRuleViolated, kernel.CodeRuleError, kernel.CodeFieldMismatch:
+		return "A policy forbids this call" + paren(root.Rule) + ". Do not retry it with the same arguments."
+	case kernel.CodeNoFeasiblePlan:
+		return "This action needs an approved plan first. Do not call it before there is one."
+	case kernel.CodeUngroundedAction, kernel.CodeUnknownActionType:
+		return "This tool cannot be used now. Do not retry it."
+	case CodeApprovalRequired:
+		return "This call waits for a person's approval (" + arg + "). Tell the user it is pending; do not call the tool again for it."
+	case CodeApprovalDenied:
+		return "A person denied this call. Do not retry it; it has been queued for review."
+	case CodeApprovalExpired:
+		return "The approval for this call expired before it ran. Do not retry it; it has been queued for review."
+	case CodeApprovalMismatch:
+		return "The arguments differ from the approved ones. Call " + tool + " again with the new arguments to ask for a new approval."
+	case CodeArgumentsChanged:
+		return "The arguments differ from the committed call. Call " + tool + " again with the new arguments."
+	case CodeEffectFailed:
+		return "The tool failed" + paren(root.Detail) + ". Do not retry unless the user asks."
+	case CodeRetriesExhausted:
+		return "The tool kept failing" + paren(root.Detail) + ". Do not retry now; tell the user."
+	case CodeOutputInvalid:
+		return "The tool ran but its result could not be recorded. Do not retry; tell the user."
+	}
+	if strings.HasSuffix(string(code), "_BLOCKED") {
+		return "A policy forbids this call" + paren(root.Rule) + ". Do not retry it with the same arguments."
+	}
+	return ""
+}
+
+// refresher names the percept kind of a record and the tool whose result
+// it is, if any.
+func (g *Gate) refresher(ctx context.Context, recordID string) (kind, tool string) {
+	if recordID == "" {
+		return "", ""
+	}
+	rec, err := g.reader.Get(ctx, recordID)
+	if err != nil || rec.Slot != kernel.Percepts {
+		return "", ""
+	}
+	for _, e := range g.order {
+		if e.resultKind() == rec.Kind {
+			return rec.Kind, e.Name
+		}
+	}
+	return rec.Kind, ""
+}
+
+// paren returns " (s)", or "" for an empty s.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}

@@ -1,0 +1,106 @@
+package toolgate
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/google/cel-go/cel"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Variables an approval rule sees besides the declared properties.
+const (
+	varArgs   = "args"
+	varRole   = "role"
+	varIntent = "intent"
+)
+
+// celCostLimit bounds one evaluation of an approval rule, as the rules
+// package bounds its rules.
+const celCostLimit = 100_000
+
+var celIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// celReserved are words CEL does not accept as variable names.
+var celReserved = []string{
+	"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
+	"import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
+}
+
+// policy is a compiled [ApprovalPolicy].
+type policy struct {
+	always bool
+	expr   string
+	prg    cel.Program // nil when the policy has no rule
+	vars   []string    // the properties declared as variables
+}
+
+// compilePolicy compiles p's rule against the tool's schema.
+func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
+	pol := &policy{always: p.Always, expr: p.When}
+	if p.When == "" {
+		return pol, nil
+	}
+	opts := []cel.EnvOption{
+		cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(varRole, cel.StringType),
+		cel.Variable(varIntent, cel.StringType),
+		cel.CrossTypeNumericComparisons(true), // JSON numbers are doubles; rules write int literals
+	}
+	for name := range s.props {
+		if name == varArgs || name == varRole || name == varIntent || !celIdent.MatchString(name) || slices.Contains(celReserved, name) {
+			continue
+		}
+		pol.vars = append(pol.vars, name)
+		opts = append(opts, cel.Variable(name, cel.DynType))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(p.When)
+	if err := iss.Err(); err != nil {
+		return nil, fmt.Errorf("approval rule does not compile: %v", err)
+	}
+	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+		return nil, fmt.Errorf("approval rule has type %s, want bool", t)
+	}
+	pol.prg, err = env.Program(ast, cel.CostLimit(celCostLimit))
+	if err != nil {
+		return nil, fmt.Errorf("approval rule: %v", err)
+	}
+	return pol, nil
+}
+
+// needs reports whether a call with these arguments needs approval, and
+// why (for the decision record): "always", the rule, or the rule's
+// evaluation error (fail closed).
+func (p *policy) needs(ctx context.Context, args kernel.Payload, role, intent string) (bool, string) {
+	if p.always {
+		return true, "always"
+	}
+	if p.prg == nil {
+		return false, ""
+	}
+	act := map[string]any{varArgs: map[string]any(args), varRole: role, varIntent: intent}
+	for _, name := range p.vars {
+		if v, ok := args[name]; ok {
+			act[name] = v
+		}
+	}
+	out, _, err := p.prg.ContextEval(ctx, act)
+	if err != nil {
+		return true, "approval rule " + p.expr + " could not be evaluated (fails closed): " + err.Error()
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return true, "approval rule " + p.expr + " is not a bool (fails closed)"
+	}
+	if b {
+		return true, "approval rule " + p.expr
+	}
+	return false, ""
+}

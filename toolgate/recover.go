@@ -1,0 +1,173 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Recover finishes the actions the gate committed and nobody finished: a
+// process crashed (or a caller gave up) between a commit and its result.
+// It is meant to run at start-up, and may run periodically; it is safe to
+// run in several processes at once, and next to live calls.
+//
+// For every action the gate committed in the kernel's namespace that has
+// no recorded result:
+//
+//   - an attempt whose lease is over is re-driven: the next attempt
+//     number, the same idempotency key, within the tool's retry budget
+//     (an attempt left without a result counts as used; when none is
+//     left, the action fails with EFFECT_RETRIES_EXHAUSTED);
+//   - an attempt whose lease is not over is left to its driver;
+//   - an action no attempt was started for is executed, once it is older
+//     than the lease (a younger one may be about to start), unless it
+//     still waits for its approval; an approval that was denied or has
+//     expired escalates to the fallback.
+//
+// An effect whose result is recorded is never started again. Recover
+// returns the results of the actions it drove, in no particular order, and
+// the errors it met joined (it goes on past an action that fails with an
+// error). It reads every decision record of the namespace, so its cost
+// grows with the history.
+func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
+	type candidate struct {
+		e  *entry
+		id string
+	}
+	var cands []candidate
+	seen := map[string]bool{}
+	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+		if err != nil {
+			return nil, err
+		}
+		if d.Outcome != kernel.OutcomeCommitted && d.Outcome != kernel.OutcomePendingApproval {
+			continue
+		}
+		tool, _ := d.Context["tool"].(string)
+		e := g.tools[tool]
+		if e == nil || d.Kind != e.action() || seen[d.Subject] {
+			continue
+		}
+		seen[d.Subject] = true
+		cands = append(cands, candidate{e, d.Subject})
+	}
+	var (
+		results []Result
+		errs    []error
+	)
+	for _, c := range cands {
+		if err := ctx.Err(); err != nil {
+			return results, errors.Join(append(errs, err)...)
+		}
+		res, driven, err := g.recoverOne(ctx, c.id)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if driven {
+			results = append(results, res)
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// recoverOne finishes one action if it needs it; driven reports whether
+// it did anything.
+func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, driven bool, err error) {
+	act, e, gd, err := g.gated(ctx, actionID)
+	if err != nil {
+		return Result{}, false, err
+	}
+	j, err := g.newJob(ctx, e, act, gd.Context)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if _, done, err := g.resultOf(ctx, j); done || err != nil {
+		return Result{}, false, err
+	}
+	n, att, err := g.lastAttempt(ctx, j, 0)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if n > 0 && !g.leaseOver(att) {
+		return Result{}, false, nil
+	}
+	if n == 0 && g.k.Now().UnixMilli() <= act.Provenance.TimestampMS+g.lease.Milliseconds() {
+		return Result{}, false, nil
+	}
+	res, err = g.executeAction(ctx, e, act, gd, nil)
+	if err == nil && res.Outcome == NeedsApproval {
+		return Result{}, false, nil
+	}
+	return res, true, err
+}
+
+// Pending is a committed action that waits for an approver: what the
+// approver needs to decide it with [kernel.Approver].
+type Pending struct {
+	ActionID string // the committed action, to approve
+	TraceID  string // its trace, to approve in
+	Tool     string // the tool called
+	// Role is the role that made the call; its writer ([RoleWriter]) may
+	// not approve it.
+	Role   string
+	CallID string // the framework's call id, when it gave one
+	// Args are the committed arguments; Digest their [kernel.ArgsDigest],
+	// which an approval binds.
+	Args   kernel.Payload
+	Digest string
+	// Reason says why the call needs approval: "always", or the rule.
+	Reason string
+}
+
+// PendingApprovals lists the actions of the trace that wait for approval:
+// committed by the gate with a policy that needs one, not started and with
+// no result (a denied or expired one is listed until an Execute escalates
+// it). They come in commit order.
+func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
+	var recs []kernel.DecisionRecord
+	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: traceID, Outcome: kernel.OutcomePendingApproval}) {
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, d)
+	}
+	var out []Pending
+	for _, d := range recs {
+		tool, _ := d.Context["tool"].(string)
+		e := g.tools[tool]
+		if e == nil || d.Kind != e.action() {
+			continue
+		}
+		act, err := g.reader.Get(ctx, d.Subject)
+		if err != nil {
+			return nil, err
+		}
+		j, err := g.newJob(ctx, e, act, d.Context)
+		if err != nil {
+			return nil, err
+		}
+		if _, done, err := g.resultOf(ctx, j); done || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if n, _, err := g.lastAttempt(ctx, j, 1); n > 0 || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		digest, err := kernel.ArgsDigest(act.Payload)
+		if err != nil {
+			return nil, err
+		}
+		p := Pending{ActionID: act.ID, TraceID: traceID, Tool: e.Name, Args: j.args, Digest: digest}
+		p.Role, _ = d.Context["role"].(string)
+		p.CallID, _ = d.Context["call_id"].(string)
+		p.Reason, _ = d.Context["approval_reason"].(string)
+		out = append(out, p)
+	}
+	return out, nil
+}

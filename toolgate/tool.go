@@ -1,0 +1,206 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Tool is a tool registered with the gate: what the model is shown, how
+// the kernel gates a call of it, and the effect that runs when a call is
+// allowed.
+type Tool struct {
+	// Name is the tool's name as models call it.
+	Name string
+	// Description is shown to models with the name.
+	Description string
+	// Parameters is the JSON Schema of the arguments, shown to models: an
+	// object schema ({"type": "object", "properties": {...}, "required":
+	// [...]}). The gate checks calls against its top level: required
+	// properties, each property's JSON type and enum, and
+	// additionalProperties false. Nil means an object with no declared
+	// properties.
+	Parameters json.RawMessage
+	// Action is the kernel action type a call becomes; empty means Name.
+	// Two tools may not share an action type.
+	Action string
+	// Requires are the belief kinds a call rests on: they become the
+	// action's requires_beliefs, so the kernel commits the call only while
+	// each is committed, true and resting on current evidence. A tool with
+	// none is read-only (an observation such as lookup_order): the kernel
+	// must know its action type as a safe, repeatable action ([Specs]).
+	Requires []string
+	// Result is the percept kind a successful result is recorded under,
+	// so that beliefs can depend on it (lookup_order's result is an
+	// "order" percept). Empty means Name + "_result".
+	Result string
+	// ResultTTL, when positive, is the result percept's time to live:
+	// after it a belief resting on the result is STALE_EVIDENCE and the
+	// model is told to call the tool again.
+	ResultTTL time.Duration
+	// Effect runs the tool. It is called only for an allowed (and, if the
+	// policy says so, approved) action, with the action's idempotency key.
+	Effect EffectFunc
+	// Approval says when a call needs a person's approval before it runs.
+	Approval ApprovalPolicy
+	// Retry bounds the attempts of the effect; the zero value means
+	// [DefaultRetry].
+	Retry RetryPolicy
+	// Hints overrides the gate's repair hints for this tool, by code (the
+	// root cause's code is looked up first, then the decision's).
+	Hints map[kernel.Code]string
+}
+
+// EffectFunc performs a tool's effect. It returns the output the model is
+// given (and the result percept records), or an error: one wrapped with
+// [Retryable] is retried under the tool's [RetryPolicy], any other fails
+// the call at once. The function must pass inv.Key to the external system
+// as its idempotency key: the gate starts an attempt only after recording
+// it, but a crash after the effect and before its result is recorded makes
+// the gate call the function again, with the same key.
+type EffectFunc func(ctx context.Context, inv Invocation) (kernel.Payload, error)
+
+// Invocation is what an effect is called with.
+type Invocation struct {
+	// Key is the idempotency key: the same for every attempt of one
+	// action, in every process, and different for every other action. It
+	// is the kernel's once-key when the action type has one, else
+	// "<namespace>/<action id>". It may be long (trace ids can be); an API
+	// with a length limit can be given a hash of it.
+	Key string
+	// Tool is the tool's name.
+	Tool string
+	// ActionID is the committed action being run; TraceID its trace.
+	ActionID string
+	TraceID  string // the action's trace
+	// Attempt counts from 1; a retry or a re-drive after a crash has a
+	// higher number and the same Key.
+	Attempt int
+	// Args are the committed arguments (a copy).
+	Args kernel.Payload
+}
+
+// Decode unmarshals the arguments into v (a pointer to a struct, say).
+func (inv Invocation) Decode(v any) error {
+	b, err := json.Marshal(map[string]any(inv.Args))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// ApprovalPolicy says when a call needs approval. The zero value needs
+// none.
+type ApprovalPolicy struct {
+	// Always requires an approval for every call.
+	Always bool
+	// When is a CEL expression over the arguments; a call for which it is
+	// true needs approval. It sees args (the arguments as a map), each
+	// top-level property the parameters schema declares by its name (when
+	// the name is a CEL identifier and not args, role or intent), role and
+	// intent (strings): "amount > 500", "args.currency != 'EUR'". It is
+	// compiled by [New]; one that does not compile is an error there. On a
+	// call where it cannot be evaluated (a missing argument, a type error)
+	// or does not yield a bool, the call needs approval: the policy fails
+	// closed.
+	When string
+}
+
+// RetryPolicy bounds the attempts of an effect.
+type RetryPolicy struct {
+	// MaxAttempts is how many times the effect may be started for one
+	// action, the first included; zero means DefaultRetry's.
+	MaxAttempts int
+	// Backoff is the wait before the second attempt; each later wait
+	// doubles, up to MaxBackoff. The wait is drawn uniformly from [d/2, d]
+	// (jitter), and a cancelled context ends it. Zero means DefaultRetry's.
+	Backoff    time.Duration
+	MaxBackoff time.Duration // the longest wait between attempts
+}
+
+// DefaultRetry is the retry policy of a tool that sets none.
+var DefaultRetry = RetryPolicy{MaxAttempts: 3, Backoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
+
+// withDefaults fills the zero fields from DefaultRetry.
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultRetry.MaxAttempts
+	}
+	if p.Backoff == 0 {
+		p.Backoff = DefaultRetry.Backoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = max(DefaultRetry.MaxBackoff, p.Backoff)
+	}
+	return p
+}
+
+// retryableError marks an effect error that retrying may fix.
+type retryableError struct{ err error }
+
+// Error returns the wrapped error's message.
+func (e retryableError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e retryableError) Unwrap() error { return e.err }
+
+// Retryable marks err as one that retrying the effect may fix (a timeout,
+// a 503, a rate limit). Errors not marked fail the call at once. Retryable
+// of nil is nil.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return retryableError{err}
+}
+
+// IsRetryable reports whether err, or an error it wraps, was marked with
+// [Retryable].
+func IsRetryable(err error) bool {
+	var r retryableError
+	return errors.As(err, &r)
+}
+
+// action returns the kernel action type of the tool.
+func (t *Tool) action() string {
+	if t.Action != "" {
+		return t.Action
+	}
+	return t.Name
+}
+
+// resultKind returns the percept kind of the tool's results.
+func (t *Tool) resultKind() string {
+	if t.Result != "" {
+		return t.Result
+	}
+	return t.Name + "_result"
+}
+
+// readOnly reports whether the tool rests on no belief.
+func (t *Tool) readOnly() bool { return len(t.Requires) == 0 }
+
+// Specs returns the kernel action specs the tools need, for
+// kernel.WithActionSpecs: a read-only tool's type is a safe, repeatable
+// action (it rests on no belief, and may be called as often as the model
+// needs); any other tool's type requires its beliefs (MinBeliefs). The
+// owner may add to a spec (a once-key, a prediction gate, a plan) before
+// passing it on; [New] checks that the kernel's spec still agrees with the
+// tool.
+func Specs(tools ...Tool) []kernel.ActionSpec {
+	out := make([]kernel.ActionSpec, 0, len(tools))
+	for i := range tools {
+		t := &tools[i]
+		s := kernel.ActionSpec{Type: t.action()}
+		if t.readOnly() {
+			s.SafeFallback, s.Repeatable = true, true
+		} else {
+			s.MinBeliefs = append([]string(nil), t.Requires...)
+		}
+		out = append(out, s)
+	}
+	return out
+}
