@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // EnvAPIKey is the environment variable [APIKeyFromEnv] reads.
@@ -39,8 +41,117 @@ const maxResponseBytes = 4 << 20
 
 // Message is one chat message.
 type Message struct {
-	Role    string `json:"role"` // "system", "user" or "assistant"
+	// Role is "system", "user", "assistant" or "tool".
+	Role string `json:"role"`
+	// Content is the message's text. An assistant message that only calls
+	// tools has none; it is then sent as null.
 	Content string `json:"content"`
+	// ToolCalls are the tool calls of an assistant message.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is, on a "tool" message, the id of the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// MarshalJSON writes the message in the chat completions format: content
+// is null on an assistant message that has tool calls and no text, as the
+// OpenAI API sends it, and a string otherwise.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Role       string     `json:"role"`
+		Content    *string    `json:"content"`
+		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+	}
+	w := wire{Role: m.Role, Content: &m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	if m.Content == "" && len(m.ToolCalls) > 0 {
+		w.Content = nil
+	}
+	return json.Marshal(w)
+}
+
+// ToolCall is one tool call a model made, in the chat completions format:
+// {"id": ..., "type": "function", "function": {"name": ..., "arguments":
+// "..."}}.
+type ToolCall struct {
+	// ID is the call's id, which the "tool" message answering it repeats.
+	// Some servers send none; the [Agent] then makes one up.
+	ID string `json:"id"`
+	// Type is "function", the only kind of tool this package speaks.
+	Type string `json:"type"`
+	// Function is the function called and its arguments.
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function a [ToolCall] calls.
+type FunctionCall struct {
+	// Name is the tool's name as the model wrote it.
+	Name string `json:"name"`
+	// Arguments is the text of the arguments as the model wrote it: meant
+	// to be a JSON object, but nothing guarantees that it is valid JSON.
+	Arguments string `json:"arguments"`
+}
+
+// UnmarshalJSON reads a function call. The API sends arguments as a string
+// holding JSON; some OpenAI-compatible servers send the object itself, which
+// is read as its JSON text. Absent or null arguments read as "".
+func (f *FunctionCall) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	f.Name, f.Arguments = w.Name, ""
+	raw := bytes.TrimSpace(w.Arguments)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &f.Arguments); err != nil {
+			return err
+		}
+	default:
+		f.Arguments = string(raw)
+	}
+	return nil
+}
+
+// Usage is token usage as a server reports it, and, summed, over several
+// calls.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// ModelCalls is how many completions the usage covers: 1 for one
+	// [Completion], the number of model calls for an [Agent]'s run. Failed
+	// requests are not counted.
+	ModelCalls int `json:"model_calls"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+		ModelCalls:       u.ModelCalls + v.ModelCalls,
+	}
+}
+
+// Completion is the first choice of a chat completion.
+type Completion struct {
+	// Content is the assistant's text; "" when it only calls tools.
+	Content string
+	// ToolCalls are the tool calls the model made, in its order. Each has
+	// Type "function"; its ID is as the server sent it, possibly "".
+	ToolCalls []ToolCall
+	// FinishReason is the server's finish_reason: "stop", "tool_calls",
+	// "length", ... ("" when it sent none).
+	FinishReason string
+	// Usage is the token usage the server reported (zero counts when it
+	// reported none; TotalTokens is the sum of the other two when the
+	// server left it out), with ModelCalls 1.
+	Usage Usage
 }
 
 // Client talks to an OpenAI-compatible chat completions endpoint:
@@ -251,19 +362,92 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 type chatRequest struct {
-	Model           string    `json:"model"`
-	Messages        []Message `json:"messages"`
-	Temperature     float64   `json:"temperature"`
-	MaxTokens       int       `json:"max_tokens,omitempty"`
-	ReasoningEffort string    `json:"reasoning_effort,omitempty"`
+	Model           string     `json:"model"`
+	Messages        []Message  `json:"messages"`
+	Tools           []wireTool `json:"tools,omitempty"`
+	ToolChoice      string     `json:"tool_choice,omitempty"`
+	Temperature     float64    `json:"temperature"`
+	MaxTokens       int        `json:"max_tokens,omitempty"`
+	ReasoningEffort string     `json:"reasoning_effort,omitempty"`
+}
+
+// wireTool is a tool in a request: {"type": "function", "function": {...}}.
+type wireTool struct {
+	Type     string        `json:"type"`
+	Function toolgate.Spec `json:"function"`
+}
+
+// emptyParameters is the schema sent for a tool that declares none: an
+// object with no properties. Some servers refuse a function without one.
+var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// wireTools renders the tools of a request. A tool without a name, a name
+// given twice or parameters that are not a JSON object are
+// [ErrInvalidConfig].
+func wireTools(specs []toolgate.Spec) ([]wireTool, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	out := make([]wireTool, 0, len(specs))
+	seen := make(map[string]bool, len(specs))
+	for i, s := range specs {
+		switch {
+		case s.Name == "":
+			return nil, fmt.Errorf("%w: tool %d has no name", ErrInvalidConfig, i)
+		case seen[s.Name]:
+			return nil, fmt.Errorf("%w: tool %q given twice", ErrInvalidConfig, s.Name)
+		}
+		seen[s.Name] = true
+		params := bytes.TrimSpace(s.Parameters)
+		if len(params) == 0 {
+			params = emptyParameters
+		} else if params[0] != '{' || !json.Valid(params) {
+			return nil, fmt.Errorf("%w: tool %q: parameters are not a JSON object", ErrInvalidConfig, s.Name)
+		}
+		s.Parameters = params
+		out = append(out, wireTool{Type: "function", Function: s})
+	}
+	return out, nil
 }
 
 type chatResponse struct {
 	Choices []struct {
 		Message struct {
-			Content string `json:"content"`
+			Content   string     `json:"content"`
+			ToolCalls []ToolCall `json:"tool_calls"`
 		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// completion reads the first choice and the usage.
+func (cr *chatResponse) completion() Completion {
+	ch := cr.Choices[0]
+	out := Completion{
+		Content:      ch.Message.Content,
+		ToolCalls:    ch.Message.ToolCalls,
+		FinishReason: ch.FinishReason,
+		Usage: Usage{
+			PromptTokens:     cr.Usage.PromptTokens,
+			CompletionTokens: cr.Usage.CompletionTokens,
+			TotalTokens:      cr.Usage.TotalTokens,
+			ModelCalls:       1,
+		},
+	}
+	if out.Usage.TotalTokens == 0 {
+		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+	}
+	for i := range out.ToolCalls {
+		if out.ToolCalls[i].Type == "" {
+			out.ToolCalls[i].Type = "function"
+		}
+	}
+	return out
 }
 
 // failure is one failed attempt.
@@ -278,6 +462,7 @@ func (f *failure) retryable() bool {
 }
 
 // Chat sends the messages and returns the content of the first choice.
+// It is [Client.Complete] without tools.
 //
 // 429, 5xx, network errors and request timeouts are retried with backoff
 // ([WithRetries], [WithBackoff]); other statuses and a 2xx body that is not
@@ -285,41 +470,68 @@ func (f *failure) retryable() bool {
 // [ErrEndpoint]. When ctx ends first, Chat returns an error wrapping the
 // context's error (and not [ErrEndpoint]).
 func (c *Client) Chat(ctx context.Context, msgs []Message) (string, error) {
-	body, err := json.Marshal(chatRequest{
+	out, err := c.Complete(ctx, msgs, nil)
+	if err != nil {
+		return "", err
+	}
+	return out.Content, nil
+}
+
+// Complete sends the messages with the tools the model may call, and
+// returns the first choice: its text, its tool calls, its finish reason and
+// the token usage. With tools, the request carries them as function tools
+// and tool_choice "auto"; without, it has neither field. Messages may hold
+// earlier assistant tool calls and "tool" results.
+//
+// Retries, the timeout, the concurrency bound and the errors are those of
+// [Client.Chat]. A tool without a name, a name given twice, or parameters
+// that are not a JSON object fail before any request, with an error
+// wrapping [ErrInvalidConfig].
+func (c *Client) Complete(ctx context.Context, msgs []Message, tools []toolgate.Spec) (Completion, error) {
+	wt, err := wireTools(tools)
+	if err != nil {
+		return Completion{}, err
+	}
+	req := chatRequest{
 		Model:           c.model,
 		Messages:        msgs,
+		Tools:           wt,
 		Temperature:     c.temperature,
 		MaxTokens:       c.maxTokens,
 		ReasoningEffort: c.effort,
-	})
-	if err != nil { // only strings and finite numbers: cannot happen
-		return "", fmt.Errorf("llm: encoding request: %w", err)
+	}
+	if len(wt) > 0 {
+		req.ToolChoice = "auto"
+	}
+	body, err := json.Marshal(req)
+	if err != nil { // strings, finite numbers and checked JSON: cannot happen
+		return Completion{}, fmt.Errorf("llm: encoding request: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
-		content, f := c.attempt(ctx, body)
+		out, f := c.attempt(ctx, body)
 		if f == nil {
-			return content, nil
+			return out, nil
 		}
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, ctx.Err())
+			return Completion{}, fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, ctx.Err())
 		}
 		if !f.retryable() || attempt > c.retries {
-			return "", &EndpointError{Status: f.status, Attempts: attempt, Err: f.err}
+			return Completion{}, &EndpointError{Status: f.status, Attempts: attempt, Err: f.err}
 		}
 		d := c.delay(attempt, f.wait)
 		c.log.WarnContext(ctx, "llm: retrying", "attempt", attempt, "status", f.status, "wait", d, "error", f.err.Error())
 		if err := c.sleep(ctx, d); err != nil {
-			return "", fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, err)
+			return Completion{}, fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, err)
 		}
 	}
 }
 
 // attempt makes one request, holding a concurrency slot while it does.
-func (c *Client) attempt(ctx context.Context, body []byte) (string, *failure) {
+func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *failure) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return "", &failure{wait: -1, err: ctx.Err()}
+		return Completion{}, &failure{wait: -1, err: ctx.Err()}
 	}
 	defer func() { <-c.sem }()
 	if c.timeout > 0 {
@@ -329,7 +541,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (string, *failure) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return "", &failure{wait: -1, err: err}
+		return Completion{}, &failure{wait: -1, err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -339,23 +551,23 @@ func (c *Client) attempt(ctx context.Context, body []byte) (string, *failure) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.log.DebugContext(ctx, "llm: request failed", "error", err.Error())
-		return "", &failure{wait: -1, err: err}
+		return Completion{}, &failure{wait: -1, err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return "", &failure{wait: -1, err: fmt.Errorf("reading response: %w", err)}
+		return Completion{}, &failure{wait: -1, err: fmt.Errorf("reading response: %w", err)}
 	}
 	c.log.DebugContext(ctx, "llm: response", "status", resp.StatusCode, "bytes", len(data))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", &failure{
+		return Completion{}, &failure{
 			status: resp.StatusCode,
 			wait:   retryAfter(resp.Header.Get("Retry-After")),
 			err:    fmt.Errorf("HTTP %d: %s", resp.StatusCode, c.excerpt(data)),
 		}
 	}
-	bad := func(format string, a ...any) (string, *failure) {
-		return "", &failure{status: resp.StatusCode, wait: -1, err: fmt.Errorf(format, a...)}
+	bad := func(format string, a ...any) (Completion, *failure) {
+		return Completion{}, &failure{status: resp.StatusCode, wait: -1, err: fmt.Errorf(format, a...)}
 	}
 	if len(data) > maxResponseBytes {
 		return bad("response larger than %d bytes", maxResponseBytes)
@@ -367,7 +579,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (string, *failure) {
 	if len(cr.Choices) == 0 {
 		return bad("chat completion without choices: %s", c.excerpt(data))
 	}
-	return cr.Choices[0].Message.Content, nil
+	return cr.completion(), nil
 }
 
 // delay is the wait before retry number attempt (from 1).

@@ -4,7 +4,9 @@
 // dependencies, the plan steps and the action payloads come from the
 // agent's governed schema, and the kernel validates every proposal. A
 // decline, a rejection or a model failure ends in the safe fallback action
-// with a machine-readable reason code.
+// with a machine-readable reason code. For models that call tools, an
+// [Agent] runs the tool-calling conversation and hands every call to the
+// tool gate, which decides it and runs only what the kernel committed.
 //
 // # Core types
 //
@@ -23,10 +25,52 @@
 //   - [Worker] is a [github.com/blackboardkernel/bk/worker.Worker] driven by
 //     a [Schema]: belief, plan, then the action or the fallback, with an
 //     [Outcome] from [Worker.Run].
+//   - [Client.Complete] is the tool-calling form of [Client.Chat]: it sends
+//     tools and returns a [Completion] with the model's tool calls ([ToolCall]), its
+//     finish reason and the token [Usage].
+//   - [Agent] runs one [Task] as a tool-calling conversation through a
+//     [Gate] (a *toolgate.Gate, or a fake), and returns an [AgentResult]:
+//     the answer, each call with the gate's [ToolResult], and the usage.
 //
 // [WithModelSteps] is the one ungoverned switch, off by default: the model
 // then writes the plan steps, so the paper's bypass (steps with empty
 // requires_beliefs) can be shown to fail with PLAN_UNGROUNDED_ACTION.
+//
+// # Tool calling
+//
+// [Client.Complete] speaks the OpenAI chat completions format. Each tool,
+// a [github.com/blackboardkernel/bk/toolgate.Spec], goes out as {"type":
+// "function", "function": {name, description, parameters}} with
+// "tool_choice": "auto" (a spec without parameters gets an empty object
+// schema). The answer's choices[0].message.tool_calls are read with their
+// ids and their arguments as the text the model wrote (servers that send
+// the arguments as an object instead of a string are read too), and the
+// token counts from "usage". The conversation carries the assistant's tool
+// calls (content null) and one {"role": "tool", "tool_call_id": ...,
+// "content": ...} message per call. Retries, the timeout and key hygiene
+// are those of [Client.Chat].
+//
+// An [Agent] never runs a tool. Each round it asks the gate for the tool
+// surface (a tool may appear or disappear as beliefs commit), calls the
+// [WithBeforeModelCall] hook with the usage so far (the seam for budgets),
+// calls the model, and hands every tool call to [Gate.Call] in order. The
+// gate's answer, a [github.com/blackboardkernel/bk/toolgate.Result], goes
+// back to the model as the tool message, rendered by [ToolContent] as
+// compact JSON: outcome, code, root cause code and record, repair hint,
+// approval id, output. So a refusal reaches the model as data it can act
+// on, and the model can repair its call.
+//
+// What the gate receives: calls of tools that were not on the surface go to
+// the gate like any other (it refuses them). Arguments that are valid JSON
+// go as written; empty arguments as {}; arguments that are not valid JSON
+// as a JSON string holding the model's text, which is not an object, so the
+// gate refuses them as invalid arguments and its record keeps what the
+// model wrote. A call without an id, or with an id used earlier in the run,
+// gets "call_<round>_<index>". The run ends when the model answers without
+// calling a tool, or with [ErrMaxRounds] after [WithMaxRounds] rounds
+// (default [DefaultMaxRounds]); the calls of that last round were decided
+// too. An error from the gate, the hook, the endpoint or the context also
+// ends it, and the [AgentResult] still reports what happened until then.
 //
 // # Pointing it at a model server
 //
@@ -48,15 +92,17 @@
 //
 // Errors wrap the sentinels [ErrInvalidConfig], [ErrEndpoint] (as an
 // [*EndpointError] carrying the last status and the attempt count),
-// [ErrUnparsable] and [ErrFallbackRejected], or the context's error when
-// the caller cancelled; branch with errors.Is and errors.As.
+// [ErrUnparsable], [ErrFallbackRejected] and [ErrMaxRounds], the context's
+// error when the caller cancelled, or (from an [Agent]) the gate's or the
+// hook's error; branch with errors.Is and errors.As.
 //
 // # Concurrency
 //
 // A [Client] is safe for concurrent use; all its calls share one semaphore,
 // so no more than [WithConcurrency] requests are in flight at once, and a
 // call waiting for a slot or for a retry returns when its context ends. A
-// [Planner] and a [Worker] hold no mutable state and are safe for
-// concurrent use (a Worker on different traces at once). Every call that
+// [Planner], a [Worker] and an [Agent] hold no mutable state and are safe
+// for concurrent use (a Worker on different traces at once, an Agent on
+// different tasks). Every call that
 // can block takes a context and honours its cancellation.
 package llm

@@ -23,9 +23,12 @@ const (
 // context's error when the caller cancelled, or (from a [Worker]) the
 // kernel's or the store's error; callers branch with errors.Is.
 var (
-	// ErrInvalidConfig: a bad option or schema given to [New], [NewPlanner]
-	// or [NewWorker] (an empty or non-HTTP base URL, a negative retry count
-	// or timeout, a concurrency below 1, a nil function, an empty kind, ...).
+	// ErrInvalidConfig: a bad option or schema given to [New], [NewPlanner],
+	// [NewWorker] or [NewAgent] (an empty or non-HTTP base URL, a negative
+	// retry count or timeout, a concurrency below 1, a nil function, an
+	// empty kind, ...), a bad tool list given to [Client.Complete] (a tool
+	// without a name, a name twice, parameters that are not a JSON object),
+	// or an incomplete [Task].
 	ErrInvalidConfig = errors.New("llm: invalid configuration")
 	// ErrEndpoint: the chat endpoint failed: a non-2xx status, a network
 	// error or a timeout once the retries ran out, or a 2xx answer that is
@@ -38,6 +41,9 @@ var (
 	// action, which means the fallback type is not registered as a safe
 	// fallback ([kernel.ActionSpec.SafeFallback]).
 	ErrFallbackRejected = errors.New("llm: fallback action rejected")
+	// ErrMaxRounds: an [Agent]'s model still called tools in the last round
+	// its [WithMaxRounds] allows.
+	ErrMaxRounds = errors.New("llm: agent ran out of rounds")
 )
 
 // EndpointError is the typed error of a failed chat call. It wraps both

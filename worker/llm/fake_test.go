@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -23,7 +24,17 @@ type reply struct {
 	header  map[string]string // extra response headers
 	hang    bool              // never answer; return when the client goes away
 	hangup  bool              // close the connection without answering
+	calls   []llm.ToolCall    // tool calls of a 200 completion (finish_reason "tool_calls")
+	usage   *llm.Usage        // the usage a 200 completion reports; nil means 50/10/60
 }
+
+// call is a model's tool call with the given id, tool and argument text.
+func call(id, tool, args string) llm.ToolCall {
+	return llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: tool, Arguments: args}}
+}
+
+// calling is a 200 completion that calls tools.
+func calling(calls ...llm.ToolCall) reply { return reply{calls: calls} }
 
 // answer is a 200 completion carrying content.
 func answer(content string) reply { return reply{content: content} }
@@ -35,7 +46,40 @@ type request struct {
 	Body   struct {
 		Model    string        `json:"model"`
 		Messages []llm.Message `json:"messages"`
+		Tools    []struct {
+			Type     string        `json:"type"`
+			Function toolgate.Spec `json:"function"`
+		} `json:"tools"`
+		ToolChoice string `json:"tool_choice"`
 	}
+}
+
+// toolNames returns the names of the tools the request offered.
+func (r request) toolNames() []string {
+	var out []string
+	for _, t := range r.Body.Tools {
+		out = append(out, t.Function.Name)
+	}
+	return out
+}
+
+// last returns the request's last message.
+func (r request) last() llm.Message {
+	if len(r.Body.Messages) == 0 {
+		return llm.Message{}
+	}
+	return r.Body.Messages[len(r.Body.Messages)-1]
+}
+
+// toolResults returns the contents of the request's "tool" messages that
+// come after its last assistant message: the results of the model's last
+// tool calls, by call id.
+func (r request) toolResults() map[string]string {
+	out := map[string]string{}
+	for i := len(r.Body.Messages) - 1; i >= 0 && r.Body.Messages[i].Role == "tool"; i-- {
+		out[r.Body.Messages[i].ToolCallID] = r.Body.Messages[i].Content
+	}
+	return out
 }
 
 // user returns the content of the request's last user message.
@@ -121,6 +165,18 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body := rep.body
 	if body == "" && status == http.StatusOK {
+		msg := map[string]any{"role": "assistant", "content": rep.content}
+		finish := "stop"
+		if len(rep.calls) > 0 {
+			msg["tool_calls"], finish = rep.calls, "tool_calls"
+			if rep.content == "" {
+				msg["content"] = nil
+			}
+		}
+		usage := map[string]any{"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+		if u := rep.usage; u != nil {
+			usage = map[string]any{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens}
+		}
 		b, _ := json.Marshal(map[string]any{
 			"id":      fmt.Sprintf("chatcmpl-%d", n),
 			"object":  "chat.completion",
@@ -128,10 +184,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 			"model":   req.Body.Model,
 			"choices": []any{map[string]any{
 				"index":         0,
-				"message":       map[string]any{"role": "assistant", "content": rep.content},
-				"finish_reason": "stop",
+				"message":       msg,
+				"finish_reason": finish,
 			}},
-			"usage": map[string]any{"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+			"usage": usage,
 		})
 		body = string(b)
 	}

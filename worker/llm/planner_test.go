@@ -114,7 +114,11 @@ func TestDecideReturnsErrorOnlyWhenCancelled(t *testing.T) {
 	if err != nil || v.Code != llm.CodeError || !errors.Is(v.Err, llm.ErrEndpoint) {
 		t.Fatalf("DecideBelief = %+v, %v; want an LLM_ERROR verdict", v, err)
 	}
-	<-f.exited
+	// The handler returns once the client has gone, if the request reached
+	// it before the 10ms timeout (under load it may not have).
+	for range f.requests()[1:] {
+		<-f.exited
+	}
 }
 
 func TestPromptCarriesSchemaAndSituation(t *testing.T) {

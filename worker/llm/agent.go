@@ -1,0 +1,301 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// Gate is what an [Agent] needs from the tool gate: the tools a role may
+// be shown, and a decision on each call. A *toolgate.Gate satisfies it; a
+// test can pass a fake.
+//
+// Surface returns the tools the role may call now in the trace, for the
+// intent ("" when none). Call decides a call and, when the policy allows,
+// runs its effect; a refusal is a [toolgate.Result], not an error. An error
+// from either means the gate could not decide (a store failure, a
+// cancelled context), and the agent stops.
+type Gate interface {
+	Surface(ctx context.Context, role, traceID, intent string) ([]toolgate.Spec, error)
+	Call(ctx context.Context, call toolgate.Call) (toolgate.Result, error)
+}
+
+// DefaultMaxRounds is how many model calls an [Agent] makes in one run
+// unless [WithMaxRounds] says otherwise.
+const DefaultMaxRounds = 8
+
+// Agent runs a model's tool-calling conversation with every call going
+// through a [Gate]. It never runs a tool itself: the gate decides each call
+// and runs what it allows, and the agent hands the gate's answer back to
+// the model as the tool's result, so a refused call comes back with its
+// code and repair hint and the model can try something else.
+//
+// One round is one model call and then, in order, one gate call for each
+// tool call the model made. Before each model call the agent asks the gate
+// for the tool surface again, since a tool may appear or disappear as
+// beliefs commit, and calls the [WithBeforeModelCall] hook if there is one.
+// The run ends when the model answers without calling a tool, or with
+// [ErrMaxRounds] once the rounds ([WithMaxRounds]) are used up.
+//
+// Every tool call the model makes goes to the gate, including calls of
+// tools that were not on the surface (the gate refuses them) and calls
+// whose arguments are not valid JSON: those arrive as a JSON string holding
+// the model's text, which is not an object, so the gate refuses them as
+// invalid arguments and records what the model wrote.
+//
+// An Agent holds no mutable state; it is safe for concurrent use on
+// different tasks.
+type Agent struct {
+	c         *Client
+	g         Gate
+	maxRounds int
+	before    func(context.Context, Usage) error
+	nilHook   bool // WithBeforeModelCall(nil) was given
+}
+
+// AgentOption configures an [Agent] in [NewAgent].
+type AgentOption func(*Agent)
+
+// WithMaxRounds bounds how many model calls one run makes (default
+// [DefaultMaxRounds]; at least 1).
+func WithMaxRounds(n int) AgentOption { return func(a *Agent) { a.maxRounds = n } }
+
+// WithBeforeModelCall sets a hook the agent calls before each model call
+// with the usage of the run so far (zero before the first call). An error
+// from it stops the run before the call, and [Agent.Run] returns an error
+// wrapping it. It is the seam for budgets: a token or call budget refuses
+// the next call by returning an error.
+func WithBeforeModelCall(hook func(ctx context.Context, used Usage) error) AgentOption {
+	return func(a *Agent) { a.before, a.nilHook = hook, hook == nil }
+}
+
+// NewAgent returns an Agent that asks the model through c and hands every
+// tool call to g. A nil client, gate, option or hook, or fewer than one
+// round, is [ErrInvalidConfig].
+func NewAgent(c *Client, g Gate, opts ...AgentOption) (*Agent, error) {
+	bad := func(what string) (*Agent, error) { return nil, fmt.Errorf("%w: agent: %s", ErrInvalidConfig, what) }
+	switch {
+	case c == nil:
+		return bad("nil client")
+	case g == nil:
+		return bad("nil gate")
+	}
+	a := &Agent{c: c, g: g, maxRounds: DefaultMaxRounds}
+	for _, o := range opts {
+		if o == nil {
+			return bad("nil option")
+		}
+		o(a)
+	}
+	switch {
+	case a.maxRounds < 1:
+		return bad(fmt.Sprintf("max rounds %d below 1", a.maxRounds))
+	case a.nilHook:
+		return bad("nil before-model-call hook")
+	}
+	return a, nil
+}
+
+// Task is one conversation an [Agent] runs.
+type Task struct {
+	// Role names the worker's role contract; the gate shows and allows
+	// tools by it. Required.
+	Role string
+	// TraceID is the episode the calls belong to. Required.
+	TraceID string
+	// Intent, when set, names the intent the calls serve.
+	Intent string
+	// System is the system prompt; "" sends none.
+	System string
+	// User is the user message that starts the conversation. Required.
+	User string
+}
+
+// ToolResult is one tool call the model made and the gate's answer.
+type ToolResult struct {
+	// Round is the round the model made the call in, from 1.
+	Round int
+	// Call is the call as the agent handed it to the gate.
+	Call toolgate.Call
+	// Result is the gate's answer, as the model was shown it.
+	Result toolgate.Result
+}
+
+// AgentResult is what one run of an [Agent] did.
+type AgentResult struct {
+	// Answer is the model's final text: its answer without tool calls.
+	// "" when the run ended otherwise.
+	Answer string
+	// FinishReason is the finish_reason of the last completion.
+	FinishReason string
+	// Rounds is how many model calls returned.
+	Rounds int
+	// Usage sums the token usage over the model calls; Usage.ModelCalls
+	// equals Rounds.
+	Usage Usage
+	// Calls are the tool calls handed to the gate and its answers, in
+	// order.
+	Calls []ToolResult
+	// Messages is the conversation: the system and user messages, then
+	// each assistant message and the tool results answering it.
+	Messages []Message
+}
+
+// Run runs the conversation of t: system prompt and user message, then
+// rounds of model calls and gate calls until the model answers without
+// calling a tool.
+//
+// The error is nil when the model answered. Otherwise it wraps
+// [ErrMaxRounds] when the model still called tools in the last round (the
+// gate decided those calls too), the hook's error ([WithBeforeModelCall]),
+// the gate's error, the client's error ([ErrEndpoint] once the retries ran
+// out, [ErrInvalidConfig] for a surface the gate built wrong) or the
+// context's error. Even then the result holds everything that happened up
+// to that point: the calls the gate decided, the usage and the
+// conversation. A task without Role, TraceID or User is
+// [ErrInvalidConfig].
+func (a *Agent) Run(ctx context.Context, t Task) (AgentResult, error) {
+	var res AgentResult
+	if t.Role == "" || t.TraceID == "" || t.User == "" {
+		return res, fmt.Errorf("%w: agent task needs a role, a trace and a user message", ErrInvalidConfig)
+	}
+	if t.System != "" {
+		res.Messages = append(res.Messages, Message{Role: "system", Content: t.System})
+	}
+	res.Messages = append(res.Messages, Message{Role: "user", Content: t.User})
+	ids := make(map[string]bool)
+	for round := 1; round <= a.maxRounds; round++ {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("llm: agent stopped before round %d: %w", round, err)
+		}
+		tools, err := a.g.Surface(ctx, t.Role, t.TraceID, t.Intent)
+		if err != nil {
+			return res, fmt.Errorf("llm: agent: tool surface for round %d: %w", round, err)
+		}
+		if a.before != nil {
+			if err := a.before(ctx, res.Usage); err != nil {
+				return res, fmt.Errorf("llm: agent stopped before model call %d: %w", round, err)
+			}
+		}
+		out, err := a.c.Complete(ctx, res.Messages, tools)
+		if err != nil {
+			return res, fmt.Errorf("llm: agent: model call %d: %w", round, err)
+		}
+		res.Rounds, res.FinishReason = round, out.FinishReason
+		res.Usage = res.Usage.Add(out.Usage)
+		calls := uniqueIDs(out.ToolCalls, round, ids)
+		res.Messages = append(res.Messages, Message{Role: "assistant", Content: out.Content, ToolCalls: calls})
+		a.c.log.DebugContext(ctx, "llm: agent round", "trace", t.TraceID, "round", round,
+			"tools", len(tools), "calls", len(calls), "finish", out.FinishReason)
+		if len(calls) == 0 {
+			res.Answer = out.Content
+			return res, nil
+		}
+		for _, tc := range calls {
+			call := toolgate.Call{
+				ID:      tc.ID,
+				Tool:    tc.Function.Name,
+				Args:    arguments(tc.Function.Arguments),
+				Role:    t.Role,
+				TraceID: t.TraceID,
+				Intent:  t.Intent,
+			}
+			r, err := a.g.Call(ctx, call)
+			if err != nil {
+				return res, fmt.Errorf("llm: agent: gate call %s (%s) in round %d: %w", strconv.Quote(call.Tool), call.ID, round, err)
+			}
+			a.c.log.DebugContext(ctx, "llm: agent tool call", "trace", t.TraceID, "round", round,
+				"tool", call.Tool, "outcome", string(r.Outcome), "code", string(r.Code))
+			res.Calls = append(res.Calls, ToolResult{Round: round, Call: call, Result: r})
+			res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: tc.ID, Content: ToolContent(r)})
+		}
+	}
+	return res, fmt.Errorf("%w: the model still called tools after %d round(s)", ErrMaxRounds, a.maxRounds)
+}
+
+// uniqueIDs returns the calls with an id each that no earlier call of the
+// run has: a call without an id, or with one already used, gets
+// "call_<round>_<index>" (index from 0; a suffix is added if even that is
+// taken). The tool message answering a call repeats its id, so the model
+// can tell its results apart.
+func uniqueIDs(calls []ToolCall, round int, seen map[string]bool) []ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]ToolCall, len(calls))
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] {
+			base := fmt.Sprintf("call_%d_%d", round, i)
+			c.ID = base
+			for n := 2; seen[c.ID]; n++ {
+				c.ID = fmt.Sprintf("%s_%d", base, n)
+			}
+		}
+		if c.Type == "" {
+			c.Type = "function"
+		}
+		seen[c.ID] = true
+		out[i] = c
+	}
+	return out
+}
+
+// arguments turns the model's argument text into the JSON the gate gets:
+// the text itself when it is valid JSON, "{}" when it is empty, and
+// otherwise a JSON string holding the text, which the gate refuses as not
+// an object.
+func arguments(text string) json.RawMessage {
+	s := strings.TrimSpace(text)
+	switch {
+	case s == "":
+		return json.RawMessage(`{}`)
+	case json.Valid([]byte(s)):
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(text) // a string always encodes
+	return b
+}
+
+// toolReply is what the model reads as a tool's result.
+type toolReply struct {
+	Outcome     toolgate.Outcome `json:"outcome"`
+	Code        kernel.Code      `json:"code,omitempty"`
+	RootCause   kernel.Code      `json:"root_cause,omitempty"`
+	RootRecord  string           `json:"root_cause_record,omitempty"`
+	Hint        string           `json:"hint,omitempty"`
+	ApprovalID  string           `json:"approval_id,omitempty"`
+	Output      kernel.Payload   `json:"output,omitempty"`
+	OutputError string           `json:"output_error,omitempty"`
+}
+
+// ToolContent renders a gate's result as the content of the "tool" message
+// the model reads: one line of JSON with the outcome, the code, the root
+// cause's code and record, the repair hint, the approval id and the output,
+// each only when set. For example
+//
+//	{"outcome":"refused","code":"RULE_VIOLATED","root_cause":"RULE_VIOLATED","hint":"refund at most the charged amount"}
+//
+// An output that cannot be encoded as JSON is left out and replaced by
+// "output_error".
+func ToolContent(r toolgate.Result) string {
+	tr := toolReply{
+		Outcome:    r.Outcome,
+		Code:       r.Code,
+		RootCause:  r.RootCause.Code,
+		RootRecord: r.RootCause.Record,
+		Hint:       r.Hint,
+		ApprovalID: r.ApprovalID,
+		Output:     r.Output,
+	}
+	b, err := json.Marshal(tr)
+	if err != nil {
+		tr.Output, tr.OutputError = nil, "the tool's output could not be encoded as JSON"
+		b, _ = json.Marshal(tr) // only strings are left
+	}
+	return string(b)
+}
