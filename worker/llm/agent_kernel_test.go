@@ -98,11 +98,11 @@ func (d *refundDesk) Surface(ctx context.Context, _, traceID, _ string) ([]toolg
 }
 
 var deskHints = map[kernel.Code]string{
-	"INVALID_ARGUMENTS":          `pass a JSON object {"charge_id": string, "amount": number}`,
-	"UNKNOWN_TOOL":               "call one of get_charge, record_refund_due, issue_refund",
-	kernel.CodeRuleViolated:      "refund the charge you were shown, at most its amount (see get_charge)",
-	kernel.CodeDuplicateAction:   "this charge has already been refunded or is awaiting approval; do not retry",
-	kernel.CodeNoCommittedBelief: "call record_refund_due first",
+	toolgate.CodeInvalidArguments: `pass a JSON object {"charge_id": string, "amount": number}`,
+	toolgate.CodeToolUnknown:      "call one of get_charge, record_refund_due, issue_refund",
+	kernel.CodeRuleViolated:       "refund the charge you were shown, at most its amount (see get_charge)",
+	kernel.CodeDuplicateAction:    "this charge has already been refunded or is awaiting approval; do not retry",
+	kernel.CodeNoCommittedBelief:  "call record_refund_due first",
 }
 
 func refused(code kernel.Code, root kernel.Cause) toolgate.Result {
@@ -114,11 +114,11 @@ func refused(code kernel.Code, root kernel.Cause) toolgate.Result {
 
 func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result, error) {
 	if _, known := deskTools[c.Tool]; !known {
-		return refused("UNKNOWN_TOOL", kernel.Cause{}), nil
+		return refused(toolgate.CodeToolUnknown, kernel.Cause{}), nil
 	}
 	var args map[string]any
 	if err := json.Unmarshal(c.Args, &args); err != nil || args == nil {
-		return refused("INVALID_ARGUMENTS", kernel.Cause{}), nil
+		return refused(toolgate.CodeInvalidArguments, kernel.Cause{}), nil
 	}
 	switch c.Tool {
 	case "get_charge":
@@ -142,7 +142,7 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	id, okID := args["charge_id"].(string)
 	amount, okAmount := args["amount"].(float64)
 	if !okID || !okAmount || len(args) != 2 {
-		return refused("INVALID_ARGUMENTS", kernel.Cause{}), nil
+		return refused(toolgate.CodeInvalidArguments, kernel.Cause{}), nil
 	}
 	dec, err := d.h.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: kernel.Actions, Kind: "issue_refund",
 		Payload: kernel.Payload{"charge_id": id, "amount": amount, "requires_beliefs": []string{"refund_due"}}})

@@ -153,9 +153,9 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 		var args map[string]any
 		switch {
 		case c.Tool != "issue_refund" && c.Tool != "get_charge":
-			return toolgate.Result{Outcome: toolgate.Refused, Code: "UNKNOWN_TOOL", Hint: "call one of the tools you were given"}, nil
+			return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeToolUnknown, Hint: "call one of the tools you were given"}, nil
 		case json.Unmarshal(c.Args, &args) != nil:
-			return toolgate.Result{Outcome: toolgate.Refused, Code: "INVALID_ARGUMENTS", Hint: "arguments must be a JSON object"}, nil
+			return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: "arguments must be a JSON object"}, nil
 		}
 		return toolgate.Result{Outcome: toolgate.Executed, Code: kernel.CodeCommitted, Output: kernel.Payload{"ok": true}}, nil
 	}}
@@ -182,7 +182,7 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 			t.Errorf("call %d: args %q are not JSON", i, c.Args)
 		}
 	}
-	codes := []kernel.Code{kernel.CodeCommitted, "UNKNOWN_TOOL", "INVALID_ARGUMENTS", kernel.CodeCommitted}
+	codes := []kernel.Code{kernel.CodeCommitted, toolgate.CodeToolUnknown, toolgate.CodeInvalidArguments, kernel.CodeCommitted}
 	for i, r := range res.Calls {
 		if r.Round != 1 || r.Call.ID != want[i].id || r.Result.Code != codes[i] {
 			t.Errorf("result %d = %+v; want round 1, id %s, code %s", i, r, want[i].id, codes[i])
@@ -354,3 +354,6 @@ func TestToolContent(t *testing.T) {
 		}
 	}
 }
+
+// The gate the project ships satisfies the agent's Gate.
+var _ llm.Gate = (*toolgate.Gate)(nil)

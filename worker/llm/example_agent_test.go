@@ -29,7 +29,7 @@ func (chargeGate) Surface(context.Context, string, string, string) ([]toolgate.S
 func (chargeGate) Call(_ context.Context, c toolgate.Call) (toolgate.Result, error) {
 	var args struct{ Amount float64 }
 	if err := json.Unmarshal(c.Args, &args); err != nil {
-		return toolgate.Result{Outcome: toolgate.Refused, Code: "INVALID_ARGUMENTS", Hint: `pass {"amount": number}`}, nil
+		return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: `pass {"amount": number}`}, nil
 	}
 	if args.Amount > 149.99 {
 		return toolgate.Result{Outcome: toolgate.Refused, Code: kernel.CodeRuleViolated,
