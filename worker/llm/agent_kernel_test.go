@@ -233,7 +233,7 @@ func TestAgentOnKernelNeverPaysAnUnsafeRefund(t *testing.T) {
 			model: []reply{calling(recordDue), calling(call("", "wire_money", `{"to":"acct_9","amount":5000}`))},
 			want: []string{
 				"record_refund_due executed COMMITTED",
-				"wire_money refused UNKNOWN_TOOL",
+				"wire_money refused TOOL_UNKNOWN",
 			},
 			committed: 0,
 		},
