@@ -3,8 +3,11 @@ package study
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -35,25 +38,30 @@ func (m Metrics) scaled(f float64) Metrics {
 
 // MarshalJSON writes the metrics as the reference implementation does,
 // floats with a decimal point (1.0, not 1), without reflection.
-func (m Metrics) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 128)
-	for i, f := range []struct {
+func (m Metrics) MarshalJSON() ([]byte, error) { return m.appendJSON(make([]byte, 0, 128)) }
+
+// appendJSON appends the metrics' JSON object. A metric that is not a
+// finite number has no JSON form (encoding/json would refuse it too).
+func (m Metrics) appendJSON(b []byte) ([]byte, error) {
+	for i, f := range [...]struct {
 		key string
 		v   float64
 	}{
-		{"task_success", m.TaskSuccess},
-		{"unsafe_action", m.UnsafeAction},
-		{"unsupported_belief", m.UnsupportedBelief},
-		{"traceability", m.Traceability},
-		{"failure_transparency", m.FailureTransparency},
+		{`"task_success":`, m.TaskSuccess},
+		{`"unsafe_action":`, m.UnsafeAction},
+		{`"unsupported_belief":`, m.UnsupportedBelief},
+		{`"traceability":`, m.Traceability},
+		{`"failure_transparency":`, m.FailureTransparency},
 	} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return nil, fmt.Errorf("study: metric %s is %v", strings.Trim(f.key, `":`), f.v)
+		}
 		if i == 0 {
 			b = append(b, '{')
 		} else {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, f.key)
-		b = append(b, ':')
+		b = append(b, f.key...)
 		n := len(b)
 		b = strconv.AppendFloat(b, f.v, 'g', -1, 64)
 		if !slices.ContainsFunc(b[n:], func(c byte) bool { return c == '.' || c == 'e' }) {

@@ -3,7 +3,6 @@ package study
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -180,34 +179,22 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	total := len(p.tasks) * p.seeds * len(p.agents)
 	start := time.Now()
 	w := bufio.NewWriterSize(out, 64<<10)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	var line []byte
 	prog := progress{w: cfg.Progress, total: total, start: start, last: start}
 
 	emit := func(r *Result) error {
 		sum.add(r)
-		if err := enc.Encode(r); err != nil {
+		var err error
+		if line, err = appendLine(line[:0], r); err != nil {
+			return err
+		}
+		if _, err := w.Write(line); err != nil {
 			return err
 		}
 		prog.tick(sum.Episodes, time.Now())
 		return nil
 	}
-	jobs := func(yield func(job) bool) {
-		i := 0
-		for ti := range p.tasks {
-			t := &p.tasks[ti]
-			for seed := range p.seeds {
-				faults := cfg.Rates.Draw(seed, t.Key())
-				for _, a := range p.agents {
-					ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(cfg.RunID, a.Name(), t.ID, seed), KeepTrace: cfg.Traces}
-					if !yield(job{index: i, agent: a, ep: ep}) {
-						return
-					}
-					i++
-				}
-			}
-		}
-	}
+	jobs := p.jobs(cfg.Rates, cfg.RunID, cfg.Traces)
 	if p.inFlight == 1 {
 		err = runSerial(ctx, jobs, emit)
 	} else {
@@ -221,6 +208,27 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, nil
+}
+
+// jobs yields every episode of the plan in output order: task, seed,
+// agent.
+func (p *plan) jobs(rates perturb.Rates, runID string, keepTrace bool) func(yield func(job) bool) {
+	return func(yield func(job) bool) {
+		i := 0
+		for ti := range p.tasks {
+			t := &p.tasks[ti]
+			for seed := range p.seeds {
+				faults := rates.Draw(seed, t.Key())
+				for _, a := range p.agents {
+					ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(runID, a.Name(), t.ID, seed), KeepTrace: keepTrace}
+					if !yield(job{index: i, agent: a, ep: ep}) {
+						return
+					}
+					i++
+				}
+			}
+		}
+	}
 }
 
 func traceID(runID, agent, task string, seed int) string {
