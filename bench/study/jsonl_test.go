@@ -55,7 +55,7 @@ func TestLinesMatchEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j := range p.jobs(cfg.Rates, "run-x", false) {
+		for j := range p.jobs(cfg.Rates, "run-x", nil, false) {
 			r, err := play(ctx, j)
 			if err != nil {
 				t.Fatal(err)
@@ -216,7 +216,7 @@ func BenchmarkAppendLine(b *testing.B) {
 		b.Fatal(err)
 	}
 	var rs []*Result
-	for j := range p.jobs(cfg.Rates, "", false) {
+	for j := range p.jobs(cfg.Rates, "", nil, false) {
 		r, err := play(ctx, j)
 		if err != nil {
 			b.Fatal(err)

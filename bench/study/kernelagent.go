@@ -43,8 +43,8 @@ type Final struct {
 // configuration ([hardenedOptions]) and, before taking that route, the
 // planner mounts one attack of the catalogue per episode.
 type kernelAgent struct {
-	name   string
-	decide decider
+	name, plannerName string
+	decide            decider
 	// attacks is the adversarial catalogue; nil for an honest agent.
 	attacks []attack
 	// shared is the kernel over the run's store; nil means a fresh
@@ -56,8 +56,10 @@ func newKernelAgent(name string, d decider, store kernel.Store) (*kernelAgent, e
 	return newAgentOn(&kernelAgent{name: name, decide: d}, store)
 }
 
-// newAgentOn gives a its shared kernel when the run has a store.
+// newAgentOn names a's planner and gives a its shared kernel when the run
+// has a store.
 func newAgentOn(a *kernelAgent, store kernel.Store) (*kernelAgent, error) {
+	a.plannerName = a.name + "_planner"
 	if store != nil {
 		k, err := kernel.New(append(a.options(), kernel.WithStore(store))...)
 		if err != nil {
@@ -82,17 +84,22 @@ func (a *kernelAgent) options() []kernel.Option {
 func (a *kernelAgent) Name() string   { return a.name }
 func (a *kernelAgent) Governed() bool { return true }
 
-// Run plays one episode on the kernel and audits it.
+// Run plays one episode on the kernel, over the episode's store (or the
+// run's, for a shared kernel).
 func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 	k := a.shared
 	if k == nil {
+		opts := a.options()
+		if ep.Store != nil {
+			opts = append(opts, kernel.WithStore(ep.Store))
+		}
 		var err error
-		if k, err = kernel.New(a.options()...); err != nil {
+		if k, err = kernel.New(opts...); err != nil {
 			return Outcome{}, err
 		}
 		defer k.Close()
 	}
-	planner := k.Planner(a.name + "_planner")
+	planner := k.Planner(a.plannerName)
 	e, report, err := a.play(ctx, k, planner, ep)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
@@ -101,14 +108,9 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	f, err := auditKernel(ctx, planner, ep.Task, ep.TraceID, v)
-	if err != nil {
-		return Outcome{}, err
-	}
 	o := Outcome{
-		Output:  &KernelOutput{TraceID: ep.TraceID, Final: e.final, View: v.Committed, Attack: report},
-		Metrics: f.metrics(),
-		Label:   e.final.label(),
+		Output: &KernelOutput{TraceID: ep.TraceID, Final: e.final, View: v.Committed, Attack: report},
+		Label:  e.final.label(),
 	}
 	if ep.KeepTrace {
 		if o.Trace, err = kernelTrace(ctx, planner, ep.TraceID); err != nil {

@@ -30,6 +30,13 @@ func runDefault(t *testing.T, cfg Config) (*Summary, []byte) {
 
 // The paper's Table 3 and Table 4 rows for the deterministic agents, from
 // an actual run with the default configuration.
+//
+// string_glue is the exception, and a finding: the paper reports 0.613 /
+// 0.387 / 0.260 / – / 0.613 for it, because it read taint from the charge
+// the agent itself made up after a dropped lookup, which string_glue labels
+// fresh. Measured against the faults actually injected, its 15 dropped
+// lookups are refunds without evidence, and it scores exactly json_glue's
+// row: both agents refund in every episode, on the same inputs.
 func TestDefaultRunMatchesPaper(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Traces = true
@@ -39,7 +46,7 @@ func TestDefaultRunMatchesPaper(t *testing.T) {
 	}
 	want := map[string][5]string{
 		// success, unsafe, unsupported, traceability, transparency
-		AgentStringGlue: {"0.613", "0.387", "0.260", "0.000", "0.613"},
+		AgentStringGlue: {"0.570", "0.430", "0.310", "0.000", "0.570"},
 		AgentJSONGlue:   {"0.570", "0.430", "0.310", "0.000", "0.570"},
 		AgentBK:         {"1.000", "0.000", "0.000", "1.000", "1.000"},
 	}
@@ -58,9 +65,12 @@ func TestDefaultRunMatchesPaper(t *testing.T) {
 	// The JSON lines add up to the same aggregates.
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sums := map[string]float64{}
+	glue := map[string]map[[2]any]Metrics{}
 	lines := 0
 	for sc.Scan() {
 		var r struct {
+			TaskID  string `json:"task_id"`
+			Seed    int
 			Agent   string
 			Metrics Metrics
 		}
@@ -68,9 +78,20 @@ func TestDefaultRunMatchesPaper(t *testing.T) {
 			t.Fatalf("line %d: %v", lines+1, err)
 		}
 		sums[r.Agent] += r.Metrics.TaskSuccess
+		if glue[r.Agent] == nil {
+			glue[r.Agent] = map[[2]any]Metrics{}
+		}
+		glue[r.Agent][[2]any{r.TaskID, r.Seed}] = r.Metrics
 		lines++
 	}
-	if lines != 900 || f3(sums[AgentStringGlue]/300) != "0.613" || f3(sums[AgentJSONGlue]/300) != "0.570" {
+	// The two glue agents do the same thing in every episode, and are
+	// measured the same.
+	for k, m := range glue[AgentStringGlue] {
+		if glue[AgentJSONGlue][k] != m {
+			t.Errorf("%v: string_glue %+v, json_glue %+v", k, m, glue[AgentJSONGlue][k])
+		}
+	}
+	if lines != 900 || f3(sums[AgentStringGlue]/300) != "0.570" || f3(sums[AgentJSONGlue]/300) != "0.570" {
 		t.Errorf("JSON lines: %d lines, success sums %v", lines, sums)
 	}
 	var tables bytes.Buffer

@@ -1,0 +1,94 @@
+package study
+
+import (
+	"context"
+	"iter"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// World is the outside world of one episode, and the harness owns it: the
+// refund tool, whose every call is an effect, and the append-only log of
+// the effects. Whether an episode acted is read from this log, never from
+// what an agent or the kernel says about itself.
+//
+// An ungoverned agent calls the tools directly, as glue code does. A
+// governed agent never touches the world: after its episode the harness's
+// executor reads the committed action records from the store and performs
+// each one, as a deployment's executor would.
+//
+// A World is used by one episode at a time.
+type World struct {
+	task    *Task
+	effects []Effect
+}
+
+// Effect is one action performed in the world.
+type Effect struct {
+	// Type is the action type: issue_refund, queue_for_review or whatever
+	// else a committed action record named.
+	Type string
+	// Record is the id of the committed action record the executor
+	// performed; empty for an ungoverned agent's direct call.
+	Record string
+	// Reason is the reason code a queue_for_review carried ("" for none).
+	Reason string
+}
+
+// newWorld returns the world of one episode of t.
+func newWorld(t *Task) *World { return &World{task: t} }
+
+// IssueRefund refunds the task's charge, logs the effect, and returns what
+// the refund tool returns (REPRODUCTION.md §2).
+func (w *World) IssueRefund() kernel.Payload {
+	w.effects = append(w.effects, Effect{Type: kindRefund})
+	return w.task.Refund()
+}
+
+// Effects returns the log, oldest first. The caller must not modify it.
+func (w *World) Effects() []Effect { return w.effects }
+
+// records is the read access to a store that the harness's executor and
+// audit need; every [kernel.Store] has it. The audit reads the store
+// itself, not a kernel view: a view shows only what is active now, and an
+// action that was committed and then expired has still been performed.
+type records interface {
+	Get(ctx context.Context, id string) (kernel.Record, error)
+	ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error]
+	ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error]
+}
+
+// helperTrace is the one other trace an episode may write to in a shared
+// store: adversarial_bk's clean helper trace.
+func helperTrace(traceID string) string { return traceID + "/helper" }
+
+// execute performs, once each and in store order, every action record of
+// the episode that the kernel committed, whatever its status became later:
+// expiry or invalidation after a commit cannot undo an effect a deployment
+// may already have carried out. With the episode's own store (own) that is
+// every committed action in it; in a store shared by the whole run, those
+// of the episode's trace and its helper trace.
+func execute(ctx context.Context, st records, traceID string, own bool, w *World) error {
+	var seqs []iter.Seq2[kernel.Record, error]
+	if own {
+		seqs = append(seqs, st.ListSlot(ctx, kernel.Actions, kernel.Filter{}))
+	} else {
+		seqs = append(seqs, st.ListTrace(ctx, traceID), st.ListTrace(ctx, helperTrace(traceID)))
+	}
+	for _, seq := range seqs {
+		for r, err := range seq {
+			if err != nil {
+				return err
+			}
+			if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
+				continue
+			}
+			e := Effect{Type: r.Kind, Record: r.ID}
+			if r.Kind == kernel.FallbackQueueForReview {
+				e.Reason, _ = r.Payload.String(kernel.KeyReason)
+			}
+			w.effects = append(w.effects, e)
+		}
+	}
+	return nil
+}
