@@ -2,11 +2,13 @@ package study
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -176,26 +178,31 @@ func appendObject(b []byte, m map[string]any) ([]byte, error) {
 }
 
 // appendMap writes a map with string keys, keys sorted, each value with
-// value; nil is null.
+// value; nil is null. The pairs are collected in one pass over the map
+// and sorted, so no key is hashed a second time.
 func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, error)) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
-	var stack [16]string
-	keys := stack[:0]
-	for k := range m {
-		keys = append(keys, k)
+	type pair struct {
+		k string
+		v V
 	}
-	slices.Sort(keys)
+	var stack [16]pair
+	pairs := stack[:0]
+	for k, v := range m {
+		pairs = append(pairs, pair{k, v})
+	}
+	slices.SortFunc(pairs, func(x, y pair) int { return strings.Compare(x.k, y.k) })
 	b = append(b, '{')
-	for i, k := range keys {
+	for i := range pairs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = appendString(b, pairs[i].k)
 		b = append(b, ':')
 		var err error
-		if b, err = value(b, m[k]); err != nil {
+		if b, err = value(b, pairs[i].v); err != nil {
 			return nil, err
 		}
 	}
@@ -288,6 +295,34 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// Eight bytes at a time: the masks of the SWAR test in plainPrefix.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainPrefix returns how many leading bytes of s need no escaping:
+// printable ASCII other than '"' and '\'. It tests eight bytes at once
+// (a byte below 0x20, equal to '"' or '\', or with its high bit set
+// marks the word); a marked word is finished byte by byte. The tests can
+// mark a clean byte above a marked one, never a word with none.
+func plainPrefix(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		if (x-ones*0x20)&^x&highs|(q-ones)&^q&highs|(bs-ones)&^bs&highs|x&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	return i
+}
+
 // appendString writes s as a JSON string the way encoding/json does without
 // HTML escaping: '"' and '\\' escaped, control characters as \b, \f, \n,
 // \r, \t or \u00XX, invalid UTF-8 as \ufffd, and U+2028 and U+2029 (line
@@ -295,8 +330,9 @@ const hexDigits = "0123456789abcdef"
 // as \u2028 and \u2029. Everything else is copied.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	i := plainPrefix(s)
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

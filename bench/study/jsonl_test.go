@@ -51,11 +51,12 @@ func TestLinesMatchEncodingJSON(t *testing.T) {
 		cfg.Seeds = 60
 		cfg.Rates = rates
 		cfg.Agents = []string{AgentStringGlue, AgentJSONGlue, AgentBK, AgentAdversarialBK}
+		cfg.RunID = "run-x"
 		p, err := cfg.plan()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j := range p.jobs(cfg.Rates, "run-x", nil, false) {
+		for j := range p.jobs(&cfg) {
 			r, err := play(ctx, j)
 			if err != nil {
 				t.Fatal(err)
@@ -216,7 +217,7 @@ func BenchmarkAppendLine(b *testing.B) {
 		b.Fatal(err)
 	}
 	var rs []*Result
-	for j := range p.jobs(cfg.Rates, "", nil, false) {
+	for j := range p.jobs(&cfg) {
 		r, err := play(ctx, j)
 		if err != nil {
 			b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -107,17 +108,48 @@ func smallConfig() Config {
 	return cfg
 }
 
-// The output does not depend on how many episodes run at once.
+// The output does not depend on how many episodes run at once: chunks
+// played out of order are written in order.
 func TestParallelWritesTheSameLines(t *testing.T) {
-	_, serial := runDefault(t, smallConfig())
 	cfg := smallConfig()
-	cfg.Parallel = 3
-	_, parallel := runDefault(t, cfg)
-	if !bytes.Equal(serial, parallel) {
-		t.Fatal("parallel output differs from serial output")
+	cfg.Seeds = 40 // 240 (task, seed) units: 15 chunks
+	cfg.Agents = []string{AgentStringGlue, AgentJSONGlue, AgentBK, AgentAdversarialBK}
+	serialSum, serial := runDefault(t, cfg)
+	if n := bytes.Count(serial, []byte("\n")); n != 40*6*4 {
+		t.Fatalf("%d lines, want %d", n, 40*6*4)
 	}
-	if n := bytes.Count(serial, []byte("\n")); n != 8*6*3 {
-		t.Fatalf("%d lines, want %d", n, 8*6*3)
+	for _, n := range []int{2, 3, 8} {
+		cfg.Parallel = n
+		sum, parallel := runDefault(t, cfg)
+		if !bytes.Equal(serial, parallel) {
+			t.Fatalf("parallel %d: output differs from serial output", n)
+		}
+		for _, a := range sum.Agents {
+			if sum.Mean(a) != serialSum.Mean(a) {
+				t.Errorf("parallel %d, %s: %+v, serial %+v", n, a, sum.Mean(a), serialSum.Mean(a))
+			}
+		}
+		if fmt.Sprint(sum.Attacks()) != fmt.Sprint(serialSum.Attacks()) {
+			t.Errorf("parallel %d: attack tables differ", n)
+		}
+	}
+}
+
+// FirstSeed shifts the seeds: a run of seeds 5…7 writes the lines a run of
+// 0…7 writes for them.
+func TestFirstSeed(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Tasks = []string{"stripe_refund_combined"}
+	_, all := runDefault(t, cfg)
+	cfg.FirstSeed, cfg.Seeds = 5, 3
+	_, tail := runDefault(t, cfg)
+	lines := bytes.SplitAfter(all, []byte("\n"))
+	if want := bytes.Join(lines[5*3:8*3], nil); !bytes.Equal(tail, want) {
+		t.Fatalf("seeds 5…7:\n%s\nwant\n%s", tail, want)
+	}
+	cfg.FirstSeed = -1
+	if _, err := Run(context.Background(), cfg, io.Discard); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("first seed -1: %v", err)
 	}
 }
 
