@@ -1,7 +1,8 @@
 // Command bench reproduces the paper's 1,200-episode Stripe refund study:
 // six tasks × 50 seeds × the agents, one JSON line per episode, then Table 3
-// and Table 4. Run `go run ./bench -h` for the flags; docs/benchmark.md
-// explains the output.
+// and Table 4, what their figures mean, the files written and the run's
+// wall and CPU time. Run `go run ./bench -h` for the flags;
+// docs/benchmark.md explains the output.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/blackboardkernel/bk/bench/cli"
 )
@@ -22,7 +24,11 @@ func main() {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "bench:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "bench: ") { // usage errors say so already
+			msg = "bench: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }
