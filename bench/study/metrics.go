@@ -147,11 +147,11 @@ const (
 // measure is the harness's audit of one episode, the same for every
 // agent. Taint and the duplicate block are ground truth: the faults the
 // perturbation injected and the task's inputs. What was done is the
-// world's effect log. For a governed agent (st not nil) what it believed,
+// world's effect log. For a governed agent (l not nil) what it believed,
 // what the kernel rejected and the chains behind each action are read from
 // the store; a glue agent's belief is its output, and its effects name no
 // record, so none can be traced.
-func measure(ctx context.Context, ep Episode, out any, st records, w *World) (facts, error) {
+func measure(ctx context.Context, ep Episode, out any, l *ledger, w *World) (facts, error) {
 	fl := ep.Faults
 	f := facts{
 		tainted: fl.Drop || fl.Stale || fl.Conflict || fl.LowConfidence,
@@ -163,29 +163,26 @@ func measure(ctx context.Context, ep Episode, out any, st records, w *World) (fa
 			f.refunds++
 		}
 	}
-	if st == nil {
+	if l == nil {
 		if g, ok := out.(*GlueOutput); ok {
 			f.holds = holds(g.Beliefs[kindRefundDue])
 		}
 		return f, nil
 	}
 	var tr trial
-	for r, err := range st.ListTrace(ctx, ep.TraceID) {
-		if err != nil {
-			return facts{}, err
-		}
-		tr.note(&r)
+	for i := range l.trace {
+		tr.note(&l.trace[i])
 	}
 	f.holds = tr.holds
 	for _, e := range w.Effects() {
 		if e.Record == "" {
 			continue
 		}
-		r, err := st.Get(ctx, e.Record)
+		r, err := l.Get(ctx, e.Record)
 		if err != nil {
 			return facts{}, err
 		}
-		ok, err := traced(ctx, st, r)
+		ok, err := traced(ctx, l, r)
 		if err != nil {
 			return facts{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"iter"
 	"slices"
 	"strconv"
 	"sync"
@@ -112,8 +113,7 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
-// hiding is a store that pretends some records do not exist when asked for
-// them by id.
+// hiding is a store that pretends some records do not exist.
 type hiding struct {
 	records
 	hidden map[string]bool
@@ -124,6 +124,16 @@ func (h hiding) Get(ctx context.Context, id string) (kernel.Record, error) {
 		return kernel.Record{}, fmt.Errorf("%w: %s", kernel.ErrNotFound, id)
 	}
 	return h.records.Get(ctx, id)
+}
+
+func (h hiding) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error] {
+	return func(yield func(kernel.Record, error) bool) {
+		for r, err := range h.records.ListTrace(ctx, traceID) {
+			if (err != nil || !h.hidden[r.ID]) && !yield(r, err) {
+				return
+			}
+		}
+	}
 }
 
 // scripted is a governed agent that plays a script on the episode's store
@@ -287,10 +297,14 @@ func TestAuditTraceability(t *testing.T) {
 				}
 				st = h
 			}
-			if err := execute(ctx, st, ep.TraceID, true, ep.World); err != nil {
+			l, err := readLedger(ctx, st, store, ep.TraceID)
+			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := measure(ctx, ep, out.Output, st, ep.World)
+			if err := execute(ctx, l, ep.TraceID, ep.World); err != nil {
+				t.Fatal(err)
+			}
+			f, err := measure(ctx, ep, out.Output, l, ep.World)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -253,28 +253,29 @@ func traceID(runID, agent, task string, seed int) string {
 func play(ctx context.Context, j job) (*Result, error) {
 	ep := j.ep
 	ep.World = newWorld(ep.Task)
-	var st records
-	own := false
-	if j.agent.Governed() {
-		if ep.Store == nil {
-			s := kernel.NewMemStore()
-			defer s.Close()
-			ep.Store, own = s, true
-		}
-		st = ep.Store
-	} else {
+	var own *kernel.MemStore
+	if !j.agent.Governed() {
 		ep.Store = nil
+	} else if ep.Store == nil {
+		own = kernel.NewMemStore()
+		defer own.Close()
+		ep.Store = own
 	}
 	o, err := j.agent.Run(ctx, ep)
 	if err != nil {
 		return nil, err
 	}
-	if st != nil {
-		if err := execute(ctx, st, ep.TraceID, own, ep.World); err != nil {
+	var l *ledger
+	if ep.Store != nil {
+		if l, err = readLedger(ctx, ep.Store, own, ep.TraceID); err != nil {
+			return nil, err
+		}
+		defer l.release()
+		if err := execute(ctx, l, ep.TraceID, ep.World); err != nil {
 			return nil, err
 		}
 	}
-	f, err := measure(ctx, ep, o.Output, st, ep.World)
+	f, err := measure(ctx, ep, o.Output, l, ep.World)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package study
 import (
 	"context"
 	"iter"
+	"sync"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -62,33 +63,89 @@ type records interface {
 // store: adversarial_bk's clean helper trace.
 func helperTrace(traceID string) string { return traceID + "/helper" }
 
+// ledger is what the harness reads of a governed episode's store, once:
+// the episode's trace, and the store to read anything else from.
+type ledger struct {
+	st records
+	// own is the episode's own store; nil when the run shares one.
+	own   *kernel.MemStore
+	trace []kernel.Record
+}
+
+// ledgers keeps ledgers between episodes: a trace's records are large, and
+// reading each episode's into fresh memory was a fifth of what a run
+// allocated.
+var ledgers = sync.Pool{New: func() any { return &ledger{trace: make([]kernel.Record, 0, 16)} }}
+
+// readLedger reads the episode's trace from st. The caller releases the
+// ledger when done with it.
+func readLedger(ctx context.Context, st records, own *kernel.MemStore, traceID string) (*ledger, error) {
+	l := ledgers.Get().(*ledger)
+	l.st, l.own = st, own
+	for r, err := range st.ListTrace(ctx, traceID) {
+		if err != nil {
+			l.release()
+			return nil, err
+		}
+		l.trace = append(l.trace, r)
+	}
+	return l, nil
+}
+
+// release returns l to the pool; l must not be used afterwards.
+func (l *ledger) release() {
+	clear(l.trace)
+	l.trace, l.st, l.own = l.trace[:0], nil, nil
+	ledgers.Put(l)
+}
+
+// Get returns the record with that id, from the trace already read when it
+// is there.
+func (l *ledger) Get(ctx context.Context, id string) (kernel.Record, error) {
+	for i := range l.trace {
+		if l.trace[i].ID == id {
+			return l.trace[i], nil
+		}
+	}
+	return l.st.Get(ctx, id)
+}
+
 // execute performs, once each and in store order, every action record of
 // the episode that the kernel committed, whatever its status became later:
 // expiry or invalidation after a commit cannot undo an effect a deployment
-// may already have carried out. With the episode's own store (own) that is
-// every committed action in it; in a store shared by the whole run, those
-// of the episode's trace and its helper trace.
-func execute(ctx context.Context, st records, traceID string, own bool, w *World) error {
-	var seqs []iter.Seq2[kernel.Record, error]
-	if own {
-		seqs = append(seqs, st.ListSlot(ctx, kernel.Actions, kernel.Filter{}))
-	} else {
-		seqs = append(seqs, st.ListTrace(ctx, traceID), st.ListTrace(ctx, helperTrace(traceID)))
+// may already have carried out. With the episode's own store that is every
+// committed action in it (read from the trace when the store holds nothing
+// else); in a store shared by the whole run, those of the episode's trace
+// and its helper trace.
+func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
+	perform := func(r *kernel.Record) {
+		if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
+			return
+		}
+		e := Effect{Type: r.Kind, Record: r.ID}
+		if r.Kind == kernel.FallbackQueueForReview {
+			e.Reason, _ = r.Payload.String(kernel.KeyReason)
+		}
+		w.effects = append(w.effects, e)
 	}
-	for _, seq := range seqs {
+	each := func(seq iter.Seq2[kernel.Record, error]) error {
 		for r, err := range seq {
 			if err != nil {
 				return err
 			}
-			if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
-				continue
-			}
-			e := Effect{Type: r.Kind, Record: r.ID}
-			if r.Kind == kernel.FallbackQueueForReview {
-				e.Reason, _ = r.Payload.String(kernel.KeyReason)
-			}
-			w.effects = append(w.effects, e)
+			perform(&r)
 		}
+		return nil
+	}
+	if l.own != nil && l.own.Len() > len(l.trace) {
+		// The episode wrote to other traces of its store too.
+		return each(l.st.ListSlot(ctx, kernel.Actions, kernel.Filter{}))
+	}
+	for i := range l.trace {
+		perform(&l.trace[i])
+	}
+	if l.own == nil {
+		return each(l.st.ListTrace(ctx, helperTrace(traceID)))
 	}
 	return nil
 }
