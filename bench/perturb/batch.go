@@ -41,28 +41,17 @@ func firstFloats(h [lanes]uint32) (out [lanes]float64) {
 	// positions 2…623, then position 1 again after the wrap. Only the words
 	// the first two outputs read are kept: 1, 2, 397 and 398 (word 0 ends
 	// as the constant 0x80000000).
-	p0, p1, p2, p3 = s[1][0], s[1][1], s[1][2], s[1][3]
-	var w2, w397, w398 [lanes]uint32
-	mix := func(from, to int) {
-		for i := from; i < to; i++ {
-			x, k := &s[i], uint32(i)
-			p0 = (x[0] ^ (p0^p0>>30)*1566083941) - k
-			p1 = (x[1] ^ (p1^p1>>30)*1566083941) - k
-			p2 = (x[2] ^ (p2^p2>>30)*1566083941) - k
-			p3 = (x[3] ^ (p3^p3>>30)*1566083941) - k
-		}
-	}
-	mix(2, 3)
-	w2 = [lanes]uint32{p0, p1, p2, p3}
-	mix(3, 398)
-	w397 = [lanes]uint32{p0, p1, p2, p3}
-	mix(398, 399)
-	w398 = [lanes]uint32{p0, p1, p2, p3}
-	mix(399, mtN)
-	last := [lanes]uint32{p0, p1, p2, p3}
+	p := [lanes]uint32{s[1][0], s[1][1], s[1][2], s[1][3]}
+	p = mixSecond(&s, 2, 3, p)
+	w2 := p
+	p = mixSecond(&s, 3, 398, p)
+	w397 := p
+	p = mixSecond(&s, 398, 399, p)
+	w398 := p
+	last := mixSecond(&s, 399, mtN, p)
 	for l := range lanes {
-		p := last[l]
-		w1 := (s[1][l] ^ (p^p>>30)*1566083941) - 1
+		q := last[l]
+		w1 := (s[1][l] ^ (q^q>>30)*1566083941) - 1
 		// The first two words of the first twist, as twisted(0) and
 		// twisted(1) compute them.
 		a := twistWord(0x80000000, w1, w397[l])
@@ -70,6 +59,22 @@ func firstFloats(h [lanes]uint32) (out [lanes]float64) {
 		out[l] = res53(temper(a), temper(b))
 	}
 	return out
+}
+
+// mixSecond runs the second mixing loop over positions from…to-1, the
+// four lanes side by side, starting from their previous words p, and
+// returns the last words it wrote. (A function, not a closure: the lanes
+// then stay in registers.)
+func mixSecond(s *[mtN][lanes]uint32, from, to int, p [lanes]uint32) [lanes]uint32 {
+	p0, p1, p2, p3 := p[0], p[1], p[2], p[3]
+	for i := from; i < to; i++ {
+		x, k := &s[i], uint32(i)
+		p0 = (x[0] ^ (p0^p0>>30)*1566083941) - k
+		p1 = (x[1] ^ (p1^p1>>30)*1566083941) - k
+		p2 = (x[2] ^ (p2^p2>>30)*1566083941) - k
+		p3 = (x[3] ^ (p3^p3>>30)*1566083941) - k
+	}
+	return [lanes]uint32{p0, p1, p2, p3}
 }
 
 // twistWord is the value a word takes in a twist, from the word itself

@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -193,7 +192,13 @@ func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, e
 	for k, v := range m {
 		pairs = append(pairs, pair{k, v})
 	}
-	slices.SortFunc(pairs, func(x, y pair) int { return strings.Compare(x.k, y.k) })
+	// Payloads have a handful of keys: an insertion sort beats a general
+	// one there.
+	for i := 1; i < len(pairs); i++ {
+		for j := i; j > 0 && pairs[j].k < pairs[j-1].k; j-- {
+			pairs[j], pairs[j-1] = pairs[j-1], pairs[j]
+		}
+	}
 	b = append(b, '{')
 	for i := range pairs {
 		if i > 0 {

@@ -12,7 +12,11 @@ import (
 type KernelOutput struct {
 	TraceID string `json:"trace_id"`
 	Final   Final  `json:"final"`
-	// View holds the trace's committed payloads by slot and kind.
+	// View holds the trace's committed, active payloads by slot and kind,
+	// as the harness read them from the store after the episode: what
+	// kernel.View shows (TestLedgerViewMatchesKernel), without another pass
+	// through the kernel. The payloads may be the store's own: read them,
+	// never change them.
 	View map[kernel.Slot]map[string]kernel.Payload `json:"view"`
 	// Attack is what the adversarial planner tried (adversarial_bk only).
 	Attack *Attack `json:"attack,omitempty"`
@@ -104,14 +108,17 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
 	}
-	v, err := planner.View(ctx, ep.TraceID, kernel.ViewOptions{})
-	if err != nil {
-		return Outcome{}, err
+	out := &KernelOutput{TraceID: ep.TraceID, Final: e.final, Attack: report}
+	if ep.Store == nil {
+		// Outside the harness, which otherwise fills the view in from the
+		// store it reads anyway.
+		v, err := planner.View(ctx, ep.TraceID, kernel.ViewOptions{})
+		if err != nil {
+			return Outcome{}, err
+		}
+		out.View = v.Committed
 	}
-	o := Outcome{
-		Output: &KernelOutput{TraceID: ep.TraceID, Final: e.final, View: v.Committed, Attack: report},
-		Label:  e.final.label(),
-	}
+	o := Outcome{Output: out, Label: e.final.label()}
 	if ep.KeepTrace {
 		if o.Trace, err = kernelTrace(ctx, planner, ep.TraceID); err != nil {
 			return Outcome{}, err

@@ -274,6 +274,9 @@ func play(ctx context.Context, j job) (*Result, error) {
 		if err := execute(ctx, l, ep.TraceID, ep.World); err != nil {
 			return nil, err
 		}
+		if out, ok := o.Output.(*KernelOutput); ok && out.View == nil {
+			out.View = l.view(time.Now().UnixMilli())
+		}
 	}
 	f, err := measure(ctx, ep, o.Output, l, ep.World)
 	if err != nil {

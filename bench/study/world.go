@@ -110,6 +110,27 @@ func (l *ledger) Get(ctx context.Context, id string) (kernel.Record, error) {
 	return l.st.Get(ctx, id)
 }
 
+// view returns the trace's committed, active payloads by slot and kind,
+// the latest of each, leaving out records whose time to live had run out
+// at nowMS: what kernel.View shows. The payloads are the store's.
+func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
+	v := make(map[kernel.Slot]map[string]kernel.Payload, 4)
+	for i := range l.trace {
+		r := &l.trace[i]
+		p := &r.Provenance
+		if r.Status != kernel.StatusActive || r.Mode != kernel.ModeCommit || p.TTLMS > 0 && nowMS > p.TimestampMS+p.TTLMS {
+			continue
+		}
+		m := v[r.Slot]
+		if m == nil {
+			m = make(map[string]kernel.Payload, 2)
+			v[r.Slot] = m
+		}
+		m[r.Kind] = r.Payload
+	}
+	return v
+}
+
 // execute performs, once each and in store order, every action record of
 // the episode that the kernel committed, whatever its status became later:
 // expiry or invalidation after a commit cannot undo an effect a deployment
