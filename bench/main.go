@@ -12,12 +12,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 
 	"github.com/blackboardkernel/bk/bench/cli"
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cli.GCPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := cli.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

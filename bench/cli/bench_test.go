@@ -4,15 +4,21 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
 
 // BenchmarkBench is `go run ./bench --seeds 3000 --agents bk` (18,000
 // episodes, JSON lines written to a file), serially and with --parallel 2,
-// and logs the bench's own timing line (wall and CPU time) of each run.
+// under the program's garbage-collector setting, and logs the bench's own
+// timing line (wall and CPU time) of each run.
 func BenchmarkBench(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(GCPercent))
+	}
 	for _, parallel := range []string{"1", "2"} {
 		b.Run("bk-18000-parallel-"+parallel, func(b *testing.B) {
 			out := filepath.Join(b.TempDir(), "results.jsonl")

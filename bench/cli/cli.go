@@ -21,6 +21,16 @@ import (
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
+// GCPercent is the garbage collector's target the bench program runs with
+// (debug.SetGCPercent) unless GOGC is set. A run's live heap stays under a
+// megabyte, so the runtime's default aims at its 4 MB minimum and collects
+// every few milliseconds; with two workers allocating, those collections'
+// pauses and assists cost more than the episodes gain (on two cores
+// --parallel 2 then saved almost no time and cost 40 % more CPU). A 16 MB
+// target makes them four times rarer; a serial run's CPU time does not
+// change (docs/performance.md).
+const GCPercent = 400
+
 // ErrUsage is wrapped by the error [Run] returns for bad flags or
 // arguments (the study's own configuration errors wrap the study's
 // sentinels instead).
