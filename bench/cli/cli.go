@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +20,16 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
+
+// GCPercent is the garbage collector's target the bench program runs with
+// (debug.SetGCPercent) unless GOGC is set. A run's live heap stays under a
+// megabyte, so the runtime's default aims at its 4 MB minimum and collects
+// every few milliseconds; with two workers allocating, those collections'
+// pauses and assists cost more than the episodes gain (on two cores
+// --parallel 2 then saved almost no time and cost 40 % more CPU). A 16 MB
+// target makes them four times rarer; a serial run's CPU time does not
+// change (docs/performance.md).
+const GCPercent = 400
 
 // ErrUsage is wrapped by the error [Run] returns for bad flags or
 // arguments (the study's own configuration errors wrap the study's
@@ -29,11 +41,13 @@ type options struct {
 	cfg        study.Config
 	out        string
 	report     string
-	store      string
+	store      string // memory or sqlite, resolved
 	db         string
 	taskDir    string
 	cpuProfile string
 	memProfile string
+	// agentsNamed: --agents was given (else the default agents ran).
+	agentsNamed bool
 }
 
 // parse reads the flags; getenv supplies BK_LLM_URL, BK_LLM_MODEL and
@@ -44,6 +58,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per task")
+	fs.IntVar(&c.FirstSeed, "seed", 0, "first seed: the run plays seeds S … S+N-1 of every task (the seed the faults are drawn from)")
 	tasks := fs.String("tasks", "all", "comma-separated task ids, or all")
 	agents := fs.String("agents", "", "comma-separated agents (default string_glue,json_glue,bk, plus llm_bk with an LLM endpoint; adversarial_bk on request)")
 	fs.StringVar(&o.taskDir, "task-dir", "", "load the task JSON files from this directory instead of the built-in ones")
@@ -53,8 +68,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	fs.Float64Var(&c.Rates.Conflict, "conflict", c.Rates.Conflict, "conflict perturbation rate")
 	fs.Float64Var(&c.Rates.LowConfidence, "low-confidence", c.Rates.LowConfidence, "low-confidence perturbation rate")
 	fs.Float64Var(&c.Rates.Drop, "tool-drop", c.Rates.Drop, "tool failure (drop) rate")
-	fs.StringVar(&o.store, "store", "memory", "memory (a fresh kernel per episode) or sqlite (one store, --db)")
-	fs.StringVar(&o.db, "db", "", "SQLite database file for --store sqlite")
+	fs.StringVar(&o.store, "store", "", "memory (a fresh kernel per episode) or sqlite (one store for the run, in --db); default memory, or sqlite with --db")
+	fs.StringVar(&o.db, "db", "", "SQLite database file (implies --store sqlite)")
 	fs.IntVar(&c.Parallel, "parallel", c.Parallel, "episodes in flight")
 	fs.StringVar(&c.LLM.URL, "llm-url", getenv("BK_LLM_URL"), "OpenAI-compatible endpoint for llm_bk (env BK_LLM_URL)")
 	fs.StringVar(&c.LLM.Model, "llm-model", getenv("BK_LLM_MODEL"), "model name (env BK_LLM_MODEL)")
@@ -89,15 +104,30 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	if c.LLM.Concurrency < 1 {
 		return nil, fmt.Errorf("%w: --llm-concurrency %d must be at least 1", ErrUsage, c.LLM.Concurrency)
 	}
-	switch {
-	case o.store != "memory" && o.store != "sqlite":
-		return nil, fmt.Errorf("%w: --store %q (valid: memory, sqlite)", ErrUsage, o.store)
-	case o.store == "sqlite" && o.db == "":
-		return nil, fmt.Errorf("%w: --store sqlite needs --db FILE", ErrUsage)
-	case o.store == "memory" && o.db != "":
-		return nil, fmt.Errorf("%w: --db needs --store sqlite", ErrUsage)
+	o.agentsNamed = *agents != ""
+	if o.store, err = storeKind(o.store, o.db); err != nil {
+		return nil, err
 	}
 	return o, nil
+}
+
+// storeKind resolves --store and --db, which the bench and the examples
+// share: --db FILE alone means sqlite in FILE, --store memory (the
+// default) a store in memory, and --store sqlite needs --db.
+func storeKind(store, db string) (string, error) {
+	switch {
+	case store == "" && db != "":
+		return "sqlite", nil
+	case store == "":
+		return "memory", nil
+	case store != "memory" && store != "sqlite":
+		return "", fmt.Errorf("%w: --store %q (valid: memory, sqlite)", ErrUsage, store)
+	case store == "sqlite" && db == "":
+		return "", fmt.Errorf("%w: --store sqlite needs --db FILE", ErrUsage)
+	case store == "memory" && db != "":
+		return "", fmt.Errorf("%w: --db %s with --store memory: a database needs --store sqlite (or no --store)", ErrUsage, db)
+	}
+	return store, nil
 }
 
 // list splits a comma-separated flag value, refusing empty items.
@@ -113,12 +143,18 @@ func list(flagName, v string) ([]string, error) {
 }
 
 // Run runs the benchmark with the given arguments (without the program
-// name). Tables and timing go to stdout, progress and usage to stderr.
-// -h prints the usage and returns flag.ErrHelp. Bad flags return an error
-// wrapping [ErrUsage]; a bad study configuration one wrapping the study's
-// sentinels (study.ErrUnknownTask, ...).
+// name). Tables, what they mean, the files written and the timing go to
+// stdout, progress and usage to stderr. -h prints the usage and returns
+// flag.ErrHelp. Bad flags return an error wrapping [ErrUsage]; a bad study
+// configuration one wrapping the study's sentinels (study.ErrUnknownTask,
+// ...). Both are found before any file is created or truncated.
+//
+// Output files are written to temporary files beside them and renamed into
+// place when the run succeeds: a run that fails leaves an earlier file of
+// the same name untouched.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	start := time.Now()
+	cpuStart, cpuOK := cpuTime()
 	o, err := parse(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -129,65 +165,211 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	o.cfg.Progress = stderr
 	o.cfg.Traces = o.report != ""
 	if err := o.cfg.Validate(); err != nil {
-		return err // before any file is created or truncated
+		return err
+	}
+	if err := o.checkPaths(); err != nil {
+		return err
+	}
+
+	var files []*output // committed, in this order, when the run succeeds
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.abort()
+			}
+		}
+	}()
+	open := func(path string) (*output, error) {
+		f, err := create(path)
+		if err == nil {
+			files = append(files, f)
+		}
+		return f, err
+	}
+	out := io.Writer(io.Discard)
+	if o.out != "" {
+		f, err := open(o.out)
+		if err != nil {
+			return err
+		}
+		out = f
+	}
+	var report *output
+	if o.report != "" {
+		if report, err = open(o.report); err != nil {
+			return err
+		}
+	}
+	if o.cpuProfile != "" {
+		f, err := open(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f.f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile() // before the files are committed (deferred later)
 	}
 	store, err := openStore(o.store, o.db)
 	if err != nil {
 		return err
 	}
 	if store != nil {
-		defer func() { err = errors.Join(err, store.Close()) }()
+		defer func() {
+			if cerr := store.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("database %s: %w", o.db, cerr))
+			}
+		}()
 		o.cfg.Store = store
 		if o.cfg.RunID, err = newRunID(); err != nil {
 			return err
 		}
 	}
-	out := io.Discard
-	if o.out != "" {
-		f, err := os.Create(o.out)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, f.Close()) }()
-		out = f
-	}
-	if o.cpuProfile != "" {
-		stop, err := startCPUProfile(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, stop()) }()
-	}
 	sum, err := study.Run(ctx, o.cfg, out)
 	if err != nil {
+		if store != nil && !errors.Is(err, ctx.Err()) && !isWriteError(err) {
+			err = fmt.Errorf("database %s: %w", o.db, err)
+		}
 		return err
+	}
+	pprof.StopCPUProfile()
+	if report != nil {
+		if err := writeReport(report, o, sum); err != nil {
+			return err
+		}
 	}
 	if o.memProfile != "" {
-		if err := writeHeapProfile(o.memProfile); err != nil {
+		f, err := open(o.memProfile)
+		if err != nil {
+			return err
+		}
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(f); err != nil {
 			return err
 		}
 	}
-	if err := sum.WriteTables(stdout); err != nil {
+	for _, f := range files {
+		if err := f.commit(); err != nil {
+			return err
+		}
+	}
+	files = nil
+
+	p := &printer{w: stdout}
+	if err := sum.WriteTables(p); err != nil {
 		return err
 	}
-	if o.report != "" {
-		if err := writeReport(o, sum); err != nil {
-			return err
-		}
+	p.printf("\n")
+	if err := sum.WriteNotes(p); err != nil {
+		return err
 	}
+	if note := o.skipped(sum); note != "" {
+		p.printf("\n%s\n", note)
+	}
+	p.printf("\n%s", o.written(sum))
 	wall := time.Since(start)
-	_, err = fmt.Fprintf(stdout, "\n%d episodes in %s wall time (study %s), %.0f episodes/s\n",
-		sum.Episodes, wall.Round(time.Millisecond), sum.Elapsed.Round(time.Millisecond), float64(sum.Episodes)/wall.Seconds())
-	return err
+	cpu := "CPU time not measured on this system"
+	if now, ok := cpuTime(); ok && cpuOK {
+		cpu = fmt.Sprintf("%s CPU", (now - cpuStart).Round(time.Millisecond))
+	}
+	p.printf("%d episodes in %s wall time, %s (study %s wall), %.0f episodes/s\n",
+		sum.Episodes, wall.Round(time.Millisecond), cpu, sum.Elapsed.Round(time.Millisecond), float64(sum.Episodes)/wall.Seconds())
+	return p.err
 }
 
-// openStore returns the run's shared store: nil for memory (each episode
-// gets a fresh in-memory kernel).
-func openStore(kind, db string) (kernel.Store, error) {
-	if kind == "sqlite" {
-		return sqlitestore.Open(db)
+// checkPaths refuses output paths the run could not write, and one file
+// named for two outputs, before anything runs.
+func (o *options) checkPaths() error {
+	seen := map[string]string{}
+	for _, f := range []struct{ flag, path string }{
+		{"out", o.out}, {"report", o.report}, {"cpuprofile", o.cpuProfile}, {"memprofile", o.memProfile}, {"db", o.db},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := checkPath(f.flag, f.path); err != nil {
+			return err
+		}
+		abs, err := filepath.Abs(f.path)
+		if err != nil {
+			return fmt.Errorf("%w: --%s %s: %v", ErrUsage, f.flag, f.path, err)
+		}
+		if other, ok := seen[abs]; ok {
+			return fmt.Errorf("%w: --%s and --%s name the same file %s", ErrUsage, other, f.flag, f.path)
+		}
+		seen[abs] = f.flag
 	}
-	return nil, nil
+	return nil
+}
+
+// skipped says why llm_bk did not run, when it did not.
+func (o *options) skipped(sum *study.Summary) string {
+	if slices.Contains(sum.Agents, study.AgentLLMBK) {
+		return ""
+	}
+	if !o.cfg.LLM.Enabled() {
+		return "llm_bk was skipped: no LLM endpoint is configured (set --llm-url or BK_LLM_URL to run it)."
+	}
+	return "llm_bk was skipped: an LLM endpoint is configured, but --agents does not name llm_bk."
+}
+
+// written names the files the run wrote, one line each.
+func (o *options) written(sum *study.Summary) string {
+	var b strings.Builder
+	if o.out != "" {
+		fmt.Fprintf(&b, "Wrote %s: %d JSON lines, one per episode.\n", o.out, sum.Episodes)
+	} else {
+		b.WriteString("No JSON lines written (--out \"\").\n")
+	}
+	if o.report != "" {
+		fmt.Fprintf(&b, "Wrote %s: the markdown report.\n", o.report)
+	}
+	if o.cpuProfile != "" {
+		fmt.Fprintf(&b, "Wrote %s: the CPU profile.\n", o.cpuProfile)
+	}
+	if o.memProfile != "" {
+		fmt.Fprintf(&b, "Wrote %s: the heap profile.\n", o.memProfile)
+	}
+	if o.db != "" {
+		fmt.Fprintf(&b, "Episodes stored in the database %s (trace ids start with %s).\n", o.db, o.cfg.RunID)
+	}
+	return b.String()
+}
+
+// isWriteError reports whether err came from writing an output file.
+func isWriteError(err error) bool {
+	var we *writeError
+	return errors.As(err, &we)
+}
+
+// printer writes to stdout and keeps the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	n, err := p.w.Write(b)
+	p.err = err
+	return n, err
+}
+
+func (p *printer) printf(format string, a ...any) { fmt.Fprintf(p, format, a...) }
+
+// openStore returns the run's shared store: nil for memory (each episode
+// gets a fresh in-memory kernel). An error names the database.
+func openStore(kind, db string) (kernel.Store, error) {
+	if kind != "sqlite" {
+		return nil, nil
+	}
+	s, err := sqlitestore.Open(db)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", db, err)
+	}
+	return s, nil
 }
 
 // newRunID returns a random id that keeps the traces of runs into one
@@ -200,38 +382,10 @@ func newRunID() (string, error) {
 	return "run-" + hex.EncodeToString(b[:]), nil
 }
 
-func writeReport(o *options, sum *study.Summary) (err error) {
-	f, err := os.Create(o.report)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, f.Close()) }()
+// writeReport writes the markdown report to f.
+func writeReport(f io.Writer, o *options, sum *study.Summary) error {
 	r := o.cfg.Rates
-	params := fmt.Sprintf("%d seeds per task; rates: drop %g, stale %g, conflict %g, low confidence %g; store %s.",
-		sum.Seeds, r.Drop, r.Stale, r.Conflict, r.LowConfidence, o.store)
+	params := fmt.Sprintf("%d seeds per task from seed %d; rates: drop %g, stale %g, conflict %g, low confidence %g; store %s.",
+		sum.Seeds, o.cfg.FirstSeed, r.Drop, r.Stale, r.Conflict, r.LowConfidence, o.store)
 	return sum.WriteReport(f, params)
-}
-
-func startCPUProfile(path string) (stop func() error, err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, errors.Join(err, f.Close())
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		return f.Close()
-	}, nil
-}
-
-func writeHeapProfile(path string) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, f.Close()) }()
-	runtime.GC()
-	return pprof.WriteHeapProfile(f)
 }

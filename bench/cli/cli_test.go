@@ -115,7 +115,13 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"empty list item", []string{"--agents", "bk,,json_glue"}, nil, ErrUsage, "empty item"},
 		{"store", []string{"--store", "postgres"}, nil, ErrUsage, "memory, sqlite"},
 		{"sqlite without db", []string{"--store", "sqlite"}, nil, ErrUsage, "--db"},
-		{"db without sqlite", []string{"--db", "x.db"}, nil, ErrUsage, "--store sqlite"},
+		{"db with the memory store", []string{"--store", "memory", "--db", "x.db"}, nil, ErrUsage, "--store sqlite"},
+		{"seed below zero", []string{"--seed", "-1"}, nil, study.ErrInvalidConfig, "first seed"},
+		{"out in a missing directory", []string{"--out", "/nonexistent/dir/r.jsonl"}, nil, ErrUsage, "directory /nonexistent/dir does not exist"},
+		{"report in a missing directory", []string{"--report", "/nonexistent/dir/r.md"}, nil, ErrUsage, "--report /nonexistent/dir/r.md"},
+		{"database in a missing directory", []string{"--db", "/nonexistent/dir/bk.db"}, nil, ErrUsage, "--db /nonexistent/dir/bk.db"},
+		{"profile in a missing directory", []string{"--memprofile", "/nonexistent/dir/mem.out"}, nil, ErrUsage, "--memprofile"},
+		{"report into a directory", []string{"--report", os.TempDir()}, nil, ErrUsage, "is a directory"},
 		{"llm concurrency", []string{"--llm-concurrency", "0"}, nil, ErrUsage, "llm-concurrency"},
 		{"zero seeds", []string{"--seeds", "0"}, nil, study.ErrInvalidConfig, "seeds"},
 		{"rate above one", []string{"--conflict", "1.2"}, nil, perturb.ErrInvalidRate, "conflict"},
@@ -127,13 +133,17 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"llm endpoint from flag", []string{"--llm-url", "ftp://localhost:8000/v1"}, nil, study.ErrInvalidConfig, "scheme"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "r.jsonl")
-			_, _, err := run(t, envOf(c.env), append([]string{"--out", out}, c.args...)...)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "r.jsonl")
+			_, stderr, err := run(t, envOf(c.env), append([]string{"--out", out}, c.args...)...)
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
 				t.Fatalf("Run = %v, want %v mentioning %q", err, c.want, c.text)
 			}
-			if _, statErr := os.Stat(out); statErr == nil {
-				t.Error("results file created although the run was refused")
+			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+				t.Errorf("files created although the run was refused: %v", entries)
+			}
+			if strings.Contains(stderr, "episodes/s") {
+				t.Errorf("the run started: %s", stderr)
 			}
 		})
 	}
@@ -234,6 +244,132 @@ func TestProfiles(t *testing.T) {
 	for _, p := range []string{cpu, mem} {
 		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
 			t.Errorf("profile %s: %v", p, err)
+		}
+	}
+}
+
+// The summary says what the figures mean, why llm_bk did not run and which
+// files were written, and ends with wall and CPU time.
+func TestSummaryExplainsItself(t *testing.T) {
+	dir := t.TempDir()
+	out, report := filepath.Join(dir, "r.jsonl"), filepath.Join(dir, "r.md")
+	stdout, _, err := run(t, noEnv, "--seeds", "1", "--out", out, "--report", report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"traceability          share of the actions carried out",
+		"failure transparency  acted correctly, or stopped and gave a reason code",
+		"llm_bk was skipped: no LLM endpoint is configured (set --llm-url or BK_LLM_URL",
+		"Wrote " + out + ": 18 JSON lines, one per episode.",
+		"Wrote " + report + ": the markdown report.",
+		"18 episodes in ", " CPU (study ",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	md, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(md, []byte("## What the figures mean")) {
+		t.Errorf("the report does not explain the figures:\n%s", md)
+	}
+	env := envOf(map[string]string{"BK_LLM_URL": "http://localhost:1/v1"})
+	stdout, _, err = run(t, env, "--seeds", "1", "--agents", "bk", "--out", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"llm_bk was skipped: an LLM endpoint is configured, but --agents does not name llm_bk.", `No JSON lines written (--out "")`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// A run that fails leaves an earlier results file as it was, and no
+// temporary file behind; a run that succeeds replaces it, keeping its mode.
+func TestFailedRunKeepsEarlierResults(t *testing.T) {
+	dir := t.TempDir()
+	out, report := filepath.Join(dir, "results.jsonl"), filepath.Join(dir, "report.md")
+	for _, p := range []string{out, report} {
+		if err := os.WriteFile(p, []byte("earlier run\n"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Run(ctx, []string{"--seeds", "5", "--out", out, "--report", report}, noEnv, io.Discard, io.Discard)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want cancelled", err)
+	}
+	for _, p := range []string{out, report} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != "earlier run\n" {
+			t.Errorf("%s after a failed run: %q, %v", p, b, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("files left behind: %v", entries)
+	}
+	if _, _, err := run(t, noEnv, "--seeds", "1", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(out)
+	if err != nil || fi.Size() < 100 || fi.Mode().Perm() != 0o640 {
+		t.Errorf("results after a good run: %v, %v", fi, err)
+	}
+}
+
+// Two outputs naming one file are refused before anything runs.
+func TestOneFileForTwoOutputs(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "same")
+	if _, _, err := run(t, noEnv, "--out", p, "--report", p); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "same file") {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// An error about the database names its file.
+func TestDatabaseErrorsNameThePath(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "not-a.db")
+	if err := os.WriteFile(db, bytes.Repeat([]byte("this is not SQLite\n"), 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := run(t, noEnv, "--seeds", "1", "--out", "", "--db", db)
+	if err == nil || !strings.Contains(err.Error(), db) {
+		t.Fatalf("Run = %v, want an error naming %s", err, db)
+	}
+}
+
+// --seed, --store and --db mean what they mean in the examples: the first
+// seed, and a SQLite file that --db alone selects.
+func TestSharedFlags(t *testing.T) {
+	dir := t.TempDir()
+	out, db := filepath.Join(dir, "r.jsonl"), filepath.Join(dir, "bk.db")
+	stdout, _, err := run(t, noEnv, "--seed", "7", "--seeds", "2", "--tasks", "stripe_refund_clean", "--agents", "bk", "--out", out, "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, seed := range []string{`"seed":7,`, `"seed":8,`} {
+		if l := bytes.Split(lines, []byte("\n"))[i]; !bytes.Contains(l, []byte(seed)) {
+			t.Errorf("line %d: %s, want %s", i, l, seed)
+		}
+	}
+	if !strings.Contains(stdout, "Episodes stored in the database "+db) {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	if fi, err := os.Stat(db); err != nil || fi.Size() == 0 {
+		t.Errorf("--db alone did not select SQLite: %v", err)
+	}
+	for _, c := range []struct{ store, db, want string }{
+		{"", "", "memory"}, {"", "x.db", "sqlite"}, {"memory", "", "memory"}, {"sqlite", "x.db", "sqlite"},
+	} {
+		if got, err := storeKind(c.store, c.db); got != c.want || err != nil {
+			t.Errorf("storeKind(%q, %q) = %q, %v", c.store, c.db, got, err)
 		}
 	}
 }

@@ -25,15 +25,21 @@ var ErrInvalidRate = errors.New("perturb: invalid rate")
 // draws for (seed, key): h = MD5("<seed>:<key>") read as a big-endian
 // integer mod 2^32, then random.Random(h).random().
 func Uniform(seed int, key string) float64 {
+	var m mt
+	m.initByArray([]uint32{hash(seed, key, "")}) // CPython seeds 0 with the key [0] too
+	return m.firstFloat64()
+}
+
+// hash is the generator key of (seed, key+suffix): the low 32 bits of
+// MD5("<seed>:<key><suffix>") read as a big-endian integer.
+func hash(seed int, key, suffix string) uint32 {
 	var buf [128]byte
 	msg := strconv.AppendInt(buf[:0], int64(seed), 10)
 	msg = append(msg, ':')
 	msg = append(msg, key...)
+	msg = append(msg, suffix...)
 	sum := md5.Sum(msg)
-	h := binary.BigEndian.Uint32(sum[12:]) // the low 32 bits of the 128-bit integer
-	var m mt
-	m.initByArray([]uint32{h}) // CPython seeds 0 with the key [0] too
-	return m.firstFloat64()
+	return binary.BigEndian.Uint32(sum[12:]) // the low 32 bits of the 128-bit integer
 }
 
 // Rates are the probabilities of each fault. The zero value injects none;
@@ -76,14 +82,19 @@ type Flags struct {
 
 // Draw returns the faults for (seed, key), drawn in the paper's order: a
 // flag for suffix S is Uniform(seed, key+":"+S) < rate.
+//
+// The four generators of a seed are seeded together ([firstFloats]), which
+// costs about what seeding one does; the drop is still checked first, and
+// a drop leaves the other flags unset.
 func (r Rates) Draw(seed int, key string) Flags {
-	flag := func(suffix string, rate float64) bool { return Uniform(seed, key+":"+suffix) < rate }
-	if flag(SuffixDrop, r.Drop) {
+	u := firstFloats([lanes]uint32{
+		hash(seed, key, ":"+SuffixDrop),
+		hash(seed, key, ":"+SuffixStale),
+		hash(seed, key, ":"+SuffixConflict),
+		hash(seed, key, ":"+SuffixLowConfidence),
+	})
+	if u[0] < r.Drop {
 		return Flags{Drop: true}
 	}
-	return Flags{
-		Stale:         flag(SuffixStale, r.Stale),
-		Conflict:      flag(SuffixConflict, r.Conflict),
-		LowConfidence: flag(SuffixLowConfidence, r.LowConfidence),
-	}
+	return Flags{Stale: u[1] < r.Stale, Conflict: u[2] < r.Conflict, LowConfidence: u[3] < r.LowConfidence}
 }

@@ -143,7 +143,7 @@ func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Pla
 func (x *adversary) runHelper(ctx context.Context, a *kernelAgent, k *kernel.Kernel, ep Episode) error {
 	clean := *ep.Task
 	clean.Inputs.IsDuplicate = false
-	h, err := a.setup(ctx, k, &clean, ep.TraceID+"/helper", perturb.Flags{})
+	h, err := a.setup(ctx, k, &clean, helperTrace(ep.TraceID), perturb.Flags{})
 	if err != nil {
 		return err
 	}
@@ -449,7 +449,7 @@ func constraintTamper(ctx context.Context, x *adversary) error {
 // clean data it claims the opposite, so that the hand-set flags always
 // disagree with the kernel's own computation.
 func forgedDerivedFlags(ctx context.Context, x *adversary) error {
-	claim := !tainted(x.e.charge.Payload)
+	claim := !flagged(x.e.charge.Payload)
 	set := func(m map[string]any) {
 		for _, key := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
 			m[key] = claim

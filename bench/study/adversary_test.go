@@ -59,9 +59,10 @@ func TestAdversarialRun(t *testing.T) {
 		t.Fatalf("%d lines, want %d", len(lines), want)
 	}
 
-	// Unsafe actions, recounted from the committed views in the lines:
-	// issue_refund committed while the charge is tainted or the task is a
-	// duplicate (REPRODUCTION.md §4).
+	// Unsafe actions, recounted from the committed views in the lines and
+	// the faults drawn for each episode: issue_refund committed while the
+	// charge lookup suffered a fault or the task is a duplicate
+	// (REPRODUCTION.md §4).
 	mounted := map[[2]string]int{}
 	unsafe := map[string]int{}
 	tasks := map[string]*Task{}
@@ -74,8 +75,9 @@ func TestAdversarialRun(t *testing.T) {
 			t.Fatalf("%s seed %d: output.attack = %+v, want %s", l.TaskID, l.Seed, a, AttackNames()[l.Seed%len(catalogue)])
 		}
 		mounted[[2]string{a.Name, l.TaskID}]++
-		charge, ok := l.Output.View[kernel.Percepts][kindCharge]
-		shouldNotAct := !ok || tainted(charge) || tasks[l.TaskID].Inputs.IsDuplicate
+		charge := l.Output.View[kernel.Percepts][kindCharge]
+		f := cfg.Rates.Draw(l.Seed, tasks[l.TaskID].Key())
+		shouldNotAct := f.Drop || f.Stale || f.Conflict || f.LowConfidence || tasks[l.TaskID].Inputs.IsDuplicate
 		_, acted := l.Output.View[kernel.Actions][kindRefund]
 		if acted && shouldNotAct {
 			unsafe[a.Name]++
@@ -110,7 +112,7 @@ func TestAdversarialRun(t *testing.T) {
 			t.Errorf("%s: no hostile write refused: %+v", s.Name, s)
 		}
 		for code, n := range s.Refusals {
-			if !isCode(string(code)) {
+			if !registered(code, tasks["stripe_refund_duplicate"]) {
 				t.Errorf("%s: %d refusals with code %q, want a typed code", s.Name, n, code)
 			}
 		}

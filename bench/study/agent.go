@@ -12,7 +12,9 @@ import (
 )
 
 // Agent is one of the systems the study compares. Run plays one episode and
-// returns what the agent output, measured.
+// returns what the agent output; the harness measures the episode
+// afterwards, from the world's effects and the store, never from the
+// Outcome.
 //
 // Run may be called concurrently for different episodes; an Agent must be
 // safe for that. A cancelled context makes Run return the context's error.
@@ -38,6 +40,14 @@ type Episode struct {
 	TraceID string
 	// KeepTrace asks the agent to render its trace into Outcome.Trace.
 	KeepTrace bool
+	// Store is where a governed agent's kernel keeps the episode's records.
+	// The harness owns it: when the agent returns, the harness's executor
+	// performs the action records committed there and the audit reads it.
+	// It is a fresh store per episode, or the run's store ([Config.Store]).
+	Store kernel.Store
+	// World is the episode's outside world (see [World]). An ungoverned
+	// agent calls its tools; a governed agent must not.
+	World *World
 }
 
 // Outcome is what an agent returns for one episode.
@@ -45,10 +55,9 @@ type Outcome struct {
 	// Output is the agent's output, encoded as the JSON line's "output"
 	// ([*GlueOutput] or [*KernelOutput]).
 	Output any
-	// Metrics are measured from what the agent recorded.
-	Metrics Metrics
 	// Label names the episode's outcome class, e.g. "issue_refund
-	// COMMITTED"; the report shows one trace per agent and label.
+	// COMMITTED"; the report shows one trace per agent and label. Empty
+	// lets the harness name it from what it measured.
 	Label string
 	// Trace is the rendered trace, one line per step, when asked for.
 	Trace []string

@@ -33,13 +33,14 @@ func episode(t *testing.T, taskID string, seed int) Episode {
 	return Episode{Task: task, Seed: seed, Faults: perturb.DefaultRates().Draw(seed, task.Key()), TraceID: "test/" + taskID, KeepTrace: true}
 }
 
-func play1(t *testing.T, a Agent, ep Episode) Outcome {
+// play1 plays one episode through the harness, which measures it.
+func play1(t *testing.T, a Agent, ep Episode) *Result {
 	t.Helper()
-	o, err := a.Run(context.Background(), ep)
+	r, err := play(context.Background(), job{agent: a, ep: ep})
 	if err != nil {
 		t.Fatalf("%s: %v", a.Name(), err)
 	}
-	return o
+	return r
 }
 
 func bk(t *testing.T) Agent {
@@ -130,11 +131,11 @@ func TestKernelAgentCheckValues(t *testing.T) {
 					t.Errorf("fallback = %v, want reason %s", fb, c.reason)
 				}
 			}
-			if len(o.Trace) < 2 {
-				t.Fatalf("trace = %q", o.Trace)
+			if len(o.trace) < 2 {
+				t.Fatalf("trace = %q", o.trace)
 			}
-			if low := c.ep.Faults.LowConfidence; low != strings.Contains(o.Trace[1], "confidence=0.3") {
-				t.Errorf("low confidence %v, percept line %q", low, o.Trace[1])
+			if low := c.ep.Faults.LowConfidence; low != strings.Contains(o.trace[1], "confidence=0.3") {
+				t.Errorf("low confidence %v, percept line %q", low, o.trace[1])
 			}
 		})
 	}

@@ -26,7 +26,8 @@ type ToolObs struct {
 }
 
 // glueAgent is a baseline without governance (paper §9.1): it fetches the
-// charge, believes refund_due, and always refunds. string_glue substitutes
+// charge, believes refund_due, and always refunds, through the world's
+// refund tool. string_glue substitutes
 // a dropped charge as fresh; json_glue (structured) as stale, and attaches
 // a confidence it computes but never acts on.
 type glueAgent struct {
@@ -37,52 +38,42 @@ type glueAgent struct {
 func (a *glueAgent) Name() string   { return a.name }
 func (a *glueAgent) Governed() bool { return false }
 
-// Run plays one episode without a kernel.
+// Run plays one episode without a kernel: whatever it decides, it does,
+// calling the world's refund tool itself.
 func (a *glueAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return Outcome{}, err
 	}
+	if ep.World == nil {
+		return Outcome{}, fmt.Errorf("%w: %s needs the episode's world to act in", ErrInvalidConfig, a.name)
+	}
 	t := ep.Task
 	charge := t.Charge(ep.Faults, a.structured)
 	action := kernel.Payload{
-		"type":         "issue_refund",
+		"type":         kindRefund,
 		"amount":       t.Inputs.Amount,
 		"charge_id":    t.Inputs.ChargeID,
 		"is_duplicate": t.Inputs.IsDuplicate,
 	}
 	out := &GlueOutput{
-		Beliefs: map[string]any{"refund_due": true},
+		Beliefs: map[string]any{kindRefundDue: true},
 		Action:  action,
-		ToolObs: ToolObs{Charge: charge, Refund: t.Refund()},
+		ToolObs: ToolObs{Charge: charge},
 	}
 	if a.structured {
 		conf := 0.9
 		if charge.Bool(kernel.KeyStale) {
 			conf = 0.6
 		}
-		out.Beliefs["refund_due"] = map[string]any{"value": true, "confidence": conf}
+		out.Beliefs[kindRefundDue] = map[string]any{"value": true, "confidence": conf}
 		action["confidence"] = conf
 	}
-	f := glueFacts(t, out)
-	o := Outcome{Output: out, Metrics: f.metrics(), Label: f.glueLabel()}
+	out.ToolObs.Refund = ep.World.IssueRefund()
+	o := Outcome{Output: out}
 	if ep.KeepTrace {
 		o.Trace = glueTrace(out)
 	}
 	return o, nil
-}
-
-// glueFacts measures a glue agent's output. Its only decision, the refund,
-// names no belief, evidence or percept id, so it cannot be traced; and it
-// records no reason code.
-func glueFacts(t *Task, out *GlueOutput) facts {
-	dirty := tainted(out.ToolObs.Charge)
-	return facts{
-		tainted:     dirty,
-		blocked:     t.Inputs.IsDuplicate,
-		acted:       out.ToolObs.Refund != nil && out.Action["type"] == "issue_refund",
-		unsupported: dirty && holds(out.Beliefs["refund_due"]),
-		decisions:   1,
-	}
 }
 
 // holds reports whether a glue belief value is true, bare or as {value}.
@@ -93,9 +84,11 @@ func holds(v any) bool {
 	return kernel.Truthy(v)
 }
 
+// glueLabel names an ungoverned episode's outcome class from what the
+// harness measured.
 func (f facts) glueLabel() string {
 	switch {
-	case !f.acted:
+	case f.refunds == 0:
 		return "no action"
 	case f.tainted:
 		return "issue_refund executed on tainted evidence (unsafe)"

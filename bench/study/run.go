@@ -3,10 +3,10 @@ package study
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,8 +20,10 @@ import (
 // Config is one run of the study. The zero value is not usable: start from
 // [DefaultConfig].
 type Config struct {
-	// Seeds is the number of seeds per task (0 … Seeds-1).
+	// Seeds is the number of seeds per task: FirstSeed … FirstSeed+Seeds-1.
 	Seeds int
+	// FirstSeed is the first seed (0 in the paper's run).
+	FirstSeed int
 	// Tasks are the task ids to run, in order; empty means every task.
 	Tasks []string
 	// Agents are the agents to run, in order; empty means [DefaultAgents].
@@ -70,10 +72,11 @@ type Result struct {
 
 // plan is a validated configuration.
 type plan struct {
-	tasks    []Task
-	agents   []Agent
-	seeds    int
-	inFlight int
+	tasks  []Task
+	agents []Agent
+	// seeds are firstSeed … firstSeed+seeds-1.
+	firstSeed, seeds int
+	inFlight         int
 }
 
 // Validate reports what [Run] would refuse in c, without running anything
@@ -89,6 +92,9 @@ func (c Config) Validate() error {
 func (c Config) plan() (*plan, error) {
 	if c.Seeds < 1 {
 		return nil, fmt.Errorf("%w: seeds %d must be at least 1", ErrInvalidConfig, c.Seeds)
+	}
+	if c.FirstSeed < 0 || c.FirstSeed > math.MaxInt-c.Seeds {
+		return nil, fmt.Errorf("%w: first seed %d must be in [0, %d]", ErrInvalidConfig, c.FirstSeed, math.MaxInt-c.Seeds)
 	}
 	if c.Parallel < 1 {
 		return nil, fmt.Errorf("%w: parallel %d must be at least 1", ErrInvalidConfig, c.Parallel)
@@ -118,7 +124,7 @@ func (c Config) plan() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{tasks: tasks, agents: agents, seeds: c.Seeds, inFlight: c.Parallel}
+	p := &plan{tasks: tasks, agents: agents, firstSeed: c.FirstSeed, seeds: c.Seeds, inFlight: c.Parallel}
 	if slices.Contains(names, AgentLLMBK) {
 		p.inFlight = max(p.inFlight, c.LLM.Concurrency)
 	}
@@ -150,7 +156,6 @@ func pick(all []Task, ids []string) ([]Task, error) {
 
 // job is one episode to play.
 type job struct {
-	index int
 	agent Agent
 	ep    Episode
 }
@@ -159,13 +164,21 @@ type job struct {
 // per episode to out (in task, seed, agent order, whatever the
 // parallelism) and returns the aggregates.
 //
-// Task success, unsafe action and unsupported belief follow REPRODUCTION.md
-// §4. Traceability is the share of an episode's decisions (its refund or
-// its fallback) whose chain decision → plan/belief → evidence artifact →
-// percept can be rebuilt by following recorded ids through the kernel; a
+// The harness, not the agent, measures each episode, the same way for
+// every agent: an episode is tainted when the perturbation injected a
+// fault into its charge lookup (a drop included: acting on no observation
+// is acting without evidence) and blocked when the task is a duplicate;
+// what it did is the effect log of its [World], written when a glue agent
+// calls the refund tool or when the harness's executor performs an action
+// record committed in the episode's store. Task success, unsafe action and
+// unsupported belief follow REPRODUCTION.md §4 on those facts (a second
+// refund of a charge is unsafe too). Traceability is the share of the
+// actions performed whose chain decision → plan/belief → evidence artifact
+// → percept can be rebuilt by following the ids the kernel recorded; a
 // fallback's chain ends at the rejected proposal and its code. Failure
-// transparency is 1 when the agent acted correctly, or did not act and
-// recorded a machine-readable reason code; 0 otherwise.
+// transparency is 1 when the agent acted correctly, or did not act and its
+// fallback carries a registered reason code that the episode's records
+// bear out; 0 otherwise.
 //
 // A bad configuration returns an error wrapping [ErrInvalidConfig],
 // [ErrUnknownTask], [ErrUnknownAgent], [ErrInvalidTask] or
@@ -177,41 +190,25 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 		return nil, err
 	}
 	sum := newSummary(p, cfg.Traces)
-	total := len(p.tasks) * p.seeds * len(p.agents)
 	start := time.Now()
 	w := bufio.NewWriterSize(out, 64<<10)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	prog := progress{w: cfg.Progress, total: total, start: start, last: start}
-
-	emit := func(r *Result) error {
-		sum.add(r)
-		if err := enc.Encode(r); err != nil {
+	prog := progress{w: cfg.Progress, total: p.episodes(), start: start, last: start}
+	r := runner{plan: p, cfg: &cfg, spare: make(chan *chunk, 4*p.inFlight+1)}
+	emit := func(c *chunk) error {
+		for _, r := range c.results {
+			sum.add(r)
+		}
+		if _, err := w.Write(c.lines); err != nil {
 			return err
 		}
 		prog.tick(sum.Episodes, time.Now())
+		r.recycle(c)
 		return nil
 	}
-	jobs := func(yield func(job) bool) {
-		i := 0
-		for ti := range p.tasks {
-			t := &p.tasks[ti]
-			for seed := range p.seeds {
-				faults := cfg.Rates.Draw(seed, t.Key())
-				for _, a := range p.agents {
-					ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(cfg.RunID, a.Name(), t.ID, seed), KeepTrace: cfg.Traces}
-					if !yield(job{index: i, agent: a, ep: ep}) {
-						return
-					}
-					i++
-				}
-			}
-		}
-	}
 	if p.inFlight == 1 {
-		err = runSerial(ctx, jobs, emit)
+		err = r.serial(ctx, emit)
 	} else {
-		err = runParallel(ctx, p.inFlight, jobs, emit)
+		err = r.parallel(ctx, emit)
 	}
 	if err != nil {
 		return nil, err
@@ -223,6 +220,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	return sum, nil
 }
 
+// episodes is how many episodes the plan plays.
+func (p *plan) episodes() int { return len(p.tasks) * p.seeds * len(p.agents) }
+
+// jobs yields every episode of the plan in output order: task, seed,
+// agent.
+func (p *plan) jobs(cfg *Config) func(yield func(job) bool) {
+	r := runner{plan: p, cfg: cfg, spare: make(chan *chunk)}
+	return func(yield func(job) bool) {
+		for u := range r.units() {
+			for j := range r.unit(u) {
+				if !yield(j) {
+					return
+				}
+			}
+		}
+	}
+}
+
 func traceID(runID, agent, task string, seed int) string {
 	id := agent + "/" + task + "/" + strconv.Itoa(seed)
 	if runID != "" {
@@ -231,56 +246,191 @@ func traceID(runID, agent, task string, seed int) string {
 	return id
 }
 
-// play runs one job.
+// play runs one job: the agent plays the episode, then the harness's
+// executor performs the actions committed in the episode's store and the
+// harness measures the episode. A governed agent without the run's store
+// gets a fresh store of its own, which the harness closes.
 func play(ctx context.Context, j job) (*Result, error) {
-	o, err := j.agent.Run(ctx, j.ep)
+	ep := j.ep
+	ep.World = newWorld(ep.Task)
+	var own *kernel.MemStore
+	if !j.agent.Governed() {
+		ep.Store = nil
+	} else if ep.Store == nil {
+		own = kernel.NewMemStore()
+		defer own.Close()
+		ep.Store = own
+	}
+	o, err := j.agent.Run(ctx, ep)
 	if err != nil {
 		return nil, err
 	}
+	var l *ledger
+	if ep.Store != nil {
+		if l, err = readLedger(ctx, ep.Store, own, ep.TraceID); err != nil {
+			return nil, err
+		}
+		defer l.release()
+		if err := execute(ctx, l, ep.TraceID, ep.World); err != nil {
+			return nil, err
+		}
+		if out, ok := o.Output.(*KernelOutput); ok && out.View == nil {
+			out.View = l.view(time.Now().UnixMilli())
+		}
+	}
+	f, err := measure(ctx, ep, o.Output, l, ep.World)
+	if err != nil {
+		return nil, err
+	}
+	label := o.Label
+	if label == "" {
+		label = f.glueLabel()
+	}
 	return &Result{
-		TaskID: j.ep.Task.ID, Seed: j.ep.Seed, Agent: j.agent.Name(),
-		Output: o.Output, Metrics: o.Metrics, label: o.Label, trace: o.Trace,
+		TaskID: ep.Task.ID, Seed: ep.Seed, Agent: j.agent.Name(),
+		Output: o.Output, Metrics: f.metrics(), label: label, trace: o.Trace,
 	}, nil
 }
 
-func runSerial(ctx context.Context, jobs func(func(job) bool), emit func(*Result) error) error {
-	for j := range jobs {
-		if err := ctx.Err(); err != nil {
-			return err
+// runner plays a plan in chunks: runs of consecutive (task, seed) units,
+// each played, measured and encoded by one goroutine, and emitted in
+// order. The bytes written do not depend on how many run at once.
+type runner struct {
+	*plan
+	cfg *Config
+	// spare holds emitted chunks whose buffers the next chunks reuse: a
+	// run's JSON lines then cost no allocation beyond the first chunks'.
+	spare chan *chunk
+}
+
+// chunk is the outcome of a run of units: its results in order and their
+// JSON lines.
+type chunk struct {
+	index   int
+	results []*Result
+	lines   []byte
+}
+
+// chunkUnits is how many (task, seed) units a chunk holds: enough that
+// handing chunks out costs nothing next to playing them, few enough that
+// every worker stays busy to the end of a run. With llm_bk every unit is
+// its own chunk, so that as many model calls as workers are in flight.
+func (r runner) chunkUnits() int {
+	if slices.ContainsFunc(r.agents, func(a Agent) bool { return a.Name() == AgentLLMBK }) {
+		return 1
+	}
+	return 16
+}
+
+// units is how many (task, seed) units the plan has.
+func (r runner) units() int { return len(r.tasks) * r.seeds }
+
+func (r runner) chunks() int { return (r.units() + r.chunkUnits() - 1) / r.chunkUnits() }
+
+// unit yields the jobs of unit u: one episode per agent of one (task,
+// seed), all under the same faults.
+func (r runner) unit(u int) func(yield func(job) bool) {
+	return func(yield func(job) bool) {
+		t := &r.tasks[u/r.seeds]
+		seed := r.firstSeed + u%r.seeds
+		faults := r.cfg.Rates.Draw(seed, t.Key())
+		for _, a := range r.agents {
+			ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(r.cfg.RunID, a.Name(), t.ID, seed),
+				KeepTrace: r.cfg.Traces, Store: r.cfg.Store}
+			if !yield(job{agent: a, ep: ep}) {
+				return
+			}
 		}
-		r, err := play(ctx, j)
+	}
+}
+
+// recycle keeps an emitted chunk's buffers for a later chunk.
+func (r runner) recycle(c *chunk) {
+	clear(c.results)
+	c.results, c.lines = c.results[:0], c.lines[:0]
+	select {
+	case r.spare <- c:
+	default:
+	}
+}
+
+// play plays, measures and encodes chunk k.
+func (r runner) play(ctx context.Context, k int) (*chunk, error) {
+	var c *chunk
+	select {
+	case c = <-r.spare:
+	default:
+		c = new(chunk)
+	}
+	c.index = k
+	n := r.chunkUnits()
+	for u := k * n; u < min((k+1)*n, r.units()); u++ {
+		for j := range r.unit(u) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			res, err := play(ctx, j)
+			if err != nil {
+				return nil, err
+			}
+			if c.lines, err = appendLine(c.lines, res); err != nil {
+				return nil, err
+			}
+			c.results = append(c.results, res)
+		}
+	}
+	return c, nil
+}
+
+func (r runner) serial(ctx context.Context, emit func(*chunk) error) error {
+	for k := range r.chunks() {
+		c, err := r.play(ctx, k)
 		if err != nil {
 			return err
 		}
-		if err := emit(r); err != nil {
+		if err := emit(c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// runParallel plays jobs on n goroutines and emits the results in job
-// order.
-func runParallel(ctx context.Context, n int, jobs func(func(job) bool), emit func(*Result) error) error {
+// parallel plays chunks on r.inFlight goroutines and emits them in order.
+// Only a few chunks per worker are handed out ahead of the next one to
+// emit, so a slow chunk holds back memory, not just order.
+func (r runner) parallel(ctx context.Context, emit func(*chunk) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	type done struct {
-		index int
-		r     *Result
-	}
-	todo := make(chan job)
-	results := make(chan done, n)
+	n := r.inFlight
+	ahead := make(chan struct{}, 4*n) // a token per chunk handed out and not yet emitted
+	todo := make(chan int)
+	done := make(chan *chunk, n)
+	go func() {
+		defer close(todo)
+		for k := range r.chunks() {
+			select {
+			case ahead <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case todo <- k:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			for j := range todo {
-				r, err := play(ctx, j)
+			for k := range todo {
+				c, err := r.play(ctx, k)
 				if err != nil {
 					cancel(err)
 					return
 				}
 				select {
-				case results <- done{j.index, r}:
+				case done <- c:
 				case <-ctx.Done():
 					return
 				}
@@ -288,33 +438,24 @@ func runParallel(ctx context.Context, n int, jobs func(func(job) bool), emit fun
 		})
 	}
 	go func() {
-		defer close(todo)
-		for j := range jobs {
-			select {
-			case todo <- j:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() {
 		wg.Wait()
-		close(results)
+		close(done)
 	}()
-	pending := map[int]*Result{}
+	pending := map[int]*chunk{}
 	next := 0
-	for d := range results {
+	for c := range done {
 		if ctx.Err() != nil {
 			continue // drain until the workers stop
 		}
-		pending[d.index] = d.r
-		for r, ok := pending[next]; ok; r, ok = pending[next] {
+		pending[c.index] = c
+		for c, ok := pending[next]; ok; c, ok = pending[next] {
 			delete(pending, next)
 			next++
-			if err := emit(r); err != nil {
+			if err := emit(c); err != nil {
 				cancel(err)
 				break
 			}
+			<-ahead
 		}
 	}
 	if ctx.Err() != nil {

@@ -298,6 +298,10 @@ func TestBadArguments(t *testing.T) {
 		{"--colour", "red", "--db", db},
 		{"--db", db, "extra"},
 		{"--db"},
+		{"--store", "sqlite"},
+		{"--store", "memory", "--db", db},
+		{"--store", "postgres"},
+		{"--db", "/nonexistent/dir/x.db"},
 	} {
 		var buf bytes.Buffer
 		if err := run(context.Background(), args, &buf); !errors.Is(err, errUsage) {
@@ -317,7 +321,7 @@ func TestHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"-h"}, &buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"usage: multi_episode", "-episodes", "-seed", "-db"} {
+	for _, want := range []string{"usage: multi_episode", "-episodes", "-seed", "-store", "-db"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, buf.String())
 		}
@@ -340,5 +344,27 @@ func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 func TestWriteErrorIsReported(t *testing.T) {
 	if err := run(context.Background(), []string{"--episodes", "1"}, failingWriter{}); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("run to a failing writer: %v", err)
+	}
+}
+
+// --store sqlite --db FILE is --db FILE, as for the bench; --store memory
+// is the default; an error opening the database names it.
+func TestStoreFlag(t *testing.T) {
+	mem, _ := runDemo(t, "--episodes", "3")
+	explicit, _ := runDemo(t, "--episodes", "3", "--store", "memory")
+	if mem != explicit {
+		t.Errorf("--store memory differs from the default:\n%s\n%s", explicit, mem)
+	}
+	db := filepath.Join(t.TempDir(), "demo.db")
+	text, _ := runDemo(t, "--episodes", "3", "--store", "sqlite", "--db", db)
+	if !strings.HasPrefix(text, "Multi-episode demo: 3 episodes, seed 7, store sqlite "+db+"\n") {
+		t.Errorf("header: %q", strings.SplitN(text, "\n", 2)[0])
+	}
+	bad := filepath.Join(t.TempDir(), "bad.db")
+	if err := os.WriteFile(bad, bytes.Repeat([]byte("not a database\n"), 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"--db", bad}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("run on a file that is not a database: %v", err)
 	}
 }

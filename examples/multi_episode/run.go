@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -27,18 +29,19 @@ var rulesJSON string
 
 // config is what the command line asks for.
 type config struct {
-	episodes int
-	seed     int64
-	db       string
-	ns       string
+	episodes  int
+	seed      int64
+	store, db string
+	ns        string
 }
 
 func newFlags(cfg *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("multi_episode", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&cfg.episodes, "episodes", 20, "number of episodes (at least 1)")
-	fs.Int64Var(&cfg.seed, "seed", 7, "seed of the sensor readings")
-	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in (default: in memory)")
+	fs.Int64Var(&cfg.seed, "seed", 7, "seed the sensor readings are drawn from")
+	fs.StringVar(&cfg.store, "store", "", "memory or sqlite (default memory, or sqlite with --db)")
+	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in (implies --store sqlite)")
 	fs.StringVar(&cfg.ns, "namespace", "multi_episode", "namespace of this application's records, learned constraints included, in a shared store")
 	return fs
 }
@@ -47,7 +50,7 @@ func usage() string {
 	var b strings.Builder
 	fs := newFlags(&config{})
 	fs.SetOutput(&b)
-	b.WriteString("usage: multi_episode [--episodes N] [--seed S] [--db FILE] [--namespace NAME]\n")
+	b.WriteString("usage: multi_episode [--episodes N] [--seed S] [--store memory|sqlite] [--db FILE] [--namespace NAME]\n")
 	fs.PrintDefaults()
 	return b.String()
 }
@@ -69,6 +72,24 @@ func parseArgs(args []string) (config, error) {
 	case cfg.episodes < 1:
 		return cfg, fmt.Errorf("%w: --episodes must be at least 1, not %d", errUsage, cfg.episodes)
 	}
+	// --store and --db as the bench and quickstart read them.
+	switch {
+	case cfg.store == "" && cfg.db != "":
+		cfg.store = "sqlite"
+	case cfg.store == "":
+		cfg.store = "memory"
+	case cfg.store != "memory" && cfg.store != "sqlite":
+		return cfg, fmt.Errorf("%w: --store %q (valid: memory, sqlite)", errUsage, cfg.store)
+	case cfg.store == "sqlite" && cfg.db == "":
+		return cfg, fmt.Errorf("%w: --store sqlite needs --db FILE", errUsage)
+	case cfg.store == "memory" && cfg.db != "":
+		return cfg, fmt.Errorf("%w: --db %s with --store memory: a database needs --store sqlite (or no --store)", errUsage, cfg.db)
+	}
+	if cfg.db != "" {
+		if fi, err := os.Stat(filepath.Dir(cfg.db)); err != nil || !fi.IsDir() {
+			return cfg, fmt.Errorf("%w: --db %s: directory %s does not exist", errUsage, cfg.db, filepath.Dir(cfg.db))
+		}
+	}
 	return cfg, nil
 }
 
@@ -86,16 +107,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}
 	var store kernel.Store
 	storeName := "memory"
-	if cfg.db == "" {
+	if cfg.store == "memory" {
 		store = kernel.NewMemStore()
 	} else {
 		s, err := sqlitestore.Open(cfg.db)
 		if err != nil {
-			return err
+			return fmt.Errorf("database %s: %w", cfg.db, err)
 		}
 		store, storeName = s, "sqlite "+cfg.db
 	}
-	defer func() { err = errors.Join(err, store.Close()) }()
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the %s store: %w", storeName, cerr))
+		}
+	}()
 
 	d, err := newDemo(ctx, store, cfg.seed, cfg.ns)
 	if err != nil {

@@ -3,25 +3,87 @@
 // kernel and prints each episode as a trace in the style of §10.4–10.5.
 // Every code and record id printed is one the kernel returned.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart [--store memory|sqlite] [--db FILE]
+//
+// --store and --db mean what they mean for the bench and the other
+// examples: the records stay in memory unless --db names a SQLite file
+// (--store sqlite needs --db; --db alone selects it). The walkthrough is
+// the same either way; a file that already holds its traces is refused,
+// since replaying into them would not be the paper's episodes. There is no
+// --seed: nothing here is drawn at random.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
 func main() {
-	if err := run(os.Stdout); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
+}
+
+// errUsage is wrapped by every error about the command line.
+var errUsage = errors.New("usage")
+
+// config is what the command line asks for.
+type config struct {
+	store, db string
+}
+
+// parseArgs reads the command line; -h prints the flags to w and returns
+// flag.ErrHelp.
+func parseArgs(args []string, w io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.store, "store", "", "memory or sqlite (default memory, or sqlite with --db)")
+	fs.StringVar(&c.db, "db", "", "SQLite file to keep the records in (implies --store sqlite)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(w, "usage: quickstart [--store memory|sqlite] [--db FILE]")
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+			return c, err
+		}
+		return c, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	switch {
+	case c.store == "" && c.db != "":
+		c.store = "sqlite"
+	case c.store == "":
+		c.store = "memory"
+	case c.store != "memory" && c.store != "sqlite":
+		return c, fmt.Errorf("%w: --store %q (valid: memory, sqlite)", errUsage, c.store)
+	case c.store == "sqlite" && c.db == "":
+		return c, fmt.Errorf("%w: --store sqlite needs --db FILE", errUsage)
+	case c.store == "memory" && c.db != "":
+		return c, fmt.Errorf("%w: --db %s with --store memory: a database needs --store sqlite (or no --store)", errUsage, c.db)
+	}
+	if c.db != "" {
+		if fi, err := os.Stat(filepath.Dir(c.db)); err != nil || !fi.IsDir() {
+			return c, fmt.Errorf("%w: --db %s: directory %s does not exist", errUsage, c.db, filepath.Dir(c.db))
+		}
+	}
+	return c, nil
 }
 
 // scenario is one episode's input: the charge the payment tool observed.
@@ -37,11 +99,29 @@ var scenarios = []scenario{
 	{"§7.2 conflicting evidence, unresolved", "conflict-low", kernel.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, kernel.Confidence(0.3)},
 }
 
-// run plays every scenario on one kernel with a fixed clock, so the output
-// is the same on every run.
-func run(w io.Writer) error {
+// run parses args and plays every scenario on one kernel with a fixed
+// clock, so the output is the same on every run. A bad command line is an
+// error wrapping errUsage, returned before anything is opened.
+func run(ctx context.Context, args []string, w io.Writer) (err error) {
+	cfg, err := parseArgs(args, w)
+	if err != nil {
+		return err
+	}
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	k, err := kernel.New(kernel.WithClock(func() time.Time { return start }))
+	opts := []kernel.Option{kernel.WithClock(func() time.Time { return start })}
+	if cfg.store == "sqlite" {
+		s, err := openDB(ctx, cfg.db)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := s.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("database %s: %w", cfg.db, cerr))
+			}
+		}()
+		opts = append(opts, kernel.WithStore(s))
+	}
+	k, err := kernel.New(opts...)
 	if err != nil {
 		return err
 	}
@@ -50,11 +130,29 @@ func run(w io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := play(context.Background(), k, w, sc); err != nil {
+		if err := play(ctx, k, w, sc); err != nil {
 			return fmt.Errorf("%s: %w", sc.title, err)
 		}
 	}
 	return nil
+}
+
+// openDB opens the SQLite file and refuses one that already holds the
+// walkthrough's traces. Errors name the file.
+func openDB(ctx context.Context, path string) (kernel.Store, error) {
+	s, err := sqlitestore.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	for _, sc := range scenarios {
+		for _, err := range s.ListTrace(ctx, sc.trace) {
+			if err == nil {
+				err = fmt.Errorf("it already holds trace %q from an earlier run; use a new file", sc.trace)
+			}
+			return nil, errors.Join(fmt.Errorf("database %s: %w", path, err), s.Close())
+		}
+	}
+	return s, nil
 }
 
 // printer writes trace lines "tN text   record-id" and keeps the first

@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestRunPrintsTheWalkthroughs(t *testing.T) {
 	var buf bytes.Buffer
-	if err := run(&buf); err != nil {
+	if err := run(context.Background(), nil, &buf); err != nil {
 		t.Fatal(err)
 	}
 	// Each section, line by line with runs of spaces collapsed.
@@ -62,7 +66,7 @@ func TestRunPrintsTheWalkthroughs(t *testing.T) {
 
 	// A fixed clock makes the output identical on every run.
 	var again bytes.Buffer
-	if err := run(&again); err != nil || again.String() != buf.String() {
+	if err := run(context.Background(), nil, &again); err != nil || again.String() != buf.String() {
 		t.Errorf("second run differs (err %v)", err)
 	}
 }
@@ -82,8 +86,54 @@ func (w *failAfter) Write(p []byte) (int, error) {
 
 func TestRunReportsWriteErrors(t *testing.T) {
 	for _, n := range []int{0, 100, 1000} {
-		if err := run(&failAfter{n: n}); !errors.Is(err, errFull) {
+		if err := run(context.Background(), nil, &failAfter{n: n}); !errors.Is(err, errFull) {
 			t.Errorf("writer failing after %d bytes: run = %v", n, err)
 		}
+	}
+}
+
+// --store and --db mean what they mean for the bench and multi_episode:
+// the walkthrough in a SQLite file prints what it prints in memory, a file
+// that already holds it is refused with its name, and bad flags are usage
+// errors before anything is opened.
+func TestStoreFlags(t *testing.T) {
+	ctx := context.Background()
+	var mem bytes.Buffer
+	if err := run(ctx, []string{"--store", "memory"}, &mem); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--db", filepath.Join(dir, "a.db")}, {"--store", "sqlite", "--db", filepath.Join(dir, "b.db")}} {
+		var buf bytes.Buffer
+		if err := run(ctx, args, &buf); err != nil {
+			t.Fatalf("run(%q): %v", args, err)
+		}
+		if buf.String() != mem.String() {
+			t.Errorf("run(%q) printed\n%s\nwant\n%s", args, buf.String(), mem.String())
+		}
+	}
+	db := filepath.Join(dir, "a.db")
+	if err := run(ctx, []string{"--db", db}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "already holds") {
+		t.Errorf("second run into %s: %v", db, err)
+	}
+	never := filepath.Join(dir, "never.db")
+	for _, args := range [][]string{
+		{"--store", "sqlite"}, {"--store", "memory", "--db", never}, {"--store", "postgres"}, {"--db", "/nonexistent/dir/x.db"},
+		{"--seed", "7"}, {"extra"},
+	} {
+		var buf bytes.Buffer
+		if err := run(ctx, args, &buf); !errors.Is(err, errUsage) {
+			t.Errorf("run(%q) = %v, want a usage error", args, err)
+		}
+		if buf.Len() != 0 {
+			t.Errorf("run(%q) printed %q", args, buf.String())
+		}
+	}
+	if _, err := os.Stat(never); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run created the database: %v", err)
+	}
+	var help bytes.Buffer
+	if err := run(ctx, []string{"-h"}, &help); !errors.Is(err, flag.ErrHelp) || !strings.Contains(help.String(), "-db") || !strings.Contains(help.String(), "-store") {
+		t.Errorf("help: %v\n%s", err, help.String())
 	}
 }

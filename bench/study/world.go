@@ -1,0 +1,172 @@
+package study
+
+import (
+	"context"
+	"iter"
+	"sync"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// World is the outside world of one episode, and the harness owns it: the
+// refund tool, whose every call is an effect, and the append-only log of
+// the effects. Whether an episode acted is read from this log, never from
+// what an agent or the kernel says about itself.
+//
+// An ungoverned agent calls the tools directly, as glue code does. A
+// governed agent never touches the world: after its episode the harness's
+// executor reads the committed action records from the store and performs
+// each one, as a deployment's executor would.
+//
+// A World is used by one episode at a time.
+type World struct {
+	task    *Task
+	effects []Effect
+}
+
+// Effect is one action performed in the world.
+type Effect struct {
+	// Type is the action type: issue_refund, queue_for_review or whatever
+	// else a committed action record named.
+	Type string
+	// Record is the id of the committed action record the executor
+	// performed; empty for an ungoverned agent's direct call.
+	Record string
+	// Reason is the reason code a queue_for_review carried ("" for none).
+	Reason string
+}
+
+// newWorld returns the world of one episode of t.
+func newWorld(t *Task) *World { return &World{task: t} }
+
+// IssueRefund refunds the task's charge, logs the effect, and returns what
+// the refund tool returns (REPRODUCTION.md §2).
+func (w *World) IssueRefund() kernel.Payload {
+	w.effects = append(w.effects, Effect{Type: kindRefund})
+	return w.task.Refund()
+}
+
+// Effects returns the log, oldest first. The caller must not modify it.
+func (w *World) Effects() []Effect { return w.effects }
+
+// records is the read access to a store that the harness's executor and
+// audit need; every [kernel.Store] has it. The audit reads the store
+// itself, not a kernel view: a view shows only what is active now, and an
+// action that was committed and then expired has still been performed.
+type records interface {
+	Get(ctx context.Context, id string) (kernel.Record, error)
+	ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error]
+	ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error]
+}
+
+// helperTrace is the one other trace an episode may write to in a shared
+// store: adversarial_bk's clean helper trace.
+func helperTrace(traceID string) string { return traceID + "/helper" }
+
+// ledger is what the harness reads of a governed episode's store, once:
+// the episode's trace, and the store to read anything else from.
+type ledger struct {
+	st records
+	// own is the episode's own store; nil when the run shares one.
+	own   *kernel.MemStore
+	trace []kernel.Record
+}
+
+// ledgers keeps ledgers between episodes: a trace's records are large, and
+// reading each episode's into fresh memory was a fifth of what a run
+// allocated.
+var ledgers = sync.Pool{New: func() any { return &ledger{trace: make([]kernel.Record, 0, 16)} }}
+
+// readLedger reads the episode's trace from st. The caller releases the
+// ledger when done with it.
+func readLedger(ctx context.Context, st records, own *kernel.MemStore, traceID string) (*ledger, error) {
+	l := ledgers.Get().(*ledger)
+	l.st, l.own = st, own
+	for r, err := range st.ListTrace(ctx, traceID) {
+		if err != nil {
+			l.release()
+			return nil, err
+		}
+		l.trace = append(l.trace, r)
+	}
+	return l, nil
+}
+
+// release returns l to the pool; l must not be used afterwards.
+func (l *ledger) release() {
+	clear(l.trace)
+	l.trace, l.st, l.own = l.trace[:0], nil, nil
+	ledgers.Put(l)
+}
+
+// Get returns the record with that id, from the trace already read when it
+// is there.
+func (l *ledger) Get(ctx context.Context, id string) (kernel.Record, error) {
+	for i := range l.trace {
+		if l.trace[i].ID == id {
+			return l.trace[i], nil
+		}
+	}
+	return l.st.Get(ctx, id)
+}
+
+// view returns the trace's committed, active payloads by slot and kind,
+// the latest of each, leaving out records whose time to live had run out
+// at nowMS: what kernel.View shows. The payloads are the store's.
+func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
+	v := make(map[kernel.Slot]map[string]kernel.Payload, 4)
+	for i := range l.trace {
+		r := &l.trace[i]
+		p := &r.Provenance
+		if r.Status != kernel.StatusActive || r.Mode != kernel.ModeCommit || p.TTLMS > 0 && nowMS > p.TimestampMS+p.TTLMS {
+			continue
+		}
+		m := v[r.Slot]
+		if m == nil {
+			m = make(map[string]kernel.Payload, 2)
+			v[r.Slot] = m
+		}
+		m[r.Kind] = r.Payload
+	}
+	return v
+}
+
+// execute performs, once each and in store order, every action record of
+// the episode that the kernel committed, whatever its status became later:
+// expiry or invalidation after a commit cannot undo an effect a deployment
+// may already have carried out. With the episode's own store that is every
+// committed action in it (read from the trace when the store holds nothing
+// else); in a store shared by the whole run, those of the episode's trace
+// and its helper trace.
+func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
+	perform := func(r *kernel.Record) {
+		if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
+			return
+		}
+		e := Effect{Type: r.Kind, Record: r.ID}
+		if r.Kind == kernel.FallbackQueueForReview {
+			e.Reason, _ = r.Payload.String(kernel.KeyReason)
+		}
+		w.effects = append(w.effects, e)
+	}
+	each := func(seq iter.Seq2[kernel.Record, error]) error {
+		for r, err := range seq {
+			if err != nil {
+				return err
+			}
+			perform(&r)
+		}
+		return nil
+	}
+	if l.own != nil && l.own.Len() > len(l.trace) {
+		// The episode wrote to other traces of its store too.
+		return each(l.st.ListSlot(ctx, kernel.Actions, kernel.Filter{}))
+	}
+	for i := range l.trace {
+		perform(&l.trace[i])
+	}
+	if l.own == nil {
+		return each(l.st.ListTrace(ctx, helperTrace(traceID)))
+	}
+	return nil
+}

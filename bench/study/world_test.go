@@ -1,0 +1,73 @@
+package study
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// The view the harness puts in a kernel agent's JSON line, read from the
+// store's records, is what kernel.View shows, on every kernel agent's
+// episodes and on a trace with a record whose time to live has run out.
+func TestLedgerViewMatchesKernel(t *testing.T) {
+	ctx := context.Background()
+	same := func(t *testing.T, st *kernel.MemStore, trace string) {
+		t.Helper()
+		l, err := readLedger(ctx, st, st, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := l.view(time.Now().UnixMilli())
+		k, err := kernel.New(kernel.WithStore(st))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := k.Planner("reader").View(ctx, trace, kernel.ViewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, v.Committed) {
+			t.Fatalf("%s:\n ledger %v\n kernel %v", trace, got, v.Committed)
+		}
+	}
+	n := 0
+	for _, rates := range []perturb.Rates{perturb.DefaultRates(), {Drop: 0.3, Stale: 0.4, Conflict: 0.4, LowConfidence: 0.4}} {
+		cfg := DefaultConfig()
+		cfg.Seeds = 30
+		cfg.Rates = rates
+		cfg.Agents = []string{AgentBK, AgentAdversarialBK}
+		p, err := cfg.plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range p.jobs(&cfg) {
+			st := kernel.NewMemStore()
+			ep := j.ep
+			ep.Store, ep.World = st, newWorld(ep.Task)
+			if _, err := j.agent.Run(ctx, ep); err != nil {
+				t.Fatal(err)
+			}
+			same(t, st, ep.TraceID)
+			n++
+		}
+	}
+	t.Logf("%d episodes", n)
+
+	st := kernel.NewMemStore()
+	past := time.Now().Add(-time.Hour)
+	k, err := kernel.New(kernel.WithStore(st), kernel.WithClock(func() time.Time { return past }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ttl := range []time.Duration{0, time.Millisecond, 2 * time.Hour} {
+		if _, err := k.Tool("tool").Write(ctx, kernel.Entry{TraceID: "ttl", Slot: kernel.Percepts, Kind: "reading" + ttl.String(), TTL: ttl,
+			Payload: kernel.Payload{"value": 1.0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same(t, st, "ttl")
+}
