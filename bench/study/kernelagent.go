@@ -77,12 +77,18 @@ func newAgentOn(a *kernelAgent, store kernel.Store) (*kernelAgent, error) {
 // hardened reports whether the agent runs the adversarial configuration.
 func (a *kernelAgent) hardened() bool { return a.attacks != nil }
 
+// Namespace is the namespace the bench's kernels work in, so that a
+// database the bench shares with another application (--db) keeps the two
+// apart: neither sees the other's persistent constraints or learned state.
+const Namespace = "bench"
+
 // options is the kernel configuration the agent's owner fixes.
 func (a *kernelAgent) options() []kernel.Option {
+	opts := []kernel.Option{kernel.WithNamespace(Namespace)}
 	if a.hardened() {
-		return hardenedOptions()
+		opts = append(opts, hardenedOptions()...)
 	}
-	return nil
+	return opts
 }
 
 func (a *kernelAgent) Name() string   { return a.name }

@@ -22,7 +22,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := l.view(time.Now().UnixMilli())
-		k, err := kernel.New(kernel.WithStore(st))
+		k, err := kernel.New(kernel.WithStore(st), kernel.WithNamespace(Namespace))
 		if err != nil {
 			t.Fatal(err)
 		}
