@@ -59,7 +59,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 
 	st := kernel.NewMemStore()
 	past := time.Now().Add(-time.Hour)
-	k, err := kernel.New(kernel.WithStore(st), kernel.WithClock(func() time.Time { return past }))
+	k, err := kernel.New(kernel.WithStore(st), kernel.WithNamespace(Namespace), kernel.WithClock(func() time.Time { return past }))
 	if err != nil {
 		t.Fatal(err)
 	}
