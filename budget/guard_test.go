@@ -1,0 +1,220 @@
+package budget_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+func loop(t *testing.T, err error, trigger budget.LoopTrigger) *budget.LoopDetected {
+	t.Helper()
+	var e *budget.LoopDetected
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want a loop refusal", err)
+	}
+	if !errors.Is(err, budget.ErrLoopDetected) || e.Code() != budget.CodeLoopDetected || e.Trigger != trigger {
+		t.Fatalf("loop refusal %v: trigger %s code %s", err, e.Trigger, e.Code())
+	}
+	return e
+}
+
+func TestGuardRepeatedCalls(t *testing.T) {
+	g, err := budget.NewGuard()
+	must(t, err)
+	must(t, g.Call("search", "sha256:aaaa"))
+	must(t, g.Call("search", "sha256:aaaa")) // one retry is fine
+	// Other arguments, or another tool with the same arguments, are other calls.
+	must(t, g.Call("search", "sha256:bbbb"))
+	must(t, g.Call("fetch", "sha256:aaaa"))
+	if s := g.Snapshot(); s.RepeatPressure != 0.5 || s.Repeats != 2 || s.MostRepeated != "search sha256:aaaa" {
+		t.Errorf("before the trip: %+v", s)
+	}
+	e := loop(t, g.Call("search", "sha256:aaaa"), budget.RepeatedCall)
+	if e.Tool != "search" || e.Digest != "sha256:aaaa" || e.Repeats != 2 ||
+		!strings.Contains(e.Detail, "search was already called 2 times with these arguments") {
+		t.Errorf("refusal %+v", e)
+	}
+	// It stays refused; the planner is told why, with a hint.
+	loop(t, g.Call("search", "sha256:aaaa"), budget.RepeatedCall)
+	reason, ok := budget.ReasonOf(e)
+	if !ok || reason.Code != budget.CodeLoopDetected || reason.Loop != budget.RepeatedCall || reason.Tool != "search" || reason.Hint == "" {
+		t.Errorf("reason %+v", reason)
+	}
+	p := reason.Payload()
+	if p["loop"] != "repeated_call" || p["repeats"] != 2.0 || p["digest"] != "sha256:aaaa" || p["budget"] != nil || p["idle_rounds"] != nil {
+		t.Errorf("reason payload %v", p)
+	}
+	s := g.Snapshot()
+	if s.RepeatPressure != 1 || s.Trips != 2 || s.Calls != 6 || s.Distinct != 3 || s.Repeats != 4 {
+		t.Errorf("after the trip: %+v", s)
+	}
+	if err := g.Call("", "x"); !errors.Is(err, budget.ErrInvalid) {
+		t.Errorf("empty tool: %v", err)
+	}
+}
+
+func TestGuardOptions(t *testing.T) {
+	g, err := budget.NewGuard(budget.MaxIdentical(1), budget.ToolMaxIdentical("poll_job", 4), budget.MaxIdleRounds(3))
+	must(t, err)
+	must(t, g.Call("search", "d"))
+	if e := loop(t, g.Call("search", "d"), budget.RepeatedCall); !strings.Contains(e.Detail, "called once") {
+		t.Errorf("detail %q", e.Detail)
+	}
+	for range 4 {
+		must(t, g.Call("poll_job", "d"))
+	}
+	loop(t, g.Call("poll_job", "d"), budget.RepeatedCall)
+	must(t, g.Round(false))
+	must(t, g.Round(false))
+	loop(t, g.Round(false), budget.NoProgress)
+
+	for _, opts := range [][]budget.GuardOption{
+		{budget.MaxIdentical(0)}, {budget.MaxIdleRounds(0)}, {budget.ToolMaxIdentical("x", 0)}, {budget.ToolMaxIdentical("", 3)},
+	} {
+		if _, err := budget.NewGuard(opts...); !errors.Is(err, budget.ErrInvalid) {
+			t.Errorf("NewGuard with a bad option: %v", err)
+		}
+	}
+}
+
+func TestGuardNoProgressRounds(t *testing.T) {
+	g, err := budget.NewGuard()
+	must(t, err)
+	must(t, g.Call("search", "sha256:0123456789abcdef0123"))
+	must(t, g.Round(true)) // progress: what came before is forgotten
+	must(t, g.Call("search", "sha256:0123456789abcdef0123"))
+	must(t, g.Call("fetch", "sha256:ffff"))
+	must(t, g.Round(false)) // one idle round is tolerated
+	if s := g.Snapshot(); s.IdleRounds != 1 || s.MaxIdleRounds != 2 {
+		t.Errorf("snapshot %+v", s)
+	}
+	_ = g.Call("search", "sha256:0123456789abcdef0123") // refused, but it was made in the idle rounds
+	e := loop(t, g.Round(false), budget.NoProgress)
+	want := "2 consecutive rounds changed nothing on the blackboard; calls made in them: search(sha256:0123456789ab…) ×2, fetch(sha256:ffff) ×1"
+	if e.IdleRounds != 2 || e.Detail != want {
+		t.Errorf("refusal %+v\nwant detail %q", e, want)
+	}
+	r, _ := budget.ReasonOf(e)
+	if p := r.Payload(); p["idle_rounds"] != 2.0 || p["tool"] != nil || !strings.Contains(p["hint"].(string), "changed nothing") {
+		t.Errorf("reason payload %v", p)
+	}
+	loop(t, g.Round(false), budget.NoProgress) // until a round makes progress
+	must(t, g.Round(true))
+	must(t, g.Round(false))
+	if e := loop(t, g.Round(false), budget.NoProgress); !strings.HasSuffix(e.Detail, "no tool calls were made in them") {
+		t.Errorf("detail %q", e.Detail)
+	}
+	// Many different calls: the reason names the five most frequent.
+	must(t, g.Round(true))
+	for i := range 8 {
+		for range i + 1 {
+			_ = g.Call(fmt.Sprintf("t%d", i), "d")
+		}
+	}
+	must(t, g.Round(false))
+	e = loop(t, g.Round(false), budget.NoProgress)
+	if !strings.Contains(e.Detail, "t7(d) ×8, t6(d) ×7") || !strings.HasSuffix(e.Detail, "3 more") {
+		t.Errorf("detail %q", e.Detail)
+	}
+	if s := g.Snapshot(); s.Rounds != 10 {
+		t.Errorf("rounds %d", s.Rounds)
+	}
+}
+
+func TestDigest(t *testing.T) {
+	d := func(s string) string {
+		t.Helper()
+		v, err := budget.Digest(json.RawMessage(s))
+		if err != nil {
+			t.Fatalf("Digest(%s): %v", s, err)
+		}
+		return v
+	}
+	base := d(`{"q":"refund policy","page":1,"filters":{"b":2,"a":[1,2]}}`)
+	if !strings.HasPrefix(base, "sha256:") || len(base) != len("sha256:")+64 {
+		t.Errorf("digest %q", base)
+	}
+	if got := d(" {\"filters\": {\"a\": [1, 2], \"b\": 2},\n \"page\": 1, \"q\": \"refund policy\"} "); got != base {
+		t.Error("key order or spacing changed the digest")
+	}
+	for _, other := range []string{
+		`{"q":"refund policy","page":2,"filters":{"b":2,"a":[1,2]}}`,
+		`{"q":"refund policy","page":1,"filters":{"b":2,"a":[2,1]}}`,
+		`{"q":"refund policy","page":1}`,
+		`{"q":"refund policy","page":1,"filters":{"b":2,"a":[1,2]},"type":"news"}`, // every key counts
+	} {
+		if d(other) == base {
+			t.Errorf("%s has the same digest", other)
+		}
+	}
+	// Large integers are kept exactly as written.
+	if d(`{"id":9007199254740993}`) == d(`{"id":9007199254740992}`) {
+		t.Error("large integers collided")
+	}
+	if d(``) != d(`null`) || d("  ") != d(`null`) {
+		t.Error("empty arguments differ from null")
+	}
+	for _, bad := range []string{`{`, `{"a":1} {"b":2}`, `nope`} {
+		if _, err := budget.Digest(json.RawMessage(bad)); !errors.Is(err, budget.ErrInvalid) {
+			t.Errorf("Digest(%s) = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestProgressed(t *testing.T) {
+	view := func(kv ...any) kernel.View {
+		v := kernel.View{TraceID: "t", Committed: map[kernel.Slot]map[string]kernel.Payload{}}
+		for i := 0; i+2 < len(kv)+1; i += 3 {
+			slot := kv[i].(kernel.Slot)
+			if v.Committed[slot] == nil {
+				v.Committed[slot] = map[string]kernel.Payload{}
+			}
+			v.Committed[slot][kv[i+1].(string)] = kv[i+2].(kernel.Payload)
+		}
+		return v
+	}
+	a := view(kernel.Percepts, "order", kernel.Payload{"id": "A1"}, kernel.Beliefs, "refund_due", kernel.Payload{"value": true})
+	same := view(kernel.Beliefs, "refund_due", kernel.Payload{"value": true}, kernel.Percepts, "order", kernel.Payload{"id": "A1"})
+	same.Pending = []kernel.Record{{ID: "beliefs:t:9"}} // a new proposal is not progress
+	for _, tc := range []struct {
+		name         string
+		before, then kernel.View
+		want         bool
+	}{
+		{"nothing changed", a, same, false},
+		{"empty views", kernel.View{}, view(), false},
+		{"a kind committed", a, view(kernel.Percepts, "order", kernel.Payload{"id": "A1"}, kernel.Beliefs, "refund_due", kernel.Payload{"value": true}, kernel.Plans, "plan", kernel.Payload{}), true},
+		{"a kind gone", a, view(kernel.Percepts, "order", kernel.Payload{"id": "A1"}), true},
+		{"a payload changed", a, view(kernel.Percepts, "order", kernel.Payload{"id": "A2"}, kernel.Beliefs, "refund_due", kernel.Payload{"value": true}), true},
+		{"a kind replaced", a, view(kernel.Percepts, "order", kernel.Payload{"id": "A1"}, kernel.Beliefs, "other", kernel.Payload{"value": true}), true},
+	} {
+		if got := budget.Progressed(tc.before, tc.then); got != tc.want {
+			t.Errorf("%s: Progressed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The guard under parallel workers: exactly the allowed number of
+// identical calls get through.
+func TestParallelGuardExact(t *testing.T) {
+	g, err := budget.NewGuard()
+	must(t, err)
+	var allowed atomic.Int64
+	race(64, func(i int) {
+		if g.Call("search", "sha256:same") == nil {
+			allowed.Add(1)
+		}
+		_ = g.Call("search", "sha256:other")
+		_ = g.Snapshot()
+	})
+	s := g.Snapshot()
+	if allowed.Load() != budget.DefaultMaxIdentical || s.Calls != 128 || s.Distinct != 2 || s.Trips != 2*(64-budget.DefaultMaxIdentical) {
+		t.Errorf("allowed %d, snapshot %+v", allowed.Load(), s)
+	}
+}

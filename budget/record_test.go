@@ -1,0 +1,55 @@
+package budget_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// A refused call goes on the blackboard: the decision record holds the
+// code, the reason and the budget snapshot.
+func TestRefusalRecordOnTheBlackboard(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	k, err := kernel.New(kernel.WithClock(clk.Now))
+	must(t, err)
+	defer k.Close()
+	run := newRun(t, budget.Limits{ToolCalls: 1}, clk, "t")
+	must(t, run.ToolCall())
+	refused := run.ToolCall()
+
+	d, ok := budget.RefusalRecord("t", "search", refused, run.Snapshot())
+	if !ok {
+		t.Fatal("no record for a refusal")
+	}
+	if _, err := k.RecordDecision(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	var got []kernel.DecisionRecord
+	for r, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: "t"}) {
+		must(t, err)
+		got = append(got, r)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d decision records", len(got))
+	}
+	r := got[0]
+	reason, _ := r.Context[budget.KeyReason].(map[string]any)
+	snap, _ := r.Context[budget.KeyBudget].(map[string]any)
+	if r.Code != budget.CodeBudgetExceeded || r.Outcome != kernel.OutcomeRefused || r.Kind != "search" ||
+		reason["budget"] != "tool_calls" || reason["used"] != 1.0 || snap["run_id"] != "t" {
+		t.Errorf("decision record %+v", r)
+	}
+
+	g, _ := budget.NewGuard(budget.MaxIdentical(1))
+	_ = g.Call("search", "d")
+	d, ok = budget.RefusalRecord("t", "search", g.Call("search", "d"), budget.Snapshot{})
+	if !ok || d.Code != budget.CodeLoopDetected || d.Context[budget.KeyBudget] != nil || d.Detail == "" {
+		t.Errorf("loop refusal record %+v", d)
+	}
+	if _, ok := budget.RefusalRecord("t", "search", nil, run.Snapshot()); ok {
+		t.Error("a record for no refusal")
+	}
+}

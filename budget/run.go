@@ -1,0 +1,412 @@
+package budget
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Option configures [New] and [Run.Sub].
+type Option func(*config)
+
+type config struct {
+	now      func() time.Time
+	clockSet bool
+	id       string
+}
+
+// WithClock sets the clock the run reads its deadline from (default
+// time.Now). Tests pass a fake one. A sub-run always uses its parent's
+// clock; [Run.Sub] refuses this option.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now, c.clockSet = now, true }
+}
+
+// WithID names the run (default "run-N" for a root, "PARENT/N" for a
+// sub-run). Use the trace id the run works on, so that refusals and
+// snapshots name it.
+func WithID(id string) Option { return func(c *config) { c.id = id } }
+
+// The counted resources, as indexes into a run's counters.
+const (
+	iTokens = iota
+	iModelCalls
+	iToolCalls
+	iTurnCalls
+	iRounds
+	iReplans
+	nCounters
+)
+
+// counterIndex maps a counted resource to its index.
+var counterIndex = map[Resource]int{
+	Tokens: iTokens, ModelCalls: iModelCalls, ToolCalls: iToolCalls, ToolCallsPerTurn: iTurnCalls,
+	Rounds: iRounds, Replans: iReplans,
+}
+
+// drawsOnParent reports whether a sub-run's use of r counts on its
+// ancestors too. Consumables do; the counters that describe one loop's
+// structure (its turns, rounds and re-plans) do not.
+func drawsOnParent(r Resource) bool {
+	switch r {
+	case Tokens, ModelCalls, ToolCalls, Cost:
+		return true
+	}
+	return false
+}
+
+var runSeq atomic.Int64
+
+// Run is the budget of one run: its limits and what has been used of them.
+// Every method is safe for concurrent use by any number of goroutines: a
+// check and the count it allows happen together under one lock that the
+// run shares with its ancestors and sub-runs, so parallel workers can
+// neither race past a limit nor see a count half-applied.
+type Run struct {
+	id     string
+	limits Limits
+	parent *Run
+	mu     *sync.Mutex // the tree's lock, shared with every ancestor and sub-run
+	now    func() time.Time
+	start  time.Time
+	subs   atomic.Int64
+
+	// Guarded by *mu.
+	counts     [nCounters]int64
+	prompt     int64
+	completion int64
+	held       int64 // tokens reserved for model calls not yet settled
+	turn       int64
+	cost       float64
+	refused    map[Resource]int64
+}
+
+// New starts the budget of a root run with the given limits. It fails with
+// [ErrInvalid] when a limit is negative, the soft threshold lies outside
+// (0, 1], or the limits limit nothing at all. The deadline counts from
+// now, as the run's clock says.
+func New(limits Limits, opts ...Option) (*Run, error) {
+	cfg := config{now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.now == nil {
+		return nil, fmt.Errorf("%w: nil clock", ErrInvalid)
+	}
+	l, err := limits.check(DefaultSoft)
+	if err != nil {
+		return nil, err
+	}
+	if !l.any() {
+		return nil, fmt.Errorf("%w: the limits limit nothing; set at least one counter, a cost or a deadline (see DefaultLimits)", ErrInvalid)
+	}
+	if cfg.id == "" {
+		cfg.id = "run-" + strconv.FormatInt(runSeq.Add(1), 10)
+	}
+	return &Run{id: cfg.id, limits: l, mu: new(sync.Mutex), now: cfg.now, start: cfg.now()}, nil
+}
+
+// Sub starts a sub-run: an isolated budget of its own, for a sub-agent
+// lane, that draws on r. The sub-run's limits apply to it alone (zero
+// fields leave that resource bounded by r only); every token, model call,
+// tool call and cost it spends also counts on r and r's ancestors, in the
+// same step, and is refused when any of them lacks it. The sub-run's
+// deadline counts from now and never outlasts r's. Its turns, rounds and
+// re-plans are its own: they neither count on r nor reset r's. A sub-run
+// has no method that reaches r: it cannot change r's limits or counters
+// except by spending. Sub fails with [ErrInvalid] for bad limits or a
+// [WithClock] option.
+func (r *Run) Sub(limits Limits, opts ...Option) (*Run, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.clockSet {
+		return nil, fmt.Errorf("%w: a sub-run keeps its parent's clock", ErrInvalid)
+	}
+	l, err := limits.check(r.limits.Soft)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.id == "" {
+		cfg.id = r.id + "/" + strconv.FormatInt(r.subs.Add(1), 10)
+	}
+	return &Run{id: cfg.id, limits: l, parent: r, mu: r.mu, now: r.now, start: r.now()}, nil
+}
+
+// ID returns the run's id.
+func (r *Run) ID() string { return r.id }
+
+// Limits returns the run's own limits, with the soft threshold filled in.
+func (r *Run) Limits() Limits { return r.limits }
+
+// Deadline returns the earliest deadline of the run and its ancestors, and
+// false when none of them has one.
+func (r *Run) Deadline() (time.Time, bool) {
+	var at time.Time
+	for x := r; x != nil; x = x.parent {
+		if d := x.limits.Deadline; d > 0 {
+			if t := x.start.Add(d); at.IsZero() || t.Before(at) {
+				at = t
+			}
+		}
+	}
+	return at, !at.IsZero()
+}
+
+// request is one check-and-count: n of res, plus, for a model call, the
+// tokens that must still be free and the tokens to hold.
+type request struct {
+	res      Resource
+	n        int64
+	tokens   int64 // tokens that must be free at every level (model calls)
+	hold     int64 // tokens to hold at every level until settled
+	costGate bool  // refuse when the cost budget is spent (model and tool calls)
+	newTurn  bool  // begin a new turn once counted (rounds)
+}
+
+// Allow asks, before a call is made, for n units of res, and counts them
+// if every limit has room; otherwise it counts nothing and returns an
+// [*Exceeded] naming the budget that refused. Every request is also
+// refused once the deadline of the run or of an ancestor has passed.
+//
+//   - ToolCalls: n tool calls, against the run's per-turn and per-run
+//     limits and the per-run limits of its ancestors; refused too once the
+//     cost budget is spent.
+//   - ModelCalls: n model calls; refused too once the tokens or the cost
+//     are spent. Charge the tokens with [Run.ChargeTokens] when the model
+//     answers, or use [Run.ReserveModelCall] to hold an estimate first.
+//   - Tokens: n tokens spent now, for a cost known in advance.
+//   - Rounds and Replans: as [Run.NextRound] (without starting a new turn)
+//     and [Run.Replan].
+//
+// Cost and the deadline are not asked for: cost is charged after the fact
+// with [Run.ChargeCost], and the deadline is checked on every request.
+// Allow fails with [ErrInvalid] for n < 1 or any other resource.
+func (r *Run) Allow(res Resource, n int64) error {
+	if n < 1 {
+		return fmt.Errorf("%w: allow %d %s", ErrInvalid, n, res)
+	}
+	q := request{res: res, n: n}
+	switch res {
+	case ToolCalls:
+		q.costGate = true
+	case ModelCalls:
+		q.tokens, q.costGate = 1, true
+	case Tokens, Rounds, Replans:
+	default:
+		return fmt.Errorf("%w: %q cannot be asked for (ask for tool_calls, model_calls, tokens, rounds or replans)", ErrInvalid, res)
+	}
+	return r.admit(q)
+}
+
+// ToolCall asks for one tool call: Allow(ToolCalls, 1).
+func (r *Run) ToolCall() error { return r.Allow(ToolCalls, 1) }
+
+// ModelCall asks for one model call: Allow(ModelCalls, 1).
+func (r *Run) ModelCall() error { return r.Allow(ModelCalls, 1) }
+
+// NextRound begins a new round of the run's loop: it counts one round
+// against the run's own Rounds limit and begins a new turn. A refused round
+// is not counted and the turn goes on; stop the loop.
+func (r *Run) NextRound() error {
+	return r.admit(request{res: Rounds, n: 1, newTurn: true})
+}
+
+// Replan counts one re-planning attempt against the run's own Replans
+// limit, before the planner is asked again.
+func (r *Run) Replan() error { return r.Allow(Replans, 1) }
+
+// NextTurn begins a new turn of the run: the per-turn tool-call count
+// starts again from zero. It resets the run's own turn only, never a
+// parent's, and charges nothing. It returns the number of turns begun.
+func (r *Run) NextTurn() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.beginTurn()
+	return r.turn
+}
+
+func (r *Run) beginTurn() {
+	r.turn++
+	r.counts[iTurnCalls] = 0
+}
+
+// ChargeTokens records the tokens a model call used, as the API reported
+// them, on the run and its ancestors. Usage already happened, so it is
+// recorded even past the limit; the next model call is then refused. Only
+// negative counts fail, with [ErrInvalid].
+func (r *Run) ChargeTokens(prompt, completion int64) error {
+	if prompt < 0 || completion < 0 {
+		return fmt.Errorf("%w: negative token usage %d + %d", ErrInvalid, prompt, completion)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.chargeTokens(prompt, completion)
+	return nil
+}
+
+func (r *Run) chargeTokens(prompt, completion int64) {
+	for x := r; x != nil; x = x.parent {
+		x.prompt += prompt
+		x.completion += completion
+		x.counts[iTokens] += prompt + completion
+	}
+}
+
+// ChargeCost records a cost already incurred (a model call's price, a paid
+// API's fee) on the run and its ancestors, even past the limit; once the
+// cost budget is spent, model and tool calls are refused. A negative, NaN
+// or infinite cost fails with [ErrInvalid].
+func (r *Run) ChargeCost(c float64) error {
+	if c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return fmt.Errorf("%w: cost %v", ErrInvalid, c)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for x := r; x != nil; x = x.parent {
+		x.cost += c
+	}
+	return nil
+}
+
+// Reservation is a model call admitted with an estimate of the tokens it
+// will use. The estimate is held on the run and its ancestors, so that
+// parallel callers cannot all be admitted against the same remaining
+// tokens, until [Reservation.Settle] replaces it with the usage the API
+// reported or [Reservation.Release] gives it back. Safe for concurrent use;
+// only the first Settle or Release has an effect.
+type Reservation struct {
+	run  *Run
+	hold int64
+	done bool // guarded by run.mu
+}
+
+// ReserveModelCall asks for one model call before it is made, holding
+// estimate tokens for it (0 holds none). It is refused, with nothing
+// counted, when the model calls or the cost are spent, or when the run or
+// an ancestor has fewer than max(estimate, 1) tokens left after what the
+// others hold. A negative estimate fails with [ErrInvalid].
+func (r *Run) ReserveModelCall(estimate int64) (*Reservation, error) {
+	if estimate < 0 {
+		return nil, fmt.Errorf("%w: negative token estimate %d", ErrInvalid, estimate)
+	}
+	if err := r.admit(request{res: ModelCalls, n: 1, tokens: max(estimate, 1), hold: estimate, costGate: true}); err != nil {
+		return nil, err
+	}
+	return &Reservation{run: r, hold: estimate}, nil
+}
+
+// Settle releases the held estimate and charges the tokens the call used
+// (see [Run.ChargeTokens]). Negative counts fail with [ErrInvalid] and
+// change nothing.
+func (v *Reservation) Settle(prompt, completion int64) error {
+	if prompt < 0 || completion < 0 {
+		return fmt.Errorf("%w: negative token usage %d + %d", ErrInvalid, prompt, completion)
+	}
+	r := v.run
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v.done {
+		return nil
+	}
+	v.release()
+	r.chargeTokens(prompt, completion)
+	return nil
+}
+
+// Release gives the held estimate back without charging tokens, for a
+// call that was not made or whose usage is charged otherwise. The model
+// call stays counted.
+func (v *Reservation) Release() {
+	v.run.mu.Lock()
+	defer v.run.mu.Unlock()
+	if !v.done {
+		v.release()
+	}
+}
+
+func (v *Reservation) release() {
+	v.done = true
+	for x := v.run; x != nil; x = x.parent {
+		x.held -= v.hold
+	}
+}
+
+// admit is the one check-and-count: under the tree's lock, every check
+// for every level first, then every count, so a request is counted
+// everywhere or nowhere.
+func (r *Run) admit(q request) error {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.check(q, now); e != nil {
+		if r.refused == nil {
+			r.refused = make(map[Resource]int64, 2)
+		}
+		r.refused[e.Resource]++
+		return e
+	}
+	i := counterIndex[q.res]
+	if drawsOnParent(q.res) {
+		for x := r; x != nil; x = x.parent {
+			x.counts[i] += q.n
+			x.held += q.hold
+		}
+	} else {
+		r.counts[i] += q.n
+	}
+	if q.res == ToolCalls {
+		r.counts[iTurnCalls] += q.n
+	}
+	if q.newTurn {
+		r.beginTurn()
+	}
+	return nil
+}
+
+// check returns the first limit q would break, or nil. r.mu is held.
+func (r *Run) check(q request, now time.Time) *Exceeded {
+	for x := r; x != nil; x = x.parent {
+		if d := x.limits.Deadline; d > 0 {
+			if el := now.Sub(x.start); el >= d {
+				return &Exceeded{Resource: Deadline, Limit: float64(d.Milliseconds()), Used: float64(el.Milliseconds()), Run: x.id}
+			}
+		}
+	}
+	over := func(x *Run, res Resource, used, n int64) *Exceeded {
+		if l := x.limits.counter(res); l > 0 && used+n > l {
+			return &Exceeded{Resource: res, Limit: float64(l), Used: float64(used), Requested: float64(n), Run: x.id}
+		}
+		return nil
+	}
+	if q.res == ToolCalls {
+		if e := over(r, ToolCallsPerTurn, r.counts[iTurnCalls], q.n); e != nil {
+			return e
+		}
+	}
+	if !drawsOnParent(q.res) {
+		return over(r, q.res, r.counts[counterIndex[q.res]], q.n)
+	}
+	for x := r; x != nil; x = x.parent {
+		used := x.counts[counterIndex[q.res]]
+		if q.res == Tokens {
+			used += x.held
+		}
+		if e := over(x, q.res, used, q.n); e != nil {
+			return e
+		}
+		if q.tokens > 0 {
+			if e := over(x, Tokens, x.counts[iTokens]+x.held, q.tokens); e != nil {
+				return e
+			}
+		}
+		if q.costGate && x.limits.Cost > 0 && x.cost >= x.limits.Cost {
+			return &Exceeded{Resource: Cost, Limit: x.limits.Cost, Used: x.cost, Run: x.id}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package budget
+
+import (
+	"math"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// State is the functional state of a run at one round: five pressures and
+// the escalation propensity, each in [0, 1]. It is an observation, never
+// an instruction: nothing in this package or the kernel reads it to change
+// a limit, a rule or a decision. Record it with the run's result and show
+// it to the workers (a critic may prefer to escalate when Escalation is
+// high); policy stays where it is.
+type State struct {
+	CapturedAt time.Time `json:"captured_at"`
+	Round      int64     `json:"round"`
+	Budget     float64   `json:"budget_pressure"`
+	Loop       float64   `json:"loop_pressure"`
+	Evidence   float64   `json:"evidence_pressure"`
+	Gate       float64   `json:"gate_pressure"`
+	Conflict   float64   `json:"conflict_pressure"`
+	Escalation float64   `json:"escalation_propensity"`
+}
+
+// Payload returns the state as a JSON-compatible payload, for a decision
+// record's Context (under [KeyFunctionalState]) or a run's result.
+func (s State) Payload() kernel.Payload { return toPayload(s) }
+
+// DefaultApprovalTTL is how long an action may wait for its approval when
+// [Inputs.ApprovalTTL] is zero.
+const DefaultApprovalTTL = 30 * time.Minute
+
+// Inputs is what [Measure] reads: copies of the accumulators and the
+// trace's records, all values, so that measuring changes nothing.
+type Inputs struct {
+	// Budget is the run's snapshot ([Run.Snapshot]).
+	Budget Snapshot
+	// Loop is the guard's snapshot ([Guard.Snapshot]); zero without a
+	// guard.
+	Loop LoopSnapshot
+	// Trace is the trace's records in append order (a handle's Trace),
+	// rejected proposals and decision records included: a [kernel.View]
+	// holds neither.
+	Trace []kernel.Record
+	// Now is the time of the measure; zero means Budget.TakenAt.
+	Now time.Time
+	// ApprovalTTL is how long an action may wait for its approval before
+	// the wait counts as a stall; zero means [DefaultApprovalTTL].
+	ApprovalTTL time.Duration
+	// ConflictThreshold is the kernel's ([kernel.WithConflictThreshold]);
+	// zero means [kernel.DefaultConflictThreshold].
+	ConflictThreshold float64
+	// Risk is the risk class of the run's intent in [0, 1] (0 for routine,
+	// 1 for the riskiest); it amplifies the escalation propensity.
+	Risk float64
+}
+
+// evidenceCodes are the rejections that mean a belief's evidence did not
+// hold.
+var evidenceCodes = map[kernel.Code]bool{
+	kernel.CodeMissingEvidence: true, kernel.CodeStaleEvidence: true, kernel.CodeUnresolvedConflict: true,
+	kernel.CodeLowConfidence: true, kernel.CodeSupersededEvidence: true,
+}
+
+// Measure computes the functional state from in: a pure function of its
+// input, which it does not modify. The formulas are in the package
+// documentation.
+func Measure(in Inputs) State {
+	now := in.Now
+	if now.IsZero() {
+		now = in.Budget.TakenAt
+	}
+	soft := in.Budget.Soft
+	if !(soft > 0 && soft <= 1) {
+		soft = DefaultSoft
+	}
+	s := State{
+		CapturedAt: now,
+		Round:      in.Budget.Round,
+		Budget:     clamp(in.Budget.Budget),
+		Loop:       loopPressure(in.Budget, in.Loop),
+		Evidence:   evidencePressure(in.Trace),
+		Gate:       gatePressure(in.Trace, now, in.ApprovalTTL, soft),
+		Conflict:   conflictPressure(in.Trace, now, in.ConflictThreshold),
+	}
+	s.Escalation = escalation(clamp(in.Risk), s.Budget, s.Loop, s.Evidence, s.Gate, s.Conflict)
+	return s
+}
+
+// loopPressure: the highest of the repeat pressure, the idle rounds over
+// those allowed, and the re-plans over their limit.
+func loopPressure(b Snapshot, l LoopSnapshot) float64 {
+	p := clamp(l.RepeatPressure)
+	if l.MaxIdleRounds > 0 {
+		p = math.Max(p, clamp(float64(l.IdleRounds)/float64(l.MaxIdleRounds)))
+	}
+	if limit := b.Limits[Replans]; limit > 0 {
+		p = math.Max(p, clamp(b.Used[Replans]/limit))
+	}
+	return p
+}
+
+// evidencePressure: of the trace's belief proposals, the share still
+// unresolved: rejected for its evidence, pending or expired, with no
+// belief of its kind committed since.
+func evidencePressure(trace []kernel.Record) float64 {
+	var proposals, unresolved int
+	for i := range trace {
+		r := &trace[i]
+		if r.Slot != kernel.Beliefs || r.Mode != kernel.ModePropose {
+			continue
+		}
+		proposals++
+		stalled := r.Status == kernel.StatusActive || r.Status == kernel.StatusExpired ||
+			r.Status == kernel.StatusInvalidated && evidenceCodes[r.Reason]
+		if stalled && !committedAfter(trace, i, r.Kind) {
+			unresolved++
+		}
+	}
+	if proposals == 0 {
+		return 0
+	}
+	return clamp(float64(unresolved) / float64(proposals))
+}
+
+// committedAfter reports whether a belief of kind was committed after
+// trace[i].
+func committedAfter(trace []kernel.Record, i int, kind string) bool {
+	for _, r := range trace[i+1:] {
+		if r.Slot == kernel.Beliefs && r.Mode == kernel.ModeCommit && r.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// gatePressure: the oldest wait for an approval, as a share of the
+// approval TTL, past the soft threshold. An action waits from the kernel's
+// pending_approval decision record until an approval or a denial names
+// it.
+func gatePressure(trace []kernel.Record, now time.Time, ttl time.Duration, soft float64) float64 {
+	if ttl <= 0 {
+		ttl = DefaultApprovalTTL
+	}
+	answered := make(map[string]bool)
+	for i := range trace {
+		r := &trace[i]
+		if r.Slot == kernel.Evidence && r.Kind == kernel.KindApproval && r.Provenance.Role == kernel.RoleApprover {
+			if id, ok := r.Payload.String(kernel.KeyActionID); ok {
+				answered[id] = true
+			}
+		}
+	}
+	var p float64
+	for i := range trace {
+		r := &trace[i]
+		if r.Slot != kernel.Evidence || r.Kind != kernel.KindDecisionRecord || r.Provenance.Role != kernel.RoleKernel {
+			continue
+		}
+		if o, _ := r.Payload.String("outcome"); o != string(kernel.OutcomePendingApproval) {
+			continue
+		}
+		if subject, _ := r.Payload.String("subject"); answered[subject] {
+			continue
+		}
+		age := now.Sub(time.UnixMilli(r.Provenance.TimestampMS))
+		p = math.Max(p, ramp(float64(age)/float64(ttl), soft))
+	}
+	return p
+}
+
+// conflictPressure: of the percept kinds whose current observation (the
+// latest one not invalidated, as the kernel reads it) has not expired, the
+// share whose observation is flagged conflict and not arbitrated (no
+// confidence, or one below the threshold).
+func conflictPressure(trace []kernel.Record, now time.Time, threshold float64) float64 {
+	if threshold <= 0 {
+		threshold = kernel.DefaultConflictThreshold
+	}
+	current := make(map[string]*kernel.Record)
+	for i := range trace {
+		r := &trace[i]
+		if r.Slot == kernel.Percepts && r.Mode == kernel.ModeCommit && r.Status != kernel.StatusInvalidated {
+			current[r.Kind] = r
+		}
+	}
+	var kinds, conflicted int
+	for _, r := range current {
+		if r.Status == kernel.StatusExpired || r.Expired(now) {
+			continue // stale evidence, not a conflict
+		}
+		kinds++
+		if c := r.Provenance.Confidence; r.Payload.Bool(kernel.KeyConflict) && (c == nil || *c < threshold) {
+			conflicted++
+		}
+	}
+	if kinds == 0 {
+		return 0
+	}
+	return clamp(float64(conflicted) / float64(kinds))
+}
+
+// escalation: half the highest pressure plus half their mean, then
+// amplified by the intent's risk: base + risk × base × (1 − base). No
+// pressure means no propensity, whatever the risk.
+func escalation(risk float64, pressures ...float64) float64 {
+	var top, sum float64
+	for _, p := range pressures {
+		top = math.Max(top, p)
+		sum += p
+	}
+	base := 0.5*top + 0.5*sum/float64(len(pressures))
+	return clamp(base + risk*base*(1-base))
+}
+
+// clamp bounds v to [0, 1]; NaN becomes 0.
+func clamp(v float64) float64 {
+	switch {
+	case !(v > 0):
+		return 0
+	case v > 1:
+		return 1
+	}
+	return v
+}

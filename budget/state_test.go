@@ -1,0 +1,309 @@
+package budget_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+var t0 = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
+
+// Hand-made trace records, as a handle's Trace lists them.
+func percept(kind string, p kernel.Payload, conf *float64) kernel.Record {
+	return kernel.Record{Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: kind, Payload: p, Status: kernel.StatusActive,
+		Reason: kernel.CodeCommitted, Provenance: kernel.Provenance{Role: kernel.RoleTool, TimestampMS: t0.UnixMilli(), Confidence: conf}}
+}
+
+func proposal(kind string, status kernel.Status, code kernel.Code) kernel.Record {
+	return kernel.Record{Slot: kernel.Beliefs, Mode: kernel.ModePropose, Kind: kind, Status: status, Reason: code,
+		Provenance: kernel.Provenance{Role: kernel.RolePlanner}}
+}
+
+func committedBelief(kind string) kernel.Record {
+	return kernel.Record{Slot: kernel.Beliefs, Mode: kernel.ModeCommit, Kind: kind, Status: kernel.StatusActive, Reason: kernel.CodeCommitted,
+		Provenance: kernel.Provenance{Role: kernel.RoleKernel}}
+}
+
+func pendingApproval(action string, at time.Time) kernel.Record {
+	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: kernel.KindDecisionRecord, Status: kernel.StatusActive,
+		Payload:    kernel.Payload{"outcome": "pending_approval", "subject": action},
+		Provenance: kernel.Provenance{Role: kernel.RoleKernel, TimestampMS: at.UnixMilli()}}
+}
+
+func approval(action string) kernel.Record {
+	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: kernel.KindApproval, Status: kernel.StatusActive,
+		Payload:    kernel.Payload{kernel.KeyActionID: action, kernel.KeyDecision: kernel.DecisionApproved},
+		Provenance: kernel.Provenance{Role: kernel.RoleApprover}}
+}
+
+func TestMeasureEachPressure(t *testing.T) {
+	clk := newClock()
+	idle := func() budget.Snapshot { return newRun(t, budget.Limits{ToolCalls: 10}, clk, "r").Snapshot() }
+	for _, tc := range []struct {
+		name string
+		in   func() budget.Inputs
+		want budget.State // only the named field is compared, the others must be 0
+		get  func(budget.State) float64
+	}{
+		{"budget: 9 of 10 tool calls, soft 0.8", func() budget.Inputs {
+			r := newRun(t, budget.Limits{ToolCalls: 10}, clk, "r")
+			for range 9 {
+				must(t, r.ToolCall())
+			}
+			return budget.Inputs{Budget: r.Snapshot()}
+		}, budget.State{Budget: 0.5}, func(s budget.State) float64 { return s.Budget }},
+		{"loop: a call seen twice of two allowed", func() budget.Inputs {
+			g, _ := budget.NewGuard()
+			_, _ = g.Call("search", "d"), g.Call("search", "d")
+			return budget.Inputs{Budget: idle(), Loop: g.Snapshot()}
+		}, budget.State{Loop: 0.5}, func(s budget.State) float64 { return s.Loop }},
+		{"loop: a refused repeat", func() budget.Inputs {
+			g, _ := budget.NewGuard()
+			_, _, _ = g.Call("search", "d"), g.Call("search", "d"), g.Call("search", "d")
+			return budget.Inputs{Budget: idle(), Loop: g.Snapshot()}
+		}, budget.State{Loop: 1}, func(s budget.State) float64 { return s.Loop }},
+		{"loop: one idle round of two", func() budget.Inputs {
+			g, _ := budget.NewGuard()
+			_ = g.Round(false)
+			return budget.Inputs{Budget: idle(), Loop: g.Snapshot()}
+		}, budget.State{Loop: 0.5}, func(s budget.State) float64 { return s.Loop }},
+		{"loop: 3 of 4 re-plans", func() budget.Inputs {
+			r := newRun(t, budget.Limits{Replans: 4}, clk, "r")
+			for range 3 {
+				must(t, r.Replan())
+			}
+			return budget.Inputs{Budget: r.Snapshot()}
+		}, budget.State{Loop: 0.75}, func(s budget.State) float64 { return s.Loop }},
+		{"evidence: one of two belief proposals rejected for its evidence", func() budget.Inputs {
+			return budget.Inputs{Budget: idle(), Trace: []kernel.Record{
+				proposal("refund_due", kernel.StatusInvalidated, kernel.CodeStaleEvidence),
+				proposal("eligible", kernel.StatusInvalidated, kernel.CodeSupersededByCommit), committedBelief("eligible"),
+			}}
+		}, budget.State{Evidence: 0.5}, func(s budget.State) float64 { return s.Evidence }},
+		{"evidence: pending and expired proposals stall too", func() budget.Inputs {
+			return budget.Inputs{Budget: idle(), Trace: []kernel.Record{
+				proposal("a", kernel.StatusActive, ""), proposal("b", kernel.StatusExpired, kernel.CodeTTLExpired),
+				proposal("c", kernel.StatusInvalidated, kernel.CodeMissingEvidence),
+				proposal("d", kernel.StatusInvalidated, kernel.CodeRuleViolated), // not an evidence code
+			}}
+		}, budget.State{Evidence: 0.75}, func(s budget.State) float64 { return s.Evidence }},
+		{"gate: an approval waiting 27 of 30 minutes", func() budget.Inputs {
+			b := idle()
+			return budget.Inputs{Budget: b, Now: t0.Add(27 * time.Minute), Trace: []kernel.Record{pendingApproval("actions:t:5", t0)}}
+		}, budget.State{Gate: 0.5}, func(s budget.State) float64 { return s.Gate }},
+		{"gate: a custom TTL, waited past it", func() budget.Inputs {
+			return budget.Inputs{Budget: idle(), Now: t0.Add(2 * time.Hour), ApprovalTTL: time.Hour,
+				Trace: []kernel.Record{pendingApproval("actions:t:5", t0)}}
+		}, budget.State{Gate: 1}, func(s budget.State) float64 { return s.Gate }},
+		{"conflict: one of two current percepts conflicted", func() budget.Inputs {
+			return budget.Inputs{Budget: idle(), Now: t0, Trace: []kernel.Record{
+				percept("charge", kernel.Payload{"conflict": true}, nil), percept("order", kernel.Payload{}, nil)}}
+		}, budget.State{Conflict: 0.5}, func(s budget.State) float64 { return s.Conflict }},
+		{"conflict: below a custom threshold", func() budget.Inputs {
+			return budget.Inputs{Budget: idle(), Now: t0, ConflictThreshold: 0.95, Trace: []kernel.Record{
+				percept("charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.9))}}
+		}, budget.State{Conflict: 1}, func(s budget.State) float64 { return s.Conflict }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := budget.Measure(tc.in())
+			if got, want := tc.get(s), tc.get(tc.want); !near(got, want) {
+				t.Errorf("pressure %v, want %v (state %+v)", got, want, s)
+			}
+			others := s.Budget + s.Loop + s.Evidence + s.Gate + s.Conflict - tc.get(s)
+			if others != 0 {
+				t.Errorf("other pressures rose: %+v", s)
+			}
+			if tc.get(s) > 0 && s.Escalation <= 0 {
+				t.Errorf("pressure without escalation propensity: %+v", s)
+			}
+		})
+	}
+}
+
+// What relieves each pressure, and the cases that must not raise one.
+func TestMeasureRelief(t *testing.T) {
+	b := newRun(t, budget.Limits{ToolCalls: 10}, newClock(), "r").Snapshot()
+	for _, tc := range []struct {
+		name  string
+		trace []kernel.Record
+		now   time.Time
+	}{
+		{"a rejected belief later committed", []kernel.Record{
+			proposal("refund_due", kernel.StatusInvalidated, kernel.CodeStaleEvidence), committedBelief("refund_due")}, t0},
+		{"an approval answered", []kernel.Record{pendingApproval("actions:t:5", t0), approval("actions:t:5")}, t0.Add(29 * time.Minute)},
+		{"a wait inside the soft band", []kernel.Record{pendingApproval("actions:t:5", t0)}, t0.Add(24 * time.Minute)},
+		{"a conflict arbitrated by confidence", []kernel.Record{percept("charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.9))}, t0},
+		{"a conflict superseded by a clean observation", []kernel.Record{
+			percept("charge", kernel.Payload{"conflict": true}, nil), percept("charge", kernel.Payload{}, nil)}, t0},
+		{"a conflicted observation that expired", []kernel.Record{func() kernel.Record {
+			r := percept("charge", kernel.Payload{"conflict": true}, nil)
+			r.Provenance.TTLMS = 1000
+			return r
+		}()}, t0.Add(time.Minute)},
+		{"a pending_approval record the kernel did not write", []kernel.Record{func() kernel.Record {
+			r := pendingApproval("actions:t:5", t0)
+			r.Provenance.Role = kernel.RoleTool
+			return r
+		}()}, t0.Add(time.Hour)},
+	} {
+		s := budget.Measure(budget.Inputs{Budget: b, Trace: tc.trace, Now: tc.now})
+		if s.Evidence != 0 || s.Gate != 0 || s.Conflict != 0 || s.Escalation != 0 {
+			t.Errorf("%s: %+v", tc.name, s)
+		}
+	}
+}
+
+func TestEscalationPropensity(t *testing.T) {
+	clk := newClock()
+	full := newRun(t, budget.Limits{ToolCalls: 1}, clk, "r")
+	must(t, full.ToolCall())
+	for _, tc := range []struct {
+		risk, want float64
+	}{
+		// Budget pressure 1, the rest 0: base = 0.5·1 + 0.5·(1/5) = 0.6.
+		{0, 0.6}, {1, 0.6 + 0.6*0.4}, {0.5, 0.6 + 0.5*0.6*0.4}, {-3, 0.6}, {math.NaN(), 0.6}, {7, 0.84},
+	} {
+		s := budget.Measure(budget.Inputs{Budget: full.Snapshot(), Risk: tc.risk})
+		if !near(s.Escalation, tc.want) {
+			t.Errorf("risk %v: escalation %v, want %v", tc.risk, s.Escalation, tc.want)
+		}
+	}
+	// No pressure, no propensity, whatever the risk.
+	calm := newRun(t, budget.Limits{ToolCalls: 10}, clk, "calm").Snapshot()
+	if s := budget.Measure(budget.Inputs{Budget: calm, Risk: 1}); s.Escalation != 0 {
+		t.Errorf("calm run: %+v", s)
+	}
+}
+
+// Every signal stays in [0, 1], over a grid of inputs including absurd
+// ones, and Measure leaves its inputs as they were.
+func TestMeasureBounds(t *testing.T) {
+	clk := newClock()
+	var snaps []budget.Snapshot
+	for _, used := range []int64{0, 5, 9, 10} {
+		r := newRun(t, budget.Limits{ToolCalls: 10, Tokens: 100, Replans: 2, Deadline: time.Minute}, clk, "r")
+		for range used {
+			must(t, r.ToolCall())
+		}
+		must(t, r.ChargeTokens(used*50, 0)) // up to 5× the limit: charged after the fact
+		snaps = append(snaps, r.Snapshot())
+	}
+	snaps = append(snaps, budget.Snapshot{}, budget.Snapshot{Soft: 7, Budget: 3,
+		Limits: map[budget.Resource]float64{budget.Replans: 1}, Used: map[budget.Resource]float64{budget.Replans: 9}})
+	g, _ := budget.NewGuard()
+	for range 5 {
+		_ = g.Call("x", "d")
+		_ = g.Round(false)
+	}
+	loops := []budget.LoopSnapshot{{}, g.Snapshot(), {RepeatPressure: 4, IdleRounds: 9, MaxIdleRounds: 2}, {RepeatPressure: math.NaN()}}
+	traces := [][]kernel.Record{nil,
+		{proposal("a", kernel.StatusActive, ""), percept("p", kernel.Payload{"conflict": true}, nil), pendingApproval("x", t0.Add(-48*time.Hour))},
+		{pendingApproval("x", t0.Add(time.Hour))}, // a wait that starts in the future
+	}
+	for _, b := range snaps {
+		for _, l := range loops {
+			for _, tr := range traces {
+				for _, risk := range []float64{-1, 0, 0.5, 1, 2} {
+					for _, ttl := range []time.Duration{-time.Minute, 0, time.Millisecond, time.Hour} {
+						keep := append([]kernel.Record(nil), tr...)
+						for i := range keep {
+							keep[i] = keep[i].Clone()
+						}
+						in := budget.Inputs{Budget: b, Loop: l, Trace: tr, Now: t0, Risk: risk, ApprovalTTL: ttl, ConflictThreshold: -2}
+						s := budget.Measure(in)
+						for name, v := range map[string]float64{"budget": s.Budget, "loop": s.Loop, "evidence": s.Evidence,
+							"gate": s.Gate, "conflict": s.Conflict, "escalation": s.Escalation} {
+							if !(v >= 0 && v <= 1) {
+								t.Fatalf("%s = %v for %+v", name, v, in)
+							}
+						}
+						if !reflect.DeepEqual(keep, tr) && tr != nil {
+							t.Fatal("Measure changed the trace")
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// Measure on a real trace: a conflicted percept, the belief the kernel
+// refused because of it, and an action waiting for its approval.
+func TestMeasureKernelTrace(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	k, err := kernel.New(kernel.WithClock(clk.Now))
+	must(t, err)
+	defer k.Close()
+	tool, planner := k.Tool("orders"), k.Planner("llm")
+	write := func(kind string, p kernel.Payload) {
+		if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: kind, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func(e kernel.Entry) kernel.Decision {
+		e.TraceID = "t"
+		d, err := planner.Submit(ctx, e)
+		must(t, err)
+		return d
+	}
+	write("order", kernel.Payload{"order_id": "A1"})
+	write("charge", kernel.Payload{"amount": 90.0, "conflict": true})
+	if d := submit(kernel.Entry{Slot: kernel.Beliefs, Kind: "charged", Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); d.Code != kernel.CodeUnresolvedConflict {
+		t.Fatalf("belief on a conflicted charge: %s", d.Code)
+	}
+	if d := submit(kernel.Entry{Slot: kernel.Beliefs, Kind: "refund_due", Payload: kernel.Payload{"value": true, "depends_on": []string{"order"}}}); !d.Code.OK() {
+		t.Fatalf("belief: %s", d.Code)
+	}
+	act := submit(kernel.Entry{Slot: kernel.Actions, Kind: "issue_refund", Payload: kernel.Payload{"requires_beliefs": []string{"refund_due"}},
+		Audit: &kernel.Audit{PendingApproval: true}})
+	if !act.Code.OK() {
+		t.Fatalf("action: %s", act.Code)
+	}
+	clk.Advance(27 * time.Minute)
+
+	traceOf := func() []kernel.Record {
+		var out []kernel.Record
+		for r, err := range tool.Trace(ctx, "t") {
+			must(t, err)
+			out = append(out, r)
+		}
+		return out
+	}
+	run := newRun(t, budget.Limits{ToolCalls: 10}, clk, "t")
+	s := budget.Measure(budget.Inputs{Budget: run.Snapshot(), Trace: traceOf()})
+	if !near(s.Evidence, 0.5) || !near(s.Conflict, 0.5) || !near(s.Gate, 0.5) || s.Budget != 0 || s.Loop != 0 {
+		t.Errorf("state %+v", s)
+	}
+	if !s.CapturedAt.Equal(clk.Now()) {
+		t.Errorf("captured at %v, want the snapshot's time", s.CapturedAt)
+	}
+	// The approver answers: the gate pressure falls.
+	digest, err := kernel.ArgsDigest(act.Record.Payload)
+	must(t, err)
+	if _, err := k.Approver("human:alice").Approve(ctx, "t", act.Record.ID, digest, "ok", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if s := budget.Measure(budget.Inputs{Budget: run.Snapshot(), Trace: traceOf()}); s.Gate != 0 {
+		t.Errorf("gate pressure after the approval: %v", s.Gate)
+	}
+	// The state's JSON carries the spec's names.
+	enc, err := json.Marshal(s)
+	must(t, err)
+	var m map[string]any
+	must(t, json.Unmarshal(enc, &m))
+	for _, key := range []string{"captured_at", "budget_pressure", "loop_pressure", "evidence_pressure", "gate_pressure", "conflict_pressure", "escalation_propensity"} {
+		if _, ok := m[key]; !ok {
+			t.Errorf("state JSON lacks %s: %s", key, enc)
+		}
+	}
+	if p := s.Payload(); p["evidence_pressure"] != m["evidence_pressure"] {
+		t.Errorf("payload %v", p)
+	}
+}
