@@ -421,6 +421,15 @@ func (x *explainer) failedOf(p *Record) (failed *Record, below bool) {
 				return b, true
 			}
 		}
+	case CodeNegativePrediction:
+		for i := at - 1; i >= 0; i-- {
+			r := &x.recs[i]
+			if r.Slot == Predictions && r.Mode == ModeCommit && r.Payload[KeyActionType] == any(p.Kind) {
+				if v, ok := r.Payload.Float(KeyExpectedOutcome); ok && v < 0 {
+					return r, false
+				}
+			}
+		}
 	case CodePlanBeliefNotSatisfied, CodeBeliefNotSatisfied:
 		for _, kind := range requiredBeliefs(p) {
 			if b := x.latest(Beliefs, kind, at, true); b != nil && !b.Payload.Bool(KeyValue) {
