@@ -89,4 +89,3 @@ func runExplain(ctx context.Context, e *env, args []string) error {
 	}
 	return ex.WriteText(e.out)
 }
-
