@@ -3,7 +3,6 @@ package kernel
 import (
 	"context"
 	"log/slog"
-	"reflect"
 	"strings"
 	"time"
 
@@ -12,6 +11,8 @@ import (
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/internal/telemetry"
 )
 
 // Instrumentation is the name the kernel's tracer and meter report.
@@ -67,19 +68,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(k *Kernel) { k.meterSet, k.meterProvider = true, mp }
 }
 
-// defaultGlobalTP is the global provider as it is before an application
-// installs one: a delegating no-op. nil when an SDK was already installed.
-var defaultGlobalTP = func() trace.TracerProvider {
-	tp := otel.GetTracerProvider()
-	if t := reflect.TypeOf(tp); t.Kind() == reflect.Pointer && strings.HasSuffix(t.Elem().PkgPath(), "otel/internal/global") {
-		return tp
-	}
-	return nil
-}()
-
 // globalTracing reports whether an application installed a global tracer
 // provider: one atomic load, so that the default costs nothing when off.
-func globalTracing() bool { return otel.GetTracerProvider() != defaultGlobalTP }
+func globalTracing() bool { return telemetry.GlobalTracing() }
 
 // metrics are the kernel's instruments; nil when metrics are off.
 type metrics struct {
