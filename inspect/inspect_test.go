@@ -295,7 +295,7 @@ func TestToolgateDatabase(t *testing.T) {
 		t.Errorf("explain %+v", ex)
 	}
 	text := mustBK(t, "--db", db, "timeline", "ticket-2")
-	for _, want := range []string{"approval: approved by human:alice", "effect.issue_refund attempted (attempt 1)", "effect.issue_refund succeeded (attempt 1): EFFECT_SUCCEEDED", "decision: issue_refund executed"} {
+	for _, want := range []string{"approval: approved by human:alice", "effect.issue_refund attempted (attempt 1)", "effect.issue_refund succeeded (attempt 1) -> percept.refund", "decision: issue_refund executed"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("timeline of ticket-2 lacks %q:\n%s", want, text)
 		}

@@ -559,6 +559,9 @@ func (x *explainer) summary(r *Record) string {
 		return "approval: " + decision + " by " + r.Provenance.Writer
 	case r.Slot == Percepts && isEffect(r):
 		status, tool, _, attempt, code := effectMeta(r)
+		if status == "succeeded" {
+			return perceptSummary(r) + " from effect." + tool + " (attempt " + strconv.Itoa(attempt) + ")"
+		}
 		s := "effect." + tool + " " + status
 		if attempt > 0 {
 			s += " (attempt " + strconv.Itoa(attempt) + ")"
@@ -568,18 +571,7 @@ func (x *explainer) summary(r *Record) string {
 		}
 		return s
 	case r.Slot == Percepts:
-		s := name + " observed by " + r.Provenance.Writer
-		var parts []string
-		if f := PerceptFlags(r); f != "" {
-			parts = append(parts, f)
-		}
-		if r.Provenance.TTLMS > 0 {
-			parts = append(parts, "ttl="+strconv.FormatInt(r.Provenance.TTLMS, 10)+"ms")
-		}
-		if r.Status != StatusActive {
-			parts = append(parts, r.Status.String())
-		}
-		return s + parens(strings.Join(parts, ", "))
+		return perceptSummary(r)
 	case r.Mode == ModePropose:
 		s := name + " proposed by " + r.Provenance.Writer
 		switch {
@@ -602,6 +594,23 @@ func (x *explainer) summary(r *Record) string {
 		return s
 	}
 	return name + " written by " + r.Provenance.Writer + " (" + r.Provenance.Role.String() + ")"
+}
+
+// perceptSummary is a percept in one line: kind, writer, flags,
+// confidence, TTL and status.
+func perceptSummary(r *Record) string {
+	s := "percept." + r.Kind + " observed by " + r.Provenance.Writer
+	var parts []string
+	if f := PerceptFlags(r); f != "" {
+		parts = append(parts, f)
+	}
+	if r.Provenance.TTLMS > 0 {
+		parts = append(parts, "ttl="+strconv.FormatInt(r.Provenance.TTLMS, 10)+"ms")
+	}
+	if r.Status != StatusActive {
+		parts = append(parts, r.Status.String())
+	}
+	return s + parens(strings.Join(parts, ", "))
 }
 
 // WriteText writes the explanation as an indented tree, followed by the

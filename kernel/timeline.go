@@ -383,10 +383,13 @@ func (b *timelineBuilder) effect(r *Record) {
 	if attempt > 0 {
 		text += " (attempt " + strconv.Itoa(attempt) + ")"
 	}
-	if code != "" && status != "attempted" {
+	if status == "succeeded" {
+		text += " -> percept." + r.Kind
+	} else if code != "" && status != "attempted" {
 		text += ": " + code
 	}
-	b.add(stepNext, EventEffect, r, Code(code), text, "for "+action)
+	_ = action
+	b.add(stepNext, EventEffect, r, Code(code), text, "")
 }
 
 func (b *timelineBuilder) decisionRecord(r *Record) {
