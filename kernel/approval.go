@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"iter"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Approval records: the evidence kind, and the payload keys the kernel
@@ -98,9 +101,22 @@ func (a *Approver) Deny(ctx context.Context, traceID, actionID, digest, note str
 	return a.decide(ctx, traceID, actionID, digest, DecisionDenied, note, ttl)
 }
 
-func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decision, note string, ttl time.Duration) (Record, error) {
+func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decision, note string, ttl time.Duration) (rec Record, err error) {
 	const op = "approve"
 	k := a.k
+	ctx, sp := k.span(ctx, "kernel.approve", traceID, Evidence)
+	defer func() {
+		if sp != nil {
+			sp.SetAttributes(attribute.String(AttrKind, KindApproval), attribute.String("bk.approval.decision", decision),
+				attribute.String("bk.approval.action_id", actionID), attribute.String(AttrRole, RoleApprover.String()),
+				attribute.String(AttrWriter, a.name), attribute.String(AttrRecordID, rec.ID))
+			endSpan(sp, "", err)
+		}
+		if err == nil && k.metrics != nil && k.metrics.approvals.Enabled(ctx) {
+			k.metrics.approvals.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrNamespace, k.namespace),
+				attribute.String("bk.approval.decision", decision)))
+		}
+	}()
 	bad := func(code Code, sentinel error, detail string) (Record, error) {
 		return Record{}, newErr(op, actionID, code, sentinel, detail)
 	}
@@ -142,7 +158,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 			snap.release()
 			return bad(CodePermissionDenied, ErrPermission, "an approver cannot decide an action it proposed")
 		}
-		rec := Record{
+		rec = Record{
 			ID: snap.nextID(Evidence, 0), Slot: Evidence, Mode: ModeCommit, Kind: KindApproval, Payload: payload,
 			Provenance: Provenance{Role: RoleApprover, Writer: a.name, TraceID: traceID, TimestampMS: snap.nowMS,
 				InputRefs: []string{actionID}, TTLMS: int64((ttl + time.Millisecond - 1) / time.Millisecond), Span: snap.span},

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Decision records are the audit log of governed calls: one per executed,
@@ -166,7 +169,34 @@ func (s *snapshot) constraintNames() []string {
 // budget). d.TraceID names the trace; the kernel sets the version, time,
 // namespace and ids. It is meant for the owner's governance code (the
 // tool-call gate), not for planners.
-func (k *Kernel) RecordDecision(ctx context.Context, d DecisionRecord) (DecisionRecord, error) {
+func (k *Kernel) RecordDecision(ctx context.Context, d DecisionRecord) (out DecisionRecord, err error) {
+	ctx, sp := k.span(ctx, "kernel.record_decision", d.TraceID, Evidence)
+	var start time.Time
+	if k.metricsOn(ctx) {
+		start = time.Now()
+	}
+	defer func() {
+		if err != nil {
+			endSpan(sp, "", err)
+			return
+		}
+		if sp != nil {
+			sp.SetAttributes(attribute.String(AttrKind, d.Kind), attribute.String(AttrOutcome, string(d.Outcome)),
+				attribute.String(AttrRecordID, out.RecordID), attribute.String(AttrRole, RoleKernel.String()))
+		}
+		// A decision made before the kernel's pipeline (a role contract, a
+		// budget) counts with the kernel's own.
+		k.decided(ctx, nil, start, RoleKernel, RoleKernel.String(), d.Kind, Actions,
+			&Decision{ID: out.ID, Code: d.Code, ProposalID: out.RecordID, Rule: d.Rule, Detail: d.Detail}, nil)
+		code := d.Code
+		if d.Outcome != OutcomeRefused && d.Outcome != OutcomeFailed {
+			code = "" // the status marks refusals and failures only
+		}
+		if sp != nil && code != "" {
+			sp.SetAttributes(attribute.String(AttrCode, string(d.Code)))
+		}
+		endSpan(sp, code, nil)
+	}()
 	if err := checkName("trace id", d.TraceID); err != nil {
 		return DecisionRecord{}, newErr("record decision", "", CodeInvalidInput, ErrInvalidInput, err.Error())
 	}

@@ -101,6 +101,22 @@
 // [View]s read only one trace (plus persistent records), so an episode's
 // cost does not grow with the size of the store.
 //
+// # Observability
+//
+// Writes, decisions, views, expiries and approvals run in OpenTelemetry
+// spans ([WithTracerProvider]; the global provider by default, free until
+// an SDK is installed) with the attributes [AttrNamespace], [AttrTraceID],
+// [AttrSlot], [AttrKind], [AttrRecordID], [AttrRole], [AttrCode],
+// [AttrRule], [AttrFailed]; a refusal sets the span's status, and a
+// decision's span links to the spans that wrote the percepts its evidence
+// rests on (each record keeps its span in [Provenance.Span]). Metrics come
+// from [WithMeterProvider], debug logs of every decision from
+// [WithLogger]. [Kernel.Timeline] and [Kernel.Explain] read a trace or a
+// decision back from the store, as the paper's traces print them and as a
+// provenance tree; they only read, so [TraceTimeline] and [ExplainRecord]
+// work on any store. [ListTraces] lists a store's traces (through the
+// optional [TraceLister]). docs/observability.md has the tables.
+//
 // # Concurrency
 //
 // A [Kernel] and its handles are safe for concurrent use by any number of

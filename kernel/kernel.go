@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -61,7 +62,10 @@ type Kernel struct {
 	log               *slog.Logger
 	tracerSet         bool
 	tracerProvider    trace.TracerProvider
-	tracer            trace.Tracer // nil: instrumentation off
+	tracer            trace.Tracer // nil: tracing off
+	meterSet          bool
+	meterProvider     metric.MeterProvider
+	metrics           *metrics // nil: metrics off
 }
 
 // ActionSpec is what the kernel's owner fixes about an action type.
@@ -209,7 +213,9 @@ func WithSharedPersistent(slot Slot, kinds ...string) Option {
 	}
 }
 
-// WithLogger sets the logger for decisions (at debug level). Default: none.
+// WithLogger sets the logger for decisions (at debug level, with the
+// attributes of the decision's span: namespace, trace id, slot, kind,
+// record id, role, code, rule, failed record). Default: none.
 func WithLogger(l *slog.Logger) Option { return func(k *Kernel) { k.log = l } }
 
 // New returns a Kernel. With no options it uses an in-memory store, the
@@ -240,7 +246,7 @@ func New(opts ...Option) (*Kernel, error) {
 	if k.log == nil {
 		k.log = slog.New(slog.DiscardHandler)
 	}
-	k.initTracer()
+	k.initTelemetry()
 	return k, nil
 }
 

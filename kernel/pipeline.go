@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 )
 
 // write stores one record written by a handle.
@@ -174,7 +175,16 @@ func raced(err error) bool {
 // and one write of the store instead of two each.
 func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) (d Decision, err error) {
 	ctx, sp := k.span(ctx, "kernel.submit", e.TraceID, e.Slot)
-	defer func() { endSpan(sp, d.Code, err) }()
+	var start time.Time
+	if k.metricsOn(ctx) {
+		start = time.Now()
+	}
+	defer func() {
+		if err == nil {
+			k.decided(ctx, sp, start, role, writer, e.Kind, e.Slot, &d, e.Audit)
+		}
+		endSpan(sp, d.Code, err)
+	}()
 	if e.Mode == 0 {
 		e.Mode = ModePropose
 	}
@@ -237,7 +247,19 @@ func refuse(code Code, failed string) outcome { return outcome{code: code, faile
 func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID string) (d Decision, err error) {
 	const op = "commit"
 	ctx, sp := k.span(ctx, "kernel.commit", traceID, 0)
-	defer func() { endSpan(sp, d.Code, err) }()
+	var start time.Time
+	if k.metricsOn(ctx) {
+		start = time.Now()
+	}
+	defer func() {
+		if err == nil && (sp != nil || !start.IsZero() || k.log.Enabled(ctx, slog.LevelDebug)) {
+			// Observed: read the proposal for its kind and writer.
+			if p, perr := k.store.Get(ctx, proposalID); perr == nil {
+				k.decided(ctx, sp, start, role, p.Provenance.Writer, p.Kind, p.Slot, &d, nil)
+			}
+		}
+		endSpan(sp, d.Code, err)
+	}()
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var done bool
 		d, done, err = k.commitOnce(ctx, role, traceID, proposalID)
@@ -357,10 +379,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 	if out.record.ID != "" {
 		d.Record = out.record.Clone()
 	}
-	if k.log.Enabled(ctx, slog.LevelDebug) {
-		k.log.DebugContext(ctx, "decide", "proposal", p.ID, "slot", p.Slot.String(), "code", string(out.code),
-			"rule", out.rule, "failed", out.failed)
-	}
+	k.recordExpiries(ctx, snap, expiries)
 	return d, true, nil
 }
 

@@ -2,65 +2,155 @@ package kernel
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/internal/telemetry"
 )
 
-// instrumentation is the name the kernel's tracer reports.
-const instrumentation = "github.com/blackboardkernel/bk/kernel"
+// Instrumentation is the name the kernel's tracer and meter report.
+const Instrumentation = "github.com/blackboardkernel/bk/kernel"
+
+// The attributes the kernel puts on its spans, metrics and debug logs
+// (docs/observability.md has the full table).
+const (
+	AttrNamespace   = "bk.namespace"    // the kernel's namespace
+	AttrTraceID     = "bk.trace_id"     // the blackboard trace (episode) id
+	AttrSlot        = "bk.slot"         // the slot written or decided
+	AttrKind        = "bk.kind"         // the record's kind (an action type, a tool's action)
+	AttrRecordID    = "bk.record_id"    // the record written, or the proposal decided
+	AttrCommittedID = "bk.committed_id" // the record a commit wrote
+	AttrRole        = "bk.role"         // the role of the handle that asked
+	AttrWriter      = "bk.writer"       // the writer id of that handle
+	AttrCode        = "bk.code"         // the resulting code
+	AttrRule        = "bk.rule"         // the constraint or rule that decided a refusal
+	AttrFailed      = "bk.failed"       // the record that failed the check
+	AttrRootCause   = "bk.root_cause"   // the deepest cause of a refusal
+	AttrOutcome     = "bk.outcome"      // a decision record's outcome
+	AttrExpired     = "bk.expired"      // how many records an expiry marked
+	// AttrBudgetPrefix prefixes the budget figures a caller puts in
+	// Audit.Context["budget"] (see [WithMeterProvider]): bk.budget.used,
+	// bk.budget.limit, bk.budget.pressure, ...
+	AttrBudgetPrefix = "bk.budget."
+)
 
 // WithTracerProvider sets the OpenTelemetry provider the kernel traces
-// writes and decisions with: every write and commit gets a span. Without
-// this option the kernel uses the global provider, and only inside a
-// caller's recording span (its spans join the caller's trace), so that a
-// program with tracing off pays nothing. nil turns instrumentation off
-// altogether.
+// with: writes, decisions, views, expiries, approvals and decision records
+// each get a span. Without this option the kernel uses the global
+// provider, which is a no-op until the application installs an SDK
+// (otel.SetTracerProvider): until then the kernel starts no span at all,
+// so a program with tracing off pays nothing. nil turns tracing off
+// altogether. Spans join the trace of the caller's span in ctx, so that a
+// tool call's decision nests under the framework's execute_tool span.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(k *Kernel) { k.tracerSet, k.tracerProvider = true, tp }
 }
 
-func (k *Kernel) initTracer() {
-	tp := k.tracerProvider
+// WithMeterProvider sets the OpenTelemetry provider the kernel records
+// metrics with (see docs/observability.md): decisions by slot, kind and
+// code, decision latency, expiries, approvals. Without this option the
+// kernel uses the global provider, a no-op until the application installs
+// an SDK; nil turns metrics off.
+//
+// Budgets are the caller's: when the [Audit] of a submit or write carries
+// Context["budget"] as an object of numbers (for instance {"used": 3,
+// "limit": 10, "pressure": 0.3}), the decision's span gets each as an
+// attribute bk.budget.<name>, and a "pressure" figure is recorded in the
+// bk.budget.pressure histogram.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(k *Kernel) { k.meterSet, k.meterProvider = true, mp }
+}
+
+// globalTracing reports whether an application installed a global tracer
+// provider: one atomic load, so that the default costs nothing when off.
+func globalTracing() bool { return telemetry.GlobalTracing() }
+
+// metrics are the kernel's instruments; nil when metrics are off.
+type metrics struct {
+	decisions metric.Int64Counter
+	latency   metric.Float64Histogram
+	expiries  metric.Int64Counter
+	approvals metric.Int64Counter
+	pressure  metric.Float64Histogram
+}
+
+func (k *Kernel) initTelemetry() {
+	tp, mp := k.tracerProvider, k.meterProvider
 	if !k.tracerSet {
 		tp = otel.GetTracerProvider()
 	}
-	if tp != nil {
-		k.tracer = tp.Tracer(instrumentation)
+	if !k.meterSet {
+		mp = otel.GetMeterProvider()
 	}
+	if tp != nil {
+		k.tracer = tp.Tracer(Instrumentation)
+	}
+	if mp == nil {
+		return
+	}
+	m := mp.Meter(Instrumentation)
+	var ms metrics
+	var errs [5]error
+	ms.decisions, errs[0] = m.Int64Counter("bk.decisions", metric.WithUnit("{decision}"),
+		metric.WithDescription("Decisions of the kernel by slot, kind and code."))
+	ms.latency, errs[1] = m.Float64Histogram("bk.decision.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time to decide a proposal, store round trips included."))
+	ms.expiries, errs[2] = m.Int64Counter("bk.expiries", metric.WithUnit("{record}"),
+		metric.WithDescription("Records marked EXPIRED (TTL_EXPIRED) by slot and kind."))
+	ms.approvals, errs[3] = m.Int64Counter("bk.approvals", metric.WithUnit("{approval}"),
+		metric.WithDescription("Approvals and denials recorded, by decision."))
+	ms.pressure, errs[4] = m.Float64Histogram("bk.budget.pressure", metric.WithUnit("1"),
+		metric.WithDescription("Budget pressure (used/limit) a caller reported with a decision."))
+	for _, err := range errs {
+		if err != nil {
+			otel.Handle(err)
+			return
+		}
+	}
+	k.metrics = &ms
 }
 
 // span starts a span for op when tracing is on. Attributes are only built
 // for a span that records, so a no-op provider costs next to nothing.
 func (k *Kernel) span(ctx context.Context, op, traceID string, slot Slot) (context.Context, trace.Span) {
-	if k.tracer == nil || !k.tracerSet && !trace.SpanFromContext(ctx).IsRecording() {
+	if k.tracer == nil || !k.tracerSet && !globalTracing() {
 		return ctx, nil
 	}
 	ctx, sp := k.tracer.Start(ctx, op)
 	if sp.IsRecording() {
-		sp.SetAttributes(attribute.String("bk.trace_id", traceID))
+		sp.SetAttributes(attribute.String(AttrNamespace, k.namespace), attribute.String(AttrTraceID, traceID))
 		if slot.Valid() {
-			sp.SetAttributes(attribute.String("bk.slot", slot.String()))
+			sp.SetAttributes(attribute.String(AttrSlot, slot.String()))
 		}
+	} else {
+		sp.End()
+		return ctx, nil
 	}
 	return ctx, sp
 }
 
-// endSpan records the outcome on a span from [Kernel.span] and ends it.
+// endSpan records the outcome on a span from [Kernel.span] and ends it:
+// an error sets the status; so does a refusal (a code that is not OK).
 func endSpan(sp trace.Span, code Code, err error) {
 	if sp == nil {
 		return
 	}
-	if sp.IsRecording() {
-		if code != "" {
-			sp.SetAttributes(attribute.String("bk.code", string(code)))
-		}
-		if err != nil {
-			sp.RecordError(err)
-			sp.SetStatus(otelcodes.Error, err.Error())
-		}
+	if code != "" {
+		sp.SetAttributes(attribute.String(AttrCode, string(code)))
+	}
+	switch {
+	case err != nil:
+		sp.RecordError(err)
+		sp.SetStatus(otelcodes.Error, err.Error())
+	case code != "" && !code.OK():
+		sp.SetStatus(otelcodes.Error, string(code))
 	}
 	sp.End()
 }
@@ -73,4 +163,197 @@ func spanRef(ctx context.Context) string {
 		return ""
 	}
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
+
+// ParseSpanRef parses a W3C traceparent as [Provenance.Span] holds it into
+// a span context (remote); ok is false for "" or a malformed value.
+func ParseSpanRef(ref string) (sc trace.SpanContext, ok bool) {
+	parts := strings.Split(ref, "-")
+	if len(parts) != 4 || parts[0] != "00" || len(parts[3]) != 2 {
+		return trace.SpanContext{}, false
+	}
+	tid, err := trace.TraceIDFromHex(parts[1])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(parts[2])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	var flags trace.TraceFlags
+	if parts[3] == "01" {
+		flags = trace.FlagsSampled
+	}
+	sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
+	return sc, sc.IsValid()
+}
+
+// maxLinks bounds the links of one decision span, and maxLinkReads the
+// store reads spent finding them.
+const (
+	maxLinks     = 16
+	maxLinkReads = 32
+)
+
+// decided finishes a decision's telemetry: the span's attributes and
+// links, the metrics and the debug log. Only what is on is paid for.
+func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, role Role, writer, kind string, slot Slot, d *Decision, audit *Audit) {
+	if sp != nil {
+		attrs := []attribute.KeyValue{
+			attribute.String(AttrKind, kind), attribute.String(AttrRecordID, d.ProposalID),
+			attribute.String(AttrRole, role.String()), attribute.String(AttrWriter, writer),
+		}
+		if slot.Valid() {
+			attrs = append(attrs, attribute.String(AttrSlot, slot.String()))
+		}
+		if d.Record.ID != "" {
+			attrs = append(attrs, attribute.String(AttrCommittedID, d.Record.ID))
+		}
+		if d.Rule != "" {
+			attrs = append(attrs, attribute.String(AttrRule, d.Rule))
+		}
+		if d.Failed != "" {
+			attrs = append(attrs, attribute.String(AttrFailed, d.Failed))
+		}
+		if !d.Code.OK() {
+			root := d.RootCause()
+			attrs = append(attrs, attribute.String(AttrRootCause, string(root.Code)))
+		}
+		attrs = append(attrs, budgetAttrs(audit)...)
+		sp.SetAttributes(attrs...)
+		for _, l := range k.evidenceLinks(ctx, d) {
+			sp.AddLink(l)
+		}
+	}
+	if m := k.metrics; m != nil && !start.IsZero() {
+		set := metric.WithAttributes(attribute.String(AttrNamespace, k.namespace), attribute.String(AttrSlot, slot.String()),
+			attribute.String(AttrKind, kind), attribute.String(AttrCode, string(d.Code)))
+		m.decisions.Add(ctx, 1, set)
+		m.latency.Record(ctx, time.Since(start).Seconds(), set)
+		if p, ok := budgetPressure(audit); ok {
+			m.pressure.Record(ctx, p, metric.WithAttributes(attribute.String(AttrNamespace, k.namespace), attribute.String(AttrKind, kind)))
+		}
+	}
+	if k.log.Enabled(ctx, slog.LevelDebug) {
+		k.log.DebugContext(ctx, "decision", AttrNamespace, k.namespace, AttrTraceID, traceOf(d), AttrSlot, slot.String(),
+			AttrKind, kind, AttrRecordID, d.ProposalID, AttrCommittedID, d.Record.ID, AttrRole, role.String(),
+			AttrCode, string(d.Code), AttrRule, d.Rule, AttrFailed, d.Failed)
+	}
+}
+
+// traceOf is the trace id of a decision's proposal.
+func traceOf(d *Decision) string {
+	if d.Record.ID != "" {
+		return d.Record.TraceID()
+	}
+	if i, j := strings.IndexByte(d.ProposalID, ':'), strings.LastIndexByte(d.ProposalID, ':'); i >= 0 && j > i {
+		return d.ProposalID[i+1 : j]
+	}
+	return ""
+}
+
+// metricsOn reports whether a decision's metrics will be recorded, so that
+// the clock is read only then.
+func (k *Kernel) metricsOn(ctx context.Context) bool {
+	return k.metrics != nil && k.metrics.decisions.Enabled(ctx)
+}
+
+// budgetAttrs turns Audit.Context["budget"] into span attributes.
+func budgetAttrs(a *Audit) []attribute.KeyValue {
+	if a == nil {
+		return nil
+	}
+	b, _ := a.Context["budget"].(map[string]any)
+	var out []attribute.KeyValue
+	for key, v := range b {
+		switch v := v.(type) {
+		case float64:
+			out = append(out, attribute.Float64(AttrBudgetPrefix+key, v))
+		case string:
+			out = append(out, attribute.String(AttrBudgetPrefix+key, v))
+		case bool:
+			out = append(out, attribute.Bool(AttrBudgetPrefix+key, v))
+		}
+	}
+	return out
+}
+
+func budgetPressure(a *Audit) (float64, bool) {
+	if a == nil {
+		return 0, false
+	}
+	b, _ := a.Context["budget"].(map[string]any)
+	p, ok := b["pressure"].(float64)
+	return p, ok
+}
+
+// evidenceLinks returns links to the spans that wrote the percepts a
+// decision's evidence chain rests on: for a commit, what the committed
+// record names (beliefs, artifacts, percepts) followed back to percepts;
+// for a refusal, the failed record and its causes. Called only for a
+// recording span.
+func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
+	var queue []string
+	if d.Record.ID != "" {
+		queue = append(append(queue, d.Record.Provenance.InputRefs...), d.Record.EvidenceRefs...)
+	}
+	if d.Failed != "" {
+		queue = append(queue, d.Failed)
+	}
+	for _, c := range d.Causes {
+		if c.Record != "" {
+			queue = append(queue, c.Record)
+		}
+	}
+	seen := map[string]bool{d.ProposalID: true}
+	var links []trace.Link
+	spans := map[string]bool{}
+	for reads := 0; len(queue) > 0 && reads < maxLinkReads && len(links) < maxLinks; reads++ {
+		id := queue[0]
+		queue = queue[1:]
+		if seen[id] {
+			reads--
+			continue
+		}
+		seen[id] = true
+		r, err := k.store.Get(ctx, id)
+		if err != nil {
+			continue
+		}
+		switch r.Slot {
+		case Percepts:
+			if sc, ok := ParseSpanRef(r.Provenance.Span); ok && !spans[r.Provenance.Span] {
+				spans[r.Provenance.Span] = true
+				links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
+					attribute.String(AttrRecordID, r.ID), attribute.String(AttrKind, r.Kind)}})
+			}
+		case Beliefs, Evidence, Plans, Predictions:
+			queue = append(queue, r.Provenance.InputRefs...)
+			queue = append(queue, r.EvidenceRefs...)
+			if r.Slot == Beliefs && r.Mode == ModePropose {
+				// A rejected belief: the percepts it named.
+				for _, dep := range r.Payload.list(KeyDependsOn) {
+					if s, _ := dep.(string); looksLikeID(s) {
+						queue = append(queue, s)
+					} else if p, err := k.store.FindActive(ctx, r.TraceID(), Percepts, s); err == nil {
+						queue = append(queue, p.ID)
+					}
+				}
+			}
+		}
+	}
+	return links
+}
+
+// recordExpiries counts the records an expiry marked.
+func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []Invalidation) {
+	if len(inv) == 0 || k.metrics == nil || !k.metrics.expiries.Enabled(ctx) {
+		return
+	}
+	for _, e := range inv {
+		if r := snap.byID(e.ID); r != nil {
+			k.metrics.expiries.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrNamespace, k.namespace),
+				attribute.String(AttrSlot, r.Slot.String()), attribute.String(AttrKind, r.Kind)))
+		}
+	}
 }

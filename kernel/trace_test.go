@@ -92,9 +92,9 @@ func TestTracingRecordsWritesAndDecisions(t *testing.T) {
 	}
 	want := []string{
 		"kernel.write percepts COMMITTED Unset",
-		"kernel.submit beliefs STALE_EVIDENCE Unset",
+		"kernel.submit beliefs STALE_EVIDENCE Error", // a refusal sets the status
 		"kernel.write beliefs  Unset",
-		"kernel.commit  STALE_EVIDENCE Unset",
+		"kernel.commit beliefs STALE_EVIDENCE Error",
 		"kernel.write constraints  Error",
 	}
 	if len(got) != len(want) {
@@ -123,29 +123,32 @@ func TestTracingOff(t *testing.T) {
 	}
 }
 
-func TestTracingGlobalProviderJoinsCallerSpans(t *testing.T) {
+// TestTracingGlobalProvider: by default the kernel traces with the global
+// provider once the application installs one, inside a caller's span or
+// not.
+func TestTracingGlobalProvider(t *testing.T) {
+	k, err := kernel.New() // the global provider, still the default no-op
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorder{}
 	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(rec)
 	t.Cleanup(func() { otel.SetTracerProvider(prev) })
 
-	k, err := kernel.New() // the global provider
-	if err != nil {
-		t.Fatal(err)
-	}
 	entry := kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"}
 	if _, err := k.Tool("t").Write(context.Background(), entry); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.spans) != 0 {
-		t.Fatalf("a call outside any recording span started %d spans", len(rec.spans))
+	if len(rec.spans) != 1 || rec.spans[0].name != "kernel.write" {
+		t.Fatalf("after the SDK was installed a write started %d spans", len(rec.spans))
 	}
 	ctx, parent := rec.Tracer("app").Start(context.Background(), "app.request")
 	if _, err := k.Tool("t").Write(ctx, entry); err != nil {
 		t.Fatal(err)
 	}
 	parent.End()
-	if len(rec.spans) != 2 || rec.spans[1].name != "kernel.write" {
+	if len(rec.spans) != 3 || rec.spans[2].name != "kernel.write" {
 		t.Fatalf("inside a recording span the kernel should add its own: %d spans", len(rec.spans))
 	}
 }

@@ -2,8 +2,10 @@ package kernel
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
 	"slices"
 )
 
@@ -49,7 +51,14 @@ func (v View) Kinds(slot Slot) []string {
 // with every trace) through the store's indexes. Records whose TTL has run
 // out are left out, as of now; a view never writes to the store. The
 // payloads are copies the caller may keep.
-func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
+func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v View, err error) {
+	ctx, sp := k.span(ctx, "kernel.view", traceID, 0)
+	if sp != nil {
+		defer func() {
+			sp.SetAttributes(attribute.Int("bk.view.pending", len(v.Pending)), attribute.Int("bk.view.committed", len(v.Committed)))
+			endSpan(sp, "", err)
+		}()
+	}
 	if err := checkName("trace id", traceID); err != nil {
 		return View{}, newErr("view", "", CodeInvalidInput, ErrInvalidInput, err.Error())
 	}
@@ -59,7 +68,7 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (Vi
 	}
 	defer snap.release()
 	snap.markExpired()
-	v := View{TraceID: traceID, Committed: make(map[Slot]map[string]Payload, 4)}
+	v = View{TraceID: traceID, Committed: make(map[Slot]map[string]Payload, 4)}
 	put := func(r *Record) {
 		m := v.Committed[r.Slot]
 		if m == nil {
@@ -109,7 +118,14 @@ func (k *Kernel) sharedSlots() []Slot {
 // code TTL_EXPIRED and returns how many it marked. Decisions do this for
 // the trace they decide on, in the same batch as the decision; views and
 // reads never write.
-func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
+func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) {
+	ctx, sp := k.span(ctx, "kernel.expire", traceID, 0)
+	if sp != nil {
+		defer func() {
+			sp.SetAttributes(attribute.Int(AttrExpired, n))
+			endSpan(sp, "", err)
+		}()
+	}
 	if err := checkName("trace id", traceID); err != nil {
 		return 0, newErr("expire", "", CodeInvalidInput, ErrInvalidInput, err.Error())
 	}
@@ -119,17 +135,21 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (int, error) {
 			return 0, err
 		}
 		inv := snap.markExpired()
-		snap.release()
 		if len(inv) == 0 {
+			snap.release()
 			return 0, nil
 		}
 		err = k.store.Apply(ctx, Batch{Invalidations: inv})
 		if errors.Is(err, ErrNotActive) {
+			snap.release()
 			continue
 		}
 		if err != nil {
+			snap.release()
 			return 0, err
 		}
+		k.recordExpiries(ctx, snap, inv)
+		snap.release()
 		return len(inv), nil
 	}
 	return 0, newErr("expire", "", "", ErrNotActive, fmt.Sprintf("trace %q kept changing", traceID))

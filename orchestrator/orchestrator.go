@@ -8,6 +8,12 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker"
 )
@@ -99,6 +105,27 @@ type config struct {
 	maxRounds int
 	view      kernel.ViewOptions
 	log       *slog.Logger
+	tpSet     bool
+	tp        trace.TracerProvider
+	mpSet     bool
+	mp        metric.MeterProvider
+}
+
+// WithTracerProvider sets the OpenTelemetry provider the orchestrator
+// traces with: an orchestrator.run span per Run and a worker.step span per
+// worker step, under which the worker's kernel calls nest. Without it the
+// global provider is used (a no-op until the application installs an
+// SDK); nil turns tracing off. It is read by [New]; given to Run it has no
+// effect.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tpSet, c.tp = true, tp }
+}
+
+// WithMeterProvider sets the OpenTelemetry provider for the orchestrator's
+// metrics (bk.worker.steps, bk.orchestrator.runs). Without it the global
+// provider is used; nil turns metrics off. It is read by [New].
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mpSet, c.mp = true, mp }
 }
 
 // WithMaxRounds sets the round limit (default [DefaultMaxRounds]). A limit
@@ -148,6 +175,9 @@ type Orchestrator struct {
 	mu    sync.RWMutex
 	byReg []entry // registration order
 	order []entry // execution order; replaced, never modified in place
+
+	tracer      telemetry.Tracer
+	steps, runs metric.Int64Counter // nil: metrics off
 }
 
 // New returns an orchestrator with no workers. It returns an error wrapping
@@ -157,8 +187,18 @@ func New(opts ...Option) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Orchestrator{cfg: cfg}, nil
+	o := &Orchestrator{cfg: cfg, tracer: telemetry.NewTracer(instrumentation, cfg.tpSet, cfg.tp)}
+	if m := telemetry.Meter(instrumentation, cfg.mpSet, cfg.mp); m != nil {
+		o.steps, _ = m.Int64Counter("bk.worker.steps", metric.WithUnit("{step}"),
+			metric.WithDescription("Worker steps the orchestrator ran, by worker and whether they produced."))
+		o.runs, _ = m.Int64Counter("bk.orchestrator.runs", metric.WithUnit("{run}"),
+			metric.WithDescription("Orchestrator runs, by whether they reached quiescence."))
+	}
+	return o, nil
 }
+
+// instrumentation is the name the orchestrator's tracer and meter report.
+const instrumentation = "github.com/blackboardkernel/bk/orchestrator"
 
 // Register adds workers. Their ID, Handle, Reads and Writes are read once,
 // here. Either all of them are added or, on error, none: a bad worker is
@@ -302,8 +342,26 @@ func (o *Orchestrator) Order() []string {
 // (wrapping the store's or kernel's error), for an empty trace id
 // ([kernel.ErrInvalidInput]) and for a bad option ([ErrInvalidOption]);
 // in the last two cases nothing runs.
-func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) (Result, error) {
-	res := Result{TraceID: traceID, View: kernel.View{TraceID: traceID}}
+func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) (res Result, err error) {
+	ctx, sp := o.tracer.Start(ctx, "orchestrator.run")
+	defer func() {
+		if sp != nil {
+			sp.SetAttributes(attribute.String(kernel.AttrTraceID, traceID), attribute.Int("bk.rounds", res.Rounds),
+				attribute.Int("bk.steps", len(res.Steps)), attribute.Bool("bk.quiescent", res.Quiescent),
+				attribute.Int("bk.worker_errors", len(res.Errors)))
+			if err != nil {
+				sp.RecordError(err)
+				sp.SetStatus(codes.Error, err.Error())
+			} else if len(res.Errors) > 0 {
+				sp.SetStatus(codes.Error, res.Errors[0].Error())
+			}
+			sp.End()
+		}
+		if o.runs != nil && o.runs.Enabled(ctx) {
+			o.runs.Add(ctx, 1, metric.WithAttributes(attribute.Bool("bk.quiescent", res.Quiescent)))
+		}
+	}()
+	res = Result{TraceID: traceID, View: kernel.View{TraceID: traceID}}
 	if traceID == "" {
 		return res, fmt.Errorf("orchestrator: %w: empty trace id", kernel.ErrInvalidInput)
 	}
@@ -346,7 +404,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) 
 			if !active {
 				continue
 			}
-			p, werr := step(ctx, e, traceID, res.View)
+			p, werr := o.step(ctx, e, traceID, round, res.View)
 			fresh = false // a step may write, even one that fails
 			st := Step{Round: round, WorkerID: e.id, Produced: p}
 			if werr != nil {
@@ -387,6 +445,25 @@ func activate(e entry, v kernel.View) (active bool, werr *WorkerError) {
 		}
 	}()
 	return e.w.ShouldActivate(v), nil
+}
+
+// step runs one worker step in its span and counts it.
+func (o *Orchestrator) step(ctx context.Context, e entry, traceID string, round int, v kernel.View) (bool, *WorkerError) {
+	sctx, sp := o.tracer.Start(ctx, "worker.step")
+	p, werr := step(sctx, e, traceID, v)
+	if sp != nil {
+		sp.SetAttributes(attribute.String("bk.worker", e.id), attribute.String(kernel.AttrRole, e.handle.Role().String()),
+			attribute.String(kernel.AttrTraceID, traceID), attribute.Int("bk.round", round), attribute.Bool("bk.produced", p))
+		if werr != nil {
+			sp.RecordError(werr)
+			sp.SetStatus(codes.Error, werr.Error())
+		}
+		sp.End()
+	}
+	if o.steps != nil && o.steps.Enabled(ctx) {
+		o.steps.Add(ctx, 1, metric.WithAttributes(attribute.String("bk.worker", e.id), attribute.Bool("bk.produced", p)))
+	}
+	return p, werr
 }
 
 // step calls Step, turning an error or a panic into a *WorkerError.

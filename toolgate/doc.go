@@ -138,6 +138,17 @@
 // constraints in force, the approvals, the outcome and the code.
 // [Gate.Decisions] queries them by trace, tool and outcome.
 //
+// # Telemetry
+//
+// With [WithTracerProvider] (the global provider by default) a call runs in
+// an "execute_tool {tool}" span with the OpenTelemetry GenAI attributes
+// (gen_ai.operation.name, gen_ai.tool.name, gen_ai.tool.call.id), or in a
+// "toolgate.call" span nested under the framework's execute_tool span when
+// the context carries one; the kernel's decision spans nest under it, and
+// each effect attempt has its own span. [WithMeterProvider] adds the
+// metrics of calls, effect attempts and outcomes, and approvals pending
+// with their age (docs/observability.md).
+//
 // # Concurrency
 //
 // A [Gate] is immutable after [New] and safe for concurrent use by any

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -101,13 +103,23 @@ func (g *Gate) Resume(ctx context.Context, traceID, actionID string, args json.R
 	return g.execute(ctx, traceID, actionID, args)
 }
 
-func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.RawMessage) (Result, error) {
+func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.RawMessage) (res Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
+	ctx, sp := g.tracer.Start(ctx, "toolgate.execute")
+	if sp != nil {
+		sp.SetAttributes(attribute.String(AttrActionID, actionID))
+	}
+	tool := ""
+	defer func() { g.ended(ctx, sp, tool, res, err) }()
 	act, e, gd, err := g.gated(ctx, actionID)
 	if err != nil {
 		return Result{}, err
+	}
+	tool = e.Name
+	if sp != nil {
+		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(kernel.AttrTraceID, act.TraceID()))
 	}
 	if traceID != "" && act.TraceID() != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
@@ -314,6 +326,9 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
 		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeEscalated, Code: code, Kind: j.e.action(), Approvals: []string{approval.ID}, Context: cc}})
+	if err == nil {
+		g.effectRecorded(ctx, j, StatusEscalated, code)
+	}
 	if errors.Is(err, kernel.ErrDuplicateKey) {
 		return g.recordedByKey(ctx, j)
 	}
@@ -514,7 +529,11 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		if j.approval == "" && n > 0 {
 			j.approval, _ = effectField(att, "approval").(string)
 		}
-		rec, err := g.startAttempt(ctx, j, n+1, att, lastErr)
+		actx, asp := g.tracer.Start(ctx, "toolgate.effect_attempt")
+		rec, err := g.startAttempt(actx, j, n+1, att, lastErr)
+		if err != nil {
+			endAttempt(asp, j, n+1, err)
+		}
 		if errors.Is(err, kernel.ErrDuplicateKey) {
 			if _, err := g.k.ClaimedBy(ctx, j.attemptKey(n+1)); errors.Is(err, kernel.ErrNotFound) {
 				// Not the attempt but the approval was taken: it was
@@ -527,7 +546,9 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			return Result{ActionID: j.act.ID}, err
 		}
 		mine, att = n+1, rec
-		out, effErr := g.invoke(ctx, j, mine)
+		g.attemptStarted(ctx, j)
+		out, effErr := g.invoke(actx, j, mine)
+		endAttempt(asp, j, mine, effErr)
 		if effErr == nil {
 			return g.finish(ctx, j, mine, rec, out, CodeEffectSucceeded, "")
 		}
@@ -625,6 +646,13 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 	}
 	entry.Audit = audit
 	rec, err := j.e.handle.Write(ctx, entry)
+	if err == nil {
+		status := StatusSucceeded
+		if code != CodeEffectSucceeded {
+			status = StatusFailed
+		}
+		g.effectRecorded(ctx, j, status, code)
+	}
 	switch {
 	case errors.Is(err, kernel.ErrDuplicateKey):
 		return g.recordedByKey(ctx, j)

@@ -11,6 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -84,6 +88,10 @@ type config struct {
 	intents  []Intent
 	lease    time.Duration
 	fallback string
+	tpSet    bool
+	tp       trace.TracerProvider
+	mpSet    bool
+	mp       metric.MeterProvider
 }
 
 // WithTools registers tools, in the order [Gate.Surface] lists them.
@@ -125,6 +133,8 @@ type Gate struct {
 	fallback string
 	planner  *kernel.Planner // submits fallbacks
 	reader   kernel.Handle   // reads records
+	tracer   telemetry.Tracer
+	metrics  *gateMetrics // nil: metrics off
 }
 
 // entry is a registered tool with what New compiled for it.
@@ -173,6 +183,9 @@ func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
 	g := &Gate{
 		k: k, tools: map[string]*entry{}, byAction: map[string]*entry{}, roles: map[string]*role{},
 		lease: c.lease, fallback: c.fallback, planner: k.Planner(GateWriter), reader: k.Tool(GateWriter),
+	}
+	if err := g.initTelemetry(&c); err != nil {
+		return nil, fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
 	}
 	for _, t := range c.tools {
 		e, err := g.register(t)
@@ -401,7 +414,9 @@ func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spe
 // go on: an invalid trace id ([ErrInvalidCall]), a cancelled context, a
 // store failure. On an error after the action committed, the Result still
 // names it (ActionID): [Gate.Execute] or [Gate.Recover] finishes it.
-func (g *Gate) Call(ctx context.Context, c Call) (Result, error) {
+func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
+	ctx, sp := g.startCall(ctx, c)
+	defer func() { g.ended(ctx, sp, clip(c.Tool), res, err) }()
 	res, j, err := g.propose(ctx, c)
 	if err != nil || j == nil {
 		return res, err

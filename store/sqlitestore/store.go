@@ -23,8 +23,9 @@ import (
 // It is safe for concurrent use; see the package documentation for how it
 // orders writers.
 type Store struct {
-	db     *sql.DB
-	ownsDB bool
+	db       *sql.DB
+	ownsDB   bool
+	readOnly bool // OpenReadOnly: every write fails
 	// write admits one write transaction of this Store at a time, so that
 	// its writers queue here (honouring their contexts) rather than in
 	// SQLite's busy handler. Other Stores and processes on the same file
@@ -182,10 +183,15 @@ const (
 )
 
 func newStore(db *sql.DB) (*Store, error) {
-	ctx := context.Background()
-	if err := migrate(ctx, db); err != nil {
+	if err := migrate(context.Background(), db); err != nil {
 		return nil, err
 	}
+	return prepare(db)
+}
+
+// prepare returns a store on a database whose schema is current.
+func prepare(db *sql.DB) (*Store, error) {
+	ctx := context.Background()
 	s := &Store{db: db, write: make(chan struct{}, 1)}
 	for _, st := range []struct {
 		dst   **sql.Stmt
@@ -278,6 +284,9 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 		return err
 	}
 	defer leave()
+	if s.readOnly {
+		return errReadOnly
+	}
 	rows := make([][]any, len(b.Appends))
 	for i := range b.Appends {
 		if rows[i], err = encode(&b.Appends[i]); err != nil {

@@ -32,6 +32,12 @@
 // exactly one wins. Those cases skip on any other store, which must instead
 // refuse a batch with claims with [kernel.ErrInvalidInput].
 //
+// Trace listing ([kernel.TraceLister], optional) is tested on a store that
+// implements it: every trace once, in the order of its first append, with
+// its namespace, record count and time span, filtered by namespace, in
+// agreement with the fallback of [kernel.ListTraces]; the case skips on
+// any other store, which the inspector then reads through that fallback.
+//
 // [Bench] shares benchmarks the same way: every store measures the same
 // operations on a store that already holds records of other traces.
 //

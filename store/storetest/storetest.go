@@ -50,6 +50,7 @@ func cases() []testCase {
 		{"ApplyConditional", testApplyConditional},
 		{"ListSlotBadFilter", testListSlotBadFilter},
 		{"CountTrace", testCountTrace},
+		{"ListTraces", testListTraces},
 		{"InvalidUTF8", testInvalidUTF8},
 		{"TTLBounds", testTTLBounds},
 		{"NamespaceRoundTrip", testNamespaceRoundTrip},

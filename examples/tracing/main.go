@@ -1,0 +1,155 @@
+// Command tracing runs one governed support-desk episode with
+// OpenTelemetry's stdout exporter, so that a reader sees the spans the
+// kernel and the tool-call gate emit and the links between them: the
+// refused refund's decision span links to the span that wrote the stale
+// order percept, under the lookup_order tool call that observed it.
+//
+//	go run ./examples/tracing            # spans as JSON, then the timeline
+//	go run ./examples/tracing --compact  # one line per span instead
+//
+// The episode: lookup_order observes an order (valid for a minute); the
+// analyst concludes a refund is due; two minutes later the model asks for
+// the refund, and the kernel refuses it (STALE_EVIDENCE); the agent takes
+// the safe fallback. The timeline and the explanation of the refusal are
+// printed after the spans.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+func main() {
+	compact := flag.Bool("compact", false, "print one line per span instead of the exporter's JSON")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *compact); err != nil {
+		fmt.Fprintln(os.Stderr, "tracing:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer, compact bool) error {
+	// Spans go to the stdout exporter (or, compact, to an in-memory
+	// recorder printed one line each).
+	var opts []sdktrace.TracerProviderOption
+	rec := tracetest.NewSpanRecorder()
+	if compact {
+		opts = append(opts, sdktrace.WithSpanProcessor(rec))
+	} else {
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithPrettyPrint())
+		if err != nil {
+			return err
+		}
+		opts = append(opts, sdktrace.WithSyncer(exp))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	defer tp.Shutdown(ctx)
+
+	now := time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
+	tools := []toolgate.Tool{
+		{Name: "lookup_order", Description: "Look up an order.", Result: "order", ResultTTL: time.Minute,
+			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 89.0, "charged_twice": true}, nil
+			}},
+		{Name: "issue_refund", Description: "Refund an order.", Requires: []string{"refund_due"}, Result: "refund",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
+			Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"refund_id": "re_1"}, nil
+			}},
+	}
+	k, err := kernel.New(kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
+		kernel.WithActionSpecs(toolgate.Specs(tools...)...),
+		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	g, err := toolgate.New(k, toolgate.WithTracerProvider(tp), toolgate.WithTools(tools...),
+		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	if err != nil {
+		return err
+	}
+	const trace = "ticket-42"
+	call := func(id, tool, args string) (toolgate.Result, error) {
+		return g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: trace})
+	}
+	if _, err := call("call_1", "lookup_order", `{"order_id":"A1"}`); err != nil {
+		return err
+	}
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		return err
+	}
+	now = now.Add(2 * time.Minute) // the order observation goes stale
+	res, err := call("call_2", "issue_refund", `{"order_id":"A1","amount":89}`)
+	if err != nil {
+		return err
+	}
+	if _, err := k.Planner("agent").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: kernel.Payload{kernel.KeyReason: string(res.Code)}}); err != nil {
+		return err
+	}
+	if err := tp.ForceFlush(ctx); err != nil {
+		return err
+	}
+	if compact {
+		if err := printCompact(w, rec.Ended()); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintln(w)
+	tl, err := k.Timeline(ctx, trace)
+	if err != nil {
+		return err
+	}
+	if err := tl.WriteText(w); err != nil {
+		return err
+	}
+	for _, e := range tl.Events {
+		if e.Type == kernel.EventRefusal && e.Slot == kernel.Actions {
+			fmt.Fprintln(w)
+			ex, err := k.Explain(ctx, e.Record)
+			if err != nil {
+				return err
+			}
+			return ex.WriteText(w)
+		}
+	}
+	return nil
+}
+
+// printCompact prints each span as "name [span id] <- parent  attrs  -> links".
+func printCompact(w io.Writer, spans []sdktrace.ReadOnlySpan) error {
+	for _, s := range spans {
+		var attrs []string
+		for _, a := range s.Attributes() {
+			switch a.Key {
+			case kernel.AttrCode, kernel.AttrRecordID, kernel.AttrFailed, toolgate.AttrGenAIToolName:
+				attrs = append(attrs, string(a.Key)+"="+a.Value.Emit())
+			}
+		}
+		line := fmt.Sprintf("%-28s span %s parent %s  %s", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID(), strings.Join(attrs, " "))
+		for _, l := range s.Links() {
+			line += "  -> link to span " + l.SpanContext.SpanID().String()
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

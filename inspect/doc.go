@@ -1,0 +1,19 @@
+// Package inspect is the bk inspector: the commands of `go run ./cmd/bk`
+// as a library, so that they are tested and embeddable. It reads a kernel
+// store and answers "why did the agent do this?" without writing a byte.
+//
+//	bk traces                 traces with their outcome and counts
+//	bk timeline TRACE         a trace's events, as the paper prints them
+//	bk explain RECORD         a decision's provenance, down to the percepts
+//	bk stats                  decisions by code, learned constraints, records per slot
+//	bk approvals              approvals pending, with their age
+//	bk effects                effect attempts and outcomes
+//	bk export [--trace T]     records as JSON lines
+//
+// Every command takes --db FILE (default $BK_DB, else bk.db), --namespace
+// NS (default: every namespace) and --json. The database is opened with
+// [sqlitestore.OpenReadOnly]: no migration, no lock held beyond one short
+// read at a time, so a process that is writing the store is not blocked.
+// The reports themselves ([Traces], [Stats], [Approvals], [Effects],
+// [Export]) take any [kernel.Store].
+package inspect

@@ -1,0 +1,223 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// PendingApproval is a committed action waiting for a person.
+type PendingApproval struct {
+	ActionID  string         `json:"action_id"`
+	TraceID   string         `json:"trace_id"`
+	Namespace string         `json:"namespace"`
+	Kind      string         `json:"kind"`
+	Tool      string         `json:"tool,omitempty"`
+	SinceMS   int64          `json:"since_ts_ms"`
+	AgeMS     int64          `json:"age_ms"`
+	Reason    string         `json:"reason,omitempty"`
+	Args      kernel.Payload `json:"args,omitempty"`
+}
+
+// Approvals lists the actions whose decision record says
+// pending_approval and that no approval, denial or effect has followed
+// yet, oldest first, with their age at now.
+func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.Time) ([]PendingApproval, error) {
+	var pending []PendingApproval
+	decided := map[string]bool{}
+	for r, err := range s.ListSlot(ctx, kernel.Evidence, kernel.Filter{Namespace: namespace}) {
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case r.Kind == kernel.KindApproval:
+			id, _ := r.Payload.String(kernel.KeyActionID)
+			decided[id] = true
+		case r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel:
+			if outcome, _ := r.Payload.String("outcome"); outcome != string(kernel.OutcomePendingApproval) {
+				continue
+			}
+			p := PendingApproval{TraceID: r.TraceID(), Namespace: r.Namespace, SinceMS: r.Provenance.TimestampMS}
+			p.ActionID, _ = r.Payload.String("subject")
+			p.Kind, _ = r.Payload.String("kind")
+			if cc, ok := r.Payload["context"].(map[string]any); ok {
+				p.Tool, _ = cc["tool"].(string)
+				p.Reason, _ = cc["approval_reason"].(string)
+				if args, ok := cc["args"].(map[string]any); ok {
+					p.Args = args
+				}
+			}
+			pending = append(pending, p)
+		}
+	}
+	effects, err := effectsByAction(ctx, s, namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := []PendingApproval{}
+	for _, p := range pending {
+		if decided[p.ActionID] || effects[p.ActionID] != nil {
+			continue
+		}
+		p.AgeMS = max(0, now.UnixMilli()-p.SinceMS)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func runApprovals(ctx context.Context, e *env, _ []string) error {
+	rows, err := Approvals(ctx, e.store, e.namespace, e.now)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return writeJSON(e.out, rows)
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(e.out, "no approvals pending")
+		return err
+	}
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACTION\tTRACE\tTOOL\tAGE\tREASON")
+	for _, p := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clip(p.ActionID, 40), clip(p.TraceID, 24), clip(cmpOr(p.Tool, p.Kind), 20),
+			age(time.Duration(p.AgeMS)*time.Millisecond), clip(p.Reason, 30))
+	}
+	return tw.Flush()
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// EffectRow is one governed action's effect: its attempts and outcome.
+type EffectRow struct {
+	ActionID  string `json:"action_id"`
+	TraceID   string `json:"trace_id"`
+	Namespace string `json:"namespace"`
+	Tool      string `json:"tool"`
+	Attempts  int    `json:"attempts"`
+	// Outcome is succeeded, failed, escalated, or in_progress while an
+	// attempt has no result.
+	Outcome string      `json:"outcome"`
+	Code    kernel.Code `json:"code,omitempty"`
+	Result  string      `json:"result,omitempty"` // the record of the result
+	LastMS  int64       `json:"last_ts_ms"`
+}
+
+// Effects lists every action the tool-call gate ran an effect for, in the
+// order of its first attempt, from the percepts the gate wrote about it.
+func Effects(ctx context.Context, s kernel.Store, namespace string) ([]EffectRow, error) {
+	var order []string
+	rows := map[string]*EffectRow{}
+	for r, err := range s.ListSlot(ctx, kernel.Percepts, kernel.Filter{Namespace: namespace}) {
+		if err != nil {
+			return nil, err
+		}
+		m, ok := r.Payload[kernel.KeyEffect].(map[string]any)
+		if !ok {
+			continue
+		}
+		action, _ := m["action_id"].(string)
+		row := rows[action]
+		if row == nil {
+			row = &EffectRow{ActionID: action, TraceID: r.TraceID(), Namespace: r.Namespace, Outcome: "in_progress"}
+			rows[action] = row
+			order = append(order, action)
+		}
+		row.Tool, _ = m["tool"].(string)
+		row.LastMS = r.Provenance.TimestampMS
+		status, _ := m["status"].(string)
+		if status == "attempted" {
+			row.Attempts++
+			continue
+		}
+		row.Outcome, row.Result = status, r.ID
+		if code, ok := m["code"].(string); ok {
+			row.Code = kernel.Code(code)
+		}
+	}
+	out := make([]EffectRow, 0, len(order))
+	for _, id := range order {
+		out = append(out, *rows[id])
+	}
+	return out, nil
+}
+
+func effectsByAction(ctx context.Context, s kernel.Store, namespace string) (map[string]*EffectRow, error) {
+	rows, err := Effects(ctx, s, namespace)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]*EffectRow, len(rows))
+	for i := range rows {
+		m[rows[i].ActionID] = &rows[i]
+	}
+	return m, nil
+}
+
+func runEffects(ctx context.Context, e *env, _ []string) error {
+	rows, err := Effects(ctx, e.store, e.namespace)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return writeJSON(e.out, rows)
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(e.out, "no effects")
+		return err
+	}
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACTION\tTOOL\tATTEMPTS\tOUTCOME\tCODE\tLAST")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", clip(r.ActionID, 40), clip(r.Tool, 20), r.Attempts, r.Outcome, clip(string(r.Code), 28), stamp(r.LastMS))
+	}
+	return tw.Flush()
+}
+
+// Export writes records of s as JSON lines: one trace's, or (traceID
+// empty) every trace's of namespace (every namespace when empty), trace
+// by trace in the order the store lists them.
+func Export(ctx context.Context, s kernel.Store, namespace, traceID string, w io.Writer) error {
+	enc := newLineEncoder(w)
+	if traceID != "" {
+		for r, err := range s.ListTrace(ctx, traceID) {
+			if err != nil {
+				return err
+			}
+			if namespace != "" && r.Namespace != namespace {
+				return fmt.Errorf("trace %q belongs to namespace %q, not %q", traceID, r.Namespace, namespace)
+			}
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for ts, err := range kernel.ListTraces(ctx, s, namespace) {
+		if err != nil {
+			return err
+		}
+		for r, err := range s.ListTrace(ctx, ts.TraceID) {
+			if err != nil {
+				return err
+			}
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func runExport(ctx context.Context, e *env, _ []string) error {
+	return Export(ctx, e.store, e.namespace, e.trace, e.out)
+}

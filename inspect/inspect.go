@@ -1,0 +1,234 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// Exit codes of [Main].
+const (
+	ExitOK    = 0
+	ExitError = 1 // the command failed (a missing file, not a store, an unknown record)
+	ExitUsage = 2 // the command line is wrong
+)
+
+// command is one subcommand.
+type command struct {
+	name, args, help string
+	run              func(ctx context.Context, env *env, args []string) error
+	flags            func(fs *flag.FlagSet, env *env)
+}
+
+func commands() []command {
+	return []command{
+		{"traces", "", "traces with their outcome and counts", runTraces, nil},
+		{"timeline", "TRACE", "a trace's events, as the paper prints them", runTimeline, nil},
+		{"explain", "RECORD", "a decision's provenance: plan, beliefs, evidence, percepts; root cause", runExplain, nil},
+		{"stats", "", "decisions by code, learned constraints, records per slot", runStats, nil},
+		{"approvals", "", "approvals pending, with their age", runApprovals, nil},
+		{"effects", "", "effect attempts and outcomes", runEffects, nil},
+		{"export", "", "records as JSON lines (all, or --trace T)", runExport,
+			func(fs *flag.FlagSet, e *env) { fs.StringVar(&e.trace, "trace", "", "export only this trace") }},
+	}
+}
+
+// env is what a command runs with.
+type env struct {
+	db, namespace, trace string
+	json                 bool
+	out                  io.Writer
+	store                kernel.Store
+	now                  time.Time
+}
+
+// Main runs the bk command line (args without the program name), writing
+// to stdout and stderr, and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{out: stdout, now: time.Now()}
+	top := flag.NewFlagSet("bk", flag.ContinueOnError)
+	top.SetOutput(stderr)
+	common(top, e)
+	top.Usage = func() { usage(stderr) }
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	rest := top.Args()
+	if len(rest) == 0 {
+		usage(stderr)
+		return ExitUsage
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.name == rest[0] {
+			cmd = &c
+		}
+	}
+	if cmd == nil {
+		if rest[0] == "help" {
+			usage(stdout)
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "bk: unknown command %q\n", rest[0])
+		usage(stderr)
+		return ExitUsage
+	}
+	sub := flag.NewFlagSet("bk "+cmd.name, flag.ContinueOnError)
+	sub.SetOutput(stderr)
+	common(sub, e)
+	if cmd.flags != nil {
+		cmd.flags(sub, e)
+	}
+	sub.Usage = func() {
+		fmt.Fprintf(stderr, "usage: bk %s [flags] %s\n  %s\n\nflags:\n", cmd.name, cmd.args, cmd.help)
+		sub.PrintDefaults()
+	}
+	if err := sub.Parse(interleave(rest[1:], sub)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	want := 0
+	if cmd.args != "" {
+		want = 1
+	}
+	if sub.NArg() != want {
+		sub.Usage()
+		return ExitUsage
+	}
+	s, err := sqlitestore.OpenReadOnly(e.db)
+	if err != nil {
+		fmt.Fprintln(stderr, "bk:", describe(e.db, err))
+		return ExitError
+	}
+	defer s.Close()
+	e.store = s
+	if err := cmd.run(ctx, e, sub.Args()); err != nil {
+		fmt.Fprintln(stderr, "bk:", err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+// interleave moves flags given after the positional argument in front of
+// it ("bk timeline T --json"), as the flag package stops at the first
+// non-flag.
+func interleave(args []string, fs *flag.FlagSet) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil {
+			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+				continue
+			}
+			if i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		}
+	}
+	return append(flags, pos...)
+}
+
+func common(fs *flag.FlagSet, e *env) {
+	def := os.Getenv("BK_DB")
+	if def == "" {
+		def = "bk.db"
+	}
+	if e.db != "" {
+		def = e.db
+	}
+	fs.StringVar(&e.db, "db", def, "the SQLite kernel store to read (read-only; default $BK_DB or bk.db)")
+	fs.StringVar(&e.namespace, "namespace", e.namespace, "only this namespace (default: every namespace)")
+	fs.BoolVar(&e.json, "json", e.json, "print JSON instead of text")
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bk [--db FILE] [--namespace NS] [--json] COMMAND [ARG]")
+	fmt.Fprintln(w, "\nThe Blackboard Kernel inspector: reads a kernel store, read-only.\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %-7s %s\n", c.name, c.args, c.help)
+	}
+}
+
+// describe words an open error for a person.
+func describe(path string, err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s: no such file (give the store with --db FILE or $BK_DB)", path)
+	case errors.Is(err, sqlitestore.ErrNotAStore):
+		return fmt.Sprintf("%s is not a kernel store (no blackboard records table): %v", path, err)
+	case errors.Is(err, sqlitestore.ErrSchemaTooNew):
+		return fmt.Sprintf("%s was written by a newer version of bk: install a newer bk (go install github.com/blackboardkernel/bk/cmd/bk@latest): %v", path, err)
+	case errors.Is(err, sqlitestore.ErrSchemaTooOld):
+		return err.Error()
+	}
+	return err.Error()
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// clip fits s into n runes for a table column.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// age renders a duration for a person: 45s, 12m, 3h10m, 2d4h.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05") }
+
+// inNamespace reports whether a record or trace of ns passes --namespace.
+func (e *env) inNamespace(ns string) bool {
+	return e.namespace == "" || ns == e.namespace || ns == "" && e.namespace == kernel.DefaultNamespace
+}
+
+func newLineEncoder(w io.Writer) *json.Encoder { return json.NewEncoder(w) }

@@ -1,0 +1,385 @@
+package inspect_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// bk runs the inspector and returns its exit code, stdout and stderr.
+func bk(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := inspect.Main(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// mustBK runs the inspector and fails the test unless it succeeds.
+func mustBK(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := bk(t, args...)
+	if code != inspect.ExitOK {
+		t.Fatalf("bk %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+var (
+	buildOnce sync.Once
+	exampleB  string
+	buildErr  error
+)
+
+// multiEpisode builds examples/multi_episode once per test binary.
+func multiEpisode(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bk-inspect-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		exampleB = filepath.Join(dir, "multi_episode")
+		out, err := exec.Command("go", "build", "-o", exampleB, "github.com/blackboardkernel/bk/examples/multi_episode").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building examples/multi_episode: %v", buildErr)
+	}
+	return exampleB
+}
+
+// TestMultiEpisodeDatabase drives every command on a database written by
+// go run ./examples/multi_episode --db FILE.
+func TestMultiEpisodeDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "multi.db")
+	if out, err := exec.Command(multiEpisode(t), "--db", db).CombinedOutput(); err != nil {
+		t.Fatalf("multi_episode: %v\n%s", err, out)
+	}
+
+	var traces []inspect.TraceRow
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "traces", "--json")), &traces); err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != 20 {
+		t.Fatalf("%d traces, want the example's 20", len(traces))
+	}
+	text := mustBK(t, "traces", "--db", db)
+	if !strings.HasPrefix(text, "TRACE") || !strings.Contains(text, traces[0].TraceID) {
+		t.Errorf("traces text:\n%s", text)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if len([]rune(line)) > 160 {
+			t.Errorf("a line wider than a terminal: %q", line)
+		}
+	}
+
+	var fallback string
+	total := 0
+	for _, tr := range traces {
+		total += tr.Records
+		if fallback == "" && strings.HasPrefix(tr.Outcome, kernel.FallbackQueueForReview) {
+			fallback = tr.TraceID
+		}
+	}
+	if fallback == "" {
+		t.Fatal("no trace ended in queue_for_review")
+	}
+	var tl kernel.Timeline
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "--json", "timeline", fallback)), &tl); err != nil {
+		t.Fatal(err)
+	}
+	last := tl.Events[len(tl.Events)-1]
+	if tl.Events[0].Text != "percept.temperature committed"+tl.Events[0].Text[len("percept.temperature committed"):] || last.Type != kernel.EventCommit {
+		t.Errorf("timeline %+v ... %+v", tl.Events[0], last)
+	}
+	if text := mustBK(t, "--db", db, "timeline", fallback); !strings.Contains(text, "t0   percept.temperature committed") {
+		t.Errorf("timeline text:\n%s", text)
+	}
+
+	ex := mustBK(t, "--db", db, "explain", last.Record)
+	if !strings.Contains(ex, "fallback") || !strings.Contains(ex, "instead of:") || !strings.Contains(ex, "root cause:") {
+		t.Errorf("explain of the fallback:\n%s", ex)
+	}
+
+	var stats inspect.StatsReport
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "stats", "--json")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Constraints) != 2 {
+		t.Errorf("learned constraints %+v, want the example's 2", stats.Constraints)
+	}
+	codes := map[kernel.Code]int{}
+	for _, c := range stats.Decisions {
+		codes[c.Code] = c.Count
+	}
+	if codes[kernel.CodeCommitted] == 0 || codes[kernel.CodeStaleEvidence] == 0 {
+		t.Errorf("decisions by code %v", codes)
+	}
+	if text := mustBK(t, "--db", db, "stats"); !strings.Contains(text, "LEARNED CONSTRAINTS: 2") {
+		t.Errorf("stats text:\n%s", text)
+	}
+
+	export := mustBK(t, "--db", db, "export")
+	lines := 0
+	sc := bufio.NewScanner(strings.NewReader(export))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r kernel.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.ID == "" {
+			t.Fatalf("export line %q: %v", sc.Text(), err)
+		}
+		lines++
+	}
+	if lines != total {
+		t.Errorf("export wrote %d records, the traces hold %d", lines, total)
+	}
+	if one := mustBK(t, "--db", db, "export", "--trace", fallback); strings.Count(one, "\n") != tl.Records {
+		t.Errorf("export --trace wrote %d lines, want %d", strings.Count(one, "\n"), tl.Records)
+	}
+	if out := mustBK(t, "--db", db, "effects"); out != "no effects\n" {
+		t.Errorf("effects: %q", out)
+	}
+	if out := mustBK(t, "--db", db, "approvals"); out != "no approvals pending\n" {
+		t.Errorf("approvals: %q", out)
+	}
+	if out := mustBK(t, "--db", db, "--namespace", "elsewhere", "traces"); out != "no traces\n" {
+		t.Errorf("another namespace: %q", out)
+	}
+}
+
+// toolgateDatabase plays a support desk through the tool-call gate on a
+// SQLite file: a refund refused before the order is known, a lookup, a
+// refund that waits for approval, and one approved and paid.
+func toolgateDatabase(t *testing.T) string {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "desk.db")
+	s, err := sqlitestore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tools := []toolgate.Tool{
+		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Result: "order",
+			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
+			}},
+		{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
+			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"refund_id": "re_" + inv.TraceID}, nil
+			}},
+	}
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"), kernel.WithActionSpecs(toolgate.Specs(tools...)...),
+		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	call := func(trace, tool, args string) toolgate.Result {
+		res, err := g.Call(ctx, toolgate.Call{ID: "c-" + tool, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: trace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, trace := range []string{"ticket-1", "ticket-2"} {
+		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.Refused {
+			t.Fatalf("early refund: %+v", res)
+		}
+		call(trace, "lookup_order", `{"order_id":"A1"}`)
+		if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
+			Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.NeedsApproval {
+			t.Fatalf("refund: %+v", res)
+		}
+	}
+	pending, err := g.PendingApprovals(ctx, "ticket-2")
+	if err != nil || len(pending) != 1 {
+		t.Fatal(pending, err)
+	}
+	if _, err := k.Approver("human:alice").Approve(ctx, "ticket-2", pending[0].ActionID, pending[0].Digest, "ok", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != toolgate.Executed {
+		t.Fatal(res, err)
+	}
+	if _, err := g.Call(ctx, toolgate.Call{Tool: "delete_account", Args: json.RawMessage(`{}`), Role: "support", TraceID: "ticket-3"}); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// TestToolgateDatabase: approvals, effects, and the explanation of a
+// refused tool call, on a database the tool-call gate wrote.
+func TestToolgateDatabase(t *testing.T) {
+	db := toolgateDatabase(t)
+
+	var approvals []inspect.PendingApproval
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "approvals", "--json")), &approvals); err != nil {
+		t.Fatal(err)
+	}
+	if len(approvals) != 1 || approvals[0].TraceID != "ticket-1" || approvals[0].Tool != "issue_refund" || approvals[0].Reason == "" {
+		t.Fatalf("pending approvals %+v", approvals)
+	}
+	if text := mustBK(t, "--db", db, "approvals"); !strings.Contains(text, approvals[0].ActionID) || !strings.Contains(text, "AGE") {
+		t.Errorf("approvals text:\n%s", text)
+	}
+
+	var effects []inspect.EffectRow
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "effects", "--json")), &effects); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]int{}
+	for _, e := range effects {
+		outcomes[e.Tool+" "+e.Outcome]++
+		if e.Attempts != 1 {
+			t.Errorf("effect %+v: attempts", e)
+		}
+	}
+	if outcomes["lookup_order succeeded"] != 2 || outcomes["issue_refund succeeded"] != 1 || len(effects) != 3 {
+		t.Errorf("effects %+v", effects)
+	}
+
+	var traces []inspect.TraceRow
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "--namespace", "desk", "traces", "--json")), &traces); err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != 3 || traces[2].Outcome != "delete_account refused: TOOL_UNKNOWN" && traces[2].Outcome != "unnamed_tool refused: TOOL_UNKNOWN" {
+		t.Errorf("traces %+v", traces)
+	}
+
+	// The refused early refund: its decision record explains it.
+	var tl kernel.Timeline
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "timeline", "ticket-1", "--json")), &tl); err != nil {
+		t.Fatal(err)
+	}
+	var refused string
+	for _, e := range tl.Events {
+		if e.Type == kernel.EventRefusal && e.Kind == "issue_refund" {
+			refused = e.Record
+			break
+		}
+	}
+	if refused == "" {
+		t.Fatalf("no refusal in ticket-1:\n%s", tl)
+	}
+	var ex kernel.Explanation
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "explain", refused, "--json")), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Verdict != "refused" || ex.RootCause == nil || ex.Code != kernel.CodeNoCommittedBelief {
+		t.Errorf("explain %+v", ex)
+	}
+	text := mustBK(t, "--db", db, "timeline", "ticket-2")
+	for _, want := range []string{"approval: approved by human:alice", "effect.issue_refund attempted (attempt 1)", "effect.issue_refund succeeded (attempt 1) -> percept.refund", "decision: issue_refund executed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("timeline of ticket-2 lacks %q:\n%s", want, text)
+		}
+	}
+	// The committed refund's explanation shows its approval and effect.
+	if ex := mustBK(t, "--db", db, "explain", effects[2].ActionID); !strings.Contains(ex, "approval: ") || !strings.Contains(ex, "effect: ") {
+		t.Errorf("explain of the paid refund:\n%s", ex)
+	}
+}
+
+// TestWhileWriting: the inspector reads a database while
+// examples/multi_episode writes it from another process, and the writer
+// is not slowed into failure.
+func TestWhileWriting(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "live.db")
+	cmd := exec.Command(multiEpisode(t), "--db", db, "--episodes", "400")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	reads := 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the writer failed beside the inspector: %v\n%s", err, out.String())
+			}
+			running = false
+		default:
+			code, _, errOut := bk(t, "--db", db, "traces", "--json")
+			switch {
+			case code == inspect.ExitOK:
+				reads++
+				mustBK(t, "--db", db, "stats")
+			case strings.Contains(errOut, "no such file") || strings.Contains(errOut, "not a kernel store"):
+				time.Sleep(5 * time.Millisecond) // not created yet
+			default:
+				t.Fatalf("bk traces while writing: exit %d: %s", code, errOut)
+			}
+		}
+	}
+	t.Logf("%d reads while the writer ran", reads)
+	var traces []inspect.TraceRow
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "traces", "--json")), &traces); err != nil || len(traces) != 400 {
+		t.Errorf("%d traces after the writer finished (%v)", len(traces), err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := bk(t, "--db", filepath.Join(dir, "absent.db"), "traces"); code != inspect.ExitError || !strings.Contains(errOut, "no such file") {
+		t.Errorf("missing file: %d %q", code, errOut)
+	}
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("hello, this is not a database at all\n"), 0o644)
+	if code, _, errOut := bk(t, "--db", notes, "stats"); code != inspect.ExitError || !strings.Contains(errOut, "not a kernel store") {
+		t.Errorf("not a store: %d %q", code, errOut)
+	}
+	newer := filepath.Join(dir, "newer.db")
+	s, err := sqlitestore.Open(newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	setUserVersion(t, newer, 99)
+	if code, _, errOut := bk(t, "--db", newer, "traces"); code != inspect.ExitError || !strings.Contains(errOut, "newer version") {
+		t.Errorf("newer schema: %d %q", code, errOut)
+	}
+	db := toolgateDatabase(t)
+	for _, args := range [][]string{{}, {"frobnicate"}, {"timeline"}, {"explain", "a", "b"}, {"traces", "--bogus"}} {
+		if code, _, _ := bk(t, append([]string{"--db", db}, args...)...); code != inspect.ExitUsage {
+			t.Errorf("bk %v: exit %d, want usage", args, code)
+		}
+	}
+	if code, _, errOut := bk(t, "--db", db, "explain", "actions:nope:1"); code != inspect.ExitError || !strings.Contains(errOut, "no record") {
+		t.Errorf("unknown record: %d %q", code, errOut)
+	}
+	if code, _, errOut := bk(t, "--db", db, "timeline", "nope"); code != inspect.ExitError || errOut == "" {
+		t.Errorf("unknown trace: %d %q", code, errOut)
+	}
+	if code, out, _ := bk(t, "help"); code != inspect.ExitOK || !strings.Contains(out, "timeline") {
+		t.Errorf("help: %d %q", code, out)
+	}
+}

@@ -1,0 +1,125 @@
+package inspect
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// SlotCount counts the records of one slot by status.
+type SlotCount struct {
+	Slot        kernel.Slot `json:"slot"`
+	Total       int         `json:"total"`
+	Active      int         `json:"active"`
+	Invalidated int         `json:"invalidated"`
+	Expired     int         `json:"expired"`
+}
+
+// CodeCount is how many decisions had a code.
+type CodeCount struct {
+	Code  kernel.Code `json:"code"`
+	Count int         `json:"count"`
+}
+
+// LearnedConstraint is an active persistent constraint: what the agent
+// learned, and where.
+type LearnedConstraint struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Writer    string `json:"writer"`
+	TraceID   string `json:"trace_id"`
+	Blocks    string `json:"blocks_field,omitempty"`
+}
+
+// StatsReport is `bk stats`.
+type StatsReport struct {
+	Namespace   string              `json:"namespace,omitempty"`
+	Records     []SlotCount         `json:"records"`
+	Decisions   []CodeCount         `json:"decisions"`
+	Constraints []LearnedConstraint `json:"learned_constraints"`
+}
+
+// Stats counts the records of s (of namespace, when not empty) per slot
+// and status, the kernel's decisions by code (commits, refusals, and calls
+// refused before the kernel, from their decision records) and lists the
+// learned (active, persistent) constraints. It reads every slot once.
+func Stats(ctx context.Context, s kernel.Store, namespace string) (StatsReport, error) {
+	rep := StatsReport{Namespace: namespace, Decisions: []CodeCount{}, Constraints: []LearnedConstraint{}}
+	codes := map[kernel.Code]int{}
+	for _, slot := range kernel.AllSlots() {
+		c := SlotCount{Slot: slot}
+		for r, err := range s.ListSlot(ctx, slot, kernel.Filter{Namespace: namespace}) {
+			if err != nil {
+				return StatsReport{}, err
+			}
+			c.Total++
+			switch r.Status {
+			case kernel.StatusActive:
+				c.Active++
+			case kernel.StatusInvalidated:
+				c.Invalidated++
+			case kernel.StatusExpired:
+				c.Expired++
+			}
+			switch {
+			case r.Mode == kernel.ModePropose && r.Status == kernel.StatusInvalidated && r.Reason != kernel.CodeSupersededByCommit:
+				codes[r.Reason]++
+			case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel && slot != kernel.Evidence:
+				codes[r.Reason]++
+			case slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel:
+				// A call refused before the kernel's pipeline has only this.
+				if subject, _ := r.Payload.String("subject"); subject == "" {
+					if code, ok := r.Payload.String("code"); ok {
+						codes[kernel.Code(code)]++
+					}
+				}
+			case slot == kernel.Constraints && r.Scope == kernel.ScopePersistent && r.Status == kernel.StatusActive:
+				name, _ := r.Payload.String(kernel.KeyName)
+				blocks, _ := r.Payload.String(kernel.KeyBlocksField)
+				rep.Constraints = append(rep.Constraints, LearnedConstraint{ID: r.ID, Name: name, Namespace: r.Namespace,
+					Writer: r.Provenance.Writer, TraceID: r.TraceID(), Blocks: blocks})
+			}
+		}
+		rep.Records = append(rep.Records, c)
+	}
+	for code, n := range codes {
+		rep.Decisions = append(rep.Decisions, CodeCount{Code: code, Count: n})
+	}
+	slices.SortFunc(rep.Decisions, func(a, b CodeCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Code, b.Code))
+	})
+	return rep, nil
+}
+
+func runStats(ctx context.Context, e *env, _ []string) error {
+	rep, err := Stats(ctx, e.store, e.namespace)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return writeJSON(e.out, rep)
+	}
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DECISIONS BY CODE\tCOUNT")
+	for _, c := range rep.Decisions {
+		fmt.Fprintf(tw, "%s\t%d\n", c.Code, c.Count)
+	}
+	fmt.Fprintln(tw, "\nRECORDS PER SLOT\tTOTAL\tACTIVE\tINVALIDATED\tEXPIRED")
+	for _, c := range rep.Records {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", c.Slot, c.Total, c.Active, c.Invalidated, c.Expired)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "\nLEARNED CONSTRAINTS: %d\n", len(rep.Constraints))
+	tw = tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	for _, c := range rep.Constraints {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tby %s\n", clip(c.Name, 32), clip(c.Namespace, 16), clip(c.ID, 56), clip(c.Writer, 20))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,91 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// TraceRow is one line of `bk traces`: a trace's summary with its
+// outcome and decision counts (from its [kernel.Timeline]).
+type TraceRow struct {
+	kernel.TraceSummary
+	Decisions int    `json:"decisions"`
+	Refusals  int    `json:"refusals"`
+	Outcome   string `json:"outcome"`
+}
+
+// Traces lists the traces of s (of namespace, when not empty) with their
+// outcome and counts, in the order the store lists them.
+func Traces(ctx context.Context, s kernel.Store, namespace string) ([]TraceRow, error) {
+	var out []TraceRow
+	for ts, err := range kernel.ListTraces(ctx, s, namespace) {
+		if err != nil {
+			return nil, err
+		}
+		tl, err := kernel.TraceTimeline(ctx, s, ts.TraceID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TraceRow{TraceSummary: ts, Decisions: tl.Decisions, Refusals: tl.Refusals, Outcome: tl.Outcome})
+	}
+	return out, nil
+}
+
+func runTraces(ctx context.Context, e *env, _ []string) error {
+	rows, err := Traces(ctx, e.store, e.namespace)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		if rows == nil {
+			rows = []TraceRow{}
+		}
+		return writeJSON(e.out, rows)
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(e.out, "no traces")
+		return err
+	}
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRACE\tNAMESPACE\tRECORDS\tDECISIONS\tREFUSED\tLAST\tOUTCOME")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", clip(r.TraceID, 36), clip(r.Namespace, 16), r.Records, r.Decisions,
+			r.Refusals, stamp(r.LastMS), clip(r.Outcome, 44))
+	}
+	return tw.Flush()
+}
+
+func runTimeline(ctx context.Context, e *env, args []string) error {
+	tl, err := kernel.TraceTimeline(ctx, e.store, args[0])
+	if err != nil {
+		return err
+	}
+	if !e.inNamespace(tl.Namespace) {
+		return fmt.Errorf("trace %q belongs to namespace %q, not %q", args[0], tl.Namespace, e.namespace)
+	}
+	if e.json {
+		return tl.WriteJSON(e.out)
+	}
+	return tl.WriteText(e.out)
+}
+
+func runExplain(ctx context.Context, e *env, args []string) error {
+	r, err := e.store.Get(ctx, args[0])
+	if err != nil {
+		return fmt.Errorf("no record %q (record ids look like actions:TRACE:N; bk timeline TRACE lists them)", args[0])
+	}
+	if !e.inNamespace(r.Namespace) {
+		return fmt.Errorf("record %q belongs to namespace %q, not %q", args[0], r.Namespace, e.namespace)
+	}
+	ex, err := kernel.ExplainRecord(ctx, e.store, args[0])
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return ex.WriteJSON(e.out)
+	}
+	return ex.WriteText(e.out)
+}

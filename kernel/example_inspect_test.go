@@ -1,0 +1,75 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// The paper's §10.4 trace: a stale charge, the belief rejected, the plan
+// infeasible, the safe fallback committed.
+func ExampleKernel_Timeline() {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	k, _ := kernel.New(kernel.WithClock(func() time.Time { return start }))
+	ctx := context.Background()
+	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge",
+		Payload: kernel.Payload{"charge_id": "ch_1", "stale": true}})
+	planner := k.Planner("planner")
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
+		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: kernel.Payload{"reason": string(plan.Code)}})
+
+	tl, err := k.Timeline(ctx, "stale")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range tl.Events {
+		fmt.Println(e.Label(), e.Line())
+	}
+	// Output:
+	// t0 percept.charge committed (stale=true)
+	// t2 belief.refund_due proposed
+	// t3 evidence validation: STALE_EVIDENCE -- belief rejected
+	// t5 plan.action_plan proposed
+	// t6 plan validation: PLAN_MISSING_BELIEF -- plan rejected
+	// t8 action.queue_for_review proposed
+	// t9 action.queue_for_review committed (reason=PLAN_MISSING_BELIEF)
+}
+
+// Why was the refund not paid? Explain walks from the fallback back to the
+// stale percept.
+func ExampleKernel_Explain() {
+	k, _ := kernel.New()
+	ctx := context.Background()
+	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge",
+		Payload: kernel.Payload{"charge_id": "ch_1", "stale": true}})
+	planner := k.Planner("planner")
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
+		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
+	fb, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: kernel.Payload{"reason": string(plan.Code)}})
+
+	ex, err := k.Explain(ctx, fb.Record.ID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = ex.WriteText(os.Stdout)
+	// Output:
+	// actions:stale:5: fallback (COMMITTED)
+	// actions:stale:5  action.queue_for_review committed (COMMITTED) reason=PLAN_MISSING_BELIEF
+	// ├─ proposal: actions:stale:4  action.queue_for_review proposed by planner: committed
+	// └─ instead of: plans:stale:3  plan.action_plan proposed by planner: refused PLAN_MISSING_BELIEF
+	//    └─ failed: beliefs:stale:2  belief.refund_due proposed by planner: refused STALE_EVIDENCE  <-- failed
+	//       └─ evidence: percepts:stale:1  percept.charge observed by payment_tool (stale=true)  <-- failed
+	// root cause: STALE_EVIDENCE on percepts:stale:1
+}

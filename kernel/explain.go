@@ -1,0 +1,679 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Explanation is the provenance of a decision as a typed tree: the action
+// (or the fallback taken instead), its plan and beliefs, their evidence
+// artifacts and the checks they passed, the percepts with confidence, TTL
+// and flags; for a refusal, the root cause and the record that caused it;
+// approvals and effect attempts where present. Build one with
+// [Kernel.Explain] or [ExplainRecord]; print it with
+// [Explanation.WriteText], or encode it as JSON.
+type Explanation struct {
+	// Record is the record explained (a decision record or a committed
+	// proposal is explained through the record it decided).
+	Record  string `json:"record"`
+	TraceID string `json:"trace_id"`
+	// Verdict is "committed", "refused", "fallback" (a safe fallback taken
+	// instead of a refused plan or action), "pending", "expired" or
+	// "observed" (a percept or another record no decision made).
+	Verdict string `json:"verdict"`
+	Code    Code   `json:"code,omitempty"`
+	// RootCause is, for a refusal or a fallback, the deepest cause and the
+	// record it is about (the stale percept behind a missing belief).
+	RootCause *Cause `json:"root_cause,omitempty"`
+	// Causes is the chain from the refusal's own code down to RootCause.
+	Causes []Cause      `json:"causes,omitempty"`
+	Tree   *ExplainNode `json:"tree"`
+}
+
+// ExplainNode is one record in an [Explanation]'s tree.
+type ExplainNode struct {
+	// Relation says what the record is to its parent: "plan", "belief",
+	// "evidence", "percept", "proposal", "instead of" (the refusal a
+	// fallback stands in for), "failed" (the record a refusal is about),
+	// "approval", "effect", "decision record", "prediction", "input".
+	Relation string `json:"relation,omitempty"`
+	Record   string `json:"record"`
+	Slot     Slot   `json:"slot"`
+	Kind     string `json:"kind"`
+	Mode     Mode   `json:"mode"`
+	Status   Status `json:"status"`
+	Code     Code   `json:"code,omitempty"` // the record's reason code
+	Role     Role   `json:"role"`
+	Writer   string `json:"writer"`
+	TimeMS   int64  `json:"ts_ms"`
+	// Summary is the node in one line.
+	Summary string `json:"summary"`
+	// Checks are the evidence checks a percept passed, as its artifact
+	// records them ("present,current,fresh,conflict_free,confident").
+	Checks     string   `json:"checks,omitempty"`
+	Confidence *float64 `json:"confidence,omitempty"`
+	TTLMS      int64    `json:"ttl_ms,omitempty"`
+	Flags      []string `json:"flags,omitempty"`
+	// Failed marks the record a refusal is about.
+	Failed   bool           `json:"failed,omitempty"`
+	Span     string         `json:"span,omitempty"`
+	Children []*ExplainNode `json:"children,omitempty"`
+}
+
+// Explain returns the provenance of a record of the kernel's namespace (see
+// [ExplainRecord]). A record of another namespace is [ErrNotFound].
+func (k *Kernel) Explain(ctx context.Context, recordID string) (Explanation, error) {
+	r, err := k.store.Get(ctx, recordID)
+	if err != nil {
+		return Explanation{}, err
+	}
+	if nsOf(r.Namespace) != k.namespace {
+		return Explanation{}, newErr("explain", recordID, "", ErrNotFound, "the record belongs to another namespace")
+	}
+	return ExplainRecord(ctx, k.store, recordID)
+}
+
+// ExplainRecord reads a record and its trace from s and explains it: a
+// committed action, plan, belief or prediction through what it rests on; a
+// refused proposal through its root cause (from its decision record when
+// it has one, else read back from the trace: the rejected belief behind a
+// missing one, the flagged percept behind an evidence code); a fallback
+// through the refusal it stands in for; a decision record through the
+// record it decided. It only reads, so it works on any store.
+func ExplainRecord(ctx context.Context, s Store, recordID string) (Explanation, error) {
+	r, err := s.Get(ctx, recordID)
+	if err != nil {
+		return Explanation{}, err
+	}
+	recs, err := readTrace(ctx, s, r.TraceID())
+	if err != nil {
+		return Explanation{}, err
+	}
+	x := explainer{recs: recs, byID: indexRecords(recs), pos: map[string]int{}, seen: map[string]bool{}, expanded: map[string]bool{}}
+	for i := range recs {
+		x.pos[recs[i].ID] = i
+	}
+	target := x.byID[recordID]
+	if target == nil { // a persistent record listed elsewhere: explain it alone
+		target = &r
+	}
+	target = x.subject(target)
+	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
+	ex.Tree = x.node(target, "", 0)
+	switch {
+	case target.Slot == Evidence && target.Kind == KindDecisionRecord:
+		d, _ := decisionRecordOf(target)
+		ex.Verdict, ex.Code = verdictOf(d.Outcome), d.Code
+		root := Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
+		if len(d.Causes) > 0 {
+			root = d.Causes[len(d.Causes)-1]
+		}
+		ex.Causes = append([]Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
+		if d.Outcome == OutcomeRefused || d.Outcome == OutcomeFailed || d.Outcome == OutcomeEscalated {
+			ex.RootCause = &root
+		}
+	case target.Mode == ModePropose && target.Status == StatusInvalidated:
+		ex.Verdict, ex.Code = "refused", target.Reason
+		ex.Causes = x.causes(target)
+		ex.RootCause = &ex.Causes[len(ex.Causes)-1]
+	case target.Status == StatusExpired:
+		ex.Verdict, ex.Code = "expired", target.Reason
+	case target.Mode == ModePropose:
+		ex.Verdict = "pending"
+	case target.Mode == ModeCommit && target.Provenance.Role == RoleKernel && target.Slot != Evidence:
+		ex.Verdict, ex.Code = "committed", target.Reason
+		if refused := x.replaced(target); refused != nil {
+			ex.Verdict = "fallback"
+			ex.Causes = x.causes(refused)
+			ex.RootCause = &ex.Causes[len(ex.Causes)-1]
+		}
+	default:
+		ex.Verdict, ex.Code = "observed", target.Reason
+	}
+	return ex, nil
+}
+
+func verdictOf(o Outcome) string {
+	switch o {
+	case OutcomeCommitted, OutcomeExecuted:
+		return "committed"
+	case OutcomePendingApproval:
+		return "pending"
+	case OutcomeEscalated:
+		return "fallback"
+	}
+	return string(o)
+}
+
+type explainer struct {
+	recs []Record
+	byID map[string]*Record
+	pos  map[string]int
+	seen map[string]bool // on the path from the root
+	// expanded holds the records already shown with their subtree: a
+	// later mention is a leaf.
+	expanded map[string]bool
+}
+
+// maxExplainDepth bounds the tree (records only point back in their
+// trace, so it is finite anyway).
+const maxExplainDepth = 12
+
+// subject maps what was asked about to the record that says the most: a
+// decision record about a proposal to what the decision produced, a
+// committed proposal to its committed twin.
+func (x *explainer) subject(r *Record) *Record {
+	if r.Slot == Evidence && r.Kind == KindDecisionRecord && r.Provenance.Role == RoleKernel {
+		if d, err := decisionRecordOf(r); err == nil && d.Subject != "" {
+			if s := x.byID[d.Subject]; s != nil && !(s.Slot == Percepts && isEffect(s)) {
+				return x.subject(s)
+			}
+		}
+		return r
+	}
+	if r.Mode == ModePropose && r.Reason == CodeSupersededByCommit {
+		for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
+			c := &x.recs[i]
+			if c.Mode == ModeCommit && c.Provenance.Role == RoleKernel && c.Slot == r.Slot && len(c.Provenance.InputRefs) > 0 && c.Provenance.InputRefs[0] == r.ID {
+				return c
+			}
+		}
+	}
+	return r
+}
+
+// node builds the subtree of r.
+func (x *explainer) node(r *Record, relation string, depth int) *ExplainNode {
+	n := &ExplainNode{
+		Relation: relation, Record: r.ID, Slot: r.Slot, Kind: r.Kind, Mode: r.Mode, Status: r.Status, Code: r.Reason,
+		Role: r.Provenance.Role, Writer: r.Provenance.Writer, TimeMS: r.Provenance.TimestampMS,
+		Confidence: r.Provenance.Confidence, TTLMS: r.Provenance.TTLMS, Span: r.Provenance.Span,
+	}
+	if r.Slot == Percepts {
+		for _, key := range []string{KeyStale, KeyConflict, KeyLowConfidence} {
+			if r.Payload.Bool(key) {
+				n.Flags = append(n.Flags, key)
+			}
+		}
+	}
+	n.Summary = x.summary(r)
+	if x.seen[r.ID] || depth >= maxExplainDepth {
+		return n
+	}
+	if x.expanded[r.ID] {
+		n.Summary += " (see above)"
+		return n
+	}
+	x.seen[r.ID], x.expanded[r.ID] = true, true
+	defer delete(x.seen, r.ID)
+	child := func(id, rel string) {
+		if c := x.byID[id]; c != nil && !x.seen[id] {
+			n.Children = append(n.Children, x.node(c, rel, depth+1))
+		}
+	}
+	switch {
+	case r.Slot == Evidence && r.Kind == KindDecisionRecord:
+		if d, err := decisionRecordOf(r); err == nil {
+			for _, id := range d.EvidenceRefs {
+				child(id, "evidence")
+			}
+		}
+	case r.Slot == Evidence && r.Kind == KindBeliefValidation:
+		checks := r.Payload.list("checks")
+		for i, id := range r.Provenance.InputRefs {
+			if c := x.byID[id]; c != nil && !x.seen[id] {
+				cn := x.node(c, "percept", depth+1)
+				if i < len(checks) {
+					cn.Checks = fmt.Sprint(checks[i])
+				}
+				n.Children = append(n.Children, cn)
+			}
+		}
+	case r.Mode == ModeCommit && r.Provenance.Role == RoleKernel && r.Slot != Evidence:
+		// The proposal, then the plan (named, or the committed plan the
+		// action is a step of), beliefs and predictions, the evidence
+		// artifacts, and last the percepts nothing above already shows.
+		refs := r.Provenance.InputRefs
+		if len(refs) > 0 {
+			child(refs[0], "proposal")
+			refs = refs[1:]
+		}
+		if r.Slot == Actions && !slices.ContainsFunc(refs, func(id string) bool { return x.byID[id] != nil && x.byID[id].Slot == Plans }) {
+			if p := x.planOf(r); p != nil {
+				child(p.ID, "plan")
+			}
+		}
+		var percepts []string
+		for _, id := range refs {
+			if c := x.byID[id]; c != nil && c.Slot == Percepts {
+				percepts = append(percepts, id)
+			} else if c != nil {
+				child(id, singular(c.Slot))
+			}
+		}
+		for _, id := range r.EvidenceRefs {
+			child(id, "evidence")
+		}
+		for _, id := range percepts {
+			if !shows(n, id) {
+				child(id, "percept")
+			}
+		}
+		if r.Slot == Actions {
+			x.actionChildren(n, r, depth, child)
+		}
+	case r.Mode == ModePropose && r.Status == StatusInvalidated && r.Reason != CodeSupersededByCommit:
+		x.refusalChildren(n, r, depth)
+	case r.Slot == Percepts && isEffect(r):
+		for _, id := range r.Provenance.InputRefs[min(1, len(r.Provenance.InputRefs)):] {
+			child(id, "input")
+		}
+	}
+	return n
+}
+
+// shows reports whether the subtree of n shows the record id.
+func shows(n *ExplainNode, id string) bool {
+	if n.Record == id {
+		return true
+	}
+	for _, c := range n.Children {
+		if shows(c, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// planOf returns the latest committed plan before action r that has a
+// step of r's type.
+func (x *explainer) planOf(r *Record) *Record {
+	for i := x.pos[r.ID] - 1; i >= 0; i-- {
+		p := &x.recs[i]
+		if p.Slot != Plans || p.Mode != ModeCommit || p.Status != StatusActive {
+			continue
+		}
+		for _, st := range p.Payload.list(KeySteps) {
+			if m, ok := st.(map[string]any); ok && m[KeyAction] == any(r.Kind) {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// actionChildren adds what happened to a committed action after its
+// commit: its decision records, approvals, effect attempts and results,
+// and the refusal a fallback stands in for.
+func (x *explainer) actionChildren(n *ExplainNode, r *Record, depth int, child func(id, rel string)) {
+	if refused := x.replaced(r); refused != nil && !x.seen[refused.ID] {
+		n.Children = append(n.Children, x.node(refused, "instead of", depth+1))
+	}
+	for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
+		c := &x.recs[i]
+		switch {
+		case c.Slot == Evidence && c.Kind == KindDecisionRecord && c.Provenance.Role == RoleKernel:
+			if d, err := decisionRecordOf(c); err == nil && d.Subject == r.ID {
+				n.Children = append(n.Children, x.node(c, "decision record", maxExplainDepth))
+			}
+		case c.Slot == Evidence && c.Kind == KindApproval:
+			if id, _ := c.Payload.String(KeyActionID); id == r.ID {
+				child(c.ID, "approval")
+			}
+		case c.Slot == Percepts && isEffect(c):
+			if _, _, action, _, _ := effectMeta(c); action == r.ID {
+				n.Children = append(n.Children, x.node(c, "effect", maxExplainDepth))
+			}
+		}
+	}
+}
+
+// replaced returns the refused plan or action a committed fallback stands
+// in for: the action it escalates (the tool-call gate's "escalates"), else
+// the latest refused plan or action proposal before it, when the fallback
+// names a reason.
+func (x *explainer) replaced(r *Record) *Record {
+	if r.Slot != Actions {
+		return nil
+	}
+	if id, ok := r.Payload.String("escalates"); ok {
+		return x.byID[id]
+	}
+	reason, ok := r.Payload.String(KeyReason)
+	if !ok {
+		return nil
+	}
+	for i := x.pos[r.ID] - 1; i >= 0; i-- {
+		c := &x.recs[i]
+		if c.Mode == ModePropose && (c.Slot == Plans || c.Slot == Actions) && c.Status == StatusInvalidated &&
+			c.Reason != CodeSupersededByCommit && (string(c.Reason) == reason || reason == "") {
+			return c
+		}
+	}
+	for i := x.pos[r.ID] - 1; i >= 0; i-- {
+		c := &x.recs[i]
+		if c.Mode == ModePropose && (c.Slot == Plans || c.Slot == Actions) && c.Status == StatusInvalidated && c.Reason != CodeSupersededByCommit {
+			return c
+		}
+	}
+	return nil
+}
+
+// decisionAbout returns the decision record the kernel wrote about a
+// proposal, if any.
+func (x *explainer) decisionAbout(p *Record) (DecisionRecord, bool) {
+	for i := x.pos[p.ID] + 1; i < len(x.recs); i++ {
+		c := &x.recs[i]
+		if c.Slot == Evidence && c.Kind == KindDecisionRecord && c.Provenance.Role == RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
+			if d, err := decisionRecordOf(c); err == nil && d.ID == "decision:"+p.ID {
+				return d, true
+			}
+		}
+	}
+	return DecisionRecord{}, false
+}
+
+// causes is the causal chain of a refused proposal, outermost first: its
+// decision record's when there is one, else read back from the trace.
+func (x *explainer) causes(p *Record) []Cause {
+	if d, ok := x.decisionAbout(p); ok {
+		return append([]Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
+	}
+	out := []Cause{{Code: p.Reason}}
+	failed, below := x.failedOf(p)
+	if failed != nil {
+		out[0].Record = failed.ID
+		if below {
+			out = append(out, x.causes(failed)...)
+		}
+	}
+	return out
+}
+
+// failedOf finds the record a refusal is about, as far as the trace
+// shows: the flagged percept behind an evidence code (below false), the
+// rejected belief behind a missing one (below true: it has causes of its
+// own), the false belief behind an unsatisfied one.
+func (x *explainer) failedOf(p *Record) (failed *Record, below bool) {
+	at := x.pos[p.ID]
+	switch p.Reason {
+	case CodeStaleEvidence, CodeUnresolvedConflict, CodeLowConfidence, CodeSupersededEvidence, CodeMissingEvidence:
+		percepts := x.dependencies(p, at)
+		for _, r := range percepts {
+			if perceptFails(r, p) == p.Reason {
+				return r, false
+			}
+		}
+		if len(percepts) > 0 && p.Slot == Beliefs {
+			return percepts[0], false
+		}
+	case CodePlanMissingBelief, CodeNoCommittedBelief:
+		for _, kind := range requiredBeliefs(p) {
+			if x.latest(Beliefs, kind, at, true) != nil {
+				continue
+			}
+			if b := x.latest(Beliefs, kind, at, false); b != nil && b.Mode == ModePropose && b.Status == StatusInvalidated {
+				return b, true
+			}
+		}
+	case CodeNegativePrediction:
+		for i := at - 1; i >= 0; i-- {
+			r := &x.recs[i]
+			if r.Slot == Predictions && r.Mode == ModeCommit && r.Payload[KeyActionType] == any(p.Kind) {
+				if v, ok := r.Payload.Float(KeyExpectedOutcome); ok && v < 0 {
+					return r, false
+				}
+			}
+		}
+	case CodePlanBeliefNotSatisfied, CodeBeliefNotSatisfied:
+		for _, kind := range requiredBeliefs(p) {
+			if b := x.latest(Beliefs, kind, at, true); b != nil && !b.Payload.Bool(KeyValue) {
+				return b, false
+			}
+		}
+	}
+	return nil, false
+}
+
+// perceptFails says which evidence code a percept fails, as its record
+// shows (flags, TTL at the proposal's time), or "".
+func perceptFails(r, p *Record) Code {
+	switch {
+	case r.Payload.Bool(KeyStale) || expiresBy(r, p.Provenance.TimestampMS) || r.Status == StatusExpired:
+		return CodeStaleEvidence
+	case r.Payload.Bool(KeyConflict):
+		return CodeUnresolvedConflict
+	case r.Payload.Bool(KeyLowConfidence):
+		return CodeLowConfidence
+	}
+	return ""
+}
+
+// dependencies are the percepts a belief proposal named, as they were
+// when it was proposed (a kind means its latest observation before).
+func (x *explainer) dependencies(p *Record, at int) []*Record {
+	var out []*Record
+	for _, d := range p.Payload.list(KeyDependsOn) {
+		s, _ := d.(string)
+		if r := x.byID[s]; r != nil && r.Slot == Percepts {
+			out = append(out, r)
+		} else if r := x.latest(Percepts, s, at, false); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// latest returns the latest record of kind in slot before position at
+// (committed only, if asked).
+func (x *explainer) latest(slot Slot, kind string, at int, committed bool) *Record {
+	for i := at - 1; i >= 0; i-- {
+		r := &x.recs[i]
+		if r.Slot == slot && r.Kind == kind && (!committed || r.Mode == ModeCommit) {
+			return r
+		}
+	}
+	return nil
+}
+
+// requiredBeliefs lists the belief kinds a plan's steps or an action
+// require.
+func requiredBeliefs(p *Record) []string {
+	var out []string
+	add := func(v any) {
+		list, _ := v.([]any)
+		for _, k := range list {
+			if s, ok := k.(string); ok && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	if p.Slot == Plans {
+		for _, st := range p.Payload.list(KeySteps) {
+			if m, ok := st.(map[string]any); ok {
+				add(m[KeyRequiresBeliefs])
+			}
+		}
+		return out
+	}
+	add(p.Payload[KeyRequiresBeliefs])
+	return out
+}
+
+// refusalChildren adds to a refused proposal the record its refusal is
+// about, explained in turn.
+func (x *explainer) refusalChildren(n *ExplainNode, p *Record, depth int) {
+	var failedID string
+	if d, ok := x.decisionAbout(p); ok {
+		failedID = d.Failed
+	} else if f, _ := x.failedOf(p); f != nil {
+		failedID = f.ID
+	}
+	if p.Slot == Beliefs {
+		for _, r := range x.dependencies(p, x.pos[p.ID]) {
+			if x.seen[r.ID] {
+				continue
+			}
+			c := x.node(r, "evidence", depth+1)
+			c.Failed = r.ID == failedID
+			n.Children = append(n.Children, c)
+		}
+		return
+	}
+	if f := x.byID[failedID]; f != nil && !x.seen[failedID] {
+		c := x.node(f, "failed", depth+1)
+		c.Failed = true
+		n.Children = append(n.Children, c)
+	}
+}
+
+// summary is a record in one line.
+func (x *explainer) summary(r *Record) string {
+	name := singular(r.Slot) + "." + r.Kind
+	switch {
+	case r.Slot == Evidence && r.Kind == KindDecisionRecord:
+		d, err := decisionRecordOf(r)
+		if err != nil {
+			return "decision record (unreadable)"
+		}
+		s := "decision: " + d.Kind + " " + string(d.Outcome) + " (" + string(d.Code) + ")"
+		if d.Rule != "" {
+			s += " by rule " + d.Rule
+		} else if d.Detail != "" {
+			s += " -- " + clipText(d.Detail, 80)
+		}
+		return s
+	case r.Slot == Evidence && r.Kind == KindBeliefValidation:
+		if r.Payload.Bool("arbitrated") {
+			t, _ := r.Payload.Float("conflict_threshold")
+			return "evidence artifact: checks passed, conflict arbitrated at threshold " + strconv.FormatFloat(t, 'g', -1, 64)
+		}
+		return "evidence artifact: checks passed"
+	case r.Slot == Evidence && r.Kind == KindApproval:
+		decision, _ := r.Payload.String(KeyDecision)
+		return "approval: " + decision + " by " + r.Provenance.Writer
+	case r.Slot == Percepts && isEffect(r):
+		status, tool, _, attempt, code := effectMeta(r)
+		if status == "succeeded" {
+			return perceptSummary(r) + " from effect." + tool + " (attempt " + strconv.Itoa(attempt) + ")"
+		}
+		s := "effect." + tool + " " + status
+		if attempt > 0 {
+			s += " (attempt " + strconv.Itoa(attempt) + ")"
+		}
+		if code != "" && status != "attempted" {
+			s += ": " + code
+		}
+		return s
+	case r.Slot == Percepts:
+		return perceptSummary(r)
+	case r.Mode == ModePropose:
+		s := name + " proposed by " + r.Provenance.Writer
+		switch {
+		case r.Reason == CodeSupersededByCommit:
+			return s + ": committed"
+		case r.Status == StatusInvalidated:
+			return s + ": refused " + string(r.Reason)
+		case r.Status == StatusExpired:
+			return s + ": expired"
+		}
+		return s + ": pending"
+	case r.Mode == ModeCommit && r.Provenance.Role == RoleKernel:
+		s := name + " committed (" + string(r.Reason) + ")"
+		if reason, ok := r.Payload.String(KeyReason); ok {
+			s += " reason=" + reason
+		}
+		if r.Slot == Beliefs {
+			s += " value=" + strconv.FormatBool(r.Payload.Bool(KeyValue))
+		}
+		return s
+	}
+	return name + " written by " + r.Provenance.Writer + " (" + r.Provenance.Role.String() + ")"
+}
+
+// perceptSummary is a percept in one line: kind, writer, flags,
+// confidence, TTL and status.
+func perceptSummary(r *Record) string {
+	s := "percept." + r.Kind + " observed by " + r.Provenance.Writer
+	var parts []string
+	if f := PerceptFlags(r); f != "" {
+		parts = append(parts, f)
+	}
+	if r.Provenance.TTLMS > 0 {
+		parts = append(parts, "ttl="+strconv.FormatInt(r.Provenance.TTLMS, 10)+"ms")
+	}
+	if r.Status != StatusActive {
+		parts = append(parts, r.Status.String())
+	}
+	return s + parens(strings.Join(parts, ", "))
+}
+
+// WriteText writes the explanation as an indented tree, followed by the
+// root cause of a refusal.
+func (e Explanation) WriteText(w io.Writer) error {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: %s", e.Record, e.Verdict)
+	if e.Code != "" {
+		fmt.Fprintf(&sb, " (%s)", e.Code)
+	}
+	sb.WriteString("\n")
+	if e.Tree != nil {
+		writeNode(&sb, e.Tree, "", "")
+	}
+	if e.RootCause != nil {
+		sb.WriteString("root cause: " + string(e.RootCause.Code))
+		if e.RootCause.Record != "" {
+			sb.WriteString(" on " + e.RootCause.Record)
+		}
+		if e.RootCause.Rule != "" {
+			sb.WriteString(" (rule " + e.RootCause.Rule + ")")
+		}
+		if e.RootCause.Detail != "" {
+			sb.WriteString(" -- " + clipText(e.RootCause.Detail, 100))
+		}
+		sb.WriteString("\n")
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+func writeNode(sb *strings.Builder, n *ExplainNode, first, rest string) {
+	sb.WriteString(first)
+	if n.Relation != "" {
+		sb.WriteString(n.Relation + ": ")
+	}
+	sb.WriteString(n.Record + "  " + n.Summary)
+	if n.Checks != "" {
+		sb.WriteString(" [" + n.Checks + "]")
+	}
+	if n.Failed {
+		sb.WriteString("  <-- failed")
+	}
+	sb.WriteString("\n")
+	for i, c := range n.Children {
+		if i == len(n.Children)-1 {
+			writeNode(sb, c, rest+"└─ ", rest+"   ")
+		} else {
+			writeNode(sb, c, rest+"├─ ", rest+"│  ")
+		}
+	}
+}
+
+// String renders the explanation as [Explanation.WriteText] does.
+func (e Explanation) String() string {
+	var sb strings.Builder
+	_ = e.WriteText(&sb)
+	return sb.String()
+}
+
+// WriteJSON writes the explanation as one indented JSON object.
+func (e Explanation) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(e)
+}

@@ -1,0 +1,253 @@
+package kernel_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// telemetry is a kernel wired to the SDK's in-memory recorders.
+type telemetry struct {
+	k      *kernel.Kernel
+	spans  *tracetest.SpanRecorder
+	tp     *sdktrace.TracerProvider
+	reader *sdkmetric.ManualReader
+	logs   *bytes.Buffer
+}
+
+func newTelemetry(t *testing.T, opts ...kernel.Option) *telemetry {
+	t.Helper()
+	tel := &telemetry{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), logs: &bytes.Buffer{}}
+	tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tel.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(tel.reader))
+	t.Cleanup(func() { _ = tel.tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	log := slog.New(slog.NewTextHandler(tel.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	k, err := kernel.New(append([]kernel.Option{kernel.WithTracerProvider(tel.tp), kernel.WithMeterProvider(mp),
+		kernel.WithLogger(log), kernel.WithNamespace("shop")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel.k = k
+	return tel
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[string]string {
+	m := map[string]string{}
+	for _, a := range s.Attributes() {
+		m[string(a.Key)] = a.Value.Emit()
+	}
+	return m
+}
+
+// byRecord finds the ended span with that bk.record_id (and name).
+func (tel *telemetry) byRecord(t *testing.T, name, id string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	for _, s := range tel.spans.Ended() {
+		if s.Name() == name && attrs(s)[kernel.AttrRecordID] == id {
+			return s
+		}
+	}
+	t.Fatalf("no %s span for %s", name, id)
+	return nil
+}
+
+// TestDecisionSpans: every decision gets a span under the caller's, with
+// the decision's attributes; a refusal sets the status; a decision links
+// to the span that wrote the percept its evidence chain rests on.
+func TestDecisionSpans(t *testing.T) {
+	tel := newTelemetry(t)
+	ctx, root := tel.tp.Tracer("app").Start(context.Background(), "app.episode")
+	tool, planner := tel.k.Tool("payment_tool"), tel.k.Planner("planner")
+
+	// The paper's stale trace, the percept written under a tool call span.
+	tctx, call := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
+	percept, err := tool.Write(tctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"stale": true}})
+	call.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	belief, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
+		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
+	fb, err := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: kernel.Payload{"reason": string(plan.Code)}, Audit: &kernel.Audit{Context: kernel.Payload{
+			"budget": map[string]any{"used": 3, "limit": 10, "pressure": 0.3}}}})
+	if err != nil || !fb.Committed() {
+		t.Fatal(fb.Code, err)
+	}
+	if _, err := tel.k.View(ctx, "stale", kernel.ViewOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+
+	write := tel.byRecord(t, "kernel.write", "")
+	if write.Parent().SpanID() != call.SpanContext().SpanID() {
+		t.Errorf("the percept's write span is not a child of the tool call span")
+	}
+	if percept.Provenance.Span != "00-"+write.SpanContext().TraceID().String()+"-"+write.SpanContext().SpanID().String()+"-01" {
+		t.Errorf("the percept keeps span %q, not its write span", percept.Provenance.Span)
+	}
+
+	bs := tel.byRecord(t, "kernel.submit", belief.ProposalID)
+	a := attrs(bs)
+	for key, want := range map[string]string{
+		kernel.AttrNamespace: "shop", kernel.AttrTraceID: "stale", kernel.AttrSlot: "beliefs", kernel.AttrKind: "refund_due",
+		kernel.AttrRole: "planner", kernel.AttrWriter: "planner", kernel.AttrCode: "STALE_EVIDENCE",
+		kernel.AttrFailed: percept.ID, kernel.AttrRootCause: "STALE_EVIDENCE",
+	} {
+		if a[key] != want {
+			t.Errorf("belief span %s = %q, want %q", key, a[key], want)
+		}
+	}
+	if bs.Status().Code != otelcodes.Error || bs.Status().Description != "STALE_EVIDENCE" {
+		t.Errorf("a refusal sets the status: %+v", bs.Status())
+	}
+	if bs.Parent().SpanID() != root.SpanContext().SpanID() {
+		t.Error("the decision span is not a child of the caller's span")
+	}
+	// Refused belief and refused plan both link to the percept's span.
+	for _, s := range []sdktrace.ReadOnlySpan{bs, tel.byRecord(t, "kernel.submit", plan.ProposalID)} {
+		links := s.Links()
+		if len(links) != 1 || links[0].SpanContext.SpanID() != write.SpanContext().SpanID() {
+			t.Errorf("%s links %+v, want one to the percept's write span", attrs(s)[kernel.AttrRecordID], links)
+			continue
+		}
+		if la := links[0].Attributes; len(la) == 0 || la[0] != attribute.String(kernel.AttrRecordID, percept.ID) {
+			t.Errorf("link attributes %v", la)
+		}
+	}
+	ps := tel.byRecord(t, "kernel.submit", plan.ProposalID)
+	if attrs(ps)[kernel.AttrRootCause] != "STALE_EVIDENCE" || attrs(ps)[kernel.AttrCode] != "PLAN_MISSING_BELIEF" {
+		t.Errorf("plan span %v", attrs(ps))
+	}
+	fs := tel.byRecord(t, "kernel.submit", fb.ProposalID)
+	if fs.Status().Code != otelcodes.Unset || attrs(fs)[kernel.AttrCommittedID] != fb.Record.ID || attrs(fs)["bk.budget.pressure"] != "0.3" {
+		t.Errorf("fallback span %v %+v", attrs(fs), fs.Status())
+	}
+	if v := tel.byRecord(t, "kernel.view", ""); attrs(v)[kernel.AttrTraceID] != "stale" {
+		t.Errorf("view span %v", attrs(v))
+	}
+
+	// The decision log carries the same attributes, at debug level.
+	logs := tel.logs.String()
+	for _, want := range []string{"bk.code=STALE_EVIDENCE", "bk.failed=" + percept.ID, "bk.kind=refund_due", "bk.namespace=shop"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the debug log lacks %q:\n%s", want, logs)
+		}
+	}
+
+	// Metrics: decisions by slot, kind and code; latency; budget pressure.
+	var rm metricdata.ResourceMetrics
+	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	var latencies uint64
+	var pressure bool
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					slot, _ := dp.Attributes.Value(kernel.AttrSlot)
+					code, _ := dp.Attributes.Value(kernel.AttrCode)
+					got[m.Name+" "+slot.AsString()+" "+code.AsString()] += dp.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					if m.Name == "bk.decision.duration" {
+						latencies += dp.Count
+					}
+					if m.Name == "bk.budget.pressure" && dp.Sum == 0.3 {
+						pressure = true
+					}
+				}
+			}
+		}
+	}
+	for key, want := range map[string]int64{
+		"bk.decisions beliefs STALE_EVIDENCE":    1,
+		"bk.decisions plans PLAN_MISSING_BELIEF": 1,
+		"bk.decisions actions COMMITTED":         1,
+	} {
+		if got[key] != want {
+			t.Errorf("%s = %d, want %d (all: %v)", key, got[key], want, got)
+		}
+	}
+	if latencies != 3 || !pressure {
+		t.Errorf("latency observations %d (want 3), budget pressure recorded %v", latencies, pressure)
+	}
+}
+
+// TestCommitLinksToPercepts: a committed action links to the span of the
+// percept its belief rests on; an approval and an expiry get spans.
+func TestCommitLinksToPercepts(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tel := newTelemetry(t, kernel.WithClock(func() time.Time { return now }))
+	ctx := context.Background()
+	wctx, obs := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
+	percept, _ := tel.k.Tool("payment_tool").Write(wctx, kernel.Entry{TraceID: "ok", Slot: kernel.Percepts, Kind: "charge",
+		Payload: kernel.Payload{"charge_id": "ch_1", "conflict": true}, Confidence: kernel.Confidence(0.8), TTL: time.Hour})
+	obs.End()
+	planner := tel.k.Planner("planner")
+	if d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil || !d.Committed() {
+		t.Fatal(d.Code, err)
+	}
+	a, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: kernel.Actions, Kind: "issue_refund",
+		Payload: kernel.Payload{"charge_id": "ch_1", "requires_beliefs": []string{"refund_due"}}})
+	if err != nil || !a.Committed() {
+		t.Fatal(a.Code, err)
+	}
+	digest, _ := kernel.ArgsDigest(a.Record.Payload)
+	if _, err := tel.k.Approver("alice").Approve(ctx, "ok", a.Record.ID, digest, "", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour)
+	if n, err := tel.k.Expire(ctx, "ok"); err != nil || n == 0 {
+		t.Fatalf("expire: %d %v", n, err)
+	}
+	as := tel.byRecord(t, "kernel.submit", a.ProposalID)
+	var linked bool
+	for _, l := range as.Links() {
+		linked = linked || l.SpanContext.TraceID() == obs.SpanContext().TraceID() && percept.Provenance.Span != ""
+	}
+	if !linked {
+		t.Errorf("the committed action does not link to the percept's span: %+v", as.Links())
+	}
+	names := map[string]bool{}
+	for _, s := range tel.spans.Ended() {
+		names[s.Name()] = true
+	}
+	for _, want := range []string{"kernel.approve", "kernel.expire"} {
+		if !names[want] {
+			t.Errorf("no %s span (have %v)", want, names)
+		}
+	}
+}
+
+// TestTelemetryOff: nil providers switch tracing and metrics off; records
+// keep no span.
+func TestTelemetryOff(t *testing.T) {
+	k, err := kernel.New(kernel.WithTracerProvider(nil), kernel.WithMeterProvider(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
+	if err != nil || r.Provenance.Span != "" {
+		t.Fatalf("span %q, %v", r.Provenance.Span, err)
+	}
+}

@@ -1,0 +1,109 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// ErrNotAStore is returned by [OpenReadOnly] for a file that is not a
+// SQLite database of this package.
+var ErrNotAStore = errors.New("sqlitestore: not a kernel store")
+
+// ErrSchemaTooOld is returned by [OpenReadOnly] for a database whose schema
+// predates this package's: a read-only open does not migrate. Opening it
+// once with [Open] (any writer of this version) migrates it.
+var ErrSchemaTooOld = errors.New("sqlitestore: database schema is older than this package reads")
+
+// SchemaVersion is the schema version this package writes and reads.
+func SchemaVersion() int { return len(migrations) }
+
+// OpenReadOnly opens an existing database read-only, for inspection next
+// to processes that write it. It never writes: no migration, no journal
+// mode change, and the connections are opened read-only (SQLite's
+// mode=ro, query_only), so every write method of the store fails with an
+// error wrapping [kernel.ErrPermission]. In WAL mode (the mode [Open]
+// sets) a reader neither blocks writers nor waits for them; listings read
+// page by page, each page a short read transaction.
+//
+// It returns an error wrapping [fs.ErrNotExist] for a missing file,
+// [ErrNotAStore] for a file that is not a database of this package,
+// [ErrSchemaTooNew] for one written by a newer version, [ErrSchemaTooOld]
+// for one an older version wrote and no writer of this version has opened
+// since.
+func OpenReadOnly(path string, opts ...Option) (*Store, error) {
+	cfg := config{busyTimeout: defaultBusyTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case path == "" || path == ":memory:":
+		return nil, fmt.Errorf("sqlitestore: %w: read-only needs a database file", kernel.ErrInvalidInput)
+	case cfg.busyTimeout < 0:
+		return nil, fmt.Errorf("sqlitestore: %w: negative busy timeout %v", kernel.ErrInvalidInput, cfg.busyTimeout)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w: %v", kernel.ErrInvalidInput, err)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("sqlitestore: %s: %w", path, fs.ErrNotExist)
+	case err != nil:
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	case st.IsDir():
+		return nil, fmt.Errorf("%w: %s is a directory", ErrNotAStore, path)
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "query_only(1)")
+	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	s, err := newReadOnly(db, path)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	s.ownsDB = true
+	return s, nil
+}
+
+func newReadOnly(db *sql.DB, path string) (*Store, error) {
+	ctx := context.Background()
+	var tables int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'records'").Scan(&tables); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotAStore, path, err)
+	}
+	var version int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotAStore, path, err)
+	}
+	switch {
+	case tables == 0 || version <= 0:
+		return nil, fmt.Errorf("%w: %s has no kernel records table", ErrNotAStore, path)
+	case version > len(migrations):
+		return nil, fmt.Errorf("%w: %s has schema version %d, this package knows up to %d: use a newer version", ErrSchemaTooNew, path, version, len(migrations))
+	case version < len(migrations):
+		return nil, fmt.Errorf("%w: %s has schema version %d, this package reads %d: open it once with a writer of this version (sqlitestore.Open) to migrate it",
+			ErrSchemaTooOld, path, version, len(migrations))
+	}
+	s, err := prepare(db)
+	if err != nil {
+		return nil, err
+	}
+	s.readOnly = true
+	return s, nil
+}
+
+var errReadOnly = fmt.Errorf("sqlitestore: %w: the store was opened read-only", kernel.ErrPermission)

@@ -1,0 +1,182 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+func fileSum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// TestOpenReadOnly: a read-only store reads what a writer wrote, refuses
+// every write and leaves the file as it was.
+func TestOpenReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bk.db")
+	w, err := sqlitestore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kernel.New(kernel.WithStore(w))
+	rec, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"stale": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := fileSum(t, path)
+
+	ro, err := sqlitestore.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ro.Get(t.Context(), rec.ID)
+	if err != nil || got.Kind != "charge" {
+		t.Fatalf("Get: %+v %v", got, err)
+	}
+	n := 0
+	for ts, err := range ro.ListTraces(t.Context(), "") {
+		if err != nil || ts.TraceID != "tr" || ts.Records != 1 {
+			t.Errorf("ListTraces: %+v %v", ts, err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Errorf("%d traces", n)
+	}
+	err = ro.Append(t.Context(), kernel.Record{ID: "percepts:tr:9"})
+	if !errors.Is(err, kernel.ErrPermission) {
+		t.Errorf("Append on a read-only store: %v, want ErrPermission", err)
+	}
+	if err := ro.Invalidate(t.Context(), rec.ID, kernel.StatusExpired, kernel.CodeTTLExpired); !errors.Is(err, kernel.ErrPermission) {
+		t.Errorf("Invalidate on a read-only store: %v", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fileSum(t, path) != before {
+		t.Error("a read-only open changed the database file")
+	}
+}
+
+func TestOpenReadOnlyErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := sqlitestore.OpenReadOnly(filepath.Join(dir, "absent.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "absent.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("a read-only open created the missing file")
+	}
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("not a database, just some words of text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlitestore.OpenReadOnly(text); !errors.Is(err, sqlitestore.ErrNotAStore) {
+		t.Errorf("a text file: %v", err)
+	}
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE songs (title TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := sqlitestore.OpenReadOnly(other); !errors.Is(err, sqlitestore.ErrNotAStore) {
+		t.Errorf("another application's database: %v", err)
+	}
+
+	newer := filepath.Join(dir, "newer.db")
+	s, err := sqlitestore.Open(newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	setVersion(t, newer, sqlitestore.SchemaVersion()+1)
+	if _, err := sqlitestore.OpenReadOnly(newer); !errors.Is(err, sqlitestore.ErrSchemaTooNew) {
+		t.Errorf("a newer schema: %v", err)
+	}
+
+	old := filepath.Join(dir, "v1.db")
+	writeV1(t, old)
+	_, err = sqlitestore.OpenReadOnly(old)
+	if !errors.Is(err, sqlitestore.ErrSchemaTooOld) {
+		t.Errorf("a version-1 database: %v", err)
+	}
+	if userVersion(t, old) != 1 {
+		t.Error("a read-only open migrated the database")
+	}
+}
+
+func setVersion(t *testing.T, path string, v int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadOnlyBesideAWriter: a reader lists traces and reads them while a
+// writer keeps writing, and neither waits for the other to fail.
+func TestReadOnlyBesideAWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bk.db")
+	w, err := sqlitestore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	k, _ := kernel.New(kernel.WithStore(w))
+	ctx := t.Context()
+	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t0", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := sqlitestore.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 200 {
+			if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: fmt.Sprintf("t%d", i%20), Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 50 {
+		for ts, err := range kernel.ListTraces(ctx, ro, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kernel.TraceTimeline(ctx, ro, ts.TraceID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wg.Wait()
+}

@@ -1,0 +1,61 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+var _ kernel.TraceLister = (*Store)(nil)
+
+// queryTraces summarises every trace (of one namespace, when ?1 is not
+// ”), in the order of each trace's first append. It walks the trace
+// index once.
+const queryTraces = "SELECT trace_id, MIN(namespace), COUNT(*), MIN(ts_ms), MAX(ts_ms) FROM records INDEXED BY records_trace " +
+	"WHERE (?1 = '' OR namespace = ?1) GROUP BY trace_id ORDER BY MIN(seq)"
+
+// ListTraces implements [kernel.TraceLister]. It reads the summaries in one
+// query (a pass over the trace index, so its cost grows with the store: it
+// is meant for inspection, not for the hot path) and holds no connection
+// while it yields.
+func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kernel.TraceSummary, error] {
+	return func(yield func(kernel.TraceSummary, error) bool) {
+		out, err := s.traces(ctx, namespace)
+		if err != nil {
+			yield(kernel.TraceSummary{}, err)
+			return
+		}
+		for _, t := range out {
+			if !yield(t, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Store) traces(ctx context.Context, namespace string) ([]kernel.TraceSummary, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	rows, err := s.db.QueryContext(ctx, queryTraces, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: list traces: %w", err)
+	}
+	defer rows.Close()
+	var out []kernel.TraceSummary
+	for rows.Next() {
+		var t kernel.TraceSummary
+		if err := rows.Scan(&t.TraceID, &t.Namespace, &t.Records, &t.FirstMS, &t.LastMS); err != nil {
+			return nil, fmt.Errorf("sqlitestore: list traces: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: list traces: %w", err)
+	}
+	return out, nil
+}

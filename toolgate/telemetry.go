@@ -1,0 +1,218 @@
+package toolgate
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// instrumentation is the name the gate's tracer and meter report.
+const instrumentation = "github.com/blackboardkernel/bk/toolgate"
+
+// The OpenTelemetry GenAI semantic-convention attributes the gate sets on
+// a tool call's span, and the gate's own.
+const (
+	AttrGenAIOperation = "gen_ai.operation.name" // "execute_tool"
+	AttrGenAIToolName  = "gen_ai.tool.name"
+	AttrGenAIToolCall  = "gen_ai.tool.call.id"
+	AttrGenAIToolType  = "gen_ai.tool.type" // "function"
+	AttrCallRole       = "bk.toolgate.role" // the role contract the call was made under
+	AttrActionID       = "bk.action_id"     // the committed action
+	AttrAttempt        = "bk.attempt"       // the effect attempt's number
+)
+
+// WithTracerProvider sets the OpenTelemetry provider the gate traces
+// with. A call gets a span: "execute_tool {tool}" with the GenAI
+// attributes when the caller's context has no span, or "toolgate.call"
+// nested under the framework's execute_tool span when it has one; the
+// kernel's decision spans nest under it. Execute gets "toolgate.execute"
+// and every effect attempt "toolgate.effect_attempt", the attempt's
+// percept written under it. Without this option the global provider is
+// used (a no-op until the application installs an SDK); nil turns tracing
+// off. The kernel's own spans follow the kernel's provider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tpSet, c.tp = true, tp }
+}
+
+// WithMeterProvider sets the OpenTelemetry provider for the gate's
+// metrics: bk.tool_calls (by tool, outcome and code), bk.effect.attempts,
+// bk.effect.outcomes, and the gauges bk.approvals.pending and
+// bk.approvals.pending.age (oldest wait, in seconds), read from the store
+// when the reader collects. Without it the global provider is used; nil
+// turns metrics off.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mpSet, c.mp = true, mp }
+}
+
+type gateMetrics struct {
+	calls, attempts, outcomes metric.Int64Counter
+}
+
+func (g *Gate) initTelemetry(c *config) error {
+	g.tracer = telemetry.NewTracer(instrumentation, c.tpSet, c.tp)
+	m := telemetry.Meter(instrumentation, c.mpSet, c.mp)
+	if m == nil {
+		return nil
+	}
+	var gm gateMetrics
+	var err error
+	if gm.calls, err = m.Int64Counter("bk.tool_calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Tool calls through the gate, by tool, outcome and code.")); err != nil {
+		return err
+	}
+	if gm.attempts, err = m.Int64Counter("bk.effect.attempts", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Effect attempts started, by tool.")); err != nil {
+		return err
+	}
+	if gm.outcomes, err = m.Int64Counter("bk.effect.outcomes", metric.WithUnit("{effect}"),
+		metric.WithDescription("Effects recorded, by tool, outcome (succeeded, failed, escalated, refused) and code.")); err != nil {
+		return err
+	}
+	pending, err := m.Int64ObservableGauge("bk.approvals.pending", metric.WithUnit("{action}"),
+		metric.WithDescription("Actions waiting for approval in the gate's namespace."))
+	if err != nil {
+		return err
+	}
+	oldest, err := m.Float64ObservableGauge("bk.approvals.pending.age", metric.WithUnit("s"),
+		metric.WithDescription("How long the oldest action has waited for approval."))
+	if err != nil {
+		return err
+	}
+	if _, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		n, age, err := g.pendingNow(ctx)
+		if err != nil {
+			return err
+		}
+		set := metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()))
+		o.ObserveInt64(pending, int64(n), set)
+		o.ObserveFloat64(oldest, age.Seconds(), set)
+		return nil
+	}, pending, oldest); err != nil {
+		return err
+	}
+	g.metrics = &gm
+	return nil
+}
+
+// pendingNow counts the actions waiting for approval across the
+// namespace, and the age of the oldest.
+func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
+	n, oldest := 0, int64(-1)
+	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{Outcome: kernel.OutcomePendingApproval}) {
+		if err != nil {
+			return 0, 0, err
+		}
+		pending, err := g.PendingApprovals(ctx, d.TraceID)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, p := range pending {
+			if p.ActionID == d.Subject {
+				n++
+				if oldest < 0 || d.TimeMS < oldest {
+					oldest = d.TimeMS
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0, nil
+	}
+	return n, g.k.Now().Sub(time.UnixMilli(oldest)), nil
+}
+
+// startCall starts a call's span: the execute_tool span itself when the
+// caller has none, else a child of the caller's (a framework's
+// execute_tool span).
+func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
+	name, own := "toolgate.call", !trace.SpanContextFromContext(ctx).IsValid()
+	if own {
+		name = "execute_tool " + clip(c.Tool)
+	}
+	ctx, sp := g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	if sp == nil {
+		return ctx, nil
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String(AttrGenAIToolName, clip(c.Tool)), attribute.String(AttrGenAIToolType, "function"),
+		attribute.String(kernel.AttrNamespace, g.k.Namespace()), attribute.String(kernel.AttrTraceID, clip(c.TraceID)),
+		attribute.String(AttrCallRole, clip(c.Role)),
+	}
+	if own {
+		attrs = append(attrs, attribute.String(AttrGenAIOperation, "execute_tool"))
+	}
+	if c.ID != "" {
+		attrs = append(attrs, attribute.String(AttrGenAIToolCall, clip(c.ID)))
+	}
+	sp.SetAttributes(attrs...)
+	return ctx, sp
+}
+
+// ended records a call's (or an Execute's) result on its span and in the
+// metrics, and ends the span.
+func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result, err error) {
+	if sp != nil {
+		attrs := []attribute.KeyValue{attribute.String(kernel.AttrOutcome, string(res.Outcome)), attribute.String(kernel.AttrCode, string(res.Code))}
+		if res.ActionID != "" {
+			attrs = append(attrs, attribute.String(AttrActionID, res.ActionID))
+		}
+		if res.RootCause.Code != "" {
+			attrs = append(attrs, attribute.String(kernel.AttrRootCause, string(res.RootCause.Code)))
+			if res.RootCause.Record != "" {
+				attrs = append(attrs, attribute.String(kernel.AttrFailed, res.RootCause.Record))
+			}
+		}
+		sp.SetAttributes(attrs...)
+		switch {
+		case err != nil:
+			sp.RecordError(err)
+			sp.SetStatus(codes.Error, err.Error())
+		case res.Outcome == Refused || res.Outcome == Failed:
+			sp.SetStatus(codes.Error, string(res.Code))
+		}
+		sp.End()
+	}
+	if g.metrics != nil && err == nil && g.metrics.calls.Enabled(ctx) {
+		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+			attribute.String(AttrGenAIToolName, tool), attribute.String(kernel.AttrOutcome, string(res.Outcome)),
+			attribute.String(kernel.AttrCode, string(res.Code))))
+	}
+}
+
+// attemptStarted counts an effect attempt.
+func (g *Gate) attemptStarted(ctx context.Context, j *job) {
+	if g.metrics != nil && g.metrics.attempts.Enabled(ctx) {
+		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+			attribute.String(AttrGenAIToolName, j.e.Name)))
+	}
+}
+
+// endAttempt ends an effect attempt's span.
+func endAttempt(sp trace.Span, j *job, n int, effErr error) {
+	if sp == nil {
+		return
+	}
+	sp.SetAttributes(attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(AttrActionID, j.act.ID),
+		attribute.Int(AttrAttempt, n), attribute.String(kernel.AttrTraceID, j.trace))
+	if effErr != nil {
+		sp.RecordError(effErr)
+		sp.SetStatus(codes.Error, effErr.Error())
+	}
+	sp.End()
+}
+
+// effectRecorded counts an effect's recorded outcome.
+func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code kernel.Code) {
+	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
+		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+			attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(kernel.AttrOutcome, status),
+			attribute.String(kernel.AttrCode, string(code))))
+	}
+}

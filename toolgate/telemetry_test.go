@@ -1,0 +1,182 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	otelcodes "go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
+	m := map[string]string{}
+	for _, a := range s.Attributes() {
+		m[string(a.Key)] = a.Value.Emit()
+	}
+	return m
+}
+
+// TestToolCallSpans: "refund refused" links to the tool call that
+// observed the stale order; a call under a framework's execute_tool span
+// nests under it; metrics count calls, attempts and pending approvals.
+func TestToolCallSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tools := []toolgate.Tool{
+		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Result: "order", ResultTTL: time.Minute,
+			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
+			}},
+		{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
+			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"refund_id": "re_1"}, nil
+			}},
+	}
+	k, err := kernel.New(kernel.WithClock(func() time.Time { return now }), kernel.WithTracerProvider(tp), kernel.WithMeterProvider(mp),
+		kernel.WithActionSpecs(toolgate.Specs(tools...)...),
+		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
+		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	call := func(ctx context.Context, id, tool, args string) toolgate.Result {
+		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: "ticket-9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	call(ctx, "call_1", "lookup_order", `{"order_id":"A1"}`)
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute) // the order goes stale
+	if res := call(ctx, "call_2", "issue_refund", `{"order_id":"A1","amount":700}`); res.Code != kernel.CodeStaleEvidence {
+		t.Fatalf("refund: %+v", res)
+	}
+	// Under a framework's execute_tool span, the gate's span nests.
+	fctx, framework := tp.Tracer("framework").Start(ctx, "execute_tool lookup_order")
+	call(fctx, "call_3", "lookup_order", `{"order_id":"A1"}`)
+	framework.End()
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: kernel.Beliefs, Kind: "refund_due",
+		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(ctx, "call_4", "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.NeedsApproval {
+		t.Fatalf("second refund: %+v", res)
+	}
+
+	spans := rec.Ended()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	find := func(name, callID string) sdktrace.ReadOnlySpan {
+		for _, s := range spans {
+			if s.Name() == name && spanAttrs(s)[toolgate.AttrGenAIToolCall] == callID {
+				return s
+			}
+		}
+		t.Fatalf("no span %q for %s", name, callID)
+		return nil
+	}
+	lookup := find("execute_tool lookup_order", "call_1")
+	if a := spanAttrs(lookup); a[toolgate.AttrGenAIOperation] != "execute_tool" || a[toolgate.AttrGenAIToolName] != "lookup_order" ||
+		a[kernel.AttrOutcome] != "executed" || lookup.Parent().IsValid() {
+		t.Errorf("lookup span %v (parent %v)", a, lookup.Parent())
+	}
+	refund := find("execute_tool issue_refund", "call_2")
+	if refund.Status().Code != otelcodes.Error || spanAttrs(refund)[kernel.AttrCode] != "STALE_EVIDENCE" {
+		t.Errorf("refused refund span %v %+v", spanAttrs(refund), refund.Status())
+	}
+	// The refund's decision span, a child of the call span, links to the
+	// span that wrote the order percept, which nests under the lookup call.
+	var decision sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == "kernel.submit" && s.Parent().SpanID() == refund.SpanContext().SpanID() {
+			decision = s
+		}
+	}
+	if decision == nil {
+		t.Fatal("no decision span under the refund call")
+	}
+	jumped := false
+	for _, l := range decision.Links() {
+		for s := byID[l.SpanContext.SpanID()]; s != nil; s = byID[s.Parent().SpanID()] {
+			if s.SpanContext().SpanID() == lookup.SpanContext().SpanID() {
+				jumped = true
+			}
+		}
+	}
+	if !jumped {
+		t.Errorf("the refused refund's decision does not link into the lookup call (links %+v)", decision.Links())
+	}
+	// The effect attempt span nests under the lookup call.
+	var attempt sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == "toolgate.effect_attempt" && s.Parent().SpanID() == lookup.SpanContext().SpanID() {
+			attempt = s
+		}
+	}
+	if attempt == nil || spanAttrs(attempt)[toolgate.AttrAttempt] != "1" {
+		t.Errorf("effect attempt span %v", attempt)
+	}
+	nested := find("toolgate.call", "call_3")
+	if nested.Parent().SpanID() != framework.SpanContext().SpanID() || spanAttrs(nested)[toolgate.AttrGenAIOperation] != "" {
+		t.Errorf("the gate's span under a framework's execute_tool: %v", spanAttrs(nested))
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					tool, _ := dp.Attributes.Value(toolgate.AttrGenAIToolName)
+					outcome, _ := dp.Attributes.Value(kernel.AttrOutcome)
+					sums[m.Name+" "+tool.AsString()+" "+outcome.AsString()] += dp.Value
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					sums[m.Name] += dp.Value
+				}
+			}
+		}
+	}
+	for key, want := range map[string]int64{
+		"bk.tool_calls lookup_order executed":       2,
+		"bk.tool_calls issue_refund refused":        1,
+		"bk.tool_calls issue_refund needs_approval": 1,
+		"bk.effect.attempts lookup_order ":          2,
+		"bk.effect.outcomes lookup_order succeeded": 2,
+		"bk.approvals.pending":                      1,
+	} {
+		if sums[key] != want {
+			t.Errorf("%s = %d, want %d (all %v)", key, sums[key], want, sums)
+		}
+	}
+}
