@@ -19,7 +19,8 @@ func child(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	argv, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BK_SUPPORT_DESK_CHILD="+string(argv))
+	// A race-enabled binary sleeps a second before it exits, unless told not to.
+	cmd.Env = append(os.Environ(), "BK_SUPPORT_DESK_CHILD="+string(argv), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
