@@ -37,7 +37,7 @@ func newFlags(cfg *config, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in, with the simulated world's journal in FILE.world (default: in memory)")
 	fs.Int64Var(&cfg.seed, "seed", 4, "seed of the payment API's transient failures")
 	fs.StringVar(&cfg.ns, "namespace", "support_desk", "namespace of this application's records in a shared store")
-	fs.IntVar(&cfg.crashAfter, "crash-after", 0, "after N effect calls, kill the process (SIGKILL) inside the next refund, after the payment API paid it and before its result is recorded (needs --db)")
+	fs.IntVar(&cfg.crashAfter, "crash-after", 0, "once N effect calls were made, kill the process (SIGKILL) in the next refund the payment API pays, before the gate records its result (needs --db)")
 	fs.Float64Var(&cfg.failRate, "fail-rate", 0.25, "share of payment API requests that fail with a 503 (retried by the gate)")
 	fs.StringVar(&cfg.llmURL, "llm-url", getenv("BK_LLM_URL"), "OpenAI-compatible endpoint to use instead of the scripted model (env BK_LLM_URL)")
 	fs.StringVar(&cfg.llmModel, "llm-model", getenv("BK_LLM_MODEL"), "model name (env BK_LLM_MODEL)")
@@ -155,8 +155,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := r.summary(); err != nil {
 		return err
 	}
-	if cfg.crashAfter > 0 && d.effects >= cfg.crashAfter {
-		fmt.Fprintf(out, "(--crash-after %d: no refund was paid after effect call %d, so nothing crashed)\n", cfg.crashAfter, cfg.crashAfter)
+	if cfg.crashAfter > 0 {
+		fmt.Fprintf(out, "(--crash-after %d: this run made %d effect calls and paid no refund at or after effect call %d, so nothing crashed)\n",
+			cfg.crashAfter, d.effects, cfg.crashAfter)
 	}
 	return out.err
 }
