@@ -125,8 +125,9 @@
 // [Gate.Recover] finishes what a crash left: attempts whose lease is over
 // and that have no result are re-driven with the same key; committed
 // actions no attempt was started for are executed once they are older
-// than the lease; approved, denied and expired approvals are applied. It
-// is safe to run in several processes at once, next to live calls.
+// than the lease; approved, denied and expired approvals are applied; an
+// escalation whose safe fallback was never submitted gets it. It is safe
+// to run in several processes at once, next to live calls.
 //
 // # Decision records
 //

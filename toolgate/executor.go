@@ -313,19 +313,10 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 	return Result{}, false, nil
 }
 
-// escalate records that the action will not run (its result, claiming
-// the result key, with the decision record in the same batch) and submits
-// the safe fallback.
+// escalate records that the action will not run and submits the safe
+// fallback.
 func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (Result, error) {
-	approver, _ := approval.Payload.String(kernel.KeyApprover)
-	note, _ := approval.Payload.String(kernel.KeyNote)
-	meta := j.meta(StatusEscalated, 0, code)
-	meta["approval"], meta["approver"], meta["note"] = approval.ID, approver, note
-	cc := j.cc.Clone()
-	cc["approver"] = approver
-	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
-		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
-		Audit: &kernel.Audit{Outcome: kernel.OutcomeEscalated, Code: code, Kind: j.e.action(), Approvals: []string{approval.ID}, Context: cc}})
+	rec, err := g.writeEscalation(ctx, j, code, approval)
 	if err == nil {
 		g.effectRecorded(ctx, j, StatusEscalated, code)
 	}
@@ -336,6 +327,20 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 		return Result{ActionID: j.act.ID}, err
 	}
 	return g.recorded(ctx, j, rec.ID)
+}
+
+// writeEscalation records the escalation as the action's result, claiming
+// the result key, with its decision record in the same batch.
+func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (kernel.Record, error) {
+	approver, _ := approval.Payload.String(kernel.KeyApprover)
+	note, _ := approval.Payload.String(kernel.KeyNote)
+	meta := j.meta(StatusEscalated, 0, code)
+	meta["approval"], meta["approver"], meta["note"] = approval.ID, approver, note
+	cc := j.cc.Clone()
+	cc["approver"] = approver
+	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
+		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
+		Audit: &kernel.Audit{Outcome: kernel.OutcomeEscalated, Code: code, Kind: j.e.action(), Approvals: []string{approval.ID}, Context: cc}})
 }
 
 // refuseForGood records that the action will never run: a refusal that
@@ -362,13 +367,8 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, deta
 // submitting it if it is missing (the first time, or after a crash between
 // the escalation and the fallback).
 func (g *Gate) ensureFallback(ctx context.Context, j *job, code kernel.Code) (string, error) {
-	for r, err := range g.reader.Trace(ctx, j.trace) {
-		if err != nil {
-			return "", err
-		}
-		if r.Slot == kernel.Actions && r.Mode == kernel.ModeCommit && r.Kind == g.fallback && r.Payload["escalates"] == any(j.act.ID) {
-			return r.ID, nil
-		}
+	if id, _, err := g.fallbackOf(ctx, j); err != nil || id != "" {
+		return id, err
 	}
 	cc := j.cc.Clone()
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
@@ -379,6 +379,24 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code kernel.Code) (st
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
 	}
 	return d.Record.ID, nil
+}
+
+// fallbackOf returns the committed safe fallback that escalates the
+// action ("" when there is none), and whether the gate ever proposed one.
+func (g *Gate) fallbackOf(ctx context.Context, j *job) (id string, proposed bool, err error) {
+	for r, err := range g.reader.Trace(ctx, j.trace) {
+		if err != nil {
+			return "", false, err
+		}
+		if r.Slot != kernel.Actions || r.Kind != g.fallback || r.Payload["escalates"] != any(j.act.ID) {
+			continue
+		}
+		if r.Mode == kernel.ModeCommit {
+			return r.ID, true, nil
+		}
+		proposed = proposed || r.Provenance.Writer == GateWriter
+	}
+	return "", proposed, nil
 }
 
 // resultOf returns the record holding the action's result, if there is

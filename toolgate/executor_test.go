@@ -289,6 +289,44 @@ func TestRecoverAfterCrash(t *testing.T) {
 			}
 		})
 	})
+	t.Run("escalation without its fallback", func(t *testing.T) {
+		onStores(t, func(t *testing.T, d *desk) {
+			wait := d.pendingRefund("t", "A1", 700)
+			denial, err := d.k.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The crash: the escalation is recorded as the action's
+			// result, its fallback never submitted.
+			if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial); err != nil {
+				t.Fatal(err)
+			}
+			d.clock.Advance(DefaultLease + time.Second)
+			res, err := d.g.Recover(d.ctx)
+			if err != nil || len(res) != 1 {
+				t.Fatalf("Recover: %+v %v, want the escalation finished", res, err)
+			}
+			wantOutcome(t, "recovered escalation", res[0], Refused, CodeApprovalDenied)
+			if res[0].FallbackID == "" || d.committedActions(kernel.FallbackQueueForReview) != 1 {
+				t.Errorf("fallback %q, %d committed; want one", res[0].FallbackID, d.committedActions(kernel.FallbackQueueForReview))
+			}
+			// Once it is there, Recover leaves the action alone.
+			if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
+				t.Errorf("second Recover: %+v %v", res, err)
+			}
+			if n := d.committedActions(kernel.FallbackQueueForReview); n != 1 || len(d.invocations("issue_refund")) != 0 {
+				t.Errorf("%d fallbacks, %d refunds; want 1 and none", n, len(d.invocations("issue_refund")))
+			}
+		})
+	})
 	t.Run("approvals", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			waiting := d.pendingRefund("t1", "A1", 700)

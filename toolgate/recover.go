@@ -25,6 +25,9 @@ import (
 //     still waits for its approval; an approval that was denied or has
 //     expired escalates to the fallback.
 //
+// An escalated action whose safe fallback was never submitted (a crash
+// between the two) gets it.
+//
 // An effect whose result is recorded is never started again. Recover
 // returns the results of the actions it drove, in no particular order, and
 // the errors it met joined (it goes on past an action that fails with an
@@ -82,8 +85,10 @@ func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, dri
 	if err != nil {
 		return Result{}, false, err
 	}
-	if _, done, err := g.resultOf(ctx, j); done || err != nil {
+	if id, done, err := g.resultOf(ctx, j); err != nil {
 		return Result{}, false, err
+	} else if done {
+		return g.recoverFallback(ctx, j, id)
 	}
 	n, att, err := g.lastAttempt(ctx, j, 0)
 	if err != nil {
@@ -99,6 +104,22 @@ func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, dri
 	if err == nil && res.Outcome == NeedsApproval {
 		return Result{}, false, nil
 	}
+	return res, true, err
+}
+
+// recoverFallback submits the safe fallback of an escalated action that a
+// crash stopped between the escalation record and the fallback's commit.
+// An action the gate already proposed a fallback for (committed or refused
+// by the kernel) is left alone.
+func (g *Gate) recoverFallback(ctx context.Context, j *job, resultID string) (Result, bool, error) {
+	rec, err := g.reader.Get(ctx, resultID)
+	if err != nil || rec.Kind != KindEscalated {
+		return Result{}, false, err
+	}
+	if _, proposed, err := g.fallbackOf(ctx, j); err != nil || proposed {
+		return Result{}, false, err
+	}
+	res, err := g.recorded(ctx, j, resultID)
 	return res, true, err
 }
 

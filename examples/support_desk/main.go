@@ -1,0 +1,43 @@
+// Command support_desk is a support agent behind the tool-call gate: a
+// model that calls lookup_order, assess_refund, issue_refund and
+// send_email against a simulated order system and payment API, with every
+// call decided by the kernel and every refund paid exactly once.
+//
+//	go run ./examples/support_desk [--db FILE] [--crash-after N] [--seed S]
+//	go run ./examples/support_desk --llm-url URL --llm-model NAME
+//
+// By default the model is scripted: an OpenAI-compatible server on
+// loopback, inside the process, plays the model's tool calls for four
+// tickets, so the agent loop (worker/llm) and the gate (toolgate) run as
+// they would against a real model. With --llm-url (or BK_LLM_URL) a real
+// endpoint plays the model instead.
+//
+// The program prints each decision record the tickets leave, with its
+// code and reason and, for a refusal, the repair hint the model was given;
+// then a summary and a ledger check of the payment API against the gate's
+// records.
+//
+// With --db the records are kept in a SQLite file and the simulated world
+// in a journal beside it. --crash-after N kills the process with SIGKILL
+// inside a refund, after the payment API moved the money and before the
+// gate recorded the result; running the program again against the same
+// file waits out the gate's lease, recovers with Gate.Recover, finishes the
+// tickets and shows that every refund was paid once.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "support_desk:", err)
+		stop()
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// reporter prints what the desk decided, from the decision records the
+// kernel and the gate wrote: the audit log, not the agent's own account.
+type reporter struct {
+	ctx     context.Context
+	d       *desk
+	out     io.Writer
+	printed map[string]bool // decision ids already printed
+
+	modelCalls, toolCalls int // this run's
+}
+
+func newReporter(ctx context.Context, d *desk, out io.Writer) *reporter {
+	r := &reporter{ctx: ctx, d: d, out: out, printed: map[string]bool{}}
+	d.onCrash = func(trace string) { r.decisions(trace, nil) }
+	return r
+}
+
+// markPrinted marks every decision record so far as printed.
+func (r *reporter) markPrinted() error {
+	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{}) {
+		if err != nil {
+			return err
+		}
+		r.printed[rec.ID] = true
+	}
+	return nil
+}
+
+// decisions prints the trace's decision records not printed yet, one a
+// line: what was decided (the tool, belief or fallback), the outcome, the
+// code and the reason; under a refusal, the hint the model was given.
+func (r *reporter) decisions(trace string, hints map[string]string) error {
+	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{TraceID: trace}) {
+		if err != nil {
+			return err
+		}
+		if r.printed[rec.ID] {
+			continue
+		}
+		r.printed[rec.ID] = true
+		fmt.Fprintf(r.out, "  %-16s %-16s %-20s %s\n", rec.Kind, rec.Outcome, rec.Code, r.reason(rec))
+		if h := hints[rec.ID]; h != "" && rec.Outcome == kernel.OutcomeRefused {
+			fmt.Fprintf(r.out, "  %-16s hint to the model: %s\n", "", h)
+		}
+	}
+	return nil
+}
+
+// reason says in a few words why a decision record came out as it did.
+func (r *reporter) reason(rec kernel.DecisionRecord) string {
+	cc := rec.Context
+	switch rec.Outcome {
+	case kernel.OutcomeRefused:
+		root := kernel.Cause{Code: rec.Code, Record: rec.Failed, Rule: rec.Rule, Detail: rec.Detail}
+		if n := len(rec.Causes); n > 0 {
+			root = rec.Causes[n-1]
+		}
+		var parts []string
+		if root.Code != rec.Code {
+			parts = append(parts, "root "+string(root.Code))
+		}
+		detail := cmp(root.Detail, rec.Detail)
+		switch rule := cmp(root.Rule, rec.Rule); {
+		case rule != "":
+			parts = append(parts, "rule "+rule)
+		case root.Record != "" && !strings.Contains(detail, root.Record):
+			parts = append(parts, "on "+root.Record+paren(detail))
+		case detail != "":
+			parts = append(parts, detail)
+		}
+		return strings.Join(parts, ", ") + args(cc)
+	case kernel.OutcomePendingApproval:
+		why, _ := cc["approval_reason"].(string)
+		return "waits for approval: " + why + args(cc)
+	case kernel.OutcomeExecuted, kernel.OutcomeFailed:
+		s := fmt.Sprintf("attempt %v", cc["attempt"])
+		if msg, _ := cc["error"].(string); msg != "" {
+			s += ": " + msg
+		}
+		if len(rec.Approvals) > 0 {
+			s += ", approved in " + strings.Join(rec.Approvals, " ")
+		}
+		return s + r.resultNote(rec.Subject)
+	case kernel.OutcomeEscalated:
+		who, _ := cc["approver"].(string)
+		return "by " + who + "; the safe fallback follows"
+	}
+	switch rec.Kind {
+	case kernel.FallbackQueueForReview:
+		return fmt.Sprintf("instead of %v (%v)", cc["escalates"], cc["reason"])
+	case beliefRefundDue:
+		var on []string
+		for _, ref := range rec.EvidenceRefs {
+			if strings.HasPrefix(ref, kernel.Percepts.String()+":") {
+				on = append(on, ref)
+			}
+		}
+		return "proposed by the refund policy, resting on " + strings.Join(on, " ")
+	}
+	return strings.TrimPrefix(args(cc), ", ")
+}
+
+// resultNote picks out of a result what the reader should see: a read the
+// source marked stale, a refund's payment, a replay of its key.
+func (r *reporter) resultNote(id string) string {
+	rec, err := r.d.reader.Get(r.ctx, id)
+	if err != nil {
+		return ""
+	}
+	p := rec.Payload
+	retried := ""
+	if refs := rec.Provenance.InputRefs; len(refs) > 1 {
+		if att, err := r.d.reader.Get(r.ctx, refs[1]); err == nil {
+			if m, _ := att.Payload[toolgate.KeyEffect].(map[string]any); m["previous_error"] != nil {
+				retried = fmt.Sprintf(" after a retry (%v)", m["previous_error"])
+			}
+		}
+	}
+	switch {
+	case p.Bool(kernel.KeyStale):
+		return "; the order system answered from a lagging replica: stale"
+	case p["refund_id"] != nil && p.Bool("idempotent_replay"):
+		return fmt.Sprintf("; %v, replayed by the payment API (no money moved)%s", p["refund_id"], retried)
+	case p["refund_id"] != nil:
+		return fmt.Sprintf("; paid %v (%v)%s", p["refund_id"], p["amount"], retried)
+	}
+	return retried
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// args renders a call's arguments, when the record has them.
+func args(cc kernel.Payload) string {
+	a, ok := cc["args"].(map[string]any)
+	if !ok {
+		if raw, ok := cc["args_raw"].(string); ok {
+			return ", arguments " + raw
+		}
+		return ""
+	}
+	if _, isEmail := a["body"]; isEmail {
+		a = map[string]any{"to": a["to"], "subject": a["subject"]}
+	}
+	b, _ := json.Marshal(a)
+	return ", " + string(b)
+}
+
+// summary prints the totals of the namespace's decision records and the
+// ledger check.
+func (r *reporter) summary() error {
+	outcomes, refusals := map[kernel.Outcome]int{}, map[kernel.Code]int{}
+	approved, denied := 0, 0
+	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{}) {
+		if err != nil {
+			return err
+		}
+		outcomes[rec.Outcome]++
+		switch {
+		case rec.Outcome == kernel.OutcomeRefused:
+			refusals[rec.Code]++
+		case rec.Outcome == kernel.OutcomeExecuted && len(rec.Approvals) > 0:
+			approved++
+		case rec.Outcome == kernel.OutcomeEscalated && rec.Code == toolgate.CodeApprovalDenied:
+			denied++
+		}
+	}
+	fmt.Fprintf(r.out, "\nSummary: this run made %d model calls and %d tool calls.\n", r.modelCalls, r.toolCalls)
+	fmt.Fprintf(r.out, "Decision records: %s\n", counts(outcomes))
+	fmt.Fprintf(r.out, "Refusals: %s; approvals: %d approved, %d denied (queued for review)\n", counts(refusals), approved, denied)
+	paid, total := r.d.w.Payments(), 0.0
+	for _, p := range paid {
+		total += p.Amount
+	}
+	fmt.Fprintf(r.out, "Payment API: %d refunds paid, %.2f EUR; this run: %s with a 503 (retried), %s of a known key; %d emails sent\n",
+		len(paid), total, plural(r.d.w.stats.failures, "request failed", "requests failed"), plural(r.d.w.stats.replays, "replay", "replays"), r.d.w.Emails())
+	return r.ledger()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func counts[K ~string](m map[K]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// ledger checks the payment API's ledger against the gate's records: every
+// refund the kernel committed that was allowed to run has exactly one
+// recorded result and, when it succeeded, exactly one payment under its
+// idempotency key, for the amount it recorded; one that was denied has
+// none; and no payment exists without a committed refund.
+func (r *reporter) ledger() error {
+	type refund struct {
+		trace, action, key string
+	}
+	var refunds []refund
+	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{Tool: "issue_refund"}) {
+		if err != nil {
+			return err
+		}
+		// Kind: the tool's chain also holds the fallback of a denied refund.
+		if rec.Kind == "issue_refund" && (rec.Outcome == kernel.OutcomeCommitted || rec.Outcome == kernel.OutcomePendingApproval) {
+			refunds = append(refunds, refund{trace: rec.TraceID, action: rec.Subject})
+		}
+	}
+	byKey := map[string][]payment{}
+	for _, p := range r.d.w.Payments() {
+		byKey[p.Key] = append(byKey[p.Key], p)
+	}
+	fmt.Fprintln(r.out, "\nLedger check (the payment API's ledger against the gate's records):")
+	var problems []string
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	known, paidCount := map[string]bool{}, 0
+	for _, f := range refunds {
+		key, err := r.d.k.OnceKeyOf(r.ctx, f.action)
+		if err != nil {
+			return err
+		}
+		f.key, known[key] = key, true
+		var results []kernel.Record
+		for rec, err := range r.d.reader.Trace(r.ctx, f.trace) {
+			if err != nil {
+				return err
+			}
+			m, _ := rec.Payload[toolgate.KeyEffect].(map[string]any)
+			if rec.Slot == kernel.Percepts && rec.Kind != toolgate.KindAttempt && m != nil && m["action_id"] == any(f.action) {
+				results = append(results, rec)
+			}
+		}
+		pays := byKey[key]
+		line := fmt.Sprintf("  %s %-13s", f.trace, f.action)
+		switch {
+		case len(results) == 0:
+			fmt.Fprintf(r.out, "%s no result yet (waits for approval): %d payments\n", line, len(pays))
+			if len(pays) != 0 {
+				bad("%s was paid without a recorded result", f.action)
+			}
+			continue
+		case len(results) > 1:
+			bad("%s has %d recorded results", f.action, len(results))
+		}
+		res := results[0]
+		m := res.Payload[toolgate.KeyEffect].(map[string]any)
+		switch res.Kind {
+		case "refund":
+			paidCount++
+			amount, _ := res.Payload.Float("amount")
+			fmt.Fprintf(r.out, "%s paid %7.2f on order %v: result %s (attempt %v), %d payment under its key", line, amount, res.Payload["order_id"], res.ID, m["attempt"], len(pays))
+			if len(pays) == 1 {
+				fmt.Fprintf(r.out, " (%s)", pays[0].ID)
+			}
+			fmt.Fprintln(r.out)
+			if len(pays) != 1 || pays[0].ID != res.Payload["refund_id"] || pays[0].Amount != amount {
+				bad("%s: result %s names %v, the ledger has %d payments under its key", f.action, res.ID, res.Payload["refund_id"], len(pays))
+			}
+		case toolgate.KindEscalated:
+			fmt.Fprintf(r.out, "%s not run: %v by %v, %d payments\n", line, m["code"], m["approver"], len(pays))
+			if len(pays) != 0 {
+				bad("%s was denied but paid", f.action)
+			}
+		default:
+			fmt.Fprintf(r.out, "%s failed: %v (%v), %d payments\n", line, m["code"], m["error"], len(pays))
+			if len(pays) > 1 {
+				bad("%s failed with %d payments", f.action, len(pays))
+			}
+		}
+	}
+	for key, pays := range byKey {
+		if !known[key] {
+			bad("payment %s has no committed refund (key %s)", pays[0].ID, key)
+		}
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(r.out, "  MISMATCH:", p)
+		}
+		return fmt.Errorf("ledger check failed: %d problems", len(problems))
+	}
+	fmt.Fprintf(r.out, "Every refund happened exactly once: %d committed refunds, %d paid, each with one recorded result and one payment under its key; %d payments in the ledger, none without a committed refund.\n",
+		len(refunds), paidCount, len(r.d.w.Payments()))
+	return nil
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/worker/llm"
+)
+
+// errUsage is wrapped by every error about the command line.
+var errUsage = errors.New("usage")
+
+// config is what the command line asks for.
+type config struct {
+	db         string
+	seed       int64
+	ns         string
+	crashAfter int
+	failRate   float64
+	llmURL     string
+	llmModel   string
+	llmKey     string
+}
+
+func newFlags(cfg *config, getenv func(string) string) *flag.FlagSet {
+	fs := flag.NewFlagSet("support_desk", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in, with the simulated world's journal in FILE.world (default: in memory)")
+	fs.Int64Var(&cfg.seed, "seed", 4, "seed of the payment API's transient failures")
+	fs.StringVar(&cfg.ns, "namespace", "support_desk", "namespace of this application's records in a shared store")
+	fs.IntVar(&cfg.crashAfter, "crash-after", 0, "once N effect calls were made, kill the process (SIGKILL) in the next refund the payment API pays, before the gate records its result (needs --db)")
+	fs.Float64Var(&cfg.failRate, "fail-rate", 0.25, "share of payment API requests that fail with a 503 (retried by the gate)")
+	fs.StringVar(&cfg.llmURL, "llm-url", getenv("BK_LLM_URL"), "OpenAI-compatible endpoint to use instead of the scripted model (env BK_LLM_URL)")
+	fs.StringVar(&cfg.llmModel, "llm-model", getenv("BK_LLM_MODEL"), "model name (env BK_LLM_MODEL)")
+	fs.StringVar(&cfg.llmKey, "llm-api-key", "", "API key (env BK_LLM_API_KEY; never printed)")
+	return fs
+}
+
+func usage() string {
+	var b strings.Builder
+	fs := newFlags(&config{}, func(string) string { return "" })
+	fs.SetOutput(&b)
+	b.WriteString("usage: support_desk [--db FILE] [--crash-after N] [--seed S] [--namespace NAME] [--llm-url URL --llm-model NAME]\n")
+	fs.PrintDefaults()
+	return b.String()
+}
+
+// parseArgs reads the command line; getenv supplies BK_LLM_URL,
+// BK_LLM_MODEL and BK_LLM_API_KEY, which the flags override. Errors wrap
+// errUsage (or are flag.ErrHelp for -h).
+func parseArgs(args []string, getenv func(string) string) (config, error) {
+	var cfg config
+	fs := newFlags(&cfg, getenv)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	keySet := false
+	fs.Visit(func(f *flag.Flag) { keySet = keySet || f.Name == "llm-api-key" })
+	if !keySet {
+		cfg.llmKey = getenv(llm.EnvAPIKey)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return cfg, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	case cfg.crashAfter < 0:
+		return cfg, fmt.Errorf("%w: --crash-after must not be negative", errUsage)
+	case cfg.crashAfter > 0 && cfg.db == "":
+		return cfg, fmt.Errorf("%w: --crash-after needs --db: a crash loses everything held in memory", errUsage)
+	case cfg.failRate < 0 || cfg.failRate >= 1:
+		return cfg, fmt.Errorf("%w: --fail-rate must be in [0, 1), not %v", errUsage, cfg.failRate)
+	case cfg.llmURL != "" && cfg.llmModel == "":
+		return cfg, fmt.Errorf("%w: --llm-url needs --llm-model (or BK_LLM_MODEL)", errUsage)
+	case cfg.ns == "":
+		return cfg, fmt.Errorf("%w: --namespace must not be empty", errUsage)
+	}
+	return cfg, nil
+}
+
+// run is the whole program: it parses args, resumes what an earlier run
+// left, works through the tickets and writes the report to stdout. A bad
+// command line is an error wrapping errUsage, returned before anything is
+// opened or written.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	cfg, err := parseArgs(args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		_, err = io.WriteString(stdout, usage())
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	var store kernel.Store
+	storeName, journal := "memory", ""
+	if cfg.db == "" {
+		store = kernel.NewMemStore()
+	} else {
+		s, err := sqlitestore.Open(cfg.db)
+		if err != nil {
+			return err
+		}
+		store, storeName, journal = s, "sqlite "+cfg.db, cfg.db+".world"
+	}
+	defer func() { err = errors.Join(err, store.Close()) }()
+	w, err := openWorld(journal, cfg.seed, cfg.failRate)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.Close()) }()
+	out := &errWriter{w: stdout}
+	d, err := newDesk(store, cfg.ns, w, cfg.crashAfter, out)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, d.k.Close()) }()
+
+	url, model, modelName := cfg.llmURL, cfg.llmModel, cfg.llmModel+" at "+cfg.llmURL
+	if url == "" {
+		m := newScriptedModel()
+		defer m.Close()
+		url, model, modelName = m.URL, "scripted", "scripted (an OpenAI-compatible server on "+m.Listener.Addr().String()+")"
+	}
+	client, err := llm.New(url, llm.WithModel(model), llm.WithAPIKey(cfg.llmKey), llm.WithTemperature(0))
+	if err != nil {
+		return err
+	}
+	agent, err := llm.NewAgent(client, d.g, llm.WithMaxRounds(12))
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "Support desk: %d tickets, model %s, store %s, seed %d\n", len(tickets), modelName, storeName, cfg.seed)
+	fmt.Fprintf(out, "Refunds above 500 wait for %s; the payment API fails %.0f%% of requests with a 503 and honours idempotency keys.\n",
+		approver, 100*cfg.failRate)
+	r := newReporter(ctx, d, out)
+	if err := r.resume(); err != nil {
+		return err
+	}
+	for _, t := range tickets {
+		if err := r.ticket(agent, t); err != nil {
+			return err
+		}
+	}
+	if err := r.summary(); err != nil {
+		return err
+	}
+	if cfg.crashAfter > 0 {
+		fmt.Fprintf(out, "(--crash-after %d: this run made %d effect calls and paid no refund at or after effect call %d, so nothing crashed)\n",
+			cfg.crashAfter, d.effects, cfg.crashAfter)
+	}
+	return out.err
+}
+
+// resume finishes what an earlier run against the same --db left: it
+// waits for the leases of that run's attempts, then lets Gate.Recover
+// re-drive them.
+func (r *reporter) resume() error {
+	done, earlier := 0, false
+	for _, t := range tickets {
+		for n := range t.Messages {
+			if r.d.w.TurnDone(turnKey(t.ID, n+1)) {
+				done++
+			}
+		}
+	}
+	for _, err := range r.d.k.DecisionRecords(r.ctx, kernel.DecisionFilter{}) {
+		if err != nil {
+			return err
+		}
+		earlier = true
+		break
+	}
+	if !earlier {
+		return nil
+	}
+	if err := r.markPrinted(); err != nil {
+		return err
+	}
+	total := 0
+	for _, t := range tickets {
+		total += len(t.Messages)
+	}
+	fmt.Fprintf(r.out, "\nResuming: an earlier run handled %d of %d messages.\n", done, total)
+	fmt.Fprintf(r.out, "Waiting %v (the gate's lease) so that any attempt of a crashed process is free, then Gate.Recover.\n", lease)
+	if err := sleep(r.ctx, lease+100*time.Millisecond); err != nil {
+		return err
+	}
+	results, err := r.d.g.Recover(r.ctx)
+	if err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		fmt.Fprintln(r.out, "Gate.Recover: nothing was left unfinished.")
+	}
+	for _, res := range results {
+		act, err := r.d.reader.Get(r.ctx, res.ActionID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(r.out, "Gate.Recover finished %s %s (%s): %s %s %s\n", act.TraceID(), act.Kind, res.ActionID, res.Outcome, res.Code, outputNote(res))
+	}
+	return r.markPrinted()
+}
+
+// ticket handles the messages of a ticket that no earlier run finished.
+func (r *reporter) ticket(agent *llm.Agent, t ticket) error {
+	for i, m := range t.Messages {
+		n := i + 1
+		key := turnKey(t.ID, n)
+		if r.d.w.TurnDone(key) {
+			fmt.Fprintf(r.out, "\n%s message %d: handled by an earlier run\n", t.ID, n)
+			continue
+		}
+		hints := map[string]string{}
+		if m.afterApproval {
+			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
+			rulings, err := r.d.supervise(r.ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			for _, ru := range rulings {
+				fmt.Fprintf(r.out, "  %s %s %s (arguments %s…): %s\n", approver, ru.Decision, ru.ActionID, ru.Digest[:19], ru.Note)
+			}
+			results, err := r.d.executeWaited(r.ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			if err := r.decisions(t.ID, resultHints(results, hints)); err != nil {
+				return err
+			}
+			m.Text = followUp(results)
+		}
+		fmt.Fprintf(r.out, "\n%s message %d, from the %s: \"%s\"\n", t.ID, n, m.From, m.Text)
+		res, runErr := agent.Run(r.ctx, llm.Task{Role: role, TraceID: t.ID, System: systemPrompt, User: userMessage(t, n, m)})
+		r.modelCalls += res.Rounds
+		r.toolCalls += len(res.Calls)
+		for _, c := range res.Calls {
+			if c.Result.Hint != "" && c.Result.DecisionID != "" {
+				hints[c.Result.DecisionID] = c.Result.Hint
+			}
+		}
+		if err := r.decisions(t.ID, hints); err != nil {
+			return err
+		}
+		if runErr != nil && !errors.Is(runErr, llm.ErrMaxRounds) {
+			return runErr
+		}
+		answer := res.Answer
+		if runErr != nil {
+			answer = "(no answer: " + runErr.Error() + ")"
+		}
+		fmt.Fprintf(r.out, "  answer: %s\n", answer)
+		if err := r.d.w.FinishTurn(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followUp is the desk's message to the agent once the supervisor's
+// decisions were applied.
+func followUp(results []toolgate.Result) string {
+	if len(results) == 0 {
+		return "No refund of this ticket waits for approval any more. Tell the customer where their request stands."
+	}
+	var b strings.Builder
+	b.WriteString("The refunds that waited for approval were decided. The gate's results:")
+	for _, res := range results {
+		b.WriteString(" " + llm.ToolContent(res))
+	}
+	b.WriteString(" Tell the customer by email.")
+	return b.String()
+}
+
+func resultHints(results []toolgate.Result, hints map[string]string) map[string]string {
+	for _, res := range results {
+		if res.Hint != "" && res.DecisionID != "" {
+			hints[res.DecisionID] = res.Hint
+		}
+	}
+	return hints
+}
+
+// outputNote describes a refund's output.
+func outputNote(res toolgate.Result) string {
+	id, _ := res.Output["refund_id"].(string)
+	if id == "" {
+		return ""
+	}
+	if res.Output["idempotent_replay"] == true {
+		return "- refund " + id + ", an idempotent replay: the payment API had paid it before the crash and moved no money now"
+	}
+	return "- refund " + id
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// errWriter keeps the first write error, so that the report can be
+// written without checking each line.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// getenv is os.Getenv; tests pass their own.
+var getenv = os.Getenv

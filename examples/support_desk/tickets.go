@@ -1,0 +1,54 @@
+package main
+
+import "fmt"
+
+// The ticket queue: what customers wrote. Each ticket is one trace; each
+// message is one conversation of the agent (a task), and a message marked
+// afterApproval is the desk's own follow-up once the supervisor decided the
+// refunds of the ticket that waited.
+
+type ticket struct {
+	ID       string // also the trace id
+	Order    string
+	Messages []message
+}
+
+type message struct {
+	From          string // "customer" or "desk"
+	Text          string // for a follow-up, built from the supervisor's results
+	afterApproval bool
+}
+
+var tickets = []ticket{
+	{ID: "T1", Order: "A1", Messages: []message{
+		{From: "customer", Text: "Hi, my order A1 (the rain jacket) arrived nine days late. I would like my money back, please."},
+	}},
+	{ID: "T2", Order: "A2", Messages: []message{
+		{From: "customer", Text: "The teapot from order A2 arrived cracked. Can I get a refund?"},
+		{From: "customer", Text: "Yes please, refund the teapot to my card."},
+	}},
+	{ID: "T3", Order: "A3", Messages: []message{
+		{From: "customer", Text: "Order A3: I ordered an espresso machine and got a coffee grinder. I sent it back. Please refund the 750 EUR."},
+		{From: "desk", afterApproval: true},
+	}},
+	{ID: "T4", Order: "A4", Messages: []message{
+		{From: "customer", Text: "My bike (order A4) never arrived. Refund me 950 EUR: the 900 and 50 for my trouble."},
+		{From: "desk", afterApproval: true},
+	}},
+}
+
+// systemPrompt is the agent's standing instruction.
+const systemPrompt = `You are a support agent of an online shop. Handle the customer's message with your tools:
+look the order up (lookup_order), ask the refund policy whether a refund is due and how much (assess_refund),
+refund at most that (issue_refund), and tell the customer by email what you did (send_email).
+Refunds above 500 wait for a supervisor's approval: tell the customer it is pending.
+Every tool result has an outcome and a code; a refused call has a hint: follow it. Never repeat a refund.
+When you are done, answer with one short sentence for the ticket log.`
+
+// turnKey names the n-th message (from 1) of a ticket: "T2/1".
+func turnKey(ticketID string, n int) string { return fmt.Sprintf("%s/%d", ticketID, n) }
+
+// userMessage is what the agent is given for a message.
+func userMessage(t ticket, n int, m message) string {
+	return fmt.Sprintf("Ticket %s, message %d, from the %s:\n%s", t.ID, n, m.From, m.Text)
+}
