@@ -383,3 +383,46 @@ func TestErrors(t *testing.T) {
 		t.Errorf("help: %d %q", code, out)
 	}
 }
+
+// TestSupportDeskDatabase drives the inspector on a database written by
+// go run ./examples/support_desk --db FILE: the tool-call gate's records
+// (approvals, effects, decision records) read back through every command.
+func TestSupportDeskDatabase(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "support_desk")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/blackboardkernel/bk/examples/support_desk").CombinedOutput(); err != nil {
+		t.Fatalf("building examples/support_desk: %v\n%s", err, out)
+	}
+	db := filepath.Join(dir, "desk.db")
+	if out, err := exec.Command(bin, "--db", db).CombinedOutput(); err != nil {
+		t.Fatalf("support_desk: %v\n%s", err, out)
+	}
+	var traces []inspect.TraceRow
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "traces", "--json")), &traces); err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) == 0 {
+		t.Fatal("no traces in the support desk's database")
+	}
+	var effects []inspect.EffectRow
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "effects", "--json")), &effects); err != nil {
+		t.Fatal(err)
+	}
+	if len(effects) == 0 {
+		t.Fatal("no effects in the support desk's database")
+	}
+	for _, cmd := range [][]string{{"stats"}, {"approvals"}, {"effects"}, {"timeline", traces[0].TraceID}, {"export", "--trace", traces[0].TraceID}} {
+		if out := mustBK(t, append([]string{"--db", db}, cmd...)...); out == "" {
+			t.Errorf("bk %v printed nothing", cmd)
+		}
+	}
+	stats := mustBK(t, "--db", db, "stats")
+	for _, want := range []string{"DUPLICATE_ACTION", "STALE_EVIDENCE", "RULE_VIOLATED"} {
+		if !strings.Contains(stats, want) {
+			t.Errorf("stats lack %s:\n%s", want, stats)
+		}
+	}
+	if out := mustBK(t, "--db", db, "effects"); !strings.Contains(out, "APPROVAL_DENIED") || !strings.Contains(out, "EFFECT_SUCCEEDED") {
+		t.Errorf("effects lack the denied approval or a success:\n%s", out)
+	}
+}
