@@ -31,6 +31,11 @@ type Call struct {
 	// Intent, when set, names the intent the call serves; with intents
 	// configured, a call must name one that allows the tool.
 	Intent string `json:"intent,omitempty"`
+	// Budget, when set, is what the call is charged to before anything
+	// else is checked: its loop guard, then its run's tool-call budget.
+	// It overrides the gate's [WithBudget]; a sub-agent lane passes its
+	// own sub-run and guard here. It is not encoded.
+	Budget *Budget `json:"-"`
 }
 
 // Outcome is what the gate did with a call.
@@ -79,4 +84,8 @@ type Result struct {
 	// FallbackID is the safe fallback action the gate committed instead
 	// of a call whose approval was denied or expired.
 	FallbackID string `json:"fallback_id,omitempty"`
+
+	// refusal is the budget's refusal behind a BUDGET_EXCEEDED or
+	// LOOP_DETECTED result.
+	refusal error
 }
