@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -110,6 +111,17 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 			t.Errorf("%d records of admitted calls, want 4", n)
 		}
 
+		// The planner gets the reason as data; the router types it.
+		f, ok := res.Failure()
+		if !ok || f.Category() != failure.RateLimit || f.Retryable() {
+			t.Errorf("Failure() = %v %v, want a rate_limit that is not retried", f, ok)
+		}
+		if r, ok := budget.ReasonOf(f); !ok || r.Budget != budget.ToolCalls {
+			t.Errorf("ReasonOf(the failure) = %+v %v", r, ok)
+		}
+		if dec := failure.Decide(f, 1, 3); dec.Route != failure.RouteAbort || dec.Retry {
+			t.Errorf("router: %+v, want abort", dec)
+		}
 	})
 }
 
@@ -171,6 +183,13 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 		}
 		if r := reasonIn(t, recs[0]); r["loop"] != "repeated_call" || r["tool"] != "search_kb" || r["repeats"] != 2.0 {
 			t.Errorf("reason %+v", r)
+		}
+		f, ok := res.Failure()
+		if !ok || f.Category() != failure.Duplicate {
+			t.Errorf("Failure() = %v, want duplicate", f)
+		}
+		if yield, _ := failure.Yield(f); !yield {
+			t.Error("a loop must end the lease")
 		}
 		// Other arguments are another call; malformed ones repeat too.
 		wantOutcome(t, "another query", search(`{"query":"refund policy EU"}`), Executed, CodeEffectSucceeded)

@@ -79,13 +79,16 @@ type Result struct {
 	// refusal, the commit (pending approval), the result or the
 	// escalation.
 	DecisionID string `json:"decision_id,omitempty"`
-	// Output is the effect's result, when it ran.
+	// Output is the effect's result, when it ran and succeeded. For a
+	// Failed call whose failure is typed, it is the typed signal instead
+	// (execution_status, category, error, retryable; see
+	// failure.Failure.Payload), which [Result.Failure] reads back.
 	Output kernel.Payload `json:"output,omitempty"`
 	// FallbackID is the safe fallback action the gate committed instead
 	// of a call whose approval was denied or expired.
 	FallbackID string `json:"fallback_id,omitempty"`
 
 	// refusal is the budget's refusal behind a BUDGET_EXCEEDED or
-	// LOOP_DETECTED result.
+	// LOOP_DETECTED result, kept for [Result.Failure].
 	refusal error
 }

@@ -62,6 +62,20 @@
 // record of an admitted call carries the snapshot taken when it was
 // counted.
 //
+// # Typed failures
+//
+// [Result.Failure] types a refused or failed call as a failure.Failure,
+// for a worker's lease and the repair router, from one table of codes:
+// mistakes in the call itself and preconditions the worker can establish
+// are skill failures (the worker goes on), missing authority and spent
+// budgets are state and infrastructure failures (the lease ends). An
+// effect's error that carries a type (a failure.Failure, an error with an
+// HTTP status, a network error) is recorded with its execution status
+// and comes back exactly. [Tool.Expect] catches partial success: an output
+// with mixed per-resource results, no data where data was expected, or
+// missing fields is recorded as a failure (EFFECT_INCOMPLETE) with its
+// status, never as the tool's result.
+//
 // # Approvals
 //
 // A tool's [ApprovalPolicy] (always, or a CEL rule over the arguments such
