@@ -128,18 +128,37 @@ func (rt *runner) beginRound(ctx context.Context, round int) error {
 		}
 		rt.before = rt.res.View
 	}
-	recs, err := rt.records(ctx)
+	s, err := rt.measure(ctx, round)
 	if err != nil {
 		return err
+	}
+	rt.state, rt.hasState = s, true
+	rt.res.States = append(rt.res.States, s)
+	return nil
+}
+
+// measure computes the functional state now: budget.Measure over the
+// trace's records, the run's budget snapshot and the guards. The budget
+// pressure is the highest of the run's and its lanes' (a lane's spent
+// budget is pressure on the run); the loop pressure folds in the lanes'
+// repeated calls.
+func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) {
+	recs, err := rt.records(ctx)
+	if err != nil {
+		return budget.State{}, err
 	}
 	in := budget.Inputs{Loop: rt.loopSnapshot(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
 	if rt.run != nil {
 		in.Budget = rt.run.Snapshot()
 	}
-	rt.state, rt.hasState = budget.Measure(in), true
-	rt.state.Round = int64(round)
-	rt.res.States = append(rt.res.States, rt.state)
-	return nil
+	for _, ls := range rt.lanes {
+		if ls.run != nil {
+			in.Budget.Budget = max(in.Budget.Budget, ls.run.Snapshot().Budget)
+		}
+	}
+	s := budget.Measure(in)
+	s.Round = int64(round)
+	return s, nil
 }
 
 // endRound tells the loop guard whether the round changed the blackboard;
@@ -433,6 +452,9 @@ func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err
 		st.Outcome = OutcomeLoopDetected
 	}
 	rt.stop = st
+	if err := rt.closingState(ctx, st, round); err != nil {
+		return err
+	}
 	if rt.rc.k == nil {
 		return nil
 	}
@@ -447,6 +469,16 @@ func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err
 		return rerr
 	}
 	st.DecisionID = dr.ID
+	return nil
+}
+
+// closingState measures the functional state as the run stops.
+func (rt *runner) closingState(ctx context.Context, st *Stop, round int) error {
+	s, err := rt.measure(ctx, round)
+	if err != nil {
+		return err
+	}
+	st.State = s
 	return nil
 }
 
@@ -512,6 +544,9 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 	st := &Stop{Outcome: OutcomeAborted, Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round,
 		Failure: r.Failure, Decision: r.Decision, DecisionID: r.DecisionID}
 	rt.stop = st
+	if err := rt.closingState(ctx, st, r.Round); err != nil {
+		return err
+	}
 	if r.Decision.Route != failure.RouteEscalate {
 		return nil
 	}

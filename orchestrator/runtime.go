@@ -60,6 +60,8 @@ type Stop struct {
 	// [WithKernel].
 	DecisionID string
 	ReviewID   string
+	// State is the functional state measured as the run stopped.
+	State budget.State
 }
 
 // Repair is one decision of the repair router and what the orchestrator

@@ -389,6 +389,9 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 		st.Reason.Run != "t/w" || st.Round != 3 {
 		t.Fatalf("outcome %s stop %+v", res.Outcome, st)
 	}
+	if st.State.Budget != 1 || st.State.Round != 3 {
+		t.Errorf("state at the stop %+v, want the lane's spent budget as pressure", st.State)
+	}
 	// Isolation: each lane has its own sub-run; both draw on the run.
 	ls, os := lane.Snapshot(), other.Snapshot()
 	if lane == other || ls.RunID != "t/w" || os.RunID != "t/v" || ls.Parent == nil || ls.Parent.Used[budget.ToolCalls] != 2 || os.Used[budget.ToolCalls] != 0 {
