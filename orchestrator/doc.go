@@ -49,7 +49,9 @@
 //   - Functional state. At the start of each round the runtime measures
 //     budget.Measure from the trace's records, the run's budget and the
 //     guards, records it in [Result.States] and shows it to the round's
-//     workers ([StepContext.State]). Nothing reads it to decide anything.
+//     workers ([StepContext.State]); a stop records the state it was
+//     taken in ([Stop.State]). Its budget pressure is the highest of the
+//     run's and its lanes'. Nothing reads it to decide anything.
 //   - Leases. Each step is granted a failure.Lease of [Lane.Lease] turns
 //     (1 by default, [StepContext.Lease]); the trajectory the worker
 //     leaves in it is recorded with the step ([Step.Trajectory]).
