@@ -83,6 +83,7 @@ type FindingError struct {
 	Detail string
 }
 
+// Error describes the refusal with its code, the claim and the detail.
 func (e *FindingError) Error() string {
 	if e.Claim == "" {
 		return fmt.Sprintf("orchestrator: finding refused (%s): %s", e.Code, e.Detail)

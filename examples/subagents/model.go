@@ -37,6 +37,7 @@ const (
 	brokenSource = "def fetch(endpoint)\n    return get(endpoint)\n"
 )
 
+// RoundTrip answers a chat completions request from the script.
 func (m model) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body struct {
 		Messages []llm.Message `json:"messages"`

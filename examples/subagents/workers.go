@@ -31,6 +31,7 @@ type agentWorker struct {
 	claim func(result kernel.Record) orchestrator.Claim
 }
 
+// ID, Handle, Reads and Writes declare the worker to the orchestrator.
 func (w *agentWorker) ID() string            { return w.id }
 func (w *agentWorker) Handle() kernel.Handle { return w.h }
 func (w *agentWorker) Reads() []kernel.Slot  { return w.reads }

@@ -36,6 +36,7 @@ type apiError struct {
 	msg    string
 }
 
+// Error and HTTPStatus make the answer an error failure.Classify types.
 func (e apiError) Error() string   { return fmt.Sprintf("clinic API %d: %s", e.status, e.msg) }
 func (e apiError) HTTPStatus() int { return e.status }
 
