@@ -48,6 +48,7 @@ type Exceeded struct {
 	Run string
 }
 
+// Error describes the refusal: the budget, the run, its use and limit.
 func (e *Exceeded) Error() string {
 	if e.Resource == Deadline {
 		return fmt.Sprintf("budget: run %s is past its deadline (%s ms of %s ms)", e.Run, num(e.Used), num(e.Limit))
@@ -110,6 +111,7 @@ type LoopDetected struct {
 	Detail string
 }
 
+// Error describes what repeated.
 func (e *LoopDetected) Error() string { return "budget: loop detected: " + e.Detail }
 
 // Unwrap returns [ErrLoopDetected].

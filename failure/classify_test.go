@@ -153,10 +153,10 @@ func TestClassifyConnectionRefused(t *testing.T) {
 	}
 }
 
-// The LLM client's *llm.EndpointError does not report its status through
-// HTTPStatus, so its HTTP failures are classified by the legacy matcher from
-// the "[HTTP nnn]" in its message; its timeouts are typed by the deadline
-// it wraps.
+// The LLM client's *llm.EndpointError reports its status through
+// HTTPStatus, so its HTTP failures are typed by the status, exactly; a 2xx
+// answer that is not a chat completion has no failing status and is read
+// by the legacy matcher; its timeouts are typed by the deadline it wraps.
 func TestClassifyLLMClientErrors(t *testing.T) {
 	srv := fakeProvider(t)
 	for _, tc := range []struct {
@@ -183,7 +183,7 @@ func TestClassifyLLMClientErrors(t *testing.T) {
 			t.Fatalf("%d: %v is not an EndpointError", tc.code, err)
 		}
 		f := failure.Classify(err)
-		if f.Category() != tc.category || !f.Legacy() {
+		if f.Category() != tc.category || f.Legacy() != (tc.code < 400) {
 			t.Errorf("%d: %v: got %s (%s) legacy=%v, want %s", tc.code, err, f.Category(), f.Status(), f.Legacy(), tc.category)
 		}
 	}

@@ -23,8 +23,68 @@
 // A worker that returns an error from Step, or panics in ShouldActivate or
 // Step, is recorded as a [WorkerError] with its id, the round, the phase
 // ([PhaseShouldActivate] or [PhaseStep]) and the error (wrapping [ErrPanic]
-// for a panic, with the stack); the round goes on with the other workers.
+// for a panic, with the stack); the round goes on with the other workers,
+// unless the repair router is on (see Repair below).
 // No panic escapes [Orchestrator.Run].
+//
+// # Runtime governance
+//
+// Options turn on a runtime around the loop; without them a run is the
+// plain loop above. Everything the runtime decides is typed and recorded
+// in the [Result] ([Result.Outcome], [Result.Stop], [Result.Repairs],
+// [Result.States], [Result.Findings]) and, with [WithKernel], on the
+// blackboard as decision records.
+//
+//   - Budgets. [WithBudget] gives each run a budget.Run named after its
+//     trace; a round is counted before it starts, and a refused round ends
+//     the run with [OutcomeBudgetExceeded]. Each worker's [Lane] gets a
+//     sub-run of it (its own limits, drawing on the run's), which the
+//     worker reaches through [StepContext.Budget] and hands to the calls
+//     it makes (an LLM agent's task, the tool gate). A worker step that
+//     fails on a budget's refusal ends the run the same way.
+//   - Loop guards. [WithLoopGuard] tells a guard, after each round that
+//     produced something, whether the blackboard changed; rounds without
+//     progress end the run with [OutcomeLoopDetected]. Each lane gets a
+//     guard of its own for its tool calls ([StepContext.Guard]).
+//   - Functional state. At the start of each round the runtime measures
+//     budget.Measure from the trace's records, the run's budget and the
+//     guards, records it in [Result.States] and shows it to the round's
+//     workers ([StepContext.State]); a stop records the state it was
+//     taken in ([Stop.State]). Its budget pressure is the highest of the
+//     run's and its lanes'. Nothing reads it to decide anything.
+//   - Leases. Each step is granted a failure.Lease of [Lane.Lease] turns
+//     (1 by default, [StepContext.Lease]); the trajectory the worker
+//     leaves in it is recorded with the step ([Step.Trajectory]).
+//   - Findings. A worker hands its output over as a typed [Finding]
+//     ([StepContext.Report]); the runtime checks it against the lane's
+//     [Contract] and refuses one that does not meet it with a
+//     [*FindingError]. Accepted findings reach later workers through
+//     [StepContext.Findings].
+//
+// # Repair
+//
+// With [WithRepair], a failed step (an error, a failure reported in a
+// finding, or a refused finding) is typed with failure.Classify, routed
+// with failure.Decide given the attempts made in the worker's turn,
+// recorded ([Repair]; a decision record of kind "worker:<id>" with
+// [WithKernel]), and acted on at once:
+//
+//	route          action
+//	fast_loop      the same worker steps again; StepContext.Repair holds its failure
+//	slow_loop      the lane's Research worker steps, then the worker again
+//	reauth         the lane's Reauth worker steps, then the worker again
+//	backoff        wait Decision.Backoff (WithSleep, honouring the context), then again
+//	retry_jitter   wait the jittered backoff (WithJitter), then again
+//	failover       the lane's Failover worker steps in the worker's place
+//	escalate       the run ends (OutcomeEscalated); the review action is committed
+//	abort          the run ends (OutcomeAborted)
+//
+// A route whose worker the lane does not name becomes the category's
+// stop route (escalate for slow_loop and reauth, abort for failover). The
+// review action is the kernel's safe fallback queue_for_review, with the
+// failure's status as its reason. A helper's own failure is recorded, not
+// routed. A cancelled context ends a wait at once, and the run returns the
+// context's error.
 //
 // # Concurrency
 //

@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker"
@@ -78,6 +80,15 @@ type Step struct {
 	Produced bool
 	// Err is the step's [*WorkerError], or nil.
 	Err error
+	// Attempt is 1 for a worker's first try in its turn, then 2, 3, ...
+	// for the retries the repair router ordered ([WithRepair]).
+	Attempt int
+	// Trajectory is what the worker did under the lease it was granted
+	// ([StepContext.Lease]), one compact entry per tool call: "T1(lint) ×
+	// code_syntax → T2(run_tests) ✓". Lease is how the lease ended. Both
+	// are empty for a worker that used no lease.
+	Trajectory string
+	Lease      failure.LeaseEnd
 }
 
 // Result is what a run did.
@@ -95,6 +106,20 @@ type Result struct {
 	// View is the trace as it stood at the end of the run (on an error,
 	// the last view taken).
 	View kernel.View
+
+	// Outcome says how the run ended; "" when Run returned an error.
+	Outcome Outcome
+	// Stop says why a run ended before quiescence or its round limit: a
+	// budget, a loop, an escalation or an abort. Nil otherwise.
+	Stop *Stop
+	// Repairs lists the repair router's decisions, in order ([WithRepair]).
+	Repairs []Repair
+	// States holds the functional state measured at the start of each
+	// round, when the run has a runtime (see [WithBudget]).
+	States []budget.State
+	// Findings are the findings workers reported that met their
+	// contracts, in order ([StepContext.Report]).
+	Findings []Finding
 }
 
 // Option configures an [Orchestrator] in [New]; the same options passed
@@ -109,6 +134,7 @@ type config struct {
 	tp        trace.TracerProvider
 	mpSet     bool
 	mp        metric.MeterProvider
+	rt        runtimeConfig
 }
 
 // WithTracerProvider sets the OpenTelemetry provider the orchestrator
@@ -153,6 +179,9 @@ func (c config) with(opts []Option) (config, error) {
 		return c, fmt.Errorf("%w: round limit %d below 1", ErrInvalidOption, c.maxRounds)
 	case c.log == nil:
 		return c, fmt.Errorf("%w: nil logger", ErrInvalidOption)
+	}
+	if err := c.rt.check(); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -385,8 +414,18 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) 
 		res.View, fresh = v, true
 		return nil
 	}
+	rt, err := newRunner(o, cfg, traceID, &res, order, refresh, func() { fresh = false })
+	if err != nil {
+		return res, err
+	}
 	for round := 1; round <= cfg.maxRounds; round++ {
 		res.Rounds = round
+		if err := rt.beginRound(ctx, round); err != nil || rt.stopped() {
+			if err != nil {
+				return res, err
+			}
+			break
+		}
 		produced := false
 		for _, e := range order {
 			if err := ctx.Err(); err != nil {
@@ -404,22 +443,30 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) 
 			if !active {
 				continue
 			}
-			p, werr := o.step(ctx, e, traceID, round, res.View)
-			fresh = false // a step may write, even one that fails
-			st := Step{Round: round, WorkerID: e.id, Produced: p}
-			if werr != nil {
-				werr.Round = round
-				st.Err = werr
-				o.fail(ctx, cfg, &res, werr)
+			p, err := rt.turn(ctx, e, round)
+			if err != nil {
+				return res, err
 			}
-			res.Steps = append(res.Steps, st)
 			produced = produced || p
+			if rt.stopped() {
+				break
+			}
+		}
+		if rt.stopped() {
+			break
 		}
 		if !produced {
 			res.Quiescent = true
 			break
 		}
+		if err := rt.endRound(ctx, round); err != nil {
+			return res, err
+		}
+		if rt.stopped() {
+			break
+		}
 	}
+	rt.finish()
 	if len(order) > 0 {
 		if err := ctx.Err(); err != nil {
 			return res, err

@@ -31,6 +31,11 @@ type Call struct {
 	// Intent, when set, names the intent the call serves; with intents
 	// configured, a call must name one that allows the tool.
 	Intent string `json:"intent,omitempty"`
+	// Budget, when set, is what the call is charged to before anything
+	// else is checked: its loop guard, then its run's tool-call budget.
+	// It overrides the gate's [WithBudget]; a sub-agent lane passes its
+	// own sub-run and guard here. It is not encoded.
+	Budget *Budget `json:"-"`
 }
 
 // Outcome is what the gate did with a call.
@@ -74,9 +79,16 @@ type Result struct {
 	// refusal, the commit (pending approval), the result or the
 	// escalation.
 	DecisionID string `json:"decision_id,omitempty"`
-	// Output is the effect's result, when it ran.
+	// Output is the effect's result, when it ran and succeeded. For a
+	// Failed call whose failure is typed, it is the typed signal instead
+	// (execution_status, category, error, retryable; see
+	// failure.Failure.Payload), which [Result.Failure] reads back.
 	Output kernel.Payload `json:"output,omitempty"`
 	// FallbackID is the safe fallback action the gate committed instead
 	// of a call whose approval was denied or expired.
 	FallbackID string `json:"fallback_id,omitempty"`
+
+	// refusal is the budget's refusal behind a BUDGET_EXCEEDED or
+	// LOOP_DETECTED result, kept for [Result.Failure].
+	refusal error
 }

@@ -46,6 +46,36 @@
 // would be refused is absent from the model's tool list. Surfacing is a
 // courtesy, not the enforcement: Call checks every call again.
 //
+// # Budgets and loop guards
+//
+// A call may be charged to a run's budget: its own ([Call.Budget], which a
+// sub-agent lane fills with its sub-run and its guard) or the gate's
+// ([WithBudget]). Before anything else, the gate asks the loop guard
+// (the same tool with the same canonical arguments, a third time, is
+// LOOP_DETECTED) and then the run's tool-call budget (BUDGET_EXCEEDED,
+// naming the budget: tool calls, tool calls per turn, cost, deadline).
+// The guard goes first, so a looping call spends no tool call. Every call
+// the gate receives is counted, refused or not: each is a step of the
+// model's loop. A refused call runs nothing and stores only its decision
+// record, with the structured reason and a snapshot of the budget; the
+// Result's hint is the reason's, so the model is told why. Every decision
+// record of an admitted call carries the snapshot taken when it was
+// counted.
+//
+// # Typed failures
+//
+// [Result.Failure] types a refused or failed call as a failure.Failure,
+// for a worker's lease and the repair router, from one table of codes:
+// mistakes in the call itself and preconditions the worker can establish
+// are skill failures (the worker goes on), missing authority and spent
+// budgets are state and infrastructure failures (the lease ends). An
+// effect's error that carries a type (a failure.Failure, an error with an
+// HTTP status, a network error) is recorded with its execution status
+// and comes back exactly. [Tool.Expect] catches partial success: an output
+// with mixed per-resource results, no data where data was expected, or
+// missing fields is recorded as a failure (EFFECT_INCOMPLETE) with its
+// status, never as the tool's result.
+//
 // # Approvals
 //
 // A tool's [ApprovalPolicy] (always, or a CEL rule over the arguments such

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -37,6 +38,7 @@ type job struct {
 	hash     string // hex SHA-256 of key, for the once-keys the gate claims
 	approval string // the approval record that allowed it, when one did
 	cc       kernel.Payload
+	failure  failure.Failure // the typed failure finish records, when known
 }
 
 // newJob prepares the execution of a committed action of tool e.
@@ -450,6 +452,11 @@ func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) 
 		res.Outcome = Failed
 		msg, _ := effectField(rec, "error").(string)
 		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: msg}
+		if st, ok := effectField(rec, failure.KeyStatus).(string); ok {
+			// The typed signal, for the worker and the repair router.
+			res.Output = kernel.Payload{failure.KeyStatus: st, failure.KeyCategory: effectField(rec, failure.KeyCategory),
+				failure.KeyError: msg, failure.KeyRetryable: effectField(rec, failure.KeyRetryable)}
+		}
 		if effectField(rec, "status") == StatusRefused {
 			res.Outcome, res.RootCause.Record = Refused, j.act.ID
 		}
@@ -568,8 +575,15 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		out, effErr := g.invoke(actx, j, mine)
 		endAttempt(asp, j, mine, effErr)
 		if effErr == nil {
+			if j.e.Expect != nil {
+				if _, err := failure.Evaluate(out, *j.e.Expect); err != nil {
+					j.failure = failure.Classify(err)
+					return g.finish(ctx, j, mine, rec, nil, CodeEffectIncomplete, j.failure.Message())
+				}
+			}
 			return g.finish(ctx, j, mine, rec, out, CodeEffectSucceeded, "")
 		}
+		j.failure = typedFailure(effErr)
 		if err := ctx.Err(); err != nil {
 			// The attempt stays without a result; once its lease is over,
 			// Recover (or another Execute) starts the next, with the same key.
@@ -659,6 +673,10 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		meta := j.meta(StatusFailed, n, code)
 		meta["error"] = detail
 		audit.Context["error"] = detail
+		if f := j.failure; !f.IsZero() {
+			meta[failure.KeyStatus], meta[failure.KeyCategory], meta[failure.KeyRetryable] = string(f.Status()), string(f.Category()), f.Retryable()
+			audit.Context[failure.KeyStatus], audit.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
+		}
 		entry.Kind, entry.Payload = KindFailed, kernel.Payload{KeyEffect: meta}
 		audit.Outcome, audit.Code = kernel.OutcomeFailed, code
 	}

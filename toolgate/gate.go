@@ -92,6 +92,7 @@ type config struct {
 	tp       trace.TracerProvider
 	mpSet    bool
 	mp       metric.MeterProvider
+	budget   *Budget
 }
 
 // WithTools registers tools, in the order [Gate.Surface] lists them.
@@ -135,6 +136,7 @@ type Gate struct {
 	reader   kernel.Handle   // reads records
 	tracer   telemetry.Tracer
 	metrics  *gateMetrics // nil: metrics off
+	budget   *Budget      // the default budget of calls ([WithBudget]); nil for none
 }
 
 // entry is a registered tool with what New compiled for it.
@@ -183,6 +185,7 @@ func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
 	g := &Gate{
 		k: k, tools: map[string]*entry{}, byAction: map[string]*entry{}, roles: map[string]*role{},
 		lease: c.lease, fallback: c.fallback, planner: k.Planner(GateWriter), reader: k.Tool(GateWriter),
+		budget: c.budget,
 	}
 	if err := g.initTelemetry(&c); err != nil {
 		return nil, fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
@@ -408,6 +411,15 @@ func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spe
 //     at once, exactly once per action (see [Gate.Execute]): Executed
 //     with the effect's output, or Failed.
 //
+// Before these checks, a call that has a budget ([Call.Budget], else the
+// gate's [WithBudget]) passes its loop guard and then its run's tool-call
+// budget. A call refused there is BUDGET_EXCEEDED or LOOP_DETECTED, with
+// a decision record holding the reason and a snapshot of the budget, and
+// its hint is the reason's. Every call the gate receives is counted,
+// whatever the later checks decide: each is a step of the model's loop.
+// Every later decision record of an admitted call carries the budget's
+// snapshot in its context (under budget.KeyBudget).
+//
 // A refusal is a Result, not an error, with the code, the root cause and a
 // hint for the model, so that the agent loop can hand it back as the
 // tool's result and go on. Call returns an error only when the loop cannot
@@ -435,6 +447,9 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	}
 	cc := callContext(c)
 	e := g.tools[c.Tool]
+	if res, refused, err := g.admit(ctx, c, e, cc); refused || err != nil {
+		return noJob(res, err)
+	}
 	if e == nil {
 		return noJob(g.refuse(ctx, c.TraceID, nil, c.Tool, CodeToolUnknown, "no tool named "+quote(c.Tool), cc))
 	}

@@ -91,6 +91,8 @@ func (g *Gate) defaultHint(ctx context.Context, code kernel.Code, root kernel.Ca
 		return "The tool failed" + paren(root.Detail) + ". Do not retry unless the user asks."
 	case CodeRetriesExhausted:
 		return "The tool kept failing" + paren(root.Detail) + ". Do not retry now; tell the user."
+	case CodeEffectIncomplete:
+		return "The tool answered without all the data it should have returned" + paren(root.Detail) + ". Do not rely on this result; do not retry the same call unchanged."
 	case CodeOutputInvalid:
 		return "The tool ran but its result could not be recorded. Do not retry; tell the user."
 	}

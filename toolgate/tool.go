@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -52,6 +53,13 @@ type Tool struct {
 	// Hints overrides the gate's repair hints for this tool, by code (the
 	// root cause's code is looked up first, then the decision's).
 	Hints map[kernel.Code]string
+	// Expect, when set, is what an output must hold to count as a success
+	// ([failure.Evaluate]): its own execution_status or error, per-resource
+	// outcomes, data where data is expected, required fields. An output
+	// that fails it is a partial success: it is recorded as a failure
+	// (EFFECT_INCOMPLETE) with its typed status, never as the tool's
+	// result, and the effect is not retried.
+	Expect *failure.Expect
 }
 
 // EffectFunc performs a tool's effect. It returns the output the model is

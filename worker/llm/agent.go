@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -114,6 +116,30 @@ type Task struct {
 	System string
 	// User is the user message that starts the conversation. Required.
 	User string
+
+	// Budget, when set, is the run budget the task spends: the run's own,
+	// or a sub-run for a sub-agent lane. Each round begins a new turn of
+	// it; before each model call the agent charges the tokens the earlier
+	// calls used and admits the next call (holding TokenEstimate tokens
+	// until its usage is known), and a refusal stops the run before the
+	// call is sent, with an error holding the *budget.Exceeded. Every tool
+	// call is charged to it at the gate.
+	Budget *budget.Run
+	// TokenEstimate is how many tokens each model call holds on Budget
+	// until it reports its usage, so that parallel lanes cannot all start
+	// calls against the same last tokens. 0 holds none.
+	TokenEstimate int64
+	// Guard, when set, is the loop guard the gate asks before each tool
+	// call of the task.
+	Guard *budget.Guard
+	// Lease, when set, is the lease the task runs under: each tool call is
+	// one of its turns, and the worker cannot extend it. A failure the
+	// worker cannot repair (toolgate.Result.Failure and failure.Yield)
+	// ends the run at once with a [*LeaseError]; once every turn is used,
+	// the model gets one more call, without tools, to answer with what it
+	// has. Without a lease the model calls tools until it answers or the
+	// rounds run out.
+	Lease *failure.Lease
 }
 
 // ToolResult is one tool call the model made and the gate's answer.
@@ -144,6 +170,14 @@ type AgentResult struct {
 	// Messages is the conversation: the system and user messages, then
 	// each assistant message and the tool results answering it.
 	Messages []Message
+	// Trajectory has one entry per tool call handed to the gate, in
+	// order: the turn, the tool, and ok or the failure's status and
+	// category (toolgate.Result.Failure). It is what the orchestrator sees
+	// of the run.
+	Trajectory []failure.TrajectoryEntry
+	// Lease is how the task's lease ended: failure.LeaseOpen without a
+	// lease, or while turns were left.
+	Lease failure.LeaseEnd
 }
 
 // Run runs the conversation of t: system prompt and user message, then
@@ -159,11 +193,12 @@ type AgentResult struct {
 // to that point: the calls the gate decided, the usage and the
 // conversation. A task without Role, TraceID or User is
 // [ErrInvalidConfig].
-func (a *Agent) Run(ctx context.Context, t Task) (AgentResult, error) {
-	var res AgentResult
+func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 	if t.Role == "" || t.TraceID == "" || t.User == "" {
 		return res, fmt.Errorf("%w: agent task needs a role, a trace and a user message", ErrInvalidConfig)
 	}
+	rt := newTaskRuntime(t)
+	defer rt.finish(&res)
 	if t.System != "" {
 		res.Messages = append(res.Messages, Message{Role: "system", Content: t.System})
 	}
@@ -173,9 +208,14 @@ func (a *Agent) Run(ctx context.Context, t Task) (AgentResult, error) {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("llm: agent stopped before round %d: %w", round, err)
 		}
-		tools, err := a.g.Surface(ctx, t.Role, t.TraceID, t.Intent)
-		if err != nil {
-			return res, fmt.Errorf("llm: agent: tool surface for round %d: %w", round, err)
+		var tools []toolgate.Spec
+		if rt.toolsAllowed() {
+			if tools, err = a.g.Surface(ctx, t.Role, t.TraceID, t.Intent); err != nil {
+				return res, fmt.Errorf("llm: agent: tool surface for round %d: %w", round, err)
+			}
+		}
+		if err := rt.beforeModelCall(ctx, res.Usage); err != nil {
+			return res, fmt.Errorf("llm: agent stopped before model call %d: %w", round, err)
 		}
 		if a.before != nil {
 			if err := a.before(ctx, res.Usage); err != nil {
@@ -192,11 +232,16 @@ func (a *Agent) Run(ctx context.Context, t Task) (AgentResult, error) {
 		res.Messages = append(res.Messages, Message{Role: "assistant", Content: out.Content, ToolCalls: calls})
 		a.c.log.DebugContext(ctx, "llm: agent round", "trace", t.TraceID, "round", round,
 			"tools", len(tools), "calls", len(calls), "finish", out.FinishReason)
-		if len(calls) == 0 {
+		if len(calls) == 0 || !rt.toolsAllowed() {
 			res.Answer = out.Content
+			rt.skip(&res, calls)
 			return res, nil
 		}
-		for _, tc := range calls {
+		for i, tc := range calls {
+			if !rt.toolsAllowed() {
+				rt.skip(&res, calls[i:])
+				break
+			}
 			call := toolgate.Call{
 				ID:      tc.ID,
 				Tool:    tc.Function.Name,
@@ -204,6 +249,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (AgentResult, error) {
 				Role:    t.Role,
 				TraceID: t.TraceID,
 				Intent:  t.Intent,
+				Budget:  rt.gateBudget(),
 			}
 			r, err := a.g.Call(ctx, call)
 			if err != nil {
@@ -213,6 +259,10 @@ func (a *Agent) Run(ctx context.Context, t Task) (AgentResult, error) {
 				"tool", call.Tool, "outcome", string(r.Outcome), "code", string(r.Code))
 			res.Calls = append(res.Calls, ToolResult{Round: round, Call: call, Result: r})
 			res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: tc.ID, Content: ToolContent(r)})
+			if lerr := rt.turn(&res, call.Tool, r); lerr != nil {
+				rt.skip(&res, calls[i+1:])
+				return res, lerr
+			}
 		}
 	}
 	return res, fmt.Errorf("%w: the model still called tools after %d round(s)", ErrMaxRounds, a.maxRounds)

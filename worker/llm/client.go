@@ -450,14 +450,14 @@ func (cr *chatResponse) completion() Completion {
 	return out
 }
 
-// failure is one failed attempt.
-type failure struct {
+// attemptFailure is one failed attempt.
+type attemptFailure struct {
 	status int           // 0: no response
 	wait   time.Duration // Retry-After; < 0 when absent
 	err    error
 }
 
-func (f *failure) retryable() bool {
+func (f *attemptFailure) retryable() bool {
 	return f.status == 0 || f.status == http.StatusTooManyRequests || f.status >= 500
 }
 
@@ -527,11 +527,11 @@ func (c *Client) Complete(ctx context.Context, msgs []Message, tools []toolgate.
 }
 
 // attempt makes one request, holding a concurrency slot while it does.
-func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *failure) {
+func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *attemptFailure) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Completion{}, &failure{wait: -1, err: ctx.Err()}
+		return Completion{}, &attemptFailure{wait: -1, err: ctx.Err()}
 	}
 	defer func() { <-c.sem }()
 	if c.timeout > 0 {
@@ -541,7 +541,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *failure
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return Completion{}, &failure{wait: -1, err: err}
+		return Completion{}, &attemptFailure{wait: -1, err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -551,23 +551,23 @@ func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *failure
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.log.DebugContext(ctx, "llm: request failed", "error", err.Error())
-		return Completion{}, &failure{wait: -1, err: err}
+		return Completion{}, &attemptFailure{wait: -1, err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return Completion{}, &failure{wait: -1, err: fmt.Errorf("reading response: %w", err)}
+		return Completion{}, &attemptFailure{wait: -1, err: fmt.Errorf("reading response: %w", err)}
 	}
 	c.log.DebugContext(ctx, "llm: response", "status", resp.StatusCode, "bytes", len(data))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Completion{}, &failure{
+		return Completion{}, &attemptFailure{
 			status: resp.StatusCode,
 			wait:   retryAfter(resp.Header.Get("Retry-After")),
 			err:    fmt.Errorf("HTTP %d: %s", resp.StatusCode, c.excerpt(data)),
 		}
 	}
-	bad := func(format string, a ...any) (Completion, *failure) {
-		return Completion{}, &failure{status: resp.StatusCode, wait: -1, err: fmt.Errorf(format, a...)}
+	bad := func(format string, a ...any) (Completion, *attemptFailure) {
+		return Completion{}, &attemptFailure{status: resp.StatusCode, wait: -1, err: fmt.Errorf(format, a...)}
 	}
 	if len(data) > maxResponseBytes {
 		return bad("response larger than %d bytes", maxResponseBytes)

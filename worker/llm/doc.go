@@ -72,6 +72,34 @@
 // too. An error from the gate, the hook, the endpoint or the context also
 // ends it, and the [AgentResult] still reports what happened until then.
 //
+// # Budgets, loop guards and leases
+//
+// A [Task] may carry the run budget it spends ([Task.Budget], a
+// budget.Run or a lane's sub-run), a loop guard ([Task.Guard]) and a lease
+// ([Task.Lease], a failure.Lease granted by whoever runs the worker).
+// Each round begins a new turn of the budget; before each model call the
+// agent charges the tokens the earlier calls reported and admits the next
+// call, and a spent budget (tokens, model calls, cost, deadline) stops
+// the run before the request is sent, with an error holding the
+// *budget.Exceeded. Tool calls carry the budget and the guard to the gate,
+// which checks them before anything else; its refusal (BUDGET_EXCEEDED,
+// LOOP_DETECTED, with the reason's hint) reaches the model as the tool's
+// result.
+//
+// Each tool call handed to the gate is a turn of the run's trajectory
+// ([AgentResult.Trajectory]): ok, or the failure's status and category as
+// toolgate.Result.Failure types it. Under a lease, the yield check runs
+// after every call: a skill failure (a syntax error, bad arguments, a
+// precondition to establish) lets the model go on; any other ends the run
+// at once with a [*LeaseError] carrying the failure and the compact
+// trajectory, and the calls left in that round are answered as not run.
+// When every turn is used, the model gets one last call without tools, to
+// answer with what it has.
+//
+// A failed model call is an [*EndpointError], which reports its HTTP
+// status, so failure.Classify types it exactly (401 auth_error, 429
+// rate_limit, 503 provider_down, no answer network).
+//
 // # Pointing it at a model server
 //
 // [New] takes the server's base URL, with or without the trailing /v1:

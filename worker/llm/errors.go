@@ -69,3 +69,10 @@ func (e *EndpointError) Error() string {
 
 // Unwrap returns [ErrEndpoint] and the last cause.
 func (e *EndpointError) Unwrap() []error { return []error{ErrEndpoint, e.Err} }
+
+// HTTPStatus returns the last HTTP status, 0 when no response arrived. It
+// makes an EndpointError a failure.HTTPStatusError, so failure.Classify
+// types a failed model call by its status (401 auth_error, 429
+// rate_limit, 503 provider_down, ...) and, without one, by its cause (a
+// refused connection or a timeout is network).
+func (e *EndpointError) HTTPStatus() int { return e.Status }

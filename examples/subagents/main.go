@@ -1,0 +1,257 @@
+// Command subagents runs a coordinator with three sub-agents (a
+// researcher, a coder and an executor, each an LLM agent) against a
+// scripted clinic API and a scripted model, and prints how the runtime
+// governs them: the repair router's fast and slow loops, a rate-limit
+// backoff, an auth escalation, a partial fetch caught as a failure, and
+// the stops of a token budget, a tool-call budget and the loop guard.
+// Each case prints its steps with their lease trajectories, every typed
+// decision, the outcome and the functional state.
+//
+//	go run ./examples/subagents
+//
+// Nothing leaves the process: the model is an http.RoundTripper that
+// answers from a script, the tools are Go functions, the clock is fixed
+// and waits are recorded instead of slept, so the output is the same on
+// every run. Every code printed is one the kernel, the gate, the budget or
+// the router returned.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/worker/llm"
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "subagents:", err)
+		os.Exit(1)
+	}
+}
+
+// scenario is one case: the world, the model's script and what the
+// coordinator grants each lane.
+type scenario struct {
+	name, title string
+	world       world
+	script      script
+	lanes       map[string]orchestrator.Lane // overrides of the default lanes
+}
+
+// The defaults every case starts from.
+var (
+	baseScript = script{docs: "v1", prompt: 300, completion: 100}
+	// runLimits is the budget of each run; its soft threshold is low so
+	// that the functional state shows pressure building.
+	runLimits = budget.Limits{Tokens: 20_000, ModelCalls: 14, ToolCalls: 10, Rounds: 6, Deadline: 10 * time.Minute, Soft: 0.5}
+	lanes     = map[string]orchestrator.Lane{
+		"researcher": {Worker: "researcher", Lease: 1,
+			Contract: &orchestrator.Contract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}},
+		"coder": {Worker: "coder", Lease: 1, Research: "researcher",
+			Contract: &orchestrator.Contract{Require: []string{"program"}, Evidence: true}},
+		"executor": {Worker: "executor", Lease: 1, Research: "researcher",
+			Contract: &orchestrator.Contract{Require: []string{"patients"}, Evidence: true}},
+	}
+)
+
+func scenarios() []scenario {
+	s := func(edit func(*script)) script {
+		c := baseScript
+		edit(&c)
+		return c
+	}
+	return []scenario{
+		{name: "fast-loop", title: "fast loop: the coder's draft does not parse",
+			script: s(func(c *script) { c.docs, c.brokenDraft = "v2-batch", true })},
+		{name: "slow-loop", title: "slow loop: the documented endpoint is retired",
+			script: s(func(c *script) { c.docs = "v1" })},
+		{name: "backoff", title: "backoff: the API is rate limited",
+			world: world{rateLimited: 1}, script: s(func(c *script) { c.docs = "v2-batch" })},
+		{name: "auth", title: "escalation: the API token has expired",
+			world: world{authExpired: true}, script: s(func(c *script) { c.docs = "v2-batch" })},
+		{name: "partial", title: "partial fetch: one patient of three fails",
+			script: s(func(c *script) { c.docs = "v2" })},
+		{name: "token-budget", title: "token budget: the researcher's lane runs out",
+			script: s(func(c *script) { c.docs = "v2-batch" }),
+			lanes:  map[string]orchestrator.Lane{"researcher": withBudget(lanes["researcher"], budget.Limits{Tokens: 600})}},
+		{name: "tool-budget", title: "tool-call budget: the executor's lane allows one call",
+			script: s(func(c *script) { c.docs, c.dryRun = "v2-batch", true }),
+			lanes:  map[string]orchestrator.Lane{"executor": withLease(withBudget(lanes["executor"], budget.Limits{ToolCalls: 1}), 2)}},
+		{name: "loop-guard", title: "loop guard: the researcher reads the same page again and again",
+			script: s(func(c *script) { c.docs, c.dithers = "v2-batch", true }),
+			lanes:  map[string]orchestrator.Lane{"researcher": withLease(lanes["researcher"], 3)}},
+	}
+}
+
+func withBudget(l orchestrator.Lane, b budget.Limits) orchestrator.Lane { l.Budget = b; return l }
+func withLease(l orchestrator.Lane, n int) orchestrator.Lane            { l.Lease = n; return l }
+
+// epoch is the fixed time of every clock here.
+var epoch = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
+
+// run plays every case and prints it to w.
+func run(ctx context.Context, w io.Writer) error {
+	for i, sc := range scenarios() {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "== %d. %s (trace %s)\n", i+1, sc.title, sc.name)
+		if err := play(ctx, w, sc); err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+	}
+	return nil
+}
+
+// play sets up one case on a fresh kernel and gate, runs the coordinator
+// and prints what happened.
+func play(ctx context.Context, w io.Writer, sc scenario) error {
+	now := func() time.Time { return epoch }
+	wld := sc.world
+	tools := wld.tools()
+	k, err := kernel.New(kernel.WithClock(now), kernel.WithActionSpecs(toolgate.Specs(tools...)...))
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	gate, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithRoles(roles...))
+	if err != nil {
+		return err
+	}
+	client, err := llm.New("http://model.invalid", llm.WithModel("scripted"), llm.WithRetries(0),
+		llm.WithHTTPClient(&http.Client{Transport: model{sc.script}}))
+	if err != nil {
+		return err
+	}
+	agent, err := llm.NewAgent(client, gate, llm.WithMaxRounds(4))
+	if err != nil {
+		return err
+	}
+	var waits []time.Duration
+	opts := []orchestrator.Option{
+		orchestrator.WithKernel(k), orchestrator.WithClock(now), orchestrator.WithRepair(3),
+		orchestrator.WithBudget(runLimits), orchestrator.WithLoopGuard(),
+		orchestrator.WithJitter(func() float64 { return 0.5 }),
+		orchestrator.WithSleep(func(ctx context.Context, d time.Duration) error {
+			waits = append(waits, d) // recorded, not slept: the example is instant
+			return ctx.Err()
+		}),
+	}
+	for _, id := range []string{"researcher", "coder", "executor"} {
+		l := lanes[id]
+		if o, ok := sc.lanes[id]; ok {
+			l = o
+		}
+		opts = append(opts, orchestrator.WithLane(l))
+	}
+	o, err := orchestrator.New(opts...)
+	if err != nil {
+		return err
+	}
+	for _, wk := range crew(k, agent) {
+		if err := o.Register(wk); err != nil {
+			return err
+		}
+	}
+	res, err := o.Run(ctx, sc.name)
+	if err != nil {
+		return err
+	}
+	report(w, res)
+	return nil
+}
+
+// report prints a run: its steps, with the repair decisions where they
+// were taken, the outcome and the functional state.
+func report(w io.Writer, res orchestrator.Result) {
+	repairs := res.Repairs
+	for _, st := range res.Steps {
+		line := fmt.Sprintf("  step      r%d %s#%d", st.Round, st.WorkerID, st.Attempt)
+		if st.Trajectory != "" {
+			line += "  " + st.Trajectory
+			if st.Lease == failure.LeaseOpen {
+				line += " …"
+			}
+		}
+		if st.Err != nil {
+			line += "  ✗ " + stepFailure(st.Err)
+		}
+		fmt.Fprintln(w, line)
+		for len(repairs) > 0 && repairs[0].Round == st.Round && repairs[0].WorkerID == st.WorkerID && repairs[0].Attempt == st.Attempt {
+			printRepair(w, repairs[0])
+			repairs = repairs[1:]
+		}
+	}
+	for _, f := range res.Findings {
+		for _, c := range f.Claims {
+			fmt.Fprintf(w, "  finding   %s: %s = %v (evidence %s)\n", f.WorkerID, c.Kind, c.Value, strings.Join(c.Evidence, ", "))
+		}
+	}
+	fmt.Fprintf(w, "  outcome   %s\n", res.Outcome)
+	if st := res.Stop; st != nil {
+		switch {
+		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
+			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Code, st.Reason.Budget, st.Reason.Run,
+				st.Reason.Used, st.Reason.Limit, st.Reason.Hint)
+		case st.Reason != nil:
+			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Code, st.Reason.Loop, st.Reason.Hint)
+		default:
+			fmt.Fprintf(w, "  stop      %s by %s: %s\n", st.Code, st.WorkerID, st.Decision.Route)
+		}
+		if st.ReviewID != "" {
+			fmt.Fprintf(w, "  review    %s queued for a person (%s)\n", kernel.FallbackQueueForReview, st.ReviewID)
+		}
+	}
+	// The state of the last round, or the one measured as the run stopped.
+	if n := len(res.States); n > 0 {
+		s, when := res.States[n-1], "r"+fmt.Sprint(res.States[n-1].Round)
+		if res.Stop != nil {
+			s, when = res.Stop.State, "at stop"
+		}
+		fmt.Fprintf(w, "  state     %s: budget %.2f loop %.2f evidence %.2f gate %.2f conflict %.2f escalation %.2f\n",
+			when, s.Budget, s.Loop, s.Evidence, s.Gate, s.Conflict, s.Escalation)
+	}
+}
+
+// printRepair prints one decision of the repair router.
+func printRepair(w io.Writer, r orchestrator.Repair) {
+	d := r.Decision
+	line := fmt.Sprintf("  decision  %s (%s) → %s [%s loop]", r.Failure.Category(), r.Failure.Status(), d.Route, d.Loop)
+	if r.Wait > 0 {
+		line += fmt.Sprintf(", wait %v", r.Wait)
+	}
+	if r.Next != "" {
+		line += ", next " + r.Next
+	}
+	if !d.Retry {
+		_, why, _ := strings.Cut(d.Reason, "; ")
+		line += " (" + why + ")"
+	}
+	fmt.Fprintln(w, line)
+}
+
+// stepFailure names what a failed step reported.
+func stepFailure(err error) string {
+	if r, ok := budget.ReasonOf(err); ok {
+		if r.Code == budget.CodeBudgetExceeded {
+			return string(r.Code) + " " + string(r.Budget)
+		}
+		return string(r.Code) + " " + string(r.Loop)
+	}
+	f := failure.Classify(err)
+	if fe, ok := err.(*orchestrator.WorkerError); ok && fe.Phase == orchestrator.PhaseFinding {
+		return "reported " + string(f.Status())
+	}
+	return string(f.Status())
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/worker/llm"
+)
+
+// tokenEstimate is what each model call holds on its lane's budget until
+// its usage is known.
+const tokenEstimate = 400
+
+// agentWorker is one member of the crew: a worker.Worker that runs an LLM
+// agent under what the orchestrator grants it (its lane's budget and
+// guard, its lease), and hands back a typed finding.
+type agentWorker struct {
+	id     string // also its role contract's name
+	h      *kernel.Tool
+	agent  *llm.Agent
+	reads  []kernel.Slot
+	result string // the percept kind of its tool's result
+	after  string // the percept kind it needs first, "" for none
+	// user is the worker's mission, built from the findings it is given.
+	user func(findings []orchestrator.Finding) string
+	// claim turns its tool's result into the claim it reports.
+	claim func(result kernel.Record) orchestrator.Claim
+}
+
+// ID, Handle, Reads and Writes declare the worker to the orchestrator.
+func (w *agentWorker) ID() string            { return w.id }
+func (w *agentWorker) Handle() kernel.Handle { return w.h }
+func (w *agentWorker) Reads() []kernel.Slot  { return w.reads }
+func (w *agentWorker) Writes() []kernel.Slot { return []kernel.Slot{kernel.Percepts} }
+
+// ShouldActivate: once what it needs is there, until its own result is.
+func (w *agentWorker) ShouldActivate(v kernel.View) bool {
+	return (w.after == "" || v.Has(kernel.Percepts, w.after)) && !v.Has(kernel.Percepts, w.result)
+}
+
+// Step runs the agent once. A failure that ended its lease is the step's
+// error; a failure on its last turn (the lease spent) is reported in its
+// finding; otherwise the finding claims what its tool returned, resting
+// on the result's record.
+func (w *agentWorker) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+	sc, ok := orchestrator.StepContextFrom(ctx)
+	if !ok {
+		return false, errors.New(w.id + ": runs under an orchestrator with a runtime")
+	}
+	user := w.user(sc.Findings())
+	if rep, repairing := sc.Repair(); repairing {
+		// The repair goes at the top, where the model reads it first.
+		user = fmt.Sprintf("REPAIR %s: %s\n%s", rep.Failure.Status(), rep.Failure.Message(), user)
+	}
+	res, err := w.agent.Run(ctx, llm.Task{
+		Role: w.id, TraceID: traceID, System: "You are the " + w.id + " of a data team.", User: user,
+		Budget: sc.Budget(), Guard: sc.Guard(), Lease: sc.Lease(), TokenEstimate: tokenEstimate,
+	})
+	if err != nil {
+		return len(res.Calls) > 0, err
+	}
+	if n := len(res.Calls); n > 0 {
+		if f, failed := res.Calls[n-1].Result.Failure(); failed {
+			sc.Report(orchestrator.Finding{Failures: []failure.Failure{f}})
+			return true, nil
+		}
+	}
+	rec, err := w.h.Find(ctx, traceID, kernel.Percepts, w.result)
+	if err != nil {
+		return len(res.Calls) > 0, fmt.Errorf("%s: its result: %w", w.id, err)
+	}
+	sc.Report(orchestrator.Finding{Claims: []orchestrator.Claim{w.claim(rec)}})
+	return true, nil
+}
+
+// latest returns the value of the latest accepted claim of kind.
+func latest(findings []orchestrator.Finding, kind string) string {
+	for i := len(findings) - 1; i >= 0; i-- {
+		if c, ok := findings[i].Claim(kind); ok {
+			return fmt.Sprint(c.Value)
+		}
+	}
+	return ""
+}
+
+// crew builds the researcher, the coder and the executor on one agent.
+func crew(k *kernel.Kernel, agent *llm.Agent) []*agentWorker {
+	evidence := func(kind string, value func(kernel.Record) any) func(kernel.Record) orchestrator.Claim {
+		return func(rec kernel.Record) orchestrator.Claim {
+			return orchestrator.Claim{Kind: kind, Value: value(rec), Evidence: []string{rec.ID}, Confidence: 0.9}
+		}
+	}
+	return []*agentWorker{
+		{id: "researcher", h: k.Tool("researcher"), agent: agent, result: "docs",
+			user:  func([]orchestrator.Finding) string { return "Find the endpoint that lists the clinic's patients." },
+			claim: evidence("endpoint", func(r kernel.Record) any { return r.Payload["endpoint"] })},
+		{id: "coder", h: k.Tool("coder"), agent: agent, reads: []kernel.Slot{kernel.Percepts}, result: "build", after: "docs",
+			user: func(f []orchestrator.Finding) string {
+				return "Write the job that fetches the patients. endpoint=" + latest(f, "endpoint")
+			},
+			claim: evidence("program", func(r kernel.Record) any { return r.Payload["program"] })},
+		{id: "executor", h: k.Tool("executor"), agent: agent, reads: []kernel.Slot{kernel.Percepts}, result: "patients", after: "build",
+			user: func(f []orchestrator.Finding) string {
+				return "Run the job. program=" + latest(f, "program") + " endpoint=" + latest(f, "endpoint")
+			},
+			claim: evidence("patients", func(r kernel.Record) any { return r.Payload["patients"] })},
+	}
+}

@@ -1,0 +1,584 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// PhaseFinding names a failure found after a step returned: the worker
+// reported a failure in its finding, or its finding was refused by its
+// contract ([*FindingError]).
+const PhaseFinding Phase = "finding"
+
+// Writer is the planner writer the orchestrator commits review actions
+// with.
+const Writer = "orchestrator"
+
+// runner is one run's runtime: its budget, guard and lanes, the state it
+// measures, the repair router's loop, and how the run stopped.
+type runner struct {
+	o       *Orchestrator
+	cfg     config
+	rc      runtimeConfig
+	on      bool
+	traceID string
+	res     *Result
+	order   []entry
+	byID    map[string]entry
+	refresh func(kernel.Handle) error
+	stale   func()
+	now     func() time.Time
+
+	run      *budget.Run
+	guard    *budget.Guard
+	lanes    map[string]*laneState
+	state    budget.State
+	hasState bool
+	before   kernel.View
+	stop     *Stop
+}
+
+// laneState is a lane's budget and guard for one run.
+type laneState struct {
+	cfg   Lane
+	run   *budget.Run
+	guard *budget.Guard
+}
+
+func newRunner(o *Orchestrator, cfg config, traceID string, res *Result, order []entry,
+	refresh func(kernel.Handle) error, stale func()) (*runner, error) {
+	rt := &runner{o: o, cfg: cfg, rc: cfg.rt, on: cfg.rt.on(), traceID: traceID, res: res, order: order,
+		refresh: refresh, stale: stale, now: cfg.rt.clock()}
+	if !rt.on {
+		return rt, nil
+	}
+	rt.byID = make(map[string]entry, len(order))
+	for _, e := range order {
+		rt.byID[e.id] = e
+	}
+	rt.lanes = make(map[string]*laneState)
+	var err error
+	if l := rt.rc.limits; l != nil {
+		if rt.run, err = budget.New(*l, budget.WithID(traceID), budget.WithClock(rt.now)); err != nil {
+			return nil, fmt.Errorf("%w: budget: %v", ErrInvalidOption, err)
+		}
+	}
+	if rt.rc.guardOn {
+		if rt.guard, err = budget.NewGuard(rt.rc.guard...); err != nil {
+			return nil, fmt.Errorf("%w: loop guard: %v", ErrInvalidOption, err)
+		}
+	}
+	return rt, nil
+}
+
+// stopped reports whether the run has stopped early.
+func (rt *runner) stopped() bool { return rt.stop != nil }
+
+// lane returns the lane of worker id for this run, starting its budget
+// and guard on first use.
+func (rt *runner) lane(id string) (*laneState, error) {
+	if ls := rt.lanes[id]; ls != nil {
+		return ls, nil
+	}
+	ls := &laneState{cfg: rt.rc.lanes[id]}
+	var err error
+	switch {
+	case rt.run != nil:
+		ls.run, err = rt.run.Sub(ls.cfg.Budget, budget.WithID(rt.run.ID()+"/"+id))
+	case ls.cfg.Budget != budget.Limits{}:
+		ls.run, err = budget.New(ls.cfg.Budget, budget.WithID(rt.traceID+"/"+id), budget.WithClock(rt.now))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: lane %q: %v", ErrInvalidOption, id, err)
+	}
+	if rt.rc.guardOn {
+		if ls.guard, err = budget.NewGuard(rt.rc.guard...); err != nil {
+			return nil, fmt.Errorf("%w: lane %q: %v", ErrInvalidOption, id, err)
+		}
+	}
+	rt.lanes[id] = ls
+	return ls, nil
+}
+
+// beginRound counts the round on the run's budget (a refusal stops the
+// run), takes the view the round starts from, and measures the
+// functional state.
+func (rt *runner) beginRound(ctx context.Context, round int) error {
+	if !rt.on {
+		return nil
+	}
+	if rt.run != nil {
+		if err := rt.run.NextRound(); err != nil {
+			rt.res.Rounds = round - 1
+			return rt.stopLimit(ctx, "", round, err)
+		}
+	}
+	if len(rt.order) > 0 {
+		if err := rt.refresh(rt.order[0].handle); err != nil {
+			return err
+		}
+		rt.before = rt.res.View
+	}
+	s, err := rt.measure(ctx, round)
+	if err != nil {
+		return err
+	}
+	rt.state, rt.hasState = s, true
+	rt.res.States = append(rt.res.States, s)
+	return nil
+}
+
+// measure computes the functional state now: budget.Measure over the
+// trace's records, the run's budget snapshot and the guards. The budget
+// pressure is the highest of the run's and its lanes' (a lane's spent
+// budget is pressure on the run); the loop pressure folds in the lanes'
+// repeated calls.
+func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) {
+	recs, err := rt.records(ctx)
+	if err != nil {
+		return budget.State{}, err
+	}
+	in := budget.Inputs{Loop: rt.loopSnapshot(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
+	if rt.run != nil {
+		in.Budget = rt.run.Snapshot()
+	}
+	for _, ls := range rt.lanes {
+		if ls.run != nil {
+			in.Budget.Budget = max(in.Budget.Budget, ls.run.Snapshot().Budget)
+		}
+	}
+	s := budget.Measure(in)
+	s.Round = int64(round)
+	return s, nil
+}
+
+// endRound tells the loop guard whether the round changed the blackboard;
+// its refusal stops the run.
+func (rt *runner) endRound(ctx context.Context, round int) error {
+	if !rt.on || rt.guard == nil || len(rt.order) == 0 {
+		return nil
+	}
+	if err := rt.refresh(rt.order[0].handle); err != nil {
+		return err
+	}
+	if err := rt.guard.Round(budget.Progressed(rt.before, rt.res.View)); err != nil {
+		return rt.stopLimit(ctx, "", round, err)
+	}
+	return nil
+}
+
+// finish sets the run's outcome.
+func (rt *runner) finish() {
+	switch {
+	case rt.stop != nil:
+		rt.res.Outcome, rt.res.Stop = rt.stop.Outcome, rt.stop
+	case rt.res.Quiescent:
+		rt.res.Outcome = OutcomeQuiescent
+	default:
+		rt.res.Outcome = OutcomeRoundLimit
+	}
+}
+
+// turn runs one activated worker's turn: its step and, with the repair
+// router on, the repairs its failures call for, until it succeeds or the
+// run stops. It returns whether any step produced something, and an error
+// only when the run cannot go on (the context, the store).
+func (rt *runner) turn(ctx context.Context, e entry, round int) (produced bool, err error) {
+	w, attempt := e, 1
+	var rep *Repair
+	for {
+		p, werr, err := rt.stepOnce(ctx, w, round, attempt, rep)
+		produced = produced || p
+		if err != nil || werr == nil || !rt.on {
+			return produced, err
+		}
+		if err := ctx.Err(); err != nil {
+			return produced, err
+		}
+		if _, limit := budget.ReasonOf(werr.Err); limit {
+			return produced, rt.stopLimit(ctx, w.id, round, werr.Err)
+		}
+		if rt.rc.maxAttempts == 0 {
+			return produced, nil // failures are recorded, not routed
+		}
+		f := failureOf(werr.Err)
+		r := Repair{Round: round, WorkerID: w.id, Attempt: attempt, Failure: f,
+			Decision: failure.Decide(f, attempt, rt.rc.maxAttempts)}
+		next := rt.resolve(e, w, &r)
+		if r.Decision.Retry && (r.Decision.Route == failure.RouteBackoff || r.Decision.Route == failure.RouteRetryJitter) {
+			r.Wait = r.Decision.Jittered(rt.rc.jitterer()())
+		}
+		if err := rt.recordRepair(ctx, &r); err != nil {
+			return produced, err
+		}
+		rt.res.Repairs = append(rt.res.Repairs, r)
+		if !r.Decision.Retry {
+			return produced, rt.stopFailure(ctx, &r)
+		}
+		if r.Wait > 0 {
+			if err := rt.rc.sleeper()(ctx, r.Wait); err != nil {
+				return produced, err
+			}
+		}
+		switch r.Decision.Route {
+		case failure.RouteSlowLoop, failure.RouteReauth:
+			p, _, err := rt.stepOnce(ctx, next, round, 1, &r) // a helper's failure is recorded, not routed
+			produced = produced || p
+			if err != nil {
+				return produced, err
+			}
+			if err := ctx.Err(); err != nil {
+				return produced, err
+			}
+		case failure.RouteFailover:
+			w = next
+		}
+		attempt++
+		rep = &r
+	}
+}
+
+// resolve fills in the worker a retrying decision sends for, from the
+// lane of the worker whose turn it is (origin); cur is the worker that
+// failed. A route whose worker is not configured, or not registered,
+// becomes the category's stop route.
+func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
+	d := r.Decision
+	if !d.Retry {
+		return entry{}
+	}
+	lane := rt.rc.lanes[origin.id]
+	var name, what string
+	switch d.Route {
+	case failure.RouteSlowLoop:
+		name, what = lane.Research, "research"
+	case failure.RouteReauth:
+		name, what = lane.Reauth, "reauth"
+	case failure.RouteFailover:
+		name, what = lane.Failover, "failover"
+	default: // fast loop, backoff, retry with jitter: the same worker again
+		r.Next = cur.id
+		return cur
+	}
+	if e, ok := rt.byID[name]; ok && name != "" {
+		r.Next = name
+		return e
+	}
+	rule, ok := failure.RuleFor(r.Failure.Category())
+	if !ok {
+		rule, _ = failure.RuleFor(failure.Unknown)
+	}
+	loop := failure.LoopKernel
+	if rule.Otherwise == failure.RouteEscalate {
+		loop = failure.LoopHuman
+	}
+	why := fmt.Sprintf("no %s worker for %s", what, origin.id)
+	if name != "" {
+		why = fmt.Sprintf("%s worker %q is not registered", what, name)
+	}
+	r.Decision = failure.Decision{Route: rule.Otherwise, Loop: loop,
+		Reason: d.Reason + "; " + why + ": " + string(rule.Otherwise)}
+	return entry{}
+}
+
+// failureOf types a step's failure: a refused finding is the worker's
+// own format error; anything else goes through failure.Classify.
+func failureOf(err error) failure.Failure {
+	var fe *FindingError
+	if errors.As(err, &fe) {
+		return fe.Failure()
+	}
+	return failure.Classify(err)
+}
+
+// stepOnce runs one step of e with its step context, records it, and
+// checks the finding it reported. It returns the step's failure, if any,
+// and an error when a view or the trace cannot be read.
+func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep *Repair) (bool, *WorkerError, error) {
+	if err := rt.refresh(e.handle); err != nil {
+		return false, nil, err
+	}
+	sctx := ctx
+	var sc *StepContext
+	if rt.on {
+		ls, err := rt.lane(e.id)
+		if err != nil {
+			return false, nil, err
+		}
+		sc = &StepContext{traceID: rt.traceID, workerID: e.id, round: round, attempt: attempt, repair: rep,
+			state: rt.state, hasState: rt.hasState, findings: rt.res.Findings,
+			run: ls.run, guard: ls.guard, lease: failure.NewLease(ls.cfg.Lease)}
+		sctx = context.WithValue(ctx, stepKey{}, sc)
+	}
+	p, werr := rt.o.step(sctx, e, rt.traceID, round, rt.res.View)
+	rt.stale() // a step may write, even one that fails
+	st := Step{Round: round, WorkerID: e.id, Produced: p, Attempt: attempt}
+	if sc != nil {
+		if sc.lease.Used() > 0 {
+			st.Trajectory, st.Lease = sc.lease.String(), sc.lease.End()
+		}
+		if werr == nil {
+			var err error
+			if werr, err = rt.checkFinding(ctx, sc, e, round); err != nil {
+				return p, nil, err
+			}
+		}
+	}
+	if werr != nil {
+		werr.Round = round
+		st.Err = werr
+		rt.o.fail(ctx, rt.cfg, rt.res, werr)
+	}
+	rt.res.Steps = append(rt.res.Steps, st)
+	return p, werr, nil
+}
+
+// checkFinding takes the finding a step reported: failures it reports
+// become the step's failure; otherwise it is checked against the lane's
+// contract, and accepted or refused.
+func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, round int) (*WorkerError, error) {
+	f, ok := sc.reported()
+	if !ok {
+		return nil, nil
+	}
+	f.WorkerID, f.Round = e.id, round
+	refused := func(err error) *WorkerError { return &WorkerError{WorkerID: e.id, Phase: PhaseFinding, Err: err} }
+	if len(f.Failures) > 0 {
+		if f.Failures[0].IsZero() {
+			return refused(&FindingError{Code: CodeFindingInvalid, Detail: "failure 0 is untyped"}), nil
+		}
+		return refused(f.Failures[0]), nil
+	}
+	var contract Contract
+	if c := rt.rc.lanes[e.id].Contract; c != nil {
+		contract = *c
+	}
+	ids := map[string]bool{}
+	needIDs := slices.ContainsFunc(f.Claims, func(c Claim) bool { return len(c.Evidence) > 0 })
+	if needIDs {
+		recs, err := rt.records(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			ids[r.ID] = true
+		}
+	}
+	if err := contract.Check(f, func(id string) bool { return ids[id] }); err != nil {
+		return refused(err), nil
+	}
+	rt.res.Findings = append(rt.res.Findings, f)
+	return nil, nil
+}
+
+// records reads the trace's records, decision records and rejected
+// proposals included.
+func (rt *runner) records(ctx context.Context) ([]kernel.Record, error) {
+	var h kernel.Handle
+	switch {
+	case rt.rc.k != nil:
+		h = rt.rc.k.Tool(Writer)
+	case len(rt.order) > 0:
+		h = rt.order[0].handle
+	default:
+		return nil, nil
+	}
+	var out []kernel.Record
+	for r, err := range h.Trace(ctx, rt.traceID) {
+		if err != nil {
+			return nil, fmt.Errorf("orchestrator: trace %q: %w", rt.traceID, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// loopSnapshot is the run guard's snapshot with the lanes' repeated calls
+// folded in.
+func (rt *runner) loopSnapshot() budget.LoopSnapshot {
+	var s budget.LoopSnapshot
+	if rt.guard != nil {
+		s = rt.guard.Snapshot()
+	}
+	ids := make([]string, 0, len(rt.lanes))
+	for id := range rt.lanes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		g := rt.lanes[id].guard
+		if g == nil {
+			continue
+		}
+		ls := g.Snapshot()
+		s.Calls += ls.Calls
+		s.Distinct += ls.Distinct
+		s.Trips += ls.Trips
+		s.RepeatPressure = max(s.RepeatPressure, ls.RepeatPressure)
+		if ls.Repeats > s.Repeats {
+			s.Repeats, s.MostRepeated = ls.Repeats, ls.MostRepeated
+		}
+	}
+	return s
+}
+
+// snapshotFor is the budget snapshot a stop in worker id's lane records:
+// the lane's, else the run's.
+func (rt *runner) snapshotFor(id string) budget.Snapshot {
+	if ls := rt.lanes[id]; ls != nil && ls.run != nil {
+		return ls.run.Snapshot()
+	}
+	if rt.run != nil {
+		return rt.run.Snapshot()
+	}
+	return budget.Snapshot{}
+}
+
+// stopLimit stops the run on a budget's or the loop guard's refusal,
+// recording it.
+func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
+	reason, _ := budget.ReasonOf(err)
+	st := &Stop{Outcome: OutcomeBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
+	if reason.Code == budget.CodeLoopDetected {
+		st.Outcome = OutcomeLoopDetected
+	}
+	rt.stop = st
+	if err := rt.closingState(ctx, st, round); err != nil {
+		return err
+	}
+	if rt.rc.k == nil {
+		return nil
+	}
+	kind := "round"
+	if workerID != "" {
+		kind = "worker:" + workerID
+	}
+	d, _ := budget.RefusalRecord(rt.traceID, kind, err, rt.snapshotFor(workerID))
+	rt.annotate(d.Context, workerID, round)
+	dr, rerr := rt.rc.k.RecordDecision(ctx, d)
+	if rerr != nil {
+		return rerr
+	}
+	st.DecisionID = dr.ID
+	return nil
+}
+
+// closingState measures the functional state as the run stops.
+func (rt *runner) closingState(ctx context.Context, st *Stop, round int) error {
+	s, err := rt.measure(ctx, round)
+	if err != nil {
+		return err
+	}
+	st.State = s
+	return nil
+}
+
+// annotate adds where a decision was taken and the functional state.
+func (rt *runner) annotate(c kernel.Payload, workerID string, round int) {
+	c["round"] = round
+	if workerID != "" {
+		c["worker"] = workerID
+	}
+	if rt.hasState {
+		c[budget.KeyFunctionalState] = map[string]any(rt.state.Payload())
+	}
+}
+
+// recordRepair writes the decision record of a repair decision.
+func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
+	if rt.rc.k == nil {
+		return nil
+	}
+	f, d := r.Failure, r.Decision
+	c := kernel.Payload{
+		"attempt": r.Attempt, "category": string(f.Category()), "status": string(f.Status()),
+		"retryable": f.Retryable(), "message": f.Message(),
+		"route": string(d.Route), "loop": string(d.Loop), "retry": d.Retry,
+	}
+	if f.Legacy() {
+		c["legacy"] = true
+	}
+	if r.Wait > 0 {
+		c["wait_ms"] = r.Wait.Milliseconds()
+	}
+	if r.Next != "" {
+		c["next"] = r.Next
+	}
+	rt.annotate(c, r.WorkerID, r.Round)
+	if snap := rt.snapshotFor(r.WorkerID); snap.RunID != "" {
+		c[budget.KeyBudget] = map[string]any(snap.Payload())
+	}
+	outcome := kernel.OutcomeFailed
+	if d.Route == failure.RouteEscalate {
+		outcome = kernel.OutcomeEscalated
+	}
+	dr, err := rt.rc.k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: rt.traceID, Kind: "worker:" + r.WorkerID,
+		Outcome: outcome, Code: statusCode(f), Detail: d.Reason, Context: c})
+	if err != nil {
+		return err
+	}
+	r.DecisionID = dr.ID
+	return nil
+}
+
+// statusCode is a failure's status as a code.
+func statusCode(f failure.Failure) kernel.Code {
+	if f.Status() == "" {
+		return kernel.Code(failure.StatusUnknown)
+	}
+	return kernel.Code(f.Status())
+}
+
+// stopFailure stops the run on a decision not to retry: an escalation
+// commits the review action, an abort nothing.
+func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
+	st := &Stop{Outcome: OutcomeAborted, Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round,
+		Failure: r.Failure, Decision: r.Decision, DecisionID: r.DecisionID}
+	rt.stop = st
+	if err := rt.closingState(ctx, st, r.Round); err != nil {
+		return err
+	}
+	if r.Decision.Route != failure.RouteEscalate {
+		return nil
+	}
+	st.Outcome = OutcomeEscalated
+	if rt.rc.k == nil {
+		return nil
+	}
+	c := kernel.Payload{"escalates": r.DecisionID}
+	rt.annotate(c, r.WorkerID, r.Round)
+	d, err := rt.rc.k.Planner(Writer).Submit(ctx, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,
+		Kind: kernel.FallbackQueueForReview,
+		Payload: kernel.Payload{kernel.KeyReason: string(st.Code), "worker": r.WorkerID,
+			"failure": clipMessage(r.Failure.Message()), kernel.KeyRequiresBeliefs: []string{}},
+		Audit: &kernel.Audit{Context: c}})
+	if err != nil {
+		return err
+	}
+	if d.Committed() {
+		st.ReviewID = d.Record.ID
+	}
+	return nil
+}
+
+// clipMessage keeps a review action's copy of a failure message short.
+func clipMessage(s string) string {
+	const limit = 512
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(s[:cut], "") + "…"
+}

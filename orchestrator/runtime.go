@@ -1,0 +1,278 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"time"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// DefaultMaxAttempts is how many attempts the repair router allows a
+// worker's turn when [WithRepair] is given 0.
+const DefaultMaxAttempts = 3
+
+// Outcome says how a run ended.
+type Outcome string
+
+// The outcomes of a run.
+const (
+	// OutcomeQuiescent: a round produced nothing.
+	OutcomeQuiescent Outcome = "quiescent"
+	// OutcomeRoundLimit: the orchestrator's round limit ([WithMaxRounds])
+	// was reached.
+	OutcomeRoundLimit Outcome = "round_limit"
+	// OutcomeBudgetExceeded: a budget refused the next round or a worker's
+	// call (BUDGET_EXCEEDED).
+	OutcomeBudgetExceeded Outcome = "budget_exceeded"
+	// OutcomeLoopDetected: rounds went by without progress, or a worker's
+	// lease ended on a repeated call (LOOP_DETECTED).
+	OutcomeLoopDetected Outcome = "loop_detected"
+	// OutcomeEscalated: the repair router handed a failure to a person;
+	// the review action was committed ([Stop.ReviewID]).
+	OutcomeEscalated Outcome = "escalated"
+	// OutcomeAborted: the repair router stopped the run on a failure that
+	// retrying cannot fix, or whose attempts ran out.
+	OutcomeAborted Outcome = "aborted"
+)
+
+// Stop is the typed reason a run ended early.
+type Stop struct {
+	Outcome Outcome
+	// Code is BUDGET_EXCEEDED or LOOP_DETECTED for a limit, else the
+	// failure's execution status (FAILED_AUTH_EXPIRED, ...).
+	Code kernel.Code
+	// WorkerID and Round say where it happened ("" for a round-level stop).
+	WorkerID string
+	Round    int
+	// Reason is the budget's or the loop guard's reason, for a limit.
+	Reason *budget.Reason
+	// Failure and Decision are the failure and the router's decision, for
+	// an escalation or an abort.
+	Failure  failure.Failure
+	Decision failure.Decision
+	// DecisionID names the decision record written for the stop, and
+	// ReviewID the review action committed for an escalation; both need
+	// [WithKernel].
+	DecisionID string
+	ReviewID   string
+	// State is the functional state measured as the run stopped.
+	State budget.State
+}
+
+// Repair is one decision of the repair router and what the orchestrator
+// did about it.
+type Repair struct {
+	Round    int
+	WorkerID string
+	// Attempt is the attempt that failed (from 1).
+	Attempt int
+	// Failure is the typed failure, Decision the router's answer for it
+	// (after the orchestrator resolved the route: a route whose worker is
+	// not configured becomes the category's stop route).
+	Failure  failure.Failure
+	Decision failure.Decision
+	// Wait is the wait before the retry, jitter drawn; zero for routes
+	// that do not wait.
+	Wait time.Duration
+	// Next names the worker that runs next: the same worker (fast loop,
+	// backoff, retry), the research or reauth worker before it, or the
+	// alternate (failover). "" when the run stops.
+	Next string
+	// DecisionID names the decision record, with [WithKernel].
+	DecisionID string
+}
+
+// Lane is what the orchestrator knows about one worker as a sub-agent:
+// its budget, its lease, the contract its findings must meet, and the
+// workers the repair router sends for it.
+type Lane struct {
+	// Worker is the worker's id.
+	Worker string
+	// Budget are the limits of the worker's own sub-run for one run: a
+	// sub-run of the run's budget ([WithBudget]) that draws on it, or a
+	// budget of its own when the run has none. Zero limits only draw on
+	// the run's.
+	Budget budget.Limits
+	// Lease is the number of turns (tool calls) the worker is granted per
+	// step; 0 means 1. The worker cannot extend it.
+	Lease int
+	// Contract is what its findings must meet; nil applies the zero
+	// Contract (well-formed claims, resolvable evidence).
+	Contract *Contract
+	// Research is the worker that runs first on a slow-loop route
+	// (endpoint_unknown, not_found); Reauth the one that renews
+	// credentials (auth_error); Failover the alternate that runs instead
+	// on provider_down. A route whose worker is not named stops the run
+	// as the category's row says (escalate or abort).
+	Research, Reauth, Failover string
+}
+
+// runtimeConfig holds the runtime options.
+type runtimeConfig struct {
+	limits      *budget.Limits
+	guard       []budget.GuardOption
+	guardOn     bool
+	maxAttempts int // 0: repair router off
+	lanes       map[string]Lane
+	k           *kernel.Kernel
+	now         func() time.Time
+	sleep       func(context.Context, time.Duration) error
+	jitter      func() float64
+	risk        float64
+}
+
+// on reports whether a run needs a runner beyond the plain loop.
+func (rc runtimeConfig) on() bool {
+	return rc.limits != nil || rc.guardOn || rc.maxAttempts > 0 || len(rc.lanes) > 0 || rc.k != nil
+}
+
+func (rc runtimeConfig) check() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, a...)...)
+	}
+	if rc.limits != nil {
+		if _, err := budget.New(*rc.limits); err != nil {
+			return bad("budget: %v", err)
+		}
+	}
+	if rc.guardOn {
+		if _, err := budget.NewGuard(rc.guard...); err != nil {
+			return bad("loop guard: %v", err)
+		}
+	}
+	for id, l := range rc.lanes {
+		if id == "" || l.Lease < 0 {
+			return bad("lane %q: empty worker id or negative lease", id)
+		}
+		probe, _ := budget.New(budget.Limits{Rounds: 1}) // limits as a lane's sub-run would have them
+		if _, err := probe.Sub(l.Budget); err != nil {
+			return bad("lane %q: %v", id, err)
+		}
+	}
+	switch {
+	case rc.maxAttempts < 0:
+		return bad("max attempts %d", rc.maxAttempts)
+	case rc.risk < 0 || rc.risk > 1 || rc.risk != rc.risk:
+		return bad("risk %v outside [0, 1]", rc.risk)
+	}
+	return nil
+}
+
+// WithBudget gives every run a budget with these limits, named after its
+// trace: the orchestrator counts a round before each one (budget.Run
+// NextRound; a refusal ends the run with [OutcomeBudgetExceeded]), lanes
+// draw on it ([Lane]), and its snapshot feeds the functional state.
+// Limits that limit nothing are [ErrInvalidOption].
+func WithBudget(l budget.Limits) Option { return func(c *config) { c.rt.limits = &l } }
+
+// WithLoopGuard gives every run a loop guard with these options: after
+// each round that produced something, the guard is told whether the
+// blackboard changed, and its no-progress refusal ends the run with
+// [OutcomeLoopDetected]. Each lane gets a guard of its own, with the same
+// options, for its tool calls ([StepContext.Guard]).
+func WithLoopGuard(opts ...budget.GuardOption) Option {
+	return func(c *config) { c.rt.guard, c.rt.guardOn = append([]budget.GuardOption(nil), opts...), true }
+}
+
+// WithRepair turns the repair router on, allowing maxAttempts attempts
+// per worker turn (0 means [DefaultMaxAttempts]). A failed step, a
+// failure a worker reports in its finding, or a finding refused by its
+// contract is typed (failure.Classify), routed (failure.Decide), recorded
+// and acted on; see the package documentation.
+func WithRepair(maxAttempts int) Option {
+	return func(c *config) {
+		if maxAttempts == 0 {
+			maxAttempts = DefaultMaxAttempts
+		}
+		c.rt.maxAttempts = maxAttempts
+	}
+}
+
+// WithLane configures one worker's lane; a later lane for the same worker
+// replaces it.
+func WithLane(l Lane) Option {
+	return func(c *config) {
+		lanes := maps.Clone(c.rt.lanes)
+		if lanes == nil {
+			lanes = make(map[string]Lane)
+		}
+		lanes[l.Worker] = l
+		c.rt.lanes = lanes
+	}
+}
+
+// WithKernel lets the orchestrator write on the blackboard: a decision
+// record for each repair decision and each stop
+// (kernel.Kernel.RecordDecision), and the review action of an escalation
+// (the kernel's safe fallback queue_for_review, with the failure's status
+// as its reason). Without it, decisions are kept in the [Result] only and
+// an escalation commits nothing.
+func WithKernel(k *kernel.Kernel) Option { return func(c *config) { c.rt.k = k } }
+
+// WithClock sets the clock of the run's budgets and of the functional
+// state (default: the kernel's clock with [WithKernel], else time.Now); nil
+// restores the default.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.rt.now = now } }
+
+// WithSleep sets how the orchestrator waits before a backoff or a
+// jittered retry (default: a timer that gives up when the context ends).
+// The function must return the context's error once the context is done;
+// nil restores the default.
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(c *config) { c.rt.sleep = sleep }
+}
+
+// WithJitter sets the source of the numbers in [0, 1) that spread a
+// jittered wait (failure.Decision.Jittered); default math/rand/v2, which
+// nil restores.
+func WithJitter(rand func() float64) Option { return func(c *config) { c.rt.jitter = rand } }
+
+// WithRisk sets the risk class of the runs' intents, in [0, 1], which
+// amplifies the escalation propensity of the functional state
+// (budget.Inputs.Risk).
+func WithRisk(r float64) Option { return func(c *config) { c.rt.risk = r } }
+
+// sleepCtx waits for d or until ctx is done, whichever comes first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// clock returns the runtime's clock.
+func (rc runtimeConfig) clock() func() time.Time {
+	switch {
+	case rc.now != nil:
+		return rc.now
+	case rc.k != nil:
+		return rc.k.Now
+	}
+	return time.Now
+}
+
+func (rc runtimeConfig) sleeper() func(context.Context, time.Duration) error {
+	if rc.sleep != nil {
+		return rc.sleep
+	}
+	return sleepCtx
+}
+
+func (rc runtimeConfig) jitterer() func() float64 {
+	if rc.jitter != nil {
+		return rc.jitter
+	}
+	return rand.Float64
+}

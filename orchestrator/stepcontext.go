@@ -1,0 +1,134 @@
+package orchestrator
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+)
+
+// StepContext is what the orchestrator tells a worker about the step it
+// is running, and the way back for the worker's finding. A worker finds
+// it in the context its Step receives ([StepContextFrom]); workers that
+// do not look for it run as before, so the [worker.Worker] interface is
+// unchanged.
+//
+// Everything it hands out is a copy or a value the worker can only spend
+// from: the functional state is an observation, the budget a lane's
+// sub-run, the lease a grant the worker cannot extend. A StepContext is
+// safe for concurrent use by the goroutines of one step.
+type StepContext struct {
+	traceID, workerID string
+	round, attempt    int
+	repair            *Repair
+	state             budget.State
+	hasState          bool
+	findings          []Finding
+	run               *budget.Run
+	guard             *budget.Guard
+	lease             *failure.Lease
+
+	mu      sync.Mutex
+	finding *Finding
+}
+
+type stepKey struct{}
+
+// StepContextFrom returns the StepContext of the step ctx belongs to, and
+// false outside a step run by an [Orchestrator].
+func StepContextFrom(ctx context.Context) (*StepContext, bool) {
+	s, ok := ctx.Value(stepKey{}).(*StepContext)
+	return s, ok && s != nil
+}
+
+// TraceID is the trace the step works on.
+func (s *StepContext) TraceID() string { return s.traceID }
+
+// WorkerID is the id of the worker running the step.
+func (s *StepContext) WorkerID() string { return s.workerID }
+
+// Round is the round, from 1.
+func (s *StepContext) Round() int { return s.round }
+
+// Attempt is 1 for the worker's first try in its turn, then 2, 3, ... for
+// each retry the repair router ordered.
+func (s *StepContext) Attempt() int { return s.attempt }
+
+// Repair returns the repair decision that led to this step, and false for
+// a first try. For a retry it holds the worker's own failure (the fast
+// loop: correct it with the error in hand); for a research, reauth or
+// failover worker, the failure of the worker it stands in for
+// ([Repair.WorkerID]).
+func (s *StepContext) Repair() (Repair, bool) {
+	if s.repair == nil {
+		return Repair{}, false
+	}
+	return *s.repair, true
+}
+
+// State returns the functional state measured at the start of the round,
+// and false when the run measures none. It is an observation: a worker
+// may read it (a critic may prefer to escalate under pressure), and
+// nothing the orchestrator or the kernel decides reads it.
+func (s *StepContext) State() (budget.State, bool) { return s.state, s.hasState }
+
+// Findings returns the findings accepted so far in the run, oldest first,
+// as copies: how typed findings cross from one worker to the next.
+func (s *StepContext) Findings() []Finding {
+	out := make([]Finding, len(s.findings))
+	for i, f := range s.findings {
+		out[i] = f.clone()
+	}
+	return out
+}
+
+// Budget is the worker's lane budget for this run ([Lane.Budget]): a
+// sub-run that draws on the run's budget, the run's own budget when the
+// lane sets no limits, or nil when the run has no budget. Pass it to an
+// LLM agent's task so that its model and tool calls are charged to it.
+func (s *StepContext) Budget() *budget.Run { return s.run }
+
+// Guard is the worker's own loop guard for its tool calls ([WithLoopGuard]),
+// or nil.
+func (s *StepContext) Guard() *budget.Guard { return s.guard }
+
+// Lease is the lease granted for this step ([Lane.Lease] turns, 1 by
+// default). The worker spends its turns (an LLM agent takes it as its
+// task's lease); the orchestrator reads its trajectory when the step
+// returns ([Step.Trajectory]). Nil when the run has no runtime.
+func (s *StepContext) Lease() *failure.Lease { return s.lease }
+
+// Report hands the worker's finding to the orchestrator. When the step
+// returns, the orchestrator checks it against the worker's contract
+// ([Lane.Contract]): a finding that meets it joins [Result.Findings] and
+// the next workers' [StepContext.Findings]; one that does not is refused
+// with a [*FindingError]. A finding that reports failures is routed by the
+// repair router instead. A later Report replaces an earlier one.
+func (s *StepContext) Report(f Finding) {
+	c := f.clone()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finding = &c
+}
+
+// reported returns the finding reported, if any.
+func (s *StepContext) reported() (Finding, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finding == nil {
+		return Finding{}, false
+	}
+	return *s.finding, true
+}
+
+// clone copies a finding's slices; claim values are shared.
+func (f Finding) clone() Finding {
+	f.Claims = slices.Clone(f.Claims)
+	for i := range f.Claims {
+		f.Claims[i].Evidence = slices.Clone(f.Claims[i].Evidence)
+	}
+	f.Failures = slices.Clone(f.Failures)
+	return f
+}

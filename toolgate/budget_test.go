@@ -1,0 +1,299 @@
+package toolgate
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// newRun returns a run budget on the desk's clock, failing the test on an
+// error.
+func newRun(t *testing.T, d *desk, l budget.Limits) *budget.Run {
+	t.Helper()
+	r, err := budget.New(l, budget.WithID("run-t"), budget.WithClock(d.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func newGuard(t *testing.T, opts ...budget.GuardOption) *budget.Guard {
+	t.Helper()
+	g, err := budget.NewGuard(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// lookup is a lookup_order call charged to b.
+func lookup(trace, order string, b *Budget) Call {
+	return Call{ID: "c_" + order, Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + order + `"}`),
+		Role: "support", TraceID: trace, Budget: b}
+}
+
+// reasonIn reads the structured reason a budget refusal's record holds.
+func reasonIn(t *testing.T, d kernel.DecisionRecord) map[string]any {
+	t.Helper()
+	r, ok := d.Context[budget.KeyReason].(map[string]any)
+	if !ok {
+		t.Fatalf("decision record %s has no reason: %+v", d.ID, d.Context)
+	}
+	return r
+}
+
+func TestBudgetRefusesBeforeTheCall(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		run := newRun(t, d, budget.Limits{ToolCalls: 2})
+		b := &Budget{Run: run}
+		for _, order := range []string{"A1", "A2"} {
+			res, err := d.g.Call(d.ctx, lookup("t", order, b))
+			if err != nil || res.Outcome != Executed {
+				t.Fatalf("lookup %s: %+v %v", order, res, err)
+			}
+		}
+		before := len(d.records())
+		res, err := d.g.Call(d.ctx, lookup("t", "A3", b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "third call", res, Refused, budget.CodeBudgetExceeded)
+		if n := len(d.invocations("lookup_order")); n != 2 {
+			t.Errorf("%d effects ran, want 2: the refused call must not run", n)
+		}
+		if got := len(d.records()); got != before+1 {
+			t.Errorf("the refusal stored %d records, want only its decision record", got-before)
+		}
+		wantHint := (&budget.Exceeded{Resource: budget.ToolCalls}).Reason().Hint
+		if res.Hint != wantHint || res.RootCause.Code != budget.CodeBudgetExceeded || res.RootCause.Detail == "" {
+			t.Errorf("refusal %+v, want the reason's hint %q", res, wantHint)
+		}
+
+		// Its decision record: refused, the code, the reason naming the
+		// budget, the snapshot, and the call.
+		refused := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeRefused})
+		if len(refused) != 1 || refused[0].ID != res.DecisionID || refused[0].Code != budget.CodeBudgetExceeded || refused[0].Kind != "lookup_order" {
+			t.Fatalf("refusal records %+v", refused)
+		}
+		dr := refused[0]
+		if r := reasonIn(t, dr); r["budget"] != "tool_calls" || r["limit"] != 2.0 || r["used"] != 2.0 || r["run"] != "run-t" {
+			t.Errorf("reason %+v", r)
+		}
+		if snap, ok := dr.Context[budget.KeyBudget].(map[string]any); !ok || snap["run_id"] != "run-t" {
+			t.Errorf("snapshot %+v", dr.Context[budget.KeyBudget])
+		}
+		if dr.Context["tool"] != "lookup_order" || dr.Context["call_id"] != "c_A3" {
+			t.Errorf("the record does not name the call: %+v", dr.Context)
+		}
+
+		// Every other decision record of the admitted calls carries the
+		// budget as it stood after the call was counted.
+		others := d.decisions(DecisionFilter{TraceID: "t", Tool: "lookup_order"})
+		n := 0
+		for _, o := range others {
+			if o.Outcome == kernel.OutcomeRefused {
+				continue
+			}
+			n++
+			snap, ok := o.Context[budget.KeyBudget].(map[string]any)
+			used, _ := snap["used"].(map[string]any)
+			if !ok || used["tool_calls"] == nil {
+				t.Errorf("%s record %s has no budget snapshot: %+v", o.Outcome, o.ID, o.Context)
+			}
+		}
+		if n != 4 { // committed and executed, twice
+			t.Errorf("%d records of admitted calls, want 4", n)
+		}
+
+		// The planner gets the reason as data; the router types it.
+		f, ok := res.Failure()
+		if !ok || f.Category() != failure.RateLimit || f.Retryable() {
+			t.Errorf("Failure() = %v %v, want a rate_limit that is not retried", f, ok)
+		}
+		if r, ok := budget.ReasonOf(f); !ok || r.Budget != budget.ToolCalls {
+			t.Errorf("ReasonOf(the failure) = %+v %v", r, ok)
+		}
+		if dec := failure.Decide(f, 1, 3); dec.Route != failure.RouteAbort || dec.Retry {
+			t.Errorf("router: %+v, want abort", dec)
+		}
+	})
+}
+
+func TestBudgetDeadlineAndCost(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		run := newRun(t, d, budget.Limits{Deadline: time.Minute, Cost: 1})
+		b := &Budget{Run: run}
+		if res, _ := d.g.Call(d.ctx, lookup("t", "A1", b)); res.Outcome != Executed {
+			t.Fatalf("first call %+v", res)
+		}
+		if err := run.ChargeCost(1); err != nil {
+			t.Fatal(err)
+		}
+		res, err := d.g.Call(d.ctx, lookup("t", "A2", b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "cost spent", res, Refused, budget.CodeBudgetExceeded)
+		if r, _ := budget.ReasonOf(res.refusal); r.Budget != budget.Cost {
+			t.Errorf("reason %+v, want cost", r)
+		}
+		d.clock.Advance(2 * time.Minute)
+		res, _ = d.g.Call(d.ctx, lookup("t", "A3", b))
+		if r, _ := budget.ReasonOf(res.refusal); res.Code != budget.CodeBudgetExceeded || r.Budget != budget.Deadline {
+			t.Errorf("past the deadline: %+v %+v", res, r)
+		}
+		if n := len(d.invocations("lookup_order")); n != 1 {
+			t.Errorf("%d effects ran, want 1", n)
+		}
+	})
+}
+
+func TestLoopGuardAtTheGate(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		run := newRun(t, d, budget.Limits{ToolCalls: 10})
+		b := &Budget{Run: run, Guard: newGuard(t)}
+		search := func(args string) Result {
+			t.Helper()
+			res, err := d.g.Call(d.ctx, Call{Tool: "search_kb", Args: json.RawMessage(args), Role: "researcher", TraceID: "t", Budget: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		wantOutcome(t, "first search", search(`{"query":"refund policy"}`), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "its one retry", search(`{ "query" : "refund policy" }`), Executed, CodeEffectSucceeded)
+		res := search(`{"query":"refund policy"}`)
+		wantOutcome(t, "third identical search", res, Refused, budget.CodeLoopDetected)
+		if n := len(d.invocations("search_kb")); n != 2 {
+			t.Errorf("%d searches ran, want 2", n)
+		}
+		// The guard went first: the looping call spent no tool call.
+		if used := run.Snapshot().Used[budget.ToolCalls]; used != 2 {
+			t.Errorf("tool calls used %v, want 2", used)
+		}
+		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeRefused})
+		if len(recs) != 1 || recs[0].Code != budget.CodeLoopDetected {
+			t.Fatalf("records %+v", recs)
+		}
+		if r := reasonIn(t, recs[0]); r["loop"] != "repeated_call" || r["tool"] != "search_kb" || r["repeats"] != 2.0 {
+			t.Errorf("reason %+v", r)
+		}
+		f, ok := res.Failure()
+		if !ok || f.Category() != failure.Duplicate {
+			t.Errorf("Failure() = %v, want duplicate", f)
+		}
+		if yield, _ := failure.Yield(f); !yield {
+			t.Error("a loop must end the lease")
+		}
+		// Other arguments are another call; malformed ones repeat too.
+		wantOutcome(t, "another query", search(`{"query":"refund policy EU"}`), Executed, CodeEffectSucceeded)
+		for i, want := range []kernel.Code{CodeInvalidArguments, CodeInvalidArguments, budget.CodeLoopDetected} {
+			if res := search(`{"query":`); res.Code != want {
+				t.Errorf("malformed call %d: %s, want %s", i+1, res.Code, want)
+			}
+		}
+	})
+}
+
+func TestBudgetGuardFirst(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		run := newRun(t, d, budget.Limits{ToolCalls: 1})
+		b := &Budget{Run: run, Guard: newGuard(t)}
+		wantOutcome(t, "first", d.mustCall(lookup("t", "A1", b)), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "second: the guard allows it, the budget does not", d.mustCall(lookup("t", "A1", b)), Refused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "third: the guard refuses first", d.mustCall(lookup("t", "A1", b)), Refused, budget.CodeLoopDetected)
+		if s := run.Snapshot(); s.Refused[budget.ToolCalls] != 1 || s.Used[budget.ToolCalls] != 1 {
+			t.Errorf("snapshot used %v refused %v, want 1 and 1", s.Used, s.Refused)
+		}
+	})
+}
+
+// mustCall makes a call, failing the test on an error.
+func (d *desk) mustCall(c Call) Result {
+	d.t.Helper()
+	res, err := d.g.Call(d.ctx, c)
+	if err != nil {
+		d.t.Fatalf("Call %s: %v", c.Tool, err)
+	}
+	return res
+}
+
+func TestGateBudgetAndCallBudget(t *testing.T) {
+	var gateRun *budget.Run
+	onStores(t, func(t *testing.T, d *desk) {
+		callRun := newRun(t, d, budget.Limits{ToolCalls: 5})
+		wantOutcome(t, "gate's budget", d.mustCall(lookup("t", "A1", nil)), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "gate's budget, spent", d.mustCall(lookup("t", "A2", nil)), Refused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), Executed, CodeEffectSucceeded)
+		if g, c := gateRun.Snapshot().Used[budget.ToolCalls], callRun.Snapshot().Used[budget.ToolCalls]; g != 1 || c != 1 {
+			t.Errorf("gate run used %v, call run %v; want 1 and 1", g, c)
+		}
+	}, func(su *setup) {
+		var err error
+		gateRun, err = budget.New(budget.Limits{ToolCalls: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		su.gateOpts = append(su.gateOpts, WithBudget(gateRun, nil))
+	})
+}
+
+// Lanes draw on one run from parallel goroutines: the run's limit holds
+// exactly, each lane's own limit holds, and every refusal has its record.
+func TestBudgetParallelLanes(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		const lanes, perLane, laneLimit, runLimit = 6, 5, 4, 15
+		run := newRun(t, d, budget.Limits{ToolCalls: runLimit})
+		var wg sync.WaitGroup
+		executed := make([]int, lanes)
+		codes := make([][]kernel.Code, lanes)
+		for l := range lanes {
+			sub, err := run.Sub(budget.Limits{ToolCalls: laneLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &Budget{Run: sub, Guard: newGuard(t)}
+			wg.Go(func() {
+				trace := fmt.Sprintf("lane-%d", l)
+				for i := range perLane {
+					res, err := d.g.Call(d.ctx, lookup(trace, fmt.Sprintf("O%d-%d", l, i), b))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					codes[l] = append(codes[l], res.Code)
+					if res.Outcome == Executed {
+						executed[l]++
+					}
+				}
+			})
+		}
+		wg.Wait()
+		total := 0
+		for l, n := range executed {
+			total += n
+			if n > laneLimit {
+				t.Errorf("lane %d ran %d calls over its limit %d: %v", l, n, laneLimit, codes[l])
+			}
+		}
+		if total != runLimit {
+			t.Errorf("%d calls ran, want exactly the run's %d", total, runLimit)
+		}
+		if n := len(d.invocations("lookup_order")); n != runLimit {
+			t.Errorf("%d effects ran, want %d", n, runLimit)
+		}
+		if used := run.Snapshot().Used[budget.ToolCalls]; used != runLimit {
+			t.Errorf("run used %v", used)
+		}
+		refused := len(d.decisions(DecisionFilter{Outcome: kernel.OutcomeRefused}))
+		if refused != lanes*perLane-runLimit {
+			t.Errorf("%d refusal records, want %d", refused, lanes*perLane-runLimit)
+		}
+	})
+}

@@ -1,0 +1,163 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// httpError is an error that knows its HTTP status.
+type httpError int
+
+func (e httpError) Error() string   { return fmt.Sprintf("upstream answered %d", int(e)) }
+func (e httpError) HTTPStatus() int { return int(e) }
+
+func TestTypedEffectFailures(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		for _, tc := range []struct {
+			name   string
+			err    error
+			status failure.Status
+			legacy bool
+		}{
+			{"a typed failure", failure.New(failure.StatusAuthExpired, "token expired at 12:00"), failure.StatusAuthExpired, false},
+			{"an HTTP status", httpError(405), failure.StatusEndpointUnknown, false},
+			{"a wrapped one", fmt.Errorf("calling crm: %w", httpError(404)), failure.StatusNotFound, false},
+			{"an untyped error", errors.New("something odd happened"), failure.StatusUnknown, true},
+		} {
+			d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) { return nil, tc.err })
+			res := d.call("t", "researcher", "", "search_kb", `{"query":"`+tc.name+`"}`)
+			wantOutcome(t, tc.name, res, Failed, CodeEffectFailed)
+			f, ok := res.Failure()
+			if !ok || f.Status() != tc.status || f.Legacy() != tc.legacy {
+				t.Errorf("%s: Failure() = %v (legacy %v), want %s (legacy %v)", tc.name, f, f.Legacy(), tc.status, tc.legacy)
+			}
+			recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeFailed})
+			last := recs[len(recs)-1]
+			if got, _ := last.Context[failure.KeyStatus].(string); !tc.legacy && got != string(tc.status) || tc.legacy && got != "" {
+				t.Errorf("%s: the record says %q", tc.name, got)
+			}
+		}
+		// A typed failure comes back the same from a recorded result.
+		d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) {
+			return nil, failure.New(failure.StatusRateLimited, "slow down").WithRetryable(false)
+		})
+		res := d.call("t", "researcher", "", "search_kb", `{"query":"again"}`)
+		again, err := d.g.Execute(d.ctx, res.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := again.Failure()
+		if f.Category() != failure.RateLimit || f.Retryable() {
+			t.Errorf("recorded failure %v retryable %v", f, f.Retryable())
+		}
+	})
+}
+
+func TestExpectCatchesPartialSuccess(t *testing.T) {
+	expect := func(su *setup) {
+		for i := range su.tools {
+			if su.tools[i].Name == "search_kb" {
+				su.tools[i].Expect = &failure.Expect{Data: "hits", NonEmpty: true, Required: []string{"hits[].title"}, PerResource: "sources"}
+			}
+		}
+	}
+	onStores(t, func(t *testing.T, d *desk) {
+		for i, tc := range []struct {
+			name   string
+			out    kernel.Payload
+			status failure.Status
+		}{
+			{"mixed results", kernel.Payload{"hits": []any{map[string]any{"title": "a"}},
+				"sources": map[string]any{"eu": map[string]any{"ok": true}, "us": map[string]any{"status": 404.0}}}, failure.StatusIncompleteFetch},
+			{"the tool's own partial status", kernel.Payload{"status": "partial_error", "hits": []any{map[string]any{"title": "a"}},
+				"sources": []any{}}, failure.StatusIncompleteFetch},
+			{"empty where data is expected", kernel.Payload{"hits": []any{}, "sources": []any{}}, failure.StatusSilentPartialFetch},
+			{"a field missing", kernel.Payload{"hits": []any{map[string]any{"url": "x"}}, "sources": []any{}}, failure.StatusSchemaIncomplete},
+			{"its own typed signal", kernel.Payload{failure.KeyStatus: string(failure.StatusAuthExpired), "error": "session expired"}, failure.StatusAuthExpired},
+		} {
+			d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) { return tc.out, nil })
+			res := d.call("t", "researcher", "", "search_kb", fmt.Sprintf(`{"query":"q%d"}`, i))
+			wantOutcome(t, tc.name, res, Failed, CodeEffectIncomplete)
+			if f, ok := res.Failure(); !ok || f.Status() != tc.status || f.Legacy() {
+				t.Errorf("%s: Failure() = %v, want %s", tc.name, f, tc.status)
+			}
+			if res.Hint == "" || res.Output[failure.KeyStatus] != string(tc.status) {
+				t.Errorf("%s: hint %q output %v", tc.name, res.Hint, res.Output)
+			}
+		}
+		if n := len(d.invocations("search_kb")); n != 5 {
+			t.Errorf("%d effects ran, want 5: a partial success is not retried", n)
+		}
+		if recs := d.kinds(kernel.Percepts, "search_kb_result"); len(recs) != 0 {
+			t.Errorf("%d partial results recorded as the tool's result", len(recs))
+		}
+		// A complete answer passes.
+		d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) {
+			return kernel.Payload{"hits": []any{map[string]any{"title": "refunds"}}, "sources": map[string]any{"eu": map[string]any{"ok": true}}}, nil
+		})
+		wantOutcome(t, "complete", d.call("t", "researcher", "", "search_kb", `{"query":"complete"}`), Executed, CodeEffectSucceeded)
+	}, expect)
+}
+
+func TestResultFailureTable(t *testing.T) {
+	skill := []kernel.Code{CodeToolUnknown, CodeInvalidArguments, CodeApprovalMismatch, CodeArgumentsChanged,
+		kernel.CodeRuleViolated, kernel.CodeRuleError, kernel.CodeFieldMismatch, kernel.BlockedCode("no_refund_twice"),
+		kernel.CodeMissingEvidence, kernel.CodeStaleEvidence, kernel.CodeSupersededEvidence, kernel.CodeTTLExpired,
+		kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied, kernel.CodePlanMissingBelief,
+		kernel.CodePlanBeliefNotSatisfied, kernel.CodeOnceKeyMissing, kernel.CodePredictionMissingBelief}
+	for _, c := range skill {
+		f, ok := Result{Outcome: Refused, Code: c}.Failure()
+		if !ok || f.Class() != failure.ClassSkill {
+			t.Errorf("%s: %v, want a skill failure", c, f)
+		}
+		if yield, _ := failure.Yield(f); yield {
+			t.Errorf("%s ends the lease; a skill failure must not", c)
+		}
+	}
+	for code, want := range map[kernel.Code]failure.Route{
+		kernel.CodeNoFeasiblePlan:     failure.RouteSlowLoop,
+		kernel.CodeUngroundedAction:   failure.RouteSlowLoop,
+		kernel.CodeDuplicateAction:    failure.RouteAbort,
+		CodeToolNotPermitted:          failure.RouteEscalate,
+		CodeToolNotForIntent:          failure.RouteEscalate,
+		CodeApprovalDenied:            failure.RouteEscalate,
+		CodeApprovalExpired:           failure.RouteEscalate,
+		kernel.CodeUnresolvedConflict: failure.RouteEscalate,
+		kernel.CodeLowConfidence:      failure.RouteEscalate,
+		kernel.CodeNegativePrediction: failure.RouteEscalate,
+		budget.CodeBudgetExceeded:     failure.RouteAbort,
+		budget.CodeLoopDetected:       failure.RouteAbort,
+		CodeOutputInvalid:             failure.RouteAbort,
+		"SOMETHING_NEW":               failure.RouteEscalate,
+	} {
+		f, ok := Result{Outcome: Refused, Code: code, Hint: "h"}.Failure()
+		if !ok {
+			t.Fatalf("%s: no failure", code)
+		}
+		if yield, _ := failure.Yield(f); !yield {
+			t.Errorf("%s (%s) keeps the lease; it must end it", code, f.Category())
+		}
+		if d := failure.Decide(f, 1, 3); d.Route != want {
+			t.Errorf("%s (%s): route %s, want %s", code, f.Category(), d.Route, want)
+		}
+		if f.Message() != string(code)+": h" {
+			t.Errorf("%s: message %q", code, f.Message())
+		}
+	}
+	// The root cause decides.
+	f, _ := Result{Outcome: Refused, Code: kernel.CodeNoCommittedBelief, RootCause: kernel.Cause{Code: kernel.CodeUnresolvedConflict}}.Failure()
+	if f.Category() != failure.Unknown {
+		t.Errorf("root cause ignored: %v", f)
+	}
+	for _, r := range []Result{{Outcome: Executed, Code: CodeEffectSucceeded}, {Outcome: NeedsApproval, Code: CodeApprovalRequired}, {}} {
+		if f, ok := r.Failure(); ok {
+			t.Errorf("%s is a failure: %v", r.Outcome, f)
+		}
+	}
+}

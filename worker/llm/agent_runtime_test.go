@@ -1,0 +1,303 @@
+package llm_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/worker/llm"
+)
+
+func newBudget(t *testing.T, l budget.Limits) *budget.Run {
+	t.Helper()
+	r, err := budget.New(l, budget.WithID("run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// keepCalling is a model that calls refund with new arguments in every
+// round and reports 50 + 10 tokens a call.
+func keepCalling(n int, _ request) reply {
+	return calling(call(fmt.Sprintf("c%d", n), "issue_refund", fmt.Sprintf(`{"charge_id":"ch_1","amount":%d}`, n+1)))
+}
+
+func TestAgentTokenBudgetStopsBeforeTheModelCall(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		estimate int64
+		requests int
+		used     float64
+	}{
+		// 60 tokens a call: after two calls 120 of 100 are used, and the
+		// third is refused before it is sent.
+		{"usage known after the call", 0, 2, 120},
+		// Holding 50 for the next call: after one call, 60 used and 50
+		// held do not fit in 100, so the second is refused.
+		{"an estimate held", 50, 1, 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, keepCalling)
+			run := newBudget(t, budget.Limits{Tokens: 100})
+			task := refundTask
+			task.Budget, task.TokenEstimate = run, tc.estimate
+			res, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task)
+			r, ok := budget.ReasonOf(err)
+			if !ok || r.Code != budget.CodeBudgetExceeded || r.Budget != budget.Tokens {
+				t.Fatalf("err = %v, want BUDGET_EXCEEDED on tokens", err)
+			}
+			if n := len(f.requests()); n != tc.requests || res.Rounds != tc.requests {
+				t.Errorf("%d requests, %d rounds; want %d: the refused call must not be sent", n, res.Rounds, tc.requests)
+			}
+			s := run.Snapshot()
+			if s.Used[budget.Tokens] != tc.used || s.HeldTokens != 0 || s.Used[budget.ModelCalls] != float64(tc.requests) {
+				t.Errorf("tokens used %v held %d model calls %v; want %v, 0, %d",
+					s.Used[budget.Tokens], s.HeldTokens, s.Used[budget.ModelCalls], tc.used, tc.requests)
+			}
+		})
+	}
+}
+
+func TestAgentModelCallBudgetChargesTheLastCall(t *testing.T) {
+	f := newFake(t, keepCalling)
+	run := newBudget(t, budget.Limits{ModelCalls: 1})
+	task := refundTask
+	task.Budget = run
+	_, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task)
+	if r, ok := budget.ReasonOf(err); !ok || r.Budget != budget.ModelCalls {
+		t.Fatalf("err = %v, want model_calls exceeded", err)
+	}
+	// The one call's tokens were charged when the run ended.
+	if s := run.Snapshot(); s.Used[budget.Tokens] != 60 || s.PromptTokens != 50 || len(f.requests()) != 1 {
+		t.Errorf("used %v (prompt %d), %d requests", s.Used, s.PromptTokens, len(f.requests()))
+	}
+
+	// An answer charges its tokens too.
+	f = newFake(t, func(int, request) reply { return answer("done") })
+	run = newBudget(t, budget.Limits{ModelCalls: 5})
+	task.Budget = run
+	if _, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	if used := run.Snapshot().Used[budget.Tokens]; used != 60 {
+		t.Errorf("tokens used %v, want 60", used)
+	}
+}
+
+func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
+	f := newFake(t, func(n int, req request) reply {
+		if n == 0 {
+			return keepCalling(n, req)
+		}
+		return answer("done")
+	})
+	run := newBudget(t, budget.Limits{ToolCalls: 5})
+	guard, _ := budget.NewGuard()
+	g := &recGate{}
+	task := refundTask
+	task.Budget, task.Guard = run, guard
+	if _, err := agent(t, client(t, f, nil), g).Run(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	calls := g.got()
+	if len(calls) != 1 || calls[0].Budget == nil || calls[0].Budget.Run != run || calls[0].Budget.Guard != guard {
+		t.Errorf("the gate got %+v, want the task's budget and guard", calls)
+	}
+	if turn := run.Snapshot().Turn; turn != 2 {
+		t.Errorf("turns begun %d, want one per round", turn)
+	}
+}
+
+// searchGate is a real gate with one read-only tool, search.
+func searchGate(t *testing.T) *toolgate.Gate {
+	t.Helper()
+	tool := toolgate.Tool{Name: "search", Description: "Search the docs.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
+		Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
+			return kernel.Payload{"hits": []any{"refunds take 5 days"}}, nil
+		}}
+	k, err := kernel.New(kernel.WithActionSpecs(toolgate.Specs(tool)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	g, err := toolgate.New(k, toolgate.WithTools(tool), toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"search"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// The loop guard refuses the third identical search at the gate, and the
+// model reads why as the tool's result.
+func TestAgentLoopGuardReachesTheModel(t *testing.T) {
+	f := newFake(t, func(n int, req request) reply {
+		if n < 3 {
+			return calling(call(fmt.Sprintf("s%d", n), "search", `{"q":"refund delay"}`))
+		}
+		return answer("refunds take 5 days")
+	})
+	guard, _ := budget.NewGuard()
+	task := refundTask
+	task.Intent, task.Guard = "", guard
+	res, err := agent(t, client(t, f, nil), searchGate(t)).Run(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := []kernel.Code{}
+	for _, c := range res.Calls {
+		codes = append(codes, c.Result.Code)
+	}
+	if len(codes) != 3 || codes[2] != budget.CodeLoopDetected {
+		t.Fatalf("codes %v, want the third LOOP_DETECTED", codes)
+	}
+	reqs := f.requests()
+	got := reqs[3].toolResults()["s2"]
+	if !strings.Contains(got, `"code":"LOOP_DETECTED"`) || !strings.Contains(got, "already made") {
+		t.Errorf("the model read %s", got)
+	}
+	if tr := res.Trajectory; len(tr) != 3 || !tr[0].OK || tr[2].OK || tr[2].Category != failure.Duplicate {
+		t.Errorf("trajectory %+v", tr)
+	}
+}
+
+// gateAnswering is a fake gate whose answer depends on the tool called.
+func gateAnswering(results map[string]toolgate.Result) *recGate {
+	return &recGate{answer: func(c toolgate.Call) (toolgate.Result, error) {
+		if r, ok := results[c.Tool]; ok {
+			return r, nil
+		}
+		return toolgate.Result{Outcome: toolgate.Executed, Code: toolgate.CodeEffectSucceeded}, nil
+	}}
+}
+
+// failedWith is an effect failure typed with st.
+func failedWith(st failure.Status) toolgate.Result {
+	return toolgate.Result{Outcome: toolgate.Failed, Code: toolgate.CodeEffectFailed,
+		RootCause: kernel.Cause{Code: toolgate.CodeEffectFailed, Detail: "x"}, Output: failure.New(st, "x").Payload()}
+}
+
+func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
+	blocking := map[failure.Category]failure.Status{
+		failure.AuthError:       failure.StatusAuthExpired,
+		failure.EndpointUnknown: failure.StatusEndpointUnknown,
+		failure.NotFound:        failure.StatusNotFound,
+		failure.RateLimit:       failure.StatusRateLimited,
+		failure.Network:         failure.StatusNetwork,
+		failure.ProviderDown:    failure.StatusProviderDown,
+		failure.Duplicate:       failure.StatusDuplicate,
+		failure.Unknown:         failure.StatusUnknown,
+	}
+	for cat, st := range blocking {
+		t.Run(string(cat), func(t *testing.T) {
+			// One round: a lint mistake (skill: go on), the blocking
+			// failure, then a call that must never reach the gate.
+			f := newFake(t, func(n int, req request) reply {
+				return calling(call("a", "lint", `{}`), call("b", "call_api", `{}`), call("c", "write", `{}`))
+			})
+			g := gateAnswering(map[string]toolgate.Result{
+				"lint":     {Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: "fix the args"},
+				"call_api": failedWith(st),
+			})
+			task := refundTask
+			task.Lease = failure.NewLease(5)
+			res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
+			var le *llm.LeaseError
+			if !errors.As(err, &le) || !errors.Is(err, llm.ErrLeaseEnded) || le.End != failure.LeaseYielded {
+				t.Fatalf("err = %v, want a yield", err)
+			}
+			if c := failure.Classify(err); c.Category() != cat || c.Legacy() {
+				t.Errorf("Classify = %v, want %s", c, cat)
+			}
+			if n := len(g.got()); n != 2 {
+				t.Errorf("the gate got %d calls, want 2: the lease ends at once", n)
+			}
+			if len(f.requests()) != 1 || res.Lease != failure.LeaseYielded {
+				t.Errorf("%d model calls, lease %q", len(f.requests()), res.Lease)
+			}
+			want := "T1(lint) × format_error → T2(call_api) × " + string(cat) + " → YIELD"
+			if le.Trajectory != want || task.Lease.String() != want {
+				t.Errorf("trajectory %q, want %q", le.Trajectory, want)
+			}
+			// The skipped call is answered, so the conversation is whole.
+			last := res.Messages[len(res.Messages)-1]
+			if last.Role != "tool" || last.ToolCallID != "c" || !strings.Contains(last.Content, "not_run") {
+				t.Errorf("last message %+v", last)
+			}
+		})
+	}
+}
+
+func TestAgentLeaseContinuesOnSkillFailures(t *testing.T) {
+	for _, st := range []failure.Status{failure.StatusSyntax, failure.StatusFunctionMismatch, failure.StatusFormat} {
+		t.Run(string(st), func(t *testing.T) {
+			f := newFake(t, func(n int, req request) reply {
+				if n < 3 {
+					return calling(call(fmt.Sprintf("t%d", n), "run_tests", `{}`))
+				}
+				return answer("fixed")
+			})
+			n := 0
+			g := &recGate{answer: func(toolgate.Call) (toolgate.Result, error) {
+				if n++; n < 3 {
+					return failedWith(st), nil
+				}
+				return toolgate.Result{Outcome: toolgate.Executed, Code: toolgate.CodeEffectSucceeded}, nil
+			}}
+			task := refundTask
+			task.Lease = failure.NewLease(5)
+			res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
+			if err != nil || res.Answer != "fixed" || res.Lease != failure.LeaseOpen {
+				t.Fatalf("%v %q %q", err, res.Answer, res.Lease)
+			}
+			if got := task.Lease.String(); !strings.HasPrefix(got, "T1(run_tests) × ") || !strings.HasSuffix(got, "T3(run_tests) ✓") {
+				t.Errorf("trajectory %s", got)
+			}
+		})
+	}
+}
+
+// A spent lease gets one more model call, without tools, to answer.
+func TestAgentLeaseSpent(t *testing.T) {
+	f := newFake(t, func(n int, req request) reply {
+		if len(req.Body.Tools) == 0 {
+			return reply{content: "here is what I found", calls: []llm.ToolCall{call("x", "search", `{}`)}}
+		}
+		return calling(call(fmt.Sprintf("c%d", n), "issue_refund", `{}`))
+	})
+	g := &recGate{}
+	task := refundTask
+	task.Lease = failure.NewLease(2)
+	res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.requests()
+	if len(g.got()) != 2 || len(reqs) != 3 || len(reqs[2].Body.Tools) != 0 {
+		t.Errorf("%d gate calls, %d model calls (last with %d tools); want 2, 3, 0", len(g.got()), len(reqs), len(reqs[2].Body.Tools))
+	}
+	if res.Answer != "here is what I found" || res.Lease != failure.LeaseSpent || len(res.Trajectory) != 2 {
+		t.Errorf("answer %q lease %q trajectory %+v", res.Answer, res.Lease, res.Trajectory)
+	}
+	// A lease of one turn (the default) is a single tool call.
+	task.Lease = failure.NewLease(0)
+	f = newFake(t, func(n int, req request) reply {
+		if len(req.Body.Tools) == 0 {
+			return answer("done")
+		}
+		return calling(call("a", "issue_refund", `{}`), call("b", "issue_refund", `{"amount":1}`))
+	})
+	g = &recGate{}
+	res, err = agent(t, client(t, f, nil), g).Run(context.Background(), task)
+	if err != nil || len(g.got()) != 1 || res.Answer != "done" {
+		t.Errorf("lease of one: %v, %d gate calls, answer %q", err, len(g.got()), res.Answer)
+	}
+}

@@ -1,0 +1,134 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// ErrLeaseEnded is wrapped by the [*LeaseError] an [Agent] returns when a
+// tool call fails in a way that ends the task's lease.
+var ErrLeaseEnded = errors.New("llm: agent's lease ended")
+
+// LeaseError is how an [Agent]'s run ends when a tool call fails in a way
+// the worker cannot repair within its lease ([Task.Lease]): at once, with
+// the failure in hand for the orchestrator. It wraps [ErrLeaseEnded] and
+// the Failure, so failure.Classify returns the Failure as it is, and
+// budget.ReasonOf finds the budget's reason behind a BUDGET_EXCEEDED or
+// LOOP_DETECTED refusal.
+type LeaseError struct {
+	// End is how the lease ended (failure.LeaseYielded).
+	End failure.LeaseEnd
+	// Reason is the yield check's reason.
+	Reason string
+	// Failure is the failure that ended the lease.
+	Failure failure.Failure
+	// Trajectory is the lease's compact trajectory
+	// ("T1(lint) × code_syntax → T2(call_api) × auth_error → YIELD").
+	Trajectory string
+}
+
+// Error describes the end of the lease with its trajectory.
+func (e *LeaseError) Error() string {
+	return fmt.Sprintf("llm: agent's lease ended (%s): %s; %s", e.End, e.Reason, e.Trajectory)
+}
+
+// Unwrap returns [ErrLeaseEnded] and the Failure.
+func (e *LeaseError) Unwrap() []error { return []error{ErrLeaseEnded, e.Failure} }
+
+// taskRuntime is what one run of an Agent keeps of its task's budget,
+// guard and lease.
+type taskRuntime struct {
+	t     Task
+	meter *budget.Meter
+	gate  *toolgate.Budget
+}
+
+func newTaskRuntime(t Task) *taskRuntime {
+	rt := &taskRuntime{t: t}
+	if t.Budget != nil {
+		rt.meter = t.Budget.Meter(t.TokenEstimate)
+	}
+	if t.Budget != nil || t.Guard != nil {
+		rt.gate = &toolgate.Budget{Run: t.Budget, Guard: t.Guard}
+	}
+	return rt
+}
+
+// toolsAllowed reports whether the model may still call tools: always
+// without a lease, while the lease is open with one.
+func (rt *taskRuntime) toolsAllowed() bool {
+	return rt.t.Lease == nil || rt.t.Lease.End() == failure.LeaseOpen
+}
+
+// beforeModelCall begins a new turn of the budget, charges what the
+// calls so far used and admits the next one.
+func (rt *taskRuntime) beforeModelCall(ctx context.Context, used Usage) error {
+	if rt.meter == nil {
+		return nil
+	}
+	rt.t.Budget.NextTurn()
+	return rt.meter.BeforeModelCall(ctx, int64(used.PromptTokens), int64(used.CompletionTokens))
+}
+
+// gateBudget is what the task's tool calls are charged to at the gate.
+func (rt *taskRuntime) gateBudget() *toolgate.Budget { return rt.gate }
+
+// turn records a tool call's result in the trajectory and, under a lease,
+// takes one of its turns. It returns the *LeaseError that ends the run
+// when the call's failure makes the lease yield.
+func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) error {
+	f, failed := r.Failure()
+	e := failure.TrajectoryEntry{Turn: len(res.Trajectory) + 1, Tool: tool, OK: !failed}
+	if failed {
+		e.Status, e.Category = f.Status(), f.Category()
+	}
+	res.Trajectory = append(res.Trajectory, e)
+	l := rt.t.Lease
+	if l == nil {
+		return nil
+	}
+	var err error
+	if failed {
+		err = f
+	}
+	cont, reason := l.Turn(tool, err)
+	res.Lease = l.End()
+	if cont || res.Lease != failure.LeaseYielded {
+		return nil
+	}
+	return &LeaseError{End: res.Lease, Reason: reason, Failure: f, Trajectory: l.String()}
+}
+
+// skip answers tool calls the gate was not asked about, because the lease
+// had ended, so that the conversation stays well formed.
+func (rt *taskRuntime) skip(res *AgentResult, calls []ToolCall) {
+	if len(calls) == 0 {
+		return
+	}
+	end := failure.LeaseSpent
+	if rt.t.Lease != nil {
+		end = rt.t.Lease.End()
+	}
+	b, _ := json.Marshal(map[string]string{"outcome": "not_run",
+		"hint": "Your lease of tool calls has ended (" + string(end) + "). Answer with what you have."})
+	for _, c := range calls {
+		res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: c.ID, Content: string(b)})
+	}
+}
+
+// finish charges the tokens of the last model call, which no later call
+// settled, and records how the lease stands.
+func (rt *taskRuntime) finish(res *AgentResult) {
+	if rt.meter != nil {
+		_ = rt.meter.Sync(int64(res.Usage.PromptTokens), int64(res.Usage.CompletionTokens)) // totals only grow
+	}
+	if rt.t.Lease != nil {
+		res.Lease = rt.t.Lease.End()
+	}
+}
