@@ -1,0 +1,102 @@
+// Package pgtest sets up the PostgreSQL tests of this module: the server
+// comes from the environment (BK_PG_DSN), and each test gets a schema of
+// its own, dropped when the test ends, so tests run in parallel, in several
+// processes and again and again against one database.
+//
+// Without BK_PG_DSN the tests skip, saying how to run them.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/blackboardkernel/bk/store/pgstore"
+)
+
+// EnvDSN names the environment variable that holds the test server's DSN.
+const EnvDSN = "BK_PG_DSN"
+
+// SkipMessage is what a PostgreSQL test says when it skips.
+const SkipMessage = "set " + EnvDSN + " to run the PostgreSQL tests (make test-pg starts a throwaway server)"
+
+// DSN returns the test server's DSN, or skips tb when there is none.
+func DSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv(EnvDSN)
+	if dsn == "" {
+		tb.Skip(SkipMessage)
+	}
+	return dsn
+}
+
+var shared struct {
+	once sync.Once
+	pool *pgxpool.Pool
+	err  error
+}
+
+// Pool returns a pool on the test server shared by every test of the
+// process, with room for the conformance suite's concurrent cases.
+func Pool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	dsn := DSN(tb)
+	shared.once.Do(func() {
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			shared.err = err
+			return
+		}
+		cfg.MaxConns = 16
+		shared.pool, shared.err = pgxpool.NewWithConfig(context.Background(), cfg)
+	})
+	if shared.err != nil {
+		tb.Fatalf("pool on %s: %v", EnvDSN, shared.err)
+	}
+	return shared.pool
+}
+
+// Schema returns the name of a schema no other test uses, and drops it with
+// everything in it when tb ends. The schema itself is not created: the
+// store creates it (see pgstore.WithSchema).
+func Schema(tb testing.TB) string {
+	tb.Helper()
+	pool := Pool(tb)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := "bk_test_" + hex.EncodeToString(b[:])
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			tb.Errorf("dropping test schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// Store returns a store in a new schema on the shared pool (through
+// pgstore.New, so closing it leaves the pool open).
+func Store(tb testing.TB, opts ...pgstore.Option) *pgstore.Store {
+	tb.Helper()
+	return StoreIn(tb, Schema(tb), opts...)
+}
+
+// StoreIn returns a store in the given schema on the shared pool, closed
+// when tb ends.
+func StoreIn(tb testing.TB, schema string, opts ...pgstore.Option) *pgstore.Store {
+	tb.Helper()
+	s, err := pgstore.New(context.Background(), Pool(tb), append([]pgstore.Option{pgstore.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		tb.Fatalf("pgstore.New in schema %s: %v", schema, err)
+	}
+	tb.Cleanup(func() { _ = s.Close() }) // a test that closed it gets ErrClosed here
+	return s
+}

@@ -1,0 +1,2 @@
+// Package pgstore is a [kernel.Store] on PostgreSQL.
+package pgstore
