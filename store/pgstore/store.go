@@ -180,10 +180,10 @@ func (s *Store) Schema() string { return s.schema }
 
 // queries are the store's statements, with the schema's table names.
 type queries struct {
-	get, find, trace, count, claimedBy         string
+	get, find, trace, count, claimedBy        string
 	slotAny, slotPersistent, slotPersistentNS string
-	lockTraces, invalidate, insert, claim      string
-	status                                     string
+	lockTraces, invalidate, insert, claim     string
+	status                                    string
 }
 
 func newQueries(schema string) queries {
