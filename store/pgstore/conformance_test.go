@@ -10,5 +10,5 @@ import (
 
 func TestStoreConformance(t *testing.T) {
 	pgtest.DSN(t)
-	storetest.Run(t, func(t *testing.T) kernel.Store { return pgtest.Store(t) })
+	storetest.Run(t, func(t *testing.T) kernel.Store { return newStore(t) })
 }

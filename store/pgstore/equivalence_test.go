@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/internal/pgtest"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/store/storetest"
 )
@@ -15,7 +14,7 @@ import (
 // PostgreSQL, and requires the same decisions, codes, ids, views and
 // records from all three.
 func TestStoreEquivalence(t *testing.T) {
-	pg := pgtest.Store(t)
+	pg := newStore(t)
 	lite, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)

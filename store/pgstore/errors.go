@@ -80,6 +80,9 @@ func isContext(err error) bool {
 // unreachable reports whether err means the server could not be reached or
 // the connection to it was lost.
 func unreachable(err error) bool {
+	if isContext(err) { // a context's deadline error is also a net.Error
+		return false
+	}
 	if pe := pgError(err); pe != nil {
 		switch pe.Code {
 		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow:

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -246,12 +247,23 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 }
 
 // retry runs f until it succeeds, fails for good, or has been retried
-// s.retries times, waiting a little longer after each failure.
-func (s *Store) retry(ctx context.Context, f func() error) error {
+// s.retries times, waiting a little longer after each failure, and returns
+// its last error in the form a method returns (what names the call). f is
+// run again when the server aborted its transaction (a serialization
+// failure or a deadlock) or the connection failed or was lost, which f
+// only reports before anything could have committed; f returns any other
+// error it wants returned as is inside a [final].
+func (s *Store) retry(ctx context.Context, what string, f func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := f()
-		if !retryable(err) || attempt >= s.retries {
-			return err
+		if fe, ok := err.(final); ok {
+			return fe.err
+		}
+		if err == nil {
+			return nil
+		}
+		if !(retryable(err) || unreachable(err)) || attempt >= s.retries || ctx.Err() != nil {
+			return wrap(what, err, false)
 		}
 		// Up to 1, 2, 4 ... 64 ms, jittered so that the transactions that
 		// collided do not collide again.
@@ -260,11 +272,16 @@ func (s *Store) retry(ctx context.Context, f func() error) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return wrap(what, err, false)
 		case <-t.C:
 		}
 	}
 }
+
+// final is an error retry returns at once, as it is.
+type final struct{ err error }
+
+func (f final) Error() string { return f.err.Error() }
 
 // Append implements [kernel.Store]. It returns an error wrapping
 // [kernel.ErrDuplicateID] for an id the store holds; the error of
@@ -325,7 +342,7 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	if err != nil || p == nil {
 		return err
 	}
-	return s.retry(ctx, func() error { return s.applyOnce(ctx, p) })
+	return s.retry(ctx, "apply", func() error { return s.applyOnce(ctx, p) })
 }
 
 // newPlan checks what can be checked without the database and works out
@@ -403,11 +420,12 @@ type refusal struct{ err error }
 
 // applyOnce runs the batch in one transaction on one connection: BEGIN and
 // every statement go to the server in one pipeline, then COMMIT (or
-// ROLLBACK) in a second round trip.
-func (s *Store) applyOnce(ctx context.Context, p *plan) (err error) {
+// ROLLBACK) in a second round trip. Database errors come back raw, for
+// retry to judge: until COMMIT is sent nothing can have landed.
+func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return wrap("apply", err, false)
+		return err
 	}
 	// A connection left inside a transaction (a ROLLBACK that failed) is
 	// closed by the pool rather than reused.
@@ -428,28 +446,26 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) (err error) {
 		batch.Queue(s.q.claim, c.Key, c.RecordID)
 	}
 	br := conn.SendBatch(ctx, batch)
-	why, dbErr := s.results(br, p)
-	if cerr := br.Close(); dbErr == nil && why == nil {
-		dbErr = cerr
+	why, err := s.results(br, p)
+	if cerr := br.Close(); err == nil && why == nil {
+		err = cerr
 	}
-	if dbErr != nil || why != nil {
+	if err != nil || why != nil {
 		rollback(ctx, conn.Conn())
-		if dbErr != nil {
-			if retryable(dbErr) {
-				return dbErr // run again by retry, or wrapped below when it gives up
-			}
-			return wrap("apply", dbErr, false)
+		if err != nil {
+			return err
 		}
-		return s.explain(ctx, conn.Conn(), p, why)
+		return final{s.explain(ctx, conn.Conn(), p, why)}
 	}
 	tag, err := conn.Exec(ctx, "COMMIT")
 	switch {
-	case err != nil && retryable(err):
+	case err != nil && (retryable(err) || pgconn.SafeToRetry(err)):
+		// Rolled back by the server, or never sent.
 		return err
 	case err != nil:
-		return wrap("apply: commit", err, true)
+		return final{wrap("apply: commit", err, true)}
 	case tag.String() != "COMMIT":
-		return fmt.Errorf("pgstore: apply: the server answered COMMIT with %q", tag.String())
+		return final{fmt.Errorf("pgstore: apply: the server answered COMMIT with %q", tag.String())}
 	}
 	return nil
 }
@@ -584,14 +600,14 @@ func (s *Store) one(ctx context.Context, what, query, missing string, args ...an
 		}
 	}
 	var recs []kernel.Record
-	err = s.retry(ctx, func() error {
+	err = s.retry(ctx, what, func() error {
 		var err error
 		recs, _, err = s.query(ctx, query, args)
 		return err
 	})
 	switch {
 	case err != nil:
-		return kernel.Record{}, wrap(what, err, false)
+		return kernel.Record{}, err
 	case len(recs) == 0:
 		return kernel.Record{}, notFound
 	}
@@ -628,12 +644,12 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 		return 0, nil
 	}
 	var n int64
-	err = s.retry(ctx, func() error { return s.pool.QueryRow(ctx, s.q.count, traceID).Scan(&n) })
+	err = s.retry(ctx, "count trace", func() error { return s.pool.QueryRow(ctx, s.q.count, traceID).Scan(&n) })
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, nil
 	case err != nil:
-		return 0, wrap("count trace", err, false)
+		return 0, err
 	}
 	return int(n), nil
 }
@@ -652,12 +668,12 @@ func (s *Store) ClaimedBy(ctx context.Context, key string) (string, error) {
 		return "", notFound
 	}
 	var id string
-	err = s.retry(ctx, func() error { return s.pool.QueryRow(ctx, s.q.claimedBy, key).Scan(&id) })
+	err = s.retry(ctx, fmt.Sprintf("once-key %q", key), func() error { return s.pool.QueryRow(ctx, s.q.claimedBy, key).Scan(&id) })
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", notFound
 	case err != nil:
-		return "", wrap(fmt.Sprintf("once-key %q", key), err, false)
+		return "", err
 	}
 	return id, nil
 }
@@ -744,12 +760,12 @@ func (s *Store) page(ctx context.Context, query string, args []any) (recs []kern
 	if query == "" {
 		return nil, last, nil
 	}
-	err = s.retry(ctx, func() error {
+	err = s.retry(ctx, "list", func() error {
 		var err error
 		recs, last, err = s.query(ctx, query, args)
 		return err
 	})
-	return recs, last, wrap("list", err, false)
+	return recs, last, err
 }
 
 // Close implements [kernel.Store]. It waits for calls in progress, then

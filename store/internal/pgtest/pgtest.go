@@ -17,8 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/blackboardkernel/bk/store/pgstore"
 )
 
 // EnvDSN names the environment variable that holds the test server's DSN.
@@ -63,6 +61,23 @@ func Pool(tb testing.TB) *pgxpool.Pool {
 	return shared.pool
 }
 
+// PoolWith returns a pool of its own on the test server, configured by
+// configure, and closes it when tb ends.
+func PoolWith(tb testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(DSN(tb))
+	if err != nil {
+		tb.Fatalf("parsing %s: %v", EnvDSN, err)
+	}
+	configure(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		tb.Fatalf("pool on %s: %v", EnvDSN, err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
 // Schema returns the name of a schema no other test uses, and drops it with
 // everything in it when tb ends. The schema itself is not created: the
 // store creates it (see pgstore.WithSchema).
@@ -82,21 +97,3 @@ func Schema(tb testing.TB) string {
 	return name
 }
 
-// Store returns a store in a new schema on the shared pool (through
-// pgstore.New, so closing it leaves the pool open).
-func Store(tb testing.TB, opts ...pgstore.Option) *pgstore.Store {
-	tb.Helper()
-	return StoreIn(tb, Schema(tb), opts...)
-}
-
-// StoreIn returns a store in the given schema on the shared pool, closed
-// when tb ends.
-func StoreIn(tb testing.TB, schema string, opts ...pgstore.Option) *pgstore.Store {
-	tb.Helper()
-	s, err := pgstore.New(context.Background(), Pool(tb), append([]pgstore.Option{pgstore.WithSchema(schema)}, opts...)...)
-	if err != nil {
-		tb.Fatalf("pgstore.New in schema %s: %v", schema, err)
-	}
-	tb.Cleanup(func() { _ = s.Close() }) // a test that closed it gets ErrClosed here
-	return s
-}
