@@ -470,7 +470,9 @@ func TestTraceLock(t *testing.T) {
 	}
 	mine.ID = "percepts:locked:2b"
 	done := make(chan error, 1)
-	go func() { done <- s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{mine}, Trace: "locked", TraceLen: 1}) }()
+	go func() {
+		done <- s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{mine}, Trace: "locked", TraceLen: 1})
+	}()
 	waitForLockWait(t, schema)
 	if err := other.Commit(ctx); err != nil {
 		t.Fatal(err)

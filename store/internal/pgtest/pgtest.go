@@ -96,4 +96,3 @@ func Schema(tb testing.TB) string {
 	})
 	return name
 }
-
