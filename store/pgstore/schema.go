@@ -26,15 +26,20 @@ var migrations = []string{
 	//   payload    JSONB; the reference lists are text arrays, NULL when nil
 	//   enumerations by their stable names, as the other stores keep them
 	// Identifiers compare bytewise (COLLATE "C"), as they do in Go.
-	// Indexes, each for a query on the kernel's path:
-	//   bk_records_id             Get, and the status changes of Apply
-	//   bk_records_trace          ListTrace (trace_id = ? AND pos > ?) and
-	//                             FindActive, which walks a trace backwards
-	//   bk_records_slot           ListSlot across traces (analysis)
-	//   bk_records_persistent     ListSlot of persistent records; partial,
-	//                             so episode records (the bulk) never touch it
-	//   bk_records_persistent_ns  the same within a namespace: the listing
-	//                             the kernel runs on every gated decision
+	// Indexes, each for a query of the store:
+	//   bk_records_id          Get, and the status changes of Apply
+	//   bk_records_trace       ListTrace (trace_id = ? AND pos > ?)
+	//   bk_records_kind        FindActive: the records of one kind in one
+	//                          slot of one trace, latest first
+	//   bk_records_slot        ListSlot across traces (analysis)
+	//   bk_records_persistent_ns
+	//                          ListSlot of the persistent records of one
+	//                          namespace: the listing the kernel runs on
+	//                          every gated decision
+	//   bk_records_persistent  ListSlot of the persistent records of every
+	//                          namespace
+	// The last two are partial, so episode records (the bulk) never touch
+	// them, and small.
 	// No index holds status or reason, the only columns that ever change, so
 	// a status change can be a heap-only update; the fill factor leaves room
 	// on each page for it.
@@ -70,9 +75,10 @@ var migrations = []string{
 		CONSTRAINT bk_records_id UNIQUE (id),
 		CONSTRAINT bk_records_trace UNIQUE (trace_id, pos)
 	) WITH (fillfactor = 90);
+	CREATE INDEX bk_records_kind ON {schema}.bk_records (trace_id, slot, kind, pos);
 	CREATE INDEX bk_records_slot ON {schema}.bk_records (slot, seq);
-	CREATE INDEX bk_records_persistent ON {schema}.bk_records (slot, seq) WHERE scope = 'persistent';
 	CREATE INDEX bk_records_persistent_ns ON {schema}.bk_records (slot, namespace, seq) WHERE scope = 'persistent';
+	CREATE INDEX bk_records_persistent ON {schema}.bk_records (slot, seq) WHERE scope = 'persistent';
 	CREATE TABLE {schema}.bk_traces (
 		trace_id text COLLATE "C" PRIMARY KEY,
 		n        bigint NOT NULL

@@ -193,8 +193,7 @@ func newQueries(schema string) queries {
 	keys := pgx.Identifier{schema, "bk_once_keys"}.Sanitize()
 	sel := "SELECT " + columns + " FROM " + records + " "
 	return queries{
-		get: sel + "WHERE id = $1",
-		// Through bk_records_trace, from the trace's last record back.
+		get:   sel + "WHERE id = $1",
 		find:  sel + "WHERE trace_id = $1 AND slot = $2 AND kind = $3 AND status = $4 ORDER BY pos DESC LIMIT 1",
 		trace: sel + "WHERE trace_id = $1 AND pos > $2 ORDER BY pos LIMIT $3",
 		count: "SELECT n FROM " + traces + " WHERE trace_id = $1",
