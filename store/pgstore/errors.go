@@ -47,6 +47,13 @@ const (
 	codeAdminShutdown         = "57P01"
 	codeCrashShutdown         = "57P02"
 	codeCannotConnectNow      = "57P03"
+
+	// Raised by bk_require, the schema's assertion: a batch's trace
+	// condition failed, or a status change found its record missing or no
+	// longer active.
+	codeConflict  = "BK409"
+	codeNotFound  = "BK404"
+	codeNotActive = "BK410"
 )
 
 // pgError returns err's PostgreSQL error, if it carries one.
@@ -60,16 +67,27 @@ func pgError(err error) *pgconn.PgError {
 
 // retryable reports whether err aborted a transaction that may simply be
 // run again: the server rolled it back whole because of a serialization
-// failure or a deadlock, or the call failed before anything reached the
-// server.
+// failure or a deadlock, or ended the session before running it, or the
+// call failed before anything reached the server.
 func retryable(err error) bool {
 	if err == nil || isContext(err) {
 		return false
 	}
 	if pe := pgError(err); pe != nil {
-		return pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected
+		switch pe.Code {
+		case codeSerializationFailure, codeDeadlockDetected, codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow:
+			return true
+		}
+		return false
 	}
-	return pgconn.SafeToRetry(err)
+	return pgconn.SafeToRetry(err) || connectFailed(err)
+}
+
+// connectFailed reports whether err is a failure to connect, before any
+// statement was sent.
+func connectFailed(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) && pgError(err) == nil
 }
 
 // isContext reports whether err is a context's error.
@@ -115,7 +133,7 @@ func wrap(what string, err error, committing bool) error {
 			return fmt.Errorf("pgstore: %s: %w: %v (the write may have landed)", what, ErrUnreachable, err)
 		}
 		return fmt.Errorf("pgstore: %s: %w: %v", what, ErrUnreachable, err)
-	case retryable(err) && pgError(err) != nil:
+	case pgError(err) != nil && (pgError(err).Code == codeSerializationFailure || pgError(err).Code == codeDeadlockDetected):
 		return fmt.Errorf("pgstore: %s: %w: %v", what, ErrSerialization, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", what, err)

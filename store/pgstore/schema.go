@@ -52,6 +52,12 @@ var migrations = []string{
 	//
 	// bk_once_keys holds the claimed once-keys; its primary key is what
 	// refuses a second claim of a key, in any process.
+	//
+	// bk_require(ok, code, message) raises an error with that SQLSTATE
+	// unless ok is true. Apply sends a batch as one pipeline that the
+	// server runs as one implicit transaction; a check that fails in it
+	// (the batch's trace condition, a status change that finds no active
+	// record) aborts the whole transaction, like a unique index does.
 	`CREATE TABLE {schema}.bk_records (
 		seq           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 		id            text COLLATE "C" NOT NULL,
@@ -86,7 +92,16 @@ var migrations = []string{
 	CREATE TABLE {schema}.bk_once_keys (
 		key       text COLLATE "C" PRIMARY KEY,
 		record_id text COLLATE "C" NOT NULL
-	);`,
+	);
+	CREATE FUNCTION {schema}.bk_require(ok boolean, code text, message text) RETURNS boolean
+	LANGUAGE plpgsql AS $fn$
+	BEGIN
+		IF ok IS NOT TRUE THEN
+			RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message;
+		END IF;
+		RETURN true;
+	END
+	$fn$;`,
 }
 
 // SchemaVersion is the schema version this package creates and reads: the

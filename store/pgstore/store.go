@@ -183,14 +183,17 @@ func (s *Store) Schema() string { return s.schema }
 type queries struct {
 	get, find, trace, count, claimedBy        string
 	slotAny, slotPersistent, slotPersistentNS string
-	lockTraces, invalidate, insert, claim     string
-	status                                    string
+	lockTraces, lockTracesIf, invalidate      string
+	insert, claim                             string
 }
 
 func newQueries(schema string) queries {
 	records := pgx.Identifier{schema, "bk_records"}.Sanitize()
 	traces := pgx.Identifier{schema, "bk_traces"}.Sanitize()
 	keys := pgx.Identifier{schema, "bk_once_keys"}.Sanitize()
+	require := pgx.Identifier{schema, "bk_require"}.Sanitize()
+	upsert := "INSERT INTO " + traces + " AS t (trace_id, n) SELECT * FROM unnest($1::text[], $2::bigint[])" +
+		" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n"
 	sel := "SELECT " + columns + " FROM " + records + " "
 	return queries{
 		get:   sel + "WHERE id = $1",
@@ -211,18 +214,28 @@ func newQueries(schema string) queries {
 		// to its counter, locking the rows in the order given (sorted, so
 		// that two batches never wait for each other in opposite orders).
 		// ON CONFLICT DO UPDATE works on the latest committed row even
-		// under READ COMMITTED, so the count returned is exact.
-		lockTraces: "INSERT INTO " + traces + " AS t (trace_id, n) SELECT * FROM unnest($1::text[], $2::bigint[])" +
-			" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n RETURNING t.trace_id, t.n",
-		invalidate: "UPDATE " + records + " SET status = $1, reason = $2 WHERE id = $3 AND status = $4",
+		// under READ COMMITTED, so the count is exact. lockTracesIf then
+		// checks the batch's condition: $3 is the trace, $4 what the batch
+		// appends to it, $5 the length its author read.
+		lockTraces: upsert,
+		lockTracesIf: "WITH t AS (" + upsert + " RETURNING t.trace_id, t.n)," +
+			" c AS (SELECT coalesce((SELECT n FROM t WHERE trace_id = $3), 0) - $4 AS had)" +
+			" SELECT " + require + "(had = $5, '" + codeConflict + "'," +
+			" format('trace %L holds %s records, not %s', $3::text, had, $5::bigint)) FROM c",
+		// A status change that changes no row fails the batch: not found,
+		// or not active (then or since).
+		invalidate: "WITH u AS (UPDATE " + records + " SET status = $1, reason = $2 WHERE id = $3 AND status = $4 RETURNING id)," +
+			" c AS (SELECT (SELECT status FROM " + records + " WHERE id = $3) AS status)" +
+			" SELECT " + require + "(EXISTS (SELECT 1 FROM u)," +
+			" CASE WHEN c.status IS NULL THEN '" + codeNotFound + "' ELSE '" + codeNotActive + "' END," +
+			" CASE WHEN c.status IS NULL THEN $3 ELSE $3 || ' is ' || c.status END) FROM c",
 		// The position is the trace's counter, already advanced past the
 		// batch's appends, less the appends to the trace that follow.
 		insert: "INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
 			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace) VALUES" +
 			" ($1, $2, (SELECT n FROM " + traces + " WHERE trace_id = $2) - $3, $4, $5, $6, $7, $8, $9, $10," +
 			" $11, $12, $13, $14, $15, $16, $17, $18)",
-		claim:  "INSERT INTO " + keys + " (key, record_id) VALUES ($1, $2)",
-		status: "SELECT status FROM " + records + " WHERE id = $1",
+		claim: "INSERT INTO " + keys + " (key, record_id) VALUES ($1, $2)",
 	}
 }
 
@@ -413,26 +426,19 @@ func newPlan(b kernel.Batch) (*plan, error) {
 	return p, nil
 }
 
-// refusal is why a batch was refused: an error for the caller, not a
-// failure of the database.
-type refusal struct{ err error }
-
-// applyOnce runs the batch in one transaction on one connection: BEGIN and
-// every statement go to the server in one pipeline, then COMMIT (or
-// ROLLBACK) in a second round trip. Database errors come back raw, for
-// retry to judge: until COMMIT is sent nothing can have landed.
+// applyOnce sends the whole batch to the server in one pipeline, which
+// the server runs as one implicit transaction: the first statement that
+// fails (a check of bk_require, a unique index) rolls all of it back, and
+// the transaction commits when the server reaches the end of the pipeline.
+// One round trip. Errors the store should run again come back raw, for
+// retry; any other comes back final, in the form Apply returns.
 func (s *Store) applyOnce(ctx context.Context, p *plan) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// A connection left inside a transaction (a ROLLBACK that failed) is
-	// closed by the pool rather than reused.
-	defer conn.Release()
-
 	batch := &pgx.Batch{}
-	batch.Queue("BEGIN")
-	if len(p.traces) > 0 {
+	switch {
+	case p.b.Trace != "":
+		i := slices.Index(p.traces, p.b.Trace)
+		batch.Queue(s.q.lockTracesIf, p.traces, p.deltas, p.b.Trace, p.deltas[i], int64(p.b.TraceLen))
+	case len(p.traces) > 0:
 		batch.Queue(s.q.lockTraces, p.traces, p.deltas)
 	}
 	for _, inv := range p.b.Invalidations {
@@ -444,129 +450,33 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	for _, c := range p.b.Claims {
 		batch.Queue(s.q.claim, c.Key, c.RecordID)
 	}
-	br := conn.SendBatch(ctx, batch)
-	why, err := s.results(br, p)
-	if cerr := br.Close(); err == nil && why == nil {
-		err = cerr
+	err := s.pool.SendBatch(ctx, batch).Close()
+	if err == nil {
+		return nil
 	}
-	if err != nil || why != nil {
-		rollback(ctx, conn.Conn())
-		if err != nil {
-			return err
-		}
-		return final{s.explain(ctx, conn.Conn(), p, why)}
-	}
-	tag, err := conn.Exec(ctx, "COMMIT")
+	pe := pgError(err)
 	switch {
-	case err != nil && (retryable(err) || pgconn.SafeToRetry(err)):
-		// Rolled back by the server, or never sent.
-		return err
-	case err != nil:
-		return final{wrap("apply: commit", err, true)}
-	case tag.String() != "COMMIT":
-		return final{fmt.Errorf("pgstore: apply: the server answered COMMIT with %q", tag.String())}
+	case pe == nil && (isContext(err) || !pgconn.SafeToRetry(err) && !connectFailed(err)):
+		// The pipeline may have reached the server and committed.
+		return final{wrap("apply", err, true)}
+	case pe == nil:
+		return err // nothing was sent: run it again
 	}
-	return nil
-}
-
-// rollback ends a failed transaction. If the connection is broken the
-// pool closes it on release, and the server rolls the transaction back.
-func rollback(ctx context.Context, conn *pgx.Conn) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_, _ = conn.Exec(ctx, "ROLLBACK")
-}
-
-// results reads the results of applyOnce's pipeline in order and returns
-// the first refusal (why) or database error.
-func (s *Store) results(br pgx.BatchResults, p *plan) (why *refusal, err error) {
-	if _, err := br.Exec(); err != nil { // BEGIN
-		return nil, err
-	}
-	if len(p.traces) > 0 {
-		rows, err := br.Query()
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var trace string
-			var n int64
-			if err := rows.Scan(&trace, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if trace != p.b.Trace {
-				continue
-			}
-			delta := p.deltas[slices.Index(p.traces, trace)]
-			if had := n - delta; had != int64(p.b.TraceLen) {
-				why = &refusal{fmt.Errorf("pgstore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, trace, had, p.b.TraceLen)}
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || why != nil {
-			return why, err
-		}
-	}
-	for i := range p.b.Invalidations {
-		tag, err := br.Exec()
-		if err != nil {
-			return nil, err
-		}
-		if tag.RowsAffected() == 0 {
-			return &refusal{errNotUpdated{i}}, nil
-		}
-	}
-	for _, r := range p.rows {
-		if _, err := br.Exec(); err != nil {
-			if pe := pgError(err); pe != nil && pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_records_id" {
-				return &refusal{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateID, r.args[0])}, nil
-			}
-			return nil, err
-		}
-	}
-	for _, c := range p.b.Claims {
-		if _, err := br.Exec(); err != nil {
-			if pe := pgError(err); pe != nil && pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_once_keys_pkey" {
-				return &refusal{fmt.Errorf("pgstore: %w: %q", kernel.ErrDuplicateKey, c.Key)}, nil
-			}
-			return nil, err
-		}
-	}
-	return nil, nil
-}
-
-// errNotUpdated marks an invalidation that changed no row; explain says
-// why.
-type errNotUpdated struct{ i int }
-
-func (e errNotUpdated) Error() string { return "pgstore: invalidation matched no active record" }
-
-// explain turns a refusal into the error Apply returns. An invalidation
-// that changed nothing is explained after the rollback, by the record's
-// status.
-func (s *Store) explain(ctx context.Context, conn *pgx.Conn, p *plan, why *refusal) error {
-	var nu errNotUpdated
-	if !errors.As(why.err, &nu) {
-		return why.err
-	}
-	id := p.b.Invalidations[nu.i].ID
-	for _, prev := range p.b.Invalidations[:nu.i] {
-		if prev.ID == id {
-			return fmt.Errorf("pgstore: %w: %s changed twice in one batch", kernel.ErrNotActive, id)
-		}
-	}
-	var status string
-	err := conn.QueryRow(ctx, s.q.status, id).Scan(&status)
+	// The server answered with an error before the end of the pipeline:
+	// nothing of the batch committed.
 	switch {
-	case errors.Is(err, pgx.ErrNoRows) || status == active:
-		// Missing when the batch ran (an ACTIVE record now was appended
-		// since: the UPDATE would have found it otherwise).
-		return fmt.Errorf("pgstore: %w: %s", kernel.ErrNotFound, id)
-	case err != nil:
-		return wrap("apply", err, false)
+	case pe.Code == codeConflict:
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrConflict, pe.Message)}
+	case pe.Code == codeNotFound:
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotFound, pe.Message)}
+	case pe.Code == codeNotActive:
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotActive, pe.Message)}
+	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_records_id":
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateID, pe.Detail)}
+	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_once_keys_pkey":
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateKey, pe.Detail)}
 	}
-	return fmt.Errorf("pgstore: %w: %s is %s", kernel.ErrNotActive, id, status)
+	return err // run again if the server aborted it (retryable), else wrapped by retry
 }
 
 // Get implements [kernel.Store] through the unique index on the id. It
