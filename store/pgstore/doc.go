@@ -119,7 +119,10 @@
 // run again, up to [WithRetries] times. A write whose connection was lost
 // after its pipeline was sent may or may not have landed; its error says
 // so, and a retry by the caller meets [kernel.ErrDuplicateID] or
-// [kernel.ErrConflict] if it did.
+// [kernel.ErrConflict] if it did. A call whose context ends while the
+// server runs it is cancelled on the server (see [ConfigurePool], which
+// [Open] applies): a batch waiting for a busy trace when its deadline
+// passes rolls back and returns the context's error.
 //
 // After [Store.Close] every method returns an error wrapping
 // [kernel.ErrClosed]. Close waits for the calls in progress.

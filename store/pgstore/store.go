@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -117,6 +118,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w: %v", kernel.ErrInvalidInput, err)
 	}
+	ConfigurePool(pc)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, wrap("open", err, false)
@@ -134,10 +136,26 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// ConfigurePool sets on cfg what [Open] sets on the pools it opens: when a
+// call's context ends while the server runs its statement, the call asks
+// the server to cancel it (a cancel request) and returns once the server
+// has answered, keeping the connection. A batch cancelled that way has
+// rolled back when the call returns: its error wraps the context's error
+// without saying the write may have landed. (pgx's default drops the
+// connection and sends the cancel request in the background, so the call
+// returns before the server has stopped the batch.) If the server does not
+// answer within a second the connection is closed. Call it before
+// pgxpool.NewWithConfig on a pool you pass to [New].
+func ConfigurePool(cfg *pgxpool.Config) {
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	}
+}
+
 // New returns a store on a pool the caller opened. The caller keeps
 // ownership: [Store.Close] does not close the pool, and several stores (in
 // different schemas, say) may share one pool. Connection settings are the
-// pool's.
+// pool's; see [ConfigurePool] for the one the store relies on.
 //
 // New creates or migrates the schema. It returns an error wrapping
 // [kernel.ErrInvalidInput] for a nil pool or a bad option,
@@ -273,6 +291,9 @@ func (s *Store) retry(ctx context.Context, what string, f func() error) error {
 		}
 		if err == nil {
 			return nil
+		}
+		if ctx.Err() != nil && !isContext(err) {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
 		if !(retryable(err) || unreachable(err)) || attempt >= s.retries || ctx.Err() != nil {
 			return wrap(what, err, false)
@@ -456,7 +477,15 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	}
 	pe := pgError(err)
 	switch {
-	case pe == nil && (isContext(err) || !pgconn.SafeToRetry(err) && !connectFailed(err)):
+	case ctx.Err() != nil && pe != nil:
+		// The server cancelled the batch (or refused it first): nothing
+		// landed.
+		return final{fmt.Errorf("pgstore: apply: %w (%v)", ctx.Err(), err)}
+	case ctx.Err() != nil && !pgconn.SafeToRetry(err):
+		return final{fmt.Errorf("pgstore: apply: %w (the write may have landed)", ctx.Err())}
+	case ctx.Err() != nil:
+		return final{fmt.Errorf("pgstore: apply: %w", ctx.Err())}
+	case pe == nil && !pgconn.SafeToRetry(err) && !connectFailed(err):
 		// The pipeline may have reached the server and committed.
 		return final{wrap("apply", err, true)}
 	case pe == nil:

@@ -426,20 +426,24 @@ func waitForLockWait(t *testing.T, schema string) {
 
 // TestTraceLock holds a trace's counter row in a transaction of its own, as
 // a writer in another process would mid-batch: a batch on that trace waits
-// for it (up to its context's deadline, and then lands nothing), and once
-// the other writer commits an append, a batch conditional on the length it
-// read before is refused with ErrConflict.
+// for it, up to its context's deadline, after which the server cancels it
+// and it never lands; and once the other writer commits an append, a
+// batch conditional on the length it read before is refused with
+// ErrConflict.
 func TestTraceLock(t *testing.T) {
 	ctx := t.Context()
-	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	s := storeIn(t, pool, schema)
+	s, err := pgstore.Open(ctx, pgtest.DSN(t), pgstore.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	first := record("locked", 1)
 	if err := s.Append(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	traces, recordsTable := pgx.Identifier{schema, "bk_traces"}.Sanitize(), pgx.Identifier{schema, "bk_records"}.Sanitize()
-	other, err := pool.Begin(ctx)
+	other, err := pgtest.Pool(t).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,10 +454,9 @@ func TestTraceLock(t *testing.T) {
 
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	mine := record("locked", 2)
-	mine.Kind = "window"
-	err = s.Apply(short, kernel.Batch{Appends: []kernel.Record{mine}, Trace: "locked", TraceLen: 1})
-	if !errors.Is(err, context.DeadlineExceeded) {
+	abandoned := record("locked", 2)
+	abandoned.ID, abandoned.Kind = "percepts:locked:abandoned", "window"
+	if err := s.Append(short, abandoned); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a batch waiting for a locked trace past its deadline: %v, want context.DeadlineExceeded", err)
 	}
 
@@ -468,7 +471,8 @@ func TestTraceLock(t *testing.T) {
 		0, 'ACTIVE', 'COMMITTED', 'episode', 'default')`, theirs.ID); err != nil {
 		t.Fatal(err)
 	}
-	mine.ID = "percepts:locked:2b"
+	mine := record("locked", 2)
+	mine.ID, mine.Kind = "percepts:locked:2b", "window"
 	done := make(chan error, 1)
 	go func() {
 		done <- s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{mine}, Trace: "locked", TraceLen: 1})
@@ -480,9 +484,10 @@ func TestTraceLock(t *testing.T) {
 	if err := <-done; !errors.Is(err, kernel.ErrConflict) {
 		t.Errorf("a batch conditional on the length before another writer's append: %v, want ErrConflict", err)
 	}
+	time.Sleep(100 * time.Millisecond) // time for an abandoned batch to land, were it still running
 	got := records(t, s.ListTrace(ctx, "locked"))
 	if want := []kernel.Record{first, theirs}; !reflect.DeepEqual(got, want) {
-		t.Errorf("the trace after the refused batches:\n got  %+v\n want %+v", got, want)
+		t.Errorf("the trace after the refused and abandoned batches:\n got  %+v\n want %+v", got, want)
 	}
 	if n, err := s.CountTrace(ctx, "locked"); n != 2 || err != nil {
 		t.Errorf("CountTrace = %d, %v; want 2", n, err)

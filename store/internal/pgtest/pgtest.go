@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -53,6 +55,7 @@ func Pool(tb testing.TB) *pgxpool.Pool {
 			return
 		}
 		cfg.MaxConns = 16
+		cancelOnServer(cfg)
 		shared.pool, shared.err = pgxpool.NewWithConfig(context.Background(), cfg)
 	})
 	if shared.err != nil {
@@ -69,6 +72,7 @@ func PoolWith(tb testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
 	if err != nil {
 		tb.Fatalf("parsing %s: %v", EnvDSN, err)
 	}
+	cancelOnServer(cfg)
 	configure(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -76,6 +80,15 @@ func PoolWith(tb testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
 	}
 	tb.Cleanup(pool.Close)
 	return pool
+}
+
+// cancelOnServer does what pgstore.ConfigurePool does (this package cannot
+// import pgstore, whose own tests import it): a context that ends sends
+// the server a cancel request.
+func cancelOnServer(cfg *pgxpool.Config) {
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	}
 }
 
 // Schema returns the name of a schema no other test uses, and drops it with
