@@ -32,8 +32,16 @@
 // exactly one wins. Those cases skip on any other store, which must instead
 // refuse a batch with claims with [kernel.ErrInvalidInput].
 //
+// [Equivalence] runs one scripted scenario, which reaches every decision
+// the kernel makes, on a kernel over the memory store and over the stores
+// given, and requires the same decisions, codes, ids, views and records
+// from each.
+//
 // [Bench] shares benchmarks the same way: every store measures the same
 // operations on a store that already holds records of other traces.
+// [BenchEpisode], [BenchEpisodeParallel] and [BenchEpisodeProcesses]
+// measure the governed [Episode] on one goroutine, on many, and from
+// several processes sharing one store.
 //
 // # Contract beyond the interface
 //
