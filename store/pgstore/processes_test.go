@@ -64,8 +64,6 @@ const (
 //   - the adaptive learner, started afterwards in this process and then in
 //     a second process, counts the failures of every process, the same,
 //     and the second does not learn again what the first learned.
-//
-// Gated tool calls are not part of it yet.
 func TestManyProcesses(t *testing.T) {
 	switch os.Getenv(procRoleEnv) {
 	case "worker":
