@@ -1,9 +1,15 @@
 GO ?= go
 
-.PHONY: test vet race bench example fuzz
+.PHONY: test test-pg vet race bench bench-pg example fuzz
 
-## test: what CI runs — vet, then every test under the race detector.
+## test: vet, then every test under the race detector. The PostgreSQL tests
+## skip unless BK_PG_DSN names a server.
 test: vet race
+
+## test-pg: what CI runs — `make test` against a throwaway PostgreSQL server
+## that .ci/with-postgres starts (and stops) for the run.
+test-pg:
+	.ci/with-postgres $(MAKE) test
 
 vet:
 	$(GO) vet ./...
@@ -14,6 +20,11 @@ race:
 ## bench: the performance benchmarks, with allocations.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./...
+
+## bench-pg: the episode benchmarks of every store, PostgreSQL on a
+## throwaway server that syncs to disk like a production one.
+bench-pg:
+	BK_PG_OPTS= .ci/with-postgres $(GO) test -run '^$$' -bench 'Episode' -benchmem -count 5 ./store/...
 
 example:
 	$(GO) run ./examples/multi_episode

@@ -3,7 +3,7 @@
 // run for several episodes, learning persistent constraints from its own
 // failures between episodes.
 //
-//	go run ./examples/multi_episode [--episodes N] [--seed S] [--store memory|sqlite] [--db FILE]
+//	go run ./examples/multi_episode [--episodes N] [--seed S] [--db FILE | --store postgres --dsn DSN]
 //
 // Each episode is one trace. The sensor (a tool) commits a temperature
 // reading derived from the seed; the analyst (a planner) proposes the belief
@@ -16,11 +16,10 @@
 // episodes, counts the kernel's rejections by reason code and learns a
 // persistent constraint once a code has been seen twice.
 //
-// With --db the records are kept in a SQLite file: a second run against the
-// same file starts with the constraints the first one learned. --store,
-// --db and --seed mean what they mean for the bench: --store memory (the
-// default) or sqlite, which needs --db and which --db alone selects; --seed
-// the seed the observations are drawn from.
+// With --db the records are kept in a SQLite file, with --store postgres
+// --dsn DSN in PostgreSQL (the connection's current schema): a second run
+// against the same file or database starts with the constraints the first
+// one learned.
 package main
 
 import (

@@ -4,15 +4,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -287,6 +293,89 @@ func TestSecondDBRunStartsWithTheLearnedConstraints(t *testing.T) {
 	}
 }
 
+// pgDSN returns BK_PG_DSN with its search_path set to a new schema, dropped
+// when t ends, so that the demo's store (in the connection's current
+// schema) starts empty; without BK_PG_DSN the test skips.
+func pgDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("BK_PG_DSN")
+	if dsn == "" {
+		t.Skip("set BK_PG_DSN to run the PostgreSQL tests (make test-pg starts a throwaway server)")
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		t.Skip("BK_PG_DSN is not a URL; this test adds a search_path to it")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	schema := fmt.Sprintf("bk_example_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Error(err)
+		}
+	})
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestSecondPostgresRunStartsWithTheLearnedConstraints runs the demo twice on
+// one PostgreSQL schema: the second run starts with what the first learned,
+// and the store holds each learned constraint once.
+func TestSecondPostgresRunStartsWithTheLearnedConstraints(t *testing.T) {
+	dsn := pgDSN(t)
+	text, first := runDemo(t, "--store", "postgres", "--dsn", dsn)
+	if !strings.Contains(first.lines[0], "store postgres (schema bk_example_") || strings.Contains(text, dsn) {
+		t.Errorf("first line %q: want the store and its schema, never the DSN", first.lines[0])
+	}
+	if len(first.learned) != 2 {
+		t.Fatalf("first run learned %v", first.learned)
+	}
+	_, second := runDemo(t, "--store", "postgres", "--dsn", dsn)
+	if want := "Starting with 2 constraints already learned: [block_stale_actions block_negative_predictions]"; second.lines[1] != want {
+		t.Fatalf("second run line 2 = %q, want %q", second.lines[1], want)
+	}
+	for ep, want := range paperRows {
+		if got := second.rows[ep]; got.temp != want.temp || got.belief != want.belief || got.status != want.status {
+			t.Errorf("second run, episode %d: %+v", ep, got)
+		}
+	}
+	s, err := pgstore.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	perName := map[string]int{}
+	for r, err := range s.ListSlot(context.Background(), kernel.Constraints, kernel.Filter{Scope: kernel.ScopePersistent}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		perName[r.Kind]++
+	}
+	for name, n := range perName {
+		if n != 1 {
+			t.Errorf("%s stored %d times", name, n)
+		}
+	}
+	if perName[adaptive.BlockStaleActions] != 1 || perName[adaptive.BlockNegativePredictions] != 1 {
+		t.Fatalf("persistent constraints in the database: %v", perName)
+	}
+}
+
 func TestBadArguments(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "never.db")
@@ -298,9 +387,12 @@ func TestBadArguments(t *testing.T) {
 		{"--colour", "red", "--db", db},
 		{"--db", db, "extra"},
 		{"--db"},
+		{"--store", "mongo", "--db", db},
 		{"--store", "sqlite"},
-		{"--store", "memory", "--db", db},
 		{"--store", "postgres"},
+		{"--store", "postgres", "--dsn", "postgres://127.0.0.1/bk", "--db", db},
+		{"--store", "memory", "--db", db},
+		{"--dsn", "postgres://127.0.0.1/bk", "--db", db},
 		{"--db", "/nonexistent/dir/x.db"},
 	} {
 		var buf bytes.Buffer
@@ -321,7 +413,7 @@ func TestHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"-h"}, &buf); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"usage: multi_episode", "-episodes", "-seed", "-store", "-db"} {
+	for _, want := range []string{"usage: multi_episode", "-episodes", "-seed", "-db", "-store", "-dsn"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, buf.String())
 		}
@@ -344,27 +436,5 @@ func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 func TestWriteErrorIsReported(t *testing.T) {
 	if err := run(context.Background(), []string{"--episodes", "1"}, failingWriter{}); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("run to a failing writer: %v", err)
-	}
-}
-
-// --store sqlite --db FILE is --db FILE, as for the bench; --store memory
-// is the default; an error opening the database names it.
-func TestStoreFlag(t *testing.T) {
-	mem, _ := runDemo(t, "--episodes", "3")
-	explicit, _ := runDemo(t, "--episodes", "3", "--store", "memory")
-	if mem != explicit {
-		t.Errorf("--store memory differs from the default:\n%s\n%s", explicit, mem)
-	}
-	db := filepath.Join(t.TempDir(), "demo.db")
-	text, _ := runDemo(t, "--episodes", "3", "--store", "sqlite", "--db", db)
-	if !strings.HasPrefix(text, "Multi-episode demo: 3 episodes, seed 7, store sqlite "+db+"\n") {
-		t.Errorf("header: %q", strings.SplitN(text, "\n", 2)[0])
-	}
-	bad := filepath.Join(t.TempDir(), "bad.db")
-	if err := os.WriteFile(bad, bytes.Repeat([]byte("not a database\n"), 100), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := run(context.Background(), []string{"--db", bad}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), bad) {
-		t.Errorf("run on a file that is not a database: %v", err)
 	}
 }

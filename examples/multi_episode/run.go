@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/worker"
 )
@@ -29,19 +30,22 @@ var rulesJSON string
 
 // config is what the command line asks for.
 type config struct {
-	episodes  int
-	seed      int64
-	store, db string
-	ns        string
+	episodes int
+	seed     int64
+	store    string
+	db       string
+	dsn      string
+	ns       string
 }
 
 func newFlags(cfg *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("multi_episode", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&cfg.episodes, "episodes", 20, "number of episodes (at least 1)")
-	fs.Int64Var(&cfg.seed, "seed", 7, "seed the sensor readings are drawn from")
-	fs.StringVar(&cfg.store, "store", "", "memory or sqlite (default memory, or sqlite with --db)")
-	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in (implies --store sqlite)")
+	fs.Int64Var(&cfg.seed, "seed", 7, "seed of the sensor readings")
+	fs.StringVar(&cfg.store, "store", "", "where to keep the records: memory, sqlite (with --db) or postgres (with --dsn); default sqlite with --db, else memory")
+	fs.StringVar(&cfg.db, "db", "", "SQLite file to keep the records in")
+	fs.StringVar(&cfg.dsn, "dsn", "", "PostgreSQL DSN (postgres://user:password@host:port/database) to keep the records at")
 	fs.StringVar(&cfg.ns, "namespace", "multi_episode", "namespace of this application's records, learned constraints included, in a shared store")
 	return fs
 }
@@ -50,7 +54,7 @@ func usage() string {
 	var b strings.Builder
 	fs := newFlags(&config{})
 	fs.SetOutput(&b)
-	b.WriteString("usage: multi_episode [--episodes N] [--seed S] [--store memory|sqlite] [--db FILE] [--namespace NAME]\n")
+	b.WriteString("usage: multi_episode [--episodes N] [--seed S] [--store memory|sqlite|postgres] [--db FILE] [--dsn DSN] [--namespace NAME]\n")
 	fs.PrintDefaults()
 	return b.String()
 }
@@ -72,18 +76,23 @@ func parseArgs(args []string) (config, error) {
 	case cfg.episodes < 1:
 		return cfg, fmt.Errorf("%w: --episodes must be at least 1, not %d", errUsage, cfg.episodes)
 	}
-	// --store and --db as the bench and quickstart read them.
-	switch {
-	case cfg.store == "" && cfg.db != "":
-		cfg.store = "sqlite"
-	case cfg.store == "":
+	if cfg.store == "" {
 		cfg.store = "memory"
-	case cfg.store != "memory" && cfg.store != "sqlite":
-		return cfg, fmt.Errorf("%w: --store %q (valid: memory, sqlite)", errUsage, cfg.store)
+		if cfg.db != "" {
+			cfg.store = "sqlite"
+		}
+	}
+	switch {
+	case cfg.store != "memory" && cfg.store != "sqlite" && cfg.store != "postgres":
+		return cfg, fmt.Errorf("%w: --store must be memory, sqlite or postgres, not %q", errUsage, cfg.store)
 	case cfg.store == "sqlite" && cfg.db == "":
 		return cfg, fmt.Errorf("%w: --store sqlite needs --db FILE", errUsage)
-	case cfg.store == "memory" && cfg.db != "":
-		return cfg, fmt.Errorf("%w: --db %s with --store memory: a database needs --store sqlite (or no --store)", errUsage, cfg.db)
+	case cfg.store == "postgres" && cfg.dsn == "":
+		return cfg, fmt.Errorf("%w: --store postgres needs --dsn DSN", errUsage)
+	case cfg.store != "sqlite" && cfg.db != "":
+		return cfg, fmt.Errorf("%w: --db is for --store sqlite", errUsage)
+	case cfg.store != "postgres" && cfg.dsn != "":
+		return cfg, fmt.Errorf("%w: --dsn is for --store postgres", errUsage)
 	}
 	if cfg.db != "" {
 		if fi, err := os.Stat(filepath.Dir(cfg.db)); err != nil || !fi.IsDir() {
@@ -107,14 +116,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	}
 	var store kernel.Store
 	storeName := "memory"
-	if cfg.store == "memory" {
+	switch cfg.store {
+	case "memory":
 		store = kernel.NewMemStore()
-	} else {
+	case "sqlite":
 		s, err := sqlitestore.Open(cfg.db)
 		if err != nil {
 			return fmt.Errorf("database %s: %w", cfg.db, err)
 		}
 		store, storeName = s, "sqlite "+cfg.db
+	case "postgres":
+		s, err := pgstore.Open(ctx, cfg.dsn)
+		if err != nil {
+			return err
+		}
+		// Not the DSN, which may hold a password.
+		store, storeName = s, "postgres (schema "+s.Schema()+")"
 	}
 	defer func() {
 		if cerr := store.Close(); cerr != nil {

@@ -37,9 +37,16 @@
 // its namespace, record count and time span, filtered by namespace, in
 // agreement with the fallback of [kernel.ListTraces]; the case skips on
 // any other store, which the inspector then reads through that fallback.
+// [Equivalence] runs one scripted scenario, which reaches every decision
+// the kernel makes, on a kernel over the memory store and over the stores
+// given, and requires the same decisions, codes, ids, views and records
+// from each.
 //
 // [Bench] shares benchmarks the same way: every store measures the same
 // operations on a store that already holds records of other traces.
+// [BenchEpisode], [BenchEpisodeParallel] and [BenchEpisodeProcesses]
+// measure the governed [Episode] on one goroutine, on many, and from
+// several processes sharing one store.
 //
 // # Contract beyond the interface
 //

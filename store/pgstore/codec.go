@@ -1,0 +1,132 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// columns are the record columns a read returns, in the order scan reads
+// them: the append order in the store and in the trace, then the record.
+const columns = "seq, pos, id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, " +
+	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace"
+
+// row is a record encoded for the insert statement, with the trace it
+// belongs to (the one whose counter gives its position).
+type row struct {
+	trace string
+	args  []any // the insert's parameters; args[2] is set by Apply
+}
+
+// encode validates r and returns its insert parameters. Enumerations are
+// stored by their stable names, the payload as JSONB and the reference
+// lists as text arrays (a nil list as NULL). An empty namespace is stored
+// as [kernel.DefaultNamespace], as the store contract asks.
+func encode(r *kernel.Record) (row, error) {
+	if err := kernel.CheckRecord(*r); err != nil {
+		return row{}, fmt.Errorf("pgstore: %w", err)
+	}
+	role, err := r.Provenance.Role.MarshalText()
+	if err != nil {
+		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, kernel.ErrInvalidInput, err)
+	}
+	p := &r.Provenance
+	// PostgreSQL text cannot hold a NUL character: refuse rather than alter.
+	if hasNUL(r.ID, r.Kind, p.TraceID, p.Writer, string(r.Reason), r.Namespace) || hasNUL(p.InputRefs...) || hasNUL(r.EvidenceRefs...) {
+		return row{}, fmt.Errorf("pgstore: record %s: %w: a string holds a NUL character, which PostgreSQL text cannot store", r.ID, kernel.ErrInvalidInput)
+	}
+	var confidence *float64
+	if c := p.Confidence; c != nil {
+		if math.IsNaN(*c) {
+			return row{}, fmt.Errorf("pgstore: record %s: %w: NaN confidence", r.ID, kernel.ErrInvalidInput)
+		}
+		v := *c
+		confidence = &v
+	}
+	payload, err := json.Marshal(r.Payload)
+	if err != nil {
+		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, kernel.ErrInvalidPayload, err)
+	}
+	if jsonHasNUL(payload) {
+		return row{}, fmt.Errorf("pgstore: record %s: %w: a payload string holds a NUL character, which JSONB cannot store", r.ID, kernel.ErrInvalidPayload)
+	}
+	namespace := r.Namespace
+	if namespace == "" {
+		namespace = kernel.DefaultNamespace
+	}
+	return row{trace: p.TraceID, args: []any{
+		r.ID, p.TraceID, int64(0), r.Slot.String(), r.Mode.String(), r.Kind, string(payload),
+		string(role), p.Writer, p.TimestampMS, p.InputRefs, confidence, p.TTLMS, r.EvidenceRefs,
+		r.Status.String(), string(r.Reason), r.Scope.String(), namespace,
+	}}, nil
+}
+
+// hasNUL reports whether any of ss holds a NUL byte.
+func hasNUL(ss ...string) bool {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonHasNUL reports whether JSON text holds the escape \u0000 (how
+// encoding/json writes a NUL character), which JSONB refuses. It walks the
+// escapes, so that an escaped backslash followed by "u0000" is not taken
+// for one.
+func jsonHasNUL(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) && string(b[i+2:i+6]) == "0000" {
+			return true
+		}
+		i++ // skip the escaped character
+	}
+	return false
+}
+
+// storable reports whether s could be a string the store holds: valid
+// UTF-8 without NUL. A lookup by any other string finds nothing, and is
+// answered without asking the server, which would refuse the parameter.
+func storable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// scanner is a pgx.Row or pgx.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scan reads the columns of one record.
+func scan(rows scanner) (seq, pos int64, r kernel.Record, err error) {
+	var slot, mode, role, status, scope, reason string
+	var payload []byte
+	p := &r.Provenance
+	err = rows.Scan(&seq, &pos, &r.ID, &p.TraceID, &slot, &mode, &r.Kind, &payload, &role, &p.Writer, &p.TimestampMS,
+		&p.InputRefs, &p.Confidence, &p.TTLMS, &r.EvidenceRefs, &status, &reason, &scope, &r.Namespace)
+	if err != nil {
+		return 0, 0, kernel.Record{}, err
+	}
+	for _, f := range []struct {
+		name string
+		err  error
+	}{
+		{"slot", r.Slot.UnmarshalText([]byte(slot))},
+		{"mode", r.Mode.UnmarshalText([]byte(mode))},
+		{"role", p.Role.UnmarshalText([]byte(role))},
+		{"status", r.Status.UnmarshalText([]byte(status))},
+		{"scope", r.Scope.UnmarshalText([]byte(scope))},
+		{"payload", json.Unmarshal(payload, &r.Payload)},
+	} {
+		if f.err != nil {
+			return 0, 0, kernel.Record{}, fmt.Errorf("pgstore: record %s: corrupt column %s: %v", r.ID, f.name, f.err)
+		}
+	}
+	r.Reason = kernel.Code(reason)
+	return seq, pos, r, nil
+}

@@ -1,0 +1,129 @@
+// Package pgstore is a [kernel.Store] on PostgreSQL, through
+// github.com/jackc/pgx/v5 and its connection pool. Any number of kernels,
+// in any number of processes on any number of machines, can share one
+// database: the store orders their writes so that every kernel decision
+// holds across all of them.
+//
+// [Open] connects to the database a DSN names and owns the pool; [New]
+// uses a pool the caller opened and leaves it open on [Store.Close]. The
+// store's tables live in one schema: the one [WithSchema] names (created
+// if missing), else the connection's current schema. Either way the
+// schema is created or migrated on open (see Schema versions), and every
+// call takes a context whose deadline and cancellation it honours.
+//
+// [Store] is a [kernel.Store], a [kernel.TraceCounter] and a
+// [kernel.KeyStore]. It passes the conformance suite of storetest and
+// decides exactly as [kernel.MemStore] does (storetest.Equivalence).
+//
+// # Records
+//
+// Records live in the table bk_records, one row each, in append order:
+// seq numbers them across the store, pos within their trace. The payload
+// is JSONB, the reference lists text arrays (NULL for a nil list), the
+// enumerations their stable names. A record appended with an empty
+// namespace is stored, and reads back, as [kernel.DefaultNamespace].
+//
+// Payloads read back in the kernel's normal form (numbers float64, lists
+// []any, objects map[string]any), every float64 exactly: JSONB keeps
+// numbers as exact decimals, and encoding/json writes the shortest decimal
+// that reads back as the same float64. JSONB does not keep the order of an
+// object's keys (a map has none) nor the sign of zero: -0 reads back as 0,
+// which compares equal.
+//
+// A record is checked with [kernel.CheckRecord] and refused rather than
+// altered when it fails: invalid UTF-8 in any string field or reference,
+// or a TTL beyond [kernel.MaxTTL] ([kernel.ErrInvalidInput]), invalid
+// UTF-8 in a payload string or key ([kernel.ErrInvalidPayload]). So is what
+// PostgreSQL cannot hold unchanged: a NUL character, which no PostgreSQL
+// text or JSONB string can contain ([kernel.ErrInvalidInput] in a field or
+// reference, [kernel.ErrInvalidPayload] in the payload), a NaN confidence
+// or an unknown role ([kernel.ErrInvalidInput]), a payload value JSON
+// cannot encode ([kernel.ErrInvalidPayload]). A lookup by a string no
+// record can hold (a NUL, invalid UTF-8) finds nothing.
+//
+// # Batches, traces and concurrency
+//
+// Every write is an [Store.Apply] of a batch ([Store.Append] and
+// [Store.Invalidate] are batches of one), and every batch is one round trip:
+// its statements go to the server in one pipeline, which the server runs
+// as one implicit transaction. The first statement that fails rolls all of
+// it back; the transaction commits at the end of the pipeline.
+//
+// The table bk_traces counts each trace's records. A batch's first
+// statement adds the batch's appends to the counters of the traces it
+// appends to, and locks them (and the counter of the trace its condition
+// names, [kernel.Batch.Trace]), in sorted order, until it commits. That
+// row lock orders the writers of one trace across every process, gives
+// each appended record its position, and makes the condition exact: the
+// batch is refused with [kernel.ErrConflict] unless its trace holds
+// exactly TraceLen records, and no other writer can change that before
+// the batch commits. Writers of different traces never wait for each
+// other. This holds at the server's default isolation level, READ
+// COMMITTED, without retries; under REPEATABLE READ or SERIALIZABLE (a
+// server configured so, or a PostgreSQL-compatible database that only
+// offers SERIALIZABLE) the server aborts some batches with a serialization
+// failure, and the store runs them again (see [WithRetries]).
+//
+// A batch's status changes run before its appends, so a batch cannot
+// invalidate a record it appends (that is [kernel.ErrNotFound], as in
+// [kernel.MemStore]). A status change that finds no ACTIVE record, a
+// duplicate id (the unique index on the id) and a once-key already claimed
+// (see below) fail the batch like a failed condition.
+//
+// Reads are single statements through the indexes of the Schema section,
+// so a decision's reads cost the same however many other traces the store
+// holds. Listings read a page of rows at a time and hold no connection
+// while they yield, so the loop body may call any method of the store.
+// [Store.ListTrace] lists a trace in the order its records were appended.
+// [Store.ListSlot] lists in the store's append order; records appended by
+// batches that commit while it runs may or may not be listed.
+//
+// # Once-keys
+//
+// Claimed keys live in the table bk_once_keys, whose primary key is the
+// key, and a batch's claims are inserted in the batch's transaction: a
+// claim of a key already claimed fails that insert, the whole batch rolls
+// back, and Apply returns an error wrapping [kernel.ErrDuplicateKey]. Since
+// the database enforces it, a key is claimed at most once however many
+// stores and processes share the database.
+//
+// # Schema versions
+//
+// The table bk_schema holds the schema version, [SchemaVersion] for this
+// package. Opening a schema at that version only reads it, so a role
+// without the right to create tables can use a schema an administrator
+// migrated. Otherwise the store migrates it in one transaction that first
+// takes a transaction-level advisory lock (keyed by the schema's name):
+// processes that open a new database at once migrate it once between them,
+// and a migration interrupted halfway rolls back whole. A schema written
+// by a newer version of the package is refused with [ErrSchemaTooNew].
+//
+// Version 1 holds bk_records with its indexes (bk_records_id for Get and
+// status changes, bk_records_trace for ListTrace, bk_records_kind for
+// FindActive, bk_records_slot for ListSlot across traces, and two partial
+// indexes of persistent records for the persistent listings the kernel
+// runs on every gated decision), bk_traces, bk_once_keys and bk_require,
+// the assertion a batch uses to fail. No index holds a record's status or
+// reason, the only columns that change, so a status change can be a
+// heap-only update.
+//
+// # Errors
+//
+// Errors wrap the kernel's sentinels where they apply, so code written
+// against [kernel.Store] branches the same way on every store. A call that
+// cannot reach the server returns an error wrapping [ErrUnreachable]; one
+// whose transaction the server kept aborting, [ErrSerialization] (which
+// wraps [kernel.ErrConflict]); one whose context ends, the context's error.
+// Reads, and writes that failed before anything could have committed (no
+// connection, a session the server ended, a serialization failure), are
+// run again, up to [WithRetries] times. A write whose connection was lost
+// after its pipeline was sent may or may not have landed; its error says
+// so, and a retry by the caller meets [kernel.ErrDuplicateID] or
+// [kernel.ErrConflict] if it did. A call whose context ends while the
+// server runs it is cancelled on the server (see [ConfigurePool], which
+// [Open] applies): a batch waiting for a busy trace when its deadline
+// passes rolls back and returns the context's error.
+//
+// After [Store.Close] every method returns an error wrapping
+// [kernel.ErrClosed]. Close waits for the calls in progress.
+package pgstore

@@ -1,0 +1,66 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/internal/pgtest"
+	"github.com/blackboardkernel/bk/store/pgstore"
+)
+
+// newStore returns a store in a schema of its own on the shared test pool,
+// closed when t ends.
+func newStore(tb testing.TB, opts ...pgstore.Option) *pgstore.Store {
+	tb.Helper()
+	return storeIn(tb, pgtest.Pool(tb), pgtest.Schema(tb), opts...)
+}
+
+// storeIn returns a store on pool in schema, closed when tb ends.
+func storeIn(tb testing.TB, pool *pgxpool.Pool, schema string, opts ...pgstore.Option) *pgstore.Store {
+	tb.Helper()
+	s, err := pgstore.New(context.Background(), pool, append([]pgstore.Option{pgstore.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		tb.Fatalf("pgstore.New in schema %s: %v", schema, err)
+	}
+	tb.Cleanup(func() { _ = s.Close() }) // a test that closed it gets ErrClosed here
+	return s
+}
+
+// record returns a well-formed ACTIVE record, in the namespace it reads
+// back in.
+func record(traceID string, n int) kernel.Record {
+	return kernel.Record{
+		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door",
+		Payload:    kernel.Payload{"n": float64(n)},
+		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
+		Status:     kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode,
+		Namespace: kernel.DefaultNamespace,
+	}
+}
+
+func records(tb testing.TB, seq iter.Seq2[kernel.Record, error]) []kernel.Record {
+	tb.Helper()
+	var out []kernel.Record
+	for r, err := range seq {
+		if err != nil {
+			tb.Fatalf("listing: %v", err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// all returns every record of the store, slot by slot.
+func all(tb testing.TB, s kernel.Store) []kernel.Record {
+	tb.Helper()
+	var out []kernel.Record
+	for _, slot := range kernel.AllSlots() {
+		out = append(out, records(tb, s.ListSlot(context.Background(), slot, kernel.Filter{}))...)
+	}
+	return out
+}

@@ -1,0 +1,699 @@
+package pgstore_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/internal/pgtest"
+	"github.com/blackboardkernel/bk/store/pgstore"
+)
+
+// The many-process test: the test binary runs itself as helper processes
+// (the environment says which role, which schema and which effects file),
+// all on one PostgreSQL schema.
+const (
+	procRoleEnv    = "BK_PGSTORE_PROC_ROLE" // "worker" or "learner"
+	procIDEnv      = "BK_PGSTORE_PROC_ID"
+	procSchemaEnv  = "BK_PGSTORE_PROC_SCHEMA"
+	procEffectsEnv = "BK_PGSTORE_PROC_EFFECTS"
+
+	procWorkers    = 4  // worker processes
+	procGoroutines = 2  // episode loops per worker
+	procEpisodes   = 12 // episodes per loop
+	procShared     = 2  // traces every loop writes to
+	procCharges    = 3  // charges whose refund every loop submits
+	procKilled     = "1"
+	procKillAfter  = 12 // acknowledgements read from the victim before SIGKILL
+)
+
+// TestManyProcesses runs governed episodes from several processes on one
+// PostgreSQL schema, on traces of their own and on traces they all write
+// to, submitting the same once-keyed refunds from every process, and kills
+// one process with SIGKILL while it runs (then starts it again). Every
+// helper reports each result the moment the kernel returns it. Afterwards
+// the test requires, from the database:
+//
+//   - exactly one committed refund per once-key, and at most one per charge;
+//   - every record's id names its position in its trace (the kernel took
+//     the trace's length, and the store's counter agreed, under
+//     concurrency from every process), no gaps, no duplicate ids;
+//   - no evidence artifact without the belief it justifies;
+//   - every acknowledged write and decision present, as acknowledged;
+//   - a decision record for every decision in the store;
+//   - no refund effect run twice, though every process tries to run the
+//     effect of every committed refund it finds (a claimed once-key per
+//     effect attempt);
+//   - the adaptive learner, started afterwards in this process and then in
+//     a second process, counts the failures of every process, the same,
+//     and the second does not learn again what the first learned.
+func TestManyProcesses(t *testing.T) {
+	switch os.Getenv(procRoleEnv) {
+	case "worker":
+		procWorker(t)
+		return
+	case "learner":
+		procLearner(t)
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts several processes")
+	}
+	pgtest.DSN(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // a stuck helper is killed
+	defer cancel()
+	schema := pgtest.Schema(t)
+	effects := t.TempDir() + "/effects"
+
+	// The helpers open the store at once on a schema that does not exist
+	// yet: they race to create it.
+	var workers []*helper
+	for i := range procWorkers {
+		workers = append(workers, startHelper(ctx, t, "worker", strconv.Itoa(i), schema, effects))
+	}
+	for _, w := range workers {
+		w.waitReady(t)
+	}
+	for _, w := range workers {
+		_ = w.stdin.Close() // go
+	}
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() {
+			if w.id == procKilled {
+				w.read(procKillAfter)
+				_ = w.cmd.Process.Signal(syscall.SIGKILL)
+			}
+			w.read(-1)
+		})
+	}
+	wg.Wait()
+	for _, w := range workers {
+		err := w.cmd.Wait()
+		if w.id == procKilled {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("worker %s was to be killed by SIGKILL, ended with %v after %d acknowledgements; stderr:\n%s",
+					w.id, err, len(w.acks), w.stderr.String())
+			}
+			continue
+		}
+		if err != nil || !w.done {
+			t.Fatalf("worker %s: %v (done %v); stderr:\n%s", w.id, err, w.done, w.stderr.String())
+		}
+	}
+	// Started again, the killed worker's successor finds the store as the
+	// kill left it (its transactions rolled back, its locks gone) and runs
+	// its episodes to the end.
+	again := startHelper(ctx, t, "worker", procKilled+"r", schema, effects)
+	again.waitReady(t)
+	_ = again.stdin.Close()
+	again.read(-1)
+	if err := again.cmd.Wait(); err != nil || !again.done {
+		t.Fatalf("the restarted worker: %v; stderr:\n%s", err, again.stderr.String())
+	}
+	workers = append(workers, again)
+	for _, w := range workers {
+		for _, f := range w.failures {
+			t.Errorf("worker %s: %s", w.id, f)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	checkProcesses(ctx, t, schema, effects, workers)
+}
+
+// helper is a running helper process and what it reported.
+type helper struct {
+	id       string
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	stdout   *bufio.Reader
+	stderr   strings.Builder
+	acks     [][]string // acknowledgements, split into fields
+	failures []string
+	done     bool
+	out      []string // other lines
+}
+
+func startHelper(ctx context.Context, t *testing.T, role, id, schema, effects string) *helper {
+	t.Helper()
+	h := &helper{id: id, cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^TestManyProcesses$", "-test.count=1")}
+	h.cmd.Env = append(os.Environ(), procRoleEnv+"="+role, procIDEnv+"="+id, procSchemaEnv+"="+schema, procEffectsEnv+"="+effects)
+	h.cmd.Stderr = &lockedWriter{b: &h.stderr}
+	var err error
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stdout = bufio.NewReader(out)
+	if err := h.cmd.Start(); err != nil {
+		t.Fatalf("starting %s %s: %v", role, id, err)
+	}
+	t.Cleanup(func() { _ = h.cmd.Process.Kill(); _ = h.cmd.Wait() }) // after a failure below
+	return h
+}
+
+// lockedWriter lets exec copy stderr while a failure message reads it.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (h *helper) waitReady(t *testing.T) {
+	t.Helper()
+	if line, err := h.stdout.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("helper %s did not get ready: %q, %v; stderr:\n%s", h.id, line, err, h.stderr.String())
+	}
+}
+
+// read reads the helper's reports until n acknowledgements have come (n <
+// 0: until the end of its output).
+func (h *helper) read(n int) {
+	for n < 0 || len(h.acks) < n {
+		line, err := h.stdout.ReadString('\n')
+		if err != nil {
+			return
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case f[0] == "ack":
+			h.acks = append(h.acks, f[1:])
+		case f[0] == "fail":
+			h.failures = append(h.failures, strings.TrimSpace(line))
+		case f[0] == "done":
+			h.done = true
+		default:
+			h.out = append(h.out, strings.TrimSpace(line))
+		}
+	}
+}
+
+// openHelperStore opens the store as a helper process does, on a pool of
+// its own.
+func openHelperStore(ctx context.Context, schema string) (*pgstore.Store, error) {
+	return pgstore.Open(ctx, os.Getenv(pgtest.EnvDSN), pgstore.WithSchema(schema))
+}
+
+// refundSpec makes a refund once-only per charge.
+var refundSpec = kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"charge_id"}}}
+
+// procWorker is a worker process. It reports on stdout, one line per
+// result, as soon as the kernel returns it:
+//
+//	ack write ID            a record written
+//	ack decide PROPOSAL CODE RECORD EVIDENCE   a decision ("-" for none)
+//	ack effect ACTION CHARGE   a refund effect run, its result recorded
+//	fail ...                an error the test does not expect
+//	done                    every loop finished
+func procWorker(t *testing.T) {
+	ctx := context.Background()
+	id, schema := os.Getenv(procIDEnv), os.Getenv(procSchemaEnv)
+	s, err := openHelperStore(ctx, schema)
+	if err != nil {
+		t.Fatalf("worker %s: Open: %v", id, err)
+	}
+	defer s.Close()
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec))
+	if err != nil {
+		t.Fatalf("worker %s: kernel.New: %v", id, err)
+	}
+	defer k.Close()
+	effects, err := os.OpenFile(os.Getenv(procEffectsEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatalf("worker %s: %v", id, err)
+	}
+	defer effects.Close()
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+
+	w := &worker{id: id, k: k, s: s, effects: effects}
+	var wg sync.WaitGroup
+	for g := range procGoroutines {
+		wg.Go(func() { w.loop(ctx, g) })
+	}
+	wg.Wait()
+	w.sweep(ctx) // run the effects of refunds whose executor is gone
+	fmt.Println("done")
+}
+
+type worker struct {
+	id      string
+	k       *kernel.Kernel
+	s       *pgstore.Store
+	effects *os.File
+	mu      sync.Mutex // orders the report lines
+}
+
+func (w *worker) report(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fmt.Printf(format+"\n", args...)
+}
+
+func (w *worker) fail(what string, err error) {
+	w.report("fail %s: %v", what, err)
+}
+
+// loop runs the worker's episodes: on a trace of its own, then on a trace
+// every loop of every process writes to, in turn. The first episodes
+// refund the charges every loop refunds.
+func (w *worker) loop(ctx context.Context, g int) {
+	for i := range procEpisodes {
+		charge := fmt.Sprintf("ch_%s_%d_%d", w.id, g, i)
+		if i < procCharges {
+			charge = fmt.Sprintf("ch_shared_%d", i)
+		}
+		trace, tag := fmt.Sprintf("w%sg%de%d", w.id, g, i), ""
+		if i%2 == 1 {
+			trace, tag = fmt.Sprintf("shared-%d", i/2%procShared), fmt.Sprintf("_w%sg%de%d", w.id, g, i)
+		}
+		w.episode(ctx, trace, tag, charge, i%4 == 3)
+	}
+}
+
+// decided reports a decision.
+func (w *worker) decided(d kernel.Decision) {
+	w.report("ack decide %s %s %s %s", d.ProposalID, d.Code, orDash(d.Record.ID), orDash(d.EvidenceID))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// episode is the governed refund (storetest.Episode's shape), with every
+// decision recorded (Entry.Audit) and the refund's effect run once. On a
+// shared trace the kinds carry tag, so that the loops' episodes do not
+// decide on each other's records. A stale charge ends in the fallback.
+func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale bool) {
+	sym, tool, planner := w.k.Symbolic("policy"), w.k.Tool("stripe"), w.k.Planner("bk")
+	audit := &kernel.Audit{Context: kernel.Payload{"worker": w.id}}
+	if tag == "" {
+		if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
+			w.fail("constraint", err)
+			return
+		}
+	}
+	p, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge" + tag, Payload: kernel.Payload{
+		"charge_id": charge, "amount": 149.99, "currency": "usd", "stale": stale}})
+	if err != nil {
+		w.fail("percept", err)
+		return
+	}
+	w.report("ack write %s", p.ID)
+	belief, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due" + tag, Audit: audit,
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge" + tag}}})
+	if err != nil {
+		w.fail("belief", err)
+		return
+	}
+	w.decided(belief)
+	step := map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due" + tag}, "is_duplicate": false}
+	plan, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan" + tag, Audit: audit,
+		Payload: kernel.Payload{"steps": []any{step}}})
+	if err != nil {
+		w.fail("plan", err)
+		return
+	}
+	w.decided(plan)
+	if plan.Committed() {
+		act, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund", Audit: audit, Payload: kernel.Payload{
+			"type": "issue_refund", "charge_id": charge, "amount": 149.99, "is_duplicate": false, "requires_beliefs": []string{"refund_due" + tag}}})
+		if err != nil {
+			w.fail("refund", err)
+			return
+		}
+		w.decided(act)
+		if act.Committed() {
+			w.execute(ctx, act.Record)
+		}
+		return
+	}
+	fb, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview, Audit: audit,
+		Payload: kernel.Payload{"type": kernel.FallbackQueueForReview, "reason": string(plan.Code)}, InputRefs: []string{plan.ProposalID}})
+	if err != nil {
+		w.fail("fallback", err)
+		return
+	}
+	w.decided(fb)
+}
+
+// execute runs a committed refund's effect at most once across every
+// process: the attempt record claims the effect's once-key first, then the
+// effect runs (a line in the effects file, as a payment provider would
+// record the refund), then its result is recorded with its decision
+// record. A process killed between the claim and the result leaves an
+// attempt without a result, for a person to look at; the effect never
+// runs twice.
+func (w *worker) execute(ctx context.Context, action kernel.Record) {
+	tool := w.k.Tool("executor-" + w.id)
+	trace, charge := action.Provenance.TraceID, action.Payload["charge_id"]
+	attempt, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_attempt",
+		Payload: kernel.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}})
+	if errors.Is(err, kernel.ErrDuplicateKey) {
+		return // another process runs it
+	}
+	if err != nil {
+		w.fail("attempt", err)
+		return
+	}
+	w.report("ack write %s", attempt.ID)
+	if _, err := fmt.Fprintf(w.effects, "refund %s %v %s\n", action.ID, charge, w.id); err != nil {
+		w.fail("effect", err)
+		return
+	}
+	result, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_result",
+		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.ID},
+		Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: kernel.CodeCommitted, Context: kernel.Payload{"worker": w.id}}})
+	if err != nil {
+		w.fail("result", err)
+		return
+	}
+	w.report("ack write %s", result.ID)
+	w.report("ack effect %s %v", action.ID, charge)
+}
+
+// sweep tries to run the effect of every committed refund in the store, as
+// a recovery executor would: the once-key lets only the first try run it.
+func (w *worker) sweep(ctx context.Context) {
+	for r, err := range w.s.ListSlot(ctx, kernel.Actions, kernel.Filter{Status: kernel.StatusActive}) {
+		if err != nil {
+			w.fail("sweep", err)
+			return
+		}
+		if r.Kind == "issue_refund" && r.Mode == kernel.ModeCommit {
+			w.execute(ctx, r)
+		}
+	}
+}
+
+// learnerReport is what a learner process prints.
+type learnerReport struct {
+	Counts  map[kernel.Code]int
+	Learned []adaptive.Learned
+	Pending int
+}
+
+// procLearner starts an adaptive learner on the store and prints what it
+// found there.
+func procLearner(t *testing.T) {
+	ctx := context.Background()
+	s, err := openHelperStore(ctx, os.Getenv(procSchemaEnv))
+	if err != nil {
+		t.Fatalf("learner: Open: %v", err)
+	}
+	defer s.Close()
+	k, err := kernel.New(kernel.WithStore(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	l, err := adaptive.New(ctx, k.Symbolic("adaptive"))
+	if err != nil {
+		t.Fatalf("learner: %v", err)
+	}
+	fmt.Println("ready")
+	out, _ := json.Marshal(learnerReport{Counts: l.Counts(), Learned: l.Learned(), Pending: len(l.Pending())})
+	fmt.Printf("learner %s\n", out)
+}
+
+var positionRE = regexp.MustCompile(`:([0-9]+)$`)
+
+// checkProcesses checks the store after the run; see TestManyProcesses.
+func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath string, workers []*helper) {
+	pool := pgtest.Pool(t)
+	s := storeIn(t, pool, schema)
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+
+	// Every record, trace by trace, from the database's own count.
+	var traces []string
+	rows, err := pool.Query(ctx, "SELECT trace_id FROM "+pgx.Identifier{schema, "bk_traces"}.Sanitize()+" ORDER BY trace_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]kernel.Record{}
+	total := 0
+	for _, tr := range traces {
+		recs := records(t, s.ListTrace(ctx, tr))
+		n, err := s.CountTrace(ctx, tr)
+		if err != nil || n != len(recs) {
+			t.Errorf("trace %s: CountTrace %d (%v), ListTrace %d records", tr, n, err, len(recs))
+		}
+		for i, r := range recs {
+			total++
+			if _, dup := byID[r.ID]; dup {
+				t.Errorf("record id %s twice", r.ID)
+			}
+			byID[r.ID] = r
+			if m := positionRE.FindStringSubmatch(r.ID); m == nil || m[1] != strconv.Itoa(i+1) {
+				t.Errorf("trace %s: record %s is at position %d", tr, r.ID, i+1)
+			}
+			// The kernel's evidence artifact lands with, and just before,
+			// the belief it justifies.
+			if r.Slot == kernel.Evidence && r.Kind != kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel {
+				if i+1 >= len(recs) || recs[i+1].Slot != kernel.Beliefs || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) {
+					t.Errorf("evidence %s without its belief", r.ID)
+				}
+			}
+		}
+	}
+	var stored int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "bk_records"}.Sanitize()).Scan(&stored); err != nil || stored != total {
+		t.Errorf("the traces list %d records, the table holds %d (%v)", total, stored, err)
+	}
+
+	// Decision records, by the proposal they decide.
+	decisions := map[string]kernel.DecisionRecord{}
+	for d, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		decisions[d.ID] = d
+	}
+	proposals := 0
+	for _, r := range byID {
+		if r.Mode == kernel.ModePropose {
+			proposals++
+			if _, ok := decisions["decision:"+r.ID]; !ok {
+				t.Errorf("proposal %s (%s) has no decision record", r.ID, r.Reason)
+			}
+		}
+	}
+
+	// Acknowledged results.
+	acked, failures, effects := 0, map[kernel.Code]int{}, map[string]string{}
+	for _, w := range workers {
+		for _, a := range w.acks {
+			acked++
+			switch a[0] {
+			case "write":
+				if _, ok := byID[a[1]]; !ok {
+					t.Errorf("worker %s: acknowledged write %s is not in the store", w.id, a[1])
+				}
+			case "decide":
+				checkDecision(t, w.id, a[1:], byID, decisions)
+				if code := kernel.Code(a[2]); !code.OK() {
+					failures[code]++
+				}
+			case "effect":
+				effects[a[1]] = a[2]
+			}
+		}
+	}
+
+	// Refunds: one per once-key, at most one per charge, effects at most
+	// once, every acknowledged effect run.
+	refunds := map[string][]string{} // charge -> committed refund actions
+	for _, r := range byID {
+		if r.Slot == kernel.Actions && r.Kind == "issue_refund" && r.Mode == kernel.ModeCommit {
+			charge, _ := r.Payload.String("charge_id")
+			refunds[charge] = append(refunds[charge], r.ID)
+		}
+	}
+	for charge, ids := range refunds {
+		if len(ids) != 1 {
+			t.Errorf("charge %s refunded by %d committed actions %v", charge, len(ids), ids)
+		}
+	}
+	for i := range procCharges {
+		charge := fmt.Sprintf("ch_shared_%d", i)
+		if len(refunds[charge]) != 1 {
+			t.Errorf("the refund of %s, submitted by every process, committed %d times", charge, len(refunds[charge]))
+		}
+	}
+	data, err := os.ReadFile(effectsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			t.Errorf("effects file line %q", line)
+			continue
+		}
+		ran[f[1]]++
+		if r, ok := byID[f[1]]; !ok || r.Kind != "issue_refund" || r.Mode != kernel.ModeCommit {
+			t.Errorf("an effect ran for %s, which is not a committed refund", f[1])
+		}
+	}
+	for action, n := range ran {
+		if n != 1 {
+			t.Errorf("the effect of %s ran %d times", action, n)
+		}
+	}
+	for action := range effects {
+		if ran[action] != 1 {
+			t.Errorf("acknowledged effect of %s ran %d times", action, ran[action])
+		}
+	}
+	for charge, ids := range refunds {
+		id, err := s.ClaimedBy(ctx, "effect/"+ids[0])
+		if err != nil {
+			if ran[ids[0]] > 0 {
+				t.Errorf("the effect of %s (%s) ran without a claimed attempt: %v", ids[0], charge, err)
+			}
+			continue
+		}
+		if a := byID[id]; a.Kind != "refund_attempt" || a.Payload["action"] != ids[0] {
+			t.Errorf("the effect key of %s is held by %+v", ids[0], a)
+		}
+	}
+
+	// The adaptive learner counts every process's failures: here, and in
+	// a second process, which agrees and learns nothing again.
+	want := map[kernel.Code]int{}
+	for _, slot := range []kernel.Slot{kernel.Beliefs, kernel.Plans, kernel.Predictions, kernel.Actions} {
+		for r, err := range s.ListSlot(ctx, slot, kernel.Filter{Status: kernel.StatusInvalidated}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Reason != kernel.CodeSupersededByCommit {
+				want[r.Reason]++
+			}
+		}
+	}
+	l, err := adaptive.New(ctx, k.Symbolic("adaptive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := l.Counts()
+	if !mapsEqual(counts, want) {
+		t.Errorf("the learner counts %v, the store holds failures %v", counts, want)
+	}
+	for code, n := range failures {
+		if counts[code] < n {
+			t.Errorf("the learner counts %d %s, the workers acknowledged %d", counts[code], code, n)
+		}
+	}
+	if counts[kernel.CodeStaleEvidence] < adaptive.DefaultThreshold {
+		t.Fatalf("too few failures to learn from: %v", counts)
+	}
+	learned, err := l.Commit(ctx, "learning")
+	if err != nil || len(learned) == 0 {
+		t.Fatalf("the learner learned %v, %v", learned, err)
+	}
+	second := startHelper(ctx, t, "learner", "learner", schema, effectsPath)
+	second.waitReady(t)
+	second.read(-1)
+	if err := second.cmd.Wait(); err != nil {
+		t.Fatalf("the second learner: %v; stderr:\n%s", err, second.stderr.String())
+	}
+	var rep learnerReport
+	i := slices.IndexFunc(second.out, func(l string) bool { return strings.HasPrefix(l, "learner ") })
+	if i < 0 || json.Unmarshal([]byte(strings.TrimPrefix(second.out[i], "learner ")), &rep) != nil {
+		t.Fatalf("the second learner reported %q", second.out)
+	}
+	if !mapsEqual(rep.Counts, counts) {
+		t.Errorf("the second learner counts %v, the first %v", rep.Counts, counts)
+	}
+	for _, x := range learned {
+		if !slices.ContainsFunc(rep.Learned, func(y adaptive.Learned) bool { return y.Name == x.Name && y.RecordID == x.RecordID }) {
+			t.Errorf("the second learner does not hold %s (%s) the first learned: %+v", x.Name, x.RecordID, rep.Learned)
+		}
+	}
+	if rep.Pending != 0 {
+		t.Errorf("the second learner would learn %d constraints again", rep.Pending)
+	}
+	t.Logf("%d processes (one killed, then started again): %d records in %d traces, %d proposals decided, %d results acknowledged, "+
+		"%d refunds committed, %d effects run, failures %v", len(workers), total, len(traces), proposals, acked, len(refunds), len(ran), counts)
+}
+
+// checkDecision checks an acknowledged decision against the store: the
+// proposal, the committed record and the evidence artifact are there, with
+// the decision's code, and so is its decision record.
+func checkDecision(t *testing.T, worker string, a []string, byID map[string]kernel.Record, decisions map[string]kernel.DecisionRecord) {
+	t.Helper()
+	proposal, code, committed, evidence := a[0], kernel.Code(a[1]), a[2], a[3]
+	p, ok := byID[proposal]
+	if !ok {
+		t.Errorf("worker %s: the proposal %s of an acknowledged decision (%s) is not in the store", worker, proposal, code)
+		return
+	}
+	if committed != "-" {
+		if r, ok := byID[committed]; !ok || r.Reason != code {
+			t.Errorf("worker %s: acknowledged commit %s (%s) is not in the store as committed: %+v", worker, committed, code, r)
+		}
+	} else if p.Reason != code {
+		t.Errorf("worker %s: acknowledged refusal of %s with %s, the store says %s", worker, proposal, code, p.Reason)
+	}
+	if _, ok := byID[evidence]; evidence != "-" && !ok {
+		t.Errorf("worker %s: evidence %s of an acknowledged decision is not in the store", worker, evidence)
+	}
+	if d, ok := decisions["decision:"+proposal]; !ok || d.Code != code {
+		t.Errorf("worker %s: the decision record of %s (%s) is missing or differs: %+v", worker, proposal, code, d)
+	}
+}
+
+func mapsEqual(a, b map[kernel.Code]int) bool {
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	for k, v := range b {
+		if a[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,212 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations[i] takes the schema from version i to version i+1; the
+// version table records how many have run. {schema} stands for the quoted
+// name of the store's schema. Entries are never edited once released: a
+// change is a new entry.
+var migrations = []string{
+	// Version 1: records, the per-trace counters and the once-keys.
+	//
+	// bk_records holds one row per record.
+	//   seq        the append order across the store (ListSlot pages by it)
+	//   pos        the record's position in its trace, 1, 2, 3...: taken
+	//              from the trace's counter under the counter's row lock,
+	//              so a trace's positions have no gaps and follow the order
+	//              its batches committed in
+	//   payload    JSONB; the reference lists are text arrays, NULL when nil
+	//   enumerations by their stable names, as the other stores keep them
+	// Identifiers compare bytewise (COLLATE "C"), as they do in Go.
+	// Indexes, each for a query of the store:
+	//   bk_records_id          Get, and the status changes of Apply
+	//   bk_records_trace       ListTrace (trace_id = ? AND pos > ?)
+	//   bk_records_kind        FindActive: the records of one kind in one
+	//                          slot of one trace, latest first
+	//   bk_records_slot        ListSlot across traces (analysis)
+	//   bk_records_persistent_ns
+	//                          ListSlot of the persistent records of one
+	//                          namespace: the listing the kernel runs on
+	//                          every gated decision
+	//   bk_records_persistent  ListSlot of the persistent records of every
+	//                          namespace
+	// The last two are partial, so episode records (the bulk) never touch
+	// them, and small.
+	// No index holds status or reason, the only columns that ever change, so
+	// a status change can be a heap-only update; the fill factor leaves room
+	// on each page for it.
+	//
+	// bk_traces counts each trace's records. Apply locks the rows of the
+	// traces it appends to (and of the trace its condition names) and adds
+	// its appends to them: that lock orders the writers of one trace, across
+	// every process, and gives the exact length a conditional batch is
+	// checked against, without SERIALIZABLE isolation.
+	//
+	// bk_once_keys holds the claimed once-keys; its primary key is what
+	// refuses a second claim of a key, in any process.
+	//
+	// bk_require(ok, code, message) raises an error with that SQLSTATE
+	// unless ok is true. Apply sends a batch as one pipeline that the
+	// server runs as one implicit transaction; a check that fails in it
+	// (the batch's trace condition, a status change that finds no active
+	// record) aborts the whole transaction, like a unique index does.
+	`CREATE TABLE {schema}.bk_records (
+		seq           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		id            text COLLATE "C" NOT NULL,
+		trace_id      text COLLATE "C" NOT NULL,
+		pos           bigint NOT NULL,
+		slot          text NOT NULL,
+		mode          text NOT NULL,
+		kind          text COLLATE "C" NOT NULL,
+		payload       jsonb NOT NULL,
+		role          text NOT NULL,
+		writer        text NOT NULL,
+		ts_ms         bigint NOT NULL,
+		input_refs    text[],
+		confidence    double precision,
+		ttl_ms        bigint NOT NULL,
+		evidence_refs text[],
+		status        text NOT NULL,
+		reason        text NOT NULL,
+		scope         text NOT NULL,
+		namespace     text COLLATE "C" NOT NULL,
+		CONSTRAINT bk_records_id UNIQUE (id),
+		CONSTRAINT bk_records_trace UNIQUE (trace_id, pos)
+	) WITH (fillfactor = 90);
+	CREATE INDEX bk_records_kind ON {schema}.bk_records (trace_id, slot, kind, pos);
+	CREATE INDEX bk_records_slot ON {schema}.bk_records (slot, seq);
+	CREATE INDEX bk_records_persistent_ns ON {schema}.bk_records (slot, namespace, seq) WHERE scope = 'persistent';
+	CREATE INDEX bk_records_persistent ON {schema}.bk_records (slot, seq) WHERE scope = 'persistent';
+	CREATE TABLE {schema}.bk_traces (
+		trace_id text COLLATE "C" PRIMARY KEY,
+		n        bigint NOT NULL
+	);
+	CREATE TABLE {schema}.bk_once_keys (
+		key       text COLLATE "C" PRIMARY KEY,
+		record_id text COLLATE "C" NOT NULL
+	);
+	CREATE FUNCTION {schema}.bk_require(ok boolean, code text, message text) RETURNS boolean
+	LANGUAGE plpgsql AS $fn$
+	BEGIN
+		IF ok IS NOT TRUE THEN
+			RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message;
+		END IF;
+		RETURN true;
+	END
+	$fn$;`,
+}
+
+// SchemaVersion is the schema version this package creates and reads: the
+// number of its migrations.
+const SchemaVersion = 1
+
+func init() {
+	if len(migrations) != SchemaVersion {
+		panic("pgstore: SchemaVersion does not match the migrations")
+	}
+}
+
+// versionTable holds the schema version in a single row.
+const versionTable = `CREATE TABLE IF NOT EXISTS {schema}.bk_schema (
+	only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+	version  integer NOT NULL
+)`
+
+// lockClass is the first key of the advisory lock that migrations take; the
+// second is a hash of the schema name, so that stores in different schemas
+// do not wait for each other.
+const lockClass = 0x626b // "bk"
+
+// migrate brings the schema up to date. A schema already at this version
+// is only read: no lock, no DDL, so a role without DDL rights can use a
+// schema an administrator migrated. Otherwise one transaction takes a
+// transaction-level advisory lock and, holding it, reads the version again
+// and runs the missing migrations: processes opening one database at once
+// migrate it once between them, and a crash mid-migration rolls back
+// whole.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, createSchema bool) error {
+	q := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
+	v, err := readVersion(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	if v == len(migrations) {
+		return nil
+	}
+	if v > len(migrations) {
+		return tooNew(v)
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", int32(lockClass), schema); err != nil {
+			return wrap("migrate: advisory lock", err, false)
+		}
+		if createSchema {
+			var exists bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
+				return wrap("migrate", err, false)
+			}
+			if !exists {
+				if _, err := tx.Exec(ctx, q.Replace("CREATE SCHEMA {schema}")); err != nil {
+					return wrap("migrate: create schema", err, false)
+				}
+			}
+		}
+		if _, err := tx.Exec(ctx, q.Replace(versionTable)); err != nil {
+			return wrap("migrate: version table", err, false)
+		}
+		v, err := readVersion(ctx, tx, schema)
+		if err != nil {
+			return err
+		}
+		if v > len(migrations) {
+			return tooNew(v)
+		}
+		for ; v < len(migrations); v++ {
+			if _, err := tx.Exec(ctx, q.Replace(migrations[v])); err != nil {
+				return wrap(fmt.Sprintf("migration to version %d", v+1), err, false)
+			}
+		}
+		_, err = tx.Exec(ctx, q.Replace(`INSERT INTO {schema}.bk_schema (version) VALUES ($1)
+			ON CONFLICT (only_row) DO UPDATE SET version = excluded.version`), len(migrations))
+		return wrap("migrate: schema version", err, false)
+	})
+}
+
+func tooNew(v int) error {
+	return fmt.Errorf("%w: version %d, this package knows up to %d", ErrSchemaTooNew, v, len(migrations))
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readVersion returns the schema version: 0 when the schema or its version
+// table does not exist yet.
+func readVersion(ctx context.Context, q querier, schema string) (int, error) {
+	table := pgx.Identifier{schema, "bk_schema"}.Sanitize()
+	var exists bool
+	if err := q.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil {
+		return 0, wrap("schema version", err, false)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int32
+	err := q.QueryRow(ctx, "SELECT version FROM "+table).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, wrap("schema version", err, false)
+	}
+	return int(v), nil
+}

@@ -1,0 +1,723 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Store is a [kernel.Store] on PostgreSQL, a [kernel.TraceCounter] and a
+// [kernel.KeyStore]: it enforces once-keys across every store and process
+// sharing the database. It is safe for concurrent use; see the package
+// documentation for how it orders writers.
+type Store struct {
+	pool     *pgxpool.Pool
+	ownsPool bool
+	schema   string
+	retries  int
+	q        queries
+
+	mu     sync.RWMutex // held for reading by every call; Close takes it for writing
+	closed bool
+}
+
+var (
+	_ kernel.Store        = (*Store)(nil)
+	_ kernel.TraceCounter = (*Store)(nil)
+	_ kernel.KeyStore     = (*Store)(nil)
+)
+
+// Option configures [Open] and [New].
+type Option func(*config)
+
+type config struct {
+	schema  string
+	retries int
+}
+
+// DefaultRetries is how many times a transaction the server aborted with a
+// serialization failure or a deadlock is run again when [WithRetries] is
+// not given.
+const DefaultRetries = 8
+
+// WithSchema keeps the store's tables in the named schema, which the store
+// creates if it does not exist (that needs the CREATE privilege on the
+// database). Without it the tables live in the connection's current schema
+// (the first schema of search_path that exists, normally public). A name
+// must be valid UTF-8 without NUL, and at most 63 bytes (PostgreSQL would
+// silently cut a longer one).
+func WithSchema(name string) Option { return func(c *config) { c.schema = name } }
+
+// WithRetries sets how many times a call is run again after the server
+// aborted its transaction with a serialization failure (SQLSTATE 40001) or
+// a deadlock (40P01), or after it failed before reaching the server
+// (default [DefaultRetries]; 0 turns retries off). Nothing of an aborted
+// transaction landed, so running it again is safe. It must not be
+// negative.
+func WithRetries(n int) Option { return func(c *config) { c.retries = n } }
+
+// pageSize is how many rows a listing reads per query.
+const pageSize = 256
+
+// maxIdentifier is the longest identifier PostgreSQL keeps whole
+// (NAMEDATALEN - 1).
+const maxIdentifier = 63
+
+func newConfig(opts []Option) (config, error) {
+	cfg := config{retries: DefaultRetries}
+	for _, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("pgstore: %w: nil option", kernel.ErrInvalidInput)
+		}
+		o(&cfg)
+	}
+	switch {
+	case cfg.retries < 0:
+		return cfg, fmt.Errorf("pgstore: %w: negative retries %d", kernel.ErrInvalidInput, cfg.retries)
+	case len(cfg.schema) > maxIdentifier || !utf8.ValidString(cfg.schema) || hasNUL(cfg.schema):
+		return cfg, fmt.Errorf("pgstore: %w: schema name %q: at most %d bytes of UTF-8 without NUL", kernel.ErrInvalidInput, cfg.schema, maxIdentifier)
+	}
+	return cfg, nil
+}
+
+// Open connects to the database the DSN names and returns a store that owns
+// its connection pool: [Store.Close] closes it. The DSN is a URL
+// (postgres://user:password@host:port/database?sslmode=disable) or
+// keyword/value pairs (host=... dbname=...), as libpq reads them, with the
+// pool settings of pgxpool (pool_max_conns=16, say); PG* environment
+// variables fill in what it leaves out.
+//
+// Open checks that the server answers and creates or migrates the schema
+// (see the package documentation). It returns an error wrapping
+// [kernel.ErrInvalidInput] for a DSN it cannot parse or a bad option,
+// [ErrUnreachable] when no connection can be made, [ErrSchemaTooNew] for a
+// schema written by a newer version of this package, and ctx's error when
+// ctx ends first.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w: %v", kernel.ErrInvalidInput, err)
+	}
+	ConfigurePool(pc)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, wrap("open", err, false)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, wrap("open", err, false)
+	}
+	s, err := newStore(ctx, pool, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownsPool = true
+	return s, nil
+}
+
+// ConfigurePool sets on cfg what [Open] sets on the pools it opens: when a
+// call's context ends while the server runs its statement, the call asks
+// the server to cancel it (a cancel request) and returns once the server
+// has answered, keeping the connection. A batch cancelled that way has
+// rolled back when the call returns: its error wraps the context's error
+// without saying the write may have landed. (pgx's default drops the
+// connection and sends the cancel request in the background, so the call
+// returns before the server has stopped the batch.) If the server does not
+// answer within a second the connection is closed. Call it before
+// pgxpool.NewWithConfig on a pool you pass to [New].
+func ConfigurePool(cfg *pgxpool.Config) {
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	}
+}
+
+// New returns a store on a pool the caller opened. The caller keeps
+// ownership: [Store.Close] does not close the pool, and several stores (in
+// different schemas, say) may share one pool. Connection settings are the
+// pool's; see [ConfigurePool] for the one the store relies on.
+//
+// New creates or migrates the schema. It returns an error wrapping
+// [kernel.ErrInvalidInput] for a nil pool or a bad option,
+// [ErrUnreachable] when the pool cannot reach the server,
+// [ErrSchemaTooNew] for a schema written by a newer version of this
+// package, and ctx's error when ctx ends first.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		return nil, fmt.Errorf("pgstore: %w: nil pool", kernel.ErrInvalidInput)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return newStore(ctx, pool, cfg)
+}
+
+func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, error) {
+	schema := cfg.schema
+	if schema == "" {
+		var current *string
+		if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&current); err != nil {
+			return nil, wrap("open: current schema", err, false)
+		}
+		if current == nil {
+			return nil, fmt.Errorf("pgstore: %w: search_path names no schema that exists; create one or use WithSchema", kernel.ErrInvalidInput)
+		}
+		schema = *current
+	}
+	if err := migrate(ctx, pool, schema, cfg.schema != ""); err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, schema: schema, retries: cfg.retries, q: newQueries(schema)}, nil
+}
+
+// Schema returns the name of the schema that holds the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// queries are the store's statements, with the schema's table names.
+type queries struct {
+	get, find, trace, count, claimedBy        string
+	slotAny, slotPersistent, slotPersistentNS string
+	lockTraces, lockTracesIf, invalidate      string
+	insert, claim                             string
+}
+
+func newQueries(schema string) queries {
+	records := pgx.Identifier{schema, "bk_records"}.Sanitize()
+	traces := pgx.Identifier{schema, "bk_traces"}.Sanitize()
+	keys := pgx.Identifier{schema, "bk_once_keys"}.Sanitize()
+	require := pgx.Identifier{schema, "bk_require"}.Sanitize()
+	upsert := "INSERT INTO " + traces + " AS t (trace_id, n) SELECT * FROM unnest($1::text[], $2::bigint[])" +
+		" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n"
+	sel := "SELECT " + columns + " FROM " + records + " "
+	return queries{
+		get:   sel + "WHERE id = $1",
+		find:  sel + "WHERE trace_id = $1 AND slot = $2 AND kind = $3 AND status = $4 ORDER BY pos DESC LIMIT 1",
+		trace: sel + "WHERE trace_id = $1 AND pos > $2 ORDER BY pos LIMIT $3",
+		count: "SELECT n FROM " + traces + " WHERE trace_id = $1",
+		// A zero filter field is passed as '' and matches everything.
+		slotAny: sel + "WHERE slot = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR scope = $3) AND ($4 = '' OR namespace = $4)" +
+			" AND seq > $5 ORDER BY seq LIMIT $6",
+		// The scope is a literal so that every plan, generic ones included,
+		// can use the partial indexes, whose condition it must match.
+		slotPersistent: sel + "WHERE slot = $1 AND scope = 'persistent' AND ($2 = '' OR status = $2)" +
+			" AND seq > $3 ORDER BY seq LIMIT $4",
+		slotPersistentNS: sel + "WHERE slot = $1 AND namespace = $2 AND scope = 'persistent' AND ($3 = '' OR status = $3)" +
+			" AND seq > $4 ORDER BY seq LIMIT $5",
+		claimedBy: "SELECT record_id FROM " + keys + " WHERE key = $1",
+		// Creates the counters of new traces and adds each trace's appends
+		// to its counter, locking the rows in the order given (sorted, so
+		// that two batches never wait for each other in opposite orders).
+		// ON CONFLICT DO UPDATE works on the latest committed row even
+		// under READ COMMITTED, so the count is exact. lockTracesIf then
+		// checks the batch's condition: $3 is the trace, $4 what the batch
+		// appends to it, $5 the length its author read.
+		lockTraces: upsert,
+		lockTracesIf: "WITH t AS (" + upsert + " RETURNING t.trace_id, t.n)," +
+			" c AS (SELECT coalesce((SELECT n FROM t WHERE trace_id = $3), 0) - $4 AS had)" +
+			" SELECT " + require + "(had = $5, '" + codeConflict + "'," +
+			" format('trace %L holds %s records, not %s', $3::text, had, $5::bigint)) FROM c",
+		// A status change that changes no row fails the batch: not found,
+		// or not active (then or since).
+		invalidate: "WITH u AS (UPDATE " + records + " SET status = $1, reason = $2 WHERE id = $3 AND status = $4 RETURNING id)," +
+			" c AS (SELECT (SELECT status FROM " + records + " WHERE id = $3) AS status)" +
+			" SELECT " + require + "(EXISTS (SELECT 1 FROM u)," +
+			" CASE WHEN c.status IS NULL THEN '" + codeNotFound + "' ELSE '" + codeNotActive + "' END," +
+			" CASE WHEN c.status IS NULL THEN $3 ELSE $3 || ' is ' || c.status END) FROM c",
+		// The position is the trace's counter, already advanced past the
+		// batch's appends, less the appends to the trace that follow.
+		insert: "INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
+			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace) VALUES" +
+			" ($1, $2, (SELECT n FROM " + traces + " WHERE trace_id = $2) - $3, $4, $5, $6, $7, $8, $9, $10," +
+			" $11, $12, $13, $14, $15, $16, $17, $18)",
+		claim: "INSERT INTO " + keys + " (key, record_id) VALUES ($1, $2)",
+	}
+}
+
+var errClosed = fmt.Errorf("pgstore: %w", kernel.ErrClosed)
+
+// active is how the ACTIVE status is stored.
+var active = kernel.StatusActive.String()
+
+// enter checks ctx and that the store is open, and holds the store open
+// until the returned function is called.
+func (s *Store) enter(ctx context.Context) (leave func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, errClosed
+	}
+	return s.mu.RUnlock, nil
+}
+
+// retry runs f until it succeeds, fails for good, or has been retried
+// s.retries times, waiting a little longer after each failure, and returns
+// its last error in the form a method returns (what names the call). f is
+// run again when the server aborted its transaction (a serialization
+// failure or a deadlock) or the connection failed or was lost, which f
+// only reports before anything could have committed; f returns any other
+// error it wants returned as is inside a [final].
+func (s *Store) retry(ctx context.Context, what string, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if fe, ok := err.(final); ok {
+			return fe.err
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil && !isContext(err) {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		if !(retryable(err) || unreachable(err)) || attempt >= s.retries || ctx.Err() != nil {
+			return wrap(what, err, false)
+		}
+		// Up to 1, 2, 4 ... 64 ms, jittered so that the transactions that
+		// collided do not collide again.
+		d := time.Duration(rand.Int64N(int64(time.Millisecond)<<min(attempt, 6))) + 100*time.Microsecond
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return wrap(what, err, false)
+		case <-t.C:
+		}
+	}
+}
+
+// final is an error retry returns at once, as it is.
+type final struct{ err error }
+
+func (f final) Error() string { return f.err.Error() }
+
+// Append implements [kernel.Store]. It returns an error wrapping
+// [kernel.ErrDuplicateID] for an id the store holds; the error of
+// [kernel.CheckRecord] for a record it refuses ([kernel.ErrInvalidInput]
+// for a bad field, a string field or reference that is not valid UTF-8, or
+// a TTL beyond [kernel.MaxTTL]; [kernel.ErrInvalidPayload] for a payload
+// string that is not); [kernel.ErrInvalidInput] for an unknown role, a NaN
+// confidence or a NUL character in a string field or reference; and
+// [kernel.ErrInvalidPayload] for a payload value JSON cannot encode or a
+// NUL character in a payload string or key.
+func (s *Store) Append(ctx context.Context, rec kernel.Record) error {
+	return s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec}})
+}
+
+// Invalidate implements [kernel.Store]. It returns an error wrapping
+// [kernel.ErrNotActive] for a record that is not ACTIVE,
+// [kernel.ErrNotFound] for an unknown id and [kernel.ErrInvalidInput] for a
+// bad target status or an empty reason.
+func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status, reason kernel.Code) error {
+	return s.Apply(ctx, kernel.Batch{Invalidations: []kernel.Invalidation{{ID: id, Status: status, Reason: reason}}})
+}
+
+// plan is a checked batch, ready to run.
+type plan struct {
+	b      kernel.Batch
+	rows   []row
+	traces []string // the traces to lock, sorted
+	deltas []int64  // how many records the batch appends to each
+}
+
+// Apply implements [kernel.Store] and [kernel.KeyStore]: the batch runs in
+// one transaction that is rolled back on any error, and lands whole or not
+// at all. The transaction first locks the counters of the traces it
+// appends to and of the trace its condition names ([kernel.Batch.Trace]),
+// so the condition is checked against the exact length of the trace,
+// which no other writer, in any process, can change until the
+// transaction ends. Status changes are applied before the appends, so a
+// batch cannot invalidate a record it appends (that is
+// [kernel.ErrNotFound], as in [kernel.MemStore]). The batch's claims are
+// inserted in the same transaction, so a claim lands exactly when the rest
+// of its batch does.
+//
+// It returns the errors of [Store.Append] and [Store.Invalidate]; an error
+// wrapping [kernel.ErrConflict] when the condition's trace does not hold
+// TraceLen records; [kernel.ErrDuplicateKey] for a claim of a key already
+// claimed, by any store on the database, or of one key twice in the batch;
+// [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses or that
+// holds a NUL character; [ErrSerialization] when the server kept aborting
+// the transaction; and [ErrUnreachable] when the server could not be
+// reached.
+func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	p, err := newPlan(b)
+	if err != nil || p == nil {
+		return err
+	}
+	return s.retry(ctx, "apply", func() error { return s.applyOnce(ctx, p) })
+}
+
+// newPlan checks what can be checked without the database and works out
+// the trace counters to lock. It returns nil for a batch with nothing to
+// do.
+func newPlan(b kernel.Batch) (*plan, error) {
+	p := &plan{b: b, rows: make([]row, len(b.Appends))}
+	for i := range b.Appends {
+		var err error
+		if p.rows[i], err = encode(&b.Appends[i]); err != nil {
+			return nil, err
+		}
+	}
+	for _, inv := range b.Invalidations {
+		if err := kernel.CheckInvalidation(inv); err != nil {
+			return nil, fmt.Errorf("pgstore: %w", err)
+		}
+	}
+	// Batches are small: a quadratic scan for a key claimed twice beats
+	// allocating a set, and it names the fault better than the primary key
+	// would.
+	for i, c := range b.Claims {
+		if err := kernel.CheckClaim(c); err != nil {
+			return nil, fmt.Errorf("pgstore: %w", err)
+		}
+		if hasNUL(c.Key, c.RecordID) {
+			return nil, fmt.Errorf("pgstore: %w: a claim holds a NUL character", kernel.ErrInvalidInput)
+		}
+		for _, prev := range b.Claims[:i] {
+			if prev.Key == c.Key {
+				return nil, fmt.Errorf("pgstore: %w: %q twice in one batch", kernel.ErrDuplicateKey, c.Key)
+			}
+		}
+	}
+	if b.Trace != "" && !storable(b.Trace) {
+		// No trace has that id: it holds no records.
+		if b.TraceLen != 0 {
+			return nil, fmt.Errorf("pgstore: %w: trace %q holds 0 records, not %d", kernel.ErrConflict, b.Trace, b.TraceLen)
+		}
+		p.b.Trace = ""
+	}
+	for _, inv := range b.Invalidations {
+		if !storable(inv.ID) {
+			return nil, fmt.Errorf("pgstore: %w: %q", kernel.ErrNotFound, inv.ID)
+		}
+	}
+	if len(p.rows) == 0 && len(b.Invalidations) == 0 && len(b.Claims) == 0 && p.b.Trace == "" {
+		return nil, nil
+	}
+
+	counts := map[string]int64{}
+	if p.b.Trace != "" {
+		counts[p.b.Trace] = 0
+	}
+	// Each row's parameter 3 is how many appends to its trace follow it in
+	// the batch: its position is the advanced counter less that.
+	for i := len(p.rows) - 1; i >= 0; i-- {
+		r := &p.rows[i]
+		r.args[2] = counts[r.trace]
+		counts[r.trace]++
+	}
+	for t := range counts {
+		p.traces = append(p.traces, t)
+	}
+	slices.Sort(p.traces)
+	for _, t := range p.traces {
+		p.deltas = append(p.deltas, counts[t])
+	}
+	return p, nil
+}
+
+// applyOnce sends the whole batch to the server in one pipeline, which
+// the server runs as one implicit transaction: the first statement that
+// fails (a check of bk_require, a unique index) rolls all of it back, and
+// the transaction commits when the server reaches the end of the pipeline.
+// One round trip. Errors the store should run again come back raw, for
+// retry; any other comes back final, in the form Apply returns.
+func (s *Store) applyOnce(ctx context.Context, p *plan) error {
+	batch := &pgx.Batch{}
+	switch {
+	case p.b.Trace != "":
+		i := slices.Index(p.traces, p.b.Trace)
+		batch.Queue(s.q.lockTracesIf, p.traces, p.deltas, p.b.Trace, p.deltas[i], int64(p.b.TraceLen))
+	case len(p.traces) > 0:
+		batch.Queue(s.q.lockTraces, p.traces, p.deltas)
+	}
+	for _, inv := range p.b.Invalidations {
+		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)
+	}
+	for _, r := range p.rows {
+		batch.Queue(s.q.insert, r.args...)
+	}
+	for _, c := range p.b.Claims {
+		batch.Queue(s.q.claim, c.Key, c.RecordID)
+	}
+	err := s.pool.SendBatch(ctx, batch).Close()
+	if err == nil {
+		return nil
+	}
+	pe := pgError(err)
+	switch {
+	case ctx.Err() != nil && pe != nil:
+		// The server cancelled the batch (or refused it first): nothing
+		// landed.
+		return final{fmt.Errorf("pgstore: apply: %w (%v)", ctx.Err(), err)}
+	case ctx.Err() != nil && !pgconn.SafeToRetry(err):
+		return final{fmt.Errorf("pgstore: apply: %w (the write may have landed)", ctx.Err())}
+	case ctx.Err() != nil:
+		return final{fmt.Errorf("pgstore: apply: %w", ctx.Err())}
+	case pe == nil && !pgconn.SafeToRetry(err) && !connectFailed(err):
+		// The pipeline may have reached the server and committed.
+		return final{wrap("apply", err, true)}
+	case pe == nil:
+		return err // nothing was sent: run it again
+	}
+	// The server answered with an error before the end of the pipeline:
+	// nothing of the batch committed.
+	switch {
+	case pe.Code == codeConflict:
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrConflict, pe.Message)}
+	case pe.Code == codeNotFound:
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotFound, pe.Message)}
+	case pe.Code == codeNotActive:
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotActive, pe.Message)}
+	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_records_id":
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateID, pe.Detail)}
+	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_once_keys_pkey":
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateKey, pe.Detail)}
+	}
+	return err // run again if the server aborted it (retryable), else wrapped by retry
+}
+
+// Get implements [kernel.Store] through the unique index on the id. It
+// returns an error wrapping [kernel.ErrNotFound] for an unknown id.
+func (s *Store) Get(ctx context.Context, id string) (kernel.Record, error) {
+	return s.one(ctx, "get", s.q.get, "no record "+id, id)
+}
+
+// FindActive implements [kernel.Store] through the trace index, walking
+// the trace from its latest record back, so its cost grows with the length
+// of the trace, not with the store. It returns an error wrapping
+// [kernel.ErrNotFound] when no record of that kind is ACTIVE in that slot
+// of the trace.
+func (s *Store) FindActive(ctx context.Context, traceID string, slot kernel.Slot, kind string) (kernel.Record, error) {
+	return s.one(ctx, "find active", s.q.find, fmt.Sprintf("no active %s %q in trace %q", slot, kind, traceID),
+		traceID, slot.String(), kind, active)
+}
+
+// one runs a query for at most one record; missing describes no result.
+func (s *Store) one(ctx context.Context, what, query, missing string, args ...any) (kernel.Record, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return kernel.Record{}, err
+	}
+	defer leave()
+	notFound := fmt.Errorf("pgstore: %w: %s", kernel.ErrNotFound, missing)
+	for _, a := range args {
+		if str, ok := a.(string); ok && !storable(str) {
+			return kernel.Record{}, notFound
+		}
+	}
+	var recs []kernel.Record
+	err = s.retry(ctx, what, func() error {
+		var err error
+		recs, _, err = s.query(ctx, query, args)
+		return err
+	})
+	switch {
+	case err != nil:
+		return kernel.Record{}, err
+	case len(recs) == 0:
+		return kernel.Record{}, notFound
+	}
+	return recs[0], nil
+}
+
+// query runs a query for records and returns them with the cursor of the
+// last (its position in the trace when byPos, else its seq).
+func (s *Store) query(ctx context.Context, query string, args []any) (recs []kernel.Record, cursors [2]int64, err error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, cursors, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		seq, pos, r, err := scan(rows)
+		if err != nil {
+			return nil, cursors, err
+		}
+		recs, cursors = append(recs, r), [2]int64{seq, pos}
+	}
+	return recs, cursors, rows.Err()
+}
+
+// CountTrace implements [kernel.TraceCounter] from the trace's counter:
+// one primary-key lookup, exact as of the last committed batch.
+func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	if !storable(traceID) {
+		return 0, nil
+	}
+	var n int64
+	err = s.retry(ctx, "count trace", func() error { return s.pool.QueryRow(ctx, s.q.count, traceID).Scan(&n) })
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// ClaimedBy implements [kernel.KeyStore] through the primary key of the
+// once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
+// key no batch has claimed.
+func (s *Store) ClaimedBy(ctx context.Context, key string) (string, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer leave()
+	notFound := fmt.Errorf("pgstore: %w: once-key %q is not claimed", kernel.ErrNotFound, key)
+	if !storable(key) {
+		return "", notFound
+	}
+	var id string
+	err = s.retry(ctx, fmt.Sprintf("once-key %q", key), func() error { return s.pool.QueryRow(ctx, s.q.claimedBy, key).Scan(&id) })
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", notFound
+	case err != nil:
+		return "", err
+	}
+	return id, nil
+}
+
+// ListTrace implements [kernel.Store] through the trace index, in the
+// order the trace's records were appended. The listing reads pages of rows
+// and holds no connection while it yields, so the loop body may call back
+// into the store.
+func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error] {
+	if !storable(traceID) {
+		return s.list(ctx, "", true)
+	}
+	return s.list(ctx, s.q.trace, true, traceID)
+}
+
+// ListSlot implements [kernel.Store]. A listing of persistent records, in
+// one namespace or in all (the kernel reads its namespace's active
+// persistent constraints on every gated decision), is answered from an
+// index of persistent records only; other filters read the slot's records
+// in append order through the slot index, so they cost time in proportion
+// to the slot's size. Records appended by transactions that commit while
+// the listing runs may or may not be listed. Like [Store.ListTrace] it
+// holds no connection while it yields. An unknown slot, status or scope
+// yields an error wrapping [kernel.ErrInvalidInput].
+func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error] {
+	if err := kernel.CheckFilter(slot, f); err != nil {
+		err = fmt.Errorf("pgstore: %w", err)
+		return func(yield func(kernel.Record, error) bool) { yield(kernel.Record{}, err) }
+	}
+	var status, scope string
+	if f.Status != 0 {
+		status = f.Status.String()
+	}
+	if f.Scope != 0 {
+		scope = f.Scope.String()
+	}
+	switch {
+	case !storable(f.Namespace):
+		return s.list(ctx, "", false)
+	case f.Scope == kernel.ScopePersistent && f.Namespace != "":
+		return s.list(ctx, s.q.slotPersistentNS, false, slot.String(), f.Namespace, status)
+	case f.Scope == kernel.ScopePersistent:
+		return s.list(ctx, s.q.slotPersistent, false, slot.String(), status)
+	}
+	return s.list(ctx, s.q.slotAny, false, slot.String(), status, scope, f.Namespace)
+}
+
+// list streams the rows of a paged query: args are followed by the cursor
+// to start after (a position in the trace when byPos, else a seq) and the
+// page size. An empty query lists nothing (after checking ctx and that the
+// store is open).
+func (s *Store) list(ctx context.Context, query string, byPos bool, args ...any) iter.Seq2[kernel.Record, error] {
+	return func(yield func(kernel.Record, error) bool) {
+		var after int64
+		for {
+			recs, last, err := s.page(ctx, query, append(args[:len(args):len(args)], after, pageSize))
+			if err != nil {
+				yield(kernel.Record{}, err)
+				return
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if len(recs) < pageSize {
+				return
+			}
+			after = last[0]
+			if byPos {
+				after = last[1]
+			}
+		}
+	}
+}
+
+// page reads one page of a listing into memory and releases the connection.
+func (s *Store) page(ctx context.Context, query string, args []any) (recs []kernel.Record, last [2]int64, err error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return nil, last, err
+	}
+	defer leave()
+	if query == "" {
+		return nil, last, nil
+	}
+	err = s.retry(ctx, "list", func() error {
+		var err error
+		recs, last, err = s.query(ctx, query, args)
+		return err
+	})
+	return recs, last, err
+}
+
+// Close implements [kernel.Store]. It waits for calls in progress, then
+// closes the pool if [Open] opened it. A second Close returns an error
+// wrapping [kernel.ErrClosed].
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.closed = true
+	if s.ownsPool {
+		s.pool.Close()
+	}
+	return nil
+}
