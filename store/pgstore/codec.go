@@ -13,13 +13,14 @@ import (
 // columns are the record columns a read returns, in the order scan reads
 // them: the append order in the store and in the trace, then the record.
 const columns = "seq, pos, id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, " +
-	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace"
+	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span"
 
 // row is a record encoded for the insert statement, with the trace it
 // belongs to (the one whose counter gives its position).
 type row struct {
-	trace string
-	args  []any // the insert's parameters; args[2] is set by Apply
+	trace     string
+	namespace string // the record's, as stored
+	args      []any  // the insert's parameters; args[2] is set by Apply
 }
 
 // encode validates r and returns its insert parameters. Enumerations are
@@ -36,7 +37,7 @@ func encode(r *kernel.Record) (row, error) {
 	}
 	p := &r.Provenance
 	// PostgreSQL text cannot hold a NUL character: refuse rather than alter.
-	if hasNUL(r.ID, r.Kind, p.TraceID, p.Writer, string(r.Reason), r.Namespace) || hasNUL(p.InputRefs...) || hasNUL(r.EvidenceRefs...) {
+	if hasNUL(r.ID, r.Kind, p.TraceID, p.Writer, string(r.Reason), r.Namespace, p.Span) || hasNUL(p.InputRefs...) || hasNUL(r.EvidenceRefs...) {
 		return row{}, fmt.Errorf("pgstore: record %s: %w: a string holds a NUL character, which PostgreSQL text cannot store", r.ID, kernel.ErrInvalidInput)
 	}
 	var confidence *float64
@@ -61,8 +62,8 @@ func encode(r *kernel.Record) (row, error) {
 	return row{trace: p.TraceID, args: []any{
 		r.ID, p.TraceID, int64(0), r.Slot.String(), r.Mode.String(), r.Kind, string(payload),
 		string(role), p.Writer, p.TimestampMS, p.InputRefs, confidence, p.TTLMS, r.EvidenceRefs,
-		r.Status.String(), string(r.Reason), r.Scope.String(), namespace,
-	}}, nil
+		r.Status.String(), string(r.Reason), r.Scope.String(), namespace, p.Span,
+	}, namespace: namespace}, nil
 }
 
 // hasNUL reports whether any of ss holds a NUL byte.
@@ -108,7 +109,7 @@ func scan(rows scanner) (seq, pos int64, r kernel.Record, err error) {
 	var payload []byte
 	p := &r.Provenance
 	err = rows.Scan(&seq, &pos, &r.ID, &p.TraceID, &slot, &mode, &r.Kind, &payload, &role, &p.Writer, &p.TimestampMS,
-		&p.InputRefs, &p.Confidence, &p.TTLMS, &r.EvidenceRefs, &status, &reason, &scope, &r.Namespace)
+		&p.InputRefs, &p.Confidence, &p.TTLMS, &r.EvidenceRefs, &status, &reason, &scope, &r.Namespace, &p.Span)
 	if err != nil {
 		return 0, 0, kernel.Record{}, err
 	}

@@ -82,11 +82,11 @@ func TestQueryPlans(t *testing.T) {
 		{"ListSlot, other filters with a namespace", q.slotAny,
 			[]any{"constraints", active, "", "ns-1", int64(0), int64(pageSize)}, []string{"bk_records_slot", "bk_records_pkey"}},
 		{"Apply: status change", q.invalidate, []any{"INVALIDATED", "X", "percepts:fill-3:4", active}, []string{"bk_records_id"}},
-		{"Apply: trace counters", q.lockTraces, []any{[]string{"fill-3", "fill-4"}, []int64{1, 2}}, []string{"bk_traces_pkey"}},
+		{"Apply: trace counters", q.lockTraces, []any{[]string{"fill-3", "fill-4"}, []int64{1, 2}, []string{"default", "default"}}, []string{"bk_traces_pkey"}},
 		{"Apply: trace counters and condition", q.lockTracesIf,
-			[]any{[]string{"fill-3", "fill-4"}, []int64{1, 2}, "fill-3", int64(1), int64(10)}, []string{"bk_traces_pkey"}},
+			[]any{[]string{"fill-3", "fill-4"}, []int64{1, 2}, []string{"default", "default"}, "fill-3", int64(1), int64(10)}, []string{"bk_traces_pkey"}},
 		{"Apply: insert at the counter's position", q.insert, []any{"percepts:fill-3:99", "fill-3", int64(0), "percepts", "commit",
-			"door", "{}", "tool", "w", int64(1), []string(nil), nil, int64(0), []string(nil), active, "COMMITTED", "episode", "default"},
+			"door", "{}", "tool", "w", int64(1), []string(nil), nil, int64(0), []string(nil), active, "COMMITTED", "episode", "default", ""},
 			[]string{"bk_traces_pkey"}},
 	}
 	conn, err := pool.Acquire(ctx)

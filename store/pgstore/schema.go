@@ -102,11 +102,20 @@ var migrations = []string{
 		RETURN true;
 	END
 	$fn$;`,
+	// Version 2: the span a record was written under (a W3C traceparent,
+	// '' when untraced), and the namespace a trace belongs to on its
+	// counter, so that Apply refuses a record of another namespace in the
+	// same statement that locks the counter. Counters of version 1 take
+	// the namespace of their trace's first record.
+	`ALTER TABLE {schema}.bk_records ADD COLUMN span text NOT NULL DEFAULT '';
+	ALTER TABLE {schema}.bk_traces ADD COLUMN namespace text COLLATE "C";
+	UPDATE {schema}.bk_traces t SET namespace = (SELECT r.namespace FROM {schema}.bk_records r
+		WHERE r.trace_id = t.trace_id ORDER BY r.pos LIMIT 1);`,
 }
 
 // SchemaVersion is the schema version this package creates and reads: the
 // number of its migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -38,6 +38,7 @@ var (
 	_ kernel.Store        = (*Store)(nil)
 	_ kernel.TraceCounter = (*Store)(nil)
 	_ kernel.KeyStore     = (*Store)(nil)
+	_ kernel.TraceLister  = (*Store)(nil)
 )
 
 // Option configures [Open] and [New].
@@ -202,7 +203,7 @@ type queries struct {
 	get, find, trace, count, claimedBy        string
 	slotAny, slotPersistent, slotPersistentNS string
 	lockTraces, lockTracesIf, invalidate      string
-	insert, claim                             string
+	insert, claim, traces                     string
 }
 
 func newQueries(schema string) queries {
@@ -210,8 +211,17 @@ func newQueries(schema string) queries {
 	traces := pgx.Identifier{schema, "bk_traces"}.Sanitize()
 	keys := pgx.Identifier{schema, "bk_once_keys"}.Sanitize()
 	require := pgx.Identifier{schema, "bk_require"}.Sanitize()
-	upsert := "INSERT INTO " + traces + " AS t (trace_id, n) SELECT * FROM unnest($1::text[], $2::bigint[])" +
-		" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n"
+	// $3 holds each trace's namespace ('' for a trace the batch only
+	// conditions on): a new counter takes it, an existing one must agree.
+	upsert := "INSERT INTO " + traces + " AS t (trace_id, n, namespace)" +
+		" SELECT u.trace_id, u.n, nullif(u.ns, '') FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(trace_id, n, ns)" +
+		" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n, namespace = coalesce(t.namespace, excluded.namespace)" +
+		" RETURNING t.trace_id, t.n, t.namespace"
+	// The namespace check on the counters the upsert returns.
+	nsCheck := " SELECT " + require + "(bool_and(u.ns = '' OR t.namespace = u.ns), '" + codeNamespace + "'," +
+		" 'a trace belongs to one namespace: ' || string_agg(format('%L is %L, not %L', t.trace_id, t.namespace, u.ns), ', ')" +
+		" FILTER (WHERE u.ns <> '' AND t.namespace <> u.ns))" +
+		" FROM t JOIN unnest($1::text[], $3::text[]) AS u(trace_id, ns) ON u.trace_id = t.trace_id"
 	sel := "SELECT " + columns + " FROM " + records + " "
 	return queries{
 		get:   sel + "WHERE id = $1",
@@ -235,11 +245,12 @@ func newQueries(schema string) queries {
 		// under READ COMMITTED, so the count is exact. lockTracesIf then
 		// checks the batch's condition: $3 is the trace, $4 what the batch
 		// appends to it, $5 the length its author read.
-		lockTraces: upsert,
-		lockTracesIf: "WITH t AS (" + upsert + " RETURNING t.trace_id, t.n)," +
-			" c AS (SELECT coalesce((SELECT n FROM t WHERE trace_id = $3), 0) - $4 AS had)" +
-			" SELECT " + require + "(had = $5, '" + codeConflict + "'," +
-			" format('trace %L holds %s records, not %s', $3::text, had, $5::bigint)) FROM c",
+		lockTraces: "WITH t AS (" + upsert + ")" + nsCheck,
+		lockTracesIf: "WITH t AS (" + upsert + ")," +
+			" c AS (SELECT coalesce((SELECT n FROM t WHERE trace_id = $4), 0) - $5 AS had)," +
+			" ok AS (" + nsCheck + ")" +
+			" SELECT " + require + "(had = $6, '" + codeConflict + "'," +
+			" format('trace %L holds %s records, not %s', $4::text, had, $6::bigint)) FROM c, ok",
 		// A status change that changes no row fails the batch: not found,
 		// or not active (then or since).
 		invalidate: "WITH u AS (UPDATE " + records + " SET status = $1, reason = $2 WHERE id = $3 AND status = $4 RETURNING id)," +
@@ -250,10 +261,14 @@ func newQueries(schema string) queries {
 		// The position is the trace's counter, already advanced past the
 		// batch's appends, less the appends to the trace that follow.
 		insert: "INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
-			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace) VALUES" +
+			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span) VALUES" +
 			" ($1, $2, (SELECT n FROM " + traces + " WHERE trace_id = $2) - $3, $4, $5, $6, $7, $8, $9, $10," +
-			" $11, $12, $13, $14, $15, $16, $17, $18)",
+			" $11, $12, $13, $14, $15, $16, $17, $18, $19)",
 		claim: "INSERT INTO " + keys + " (key, record_id) VALUES ($1, $2)",
+		// The inspector's listing: a pass over the records, grouped by
+		// trace, in the order of each trace's first append.
+		traces: "SELECT trace_id, min(namespace), count(*), min(ts_ms), max(ts_ms) FROM " + records +
+			" WHERE ($1 = '' OR namespace = $1) GROUP BY trace_id ORDER BY min(seq)",
 	}
 }
 
@@ -343,6 +358,7 @@ type plan struct {
 	rows   []row
 	traces []string // the traces to lock, sorted
 	deltas []int64  // how many records the batch appends to each
+	nss    []string // the namespace of each ('' when the batch appends none)
 }
 
 // Apply implements [kernel.Store] and [kernel.KeyStore]: the batch runs in
@@ -427,8 +443,15 @@ func newPlan(b kernel.Batch) (*plan, error) {
 	}
 
 	counts := map[string]int64{}
+	nss := map[string]string{}
 	if p.b.Trace != "" {
 		counts[p.b.Trace] = 0
+	}
+	for _, r := range p.rows {
+		if ns, ok := nss[r.trace]; ok && ns != r.namespace {
+			return nil, fmt.Errorf("pgstore: %w: trace %q would hold records of namespaces %q and %q", kernel.ErrPermission, r.trace, ns, r.namespace)
+		}
+		nss[r.trace] = r.namespace
 	}
 	// Each row's parameter 3 is how many appends to its trace follow it in
 	// the batch: its position is the advanced counter less that.
@@ -443,6 +466,7 @@ func newPlan(b kernel.Batch) (*plan, error) {
 	slices.Sort(p.traces)
 	for _, t := range p.traces {
 		p.deltas = append(p.deltas, counts[t])
+		p.nss = append(p.nss, nss[t])
 	}
 	return p, nil
 }
@@ -458,9 +482,9 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	switch {
 	case p.b.Trace != "":
 		i := slices.Index(p.traces, p.b.Trace)
-		batch.Queue(s.q.lockTracesIf, p.traces, p.deltas, p.b.Trace, p.deltas[i], int64(p.b.TraceLen))
+		batch.Queue(s.q.lockTracesIf, p.traces, p.deltas, p.nss, p.b.Trace, p.deltas[i], int64(p.b.TraceLen))
 	case len(p.traces) > 0:
-		batch.Queue(s.q.lockTraces, p.traces, p.deltas)
+		batch.Queue(s.q.lockTraces, p.traces, p.deltas, p.nss)
 	}
 	for _, inv := range p.b.Invalidations {
 		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)
@@ -500,6 +524,8 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotFound, pe.Message)}
 	case pe.Code == codeNotActive:
 		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotActive, pe.Message)}
+	case pe.Code == codeNamespace:
+		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrPermission, pe.Message)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_records_id":
 		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateID, pe.Detail)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_once_keys_pkey":
@@ -590,6 +616,49 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// ListTraces implements [kernel.TraceLister] with one grouped pass over
+// the records (an inspector's query, never the kernel's hot path). It reads
+// the whole listing before it yields, so the loop body may call back into
+// the store.
+func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kernel.TraceSummary, error] {
+	return func(yield func(kernel.TraceSummary, error) bool) {
+		leave, err := s.enter(ctx)
+		if err != nil {
+			yield(kernel.TraceSummary{}, err)
+			return
+		}
+		var out []kernel.TraceSummary
+		err = s.retry(ctx, "list traces", func() error {
+			out = out[:0]
+			rows, err := s.pool.Query(ctx, s.q.traces, namespace)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var t kernel.TraceSummary
+				var n int64
+				if err := rows.Scan(&t.TraceID, &t.Namespace, &n, &t.FirstMS, &t.LastMS); err != nil {
+					return err
+				}
+				t.Records = int(n)
+				out = append(out, t)
+			}
+			return rows.Err()
+		})
+		leave()
+		if err != nil {
+			yield(kernel.TraceSummary{}, err)
+			return
+		}
+		for _, t := range out {
+			if !yield(t, nil) {
+				return
+			}
+		}
+	}
 }
 
 // ClaimedBy implements [kernel.KeyStore] through the primary key of the
