@@ -1,15 +1,32 @@
 GO ?= go
 
-.PHONY: test vet race bench example fuzz
+.PHONY: test vet race mutation-fast mutation bench example fuzz
 
-## test: what CI runs — vet, then every test under the race detector.
-test: vet race
+## test: what CI runs — vet (the default build and the bkmutate build), every
+## test under the race detector, and the mutation test (under a minute on
+## two cores, so CI runs all of it, kernel tests against each mutant
+## included).
+test: vet race mutation-fast mutation
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags bkmutate ./...
 
 race:
 	$(GO) test -race -count=1 ./...
+
+## mutation-fast: for every check of the gate, adversarial_bk against the
+## kernel built without it (bkmutate); fails if some check is noticed by no
+## attack or some attack does not win against the kernel missing its target.
+## A few seconds, for a quick check; `make mutation` also runs the kernel's
+## tests against each mutant.
+mutation-fast:
+	$(GO) test -tags bkmutate -count=1 ./bench/mutation
+
+## mutation: the full mutation table (docs/benchmark.md): per check, the
+## attacks that noticed it missing and the kernel tests that failed.
+mutation:
+	$(GO) run -tags bkmutate ./bench/mutation
 
 ## bench: the performance benchmarks, with allocations.
 bench:
