@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tests := fs.Bool("kernel-tests", true, "also run the kernel's tests against each mutant")
 	only := fs.String("only", "", "comma-separated switches to run (default: all)")
 	parallel := fs.Int("parallel", 2, "kernel test binaries running at once")
+	md := fs.Bool("md", false, "print the tables as markdown")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,9 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	printChecks(stdout, rows, *tests)
+	printChecks(stdout, rows, *tests, *md)
 	fmt.Fprintln(stdout)
-	printAttacks(stdout, byTarget)
+	printAttacks(stdout, byTarget, *md)
 	problems := gaps(base, rows, byTarget)
 	for _, r := range rows {
 		if r.testErr != "" {
@@ -127,39 +128,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // printChecks prints one row per check: the attacks that noticed it
 // missing and the kernel tests that failed.
-func printChecks(w io.Writer, rows []row, tests bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := "check disabled\tunsafe refunds (episodes)\tother failures"
+func printChecks(w io.Writer, rows []row, tests, md bool) {
+	header := []string{"check disabled", "unsafe refunds (episodes)", "other failures"}
 	if tests {
-		header += "\tkernel tests failed"
+		header = append(header, "kernel tests failed")
 	}
-	fmt.Fprintln(tw, header)
+	cells := [][]string{header}
 	for _, r := range rows {
-		line := r.m.Name + "\t" + orDash(strings.Join(r.unsafe, ", ")) + "\t" + orDash(strings.Join(r.other, ", "))
+		line := []string{r.m.Name, orDash(strings.Join(r.unsafe, ", ")), orDash(strings.Join(r.other, ", "))}
 		if tests {
 			t := fmt.Sprintf("%d: %s", len(r.tests), strings.Join(r.tests, ", "))
 			if r.testErr != "" {
 				t = "error: " + r.testErr
 			}
-			line += "\t" + t
+			line = append(line, t)
 		}
-		fmt.Fprintln(tw, line)
+		cells = append(cells, line)
 	}
-	tw.Flush()
+	printTable(w, cells, md)
 }
 
 // printAttacks prints one row per attack: how it fared against the
 // kernel missing the check it targets.
-func printAttacks(w io.Writer, byTarget map[string]outcome) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "attack\ttarget\tagainst the kernel without its target\truns without")
+func printAttacks(w io.Writer, byTarget map[string]outcome, md bool) {
+	cells := [][]string{{"attack", "target", "against the kernel without its target", "runs without"}}
 	for _, a := range study.Catalogue() {
 		res := "(not run)"
 		if o, ok := byTarget[a.Target]; ok {
 			s := o[a.Name]
 			res = fmt.Sprintf("%s of %d episodes", orDash(failure(s)), s.Episodes)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.Target, res, orDash(a.Without))
+		cells = append(cells, []string{a.Name, a.Target, res, orDash(a.Without)})
+	}
+	printTable(w, cells, md)
+}
+
+// printTable prints a header row and rows, aligned or as markdown.
+func printTable(w io.Writer, cells [][]string, md bool) {
+	if md {
+		for i, r := range cells {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+			if i == 0 {
+				fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(r)))
+			}
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range cells {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
 }

@@ -42,7 +42,7 @@ func TestEveryCheckIsCaught(t *testing.T) {
 		t.Error(g)
 	}
 	var b strings.Builder
-	printChecks(&b, rows, false)
+	printChecks(&b, rows, false, false)
 	t.Logf("\n%s", b.String())
 }
 

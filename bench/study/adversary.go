@@ -71,10 +71,10 @@ func (p profile) without() string {
 		{p.noMinBeliefs, "no MinBeliefs"},
 		{p.noBeliefSpec, "no BeliefSpec"},
 		{p.noRules, "no amount rule"},
-		{p.unbound, "duplicate constraint unbound"},
-		{p.predict, "duplicates guarded by RequirePrediction and a simulator"},
-		{p.harm, "duplicates guarded by a simulator and a constraint on has_negative_prediction"},
-		{p.persistent, "duplicate constraint persistent; a second application shares the store"},
+		{p.unbound, "the duplicate constraint reads the proposal"},
+		{p.predict, "refunds need a trusted simulator's prediction, which guards duplicates instead of the constraint"},
+		{p.harm, "a trusted simulator and a constraint on has_negative_prediction guard duplicates instead of the duplicate constraint"},
+		{p.persistent, "the duplicate constraint is persistent; a second application shares the store"},
 	} {
 		if c.on {
 			parts = append(parts, c.what)
