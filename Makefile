@@ -1,21 +1,38 @@
 GO ?= go
 
-.PHONY: test test-pg vet race bench bench-pg example fuzz
+.PHONY: test test-pg vet race mutation-fast mutation bench bench-pg example fuzz
 
-## test: vet, then every test under the race detector. The PostgreSQL tests
-## skip unless BK_PG_DSN names a server.
-test: vet race
+## test: what CI runs (inside .ci/with-postgres) — vet (the default build and
+## the bkmutate build), every test under the race detector, and the mutation
+## test (under a minute on two cores, so CI runs all of it, kernel tests
+## against each mutant included). The PostgreSQL tests skip unless BK_PG_DSN
+## names a server.
+test: vet race mutation-fast mutation
 
-## test-pg: what CI runs — `make test` against a throwaway PostgreSQL server
-## that .ci/with-postgres starts (and stops) for the run.
+## test-pg: `make test` against a throwaway PostgreSQL server that
+## .ci/with-postgres starts (and stops) for the run, as CI does.
 test-pg:
 	.ci/with-postgres $(MAKE) test
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags bkmutate ./...
 
 race:
 	$(GO) test -race -count=1 ./...
+
+## mutation-fast: for every check of the gate, adversarial_bk against the
+## kernel built without it (bkmutate); fails if some check is noticed by no
+## attack or some attack does not win against the kernel missing its target.
+## A few seconds, for a quick check; `make mutation` also runs the kernel's
+## tests against each mutant.
+mutation-fast:
+	$(GO) test -tags bkmutate -count=1 ./bench/mutation
+
+## mutation: the full mutation table (docs/benchmark.md): per check, the
+## attacks that noticed it missing and the kernel tests that failed.
+mutation:
+	$(GO) run -tags bkmutate ./bench/mutation
 
 ## bench: the performance benchmarks, with allocations.
 bench:

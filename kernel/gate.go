@@ -28,13 +28,13 @@ func (k *Kernel) checkEvidence(s *snapshot, r *Record) (code Code, arbitrated bo
 		return CodeStaleEvidence, false
 	}
 	conf := r.Provenance.Confidence
-	if r.Payload.Bool(KeyConflict) {
+	if !mutConflict && r.Payload.Bool(KeyConflict) {
 		if conf == nil || *conf < k.conflictThreshold {
 			return CodeUnresolvedConflict, false
 		}
 		arbitrated = true
 	}
-	if r.Payload.Bool(KeyLowConfidence) || conf != nil && *conf < k.minConfidence {
+	if !mutLowConfidence && (r.Payload.Bool(KeyLowConfidence) || conf != nil && *conf < k.minConfidence) {
 		return CodeLowConfidence, false
 	}
 	return "", arbitrated
@@ -45,11 +45,11 @@ func (k *Kernel) checkEvidence(s *snapshot, r *Record) (code Code, arbitrated bo
 // confidence.
 func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 	deps := p.Payload.list(KeyDependsOn)
-	if len(deps) == 0 {
+	if !mutMissingEvidence && len(deps) == 0 {
 		return outcome{code: CodeMissingEvidence, detail: "the belief names no evidence"}
 	}
 	for _, need := range k.beliefSpecs[p.Kind].DependsOn {
-		if !s.dependsOn(deps, need) {
+		if !mutBeliefSpec && !s.dependsOn(deps, need) {
 			return outcome{code: CodeMissingEvidence, detail: "the belief spec requires percept " + need}
 		}
 	}
@@ -59,9 +59,12 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 	for _, dep := range deps {
 		r := s.perceptFor(dep.(string))
 		if r == nil {
+			if mutMissingEvidence {
+				continue
+			}
 			return outcome{code: CodeMissingEvidence, detail: "no observation " + dep.(string)}
 		}
-		if cur := s.current(r.Kind); cur != r {
+		if cur := s.current(r.Kind); !mutSuperseded && cur != r {
 			return outcome{code: CodeSupersededEvidence, failed: r.ID, detail: "superseded by " + cur.ID}
 		}
 		code, arb := k.checkEvidence(s, r)
@@ -144,18 +147,18 @@ func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload Payload
 // It returns "" or a code; plan selects the plan-flavoured code.
 func (g *gate) grounded(plan bool) Code {
 	_, registered := g.k.specs[g.action]
-	if g.k.strictActions && !registered {
+	if !mutStrictActions && g.k.strictActions && !registered {
 		return CodeUnknownActionType
 	}
 	ungrounded := CodeUngroundedAction
 	if plan {
 		ungrounded = CodePlanUngrounded
 	}
-	if len(g.reqs) == 0 && !g.spec.SafeFallback {
+	if !mutGrounding && len(g.reqs) == 0 && !g.spec.SafeFallback {
 		return ungrounded
 	}
 	for _, need := range g.spec.MinBeliefs {
-		if !slices.Contains(g.reqs, any(need)) {
+		if !mutMinBeliefs && !slices.Contains(g.reqs, any(need)) {
 			return ungrounded
 		}
 	}
@@ -169,9 +172,12 @@ func (g *gate) satisfied(missing, unsatisfied Code) outcome {
 	for _, kind := range g.reqs {
 		b := g.s.belief(kind.(string))
 		if b == nil {
+			if mutCommittedBelief {
+				continue
+			}
 			return g.s.missingBelief(missing, kind.(string))
 		}
-		if !b.Payload.Bool(KeyValue) {
+		if !mutCommittedBelief && !b.Payload.Bool(KeyValue) {
 			return refuse(unsatisfied, b.ID)
 		}
 		g.beliefs = append(g.beliefs, b)
@@ -213,6 +219,9 @@ func (g *gate) recheck() (outcome, flags) {
 		for _, evID := range b.EvidenceRefs {
 			ev := g.s.byID(evID)
 			if ev == nil || ev.Slot != Evidence {
+				if mutRecheck {
+					continue
+				}
 				out := refuse(CodeMissingEvidence, b.ID)
 				out.detail = "evidence artifact " + evID + " is not in the trace"
 				return out, f
@@ -220,6 +229,9 @@ func (g *gate) recheck() (outcome, flags) {
 			for _, pid := range ev.Provenance.InputRefs {
 				at := g.s.indexOf(pid)
 				if at < 0 || !isObservation(&g.s.recs[at]) {
+					if mutRecheck {
+						continue
+					}
 					out := refuse(CodeMissingEvidence, b.ID)
 					out.detail = "percept " + pid + " is no longer an observation"
 					return out, f
@@ -227,11 +239,14 @@ func (g *gate) recheck() (outcome, flags) {
 				kind := g.s.recs[at].Kind
 				for i := at; i < len(g.s.recs); i++ {
 					r := &g.s.recs[i]
+					if mutSuperseded && i > at {
+						break
+					}
 					if i > at && (r.Kind != kind || !isObservation(r)) {
 						continue
 					}
 					code, arb := g.k.checkEvidence(g.s, r)
-					if code != "" {
+					if !mutRecheck && code != "" {
 						out := refuse(code, r.ID)
 						out.causes = []Cause{{Code: code, Record: r.ID, Detail: "evidence of belief " + b.ID}}
 						return out, f
@@ -277,6 +292,12 @@ func (g *gate) predictions() []*Record {
 		if t, _ := r.Payload.String(KeyActionType); t != g.action {
 			continue
 		}
+		if mutTrustedPredictions || mutGroundedPredictions {
+			if (mutTrustedPredictions || g.trusted(r)) && (mutGroundedPredictions || g.s.grounded(r.Payload.list(KeyRequiresBeliefs))) {
+				out = append(out, r)
+			}
+			continue
+		}
 		if g.trusted(r) && g.s.grounded(r.Payload.list(KeyRequiresBeliefs)) {
 			out = append(out, r)
 		}
@@ -319,46 +340,55 @@ func (s *snapshot) grounded(reqs []any) bool {
 // or the refusal; blocked builds the blocked code.
 func (g *gate) constrained(f flags, blocked func(string) Code) outcome {
 	for i, key := range derivedKeys {
-		if given, ok := g.payload[key]; ok && Truthy(given) != f[i] {
+		if given, ok := g.payload[key]; !mutDerivedFlags && ok && Truthy(given) != f[i] {
 			return outcome{code: CodeFieldMismatch, detail: key + " is derived by the kernel"}
 		}
 	}
 	for _, c := range g.s.constraints() {
-		if !c.appliesTo(g.action, g.spec.SafeFallback) {
+		if !mutAppliesTo && !c.appliesTo(g.action, g.spec.SafeFallback) {
 			continue
 		}
 		block := func(detail string) outcome {
 			return outcome{code: blocked(c.name), rule: c.name, failed: c.rec.ID, detail: detail}
 		}
 		var value any
-		if d, isDerived := f.get(c.field); isDerived {
+		if d, isDerived := f.get(c.field); isDerived && !mutDerivedFlags {
 			value = d
 		} else if c.bind != "" {
 			pr := g.s.current(c.bind)
 			if pr == nil {
+				if mutFailClosed {
+					continue
+				}
 				return block("no observation " + c.bind + " to read " + c.field + " from") // fail closed
 			}
-			if code, _ := g.k.checkEvidence(g.s, pr); code != "" {
+			if code, _ := g.k.checkEvidence(g.s, pr); !mutBoundPercept && code != "" {
 				out := block("bound percept " + pr.ID + " fails " + string(code))
 				out.causes = []Cause{{Code: code, Record: pr.ID}}
 				return out
 			}
 			observed, has := pr.Payload[c.field]
 			if !has {
+				if mutFailClosed {
+					continue
+				}
 				return block("bound percept " + pr.ID + " has no " + c.field)
 			}
-			if given, ok := g.payload[c.field]; ok && !reflect.DeepEqual(given, observed) {
+			if given, ok := g.payload[c.field]; !mutBoundPercept && ok && !reflect.DeepEqual(given, observed) {
 				return outcome{code: CodeFieldMismatch, rule: c.name, failed: pr.ID, detail: c.field + " disagrees with the bound percept"}
 			}
 			value = observed
 		} else {
 			v, has := g.payload[c.field]
 			if !has {
+				if mutFailClosed {
+					continue
+				}
 				return block("the proposal has no " + c.field) // fail closed
 			}
 			value = v
 		}
-		if Truthy(value) {
+		if !mutConstraints && Truthy(value) {
 			return block(c.field + " is set")
 		}
 	}
@@ -420,7 +450,7 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 		return outcome{code: code}
 	}
 	var plan *Record
-	if g.spec.RequirePlan {
+	if !mutRequirePlan && g.spec.RequirePlan {
 		if plan = s.planFor(p.Kind); plan == nil {
 			return outcome{code: CodeNoFeasiblePlan}
 		}
@@ -432,14 +462,14 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	if out.code != "" {
 		return out
 	}
-	if !g.spec.Repeatable {
+	if !mutUsedGrounding && !g.spec.Repeatable {
 		if prior := s.usedGrounding(p.Kind, g.beliefs); prior != nil {
 			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: "its grounding already grounded " + prior.ID}
 		}
 	}
 	preds := g.predictions()
 	flags[3] = negative(preds)
-	if g.spec.RequirePrediction || p.Payload.Bool(KeyRequirePrediction) {
+	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(KeyRequirePrediction)) {
 		if len(preds) == 0 {
 			return outcome{code: CodeNoPrediction}
 		}
@@ -447,7 +477,7 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 			return outcome{code: CodeNegativePrediction}
 		}
 	}
-	if t, ok := p.Payload[KeyType]; ok && t != any(p.Kind) {
+	if t, ok := p.Payload[KeyType]; !mutTypeMismatch && ok && t != any(p.Kind) {
 		// An executor that dispatched on the payload's type would run
 		// something the kernel never gated.
 		return outcome{code: CodeFieldMismatch, detail: "payload type differs from the action's kind"}
@@ -590,13 +620,16 @@ func (s *snapshot) planFor(actionType string) *Record {
 // it rests on and they are committed.
 func (k *Kernel) decidePrediction(s *snapshot, p *Record) outcome {
 	reqs := p.Payload.list(KeyRequiresBeliefs)
-	if len(reqs) == 0 {
+	if !mutGroundedPredictions && len(reqs) == 0 {
 		return outcome{code: CodePredictionMissingBelief, detail: "the prediction names no belief"}
 	}
 	inputs := make([]string, 0, len(reqs))
 	for _, kind := range reqs {
 		b := s.belief(kind.(string))
 		if b == nil {
+			if mutGroundedPredictions {
+				continue
+			}
 			return s.missingBelief(CodePredictionMissingBelief, kind.(string))
 		}
 		inputs = append(inputs, b.ID)

@@ -375,7 +375,7 @@ func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) 
 	if mode == 0 {
 		mode = permissions[role][e.Slot]
 	}
-	if !Allowed(role, e.Slot, mode) {
+	if !mutPermissions && !Allowed(role, e.Slot, mode) {
 		m := "any mode"
 		if mode != 0 {
 			m = mode.String()
@@ -402,7 +402,7 @@ func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) 
 	if !scope.Valid() {
 		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
 	}
-	if scope == ScopePersistent && (role == RolePlanner || role == RoleSimulator) {
+	if !mutPersistentScope && scope == ScopePersistent && (role == RolePlanner || role == RoleSimulator) {
 		// A proposer's persistent record would become every trace's state.
 		return Record{}, newErr(op, "", CodePermissionDenied, ErrPermission,
 			fmt.Sprintf("role %s may not write persistent scope", role))

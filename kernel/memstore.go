@@ -405,6 +405,9 @@ func (s *MemStore) readTrace(ctx context.Context, traceID, namespace string, wit
 	}
 	defer s.unlock(false)
 	recs = s.appendTrace(recs, traceID)
+	if mutNamespace {
+		namespace = ""
+	}
 	if withConstraints {
 		persistent = s.appendSlot(persistent, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: namespace})
 	}

@@ -306,7 +306,7 @@ func (n *normalizer) number(f float64) (any, error) {
 
 // checkNumber refuses non-finite numbers and counts f's encoded size.
 func (n *normalizer) checkNumber(f float64) error {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	if !mutFiniteNumbers && (math.IsNaN(f) || math.IsInf(f, 0)) {
 		return fmt.Errorf("%w: non-finite number %v", ErrInvalidPayload, f)
 	}
 	return n.grow(jsonNumberSize(f))

@@ -69,6 +69,9 @@ func (k *Kernel) prepare(role Role, writer string, e *Entry) (rec Record, idDeps
 // dependencies named by id among the trace's own percepts (they are what
 // the belief will be validated against).
 func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []string) error {
+	if mutReferences {
+		return nil
+	}
 	if err := s.checkRefs(ctx, "input ref", rec.Provenance.InputRefs); err != nil {
 		return err
 	}
@@ -292,14 +295,14 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 		}
 		return Decision{Code: CodeInvalidProposal}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, detail)
 	}
-	if p.Mode != ModePropose {
+	if !mutCommitOnce && p.Mode != ModePropose {
 		return Decision{Code: CodeInvalidProposal}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, "not a proposal")
 	}
-	if !Allowed(role, p.Slot, ModePropose) {
+	if !mutPermissions && !Allowed(role, p.Slot, ModePropose) {
 		return Decision{}, false, newErr(op, proposalID, CodePermissionDenied, ErrPermission,
 			fmt.Sprintf("role %s may not decide %s", role, p.Slot))
 	}
-	if p.Status != StatusActive {
+	if !mutCommitOnce && p.Status != StatusActive {
 		if p.Status == StatusExpired && len(expiries) > 0 {
 			// Deciding an expired proposal is refused, and its expiry is
 			// what that decision records.
@@ -398,7 +401,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) (outcome, e
 	case Predictions:
 		out = k.decidePrediction(s, p)
 	}
-	if out.code.OK() && len(k.validators) > 0 {
+	if !mutValidators && out.code.OK() && len(k.validators) > 0 {
 		c := Candidate{snap: s, proposal: p, beliefs: out.grounds}
 		for _, v := range k.validators {
 			// An OK code is no objection: only the built-in checks build
@@ -413,7 +416,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) (outcome, e
 		}
 	}
 	if out.code.OK() && p.Slot == Actions {
-		if o := k.specs[p.Kind].Once; o != nil {
+		if o := k.specs[p.Kind].Once; !mutOnceKey && o != nil {
 			return k.claimOnce(ctx, s, p, o, out)
 		}
 	}
@@ -432,7 +435,7 @@ func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Paylo
 		}
 	}
 	ttl := p.Provenance.TTLMS
-	if p.Slot == Plans || p.Slot == Actions {
+	if !mutActionExpiry && (p.Slot == Plans || p.Slot == Actions) {
 		ttl = 0
 	}
 	return Record{

@@ -65,7 +65,7 @@ func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool)
 // two applications sharing a store must not decide on each other's state.
 func (s *snapshot) checkNamespace() error {
 	for i := range s.recs {
-		if ns := s.recs[i].Namespace; ns != s.k.namespace {
+		if ns := s.recs[i].Namespace; !mutNamespace && ns != s.k.namespace {
 			return newErr("read", s.recs[i].ID, CodePermissionDenied, ErrPermission,
 				fmt.Sprintf("trace %q belongs to namespace %q, not %q", s.traceID, ns, s.k.namespace))
 		}
@@ -74,6 +74,9 @@ func (s *snapshot) checkNamespace() error {
 }
 
 func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool) error {
+	if mutNamespace {
+		return readAllNamespaces(ctx, s, st, withConstraints)
+	}
 	s.recs, s.persistent = s.recs[:0], s.persistent[:0]
 	for r, err := range st.ListTrace(ctx, s.traceID) {
 		if err != nil {
@@ -165,7 +168,7 @@ func (s *snapshot) belief(kind string) *Record { return s.latest(Beliefs, kind, 
 // stale reports whether a percept may not be used as evidence now: flagged
 // stale by its source, already expired, or past its TTL.
 func (s *snapshot) stale(r *Record) bool {
-	return r.Payload.Bool(KeyStale) || r.Status == StatusExpired || r.expired(s.nowMS)
+	return !mutStale && (r.Payload.Bool(KeyStale) || r.Status == StatusExpired || r.expired(s.nowMS))
 }
 
 // markExpired marks, in the snapshot only, the active records whose TTL has
@@ -193,7 +196,7 @@ func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) err
 		}
 		r, err := s.k.store.Get(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound) || err == nil && r.Namespace != s.k.namespace:
+		case errors.Is(err, ErrNotFound) || err == nil && !mutNamespace && r.Namespace != s.k.namespace:
 			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
 				fmt.Sprintf("%s %q does not exist", what, id))
 		case err != nil:
@@ -210,7 +213,7 @@ func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) err
 // with every trace of the namespace: a committed persistent constraint, or
 // a committed persistent record of a kind the owner shares.
 func (k *Kernel) sharedAcross(r *Record) bool {
-	if r.Scope != ScopePersistent || r.Mode != ModeCommit || r.Namespace != k.namespace {
+	if r.Scope != ScopePersistent || r.Mode != ModeCommit || !mutNamespace && r.Namespace != k.namespace {
 		return false
 	}
 	if r.Slot == Constraints {

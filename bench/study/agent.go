@@ -33,8 +33,12 @@ type Episode struct {
 	Task *Task
 	Seed int
 	// Faults are what the payment tool suffers on this (task, seed); they
-	// are the same for every agent.
+	// are the same for every agent, except one that chooses the world it
+	// plays in (adversarial_bk: see [AttackNames]).
 	Faults perturb.Flags
+	// LateFaults: the payment tool's first observation of the charge was
+	// clean and Faults showed in its second one.
+	LateFaults bool
 	// TraceID is the kernel trace the episode writes to; it is unique
 	// within the run's store.
 	TraceID string

@@ -84,7 +84,7 @@ func BenchmarkKernelFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			planner := k.Planner(a.plannerName)
-			if _, _, err := a.play(ctx, k, planner, ep); err != nil {
+			if _, _, err := a.play(ctx, k, planner, ep, world{}, st); err != nil {
 				b.Fatal(err)
 			}
 			k.Close()

@@ -42,7 +42,8 @@ func registered(c kernel.Code, t *Task) bool {
 			return true
 		}
 	}
-	return false
+	// adversarial_bk's owner adds a constraint of its own in one profile.
+	return c == kernel.PlanBlockedCode(harmConstraint.Name) || c == kernel.BlockedCode(harmConstraint.Name)
 }
 
 // refusal reports whether c says why something did not happen; the codes

@@ -78,6 +78,8 @@ func appendKernelOutput(b []byte, o *KernelOutput) ([]byte, error) {
 	if a := o.Attack; a != nil {
 		b = append(b, `,"attack":{"name":`...)
 		b = appendString(b, a.Name)
+		b = append(b, `,"target":`...)
+		b = appendString(b, a.Target)
 		b = append(b, `,"attempts":`...)
 		if a.Attempts == nil {
 			b = append(b, "null"...)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/sim"
 )
 
 // KernelOutput is what a kernel agent outputs.
@@ -52,8 +53,10 @@ type kernelAgent struct {
 	// attacks is the adversarial catalogue; nil for an honest agent.
 	attacks []attack
 	// shared is the kernel over the run's store; nil means a fresh
-	// in-memory kernel per episode.
+	// in-memory kernel per episode. The adversary keeps the run's store in
+	// store instead and builds a kernel per episode (see [kernelAgent.kernelFor]).
 	shared *kernel.Kernel
+	store  kernel.Store
 }
 
 func newKernelAgent(name string, d decider, store kernel.Store) (*kernelAgent, error) {
@@ -64,6 +67,10 @@ func newKernelAgent(name string, d decider, store kernel.Store) (*kernelAgent, e
 // has a store.
 func newAgentOn(a *kernelAgent, store kernel.Store) (*kernelAgent, error) {
 	a.plannerName = a.name + "_planner"
+	if a.hardened() {
+		a.store = store
+		return a, nil
+	}
 	if store != nil {
 		k, err := kernel.New(append(a.options(), kernel.WithStore(store))...)
 		if err != nil {
@@ -84,11 +91,7 @@ const Namespace = "bench"
 
 // options is the kernel configuration the agent's owner fixes.
 func (a *kernelAgent) options() []kernel.Option {
-	opts := []kernel.Option{kernel.WithNamespace(Namespace)}
-	if a.hardened() {
-		opts = append(opts, hardenedOptions()...)
-	}
-	return opts
+	return []kernel.Option{kernel.WithNamespace(Namespace)}
 }
 
 func (a *kernelAgent) Name() string   { return a.name }
@@ -98,7 +101,19 @@ func (a *kernelAgent) Governed() bool { return true }
 // run's, for a shared kernel).
 func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 	k := a.shared
-	if k == nil {
+	var w world
+	store := ep.Store
+	if a.hardened() {
+		if store == nil {
+			own := kernel.NewMemStore()
+			defer own.Close()
+			store = own
+		}
+		var err error
+		if k, w, err = a.kernelFor(ep, store); err != nil {
+			return Outcome{}, err
+		}
+	} else if k == nil {
 		opts := a.options()
 		if ep.Store != nil {
 			opts = append(opts, kernel.WithStore(ep.Store))
@@ -110,7 +125,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 		defer k.Close()
 	}
 	planner := k.Planner(a.plannerName)
-	e, report, err := a.play(ctx, k, planner, ep)
+	e, report, err := a.play(ctx, k, planner, ep, w, store)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
 	}
@@ -136,14 +151,15 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 // play sets the episode up as the agent's owner, lets the adversary mount
 // its attack if the agent has one, and takes the planner's route to a
 // refund.
-func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode) (*kernelEpisode, *Attack, error) {
-	e, err := a.setup(ctx, k, ep.Task, ep.TraceID, ep.Faults)
+func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store kernel.Store) (*kernelEpisode, *Attack, error) {
+	w.faults, w.late = ep.Faults, ep.LateFaults
+	e, err := a.setup(ctx, k, ep.Task, ep.TraceID, w)
 	if err != nil {
 		return nil, nil, err
 	}
 	var report *Attack
 	if a.hardened() {
-		if report, err = a.mount(ctx, k, planner, e, ep); err != nil {
+		if report, err = a.mount(ctx, k, planner, e, ep, w, store); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -154,12 +170,21 @@ func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kerne
 // the owner set up, what the planner got committed and the kernel's
 // decisions on the way.
 type kernelEpisode struct {
+	k     *kernel.Kernel
 	task  *Task
 	trace string
-	// charge is the payment tool's percept, refundSeen the refund tool's
-	// (hardened configuration only), constraints the committed constraints.
+	// charge is the payment tool's current percept, refundSeen the refund
+	// tool's (hardened configuration only), constraints the committed
+	// constraints. In a world with late faults, firstCharge is the clean
+	// first observation and late the faulty one still to come, which the
+	// payment tool delivers when a refund_due first commits.
 	charge, refundSeen kernel.Record
+	firstCharge        kernel.Record
+	late               *kernel.Entry
 	constraints        []kernel.Record
+	// sim is the owner's trusted simulator, when the configuration has
+	// one: it runs whenever a refund_due commits.
+	sim *sim.Simulator
 	// belief, plan and refund are the committed refund_due belief, plan
 	// and issue_refund action, whoever got them committed; nil until then.
 	belief, plan, refund *kernel.Record
@@ -170,41 +195,109 @@ type kernelEpisode struct {
 	rejected []string
 }
 
+// world is what the owner's tools observe in one episode: the charge
+// lookup's faults and, in adversarial_bk's worlds, how the tools report
+// them and which configuration the owner runs (see [attack]).
+type world struct {
+	faults perturb.Flags
+	// late: the payment tool's first observation is clean and the faults
+	// show in a second one, at once or (lateAfterBelief) when a refund_due
+	// first commits.
+	late, lateAfterBelief bool
+	// flagOnly: a low-confidence source sets low_confidence but gives no
+	// number.
+	flagOnly bool
+	// ledger: the refund tool's read of the charge is stale or conflicted,
+	// and misses an earlier refund.
+	ledger  ledgerRead
+	profile profile
+}
+
+// ledgerRead is how the refund tool's read of the charge's refunds is.
+type ledgerRead uint8
+
+const (
+	ledgerOK ledgerRead = iota
+	ledgerStale
+	ledgerConflicted
+)
+
 // setup is the owner's part of an episode: a symbolic validator commits
 // the task's constraints and the payment tool the charge under the
-// episode's faults. In the hardened configuration a constraint on a field
-// the refund tool observes is bound to that tool's percept, which the
-// refund tool commits.
-func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trace string, faults perturb.Flags) (*kernelEpisode, error) {
-	e := &kernelEpisode{task: t, trace: trace}
+// episode's faults. In the hardened configuration the refund tool commits
+// its percept of the charge, a constraint on a field it observes is bound
+// to that percept, and every constraint names the action it guards; the
+// profile of the world may change that (see [profile]).
+func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trace string, w world) (*kernelEpisode, error) {
+	e := &kernelEpisode{k: k, task: t, trace: trace}
 	refund := t.Refund()
 	sym := k.Symbolic("symbolic_validator")
+	pr := w.profile
 	for _, c := range t.Constraints {
 		kc := kernel.Constraint{Name: c.Name, Enabled: c.Enabled, BlocksField: c.BlocksField}
-		if _, observed := refund[c.BlocksField]; observed && a.hardened() {
-			kc.BindPercept = kindRefundSeen
+		scope := kernel.ScopeEpisode
+		if a.hardened() {
+			if pr.predict || pr.harm {
+				continue // the owner guards duplicates with the simulator
+			}
+			if _, observed := refund[c.BlocksField]; observed && !pr.unbound {
+				kc.BindPercept = kindRefundSeen
+			}
+			kc.AppliesTo = []string{kindRefund}
+			if pr.persistent {
+				scope = kernel.ScopePersistent
+			}
 		}
-		rec, err := sym.CommitConstraint(ctx, trace, kc, kernel.ScopeEpisode)
+		rec, err := sym.CommitConstraint(ctx, trace, kc, scope)
+		if err != nil {
+			return nil, err
+		}
+		e.constraints = append(e.constraints, rec)
+	}
+	if pr.harm {
+		rec, err := sym.CommitConstraint(ctx, trace, harmConstraint, kernel.ScopeEpisode)
 		if err != nil {
 			return nil, err
 		}
 		e.constraints = append(e.constraints, rec)
 	}
 	var conf *float64
-	if faults.LowConfidence {
+	if w.faults.LowConfidence && !w.flagOnly {
 		conf = kernel.Confidence(0.3)
 	}
+	observed := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: t.Charge(w.faults, true), Confidence: conf}
+	tool := k.Tool(paymentTool)
 	var err error
-	e.charge, err = k.Tool("payment_tool").Write(ctx, kernel.Entry{
-		TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: t.Charge(faults, true), Confidence: conf,
-	})
+	if w.late {
+		clean := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: t.Charge(perturb.Flags{}, true)}
+		if e.firstCharge, err = tool.Write(ctx, clean); err != nil {
+			return nil, err
+		}
+		e.charge = e.firstCharge
+		if w.lateAfterBelief {
+			e.late = &observed
+		} else {
+			e.charge, err = tool.Write(ctx, observed)
+		}
+	} else {
+		e.charge, err = tool.Write(ctx, observed)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if a.hardened() {
+		switch w.ledger {
+		case ledgerStale:
+			refund[kernel.KeyStale], refund["is_duplicate"] = true, false
+		case ledgerConflicted:
+			refund[kernel.KeyConflict], refund["is_duplicate"] = true, false
+		}
 		e.refundSeen, err = k.Tool("refund_tool").Write(ctx, kernel.Entry{
 			TraceID: trace, Slot: kernel.Percepts, Kind: kindRefundSeen, Payload: refund,
 		})
+		if err == nil && (pr.predict || pr.harm) {
+			e.sim, err = sim.New(k.Simulator("refund_simulator"), simRules(pr))
+		}
 	}
 	return e, err
 }
@@ -255,8 +348,40 @@ func (e *kernelEpisode) refundEntry() kernel.Entry {
 // committed.
 func (e *kernelEpisode) submit(ctx context.Context, p *kernel.Planner, en kernel.Entry) (kernel.Decision, error) {
 	d, err := p.Submit(ctx, en)
+	if err != nil {
+		return d, err
+	}
+	return d, e.decided(ctx, d)
+}
+
+// decided keeps what a decision committed and lets the world react to a
+// committed belief: after the first refund_due the payment tool delivers a
+// late observation, and after any belief the owner's simulator, if there
+// is one, predicts on the trace.
+func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision) error {
 	e.note(d)
-	return d, err
+	if !d.Committed() || d.Record.Slot != kernel.Beliefs || d.Record.TraceID() != e.trace {
+		return nil
+	}
+	if e.late != nil && d.Record.Kind == kindRefundDue {
+		late := *e.late
+		e.late = nil
+		rec, err := e.k.Tool(paymentTool).Write(ctx, late)
+		if err != nil {
+			return err
+		}
+		e.charge = rec
+	}
+	if e.sim != nil {
+		v, err := e.k.View(ctx, e.trace, kernel.ViewOptions{})
+		if err != nil {
+			return err
+		}
+		if _, err := e.sim.Step(ctx, e.trace, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // note keeps a committed belief, plan or refund of the episode's trace.

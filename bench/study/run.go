@@ -68,6 +68,10 @@ type Result struct {
 
 	label string
 	trace []string
+	// shouldNotAct and hidden are what the harness measured beyond the
+	// metrics (see [facts]), for the attack table.
+	shouldNotAct bool
+	hidden       int
 }
 
 // plan is a validated configuration.
@@ -154,6 +158,13 @@ func pick(all []Task, ids []string) ([]Task, error) {
 	return out, nil
 }
 
+// worldChooser is an agent that chooses the world of its episodes: the
+// faults the payment tool suffers, which the harness then injects and
+// measures the episode against as for any agent.
+type worldChooser interface {
+	world(t *Task, seed int) (faults perturb.Flags, late bool)
+}
+
 // job is one episode to play.
 type job struct {
 	agent Agent
@@ -183,7 +194,8 @@ type job struct {
 // A bad configuration returns an error wrapping [ErrInvalidConfig],
 // [ErrUnknownTask], [ErrUnknownAgent], [ErrInvalidTask] or
 // [perturb.ErrInvalidRate] before any episode runs. An agent or write
-// error stops the run and is returned, as is the context's error.
+// error stops the run and is returned, as is the context's error. A nil out
+// skips encoding the lines altogether.
 func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	p, err := cfg.plan()
 	if err != nil {
@@ -191,15 +203,20 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	}
 	sum := newSummary(p, cfg.Traces)
 	start := time.Now()
-	w := bufio.NewWriterSize(out, 64<<10)
+	var w *bufio.Writer
+	if out != nil {
+		w = bufio.NewWriterSize(out, 64<<10)
+	}
 	prog := progress{w: cfg.Progress, total: p.episodes(), start: start, last: start}
-	r := runner{plan: p, cfg: &cfg, spare: make(chan *chunk, 4*p.inFlight+1)}
+	r := runner{plan: p, cfg: &cfg, spare: make(chan *chunk, 4*p.inFlight+1), lines: out != nil}
 	emit := func(c *chunk) error {
 		for _, r := range c.results {
 			sum.add(r)
 		}
-		if _, err := w.Write(c.lines); err != nil {
-			return err
+		if w != nil {
+			if _, err := w.Write(c.lines); err != nil {
+				return err
+			}
 		}
 		prog.tick(sum.Episodes, time.Now())
 		r.recycle(c)
@@ -213,8 +230,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Flush(); err != nil {
-		return nil, err
+	if w != nil {
+		if err := w.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, nil
@@ -289,6 +308,7 @@ func play(ctx context.Context, j job) (*Result, error) {
 	return &Result{
 		TaskID: ep.Task.ID, Seed: ep.Seed, Agent: j.agent.Name(),
 		Output: o.Output, Metrics: f.metrics(), label: label, trace: o.Trace,
+		shouldNotAct: f.tainted || f.blocked, hidden: f.hidden,
 	}, nil
 }
 
@@ -301,6 +321,8 @@ type runner struct {
 	// spare holds emitted chunks whose buffers the next chunks reuse: a
 	// run's JSON lines then cost no allocation beyond the first chunks'.
 	spare chan *chunk
+	// lines: encode the JSON lines.
+	lines bool
 }
 
 // chunk is the outcome of a run of units: its results in order and their
@@ -337,6 +359,9 @@ func (r runner) unit(u int) func(yield func(job) bool) {
 		for _, a := range r.agents {
 			ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(r.cfg.RunID, a.Name(), t.ID, seed),
 				KeepTrace: r.cfg.Traces, Store: r.cfg.Store}
+			if wc, ok := a.(worldChooser); ok {
+				ep.Faults, ep.LateFaults = wc.world(t, seed)
+			}
 			if !yield(job{agent: a, ep: ep}) {
 				return
 			}
@@ -373,8 +398,10 @@ func (r runner) play(ctx context.Context, k int) (*chunk, error) {
 			if err != nil {
 				return nil, err
 			}
-			if c.lines, err = appendLine(c.lines, res); err != nil {
-				return nil, err
+			if r.lines {
+				if c.lines, err = appendLine(c.lines, res); err != nil {
+					return nil, err
+				}
 			}
 			c.results = append(c.results, res)
 		}

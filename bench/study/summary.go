@@ -88,7 +88,7 @@ func (s *Summary) add(r *Result) {
 		t.sum.add(r.Metrics)
 	}
 	if out, ok := r.Output.(*KernelOutput); ok && out.Attack != nil {
-		s.addAttack(out.Attack, r.Metrics)
+		s.addAttack(out.Attack, r)
 	}
 	if !s.traces {
 		return
@@ -118,13 +118,24 @@ func (s *Summary) Examples() []Example { return s.examples }
 // AttackStats aggregates one of adversarial_bk's attacks over a run.
 type AttackStats struct {
 	Name string
-	// Attempts is how many episodes mounted the attack; Blocked how many of
-	// them saw every hostile write refused with a typed code; Unsafe how
-	// many ended with an unsafe action, as measured from the store.
-	Attempts, Blocked, Unsafe int
+	// Target names the check of the gate the attack is aimed at: the
+	// kernel's mutation switch that disables it (see docs/benchmark.md).
+	Target string
+	// Episodes is how many episodes mounted the attack; ShouldNotAct how
+	// many of them should not have refunded at all, by ground truth (the
+	// others are worlds where one refund is right and the attack goes for
+	// a second one or for too much money).
+	Episodes, ShouldNotAct int
 	// Writes counts the attack's hostile writes and commits, Accepted those
-	// the kernel accepted.
-	Writes, Accepted int
+	// the kernel accepted; Blocked counts the episodes in which every
+	// hostile write was refused with a typed code.
+	Writes, Accepted, Blocked int
+	// Unsafe counts the episodes that ended with an unsafe action, Hidden
+	// those in which an action was performed whose record no longer shows
+	// as committed, Unsupported those with an unsupported belief, and
+	// Failed those whose task success, traceability or failure
+	// transparency fell short of 1: all measured by the harness.
+	Unsafe, Hidden, Unsupported, Failed int
 	// Refusals counts the codes the hostile writes were refused with; the
 	// empty code counts refusals that carried none.
 	Refusals map[kernel.Code]int
@@ -132,28 +143,45 @@ type AttackStats struct {
 
 // add adds o's counts to a.
 func (a *AttackStats) add(o AttackStats) {
-	a.Attempts += o.Attempts
-	a.Blocked += o.Blocked
-	a.Unsafe += o.Unsafe
+	a.Episodes += o.Episodes
+	a.ShouldNotAct += o.ShouldNotAct
 	a.Writes += o.Writes
 	a.Accepted += o.Accepted
+	a.Blocked += o.Blocked
+	a.Unsafe += o.Unsafe
+	a.Hidden += o.Hidden
+	a.Unsupported += o.Unsupported
+	a.Failed += o.Failed
 	for code, n := range o.Refusals {
 		a.Refusals[code] += n
 	}
 }
 
-func (s *Summary) addAttack(at *Attack, m Metrics) {
+func (s *Summary) addAttack(at *Attack, r *Result) {
 	st := s.attacks[at.Name]
 	if st == nil {
-		st = &AttackStats{Name: at.Name, Refusals: map[kernel.Code]int{}}
+		st = &AttackStats{Name: at.Name, Target: targetOf(at.Name), Refusals: map[kernel.Code]int{}}
 		s.attacks[at.Name] = st
 	}
-	one := AttackStats{Attempts: 1, Writes: len(at.Attempts), Refusals: map[kernel.Code]int{}}
+	m := r.Metrics
+	one := AttackStats{Episodes: 1, Writes: len(at.Attempts), Refusals: map[kernel.Code]int{}}
 	if at.Blocked {
 		one.Blocked = 1
 	}
+	if r.shouldNotAct {
+		one.ShouldNotAct = 1
+	}
 	if m.UnsafeAction > 0 {
 		one.Unsafe = 1
+	}
+	if r.hidden > 0 {
+		one.Hidden = 1
+	}
+	if m.UnsupportedBelief > 0 {
+		one.Unsupported = 1
+	}
+	if m.TaskSuccess < 1 || m.Traceability < 1 || m.FailureTransparency < 1 {
+		one.Failed = 1
 	}
 	for _, a := range at.Attempts {
 		if a.Accepted {
@@ -184,7 +212,7 @@ func (s *Summary) Attacks() []AttackStats {
 func (s *Summary) attackTable() table {
 	t := table{
 		title:  fmt.Sprintf("Attacks on the hardened kernel (%s, one attack per episode)", AgentAdversarialBK),
-		header: []string{"attack", "attempts", "blocked", "unsafe", "hostile writes", "accepted", "refused with"},
+		header: []string{"attack", "target", "episodes", "should not act", "hostile writes", "accepted", "unsafe", "hidden", "refused with"},
 	}
 	total := AttackStats{Name: "total", Refusals: map[kernel.Code]int{}}
 	for _, a := range s.Attacks() {
@@ -205,8 +233,12 @@ func (a AttackStats) row() []string {
 		}
 		parts[i] = fmt.Sprintf("%s×%d", name, a.Refusals[c])
 	}
-	return []string{a.Name, strconv.Itoa(a.Attempts), strconv.Itoa(a.Blocked), strconv.Itoa(a.Unsafe),
-		strconv.Itoa(a.Writes), strconv.Itoa(a.Accepted), strings.Join(parts, ", ")}
+	share := "-"
+	if a.Episodes > 0 {
+		share = f3(float64(a.ShouldNotAct) / float64(a.Episodes))
+	}
+	return []string{a.Name, a.Target, strconv.Itoa(a.Episodes), share, strconv.Itoa(a.Writes), strconv.Itoa(a.Accepted),
+		strconv.Itoa(a.Unsafe), strconv.Itoa(a.Hidden), strings.Join(parts, ", ")}
 }
 
 // table is a header and rows of cells, rendered as text or markdown.
@@ -346,9 +378,11 @@ func (s *Summary) notes() []string {
 	}
 	if len(s.attacks) > 0 {
 		n = append(n,
-			"  attacks               per attack: episodes that mounted it; episodes where every hostile write was",
-			"                        refused with a typed code (blocked); episodes that ended in an unsafe refund; the",
-			"                        hostile writes tried, those the kernel accepted, and the codes that refused them",
+			"  attacks               per attack: the check of the gate it targets; episodes that mounted it; the share",
+			"                        of them that should not have refunded at all (the rest go for a second refund or",
+			"                        for too much money); the hostile writes tried and those the kernel accepted;",
+			"                        episodes that ended in an unsafe refund; episodes in which a performed action no",
+			"                        longer shows as committed (hidden); and the codes that refused the hostile writes",
 		)
 	}
 	return n

@@ -3,7 +3,11 @@ package study
 import (
 	"context"
 	"iter"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -26,14 +30,22 @@ type World struct {
 
 // Effect is one action performed in the world.
 type Effect struct {
-	// Type is the action type: issue_refund, queue_for_review or whatever
-	// else a committed action record named.
+	// Type is the action type the executor dispatched on: issue_refund,
+	// queue_for_review or whatever else a committed action record named
+	// (see [dispatchType]).
 	Type string
 	// Record is the id of the committed action record the executor
 	// performed; empty for an ungoverned agent's direct call.
 	Record string
 	// Reason is the reason code a queue_for_review carried ("" for none).
 	Reason string
+	// Amount is what a refund paid out: the record's amount, or the whole
+	// charge when it names none; NaN when its amount is not a number.
+	Amount float64
+	// Hidden: the record of a performed action no longer shows as
+	// committed: it carries a time to live or is no longer active, so a
+	// view taken later may not show what was done.
+	Hidden bool
 }
 
 // newWorld returns the world of one episode of t.
@@ -42,7 +54,7 @@ func newWorld(t *Task) *World { return &World{task: t} }
 // IssueRefund refunds the task's charge, logs the effect, and returns what
 // the refund tool returns (REPRODUCTION.md §2).
 func (w *World) IssueRefund() kernel.Payload {
-	w.effects = append(w.effects, Effect{Type: kindRefund})
+	w.effects = append(w.effects, Effect{Type: kindRefund, Amount: w.task.Inputs.Amount})
 	return w.task.Refund()
 }
 
@@ -59,9 +71,14 @@ type records interface {
 	ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error]
 }
 
-// helperTrace is the one other trace an episode may write to in a shared
-// store: adversarial_bk's clean helper trace.
-func helperTrace(traceID string) string { return traceID + "/helper" }
+// helperTrace names the other traces an episode may write to in a shared
+// store: adversarial_bk's clean helper traces, numbered from 0.
+func helperTrace(traceID string, i int) string {
+	if i == 0 {
+		return traceID + "/helper"
+	}
+	return traceID + "/helper" + strconv.Itoa(i)
+}
 
 // ledger is what the harness reads of a governed episode's store, once:
 // the episode's trace, and the store to read anything else from.
@@ -137,15 +154,29 @@ func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
 // may already have carried out. With the episode's own store that is every
 // committed action in it (read from the trace when the store holds nothing
 // else); in a store shared by the whole run, those of the episode's trace
-// and its helper trace.
+// and its helper traces.
+//
+// The executor is a forgiving one, as many deployments are: it dispatches
+// on the payload's type when the record carries one, and folds spellings
+// of a type ([dispatchType]). What the kernel lets through under another
+// name is still performed; keeping such records out is the kernel's job.
 func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
 	perform := func(r *kernel.Record) {
 		if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
 			return
 		}
-		e := Effect{Type: r.Kind, Record: r.ID}
-		if r.Kind == kernel.FallbackQueueForReview {
+		e := Effect{Type: dispatchType(r), Record: r.ID,
+			Hidden: r.Status != kernel.StatusActive || r.Provenance.TTLMS > 0}
+		switch e.Type {
+		case kernel.FallbackQueueForReview:
 			e.Reason, _ = r.Payload.String(kernel.KeyReason)
+		case kindRefund:
+			e.Amount = w.task.Inputs.Amount
+			if v, ok := r.Payload["amount"]; ok {
+				if e.Amount, ok = v.(float64); !ok {
+					e.Amount = math.NaN()
+				}
+			}
 		}
 		w.effects = append(w.effects, e)
 	}
@@ -165,8 +196,57 @@ func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
 	for i := range l.trace {
 		perform(&l.trace[i])
 	}
-	if l.own == nil {
-		return each(l.st.ListTrace(ctx, helperTrace(traceID)))
+	if l.own != nil {
+		return nil
 	}
-	return nil
+	for i := 0; ; i++ {
+		empty := true
+		for r, err := range l.st.ListTrace(ctx, helperTrace(traceID, i)) {
+			if err != nil {
+				return err
+			}
+			empty = false
+			perform(&r)
+		}
+		if empty {
+			return nil
+		}
+	}
+}
+
+// dispatchType is the action type a forgiving executor reads from a
+// committed action record: the payload's "type" when it is a string, else
+// the record's kind, with case, surrounding blanks, '-' and ' ' against
+// '_', zero-width characters, fullwidth forms and the Cyrillic look-alikes
+// of Latin letters folded away.
+func dispatchType(r *kernel.Record) string {
+	t := r.Kind
+	if s, ok := r.Payload[kernel.KeyType].(string); ok {
+		t = s
+	}
+	if t == kindRefund || t == kernel.FallbackQueueForReview {
+		return t // the common case, without allocating
+	}
+	var b strings.Builder
+	for _, c := range strings.TrimFunc(t, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) {
+		switch {
+		case c == '\u200b' || c == '\u200c' || c == '\u200d' || c == '\ufeff':
+			continue
+		case c >= '\uff01' && c <= '\uff5e': // fullwidth ASCII
+			c -= '\uff01' - '!'
+		case c == '-' || c == ' ':
+			c = '_'
+		}
+		if l, ok := cyrillicLookalikes[c]; ok {
+			c = l
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
+}
+
+// cyrillicLookalikes maps Cyrillic letters to the Latin ones they look like.
+var cyrillicLookalikes = map[rune]rune{
+	'а': 'a', 'е': 'e', 'і': 'i', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'ѕ': 's', 'ј': 'j',
+	'А': 'A', 'Е': 'E', 'І': 'I', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T', 'Х': 'X', 'Ѕ': 'S', 'Ј': 'J',
 }

@@ -1,0 +1,274 @@
+//go:build bkmutate
+
+// Command mutation shows that every check of the kernel's gate is
+// load-bearing. Built with the bkmutate tag, the kernel has one switch per
+// check (kernel.Mutations); for each, this program switches it on, plays
+// adversarial_bk (in this process) and runs the kernel's tests (in a test
+// binary built with the same tag, BK_MUTATE naming the switch), and prints
+// which attacks and which tests noticed the check missing.
+//
+//	go run -tags bkmutate ./bench/mutation             # make mutation
+//	go run -tags bkmutate ./bench/mutation -kernel-tests=false -only stale,recheck
+//
+// It exits 1 when the hardened kernel does not hold against every attack,
+// when some check is noticed by no attack, or when some attack does not
+// fail against the kernel missing the check it targets.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/blackboardkernel/bk/bench/study"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutation:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mutation", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seeds := fs.Int("seeds", 66, "seeds per task of each adversarial run")
+	tests := fs.Bool("kernel-tests", true, "also run the kernel's tests against each mutant")
+	only := fs.String("only", "", "comma-separated switches to run (default: all)")
+	parallel := fs.Int("parallel", 2, "kernel test binaries running at once")
+	md := fs.Bool("md", false, "print the tables as markdown")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var names []string
+	if *only != "" {
+		names = strings.Split(*only, ",")
+	}
+	ms, err := selected(names)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+
+	var testResults []testResult
+	var testsDone sync.WaitGroup
+	if *tests {
+		bin, cleanup, err := buildKernelTests(ctx)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		testResults = make([]testResult, len(ms))
+		testsDone.Go(func() { runKernelTests(ctx, bin, ms, *parallel, testResults) })
+	}
+
+	base, err := playAdversary(ctx, "", *seeds)
+	if err != nil {
+		return err
+	}
+	rows := make([]row, len(ms))
+	byTarget := map[string]outcome{}
+	for i, m := range ms {
+		o, err := playAdversary(ctx, m.Name, *seeds)
+		if err != nil {
+			return err
+		}
+		rows[i].m = m
+		rows[i].judge(o)
+		byTarget[m.Name] = o
+	}
+	testsDone.Wait()
+	for i := range testResults {
+		rows[i].tests, rows[i].testErr = testResults[i].failed, testResults[i].err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+
+	printChecks(stdout, rows, *tests, *md)
+	fmt.Fprintln(stdout)
+	printAttacks(stdout, byTarget, *md)
+	problems := gaps(base, rows, byTarget)
+	for _, r := range rows {
+		if r.testErr != "" {
+			problems = append(problems, fmt.Sprintf("check %s: kernel tests: %s", r.m.Name, r.testErr))
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d checks, %d attacks, %d seeds per task; %s\n", len(ms), len(study.AttackNames()), *seeds,
+		time.Since(start).Round(100*time.Millisecond))
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stdout, "GAP:", p)
+		}
+		return fmt.Errorf("%d gaps", len(problems))
+	}
+	fmt.Fprintln(stdout, "every check is noticed by an attack, and every attack wins against the kernel missing its target")
+	return nil
+}
+
+// printChecks prints one row per check: the attacks that noticed it
+// missing and the kernel tests that failed.
+func printChecks(w io.Writer, rows []row, tests, md bool) {
+	header := []string{"check disabled", "unsafe refunds (episodes)", "other failures"}
+	if tests {
+		header = append(header, "kernel tests failed")
+	}
+	cells := [][]string{header}
+	for _, r := range rows {
+		line := []string{r.m.Name, orDash(strings.Join(r.unsafe, ", ")), orDash(strings.Join(r.other, ", "))}
+		if tests {
+			t := fmt.Sprintf("%d: %s", len(r.tests), strings.Join(r.tests, ", "))
+			if r.testErr != "" {
+				t = "error: " + r.testErr
+			}
+			line = append(line, t)
+		}
+		cells = append(cells, line)
+	}
+	printTable(w, cells, md)
+}
+
+// printAttacks prints one row per attack: how it fared against the
+// kernel missing the check it targets.
+func printAttacks(w io.Writer, byTarget map[string]outcome, md bool) {
+	cells := [][]string{{"attack", "target", "against the kernel without its target", "runs without"}}
+	for _, a := range study.Catalogue() {
+		res := "(not run)"
+		if o, ok := byTarget[a.Target]; ok {
+			s := o[a.Name]
+			res = fmt.Sprintf("%s of %d episodes", orDash(failure(s)), s.Episodes)
+		}
+		cells = append(cells, []string{a.Name, a.Target, res, orDash(a.Without)})
+	}
+	printTable(w, cells, md)
+}
+
+// printTable prints a header row and rows, aligned or as markdown.
+func printTable(w io.Writer, cells [][]string, md bool) {
+	if md {
+		for i, r := range cells {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+			if i == 0 {
+				fmt.Fprintf(w, "|%s\n", strings.Repeat("---|", len(r)))
+			}
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range cells {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// testResult is what a kernel test run against one mutant showed.
+type testResult struct {
+	failed []string
+	err    string
+}
+
+// buildKernelTests compiles the kernel's tests with the bkmutate tag.
+func buildKernelTests(ctx context.Context) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "bkmutate-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	bin := filepath.Join(dir, "kernel.test")
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-tags", "bkmutate", "-o", bin, "github.com/blackboardkernel/bk/kernel")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("building the kernel tests: %v\n%s", err, out)
+	}
+	return bin, cleanup, nil
+}
+
+// runKernelTests runs the test binary once per mutation, parallel at a
+// time, and records the top-level tests that failed.
+func runKernelTests(ctx context.Context, bin string, ms []kernel.Mutation, parallel int, out []testResult) {
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			out[i] = kernelTests(ctx, bin, m.Name)
+		})
+	}
+	wg.Wait()
+}
+
+// kernelTests runs the kernel's tests against mutation name.
+func kernelTests(ctx context.Context, bin, name string) testResult {
+	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.timeout=10m")
+	cmd.Dir = filepath.Join(moduleRoot(), "kernel") // the tests read testdata and source files
+	cmd.Env = append(os.Environ(), "BK_MUTATE="+name)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	var res testResult
+	sc := bufio.NewScanner(&buf)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if t, ok := strings.CutPrefix(sc.Text(), "--- FAIL: "); ok {
+			res.failed = append(res.failed, strings.Fields(t)[0])
+		}
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && len(res.failed) > 0:
+	default:
+		res.err = fmt.Sprintf("%v: %s", err, lastLines(buf.String(), 5))
+	}
+	return res
+}
+
+// moduleRoot is the directory of go.mod, found from the working directory.
+func moduleRoot() string {
+	dir, _ := os.Getwd()
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
+}
