@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -237,21 +238,6 @@ func WithJitter(rand func() float64) Option { return func(c *config) { c.rt.jitt
 // (budget.Inputs.Risk).
 func WithRisk(r float64) Option { return func(c *config) { c.rt.risk = r } }
 
-// sleepCtx waits for d or until ctx is done, whichever comes first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // clock returns the runtime's clock.
 func (rc runtimeConfig) clock() func() time.Time {
 	switch {
@@ -267,7 +253,7 @@ func (rc runtimeConfig) sleeper() func(context.Context, time.Duration) error {
 	if rc.sleep != nil {
 		return rc.sleep
 	}
-	return sleepCtx
+	return wait.Sleep
 }
 
 func (rc runtimeConfig) jitterer() func() float64 {

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/blackboardkernel/bk/failure"
+	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -538,7 +539,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		if n > 0 && n != mine && !g.leaseOver(att) {
 			// Another driver holds attempt n: wait for its result, or for
 			// its lease to run out.
-			if err := sleep(ctx, jitter(wait)); err != nil {
+			if err := pause.Sleep(ctx, jitter(wait)); err != nil {
 				return Result{ActionID: j.act.ID}, err
 			}
 			wait = min(2*wait, pollMax)
@@ -596,7 +597,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			return g.finish(ctx, j, mine, rec, nil, CodeRetriesExhausted, effErr.Error())
 		}
 		lastErr = effErr
-		if err := sleep(ctx, backoff(pol, mine)); err != nil {
+		if err := pause.Sleep(ctx, backoff(pol, mine)); err != nil {
 			return Result{ActionID: j.act.ID}, err
 		}
 	}
@@ -716,19 +717,4 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d-d/2+1)
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -274,7 +275,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		concurrency: DefaultConcurrency,
 		hc:          &http.Client{},
 		log:         slog.New(slog.DiscardHandler),
-		sleep:       sleepCtx,
+		sleep:       wait.Sleep,
 		jitter:      rand.Float64,
 	}
 	for _, o := range opts {
@@ -349,17 +350,6 @@ func (c *Client) String() string {
 
 // GoString is String, so that %#v does not print the API key either.
 func (c *Client) GoString() string { return c.String() }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 type chatRequest struct {
 	Model           string     `json:"model"`
