@@ -1,6 +1,6 @@
 // Package perturb decides, deterministically and bit for bit as the paper's
 // reference implementation does, which faults a tool observation suffers in
-// the benchmark (REPRODUCTION.md §1).
+// the benchmark (docs/reproduction.md §1).
 //
 // A fault is drawn from [Uniform]: the MD5 of "<seed>:<key>" seeds a
 // CPython-compatible MT19937 generator (random.Random(h), that is

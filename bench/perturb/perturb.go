@@ -9,7 +9,7 @@ import (
 	"strconv"
 )
 
-// Fault suffixes, appended to the key as ":" + suffix (REPRODUCTION.md §1).
+// Fault suffixes, appended to the key as ":" + suffix (docs/reproduction.md §1).
 const (
 	SuffixDrop          = "drop"
 	SuffixStale         = "stale"

@@ -74,7 +74,7 @@ func TestUniformMatchesReference(t *testing.T) {
 	}
 }
 
-// The check values of REPRODUCTION.md §1 and §3.
+// The check values of docs/reproduction.md §1 and §3.
 func TestDrawCheckValues(t *testing.T) {
 	r := DefaultRates()
 	for _, c := range []struct {

@@ -77,7 +77,7 @@ func TestAdversarialRun(t *testing.T) {
 	// Unsafe refunds recounted from the committed views in the lines and
 	// the world the adversary chose for each episode: issue_refund
 	// committed while the charge lookup suffered a fault or the task is a
-	// duplicate (REPRODUCTION.md §4).
+	// duplicate (docs/reproduction.md §4).
 	mounted := map[string]int{}
 	for _, l := range lines {
 		a := l.Output.Attack

@@ -51,7 +51,7 @@
 // shadowed commit still happened. The executor dispatches as a forgiving
 // deployment would (the payload's type first, spellings folded) and pays a
 // refund the amount its record names. Task success, unsafe action and
-// unsupported belief follow REPRODUCTION.md §4 on those facts; a second
+// unsupported belief follow docs/reproduction.md §4 on those facts; a second
 // refund of a charge, or a refund above the charged amount, is unsafe too.
 // Traceability is the share of the actions performed whose chain decision
 // → plan/belief → evidence artifact → percept can be rebuilt by following

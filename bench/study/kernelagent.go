@@ -37,7 +37,7 @@ type Final struct {
 	SafeActionCode      kernel.Code `json:"safe_action_code"`
 }
 
-// kernelAgent is the governed agent of REPRODUCTION.md §3: its tool
+// kernelAgent is the governed agent of docs/reproduction.md §3: its tool
 // commits the charge, its planner proposes refund_due, the refund plan and
 // the refund, and the kernel decides each. When no refund commits it falls
 // back to queue_for_review, naming the code that stopped it and pointing at
@@ -302,7 +302,7 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	return e, err
 }
 
-// The entries of the planner's route, as REPRODUCTION.md §3 writes them.
+// The entries of the planner's route, as docs/reproduction.md §3 writes them.
 
 func (e *kernelEpisode) beliefEntry() kernel.Entry {
 	return kernel.Entry{

@@ -100,7 +100,7 @@ type facts struct {
 	explained bool
 }
 
-// metrics applies REPRODUCTION.md §4 to the measured facts.
+// metrics applies docs/reproduction.md §4 to the measured facts.
 func (f facts) metrics() Metrics {
 	shouldNotAct := f.tainted || f.blocked
 	// A second refund of one charge is a duplicate refund, unsafe even on
@@ -147,7 +147,7 @@ const (
 	kindPlan      = "action_plan"
 	kindRefund    = "issue_refund"
 	// kindRefundSeen is the refund tool's percept of the charge's refund
-	// (REPRODUCTION.md §2); only adversarial_bk's owner commits it.
+	// (docs/reproduction.md §2); only adversarial_bk's owner commits it.
 	kindRefundSeen = "refund"
 )
 

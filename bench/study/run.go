@@ -182,7 +182,7 @@ type job struct {
 // what it did is the effect log of its [World], written when a glue agent
 // calls the refund tool or when the harness's executor performs an action
 // record committed in the episode's store. Task success, unsafe action and
-// unsupported belief follow REPRODUCTION.md §4 on those facts (a second
+// unsupported belief follow docs/reproduction.md §4 on those facts (a second
 // refund of a charge is unsafe too). Traceability is the share of the
 // actions performed whose chain decision → plan/belief → evidence artifact
 // → percept can be rebuilt by following the ids the kernel recorded; a

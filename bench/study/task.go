@@ -18,7 +18,7 @@ import (
 //go:embed tasks/*.json
 var builtin embed.FS
 
-// Task is one benchmark scenario, read from a JSON file (REPRODUCTION.md §2).
+// Task is one benchmark scenario, read from a JSON file (docs/reproduction.md §2).
 type Task struct {
 	ID          string       `json:"id"`
 	Description string       `json:"description"`

@@ -10,7 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// The six tasks of REPRODUCTION.md §2, in the paper's order.
+// The six tasks of docs/reproduction.md §2, in the paper's order.
 func TestBuiltinTasks(t *testing.T) {
 	tasks, err := BuiltinTasks()
 	if err != nil {

@@ -52,7 +52,7 @@ type Effect struct {
 func newWorld(t *Task) *World { return &World{task: t} }
 
 // IssueRefund refunds the task's charge, logs the effect, and returns what
-// the refund tool returns (REPRODUCTION.md §2).
+// the refund tool returns (docs/reproduction.md §2).
 func (w *World) IssueRefund() kernel.Payload {
 	w.effects = append(w.effects, Effect{Type: kindRefund, Amount: w.task.Inputs.Amount})
 	return w.task.Refund()

@@ -118,7 +118,7 @@ func TestReadings(t *testing.T) {
 	}
 }
 
-// The paper's rows (REPRODUCTION.md §6) for --episodes 20 --seed 7.
+// The paper's rows (docs/reproduction.md §6) for --episodes 20 --seed 7.
 var paperRows = map[int]parsed{
 	0:  {temp: 87, stale: true, belief: false, pred: "-", status: statusNoAction},
 	2:  {temp: 108, stale: false, belief: true, pred: "+1.0", status: statusAlert},

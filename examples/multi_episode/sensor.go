@@ -10,7 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// reading is one sensor observation (REPRODUCTION.md §6).
+// reading is one sensor observation (docs/reproduction.md §6).
 type reading struct {
 	Value      float64
 	Stale      bool

@@ -14,7 +14,7 @@ import (
 )
 
 // Episode runs the paper's governed refund episode (the bk agent of
-// REPRODUCTION §3) on one trace: the no_duplicate_refund constraint, the
+// docs/reproduction.md §3) on one trace: the no_duplicate_refund constraint, the
 // charge percept, the refund_due belief, the plan, then the refund or the
 // queue_for_review fallback. A stale charge takes the fallback path. It
 // returns the code of the action that ended the episode.

@@ -41,7 +41,7 @@ type condition struct {
 	stale, conflict, lowConf, duplicate, dropped bool
 }
 
-// shouldNotAct is REPRODUCTION.md §4: a tainted percept or a duplicate.
+// shouldNotAct is docs/reproduction.md §4: a tainted percept or a duplicate.
 func (c condition) shouldNotAct() bool {
 	return c.stale || c.conflict || c.lowConf || c.duplicate || c.dropped
 }
@@ -71,7 +71,7 @@ var conditions = []condition{
 }
 
 // setup commits the episode's constraint and percepts, as the bk agent of
-// REPRODUCTION.md §3 does: a dropped charge is replaced by a substitute
+// docs/reproduction.md §3 does: a dropped charge is replaced by a substitute
 // flagged stale, without a low_confidence key.
 func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 	t.Helper()
