@@ -46,7 +46,7 @@ func newTelemetry(t *testing.T, opts ...kernel.Option) *telemetry {
 func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, a := range s.Attributes() {
-		m[string(a.Key)] = a.Value.Emit()
+		m[string(a.Key)] = a.Value.String()
 	}
 	return m
 }

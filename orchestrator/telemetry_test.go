@@ -63,7 +63,7 @@ func TestRunSpans(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range step.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["bk.worker"] != "sensor" || attrs[kernel.AttrRole] != "tool" || attrs["bk.produced"] != "true" || attrs[kernel.AttrTraceID] != "ep-1" {
 		t.Errorf("step attributes %v", attrs)

@@ -140,7 +140,7 @@ func printCompact(w io.Writer, spans []sdktrace.ReadOnlySpan) error {
 		for _, a := range s.Attributes() {
 			switch a.Key {
 			case kernel.AttrCode, kernel.AttrRecordID, kernel.AttrFailed, toolgate.AttrGenAIToolName:
-				attrs = append(attrs, string(a.Key)+"="+a.Value.Emit())
+				attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 			}
 		}
 		line := fmt.Sprintf("%-28s span %s parent %s  %s", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID(), strings.Join(attrs, " "))

@@ -63,14 +63,6 @@ func (r request) toolNames() []string {
 	return out
 }
 
-// last returns the request's last message.
-func (r request) last() llm.Message {
-	if len(r.Body.Messages) == 0 {
-		return llm.Message{}
-	}
-	return r.Body.Messages[len(r.Body.Messages)-1]
-}
-
 // toolResults returns the contents of the request's "tool" messages that
 // come after its last assistant message: the results of the model's last
 // tool calls, by call id.
