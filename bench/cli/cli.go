@@ -18,6 +18,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/study"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -38,11 +39,16 @@ var ErrUsage = errors.New("bench: usage")
 
 // options are the parsed flags.
 type options struct {
-	cfg        study.Config
-	out        string
-	report     string
-	store      string // memory or sqlite, resolved
-	db         string
+	cfg    study.Config
+	out    string
+	report string
+	store  string // memory, sqlite or postgres, resolved
+	db     string
+	dsn    string
+	// storeName names the run's shared store in errors and output: the
+	// SQLite file, or the PostgreSQL schema (never the DSN, which may hold
+	// a password).
+	storeName  string
 	taskDir    string
 	cpuProfile string
 	memProfile string
@@ -68,8 +74,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	fs.Float64Var(&c.Rates.Conflict, "conflict", c.Rates.Conflict, "conflict perturbation rate")
 	fs.Float64Var(&c.Rates.LowConfidence, "low-confidence", c.Rates.LowConfidence, "low-confidence perturbation rate")
 	fs.Float64Var(&c.Rates.Drop, "tool-drop", c.Rates.Drop, "tool failure (drop) rate")
-	fs.StringVar(&o.store, "store", "", "memory (a fresh kernel per episode) or sqlite (one store for the run, in --db); default memory, or sqlite with --db")
+	fs.StringVar(&o.store, "store", "", "memory (a fresh kernel per episode), sqlite (one store for the run, in --db) or postgres (one store for the run, at --dsn); default memory, or sqlite with --db")
 	fs.StringVar(&o.db, "db", "", "SQLite database file (implies --store sqlite)")
+	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL DSN (postgres://user:password@host:port/database) to keep the records at (with --store postgres)")
 	fs.IntVar(&c.Parallel, "parallel", c.Parallel, "episodes in flight")
 	fs.StringVar(&c.LLM.URL, "llm-url", getenv("BK_LLM_URL"), "OpenAI-compatible endpoint for llm_bk (env BK_LLM_URL)")
 	fs.StringVar(&c.LLM.Model, "llm-model", getenv("BK_LLM_MODEL"), "model name (env BK_LLM_MODEL)")
@@ -105,27 +112,34 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 		return nil, fmt.Errorf("%w: --llm-concurrency %d must be at least 1", ErrUsage, c.LLM.Concurrency)
 	}
 	o.agentsNamed = *agents != ""
-	if o.store, err = storeKind(o.store, o.db); err != nil {
+	if o.store, err = storeKind(o.store, o.db, o.dsn); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// storeKind resolves --store and --db, which the bench and the examples
-// share: --db FILE alone means sqlite in FILE, --store memory (the
-// default) a store in memory, and --store sqlite needs --db.
-func storeKind(store, db string) (string, error) {
+// storeKind resolves --store, --db and --dsn, which the bench and the
+// examples share: --db FILE alone means sqlite in FILE, --store memory (the
+// default) a store in memory, --store sqlite needs --db and --store
+// postgres needs --dsn.
+func storeKind(store, db, dsn string) (string, error) {
+	if store == "" {
+		store = "memory"
+		if db != "" {
+			store = "sqlite"
+		}
+	}
 	switch {
-	case store == "" && db != "":
-		return "sqlite", nil
-	case store == "":
-		return "memory", nil
-	case store != "memory" && store != "sqlite":
-		return "", fmt.Errorf("%w: --store %q (valid: memory, sqlite)", ErrUsage, store)
+	case store != "memory" && store != "sqlite" && store != "postgres":
+		return "", fmt.Errorf("%w: --store must be memory, sqlite or postgres, not %q", ErrUsage, store)
 	case store == "sqlite" && db == "":
 		return "", fmt.Errorf("%w: --store sqlite needs --db FILE", ErrUsage)
-	case store == "memory" && db != "":
-		return "", fmt.Errorf("%w: --db %s with --store memory: a database needs --store sqlite (or no --store)", ErrUsage, db)
+	case store == "postgres" && dsn == "":
+		return "", fmt.Errorf("%w: --store postgres needs --dsn DSN", ErrUsage)
+	case store != "sqlite" && db != "":
+		return "", fmt.Errorf("%w: --db is for --store sqlite", ErrUsage)
+	case store != "postgres" && dsn != "":
+		return "", fmt.Errorf("%w: --dsn is for --store postgres", ErrUsage)
 	}
 	return store, nil
 }
@@ -210,14 +224,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer pprof.StopCPUProfile() // before the files are committed (deferred later)
 	}
-	store, err := openStore(o.store, o.db)
+	store, err := o.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	if store != nil {
 		defer func() {
 			if cerr := store.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("database %s: %w", o.db, cerr))
+				err = errors.Join(err, fmt.Errorf("database %s: %w", o.storeName, cerr))
 			}
 		}()
 		o.cfg.Store = store
@@ -228,7 +242,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	sum, err := study.Run(ctx, o.cfg, out)
 	if err != nil {
 		if store != nil && !errors.Is(err, ctx.Err()) && !isWriteError(err) {
-			err = fmt.Errorf("database %s: %w", o.db, err)
+			err = fmt.Errorf("database %s: %w", o.storeName, err)
 		}
 		return err
 	}
@@ -330,8 +344,8 @@ func (o *options) written(sum *study.Summary) string {
 	if o.memProfile != "" {
 		fmt.Fprintf(&b, "Wrote %s: the heap profile.\n", o.memProfile)
 	}
-	if o.db != "" {
-		fmt.Fprintf(&b, "Episodes stored in the database %s (trace ids start with %s).\n", o.db, o.cfg.RunID)
+	if o.storeName != "" {
+		fmt.Fprintf(&b, "Episodes stored in the database %s (trace ids start with %s).\n", o.storeName, o.cfg.RunID)
 	}
 	return b.String()
 }
@@ -360,16 +374,26 @@ func (p *printer) Write(b []byte) (int, error) {
 func (p *printer) printf(format string, a ...any) { fmt.Fprintf(p, format, a...) }
 
 // openStore returns the run's shared store: nil for memory (each episode
-// gets a fresh in-memory kernel). An error names the database.
-func openStore(kind, db string) (kernel.Store, error) {
-	if kind != "sqlite" {
-		return nil, nil
+// gets a fresh in-memory kernel). It sets o.storeName; an error names the
+// database (the file, or for PostgreSQL the store, never the DSN).
+func (o *options) openStore(ctx context.Context) (kernel.Store, error) {
+	switch o.store {
+	case "sqlite":
+		o.storeName = o.db
+		s, err := sqlitestore.Open(o.db)
+		if err != nil {
+			return nil, fmt.Errorf("database %s: %w", o.db, err)
+		}
+		return s, nil
+	case "postgres":
+		s, err := pgstore.Open(ctx, o.dsn)
+		if err != nil {
+			return nil, fmt.Errorf("database postgres: %w", err)
+		}
+		o.storeName = "postgres (schema " + s.Schema() + ")"
+		return s, nil
 	}
-	s, err := sqlitestore.Open(db)
-	if err != nil {
-		return nil, fmt.Errorf("database %s: %w", db, err)
-	}
-	return s, nil
+	return nil, nil
 }
 
 // newRunID returns a random id that keeps the traces of runs into one

@@ -113,9 +113,14 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"unknown flag", []string{"--episodes", "3"}, nil, ErrUsage, "episodes"},
 		{"argument", []string{"extra"}, nil, ErrUsage, "extra"},
 		{"empty list item", []string{"--agents", "bk,,json_glue"}, nil, ErrUsage, "empty item"},
-		{"store", []string{"--store", "postgres"}, nil, ErrUsage, "memory, sqlite"},
+		{"store", []string{"--store", "mysql"}, nil, ErrUsage, "memory, sqlite or postgres"},
 		{"sqlite without db", []string{"--store", "sqlite"}, nil, ErrUsage, "--db"},
 		{"db with the memory store", []string{"--store", "memory", "--db", "x.db"}, nil, ErrUsage, "--store sqlite"},
+		{"postgres without dsn", []string{"--store", "postgres"}, nil, ErrUsage, "--store postgres needs --dsn"},
+		{"dsn with the memory store", []string{"--store", "memory", "--dsn", "postgres://127.0.0.1/bk"}, nil, ErrUsage, "--dsn is for --store postgres"},
+		{"dsn alone", []string{"--dsn", "postgres://127.0.0.1/bk"}, nil, ErrUsage, "--dsn is for --store postgres"},
+		{"db with the postgres store", []string{"--store", "postgres", "--dsn", "postgres://127.0.0.1/bk", "--db", "x.db"}, nil, ErrUsage, "--db is for --store sqlite"},
+		{"dsn with the sqlite store", []string{"--store", "sqlite", "--db", "x.db", "--dsn", "postgres://127.0.0.1/bk"}, nil, ErrUsage, "--dsn is for --store postgres"},
 		{"seed below zero", []string{"--seed", "-1"}, nil, study.ErrInvalidConfig, "first seed"},
 		{"out in a missing directory", []string{"--out", "/nonexistent/dir/r.jsonl"}, nil, ErrUsage, "directory /nonexistent/dir does not exist"},
 		{"report in a missing directory", []string{"--report", "/nonexistent/dir/r.md"}, nil, ErrUsage, "--report /nonexistent/dir/r.md"},
@@ -368,8 +373,11 @@ func TestSharedFlags(t *testing.T) {
 	for _, c := range []struct{ store, db, want string }{
 		{"", "", "memory"}, {"", "x.db", "sqlite"}, {"memory", "", "memory"}, {"sqlite", "x.db", "sqlite"},
 	} {
-		if got, err := storeKind(c.store, c.db); got != c.want || err != nil {
+		if got, err := storeKind(c.store, c.db, ""); got != c.want || err != nil {
 			t.Errorf("storeKind(%q, %q) = %q, %v", c.store, c.db, got, err)
 		}
+	}
+	if got, err := storeKind("postgres", "", "postgres://127.0.0.1/bk"); got != "postgres" || err != nil {
+		t.Errorf("storeKind(postgres) = %q, %v", got, err)
 	}
 }

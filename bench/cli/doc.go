@@ -13,8 +13,9 @@
 //	--out results.jsonl        one JSON line per episode ("" writes none)
 //	--report FILE              a markdown report with both tables and representative traces
 //	--stale 0.10 --conflict 0.10 --low-confidence 0.10 --tool-drop 0.05
-//	--store memory|sqlite      memory: a fresh kernel per episode; sqlite: one store for the run
+//	--store memory|sqlite|postgres  memory: a fresh kernel per episode; sqlite, postgres: one store for the run
 //	--db FILE                  the SQLite file (implies --store sqlite), as in the examples
+//	--dsn DSN                  the PostgreSQL database (with --store postgres), as in the examples; never printed
 //	--parallel 1               episodes in flight
 //	--llm-url, --llm-model, --llm-api-key (env BK_LLM_URL, BK_LLM_MODEL, BK_LLM_API_KEY)
 //	--reasoning-effort, --llm-concurrency 4

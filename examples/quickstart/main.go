@@ -4,14 +4,16 @@
 // representative traces (§10.4–10.5) read: every line is read back from
 // the records the kernel stored.
 //
-//	go run ./examples/quickstart [--store memory|sqlite] [--db FILE]
+//	go run ./examples/quickstart [--store memory|sqlite|postgres] [--db FILE] [--dsn DSN]
 //
-// --store and --db mean what they mean for the bench and the other
+// --store, --db and --dsn mean what they mean for the bench and the other
 // examples: the records stay in memory unless --db names a SQLite file
-// (--store sqlite needs --db; --db alone selects it). The walkthrough is
-// the same either way; a file that already holds its traces is refused,
-// since replaying into them would not be the paper's episodes. There is no
-// --seed: nothing here is drawn at random.
+// (--store sqlite needs --db; --db alone selects it) or --store postgres
+// names a PostgreSQL database with --dsn (the store's tables go in the
+// connection's current schema; the DSN is never printed). The walkthrough
+// is the same either way; a database that already holds its traces is
+// refused, since replaying into them would not be the paper's episodes.
+// There is no --seed: nothing here is drawn at random.
 package main
 
 import (
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -43,7 +46,7 @@ var errUsage = errors.New("usage")
 
 // config is what the command line asks for.
 type config struct {
-	store, db string
+	store, db, dsn string
 }
 
 // parseArgs reads the command line; -h prints the flags to w and returns
@@ -52,11 +55,12 @@ func parseArgs(args []string, w io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.store, "store", "", "memory or sqlite (default memory, or sqlite with --db)")
+	fs.StringVar(&c.store, "store", "", "memory, sqlite (with --db) or postgres (with --dsn); default sqlite with --db, else memory")
 	fs.StringVar(&c.db, "db", "", "SQLite file to keep the records in (implies --store sqlite)")
+	fs.StringVar(&c.dsn, "dsn", "", "PostgreSQL DSN (postgres://user:password@host:port/database) to keep the records at")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(w, "usage: quickstart [--store memory|sqlite] [--db FILE]")
+			fmt.Fprintln(w, "usage: quickstart [--store memory|sqlite|postgres] [--db FILE] [--dsn DSN]")
 			fs.SetOutput(w)
 			fs.PrintDefaults()
 			return c, err
@@ -66,17 +70,23 @@ func parseArgs(args []string, w io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	switch {
-	case c.store == "" && c.db != "":
-		c.store = "sqlite"
-	case c.store == "":
+	if c.store == "" {
 		c.store = "memory"
-	case c.store != "memory" && c.store != "sqlite":
-		return c, fmt.Errorf("%w: --store %q (valid: memory, sqlite)", errUsage, c.store)
+		if c.db != "" {
+			c.store = "sqlite"
+		}
+	}
+	switch {
+	case c.store != "memory" && c.store != "sqlite" && c.store != "postgres":
+		return c, fmt.Errorf("%w: --store must be memory, sqlite or postgres, not %q", errUsage, c.store)
 	case c.store == "sqlite" && c.db == "":
 		return c, fmt.Errorf("%w: --store sqlite needs --db FILE", errUsage)
-	case c.store == "memory" && c.db != "":
-		return c, fmt.Errorf("%w: --db %s with --store memory: a database needs --store sqlite (or no --store)", errUsage, c.db)
+	case c.store == "postgres" && c.dsn == "":
+		return c, fmt.Errorf("%w: --store postgres needs --dsn DSN", errUsage)
+	case c.store != "sqlite" && c.db != "":
+		return c, fmt.Errorf("%w: --db is for --store sqlite", errUsage)
+	case c.store != "postgres" && c.dsn != "":
+		return c, fmt.Errorf("%w: --dsn is for --store postgres", errUsage)
 	}
 	if c.db != "" {
 		if fi, err := os.Stat(filepath.Dir(c.db)); err != nil || !fi.IsDir() {
@@ -109,14 +119,14 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 	}
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	opts := []kernel.Option{kernel.WithClock(func() time.Time { return start })}
-	if cfg.store == "sqlite" {
-		s, err := openDB(ctx, cfg.db)
+	if cfg.store != "memory" {
+		s, name, err := openDB(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		defer func() {
 			if cerr := s.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("database %s: %w", cfg.db, cerr))
+				err = errors.Join(err, fmt.Errorf("database %s: %w", name, cerr))
 			}
 		}()
 		opts = append(opts, kernel.WithStore(s))
@@ -137,22 +147,35 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 	return nil
 }
 
-// openDB opens the SQLite file and refuses one that already holds the
-// walkthrough's traces. Errors name the file.
-func openDB(ctx context.Context, path string) (kernel.Store, error) {
-	s, err := sqlitestore.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("database %s: %w", path, err)
+// openDB opens the SQLite file or the PostgreSQL database and refuses one
+// that already holds the walkthrough's traces. It returns the store's name
+// for errors: the file, or the PostgreSQL schema, never the DSN (which may
+// hold a password). Errors name the database.
+func openDB(ctx context.Context, cfg config) (kernel.Store, string, error) {
+	var s kernel.Store
+	name := cfg.db
+	if cfg.store == "postgres" {
+		ps, err := pgstore.Open(ctx, cfg.dsn)
+		if err != nil {
+			return nil, "", fmt.Errorf("database postgres: %w", err)
+		}
+		s, name = ps, "postgres (schema "+ps.Schema()+")"
+	} else {
+		ss, err := sqlitestore.Open(cfg.db)
+		if err != nil {
+			return nil, "", fmt.Errorf("database %s: %w", cfg.db, err)
+		}
+		s = ss
 	}
 	for _, sc := range scenarios {
 		for _, err := range s.ListTrace(ctx, sc.trace) {
 			if err == nil {
-				err = fmt.Errorf("it already holds trace %q from an earlier run; use a new file", sc.trace)
+				err = fmt.Errorf("it already holds trace %q from an earlier run; use a new one", sc.trace)
 			}
-			return nil, errors.Join(fmt.Errorf("database %s: %w", path, err), s.Close())
+			return nil, "", errors.Join(fmt.Errorf("database %s: %w", name, err), s.Close())
 		}
 	}
-	return s, nil
+	return s, name, nil
 }
 
 // play is the paper's bk agent: constraint, percept, belief, plan, then the

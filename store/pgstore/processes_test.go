@@ -19,11 +19,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/internal/pgtest"
 	"github.com/blackboardkernel/bk/store/pgstore"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // The many-process test: the test binary runs itself as helper processes
@@ -34,6 +36,7 @@ const (
 	procIDEnv      = "BK_PGSTORE_PROC_ID"
 	procSchemaEnv  = "BK_PGSTORE_PROC_SCHEMA"
 	procEffectsEnv = "BK_PGSTORE_PROC_EFFECTS"
+	procLedgerEnv  = "BK_PGSTORE_PROC_LEDGER" // schema of the gated refunds' ledger
 
 	procWorkers    = 4  // worker processes
 	procGoroutines = 2  // episode loops per worker
@@ -42,6 +45,12 @@ const (
 	procCharges    = 3  // charges whose refund every loop submits
 	procKilled     = "1"
 	procKillAfter  = 12 // acknowledgements read from the victim before SIGKILL
+
+	// The gated refund: a tool call through a toolgate.Gate on the same
+	// store, once-keyed per charge.
+	gateTool   = "gate_refund"
+	gateResult = "gate_refund_receipt"
+	gateLease  = 300 * time.Millisecond
 )
 
 // TestManyProcesses runs governed episodes from several processes on one
@@ -61,6 +70,13 @@ const (
 //   - no refund effect run twice, though every process tries to run the
 //     effect of every committed refund it finds (a claimed once-key per
 //     effect attempt);
+//   - through the tool gate (half the episodes also make a gated refund
+//     call, the first ones for charges every process refunds): one committed
+//     gated refund per once-key, each key in the ledger of the refund
+//     provider exactly once, no attempt of an effect started twice, one
+//     recorded result per committed tool action (the restarted worker
+//     runs Gate.Recover first, which finishes what the kill left), and a
+//     decision record for every gated call and every result;
 //   - the adaptive learner, started afterwards in this process and then in
 //     a second process, counts the failures of every process, the same,
 //     and the second does not learn again what the first learned.
@@ -81,12 +97,14 @@ func TestManyProcesses(t *testing.T) {
 	defer cancel()
 	schema := pgtest.Schema(t)
 	effects := t.TempDir() + "/effects"
+	ledger := pgtest.Schema(t)
+	createLedger(ctx, t, ledger)
 
 	// The helpers open the store at once on a schema that does not exist
 	// yet: they race to create it.
 	var workers []*helper
 	for i := range procWorkers {
-		workers = append(workers, startHelper(ctx, t, "worker", strconv.Itoa(i), schema, effects))
+		workers = append(workers, startHelper(ctx, t, "worker", strconv.Itoa(i), schema, effects, ledger))
 	}
 	for _, w := range workers {
 		w.waitReady(t)
@@ -122,7 +140,7 @@ func TestManyProcesses(t *testing.T) {
 	// Started again, the killed worker's successor finds the store as the
 	// kill left it (its transactions rolled back, its locks gone) and runs
 	// its episodes to the end.
-	again := startHelper(ctx, t, "worker", procKilled+"r", schema, effects)
+	again := startHelper(ctx, t, "worker", procKilled+"r", schema, effects, ledger)
 	again.waitReady(t)
 	_ = again.stdin.Close()
 	again.read(-1)
@@ -139,6 +157,22 @@ func TestManyProcesses(t *testing.T) {
 		return
 	}
 	checkProcesses(ctx, t, schema, effects, workers)
+	checkGated(ctx, t, schema, ledger, workers)
+}
+
+// createLedger creates the tables of the refund provider the gated tool
+// calls: the ledger, one row per idempotency key (a replay of a key
+// returns the first refund and counts the replay), and every call of the
+// effect, by key and attempt number (a second start of one attempt fails
+// the insert).
+func createLedger(ctx context.Context, t *testing.T, ledger string) {
+	pool := pgtest.Pool(t)
+	l := pgx.Identifier{ledger}.Sanitize()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+l+
+		"; CREATE TABLE "+l+".refunds (key text PRIMARY KEY, action text NOT NULL, charge text NOT NULL, worker text NOT NULL, replays int NOT NULL DEFAULT 0)"+
+		"; CREATE TABLE "+l+".calls (key text, attempt int, action text NOT NULL, worker text NOT NULL, PRIMARY KEY (key, attempt))"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // helper is a running helper process and what it reported.
@@ -154,10 +188,13 @@ type helper struct {
 	out      []string // other lines
 }
 
-func startHelper(ctx context.Context, t *testing.T, role, id, schema, effects string) *helper {
+func startHelper(ctx context.Context, t *testing.T, role, id, schema, effects string, ledger ...string) *helper {
 	t.Helper()
 	h := &helper{id: id, cmd: exec.CommandContext(ctx, os.Args[0], "-test.run=^TestManyProcesses$", "-test.count=1")}
 	h.cmd.Env = append(os.Environ(), procRoleEnv+"="+role, procIDEnv+"="+id, procSchemaEnv+"="+schema, procEffectsEnv+"="+effects)
+	for _, l := range ledger {
+		h.cmd.Env = append(h.cmd.Env, procLedgerEnv+"="+l)
+	}
 	h.cmd.Stderr = &lockedWriter{b: &h.stderr}
 	var err error
 	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
@@ -232,6 +269,8 @@ var refundSpec = kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{F
 //	ack write ID            a record written
 //	ack decide PROPOSAL CODE RECORD EVIDENCE   a decision ("-" for none)
 //	ack effect ACTION CHARGE   a refund effect run, its result recorded
+//	ack gate CALL OUTCOME CODE DECISION ACTION   a gated tool call's result
+//	ack recover ACTION OUTCOME CODE DECISION      an action Gate.Recover drove
 //	fail ...                an error the test does not expect
 //	done                    every loop finished
 func procWorker(t *testing.T) {
@@ -242,11 +281,28 @@ func procWorker(t *testing.T) {
 		t.Fatalf("worker %s: Open: %v", id, err)
 	}
 	defer s.Close()
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec))
+	w := &worker{id: id, s: s}
+	ledger, err := pgxpool.New(ctx, os.Getenv(pgtest.EnvDSN))
+	if err != nil {
+		t.Fatalf("worker %s: ledger: %v", id, err)
+	}
+	defer ledger.Close()
+	w.ledger, w.ledgerSchema = ledger, pgx.Identifier{os.Getenv(procLedgerEnv)}.Sanitize()
+	tools := []toolgate.Tool{{Name: gateTool, Description: "Refund a charge.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"charge_id":{"type":"string"},"amount":{"type":"number"},"is_duplicate":{"type":"boolean"}},"required":["charge_id","amount"]}`),
+		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect}}
+	specs := toolgate.Specs(tools...)
+	specs[0].Once = &kernel.OnceKey{Fields: []string{"charge_id"}}
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(append(specs, refundSpec)...))
 	if err != nil {
 		t.Fatalf("worker %s: kernel.New: %v", id, err)
 	}
 	defer k.Close()
+	w.k = k
+	if w.gate, err = toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithLease(gateLease),
+		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{gateTool}})); err != nil {
+		t.Fatalf("worker %s: toolgate.New: %v", id, err)
+	}
 	effects, err := os.OpenFile(os.Getenv(procEffectsEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatalf("worker %s: %v", id, err)
@@ -255,7 +311,19 @@ func procWorker(t *testing.T) {
 	fmt.Println("ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 
-	w := &worker{id: id, k: k, s: s, effects: effects}
+	w.effects = effects
+	if strings.HasSuffix(id, "r") {
+		// Restarted: once the dead process's leases are over, finish what
+		// its gated calls left.
+		time.Sleep(gateLease + 50*time.Millisecond)
+		results, err := w.gate.Recover(ctx)
+		if err != nil {
+			w.fail("recover", err)
+		}
+		for _, r := range results {
+			w.report("ack recover %s %s %s %s", r.ActionID, r.Outcome, r.Code, orDash(r.DecisionID))
+		}
+	}
 	var wg sync.WaitGroup
 	for g := range procGoroutines {
 		wg.Go(func() { w.loop(ctx, g) })
@@ -271,6 +339,53 @@ type worker struct {
 	s       *pgstore.Store
 	effects *os.File
 	mu      sync.Mutex // orders the report lines
+
+	gate         *toolgate.Gate
+	ledger       *pgxpool.Pool // the refund provider's tables
+	ledgerSchema string        // quoted
+}
+
+// gateEffect is the gated refund's effect: the refund provider records the
+// call, then the refund under its idempotency key (a replay of the key
+// returns the first refund, as a payment API does, and is counted).
+func (w *worker) gateEffect(ctx context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+	charge, _ := inv.Args["charge_id"].(string)
+	if _, err := w.ledger.Exec(ctx, "INSERT INTO "+w.ledgerSchema+".calls (key, attempt, action, worker) VALUES ($1, $2, $3, $4)",
+		inv.Key, inv.Attempt, inv.ActionID, w.id); err != nil {
+		return nil, err
+	}
+	var first string
+	if err := w.ledger.QueryRow(ctx, "INSERT INTO "+w.ledgerSchema+".refunds (key, action, charge, worker) VALUES ($1, $2, $3, $4)"+
+		" ON CONFLICT (key) DO UPDATE SET replays = refunds.replays + 1 RETURNING action", inv.Key, inv.ActionID, charge, w.id).Scan(&first); err != nil {
+		return nil, err
+	}
+	return kernel.Payload{"refund_id": "re_" + first, "charge_id": charge}, nil
+}
+
+// gated makes the episode's gated refund call: a percept and the belief
+// the tool requires, then the call through the gate.
+func (w *worker) gated(ctx context.Context, trace, charge, call string) {
+	p, err := w.k.Tool("gate-lookup").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "gate_charge",
+		Payload: kernel.Payload{"charge_id": charge, "amount": 25.0}})
+	if err != nil {
+		w.fail("gate percept", err)
+		return
+	}
+	w.report("ack write %s", p.ID)
+	b, err := w.k.Planner("gate-analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "gate_refund_due",
+		Audit: &kernel.Audit{Context: kernel.Payload{"worker": w.id}}, Payload: kernel.Payload{"value": true, "depends_on": []string{"gate_charge"}}})
+	if err != nil {
+		w.fail("gate belief", err)
+		return
+	}
+	w.decided(b)
+	res, err := w.gate.Call(ctx, toolgate.Call{ID: call, Tool: gateTool, Role: "support", TraceID: trace,
+		Args: json.RawMessage(fmt.Sprintf(`{"charge_id":%q,"amount":25,"is_duplicate":false}`, charge))})
+	if err != nil {
+		w.fail("gate call "+call, err)
+		return
+	}
+	w.report("ack gate %s %s %s %s %s", call, res.Outcome, res.Code, orDash(res.DecisionID), orDash(res.ActionID))
 }
 
 func (w *worker) report(format string, args ...any) {
@@ -297,6 +412,15 @@ func (w *worker) loop(ctx context.Context, g int) {
 			trace, tag = fmt.Sprintf("shared-%d", i/2%procShared), fmt.Sprintf("_w%sg%de%d", w.id, g, i)
 		}
 		w.episode(ctx, trace, tag, charge, i%4 == 3)
+		// The gated refund, in half the episodes (on own and shared
+		// traces), the first for the charges every loop refunds.
+		if i < procCharges || i%3 == 0 {
+			gcharge := fmt.Sprintf("gch_%s_%d_%d", w.id, g, i)
+			if i < procCharges {
+				gcharge = fmt.Sprintf("gch_shared_%d", i)
+			}
+			w.gated(ctx, trace, gcharge, fmt.Sprintf("call_w%sg%de%d", w.id, g, i))
+		}
 	}
 }
 
@@ -696,4 +820,174 @@ func mapsEqual(a, b map[kernel.Code]int) bool {
 		}
 	}
 	return true
+}
+
+// checkGated checks the gated tool calls; see TestManyProcesses.
+func checkGated(ctx context.Context, t *testing.T, schema, ledger string, workers []*helper) {
+	pool := pgtest.Pool(t)
+	s := storeIn(t, pool, schema)
+	k, err := kernel.New(kernel.WithStore(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	decisions := map[string]kernel.DecisionRecord{}
+	executed := map[string]int{} // result record -> executed decision records about it
+	for d, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		decisions[d.ID] = d
+		if d.Outcome == kernel.OutcomeExecuted {
+			executed[d.Subject]++
+		}
+	}
+
+	// Committed gated refunds, their attempts and their results.
+	actions := map[string]kernel.Record{} // id -> committed action
+	perCharge := map[string][]string{}
+	for r, err := range s.ListSlot(ctx, kernel.Actions, kernel.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Kind == gateTool && r.Mode == kernel.ModeCommit {
+			actions[r.ID] = r
+			charge, _ := r.Payload.String("charge_id")
+			perCharge[charge] = append(perCharge[charge], r.ID)
+		}
+	}
+	results, attempts, keys := map[string][]string{}, map[string]int{}, map[string]string{}
+	for r, err := range s.ListSlot(ctx, kernel.Percepts, kernel.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, _ := r.Payload[toolgate.KeyEffect].(map[string]any)
+		action, _ := meta["action_id"].(string)
+		switch r.Kind {
+		case gateResult:
+			results[action] = append(results[action], r.ID)
+			keys[action], _ = meta["key"].(string)
+			if executed[r.ID] != 1 {
+				t.Errorf("result %s of %s has %d executed decision records", r.ID, action, executed[r.ID])
+			}
+		case toolgate.KindAttempt:
+			if _, ok := actions[action]; ok {
+				attempts[action]++
+			}
+		case toolgate.KindFailed:
+			t.Errorf("gated action %s failed: %v", action, meta)
+		}
+	}
+	for charge, ids := range perCharge {
+		if len(ids) != 1 {
+			t.Errorf("gated refund of %s committed %d times %v", charge, len(ids), ids)
+		}
+	}
+	for i := range procCharges {
+		if charge := fmt.Sprintf("gch_shared_%d", i); len(perCharge[charge]) != 1 {
+			t.Errorf("the gated refund of %s, called from every process, committed %d times", charge, len(perCharge[charge]))
+		}
+	}
+	for id := range actions {
+		if len(results[id]) != 1 {
+			t.Errorf("committed gated action %s has %d recorded results %v", id, len(results[id]), results[id])
+		}
+	}
+	for id := range results {
+		if _, ok := actions[id]; !ok {
+			t.Errorf("a result was recorded for %s, which is not a committed gated action", id)
+		}
+	}
+
+	// The provider's ledger: each action's key once, with that action.
+	l := pgx.Identifier{ledger}.Sanitize()
+	type refund struct {
+		Key, Action, Charge, Worker string
+		Replays                     int
+	}
+	rows, err := pool.Query(ctx, "SELECT key, action, charge, worker, replays FROM "+l+".refunds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refunds, err := pgx.CollectRows(rows, pgx.RowToStructByPos[refund])
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]refund{}
+	for _, r := range refunds {
+		byKey[r.Key] = r
+		a, ok := actions[r.Action]
+		if !ok {
+			t.Errorf("the ledger refunded %s (key %s) for %s, not a committed gated action", r.Charge, r.Key, r.Action)
+			continue
+		}
+		if c, _ := a.Payload.String("charge_id"); c != r.Charge {
+			t.Errorf("the ledger refunded %s for %s, whose charge is %s", r.Charge, r.Action, c)
+		}
+		if r.Replays > 0 && attempts[r.Action] < 2 {
+			t.Errorf("key %s replayed %d times, though %s had %d attempts", r.Key, r.Replays, r.Action, attempts[r.Action])
+		}
+	}
+	if len(refunds) != len(actions) {
+		t.Errorf("the ledger holds %d refunds, %d gated actions committed", len(refunds), len(actions))
+	}
+	for id := range actions {
+		if r, ok := byKey[keys[id]]; !ok || r.Action != id {
+			t.Errorf("committed gated action %s (key %q) is not in the ledger as its own: %+v", id, keys[id], r)
+		}
+	}
+	calls := map[string]int{}
+	rows, err = pool.Query(ctx, "SELECT action, count(*) FROM "+l+".calls GROUP BY action")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var a string
+		var n int
+		if err := rows.Scan(&a, &n); err != nil {
+			t.Fatal(err)
+		}
+		calls[a] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for a, n := range calls {
+		if n > attempts[a] {
+			t.Errorf("the effect of %s was called %d times, with %d attempts recorded", a, n, attempts[a])
+		}
+	}
+
+	// Every gated call and every recovery acknowledged has its decision
+	// record, with the call's code.
+	outcomes := map[toolgate.Outcome]int{}
+	recovered := 0
+	for _, w := range workers {
+		for _, a := range w.acks {
+			switch a[0] {
+			case "gate":
+				call, outcome, code, decision, action := a[1], toolgate.Outcome(a[2]), kernel.Code(a[3]), a[4], a[5]
+				outcomes[outcome]++
+				d, ok := decisions[decision]
+				switch {
+				case !ok:
+					t.Errorf("worker %s: gated call %s (%s %s) has no decision record %s", w.id, call, outcome, code, decision)
+				case d.Code != code:
+					t.Errorf("worker %s: gated call %s returned %s, its decision record %s says %s", w.id, call, code, decision, d.Code)
+				}
+				if outcome == toolgate.Executed && len(results[action]) != 1 {
+					t.Errorf("worker %s: gated call %s executed %s, which has %d results", w.id, call, action, len(results[action]))
+				}
+			case "recover":
+				recovered++
+				if _, ok := decisions[a[4]]; !ok {
+					t.Errorf("worker %s: recovered %s (%s) has no decision record %s", w.id, a[1], a[2], a[4])
+				}
+			}
+		}
+	}
+	if outcomes[toolgate.Executed] == 0 || outcomes[toolgate.Refused] == 0 {
+		t.Errorf("gated calls: %v, want some executed and some refused", outcomes)
+	}
+	t.Logf("gated calls %v, %d actions recovered, %d gated refunds committed, %d in the ledger", outcomes, recovered, len(actions), len(refunds))
 }
