@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -293,53 +289,13 @@ func TestSecondDBRunStartsWithTheLearnedConstraints(t *testing.T) {
 	}
 }
 
-// pgDSN returns BK_PG_DSN with its search_path set to a new schema, dropped
-// when t ends, so that the demo's store (in the connection's current
-// schema) starts empty; without BK_PG_DSN the test skips.
-func pgDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("BK_PG_DSN")
-	if dsn == "" {
-		t.Skip("set BK_PG_DSN to run the PostgreSQL tests (make test-pg starts a throwaway server)")
-	}
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		t.Skip("BK_PG_DSN is not a URL; this test adds a search_path to it")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := fmt.Sprintf("bk_example_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Error(err)
-		}
-	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // TestSecondPostgresRunStartsWithTheLearnedConstraints runs the demo twice on
 // one PostgreSQL schema: the second run starts with what the first learned,
 // and the store holds each learned constraint once.
 func TestSecondPostgresRunStartsWithTheLearnedConstraints(t *testing.T) {
-	dsn := pgDSN(t)
+	dsn := pgtest.SchemaDSN(t)
 	text, first := runDemo(t, "--store", "postgres", "--dsn", dsn)
-	if !strings.Contains(first.lines[0], "store postgres (schema bk_example_") || strings.Contains(text, dsn) {
+	if !strings.Contains(first.lines[0], "store postgres (schema bk_test_") || strings.Contains(text, dsn) {
 		t.Errorf("first line %q: want the store and its schema, never the DSN", first.lines[0])
 	}
 	if len(first.learned) != 2 {

@@ -5,15 +5,12 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/blackboardkernel/bk/internal/pgtest"
 )
 
 func TestRunPrintsTheWalkthroughs(t *testing.T) {
@@ -152,51 +149,11 @@ func TestStoreFlags(t *testing.T) {
 	}
 }
 
-// pgDSN returns BK_PG_DSN with its search_path set to a new schema, dropped
-// when t ends, so that the walkthrough's store (in the connection's current
-// schema) starts empty; without BK_PG_DSN the test skips.
-func pgDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("BK_PG_DSN")
-	if dsn == "" {
-		t.Skip("set BK_PG_DSN to run the PostgreSQL tests (make test-pg starts a throwaway server)")
-	}
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		t.Skip("BK_PG_DSN is not a URL; this test adds a search_path to it")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := fmt.Sprintf("bk_quickstart_%d", time.Now().UnixNano())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Error(err)
-		}
-	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // --store postgres --dsn DSN prints what the walkthrough prints in memory,
 // and a second run into the same schema is refused, naming the schema and
 // never the DSN.
 func TestPostgresStore(t *testing.T) {
-	dsn := pgDSN(t)
+	dsn := pgtest.SchemaDSN(t)
 	ctx := context.Background()
 	var mem, buf bytes.Buffer
 	if err := run(ctx, nil, &mem); err != nil {
@@ -209,7 +166,7 @@ func TestPostgresStore(t *testing.T) {
 		t.Errorf("postgres printed\n%s\nwant\n%s", buf.String(), mem.String())
 	}
 	err := run(ctx, []string{"--store", "postgres", "--dsn", dsn}, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "already holds") || !strings.Contains(err.Error(), "schema bk_quickstart_") || strings.Contains(err.Error(), dsn) {
+	if err == nil || !strings.Contains(err.Error(), "already holds") || !strings.Contains(err.Error(), "schema bk_test_") || strings.Contains(err.Error(), dsn) {
 		t.Errorf("second run into the same schema: %v", err)
 	}
 }

@@ -5,8 +5,8 @@ import (
 
 	"testing"
 
+	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/internal/pgtest"
 	"github.com/blackboardkernel/bk/store/storetest"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/internal/pgtest"
 )
 
 // TestQueryPlans checks with EXPLAIN that every statement of the store

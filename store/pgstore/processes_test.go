@@ -22,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/internal/pgtest"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )

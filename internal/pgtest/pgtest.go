@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -102,4 +103,24 @@ func Schema(tb testing.TB) string {
 		}
 	})
 	return name
+}
+
+// SchemaDSN returns the test server's DSN with its search_path set to a new,
+// empty schema that is dropped when tb ends, for programs that open a store
+// in the connection's current schema (--store postgres --dsn DSN). It skips
+// tb without a server, or when the DSN is not a URL it can add to.
+func SchemaDSN(tb testing.TB) string {
+	tb.Helper()
+	u, err := url.Parse(DSN(tb))
+	if err != nil || u.Scheme == "" {
+		tb.Skip(EnvDSN + " is not a URL; this test adds a search_path to it")
+	}
+	name := Schema(tb)
+	if _, err := Pool(tb).Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatalf("creating test schema %s: %v", name, err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
