@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/study"
+	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -118,30 +119,14 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	return o, nil
 }
 
-// storeKind resolves --store, --db and --dsn, which the bench and the
-// examples share: --db FILE alone means sqlite in FILE, --store memory (the
-// default) a store in memory, --store sqlite needs --db and --store
-// postgres needs --dsn.
+// storeKind resolves --store, --db and --dsn as the examples do
+// (internal/storeflag).
 func storeKind(store, db, dsn string) (string, error) {
-	if store == "" {
-		store = "memory"
-		if db != "" {
-			store = "sqlite"
-		}
+	kind, err := storeflag.Resolve(store, db, dsn)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	switch {
-	case store != "memory" && store != "sqlite" && store != "postgres":
-		return "", fmt.Errorf("%w: --store must be memory, sqlite or postgres, not %q", ErrUsage, store)
-	case store == "sqlite" && db == "":
-		return "", fmt.Errorf("%w: --store sqlite needs --db FILE", ErrUsage)
-	case store == "postgres" && dsn == "":
-		return "", fmt.Errorf("%w: --store postgres needs --dsn DSN", ErrUsage)
-	case store != "sqlite" && db != "":
-		return "", fmt.Errorf("%w: --db is for --store sqlite", ErrUsage)
-	case store != "postgres" && dsn != "":
-		return "", fmt.Errorf("%w: --dsn is for --store postgres", ErrUsage)
-	}
-	return store, nil
+	return kind, nil
 }
 
 // list splits a comma-separated flag value, refusing empty items.

@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
@@ -76,28 +75,12 @@ func parseArgs(args []string) (config, error) {
 	case cfg.episodes < 1:
 		return cfg, fmt.Errorf("%w: --episodes must be at least 1, not %d", errUsage, cfg.episodes)
 	}
-	if cfg.store == "" {
-		cfg.store = "memory"
-		if cfg.db != "" {
-			cfg.store = "sqlite"
-		}
+	var err error
+	if cfg.store, err = storeflag.Resolve(cfg.store, cfg.db, cfg.dsn); err != nil {
+		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	switch {
-	case cfg.store != "memory" && cfg.store != "sqlite" && cfg.store != "postgres":
-		return cfg, fmt.Errorf("%w: --store must be memory, sqlite or postgres, not %q", errUsage, cfg.store)
-	case cfg.store == "sqlite" && cfg.db == "":
-		return cfg, fmt.Errorf("%w: --store sqlite needs --db FILE", errUsage)
-	case cfg.store == "postgres" && cfg.dsn == "":
-		return cfg, fmt.Errorf("%w: --store postgres needs --dsn DSN", errUsage)
-	case cfg.store != "sqlite" && cfg.db != "":
-		return cfg, fmt.Errorf("%w: --db is for --store sqlite", errUsage)
-	case cfg.store != "postgres" && cfg.dsn != "":
-		return cfg, fmt.Errorf("%w: --dsn is for --store postgres", errUsage)
-	}
-	if cfg.db != "" {
-		if fi, err := os.Stat(filepath.Dir(cfg.db)); err != nil || !fi.IsDir() {
-			return cfg, fmt.Errorf("%w: --db %s: directory %s does not exist", errUsage, cfg.db, filepath.Dir(cfg.db))
-		}
+	if err := storeflag.CheckDir(cfg.db); err != nil {
+		return cfg, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return cfg, nil
 }

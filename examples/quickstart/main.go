@@ -23,9 +23,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -70,28 +70,12 @@ func parseArgs(args []string, w io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if c.store == "" {
-		c.store = "memory"
-		if c.db != "" {
-			c.store = "sqlite"
-		}
+	var err error
+	if c.store, err = storeflag.Resolve(c.store, c.db, c.dsn); err != nil {
+		return c, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	switch {
-	case c.store != "memory" && c.store != "sqlite" && c.store != "postgres":
-		return c, fmt.Errorf("%w: --store must be memory, sqlite or postgres, not %q", errUsage, c.store)
-	case c.store == "sqlite" && c.db == "":
-		return c, fmt.Errorf("%w: --store sqlite needs --db FILE", errUsage)
-	case c.store == "postgres" && c.dsn == "":
-		return c, fmt.Errorf("%w: --store postgres needs --dsn DSN", errUsage)
-	case c.store != "sqlite" && c.db != "":
-		return c, fmt.Errorf("%w: --db is for --store sqlite", errUsage)
-	case c.store != "postgres" && c.dsn != "":
-		return c, fmt.Errorf("%w: --dsn is for --store postgres", errUsage)
-	}
-	if c.db != "" {
-		if fi, err := os.Stat(filepath.Dir(c.db)); err != nil || !fi.IsDir() {
-			return c, fmt.Errorf("%w: --db %s: directory %s does not exist", errUsage, c.db, filepath.Dir(c.db))
-		}
+	if err := storeflag.CheckDir(c.db); err != nil {
+		return c, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return c, nil
 }
