@@ -128,26 +128,28 @@ func (s *snapshot) dependsOn(deps []any, need string) bool {
 
 // gate holds the checks a plan step and an action share.
 type gate struct {
-	k       *Kernel
-	s       *snapshot
-	action  string
-	spec    ActionSpec
-	reqs    []any // belief kinds: strings, as checkShape made sure at write
-	payload Payload
+	k      *Kernel
+	s      *snapshot
+	action string
+	spec   ActionSpec
+	// registered: spec is the owner's (or the default fallback's), not zero
+	registered bool
+	reqs       []any // belief kinds: strings, as checkShape made sure at write
+	payload    Payload
 	// beliefs are the committed beliefs the step or action rests on.
 	beliefs []*Record
 	buf     [4]*Record // backs beliefs for the usual handful
 }
 
 func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload Payload) gate {
-	return gate{k: k, s: s, action: action, spec: k.specs[action], reqs: reqs, payload: payload}
+	spec, registered := k.spec(action)
+	return gate{k: k, s: s, action: action, spec: spec, registered: registered, reqs: reqs, payload: payload}
 }
 
 // grounded checks the registry and the declared beliefs against the spec.
 // It returns "" or a code; plan selects the plan-flavoured code.
 func (g *gate) grounded(plan bool) Code {
-	_, registered := g.k.specs[g.action]
-	if !mutStrictActions && g.k.strictActions && !registered {
+	if !mutStrictActions && g.k.strictActions && !g.registered {
 		return CodeUnknownActionType
 	}
 	ungrounded := CodeUngroundedAction

@@ -134,6 +134,9 @@ func WithBeliefSpecs(specs ...BeliefSpec) Option {
 	return func(k *Kernel) {
 		for _, s := range specs {
 			s.DependsOn = slices.Clone(s.DependsOn)
+			if k.beliefSpecs == nil {
+				k.beliefSpecs = make(map[string]BeliefSpec)
+			}
 			k.beliefSpecs[s.Kind] = s
 		}
 	}
@@ -179,9 +182,26 @@ func WithActionSpecs(specs ...ActionSpec) Option {
 				o.Fields = slices.Clone(o.Fields)
 				s.Once = &o
 			}
+			if k.specs == nil {
+				k.specs = make(map[string]ActionSpec)
+			}
 			k.specs[s.Type] = s
 		}
 	}
+}
+
+// defaultFallback is the spec of queue_for_review until an owner registers
+// another.
+var defaultFallback = ActionSpec{Type: FallbackQueueForReview, SafeFallback: true}
+
+// spec returns the spec registered for an action type, queue_for_review's
+// default included.
+func (k *Kernel) spec(actionType string) (ActionSpec, bool) {
+	s, ok := k.specs[actionType]
+	if !ok && actionType == FallbackQueueForReview {
+		return defaultFallback, true
+	}
+	return s, ok
 }
 
 // WithStrictActions makes every unregistered action type (including case or
@@ -228,11 +248,7 @@ func New(opts ...Option) (*Kernel, error) {
 		minConfidence:     DefaultMinConfidence,
 		conflictThreshold: DefaultConflictThreshold,
 		maxPayload:        DefaultMaxPayloadBytes,
-		specs: map[string]ActionSpec{
-			FallbackQueueForReview: {Type: FallbackQueueForReview, SafeFallback: true},
-		},
-		beliefSpecs: map[string]BeliefSpec{},
-		namespace:   DefaultNamespace,
+		namespace: DefaultNamespace,
 	}
 	for _, o := range opts {
 		o(k)
@@ -244,11 +260,15 @@ func New(opts ...Option) (*Kernel, error) {
 		k.store, k.ownsStore = NewMemStore(), true
 	}
 	if k.log == nil {
-		k.log = slog.New(slog.DiscardHandler)
+		k.log = discardLogger
 	}
 	k.initTelemetry()
 	return k, nil
 }
+
+// discardLogger is every kernel's logger without [WithLogger]: one shared
+// value, since a kernel per episode is a common pattern.
+var discardLogger = slog.New(slog.DiscardHandler)
 
 func (k *Kernel) checkConfig() error {
 	bad := func(format string, a ...any) error {
@@ -558,7 +578,7 @@ func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
 // there is one. Governance layers built on the kernel (the tool-call gate)
 // use it to check that the kernel gates their actions the way they expect.
 func (k *Kernel) Spec(actionType string) (ActionSpec, bool) {
-	s, ok := k.specs[actionType]
+	s, ok := k.spec(actionType)
 	if ok {
 		s.MinBeliefs, s.Predictors = slices.Clone(s.MinBeliefs), slices.Clone(s.Predictors)
 		if s.Once != nil {

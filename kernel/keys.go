@@ -39,7 +39,7 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	spec := k.specs[rec.Kind]
+	spec, _ := k.spec(rec.Kind)
 	ks, isKeyStore := k.store.(KeyStore)
 	if spec.Once == nil || !isKeyStore {
 		return "", newErr(op, actionID, "", ErrNotFound, "the action type has no once-key")

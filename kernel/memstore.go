@@ -76,11 +76,8 @@ func splitID(id string) (trace string, idx int, ok bool) {
 
 // NewMemStore returns an empty in-memory store.
 func NewMemStore() *MemStore {
-	return &MemStore{
-		others:   make(map[string]memLoc),
-		traceIdx: make(map[string]int32),
-		claims:   make(map[string]string),
-	}
+	// Its maps are made on first use: most stores never need them.
+	return &MemStore{}
 }
 
 var (
@@ -233,6 +230,9 @@ func (s *MemStore) Apply(ctx context.Context, b Batch) error {
 		s.add(rec)
 	}
 	for _, c := range b.Claims {
+		if s.claims == nil {
+			s.claims = make(map[string]string)
+		}
 		s.claims[c.Key] = c.RecordID
 	}
 	return nil
@@ -244,6 +244,9 @@ func (s *MemStore) add(rec Record) {
 	if !ok {
 		t = int32(len(s.traces))
 		s.traces = append(s.traces, memTrace{})
+		if s.traceIdx == nil {
+			s.traceIdx = make(map[string]int32)
+		}
 		s.traceIdx[rec.Provenance.TraceID] = t
 	}
 	tr := &s.traces[t]
@@ -257,6 +260,9 @@ func (s *MemStore) add(rec Record) {
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
 	tr.recs = append(tr.recs, rec)
 	if trace, n, ok := splitID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
+		if s.others == nil {
+			s.others = make(map[string]memLoc)
+		}
 		s.others[rec.ID] = l
 	}
 	s.n++

@@ -3,7 +3,9 @@ package kernel
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -95,6 +97,10 @@ func (k *Kernel) initTelemetry() {
 	if mp == nil {
 		return
 	}
+	if c := lastMetrics.Load(); c != nil && sameProvider(c.mp, mp) {
+		k.metrics = c.ms
+		return
+	}
 	m := mp.Meter(Instrumentation)
 	var ms metrics
 	var errs [5]error
@@ -115,6 +121,26 @@ func (k *Kernel) initTelemetry() {
 		}
 	}
 	k.metrics = &ms
+	lastMetrics.Store(&providerMetrics{mp: mp, ms: &ms})
+}
+
+// providerMetrics are the instruments made from one meter provider.
+type providerMetrics struct {
+	mp metric.MeterProvider
+	ms *metrics
+}
+
+// lastMetrics keeps the instruments of the provider the last kernel made
+// them from: kernels made one after another (a kernel per episode) share
+// them instead of registering five instruments each. Instruments are safe
+// for concurrent use, and a provider hands out equivalent ones every time.
+var lastMetrics atomic.Pointer[providerMetrics]
+
+// sameProvider reports whether a and b are one provider, without the panic
+// that comparing two interfaces holding an incomparable type would cause.
+func sameProvider(a, b metric.MeterProvider) bool {
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // span starts a span for op when tracing is on. Attributes are only built
