@@ -166,7 +166,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 		}
 		n := len(snap.recs)
 		snap.release()
-		err = k.store.Apply(ctx, Batch{Appends: []Record{rec}, Trace: traceID, TraceLen: n})
+		err = k.apply(ctx, Batch{Appends: []Record{rec}, Trace: traceID, TraceLen: n})
 		if raced(err) {
 			continue
 		}

@@ -214,7 +214,7 @@ func (k *Kernel) RecordDecision(ctx context.Context, d DecisionRecord) (out Deci
 		if err != nil {
 			return DecisionRecord{}, err
 		}
-		err = k.store.Apply(ctx, Batch{Appends: []Record{rec}, Trace: d.TraceID, TraceLen: n})
+		err = k.apply(ctx, Batch{Appends: []Record{rec}, Trace: d.TraceID, TraceLen: n})
 		if raced(err) {
 			d.ID, d.RecordID = "", ""
 			continue

@@ -92,8 +92,8 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 			"arbitrated":  arbitrated,
 			"passed":      true,
 			// the thresholds that decided, so an audit need not trust today's config
-			"min_confidence":     k.minConfidence,
-			"conflict_threshold": k.conflictThreshold,
+			"min_confidence":     k.thresholds[0],
+			"conflict_threshold": k.thresholds[1],
 		},
 		Provenance: Provenance{
 			Role:        RoleKernel,
@@ -494,7 +494,8 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	for i, key := range derivedKeys {
 		payload[key] = flags[i]
 	}
-	var inputs, evidence []string
+	inputs := make([]string, 0, 1+len(g.beliefs)+len(preds))
+	var evidence []string
 	if plan != nil {
 		inputs = append(inputs, plan.ID)
 	}

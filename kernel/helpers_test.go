@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -156,10 +157,26 @@ func (f *fixture) dump() []kernel.Record {
 			if err != nil {
 				f.t.Fatalf("ListSlot: %v", err)
 			}
-			out = append(out, r.Clone())
+			out = append(out, deepCopy(f.t, r))
 		}
 	}
 	return out
+}
+
+// deepCopy copies r through its JSON encoding rather than with
+// Record.Clone, so that a shallow Clone cannot hide a change to the store
+// from unchanged (the mark would share memory with the store).
+func deepCopy(t *testing.T, r kernel.Record) kernel.Record {
+	t.Helper()
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c kernel.Record
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // mark remembers the store contents; unchanged checks them against it.

@@ -66,6 +66,9 @@ type Kernel struct {
 	meterSet          bool
 	meterProvider     metric.MeterProvider
 	metrics           *metrics // nil: metrics off
+	// thresholds are minConfidence and conflictThreshold as the evidence
+	// artifacts record them, boxed once instead of on every belief.
+	thresholds [2]any
 }
 
 // ActionSpec is what the kernel's owner fixes about an action type.
@@ -248,7 +251,7 @@ func New(opts ...Option) (*Kernel, error) {
 		minConfidence:     DefaultMinConfidence,
 		conflictThreshold: DefaultConflictThreshold,
 		maxPayload:        DefaultMaxPayloadBytes,
-		namespace: DefaultNamespace,
+		namespace:         DefaultNamespace,
 	}
 	for _, o := range opts {
 		o(k)
@@ -256,6 +259,7 @@ func New(opts ...Option) (*Kernel, error) {
 	if err := k.checkConfig(); err != nil {
 		return nil, err
 	}
+	k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
 	if k.store == nil {
 		k.store, k.ownsStore = NewMemStore(), true
 	}

@@ -28,6 +28,7 @@ type MemStore struct {
 	traceIdx   map[string]int32
 	traces     []memTrace
 	slab       []Record // carved into trace blocks, so few large allocations serve many traces
+	locs       []memLoc // carved into the first blocks of the slot indexes
 	slots      [Actions + 1][]memLoc
 	persistent [Actions + 1][]memLoc
 	claims     map[string]string // once-key → record id
@@ -45,6 +46,7 @@ type memLoc struct{ trace, idx int32 }
 const (
 	blockCap   = 12
 	slabTraces = 256
+	indexBlock = 8
 )
 
 // find locates a record. Kernel ids, "{slot}:{trace}:{n}" with n the
@@ -211,12 +213,21 @@ func (s *MemStore) Invalidate(ctx context.Context, id string, status Status, rea
 
 // Apply implements [Store]. Every part of the batch is checked before any of
 // it is applied, under one lock, so the batch is atomic.
-func (s *MemStore) Apply(ctx context.Context, b Batch) error {
+func (s *MemStore) Apply(ctx context.Context, b Batch) error { return s.apply(ctx, b, true) }
+
+// applyNormalized implements [normalizedApplier].
+func (s *MemStore) applyNormalized(ctx context.Context, b Batch) error {
+	return s.apply(ctx, b, false)
+}
+
+// apply applies b; checkPayloads says whether the payloads' strings still
+// need checking.
+func (s *MemStore) apply(ctx context.Context, b Batch, checkPayloads bool) error {
 	if err := s.lock(ctx, true); err != nil {
 		return err
 	}
 	defer s.unlock(true)
-	if err := s.check(b); err != nil {
+	if err := s.check(b, checkPayloads); err != nil {
 		return err
 	}
 	for _, inv := range b.Invalidations {
@@ -266,13 +277,26 @@ func (s *MemStore) add(rec Record) {
 		s.others[rec.ID] = l
 	}
 	s.n++
-	s.slots[rec.Slot] = append(s.slots[rec.Slot], l)
+	s.slots[rec.Slot] = s.index(s.slots[rec.Slot], l)
 	if rec.Scope == ScopePersistent {
-		s.persistent[rec.Slot] = append(s.persistent[rec.Slot], l)
+		s.persistent[rec.Slot] = s.index(s.persistent[rec.Slot], l)
 	}
 }
 
-func (s *MemStore) check(b Batch) error {
+// index appends l to a slot index. An index's first indexBlock entries
+// come from one shared allocation, so that a small store (a kernel per
+// episode) does not allocate each of its indexes as it grows.
+func (s *MemStore) index(dst []memLoc, l memLoc) []memLoc {
+	if cap(dst) == 0 {
+		if len(s.locs) < indexBlock {
+			s.locs = make([]memLoc, (Actions+1)*indexBlock)
+		}
+		dst, s.locs = s.locs[:0:indexBlock], s.locs[indexBlock:]
+	}
+	return append(dst, l)
+}
+
+func (s *MemStore) check(b Batch, checkPayloads bool) error {
 	if b.Trace != "" {
 		n := 0
 		if t, ok := s.traceIdx[b.Trace]; ok {
@@ -286,7 +310,7 @@ func (s *MemStore) check(b Batch) error {
 	// beats allocating a set.
 	for i := range b.Appends {
 		r := &b.Appends[i]
-		if err := checkStorable(r); err != nil {
+		if err := checkStorable(r, checkPayloads); err != nil {
 			return err
 		}
 		if err := s.checkTraceNamespace(b.Appends[:i], r); err != nil {
@@ -428,14 +452,14 @@ func (s *MemStore) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	s.others, s.traceIdx, s.traces, s.slab, s.claims = nil, nil, nil, nil, nil
+	s.others, s.traceIdx, s.traces, s.slab, s.locs, s.claims = nil, nil, nil, nil, nil, nil
 	s.slots, s.persistent = [Actions + 1][]memLoc{}, [Actions + 1][]memLoc{}
 	return nil
 }
 
 // checkStorable is the minimum any store demands of a record it appends.
 // Stores call it through [CheckRecord].
-func checkStorable(r *Record) error {
+func checkStorable(r *Record, checkPayload bool) error {
 	switch {
 	case r.ID == "":
 		return fmt.Errorf("%w: empty record id", ErrInvalidInput)
@@ -462,7 +486,7 @@ func checkStorable(r *Record) error {
 		!validUTF8(r.Provenance.InputRefs...) || !validUTF8(r.EvidenceRefs...) {
 		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", ErrInvalidInput, r.ID)
 	}
-	if !utf8Value(map[string]any(r.Payload)) {
+	if checkPayload && !utf8Value(map[string]any(r.Payload)) {
 		return fmt.Errorf("%w: record %s: a payload string is not valid UTF-8", ErrInvalidPayload, r.ID)
 	}
 	return nil
@@ -541,7 +565,7 @@ func checkTransition(inv Invalidation) error {
 // CheckRecord validates the fields every store requires of a record before
 // appending it. Store implementations call it so that all stores refuse the
 // same malformed input with the same error.
-func CheckRecord(r Record) error { return checkStorable(&r) }
+func CheckRecord(r Record) error { return checkStorable(&r, true) }
 
 // CheckInvalidation validates a status change before a store applies it.
 func CheckInvalidation(inv Invalidation) error { return checkTransition(inv) }

@@ -135,7 +135,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 	for _, key := range keys {
 		b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
 	}
-	err = k.store.Apply(ctx, b)
+	err = k.apply(ctx, b)
 	if len(keys) > 0 && errors.Is(err, ErrDuplicateKey) {
 		// A claimed key stays claimed: trying again cannot help.
 		return false, newErr("write", rec.ID, CodeDuplicateAction, ErrDuplicateKey, err.Error())
@@ -306,7 +306,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 		if p.Status == StatusExpired && len(expiries) > 0 {
 			// Deciding an expired proposal is refused, and its expiry is
 			// what that decision records.
-			if err := k.store.Apply(ctx, Batch{Invalidations: expiries}); err != nil && !errors.Is(err, ErrNotActive) {
+			if err := k.apply(ctx, Batch{Invalidations: expiries}); err != nil && !errors.Is(err, ErrNotActive) {
 				return Decision{}, false, err
 			}
 		}
@@ -368,7 +368,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 		}
 		batch.Appends = append(batch.Appends, ar)
 	}
-	err = k.store.Apply(ctx, batch)
+	err = k.apply(ctx, batch)
 	if raced(err) {
 		return Decision{}, false, nil
 	}

@@ -288,13 +288,24 @@ func (r Record) TraceID() string { return r.Provenance.TraceID }
 // Clone returns a deep copy of r that shares no mutable memory with it.
 func (r Record) Clone() Record {
 	r.Payload = r.Payload.Clone()
-	r.Provenance.InputRefs = cloneStrings(r.Provenance.InputRefs)
-	r.EvidenceRefs = cloneStrings(r.EvidenceRefs)
+	r.Provenance.InputRefs, r.EvidenceRefs = cloneRefs(r.Provenance.InputRefs, r.EvidenceRefs)
 	if c := r.Provenance.Confidence; c != nil {
 		v := *c
 		r.Provenance.Confidence = &v
 	}
 	return r
+}
+
+// cloneRefs copies two lists of ids into one allocation. Each copy is
+// capped at its length, so appending to one never writes into the other.
+func cloneRefs(a, b []string) ([]string, []string) {
+	if a == nil || b == nil {
+		return cloneStrings(a), cloneStrings(b)
+	}
+	buf := make([]string, len(a)+len(b))
+	copy(buf, a)
+	copy(buf[len(a):], b)
+	return buf[:len(a):len(a)], buf[len(a):]
 }
 
 func cloneStrings(s []string) []string {

@@ -123,3 +123,18 @@ func TestClosedAndCancelled(t *testing.T) {
 		t.Errorf("write after Close: %v", err)
 	}
 }
+
+// TestCloneKeepsRefListsApart: a clone's input and evidence refs are
+// copies, and appending to one list never writes into the other.
+func TestCloneKeepsRefListsApart(t *testing.T) {
+	r := kernel.Record{Provenance: kernel.Provenance{InputRefs: []string{"a", "b"}}, EvidenceRefs: []string{"e"}}
+	c := r.Clone()
+	c.Provenance.InputRefs = append(c.Provenance.InputRefs, "x")
+	c.Provenance.InputRefs[0] = "y"
+	if c.EvidenceRefs[0] != "e" || r.Provenance.InputRefs[0] != "a" || len(c.EvidenceRefs) != 1 {
+		t.Errorf("clone %v / %v, original %v", c.Provenance.InputRefs, c.EvidenceRefs, r.Provenance.InputRefs)
+	}
+	if e := (kernel.Record{}).Clone(); e.Provenance.InputRefs != nil || e.EvidenceRefs != nil {
+		t.Errorf("nil refs cloned as %#v, %#v", e.Provenance.InputRefs, e.EvidenceRefs)
+	}
+}

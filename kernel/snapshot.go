@@ -36,6 +36,23 @@ type snapshotReader interface {
 	readTrace(ctx context.Context, traceID, namespace string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error)
 }
 
+// normalizedApplier is the write path a store may offer the kernel for
+// batches whose payloads the kernel normalised or built itself: every
+// string in them was checked on the way in ([normalizePayload]), so the
+// store need not walk the payloads again. MemStore implements it; other
+// stores get [Store.Apply], which checks everything.
+type normalizedApplier interface {
+	applyNormalized(ctx context.Context, b Batch) error
+}
+
+// apply writes a batch the kernel built.
+func (k *Kernel) apply(ctx context.Context, b Batch) error {
+	if a, ok := k.store.(normalizedApplier); ok {
+		return a.applyNormalized(ctx, b)
+	}
+	return k.store.Apply(ctx, b)
+}
+
 // snapshots recycles snapshot buffers: a decision reads a whole trace, and
 // reusing the slices keeps that read free of allocations.
 var snapshots = sync.Pool{New: func() any { return new(snapshot) }}

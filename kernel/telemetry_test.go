@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -249,5 +250,43 @@ func TestTelemetryOff(t *testing.T) {
 	r, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
 	if err != nil || r.Provenance.Span != "" {
 		t.Fatalf("span %q, %v", r.Provenance.Span, err)
+	}
+}
+
+// TestInstrumentsFollowTheProvider: kernels made one after another reuse
+// instruments only when they share a meter provider, so each kernel's
+// decisions reach the provider it was given.
+func TestInstrumentsFollowTheProvider(t *testing.T) {
+	first, second := newTelemetry(t), newTelemetry(t)
+	ctx := context.Background()
+	decide := func(k *kernel.Kernel, n int) {
+		for i := range n {
+			if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: fmt.Sprint("tr", i), Slot: kernel.Actions,
+				Kind: kernel.FallbackQueueForReview, Payload: kernel.Payload{kernel.KeyReason: "x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	decide(second.k, 2)
+	decide(first.k, 1)
+	count := func(tel *telemetry) int64 {
+		var rm metricdata.ResourceMetrics
+		if err := tel.reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "bk.decisions" {
+					for _, dp := range d.DataPoints {
+						n += dp.Value
+					}
+				}
+			}
+		}
+		return n
+	}
+	if a, b := count(first), count(second); a != 1 || b != 2 {
+		t.Errorf("decisions recorded: first provider %d (want 1), second %d (want 2)", a, b)
 	}
 }

@@ -139,7 +139,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 			snap.release()
 			return 0, nil
 		}
-		err = k.store.Apply(ctx, Batch{Invalidations: inv})
+		err = k.apply(ctx, Batch{Invalidations: inv})
 		if errors.Is(err, ErrNotActive) {
 			snap.release()
 			continue
