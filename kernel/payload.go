@@ -256,10 +256,7 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 	case bool:
 		return v, n.grow(boolSize(x))
 	case string:
-		if !utf8.ValidString(x) {
-			return nil, fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidPayload)
-		}
-		return v, n.grow(jsonStringSize(x))
+		return v, n.str(x, "string")
 	case float64:
 		if err := n.checkNumber(x); err != nil {
 			return nil, err
@@ -288,13 +285,10 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 			return nil, err
 		}
 		for i, s := range x {
-			if !utf8.ValidString(s) {
-				return nil, fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidPayload)
-			}
-			out[i] = s
-			if err := n.grow(jsonStringSize(s)); err != nil {
+			if err := n.str(s, "string"); err != nil {
 				return nil, err
 			}
+			out[i] = s
 		}
 		return out, nil
 	case json.RawMessage:
@@ -365,10 +359,7 @@ func (n *normalizer) object(m map[string]any, depth int) (any, error) {
 	// containers, numbers of other types, ...) are normalised into it.
 	rest := false
 	for k, e := range m {
-		if !utf8.ValidString(k) {
-			return nil, fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidPayload)
-		}
-		if err := n.grow(jsonStringSize(k)); err != nil {
+		if err := n.str(k, "key"); err != nil {
 			return nil, err
 		}
 		if !canonicalScalar(e) {
@@ -460,10 +451,7 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 		it := rv.MapRange()
 		for it.Next() {
 			k := it.Key().String()
-			if !utf8.ValidString(k) {
-				return nil, fmt.Errorf("%w: key is not valid UTF-8", ErrInvalidPayload)
-			}
-			if err := n.grow(jsonStringSize(k)); err != nil {
+			if err := n.str(k, "key"); err != nil {
 				return nil, err
 			}
 			c, err := n.value(it.Value().Interface(), depth+1)
@@ -483,10 +471,20 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 	return nil, fmt.Errorf("%w: %s is not JSON-encodable", ErrInvalidPayload, rv.Type())
 }
 
-// jsonStringSize is the length of s encoded as a JSON string by
-// encoding/json (HTML-safe escaping).
-func jsonStringSize(s string) int {
-	size := 2
+// str refuses a string (or key, as what says) that is not valid UTF-8 and
+// counts its encoded size, in one pass over it.
+func (n *normalizer) str(s, what string) error {
+	size, ok := jsonString(s)
+	if !ok {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidPayload, what)
+	}
+	return n.grow(size)
+}
+
+// jsonString returns the length of s encoded as a JSON string by
+// encoding/json (HTML-safe escaping) and whether s is valid UTF-8.
+func jsonString(s string) (size int, valid bool) {
+	size, valid = 2, true
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -502,12 +500,15 @@ func jsonStringSize(s string) int {
 			continue
 		}
 		r, w := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && w == 1 || r == '\u2028' || r == '\u2029' {
+		if r == utf8.RuneError && w == 1 {
+			valid = false
+			size += 6
+		} else if r == '\u2028' || r == '\u2029' {
 			size += 6
 		} else {
 			size += w
 		}
 		i += w
 	}
-	return size
+	return size, valid
 }
