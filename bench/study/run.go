@@ -76,8 +76,10 @@ type Result struct {
 
 // plan is a validated configuration.
 type plan struct {
-	tasks  []Task
-	agents []Agent
+	tasks []Task
+	// payloads[i] are tasks[i]'s payloads for the kernel agents.
+	payloads []*routePayloads
+	agents   []Agent
 	// seeds are firstSeed … firstSeed+seeds-1.
 	firstSeed, seeds int
 	inFlight         int
@@ -129,6 +131,9 @@ func (c Config) plan() (*plan, error) {
 		return nil, err
 	}
 	p := &plan{tasks: tasks, agents: agents, firstSeed: c.FirstSeed, seeds: c.Seeds, inFlight: c.Parallel}
+	for i := range tasks {
+		p.payloads = append(p.payloads, newRoutePayloads(&tasks[i]))
+	}
 	if slices.Contains(names, AgentLLMBK) {
 		p.inFlight = max(p.inFlight, c.LLM.Concurrency)
 	}
@@ -358,7 +363,7 @@ func (r runner) unit(u int) func(yield func(job) bool) {
 		faults := r.cfg.Rates.Draw(seed, t.Key())
 		for _, a := range r.agents {
 			ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(r.cfg.RunID, a.Name(), t.ID, seed),
-				KeepTrace: r.cfg.Traces, Store: r.cfg.Store}
+				KeepTrace: r.cfg.Traces, Store: r.cfg.Store, payloads: r.payloads[u/r.seeds]}
 			if wc, ok := a.(worldChooser); ok {
 				ep.Faults, ep.LateFaults = wc.world(t, seed)
 			}
