@@ -182,7 +182,7 @@ type kernelEpisode struct {
 	shared *routePayloads
 	// charge is the payment tool's current percept, refundSeen the refund
 	// tool's (hardened configuration only), constraints the committed
-	// constraints. In a world with late faults, firstCharge is the clean
+	// constraints (hardened configuration only: the adversary reads them). In a world with late faults, firstCharge is the clean
 	// first observation and late the faulty one still to come, which the
 	// payment tool delivers when a refund_due first commits.
 	charge, refundSeen kernel.Record
@@ -194,7 +194,11 @@ type kernelEpisode struct {
 	sim *sim.Simulator
 	// belief, plan and refund are the committed refund_due belief, plan
 	// and issue_refund action, whoever got them committed; nil until then.
+	// They point into kept, which holds the latest of each: the episode is
+	// on the heap already, and a record copied there on its own was three
+	// allocations an episode.
 	belief, plan, refund *kernel.Record
+	kept                 [3]kernel.Record
 	final                Final
 	// reason and rejected are what the fallback records: the code that
 	// stopped the refund and the proposals (or percept) it points at.
@@ -265,7 +269,9 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 		if err != nil {
 			return nil, err
 		}
-		e.constraints = append(e.constraints, rec)
+		if a.hardened() { // only the adversary reads them
+			e.constraints = append(e.constraints, rec)
+		}
 	}
 	if pr.harm {
 		rec, err := sym.CommitConstraint(ctx, trace, harmConstraint, kernel.ScopeEpisode)
@@ -465,17 +471,20 @@ func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision) error {
 
 // note keeps a committed belief, plan or refund of the episode's trace.
 func (e *kernelEpisode) note(d kernel.Decision) {
-	r := d.Record
+	r := &d.Record
 	if !d.Committed() || r.TraceID() != e.trace {
 		return
 	}
 	switch {
 	case r.Slot == kernel.Beliefs && r.Kind == kindRefundDue:
-		e.belief = &r
+		e.kept[0] = *r
+		e.belief = &e.kept[0]
 	case r.Slot == kernel.Plans && r.Kind == kindPlan:
-		e.plan = &r
+		e.kept[1] = *r
+		e.plan = &e.kept[1]
 	case r.Slot == kernel.Actions && r.Kind == kindRefund:
-		e.refund = &r
+		e.kept[2] = *r
+		e.refund = &e.kept[2]
 	}
 }
 
