@@ -72,6 +72,9 @@ type Result struct {
 	// metrics (see [facts]), for the attack table.
 	shouldNotAct bool
 	hidden       int
+	// views holds Output's view when the harness filled it in; the run
+	// reuses it once the line is written.
+	views *viewMaps
 }
 
 // plan is a validated configuration.
@@ -290,6 +293,7 @@ func play(ctx context.Context, j job) (*Result, error) {
 		return nil, err
 	}
 	var l *ledger
+	var vm *viewMaps
 	if ep.Store != nil {
 		if l, err = readLedger(ctx, ep.Store, own, ep.TraceID); err != nil {
 			return nil, err
@@ -299,7 +303,8 @@ func play(ctx context.Context, j job) (*Result, error) {
 			return nil, err
 		}
 		if out, ok := o.Output.(*KernelOutput); ok && out.View == nil {
-			out.View = l.view(time.Now().UnixMilli())
+			vm = views.Get().(*viewMaps)
+			out.View = l.view(time.Now().UnixMilli(), vm)
 		}
 	}
 	f, err := measure(ctx, ep, o.Output, l, ep.World)
@@ -313,7 +318,7 @@ func play(ctx context.Context, j job) (*Result, error) {
 	return &Result{
 		TaskID: ep.Task.ID, Seed: ep.Seed, Agent: j.agent.Name(),
 		Output: o.Output, Metrics: f.metrics(), label: label, trace: o.Trace,
-		shouldNotAct: f.tainted || f.blocked, hidden: f.hidden,
+		shouldNotAct: f.tainted || f.blocked, hidden: f.hidden, views: vm,
 	}, nil
 }
 
@@ -374,8 +379,16 @@ func (r runner) unit(u int) func(yield func(job) bool) {
 	}
 }
 
-// recycle keeps an emitted chunk's buffers for a later chunk.
+// recycle keeps an emitted chunk's buffers for a later chunk, and the
+// maps of its views for later views: once a chunk is emitted, its lines
+// are written and its results summed.
 func (r runner) recycle(c *chunk) {
+	for _, res := range c.results {
+		if vm := res.views; vm != nil {
+			vm.reset()
+			views.Put(vm)
+		}
+	}
 	clear(c.results)
 	c.results, c.lines = c.results[:0], c.lines[:0]
 	select {

@@ -155,9 +155,13 @@ func (l *ledger) Get(ctx context.Context, id string) (kernel.Record, error) {
 
 // view returns the trace's committed, active payloads by slot and kind,
 // the latest of each, leaving out records whose time to live had run out
-// at nowMS: what kernel.View shows. The payloads are the store's.
-func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
-	v := make(map[kernel.Slot]map[string]kernel.Payload, 4)
+// at nowMS: what kernel.View shows. The payloads are the store's; the
+// maps are vm's.
+func (l *ledger) view(nowMS int64, vm *viewMaps) map[kernel.Slot]map[string]kernel.Payload {
+	if vm.slots == nil {
+		vm.slots = make(map[kernel.Slot]map[string]kernel.Payload, 4)
+	}
+	v := vm.slots
 	for i := range l.trace {
 		r := &l.trace[i]
 		p := &r.Provenance
@@ -166,12 +170,37 @@ func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
 		}
 		m := v[r.Slot]
 		if m == nil {
-			m = make(map[string]kernel.Payload, 2)
+			if n := len(vm.spare); n > 0 {
+				m, vm.spare = vm.spare[n-1], vm.spare[:n-1]
+			} else {
+				m = make(map[string]kernel.Payload, 2)
+			}
 			v[r.Slot] = m
 		}
 		m[r.Kind] = r.Payload
 	}
 	return v
+}
+
+// viewMaps are the maps of one view, which the run reuses once the
+// episode's line is written (see [runner.recycle]): a view is a dozen
+// small allocations, and nothing reads it after its line.
+type viewMaps struct {
+	slots map[kernel.Slot]map[string]kernel.Payload
+	// spare are emptied maps of slots.
+	spare []map[string]kernel.Payload
+}
+
+// views holds emptied viewMaps.
+var views = sync.Pool{New: func() any { return new(viewMaps) }}
+
+// reset empties vm for another view. No view vm made may be read after.
+func (vm *viewMaps) reset() {
+	for _, m := range vm.slots {
+		clear(m)
+		vm.spare = append(vm.spare, m)
+	}
+	clear(vm.slots)
 }
 
 // execute performs, once each and in store order, every action record of
