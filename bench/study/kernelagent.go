@@ -91,8 +91,11 @@ const Namespace = "bench"
 
 // options is the kernel configuration the agent's owner fixes.
 func (a *kernelAgent) options() []kernel.Option {
-	return []kernel.Option{kernel.WithNamespace(Namespace)}
+	return []kernel.Option{inNamespace}
 }
+
+// inNamespace is made once rather than for every episode's kernel.
+var inNamespace = kernel.WithNamespace(Namespace)
 
 func (a *kernelAgent) Name() string   { return a.name }
 func (a *kernelAgent) Governed() bool { return true }
@@ -114,7 +117,8 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 			return Outcome{}, err
 		}
 	} else if k == nil {
-		opts := a.options()
+		var buf [2]kernel.Option // the options of a kernel per episode stay off the heap
+		opts := append(buf[:0], a.options()...)
 		if ep.Store != nil {
 			opts = append(opts, kernel.WithStore(ep.Store))
 		}

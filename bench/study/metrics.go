@@ -295,7 +295,8 @@ func traced(ctx context.Context, r getter, d kernel.Record) (bool, error) {
 	}
 	found := map[string]bool{}
 	seen := map[string]bool{d.ID: true}
-	queue := slices.Clone(d.Provenance.InputRefs)
+	var buf [8]string // a chain is a few ids: the queue stays off the heap
+	queue := append(buf[:0], d.Provenance.InputRefs...)
 	for reads := 0; len(queue) > 0 && reads < maxReads; reads++ {
 		id := queue[0]
 		queue = queue[1:]

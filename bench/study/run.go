@@ -265,12 +265,15 @@ func (p *plan) jobs(cfg *Config) func(yield func(job) bool) {
 	}
 }
 
+// traceID is "[<runID>/]<agent>/<task>/<seed>", built in one allocation.
 func traceID(runID, agent, task string, seed int) string {
-	id := agent + "/" + task + "/" + strconv.Itoa(seed)
+	var buf [128]byte
+	b := buf[:0]
 	if runID != "" {
-		id = runID + "/" + id
+		b = append(append(b, runID...), '/')
 	}
-	return id
+	b = append(append(append(append(b, agent...), '/'), task...), '/')
+	return string(strconv.AppendInt(b, int64(seed), 10))
 }
 
 // play runs one job: the agent plays the episode, then the harness's
