@@ -64,6 +64,14 @@ func (m Metrics) appendJSON(b []byte) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, f.key...)
+		switch math.Float64bits(f.v) { // most metrics are 0 or 1
+		case 0:
+			b = append(b, "0.0"...)
+			continue
+		case math.Float64bits(1):
+			b = append(b, "1.0"...)
+			continue
+		}
 		n := len(b)
 		b = strconv.AppendFloat(b, f.v, 'g', -1, 64)
 		if !slices.ContainsFunc(b[n:], func(c byte) bool { return c == '.' || c == 'e' }) {
