@@ -80,7 +80,9 @@ type Result struct {
 // plan is a validated configuration.
 type plan struct {
 	tasks []Task
-	// payloads[i] are tasks[i]'s payloads for the kernel agents.
+	// keys[i] is tasks[i]'s perturbation key, payloads[i] its payloads for
+	// the kernel agents.
+	keys     []string
 	payloads []*routePayloads
 	agents   []Agent
 	// seeds are firstSeed … firstSeed+seeds-1.
@@ -135,6 +137,7 @@ func (c Config) plan() (*plan, error) {
 	}
 	p := &plan{tasks: tasks, agents: agents, firstSeed: c.FirstSeed, seeds: c.Seeds, inFlight: c.Parallel}
 	for i := range tasks {
+		p.keys = append(p.keys, tasks[i].Key())
 		p.payloads = append(p.payloads, newRoutePayloads(&tasks[i]))
 	}
 	if slices.Contains(names, AgentLLMBK) {
@@ -256,7 +259,7 @@ func (p *plan) jobs(cfg *Config) func(yield func(job) bool) {
 	r := runner{plan: p, cfg: cfg, spare: make(chan *chunk)}
 	return func(yield func(job) bool) {
 		for u := range r.units() {
-			for j := range r.unit(u) {
+			for j := range r.unit(u, r.cfg.Rates.Draw(r.seed(u), r.keys[u/r.seeds])) {
 				if !yield(j) {
 					return
 				}
@@ -344,6 +347,10 @@ type chunk struct {
 	index   int
 	results []*Result
 	lines   []byte
+	// faults are its units' faults, drawn from seeds and keys.
+	faults []perturb.Flags
+	seeds  []int
+	keys   []string
 }
 
 // chunkUnits is how many (task, seed) units a chunk holds: enough that
@@ -362,13 +369,27 @@ func (r runner) units() int { return len(r.tasks) * r.seeds }
 
 func (r runner) chunks() int { return (r.units() + r.chunkUnits() - 1) / r.chunkUnits() }
 
+// seed is unit u's seed.
+func (r runner) seed(u int) int { return r.firstSeed + u%r.seeds }
+
+// draw draws the faults of units lo…hi-1 into c.faults, all at once:
+// [perturb.Rates.DrawMany] seeds several draws' generators side by side.
+func (r runner) draw(c *chunk, lo, hi int) {
+	c.seeds, c.keys = c.seeds[:0], c.keys[:0]
+	for u := lo; u < hi; u++ {
+		c.seeds = append(c.seeds, r.seed(u))
+		c.keys = append(c.keys, r.keys[u/r.seeds])
+	}
+	c.faults = slices.Grow(c.faults[:0], hi-lo)[:hi-lo]
+	r.cfg.Rates.DrawMany(c.faults, c.seeds, c.keys)
+}
+
 // unit yields the jobs of unit u: one episode per agent of one (task,
-// seed), all under the same faults.
-func (r runner) unit(u int) func(yield func(job) bool) {
+// seed), all under the unit's faults.
+func (r runner) unit(u int, faults perturb.Flags) func(yield func(job) bool) {
 	return func(yield func(job) bool) {
 		t := &r.tasks[u/r.seeds]
-		seed := r.firstSeed + u%r.seeds
-		faults := r.cfg.Rates.Draw(seed, t.Key())
+		seed := r.seed(u)
 		for _, a := range r.agents {
 			ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(r.cfg.RunID, a.Name(), t.ID, seed),
 				KeepTrace: r.cfg.Traces, Store: r.cfg.Store, payloads: r.payloads[u/r.seeds]}
@@ -410,8 +431,10 @@ func (r runner) play(ctx context.Context, k int) (*chunk, error) {
 	}
 	c.index = k
 	n := r.chunkUnits()
-	for u := k * n; u < min((k+1)*n, r.units()); u++ {
-		for j := range r.unit(u) {
+	lo, hi := k*n, min((k+1)*n, r.units())
+	r.draw(c, lo, hi)
+	for u := lo; u < hi; u++ {
+		for j := range r.unit(u, c.faults[u-lo]) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
