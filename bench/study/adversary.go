@@ -407,7 +407,7 @@ func (x *adversary) addHelper(ctx context.Context, ep Episode, i int) error {
 	clean.Inputs.IsDuplicate = false
 	w := x.w
 	w.faults, w.late, w.ledger = perturb.Flags{}, false, ledgerOK
-	h, err := x.a.setup(ctx, x.k, &clean, helperTrace(ep.TraceID, i), w)
+	h, err := x.a.setup(ctx, x.k, &clean, helperTrace(ep.TraceID, i), w, nil)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,10 @@ type Episode struct {
 	// World is the episode's outside world (see [World]). An ungoverned
 	// agent calls its tools; a governed agent must not.
 	World *World
+
+	// payloads are Task's payloads, shared by the run's episodes of Task;
+	// nil outside a run.
+	payloads *routePayloads
 }
 
 // Outcome is what an agent returns for one episode.

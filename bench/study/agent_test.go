@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -281,4 +282,68 @@ func TestAgentRegistry(t *testing.T) {
 			t.Errorf("the API key is printed: %s", s)
 		}
 	}
+}
+
+// The payloads a run shares between the episodes of a task are still as
+// built after every kernel agent has played on them: the kernel only reads
+// them, and adversarial_bk, whose attacks change the entries they are
+// given (the refund's amount, the plan's step, ...), must get fresh ones.
+// Sixty seeds mount each of its attacks twice. The run also checks that
+// the shared payloads are the ones the episodes use.
+func TestSharedPayloadsStayUnchanged(t *testing.T) {
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.Seeds = 60
+	cfg.Agents = []string{AgentBK, AgentAdversarialBK}
+	p, err := cfg.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range p.jobs(&cfg) {
+		if j.ep.payloads == nil {
+			t.Fatal("an episode of the run has no shared payloads")
+		}
+		if _, err := play(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range p.tasks {
+		if want := newRoutePayloads(&p.tasks[i]); !reflect.DeepEqual(p.payloads[i], want) {
+			t.Errorf("%s: shared payloads changed during the run:\n got %v\nwant %v", p.tasks[i].ID, p.payloads[i], want)
+		}
+	}
+}
+
+// The shared payloads are exactly what an episode without them builds.
+func TestSharedPayloadsMatchFresh(t *testing.T) {
+	for _, task := range mustTasks(t) {
+		shared := newRoutePayloads(&task)
+		with := &kernelEpisode{task: &task, shared: shared}
+		without := &kernelEpisode{task: &task}
+		for _, plan := range []*kernel.Record{nil, {ID: "plans:x:1"}} {
+			with.plan, without.plan = plan, plan
+			for name, build := range map[string]func(*kernelEpisode) kernel.Entry{
+				"belief": (*kernelEpisode).beliefEntry, "plan": (*kernelEpisode).planEntry, "refund": (*kernelEpisode).refundEntry,
+			} {
+				if got, want := build(with), build(without); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s %s: shared %+v, fresh %+v", task.ID, name, got, want)
+				}
+			}
+		}
+		for i := range 16 {
+			f := perturb.Flags{Drop: i&8 != 0, Stale: i&4 != 0, Conflict: i&2 != 0, LowConfidence: i&1 != 0}
+			if got, want := with.chargePayload(f), task.Charge(f, true); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s charge under %+v: shared %v, fresh %v", task.ID, f, got, want)
+			}
+		}
+	}
+}
+
+func mustTasks(t *testing.T) []Task {
+	t.Helper()
+	tasks, err := BuiltinTasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tasks
 }

@@ -77,7 +77,7 @@ func BenchmarkKernelFloor(b *testing.B) {
 	for b.Loop() {
 		for u, f := range faults {
 			t := &p.tasks[u/p.seeds]
-			ep := Episode{Task: t, Seed: u % p.seeds, Faults: f, TraceID: traceID("", a.name, t.ID, u%p.seeds)}
+			ep := Episode{Task: t, Seed: u % p.seeds, Faults: f, TraceID: traceID("", a.name, t.ID, u%p.seeds), payloads: p.payloads[u/p.seeds]}
 			st := kernel.NewMemStore()
 			k, err := kernel.New(kernel.WithStore(st))
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -110,41 +111,51 @@ func appendKernelOutput(b []byte, o *KernelOutput) ([]byte, error) {
 }
 
 // appendView writes the view's slots in the order encoding/json sorts them:
-// by name.
+// by name. The slots are looked up in that order rather than collected
+// from the map and sorted.
 func appendView(b []byte, v map[kernel.Slot]map[string]kernel.Payload) ([]byte, error) {
 	if v == nil {
 		return append(b, "null"...), nil
 	}
-	slots := make([]kernel.Slot, 0, len(v))
-	for s := range v {
-		if !s.Valid() {
-			return appendReflect(b, v) // encoding/json reports the bad key
+	var kinds [len(slotsByName)]map[string]kernel.Payload
+	var in [len(slotsByName)]bool
+	n := 0
+	for i, s := range slotsByName {
+		if kinds[i], in[i] = v[s]; in[i] {
+			n++
 		}
-		slots = append(slots, s)
 	}
-	slices.SortFunc(slots, func(x, y kernel.Slot) int {
-		switch a, c := x.String(), y.String(); {
-		case a < c:
-			return -1
-		case a > c:
-			return 1
-		}
-		return 0
-	})
+	if n != len(v) {
+		return appendReflect(b, v) // encoding/json reports the bad key
+	}
 	b = append(b, '{')
-	for i, s := range slots {
-		if i > 0 {
+	sep := false
+	for i, s := range slotsByName {
+		if !in[i] {
+			continue
+		}
+		if sep {
 			b = append(b, ',')
 		}
+		sep = true
 		b = appendString(b, s.String())
 		b = append(b, ':')
 		var err error
-		if b, err = appendMap(b, v[s], appendPayload); err != nil {
+		if b, err = appendMap(b, kinds[i], appendPayload); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
 }
+
+// slotsByName are the valid slots, sorted by name.
+var slotsByName = func() (s [kernel.Actions]kernel.Slot) {
+	for i := range s {
+		s[i] = kernel.Slot(i + 1)
+	}
+	slices.SortFunc(s[:], func(x, y kernel.Slot) int { return strings.Compare(x.String(), y.String()) })
+	return s
+}()
 
 func appendPayload(b []byte, p kernel.Payload) ([]byte, error) { return appendObject(b, p) }
 
@@ -197,7 +208,7 @@ func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, e
 	// Payloads have a handful of keys: an insertion sort beats a general
 	// one there.
 	for i := 1; i < len(pairs); i++ {
-		for j := i; j > 0 && pairs[j].k < pairs[j-1].k; j-- {
+		for j := i; j > 0 && less(pairs[j].k, pairs[j-1].k); j-- {
 			pairs[j], pairs[j-1] = pairs[j-1], pairs[j]
 		}
 	}
@@ -214,6 +225,15 @@ func appendMap[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, e
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// less is x < y, deciding on the first bytes where it can: keys mostly
+// differ there, and that spares a call to the runtime's comparison.
+func less(x, y string) bool {
+	if x != "" && y != "" && x[0] != y[0] {
+		return x[0] < y[0]
+	}
+	return x < y
 }
 
 // appendValue writes one payload value. The kernel normalises payloads to

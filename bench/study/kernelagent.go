@@ -91,8 +91,11 @@ const Namespace = "bench"
 
 // options is the kernel configuration the agent's owner fixes.
 func (a *kernelAgent) options() []kernel.Option {
-	return []kernel.Option{kernel.WithNamespace(Namespace)}
+	return []kernel.Option{inNamespace}
 }
+
+// inNamespace is made once rather than for every episode's kernel.
+var inNamespace = kernel.WithNamespace(Namespace)
 
 func (a *kernelAgent) Name() string   { return a.name }
 func (a *kernelAgent) Governed() bool { return true }
@@ -114,7 +117,8 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 			return Outcome{}, err
 		}
 	} else if k == nil {
-		opts := a.options()
+		var buf [2]kernel.Option // the options of a kernel per episode stay off the heap
+		opts := append(buf[:0], a.options()...)
 		if ep.Store != nil {
 			opts = append(opts, kernel.WithStore(ep.Store))
 		}
@@ -153,7 +157,11 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 // refund.
 func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store kernel.Store) (*kernelEpisode, *Attack, error) {
 	w.faults, w.late = ep.Faults, ep.LateFaults
-	e, err := a.setup(ctx, k, ep.Task, ep.TraceID, w)
+	shared := ep.payloads
+	if a.hardened() {
+		shared = nil // the adversary changes the entries it is given
+	}
+	e, err := a.setup(ctx, k, ep.Task, ep.TraceID, w, shared)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,9 +181,12 @@ type kernelEpisode struct {
 	k     *kernel.Kernel
 	task  *Task
 	trace string
+	// shared are the task's payloads, read-only, for an honest agent; nil
+	// builds each payload afresh.
+	shared *routePayloads
 	// charge is the payment tool's current percept, refundSeen the refund
 	// tool's (hardened configuration only), constraints the committed
-	// constraints. In a world with late faults, firstCharge is the clean
+	// constraints (hardened configuration only: the adversary reads them). In a world with late faults, firstCharge is the clean
 	// first observation and late the faulty one still to come, which the
 	// payment tool delivers when a refund_due first commits.
 	charge, refundSeen kernel.Record
@@ -187,7 +198,11 @@ type kernelEpisode struct {
 	sim *sim.Simulator
 	// belief, plan and refund are the committed refund_due belief, plan
 	// and issue_refund action, whoever got them committed; nil until then.
+	// They point into kept, which holds the latest of each: the episode is
+	// on the heap already, and a record copied there on its own was three
+	// allocations an episode.
 	belief, plan, refund *kernel.Record
+	kept                 [3]kernel.Record
 	final                Final
 	// reason and rejected are what the fallback records: the code that
 	// stopped the refund and the proposals (or percept) it points at.
@@ -228,9 +243,15 @@ const (
 // its percept of the charge, a constraint on a field it observes is bound
 // to that percept, and every constraint names the action it guards; the
 // profile of the world may change that (see [profile]).
-func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trace string, w world) (*kernelEpisode, error) {
-	e := &kernelEpisode{k: k, task: t, trace: trace}
-	refund := t.Refund()
+//
+// shared, when not nil, are t's payloads (see [routePayloads]); only an
+// agent that never changes its entries may pass them.
+func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trace string, w world, shared *routePayloads) (*kernelEpisode, error) {
+	e := &kernelEpisode{k: k, task: t, trace: trace, shared: shared}
+	var refund kernel.Payload // the refund tool's percept: hardened only
+	if a.hardened() {
+		refund = t.Refund()
+	}
 	sym := k.Symbolic("symbolic_validator")
 	pr := w.profile
 	for _, c := range t.Constraints {
@@ -252,7 +273,9 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 		if err != nil {
 			return nil, err
 		}
-		e.constraints = append(e.constraints, rec)
+		if a.hardened() { // only the adversary reads them
+			e.constraints = append(e.constraints, rec)
+		}
 	}
 	if pr.harm {
 		rec, err := sym.CommitConstraint(ctx, trace, harmConstraint, kernel.ScopeEpisode)
@@ -265,17 +288,18 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	if w.faults.LowConfidence && !w.flagOnly {
 		conf = kernel.Confidence(0.3)
 	}
-	observed := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: t.Charge(w.faults, true), Confidence: conf}
+	observed := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: e.chargePayload(w.faults), Confidence: conf}
 	tool := k.Tool(paymentTool)
 	var err error
 	if w.late {
-		clean := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: t.Charge(perturb.Flags{}, true)}
+		clean := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: e.chargePayload(perturb.Flags{})}
 		if e.firstCharge, err = tool.Write(ctx, clean); err != nil {
 			return nil, err
 		}
 		e.charge = e.firstCharge
 		if w.lateAfterBelief {
-			e.late = &observed
+			late := observed // a copy, so that observed stays off the heap
+			e.late = &late
 		} else {
 			e.charge, err = tool.Write(ctx, observed)
 		}
@@ -302,46 +326,111 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	return e, err
 }
 
-// The entries of the planner's route, as docs/reproduction.md §3 writes them.
+// routePayloads are the payloads of one task that an honest kernel agent
+// writes in every episode, built once per run instead of once per
+// episode: the kernel only reads an entry's payload (it stores a
+// normalised deep copy), and the honest route neither keeps nor changes
+// its entries. They must never reach code that changes an entry, as the
+// adversary does (TestSharedPayloadsStayUnchanged).
+type routePayloads struct {
+	belief, plan, refund kernel.Payload
+	// charges are the payment tool's percepts by fault pattern (see
+	// [chargeIndex]).
+	charges [16]kernel.Payload
+}
+
+func newRoutePayloads(t *Task) *routePayloads {
+	p := &routePayloads{belief: beliefPayload(), plan: planPayload(t), refund: refundPayload(t)}
+	for i := range p.charges {
+		p.charges[i] = t.Charge(perturb.Flags{Drop: i&8 != 0, Stale: i&4 != 0, Conflict: i&2 != 0, LowConfidence: i&1 != 0}, true)
+	}
+	return p
+}
+
+// chargeIndex is f's index in [routePayloads.charges].
+func chargeIndex(f perturb.Flags) int {
+	i := 0
+	for _, b := range [...]bool{f.Drop, f.Stale, f.Conflict, f.LowConfidence} {
+		i <<= 1
+		if b {
+			i |= 1
+		}
+	}
+	return i
+}
+
+// chargePayload is what the payment tool returns under faults f.
+func (e *kernelEpisode) chargePayload(f perturb.Flags) kernel.Payload {
+	if e.shared != nil {
+		return e.shared.charges[chargeIndex(f)]
+	}
+	return e.task.Charge(f, true)
+}
+
+// The entries of the planner's route, as docs/reproduction.md §3 writes
+// them. Their payloads are the shared ones when the episode has them, so
+// a caller that changes an entry must build the episode without.
 
 func (e *kernelEpisode) beliefEntry() kernel.Entry {
+	var p kernel.Payload
+	if e.shared != nil {
+		p = e.shared.belief
+	} else {
+		p = beliefPayload()
+	}
 	return kernel.Entry{
 		TraceID: e.trace, Slot: kernel.Beliefs, Kind: kindRefundDue,
-		Payload:   kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}},
-		InputRefs: []string{e.charge.ID},
+		Payload: p, InputRefs: []string{e.charge.ID},
 	}
 }
 
 func (e *kernelEpisode) planEntry() kernel.Entry {
-	return kernel.Entry{
-		TraceID: e.trace, Slot: kernel.Plans, Kind: kindPlan,
-		Payload: kernel.Payload{kernel.KeySteps: []any{map[string]any{
-			kernel.KeyAction:          kindRefund,
-			kernel.KeyRequiresBeliefs: []string{kindRefundDue},
-			"is_duplicate":            e.task.Inputs.IsDuplicate,
-		}}},
+	var p kernel.Payload
+	if e.shared != nil {
+		p = e.shared.plan
+	} else {
+		p = planPayload(e.task)
 	}
+	return kernel.Entry{TraceID: e.trace, Slot: kernel.Plans, Kind: kindPlan, Payload: p}
 }
 
 // refundEntry is the refund, pointing at the committed plan if there is
 // one.
 func (e *kernelEpisode) refundEntry() kernel.Entry {
-	t := e.task
-	en := kernel.Entry{
-		TraceID: e.trace, Slot: kernel.Actions, Kind: kindRefund,
-		Payload: kernel.Payload{
-			"type":                    kindRefund,
-			"charge_id":               t.Inputs.ChargeID,
-			"amount":                  t.Inputs.Amount,
-			"reason":                  t.Inputs.DisputeReason,
-			"is_duplicate":            t.Inputs.IsDuplicate,
-			kernel.KeyRequiresBeliefs: []string{kindRefundDue},
-		},
+	var p kernel.Payload
+	if e.shared != nil {
+		p = e.shared.refund
+	} else {
+		p = refundPayload(e.task)
 	}
+	en := kernel.Entry{TraceID: e.trace, Slot: kernel.Actions, Kind: kindRefund, Payload: p}
 	if e.plan != nil {
 		en.InputRefs = []string{e.plan.ID}
 	}
 	return en
+}
+
+func beliefPayload() kernel.Payload {
+	return kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}
+}
+
+func planPayload(t *Task) kernel.Payload {
+	return kernel.Payload{kernel.KeySteps: []any{map[string]any{
+		kernel.KeyAction:          kindRefund,
+		kernel.KeyRequiresBeliefs: []string{kindRefundDue},
+		"is_duplicate":            t.Inputs.IsDuplicate,
+	}}}
+}
+
+func refundPayload(t *Task) kernel.Payload {
+	return kernel.Payload{
+		"type":                    kindRefund,
+		"charge_id":               t.Inputs.ChargeID,
+		"amount":                  t.Inputs.Amount,
+		"reason":                  t.Inputs.DisputeReason,
+		"is_duplicate":            t.Inputs.IsDuplicate,
+		kernel.KeyRequiresBeliefs: []string{kindRefundDue},
+	}
 }
 
 // submit proposes en through p, has the kernel decide it and keeps what
@@ -386,17 +475,20 @@ func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision) error {
 
 // note keeps a committed belief, plan or refund of the episode's trace.
 func (e *kernelEpisode) note(d kernel.Decision) {
-	r := d.Record
+	r := &d.Record
 	if !d.Committed() || r.TraceID() != e.trace {
 		return
 	}
 	switch {
 	case r.Slot == kernel.Beliefs && r.Kind == kindRefundDue:
-		e.belief = &r
+		e.kept[0] = *r
+		e.belief = &e.kept[0]
 	case r.Slot == kernel.Plans && r.Kind == kindPlan:
-		e.plan = &r
+		e.kept[1] = *r
+		e.plan = &e.kept[1]
 	case r.Slot == kernel.Actions && r.Kind == kindRefund:
-		e.refund = &r
+		e.kept[2] = *r
+		e.refund = &e.kept[2]
 	}
 }
 

@@ -64,6 +64,14 @@ func (m Metrics) appendJSON(b []byte) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, f.key...)
+		switch math.Float64bits(f.v) { // most metrics are 0 or 1
+		case 0:
+			b = append(b, "0.0"...)
+			continue
+		case math.Float64bits(1):
+			b = append(b, "1.0"...)
+			continue
+		}
 		n := len(b)
 		b = strconv.AppendFloat(b, f.v, 'g', -1, 64)
 		if !slices.ContainsFunc(b[n:], func(c byte) bool { return c == '.' || c == 'e' }) {
@@ -295,7 +303,8 @@ func traced(ctx context.Context, r getter, d kernel.Record) (bool, error) {
 	}
 	found := map[string]bool{}
 	seen := map[string]bool{d.ID: true}
-	queue := slices.Clone(d.Provenance.InputRefs)
+	var buf [8]string // a chain is a few ids: the queue stays off the heap
+	queue := append(buf[:0], d.Provenance.InputRefs...)
 	for reads := 0; len(queue) > 0 && reads < maxReads; reads++ {
 		id := queue[0]
 		queue = queue[1:]

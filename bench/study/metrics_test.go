@@ -61,6 +61,15 @@ func TestMetricsJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back != (Metrics{TaskSuccess: 1, Traceability: 0.5}) {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}
+	// 0 and 1 take a short cut; negative zero and other whole numbers not.
+	b, err = json.Marshal(Metrics{UnsafeAction: math.Copysign(0, -1), UnsupportedBelief: 2, Traceability: 1e21, FailureTransparency: 1.0 / 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"task_success":0.0,"unsafe_action":-0.0,"unsupported_belief":2.0,"traceability":1e+21,"failure_transparency":0.3333333333333333}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
 }
 
 // The registry holds every code kernel/code.go declares, so that a code

@@ -72,12 +72,19 @@ type Result struct {
 	// metrics (see [facts]), for the attack table.
 	shouldNotAct bool
 	hidden       int
+	// views holds Output's view when the harness filled it in; the run
+	// reuses it once the line is written.
+	views *viewMaps
 }
 
 // plan is a validated configuration.
 type plan struct {
-	tasks  []Task
-	agents []Agent
+	tasks []Task
+	// keys[i] is tasks[i]'s perturbation key, payloads[i] its payloads for
+	// the kernel agents.
+	keys     []string
+	payloads []*routePayloads
+	agents   []Agent
 	// seeds are firstSeed … firstSeed+seeds-1.
 	firstSeed, seeds int
 	inFlight         int
@@ -129,6 +136,10 @@ func (c Config) plan() (*plan, error) {
 		return nil, err
 	}
 	p := &plan{tasks: tasks, agents: agents, firstSeed: c.FirstSeed, seeds: c.Seeds, inFlight: c.Parallel}
+	for i := range tasks {
+		p.keys = append(p.keys, tasks[i].Key())
+		p.payloads = append(p.payloads, newRoutePayloads(&tasks[i]))
+	}
 	if slices.Contains(names, AgentLLMBK) {
 		p.inFlight = max(p.inFlight, c.LLM.Concurrency)
 	}
@@ -248,7 +259,7 @@ func (p *plan) jobs(cfg *Config) func(yield func(job) bool) {
 	r := runner{plan: p, cfg: cfg, spare: make(chan *chunk)}
 	return func(yield func(job) bool) {
 		for u := range r.units() {
-			for j := range r.unit(u) {
+			for j := range r.unit(u, r.cfg.Rates.Draw(r.seed(u), r.keys[u/r.seeds])) {
 				if !yield(j) {
 					return
 				}
@@ -257,12 +268,15 @@ func (p *plan) jobs(cfg *Config) func(yield func(job) bool) {
 	}
 }
 
+// traceID is "[<runID>/]<agent>/<task>/<seed>", built in one allocation.
 func traceID(runID, agent, task string, seed int) string {
-	id := agent + "/" + task + "/" + strconv.Itoa(seed)
+	var buf [128]byte
+	b := buf[:0]
 	if runID != "" {
-		id = runID + "/" + id
+		b = append(append(b, runID...), '/')
 	}
-	return id
+	b = append(append(append(append(b, agent...), '/'), task...), '/')
+	return string(strconv.AppendInt(b, int64(seed), 10))
 }
 
 // play runs one job: the agent plays the episode, then the harness's
@@ -285,6 +299,7 @@ func play(ctx context.Context, j job) (*Result, error) {
 		return nil, err
 	}
 	var l *ledger
+	var vm *viewMaps
 	if ep.Store != nil {
 		if l, err = readLedger(ctx, ep.Store, own, ep.TraceID); err != nil {
 			return nil, err
@@ -294,7 +309,8 @@ func play(ctx context.Context, j job) (*Result, error) {
 			return nil, err
 		}
 		if out, ok := o.Output.(*KernelOutput); ok && out.View == nil {
-			out.View = l.view(time.Now().UnixMilli())
+			vm = views.Get().(*viewMaps)
+			out.View = l.view(time.Now().UnixMilli(), vm)
 		}
 	}
 	f, err := measure(ctx, ep, o.Output, l, ep.World)
@@ -308,7 +324,7 @@ func play(ctx context.Context, j job) (*Result, error) {
 	return &Result{
 		TaskID: ep.Task.ID, Seed: ep.Seed, Agent: j.agent.Name(),
 		Output: o.Output, Metrics: f.metrics(), label: label, trace: o.Trace,
-		shouldNotAct: f.tainted || f.blocked, hidden: f.hidden,
+		shouldNotAct: f.tainted || f.blocked, hidden: f.hidden, views: vm,
 	}, nil
 }
 
@@ -331,6 +347,10 @@ type chunk struct {
 	index   int
 	results []*Result
 	lines   []byte
+	// faults are its units' faults, drawn from seeds and keys.
+	faults []perturb.Flags
+	seeds  []int
+	keys   []string
 }
 
 // chunkUnits is how many (task, seed) units a chunk holds: enough that
@@ -349,16 +369,30 @@ func (r runner) units() int { return len(r.tasks) * r.seeds }
 
 func (r runner) chunks() int { return (r.units() + r.chunkUnits() - 1) / r.chunkUnits() }
 
+// seed is unit u's seed.
+func (r runner) seed(u int) int { return r.firstSeed + u%r.seeds }
+
+// draw draws the faults of units lo…hi-1 into c.faults, all at once:
+// [perturb.Rates.DrawMany] seeds several draws' generators side by side.
+func (r runner) draw(c *chunk, lo, hi int) {
+	c.seeds, c.keys = c.seeds[:0], c.keys[:0]
+	for u := lo; u < hi; u++ {
+		c.seeds = append(c.seeds, r.seed(u))
+		c.keys = append(c.keys, r.keys[u/r.seeds])
+	}
+	c.faults = slices.Grow(c.faults[:0], hi-lo)[:hi-lo]
+	r.cfg.Rates.DrawMany(c.faults, c.seeds, c.keys)
+}
+
 // unit yields the jobs of unit u: one episode per agent of one (task,
-// seed), all under the same faults.
-func (r runner) unit(u int) func(yield func(job) bool) {
+// seed), all under the unit's faults.
+func (r runner) unit(u int, faults perturb.Flags) func(yield func(job) bool) {
 	return func(yield func(job) bool) {
 		t := &r.tasks[u/r.seeds]
-		seed := r.firstSeed + u%r.seeds
-		faults := r.cfg.Rates.Draw(seed, t.Key())
+		seed := r.seed(u)
 		for _, a := range r.agents {
 			ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(r.cfg.RunID, a.Name(), t.ID, seed),
-				KeepTrace: r.cfg.Traces, Store: r.cfg.Store}
+				KeepTrace: r.cfg.Traces, Store: r.cfg.Store, payloads: r.payloads[u/r.seeds]}
 			if wc, ok := a.(worldChooser); ok {
 				ep.Faults, ep.LateFaults = wc.world(t, seed)
 			}
@@ -369,8 +403,16 @@ func (r runner) unit(u int) func(yield func(job) bool) {
 	}
 }
 
-// recycle keeps an emitted chunk's buffers for a later chunk.
+// recycle keeps an emitted chunk's buffers for a later chunk, and the
+// maps of its views for later views: once a chunk is emitted, its lines
+// are written and its results summed.
 func (r runner) recycle(c *chunk) {
+	for _, res := range c.results {
+		if vm := res.views; vm != nil {
+			vm.reset()
+			views.Put(vm)
+		}
+	}
 	clear(c.results)
 	c.results, c.lines = c.results[:0], c.lines[:0]
 	select {
@@ -389,8 +431,10 @@ func (r runner) play(ctx context.Context, k int) (*chunk, error) {
 	}
 	c.index = k
 	n := r.chunkUnits()
-	for u := k * n; u < min((k+1)*n, r.units()); u++ {
-		for j := range r.unit(u) {
+	lo, hi := k*n, min((k+1)*n, r.units())
+	r.draw(c, lo, hi)
+	for u := lo; u < hi; u++ {
+		for j := range r.unit(u, c.faults[u-lo]) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

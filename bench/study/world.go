@@ -26,6 +26,9 @@ import (
 type World struct {
 	task    *Task
 	effects []Effect
+	// first holds the effects of an episode with one, as most have, in the
+	// world's own allocation.
+	first [1]Effect
 }
 
 // Effect is one action performed in the world.
@@ -49,7 +52,11 @@ type Effect struct {
 }
 
 // newWorld returns the world of one episode of t.
-func newWorld(t *Task) *World { return &World{task: t} }
+func newWorld(t *Task) *World {
+	w := &World{task: t}
+	w.effects = w.first[:0]
+	return w
+}
 
 // IssueRefund refunds the task's charge, logs the effect, and returns what
 // the refund tool returns (docs/reproduction.md §2).
@@ -87,32 +94,51 @@ type ledger struct {
 	// own is the episode's own store; nil when the run shares one.
 	own   *kernel.MemStore
 	trace []kernel.Record
+	// yield is l.add, made once per ledger, and err what the store
+	// reported while reading.
+	yield func(kernel.Record, error) bool
+	err   error
 }
 
 // ledgers keeps ledgers between episodes: a trace's records are large, and
 // reading each episode's into fresh memory was a fifth of what a run
 // allocated.
-var ledgers = sync.Pool{New: func() any { return &ledger{trace: make([]kernel.Record, 0, 16)} }}
+var ledgers = sync.Pool{New: func() any {
+	l := &ledger{trace: make([]kernel.Record, 0, 16)}
+	l.yield = l.add
+	return l
+}}
 
 // readLedger reads the episode's trace from st. The caller releases the
 // ledger when done with it.
 func readLedger(ctx context.Context, st records, own *kernel.MemStore, traceID string) (*ledger, error) {
 	l := ledgers.Get().(*ledger)
 	l.st, l.own = st, own
-	for r, err := range st.ListTrace(ctx, traceID) {
-		if err != nil {
-			l.release()
-			return nil, err
-		}
-		l.trace = append(l.trace, r)
+	// The iterator is called directly rather than ranged over: a range
+	// loop's body is a new closure, with the variables it sets on the heap,
+	// at every call.
+	st.ListTrace(ctx, traceID)(l.yield)
+	if err := l.err; err != nil {
+		l.release()
+		return nil, err
 	}
 	return l, nil
+}
+
+// add is the yield function of readLedger's iteration.
+func (l *ledger) add(r kernel.Record, err error) bool {
+	if err != nil {
+		l.err = err
+		return false
+	}
+	l.trace = append(l.trace, r)
+	return true
 }
 
 // release returns l to the pool; l must not be used afterwards.
 func (l *ledger) release() {
 	clear(l.trace)
-	l.trace, l.st, l.own = l.trace[:0], nil, nil
+	l.trace, l.st, l.own, l.err = l.trace[:0], nil, nil, nil
 	ledgers.Put(l)
 }
 
@@ -129,9 +155,13 @@ func (l *ledger) Get(ctx context.Context, id string) (kernel.Record, error) {
 
 // view returns the trace's committed, active payloads by slot and kind,
 // the latest of each, leaving out records whose time to live had run out
-// at nowMS: what kernel.View shows. The payloads are the store's.
-func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
-	v := make(map[kernel.Slot]map[string]kernel.Payload, 4)
+// at nowMS: what kernel.View shows. The payloads are the store's; the
+// maps are vm's.
+func (l *ledger) view(nowMS int64, vm *viewMaps) map[kernel.Slot]map[string]kernel.Payload {
+	if vm.slots == nil {
+		vm.slots = make(map[kernel.Slot]map[string]kernel.Payload, 4)
+	}
+	v := vm.slots
 	for i := range l.trace {
 		r := &l.trace[i]
 		p := &r.Provenance
@@ -140,12 +170,37 @@ func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
 		}
 		m := v[r.Slot]
 		if m == nil {
-			m = make(map[string]kernel.Payload, 2)
+			if n := len(vm.spare); n > 0 {
+				m, vm.spare = vm.spare[n-1], vm.spare[:n-1]
+			} else {
+				m = make(map[string]kernel.Payload, 2)
+			}
 			v[r.Slot] = m
 		}
 		m[r.Kind] = r.Payload
 	}
 	return v
+}
+
+// viewMaps are the maps of one view, which the run reuses once the
+// episode's line is written (see [runner.recycle]): a view is a dozen
+// small allocations, and nothing reads it after its line.
+type viewMaps struct {
+	slots map[kernel.Slot]map[string]kernel.Payload
+	// spare are emptied maps of slots.
+	spare []map[string]kernel.Payload
+}
+
+// views holds emptied viewMaps.
+var views = sync.Pool{New: func() any { return new(viewMaps) }}
+
+// reset empties vm for another view. No view vm made may be read after.
+func (vm *viewMaps) reset() {
+	for _, m := range vm.slots {
+		clear(m)
+		vm.spare = append(vm.spare, m)
+	}
+	clear(vm.slots)
 }
 
 // execute performs, once each and in store order, every action record of
@@ -161,57 +216,57 @@ func (l *ledger) view(nowMS int64) map[kernel.Slot]map[string]kernel.Payload {
 // of a type ([dispatchType]). What the kernel lets through under another
 // name is still performed; keeping such records out is the kernel's job.
 func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
-	perform := func(r *kernel.Record) {
-		if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
-			return
-		}
-		e := Effect{Type: dispatchType(r), Record: r.ID,
-			Hidden: r.Status != kernel.StatusActive || r.Provenance.TTLMS > 0}
-		switch e.Type {
-		case kernel.FallbackQueueForReview:
-			e.Reason, _ = r.Payload.String(kernel.KeyReason)
-		case kindRefund:
-			e.Amount = w.task.Inputs.Amount
-			if v, ok := r.Payload["amount"]; ok {
-				if e.Amount, ok = v.(float64); !ok {
-					e.Amount = math.NaN()
-				}
-			}
-		}
-		w.effects = append(w.effects, e)
-	}
-	each := func(seq iter.Seq2[kernel.Record, error]) error {
-		for r, err := range seq {
-			if err != nil {
-				return err
-			}
-			perform(&r)
-		}
-		return nil
-	}
 	if l.own != nil && l.own.Len() > len(l.trace) {
 		// The episode wrote to other traces of its store too.
-		return each(l.st.ListSlot(ctx, kernel.Actions, kernel.Filter{}))
+		_, err := w.performAll(l.st.ListSlot(ctx, kernel.Actions, kernel.Filter{}))
+		return err
 	}
 	for i := range l.trace {
-		perform(&l.trace[i])
+		w.perform(&l.trace[i])
 	}
 	if l.own != nil {
 		return nil
 	}
 	for i := 0; ; i++ {
-		empty := true
-		for r, err := range l.st.ListTrace(ctx, helperTrace(traceID, i)) {
-			if err != nil {
-				return err
-			}
-			empty = false
-			perform(&r)
-		}
-		if empty {
-			return nil
+		if n, err := w.performAll(l.st.ListTrace(ctx, helperTrace(traceID, i))); n == 0 || err != nil {
+			return err
 		}
 	}
+}
+
+// performAll performs the committed actions among seq's records and says
+// how many records seq held. (The loops over iterators live here, apart
+// from execute's common path: a function with such a loop allocates.)
+func (w *World) performAll(seq iter.Seq2[kernel.Record, error]) (n int, err error) {
+	for r, err := range seq {
+		if err != nil {
+			return n, err
+		}
+		n++
+		w.perform(&r)
+	}
+	return n, nil
+}
+
+// perform performs r if it is a committed action record.
+func (w *World) perform(r *kernel.Record) {
+	if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
+		return
+	}
+	e := Effect{Type: dispatchType(r), Record: r.ID,
+		Hidden: r.Status != kernel.StatusActive || r.Provenance.TTLMS > 0}
+	switch e.Type {
+	case kernel.FallbackQueueForReview:
+		e.Reason, _ = r.Payload.String(kernel.KeyReason)
+	case kindRefund:
+		e.Amount = w.task.Inputs.Amount
+		if v, ok := r.Payload["amount"]; ok {
+			if e.Amount, ok = v.(float64); !ok {
+				e.Amount = math.NaN()
+			}
+		}
+	}
+	w.effects = append(w.effects, e)
 }
 
 // dispatchType is the action type a forgiving executor reads from a
