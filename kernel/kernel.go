@@ -498,13 +498,19 @@ func checkName(what, s string) error {
 	if len(s) > 512 {
 		return fmt.Errorf("%s longer than 512 bytes", what)
 	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%s is not valid UTF-8", what)
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%s contains a control character", what)
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return fmt.Errorf("%s contains a control character", what)
+			}
+			i++
+			continue
 		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && w == 1 {
+			return fmt.Errorf("%s is not valid UTF-8", what)
+		}
+		i += w
 	}
 	return nil
 }

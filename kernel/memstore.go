@@ -419,6 +419,18 @@ func (s *MemStore) ListTrace(ctx context.Context, traceID string) iter.Seq2[Reco
 	}
 }
 
+// AppendTrace appends the records of one trace, in append order, to dst
+// and returns the extended slice: [MemStore.ListTrace] into memory the
+// caller reuses. As with every store read, the records share memory with
+// the store and must not be modified.
+func (s *MemStore) AppendTrace(ctx context.Context, dst []Record, traceID string) ([]Record, error) {
+	if err := s.lock(ctx, false); err != nil {
+		return dst, err
+	}
+	defer s.unlock(false)
+	return s.appendTrace(dst, traceID), nil
+}
+
 func (s *MemStore) appendTrace(dst []Record, traceID string) []Record {
 	if t, ok := s.traceIdx[traceID]; ok {
 		dst = append(dst, s.traces[t].recs...)

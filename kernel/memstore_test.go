@@ -1,6 +1,9 @@
 package kernel_test
 
 import (
+	"context"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -13,4 +16,45 @@ func TestMemStoreConformance(t *testing.T) {
 
 func BenchmarkMemStore(b *testing.B) {
 	storetest.Bench(b, func(*testing.B) kernel.Store { return kernel.NewMemStore() })
+}
+
+// TestAppendTrace: AppendTrace gives what ListTrace gives, after what dst
+// already holds, and refuses a cancelled context and a closed store.
+func TestAppendTrace(t *testing.T) {
+	ctx := context.Background()
+	st := kernel.NewMemStore()
+	k, err := kernel.New(kernel.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := k.Tool("t")
+	for i, trace := range []string{"a", "b", "a"} {
+		if _, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"n": float64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []kernel.Record
+	for r, err := range st.ListTrace(ctx, "a") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, r)
+	}
+	prefix := kernel.Record{ID: "kept"}
+	got, err := st.AppendTrace(ctx, []kernel.Record{prefix}, "a")
+	if err != nil || len(got) != 3 || got[0].ID != "kept" || !reflect.DeepEqual(got[1:], want) {
+		t.Fatalf("AppendTrace = %d records, %v; want kept + %d", len(got), err, len(want))
+	}
+	if none, err := st.AppendTrace(ctx, nil, "nobody"); err != nil || len(none) != 0 {
+		t.Errorf("unknown trace: %v, %v", none, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := st.AppendTrace(cancelled, nil, "a"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	st.Close()
+	if _, err := st.AppendTrace(ctx, nil, "a"); !errors.Is(err, kernel.ErrClosed) {
+		t.Errorf("closed: %v", err)
+	}
 }

@@ -117,7 +117,12 @@ func readLedger(ctx context.Context, st records, own *kernel.MemStore, traceID s
 	// The iterator is called directly rather than ranged over: a range
 	// loop's body is a new closure, with the variables it sets on the heap,
 	// at every call.
-	st.ListTrace(ctx, traceID)(l.yield)
+	if ms, ok := st.(*kernel.MemStore); ok {
+		// Into the pooled slice, without a copy the iterator makes.
+		l.trace, l.err = ms.AppendTrace(ctx, l.trace, traceID)
+	} else {
+		st.ListTrace(ctx, traceID)(l.yield)
+	}
 	if err := l.err; err != nil {
 		l.release()
 		return nil, err
