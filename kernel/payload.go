@@ -484,31 +484,36 @@ func (n *normalizer) str(s, what string) error {
 // jsonString returns the length of s encoded as a JSON string by
 // encoding/json (HTML-safe escaping) and whether s is valid UTF-8.
 func jsonString(s string) (size int, valid bool) {
-	size, valid = 2, true
+	size, valid = 2+len(s), true
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
-				size += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				size += 6
-			default:
-				size++
-			}
+			size += int(asciiEscape[c])
 			i++
 			continue
 		}
 		r, w := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && w == 1 {
 			valid = false
-			size += 6
+			size += 5 // written as \ufffd
 		} else if r == '\u2028' || r == '\u2029' {
-			size += 6
-		} else {
-			size += w
+			size += 6 - w
 		}
 		i += w
 	}
 	return size, valid
 }
+
+// asciiEscape is how many bytes encoding/json adds to an ASCII byte: one
+// for a two-byte escape (\n, \"), five for a \u00XX one.
+var asciiEscape = func() (t [utf8.RuneSelf]uint8) {
+	for c := range utf8.RuneSelf {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			t[c] = 1
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			t[c] = 5
+		}
+	}
+	return t
+}()
