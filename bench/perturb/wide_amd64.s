@@ -13,6 +13,22 @@ GLOBL one<>(SB), RODATA|NOPTR, $4
 DATA two<>+0(SB)/4, $2
 GLOBL two<>(SB), RODATA|NOPTR, $4
 
+// MIX4 sets Y10-Y13 to (p ^ p>>30) * Y8 for the four chains' previous
+// words p in Y0-Y3: the part of a step both loops share.
+#define MIX4 \
+	VPSRLD $30, Y0, Y10; \
+	VPSRLD $30, Y1, Y11; \
+	VPSRLD $30, Y2, Y12; \
+	VPSRLD $30, Y3, Y13; \
+	VPXOR Y0, Y10, Y10; \
+	VPXOR Y1, Y11, Y11; \
+	VPXOR Y2, Y12, Y12; \
+	VPXOR Y3, Y13, Y13; \
+	VPMULLD Y8, Y10, Y10; \
+	VPMULLD Y8, Y11, Y11; \
+	VPMULLD Y8, Y12, Y12; \
+	VPMULLD Y8, Y13, Y13
+
 // func mixWide(h *[wideLanes]uint32, s *[mtN][wideLanes]uint32, base *[mtN]uint32)
 //
 // init_by_array's two mixing loops for 32 one-word keys, as firstFloats
@@ -40,18 +56,7 @@ TEXT ·mixWide(SB), NOSPLIT, $0-24
 
 first:
 	VPBROADCASTD (SI)(CX*4), Y9
-	VPSRLD $30, Y0, Y10
-	VPSRLD $30, Y1, Y11
-	VPSRLD $30, Y2, Y12
-	VPSRLD $30, Y3, Y13
-	VPXOR Y0, Y10, Y10
-	VPXOR Y1, Y11, Y11
-	VPXOR Y2, Y12, Y12
-	VPXOR Y3, Y13, Y13
-	VPMULLD Y8, Y10, Y10
-	VPMULLD Y8, Y11, Y11
-	VPMULLD Y8, Y12, Y12
-	VPMULLD Y8, Y13, Y13
+	MIX4
 	VPXOR Y9, Y10, Y10
 	VPXOR Y9, Y11, Y11
 	VPXOR Y9, Y12, Y12
@@ -70,18 +75,7 @@ first:
 	JL first
 
 	// After the wrap the first loop mixes position 1 a second time.
-	VPSRLD $30, Y0, Y10
-	VPSRLD $30, Y1, Y11
-	VPSRLD $30, Y2, Y12
-	VPSRLD $30, Y3, Y13
-	VPXOR Y0, Y10, Y10
-	VPXOR Y1, Y11, Y11
-	VPXOR Y2, Y12, Y12
-	VPXOR Y3, Y13, Y13
-	VPMULLD Y8, Y10, Y10
-	VPMULLD Y8, Y11, Y11
-	VPMULLD Y8, Y12, Y12
-	VPMULLD Y8, Y13, Y13
+	MIX4
 	VPXOR 128(DI), Y10, Y10
 	VPXOR 160(DI), Y11, Y11
 	VPXOR 192(DI), Y12, Y12
@@ -103,18 +97,7 @@ first:
 	LEAQ 256(DI), DX
 
 second:
-	VPSRLD $30, Y0, Y10
-	VPSRLD $30, Y1, Y11
-	VPSRLD $30, Y2, Y12
-	VPSRLD $30, Y3, Y13
-	VPXOR Y0, Y10, Y10
-	VPXOR Y1, Y11, Y11
-	VPXOR Y2, Y12, Y12
-	VPXOR Y3, Y13, Y13
-	VPMULLD Y8, Y10, Y10
-	VPMULLD Y8, Y11, Y11
-	VPMULLD Y8, Y12, Y12
-	VPMULLD Y8, Y13, Y13
+	MIX4
 	VPXOR 0(DX), Y10, Y10
 	VPXOR 32(DX), Y11, Y11
 	VPXOR 64(DX), Y12, Y12
