@@ -186,9 +186,10 @@ type kernelEpisode struct {
 	shared *routePayloads
 	// charge is the payment tool's current percept, refundSeen the refund
 	// tool's (hardened configuration only), constraints the committed
-	// constraints (hardened configuration only: the adversary reads them). In a world with late faults, firstCharge is the clean
-	// first observation and late the faulty one still to come, which the
-	// payment tool delivers when a refund_due first commits.
+	// constraints (hardened configuration only: the adversary reads them).
+	// In a world with late faults, firstCharge is the clean first
+	// observation and late the faulty one still to come, which the payment
+	// tool delivers when a refund_due first commits.
 	charge, refundSeen kernel.Record
 	firstCharge        kernel.Record
 	late               *kernel.Entry
