@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/study"
+	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -254,26 +255,26 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	files = nil
 
-	p := &printer{w: stdout}
+	p := &printer.Writer{W: stdout}
 	if err := sum.WriteTables(p); err != nil {
 		return err
 	}
-	p.printf("\n")
+	p.Printf("\n")
 	if err := sum.WriteNotes(p); err != nil {
 		return err
 	}
 	if note := o.skipped(sum); note != "" {
-		p.printf("\n%s\n", note)
+		p.Printf("\n%s\n", note)
 	}
-	p.printf("\n%s", o.written(sum))
+	p.Printf("\n%s", o.written(sum))
 	wall := time.Since(start)
 	cpu := "CPU time not measured on this system"
 	if now, ok := cpuTime(); ok && cpuOK {
 		cpu = fmt.Sprintf("%s CPU", (now - cpuStart).Round(time.Millisecond))
 	}
-	p.printf("%d episodes in %s wall time, %s (study %s wall), %.0f episodes/s\n",
+	p.Printf("%d episodes in %s wall time, %s (study %s wall), %.0f episodes/s\n",
 		sum.Episodes, wall.Round(time.Millisecond), cpu, sum.Elapsed.Round(time.Millisecond), float64(sum.Episodes)/wall.Seconds())
-	return p.err
+	return p.Err
 }
 
 // checkPaths refuses output paths the run could not write, and one file
@@ -340,23 +341,6 @@ func isWriteError(err error) bool {
 	var we *writeError
 	return errors.As(err, &we)
 }
-
-// printer writes to stdout and keeps the first error.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) Write(b []byte) (int, error) {
-	if p.err != nil {
-		return 0, p.err
-	}
-	n, err := p.w.Write(b)
-	p.err = err
-	return n, err
-}
-
-func (p *printer) printf(format string, a ...any) { fmt.Fprintf(p, format, a...) }
 
 // openStore returns the run's shared store: nil for memory (each episode
 // gets a fresh in-memory kernel). It sets o.storeName; an error names the

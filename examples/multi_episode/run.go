@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
@@ -127,12 +128,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, d.k.Close()) }()
-	out := &errWriter{w: stdout}
+	out := &printer.Writer{W: stdout}
 	fmt.Fprintf(out, "Multi-episode demo: %d episodes, seed %d, store %s\n", cfg.episodes, cfg.seed, storeName)
 	if err := d.run(ctx, cfg.episodes, out); err != nil {
 		return err
 	}
-	return out.err
+	return out.Err
 }
 
 // demo is the monitor: a kernel, its five workers and a session.
@@ -365,20 +366,4 @@ func yn(b bool) string {
 		return "Y"
 	}
 	return "N"
-}
-
-// errWriter remembers the first write error so that the report can be
-// written without checking every line.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboardkernel/bk/internal/printer"
+	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -118,7 +120,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
-	out := &errWriter{w: stdout}
+	out := &printer.Writer{W: stdout}
 	d, err := newDesk(store, cfg.ns, w, cfg.crashAfter, out)
 	if err != nil {
 		return err
@@ -159,7 +161,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		fmt.Fprintf(out, "(--crash-after %d: this run made %d effect calls and paid no refund at or after effect call %d, so nothing crashed)\n",
 			cfg.crashAfter, d.effects, cfg.crashAfter)
 	}
-	return out.err
+	return out.Err
 }
 
 // resume finishes what an earlier run against the same --db left: it
@@ -193,7 +195,7 @@ func (r *reporter) resume() error {
 	}
 	fmt.Fprintf(r.out, "\nResuming: an earlier run handled %d of %d messages.\n", done, total)
 	fmt.Fprintf(r.out, "Waiting %v (the gate's lease) so that any attempt of a crashed process is free, then Gate.Recover.\n", lease)
-	if err := sleep(r.ctx, lease+100*time.Millisecond); err != nil {
+	if err := wait.Sleep(r.ctx, lease+100*time.Millisecond); err != nil {
 		return err
 	}
 	results, err := r.d.g.Recover(r.ctx)
@@ -302,33 +304,6 @@ func outputNote(res toolgate.Result) string {
 		return "- refund " + id + ", an idempotent replay: the payment API had paid it before the crash and moved no money now"
 	}
 	return "- refund " + id
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// errWriter keeps the first write error, so that the report can be
-// written without checking each line.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
 }
 
 // getenv is os.Getenv; tests pass their own.
