@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
 // columns are the record columns a read returns, in the order scan reads
@@ -105,29 +106,15 @@ type scanner interface{ Scan(dest ...any) error }
 
 // scan reads the columns of one record.
 func scan(rows scanner) (seq, pos int64, r kernel.Record, err error) {
-	var slot, mode, role, status, scope, reason string
-	var payload []byte
+	var c column.Text
 	p := &r.Provenance
-	err = rows.Scan(&seq, &pos, &r.ID, &p.TraceID, &slot, &mode, &r.Kind, &payload, &role, &p.Writer, &p.TimestampMS,
-		&p.InputRefs, &p.Confidence, &p.TTLMS, &r.EvidenceRefs, &status, &reason, &scope, &r.Namespace, &p.Span)
+	err = rows.Scan(&seq, &pos, &r.ID, &p.TraceID, &c.Slot, &c.Mode, &r.Kind, &c.Payload, &c.Role, &p.Writer, &p.TimestampMS,
+		&p.InputRefs, &p.Confidence, &p.TTLMS, &r.EvidenceRefs, &c.Status, &c.Reason, &c.Scope, &r.Namespace, &p.Span)
 	if err != nil {
 		return 0, 0, kernel.Record{}, err
 	}
-	for _, f := range []struct {
-		name string
-		err  error
-	}{
-		{"slot", r.Slot.UnmarshalText([]byte(slot))},
-		{"mode", r.Mode.UnmarshalText([]byte(mode))},
-		{"role", p.Role.UnmarshalText([]byte(role))},
-		{"status", r.Status.UnmarshalText([]byte(status))},
-		{"scope", r.Scope.UnmarshalText([]byte(scope))},
-		{"payload", json.Unmarshal(payload, &r.Payload)},
-	} {
-		if f.err != nil {
-			return 0, 0, kernel.Record{}, fmt.Errorf("pgstore: record %s: corrupt column %s: %v", r.ID, f.name, f.err)
-		}
+	if err := column.Decode(c, &r); err != nil {
+		return 0, 0, kernel.Record{}, fmt.Errorf("pgstore: record %s: %w", r.ID, err)
 	}
-	r.Reason = kernel.Code(reason)
 	return seq, pos, r, nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
 // columns are the record columns, in the order encode returns them and
@@ -78,33 +79,26 @@ type scanner interface{ Scan(dest ...any) error }
 
 // scan reads seq and the record columns.
 func scan(sc scanner) (seq int64, r kernel.Record, err error) {
-	var slot, mode, role, status, scope, reason string
-	var payload, inputs, evidence []byte
+	var c column.Text
+	var inputs, evidence []byte
 	var confidence sql.NullFloat64
 	p := &r.Provenance
-	err = sc.Scan(&seq, &r.ID, &p.TraceID, &slot, &mode, &r.Kind, &payload, &role, &p.Writer, &p.TimestampMS,
-		&inputs, &confidence, &p.TTLMS, &evidence, &status, &reason, &scope, &r.Namespace, &p.Span)
+	err = sc.Scan(&seq, &r.ID, &p.TraceID, &c.Slot, &c.Mode, &r.Kind, &c.Payload, &c.Role, &p.Writer, &p.TimestampMS,
+		&inputs, &confidence, &p.TTLMS, &evidence, &c.Status, &c.Reason, &c.Scope, &r.Namespace, &p.Span)
 	if err != nil {
 		return 0, kernel.Record{}, err
 	}
-	for _, f := range []struct {
-		name string
-		err  error
-	}{
-		{"slot", r.Slot.UnmarshalText([]byte(slot))},
-		{"mode", r.Mode.UnmarshalText([]byte(mode))},
-		{"role", p.Role.UnmarshalText([]byte(role))},
-		{"status", r.Status.UnmarshalText([]byte(status))},
-		{"scope", r.Scope.UnmarshalText([]byte(scope))},
-		{"payload", json.Unmarshal(payload, &r.Payload)},
-		{"input_refs", decodeRefs(inputs, &p.InputRefs)},
-		{"evidence_refs", decodeRefs(evidence, &r.EvidenceRefs)},
-	} {
-		if f.err != nil {
-			return 0, kernel.Record{}, fmt.Errorf("sqlitestore: record %s: corrupt column %s: %v", r.ID, f.name, f.err)
+	err = column.Decode(c, &r)
+	if err == nil {
+		if err = decodeRefs(inputs, &p.InputRefs); err != nil {
+			err = fmt.Errorf("corrupt column input_refs: %v", err)
+		} else if err = decodeRefs(evidence, &r.EvidenceRefs); err != nil {
+			err = fmt.Errorf("corrupt column evidence_refs: %v", err)
 		}
 	}
-	r.Reason = kernel.Code(reason)
+	if err != nil {
+		return 0, kernel.Record{}, fmt.Errorf("sqlitestore: record %s: %w", r.ID, err)
+	}
 	if confidence.Valid {
 		p.Confidence = &confidence.Float64
 	}
