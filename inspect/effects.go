@@ -1,10 +1,10 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -74,27 +74,10 @@ func runApprovals(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if e.json {
-		return writeJSON(e.out, rows)
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(e.out, "no approvals pending")
-		return err
-	}
-	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACTION\tTRACE\tTOOL\tAGE\tREASON")
-	for _, p := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clip(p.ActionID, 40), clip(p.TraceID, 24), clip(cmpOr(p.Tool, p.Kind), 20),
+	return writeList(e, rows, "no approvals pending", "ACTION\tTRACE\tTOOL\tAGE\tREASON", func(p PendingApproval) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", clip(p.ActionID, 40), clip(p.TraceID, 24), clip(cmp.Or(p.Tool, p.Kind), 20),
 			age(time.Duration(p.AgeMS)*time.Millisecond), clip(p.Reason, 30))
-	}
-	return tw.Flush()
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	})
 }
 
 // EffectRow is one governed action's effect: its attempts and outcome.
@@ -168,19 +151,9 @@ func runEffects(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if e.json {
-		return writeJSON(e.out, rows)
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(e.out, "no effects")
-		return err
-	}
-	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACTION\tTOOL\tATTEMPTS\tOUTCOME\tCODE\tLAST")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", clip(r.ActionID, 40), clip(r.Tool, 20), r.Attempts, r.Outcome, clip(string(r.Code), 28), stamp(r.LastMS))
-	}
-	return tw.Flush()
+	return writeList(e, rows, "no effects", "ACTION\tTOOL\tATTEMPTS\tOUTCOME\tCODE\tLAST", func(r EffectRow) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", clip(r.ActionID, 40), clip(r.Tool, 20), r.Attempts, r.Outcome, clip(string(r.Code), 28), stamp(r.LastMS))
+	})
 }
 
 // Export writes records of s as JSON lines: one trace's, or (traceID

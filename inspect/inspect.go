@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -198,6 +199,25 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeList prints rows as JSON with --json, else as aligned columns under
+// header (tab-separated), one line a row, or the line none when there are
+// no rows.
+func writeList[T any](e *env, rows []T, none, header string, line func(T) string) error {
+	if e.json {
+		return writeJSON(e.out, rows)
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(e.out, none)
+		return err
+	}
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, line(r))
+	}
+	return tw.Flush()
 }
 
 // clip fits s into n runes for a table column.

@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -39,23 +38,13 @@ func runTraces(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if e.json {
-		if rows == nil {
-			rows = []TraceRow{}
-		}
-		return writeJSON(e.out, rows)
+	if rows == nil {
+		rows = []TraceRow{} // JSON: [] rather than null
 	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(e.out, "no traces")
-		return err
-	}
-	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TRACE\tNAMESPACE\tRECORDS\tDECISIONS\tREFUSED\tLAST\tOUTCOME")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", clip(r.TraceID, 36), clip(r.Namespace, 16), r.Records, r.Decisions,
+	return writeList(e, rows, "no traces", "TRACE\tNAMESPACE\tRECORDS\tDECISIONS\tREFUSED\tLAST\tOUTCOME", func(r TraceRow) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\t%s", clip(r.TraceID, 36), clip(r.Namespace, 16), r.Records, r.Decisions,
 			r.Refusals, stamp(r.LastMS), clip(r.Outcome, 44))
-	}
-	return tw.Flush()
+	})
 }
 
 func runTimeline(ctx context.Context, e *env, args []string) error {
