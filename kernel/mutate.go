@@ -3,7 +3,6 @@
 package kernel
 
 import (
-	"context"
 	"fmt"
 	"os"
 )
@@ -129,25 +128,4 @@ func init() {
 	if err := Mutate(os.Getenv("BK_MUTATE")); err != nil {
 		panic(err)
 	}
-}
-
-// readAllNamespaces is readFrom with the persistent constraints of every
-// namespace, for the namespace switch.
-func readAllNamespaces(ctx context.Context, s *snapshot, st Store, withConstraints bool) error {
-	s.recs, s.persistent = s.recs[:0], s.persistent[:0]
-	for r, err := range st.ListTrace(ctx, s.traceID) {
-		if err != nil {
-			return err
-		}
-		s.recs = append(s.recs, r)
-	}
-	if withConstraints {
-		for r, err := range st.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent}) {
-			if err != nil {
-				return err
-			}
-			s.persistent = append(s.persistent, r)
-		}
-	}
-	return nil
 }

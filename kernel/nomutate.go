@@ -2,8 +2,6 @@
 
 package kernel
 
-import "context"
-
 // The mutation switches of a bkmutate build (see mutate.go) are constants
 // here: every check is compiled in unconditionally, and the compiler drops
 // the switch from each condition it guards, so the default build pays
@@ -41,6 +39,3 @@ const (
 	mutActionExpiry        = false
 	mutFiniteNumbers       = false
 )
-
-// readAllNamespaces is never called in the default build.
-func readAllNamespaces(context.Context, *snapshot, Store, bool) error { return nil }

@@ -91,9 +91,6 @@ func (s *snapshot) checkNamespace() error {
 }
 
 func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool) error {
-	if mutNamespace {
-		return readAllNamespaces(ctx, s, st, withConstraints)
-	}
 	s.recs, s.persistent = s.recs[:0], s.persistent[:0]
 	for r, err := range st.ListTrace(ctx, s.traceID) {
 		if err != nil {
@@ -102,7 +99,11 @@ func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool)
 		s.recs = append(s.recs, r)
 	}
 	if withConstraints {
-		for r, err := range st.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: s.k.namespace}) {
+		ns := s.k.namespace
+		if mutNamespace {
+			ns = "" // every namespace's
+		}
+		for r, err := range st.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: ns}) {
 			if err != nil {
 				return err
 			}
