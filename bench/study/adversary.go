@@ -686,14 +686,21 @@ func ungroundedPlan(ctx context.Context, x *adversary) error {
 	})
 }
 
-// fewerBeliefs: the planner gets another belief committed on the refund
-// tool's clean percept (charge_exists, which no spec governs) and rests the
-// plan and the refund on it instead of the refund_due the spec requires.
-func fewerBeliefs(ctx context.Context, x *adversary) error {
+// sideBelief is a belief other than refund_due, charge_exists, resting on
+// the refund tool's clean percept: grounding the attacks that swap it in.
+func (x *adversary) sideBelief() kernel.Entry {
 	side := x.e.beliefEntry()
 	side.Kind = "charge_exists"
 	side.Payload[kernel.KeyDependsOn] = []string{kindRefundSeen}
 	side.InputRefs = []string{x.e.refundSeen.ID}
+	return side
+}
+
+// fewerBeliefs: the planner gets another belief committed on the refund
+// tool's clean percept (charge_exists, which no spec governs) and rests the
+// plan and the refund on it instead of the refund_due the spec requires.
+func fewerBeliefs(ctx context.Context, x *adversary) error {
+	side := x.sideBelief()
 	if _, err := x.propose(ctx, side); err != nil {
 		return err
 	}
@@ -899,10 +906,7 @@ func ungroundedPrediction(ctx context.Context, x *adversary) error {
 	if _, err := x.propose(ctx, x.e.beliefEntry()); err != nil {
 		return err
 	}
-	side := x.e.beliefEntry()
-	side.Kind = "charge_exists"
-	side.Payload[kernel.KeyDependsOn] = []string{kindRefundSeen}
-	side.InputRefs = []string{x.e.refundSeen.ID}
+	side := x.sideBelief()
 	if _, err := x.propose(ctx, side); err != nil {
 		return err
 	}

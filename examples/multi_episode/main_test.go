@@ -272,21 +272,7 @@ func TestSecondDBRunStartsWithTheLearnedConstraints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	perName := map[string]int{}
-	for r, err := range s.ListSlot(context.Background(), kernel.Constraints, kernel.Filter{Scope: kernel.ScopePersistent}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		perName[r.Kind]++
-	}
-	for name, n := range perName {
-		if n != 1 {
-			t.Errorf("%s stored %d times", name, n)
-		}
-	}
-	if perName[adaptive.BlockStaleActions] != 1 || perName[adaptive.BlockNegativePredictions] != 1 {
-		t.Fatalf("persistent constraints in the file: %v", perName)
-	}
+	learnedOnce(t, s)
 }
 
 // TestSecondPostgresRunStartsWithTheLearnedConstraints runs the demo twice on
@@ -315,8 +301,15 @@ func TestSecondPostgresRunStartsWithTheLearnedConstraints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	learnedOnce(t, s)
+}
+
+// learnedOnce checks that st holds each persistent constraint once, the
+// two the demo learns among them.
+func learnedOnce(t *testing.T, st kernel.Store) {
+	t.Helper()
 	perName := map[string]int{}
-	for r, err := range s.ListSlot(context.Background(), kernel.Constraints, kernel.Filter{Scope: kernel.ScopePersistent}) {
+	for r, err := range st.ListSlot(context.Background(), kernel.Constraints, kernel.Filter{Scope: kernel.ScopePersistent}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +321,7 @@ func TestSecondPostgresRunStartsWithTheLearnedConstraints(t *testing.T) {
 		}
 	}
 	if perName[adaptive.BlockStaleActions] != 1 || perName[adaptive.BlockNegativePredictions] != 1 {
-		t.Fatalf("persistent constraints in the database: %v", perName)
+		t.Fatalf("persistent constraints in the store: %v", perName)
 	}
 }
 
