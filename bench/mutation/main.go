@@ -1,18 +1,20 @@
 //go:build bkmutate
 
-// Command mutation shows that every check of the kernel's gate is
-// load-bearing. Built with the bkmutate tag, the kernel has one switch per
-// check (kernel.Mutations); for each, this program switches it on, plays
-// adversarial_bk (in this process) and runs the kernel's tests (in a test
-// binary built with the same tag, BK_MUTATE naming the switch), and prints
-// which attacks and which tests noticed the check missing.
+// Command mutation shows that every check of the gate and of the layers
+// around it is load-bearing. Built with the bkmutate tag, each package that
+// has such checks registers one switch per check (internal/mutant); for
+// each switch, this program turns it on, plays adversarial_bk in this
+// process (for the kernel's checks the adversary can reach) and runs the
+// tests of the packages that guard the check (test binaries built with the
+// same tag, BK_MUTATE naming the switch), and prints which attacks and
+// which tests noticed the check missing.
 //
 //	go run -tags bkmutate ./bench/mutation             # make mutation
-//	go run -tags bkmutate ./bench/mutation -kernel-tests=false -only stale,recheck
+//	go run -tags bkmutate ./bench/mutation -tests=false -only stale,recheck
 //
 // It exits 1 when the hardened kernel does not hold against every attack,
-// when some check is noticed by no attack, or when some attack does not
-// fail against the kernel missing the check it targets.
+// when some check is noticed by no attack and no test, or when some attack
+// does not fail against the kernel missing the check it targets.
 package main
 
 import (
@@ -27,13 +29,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/study"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/internal/mutant"
 )
 
 func main() {
@@ -53,9 +56,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mutation", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seeds := fs.Int("seeds", 66, "seeds per task of each adversarial run")
-	tests := fs.Bool("kernel-tests", true, "also run the kernel's tests against each mutant")
+	tests := fs.Bool("tests", true, "also run the guarding packages' tests against each mutant")
 	only := fs.String("only", "", "comma-separated switches to run (default: all)")
-	parallel := fs.Int("parallel", 2, "kernel test binaries running at once")
+	parallel := fs.Int("parallel", 2, "test binaries running at once")
 	md := fs.Bool("md", false, "print the tables as markdown")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,13 +76,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var testResults []testResult
 	var testsDone sync.WaitGroup
 	if *tests {
-		bin, cleanup, err := buildKernelTests(ctx)
+		bins, cleanup, err := buildTests(ctx, ms)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
 		testResults = make([]testResult, len(ms))
-		testsDone.Go(func() { runKernelTests(ctx, bin, ms, *parallel, testResults) })
+		testsDone.Go(func() { runTests(ctx, bins, ms, *parallel, testResults) })
 	}
 
 	base, err := playAdversary(ctx, "", *seeds)
@@ -89,11 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rows := make([]row, len(ms))
 	byTarget := map[string]outcome{}
 	for i, m := range ms {
+		rows[i].m = m
+		if !m.Adversary {
+			continue
+		}
 		o, err := playAdversary(ctx, m.Name, *seeds)
 		if err != nil {
 			return err
 		}
-		rows[i].m = m
 		rows[i].judge(o)
 		byTarget[m.Name] = o
 	}
@@ -108,10 +114,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	printChecks(stdout, rows, *tests, *md)
 	fmt.Fprintln(stdout)
 	printAttacks(stdout, byTarget, *md)
-	problems := gaps(base, rows, byTarget)
+	problems := gaps(base, rows, byTarget, *tests)
 	for _, r := range rows {
 		if r.testErr != "" {
-			problems = append(problems, fmt.Sprintf("check %s: kernel tests: %s", r.m.Name, r.testErr))
+			problems = append(problems, fmt.Sprintf("check %s: tests: %s", r.m.Name, r.testErr))
 		}
 	}
 	fmt.Fprintf(stdout, "\n%d checks, %d attacks, %d seeds per task; %s\n", len(ms), len(study.AttackNames()), *seeds,
@@ -122,20 +128,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("%d gaps", len(problems))
 	}
-	fmt.Fprintln(stdout, "every check is noticed by an attack, and every attack wins against the kernel missing its target")
+	fmt.Fprintln(stdout, "every check is noticed by an attack or a test, and every attack wins against the kernel missing its target")
 	return nil
 }
 
 // printChecks prints one row per check: the attacks that noticed it
-// missing and the kernel tests that failed.
+// missing and the tests that failed.
 func printChecks(w io.Writer, rows []row, tests, md bool) {
 	header := []string{"check disabled", "unsafe refunds (episodes)", "other failures"}
 	if tests {
-		header = append(header, "kernel tests failed")
+		header = append(header, "tests failed")
 	}
 	cells := [][]string{header}
 	for _, r := range rows {
-		line := []string{r.m.Name, orDash(strings.Join(r.unsafe, ", ")), orDash(strings.Join(r.other, ", "))}
+		unsafe, other := orDash(strings.Join(r.unsafe, ", ")), orDash(strings.Join(r.other, ", "))
+		if !r.m.Adversary {
+			unsafe, other = "(tests only)", "(tests only)"
+		}
+		line := []string{r.m.Name, unsafe, other}
 		if tests {
 			t := fmt.Sprintf("%d: %s", len(r.tests), strings.Join(r.tests, ", "))
 			if r.testErr != "" {
@@ -188,61 +198,90 @@ func orDash(s string) string {
 	return s
 }
 
-// testResult is what a kernel test run against one mutant showed.
+// testResult is what the test runs against one mutant showed.
 type testResult struct {
 	failed []string
 	err    string
 }
 
-// buildKernelTests compiles the kernel's tests with the bkmutate tag.
-func buildKernelTests(ctx context.Context) (string, func(), error) {
+// buildTests compiles, with the bkmutate tag, the tests of every package
+// that guards one of ms, and returns the binaries by import path.
+func buildTests(ctx context.Context, ms []mutant.Switch) (map[string]string, func(), error) {
 	dir, err := os.MkdirTemp("", "bkmutate-")
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	bin := filepath.Join(dir, "kernel.test")
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-tags", "bkmutate", "-o", bin, "github.com/blackboardkernel/bk/kernel")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		cleanup()
-		return "", nil, fmt.Errorf("building the kernel tests: %v\n%s", err, out)
+	bins := map[string]string{}
+	for _, m := range ms {
+		for _, pkg := range m.Tests {
+			if _, ok := bins[pkg]; ok {
+				continue
+			}
+			bin := filepath.Join(dir, fmt.Sprintf("%d.test", len(bins)))
+			cmd := exec.CommandContext(ctx, "go", "test", "-c", "-tags", "bkmutate", "-o", bin, pkg)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				cleanup()
+				return nil, nil, fmt.Errorf("building the tests of %s: %v\n%s", pkg, err, out)
+			}
+			bins[pkg] = bin
+		}
 	}
-	return bin, cleanup, nil
+	return bins, cleanup, nil
 }
 
-// runKernelTests runs the test binary once per mutation, parallel at a
-// time, and records the top-level tests that failed.
-func runKernelTests(ctx context.Context, bin string, ms []kernel.Mutation, parallel int, out []testResult) {
+// runTests runs, for each switch, the test binaries of the packages that
+// guard it, parallel at a time, and records the top-level tests that
+// failed.
+func runTests(ctx context.Context, bins map[string]string, ms []mutant.Switch, parallel int, out []testResult) {
 	sem := make(chan struct{}, max(parallel, 1))
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, m := range ms {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			out[i] = kernelTests(ctx, bin, m.Name)
-		})
+		for _, pkg := range m.Tests {
+			wg.Go(func() {
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				defer func() { <-sem }()
+				res := packageTests(ctx, bins[pkg], pkg, m.Name)
+				mu.Lock()
+				defer mu.Unlock()
+				out[i].failed = append(out[i].failed, res.failed...)
+				if res.err != "" {
+					out[i].err = strings.TrimPrefix(out[i].err+"; "+res.err, "; ")
+				}
+			})
+		}
 	}
 	wg.Wait()
+	for i := range out {
+		slices.Sort(out[i].failed)
+	}
 }
 
-// kernelTests runs the kernel's tests against mutation name.
-func kernelTests(ctx context.Context, bin, name string) testResult {
+// packageTests runs the tests of pkg (binary bin) against mutation name.
+// Outside the kernel, failed tests are named with their package.
+func packageTests(ctx context.Context, bin, pkg, name string) testResult {
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.timeout=10m")
-	cmd.Dir = filepath.Join(moduleRoot(), "kernel") // the tests read testdata and source files
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, modulePath), "/")
+	cmd.Dir = filepath.Join(moduleRoot(), rel) // the tests read testdata and source files
 	cmd.Env = append(os.Environ(), "BK_MUTATE="+name)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
+	prefix := ""
+	if rel != "kernel" {
+		prefix = rel + "."
+	}
 	var res testResult
 	sc := bufio.NewScanner(&buf)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if t, ok := strings.CutPrefix(sc.Text(), "--- FAIL: "); ok {
-			res.failed = append(res.failed, strings.Fields(t)[0])
+			res.failed = append(res.failed, prefix+strings.Fields(t)[0])
 		}
 	}
 	var exit *exec.ExitError
@@ -250,10 +289,13 @@ func kernelTests(ctx context.Context, bin, name string) testResult {
 	case err == nil:
 	case errors.As(err, &exit) && len(res.failed) > 0:
 	default:
-		res.err = fmt.Sprintf("%v: %s", err, lastLines(buf.String(), 5))
+		res.err = fmt.Sprintf("%s: %v: %s", rel, err, lastLines(buf.String(), 5))
 	}
 	return res
 }
+
+// modulePath is the import path of the module's root.
+const modulePath = "github.com/blackboardkernel/bk"
 
 // moduleRoot is the directory of go.mod, found from the working directory.
 func moduleRoot() string {

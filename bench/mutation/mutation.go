@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/bench/study"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/internal/mutant"
 )
 
 // outcome is what the adversarial row showed against one kernel: the
@@ -20,10 +20,10 @@ type outcome map[string]study.AttackStats
 // playAdversary runs adversarial_bk with seeds seeds per task against the
 // kernel with mutation name switched on ("" for none), in this process.
 func playAdversary(ctx context.Context, name string, seeds int) (outcome, error) {
-	if err := kernel.Mutate(name); err != nil {
+	if err := mutant.Set(name); err != nil {
 		return nil, err
 	}
-	defer kernel.Mutate("")
+	defer mutant.Set("")
 	cfg := study.DefaultConfig()
 	cfg.Agents = []string{study.AgentAdversarialBK}
 	cfg.Seeds = seeds
@@ -62,19 +62,19 @@ func failure(s study.AttackStats) string {
 
 // row is one check of the mutation table.
 type row struct {
-	m kernel.Mutation
+	m mutant.Switch
 	// unsafe are the attacks that ended in unsafe refunds, other those
 	// that failed the row otherwise (accepted hostile writes, hidden
 	// effects, unsupported beliefs, metrics short of 1).
 	unsafe, other []string
-	// tests are the kernel tests that failed; testErr is set when the
-	// test binary could not be run at all.
+	// tests are the tests that failed (package-qualified outside the
+	// kernel); testErr is set when a test binary could not be run at all.
 	tests   []string
 	testErr string
 }
 
-// caught reports whether some attack noticed the missing check.
-func (r *row) caught() bool { return len(r.unsafe)+len(r.other) > 0 }
+// caught reports whether some attack or test noticed the missing check.
+func (r *row) caught() bool { return len(r.unsafe)+len(r.other)+len(r.tests) > 0 }
 
 // judge fills the attack columns of r from the outcome against its mutant.
 func (r *row) judge(o outcome) {
@@ -93,9 +93,11 @@ func (r *row) judge(o outcome) {
 }
 
 // gaps lists what makes the mutation test fail: a baseline run that is
-// not clean, a check no attack catches, and an attack that does not fail
-// against the kernel missing the check it targets.
-func gaps(base outcome, rows []row, byTarget map[string]outcome) []string {
+// not clean, a check no attack or test catches, and an attack that does
+// not fail against the kernel missing the check it targets. Rows whose
+// tests did not run and that the adversary is not played against are not
+// judged.
+func gaps(base outcome, rows []row, byTarget map[string]outcome, tests bool) []string {
 	var out []string
 	for _, name := range study.AttackNames() {
 		if f := failure(base[name]); f != "" {
@@ -103,8 +105,11 @@ func gaps(base outcome, rows []row, byTarget map[string]outcome) []string {
 		}
 	}
 	for _, r := range rows {
+		if !tests && !r.m.Adversary {
+			continue
+		}
 		if !r.caught() {
-			out = append(out, fmt.Sprintf("check %s: no attack notices it missing", r.m.Name))
+			out = append(out, fmt.Sprintf("check %s: no attack or test notices it missing", r.m.Name))
 		}
 	}
 	for _, a := range study.Catalogue() {
@@ -121,14 +126,14 @@ func gaps(base outcome, rows []row, byTarget map[string]outcome) []string {
 
 // selected returns the mutations named in only (all for none), or an
 // error naming an unknown one.
-func selected(only []string) ([]kernel.Mutation, error) {
-	all := kernel.Mutations()
+func selected(only []string) ([]mutant.Switch, error) {
+	all := mutant.All()
 	if len(only) == 0 {
 		return all, nil
 	}
-	var out []kernel.Mutation
+	var out []mutant.Switch
 	for _, name := range only {
-		i := slices.IndexFunc(all, func(m kernel.Mutation) bool { return m.Name == name })
+		i := slices.IndexFunc(all, func(m mutant.Switch) bool { return m.Name == name })
 		if i < 0 {
 			names := make([]string, len(all))
 			for j, m := range all {

@@ -4,11 +4,15 @@ package main
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/blackboardkernel/bk/bench/study"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/internal/mutant"
 )
 
 // The fast part of `make mutation`, which CI runs: for every check of the
@@ -26,19 +30,22 @@ func TestEveryCheckIsCaught(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := kernel.Mutations()
-	rows := make([]row, len(ms))
+	var rows []row
 	byTarget := map[string]outcome{}
-	for i, m := range ms {
+	for _, m := range mutant.All() {
+		if !m.Adversary {
+			continue // judged by its tests, in make mutation
+		}
 		o, err := playAdversary(ctx, m.Name, seeds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows[i].m = m
-		rows[i].judge(o)
+		r := row{m: m}
+		r.judge(o)
+		rows = append(rows, r)
 		byTarget[m.Name] = o
 	}
-	for _, g := range gaps(base, rows, byTarget) {
+	for _, g := range gaps(base, rows, byTarget, false) {
 		t.Error(g)
 	}
 	var b strings.Builder
@@ -58,20 +65,52 @@ func TestTargetsAreChecks(t *testing.T) {
 	}
 }
 
-// The switches are off unless one is named, and Mutate refuses a name it
-// does not know.
+// The switches are off unless one is named, Set refuses a name it does not
+// know, and every switch is documented and guarded by some package's tests.
 func TestMutate(t *testing.T) {
-	if err := kernel.Mutate("no_such_check"); err == nil {
-		t.Error("Mutate accepted an unknown name")
+	if err := mutant.Set("no_such_check"); err == nil {
+		t.Error("Set accepted an unknown name")
 	}
-	if err := kernel.Mutate(""); err != nil {
+	if err := mutant.Set(""); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	for _, m := range kernel.Mutations() {
+	for _, m := range mutant.All() {
+		if len(m.Tests) == 0 || m.Package == "" {
+			t.Errorf("switch %q has no package", m.Name)
+		}
 		if seen[m.Name] || m.Check == "" {
 			t.Errorf("switch %q listed twice or undocumented", m.Name)
 		}
 		seen[m.Name] = true
+	}
+}
+
+// Every package that registers switches is linked into the runner
+// (packages.go): a switch left out would be a check nobody runs.
+func TestEveryPackageLinked(t *testing.T) {
+	linked := map[string]bool{}
+	for _, m := range mutant.All() {
+		linked[m.Package] = true
+	}
+	re := regexp.MustCompile(`mutant\.Register\("([^"]+)"`)
+	root := moduleRoot()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllSubmatch(src, -1) {
+			if pkg := string(m[1]); !linked[pkg] && !strings.Contains(path, "internal/mutant") {
+				t.Errorf("%s registers switches for %s, which the runner does not link", path, pkg)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
