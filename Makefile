@@ -21,16 +21,17 @@ vet:
 race:
 	$(GO) test -race -count=1 ./...
 
-## mutation-fast: for every check of the gate, adversarial_bk against the
-## kernel built without it (bkmutate); fails if some check is noticed by no
-## attack or some attack does not win against the kernel missing its target.
-## A few seconds, for a quick check; `make mutation` also runs the kernel's
-## tests against each mutant.
+## mutation-fast: for every check of the kernel a planner can reach,
+## adversarial_bk against the kernel built without it (bkmutate); fails if
+## some such check is noticed by no attack or some attack does not win
+## against the kernel missing its target. A few seconds, for a quick check;
+## `make mutation` also runs the guarding packages' tests against every
+## switch of every package.
 mutation-fast:
 	$(GO) test -tags bkmutate -count=1 ./bench/mutation
 
 ## mutation: the full mutation table (docs/benchmark.md): per check, the
-## attacks that noticed it missing and the kernel tests that failed.
+## attacks that noticed it missing and the tests that failed.
 mutation:
 	$(GO) run -tags bkmutate ./bench/mutation
 
