@@ -9,10 +9,15 @@ import (
 	"time"
 )
 
-// write stores one record written by a handle.
-func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (rec Record, err error) {
+// write stores one record written by a handle; governed says the write
+// comes through the [Governor], which alone may carry a decision record or
+// claim once-keys.
+func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, governed bool) (rec Record, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
 	defer func() { endSpan(sp, rec.Reason, err) }()
+	if err := checkGoverned("write", e, governed); err != nil {
+		return Record{}, err
+	}
 	rec, deps, err := k.prepare(role, writer, &e)
 	if err != nil {
 		return Record{}, err
@@ -83,6 +88,23 @@ func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []st
 			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
 				fmt.Sprintf("dependency %q is not a percept of trace %q", d, rec.Provenance.TraceID))
 		}
+	}
+	return nil
+}
+
+// checkGoverned refuses a decision record or once-keys on a write that
+// does not come through the [Governor]: an ordinary handle could otherwise
+// forge the audit log an approver reads, or claim a key another action or
+// the gate derives and block it for ever. Nothing is stored.
+func checkGoverned(op string, e Entry, governed bool) error {
+	if governed {
+		return nil
+	}
+	if !mutGovernedAudit && e.Audit != nil {
+		return newErr(op, "", CodePermissionDenied, ErrPermission, "only the kernel's owner, through its Governor, writes decision records")
+	}
+	if !mutGovernedKeys && len(e.OnceKeys) > 0 {
+		return newErr(op, "", CodePermissionDenied, ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
 	}
 	return nil
 }
@@ -176,7 +198,7 @@ func raced(err error) bool {
 // it had been written, and lands in the same conditional batch as its
 // outcome (already superseded or invalidated), so a Submit costs one read
 // and one write of the store instead of two each.
-func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) (d Decision, err error) {
+func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, governed bool) (d Decision, err error) {
 	ctx, sp := k.span(ctx, "kernel.submit", e.TraceID, e.Slot)
 	var start time.Time
 	if k.metricsOn(ctx) {
@@ -188,6 +210,9 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) 
 		}
 		endSpan(sp, d.Code, err)
 	}()
+	if err := checkGoverned("submit", e, governed); err != nil {
+		return Decision{}, err
+	}
 	if e.Mode == 0 {
 		e.Mode = ModePropose
 	}
