@@ -4,6 +4,7 @@ package kernel
 
 // The switches of mutate_governor.go, compiled out (see nomutate.go).
 const (
-	mutGovernedAudit = false
-	mutGovernedKeys  = false
+	mutGovernedAudit  = false
+	mutGovernedKeys   = false
+	mutRecheckCurrent = false
 )

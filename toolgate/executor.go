@@ -225,19 +225,57 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, g
 	if g.intents != nil && !g.intents[intent][e.Name] {
 		return g.refuseForGood(ctx, j, CodeToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
 	}
-	if need {
-		n, first, err := g.lastAttempt(ctx, j, 1)
-		if err != nil {
-			return Result{ActionID: act.ID}, err
-		}
-		if n > 0 {
-			// Started already: the first attempt consumed the approval.
+	n, first, err := g.lastAttempt(ctx, j, 1)
+	if err != nil {
+		return Result{ActionID: act.ID}, err
+	}
+	if n > 0 {
+		// Started already (the first attempt consumed the approval, if
+		// one was needed): the effect may have run, so the attempt is
+		// driven to its result, whatever the evidence says now.
+		if need {
 			j.approval, _ = effectField(first, "approval").(string)
-		} else if res, done, err := g.checkApproval(ctx, j); done || err != nil {
+		}
+		return g.run(ctx, j)
+	}
+	if need {
+		if res, done, err := g.checkApproval(ctx, j); done || err != nil {
 			return res, err
 		}
 	}
+	if res, refused, err := g.recheck(ctx, j); refused || err != nil {
+		return res, err
+	}
 	return g.run(ctx, j)
+}
+
+// recheck decides the evidence of an action that waited (for its
+// approval, or for Recover) again before its first attempt: an approval
+// binds the arguments, not the evidence, which may have expired, been
+// superseded or used up since, and the rules may have changed. An action
+// that no longer passes is refused for good with the kernel's code; its
+// approval is not consumed (no attempt claimed it), and a fresh call
+// decides on the evidence of now and needs its own approval.
+func (g *Gate) recheck(ctx context.Context, j *job) (res Result, refused bool, err error) {
+	if mutRecheckEvidence {
+		return Result{}, false, nil
+	}
+	d, err := g.k.RecheckAction(ctx, j.act.ID)
+	if err != nil {
+		return Result{ActionID: j.act.ID}, true, err
+	}
+	if d.Code.OK() {
+		return Result{}, false, nil
+	}
+	detail := "the action's evidence or rules no longer admit it: " + string(d.Code)
+	if d.Failed != "" {
+		detail += " on " + d.Failed
+	}
+	if d.Detail != "" {
+		detail += " (" + d.Detail + ")"
+	}
+	res, err = g.refuseForGood(ctx, j, d.Code, detail)
+	return res, true, err
 }
 
 // checkGiven compares the arguments a caller is about to run with the
