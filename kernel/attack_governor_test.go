@@ -156,3 +156,28 @@ func TestRecheckAction(t *testing.T) {
 		}, ttlSpec)
 	})
 }
+
+// CommitConstraintOnce commits a name once per namespace; the second
+// commit gets the first's record and stores nothing.
+func TestCommitConstraintOnce(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		c := kernel.Constraint{Name: "block_stale_actions", Enabled: true, BlocksField: kernel.KeyUsesStaleData}
+		first, created, err := a.sym.CommitConstraintOnce(a.ctx, "t1", c)
+		if err != nil || !created || first.Scope != kernel.ScopePersistent {
+			t.Fatalf("first: %+v %v %v", first, created, err)
+		}
+		a.mark()
+		again, created, err := a.k.Symbolic("other").CommitConstraintOnce(a.ctx, "t2", c)
+		if err != nil || created || again.ID != first.ID {
+			t.Errorf("second: %s %v %v, want the first's %s", again.ID, created, err, first.ID)
+		}
+		a.unchanged()
+		other, err := kernel.New(kernel.WithStore(a.store), kernel.WithNamespace("acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, created, err := other.Symbolic("sym").CommitConstraintOnce(a.ctx, "t3", c); err != nil || !created || rec.ID == first.ID {
+			t.Errorf("another namespace: %s %v %v, want its own commit", rec.ID, created, err)
+		}
+	})
+}

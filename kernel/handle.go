@@ -2,8 +2,11 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
+
+	"github.com/blackboardkernel/bk/canon"
 )
 
 // Handle is what every role-bound handle offers: its identity and read
@@ -253,6 +256,49 @@ func (g *Governor) Write(ctx context.Context, writer string, e Entry) (Record, e
 		return Record{}, err
 	}
 	return rec.Clone(), nil
+}
+
+// CommitConstraintOnce commits c in persistent scope in the trace, unless
+// a constraint of its name was committed this way before in the kernel's
+// namespace, by this or any other process sharing the store: the kernel
+// claims a once-key it derives from the namespace and the name in the same
+// batch as the record, so that of any number of concurrent commits of one
+// name exactly one lands. created is false when the name was claimed
+// already; rec is then the record that claimed it. It fails with
+// [ErrInvalidInput] when the store does not enforce once-keys, and with the
+// errors of [Symbolic.CommitConstraint]; on any error nothing is stored.
+// Safe for concurrent use.
+func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c Constraint) (rec Record, created bool, err error) {
+	key, err := constraintKey(s.k.namespace, c.Name)
+	if err != nil {
+		return Record{}, false, err
+	}
+	e := Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: ScopePersistent, OnceKeys: []string{key}}
+	// The key is the kernel's own, derived here: the write claims it with
+	// the kernel's authority, as a commit claims an action's once-key.
+	rec, err = s.k.write(ctx, s.role, s.name, e, true)
+	if !errors.Is(err, ErrDuplicateKey) {
+		return rec.Clone(), err == nil, err
+	}
+	id, err := s.k.ClaimedBy(ctx, key)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if rec, err = s.k.store.Get(ctx, id); err != nil {
+		return Record{}, false, err
+	}
+	return rec.Clone(), false, nil
+}
+
+// constraintKey is the once-key of a constraint name committed once in a
+// namespace: a digest of both, so that no two (namespace, name) pairs
+// share a key and any name fits a key's length.
+func constraintKey(namespace, name string) (string, error) {
+	d, err := canon.Digest([]any{namespace, name})
+	if err != nil {
+		return "", newErr("commit constraint", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	return "kernel/constraint/" + d, nil
 }
 
 var (

@@ -23,7 +23,7 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, g
 		return Record{}, err
 	}
 	rec.Provenance.Span = spanRef(ctx)
-	if err := k.checkOnceKeys(role, e.OnceKeys); err != nil {
+	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
 		return Record{}, err
 	}
 	if e.Audit != nil && role != RoleTool {
@@ -109,13 +109,14 @@ func checkGoverned(op string, e Entry, governed bool) error {
 	return nil
 }
 
-// checkOnceKeys refuses keys from any role but a tool, keys on a store
-// that cannot enforce them, and malformed keys.
-func (k *Kernel) checkOnceKeys(role Role, keys []string) error {
+// checkOnceKeys refuses keys from any role but a tool (unless the kernel
+// derived them itself, governed), keys on a store that cannot enforce
+// them, and malformed keys.
+func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if role != RoleTool {
+	if role != RoleTool && !governed {
 		return newErr("write", "", CodePermissionDenied, ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
 	}
 	if _, ok := k.store.(KeyStore); !ok {
