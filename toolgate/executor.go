@@ -83,6 +83,12 @@ func approvalKey(approvalID string) string {
 //     and returns Refused (APPROVAL_DENIED, APPROVAL_EXPIRED); an approval
 //     is consumed by the first attempt (a once-key on the approval record,
 //     claimed in the attempt's write), so it is used once.
+//   - Before the first attempt, the kernel decides the action's evidence
+//     and rules again as of now ([kernel.Kernel.RecheckAction]): an action
+//     whose grounding expired, was superseded or used up, or that a
+//     constraint or rule now refuses, is refused for good with the
+//     kernel's code (recorded as its result), runs nothing and consumes no
+//     approval.
 //   - Otherwise it drives the effect: see the package doc on exactly-once
 //     execution.
 //
