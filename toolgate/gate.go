@@ -132,8 +132,8 @@ type Gate struct {
 	intents  map[string]map[string]bool // nil: no intents configured
 	lease    time.Duration
 	fallback string
-	planner  governed        // submits fallbacks
-	reader   kernel.Handle   // reads records
+	planner  governed      // submits fallbacks
+	reader   kernel.Handle // reads records
 	tracer   telemetry.Tracer
 	metrics  *gateMetrics // nil: metrics off
 	budget   *Budget      // the default budget of calls ([WithBudget]); nil for none
@@ -145,7 +145,7 @@ type entry struct {
 	spec   Spec
 	schema *schema
 	policy *policy
-	once   bool         // the action spec has a once-key
+	once   bool     // the action spec has a once-key
 	handle governed // writes the tool's attempts and results
 }
 
