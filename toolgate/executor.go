@@ -280,7 +280,10 @@ func (g *Gate) recheck(ctx context.Context, j *job) (res Result, refused bool, e
 	if d.Detail != "" {
 		detail += " (" + d.Detail + ")"
 	}
-	res, err = g.refuseForGood(ctx, j, d.Code, detail)
+	// The refusal also claims the first attempt's key: a driver that
+	// started the effect meanwhile keeps it (and this refusal yields to its
+	// attempt), and none can start it after.
+	res, err = g.refuseForGood(ctx, j, d.Code, detail, j.attemptKey(1))
 	return res, true, err
 }
 
@@ -391,17 +394,22 @@ func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, ap
 }
 
 // refuseForGood records that the action will never run: a refusal that
-// claims the result key, so that no later Execute or Recover starts it,
-// with its decision record in the same write.
-func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string) (Result, error) {
+// claims the result key (and any further keys given, in the same write),
+// so that no later Execute or Recover starts it, with its decision record
+// in the same write. When another driver took one of the keys first, its
+// result, or its running attempt, wins.
+func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string, keys ...string) (Result, error) {
 	meta := j.meta(StatusRefused, 0, code)
 	meta["error"] = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
 	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
-		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()},
+		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...),
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
+		if _, done, rerr := g.resultOf(ctx, j); rerr == nil && !done && len(keys) > 0 {
+			return g.run(ctx, j) // an attempt started first: drive it to its result
+		}
 		return g.recordedByKey(ctx, j)
 	}
 	if err != nil {
