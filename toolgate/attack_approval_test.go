@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,4 +219,103 @@ func withResultTTL(tool string, ttl time.Duration) func(*setup) {
 			}
 		}
 	}
+}
+
+// Two drivers of one approved refund: B finds no attempt and is deciding
+// the evidence again when A starts attempt 1 and its effect; then B's
+// recheck refuses (a rule now rejects the refund). B's refusal must not
+// become the result of an effect that A is running: B yields to A's
+// attempt, and both report the one execution.
+func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
+	var (
+		armed         atomic.Bool
+		calls         atomic.Int32
+		bWaiting      = make(chan struct{})
+		releaseB      = make(chan struct{})
+		effectStarted = make(chan struct{})
+		releaseEffect = make(chan struct{})
+	)
+	rule := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
+		if !armed.Load() || c.Slot() != kernel.Actions {
+			return kernel.Verdict{}
+		}
+		if calls.Add(1) == 1 { // B's recheck
+			close(bWaiting)
+			<-releaseB
+			return kernel.Reject("RULE_VIOLATED", "refunds paused")
+		}
+		return kernel.Verdict{} // A's
+	})
+	// The store tells when B's refusal was written (or refused): the
+	// first batch after the effect started that claims a result key.
+	refusalTried := make(chan struct{})
+	var once sync.Once
+	store := &applyHook{Store: kernel.NewMemStore(), after: func(b kernel.Batch) {
+		select {
+		case <-effectStarted:
+		default:
+			return
+		}
+		for _, c := range b.Claims {
+			if strings.HasSuffix(c.Key, "/result") {
+				once.Do(func() { close(refusalTried) })
+			}
+		}
+	}}
+	d := newDesk(t, store, func(su *setup) { su.kernelOpts = append(su.kernelOpts, kernel.WithValidators(rule)) })
+	wait := d.pendingRefund("t", "A1", 700)
+	d.approve("t", wait.ActionID, "human:alice", time.Hour)
+	d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (kernel.Payload, error) {
+		close(effectStarted)
+		<-releaseEffect
+		return kernel.Payload{"refund_id": "re_A1"}, nil
+	})
+	armed.Store(true)
+	type out struct {
+		res Result
+		err error
+	}
+	run := func() <-chan out {
+		ch := make(chan out, 1)
+		go func() {
+			res, err := d.g.Execute(d.ctx, wait.ActionID)
+			ch <- out{res, err}
+		}()
+		return ch
+	}
+	b := run()
+	<-bWaiting
+	a := run()
+	<-effectStarted
+	close(releaseB)
+	<-refusalTried // B's refusal met A's running attempt before A's result
+	close(releaseEffect)
+	for _, ch := range []<-chan out{a, b} {
+		o := <-ch
+		if o.err != nil || o.res.Outcome != Executed {
+			t.Errorf("driver: %+v %v, want the execution", o.res, o.err)
+		}
+	}
+	if n := len(d.invocations("issue_refund")); n != 1 {
+		t.Errorf("the effect ran %d times", n)
+	}
+}
+
+// applyHook is a store that calls after with every batch it applied or
+// refused. It embeds the Store interface only, so the kernel writes
+// through Apply.
+type applyHook struct {
+	kernel.Store
+	after func(kernel.Batch)
+}
+
+func (h *applyHook) Apply(ctx context.Context, b kernel.Batch) error {
+	err := h.Store.Apply(ctx, b)
+	h.after(b)
+	return err
+}
+
+// ClaimedBy makes applyHook a [kernel.KeyStore].
+func (h *applyHook) ClaimedBy(ctx context.Context, key string) (string, error) {
+	return h.Store.(kernel.KeyStore).ClaimedBy(ctx, key)
 }

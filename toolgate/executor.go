@@ -283,7 +283,11 @@ func (g *Gate) recheck(ctx context.Context, j *job) (res Result, refused bool, e
 	// The refusal also claims the first attempt's key: a driver that
 	// started the effect meanwhile keeps it (and this refusal yields to its
 	// attempt), and none can start it after.
-	res, err = g.refuseForGood(ctx, j, d.Code, detail, j.attemptKey(1))
+	var keys []string
+	if !mutRecheckYields {
+		keys = []string{j.attemptKey(1)}
+	}
+	res, err = g.refuseForGood(ctx, j, d.Code, detail, keys...)
 	return res, true, err
 }
 

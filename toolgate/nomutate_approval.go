@@ -6,4 +6,5 @@ package toolgate
 const (
 	mutRecheckEvidence = false
 	mutApproverView    = false
+	mutRecheckYields   = false
 )
