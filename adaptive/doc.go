@@ -41,6 +41,11 @@
 //
 // A Learner is safe for concurrent use. Committing holds the learner's lock,
 // so one learner never commits a constraint twice; two learners (or two
-// processes) sharing a store do not coordinate with each other and should
-// not both run.
+// processes) sharing a store commit each constraint once between them:
+// every commit claims the constraint's name in the namespace through a
+// once-key the kernel derives ([kernel.Symbolic.CommitConstraintOnce]), and
+// the learner that finds the name claimed holds the other's record. The
+// store must therefore enforce once-keys ([kernel.KeyStore], as every store
+// of the project does); on one that does not, Commit fails and the
+// constraint stays pending.
 package adaptive

@@ -294,7 +294,11 @@ func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Pending, error
 // given trace (typically the episode about to run) and returns what it
 // learned. A constraint that fails to commit stays pending and the error
 // (from the kernel or the store) is returned with what was learned before
-// it. Commit never commits a constraint whose name the store already holds.
+// it. Commit never commits a constraint whose name the store already holds:
+// each commit claims the name in the namespace
+// ([kernel.Symbolic.CommitConstraintOnce]), so that of two learners in two
+// processes sharing the store one commits it and the other holds that
+// record (it is then in [Learner.Learned], not in what Commit returns).
 func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -305,9 +309,16 @@ func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error)
 			l.pending = l.pending[1:]
 			continue
 		}
-		rec, err := l.h.CommitConstraint(ctx, traceID, p.Constraint, kernel.ScopePersistent)
+		rec, created, err := l.commitOnce(ctx, traceID, p.Constraint)
 		if err != nil {
 			return out, fmt.Errorf("adaptive: committing %q: %w", p.Constraint.Name, err)
+		}
+		if !created {
+			// Another learner (another process on the store) committed
+			// it first: hold theirs.
+			l.hold(learnedFrom(&rec))
+			l.pending = l.pending[1:]
+			continue
 		}
 		x := Learned{Name: p.Constraint.Name, Code: p.Code, Count: p.Count, RecordID: rec.ID, TraceID: traceID}
 		l.hold(x)
@@ -315,6 +326,18 @@ func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error)
 		l.pending = l.pending[1:]
 	}
 	return out, nil
+}
+
+// commitOnce commits c in persistent scope, claiming its name in the
+// namespace so that two learners sharing the store commit it once between
+// them; created is false when the name was claimed already, and rec is
+// the record that claimed it.
+func (l *Learner) commitOnce(ctx context.Context, traceID string, c kernel.Constraint) (rec kernel.Record, created bool, err error) {
+	if mutLearnOnce {
+		rec, err = l.h.CommitConstraint(ctx, traceID, c, kernel.ScopePersistent)
+		return rec, err == nil, err
+	}
+	return l.h.CommitConstraintOnce(ctx, traceID, c)
 }
 
 // Counts returns how many failures the learner has counted, by code.

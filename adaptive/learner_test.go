@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -646,6 +647,11 @@ func (f *flaky) Apply(ctx context.Context, b kernel.Batch) error {
 	return f.Store.Apply(ctx, b)
 }
 
+// ClaimedBy makes flaky a [kernel.KeyStore], as the learner needs.
+func (f *flaky) ClaimedBy(ctx context.Context, key string) (string, error) {
+	return f.Store.(kernel.KeyStore).ClaimedBy(ctx, key)
+}
+
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	store := &flaky{Store: kernel.NewMemStore()}
 	k := newKernel(t, store)
@@ -685,5 +691,66 @@ func TestAnalyzeErrorChangesNothing(t *testing.T) {
 	}
 	if _, err := adaptive.New(ctx, k.Symbolic("again")); !errors.Is(err, kernel.ErrClosed) {
 		t.Fatalf("New on a closed store: %v", err)
+	}
+}
+
+// Two learners in two processes (two kernels, each with its own
+// connection to one SQLite file) start before either learned anything,
+// count the same failures and commit at once: the constraint is committed
+// once, and the learner that lost holds the winner's record.
+func TestAttackTwoLearnersOneConstraint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bk.db")
+	var ks [2]*kernel.Kernel
+	var ls [2]*adaptive.Learner
+	for i := range ks {
+		s, err := sqlitestore.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		ks[i] = newKernel(t, s)
+		ls[i] = newLearner(t, ks[i], adaptive.WithID(fmt.Sprintf("learner-%d", i)))
+	}
+	fail(t, ks[0], "a", kernel.CodeStaleEvidence)
+	fail(t, ks[1], "b", kernel.CodeStaleEvidence)
+	for _, l := range ls {
+		analyze(t, l, "a")
+		analyze(t, l, "b")
+		if p := l.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockStaleActions {
+			t.Fatalf("%s pending %+v", l.ID(), p)
+		}
+	}
+	var wg sync.WaitGroup
+	var got [2][]adaptive.Learned
+	var errs [2]error
+	for i, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = l.Commit(ctx, fmt.Sprintf("episode-%d", i))
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if n := len(got[0]) + len(got[1]); n != 1 {
+		t.Fatalf("learned %v and %v: %d commits, want 1", got[0], got[1], n)
+	}
+	n := 0
+	for _, r := range persistent(t, ks[0]) {
+		if r.Kind == adaptive.BlockStaleActions {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the store holds %s %d times", adaptive.BlockStaleActions, n)
+	}
+	winner := append(got[0], got[1]...)[0]
+	for _, l := range ls {
+		learned := l.Learned()
+		if len(learned) != 1 || learned[0].RecordID != winner.RecordID || len(l.Pending()) != 0 {
+			t.Errorf("%s holds %+v, pending %+v; want the record %s", l.ID(), learned, l.Pending(), winner.RecordID)
+		}
 	}
 }

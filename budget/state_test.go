@@ -241,7 +241,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 	k, err := kernel.New(kernel.WithClock(clk.Now))
 	must(t, err)
 	defer k.Close()
-	tool, planner := k.Tool("orders"), k.Planner("llm")
+	tool := k.Tool("orders")
 	write := func(kind string, p kernel.Payload) {
 		if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: kind, Payload: p}); err != nil {
 			t.Fatal(err)
@@ -249,7 +249,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 	}
 	submit := func(e kernel.Entry) kernel.Decision {
 		e.TraceID = "t"
-		d, err := planner.Submit(ctx, e)
+		d, err := k.Governor().Submit(ctx, "llm", e) // the gate's way: with a decision record
 		must(t, err)
 		return d
 	}

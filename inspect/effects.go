@@ -3,6 +3,7 @@ package inspect
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -25,7 +26,10 @@ type PendingApproval struct {
 
 // Approvals lists the actions whose decision record says
 // pending_approval and that no approval, denial or effect has followed
-// yet, oldest first, with their age at now.
+// yet, oldest first, with their age at now. The kind and the arguments
+// shown are the committed action's own: a record whose subject is not a
+// committed action of its kind in the namespace is passed over, whatever
+// its context says.
 func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.Time) ([]PendingApproval, error) {
 	var pending []PendingApproval
 	decided := map[string]bool{}
@@ -47,7 +51,7 @@ func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.T
 			if cc, ok := r.Payload["context"].(map[string]any); ok {
 				p.Tool, _ = cc["tool"].(string)
 				p.Reason, _ = cc["approval_reason"].(string)
-				if args, ok := cc["args"].(map[string]any); ok {
+				if args, ok := cc["args"].(map[string]any); ok && mutApproverView {
 					p.Args = args
 				}
 			}
@@ -63,10 +67,38 @@ func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.T
 		if decided[p.ActionID] || effects[p.ActionID] != nil {
 			continue
 		}
+		if mutApproverView {
+			p.AgeMS = max(0, now.UnixMilli()-p.SinceMS)
+			out = append(out, p)
+			continue
+		}
+		decided[p.ActionID] = true // listed once, from its first record
+		act, err := s.Get(ctx, p.ActionID)
+		if errors.Is(err, kernel.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || act.Namespace != p.Namespace || act.Kind != p.Kind {
+			continue
+		}
+		p.Args = actionArgs(act.Payload)
 		p.AgeMS = max(0, now.UnixMilli()-p.SinceMS)
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// actionArgs is what an approver is shown of a committed action: its
+// payload without the keys the kernel reads or derives.
+func actionArgs(p kernel.Payload) kernel.Payload {
+	out := p.Clone()
+	for _, key := range []string{kernel.KeyRequiresBeliefs, kernel.KeyRequirePrediction, kernel.KeyType, kernel.KeyUsesStaleData,
+		kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+		delete(out, key)
+	}
+	return out
 }
 
 func runApprovals(ctx context.Context, e *env, _ []string) error {

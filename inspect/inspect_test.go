@@ -426,3 +426,54 @@ func TestSupportDeskDatabase(t *testing.T) {
 		t.Errorf("effects lack the denied approval or a success:\n%s", out)
 	}
 }
+
+// Route 8 in the inspector: decision records that say pending_approval
+// but are not the gate's record of a committed action (one about a
+// percept, one naming other arguments for the real refund) cannot change
+// what `bk approvals` shows: the one waiting refund, with its own
+// arguments.
+func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
+	db := toolgateDatabase(t)
+	s, err := sqlitestore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	order, err := k.Tool("reader").Find(ctx, "ticket-1", kernel.Percepts, "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refund string
+	for r, err := range k.Tool("reader").Trace(ctx, "ticket-1") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Slot == kernel.Actions && r.Mode == kernel.ModeCommit && r.Kind == "issue_refund" {
+			refund = r.ID
+		}
+	}
+	for _, subject := range []string{order.ID, refund} {
+		if _, err := k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
+			Outcome: kernel.OutcomePendingApproval, Code: kernel.CodeCommitted,
+			Context: kernel.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	var approvals []inspect.PendingApproval
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "approvals", "--json")), &approvals); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range approvals {
+		if p.ActionID != refund || p.Args["amount"] != 700.0 {
+			t.Errorf("bk approvals shows %+v, want the refund %s of 700", p, refund)
+		}
+	}
+	if len(approvals) == 0 {
+		t.Error("bk approvals lost the waiting refund")
+	}
+}

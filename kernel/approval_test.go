@@ -115,17 +115,18 @@ func TestDecisionRecords(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
 		call := kernel.Payload{"tool": "issue_refund", "call_id": "call_1"}
-		refused, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		gov := a.k.Governor()
+		refused, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
 			Payload: action("refund_due", "other_belief"), Audit: &kernel.Audit{Context: call}})
 		if err != nil || refused.Committed() {
 			t.Fatalf("refused refund: %v %v", refused.Code, err)
 		}
-		ok, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		ok, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
 			Payload: action("refund_due"), Audit: &kernel.Audit{PendingApproval: true, Context: call}})
 		if err != nil || !ok.Committed() {
 			t.Fatalf("refund: %v %v", ok.Code, err)
 		}
-		res, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
+		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
 			Payload: kernel.Payload{"status": "succeeded"}, InputRefs: []string{ok.Record.ID},
 			Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: "EFFECT_SUCCEEDED", Context: call}, OnceKeys: []string{"result/A1"}})
 		if err != nil {
@@ -178,7 +179,7 @@ func TestDecisionRecords(t *testing.T) {
 func TestOnceKeysOnWrites(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		w := func(keys ...string) error {
-			_, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "attempt", OnceKeys: keys})
+			_, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "attempt", OnceKeys: keys})
 			return err
 		}
 		if err := w("effect/A1"); err != nil {

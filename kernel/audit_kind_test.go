@@ -11,13 +11,14 @@ import (
 // query by action type finds the call's whole chain.
 func TestAuditKindOnWrite(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		res, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
+		gov := a.k.Governor()
+		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
 			Payload: kernel.Payload{"status": "succeeded"},
 			Audit:   &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: "EFFECT_SUCCEEDED", Kind: "issue_refund"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "order",
+		plain, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "order",
 			Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: "EFFECT_SUCCEEDED"}})
 		if err != nil {
 			t.Fatal(err)

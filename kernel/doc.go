@@ -25,7 +25,10 @@
 // can write as the kernel, so no caller can commit a belief, prediction or
 // action except by asking the kernel to decide a proposal
 // ([Planner.Commit], [Planner.Submit]). Every handle reads through [View]s
-// and the [Handle] methods.
+// and the [Handle] methods. Decision records ([Entry.Audit]) and once-keys
+// ([Entry.OnceKeys]) are written only through the [Governor], which the
+// owner gives to its governance code (the tool gate) and to no one else:
+// every handle refuses both.
 //
 // # The pipeline
 //

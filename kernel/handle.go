@@ -2,8 +2,11 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
+
+	"github.com/blackboardkernel/bk/canon"
 )
 
 // Handle is what every role-bound handle offers: its identity and read
@@ -42,9 +45,11 @@ func (h *handle) Name() string { return h.name }
 // defaults to the one the role writes the slot in. A slot or mode outside
 // the role's authority is [ErrPermission]; bad input is [ErrInvalidInput],
 // [ErrInvalidPayload], [ErrPayloadTooLarge], [ErrInvalidProposal] or
-// [ErrInvalidReference]. On any error nothing is stored.
+// [ErrInvalidReference]. An entry with a decision record ([Entry.Audit])
+// or once-keys ([Entry.OnceKeys]) is [ErrPermission]: only the
+// [Governor] writes those. On any error nothing is stored.
 func (h *handle) Write(ctx context.Context, e Entry) (Record, error) {
-	rec, err := h.k.write(ctx, h.role, h.name, e)
+	rec, err := h.k.write(ctx, h.role, h.name, e, false)
 	if err != nil {
 		return Record{}, err
 	}
@@ -127,9 +132,11 @@ func (p *proposer) Commit(ctx context.Context, traceID, proposalID string) (Deci
 
 // Submit proposes e and has the kernel decide it at once: the same
 // outcome as Write then Commit, in one atomic step, so the proposal and its
-// decision land together.
+// decision land together. An entry with a decision record or once-keys is
+// [ErrPermission] (only the [Governor] writes decision records) and
+// stores nothing.
 func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
-	return p.k.submit(ctx, p.role, p.name, e)
+	return p.k.submit(ctx, p.role, p.name, e, false)
 }
 
 // Tool is the handle of a perception source: it commits percepts.
@@ -213,6 +220,85 @@ func (c Constraint) Payload() Payload {
 // episode). Its kind is its name.
 func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope Scope) (Record, error) {
 	return s.Write(ctx, Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: scope})
+}
+
+// Governor is the capability to write what only governance code may
+// write: decision records (the audit log, [Entry.Audit]) and once-keys
+// ([Entry.OnceKeys]). Every other handle refuses both with
+// [ErrPermission], so that a tool cannot claim a key another action or
+// the gate derives, and a planner cannot put a forged decision record in
+// front of an approver. The kernel's owner gets it from
+// [Kernel.Governor] and passes it only to its own governance code (the
+// tool gate); it must never reach a tool, a planner or a model's code.
+// Safe for concurrent use.
+type Governor struct{ k *Kernel }
+
+// Governor returns the kernel's governance capability. Whoever holds the
+// Kernel is its owner and may call it; the handles the owner hands out
+// cannot reach it.
+func (k *Kernel) Governor() *Governor { return &Governor{k} }
+
+// Submit is [Planner.Submit] for a planner writing as writer, with
+// [Entry.Audit] allowed: the kernel writes the decision record in the same
+// batch as the decision. A proposal still claims no once-keys (its action
+// spec names them).
+func (g *Governor) Submit(ctx context.Context, writer string, e Entry) (Decision, error) {
+	return g.k.submit(ctx, RolePlanner, writer, e, true)
+}
+
+// Write is [Tool.Write] for a tool writing as writer, with [Entry.Audit]
+// and [Entry.OnceKeys] allowed: the decision record and the claims land in
+// the same batch as the percept. A key already claimed fails the write
+// with [ErrDuplicateKey] and stores nothing.
+func (g *Governor) Write(ctx context.Context, writer string, e Entry) (Record, error) {
+	rec, err := g.k.write(ctx, RoleTool, writer, e, true)
+	if err != nil {
+		return Record{}, err
+	}
+	return rec.Clone(), nil
+}
+
+// CommitConstraintOnce commits c in persistent scope in the trace, unless
+// a constraint of its name was committed this way before in the kernel's
+// namespace, by this or any other process sharing the store: the kernel
+// claims a once-key it derives from the namespace and the name in the same
+// batch as the record, so that of any number of concurrent commits of one
+// name exactly one lands. created is false when the name was claimed
+// already; rec is then the record that claimed it. It fails with
+// [ErrInvalidInput] when the store does not enforce once-keys, and with the
+// errors of [Symbolic.CommitConstraint]; on any error nothing is stored.
+// Safe for concurrent use.
+func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c Constraint) (rec Record, created bool, err error) {
+	key, err := constraintKey(s.k.namespace, c.Name)
+	if err != nil {
+		return Record{}, false, err
+	}
+	e := Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: ScopePersistent, OnceKeys: []string{key}}
+	// The key is the kernel's own, derived here: the write claims it with
+	// the kernel's authority, as a commit claims an action's once-key.
+	rec, err = s.k.write(ctx, s.role, s.name, e, true)
+	if !errors.Is(err, ErrDuplicateKey) {
+		return rec.Clone(), err == nil, err
+	}
+	id, err := s.k.ClaimedBy(ctx, key)
+	if err != nil {
+		return Record{}, false, err
+	}
+	if rec, err = s.k.store.Get(ctx, id); err != nil {
+		return Record{}, false, err
+	}
+	return rec.Clone(), false, nil
+}
+
+// constraintKey is the once-key of a constraint name committed once in a
+// namespace: a digest of both, so that no two (namespace, name) pairs
+// share a key and any name fits a key's length.
+func constraintKey(namespace, name string) (string, error) {
+	d, err := canon.Digest([]any{namespace, name})
+	if err != nil {
+		return "", newErr("commit constraint", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	return "kernel/constraint/" + d, nil
 }
 
 var (

@@ -355,12 +355,14 @@ type Entry struct {
 	Scope Scope
 	// Audit, when set, makes the kernel write a decision record (see
 	// [DecisionRecord]) in the same store batch as the write or the
-	// decision it records.
+	// decision it records. Only the [Governor] writes decision records:
+	// every other handle refuses an entry with one ([ErrPermission]).
 	Audit *Audit
 	// OnceKeys are keys the write claims in the store, in the same batch:
 	// a key already claimed fails the write with [ErrDuplicateKey] and
-	// stores nothing. Only a tool handle may claim keys (an executor's
-	// effect attempts use them), and the store must be a [KeyStore].
+	// stores nothing. Only [Governor.Write] claims keys (an executor's
+	// effect attempts use them); every other handle refuses an entry with
+	// keys ([ErrPermission]). The store must be a [KeyStore].
 	OnceKeys []string
 }
 

@@ -9,16 +9,21 @@ import (
 	"time"
 )
 
-// write stores one record written by a handle.
-func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry) (rec Record, err error) {
+// write stores one record written by a handle; governed says the write
+// comes through the [Governor], which alone may carry a decision record or
+// claim once-keys.
+func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, governed bool) (rec Record, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
 	defer func() { endSpan(sp, rec.Reason, err) }()
+	if err := checkGoverned("write", e, governed); err != nil {
+		return Record{}, err
+	}
 	rec, deps, err := k.prepare(role, writer, &e)
 	if err != nil {
 		return Record{}, err
 	}
 	rec.Provenance.Span = spanRef(ctx)
-	if err := k.checkOnceKeys(role, e.OnceKeys); err != nil {
+	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
 		return Record{}, err
 	}
 	if e.Audit != nil && role != RoleTool {
@@ -87,13 +92,31 @@ func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []st
 	return nil
 }
 
-// checkOnceKeys refuses keys from any role but a tool, keys on a store
-// that cannot enforce them, and malformed keys.
-func (k *Kernel) checkOnceKeys(role Role, keys []string) error {
+// checkGoverned refuses a decision record or once-keys on a write that
+// does not come through the [Governor]: an ordinary handle could otherwise
+// forge the audit log an approver reads, or claim a key another action or
+// the gate derives and block it for ever. Nothing is stored.
+func checkGoverned(op string, e Entry, governed bool) error {
+	if governed {
+		return nil
+	}
+	if !mutGovernedAudit && e.Audit != nil {
+		return newErr(op, "", CodePermissionDenied, ErrPermission, "only the kernel's owner, through its Governor, writes decision records")
+	}
+	if !mutGovernedKeys && len(e.OnceKeys) > 0 {
+		return newErr(op, "", CodePermissionDenied, ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
+	}
+	return nil
+}
+
+// checkOnceKeys refuses keys from any role but a tool (unless the kernel
+// derived them itself, governed), keys on a store that cannot enforce
+// them, and malformed keys.
+func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if role != RoleTool {
+	if role != RoleTool && !governed {
 		return newErr("write", "", CodePermissionDenied, ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
 	}
 	if _, ok := k.store.(KeyStore); !ok {
@@ -176,7 +199,7 @@ func raced(err error) bool {
 // it had been written, and lands in the same conditional batch as its
 // outcome (already superseded or invalidated), so a Submit costs one read
 // and one write of the store instead of two each.
-func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) (d Decision, err error) {
+func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, governed bool) (d Decision, err error) {
 	ctx, sp := k.span(ctx, "kernel.submit", e.TraceID, e.Slot)
 	var start time.Time
 	if k.metricsOn(ctx) {
@@ -188,6 +211,9 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry) 
 		}
 		endSpan(sp, d.Code, err)
 	}()
+	if err := checkGoverned("submit", e, governed); err != nil {
+		return Decision{}, err
+	}
 	if e.Mode == 0 {
 		e.Mode = ModePropose
 	}

@@ -83,7 +83,7 @@ func TestDecisionSpans(t *testing.T) {
 		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
 	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
 		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
-	fb, err := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+	fb, err := tel.k.Governor().Submit(ctx, "planner", kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: kernel.Payload{"reason": string(plan.Code)}, Audit: &kernel.Audit{Context: kernel.Payload{
 			"budget": map[string]any{"used": 3, "limit": 10, "pressure": 0.3}}}})
 	if err != nil || !fb.Committed() {

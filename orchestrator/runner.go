@@ -556,7 +556,7 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 	}
 	c := kernel.Payload{"escalates": r.DecisionID}
 	rt.annotate(c, r.WorkerID, r.Round)
-	d, err := rt.rc.k.Planner(Writer).Submit(ctx, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,
+	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,
 		Kind: kernel.FallbackQueueForReview,
 		Payload: kernel.Payload{kernel.KeyReason: string(st.Code), "worker": r.WorkerID,
 			"failure": clipMessage(r.Failure.Message()), kernel.KeyRequiresBeliefs: []string{}},

@@ -155,7 +155,9 @@
 // [Gate.Recover] finishes what a crash left: attempts whose lease is over
 // and that have no result are re-driven with the same key; committed
 // actions no attempt was started for are executed once they are older
-// than the lease; approved, denied and expired approvals are applied; an
+// than the lease, after the kernel decided their evidence again
+// ([kernel.Kernel.RecheckAction]); approved, denied and expired approvals
+// are applied; an
 // escalation whose safe fallback was never submitted gets it. It is safe
 // to run in several processes at once, next to live calls.
 //
@@ -167,7 +169,10 @@
 // batch of the record they describe. Each carries the call (tool, call id,
 // role, intent, arguments and their digest), the evidence refs, the
 // constraints in force, the approvals, the outcome and the code.
-// [Gate.Decisions] queries them by trace, tool and outcome.
+// [Gate.Decisions] queries them by trace, tool and outcome. The gate writes
+// them, and claims its once-keys, through the kernel's [kernel.Governor],
+// which it never hands out: no tool, planner or approver handle can write
+// a decision record or claim a key.
 //
 // # Telemetry
 //

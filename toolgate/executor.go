@@ -83,6 +83,12 @@ func approvalKey(approvalID string) string {
 //     and returns Refused (APPROVAL_DENIED, APPROVAL_EXPIRED); an approval
 //     is consumed by the first attempt (a once-key on the approval record,
 //     claimed in the attempt's write), so it is used once.
+//   - Before the first attempt, the kernel decides the action's evidence
+//     and rules again as of now ([kernel.Kernel.RecheckAction]): an action
+//     whose grounding expired, was superseded or used up, or that a
+//     constraint or rule now refuses, is refused for good with the
+//     kernel's code (recorded as its result), runs nothing and consumes no
+//     approval.
 //   - Otherwise it drives the effect: see the package doc on exactly-once
 //     execution.
 //
@@ -225,19 +231,64 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, g
 	if g.intents != nil && !g.intents[intent][e.Name] {
 		return g.refuseForGood(ctx, j, CodeToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
 	}
-	if need {
-		n, first, err := g.lastAttempt(ctx, j, 1)
-		if err != nil {
-			return Result{ActionID: act.ID}, err
-		}
-		if n > 0 {
-			// Started already: the first attempt consumed the approval.
+	n, first, err := g.lastAttempt(ctx, j, 1)
+	if err != nil {
+		return Result{ActionID: act.ID}, err
+	}
+	if n > 0 {
+		// Started already (the first attempt consumed the approval, if
+		// one was needed): the effect may have run, so the attempt is
+		// driven to its result, whatever the evidence says now.
+		if need {
 			j.approval, _ = effectField(first, "approval").(string)
-		} else if res, done, err := g.checkApproval(ctx, j); done || err != nil {
+		}
+		return g.run(ctx, j)
+	}
+	if need {
+		if res, done, err := g.checkApproval(ctx, j); done || err != nil {
 			return res, err
 		}
 	}
+	if res, refused, err := g.recheck(ctx, j); refused || err != nil {
+		return res, err
+	}
 	return g.run(ctx, j)
+}
+
+// recheck decides the evidence of an action that waited (for its
+// approval, or for Recover) again before its first attempt: an approval
+// binds the arguments, not the evidence, which may have expired, been
+// superseded or used up since, and the rules may have changed. An action
+// that no longer passes is refused for good with the kernel's code; its
+// approval is not consumed (no attempt claimed it), and a fresh call
+// decides on the evidence of now and needs its own approval.
+func (g *Gate) recheck(ctx context.Context, j *job) (res Result, refused bool, err error) {
+	if mutRecheckEvidence {
+		return Result{}, false, nil
+	}
+	d, err := g.k.RecheckAction(ctx, j.act.ID)
+	if err != nil {
+		return Result{ActionID: j.act.ID}, true, err
+	}
+	if d.Code.OK() {
+		return Result{}, false, nil
+	}
+	detail := "the action's evidence or rules no longer admit it: " + string(d.Code)
+	if d.Failed != "" {
+		detail += " on " + d.Failed
+	}
+	if d.Detail != "" {
+		detail += " (" + d.Detail + ")"
+	}
+	// The refusal also claims the first attempt's key: a driver that
+	// started the effect meanwhile keeps it (and this refusal yields to its
+	// attempt), and none can start it after.
+	var keys []string
+	if !mutRecheckYields {
+		keys = []string{j.attemptKey(1)}
+	}
+	res, err = g.refuseForGood(ctx, j, d.Code, detail, keys...)
+	return res, true, err
 }
 
 // checkGiven compares the arguments a caller is about to run with the
@@ -347,17 +398,22 @@ func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, ap
 }
 
 // refuseForGood records that the action will never run: a refusal that
-// claims the result key, so that no later Execute or Recover starts it,
-// with its decision record in the same write.
-func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string) (Result, error) {
+// claims the result key (and any further keys given, in the same write),
+// so that no later Execute or Recover starts it, with its decision record
+// in the same write. When another driver took one of the keys first, its
+// result, or its running attempt, wins.
+func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string, keys ...string) (Result, error) {
 	meta := j.meta(StatusRefused, 0, code)
 	meta["error"] = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
 	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
-		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()},
+		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...),
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
+		if _, done, rerr := g.resultOf(ctx, j); rerr == nil && !done && len(keys) > 0 {
+			return g.run(ctx, j) // an attempt started first: drive it to its result
+		}
 		return g.recordedByKey(ctx, j)
 	}
 	if err != nil {

@@ -132,8 +132,8 @@ type Gate struct {
 	intents  map[string]map[string]bool // nil: no intents configured
 	lease    time.Duration
 	fallback string
-	planner  *kernel.Planner // submits fallbacks
-	reader   kernel.Handle   // reads records
+	planner  governed      // submits fallbacks
+	reader   kernel.Handle // reads records
 	tracer   telemetry.Tracer
 	metrics  *gateMetrics // nil: metrics off
 	budget   *Budget      // the default budget of calls ([WithBudget]); nil for none
@@ -145,14 +145,14 @@ type entry struct {
 	spec   Spec
 	schema *schema
 	policy *policy
-	once   bool         // the action spec has a once-key
-	handle *kernel.Tool // writes the tool's attempts and results
+	once   bool     // the action spec has a once-key
+	handle governed // writes the tool's attempts and results
 }
 
 type role struct {
 	name    string
 	tools   map[string]bool
-	planner *kernel.Planner
+	planner governed
 }
 
 // New returns a gate over k for the tools, roles and intents the options
@@ -184,7 +184,7 @@ func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
 	}
 	g := &Gate{
 		k: k, tools: map[string]*entry{}, byAction: map[string]*entry{}, roles: map[string]*role{},
-		lease: c.lease, fallback: c.fallback, planner: k.Planner(GateWriter), reader: k.Tool(GateWriter),
+		lease: c.lease, fallback: c.fallback, planner: governedAs(k, GateWriter), reader: k.Tool(GateWriter),
 		budget: c.budget,
 	}
 	if err := g.initTelemetry(&c); err != nil {
@@ -219,7 +219,7 @@ func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
 		if g.roles[r.Name] != nil {
 			return nil, fmt.Errorf("%w: duplicate role %q", ErrInvalidConfig, r.Name)
 		}
-		g.roles[r.Name] = &role{name: r.Name, tools: set, planner: k.Planner(RoleWriter(r.Name))}
+		g.roles[r.Name] = &role{name: r.Name, tools: set, planner: governedAs(k, RoleWriter(r.Name))}
 	}
 	for _, in := range c.intents {
 		set, err := names("intent", in.Name, in.Tools)
@@ -305,7 +305,7 @@ func (g *Gate) register(t Tool) (*entry, error) {
 		Tool:   t,
 		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
 		schema: s, policy: pol, once: spec.Once != nil,
-		handle: g.k.Tool("tool:" + t.Name),
+		handle: governedAs(g.k, "tool:"+t.Name),
 	}, nil
 }
 

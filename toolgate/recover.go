@@ -145,6 +145,12 @@ type Pending struct {
 // committed by the gate with a policy that needs one, not started and with
 // no result (a denied or expired one is listed until an Execute escalates
 // it). They come in commit order.
+//
+// What an approver is shown comes from the committed action itself: the
+// tool is the one whose action type it is, the arguments and digest are
+// its payload's. A decision record only points at candidates: one that is
+// not the record the gate wrote when it committed a gate action of this
+// trace (see [Gate.Execute]) is passed over, whatever its context says.
 func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
 	var recs []kernel.DecisionRecord
 	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: traceID, Outcome: kernel.OutcomePendingApproval}) {
@@ -155,16 +161,14 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 	}
 	var out []Pending
 	for _, d := range recs {
-		tool, _ := d.Context["tool"].(string)
-		e := g.tools[tool]
-		if e == nil || d.Kind != e.action() {
-			continue
-		}
-		act, err := g.reader.Get(ctx, d.Subject)
+		act, e, gd, ok, err := g.pendingAction(ctx, traceID, d)
 		if err != nil {
 			return nil, err
 		}
-		j, err := g.newJob(ctx, e, act, d.Context)
+		if !ok {
+			continue
+		}
+		j, err := g.newJob(ctx, e, act, gd.Context)
 		if err != nil {
 			return nil, err
 		}
@@ -185,10 +189,32 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 			return nil, err
 		}
 		p := Pending{ActionID: act.ID, TraceID: traceID, Tool: e.Name, Args: j.args, Digest: digest}
-		p.Role, _ = d.Context["role"].(string)
-		p.CallID, _ = d.Context["call_id"].(string)
-		p.Reason, _ = d.Context["approval_reason"].(string)
+		p.Role, _ = gd.Context["role"].(string)
+		p.CallID, _ = gd.Context["call_id"].(string)
+		p.Reason, _ = gd.Context["approval_reason"].(string)
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// pendingAction returns the committed action a pending-approval decision
+// record is about, its tool and the gate's commit record for it; ok is
+// false when d is not that record of a gate action of the trace.
+func (g *Gate) pendingAction(ctx context.Context, traceID string, d kernel.DecisionRecord) (act kernel.Record, e *entry, gd kernel.DecisionRecord, ok bool, err error) {
+	if mutApproverView {
+		tool, _ := d.Context["tool"].(string)
+		if e = g.tools[tool]; e == nil || d.Kind != e.action() {
+			return kernel.Record{}, nil, d, false, nil
+		}
+		act, err = g.reader.Get(ctx, d.Subject)
+		return act, e, d, err == nil, err
+	}
+	act, e, gd, err = g.gated(ctx, d.Subject)
+	switch {
+	case errors.Is(err, ErrUnknownAction):
+		return kernel.Record{}, nil, gd, false, nil
+	case err != nil:
+		return kernel.Record{}, nil, gd, false, err
+	}
+	return act, e, gd, act.TraceID() == traceID && gd.RecordID == d.RecordID, nil
 }

@@ -55,7 +55,7 @@ type desk struct {
 	k      *kernel.Kernel
 	g      *toolgate.Gate
 	w      *world
-	policy *kernel.Planner // the refund policy: proposes refund_due
+	policy *kernel.Governor // the refund policy, the owner's code: proposes refund_due with its decision record
 	reader kernel.Handle
 
 	// The crash switch (--crash-after): once effects effect calls were
@@ -94,7 +94,7 @@ func newDesk(store kernel.Store, namespace string, w *world, crashAfter int, out
 		k.Close()
 		return nil, err
 	}
-	d.k, d.g, d.policy, d.reader = k, g, k.Planner("refund-policy"), k.Tool("desk")
+	d.k, d.g, d.policy, d.reader = k, g, k.Governor(), k.Tool("desk")
 	return d, nil
 }
 
@@ -172,7 +172,7 @@ func (d *desk) assess(ctx context.Context, inv toolgate.Invocation) (kernel.Payl
 	amount, _ := cur.Payload.Float("amount")
 	refunded, _ := cur.Payload.Float("refunded")
 	due := cur.Payload.Bool("refundable") && refunded < amount
-	dec, err := d.policy.Submit(ctx, kernel.Entry{TraceID: inv.TraceID, Slot: kernel.Beliefs, Kind: beliefRefundDue,
+	dec, err := d.policy.Submit(ctx, "refund-policy", kernel.Entry{TraceID: inv.TraceID, Slot: kernel.Beliefs, Kind: beliefRefundDue,
 		Payload: kernel.Payload{kernel.KeyValue: due, kernel.KeyDependsOn: []string{perceptOrder}, "order_id": id, "max_refund": amount - refunded},
 		Audit:   &kernel.Audit{Context: kernel.Payload{"tool": "assess_refund", "policy": "refund_policy_v1", "order_id": id}}})
 	if err != nil {

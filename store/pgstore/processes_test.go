@@ -372,7 +372,7 @@ func (w *worker) gated(ctx context.Context, trace, charge, call string) {
 		return
 	}
 	w.report("ack write %s", p.ID)
-	b, err := w.k.Planner("gate-analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "gate_refund_due",
+	b, err := w.k.Governor().Submit(ctx, "gate-analyst", kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "gate_refund_due",
 		Audit: &kernel.Audit{Context: kernel.Payload{"worker": w.id}}, Payload: kernel.Payload{"value": true, "depends_on": []string{"gate_charge"}}})
 	if err != nil {
 		w.fail("gate belief", err)
@@ -441,7 +441,9 @@ func orDash(s string) string {
 // shared trace the kinds carry tag, so that the loops' episodes do not
 // decide on each other's records. A stale charge ends in the fallback.
 func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale bool) {
-	sym, tool, planner := w.k.Symbolic("policy"), w.k.Tool("stripe"), w.k.Planner("bk")
+	// The episode records its decisions, as governance code does: through
+	// the kernel's Governor, as the planner "bk".
+	sym, tool, gov := w.k.Symbolic("policy"), w.k.Tool("stripe"), w.k.Governor()
 	audit := &kernel.Audit{Context: kernel.Payload{"worker": w.id}}
 	if tag == "" {
 		if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
@@ -456,7 +458,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 		return
 	}
 	w.report("ack write %s", p.ID)
-	belief, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due" + tag, Audit: audit,
+	belief, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due" + tag, Audit: audit,
 		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge" + tag}}})
 	if err != nil {
 		w.fail("belief", err)
@@ -464,7 +466,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 	}
 	w.decided(belief)
 	step := map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due" + tag}, "is_duplicate": false}
-	plan, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan" + tag, Audit: audit,
+	plan, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan" + tag, Audit: audit,
 		Payload: kernel.Payload{"steps": []any{step}}})
 	if err != nil {
 		w.fail("plan", err)
@@ -472,7 +474,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 	}
 	w.decided(plan)
 	if plan.Committed() {
-		act, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund", Audit: audit, Payload: kernel.Payload{
+		act, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund", Audit: audit, Payload: kernel.Payload{
 			"type": "issue_refund", "charge_id": charge, "amount": 149.99, "is_duplicate": false, "requires_beliefs": []string{"refund_due" + tag}}})
 		if err != nil {
 			w.fail("refund", err)
@@ -484,7 +486,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 		}
 		return
 	}
-	fb, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview, Audit: audit,
+	fb, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview, Audit: audit,
 		Payload: kernel.Payload{"type": kernel.FallbackQueueForReview, "reason": string(plan.Code)}, InputRefs: []string{plan.ProposalID}})
 	if err != nil {
 		w.fail("fallback", err)
@@ -501,9 +503,10 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 // attempt without a result, for a person to look at; the effect never
 // runs twice.
 func (w *worker) execute(ctx context.Context, action kernel.Record) {
-	tool := w.k.Tool("executor-" + w.id)
+	// The executor claims keys and records decisions: the Governor's.
+	gov, writer := w.k.Governor(), "executor-"+w.id
 	trace, charge := action.Provenance.TraceID, action.Payload["charge_id"]
-	attempt, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_attempt",
+	attempt, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_attempt",
 		Payload: kernel.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
 		return // another process runs it
@@ -517,7 +520,7 @@ func (w *worker) execute(ctx context.Context, action kernel.Record) {
 		w.fail("effect", err)
 		return
 	}
-	result, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_result",
+	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_result",
 		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.ID},
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: kernel.CodeCommitted, Context: kernel.Payload{"worker": w.id}}})
 	if err != nil {

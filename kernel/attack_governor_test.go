@@ -1,0 +1,183 @@
+package kernel_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Routes 3 and 8 of the second review: a handle claims a once-key the
+// kernel or the gate derives, or writes a decision record. Every ordinary
+// handle refuses both and stores nothing; only the Governor the owner
+// holds writes them.
+func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		a.groundRefund("t", "A1")
+		act := a.refund("t")
+		if !act.Committed() {
+			t.Fatalf("refund: %s", act.Code)
+		}
+		key, err := a.k.OnceKeyOf(a.ctx, act.Record.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		audit := &kernel.Audit{PendingApproval: true, Context: kernel.Payload{"tool": "issue_refund", "args": map[string]any{"amount": 501.0}}}
+		a.mark()
+		writes := map[string]func(kernel.Entry) error{
+			"tool":     func(e kernel.Entry) error { _, err := a.tool.Write(a.ctx, e); return err },
+			"symbolic": func(e kernel.Entry) error { _, err := a.sym.Write(a.ctx, e); return err },
+			"evidence": func(e kernel.Entry) error { _, err := a.k.EvidenceValidator("ev").Write(a.ctx, e); return err },
+			"planner":  func(e kernel.Entry) error { _, err := a.planner.Write(a.ctx, e); return err },
+			"planner submit": func(e kernel.Entry) error {
+				_, err := a.planner.Submit(a.ctx, e)
+				return err
+			},
+			"simulator submit": func(e kernel.Entry) error { _, err := a.sim.Submit(a.ctx, e); return err },
+		}
+		entries := map[string]kernel.Entry{
+			"percept": {TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result"},
+			"constraint": {TraceID: "t", Slot: kernel.Constraints, Kind: "c",
+				Payload: kernel.Constraint{Name: "c", BlocksField: "x"}.Payload()},
+			"evidence": {TraceID: "t", Slot: kernel.Evidence, Kind: "note"},
+			"action":   {TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund", Payload: with(action("refund_due"), "order_id", "A2", "amount", 900000.0)},
+			"prediction": {TraceID: "t", Slot: kernel.Predictions, Kind: "p",
+				Payload: kernel.Payload{"action_type": "issue_refund", "expected_outcome": 1.0, "requires_beliefs": []string{"refund_due"}}},
+		}
+		for hn, w := range writes {
+			for en, e := range entries {
+				withKey, withAudit := e, e
+				withKey.OnceKeys = []string{key, "toolgate/effect/x/result"}
+				withAudit.Audit = audit
+				if err := w(withKey); !errors.Is(err, kernel.ErrPermission) {
+					t.Errorf("%s writes a %s claiming once-keys: %v, want ErrPermission", hn, en, err)
+				}
+				if err := w(withAudit); !errors.Is(err, kernel.ErrPermission) {
+					t.Errorf("%s writes a %s with a decision record: %v, want ErrPermission", hn, en, err)
+				}
+			}
+		}
+		a.unchanged()
+		for d, err := range a.k.DecisionRecords(a.ctx, kernel.DecisionFilter{}) {
+			t.Errorf("decision record %+v %v", d, err)
+		}
+		if holder, err := a.k.ClaimedBy(a.ctx, key); err != nil || holder != act.Record.ID {
+			t.Errorf("once-key held by %q (%v), want the refund %s", holder, err, act.Record.ID)
+		}
+		// The Governor writes both.
+		gov := a.k.Governor()
+		if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
+			OnceKeys: []string{"toolgate/effect/x/result"}, Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: "EFFECT_SUCCEEDED"}}); err != nil {
+			t.Errorf("Governor write: %v", err)
+		}
+		if d, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+			Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{}}, Audit: audit}); err != nil || !d.Committed() {
+			t.Errorf("Governor submit: %v %v", d.Code, err)
+		}
+		n := 0
+		for _, err := range a.k.DecisionRecords(a.ctx, kernel.DecisionFilter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n != 2 {
+			t.Errorf("%d decision records, want the Governor's 2", n)
+		}
+	}, onceSpec)
+}
+
+// Route 9 in the kernel: RecheckAction decides a committed action again
+// as of now, through the gate's own checks, and writes nothing.
+func TestRecheckAction(t *testing.T) {
+	ttlSpec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+		Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge"}})
+	commit := func(t *testing.T, a *arena, ttl time.Duration) kernel.Record {
+		t.Helper()
+		a.percept("t", "charge", kernel.Payload{"order_id": "A1", "amount": 100.0}, nil, ttl)
+		if d := a.belief("t", "charge"); !d.Committed() {
+			t.Fatalf("belief: %s", d.Code)
+		}
+		d := a.refund("t")
+		if !d.Committed() {
+			t.Fatalf("refund: %s", d.Code)
+		}
+		return d.Record
+	}
+	recheck := func(t *testing.T, a *arena, id string, want kernel.Code) {
+		t.Helper()
+		a.mark()
+		d, err := a.k.RecheckAction(a.ctx, id)
+		if err != nil || d.Code != want {
+			t.Errorf("RecheckAction: %s (failed %q, %s) %v, want %s", d.Code, d.Failed, d.Detail, err, want)
+		}
+		a.unchanged()
+	}
+	t.Run("current", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			recheck(t, a, commit(t, a, 0).ID, kernel.CodeCommitted)
+			if _, err := a.k.RecheckAction(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
+				t.Errorf("recheck of a percept: %v, want ErrInvalidReference", err)
+			}
+		}, ttlSpec)
+	})
+	t.Run("expired", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			act := commit(t, a, time.Minute)
+			a.clock.Advance(2 * time.Minute)
+			recheck(t, a, act.ID, kernel.CodeStaleEvidence)
+		}, ttlSpec)
+	})
+	t.Run("superseded observation", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			act := commit(t, a, 0)
+			a.percept("t", "charge", kernel.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
+			recheck(t, a, act.ID, kernel.CodeSupersededEvidence)
+		}, ttlSpec)
+	})
+	t.Run("replaced belief", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			act := commit(t, a, 0)
+			if d := a.belief("t", "charge"); !d.Committed() {
+				t.Fatalf("second belief: %s", d.Code)
+			}
+			recheck(t, a, act.ID, kernel.CodeSupersededEvidence)
+		}, ttlSpec)
+	})
+	t.Run("constraint", func(t *testing.T) {
+		attack(t, func(t *testing.T, a *arena) {
+			act := commit(t, a, 0)
+			if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "frozen", Enabled: true, BlocksField: "order_id",
+				AppliesTo: []string{"issue_refund"}}, 0); err != nil {
+				t.Fatal(err)
+			}
+			recheck(t, a, act.ID, kernel.BlockedCode("frozen"))
+		}, ttlSpec)
+	})
+}
+
+// CommitConstraintOnce commits a name once per namespace; the second
+// commit gets the first's record and stores nothing.
+func TestCommitConstraintOnce(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		c := kernel.Constraint{Name: "block_stale_actions", Enabled: true, BlocksField: kernel.KeyUsesStaleData}
+		first, created, err := a.sym.CommitConstraintOnce(a.ctx, "t1", c)
+		if err != nil || !created || first.Scope != kernel.ScopePersistent {
+			t.Fatalf("first: %+v %v %v", first, created, err)
+		}
+		a.mark()
+		again, created, err := a.k.Symbolic("other").CommitConstraintOnce(a.ctx, "t2", c)
+		if err != nil || created || again.ID != first.ID {
+			t.Errorf("second: %s %v %v, want the first's %s", again.ID, created, err, first.ID)
+		}
+		a.unchanged()
+		other, err := kernel.New(kernel.WithStore(a.store), kernel.WithNamespace("acme"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, created, err := other.Symbolic("sym").CommitConstraintOnce(a.ctx, "t3", c); err != nil || !created || rec.ID == first.ID {
+			t.Errorf("another namespace: %s %v %v, want its own commit", rec.ID, created, err)
+		}
+	})
+}

@@ -1,0 +1,10 @@
+//go:build !bkmutate
+
+package kernel
+
+// The switches of mutate_governor.go, compiled out (see nomutate.go).
+const (
+	mutGovernedAudit  = false
+	mutGovernedKeys   = false
+	mutRecheckCurrent = false
+)

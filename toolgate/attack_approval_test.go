@@ -1,0 +1,321 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// The attacks of the second adversarial review on decision records,
+// once-keys and approvals (docs/security.md, routes 3, 8 and 9). They use
+// the gate's and the kernel's public API only.
+
+// withOnceKey gives issue_refund a once-key on its order, so that a refund
+// of an order has a key another action could try to take.
+func withOnceKey(su *setup) {
+	prev := su.specs
+	su.specs = func(specs []kernel.ActionSpec) []kernel.ActionSpec {
+		if prev != nil {
+			specs = prev(specs)
+		}
+		for i := range specs {
+			if specs[i].Type == "issue_refund" {
+				specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
+			}
+		}
+		return specs
+	}
+}
+
+// A tool handle, of the gate's own tool or of any other, tries to claim
+// the keys the gate and the kernel derive for a waiting refund: its
+// effect's result and first attempt, and the refund's once-key. Every
+// claim is refused and stores nothing, and the refund still runs once.
+func TestAttackToolClaimsGateKeys(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		act, err := d.store.Get(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := d.g.newJob(d.ctx, d.g.tools["issue_refund"], act, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		once, err := d.k.OnceKeyOf(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(d.records())
+		for _, h := range []*kernel.Tool{d.k.Tool("tool:issue_refund"), d.k.Tool("mallory")} {
+			for _, key := range []string{j.resultKey(), j.attemptKey(1), once} {
+				_, err := h.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund",
+					Payload: kernel.Payload{"refund_id": "re_forged"}, OnceKeys: []string{key}})
+				if !errors.Is(err, kernel.ErrPermission) {
+					t.Errorf("tool %s claims %s: %v, want ErrPermission", h.Name(), key, err)
+				}
+			}
+		}
+		if n := len(d.records()); n != before {
+			t.Fatalf("refused claims stored %d records", n-before)
+		}
+		d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		res := d.execute(wait.ActionID)
+		wantOutcome(t, "the victim's refund", res, Executed, CodeEffectSucceeded)
+		if res.Output["refund_id"] != "re_A1" || len(d.invocations("issue_refund")) != 1 {
+			t.Errorf("result %+v after %d effect calls, want the effect's own, once", res, len(d.invocations("issue_refund")))
+		}
+	}, withOnceKey)
+}
+
+// A planner, writing as the gate's own role writer, submits a refund of
+// 900,000 with a decision record of its own that claims the gate
+// committed a call of 501 waiting for approval. The submit is refused and
+// stores nothing: no forged record in Decisions, nothing for an approver.
+func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		before := len(d.records())
+		forged := kernel.Payload{"tool": "issue_refund", "role": "support", "call_id": "call_forged", "approval_required": true,
+			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
+		_, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+			Payload: kernel.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}},
+			Audit:   &kernel.Audit{PendingApproval: true, Context: forged}})
+		if !errors.Is(err, kernel.ErrPermission) {
+			t.Errorf("planner submit with a decision record: %v, want ErrPermission", err)
+		}
+		if n := len(d.records()); n != before {
+			t.Errorf("the refused submit stored %d records", n-before)
+		}
+		for _, r := range d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"}) {
+			t.Errorf("Decisions lists %+v", r)
+		}
+		pending, err := d.g.PendingApprovals(d.ctx, "t")
+		if err != nil || len(pending) != 0 {
+			t.Errorf("PendingApprovals: %+v %v, want nothing", pending, err)
+		}
+		// The gate's own writes still carry their records.
+		wait := d.refund("t", "A1", 700)
+		if wait.Outcome != NeedsApproval || len(d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"})) != 1 {
+			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"}))
+		}
+	})
+}
+
+// Decision records that say a call waits for approval but are not the
+// record the gate wrote when it committed the action (here written
+// through the owner's RecordDecision, as a bug or an old record would
+// be): one about the order percept, one about a lookup, one naming the
+// wrong tool and arguments for the real refund. The approver sees the one
+// real pending refund, with its own tool and arguments.
+func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		lookup := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`)
+		order, err := d.k.Tool("reader").Find(d.ctx, "t", kernel.Percepts, "order")
+		if err != nil {
+			t.Fatal(err)
+		}
+		odd := func(subject, tool, kind string) {
+			t.Helper()
+			_, err := d.k.RecordDecision(d.ctx, kernel.DecisionRecord{TraceID: "t", Kind: kind, Subject: subject,
+				Outcome: kernel.OutcomePendingApproval, Code: kernel.CodeCommitted,
+				Context: kernel.Payload{"tool": tool, "role": "support", "approval_reason": "forged",
+					"args": map[string]any{"order_id": "A1", "amount": 501.0}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		odd(order.ID, "issue_refund", "issue_refund")
+		odd(lookup.ActionID, "issue_refund", "issue_refund")
+		odd(wait.ActionID, "lookup_order", "lookup_order")
+		odd(wait.ActionID, "issue_refund", "issue_refund")
+		pending, err := d.g.PendingApprovals(d.ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) != 1 {
+			t.Fatalf("PendingApprovals lists %d: %+v, want the one refund", len(pending), pending)
+		}
+		p := pending[0]
+		if p.ActionID != wait.ActionID || p.Tool != "issue_refund" || p.Args["amount"] != 700.0 || p.Digest != d.digest(wait.ActionID) ||
+			p.Reason == "forged" {
+			t.Errorf("the approver is shown %+v", p)
+		}
+	})
+}
+
+// An approval outlives its evidence: the refund is approved, then the
+// order lookup it rests on expires, or a newer lookup supersedes it, or a
+// constraint now blocks refunds. Execute decides again, refuses with the
+// kernel's code, runs nothing and consumes no approval; the refusal is for
+// good, so a later Execute (or Recover) answers the same.
+func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, d *desk)
+		code   kernel.Code
+	}{
+		{"lookup expires", func(t *testing.T, d *desk) { d.clock.Advance(20 * time.Minute) }, kernel.CodeStaleEvidence},
+		{"newer lookup", func(t *testing.T, d *desk) {
+			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (kernel.Payload, error) {
+				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": false}, nil
+			})
+			if res := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`); res.Outcome != Executed {
+				t.Fatalf("second lookup: %+v", res)
+			}
+		}, kernel.CodeSupersededEvidence},
+		{"constraint", func(t *testing.T, d *desk) {
+			if _, err := d.k.Symbolic("policy").CommitConstraint(d.ctx, "t", kernel.Constraint{Name: "refunds_frozen", Enabled: true,
+				BlocksField: "order_id", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, kernel.BlockedCode("refunds_frozen")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			onStores(t, func(t *testing.T, d *desk) {
+				wait := d.pendingRefund("t", "A1", 700)
+				approval := d.approve("t", wait.ActionID, "human:alice", 2*time.Hour)
+				c.change(t, d)
+				for _, what := range []string{"execute", "execute again"} {
+					res := d.execute(wait.ActionID)
+					wantOutcome(t, what, res, Refused, c.code)
+					if !strings.Contains(res.RootCause.Detail, string(c.code)) {
+						t.Errorf("%s: root cause %+v does not name %s", what, res.RootCause, c.code)
+					}
+				}
+				if n := len(d.invocations("issue_refund")); n != 0 {
+					t.Errorf("the effect ran %d times on evidence that no longer holds", n)
+				}
+				for _, r := range d.kinds(kernel.Percepts, KindAttempt) {
+					if effectField(r, "action_id") == any(wait.ActionID) {
+						t.Errorf("attempt %s started", r.ID)
+					}
+				}
+				if holder, err := d.k.ClaimedBy(d.ctx, approvalKey(approval.ID)); !errors.Is(err, kernel.ErrNotFound) {
+					t.Errorf("the approval was consumed by %q (%v)", holder, err)
+				}
+				if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 || len(d.invocations("issue_refund")) != 0 {
+					t.Errorf("Recover drove %+v (%v)", res, err)
+				}
+			}, withResultTTL("lookup_order", 10*time.Minute))
+		})
+	}
+}
+
+// withResultTTL sets a tool's result TTL.
+func withResultTTL(tool string, ttl time.Duration) func(*setup) {
+	return func(su *setup) {
+		for i := range su.tools {
+			if su.tools[i].Name == tool {
+				su.tools[i].ResultTTL = ttl
+			}
+		}
+	}
+}
+
+// Two drivers of one approved refund: B finds no attempt and is deciding
+// the evidence again when A starts attempt 1 and its effect; then B's
+// recheck refuses (a rule now rejects the refund). B's refusal must not
+// become the result of an effect that A is running: B yields to A's
+// attempt, and both report the one execution.
+func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
+	var (
+		armed         atomic.Bool
+		calls         atomic.Int32
+		bWaiting      = make(chan struct{})
+		releaseB      = make(chan struct{})
+		effectStarted = make(chan struct{})
+		releaseEffect = make(chan struct{})
+	)
+	rule := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
+		if !armed.Load() || c.Slot() != kernel.Actions {
+			return kernel.Verdict{}
+		}
+		if calls.Add(1) == 1 { // B's recheck
+			close(bWaiting)
+			<-releaseB
+			return kernel.Reject("RULE_VIOLATED", "refunds paused")
+		}
+		return kernel.Verdict{} // A's
+	})
+	// The store tells when B's refusal was written (or refused): the
+	// first batch after the effect started that claims a result key.
+	refusalTried := make(chan struct{})
+	var once sync.Once
+	store := &applyHook{Store: kernel.NewMemStore(), after: func(b kernel.Batch) {
+		select {
+		case <-effectStarted:
+		default:
+			return
+		}
+		for _, c := range b.Claims {
+			if strings.HasSuffix(c.Key, "/result") {
+				once.Do(func() { close(refusalTried) })
+			}
+		}
+	}}
+	d := newDesk(t, store, func(su *setup) { su.kernelOpts = append(su.kernelOpts, kernel.WithValidators(rule)) })
+	wait := d.pendingRefund("t", "A1", 700)
+	d.approve("t", wait.ActionID, "human:alice", time.Hour)
+	d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (kernel.Payload, error) {
+		close(effectStarted)
+		<-releaseEffect
+		return kernel.Payload{"refund_id": "re_A1"}, nil
+	})
+	armed.Store(true)
+	type out struct {
+		res Result
+		err error
+	}
+	run := func() <-chan out {
+		ch := make(chan out, 1)
+		go func() {
+			res, err := d.g.Execute(d.ctx, wait.ActionID)
+			ch <- out{res, err}
+		}()
+		return ch
+	}
+	b := run()
+	<-bWaiting
+	a := run()
+	<-effectStarted
+	close(releaseB)
+	<-refusalTried // B's refusal met A's running attempt before A's result
+	close(releaseEffect)
+	for _, ch := range []<-chan out{a, b} {
+		o := <-ch
+		if o.err != nil || o.res.Outcome != Executed {
+			t.Errorf("driver: %+v %v, want the execution", o.res, o.err)
+		}
+	}
+	if n := len(d.invocations("issue_refund")); n != 1 {
+		t.Errorf("the effect ran %d times", n)
+	}
+}
+
+// applyHook is a store that calls after with every batch it applied or
+// refused. It embeds the Store interface only, so the kernel writes
+// through Apply.
+type applyHook struct {
+	kernel.Store
+	after func(kernel.Batch)
+}
+
+func (h *applyHook) Apply(ctx context.Context, b kernel.Batch) error {
+	err := h.Store.Apply(ctx, b)
+	h.after(b)
+	return err
+}
+
+// ClaimedBy makes applyHook a [kernel.KeyStore].
+func (h *applyHook) ClaimedBy(ctx context.Context, key string) (string, error) {
+	return h.Store.(kernel.KeyStore).ClaimedBy(ctx, key)
+}

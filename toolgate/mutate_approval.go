@@ -1,0 +1,22 @@
+//go:build bkmutate
+
+package toolgate
+
+import "github.com/blackboardkernel/bk/internal/mutant"
+
+// Mutation switches of the approval path (see kernel/mutate.go for the
+// scheme): each disables one check, so that a test run shows something
+// notices.
+var (
+	mutRecheckEvidence bool
+	mutApproverView    bool
+	mutRecheckYields   bool
+)
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.recheck_evidence", Check: "an action that waited is decided again before its first attempt: stale, superseded or used-up evidence, or a rule that no longer holds, refuses it for good (STALE_EVIDENCE, ...)", On: &mutRecheckEvidence},
+		mutant.Def{Name: "toolgate.recheck_yields", Check: "a recheck refusal claims the first attempt's key too, so it never becomes the result of an attempt another driver started", On: &mutRecheckYields},
+		mutant.Def{Name: "toolgate.approver_view", Check: "PendingApprovals shows a committed action of the gate's, its tool and arguments read from the action itself, never from a decision record's context", On: &mutApproverView},
+	)
+}

@@ -1,0 +1,10 @@
+//go:build !bkmutate
+
+package toolgate
+
+// The switches of mutate_approval.go, compiled out.
+const (
+	mutRecheckEvidence = false
+	mutApproverView    = false
+	mutRecheckYields   = false
+)
