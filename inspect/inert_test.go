@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,5 +144,32 @@ func TestAttackInspectorEscapes(t *testing.T) {
 	}
 	if len(records) < 10 {
 		t.Errorf("only %d records explained", len(records))
+	}
+}
+
+// TestAttackInspectorLeavesNoFiles: every bk command, run on a cleanly
+// closed store, leaves the store's directory as it found it.
+func TestAttackInspectorLeavesNoFiles(t *testing.T) {
+	db := toolgateDatabase(t)
+	dir := filepath.Dir(db)
+	list := func() []string {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if names := list(); len(names) != 1 {
+		t.Fatalf("the writer left %v", names)
+	}
+	for _, args := range [][]string{{"traces"}, {"timeline", "ticket-2"}, {"explain", "actions:ticket-2:1"}, {"stats"}, {"approvals"}, {"effects"}, {"export"}} {
+		bk(t, append([]string{"--db", db}, args...)...)
+		if names := list(); len(names) != 1 {
+			t.Fatalf("bk %s left %v", args[0], names)
+		}
 	}
 }
