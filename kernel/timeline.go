@@ -69,7 +69,8 @@ type TimelineEvent struct {
 func (e TimelineEvent) Label() string { return "t" + strconv.Itoa(e.Step) }
 
 // Line is the event's text with its detail: "action.queue_for_review
-// committed (reason=PLAN_MISSING_BELIEF)".
+// committed (reason=PLAN_MISSING_BELIEF)". It holds stored text as it is
+// stored: print it through [Inert].
 func (e TimelineEvent) Line() string {
 	if e.Detail == "" {
 		return e.Text
