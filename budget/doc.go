@@ -24,7 +24,14 @@
 // charged when it is known ([Run.ChargeTokens] with the counts the model
 // API returns, [Run.ChargeCost]), always recorded, and enforced at the next
 // call: once the tokens are gone the next model call is refused; once the
-// cost is gone, the next model or tool call. To keep parallel workers from
+// cost is gone, the next model or tool call. Usage recorded beyond a token
+// or cost limit ends the run: the charge itself returns the [*Exceeded],
+// and every later request of the run, and of the sub-runs that draw on it,
+// is refused. Counters and sums saturate at their largest value rather
+// than wrap, so a usage near 2^63 (a broken or hostile model server) reads
+// as spent, never as room; negative usage is refused with [ErrInvalid],
+// and a negative running total reported to a [Meter] (a sum that wrapped
+// upstream) counts as the largest. To keep parallel workers from
 // all starting calls against the same last tokens, [Run.ReserveModelCall]
 // holds an estimate until [Reservation.Settle] replaces it with the real
 // usage. The deadline refuses every request once it has passed; it is read

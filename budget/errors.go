@@ -33,7 +33,10 @@ var (
 )
 
 // Exceeded is the refusal of a call that a budget had no room for. It is
-// returned before the call is made, and nothing was counted for it.
+// returned before the call is made, and nothing was counted for it; or by
+// a charge ([Run.ChargeTokens], [Run.ChargeCost], [Reservation.Settle])
+// whose usage, recorded, went beyond a limit and ended the run (Requested
+// is then 0).
 type Exceeded struct {
 	// Resource is the budget that refused.
 	Resource Resource

@@ -1,19 +1,17 @@
 package budget
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -224,33 +222,27 @@ func (g *Guard) Snapshot() LoopSnapshot {
 	return s
 }
 
-// Digest returns a digest of a tool call's JSON arguments for
-// [Guard.Call]: "sha256:" and the hex SHA-256 of their canonical form
-// (object keys sorted, insignificant space dropped, numbers kept as
-// written). Empty arguments count as null. Arguments that are not one
-// JSON value fail with [ErrInvalid].
+// Digest returns the loop guard's identity of a tool call's JSON arguments
+// for [Guard.Call]: [canon.DigestJSON], the module's one digest, so that
+// every spelling of one value is one call (2, 2.0, 2e0 and 20e-1 are one
+// number, keys are sorted, space is dropped). Empty arguments count as
+// null. Arguments that are not exactly one JSON value, or that repeat an
+// object key, fail with an error wrapping [ErrInvalid] and
+// [canon.ErrInvalid].
 //
-// It differs from [kernel.ArgsDigest], which leaves out keys the kernel
-// reads for gating: to the guard, every argument counts.
+// Unlike [kernel.ArgsDigest], which leaves out the keys the kernel reads for
+// gating, it digests every argument: to the guard, every argument counts.
+// Safe for concurrent use.
 func Digest(args json.RawMessage) (string, error) {
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("null")
+	if mutCanonicalDigest {
+		sum := sha256.Sum256(args) // the mutant: arguments as written
+		return "sha256:" + hex.EncodeToString(sum[:]), nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", fmt.Errorf("%w: tool arguments: %v", ErrInvalid, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("%w: tool arguments hold more than one JSON value", ErrInvalid)
-	}
-	enc, err := json.Marshal(v)
+	d, err := canon.DigestJSON(args)
 	if err != nil {
-		return "", fmt.Errorf("%w: tool arguments: %v", ErrInvalid, err)
+		return "", fmt.Errorf("%w: tool arguments: %w", ErrInvalid, err)
 	}
-	sum := sha256.Sum256(enc)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return d, nil
 }
 
 // Progressed reports whether the committed state changed between two

@@ -153,14 +153,15 @@ func TestDigest(t *testing.T) {
 			t.Errorf("%s has the same digest", other)
 		}
 	}
-	// Large integers are kept exactly as written.
-	if d(`{"id":9007199254740993}`) == d(`{"id":9007199254740992}`) {
-		t.Error("large integers collided")
+	// Numbers are compared by the double the kernel keeps of them, as
+	// everywhere in the module (package canon).
+	if d(`{"id":9007199254740993}`) != d(`{"id":9007199254740992}`) || d(`{"n":-0}`) != d(`{"n":0}`) {
+		t.Error("numbers the kernel stores alike have different digests")
 	}
 	if d(``) != d(`null`) || d("  ") != d(`null`) {
 		t.Error("empty arguments differ from null")
 	}
-	for _, bad := range []string{`{`, `{"a":1} {"b":2}`, `nope`} {
+	for _, bad := range []string{`{`, `{"a":1} {"b":2}`, `nope`, `{"a":1,"a":2}`} {
 		if _, err := budget.Digest(json.RawMessage(bad)); !errors.Is(err, budget.ErrInvalid) {
 			t.Errorf("Digest(%s) = %v, want ErrInvalid", bad, err)
 		}
@@ -216,5 +217,37 @@ func TestParallelGuardExact(t *testing.T) {
 	s := g.Snapshot()
 	if allowed.Load() != budget.DefaultMaxIdentical || s.Calls != 128 || s.Distinct != 2 || s.Trips != 2*(64-budget.DefaultMaxIdentical) {
 		t.Errorf("allowed %d, snapshot %+v", allowed.Load(), s)
+	}
+}
+
+// TestAttackLoopGuardSpellings: a model that respells one call's arguments
+// (2, 2.0, 2e0, 20e-1, keys reordered, -0 for 0) must not get a fresh
+// allowance for each spelling: under a limit of two, the third spelling of
+// the same call is LOOP_DETECTED.
+func TestAttackLoopGuardSpellings(t *testing.T) {
+	g, err := budget.NewGuard(budget.MaxIdentical(2))
+	must(t, err)
+	spellings := []string{
+		`{"order":"o1","qty":2,"off":0}`,
+		`{"qty":2.0,"order":"o1","off":0}`,
+		`{"order":"o1","qty":2e0,"off":-0}`,
+		`{"order":"o1","qty":20e-1,"off":0.0}`,
+		` { "off" : 0e5 , "qty" : 0.2e1 , "order" : "o1" } `,
+		`{"order":"\u006f1","qty":200e-2,"off":0}`,
+		`{"order":"o1","qty":2.000,"off":-0.0}`,
+		`{"order":"o1","qty":0.02E2,"off":0}`,
+	}
+	for i, s := range spellings {
+		d, err := budget.Digest(json.RawMessage(s))
+		must(t, err)
+		err = g.Call("refund", d)
+		if i < 2 {
+			must(t, err)
+			continue
+		}
+		loop(t, err, budget.RepeatedCall)
+	}
+	if s := g.Snapshot(); s.Distinct != 1 || s.Trips != len(spellings)-2 {
+		t.Errorf("eight spellings of one call: %+v", s)
 	}
 }

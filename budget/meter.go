@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 )
 
@@ -38,7 +39,9 @@ func (r *Run) Meter(estimate int64) *Meter {
 // done, and fails with [ErrInvalid] if a total went down; otherwise it
 // charges the growth since the last report and asks for the next call,
 // which is refused with an [*Exceeded] (BUDGET_EXCEEDED: tokens, model
-// calls, cost or deadline) before it is made.
+// calls, cost or deadline) before it is made. A negative total (a count
+// that wrapped where the agent adds them up) counts as the largest int64:
+// usage that cannot be known ends the run with BUDGET_EXCEEDED.
 func (m *Meter) BeforeModelCall(ctx context.Context, promptTotal, completionTotal int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -67,6 +70,14 @@ func (m *Meter) Sync(promptTotal, completionTotal int64) error {
 }
 
 func (m *Meter) sync(prompt, completion int64) error {
+	// A running total is a sum of counts and cannot be negative: a negative
+	// one is a sum that wrapped where it was added up (or a server's
+	// nonsense). Its usage is unknown, so it counts as the most there can
+	// be, which ends the run with BUDGET_EXCEEDED rather than passing for
+	// little use.
+	if !mutSaturate {
+		prompt, completion = unwrapTotal(prompt), unwrapTotal(completion)
+	}
 	if prompt < m.prompt || completion < m.completion {
 		return fmt.Errorf("%w: usage went down from %d+%d to %d+%d tokens; a meter follows one agent's running totals",
 			ErrInvalid, m.prompt, m.completion, prompt, completion)
@@ -82,4 +93,12 @@ func (m *Meter) sync(prompt, completion int64) error {
 		return nil
 	}
 	return m.run.ChargeTokens(dp, dc)
+}
+
+// unwrapTotal reads a negative running total as the largest one.
+func unwrapTotal(n int64) int64 {
+	if n < 0 {
+		return math.MaxInt64
+	}
+	return n
 }

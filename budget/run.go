@@ -237,30 +237,38 @@ func (r *Run) beginTurn() {
 
 // ChargeTokens records the tokens a model call used, as the API reported
 // them, on the run and its ancestors. Usage already happened, so it is
-// recorded even past the limit; the next model call is then refused. Only
-// negative counts fail, with [ErrInvalid].
+// recorded even past the limit (counts saturate at the largest int64, they
+// never wrap). Usage beyond the token limit of the run or an ancestor ends
+// the run: ChargeTokens returns an [*Exceeded] (BUDGET_EXCEEDED, tokens),
+// and every later request of the run is refused. Negative counts fail with
+// [ErrInvalid] and change nothing.
 func (r *Run) ChargeTokens(prompt, completion int64) error {
 	if prompt < 0 || completion < 0 {
 		return fmt.Errorf("%w: negative token usage %d + %d", ErrInvalid, prompt, completion)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.chargeTokens(prompt, completion)
-	return nil
+	return r.chargeTokens(prompt, completion)
 }
 
-func (r *Run) chargeTokens(prompt, completion int64) {
+// chargeTokens records usage on r and its ancestors and returns the
+// overrun it caused, if any. r.mu is held.
+func (r *Run) chargeTokens(prompt, completion int64) error {
 	for x := r; x != nil; x = x.parent {
-		x.prompt += prompt
-		x.completion += completion
-		x.counts[iTokens] += prompt + completion
+		x.prompt = satAdd(x.prompt, prompt)
+		x.completion = satAdd(x.completion, completion)
+		x.counts[iTokens] = satAdd(x.counts[iTokens], satAdd(prompt, completion))
 	}
+	return r.overrun()
 }
 
 // ChargeCost records a cost already incurred (a model call's price, a paid
-// API's fee) on the run and its ancestors, even past the limit; once the
-// cost budget is spent, model and tool calls are refused. A negative, NaN
-// or infinite cost fails with [ErrInvalid].
+// API's fee) on the run and its ancestors, even past the limit (the sum
+// saturates at the largest finite float64). Once the cost budget is spent,
+// model and tool calls are refused; a cost beyond the limit ends the run:
+// ChargeCost returns an [*Exceeded] (BUDGET_EXCEEDED, cost) and every later
+// request is refused. A negative, NaN or infinite cost fails with
+// [ErrInvalid] and changes nothing.
 func (r *Run) ChargeCost(c float64) error {
 	if c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
 		return fmt.Errorf("%w: cost %v", ErrInvalid, c)
@@ -268,9 +276,46 @@ func (r *Run) ChargeCost(c float64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for x := r; x != nil; x = x.parent {
-		x.cost += c
+		x.cost = satAddCost(x.cost, c)
+	}
+	return r.overrun()
+}
+
+// overrun returns an [*Exceeded] when the recorded usage of r or an
+// ancestor is beyond its token or cost limit: usage that already happened
+// past the budget ends the run, whatever the request. r.mu is held.
+func (r *Run) overrun() error {
+	if mutOverrun {
+		return nil
+	}
+	for x := r; x != nil; x = x.parent {
+		if l := x.limits.Tokens; l > 0 && x.counts[iTokens] > l {
+			return &Exceeded{Resource: Tokens, Limit: float64(l), Used: float64(x.counts[iTokens]), Run: x.id}
+		}
+		if l := x.limits.Cost; l > 0 && x.cost > l {
+			return &Exceeded{Resource: Cost, Limit: l, Used: x.cost, Run: x.id}
+		}
 	}
 	return nil
+}
+
+// satAdd returns a+b for counts a, b ≥ 0, or the largest int64 when the
+// sum would pass it: a counter that wrapped would read as room left.
+func satAdd(a, b int64) int64 {
+	if !mutSaturate && b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// satAddCost returns a+b for costs a, b ≥ 0, or the largest finite
+// float64 when the sum would be infinite (an infinity cannot be recorded in
+// a snapshot's JSON).
+func satAddCost(a, b float64) float64 {
+	if s := a + b; mutSaturate || !math.IsInf(s, 1) {
+		return s
+	}
+	return math.MaxFloat64
 }
 
 // Reservation is a model call admitted with an estimate of the tokens it
@@ -301,7 +346,8 @@ func (r *Run) ReserveModelCall(estimate int64) (*Reservation, error) {
 }
 
 // Settle releases the held estimate and charges the tokens the call used
-// (see [Run.ChargeTokens]). Negative counts fail with [ErrInvalid] and
+// (see [Run.ChargeTokens]: usage beyond the token limit returns an
+// [*Exceeded] and ends the run). Negative counts fail with [ErrInvalid] and
 // change nothing.
 func (v *Reservation) Settle(prompt, completion int64) error {
 	if prompt < 0 || completion < 0 {
@@ -314,8 +360,7 @@ func (v *Reservation) Settle(prompt, completion int64) error {
 		return nil
 	}
 	v.release()
-	r.chargeTokens(prompt, completion)
-	return nil
+	return r.chargeTokens(prompt, completion)
 }
 
 // Release gives the held estimate back without charging tokens, for a
@@ -353,14 +398,14 @@ func (r *Run) admit(q request) error {
 	i := counterIndex[q.res]
 	if drawsOnParent(q.res) {
 		for x := r; x != nil; x = x.parent {
-			x.counts[i] += q.n
-			x.held += q.hold
+			x.counts[i] = satAdd(x.counts[i], q.n)
+			x.held += q.hold // check made sure it cannot pass the maximum
 		}
 	} else {
-		r.counts[i] += q.n
+		r.counts[i] = satAdd(r.counts[i], q.n)
 	}
 	if q.res == ToolCalls {
-		r.counts[iTurnCalls] += q.n
+		r.counts[iTurnCalls] = satAdd(r.counts[iTurnCalls], q.n)
 	}
 	if q.newTurn {
 		r.beginTurn()
@@ -377,8 +422,11 @@ func (r *Run) check(q request, now time.Time) *Exceeded {
 			}
 		}
 	}
+	if e, ok := r.overrun().(*Exceeded); ok {
+		return e
+	}
 	over := func(x *Run, res Resource, used, n int64) *Exceeded {
-		if l := x.limits.counter(res); l > 0 && used+n > l {
+		if l := x.limits.counter(res); l > 0 && satAdd(used, n) > l {
 			return &Exceeded{Resource: res, Limit: float64(l), Used: float64(used), Requested: float64(n), Run: x.id}
 		}
 		return nil
@@ -394,15 +442,22 @@ func (r *Run) check(q request, now time.Time) *Exceeded {
 	for x := r; x != nil; x = x.parent {
 		used := x.counts[counterIndex[q.res]]
 		if q.res == Tokens {
-			used += x.held
+			used = satAdd(used, x.held)
 		}
 		if e := over(x, q.res, used, q.n); e != nil {
 			return e
 		}
 		if q.tokens > 0 {
-			if e := over(x, Tokens, x.counts[iTokens]+x.held, q.tokens); e != nil {
+			if e := over(x, Tokens, satAdd(x.counts[iTokens], x.held), q.tokens); e != nil {
 				return e
 			}
+		}
+		// Held tokens are given back by subtraction, so they must stay
+		// exact: a hold that would pass the maximum is refused, with a
+		// token limit or without.
+		if q.hold > 0 && !mutSaturate && x.held > math.MaxInt64-q.hold {
+			return &Exceeded{Resource: Tokens, Limit: float64(x.limits.Tokens), Used: float64(satAdd(x.counts[iTokens], x.held)),
+				Requested: float64(q.hold), Run: x.id}
 		}
 		if q.costGate && x.limits.Cost > 0 && x.cost >= x.limits.Cost {
 			return &Exceeded{Resource: Cost, Limit: x.limits.Cost, Used: x.cost, Run: x.id}

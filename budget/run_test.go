@@ -30,6 +30,9 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 		usedValue  float64
 		refusedMsg string
 		left       float64 // what Left reports after the refusal
+		// charged: the refusal came from a charge (usage beyond the
+		// limit), which is not a refused request.
+		charged bool
 	}{
 		{
 			name: "tool calls", limits: budget.Limits{ToolCalls: 3},
@@ -51,7 +54,8 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 		},
 		{
 			// Tokens are known when the model answers: each call uses 40,
-			// so the third call finds 120 of 100 used and is refused.
+			// so the third call's usage, 120 of 100, ends the run: its
+			// charge returns the refusal, and so does every later call.
 			name: "tokens", limits: budget.Limits{Tokens: 100},
 			call: func(r *budget.Run, _ *clock) error {
 				if err := r.ModelCall(); err != nil {
@@ -59,7 +63,7 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 				}
 				return r.ChargeTokens(30, 10)
 			},
-			res: budget.Tokens, made: 3, limit: 100, used: 120, requested: 1,
+			res: budget.Tokens, made: 2, limit: 100, used: 120, requested: 0, charged: true,
 			usedAfter: budget.ModelCalls, usedValue: 3,
 		},
 		{
@@ -81,8 +85,8 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 			usedAfter: budget.Replans, usedValue: 1,
 		},
 		{
-			// Each tool call costs 0.4: the third finds 0.8 spent and runs;
-			// the fourth finds 1.2 of 1 spent.
+			// Each tool call costs 0.4: the third finds 0.8 spent and runs,
+			// and its cost, 1.2 of 1, ends the run.
 			name: "cost", limits: budget.Limits{Cost: 1},
 			call: func(r *budget.Run, _ *clock) error {
 				if err := r.ToolCall(); err != nil {
@@ -90,7 +94,7 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 				}
 				return r.ChargeCost(0.4)
 			},
-			res: budget.Cost, made: 3, limit: 1, used: 0.4 * 3, requested: 0,
+			res: budget.Cost, made: 2, limit: 1, used: 0.4 * 3, requested: 0, charged: true,
 			usedAfter: budget.ToolCalls, usedValue: 3,
 		},
 		{
@@ -137,8 +141,8 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 			if got := s.Used[tc.usedAfter]; math.Abs(got-tc.usedValue) > 1e-9 {
 				t.Errorf("%s used %v after the refusals, want %v", tc.usedAfter, got, tc.usedValue)
 			}
-			if s.Refused[tc.res] != 2 {
-				t.Errorf("refused %v, want 2 by %s", s.Refused, tc.res)
+			if want := int64(map[bool]int{false: 2, true: 1}[tc.charged]); s.Refused[tc.res] != want {
+				t.Errorf("refused %v, want %d by %s", s.Refused, want, tc.res)
 			}
 			// The planner gets the reason as data.
 			reason, ok := budget.ReasonOf(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -106,9 +107,9 @@ func runApprovals(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	return writeList(e, rows, "no approvals pending", "ACTION\tTRACE\tTOOL\tAGE\tREASON", func(p PendingApproval) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", clip(p.ActionID, 40), clip(p.TraceID, 24), clip(cmp.Or(p.Tool, p.Kind), 20),
-			age(time.Duration(p.AgeMS)*time.Millisecond), clip(p.Reason, 30))
+	return writeList(e, rows, "no approvals pending", "ACTION\tTRACE\tTOOL\tAGE\tREASON", func(p PendingApproval) []string {
+		return []string{clip(p.ActionID, 40), clip(p.TraceID, 24), clip(cmp.Or(p.Tool, p.Kind), 20),
+			age(time.Duration(p.AgeMS) * time.Millisecond), clip(p.Reason, 30)}
 	})
 }
 
@@ -183,8 +184,8 @@ func runEffects(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	return writeList(e, rows, "no effects", "ACTION\tTOOL\tATTEMPTS\tOUTCOME\tCODE\tLAST", func(r EffectRow) string {
-		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", clip(r.ActionID, 40), clip(r.Tool, 20), r.Attempts, r.Outcome, clip(string(r.Code), 28), stamp(r.LastMS))
+	return writeList(e, rows, "no effects", "ACTION\tTOOL\tATTEMPTS\tOUTCOME\tCODE\tLAST", func(r EffectRow) []string {
+		return []string{clip(r.ActionID, 40), clip(r.Tool, 20), strconv.Itoa(r.Attempts), r.Outcome, clip(string(r.Code), 28), stamp(r.LastMS)}
 	})
 }
 

@@ -113,13 +113,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sqlitestore.OpenReadOnly(e.db)
 	if err != nil {
-		fmt.Fprintln(stderr, "bk:", describe(e.db, err))
+		fmt.Fprintln(stderr, "bk:", kernel.Inert(describe(e.db, err)))
 		return ExitError
 	}
 	defer s.Close()
 	e.store = s
 	if err := cmd.run(ctx, e, sub.Args()); err != nil {
-		fmt.Fprintln(stderr, "bk:", err)
+		fmt.Fprintln(stderr, "bk:", kernel.Inert(err.Error())) // errors quote stored ids
 		return ExitError
 	}
 	return ExitOK
@@ -194,17 +194,23 @@ func describe(path string, err error) string {
 	return err.Error()
 }
 
-// writeJSON prints v as indented JSON.
+// writeJSON prints v as indented JSON, through kernel.InertJSON: stored
+// text reaches the terminal with no character it would act on.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(kernel.InertJSON(b), '\n'))
+	return err
 }
 
 // writeList prints rows as JSON with --json, else as aligned columns under
 // header (tab-separated), one line a row, or the line none when there are
-// no rows.
-func writeList[T any](e *env, rows []T, none, header string, line func(T) string) error {
+// no rows. line returns a row's columns; each is printed through
+// kernel.Inert, so that stored text can neither act on the terminal nor
+// add a column or a line.
+func writeList[T any](e *env, rows []T, none, header string, line func(T) []string) error {
 	if e.json {
 		return writeJSON(e.out, rows)
 	}
@@ -215,12 +221,16 @@ func writeList[T any](e *env, rows []T, none, header string, line func(T) string
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
 	for _, r := range rows {
-		fmt.Fprintln(tw, line(r))
+		cols := line(r)
+		for i := range cols {
+			cols[i] = kernel.Inert(cols[i])
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	return tw.Flush()
 }
 
-// clip fits s into n runes for a table column.
+// clip fits s into n runes for a table column (before it is made inert).
 func clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
@@ -251,4 +261,16 @@ func (e *env) inNamespace(ns string) bool {
 	return e.namespace == "" || ns == e.namespace || ns == "" && e.namespace == kernel.DefaultNamespace
 }
 
-func newLineEncoder(w io.Writer) *json.Encoder { return json.NewEncoder(w) }
+// lineWriter writes values as JSON lines through kernel.InertJSON.
+type lineWriter struct{ w io.Writer }
+
+func (l lineWriter) Encode(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = l.w.Write(append(kernel.InertJSON(b), '\n'))
+	return err
+}
+
+func newLineEncoder(w io.Writer) lineWriter { return lineWriter{w} }

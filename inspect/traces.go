@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -41,9 +42,9 @@ func runTraces(ctx context.Context, e *env, _ []string) error {
 	if rows == nil {
 		rows = []TraceRow{} // JSON: [] rather than null
 	}
-	return writeList(e, rows, "no traces", "TRACE\tNAMESPACE\tRECORDS\tDECISIONS\tREFUSED\tLAST\tOUTCOME", func(r TraceRow) string {
-		return fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\t%s", clip(r.TraceID, 36), clip(r.Namespace, 16), r.Records, r.Decisions,
-			r.Refusals, stamp(r.LastMS), clip(r.Outcome, 44))
+	return writeList(e, rows, "no traces", "TRACE\tNAMESPACE\tRECORDS\tDECISIONS\tREFUSED\tLAST\tOUTCOME", func(r TraceRow) []string {
+		return []string{clip(r.TraceID, 36), clip(r.Namespace, 16), strconv.Itoa(r.Records), strconv.Itoa(r.Decisions),
+			strconv.Itoa(r.Refusals), stamp(r.LastMS), clip(r.Outcome, 44)}
 	})
 }
 

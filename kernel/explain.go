@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -614,27 +613,27 @@ func perceptSummary(r *Record) string {
 }
 
 // WriteText writes the explanation as an indented tree, followed by the
-// root cause of a refusal.
+// root cause of a refusal. Stored text is printed through [Inert].
 func (e Explanation) WriteText(w io.Writer) error {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s: %s", e.Record, e.Verdict)
+	fmt.Fprintf(&sb, "%s: %s", Inert(e.Record), Inert(e.Verdict))
 	if e.Code != "" {
-		fmt.Fprintf(&sb, " (%s)", e.Code)
+		fmt.Fprintf(&sb, " (%s)", Inert(string(e.Code)))
 	}
 	sb.WriteString("\n")
 	if e.Tree != nil {
 		writeNode(&sb, e.Tree, "", "")
 	}
 	if e.RootCause != nil {
-		sb.WriteString("root cause: " + string(e.RootCause.Code))
+		sb.WriteString("root cause: " + Inert(string(e.RootCause.Code)))
 		if e.RootCause.Record != "" {
-			sb.WriteString(" on " + e.RootCause.Record)
+			sb.WriteString(" on " + Inert(e.RootCause.Record))
 		}
 		if e.RootCause.Rule != "" {
-			sb.WriteString(" (rule " + e.RootCause.Rule + ")")
+			sb.WriteString(" (rule " + Inert(e.RootCause.Rule) + ")")
 		}
 		if e.RootCause.Detail != "" {
-			sb.WriteString(" -- " + clipText(e.RootCause.Detail, 100))
+			sb.WriteString(" -- " + Inert(clipText(e.RootCause.Detail, 100)))
 		}
 		sb.WriteString("\n")
 	}
@@ -645,11 +644,11 @@ func (e Explanation) WriteText(w io.Writer) error {
 func writeNode(sb *strings.Builder, n *ExplainNode, first, rest string) {
 	sb.WriteString(first)
 	if n.Relation != "" {
-		sb.WriteString(n.Relation + ": ")
+		sb.WriteString(Inert(n.Relation) + ": ")
 	}
-	sb.WriteString(n.Record + "  " + n.Summary)
+	sb.WriteString(Inert(n.Record) + "  " + Inert(n.Summary))
 	if n.Checks != "" {
-		sb.WriteString(" [" + n.Checks + "]")
+		sb.WriteString(" [" + Inert(n.Checks) + "]")
 	}
 	if n.Failed {
 		sb.WriteString("  <-- failed")
@@ -671,9 +670,6 @@ func (e Explanation) String() string {
 	return sb.String()
 }
 
-// WriteJSON writes the explanation as one indented JSON object.
-func (e Explanation) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(e)
-}
+// WriteJSON writes the explanation as one indented JSON object, through
+// [InertJSON].
+func (e Explanation) WriteJSON(w io.Writer) error { return writeInertJSON(w, e) }

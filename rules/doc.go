@@ -56,17 +56,30 @@
 // holds the expression. A rule that cannot be evaluated rejects it with
 // [kernel.CodeRuleError] and the error as detail: a missing field or
 // percept ("no such key"), a type mismatch, a result that is not a bool,
-// an evaluation that runs over its cost budget, or a cancelled context. A
+// or a cancelled context. A
 // rule never lets a proposal through because it could not decide. Write
 // has(percepts.charge) && ... where a field may legitimately be absent.
 // (CEL's && and || are commutative with respect to errors: false && error
 // is false and true || error is true, so an error on the side that does not
 // decide the result is not one.)
 //
-// Evaluation has a fixed cost budget of 100 000 units per rule and
-// evaluation, roughly one unit per field access, comparison or loop
-// iteration, so that no rule, however it is written and whatever the
-// payloads hold, can hold up the gate.
+// # Bounded cost
+//
+// No rule, however it is written and whatever the payloads hold, can hold
+// up the gate. What a rule is given is bounded: a list or object of at
+// most [MaxElements] entries, a string of at most [MaxStringBytes] bytes,
+// [MaxDepth] levels and [MaxValues] values a payload. Before any rule
+// runs, the proposal's payload, the beliefs it rests on and (when a rule
+// reads them) the trace's percepts and beliefs are checked against these
+// bounds, and a proposal beyond them is refused with [CodeInputTooLarge]
+// (RULE_INPUT_TOO_LARGE), naming the value. [New] estimates each rule's
+// worst-case cost over inputs within the bounds (CEL's cost model: about
+// one unit per field access, comparison or loop iteration) and refuses a
+// rule that may cost more than 100 000 units, such as a loop within a
+// loop over a proposal's list. Evaluation then runs in time linear in its
+// input, untracked (cel-go's runtime cost tracker costs time quadratic in
+// the length of a list a rule walks), and the caller's context interrupts
+// it.
 //
 // # Cost and concurrency
 //

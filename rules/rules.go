@@ -29,7 +29,9 @@ func (e *Error) Error() string { return "rules: rule " + strconv.Quote(e.Rule) +
 // Unwrap returns e.Err.
 func (e *Error) Unwrap() error { return e.Err }
 
-// costLimit bounds one evaluation of one rule (see the package doc).
+// costLimit bounds one evaluation of one rule (see the package doc): [New]
+// refuses a rule whose worst-case cost, over inputs within the bounds of
+// code.go, exceeds it.
 const costLimit = 100_000
 
 // interruptEvery is how many comprehension iterations run between checks
@@ -93,6 +95,8 @@ type rule struct {
 	name string
 	expr string
 	prg  cel.Program
+	// percepts and beliefs: the rule reads that variable.
+	percepts, beliefs bool
 }
 
 // Rules is a set of compiled rules; it is a [kernel.Validator]. Build it
@@ -167,11 +171,30 @@ func New(opts ...Option) (*Rules, error) {
 		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
 			return nil, invalid("has type %s, want bool", t)
 		}
-		prg, err := env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(interruptEvery))
+		// The cost is bounded before evaluation, not tracked during it:
+		// cel-go's runtime cost tracker (cel.CostLimit) keeps a stack it
+		// searches from the top for every attribute read, and in a loop
+		// the stack grows by two entries an iteration, so a tracked
+		// evaluation costs time quadratic in the length of the list it
+		// walks. The worst case over inputs within the bounds is
+		// estimated here instead, once; evaluation then runs untracked, in
+		// time linear in its input, and the context still interrupts it.
+		est, err := env.EstimateCost(ast, sizeBound{})
+		switch {
+		case mutStaticCost:
+		case err != nil:
+			return nil, invalid("its cost cannot be estimated: %v", err)
+		case est.Max > costLimit:
+			return nil, invalid("may cost up to %d, over the limit of %d, for inputs of up to %d elements (a loop within a loop over a proposal's list, say)",
+				est.Max, costLimit, MaxElements)
+		}
+		prg, err := env.Program(ast, cel.InterruptCheckFrequency(interruptEvery))
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
-		index[s.kind] = append(index[s.kind], &rule{name: s.name, expr: s.expr, prg: prg})
+		rl := &rule{name: s.name, expr: s.expr, prg: prg}
+		rl.percepts, rl.beliefs = reads(ast)
+		index[s.kind] = append(index[s.kind], rl)
 		rs.names = append(rs.names, s.name)
 	}
 	return rs, nil
@@ -192,6 +215,9 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict
 			return kernel.Verdict{}
 		}
 		in := &input{c: c, belief: c.Payload()}
+		if v := in.bounded(rs, rs[0].name, "belief "+c.Kind(), c.Payload()); v.Code != "" {
+			return v
+		}
 		return in.check(ctx, rs, "belief "+c.Kind())
 	case kernel.Plans, kernel.Actions:
 		acts := r.actions[c.Kind()]
@@ -202,8 +228,32 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict
 			return kernel.Verdict{}
 		}
 		in := &input{c: c}
+		var grounds []kernel.Record
 		if len(r.beliefs) > 0 {
-			for _, g := range c.Grounds() {
+			grounds = c.Grounds()
+		}
+		// The rules about to run, for the bounds of what they read.
+		var run []*rule
+		var checked []kernel.Record
+		for _, g := range grounds {
+			if rs := r.beliefs[g.Kind]; len(rs) > 0 {
+				run = append(run, rs...)
+				checked = append(checked, g)
+			}
+		}
+		run = append(run, acts...)
+		if len(run) == 0 {
+			return kernel.Verdict{} // no rule applies
+		}
+		var own kernel.Payload
+		if len(acts) > 0 {
+			own = c.Payload()
+		}
+		if v := in.bounded(run, run[0].name, c.Slot().String()+" "+c.Kind(), own, checked...); v.Code != "" {
+			return v
+		}
+		if len(r.beliefs) > 0 {
+			for _, g := range grounds {
 				rs := r.beliefs[g.Kind]
 				if len(rs) == 0 {
 					continue

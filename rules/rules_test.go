@@ -305,29 +305,91 @@ func with(p kernel.Payload, kv ...any) kernel.Payload {
 	return out
 }
 
-// TestRunaway: a rule that would run for long hits the cost limit, or the
-// caller's cancellation, and fails closed.
-func TestRunaway(t *testing.T) {
-	quadratic := rules.OnAction("all_distinct", "tag", `action.items.all(x, action.items.all(y, x == y || x != y))`)
+// TestAttackRuleCostBounded: a rule whose worst case is too costly is refused by New;
+// an evaluation cut short by the caller's cancellation fails closed.
+func TestAttackRuleCostBounded(t *testing.T) {
+	_, err := rules.New(rules.OnAction("all_distinct", "tag", `action.items.all(x, action.items.all(y, x == y || x != y))`))
+	var re *rules.Error
+	if !errors.Is(err, rules.ErrInvalidRule) || !errors.As(err, &re) || re.Rule != "all_distinct" || !strings.Contains(err.Error(), "may cost up to") {
+		t.Errorf("a loop within a loop over a proposal's list: %v", err)
+	}
+
+	linear := rules.OnAction("small", "tag", `action.items.all(x, x < 10000)`)
 	items := make([]any, 1000)
 	for i := range items {
 		items[i] = float64(i)
 	}
 	act := kernel.Payload{"items": items, "requires_beliefs": []string{"ok"}}
-
-	h := newHarness(t, mustNew(t, quadratic), nil)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	h := newHarness(t, mustNew(t, linear), cancelled)
 	h.perceive(tr, "p", kernel.Payload{"x": 1.0})
 	h.propose(tr, kernel.Beliefs, "ok", kernel.Payload{"value": true, "depends_on": []string{"p"}})
 	d, v := h.propose(tr, kernel.Actions, "tag", act)
-	refused(t, "a million comparisons", d, v, kernel.CodeRuleError, "all_distinct", "cost limit")
+	refused(t, "evaluation under a cancelled context", d, v, kernel.CodeRuleError, "small", "cancel")
+}
 
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	h = newHarness(t, mustNew(t, quadratic), cancelled)
-	h.perceive(tr, "p", kernel.Payload{"x": 1.0})
-	h.propose(tr, kernel.Beliefs, "ok", kernel.Payload{"value": true, "depends_on": []string{"p"}})
-	d, v = h.propose(tr, kernel.Actions, "tag", with(act, "items", items[:200]))
-	refused(t, "evaluation under a cancelled context", d, v, kernel.CodeRuleError, "all_distinct", "cancel")
+// TestAttackRuleInputBounds: a planner that sends a list, a string or a
+// nesting larger than a rule may be given (or a tool whose percept holds
+// one, when a rule reads percepts) gets RULE_INPUT_TOO_LARGE before any
+// rule runs, naming the value; within the bounds the rule decides.
+func TestAttackRuleInputBounds(t *testing.T) {
+	small := rules.OnAction("small_items", "tag", `action.items.all(i, i <= 10)`)
+	fromPercept := rules.OnAction("listed", "tag", `percepts.catalogue.ids.all(i, i <= 10)`)
+	list := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = 1.0
+		}
+		return out
+	}
+	deep := any(1.0)
+	for range rules.MaxDepth + 1 {
+		deep = []any{deep}
+	}
+	wide := map[string]any{}
+	for i := range rules.MaxElements + 1 {
+		wide[fmt.Sprint("k", i)] = 1.0
+	}
+	many := make([]any, 20)
+	for i := range many {
+		many[i] = list(rules.MaxElements)
+	}
+	for _, tc := range []struct {
+		name    string
+		rule    rules.Option
+		action  kernel.Payload
+		percept kernel.Payload
+		want    kernel.Code
+		detail  string
+	}{
+		{"within the bounds", small, kernel.Payload{"items": list(rules.MaxElements)}, nil, "", ""},
+		{"a long list", small, kernel.Payload{"items": list(16000)}, nil, rules.CodeInputTooLarge, "the proposal holds .items: a list of 16000 elements"},
+		{"a long string", small, kernel.Payload{"items": list(3), "note": strings.Repeat("x", rules.MaxStringBytes+1)}, nil, rules.CodeInputTooLarge, ".note: a string of"},
+		{"a wide object", small, kernel.Payload{"items": list(3), "m": wide}, nil, rules.CodeInputTooLarge, "an object of 1001 entries"},
+		{"a deep nesting", small, kernel.Payload{"items": list(3), "d": deep}, nil, rules.CodeInputTooLarge, "nested deeper"},
+		{"too many values", small, kernel.Payload{"items": list(3), "many": many}, nil, rules.CodeInputTooLarge, "more than"},
+		{"a rule that fails", small, kernel.Payload{"items": []any{1.0, 11.0}}, nil, kernel.CodeRuleViolated, ""},
+		{"a percept the rule reads", fromPercept, kernel.Payload{"items": list(3)}, kernel.Payload{"ids": list(16000)}, rules.CodeInputTooLarge, "percept catalogue"},
+		{"a percept no rule reads", small, kernel.Payload{"items": list(3)}, kernel.Payload{"ids": list(16000)}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := mustNew(t, tc.rule)
+			h := newHarness(t, rs, nil)
+			h.perceive(tr, "p", kernel.Payload{"x": 1.0})
+			if tc.percept != nil {
+				h.perceive(tr, "catalogue", tc.percept)
+			}
+			h.propose(tr, kernel.Beliefs, "ok", kernel.Payload{"value": true, "depends_on": []string{"p"}})
+			act := with(tc.action, "requires_beliefs", []string{"ok"})
+			d, v := h.propose(tr, kernel.Actions, "tag", act)
+			if tc.want == "" {
+				committed(t, tc.name, d)
+				return
+			}
+			refused(t, tc.name, d, v, tc.want, rs.Names()[0], tc.detail)
+		})
+	}
 }
 
 // TestScope: rules apply to their own slot and kind only.

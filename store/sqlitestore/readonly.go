@@ -26,12 +26,25 @@ var ErrSchemaTooOld = errors.New("sqlitestore: database schema is older than thi
 func SchemaVersion() int { return len(migrations) }
 
 // OpenReadOnly opens an existing database read-only, for inspection next
-// to processes that write it. It never writes: no migration, no journal
-// mode change, and the connections are opened read-only (SQLite's
-// mode=ro, query_only), so every write method of the store fails with an
-// error wrapping [kernel.ErrPermission]. In WAL mode (the mode [Open]
-// sets) a reader neither blocks writers nor waits for them; listings read
-// page by page, each page a short read transaction.
+// to processes that write it. It writes no record: no migration, no
+// journal mode change, every statement runs under SQLite's query_only, and
+// every write method of the store fails with an error wrapping
+// [kernel.ErrPermission]. In WAL mode (the mode [Open] sets) a reader
+// neither blocks writers nor waits for them; listings read page by page,
+// each page a short read transaction.
+//
+// Reading leaves no file behind. A WAL database needs its -wal and -shm
+// files to be read; a writer that closes cleanly deletes them. When they
+// are absent (no connection has the database open), the store opens it
+// read-write at the file level, still query_only, so that its last
+// connection to close removes the files it had to create, as SQLite's last
+// connection always does; while another connection holds the database
+// (a live writer), that connection keeps the files and its lock, and the
+// store's close leaves them. When the files exist (a writer is live, or
+// one crashed), the store opens the database with SQLite's mode=ro and
+// changes nothing on disk: the WAL a crashed writer left is not
+// checkpointed. (A database file the process may not write is read
+// read-only by SQLite either way.)
 //
 // It returns an error wrapping [fs.ErrNotExist] for a missing file,
 // [ErrNotAStore] for a file that is not a database of this package,
@@ -63,7 +76,9 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s is a directory", ErrNotAStore, path)
 	}
 	q := url.Values{}
-	q.Set("mode", "ro")
+	if !quiescent(abs) {
+		q.Set("mode", "ro")
+	}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
 	q.Add("_pragma", "query_only(1)")
 	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
@@ -104,6 +119,25 @@ func newReadOnly(db *sql.DB, path string) (*Store, error) {
 	}
 	s.readOnly = true
 	return s, nil
+}
+
+// quiescent reports whether no journal lies beside the database at path:
+// no -wal file (every WAL connection to it has closed cleanly, and a
+// reader must create the WAL files to read it) and no -journal (no
+// rollback a reader opened read-write would have to play back). It only
+// looks at names: opening and closing a descriptor of the database would
+// drop the POSIX locks a SQLite connection of this process holds on it.
+// On any doubt it answers false (mode=ro then).
+func quiescent(path string) bool {
+	if mutReadOnlyFiles {
+		return false
+	}
+	for _, suffix := range []string{"-wal", "-journal"} {
+		if _, err := os.Lstat(path + suffix); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }
 
 var errReadOnly = fmt.Errorf("sqlitestore: %w: the store was opened read-only", kernel.ErrPermission)

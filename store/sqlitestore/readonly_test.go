@@ -180,3 +180,136 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// dirNames lists the names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestAttackReadOnlyLeavesNoFiles: reading a cleanly closed store
+// read-only (what every bk command does) leaves the directory as it was:
+// no -wal or -shm file beside the database, and the database file
+// unchanged.
+func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bk.db")
+	w, err := sqlitestore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kernel.New(kernel.WithStore(w))
+	for i := range 5 {
+		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, sum := dirNames(t, dir), fileSum(t, path)
+	if len(before) != 1 {
+		t.Fatalf("a cleanly closed store left %v", before)
+	}
+	for range 2 {
+		ro, err := sqlitestore.OpenReadOnly(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for ts, err := range kernel.ListTraces(t.Context(), ro, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kernel.TraceTimeline(t.Context(), ro, ts.TraceID); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := ro.Append(t.Context(), kernel.Record{ID: "percepts:x:1"}); !errors.Is(err, kernel.ErrPermission) {
+			t.Errorf("Append: %v, want ErrPermission", err)
+		}
+		if err := ro.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n != 5 {
+			t.Errorf("%d traces read, want 5", n)
+		}
+		if after := dirNames(t, dir); len(after) != 1 {
+			t.Fatalf("reading left %v beside the database", after)
+		}
+	}
+	if fileSum(t, path) != sum {
+		t.Error("reading changed the database file")
+	}
+}
+
+// TestReadOnlyOpenedBeforeAWriter: a reader that opened a quiescent store
+// does not block a writer that starts after it; it reads what the writer
+// commits; the writer's close, while the reader holds the database,
+// leaves the files to the reader's close, which removes them.
+func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bk.db")
+	w, err := sqlitestore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ro, err := sqlitestore.OpenReadOnly(path, sqlitestore.WithBusyTimeout(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		n := 0
+		for _, err := range kernel.ListTraces(t.Context(), ro, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	if count() != 0 {
+		t.Fatal("traces in an empty store")
+	}
+	// The writer waits for no lock: a busy timeout of 0 would fail it.
+	w, err = sqlitestore.Open(path, sqlitestore.WithBusyTimeout(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kernel.New(kernel.WithStore(w))
+	for i := range 20 {
+		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(); got != i+1 {
+			t.Fatalf("the reader sees %d traces, want %d", got, i+1)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("files left: %v", names)
+	}
+	ro, err = sqlitestore.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got := count(); got != 20 {
+		t.Errorf("%d traces after both closed, want 20", got)
+	}
+}

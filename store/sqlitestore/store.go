@@ -320,7 +320,7 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return s.applyTx(ctx, rows, b)
+	return ctxErr(ctx, s.applyTx(ctx, rows, b))
 }
 
 func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err error) {
@@ -460,7 +460,7 @@ func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ..
 	}
 	defer leave()
 	_, r, err := scan(stmt.QueryRowContext(ctx, args...))
-	if errors.Is(err, sql.ErrNoRows) {
+	if err = ctxErr(ctx, err); errors.Is(err, sql.ErrNoRows) {
 		return kernel.Record{}, fmt.Errorf("sqlitestore: %w: %s", kernel.ErrNotFound, missing)
 	}
 	return r, err
@@ -474,7 +474,7 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	}
 	defer leave()
 	var n int
-	if err := s.count.QueryRowContext(ctx, traceID).Scan(&n); err != nil {
+	if err := ctxErr(ctx, s.count.QueryRowContext(ctx, traceID).Scan(&n)); err != nil {
 		return 0, fmt.Errorf("sqlitestore: count trace: %w", err)
 	}
 	return n, nil
@@ -490,7 +490,7 @@ func (s *Store) ClaimedBy(ctx context.Context, key string) (string, error) {
 	}
 	defer leave()
 	var id string
-	err = s.claimedBy.QueryRowContext(ctx, key).Scan(&id)
+	err = ctxErr(ctx, s.claimedBy.QueryRowContext(ctx, key).Scan(&id))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed", kernel.ErrNotFound, key)
@@ -544,7 +544,7 @@ func (s *Store) list(ctx context.Context, stmt *sql.Stmt, args ...any) iter.Seq2
 		for {
 			recs, last, err := s.page(ctx, stmt, append(args[:len(args):len(args)], after, pageSize))
 			if err != nil {
-				yield(kernel.Record{}, err)
+				yield(kernel.Record{}, ctxErr(ctx, err))
 				return
 			}
 			for _, r := range recs {

@@ -24,7 +24,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kern
 	return func(yield func(kernel.TraceSummary, error) bool) {
 		out, err := s.traces(ctx, namespace)
 		if err != nil {
-			yield(kernel.TraceSummary{}, err)
+			yield(kernel.TraceSummary{}, ctxErr(ctx, err))
 			return
 		}
 		for _, t := range out {
