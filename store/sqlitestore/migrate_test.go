@@ -141,7 +141,7 @@ func TestStoreMigrateV1(t *testing.T) {
 	if got := persistent("tenant"); !reflect.DeepEqual(got, []kernel.Record{fresh}) {
 		t.Errorf("a namespaced record on a migrated database: %+v", got)
 	}
-	if id, err := stores[1].ClaimedBy(ctx, "k"); err != nil || id != fresh.ID {
+	if id, err := stores[1].ClaimedBy(ctx, "", "k"); err != nil || id != fresh.ID {
 		t.Errorf("ClaimedBy on a migrated database: %q, %v; want %q", id, err, fresh.ID)
 	}
 	for _, st := range stores {
