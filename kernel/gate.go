@@ -520,8 +520,8 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 // artifacts, which the kernel writes (their input refs are the percepts
 // it checked), never from input refs a planner can pad. One pass over the
 // trace, which the snapshot holds already: artifacts precede the actions
-// that cite them. A retired action ([Kernel.Retire]) had no effect and
-// used up nothing.
+// that cite them. A retired action ([Kernel.Retire]) still counts: within
+// its trace, what a denied action rested on grounds nothing else.
 func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) *Record {
 	if len(beliefs) == 0 {
 		return nil
@@ -553,7 +553,7 @@ func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) *Record {
 					break
 				}
 			}
-		case r.Slot == Actions && r.Mode == ModeCommit && r.Kind == actionType && r.Status != StatusInvalidated:
+		case r.Slot == Actions && r.Mode == ModeCommit && r.Kind == actionType:
 			for _, ev := range r.EvidenceRefs {
 				if slices.Contains(tainted, ev) {
 					return r
