@@ -56,22 +56,26 @@ func (g *Gate) holderState(ctx context.Context, holderID string) string {
 	if err != nil {
 		return unknown
 	}
+	n, _, err := g.lastAttempt(ctx, j, 1)
+	if err != nil {
+		return unknown
+	}
 	if done {
 		rec, err := g.reader.Get(ctx, id)
 		switch {
 		case err != nil:
 			return unknown
 		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectField(rec, "status") == StatusRefused:
+			if n > 0 {
+				return "An earlier call of this action was stopped after it may have started; whether it took effect is being reviewed. Do not retry it; tell the user it is under review."
+			}
 			return "An earlier call of this action was refused and did not run; it has been queued for review. Do not retry it; tell the user it is under review."
 		case rec.Kind == KindFailed:
 			return "An earlier call of this action was tried and failed; it cannot be repeated. Do not retry it; tell the user it did not succeed."
 		}
 		return "This action was already taken. Do not retry it."
 	}
-	n, _, err := g.lastAttempt(ctx, j, 1)
 	switch {
-	case err != nil:
-		return unknown
 	case n > 0:
 		return "An earlier call of this action is running now; its result is not known yet. Do not retry it."
 	case gd.Outcome == kernel.OutcomePendingApproval:

@@ -1,0 +1,104 @@
+package toolgate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// onceRefunds keys issue_refund by its order (one refund per order, for
+// ever) and leaves its DUPLICATE_ACTION hint to the gate.
+func onceRefunds(su *setup) {
+	su.specs = func(specs []kernel.ActionSpec) []kernel.ActionSpec {
+		for i := range specs {
+			if specs[i].Type == "issue_refund" {
+				specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
+			}
+		}
+		return specs
+	}
+	for i := range su.tools {
+		if su.tools[i].Name == "issue_refund" {
+			su.tools[i].Hints = nil
+		}
+	}
+}
+
+// Route 13 of the second review: a refund the supervisor denies holds its
+// order's once-key only until the denial is recorded; the next ticket
+// about that order refunds once. A model is never told a refund was taken
+// that did not run: while the first waits for approval, the refusal of a
+// second says so.
+func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t1", "A1", 700)
+
+		d.ground("t2", "A1")
+		dup := d.refund("t2", "A1", 700)
+		wantOutcome(t, "a second ticket's refund while the first waits", dup, Refused, kernel.CodeDuplicateAction)
+		if strings.Contains(dup.Hint, "already taken") || !strings.Contains(dup.Hint, "approval") {
+			t.Errorf("hint while the holder waits for approval: %q; want it pending, not taken", dup.Hint)
+		}
+
+		if _, err := d.k.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "not eligible", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		denied := d.execute(wait.ActionID)
+		wantOutcome(t, "execute after the denial", denied, Refused, CodeApprovalDenied)
+		if strings.Contains(denied.Hint, "already taken") {
+			t.Errorf("hint after a denial: %q", denied.Hint)
+		}
+
+		d.ground("t3", "A1")
+		res := d.refund("t3", "A1", 100)
+		wantOutcome(t, "a new ticket's refund after the denial", res, Executed, CodeEffectSucceeded)
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want 1", n)
+		}
+
+		d.ground("t4", "A1")
+		again := d.refund("t4", "A1", 100)
+		wantOutcome(t, "a refund after the order was refunded", again, Refused, kernel.CodeDuplicateAction)
+		if !strings.Contains(again.Hint, "already taken") {
+			t.Errorf("hint once the holder executed: %q; want it taken", again.Hint)
+		}
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want 1", n)
+		}
+	}, onceRefunds)
+}
+
+// An escalated action whose first attempt started anyway (a driver that
+// read the approval before it was denied) is not retired: its key stays
+// held, since its effect may have run.
+func TestRetireRefusedAfterAnAttempt(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t1", "A1", 700)
+		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
+		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Attempt 1 is recorded; then the escalation lands.
+		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		approval := d.approve("t1", wait.ActionID, "human:bob", time.Hour)
+		if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, approval); err != nil {
+			t.Fatal(err)
+		}
+		d.execute(wait.ActionID) // reads the escalation, tries to retire
+		d.ground("t2", "A1")
+		res := d.refund("t2", "A1", 100)
+		wantOutcome(t, "a refund while an attempt of the first may have run", res, Refused, kernel.CodeDuplicateAction)
+		if strings.Contains(res.Hint, "already taken") || strings.Contains(res.Hint, "did not run") {
+			t.Errorf("hint %q claims what is not known", res.Hint)
+		}
+	}, onceRefunds)
+}
