@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
 // The attacks of this file are the once-key and grounding routes of the
@@ -216,4 +218,51 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 			t.Errorf("Retire without a fence: %v, want ErrInvalidInput", err)
 		}
 	}, onceSpec)
+}
+
+// A store written by a release before the canonical key holds its claims
+// under the earlier form ("once/<namespace>/<type>/<values>/<slot>"): they
+// stay in force, so an order refunded before an upgrade is not refunded
+// again after it, and the action keeps its key.
+func TestOnceKeyLegacyClaims(t *testing.T) {
+	s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	a := newArena(t, s, kernel.WithNamespace("shop"), kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund",
+		MinBeliefs: []string{"refund_due"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}}))
+	a.groundRefund("old", "A1")
+	old := a.refund("old", "order_id", "B2")
+	if !old.Committed() {
+		t.Fatal(old.Code)
+	}
+	// As the earlier release claimed A1's key for a refund.
+	legacy := `once/shop/issue_refund/["A1"]/1`
+	if err := s.Apply(a.ctx, kernel.Batch{Claims: []kernel.Claim{{Key: legacy, RecordID: "actions:prior:9", Namespace: "shop"}}}); err != nil {
+		t.Fatal(err)
+	}
+	a.groundRefund("t", "A1")
+	d := a.refund("t", "order_id", "A1")
+	refused(t, "refund of an order an earlier release refunded", d, kernel.CodeDuplicateAction)
+	if d.Failed != "actions:prior:9" {
+		t.Errorf("refused naming %q, want the legacy holder", d.Failed)
+	}
+	// An action an earlier release committed holds only its legacy key,
+	// and keeps it as its key (the gate's idempotency key).
+	plain := newArena(t, s, kernel.WithNamespace("shop"))
+	plain.groundRefund("prior", "E5")
+	prior := plain.refund("prior", "order_id", "E5")
+	if !prior.Committed() {
+		t.Fatal(prior.Code)
+	}
+	if err := s.Apply(a.ctx, kernel.Batch{Claims: []kernel.Claim{{Key: `once/shop/issue_refund/["E5"]/1`, RecordID: prior.Record.ID, Namespace: "shop"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if key, err := a.k.OnceKeyOf(a.ctx, prior.Record.ID); err != nil || key != `once/shop/issue_refund/["E5"]/1` {
+		t.Errorf("OnceKeyOf of an action holding a legacy key: %q, %v", key, err)
+	}
+	if key, err := a.k.OnceKeyOf(a.ctx, old.Record.ID); err != nil || key != `["shop","issue_refund","B2",1]` {
+		t.Errorf("OnceKeyOf: %q, %v", key, err)
+	}
 }

@@ -47,6 +47,12 @@ func (k *Kernel) keySpace() string {
 type onceSlots struct {
 	prefix, suffix string
 	enc            string // the key's components, for a refusal's detail
+	// legacy is the prefix of the keys releases before the canonical
+	// array claimed ("once/<namespace>/<type>/<values as encoding/json
+	// wrote them>/<slot>"), "" when the values have no such key. A store
+	// written by such a release still holds them, so they are read (never
+	// claimed) to keep every earlier claim in force.
+	legacy string
 }
 
 // key returns the once-key of slot n (from 1).
@@ -73,13 +79,17 @@ func (k *Kernel) onceSlots(actionType string, o *OnceKey, src Payload) (slots on
 	if err != nil {
 		return onceSlots{}, "", err
 	}
+	var legacy string
+	if old, err := json.Marshal(values[2:]); err == nil {
+		legacy = "once/" + k.namespace + "/" + actionType + "/" + string(old) + "/"
+	}
 	if mutOnceEncoding {
 		// Components joined by a separator they may contain.
 		vals, _ := canon.Encode(values[2:])
 		return onceSlots{prefix: "once/" + k.namespace + "/" + actionType + "/" + string(vals) + "/", enc: string(vals)}, "", nil
 	}
 	// b is "[ns,type,v...]": the slot goes in as the last element.
-	return onceSlots{prefix: string(b[:len(b)-1]) + ",", suffix: "]", enc: string(b)}, "", nil
+	return onceSlots{prefix: string(b[:len(b)-1]) + ",", suffix: "]", enc: string(b), legacy: legacy}, "", nil
 }
 
 // maxRetiredSlots bounds how many slots held by retired actions a once-key
@@ -91,12 +101,34 @@ const maxRetiredSlots = 1000
 // held by actions that may still run or have run. Slots are claimed in
 // order, so the claimed ones are a prefix and the walk ends at the first
 // free one. A slot held by a retired action ([Kernel.Retire]) does not
-// count: that action never had, and never will have, an effect. It returns
-// the key to claim, or "" and the first live holder when the key is used
-// up.
+// count: that action never had, and never will have, an effect. Claims of
+// the legacy form (see [onceSlots]) count first, as the slots they held.
+// It returns the key to claim, or "" and the first live holder when the
+// key is used up.
 func (k *Kernel) freeSlot(ctx context.Context, s *snapshot, slots onceSlots, limit int) (key, holder string, err error) {
 	ks := k.store.(KeyStore) // New checked it
 	live := 0
+	// Claims of earlier releases, which never went past the limit, count
+	// as the slots they held.
+	err = k.legacyHolders(ctx, slots, limit, func(_, id string) error {
+		if !mutRetiredHolder {
+			dead, err := k.retired(ctx, s, id)
+			if err != nil || dead {
+				return err
+			}
+		}
+		if holder == "" {
+			holder = id
+		}
+		live++
+		return nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if live >= limit {
+		return "", holder, nil
+	}
 	for n := 1; ; n++ {
 		key := slots.key(n)
 		id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
@@ -125,6 +157,30 @@ func (k *Kernel) freeSlot(ctx context.Context, s *snapshot, slots onceSlots, lim
 			return "", holder, nil
 		}
 	}
+}
+
+// legacyHolders calls fn with the holder of each legacy key of slots
+// 1..limit that is claimed (see [onceSlots.legacy]). A [MemStore] holds no
+// claims of an earlier release, so it is not asked.
+func (k *Kernel) legacyHolders(ctx context.Context, slots onceSlots, limit int, fn func(key, id string) error) error {
+	if _, fresh := k.store.(*MemStore); fresh || slots.legacy == "" || mutOnceLegacy {
+		return nil
+	}
+	ks := k.store.(KeyStore)
+	for n := 1; n <= limit; n++ {
+		key := slots.legacy + strconv.Itoa(n)
+		id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
+		if errors.Is(err, ErrNotFound) {
+			return nil // legacy slots were claimed in order
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(key, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // retired reports whether id is a committed action of the namespace that
@@ -262,6 +318,17 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 			if id == actionID {
 				return key, nil
 			}
+		}
+		// An action committed by an earlier release holds a legacy key.
+		found := ""
+		err = k.legacyHolders(ctx, slots, max(o.Limit, 1), func(key, id string) error {
+			if id == actionID && found == "" {
+				found = key
+			}
+			return nil
+		})
+		if err != nil || found != "" {
+			return found, err
 		}
 	}
 	return "", newErr(op, actionID, "", ErrNotFound, "the action claimed no once-key")

@@ -10,4 +10,5 @@ const (
 	mutOnceCanon       = false
 	mutRetiredHolder   = false
 	mutRetireFence     = false
+	mutOnceLegacy      = false
 )
