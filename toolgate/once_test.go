@@ -102,3 +102,46 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 		}
 	}, onceRefunds)
 }
+
+// A crash between a never-ran result (an escalation, a refusal for good)
+// and the retirement of the action leaves the key held; Recover retires
+// it.
+func TestRecoverRetiresAfterACrash(t *testing.T) {
+	for _, how := range []string{"escalated", "refused for good"} {
+		t.Run(how, func(t *testing.T) {
+			onStores(t, func(t *testing.T, d *desk) {
+				wait := d.pendingRefund("t1", "A1", 700)
+				denial, err := d.k.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
+				if err != nil {
+					t.Fatal(err)
+				}
+				act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The result lands; the process dies before anything else.
+				if how == "escalated" {
+					_, err = d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
+				} else {
+					meta := j.meta(StatusRefused, 0, CodeToolNotPermitted)
+					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+						Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.ground("t2", "A1")
+				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), Refused, kernel.CodeDuplicateAction)
+				if _, err := d.g.Recover(d.ctx); err != nil {
+					t.Fatal(err)
+				}
+				d.ground("t3", "A1")
+				wantOutcome(t, "a refund after recovery", d.refund("t3", "A1", 100), Executed, CodeEffectSucceeded)
+			}, onceRefunds)
+		})
+	}
+}

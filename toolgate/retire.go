@@ -26,7 +26,7 @@ func (g *Gate) retire(ctx context.Context, j *job, rec kernel.Record) error {
 	}
 	code, _ := effectField(rec, "code").(string)
 	if code == "" {
-		code = string(CodeApprovalDenied)
+		return nil // not a result the gate wrote: the key stays held
 	}
 	err := g.k.Retire(ctx, j.act.ID, kernel.Code(code), j.attemptKey(1))
 	if errors.Is(err, kernel.ErrDuplicateKey) {
@@ -67,9 +67,12 @@ func (g *Gate) holderState(ctx context.Context, holderID string) string {
 			return unknown
 		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectField(rec, "status") == StatusRefused:
 			if n > 0 {
-				return "An earlier call of this action was stopped after it may have started; whether it took effect is being reviewed. Do not retry it; tell the user it is under review."
+				return "An earlier call of this action was stopped after it may have started; whether it took effect is not known. Do not retry it; tell the user it is under review."
 			}
-			return "An earlier call of this action was refused and did not run; it has been queued for review. Do not retry it; tell the user it is under review."
+			if rec.Kind == KindEscalated {
+				return "An earlier call of this action was refused and did not run; it has been queued for review. Do not retry it; tell the user it is under review."
+			}
+			return "An earlier call of this action was refused and did not run. Do not retry it; tell the user it cannot be done now."
 		case rec.Kind == KindFailed:
 			return "An earlier call of this action was tried and failed; it cannot be repeated. Do not retry it; tell the user it did not succeed."
 		}
