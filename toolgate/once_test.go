@@ -1,6 +1,8 @@
 package toolgate
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +146,46 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 			}, onceRefunds)
 		})
 	}
+}
+
+// The DUPLICATE_ACTION hint says what became of the holder: running (an
+// attempt without a result), failed, or taken.
+func TestDuplicateHintSaysWhatHappened(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		// A1: refunded once, the effect failed for good.
+		d.ground("t1", "A1")
+		d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
+			return nil, errors.New("card network says no")
+		})
+		failed := d.refund("t1", "A1", 100)
+		wantOutcome(t, "a refund whose effect fails", failed, Failed, CodeEffectFailed)
+		d.ground("t2", "A1")
+		res := d.refund("t2", "A1", 100)
+		wantOutcome(t, "a refund after a failed one", res, Refused, kernel.CodeDuplicateAction)
+		if !strings.Contains(res.Hint, "failed") || strings.Contains(res.Hint, "already taken") {
+			t.Errorf("hint after a failed holder: %q", res.Hint)
+		}
+
+		d.setEffect("issue_refund", nil)
+		d.ground("u1", "B2")
+		// B2: approved, attempt 1 started, no result yet.
+		wait := d.pendingRefund("u0", "B2", 700)
+		d.approve("u0", wait.ActionID, "human:alice", time.Hour)
+		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		res = d.refund("u1", "B2", 100)
+		wantOutcome(t, "a refund while another runs", res, Refused, kernel.CodeDuplicateAction)
+		if !strings.Contains(res.Hint, "running") || strings.Contains(res.Hint, "already taken") {
+			t.Errorf("hint while the holder runs: %q", res.Hint)
+		}
+	}, onceRefunds)
 }
