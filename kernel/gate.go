@@ -464,8 +464,12 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 		return out
 	}
 	if !mutUsedGrounding && !g.spec.Repeatable {
-		if prior := s.usedGrounding(p.Kind, g.beliefs); prior != nil {
-			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: "its grounding already grounded " + prior.ID}
+		if prior, obs := s.usedGrounding(p.Kind, g.beliefs); prior != nil {
+			detail := "its grounding already grounded " + prior.ID
+			if obs != "" {
+				detail = "observation " + obs + " already grounded " + prior.ID
+			}
+			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: detail}
 		}
 	}
 	preds := g.predictions()
@@ -513,7 +517,8 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 }
 
 // usedGrounding returns a committed action of actionType in the trace
-// that already rests on an observation the given beliefs rest on, or nil:
+// that already rests on an observation the given beliefs rest on, and that
+// observation, or nil:
 // what a commit uses up is the evidence, not the belief record that cites
 // it, so a new belief (a new artifact) over the same observation grounds
 // nothing new. The observations are read from the beliefs' validation
@@ -522,12 +527,12 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 // trace, which the snapshot holds already: artifacts precede the actions
 // that cite them. A retired action ([Kernel.Retire]) still counts: within
 // its trace, what a denied action rested on grounds nothing else.
-func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) *Record {
+func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) (*Record, string) {
 	if len(beliefs) == 0 {
-		return nil
+		return nil, ""
 	}
 	if mutUsedObservation {
-		return s.usedArtifact(actionType, beliefs)
+		return s.usedArtifact(actionType, beliefs), ""
 	}
 	var buf [8]string
 	obs := buf[:0]
@@ -539,29 +544,29 @@ func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) *Record {
 		}
 	}
 	if len(obs) == 0 {
-		return nil
+		return nil, ""
 	}
-	var tbuf [8]string
-	tainted := tbuf[:0] // artifacts that rest on one of obs
+	var tbuf, ubuf [8]string
+	tainted, used := tbuf[:0], ubuf[:0] // artifacts that rest on one of obs, and which one
 	for i := range s.recs {
 		r := &s.recs[i]
 		switch {
 		case isArtifact(r):
 			for _, in := range r.Provenance.InputRefs {
 				if slices.Contains(obs, in) {
-					tainted = append(tainted, r.ID)
+					tainted, used = append(tainted, r.ID), append(used, in)
 					break
 				}
 			}
 		case r.Slot == Actions && r.Mode == ModeCommit && r.Kind == actionType:
 			for _, ev := range r.EvidenceRefs {
-				if slices.Contains(tainted, ev) {
-					return r
+				if i := slices.Index(tainted, ev); i >= 0 {
+					return r, used[i]
 				}
 			}
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // isArtifact reports whether r is a belief's validation artifact, which
