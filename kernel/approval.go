@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/blackboardkernel/bk/canon"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -36,8 +38,9 @@ const (
 // MaxApprovalTTL bounds how long an approval stays valid.
 const MaxApprovalTTL = 30 * 24 * time.Hour
 
-// ArgsDigest is the digest an approval binds: SHA-256 over the canonical
-// JSON of an action's arguments, that is its payload without the keys the
+// ArgsDigest is the digest an approval binds: [canon.Digest] of an
+// action's arguments (numbers by value: 0 and -0, 2 and 2.0 are one
+// argument), that is its payload without the keys the
 // kernel derives or reads for gating (requires_beliefs, require_prediction,
 // type and the derived flags). Any change to an argument changes it.
 func ArgsDigest(p Payload) (string, error) {
@@ -54,12 +57,16 @@ func ArgsDigest(p Payload) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	enc, err := json.Marshal(map[string]any(norm)) // encoding/json sorts map keys
+	if mutOnceCanon {
+		enc, _ := json.Marshal(map[string]any(norm))
+		sum := sha256.Sum256(enc)
+		return "sha256:" + hex.EncodeToString(sum[:]), nil
+	}
+	d, err := canon.Digest(map[string]any(norm))
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalidPayload, err)
 	}
-	sum := sha256.Sum256(enc)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return d, nil
 }
 
 // Approver is the handle of a person (or a system) who approves or denies

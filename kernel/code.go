@@ -39,8 +39,9 @@ const (
 	CodeUnknownActionType = Code("UNKNOWN_ACTION_TYPE") // strict registry: unregistered type
 	CodeNoFeasiblePlan    = Code("NO_FEASIBLE_PLAN")    // spec requires a plan; no committed plan has this action
 	// CodeDuplicateAction: the action's once-key is used up in the
-	// namespace, or its grounding (belief, plan) already grounded a commit
-	// of its type and the spec is not Repeatable.
+	// namespace, or an observation it rests on (through any belief)
+	// already grounded a commit of its type and the spec is not
+	// Repeatable.
 	CodeDuplicateAction = Code("DUPLICATE_ACTION")
 	// CodeOnceKeyMissing: a once-keyed action whose key cannot be read (a
 	// field absent, or the key percept missing or failing its checks).

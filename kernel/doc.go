@@ -53,7 +53,8 @@
 //     applies blocks it ([PlanBlockedCode]).
 //   - Actions (gating): the same grounding, belief and evidence checks
 //     (UNGROUNDED_ACTION, NO_COMMITTED_BELIEF, BELIEF_NOT_SATISFIED, the
-//     evidence codes), a grounding not used up (DUPLICATE_ACTION), the
+//     evidence codes), no observation it rests on used up by an earlier
+//     commit of its type (DUPLICATE_ACTION), the
 //     prediction gate when the [ActionSpec] or the payload asks for it
 //     (NO_PREDICTION, NEGATIVE_PREDICTION), constraints ([BlockedCode]),
 //     custom validators, then the once-key (DUPLICATE_ACTION,

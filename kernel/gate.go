@@ -1,13 +1,8 @@
 package kernel
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 )
 
 // The checks an evidence artifact records for each dependency: presence,
@@ -39,6 +34,10 @@ func (k *Kernel) checkEvidence(s *snapshot, r *Record) (code Code, arbitrated bo
 	}
 	return "", arbitrated
 }
+
+// kindBeliefValidation is the kind of the artifact the kernel writes for
+// each committed belief.
+const kindBeliefValidation = "belief_validation"
 
 // decideBelief is evidence validation (paper t3–t5): for each dependency in
 // order, missing → superseded → stale → conflict (with arbitration) →
@@ -84,7 +83,7 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 		ID:   s.nextID(Evidence, 0),
 		Slot: Evidence,
 		Mode: ModeCommit,
-		Kind: "belief_validation",
+		Kind: kindBeliefValidation,
 		Payload: Payload{
 			"belief":      p.Kind,
 			"proposal_id": p.ID,
@@ -465,8 +464,12 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 		return out
 	}
 	if !mutUsedGrounding && !g.spec.Repeatable {
-		if prior := s.usedGrounding(p.Kind, g.beliefs); prior != nil {
-			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: "its grounding already grounded " + prior.ID}
+		if prior, obs := s.usedGrounding(p.Kind, g.beliefs); prior != nil {
+			detail := "its grounding already grounded " + prior.ID
+			if obs != "" {
+				detail = "observation " + obs + " already grounded " + prior.ID
+			}
+			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: detail}
 		}
 	}
 	preds := g.predictions()
@@ -513,15 +516,69 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
 }
 
-// usedGrounding returns a committed action of actionType in the trace that
-// already rests on one of beliefs, or nil. It compares the actions'
-// evidence refs, which the kernel writes (the artifacts of the beliefs an
-// action rests on), never their input refs, which a planner can pad with
-// any record to make a later action look like a replay.
-func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) *Record {
+// usedGrounding returns a committed action of actionType in the trace
+// that already rests on an observation the given beliefs rest on, and that
+// observation, or nil:
+// what a commit uses up is the evidence, not the belief record that cites
+// it, so a new belief (a new artifact) over the same observation grounds
+// nothing new. The observations are read from the beliefs' validation
+// artifacts, which the kernel writes (their input refs are the percepts
+// it checked), never from input refs a planner can pad. One pass over the
+// trace, which the snapshot holds already: artifacts precede the actions
+// that cite them. A retired action ([Kernel.Retire]) still counts: within
+// its trace, what a denied action rested on grounds nothing else.
+func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) (*Record, string) {
 	if len(beliefs) == 0 {
-		return nil
+		return nil, ""
 	}
+	if mutUsedObservation {
+		return s.usedArtifact(actionType, beliefs), ""
+	}
+	var buf [8]string
+	obs := buf[:0]
+	for _, b := range beliefs {
+		for _, ev := range b.EvidenceRefs {
+			if art := s.byID(ev); art != nil && isArtifact(art) {
+				obs = append(obs, art.Provenance.InputRefs...)
+			}
+		}
+	}
+	if len(obs) == 0 {
+		return nil, ""
+	}
+	var tbuf, ubuf [8]string
+	tainted, used := tbuf[:0], ubuf[:0] // artifacts that rest on one of obs, and which one
+	for i := range s.recs {
+		r := &s.recs[i]
+		switch {
+		case isArtifact(r):
+			for _, in := range r.Provenance.InputRefs {
+				if slices.Contains(obs, in) {
+					tainted, used = append(tainted, r.ID), append(used, in)
+					break
+				}
+			}
+		case r.Slot == Actions && r.Mode == ModeCommit && r.Kind == actionType:
+			for _, ev := range r.EvidenceRefs {
+				if i := slices.Index(tainted, ev); i >= 0 {
+					return r, used[i]
+				}
+			}
+		}
+	}
+	return nil, ""
+}
+
+// isArtifact reports whether r is a belief's validation artifact, which
+// only the kernel writes.
+func isArtifact(r *Record) bool {
+	return r.Slot == Evidence && r.Mode == ModeCommit && r.Provenance.Role == RoleKernel && r.Kind == kindBeliefValidation
+}
+
+// usedArtifact is the check before observations were what a commit uses
+// up: a grounding was the belief's artifact. Only the used_observation
+// mutation runs it.
+func (s *snapshot) usedArtifact(actionType string, beliefs []*Record) *Record {
 	for i := range s.recs {
 		r := &s.recs[i]
 		if r.Slot != Actions || r.Mode != ModeCommit || r.Kind != actionType {
@@ -536,70 +593,6 @@ func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) *Record {
 		}
 	}
 	return nil
-}
-
-// claimOnce reads the once-key of an action that passed every other check
-// and finds a free slot for it (out of o.Limit), which the decision's batch
-// claims; a used-up key is DUPLICATE_ACTION. Two deciders racing for one
-// slot are ordered by the store: the loser's batch is refused and decided
-// again, and then finds the key used.
-func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *Record, o *OnceKey, out outcome) (outcome, error) {
-	src := p.Payload
-	if o.Percept != "" {
-		pr := s.current(o.Percept)
-		if pr == nil {
-			return outcome{code: CodeOnceKeyMissing, detail: "no observation " + o.Percept}, nil
-		}
-		if code, _ := k.checkEvidence(s, pr); code != "" {
-			return outcome{code: CodeOnceKeyMissing, failed: pr.ID, causes: []Cause{{Code: code, Record: pr.ID}},
-				detail: "key percept fails " + string(code)}, nil
-		}
-		src = pr.Payload
-	}
-	base, enc, missing, err := k.onceBase(p.Kind, o, src)
-	if missing != "" {
-		return outcome{code: CodeOnceKeyMissing, detail: "no key field " + missing}, nil
-	}
-	if err != nil {
-		return outcome{}, fmt.Errorf("kernel: once-key of %s: %w", p.ID, err)
-	}
-	limit := max(o.Limit, 1)
-	ks := k.store.(KeyStore) // New checked it
-	var holder string
-	for i := 1; i <= limit; i++ {
-		key := base + strconv.Itoa(i)
-		id, err := ks.ClaimedBy(ctx, key)
-		if errors.Is(err, ErrNotFound) {
-			out.claim = Claim{Key: key, RecordID: out.record.ID}
-			return out, nil
-		}
-		if err != nil {
-			return outcome{}, err
-		}
-		if holder == "" {
-			holder = id
-		}
-	}
-	return outcome{code: CodeDuplicateAction, failed: holder, detail: "once-key " + enc + " used up by " + holder}, nil
-}
-
-// onceBase builds the once-key of an action type from src without its
-// slot number: base + n is the key of the n-th commit. enc is the
-// key's values as JSON; missing names a key field src lacks.
-func (k *Kernel) onceBase(actionType string, o *OnceKey, src Payload) (base, enc, missing string, err error) {
-	values := make([]any, len(o.Fields))
-	for i, f := range o.Fields {
-		v, ok := src[f]
-		if !ok || v == nil {
-			return "", "", f, nil
-		}
-		values[i] = v
-	}
-	b, err := json.Marshal(values) // normalised values: the same key from every store
-	if err != nil {
-		return "", "", "", err
-	}
-	return "once/" + k.namespace + "/" + actionType + "/" + string(b) + "/", string(b), "", nil
 }
 
 // planFor returns the latest committed plan with a step for actionType.

@@ -10,7 +10,6 @@ package kernel_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -1557,7 +1557,7 @@ func (s *invSnap) decideAction(p *kernel.Record) invVerdict {
 				return invRefuse(kernel.CodeOnceKeyMissing, "", "once-key field %s missing", f)
 			}
 		}
-		enc, err := json.Marshal(values)
+		enc, err := canon.Encode(values)
 		if err != nil {
 			return invRefuse("", "", "once-key %v: %v", values, err)
 		}
@@ -1661,17 +1661,31 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 		}
 	}
 	if isAction && !spec.Repeatable && len(g.beliefs) > 0 {
-		// A committed action of the type already rests on one of the
-		// beliefs: its evidence refs (the kernel's, not the planner's)
-		// name the belief's artifact.
+		// A committed action of the type already rests on an observation
+		// the beliefs rest on: the observations are the input refs of the
+		// validation artifacts (the kernel's, not the planner's) that the
+		// beliefs and the action name as evidence.
+		observed := func(evidence []string) []string {
+			var out []string
+			for _, ev := range evidence {
+				for j := range s.recs {
+					if a := &s.recs[j]; a.ID == ev && a.Slot == kernel.Evidence && a.Provenance.Role == kernel.RoleKernel && a.Kind == "belief_validation" {
+						out = append(out, a.Provenance.InputRefs...)
+					}
+				}
+			}
+			return out
+		}
+		var mine []string
+		for _, b := range g.beliefs {
+			mine = append(mine, observed(b.EvidenceRefs)...)
+		}
 		for j := range s.recs {
 			q := &s.recs[j]
 			if q.Slot != kernel.Actions || q.Mode != kernel.ModeCommit || q.Kind != action {
 				continue
 			}
-			if slices.ContainsFunc(g.beliefs, func(b *kernel.Record) bool {
-				return slices.ContainsFunc(b.EvidenceRefs, func(ev string) bool { return slices.Contains(q.EvidenceRefs, ev) })
-			}) {
+			if slices.ContainsFunc(observed(q.EvidenceRefs), func(o string) bool { return slices.Contains(mine, o) }) {
 				return refuse(kernel.CodeDuplicateAction, q.ID, "grounding already used by %s", q.ID)
 			}
 		}

@@ -89,10 +89,11 @@ type ActionSpec struct {
 	// feasible plan of the same trace (NO_FEASIBLE_PLAN otherwise); the plan
 	// then joins the action's provenance.
 	RequirePlan bool
-	// Repeatable lets one committed belief (and one plan) ground several
-	// commits of this type in a trace. By default a second commit of the
-	// type that rests on a belief an earlier commit already used is
-	// DUPLICATE_ACTION: a grounding is used up by the action it grounds.
+	// Repeatable lets one observation ground several commits of this type
+	// in a trace. By default a second commit of the type that rests on an
+	// observation an earlier commit already rested on (through any belief:
+	// a new belief over the same percept is no new evidence) is
+	// DUPLICATE_ACTION: the evidence is used up by the action it grounds.
 	Repeatable bool
 	// Once, when set, limits how many actions of this type may ever commit
 	// per key in the kernel's namespace, across traces and processes (see
@@ -108,7 +109,10 @@ type ActionSpec struct {
 // key in the store in the same atomic batch as the commit, so of any number
 // of concurrent or repeated commits with one key, across traces and
 // processes sharing the store, at most Limit succeed; the others are
-// DUPLICATE_ACTION.
+// DUPLICATE_ACTION. Keys belong to the kernel's namespace, and values are
+// compared by their canonical form (package canon). A commit whose action
+// was retired ([Kernel.Retire]: it never ran and never will) no longer
+// counts against Limit.
 type OnceKey struct {
 	// Fields are the payload fields whose values form the key, in order.
 	Fields []string

@@ -2,16 +2,22 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+
+	"github.com/blackboardkernel/bk/canon"
 )
 
 // ClaimedBy returns the id of the record whose write claimed the once-key
-// key (an action's commit, or a tool write's [Entry.OnceKeys]), or an
-// error wrapping [ErrNotFound] when the key is free. It fails with
-// [ErrInvalidInput] when the store does not enforce once-keys. Governance
-// code built on the kernel (an executor asking whether an effect already
-// has a recorded result) uses it; it never writes.
+// key in the kernel's namespace (an action's commit, or a tool write's
+// [Entry.OnceKeys]), or an error wrapping [ErrNotFound] when the key is
+// free there. Another namespace's claims are never seen: each namespace is
+// a key space of its own. It fails with [ErrInvalidInput] when the store
+// does not enforce once-keys. Governance code built on the kernel (an
+// executor asking whether an effect already has a recorded result) uses
+// it; it never writes. Safe for concurrent use.
 func (k *Kernel) ClaimedBy(ctx context.Context, key string) (string, error) {
 	ks, ok := k.store.(KeyStore)
 	if !ok {
@@ -20,16 +26,245 @@ func (k *Kernel) ClaimedBy(ctx context.Context, key string) (string, error) {
 	if err := checkName("once-key", key); err != nil {
 		return "", newErr("claimed by", "", CodeInvalidInput, ErrInvalidInput, err.Error())
 	}
-	return ks.ClaimedBy(ctx, key)
+	return ks.ClaimedBy(ctx, k.keySpace(), key)
+}
+
+// keySpace is the namespace the kernel claims and looks up once-keys in.
+func (k *Kernel) keySpace() string {
+	if mutOnceNamespace {
+		return "" // every namespace's keys in one space
+	}
+	return k.namespace
+}
+
+// onceSlots are the once-keys of one action type and key values, one per
+// slot: the canonical JSON array [namespace, action type, values..., slot].
+// Each component is a JSON value of its own, so no choice of namespace,
+// type or values can spell another's key (namespace "acme" with type
+// "eu/refund" is not namespace "acme/eu" with type "refund"), and the
+// values are compared by their canonical form (0 and -0, 2 and 2.0 are one
+// value), the same on every store.
+type onceSlots struct {
+	prefix, suffix string
+	enc            string // the key's components, for a refusal's detail
+	// legacy is the prefix of the keys releases before the canonical
+	// array claimed ("once/<namespace>/<type>/<values as encoding/json
+	// wrote them>/<slot>"), "" when the values have no such key. A store
+	// written by such a release still holds them, so they are read (never
+	// claimed) to keep every earlier claim in force.
+	legacy string
+}
+
+// key returns the once-key of slot n (from 1).
+func (o onceSlots) key(n int) string { return o.prefix + strconv.Itoa(n) + o.suffix }
+
+// onceSlots builds the once-keys of actionType from src. missing names a
+// key field src lacks.
+func (k *Kernel) onceSlots(actionType string, o *OnceKey, src Payload) (slots onceSlots, missing string, err error) {
+	values := make([]any, 2, 2+len(o.Fields))
+	values[0], values[1] = k.namespace, actionType
+	for _, f := range o.Fields {
+		v, ok := src[f]
+		if !ok || v == nil {
+			return onceSlots{}, f, nil
+		}
+		values = append(values, v)
+	}
+	var b []byte
+	if mutOnceCanon {
+		b, err = json.Marshal(values) // -0 and 0 spelled apart
+	} else {
+		b, err = canon.Encode(values)
+	}
+	if err != nil {
+		return onceSlots{}, "", err
+	}
+	var legacy string
+	if old, err := json.Marshal(values[2:]); err == nil {
+		legacy = "once/" + k.namespace + "/" + actionType + "/" + string(old) + "/"
+	}
+	if mutOnceEncoding {
+		// Components joined by a separator they may contain.
+		vals, _ := canon.Encode(values[2:])
+		return onceSlots{prefix: "once/" + k.namespace + "/" + actionType + "/" + string(vals) + "/", enc: string(vals)}, "", nil
+	}
+	// b is "[ns,type,v...]": the slot goes in as the last element.
+	return onceSlots{prefix: string(b[:len(b)-1]) + ",", suffix: "]", enc: string(b), legacy: legacy}, "", nil
+}
+
+// maxRetiredSlots bounds how many slots held by retired actions a once-key
+// lookup walks past; beyond it the key counts as used up (fail closed).
+const maxRetiredSlots = 1000
+
+// freeSlot finds the slot of slots a new commit claims, under limit: the
+// first unclaimed slot, when fewer than limit of the slots before it are
+// held by actions that may still run or have run. Slots are claimed in
+// order, so the claimed ones are a prefix and the walk ends at the first
+// free one. A slot held by a retired action ([Kernel.Retire]) does not
+// count: that action never had, and never will have, an effect. Claims of
+// the legacy form (see [onceSlots]) count first, as the slots they held.
+// It returns the key to claim, or "" and the first live holder when the
+// key is used up.
+func (k *Kernel) freeSlot(ctx context.Context, s *snapshot, slots onceSlots, limit int) (key, holder string, err error) {
+	ks := k.store.(KeyStore) // New checked it
+	live := 0
+	// Claims of earlier releases, which never went past the limit, count
+	// as the slots they held.
+	err = k.legacyHolders(ctx, slots, limit, func(_, id string) error {
+		if !mutRetiredHolder {
+			dead, err := k.retired(ctx, s, id)
+			if err != nil || dead {
+				return err
+			}
+		}
+		if holder == "" {
+			holder = id
+		}
+		live++
+		return nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if live >= limit {
+		return "", holder, nil
+	}
+	for n := 1; ; n++ {
+		key := slots.key(n)
+		id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
+		if errors.Is(err, ErrNotFound) {
+			return key, "", nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+		if n > limit+maxRetiredSlots {
+			return "", id, nil
+		}
+		if !mutRetiredHolder {
+			dead, err := k.retired(ctx, s, id)
+			if err != nil {
+				return "", "", err
+			}
+			if dead {
+				continue
+			}
+		}
+		if holder == "" {
+			holder = id
+		}
+		if live++; live >= limit {
+			return "", holder, nil
+		}
+	}
+}
+
+// legacyHolders calls fn with the holder of each legacy key of slots
+// 1..limit that is claimed (see [onceSlots.legacy]). A [MemStore] holds no
+// claims of an earlier release, so it is not asked.
+func (k *Kernel) legacyHolders(ctx context.Context, slots onceSlots, limit int, fn func(key, id string) error) error {
+	if _, fresh := k.store.(*MemStore); fresh || slots.legacy == "" || mutOnceLegacy {
+		return nil
+	}
+	ks := k.store.(KeyStore)
+	for n := 1; n <= limit; n++ {
+		key := slots.legacy + strconv.Itoa(n)
+		id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
+		if errors.Is(err, ErrNotFound) {
+			return nil // legacy slots were claimed in order
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(key, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retired reports whether id is a committed action of the namespace that
+// was retired: INVALIDATED, which for a committed action only [Kernel.Retire]
+// does.
+func (k *Kernel) retired(ctx context.Context, s *snapshot, id string) (bool, error) {
+	var r Record
+	if p := s.byID(id); p != nil {
+		r = *p
+	} else {
+		var err error
+		if r, err = k.store.Get(ctx, id); errors.Is(err, ErrNotFound) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+	return r.Namespace == k.namespace && r.Slot == Actions && r.Mode == ModeCommit && r.Status == StatusInvalidated, nil
+}
+
+// Retire records that the committed action actionID will never have an
+// effect (its approver denied it, its approval expired, or its executor
+// refused it for good before starting it), so that the once-key slot it
+// holds no longer blocks a later action: a once-key means at most one
+// effect, and a retired action has none. The action becomes INVALIDATED
+// with reason, and its claims stay in the store for ever; only the
+// once-key check reads the holder's status.
+//
+// fence is the once-key the executor claims, in the kernel's namespace,
+// before the action's first effect attempt. Retire claims it in the same
+// batch as the status change: when an attempt was started (the fence is
+// claimed) Retire fails with [ErrDuplicateKey] and changes nothing, and
+// once the action is retired no attempt can start. An action that is
+// already retired is left as it is (nil). actionID must be a committed
+// action of the kernel's namespace ([ErrInvalidReference]); fence and
+// reason must be valid ([ErrInvalidInput]).
+//
+// Retire is the executor's, through the kernel's owner (the tool gate
+// calls it): a handle cannot retire anything. Safe for concurrent use.
+func (k *Kernel) Retire(ctx context.Context, actionID string, reason Code, fence string) error {
+	const op = "retire"
+	if _, ok := k.store.(KeyStore); !ok {
+		return newErr(op, actionID, CodeInvalidInput, ErrInvalidInput, "the store does not enforce once-keys")
+	}
+	if err := checkName("fence key", fence); err != nil {
+		return newErr(op, actionID, CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	if err := checkName("reason", string(reason)); err != nil {
+		return newErr(op, actionID, CodeInvalidInput, ErrInvalidInput, err.Error())
+	}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		act, err := k.store.Get(ctx, actionID)
+		if errors.Is(err, ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != Actions || act.Mode != ModeCommit) {
+			return newErr(op, actionID, CodeInvalidReference, ErrInvalidReference, "not a committed action")
+		}
+		if err != nil {
+			return err
+		}
+		if act.Status != StatusActive {
+			return nil // retired already
+		}
+		b := Batch{Invalidations: []Invalidation{{ID: actionID, Status: StatusInvalidated, Reason: reason}}}
+		if !mutRetireFence {
+			b.Claims = []Claim{{Key: fence, RecordID: actionID}}
+		}
+		err = k.apply(ctx, b)
+		switch {
+		case errors.Is(err, ErrDuplicateKey):
+			return newErr(op, actionID, CodeDuplicateAction, ErrDuplicateKey, "an effect attempt was started: "+err.Error())
+		case errors.Is(err, ErrNotActive):
+			continue // retired by another caller meanwhile: read again
+		}
+		return err
+	}
+	return newErr(op, actionID, "", ErrConflict, "too much contention on the action")
 }
 
 // OnceKeyOf returns the once-key the committed action actionID claimed
-// when it committed (see [ActionSpec.Once]): a string naming the
-// namespace, the action type, the key's values and the commit's slot
-// under the limit, unique to that action for ever. It fails with
-// [ErrNotFound] when the action's spec has no once-key or the action
-// claimed none, and with [ErrInvalidReference] when actionID is not a
-// committed action of the kernel's namespace.
+// when it committed (see [ActionSpec.Once]): the canonical JSON array of
+// the namespace, the action type, the key's values and the commit's slot,
+// unique to that action for ever. It fails with [ErrNotFound] when the
+// action's spec has no once-key or the action claimed none, and with
+// [ErrInvalidReference] when actionID is not a committed action of the
+// kernel's namespace. Safe for concurrent use.
 func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error) {
 	const op = "once key"
 	rec, err := k.store.Get(ctx, actionID)
@@ -65,21 +300,72 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 	}
 	tried := map[string]bool{}
 	for _, src := range sources {
-		base, _, missing, err := k.onceBase(rec.Kind, o, src)
-		if missing != "" || err != nil || tried[base] {
+		slots, missing, err := k.onceSlots(rec.Kind, o, src)
+		if missing != "" || err != nil || tried[slots.prefix] {
 			continue
 		}
-		tried[base] = true
-		for i := 1; i <= max(o.Limit, 1); i++ {
-			key := base + strconv.Itoa(i)
-			id, err := ks.ClaimedBy(ctx, key)
-			if err == nil && id == actionID {
-				return key, nil
+		tried[slots.prefix] = true
+		// The claimed slots are a prefix; the action's is among them.
+		for n := 1; ; n++ {
+			key := slots.key(n)
+			id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
+			if errors.Is(err, ErrNotFound) {
+				break
 			}
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			if err != nil {
 				return "", err
 			}
+			if id == actionID {
+				return key, nil
+			}
+		}
+		// An action committed by an earlier release holds a legacy key.
+		found := ""
+		err = k.legacyHolders(ctx, slots, max(o.Limit, 1), func(key, id string) error {
+			if id == actionID && found == "" {
+				found = key
+			}
+			return nil
+		})
+		if err != nil || found != "" {
+			return found, err
 		}
 	}
 	return "", newErr(op, actionID, "", ErrNotFound, "the action claimed no once-key")
+}
+
+// claimOnce reads the once-key of an action that passed every other check
+// and finds a free slot for it (see [Kernel.freeSlot]), which the
+// decision's batch claims; a used-up key is DUPLICATE_ACTION. Two deciders
+// racing for one slot are ordered by the store: the loser's batch is
+// refused and decided again, and then finds the slot taken.
+func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *Record, o *OnceKey, out outcome) (outcome, error) {
+	src := p.Payload
+	if o.Percept != "" {
+		pr := s.current(o.Percept)
+		if pr == nil {
+			return outcome{code: CodeOnceKeyMissing, detail: "no observation " + o.Percept}, nil
+		}
+		if code, _ := k.checkEvidence(s, pr); code != "" {
+			return outcome{code: CodeOnceKeyMissing, failed: pr.ID, causes: []Cause{{Code: code, Record: pr.ID}},
+				detail: "key percept fails " + string(code)}, nil
+		}
+		src = pr.Payload
+	}
+	slots, missing, err := k.onceSlots(p.Kind, o, src)
+	if missing != "" {
+		return outcome{code: CodeOnceKeyMissing, detail: "no key field " + missing}, nil
+	}
+	if err != nil {
+		return outcome{}, fmt.Errorf("kernel: once-key of %s: %w", p.ID, err)
+	}
+	key, holder, err := k.freeSlot(ctx, s, slots, max(o.Limit, 1))
+	if err != nil {
+		return outcome{}, err
+	}
+	if key == "" {
+		return outcome{code: CodeDuplicateAction, failed: holder, detail: "once-key " + slots.enc + " used up by " + holder}, nil
+	}
+	out.claim = Claim{Key: key, RecordID: out.record.ID}
+	return out, nil
 }

@@ -31,8 +31,11 @@ type MemStore struct {
 	locs       []memLoc // carved into the first blocks of the slot indexes
 	slots      [Actions + 1][]memLoc
 	persistent [Actions + 1][]memLoc
-	claims     map[string]string // once-key → record id
+	claims     map[claimKey]string // once-key in its namespace → record id
 }
+
+// claimKey is a once-key in its key space.
+type claimKey struct{ namespace, key string }
 
 // memTrace holds one trace's records in append order.
 type memTrace struct{ recs []Record }
@@ -89,15 +92,15 @@ var (
 )
 
 // ClaimedBy implements [KeyStore].
-func (s *MemStore) ClaimedBy(ctx context.Context, key string) (string, error) {
+func (s *MemStore) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return "", err
 	}
 	defer s.unlock(false)
-	if id, ok := s.claims[key]; ok {
+	if id, ok := s.claims[claimKey{nsOf(namespace), key}]; ok {
 		return id, nil
 	}
-	return "", fmt.Errorf("%w: once-key %q is not claimed", ErrNotFound, key)
+	return "", fmt.Errorf("%w: once-key %q is not claimed in namespace %q", ErrNotFound, key, nsOf(namespace))
 }
 
 func (s *MemStore) at(l memLoc) *Record { return &s.traces[l.trace].recs[l.idx] }
@@ -242,9 +245,9 @@ func (s *MemStore) apply(ctx context.Context, b Batch, checkPayloads bool) error
 	}
 	for _, c := range b.Claims {
 		if s.claims == nil {
-			s.claims = make(map[string]string)
+			s.claims = make(map[claimKey]string)
 		}
-		s.claims[c.Key] = c.RecordID
+		s.claims[claimKey{nsOf(c.Namespace), c.Key}] = c.RecordID
 	}
 	return nil
 }
@@ -329,11 +332,11 @@ func (s *MemStore) check(b Batch, checkPayloads bool) error {
 		if err := checkClaim(c); err != nil {
 			return err
 		}
-		if _, taken := s.claims[c.Key]; taken {
+		if _, taken := s.claims[claimKey{nsOf(c.Namespace), c.Key}]; taken {
 			return fmt.Errorf("%w: %q", ErrDuplicateKey, c.Key)
 		}
 		for j := range i {
-			if b.Claims[j].Key == c.Key {
+			if b.Claims[j].Key == c.Key && nsOf(b.Claims[j].Namespace) == nsOf(c.Namespace) {
 				return fmt.Errorf("%w: %q twice in one batch", ErrDuplicateKey, c.Key)
 			}
 		}
@@ -543,7 +546,7 @@ func utf8Value(v any) bool {
 func CheckClaim(c Claim) error { return checkClaim(c) }
 
 func checkClaim(c Claim) error {
-	if c.Key == "" || c.RecordID == "" || !validUTF8(c.Key, c.RecordID) {
+	if c.Key == "" || c.RecordID == "" || !validUTF8(c.Key, c.RecordID, c.Namespace) {
 		return fmt.Errorf("%w: claim needs a valid key and record id", ErrInvalidInput)
 	}
 	return nil

@@ -45,8 +45,12 @@ type normalizedApplier interface {
 	applyNormalized(ctx context.Context, b Batch) error
 }
 
-// apply writes a batch the kernel built.
+// apply writes a batch the kernel built. Its claims are the kernel's, in
+// the kernel's key space (see [KeyStore]).
 func (k *Kernel) apply(ctx context.Context, b Batch) error {
+	for i := range b.Claims {
+		b.Claims[i].Namespace = k.keySpace()
+	}
 	if a, ok := k.store.(normalizedApplier); ok {
 		return a.applyNormalized(ctx, b)
 	}

@@ -72,14 +72,19 @@ type TraceCounter interface {
 // ignored claims would let a once-only action run twice.
 //
 // A store that implements KeyStore guarantees that a key is claimed at most
-// once, for ever, across every process that shares the store: Apply refuses
-// a batch that claims a key already claimed (or claims one key twice) with
+// once, for ever, in its namespace, across every process that shares the
+// store: Apply refuses a batch that claims a key already claimed in the
+// claim's namespace (or claims one key twice in one namespace) with
 // [ErrDuplicateKey], in the same transaction as the batch's other writes.
+// Each namespace is a key space of its own: one key claimed in two
+// namespaces is two claims, and ClaimedBy never answers for another
+// namespace's key. An empty namespace is [DefaultNamespace], as it is for
+// records.
 type KeyStore interface {
 	Store
-	// ClaimedBy returns the id of the record whose batch claimed key, or
-	// [ErrNotFound] if the key is free.
-	ClaimedBy(ctx context.Context, key string) (recordID string, err error)
+	// ClaimedBy returns the id of the record whose batch claimed key in
+	// namespace, or [ErrNotFound] if the key is free there.
+	ClaimedBy(ctx context.Context, namespace, key string) (recordID string, err error)
 }
 
 // Filter narrows ListSlot. A zero field matches everything.
@@ -114,10 +119,13 @@ type Batch struct {
 	Claims []Claim
 }
 
-// Claim takes a once-key for a record of the batch.
+// Claim takes a once-key for a record of the batch, in the key space of
+// Namespace (empty: [DefaultNamespace]). The kernel claims only in its own
+// namespace.
 type Claim struct {
-	Key      string
-	RecordID string
+	Key       string
+	RecordID  string
+	Namespace string
 }
 
 // Invalidation is a status change inside a Batch.

@@ -202,8 +202,12 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code kernel.Code) {
 	if again.Outcome != Refused || again.Code != code || again.FallbackID != res.FallbackID {
 		t.Errorf("second execute %+v, want %+v", again, res)
 	}
-	// A later approval cannot revive it: the escalation is its result.
-	d.approve("t", wait.ActionID, "human:carol", time.Hour)
+	// A later approval cannot revive it: the escalation is its result, and
+	// the action is retired (its once-key slot freed), so it takes no
+	// approval at all.
+	if _, err := d.k.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
+		t.Errorf("approval of an escalated action: %v, want ErrInvalidReference", err)
+	}
 	if again := d.execute(wait.ActionID); again.Code != code || len(d.invocations("issue_refund")) != 0 {
 		t.Errorf("execute after a new approval: %+v", again)
 	}

@@ -95,6 +95,14 @@
 // or expired approval records the escalation and commits the safe
 // fallback (queue_for_review, with the code as reason) instead.
 //
+// An action that will never run (denied, expired, or refused for good
+// before any attempt) is retired ([kernel.Kernel.Retire], fenced by its
+// first attempt's key), so that its once-key no longer blocks the next
+// legitimate action on the same key; an action whose attempt started keeps
+// its key. A call refused with DUPLICATE_ACTION gets a hint that says what
+// became of the action holding the key: taken only when it executed,
+// otherwise waiting for approval, running, failed or refused.
+//
 // # The lifecycle is a chain of records
 //
 // Records are append-only; a call's life is a chain of them in its trace,

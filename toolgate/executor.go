@@ -495,6 +495,9 @@ func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) 
 	}
 	code, _ := effectField(rec, "code").(string)
 	res.Code = kernel.Code(code)
+	if err := g.retire(ctx, j, rec); err != nil {
+		return res, err
+	}
 	switch rec.Kind {
 	case KindEscalated:
 		res.Outcome = Refused

@@ -66,7 +66,12 @@ func (g *Gate) defaultHint(ctx context.Context, code kernel.Code, root kernel.Ca
 	case kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied, kernel.CodePlanMissingBelief, kernel.CodePlanBeliefNotSatisfied:
 		return "The conditions for " + tool + " are not established" + paren(root.Detail) + ". Establish them first (look up what they rest on), or do not call it."
 	case kernel.CodeDuplicateAction:
-		return "This action was already taken. Do not retry it."
+		// What is true of the action holding the key: taken only when it
+		// executed, else pending, running or refused.
+		if mutDuplicateHint {
+			return "This action was already taken. Do not retry it."
+		}
+		return g.holderState(ctx, root.Record)
 	case kernel.CodeOnceKeyMissing:
 		return "The information that identifies this action is missing or out of date. Look it up again, then retry."
 	case kernel.CodeNoPrediction, kernel.CodeNegativePrediction:

@@ -113,6 +113,11 @@ func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, dri
 // by the kernel) is left alone.
 func (g *Gate) recoverFallback(ctx context.Context, j *job, resultID string) (Result, bool, error) {
 	rec, err := g.reader.Get(ctx, resultID)
+	if err == nil {
+		// A crash between a never-ran result and its retirement left the
+		// once-key held: retire it now (see retire).
+		err = g.retire(ctx, j, rec)
+	}
 	if err != nil || rec.Kind != KindEscalated {
 		return Result{}, false, err
 	}

@@ -293,6 +293,7 @@ var catalogue = []attack{
 	// On a clean lookup: a second refund, or too much money.
 	{name: "replay_sequential", target: "used_grounding", clean: true, profile: profile{noOnce: true}, mount: replaySequential},
 	{name: "replay_concurrent", target: "used_grounding", clean: true, profile: profile{noOnce: true}, mount: replayConcurrent},
+	{name: "replay_regrounded", target: "used_observation", clean: true, profile: profile{noOnce: true}, mount: replayRegrounded},
 	{name: "replay_across_traces", target: "once_key", clean: true, helpers: replayTraces, mount: replayAcrossTraces},
 	{name: "refund_above_charge", target: "validators", clean: true, mount: refundAboveCharge},
 	{name: "payload_abuse", target: "finite_numbers", clean: true, profile: profile{noRules: true}, mount: payloadAbuse},
@@ -1060,6 +1061,25 @@ func replaySequential(ctx context.Context, x *adversary) error {
 	}
 	for range 2 {
 		if _, err := x.submit(ctx, "the same refund again", x.e.refundEntry()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayRegrounded: after the legitimate refund, the planner grounds the
+// refund again on the same charge observation (a new belief, so a new
+// validation artifact, and a new plan) and refunds, twice: the belief
+// record is new, the evidence is not.
+func replayRegrounded(ctx context.Context, x *adversary) error {
+	if err := x.refund(ctx); err != nil {
+		return err
+	}
+	for range 2 {
+		if err := x.ground(ctx); err != nil {
+			return err
+		}
+		if _, err := x.submit(ctx, "the refund on a new belief over the same observation", x.e.refundEntry()); err != nil {
 			return err
 		}
 	}

@@ -124,9 +124,8 @@ func (d *desk) tools() []toolgate.Tool {
 			Approval:    toolgate.ApprovalPolicy{When: "amount > 500"},
 			Retry:       toolgate.RetryPolicy{MaxAttempts: 4, Backoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 			Hints: map[kernel.Code]string{
-				kernel.CodeStaleEvidence:   "The order information is out of date. Call lookup_order again to refresh it, then assess_refund, then retry.",
-				kernel.CodeDuplicateAction: "This order was already refunded, or its refund waits for approval. Do not retry; tell the customer.",
-				kernel.CodeRuleViolated:    "Refund only the order you assessed, and at most the max_refund assess_refund gave. Fix the amount, then retry.",
+				kernel.CodeStaleEvidence: "The order information is out of date. Call lookup_order again to refresh it, then assess_refund, then retry.",
+				kernel.CodeRuleViolated:  "Refund only the order you assessed, and at most the max_refund assess_refund gave. Fix the amount, then retry.",
 			},
 			Effect: d.refund,
 		},

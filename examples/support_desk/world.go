@@ -241,7 +241,7 @@ func (w *world) Refund(key, orderID string, amount float64) (p payment, replayed
 		return w.payments[i], true, nil
 	}
 	w.requests[key]++
-	if w.draw("payment", key, w.requests[key]) < w.failRate {
+	if w.draw("pay", key, w.requests[key]) < w.failRate {
 		w.stats.failures++
 		return payment{}, false, errUnavailable
 	}

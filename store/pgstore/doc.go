@@ -81,7 +81,8 @@
 // # Once-keys
 //
 // Claimed keys live in the table bk_once_keys, whose primary key is the
-// key, and a batch's claims are inserted in the batch's transaction: a
+// namespace and the key (each namespace is a key space of its own), and a
+// batch's claims are inserted in the batch's transaction: a
 // claim of a key already claimed fails that insert, the whole batch rolls
 // back, and Apply returns an error wrapping [kernel.ErrDuplicateKey]. Since
 // the database enforces it, a key is claimed at most once however many
@@ -105,7 +106,10 @@
 // runs on every gated decision), bk_traces, bk_once_keys and bk_require,
 // the assertion a batch uses to fail. No index holds a record's status or
 // reason, the only columns that change, so a status change can be a
-// heap-only update.
+// heap-only update. Version 2 adds each record's span and each trace
+// counter's namespace. Version 3 keys bk_once_keys by namespace and key; a
+// claim of an earlier version goes to the namespace of the record that
+// claimed it.
 //
 // # Errors
 //

@@ -73,7 +73,7 @@ func TestQueryPlans(t *testing.T) {
 		{"FindActive", q.find, []any{"fill-3", "beliefs", "k1", active}, []string{"bk_records_kind"}},
 		{"ListTrace", q.trace, []any{"fill-3", int64(0), int64(pageSize)}, []string{"bk_records_trace", "bk_records_kind"}},
 		{"CountTrace", q.count, []any{"fill-3"}, []string{"bk_traces_pkey"}},
-		{"ClaimedBy", q.claimedBy, []any{"key-5"}, []string{"bk_once_keys_pkey"}},
+		{"ClaimedBy", q.claimedBy, []any{"default", "key-5"}, []string{"bk_once_keys_pkey"}},
 		{"ListSlot of a namespace's active persistent records", q.slotPersistentNS,
 			[]any{"constraints", "ns-1", active, int64(0), int64(pageSize)}, []string{"bk_records_persistent_ns", "bk_records_persistent"}},
 		{"ListSlot of active persistent records", q.slotPersistent,

@@ -714,7 +714,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 		}
 	}
 	for charge, ids := range refunds {
-		id, err := s.ClaimedBy(ctx, "effect/"+ids[0])
+		id, err := s.ClaimedBy(ctx, "", "effect/"+ids[0])
 		if err != nil {
 			if ran[ids[0]] > 0 {
 				t.Errorf("the effect of %s (%s) ran without a claimed attempt: %v", ids[0], charge, err)

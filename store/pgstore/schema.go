@@ -111,11 +111,23 @@ var migrations = []string{
 	ALTER TABLE {schema}.bk_traces ADD COLUMN namespace text COLLATE "C";
 	UPDATE {schema}.bk_traces t SET namespace = (SELECT r.namespace FROM {schema}.bk_records r
 		WHERE r.trace_id = t.trace_id ORDER BY r.pos LIMIT 1);`,
+	// Version 3: once-keys per namespace. A key is claimed at most once in
+	// its namespace, and one namespace neither claims nor sees another's
+	// keys: the primary key becomes (namespace, key), under its old name.
+	// A claim of an earlier version keeps its key and goes to the namespace
+	// of the record that claimed it (the default namespace when that record
+	// is gone), so that every claim stays in force where it was made.
+	`ALTER TABLE {schema}.bk_once_keys ADD COLUMN namespace text COLLATE "C";
+	UPDATE {schema}.bk_once_keys k SET namespace = COALESCE((SELECT r.namespace FROM {schema}.bk_records r
+		WHERE r.id = k.record_id), 'default');
+	ALTER TABLE {schema}.bk_once_keys ALTER COLUMN namespace SET NOT NULL;
+	ALTER TABLE {schema}.bk_once_keys DROP CONSTRAINT bk_once_keys_pkey;
+	ALTER TABLE {schema}.bk_once_keys ADD CONSTRAINT bk_once_keys_pkey PRIMARY KEY (namespace, key);`,
 }
 
 // SchemaVersion is the schema version this package creates and reads: the
 // number of its migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -237,7 +237,7 @@ func newQueries(schema string) queries {
 			" AND seq > $3 ORDER BY seq LIMIT $4",
 		slotPersistentNS: sel + "WHERE slot = $1 AND namespace = $2 AND scope = 'persistent' AND ($3 = '' OR status = $3)" +
 			" AND seq > $4 ORDER BY seq LIMIT $5",
-		claimedBy: "SELECT record_id FROM " + keys + " WHERE key = $1",
+		claimedBy: "SELECT record_id FROM " + keys + " WHERE namespace = $1 AND key = $2",
 		// Creates the counters of new traces and adds each trace's appends
 		// to its counter, locking the rows in the order given (sorted, so
 		// that two batches never wait for each other in opposite orders).
@@ -264,7 +264,7 @@ func newQueries(schema string) queries {
 			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span) VALUES" +
 			" ($1, $2, (SELECT n FROM " + traces + " WHERE trace_id = $2) - $3, $4, $5, $6, $7, $8, $9, $10," +
 			" $11, $12, $13, $14, $15, $16, $17, $18, $19)",
-		claim: "INSERT INTO " + keys + " (key, record_id) VALUES ($1, $2)",
+		claim: "INSERT INTO " + keys + " (namespace, key, record_id) VALUES ($1, $2, $3)",
 		// The inspector's listing: a pass over the records, grouped by
 		// trace, in the order of each trace's first append.
 		traces: "SELECT trace_id, min(namespace), count(*), min(ts_ms), max(ts_ms) FROM " + records +
@@ -417,11 +417,11 @@ func newPlan(b kernel.Batch) (*plan, error) {
 		if err := kernel.CheckClaim(c); err != nil {
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
-		if hasNUL(c.Key, c.RecordID) {
+		if hasNUL(c.Key, c.RecordID, c.Namespace) {
 			return nil, fmt.Errorf("pgstore: %w: a claim holds a NUL character", kernel.ErrInvalidInput)
 		}
 		for _, prev := range b.Claims[:i] {
-			if prev.Key == c.Key {
+			if prev.Key == c.Key && nsOf(prev.Namespace) == nsOf(c.Namespace) {
 				return nil, fmt.Errorf("pgstore: %w: %q twice in one batch", kernel.ErrDuplicateKey, c.Key)
 			}
 		}
@@ -493,7 +493,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.insert, r.args...)
 	}
 	for _, c := range p.b.Claims {
-		batch.Queue(s.q.claim, c.Key, c.RecordID)
+		batch.Queue(s.q.claim, nsOf(c.Namespace), c.Key, c.RecordID)
 	}
 	err := s.pool.SendBatch(ctx, batch).Close()
 	if err == nil {
@@ -663,19 +663,20 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kern
 
 // ClaimedBy implements [kernel.KeyStore] through the primary key of the
 // once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
-// key no batch has claimed.
-func (s *Store) ClaimedBy(ctx context.Context, key string) (string, error) {
+// key no batch has claimed in namespace (empty: the default namespace).
+func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer leave()
-	notFound := fmt.Errorf("pgstore: %w: once-key %q is not claimed", kernel.ErrNotFound, key)
-	if !storable(key) {
+	ns := nsOf(namespace)
+	notFound := fmt.Errorf("pgstore: %w: once-key %q is not claimed in namespace %q", kernel.ErrNotFound, key, ns)
+	if !storable(key) || !storable(ns) {
 		return "", notFound
 	}
 	var id string
-	err = s.retry(ctx, fmt.Sprintf("once-key %q", key), func() error { return s.pool.QueryRow(ctx, s.q.claimedBy, key).Scan(&id) })
+	err = s.retry(ctx, fmt.Sprintf("once-key %q", key), func() error { return s.pool.QueryRow(ctx, s.q.claimedBy, ns, key).Scan(&id) })
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", notFound
@@ -789,4 +790,13 @@ func (s *Store) Close() error {
 		s.pool.Close()
 	}
 	return nil
+}
+
+// nsOf is the key space of a claim or lookup: an empty namespace is the
+// default one, as for records.
+func nsOf(ns string) string {
+	if ns == "" {
+		return kernel.DefaultNamespace
+	}
+	return ns
 }

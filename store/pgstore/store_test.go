@@ -335,7 +335,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if n, err := s.CountTrace(ctx, bad); n != 0 || err != nil {
 			t.Errorf("CountTrace(%q) = %d, %v; want 0", bad, n, err)
 		}
-		if _, err := s.ClaimedBy(ctx, bad); !errors.Is(err, kernel.ErrNotFound) {
+		if _, err := s.ClaimedBy(ctx, "", bad); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("ClaimedBy(%q): %v, want ErrNotFound", bad, err)
 		}
 		if err := s.Invalidate(ctx, bad, kernel.StatusInvalidated, kernel.CodeStaleEvidence); !errors.Is(err, kernel.ErrNotFound) {

@@ -98,7 +98,7 @@ func TestStoreCrossProcessClaim(t *testing.T) {
 		t.Errorf("%d batches claiming one key won across %d processes, want exactly 1", wins, crossProcesses)
 	}
 
-	claimant, err := s.ClaimedBy(t.Context(), crossKey)
+	claimant, err := s.ClaimedBy(t.Context(), "", crossKey)
 	if err != nil {
 		t.Fatalf("ClaimedBy after the race: %v", err)
 	}

@@ -32,7 +32,8 @@
 // # Once-keys
 //
 // [Store] is a [kernel.KeyStore]. Claimed keys live in a table of their
-// own whose primary key is the key, and a batch's claims are inserted in
+// own whose primary key is the namespace and the key (each namespace is a
+// key space of its own), and a batch's claims are inserted in
 // the batch's transaction: a claim of a key already claimed fails that
 // insert, the whole batch rolls back, and Apply returns an error wrapping
 // [kernel.ErrDuplicateKey]. Since the database enforces it, a key is
@@ -42,7 +43,10 @@
 //
 // Version 1 holds the records table. Version 2 adds the namespace column
 // (existing records get [kernel.DefaultNamespace]), an index of persistent
-// records by slot, status and namespace, and the once-keys table. A
+// records by slot, status and namespace, and the once-keys table. Version
+// 3 adds each record's span. Version 4 keys the once-keys table by
+// namespace and key; a claim of an earlier version goes to the namespace of
+// the record that claimed it. A
 // version-1 database is migrated when it is opened; from then on a version
 // of the package that knows only version 1 refuses it with its
 // ErrSchemaTooNew.

@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -141,7 +142,7 @@ func TestStoreMigrateV1(t *testing.T) {
 	if got := persistent("tenant"); !reflect.DeepEqual(got, []kernel.Record{fresh}) {
 		t.Errorf("a namespaced record on a migrated database: %+v", got)
 	}
-	if id, err := stores[1].ClaimedBy(ctx, "k"); err != nil || id != fresh.ID {
+	if id, err := stores[1].ClaimedBy(ctx, "", "k"); err != nil || id != fresh.ID {
 		t.Errorf("ClaimedBy on a migrated database: %q, %v; want %q", id, err, fresh.ID)
 	}
 	for _, st := range stores {
@@ -160,5 +161,55 @@ func TestStoreMigrateV1(t *testing.T) {
 	}
 	if v := userVersion(t, path); v != schemaVersion {
 		t.Errorf("user_version after reopening: %d, want %d", v, schemaVersion)
+	}
+}
+
+// TestStoreMigrateOnceKeysV3 opens a database whose once-keys are of
+// version 3, one key space for every namespace: each claim is kept, in the
+// namespace of the record that claimed it (the default one when that
+// record is gone), and is in force there.
+func TestStoreMigrateOnceKeysV3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v3.db")
+	writeV1(t, path)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Versions 2 and 3 as they were released.
+	const upToV3 = `ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+	CREATE INDEX records_persistent_ns ON records (slot, status, namespace) WHERE scope = 'persistent';
+	CREATE TABLE once_keys (key TEXT NOT NULL PRIMARY KEY, record_id TEXT NOT NULL) STRICT, WITHOUT ROWID;
+	ALTER TABLE records ADD COLUMN span TEXT NOT NULL DEFAULT '';
+	UPDATE records SET namespace = 'acme' WHERE id = 'percepts:old:2';
+	INSERT INTO once_keys (key, record_id) VALUES ('k-acme', 'percepts:old:2'), ('k-gone', 'actions:gone:1');
+	PRAGMA user_version = 3;`
+	if _, err := db.ExecContext(t.Context(), upToV3); err != nil {
+		t.Fatalf("creating a version-3 database: %v", err)
+	}
+	db.Close()
+	s, err := sqlitestore.Open(path)
+	if err != nil {
+		t.Fatalf("Open of a version-3 database: %v", err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if id, err := s.ClaimedBy(ctx, "acme", "k-acme"); err != nil || id != "percepts:old:2" {
+		t.Errorf("a version-3 claim after migration: ClaimedBy(acme) = %q, %v; want it in its record's namespace", id, err)
+	}
+	if _, err := s.ClaimedBy(ctx, "", "k-acme"); err == nil {
+		t.Error("a version-3 claim of namespace acme answers for the default namespace")
+	}
+	if id, err := s.ClaimedBy(ctx, "", "k-gone"); err != nil || id != "actions:gone:1" {
+		t.Errorf("a version-3 claim whose record is gone: ClaimedBy(default) = %q, %v; want it kept in the default namespace", id, err)
+	}
+	r := kernel.Record{ID: "actions:new:1", Slot: kernel.Actions, Mode: kernel.ModeCommit, Kind: "refund", Payload: kernel.Payload{},
+		Provenance: kernel.Provenance{Role: kernel.RoleKernel, Writer: "kernel", TraceID: "new"}, Status: kernel.StatusActive,
+		Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode, Namespace: "acme"}
+	err = s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Claims: []kernel.Claim{{Key: "k-acme", RecordID: r.ID, Namespace: "acme"}}})
+	if !errors.Is(err, kernel.ErrDuplicateKey) {
+		t.Errorf("claiming a migrated key again in its namespace: %v, want ErrDuplicateKey", err)
+	}
+	if v := userVersion(t, path); v != schemaVersion {
+		t.Errorf("user_version after migrating a version-3 database: %d, want %d", v, schemaVersion)
 	}
 }

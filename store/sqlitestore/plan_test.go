@@ -54,7 +54,7 @@ func TestStoreQueryPlans(t *testing.T) {
 		{"ListSlot other filters with a namespace", querySlotAny, []any{"constraints", "ACTIVE", "", "ns-1", 0, pageSize}, "records USING INDEX records_slot"},
 		{"Invalidate", queryInvalidate, []any{"INVALIDATED", "X", "percepts:t:1", "ACTIVE"}, "records USING INDEX sqlite_autoindex_records_1"},
 		{"status of a record", queryStatus, []any{"percepts:t:1"}, "records USING INDEX sqlite_autoindex_records_1"},
-		{"ClaimedBy", queryClaimedBy, []any{"key-3"}, "once_keys USING PRIMARY KEY"},
+		{"ClaimedBy", queryClaimedBy, []any{"default", "key-3"}, "once_keys USING PRIMARY KEY"},
 	}
 	// The plans must hold as SQLite plans them by default and after ANALYZE
 	// has given the planner statistics.

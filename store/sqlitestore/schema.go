@@ -70,6 +70,24 @@ var migrations = []string{
 	// Version 3: the span a record was written under (a W3C traceparent,
 	// '' when untraced); rows of earlier versions read ''.
 	`ALTER TABLE records ADD COLUMN span TEXT NOT NULL DEFAULT '';`,
+	// Version 4: once-keys per namespace. A key is claimed at most once in
+	// its namespace, and one namespace neither claims nor sees another's
+	// keys: the primary key becomes (namespace, key). SQLite cannot change
+	// a table's primary key, so the table is rebuilt; a claim of an earlier
+	// version keeps its key and goes to the namespace of the record that
+	// claimed it (the default namespace when that record is gone), so that
+	// every claim stays in force where it was made.
+	`CREATE TABLE once_keys_ns (
+		namespace TEXT NOT NULL,
+		key       TEXT NOT NULL,
+		record_id TEXT NOT NULL,
+		PRIMARY KEY (namespace, key)
+	) STRICT, WITHOUT ROWID;
+	INSERT INTO once_keys_ns (namespace, key, record_id)
+		SELECT COALESCE((SELECT r.namespace FROM records r WHERE r.id = k.record_id), 'default'), k.key, k.record_id
+		FROM once_keys k;
+	DROP TABLE once_keys;
+	ALTER TABLE once_keys_ns RENAME TO once_keys;`,
 }
 
 // ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema

@@ -178,8 +178,8 @@ const (
 	// The count a conditional batch checks, and the namespaces the trace
 	// holds after the batch's writes: one namespace per trace.
 	queryCountNS   = "SELECT COUNT(*), COALESCE(MIN(namespace), ''), COALESCE(MAX(namespace), '') FROM records WHERE trace_id = ?"
-	queryClaim     = "INSERT INTO once_keys (key, record_id) VALUES (?, ?)"
-	queryClaimedBy = "SELECT record_id FROM once_keys WHERE key = ?"
+	queryClaim     = "INSERT INTO once_keys (namespace, key, record_id) VALUES (?, ?, ?)"
+	queryClaimedBy = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
 )
 
 func newStore(db *sql.DB) (*Store, error) {
@@ -306,7 +306,7 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 			return fmt.Errorf("sqlitestore: %w", err)
 		}
 		for _, prev := range b.Claims[:i] {
-			if prev.Key == c.Key {
+			if prev.Key == c.Key && nsOf(prev.Namespace) == nsOf(c.Namespace) {
 				return fmt.Errorf("sqlitestore: %w: %q twice in one batch", kernel.ErrDuplicateKey, c.Key)
 			}
 		}
@@ -371,7 +371,7 @@ func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err 
 		// its whole transaction rolls back.
 		claim := tx.StmtContext(ctx, s.claim)
 		for _, c := range b.Claims {
-			if _, err := claim.ExecContext(ctx, c.Key, c.RecordID); err != nil {
+			if _, err := claim.ExecContext(ctx, nsOf(c.Namespace), c.Key, c.RecordID); err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
 					return fmt.Errorf("sqlitestore: %w: %q", kernel.ErrDuplicateKey, c.Key)
@@ -482,18 +482,18 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 
 // ClaimedBy implements [kernel.KeyStore] through the primary key of the
 // once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
-// key no batch has claimed.
-func (s *Store) ClaimedBy(ctx context.Context, key string) (string, error) {
+// key no batch has claimed in namespace (empty: the default namespace).
+func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer leave()
 	var id string
-	err = ctxErr(ctx, s.claimedBy.QueryRowContext(ctx, key).Scan(&id))
+	err = ctxErr(ctx, s.claimedBy.QueryRowContext(ctx, nsOf(namespace), key).Scan(&id))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed", kernel.ErrNotFound, key)
+		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed in namespace %q", kernel.ErrNotFound, key, nsOf(namespace))
 	case err != nil:
 		return "", fmt.Errorf("sqlitestore: once-key %q: %w", key, err)
 	}
@@ -597,4 +597,13 @@ func (s *Store) Close() error {
 		err = errors.Join(err, s.db.Close())
 	}
 	return err
+}
+
+// nsOf is the key space of a claim or lookup: an empty namespace is the
+// default one, as for records.
+func nsOf(ns string) string {
+	if ns == "" {
+		return kernel.DefaultNamespace
+	}
+	return ns
 }

@@ -295,7 +295,7 @@ func TestStoreKernelRestart(t *testing.T) {
 
 // schemaVersion is the number of migrations the package holds: the
 // user_version of a database it has opened.
-const schemaVersion = 3
+const schemaVersion = 4
 
 func TestStoreSchemaVersion(t *testing.T) {
 	ctx := t.Context()

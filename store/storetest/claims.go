@@ -17,19 +17,31 @@ func keyStore(t *testing.T, s kernel.Store) kernel.KeyStore {
 	return ks
 }
 
-// wantClaim reports unless key is claimed by id.
+// wantClaim reports unless key is claimed by id in the default namespace.
 func wantClaim(t *testing.T, ks kernel.KeyStore, key, id, contract string) {
 	t.Helper()
-	got, err := ks.ClaimedBy(t.Context(), key)
+	wantClaimIn(t, ks, "", key, id, contract)
+}
+
+// wantClaimIn reports unless key is claimed by id in namespace ns.
+func wantClaimIn(t *testing.T, ks kernel.KeyStore, ns, key, id, contract string) {
+	t.Helper()
+	got, err := ks.ClaimedBy(t.Context(), ns, key)
 	if err != nil || got != id {
 		t.Errorf("%s: ClaimedBy(%q) = %q, %v; want %q", contract, key, got, err, id)
 	}
 }
 
-// wantFree reports unless key is unclaimed.
+// wantFree reports unless key is unclaimed in the default namespace.
 func wantFree(t *testing.T, ks kernel.KeyStore, key, contract string) {
 	t.Helper()
-	got, err := ks.ClaimedBy(t.Context(), key)
+	wantFreeIn(t, ks, "", key, contract)
+}
+
+// wantFreeIn reports unless key is unclaimed in namespace ns.
+func wantFreeIn(t *testing.T, ks kernel.KeyStore, ns, key, contract string) {
+	t.Helper()
+	got, err := ks.ClaimedBy(t.Context(), ns, key)
 	if err == nil {
 		t.Errorf("%s: ClaimedBy(%q) = %q; want the key free (ErrNotFound)", contract, key, got)
 		return
@@ -101,6 +113,59 @@ func testClaims(t *testing.T, s kernel.Store) {
 	wantErr(t, s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{later}, Claims: []kernel.Claim{{Key: key, RecordID: later.ID}}}),
 		kernel.ErrDuplicateKey, "a claim is for ever: invalidating the claiming record does not free its key")
 	unchanged(t, s, before, "a batch refused for a claimed key lands nothing")
+}
+
+// testClaimsNamespace checks that each namespace is a key space of its
+// own: a key claimed in one namespace is free in another, a claim there
+// lands, ClaimedBy answers only for the namespace asked, and an empty
+// namespace is the default one.
+func testClaimsNamespace(t *testing.T, s kernel.Store) {
+	ks := keyStore(t, s)
+	ctx := t.Context()
+	const key = "refund:shared"
+	claim := func(ns string, r kernel.Record, claimNS string) error {
+		r.Namespace = ns
+		return s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Claims: []kernel.Claim{{Key: key, RecordID: r.ID, Namespace: claimNS}}})
+	}
+	a := record("claims-ns-a", kernel.Actions, "refund", 1)
+	if err := claim("acme", a, "acme"); err != nil {
+		t.Fatalf("a claim in namespace acme: %v", err)
+	}
+	wantClaimIn(t, ks, "acme", key, a.ID, "a claim lands in its namespace")
+	wantFreeIn(t, ks, "globex", key, "a key claimed in namespace acme is free in namespace globex")
+	wantFree(t, ks, key, "a key claimed in namespace acme is free in the default namespace")
+
+	b := record("claims-ns-b", kernel.Actions, "refund", 1)
+	if err := claim("globex", b, "globex"); err != nil {
+		t.Errorf("a claim of a key another namespace holds: %v; want it to land in its own namespace", err)
+	}
+	wantClaimIn(t, ks, "globex", key, b.ID, "one key claimed in two namespaces is two claims")
+	wantClaimIn(t, ks, "acme", key, a.ID, "a claim in another namespace leaves acme's claim as it was")
+
+	before := dump(t, s)
+	again := record("claims-ns-a2", kernel.Actions, "refund", 1)
+	wantErr(t, claim("acme", again, "acme"), kernel.ErrDuplicateKey, "a key is claimed at most once in its namespace")
+	unchanged(t, s, before, "a batch refused for a key claimed in its namespace lands nothing")
+
+	d := record("claims-ns-d", kernel.Actions, "refund", 1)
+	if err := claim("", d, ""); err != nil {
+		t.Fatalf("a claim in the empty namespace: %v", err)
+	}
+	wantClaimIn(t, ks, kernel.DefaultNamespace, key, d.ID, "a claim with an empty namespace lands in kernel.DefaultNamespace")
+	before = dump(t, s)
+	dd := record("claims-ns-d2", kernel.Actions, "refund", 1)
+	wantErr(t, claim(kernel.DefaultNamespace, dd, kernel.DefaultNamespace), kernel.ErrDuplicateKey,
+		"the empty namespace and kernel.DefaultNamespace are one key space")
+	unchanged(t, s, before, "a refused batch lands nothing")
+
+	// One key twice in one batch is refused only within one namespace.
+	tw := record("claims-ns-twice", kernel.Actions, "refund", 1)
+	tw.Namespace = "acme"
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{tw}, Claims: []kernel.Claim{
+		{Key: "refund:twice-ns", RecordID: tw.ID, Namespace: "acme"}, {Key: "refund:twice-ns", RecordID: tw.ID, Namespace: "globex"}}}); err != nil {
+		t.Errorf("one batch claiming one key in two namespaces: %v; want both claims", err)
+	}
+	wantClaimIn(t, ks, "globex", "refund:twice-ns", tw.ID, "a batch claims one key in two namespaces")
 }
 
 // testClaimsAtomic checks the other direction of atomicity: a batch refused

@@ -33,7 +33,7 @@ func everyMethod(t *testing.T, s kernel.Store, ctx context.Context, c commitScen
 	wantErr(t, firstErr(s.ListTrace(ctx, "life")), want, contract+": ListTrace yields the error first")
 	wantErr(t, firstErr(s.ListSlot(ctx, kernel.Percepts, kernel.Filter{})), want, contract+": ListSlot yields the error first")
 	if ks, ok := s.(kernel.KeyStore); ok {
-		_, err = ks.ClaimedBy(ctx, "refund:ch_1")
+		_, err = ks.ClaimedBy(ctx, "", "refund:ch_1")
 		wantErr(t, err, want, contract+": ClaimedBy")
 		claimed := c.batch
 		claimed.Claims = []kernel.Claim{{Key: "refund:ch_2", RecordID: c.belief.ID}}

@@ -57,6 +57,7 @@ func cases() []testCase {
 		{"ListSlotNamespace", testListSlotNamespace},
 		{"TraceNamespace", testTraceNamespace},
 		{"Claims", testClaims},
+		{"ClaimsNamespace", testClaimsNamespace},
 		{"ClaimsAtomic", testClaimsAtomic},
 		{"ClaimsWithoutKeyStore", testClaimsWithoutKeyStore},
 		{"ConcurrentClaims", testConcurrentClaims},

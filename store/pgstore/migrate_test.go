@@ -1,0 +1,55 @@
+package pgstore
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// TestMigrateOnceKeysV2 opens a schema whose once-keys are of version 2,
+// one key space for every namespace: each claim is kept, in the namespace
+// of the record that claimed it (the default one when that record is
+// gone), and is in force there.
+func TestMigrateOnceKeysV2(t *testing.T) {
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	q := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
+	setup := []string{"CREATE SCHEMA {schema}", migrations[0], migrations[1], versionTable,
+		"INSERT INTO {schema}.bk_schema (version) VALUES (2)",
+		`INSERT INTO {schema}.bk_records (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, status, reason, scope, namespace)
+			VALUES ('actions:old:1', 'old', 1, 'actions', 'commit', 'refund', '{}', 'kernel', 'kernel', 1, 0, 'ACTIVE', 'COMMITTED', 'episode', 'acme')`,
+		`INSERT INTO {schema}.bk_once_keys (key, record_id) VALUES ('k-acme', 'actions:old:1'), ('k-gone', 'actions:gone:1')`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, q.Replace(stmt)); err != nil {
+			t.Fatalf("creating a version-2 schema: %v", err)
+		}
+	}
+	s, err := New(ctx, pool, WithSchema(schema))
+	if err != nil {
+		t.Fatalf("New on a version-2 schema: %v", err)
+	}
+	defer s.Close()
+	if id, err := s.ClaimedBy(ctx, "acme", "k-acme"); err != nil || id != "actions:old:1" {
+		t.Errorf("a version-2 claim after migration: ClaimedBy(acme) = %q, %v; want it in its record's namespace", id, err)
+	}
+	if _, err := s.ClaimedBy(ctx, "", "k-acme"); !errors.Is(err, kernel.ErrNotFound) {
+		t.Errorf("a version-2 claim of namespace acme, asked in the default namespace: %v, want ErrNotFound", err)
+	}
+	if id, err := s.ClaimedBy(ctx, "", "k-gone"); err != nil || id != "actions:gone:1" {
+		t.Errorf("a version-2 claim whose record is gone: ClaimedBy(default) = %q, %v", id, err)
+	}
+	err = s.Apply(ctx, kernel.Batch{Claims: []kernel.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "acme"}}})
+	if !errors.Is(err, kernel.ErrDuplicateKey) {
+		t.Errorf("claiming a migrated key again in its namespace: %v, want ErrDuplicateKey", err)
+	}
+	if err := s.Apply(ctx, kernel.Batch{Claims: []kernel.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "globex"}}}); err != nil {
+		t.Errorf("claiming the key in another namespace: %v", err)
+	}
+}

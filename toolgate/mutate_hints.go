@@ -1,0 +1,16 @@
+//go:build bkmutate
+
+package toolgate
+
+import "github.com/blackboardkernel/bk/internal/mutant"
+
+// Mutation switches of the hints the gate words for a model (see
+// internal/mutant); the default build declares them as false constants
+// (nomutate_hints.go).
+var mutDuplicateHint bool
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.duplicate_hint", Check: "a DUPLICATE_ACTION hint says the action was taken only when its holder executed (pending, running, refused otherwise)", On: &mutDuplicateHint},
+	)
+}

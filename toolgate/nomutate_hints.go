@@ -1,0 +1,6 @@
+//go:build !bkmutate
+
+package toolgate
+
+// The switch of mutate_hints.go, off.
+const mutDuplicateHint = false

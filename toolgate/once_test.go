@@ -1,0 +1,191 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// onceRefunds keys issue_refund by its order (one refund per order, for
+// ever) and leaves its DUPLICATE_ACTION hint to the gate.
+func onceRefunds(su *setup) {
+	su.specs = func(specs []kernel.ActionSpec) []kernel.ActionSpec {
+		for i := range specs {
+			if specs[i].Type == "issue_refund" {
+				specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
+			}
+		}
+		return specs
+	}
+	for i := range su.tools {
+		if su.tools[i].Name == "issue_refund" {
+			su.tools[i].Hints = nil
+		}
+	}
+}
+
+// Route 13 of the second review: a refund the supervisor denies holds its
+// order's once-key only until the denial is recorded; the next ticket
+// about that order refunds once. A model is never told a refund was taken
+// that did not run: while the first waits for approval, the refusal of a
+// second says so.
+func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t1", "A1", 700)
+
+		d.ground("t2", "A1")
+		dup := d.refund("t2", "A1", 700)
+		wantOutcome(t, "a second ticket's refund while the first waits", dup, Refused, kernel.CodeDuplicateAction)
+		if strings.Contains(dup.Hint, "already taken") || !strings.Contains(dup.Hint, "approval") {
+			t.Errorf("hint while the holder waits for approval: %q; want it pending, not taken", dup.Hint)
+		}
+
+		if _, err := d.k.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "not eligible", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		denied := d.execute(wait.ActionID)
+		wantOutcome(t, "execute after the denial", denied, Refused, CodeApprovalDenied)
+		if strings.Contains(denied.Hint, "already taken") {
+			t.Errorf("hint after a denial: %q", denied.Hint)
+		}
+
+		d.ground("t3", "A1")
+		res := d.refund("t3", "A1", 100)
+		wantOutcome(t, "a new ticket's refund after the denial", res, Executed, CodeEffectSucceeded)
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want 1", n)
+		}
+
+		d.ground("t4", "A1")
+		again := d.refund("t4", "A1", 100)
+		wantOutcome(t, "a refund after the order was refunded", again, Refused, kernel.CodeDuplicateAction)
+		if !strings.Contains(again.Hint, "already taken") {
+			t.Errorf("hint once the holder executed: %q; want it taken", again.Hint)
+		}
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want 1", n)
+		}
+	}, onceRefunds)
+}
+
+// An escalated action whose first attempt started anyway (a driver that
+// read the approval before it was denied) is not retired: its key stays
+// held, since its effect may have run.
+func TestRetireRefusedAfterAnAttempt(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t1", "A1", 700)
+		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
+		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Attempt 1 is recorded; then the escalation lands.
+		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		approval := d.approve("t1", wait.ActionID, "human:bob", time.Hour)
+		if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, approval); err != nil {
+			t.Fatal(err)
+		}
+		d.execute(wait.ActionID) // reads the escalation, tries to retire
+		d.ground("t2", "A1")
+		res := d.refund("t2", "A1", 100)
+		wantOutcome(t, "a refund while an attempt of the first may have run", res, Refused, kernel.CodeDuplicateAction)
+		if strings.Contains(res.Hint, "already taken") || strings.Contains(res.Hint, "did not run") {
+			t.Errorf("hint %q claims what is not known", res.Hint)
+		}
+	}, onceRefunds)
+}
+
+// A crash between a never-ran result (an escalation, a refusal for good)
+// and the retirement of the action leaves the key held; Recover retires
+// it.
+func TestRecoverRetiresAfterACrash(t *testing.T) {
+	for _, how := range []string{"escalated", "refused for good"} {
+		t.Run(how, func(t *testing.T) {
+			onStores(t, func(t *testing.T, d *desk) {
+				wait := d.pendingRefund("t1", "A1", 700)
+				denial, err := d.k.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
+				if err != nil {
+					t.Fatal(err)
+				}
+				act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The result lands; the process dies before anything else.
+				if how == "escalated" {
+					_, err = d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
+				} else {
+					meta := j.meta(StatusRefused, 0, CodeToolNotPermitted)
+					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+						Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.ground("t2", "A1")
+				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), Refused, kernel.CodeDuplicateAction)
+				if _, err := d.g.Recover(d.ctx); err != nil {
+					t.Fatal(err)
+				}
+				d.ground("t3", "A1")
+				wantOutcome(t, "a refund after recovery", d.refund("t3", "A1", 100), Executed, CodeEffectSucceeded)
+			}, onceRefunds)
+		})
+	}
+}
+
+// The DUPLICATE_ACTION hint says what became of the holder: running (an
+// attempt without a result), failed, or taken.
+func TestDuplicateHintSaysWhatHappened(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		// A1: refunded once, the effect failed for good.
+		d.ground("t1", "A1")
+		d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
+			return nil, errors.New("card network says no")
+		})
+		failed := d.refund("t1", "A1", 100)
+		wantOutcome(t, "a refund whose effect fails", failed, Failed, CodeEffectFailed)
+		d.ground("t2", "A1")
+		res := d.refund("t2", "A1", 100)
+		wantOutcome(t, "a refund after a failed one", res, Refused, kernel.CodeDuplicateAction)
+		if !strings.Contains(res.Hint, "failed") || strings.Contains(res.Hint, "already taken") {
+			t.Errorf("hint after a failed holder: %q", res.Hint)
+		}
+
+		d.setEffect("issue_refund", nil)
+		d.ground("u1", "B2")
+		// B2: approved, attempt 1 started, no result yet.
+		wait := d.pendingRefund("u0", "B2", 700)
+		d.approve("u0", wait.ActionID, "human:alice", time.Hour)
+		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		res = d.refund("u1", "B2", 100)
+		wantOutcome(t, "a refund while another runs", res, Refused, kernel.CodeDuplicateAction)
+		if !strings.Contains(res.Hint, "running") || strings.Contains(res.Hint, "already taken") {
+			t.Errorf("hint while the holder runs: %q", res.Hint)
+		}
+	}, onceRefunds)
+}

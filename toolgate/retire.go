@@ -1,0 +1,88 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// retire frees the once-key slot of an action whose recorded result says
+// it never ran: an escalation (its approver denied it, or its approval
+// expired) or a refusal for good, both written before any attempt. It asks
+// the kernel to retire the action with the first attempt's key as the
+// fence ([kernel.Kernel.Retire]): when an attempt was started after all
+// (a driver that read the approval before it was denied), the fence is
+// claimed, the retirement is refused and the key stays held, since an
+// effect may have run. It is called each time such a result is read, so a
+// crash between the result and the retirement is repaired by the next
+// Execute or Recover.
+func (g *Gate) retire(ctx context.Context, j *job, rec kernel.Record) error {
+	switch {
+	case rec.Kind == KindEscalated:
+	case rec.Kind == KindFailed && effectField(rec, "status") == StatusRefused:
+	default:
+		return nil
+	}
+	code, _ := effectField(rec, "code").(string)
+	if code == "" {
+		return nil // not a result the gate wrote: the key stays held
+	}
+	err := g.k.Retire(ctx, j.act.ID, kernel.Code(code), j.attemptKey(1))
+	if errors.Is(err, kernel.ErrDuplicateKey) {
+		return nil // an attempt started: the action holds its key
+	}
+	return err
+}
+
+// holderState words, for a model, what became of the action that holds a
+// once-key (or used up a grounding) another call needed: only an action
+// that executed was "already taken". A holder the gate did not commit, or
+// whose state cannot be read, is described without claiming an effect.
+func (g *Gate) holderState(ctx context.Context, holderID string) string {
+	const unknown = "An earlier call already holds this action. Do not retry it; tell the user it cannot be repeated now."
+	if holderID == "" {
+		return unknown
+	}
+	act, e, gd, err := g.gated(ctx, holderID)
+	if err != nil {
+		return unknown
+	}
+	j, err := g.newJob(ctx, e, act, gd.Context)
+	if err != nil {
+		return unknown
+	}
+	id, done, err := g.resultOf(ctx, j)
+	if err != nil {
+		return unknown
+	}
+	n, _, err := g.lastAttempt(ctx, j, 1)
+	if err != nil {
+		return unknown
+	}
+	if done {
+		rec, err := g.reader.Get(ctx, id)
+		switch {
+		case err != nil:
+			return unknown
+		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectField(rec, "status") == StatusRefused:
+			if n > 0 {
+				return "An earlier call of this action was stopped after it may have started; whether it took effect is not known. Do not retry it; tell the user it is under review."
+			}
+			if rec.Kind == KindEscalated {
+				return "An earlier call of this action was refused and did not run; it has been queued for review. Do not retry it; tell the user it is under review."
+			}
+			return "An earlier call of this action was refused and did not run. Do not retry it; tell the user it cannot be done now."
+		case rec.Kind == KindFailed:
+			return "An earlier call of this action was tried and failed; it cannot be repeated. Do not retry it; tell the user it did not succeed."
+		}
+		return "This action was already taken. Do not retry it."
+	}
+	switch {
+	case n > 0:
+		return "An earlier call of this action is running now; its result is not known yet. Do not retry it."
+	case gd.Outcome == kernel.OutcomePendingApproval:
+		return "An earlier call of this action is waiting for a person's approval (" + holderID + "). Do not retry it; tell the user it is pending."
+	}
+	return "An earlier call of this action was accepted and has not run yet. Do not retry it."
+}
