@@ -648,8 +648,8 @@ func (f *flaky) Apply(ctx context.Context, b kernel.Batch) error {
 }
 
 // ClaimedBy makes flaky a [kernel.KeyStore], as the learner needs.
-func (f *flaky) ClaimedBy(ctx context.Context, key string) (string, error) {
-	return f.Store.(kernel.KeyStore).ClaimedBy(ctx, key)
+func (f *flaky) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
+	return f.Store.(kernel.KeyStore).ClaimedBy(ctx, namespace, key)
 }
 
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {

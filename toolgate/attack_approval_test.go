@@ -316,6 +316,6 @@ func (h *applyHook) Apply(ctx context.Context, b kernel.Batch) error {
 }
 
 // ClaimedBy makes applyHook a [kernel.KeyStore].
-func (h *applyHook) ClaimedBy(ctx context.Context, key string) (string, error) {
-	return h.Store.(kernel.KeyStore).ClaimedBy(ctx, key)
+func (h *applyHook) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
+	return h.Store.(kernel.KeyStore).ClaimedBy(ctx, namespace, key)
 }
