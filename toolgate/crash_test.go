@@ -330,7 +330,7 @@ func crashChild(t *testing.T, dir string) {
 	s, k, g := crashDesk(t, dir, c.effect)
 	defer s.Close()
 	ctx := context.Background()
-	time.Sleep(crashLease + 10*time.Millisecond) // the attempts of the dead are free
+	time.Sleep(crashLease + crashLease/10 + 10*time.Millisecond) // the attempts of the dead are free (lease and margin)
 	results, err := g.Recover(ctx)
 	if err != nil {
 		t.Fatalf("Recover: %v", err)

@@ -1,0 +1,22 @@
+//go:build bkmutate
+
+package toolgate
+
+import "github.com/blackboardkernel/bk/internal/mutant"
+
+// Mutation switches of the gate's checks on calls and attempts (see
+// kernel/mutate.go for the scheme); the default build declares them as
+// false constants (nomutate_calls.go).
+var (
+	mutLeaseDeadline bool
+	mutLeaseLeft     bool
+)
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.lease_deadline", On: &mutLeaseDeadline,
+			Check: "an attempt's effect loses its context a margin before the deadline its record holds, and no driver takes over until a margin after it (exactly once under a slow store)"},
+		mutant.Def{Name: "toolgate.lease_left", On: &mutLeaseLeft,
+			Check: "an attempt whose write left less than the margin of its lease does not start its effect"},
+	)
+}
