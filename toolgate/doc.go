@@ -48,11 +48,13 @@
 //
 // # Budgets and loop guards
 //
-// A call may be charged to a run's budget: its own ([Call.Budget], which a
-// sub-agent lane fills with its sub-run and its guard) or the gate's
-// ([WithBudget]). Before anything else, the gate asks the loop guard
-// (the same tool with the same canonical arguments, a third time, is
-// LOOP_DETECTED) and then the run's tool-call budget (BUDGET_EXCEEDED,
+// A call is charged to every budget that applies: its own ([Call.Budget],
+// which a sub-agent lane fills with its sub-run and its guard) and the
+// gate's ([WithBudget]). Budgets compose: each limit is checked, the
+// strictest refuses, and none replaces another (a sub-run of the gate's
+// run counts on it once). Before anything else, the gate asks the loop
+// guards (the same tool with the same canonical arguments, a third time,
+// is LOOP_DETECTED) and then the runs' tool-call budgets (BUDGET_EXCEEDED,
 // naming the budget: tool calls, tool calls per turn, cost, deadline).
 // The guard goes first, so a looping call spends no tool call. Every call
 // the gate receives is counted, refused or not: each is a step of the

@@ -411,9 +411,9 @@ func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spe
 //     at once, exactly once per action (see [Gate.Execute]): Executed
 //     with the effect's output, or Failed.
 //
-// Before these checks, a call that has a budget ([Call.Budget], else the
-// gate's [WithBudget]) passes its loop guard and then its run's tool-call
-// budget. A call refused there is BUDGET_EXCEEDED or LOOP_DETECTED, with
+// Before these checks, a call that has budgets (its own [Call.Budget] and
+// the gate's [WithBudget], which compose: both apply) passes their loop
+// guards and then their runs' tool-call budgets. A call refused there is BUDGET_EXCEEDED or LOOP_DETECTED, with
 // a decision record holding the reason and a snapshot of the budget, and
 // its hint is the reason's. Every call the gate receives is counted,
 // whatever the later checks decide: each is a step of the model's loop.

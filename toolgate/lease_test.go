@@ -17,8 +17,8 @@ import (
 // PostgreSQL round trip does.
 type slowStore struct {
 	kernel.KeyStore // an interface, so that only the Store's methods are promoted
-	delay time.Duration
-	taken atomic.Bool
+	delay           time.Duration
+	taken           atomic.Bool
 }
 
 func (s *slowStore) Apply(ctx context.Context, b kernel.Batch) error {
@@ -155,4 +155,3 @@ func TestAttackLeaseLeftTooShort(t *testing.T) {
 		t.Errorf("the effect succeeded %d times, want once", log.succeeded)
 	}
 }
-

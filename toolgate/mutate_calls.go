@@ -10,6 +10,7 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 var (
 	mutLeaseDeadline bool
 	mutLeaseLeft     bool
+	mutBudgetCompose bool
 )
 
 func init() {
@@ -18,5 +19,7 @@ func init() {
 			Check: "an attempt's effect loses its context a margin before the deadline its record holds, and no driver takes over until a margin after it (exactly once under a slow store)"},
 		mutant.Def{Name: "toolgate.lease_left", On: &mutLeaseLeft,
 			Check: "an attempt whose write left less than the margin of its lease does not start its effect"},
+		mutant.Def{Name: "toolgate.budget_compose", On: &mutBudgetCompose, Also: []string{"github.com/blackboardkernel/bk/worker/llm"},
+			Check: "a call's own budget adds to the gate's, never replaces it: every limit that applies is checked (BUDGET_EXCEEDED)"},
 	)
 }

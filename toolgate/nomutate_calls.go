@@ -7,4 +7,5 @@ package toolgate
 const (
 	mutLeaseDeadline = false
 	mutLeaseLeft     = false
+	mutBudgetCompose = false
 )
