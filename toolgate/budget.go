@@ -94,13 +94,13 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc kernel.Payload) (
 	if len(bs.guards) == 0 && len(bs.runs) == 0 {
 		return Result{}, false, nil
 	}
-	tool := clip(c.Tool)
+	tool := toolLabel(c.Tool)
 	if tool == "" {
 		tool = "unnamed_tool"
 	}
 	var why error
 	for _, gd := range bs.guards {
-		if why = gd.Call(tool, argsDigest(c.Args)); why != nil {
+		if why = gd.Call(recordedTool(c.Tool), argsDigest(c.Args)); why != nil {
 			break
 		}
 	}

@@ -44,7 +44,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code kernel
 			dr = &r
 		}
 	}
-	if dr == nil || dr.Outcome != kernel.OutcomeRefused || dr.Code != code || dr.Context["tool"] != clip(c.Tool) || dr.Context["role"] != c.Role ||
+	if dr == nil || dr.Outcome != kernel.OutcomeRefused || dr.Code != code || dr.Context["tool"] != recordedTool(c.Tool) || dr.Context["role"] != c.Role ||
 		c.ID != "" && dr.Context["call_id"] != c.ID {
 		t.Errorf("%s: decision record %+v", what, dr)
 	}
@@ -112,7 +112,7 @@ func TestUnknownTool(t *testing.T) {
 			Call{ID: "c9", Tool: "delete_account", Args: json.RawMessage(`{}`), Role: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
 		refusedBeforeKernel(t, d, "no tool name", Call{Role: "support", TraceID: "t"}, CodeToolUnknown, "Call only the tools")
-		// Whatever the model makes up is recorded, made to fit.
+		// Whatever the model makes up is recorded escaped, made to fit.
 		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
 			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Role: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")

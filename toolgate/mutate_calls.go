@@ -11,6 +11,7 @@ var (
 	mutLeaseDeadline bool
 	mutLeaseLeft     bool
 	mutBudgetCompose bool
+	mutToolName      bool
 )
 
 func init() {
@@ -21,5 +22,7 @@ func init() {
 			Check: "an attempt whose write left less than the margin of its lease does not start its effect"},
 		mutant.Def{Name: "toolgate.budget_compose", On: &mutBudgetCompose, Also: []string{"github.com/blackboardkernel/bk/worker/llm"},
 			Check: "a call's own budget adds to the gate's, never replaces it: every limit that applies is checked (BUDGET_EXCEEDED)"},
+		mutant.Def{Name: "toolgate.tool_name", On: &mutToolName,
+			Check: "a tool name is 1 to 64 of A-Z, a-z, 0-9, _, . and - at registration, and a call naming anything else is TOOL_UNKNOWN with the name escaped in its record"},
 	)
 }

@@ -8,4 +8,5 @@ const (
 	mutLeaseDeadline = false
 	mutLeaseLeft     = false
 	mutBudgetCompose = false
+	mutToolName      = false
 )
