@@ -285,6 +285,10 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
+	if err := checkBindings(&t, s); err != nil {
+		return nil, bad("%v", err)
+	}
+	t.Bindings = slices.Clone(t.Bindings)
 	spec, ok := g.k.Spec(t.action())
 	mismatch := func(why string) error {
 		return fmt.Errorf("%w: tool %q, action type %q: %s (see toolgate.Specs)", ErrSpecMismatch, t.Name, t.action(), why)
@@ -549,6 +553,15 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
 	}
+	grounding, checked, err := g.beliefGrounding(ctx, e, c.TraceID)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	if checked && len(e.Bindings) > 0 {
+		if res, refused, err := g.bind(ctx, c.TraceID, e, args, grounding, cc); refused || err != nil {
+			return noJob(res, err)
+		}
+	}
 	need, why := e.policy.needs(ctx, args, c.Role, c.Intent)
 	cc["approval_required"] = need
 	if need {
@@ -573,6 +586,13 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		return Result{Outcome: Refused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
 	}
 	act := d.Record
+	if !mutBindCommitted && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
+		// The kernel grounded the action on other beliefs than the ones
+		// checked (they changed in between): its own grounding decides.
+		if res, refused, err := g.bindCommitted(ctx, e, act, args, cc); refused || err != nil {
+			return noJob(res, err)
+		}
+	}
 	if need {
 		return Result{Outcome: NeedsApproval, Code: CodeApprovalRequired, ActionID: act.ID, ApprovalID: act.ID,
 			DecisionID: d.ID, Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, act.ID)}, nil, nil

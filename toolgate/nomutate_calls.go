@@ -5,8 +5,11 @@ package toolgate
 // The mutation switches of mutate_calls.go, off for good in the default
 // build.
 const (
-	mutLeaseDeadline = false
-	mutLeaseLeft     = false
-	mutBudgetCompose = false
-	mutToolName      = false
+	mutLeaseDeadline    = false
+	mutLeaseLeft        = false
+	mutBudgetCompose    = false
+	mutToolName         = false
+	mutArgBinding       = false
+	mutBindingsDeclared = false
+	mutBindCommitted    = false
 )
