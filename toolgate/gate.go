@@ -109,9 +109,12 @@ func WithIntents(intents ...Intent) Option {
 }
 
 // WithLease sets how long an attempt is reserved to the driver that wrote
-// it (default [DefaultLease]). The effect's context is cancelled when the
-// lease runs out; after that another driver ([Gate.Recover], a concurrent
-// [Gate.Execute]) may start the next attempt with the same key.
+// it (default [DefaultLease]), counted from just before its write. The
+// effect's context is cancelled a margin (a tenth of the lease, at most
+// 5 s) before the lease runs out; a margin after it, another driver
+// ([Gate.Recover], a concurrent [Gate.Execute]) may start the next attempt
+// with the same key. Choose a lease longer than the effect and a slow
+// write of the store take together.
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
 // WithFallback sets the safe fallback action type a denied or expired
