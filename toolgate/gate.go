@@ -556,13 +556,17 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
 	}
-	grounding, checked, err := g.beliefGrounding(ctx, e, c.TraceID)
-	if err != nil {
-		return Result{}, nil, err
-	}
-	if checked && len(e.Bindings) > 0 {
-		if res, refused, err := g.bind(ctx, c.TraceID, e, args, grounding, cc); refused || err != nil {
-			return noJob(res, err)
+	var grounding []string // the evidence artifacts the bindings were checked against
+	checked := false
+	if len(e.Bindings) > 0 {
+		var err error
+		if grounding, checked, err = g.beliefGrounding(ctx, e, c.TraceID); err != nil {
+			return Result{}, nil, err
+		}
+		if checked {
+			if res, refused, err := g.bind(ctx, c.TraceID, e, args, grounding, cc); refused || err != nil {
+				return noJob(res, err)
+			}
 		}
 	}
 	need, why := e.policy.needs(ctx, args, c.Role, c.Intent)
