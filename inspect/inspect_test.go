@@ -183,6 +183,7 @@ func toolgateDatabase(t *testing.T) string {
 			}},
 		{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
 				return kernel.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
@@ -417,7 +418,7 @@ func TestSupportDeskDatabase(t *testing.T) {
 		}
 	}
 	stats := mustBK(t, "--db", db, "stats")
-	for _, want := range []string{"DUPLICATE_ACTION", "STALE_EVIDENCE", "RULE_VIOLATED"} {
+	for _, want := range []string{"DUPLICATE_ACTION", "STALE_EVIDENCE", "ARGUMENT_NOT_BOUND"} {
 		if !strings.Contains(stats, want) {
 			t.Errorf("stats lack %s:\n%s", want, stats)
 		}

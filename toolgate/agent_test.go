@@ -58,7 +58,7 @@ func newPayDesk(t *testing.T) *payDesk {
 		{Name: "issue_refund", Description: "Refund an order; above 500 it waits for approval.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
 				`"required":["order_id","amount"],"additionalProperties":false}`),
-			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Retry: toolgate.RetryPolicy{MaxAttempts: 2, Backoff: time.Millisecond}, Effect: d.pay},
 	}
 	specs := toolgate.Specs(tools...)
@@ -243,9 +243,9 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 					tc("issue_refund", `{"order_id":"O1","amount":40,"to_account":"acct_9"}`),
 					tc("issue_refund", `{"order_id":"O1","amount":40,"requires_beliefs":[]}`))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
-				"issue_refund refused RULE_VIOLATED", "issue_refund refused RULE_VIOLATED", "issue_refund refused RULE_VIOLATED",
+				"issue_refund refused ARGUMENT_NOT_BOUND", "issue_refund refused ARGUMENT_NOT_BOUND", "issue_refund refused RULE_VIOLATED",
 				"issue_refund refused RULE_VIOLATED", "issue_refund refused INVALID_ARGUMENTS", "issue_refund refused INVALID_ARGUMENTS"},
-			hints: map[int]string{2: "refund_within_order", 6: "to_account", 7: "requires_beliefs"},
+			hints: map[int]string{2: "order.amount", 3: "order.order_id", 4: "refund_within_order", 6: "to_account", 7: "requires_beliefs"},
 		},
 		{
 			name: "the same call repeated",

@@ -34,3 +34,21 @@ func BenchmarkCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBoundRefund measures a refund resting on a belief, whose
+// arguments the gate checks against the order percept under it: each
+// iteration looks the order up, commits the belief and refunds, in a
+// fresh trace.
+func BenchmarkBoundRefund(b *testing.B) {
+	d := newDesk(b, kernel.NewMemStore())
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		trace := "t" + strconv.Itoa(i)
+		d.ground(trace, "A1")
+		if res := d.refund(trace, "A1", 100); res.Outcome != Executed {
+			b.Fatal(res)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
@@ -12,16 +13,19 @@ import (
 // Budget is what a call is charged to before it is decided: the budget of
 // the run it belongs to and that run's loop guard. Either may be nil. A
 // sub-agent lane passes its own ([Call.Budget]): a sub-run of the parent's
-// budget ([budget.Run.Sub]) and a guard of its own.
+// budget ([budget.Run.Sub]) and a guard of its own. A call's Budget adds
+// to the gate's ([WithBudget]); it never replaces it.
 type Budget struct {
 	Run   *budget.Run
 	Guard *budget.Guard
 }
 
-// WithBudget sets the budget and loop guard that calls carrying none
-// ([Call.Budget]) are checked against. Either may be nil. Use it when one
-// gate serves one run; when several runs or lanes share a gate, give each
-// call its own instead.
+// WithBudget sets a budget and loop guard that every call is checked
+// against, besides any the call carries ([Call.Budget]): the two compose,
+// and a call must pass both. Either may be nil. The gate's run is the
+// ceiling of every call it serves; when several runs or lanes share a
+// gate, give each call its own too (a sub-run of the gate's run counts on
+// it once, not twice).
 func WithBudget(run *budget.Run, guard *budget.Guard) Option {
 	return func(c *config) {
 		if run != nil || guard != nil {
@@ -32,50 +36,92 @@ func WithBudget(run *budget.Run, guard *budget.Guard) Option {
 	}
 }
 
-// budgetOf returns the budget a call is charged to: its own, else the
-// gate's; nil when there is none.
-func (g *Gate) budgetOf(c Call) *Budget {
-	b := c.Budget
-	if b == nil {
-		b = g.budget
-	}
-	if b == nil || b.Run == nil && b.Guard == nil {
-		return nil
-	}
-	return b
+// budgets are the limits a call is charged to: every loop guard and run
+// that applies, the call's own ([Call.Budget]) first, then the gate's
+// ([WithBudget]). They compose: a run that another of them draws on (the
+// gate's run above the call's sub-run) is charged through that one, and
+// the same guard or run given twice counts once.
+type budgets struct {
+	guards []*budget.Guard
+	runs   []*budget.Run
 }
 
-// admit checks a call against its budget before anything else happens to
-// it: first the loop guard (so that a looping call spends no tool call),
-// then the run's tool-call budget (and, through it, the cost and the
-// deadline of the run and its ancestors). A call that passes is counted,
-// and the snapshot of the budget taken just after goes into cc, so that
+// budgetsOf returns what a call is charged to.
+func (g *Gate) budgetsOf(c Call) budgets {
+	var bs budgets
+	from := []*Budget{c.Budget, g.budget}
+	if mutBudgetCompose && c.Budget != nil {
+		from = from[:1] // the call's budget replaces the gate's
+	}
+	var runs []*budget.Run
+	for _, b := range from {
+		if b == nil {
+			continue
+		}
+		if b.Guard != nil && !slices.Contains(bs.guards, b.Guard) {
+			bs.guards = append(bs.guards, b.Guard)
+		}
+		if b.Run != nil && !slices.Contains(runs, b.Run) {
+			runs = append(runs, b.Run)
+		}
+	}
+	// Keep the runs no other run draws on: charging a sub-run counts on
+	// its ancestors in the same step.
+	for _, r := range runs {
+		if !slices.ContainsFunc(runs, func(o *budget.Run) bool { return o != r && o.DrawsOn(r) }) {
+			bs.runs = append(bs.runs, r)
+		}
+	}
+	return bs
+}
+
+// admit checks a call against its budgets before anything else happens to
+// it: first every loop guard (so that a looping call spends no tool call),
+// then every run's tool-call budget (and, through each, the cost and the
+// deadline of the run and its ancestors). Every limit that applies is
+// checked, and the first that refuses refuses the call; none replaces
+// another. A call that passes is counted, and the snapshot of its first
+// run (its own, else the gate's) taken just after goes into cc, so that
 // every later decision record of the call carries it. A refused call gets
 // a decision record of its own (outcome refused, BUDGET_EXCEEDED or
-// LOOP_DETECTED, the reason and the snapshot in its context) and comes
-// back as a Refused result whose hint is the reason's.
+// LOOP_DETECTED, the reason and the snapshot of the run that refused in
+// its context) and comes back as a Refused result whose hint is the
+// reason's. A guard or run that admitted the call before another refused
+// it keeps the count: the call was a step of the model's loop all the
+// same.
 func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc kernel.Payload) (res Result, refused bool, err error) {
-	b := g.budgetOf(c)
-	if b == nil {
+	bs := g.budgetsOf(c)
+	if len(bs.guards) == 0 && len(bs.runs) == 0 {
 		return Result{}, false, nil
 	}
-	tool := clip(c.Tool)
+	tool := toolLabel(c.Tool)
 	if tool == "" {
 		tool = "unnamed_tool"
 	}
 	var why error
-	if b.Guard != nil {
-		why = b.Guard.Call(tool, argsDigest(c.Args))
+	for _, gd := range bs.guards {
+		if why = gd.Call(recordedTool(c.Tool), argsDigest(c.Args)); why != nil {
+			break
+		}
 	}
-	if why == nil && b.Run != nil {
-		why = b.Run.ToolCall()
+	var by *budget.Run // the run whose snapshot the records carry
+	if len(bs.runs) > 0 {
+		by = bs.runs[0]
+	}
+	for _, r := range bs.runs {
+		if why != nil {
+			break
+		}
+		if why = r.ToolCall(); why != nil {
+			by = r
+		}
 	}
 	var snap budget.Snapshot
-	if b.Run != nil {
-		snap = b.Run.Snapshot()
+	if by != nil {
+		snap = by.Snapshot()
 	}
 	if why == nil {
-		if b.Run != nil {
+		if by != nil {
 			cc[budget.KeyBudget] = map[string]any(snap.Payload())
 		}
 		return Result{}, false, nil

@@ -230,7 +230,8 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 		callRun := newRun(t, d, budget.Limits{ToolCalls: 5})
 		wantOutcome(t, "gate's budget", d.mustCall(lookup("t", "A1", nil)), Executed, CodeEffectSucceeded)
 		wantOutcome(t, "gate's budget, spent", d.mustCall(lookup("t", "A2", nil)), Refused, budget.CodeBudgetExceeded)
-		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), Executed, CodeEffectSucceeded)
+		// The call's own budget adds to the gate's: the gate's is still spent.
+		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), Refused, budget.CodeBudgetExceeded)
 		if g, c := gateRun.Snapshot().Used[budget.ToolCalls], callRun.Snapshot().Used[budget.ToolCalls]; g != 1 || c != 1 {
 			t.Errorf("gate run used %v, call run %v; want 1 and 1", g, c)
 		}

@@ -31,10 +31,11 @@ type Call struct {
 	// Intent, when set, names the intent the call serves; with intents
 	// configured, a call must name one that allows the tool.
 	Intent string `json:"intent,omitempty"`
-	// Budget, when set, is what the call is charged to before anything
-	// else is checked: its loop guard, then its run's tool-call budget.
-	// It overrides the gate's [WithBudget]; a sub-agent lane passes its
-	// own sub-run and guard here. It is not encoded.
+	// Budget, when set, is charged before anything else is checked: its
+	// loop guard, then its run's tool-call budget. It adds to the gate's
+	// [WithBudget], never replaces it: every limit of both applies. A
+	// sub-agent lane passes its own sub-run and guard here. It is not
+	// encoded.
 	Budget *Budget `json:"-"`
 }
 

@@ -25,6 +25,13 @@ const (
 	// enum, name a property the schema forbids, or use a key the kernel
 	// reserves (requires_beliefs, type, the derived flags).
 	CodeInvalidArguments = kernel.Code("INVALID_ARGUMENTS")
+	// CodeArgumentNotBound: an argument does not follow from the
+	// observation the call's grounding rests on, as the tool's
+	// [Binding] says it must (a refund of another order than the one the
+	// refund_due belief rests on, or of more than its amount), or the
+	// binding cannot be evaluated. The root cause names the percept; the
+	// decision record's context the argument and the percept.
+	CodeArgumentNotBound = kernel.Code("ARGUMENT_NOT_BOUND")
 
 	// CodeApprovalRequired: the action committed, but its policy needs an
 	// approval and no approver has decided yet. It comes with the
@@ -64,9 +71,10 @@ const (
 // of these (or a kernel sentinel, for store failures) for errors.Is. A
 // refusal is never an error: it is a [Result].
 var (
-	// ErrInvalidTool: New was given a tool it cannot accept (no name, a
-	// duplicate, no effect, a bad parameters schema, an uncompilable
-	// approval rule, a bad retry policy).
+	// ErrInvalidTool: New was given a tool it cannot accept (a name that
+	// is not one, a duplicate, no effect, a bad parameters schema, an
+	// uncompilable approval rule, a bad retry policy, bad bindings, or a
+	// tool resting on beliefs that declares neither Bindings nor Unbound).
 	ErrInvalidTool = errors.New("toolgate: invalid tool")
 	// ErrSpecMismatch: a tool's action type is not registered with the
 	// kernel, or registered in a way that contradicts the tool (see

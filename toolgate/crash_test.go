@@ -226,6 +226,13 @@ func crashWork(n int) []work {
 	return out
 }
 
+// orderBound binds a payment to the order its belief rests on: that
+// order, at most its amount.
+var orderBound = []toolgate.Binding{
+	{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
+	{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+}
+
 // crashTools are the gate's tools; effect runs both paying tools.
 func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"],"additionalProperties":false}`)
@@ -235,9 +242,9 @@ func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
 				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 2000.0}, nil
 			}},
-		{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund",
+		{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
-		{Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Result: "credit",
+		{Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "credit",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
 	}
 }
@@ -330,7 +337,7 @@ func crashChild(t *testing.T, dir string) {
 	s, k, g := crashDesk(t, dir, c.effect)
 	defer s.Close()
 	ctx := context.Background()
-	time.Sleep(crashLease + 10*time.Millisecond) // the attempts of the dead are free
+	time.Sleep(crashLease + crashLease/10 + 10*time.Millisecond) // the attempts of the dead are free (lease and margin)
 	results, err := g.Recover(ctx)
 	if err != nil {
 		t.Fatalf("Recover: %v", err)

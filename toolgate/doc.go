@@ -22,11 +22,18 @@
 //
 // [Gate.Call] enforces the triple check of the Cognitive Core spec:
 //
-//  1. Permission: the tool is registered (TOOL_UNKNOWN) and the caller's
-//     role contract lists it (TOOL_NOT_PERMITTED).
+//  1. Permission: the tool is registered (TOOL_UNKNOWN; a tool name is 1
+//     to 64 of A-Z, a-z, 0-9, _, . and -, and any other is recorded only
+//     escaped) and the caller's role contract lists it
+//     (TOOL_NOT_PERMITTED).
 //  2. Rule: when intents are configured, the call names an intent that
 //     lists the tool (TOOL_NOT_FOR_INTENT). The arguments fit the tool's
-//     schema (INVALID_ARGUMENTS, naming the field).
+//     schema (INVALID_ARGUMENTS, naming the field), and follow from the
+//     observations the tool's beliefs rest on as its [Binding]s say
+//     (ARGUMENT_NOT_BOUND, naming the argument and the percept): a belief
+//     about one order grounds no refund of another. A tool that rests on
+//     beliefs declares Bindings, or Unbound when its arguments follow from
+//     no observation; [New] refuses one that declares neither.
 //  3. Situation: the call becomes an action proposal of the role's
 //     planner ([RoleWriter]), its payload the arguments with the tool's
 //     beliefs as requires_beliefs, and the kernel decides it: the beliefs
@@ -48,11 +55,13 @@
 //
 // # Budgets and loop guards
 //
-// A call may be charged to a run's budget: its own ([Call.Budget], which a
-// sub-agent lane fills with its sub-run and its guard) or the gate's
-// ([WithBudget]). Before anything else, the gate asks the loop guard
-// (the same tool with the same canonical arguments, a third time, is
-// LOOP_DETECTED) and then the run's tool-call budget (BUDGET_EXCEEDED,
+// A call is charged to every budget that applies: its own ([Call.Budget],
+// which a sub-agent lane fills with its sub-run and its guard) and the
+// gate's ([WithBudget]). Budgets compose: each limit is checked, the
+// strictest refuses, and none replaces another (a sub-run of the gate's
+// run counts on it once). Before anything else, the gate asks the loop
+// guards (the same tool with the same canonical arguments, a third time,
+// is LOOP_DETECTED) and then the runs' tool-call budgets (BUDGET_EXCEEDED,
 // naming the budget: tool calls, tool calls per turn, cost, deadline).
 // The guard goes first, so a looping call spends no tool call. Every call
 // the gate receives is counted, refused or not: each is a step of the
@@ -140,6 +149,14 @@
 // finds an attempt held by another waits for its result, or for its lease
 // to run out ([WithLease]) and then starts the next attempt.
 //
+// An attempt has one deadline: the lease_until_ms its record holds, as the
+// store recorded it. The effect's context ends a margin (a tenth of the
+// lease, at most 5 s) before it, counted on the kernel's clock once the
+// attempt is written, and no other driver starts the next attempt until a
+// margin after it; an attempt whose write left less than the margin does
+// not start its effect. So a slow write never lets two effects of one
+// action hold live contexts at once.
+//
 // Retries are bounded by the tool's [RetryPolicy]: an error marked with
 // [Retryable] is retried after a backoff with jitter (a cancelled context
 // ends the wait), with the same key and the next attempt number; any
@@ -153,9 +170,9 @@
 // calls the effect again, with the same key and a higher attempt number.
 // The external system must honour the key (a payment API's idempotency
 // key) for the world to see the effect once. A call cancelled while its
-// effect runs leaves the same state. The effect's context is cancelled when
-// its lease runs out; an effect that ignores it may still be running when
-// another driver starts the next attempt. Errors returned by an effect are
+// effect runs leaves the same state. The effect's context is cancelled a
+// margin before its lease runs out; an effect that ignores it may still be
+// running when another driver starts the next attempt. Errors returned by an effect are
 // shown to the model in the result; keep secrets out of them.
 //
 // # Recovery

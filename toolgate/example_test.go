@@ -32,6 +32,11 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
 				`"required":["order_id","amount"]}`),
 			Requires: []string{"refund_due"},
+			// The refund is of the order looked up, of at most its amount.
+			Bindings: []toolgate.Binding{
+				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
+				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+			},
 			Result:   "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {

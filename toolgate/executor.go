@@ -571,10 +571,50 @@ func (g *Gate) lastAttempt(ctx context.Context, j *job, upTo int) (int, kernel.R
 	return n, rec, err
 }
 
-// leaseOver reports whether the driver of an attempt has had its time.
+// An attempt has one deadline, the lease_until_ms its record holds as the
+// store recorded it. Its effect's context ends leaseMargin before that
+// deadline, and no other driver takes the action over until leaseMargin
+// after it: the gap between the two covers an effect that takes a moment
+// to stop and clocks of two processes that differ a little. All three
+// read the kernel's clock.
+const maxLeaseMargin = 5 * time.Second
+
+// leaseMargin is the margin for a lease: a tenth of it, at most
+// maxLeaseMargin.
+func leaseMargin(lease time.Duration) time.Duration { return min(lease/10, maxLeaseMargin) }
+
+// leaseUntil returns the deadline recorded in an attempt.
+func leaseUntil(att kernel.Record) (time.Time, bool) {
+	ms, ok := kernel.ToFloat(effectField(att, "lease_until_ms"))
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(ms)), true
+}
+
+// leaseOver reports whether the driver of an attempt has had its time: its
+// recorded deadline plus the margin has passed (its effect has lost its
+// context by then).
 func (g *Gate) leaseOver(att kernel.Record) bool {
-	until, ok := kernel.ToFloat(effectField(att, "lease_until_ms"))
-	return !ok || float64(g.k.Now().UnixMilli()) > until
+	until, ok := leaseUntil(att)
+	if !ok {
+		return true
+	}
+	if !mutLeaseDeadline {
+		until = until.Add(leaseMargin(g.lease))
+	}
+	return g.k.Now().After(until)
+}
+
+// effectTime is how long the effect of the attempt just recorded may run:
+// up to leaseMargin before its recorded deadline, as the kernel's clock
+// reads now, after the write.
+func (g *Gate) effectTime(att kernel.Record) time.Duration {
+	until, ok := leaseUntil(att)
+	if !ok {
+		return 0
+	}
+	return until.Sub(g.k.Now()) - leaseMargin(g.lease)
 }
 
 // run drives the job to a result: it starts attempts (persisting each
@@ -632,7 +672,16 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		}
 		mine, att = n+1, rec
 		g.attemptStarted(ctx, j)
-		out, effErr := g.invoke(actx, j, mine)
+		var out kernel.Payload
+		var effErr error
+		if left, margin := g.effectTime(rec), leaseMargin(g.lease); !mutLeaseLeft && left < margin {
+			// The write took most of the lease: an effect started now
+			// would lose its context at once. The attempt counts as
+			// used; the next one gets a lease of its own.
+			effErr = Retryable(fmt.Errorf("the attempt's write left %v of its lease, less than the margin %v: the effect was not started", left, margin))
+		} else {
+			out, effErr = g.invoke(actx, j, mine, left)
+		}
 		endAttempt(asp, j, mine, effErr)
 		if effErr == nil {
 			if j.e.Expect != nil {
@@ -685,10 +734,14 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Reco
 		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: refs, OnceKeys: keys})
 }
 
-// invoke calls the effect for attempt n under the lease. A panic is a
-// failure retrying cannot fix; running out of the lease is one it may.
-func (g *Gate) invoke(ctx context.Context, j *job, n int) (out kernel.Payload, err error) {
-	ectx, cancel := context.WithTimeout(ctx, g.lease)
+// invoke calls the effect for attempt n, with a context that ends after
+// left (see effectTime). A panic is a failure retrying cannot fix; running
+// out of the lease is one it may.
+func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (out kernel.Payload, err error) {
+	if mutLeaseDeadline {
+		left = g.lease // a full lease from after the write
+	}
+	ectx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

@@ -228,7 +228,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 0 || len(d.invocations("issue_refund")) != 0 {
 				t.Fatalf("Recover within the lease: %+v %v, want nothing done", res, err)
 			}
-			d.clock.Advance(DefaultLease + time.Second)
+			d.clock.Advance(2 * DefaultLease)
 			res, err = d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -256,7 +256,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if res, _ := d.g.Recover(d.ctx); len(res) != 0 {
 				t.Fatalf("Recover of a fresh commit: %+v (a live Call may be about to run it)", res)
 			}
-			d.clock.Advance(DefaultLease + time.Second)
+			d.clock.Advance(2 * DefaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 || res[0].Outcome != Executed {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -278,7 +278,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 				}
 				prev = att
 			}
-			d.clock.Advance(DefaultLease + time.Second)
+			d.clock.Advance(2 * DefaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -309,7 +309,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial); err != nil {
 				t.Fatal(err)
 			}
-			d.clock.Advance(DefaultLease + time.Second)
+			d.clock.Advance(2 * DefaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v, want the escalation finished", res, err)
@@ -336,7 +336,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if _, err := d.k.Approver("human:alice").Deny(d.ctx, "t3", denied.ActionID, d.digest(denied.ActionID), "no", time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			d.clock.Advance(DefaultLease + time.Second)
+			d.clock.Advance(2 * DefaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 2 {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -377,7 +377,7 @@ func TestCancelledDuringEffect(t *testing.T) {
 		}
 		// The attempt stays pending; once its lease is over, the next
 		// driver takes it up with the same key.
-		d.clock.Advance(DefaultLease + time.Second)
+		d.clock.Advance(2 * DefaultLease)
 		again := d.execute(res.ActionID)
 		wantOutcome(t, "execute after the cancelled call", again, Executed, CodeEffectSucceeded)
 		calls := d.invocations("issue_refund")
@@ -498,7 +498,7 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	d.clock.Advance(DefaultLease + time.Second)
+	d.clock.Advance(2 * DefaultLease)
 	d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
 		time.Sleep(20 * time.Millisecond)
 		return kernel.Payload{"refund_id": "re_1"}, nil

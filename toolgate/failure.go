@@ -23,6 +23,7 @@ var codeStatus = map[kernel.Code]failure.Status{
 	CodeInvalidArguments: failure.StatusFormat,
 	CodeApprovalMismatch: failure.StatusFormat,
 	CodeArgumentsChanged: failure.StatusFormat,
+	CodeArgumentNotBound: failure.StatusFormat,
 	// A policy forbids the call as made; another call may pass.
 	kernel.CodeRuleViolated:  failure.StatusFormat,
 	kernel.CodeRuleError:     failure.StatusFormat,
@@ -92,7 +93,7 @@ var notRetryable = map[kernel.Code]bool{
 //	code                                           status                    class     the worker
 //	TOOL_UNKNOWN                                   FAILED_FUNCTION_MISMATCH  skill     calls a tool it has
 //	INVALID_ARGUMENTS, APPROVAL_MISMATCH,          FAILED_FORMAT             skill     fixes its arguments
-//	  ARGUMENTS_CHANGED
+//	  ARGUMENTS_CHANGED, ARGUMENT_NOT_BOUND
 //	RULE_VIOLATED, RULE_ERROR, FIELD_MISMATCH,     FAILED_FORMAT             skill     makes a call the policy allows
 //	  <CONSTRAINT>_BLOCKED
 //	MISSING_, STALE_, SUPERSEDED_EVIDENCE,         FAILED_FUNCTION_MISMATCH  skill     establishes the precondition

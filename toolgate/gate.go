@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -108,9 +109,12 @@ func WithIntents(intents ...Intent) Option {
 }
 
 // WithLease sets how long an attempt is reserved to the driver that wrote
-// it (default [DefaultLease]). The effect's context is cancelled when the
-// lease runs out; after that another driver ([Gate.Recover], a concurrent
-// [Gate.Execute]) may start the next attempt with the same key.
+// it (default [DefaultLease]), counted from just before its write. The
+// effect's context is cancelled a margin (a tenth of the lease, at most
+// 5 s) before the lease runs out; a margin after it, another driver
+// ([Gate.Recover], a concurrent [Gate.Execute]) may start the next attempt
+// with the same key. Choose a lease longer than the effect and a slow
+// write of the store take together.
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
 // WithFallback sets the safe fallback action type a denied or expired
@@ -242,8 +246,8 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: tool %q: %s", ErrInvalidTool, t.Name, fmt.Sprintf(format, a...))
 	}
-	if err := checkName(t.Name); err != nil {
-		return nil, bad("%v", err)
+	if err := checkToolName(t.Name); err != nil {
+		return nil, fmt.Errorf("%w: tool %s: %v", ErrInvalidTool, escapedTool(t.Name), err)
 	}
 	if g.tools[t.Name] != nil {
 		return nil, bad("registered twice")
@@ -284,6 +288,10 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
+	if err := checkBindings(&t, s); err != nil {
+		return nil, bad("%v", err)
+	}
+	t.Bindings = slices.Clone(t.Bindings)
 	spec, ok := g.k.Spec(t.action())
 	mismatch := func(why string) error {
 		return fmt.Errorf("%w: tool %q, action type %q: %s (see toolgate.Specs)", ErrSpecMismatch, t.Name, t.action(), why)
@@ -309,9 +317,71 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	}, nil
 }
 
-// checkName refuses tool, role and intent names the kernel would refuse as
-// a kind, and long ones.
+// checkName refuses role and intent names the kernel would refuse as a
+// kind, and long ones.
 func checkName(s string) error { return checkLen(s, 256) }
+
+// maxToolName bounds a tool's name.
+const maxToolName = 64
+
+// isToolName reports whether s is a tool name: 1 to 64 ASCII letters,
+// digits, '_', '.' and '-', what model frameworks accept. Nothing else a
+// model sends as a tool name reaches a record as it is, so no escape
+// sequence can reach an operator's terminal through one.
+func isToolName(s string) bool {
+	if s == "" || len(s) > maxToolName {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkToolName refuses a tool name that is not a name ([isToolName]).
+func checkToolName(s string) error {
+	if !mutToolName && !isToolName(s) {
+		return fmt.Errorf("the name is not 1 to %d of A-Z, a-z, 0-9, _, . and -", maxToolName)
+	}
+	return checkName(s)
+}
+
+// invalidTool is the kind under which a call naming no tool name is
+// refused.
+const invalidTool = "invalid_tool_name"
+
+// toolLabel is a called tool's name where a label is wanted (a kind, a
+// span, the loop guard): the name when it is one, else invalidTool.
+func toolLabel(s string) string {
+	if mutToolName {
+		return clip(s)
+	}
+	if !isToolName(s) {
+		return invalidTool
+	}
+	return s
+}
+
+// recordedTool is a called tool's name as decision records keep it: the
+// name when it is one, else escapedTool.
+func recordedTool(s string) string {
+	if mutToolName || isToolName(s) {
+		return clip(s)
+	}
+	return escapedTool(s)
+}
+
+// escapedTool shows a string that is not a tool name: its first 64 bytes,
+// quoted with every byte outside printable ASCII escaped.
+func escapedTool(s string) string {
+	if len(s) > maxToolName {
+		return strconv.QuoteToASCII(s[:maxToolName]) + "..."
+	}
+	return strconv.QuoteToASCII(s)
+}
 
 // checkTrace refuses trace ids the kernel would refuse.
 func checkTrace(s string) error { return checkLen(s, 512) }
@@ -411,9 +481,9 @@ func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spe
 //     at once, exactly once per action (see [Gate.Execute]): Executed
 //     with the effect's output, or Failed.
 //
-// Before these checks, a call that has a budget ([Call.Budget], else the
-// gate's [WithBudget]) passes its loop guard and then its run's tool-call
-// budget. A call refused there is BUDGET_EXCEEDED or LOOP_DETECTED, with
+// Before these checks, a call that has budgets (its own [Call.Budget] and
+// the gate's [WithBudget], which compose: both apply) passes their loop
+// guards and then their runs' tool-call budgets. A call refused there is BUDGET_EXCEEDED or LOOP_DETECTED, with
 // a decision record holding the reason and a snapshot of the budget, and
 // its hint is the reason's. Every call the gate receives is counted,
 // whatever the later checks decide: each is a step of the model's loop.
@@ -428,7 +498,7 @@ func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spe
 // names it (ActionID): [Gate.Execute] or [Gate.Recover] finishes it.
 func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
 	ctx, sp := g.startCall(ctx, c)
-	defer func() { g.ended(ctx, sp, clip(c.Tool), res, err) }()
+	defer func() { g.ended(ctx, sp, toolLabel(c.Tool), res, err) }()
 	res, j, err := g.propose(ctx, c)
 	if err != nil || j == nil {
 		return res, err
@@ -451,7 +521,11 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		return noJob(res, err)
 	}
 	if e == nil {
-		return noJob(g.refuse(ctx, c.TraceID, nil, c.Tool, CodeToolUnknown, "no tool named "+quote(c.Tool), cc))
+		detail := "no tool named " + quote(c.Tool)
+		if !mutToolName && !isToolName(c.Tool) {
+			detail = "the tool name is not a name (1 to 64 of A-Z, a-z, 0-9, _, . and -): " + escapedTool(c.Tool)
+		}
+		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, cc))
 	}
 	r := g.roles[c.Role]
 	if r == nil || !r.tools[c.Tool] {
@@ -482,6 +556,19 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
 	}
+	var grounding []string // the evidence artifacts the bindings were checked against
+	checked := false
+	if len(e.Bindings) > 0 {
+		var err error
+		if grounding, checked, err = g.beliefGrounding(ctx, e, c.TraceID); err != nil {
+			return Result{}, nil, err
+		}
+		if checked {
+			if res, refused, err := g.bind(ctx, c.TraceID, e, args, grounding, cc); refused || err != nil {
+				return noJob(res, err)
+			}
+		}
+	}
 	need, why := e.policy.needs(ctx, args, c.Role, c.Intent)
 	cc["approval_required"] = need
 	if need {
@@ -506,6 +593,13 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		return Result{Outcome: Refused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
 	}
 	act := d.Record
+	if !mutBindCommitted && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
+		// The kernel grounded the action on other beliefs than the ones
+		// checked (they changed in between): its own grounding decides.
+		if res, refused, err := g.bindCommitted(ctx, e, act, args, cc); refused || err != nil {
+			return noJob(res, err)
+		}
+	}
 	if need {
 		return Result{Outcome: NeedsApproval, Code: CodeApprovalRequired, ActionID: act.ID, ApprovalID: act.ID,
 			DecisionID: d.ID, Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, act.ID)}, nil, nil
@@ -521,11 +615,12 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 
 // callContext is what a decision record says about the call itself:
-// the tool, role, call id and intent as given (cut to a sane length), and
+// the tool (escaped when it is not a name), role, call id and intent as
+// given (cut to a sane length), and
 // the raw arguments when they are short (replaced by the parsed arguments
 // and their digest once they parse).
 func callContext(c Call) kernel.Payload {
-	cc := kernel.Payload{"tool": clip(c.Tool), "role": clip(c.Role)}
+	cc := kernel.Payload{"tool": recordedTool(c.Tool), "role": clip(c.Role)}
 	if c.ID != "" {
 		cc["call_id"] = clip(c.ID)
 	}

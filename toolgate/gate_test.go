@@ -44,7 +44,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code kernel
 			dr = &r
 		}
 	}
-	if dr == nil || dr.Outcome != kernel.OutcomeRefused || dr.Code != code || dr.Context["tool"] != clip(c.Tool) || dr.Context["role"] != c.Role ||
+	if dr == nil || dr.Outcome != kernel.OutcomeRefused || dr.Code != code || dr.Context["tool"] != recordedTool(c.Tool) || dr.Context["role"] != c.Role ||
 		c.ID != "" && dr.Context["call_id"] != c.ID {
 		t.Errorf("%s: decision record %+v", what, dr)
 	}
@@ -112,7 +112,7 @@ func TestUnknownTool(t *testing.T) {
 			Call{ID: "c9", Tool: "delete_account", Args: json.RawMessage(`{}`), Role: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
 		refusedBeforeKernel(t, d, "no tool name", Call{Role: "support", TraceID: "t"}, CodeToolUnknown, "Call only the tools")
-		// Whatever the model makes up is recorded, made to fit.
+		// Whatever the model makes up is recorded escaped, made to fit.
 		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
 			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Role: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
@@ -334,7 +334,11 @@ func TestCallErrors(t *testing.T) {
 func TestNewChecks(t *testing.T) {
 	effect := func(context.Context, Invocation) (kernel.Payload, error) { return nil, nil }
 	lookup := Tool{Name: "lookup_order", Parameters: json.RawMessage(orderSchema), Result: "order", Effect: effect}
-	refund := Tool{Name: "issue_refund", Parameters: json.RawMessage(refundSchema), Requires: []string{"refund_due"}, Effect: effect}
+	refund := Tool{Name: "issue_refund", Parameters: json.RawMessage(refundSchema), Requires: []string{"refund_due"}, Bindings: orderBindings, Effect: effect}
+	withBindings := func(t Tool, unbound bool, b ...Binding) Tool {
+		t.Bindings, t.Unbound = b, unbound
+		return t
+	}
 	for _, tc := range []struct {
 		name  string
 		specs []kernel.ActionSpec
@@ -350,6 +354,13 @@ func TestNewChecks(t *testing.T) {
 		{"fallback not registered", Specs(lookup), nil, []Option{WithTools(lookup), WithFallback("call_a_human")}, ErrSpecMismatch},
 		{"approval rule does not compile", Specs(refund), nil, []Option{WithTools(withApproval(refund, "amount >"))}, ErrInvalidTool},
 		{"approval rule not a bool", Specs(refund), nil, []Option{WithTools(withApproval(refund, "amount + 1"))}, ErrInvalidTool},
+		{"grounded tool declaring no bindings", Specs(refund), nil, []Option{WithTools(withBindings(refund, false))}, ErrInvalidTool},
+		{"grounded tool declared unbound", Specs(refund), nil, []Option{WithTools(withBindings(refund, true))}, nil},
+		{"bindings and unbound", Specs(refund), nil, []Option{WithTools(withBindings(refund, true, orderBindings...))}, ErrInvalidTool},
+		{"bindings on a read-only tool", Specs(lookup), nil, []Option{WithTools(withBindings(lookup, false, orderBindings...))}, ErrInvalidTool},
+		{"binding without an operator", Specs(refund), nil, []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Percept: "order"}))}, ErrInvalidTool},
+		{"binding of an undeclared argument", Specs(refund), nil, []Option{WithTools(withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost}))}, ErrInvalidTool},
+		{"binding without a percept", Specs(refund), nil, []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Op: AtMost}))}, ErrInvalidTool},
 		{"no effect", Specs(lookup), nil, []Option{WithTools(Tool{Name: "lookup_order", Result: "order"})}, ErrInvalidTool},
 		{"no name", nil, nil, []Option{WithTools(Tool{Effect: effect})}, ErrInvalidTool},
 		{"twice", Specs(lookup), nil, []Option{WithTools(lookup, lookup)}, ErrInvalidTool},

@@ -94,13 +94,20 @@ const (
 	searchSchema = `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`
 )
 
+// orderBindings bind a refund to the order its refund_due belief rests
+// on: the same order, at most its amount.
+var orderBindings = []Binding{
+	{Arg: "order_id", Percept: "order", Op: Equal},
+	{Arg: "amount", Percept: "order", Op: AtMost},
+}
+
 // deskTools are the desk's tools; effect dispatches to the desk.
 func deskTools(effect func(tool string) EffectFunc) []Tool {
 	return []Tool{
 		{Name: "lookup_order", Description: "Look up an order by id.", Parameters: json.RawMessage(orderSchema),
 			Result: "order", Effect: effect("lookup_order")},
 		{Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
-			Requires: []string{"refund_due"}, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
 			Retry:  RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 			Hints:  map[kernel.Code]string{kernel.CodeDuplicateAction: "This refund was already issued; do not retry."},
 			Effect: effect("issue_refund")},

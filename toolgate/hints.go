@@ -47,6 +47,8 @@ func (g *Gate) defaultHint(ctx context.Context, code kernel.Code, root kernel.Ca
 		return "This tool does not serve the current request. Do not call it for this request."
 	case CodeInvalidArguments:
 		return "Fix the arguments (" + root.Detail + "), then call " + tool + " again."
+	case CodeArgumentNotBound:
+		return "The arguments must follow from what was looked up (" + root.Detail + "). Use the values the observation shows, or do not call " + tool + "."
 	case kernel.CodeStaleEvidence, kernel.CodeSupersededEvidence, kernel.CodeTTLExpired:
 		kind, refresh := g.refresher(ctx, root.Record)
 		if refresh != "" {

@@ -134,14 +134,14 @@ func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
 	name, own := "toolgate.call", !trace.SpanContextFromContext(ctx).IsValid()
 	if own {
-		name = "execute_tool " + clip(c.Tool)
+		name = "execute_tool " + toolLabel(c.Tool)
 	}
 	ctx, sp := g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
 	if sp == nil {
 		return ctx, nil
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String(AttrGenAIToolName, clip(c.Tool)), attribute.String(AttrGenAIToolType, "function"),
+		attribute.String(AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(AttrGenAIToolType, "function"),
 		attribute.String(kernel.AttrNamespace, g.k.Namespace()), attribute.String(kernel.AttrTraceID, clip(c.TraceID)),
 		attribute.String(AttrCallRole, clip(c.Role)),
 	}

@@ -41,7 +41,7 @@ func TestToolCallSpans(t *testing.T) {
 				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
 				return kernel.Payload{"refund_id": "re_1"}, nil
 			}},

@@ -34,6 +34,20 @@ type Tool struct {
 	// none is read-only (an observation such as lookup_order): the kernel
 	// must know its action type as a safe, repeatable action ([Specs]).
 	Requires []string
+	// Bindings tie the arguments of a tool that rests on beliefs to the
+	// observations those beliefs rest on ([Binding]): order_id equal to
+	// the order percept's, amount at most its amount. A call whose
+	// arguments do not follow is refused (ARGUMENT_NOT_BOUND), so that a
+	// belief about one order cannot ground a call about another. A tool
+	// with Requires must declare Bindings or Unbound; [New] refuses one
+	// that declares neither. A read-only tool has none.
+	Bindings []Binding
+	// Unbound says that the arguments of a tool that rests on beliefs
+	// really follow from no observation (an escalation whose text is the
+	// model's own, say), so that it needs no Bindings. It is the explicit
+	// opt-out; leave it false whenever an argument names or sizes
+	// something an observation shows.
+	Unbound bool
 	// Result is the percept kind a successful result is recorded under,
 	// so that beliefs can depend on it (lookup_order's result is an
 	// "order" percept). Empty means Name + "_result".

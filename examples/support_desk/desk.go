@@ -120,9 +120,15 @@ func (d *desk) tools() []toolgate.Tool {
 			Description: "Refund an order to the customer's card. Refunds above 500 wait for a supervisor's approval.",
 			Parameters:  json.RawMessage(refundParams),
 			Requires:    []string{beliefRefundDue},
-			Result:      "refund",
-			Approval:    toolgate.ApprovalPolicy{When: "amount > 500"},
-			Retry:       toolgate.RetryPolicy{MaxAttempts: 4, Backoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
+			// The refund is of the order the belief rests on, and never of
+			// more than it cost (the rule narrows that to max_refund).
+			Bindings: []toolgate.Binding{
+				{Arg: "order_id", Percept: perceptOrder, Op: toolgate.Equal},
+				{Arg: "amount", Percept: perceptOrder, Op: toolgate.AtMost},
+			},
+			Result:   "refund",
+			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Retry:    toolgate.RetryPolicy{MaxAttempts: 4, Backoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 			Hints: map[kernel.Code]string{
 				kernel.CodeStaleEvidence: "The order information is out of date. Call lookup_order again to refresh it, then assess_refund, then retry.",
 				kernel.CodeRuleViolated:  "Refund only the order you assessed, and at most the max_refund assess_refund gave. Fix the amount, then retry.",

@@ -147,11 +147,12 @@ func checkReport(t *testing.T, report string) {
 		t.Errorf("T3's refund: %q, want the approval named", ds[i].reason)
 	}
 
-	// T4: more than assessed is refused by the rule, with a hint; the
-	// corrected refund waits, is denied, and the fallback takes its place.
-	i = want("rule", 0, "T4", "issue_refund", "refused", "RULE_VIOLATED")
-	if !strings.Contains(ds[i].reason, "refund_within_assessment") || !strings.Contains(ds[i].hint, "max_refund") {
-		t.Errorf("rule refusal %+v", ds[i])
+	// T4: more than the order is refused by the refund's binding to the
+	// order, with a hint; the corrected refund waits, is denied, and the
+	// fallback takes its place.
+	i = want("binding", 0, "T4", "issue_refund", "refused", "ARGUMENT_NOT_BOUND")
+	if !strings.Contains(ds[i].reason, `"amount"`) || !strings.Contains(ds[i].hint, "order.amount") {
+		t.Errorf("binding refusal %+v", ds[i])
 	}
 	i = want("pending", i, "T4", "issue_refund", "pending_approval", "COMMITTED")
 	i = want("denied", i, "T4", "issue_refund", "escalated", "APPROVAL_DENIED")
@@ -167,7 +168,7 @@ func checkReport(t *testing.T, report string) {
 		}
 	}
 	for _, s := range []string{
-		"Refusals: DUPLICATE_ACTION=1 RULE_VIOLATED=1 STALE_EVIDENCE=1; approvals: 1 approved, 1 denied",
+		"Refusals: ARGUMENT_NOT_BOUND=1 DUPLICATE_ACTION=1 STALE_EVIDENCE=1; approvals: 1 approved, 1 denied",
 		"Payment API: 3 refunds paid, 950.00 EUR",
 		"Every refund happened exactly once: 4 committed refunds, 3 paid",
 	} {

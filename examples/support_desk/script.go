@@ -137,8 +137,8 @@ var script = map[string][]step{
 	"T4/1": {
 		calls(lookupCall("A4")),
 		calls(assessCall("A4")),
-		calls(refundCall("A4", 950, "not_received")), // more than the order: refused by a rule
-		{when: hinted("max_refund"), calls: []llm.ToolCall{refundCall("A4", 900, "not_received")}},
+		calls(refundCall("A4", 950, "not_received")), // more than the order: refused by its binding
+		{when: hinted("order.amount"), calls: []llm.ToolCall{refundCall("A4", 900, "not_received")}},
 		say("The refund of 900.00 on order A4 waits for a supervisor's approval."),
 	},
 	"T4/2": {

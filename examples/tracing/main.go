@@ -66,6 +66,7 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 89.0, "charged_twice": true}, nil
 			}},
 		{Name: "issue_refund", Description: "Refund an order.", Requires: []string{"refund_due"}, Result: "refund",
+			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
 				return kernel.Payload{"refund_id": "re_1"}, nil

@@ -290,7 +290,8 @@ func procWorker(t *testing.T) {
 	w.ledger, w.ledgerSchema = ledger, pgx.Identifier{os.Getenv(procLedgerEnv)}.Sanitize()
 	tools := []toolgate.Tool{{Name: gateTool, Description: "Refund a charge.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"charge_id":{"type":"string"},"amount":{"type":"number"},"is_duplicate":{"type":"boolean"}},"required":["charge_id","amount"]}`),
-		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect}}
+		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect,
+		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}
 	specs := toolgate.Specs(tools...)
 	specs[0].Once = &kernel.OnceKey{Fields: []string{"charge_id"}}
 	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(append(specs, refundSpec)...))

@@ -123,14 +123,15 @@ type Task struct {
 	// calls used and admits the next call (holding TokenEstimate tokens
 	// until its usage is known), and a refusal stops the run before the
 	// call is sent, with an error holding the *budget.Exceeded. Every tool
-	// call is charged to it at the gate.
+	// call is charged to it at the gate, besides the gate's own budget
+	// (toolgate.WithBudget): the two compose, neither replaces the other.
 	Budget *budget.Run
 	// TokenEstimate is how many tokens each model call holds on Budget
 	// until it reports its usage, so that parallel lanes cannot all start
 	// calls against the same last tokens. 0 holds none.
 	TokenEstimate int64
 	// Guard, when set, is the loop guard the gate asks before each tool
-	// call of the task.
+	// call of the task, besides the gate's own budget and guard.
 	Guard *budget.Guard
 	// Lease, when set, is the lease the task runs under: each tool call is
 	// one of its turns, and the worker cannot extend it. A failure the

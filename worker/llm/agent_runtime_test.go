@@ -117,7 +117,7 @@ func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
 }
 
 // searchGate is a real gate with one read-only tool, search.
-func searchGate(t *testing.T) *toolgate.Gate {
+func searchGate(t *testing.T, opts ...toolgate.Option) *toolgate.Gate {
 	t.Helper()
 	tool := toolgate.Tool{Name: "search", Description: "Search the docs.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
@@ -129,11 +129,54 @@ func searchGate(t *testing.T) *toolgate.Gate {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	g, err := toolgate.New(k, toolgate.WithTools(tool), toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"search"}}))
+	g, err := toolgate.New(k, append([]toolgate.Option{toolgate.WithTools(tool),
+		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"search"}})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestAttackAgentBudgetComposes: the gate is configured with a budget of
+// three tool calls; the agent's task has only a loop guard, which the
+// agent hands to the gate with every call. The model asks for fourteen
+// different searches. The task's guard adds to the gate's budget: three
+// run, the rest are BUDGET_EXCEEDED.
+func TestAttackAgentBudgetComposes(t *testing.T) {
+	const asked = 14
+	f := newFake(t, func(n int, req request) reply {
+		if n == 0 {
+			calls := make([]llm.ToolCall, asked)
+			for i := range calls {
+				calls[i] = call(fmt.Sprintf("s%d", i), "search", fmt.Sprintf(`{"q":"question %d"}`, i))
+			}
+			return calling(calls...)
+		}
+		return answer("done")
+	})
+	run := newBudget(t, budget.Limits{ToolCalls: 3})
+	guard, _ := budget.NewGuard()
+	task := refundTask
+	task.Intent, task.Guard = "", guard
+	res, err := agent(t, client(t, f, nil), searchGate(t, toolgate.WithBudget(run, nil))).Run(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran, refused := 0, 0
+	for _, c := range res.Calls {
+		switch {
+		case c.Result.Outcome == toolgate.Executed:
+			ran++
+		case c.Result.Code == budget.CodeBudgetExceeded:
+			refused++
+		}
+	}
+	if ran != 3 || refused != asked-3 {
+		t.Errorf("%d searches ran and %d were BUDGET_EXCEEDED under a budget of 3; want 3 and %d", ran, refused, asked-3)
+	}
+	if used := run.Snapshot().Used[budget.ToolCalls]; used > 3 {
+		t.Errorf("the gate's run counted %v calls past its limit", used)
+	}
 }
 
 // The loop guard refuses the third identical search at the gate, and the

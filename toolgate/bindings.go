@@ -1,0 +1,288 @@
+package toolgate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Binding ties one argument of a tool's calls to the observation its
+// grounding rests on: the percepts under the beliefs the tool requires, as
+// the kernel validated them. A refund's order_id equals the order
+// percept's order_id, its amount is at most the order's amount:
+//
+//	Bindings: []toolgate.Binding{
+//		{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
+//		{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
+//	}
+//
+// A call whose arguments do not follow is refused with
+// ARGUMENT_NOT_BOUND, naming the argument and the percept, before the
+// kernel decides it; so is one where the binding cannot be evaluated (no
+// such argument, no percept of that kind under the beliefs, no such
+// field, a non-number for AtMost or AtLeast): a binding fails closed.
+type Binding struct {
+	// Arg is the argument: a top-level property of the call.
+	Arg string
+	// Percept is the percept kind the argument follows from. Every
+	// observation of that kind under the tool's required beliefs must
+	// agree with the argument.
+	Percept string
+	// Field is the percept's field; empty means Arg.
+	Field string
+	// Op is how the argument compares with the field.
+	Op BindOp
+}
+
+// BindOp is how a [Binding] compares an argument with an observed field.
+type BindOp string
+
+// The comparisons of a [Binding].
+const (
+	// Equal: the argument and the field are the same JSON value in
+	// canonical form (numbers by value, keys sorted, strings as they are).
+	Equal BindOp = "equal"
+	// AtMost: both are numbers and the argument is not greater.
+	AtMost BindOp = "at_most"
+	// AtLeast: both are numbers and the argument is not smaller.
+	AtLeast BindOp = "at_least"
+)
+
+// field returns the observed field the binding reads.
+func (b Binding) field() string {
+	if b.Field != "" {
+		return b.Field
+	}
+	return b.Arg
+}
+
+// checkBindings checks what a tool declares about its arguments' relation
+// to its grounding: a tool that rests on beliefs declares Bindings or says
+// Unbound, not both; a read-only tool has no grounding to bind to; every
+// binding names a declared argument, a percept kind and an operator.
+func checkBindings(t *Tool, s *schema) error {
+	switch {
+	case t.readOnly() && len(t.Bindings) > 0:
+		return fmt.Errorf("bindings on a tool that requires no belief: there is no grounding to bind to")
+	case len(t.Bindings) > 0 && t.Unbound:
+		return fmt.Errorf("both Bindings and Unbound")
+	case !mutBindingsDeclared && !t.readOnly() && len(t.Bindings) == 0 && !t.Unbound:
+		return fmt.Errorf("a tool that rests on beliefs must declare how its arguments follow from the observations (Bindings), or that they follow from none (Unbound)")
+	}
+	for i, b := range t.Bindings {
+		switch {
+		case b.Arg == "" || b.Percept == "":
+			return fmt.Errorf("binding %d: empty argument or percept kind", i)
+		case b.Op != Equal && b.Op != AtMost && b.Op != AtLeast:
+			return fmt.Errorf("binding %d: operator %q (want equal, at_most or at_least)", i, b.Op)
+		case len(s.props) > 0 && !hasProp(s, b.Arg):
+			return fmt.Errorf("binding %d: argument %q is not a declared property", i, b.Arg)
+		}
+	}
+	return nil
+}
+
+func hasProp(s *schema, name string) bool {
+	_, ok := s.props[name]
+	return ok
+}
+
+// bindingFailure is a binding a call's arguments break.
+type bindingFailure struct {
+	arg     string
+	percept string // the percept record, when one was read
+	detail  string
+}
+
+// beliefGrounding returns the evidence artifacts of the beliefs the call
+// of e in the trace would rest on now: the latest committed belief of each
+// required kind. ok is false when one is missing, or hidden by a pending
+// proposal: the kernel then decides, and the committed action's own
+// grounding is checked after it.
+func (g *Gate) beliefGrounding(ctx context.Context, e *entry, traceID string) (artifacts []string, ok bool, err error) {
+	for _, kind := range e.Requires {
+		b, err := g.reader.Find(ctx, traceID, kernel.Beliefs, kind)
+		if errors.Is(err, kernel.ErrNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if b.Mode != kernel.ModeCommit {
+			return nil, false, nil
+		}
+		for _, ev := range b.EvidenceRefs {
+			if !slices.Contains(artifacts, ev) {
+				artifacts = append(artifacts, ev)
+			}
+		}
+	}
+	return artifacts, true, nil
+}
+
+// groundingPercepts returns the percepts the evidence artifacts validated,
+// the observations a grounding rests on, each once.
+func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]kernel.Record, error) {
+	var out []kernel.Record
+	var seen []string
+	for _, id := range artifacts {
+		ev, err := g.reader.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Slot != kernel.Evidence {
+			continue
+		}
+		for _, pid := range ev.Provenance.InputRefs {
+			if slices.Contains(seen, pid) {
+				continue
+			}
+			seen = append(seen, pid)
+			p, err := g.reader.Get(ctx, pid)
+			if err != nil {
+				return nil, err
+			}
+			if p.Slot == kernel.Percepts {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkArgs checks a call's arguments against the tool's bindings and the
+// grounding's percepts; nil when every binding holds.
+func (e *entry) checkArgs(args kernel.Payload, percepts []kernel.Record) *bindingFailure {
+	if mutArgBinding {
+		return nil
+	}
+	for _, b := range e.Bindings {
+		given, has := args[b.Arg]
+		if !has {
+			return &bindingFailure{arg: b.Arg, detail: "the call has no argument " + quote(b.Arg) + ", which follows from percept " + quote(b.Percept)}
+		}
+		found := false
+		for i := range percepts {
+			p := &percepts[i]
+			if p.Kind != b.Percept {
+				continue
+			}
+			found = true
+			observed, has := p.Payload[b.field()]
+			if !has {
+				return &bindingFailure{arg: b.Arg, percept: p.ID, detail: "percept " + p.ID + " (" + b.Percept + ") has no field " + quote(b.field())}
+			}
+			if !holds(b.Op, given, observed) {
+				return &bindingFailure{arg: b.Arg, percept: p.ID, detail: fmt.Sprintf("argument %s = %s is not %s %s.%s = %s (percept %s)",
+					quote(b.Arg), shown(given), opText(b.Op), b.Percept, b.field(), shown(observed), p.ID)}
+			}
+		}
+		if !found {
+			return &bindingFailure{arg: b.Arg, detail: "no percept " + quote(b.Percept) + " under the beliefs the call rests on, to bind " + quote(b.Arg) + " to"}
+		}
+	}
+	return nil
+}
+
+// holds compares an argument with an observed value.
+func holds(op BindOp, given, observed any) bool {
+	if op == Equal {
+		a, errA := canon.Encode(given)
+		b, errB := canon.Encode(observed)
+		return errA == nil && errB == nil && bytes.Equal(a, b)
+	}
+	a, okA := number(given)
+	b, okB := number(observed)
+	if !okA || !okB {
+		return false // a comparison of non-numbers fails closed
+	}
+	if op == AtMost {
+		return a <= b
+	}
+	return a >= b
+}
+
+// number reads a JSON number (a bool or a string is not one).
+func number(v any) (float64, bool) {
+	switch v.(type) {
+	case bool, string, nil:
+		return 0, false
+	}
+	return kernel.ToFloat(v)
+}
+
+func opText(op BindOp) string {
+	switch op {
+	case AtMost:
+		return "at most"
+	case AtLeast:
+		return "at least"
+	}
+	return "equal to"
+}
+
+// shown is a value in a refusal's detail: its canonical JSON (which
+// escapes control characters), cut short.
+func shown(v any) string {
+	b, err := canon.Encode(v)
+	if err != nil {
+		return "(not JSON)"
+	}
+	s := string(b)
+	if len(s) > 80 {
+		s = strings.ToValidUTF8(s[:80], "") + "..."
+	}
+	return s
+}
+
+// bind checks a call's arguments against the grounding it would rest on
+// (the evidence artifacts of its beliefs) before the kernel decides it. A
+// call that breaks a binding is refused with ARGUMENT_NOT_BOUND and stores
+// only its decision record: the grounding is not used up.
+func (g *Gate) bind(ctx context.Context, traceID string, e *entry, args kernel.Payload, artifacts []string, cc kernel.Payload) (Result, bool, error) {
+	percepts, err := g.groundingPercepts(ctx, artifacts)
+	if err != nil {
+		return Result{}, true, err
+	}
+	f := e.checkArgs(args, percepts)
+	if f == nil {
+		return Result{}, false, nil
+	}
+	cc["argument"] = f.arg
+	if f.percept != "" {
+		cc["percept"] = f.percept
+	}
+	res, err := g.refuse(ctx, traceID, e, e.Name, CodeArgumentNotBound, f.detail, cc)
+	res.RootCause.Record = f.percept
+	return res, true, err
+}
+
+// bindCommitted checks a committed action's arguments against the
+// grounding the kernel recorded for it (its evidence refs). One that
+// breaks a binding never runs: it is refused for good.
+func (g *Gate) bindCommitted(ctx context.Context, e *entry, act kernel.Record, args kernel.Payload, cc kernel.Payload) (Result, bool, error) {
+	percepts, err := g.groundingPercepts(ctx, act.EvidenceRefs)
+	if err != nil {
+		return Result{ActionID: act.ID}, true, err
+	}
+	f := e.checkArgs(args, percepts)
+	if f == nil {
+		return Result{}, false, nil
+	}
+	j, err := g.newJob(ctx, e, act, cc)
+	if err != nil {
+		return Result{ActionID: act.ID}, true, err
+	}
+	j.cc["argument"] = f.arg
+	if f.percept != "" {
+		j.cc["percept"] = f.percept
+	}
+	res, err := g.refuseForGood(ctx, j, CodeArgumentNotBound, f.detail)
+	return res, true, err
+}

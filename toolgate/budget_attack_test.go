@@ -1,0 +1,101 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// budgetGate is a gate with one read-only tool, lookup, and the options
+// given; ran counts the effect's calls.
+func budgetGate(t *testing.T, ran *int, opts ...toolgate.Option) *toolgate.Gate {
+	t.Helper()
+	lookup := toolgate.Tool{Name: "lookup", Result: "order",
+		Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
+			*ran++
+			return kernel.Payload{"ok": true}, nil
+		}}
+	k, err := kernel.New(kernel.WithActionSpecs(toolgate.Specs(lookup)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	g, err := toolgate.New(k, append([]toolgate.Option{toolgate.WithTools(lookup),
+		toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}})}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func newRunOf(t *testing.T, calls int64) *budget.Run {
+	t.Helper()
+	r, err := budget.New(budget.Limits{ToolCalls: calls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestAttackCallBudgetComposes: a call that carries a budget of its own
+// is still charged to the gate's. Whatever the call carries (a guard
+// alone, a looser run, a stricter run, a sub-run of the gate's), every
+// limit applies and the strictest wins; a sub-run counts on the gate's run
+// once.
+func TestAttackCallBudgetComposes(t *testing.T) {
+	guard := func() *budget.Guard {
+		g, err := budget.NewGuard()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	cases := []struct {
+		name     string
+		gateRun  int64
+		own      func(gateRun *budget.Run) *toolgate.Budget
+		wantRan  int
+		wantUsed float64 // the gate's run's count at the end
+	}{
+		{"a guard alone", 3, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Guard: guard()} }, 3, 3},
+		{"a looser run", 3, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: newRunOf(t, 100)} }, 3, 3},
+		{"a stricter run", 10, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: newRunOf(t, 2)} }, 2, 2},
+		{"a sub-run of the gate's", 3, func(r *budget.Run) *toolgate.Budget {
+			sub, err := r.Sub(budget.Limits{ToolCalls: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &toolgate.Budget{Run: sub, Guard: guard()}
+		}, 3, 3},
+		{"the gate's own", 3, func(r *budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: r} }, 3, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gateRun := newRunOf(t, tc.gateRun)
+			ran := 0
+			g := budgetGate(t, &ran, toolgate.WithBudget(gateRun, nil))
+			own := tc.own(gateRun)
+			for i := range 14 {
+				res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup", Role: "agent", TraceID: "t-budget",
+					Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Budget: own})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Outcome != toolgate.Executed && res.Code != budget.CodeBudgetExceeded {
+					t.Fatalf("call %d: %s %s", i, res.Outcome, res.Code)
+				}
+			}
+			if ran != tc.wantRan {
+				t.Errorf("%d calls ran, want %d", ran, tc.wantRan)
+			}
+			if used := gateRun.Snapshot().Used[budget.ToolCalls]; used != tc.wantUsed {
+				t.Errorf("the gate's run counted %v calls, want %v", used, tc.wantUsed)
+			}
+		})
+	}
+}

@@ -1,0 +1,15 @@
+//go:build !bkmutate
+
+package toolgate
+
+// The mutation switches of mutate_calls.go, off for good in the default
+// build.
+const (
+	mutLeaseDeadline    = false
+	mutLeaseLeft        = false
+	mutBudgetCompose    = false
+	mutToolName         = false
+	mutArgBinding       = false
+	mutBindingsDeclared = false
+	mutBindCommitted    = false
+)

@@ -1,0 +1,94 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// Names a model (or a careless owner) could give that are not names:
+// terminal escape sequences (erase the line, write the clipboard), a
+// bidirectional override, spaces, a name too long.
+var notNames = []string{
+	"\x1b[2K\x1b[1Alookup",
+	"lookup\x1b]52;c;cm0gLXJmIH4=\x07",
+	"look\u202eup",
+	"look up",
+	strings.Repeat("a", 65),
+	"",
+}
+
+// TestAttackToolNameNotAName: a tool whose name is not a name is refused
+// at registration; a call naming one is TOOL_UNKNOWN, and no record the
+// gate stores holds the name's control characters.
+func TestAttackToolNameNotAName(t *testing.T) {
+	effect := func(context.Context, toolgate.Invocation) (kernel.Payload, error) { return kernel.Payload{}, nil }
+	for _, name := range notNames {
+		tool := toolgate.Tool{Name: name, Effect: effect}
+		k, err := kernel.New(kernel.WithActionSpecs(kernel.ActionSpec{Type: "lookup", SafeFallback: true, Repeatable: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool.Action = "lookup"
+		if _, err := toolgate.New(k, toolgate.WithTools(tool)); !errors.Is(err, toolgate.ErrInvalidTool) {
+			t.Errorf("New with tool %q: %v, want ErrInvalidTool", name, err)
+		}
+		k.Close()
+	}
+	for _, ok := range []string{"lookup_order", "v2.search-kb", strings.Repeat("a", 64)} {
+		tool := toolgate.Tool{Name: ok, Effect: effect}
+		k, err := kernel.New(kernel.WithActionSpecs(toolgate.Specs(tool)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := toolgate.New(k, toolgate.WithTools(tool)); err != nil {
+			t.Errorf("New with tool %q: %v", ok, err)
+		}
+		k.Close()
+	}
+
+	store := kernel.NewMemStore()
+	lookup := toolgate.Tool{Name: "lookup", Effect: effect}
+	k, err := kernel.New(kernel.WithStore(store), kernel.WithActionSpecs(toolgate.Specs(lookup)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	g, err := toolgate.New(k, toolgate.WithTools(lookup), toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range notNames[:4] {
+		res, err := g.Call(context.Background(), toolgate.Call{Tool: name, Role: "agent", TraceID: "t-names", Args: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome != toolgate.Refused || res.Code != toolgate.CodeToolUnknown {
+			t.Errorf("call of %q: %s %s, want refused TOOL_UNKNOWN", name, res.Outcome, res.Code)
+		}
+		if strings.ContainsAny(res.Hint+res.RootCause.Detail, "\x1b\x07\u202e") {
+			t.Errorf("call of %q: the answer echoes the name: %+v", name, res)
+		}
+	}
+	for _, slot := range kernel.AllSlots() {
+		for r, err := range store.ListSlot(context.Background(), slot, kernel.Filter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// JSON writes a control character in a string as \u00XX, and
+			// keeps the override as it is.
+			if s := string(b); strings.Contains(s, `\u001b`) || strings.Contains(s, `\u0007`) || strings.Contains(s, "\u202e") {
+				t.Errorf("record %s holds a raw control character of a tool name: %s", r.ID, s)
+			}
+		}
+	}
+}
