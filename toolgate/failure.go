@@ -6,6 +6,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
 )
 
 // CodeEffectIncomplete: the effect returned without error, but its output
@@ -28,6 +29,7 @@ var codeStatus = map[kernel.Code]failure.Status{
 	kernel.CodeRuleViolated:  failure.StatusFormat,
 	kernel.CodeRuleError:     failure.StatusFormat,
 	kernel.CodeFieldMismatch: failure.StatusFormat,
+	rules.CodeInputTooLarge:  failure.StatusFormat,
 	// The call came before what it rests on: the worker establishes it
 	// with its own tools (refresh, look up) and calls again.
 	kernel.CodeMissingEvidence:         failure.StatusFunctionMismatch,
@@ -95,7 +97,7 @@ var notRetryable = map[kernel.Code]bool{
 //	INVALID_ARGUMENTS, APPROVAL_MISMATCH,          FAILED_FORMAT             skill     fixes its arguments
 //	  ARGUMENTS_CHANGED, ARGUMENT_NOT_BOUND
 //	RULE_VIOLATED, RULE_ERROR, FIELD_MISMATCH,     FAILED_FORMAT             skill     makes a call the policy allows
-//	  <CONSTRAINT>_BLOCKED
+//	  RULE_INPUT_TOO_LARGE, <CONSTRAINT>_BLOCKED
 //	MISSING_, STALE_, SUPERSEDED_EVIDENCE,         FAILED_FUNCTION_MISMATCH  skill     establishes the precondition
 //	  TTL_EXPIRED, NO_COMMITTED_BELIEF,                                                first, then calls again
 //	  BELIEF_NOT_SATISFIED, PLAN_*_BELIEF*,

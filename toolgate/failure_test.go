@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
 )
 
 // httpError is an error that knows its HTTP status.
@@ -106,7 +107,7 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 }
 
 func TestResultFailureTable(t *testing.T) {
-	skill := []kernel.Code{CodeToolUnknown, CodeInvalidArguments, CodeApprovalMismatch, CodeArgumentsChanged,
+	skill := []kernel.Code{CodeToolUnknown, CodeInvalidArguments, CodeApprovalMismatch, CodeArgumentsChanged, CodeArgumentNotBound, rules.CodeInputTooLarge,
 		kernel.CodeRuleViolated, kernel.CodeRuleError, kernel.CodeFieldMismatch, kernel.BlockedCode("no_refund_twice"),
 		kernel.CodeMissingEvidence, kernel.CodeStaleEvidence, kernel.CodeSupersededEvidence, kernel.CodeTTLExpired,
 		kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied, kernel.CodePlanMissingBelief,

@@ -129,14 +129,29 @@ type Usage struct {
 	ModelCalls int `json:"model_calls"`
 }
 
-// Add returns the sum of u and v.
+// Add returns the sum of u and v, each count saturating at the largest
+// int (and at the smallest, for a server that reports negative counts):
+// usage a hostile server reports must never wrap a total into looking small.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
-		PromptTokens:     u.PromptTokens + v.PromptTokens,
-		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
-		TotalTokens:      u.TotalTokens + v.TotalTokens,
-		ModelCalls:       u.ModelCalls + v.ModelCalls,
+		PromptTokens:     satAdd(u.PromptTokens, v.PromptTokens),
+		CompletionTokens: satAdd(u.CompletionTokens, v.CompletionTokens),
+		TotalTokens:      satAdd(u.TotalTokens, v.TotalTokens),
+		ModelCalls:       satAdd(u.ModelCalls, v.ModelCalls),
 	}
+}
+
+// satAdd is a + b, held at the int range's ends instead of wrapping.
+func satAdd(a, b int) int {
+	s := a + b
+	switch {
+	case mutUsageSaturate:
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt
+	}
+	return s
 }
 
 // Completion is the first choice of a chat completion.
@@ -430,7 +445,7 @@ func (cr *chatResponse) completion() Completion {
 		},
 	}
 	if out.Usage.TotalTokens == 0 {
-		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+		out.Usage.TotalTokens = satAdd(out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	}
 	for i := range out.ToolCalls {
 		if out.ToolCalls[i].Type == "" {

@@ -433,3 +433,17 @@ func TestConcurrencyIsBounded(t *testing.T) {
 	close(release)
 	wg.Wait()
 }
+
+// A server that reports usage near the int range's end cannot wrap the
+// agent's total into a small or negative count that a budget would admit.
+func TestUsageAddSaturates(t *testing.T) {
+	big := llm.Usage{PromptTokens: math.MaxInt - 1, CompletionTokens: 5, TotalTokens: math.MaxInt, ModelCalls: 1}
+	got := big.Add(big)
+	if got.PromptTokens != math.MaxInt || got.TotalTokens != math.MaxInt || got.CompletionTokens != 10 || got.ModelCalls != 2 {
+		t.Errorf("got %+v", got)
+	}
+	neg := llm.Usage{PromptTokens: math.MinInt + 1}
+	if got := neg.Add(neg); got.PromptTokens != math.MinInt {
+		t.Errorf("got %+v", got)
+	}
+}
