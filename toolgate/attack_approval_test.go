@@ -283,12 +283,22 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 		}()
 		return ch
 	}
+	// A step that never comes means the recheck did not run as this test
+	// expects: fail rather than hang.
+	step := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never happened", what)
+		}
+	}
 	b := run()
-	<-bWaiting
+	step(bWaiting, "B's recheck")
 	a := run()
-	<-effectStarted
+	step(effectStarted, "A's effect")
 	close(releaseB)
-	<-refusalTried // B's refusal met A's running attempt before A's result
+	step(refusalTried, "B's refusal") // B's refusal met A's running attempt before A's result
 	close(releaseEffect)
 	for _, ch := range []<-chan out{a, b} {
 		o := <-ch

@@ -265,7 +265,7 @@ func runTests(ctx context.Context, bins map[string]string, ms []mutant.Switch, p
 // packageTests runs the tests of pkg (binary bin) against mutation name.
 // Outside the kernel, failed tests are named with their package.
 func packageTests(ctx context.Context, bin, pkg, name string) testResult {
-	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.timeout=10m")
+	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.timeout="+testTimeout.String())
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, modulePath), "/")
 	cmd.Dir = filepath.Join(moduleRoot(), rel) // the tests read testdata and source files
 	cmd.Env = append(os.Environ(), "BK_MUTATE="+name)
@@ -279,9 +279,20 @@ func packageTests(ctx context.Context, bin, pkg, name string) testResult {
 	var res testResult
 	sc := bufio.NewScanner(&buf)
 	sc.Buffer(nil, 1<<20)
+	// A test that hangs against a mutant noticed it too: the binary's
+	// timeout panic names the tests still running.
+	timedOut := false
 	for sc.Scan() {
-		if t, ok := strings.CutPrefix(sc.Text(), "--- FAIL: "); ok {
-			res.failed = append(res.failed, prefix+strings.Fields(t)[0])
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "--- FAIL: "):
+			res.failed = append(res.failed, prefix+strings.Fields(strings.TrimPrefix(line, "--- FAIL: "))[0])
+		case strings.HasPrefix(line, "panic: test timed out"):
+			timedOut = true
+		case timedOut && strings.HasPrefix(line, "\t\tTest"):
+			res.failed = append(res.failed, prefix+strings.Fields(line)[0]+" (hung)")
+		case timedOut && line == "":
+			timedOut = false
 		}
 	}
 	var exit *exec.ExitError
@@ -293,6 +304,10 @@ func packageTests(ctx context.Context, bin, pkg, name string) testResult {
 	}
 	return res
 }
+
+// testTimeout bounds one test binary's run against a mutant: a test that
+// hangs without its check counts as noticing it, after this long.
+const testTimeout = 3 * time.Minute
 
 // modulePath is the import path of the module's root.
 const modulePath = "github.com/blackboardkernel/bk"
