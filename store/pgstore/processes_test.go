@@ -861,6 +861,8 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		}
 	}
 	results, attempts, keys := map[string][]string{}, map[string]int{}, map[string]string{}
+	var unbound []string // actions refused for good because their arguments do not follow from their grounding
+	refusedCharges := map[string]bool{}
 	for r, err := range s.ListSlot(ctx, kernel.Percepts, kernel.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
@@ -879,7 +881,32 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 				attempts[action]++
 			}
 		case toolgate.KindFailed:
-			t.Errorf("gated action %s failed: %v", action, meta)
+			// Processes share traces, so the belief an action is committed
+			// on may be about another process's charge; the gate refuses
+			// such an action for good (route 12 of the second review) and
+			// retires it. Any other failure is a bug.
+			if meta["code"] != string(toolgate.CodeArgumentNotBound) {
+				t.Errorf("gated action %s failed: %v", action, meta)
+				continue
+			}
+			unbound = append(unbound, action)
+		}
+	}
+	for _, id := range unbound {
+		a, ok := actions[id]
+		if !ok {
+			t.Errorf("a refusal was recorded for %s, which is not a committed gated action", id)
+			continue
+		}
+		if a.Status != kernel.StatusInvalidated {
+			t.Errorf("action %s, refused for good, is %v, not retired", id, a.Status)
+		}
+		delete(actions, id)
+		charge, _ := a.Payload.String("charge_id")
+		perCharge[charge] = slices.DeleteFunc(perCharge[charge], func(x string) bool { return x == id })
+		if len(perCharge[charge]) == 0 {
+			delete(perCharge, charge) // refused, so at most once rather than once
+			refusedCharges[charge] = true
 		}
 	}
 	for charge, ids := range perCharge {
@@ -888,7 +915,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		}
 	}
 	for i := range procCharges {
-		if charge := fmt.Sprintf("gch_shared_%d", i); len(perCharge[charge]) != 1 {
+		if charge := fmt.Sprintf("gch_shared_%d", i); len(perCharge[charge]) != 1 && !refusedCharges[charge] {
 			t.Errorf("the gated refund of %s, called from every process, committed %d times", charge, len(perCharge[charge]))
 		}
 	}
