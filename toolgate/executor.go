@@ -370,7 +370,7 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 // escalate records that the action will not run and submits the safe
 // fallback.
 func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (Result, error) {
-	rec, err := g.writeEscalation(ctx, j, code, approval)
+	w, err := g.writeEscalation(ctx, j, code, approval)
 	if err == nil {
 		g.effectRecorded(ctx, j, StatusEscalated, code)
 	}
@@ -380,12 +380,12 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.recorded(ctx, j, rec.ID)
+	return g.written(ctx, j, w)
 }
 
 // writeEscalation records the escalation as the action's result, claiming
 // the result key, with its decision record in the same batch.
-func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (kernel.Record, error) {
+func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (kernel.Written, error) {
 	approver, _ := approval.Payload.String(kernel.KeyApprover)
 	note, _ := approval.Payload.String(kernel.KeyNote)
 	meta := j.meta(StatusEscalated, 0, code)
@@ -407,7 +407,7 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, deta
 	meta["error"] = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
-	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
 		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...),
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
@@ -419,7 +419,7 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, deta
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.recorded(ctx, j, rec.ID)
+	return g.written(ctx, j, w)
 }
 
 // ensureFallback returns the safe fallback that escalates the action,
@@ -481,18 +481,33 @@ func (g *Gate) recordedByKey(ctx context.Context, j *job) (Result, error) {
 	return g.recorded(ctx, j, id)
 }
 
-// recorded turns the result record id into a Result.
+// recorded turns the id of a result record written earlier (by another
+// call, driver or process) into a Result. It finds the result's decision
+// record by reading the decision records of the trace, so it costs what
+// the trace's length does; a driver that has just written the result
+// uses [Gate.written] instead.
 func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) {
 	rec, err := g.reader.Get(ctx, id)
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
-	res := Result{ActionID: j.act.ID}
-	if dr, found, err := g.decisionAbout(ctx, j.trace, id); err != nil {
-		return res, err
-	} else if found {
-		res.DecisionID = dr.ID
+	dr, _, err := g.decisionAbout(ctx, j.trace, id)
+	if err != nil {
+		return Result{ActionID: j.act.ID}, err
 	}
+	return g.result(ctx, j, rec, dr.ID)
+}
+
+// written turns the result this driver has just written into a Result,
+// from what the write returned: no read of the store.
+func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, error) {
+	return g.result(ctx, j, w.Record, w.DecisionID)
+}
+
+// result turns the result record rec, whose decision record is
+// decisionID, into a Result.
+func (g *Gate) result(ctx context.Context, j *job, rec kernel.Record, decisionID string) (res Result, err error) {
+	res = Result{ActionID: j.act.ID, DecisionID: decisionID}
 	code, _ := effectField(rec, "code").(string)
 	res.Code = kernel.Code(code)
 	if err := g.retire(ctx, j, rec); err != nil {
@@ -730,8 +745,9 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Reco
 		refs = append(refs, j.approval)
 		keys = append(keys, approvalKey(j.approval))
 	}
-	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
 		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: refs, OnceKeys: keys})
+	return w.Record, err
 }
 
 // invoke calls the effect for attempt n, with a context that ends after
@@ -794,7 +810,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		audit.Outcome, audit.Code = kernel.OutcomeFailed, code
 	}
 	entry.Audit = audit
-	rec, err := j.e.handle.Write(ctx, entry)
+	w, err := j.e.handle.Write(ctx, entry)
 	if err == nil {
 		status := StatusSucceeded
 		if code != CodeEffectSucceeded {
@@ -810,7 +826,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.recorded(ctx, j, rec.ID)
+	return g.written(ctx, j, w)
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,
