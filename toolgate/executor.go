@@ -153,7 +153,7 @@ func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entr
 	if act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || e == nil {
 		return unknown("not a committed action of a registered tool")
 	}
-	gd, found, err := g.commitDecision(ctx, act.TraceID(), act.ID)
+	gd, found, err := g.commitDecision(ctx, act.ID)
 	if err != nil {
 		return kernel.Record{}, nil, kernel.DecisionRecord{}, err
 	}
@@ -172,31 +172,24 @@ func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entr
 }
 
 // commitDecision returns the decision record that committed the action
-// (outcome committed or pending approval).
-func (g *Gate) commitDecision(ctx context.Context, traceID, actionID string) (kernel.DecisionRecord, bool, error) {
-	return g.findDecision(ctx, traceID, func(d *kernel.DecisionRecord) bool {
-		return d.Subject == actionID && (d.Outcome == kernel.OutcomeCommitted || d.Outcome == kernel.OutcomePendingApproval)
-	})
-}
-
-// decisionAbout returns the first decision record of the trace about
-// subject.
-func (g *Gate) decisionAbout(ctx context.Context, traceID, subject string) (kernel.DecisionRecord, bool, error) {
-	return g.findDecision(ctx, traceID, func(d *kernel.DecisionRecord) bool { return d.Subject == subject })
-}
-
-// findDecision returns the first decision record of the trace that match
-// accepts.
-func (g *Gate) findDecision(ctx context.Context, traceID string, match func(*kernel.DecisionRecord) bool) (kernel.DecisionRecord, bool, error) {
-	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: traceID}) {
-		if err != nil {
-			return kernel.DecisionRecord{}, false, err
-		}
-		if match(&d) {
-			return d, true, nil
-		}
+// (outcome committed or pending approval): the one the kernel wrote with
+// it, read by id ([kernel.Kernel.DecisionAbout]).
+func (g *Gate) commitDecision(ctx context.Context, actionID string) (kernel.DecisionRecord, bool, error) {
+	d, found, err := g.decisionAbout(ctx, actionID)
+	if !found || err != nil {
+		return kernel.DecisionRecord{}, false, err
 	}
-	return kernel.DecisionRecord{}, false, nil
+	return d, d.Outcome == kernel.OutcomeCommitted || d.Outcome == kernel.OutcomePendingApproval, nil
+}
+
+// decisionAbout returns the decision record the kernel wrote in the same
+// batch as the record subject, read by id.
+func (g *Gate) decisionAbout(ctx context.Context, subject string) (kernel.DecisionRecord, bool, error) {
+	d, err := g.k.DecisionAbout(ctx, subject)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return kernel.DecisionRecord{}, false, nil
+	}
+	return d, err == nil, err
 }
 
 // executeAction is Execute once the action is known to be the gate's.
@@ -482,16 +475,15 @@ func (g *Gate) recordedByKey(ctx context.Context, j *job) (Result, error) {
 }
 
 // recorded turns the id of a result record written earlier (by another
-// call, driver or process) into a Result. It finds the result's decision
-// record by reading the decision records of the trace, so it costs what
-// the trace's length does; a driver that has just written the result
-// uses [Gate.written] instead.
+// call, driver or process) into a Result, reading the result and its
+// decision record by id; a driver that has just written the result uses
+// [Gate.written] instead, which reads nothing.
 func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) {
 	rec, err := g.reader.Get(ctx, id)
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
-	dr, _, err := g.decisionAbout(ctx, j.trace, id)
+	dr, _, err := g.decisionAbout(ctx, id)
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
