@@ -154,8 +154,18 @@ func TestDecisionRecords(t *testing.T) {
 		if r1.Outcome != kernel.OutcomePendingApproval || r1.Subject != ok.Record.ID || len(r1.EvidenceRefs) == 0 {
 			t.Errorf("commit record %+v", r1)
 		}
-		if r2.Outcome != kernel.OutcomeExecuted || r2.Subject != res.ID || r2.Code != "EFFECT_SUCCEEDED" {
+		if r2.Outcome != kernel.OutcomeExecuted || r2.Subject != res.Record.ID || r2.Code != "EFFECT_SUCCEEDED" {
 			t.Errorf("result record %+v", r2)
+		}
+		// Submit and Write name the decision records they appended.
+		for _, c := range []struct{ what, id, recordID, wantID, wantRecordID string }{
+			{"refusal", r0.ID, r0.RecordID, refused.ID, refused.AuditID},
+			{"commit", r1.ID, r1.RecordID, ok.ID, ok.AuditID},
+			{"result", r2.ID, r2.RecordID, res.DecisionID, res.AuditID},
+		} {
+			if c.wantRecordID == "" || c.id != c.wantID || c.recordID != c.wantRecordID {
+				t.Errorf("%s record %s in %s, but the call returned %q in %q", c.what, c.id, c.recordID, c.wantID, c.wantRecordID)
+			}
 		}
 		if r3.ID != standalone.ID || r3.Kind != "send_email" {
 			t.Errorf("standalone record %+v", r3)
@@ -179,7 +189,10 @@ func TestDecisionRecords(t *testing.T) {
 func TestOnceKeysOnWrites(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		w := func(keys ...string) error {
-			_, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "attempt", OnceKeys: keys})
+			res, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "attempt", OnceKeys: keys})
+			if err == nil && (res.Record.ID == "" || res.DecisionID != "" || res.AuditID != "") {
+				t.Errorf("a write without Audit returned %+v, want its record and no decision record", res)
+			}
 			return err
 		}
 		if err := w("effect/A1"); err != nil {

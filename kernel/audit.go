@@ -3,8 +3,11 @@ package kernel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -252,6 +255,64 @@ func (s *snapshot) auditDecision(a *Audit, p *Record, out *outcome, index int) (
 		}
 	}
 	return s.auditRecord(&d, index, []string{d.Subject})
+}
+
+// DecisionAbout returns the decision record the kernel wrote in the same
+// batch as the record subjectID: the one a [Governor.Submit] with an
+// [Entry.Audit] wrote about the record it committed (or the proposal it
+// refused), or the one a [Governor.Write] wrote about the record it
+// stored. Such a decision record directly follows its subject in the
+// trace, so DecisionAbout reads that one record by id and costs the same
+// at any length of the trace. It is [ErrNotFound] when the subject has no
+// such decision record (a record written without an Audit, a record
+// [Kernel.RecordDecision] is about, a record of another namespace).
+func (k *Kernel) DecisionAbout(ctx context.Context, subjectID string) (DecisionRecord, error) {
+	notFound := func(why string) (DecisionRecord, error) {
+		return DecisionRecord{}, newErr("decision about", subjectID, "", ErrNotFound, why)
+	}
+	traceID, n, ok := splitRecordID(subjectID)
+	if !ok {
+		return notFound("not a record id")
+	}
+	r, err := k.store.Get(ctx, recordID(Evidence, traceID, n+1))
+	if errors.Is(err, ErrNotFound) {
+		return notFound("no decision record follows it")
+	}
+	if err != nil {
+		return DecisionRecord{}, err
+	}
+	if r.Kind != KindDecisionRecord || r.Provenance.Role != RoleKernel || r.Namespace != k.namespace {
+		return notFound("no decision record follows it")
+	}
+	d, err := decisionRecordOf(&r)
+	if err != nil {
+		return DecisionRecord{}, err
+	}
+	if d.Subject != subjectID || d.TraceID != traceID {
+		return notFound("the decision record that follows it is about " + d.Subject)
+	}
+	return d, nil
+}
+
+// splitRecordID returns the trace and the position in it of a record id
+// the kernel made ([recordID]).
+func splitRecordID(id string) (traceID string, n int, ok bool) {
+	slot, rest, ok := strings.Cut(id, ":")
+	if !ok {
+		return "", 0, false
+	}
+	if _, err := ParseSlot(slot); err != nil {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return rest[:i], n, true
 }
 
 // DecisionRecords streams the decision records of the kernel's namespace

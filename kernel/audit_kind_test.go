@@ -30,13 +30,13 @@ func TestAuditKindOnWrite(t *testing.T) {
 			}
 			got = append(got, d)
 		}
-		if len(got) != 1 || got[0].Subject != res.ID {
-			t.Errorf("records of kind issue_refund: %+v, want the one about %s", got, res.ID)
+		if len(got) != 1 || got[0].Subject != res.Record.ID {
+			t.Errorf("records of kind issue_refund: %+v, want the one about %s", got, res.Record.ID)
 		}
 		n := 0
 		for d := range a.k.DecisionRecords(a.ctx, kernel.DecisionFilter{Kind: "order"}) {
-			if d.Subject != plain.ID {
-				t.Errorf("record of kind order about %s, want %s", d.Subject, plain.ID)
+			if d.Subject != plain.Record.ID {
+				t.Errorf("record of kind order about %s, want %s", d.Subject, plain.Record.ID)
 			}
 			n++
 		}

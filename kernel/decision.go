@@ -17,6 +17,13 @@ type Decision struct {
 	Record Record `json:"record,omitzero"`
 	// EvidenceID is the artifact the kernel wrote for a committed belief.
 	EvidenceID string `json:"evidence_id,omitempty"`
+	// AuditID is the evidence record holding the decision record the
+	// kernel wrote in the same batch, when the submit asked for one
+	// ([Entry.Audit], through the [Governor]); empty otherwise. The
+	// decision record's own id ([DecisionRecord.ID]) is ID. With
+	// ProposalID, Record.ID and EvidenceID it names every record the
+	// decision appended, so that no caller searches the trace for them.
+	AuditID string `json:"audit_id,omitempty"`
 	// Rule names the constraint or rule that decided a refusal, if one did.
 	Rule string `json:"rule,omitempty"`
 	// Failed is the id of the record that failed the check: the percept

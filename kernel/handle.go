@@ -49,11 +49,11 @@ func (h *handle) Name() string { return h.name }
 // or once-keys ([Entry.OnceKeys]) is [ErrPermission]: only the
 // [Governor] writes those. On any error nothing is stored.
 func (h *handle) Write(ctx context.Context, e Entry) (Record, error) {
-	rec, err := h.k.write(ctx, h.role, h.name, e, false)
+	w, err := h.k.write(ctx, h.role, h.name, e, false)
 	if err != nil {
 		return Record{}, err
 	}
-	return rec.Clone(), nil
+	return w.Record.Clone(), nil
 }
 
 // View returns the trace's committed payloads by slot and kind and its
@@ -240,22 +240,37 @@ func (k *Kernel) Governor() *Governor { return &Governor{k} }
 
 // Submit is [Planner.Submit] for a planner writing as writer, with
 // [Entry.Audit] allowed: the kernel writes the decision record in the same
-// batch as the decision. A proposal still claims no once-keys (its action
-// spec names them).
+// batch as the decision and names it in [Decision.AuditID]. A proposal
+// still claims no once-keys (its action spec names them).
 func (g *Governor) Submit(ctx context.Context, writer string, e Entry) (Decision, error) {
 	return g.k.submit(ctx, RolePlanner, writer, e, true)
 }
 
+// Written is what a [Governor.Write] appended, in one batch: the record
+// and, when the entry asked for one ([Entry.Audit]), its decision record.
+// It names both, so that the caller never searches the trace for what it
+// has just written.
+type Written struct {
+	// Record is a copy of the record written.
+	Record Record
+	// DecisionID is the id of the decision record written with it
+	// ([DecisionRecord.ID]), and AuditID the id of the evidence record
+	// that holds it. Both are empty when the entry carried no Audit.
+	DecisionID, AuditID string
+}
+
 // Write is [Tool.Write] for a tool writing as writer, with [Entry.Audit]
 // and [Entry.OnceKeys] allowed: the decision record and the claims land in
-// the same batch as the percept. A key already claimed fails the write
-// with [ErrDuplicateKey] and stores nothing.
-func (g *Governor) Write(ctx context.Context, writer string, e Entry) (Record, error) {
-	rec, err := g.k.write(ctx, RoleTool, writer, e, true)
+// the same batch as the percept. It returns the record and the ids of its
+// decision record. A key already claimed fails the write with
+// [ErrDuplicateKey] and stores nothing.
+func (g *Governor) Write(ctx context.Context, writer string, e Entry) (Written, error) {
+	w, err := g.k.write(ctx, RoleTool, writer, e, true)
 	if err != nil {
-		return Record{}, err
+		return Written{}, err
 	}
-	return rec.Clone(), nil
+	w.Record = w.Record.Clone()
+	return w, nil
 }
 
 // CommitConstraintOnce commits c in persistent scope in the trace, unless
@@ -276,9 +291,9 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 	e := Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: ScopePersistent, OnceKeys: []string{key}}
 	// The key is the kernel's own, derived here: the write claims it with
 	// the kernel's authority, as a commit claims an action's once-key.
-	rec, err = s.k.write(ctx, s.role, s.name, e, true)
+	w, err := s.k.write(ctx, s.role, s.name, e, true)
 	if !errors.Is(err, ErrDuplicateKey) {
-		return rec.Clone(), err == nil, err
+		return w.Record.Clone(), err == nil, err
 	}
 	id, err := s.k.ClaimedBy(ctx, key)
 	if err != nil {

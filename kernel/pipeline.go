@@ -12,36 +12,36 @@ import (
 // write stores one record written by a handle; governed says the write
 // comes through the [Governor], which alone may carry a decision record or
 // claim once-keys.
-func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, governed bool) (rec Record, err error) {
+func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, governed bool) (w Written, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
-	defer func() { endSpan(sp, rec.Reason, err) }()
+	defer func() { endSpan(sp, w.Record.Reason, err) }()
 	if err := checkGoverned("write", e, governed); err != nil {
-		return Record{}, err
+		return Written{}, err
 	}
 	rec, deps, err := k.prepare(role, writer, &e)
 	if err != nil {
-		return Record{}, err
+		return Written{}, err
 	}
 	rec.Provenance.Span = spanRef(ctx)
 	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
-		return Record{}, err
+		return Written{}, err
 	}
 	if e.Audit != nil && role != RoleTool {
-		return Record{}, newErr("write", "", CodePermissionDenied, ErrPermission, "only a tool's write (an effect's result) carries a decision record; proposals get theirs from Submit")
+		return Written{}, newErr("write", "", CodePermissionDenied, ErrPermission, "only a tool's write (an effect's result) carries a decision record; proposals get theirs from Submit")
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		done, err := k.writeOnce(ctx, &rec, deps, e.Audit, e.OnceKeys)
+		w, done, err := k.writeOnce(ctx, &rec, deps, e.Audit, e.OnceKeys)
 		if err != nil {
-			return Record{}, err
+			return Written{}, err
 		}
 		if done {
 			if k.log.Enabled(ctx, slog.LevelDebug) {
 				k.log.DebugContext(ctx, "write", "id", rec.ID, "role", role.String(), "kind", rec.Kind)
 			}
-			return rec, nil
+			return w, nil
 		}
 	}
-	return Record{}, newErr("write", rec.ID, "", ErrConflict, "no free record id after retries")
+	return Written{}, newErr("write", rec.ID, "", ErrConflict, "no free record id after retries")
 }
 
 // prepare validates an entry into the record to write (without its id)
@@ -132,11 +132,12 @@ func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 
 // writeOnce checks references against a fresh read of the trace and appends
 // rec under the next free id, with its decision record and once-keys when
-// asked. done is false when a concurrent writer changed the trace first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit, keys []string) (done bool, err error) {
+// asked, and returns what it appended (w.Record is rec itself, not a
+// copy). done is false when a concurrent writer changed the trace first.
+func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit, keys []string) (w Written, done bool, err error) {
 	n, err := k.readForWrite(ctx, rec, idDeps)
 	if err != nil {
-		return false, err
+		return Written{}, false, err
 	}
 	rec.ID = recordID(rec.Slot, rec.Provenance.TraceID, n+1)
 	// Conditional on the trace as read, so that n is always the record's
@@ -151,9 +152,10 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 			Approvals: audit.Approvals, Context: audit.Context, EvidenceRefs: rec.Provenance.InputRefs}
 		ar, err := k.auditRecord(&d, rec.Provenance.TraceID, n+2, rec.Provenance.TimestampMS, rec.Provenance.Span, []string{rec.ID})
 		if err != nil {
-			return false, err
+			return Written{}, false, err
 		}
 		b.Appends = append(b.Appends, ar)
+		w.DecisionID, w.AuditID = d.ID, ar.ID
 	}
 	for _, key := range keys {
 		b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
@@ -161,12 +163,16 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 	err = k.apply(ctx, b)
 	if len(keys) > 0 && errors.Is(err, ErrDuplicateKey) {
 		// A claimed key stays claimed: trying again cannot help.
-		return false, newErr("write", rec.ID, CodeDuplicateAction, ErrDuplicateKey, err.Error())
+		return Written{}, false, newErr("write", rec.ID, CodeDuplicateAction, ErrDuplicateKey, err.Error())
 	}
 	if raced(err) {
-		return false, nil
+		return Written{}, false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return Written{}, false, err
+	}
+	w.Record = *rec
+	return w, true, nil
 }
 
 // readForWrite returns how many records rec's trace holds, checking rec's
@@ -379,6 +385,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 			batch.Claims = append(snap.claims[:0], out.claim)
 		}
 	}
+	auditID := ""
 	if audit != nil {
 		// The new ids after the proposal's own: the artifact and the record.
 		index := 0
@@ -393,6 +400,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 			return Decision{}, false, err
 		}
 		batch.Appends = append(batch.Appends, ar)
+		auditID = ar.ID
 	}
 	err = k.apply(ctx, batch)
 	if raced(err) {
@@ -402,7 +410,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 		return Decision{}, false, err
 	}
 	d := Decision{
-		ID: "decision:" + p.ID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID,
+		ID: "decision:" + p.ID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID, AuditID: auditID,
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes,
 	}
 	if out.record.ID != "" {

@@ -153,7 +153,7 @@ func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entr
 	if act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || e == nil {
 		return unknown("not a committed action of a registered tool")
 	}
-	gd, found, err := g.commitDecision(ctx, act.TraceID(), act.ID)
+	gd, found, err := g.commitDecision(ctx, act.ID)
 	if err != nil {
 		return kernel.Record{}, nil, kernel.DecisionRecord{}, err
 	}
@@ -172,31 +172,24 @@ func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entr
 }
 
 // commitDecision returns the decision record that committed the action
-// (outcome committed or pending approval).
-func (g *Gate) commitDecision(ctx context.Context, traceID, actionID string) (kernel.DecisionRecord, bool, error) {
-	return g.findDecision(ctx, traceID, func(d *kernel.DecisionRecord) bool {
-		return d.Subject == actionID && (d.Outcome == kernel.OutcomeCommitted || d.Outcome == kernel.OutcomePendingApproval)
-	})
-}
-
-// decisionAbout returns the first decision record of the trace about
-// subject.
-func (g *Gate) decisionAbout(ctx context.Context, traceID, subject string) (kernel.DecisionRecord, bool, error) {
-	return g.findDecision(ctx, traceID, func(d *kernel.DecisionRecord) bool { return d.Subject == subject })
-}
-
-// findDecision returns the first decision record of the trace that match
-// accepts.
-func (g *Gate) findDecision(ctx context.Context, traceID string, match func(*kernel.DecisionRecord) bool) (kernel.DecisionRecord, bool, error) {
-	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: traceID}) {
-		if err != nil {
-			return kernel.DecisionRecord{}, false, err
-		}
-		if match(&d) {
-			return d, true, nil
-		}
+// (outcome committed or pending approval): the one the kernel wrote with
+// it, read by id ([kernel.Kernel.DecisionAbout]).
+func (g *Gate) commitDecision(ctx context.Context, actionID string) (kernel.DecisionRecord, bool, error) {
+	d, found, err := g.decisionAbout(ctx, actionID)
+	if !found || err != nil {
+		return kernel.DecisionRecord{}, false, err
 	}
-	return kernel.DecisionRecord{}, false, nil
+	return d, d.Outcome == kernel.OutcomeCommitted || d.Outcome == kernel.OutcomePendingApproval, nil
+}
+
+// decisionAbout returns the decision record the kernel wrote in the same
+// batch as the record subject, read by id.
+func (g *Gate) decisionAbout(ctx context.Context, subject string) (kernel.DecisionRecord, bool, error) {
+	d, err := g.k.DecisionAbout(ctx, subject)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return kernel.DecisionRecord{}, false, nil
+	}
+	return d, err == nil, err
 }
 
 // executeAction is Execute once the action is known to be the gate's.
@@ -370,7 +363,7 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 // escalate records that the action will not run and submits the safe
 // fallback.
 func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (Result, error) {
-	rec, err := g.writeEscalation(ctx, j, code, approval)
+	w, err := g.writeEscalation(ctx, j, code, approval)
 	if err == nil {
 		g.effectRecorded(ctx, j, StatusEscalated, code)
 	}
@@ -380,12 +373,12 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.recorded(ctx, j, rec.ID)
+	return g.written(ctx, j, w)
 }
 
 // writeEscalation records the escalation as the action's result, claiming
 // the result key, with its decision record in the same batch.
-func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (kernel.Record, error) {
+func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (kernel.Written, error) {
 	approver, _ := approval.Payload.String(kernel.KeyApprover)
 	note, _ := approval.Payload.String(kernel.KeyNote)
 	meta := j.meta(StatusEscalated, 0, code)
@@ -407,7 +400,7 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, deta
 	meta["error"] = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
-	rec, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
 		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...),
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
@@ -419,7 +412,7 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, deta
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.recorded(ctx, j, rec.ID)
+	return g.written(ctx, j, w)
 }
 
 // ensureFallback returns the safe fallback that escalates the action,
@@ -481,18 +474,32 @@ func (g *Gate) recordedByKey(ctx context.Context, j *job) (Result, error) {
 	return g.recorded(ctx, j, id)
 }
 
-// recorded turns the result record id into a Result.
+// recorded turns the id of a result record written earlier (by another
+// call, driver or process) into a Result, reading the result and its
+// decision record by id; a driver that has just written the result uses
+// [Gate.written] instead, which reads nothing.
 func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) {
 	rec, err := g.reader.Get(ctx, id)
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
-	res := Result{ActionID: j.act.ID}
-	if dr, found, err := g.decisionAbout(ctx, j.trace, id); err != nil {
-		return res, err
-	} else if found {
-		res.DecisionID = dr.ID
+	dr, _, err := g.decisionAbout(ctx, id)
+	if err != nil {
+		return Result{ActionID: j.act.ID}, err
 	}
+	return g.result(ctx, j, rec, dr.ID)
+}
+
+// written turns the result this driver has just written into a Result,
+// from what the write returned: no read of the store.
+func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, error) {
+	return g.result(ctx, j, w.Record, w.DecisionID)
+}
+
+// result turns the result record rec, whose decision record is
+// decisionID, into a Result.
+func (g *Gate) result(ctx context.Context, j *job, rec kernel.Record, decisionID string) (res Result, err error) {
+	res = Result{ActionID: j.act.ID, DecisionID: decisionID}
 	code, _ := effectField(rec, "code").(string)
 	res.Code = kernel.Code(code)
 	if err := g.retire(ctx, j, rec); err != nil {
@@ -730,8 +737,9 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Reco
 		refs = append(refs, j.approval)
 		keys = append(keys, approvalKey(j.approval))
 	}
-	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
 		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: refs, OnceKeys: keys})
+	return w.Record, err
 }
 
 // invoke calls the effect for attempt n, with a context that ends after
@@ -794,7 +802,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		audit.Outcome, audit.Code = kernel.OutcomeFailed, code
 	}
 	entry.Audit = audit
-	rec, err := j.e.handle.Write(ctx, entry)
+	w, err := j.e.handle.Write(ctx, entry)
 	if err == nil {
 		status := StatusSucceeded
 		if code != CodeEffectSucceeded {
@@ -810,7 +818,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.recorded(ctx, j, rec.ID)
+	return g.written(ctx, j, w)
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,

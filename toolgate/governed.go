@@ -23,7 +23,7 @@ func (w governed) Submit(ctx context.Context, e kernel.Entry) (kernel.Decision, 
 }
 
 // Write writes e as a tool named w.name, with its decision record and
-// once-keys.
-func (w governed) Write(ctx context.Context, e kernel.Entry) (kernel.Record, error) {
+// once-keys, and returns the ids of both records it appended.
+func (w governed) Write(ctx context.Context, e kernel.Entry) (kernel.Written, error) {
 	return w.gov.Write(ctx, w.name, e)
 }

@@ -516,19 +516,19 @@ func (w *worker) execute(ctx context.Context, action kernel.Record) {
 		w.fail("attempt", err)
 		return
 	}
-	w.report("ack write %s", attempt.ID)
+	w.report("ack write %s", attempt.Record.ID)
 	if _, err := fmt.Fprintf(w.effects, "refund %s %v %s\n", action.ID, charge, w.id); err != nil {
 		w.fail("effect", err)
 		return
 	}
 	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_result",
-		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.ID},
+		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.Record.ID},
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: kernel.CodeCommitted, Context: kernel.Payload{"worker": w.id}}})
 	if err != nil {
 		w.fail("result", err)
 		return
 	}
-	w.report("ack write %s", result.ID)
+	w.report("ack write %s", result.Record.ID)
 	w.report("ack effect %s %v", action.ID, charge)
 }
 
