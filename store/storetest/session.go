@@ -19,11 +19,11 @@ import (
 // [DefaultSessionSizes].
 const EnvSessionSizes = "BK_SESSION_SIZES"
 
-// DefaultSessionSizes are the session lengths [BenchSession] measures when
-// [EnvSessionSizes] is not set: short enough that
+// DefaultSessionSizes returns the session lengths [BenchSession] measures
+// when [EnvSessionSizes] is not set, 1, 10 and 100: short enough that
 // `go test -run '^$' -bench Session ./...` builds every session in a few
-// minutes while the cost of a call still grows with its session.
-var DefaultSessionSizes = []int{1, 10, 100}
+// minutes on today's code, whose cost per call grows with its session.
+func DefaultSessionSizes() []int { return []int{1, 10, 100} }
 
 // SessionSizes returns the session lengths named by [EnvSessionSizes], or
 // [DefaultSessionSizes]. It fails tb on a value that is not a list of
@@ -32,7 +32,7 @@ func SessionSizes(tb testing.TB) []int {
 	tb.Helper()
 	v := strings.TrimSpace(os.Getenv(EnvSessionSizes))
 	if v == "" {
-		return DefaultSessionSizes
+		return DefaultSessionSizes()
 	}
 	var out []int
 	for f := range strings.SplitSeq(v, ",") {
@@ -60,8 +60,8 @@ const (
 	FlowRefund SessionFlow = "refund"
 )
 
-// SessionFlows lists the flows [BenchSession] measures, in order.
-var SessionFlows = []SessionFlow{FlowReadOnly, FlowRefund}
+// SessionFlows returns the flows [BenchSession] measures, in order.
+func SessionFlows() []SessionFlow { return []SessionFlow{FlowReadOnly, FlowRefund} }
 
 const (
 	sessionOrderSchema  = `{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"],"additionalProperties":false}`
@@ -188,7 +188,7 @@ func (d *Session) Run(ctx context.Context, flow SessionFlow, trace string, n int
 // -benchtime of a few iterations (for example 20x) on a slow store: today
 // building a session takes time that grows with the square of its length.
 func BenchSession(b *testing.B, newStore func(testing.TB) kernel.Store) {
-	for _, flow := range SessionFlows {
+	for _, flow := range SessionFlows() {
 		b.Run(string(flow), func(b *testing.B) {
 			for _, n := range SessionSizes(b) {
 				b.Run("n="+strconv.Itoa(n), func(b *testing.B) { benchSessionAt(b, newStore(b), flow, n) })

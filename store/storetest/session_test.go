@@ -18,7 +18,7 @@ func TestSessionFlows(t *testing.T) {
 	ctx := context.Background()
 	s := kernel.NewMemStore()
 	d := storetest.NewSession(t, s)
-	for _, flow := range storetest.SessionFlows {
+	for _, flow := range storetest.SessionFlows() {
 		for n := 1; n <= 3; n++ {
 			if err := d.Run(ctx, flow, "t-"+string(flow), n); err != nil {
 				t.Fatalf("%s flow %d: %v", flow, n, err)
