@@ -42,3 +42,12 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkSession is the cost of call n of one session on PostgreSQL
+// (storetest.BenchSession); BK_SESSION_SIZES sets the lengths. It skips
+// without BK_PG_DSN.
+func BenchmarkSession(b *testing.B) {
+	b.Run("postgres", func(b *testing.B) {
+		storetest.BenchSession(b, func(tb testing.TB) kernel.Store { return newStore(tb) })
+	})
+}

@@ -30,3 +30,15 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 		storetest.BenchEpisodeProcesses(b, 2, path, func(path string) (kernel.Store, error) { return sqlitestore.Open(path) })
 	})
 }
+
+// BenchmarkSession is the cost of call n of one session on a SQLite file
+// (storetest.BenchSession); BK_SESSION_SIZES sets the lengths.
+func BenchmarkSession(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		storetest.BenchSession(b, func(tb testing.TB) kernel.Store {
+			s := openFile(tb)
+			tb.Cleanup(func() { _ = s.Close() })
+			return s
+		})
+	})
+}

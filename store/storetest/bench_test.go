@@ -17,3 +17,11 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 		b.Run("goroutines="+strconv.Itoa(g), func(b *testing.B) { storetest.BenchEpisodeParallel(b, kernel.NewMemStore(), g) })
 	}
 }
+
+// BenchmarkSession is the cost of call n of one session on the memory
+// store (storetest.BenchSession); BK_SESSION_SIZES sets the lengths.
+func BenchmarkSession(b *testing.B) {
+	b.Run("memory", func(b *testing.B) {
+		storetest.BenchSession(b, func(testing.TB) kernel.Store { return kernel.NewMemStore() })
+	})
+}
