@@ -152,14 +152,7 @@ func TestResultAlreadyRecorded(t *testing.T) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		// Another process ran the refund and recorded its result.
-		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j, err := d.g.newJob(d.ctx, e, act, gd.Context)
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := d.job(wait.ActionID)
 		att, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -296,14 +289,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			j, err := d.g.newJob(d.ctx, e, act, gd.Context)
-			if err != nil {
-				t.Fatal(err)
-			}
+			j := d.job(wait.ActionID)
 			// The crash: the escalation is recorded as the action's
 			// result, its fallback never submitted.
 			if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial); err != nil {

@@ -312,3 +312,18 @@ func wantOutcome(t *testing.T, what string, res Result, outcome Outcome, code ke
 
 // errFlaky is a retryable failure.
 var errFlaky = errors.New("503 service unavailable")
+
+// job returns the job that would run the committed action actionID, as a
+// driver builds it, for tests that play one step of the executor by hand.
+func (d *desk) job(actionID string) *job {
+	d.t.Helper()
+	act, e, gd, err := d.g.gated(d.ctx, actionID)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return j
+}

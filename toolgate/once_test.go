@@ -79,14 +79,7 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t1", "A1", 700)
 		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
-		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j, err := d.g.newJob(d.ctx, e, act, gd.Context)
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := d.job(wait.ActionID)
 		// Attempt 1 is recorded; then the escalation lands.
 		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
 			t.Fatal(err)
@@ -117,14 +110,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				j, err := d.g.newJob(d.ctx, e, act, gd.Context)
-				if err != nil {
-					t.Fatal(err)
-				}
+				j := d.job(wait.ActionID)
 				// The result lands; the process dies before anything else.
 				if how == "escalated" {
 					_, err = d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
@@ -171,14 +157,7 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 		// B2: approved, attempt 1 started, no result yet.
 		wait := d.pendingRefund("u0", "B2", 700)
 		d.approve("u0", wait.ActionID, "human:alice", time.Hour)
-		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j, err := d.g.newJob(d.ctx, e, act, gd.Context)
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := d.job(wait.ActionID)
 		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
