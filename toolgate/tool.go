@@ -61,8 +61,8 @@ type Tool struct {
 	Effect EffectFunc
 	// Approval says when a call needs a person's approval before it runs.
 	Approval ApprovalPolicy
-	// Retry bounds the attempts of the effect; the zero value means
-	// [DefaultRetry].
+	// Retry bounds the attempts of the effect; a zero field takes its
+	// default ([DefaultMaxAttempts], [DefaultBackoff], [DefaultMaxBackoff]).
 	Retry RetryPolicy
 	// Hints overrides the gate's repair hints for this tool, by code (the
 	// root cause's code is looked up first, then the decision's).
@@ -134,28 +134,37 @@ type ApprovalPolicy struct {
 // RetryPolicy bounds the attempts of an effect.
 type RetryPolicy struct {
 	// MaxAttempts is how many times the effect may be started for one
-	// action, the first included; zero means DefaultRetry's.
+	// action, the first included; zero means [DefaultMaxAttempts].
 	MaxAttempts int
 	// Backoff is the wait before the second attempt; each later wait
 	// doubles, up to MaxBackoff. The wait is drawn uniformly from [d/2, d]
-	// (jitter), and a cancelled context ends it. Zero means DefaultRetry's.
-	Backoff    time.Duration
-	MaxBackoff time.Duration // the longest wait between attempts
+	// (jitter), and a cancelled context ends it. Zero means
+	// [DefaultBackoff].
+	Backoff time.Duration
+	// MaxBackoff is the longest wait between attempts; zero means
+	// [DefaultMaxBackoff] (or Backoff, if that is longer).
+	MaxBackoff time.Duration
 }
 
-// DefaultRetry is the retry policy of a tool that sets none.
-var DefaultRetry = RetryPolicy{MaxAttempts: 3, Backoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
+// The retry policy of a tool that sets none. They are constants, not a
+// package variable, so that no program can change every gate's policy
+// behind its back.
+const (
+	DefaultMaxAttempts = 3
+	DefaultBackoff     = 200 * time.Millisecond
+	DefaultMaxBackoff  = 5 * time.Second
+)
 
-// withDefaults fills the zero fields from DefaultRetry.
+// withDefaults fills the zero fields with the defaults.
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultRetry.MaxAttempts
+		p.MaxAttempts = DefaultMaxAttempts
 	}
 	if p.Backoff == 0 {
-		p.Backoff = DefaultRetry.Backoff
+		p.Backoff = DefaultBackoff
 	}
 	if p.MaxBackoff == 0 {
-		p.MaxBackoff = max(DefaultRetry.MaxBackoff, p.Backoff)
+		p.MaxBackoff = max(DefaultMaxBackoff, p.Backoff)
 	}
 	return p
 }
