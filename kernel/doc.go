@@ -99,11 +99,12 @@
 // # Storage
 //
 // A [Store] persists records; the kernel needs its six operations plus an
-// atomic [Batch] and a per-trace listing. Once-only actions need a store
-// that also implements [KeyStore]. [MemStore] is the default; other stores
-// live under store/ and pass one conformance suite. Decisions and
-// [View]s read only one trace (plus persistent records), so an episode's
-// cost does not grow with the size of the store.
+// atomic [Batch], a per-trace listing and once-keys. [MemStore] is the
+// default; other stores live under store/ and pass one conformance suite.
+// A store that also implements [StateStore] keeps each trace's decision
+// state with the trace, so that a decision reads that state and the few
+// records it names, never the whole trace: its cost does not grow with the
+// session, nor with the size of the store.
 //
 // # Observability
 //

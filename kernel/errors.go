@@ -30,7 +30,7 @@ var (
 	// ErrDuplicateID: a store refused to append a record whose id it holds.
 	ErrDuplicateID = errors.New("kernel: duplicate record id")
 	// ErrDuplicateKey: a batch claimed a once-key that is already claimed
-	// (see [KeyStore]).
+	// (see [Store]).
 	ErrDuplicateKey = errors.New("kernel: once-key already claimed")
 	// ErrNotActive: a status change of a record that is no longer ACTIVE.
 	ErrNotActive = errors.New("kernel: record not active")

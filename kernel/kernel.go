@@ -308,9 +308,6 @@ func (k *Kernel) checkConfig() error {
 			if len(o.Fields) == 0 || slices.Contains(o.Fields, "") || o.Limit < 0 {
 				return bad("action spec %q: a once-key needs fields and a limit of zero or more", t)
 			}
-			if _, ok := k.store.(KeyStore); k.store != nil && !ok {
-				return bad("action spec %q has a once-key but the store does not enforce once-keys (kernel.KeyStore)", t)
-			}
 		}
 	}
 	for kind, s := range k.beliefSpecs {
@@ -366,7 +363,7 @@ type Entry struct {
 	// a key already claimed fails the write with [ErrDuplicateKey] and
 	// stores nothing. Only [Governor.Write] claims keys (an executor's
 	// effect attempts use them); every other handle refuses an entry with
-	// keys ([ErrPermission]). The store must be a [KeyStore].
+	// keys ([ErrPermission]).
 	OnceKeys []string
 }
 

@@ -14,19 +14,14 @@ import (
 // key in the kernel's namespace (an action's commit, or a tool write's
 // [Entry.OnceKeys]), or an error wrapping [ErrNotFound] when the key is
 // free there. Another namespace's claims are never seen: each namespace is
-// a key space of its own. It fails with [ErrInvalidInput] when the store
-// does not enforce once-keys. Governance code built on the kernel (an
+// a key space of its own. Governance code built on the kernel (an
 // executor asking whether an effect already has a recorded result) uses
 // it; it never writes. Safe for concurrent use.
 func (k *Kernel) ClaimedBy(ctx context.Context, key string) (string, error) {
-	ks, ok := k.store.(KeyStore)
-	if !ok {
-		return "", newErr("claimed by", "", CodeInvalidInput, ErrInvalidInput, "the store does not enforce once-keys")
-	}
 	if err := checkName("once-key", key); err != nil {
 		return "", newErr("claimed by", "", CodeInvalidInput, ErrInvalidInput, err.Error())
 	}
-	return ks.ClaimedBy(ctx, k.keySpace(), key)
+	return k.store.ClaimedBy(ctx, k.keySpace(), key)
 }
 
 // keySpace is the namespace the kernel claims and looks up once-keys in.
@@ -106,7 +101,7 @@ const maxRetiredSlots = 1000
 // It returns the key to claim, or "" and the first live holder when the
 // key is used up.
 func (k *Kernel) freeSlot(ctx context.Context, s *snapshot, slots onceSlots, limit int) (key, holder string, err error) {
-	ks := k.store.(KeyStore) // New checked it
+	ks := k.store
 	live := 0
 	// Claims of earlier releases, which never went past the limit, count
 	// as the slots they held.
@@ -166,7 +161,7 @@ func (k *Kernel) legacyHolders(ctx context.Context, slots onceSlots, limit int, 
 	if _, fresh := k.store.(*MemStore); fresh || slots.legacy == "" || mutOnceLegacy {
 		return nil
 	}
-	ks := k.store.(KeyStore)
+	ks := k.store
 	for n := 1; n <= limit; n++ {
 		key := slots.legacy + strconv.Itoa(n)
 		id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
@@ -222,9 +217,6 @@ func (k *Kernel) retired(ctx context.Context, s *snapshot, id string) (bool, err
 // calls it): a handle cannot retire anything. Safe for concurrent use.
 func (k *Kernel) Retire(ctx context.Context, actionID string, reason Code, fence string) error {
 	const op = "retire"
-	if _, ok := k.store.(KeyStore); !ok {
-		return newErr(op, actionID, CodeInvalidInput, ErrInvalidInput, "the store does not enforce once-keys")
-	}
 	if err := checkName("fence key", fence); err != nil {
 		return newErr(op, actionID, CodeInvalidInput, ErrInvalidInput, err.Error())
 	}
@@ -275,8 +267,8 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 		return "", err
 	}
 	spec, _ := k.spec(rec.Kind)
-	ks, isKeyStore := k.store.(KeyStore)
-	if spec.Once == nil || !isKeyStore {
+	ks := k.store
+	if spec.Once == nil {
 		return "", newErr(op, actionID, "", ErrNotFound, "the action type has no once-key")
 	}
 	o := spec.Once

@@ -32,13 +32,21 @@ type MemStore struct {
 	slots      [Actions + 1][]memLoc
 	persistent [Actions + 1][]memLoc
 	claims     map[claimKey]string // once-key in its namespace → record id
+	batch      uint64              // batches applied, to count one change per trace per batch
 }
 
 // claimKey is a once-key in its key space.
 type claimKey struct{ namespace, key string }
 
-// memTrace holds one trace's records in append order.
-type memTrace struct{ recs []Record }
+// memTrace holds one trace's records in append order, its change counter
+// and the decision state last stored with a batch (see [StateStore]).
+type memTrace struct {
+	recs         []Record
+	version      uint64
+	bumped       uint64 // the batch that last counted a change
+	stateVersion uint64
+	state        StateValue
+}
 
 // memLoc is a record's position: trace block and index within it.
 type memLoc struct{ trace, idx int32 }
@@ -85,13 +93,9 @@ func NewMemStore() *MemStore {
 	return &MemStore{}
 }
 
-var (
-	_ Store        = (*MemStore)(nil)
-	_ TraceCounter = (*MemStore)(nil)
-	_ KeyStore     = (*MemStore)(nil)
-)
+var _ StateStore = (*MemStore)(nil)
 
-// ClaimedBy implements [KeyStore].
+// ClaimedBy implements [Store].
 func (s *MemStore) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return "", err
@@ -233,15 +237,25 @@ func (s *MemStore) apply(ctx context.Context, b Batch, checkPayloads bool) error
 	if err := s.check(b, checkPayloads); err != nil {
 		return err
 	}
+	// Each trace the batch touches counts one change, however many
+	// records of it the batch touches.
+	s.batch++
 	for _, inv := range b.Invalidations {
 		l, _ := s.find(inv.ID)
 		r := s.at(l)
 		r.Status, r.Reason = inv.Status, inv.Reason
+		s.bump(l.trace)
 	}
 	for i := range b.Appends {
 		rec := b.Appends[i]
 		rec.Namespace = nsOf(rec.Namespace)
-		s.add(rec)
+		s.bump(s.add(rec))
+	}
+	if b.State != nil && b.Trace != "" {
+		if t, ok := s.traceIdx[b.Trace]; ok {
+			tr := &s.traces[t]
+			tr.state, tr.stateVersion = b.State, tr.version
+		}
 	}
 	for _, c := range b.Claims {
 		if s.claims == nil {
@@ -252,8 +266,35 @@ func (s *MemStore) apply(ctx context.Context, b Batch, checkPayloads bool) error
 	return nil
 }
 
-// add appends a checked record and indexes it. The caller holds the lock.
-func (s *MemStore) add(rec Record) {
+// bump counts the current batch's change to trace t (once per batch).
+func (s *MemStore) bump(t int32) {
+	if tr := &s.traces[t]; tr.bumped != s.batch {
+		tr.version++
+		tr.bumped = s.batch
+	}
+}
+
+// ReadState implements [StateStore].
+func (s *MemStore) ReadState(ctx context.Context, traceID string) (TraceState, error) {
+	if err := s.lock(ctx, false); err != nil {
+		return TraceState{}, err
+	}
+	defer s.unlock(false)
+	t, ok := s.traceIdx[traceID]
+	if !ok {
+		return TraceState{}, nil
+	}
+	tr := &s.traces[t]
+	st := TraceState{Len: len(tr.recs), Version: tr.version, StateVersion: tr.stateVersion, Value: tr.state}
+	if len(tr.recs) > 0 {
+		st.Namespace = tr.recs[0].Namespace
+	}
+	return st, nil
+}
+
+// add appends a checked record, indexes it and returns its trace's index.
+// The caller holds the lock.
+func (s *MemStore) add(rec Record) int32 {
 	t, ok := s.traceIdx[rec.Provenance.TraceID]
 	if !ok {
 		t = int32(len(s.traces))
@@ -284,6 +325,7 @@ func (s *MemStore) add(rec Record) {
 	if rec.Scope == ScopePersistent {
 		s.persistent[rec.Slot] = s.index(s.persistent[rec.Slot], l)
 	}
+	return t
 }
 
 // index appends l to a slot index. An index's first indexBlock entries
@@ -393,7 +435,7 @@ func nsOf(ns string) string {
 	return ns
 }
 
-// CountTrace implements [TraceCounter].
+// CountTrace returns how many records a trace holds.
 func (s *MemStore) CountTrace(ctx context.Context, traceID string) (int, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return 0, err

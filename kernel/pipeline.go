@@ -119,9 +119,6 @@ func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 	if role != RoleTool && !governed {
 		return newErr("write", "", CodePermissionDenied, ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
 	}
-	if _, ok := k.store.(KeyStore); !ok {
-		return newErr("write", "", CodeInvalidInput, ErrInvalidInput, "the store does not enforce once-keys")
-	}
 	for i, key := range keys {
 		if err := checkName("once-key", key); err != nil || slices.Contains(keys[:i], key) {
 			return newErr("write", "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("bad or repeated once-key %q", key))
@@ -180,7 +177,9 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 // needs only the count, which a [TraceCounter] store gives without reading
 // the records.
 func (k *Kernel) readForWrite(ctx context.Context, rec *Record, idDeps []string) (int, error) {
-	if c, ok := k.store.(TraceCounter); ok && len(rec.Provenance.InputRefs)+len(rec.EvidenceRefs)+len(idDeps) == 0 {
+	if c, ok := k.store.(interface {
+		CountTrace(context.Context, string) (int, error)
+	}); ok && len(rec.Provenance.InputRefs)+len(rec.EvidenceRefs)+len(idDeps) == 0 {
 		return c.CountTrace(ctx, rec.Provenance.TraceID)
 	}
 	snap, err := k.load(ctx, rec.Provenance.TraceID, false)

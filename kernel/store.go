@@ -7,8 +7,8 @@ import (
 
 // Store is what the kernel needs from persistence: the paper's six
 // operations (Append, Get, ListSlot, FindActive, Invalidate, Close), an
-// atomic group of writes (Apply) and an indexed listing of one trace
-// (ListTrace).
+// atomic group of writes (Apply), an indexed listing of one trace
+// (ListTrace) and the once-keys a batch has claimed (ClaimedBy).
 //
 // # Contract
 //
@@ -32,6 +32,18 @@ import (
 // the records its trace already holds (or of earlier appends of the batch
 // to that trace).
 //
+// Once-keys: a store guarantees that a key is claimed at most once, for
+// ever, in its namespace, across every process that shares the store: Apply
+// refuses a batch that claims a key already claimed in the claim's
+// namespace (or claims one key twice in one namespace) with
+// [ErrDuplicateKey], in the same transaction as the batch's other writes.
+// Each namespace is a key space of its own: one key claimed in two
+// namespaces is two claims, and ClaimedBy never answers for another
+// namespace's key. An empty namespace is [DefaultNamespace], as it is for
+// records. Every store enforces them: the kernel claims keys for the
+// evidence each action uses up, and a store that ignored claims would let a
+// once-only action run twice.
+//
 // The package storetest runs one conformance suite against any Store.
 type Store interface {
 	// Append writes rec; it fails with ErrDuplicateID if rec.ID exists.
@@ -54,37 +66,11 @@ type Store interface {
 	// an index: its cost must not depend on how many other traces the store
 	// holds.
 	ListTrace(ctx context.Context, traceID string) iter.Seq2[Record, error]
-	// Close releases the store's resources.
-	Close() error
-}
-
-// TraceCounter is an optional fast path a [Store] may offer: how many
-// records a trace holds, without reading them. The kernel uses it for writes
-// that reference no other record, which need the trace's length (for the
-// next id and the batch condition) but not its contents.
-type TraceCounter interface {
-	CountTrace(ctx context.Context, traceID string) (int, error)
-}
-
-// KeyStore is the optional interface of a [Store] that enforces once-keys
-// ([Batch.Claims]). The kernel refuses to start with a once-keyed
-// [ActionSpec] on a store that does not implement it: a store that silently
-// ignored claims would let a once-only action run twice.
-//
-// A store that implements KeyStore guarantees that a key is claimed at most
-// once, for ever, in its namespace, across every process that shares the
-// store: Apply refuses a batch that claims a key already claimed in the
-// claim's namespace (or claims one key twice in one namespace) with
-// [ErrDuplicateKey], in the same transaction as the batch's other writes.
-// Each namespace is a key space of its own: one key claimed in two
-// namespaces is two claims, and ClaimedBy never answers for another
-// namespace's key. An empty namespace is [DefaultNamespace], as it is for
-// records.
-type KeyStore interface {
-	Store
 	// ClaimedBy returns the id of the record whose batch claimed key in
 	// namespace, or [ErrNotFound] if the key is free there.
 	ClaimedBy(ctx context.Context, namespace, key string) (recordID string, err error)
+	// Close releases the store's resources.
+	Close() error
 }
 
 // Filter narrows ListSlot. A zero field matches everything.
@@ -113,10 +99,57 @@ type Batch struct {
 	// so that no decision lands after a change to its trace it did not see.
 	Trace    string
 	TraceLen int
-	// Claims are once-keys the batch takes (see [KeyStore]). Only a store
-	// that implements KeyStore accepts them; any other refuses a batch with
-	// claims with [ErrInvalidInput].
+	// Claims are once-keys the batch takes (see [Store]).
 	Claims []Claim
+	// State, when not nil, is the new decision state of trace Trace, kept
+	// with the batch's writes (see [StateStore]); it needs Trace set. A
+	// store that does not implement StateStore ignores it.
+	State StateValue
+}
+
+// StateStore is the optional interface of a [Store] that keeps, per trace,
+// the decision state the kernel derives from it: with it, a decision reads
+// one small value instead of every record of its trace, so a decision costs
+// the same at the first record of a session and at the millionth. A store
+// without it still works: the kernel then reads the whole trace.
+//
+// A store that implements StateStore counts, per trace, every change: each
+// Apply (and Append, Invalidate) that appends a record to a trace or changes
+// the status of one of its records adds one to that trace's Version, once
+// per batch. A batch with a State keeps it as its trace's state, with
+// StateVersion the Version the batch left; so the state is current exactly
+// when StateVersion equals Version, and any write the kernel did not make
+// (a direct Append, an Invalidate) shows as a state that is not.
+type StateStore interface {
+	Store
+	// ReadState returns the counters of one trace and its last stored
+	// state; an empty or unknown trace is the zero TraceState.
+	ReadState(ctx context.Context, traceID string) (TraceState, error)
+}
+
+// TraceState is what a [StateStore] holds for one trace.
+type TraceState struct {
+	// Len is how many records the trace holds.
+	Len int
+	// Namespace is the namespace of the trace's records ("" when none).
+	Namespace string
+	// Version counts the changes that reached the trace (see [StateStore]).
+	Version uint64
+	// StateVersion is the Version that the batch which stored the state
+	// left (0 when no state is stored).
+	StateVersion uint64
+	// Value is the stored state itself, from a store that keeps values in
+	// memory; Data is its encoding (Value.MarshalBinary), from a store that
+	// persists bytes. At most one is set.
+	Value StateValue
+	Data  []byte
+}
+
+// StateValue is a trace's decision state as the kernel builds it. It is
+// opaque to a store, which keeps it as it is or persists its encoding, and
+// never modified after it is handed to the store.
+type StateValue interface {
+	MarshalBinary() ([]byte, error)
 }
 
 // Claim takes a once-key for a record of the batch, in the key space of
