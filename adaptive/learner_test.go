@@ -647,10 +647,6 @@ func (f *flaky) Apply(ctx context.Context, b kernel.Batch) error {
 	return f.Store.Apply(ctx, b)
 }
 
-// ClaimedBy makes flaky a [kernel.KeyStore], as the learner needs.
-func (f *flaky) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
-	return f.Store.(kernel.KeyStore).ClaimedBy(ctx, namespace, key)
-}
 
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	store := &flaky{Store: kernel.NewMemStore()}

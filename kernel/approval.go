@@ -173,9 +173,8 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 				InputRefs: []string{actionID}, TTLMS: int64((ttl + time.Millisecond - 1) / time.Millisecond), Span: snap.span},
 			Status: StatusActive, Reason: CodeCommitted, Scope: ScopeEpisode, Namespace: k.namespace,
 		}
-		n := len(snap.recs)
+		err = snap.apply(ctx, Batch{Appends: []Record{rec}})
 		snap.release()
-		err = k.apply(ctx, Batch{Appends: []Record{rec}, Trace: traceID, TraceLen: n})
 		if raced(err) {
 			continue
 		}

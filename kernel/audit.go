@@ -102,7 +102,7 @@ func (f DecisionFilter) match(d *DecisionRecord) bool {
 // auditRecord builds the evidence record that holds d, written by the
 // kernel in trace s at position index (from 0) of the batch's new ids.
 func (s *snapshot) auditRecord(d *DecisionRecord, index int, refs []string) (Record, error) {
-	return s.k.auditRecord(d, s.traceID, len(s.recs)+1+index, s.nowMS, s.span, refs)
+	return s.k.auditRecord(d, s.traceID, s.n+1+index, s.nowMS, s.span, refs)
 }
 
 // auditRecord builds the evidence record that holds d as the n-th record
@@ -212,12 +212,10 @@ func (k *Kernel) RecordDecision(ctx context.Context, d DecisionRecord) (out Deci
 			return DecisionRecord{}, err
 		}
 		rec, err := snap.auditRecord(&d, 0, nil)
-		n := len(snap.recs)
-		snap.release()
-		if err != nil {
-			return DecisionRecord{}, err
+		if err == nil {
+			err = snap.apply(ctx, Batch{Appends: []Record{rec}})
 		}
-		err = k.apply(ctx, Batch{Appends: []Record{rec}, Trace: d.TraceID, TraceLen: n})
+		snap.release()
 		if raced(err) {
 			d.ID, d.RecordID = "", ""
 			continue

@@ -1,8 +1,12 @@
 package kernel
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
+
+	"github.com/blackboardkernel/bk/canon"
 )
 
 // The checks an evidence artifact records for each dependency: presence,
@@ -63,8 +67,12 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 			}
 			return outcome{code: CodeMissingEvidence, detail: "no observation " + dep.(string)}
 		}
-		if cur := s.current(r.Kind); !mutSuperseded && cur != r {
-			return outcome{code: CodeSupersededEvidence, failed: r.ID, detail: "superseded by " + cur.ID}
+		if cur := s.current(r.Kind); !mutSuperseded && (cur == nil || cur.ID != r.ID) {
+			detail := "no current observation " + r.Kind
+			if cur != nil {
+				detail = "superseded by " + cur.ID
+			}
+			return outcome{code: CodeSupersededEvidence, failed: r.ID, detail: detail}
 		}
 		code, arb := k.checkEvidence(s, r)
 		if code != "" {
@@ -191,11 +199,7 @@ func (g *gate) satisfied(missing, unsatisfied Code) outcome {
 // percept failed), or a committed one expired.
 func (s *snapshot) missingBelief(code Code, kind string) outcome {
 	out := outcome{code: code, detail: "no committed belief " + kind}
-	for i := len(s.recs) - 1; i >= 0; i-- {
-		r := &s.recs[i]
-		if r.Slot != Beliefs || r.Kind != kind || r.Status == StatusActive || r.Reason == CodeSupersededByCommit {
-			continue
-		}
+	if r := s.st.rejectedBelief(kind, s.nowMS); r != nil {
 		out.failed = r.ID
 		out.causes = append(out.causes, Cause{Code: r.Reason, Record: r.ID})
 		if r.Mode == ModePropose {
@@ -205,7 +209,6 @@ func (s *snapshot) missingBelief(code Code, kind string) outcome {
 				out.causes = append(out.causes, Cause{Code: again.code, Record: again.failed, Detail: again.detail})
 			}
 		}
-		break
 	}
 	return out
 }
@@ -228,8 +231,8 @@ func (g *gate) recheck() (outcome, flags) {
 				return out, f
 			}
 			for _, pid := range ev.Provenance.InputRefs {
-				at := g.s.indexOf(pid)
-				if at < 0 || !isObservation(&g.s.recs[at]) {
+				p := g.s.byID(pid)
+				if p == nil || !isObservation(p) {
 					if mutRecheck {
 						continue
 					}
@@ -237,15 +240,16 @@ func (g *gate) recheck() (outcome, flags) {
 					out.detail = "percept " + pid + " is no longer an observation"
 					return out, f
 				}
-				kind := g.s.recs[at].Kind
-				for i := at; i < len(g.s.recs); i++ {
-					r := &g.s.recs[i]
-					if mutSuperseded && i > at {
-						break
-					}
-					if i > at && (r.Kind != kind || !isObservation(r)) {
-						continue
-					}
+				// The observation itself, and every newer one of its kind:
+				// what the world said since must pass too.
+				rs := g.s.st.observationsSince(p.Kind, seqOf(p.ID))
+				if len(rs) == 0 || rs[0].ID != p.ID {
+					rs = append([]*Record{p}, rs...)
+				}
+				if mutSuperseded {
+					rs = rs[:1]
+				}
+				for _, r := range rs {
 					code, arb := g.k.checkEvidence(g.s, r)
 					if !mutRecheck && code != "" {
 						out := refuse(code, r.ID)
@@ -285,21 +289,19 @@ func (f *flags) get(key string) (value, derived bool) {
 // declared beliefs that are all still committed.
 func (g *gate) predictions() []*Record {
 	var out []*Record
-	for i := range g.s.recs {
-		r := &g.s.recs[i]
-		if r.Slot != Predictions || !committedActive(r) {
-			continue
-		}
-		if t, _ := r.Payload.String(KeyActionType); t != g.action {
+	for i := range g.s.st.preds {
+		h := &g.s.st.preds[i]
+		r := &h.rec
+		if !committedActive(r) || h.action != g.action {
 			continue
 		}
 		if mutTrustedPredictions || mutGroundedPredictions {
-			if (mutTrustedPredictions || g.trusted(r)) && (mutGroundedPredictions || g.s.grounded(r.Payload.list(KeyRequiresBeliefs))) {
+			if (mutTrustedPredictions || g.trusted(h)) && (mutGroundedPredictions || g.s.grounded(r.Payload.list(KeyRequiresBeliefs))) {
 				out = append(out, r)
 			}
 			continue
 		}
-		if g.trusted(r) && g.s.grounded(r.Payload.list(KeyRequiresBeliefs)) {
+		if g.trusted(h) && g.s.grounded(r.Payload.list(KeyRequiresBeliefs)) {
 			out = append(out, r)
 		}
 	}
@@ -308,18 +310,14 @@ func (g *gate) predictions() []*Record {
 
 // trusted reports whether the proposer of a committed prediction is one the
 // spec trusts: a simulator handle, or a writer the spec names.
-func (g *gate) trusted(pred *Record) bool {
-	if len(pred.Provenance.InputRefs) == 0 {
-		return false
-	}
-	proposal := g.s.byID(pred.Provenance.InputRefs[0]) // the committed twin names its proposal first
-	if proposal == nil {
+func (g *gate) trusted(pred *head) bool {
+	if pred.propWriter == "" {
 		return false
 	}
 	if len(g.spec.Predictors) == 0 {
-		return proposal.Provenance.Role == RoleSimulator
+		return pred.propRole == RoleSimulator
 	}
-	return slices.Contains(g.spec.Predictors, proposal.Provenance.Writer)
+	return slices.Contains(g.spec.Predictors, pred.propWriter)
 }
 
 // grounded reports whether reqs names at least one belief and every one is
@@ -463,13 +461,11 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	if out.code != "" {
 		return out
 	}
+	var used []Claim
 	if !mutUsedGrounding && !g.spec.Repeatable {
-		if prior, obs := s.usedGrounding(p.Kind, g.beliefs); prior != nil {
-			detail := "its grounding already grounded " + prior.ID
-			if obs != "" {
-				detail = "observation " + obs + " already grounded " + prior.ID
-			}
-			return outcome{code: CodeDuplicateAction, failed: prior.ID, detail: detail}
+		used = s.groundingKeys(p.Kind, g.beliefs)
+		if prior, ref := s.usedGrounding(used); prior != "" {
+			return outcome{code: CodeDuplicateAction, failed: prior, detail: "observation " + ref + " already grounded " + prior}
 		}
 	}
 	preds := g.predictions()
@@ -513,60 +509,68 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
+	rec := s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)
+	for i := range used {
+		used[i].RecordID = rec.ID
+	}
+	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: rec, used: used}
 }
 
-// usedGrounding returns a committed action of actionType in the trace
-// that already rests on an observation the given beliefs rest on, and that
-// observation, or nil:
-// what a commit uses up is the evidence, not the belief record that cites
-// it, so a new belief (a new artifact) over the same observation grounds
-// nothing new. The observations are read from the beliefs' validation
-// artifacts, which the kernel writes (their input refs are the percepts
-// it checked), never from input refs a planner can pad. One pass over the
-// trace, which the snapshot holds already: artifacts precede the actions
-// that cite them. A retired action ([Kernel.Retire]) still counts: within
-// its trace, what a denied action rested on grounds nothing else.
-func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) (*Record, string) {
-	if len(beliefs) == 0 {
-		return nil, ""
+// groundingKeys returns the claims a commit of actionType resting on the
+// given beliefs takes: one per observation the beliefs' validation artifacts
+// name. What a commit uses up is the evidence, not the belief record that
+// cites it, so a new belief (a new artifact) over the same observation
+// grounds nothing new. The observations are read from the artifacts, which
+// the kernel writes, never from input refs a planner can pad. The claims
+// live in the store, for ever: a retired action ([Kernel.Retire]) still
+// counts, since what a denied action rested on grounds nothing else.
+func (s *snapshot) groundingKeys(actionType string, beliefs []*Record) []Claim {
+	var out []Claim
+	add := func(ref string) {
+		key := usedKey(actionType, ref)
+		if !slices.ContainsFunc(out, func(c Claim) bool { return c.Key == key }) {
+			out = append(out, Claim{Key: key})
+		}
 	}
-	if mutUsedObservation {
-		return s.usedArtifact(actionType, beliefs), ""
-	}
-	var buf [8]string
-	obs := buf[:0]
 	for _, b := range beliefs {
 		for _, ev := range b.EvidenceRefs {
+			if mutUsedObservation {
+				add(ev) // the artifact, as before observations were what a commit uses up
+				continue
+			}
 			if art := s.byID(ev); art != nil && isArtifact(art) {
-				obs = append(obs, art.Provenance.InputRefs...)
-			}
-		}
-	}
-	if len(obs) == 0 {
-		return nil, ""
-	}
-	var tbuf, ubuf [8]string
-	tainted, used := tbuf[:0], ubuf[:0] // artifacts that rest on one of obs, and which one
-	for i := range s.recs {
-		r := &s.recs[i]
-		switch {
-		case isArtifact(r):
-			for _, in := range r.Provenance.InputRefs {
-				if slices.Contains(obs, in) {
-					tainted, used = append(tainted, r.ID), append(used, in)
-					break
-				}
-			}
-		case r.Slot == Actions && r.Mode == ModeCommit && r.Kind == actionType:
-			for _, ev := range r.EvidenceRefs {
-				if i := slices.Index(tainted, ev); i >= 0 {
-					return r, used[i]
+				for _, obs := range art.Provenance.InputRefs {
+					add(obs)
 				}
 			}
 		}
 	}
-	return nil, ""
+	return out
+}
+
+// usedKey is the claim that ref (an observation) grounded a commit of
+// actionType: the canonical JSON array ["used", type, ref]. A once-key's
+// array always ends with its slot number, so the two never meet.
+func usedKey(actionType, ref string) string {
+	b, _ := canon.Encode([]any{"used", actionType, ref}) // strings only: cannot fail
+	return string(b)
+}
+
+// usedGrounding returns the action that already took one of keys, and the
+// reference that key is about, or "".
+func (s *snapshot) usedGrounding(keys []Claim) (prior, ref string) {
+	for _, c := range keys {
+		id, err := s.k.store.ClaimedBy(s.ctx, s.k.keySpace(), c.Key)
+		if err == nil {
+			var parts []string
+			_ = json.Unmarshal([]byte(c.Key), &parts)
+			return id, parts[len(parts)-1]
+		}
+		if !errors.Is(err, ErrNotFound) && s.err == nil {
+			s.err = err
+		}
+	}
+	return "", ""
 }
 
 // isArtifact reports whether r is a belief's validation artifact, which
@@ -575,41 +579,26 @@ func isArtifact(r *Record) bool {
 	return r.Slot == Evidence && r.Mode == ModeCommit && r.Provenance.Role == RoleKernel && r.Kind == kindBeliefValidation
 }
 
-// usedArtifact is the check before observations were what a commit uses
-// up: a grounding was the belief's artifact. Only the used_observation
-// mutation runs it.
-func (s *snapshot) usedArtifact(actionType string, beliefs []*Record) *Record {
-	for i := range s.recs {
-		r := &s.recs[i]
-		if r.Slot != Actions || r.Mode != ModeCommit || r.Kind != actionType {
-			continue
-		}
-		for _, b := range beliefs {
-			for _, ev := range b.EvidenceRefs {
-				if slices.Contains(r.EvidenceRefs, ev) {
-					return r
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // planFor returns the latest committed plan with a step for actionType.
 func (s *snapshot) planFor(actionType string) *Record {
-	for i := len(s.recs) - 1; i >= 0; i-- {
-		r := &s.recs[i]
-		if r.Slot != Plans || !committedActive(r) {
+	var best *head
+	for i := range s.st.heads {
+		h := &s.st.heads[i]
+		if h.rec.Slot != Plans || !committedActive(&h.rec) || best != nil && best.seq > h.seq {
 			continue
 		}
-		steps, _ := r.Payload[KeySteps].([]any)
+		steps, _ := h.rec.Payload[KeySteps].([]any)
 		for _, st := range steps {
 			if step, ok := st.(map[string]any); ok && step[KeyAction] == actionType {
-				return r
+				best = h
+				break
 			}
 		}
 	}
-	return nil
+	if best == nil {
+		return nil
+	}
+	return &best.rec
 }
 
 // decidePrediction commits a prediction only when it declares the beliefs

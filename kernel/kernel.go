@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -48,6 +49,8 @@ const maxAttempts = 64
 // proposal decided twice is retried against a fresh read).
 type Kernel struct {
 	store             Store
+	states            stateCache // decoded trace states, by trace
+	refold            sync.Map   // traces whose stored state proved wrong: read the trace next time
 	ownsStore         bool
 	now               func() time.Time
 	minConfidence     float64

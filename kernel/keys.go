@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/blackboardkernel/bk/canon"
@@ -238,12 +239,17 @@ func (k *Kernel) Retire(ctx context.Context, actionID string, reason Code, fence
 		if !mutRetireFence {
 			b.Claims = []Claim{{Key: fence, RecordID: actionID}}
 		}
-		err = k.apply(ctx, b)
+		snap, err := k.load(ctx, act.TraceID(), false)
+		if err != nil {
+			return err
+		}
+		err = snap.apply(ctx, b)
+		snap.release()
 		switch {
 		case errors.Is(err, ErrDuplicateKey):
 			return newErr(op, actionID, CodeDuplicateAction, ErrDuplicateKey, "an effect attempt was started: "+err.Error())
-		case errors.Is(err, ErrNotActive):
-			continue // retired by another caller meanwhile: read again
+		case raced(err):
+			continue // the trace changed, or another caller retired it meanwhile: read again
 		}
 		return err
 	}
@@ -279,16 +285,18 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 	sources := []Payload{rec.Payload}
 	if o.Percept != "" {
 		sources = sources[:0]
-		snap, err := k.load(ctx, rec.TraceID(), false)
+		// People and recovery ask this, not the decision path: it may
+		// read the whole trace.
+		recs, err := k.readTrace(ctx, rec.TraceID())
 		if err != nil {
 			return "", err
 		}
-		for i := snap.indexOf(actionID) - 1; i >= 0; i-- {
-			if r := &snap.recs[i]; r.Kind == o.Percept && isObservation(r) {
+		at := slices.IndexFunc(recs, func(r Record) bool { return r.ID == actionID })
+		for i := at - 1; i >= 0; i-- {
+			if r := &recs[i]; r.Kind == o.Percept && isObservation(r) {
 				sources = append(sources, r.Payload.Clone())
 			}
 		}
-		snap.release()
 	}
 	tried := map[string]bool{}
 	for _, src := range sources {

@@ -72,15 +72,3 @@ func TestOnceKeyOf(t *testing.T) {
 	})
 }
 
-// plainStore hides the MemStore's once-keys.
-type plainStore struct{ kernel.Store }
-
-func TestClaimedByNeedsKeyStore(t *testing.T) {
-	k, err := kernel.New(kernel.WithStore(plainStore{kernel.NewMemStore()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.ClaimedBy(t.Context(), "k"); !errors.Is(err, kernel.ErrInvalidInput) {
-		t.Errorf("ClaimedBy on a store without once-keys: %v, want ErrInvalidInput", err)
-	}
-}

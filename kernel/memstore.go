@@ -350,6 +350,15 @@ func (s *MemStore) check(b Batch, checkPayloads bool) error {
 		if n != b.TraceLen {
 			return fmt.Errorf("%w: trace %q holds %d records, not %d", ErrConflict, b.Trace, n, b.TraceLen)
 		}
+		if b.State != nil {
+			var v uint64
+			if t, ok := s.traceIdx[b.Trace]; ok {
+				v = s.traces[t].version
+			}
+			if v != b.Version {
+				return fmt.Errorf("%w: trace %q is at version %d, not %d", ErrConflict, b.Trace, v, b.Version)
+			}
+		}
 	}
 	// Batches are small: a quadratic scan for duplicates inside the batch
 	// beats allocating a set.

@@ -127,19 +127,26 @@ func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 	return nil
 }
 
-// writeOnce checks references against a fresh read of the trace and appends
-// rec under the next free id, with its decision record and once-keys when
-// asked, and returns what it appended (w.Record is rec itself, not a
-// copy). done is false when a concurrent writer changed the trace first.
+// writeOnce checks references against a fresh read of the trace's state
+// and appends rec under the next free id, with its decision record and
+// once-keys when asked, and returns what it appended (w.Record is rec
+// itself, not a copy). done is false when a concurrent writer changed the
+// trace first.
 func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit, keys []string) (w Written, done bool, err error) {
-	n, err := k.readForWrite(ctx, rec, idDeps)
+	snap, err := k.load(ctx, rec.Provenance.TraceID, false)
 	if err != nil {
 		return Written{}, false, err
 	}
+	defer snap.release()
+	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
+		return Written{}, false, err
+	}
+	n := snap.n
 	rec.ID = recordID(rec.Slot, rec.Provenance.TraceID, n+1)
 	// Conditional on the trace as read, so that n is always the record's
 	// position in its trace, even with concurrent writers.
-	b := Batch{Appends: []Record{*rec}, Trace: rec.Provenance.TraceID, TraceLen: n}
+	b := Batch{Appends: snap.appends[:0]}
+	b.Appends = append(b.Appends, *rec)
 	if audit != nil {
 		kind := rec.Kind
 		if audit.Kind != "" {
@@ -157,7 +164,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 	for _, key := range keys {
 		b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
 	}
-	err = k.apply(ctx, b)
+	err = snap.apply(ctx, b)
 	if len(keys) > 0 && errors.Is(err, ErrDuplicateKey) {
 		// A claimed key stays claimed: trying again cannot help.
 		return Written{}, false, newErr("write", rec.ID, CodeDuplicateAction, ErrDuplicateKey, err.Error())
@@ -170,27 +177,6 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 	}
 	w.Record = *rec
 	return w, true, nil
-}
-
-// readForWrite returns how many records rec's trace holds, checking rec's
-// references against the trace on the way. A write that references nothing
-// needs only the count, which a [TraceCounter] store gives without reading
-// the records.
-func (k *Kernel) readForWrite(ctx context.Context, rec *Record, idDeps []string) (int, error) {
-	if c, ok := k.store.(interface {
-		CountTrace(context.Context, string) (int, error)
-	}); ok && len(rec.Provenance.InputRefs)+len(rec.EvidenceRefs)+len(idDeps) == 0 {
-		return c.CountTrace(ctx, rec.Provenance.TraceID)
-	}
-	snap, err := k.load(ctx, rec.Provenance.TraceID, false)
-	if err != nil {
-		return 0, err
-	}
-	defer snap.release()
-	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
-		return 0, err
-	}
-	return len(snap.recs), nil
 }
 
 // raced reports whether a store refused a batch because a concurrent writer
@@ -254,12 +240,11 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, a
 	if err := snap.checkRecordRefs(ctx, rec, idDeps); err != nil {
 		return Decision{}, false, err
 	}
-	readLen := len(snap.recs)
+	snap.decides = true
 	expiries := snap.markExpired()
 	rec.ID = snap.nextID(rec.Slot, 0)
-	snap.recs = append(snap.recs, *rec) // decided as if already written
-	p := &snap.recs[readLen]
-	return k.applyOutcome(ctx, snap, readLen, expiries, p, true, audit)
+	p := snap.pend(rec) // decided as if already written
+	return k.applyOutcome(ctx, snap, expiries, p, true, audit)
 }
 
 // outcome is what deciding a proposal produced, before it is applied.
@@ -273,6 +258,7 @@ type outcome struct {
 	causes               []Cause
 	grounds              []*Record // the committed beliefs a plan or action rests on
 	claim                Claim     // the once-key an action takes (empty Key when none)
+	used                 []Claim   // the evidence an action uses up (see [snapshot.groundingKeys])
 }
 
 // refuse is a refusal with code about the record failed.
@@ -317,8 +303,12 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 	// Expire first, so that nothing past its TTL (the proposal itself, a
 	// belief, a prediction, a constraint) takes part in the decision. The
 	// expiries are written with the decision.
+	snap.decides = true
 	expiries := snap.markExpired()
 	p := snap.byID(proposalID)
+	if snap.err != nil {
+		return Decision{}, false, snap.err
+	}
 	if p == nil {
 		detail := "no such proposal"
 		if _, err := k.store.Get(ctx, proposalID); err == nil {
@@ -334,17 +324,17 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 			fmt.Sprintf("role %s may not decide %s", role, p.Slot))
 	}
 	if !mutCommitOnce && p.Status != StatusActive {
-		if p.Status == StatusExpired && len(expiries) > 0 {
+		if p.Status == StatusExpired && len(expiries)+len(snap.late) > 0 {
 			// Deciding an expired proposal is refused, and its expiry is
 			// what that decision records.
-			if err := k.apply(ctx, Batch{Invalidations: expiries}); err != nil && !errors.Is(err, ErrNotActive) {
+			if err := snap.apply(ctx, Batch{Invalidations: expiries}); err != nil && !raced(err) {
 				return Decision{}, false, err
 			}
 		}
 		return Decision{Code: CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal,
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
-	return k.applyOutcome(ctx, snap, len(snap.recs), expiries, p, false, nil)
+	return k.applyOutcome(ctx, snap, expiries, p, false, nil)
 }
 
 // applyOutcome decides p on snap and writes the outcome, with the
@@ -353,7 +343,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 // one (not yet stored) is appended already in its final state, ahead of the
 // artifact and the committed record. done is false when a concurrent writer
 // changed the trace first.
-func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, expiries []Invalidation, p *Record, submitted bool, audit *Audit) (Decision, bool, error) {
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []Invalidation, p *Record, submitted bool, audit *Audit) (Decision, bool, error) {
 	out, err := k.decide(ctx, snap, p)
 	if err != nil {
 		return Decision{}, false, err
@@ -362,7 +352,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 	if out.code.OK() {
 		reason = CodeSupersededByCommit
 	}
-	batch := Batch{Trace: snap.traceID, TraceLen: readLen, Appends: snap.appends[:0], Invalidations: expiries}
+	batch := Batch{Appends: snap.appends[:0], Invalidations: expiries}
 	if submitted {
 		final := *p
 		final.Status, final.Reason = StatusInvalidated, reason
@@ -383,6 +373,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 		if out.claim.Key != "" {
 			batch.Claims = append(snap.claims[:0], out.claim)
 		}
+		batch.Claims = append(batch.Claims, out.used...)
 	}
 	auditID := ""
 	if audit != nil {
@@ -401,7 +392,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, readLen int, 
 		batch.Appends = append(batch.Appends, ar)
 		auditID = ar.ID
 	}
-	err = k.apply(ctx, batch)
+	err = snap.apply(ctx, batch)
 	if raced(err) {
 		return Decision{}, false, nil
 	}

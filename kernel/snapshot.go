@@ -9,17 +9,26 @@ import (
 	"sync"
 )
 
-// snapshot is one read of a trace: every record of the trace, plus the
-// active persistent constraints when a decision needs them. Decisions are
-// computed from a snapshot and applied with a store batch that fails if the
-// snapshot went stale (a taken id or a proposal no longer active), in which
-// case the kernel reads again.
+// snapshot is one read of a trace's decision state ([traceState]), plus
+// the active persistent constraints when a decision needs them and the
+// records a decision reads by id. Decisions are computed from a snapshot
+// and applied with a store batch that fails if the snapshot went stale (a
+// taken id, a changed status), in which case the kernel reads again.
 type snapshot struct {
-	k          *Kernel
-	traceID    string
-	nowMS      int64
-	span       string // the span the decision runs under, for the records it writes
-	recs       []Record
+	k       *Kernel
+	ctx     context.Context
+	traceID string
+	nowMS   int64
+	span    string // the span the decision runs under, for the records it writes
+	read    int    // records the trace held when read
+	n       int    // read plus the records this decision appends ahead (a submitted proposal)
+	version uint64 // the trace's Version when read (StateStore)
+	stateful bool  // the store keeps trace states
+	st      *traceState
+	extra   []*Record // records read by id, and the pending proposal
+	err     error     // the first store error met reading a record by id
+	late    []Invalidation // expiries of records read by id, written with the decision's batch
+	decides bool           // the snapshot decides a proposal: its batch writes expiries
 	persistent []Record // active persistent constraints of every trace
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]Record
@@ -28,12 +37,35 @@ type snapshot struct {
 	cons    []constraint // reused by constraints()
 }
 
-// snapshotReader is the fast path a store may offer the kernel: copy one
-// trace (and, if asked, the active persistent constraints) into the given
-// buffers. MemStore implements it; other stores are read through ListTrace
-// and ListSlot.
-type snapshotReader interface {
-	readTrace(ctx context.Context, traceID, namespace string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error)
+// apply writes a batch the kernel built for this snapshot's trace: it is
+// conditional on the trace as read and carries the trace's next state.
+// Its claims are the kernel's, in the kernel's key space (see [Store]).
+func (s *snapshot) apply(ctx context.Context, b Batch) error {
+	k := s.k
+	for i := range b.Claims {
+		b.Claims[i].Namespace = k.keySpace()
+	}
+	b.Trace, b.TraceLen = s.traceID, s.read
+	for _, inv := range s.late[:len(s.late)*boolInt(s.decides)] {
+		if !slices.ContainsFunc(b.Invalidations, func(o Invalidation) bool { return o.ID == inv.ID }) {
+			b.Invalidations = append(b.Invalidations, inv)
+		}
+	}
+	if s.stateful {
+		b.State, b.Version = s.st.next(s.read, b.Appends, b.Invalidations, s.byID), s.version
+	}
+	var err error
+	if a, ok := k.store.(normalizedApplier); ok {
+		err = a.applyNormalized(ctx, b)
+	} else {
+		err = k.store.Apply(ctx, b)
+	}
+	if errors.Is(err, ErrNotActive) && s.stateful {
+		// The state said a record was active that the store has not: read
+		// the trace itself next time rather than trust the state again.
+		k.refold.Store(s.traceID, true)
+	}
+	return err
 }
 
 // normalizedApplier is the write path a store may offer the kernel for
@@ -45,35 +77,17 @@ type normalizedApplier interface {
 	applyNormalized(ctx context.Context, b Batch) error
 }
 
-// apply writes a batch the kernel built. Its claims are the kernel's, in
-// the kernel's key space (see [KeyStore]).
-func (k *Kernel) apply(ctx context.Context, b Batch) error {
-	for i := range b.Claims {
-		b.Claims[i].Namespace = k.keySpace()
-	}
-	if a, ok := k.store.(normalizedApplier); ok {
-		return a.applyNormalized(ctx, b)
-	}
-	return k.store.Apply(ctx, b)
-}
-
-// snapshots recycles snapshot buffers: a decision reads a whole trace, and
-// reusing the slices keeps that read free of allocations.
+// snapshots recycles snapshot buffers.
 var snapshots = sync.Pool{New: func() any { return new(snapshot) }}
 
-// load reads a trace. The caller must release the snapshot when done and
-// must not keep pointers into it afterwards.
+// load reads a trace's decision state. The caller must release the
+// snapshot when done and must not keep pointers into it afterwards.
 func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
 	s := snapshots.Get().(*snapshot)
-	s.k, s.traceID, s.nowMS, s.span = k, traceID, k.nowMS(), spanRef(ctx)
-	var err error
-	if fast, ok := k.store.(snapshotReader); ok {
-		s.recs, s.persistent, err = fast.readTrace(ctx, traceID, k.namespace, withConstraints, s.recs[:0], s.persistent[:0])
-	} else {
-		err = s.readFrom(ctx, k.store, withConstraints)
-	}
-	if err == nil {
-		err = s.checkNamespace()
+	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, k.nowMS(), spanRef(ctx)
+	err := s.readState(ctx)
+	if err == nil && withConstraints {
+		err = s.readConstraints(ctx)
 	}
 	if err != nil {
 		s.release()
@@ -82,86 +96,157 @@ func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool)
 	return s, nil
 }
 
-// checkNamespace refuses a trace that holds another namespace's records:
-// two applications sharing a store must not decide on each other's state.
-func (s *snapshot) checkNamespace() error {
-	for i := range s.recs {
-		if ns := s.recs[i].Namespace; !mutNamespace && ns != s.k.namespace {
-			return newErr("read", s.recs[i].ID, CodePermissionDenied, ErrPermission,
-				fmt.Sprintf("trace %q belongs to namespace %q, not %q", s.traceID, ns, s.k.namespace))
+// readState reads the trace's state from a [StateStore] when it is
+// current, and otherwise builds it from the whole trace.
+func (s *snapshot) readState(ctx context.Context) error {
+	k := s.k
+	ns := ""
+	ss, ok := k.store.(StateStore)
+	s.stateful = ok
+	if ok {
+		ts, err := ss.ReadState(ctx, s.traceID)
+		if err != nil {
+			return err
 		}
+		s.read, s.version, ns = ts.Len, ts.Version, ts.Namespace
+		s.st = nil
+		if ts.Len == 0 {
+			s.st = emptyState
+		} else if _, distrust := k.refold.LoadAndDelete(s.traceID); !distrust && ts.StateVersion == ts.Version {
+			s.st = k.states.decode(s.traceID, &ts)
+		}
+	}
+	if s.st == nil {
+		recs, err := k.readTrace(ctx, s.traceID)
+		if err != nil {
+			return err
+		}
+		s.st = foldState(recs)
+		s.read = len(recs)
+		if len(recs) > 0 {
+			ns = recs[0].Namespace
+		}
+	}
+	s.n = s.read
+	return k.checkNamespace(s.traceID, ns)
+}
+
+// checkNamespace refuses a trace of another namespace than the kernel's:
+// two applications sharing a store must not decide on each other's state.
+// A trace belongs to the namespace of its records.
+func (k *Kernel) checkNamespace(traceID, ns string) error {
+	if ns != "" && !mutNamespace && ns != k.namespace {
+		return newErr("read", "", CodePermissionDenied, ErrPermission,
+			fmt.Sprintf("trace %q belongs to namespace %q, not %q", traceID, ns, k.namespace))
 	}
 	return nil
 }
 
-func (s *snapshot) readFrom(ctx context.Context, st Store, withConstraints bool) error {
-	s.recs, s.persistent = s.recs[:0], s.persistent[:0]
-	for r, err := range st.ListTrace(ctx, s.traceID) {
+// readTrace reads every record of a trace: the slow path, for a store that
+// keeps no states or a state some other writer left behind.
+func (k *Kernel) readTrace(ctx context.Context, traceID string) ([]Record, error) {
+	if m, ok := k.store.(*MemStore); ok {
+		return m.AppendTrace(ctx, nil, traceID)
+	}
+	var recs []Record
+	for r, err := range k.store.ListTrace(ctx, traceID) {
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+func (s *snapshot) readConstraints(ctx context.Context) error {
+	s.persistent = s.persistent[:0]
+	ns := s.k.namespace
+	if mutNamespace {
+		ns = "" // every namespace's
+	}
+	for r, err := range s.k.store.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: ns}) {
 		if err != nil {
 			return err
 		}
-		s.recs = append(s.recs, r)
-	}
-	if withConstraints {
-		ns := s.k.namespace
-		if mutNamespace {
-			ns = "" // every namespace's
-		}
-		for r, err := range st.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: ns}) {
-			if err != nil {
-				return err
-			}
-			s.persistent = append(s.persistent, r)
-		}
+		s.persistent = append(s.persistent, r)
 	}
 	return nil
 }
 
 // release returns the snapshot's buffers to the pool.
 func (s *snapshot) release() {
-	clear(s.recs) // drop references to payloads so the pool does not pin them
-	clear(s.persistent)
+	clear(s.persistent) // drop references to payloads so the pool does not pin them
+	clear(s.extra)
+	s.extra, s.late = s.extra[:0], s.late[:0]
 	s.appends, s.invs, s.claims = [3]Record{}, [1]Invalidation{}, [1]Claim{}
 	clear(s.cons)
-	s.k = nil
+	s.k, s.ctx, s.st, s.err, s.decides = nil, nil, nil, nil, false
 	snapshots.Put(s)
 }
 
 // nextID returns the i-th fresh id for this snapshot (i from 0).
 func (s *snapshot) nextID(slot Slot, i int) string {
-	return recordID(slot, s.traceID, len(s.recs)+1+i)
+	return recordID(slot, s.traceID, s.n+1+i)
 }
 
+// pend makes rec, which the decision appends ahead of the others, part of
+// the snapshot, and returns the snapshot's copy.
+func (s *snapshot) pend(rec *Record) *Record {
+	p := new(Record)
+	*p = *rec
+	s.extra = append(s.extra, p)
+	s.n++
+	return p
+}
+
+// byID returns the record of this trace with that id, from the state or
+// the store, or nil. A store error other than not-found is kept in s.err,
+// which the decision reports.
 func (s *snapshot) byID(id string) *Record {
-	if i := s.indexOf(id); i >= 0 {
-		return &s.recs[i]
+	if r := s.st.byID(id); r != nil {
+		return r
 	}
-	return nil
-}
-
-// indexOf returns the position of the record with that id, or -1.
-func (s *snapshot) indexOf(id string) int {
-	for i := len(s.recs) - 1; i >= 0; i-- {
-		if s.recs[i].ID == id {
-			return i
+	for _, r := range s.extra {
+		if r.ID == id {
+			return r
 		}
 	}
-	return -1
+	rec, err := s.k.store.Get(s.ctx, id)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) && s.err == nil {
+			s.err = err
+		}
+		return nil
+	}
+	if rec.Provenance.TraceID != s.traceID {
+		return nil
+	}
+	if inv, ok := s.expireRecord(&rec); ok {
+		s.late = append(s.late, inv)
+	}
+	p := &rec
+	s.extra = append(s.extra, p)
+	return p
 }
 
 // current returns the current observation of a percept kind: the latest
 // committed percept of that kind that is not invalidated, or nil.
 func (s *snapshot) current(kind string) *Record { return s.latest(Percepts, kind, isObservation) }
 
-// latest returns the latest record of kind in slot that keep accepts.
+// latest returns the latest committed record of kind in slot that keep
+// accepts, among those the state keeps (see [traceState]), or nil.
 func (s *snapshot) latest(slot Slot, kind string, keep func(*Record) bool) *Record {
-	for i := len(s.recs) - 1; i >= 0; i-- {
-		r := &s.recs[i]
-		if r.Slot == slot && r.Kind == kind && keep(r) {
-			return r
+	var best *head
+	for i := range s.st.heads {
+		h := &s.st.heads[i]
+		if h.rec.Slot == slot && h.rec.Kind == kind && keep(&h.rec) && (best == nil || h.seq > best.seq) {
+			best = h
 		}
 	}
-	return nil
+	if best == nil {
+		return nil
+	}
+	return &best.rec
 }
 
 func committedActive(r *Record) bool { return r.Mode == ModeCommit && r.Status == StatusActive }
@@ -193,19 +278,48 @@ func (s *snapshot) stale(r *Record) bool {
 	return !mutStale && (r.Payload.Bool(KeyStale) || r.Status == StatusExpired || r.expired(s.nowMS))
 }
 
-// markExpired marks, in the snapshot only, the active records whose TTL has
-// run out as EXPIRED, and returns the invalidations that record it (nil
-// when none). Decisions write them with their batch; reads never do.
+// markExpired marks, in the snapshot only, the active records of the
+// state whose TTL has run out as EXPIRED, and returns the invalidations
+// that record it (nil when none). Decisions write them with their batch;
+// reads never do.
 func (s *snapshot) markExpired() []Invalidation {
 	var out []Invalidation
-	for i := range s.recs {
-		r := &s.recs[i]
-		if r.Status == StatusActive && r.expired(s.nowMS) {
-			r.Status, r.Reason = StatusExpired, CodeTTLExpired
+	mark := func(r *Record) {
+		if r.ID != "" && r.Status == StatusActive && r.expired(s.nowMS) &&
+			!slices.ContainsFunc(out, func(inv Invalidation) bool { return inv.ID == r.ID }) {
 			out = append(out, Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired})
 		}
 	}
+	for i := range s.st.heads {
+		h := &s.st.heads[i]
+		mark(&h.rec)
+		mark(&h.artifact)
+		for j := range h.percepts {
+			mark(&h.percepts[j])
+		}
+	}
+	for i := range s.st.cons {
+		mark(&s.st.cons[i])
+	}
+	for _, hs := range [...][]head{s.st.preds, s.st.since, s.st.pending} {
+		for i := range hs {
+			mark(&hs[i].rec)
+		}
+	}
+	if out != nil {
+		s.st = s.st.next(s.read, nil, out, s.byID)
+	}
 	return out
+}
+
+// expireRecord marks r, a record read by id, EXPIRED in the snapshot when
+// its TTL has run out, and returns the invalidation (ok false when not).
+func (s *snapshot) expireRecord(r *Record) (inv Invalidation, ok bool) {
+	if r.Status != StatusActive || !r.expired(s.nowMS) {
+		return Invalidation{}, false
+	}
+	r.Status, r.Reason = StatusExpired, CodeTTLExpired
+	return Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired}, true
 }
 
 // checkRefs verifies that every id names a record of this trace, or a
@@ -316,7 +430,7 @@ func (s *snapshot) constraints() []constraint {
 		return r.Slot == Constraints && committedActive(r) && r.Scope != ScopePersistent
 	}
 	persistent := func(r *Record) bool { return !r.expired(s.nowMS) }
-	s.cons = latestConstraints(latestConstraints(s.cons[:0], s.recs, own), s.persistent, persistent)
+	s.cons = latestConstraints(latestConstraints(s.cons[:0], s.st.cons, own), s.persistent, persistent)
 	return s.cons
 }
 
@@ -340,4 +454,11 @@ next:
 		}
 	}
 	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -105,6 +105,11 @@ type Batch struct {
 	// with the batch's writes (see [StateStore]); it needs Trace set. A
 	// store that does not implement StateStore ignores it.
 	State StateValue
+	// Version, with State, is the trace's Version the state was derived
+	// from: a StateStore refuses the batch with [ErrConflict] unless trace
+	// Trace's Version is still Version, so that no state misses a change
+	// (a status change leaves the trace's length as it was).
+	Version uint64
 }
 
 // StateStore is the optional interface of a [Store] that keeps, per trace,

@@ -40,8 +40,8 @@ func (c Candidate) Kind() string { return c.proposal.Kind }
 // Payload returns the proposal's payload. It must not be modified.
 func (c Candidate) Payload() Payload { return c.proposal.Payload }
 
-// Committed returns a copy of the latest committed, active record of kind in
-// slot of the trace.
+// Committed returns a copy of the latest committed record of kind in slot
+// of the trace, if it is active.
 func (c Candidate) Committed(slot Slot, kind string) (Record, bool) {
 	r := c.snap.latest(slot, kind, committedActive)
 	if r == nil {
@@ -54,27 +54,13 @@ func (c Candidate) Committed(slot Slot, kind string) (Record, bool) {
 // trace (the latest committed one that is not invalidated), by kind. The
 // payloads must not be modified.
 func (c Candidate) Percepts() map[string]Payload {
-	out := make(map[string]Payload)
-	for i := len(c.snap.recs) - 1; i >= 0; i-- {
-		r := &c.snap.recs[i]
-		if _, seen := out[r.Kind]; !seen && isObservation(r) {
-			out[r.Kind] = r.Payload
-		}
-	}
-	return out
+	return c.snap.heads(Percepts, isObservation)
 }
 
 // Beliefs returns the payload of every committed, active belief of the
 // trace, by kind. The payloads must not be modified.
 func (c Candidate) Beliefs() map[string]Payload {
-	out := make(map[string]Payload)
-	for i := len(c.snap.recs) - 1; i >= 0; i-- {
-		r := &c.snap.recs[i]
-		if _, seen := out[r.Kind]; !seen && r.Slot == Beliefs && committedActive(r) {
-			out[r.Kind] = r.Payload
-		}
-	}
-	return out
+	return c.snap.heads(Beliefs, committedActive)
 }
 
 // Grounds returns copies of the committed beliefs a plan or action rests
@@ -84,6 +70,18 @@ func (c Candidate) Grounds() []Record {
 	out := make([]Record, len(c.beliefs))
 	for i, b := range c.beliefs {
 		out[i] = b.Clone()
+	}
+	return out
+}
+
+// heads returns the payloads of the heads of slot that keep accepts, by
+// kind.
+func (s *snapshot) heads(slot Slot, keep func(*Record) bool) map[string]Payload {
+	out := make(map[string]Payload)
+	for i := range s.st.heads {
+		if r := &s.st.heads[i].rec; r.Slot == slot && keep(r) {
+			out[r.Kind] = r.Payload
+		}
 	}
 	return out
 }

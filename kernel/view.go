@@ -3,7 +3,6 @@ package kernel
 import (
 	"context"
 
-	"errors"
 	"fmt"
 	"go.opentelemetry.io/otel/attribute"
 	"slices"
@@ -62,12 +61,18 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 	if err := checkName("trace id", traceID); err != nil {
 		return View{}, newErr("view", "", CodeInvalidInput, ErrInvalidInput, err.Error())
 	}
-	snap, err := k.load(ctx, traceID, false)
+	// A view lists pending proposals too, which no decision state holds:
+	// it reads the trace.
+	recs, err := k.readTrace(ctx, traceID)
 	if err != nil {
 		return View{}, err
 	}
-	defer snap.release()
-	snap.markExpired()
+	if len(recs) > 0 {
+		if err := k.checkNamespace(traceID, recs[0].Namespace); err != nil {
+			return View{}, err
+		}
+	}
+	nowMS := k.nowMS()
 	v = View{TraceID: traceID, Committed: make(map[Slot]map[string]Payload, 4)}
 	put := func(r *Record) {
 		m := v.Committed[r.Slot]
@@ -83,16 +88,16 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 				if err != nil {
 					return View{}, err
 				}
-				if r.TraceID() != traceID && !r.expired(snap.nowMS) && k.sharedAcross(&r) {
+				if r.TraceID() != traceID && !r.expired(nowMS) && k.sharedAcross(&r) {
 					put(&r)
 				}
 			}
 		}
 	}
-	for i := range snap.recs {
-		r := &snap.recs[i]
+	for i := range recs {
+		r := &recs[i]
 		switch {
-		case r.Status != StatusActive:
+		case r.Status != StatusActive || r.expired(nowMS):
 		case r.Mode == ModeCommit:
 			put(r)
 		default:
@@ -134,13 +139,25 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 		if err != nil {
 			return 0, err
 		}
-		inv := snap.markExpired()
+		// An explicit sweep: every record of the trace, not only those
+		// decisions read.
+		recs, err := k.readTrace(ctx, traceID)
+		if err != nil {
+			snap.release()
+			return 0, err
+		}
+		var inv []Invalidation
+		for i := range recs {
+			if r := &recs[i]; r.Status == StatusActive && r.expired(snap.nowMS) {
+				inv = append(inv, Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired})
+			}
+		}
 		if len(inv) == 0 {
 			snap.release()
 			return 0, nil
 		}
-		err = k.apply(ctx, Batch{Invalidations: inv})
-		if errors.Is(err, ErrNotActive) {
+		err = snap.apply(ctx, Batch{Invalidations: inv})
+		if raced(err) {
 			snap.release()
 			continue
 		}

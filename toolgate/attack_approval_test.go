@@ -325,7 +325,3 @@ func (h *applyHook) Apply(ctx context.Context, b kernel.Batch) error {
 	return err
 }
 
-// ClaimedBy makes applyHook a [kernel.KeyStore].
-func (h *applyHook) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
-	return h.Store.(kernel.KeyStore).ClaimedBy(ctx, namespace, key)
-}

@@ -16,7 +16,7 @@ import (
 // waits before it lands, as a write behind a SQLite lock or a slow
 // PostgreSQL round trip does.
 type slowStore struct {
-	kernel.KeyStore // an interface, so that only the Store's methods are promoted
+	kernel.Store // an interface, so that only the Store's methods are promoted
 	delay           time.Duration
 	taken           atomic.Bool
 }
@@ -27,7 +27,7 @@ func (s *slowStore) Apply(ctx context.Context, b kernel.Batch) error {
 			time.Sleep(s.delay)
 		}
 	}
-	return s.KeyStore.Apply(ctx, b)
+	return s.Store.Apply(ctx, b)
 }
 
 // effectLog watches the effect of one tool across drivers.
@@ -76,7 +76,7 @@ func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started 
 			log.mu.Unlock()
 			return kernel.Payload{"ok": true}, nil
 		}}
-	s := &slowStore{KeyStore: kernel.NewMemStore(), delay: delay}
+	s := &slowStore{Store: kernel.NewMemStore(), delay: delay}
 	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(toolgate.Specs(ping)...))
 	if err != nil {
 		t.Fatal(err)

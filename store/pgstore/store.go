@@ -19,8 +19,8 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Store is a [kernel.Store] on PostgreSQL, a [kernel.TraceCounter] and a
-// [kernel.KeyStore]: it enforces once-keys across every store and process
+// Store is a [kernel.Store] on PostgreSQL, a [interface{ CountTrace(context.Context, string) (int, error) }] and a
+// [kernel.Store]: it enforces once-keys across every store and process
 // sharing the database. It is safe for concurrent use; see the package
 // documentation for how it orders writers.
 type Store struct {
@@ -36,8 +36,8 @@ type Store struct {
 
 var (
 	_ kernel.Store        = (*Store)(nil)
-	_ kernel.TraceCounter = (*Store)(nil)
-	_ kernel.KeyStore     = (*Store)(nil)
+	_ interface{ CountTrace(context.Context, string) (int, error) } = (*Store)(nil)
+	_ kernel.Store     = (*Store)(nil)
 	_ kernel.TraceLister  = (*Store)(nil)
 )
 
@@ -361,7 +361,7 @@ type plan struct {
 	nss    []string // the namespace of each ('' when the batch appends none)
 }
 
-// Apply implements [kernel.Store] and [kernel.KeyStore]: the batch runs in
+// Apply implements [kernel.Store] and [kernel.Store]: the batch runs in
 // one transaction that is rolled back on any error, and lands whole or not
 // at all. The transaction first locks the counters of the traces it
 // appends to and of the trace its condition names ([kernel.Batch.Trace]),
@@ -596,7 +596,7 @@ func (s *Store) query(ctx context.Context, query string, args []any) (recs []ker
 	return recs, cursors, rows.Err()
 }
 
-// CountTrace implements [kernel.TraceCounter] from the trace's counter:
+// CountTrace implements [interface{ CountTrace(context.Context, string) (int, error) }] from the trace's counter:
 // one primary-key lookup, exact as of the last committed batch.
 func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	leave, err := s.enter(ctx)
@@ -661,7 +661,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kern
 	}
 }
 
-// ClaimedBy implements [kernel.KeyStore] through the primary key of the
+// ClaimedBy implements [kernel.Store] through the primary key of the
 // once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
 // key no batch has claimed in namespace (empty: the default namespace).
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {

@@ -18,7 +18,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Store is a [kernel.Store] on SQLite, and a [kernel.KeyStore]: it
+// Store is a [kernel.Store] on SQLite, and a [kernel.Store]: it
 // enforces once-keys across every store and process sharing the database.
 // It is safe for concurrent use; see the package documentation for how it
 // orders writers.
@@ -44,8 +44,8 @@ type Store struct {
 
 var (
 	_ kernel.Store        = (*Store)(nil)
-	_ kernel.TraceCounter = (*Store)(nil)
-	_ kernel.KeyStore     = (*Store)(nil)
+	_ interface{ CountTrace(context.Context, string) (int, error) } = (*Store)(nil)
+	_ kernel.Store     = (*Store)(nil)
 )
 
 // Option configures [Open] and [New].
@@ -268,7 +268,7 @@ func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status,
 	return s.Apply(ctx, kernel.Batch{Invalidations: []kernel.Invalidation{{ID: id, Status: status, Reason: reason}}})
 }
 
-// Apply implements [kernel.Store] and [kernel.KeyStore]: the batch runs in
+// Apply implements [kernel.Store] and [kernel.Store]: the batch runs in
 // one write transaction that is rolled back on any error. Status changes
 // are applied before the appends, so a batch cannot invalidate a record it
 // appends (that is [kernel.ErrNotFound], as in [kernel.MemStore]). The
@@ -466,7 +466,7 @@ func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ..
 	return r, err
 }
 
-// CountTrace implements [kernel.TraceCounter] through the trace index.
+// CountTrace implements [interface{ CountTrace(context.Context, string) (int, error) }] through the trace index.
 func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
@@ -480,7 +480,7 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	return n, nil
 }
 
-// ClaimedBy implements [kernel.KeyStore] through the primary key of the
+// ClaimedBy implements [kernel.Store] through the primary key of the
 // once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
 // key no batch has claimed in namespace (empty: the default namespace).
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {

@@ -7,24 +7,24 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// keyStore returns s as a kernel.KeyStore, or skips the case.
-func keyStore(t *testing.T, s kernel.Store) kernel.KeyStore {
+// keyStore returns s as a kernel.Store, or skips the case.
+func keyStore(t *testing.T, s kernel.Store) kernel.Store {
 	t.Helper()
-	ks, ok := s.(kernel.KeyStore)
+	ks, ok := s.(kernel.Store)
 	if !ok {
-		t.Skip("the store does not implement kernel.KeyStore: it does not enforce once-keys (see ClaimsWithoutKeyStore)")
+		t.Skip("the store does not implement kernel.Store: it does not enforce once-keys (see ClaimsWithoutKeyStore)")
 	}
 	return ks
 }
 
 // wantClaim reports unless key is claimed by id in the default namespace.
-func wantClaim(t *testing.T, ks kernel.KeyStore, key, id, contract string) {
+func wantClaim(t *testing.T, ks kernel.Store, key, id, contract string) {
 	t.Helper()
 	wantClaimIn(t, ks, "", key, id, contract)
 }
 
 // wantClaimIn reports unless key is claimed by id in namespace ns.
-func wantClaimIn(t *testing.T, ks kernel.KeyStore, ns, key, id, contract string) {
+func wantClaimIn(t *testing.T, ks kernel.Store, ns, key, id, contract string) {
 	t.Helper()
 	got, err := ks.ClaimedBy(t.Context(), ns, key)
 	if err != nil || got != id {
@@ -33,13 +33,13 @@ func wantClaimIn(t *testing.T, ks kernel.KeyStore, ns, key, id, contract string)
 }
 
 // wantFree reports unless key is unclaimed in the default namespace.
-func wantFree(t *testing.T, ks kernel.KeyStore, key, contract string) {
+func wantFree(t *testing.T, ks kernel.Store, key, contract string) {
 	t.Helper()
 	wantFreeIn(t, ks, "", key, contract)
 }
 
 // wantFreeIn reports unless key is unclaimed in namespace ns.
-func wantFreeIn(t *testing.T, ks kernel.KeyStore, ns, key, contract string) {
+func wantFreeIn(t *testing.T, ks kernel.Store, ns, key, contract string) {
 	t.Helper()
 	got, err := ks.ClaimedBy(t.Context(), ns, key)
 	if err == nil {
@@ -238,14 +238,14 @@ func testClaimsAtomic(t *testing.T, s kernel.Store) {
 // once-keys refuses a batch with claims rather than ignore them, which
 // would let a once-only action run twice.
 func testClaimsWithoutKeyStore(t *testing.T, s kernel.Store) {
-	if _, ok := s.(kernel.KeyStore); ok {
-		t.Skip("the store implements kernel.KeyStore: the Claims cases apply instead")
+	if _, ok := s.(kernel.Store); ok {
+		t.Skip("the store implements kernel.Store: the Claims cases apply instead")
 	}
 	c := newCommitScene(t, s, "no-keys")
 	before := dump(t, s)
 	b := c.batch
 	b.Claims = []kernel.Claim{{Key: "refund:ch_1", RecordID: c.belief.ID}}
-	wantErr(t, s.Apply(t.Context(), b), kernel.ErrInvalidInput, "a store that is not a kernel.KeyStore refuses a batch with claims")
+	wantErr(t, s.Apply(t.Context(), b), kernel.ErrInvalidInput, "a store that is not a kernel.Store refuses a batch with claims")
 	unchanged(t, s, before, "a refused batch with claims changes nothing")
 }
 

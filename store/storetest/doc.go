@@ -26,7 +26,7 @@
 // belief.
 //
 // Once-keys ([kernel.Batch.Claims]) are tested on a store that implements
-// [kernel.KeyStore]: a claim lands with its batch, a second claim of a key
+// [kernel.Store]: a claim lands with its batch, a second claim of a key
 // (or one key twice in a batch) is refused with [kernel.ErrDuplicateKey]
 // and lands nothing of its batch, and of goroutines racing for one key
 // exactly one wins. Those cases skip on any other store, which must instead

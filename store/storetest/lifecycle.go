@@ -32,7 +32,7 @@ func everyMethod(t *testing.T, s kernel.Store, ctx context.Context, c commitScen
 	wantErr(t, s.Apply(ctx, c.batch), want, contract+": Apply")
 	wantErr(t, firstErr(s.ListTrace(ctx, "life")), want, contract+": ListTrace yields the error first")
 	wantErr(t, firstErr(s.ListSlot(ctx, kernel.Percepts, kernel.Filter{})), want, contract+": ListSlot yields the error first")
-	if ks, ok := s.(kernel.KeyStore); ok {
+	if ks, ok := s.(kernel.Store); ok {
 		_, err = ks.ClaimedBy(ctx, "", "refund:ch_1")
 		wantErr(t, err, want, contract+": ClaimedBy")
 		claimed := c.batch

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"iter"
 	"testing"
@@ -257,11 +258,13 @@ func testListSlotBadFilter(t *testing.T, s kernel.Store) {
 	}
 }
 
-// testCountTrace checks the optional kernel.TraceCounter against ListTrace.
+// testCountTrace checks the optional interface{ CountTrace(context.Context, string) (int, error) } against ListTrace.
 func testCountTrace(t *testing.T, s kernel.Store) {
-	c, ok := s.(kernel.TraceCounter)
+	c, ok := s.(interface {
+		CountTrace(context.Context, string) (int, error)
+	})
 	if !ok {
-		t.Skip("the store does not implement kernel.TraceCounter")
+		t.Skip("the store does not implement interface{ CountTrace(context.Context, string) (int, error) }")
 	}
 	for i := range 3 {
 		mustAppend(t, s, record("counted", kernel.Percepts, "door", i+1))

@@ -1,0 +1,526 @@
+package kernel
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// traceState is the decision state of one trace: everything a decision
+// reads, kept up to date by every batch the kernel applies, so that a
+// decision reads it and the few records it names instead of the whole
+// trace. It is never modified once built: a batch derives a new one
+// ([traceState.next]), and a [StateStore] keeps it with the trace.
+//
+// What it holds, and why that is enough:
+//   - heads: the latest committed record of each slot and kind. A decision
+//     reads the current observation of a percept kind, the committed belief
+//     of a kind, plans and actions through them. The latest commit of a
+//     kind stands for the kind: when it expires, no earlier one of the same
+//     kind stands in.
+//   - for each belief head, its validation artifact and the observations
+//     that artifact names; and, for each percept kind a belief head rests
+//     on, every observation of that kind from the oldest one a belief head
+//     names on: the recheck of an action's evidence reads them all;
+//   - the committed, active predictions (each one counts, so a negative
+//     prediction is never hidden by a later positive one);
+//   - the committed, active constraints of the trace's own scope;
+//   - for each belief kind, the latest belief record that is neither active
+//     nor superseded by a commit, which explains a missing belief.
+//
+// What each commit uses up (the evidence that grounded an action) is kept
+// as claims in the store, not here: that set grows with the session.
+type traceState struct {
+	heads    []head
+	cons     []Record
+	rejected []head // rec and seq only
+	preds    []head // committed, active predictions, in append order
+	since    []head // observations of the kinds belief heads rest on (rec and seq), in append order
+	pending  []head // belief proposals still active (one may expire and explain an absence)
+}
+
+// head is the latest committed record of its key, with what decisions
+// read alongside it.
+type head struct {
+	seq int // position in the trace, from 1
+	rec Record
+	// beliefs: the validation artifact (zero ID when none) and the
+	// observations it names, as they are now
+	artifact Record
+	percepts []Record
+	// predictions: the action type the prediction is about and the writer
+	// and role of the proposal it commits
+	action     string
+	propWriter string
+	propRole   Role
+}
+
+var emptyState = &traceState{}
+
+// head returns the head of slot and kind, or nil.
+func (st *traceState) head(slot Slot, kind string) *head {
+	var best *head
+	for i := range st.heads {
+		h := &st.heads[i]
+		if h.rec.Slot == slot && h.rec.Kind == kind && (best == nil || h.seq > best.seq) {
+			best = h
+		}
+	}
+	return best
+}
+
+// byID returns the state's copy of a record, or nil.
+func (st *traceState) byID(id string) *Record {
+	for i := range st.heads {
+		h := &st.heads[i]
+		if h.rec.ID == id {
+			return &h.rec
+		}
+		if h.artifact.ID == id {
+			return &h.artifact
+		}
+		for j := range h.percepts {
+			if h.percepts[j].ID == id {
+				return &h.percepts[j]
+			}
+		}
+	}
+	for i := range st.cons {
+		if st.cons[i].ID == id {
+			return &st.cons[i]
+		}
+	}
+	for _, hs := range [...][]head{st.rejected, st.preds, st.since, st.pending} {
+		for i := range hs {
+			if hs[i].rec.ID == id {
+				return &hs[i].rec
+			}
+		}
+	}
+	return nil
+}
+
+// observationsSince returns the observations of kind from position seq on,
+// oldest first, as far as the state keeps them (see [traceState]).
+func (st *traceState) observationsSince(kind string, seq int) []*Record {
+	var out []*Record
+	for i := range st.since {
+		if h := &st.since[i]; h.rec.Kind == kind && h.seq >= seq {
+			out = append(out, &h.rec)
+		}
+	}
+	return out
+}
+
+// rejectedBelief returns the latest belief record of kind that is neither
+// active nor superseded by a commit at nowMS, or nil: a pending proposal
+// past its TTL counts as expired.
+func (st *traceState) rejectedBelief(kind string, nowMS int64) *Record {
+	var best *head
+	for i := range st.rejected {
+		if st.rejected[i].rec.Kind == kind {
+			best = &st.rejected[i]
+		}
+	}
+	for i := range st.pending {
+		if h := &st.pending[i]; h.rec.Kind == kind && h.rec.expired(nowMS) && (best == nil || h.seq > best.seq) {
+			best = h
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	r := best.rec
+	if r.Status == StatusActive {
+		r.Status, r.Reason = StatusExpired, CodeTTLExpired
+	}
+	return &r
+}
+
+// explainsAbsence reports whether a belief record tells why no belief of its
+// kind is committed: rejected, expired or withdrawn, not merely replaced by
+// its own commit.
+func explainsAbsence(r *Record) bool {
+	return r.Slot == Beliefs && r.Status != StatusActive && r.Reason != CodeSupersededByCommit
+}
+
+// next returns the state after a batch of this trace whose appends take
+// positions n+1, n+2, ... lookup resolves the ids the new records name
+// (artifacts, observations, proposals) that the batch itself does not hold.
+func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup func(string) *Record) *traceState {
+	out := &traceState{
+		heads:    slices.Clone(st.heads),
+		cons:     slices.Clone(st.cons),
+		rejected: slices.Clone(st.rejected),
+		preds:    slices.Clone(st.preds),
+		since:    slices.Clone(st.since),
+		pending:  slices.Clone(st.pending),
+	}
+	find := func(id string) *Record {
+		for i := range appends {
+			if appends[i].ID == id {
+				return &appends[i]
+			}
+		}
+		if r := out.byID(id); r != nil {
+			return r
+		}
+		return lookup(id)
+	}
+	for _, inv := range invs {
+		out.setStatus(inv.ID, inv.Status, inv.Reason, find)
+	}
+	for i := range appends {
+		out.add(n+1+i, &appends[i], find)
+	}
+	out.trimSince()
+	return out
+}
+
+// trimSince keeps, of the observations in st.since, those of a kind a
+// belief head rests on, from the oldest observation of that kind a belief
+// head names.
+func (st *traceState) trimSince() {
+	st.since = slices.DeleteFunc(st.since, func(o head) bool {
+		for i := range st.heads {
+			h := &st.heads[i]
+			if h.rec.Slot != Beliefs {
+				continue
+			}
+			for j := range h.percepts {
+				if p := &h.percepts[j]; p.Kind == o.rec.Kind && seqOf(p.ID) <= o.seq {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// add takes a record appended at position seq into the state.
+func (st *traceState) add(seq int, r *Record, find func(string) *Record) {
+	if explainsAbsence(r) {
+		st.reject(seq, r)
+	}
+	if r.Mode != ModeCommit {
+		if r.Slot == Beliefs && r.Status == StatusActive {
+			st.pending = append(st.pending, head{seq: seq, rec: *r})
+		}
+		return
+	}
+	h := head{seq: seq, rec: *r}
+	switch r.Slot {
+	case Percepts:
+		if r.Status != StatusInvalidated {
+			st.since = append(st.since, head{seq: seq, rec: *r}) // trimmed at the end of the batch
+		}
+	case Beliefs:
+		if len(r.EvidenceRefs) > 0 {
+			if a := find(r.EvidenceRefs[0]); a != nil && isArtifact(a) {
+				h.artifact = *a
+				for _, pid := range a.Provenance.InputRefs {
+					if p := find(pid); p != nil {
+						h.percepts = append(h.percepts, *p)
+						if !slices.ContainsFunc(st.since, func(o head) bool { return o.rec.ID == pid }) {
+							// the observation was current when the belief was decided
+							st.since = append(st.since, head{seq: seqOf(pid), rec: *p})
+							slices.SortFunc(st.since, func(a, b head) int { return a.seq - b.seq })
+						}
+					}
+				}
+			}
+		}
+	case Predictions:
+		if r.Status == StatusActive {
+			h.action, _ = r.Payload.String(KeyActionType)
+			if len(r.Provenance.InputRefs) > 0 {
+				if p := find(r.Provenance.InputRefs[0]); p != nil {
+					h.propWriter, h.propRole = p.Provenance.Writer, p.Provenance.Role
+				}
+			}
+			st.preds = append(st.preds, h)
+		}
+		return
+	case Constraints:
+		if r.Scope != ScopePersistent && r.Status == StatusActive {
+			st.cons = append(st.cons, *r)
+		}
+	}
+	if r.Slot == Beliefs || r.Slot == Plans {
+		// An older commit still counts when every newer one is no longer
+		// active: keep those that may outlive all newer ones.
+		st.heads = slices.DeleteFunc(st.heads, func(o head) bool {
+			return o.rec.Slot == r.Slot && o.rec.Kind == r.Kind && o.seq < seq && !outlives(&o.rec, r)
+		})
+		st.heads = append(st.heads, h)
+		return
+	}
+	for i := range st.heads {
+		if st.heads[i].rec.Slot == r.Slot && st.heads[i].rec.Kind == r.Kind {
+			if st.heads[i].seq < seq {
+				st.heads[i] = h
+			}
+			return
+		}
+	}
+	st.heads = append(st.heads, h)
+}
+
+// outlives reports whether older, a commit, may still be active when newer,
+// a later commit of the same kind, is not: it is active and expires after
+// newer (which may, as a plan, lack a step older has). A record without TTL
+// never expires.
+func outlives(older, newer *Record) bool {
+	if older.Status != StatusActive {
+		return false
+	}
+	if older.Slot == Plans {
+		return newer.Status != StatusActive || !coversSteps(newer, older)
+	}
+	end := func(r *Record) int64 {
+		if r.Provenance.TTLMS <= 0 {
+			return 1<<63 - 1
+		}
+		return r.Provenance.TimestampMS + r.Provenance.TTLMS
+	}
+	return end(older) > end(newer)
+}
+
+// coversSteps reports whether plan p has a step for every action plan q
+// has a step for.
+func coversSteps(p, q *Record) bool {
+	qs, _ := q.Payload[KeySteps].([]any)
+	ps, _ := p.Payload[KeySteps].([]any)
+	for _, a := range qs {
+		sa, _ := a.(map[string]any)
+		if !slices.ContainsFunc(ps, func(b any) bool {
+			sb, _ := b.(map[string]any)
+			return sa != nil && sb != nil && sb[KeyAction] == sa[KeyAction]
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// reject records r as the latest belief record of its kind that explains
+// an absence, unless a later one is already recorded.
+func (st *traceState) reject(seq int, r *Record) {
+	for i := range st.rejected {
+		if st.rejected[i].rec.Kind == r.Kind {
+			if st.rejected[i].seq < seq {
+				st.rejected[i] = head{seq: seq, rec: *r}
+			}
+			return
+		}
+	}
+	st.rejected = append(st.rejected, head{seq: seq, rec: *r})
+}
+
+// setStatus records a status change of id in every copy the state holds.
+func (st *traceState) setStatus(id string, status Status, reason Code, find func(string) *Record) {
+	seq := 0
+	for i := range st.heads {
+		h := &st.heads[i]
+		if h.rec.ID == id {
+			h.rec.Status, h.rec.Reason, seq = status, reason, h.seq
+		}
+		if h.artifact.ID == id {
+			h.artifact.Status, h.artifact.Reason = status, reason
+		}
+		for j := range h.percepts {
+			if h.percepts[j].ID == id {
+				h.percepts = slices.Clone(h.percepts) // shared with the state this one derives from
+				h.percepts[j].Status, h.percepts[j].Reason = status, reason
+				break
+			}
+		}
+	}
+	st.cons = slices.DeleteFunc(st.cons, func(r Record) bool { return r.ID == id && status != StatusActive })
+	st.preds = slices.DeleteFunc(st.preds, func(h head) bool { return h.rec.ID == id && status != StatusActive })
+	st.pending = slices.DeleteFunc(st.pending, func(h head) bool {
+		if h.rec.ID == id && status != StatusActive && seq == 0 {
+			seq = h.seq
+		}
+		return h.rec.ID == id && status != StatusActive
+	})
+	for i := range st.since {
+		if st.since[i].rec.ID == id {
+			st.since[i].rec.Status, st.since[i].rec.Reason = status, reason
+		}
+	}
+	if r := find(id); r != nil && r.Slot == Beliefs {
+		c := *r
+		c.Status, c.Reason = status, reason
+		if explainsAbsence(&c) {
+			if seq == 0 {
+				seq = seqOf(id)
+			}
+			st.reject(seq, &c)
+		}
+	}
+}
+
+// seqOf is a kernel id's position in its trace ("{slot}:{trace}:{n}"), or
+// 0 for any other id.
+func seqOf(id string) int {
+	if _, n, ok := splitID(id); ok {
+		return n + 1
+	}
+	return 0
+}
+
+// foldState builds the state of a trace from its records, in append order
+// and with their statuses as they are now: the state the kernel's batches
+// would have built, for a trace the kernel did not write all of (or a store
+// that keeps no states).
+func foldState(recs []Record) *traceState {
+	if len(recs) == 0 {
+		return emptyState
+	}
+	pos := make(map[string]int, len(recs))
+	for i := range recs {
+		pos[recs[i].ID] = i
+	}
+	find := func(id string) *Record {
+		if i, ok := pos[id]; ok {
+			return &recs[i]
+		}
+		return nil
+	}
+	st := &traceState{}
+	for i := range recs {
+		st.add(i+1, &recs[i], find)
+	}
+	st.trimSince()
+	return st
+}
+
+// stateWire is the encoding of a traceState a store persists.
+type stateWire struct {
+	Heads    []headWire `json:"h,omitempty"`
+	Cons     []Record   `json:"c,omitempty"`
+	Rejected []headWire `json:"r,omitempty"`
+	Preds    []headWire `json:"p,omitempty"`
+	Since    []headWire `json:"s,omitempty"`
+	Pending  []headWire `json:"q,omitempty"`
+}
+
+type headWire struct {
+	Seq        int      `json:"s"`
+	Rec        Record   `json:"r"`
+	Artifact   *Record  `json:"a,omitempty"`
+	Percepts   []Record `json:"p,omitempty"`
+	Action     string   `json:"x,omitempty"`
+	PropWriter string   `json:"w,omitempty"`
+	PropRole   Role     `json:"o,omitempty"`
+}
+
+// MarshalBinary implements [StateValue].
+func (st *traceState) MarshalBinary() ([]byte, error) {
+	w := stateWire{Cons: st.cons}
+	enc := func(h *head) headWire {
+		hw := headWire{Seq: h.seq, Rec: h.rec, Percepts: h.percepts, Action: h.action, PropWriter: h.propWriter, PropRole: h.propRole}
+		if h.artifact.ID != "" {
+			hw.Artifact = &h.artifact
+		}
+		return hw
+	}
+	for i := range st.heads {
+		w.Heads = append(w.Heads, enc(&st.heads[i]))
+	}
+	for i := range st.rejected {
+		w.Rejected = append(w.Rejected, enc(&st.rejected[i]))
+	}
+	for i := range st.preds {
+		w.Preds = append(w.Preds, enc(&st.preds[i]))
+	}
+	for i := range st.since {
+		w.Since = append(w.Since, enc(&st.since[i]))
+	}
+	for i := range st.pending {
+		w.Pending = append(w.Pending, enc(&st.pending[i]))
+	}
+	return json.Marshal(w)
+}
+
+// decodeState reads what [traceState.MarshalBinary] wrote.
+func decodeState(b []byte) (*traceState, error) {
+	var w stateWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, fmt.Errorf("%w: stored trace state: %v", ErrInvalidInput, err)
+	}
+	dec := func(hw *headWire) head {
+		h := head{seq: hw.Seq, rec: hw.Rec, percepts: hw.Percepts, action: hw.Action, propWriter: hw.PropWriter, propRole: hw.PropRole}
+		if hw.Artifact != nil {
+			h.artifact = *hw.Artifact
+		}
+		return h
+	}
+	st := &traceState{cons: w.Cons}
+	for i := range w.Heads {
+		st.heads = append(st.heads, dec(&w.Heads[i]))
+	}
+	for i := range w.Rejected {
+		st.rejected = append(st.rejected, dec(&w.Rejected[i]))
+	}
+	for i := range w.Preds {
+		st.preds = append(st.preds, dec(&w.Preds[i]))
+	}
+	for i := range w.Since {
+		st.since = append(st.since, dec(&w.Since[i]))
+	}
+	for i := range w.Pending {
+		st.pending = append(st.pending, dec(&w.Pending[i]))
+	}
+	return st, nil
+}
+
+// stateCache keeps the states a kernel decoded last, by trace, so that a
+// store that persists bytes costs a decode only when another writer
+// changed the trace. Safe for concurrent use.
+type stateCache struct {
+	mu sync.Mutex
+	m  map[string]cachedState
+}
+
+type cachedState struct {
+	version uint64
+	st      *traceState
+}
+
+// maxCachedStates bounds the cache; past it, the cache starts again.
+const maxCachedStates = 4096
+
+// decode returns the state ts holds, or nil when it holds none the kernel
+// can read (the caller then builds it from the trace).
+func (c *stateCache) decode(traceID string, ts *TraceState) *traceState {
+	if v, ok := ts.Value.(*traceState); ok {
+		return v
+	}
+	data := ts.Data
+	if data == nil && ts.Value != nil {
+		data, _ = ts.Value.MarshalBinary()
+	}
+	if data == nil {
+		return nil
+	}
+	c.mu.Lock()
+	e, ok := c.m[traceID]
+	c.mu.Unlock()
+	if ok && e.version == ts.StateVersion {
+		return e.st
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedStates {
+		c.m = make(map[string]cachedState)
+	}
+	c.m[traceID] = cachedState{ts.StateVersion, st}
+	c.mu.Unlock()
+	return st
+}
