@@ -647,7 +647,6 @@ func (f *flaky) Apply(ctx context.Context, b kernel.Batch) error {
 	return f.Store.Apply(ctx, b)
 }
 
-
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	store := &flaky{Store: kernel.NewMemStore()}
 	k := newKernel(t, store)

@@ -71,4 +71,3 @@ func TestOnceKeyOf(t *testing.T) {
 		})
 	})
 }
-

@@ -15,21 +15,21 @@ import (
 // and applied with a store batch that fails if the snapshot went stale (a
 // taken id, a changed status), in which case the kernel reads again.
 type snapshot struct {
-	k       *Kernel
-	ctx     context.Context
-	traceID string
-	nowMS   int64
-	span    string // the span the decision runs under, for the records it writes
-	read    int    // records the trace held when read
-	n       int    // read plus the records this decision appends ahead (a submitted proposal)
-	version uint64 // the trace's Version when read (StateStore)
-	stateful bool  // the store keeps trace states
-	st      *traceState
-	extra   []*Record // records read by id, and the pending proposal
-	err     error     // the first store error met reading a record by id
-	late    []Invalidation // expiries of records read by id, written with the decision's batch
-	decides bool           // the snapshot decides a proposal: its batch writes expiries
-	persistent []Record // active persistent constraints of every trace
+	k          *Kernel
+	ctx        context.Context
+	traceID    string
+	nowMS      int64
+	span       string // the span the decision runs under, for the records it writes
+	read       int    // records the trace held when read
+	n          int    // read plus the records this decision appends ahead (a submitted proposal)
+	version    uint64 // the trace's Version when read (StateStore)
+	stateful   bool   // the store keeps trace states
+	st         *traceState
+	extra      []*Record      // records read by id, and the pending proposal
+	err        error          // the first store error met reading a record by id
+	late       []Invalidation // expiries of records read by id, written with the decision's batch
+	decides    bool           // the snapshot decides a proposal: its batch writes expiries
+	persistent []Record       // active persistent constraints of every trace
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]Record
 	invs    [1]Invalidation

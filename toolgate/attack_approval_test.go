@@ -324,4 +324,3 @@ func (h *applyHook) Apply(ctx context.Context, b kernel.Batch) error {
 	h.after(b)
 	return err
 }
-

@@ -17,8 +17,8 @@ import (
 // PostgreSQL round trip does.
 type slowStore struct {
 	kernel.Store // an interface, so that only the Store's methods are promoted
-	delay           time.Duration
-	taken           atomic.Bool
+	delay        time.Duration
+	taken        atomic.Bool
 }
 
 func (s *slowStore) Apply(ctx context.Context, b kernel.Batch) error {

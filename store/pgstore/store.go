@@ -35,10 +35,12 @@ type Store struct {
 }
 
 var (
-	_ kernel.Store        = (*Store)(nil)
-	_ interface{ CountTrace(context.Context, string) (int, error) } = (*Store)(nil)
-	_ kernel.Store     = (*Store)(nil)
-	_ kernel.TraceLister  = (*Store)(nil)
+	_ kernel.Store = (*Store)(nil)
+	_ interface {
+		CountTrace(context.Context, string) (int, error)
+	} = (*Store)(nil)
+	_ kernel.Store       = (*Store)(nil)
+	_ kernel.TraceLister = (*Store)(nil)
 )
 
 // Option configures [Open] and [New].

@@ -43,9 +43,11 @@ type Store struct {
 }
 
 var (
-	_ kernel.Store        = (*Store)(nil)
-	_ interface{ CountTrace(context.Context, string) (int, error) } = (*Store)(nil)
-	_ kernel.Store     = (*Store)(nil)
+	_ kernel.Store = (*Store)(nil)
+	_ interface {
+		CountTrace(context.Context, string) (int, error)
+	} = (*Store)(nil)
+	_ kernel.Store = (*Store)(nil)
 )
 
 // Option configures [Open] and [New].
