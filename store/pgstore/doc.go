@@ -11,9 +11,9 @@
 // schema is created or migrated on open (see Schema versions), and every
 // call takes a context whose deadline and cancellation it honours.
 //
-// [Store] is a [kernel.Store], a [kernel.TraceCounter] and a
-// [kernel.KeyStore]. It passes the conformance suite of storetest and
-// decides exactly as [kernel.MemStore] does (storetest.Equivalence).
+// [Store] is a [kernel.Store] and a [kernel.StateStore]. It passes the
+// conformance suite of storetest and decides exactly as [kernel.MemStore]
+// does (storetest.Equivalence).
 //
 // # Records
 //
@@ -58,7 +58,19 @@
 // batch is refused with [kernel.ErrConflict] unless its trace holds
 // exactly TraceLen records, and no other writer can change that before
 // the batch commits. Writers of different traces never wait for each
-// other. This holds at the server's default isolation level, READ
+// other, except that a batch that changes the status of a record of a
+// trace it does not append to also locks that trace's row, after the
+// others: two such batches can deadlock, and the server aborts one, which
+// the store runs again.
+//
+// The same row keeps the trace's change counter and decision state (see
+// [kernel.StateStore]): the counter grows by one for every batch that
+// appends to the trace or changes the status of one of its records, in
+// that batch's transaction, and a batch with a [kernel.Batch.State] stores
+// the state's encoding (MarshalBinary, called before anything is sent; an
+// encoder that fails refuses the batch with [kernel.ErrInvalidInput]) with
+// the counter the batch left, as the pipeline's last statement.
+// [Store.ReadState] reads the row in one round trip. This holds at the server's default isolation level, READ
 // COMMITTED, without retries; under REPEATABLE READ or SERIALIZABLE (a
 // server configured so, or a PostgreSQL-compatible database that only
 // offers SERIALIZABLE) the server aborts some batches with a serialization
@@ -109,7 +121,9 @@
 // heap-only update. Version 2 adds each record's span and each trace
 // counter's namespace. Version 3 keys bk_once_keys by namespace and key; a
 // claim of an earlier version goes to the namespace of the record that
-// claimed it.
+// claimed it. Version 4 adds each trace's change counter and state to
+// bk_traces; a trace of an earlier version starts with its record count as
+// its change counter and no state.
 //
 // # Errors
 //

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,5 +52,50 @@ func TestMigrateOnceKeysV2(t *testing.T) {
 	}
 	if err := s.Apply(ctx, kernel.Batch{Claims: []kernel.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "globex"}}}); err != nil {
 		t.Errorf("claiming the key in another namespace: %v", err)
+	}
+}
+
+// state is a decision state whose encoding is its text.
+type state string
+
+func (s state) MarshalBinary() ([]byte, error) { return []byte(s), nil }
+
+// TestMigrateStateV3 opens a schema of version 3, whose trace counters
+// hold no change counter or state: each trace starts with its record count
+// as its version and no state, and the batches that follow count from
+// there.
+func TestMigrateStateV3(t *testing.T) {
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	q := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
+	setup := []string{"CREATE SCHEMA {schema}", migrations[0], migrations[1], migrations[2], versionTable,
+		"INSERT INTO {schema}.bk_schema (version) VALUES (3)",
+		`INSERT INTO {schema}.bk_records (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, status, reason, scope, namespace)
+			VALUES ('percepts:old:1', 'old', 1, 'percepts', 'commit', 'door', '{}', 'tool', 'sensor', 1, 0, 'ACTIVE', 'COMMITTED', 'episode', 'acme'),
+			       ('percepts:old:2', 'old', 2, 'percepts', 'commit', 'door', '{}', 'tool', 'sensor', 2, 0, 'ACTIVE', 'COMMITTED', 'episode', 'acme')`,
+		`INSERT INTO {schema}.bk_traces (trace_id, n, namespace) VALUES ('old', 2, 'acme')`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, q.Replace(stmt)); err != nil {
+			t.Fatalf("creating a version-3 schema: %v", err)
+		}
+	}
+	s, err := New(ctx, pool, WithSchema(schema))
+	if err != nil {
+		t.Fatalf("New on a version-3 schema: %v", err)
+	}
+	defer s.Close()
+	if st, err := s.ReadState(ctx, "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: "acme", Version: 2}) {
+		t.Errorf("ReadState of a version-3 trace after migration = %+v, %v; want Len 2, namespace acme, Version 2 and no state", st, err)
+	}
+	r := kernel.Record{ID: "percepts:old:3", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door", Payload: kernel.Payload{},
+		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "sensor", TraceID: "old"}, Status: kernel.StatusActive,
+		Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode, Namespace: "acme"}
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Trace: "old", TraceLen: 2, State: state("s")}); err != nil {
+		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
+	}
+	if st, err := s.ReadState(ctx, "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
+		t.Errorf("ReadState after a batch on a migrated trace = %+v, %v; want Len, Version and StateVersion 3 and the state", st, err)
 	}
 }

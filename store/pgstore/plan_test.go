@@ -73,6 +73,7 @@ func TestQueryPlans(t *testing.T) {
 		{"FindActive", q.find, []any{"fill-3", "beliefs", "k1", active}, []string{"bk_records_kind"}},
 		{"ListTrace", q.trace, []any{"fill-3", int64(0), int64(pageSize)}, []string{"bk_records_trace", "bk_records_kind"}},
 		{"CountTrace", q.count, []any{"fill-3"}, []string{"bk_traces_pkey"}},
+		{"ReadState", q.readState, []any{"fill-3"}, []string{"bk_traces_pkey"}},
 		{"ClaimedBy", q.claimedBy, []any{"default", "key-5"}, []string{"bk_once_keys_pkey"}},
 		{"ListSlot of a namespace's active persistent records", q.slotPersistentNS,
 			[]any{"constraints", "ns-1", active, int64(0), int64(pageSize)}, []string{"bk_records_persistent_ns", "bk_records_persistent"}},
@@ -85,6 +86,9 @@ func TestQueryPlans(t *testing.T) {
 		{"Apply: trace counters", q.lockTraces, []any{[]string{"fill-3", "fill-4"}, []int64{1, 2}, []string{"default", "default"}}, []string{"bk_traces_pkey"}},
 		{"Apply: trace counters and condition", q.lockTracesIf,
 			[]any{[]string{"fill-3", "fill-4"}, []int64{1, 2}, []string{"default", "default"}, "fill-3", int64(1), int64(10)}, []string{"bk_traces_pkey"}},
+		{"Apply: count the status changes", q.countInvalidated, []any{[]string{"percepts:fill-3:4", "percepts:fill-4:5"}, []string{"fill-4"}},
+			[]string{"bk_traces_pkey", "bk_records_id"}},
+		{"Apply: a state", q.setState, []any{"fill-3", []byte("state")}, []string{"bk_traces_pkey"}},
 		{"Apply: insert at the counter's position", q.insert, []any{"percepts:fill-3:99", "fill-3", int64(0), "percepts", "commit",
 			"door", "{}", "tool", "w", int64(1), []string(nil), nil, int64(0), []string(nil), active, "COMMITTED", "episode", "default", ""},
 			[]string{"bk_traces_pkey"}},
@@ -207,6 +211,8 @@ func literal(t *testing.T, v any) string {
 			q[i] = literal(t, s)
 		}
 		return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
+	case []byte:
+		return fmt.Sprintf("'\\x%x'::bytea", x)
 	case []int64:
 		q := make([]string, len(x))
 		for i, n := range x {

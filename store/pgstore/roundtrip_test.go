@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,4 +134,38 @@ func TestRoundTrips(t *testing.T) {
 			t.Errorf("%s: %d round trips to PostgreSQL, ceiling %d (issue 25's target: %d)", c.name, len(trips), c.ceiling, c.target)
 		}
 	}
+
+	// A batch that stores a trace's state, with a status change in another
+	// trace, is one round trip, and reading the state back is one more
+	// (counted, as above, after a first round has prepared the statements).
+	for _, counted := range []bool{false, true} {
+		trace, other := fmt.Sprintf("rt-state-%v", counted), fmt.Sprintf("rt-other-%v", counted)
+		if err := s.Append(ctx, record(other, 1)); err != nil {
+			t.Fatal(err)
+		}
+		counter.take()
+		err := s.Apply(ctx, kernel.Batch{
+			Appends:       []kernel.Record{record(trace, 1)},
+			Invalidations: []kernel.Invalidation{{ID: record(other, 1).ID, Status: kernel.StatusExpired, Reason: kernel.CodeTTLExpired}},
+			Trace:         trace, TraceLen: 0, State: state("s"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if trips := counter.take(); counted && len(trips) != 1 {
+			t.Errorf("Apply of a batch with a state and a status change: %d round trips, want 1: %q", len(trips), trips)
+		}
+		st, err := s.ReadState(ctx, trace)
+		if err != nil || st.StateVersion != 1 || string(st.Data) != "s" {
+			t.Fatalf("ReadState = %+v, %v; want the state stored at version 1", st, err)
+		}
+		if trips := counter.take(); counted && len(trips) != 1 {
+			t.Errorf("ReadState: %d round trips, want 1: %q", len(trips), trips)
+		}
+	}
 }
+
+// state is a decision state whose encoding is its text.
+type state string
+
+func (s state) MarshalBinary() ([]byte, error) { return []byte(s), nil }

@@ -123,11 +123,29 @@ var migrations = []string{
 	ALTER TABLE {schema}.bk_once_keys ALTER COLUMN namespace SET NOT NULL;
 	ALTER TABLE {schema}.bk_once_keys DROP CONSTRAINT bk_once_keys_pkey;
 	ALTER TABLE {schema}.bk_once_keys ADD CONSTRAINT bk_once_keys_pkey PRIMARY KEY (namespace, key);`,
+	// Version 4: each trace's change counter and decision state (see
+	// kernel.StateStore), on the trace's counter row, which every batch
+	// that touches the trace already locks: Apply keeps them in the batch's
+	// transaction, and ReadState reads them with one primary-key lookup.
+	//   version        one more for every batch that appends to the trace
+	//                  or changes the status of one of its records
+	//   state_version  the version the batch that stored state left (0:
+	//                  none stored)
+	//   state          the decision state's encoding, NULL when none
+	//                  (TOASTed when large, so a batch that only counts
+	//                  does not copy it)
+	// Counters of earlier versions start at their record count (any value
+	// above 0 would do: they hold no state, so the kernel reads the trace
+	// whole once).
+	`ALTER TABLE {schema}.bk_traces ADD COLUMN version bigint NOT NULL DEFAULT 0,
+		ADD COLUMN state_version bigint NOT NULL DEFAULT 0,
+		ADD COLUMN state bytea;
+	UPDATE {schema}.bk_traces SET version = n;`,
 }
 
 // SchemaVersion is the schema version this package creates and reads: the
 // number of its migrations.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -19,8 +19,9 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Store is a [kernel.Store] on PostgreSQL, a [interface{ CountTrace(context.Context, string) (int, error) }] and a
-// [kernel.Store]: it enforces once-keys across every store and process
+// Store is a [kernel.Store] on PostgreSQL and a [kernel.StateStore]: it
+// keeps each trace's counters and decision state in the transaction of
+// every write, and enforces once-keys across every store and process
 // sharing the database. It is safe for concurrent use; see the package
 // documentation for how it orders writers.
 type Store struct {
@@ -35,11 +36,7 @@ type Store struct {
 }
 
 var (
-	_ kernel.Store = (*Store)(nil)
-	_ interface {
-		CountTrace(context.Context, string) (int, error)
-	} = (*Store)(nil)
-	_ kernel.Store       = (*Store)(nil)
+	_ kernel.StateStore  = (*Store)(nil)
 	_ kernel.TraceLister = (*Store)(nil)
 )
 
@@ -205,6 +202,7 @@ type queries struct {
 	get, find, trace, count, claimedBy        string
 	slotAny, slotPersistent, slotPersistentNS string
 	lockTraces, lockTracesIf, invalidate      string
+	countInvalidated, setState, readState     string
 	insert, claim, traces                     string
 }
 
@@ -215,9 +213,11 @@ func newQueries(schema string) queries {
 	require := pgx.Identifier{schema, "bk_require"}.Sanitize()
 	// $3 holds each trace's namespace ('' for a trace the batch only
 	// conditions on): a new counter takes it, an existing one must agree.
-	upsert := "INSERT INTO " + traces + " AS t (trace_id, n, namespace)" +
-		" SELECT u.trace_id, u.n, nullif(u.ns, '') FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(trace_id, n, ns)" +
-		" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n, namespace = coalesce(t.namespace, excluded.namespace)" +
+	// A trace the batch appends to counts one change (version).
+	upsert := "INSERT INTO " + traces + " AS t (trace_id, n, namespace, version)" +
+		" SELECT u.trace_id, u.n, nullif(u.ns, ''), (u.n > 0)::int FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(trace_id, n, ns)" +
+		" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n, namespace = coalesce(t.namespace, excluded.namespace)," +
+		" version = t.version + excluded.version" +
 		" RETURNING t.trace_id, t.n, t.namespace"
 	// The namespace check on the counters the upsert returns.
 	nsCheck := " SELECT " + require + "(bool_and(u.ns = '' OR t.namespace = u.ns), '" + codeNamespace + "'," +
@@ -260,6 +260,19 @@ func newQueries(schema string) queries {
 			" SELECT " + require + "(EXISTS (SELECT 1 FROM u)," +
 			" CASE WHEN c.status IS NULL THEN '" + codeNotFound + "' ELSE '" + codeNotActive + "' END," +
 			" CASE WHEN c.status IS NULL THEN $3 ELSE $3 || ' is ' || c.status END) FROM c",
+		// After the batch's status changes ($1, their ids): one change for
+		// each trace they touched that the batch does not append to ($2,
+		// whose change the counters' upsert counted). The traces are found
+		// first, as an array, so that the counters are reached through
+		// their primary key.
+		countInvalidated: "UPDATE " + traces + " SET version = version + 1" +
+			" WHERE trace_id = ANY (ARRAY(SELECT DISTINCT r.trace_id FROM " + records + " r WHERE r.id = ANY ($1::text[])))" +
+			" AND trace_id <> ALL ($2::text[])",
+		// Last in the batch: the state is stored with the version the
+		// batch left. A trace that holds no record (a counter the batch's
+		// condition created) keeps no state.
+		setState:  "UPDATE " + traces + " SET state = $2, state_version = version WHERE trace_id = $1 AND n > 0",
+		readState: "SELECT n, coalesce(namespace, ''), version, state_version, state FROM " + traces + " WHERE trace_id = $1",
 		// The position is the trace's counter, already advanced past the
 		// batch's appends, less the appends to the trace that follow.
 		insert: "INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
@@ -356,14 +369,17 @@ func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status,
 
 // plan is a checked batch, ready to run.
 type plan struct {
-	b      kernel.Batch
-	rows   []row
-	traces []string // the traces to lock, sorted
-	deltas []int64  // how many records the batch appends to each
-	nss    []string // the namespace of each ('' when the batch appends none)
+	b        kernel.Batch
+	rows     []row
+	traces   []string // the traces to lock, sorted
+	deltas   []int64  // how many records the batch appends to each
+	nss      []string // the namespace of each ('' when the batch appends none)
+	appended []string // the traces the batch appends to
+	changed  []string // the ids of the records whose status the batch changes
+	state    []byte   // the encoding of b.State; nil when there is none to store
 }
 
-// Apply implements [kernel.Store] and [kernel.Store]: the batch runs in
+// Apply implements [kernel.Store]: the batch runs in
 // one transaction that is rolled back on any error, and lands whole or not
 // at all. The transaction first locks the counters of the traces it
 // appends to and of the trace its condition names ([kernel.Batch.Trace]),
@@ -373,14 +389,17 @@ type plan struct {
 // batch cannot invalidate a record it appends (that is
 // [kernel.ErrNotFound], as in [kernel.MemStore]). The batch's claims are
 // inserted in the same transaction, so a claim lands exactly when the rest
-// of its batch does.
+// of its batch does; so do the change counters of the traces the batch
+// touches and the batch's State (see [Store.ReadState]).
 //
 // It returns the errors of [Store.Append] and [Store.Invalidate]; an error
 // wrapping [kernel.ErrConflict] when the condition's trace does not hold
-// TraceLen records; [kernel.ErrDuplicateKey] for a claim of a key already
-// claimed, by any store on the database, or of one key twice in the batch;
-// [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses or that
-// holds a NUL character; [ErrSerialization] when the server kept aborting
+// TraceLen records; [kernel.ErrPermission] for a record of a namespace
+// other than its trace's; [kernel.ErrDuplicateKey] for a claim of a key
+// already claimed, by any store on the database, or of one key twice in the
+// batch; [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses or
+// that holds a NUL character, or a State whose MarshalBinary fails (that
+// error is wrapped too); [ErrSerialization] when the server kept aborting
 // the transaction; and [ErrUnreachable] when the server could not be
 // reached.
 func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
@@ -428,8 +447,18 @@ func newPlan(b kernel.Batch) (*plan, error) {
 			}
 		}
 	}
+	if b.State != nil && b.Trace != "" {
+		var err error
+		if p.state, err = b.State.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("pgstore: %w: the state of trace %q: %w", kernel.ErrInvalidInput, b.Trace, err)
+		}
+		if p.state == nil {
+			p.state = []byte{} // an empty state is a state: not NULL
+		}
+	}
 	if b.Trace != "" && !storable(b.Trace) {
-		// No trace has that id: it holds no records.
+		// No trace has that id: it holds no records (nor state).
+		p.state = nil
 		if b.TraceLen != 0 {
 			return nil, fmt.Errorf("pgstore: %w: trace %q holds 0 records, not %d", kernel.ErrConflict, b.Trace, b.TraceLen)
 		}
@@ -439,6 +468,7 @@ func newPlan(b kernel.Batch) (*plan, error) {
 		if !storable(inv.ID) {
 			return nil, fmt.Errorf("pgstore: %w: %q", kernel.ErrNotFound, inv.ID)
 		}
+		p.changed = append(p.changed, inv.ID)
 	}
 	if len(p.rows) == 0 && len(b.Invalidations) == 0 && len(b.Claims) == 0 && p.b.Trace == "" {
 		return nil, nil
@@ -466,9 +496,13 @@ func newPlan(b kernel.Batch) (*plan, error) {
 		p.traces = append(p.traces, t)
 	}
 	slices.Sort(p.traces)
+	p.appended = make([]string, 0, len(p.traces)) // never NULL: <> ALL (NULL) is not true
 	for _, t := range p.traces {
 		p.deltas = append(p.deltas, counts[t])
 		p.nss = append(p.nss, nss[t])
+		if counts[t] > 0 {
+			p.appended = append(p.appended, t)
+		}
 	}
 	return p, nil
 }
@@ -491,11 +525,17 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	for _, inv := range p.b.Invalidations {
 		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)
 	}
+	if len(p.changed) > 0 {
+		batch.Queue(s.q.countInvalidated, p.changed, p.appended)
+	}
 	for _, r := range p.rows {
 		batch.Queue(s.q.insert, r.args...)
 	}
 	for _, c := range p.b.Claims {
 		batch.Queue(s.q.claim, nsOf(c.Namespace), c.Key, c.RecordID)
+	}
+	if p.state != nil {
+		batch.Queue(s.q.setState, p.b.Trace, p.state)
 	}
 	err := s.pool.SendBatch(ctx, batch).Close()
 	if err == nil {
@@ -598,8 +638,10 @@ func (s *Store) query(ctx context.Context, query string, args []any) (recs []ker
 	return recs, cursors, rows.Err()
 }
 
-// CountTrace implements [interface{ CountTrace(context.Context, string) (int, error) }] from the trace's counter:
-// one primary-key lookup, exact as of the last committed batch.
+// CountTrace returns how many records a trace holds (0 for an unknown
+// trace) from the trace's counter: one primary-key lookup, exact as of the
+// last committed batch. The kernel uses it, when a store has it, for a
+// write that references nothing.
 func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
@@ -618,6 +660,35 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// ReadState implements [kernel.StateStore] with one query, one primary-key
+// lookup of the trace's counter row: its record count, namespace, change
+// counter and the encoding of the last state a batch stored (in Data, nil
+// when none), as of the last committed batch. An unknown trace is the zero
+// [kernel.TraceState].
+func (s *Store) ReadState(ctx context.Context, traceID string) (kernel.TraceState, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return kernel.TraceState{}, err
+	}
+	defer leave()
+	if !storable(traceID) {
+		return kernel.TraceState{}, nil
+	}
+	var st kernel.TraceState
+	var n, version, stateVersion int64
+	err = s.retry(ctx, "read state", func() error {
+		return s.pool.QueryRow(ctx, s.q.readState, traceID).Scan(&n, &st.Namespace, &version, &stateVersion, &st.Data)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return kernel.TraceState{}, nil
+	case err != nil:
+		return kernel.TraceState{}, err
+	}
+	st.Len, st.Version, st.StateVersion = int(n), uint64(version), uint64(stateVersion)
+	return st, nil
 }
 
 // ListTraces implements [kernel.TraceLister] with one grouped pass over

@@ -29,14 +29,30 @@
 // ([kernel.ErrInvalidInput]), a payload value JSON cannot encode
 // ([kernel.ErrInvalidPayload]).
 //
+// # Traces and their state
+//
+// [Store] is a [kernel.StateStore]. The table traces holds one row per
+// trace: its record count, its namespace, its change counter and the
+// decision state the kernel last stored for it. Every batch updates the
+// rows of the traces it appends to or changes a status in, in its own
+// transaction: the count grows by the batch's appends and the change
+// counter by one, however many records of the trace the batch touches. A
+// batch with a [kernel.Batch.State] stores the state's encoding
+// (MarshalBinary, called before the transaction; an encoder that fails
+// refuses the batch with [kernel.ErrInvalidInput]) with the change counter
+// the batch left. [Store.ReadState] reads a trace's row with one
+// primary-key lookup, so reading a trace's state costs the same at its
+// first record and at its millionth; the record count is also what a
+// conditional batch ([kernel.Batch.Trace]) is checked against, and what
+// [Store.CountTrace] returns.
+//
 // # Once-keys
 //
-// [Store] is a [kernel.KeyStore]. Claimed keys live in a table of their
-// own whose primary key is the namespace and the key (each namespace is a
-// key space of its own), and a batch's claims are inserted in
-// the batch's transaction: a claim of a key already claimed fails that
-// insert, the whole batch rolls back, and Apply returns an error wrapping
-// [kernel.ErrDuplicateKey]. Since the database enforces it, a key is
+// Claimed keys live in a table of their own whose primary key is the
+// namespace and the key (each namespace is a key space of its own), and a
+// batch's claims are inserted in the batch's transaction: a claim of a key
+// already claimed fails that insert, the whole batch rolls back, and Apply
+// returns an error wrapping [kernel.ErrDuplicateKey]. Since the database enforces it, a key is
 // claimed at most once however many stores and processes share the file.
 //
 // # Schema versions
@@ -46,10 +62,12 @@
 // records by slot, status and namespace, and the once-keys table. Version
 // 3 adds each record's span. Version 4 keys the once-keys table by
 // namespace and key; a claim of an earlier version goes to the namespace of
-// the record that claimed it. A
-// version-1 database is migrated when it is opened; from then on a version
-// of the package that knows only version 1 refuses it with its
-// ErrSchemaTooNew.
+// the record that claimed it. Version 5 adds the traces table; a trace of
+// an earlier version is counted from its records, its change counter
+// starts at its record count, and it holds no state. A database of any
+// earlier version is migrated when a writer opens it ([SchemaVersion]
+// returns the version this package writes); from then on an earlier
+// version of the package refuses it with its ErrSchemaTooNew.
 //
 // # Concurrency
 //

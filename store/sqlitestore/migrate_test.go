@@ -133,6 +133,18 @@ func TestStoreMigrateV1(t *testing.T) {
 		t.Errorf("a version-1 persistent constraint is listed in another namespace: %+v", got)
 	}
 
+	// Version 5 counts the traces of earlier versions from their records.
+	if st, err := s.ReadState(ctx, "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: kernel.DefaultNamespace, Version: 2}) {
+		t.Errorf("ReadState of a version-1 trace after migration = %+v, %v; want Len 2, the default namespace, Version 2 and no state", st, err)
+	}
+	next := record("old", 3)
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{next}, Trace: "old", TraceLen: 2, State: state("s")}); err != nil {
+		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
+	}
+	if st, err := s.ReadState(ctx, "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
+		t.Errorf("ReadState after a batch on a migrated trace = %+v, %v; want Len, Version and StateVersion 3 and the state", st, err)
+	}
+
 	// The migrated file takes namespaced records and once-keys.
 	fresh := record("new", 1)
 	fresh.Slot, fresh.ID, fresh.Scope, fresh.Namespace = kernel.Constraints, "constraints:new:1", kernel.ScopePersistent, "tenant"
@@ -156,7 +168,7 @@ func TestStoreMigrateV1(t *testing.T) {
 
 	// Opening the migrated file again changes nothing.
 	s = mustOpen(t, path)
-	if got, want := len(all(t, s)), 3; got != want {
+	if got, want := len(all(t, s)), 4; got != want {
 		t.Errorf("a migrated database reopened holds %d records, want %d", got, want)
 	}
 	if v := userVersion(t, path); v != schemaVersion {

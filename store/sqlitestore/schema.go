@@ -88,6 +88,31 @@ var migrations = []string{
 		FROM once_keys k;
 	DROP TABLE once_keys;
 	ALTER TABLE once_keys_ns RENAME TO once_keys;`,
+	// Version 5: one row per trace, kept by Apply in the transaction of
+	// every batch that touches the trace (see kernel.StateStore), so that
+	// the kernel reads a trace's counters and decision state in one lookup
+	// rather than reading the trace.
+	//   n              the trace's record count: the length a conditional
+	//                  batch is checked against, without counting rows
+	//   namespace      the namespace of the trace's records
+	//   version        one more for every batch that appends to the trace
+	//                  or changes the status of one of its records
+	//   state_version  the version the batch that stored state left (0:
+	//                  none stored)
+	//   state          the decision state's encoding, NULL when none
+	// Existing traces are counted from their records; their version starts
+	// at their record count (any value above 0 would do: they hold no
+	// state, so the kernel reads them whole once).
+	`CREATE TABLE traces (
+		trace_id      TEXT    NOT NULL PRIMARY KEY,
+		namespace     TEXT    NOT NULL,
+		n             INTEGER NOT NULL,
+		version       INTEGER NOT NULL,
+		state_version INTEGER NOT NULL DEFAULT 0,
+		state         BLOB
+	) STRICT;
+	INSERT INTO traces (trace_id, namespace, n, version)
+		SELECT trace_id, MIN(namespace), COUNT(*), COUNT(*) FROM records GROUP BY trace_id;`,
 }
 
 // ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema

@@ -8,7 +8,6 @@ import (
 	"iter"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -18,10 +17,11 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Store is a [kernel.Store] on SQLite, and a [kernel.Store]: it
-// enforces once-keys across every store and process sharing the database.
-// It is safe for concurrent use; see the package documentation for how it
-// orders writers.
+// Store is a [kernel.Store] on SQLite, and a [kernel.StateStore]: it keeps
+// each trace's counters and decision state in the transaction of every
+// write, and enforces once-keys across every store and process sharing the
+// database. It is safe for concurrent use; see the package documentation
+// for how it orders writers.
 type Store struct {
 	db       *sql.DB
 	ownsDB   bool
@@ -35,20 +35,15 @@ type Store struct {
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
 
-	get, find, trace                           *sql.Stmt
-	slotAny, slotPersistent, slotNS            *sql.Stmt
-	insert, invalidate, status, count, countNS *sql.Stmt
-	claim, claimedBy                           *sql.Stmt
-	stmts                                      []*sql.Stmt // all of the above, for Close
+	get, find, trace                 *sql.Stmt
+	slotAny, slotPersistent, slotNS  *sql.Stmt
+	insert, invalidate, status       *sql.Stmt
+	bump, setState, count, readState *sql.Stmt
+	claim, claimedBy                 *sql.Stmt
+	stmts                            []*sql.Stmt // all of the above, for Close
 }
 
-var (
-	_ kernel.Store = (*Store)(nil)
-	_ interface {
-		CountTrace(context.Context, string) (int, error)
-	} = (*Store)(nil)
-	_ kernel.Store = (*Store)(nil)
-)
+var _ kernel.StateStore = (*Store)(nil)
 
 // Option configures [Open] and [New].
 type Option func(*config)
@@ -174,12 +169,20 @@ const (
 	querySlotPersistent   = selectRecord + "WHERE slot = ? AND status = ? AND scope = 'persistent'" + pageTail
 	querySlotPersistentNS = selectRecord + "WHERE slot = ? AND status = ? AND namespace = ? AND scope = 'persistent'" + pageTail
 	queryInsert           = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	queryInvalidate       = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ?"
-	queryStatus           = "SELECT status FROM records WHERE id = ?"
-	queryCount            = "SELECT COUNT(*) FROM records WHERE trace_id = ?"
-	// The count a conditional batch checks, and the namespaces the trace
-	// holds after the batch's writes: one namespace per trace.
-	queryCountNS   = "SELECT COUNT(*), COALESCE(MIN(namespace), ''), COALESCE(MAX(namespace), '') FROM records WHERE trace_id = ?"
+	// A status change names the trace it touched, whose row then counts it.
+	queryInvalidate = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ? RETURNING trace_id, namespace"
+	queryStatus     = "SELECT status FROM records WHERE id = ?"
+	// Counts one change of a trace and adds the batch's appends to it
+	// (?3, 0 for a trace the batch only changes a status in); a new trace
+	// takes the namespace of its first records. It returns the count after
+	// the batch, which a conditional batch is checked against, and the
+	// trace's namespace, which the batch's records must share.
+	queryBump = "INSERT INTO traces (trace_id, namespace, n, version) VALUES (?1, ?2, ?3, 1)" +
+		" ON CONFLICT (trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, namespace"
+	// The state is stored with the version the batch left.
+	querySetState  = "UPDATE traces SET state = ?2, state_version = version WHERE trace_id = ?1"
+	queryCount     = "SELECT n FROM traces WHERE trace_id = ?"
+	queryReadState = "SELECT n, namespace, version, state_version, state FROM traces WHERE trace_id = ?"
 	queryClaim     = "INSERT INTO once_keys (namespace, key, record_id) VALUES (?, ?, ?)"
 	queryClaimedBy = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
 )
@@ -208,8 +211,10 @@ func prepare(db *sql.DB) (*Store, error) {
 		{&s.insert, queryInsert},
 		{&s.invalidate, queryInvalidate},
 		{&s.status, queryStatus},
+		{&s.bump, queryBump},
+		{&s.setState, querySetState},
 		{&s.count, queryCount},
-		{&s.countNS, queryCountNS},
+		{&s.readState, queryReadState},
 		{&s.claim, queryClaim},
 		{&s.claimedBy, queryClaimedBy},
 	} {
@@ -270,16 +275,21 @@ func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status,
 	return s.Apply(ctx, kernel.Batch{Invalidations: []kernel.Invalidation{{ID: id, Status: status, Reason: reason}}})
 }
 
-// Apply implements [kernel.Store] and [kernel.Store]: the batch runs in
-// one write transaction that is rolled back on any error. Status changes
-// are applied before the appends, so a batch cannot invalidate a record it
-// appends (that is [kernel.ErrNotFound], as in [kernel.MemStore]). The
-// batch's claims are inserted in the same transaction, so a claim lands
-// exactly when the rest of its batch does. It returns the errors of
-// [Store.Append] and [Store.Invalidate]; an error wrapping
-// [kernel.ErrDuplicateKey] for a claim of a key already claimed, by any
-// store on the database, or of one key twice in the batch; and
-// [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses.
+// Apply implements [kernel.Store]: the batch runs in one write transaction
+// that is rolled back on any error. Status changes are applied before the
+// appends, so a batch cannot invalidate a record it appends (that is
+// [kernel.ErrNotFound], as in [kernel.MemStore]). The batch's claims are
+// inserted in the same transaction, so a claim lands exactly when the rest
+// of its batch does; so do the counters of every trace the batch touches
+// and the batch's State (see [Store.ReadState]).
+//
+// It returns the errors of [Store.Append] and [Store.Invalidate]; an error
+// wrapping [kernel.ErrConflict] when the condition's trace does not hold
+// TraceLen records; [kernel.ErrPermission] for a record of a namespace other
+// than its trace's; [kernel.ErrDuplicateKey] for a claim of a key already
+// claimed, by any store on the database, or of one key twice in the batch;
+// and [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses or a
+// State whose MarshalBinary fails (that error is wrapped too).
 func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {
@@ -289,9 +299,12 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	if s.readOnly {
 		return errReadOnly
 	}
-	rows := make([][]any, len(b.Appends))
+	w := writes{rows: make([][]any, len(b.Appends))}
 	for i := range b.Appends {
-		if rows[i], err = encode(&b.Appends[i]); err != nil {
+		if w.rows[i], err = encode(&b.Appends[i]); err != nil {
+			return err
+		}
+		if err := w.touch(w.rows[i][1].(string), w.rows[i][16].(string), 1); err != nil {
 			return err
 		}
 	}
@@ -313,7 +326,17 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 			}
 		}
 	}
-	if len(rows) == 0 && len(b.Invalidations) == 0 && len(b.Claims) == 0 && b.Trace == "" {
+	if b.State != nil && b.Trace != "" {
+		// Encoded before the transaction: a state that cannot be encoded
+		// refuses the batch without taking the write lock.
+		if w.state, err = b.State.MarshalBinary(); err != nil {
+			return fmt.Errorf("sqlitestore: %w: the state of trace %q: %w", kernel.ErrInvalidInput, b.Trace, err)
+		}
+		if w.state == nil {
+			w.state = []byte{} // an empty state is a state: not NULL
+		}
+	}
+	if len(w.rows) == 0 && len(b.Invalidations) == 0 && len(b.Claims) == 0 && b.Trace == "" {
 		return nil
 	}
 	select {
@@ -322,10 +345,45 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return ctxErr(ctx, s.applyTx(ctx, rows, b))
+	return ctxErr(ctx, s.applyTx(ctx, &w, b))
 }
 
-func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err error) {
+// writes is a checked batch: its encoded rows, the traces it touches and
+// its encoded state.
+type writes struct {
+	rows    [][]any
+	touched []touched
+	state   []byte // nil: no state to store
+}
+
+// touched is a trace a batch appends to or changes a status in.
+type touched struct {
+	trace, namespace string
+	appends          int
+}
+
+// touch records n appends (0: a status change) to trace in namespace ns.
+// The appends of one batch to one trace must share a namespace.
+func (w *writes) touch(trace, ns string, n int) error {
+	for i := range w.touched {
+		t := &w.touched[i]
+		if t.trace != trace {
+			continue
+		}
+		if n > 0 && t.appends > 0 && t.namespace != ns {
+			return fmt.Errorf("sqlitestore: %w: trace %q would hold records of namespaces %q and %q", kernel.ErrPermission, trace, t.namespace, ns)
+		}
+		if n > 0 {
+			t.namespace = ns
+		}
+		t.appends += n
+		return nil
+	}
+	w.touched = append(w.touched, touched{trace: trace, namespace: ns, appends: n})
+	return nil
+}
+
+func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err error) {
 	invs := b.Invalidations
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -342,22 +400,20 @@ func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err 
 	if len(invs) > 0 {
 		update := tx.StmtContext(ctx, s.invalidate)
 		for _, inv := range invs {
-			res, err := update.ExecContext(ctx, inv.Status.String(), string(inv.Reason), inv.ID, active)
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if n == 0 {
+			var trace, ns string
+			err := update.QueryRowContext(ctx, inv.Status.String(), string(inv.Reason), inv.ID, active).Scan(&trace, &ns)
+			if errors.Is(err, sql.ErrNoRows) {
 				return s.whyNotUpdated(ctx, tx, inv.ID)
 			}
+			if err != nil {
+				return err
+			}
+			_ = w.touch(trace, ns, 0) // a status change never refuses a namespace
 		}
 	}
-	if len(rows) > 0 {
+	if len(w.rows) > 0 {
 		insert := tx.StmtContext(ctx, s.insert)
-		for _, args := range rows {
+		for _, args := range w.rows {
 			if _, err := insert.ExecContext(ctx, args...); err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
@@ -382,47 +438,46 @@ func (s *Store) applyTx(ctx context.Context, rows [][]any, b kernel.Batch) (err 
 			}
 		}
 	}
-	// Counted after the writes, inside the transaction that holds the write
-	// lock, so no other writer can slip in between; the same read checks
-	// that every trace the batch wrote holds one namespace.
-	countNS := tx.StmtContext(ctx, s.countNS)
-	for i, trace := range batchTraces(b) {
-		var n int
-		var lo, hi string
-		if err := countNS.QueryRowContext(ctx, trace).Scan(&n, &lo, &hi); err != nil {
+	// Counted inside the transaction that holds the write lock, so no other
+	// writer can slip in between: each trace the batch touches counts one
+	// change, and the count the bump returns is the one the batch's
+	// condition is checked against.
+	had := -1 // the length of trace b.Trace before the batch; -1 unread
+	if len(w.touched) > 0 {
+		bump := tx.StmtContext(ctx, s.bump)
+		for _, t := range w.touched {
+			var n int
+			var ns string
+			if err := bump.QueryRowContext(ctx, t.trace, t.namespace, t.appends).Scan(&n, &ns); err != nil {
+				return err
+			}
+			if t.appends > 0 && ns != t.namespace {
+				return fmt.Errorf("sqlitestore: %w: trace %q belongs to namespace %q, not %q", kernel.ErrPermission, t.trace, ns, t.namespace)
+			}
+			if t.trace == b.Trace {
+				had = n - t.appends
+			}
+		}
+	}
+	if b.Trace != "" && had < 0 {
+		err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace).Scan(&had)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			had = 0
+		case err != nil:
 			return err
 		}
-		if lo != hi {
-			return fmt.Errorf("sqlitestore: %w: trace %q would hold records of namespaces %q and %q", kernel.ErrPermission, trace, lo, hi)
-		}
-		if i == 0 && b.Trace != "" {
-			want := b.TraceLen
-			for j := range b.Appends {
-				if b.Appends[j].Provenance.TraceID == b.Trace {
-					want++
-				}
-			}
-			if n != want {
-				return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, b.Trace, n-(want-b.TraceLen), b.TraceLen)
-			}
+	}
+	if b.Trace != "" && had != b.TraceLen {
+		return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, b.Trace, had, b.TraceLen)
+	}
+	if w.state != nil {
+		// A trace that holds no record has no row, and keeps no state.
+		if _, err := tx.StmtContext(ctx, s.setState).ExecContext(ctx, b.Trace, w.state); err != nil {
+			return err
 		}
 	}
 	return tx.Commit()
-}
-
-// batchTraces lists the traces a batch conditions on or appends to, the
-// conditional one first.
-func batchTraces(b kernel.Batch) []string {
-	var out []string
-	if b.Trace != "" {
-		out = append(out, b.Trace)
-	}
-	for i := range b.Appends {
-		if t := b.Appends[i].Provenance.TraceID; !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // whyNotUpdated explains a status change that matched no ACTIVE record.
@@ -468,7 +523,10 @@ func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ..
 	return r, err
 }
 
-// CountTrace implements [interface{ CountTrace(context.Context, string) (int, error) }] through the trace index.
+// CountTrace returns how many records a trace holds (0 for an unknown
+// trace), from the trace's counter: one primary-key lookup, however long
+// the trace. The kernel uses it, when a store has it, for a write that
+// references nothing.
 func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
@@ -476,10 +534,37 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	}
 	defer leave()
 	var n int
-	if err := ctxErr(ctx, s.count.QueryRowContext(ctx, traceID).Scan(&n)); err != nil {
+	err = ctxErr(ctx, s.count.QueryRowContext(ctx, traceID).Scan(&n))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
 		return 0, fmt.Errorf("sqlitestore: count trace: %w", err)
 	}
 	return n, nil
+}
+
+// ReadState implements [kernel.StateStore] with one primary-key lookup of
+// the trace's row: its record count, namespace, change counter and the
+// encoding of the last state a batch stored (in Data, nil when none). An
+// unknown trace is the zero [kernel.TraceState].
+func (s *Store) ReadState(ctx context.Context, traceID string) (kernel.TraceState, error) {
+	leave, err := s.enter(ctx)
+	if err != nil {
+		return kernel.TraceState{}, err
+	}
+	defer leave()
+	var st kernel.TraceState
+	var version, stateVersion int64
+	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return kernel.TraceState{}, nil
+	case err != nil:
+		return kernel.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
+	}
+	st.Version, st.StateVersion = uint64(version), uint64(stateVersion)
+	return st, nil
 }
 
 // ClaimedBy implements [kernel.Store] through the primary key of the

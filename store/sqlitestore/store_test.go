@@ -295,7 +295,7 @@ func TestStoreKernelRestart(t *testing.T) {
 
 // schemaVersion is the number of migrations the package holds: the
 // user_version of a database it has opened.
-const schemaVersion = 4
+const schemaVersion = 5
 
 func TestStoreSchemaVersion(t *testing.T) {
 	ctx := t.Context()
@@ -453,6 +453,11 @@ func record(traceID string, n int) kernel.Record {
 		Namespace: kernel.DefaultNamespace,
 	}
 }
+
+// state is a decision state whose encoding is its text.
+type state string
+
+func (s state) MarshalBinary() ([]byte, error) { return []byte(s), nil }
 
 // stored returns r as the store reads it back: a record written without a
 // namespace (the kernel's, for now) is kept in kernel.DefaultNamespace.

@@ -7,41 +7,31 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// keyStore returns s as a kernel.Store, or skips the case.
-func keyStore(t *testing.T, s kernel.Store) kernel.Store {
-	t.Helper()
-	ks, ok := s.(kernel.Store)
-	if !ok {
-		t.Skip("the store does not implement kernel.Store: it does not enforce once-keys (see ClaimsWithoutKeyStore)")
-	}
-	return ks
-}
-
 // wantClaim reports unless key is claimed by id in the default namespace.
-func wantClaim(t *testing.T, ks kernel.Store, key, id, contract string) {
+func wantClaim(t *testing.T, s kernel.Store, key, id, contract string) {
 	t.Helper()
-	wantClaimIn(t, ks, "", key, id, contract)
+	wantClaimIn(t, s, "", key, id, contract)
 }
 
 // wantClaimIn reports unless key is claimed by id in namespace ns.
-func wantClaimIn(t *testing.T, ks kernel.Store, ns, key, id, contract string) {
+func wantClaimIn(t *testing.T, s kernel.Store, ns, key, id, contract string) {
 	t.Helper()
-	got, err := ks.ClaimedBy(t.Context(), ns, key)
+	got, err := s.ClaimedBy(t.Context(), ns, key)
 	if err != nil || got != id {
 		t.Errorf("%s: ClaimedBy(%q) = %q, %v; want %q", contract, key, got, err, id)
 	}
 }
 
 // wantFree reports unless key is unclaimed in the default namespace.
-func wantFree(t *testing.T, ks kernel.Store, key, contract string) {
+func wantFree(t *testing.T, s kernel.Store, key, contract string) {
 	t.Helper()
-	wantFreeIn(t, ks, "", key, contract)
+	wantFreeIn(t, s, "", key, contract)
 }
 
 // wantFreeIn reports unless key is unclaimed in namespace ns.
-func wantFreeIn(t *testing.T, ks kernel.Store, ns, key, contract string) {
+func wantFreeIn(t *testing.T, s kernel.Store, ns, key, contract string) {
 	t.Helper()
-	got, err := ks.ClaimedBy(t.Context(), ns, key)
+	got, err := s.ClaimedBy(t.Context(), ns, key)
 	if err == nil {
 		t.Errorf("%s: ClaimedBy(%q) = %q; want the key free (ErrNotFound)", contract, key, got)
 		return
@@ -53,10 +43,9 @@ func wantFreeIn(t *testing.T, ks kernel.Store, ns, key, contract string) {
 // that claims a key already claimed, or one key twice, is refused with
 // ErrDuplicateKey and lands nothing.
 func testClaims(t *testing.T, s kernel.Store) {
-	ks := keyStore(t, s)
 	ctx := t.Context()
 	const key = "refund:ch_1"
-	wantFree(t, ks, key, "a key no batch claimed is free")
+	wantFree(t, s, key, "a key no batch claimed is free")
 
 	c := newCommitScene(t, s, "claims")
 	first := c.batch
@@ -64,7 +53,7 @@ func testClaims(t *testing.T, s kernel.Store) {
 	if err := s.Apply(ctx, first); err != nil {
 		t.Fatalf("Apply of a batch with a claim of a free key: %v", err)
 	}
-	wantClaim(t, ks, key, c.belief.ID, "a claim lands with its batch and ClaimedBy names the record")
+	wantClaim(t, s, key, c.belief.ID, "a claim lands with its batch and ClaimedBy names the record")
 	wantSame(t, mustGet(t, s, c.belief.ID), c.belief, "a batch with a claim lands its appends")
 
 	// A second batch for the same key, with appends and a status change of
@@ -91,9 +80,9 @@ func testClaims(t *testing.T, s kernel.Store) {
 		wantErr(t, s.Apply(ctx, b), kernel.ErrDuplicateKey, "Apply refuses a batch that claims "+r.name)
 		unchanged(t, s, before, "a batch refused for claiming "+r.name+" lands nothing: none of its appends or status changes")
 		for _, k := range r.free {
-			wantFree(t, ks, k, "a batch refused for claiming "+r.name+" takes none of its claims")
+			wantFree(t, s, k, "a batch refused for claiming "+r.name+" takes none of its claims")
 		}
-		wantClaim(t, ks, key, c.belief.ID, "a refused claim leaves the key with its first claimant")
+		wantClaim(t, s, key, c.belief.ID, "a refused claim leaves the key with its first claimant")
 	}
 
 	// Keys are compared exactly.
@@ -103,7 +92,7 @@ func testClaims(t *testing.T, s kernel.Store) {
 			t.Errorf("a key that differs from a claimed one (%q vs %q) is another key: %v", k, key, err)
 			continue
 		}
-		wantClaim(t, ks, k, r.ID, "a claim of another key lands")
+		wantClaim(t, s, k, r.ID, "a claim of another key lands")
 	}
 
 	// A claim is for ever: the claimant's status does not free its key.
@@ -120,7 +109,6 @@ func testClaims(t *testing.T, s kernel.Store) {
 // lands, ClaimedBy answers only for the namespace asked, and an empty
 // namespace is the default one.
 func testClaimsNamespace(t *testing.T, s kernel.Store) {
-	ks := keyStore(t, s)
 	ctx := t.Context()
 	const key = "refund:shared"
 	claim := func(ns string, r kernel.Record, claimNS string) error {
@@ -131,16 +119,16 @@ func testClaimsNamespace(t *testing.T, s kernel.Store) {
 	if err := claim("acme", a, "acme"); err != nil {
 		t.Fatalf("a claim in namespace acme: %v", err)
 	}
-	wantClaimIn(t, ks, "acme", key, a.ID, "a claim lands in its namespace")
-	wantFreeIn(t, ks, "globex", key, "a key claimed in namespace acme is free in namespace globex")
-	wantFree(t, ks, key, "a key claimed in namespace acme is free in the default namespace")
+	wantClaimIn(t, s, "acme", key, a.ID, "a claim lands in its namespace")
+	wantFreeIn(t, s, "globex", key, "a key claimed in namespace acme is free in namespace globex")
+	wantFree(t, s, key, "a key claimed in namespace acme is free in the default namespace")
 
 	b := record("claims-ns-b", kernel.Actions, "refund", 1)
 	if err := claim("globex", b, "globex"); err != nil {
 		t.Errorf("a claim of a key another namespace holds: %v; want it to land in its own namespace", err)
 	}
-	wantClaimIn(t, ks, "globex", key, b.ID, "one key claimed in two namespaces is two claims")
-	wantClaimIn(t, ks, "acme", key, a.ID, "a claim in another namespace leaves acme's claim as it was")
+	wantClaimIn(t, s, "globex", key, b.ID, "one key claimed in two namespaces is two claims")
+	wantClaimIn(t, s, "acme", key, a.ID, "a claim in another namespace leaves acme's claim as it was")
 
 	before := dump(t, s)
 	again := record("claims-ns-a2", kernel.Actions, "refund", 1)
@@ -151,7 +139,7 @@ func testClaimsNamespace(t *testing.T, s kernel.Store) {
 	if err := claim("", d, ""); err != nil {
 		t.Fatalf("a claim in the empty namespace: %v", err)
 	}
-	wantClaimIn(t, ks, kernel.DefaultNamespace, key, d.ID, "a claim with an empty namespace lands in kernel.DefaultNamespace")
+	wantClaimIn(t, s, kernel.DefaultNamespace, key, d.ID, "a claim with an empty namespace lands in kernel.DefaultNamespace")
 	before = dump(t, s)
 	dd := record("claims-ns-d2", kernel.Actions, "refund", 1)
 	wantErr(t, claim(kernel.DefaultNamespace, dd, kernel.DefaultNamespace), kernel.ErrDuplicateKey,
@@ -165,14 +153,13 @@ func testClaimsNamespace(t *testing.T, s kernel.Store) {
 		{Key: "refund:twice-ns", RecordID: tw.ID, Namespace: "acme"}, {Key: "refund:twice-ns", RecordID: tw.ID, Namespace: "globex"}}}); err != nil {
 		t.Errorf("one batch claiming one key in two namespaces: %v; want both claims", err)
 	}
-	wantClaimIn(t, ks, "globex", "refund:twice-ns", tw.ID, "a batch claims one key in two namespaces")
+	wantClaimIn(t, s, "globex", "refund:twice-ns", tw.ID, "a batch claims one key in two namespaces")
 }
 
 // testClaimsAtomic checks the other direction of atomicity: a batch refused
 // for any reason takes none of its claims, and a malformed claim is
 // ErrInvalidInput.
 func testClaimsAtomic(t *testing.T, s kernel.Store) {
-	ks := keyStore(t, s)
 	ctx := t.Context()
 	c := newCommitScene(t, s, "claims-atomic")
 	withClaim := func(b kernel.Batch, key string) kernel.Batch {
@@ -202,7 +189,7 @@ func testClaimsAtomic(t *testing.T, s kernel.Store) {
 	for i, f := range failing {
 		key := fmt.Sprintf("atomic-%d", i)
 		wantErr(t, s.Apply(ctx, withClaim(f.batch, key)), f.want, "Apply refuses a batch with a claim and "+f.name)
-		wantFree(t, ks, key, "a batch with "+f.name+" takes none of its claims")
+		wantFree(t, s, key, "a batch with "+f.name+" takes none of its claims")
 		unchanged(t, s, before, "a batch with a claim and "+f.name+" changes nothing")
 	}
 
@@ -223,36 +210,20 @@ func testClaimsAtomic(t *testing.T, s kernel.Store) {
 		batch.Claims = []kernel.Claim{{Key: "good-claim", RecordID: c.belief.ID}, b.claim}
 		wantErr(t, s.Apply(ctx, batch), kernel.ErrInvalidInput, "Apply refuses a claim with "+b.name)
 		unchanged(t, s, before, "a batch with a claim with "+b.name+" changes nothing")
-		wantFree(t, ks, "good-claim", "a batch with a claim with "+b.name+" takes none of its claims")
+		wantFree(t, s, "good-claim", "a batch with a claim with "+b.name+" takes none of its claims")
 	}
-	wantFree(t, ks, "", "the empty key is never claimed")
+	wantFree(t, s, "", "the empty key is never claimed")
 
 	final := withClaim(c.batch, "atomic-ok")
 	if err := s.Apply(ctx, final); err != nil {
 		t.Fatalf("the batch without the fault: %v", err)
 	}
-	wantClaim(t, ks, "atomic-ok", c.belief.ID, "the batch without the fault takes its claim")
-}
-
-// testClaimsWithoutKeyStore checks that a store that does not enforce
-// once-keys refuses a batch with claims rather than ignore them, which
-// would let a once-only action run twice.
-func testClaimsWithoutKeyStore(t *testing.T, s kernel.Store) {
-	if _, ok := s.(kernel.Store); ok {
-		t.Skip("the store implements kernel.Store: the Claims cases apply instead")
-	}
-	c := newCommitScene(t, s, "no-keys")
-	before := dump(t, s)
-	b := c.batch
-	b.Claims = []kernel.Claim{{Key: "refund:ch_1", RecordID: c.belief.ID}}
-	wantErr(t, s.Apply(t.Context(), b), kernel.ErrInvalidInput, "a store that is not a kernel.Store refuses a batch with claims")
-	unchanged(t, s, before, "a refused batch with claims changes nothing")
+	wantClaim(t, s, "atomic-ok", c.belief.ID, "the batch without the fault takes its claim")
 }
 
 // testConcurrentClaims races goroutines, each appending a record of its
 // own, for one key: exactly one batch lands.
 func testConcurrentClaims(t *testing.T, s kernel.Store) {
-	ks := keyStore(t, s)
 	const n, key = 16, "refund:raced"
 	recs := make([]kernel.Record, n)
 	for g := range recs {
@@ -264,6 +235,6 @@ func testConcurrentClaims(t *testing.T, s kernel.Store) {
 	})
 	contract := "many goroutines claiming one key: exactly one wins, the others get ErrDuplicateKey"
 	w := outcome(t, errs, kernel.ErrDuplicateKey, contract)
-	wantClaim(t, ks, key, recs[w].ID, "the key is claimed by the winner's record")
+	wantClaim(t, s, key, recs[w].ID, "the key is claimed by the winner's record")
 	wantSame(t, ids(dump(t, s)), []string{recs[w].ID}, "of the racing batches only the winner's record landed")
 }

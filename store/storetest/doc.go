@@ -25,12 +25,25 @@
 // that a commit the store refuses leaves no evidence artifact without its
 // belief.
 //
-// Once-keys ([kernel.Batch.Claims]) are tested on a store that implements
-// [kernel.Store]: a claim lands with its batch, a second claim of a key
-// (or one key twice in a batch) is refused with [kernel.ErrDuplicateKey]
-// and lands nothing of its batch, and of goroutines racing for one key
-// exactly one wins. Those cases skip on any other store, which must instead
-// refuse a batch with claims with [kernel.ErrInvalidInput].
+// Once-keys ([kernel.Batch.Claims]), which every store enforces: a claim
+// lands with its batch, a second claim of a key (or one key twice in a
+// batch) is refused with [kernel.ErrDuplicateKey] and lands nothing of its
+// batch, each namespace is a key space of its own, and of goroutines racing
+// for one key exactly one wins.
+//
+// The per-trace state ([kernel.StateStore], optional) is tested on a store
+// that implements it: Version grows by exactly one per batch for every
+// trace the batch appends to or changes a status in (a trace other than
+// the batch's condition included) and for no other, from concurrent
+// writers too; Len and Namespace are the trace's; a batch with a State
+// stores it with StateVersion equal to Version, and a later write without
+// one leaves StateVersion behind; the state reads back as stored (Value
+// from a store that keeps values, Data equal to MarshalBinary's bytes from
+// one that persists them); a batch refused for any reason (a stale
+// condition, a duplicate id or key, a status change of a record that is
+// not active and, on a store that persists bytes, a state that cannot be
+// encoded) changes no counter and no state; ReadState honours cancelled
+// contexts and Close. The cases skip on any other store.
 //
 // Trace listing ([kernel.TraceLister], optional) is tested on a store that
 // implements it: every trace once, in the order of its first append, with

@@ -18,7 +18,7 @@ import (
 // results as the memory store: the same record ids, codes, committed
 // records, evidence artifacts and error sentinels at every step, the same
 // views and the same records in every trace. Each store must be new and
-// empty and enforce once-keys ([kernel.Store]); the caller closes them.
+// empty; the caller closes them.
 func Equivalence(t *testing.T, stores map[string]kernel.Store) {
 	t.Helper()
 	mem := kernel.NewMemStore()

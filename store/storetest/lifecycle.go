@@ -32,12 +32,17 @@ func everyMethod(t *testing.T, s kernel.Store, ctx context.Context, c commitScen
 	wantErr(t, s.Apply(ctx, c.batch), want, contract+": Apply")
 	wantErr(t, firstErr(s.ListTrace(ctx, "life")), want, contract+": ListTrace yields the error first")
 	wantErr(t, firstErr(s.ListSlot(ctx, kernel.Percepts, kernel.Filter{})), want, contract+": ListSlot yields the error first")
-	if ks, ok := s.(kernel.Store); ok {
-		_, err = ks.ClaimedBy(ctx, "", "refund:ch_1")
-		wantErr(t, err, want, contract+": ClaimedBy")
-		claimed := c.batch
-		claimed.Claims = []kernel.Claim{{Key: "refund:ch_2", RecordID: c.belief.ID}}
-		wantErr(t, s.Apply(ctx, claimed), want, contract+": Apply of a batch with claims")
+	_, err = s.ClaimedBy(ctx, "", "refund:ch_1")
+	wantErr(t, err, want, contract+": ClaimedBy")
+	claimed := c.batch
+	claimed.Claims = []kernel.Claim{{Key: "refund:ch_2", RecordID: c.belief.ID}}
+	wantErr(t, s.Apply(ctx, claimed), want, contract+": Apply of a batch with claims")
+	if ss, ok := s.(kernel.StateStore); ok {
+		_, err = ss.ReadState(ctx, "life")
+		wantErr(t, err, want, contract+": ReadState")
+		stated := c.batch
+		stated.Trace, stated.TraceLen, stated.State = "life", len(c.batch.Appends), testState("s")
+		wantErr(t, s.Apply(ctx, stated), want, contract+": Apply of a batch with a state")
 	}
 }
 
