@@ -92,7 +92,7 @@ func TestMigrateStateV3(t *testing.T) {
 	r := kernel.Record{ID: "percepts:old:3", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door", Payload: kernel.Payload{},
 		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "sensor", TraceID: "old"}, Status: kernel.StatusActive,
 		Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode, Namespace: "acme"}
-	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Trace: "old", TraceLen: 2, State: state("s")}); err != nil {
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
 	if st, err := s.ReadState(ctx, "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {

@@ -199,11 +199,11 @@ func (s *Store) Schema() string { return s.schema }
 
 // queries are the store's statements, with the schema's table names.
 type queries struct {
-	get, find, trace, count, claimedBy        string
-	slotAny, slotPersistent, slotPersistentNS string
-	lockTraces, lockTracesIf, invalidate      string
-	countInvalidated, setState, readState     string
-	insert, claim, traces                     string
+	get, find, trace, count, claimedBy                  string
+	slotAny, slotPersistent, slotPersistentNS           string
+	lockTraces, lockTracesIf, invalidate                string
+	countInvalidated, checkVersion, setState, readState string
+	insert, claim, traces                               string
 }
 
 func newQueries(schema string) queries {
@@ -271,7 +271,16 @@ func newQueries(schema string) queries {
 		// Last in the batch: the state is stored with the version the
 		// batch left. A trace that holds no record (a counter the batch's
 		// condition created) keeps no state.
-		setState:  "UPDATE " + traces + " SET state = $2, state_version = version WHERE trace_id = $1 AND n > 0",
+		setState: "UPDATE " + traces + " SET state = $2, state_version = version WHERE trace_id = $1 AND n > 0",
+		// A state is derived from the trace at one version ($2): it is
+		// refused if any other change reached the trace since (the batch
+		// itself counted one).
+		// $3 and $4 are the traces the batch appends to and the ids whose
+		// status it changes: whether the batch counted a change of $1.
+		checkVersion: "WITH b AS (SELECT CASE WHEN $1 = ANY ($3::text[]) OR EXISTS (SELECT 1 FROM " + records +
+			" r WHERE r.id = ANY ($4::text[]) AND r.trace_id = $1) THEN 1 ELSE 0 END AS own)" +
+			" SELECT " + require + "(version = $2::bigint + b.own, '" + codeConflict + "'," +
+			" format('trace %L is at version %s, not %s', $1::text, version - b.own, $2::bigint)) FROM " + traces + ", b WHERE trace_id = $1 AND n > 0",
 		readState: "SELECT n, coalesce(namespace, ''), version, state_version, state FROM " + traces + " WHERE trace_id = $1",
 		// The position is the trace's counter, already advanced past the
 		// batch's appends, less the appends to the trace that follow.
@@ -535,6 +544,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.claim, nsOf(c.Namespace), c.Key, c.RecordID)
 	}
 	if p.state != nil {
+		batch.Queue(s.q.checkVersion, p.b.Trace, int64(p.b.Version), p.appended, p.changed)
 		batch.Queue(s.q.setState, p.b.Trace, p.state)
 	}
 	err := s.pool.SendBatch(ctx, batch).Close()

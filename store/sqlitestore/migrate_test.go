@@ -138,7 +138,7 @@ func TestStoreMigrateV1(t *testing.T) {
 		t.Errorf("ReadState of a version-1 trace after migration = %+v, %v; want Len 2, the default namespace, Version 2 and no state", st, err)
 	}
 	next := record("old", 3)
-	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{next}, Trace: "old", TraceLen: 2, State: state("s")}); err != nil {
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{next}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
 	if st, err := s.ReadState(ctx, "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {

@@ -178,10 +178,10 @@ const (
 	// the batch, which a conditional batch is checked against, and the
 	// trace's namespace, which the batch's records must share.
 	queryBump = "INSERT INTO traces (trace_id, namespace, n, version) VALUES (?1, ?2, ?3, 1)" +
-		" ON CONFLICT (trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, namespace"
+		" ON CONFLICT (trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, namespace, version"
 	// The state is stored with the version the batch left.
 	querySetState  = "UPDATE traces SET state = ?2, state_version = version WHERE trace_id = ?1"
-	queryCount     = "SELECT n FROM traces WHERE trace_id = ?"
+	queryCount     = "SELECT n, version FROM traces WHERE trace_id = ?"
 	queryReadState = "SELECT n, namespace, version, state_version, state FROM traces WHERE trace_id = ?"
 	queryClaim     = "INSERT INTO once_keys (namespace, key, record_id) VALUES (?, ?, ?)"
 	queryClaimedBy = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
@@ -442,25 +442,27 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 	// writer can slip in between: each trace the batch touches counts one
 	// change, and the count the bump returns is the one the batch's
 	// condition is checked against.
-	had := -1 // the length of trace b.Trace before the batch; -1 unread
+	had := -1        // the length of trace b.Trace before the batch; -1 unread
+	var before int64 // its version before the batch
 	if len(w.touched) > 0 {
 		bump := tx.StmtContext(ctx, s.bump)
 		for _, t := range w.touched {
 			var n int
 			var ns string
-			if err := bump.QueryRowContext(ctx, t.trace, t.namespace, t.appends).Scan(&n, &ns); err != nil {
+			var v int64
+			if err := bump.QueryRowContext(ctx, t.trace, t.namespace, t.appends).Scan(&n, &ns, &v); err != nil {
 				return err
 			}
 			if t.appends > 0 && ns != t.namespace {
 				return fmt.Errorf("sqlitestore: %w: trace %q belongs to namespace %q, not %q", kernel.ErrPermission, t.trace, ns, t.namespace)
 			}
 			if t.trace == b.Trace {
-				had = n - t.appends
+				had, before = n-t.appends, v-1
 			}
 		}
 	}
 	if b.Trace != "" && had < 0 {
-		err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace).Scan(&had)
+		err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace).Scan(&had, &before)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			had = 0
@@ -470,6 +472,9 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 	}
 	if b.Trace != "" && had != b.TraceLen {
 		return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, b.Trace, had, b.TraceLen)
+	}
+	if w.state != nil && uint64(before) != b.Version {
+		return fmt.Errorf("sqlitestore: %w: trace %q is at version %d, not %d", kernel.ErrConflict, b.Trace, before, b.Version)
 	}
 	if w.state != nil {
 		// A trace that holds no record has no row, and keeps no state.
@@ -534,7 +539,7 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	}
 	defer leave()
 	var n int
-	err = ctxErr(ctx, s.count.QueryRowContext(ctx, traceID).Scan(&n))
+	err = ctxErr(ctx, s.count.QueryRowContext(ctx, traceID).Scan(&n, new(int64)))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil

@@ -197,7 +197,7 @@ func testStateStored(t *testing.T, s kernel.Store) {
 		r[i] = record("st", kernel.Beliefs, "door_open", i+1)
 	}
 	one := testState("state one")
-	if err := s.Apply(ctx, kernel.Batch{Appends: r[:2], Trace: "st", TraceLen: 0, State: one}); err != nil {
+	if err := s.Apply(ctx, kernel.Batch{Appends: r[:2], Trace: "st", TraceLen: 0, State: one, Version: readState(t, ss, "st").Version}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "st", 2, kernel.DefaultNamespace, 1, "a batch with a state counts like any other")
@@ -211,7 +211,7 @@ func testStateStored(t *testing.T, s kernel.Store) {
 
 	// A state with nothing else to write is stored at the current Version.
 	two := testState("state two")
-	if err := s.Apply(ctx, kernel.Batch{Trace: "st", TraceLen: 3, State: two}); err != nil {
+	if err := s.Apply(ctx, kernel.Batch{Trace: "st", TraceLen: 3, State: two, Version: readState(t, ss, "st").Version}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "st", 3, kernel.DefaultNamespace, 3, "a batch of a state only counts no change")
@@ -227,7 +227,7 @@ func testStateStored(t *testing.T, s kernel.Store) {
 	err := s.Apply(ctx, kernel.Batch{
 		Appends:       []kernel.Record{r[3]},
 		Invalidations: []kernel.Invalidation{{ID: record("other", kernel.Percepts, "door", 1).ID, Status: kernel.StatusExpired, Reason: kernel.CodeTTLExpired}},
-		Trace:         "st", TraceLen: 3, State: big,
+		Trace:         "st", TraceLen: 3, State: big, Version: readState(t, ss, "st").Version,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +252,7 @@ func testStateRefused(t *testing.T, s kernel.Store) {
 	mustAppend(t, s, other)
 	first := c.batch
 	first.Trace, first.TraceLen, first.State = "refused", 4, testState("first")
+	first.Version = readState(t, ss, "refused").Version
 	first.Claims = []kernel.Claim{{Key: "refused-key", RecordID: c.belief.ID}}
 	if err := s.Apply(ctx, first); err != nil {
 		t.Fatal(err)
@@ -266,9 +267,11 @@ func testStateRefused(t *testing.T, s kernel.Store) {
 				{ID: c.percept.ID, Status: kernel.StatusInvalidated, Reason: kernel.CodeStaleEvidence},
 				{ID: other.ID, Status: kernel.StatusExpired, Reason: kernel.CodeTTLExpired},
 			},
-			Trace: "refused", TraceLen: 6, State: testState("second"),
+			Trace: "refused", TraceLen: 6, State: testState("second"), Version: readState(t, ss, "refused").Version,
 		}
 	}
+	staleVersion := base()
+	staleVersion.Version--
 	conflict := base()
 	conflict.TraceLen = 5
 	dupID := base()
@@ -283,6 +286,7 @@ func testStateRefused(t *testing.T, s kernel.Store) {
 		want  error
 	}{
 		{"a stale trace-length condition", conflict, kernel.ErrConflict},
+		{"a state derived from an older version of the trace", staleVersion, kernel.ErrConflict},
 		{"an append of a stored id", dupID, kernel.ErrDuplicateID},
 		{"a claim of a claimed key", dupKey, kernel.ErrDuplicateKey},
 		{"a status change of a record that is not active", notActive, kernel.ErrNotActive},
