@@ -101,12 +101,12 @@ func TestMultiEpisodeDatabase(t *testing.T) {
 	if fallback == "" {
 		t.Fatal("no trace ended in queue_for_review")
 	}
-	var tl kernel.Timeline
+	var tl inspect.TimelineReport
 	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "--json", "timeline", fallback)), &tl); err != nil {
 		t.Fatal(err)
 	}
 	last := tl.Events[len(tl.Events)-1]
-	if tl.Events[0].Text != "percept.temperature committed"+tl.Events[0].Text[len("percept.temperature committed"):] || last.Type != kernel.EventCommit {
+	if tl.Events[0].Text != "percept.temperature committed"+tl.Events[0].Text[len("percept.temperature committed"):] || last.Type != inspect.EventCommit {
 		t.Errorf("timeline %+v ... %+v", tl.Events[0], last)
 	}
 	if text := mustBK(t, "--db", db, "timeline", fallback); !strings.Contains(text, "t0   percept.temperature committed") {
@@ -274,13 +274,13 @@ func TestToolgateDatabase(t *testing.T) {
 	}
 
 	// The refused early refund: its decision record explains it.
-	var tl kernel.Timeline
+	var tl inspect.TimelineReport
 	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "timeline", "ticket-1", "--json")), &tl); err != nil {
 		t.Fatal(err)
 	}
 	var refused string
 	for _, e := range tl.Events {
-		if e.Type == kernel.EventRefusal && e.Kind == "issue_refund" {
+		if e.Type == inspect.EventRefusal && e.Kind == "issue_refund" {
 			refused = e.Record
 			break
 		}
@@ -288,7 +288,7 @@ func TestToolgateDatabase(t *testing.T) {
 	if refused == "" {
 		t.Fatalf("no refusal in ticket-1:\n%s", tl)
 	}
-	var ex kernel.Explanation
+	var ex inspect.Explanation
 	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "explain", refused, "--json")), &ex); err != nil {
 		t.Fatal(err)
 	}
