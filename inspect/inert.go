@@ -20,7 +20,7 @@ import (
 // terminal could read as C1), bidirectional controls (U+061C, U+200E,
 // U+200F, U+202A–U+202E, U+2066–U+2069) and the line and paragraph
 // separators U+2028, U+2029 (\u202e). Everything else is kept as it is.
-// [Timeline.WriteText] and [Explanation.WriteText] print every stored
+// [TimelineReport.WriteText] and [Explanation.WriteText] print every stored
 // field through it; [InertJSON] is its counterpart for JSON text. Safe for
 // concurrent use.
 func Inert(s string) string {
