@@ -31,7 +31,7 @@ const (
 	EventRecord      EventType = "record"      // any other record
 )
 
-// TimelineEvent is one line of a [Timeline].
+// TimelineEvent is one line of a [TimelineReport].
 type TimelineEvent struct {
 	// Step is the event's place in the paper's execution loop (t0 tools
 	// commit percepts, t2 proposals, t3 evidence validation, t4
