@@ -2,6 +2,7 @@ package inspect_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/blackboardkernel/bk/inspect"
@@ -35,4 +36,12 @@ func TestInert(t *testing.T) {
 	if err := json.Unmarshal(out, &back); err != nil || back["tool"] != v["tool"] {
 		t.Errorf("InertJSON changed the value: %q, %v", back, err)
 	}
+}
+
+// A tool name that carries a clipboard write and a right-to-left override
+// prints as text.
+func ExampleInert() {
+	fmt.Println(inspect.Inert("refund\x1b]52;c;cGF5\x07\u202egnp.exe"))
+	// Output:
+	// refund\x1b]52;c;cGF5\x07\u202egnp.exe
 }
