@@ -119,19 +119,23 @@ func toolWriter(tool string) string { return "tool:" + tool }
 
 // EffectOf is the one decoder of an [Effect]: it returns the effect a
 // percept the gate wrote records, and false for any other record. A record
-// is taken for the gate's only when it is a percept a tool wrote under the
-// gate's writer id for the tool it names ("tool:" + Effect.Tool), with a
-// known status and an action id: an object under [KeyEffect] that another
-// tool wrote (a tool's own writer id is never another tool's) is an
-// ordinary observation. The writer ids are the kernel owner's to hand
-// out: one who gives a tool handle the gate's id for a tool lets it write
-// as that tool. Safe for concurrent use.
+// is taken for the gate's only when it is a percept written with the tool
+// role under the gate's writer id for the tool it names ("tool:" +
+// Effect.Tool), with a known status and an action id. An object under
+// [KeyEffect] in a percept another writer stored is an ordinary
+// observation, so a tool cannot pass off a result of another tool, or of
+// an action that never ran, as the gate's. Writer ids are the kernel
+// owner's to hand out: a tool handle given the id "tool:NAME" writes as
+// the gate does for NAME. Safe for concurrent use.
 func EffectOf(r kernel.Record) (Effect, bool) {
 	m, ok := r.Payload[KeyEffect].(map[string]any)
 	if !ok || r.Slot != kernel.Percepts || r.Provenance.Role != kernel.RoleTool {
 		return Effect{}, false
 	}
-	str := func(field string) string { s, _ := m[field].(string); return s }
+	str := func(field string) string {
+		s, _ := m[field].(string)
+		return s
+	}
 	e := Effect{Status: str(fieldStatus), Tool: str(fieldTool), ActionID: str(fieldActionID), Key: str(fieldKey),
 		Code: kernel.Code(str(fieldCode)), Approval: str(fieldApproval), Approver: str(fieldApprover), Note: str(fieldNote),
 		Error: str(fieldError), PreviousError: str(fieldPreviousError),
