@@ -85,8 +85,7 @@ const (
 // encode is the one encoder of an Effect: the object stored under
 // KeyEffect. Empty fields are left out.
 func (e Effect) encode() map[string]any {
-	m := make(map[string]any, 8)
-	m[fieldStatus], m[fieldTool], m[fieldActionID], m[fieldKey] = e.Status, e.Tool, e.ActionID, e.Key
+	m := map[string]any{fieldStatus: statusValue(e.Status), fieldTool: e.Tool, fieldActionID: e.ActionID, fieldKey: e.Key}
 	if e.Attempt > 0 {
 		m[fieldAttempt] = e.Attempt
 	}
@@ -108,6 +107,24 @@ func (e Effect) encode() map[string]any {
 		m[fieldLeaseUntilMS] = e.LeaseUntilMS
 	}
 	return m
+}
+
+// statusValue boxes a status without an allocation when it is one of
+// the constants (every status the gate writes): two per executed call.
+func statusValue(s string) any {
+	switch s {
+	case StatusAttempted:
+		return StatusAttempted
+	case StatusSucceeded:
+		return StatusSucceeded
+	case StatusFailed:
+		return StatusFailed
+	case StatusRefused:
+		return StatusRefused
+	case StatusEscalated:
+		return StatusEscalated
+	}
+	return s
 }
 
 // payload is a percept's payload holding only the Effect.
