@@ -14,6 +14,11 @@
 // NS (default: every namespace) and --json. The database is opened with
 // [sqlitestore.OpenReadOnly]: no migration, no lock held beyond one short
 // read at a time, so a process that is writing the store is not blocked.
-// The reports themselves ([Traces], [Stats], [Approvals], [Effects],
-// [Export]) take any [kernel.Store].
+// The reports themselves ([Traces], [Timeline], [Explain], [Stats],
+// [Approvals], [Effects], [Export]) take any [kernel.Store] and only read
+// it, so they are safe for concurrent use as far as the store is. They
+// read the tool-call gate's effect records through [toolgate.EffectOf],
+// and print every stored text through [Inert] (JSON through [InertJSON]),
+// so that what a tool, a model or any writer stored cannot act on the
+// operator's terminal.
 package inspect

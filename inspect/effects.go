@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // PendingApproval is a committed action waiting for a person.
@@ -129,7 +130,9 @@ type EffectRow struct {
 }
 
 // Effects lists every action the tool-call gate ran an effect for, in the
-// order of its first attempt, from the percepts the gate wrote about it.
+// order of its first attempt, from the percepts the gate wrote about it
+// (read with [toolgate.EffectOf]: an object another writer stored under
+// [toolgate.KeyEffect] is no effect).
 func Effects(ctx context.Context, s kernel.Store, namespace string) ([]EffectRow, error) {
 	var order []string
 	rows := map[string]*EffectRow{}
@@ -137,27 +140,25 @@ func Effects(ctx context.Context, s kernel.Store, namespace string) ([]EffectRow
 		if err != nil {
 			return nil, err
 		}
-		m, ok := r.Payload[kernel.KeyEffect].(map[string]any)
+		e, ok := toolgate.EffectOf(r)
 		if !ok {
 			continue
 		}
-		action, _ := m["action_id"].(string)
-		row := rows[action]
+		row := rows[e.ActionID]
 		if row == nil {
-			row = &EffectRow{ActionID: action, TraceID: r.TraceID(), Namespace: r.Namespace, Outcome: "in_progress"}
-			rows[action] = row
-			order = append(order, action)
+			row = &EffectRow{ActionID: e.ActionID, TraceID: r.TraceID(), Namespace: r.Namespace, Outcome: "in_progress"}
+			rows[e.ActionID] = row
+			order = append(order, e.ActionID)
 		}
-		row.Tool, _ = m["tool"].(string)
+		row.Tool = e.Tool
 		row.LastMS = r.Provenance.TimestampMS
-		status, _ := m["status"].(string)
-		if status == "attempted" {
+		if e.Status == toolgate.StatusAttempted {
 			row.Attempts++
 			continue
 		}
-		row.Outcome, row.Result = status, r.ID
-		if code, ok := m["code"].(string); ok {
-			row.Code = kernel.Code(code)
+		row.Outcome, row.Result = e.Status, r.ID
+		if e.Code != "" {
+			row.Code = e.Code
 		}
 	}
 	out := make([]EffectRow, 0, len(order))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -110,13 +111,13 @@ func TestAttackInspectorEscapes(t *testing.T) {
 	var records []string
 	for _, tr := range traces {
 		runs = append(runs, []string{"timeline", tr}, []string{"timeline", tr, "--json"})
-		tl, err := func() (kernel.Timeline, error) {
+		tl, err := func() (inspect.TimelineReport, error) {
 			s, err := sqlitestore.OpenReadOnly(db)
 			if err != nil {
-				return kernel.Timeline{}, err
+				return inspect.TimelineReport{}, err
 			}
 			defer s.Close()
-			return kernel.TraceTimeline(context.Background(), s, tr)
+			return inspect.Timeline(context.Background(), s, tr)
 		}()
 		if err != nil {
 			t.Fatalf("timeline of %q: %v", tr, err)

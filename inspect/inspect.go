@@ -113,13 +113,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := sqlitestore.OpenReadOnly(e.db)
 	if err != nil {
-		fmt.Fprintln(stderr, "bk:", kernel.Inert(describe(e.db, err)))
+		fmt.Fprintln(stderr, "bk:", Inert(describe(e.db, err)))
 		return ExitError
 	}
 	defer s.Close()
 	e.store = s
 	if err := cmd.run(ctx, e, sub.Args()); err != nil {
-		fmt.Fprintln(stderr, "bk:", kernel.Inert(err.Error())) // errors quote stored ids
+		fmt.Fprintln(stderr, "bk:", Inert(err.Error())) // errors quote stored ids
 		return ExitError
 	}
 	return ExitOK
@@ -194,21 +194,21 @@ func describe(path string, err error) string {
 	return err.Error()
 }
 
-// writeJSON prints v as indented JSON, through kernel.InertJSON: stored
+// writeJSON prints v as indented JSON, through InertJSON: stored
 // text reaches the terminal with no character it would act on.
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(kernel.InertJSON(b), '\n'))
+	_, err = w.Write(append(InertJSON(b), '\n'))
 	return err
 }
 
 // writeList prints rows as JSON with --json, else as aligned columns under
 // header (tab-separated), one line a row, or the line none when there are
 // no rows. line returns a row's columns; each is printed through
-// kernel.Inert, so that stored text can neither act on the terminal nor
+// Inert, so that stored text can neither act on the terminal nor
 // add a column or a line.
 func writeList[T any](e *env, rows []T, none, header string, line func(T) []string) error {
 	if e.json {
@@ -223,7 +223,7 @@ func writeList[T any](e *env, rows []T, none, header string, line func(T) []stri
 	for _, r := range rows {
 		cols := line(r)
 		for i := range cols {
-			cols[i] = kernel.Inert(cols[i])
+			cols[i] = Inert(cols[i])
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
@@ -261,7 +261,7 @@ func (e *env) inNamespace(ns string) bool {
 	return e.namespace == "" || ns == e.namespace || ns == "" && e.namespace == kernel.DefaultNamespace
 }
 
-// lineWriter writes values as JSON lines through kernel.InertJSON.
+// lineWriter writes values as JSON lines through InertJSON.
 type lineWriter struct{ w io.Writer }
 
 func (l lineWriter) Encode(v any) error {
@@ -269,7 +269,7 @@ func (l lineWriter) Encode(v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = l.w.Write(append(kernel.InertJSON(b), '\n'))
+	_, err = l.w.Write(append(InertJSON(b), '\n'))
 	return err
 }
 

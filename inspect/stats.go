@@ -107,11 +107,11 @@ func runStats(ctx context.Context, e *env, _ []string) error {
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DECISIONS BY CODE\tCOUNT")
 	for _, c := range rep.Decisions {
-		fmt.Fprintf(tw, "%s\t%d\n", kernel.Inert(string(c.Code)), c.Count)
+		fmt.Fprintf(tw, "%s\t%d\n", Inert(string(c.Code)), c.Count)
 	}
 	fmt.Fprintln(tw, "\nRECORDS PER SLOT\tTOTAL\tACTIVE\tINVALIDATED\tEXPIRED")
 	for _, c := range rep.Records {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", kernel.Inert(string(c.Slot)), c.Total, c.Active, c.Invalidated, c.Expired)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", Inert(string(c.Slot)), c.Total, c.Active, c.Invalidated, c.Expired)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -119,8 +119,8 @@ func runStats(ctx context.Context, e *env, _ []string) error {
 	fmt.Fprintf(e.out, "\nLEARNED CONSTRAINTS: %d\n", len(rep.Constraints))
 	tw = tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 	for _, c := range rep.Constraints {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\tby %s\n", kernel.Inert(clip(c.Name, 32)), kernel.Inert(clip(c.Namespace, 16)),
-			kernel.Inert(clip(c.ID, 56)), kernel.Inert(clip(c.Writer, 20)))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tby %s\n", Inert(clip(c.Name, 32)), Inert(clip(c.Namespace, 16)),
+			Inert(clip(c.ID, 56)), Inert(clip(c.Writer, 20)))
 	}
 	return tw.Flush()
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TraceRow is one line of `bk traces`: a trace's summary with its
-// outcome and decision counts (from its [kernel.Timeline]).
+// outcome and decision counts (from its [Timeline]).
 type TraceRow struct {
 	kernel.TraceSummary
 	Decisions int    `json:"decisions"`
@@ -25,7 +25,7 @@ func Traces(ctx context.Context, s kernel.Store, namespace string) ([]TraceRow, 
 		if err != nil {
 			return nil, err
 		}
-		tl, err := kernel.TraceTimeline(ctx, s, ts.TraceID)
+		tl, err := Timeline(ctx, s, ts.TraceID)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +49,7 @@ func runTraces(ctx context.Context, e *env, _ []string) error {
 }
 
 func runTimeline(ctx context.Context, e *env, args []string) error {
-	tl, err := kernel.TraceTimeline(ctx, e.store, args[0])
+	tl, err := Timeline(ctx, e.store, args[0])
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func runExplain(ctx context.Context, e *env, args []string) error {
 	if !e.inNamespace(r.Namespace) {
 		return fmt.Errorf("record %q belongs to namespace %q, not %q", args[0], r.Namespace, e.namespace)
 	}
-	ex, err := kernel.ExplainRecord(ctx, e.store, args[0])
+	ex, err := Explain(ctx, e.store, args[0])
 	if err != nil {
 		return err
 	}

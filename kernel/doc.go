@@ -116,11 +116,10 @@
 // decision's span links to the spans that wrote the percepts its evidence
 // rests on (each record keeps its span in [Provenance.Span]). Metrics come
 // from [WithMeterProvider], debug logs of every decision from
-// [WithLogger]. [Kernel.Timeline] and [Kernel.Explain] read a trace or a
-// decision back from the store, as the paper's traces print them and as a
-// provenance tree; they only read, so [TraceTimeline] and [ExplainRecord]
-// work on any store. [ListTraces] lists a store's traces (through the
-// optional [TraceLister]). docs/observability.md has the tables.
+// [WithLogger]. Package inspect reads a trace or a decision back from
+// any store, as the paper's traces print them and as a provenance tree.
+// [ListTraces] lists a store's traces (through the optional
+// [TraceLister]). docs/observability.md has the tables.
 //
 // # Concurrency
 //

@@ -195,7 +195,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 					t.Errorf("the effect ran %d times on evidence that no longer holds", n)
 				}
 				for _, r := range d.kinds(kernel.Percepts, KindAttempt) {
-					if effectField(r, "action_id") == any(wait.ActionID) {
+					if effectOf(r).ActionID == wait.ActionID {
 						t.Errorf("attempt %s started", r.ID)
 					}
 				}

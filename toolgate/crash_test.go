@@ -554,7 +554,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 				actions = append(actions, r)
 			case r.Slot == kernel.Actions && r.Mode == kernel.ModePropose && r.Status == kernel.StatusInvalidated && r.Reason != kernel.CodeSupersededByCommit:
 				refused = append(refused, r)
-			case r.Slot == kernel.Percepts && r.Payload[toolgate.KeyEffect] != nil && r.Kind != toolgate.KindAttempt:
+			case r.Kind != toolgate.KindAttempt && isEffect(r):
 				results = append(results, r)
 			}
 		}
@@ -575,8 +575,8 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 	}
 	resultsOf := map[string][]kernel.Record{}
 	for _, r := range results {
-		m := r.Payload[toolgate.KeyEffect].(map[string]any)
-		id, _ := m["action_id"].(string)
+		eff, _ := toolgate.EffectOf(r)
+		id := eff.ActionID
 		resultsOf[id] = append(resultsOf[id], r)
 		ds := decisions[r.ID]
 		if len(ds) != 1 || (ds[0].Outcome != kernel.OutcomeExecuted && ds[0].Outcome != kernel.OutcomeFailed) {
@@ -607,9 +607,8 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		}
 		st.effects++
 		perTrace[a.TraceID()]++
-		m := rs[0].Payload[toolgate.KeyEffect].(map[string]any)
-		key, _ := m["key"].(string)
-		attempt, _ := kernel.ToFloat(m["attempt"])
+		eff, _ := toolgate.EffectOf(rs[0])
+		key, attempt := eff.Key, eff.Attempt
 		want := k.Namespace() + "/" + a.ID
 		if a.Kind == "issue_refund" {
 			if want, err = k.OnceKeyOf(ctx, a.ID); err != nil {
@@ -619,7 +618,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		if key != want {
 			bad("action %s ran under key %q, want %q", a.ID, key, want)
 		}
-		checkKeyLog(bad, st, a.ID, key, m["status"] == toolgate.StatusSucceeded, int(attempt), byKey[key])
+		checkKeyLog(bad, st, a.ID, key, eff.Status == toolgate.StatusSucceeded, attempt, byKey[key])
 		delete(byKey, key)
 	}
 	for key, evs := range byKey {
@@ -701,4 +700,10 @@ func checkKeyLog(bad func(string, ...any), st *crashStats, action, key string, s
 			bad("%s: attempt %d started, past the recorded attempt %d", action, a, attempt)
 		}
 	}
+}
+
+// isEffect reports whether r is a percept the gate wrote about an effect.
+func isEffect(r kernel.Record) bool {
+	_, ok := toolgate.EffectOf(r)
+	return ok
 }

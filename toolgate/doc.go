@@ -131,8 +131,9 @@
 // so that beliefs, rules and constraints read it like any percept (a
 // lookup_order result is an "order" percept a refund_due belief can rest
 // on, and [Tool.ResultTTL] makes it go stale); the gate's own fields are
-// under [KeyEffect]. A failure is recorded under its own kind, so it never
-// replaces the last good observation.
+// an [Effect] under [KeyEffect], which [EffectOf] reads back. A failure is
+// recorded under its own kind, so it never replaces the last good
+// observation.
 //
 // # Exactly once, and what that does not mean
 //

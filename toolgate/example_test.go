@@ -154,3 +154,26 @@ func ExampleGate_Surface() {
 	// lookup_order
 	// lookup_order, issue_refund
 }
+
+// Every percept the gate writes about an effect carries an [toolgate.Effect]:
+// the attempt, persisted before the effect ran, and the result.
+func ExampleEffectOf() {
+	ctx := context.Background()
+	refunds := 0
+	k, g := supportDesk(&refunds)
+	defer k.Close()
+	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Role: "support", TraceID: "ticket-9"}); err != nil {
+		panic(err)
+	}
+	for r, err := range k.Tool("reader").Trace(ctx, "ticket-9") {
+		if err != nil {
+			panic(err)
+		}
+		if e, ok := toolgate.EffectOf(r); ok {
+			fmt.Printf("%s: %s %s, attempt %d, code %q\n", r.Kind, e.Tool, e.Status, e.Attempt, e.Code)
+		}
+	}
+	// Output:
+	// effect_attempt: lookup_order attempted, attempt 1, code ""
+	// order: lookup_order succeeded, attempt 1, code "EFFECT_SUCCEEDED"
+}

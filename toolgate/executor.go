@@ -233,7 +233,7 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, g
 		// one was needed): the effect may have run, so the attempt is
 		// driven to its result, whatever the evidence says now.
 		if need {
-			j.approval, _ = effectField(first, "approval").(string)
+			j.approval = effectOf(first).Approval
 		}
 		return g.run(ctx, j)
 	}
@@ -381,12 +381,12 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (kernel.Written, error) {
 	approver, _ := approval.Payload.String(kernel.KeyApprover)
 	note, _ := approval.Payload.String(kernel.KeyNote)
-	meta := j.meta(StatusEscalated, 0, code)
-	meta["approval"], meta["approver"], meta["note"] = approval.ID, approver, note
+	eff := j.effect(StatusEscalated, 0, code)
+	eff.Approval, eff.Approver, eff.Note = approval.ID, approver, note
 	cc := j.cc.Clone()
 	cc["approver"] = approver
 	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
-		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
+		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeEscalated, Code: code, Kind: j.e.action(), Approvals: []string{approval.ID}, Context: cc}})
 }
 
@@ -396,12 +396,12 @@ func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, ap
 // in the same write. When another driver took one of the keys first, its
 // result, or its running attempt, wins.
 func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string, keys ...string) (Result, error) {
-	meta := j.meta(StatusRefused, 0, code)
-	meta["error"] = detail
+	eff := j.effect(StatusRefused, 0, code)
+	eff.Error = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
-		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...),
+		Payload: eff.payload(), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...),
 		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
 		if _, done, rerr := g.resultOf(ctx, j); rerr == nil && !done && len(keys) > 0 {
@@ -500,31 +500,28 @@ func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, e
 // decisionID, into a Result.
 func (g *Gate) result(ctx context.Context, j *job, rec kernel.Record, decisionID string) (res Result, err error) {
 	res = Result{ActionID: j.act.ID, DecisionID: decisionID}
-	code, _ := effectField(rec, "code").(string)
-	res.Code = kernel.Code(code)
+	eff := effectOf(rec)
+	res.Code = eff.Code
 	if err := g.retire(ctx, j, rec); err != nil {
 		return res, err
 	}
 	switch rec.Kind {
 	case KindEscalated:
 		res.Outcome = Refused
-		approval, _ := effectField(rec, "approval").(string)
-		note, _ := effectField(rec, "note").(string)
-		res.RootCause = kernel.Cause{Code: res.Code, Record: approval, Detail: note}
+		res.RootCause = kernel.Cause{Code: res.Code, Record: eff.Approval, Detail: eff.Note}
 		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
 		if res.FallbackID, err = g.ensureFallback(ctx, j, res.Code); err != nil {
 			return res, err
 		}
 	case KindFailed:
 		res.Outcome = Failed
-		msg, _ := effectField(rec, "error").(string)
-		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: msg}
-		if st, ok := effectField(rec, failure.KeyStatus).(string); ok {
+		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: eff.Error}
+		if eff.ExecutionStatus != "" {
 			// The typed signal, for the worker and the repair router.
-			res.Output = kernel.Payload{failure.KeyStatus: st, failure.KeyCategory: effectField(rec, failure.KeyCategory),
-				failure.KeyError: msg, failure.KeyRetryable: effectField(rec, failure.KeyRetryable)}
+			res.Output = kernel.Payload{failure.KeyStatus: string(eff.ExecutionStatus), failure.KeyCategory: string(eff.Category),
+				failure.KeyError: eff.Error, failure.KeyRetryable: eff.Retryable}
 		}
-		if effectField(rec, "status") == StatusRefused {
+		if eff.Status == StatusRefused {
 			res.Outcome, res.RootCause.Record = Refused, j.act.ID
 		}
 		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
@@ -536,25 +533,16 @@ func (g *Gate) result(ctx context.Context, j *job, rec kernel.Record, decisionID
 	return res, nil
 }
 
-// effectField reads a field of a gate percept's KeyEffect object.
-func effectField(rec kernel.Record, field string) any {
-	m, _ := rec.Payload[KeyEffect].(map[string]any)
-	return m[field]
+// effectOf is the Effect of a percept the gate found by one of its own
+// once-keys (zero when the record holds none).
+func effectOf(rec kernel.Record) Effect {
+	e, _ := EffectOf(rec)
+	return e
 }
 
-// meta is the KeyEffect object of a gate percept.
-func (j *job) meta(status string, attempt int, code kernel.Code) map[string]any {
-	m := map[string]any{"status": status, "tool": j.e.Name, "action_id": j.act.ID, "key": j.key}
-	if attempt > 0 {
-		m["attempt"] = attempt
-	}
-	if code != "" {
-		m["code"] = string(code)
-	}
-	if j.approval != "" {
-		m["approval"] = j.approval
-	}
-	return m
+// effect is the Effect of a gate percept about the job.
+func (j *job) effect(status string, attempt int, code kernel.Code) Effect {
+	return Effect{Status: status, Tool: j.e.Name, ActionID: j.act.ID, Key: j.key, Attempt: attempt, Code: code, Approval: j.approval}
 }
 
 // lastAttempt returns the highest attempt number started for the job's
@@ -592,11 +580,11 @@ func leaseMargin(lease time.Duration) time.Duration { return min(lease/10, maxLe
 
 // leaseUntil returns the deadline recorded in an attempt.
 func leaseUntil(att kernel.Record) (time.Time, bool) {
-	ms, ok := kernel.ToFloat(effectField(att, "lease_until_ms"))
-	if !ok {
+	ms := effectOf(att).LeaseUntilMS
+	if ms == 0 {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(int64(ms)), true
+	return time.UnixMilli(ms), true
 }
 
 // leaseOver reports whether the driver of an attempt has had its time: its
@@ -659,7 +647,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			return g.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
 		}
 		if j.approval == "" && n > 0 {
-			j.approval, _ = effectField(att, "approval").(string)
+			j.approval = effectOf(att).Approval
 		}
 		actx, asp := g.tracer.Start(ctx, "toolgate.effect_attempt")
 		rec, err := g.startAttempt(actx, j, n+1, att, lastErr)
@@ -723,14 +711,14 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 // approved action, the approval's) in the same write, so that no two
 // drivers start the same attempt and no approval is used twice.
 func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Record, prevErr error) (kernel.Record, error) {
-	meta := j.meta(StatusAttempted, n, "")
-	meta["lease_until_ms"] = g.k.Now().Add(g.lease).UnixMilli()
+	eff := j.effect(StatusAttempted, n, "")
+	eff.LeaseUntilMS = g.k.Now().Add(g.lease).UnixMilli()
 	refs := []string{j.act.ID}
 	keys := []string{j.attemptKey(n)}
 	if prev.ID != "" {
 		refs = append(refs, prev.ID)
 		if prevErr != nil {
-			meta["previous_error"] = prevErr.Error()
+			eff.PreviousError = prevErr.Error()
 		}
 	}
 	if n == 1 && j.approval != "" {
@@ -738,7 +726,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Reco
 		keys = append(keys, approvalKey(j.approval))
 	}
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
-		Payload: kernel.Payload{KeyEffect: meta}, InputRefs: refs, OnceKeys: keys})
+		Payload: eff.payload(), InputRefs: refs, OnceKeys: keys})
 	return w.Record, err
 }
 
@@ -787,18 +775,18 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		if payload == nil {
 			payload = kernel.Payload{}
 		}
-		payload[KeyEffect] = j.meta(StatusSucceeded, n, code)
+		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encode()
 		entry.Kind, entry.Payload, entry.TTL = j.e.resultKind(), payload, j.e.ResultTTL
 		audit.Outcome, audit.Code = kernel.OutcomeExecuted, code
 	} else {
-		meta := j.meta(StatusFailed, n, code)
-		meta["error"] = detail
+		eff := j.effect(StatusFailed, n, code)
+		eff.Error = detail
 		audit.Context["error"] = detail
 		if f := j.failure; !f.IsZero() {
-			meta[failure.KeyStatus], meta[failure.KeyCategory], meta[failure.KeyRetryable] = string(f.Status()), string(f.Category()), f.Retryable()
+			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
 			audit.Context[failure.KeyStatus], audit.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
 		}
-		entry.Kind, entry.Payload = KindFailed, kernel.Payload{KeyEffect: meta}
+		entry.Kind, entry.Payload = KindFailed, eff.payload()
 		audit.Outcome, audit.Code = kernel.OutcomeFailed, code
 	}
 	entry.Audit = audit

@@ -33,7 +33,7 @@ func (d *desk) committed(trace, order string, amount float64) *job {
 func (d *desk) attempts(actionID string) []kernel.Record {
 	var out []kernel.Record
 	for _, r := range d.kinds(kernel.Percepts, KindAttempt) {
-		if effectField(r, "action_id") == actionID {
+		if effectOf(r).ActionID == actionID {
 			out = append(out, r)
 		}
 	}
@@ -69,14 +69,14 @@ func TestRetries(t *testing.T) {
 		if len(atts) != 3 {
 			t.Fatalf("%d attempt records, want 3", len(atts))
 		}
-		if !slices.Contains(atts[1].Provenance.InputRefs, atts[0].ID) || effectField(atts[1], "previous_error") != errFlaky.Error() {
+		if !slices.Contains(atts[1].Provenance.InputRefs, atts[0].ID) || effectOf(atts[1]).PreviousError != errFlaky.Error() {
 			t.Errorf("second attempt %+v", atts[1])
 		}
 		// The result: a percept of the tool's result kind, the output at
 		// the top level, resting on the action and the last attempt.
 		refunds := d.kinds(kernel.Percepts, "refund")
-		if len(refunds) != 1 || refunds[0].Payload["refund_id"] != "re_1" || effectField(refunds[0], "status") != StatusSucceeded ||
-			effectField(refunds[0], "attempt") != 3.0 || !slices.Equal(refunds[0].Provenance.InputRefs, []string{res.ActionID, atts[2].ID}) {
+		if len(refunds) != 1 || refunds[0].Payload["refund_id"] != "re_1" || effectOf(refunds[0]).Status != StatusSucceeded ||
+			effectOf(refunds[0]).Attempt != 3 || !slices.Equal(refunds[0].Provenance.InputRefs, []string{res.ActionID, atts[2].ID}) {
 			t.Errorf("result percepts %+v", refunds)
 		}
 	})

@@ -35,23 +35,6 @@ const (
 	KindEscalated = "effect_escalated"
 )
 
-// KeyEffect is the payload key under which the gate keeps its own fields
-// (status, action id, key, attempt, code, error, lease) in the percepts it
-// writes. A successful result's other keys are the effect's output, at the
-// top level, so that beliefs, rules, constraints and once-keys read them
-// as they read any percept (percepts.order.amount, a "stale" flag from the
-// source). An output may not use this key.
-const KeyEffect = "effect"
-
-// Status values in a result's KeyEffect object.
-const (
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusEscalated = "escalated"
-	StatusRefused   = "refused"
-	StatusAttempted = "attempted"
-)
-
 // GateWriter is the planner writer the gate submits safe fallbacks with.
 const GateWriter = "toolgate"
 
@@ -313,7 +296,7 @@ func (g *Gate) register(t Tool) (*entry, error) {
 		Tool:   t,
 		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
 		schema: s, policy: pol, once: spec.Once != nil,
-		handle: governedAs(g.k, "tool:"+t.Name),
+		handle: governedAs(g.k, toolWriter(t.Name)),
 	}, nil
 }
 

@@ -115,9 +115,8 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 				if how == "escalated" {
 					_, err = d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
 				} else {
-					meta := j.meta(StatusRefused, 0, CodeToolNotPermitted)
 					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
-						Payload: kernel.Payload{KeyEffect: meta}, InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}})
+						Payload: j.effect(StatusRefused, 0, CodeToolNotPermitted).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}})
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -20,15 +20,15 @@ import (
 func (g *Gate) retire(ctx context.Context, j *job, rec kernel.Record) error {
 	switch {
 	case rec.Kind == KindEscalated:
-	case rec.Kind == KindFailed && effectField(rec, "status") == StatusRefused:
+	case rec.Kind == KindFailed && effectOf(rec).Status == StatusRefused:
 	default:
 		return nil
 	}
-	code, _ := effectField(rec, "code").(string)
+	code := effectOf(rec).Code
 	if code == "" {
 		return nil // not a result the gate wrote: the key stays held
 	}
-	err := g.k.Retire(ctx, j.act.ID, kernel.Code(code), j.attemptKey(1))
+	err := g.k.Retire(ctx, j.act.ID, code, j.attemptKey(1))
 	if errors.Is(err, kernel.ErrDuplicateKey) {
 		return nil // an attempt started: the action holds its key
 	}
@@ -65,7 +65,7 @@ func (g *Gate) holderState(ctx context.Context, holderID string) string {
 		switch {
 		case err != nil:
 			return unknown
-		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectField(rec, "status") == StatusRefused:
+		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectOf(rec).Status == StatusRefused:
 			if n > 0 {
 				return "An earlier call of this action was stopped after it may have started; whether it took effect is not known. Do not retry it; tell the user it is under review."
 			}

@@ -1,6 +1,6 @@
 // Command quickstart replays the paper's two baseline walkthroughs (§7.1
 // stale evidence, §7.2 conflicting evidence at confidence 0.8 and 0.3) on the
-// kernel and prints each episode with kernel.Timeline, as the paper's
+// kernel and prints each episode with inspect.Timeline, as the paper's
 // representative traces (§10.4–10.5) read: every line is read back from
 // the records the kernel stored.
 //
@@ -25,6 +25,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -102,20 +103,20 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	opts := []kernel.Option{kernel.WithClock(func() time.Time { return start })}
+	var s kernel.Store = kernel.NewMemStore()
 	if cfg.store != "memory" {
-		s, name, err := openDB(ctx, cfg)
+		db, name, err := openDB(ctx, cfg)
 		if err != nil {
 			return err
 		}
 		defer func() {
-			if cerr := s.Close(); cerr != nil {
+			if cerr := db.Close(); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("database %s: %w", name, cerr))
 			}
 		}()
-		opts = append(opts, kernel.WithStore(s))
+		s = db
 	}
-	k, err := kernel.New(opts...)
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := play(ctx, k, w, sc); err != nil {
+		if err := play(ctx, k, s, w, sc); err != nil {
 			return fmt.Errorf("%s: %w", sc.title, err)
 		}
 	}
@@ -164,8 +165,8 @@ func openDB(ctx context.Context, cfg config) (kernel.Store, string, error) {
 
 // play is the paper's bk agent: constraint, percept, belief, plan, then the
 // refund if the plan is feasible, else queue_for_review with the code that
-// stopped it.
-func play(ctx context.Context, k *kernel.Kernel, w io.Writer, sc scenario) error {
+// stopped it. It prints the episode as the records in s tell it.
+func play(ctx context.Context, k *kernel.Kernel, s kernel.Store, w io.Writer, sc scenario) error {
 	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
 	if _, err := fmt.Fprintf(w, "%s\n", sc.title); err != nil {
 		return err
@@ -205,7 +206,7 @@ func play(ctx context.Context, k *kernel.Kernel, w io.Writer, sc scenario) error
 		}
 	}
 	// The kernel's own account of the episode, read back from the store.
-	tl, err := k.Timeline(ctx, sc.trace)
+	tl, err := inspect.Timeline(ctx, s, sc.trace)
 	if err != nil {
 		return err
 	}

@@ -126,8 +126,8 @@ func (r *reporter) resultNote(id string) string {
 	retried := ""
 	if refs := rec.Provenance.InputRefs; len(refs) > 1 {
 		if att, err := r.d.reader.Get(r.ctx, refs[1]); err == nil {
-			if m, _ := att.Payload[toolgate.KeyEffect].(map[string]any); m["previous_error"] != nil {
-				retried = fmt.Sprintf(" after a retry (%v)", m["previous_error"])
+			if e, _ := toolgate.EffectOf(att); e.PreviousError != "" {
+				retried = fmt.Sprintf(" after a retry (%v)", e.PreviousError)
 			}
 		}
 	}
@@ -260,8 +260,7 @@ func (r *reporter) ledger() error {
 			if err != nil {
 				return err
 			}
-			m, _ := rec.Payload[toolgate.KeyEffect].(map[string]any)
-			if rec.Slot == kernel.Percepts && rec.Kind != toolgate.KindAttempt && m != nil && m["action_id"] == any(f.action) {
+			if e, ok := toolgate.EffectOf(rec); ok && rec.Kind != toolgate.KindAttempt && e.ActionID == f.action {
 				results = append(results, rec)
 			}
 		}
@@ -278,12 +277,12 @@ func (r *reporter) ledger() error {
 			bad("%s has %d recorded results", f.action, len(results))
 		}
 		res := results[0]
-		m := res.Payload[toolgate.KeyEffect].(map[string]any)
+		e, _ := toolgate.EffectOf(res)
 		switch res.Kind {
 		case "refund":
 			paidCount++
 			amount, _ := res.Payload.Float("amount")
-			fmt.Fprintf(r.out, "%s paid %7.2f on order %v: result %s (attempt %v), %d payment under its key", line, amount, res.Payload["order_id"], res.ID, m["attempt"], len(pays))
+			fmt.Fprintf(r.out, "%s paid %7.2f on order %v: result %s (attempt %v), %d payment under its key", line, amount, res.Payload["order_id"], res.ID, e.Attempt, len(pays))
 			if len(pays) == 1 {
 				fmt.Fprintf(r.out, " (%s)", pays[0].ID)
 			}
@@ -292,12 +291,12 @@ func (r *reporter) ledger() error {
 				bad("%s: result %s names %v, the ledger has %d payments under its key", f.action, res.ID, res.Payload["refund_id"], len(pays))
 			}
 		case toolgate.KindEscalated:
-			fmt.Fprintf(r.out, "%s not run: %v by %v, %d payments\n", line, m["code"], m["approver"], len(pays))
+			fmt.Fprintf(r.out, "%s not run: %v by %v, %d payments\n", line, e.Code, e.Approver, len(pays))
 			if len(pays) != 0 {
 				bad("%s was denied but paid", f.action)
 			}
 		default:
-			fmt.Fprintf(r.out, "%s failed: %v (%v), %d payments\n", line, m["code"], m["error"], len(pays))
+			fmt.Fprintf(r.out, "%s failed: %v (%v), %d payments\n", line, e.Code, e.Error, len(pays))
 			if len(pays) > 1 {
 				bad("%s failed with %d payments", f.action, len(pays))
 			}

@@ -28,6 +28,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -72,7 +73,8 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 				return kernel.Payload{"refund_id": "re_1"}, nil
 			}},
 	}
-	k, err := kernel.New(kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
+	store := kernel.NewMemStore()
+	k, err := kernel.New(kernel.WithStore(store), kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
 		kernel.WithActionSpecs(toolgate.Specs(tools...)...),
 		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
 	if err != nil {
@@ -114,7 +116,7 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 	}
 
 	fmt.Fprintln(w)
-	tl, err := k.Timeline(ctx, trace)
+	tl, err := inspect.Timeline(ctx, store, trace)
 	if err != nil {
 		return err
 	}
@@ -122,9 +124,9 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 		return err
 	}
 	for _, e := range tl.Events {
-		if e.Type == kernel.EventRefusal && e.Slot == kernel.Actions {
+		if e.Type == inspect.EventRefusal && e.Slot == kernel.Actions {
 			fmt.Fprintln(w)
-			ex, err := k.Explain(ctx, e.Record)
+			ex, err := inspect.Explain(ctx, store, e.Record)
 			if err != nil {
 				return err
 			}

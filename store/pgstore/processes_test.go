@@ -867,12 +867,12 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		if err != nil {
 			t.Fatal(err)
 		}
-		meta, _ := r.Payload[toolgate.KeyEffect].(map[string]any)
-		action, _ := meta["action_id"].(string)
+		eff, _ := toolgate.EffectOf(r)
+		action := eff.ActionID
 		switch r.Kind {
 		case gateResult:
 			results[action] = append(results[action], r.ID)
-			keys[action], _ = meta["key"].(string)
+			keys[action] = eff.Key
 			if executed[r.ID] != 1 {
 				t.Errorf("result %s of %s has %d executed decision records", r.ID, action, executed[r.ID])
 			}
@@ -885,8 +885,8 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			// on may be about another process's charge; the gate refuses
 			// such an action for good (route 12 of the second review) and
 			// retires it. Any other failure is a bug.
-			if meta["code"] != string(toolgate.CodeArgumentNotBound) {
-				t.Errorf("gated action %s failed: %v", action, meta)
+			if eff.Code != toolgate.CodeArgumentNotBound {
+				t.Errorf("gated action %s failed: %+v", action, eff)
 				continue
 			}
 			unbound = append(unbound, action)

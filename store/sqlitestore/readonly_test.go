@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -176,7 +177,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := kernel.TraceTimeline(ctx, ro, ts.TraceID); err != nil {
+			if _, err := inspect.Timeline(ctx, ro, ts.TraceID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -232,7 +233,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := kernel.TraceTimeline(t.Context(), ro, ts.TraceID); err != nil {
+			if _, err := inspect.Timeline(t.Context(), ro, ts.TraceID); err != nil {
 				t.Fatal(err)
 			}
 			n++

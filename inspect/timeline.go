@@ -1,24 +1,15 @@
-package kernel
+package inspect
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
 )
-
-// KeyEffect is the payload key under which the tool-call gate keeps its own
-// fields in the percepts it writes about an effect (an attempt, a result, a
-// failure, an escalation): an object with "status", "tool", "action_id",
-// "attempt" and "code". [Kernel.Timeline] and [Kernel.Explain] read it.
-const KeyEffect = "effect"
-
-// KindBeliefValidation is the kind of the evidence artifact the kernel
-// writes with a committed belief: the checks each percept passed.
-const KindBeliefValidation = "belief_validation"
 
 // EventType says what a [TimelineEvent] is.
 type EventType string
@@ -40,7 +31,7 @@ const (
 	EventRecord      EventType = "record"      // any other record
 )
 
-// TimelineEvent is one line of a [Timeline].
+// TimelineEvent is one line of a [TimelineReport].
 type TimelineEvent struct {
 	// Step is the event's place in the paper's execution loop (t0 tools
 	// commit percepts, t2 proposals, t3 evidence validation, t4
@@ -51,10 +42,10 @@ type TimelineEvent struct {
 	TimeMS int64     `json:"ts_ms"`
 	Type   EventType `json:"type"`
 	// Record is the record the event is about.
-	Record string `json:"record,omitempty"`
-	Slot   Slot   `json:"slot,omitempty"`
-	Kind   string `json:"kind,omitempty"`
-	Code   Code   `json:"code,omitempty"`
+	Record string      `json:"record,omitempty"`
+	Slot   kernel.Slot `json:"slot,omitempty"`
+	Kind   string      `json:"kind,omitempty"`
+	Code   kernel.Code `json:"code,omitempty"`
 	// Text is the event in the words of the paper's representative traces
 	// ("percept.charge committed (stale=true)").
 	Text string `json:"text"`
@@ -78,17 +69,16 @@ func (e TimelineEvent) Line() string {
 	return e.Text + " (" + e.Detail + ")"
 }
 
-// Timeline is the ordered events of one trace, rendered like the paper's
-// representative traces (§10.4–10.5). Build one with [Kernel.Timeline] or
-// [TraceTimeline]; print it with [Timeline.WriteText], or encode it as
-// JSON.
-type Timeline struct {
+// TimelineReport is the ordered events of one trace, rendered like the
+// paper's representative traces (§10.4–10.5). Build one with [Timeline];
+// print it with [TimelineReport.WriteText], or encode it as JSON.
+type TimelineReport struct {
 	TraceID   string          `json:"trace_id"`
 	Namespace string          `json:"namespace,omitempty"`
 	Records   int             `json:"records"`
 	Decisions int             `json:"decisions"` // proposals the kernel decided
 	Refusals  int             `json:"refusals"`  // of which refused
-	Outcome   string          `json:"outcome"`   // the trace's last action: see [Timeline.Outcome]
+	Outcome   string          `json:"outcome"`   // the trace's last action, or "no action"
 	Events    []TimelineEvent `json:"events"`
 }
 
@@ -108,37 +98,29 @@ const (
 	stepSame     = -2 // the previous event's step (written in the same batch)
 )
 
-// Timeline returns the events of a trace of the kernel's namespace (see
-// [TraceTimeline]). A trace of another namespace is [ErrNotFound].
-func (k *Kernel) Timeline(ctx context.Context, traceID string) (Timeline, error) {
-	t, err := TraceTimeline(ctx, k.store, traceID)
-	if err == nil && t.Namespace != k.namespace {
-		return Timeline{}, newErr("timeline", "", "", ErrNotFound, fmt.Sprintf("trace %q belongs to another namespace", traceID))
-	}
-	return t, err
-}
-
-// TraceTimeline reads the records of one trace from s, in append order,
-// and returns them as events: each percept and constraint, each proposal
-// and the kernel's verdict on it (evidence validation, arbitration, the
-// artifact, the commit or the refusal with its code), approvals, effect
-// attempts and results, decision records and expiries. It only reads, so
-// it works on any store, also one another process is writing. A trace
-// without records is [ErrNotFound].
-func TraceTimeline(ctx context.Context, s Store, traceID string) (Timeline, error) {
+// Timeline reads the records of one trace from s, in append order, and
+// returns them as events: each percept and constraint, each proposal and
+// the kernel's verdict on it (evidence validation, arbitration, the
+// artifact, the commit or the refusal with its code), approvals, the
+// gate's effect attempts and results (read with [toolgate.EffectOf]),
+// decision records and expiries. It only reads, so it works on any store,
+// also one another process is writing, and on a trace of any namespace
+// (the report names it). A trace without records is [kernel.ErrNotFound].
+// Safe for concurrent use, as far as s is.
+func Timeline(ctx context.Context, s kernel.Store, traceID string) (TimelineReport, error) {
 	recs, err := readTrace(ctx, s, traceID)
 	if err != nil {
-		return Timeline{}, err
+		return TimelineReport{}, err
 	}
 	if len(recs) == 0 {
-		return Timeline{}, newErr("timeline", "", "", ErrNotFound, fmt.Sprintf("no trace %q", traceID))
+		return TimelineReport{}, fmt.Errorf("inspect: timeline: no trace %q: %w", traceID, kernel.ErrNotFound)
 	}
-	b := timelineBuilder{t: Timeline{TraceID: traceID, Namespace: nsOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1}
-	var expiries []*Record
+	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: nsOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1}
+	var expiries []*kernel.Record
 	for i := range recs {
 		r := &recs[i]
 		b.record(r)
-		if r.Status == StatusExpired {
+		if r.Status == kernel.StatusExpired {
 			expiries = append(expiries, r)
 		}
 		// An expiry is shown once the trace's clock has passed it.
@@ -155,13 +137,13 @@ func TraceTimeline(ctx context.Context, s Store, traceID string) (Timeline, erro
 }
 
 // expiresBy reports whether r's TTL had run out by nowMS.
-func expiresBy(r *Record, nowMS int64) bool {
+func expiresBy(r *kernel.Record, nowMS int64) bool {
 	return r.Provenance.TTLMS > 0 && nowMS > r.Provenance.TimestampMS+r.Provenance.TTLMS
 }
 
 // readTrace reads a whole trace.
-func readTrace(ctx context.Context, s Store, traceID string) ([]Record, error) {
-	var recs []Record
+func readTrace(ctx context.Context, s kernel.Store, traceID string) ([]kernel.Record, error) {
+	var recs []kernel.Record
 	for r, err := range s.ListTrace(ctx, traceID) {
 		if err != nil {
 			return nil, err
@@ -171,8 +153,8 @@ func readTrace(ctx context.Context, s Store, traceID string) ([]Record, error) {
 	return recs, nil
 }
 
-func indexRecords(recs []Record) map[string]*Record {
-	m := make(map[string]*Record, len(recs))
+func indexRecords(recs []kernel.Record) map[string]*kernel.Record {
+	m := make(map[string]*kernel.Record, len(recs))
 	for i := range recs {
 		m[recs[i].ID] = &recs[i]
 	}
@@ -180,8 +162,8 @@ func indexRecords(recs []Record) map[string]*Record {
 }
 
 type timelineBuilder struct {
-	t       Timeline
-	byID    map[string]*Record
+	t       TimelineReport
+	byID    map[string]*kernel.Record
 	prev    int
 	prevObs bool // the previous event is an observation or a constraint
 	outcome string
@@ -190,7 +172,7 @@ type timelineBuilder struct {
 // add appends an event at step (one of the loop's steps, stepNext or
 // stepSame). Consecutive observations and constraints share their step,
 // as the paper's t0 does.
-func (b *timelineBuilder) add(step int, typ EventType, r *Record, code Code, text, detail string) {
+func (b *timelineBuilder) add(step int, typ EventType, r *kernel.Record, code kernel.Code, text, detail string) {
 	obs := typ == EventObservation || typ == EventConstraint
 	switch {
 	case step == stepSame && b.prev >= 0, obs && b.prevObs:
@@ -209,34 +191,34 @@ func (b *timelineBuilder) add(step int, typ EventType, r *Record, code Code, tex
 }
 
 // singular names a slot's record in the paper's traces: "percept".
-func singular(s Slot) string {
-	if s == Evidence {
+func singular(s kernel.Slot) string {
+	if s == kernel.Evidence {
 		return "evidence"
 	}
 	return strings.TrimSuffix(s.String(), "s")
 }
 
-func (b *timelineBuilder) record(r *Record) {
+func (b *timelineBuilder) record(r *kernel.Record) {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
-	case r.Slot == Constraints && r.Mode == ModeCommit:
-		cname, _ := r.Payload.String(KeyName)
+	case r.Slot == kernel.Constraints && r.Mode == kernel.ModeCommit:
+		cname, _ := r.Payload.String(kernel.KeyName)
 		b.add(stepObserve, EventConstraint, r, "", "constraint."+cmpOr(cname, r.Kind)+" committed", scopeDetail(r))
-	case r.Slot == Percepts && isEffect(r):
+	case r.Slot == kernel.Percepts && isEffect(r):
 		b.effect(r)
-	case r.Slot == Percepts:
-		b.add(stepObserve, EventObservation, r, "", name+" committed"+parens(PerceptFlags(r)), "")
-	case r.Mode == ModePropose:
+	case r.Slot == kernel.Percepts:
+		b.add(stepObserve, EventObservation, r, "", name+" committed"+parens(perceptFlags(r)), "")
+	case r.Mode == kernel.ModePropose:
 		b.proposal(r, name)
-	case r.Slot == Evidence && r.Kind == KindBeliefValidation && r.Provenance.Role == RoleKernel:
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindBeliefValidation && r.Provenance.Role == kernel.RoleKernel:
 		b.artifact(r)
-	case r.Slot == Evidence && r.Kind == KindDecisionRecord && r.Provenance.Role == RoleKernel:
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel:
 		b.decisionRecord(r)
-	case r.Slot == Evidence && r.Kind == KindApproval && r.Provenance.Role == RoleApprover:
-		decision, _ := r.Payload.String(KeyDecision)
-		action, _ := r.Payload.String(KeyActionID)
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindApproval && r.Provenance.Role == kernel.RoleApprover:
+		decision, _ := r.Payload.String(kernel.KeyDecision)
+		action, _ := r.Payload.String(kernel.KeyActionID)
 		b.add(stepNext, EventApproval, r, "", "approval: "+decision+" by "+r.Provenance.Writer, "for "+action)
-	case r.Mode == ModeCommit && r.Provenance.Role == RoleKernel:
+	case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel:
 		b.commit(r, name)
 	default:
 		b.add(stepNext, EventRecord, r, r.Reason, name+" written by "+r.Provenance.Role.String(), "")
@@ -250,8 +232,8 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-func scopeDetail(r *Record) string {
-	if r.Scope == ScopePersistent {
+func scopeDetail(r *kernel.Record) string {
+	if r.Scope == kernel.ScopePersistent {
 		return "persistent"
 	}
 	return ""
@@ -264,12 +246,12 @@ func parens(s string) string {
 	return " (" + s + ")"
 }
 
-// PerceptFlags renders what a percept says about itself, as the paper's
+// perceptFlags renders what a percept says about itself, as the paper's
 // traces do: "stale=true", "conflict=true, confidence=0.8"; "" when it
 // says nothing.
-func PerceptFlags(r *Record) string {
+func perceptFlags(r *kernel.Record) string {
 	var parts []string
-	for _, key := range []string{KeyStale, KeyConflict, KeyLowConfidence} {
+	for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
 		if r.Payload.Bool(key) {
 			parts = append(parts, key+"=true")
 		}
@@ -280,33 +262,33 @@ func PerceptFlags(r *Record) string {
 	return strings.Join(parts, ", ")
 }
 
-func (b *timelineBuilder) proposal(r *Record, name string) {
-	committed := r.Reason == CodeSupersededByCommit
-	if r.Slot == Plans && committed {
+func (b *timelineBuilder) proposal(r *kernel.Record, name string) {
+	committed := r.Reason == kernel.CodeSupersededByCommit
+	if r.Slot == kernel.Plans && committed {
 		return // the committed plan's line says "proposed -- feasible"
 	}
 	step := stepNext
 	switch r.Slot {
-	case Beliefs:
+	case kernel.Beliefs:
 		step = stepPropose
-	case Plans:
+	case kernel.Plans:
 		step = stepPlan
-	case Actions:
+	case kernel.Actions:
 		step = stepAction
 	}
 	b.add(step, EventProposal, r, "", name+" proposed", "")
-	if r.Status != StatusInvalidated || committed {
+	if r.Status != kernel.StatusInvalidated || committed {
 		return
 	}
 	b.t.Decisions++
 	b.t.Refusals++
 	code := r.Reason
 	switch r.Slot {
-	case Beliefs:
+	case kernel.Beliefs:
 		b.add(stepValidate, EventRefusal, r, code, "evidence validation: "+string(code)+" -- belief rejected", "")
-	case Plans:
+	case kernel.Plans:
 		b.add(stepPlanGate, EventRefusal, r, code, "plan validation: "+string(code)+" -- plan rejected", "")
-	case Actions:
+	case kernel.Actions:
 		b.add(stepGate, EventRefusal, r, code, "action gating: "+string(code)+" -- action blocked", "")
 		b.outcome = r.Kind + " refused: " + string(code)
 	default:
@@ -316,8 +298,8 @@ func (b *timelineBuilder) proposal(r *Record, name string) {
 
 // artifact shows a belief's evidence validation: each arbitrated conflict,
 // then the artifact itself.
-func (b *timelineBuilder) artifact(r *Record) {
-	checks := r.Payload.list("checks")
+func (b *timelineBuilder) artifact(r *kernel.Record) {
+	checks := list(r.Payload, "checks")
 	arbitrated := false
 	for i, p := range r.Provenance.InputRefs {
 		if i >= len(checks) || !strings.Contains(fmt.Sprint(checks[i]), "conflict_arbitrated") {
@@ -341,16 +323,16 @@ func (b *timelineBuilder) artifact(r *Record) {
 	b.add(stepArtifact, EventArtifact, r, "", "evidence artifact recorded", "")
 }
 
-func (b *timelineBuilder) commit(r *Record, name string) {
+func (b *timelineBuilder) commit(r *kernel.Record, name string) {
 	b.t.Decisions++
 	switch r.Slot {
-	case Plans:
+	case kernel.Plans:
 		b.add(stepPlan, EventCommit, r, r.Reason, name+" proposed -- feasible", "")
-	case Beliefs:
+	case kernel.Beliefs:
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
-	case Actions:
+	case kernel.Actions:
 		detail := ""
-		if reason, ok := r.Payload.String(KeyReason); ok {
+		if reason, ok := r.Payload.String(kernel.KeyReason); ok {
 			detail = "reason=" + reason
 		}
 		b.add(stepGate, EventCommit, r, r.Reason, name+" committed", detail)
@@ -362,39 +344,35 @@ func (b *timelineBuilder) commit(r *Record, name string) {
 
 // isEffect reports whether a percept is one the tool-call gate wrote
 // about an effect.
-func isEffect(r *Record) bool {
-	_, ok := r.Payload[KeyEffect].(map[string]any)
+func isEffect(r *kernel.Record) bool {
+	_, ok := toolgate.EffectOf(*r)
 	return ok
 }
 
-func effectMeta(r *Record) (status, tool, action string, attempt int, code string) {
-	m, _ := r.Payload[KeyEffect].(map[string]any)
-	status, _ = m["status"].(string)
-	tool, _ = m["tool"].(string)
-	action, _ = m["action_id"].(string)
-	if n, ok := toFloat(m["attempt"]); ok {
-		attempt = int(n)
+// effectText is an effect in one line: "effect.issue_refund failed
+// (attempt 3): RETRIES_EXHAUSTED". A success names no code: the percept
+// it produced follows.
+func effectText(e toolgate.Effect) string {
+	s := "effect." + e.Tool + " " + e.Status
+	if e.Attempt > 0 {
+		s += " (attempt " + strconv.Itoa(e.Attempt) + ")"
 	}
-	code, _ = m["code"].(string)
-	return
+	if e.Code != "" && e.Status != toolgate.StatusAttempted && e.Status != toolgate.StatusSucceeded {
+		s += ": " + string(e.Code)
+	}
+	return s
 }
 
-func (b *timelineBuilder) effect(r *Record) {
-	status, tool, action, attempt, code := effectMeta(r)
-	text := "effect." + tool + " " + status
-	if attempt > 0 {
-		text += " (attempt " + strconv.Itoa(attempt) + ")"
-	}
-	if status == "succeeded" {
+func (b *timelineBuilder) effect(r *kernel.Record) {
+	e, _ := toolgate.EffectOf(*r)
+	text := effectText(e)
+	if e.Status == toolgate.StatusSucceeded {
 		text += " -> percept." + r.Kind
-	} else if code != "" && status != "attempted" {
-		text += ": " + code
 	}
-	_ = action
-	b.add(stepNext, EventEffect, r, Code(code), text, "")
+	b.add(stepNext, EventEffect, r, e.Code, text, "")
 }
 
-func (b *timelineBuilder) decisionRecord(r *Record) {
+func (b *timelineBuilder) decisionRecord(r *kernel.Record) {
 	d, err := decisionRecordOf(r)
 	if err != nil {
 		b.add(stepSame, EventDecision, r, "", "decision record (unreadable)", err.Error())
@@ -403,7 +381,7 @@ func (b *timelineBuilder) decisionRecord(r *Record) {
 	step := stepSame
 	if d.Subject == "" {
 		step = stepNext // refused before the kernel: no other record of it
-		if d.Outcome == OutcomeRefused {
+		if d.Outcome == kernel.OutcomeRefused {
 			b.t.Decisions++
 			b.t.Refusals++
 			b.outcome = d.Kind + " refused: " + string(d.Code)
@@ -416,7 +394,7 @@ func (b *timelineBuilder) decisionRecord(r *Record) {
 	b.add(step, EventDecision, r, d.Code, "decision: "+d.Kind+" "+string(d.Outcome)+" ("+string(d.Code)+")", clipText(detail, 80))
 }
 
-func (b *timelineBuilder) expiry(r *Record) {
+func (b *timelineBuilder) expiry(r *kernel.Record) {
 	b.add(stepNext, EventExpiry, r, r.Reason, singular(r.Slot)+"."+r.Kind+" expired ("+string(r.Reason)+")", "")
 }
 
@@ -433,7 +411,7 @@ func clipText(s string, n int) string {
 
 // WriteText writes the timeline as the paper prints a trace, one event a
 // line: step, text, record id. Stored text is printed through [Inert].
-func (t Timeline) WriteText(w io.Writer) error {
+func (t TimelineReport) WriteText(w io.Writer) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "trace \"%s\" (namespace %s): %d records, %d decisions, %d refused; outcome: %s\n",
 		Inert(t.TraceID), Inert(t.Namespace), t.Records, t.Decisions, t.Refusals, Inert(t.Outcome))
@@ -444,8 +422,8 @@ func (t Timeline) WriteText(w io.Writer) error {
 	return err
 }
 
-// String renders the timeline as [Timeline.WriteText] does.
-func (t Timeline) String() string {
+// String renders the timeline as [TimelineReport.WriteText] does.
+func (t TimelineReport) String() string {
 	var sb strings.Builder
 	_ = t.WriteText(&sb)
 	return sb.String()
@@ -453,120 +431,4 @@ func (t Timeline) String() string {
 
 // WriteJSON writes the timeline as one indented JSON object, through
 // [InertJSON].
-func (t Timeline) WriteJSON(w io.Writer) error { return writeInertJSON(w, t) }
-
-// Inert returns s as a terminal may show it: every character a terminal
-// or a text layout could act on is replaced by an escape that reads as
-// text. Stored text (a kind, a tool name a model chose, a fallback's
-// reason) is written by whoever could write a record, and printed to an
-// operator who trusts what the inspector shows, so an escape sequence in it
-// must not erase lines, move the cursor or write the clipboard, and a
-// newline or a bidirectional override must not forge a line or reorder
-// one. Escaped: C0 controls and DEL (\n, \r, \t, else \x1b), C1 controls
-// U+0080–U+009F (\x9b), bytes that are not UTF-8 (\xff, which an 8-bit
-// terminal could read as C1), bidirectional controls (U+061C, U+200E,
-// U+200F, U+202A–U+202E, U+2066–U+2069) and the line and paragraph
-// separators U+2028, U+2029 (\u202e). Everything else is kept as it is.
-// [Timeline.WriteText] and [Explanation.WriteText] print every stored
-// field through it; [InertJSON] is its counterpart for JSON text. Safe for
-// concurrent use.
-func Inert(s string) string {
-	i := 0
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if active(r, n) {
-			break
-		}
-		i += n
-	}
-	if i == len(s) {
-		return s // the common case: nothing to escape
-	}
-	var sb strings.Builder
-	sb.Grow(len(s) + 8)
-	sb.WriteString(s[:i])
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case !active(r, n):
-			sb.WriteString(s[i : i+n])
-		case r == '\n':
-			sb.WriteString(`\n`)
-		case r == '\r':
-			sb.WriteString(`\r`)
-		case r == '\t':
-			sb.WriteString(`\t`)
-		case r == utf8.RuneError:
-			fmt.Fprintf(&sb, `\x%02x`, s[i]) // a byte that is not UTF-8
-		case r < 0x100:
-			fmt.Fprintf(&sb, `\x%02x`, r)
-		default:
-			fmt.Fprintf(&sb, `\u%04x`, r)
-		}
-		i += n
-	}
-	return sb.String()
-}
-
-// InertJSON returns JSON text with the characters [Inert] escapes that
-// encoding/json leaves raw (DEL, C1 controls, bidirectional controls; it
-// escapes the other C0 controls and the separators itself) written as
-// \uXXXX escapes: the same JSON value, printable to a terminal. Such
-// characters can only stand inside JSON strings, where the escape means
-// the same. Text that is not UTF-8 has its invalid bytes replaced by
-// U+FFFD. Safe for concurrent use.
-func InertJSON(b []byte) []byte {
-	i := 0
-	for i < len(b) {
-		r, n := utf8.DecodeRune(b[i:])
-		if active(r, n) && r >= 0x20 {
-			break
-		}
-		i += n
-	}
-	if i == len(b) {
-		return b
-	}
-	out := make([]byte, 0, len(b)+16)
-	out = append(out, b[:i]...)
-	for i < len(b) {
-		r, n := utf8.DecodeRune(b[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			out = append(out, `\ufffd`...)
-		case active(r, n) && r >= 0x20:
-			out = fmt.Appendf(out, `\u%04x`, r)
-		default:
-			out = append(out, b[i:i+n]...)
-		}
-		i += n
-	}
-	return out
-}
-
-// active reports whether the rune r, read from n bytes, is one a terminal
-// or a layout acts on (see [Inert]).
-func active(r rune, n int) bool {
-	if mutInertText {
-		return false
-	}
-	switch {
-	case r < 0x20, r >= 0x7f && r <= 0x9f:
-		return true
-	case r == utf8.RuneError && n == 1:
-		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x2028 && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
-
-// writeInertJSON writes v as one indented JSON object through [InertJSON].
-func writeInertJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(InertJSON(b), '\n'))
-	return err
-}
+func (t TimelineReport) WriteJSON(w io.Writer) error { return writeInertJSON(w, t) }

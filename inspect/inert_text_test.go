@@ -1,10 +1,11 @@
-package kernel_test
+package inspect_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/inspect"
 )
 
 // TestInert: what a terminal acts on is shown as an escape; the rest of
@@ -21,13 +22,13 @@ func TestInert(t *testing.T) {
 		"\u200e\u200f\u061c\u2028":      `\u200e\u200f\u061c\u2028`,
 		"bad \xff\x9b byte":             `bad \xff\x9b byte`,
 	} {
-		if got := kernel.Inert(in); got != want {
+		if got := inspect.Inert(in); got != want {
 			t.Errorf("Inert(%q) = %q, want %q", in, got, want)
 		}
 	}
 	v := map[string]string{"tool": "x\x1b[2K\u009b\u202e\x7f\n"}
 	b, _ := json.Marshal(v)
-	out := kernel.InertJSON(b)
+	out := inspect.InertJSON(b)
 	if string(out) != `{"tool":"x\u001b[2K\u009b\u202e\u007f\n"}` {
 		t.Errorf("InertJSON: %s", out)
 	}
@@ -35,4 +36,12 @@ func TestInert(t *testing.T) {
 	if err := json.Unmarshal(out, &back); err != nil || back["tool"] != v["tool"] {
 		t.Errorf("InertJSON changed the value: %q, %v", back, err)
 	}
+}
+
+// A tool name that carries a clipboard write and a right-to-left override
+// prints as text.
+func ExampleInert() {
+	fmt.Println(inspect.Inert("refund\x1b]52;c;cGF5\x07\u202egnp.exe"))
+	// Output:
+	// refund\x1b]52;c;cGF5\x07\u202egnp.exe
 }

@@ -1,4 +1,4 @@
-package kernel
+package inspect
 
 import (
 	"context"
@@ -7,15 +7,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // Explanation is the provenance of a decision as a typed tree: the action
 // (or the fallback taken instead), its plan and beliefs, their evidence
 // artifacts and the checks they passed, the percepts with confidence, TTL
 // and flags; for a refusal, the root cause and the record that caused it;
-// approvals and effect attempts where present. Build one with
-// [Kernel.Explain] or [ExplainRecord]; print it with
-// [Explanation.WriteText], or encode it as JSON.
+// approvals and effect attempts where present. Build one with [Explain];
+// print it with [Explanation.WriteText], or encode it as JSON.
 type Explanation struct {
 	// Record is the record explained (a decision record or a committed
 	// proposal is explained through the record it decided).
@@ -24,14 +26,14 @@ type Explanation struct {
 	// Verdict is "committed", "refused", "fallback" (a safe fallback taken
 	// instead of a refused plan or action), "pending", "expired" or
 	// "observed" (a percept or another record no decision made).
-	Verdict string `json:"verdict"`
-	Code    Code   `json:"code,omitempty"`
+	Verdict string      `json:"verdict"`
+	Code    kernel.Code `json:"code,omitempty"`
 	// RootCause is, for a refusal or a fallback, the deepest cause and the
 	// record it is about (the stale percept behind a missing belief).
-	RootCause *Cause `json:"root_cause,omitempty"`
+	RootCause *kernel.Cause `json:"root_cause,omitempty"`
 	// Causes is the chain from the refusal's own code down to RootCause.
-	Causes []Cause      `json:"causes,omitempty"`
-	Tree   *ExplainNode `json:"tree"`
+	Causes []kernel.Cause `json:"causes,omitempty"`
+	Tree   *ExplainNode   `json:"tree"`
 }
 
 // ExplainNode is one record in an [Explanation]'s tree.
@@ -40,16 +42,16 @@ type ExplainNode struct {
 	// "evidence", "percept", "proposal", "instead of" (the refusal a
 	// fallback stands in for), "failed" (the record a refusal is about),
 	// "approval", "effect", "decision record", "prediction", "input".
-	Relation string `json:"relation,omitempty"`
-	Record   string `json:"record"`
-	Slot     Slot   `json:"slot"`
-	Kind     string `json:"kind"`
-	Mode     Mode   `json:"mode"`
-	Status   Status `json:"status"`
-	Code     Code   `json:"code,omitempty"` // the record's reason code
-	Role     Role   `json:"role"`
-	Writer   string `json:"writer"`
-	TimeMS   int64  `json:"ts_ms"`
+	Relation string        `json:"relation,omitempty"`
+	Record   string        `json:"record"`
+	Slot     kernel.Slot   `json:"slot"`
+	Kind     string        `json:"kind"`
+	Mode     kernel.Mode   `json:"mode"`
+	Status   kernel.Status `json:"status"`
+	Code     kernel.Code   `json:"code,omitempty"` // the record's reason code
+	Role     kernel.Role   `json:"role"`
+	Writer   string        `json:"writer"`
+	TimeMS   int64         `json:"ts_ms"`
 	// Summary is the node in one line.
 	Summary string `json:"summary"`
 	// Checks are the evidence checks a percept passed, as its artifact
@@ -64,27 +66,17 @@ type ExplainNode struct {
 	Children []*ExplainNode `json:"children,omitempty"`
 }
 
-// Explain returns the provenance of a record of the kernel's namespace (see
-// [ExplainRecord]). A record of another namespace is [ErrNotFound].
-func (k *Kernel) Explain(ctx context.Context, recordID string) (Explanation, error) {
-	r, err := k.store.Get(ctx, recordID)
-	if err != nil {
-		return Explanation{}, err
-	}
-	if nsOf(r.Namespace) != k.namespace {
-		return Explanation{}, newErr("explain", recordID, "", ErrNotFound, "the record belongs to another namespace")
-	}
-	return ExplainRecord(ctx, k.store, recordID)
-}
-
-// ExplainRecord reads a record and its trace from s and explains it: a
+// Explain reads a record and its trace from s and explains it: a
 // committed action, plan, belief or prediction through what it rests on; a
 // refused proposal through its root cause (from its decision record when
 // it has one, else read back from the trace: the rejected belief behind a
 // missing one, the flagged percept behind an evidence code); a fallback
 // through the refusal it stands in for; a decision record through the
-// record it decided. It only reads, so it works on any store.
-func ExplainRecord(ctx context.Context, s Store, recordID string) (Explanation, error) {
+// record it decided. Effects are read with [toolgate.EffectOf]. It only
+// reads, so it works on any store and on a record of any namespace. A
+// record s does not hold is [kernel.ErrNotFound]. Safe for concurrent use,
+// as far as s is.
+func Explain(ctx context.Context, s kernel.Store, recordID string) (Explanation, error) {
 	r, err := s.Get(ctx, recordID)
 	if err != nil {
 		return Explanation{}, err
@@ -105,26 +97,26 @@ func ExplainRecord(ctx context.Context, s Store, recordID string) (Explanation, 
 	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
 	ex.Tree = x.node(target, "", 0)
 	switch {
-	case target.Slot == Evidence && target.Kind == KindDecisionRecord:
+	case target.Slot == kernel.Evidence && target.Kind == kernel.KindDecisionRecord:
 		d, _ := decisionRecordOf(target)
 		ex.Verdict, ex.Code = verdictOf(d.Outcome), d.Code
-		root := Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
+		root := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
 		if len(d.Causes) > 0 {
 			root = d.Causes[len(d.Causes)-1]
 		}
-		ex.Causes = append([]Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
-		if d.Outcome == OutcomeRefused || d.Outcome == OutcomeFailed || d.Outcome == OutcomeEscalated {
+		ex.Causes = append([]kernel.Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
+		if d.Outcome == kernel.OutcomeRefused || d.Outcome == kernel.OutcomeFailed || d.Outcome == kernel.OutcomeEscalated {
 			ex.RootCause = &root
 		}
-	case target.Mode == ModePropose && target.Status == StatusInvalidated:
+	case target.Mode == kernel.ModePropose && target.Status == kernel.StatusInvalidated:
 		ex.Verdict, ex.Code = "refused", target.Reason
 		ex.Causes = x.causes(target)
 		ex.RootCause = &ex.Causes[len(ex.Causes)-1]
-	case target.Status == StatusExpired:
+	case target.Status == kernel.StatusExpired:
 		ex.Verdict, ex.Code = "expired", target.Reason
-	case target.Mode == ModePropose:
+	case target.Mode == kernel.ModePropose:
 		ex.Verdict = "pending"
-	case target.Mode == ModeCommit && target.Provenance.Role == RoleKernel && target.Slot != Evidence:
+	case target.Mode == kernel.ModeCommit && target.Provenance.Role == kernel.RoleKernel && target.Slot != kernel.Evidence:
 		ex.Verdict, ex.Code = "committed", target.Reason
 		if refused := x.replaced(target); refused != nil {
 			ex.Verdict = "fallback"
@@ -137,21 +129,21 @@ func ExplainRecord(ctx context.Context, s Store, recordID string) (Explanation, 
 	return ex, nil
 }
 
-func verdictOf(o Outcome) string {
+func verdictOf(o kernel.Outcome) string {
 	switch o {
-	case OutcomeCommitted, OutcomeExecuted:
+	case kernel.OutcomeCommitted, kernel.OutcomeExecuted:
 		return "committed"
-	case OutcomePendingApproval:
+	case kernel.OutcomePendingApproval:
 		return "pending"
-	case OutcomeEscalated:
+	case kernel.OutcomeEscalated:
 		return "fallback"
 	}
 	return string(o)
 }
 
 type explainer struct {
-	recs []Record
-	byID map[string]*Record
+	recs []kernel.Record
+	byID map[string]*kernel.Record
 	pos  map[string]int
 	seen map[string]bool // on the path from the root
 	// expanded holds the records already shown with their subtree: a
@@ -166,19 +158,19 @@ const maxExplainDepth = 12
 // subject maps what was asked about to the record that says the most: a
 // decision record about a proposal to what the decision produced, a
 // committed proposal to its committed twin.
-func (x *explainer) subject(r *Record) *Record {
-	if r.Slot == Evidence && r.Kind == KindDecisionRecord && r.Provenance.Role == RoleKernel {
+func (x *explainer) subject(r *kernel.Record) *kernel.Record {
+	if r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel {
 		if d, err := decisionRecordOf(r); err == nil && d.Subject != "" {
-			if s := x.byID[d.Subject]; s != nil && !(s.Slot == Percepts && isEffect(s)) {
+			if s := x.byID[d.Subject]; s != nil && !(s.Slot == kernel.Percepts && isEffect(s)) {
 				return x.subject(s)
 			}
 		}
 		return r
 	}
-	if r.Mode == ModePropose && r.Reason == CodeSupersededByCommit {
+	if r.Mode == kernel.ModePropose && r.Reason == kernel.CodeSupersededByCommit {
 		for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
 			c := &x.recs[i]
-			if c.Mode == ModeCommit && c.Provenance.Role == RoleKernel && c.Slot == r.Slot && len(c.Provenance.InputRefs) > 0 && c.Provenance.InputRefs[0] == r.ID {
+			if c.Mode == kernel.ModeCommit && c.Provenance.Role == kernel.RoleKernel && c.Slot == r.Slot && len(c.Provenance.InputRefs) > 0 && c.Provenance.InputRefs[0] == r.ID {
 				return c
 			}
 		}
@@ -187,14 +179,14 @@ func (x *explainer) subject(r *Record) *Record {
 }
 
 // node builds the subtree of r.
-func (x *explainer) node(r *Record, relation string, depth int) *ExplainNode {
+func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainNode {
 	n := &ExplainNode{
 		Relation: relation, Record: r.ID, Slot: r.Slot, Kind: r.Kind, Mode: r.Mode, Status: r.Status, Code: r.Reason,
 		Role: r.Provenance.Role, Writer: r.Provenance.Writer, TimeMS: r.Provenance.TimestampMS,
 		Confidence: r.Provenance.Confidence, TTLMS: r.Provenance.TTLMS, Span: r.Provenance.Span,
 	}
-	if r.Slot == Percepts {
-		for _, key := range []string{KeyStale, KeyConflict, KeyLowConfidence} {
+	if r.Slot == kernel.Percepts {
+		for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
 			if r.Payload.Bool(key) {
 				n.Flags = append(n.Flags, key)
 			}
@@ -216,14 +208,14 @@ func (x *explainer) node(r *Record, relation string, depth int) *ExplainNode {
 		}
 	}
 	switch {
-	case r.Slot == Evidence && r.Kind == KindDecisionRecord:
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord:
 		if d, err := decisionRecordOf(r); err == nil {
 			for _, id := range d.EvidenceRefs {
 				child(id, "evidence")
 			}
 		}
-	case r.Slot == Evidence && r.Kind == KindBeliefValidation:
-		checks := r.Payload.list("checks")
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindBeliefValidation:
+		checks := list(r.Payload, "checks")
 		for i, id := range r.Provenance.InputRefs {
 			if c := x.byID[id]; c != nil && !x.seen[id] {
 				cn := x.node(c, "percept", depth+1)
@@ -233,7 +225,7 @@ func (x *explainer) node(r *Record, relation string, depth int) *ExplainNode {
 				n.Children = append(n.Children, cn)
 			}
 		}
-	case r.Mode == ModeCommit && r.Provenance.Role == RoleKernel && r.Slot != Evidence:
+	case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel && r.Slot != kernel.Evidence:
 		// The proposal, then the plan (named, or the committed plan the
 		// action is a step of), beliefs and predictions, the evidence
 		// artifacts, and last the percepts nothing above already shows.
@@ -242,14 +234,14 @@ func (x *explainer) node(r *Record, relation string, depth int) *ExplainNode {
 			child(refs[0], "proposal")
 			refs = refs[1:]
 		}
-		if r.Slot == Actions && !slices.ContainsFunc(refs, func(id string) bool { return x.byID[id] != nil && x.byID[id].Slot == Plans }) {
+		if r.Slot == kernel.Actions && !slices.ContainsFunc(refs, func(id string) bool { return x.byID[id] != nil && x.byID[id].Slot == kernel.Plans }) {
 			if p := x.planOf(r); p != nil {
 				child(p.ID, "plan")
 			}
 		}
 		var percepts []string
 		for _, id := range refs {
-			if c := x.byID[id]; c != nil && c.Slot == Percepts {
+			if c := x.byID[id]; c != nil && c.Slot == kernel.Percepts {
 				percepts = append(percepts, id)
 			} else if c != nil {
 				child(id, singular(c.Slot))
@@ -263,12 +255,12 @@ func (x *explainer) node(r *Record, relation string, depth int) *ExplainNode {
 				child(id, "percept")
 			}
 		}
-		if r.Slot == Actions {
+		if r.Slot == kernel.Actions {
 			x.actionChildren(n, r, depth, child)
 		}
-	case r.Mode == ModePropose && r.Status == StatusInvalidated && r.Reason != CodeSupersededByCommit:
+	case r.Mode == kernel.ModePropose && r.Status == kernel.StatusInvalidated && r.Reason != kernel.CodeSupersededByCommit:
 		x.refusalChildren(n, r, depth)
-	case r.Slot == Percepts && isEffect(r):
+	case r.Slot == kernel.Percepts && isEffect(r):
 		for _, id := range r.Provenance.InputRefs[min(1, len(r.Provenance.InputRefs)):] {
 			child(id, "input")
 		}
@@ -291,14 +283,14 @@ func shows(n *ExplainNode, id string) bool {
 
 // planOf returns the latest committed plan before action r that has a
 // step of r's type.
-func (x *explainer) planOf(r *Record) *Record {
+func (x *explainer) planOf(r *kernel.Record) *kernel.Record {
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		p := &x.recs[i]
-		if p.Slot != Plans || p.Mode != ModeCommit || p.Status != StatusActive {
+		if p.Slot != kernel.Plans || p.Mode != kernel.ModeCommit || p.Status != kernel.StatusActive {
 			continue
 		}
-		for _, st := range p.Payload.list(KeySteps) {
-			if m, ok := st.(map[string]any); ok && m[KeyAction] == any(r.Kind) {
+		for _, st := range list(p.Payload, kernel.KeySteps) {
+			if m, ok := st.(map[string]any); ok && m[kernel.KeyAction] == any(r.Kind) {
 				return p
 			}
 		}
@@ -309,23 +301,23 @@ func (x *explainer) planOf(r *Record) *Record {
 // actionChildren adds what happened to a committed action after its
 // commit: its decision records, approvals, effect attempts and results,
 // and the refusal a fallback stands in for.
-func (x *explainer) actionChildren(n *ExplainNode, r *Record, depth int, child func(id, rel string)) {
+func (x *explainer) actionChildren(n *ExplainNode, r *kernel.Record, depth int, child func(id, rel string)) {
 	if refused := x.replaced(r); refused != nil && !x.seen[refused.ID] {
 		n.Children = append(n.Children, x.node(refused, "instead of", depth+1))
 	}
 	for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
 		switch {
-		case c.Slot == Evidence && c.Kind == KindDecisionRecord && c.Provenance.Role == RoleKernel:
+		case c.Slot == kernel.Evidence && c.Kind == kernel.KindDecisionRecord && c.Provenance.Role == kernel.RoleKernel:
 			if d, err := decisionRecordOf(c); err == nil && d.Subject == r.ID {
 				n.Children = append(n.Children, x.node(c, "decision record", maxExplainDepth))
 			}
-		case c.Slot == Evidence && c.Kind == KindApproval:
-			if id, _ := c.Payload.String(KeyActionID); id == r.ID {
+		case c.Slot == kernel.Evidence && c.Kind == kernel.KindApproval:
+			if id, _ := c.Payload.String(kernel.KeyActionID); id == r.ID {
 				child(c.ID, "approval")
 			}
-		case c.Slot == Percepts && isEffect(c):
-			if _, _, action, _, _ := effectMeta(c); action == r.ID {
+		case c.Slot == kernel.Percepts && isEffect(c):
+			if e, _ := toolgate.EffectOf(*c); e.ActionID == r.ID {
 				n.Children = append(n.Children, x.node(c, "effect", maxExplainDepth))
 			}
 		}
@@ -336,27 +328,27 @@ func (x *explainer) actionChildren(n *ExplainNode, r *Record, depth int, child f
 // in for: the action it escalates (the tool-call gate's "escalates"), else
 // the latest refused plan or action proposal before it, when the fallback
 // names a reason.
-func (x *explainer) replaced(r *Record) *Record {
-	if r.Slot != Actions {
+func (x *explainer) replaced(r *kernel.Record) *kernel.Record {
+	if r.Slot != kernel.Actions {
 		return nil
 	}
 	if id, ok := r.Payload.String("escalates"); ok {
 		return x.byID[id]
 	}
-	reason, ok := r.Payload.String(KeyReason)
+	reason, ok := r.Payload.String(kernel.KeyReason)
 	if !ok {
 		return nil
 	}
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		c := &x.recs[i]
-		if c.Mode == ModePropose && (c.Slot == Plans || c.Slot == Actions) && c.Status == StatusInvalidated &&
-			c.Reason != CodeSupersededByCommit && (string(c.Reason) == reason || reason == "") {
+		if c.Mode == kernel.ModePropose && (c.Slot == kernel.Plans || c.Slot == kernel.Actions) && c.Status == kernel.StatusInvalidated &&
+			c.Reason != kernel.CodeSupersededByCommit && (string(c.Reason) == reason || reason == "") {
 			return c
 		}
 	}
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		c := &x.recs[i]
-		if c.Mode == ModePropose && (c.Slot == Plans || c.Slot == Actions) && c.Status == StatusInvalidated && c.Reason != CodeSupersededByCommit {
+		if c.Mode == kernel.ModePropose && (c.Slot == kernel.Plans || c.Slot == kernel.Actions) && c.Status == kernel.StatusInvalidated && c.Reason != kernel.CodeSupersededByCommit {
 			return c
 		}
 	}
@@ -365,25 +357,25 @@ func (x *explainer) replaced(r *Record) *Record {
 
 // decisionAbout returns the decision record the kernel wrote about a
 // proposal, if any.
-func (x *explainer) decisionAbout(p *Record) (DecisionRecord, bool) {
+func (x *explainer) decisionAbout(p *kernel.Record) (kernel.DecisionRecord, bool) {
 	for i := x.pos[p.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
-		if c.Slot == Evidence && c.Kind == KindDecisionRecord && c.Provenance.Role == RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
+		if c.Slot == kernel.Evidence && c.Kind == kernel.KindDecisionRecord && c.Provenance.Role == kernel.RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
 			if d, err := decisionRecordOf(c); err == nil && d.ID == "decision:"+p.ID {
 				return d, true
 			}
 		}
 	}
-	return DecisionRecord{}, false
+	return kernel.DecisionRecord{}, false
 }
 
 // causes is the causal chain of a refused proposal, outermost first: its
 // decision record's when there is one, else read back from the trace.
-func (x *explainer) causes(p *Record) []Cause {
+func (x *explainer) causes(p *kernel.Record) []kernel.Cause {
 	if d, ok := x.decisionAbout(p); ok {
-		return append([]Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
+		return append([]kernel.Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
 	}
-	out := []Cause{{Code: p.Reason}}
+	out := []kernel.Cause{{Code: p.Reason}}
 	failed, below := x.failedOf(p)
 	if failed != nil {
 		out[0].Record = failed.ID
@@ -398,40 +390,40 @@ func (x *explainer) causes(p *Record) []Cause {
 // shows: the flagged percept behind an evidence code (below false), the
 // rejected belief behind a missing one (below true: it has causes of its
 // own), the false belief behind an unsatisfied one.
-func (x *explainer) failedOf(p *Record) (failed *Record, below bool) {
+func (x *explainer) failedOf(p *kernel.Record) (failed *kernel.Record, below bool) {
 	at := x.pos[p.ID]
 	switch p.Reason {
-	case CodeStaleEvidence, CodeUnresolvedConflict, CodeLowConfidence, CodeSupersededEvidence, CodeMissingEvidence:
+	case kernel.CodeStaleEvidence, kernel.CodeUnresolvedConflict, kernel.CodeLowConfidence, kernel.CodeSupersededEvidence, kernel.CodeMissingEvidence:
 		percepts := x.dependencies(p, at)
 		for _, r := range percepts {
 			if perceptFails(r, p) == p.Reason {
 				return r, false
 			}
 		}
-		if len(percepts) > 0 && p.Slot == Beliefs {
+		if len(percepts) > 0 && p.Slot == kernel.Beliefs {
 			return percepts[0], false
 		}
-	case CodePlanMissingBelief, CodeNoCommittedBelief:
+	case kernel.CodePlanMissingBelief, kernel.CodeNoCommittedBelief:
 		for _, kind := range requiredBeliefs(p) {
-			if x.latest(Beliefs, kind, at, true) != nil {
+			if x.latest(kernel.Beliefs, kind, at, true) != nil {
 				continue
 			}
-			if b := x.latest(Beliefs, kind, at, false); b != nil && b.Mode == ModePropose && b.Status == StatusInvalidated {
+			if b := x.latest(kernel.Beliefs, kind, at, false); b != nil && b.Mode == kernel.ModePropose && b.Status == kernel.StatusInvalidated {
 				return b, true
 			}
 		}
-	case CodeNegativePrediction:
+	case kernel.CodeNegativePrediction:
 		for i := at - 1; i >= 0; i-- {
 			r := &x.recs[i]
-			if r.Slot == Predictions && r.Mode == ModeCommit && r.Payload[KeyActionType] == any(p.Kind) {
-				if v, ok := r.Payload.Float(KeyExpectedOutcome); ok && v < 0 {
+			if r.Slot == kernel.Predictions && r.Mode == kernel.ModeCommit && r.Payload[kernel.KeyActionType] == any(p.Kind) {
+				if v, ok := r.Payload.Float(kernel.KeyExpectedOutcome); ok && v < 0 {
 					return r, false
 				}
 			}
 		}
-	case CodePlanBeliefNotSatisfied, CodeBeliefNotSatisfied:
+	case kernel.CodePlanBeliefNotSatisfied, kernel.CodeBeliefNotSatisfied:
 		for _, kind := range requiredBeliefs(p) {
-			if b := x.latest(Beliefs, kind, at, true); b != nil && !b.Payload.Bool(KeyValue) {
+			if b := x.latest(kernel.Beliefs, kind, at, true); b != nil && !b.Payload.Bool(kernel.KeyValue) {
 				return b, false
 			}
 		}
@@ -441,27 +433,27 @@ func (x *explainer) failedOf(p *Record) (failed *Record, below bool) {
 
 // perceptFails says which evidence code a percept fails, as its record
 // shows (flags, TTL at the proposal's time), or "".
-func perceptFails(r, p *Record) Code {
+func perceptFails(r, p *kernel.Record) kernel.Code {
 	switch {
-	case r.Payload.Bool(KeyStale) || expiresBy(r, p.Provenance.TimestampMS) || r.Status == StatusExpired:
-		return CodeStaleEvidence
-	case r.Payload.Bool(KeyConflict):
-		return CodeUnresolvedConflict
-	case r.Payload.Bool(KeyLowConfidence):
-		return CodeLowConfidence
+	case r.Payload.Bool(kernel.KeyStale) || expiresBy(r, p.Provenance.TimestampMS) || r.Status == kernel.StatusExpired:
+		return kernel.CodeStaleEvidence
+	case r.Payload.Bool(kernel.KeyConflict):
+		return kernel.CodeUnresolvedConflict
+	case r.Payload.Bool(kernel.KeyLowConfidence):
+		return kernel.CodeLowConfidence
 	}
 	return ""
 }
 
 // dependencies are the percepts a belief proposal named, as they were
 // when it was proposed (a kind means its latest observation before).
-func (x *explainer) dependencies(p *Record, at int) []*Record {
-	var out []*Record
-	for _, d := range p.Payload.list(KeyDependsOn) {
+func (x *explainer) dependencies(p *kernel.Record, at int) []*kernel.Record {
+	var out []*kernel.Record
+	for _, d := range list(p.Payload, kernel.KeyDependsOn) {
 		s, _ := d.(string)
-		if r := x.byID[s]; r != nil && r.Slot == Percepts {
+		if r := x.byID[s]; r != nil && r.Slot == kernel.Percepts {
 			out = append(out, r)
-		} else if r := x.latest(Percepts, s, at, false); r != nil {
+		} else if r := x.latest(kernel.Percepts, s, at, false); r != nil {
 			out = append(out, r)
 		}
 	}
@@ -470,10 +462,10 @@ func (x *explainer) dependencies(p *Record, at int) []*Record {
 
 // latest returns the latest record of kind in slot before position at
 // (committed only, if asked).
-func (x *explainer) latest(slot Slot, kind string, at int, committed bool) *Record {
+func (x *explainer) latest(slot kernel.Slot, kind string, at int, committed bool) *kernel.Record {
 	for i := at - 1; i >= 0; i-- {
 		r := &x.recs[i]
-		if r.Slot == slot && r.Kind == kind && (!committed || r.Mode == ModeCommit) {
+		if r.Slot == slot && r.Kind == kind && (!committed || r.Mode == kernel.ModeCommit) {
 			return r
 		}
 	}
@@ -482,7 +474,7 @@ func (x *explainer) latest(slot Slot, kind string, at int, committed bool) *Reco
 
 // requiredBeliefs lists the belief kinds a plan's steps or an action
 // require.
-func requiredBeliefs(p *Record) []string {
+func requiredBeliefs(p *kernel.Record) []string {
 	var out []string
 	add := func(v any) {
 		list, _ := v.([]any)
@@ -492,28 +484,28 @@ func requiredBeliefs(p *Record) []string {
 			}
 		}
 	}
-	if p.Slot == Plans {
-		for _, st := range p.Payload.list(KeySteps) {
+	if p.Slot == kernel.Plans {
+		for _, st := range list(p.Payload, kernel.KeySteps) {
 			if m, ok := st.(map[string]any); ok {
-				add(m[KeyRequiresBeliefs])
+				add(m[kernel.KeyRequiresBeliefs])
 			}
 		}
 		return out
 	}
-	add(p.Payload[KeyRequiresBeliefs])
+	add(p.Payload[kernel.KeyRequiresBeliefs])
 	return out
 }
 
 // refusalChildren adds to a refused proposal the record its refusal is
 // about, explained in turn.
-func (x *explainer) refusalChildren(n *ExplainNode, p *Record, depth int) {
+func (x *explainer) refusalChildren(n *ExplainNode, p *kernel.Record, depth int) {
 	var failedID string
 	if d, ok := x.decisionAbout(p); ok {
 		failedID = d.Failed
 	} else if f, _ := x.failedOf(p); f != nil {
 		failedID = f.ID
 	}
-	if p.Slot == Beliefs {
+	if p.Slot == kernel.Beliefs {
 		for _, r := range x.dependencies(p, x.pos[p.ID]) {
 			if x.seen[r.ID] {
 				continue
@@ -532,10 +524,10 @@ func (x *explainer) refusalChildren(n *ExplainNode, p *Record, depth int) {
 }
 
 // summary is a record in one line.
-func (x *explainer) summary(r *Record) string {
+func (x *explainer) summary(r *kernel.Record) string {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
-	case r.Slot == Evidence && r.Kind == KindDecisionRecord:
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord:
 		d, err := decisionRecordOf(r)
 		if err != nil {
 			return "decision record (unreadable)"
@@ -547,48 +539,41 @@ func (x *explainer) summary(r *Record) string {
 			s += " -- " + clipText(d.Detail, 80)
 		}
 		return s
-	case r.Slot == Evidence && r.Kind == KindBeliefValidation:
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindBeliefValidation:
 		if r.Payload.Bool("arbitrated") {
 			t, _ := r.Payload.Float("conflict_threshold")
 			return "evidence artifact: checks passed, conflict arbitrated at threshold " + strconv.FormatFloat(t, 'g', -1, 64)
 		}
 		return "evidence artifact: checks passed"
-	case r.Slot == Evidence && r.Kind == KindApproval:
-		decision, _ := r.Payload.String(KeyDecision)
+	case r.Slot == kernel.Evidence && r.Kind == kernel.KindApproval:
+		decision, _ := r.Payload.String(kernel.KeyDecision)
 		return "approval: " + decision + " by " + r.Provenance.Writer
-	case r.Slot == Percepts && isEffect(r):
-		status, tool, _, attempt, code := effectMeta(r)
-		if status == "succeeded" {
-			return perceptSummary(r) + " from effect." + tool + " (attempt " + strconv.Itoa(attempt) + ")"
+	case r.Slot == kernel.Percepts && isEffect(r):
+		e, _ := toolgate.EffectOf(*r)
+		if e.Status == toolgate.StatusSucceeded {
+			return perceptSummary(r) + " from effect." + e.Tool + " (attempt " + strconv.Itoa(e.Attempt) + ")"
 		}
-		s := "effect." + tool + " " + status
-		if attempt > 0 {
-			s += " (attempt " + strconv.Itoa(attempt) + ")"
-		}
-		if code != "" && status != "attempted" {
-			s += ": " + code
-		}
-		return s
-	case r.Slot == Percepts:
+		return effectText(e)
+	case r.Slot == kernel.Percepts:
 		return perceptSummary(r)
-	case r.Mode == ModePropose:
+	case r.Mode == kernel.ModePropose:
 		s := name + " proposed by " + r.Provenance.Writer
 		switch {
-		case r.Reason == CodeSupersededByCommit:
+		case r.Reason == kernel.CodeSupersededByCommit:
 			return s + ": committed"
-		case r.Status == StatusInvalidated:
+		case r.Status == kernel.StatusInvalidated:
 			return s + ": refused " + string(r.Reason)
-		case r.Status == StatusExpired:
+		case r.Status == kernel.StatusExpired:
 			return s + ": expired"
 		}
 		return s + ": pending"
-	case r.Mode == ModeCommit && r.Provenance.Role == RoleKernel:
+	case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel:
 		s := name + " committed (" + string(r.Reason) + ")"
-		if reason, ok := r.Payload.String(KeyReason); ok {
+		if reason, ok := r.Payload.String(kernel.KeyReason); ok {
 			s += " reason=" + reason
 		}
-		if r.Slot == Beliefs {
-			s += " value=" + strconv.FormatBool(r.Payload.Bool(KeyValue))
+		if r.Slot == kernel.Beliefs {
+			s += " value=" + strconv.FormatBool(r.Payload.Bool(kernel.KeyValue))
 		}
 		return s
 	}
@@ -597,16 +582,16 @@ func (x *explainer) summary(r *Record) string {
 
 // perceptSummary is a percept in one line: kind, writer, flags,
 // confidence, TTL and status.
-func perceptSummary(r *Record) string {
+func perceptSummary(r *kernel.Record) string {
 	s := "percept." + r.Kind + " observed by " + r.Provenance.Writer
 	var parts []string
-	if f := PerceptFlags(r); f != "" {
+	if f := perceptFlags(r); f != "" {
 		parts = append(parts, f)
 	}
 	if r.Provenance.TTLMS > 0 {
 		parts = append(parts, "ttl="+strconv.FormatInt(r.Provenance.TTLMS, 10)+"ms")
 	}
-	if r.Status != StatusActive {
+	if r.Status != kernel.StatusActive {
 		parts = append(parts, r.Status.String())
 	}
 	return s + parens(strings.Join(parts, ", "))

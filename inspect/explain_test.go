@@ -1,13 +1,15 @@
-package kernel_test
+package inspect_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -92,7 +94,7 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 			paperEpisode(t, k, "stale", kernel.Payload{"charge_id": "ch_1", "stale": true}, nil)
 			paperEpisode(t, k, "conflict", kernel.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
 			for trace, want := range paperTraces {
-				tl, err := k.Timeline(context.Background(), trace)
+				tl, err := inspect.Timeline(context.Background(), s, trace)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,15 +106,15 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 					t.Errorf("trace %s:\n got\n%s\nwant\n%s", trace, strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
 			}
-			stale, _ := k.Timeline(context.Background(), "stale")
+			stale, _ := inspect.Timeline(context.Background(), s, "stale")
 			if stale.Outcome != "queue_for_review committed" || stale.Decisions != 3 || stale.Refusals != 2 {
 				t.Errorf("stale summary: outcome %q, %d decisions, %d refusals", stale.Outcome, stale.Decisions, stale.Refusals)
 			}
 			if last := stale.Events[len(stale.Events)-1]; last.Line() != "action.queue_for_review committed (reason=PLAN_MISSING_BELIEF)" || last.Record != "actions:stale:5" {
 				t.Errorf("last event %q %s", last.Line(), last.Record)
 			}
-			if _, err := k.Timeline(context.Background(), "absent"); err == nil {
-				t.Error("a trace without records has no timeline")
+			if _, err := inspect.Timeline(context.Background(), s, "absent"); !errors.Is(err, kernel.ErrNotFound) {
+				t.Errorf("a trace without records has no timeline: %v", err)
 			}
 		})
 	}
@@ -132,7 +134,7 @@ func TestExplainReproducesThePaper(t *testing.T) {
 			fallback := paperEpisode(t, k, "stale", kernel.Payload{"charge_id": "ch_1", "stale": true}, nil)
 			refund := paperEpisode(t, k, "conflict", kernel.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
 
-			ex, err := k.Explain(ctx, fallback)
+			ex, err := inspect.Explain(ctx, s, fallback)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +158,7 @@ func TestExplainReproducesThePaper(t *testing.T) {
 				}
 			}
 
-			ex, err = k.Explain(ctx, refund)
+			ex, err = inspect.Explain(ctx, s, refund)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,9 +167,9 @@ func TestExplainReproducesThePaper(t *testing.T) {
 			}
 			// action → plan → belief → artifact → percept with its checks.
 			var path []string
-			var percept *kernel.ExplainNode
-			var walk func(n *kernel.ExplainNode)
-			walk = func(n *kernel.ExplainNode) {
+			var percept *inspect.ExplainNode
+			var walk func(n *inspect.ExplainNode)
+			walk = func(n *inspect.ExplainNode) {
 				path = append(path, n.Relation+"="+n.Record)
 				if n.Slot == kernel.Percepts && n.Checks != "" {
 					percept = n
@@ -190,17 +192,16 @@ func TestExplainReproducesThePaper(t *testing.T) {
 			if err := ex.WriteJSON(&buf); err != nil {
 				t.Fatal(err)
 			}
-			var back kernel.Explanation
+			var back inspect.Explanation
 			if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Tree == nil || back.Record != refund {
 				t.Errorf("JSON round trip: %v %+v", err, back)
 			}
 			// Explaining a proposal that was committed explains its commit.
-			if ex, err := k.Explain(ctx, "actions:conflict:7"); err != nil || ex.Record != refund {
+			if ex, err := inspect.Explain(ctx, s, "actions:conflict:7"); err != nil || ex.Record != refund {
 				t.Errorf("explain of the committed proposal: %v %s", err, ex.Record)
 			}
-			other, _ := kernel.New(kernel.WithStore(s), kernel.WithNamespace("other"))
-			if _, err := other.Explain(ctx, refund); err == nil {
-				t.Error("another namespace's kernel explained the record")
+			if _, err := inspect.Explain(ctx, s, "actions:conflict:99"); !errors.Is(err, kernel.ErrNotFound) {
+				t.Errorf("explain of a record the store does not hold: %v", err)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package kernel_test
+package inspect_test
 
 import (
 	"context"
@@ -6,14 +6,16 @@ import (
 	"os"
 	"time"
 
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 // The paper's §10.4 trace: a stale charge, the belief rejected, the plan
 // infeasible, the safe fallback committed.
-func ExampleKernel_Timeline() {
+func ExampleTimeline() {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	k, _ := kernel.New(kernel.WithClock(func() time.Time { return start }))
+	s := kernel.NewMemStore()
+	k, _ := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
 	ctx := context.Background()
 	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge",
 		Payload: kernel.Payload{"charge_id": "ch_1", "stale": true}})
@@ -25,7 +27,7 @@ func ExampleKernel_Timeline() {
 	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: kernel.Payload{"reason": string(plan.Code)}})
 
-	tl, err := k.Timeline(ctx, "stale")
+	tl, err := inspect.Timeline(ctx, s, "stale")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -45,8 +47,9 @@ func ExampleKernel_Timeline() {
 
 // Why was the refund not paid? Explain walks from the fallback back to the
 // stale percept.
-func ExampleKernel_Explain() {
-	k, _ := kernel.New()
+func ExampleExplain() {
+	s := kernel.NewMemStore()
+	k, _ := kernel.New(kernel.WithStore(s))
 	ctx := context.Background()
 	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge",
 		Payload: kernel.Payload{"charge_id": "ch_1", "stale": true}})
@@ -58,7 +61,7 @@ func ExampleKernel_Explain() {
 	fb, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: kernel.Payload{"reason": string(plan.Code)}})
 
-	ex, err := k.Explain(ctx, fb.Record.ID)
+	ex, err := inspect.Explain(ctx, s, fb.Record.ID)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,0 +1,101 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// fullEffect sets every field of an Effect.
+var fullEffect = Effect{Status: StatusFailed, Tool: "issue_refund", ActionID: "actions:t:4", Key: "desk/actions:t:4", Attempt: 3,
+	Code: CodeRetriesExhausted, Approval: "evidence:t:5", Approver: "human:alice", Note: "ok", Error: "gateway timeout",
+	ExecutionStatus: failure.StatusNetwork, Category: failure.Network, Retryable: true,
+	LeaseUntilMS: 1_735_689_600_123, PreviousError: "connection reset"}
+
+// TestEffectRoundTrip: what the encoder writes, stored by the kernel (its
+// payload normalised, its numbers made JSON numbers) in memory and in
+// SQLite, the decoder reads back field for field; so does a sparse effect,
+// whose empty fields are left out of the payload.
+func TestEffectRoundTrip(t *testing.T) {
+	sq, err := sqlitestore.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	for name, s := range map[string]kernel.Store{"memory": kernel.NewMemStore(), "sqlite": sq} {
+		t.Run(name, func(t *testing.T) {
+			k, err := kernel.New(kernel.WithStore(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			sparse := Effect{Status: StatusAttempted, Tool: "lookup_order", ActionID: "actions:t:2", Key: "k", Attempt: 1}
+			for _, want := range []Effect{fullEffect, sparse} {
+				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: KindAttempt, Payload: want.payload()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := s.Get(ctx, w.Record.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok := EffectOf(back)
+				if !ok || got != want {
+					t.Errorf("EffectOf = %+v, %v; want %+v", got, ok, want)
+				}
+			}
+			stored, _ := json.Marshal(sparse.encode())
+			if string(stored) != `{"action_id":"actions:t:2","attempt":1,"key":"k","status":"attempted","tool":"lookup_order"}` {
+				t.Errorf("a sparse effect is stored as %s", stored)
+			}
+		})
+	}
+}
+
+// TestEffectOfRefusesForgeries: an object under KeyEffect is the gate's
+// only in a percept written under the gate's writer id for the tool it
+// names, with a known status and an action id. Another tool's percept
+// that copies a real effect, evidence holding one, and a percept with a
+// status the gate never writes are not effects.
+func TestEffectOfRefusesForgeries(t *testing.T) {
+	k, err := kernel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	real := fullEffect
+	real.Status, real.Code = StatusSucceeded, CodeEffectSucceeded
+	write := func(w kernel.Handle, e kernel.Entry) kernel.Record {
+		t.Helper()
+		e.TraceID = "t"
+		r, err := w.Write(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	genuine := write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: real.payload()})
+	if got, ok := EffectOf(genuine); !ok || got != real {
+		t.Fatalf("the gate's own layout under its writer id: %+v, %v", got, ok)
+	}
+	otherStatus := real
+	otherStatus.Status = "paid"
+	noAction := real
+	noAction.ActionID = ""
+	for name, r := range map[string]kernel.Record{
+		"another tool":      write(k.Tool("scraper"), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: real.payload()}),
+		"another tool's id": write(k.Tool(toolWriter("lookup_order")), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: real.payload()}),
+		"evidence":          write(k.EvidenceValidator(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Evidence, Kind: "refund", Payload: real.payload()}),
+		"unknown status":    write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: otherStatus.payload()}),
+		"no action":         write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: noAction.payload()}),
+		"not an object":     write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: kernel.Payload{KeyEffect: "succeeded"}}),
+	} {
+		if e, ok := EffectOf(r); ok {
+			t.Errorf("%s: %s taken for the gate's effect %+v", name, r.ID, e)
+		}
+	}
+}
