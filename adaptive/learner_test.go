@@ -324,7 +324,7 @@ func TestRestartReadsTheStore(t *testing.T) {
 func TestRestartOnSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
 	checkRestart(t, func(t *testing.T) (kernel.Store, func()) {
-		s, err := sqlitestore.Open(path)
+		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -703,7 +703,7 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 	var ks [2]*kernel.Kernel
 	var ls [2]*adaptive.Learner
 	for i := range ks {
-		s, err := sqlitestore.Open(path)
+		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
