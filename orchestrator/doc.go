@@ -1,4 +1,4 @@
-// Package orchestrator runs [worker.Worker] values on a trace of the
+// Package orchestrator runs [Worker] values on a trace of the
 // blackboard kernel (paper §11.1): in dependency order, round after round,
 // until quiescence or a round limit.
 //
@@ -32,8 +32,15 @@
 // Options turn on a runtime around the loop; without them a run is the
 // plain loop above. Everything the runtime decides is typed and recorded
 // in the [Result] ([Result.Outcome], [Result.Stop], [Result.Repairs],
-// [Result.States], [Result.Findings]) and, with [WithKernel], on the
-// blackboard as decision records.
+// [Result.States], [Result.Findings]) and on the blackboard as decision
+// records, through the kernel [WithKernel] gives: a run with a runtime
+// option and no kernel is [ErrInvalidOption], so that no decision goes
+// unrecorded.
+//
+// [New] takes [Option]s; [Orchestrator.Run], [NewSession] and
+// [Session.RunEpisode] take [RunOption]s, which override New's for their
+// runs. Every RunOption is also an Option (the default of every run); the
+// telemetry providers are Options only, since only New reads them.
 //
 //   - Budgets. [WithBudget] gives each run a budget.Run named after its
 //     trace; a round is counted before it starts, and a refused round ends
@@ -66,8 +73,8 @@
 // With [WithRepair], a failed step (an error, a failure reported in a
 // finding, or a refused finding) is typed with failure.Classify, routed
 // with failure.Decide given the attempts made in the worker's turn,
-// recorded ([Repair]; a decision record of kind "worker:<id>" with
-// [WithKernel]), and acted on at once:
+// recorded ([Repair]; a decision record of kind "worker:<id>"), and acted
+// on at once:
 //
 //	route          action
 //	fast_loop      the same worker steps again; StepContext.Repair holds its failure
