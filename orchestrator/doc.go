@@ -7,6 +7,11 @@
 // the failures ([WorkerError]) and the final view. A [Session] groups the
 // episodes an agent runs, issuing a fresh trace id (a UUID) for each.
 //
+// Each step is handed its [StepContext] as an argument of [Worker.Step]:
+// the trace and its view, and what the run grants the step (its lane's
+// budget, loop guard and lease). Nothing is passed through the
+// context.Context, so a grant reaches only the worker it was made to.
+//
 // # Order
 //
 // Within a round, a worker that writes a slot runs before every other
@@ -63,10 +68,10 @@
 //     (1 by default, [StepContext.Lease]); the trajectory the worker
 //     leaves in it is recorded with the step ([Step.Trajectory]).
 //   - Findings. A worker hands its output over as a typed [Finding]
-//     ([StepContext.Report]); the runtime checks it against the lane's
-//     [Contract] and refuses one that does not meet it with a
-//     [*FindingError]. Accepted findings reach later workers through
-//     [StepContext.Findings].
+//     ([StepContext.Report]); the orchestrator checks it against the
+//     lane's [Contract] (the zero Contract without one, in any run) and
+//     refuses one that does not meet it with a [*FindingError]. Accepted
+//     findings reach later workers through [StepContext.Findings].
 //
 // # Repair
 //

@@ -62,8 +62,8 @@ type Outcome struct {
 	Final kernel.Record
 }
 
-// Worker is a reusable planner worker ([orchestrator.Worker]) that lets a model
-// decide whether to propose, under a governed [Schema]. In one step it
+// Worker is a reusable planner worker ([orchestrator.Worker]) that lets a
+// model decide whether to propose, under a governed [Schema]. In one step it
 // asks the model about the belief and submits it; then about the plan and
 // submits it; then, if the plan is feasible, submits the action. The first
 // decline, rejection or model failure ends the episode in the safe
