@@ -78,7 +78,8 @@ var (
 	ErrInvalidTool = errors.New("toolgate: invalid tool")
 	// ErrSpecMismatch: a tool's action type is also given as a kernel
 	// action spec ([WithKernel]; the gate registers its tools' types
-	// itself), or the fallback is not a registered safe fallback.
+	// itself), or the fallback is not a registered safe fallback, or is a
+	// tool's.
 	ErrSpecMismatch = errors.New("toolgate: kernel action spec does not match the tools")
 	// ErrInvalidConfig: a bad role contract or intent (no name, a
 	// duplicate, a tool that is not registered), a bad lease, or a kernel

@@ -132,8 +132,9 @@ func WithIntents(intents ...Intent) Option {
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
 // WithFallback sets the safe fallback action type a denied or expired
-// approval escalates to (default kernel.FallbackQueueForReview). The
-// kernel must know it as a safe fallback.
+// approval escalates to (default kernel.FallbackQueueForReview). Another
+// type must be registered as a safe fallback through [WithKernel]
+// (kernel.WithActionSpecs), and may not be a tool's.
 func WithFallback(actionType string) Option { return func(c *config) { c.fallback = actionType } }
 
 // Gate is the tool-call gate: every tool call of an agent passes through
@@ -242,8 +243,8 @@ func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec) (*kernel.Kerne
 // init finishes a gate whose tools are registered, over its kernel k:
 // the handles, telemetry, the fallback, roles and intents.
 func (g *Gate) init(k *kernel.Kernel, c *config) error {
-	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback {
-		return fmt.Errorf("%w: fallback %q is not a registered safe fallback", ErrSpecMismatch, c.fallback)
+	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback || g.byAction[c.fallback] != nil {
+		return fmt.Errorf("%w: fallback %q is not a registered safe fallback that is no tool's", ErrSpecMismatch, c.fallback)
 	}
 	g.k, g.planner, g.reader = k, governedAs(k, GateWriter), k.Tool(GateWriter)
 	for _, e := range g.order {

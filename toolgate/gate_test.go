@@ -355,6 +355,7 @@ func TestNewChecks(t *testing.T) {
 		{"fallback not registered", []Option{WithTools(lookup), WithFallback("call_a_human")}, ErrSpecMismatch},
 		{"fallback registered", []Option{WithTools(lookup), WithFallback("call_a_human"), WithKernel(fallback)}, nil},
 		{"fallback a tool's", []Option{WithTools(refund), WithFallback("issue_refund")}, ErrSpecMismatch},
+		{"fallback a read-only tool's", []Option{WithTools(lookup), WithFallback("lookup_order")}, ErrSpecMismatch},
 		{"bad kernel option", []Option{WithTools(lookup), WithKernel(kernel.WithMinConfidence(2))}, kernel.ErrInvalidInput},
 		{"approval rule does not compile", []Option{WithTools(withApproval(refund, "amount >"))}, ErrInvalidTool},
 		{"approval rule not a bool", []Option{WithTools(withApproval(refund, "amount + 1"))}, ErrInvalidTool},
