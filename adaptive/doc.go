@@ -5,7 +5,7 @@
 // actions of the traces it analyses by their typed reason code
 // ([kernel.Code]; never by message text). When a code that the mapping
 // knows reaches the threshold (default [DefaultThreshold]), the learner
-// queues that code's constraint and, as a worker.Worker in the next episode
+// queues that code's constraint and, as an orchestrator.Worker in the next episode
 // or through [Learner.Commit], commits it through its symbolic-validator
 // handle in persistent scope, so that the kernel enforces it on every trace
 // from then on. Each learned constraint records the code that triggered it

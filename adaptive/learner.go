@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/worker"
+	"github.com/blackboardkernel/bk/orchestrator"
 )
 
 // ErrInvalidOption is wrapped by the error [New] returns for a nil handle,
@@ -115,7 +115,7 @@ type Learner struct {
 	pending  []Pending
 }
 
-var _ worker.Worker = (*Learner)(nil)
+var _ orchestrator.Worker = (*Learner)(nil)
 
 // New returns a learner committing through h. It first reads what the store
 // already holds: every invalidated record of the analysed slots, counted by
@@ -386,9 +386,9 @@ func (l *Learner) ShouldActivate(kernel.View) bool {
 	return len(l.pending) > 0
 }
 
-// Step commits the pending constraints into the trace (see
+// Step commits the pending constraints into the step's trace (see
 // [Learner.Commit]); produced reports whether it committed any.
-func (l *Learner) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
-	learned, err := l.Commit(ctx, traceID)
+func (l *Learner) Step(ctx context.Context, s *orchestrator.StepContext) (bool, error) {
+	learned, err := l.Commit(ctx, s.TraceID())
 	return len(learned) > 0, err
 }

@@ -216,7 +216,7 @@ func TestDefaultMapping(t *testing.T) {
 			if p := analyze(t, l, "b"); len(p) != 1 || p[0].Constraint.Name != w[0] {
 				t.Fatalf("pending %+v", p)
 			}
-			produced, err := l.Step(ctx, "c", kernel.View{})
+			produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 			if err != nil || !produced {
 				t.Fatalf("Step: %v %v", produced, err)
 			}
@@ -324,7 +324,7 @@ func TestRestartReadsTheStore(t *testing.T) {
 func TestRestartOnSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
 	checkRestart(t, func(t *testing.T) (kernel.Store, func()) {
-		s, err := sqlitestore.Open(path)
+		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -656,7 +656,7 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	analyze(t, l, "a")
 	analyze(t, l, "b")
 	store.broken.Store(true)
-	produced, err := l.Step(ctx, "c", kernel.View{})
+	produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 	if !errors.Is(err, errBroken) || produced {
 		t.Fatalf("Step on a failing store: %v %v", produced, err)
 	}
@@ -664,7 +664,7 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 		t.Fatalf("after a failed commit pending %v learned %v", l.Pending(), l.Learned())
 	}
 	store.broken.Store(false)
-	if produced, err := l.Step(ctx, "c", kernel.View{}); err != nil || !produced {
+	if produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
 		t.Fatalf("retry: %v %v", produced, err)
 	}
 	if len(l.Pending()) != 0 || len(l.Learned()) != 1 || len(persistent(t, k)) != 1 {
@@ -698,7 +698,7 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 	var ks [2]*kernel.Kernel
 	var ls [2]*adaptive.Learner
 	for i := range ks {
-		s, err := sqlitestore.Open(path)
+		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}

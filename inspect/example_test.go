@@ -19,7 +19,7 @@ func ExampleMain() {
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, "bk.db")
 
-	s, _ := sqlitestore.Open(db)
+	s, _ := sqlitestore.Open(context.Background(), db)
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	k, _ := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
 	ctx := context.Background()

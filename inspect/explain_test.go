@@ -73,7 +73,7 @@ var paperTraces = map[string][]string{
 }
 
 func storesForInspection(t *testing.T) map[string]kernel.Store {
-	sq, err := sqlitestore.Open(":memory:")
+	sq, err := sqlitestore.Open(context.Background(), ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,13 @@ const hostile = "\x1b]52;c;cGF5IG1l\x07\x1b[2K\r\u009b2K\x7f\u202e\u2066gnp.exe\
 func hostileDatabase(t *testing.T) (db string, traces []string) {
 	t.Helper()
 	src := toolgateDatabase(t)
-	in, err := sqlitestore.OpenReadOnly(src)
+	in, err := sqlitestore.OpenReadOnly(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
 	db = filepath.Join(t.TempDir(), "hostile.db")
-	out, err := sqlitestore.Open(db)
+	out, err := sqlitestore.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestAttackInspectorEscapes(t *testing.T) {
 	for _, tr := range traces {
 		runs = append(runs, []string{"timeline", tr}, []string{"timeline", tr, "--json"})
 		tl, err := func() (inspect.TimelineReport, error) {
-			s, err := sqlitestore.OpenReadOnly(db)
+			s, err := sqlitestore.OpenReadOnly(context.Background(), db)
 			if err != nil {
 				return inspect.TimelineReport{}, err
 			}

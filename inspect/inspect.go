@@ -111,7 +111,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		sub.Usage()
 		return ExitUsage
 	}
-	s, err := sqlitestore.OpenReadOnly(e.db)
+	s, err := sqlitestore.OpenReadOnly(ctx, e.db)
 	if err != nil {
 		fmt.Fprintln(stderr, "bk:", Inert(describe(e.db, err)))
 		return ExitError

@@ -171,7 +171,7 @@ func TestMultiEpisodeDatabase(t *testing.T) {
 func toolgateDatabase(t *testing.T) string {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "desk.db")
-	s, err := sqlitestore.Open(db)
+	s, err := sqlitestore.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,15 +189,14 @@ func toolgateDatabase(t *testing.T) string {
 				return kernel.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"), kernel.WithActionSpecs(toolgate.Specs(tools...)...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"),
+			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
+		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := g.Kernel()
 	ctx := context.Background()
 	call := func(trace, tool, args string) toolgate.Result {
 		res, err := g.Call(ctx, toolgate.Call{ID: "c-" + tool, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: trace})
@@ -360,7 +359,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("not a store: %d %q", code, errOut)
 	}
 	newer := filepath.Join(dir, "newer.db")
-	s, err := sqlitestore.Open(newer)
+	s, err := sqlitestore.Open(context.Background(), newer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +435,7 @@ func TestSupportDeskDatabase(t *testing.T) {
 // arguments.
 func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 	db := toolgateDatabase(t)
-	s, err := sqlitestore.Open(db)
+	s, err := sqlitestore.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +486,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 func TestAttackForgedEffect(t *testing.T) {
 	db := toolgateDatabase(t)
 	ctx := context.Background()
-	s, err := sqlitestore.Open(db)
+	s, err := sqlitestore.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -225,7 +226,7 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 // stay in force, so an order refunded before an upgrade is not refunded
 // again after it, and the action keeps its key.
 func TestOnceKeyLegacyClaims(t *testing.T) {
-	s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

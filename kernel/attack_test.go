@@ -44,7 +44,7 @@ var stores = []struct {
 }{
 	{"memstore", func(*testing.T) kernel.Store { return kernel.NewMemStore() }},
 	{"sqlite", func(t *testing.T) kernel.Store {
-		s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -586,7 +586,7 @@ func TestAttackReplayTwoProcesses(t *testing.T) {
 		t.Skip("starts child processes")
 	}
 	db := filepath.Join(t.TempDir(), "bk.db")
-	s, err := sqlitestore.Open(db) // create the schema before the children race
+	s, err := sqlitestore.Open(context.Background(), db) // create the schema before the children race
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +616,7 @@ func TestAttackReplayTwoProcesses(t *testing.T) {
 
 // replayChild is one racing process of TestAttackReplayTwoProcesses.
 func replayChild(t *testing.T, db, proc string) {
-	s, err := sqlitestore.Open(db, sqlitestore.WithBusyTimeout(30*time.Second))
+	s, err := sqlitestore.Open(context.Background(), db, sqlitestore.WithBusyTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

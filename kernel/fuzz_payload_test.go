@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -45,7 +46,7 @@ func FuzzPayload(f *testing.F) {
 	}
 	f.Add([]byte(`{"abc":"defgh"}`), uint8(0), uint16(13))
 	f.Add([]byte(`{"abc":"defgh"}`), uint8(0), uint16(12))
-	sql, err := sqlitestore.Open(":memory:")
+	sql, err := sqlitestore.Open(context.Background(), ":memory:")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1898,7 +1898,7 @@ func (w *invWorld) run(g *invGen, c *invChecker, steps int) (int, error) {
 }
 
 func invOpenSQLite(t *testing.T) kernel.Store {
-	s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

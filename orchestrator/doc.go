@@ -1,4 +1,4 @@
-// Package orchestrator runs [worker.Worker] values on a trace of the
+// Package orchestrator runs [Worker] values on a trace of the
 // blackboard kernel (paper §11.1): in dependency order, round after round,
 // until quiescence or a round limit.
 //
@@ -6,6 +6,11 @@
 // on one trace and returns a [Result]: the number of rounds, a [Step] log,
 // the failures ([WorkerError]) and the final view. A [Session] groups the
 // episodes an agent runs, issuing a fresh trace id (a UUID) for each.
+//
+// Each step is handed its [StepContext] as an argument of [Worker.Step]:
+// the trace and its view, and what the run grants the step (its lane's
+// budget, loop guard and lease). Nothing is passed through the
+// context.Context, so a grant reaches only the worker it was made to.
 //
 // # Order
 //
@@ -32,8 +37,15 @@
 // Options turn on a runtime around the loop; without them a run is the
 // plain loop above. Everything the runtime decides is typed and recorded
 // in the [Result] ([Result.Outcome], [Result.Stop], [Result.Repairs],
-// [Result.States], [Result.Findings]) and, with [WithKernel], on the
-// blackboard as decision records.
+// [Result.States], [Result.Findings]) and on the blackboard as decision
+// records, through the kernel [WithKernel] gives: a run with a runtime
+// option and no kernel is [ErrInvalidOption], so that no decision goes
+// unrecorded.
+//
+// [New] takes [Option]s; [Orchestrator.Run], [NewSession] and
+// [Session.RunEpisode] take [RunOption]s, which override New's for their
+// runs. Every RunOption is also an Option (the default of every run); the
+// telemetry providers are Options only, since only New reads them.
 //
 //   - Budgets. [WithBudget] gives each run a budget.Run named after its
 //     trace; a round is counted before it starts, and a refused round ends
@@ -56,18 +68,18 @@
 //     (1 by default, [StepContext.Lease]); the trajectory the worker
 //     leaves in it is recorded with the step ([Step.Trajectory]).
 //   - Findings. A worker hands its output over as a typed [Finding]
-//     ([StepContext.Report]); the runtime checks it against the lane's
-//     [Contract] and refuses one that does not meet it with a
-//     [*FindingError]. Accepted findings reach later workers through
-//     [StepContext.Findings].
+//     ([StepContext.Report]); the orchestrator checks it against the
+//     lane's [Contract] (the zero Contract without one, in any run) and
+//     refuses one that does not meet it with a [*FindingError]. Accepted
+//     findings reach later workers through [StepContext.Findings].
 //
 // # Repair
 //
 // With [WithRepair], a failed step (an error, a failure reported in a
 // finding, or a refused finding) is typed with failure.Classify, routed
 // with failure.Decide given the attempts made in the worker's turn,
-// recorded ([Repair]; a decision record of kind "worker:<id>" with
-// [WithKernel]), and acted on at once:
+// recorded ([Repair]; a decision record of kind "worker:<id>"), and acted
+// on at once:
 //
 //	route          action
 //	fast_loop      the same worker steps again; StepContext.Repair holds its failure

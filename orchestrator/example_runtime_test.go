@@ -21,8 +21,8 @@ func (w compiler) Writes() []kernel.Slot { return []kernel.Slot{kernel.Percepts}
 func (w compiler) ShouldActivate(v kernel.View) bool {
 	return !v.Has(kernel.Percepts, "module")
 }
-func (w compiler) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
-	sc, _ := orchestrator.StepContextFrom(ctx)
+func (w compiler) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	if _, repairing := sc.Repair(); !repairing {
 		return false, failure.New(failure.StatusSyntax, "line 3: unexpected indent")
 	}

@@ -19,7 +19,8 @@ func (w thermometer) Writes() []kernel.Slot { return []kernel.Slot{kernel.Percep
 func (w thermometer) ShouldActivate(v kernel.View) bool {
 	return !v.Has(kernel.Percepts, "temperature")
 }
-func (w thermometer) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+func (w thermometer) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Percepts, Kind: "temperature",
 		Payload: kernel.Payload{"value": 97.5, "unit": "C"}, Confidence: kernel.Confidence(0.9)})
 	return err == nil, err
@@ -37,7 +38,8 @@ func (w watcher) ShouldActivate(v kernel.View) bool {
 	p, ok := v.Get(kernel.Percepts, "temperature")
 	return ok && !v.Has(kernel.Beliefs, "too_hot") && p["value"].(float64) > 90
 }
-func (w watcher) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+func (w watcher) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	d, err := w.planner.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Beliefs, Kind: "too_hot",
 		Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
 	if err != nil {

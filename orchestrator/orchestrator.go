@@ -17,7 +17,6 @@ import (
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/worker"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of these (or
@@ -30,13 +29,42 @@ var (
 	ErrInvalidWorker = errors.New("orchestrator: invalid worker")
 	// ErrDuplicateWorker: two workers with the same id.
 	ErrDuplicateWorker = errors.New("orchestrator: duplicate worker id")
-	// ErrInvalidOption: a round limit below 1, a nil logger or a nil
-	// orchestrator.
+	// ErrInvalidOption: a round limit below 1, a nil logger, a nil
+	// option or orchestrator, or a runtime option ([WithBudget],
+	// [WithLoopGuard], [WithRepair], [WithLane]) without [WithKernel]: the
+	// runtime's decisions would have nowhere to be recorded.
 	ErrInvalidOption = errors.New("orchestrator: invalid option")
 	// ErrPanic is wrapped by the [WorkerError] recorded for a worker that
 	// panicked.
 	ErrPanic = errors.New("orchestrator: worker panicked")
 )
+
+// Worker is one component of an agent (paper §11.1): it reads the
+// blackboard through a view and writes through the single role-bound
+// handle it was built with, so it can never write outside that role's
+// authority. Package worker has helpers for workers that must not repeat
+// themselves within a trace.
+//
+// The orchestrator calls a worker's methods from one goroutine per run; a
+// worker shared between concurrent runs must be safe for that.
+type Worker interface {
+	// ID names the worker in logs and step records.
+	ID() string
+	// Handle is the role-bound handle the worker writes through.
+	Handle() kernel.Handle
+	// Reads lists the slots the worker reads; Writes the slots it writes.
+	// The orchestrator runs writers of a slot before its readers.
+	Reads() []kernel.Slot
+	Writes() []kernel.Slot
+	// ShouldActivate reports whether the worker has something to do given
+	// the current view of the trace.
+	ShouldActivate(v kernel.View) bool
+	// Step does one unit of work on the step's trace (s.TraceID(), whose
+	// view is s.View()), under what the run grants it (s.Budget(),
+	// s.Guard(), s.Lease()). produced reports whether it wrote anything;
+	// the orchestrator stops when a round produces nothing.
+	Step(ctx context.Context, s *StepContext) (produced bool, err error)
+}
 
 // DefaultMaxRounds is the round limit when none is set.
 const DefaultMaxRounds = 20
@@ -122,9 +150,23 @@ type Result struct {
 	Findings []Finding
 }
 
-// Option configures an [Orchestrator] in [New]; the same options passed
-// to [Orchestrator.Run] or [NewSession] override it for those runs.
-type Option func(*config)
+// Option configures an [Orchestrator] in [New]. Every [RunOption] is an
+// Option too: given to New, it sets the default of every run. The
+// options only New can honour (the telemetry providers) are Options and
+// not RunOptions, so that no call is given an option it would ignore.
+type Option interface{ applyNew(*config) }
+
+// RunOption configures runs: given to [Orchestrator.Run], [NewSession] or
+// [Session.RunEpisode], it overrides the orchestrator's default for those
+// runs; given to [New], it sets that default.
+type RunOption func(*config)
+
+func (o RunOption) applyNew(c *config) { o(c) }
+
+// newOption is an Option only New honours.
+type newOption func(*config)
+
+func (o newOption) applyNew(c *config) { o(c) }
 
 type config struct {
 	maxRounds int
@@ -141,39 +183,57 @@ type config struct {
 // traces with: an orchestrator.run span per Run and a worker.step span per
 // worker step, under which the worker's kernel calls nest. Without it the
 // global provider is used (a no-op until the application installs an
-// SDK); nil turns tracing off. It is read by [New]; given to Run it has no
-// effect.
+// SDK); nil turns tracing off.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tpSet, c.tp = true, tp }
+	return newOption(func(c *config) { c.tpSet, c.tp = true, tp })
 }
 
 // WithMeterProvider sets the OpenTelemetry provider for the orchestrator's
 // metrics (bk.worker.steps, bk.orchestrator.runs). Without it the global
-// provider is used; nil turns metrics off. It is read by [New].
+// provider is used; nil turns metrics off.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.mpSet, c.mp = true, mp }
+	return newOption(func(c *config) { c.mpSet, c.mp = true, mp })
 }
 
 // WithMaxRounds sets the round limit (default [DefaultMaxRounds]). A limit
 // below 1 is [ErrInvalidOption].
-func WithMaxRounds(n int) Option { return func(c *config) { c.maxRounds = n } }
+func WithMaxRounds(n int) RunOption { return func(c *config) { c.maxRounds = n } }
 
 // WithViewOptions sets how the views given to workers are built, for
 // instance whether they include the persistent records of other traces
 // (learned constraints). Default: the zero [kernel.ViewOptions].
-func WithViewOptions(v kernel.ViewOptions) Option { return func(c *config) { c.view = v } }
+func WithViewOptions(v kernel.ViewOptions) RunOption { return func(c *config) { c.view = v } }
 
 // WithLogger logs worker failures at warning level. Default: no logging.
 // A nil logger is [ErrInvalidOption].
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+func WithLogger(l *slog.Logger) RunOption { return func(c *config) { c.log = l } }
 
-func (c config) with(opts []Option) (config, error) {
+// withNew applies New's options and checks the result.
+func (c config) withNew(opts []Option) (config, error) {
+	for _, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if ro, ok := o.(RunOption); ok && ro == nil {
+			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		o.applyNew(&c)
+	}
+	return c.check()
+}
+
+// with applies a run's options and checks the result.
+func (c config) with(opts []RunOption) (config, error) {
 	for _, o := range opts {
 		if o == nil {
 			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
 		}
 		o(&c)
 	}
+	return c.check()
+}
+
+func (c config) check() (config, error) {
 	switch {
 	case c.maxRounds < 1:
 		return c, fmt.Errorf("%w: round limit %d below 1", ErrInvalidOption, c.maxRounds)
@@ -188,7 +248,7 @@ func (c config) with(opts []Option) (config, error) {
 
 // entry is a registered worker with what it declared at registration.
 type entry struct {
-	w      worker.Worker
+	w      Worker
 	id     string
 	handle kernel.Handle
 	reads  []kernel.Slot
@@ -212,7 +272,7 @@ type Orchestrator struct {
 // New returns an orchestrator with no workers. It returns an error wrapping
 // [ErrInvalidOption] for a bad option.
 func New(opts ...Option) (*Orchestrator, error) {
-	cfg, err := config{maxRounds: DefaultMaxRounds, log: slog.New(slog.DiscardHandler)}.with(opts)
+	cfg, err := config{maxRounds: DefaultMaxRounds, log: slog.New(slog.DiscardHandler)}.withNew(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +293,7 @@ const instrumentation = "github.com/blackboardkernel/bk/orchestrator"
 // here. Either all of them are added or, on error, none: a bad worker is
 // [ErrInvalidWorker], an id already registered or repeated is
 // [ErrDuplicateWorker].
-func (o *Orchestrator) Register(ws ...worker.Worker) error {
+func (o *Orchestrator) Register(ws ...Worker) error {
 	entries := make([]entry, 0, len(ws))
 	for i, w := range ws {
 		e, err := describe(w)
@@ -260,7 +320,7 @@ func (o *Orchestrator) Register(ws ...worker.Worker) error {
 }
 
 // describe reads a worker's declaration, refusing a bad one.
-func describe(w worker.Worker) (e entry, err error) {
+func describe(w Worker) (e entry, err error) {
 	if w == nil {
 		return entry{}, fmt.Errorf("%w: nil", ErrInvalidWorker)
 	}
@@ -370,8 +430,12 @@ func (o *Orchestrator) Order() []string {
 // returns an error, with the result so far, when a view cannot be built
 // (wrapping the store's or kernel's error), for an empty trace id
 // ([kernel.ErrInvalidInput]) and for a bad option ([ErrInvalidOption]);
-// in the last two cases nothing runs.
-func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) (res Result, err error) {
+// in the last two cases nothing runs. A run with a runtime option
+// ([WithBudget], [WithLoopGuard], [WithRepair], [WithLane]) and no
+// [WithKernel], in New's options or the run's, is [ErrInvalidOption]: its
+// stops and repairs are recorded as decision records, which need the
+// kernel.
+func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOption) (res Result, err error) {
 	ctx, sp := o.tracer.Start(ctx, "orchestrator.run")
 	defer func() {
 		if sp != nil {
@@ -397,6 +461,9 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) 
 	cfg, err := o.cfg.with(opts)
 	if err != nil {
 		return res, err
+	}
+	if cfg.rt.records() && cfg.rt.k == nil {
+		return res, fmt.Errorf("%w: WithBudget, WithLoopGuard, WithRepair and WithLane need WithKernel, to record their decisions", ErrInvalidOption)
 	}
 	o.mu.RLock()
 	order := o.order
@@ -495,12 +562,12 @@ func activate(e entry, v kernel.View) (active bool, werr *WorkerError) {
 }
 
 // step runs one worker step in its span and counts it.
-func (o *Orchestrator) step(ctx context.Context, e entry, traceID string, round int, v kernel.View) (bool, *WorkerError) {
+func (o *Orchestrator) step(ctx context.Context, e entry, sc *StepContext) (bool, *WorkerError) {
 	sctx, sp := o.tracer.Start(ctx, "worker.step")
-	p, werr := step(sctx, e, traceID, v)
+	p, werr := step(sctx, e, sc)
 	if sp != nil {
 		sp.SetAttributes(attribute.String("bk.worker", e.id), attribute.String(kernel.AttrRole, e.handle.Role().String()),
-			attribute.String(kernel.AttrTraceID, traceID), attribute.Int("bk.round", round), attribute.Bool("bk.produced", p))
+			attribute.String(kernel.AttrTraceID, sc.traceID), attribute.Int("bk.round", sc.round), attribute.Bool("bk.produced", p))
 		if werr != nil {
 			sp.RecordError(werr)
 			sp.SetStatus(codes.Error, werr.Error())
@@ -514,13 +581,13 @@ func (o *Orchestrator) step(ctx context.Context, e entry, traceID string, round 
 }
 
 // step calls Step, turning an error or a panic into a *WorkerError.
-func step(ctx context.Context, e entry, traceID string, v kernel.View) (produced bool, werr *WorkerError) {
+func step(ctx context.Context, e entry, sc *StepContext) (produced bool, werr *WorkerError) {
 	defer func() {
 		if r := recover(); r != nil {
 			produced, werr = false, panicked(e.id, PhaseStep, r)
 		}
 	}()
-	p, err := e.w.Step(ctx, traceID, v)
+	p, err := e.w.Step(ctx, sc)
 	if err != nil {
 		return p, &WorkerError{WorkerID: e.id, Phase: PhaseStep, Err: err}
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
-	"github.com/blackboardkernel/bk/worker"
 )
 
 // fake is a worker driven by functions.
@@ -25,7 +24,7 @@ type fake struct {
 	reads    []kernel.Slot
 	writes   []kernel.Slot
 	activate func(kernel.View) bool
-	step     func(context.Context, string, kernel.View) (bool, error)
+	step     func(context.Context, *orchestrator.StepContext) (bool, error)
 }
 
 func (f *fake) ID() string            { return f.id }
@@ -38,14 +37,14 @@ func (f *fake) ShouldActivate(v kernel.View) bool {
 	}
 	return f.activate(v)
 }
-func (f *fake) Step(ctx context.Context, traceID string, v kernel.View) (bool, error) {
+func (f *fake) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	if f.step == nil {
 		return false, nil
 	}
-	return f.step(ctx, traceID, v)
+	return f.step(ctx, sc)
 }
 
-var _ worker.Worker = (*fake)(nil)
+var _ orchestrator.Worker = (*fake)(nil)
 
 func newKernel(t testing.TB) *kernel.Kernel {
 	t.Helper()
@@ -85,7 +84,8 @@ func sensorAndAnalyst(k *kernel.Kernel) (*fake, *fake) {
 	sensor := &fake{
 		id: "sensor", h: tool, writes: []kernel.Slot{kernel.Percepts},
 		activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "temperature") },
-		step: func(ctx context.Context, tr string, _ kernel.View) (bool, error) {
+		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+			tr := sc.TraceID()
 			_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "temperature",
 				Payload: kernel.Payload{"value": 95}, Confidence: kernel.Confidence(0.9)})
 			return err == nil, err
@@ -96,7 +96,8 @@ func sensorAndAnalyst(k *kernel.Kernel) (*fake, *fake) {
 		activate: func(v kernel.View) bool {
 			return v.Has(kernel.Percepts, "temperature") && !v.Has(kernel.Beliefs, "hot")
 		},
-		step: func(ctx context.Context, tr string, _ kernel.View) (bool, error) {
+		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+			tr := sc.TraceID()
 			d, err := planner.Submit(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "hot",
 				Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
 			return err == nil && d.Committed(), err
@@ -184,7 +185,7 @@ func TestQuiescence(t *testing.T) {
 	k := newKernel(t)
 	sensor, analyst := sensorAndAnalyst(k)
 	idle := &fake{id: "idle", h: k.Planner("idle"), activate: func(kernel.View) bool { return false },
-		step: func(context.Context, string, kernel.View) (bool, error) {
+		step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			t.Error("an inactive worker was stepped")
 			return true, nil
 		}}
@@ -209,7 +210,7 @@ func TestQuiescence(t *testing.T) {
 func TestQuiescenceWhenStepsProduceNothing(t *testing.T) {
 	k := newKernel(t)
 	calls := 0
-	w := &fake{id: "w", h: k.Tool("w"), step: func(context.Context, string, kernel.View) (bool, error) {
+	w := &fake{id: "w", h: k.Tool("w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		calls++
 		return false, nil
 	}}
@@ -229,7 +230,7 @@ func TestQuiescenceWhenStepsProduceNothing(t *testing.T) {
 func TestRoundLimit(t *testing.T) {
 	k := newKernel(t)
 	busy := func() *fake {
-		return &fake{id: "busy", h: k.Tool("busy"), step: func(context.Context, string, kernel.View) (bool, error) {
+		return &fake{id: "busy", h: k.Tool("busy"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			return true, nil
 		}}
 	}
@@ -272,22 +273,22 @@ func TestRoundLimit(t *testing.T) {
 func TestFailingWorkersAreIsolated(t *testing.T) {
 	k := newKernel(t)
 	boom := errors.New("boom")
-	stepPanic := &fake{id: "step-panic", h: k.Tool("a"), step: func(context.Context, string, kernel.View) (bool, error) {
+	stepPanic := &fake{id: "step-panic", h: k.Tool("a"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		panic("kaput")
 	}}
 	activatePanic := &fake{id: "activate-panic", h: k.Tool("b"), activate: func(kernel.View) bool {
 		panic(boom)
 	}}
-	erring := &fake{id: "erring", h: k.Tool("c"), step: func(context.Context, string, kernel.View) (bool, error) {
+	erring := &fake{id: "erring", h: k.Tool("c"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		return false, boom
 	}}
 	var nilMap map[string]int
-	nilWrite := &fake{id: "nil-map", h: k.Tool("d"), step: func(context.Context, string, kernel.View) (bool, error) {
+	nilWrite := &fake{id: "nil-map", h: k.Tool("d"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		nilMap["x"] = 1 // a runtime error panic
 		return true, nil
 	}}
 	good := 0
-	healthy := &fake{id: "healthy", h: k.Tool("e"), step: func(context.Context, string, kernel.View) (bool, error) {
+	healthy := &fake{id: "healthy", h: k.Tool("e"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		good++
 		return good < 3, nil
 	}}
@@ -370,14 +371,14 @@ func TestContextCancelledMidRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var ran []string
-	first := &fake{id: "first", h: k.Tool("a"), step: func(_ context.Context, _ string, _ kernel.View) (bool, error) {
+	first := &fake{id: "first", h: k.Tool("a"), step: func(_ context.Context, sc *orchestrator.StepContext) (bool, error) {
 		ran = append(ran, "first")
 		if len(ran) >= 3 { // round 2
 			cancel()
 		}
 		return true, nil
 	}}
-	second := &fake{id: "second", h: k.Tool("b"), step: func(context.Context, string, kernel.View) (bool, error) {
+	second := &fake{id: "second", h: k.Tool("b"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 		ran = append(ran, "second")
 		return true, nil
 	}}
@@ -409,10 +410,10 @@ func TestNoGoroutineLeak(t *testing.T) {
 	for i := range 50 {
 		ctx, cancel := context.WithCancel(context.Background())
 		sensor, analyst := sensorAndAnalyst(k)
-		bad := &fake{id: "bad", h: k.Tool("bad"), step: func(context.Context, string, kernel.View) (bool, error) {
+		bad := &fake{id: "bad", h: k.Tool("bad"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			panic("bad")
 		}}
-		quitter := &fake{id: "quitter", h: k.Tool("q"), step: func(context.Context, string, kernel.View) (bool, error) {
+		quitter := &fake{id: "quitter", h: k.Tool("q"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 			if i%2 == 0 {
 				cancel()
 			}
@@ -448,18 +449,18 @@ func TestRegisterRefusesBadWorkers(t *testing.T) {
 	ok := &fake{id: "ok", h: h}
 	cases := []struct {
 		name string
-		ws   []worker.Worker
+		ws   []orchestrator.Worker
 		want error
 	}{
-		{"nil worker", []worker.Worker{nil}, orchestrator.ErrInvalidWorker},
-		{"empty id", []worker.Worker{&fake{h: h}}, orchestrator.ErrInvalidWorker},
-		{"nil handle", []worker.Worker{&fake{id: "x"}}, orchestrator.ErrInvalidWorker},
-		{"bad read slot", []worker.Worker{&fake{id: "x", h: h, reads: []kernel.Slot{0}}}, orchestrator.ErrInvalidWorker},
-		{"bad write slot", []worker.Worker{&fake{id: "x", h: h, writes: []kernel.Slot{99}}}, orchestrator.ErrInvalidWorker},
-		{"panicking declaration", []worker.Worker{&panicky{fake{id: "x", h: h}}}, orchestrator.ErrInvalidWorker},
-		{"id already registered", []worker.Worker{&fake{id: "ok", h: h}}, orchestrator.ErrDuplicateWorker},
-		{"id repeated in one call", []worker.Worker{&fake{id: "y", h: h}, &fake{id: "y", h: h}}, orchestrator.ErrDuplicateWorker},
-		{"a good worker with a bad one", []worker.Worker{&fake{id: "z", h: h}, nil}, orchestrator.ErrInvalidWorker},
+		{"nil worker", []orchestrator.Worker{nil}, orchestrator.ErrInvalidWorker},
+		{"empty id", []orchestrator.Worker{&fake{h: h}}, orchestrator.ErrInvalidWorker},
+		{"nil handle", []orchestrator.Worker{&fake{id: "x"}}, orchestrator.ErrInvalidWorker},
+		{"bad read slot", []orchestrator.Worker{&fake{id: "x", h: h, reads: []kernel.Slot{0}}}, orchestrator.ErrInvalidWorker},
+		{"bad write slot", []orchestrator.Worker{&fake{id: "x", h: h, writes: []kernel.Slot{99}}}, orchestrator.ErrInvalidWorker},
+		{"panicking declaration", []orchestrator.Worker{&panicky{fake{id: "x", h: h}}}, orchestrator.ErrInvalidWorker},
+		{"id already registered", []orchestrator.Worker{&fake{id: "ok", h: h}}, orchestrator.ErrDuplicateWorker},
+		{"id repeated in one call", []orchestrator.Worker{&fake{id: "y", h: h}, &fake{id: "y", h: h}}, orchestrator.ErrDuplicateWorker},
+		{"a good worker with a bad one", []orchestrator.Worker{&fake{id: "z", h: h}, nil}, orchestrator.ErrInvalidWorker},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -479,7 +480,7 @@ func TestRegisterRefusesBadWorkers(t *testing.T) {
 }
 
 func TestBadOptionsAndInputs(t *testing.T) {
-	for name, opt := range map[string]orchestrator.Option{
+	for name, opt := range map[string]orchestrator.RunOption{
 		"zero rounds":     orchestrator.WithMaxRounds(0),
 		"negative rounds": orchestrator.WithMaxRounds(-3),
 		"nil logger":      orchestrator.WithLogger(nil),
@@ -492,7 +493,7 @@ func TestBadOptionsAndInputs(t *testing.T) {
 			k := newKernel(t)
 			ran := false
 			o := newOrch(t)
-			if err := o.Register(&fake{id: "w", h: k.Tool("w"), step: func(context.Context, string, kernel.View) (bool, error) {
+			if err := o.Register(&fake{id: "w", h: k.Tool("w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
 				ran = true
 				return false, nil
 			}}); err != nil {
@@ -505,6 +506,9 @@ func TestBadOptionsAndInputs(t *testing.T) {
 				t.Fatalf("NewSession: %v, want ErrInvalidOption", err)
 			}
 		})
+	}
+	if _, err := orchestrator.New(nil); !errors.Is(err, orchestrator.ErrInvalidOption) {
+		t.Fatalf("New with a nil Option: %v, want ErrInvalidOption", err)
 	}
 	o := newOrch(t)
 	if _, err := o.Run(context.Background(), ""); !errors.Is(err, kernel.ErrInvalidInput) {

@@ -307,30 +307,26 @@ func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep
 	if err := rt.refresh(e.handle); err != nil {
 		return false, nil, err
 	}
-	sctx := ctx
-	var sc *StepContext
+	sc := &StepContext{traceID: rt.traceID, workerID: e.id, view: rt.res.View, round: round, attempt: attempt, repair: rep,
+		findings: rt.res.Findings}
 	if rt.on {
 		ls, err := rt.lane(e.id)
 		if err != nil {
 			return false, nil, err
 		}
-		sc = &StepContext{traceID: rt.traceID, workerID: e.id, round: round, attempt: attempt, repair: rep,
-			state: rt.state, hasState: rt.hasState, findings: rt.res.Findings,
-			run: ls.run, guard: ls.guard, lease: failure.NewLease(ls.cfg.Lease)}
-		sctx = context.WithValue(ctx, stepKey{}, sc)
+		sc.state, sc.hasState = rt.state, rt.hasState
+		sc.run, sc.guard, sc.lease = ls.run, ls.guard, failure.NewLease(ls.cfg.Lease)
 	}
-	p, werr := rt.o.step(sctx, e, rt.traceID, round, rt.res.View)
+	p, werr := rt.o.step(ctx, e, sc)
 	rt.stale() // a step may write, even one that fails
 	st := Step{Round: round, WorkerID: e.id, Produced: p, Attempt: attempt}
-	if sc != nil {
-		if sc.lease.Used() > 0 {
-			st.Trajectory, st.Lease = sc.lease.String(), sc.lease.End()
-		}
-		if werr == nil {
-			var err error
-			if werr, err = rt.checkFinding(ctx, sc, e, round); err != nil {
-				return p, nil, err
-			}
+	if sc.lease != nil && sc.lease.Used() > 0 {
+		st.Trajectory, st.Lease = sc.lease.String(), sc.lease.End()
+	}
+	if werr == nil {
+		var err error
+		if werr, err = rt.checkFinding(ctx, sc, e, round); err != nil {
+			return p, nil, err
 		}
 	}
 	if werr != nil {
@@ -455,9 +451,6 @@ func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err
 	if err := rt.closingState(ctx, st, round); err != nil {
 		return err
 	}
-	if rt.rc.k == nil {
-		return nil
-	}
 	kind := "round"
 	if workerID != "" {
 		kind = "worker:" + workerID
@@ -495,9 +488,6 @@ func (rt *runner) annotate(c kernel.Payload, workerID string, round int) {
 
 // recordRepair writes the decision record of a repair decision.
 func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
-	if rt.rc.k == nil {
-		return nil
-	}
 	f, d := r.Failure, r.Decision
 	c := kernel.Payload{
 		"attempt": r.Attempt, "category": string(f.Category()), "status": string(f.Status()),
@@ -551,9 +541,6 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 		return nil
 	}
 	st.Outcome = OutcomeEscalated
-	if rt.rc.k == nil {
-		return nil
-	}
 	c := kernel.Payload{"escalates": r.DecisionID}
 	rt.annotate(c, r.WorkerID, r.Round)
 	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,

@@ -57,8 +57,7 @@ type Stop struct {
 	Failure  failure.Failure
 	Decision failure.Decision
 	// DecisionID names the decision record written for the stop, and
-	// ReviewID the review action committed for an escalation; both need
-	// [WithKernel].
+	// ReviewID the review action committed for an escalation.
 	DecisionID string
 	ReviewID   string
 	// State is the functional state measured as the run stopped.
@@ -84,7 +83,7 @@ type Repair struct {
 	// backoff, retry), the research or reauth worker before it, or the
 	// alternate (failover). "" when the run stops.
 	Next string
-	// DecisionID names the decision record, with [WithKernel].
+	// DecisionID names the decision record.
 	DecisionID string
 }
 
@@ -128,8 +127,12 @@ type runtimeConfig struct {
 }
 
 // on reports whether a run needs a runner beyond the plain loop.
-func (rc runtimeConfig) on() bool {
-	return rc.limits != nil || rc.guardOn || rc.maxAttempts > 0 || len(rc.lanes) > 0 || rc.k != nil
+func (rc runtimeConfig) on() bool { return rc.records() || rc.k != nil }
+
+// records reports whether a run may take decisions it must record: a
+// stop on a budget or a loop, a repair.
+func (rc runtimeConfig) records() bool {
+	return rc.limits != nil || rc.guardOn || rc.maxAttempts > 0 || len(rc.lanes) > 0
 }
 
 func (rc runtimeConfig) check() error {
@@ -169,14 +172,14 @@ func (rc runtimeConfig) check() error {
 // NextRound; a refusal ends the run with [OutcomeBudgetExceeded]), lanes
 // draw on it ([Lane]), and its snapshot feeds the functional state.
 // Limits that limit nothing are [ErrInvalidOption].
-func WithBudget(l budget.Limits) Option { return func(c *config) { c.rt.limits = &l } }
+func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limits = &l } }
 
 // WithLoopGuard gives every run a loop guard with these options: after
 // each round that produced something, the guard is told whether the
 // blackboard changed, and its no-progress refusal ends the run with
 // [OutcomeLoopDetected]. Each lane gets a guard of its own, with the same
 // options, for its tool calls ([StepContext.Guard]).
-func WithLoopGuard(opts ...budget.GuardOption) Option {
+func WithLoopGuard(opts ...budget.GuardOption) RunOption {
 	return func(c *config) { c.rt.guard, c.rt.guardOn = append([]budget.GuardOption(nil), opts...), true }
 }
 
@@ -185,7 +188,7 @@ func WithLoopGuard(opts ...budget.GuardOption) Option {
 // failure a worker reports in its finding, or a finding refused by its
 // contract is typed (failure.Classify), routed (failure.Decide), recorded
 // and acted on; see the package documentation.
-func WithRepair(maxAttempts int) Option {
+func WithRepair(maxAttempts int) RunOption {
 	return func(c *config) {
 		if maxAttempts == 0 {
 			maxAttempts = DefaultMaxAttempts
@@ -196,7 +199,7 @@ func WithRepair(maxAttempts int) Option {
 
 // WithLane configures one worker's lane; a later lane for the same worker
 // replaces it.
-func WithLane(l Lane) Option {
+func WithLane(l Lane) RunOption {
 	return func(c *config) {
 		lanes := maps.Clone(c.rt.lanes)
 		if lanes == nil {
@@ -211,32 +214,33 @@ func WithLane(l Lane) Option {
 // record for each repair decision and each stop
 // (kernel.Kernel.RecordDecision), and the review action of an escalation
 // (the kernel's safe fallback queue_for_review, with the failure's status
-// as its reason). Without it, decisions are kept in the [Result] only and
-// an escalation commits nothing.
-func WithKernel(k *kernel.Kernel) Option { return func(c *config) { c.rt.k = k } }
+// as its reason). A run with [WithBudget], [WithLoopGuard], [WithRepair]
+// or [WithLane] needs it ([ErrInvalidOption] otherwise); a run with
+// WithKernel alone measures the functional state from the trace.
+func WithKernel(k *kernel.Kernel) RunOption { return func(c *config) { c.rt.k = k } }
 
 // WithClock sets the clock of the run's budgets and of the functional
 // state (default: the kernel's clock with [WithKernel], else time.Now); nil
 // restores the default.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.rt.now = now } }
+func WithClock(now func() time.Time) RunOption { return func(c *config) { c.rt.now = now } }
 
 // WithSleep sets how the orchestrator waits before a backoff or a
 // jittered retry (default: a timer that gives up when the context ends).
 // The function must return the context's error once the context is done;
 // nil restores the default.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) RunOption {
 	return func(c *config) { c.rt.sleep = sleep }
 }
 
 // WithJitter sets the source of the numbers in [0, 1) that spread a
 // jittered wait (failure.Decision.Jittered); default math/rand/v2, which
 // nil restores.
-func WithJitter(rand func() float64) Option { return func(c *config) { c.rt.jitter = rand } }
+func WithJitter(rand func() float64) RunOption { return func(c *config) { c.rt.jitter = rand } }
 
 // WithRisk sets the risk class of the runs' intents, in [0, 1], which
 // amplifies the escalation propensity of the functional state
 // (budget.Inputs.Risk).
-func WithRisk(r float64) Option { return func(c *config) { c.rt.risk = r } }
+func WithRisk(r float64) RunOption { return func(c *config) { c.rt.risk = r } }
 
 // clock returns the runtime's clock.
 func (rc runtimeConfig) clock() func() time.Time {

@@ -71,11 +71,8 @@ func newCrew(t *testing.T, fail func(attempt int) error) *crew {
 	coder := func(id string) *fake {
 		return &fake{id: id, h: tool, writes: []kernel.Slot{kernel.Percepts},
 			activate: func(v kernel.View) bool { return id == "coder" && !patched(v) },
-			step: func(ctx context.Context, tr string, _ kernel.View) (bool, error) {
-				sc, ok := orchestrator.StepContextFrom(ctx)
-				if !ok {
-					return false, errors.New("no step context")
-				}
+			step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+				tr := sc.TraceID()
 				c.calls.add(id, sc)
 				if err := fail(sc.Attempt()); err != nil && id == "coder" {
 					return false, err
@@ -85,8 +82,7 @@ func newCrew(t *testing.T, fail func(attempt int) error) *crew {
 	}
 	helper := func(id string) *fake {
 		return &fake{id: id, h: k.Tool(id), activate: func(kernel.View) bool { return false },
-			step: func(ctx context.Context, _ string, _ kernel.View) (bool, error) {
-				sc, _ := orchestrator.StepContextFrom(ctx)
+			step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 				c.calls.add(id, sc)
 				return false, nil
 			}}
@@ -97,7 +93,7 @@ func newCrew(t *testing.T, fail func(attempt int) error) *crew {
 
 func (c *crew) orch(t *testing.T, opts ...orchestrator.Option) *orchestrator.Orchestrator {
 	t.Helper()
-	o := newOrch(t, opts...)
+	o := newOrch(t, append([]orchestrator.Option{orchestrator.WithKernel(c.k)}, opts...)...)
 	for _, w := range c.workers {
 		if err := o.Register(w); err != nil {
 			t.Fatal(err)
@@ -151,7 +147,7 @@ func TestRepairRoutes(t *testing.T) {
 				return nil
 			})
 			s := &sleeps{}
-			o := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithLane(coderLane), orchestrator.WithKernel(c.k),
+			o := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithLane(coderLane),
 				orchestrator.WithSleep(s.sleep), orchestrator.WithJitter(func() float64 { return 0.5 }))
 			res, err := o.Run(context.Background(), "t")
 			if err != nil {
@@ -268,8 +264,8 @@ func TestRepairUntypedErrors(t *testing.T) {
 	}
 	// A panic too.
 	k := newKernel(t)
-	w := &fake{id: "p", h: k.Tool("p"), step: func(context.Context, string, kernel.View) (bool, error) { panic("boom") }}
-	o := newOrch(t, orchestrator.WithRepair(3))
+	w := &fake{id: "p", h: k.Tool("p"), step: func(context.Context, *orchestrator.StepContext) (bool, error) { panic("boom") }}
+	o := newOrch(t, orchestrator.WithRepair(3), orchestrator.WithKernel(k))
 	if err := o.Register(w); err != nil {
 		t.Fatal(err)
 	}
@@ -327,8 +323,8 @@ func sink(k *kernel.Kernel, id string, step func(ctx context.Context, sc *orches
 	tool := k.Tool(id)
 	n := 0
 	return &fake{id: id, h: tool, writes: []kernel.Slot{kernel.Percepts},
-		step: func(ctx context.Context, tr string, _ kernel.View) (bool, error) {
-			sc, _ := orchestrator.StepContextFrom(ctx)
+		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+			tr := sc.TraceID()
 			if step != nil {
 				if err := step(ctx, sc); err != nil {
 					return false, err
@@ -408,7 +404,7 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 
 func TestNoProgressStopsTheLoop(t *testing.T) {
 	k := newKernel(t)
-	idle := &fake{id: "idle", h: k.Tool("idle"), step: func(context.Context, string, kernel.View) (bool, error) { return true, nil }}
+	idle := &fake{id: "idle", h: k.Tool("idle"), step: func(context.Context, *orchestrator.StepContext) (bool, error) { return true, nil }}
 	o := newOrch(t, orchestrator.WithLoopGuard(), orchestrator.WithKernel(k))
 	if err := o.Register(idle); err != nil {
 		t.Fatal(err)
@@ -428,7 +424,7 @@ func TestNoProgressStopsTheLoop(t *testing.T) {
 		t.Errorf("records %+v", recs)
 	}
 	// A worker that writes each round makes progress.
-	o = newOrch(t, orchestrator.WithLoopGuard(), orchestrator.WithMaxRounds(4))
+	o = newOrch(t, orchestrator.WithLoopGuard(), orchestrator.WithMaxRounds(4), orchestrator.WithKernel(k))
 	if err := o.Register(sink(k, "w", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +444,7 @@ func TestFunctionalStateIsVisibleAndRecorded(t *testing.T) {
 		seen = append(seen, s)
 		return nil
 	})
-	o := newOrch(t, orchestrator.WithBudget(budget.Limits{Rounds: 5, Soft: 0.5}), orchestrator.WithMaxRounds(5))
+	o := newOrch(t, orchestrator.WithBudget(budget.Limits{Rounds: 5, Soft: 0.5}), orchestrator.WithMaxRounds(5), orchestrator.WithKernel(k))
 	if err := o.Register(w); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +480,7 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 		l.Turn("run_tests", nil)
 		return nil
 	})
-	o := newOrch(t, orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: 3}), orchestrator.WithMaxRounds(1))
+	o := newOrch(t, orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: 3}), orchestrator.WithMaxRounds(1), orchestrator.WithKernel(k))
 	if err := o.Register(w); err != nil {
 		t.Fatal(err)
 	}
@@ -503,8 +499,8 @@ func research(k *kernel.Kernel, claim func(attempt int, evidence string) []orche
 	tool := k.Tool("researcher")
 	return &fake{id: "researcher", h: tool, writes: []kernel.Slot{kernel.Percepts},
 		activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "spec") },
-		step: func(ctx context.Context, tr string, _ kernel.View) (bool, error) {
-			sc, _ := orchestrator.StepContextFrom(ctx)
+		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+			tr := sc.TraceID()
 			rec, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "spec",
 				Payload: kernel.Payload{"endpoint": "/v2/patients"}})
 			if err != nil {
@@ -562,7 +558,7 @@ func TestFindingContract(t *testing.T) {
 				return nil
 			})
 			coder.reads, coder.activate = []kernel.Slot{kernel.Percepts}, func(v kernel.View) bool { return !v.Has(kernel.Percepts, "coder") }
-			o := newOrch(t, orchestrator.WithRepair(3), orchestrator.WithLane(orchestrator.Lane{Worker: "researcher", Contract: contract}))
+			o := newOrch(t, orchestrator.WithRepair(3), orchestrator.WithLane(orchestrator.Lane{Worker: "researcher", Contract: contract}), orchestrator.WithKernel(k))
 			if err := o.Register(r, coder); err != nil {
 				t.Fatal(err)
 			}
@@ -598,13 +594,12 @@ func TestFindingReportsAFailure(t *testing.T) {
 	k := newKernel(t)
 	n := 0
 	w := &fake{id: "executor", h: k.Tool("executor"), activate: func(kernel.View) bool { return n == 0 },
-		step: func(ctx context.Context, _ string, _ kernel.View) (bool, error) {
-			sc, _ := orchestrator.StepContextFrom(ctx)
+		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			sc.Report(orchestrator.Finding{Failures: []failure.Failure{failure.New(failure.StatusIncompleteFetch, "2 of 5 patients failed")}})
 			n++
 			return false, nil
 		}}
-	o := newOrch(t, orchestrator.WithRepair(3))
+	o := newOrch(t, orchestrator.WithRepair(3), orchestrator.WithKernel(k))
 	if err := o.Register(w); err != nil {
 		t.Fatal(err)
 	}
@@ -635,5 +630,146 @@ func TestRuntimeOptions(t *testing.T) {
 	}
 	if _, err := orchestrator.New(orchestrator.WithRepair(0)); err != nil {
 		t.Errorf("WithRepair(0): %v", err)
+	}
+}
+
+// TestRuntimeNeedsAKernel: a run whose runtime would record decisions
+// (a stop, a repair) and has no kernel to record them with is refused
+// before anything runs; the kernel may come with New or with the run.
+func TestRuntimeNeedsAKernel(t *testing.T) {
+	k := newKernel(t)
+	for name, opt := range map[string]orchestrator.RunOption{
+		"budget":     orchestrator.WithBudget(budget.Limits{Rounds: 3}),
+		"loop guard": orchestrator.WithLoopGuard(),
+		"repair":     orchestrator.WithRepair(3),
+		"lane":       orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: 2}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ran := 0
+			w := &fake{id: "w", h: k.Tool("w"), step: func(context.Context, *orchestrator.StepContext) (bool, error) {
+				ran++
+				return false, nil
+			}}
+			o := newOrch(t, opt)
+			if err := o.Register(w); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.Run(context.Background(), "t"); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
+				t.Fatalf("Run without a kernel: err %v, %d steps; want ErrInvalidOption and none", err, ran)
+			}
+			s, err := orchestrator.NewSession(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.RunEpisode(context.Background()); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
+				t.Fatalf("RunEpisode without a kernel: err %v, %d steps", err, ran)
+			}
+			res, err := o.Run(context.Background(), "t", orchestrator.WithKernel(k))
+			if err != nil || ran != 1 || res.Outcome != orchestrator.OutcomeQuiescent {
+				t.Fatalf("Run with the run's kernel: err %v, %d steps, outcome %q", err, ran, res.Outcome)
+			}
+			o = newOrch(t, opt, orchestrator.WithKernel(k))
+			if err := o.Register(w); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.Run(context.Background(), "t2"); err != nil || ran != 2 {
+				t.Fatalf("Run with New's kernel: err %v, %d steps", err, ran)
+			}
+		})
+	}
+}
+
+// TestStepContextIsTheArgument: every step, in a plain run too, gets its
+// step context as an argument: the trace, the view taken after the
+// previous step, the round and attempt; a plain run grants no budget and
+// no lease, a run with a runtime grants both.
+func TestStepContextIsTheArgument(t *testing.T) {
+	k := newKernel(t)
+	sensor, _ := sensorAndAnalyst(k)
+	var got []*orchestrator.StepContext
+	reader := &fake{id: "reader", h: k.Tool("reader"), reads: []kernel.Slot{kernel.Percepts},
+		activate: func(v kernel.View) bool { return len(got) == 0 },
+		step: func(_ context.Context, sc *orchestrator.StepContext) (bool, error) {
+			got = append(got, sc)
+			return false, nil
+		}}
+	o := newOrch(t, orchestrator.WithMaxRounds(1))
+	if err := o.Register(reader, sensor); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Run(context.Background(), "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d steps of the reader", len(got))
+	}
+	sc := got[0]
+	if sc.TraceID() != "plain" || sc.WorkerID() != "reader" || sc.Round() != 1 || sc.Attempt() != 1 {
+		t.Errorf("step context: trace %q worker %q round %d attempt %d", sc.TraceID(), sc.WorkerID(), sc.Round(), sc.Attempt())
+	}
+	if !sc.View().Has(kernel.Percepts, "temperature") {
+		t.Error("the reader's view lacks the percept the sensor wrote before it in the round")
+	}
+	if sc.Budget() != nil || sc.Lease() != nil || sc.Guard() != nil {
+		t.Error("a plain run granted a budget, a guard or a lease")
+	}
+
+	got = nil
+	o = newOrch(t, orchestrator.WithKernel(k), orchestrator.WithBudget(budget.Limits{ToolCalls: 5}),
+		orchestrator.WithLane(orchestrator.Lane{Worker: "reader", Lease: 2}))
+	if err := o.Register(reader); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Run(context.Background(), "governed"); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Budget() == nil || got[0].Lease() == nil || got[0].Lease().Turns() != 2 {
+		t.Fatalf("a governed step was not granted its lane's budget and lease: %+v", got)
+	}
+}
+
+// TestNewStepContext: a step driven outside a run sees its trace and view
+// and is granted nothing.
+func TestNewStepContext(t *testing.T) {
+	v := kernel.View{TraceID: "t"}
+	sc := orchestrator.NewStepContext("t", v)
+	if sc.TraceID() != "t" || sc.View().TraceID != "t" || sc.Round() != 1 || sc.Attempt() != 1 || sc.WorkerID() != "" {
+		t.Errorf("step context %q %q %d %d", sc.TraceID(), sc.WorkerID(), sc.Round(), sc.Attempt())
+	}
+	if sc.Budget() != nil || sc.Lease() != nil || sc.Guard() != nil || len(sc.Findings()) != 0 {
+		t.Error("a step outside a run was granted something")
+	}
+	if _, ok := sc.State(); ok {
+		t.Error("a step outside a run has a functional state")
+	}
+	if _, ok := sc.Repair(); ok {
+		t.Error("a step outside a run has a repair")
+	}
+}
+
+// TestPlainRunKeepsFindings: a finding reported in a run without a
+// runtime is checked against the zero contract and kept.
+func TestPlainRunKeepsFindings(t *testing.T) {
+	k := newKernel(t)
+	tool := k.Tool("researcher")
+	w := &fake{id: "researcher", h: tool, activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "spec") },
+		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+			rec, err := tool.Write(ctx, kernel.Entry{TraceID: sc.TraceID(), Slot: kernel.Percepts, Kind: "spec", Payload: kernel.Payload{"n": 1}})
+			if err != nil {
+				return false, err
+			}
+			sc.Report(orchestrator.Finding{Claims: []orchestrator.Claim{{Kind: "spec", Evidence: []string{rec.ID}, Confidence: 0.9}}})
+			return true, nil
+		}}
+	o := newOrch(t)
+	if err := o.Register(w); err != nil {
+		t.Fatal(err)
+	}
+	res, err := o.Run(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Findings) != 1 || res.Findings[0].WorkerID != "researcher" {
+		t.Fatalf("findings %+v", res.Findings)
 	}
 }

@@ -18,7 +18,7 @@ import (
 type Session struct {
 	o    *Orchestrator
 	id   string
-	opts []Option
+	opts []RunOption
 
 	mu     sync.Mutex
 	traces []string
@@ -28,7 +28,7 @@ type Session struct {
 // NewSession returns a session running episodes on o with opts applied to
 // every run (on top of o's own options). A nil o or a bad option is
 // [ErrInvalidOption].
-func NewSession(o *Orchestrator, opts ...Option) (*Session, error) {
+func NewSession(o *Orchestrator, opts ...RunOption) (*Session, error) {
 	if o == nil {
 		return nil, fmt.Errorf("%w: nil orchestrator", ErrInvalidOption)
 	}
@@ -38,7 +38,7 @@ func NewSession(o *Orchestrator, opts ...Option) (*Session, error) {
 	return &Session{
 		o:     o,
 		id:    uuid.NewString(),
-		opts:  append([]Option(nil), opts...),
+		opts:  append([]RunOption(nil), opts...),
 		index: make(map[string]int),
 	}, nil
 }
@@ -77,8 +77,8 @@ func (s *Session) Traces() []string {
 // RunEpisode issues a new trace id and runs the orchestrator on it with the
 // session's options and then opts. It returns what [Orchestrator.Run]
 // returns; Result.TraceID is the new id.
-func (s *Session) RunEpisode(ctx context.Context, opts ...Option) (Result, error) {
+func (s *Session) RunEpisode(ctx context.Context, opts ...RunOption) (Result, error) {
 	_, traceID := s.NewTrace()
-	all := append(append(make([]Option, 0, len(s.opts)+len(opts)), s.opts...), opts...)
+	all := append(append(make([]RunOption, 0, len(s.opts)+len(opts)), s.opts...), opts...)
 	return s.o.Run(ctx, traceID, all...)
 }

@@ -1,19 +1,19 @@
 package orchestrator
 
 import (
-	"context"
 	"slices"
 	"sync"
 
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
 )
 
-// StepContext is what the orchestrator tells a worker about the step it
-// is running, and the way back for the worker's finding. A worker finds
-// it in the context its Step receives ([StepContextFrom]); workers that
-// do not look for it run as before, so the [worker.Worker] interface is
-// unchanged.
+// StepContext is the step the orchestrator asks of a worker, passed to
+// [Worker.Step]: the trace and its view, what the run grants the step
+// (its lane's budget, loop guard and lease), what the run knows so far
+// (the functional state, the accepted findings, the repair that led to
+// the step), and the way back for the worker's finding.
 //
 // Everything it hands out is a copy or a value the worker can only spend
 // from: the functional state is an observation, the budget a lane's
@@ -21,6 +21,7 @@ import (
 // safe for concurrent use by the goroutines of one step.
 type StepContext struct {
 	traceID, workerID string
+	view              kernel.View
 	round, attempt    int
 	repair            *Repair
 	state             budget.State
@@ -34,19 +35,25 @@ type StepContext struct {
 	finding *Finding
 }
 
-type stepKey struct{}
-
-// StepContextFrom returns the StepContext of the step ctx belongs to, and
-// false outside a step run by an [Orchestrator].
-func StepContextFrom(ctx context.Context) (*StepContext, bool) {
-	s, ok := ctx.Value(stepKey{}).(*StepContext)
-	return s, ok && s != nil
+// NewStepContext returns the context of a step taken outside an
+// orchestrator's run, for a program or a test that drives a worker
+// itself: the trace and the view, round 1, attempt 1, and nothing else
+// (no budget, guard, lease, state, findings or repair). A finding
+// reported to it is kept by no one.
+func NewStepContext(traceID string, v kernel.View) *StepContext {
+	return &StepContext{traceID: traceID, view: v, round: 1, attempt: 1}
 }
 
 // TraceID is the trace the step works on.
 func (s *StepContext) TraceID() string { return s.traceID }
 
-// WorkerID is the id of the worker running the step.
+// View is the view of the trace the step starts from, taken after the
+// previous worker's step. It is shared by the workers of a round: the
+// worker must not modify it.
+func (s *StepContext) View() kernel.View { return s.view }
+
+// WorkerID is the id of the worker running the step ("" for a step of
+// [NewStepContext]).
 func (s *StepContext) WorkerID() string { return s.workerID }
 
 // Round is the round, from 1.
@@ -88,6 +95,8 @@ func (s *StepContext) Findings() []Finding {
 // sub-run that draws on the run's budget, the run's own budget when the
 // lane sets no limits, or nil when the run has no budget. Pass it to an
 // LLM agent's task so that its model and tool calls are charged to it.
+// It is passed here, with the step, and never through ctx, so that it
+// reaches only the worker it was granted to.
 func (s *StepContext) Budget() *budget.Run { return s.run }
 
 // Guard is the worker's own loop guard for its tool calls ([WithLoopGuard]),
@@ -97,15 +106,18 @@ func (s *StepContext) Guard() *budget.Guard { return s.guard }
 // Lease is the lease granted for this step ([Lane.Lease] turns, 1 by
 // default). The worker spends its turns (an LLM agent takes it as its
 // task's lease); the orchestrator reads its trajectory when the step
-// returns ([Step.Trajectory]). Nil when the run has no runtime.
+// returns ([Step.Trajectory]). Nil when the run has no runtime (no
+// runtime option and no [WithKernel]).
 func (s *StepContext) Lease() *failure.Lease { return s.lease }
 
 // Report hands the worker's finding to the orchestrator. When the step
 // returns, the orchestrator checks it against the worker's contract
-// ([Lane.Contract]): a finding that meets it joins [Result.Findings] and
-// the next workers' [StepContext.Findings]; one that does not is refused
-// with a [*FindingError]. A finding that reports failures is routed by the
-// repair router instead. A later Report replaces an earlier one.
+// ([Lane.Contract]; the zero Contract without one): a finding that meets
+// it joins [Result.Findings] and the next workers' [StepContext.Findings];
+// one that does not is refused with a [*FindingError]. A finding that
+// reports failures makes the step fail with the first of them, which the
+// repair router routes when it is on ([WithRepair]). A later Report
+// replaces an earlier one.
 func (s *StepContext) Report(f Finding) {
 	c := f.clone()
 	s.mu.Lock()

@@ -19,7 +19,8 @@ func (s sensorOnce) Handle() kernel.Handle             { return s.h }
 func (s sensorOnce) Reads() []kernel.Slot              { return nil }
 func (s sensorOnce) Writes() []kernel.Slot             { return []kernel.Slot{kernel.Percepts} }
 func (s sensorOnce) ShouldActivate(v kernel.View) bool { return !v.Has(kernel.Percepts, "temperature") }
-func (s sensorOnce) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+func (s sensorOnce) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	_, err := s.h.Write(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Percepts, Kind: "temperature", Payload: kernel.Payload{"c": 21.0}})
 	return err == nil, err
 }

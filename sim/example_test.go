@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
 )
 
@@ -62,7 +63,7 @@ func ExampleSimulator() {
 		return
 	}
 	fmt.Println("before the belief:")
-	if _, err := s.Step(ctx, "ep", view()); err != nil {
+	if _, err := s.Step(ctx, orchestrator.NewStepContext("ep", view())); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -75,7 +76,7 @@ func ExampleSimulator() {
 		return
 	}
 	fmt.Println("after the belief:")
-	if _, err := s.Step(ctx, "ep", view()); err != nil {
+	if _, err := s.Step(ctx, orchestrator.NewStepContext("ep", view())); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
 	"github.com/blackboardkernel/bk/worker"
 )
@@ -291,7 +292,7 @@ func TestSimulatorCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 		t.Fatal("a matching rule did not activate the simulator")
 	}
 	// No belief yet: the kernel refuses the prediction.
-	produced, err := s.Step(ctx, "t", v)
+	produced, err := s.Step(ctx, orchestrator.NewStepContext("t", v))
 	if err != nil || !produced {
 		t.Fatalf("Step: %v %v", produced, err)
 	}
@@ -304,13 +305,13 @@ func TestSimulatorCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 		t.Fatal("a prediction was committed without its belief")
 	}
 	// Stepping again on the same view does not repeat the refused proposal.
-	if produced, err := s.Step(ctx, "t", v); err != nil || produced {
+	if produced, err := s.Step(ctx, orchestrator.NewStepContext("t", v)); err != nil || produced {
 		t.Fatalf("repeated step: %v %v", produced, err)
 	}
 	// Once the belief is committed, the rule is proposed again and commits.
 	proposeBelief(t, k)
 	v = view(t, k)
-	if produced, err := s.Step(ctx, "t", v); err != nil || !produced {
+	if produced, err := s.Step(ctx, orchestrator.NewStepContext("t", v)); err != nil || !produced {
 		t.Fatalf("step after the belief: %v %v", produced, err)
 	}
 	v = view(t, k)
@@ -331,7 +332,7 @@ func TestSimulatorCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 	if c := rec.Provenance.Confidence; c == nil || *c != 0.85 {
 		t.Fatalf("prediction confidence %v, want 0.85", c)
 	}
-	if produced, err := s.Step(ctx, "t", v); err != nil || produced {
+	if produced, err := s.Step(ctx, orchestrator.NewStepContext("t", v)); err != nil || produced {
 		t.Fatalf("step with the prediction committed: %v %v", produced, err)
 	}
 	if n := len(ownPredictions(t, h)); n != 2 {
@@ -373,7 +374,7 @@ func TestPredictionGate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Step(ctx, "t", view(t, k)); err != nil {
+				if _, err := s.Step(ctx, orchestrator.NewStepContext("t", view(t, k))); err != nil {
 					t.Fatal(err)
 				}
 				p, ok := view(t, k).Get(kernel.Predictions, tc.wantPred)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/worker"
 )
 
@@ -46,7 +47,7 @@ type Simulator struct {
 	kinds []string
 }
 
-var _ worker.Worker = (*Simulator)(nil)
+var _ orchestrator.Worker = (*Simulator)(nil)
 
 // New returns a simulator proposing through h with the given rules, which
 // it copies. It returns an error wrapping [ErrInvalidOption] for a nil
@@ -122,11 +123,12 @@ func (s *Simulator) ShouldActivate(v kernel.View) bool {
 	return false
 }
 
-// Step proposes the prediction of every rule that matches the view and has
-// not been proposed in this trace (see [Simulator]), and asks the kernel to
-// decide each. produced reports whether it proposed anything. A rejection
-// is not an error; errors come from the kernel or the store.
-func (s *Simulator) Step(ctx context.Context, traceID string, v kernel.View) (produced bool, err error) {
+// Step proposes the prediction of every rule that matches the step's view
+// and has not been proposed in its trace (see [Simulator]), and asks the
+// kernel to decide each. produced reports whether it proposed anything. A
+// rejection is not an error; errors come from the kernel or the store.
+func (s *Simulator) Step(ctx context.Context, sc *orchestrator.StepContext) (produced bool, err error) {
+	traceID, v := sc.TraceID(), sc.View()
 	for i, r := range s.rules {
 		kind := s.kinds[i]
 		if !r.Match(v) {

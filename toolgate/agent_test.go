@@ -59,26 +59,21 @@ func newPayDesk(t *testing.T) *payDesk {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
 				`"required":["order_id","amount"],"additionalProperties":false}`),
 			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Once:  &kernel.OnceKey{Fields: []string{"order_id"}},
 			Retry: toolgate.RetryPolicy{MaxAttempts: 2, Backoff: time.Millisecond}, Effect: d.pay},
 	}
-	specs := toolgate.Specs(tools...)
-	specs[2].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	rs, err := rules.New(rules.OnAction("refund_within_order", "issue_refund",
 		`action.order_id == percepts.order.order_id && action.amount > 0.0 && action.amount <= percepts.order.amount`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithActionSpecs(specs...), kernel.WithValidators(rs),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	d.k = k
-	if d.g, err = toolgate.New(k, toolgate.WithTools(tools...),
+	if d.g, err = toolgate.New(context.Background(), toolgate.WithTools(tools...),
+		toolgate.WithKernel(kernel.WithValidators(rs), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}})); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { d.g.Close() })
+	d.k = d.g.Kernel()
 	return d
 }
 

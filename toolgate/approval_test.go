@@ -297,10 +297,7 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		revoked, err := New(d.k, WithTools(d.tools...), WithRoles(Role{Name: "support", Tools: []string{"lookup_order"}}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		revoked := d.gate(WithTools(d.tools...), WithRoles(Role{Name: "support", Tools: []string{"lookup_order"}}))
 		res, err := revoked.Execute(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)

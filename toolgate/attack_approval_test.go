@@ -19,17 +19,10 @@ import (
 // withOnceKey gives issue_refund a once-key on its order, so that a refund
 // of an order has a key another action could try to take.
 func withOnceKey(su *setup) {
-	prev := su.specs
-	su.specs = func(specs []kernel.ActionSpec) []kernel.ActionSpec {
-		if prev != nil {
-			specs = prev(specs)
+	for i := range su.tools {
+		if su.tools[i].Name == "issue_refund" {
+			su.tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 		}
-		for i := range specs {
-			if specs[i].Type == "issue_refund" {
-				specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
-			}
-		}
-		return specs
 	}
 }
 

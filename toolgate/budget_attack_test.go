@@ -20,16 +20,12 @@ func budgetGate(t *testing.T, ran *int, opts ...toolgate.Option) *toolgate.Gate 
 			*ran++
 			return kernel.Payload{"ok": true}, nil
 		}}
-	k, err := kernel.New(kernel.WithActionSpecs(toolgate.Specs(lookup)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	g, err := toolgate.New(k, append([]toolgate.Option{toolgate.WithTools(lookup),
+	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(lookup),
 		toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	return g
 }
 

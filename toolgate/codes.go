@@ -76,13 +76,14 @@ var (
 	// uncompilable approval rule, a bad retry policy, bad bindings, or a
 	// tool resting on beliefs that declares neither Bindings nor Unbound).
 	ErrInvalidTool = errors.New("toolgate: invalid tool")
-	// ErrSpecMismatch: a tool's action type is not registered with the
-	// kernel, or registered in a way that contradicts the tool (see
-	// [Specs]); or the fallback is not a registered safe fallback.
-	ErrSpecMismatch = errors.New("toolgate: kernel action spec does not match the tool")
+	// ErrSpecMismatch: a tool's action type is also given as a kernel
+	// action spec ([WithKernel]; the gate registers its tools' types
+	// itself), or the fallback is not a registered safe fallback, or is a
+	// tool's.
+	ErrSpecMismatch = errors.New("toolgate: kernel action spec does not match the tools")
 	// ErrInvalidConfig: a bad role contract or intent (no name, a
 	// duplicate, a tool that is not registered), a bad lease, or a kernel
-	// whose store does not enforce once-keys.
+	// option the kernel refuses.
 	ErrInvalidConfig = errors.New("toolgate: invalid configuration")
 	// ErrUnknownRole: [Gate.Surface] was asked about a role with no
 	// contract.

@@ -252,28 +252,23 @@ func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 // crashDesk opens the kernel and the gate over the run's database.
 func crashDesk(t *testing.T, dir string, effect toolgate.EffectFunc) (*sqlitestore.Store, *kernel.Kernel, *toolgate.Gate) {
 	t.Helper()
-	s, err := sqlitestore.Open(filepath.Join(dir, "bk.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "bk.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tools := crashTools(effect)
-	specs := toolgate.Specs(tools...)
-	for i := range specs {
-		if specs[i].Type == "issue_refund" {
-			specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
+	for i := range tools {
+		if tools[i].Name == "issue_refund" {
+			tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 		}
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(specs...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithLease(crashLease),
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(crashLease),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, k, g
+	return s, g.Kernel(), g
 }
 
 // draw is a number in [0, 1) fixed by its arguments, the same in every

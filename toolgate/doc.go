@@ -10,13 +10,15 @@
 // to use) and, optionally, intents ([Intent]: the tools each kind of
 // request may use):
 //
-//	tools := []toolgate.Tool{lookupOrder, issueRefund}
-//	k, err := kernel.New(kernel.WithStore(store), kernel.WithActionSpecs(toolgate.Specs(tools...)...))
-//	g, err := toolgate.New(k, toolgate.WithTools(tools...),
+//	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(store)),
+//		toolgate.WithTools(lookupOrder, issueRefund),
 //		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+//	k := g.Kernel() // for the agent's other handles, an approver, inspection
 //
-// [Specs] gives the kernel the action specs the tools need; [New] checks
-// that the kernel's specs agree with the tools.
+// Tools are registered once: [New] builds the kernel from the options
+// given to [WithKernel] and registers each tool's action type with it
+// (a read-only tool's as a safe, repeatable action, any other's as
+// requiring the tool's beliefs, with the tool's once-key, [Tool.Once]).
 //
 // # Three checks, in order
 //

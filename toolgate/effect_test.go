@@ -21,7 +21,7 @@ var fullEffect = Effect{Status: StatusFailed, Tool: "issue_refund", ActionID: "a
 // SQLite, the decoder reads back field for field; so does a sparse effect,
 // whose empty fields are left out of the payload.
 func TestEffectRoundTrip(t *testing.T) {
-	sq, err := sqlitestore.Open(":memory:")
+	sq, err := sqlitestore.Open(t.Context(), ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 // model reads why in the hint.
 func ExampleCall_budget() {
 	refunds := 0
-	k, g := supportDesk(&refunds)
-	defer k.Close()
+	_, g := supportDesk(&refunds)
+	defer g.Close()
 	run, err := budget.New(budget.Limits{ToolCalls: 10}, budget.WithID("case-9"))
 	if err != nil {
 		panic(err)

@@ -45,19 +45,15 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			},
 		},
 	}
-	k, err := kernel.New(
-		kernel.WithActionSpecs(toolgate.Specs(tools...)...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}),
-	)
-	if err != nil {
-		panic(err)
-	}
-	g, err := toolgate.New(k, toolgate.WithTools(tools...),
+	// The gate builds the kernel, and registers the tools' action types
+	// with it; the kernel's other options go through WithKernel.
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
+		toolgate.WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		panic(err)
 	}
-	return k, g
+	return g.Kernel(), g
 }
 
 // A refund asked for before anything is known is refused with a hint for
@@ -68,7 +64,7 @@ func Example() {
 	ctx := context.Background()
 	refunds := 0
 	k, g := supportDesk(&refunds)
-	defer k.Close()
+	defer g.Close()
 	call := func(id, tool, args string) toolgate.Result {
 		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: "ticket-7"})
 		if err != nil {
@@ -129,7 +125,7 @@ func ExampleGate_Surface() {
 	ctx := context.Background()
 	refunds := 0
 	k, g := supportDesk(&refunds)
-	defer k.Close()
+	defer g.Close()
 	show := func() {
 		specs, err := g.Surface(ctx, "support", "ticket-8", "")
 		if err != nil {

@@ -390,10 +390,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 		d.ground("t2", "A1")
 		wantOutcome(t, "refund of the same order elsewhere", d.refund("t2", "A1", 10), Refused, kernel.CodeDuplicateAction)
 	}, func(su *setup) {
-		su.specs = func(specs []kernel.ActionSpec) []kernel.ActionSpec {
-			specs[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
-			return specs
-		}
+		su.tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	})
 }
 
@@ -471,7 +468,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 func TestRecoverInSeveralProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
 	open := func() kernel.Store {
-		s, err := sqlitestore.Open(path)
+		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -491,12 +488,9 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	})
 	gates := []*Gate{d.g}
 	for range 3 {
-		k, err := kernel.New(kernel.WithStore(open()), kernel.WithClock(d.clock.Now), kernel.WithActionSpecs(Specs(d.tools...)...),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := New(k, WithTools(d.tools...), WithRoles(d.roles...))
+		g, err := New(d.ctx, WithKernel(kernel.WithStore(open()), kernel.WithClock(d.clock.Now),
+			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
+			WithTools(d.tools...), WithRoles(d.roles...))
 		if err != nil {
 			t.Fatal(err)
 		}

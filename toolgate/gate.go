@@ -67,6 +67,7 @@ type Intent struct {
 type Option func(*config)
 
 type config struct {
+	kernel   []kernel.Option
 	tools    []Tool
 	roles    []Role
 	intents  []Intent
@@ -79,8 +80,21 @@ type config struct {
 	budget   *Budget
 }
 
-// WithTools registers tools, in the order [Gate.Surface] lists them.
+// WithTools registers tools, in the order [Gate.Surface] lists them. The
+// gate registers each tool's action type with the kernel it builds: a
+// read-only tool's as a safe, repeatable action (it rests on no belief and
+// may be called as often as the model needs), any other's as requiring
+// the tool's beliefs, with the tool's once-key ([Tool.Once]).
 func WithTools(tools ...Tool) Option { return func(c *config) { c.tools = append(c.tools, tools...) } }
+
+// WithKernel gives the options of the kernel the gate builds: its store,
+// clock, namespace, belief specs, validators, the action specs of actions
+// that are no tool's, and so on. Later calls add to earlier ones. An action
+// spec for a tool's action type is [ErrSpecMismatch]: the gate registers
+// its tools' action types itself ([WithTools]).
+func WithKernel(opts ...kernel.Option) Option {
+	return func(c *config) { c.kernel = append(c.kernel, opts...) }
+}
 
 // WithRoles sets the role contracts. A role not given has no tool.
 func WithRoles(roles ...Role) Option { return func(c *config) { c.roles = append(c.roles, roles...) } }
@@ -101,8 +115,9 @@ func WithIntents(intents ...Intent) Option {
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
 // WithFallback sets the safe fallback action type a denied or expired
-// approval escalates to (default kernel.FallbackQueueForReview). The
-// kernel must know it as a safe fallback.
+// approval escalates to (default kernel.FallbackQueueForReview). Another
+// type must be registered as a safe fallback through [WithKernel]
+// (kernel.WithActionSpecs), and may not be a tool's.
 func WithFallback(actionType string) Option { return func(c *config) { c.fallback = actionType } }
 
 // Gate is the tool-call gate: every tool call of an agent passes through
@@ -133,7 +148,7 @@ type entry struct {
 	schema *schema
 	policy *policy
 	once   bool     // the action spec has a once-key
-	handle governed // writes the tool's attempts and results
+	handle governed // writes the tool's attempts and results; set once the kernel is built
 }
 
 type role struct {
@@ -142,15 +157,18 @@ type role struct {
 	planner governed
 }
 
-// New returns a gate over k for the tools, roles and intents the options
-// give. It checks that each tool's action type is registered with k the
-// way the tool needs ([Specs]; [ErrSpecMismatch] otherwise), compiles the
-// approval rules ([ErrInvalidTool] for one that does not compile), checks
-// roles and intents ([ErrInvalidConfig]), and reads the store once to
-// check that it enforces once-keys, which exactly-once execution needs.
-func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
-	if k == nil {
-		return nil, fmt.Errorf("%w: nil kernel", ErrInvalidConfig)
+// New builds a gate and the kernel it governs: the kernel is built with
+// the options given to [WithKernel] and the action specs of the tools
+// given to [WithTools], and [Gate.Kernel] returns it. New checks the tools
+// and compiles their approval rules ([ErrInvalidTool]), refuses a tool
+// whose action type is also given as a kernel action spec, and a fallback
+// that is not a registered safe fallback ([ErrSpecMismatch]), and checks
+// roles, intents and the lease ([ErrInvalidConfig]; a bad kernel option
+// wraps both ErrInvalidConfig and the kernel's ErrInvalidInput). It reads
+// no record; it returns ctx's error if ctx is already done.
+func New(ctx context.Context, opts ...Option) (*Gate, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	c := config{lease: DefaultLease, fallback: kernel.FallbackQueueForReview}
 	for _, o := range opts {
@@ -161,22 +179,9 @@ func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
 	if c.lease <= 0 {
 		return nil, fmt.Errorf("%w: lease %v", ErrInvalidConfig, c.lease)
 	}
-	if _, err := k.ClaimedBy(context.Background(), "toolgate/probe"); errors.Is(err, kernel.ErrInvalidInput) {
-		return nil, fmt.Errorf("%w: the kernel's store does not enforce once-keys (kernel.KeyStore)", ErrInvalidConfig)
-	} else if err != nil && !errors.Is(err, kernel.ErrNotFound) {
-		return nil, err
-	}
-	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback {
-		return nil, fmt.Errorf("%w: fallback %q is not a registered safe fallback", ErrSpecMismatch, c.fallback)
-	}
-	g := &Gate{
-		k: k, tools: map[string]*entry{}, byAction: map[string]*entry{}, roles: map[string]*role{},
-		lease: c.lease, fallback: c.fallback, planner: governedAs(k, GateWriter), reader: k.Tool(GateWriter),
-		budget: c.budget,
-	}
-	if err := g.initTelemetry(&c); err != nil {
-		return nil, fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
-	}
+	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, roles: map[string]*role{},
+		lease: c.lease, fallback: c.fallback, budget: c.budget}
+	specs := make([]kernel.ActionSpec, 0, len(c.tools))
 	for _, t := range c.tools {
 		e, err := g.register(t)
 		if err != nil {
@@ -184,6 +189,52 @@ func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
 		}
 		g.tools[e.Name], g.byAction[e.action()] = e, e
 		g.order = append(g.order, e)
+		specs = append(specs, e.actionSpec())
+	}
+	k, err := buildKernel(c.kernel, specs)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.init(k, &c); err != nil {
+		return nil, errors.Join(err, k.Close())
+	}
+	return g, nil
+}
+
+// buildKernel builds the gate's kernel from the owner's options and the
+// tools' specs. The owner's options are first applied alone, to a kernel
+// on a scratch store, so that an action spec among them for a tool's
+// action type is refused rather than silently replaced or replacing.
+func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec) (*kernel.Kernel, error) {
+	opts = slices.Clip(opts)
+	probe, err := kernel.New(append(opts, kernel.WithStore(kernel.NewMemStore()))...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
+	}
+	for _, s := range specs {
+		if _, taken := probe.Spec(s.Type); taken {
+			return nil, fmt.Errorf("%w: action type %q is a tool's and also a kernel action spec (WithKernel)", ErrSpecMismatch, s.Type)
+		}
+	}
+	k, err := kernel.New(append(opts, kernel.WithActionSpecs(specs...))...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
+	}
+	return k, nil
+}
+
+// init finishes a gate whose tools are registered, over its kernel k:
+// the handles, telemetry, the fallback, roles and intents.
+func (g *Gate) init(k *kernel.Kernel, c *config) error {
+	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback || g.byAction[c.fallback] != nil {
+		return fmt.Errorf("%w: fallback %q is not a registered safe fallback that is no tool's", ErrSpecMismatch, c.fallback)
+	}
+	g.k, g.planner, g.reader = k, governedAs(k, GateWriter), k.Tool(GateWriter)
+	for _, e := range g.order {
+		e.handle = governedAs(k, "tool:"+e.Name)
+	}
+	if err := g.initTelemetry(c); err != nil {
+		return fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
 	}
 	names := func(what, name string, tools []string) (map[string]bool, error) {
 		if err := checkName(name); err != nil {
@@ -201,28 +252,38 @@ func New(k *kernel.Kernel, opts ...Option) (*Gate, error) {
 	for _, r := range c.roles {
 		set, err := names("role", r.Name, r.Tools)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if g.roles[r.Name] != nil {
-			return nil, fmt.Errorf("%w: duplicate role %q", ErrInvalidConfig, r.Name)
+			return fmt.Errorf("%w: duplicate role %q", ErrInvalidConfig, r.Name)
 		}
 		g.roles[r.Name] = &role{name: r.Name, tools: set, planner: governedAs(k, RoleWriter(r.Name))}
 	}
 	for _, in := range c.intents {
 		set, err := names("intent", in.Name, in.Tools)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if g.intents == nil {
 			g.intents = map[string]map[string]bool{}
 		}
 		if g.intents[in.Name] != nil {
-			return nil, fmt.Errorf("%w: duplicate intent %q", ErrInvalidConfig, in.Name)
+			return fmt.Errorf("%w: duplicate intent %q", ErrInvalidConfig, in.Name)
 		}
 		g.intents[in.Name] = set
 	}
-	return g, nil
+	return nil
 }
+
+// Kernel returns the kernel the gate built and governs, for the handles of
+// the agent's workers and approvers, an orchestrator, inspection. Safe for
+// concurrent use.
+func (g *Gate) Kernel() *kernel.Kernel { return g.k }
+
+// Close closes the gate's kernel, which closes its store only if the
+// kernel created it (no kernel.WithStore was given). The gate must not be
+// used after.
+func (g *Gate) Close() error { return g.k.Close() }
 
 // register checks a tool and compiles what the gate needs of it.
 func (g *Gate) register(t Tool) (*entry, error) {
@@ -275,29 +336,30 @@ func (g *Gate) register(t Tool) (*entry, error) {
 		return nil, bad("%v", err)
 	}
 	t.Bindings = slices.Clone(t.Bindings)
-	spec, ok := g.k.Spec(t.action())
-	mismatch := func(why string) error {
-		return fmt.Errorf("%w: tool %q, action type %q: %s (see toolgate.Specs)", ErrSpecMismatch, t.Name, t.action(), why)
-	}
-	switch {
-	case !ok:
-		return nil, mismatch("not registered with the kernel")
-	case t.readOnly() && !spec.SafeFallback:
-		return nil, mismatch("a read-only tool rests on no belief, so its type must be a safe fallback")
-	case !t.readOnly() && spec.SafeFallback:
-		return nil, mismatch("a tool that requires beliefs must not be a safe fallback (constraints would not guard it)")
-	}
-	for _, need := range spec.MinBeliefs {
-		if !slices.Contains(t.Requires, need) {
-			return nil, mismatch("the spec requires belief " + need + ", which the tool does not declare")
-		}
+	if t.Once != nil {
+		o := *t.Once
+		o.Fields = slices.Clone(o.Fields)
+		t.Once = &o
 	}
 	return &entry{
 		Tool:   t,
 		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
-		schema: s, policy: pol, once: spec.Once != nil,
+		schema: s, policy: pol, once: t.Once != nil,
 		handle: governedAs(g.k, toolWriter(t.Name)),
 	}, nil
+}
+
+// actionSpec is the kernel action spec of the tool's action type: a
+// read-only tool's is a safe, repeatable action; any other's requires the
+// tool's beliefs.
+func (t *Tool) actionSpec() kernel.ActionSpec {
+	s := kernel.ActionSpec{Type: t.action(), Once: t.Once}
+	if t.readOnly() {
+		s.SafeFallback, s.Repeatable = true, true
+	} else {
+		s.MinBeliefs = slices.Clone(t.Requires)
+	}
+	return s
 }
 
 // checkName refuses role and intent names the kernel would refuse as a

@@ -339,80 +339,111 @@ func TestNewChecks(t *testing.T) {
 		t.Bindings, t.Unbound = b, unbound
 		return t
 	}
+	fallback := kernel.WithActionSpecs(kernel.ActionSpec{Type: "call_a_human", SafeFallback: true})
 	for _, tc := range []struct {
-		name  string
-		specs []kernel.ActionSpec
-		store kernel.Store
-		opts  []Option
-		want  error
+		name string
+		opts []Option
+		want error
 	}{
-		{"fine", Specs(lookup, refund), nil, []Option{WithTools(lookup, refund), WithRoles(Role{"support", []string{"lookup_order"}})}, nil},
-		{"type not registered", Specs(lookup), nil, []Option{WithTools(lookup, refund)}, ErrSpecMismatch},
-		{"read-only tool not a safe fallback", []kernel.ActionSpec{{Type: "lookup_order"}}, nil, []Option{WithTools(lookup)}, ErrSpecMismatch},
-		{"grounded tool registered as a safe fallback", []kernel.ActionSpec{{Type: "issue_refund", SafeFallback: true}}, nil, []Option{WithTools(refund)}, ErrSpecMismatch},
-		{"spec needs a belief the tool does not declare", []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due", "kyc_ok"}}}, nil, []Option{WithTools(refund)}, ErrSpecMismatch},
-		{"fallback not registered", Specs(lookup), nil, []Option{WithTools(lookup), WithFallback("call_a_human")}, ErrSpecMismatch},
-		{"approval rule does not compile", Specs(refund), nil, []Option{WithTools(withApproval(refund, "amount >"))}, ErrInvalidTool},
-		{"approval rule not a bool", Specs(refund), nil, []Option{WithTools(withApproval(refund, "amount + 1"))}, ErrInvalidTool},
-		{"grounded tool declaring no bindings", Specs(refund), nil, []Option{WithTools(withBindings(refund, false))}, ErrInvalidTool},
-		{"grounded tool declared unbound", Specs(refund), nil, []Option{WithTools(withBindings(refund, true))}, nil},
-		{"bindings and unbound", Specs(refund), nil, []Option{WithTools(withBindings(refund, true, orderBindings...))}, ErrInvalidTool},
-		{"bindings on a read-only tool", Specs(lookup), nil, []Option{WithTools(withBindings(lookup, false, orderBindings...))}, ErrInvalidTool},
-		{"binding without an operator", Specs(refund), nil, []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Percept: "order"}))}, ErrInvalidTool},
-		{"binding of an undeclared argument", Specs(refund), nil, []Option{WithTools(withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost}))}, ErrInvalidTool},
-		{"binding without a percept", Specs(refund), nil, []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Op: AtMost}))}, ErrInvalidTool},
-		{"no effect", Specs(lookup), nil, []Option{WithTools(Tool{Name: "lookup_order", Result: "order"})}, ErrInvalidTool},
-		{"no name", nil, nil, []Option{WithTools(Tool{Effect: effect})}, ErrInvalidTool},
-		{"twice", Specs(lookup), nil, []Option{WithTools(lookup, lookup)}, ErrInvalidTool},
-		{"reserved property", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`))}, ErrInvalidTool},
-		{"schema not an object", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"array"}`))}, ErrInvalidTool},
-		{"unknown property type", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`))}, ErrInvalidTool},
-		{"undeclared required", Specs(lookup), nil, []Option{WithTools(withParams(lookup, `{"type":"object","required":["x"]}`))}, ErrInvalidTool},
-		{"reserved result kind", Specs(lookup), nil, []Option{WithTools(Tool{Name: "lookup_order", Result: KindAttempt, Effect: effect})}, ErrInvalidTool},
-		{"bad retry", Specs(lookup), nil, []Option{WithTools(Tool{Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}})}, ErrInvalidTool},
-		{"role lists an unknown tool", Specs(lookup), nil, []Option{WithTools(lookup), WithRoles(Role{"support", []string{"issue_refund"}})}, ErrInvalidConfig},
-		{"role twice", Specs(lookup), nil, []Option{WithTools(lookup), WithRoles(Role{"support", nil}, Role{"support", nil})}, ErrInvalidConfig},
-		{"intent lists an unknown tool", Specs(lookup), nil, []Option{WithTools(lookup), WithIntents(Intent{"refund", []string{"issue_refund"}})}, ErrInvalidConfig},
-		{"role without a name", Specs(lookup), nil, []Option{WithTools(lookup), WithRoles(Role{"", nil})}, ErrInvalidConfig},
-		{"bad lease", Specs(lookup), nil, []Option{WithTools(lookup), WithLease(0)}, ErrInvalidConfig},
-		{"store without once-keys", Specs(lookup), plainStore{kernel.NewMemStore()}, []Option{WithTools(lookup)}, ErrInvalidConfig},
+		{"fine", []Option{WithTools(lookup, refund), WithRoles(Role{"support", []string{"lookup_order"}})}, nil},
+		{"no tools", nil, nil},
+		{"tool type also a kernel spec", []Option{WithTools(lookup, refund),
+			WithKernel(kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))}, ErrSpecMismatch},
+		{"tool type given as a kernel spec before", []Option{WithKernel(kernel.WithActionSpecs(kernel.ActionSpec{Type: "lookup_order", SafeFallback: true})),
+			WithTools(lookup)}, ErrSpecMismatch},
+		{"tool type is the fallback", []Option{WithTools(Tool{Name: kernel.FallbackQueueForReview, Effect: effect})}, ErrSpecMismatch},
+		{"fallback not registered", []Option{WithTools(lookup), WithFallback("call_a_human")}, ErrSpecMismatch},
+		{"fallback registered", []Option{WithTools(lookup), WithFallback("call_a_human"), WithKernel(fallback)}, nil},
+		{"fallback a tool's", []Option{WithTools(refund), WithFallback("issue_refund")}, ErrSpecMismatch},
+		{"fallback a read-only tool's", []Option{WithTools(lookup), WithFallback("lookup_order")}, ErrSpecMismatch},
+		{"bad kernel option", []Option{WithTools(lookup), WithKernel(kernel.WithMinConfidence(2))}, kernel.ErrInvalidInput},
+		{"approval rule does not compile", []Option{WithTools(withApproval(refund, "amount >"))}, ErrInvalidTool},
+		{"approval rule not a bool", []Option{WithTools(withApproval(refund, "amount + 1"))}, ErrInvalidTool},
+		{"grounded tool declaring no bindings", []Option{WithTools(withBindings(refund, false))}, ErrInvalidTool},
+		{"grounded tool declared unbound", []Option{WithTools(withBindings(refund, true))}, nil},
+		{"bindings and unbound", []Option{WithTools(withBindings(refund, true, orderBindings...))}, ErrInvalidTool},
+		{"bindings on a read-only tool", []Option{WithTools(withBindings(lookup, false, orderBindings...))}, ErrInvalidTool},
+		{"binding without an operator", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Percept: "order"}))}, ErrInvalidTool},
+		{"binding of an undeclared argument", []Option{WithTools(withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost}))}, ErrInvalidTool},
+		{"binding without a percept", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Op: AtMost}))}, ErrInvalidTool},
+		{"no effect", []Option{WithTools(Tool{Name: "lookup_order", Result: "order"})}, ErrInvalidTool},
+		{"no name", []Option{WithTools(Tool{Effect: effect})}, ErrInvalidTool},
+		{"twice", []Option{WithTools(lookup, lookup)}, ErrInvalidTool},
+		{"reserved property", []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`))}, ErrInvalidTool},
+		{"schema not an object", []Option{WithTools(withParams(lookup, `{"type":"array"}`))}, ErrInvalidTool},
+		{"unknown property type", []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`))}, ErrInvalidTool},
+		{"undeclared required", []Option{WithTools(withParams(lookup, `{"type":"object","required":["x"]}`))}, ErrInvalidTool},
+		{"reserved result kind", []Option{WithTools(Tool{Name: "lookup_order", Result: KindAttempt, Effect: effect})}, ErrInvalidTool},
+		{"bad retry", []Option{WithTools(Tool{Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}})}, ErrInvalidTool},
+		{"bad once-key", []Option{WithTools(withOnce(refund, &kernel.OnceKey{}))}, ErrInvalidConfig},
+		{"role lists an unknown tool", []Option{WithTools(lookup), WithRoles(Role{"support", []string{"issue_refund"}})}, ErrInvalidConfig},
+		{"role twice", []Option{WithTools(lookup), WithRoles(Role{"support", nil}, Role{"support", nil})}, ErrInvalidConfig},
+		{"intent lists an unknown tool", []Option{WithTools(lookup), WithIntents(Intent{"refund", []string{"issue_refund"}})}, ErrInvalidConfig},
+		{"role without a name", []Option{WithTools(lookup), WithRoles(Role{"", nil})}, ErrInvalidConfig},
+		{"bad lease", []Option{WithTools(lookup), WithLease(0)}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kopts := []kernel.Option{kernel.WithActionSpecs(tc.specs...)}
-			if tc.store != nil {
-				kopts = append(kopts, kernel.WithStore(tc.store))
-			}
-			k, err := kernel.New(kopts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer k.Close()
-			_, err = New(k, tc.opts...)
+			g, err := New(context.Background(), tc.opts...)
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Errorf("New: %v, want %v", err, tc.want)
 			}
+			if err == nil {
+				g.Close()
+			}
 		})
 	}
-	if _, err := New(nil); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("nil kernel: %v", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := New(ctx, WithTools(lookup)); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: %v", err)
 	}
 }
 
-// plainStore hides the MemStore's once-keys.
-type plainStore struct{ kernel.Store }
+func withApproval(t Tool, rule string) Tool   { t.Approval = ApprovalPolicy{When: rule}; return t }
+func withParams(t Tool, schema string) Tool   { t.Parameters = json.RawMessage(schema); return t }
+func withOnce(t Tool, o *kernel.OnceKey) Tool { t.Once = o; return t }
 
-func withApproval(t Tool, rule string) Tool { t.Approval = ApprovalPolicy{When: rule}; return t }
-func withParams(t Tool, schema string) Tool { t.Parameters = json.RawMessage(schema); return t }
-
-func TestSpecs(t *testing.T) {
-	specs := Specs(deskTools(func(string) EffectFunc { return nil })...)
-	if len(specs) != 3 {
-		t.Fatalf("%d specs", len(specs))
+// TestToolsRegisteredOnce: the gate registers each tool's action type
+// with the kernel it builds, and the kernel keeps the owner's options.
+func TestToolsRegisteredOnce(t *testing.T) {
+	tools := deskTools(func(string) EffectFunc {
+		return func(context.Context, Invocation) (kernel.Payload, error) { return nil, nil }
+	})
+	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}, Limit: 2}
+	s := kernel.NewMemStore()
+	g, err := New(context.Background(), WithTools(tools...), WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk")))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s := specs[0]; s.Type != "lookup_order" || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 {
-		t.Errorf("read-only spec %+v", s)
+	tools[1].Once.Fields[0] = "changed" // the gate keeps its own copy
+	k := g.Kernel()
+	if k.Namespace() != "desk" {
+		t.Errorf("namespace %q: the kernel options were not applied", k.Namespace())
 	}
-	if s := specs[1]; s.Type != "issue_refund" || s.SafeFallback || !slices.Equal(s.MinBeliefs, []string{"refund_due"}) {
-		t.Errorf("grounded spec %+v", s)
+	if s, ok := k.Spec("lookup_order"); !ok || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 || s.Once != nil {
+		t.Errorf("read-only spec %+v, %v", s, ok)
+	}
+	if s, ok := k.Spec("issue_refund"); !ok || s.SafeFallback || s.Repeatable || !slices.Equal(s.MinBeliefs, []string{"refund_due"}) ||
+		s.Once == nil || !slices.Equal(s.Once.Fields, []string{"order_id"}) || s.Once.Limit != 2 {
+		t.Errorf("grounded spec %+v, %v", s, ok)
+	}
+	if s, ok := k.Spec("search_kb"); !ok || !s.SafeFallback {
+		t.Errorf("search spec %+v, %v", s, ok)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(context.Background(), "x"); errors.Is(err, kernel.ErrClosed) {
+		t.Error("closing the gate closed a store the owner gave")
+	}
+	g, err = New(context.Background(), WithTools(tools[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Kernel().View(context.Background(), "t", kernel.ViewOptions{}); !errors.Is(err, kernel.ErrClosed) {
+		t.Errorf("the store the kernel created is open after Close: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ var stores = []struct {
 }{
 	{"memstore", func(*testing.T) kernel.Store { return kernel.NewMemStore() }},
 	{"sqlite", func(t *testing.T) kernel.Store {
-		s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,6 @@ type setup struct {
 	intents    []Intent
 	kernelOpts []kernel.Option
 	gateOpts   []Option
-	specs      func([]kernel.ActionSpec) []kernel.ActionSpec
 }
 
 // desk is a gate over a kernel on one store, with a fake clock and effects
@@ -70,6 +69,7 @@ type desk struct {
 	analyst *kernel.Planner // proposes beliefs
 	tools   []Tool          // as registered
 	roles   []Role
+	kopts   []kernel.Option // the kernel's options, for another gate over the store
 
 	mu     sync.Mutex
 	behave map[string]EffectFunc
@@ -132,22 +132,24 @@ func newDesk(t testing.TB, s kernel.Store, mods ...func(*setup)) *desk {
 	for _, m := range mods {
 		m(&su)
 	}
-	specs := Specs(su.tools...)
-	if su.specs != nil {
-		specs = su.specs(specs)
-	}
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(d.clock.Now),
-		kernel.WithActionSpecs(specs...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})}, su.kernelOpts...)...)
-	if err != nil {
-		t.Fatalf("kernel.New: %v", err)
-	}
-	d.k, d.analyst, d.tools, d.roles = k, k.Planner("analyst"), su.tools, su.roles
-	opts := append([]Option{WithTools(su.tools...), WithRoles(su.roles...), WithIntents(su.intents...)}, su.gateOpts...)
-	if d.g, err = New(k, opts...); err != nil {
-		t.Fatalf("toolgate.New: %v", err)
-	}
+	d.kopts = append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(d.clock.Now),
+		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})}, su.kernelOpts...)
+	d.tools, d.roles = su.tools, su.roles
+	d.g = d.gate(append([]Option{WithTools(su.tools...), WithRoles(su.roles...), WithIntents(su.intents...)}, su.gateOpts...)...)
+	d.k = d.g.Kernel()
+	d.analyst = d.k.Planner("analyst")
 	return d
+}
+
+// gate builds a gate over the desk's store, with the desk's kernel
+// options and opts, as another process would.
+func (d *desk) gate(opts ...Option) *Gate {
+	d.t.Helper()
+	g, err := New(d.ctx, append([]Option{WithKernel(d.kopts...)}, opts...)...)
+	if err != nil {
+		d.t.Fatalf("toolgate.New: %v", err)
+	}
+	return g
 }
 
 // effect records the invocation and runs the behaviour the test set (by

@@ -77,16 +77,12 @@ func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started 
 			return kernel.Payload{"ok": true}, nil
 		}}
 	s := &slowStore{Store: kernel.NewMemStore(), delay: delay}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(toolgate.Specs(ping)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	g, err := toolgate.New(k, toolgate.WithTools(ping), toolgate.WithLease(lease),
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(ping), toolgate.WithLease(lease), toolgate.WithKernel(kernel.WithStore(s)),
 		toolgate.WithRoles(toolgate.Role{Name: "ops", Tools: []string{"ping"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	return g
 }
 

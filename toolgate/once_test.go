@@ -13,16 +13,9 @@ import (
 // onceRefunds keys issue_refund by its order (one refund per order, for
 // ever) and leaves its DUPLICATE_ACTION hint to the gate.
 func onceRefunds(su *setup) {
-	su.specs = func(specs []kernel.ActionSpec) []kernel.ActionSpec {
-		for i := range specs {
-			if specs[i].Type == "issue_refund" {
-				specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
-			}
-		}
-		return specs
-	}
 	for i := range su.tools {
 		if su.tools[i].Name == "issue_refund" {
+			su.tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 			su.tools[i].Hints = nil
 		}
 	}

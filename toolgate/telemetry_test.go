@@ -46,17 +46,14 @@ func TestToolCallSpans(t *testing.T) {
 				return kernel.Payload{"refund_id": "re_1"}, nil
 			}},
 	}
-	k, err := kernel.New(kernel.WithClock(func() time.Time { return now }), kernel.WithTracerProvider(tp), kernel.WithMeterProvider(mp),
-		kernel.WithActionSpecs(toolgate.Specs(tools...)...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
+		toolgate.WithKernel(kernel.WithClock(func() time.Time { return now }), kernel.WithTracerProvider(tp), kernel.WithMeterProvider(mp),
+			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	k := g.Kernel()
 	ctx := context.Background()
 	call := func(ctx context.Context, id, tool, args string) toolgate.Result {
 		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: "ticket-9"})

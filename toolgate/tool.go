@@ -31,8 +31,8 @@ type Tool struct {
 	// Requires are the belief kinds a call rests on: they become the
 	// action's requires_beliefs, so the kernel commits the call only while
 	// each is committed, true and resting on current evidence. A tool with
-	// none is read-only (an observation such as lookup_order): the kernel
-	// must know its action type as a safe, repeatable action ([Specs]).
+	// none is read-only (an observation such as lookup_order): its action
+	// type is registered as a safe, repeatable action ([WithTools]).
 	Requires []string
 	// Bindings tie the arguments of a tool that rests on beliefs to the
 	// observations those beliefs rest on ([Binding]): order_id equal to
@@ -48,6 +48,12 @@ type Tool struct {
 	// opt-out; leave it false whenever an argument names or sizes
 	// something an observation shows.
 	Unbound bool
+	// Once, when set, is the once-key of the tool's action type
+	// (kernel.OnceKey): of the calls with equal values of its fields, at
+	// most Limit ever commit in the kernel's namespace, across traces and
+	// processes; the others are refused (DUPLICATE_ACTION). It is also the
+	// effect's idempotency key ([Invocation.Key]).
+	Once *kernel.OnceKey
 	// Result is the percept kind a successful result is recorded under,
 	// so that beliefs can depend on it (lookup_order's result is an
 	// "order" percept). Empty means Name + "_result".
@@ -213,25 +219,3 @@ func (t *Tool) resultKind() string {
 
 // readOnly reports whether the tool rests on no belief.
 func (t *Tool) readOnly() bool { return len(t.Requires) == 0 }
-
-// Specs returns the kernel action specs the tools need, for
-// kernel.WithActionSpecs: a read-only tool's type is a safe, repeatable
-// action (it rests on no belief, and may be called as often as the model
-// needs); any other tool's type requires its beliefs (MinBeliefs). The
-// owner may add to a spec (a once-key, a prediction gate, a plan) before
-// passing it on; [New] checks that the kernel's spec still agrees with the
-// tool.
-func Specs(tools ...Tool) []kernel.ActionSpec {
-	out := make([]kernel.ActionSpec, 0, len(tools))
-	for i := range tools {
-		t := &tools[i]
-		s := kernel.ActionSpec{Type: t.action()}
-		if t.readOnly() {
-			s.SafeFallback, s.Repeatable = true, true
-		} else {
-			s.MinBeliefs = append([]string(nil), t.Requires...)
-		}
-		out = append(out, s)
-	}
-	return out
-}

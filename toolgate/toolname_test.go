@@ -29,40 +29,29 @@ var notNames = []string{
 func TestAttackToolNameNotAName(t *testing.T) {
 	effect := func(context.Context, toolgate.Invocation) (kernel.Payload, error) { return kernel.Payload{}, nil }
 	for _, name := range notNames {
-		tool := toolgate.Tool{Name: name, Effect: effect}
-		k, err := kernel.New(kernel.WithActionSpecs(kernel.ActionSpec{Type: "lookup", SafeFallback: true, Repeatable: true}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tool.Action = "lookup"
-		if _, err := toolgate.New(k, toolgate.WithTools(tool)); !errors.Is(err, toolgate.ErrInvalidTool) {
+		// The action type is a name, so that only the tool's name is wrong.
+		tool := toolgate.Tool{Name: name, Action: "lookup", Effect: effect}
+		if _, err := toolgate.New(context.Background(), toolgate.WithTools(tool)); !errors.Is(err, toolgate.ErrInvalidTool) {
 			t.Errorf("New with tool %q: %v, want ErrInvalidTool", name, err)
 		}
-		k.Close()
 	}
 	for _, ok := range []string{"lookup_order", "v2.search-kb", strings.Repeat("a", 64)} {
-		tool := toolgate.Tool{Name: ok, Effect: effect}
-		k, err := kernel.New(kernel.WithActionSpecs(toolgate.Specs(tool)...))
+		g, err := toolgate.New(context.Background(), toolgate.WithTools(toolgate.Tool{Name: ok, Effect: effect}))
 		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := toolgate.New(k, toolgate.WithTools(tool)); err != nil {
 			t.Errorf("New with tool %q: %v", ok, err)
+			continue
 		}
-		k.Close()
+		g.Close()
 	}
 
 	store := kernel.NewMemStore()
 	lookup := toolgate.Tool{Name: "lookup", Effect: effect}
-	k, err := kernel.New(kernel.WithStore(store), kernel.WithActionSpecs(toolgate.Specs(lookup)...))
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithKernel(kernel.WithStore(store)),
+		toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
-	g, err := toolgate.New(k, toolgate.WithTools(lookup), toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer g.Close()
 	for _, name := range notNames[:4] {
 		res, err := g.Call(context.Background(), toolgate.Call{Tool: name, Role: "agent", TraceID: "t-names", Args: json.RawMessage(`{}`)})
 		if err != nil {

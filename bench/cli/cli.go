@@ -349,7 +349,7 @@ func (o *options) openStore(ctx context.Context) (kernel.Store, error) {
 	switch o.store {
 	case "sqlite":
 		o.storeName = o.db
-		s, err := sqlitestore.Open(o.db)
+		s, err := sqlitestore.Open(ctx, o.db)
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", o.db, err)
 		}

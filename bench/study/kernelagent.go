@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
 )
 
@@ -467,7 +468,7 @@ func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision) error {
 		if err != nil {
 			return err
 		}
-		if _, err := e.sim.Step(ctx, e.trace, v); err != nil {
+		if _, err := e.sim.Step(ctx, orchestrator.NewStepContext(e.trace, v)); err != nil {
 			return err
 		}
 	}

@@ -267,7 +267,7 @@ func TestSecondDBRunStartsWithTheLearnedConstraints(t *testing.T) {
 			t.Errorf("second run, episode %d: %+v", ep, got)
 		}
 	}
-	s, err := sqlitestore.Open(db)
+	s, err := sqlitestore.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

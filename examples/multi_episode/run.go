@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	case "memory":
 		store = kernel.NewMemStore()
 	case "sqlite":
-		s, err := sqlitestore.Open(cfg.db)
+		s, err := sqlitestore.Open(ctx, cfg.db)
 		if err != nil {
 			return fmt.Errorf("database %s: %w", cfg.db, err)
 		}

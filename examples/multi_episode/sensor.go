@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 )
 
 // reading is one sensor observation (docs/reproduction.md §6).
@@ -54,7 +55,8 @@ func (s *sensor) Reads() []kernel.Slot              { return nil }
 func (s *sensor) Writes() []kernel.Slot             { return []kernel.Slot{kernel.Percepts} }
 func (s *sensor) ShouldActivate(v kernel.View) bool { return !v.Has(kernel.Percepts, kindTemperature) }
 
-func (s *sensor) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+func (s *sensor) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	r, ok := s.read(traceID)
 	if !ok {
 		return false, fmt.Errorf("sensor: no reading for trace %q", traceID)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/worker"
 )
 
@@ -29,7 +30,8 @@ func (a *analyst) ShouldActivate(v kernel.View) bool {
 	return v.Has(kernel.Percepts, kindTemperature) && !v.Has(kernel.Beliefs, beliefAnomaly)
 }
 
-func (a *analyst) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+func (a *analyst) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Beliefs, beliefAnomaly); err != nil || done {
 		return false, err
 	}
@@ -59,7 +61,8 @@ func (a *actuator) ShouldActivate(v kernel.View) bool {
 	return v.Has(kernel.Beliefs, beliefAnomaly) && !v.Has(kernel.Actions, actionAlert) && !v.Has(kernel.Actions, actionReview)
 }
 
-func (a *actuator) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
+func (a *actuator) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Actions, actionReview); err != nil || done {
 		return false, err
 	}

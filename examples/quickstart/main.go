@@ -146,7 +146,7 @@ func openDB(ctx context.Context, cfg config) (kernel.Store, string, error) {
 		}
 		s, name = ps, "postgres (schema "+ps.Schema()+")"
 	} else {
-		ss, err := sqlitestore.Open(cfg.db)
+		ss, err := sqlitestore.Open(ctx, cfg.db)
 		if err != nil {
 			return nil, "", fmt.Errorf("database %s: %w", cfg.db, err)
 		}

@@ -120,15 +120,12 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 	now := func() time.Time { return epoch }
 	wld := sc.world
 	tools := wld.tools()
-	k, err := kernel.New(kernel.WithClock(now), kernel.WithActionSpecs(toolgate.Specs(tools...)...))
+	gate, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithClock(now)), toolgate.WithTools(tools...), toolgate.WithRoles(roles...))
 	if err != nil {
 		return err
 	}
-	defer k.Close()
-	gate, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithRoles(roles...))
-	if err != nil {
-		return err
-	}
+	defer gate.Close()
+	k := gate.Kernel()
 	client, err := llm.New("http://model.invalid", llm.WithModel("scripted"), llm.WithRetries(0),
 		llm.WithHTTPClient(&http.Client{Transport: model{sc.script}}))
 	if err != nil {

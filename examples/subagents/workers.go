@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/blackboardkernel/bk/failure"
@@ -15,7 +14,7 @@ import (
 // its usage is known.
 const tokenEstimate = 400
 
-// agentWorker is one member of the crew: a worker.Worker that runs an LLM
+// agentWorker is one member of the crew: an orchestrator.Worker that runs an LLM
 // agent under what the orchestrator grants it (its lane's budget and
 // guard, its lease), and hands back a typed finding.
 type agentWorker struct {
@@ -46,11 +45,8 @@ func (w *agentWorker) ShouldActivate(v kernel.View) bool {
 // error; a failure on its last turn (the lease spent) is reported in its
 // finding; otherwise the finding claims what its tool returned, resting
 // on the result's record.
-func (w *agentWorker) Step(ctx context.Context, traceID string, _ kernel.View) (bool, error) {
-	sc, ok := orchestrator.StepContextFrom(ctx)
-	if !ok {
-		return false, errors.New(w.id + ": runs under an orchestrator with a runtime")
-	}
+func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
+	traceID := sc.TraceID()
 	user := w.user(sc.Findings())
 	if rep, repairing := sc.Repair(); repairing {
 		// The repair goes at the top, where the model reads it first.

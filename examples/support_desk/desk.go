@@ -67,33 +67,22 @@ type desk struct {
 	onCrash    func(trace string) // prints what the trace decided so far
 }
 
-func newDesk(store kernel.Store, namespace string, w *world, crashAfter int, out io.Writer) (*desk, error) {
+func newDesk(ctx context.Context, store kernel.Store, namespace string, w *world, crashAfter int, out io.Writer) (*desk, error) {
 	d := &desk{w: w, crashAfter: crashAfter, out: out}
 	tools := d.tools()
-	specs := toolgate.Specs(tools...)
-	for i := range specs {
-		if specs[i].Type == "issue_refund" {
-			// One refund per order, ever, in every trace: the once-key is
-			// also the payment API's idempotency key.
-			specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
-		}
-	}
 	rs, err := rules.New(deskRules...)
 	if err != nil {
 		return nil, err
 	}
-	k, err := kernel.New(kernel.WithStore(store), kernel.WithNamespace(namespace), kernel.WithActionSpecs(specs...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: beliefRefundDue, DependsOn: []string{perceptOrder}}),
-		kernel.WithValidators(rs))
-	if err != nil {
-		return nil, err
-	}
-	g, err := toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithLease(lease),
+	g, err := toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithLease(lease),
+		toolgate.WithKernel(kernel.WithStore(store), kernel.WithNamespace(namespace),
+			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: beliefRefundDue, DependsOn: []string{perceptOrder}}),
+			kernel.WithValidators(rs)),
 		toolgate.WithRoles(toolgate.Role{Name: role, Tools: []string{"lookup_order", "assess_refund", "issue_refund", "send_email"}}))
 	if err != nil {
-		k.Close()
 		return nil, err
 	}
+	k := g.Kernel()
 	d.k, d.g, d.policy, d.reader = k, g, k.Governor(), k.Tool("desk")
 	return d, nil
 }
@@ -128,7 +117,10 @@ func (d *desk) tools() []toolgate.Tool {
 			},
 			Result:   "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			Retry:    toolgate.RetryPolicy{MaxAttempts: 4, Backoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
+			// One refund per order, ever, in every trace: the once-key is
+			// also the payment API's idempotency key.
+			Once:  &kernel.OnceKey{Fields: []string{"order_id"}},
+			Retry: toolgate.RetryPolicy{MaxAttempts: 4, Backoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 			Hints: map[kernel.Code]string{
 				kernel.CodeStaleEvidence: "The order information is out of date. Call lookup_order again to refresh it, then assess_refund, then retry.",
 				kernel.CodeRuleViolated:  "Refund only the order you assessed, and at most the max_refund assess_refund gave. Fix the amount, then retry.",

@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if cfg.db == "" {
 		store = kernel.NewMemStore()
 	} else {
-		s, err := sqlitestore.Open(cfg.db)
+		s, err := sqlitestore.Open(ctx, cfg.db)
 		if err != nil {
 			return err
 		}
@@ -121,11 +121,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
-	d, err := newDesk(store, cfg.ns, w, cfg.crashAfter, out)
+	d, err := newDesk(ctx, store, cfg.ns, w, cfg.crashAfter, out)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, d.k.Close()) }()
+	defer func() { err = errors.Join(err, d.g.Close()) }()
 
 	url, model, modelName := cfg.llmURL, cfg.llmModel, cfg.llmModel+" at "+cfg.llmURL
 	if url == "" {

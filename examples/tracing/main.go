@@ -74,18 +74,15 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 			}},
 	}
 	store := kernel.NewMemStore()
-	k, err := kernel.New(kernel.WithStore(store), kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
-		kernel.WithActionSpecs(toolgate.Specs(tools...)...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-	g, err := toolgate.New(k, toolgate.WithTracerProvider(tp), toolgate.WithTools(tools...),
+	g, err := toolgate.New(ctx, toolgate.WithTracerProvider(tp), toolgate.WithTools(tools...),
+		toolgate.WithKernel(kernel.WithStore(store), kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
+			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		return err
 	}
+	defer g.Close()
+	k := g.Kernel()
 	const trace = "ticket-42"
 	call := func(id, tool, args string) (toolgate.Result, error) {
 		return g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: trace})

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 // records from all three.
 func TestStoreEquivalence(t *testing.T) {
 	pg := newStore(t)
-	lite, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+	lite, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

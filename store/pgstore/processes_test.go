@@ -290,20 +290,15 @@ func procWorker(t *testing.T) {
 	w.ledger, w.ledgerSchema = ledger, pgx.Identifier{os.Getenv(procLedgerEnv)}.Sanitize()
 	tools := []toolgate.Tool{{Name: gateTool, Description: "Refund a charge.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"charge_id":{"type":"string"},"amount":{"type":"number"},"is_duplicate":{"type":"boolean"}},"required":["charge_id","amount"]}`),
-		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect,
+		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect, Once: &kernel.OnceKey{Fields: []string{"charge_id"}},
 		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}
-	specs := toolgate.Specs(tools...)
-	specs[0].Once = &kernel.OnceKey{Fields: []string{"charge_id"}}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(append(specs, refundSpec)...))
-	if err != nil {
-		t.Fatalf("worker %s: kernel.New: %v", id, err)
-	}
-	defer k.Close()
-	w.k = k
-	if w.gate, err = toolgate.New(k, toolgate.WithTools(tools...), toolgate.WithLease(gateLease),
+	if w.gate, err = toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithLease(gateLease),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec)),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{gateTool}})); err != nil {
 		t.Fatalf("worker %s: toolgate.New: %v", id, err)
 	}
+	defer w.gate.Close()
+	w.k = w.gate.Kernel()
 	effects, err := os.OpenFile(os.Getenv(procEffectsEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatalf("worker %s: %v", id, err)

@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -21,13 +22,13 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 		var path string
 		if !storetest.IsBenchHelper() {
 			path = filepath.Join(b.TempDir(), "bk.db")
-			s, err := sqlitestore.Open(path) // the schema exists before the helpers start
+			s, err := sqlitestore.Open(context.Background(), path) // the schema exists before the helpers start
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = s.Close() })
 		}
-		storetest.BenchEpisodeProcesses(b, 2, path, func(path string) (kernel.Store, error) { return sqlitestore.Open(path) })
+		storetest.BenchEpisodeProcesses(b, 2, path, func(path string) (kernel.Store, error) { return sqlitestore.Open(context.Background(), path) })
 	})
 }
 

@@ -47,7 +47,7 @@ func (c *cancelAt) Done() <-chan struct{} {
 // untyped database/sql or driver error (sql.ErrTxDone, an interrupted
 // statement) or a wrong answer (not found).
 func TestAttackCancelledCallIsTyped(t *testing.T) {
-	s, err := sqlitestore.Open(filepath.Join(t.TempDir(), "bk.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // openFile opens a store on a new file in a temporary directory.
 func openFile(tb testing.TB) *sqlitestore.Store {
 	tb.Helper()
-	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "bk.db"))
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(tb.TempDir(), "bk.db"))
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -21,7 +22,7 @@ func openFile(tb testing.TB) *sqlitestore.Store {
 
 func openMemory(tb testing.TB) *sqlitestore.Store {
 	tb.Helper()
-	s, err := sqlitestore.Open(":memory:")
+	s, err := sqlitestore.Open(context.Background(), ":memory:")
 	if err != nil {
 		tb.Fatalf("Open(:memory:): %v", err)
 	}

@@ -121,7 +121,7 @@ func TestStoreCrossProcessClaim(t *testing.T) {
 // waits for its stdin to close, races its goroutines and prints how many
 // of their batches landed.
 func claimHelper(t *testing.T, path, id string) {
-	s, err := sqlitestore.Open(path)
+	s, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("helper %s: Open: %v", id, err)
 	}

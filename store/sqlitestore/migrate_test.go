@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"path/filepath"
@@ -91,7 +92,7 @@ func TestStoreMigrateV1(t *testing.T) {
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
 	for i := range stores {
-		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(path) })
+		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(ctx, path) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -199,7 +200,7 @@ func TestStoreMigrateOnceKeysV3(t *testing.T) {
 		t.Fatalf("creating a version-3 database: %v", err)
 	}
 	db.Close()
-	s, err := sqlitestore.Open(path)
+	s, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("Open of a version-3 database: %v", err)
 	}

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // and no sort, however many records of other traces (and, for the
 // persistent listings, of other namespaces) the store holds.
 func TestStoreQueryPlans(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "bk.db"))
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,8 @@ func SchemaVersion() int { return len(migrations) }
 // [ErrNotAStore] for a file that is not a database of this package,
 // [ErrSchemaTooNew] for one written by a newer version, [ErrSchemaTooOld]
 // for one an older version wrote and no writer of this version has opened
-// since.
-func OpenReadOnly(path string, opts ...Option) (*Store, error) {
+// since, and ctx's error when ctx ends while the schema is read.
+func OpenReadOnly(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{busyTimeout: defaultBusyTimeout}
 	for _, o := range opts {
 		o(&cfg)
@@ -86,7 +86,7 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	s, err := newReadOnly(db, path)
+	s, err := newReadOnly(ctx, db, path)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -94,8 +94,7 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-func newReadOnly(db *sql.DB, path string) (*Store, error) {
-	ctx := context.Background()
+func newReadOnly(ctx context.Context, db *sql.DB, path string) (*Store, error) {
 	var tables int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'records'").Scan(&tables); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotAStore, path, err)
@@ -113,7 +112,7 @@ func newReadOnly(db *sql.DB, path string) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s has schema version %d, this package reads %d: open it once with a writer of this version (sqlitestore.Open) to migrate it",
 			ErrSchemaTooOld, path, version, len(migrations))
 	}
-	s, err := prepare(db)
+	s, err := prepare(ctx, db)
 	if err != nil {
 		return nil, err
 	}

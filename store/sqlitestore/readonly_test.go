@@ -30,7 +30,7 @@ func fileSum(t *testing.T, path string) [32]byte {
 // every write and leaves the file as it was.
 func TestOpenReadOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
-	w, err := sqlitestore.Open(path)
+	w, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestOpenReadOnly(t *testing.T) {
 	}
 	before := fileSum(t, path)
 
-	ro, err := sqlitestore.OpenReadOnly(path)
+	ro, err := sqlitestore.OpenReadOnly(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestOpenReadOnly(t *testing.T) {
 
 func TestOpenReadOnlyErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := sqlitestore.OpenReadOnly(filepath.Join(dir, "absent.db")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := sqlitestore.OpenReadOnly(context.Background(), filepath.Join(dir, "absent.db")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "absent.db")); !errors.Is(err, fs.ErrNotExist) {
@@ -92,7 +92,7 @@ func TestOpenReadOnlyErrors(t *testing.T) {
 	if err := os.WriteFile(text, []byte("not a database, just some words of text\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqlitestore.OpenReadOnly(text); !errors.Is(err, sqlitestore.ErrNotAStore) {
+	if _, err := sqlitestore.OpenReadOnly(context.Background(), text); !errors.Is(err, sqlitestore.ErrNotAStore) {
 		t.Errorf("a text file: %v", err)
 	}
 	other := filepath.Join(dir, "other.db")
@@ -104,24 +104,24 @@ func TestOpenReadOnlyErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := sqlitestore.OpenReadOnly(other); !errors.Is(err, sqlitestore.ErrNotAStore) {
+	if _, err := sqlitestore.OpenReadOnly(context.Background(), other); !errors.Is(err, sqlitestore.ErrNotAStore) {
 		t.Errorf("another application's database: %v", err)
 	}
 
 	newer := filepath.Join(dir, "newer.db")
-	s, err := sqlitestore.Open(newer)
+	s, err := sqlitestore.Open(context.Background(), newer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	setVersion(t, newer, sqlitestore.SchemaVersion()+1)
-	if _, err := sqlitestore.OpenReadOnly(newer); !errors.Is(err, sqlitestore.ErrSchemaTooNew) {
+	if _, err := sqlitestore.OpenReadOnly(context.Background(), newer); !errors.Is(err, sqlitestore.ErrSchemaTooNew) {
 		t.Errorf("a newer schema: %v", err)
 	}
 
 	old := filepath.Join(dir, "v1.db")
 	writeV1(t, old)
-	_, err = sqlitestore.OpenReadOnly(old)
+	_, err = sqlitestore.OpenReadOnly(context.Background(), old)
 	if !errors.Is(err, sqlitestore.ErrSchemaTooOld) {
 		t.Errorf("a version-1 database: %v", err)
 	}
@@ -146,7 +146,7 @@ func setVersion(t *testing.T, path string, v int) {
 // writer keeps writing, and neither waits for the other to fail.
 func TestReadOnlyBesideAWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
-	w, err := sqlitestore.Open(path)
+	w, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t0", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
 	}
-	ro, err := sqlitestore.OpenReadOnly(path)
+	ro, err := sqlitestore.OpenReadOnly(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func dirNames(t *testing.T, dir string) []string {
 func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bk.db")
-	w, err := sqlitestore.Open(path)
+	w, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 		t.Fatalf("a cleanly closed store left %v", before)
 	}
 	for range 2 {
-		ro, err := sqlitestore.OpenReadOnly(path)
+		ro, err := sqlitestore.OpenReadOnly(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,12 +263,12 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bk.db")
-	w, err := sqlitestore.Open(path)
+	w, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
-	ro, err := sqlitestore.OpenReadOnly(path, sqlitestore.WithBusyTimeout(0))
+	ro, err := sqlitestore.OpenReadOnly(context.Background(), path, sqlitestore.WithBusyTimeout(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 		t.Fatal("traces in an empty store")
 	}
 	// The writer waits for no lock: a busy timeout of 0 would fail it.
-	w, err = sqlitestore.Open(path, sqlitestore.WithBusyTimeout(0))
+	w, err = sqlitestore.Open(context.Background(), path, sqlitestore.WithBusyTimeout(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 	if names := dirNames(t, dir); len(names) != 1 {
 		t.Errorf("files left: %v", names)
 	}
-	ro, err = sqlitestore.OpenReadOnly(path)
+	ro, err = sqlitestore.OpenReadOnly(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,9 +77,10 @@ const pageSize = 256
 // A file is put in WAL mode; every connection gets synchronous=NORMAL, the
 // busy timeout and immediate write transactions. The schema is created or
 // migrated. Open returns an error wrapping [kernel.ErrInvalidInput] for an
-// empty path or a bad option, and [ErrSchemaTooNew] for a database written
-// by a newer version of this package.
-func Open(path string, opts ...Option) (*Store, error) {
+// empty path or a bad option, [ErrSchemaTooNew] for a database written by
+// a newer version of this package, and ctx's error when ctx ends while
+// the schema is read or migrated.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{busyTimeout: defaultBusyTimeout}
 	for _, o := range opts {
 		o(&cfg)
@@ -117,7 +118,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		db.SetConnMaxLifetime(0)
 		db.SetConnMaxIdleTime(0)
 	}
-	s, err := newStore(db)
+	s, err := newStore(ctx, db)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -134,9 +135,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 //
 // New creates or migrates the schema. It returns an error wrapping
 // [kernel.ErrInvalidInput] for a nil db or an option that only [Open] can
-// honour, and [ErrSchemaTooNew] for a database written by a newer version
-// of this package.
-func New(db *sql.DB, opts ...Option) (*Store, error) {
+// honour, [ErrSchemaTooNew] for a database written by a newer version
+// of this package, and ctx's error when ctx ends while the schema is read
+// or migrated.
+func New(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)
@@ -147,7 +149,7 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 	case cfg.busyTimeoutSet:
 		return nil, fmt.Errorf("sqlitestore: %w: WithBusyTimeout applies to Open; set busy_timeout in the DSN of db", kernel.ErrInvalidInput)
 	}
-	return newStore(db)
+	return newStore(ctx, db)
 }
 
 // The store's statements. Listings are paged: their last two parameters
@@ -187,16 +189,15 @@ const (
 	queryClaimedBy = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
 )
 
-func newStore(db *sql.DB) (*Store, error) {
-	if err := migrate(context.Background(), db); err != nil {
+func newStore(ctx context.Context, db *sql.DB) (*Store, error) {
+	if err := migrate(ctx, db); err != nil {
 		return nil, err
 	}
-	return prepare(db)
+	return prepare(ctx, db)
 }
 
 // prepare returns a store on a database whose schema is current.
-func prepare(db *sql.DB) (*Store, error) {
-	ctx := context.Background()
+func prepare(ctx context.Context, db *sql.DB) (*Store, error) {
 	s := &Store{db: db, write: make(chan struct{}, 1)}
 	for _, st := range []struct {
 		dst   **sql.Stmt

@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ import (
 
 func mustOpen(t *testing.T, path string) *sqlitestore.Store {
 	t.Helper()
-	s, err := sqlitestore.Open(path)
+	s, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -319,11 +320,11 @@ func TestStoreSchemaVersion(t *testing.T) {
 	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sqlitestore.Open(path)
+	_, err = sqlitestore.Open(ctx, path)
 	if want := fmt.Sprintf("version %d", schemaVersion+1); !errors.Is(err, sqlitestore.ErrSchemaTooNew) || !strings.Contains(err.Error(), want) {
 		t.Errorf("Open of a database from a newer version: %v, want ErrSchemaTooNew naming %s", err, want)
 	}
-	if _, err := sqlitestore.New(db); !errors.Is(err, sqlitestore.ErrSchemaTooNew) {
+	if _, err := sqlitestore.New(ctx, db); !errors.Is(err, sqlitestore.ErrSchemaTooNew) {
 		t.Errorf("New on a database from a newer version: %v, want ErrSchemaTooNew", err)
 	}
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion+1 {
@@ -346,7 +347,7 @@ func openDB(t *testing.T) *sql.DB {
 
 func TestStoreConformanceNew(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) kernel.Store {
-		s, err := sqlitestore.New(openDB(t))
+		s, err := sqlitestore.New(context.Background(), openDB(t))
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
@@ -357,7 +358,7 @@ func TestStoreConformanceNew(t *testing.T) {
 func TestStoreNewLeavesDBOpen(t *testing.T) {
 	ctx := t.Context()
 	db := openDB(t)
-	s, err := sqlitestore.New(db)
+	s, err := sqlitestore.New(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +373,7 @@ func TestStoreNewLeavesDBOpen(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM records").Scan(&n); err != nil || n != 1 {
 		t.Errorf("the caller's database after Close: %d records, %v; want it open with 1 record", n, err)
 	}
-	s, err = sqlitestore.New(db)
+	s, err = sqlitestore.New(ctx, db)
 	if err != nil {
 		t.Fatalf("New on an existing schema: %v", err)
 	}
@@ -388,13 +389,13 @@ func TestStoreBadOptions(t *testing.T) {
 		name string
 		open func() (*sqlitestore.Store, error)
 	}{
-		{"Open of an empty path", func() (*sqlitestore.Store, error) { return sqlitestore.Open("") }},
+		{"Open of an empty path", func() (*sqlitestore.Store, error) { return sqlitestore.Open(context.Background(), "") }},
 		{"Open with a negative busy timeout", func() (*sqlitestore.Store, error) {
-			return sqlitestore.Open(filepath.Join(dir, "a.db"), sqlitestore.WithBusyTimeout(-time.Second))
+			return sqlitestore.Open(context.Background(), filepath.Join(dir, "a.db"), sqlitestore.WithBusyTimeout(-time.Second))
 		}},
-		{"New of a nil db", func() (*sqlitestore.Store, error) { return sqlitestore.New(nil) }},
+		{"New of a nil db", func() (*sqlitestore.Store, error) { return sqlitestore.New(context.Background(), nil) }},
 		{"New with WithBusyTimeout", func() (*sqlitestore.Store, error) {
-			return sqlitestore.New(openDB(t), sqlitestore.WithBusyTimeout(time.Second))
+			return sqlitestore.New(context.Background(), openDB(t), sqlitestore.WithBusyTimeout(time.Second))
 		}},
 	} {
 		s, err := c.open()
@@ -405,7 +406,7 @@ func TestStoreBadOptions(t *testing.T) {
 			t.Errorf("%s returned a store with its error", c.name)
 		}
 	}
-	if _, err := sqlitestore.Open(filepath.Join(dir, "missing", "bk.db")); err == nil {
+	if _, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "missing", "bk.db")); err == nil {
 		t.Error("Open in a directory that does not exist succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a.db")); !os.IsNotExist(err) {
@@ -523,7 +524,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 func BenchmarkEpisodeSQLite(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run("history="+strconv.Itoa(n), func(b *testing.B) {
-			s, err := sqlitestore.Open(filepath.Join(b.TempDir(), "bench.db"))
+			s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -76,16 +76,15 @@ const (
 // belief. The tools' effects answer at once, so its figures are the
 // kernel's, the gate's and the store's.
 type Session struct {
-	// Kernel is the desk's kernel, on the store passed to [NewSession].
-	Kernel *kernel.Kernel
-	// Gate is the desk's tool gate.
+	// Gate is the desk's tool gate; its kernel ([toolgate.Gate.Kernel]) is
+	// on the store passed to [NewSession].
 	Gate *toolgate.Gate
 
 	analyst *kernel.Planner
 }
 
-// NewSession returns a desk over s. It fails tb if the kernel or the gate
-// cannot be built.
+// NewSession returns a desk over s. It fails tb if the gate cannot be
+// built.
 func NewSession(tb testing.TB, s kernel.Store) *Session {
 	tb.Helper()
 	tools := []toolgate.Tool{
@@ -100,23 +99,14 @@ func NewSession(tb testing.TB, s kernel.Store) *Session {
 				return kernel.Payload{"refund_id": "re_" + fmt.Sprint(inv.Args["order_id"]), "amount": inv.Args["amount"]}, nil
 			}},
 	}
-	specs := toolgate.Specs(tools...)
-	for i := range specs {
-		if specs[i].Type == "issue_refund" {
-			specs[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
-		}
-	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(specs...),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-	if err != nil {
-		tb.Fatalf("kernel.New: %v", err)
-	}
-	g, err := toolgate.New(k, toolgate.WithTools(tools...),
+	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		tb.Fatalf("toolgate.New: %v", err)
 	}
-	return &Session{Kernel: k, Gate: g, analyst: k.Planner("analyst")}
+	return &Session{Gate: g, analyst: g.Kernel().Planner("analyst")}
 }
 
 // ReadOnly makes the read-only call lookup_order on order in trace and

@@ -124,16 +124,12 @@ func searchGate(t *testing.T, opts ...toolgate.Option) *toolgate.Gate {
 		Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
 			return kernel.Payload{"hits": []any{"refunds take 5 days"}}, nil
 		}}
-	k, err := kernel.New(kernel.WithActionSpecs(toolgate.Specs(tool)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	g, err := toolgate.New(k, append([]toolgate.Option{toolgate.WithTools(tool),
+	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(tool),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"search"}})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	return g
 }
 

@@ -22,7 +22,7 @@
 //     [Planner.DecideBelief] and [Planner.DecidePlan]. A decline is
 //     [CodeNoBelief] or [CodeNoPlan]; an endpoint failure after the retries
 //     or an unreadable answer is [CodeError].
-//   - [Worker] is a [github.com/blackboardkernel/bk/worker.Worker] driven by
+//   - [Worker] is an [github.com/blackboardkernel/bk/orchestrator.Worker] driven by
 //     a [Schema]: belief, plan, then the action or the fallback, with an
 //     [Outcome] from [Worker.Run].
 //   - [Client.Complete] is the tool-calling form of [Client.Chat]: it sends

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/worker"
+	"github.com/blackboardkernel/bk/orchestrator"
 )
 
 // Schema is the governed schema of a [Worker] (paper §10.6): every name,
@@ -62,8 +62,8 @@ type Outcome struct {
 	Final kernel.Record
 }
 
-// Worker is a reusable planner worker ([worker.Worker]) that lets a model
-// decide whether to propose, under a governed [Schema]. In one step it
+// Worker is a reusable planner worker ([orchestrator.Worker]) that lets a
+// model decide whether to propose, under a governed [Schema]. In one step it
 // asks the model about the belief and submits it; then about the plan and
 // submits it; then, if the plan is feasible, submits the action. The first
 // decline, rejection or model failure ends the episode in the safe
@@ -134,10 +134,10 @@ func (w *Worker) ShouldActivate(v kernel.View) bool {
 	return !v.Has(kernel.Actions, w.schema.Action) && !v.Has(kernel.Actions, w.schema.Fallback)
 }
 
-// Step runs one episode on the trace (see [Worker.Run]); produced is true
-// once it has written anything.
-func (w *Worker) Step(ctx context.Context, traceID string, v kernel.View) (bool, error) {
-	out, err := w.run(ctx, traceID, v)
+// Step runs one episode on the step's trace, from its view (see
+// [Worker.Run]); produced is true once it has written anything.
+func (w *Worker) Step(ctx context.Context, s *orchestrator.StepContext) (bool, error) {
+	out, err := w.run(ctx, s.TraceID(), s.View())
 	return out.Belief != "", err
 }
 
@@ -322,4 +322,4 @@ func strs(s []string) []any {
 	return out
 }
 
-var _ worker.Worker = (*Worker)(nil)
+var _ orchestrator.Worker = (*Worker)(nil)

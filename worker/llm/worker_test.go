@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -411,7 +412,7 @@ func TestRunCancelled(t *testing.T) {
 			t.Errorf("record %s written after cancellation", r.ID)
 		}
 	}
-	if produced, err := w.Step(ctx, "t", kernel.View{}); produced || !errors.Is(err, context.Canceled) {
+	if produced, err := w.Step(ctx, orchestrator.NewStepContext("t", kernel.View{})); produced || !errors.Is(err, context.Canceled) {
 		t.Errorf("Step with a cancelled context = %v, %v; want nothing produced and context.Canceled", produced, err)
 	}
 }
@@ -454,7 +455,7 @@ func TestWorkerProtocol(t *testing.T) {
 	if !w.ShouldActivate(view()) {
 		t.Fatal("ShouldActivate before the episode: false")
 	}
-	produced, err := w.Step(context.Background(), "t", view())
+	produced, err := w.Step(context.Background(), orchestrator.NewStepContext("t", view()))
 	if err != nil || !produced {
 		t.Fatalf("Step = %v, %v; want produced", produced, err)
 	}
@@ -466,7 +467,7 @@ func TestWorkerProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Step(context.Background(), "t2", v2); err != nil {
+	if _, err := w.Step(context.Background(), orchestrator.NewStepContext("t2", v2)); err != nil {
 		t.Fatal(err)
 	}
 	if v2, _ = h.View(context.Background(), "t2", kernel.ViewOptions{}); w.ShouldActivate(v2) {
