@@ -31,8 +31,16 @@ type MemStore struct {
 	locs       []memLoc // carved into the first blocks of the slot indexes
 	slots      [Actions + 1][]memLoc
 	persistent [Actions + 1][]memLoc
-	claims     map[claimKey]string // once-key in its namespace → record id
-	batch      uint64              // batches applied, to count one change per trace per batch
+	claims     map[claimKey]string  // once-key in its namespace → record id
+	shared     map[string]memShared // namespace → change counter of its persistent constraints
+	batch      uint64               // batches applied, to count one change per trace per batch
+}
+
+// memShared counts the changes of one namespace's persistent constraints
+// (see [StateStore]).
+type memShared struct {
+	version uint64
+	bumped  uint64 // the batch that last counted a change
 }
 
 // claimKey is a once-key in its key space.
@@ -245,11 +253,13 @@ func (s *MemStore) apply(ctx context.Context, b Batch, checkPayloads bool) error
 		r := s.at(l)
 		r.Status, r.Reason = inv.Status, inv.Reason
 		s.bump(l.trace)
+		s.bumpShared(r)
 	}
 	for i := range b.Appends {
 		rec := b.Appends[i]
 		rec.Namespace = nsOf(rec.Namespace)
 		s.bump(s.add(rec))
+		s.bumpShared(&rec)
 	}
 	if b.State != nil && b.Trace != "" {
 		if t, ok := s.traceIdx[b.Trace]; ok {
@@ -274,18 +284,34 @@ func (s *MemStore) bump(t int32) {
 	}
 }
 
-// ReadState implements [StateStore].
-func (s *MemStore) ReadState(ctx context.Context, traceID string) (TraceState, error) {
+// bumpShared counts the current batch's change to the persistent
+// constraints of r's namespace (once per batch) if r is one of them; r's
+// namespace is as stored.
+func (s *MemStore) bumpShared(r *Record) {
+	if r.Slot != Constraints || r.Scope != ScopePersistent {
+		return
+	}
+	if s.shared == nil {
+		s.shared = make(map[string]memShared)
+	}
+	if c := s.shared[r.Namespace]; c.bumped != s.batch {
+		s.shared[r.Namespace] = memShared{version: c.version + 1, bumped: s.batch}
+	}
+}
+
+// ReadState implements [StateStore]. Shared starts at 0 for a namespace.
+func (s *MemStore) ReadState(ctx context.Context, namespace, traceID string) (TraceState, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return TraceState{}, err
 	}
 	defer s.unlock(false)
+	shared := s.shared[nsOf(namespace)].version
 	t, ok := s.traceIdx[traceID]
 	if !ok {
-		return TraceState{}, nil
+		return TraceState{Shared: shared}, nil
 	}
 	tr := &s.traces[t]
-	st := TraceState{Len: len(tr.recs), Version: tr.version, StateVersion: tr.stateVersion, Value: tr.state}
+	st := TraceState{Len: len(tr.recs), Version: tr.version, Shared: shared, StateVersion: tr.stateVersion, Value: tr.state}
 	if len(tr.recs) > 0 {
 		st.Namespace = tr.recs[0].Namespace
 	}
@@ -518,7 +544,7 @@ func (s *MemStore) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	s.others, s.traceIdx, s.traces, s.slab, s.locs, s.claims = nil, nil, nil, nil, nil, nil
+	s.others, s.traceIdx, s.traces, s.slab, s.locs, s.claims, s.shared = nil, nil, nil, nil, nil, nil, nil
 	s.slots, s.persistent = [Actions + 1][]memLoc{}, [Actions + 1][]memLoc{}
 	return nil
 }

@@ -104,7 +104,7 @@ func (s *snapshot) readState(ctx context.Context) error {
 	ss, ok := k.store.(StateStore)
 	s.stateful = ok
 	if ok {
-		ts, err := ss.ReadState(ctx, s.traceID)
+		ts, err := ss.ReadState(ctx, k.namespace, s.traceID)
 		if err != nil {
 			return err
 		}

@@ -125,11 +125,22 @@ type Batch struct {
 // StateVersion the Version the batch left; so the state is current exactly
 // when StateVersion equals Version, and any write the kernel did not make
 // (a direct Append, an Invalidate) shows as a state that is not.
+//
+// It also counts, per namespace, the changes of that namespace's
+// persistent constraints: each Apply that appends a record with Slot
+// [Constraints] and Scope [ScopePersistent] in the namespace, or changes
+// the status of such a record, adds one to the namespace's counter
+// (TraceState.Shared), once per batch; no other write moves it. The kernel
+// keeps the namespace's active persistent constraints and lists them again
+// only when that counter has moved, so a decision needs no listing.
 type StateStore interface {
 	Store
-	// ReadState returns the counters of one trace and its last stored
-	// state; an empty or unknown trace is the zero TraceState.
-	ReadState(ctx context.Context, traceID string) (TraceState, error)
+	// ReadState returns, in one read, the counters of one trace, its last
+	// stored state, and the change counter of the persistent constraints of
+	// namespace (empty: [DefaultNamespace]). An empty or unknown trace has
+	// the zero TraceState but for Shared, which is the namespace's all the
+	// same.
+	ReadState(ctx context.Context, namespace, traceID string) (TraceState, error)
 }
 
 // TraceState is what a [StateStore] holds for one trace.
@@ -140,6 +151,11 @@ type TraceState struct {
 	Namespace string
 	// Version counts the changes that reached the trace (see [StateStore]).
 	Version uint64
+	// Shared counts the changes of the persistent constraints of the
+	// namespace ReadState was asked about (see [StateStore]), which need
+	// not be Namespace: it is read for an unknown trace too. Only its
+	// changes mean anything; its first value may be any number.
+	Shared uint64
 	// StateVersion is the Version that the batch which stored the state
 	// left (0 when no state is stored).
 	StateVersion uint64

@@ -86,7 +86,7 @@ func TestMigrateStateV3(t *testing.T) {
 		t.Fatalf("New on a version-3 schema: %v", err)
 	}
 	defer s.Close()
-	if st, err := s.ReadState(ctx, "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: "acme", Version: 2}) {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: "acme", Version: 2}) {
 		t.Errorf("ReadState of a version-3 trace after migration = %+v, %v; want Len 2, namespace acme, Version 2 and no state", st, err)
 	}
 	r := kernel.Record{ID: "percepts:old:3", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door", Payload: kernel.Payload{},
@@ -95,7 +95,7 @@ func TestMigrateStateV3(t *testing.T) {
 	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
-	if st, err := s.ReadState(ctx, "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
 		t.Errorf("ReadState after a batch on a migrated trace = %+v, %v; want Len, Version and StateVersion 3 and the state", st, err)
 	}
 }

@@ -155,7 +155,7 @@ func TestRoundTrips(t *testing.T) {
 		if trips := counter.take(); counted && len(trips) != 1 {
 			t.Errorf("Apply of a batch with a state and a status change: %d round trips, want 1: %q", len(trips), trips)
 		}
-		st, err := s.ReadState(ctx, trace)
+		st, err := s.ReadState(ctx, "", trace)
 		if err != nil || st.StateVersion != 1 || string(st.Data) != "s" {
 			t.Fatalf("ReadState = %+v, %v; want the state stored at version 1", st, err)
 		}

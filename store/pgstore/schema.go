@@ -141,11 +141,27 @@ var migrations = []string{
 		ADD COLUMN state_version bigint NOT NULL DEFAULT 0,
 		ADD COLUMN state bytea;
 	UPDATE {schema}.bk_traces SET version = n;`,
+	// Version 5: the change counter of each namespace's persistent
+	// constraints (see kernel.StateStore), one row per namespace whose
+	// persistent constraints have changed. Apply adds one to it, in the
+	// batch's pipeline, for a batch that appends a persistent constraint of
+	// the namespace or changes the status of one; the row lock orders such
+	// batches of one namespace. ReadState reads it with the trace's row,
+	// so that the kernel knows, without listing them, whether the
+	// namespace's constraints changed since it last listed them.
+	//   shared  one more for every such batch
+	// A namespace without a row is at 0, as every namespace of an earlier
+	// version starts (the kernel only compares the counter with what it
+	// read before).
+	`CREATE TABLE {schema}.bk_namespaces (
+		namespace text COLLATE "C" PRIMARY KEY,
+		shared    bigint NOT NULL
+	);`,
 }
 
 // SchemaVersion is the schema version this package creates and reads: the
 // number of its migrations.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 func init() {
 	if len(migrations) != SchemaVersion {

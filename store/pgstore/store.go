@@ -203,13 +203,14 @@ type queries struct {
 	slotAny, slotPersistent, slotPersistentNS           string
 	lockTraces, lockTracesIf, invalidate                string
 	countInvalidated, checkVersion, setState, readState string
-	insert, claim, traces                               string
+	insert, claim, traces, share                        string
 }
 
 func newQueries(schema string) queries {
 	records := pgx.Identifier{schema, "bk_records"}.Sanitize()
 	traces := pgx.Identifier{schema, "bk_traces"}.Sanitize()
 	keys := pgx.Identifier{schema, "bk_once_keys"}.Sanitize()
+	namespaces := pgx.Identifier{schema, "bk_namespaces"}.Sanitize()
 	require := pgx.Identifier{schema, "bk_require"}.Sanitize()
 	// $3 holds each trace's namespace ('' for a trace the batch only
 	// conditions on): a new counter takes it, an existing one must agree.
@@ -281,7 +282,22 @@ func newQueries(schema string) queries {
 			" r WHERE r.id = ANY ($4::text[]) AND r.trace_id = $1) THEN 1 ELSE 0 END AS own)" +
 			" SELECT " + require + "(version = $2::bigint + b.own, '" + codeConflict + "'," +
 			" format('trace %L is at version %s, not %s', $1::text, version - b.own, $2::bigint)) FROM " + traces + ", b WHERE trace_id = $1 AND n > 0",
-		readState: "SELECT n, coalesce(namespace, ''), version, state_version, state FROM " + traces + " WHERE trace_id = $1",
+		// One row whether or not the trace exists (an unknown trace reads
+		// as zeros and a NULL state), with the counter of namespace $2 (0
+		// without a row).
+		readState: "SELECT coalesce(t.n, 0), coalesce(t.namespace, ''), coalesce(t.version, 0), coalesce(t.state_version, 0), t.state," +
+			" coalesce((SELECT shared FROM " + namespaces + " WHERE namespace = $2), 0)" +
+			" FROM (VALUES (1)) AS one LEFT JOIN " + traces + " t ON t.trace_id = $1",
+		// One change for each namespace whose persistent constraints the
+		// batch appends to ($1, known before the batch is sent) or changes
+		// the status of (among the ids $2, found after the status changes),
+		// once however many of them the batch touches. The rows are locked
+		// in sorted order, so that two batches never wait for each other in
+		// opposite orders.
+		share: "INSERT INTO " + namespaces + " AS c (namespace, shared)" +
+			" SELECT ns, 1 FROM (SELECT unnest($1::text[]) UNION SELECT r.namespace FROM " + records + " r" +
+			" WHERE r.id = ANY ($2::text[]) AND r.slot = '" + kernel.Constraints.String() + "' AND r.scope = '" + kernel.ScopePersistent.String() + "') AS x(ns)" +
+			" ORDER BY ns ON CONFLICT (namespace) DO UPDATE SET shared = c.shared + 1",
 		// The position is the trace's counter, already advanced past the
 		// batch's appends, less the appends to the trace that follow.
 		insert: "INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
@@ -385,6 +401,7 @@ type plan struct {
 	nss      []string // the namespace of each ('' when the batch appends none)
 	appended []string // the traces the batch appends to
 	changed  []string // the ids of the records whose status the batch changes
+	shared   []string // the namespaces of the persistent constraints the batch appends
 	state    []byte   // the encoding of b.State; nil when there is none to store
 }
 
@@ -433,6 +450,9 @@ func newPlan(b kernel.Batch) (*plan, error) {
 		var err error
 		if p.rows[i], err = encode(&b.Appends[i]); err != nil {
 			return nil, err
+		}
+		if r := &b.Appends[i]; r.Slot == kernel.Constraints && r.Scope == kernel.ScopePersistent && !slices.Contains(p.shared, p.rows[i].namespace) {
+			p.shared = append(p.shared, p.rows[i].namespace)
 		}
 	}
 	for _, inv := range b.Invalidations {
@@ -542,6 +562,9 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	}
 	for _, c := range p.b.Claims {
 		batch.Queue(s.q.claim, nsOf(c.Namespace), c.Key, c.RecordID)
+	}
+	if len(p.shared) > 0 || len(p.changed) > 0 {
+		batch.Queue(s.q.share, p.shared, p.changed)
 	}
 	if p.state != nil {
 		batch.Queue(s.q.checkVersion, p.b.Trace, int64(p.b.Version), p.appended, p.changed)
@@ -672,32 +695,40 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	return int(n), nil
 }
 
-// ReadState implements [kernel.StateStore] with one query, one primary-key
-// lookup of the trace's counter row: its record count, namespace, change
-// counter and the encoding of the last state a batch stored (in Data, nil
-// when none), as of the last committed batch. An unknown trace is the zero
-// [kernel.TraceState].
-func (s *Store) ReadState(ctx context.Context, traceID string) (kernel.TraceState, error) {
+// ReadState implements [kernel.StateStore] with one query, two primary-key
+// lookups: the trace's counter row (its record count, namespace, change
+// counter and the encoding of the last state a batch stored, in Data, nil
+// when none) and the change counter of namespace's persistent constraints
+// (Shared, from 0), as of the last committed batch. An unknown trace is
+// the zero [kernel.TraceState] but for Shared.
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (kernel.TraceState, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return kernel.TraceState{}, err
 	}
 	defer leave()
+	// A string the store cannot hold names no trace or namespace: '' is
+	// neither (a record needs a trace id, and an empty namespace is kept
+	// as the default one).
+	ns := nsOf(namespace)
+	if !storable(ns) {
+		ns = ""
+	}
 	if !storable(traceID) {
+		traceID = ""
+	}
+	if ns == "" && traceID == "" {
 		return kernel.TraceState{}, nil
 	}
 	var st kernel.TraceState
-	var n, version, stateVersion int64
+	var n, version, stateVersion, shared int64
 	err = s.retry(ctx, "read state", func() error {
-		return s.pool.QueryRow(ctx, s.q.readState, traceID).Scan(&n, &st.Namespace, &version, &stateVersion, &st.Data)
+		return s.pool.QueryRow(ctx, s.q.readState, traceID, ns).Scan(&n, &st.Namespace, &version, &stateVersion, &st.Data, &shared)
 	})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return kernel.TraceState{}, nil
-	case err != nil:
+	if err != nil {
 		return kernel.TraceState{}, err
 	}
-	st.Len, st.Version, st.StateVersion = int(n), uint64(version), uint64(stateVersion)
+	st.Len, st.Version, st.StateVersion, st.Shared = int(n), uint64(version), uint64(stateVersion), uint64(shared)
 	return st, nil
 }
 

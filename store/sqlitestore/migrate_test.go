@@ -135,14 +135,14 @@ func TestStoreMigrateV1(t *testing.T) {
 	}
 
 	// Version 5 counts the traces of earlier versions from their records.
-	if st, err := s.ReadState(ctx, "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: kernel.DefaultNamespace, Version: 2}) {
+	if st, err := s.ReadState(ctx, "", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: kernel.DefaultNamespace, Version: 2}) {
 		t.Errorf("ReadState of a version-1 trace after migration = %+v, %v; want Len 2, the default namespace, Version 2 and no state", st, err)
 	}
 	next := record("old", 3)
 	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{next}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
-	if st, err := s.ReadState(ctx, "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
+	if st, err := s.ReadState(ctx, "", "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
 		t.Errorf("ReadState after a batch on a migrated trace = %+v, %v; want Len, Version and StateVersion 3 and the state", st, err)
 	}
 

@@ -56,7 +56,8 @@ func TestStoreQueryPlans(t *testing.T) {
 		{"Invalidate", queryInvalidate, []any{"INVALIDATED", "X", "percepts:t:1", "ACTIVE"}, "records USING INDEX sqlite_autoindex_records_1"},
 		{"status of a record", queryStatus, []any{"percepts:t:1"}, "records USING INDEX sqlite_autoindex_records_1"},
 		{"ClaimedBy", queryClaimedBy, []any{"default", "key-3"}, "once_keys USING PRIMARY KEY"},
-		{"ReadState", queryReadState, []any{"fill-3"}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"ReadState", queryReadState, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"ReadState: the namespace's counter", queryReadState, []any{"fill-3", "ns-1"}, "namespaces USING PRIMARY KEY"},
 		{"CountTrace", queryCount, []any{"fill-3"}, "traces USING INDEX sqlite_autoindex_traces_1"},
 		{"Apply: a state", querySetState, []any{"fill-3", []byte("s")}, "traces USING INDEX sqlite_autoindex_traces_1"},
 	}

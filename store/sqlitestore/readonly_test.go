@@ -62,7 +62,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d traces", n)
 	}
-	if st, err := ro.ReadState(t.Context(), "tr"); err != nil || st.Len != 1 || st.Version != 1 {
+	if st, err := ro.ReadState(t.Context(), "", "tr"); err != nil || st.Len != 1 || st.Version != 1 {
 		t.Errorf("ReadState on a read-only store: %+v, %v; want one record, one change", st, err)
 	}
 	err = ro.Append(t.Context(), kernel.Record{ID: "percepts:tr:9"})

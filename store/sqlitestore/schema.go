@@ -113,6 +113,20 @@ var migrations = []string{
 	) STRICT;
 	INSERT INTO traces (trace_id, namespace, n, version)
 		SELECT trace_id, MIN(namespace), COUNT(*), COUNT(*) FROM records GROUP BY trace_id;`,
+	// Version 6: one row per namespace whose persistent constraints have
+	// changed (see kernel.StateStore), kept by Apply in the transaction of
+	// every batch that appends a persistent constraint of the namespace or
+	// changes the status of one, so that ReadState answers, with the
+	// trace's row, whether the namespace's constraints changed since the
+	// kernel last listed them.
+	//   shared  one more for every such batch
+	// A namespace without a row is at 0, as every namespace of an earlier
+	// version starts (the kernel only compares the counter with what it
+	// read before). WITHOUT ROWID: it is only ever searched by namespace.
+	`CREATE TABLE namespaces (
+		namespace TEXT    NOT NULL PRIMARY KEY,
+		shared    INTEGER NOT NULL
+	) STRICT, WITHOUT ROWID;`,
 }
 
 // ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema

@@ -39,7 +39,7 @@ type Store struct {
 	slotAny, slotPersistent, slotNS  *sql.Stmt
 	insert, invalidate, status       *sql.Stmt
 	bump, setState, count, readState *sql.Stmt
-	claim, claimedBy                 *sql.Stmt
+	claim, claimedBy, share          *sql.Stmt
 	stmts                            []*sql.Stmt // all of the above, for Close
 }
 
@@ -171,8 +171,10 @@ const (
 	querySlotPersistent   = selectRecord + "WHERE slot = ? AND status = ? AND scope = 'persistent'" + pageTail
 	querySlotPersistentNS = selectRecord + "WHERE slot = ? AND status = ? AND namespace = ? AND scope = 'persistent'" + pageTail
 	queryInsert           = "INSERT INTO records (" + columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	// A status change names the trace it touched, whose row then counts it.
-	queryInvalidate = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ? RETURNING trace_id, namespace"
+	// A status change names the trace it touched, whose row then counts it,
+	// and the record's slot and scope, which say whether its namespace's
+	// row counts it too.
+	queryInvalidate = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ? RETURNING trace_id, namespace, slot, scope"
 	queryStatus     = "SELECT status FROM records WHERE id = ?"
 	// Counts one change of a trace and adds the batch's appends to it
 	// (?3, 0 for a trace the batch only changes a status in); a new trace
@@ -182,9 +184,16 @@ const (
 	queryBump = "INSERT INTO traces (trace_id, namespace, n, version) VALUES (?1, ?2, ?3, 1)" +
 		" ON CONFLICT (trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, namespace, version"
 	// The state is stored with the version the batch left.
-	querySetState  = "UPDATE traces SET state = ?2, state_version = version WHERE trace_id = ?1"
-	queryCount     = "SELECT n, version FROM traces WHERE trace_id = ?"
-	queryReadState = "SELECT n, namespace, version, state_version, state FROM traces WHERE trace_id = ?"
+	querySetState = "UPDATE traces SET state = ?2, state_version = version WHERE trace_id = ?1"
+	queryCount    = "SELECT n, version FROM traces WHERE trace_id = ?"
+	// The trace's row and its namespace's counter (0 without a row). An
+	// aggregate over the trace's row, of which there is at most one, so
+	// that an unknown trace still gives one row (of NULLs, read as zeros
+	// and no state), through the primary keys alone.
+	queryReadState = "SELECT coalesce(max(n), 0), coalesce(max(namespace), ''), coalesce(max(version), 0), coalesce(max(state_version), 0), max(state)," +
+		" coalesce((SELECT shared FROM namespaces WHERE namespace = ?2), 0) FROM traces WHERE trace_id = ?1"
+	// Counts one change of a namespace's persistent constraints.
+	queryShare     = "INSERT INTO namespaces (namespace, shared) VALUES (?, 1) ON CONFLICT (namespace) DO UPDATE SET shared = shared + 1"
 	queryClaim     = "INSERT INTO once_keys (namespace, key, record_id) VALUES (?, ?, ?)"
 	queryClaimedBy = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
 )
@@ -218,6 +227,7 @@ func prepare(ctx context.Context, db *sql.DB) (*Store, error) {
 		{&s.readState, queryReadState},
 		{&s.claim, queryClaim},
 		{&s.claimedBy, queryClaimedBy},
+		{&s.share, queryShare},
 	} {
 		stmt, err := db.PrepareContext(ctx, st.query)
 		if err != nil {
@@ -308,6 +318,9 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 		if err := w.touch(w.rows[i][1].(string), w.rows[i][16].(string), 1); err != nil {
 			return err
 		}
+		if r := &b.Appends[i]; r.Slot == kernel.Constraints && r.Scope == kernel.ScopePersistent {
+			w.share(w.rows[i][16].(string))
+		}
 	}
 	for _, inv := range b.Invalidations {
 		if err := kernel.CheckInvalidation(inv); err != nil {
@@ -349,12 +362,31 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	return ctxErr(ctx, s.applyTx(ctx, &w, b))
 }
 
-// writes is a checked batch: its encoded rows, the traces it touches and
-// its encoded state.
+// writes is a checked batch: its encoded rows, the traces it touches, the
+// namespaces whose persistent constraints it changes and its encoded
+// state.
 type writes struct {
 	rows    [][]any
 	touched []touched
+	shared  []string
 	state   []byte // nil: no state to store
+}
+
+// The slot and scope of a persistent constraint, as stored.
+var (
+	constraintsSlot = kernel.Constraints.String()
+	persistentScope = kernel.ScopePersistent.String()
+)
+
+// share records a change of the persistent constraints of namespace ns
+// (as stored), which the batch counts once.
+func (w *writes) share(ns string) {
+	for _, have := range w.shared {
+		if have == ns {
+			return
+		}
+	}
+	w.shared = append(w.shared, ns)
 }
 
 // touched is a trace a batch appends to or changes a status in.
@@ -401,8 +433,8 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 	if len(invs) > 0 {
 		update := tx.StmtContext(ctx, s.invalidate)
 		for _, inv := range invs {
-			var trace, ns string
-			err := update.QueryRowContext(ctx, inv.Status.String(), string(inv.Reason), inv.ID, active).Scan(&trace, &ns)
+			var trace, ns, slot, scope string
+			err := update.QueryRowContext(ctx, inv.Status.String(), string(inv.Reason), inv.ID, active).Scan(&trace, &ns, &slot, &scope)
 			if errors.Is(err, sql.ErrNoRows) {
 				return s.whyNotUpdated(ctx, tx, inv.ID)
 			}
@@ -410,6 +442,9 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 				return err
 			}
 			_ = w.touch(trace, ns, 0) // a status change never refuses a namespace
+			if slot == constraintsSlot && scope == persistentScope {
+				w.share(ns)
+			}
 		}
 	}
 	if len(w.rows) > 0 {
@@ -476,6 +511,14 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 	}
 	if w.state != nil && uint64(before) != b.Version {
 		return fmt.Errorf("sqlitestore: %w: trace %q is at version %d, not %d", kernel.ErrConflict, b.Trace, before, b.Version)
+	}
+	if len(w.shared) > 0 {
+		share := tx.StmtContext(ctx, s.share)
+		for _, ns := range w.shared {
+			if _, err := share.ExecContext(ctx, ns); err != nil {
+				return err
+			}
+		}
 	}
 	if w.state != nil {
 		// A trace that holds no record has no row, and keeps no state.
@@ -550,26 +593,25 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	return n, nil
 }
 
-// ReadState implements [kernel.StateStore] with one primary-key lookup of
-// the trace's row: its record count, namespace, change counter and the
-// encoding of the last state a batch stored (in Data, nil when none). An
-// unknown trace is the zero [kernel.TraceState].
-func (s *Store) ReadState(ctx context.Context, traceID string) (kernel.TraceState, error) {
+// ReadState implements [kernel.StateStore] with one query, two
+// primary-key lookups: the trace's row (its record count, namespace, change
+// counter and the encoding of the last state a batch stored, in Data, nil
+// when none) and the change counter of namespace's persistent constraints
+// (Shared, from 0). An unknown trace is the zero [kernel.TraceState] but
+// for Shared.
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (kernel.TraceState, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return kernel.TraceState{}, err
 	}
 	defer leave()
 	var st kernel.TraceState
-	var version, stateVersion int64
-	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return kernel.TraceState{}, nil
-	case err != nil:
+	var version, stateVersion, shared int64
+	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID, nsOf(namespace)).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data, &shared))
+	if err != nil {
 		return kernel.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
 	}
-	st.Version, st.StateVersion = uint64(version), uint64(stateVersion)
+	st.Version, st.StateVersion, st.Shared = uint64(version), uint64(stateVersion), uint64(shared)
 	return st, nil
 }
 

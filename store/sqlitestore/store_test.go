@@ -296,7 +296,7 @@ func TestStoreKernelRestart(t *testing.T) {
 
 // schemaVersion is the number of migrations the package holds: the
 // user_version of a database it has opened.
-const schemaVersion = 5
+const schemaVersion = 6
 
 func TestStoreSchemaVersion(t *testing.T) {
 	ctx := t.Context()

@@ -38,7 +38,7 @@ func everyMethod(t *testing.T, s kernel.Store, ctx context.Context, c commitScen
 	claimed.Claims = []kernel.Claim{{Key: "refund:ch_2", RecordID: c.belief.ID}}
 	wantErr(t, s.Apply(ctx, claimed), want, contract+": Apply of a batch with claims")
 	if ss, ok := s.(kernel.StateStore); ok {
-		_, err = ss.ReadState(ctx, "life")
+		_, err = ss.ReadState(ctx, "", "life")
 		wantErr(t, err, want, contract+": ReadState")
 		stated := c.batch
 		stated.Trace, stated.TraceLen, stated.State = "life", len(c.batch.Appends), testState("s")

@@ -36,11 +36,18 @@ func stateStore(t *testing.T, s kernel.Store) kernel.StateStore {
 	return ss
 }
 
-// readState returns what ReadState answers for trace, failing the test on
-// an error.
+// readState returns what ReadState answers for trace, asked with the
+// default namespace, failing the test on an error.
 func readState(t *testing.T, ss kernel.StateStore, trace string) kernel.TraceState {
 	t.Helper()
-	st, err := ss.ReadState(t.Context(), trace)
+	return readStateIn(t, ss, "", trace)
+}
+
+// readStateIn returns what ReadState answers for trace, asked with
+// namespace, failing the test on an error.
+func readStateIn(t *testing.T, ss kernel.StateStore, namespace, trace string) kernel.TraceState {
+	t.Helper()
+	st, err := ss.ReadState(t.Context(), namespace, trace)
 	if err != nil {
 		t.Fatalf("ReadState(%q): %v", trace, err)
 	}

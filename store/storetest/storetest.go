@@ -62,6 +62,7 @@ func cases() []testCase {
 		{"StateCounters", testStateCounters},
 		{"StateStored", testStateStored},
 		{"StateRefused", testStateRefused},
+		{"StateShared", testStateShared},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentDuplicate", testConcurrentDuplicate},
