@@ -258,7 +258,6 @@ type outcome struct {
 	causes               []Cause
 	grounds              []*Record // the committed beliefs a plan or action rests on
 	claim                Claim     // the once-key an action takes (empty Key when none)
-	used                 []Claim   // the evidence an action uses up (see [snapshot.groundingKeys])
 }
 
 // refuse is a refusal with code about the record failed.
@@ -373,7 +372,6 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 		if out.claim.Key != "" {
 			batch.Claims = append(snap.claims[:0], out.claim)
 		}
-		batch.Claims = append(batch.Claims, out.used...)
 	}
 	auditID := ""
 	if audit != nil {
