@@ -568,3 +568,40 @@ func (c *stateCache) decode(traceID string, ts *TraceState) *traceState {
 	c.mu.Unlock()
 	return st
 }
+
+// writtenCache keeps, per trace, the state this kernel's last batch on it
+// left, with the trace's length and version after that batch, so that the
+// next write or decision need not read them back (see
+// [Kernel.loadForWrite]). Safe for concurrent use.
+type writtenCache struct {
+	mu sync.Mutex
+	m  map[string]writtenState
+}
+
+type writtenState struct {
+	len     int
+	version uint64
+	st      *traceState
+}
+
+func (c *writtenCache) get(traceID string) (writtenState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.m[traceID]
+	return w, ok
+}
+
+func (c *writtenCache) put(traceID string, w writtenState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedStates {
+		c.m = make(map[string]writtenState)
+	}
+	c.m[traceID] = w
+}
+
+func (c *writtenCache) drop(traceID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, traceID)
+}
