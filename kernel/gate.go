@@ -1,12 +1,8 @@
 package kernel
 
 import (
-	"encoding/json"
-	"errors"
 	"reflect"
 	"slices"
-
-	"github.com/blackboardkernel/bk/canon"
 )
 
 // The checks an evidence artifact records for each dependency: presence,
@@ -461,10 +457,8 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	if out.code != "" {
 		return out
 	}
-	var used []Claim
 	if !mutUsedGrounding && !g.spec.Repeatable {
-		used = s.groundingKeys(p.Kind, g.beliefs)
-		if prior, ref := s.usedGrounding(used); prior != "" {
+		if prior, ref := s.usedGrounding(p.Kind, g.beliefs); prior != "" {
 			return outcome{code: CodeDuplicateAction, failed: prior, detail: "observation " + ref + " already grounded " + prior}
 		}
 	}
@@ -509,68 +503,45 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	rec := s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)
-	for i := range used {
-		used[i].RecordID = rec.ID
-	}
-	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: rec, used: used}
+	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
 }
 
-// groundingKeys returns the claims a commit of actionType resting on the
-// given beliefs takes: one per observation the beliefs' validation artifacts
-// name. What a commit uses up is the evidence, not the belief record that
+// usedGrounding returns a committed action of actionType that already
+// rests on an observation the given beliefs rest on, and that observation,
+// or "": what a commit uses up is the evidence, not the belief record that
 // cites it, so a new belief (a new artifact) over the same observation
-// grounds nothing new. The observations are read from the artifacts, which
-// the kernel writes, never from input refs a planner can pad. The claims
-// live in the store, for ever: a retired action ([Kernel.Retire]) still
-// counts, since what a denied action rested on grounds nothing else.
-func (s *snapshot) groundingKeys(actionType string, beliefs []*Record) []Claim {
-	var out []Claim
-	add := func(ref string) {
-		key := usedKey(actionType, ref)
-		if !slices.ContainsFunc(out, func(c Claim) bool { return c.Key == key }) {
-			out = append(out, Claim{Key: key})
-		}
-	}
+// grounds nothing new. The observations are read from the beliefs'
+// validation artifacts, which the kernel writes, never from input refs a
+// planner can pad; the state keeps, for every observation that can still
+// ground a commit, the actions it grounded (see [traceState]). A retired
+// action ([Kernel.Retire]) still counts: within its trace, what a denied
+// action rested on grounds nothing else.
+func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) (prior, ref string) {
 	for _, b := range beliefs {
 		for _, ev := range b.EvidenceRefs {
-			if mutUsedObservation {
-				add(ev) // the artifact, as before observations were what a commit uses up
+			art := s.byID(ev)
+			if art == nil || !isArtifact(art) {
 				continue
 			}
-			if art := s.byID(ev); art != nil && isArtifact(art) {
-				for _, obs := range art.Provenance.InputRefs {
-					add(obs)
+			for _, r := range groundedBy(art) {
+				if by := s.st.usedBy(r, actionType); by != "" {
+					return by, r
 				}
 			}
 		}
 	}
-	return out
-}
-
-// usedKey is the claim that ref (an observation) grounded a commit of
-// actionType: the canonical JSON array ["used", type, ref]. A once-key's
-// array always ends with its slot number, so the two never meet.
-func usedKey(actionType, ref string) string {
-	b, _ := canon.Encode([]any{"used", actionType, ref}) // strings only: cannot fail
-	return string(b)
-}
-
-// usedGrounding returns the action that already took one of keys, and the
-// reference that key is about, or "".
-func (s *snapshot) usedGrounding(keys []Claim) (prior, ref string) {
-	for _, c := range keys {
-		id, err := s.k.store.ClaimedBy(s.ctx, s.k.keySpace(), c.Key)
-		if err == nil {
-			var parts []string
-			_ = json.Unmarshal([]byte(c.Key), &parts)
-			return id, parts[len(parts)-1]
-		}
-		if !errors.Is(err, ErrNotFound) && s.err == nil {
-			s.err = err
-		}
-	}
 	return "", ""
+}
+
+// groundedBy returns what a commit resting on the validation artifact art
+// uses up: the observations it names (the artifact itself under the
+// used_observation mutation, as before observations were what a commit
+// uses up).
+func groundedBy(art *Record) []string {
+	if mutUsedObservation {
+		return []string{art.ID}
+	}
+	return art.Provenance.InputRefs
 }
 
 // isArtifact reports whether r is a belief's validation artifact, which

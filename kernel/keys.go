@@ -239,7 +239,7 @@ func (k *Kernel) Retire(ctx context.Context, actionID string, reason Code, fence
 		if !mutRetireFence {
 			b.Claims = []Claim{{Key: fence, RecordID: actionID}}
 		}
-		snap, err := k.load(ctx, act.TraceID(), false)
+		snap, err := k.loadForWrite(ctx, act.TraceID(), false)
 		if err != nil {
 			return err
 		}

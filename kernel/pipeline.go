@@ -133,7 +133,7 @@ func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 // itself, not a copy). done is false when a concurrent writer changed the
 // trace first.
 func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit, keys []string) (w Written, done bool, err error) {
-	snap, err := k.load(ctx, rec.Provenance.TraceID, false)
+	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, false)
 	if err != nil {
 		return Written{}, false, err
 	}
@@ -232,7 +232,7 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, 
 func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
 	gated := rec.Slot == Plans || rec.Slot == Actions
-	snap, err := k.load(ctx, rec.Provenance.TraceID, gated)
+	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, gated)
 	if err != nil {
 		return Decision{}, false, err
 	}
@@ -258,7 +258,6 @@ type outcome struct {
 	causes               []Cause
 	grounds              []*Record // the committed beliefs a plan or action rests on
 	claim                Claim     // the once-key an action takes (empty Key when none)
-	used                 []Claim   // the evidence an action uses up (see [snapshot.groundingKeys])
 }
 
 // refuse is a refusal with code about the record failed.
@@ -295,7 +294,7 @@ func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID stri
 // changed the trace first.
 func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID string) (d Decision, done bool, err error) {
 	const op = "commit"
-	snap, err := k.load(ctx, traceID, true)
+	snap, err := k.loadForWrite(ctx, traceID, true)
 	if err != nil {
 		return Decision{}, false, err
 	}
@@ -373,7 +372,6 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 		if out.claim.Key != "" {
 			batch.Claims = append(snap.claims[:0], out.claim)
 		}
-		batch.Claims = append(batch.Claims, out.used...)
 	}
 	auditID := ""
 	if audit != nil {

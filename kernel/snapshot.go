@@ -60,6 +60,15 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 	} else {
 		err = k.store.Apply(ctx, b)
 	}
+	if s.stateful {
+		if err == nil {
+			// Every batch the kernel applies touches its trace: the store
+			// counted one change.
+			k.written.put(s.traceID, writtenState{len: s.read + len(b.Appends), version: s.version + 1, st: b.State.(*traceState)})
+		} else {
+			k.written.drop(s.traceID)
+		}
+	}
 	if errors.Is(err, ErrNotActive) && s.stateful {
 		// The state said a record was active that the store has not: read
 		// the trace itself next time rather than trust the state again.
@@ -83,9 +92,28 @@ var snapshots = sync.Pool{New: func() any { return new(snapshot) }}
 // load reads a trace's decision state. The caller must release the
 // snapshot when done and must not keep pointers into it afterwards.
 func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
+	return k.loadAs(ctx, traceID, withConstraints, false)
+}
+
+// loadForWrite is load for a snapshot whose batch is conditional on what it
+// read: it starts from the state this kernel's last batch on the trace
+// left, without reading the store, when it has one. If another writer
+// changed the trace since, the store refuses the batch and the caller reads
+// again (see [raced]), this time from the store.
+func (k *Kernel) loadForWrite(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
+	return k.loadAs(ctx, traceID, withConstraints, true)
+}
+
+func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, writes bool) (*snapshot, error) {
 	s := snapshots.Get().(*snapshot)
 	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, k.nowMS(), spanRef(ctx)
-	err := s.readState(ctx)
+	var err error
+	if w, ok := k.written.get(traceID); writes && ok {
+		s.stateful, s.read, s.n, s.version, s.st = true, w.len, w.len, w.version, w.st
+		err = ctx.Err()
+	} else {
+		err = s.readState(ctx)
+	}
 	if err == nil && withConstraints {
 		err = s.readConstraints(ctx)
 	}
@@ -112,7 +140,7 @@ func (s *snapshot) readState(ctx context.Context) error {
 		s.st = nil
 		if ts.Len == 0 {
 			s.st = emptyState
-		} else if _, distrust := k.refold.LoadAndDelete(s.traceID); !distrust && ts.StateVersion == ts.Version {
+		} else if _, distrust := k.refold.LoadAndDelete(s.traceID); !distrust && (ts.StateVersion == ts.Version || mutStateFold) {
 			s.st = k.states.decode(s.traceID, &ts)
 		}
 	}

@@ -25,12 +25,12 @@ import (
 //     names on: the recheck of an action's evidence reads them all;
 //   - the committed, active predictions (each one counts, so a negative
 //     prediction is never hidden by a later positive one);
+//   - what each commit used up: for every observation that can still
+//     ground a commit (a current one, or one a belief head rests on), the
+//     actions it grounded, by type;
 //   - the committed, active constraints of the trace's own scope;
 //   - for each belief kind, the latest belief record that is neither active
 //     nor superseded by a commit, which explains a missing belief.
-//
-// What each commit uses up (the evidence that grounded an action) is kept
-// as claims in the store, not here: that set grows with the session.
 type traceState struct {
 	heads    []head
 	cons     []Record
@@ -38,6 +38,26 @@ type traceState struct {
 	preds    []head // committed, active predictions, in append order
 	since    []head // observations of the kinds belief heads rest on (rec and seq), in append order
 	pending  []head // belief proposals still active (one may expire and explain an absence)
+	used     []usedMark
+}
+
+// usedMark says that the observation ref grounded the committed action by,
+// of type action.
+type usedMark struct {
+	Ref    string `json:"r"`
+	Action string `json:"a"`
+	By     string `json:"b"`
+}
+
+// usedBy returns the committed action of type action that ref grounded,
+// or "".
+func (st *traceState) usedBy(ref, action string) string {
+	for _, m := range st.used {
+		if m.Ref == ref && m.Action == action {
+			return m.By
+		}
+	}
+	return ""
 }
 
 // head is the latest committed record of its key, with what decisions
@@ -156,6 +176,7 @@ func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup 
 		preds:    slices.Clone(st.preds),
 		since:    slices.Clone(st.since),
 		pending:  slices.Clone(st.pending),
+		used:     slices.Clip(st.used),
 	}
 	find := func(id string) *Record {
 		for i := range appends {
@@ -175,7 +196,17 @@ func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup 
 		out.add(n+1+i, &appends[i], find)
 	}
 	out.trimSince()
+	out.trimUsed()
 	return out
+}
+
+// trimUsed keeps the marks of observations the state still holds: one it
+// no longer holds is superseded and no belief head rests on it, so it can
+// ground nothing again.
+func (st *traceState) trimUsed() {
+	if slices.ContainsFunc(st.used, func(m usedMark) bool { return st.byID(m.Ref) == nil }) {
+		st.used = slices.DeleteFunc(slices.Clone(st.used), func(m usedMark) bool { return st.byID(m.Ref) == nil })
+	}
 }
 
 // trimSince keeps, of the observations in st.since, those of a kind a
@@ -202,6 +233,17 @@ func (st *traceState) trimSince() {
 func (st *traceState) add(seq int, r *Record, find func(string) *Record) {
 	if explainsAbsence(r) {
 		st.reject(seq, r)
+	}
+	if r.Mode == ModeCommit && r.Slot == Actions {
+		for _, ev := range r.EvidenceRefs {
+			if a := find(ev); a != nil && isArtifact(a) {
+				for _, ref := range groundedBy(a) {
+					if st.usedBy(ref, r.Kind) == "" {
+						st.used = append(st.used, usedMark{Ref: ref, Action: r.Kind, By: r.ID})
+					}
+				}
+			}
+		}
 	}
 	if r.Mode != ModeCommit {
 		if r.Slot == Beliefs && r.Status == StatusActive {
@@ -394,6 +436,7 @@ func foldState(recs []Record) *traceState {
 		st.add(i+1, &recs[i], find)
 	}
 	st.trimSince()
+	st.trimUsed()
 	return st
 }
 
@@ -405,6 +448,7 @@ type stateWire struct {
 	Preds    []headWire `json:"p,omitempty"`
 	Since    []headWire `json:"s,omitempty"`
 	Pending  []headWire `json:"q,omitempty"`
+	Used     []usedMark `json:"u,omitempty"`
 }
 
 type headWire struct {
@@ -419,7 +463,7 @@ type headWire struct {
 
 // MarshalBinary implements [StateValue].
 func (st *traceState) MarshalBinary() ([]byte, error) {
-	w := stateWire{Cons: st.cons}
+	w := stateWire{Cons: st.cons, Used: st.used}
 	enc := func(h *head) headWire {
 		hw := headWire{Seq: h.seq, Rec: h.rec, Percepts: h.percepts, Action: h.action, PropWriter: h.propWriter, PropRole: h.propRole}
 		if h.artifact.ID != "" {
@@ -458,7 +502,7 @@ func decodeState(b []byte) (*traceState, error) {
 		}
 		return h
 	}
-	st := &traceState{cons: w.Cons}
+	st := &traceState{cons: w.Cons, used: w.Used}
 	for i := range w.Heads {
 		st.heads = append(st.heads, dec(&w.Heads[i]))
 	}
@@ -523,4 +567,41 @@ func (c *stateCache) decode(traceID string, ts *TraceState) *traceState {
 	c.m[traceID] = cachedState{ts.StateVersion, st}
 	c.mu.Unlock()
 	return st
+}
+
+// writtenCache keeps, per trace, the state this kernel's last batch on it
+// left, with the trace's length and version after that batch, so that the
+// next write or decision need not read them back (see
+// [Kernel.loadForWrite]). Safe for concurrent use.
+type writtenCache struct {
+	mu sync.Mutex
+	m  map[string]writtenState
+}
+
+type writtenState struct {
+	len     int
+	version uint64
+	st      *traceState
+}
+
+func (c *writtenCache) get(traceID string) (writtenState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.m[traceID]
+	return w, ok
+}
+
+func (c *writtenCache) put(traceID string, w writtenState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedStates {
+		c.m = make(map[string]writtenState)
+	}
+	c.m[traceID] = w
+}
+
+func (c *writtenCache) drop(traceID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, traceID)
 }

@@ -135,7 +135,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 		return 0, newErr("expire", "", CodeInvalidInput, ErrInvalidInput, err.Error())
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		snap, err := k.load(ctx, traceID, false)
+		snap, err := k.loadForWrite(ctx, traceID, false)
 		if err != nil {
 			return 0, err
 		}

@@ -1,0 +1,71 @@
+package kernel_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// An operator retracts an observation with a write the kernel does not
+// make (a status change straight in the store). The next decision must not
+// rest on it, whether it is made by the kernel that wrote the trace's state
+// last (which starts from the state it left: the store refuses its batch,
+// the trace having changed since) or by another process (which reads a
+// stored state that missed the change, and must read the trace instead).
+func TestAttackRetractionBehindTheState(t *testing.T) {
+	stores := map[string]func(t *testing.T) kernel.Store{
+		"memory": func(*testing.T) kernel.Store { return kernel.NewMemStore() },
+		"sqlite": func(t *testing.T) kernel.Store {
+			s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	}
+	for name, open := range stores {
+		for _, who := range []string{"the same kernel", "another kernel"} {
+			t.Run(name+"/"+who, func(t *testing.T) {
+				ctx := t.Context()
+				s := open(t)
+				defer s.Close()
+				newKernel := func() *kernel.Kernel {
+					k, err := kernel.New(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return k
+				}
+				k := newKernel()
+				obs, err := k.Tool("billing").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge",
+					Payload: kernel.Payload{"order_id": "A1", "amount": 100.0}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				belief := kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due",
+					Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{"charge"}}}
+				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
+					t.Fatalf("belief on the observation: %v %v", d.Code, err)
+				}
+				if err := s.Invalidate(ctx, obs.ID, kernel.StatusInvalidated, kernel.CodeStaleEvidence); err != nil {
+					t.Fatal(err)
+				}
+				if who == "another kernel" {
+					k = newKernel()
+				}
+				d, err := k.Planner("p").Submit(ctx, belief)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Committed() {
+					t.Fatalf("a belief committed on the retracted observation %s", obs.ID)
+				}
+				if d.Code != kernel.CodeMissingEvidence {
+					t.Errorf("refused with %s, want %s", d.Code, kernel.CodeMissingEvidence)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,19 @@
+//go:build bkmutate
+
+package kernel
+
+import "github.com/blackboardkernel/bk/internal/mutant"
+
+// Mutation switches of the per-trace decision state (see mutate.go for the
+// scheme).
+var (
+	mutStateVersion bool
+	mutStateFold    bool
+)
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/kernel",
+		mutant.Def{Name: "state_version", Check: "a batch's trace state is refused unless the trace is still at the version it was derived from (a change the state missed cannot be kept)", On: &mutStateVersion, ByTests: true},
+		mutant.Def{Name: "state_fold", Check: "a stored trace state that misses a change (a write the kernel did not make) is not used: the kernel reads the trace", On: &mutStateFold, ByTests: true},
+	)
+}
