@@ -37,7 +37,8 @@ func TestQueryPlans(t *testing.T) {
 	}
 	defer s.Close()
 	// 20,000 records of 2,000 traces in every slot and five namespaces, a
-	// tenth of them persistent, and 4,000 claimed keys.
+	// tenth of them persistent, 4,000 claimed keys and the constraints'
+	// counters of 2,000 namespaces.
 	slots := kernel.AllSlots()
 	for chunk := range 20 {
 		var b kernel.Batch
@@ -62,6 +63,12 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 
+	// The counters of 2,000 namespaces, as many as the traces.
+	if _, err := pool.Exec(ctx, "INSERT INTO "+s.schemaTable("bk_namespaces")+" (namespace, shared)"+
+		" SELECT 'fill-' || g, 1 FROM generate_series(1, 2000) AS g"); err != nil {
+		t.Fatal(err)
+	}
+
 	q := s.q
 	plans := []struct {
 		name    string
@@ -73,7 +80,7 @@ func TestQueryPlans(t *testing.T) {
 		{"FindActive", q.find, []any{"fill-3", "beliefs", "k1", active}, []string{"bk_records_kind"}},
 		{"ListTrace", q.trace, []any{"fill-3", int64(0), int64(pageSize)}, []string{"bk_records_trace", "bk_records_kind"}},
 		{"CountTrace", q.count, []any{"fill-3"}, []string{"bk_traces_pkey"}},
-		{"ReadState", q.readState, []any{"fill-3"}, []string{"bk_traces_pkey"}},
+		{"ReadState", q.readState, []any{"fill-3", "ns-1"}, []string{"bk_traces_pkey", "bk_namespaces_pkey"}},
 		{"ClaimedBy", q.claimedBy, []any{"default", "key-5"}, []string{"bk_once_keys_pkey"}},
 		{"ListSlot of a namespace's active persistent records", q.slotPersistentNS,
 			[]any{"constraints", "ns-1", active, int64(0), int64(pageSize)}, []string{"bk_records_persistent_ns", "bk_records_persistent"}},
@@ -88,6 +95,8 @@ func TestQueryPlans(t *testing.T) {
 			[]any{[]string{"fill-3", "fill-4"}, []int64{1, 2}, []string{"default", "default"}, "fill-3", int64(1), int64(10)}, []string{"bk_traces_pkey"}},
 		{"Apply: count the status changes", q.countInvalidated, []any{[]string{"percepts:fill-3:4", "percepts:fill-4:5"}, []string{"fill-4"}},
 			[]string{"bk_traces_pkey", "bk_records_id"}},
+		{"Apply: count the namespaces' constraint changes", q.share, []any{[]string{"ns-2"}, []string{"constraints:fill-3:10", "percepts:fill-4:5"}},
+			[]string{"bk_records_id", "bk_namespaces_pkey"}},
 		{"Apply: a state", q.setState, []any{"fill-3", []byte("state")}, []string{"bk_traces_pkey"}},
 		{"Apply: insert at the counter's position", q.insert, []any{"percepts:fill-3:99", "fill-3", int64(0), "percepts", "commit",
 			"door", "{}", "tool", "w", int64(1), []string(nil), nil, int64(0), []string(nil), active, "COMMITTED", "episode", "default", ""},
@@ -100,7 +109,7 @@ func TestQueryPlans(t *testing.T) {
 	defer conn.Release()
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {
-			if _, err := conn.Exec(ctx, "ANALYZE "+s.schemaTable("bk_records")+", "+s.schemaTable("bk_traces")+", "+s.schemaTable("bk_once_keys")); err != nil {
+			if _, err := conn.Exec(ctx, "ANALYZE "+s.schemaTable("bk_records")+", "+s.schemaTable("bk_traces")+", "+s.schemaTable("bk_once_keys")+", "+s.schemaTable("bk_namespaces")); err != nil {
 				t.Fatal(err)
 			}
 		}

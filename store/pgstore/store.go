@@ -294,9 +294,13 @@ func newQueries(schema string) queries {
 		// once however many of them the batch touches. The rows are locked
 		// in sorted order, so that two batches never wait for each other in
 		// opposite orders.
+		// The records are found by id, and their slot and scope tested in
+		// a CASE: as a condition, they would match the partial index of
+		// persistent records, which the server may then read whole.
 		share: "INSERT INTO " + namespaces + " AS c (namespace, shared)" +
-			" SELECT ns, 1 FROM (SELECT unnest($1::text[]) UNION SELECT r.namespace FROM " + records + " r" +
-			" WHERE r.id = ANY ($2::text[]) AND r.slot = '" + kernel.Constraints.String() + "' AND r.scope = '" + kernel.ScopePersistent.String() + "') AS x(ns)" +
+			" SELECT ns, 1 FROM (SELECT unnest($1::text[]) UNION SELECT CASE WHEN r.slot = '" + kernel.Constraints.String() +
+			"' AND r.scope = '" + kernel.ScopePersistent.String() + "' THEN r.namespace END FROM " + records + " r" +
+			" WHERE r.id = ANY ($2::text[])) AS x(ns) WHERE ns IS NOT NULL" +
 			" ORDER BY ns ON CONFLICT (namespace) DO UPDATE SET shared = c.shared + 1",
 		// The position is the trace's counter, already advanced past the
 		// batch's appends, less the appends to the trace that follow.
