@@ -99,3 +99,63 @@ func TestMigrateStateV3(t *testing.T) {
 		t.Errorf("ReadState after a batch on a migrated trace = %+v, %v; want Len, Version and StateVersion 3 and the state", st, err)
 	}
 }
+
+// TestMigrateSharedV4 opens a schema of version 4, which keeps no change
+// counter of a namespace's persistent constraints: every namespace starts
+// at 0, the persistent constraints it already holds included, and the
+// batches that follow count from there, a status change of a constraint
+// of version 4 among them.
+func TestMigrateSharedV4(t *testing.T) {
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	q := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
+	setup := []string{"CREATE SCHEMA {schema}", migrations[0], migrations[1], migrations[2], migrations[3], versionTable,
+		"INSERT INTO {schema}.bk_schema (version) VALUES (4)",
+		`INSERT INTO {schema}.bk_records (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, status, reason, scope, namespace)
+			VALUES ('constraints:old:1', 'old', 1, 'constraints', 'commit', 'max_refund', '{}', 'symbolic_validator', 'rules', 1, 0, 'ACTIVE', 'COMMITTED', 'persistent', 'acme')`,
+		`INSERT INTO {schema}.bk_traces (trace_id, n, namespace, version) VALUES ('old', 1, 'acme', 1)`,
+	}
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, q.Replace(stmt)); err != nil {
+			t.Fatalf("creating a version-4 schema: %v", err)
+		}
+	}
+	s, err := New(ctx, pool, WithSchema(schema))
+	if err != nil {
+		t.Fatalf("New on a version-4 schema: %v", err)
+	}
+	defer s.Close()
+	if v, err := readVersion(ctx, pool, schema); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version after New = %d, %v; want %d", v, err, SchemaVersion)
+	}
+	shared := func(ns, trace string) uint64 {
+		t.Helper()
+		st, err := s.ReadState(ctx, ns, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Shared
+	}
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
+		t.Errorf("ReadState of a version-4 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
+	}
+	if err := s.Invalidate(ctx, "constraints:old:1", kernel.StatusInvalidated, kernel.CodeStaleEvidence); err != nil {
+		t.Fatal(err)
+	}
+	if got := shared("acme", "unknown"); got != 1 {
+		t.Errorf("Shared after a status change of a version-4 constraint = %d, want 1", got)
+	}
+	r := kernel.Record{ID: "constraints:new:1", Slot: kernel.Constraints, Mode: kernel.ModeCommit, Kind: "max_refund", Payload: kernel.Payload{},
+		Provenance: kernel.Provenance{Role: kernel.RoleSymbolic, Writer: "rules", TraceID: "new"}, Status: kernel.StatusActive,
+		Reason: kernel.CodeCommitted, Scope: kernel.ScopePersistent, Namespace: "acme"}
+	if err := s.Append(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if got := shared("acme", "old"); got != 2 {
+		t.Errorf("Shared after an append of a persistent constraint = %d, want 2", got)
+	}
+	if got := shared("", "old"); got != 0 {
+		t.Errorf("Shared of the default namespace, whose constraints no batch changed = %d, want 0", got)
+	}
+}

@@ -135,18 +135,28 @@ func TestRoundTrips(t *testing.T) {
 		}
 	}
 
-	// A batch that stores a trace's state, with a status change in another
-	// trace, is one round trip, and reading the state back is one more
-	// (counted, as above, after a first round has prepared the statements).
+	// A batch that stores a trace's state, with a status change of a
+	// persistent constraint in another trace and the append of one, is one
+	// round trip, and reading the state back with the namespace's
+	// constraint counter is one more (counted, as above, after a first
+	// round has prepared the statements).
+	persistent := func(r kernel.Record) kernel.Record {
+		r.Slot, r.ID, r.Scope = kernel.Constraints, strings.Replace(r.ID, "percepts:", "constraints:", 1), kernel.ScopePersistent
+		return r
+	}
 	for _, counted := range []bool{false, true} {
 		trace, other := fmt.Sprintf("rt-state-%v", counted), fmt.Sprintf("rt-other-%v", counted)
-		if err := s.Append(ctx, record(other, 1)); err != nil {
+		if err := s.Append(ctx, persistent(record(other, 1))); err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.ReadState(ctx, "", other)
+		if err != nil {
 			t.Fatal(err)
 		}
 		counter.take()
-		err := s.Apply(ctx, kernel.Batch{
-			Appends:       []kernel.Record{record(trace, 1)},
-			Invalidations: []kernel.Invalidation{{ID: record(other, 1).ID, Status: kernel.StatusExpired, Reason: kernel.CodeTTLExpired}},
+		err = s.Apply(ctx, kernel.Batch{
+			Appends:       []kernel.Record{record(trace, 1), persistent(record(trace, 2))},
+			Invalidations: []kernel.Invalidation{{ID: persistent(record(other, 1)).ID, Status: kernel.StatusExpired, Reason: kernel.CodeTTLExpired}},
 			Trace:         trace, TraceLen: 0, State: state("s"),
 		})
 		if err != nil {
@@ -156,8 +166,8 @@ func TestRoundTrips(t *testing.T) {
 			t.Errorf("Apply of a batch with a state and a status change: %d round trips, want 1: %q", len(trips), trips)
 		}
 		st, err := s.ReadState(ctx, "", trace)
-		if err != nil || st.StateVersion != 1 || string(st.Data) != "s" {
-			t.Fatalf("ReadState = %+v, %v; want the state stored at version 1", st, err)
+		if err != nil || st.StateVersion != 1 || string(st.Data) != "s" || st.Shared != before.Shared+1 {
+			t.Fatalf("ReadState = %+v, %v; want the state stored at version 1 and Shared %d", st, err, before.Shared+1)
 		}
 		if trips := counter.take(); counted && len(trips) != 1 {
 			t.Errorf("ReadState: %d round trips, want 1: %q", len(trips), trips)

@@ -155,6 +155,13 @@ func TestStoreMigrateV1(t *testing.T) {
 	if got := persistent("tenant"); !reflect.DeepEqual(got, []kernel.Record{fresh}) {
 		t.Errorf("a namespaced record on a migrated database: %+v", got)
 	}
+	// Version 6 counts the namespaces' constraint changes from 0.
+	if st, err := s.ReadState(ctx, "tenant", "new"); err != nil || st.Shared != 1 {
+		t.Errorf("ReadState(tenant).Shared after a persistent constraint on a migrated database = %d, %v; want 1", st.Shared, err)
+	}
+	if st, err := s.ReadState(ctx, "", "old"); err != nil || st.Shared != 0 {
+		t.Errorf("ReadState(default).Shared of a migrated database whose constraints no batch changed = %d, %v; want 0", st.Shared, err)
+	}
 	if id, err := stores[1].ClaimedBy(ctx, "", "k"); err != nil || id != fresh.ID {
 		t.Errorf("ClaimedBy on a migrated database: %q, %v; want %q", id, err, fresh.ID)
 	}
@@ -224,5 +231,67 @@ func TestStoreMigrateOnceKeysV3(t *testing.T) {
 	}
 	if v := userVersion(t, path); v != schemaVersion {
 		t.Errorf("user_version after migrating a version-3 database: %d, want %d", v, schemaVersion)
+	}
+}
+
+// TestStoreMigrateSharedV5 opens a database of version 5, which keeps no
+// change counter of a namespace's persistent constraints: every namespace
+// starts at 0, the persistent constraints it already holds included, and
+// the batches that follow count from there, a status change of a
+// constraint of version 5 among them. Version 6 only adds the table
+// namespaces, so a version-5 file is written here as a current one without
+// that table.
+func TestStoreMigrateSharedV5(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "v5.db")
+	old := record("old", 1)
+	old.ID, old.Slot, old.Scope, old.Namespace = "constraints:old:1", kernel.Constraints, kernel.ScopePersistent, "acme"
+	s := mustOpen(t, path)
+	if err := s.Append(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "DROP TABLE namespaces; PRAGMA user_version = 5;"); err != nil {
+		t.Fatalf("writing a version-5 database: %v", err)
+	}
+	db.Close()
+
+	s = mustOpen(t, path)
+	if v := userVersion(t, path); v != schemaVersion {
+		t.Errorf("user_version after migrating a version-5 database: %d, want %d", v, schemaVersion)
+	}
+	shared := func(ns, trace string) uint64 {
+		t.Helper()
+		st, err := s.ReadState(ctx, ns, trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Shared
+	}
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
+		t.Errorf("ReadState of a version-5 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
+	}
+	if err := s.Invalidate(ctx, old.ID, kernel.StatusInvalidated, kernel.CodeStaleEvidence); err != nil {
+		t.Fatal(err)
+	}
+	if got := shared("acme", "unknown"); got != 1 {
+		t.Errorf("Shared after a status change of a version-5 constraint = %d, want 1", got)
+	}
+	fresh := old
+	fresh.ID, fresh.Provenance.TraceID = "constraints:new:1", "new"
+	if err := s.Append(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if got := shared("acme", "old"); got != 2 {
+		t.Errorf("Shared after an append of a persistent constraint = %d, want 2", got)
+	}
+	if got := shared("", "old"); got != 0 {
+		t.Errorf("Shared of the default namespace, whose constraints no batch changed = %d, want 0", got)
 	}
 }
