@@ -70,7 +70,15 @@
 // the state's encoding (MarshalBinary, called before anything is sent; an
 // encoder that fails refuses the batch with [kernel.ErrInvalidInput]) with
 // the counter the batch left, as the pipeline's last statement.
-// [Store.ReadState] reads the row in one round trip. This holds at the server's default isolation level, READ
+// The table bk_namespaces holds, per namespace, the change counter of its
+// persistent constraints ([kernel.TraceState.Shared]): a batch that
+// appends a record of slot constraints and scope persistent in the
+// namespace, or changes the status of one, adds one to it with a statement
+// of its pipeline, however many such records it touches; the row lock
+// orders those batches. A namespace without a row is at 0.
+// [Store.ReadState] reads the trace's row and the namespace's counter with
+// one query, in one round trip. This holds at the server's default
+// isolation level, READ
 // COMMITTED, without retries; under REPEATABLE READ or SERIALIZABLE (a
 // server configured so, or a PostgreSQL-compatible database that only
 // offers SERIALIZABLE) the server aborts some batches with a serialization
@@ -123,7 +131,8 @@
 // claim of an earlier version goes to the namespace of the record that
 // claimed it. Version 4 adds each trace's change counter and state to
 // bk_traces; a trace of an earlier version starts with its record count as
-// its change counter and no state.
+// its change counter and no state. Version 5 adds bk_namespaces; every
+// namespace of an earlier version starts at 0.
 //
 // # Errors
 //

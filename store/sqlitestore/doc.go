@@ -46,6 +46,14 @@
 // conditional batch ([kernel.Batch.Trace]) is checked against, and what
 // [Store.CountTrace] returns.
 //
+// The table namespaces holds, per namespace, the change counter of its
+// persistent constraints ([kernel.TraceState.Shared]): a batch that
+// appends a record of slot constraints and scope persistent in the
+// namespace, or changes the status of one, adds one to it in its own
+// transaction, however many such records it touches. A namespace without
+// a row is at 0. [Store.ReadState] reads it in the same query as the
+// trace's row, for an unknown trace too.
+//
 // # Once-keys
 //
 // Claimed keys live in a table of their own whose primary key is the
@@ -64,7 +72,9 @@
 // namespace and key; a claim of an earlier version goes to the namespace of
 // the record that claimed it. Version 5 adds the traces table; a trace of
 // an earlier version is counted from its records, its change counter
-// starts at its record count, and it holds no state. A database of any
+// starts at its record count, and it holds no state. Version 6 adds the
+// namespaces table; every namespace of an earlier version starts at 0. A
+// database of any
 // earlier version is migrated when a writer opens it ([SchemaVersion]
 // returns the version this package writes); from then on an earlier
 // version of the package refuses it with its ErrSchemaTooNew.

@@ -43,7 +43,14 @@
 // condition, a duplicate id or key, a status change of a record that is
 // not active and, on a store that persists bytes, a state that cannot be
 // encoded) changes no counter and no state; ReadState honours cancelled
-// contexts and Close. The cases skip on any other store.
+// contexts and Close. Shared, the change counter of a namespace's
+// persistent constraints, grows by exactly one per batch that appends a
+// persistent constraint of the namespace or changes the status of one,
+// from concurrent writers too, and for no other write (another
+// namespace's constraints, constraints of episode scope, persistent
+// records of other slots, a refused batch); ReadState reads it for the
+// namespace asked about (empty: the default one), through any trace, an
+// unknown one included. The cases skip on any other store.
 //
 // Trace listing ([kernel.TraceLister], optional) is tested on a store that
 // implements it: every trace once, in the order of its first append, with
