@@ -130,9 +130,9 @@ type Batch struct {
 // persistent constraints: each Apply that appends a record with Slot
 // [Constraints] and Scope [ScopePersistent] in the namespace, or changes
 // the status of such a record, adds one to the namespace's counter
-// (TraceState.Shared), once per batch; no other write moves it. The kernel
-// keeps the namespace's active persistent constraints and lists them again
-// only when that counter has moved, so a decision needs no listing.
+// (TraceState.Shared), once per batch; no other write moves it. A reader
+// that keeps the namespace's active persistent constraints need list them
+// again only when that counter has moved.
 type StateStore interface {
 	Store
 	// ReadState returns, in one read, the counters of one trace, its last
