@@ -69,3 +69,40 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 		}
 	}
 }
+
+// Another process commits a persistent constraint that blocks an action
+// type while this kernel holds the namespace's constraints in its cache.
+// Its next decision must enforce it: the cache is read again whenever the
+// store's counter of persistent constraints moved.
+func TestAttackPersistentConstraintBehindTheCache(t *testing.T) {
+	ctx := t.Context()
+	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "bk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	newKernel := func() *kernel.Kernel {
+		k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(kernel.ActionSpec{Type: "notify", SafeFallback: true, Repeatable: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	agent, owner := newKernel(), newKernel()
+	notify := kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "notify", Payload: kernel.Payload{"urgent": true}}
+	if d, err := agent.Planner("p").Submit(ctx, notify); err != nil || !d.Committed() {
+		t.Fatalf("first notify: %v %v", d.Code, err)
+	}
+	_, err = owner.Symbolic("policy").CommitConstraint(ctx, "other", kernel.Constraint{Name: "no_urgent", Enabled: true,
+		BlocksField: "urgent", AppliesTo: []string{"notify"}}, kernel.ScopePersistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := agent.Planner("p").Submit(ctx, notify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Committed() || d.Rule != "no_urgent" {
+		t.Fatalf("notify after another process blocked it: %s (rule %q), want the persistent constraint to block it", d.Code, d.Rule)
+	}
+}

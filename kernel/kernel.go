@@ -49,9 +49,10 @@ const maxAttempts = 64
 // proposal decided twice is retried against a fresh read).
 type Kernel struct {
 	store             Store
-	states            stateCache   // decoded trace states, by trace
-	written           writtenCache // the states this kernel's last batches left, by trace
-	refold            sync.Map     // traces whose stored state proved wrong: read the trace next time
+	states            stateCache      // decoded trace states, by trace
+	written           writtenCache    // the states this kernel's last batches left, by trace
+	persistent        persistentCache // the namespace's persistent constraints
+	refold            sync.Map        // traces whose stored state proved wrong: read the trace next time
 	ownsStore         bool
 	now               func() time.Time
 	minConfidence     float64

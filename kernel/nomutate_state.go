@@ -6,4 +6,5 @@ package kernel
 const (
 	mutStateVersion = false
 	mutStateFold    = false
+	mutSharedCache  = false
 )

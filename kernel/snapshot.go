@@ -29,7 +29,9 @@ type snapshot struct {
 	err        error          // the first store error met reading a record by id
 	late       []Invalidation // expiries of records read by id, written with the decision's batch
 	decides    bool           // the snapshot decides a proposal: its batch writes expiries
-	persistent []Record       // active persistent constraints of every trace
+	persistent []Record       // active persistent constraints of every trace (the kernel's cache: read only)
+	shared     uint64         // TraceState.Shared as read
+	sharedOK   bool           // shared was read from a StateStore
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]Record
 	invs    [1]Invalidation
@@ -108,7 +110,9 @@ func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, wr
 	s := snapshots.Get().(*snapshot)
 	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, k.nowMS(), spanRef(ctx)
 	var err error
-	if w, ok := k.written.get(traceID); writes && ok {
+	// A gated decision reads the store in any case: the namespace's
+	// persistent constraints may have changed in another trace.
+	if w, ok := k.written.get(traceID); writes && ok && !withConstraints {
 		s.stateful, s.read, s.n, s.version, s.st = true, w.len, w.len, w.version, w.st
 		err = ctx.Err()
 	} else {
@@ -137,6 +141,7 @@ func (s *snapshot) readState(ctx context.Context) error {
 			return err
 		}
 		s.read, s.version, ns = ts.Len, ts.Version, ts.Namespace
+		s.shared, s.sharedOK = ts.Shared, true
 		s.st = nil
 		if ts.Len == 0 {
 			s.st = emptyState
@@ -186,24 +191,40 @@ func (k *Kernel) readTrace(ctx context.Context, traceID string) ([]Record, error
 	return recs, nil
 }
 
+// readConstraints reads the namespace's active persistent constraints, or
+// takes them from the kernel's cache when the store says they have not
+// changed since ([TraceState.Shared]).
 func (s *snapshot) readConstraints(ctx context.Context) error {
-	s.persistent = s.persistent[:0]
-	ns := s.k.namespace
+	k := s.k
+	if s.sharedOK {
+		if recs, ok := k.persistent.get(s.shared); ok {
+			s.persistent = recs
+			return nil
+		}
+	}
+	ns := k.namespace
 	if mutNamespace {
 		ns = "" // every namespace's
 	}
-	for r, err := range s.k.store.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: ns}) {
+	var recs []Record
+	for r, err := range k.store.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: ns}) {
 		if err != nil {
 			return err
 		}
-		s.persistent = append(s.persistent, r)
+		recs = append(recs, r)
+	}
+	s.persistent = recs
+	if s.sharedOK {
+		// Keyed by the counter read before the listing: a change between
+		// the two shows as a counter the next read does not match.
+		k.persistent.put(s.shared, recs)
 	}
 	return nil
 }
 
 // release returns the snapshot's buffers to the pool.
 func (s *snapshot) release() {
-	clear(s.persistent) // drop references to payloads so the pool does not pin them
+	s.persistent, s.sharedOK = nil, false
 	clear(s.extra)
 	s.extra, s.late = s.extra[:0], s.late[:0]
 	s.appends, s.invs, s.claims = [3]Record{}, [1]Invalidation{}, [1]Claim{}

@@ -605,3 +605,25 @@ func (c *writtenCache) drop(traceID string) {
 	defer c.mu.Unlock()
 	delete(c.m, traceID)
 }
+
+// persistentCache keeps the namespace's active persistent constraints as
+// last listed, with the change counter they were listed at. Safe for
+// concurrent use; the slice it hands out is never modified.
+type persistentCache struct {
+	mu     sync.Mutex
+	ok     bool
+	shared uint64
+	recs   []Record
+}
+
+func (c *persistentCache) get(shared uint64) ([]Record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recs, c.ok && (c.shared == shared || mutSharedCache)
+}
+
+func (c *persistentCache) put(shared uint64, recs []Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ok, c.shared, c.recs = true, shared, recs
+}
