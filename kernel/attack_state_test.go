@@ -75,11 +75,18 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 // Its next decision must enforce it: the cache is read again whenever the
 // store's counter of persistent constraints moved.
 func TestAttackPersistentConstraintBehindTheCache(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { persistentBehindTheCache(t, kernel.NewMemStore()) })
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		persistentBehindTheCache(t, s)
+	})
+}
+
+func persistentBehindTheCache(t *testing.T, s kernel.Store) {
 	ctx := t.Context()
-	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "bk.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer s.Close()
 	newKernel := func() *kernel.Kernel {
 		k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(kernel.ActionSpec{Type: "notify", SafeFallback: true, Repeatable: true}))
@@ -93,7 +100,7 @@ func TestAttackPersistentConstraintBehindTheCache(t *testing.T) {
 	if d, err := agent.Planner("p").Submit(ctx, notify); err != nil || !d.Committed() {
 		t.Fatalf("first notify: %v %v", d.Code, err)
 	}
-	_, err = owner.Symbolic("policy").CommitConstraint(ctx, "other", kernel.Constraint{Name: "no_urgent", Enabled: true,
+	_, err := owner.Symbolic("policy").CommitConstraint(ctx, "other", kernel.Constraint{Name: "no_urgent", Enabled: true,
 		BlocksField: "urgent", AppliesTo: []string{"notify"}}, kernel.ScopePersistent)
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ type snapshot struct {
 	persistent []Record       // active persistent constraints of every trace (the kernel's cache: read only)
 	shared     uint64         // TraceState.Shared as read
 	sharedOK   bool           // shared was read from a StateStore
+	gated      bool           // the decision enforces constraints: its batch is conditional on shared
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]Record
 	invs    [1]Invalidation
@@ -48,6 +49,9 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 		b.Claims[i].Namespace = k.keySpace()
 	}
 	b.Trace, b.TraceLen = s.traceID, s.read
+	if s.gated && s.sharedOK {
+		b.SharedNamespace, b.Shared = k.namespace, s.shared
+	}
 	for _, inv := range s.late[:len(s.late)*boolInt(s.decides)] {
 		if !slices.ContainsFunc(b.Invalidations, func(o Invalidation) bool { return o.ID == inv.ID }) {
 			b.Invalidations = append(b.Invalidations, inv)
@@ -69,6 +73,9 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 			k.written.put(s.traceID, writtenState{len: s.read + len(b.Appends), version: s.version + 1, st: b.State.(*traceState)})
 		} else {
 			k.written.drop(s.traceID)
+			if s.gated {
+				k.persistent.reset()
+			}
 		}
 	}
 	if errors.Is(err, ErrNotActive) && s.stateful {
@@ -110,10 +117,20 @@ func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, wr
 	s := snapshots.Get().(*snapshot)
 	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, k.nowMS(), spanRef(ctx)
 	var err error
-	// A gated decision reads the store in any case: the namespace's
-	// persistent constraints may have changed in another trace.
-	if w, ok := k.written.get(traceID); writes && ok && !withConstraints {
+	s.gated = withConstraints
+	w, cached := k.written.get(traceID)
+	var shared []Record
+	if cached && withConstraints {
+		// A gated decision also starts from the persistent constraints as
+		// last listed; its batch is conditional on their counter.
+		shared, s.shared, cached = k.persistent.latest()
+	}
+	if writes && cached {
 		s.stateful, s.read, s.n, s.version, s.st = true, w.len, w.len, w.version, w.st
+		if withConstraints {
+			s.persistent, s.sharedOK = shared, true
+			withConstraints = false // read already
+		}
 		err = ctx.Err()
 	} else {
 		err = s.readState(ctx)
@@ -224,7 +241,7 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 
 // release returns the snapshot's buffers to the pool.
 func (s *snapshot) release() {
-	s.persistent, s.sharedOK = nil, false
+	s.persistent, s.sharedOK, s.gated = nil, false, false
 	clear(s.extra)
 	s.extra, s.late = s.extra[:0], s.late[:0]
 	s.appends, s.invs, s.claims = [3]Record{}, [1]Invalidation{}, [1]Claim{}
@@ -312,7 +329,11 @@ func isObservation(r *Record) bool {
 // expired percept is stale evidence, not missing evidence). An id may name
 // a superseded observation; the caller checks that against [snapshot.current].
 func (s *snapshot) perceptFor(dep string) *Record {
-	if r := s.byID(dep); r != nil && isObservation(r) {
+	r := s.st.byID(dep)
+	if r == nil && looksLikeID(dep) {
+		r = s.byID(dep) // a kind is never asked of the store
+	}
+	if r != nil && isObservation(r) {
 		return r
 	}
 	return s.current(dep)

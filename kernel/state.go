@@ -622,6 +622,20 @@ func (c *persistentCache) get(shared uint64) ([]Record, bool) {
 	return c.recs, c.ok && (c.shared == shared || mutSharedCache)
 }
 
+// latest returns the list last cached and its counter.
+func (c *persistentCache) latest() ([]Record, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recs, c.shared, c.ok
+}
+
+// reset forgets the list, after a batch conditional on it was refused.
+func (c *persistentCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ok, c.recs = false, nil
+}
+
 func (c *persistentCache) put(shared uint64, recs []Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

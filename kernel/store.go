@@ -110,6 +110,14 @@ type Batch struct {
 	// Trace's Version is still Version, so that no state misses a change
 	// (a status change leaves the trace's length as it was).
 	Version uint64
+	// SharedNamespace, when set, makes the batch conditional on the
+	// persistent constraints of that namespace: a StateStore refuses it
+	// with [ErrConflict] unless their change counter ([TraceState.Shared])
+	// is still Shared, so that no decision lands on a list of persistent
+	// constraints that changed after it was read. A store that does not
+	// implement StateStore ignores both.
+	SharedNamespace string
+	Shared          uint64
 }
 
 // StateStore is the optional interface of a [Store] that keeps, per trace,

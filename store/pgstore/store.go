@@ -203,6 +203,7 @@ type queries struct {
 	slotAny, slotPersistent, slotPersistentNS           string
 	lockTraces, lockTracesIf, invalidate                string
 	countInvalidated, checkVersion, setState, readState string
+	checkShared                                         string
 	insert, claim, traces, share                        string
 }
 
@@ -282,6 +283,12 @@ func newQueries(schema string) queries {
 			" r WHERE r.id = ANY ($4::text[]) AND r.trace_id = $1) THEN 1 ELSE 0 END AS own)" +
 			" SELECT " + require + "(version = $2::bigint + b.own, '" + codeConflict + "'," +
 			" format('trace %L is at version %s, not %s', $1::text, version - b.own, $2::bigint)) FROM " + traces + ", b WHERE trace_id = $1 AND n > 0",
+		// The batch's condition on the persistent constraints of namespace
+		// $1: their counter is still $2. The share lock holds off a
+		// concurrent change of the counter until this batch commits.
+		checkShared: "WITH c AS (SELECT shared FROM " + namespaces + " WHERE namespace = $1 FOR SHARE)" +
+			" SELECT " + require + "(coalesce((SELECT shared FROM c), 0) = $2::bigint, '" + codeConflict + "'," +
+			" format('the persistent constraints of namespace %L changed (%s, not %s)', $1::text, coalesce((SELECT shared FROM c), 0), $2::bigint))",
 		// One row whether or not the trace exists (an unknown trace reads
 		// as zeros and a NULL state), with the counter of namespace $2 (0
 		// without a row).
@@ -554,6 +561,9 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.lockTracesIf, p.traces, p.deltas, p.nss, p.b.Trace, p.deltas[i], int64(p.b.TraceLen))
 	case len(p.traces) > 0:
 		batch.Queue(s.q.lockTraces, p.traces, p.deltas, p.nss)
+	}
+	if p.b.SharedNamespace != "" {
+		batch.Queue(s.q.checkShared, nsOf(p.b.SharedNamespace), int64(p.b.Shared))
 	}
 	for _, inv := range p.b.Invalidations {
 		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)

@@ -35,12 +35,12 @@ type Store struct {
 	mu     sync.RWMutex // held for reading by every operation; Close takes it for writing
 	closed bool
 
-	get, find, trace                 *sql.Stmt
-	slotAny, slotPersistent, slotNS  *sql.Stmt
-	insert, invalidate, status       *sql.Stmt
-	bump, setState, count, readState *sql.Stmt
-	claim, claimedBy, share          *sql.Stmt
-	stmts                            []*sql.Stmt // all of the above, for Close
+	get, find, trace                    *sql.Stmt
+	slotAny, slotPersistent, slotNS     *sql.Stmt
+	insert, invalidate, status          *sql.Stmt
+	bump, setState, count, readState    *sql.Stmt
+	claim, claimedBy, share, readShared *sql.Stmt
+	stmts                               []*sql.Stmt // all of the above, for Close
 }
 
 var _ kernel.StateStore = (*Store)(nil)
@@ -193,9 +193,10 @@ const (
 	queryReadState = "SELECT coalesce(max(n), 0), coalesce(max(namespace), ''), coalesce(max(version), 0), coalesce(max(state_version), 0), max(state)," +
 		" coalesce((SELECT shared FROM namespaces WHERE namespace = ?2), 0) FROM traces WHERE trace_id = ?1"
 	// Counts one change of a namespace's persistent constraints.
-	queryShare     = "INSERT INTO namespaces (namespace, shared) VALUES (?, 1) ON CONFLICT (namespace) DO UPDATE SET shared = shared + 1"
-	queryClaim     = "INSERT INTO once_keys (namespace, key, record_id) VALUES (?, ?, ?)"
-	queryClaimedBy = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
+	queryReadShared = "SELECT shared FROM namespaces WHERE namespace = ?"
+	queryShare      = "INSERT INTO namespaces (namespace, shared) VALUES (?, 1) ON CONFLICT (namespace) DO UPDATE SET shared = shared + 1"
+	queryClaim      = "INSERT INTO once_keys (namespace, key, record_id) VALUES (?, ?, ?)"
+	queryClaimedBy  = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
 )
 
 func newStore(ctx context.Context, db *sql.DB) (*Store, error) {
@@ -228,6 +229,7 @@ func prepare(ctx context.Context, db *sql.DB) (*Store, error) {
 		{&s.claim, queryClaim},
 		{&s.claimedBy, queryClaimedBy},
 		{&s.share, queryShare},
+		{&s.readShared, queryReadShared},
 	} {
 		stmt, err := db.PrepareContext(ctx, st.query)
 		if err != nil {
@@ -511,6 +513,17 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 	}
 	if w.state != nil && uint64(before) != b.Version {
 		return fmt.Errorf("sqlitestore: %w: trace %q is at version %d, not %d", kernel.ErrConflict, b.Trace, before, b.Version)
+	}
+	if b.SharedNamespace != "" {
+		// Before this batch's own change of the counter, if it makes one.
+		var shared int64
+		err := tx.StmtContext(ctx, s.readShared).QueryRowContext(ctx, nsOf(b.SharedNamespace)).Scan(&shared)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if uint64(shared) != b.Shared {
+			return fmt.Errorf("sqlitestore: %w: the persistent constraints of namespace %q changed (%d, not %d)", kernel.ErrConflict, nsOf(b.SharedNamespace), shared, b.Shared)
+		}
 	}
 	if len(w.shared) > 0 {
 		share := tx.StmtContext(ctx, s.share)

@@ -175,3 +175,42 @@ func testStateShared(t *testing.T, s kernel.Store) {
 	}
 	wantShared(t, ss, c, map[string]uint64{acme: writers * each}, "concurrent appends of persistent constraints each count one change")
 }
+
+// testStateSharedCondition checks Batch.SharedNamespace: a batch that names
+// a namespace and a counter lands only while that namespace's Shared is
+// still the counter, is refused with ErrConflict (and writes nothing)
+// once a persistent constraint of the namespace changed, and does not care
+// about another namespace's changes.
+func testStateSharedCondition(t *testing.T, s kernel.Store) {
+	ss := stateStore(t, s)
+	ctx := t.Context()
+	const ns = "cond"
+	at := readStateIn(t, ss, ns, "cond-t").Shared
+	rec := func(n int) kernel.Record {
+		r := record("cond-t", kernel.Percepts, "door", n)
+		r.Namespace = ns
+		return r
+	}
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec(1)}, SharedNamespace: ns, Shared: at}); err != nil {
+		t.Fatalf("a batch on the current counter: %v", err)
+	}
+	mustAppend(t, s, constraint("cond-other", "elsewhere", 1))
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec(2)}, SharedNamespace: ns, Shared: at}); err != nil {
+		t.Fatalf("a batch after a change in another namespace: %v", err)
+	}
+	mustAppend(t, s, constraint("cond-c", ns, 1))
+	err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec(3)}, SharedNamespace: ns, Shared: at})
+	if !errors.Is(err, kernel.ErrConflict) {
+		t.Fatalf("a batch after a persistent constraint of its namespace changed: %v, want ErrConflict", err)
+	}
+	if _, err := s.Get(ctx, rec(3).ID); !errors.Is(err, kernel.ErrNotFound) {
+		t.Errorf("the refused batch wrote its record: %v", err)
+	}
+	now := readStateIn(t, ss, ns, "cond-t").Shared
+	if now == at {
+		t.Fatalf("Shared did not move after a persistent constraint of %q", ns)
+	}
+	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec(3)}, SharedNamespace: ns, Shared: now}); err != nil {
+		t.Fatalf("a batch on the counter read again: %v", err)
+	}
+}

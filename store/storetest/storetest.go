@@ -63,6 +63,7 @@ func cases() []testCase {
 		{"StateStored", testStateStored},
 		{"StateRefused", testStateRefused},
 		{"StateShared", testStateShared},
+		{"StateSharedCondition", testStateSharedCondition},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"ConcurrentDuplicate", testConcurrentDuplicate},
