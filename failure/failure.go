@@ -51,7 +51,7 @@ func New(status Status, message string) Failure {
 // Status is the execution status.
 func (f Failure) Status() Status { return f.status }
 
-// Category is the failure's category: what the repair router and the lease
+// Category is the failure's category: what the repair router and the grant
 // decide on.
 func (f Failure) Category() Category { return f.category }
 

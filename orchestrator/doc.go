@@ -9,7 +9,7 @@
 //
 // Each step is handed its [StepContext] as an argument of [Worker.Step]:
 // the trace and its view, and what the run grants the step (its lane's
-// budget, loop guard and lease). Nothing is passed through the
+// budget, loop guard and grant). Nothing is passed through the
 // context.Context, so a grant reaches only the worker it was made to.
 //
 // # Order
@@ -64,8 +64,8 @@
 //     workers ([StepContext.State]); a stop records the state it was
 //     taken in ([Stop.State]). Its budget pressure is the highest of the
 //     run's and its lanes'. Nothing reads it to decide anything.
-//   - Leases. Each step is granted a failure.Lease of [Lane.Lease] turns
-//     (1 by default, [StepContext.Lease]); the trajectory the worker
+//   - Grants. Each step is granted a failure.Grant of [Lane.Turns] turns
+//     (1 by default, [StepContext.Grant]); the trajectory the worker
 //     leaves in it is recorded with the step ([Step.Trajectory]).
 //   - Findings. A worker hands its output over as a typed [Finding]
 //     ([StepContext.Report]); the orchestrator checks it against the
@@ -77,7 +77,7 @@
 //
 // With [WithRepair], a failed step (an error, a failure reported in a
 // finding, or a refused finding) is typed with failure.Classify, routed
-// with failure.Decide given the attempts made in the worker's turn,
+// with failure.RemedyFor given the attempts made in the worker's turn,
 // recorded ([Repair]; a decision record of kind "worker:<id>"), and acted
 // on at once:
 //

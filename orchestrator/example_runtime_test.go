@@ -58,7 +58,7 @@ func ExampleWithRepair() {
 	}
 	for _, r := range res.Repairs {
 		fmt.Printf("%s attempt %d: %s -> %s (%s loop), next %s\n",
-			r.WorkerID, r.Attempt, r.Failure.Category(), r.Decision.Route, r.Decision.Loop, r.Next)
+			r.WorkerID, r.Attempt, r.Failure.Category(), r.Remedy.Route, r.Remedy.Loop, r.Next)
 	}
 	for _, s := range res.Steps {
 		fmt.Printf("round %d: %s attempt %d produced=%v\n", s.Round, s.WorkerID, s.Attempt, s.Produced)

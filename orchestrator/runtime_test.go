@@ -160,7 +160,7 @@ func TestRepairRoutes(t *testing.T) {
 				t.Fatalf("outcome %s, repairs %+v", res.Outcome, res.Repairs)
 			}
 			r := res.Repairs[0]
-			if r.Decision.Route != tc.route || r.Failure.Status() != tc.status || r.Wait != tc.wait || r.Attempt != 1 || r.WorkerID != "coder" {
+			if r.Remedy.Route != tc.route || r.Failure.Status() != tc.status || r.Wait != tc.wait || r.Attempt != 1 || r.WorkerID != "coder" {
 				t.Errorf("repair %+v", r)
 			}
 			if tc.wait > 0 {
@@ -178,7 +178,7 @@ func TestRepairRoutes(t *testing.T) {
 			// The decision is on the blackboard.
 			recs := decisions(t, c.k, "t", "worker:coder")
 			if len(recs) != 1 || recs[0].ID != r.DecisionID || recs[0].Code != kernel.Code(tc.status) ||
-				recs[0].Context["route"] != string(tc.route) || recs[0].Detail != r.Decision.Reason {
+				recs[0].Context["route"] != string(tc.route) || recs[0].Detail != r.Remedy.Reason {
 				t.Errorf("decision records %+v", recs)
 			}
 			if _, ok := recs[0].Context[budget.KeyFunctionalState].(map[string]any); !ok {
@@ -195,7 +195,7 @@ func TestRepairRoutes(t *testing.T) {
 					t.Errorf("review action %+v %v", review, err)
 				}
 			case orchestrator.OutcomeAborted:
-				if st := res.Stop; st == nil || st.Decision.Route != failure.RouteAbort || st.ReviewID != "" {
+				if st := res.Stop; st == nil || st.Remedy.Route != failure.RouteAbort || st.ReviewID != "" {
 					t.Errorf("stop %+v", st)
 				}
 			default:
@@ -219,7 +219,7 @@ func TestRepairAttemptsRunOut(t *testing.T) {
 	}
 	var routes []failure.Route
 	for _, r := range res.Repairs {
-		routes = append(routes, r.Decision.Route)
+		routes = append(routes, r.Remedy.Route)
 	}
 	if fmt.Sprint(routes) != "[fast_loop fast_loop abort]" || res.Outcome != orchestrator.OutcomeAborted {
 		t.Errorf("routes %v outcome %s", routes, res.Outcome)
@@ -230,7 +230,7 @@ func TestRepairAttemptsRunOut(t *testing.T) {
 	// Not retryable: stopped at once.
 	c = newCrew(t, func(int) error { return failure.New(failure.StatusSyntax, "x").WithRetryable(false) })
 	res, _ = c.orch(t, orchestrator.WithRepair(3)).Run(context.Background(), "t")
-	if len(res.Repairs) != 1 || res.Repairs[0].Decision.Route != failure.RouteAbort {
+	if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != failure.RouteAbort {
 		t.Errorf("repairs %+v", res.Repairs)
 	}
 }
@@ -247,8 +247,8 @@ func TestRepairWithoutItsWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Repairs) != 1 || res.Repairs[0].Decision.Route != want || res.Repairs[0].Decision.Retry ||
-			!strings.Contains(res.Repairs[0].Decision.Reason, "worker") {
+		if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != want || res.Repairs[0].Remedy.Retry ||
+			!strings.Contains(res.Repairs[0].Remedy.Reason, "worker") {
 			t.Errorf("%s: repairs %+v", status, res.Repairs)
 		}
 	}
@@ -472,15 +472,15 @@ func TestFunctionalStateIsVisibleAndRecorded(t *testing.T) {
 func TestLeaseTrajectoryInTheStep(t *testing.T) {
 	k := newKernel(t)
 	w := sink(k, "w", func(_ context.Context, sc *orchestrator.StepContext) error {
-		l := sc.Lease()
+		l := sc.Grant()
 		if l.Turns() != 3 {
-			return fmt.Errorf("lease of %d turns", l.Turns())
+			return fmt.Errorf("grant of %d turns", l.Turns())
 		}
 		l.Turn("lint", failure.New(failure.StatusSyntax, "bad indent"))
 		l.Turn("run_tests", nil)
 		return nil
 	})
-	o := newOrch(t, orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: 3}), orchestrator.WithMaxRounds(1), orchestrator.WithKernel(k))
+	o := newOrch(t, orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: 3}), orchestrator.WithMaxRounds(1), orchestrator.WithKernel(k))
 	if err := o.Register(w); err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.Lease != failure.LeaseOpen {
+	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.GrantEnd != failure.GrantOpen {
 		t.Errorf("step %+v", s)
 	}
 }
@@ -573,7 +573,7 @@ func TestFindingContract(t *testing.T) {
 			// The refusal is the researcher's own format error: it gets the
 			// fast loop, with the refusal in hand, and its second finding
 			// passes.
-			if len(res.Repairs) != 1 || res.Repairs[0].Decision.Route != failure.RouteFastLoop ||
+			if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != failure.RouteFastLoop ||
 				res.Repairs[0].Failure.Category() != failure.FormatError {
 				t.Errorf("repairs %+v", res.Repairs)
 			}
@@ -608,7 +608,7 @@ func TestFindingReportsAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Repairs) != 1 || res.Repairs[0].Failure.Status() != failure.StatusIncompleteFetch ||
-		res.Repairs[0].Decision.Route != failure.RouteEscalate || len(res.Findings) != 0 {
+		res.Repairs[0].Remedy.Route != failure.RouteEscalate || len(res.Findings) != 0 {
 		t.Errorf("repairs %+v findings %+v", res.Repairs, res.Findings)
 	}
 }
@@ -619,7 +619,7 @@ func TestRuntimeOptions(t *testing.T) {
 		"negative budget":         orchestrator.WithBudget(budget.Limits{Rounds: -1}),
 		"bad guard":               orchestrator.WithLoopGuard(budget.MaxIdleRounds(0)),
 		"negative attempts":       orchestrator.WithRepair(-1),
-		"negative lease":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: -1}),
+		"negative grant":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: -1}),
 		"lane without a worker":   orchestrator.WithLane(orchestrator.Lane{}),
 		"bad lane budget":         orchestrator.WithLane(orchestrator.Lane{Worker: "w", Budget: budget.Limits{ToolCalls: -1}}),
 		"risk out of range":       orchestrator.WithRisk(2),
@@ -642,7 +642,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 		"budget":     orchestrator.WithBudget(budget.Limits{Rounds: 3}),
 		"loop guard": orchestrator.WithLoopGuard(),
 		"repair":     orchestrator.WithRepair(3),
-		"lane":       orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: 2}),
+		"lane":       orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: 2}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			ran := 0
@@ -682,7 +682,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 // TestStepContextIsTheArgument: every step, in a plain run too, gets its
 // step context as an argument: the trace, the view taken after the
 // previous step, the round and attempt; a plain run grants no budget and
-// no lease, a run with a runtime grants both.
+// no grant, a run with a runtime grants both.
 func TestStepContextIsTheArgument(t *testing.T) {
 	k := newKernel(t)
 	sensor, _ := sensorAndAnalyst(k)
@@ -710,21 +710,21 @@ func TestStepContextIsTheArgument(t *testing.T) {
 	if !sc.View().Has(kernel.Percepts, "temperature") {
 		t.Error("the reader's view lacks the percept the sensor wrote before it in the round")
 	}
-	if sc.Budget() != nil || sc.Lease() != nil || sc.Guard() != nil {
-		t.Error("a plain run granted a budget, a guard or a lease")
+	if sc.Budget() != nil || sc.Grant() != nil || sc.Guard() != nil {
+		t.Error("a plain run granted a budget, a guard or a grant")
 	}
 
 	got = nil
 	o = newOrch(t, orchestrator.WithKernel(k), orchestrator.WithBudget(budget.Limits{ToolCalls: 5}),
-		orchestrator.WithLane(orchestrator.Lane{Worker: "reader", Lease: 2}))
+		orchestrator.WithLane(orchestrator.Lane{Worker: "reader", Turns: 2}))
 	if err := o.Register(reader); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.Run(context.Background(), "governed"); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Budget() == nil || got[0].Lease() == nil || got[0].Lease().Turns() != 2 {
-		t.Fatalf("a governed step was not granted its lane's budget and lease: %+v", got)
+	if len(got) != 1 || got[0].Budget() == nil || got[0].Grant() == nil || got[0].Grant().Turns() != 2 {
+		t.Fatalf("a governed step was not granted its lane's budget and grant: %+v", got)
 	}
 }
 
@@ -736,7 +736,7 @@ func TestNewStepContext(t *testing.T) {
 	if sc.TraceID() != "t" || sc.View().TraceID != "t" || sc.Round() != 1 || sc.Attempt() != 1 || sc.WorkerID() != "" {
 		t.Errorf("step context %q %q %d %d", sc.TraceID(), sc.WorkerID(), sc.Round(), sc.Attempt())
 	}
-	if sc.Budget() != nil || sc.Lease() != nil || sc.Guard() != nil || len(sc.Findings()) != 0 {
+	if sc.Budget() != nil || sc.Grant() != nil || sc.Guard() != nil || len(sc.Findings()) != 0 {
 		t.Error("a step outside a run was granted something")
 	}
 	if _, ok := sc.State(); ok {

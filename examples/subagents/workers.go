@@ -16,7 +16,7 @@ const tokenEstimate = 400
 
 // agentWorker is one member of the crew: an orchestrator.Worker that runs an LLM
 // agent under what the orchestrator grants it (its lane's budget and
-// guard, its lease), and hands back a typed finding.
+// guard, its grant), and hands back a typed finding.
 type agentWorker struct {
 	id     string // also its role contract's name
 	h      *kernel.Tool
@@ -41,8 +41,8 @@ func (w *agentWorker) ShouldActivate(v kernel.View) bool {
 	return (w.after == "" || v.Has(kernel.Percepts, w.after)) && !v.Has(kernel.Percepts, w.result)
 }
 
-// Step runs the agent once. A failure that ended its lease is the step's
-// error; a failure on its last turn (the lease spent) is reported in its
+// Step runs the agent once. A failure that ended its grant is the step's
+// error; a failure on its last turn (the grant spent) is reported in its
 // finding; otherwise the finding claims what its tool returned, resting
 // on the result's record.
 func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
@@ -54,7 +54,7 @@ func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (b
 	}
 	res, err := w.agent.Run(ctx, llm.Task{
 		Role: w.id, TraceID: traceID, System: "You are the " + w.id + " of a data team.", User: user,
-		Budget: sc.Budget(), Guard: sc.Guard(), Lease: sc.Lease(), TokenEstimate: tokenEstimate,
+		Budget: sc.Budget(), Guard: sc.Guard(), Grant: sc.Grant(), TokenEstimate: tokenEstimate,
 	})
 	if err != nil {
 		return len(res.Calls) > 0, err

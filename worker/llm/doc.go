@@ -72,11 +72,11 @@
 // too. An error from the gate, the hook, the endpoint or the context also
 // ends it, and the [AgentResult] still reports what happened until then.
 //
-// # Budgets, loop guards and leases
+// # Budgets, loop guards and grants
 //
 // A [Task] may carry the run budget it spends ([Task.Budget], a
-// budget.Run or a lane's sub-run), a loop guard ([Task.Guard]) and a lease
-// ([Task.Lease], a failure.Lease granted by whoever runs the worker).
+// budget.Run or a lane's sub-run), a loop guard ([Task.Guard]) and a grant
+// ([Task.Grant], a failure.Grant granted by whoever runs the worker).
 // Each round begins a new turn of the budget; before each model call the
 // agent charges the tokens the earlier calls reported and admits the next
 // call, and a spent budget (tokens, model calls, cost, deadline) stops
@@ -88,10 +88,10 @@
 //
 // Each tool call handed to the gate is a turn of the run's trajectory
 // ([AgentResult.Trajectory]): ok, or the failure's status and category as
-// toolgate.Result.Failure types it. Under a lease, the yield check runs
+// toolgate.Result.Failure types it. Under a grant, the yield check runs
 // after every call: a skill failure (a syntax error, bad arguments, a
 // precondition to establish) lets the model go on; any other ends the run
-// at once with a [*LeaseError] carrying the failure and the compact
+// at once with a [*GrantError] carrying the failure and the compact
 // trajectory, and the calls left in that round are answered as not run.
 // When every turn is used, the model gets one last call without tools, to
 // answer with what it has.
