@@ -36,7 +36,7 @@
 //
 // Options turn on a runtime around the loop; without them a run is the
 // plain loop above. Everything the runtime decides is typed and recorded
-// in the [Result] ([Result.Outcome], [Result.Stop], [Result.Repairs],
+// in the [Result] ([Result.End], [Result.Stop], [Result.Repairs],
 // [Result.States], [Result.Findings]) and on the blackboard as decision
 // records, through the kernel [WithKernel] gives: a run with a runtime
 // option and no kernel is [ErrInvalidOption], so that no decision goes
@@ -49,14 +49,14 @@
 //
 //   - Budgets. [WithBudget] gives each run a budget.Run named after its
 //     trace; a round is counted before it starts, and a refused round ends
-//     the run with [OutcomeBudgetExceeded]. Each worker's [Lane] gets a
+//     the run with [EndBudgetExceeded]. Each worker's [Lane] gets a
 //     sub-run of it (its own limits, drawing on the run's), which the
 //     worker reaches through [StepContext.Budget] and hands to the calls
 //     it makes (an LLM agent's task, the tool gate). A worker step that
 //     fails on a budget's refusal ends the run the same way.
 //   - Loop guards. [WithLoopGuard] tells a guard, after each round that
 //     produced something, whether the blackboard changed; rounds without
-//     progress end the run with [OutcomeLoopDetected]. Each lane gets a
+//     progress end the run with [EndLoopDetected]. Each lane gets a
 //     guard of its own for its tool calls ([StepContext.Guard]).
 //   - Functional state. At the start of each round the runtime measures
 //     budget.Measure from the trace's records, the run's budget and the
@@ -88,8 +88,8 @@
 //	backoff        wait Decision.Backoff (WithSleep, honouring the context), then again
 //	retry_jitter   wait the jittered backoff (WithJitter), then again
 //	failover       the lane's Failover worker steps in the worker's place
-//	escalate       the run ends (OutcomeEscalated); the review action is committed
-//	abort          the run ends (OutcomeAborted)
+//	escalate       the run ends (EndEscalated); the review action is committed
+//	abort          the run ends (EndAborted)
 //
 // A route whose worker the lane does not name becomes the category's
 // stop route (escalate for slow_loop and reauth, abort for failover). The

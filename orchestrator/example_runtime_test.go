@@ -63,7 +63,7 @@ func ExampleWithRepair() {
 	for _, s := range res.Steps {
 		fmt.Printf("round %d: %s attempt %d produced=%v\n", s.Round, s.WorkerID, s.Attempt, s.Produced)
 	}
-	fmt.Println("outcome:", res.Outcome)
+	fmt.Println("outcome:", res.End)
 	fmt.Printf("budget pressure in round 2: %.2f\n", res.States[1].Budget)
 	// Output:
 	// coder attempt 1: code_syntax -> fast_loop (fast loop), next coder

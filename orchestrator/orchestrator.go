@@ -135,8 +135,8 @@ type Result struct {
 	// the last view taken).
 	View kernel.View
 
-	// Outcome says how the run ended; "" when Run returned an error.
-	Outcome Outcome
+	// End says how the run ended; "" when Run returned an error.
+	End End
 	// Stop says why a run ended before quiescence or its round limit: a
 	// budget, a loop, an escalation or an abort. Nil otherwise.
 	Stop *Stop

@@ -176,15 +176,15 @@ func (rt *runner) endRound(ctx context.Context, round int) error {
 	return nil
 }
 
-// finish sets the run's outcome.
+// finish sets how the run ended.
 func (rt *runner) finish() {
 	switch {
 	case rt.stop != nil:
-		rt.res.Outcome, rt.res.Stop = rt.stop.Outcome, rt.stop
+		rt.res.End, rt.res.Stop = rt.stop.End, rt.stop
 	case rt.res.Quiescent:
-		rt.res.Outcome = OutcomeQuiescent
+		rt.res.End = EndQuiescent
 	default:
-		rt.res.Outcome = OutcomeRoundLimit
+		rt.res.End = EndRoundLimit
 	}
 }
 
@@ -443,9 +443,9 @@ func (rt *runner) snapshotFor(id string) budget.Snapshot {
 // recording it.
 func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
 	reason, _ := budget.ReasonOf(err)
-	st := &Stop{Outcome: OutcomeBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
+	st := &Stop{End: EndBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
 	if reason.Code == budget.CodeLoopDetected {
-		st.Outcome = OutcomeLoopDetected
+		st.End = EndLoopDetected
 	}
 	rt.stop = st
 	if err := rt.closingState(ctx, st, round); err != nil {
@@ -531,7 +531,7 @@ func statusCode(f failure.Failure) kernel.Code {
 // stopFailure stops the run on a decision not to retry: an escalation
 // commits the review action, an abort nothing.
 func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
-	st := &Stop{Outcome: OutcomeAborted, Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round,
+	st := &Stop{End: EndAborted, Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round,
 		Failure: r.Failure, Remedy: r.Remedy, DecisionID: r.DecisionID}
 	rt.stop = st
 	if err := rt.closingState(ctx, st, r.Round); err != nil {
@@ -540,7 +540,7 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 	if r.Remedy.Route != failure.RouteEscalate {
 		return nil
 	}
-	st.Outcome = OutcomeEscalated
+	st.End = EndEscalated
 	c := kernel.Payload{"escalates": r.DecisionID}
 	rt.annotate(c, r.WorkerID, r.Round)
 	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,

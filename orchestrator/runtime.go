@@ -17,33 +17,33 @@ import (
 // worker's turn when [WithRepair] is given 0.
 const DefaultMaxAttempts = 3
 
-// Outcome says how a run ended.
-type Outcome string
+// End says how a run ended.
+type End string
 
-// The outcomes of a run.
+// The ends of a run.
 const (
-	// OutcomeQuiescent: a round produced nothing.
-	OutcomeQuiescent Outcome = "quiescent"
-	// OutcomeRoundLimit: the orchestrator's round limit ([WithMaxRounds])
+	// EndQuiescent: a round produced nothing.
+	EndQuiescent End = "quiescent"
+	// EndRoundLimit: the orchestrator's round limit ([WithMaxRounds])
 	// was reached.
-	OutcomeRoundLimit Outcome = "round_limit"
-	// OutcomeBudgetExceeded: a budget refused the next round or a worker's
+	EndRoundLimit End = "round_limit"
+	// EndBudgetExceeded: a budget refused the next round or a worker's
 	// call (BUDGET_EXCEEDED).
-	OutcomeBudgetExceeded Outcome = "budget_exceeded"
-	// OutcomeLoopDetected: rounds went by without progress, or a worker's
+	EndBudgetExceeded End = "budget_exceeded"
+	// EndLoopDetected: rounds went by without progress, or a worker's
 	// grant ended on a repeated call (LOOP_DETECTED).
-	OutcomeLoopDetected Outcome = "loop_detected"
-	// OutcomeEscalated: the repair router handed a failure to a person;
+	EndLoopDetected End = "loop_detected"
+	// EndEscalated: the repair router handed a failure to a person;
 	// the review action was committed ([Stop.ReviewID]).
-	OutcomeEscalated Outcome = "escalated"
-	// OutcomeAborted: the repair router stopped the run on a failure that
+	EndEscalated End = "escalated"
+	// EndAborted: the repair router stopped the run on a failure that
 	// retrying cannot fix, or whose attempts ran out.
-	OutcomeAborted Outcome = "aborted"
+	EndAborted End = "aborted"
 )
 
 // Stop is the typed reason a run ended early.
 type Stop struct {
-	Outcome Outcome
+	End End
 	// Code is BUDGET_EXCEEDED or LOOP_DETECTED for a limit, else the
 	// failure's execution status (FAILED_AUTH_EXPIRED, ...).
 	Code kernel.Code
@@ -169,7 +169,7 @@ func (rc runtimeConfig) check() error {
 
 // WithBudget gives every run a budget with these limits, named after its
 // trace: the orchestrator counts a round before each one (budget.Run
-// NextRound; a refusal ends the run with [OutcomeBudgetExceeded]), lanes
+// NextRound; a refusal ends the run with [EndBudgetExceeded]), lanes
 // draw on it ([Lane]), and its snapshot feeds the functional state.
 // Limits that limit nothing are [ErrInvalidOption].
 func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limits = &l } }
@@ -177,7 +177,7 @@ func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limit
 // WithLoopGuard gives every run a loop guard with these options: after
 // each round that produced something, the guard is told whether the
 // blackboard changed, and its no-progress refusal ends the run with
-// [OutcomeLoopDetected]. Each lane gets a guard of its own, with the same
+// [EndLoopDetected]. Each lane gets a guard of its own, with the same
 // options, for its tool calls ([StepContext.Guard]).
 func WithLoopGuard(opts ...budget.GuardOption) RunOption {
 	return func(c *config) { c.rt.guard, c.rt.guardOn = append([]budget.GuardOption(nil), opts...), true }

@@ -123,20 +123,20 @@ func TestRepairRoutes(t *testing.T) {
 		route   failure.Route
 		log     string // the steps of the coder's turn
 		wait    time.Duration
-		outcome orchestrator.Outcome
+		outcome orchestrator.End
 	}{
-		{failure.StatusSyntax, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusFunctionMismatch, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusFormat, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusEndpointUnknown, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusNotFound, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusAuthExpired, failure.RouteReauth, "coder#1 identity#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusRateLimited, failure.RouteBackoff, "coder#1 coder#2", time.Second, orchestrator.OutcomeQuiescent},
+		{failure.StatusSyntax, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusFunctionMismatch, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusFormat, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusEndpointUnknown, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusNotFound, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusAuthExpired, failure.RouteReauth, "coder#1 identity#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusRateLimited, failure.RouteBackoff, "coder#1 coder#2", time.Second, orchestrator.EndQuiescent},
 		// 500ms jittered with u = 0.5: 250ms + 0.5 × 250ms.
-		{failure.StatusNetwork, failure.RouteRetryJitter, "coder#1 coder#2", 375 * time.Millisecond, orchestrator.OutcomeQuiescent},
-		{failure.StatusProviderDown, failure.RouteFailover, "coder#1 coder-b#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusDuplicate, failure.RouteAbort, "coder#1", 0, orchestrator.OutcomeAborted},
-		{failure.StatusUnknown, failure.RouteEscalate, "coder#1", 0, orchestrator.OutcomeEscalated},
+		{failure.StatusNetwork, failure.RouteRetryJitter, "coder#1 coder#2", 375 * time.Millisecond, orchestrator.EndQuiescent},
+		{failure.StatusProviderDown, failure.RouteFailover, "coder#1 coder-b#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusDuplicate, failure.RouteAbort, "coder#1", 0, orchestrator.EndAborted},
+		{failure.StatusUnknown, failure.RouteEscalate, "coder#1", 0, orchestrator.EndEscalated},
 	} {
 		t.Run(string(tc.status), func(t *testing.T) {
 			f := failure.New(tc.status, "step failed")
@@ -156,8 +156,8 @@ func TestRepairRoutes(t *testing.T) {
 			if got := strings.Join(c.calls.log, " "); got != tc.log {
 				t.Errorf("steps %q, want %q", got, tc.log)
 			}
-			if res.Outcome != tc.outcome || len(res.Repairs) != 1 {
-				t.Fatalf("outcome %s, repairs %+v", res.Outcome, res.Repairs)
+			if res.End != tc.outcome || len(res.Repairs) != 1 {
+				t.Fatalf("outcome %s, repairs %+v", res.End, res.Repairs)
 			}
 			r := res.Repairs[0]
 			if r.Remedy.Route != tc.route || r.Failure.Status() != tc.status || r.Wait != tc.wait || r.Attempt != 1 || r.WorkerID != "coder" {
@@ -185,7 +185,7 @@ func TestRepairRoutes(t *testing.T) {
 				t.Errorf("no functional state in %+v", recs[0].Context)
 			}
 			switch tc.outcome {
-			case orchestrator.OutcomeEscalated:
+			case orchestrator.EndEscalated:
 				st := res.Stop
 				if st == nil || st.ReviewID == "" || st.Code != kernel.Code(tc.status) || st.DecisionID != r.DecisionID {
 					t.Fatalf("stop %+v", st)
@@ -194,7 +194,7 @@ func TestRepairRoutes(t *testing.T) {
 				if err != nil || review.Kind != kernel.FallbackQueueForReview || review.Payload[kernel.KeyReason] != string(tc.status) {
 					t.Errorf("review action %+v %v", review, err)
 				}
-			case orchestrator.OutcomeAborted:
+			case orchestrator.EndAborted:
 				if st := res.Stop; st == nil || st.Remedy.Route != failure.RouteAbort || st.ReviewID != "" {
 					t.Errorf("stop %+v", st)
 				}
@@ -221,8 +221,8 @@ func TestRepairAttemptsRunOut(t *testing.T) {
 	for _, r := range res.Repairs {
 		routes = append(routes, r.Remedy.Route)
 	}
-	if fmt.Sprint(routes) != "[fast_loop fast_loop abort]" || res.Outcome != orchestrator.OutcomeAborted {
-		t.Errorf("routes %v outcome %s", routes, res.Outcome)
+	if fmt.Sprint(routes) != "[fast_loop fast_loop abort]" || res.End != orchestrator.EndAborted {
+		t.Errorf("routes %v outcome %s", routes, res.End)
 	}
 	if len(res.Steps) != 3 || res.Steps[2].Attempt != 3 || len(res.Errors) != 3 {
 		t.Errorf("steps %+v errors %d", res.Steps, len(res.Errors))
@@ -259,8 +259,8 @@ func TestRepairUntypedErrors(t *testing.T) {
 	// cannot read goes to a person.
 	c := newCrew(t, func(int) error { return errors.New("the flux capacitor is misaligned") })
 	res, _ := c.orch(t, orchestrator.WithRepair(3)).Run(context.Background(), "t")
-	if len(res.Repairs) != 1 || !res.Repairs[0].Failure.Legacy() || res.Outcome != orchestrator.OutcomeEscalated {
-		t.Errorf("repairs %+v outcome %s", res.Repairs, res.Outcome)
+	if len(res.Repairs) != 1 || !res.Repairs[0].Failure.Legacy() || res.End != orchestrator.EndEscalated {
+		t.Errorf("repairs %+v outcome %s", res.Repairs, res.End)
 	}
 	// A panic too.
 	k := newKernel(t)
@@ -270,8 +270,8 @@ func TestRepairUntypedErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := o.Run(context.Background(), "t")
-	if err != nil || res.Outcome != orchestrator.OutcomeEscalated || !errors.Is(res.Errors[0], orchestrator.ErrPanic) {
-		t.Errorf("%v %s %v", err, res.Outcome, res.Errors)
+	if err != nil || res.End != orchestrator.EndEscalated || !errors.Is(res.Errors[0], orchestrator.ErrPanic) {
+		t.Errorf("%v %s %v", err, res.End, res.Errors)
 	}
 }
 
@@ -280,8 +280,8 @@ func TestRepairUntypedErrors(t *testing.T) {
 func TestRouterOff(t *testing.T) {
 	c := newCrew(t, func(attempt int) error { return failure.New(failure.StatusSyntax, "x") })
 	res, err := c.orch(t, orchestrator.WithBudget(budget.Limits{Rounds: 10})).Run(context.Background(), "t")
-	if err != nil || len(res.Repairs) != 0 || len(res.Errors) != 1 || res.Outcome != orchestrator.OutcomeQuiescent {
-		t.Errorf("%v repairs %d errors %d outcome %s", err, len(res.Repairs), len(res.Errors), res.Outcome)
+	if err != nil || len(res.Repairs) != 0 || len(res.Errors) != 1 || res.End != orchestrator.EndQuiescent {
+		t.Errorf("%v repairs %d errors %d outcome %s", err, len(res.Repairs), len(res.Errors), res.End)
 	}
 }
 
@@ -313,8 +313,8 @@ func TestBackoffStopsWhenTheContextIsCancelled(t *testing.T) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
 	<-waited // the wait ended
-	if got := strings.Join(c.calls.log, " "); got != "coder#1" || res.Outcome != "" {
-		t.Errorf("steps %q outcome %q: nothing may run after the cancelled wait", got, res.Outcome)
+	if got := strings.Join(c.calls.log, " "); got != "coder#1" || res.End != "" {
+		t.Errorf("steps %q outcome %q: nothing may run after the cancelled wait", got, res.End)
 	}
 }
 
@@ -347,8 +347,8 @@ func TestRoundBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Stop
-	if res.Outcome != orchestrator.OutcomeBudgetExceeded || res.Rounds != 3 || st == nil || st.Reason.Budget != budget.Rounds || st.Round != 4 {
-		t.Fatalf("outcome %s rounds %d stop %+v", res.Outcome, res.Rounds, st)
+	if res.End != orchestrator.EndBudgetExceeded || res.Rounds != 3 || st == nil || st.Reason.Budget != budget.Rounds || st.Round != 4 {
+		t.Fatalf("outcome %s rounds %d stop %+v", res.End, res.Rounds, st)
 	}
 	recs := decisions(t, k, "t", "round")
 	if len(recs) != 1 || recs[0].Code != budget.CodeBudgetExceeded || recs[0].ID != st.DecisionID || recs[0].Outcome != kernel.OutcomeRefused {
@@ -381,9 +381,9 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Stop
-	if res.Outcome != orchestrator.OutcomeBudgetExceeded || st == nil || st.WorkerID != "w" || st.Reason.Budget != budget.ToolCalls ||
+	if res.End != orchestrator.EndBudgetExceeded || st == nil || st.WorkerID != "w" || st.Reason.Budget != budget.ToolCalls ||
 		st.Reason.Run != "t/w" || st.Round != 3 {
-		t.Fatalf("outcome %s stop %+v", res.Outcome, st)
+		t.Fatalf("outcome %s stop %+v", res.End, st)
 	}
 	if st.State.Budget != 1 || st.State.Round != 3 {
 		t.Errorf("state at the stop %+v, want the lane's spent budget as pressure", st.State)
@@ -413,8 +413,8 @@ func TestNoProgressStopsTheLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != orchestrator.OutcomeLoopDetected || res.Rounds != 2 || res.Stop.Reason.Loop != budget.NoProgress {
-		t.Fatalf("outcome %s rounds %d stop %+v", res.Outcome, res.Rounds, res.Stop)
+	if res.End != orchestrator.EndLoopDetected || res.Rounds != 2 || res.Stop.Reason.Loop != budget.NoProgress {
+		t.Fatalf("outcome %s rounds %d stop %+v", res.End, res.Rounds, res.Stop)
 	}
 	// The second state saw the first idle round.
 	if len(res.States) != 2 || res.States[0].Loop != 0 || res.States[1].Loop != 0.5 {
@@ -428,8 +428,8 @@ func TestNoProgressStopsTheLoop(t *testing.T) {
 	if err := o.Register(sink(k, "w", nil)); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := o.Run(context.Background(), "u"); res.Outcome != orchestrator.OutcomeRoundLimit {
-		t.Errorf("outcome %s, want the round limit", res.Outcome)
+	if res, _ := o.Run(context.Background(), "u"); res.End != orchestrator.EndRoundLimit {
+		t.Errorf("outcome %s, want the round limit", res.End)
 	}
 }
 
@@ -665,8 +665,8 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 				t.Fatalf("RunEpisode without a kernel: err %v, %d steps", err, ran)
 			}
 			res, err := o.Run(context.Background(), "t", orchestrator.WithKernel(k))
-			if err != nil || ran != 1 || res.Outcome != orchestrator.OutcomeQuiescent {
-				t.Fatalf("Run with the run's kernel: err %v, %d steps, outcome %q", err, ran, res.Outcome)
+			if err != nil || ran != 1 || res.End != orchestrator.EndQuiescent {
+				t.Fatalf("Run with the run's kernel: err %v, %d steps, outcome %q", err, ran, res.End)
 			}
 			o = newOrch(t, opt, orchestrator.WithKernel(k))
 			if err := o.Register(w); err != nil {

@@ -195,7 +195,7 @@ func report(w io.Writer, res orchestrator.Result) {
 			fmt.Fprintf(w, "  finding   %s: %s = %v (evidence %s)\n", f.WorkerID, c.Kind, c.Value, strings.Join(c.Evidence, ", "))
 		}
 	}
-	fmt.Fprintf(w, "  outcome   %s\n", res.Outcome)
+	fmt.Fprintf(w, "  outcome   %s\n", res.End)
 	if st := res.Stop; st != nil {
 		switch {
 		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
