@@ -240,7 +240,7 @@ func newLLMBK(e env) (Agent, error) {
 // whether to propose the belief and the plan. The model sees the task, the
 // committed charge and, for the plan, the committed belief; it only says
 // yes or no.
-type llmDecider struct{ p *llm.Planner }
+type llmDecider struct{ p *llm.Advisor }
 
 // newLLMDecider builds the decider on a worker/llm client for cfg's
 // endpoint. Its concurrency bound is cfg.Concurrency: no more model calls
@@ -258,7 +258,7 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	p, err := llm.NewPlanner(c)
+	p, err := llm.NewAdvisor(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -285,7 +285,7 @@ func (d *llmDecider) plan(ctx context.Context, s situation) (bool, kernel.Code, 
 // verdict turns the model's verdict into a decider's answer: a decline or
 // an endpoint failure is a no with worker/llm's code; only a context that
 // ended is an error.
-func verdict(v llm.Verdict, err error) (bool, kernel.Code, error) {
+func verdict(v llm.Advice, err error) (bool, kernel.Code, error) {
 	if err != nil {
 		return false, "", err
 	}

@@ -18,13 +18,13 @@
 //   - [Extract] pulls the JSON object out of a model's answer: it drops
 //     <think> blocks and finds the object in a ``` fence or in prose.
 //     Anything else is [ErrUnparsable].
-//   - [Planner] asks the model for a [Verdict] on a [Situation]:
-//     [Planner.DecideBelief] and [Planner.DecidePlan]. A decline is
+//   - [Advisor] asks the model for its [Advice] on a [Situation]:
+//     [Advisor.DecideBelief] and [Advisor.DecidePlan]. A decline is
 //     [CodeNoBelief] or [CodeNoPlan]; an endpoint failure after the retries
 //     or an unreadable answer is [CodeError].
 //   - [Worker] is an [github.com/blackboardkernel/bk/orchestrator.Worker] driven by
 //     a [Schema]: belief, plan, then the action or the fallback, with an
-//     [Outcome] from [Worker.Run].
+//     [Report] from [Worker.Run].
 //   - [Client.Complete] is the tool-calling form of [Client.Chat]: it sends
 //     tools and returns a [Completion] with the model's tool calls ([ToolCall]), its
 //     finish reason and the token [Usage].
@@ -129,7 +129,7 @@
 // A [Client] is safe for concurrent use; all its calls share one semaphore,
 // so no more than [WithConcurrency] requests are in flight at once, and a
 // call waiting for a slot or for a retry returns when its context ends. A
-// [Planner], a [Worker] and an [Agent] hold no mutable state and are safe
+// [Advisor], a [Worker] and an [Agent] hold no mutable state and are safe
 // for concurrent use (a Worker on different traces at once, an Agent on
 // different tasks). Every call that
 // can block takes a context and honours its cancellation.

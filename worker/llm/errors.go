@@ -23,7 +23,7 @@ const (
 // context's error when the caller cancelled, or (from a [Worker]) the
 // kernel's or the store's error; callers branch with errors.Is.
 var (
-	// ErrInvalidConfig: a bad option or schema given to [New], [NewPlanner],
+	// ErrInvalidConfig: a bad option or schema given to [New], [NewAdvisor],
 	// [NewWorker] or [NewAgent] (an empty or non-HTTP base URL, a negative
 	// retry count or timeout, a concurrency below 1, a nil function, an
 	// empty kind, ...), a bad tool list given to [Client.Complete] (a tool
