@@ -4,7 +4,7 @@
 //
 // An [Orchestrator] holds registered workers. [Orchestrator.Run] runs them
 // on one trace and returns a [Result]: the number of rounds, a [Step] log,
-// the failures ([WorkerError]) and the final view. A [Session] groups the
+// the failures ([WorkerError]) and the final view. A [Series] groups the
 // episodes an agent runs, issuing a fresh trace id (a UUID) for each.
 //
 // Each step is handed its [StepContext] as an argument of [Worker.Step]:
@@ -42,8 +42,8 @@
 // option and no kernel is [ErrInvalidOption], so that no decision goes
 // unrecorded.
 //
-// [New] takes [Option]s; [Orchestrator.Run], [NewSession] and
-// [Session.RunEpisode] take [RunOption]s, which override New's for their
+// [New] takes [Option]s; [Orchestrator.Run], [NewSeries] and
+// [Series.RunEpisode] take [RunOption]s, which override New's for their
 // runs. Every RunOption is also an Option (the default of every run); the
 // telemetry providers are Options only, since only New reads them.
 //
@@ -104,7 +104,7 @@
 // starts no goroutine of its own. It checks the context before each
 // worker's turn and returns the context's error once it is done; a worker
 // blocked inside Step must honour the context itself. An Orchestrator and a
-// Session are safe for concurrent use: several traces may run at once, with
+// Series are safe for concurrent use: several traces may run at once, with
 // workers that are safe for that. [Orchestrator.Register] may be called
 // while runs are in progress; a run uses the workers registered when it
 // started. Workers must not modify the view they are given: it is shared by

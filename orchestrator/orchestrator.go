@@ -156,8 +156,8 @@ type Result struct {
 // not RunOptions, so that no call is given an option it would ignore.
 type Option interface{ applyNew(*config) }
 
-// RunOption configures runs: given to [Orchestrator.Run], [NewSession] or
-// [Session.RunEpisode], it overrides the orchestrator's default for those
+// RunOption configures runs: given to [Orchestrator.Run], [NewSeries] or
+// [Series.RunEpisode], it overrides the orchestrator's default for those
 // runs; given to [New], it sets that default.
 type RunOption func(*config)
 

@@ -657,7 +657,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 			if _, err := o.Run(context.Background(), "t"); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
 				t.Fatalf("Run without a kernel: err %v, %d steps; want ErrInvalidOption and none", err, ran)
 			}
-			s, err := orchestrator.NewSession(o)
+			s, err := orchestrator.NewSeries(o)
 			if err != nil {
 				t.Fatal(err)
 			}
