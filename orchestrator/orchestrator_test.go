@@ -576,7 +576,7 @@ func TestSeries(t *testing.T) {
 			t.Fatalf("episode %d did not run its workers on its own trace", i)
 		}
 		if _, ok := s2.Episode(res.TraceID); ok {
-			t.Fatal("another series claims the trace")
+			t.Fatal("another series assertions the trace")
 		}
 	}
 	ep, tr := s2.NewTrace()

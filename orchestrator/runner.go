@@ -359,7 +359,7 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 		contract = *c
 	}
 	ids := map[string]bool{}
-	needIDs := slices.ContainsFunc(f.Claims, func(c Claim) bool { return len(c.Evidence) > 0 })
+	needIDs := slices.ContainsFunc(f.Assertions, func(c Assertion) bool { return len(c.Evidence) > 0 })
 	if needIDs {
 		recs, err := rt.records(ctx)
 		if err != nil {

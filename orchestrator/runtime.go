@@ -102,7 +102,7 @@ type Lane struct {
 	// step; 0 means 1. The worker cannot extend it.
 	Turns int
 	// Contract is what its findings must meet; nil applies the zero
-	// Contract (well-formed claims, resolvable evidence).
+	// Contract (well-formed assertions, resolvable evidence).
 	Contract *Contract
 	// Research is the worker that runs first on a slow-loop route
 	// (endpoint_unknown, not_found); Reauth the one that renews

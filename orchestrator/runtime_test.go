@@ -493,9 +493,9 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 	}
 }
 
-// research writes a percept and reports a finding resting on it; claim
+// research writes a percept and reports a finding resting on it; assertion
 // lets a test break the finding.
-func research(k *kernel.Kernel, claim func(attempt int, evidence string) []orchestrator.Claim) *fake {
+func research(k *kernel.Kernel, assertion func(attempt int, evidence string) []orchestrator.Assertion) *fake {
 	tool := k.Tool("researcher")
 	return &fake{id: "researcher", h: tool, writes: []kernel.Slot{kernel.Percepts},
 		activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "spec") },
@@ -506,51 +506,51 @@ func research(k *kernel.Kernel, claim func(attempt int, evidence string) []orche
 			if err != nil {
 				return false, err
 			}
-			sc.Report(orchestrator.Finding{Claims: claim(sc.Attempt(), rec.ID)})
+			sc.Report(orchestrator.Finding{Assertions: assertion(sc.Attempt(), rec.ID)})
 			return true, nil
 		}}
 }
 
 func TestFindingContract(t *testing.T) {
 	contract := &orchestrator.Contract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}
-	good := func(ev string) orchestrator.Claim {
-		return orchestrator.Claim{Kind: "endpoint", Value: "/v2/patients", Evidence: []string{ev}, Confidence: 0.9}
+	good := func(ev string) orchestrator.Assertion {
+		return orchestrator.Assertion{Kind: "endpoint", Value: "/v2/patients", Evidence: []string{ev}, Confidence: 0.9}
 	}
 	for _, tc := range []struct {
 		name string
-		bad  func(ev string) []orchestrator.Claim
+		bad  func(ev string) []orchestrator.Assertion
 		code kernel.Code
 	}{
-		{"missing claim", func(ev string) []orchestrator.Claim {
-			return []orchestrator.Claim{{Kind: "auth", Evidence: []string{ev}, Confidence: 1}}
+		{"missing assertion", func(ev string) []orchestrator.Assertion {
+			return []orchestrator.Assertion{{Kind: "auth", Evidence: []string{ev}, Confidence: 1}}
 		},
-			orchestrator.CodeFindingMissingClaim},
-		{"low confidence", func(ev string) []orchestrator.Claim {
+			orchestrator.CodeFindingMissingAssertion},
+		{"low confidence", func(ev string) []orchestrator.Assertion {
 			c := good(ev)
 			c.Confidence = 0.4
-			return []orchestrator.Claim{c}
+			return []orchestrator.Assertion{c}
 		}, orchestrator.CodeFindingLowConfidence},
-		{"no claims", func(string) []orchestrator.Claim { return nil }, orchestrator.CodeFindingMissingClaim},
-		{"evidence cited nowhere", func(string) []orchestrator.Claim {
+		{"no assertions", func(string) []orchestrator.Assertion { return nil }, orchestrator.CodeFindingMissingAssertion},
+		{"evidence cited nowhere", func(string) []orchestrator.Assertion {
 			c := good("x")
 			c.Evidence = nil
-			return []orchestrator.Claim{c}
+			return []orchestrator.Assertion{c}
 		}, orchestrator.CodeFindingNoEvidence},
-		{"hallucinated evidence", func(string) []orchestrator.Claim { return []orchestrator.Claim{good("percepts:t:99")} },
+		{"hallucinated evidence", func(string) []orchestrator.Assertion { return []orchestrator.Assertion{good("percepts:t:99")} },
 			orchestrator.CodeFindingUnresolvedEvidence},
-		{"confidence out of range", func(ev string) []orchestrator.Claim {
+		{"confidence out of range", func(ev string) []orchestrator.Assertion {
 			c := good(ev)
 			c.Confidence = 1.5
-			return []orchestrator.Claim{c}
+			return []orchestrator.Assertion{c}
 		}, orchestrator.CodeFindingInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := newKernel(t)
-			r := research(k, func(attempt int, ev string) []orchestrator.Claim {
+			r := research(k, func(attempt int, ev string) []orchestrator.Assertion {
 				if attempt == 1 {
 					return tc.bad(ev)
 				}
-				return []orchestrator.Claim{good(ev)}
+				return []orchestrator.Assertion{good(ev)}
 			})
 			var seen []orchestrator.Finding
 			coder := sink(k, "coder", func(_ context.Context, sc *orchestrator.StepContext) error {
@@ -580,10 +580,10 @@ func TestFindingContract(t *testing.T) {
 			if len(res.Findings) != 1 || res.Findings[0].WorkerID != "researcher" {
 				t.Fatalf("findings %+v", res.Findings)
 			}
-			if c, ok := res.Findings[0].Claim("endpoint"); !ok || c.Value != "/v2/patients" {
-				t.Errorf("claim %+v", c)
+			if c, ok := res.Findings[0].Assertion("endpoint"); !ok || c.Value != "/v2/patients" {
+				t.Errorf("assertion %+v", c)
 			}
-			if len(seen) != 1 || seen[0].Claims[0].Kind != "endpoint" {
+			if len(seen) != 1 || seen[0].Assertions[0].Kind != "endpoint" {
 				t.Errorf("the coder saw %+v", seen)
 			}
 		})
@@ -758,7 +758,7 @@ func TestPlainRunKeepsFindings(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			sc.Report(orchestrator.Finding{Claims: []orchestrator.Claim{{Kind: "spec", Evidence: []string{rec.ID}, Confidence: 0.9}}})
+			sc.Report(orchestrator.Finding{Assertions: []orchestrator.Assertion{{Kind: "spec", Evidence: []string{rec.ID}, Confidence: 0.9}}})
 			return true, nil
 		}}
 	o := newOrch(t)

@@ -135,11 +135,11 @@ func (s *StepContext) reported() (Finding, bool) {
 	return *s.finding, true
 }
 
-// clone copies a finding's slices; claim values are shared.
+// clone copies a finding's slices; assertion values are shared.
 func (f Finding) clone() Finding {
-	f.Claims = slices.Clone(f.Claims)
-	for i := range f.Claims {
-		f.Claims[i].Evidence = slices.Clone(f.Claims[i].Evidence)
+	f.Assertions = slices.Clone(f.Assertions)
+	for i := range f.Assertions {
+		f.Assertions[i].Evidence = slices.Clone(f.Assertions[i].Evidence)
 	}
 	f.Failures = slices.Clone(f.Failures)
 	return f

@@ -191,7 +191,7 @@ func report(w io.Writer, res orchestrator.Result) {
 		}
 	}
 	for _, f := range res.Findings {
-		for _, c := range f.Claims {
+		for _, c := range f.Assertions {
 			fmt.Fprintf(w, "  finding   %s: %s = %v (evidence %s)\n", f.WorkerID, c.Kind, c.Value, strings.Join(c.Evidence, ", "))
 		}
 	}
