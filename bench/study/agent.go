@@ -14,7 +14,7 @@ import (
 // Agent is one of the systems the study compares. Run plays one episode and
 // returns what the agent output; the harness measures the episode
 // afterwards, from the world's effects and the store, never from the
-// Outcome.
+// Report.
 //
 // Run may be called concurrently for different episodes; an Agent must be
 // safe for that. A cancelled context makes Run return the context's error.
@@ -25,7 +25,7 @@ type Agent interface {
 	// get a column in Table 4.
 	Governed() bool
 	// Run plays one episode.
-	Run(ctx context.Context, ep Episode) (Outcome, error)
+	Run(ctx context.Context, ep Episode) (Report, error)
 }
 
 // Episode is one (task, seed) as an agent plays it.
@@ -42,7 +42,7 @@ type Episode struct {
 	// TraceID is the kernel trace the episode writes to; it is unique
 	// within the run's store.
 	TraceID string
-	// KeepTrace asks the agent to render its trace into Outcome.Trace.
+	// KeepTrace asks the agent to render its trace into Report.Trace.
 	KeepTrace bool
 	// Store is where a governed agent's kernel keeps the episode's records.
 	// The harness owns it: when the agent returns, the harness's executor
@@ -58,8 +58,8 @@ type Episode struct {
 	payloads *routePayloads
 }
 
-// Outcome is what an agent returns for one episode.
-type Outcome struct {
+// Report is what an agent returns for one episode.
+type Report struct {
 	// Output is the agent's output, encoded as the JSON line's "output"
 	// ([*GlueOutput] or [*KernelOutput]).
 	Output any
