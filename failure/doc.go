@@ -49,7 +49,7 @@
 // # Repair
 //
 // [RemedyFor] is the repair router: from a failure, the attempts made and the
-// attempts allowed, one [Remedy] from one routing table ([RuleFor]):
+// attempts allowed, one [Remedy] from one routing table ([RoutingFor]):
 //
 //	category           loop    route         retryable  when not retried
 //	code_syntax        fast    fast_loop     yes        abort

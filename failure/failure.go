@@ -34,7 +34,7 @@ type Failure struct {
 // comes from the status table ([CategoryOf]); a status the table does not
 // hold, [StatusSucceeded] included, gets [Unknown] and keeps the status as
 // given. Retryable comes from the routing table's row for the category
-// ([RuleFor]).
+// ([RoutingFor]).
 func New(status Status, message string) Failure {
 	c, ok := CategoryOf(status)
 	if !ok {

@@ -44,8 +44,8 @@ const (
 	LoopHuman  = Loop("human")  // a person
 )
 
-// Rule is one row of the routing table.
-type Rule struct {
+// Routing is one row of the routing table.
+type Routing struct {
 	// Loop and Route say what happens while the failure may be retried.
 	Loop  Loop
 	Route Route
@@ -72,7 +72,7 @@ type Rule struct {
 // could type. A duplicate is never retried: the effect exists. A
 // provider_down is retryable because failover is its retry: the call runs
 // again, elsewhere, and uses an attempt.
-var rules = map[Category]Rule{
+var rules = map[Category]Routing{
 	CodeSyntax:       {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
 	FunctionMismatch: {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
 	FormatError:      {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
@@ -88,9 +88,9 @@ var rules = map[Category]Rule{
 	Unknown:      {Loop: LoopHuman, Route: RouteEscalate, Retryable: false, Otherwise: RouteEscalate},
 }
 
-// RuleFor returns the routing table's row for c. ok is false for a category
+// RoutingFor returns the routing table's row for c. ok is false for a category
 // outside the taxonomy, which is routed by the row of [Unknown].
-func RuleFor(c Category) (r Rule, ok bool) {
+func RoutingFor(c Category) (r Routing, ok bool) {
 	r, ok = rules[c]
 	return r, ok
 }
@@ -180,7 +180,7 @@ func stop(r Route, why string) Remedy {
 }
 
 // backoff is the rule's wait before the attempt after attempt.
-func backoff(r Rule, attempt int) time.Duration {
+func backoff(r Routing, attempt int) time.Duration {
 	d := r.Backoff
 	for i := 1; i < attempt && d < r.MaxBackoff; i++ {
 		d *= 2

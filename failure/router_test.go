@@ -54,7 +54,7 @@ func TestRoutingTableCoversTaxonomy(t *testing.T) {
 		t.Fatalf("taxonomy has %d categories, expectation %d", got, want)
 	}
 	for _, c := range failure.Categories() {
-		r, ok := failure.RuleFor(c)
+		r, ok := failure.RoutingFor(c)
 		w, known := wantRoutes[c]
 		if !ok || !known {
 			t.Fatalf("%s: rule %v, expected %v", c, ok, known)
@@ -67,8 +67,8 @@ func TestRoutingTableCoversTaxonomy(t *testing.T) {
 			t.Errorf("%s: New gives category %s retryable %v", c, f.Category(), f.Retryable())
 		}
 	}
-	if _, ok := failure.RuleFor("bogus"); ok {
-		t.Error("RuleFor(bogus) found a rule")
+	if _, ok := failure.RoutingFor("bogus"); ok {
+		t.Error("RoutingFor(bogus) found a row")
 	}
 }
 

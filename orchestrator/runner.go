@@ -273,9 +273,9 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 		r.Next = name
 		return e
 	}
-	rule, ok := failure.RuleFor(r.Failure.Category())
+	rule, ok := failure.RoutingFor(r.Failure.Category())
 	if !ok {
-		rule, _ = failure.RuleFor(failure.Unknown)
+		rule, _ = failure.RoutingFor(failure.Unknown)
 	}
 	loop := failure.LoopKernel
 	if rule.Otherwise == failure.RouteEscalate {
