@@ -197,7 +197,7 @@ type kernelEpisode struct {
 	constraints        []kernel.Record
 	// sim is the owner's trusted simulator, when the configuration has
 	// one: it runs whenever a refund_due commits.
-	sim *sim.Simulator
+	sim *sim.Worker
 	// belief, plan and refund are the committed refund_due belief, plan
 	// and issue_refund action, whoever got them committed; nil until then.
 	// They point into kept, which holds the latest of each: the episode is
