@@ -266,7 +266,7 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 }
 
 func (d *llmDecider) belief(ctx context.Context, s situation) (bool, kernel.Code, error) {
-	return verdict(d.p.DecideBelief(ctx, llm.Situation{
+	return fromAdvice(d.p.DecideBelief(ctx, llm.Situation{
 		Task: s.describe(), Kind: kindRefundDue, Requires: []string{kindCharge}, Percepts: s.percepts(),
 	}))
 }
@@ -276,16 +276,16 @@ func (d *llmDecider) plan(ctx context.Context, s situation) (bool, kernel.Code, 
 	if s.belief != nil {
 		beliefs = []llm.Fact{{Kind: kindRefundDue, Payload: s.belief}}
 	}
-	return verdict(d.p.DecidePlan(ctx, llm.Situation{
+	return fromAdvice(d.p.DecidePlan(ctx, llm.Situation{
 		Task: s.describe(), Kind: kindPlan, Action: kindRefund, Requires: []string{kindRefundDue},
 		Percepts: s.percepts(), Beliefs: beliefs,
 	}))
 }
 
-// verdict turns the model's verdict into a decider's answer: a decline or
+// fromAdvice turns the model's advice into a decider's answer: a decline or
 // an endpoint failure is a no with worker/llm's code; only a context that
 // ended is an error.
-func verdict(v llm.Advice, err error) (bool, kernel.Code, error) {
+func fromAdvice(v llm.Advice, err error) (bool, kernel.Code, error) {
 	if err != nil {
 		return false, "", err
 	}

@@ -142,7 +142,7 @@ func (p *Advisor) decide(ctx context.Context, st stage, s Situation) (Advice, er
 	if err != nil {
 		v = Advice{Code: CodeError, Detail: err.Error(), Err: err}
 	}
-	p.c.log.DebugContext(ctx, "llm: verdict", "kind", s.Kind, "propose", v.Propose, "code", string(v.Code))
+	p.c.log.DebugContext(ctx, "llm: advice", "kind", s.Kind, "propose", v.Propose, "code", string(v.Code))
 	return v, nil
 }
 

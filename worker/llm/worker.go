@@ -223,7 +223,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 }
 
 // propose asks the model (unless ask is nil) and, if it says yes, submits
-// the entry built from its verdict. shown are the ids of the records the
+// the entry built from its advice. shown are the ids of the records the
 // model saw, which a decline's fallback references.
 func (w *Worker) propose(ctx context.Context, shown []string,
 	ask func(context.Context) (Advice, error), build func(Advice) kernel.Entry) (result, error) {
