@@ -63,12 +63,12 @@ func ExampleWithRepair() {
 	for _, s := range res.Steps {
 		fmt.Printf("round %d: %s attempt %d produced=%v\n", s.Round, s.WorkerID, s.Attempt, s.Produced)
 	}
-	fmt.Println("outcome:", res.End)
+	fmt.Println("ended:", res.End)
 	fmt.Printf("budget pressure in round 2: %.2f\n", res.States[1].Budget)
 	// Output:
 	// coder attempt 1: code_syntax -> fast_loop (fast loop), next coder
 	// round 1: coder attempt 1 produced=false
 	// round 1: coder attempt 2 produced=true
-	// outcome: quiescent
+	// ended: quiescent
 	// budget pressure in round 2: 0.00
 }

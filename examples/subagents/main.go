@@ -5,7 +5,7 @@
 // backoff, an auth escalation, a partial fetch caught as a failure, and
 // the stops of a token budget, a tool-call budget and the loop guard.
 // Each case prints its steps with their grant trajectories, every typed
-// decision, the outcome and the functional state.
+// remedy, how the run ended and the functional state.
 //
 //	go run ./examples/subagents
 //
@@ -170,7 +170,7 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 }
 
 // report prints a run: its steps, with the repair decisions where they
-// were taken, the outcome and the functional state.
+// were taken, how the run ended and the functional state.
 func report(w io.Writer, res orchestrator.Result) {
 	repairs := res.Repairs
 	for _, st := range res.Steps {
@@ -195,7 +195,7 @@ func report(w io.Writer, res orchestrator.Result) {
 			fmt.Fprintf(w, "  finding   %s: %s = %v (evidence %s)\n", f.WorkerID, c.Kind, c.Value, strings.Join(c.Evidence, ", "))
 		}
 	}
-	fmt.Fprintf(w, "  outcome   %s\n", res.End)
+	fmt.Fprintf(w, "  ended     %s\n", res.End)
 	if st := res.Stop; st != nil {
 		switch {
 		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
@@ -224,7 +224,7 @@ func report(w io.Writer, res orchestrator.Result) {
 // printRepair prints one decision of the repair router.
 func printRepair(w io.Writer, r orchestrator.Repair) {
 	d := r.Remedy
-	line := fmt.Sprintf("  decision  %s (%s) → %s [%s loop]", r.Failure.Category(), r.Failure.Status(), d.Route, d.Loop)
+	line := fmt.Sprintf("  remedy    %s (%s) → %s [%s loop]", r.Failure.Category(), r.Failure.Status(), d.Route, d.Loop)
 	if r.Wait > 0 {
 		line += fmt.Sprintf(", wait %v", r.Wait)
 	}
