@@ -35,7 +35,7 @@
 // with the number of such traces, not with the number of records.
 //
 // [Learner.Learned] lists the constraints held, each a [Learned];
-// [Learner.Pending] those queued, each a [Pending].
+// [Learner.Pending] those queued, each a [Lesson].
 //
 // # Concurrency
 //

@@ -84,9 +84,9 @@ type Learned struct {
 	TraceID  string
 }
 
-// Pending is a constraint the learner has decided to learn but not yet
+// Lesson is a constraint the learner has decided to learn but not yet
 // committed.
-type Pending struct {
+type Lesson struct {
 	Code       kernel.Code
 	Count      int
 	Constraint kernel.Constraint
@@ -112,7 +112,7 @@ type Learner struct {
 	perTrace map[string]map[kernel.Code]int
 	held     map[string]int // constraint name -> index in learned
 	learned  []Learned
-	pending  []Pending
+	pending  []Lesson
 }
 
 var _ orchestrator.Worker = (*Learner)(nil)
@@ -234,8 +234,8 @@ func (l *Learner) hold(x Learned) {
 // queue adds to the pending list every mapped code at or over the threshold
 // whose constraint is neither held nor pending, and returns what it added.
 // Callers hold l.mu or own l exclusively.
-func (l *Learner) queue() []Pending {
-	var added []Pending
+func (l *Learner) queue() []Lesson {
+	var added []Lesson
 	for _, code := range l.codes {
 		n := l.counts[code]
 		c := l.mapping[code]
@@ -245,12 +245,12 @@ func (l *Learner) queue() []Pending {
 		if _, ok := l.held[c.Name]; ok {
 			continue
 		}
-		if slices.ContainsFunc(l.pending, func(p Pending) bool { return p.Constraint.Name == c.Name }) {
+		if slices.ContainsFunc(l.pending, func(p Lesson) bool { return p.Constraint.Name == c.Name }) {
 			continue
 		}
 		c.Enabled = true
 		c.Extra = kernel.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, KeyLearnedBy: l.id}
-		p := Pending{Code: code, Count: n, Constraint: c}
+		p := Lesson{Code: code, Count: n, Constraint: c}
 		l.pending = append(l.pending, p)
 		added = append(added, p)
 	}
@@ -264,7 +264,7 @@ func (l *Learner) queue() []Pending {
 // twice), so it may be called as often as convenient, typically once when an
 // episode ends. Errors come from the store (or ctx); on error nothing
 // changes.
-func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Pending, error) {
+func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Lesson, error) {
 	seen := make(map[kernel.Code]int)
 	for r, err := range l.h.Trace(ctx, traceID) {
 		if err != nil {
@@ -356,7 +356,7 @@ func (l *Learner) Learned() []Learned {
 }
 
 // Pending returns the constraints queued and not yet committed.
-func (l *Learner) Pending() []Pending {
+func (l *Learner) Pending() []Lesson {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := slices.Clone(l.pending)

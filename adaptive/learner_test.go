@@ -118,7 +118,7 @@ func fail(t *testing.T, k *kernel.Kernel, trace string, code kernel.Code) {
 	}
 }
 
-func analyze(t *testing.T, l *adaptive.Learner, trace string) []adaptive.Pending {
+func analyze(t *testing.T, l *adaptive.Learner, trace string) []adaptive.Lesson {
 	t.Helper()
 	p, err := l.Analyze(ctx, trace)
 	if err != nil {

@@ -2,7 +2,7 @@ package failure
 
 // Category is the kind of an execution failure: one of the eleven members of
 // the taxonomy below, compared with ==. The category, not the message,
-// decides what happens next ([Decide], [Yield]).
+// decides what happens next ([RemedyFor], [Yield]).
 type Category string
 
 // The taxonomy. It is closed: code that meets a category outside it treats
@@ -36,8 +36,8 @@ func (c Category) Valid() bool {
 	return ok
 }
 
-// Class groups categories by who can repair them. It decides the lease
-// ([Yield]): only [ClassSkill] failures let a worker keep its lease.
+// Class groups categories by who can repair them. It decides the grant
+// ([Yield]): only [ClassSkill] failures let a worker keep its grant.
 type Class string
 
 // Classes of failure.
@@ -186,7 +186,7 @@ func (s Status) OK() bool { return s == StatusSucceeded }
 //
 // 404 is read as a missing resource, not a missing endpoint: servers answer
 // 404 for both, and the two categories route to the same research loop and
-// both end a lease, so only the diagnosis differs. 405 and 501 are
+// both end a grant, so only the diagnosis differs. 405 and 501 are
 // unambiguous: the path or the server exists and does not offer the
 // operation. 502 and 504 come from a gateway on the way and are retried
 // with jitter; 500 and 503 come from the provider and lead to failover.

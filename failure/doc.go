@@ -48,8 +48,8 @@
 //
 // # Repair
 //
-// [Decide] is the repair router: from a failure, the attempts made and the
-// attempts allowed, one [Decision] from one routing table ([RuleFor]):
+// [RemedyFor] is the repair router: from a failure, the attempts made and the
+// attempts allowed, one [Remedy] from one routing table ([RoutingFor]):
 //
 //	category           loop    route         retryable  when not retried
 //	code_syntax        fast    fast_loop     yes        abort
@@ -68,21 +68,21 @@
 // loop sends a research worker first. Failover is a retry against another
 // provider and counts as an attempt. The router holds no randomness: it
 // gives the base wait and says whether to jitter it, and the caller draws
-// the jitter ([Decision.Jittered]).
+// the jitter ([Remedy.Jittered]).
 //
-// # Leases
+// # Grants
 //
-// A worker may hold a [Lease] of a few turns to correct its own mistakes.
-// After every tool call the lease runs [Yield]: a skill failure lets the
+// A worker may hold a [Grant] of a few turns to correct its own mistakes.
+// After every tool call the grant runs [Yield]: a skill failure lets the
 // worker continue; any state, spec, infrastructure or unknown failure ends
-// the lease at once, however many turns are left. The lease records a
-// compact trajectory ([Lease.String]) for the kernel's context.
+// the grant at once, however many turns are left. The grant records a
+// compact trajectory ([Grant.String]) for the kernel's context.
 //
 // # Concurrency
 //
-// Everything here is safe for concurrent use. Failures and Decisions are
+// Everything here is safe for concurrent use. Failures and Remedies are
 // values; the tables are never written after package initialisation and
 // are exposed only through functions that return copies; [Classify],
-// [Evaluate], [Decide] and [Yield] are pure functions of their arguments. A
-// [Lease] guards its state with a mutex.
+// [Evaluate], [RemedyFor] and [Yield] are pure functions of their arguments. A
+// [Grant] guards its state with a mutex.
 package failure

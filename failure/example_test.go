@@ -19,7 +19,7 @@ func (e httpError) HTTPStatus() int { return e.code }
 
 // A provider answers 429; the orchestrator classifies the error and asks the
 // router what to do, attempt after attempt.
-func ExampleDecide() {
+func ExampleRemedyFor() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
@@ -35,7 +35,7 @@ func ExampleDecide() {
 	f := failure.Classify(err)
 	fmt.Println(f.Category(), f.Status())
 	for attempt := 1; attempt <= 3; attempt++ {
-		d := failure.Decide(f, attempt, 3)
+		d := failure.RemedyFor(f, attempt, 3)
 		fmt.Printf("%s/%s retry=%v wait=%v\n", d.Loop, d.Route, d.Retry, d.Backoff)
 	}
 
@@ -45,7 +45,7 @@ func ExampleDecide() {
 		failure.New(failure.StatusSyntax, "line 12: unexpected indent"),
 		httpError{http.StatusMethodNotAllowed},
 	} {
-		d := failure.Decide(failure.Classify(err), 1, 3)
+		d := failure.RemedyFor(failure.Classify(err), 1, 3)
 		fmt.Println(d.Reason)
 	}
 	// Output:
@@ -92,10 +92,10 @@ func ExampleEvaluate() {
 	// FAILED_SILENT_PARTIAL_FETCH
 }
 
-// A worker holds a lease of five turns; it may fix its own syntax error, but
-// an expired token ends the lease at once.
-func ExampleLease() {
-	l := failure.NewLease(5)
+// A worker holds a grant of five turns; it may fix its own syntax error, but
+// an expired token ends the grant at once.
+func ExampleGrant() {
+	l := failure.NewGrant(5)
 	l.Turn("write", nil)
 	l.Turn("test", failure.New(failure.StatusSyntax, "line 12"))
 	l.Turn("fix", nil)
@@ -103,7 +103,7 @@ func ExampleLease() {
 	fmt.Println(cont, reason)
 	fmt.Println(l)
 	f, _ := l.LastFailure()
-	fmt.Println(failure.Decide(f, 1, 3).Route)
+	fmt.Println(failure.RemedyFor(f, 1, 3).Route)
 	// Output:
 	// false auth_error is a state failure the worker cannot repair: return to the kernel
 	// T1(write) ✓ → T2(test) × code_syntax → T3(fix) ✓ → T4(test) × auth_error → YIELD

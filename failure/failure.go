@@ -34,7 +34,7 @@ type Failure struct {
 // comes from the status table ([CategoryOf]); a status the table does not
 // hold, [StatusSucceeded] included, gets [Unknown] and keeps the status as
 // given. Retryable comes from the routing table's row for the category
-// ([RuleFor]).
+// ([RoutingFor]).
 func New(status Status, message string) Failure {
 	c, ok := CategoryOf(status)
 	if !ok {
@@ -51,7 +51,7 @@ func New(status Status, message string) Failure {
 // Status is the execution status.
 func (f Failure) Status() Status { return f.status }
 
-// Category is the failure's category: what the repair router and the lease
+// Category is the failure's category: what the repair router and the grant
 // decide on.
 func (f Failure) Category() Category { return f.category }
 

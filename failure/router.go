@@ -20,10 +20,10 @@ const (
 	// RouteReauth: an identity step renews the credentials; then the call
 	// is tried again.
 	RouteReauth = Route("reauth")
-	// RouteBackoff: wait [Decision.Backoff], then try again.
+	// RouteBackoff: wait [Remedy.Backoff], then try again.
 	RouteBackoff = Route("backoff")
-	// RouteRetryJitter: wait a jittered [Decision.Backoff]
-	// ([Decision.Jittered]), then try again.
+	// RouteRetryJitter: wait a jittered [Remedy.Backoff]
+	// ([Remedy.Jittered]), then try again.
 	RouteRetryJitter = Route("retry_jitter")
 	// RouteFailover: try again against another provider.
 	RouteFailover = Route("failover")
@@ -33,7 +33,7 @@ const (
 	RouteAbort = Route("abort")
 )
 
-// Loop says who acts on a [Decision].
+// Loop says who acts on a [Remedy].
 type Loop string
 
 // Loops.
@@ -44,8 +44,8 @@ const (
 	LoopHuman  = Loop("human")  // a person
 )
 
-// Rule is one row of the routing table.
-type Rule struct {
+// Routing is one row of the routing table.
+type Routing struct {
 	// Loop and Route say what happens while the failure may be retried.
 	Loop  Loop
 	Route Route
@@ -55,7 +55,7 @@ type Rule struct {
 	// Backoff is the wait before the first retry; it doubles with each
 	// further attempt up to MaxBackoff. Zero for routes that do not wait.
 	Backoff, MaxBackoff time.Duration
-	// Jitter says the caller spreads the wait ([Decision.Jittered]).
+	// Jitter says the caller spreads the wait ([Remedy.Jittered]).
 	Jitter bool
 	// Otherwise is the route when the failure is not retried: not
 	// retryable, or out of attempts. It is RouteAbort or RouteEscalate.
@@ -72,7 +72,7 @@ type Rule struct {
 // could type. A duplicate is never retried: the effect exists. A
 // provider_down is retryable because failover is its retry: the call runs
 // again, elsewhere, and uses an attempt.
-var rules = map[Category]Rule{
+var rules = map[Category]Routing{
 	CodeSyntax:       {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
 	FunctionMismatch: {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
 	FormatError:      {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
@@ -88,15 +88,15 @@ var rules = map[Category]Rule{
 	Unknown:      {Loop: LoopHuman, Route: RouteEscalate, Retryable: false, Otherwise: RouteEscalate},
 }
 
-// RuleFor returns the routing table's row for c. ok is false for a category
+// RoutingFor returns the routing table's row for c. ok is false for a category
 // outside the taxonomy, which is routed by the row of [Unknown].
-func RuleFor(c Category) (r Rule, ok bool) {
+func RoutingFor(c Category) (r Routing, ok bool) {
 	r, ok = rules[c]
 	return r, ok
 }
 
-// Decision is the repair router's answer.
-type Decision struct {
+// Remedy is the repair router's answer.
+type Remedy struct {
 	Route Route
 	Loop  Loop
 	// Retry says the work runs again: in the loop named, after the wait.
@@ -105,18 +105,18 @@ type Decision struct {
 	// the route does not wait.
 	Backoff time.Duration
 	// Jitter says the caller spreads Backoff with its own randomness
-	// ([Decision.Jittered]); the router has none.
+	// ([Remedy.Jittered]); the router has none.
 	Jitter bool
-	// Reason explains the decision in one line, for the log and for the
+	// Reason explains the remedy in one line, for the log and for the
 	// top of the next context.
 	Reason string
 }
 
 // Jittered is the wait for the retry given u, a number the caller draws
-// uniformly from [0, 1): Backoff when the decision has no jitter, otherwise
+// uniformly from [0, 1): Backoff when the remedy has no jitter, otherwise
 // a point of [Backoff/2, Backoff] chosen by u. u outside [0, 1], or NaN,
 // is clamped to the nearest end (NaN to 0).
-func (d Decision) Jittered(u float64) time.Duration {
+func (d Remedy) Jittered(u float64) time.Duration {
 	if !d.Jitter || d.Backoff <= 0 {
 		return d.Backoff
 	}
@@ -128,10 +128,10 @@ func (d Decision) Jittered(u float64) time.Duration {
 	return d.Backoff - half + time.Duration(u*float64(half))
 }
 
-// Decide is the repair router: from a failure, the number of attempts made
+// RemedyFor is the repair router: from a failure, the number of attempts made
 // so far (the failed one included; below 0 counts as 0) and the number of
-// attempts allowed, one Decision. It is a pure function of its arguments
-// and the routing table: the same input gives the same Decision, always.
+// attempts allowed, one Remedy. It is a pure function of its arguments
+// and the routing table: the same input gives the same Remedy, always.
 //
 // The failure's category selects a row of the table (a category outside
 // the taxonomy selects Unknown's). The row's Otherwise route is taken when
@@ -140,7 +140,7 @@ func (d Decision) Jittered(u float64) time.Duration {
 // Otherwise the row's route is taken with Retry set, and for routes that
 // wait, Backoff is the row's first wait doubled for each attempt after the
 // first, up to the row's bound.
-func Decide(f Failure, attempt, maxAttempts int) Decision {
+func RemedyFor(f Failure, attempt, maxAttempts int) Remedy {
 	c := f.Category()
 	rule, ok := rules[c]
 	if !ok {
@@ -159,7 +159,7 @@ func Decide(f Failure, attempt, maxAttempts int) Decision {
 	case attempt >= maxAttempts:
 		return stop(rule.Otherwise, fmt.Sprintf("%s: %d of %d attempts used", head, attempt, maxAttempts))
 	}
-	d := Decision{
+	d := Remedy{
 		Route:   rule.Route,
 		Loop:    rule.Loop,
 		Retry:   true,
@@ -170,17 +170,17 @@ func Decide(f Failure, attempt, maxAttempts int) Decision {
 	return d
 }
 
-// stop is a decision not to retry.
-func stop(r Route, why string) Decision {
+// stop is a remedy that does not retry.
+func stop(r Route, why string) Remedy {
 	loop := LoopKernel
 	if r == RouteEscalate {
 		loop = LoopHuman
 	}
-	return Decision{Route: r, Loop: loop, Reason: why + "; " + string(r)}
+	return Remedy{Route: r, Loop: loop, Reason: why + "; " + string(r)}
 }
 
 // backoff is the rule's wait before the attempt after attempt.
-func backoff(r Rule, attempt int) time.Duration {
+func backoff(r Routing, attempt int) time.Duration {
 	d := r.Backoff
 	for i := 1; i < attempt && d < r.MaxBackoff; i++ {
 		d *= 2
@@ -188,8 +188,8 @@ func backoff(r Rule, attempt int) time.Duration {
 	return min(d, r.MaxBackoff)
 }
 
-// doing says what a retrying decision does.
-func doing(d Decision) string {
+// doing says what a retrying remedy does.
+func doing(d Remedy) string {
 	switch d.Route {
 	case RouteFastLoop:
 		return "the worker corrects its output with the error in hand"

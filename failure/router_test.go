@@ -54,7 +54,7 @@ func TestRoutingTableCoversTaxonomy(t *testing.T) {
 		t.Fatalf("taxonomy has %d categories, expectation %d", got, want)
 	}
 	for _, c := range failure.Categories() {
-		r, ok := failure.RuleFor(c)
+		r, ok := failure.RoutingFor(c)
 		w, known := wantRoutes[c]
 		if !ok || !known {
 			t.Fatalf("%s: rule %v, expected %v", c, ok, known)
@@ -67,13 +67,13 @@ func TestRoutingTableCoversTaxonomy(t *testing.T) {
 			t.Errorf("%s: New gives category %s retryable %v", c, f.Category(), f.Retryable())
 		}
 	}
-	if _, ok := failure.RuleFor("bogus"); ok {
-		t.Error("RuleFor(bogus) found a rule")
+	if _, ok := failure.RoutingFor("bogus"); ok {
+		t.Error("RoutingFor(bogus) found a row")
 	}
 }
 
-// expectDecision is the router's contract, computed without the package.
-func expectDecision(c failure.Category, retryable bool, attempt, maxAttempts int) failure.Decision {
+// expectRemedy is the router's contract, computed without the package.
+func expectRemedy(c failure.Category, retryable bool, attempt, maxAttempts int) failure.Remedy {
 	w, ok := wantRoutes[c]
 	if !ok {
 		w = wantRoutes["unknown"]
@@ -84,17 +84,17 @@ func expectDecision(c failure.Category, retryable bool, attempt, maxAttempts int
 		if w.otherwise == "escalate" {
 			loop = "human"
 		}
-		return failure.Decision{Route: w.otherwise, Loop: loop}
+		return failure.Remedy{Route: w.otherwise, Loop: loop}
 	}
 	wait := time.Duration(0)
 	if w.base > 0 {
 		x := float64(w.base) * math.Pow(2, float64(max(a, 1)-1))
 		wait = time.Duration(math.Min(x, float64(w.cap)))
 	}
-	return failure.Decision{Route: w.route, Loop: w.loop, Retry: true, Backoff: wait, Jitter: w.jitter}
+	return failure.Remedy{Route: w.route, Loop: w.loop, Retry: true, Backoff: wait, Jitter: w.jitter}
 }
 
-func TestDecideExhaustive(t *testing.T) {
+func TestRemedyForExhaustive(t *testing.T) {
 	cats := append(failure.Categories(), "", "bogus")
 	n := 0
 	for _, c := range cats {
@@ -108,8 +108,8 @@ func TestDecideExhaustive(t *testing.T) {
 			}
 			for _, maxAttempts := range []int{-1, 0, 1, 2, 3, 5} {
 				for _, attempt := range []int{-1, 0, 1, maxAttempts - 1, maxAttempts, maxAttempts + 1} {
-					got := failure.Decide(f, attempt, maxAttempts)
-					want := expectDecision(f.Category(), retryable, attempt, maxAttempts)
+					got := failure.RemedyFor(f, attempt, maxAttempts)
+					want := expectRemedy(f.Category(), retryable, attempt, maxAttempts)
 					if got.Reason == "" {
 						t.Errorf("%s retryable=%v attempt=%d/%d: empty reason", c, retryable, attempt, maxAttempts)
 					}
@@ -117,7 +117,7 @@ func TestDecideExhaustive(t *testing.T) {
 					if got != want {
 						t.Errorf("%s retryable=%v attempt=%d/%d:\n got %+v\nwant %+v", c, retryable, attempt, maxAttempts, got, want)
 					}
-					again := failure.Decide(f, attempt, maxAttempts)
+					again := failure.RemedyFor(f, attempt, maxAttempts)
 					again.Reason = ""
 					if again != got {
 						t.Errorf("%s attempt=%d/%d: second call differs", c, attempt, maxAttempts)
@@ -132,11 +132,11 @@ func TestDecideExhaustive(t *testing.T) {
 	}
 }
 
-func TestDecideBackoffGrowsToCap(t *testing.T) {
+func TestRemedyForBackoffGrowsToCap(t *testing.T) {
 	f := failure.New(failure.StatusRateLimited, "slow down")
 	var prev time.Duration
 	for attempt := 1; attempt <= 200; attempt++ {
-		d := failure.Decide(f, attempt, 1000)
+		d := failure.RemedyFor(f, attempt, 1000)
 		if d.Route != failure.RouteBackoff || d.Backoff < prev || d.Backoff > time.Minute {
 			t.Fatalf("attempt %d: %+v after %v", attempt, d, prev)
 		}
@@ -147,21 +147,21 @@ func TestDecideBackoffGrowsToCap(t *testing.T) {
 	}
 }
 
-func TestDecideReason(t *testing.T) {
+func TestRemedyForReason(t *testing.T) {
 	f := failure.New(failure.StatusRateLimited, "slow down")
-	if got := failure.Decide(f, 2, 5).Reason; got != "rate_limit (FAILED_RATE_LIMITED): wait 2s, then attempt 3 of 5" {
+	if got := failure.RemedyFor(f, 2, 5).Reason; got != "rate_limit (FAILED_RATE_LIMITED): wait 2s, then attempt 3 of 5" {
 		t.Errorf("reason %q", got)
 	}
-	if got := failure.Decide(f, 5, 5).Reason; !strings.Contains(got, "5 of 5 attempts used") || !strings.HasSuffix(got, "abort") {
+	if got := failure.RemedyFor(f, 5, 5).Reason; !strings.Contains(got, "5 of 5 attempts used") || !strings.HasSuffix(got, "abort") {
 		t.Errorf("reason %q", got)
 	}
-	if got := failure.Decide(f.WithRetryable(false), 0, 5).Reason; !strings.Contains(got, "not retryable") {
+	if got := failure.RemedyFor(f.WithRetryable(false), 0, 5).Reason; !strings.Contains(got, "not retryable") {
 		t.Errorf("reason %q", got)
 	}
 }
 
 func TestJittered(t *testing.T) {
-	d := failure.Decision{Backoff: time.Second, Jitter: true}
+	d := failure.Remedy{Backoff: time.Second, Jitter: true}
 	for _, c := range []struct {
 		u    float64
 		want time.Duration

@@ -4,12 +4,12 @@
 //
 // An [Orchestrator] holds registered workers. [Orchestrator.Run] runs them
 // on one trace and returns a [Result]: the number of rounds, a [Step] log,
-// the failures ([WorkerError]) and the final view. A [Session] groups the
+// the failures ([WorkerError]) and the final view. A [Series] groups the
 // episodes an agent runs, issuing a fresh trace id (a UUID) for each.
 //
 // Each step is handed its [StepContext] as an argument of [Worker.Step]:
 // the trace and its view, and what the run grants the step (its lane's
-// budget, loop guard and lease). Nothing is passed through the
+// budget, loop guard and grant). Nothing is passed through the
 // context.Context, so a grant reaches only the worker it was made to.
 //
 // # Order
@@ -36,27 +36,27 @@
 //
 // Options turn on a runtime around the loop; without them a run is the
 // plain loop above. Everything the runtime decides is typed and recorded
-// in the [Result] ([Result.Outcome], [Result.Stop], [Result.Repairs],
+// in the [Result] ([Result.End], [Result.Stop], [Result.Repairs],
 // [Result.States], [Result.Findings]) and on the blackboard as decision
 // records, through the kernel [WithKernel] gives: a run with a runtime
 // option and no kernel is [ErrInvalidOption], so that no decision goes
 // unrecorded.
 //
-// [New] takes [Option]s; [Orchestrator.Run], [NewSession] and
-// [Session.RunEpisode] take [RunOption]s, which override New's for their
+// [New] takes [Option]s; [Orchestrator.Run], [NewSeries] and
+// [Series.RunEpisode] take [RunOption]s, which override New's for their
 // runs. Every RunOption is also an Option (the default of every run); the
 // telemetry providers are Options only, since only New reads them.
 //
 //   - Budgets. [WithBudget] gives each run a budget.Run named after its
 //     trace; a round is counted before it starts, and a refused round ends
-//     the run with [OutcomeBudgetExceeded]. Each worker's [Lane] gets a
+//     the run with [EndBudgetExceeded]. Each worker's [Lane] gets a
 //     sub-run of it (its own limits, drawing on the run's), which the
 //     worker reaches through [StepContext.Budget] and hands to the calls
 //     it makes (an LLM agent's task, the tool gate). A worker step that
 //     fails on a budget's refusal ends the run the same way.
 //   - Loop guards. [WithLoopGuard] tells a guard, after each round that
 //     produced something, whether the blackboard changed; rounds without
-//     progress end the run with [OutcomeLoopDetected]. Each lane gets a
+//     progress end the run with [EndLoopDetected]. Each lane gets a
 //     guard of its own for its tool calls ([StepContext.Guard]).
 //   - Functional state. At the start of each round the runtime measures
 //     budget.Measure from the trace's records, the run's budget and the
@@ -64,8 +64,8 @@
 //     workers ([StepContext.State]); a stop records the state it was
 //     taken in ([Stop.State]). Its budget pressure is the highest of the
 //     run's and its lanes'. Nothing reads it to decide anything.
-//   - Leases. Each step is granted a failure.Lease of [Lane.Lease] turns
-//     (1 by default, [StepContext.Lease]); the trajectory the worker
+//   - Grants. Each step is granted a failure.Grant of [Lane.Turns] turns
+//     (1 by default, [StepContext.Grant]); the trajectory the worker
 //     leaves in it is recorded with the step ([Step.Trajectory]).
 //   - Findings. A worker hands its output over as a typed [Finding]
 //     ([StepContext.Report]); the orchestrator checks it against the
@@ -77,7 +77,7 @@
 //
 // With [WithRepair], a failed step (an error, a failure reported in a
 // finding, or a refused finding) is typed with failure.Classify, routed
-// with failure.Decide given the attempts made in the worker's turn,
+// with failure.RemedyFor given the attempts made in the worker's turn,
 // recorded ([Repair]; a decision record of kind "worker:<id>"), and acted
 // on at once:
 //
@@ -88,8 +88,8 @@
 //	backoff        wait Decision.Backoff (WithSleep, honouring the context), then again
 //	retry_jitter   wait the jittered backoff (WithJitter), then again
 //	failover       the lane's Failover worker steps in the worker's place
-//	escalate       the run ends (OutcomeEscalated); the review action is committed
-//	abort          the run ends (OutcomeAborted)
+//	escalate       the run ends (EndEscalated); the review action is committed
+//	abort          the run ends (EndAborted)
 //
 // A route whose worker the lane does not name becomes the category's
 // stop route (escalate for slow_loop and reauth, abort for failover). The
@@ -104,7 +104,7 @@
 // starts no goroutine of its own. It checks the context before each
 // worker's turn and returns the context's error once it is done; a worker
 // blocked inside Step must honour the context itself. An Orchestrator and a
-// Session are safe for concurrent use: several traces may run at once, with
+// Series are safe for concurrent use: several traces may run at once, with
 // workers that are safe for that. [Orchestrator.Register] may be called
 // while runs are in progress; a run uses the workers registered when it
 // started. Workers must not modify the view they are given: it is shared by

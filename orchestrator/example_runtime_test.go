@@ -58,17 +58,17 @@ func ExampleWithRepair() {
 	}
 	for _, r := range res.Repairs {
 		fmt.Printf("%s attempt %d: %s -> %s (%s loop), next %s\n",
-			r.WorkerID, r.Attempt, r.Failure.Category(), r.Decision.Route, r.Decision.Loop, r.Next)
+			r.WorkerID, r.Attempt, r.Failure.Category(), r.Remedy.Route, r.Remedy.Loop, r.Next)
 	}
 	for _, s := range res.Steps {
 		fmt.Printf("round %d: %s attempt %d produced=%v\n", s.Round, s.WorkerID, s.Attempt, s.Produced)
 	}
-	fmt.Println("outcome:", res.Outcome)
+	fmt.Println("ended:", res.End)
 	fmt.Printf("budget pressure in round 2: %.2f\n", res.States[1].Budget)
 	// Output:
 	// coder attempt 1: code_syntax -> fast_loop (fast loop), next coder
 	// round 1: coder attempt 1 produced=false
 	// round 1: coder attempt 2 produced=true
-	// outcome: quiescent
+	// ended: quiescent
 	// budget pressure in round 2: 0.00
 }

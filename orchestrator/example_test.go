@@ -87,8 +87,8 @@ func ExampleOrchestrator_Run() {
 	// belief too_hot committed: true
 }
 
-// A Session issues a fresh trace id for every episode.
-func ExampleSession() {
+// A Series issues a fresh trace id for every episode.
+func ExampleSeries() {
 	k, err := kernel.New()
 	if err != nil {
 		fmt.Println(err)
@@ -104,7 +104,7 @@ func ExampleSession() {
 		fmt.Println(err)
 		return
 	}
-	s, err := orchestrator.NewSession(o)
+	s, err := orchestrator.NewSeries(o)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -10,64 +10,64 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Claim is one statement of a [Finding]: what it is about, its value, the
+// Assertion is one statement of a [Finding]: what it is about, its value, the
 // records it rests on and how sure the worker is.
-type Claim struct {
-	// Kind names what the claim is about ("endpoint", "patch",
-	// "test_result"); contracts require claims by kind.
+type Assertion struct {
+	// Kind names what the assertion is about ("endpoint", "patch",
+	// "test_result"); contracts require assertions by kind.
 	Kind string `json:"kind"`
-	// Text states the claim for a person; the next worker reads Value.
+	// Text states the assertion for a person; the next worker reads Value.
 	Text string `json:"text,omitempty"`
-	// Value is the claim's content as data (a URL, a map of fields).
+	// Value is the assertion's content as data (a URL, a map of fields).
 	Value any `json:"value,omitempty"`
-	// Evidence are ids of records of the trace the claim rests on: the
+	// Evidence are ids of records of the trace the assertion rests on: the
 	// percept of a tool result, a committed belief. Each must exist in
 	// the trace.
 	Evidence []string `json:"evidence,omitempty"`
-	// Confidence is the worker's confidence in the claim, in [0, 1].
+	// Confidence is the worker's confidence in the assertion, in [0, 1].
 	Confidence float64 `json:"confidence"`
 }
 
 // Finding is a worker's output as it crosses to the orchestrator and the
-// next workers: typed claims and typed failures, never prose the next
+// next workers: typed assertions and typed failures, never prose the next
 // worker must interpret. A worker hands it over with
 // [StepContext.Report].
 type Finding struct {
 	// WorkerID and Round are set by the orchestrator.
-	WorkerID string  `json:"worker"`
-	Round    int     `json:"round"`
-	Claims   []Claim `json:"claims,omitempty"`
+	WorkerID   string      `json:"worker"`
+	Round      int         `json:"round"`
+	Assertions []Assertion `json:"assertions,omitempty"`
 	// Failures are failures the worker met and could not repair. A
 	// finding that holds any is routed by the repair router (the first
 	// one decides), not checked against the contract.
 	Failures []failure.Failure `json:"-"`
 }
 
-// Claim returns the finding's first claim of kind.
-func (f Finding) Claim(kind string) (Claim, bool) {
-	for _, c := range f.Claims {
+// Assertion returns the finding's first assertion of kind.
+func (f Finding) Assertion(kind string) (Assertion, bool) {
+	for _, c := range f.Assertions {
 		if c.Kind == kind {
 			return c, true
 		}
 	}
-	return Claim{}, false
+	return Assertion{}, false
 }
 
 // Codes of a refused finding.
 const (
-	// CodeFindingInvalid: a claim without a kind, or with a confidence
+	// CodeFindingInvalid: an assertion without a kind, or with a confidence
 	// outside [0, 1]; a failure without a status.
 	CodeFindingInvalid = kernel.Code("FINDING_INVALID")
-	// CodeFindingMissingClaim: a claim kind the contract requires is
+	// CodeFindingMissingAssertion: an assertion kind the contract requires is
 	// absent.
-	CodeFindingMissingClaim = kernel.Code("FINDING_MISSING_CLAIM")
-	// CodeFindingLowConfidence: a claim below the contract's minimum
+	CodeFindingMissingAssertion = kernel.Code("FINDING_MISSING_ASSERTION")
+	// CodeFindingLowConfidence: an assertion below the contract's minimum
 	// confidence.
 	CodeFindingLowConfidence = kernel.Code("FINDING_LOW_CONFIDENCE")
-	// CodeFindingNoEvidence: the contract wants evidence and a claim
+	// CodeFindingNoEvidence: the contract wants evidence and an assertion
 	// cites none.
 	CodeFindingNoEvidence = kernel.Code("FINDING_NO_EVIDENCE")
-	// CodeFindingUnresolvedEvidence: a claim cites a record that is not in
+	// CodeFindingUnresolvedEvidence: an assertion cites a record that is not in
 	// the trace.
 	CodeFindingUnresolvedEvidence = kernel.Code("FINDING_UNRESOLVED_EVIDENCE")
 )
@@ -76,19 +76,19 @@ const (
 var ErrFindingRefused = errors.New("orchestrator: finding refused")
 
 // FindingError is the refusal of a finding that does not meet its
-// contract: the code, the claim kind it is about, and what is wrong.
+// contract: the code, the assertion kind it is about, and what is wrong.
 type FindingError struct {
-	Code   kernel.Code
-	Claim  string
-	Detail string
+	Code      kernel.Code
+	Assertion string
+	Detail    string
 }
 
-// Error describes the refusal with its code, the claim and the detail.
+// Error describes the refusal with its code, the assertion and the detail.
 func (e *FindingError) Error() string {
-	if e.Claim == "" {
+	if e.Assertion == "" {
 		return fmt.Sprintf("orchestrator: finding refused (%s): %s", e.Code, e.Detail)
 	}
-	return fmt.Sprintf("orchestrator: finding refused (%s), claim %q: %s", e.Code, e.Claim, e.Detail)
+	return fmt.Sprintf("orchestrator: finding refused (%s), assertion %q: %s", e.Code, e.Assertion, e.Detail)
 }
 
 // Unwrap returns [ErrFindingRefused].
@@ -103,29 +103,29 @@ func (e *FindingError) Failure() failure.Failure {
 
 // Contract is an epistemic output contract: what a worker's finding must
 // hold before the orchestrator accepts it. The zero Contract still
-// requires well-formed claims whose evidence resolves.
+// requires well-formed assertions whose evidence resolves.
 type Contract struct {
-	// Require lists the claim kinds the finding must hold.
+	// Require lists the assertion kinds the finding must hold.
 	Require []string
-	// MinConfidence is the least confidence each claim must have.
+	// MinConfidence is the least confidence each assertion must have.
 	MinConfidence float64
-	// Evidence requires every claim to cite at least one record.
+	// Evidence requires every assertion to cite at least one record.
 	Evidence bool
 }
 
-// Check checks f against the contract, in this order: every claim well
+// Check checks f against the contract, in this order: every assertion well
 // formed (a kind, a confidence in [0, 1]) and every failure typed, the
-// required kinds present, each claim's confidence at least MinConfidence,
+// required kinds present, each assertion's confidence at least MinConfidence,
 // evidence cited when required, and every evidence id resolved (resolve
 // reports whether a record id exists in the trace). It returns nil or the
 // first [*FindingError].
 func (c Contract) Check(f Finding, resolve func(id string) bool) error {
-	refuse := func(code kernel.Code, claim, format string, a ...any) error {
-		return &FindingError{Code: code, Claim: claim, Detail: fmt.Sprintf(format, a...)}
+	refuse := func(code kernel.Code, assertion, format string, a ...any) error {
+		return &FindingError{Code: code, Assertion: assertion, Detail: fmt.Sprintf(format, a...)}
 	}
-	for i, cl := range f.Claims {
+	for i, cl := range f.Assertions {
 		if cl.Kind == "" {
-			return refuse(CodeFindingInvalid, "", "claim %d has no kind", i)
+			return refuse(CodeFindingInvalid, "", "assertion %d has no kind", i)
 		}
 		if math.IsNaN(cl.Confidence) || cl.Confidence < 0 || cl.Confidence > 1 {
 			return refuse(CodeFindingInvalid, cl.Kind, "confidence %v outside [0, 1]", cl.Confidence)
@@ -137,16 +137,16 @@ func (c Contract) Check(f Finding, resolve func(id string) bool) error {
 		}
 	}
 	for _, kind := range c.Require {
-		if !slices.ContainsFunc(f.Claims, func(cl Claim) bool { return cl.Kind == kind }) {
-			return refuse(CodeFindingMissingClaim, kind, "the contract requires a %q claim", kind)
+		if !slices.ContainsFunc(f.Assertions, func(cl Assertion) bool { return cl.Kind == kind }) {
+			return refuse(CodeFindingMissingAssertion, kind, "the contract requires a %q assertion", kind)
 		}
 	}
-	for _, cl := range f.Claims {
+	for _, cl := range f.Assertions {
 		if cl.Confidence < c.MinConfidence {
 			return refuse(CodeFindingLowConfidence, cl.Kind, "confidence %v below the contract's %v", cl.Confidence, c.MinConfidence)
 		}
 		if c.Evidence && len(cl.Evidence) == 0 {
-			return refuse(CodeFindingNoEvidence, cl.Kind, "the claim cites no record")
+			return refuse(CodeFindingNoEvidence, cl.Kind, "the assertion cites no record")
 		}
 		for _, id := range cl.Evidence {
 			if resolve == nil || !resolve(id) {

@@ -61,7 +61,7 @@ type Worker interface {
 	ShouldActivate(v kernel.View) bool
 	// Step does one unit of work on the step's trace (s.TraceID(), whose
 	// view is s.View()), under what the run grants it (s.Budget(),
-	// s.Guard(), s.Lease()). produced reports whether it wrote anything;
+	// s.Guard(), s.Grant()). produced reports whether it wrote anything;
 	// the orchestrator stops when a round produces nothing.
 	Step(ctx context.Context, s *StepContext) (produced bool, err error)
 }
@@ -111,12 +111,12 @@ type Step struct {
 	// Attempt is 1 for a worker's first try in its turn, then 2, 3, ...
 	// for the retries the repair router ordered ([WithRepair]).
 	Attempt int
-	// Trajectory is what the worker did under the lease it was granted
-	// ([StepContext.Lease]), one compact entry per tool call: "T1(lint) ×
-	// code_syntax → T2(run_tests) ✓". Lease is how the lease ended. Both
-	// are empty for a worker that used no lease.
+	// Trajectory is what the worker did under its grant of turns
+	// ([StepContext.Grant]), one compact entry per tool call: "T1(lint) ×
+	// code_syntax → T2(run_tests) ✓". GrantEnd is how the grant ended. Both
+	// are empty for a worker that used no grant.
 	Trajectory string
-	Lease      failure.LeaseEnd
+	GrantEnd   failure.GrantEnd
 }
 
 // Result is what a run did.
@@ -135,8 +135,8 @@ type Result struct {
 	// the last view taken).
 	View kernel.View
 
-	// Outcome says how the run ended; "" when Run returned an error.
-	Outcome Outcome
+	// End says how the run ended; "" when Run returned an error.
+	End End
 	// Stop says why a run ended before quiescence or its round limit: a
 	// budget, a loop, an escalation or an abort. Nil otherwise.
 	Stop *Stop
@@ -156,8 +156,8 @@ type Result struct {
 // not RunOptions, so that no call is given an option it would ignore.
 type Option interface{ applyNew(*config) }
 
-// RunOption configures runs: given to [Orchestrator.Run], [NewSession] or
-// [Session.RunEpisode], it overrides the orchestrator's default for those
+// RunOption configures runs: given to [Orchestrator.Run], [NewSeries] or
+// [Series.RunEpisode], it overrides the orchestrator's default for those
 // runs; given to [New], it sets that default.
 type RunOption func(*config)
 

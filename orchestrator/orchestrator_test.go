@@ -502,8 +502,8 @@ func TestBadOptionsAndInputs(t *testing.T) {
 			if _, err := o.Run(context.Background(), "t", opt); !errors.Is(err, orchestrator.ErrInvalidOption) || ran {
 				t.Fatalf("Run: err %v ran %v, want ErrInvalidOption and nothing run", err, ran)
 			}
-			if _, err := orchestrator.NewSession(o, opt); !errors.Is(err, orchestrator.ErrInvalidOption) {
-				t.Fatalf("NewSession: %v, want ErrInvalidOption", err)
+			if _, err := orchestrator.NewSeries(o, opt); !errors.Is(err, orchestrator.ErrInvalidOption) {
+				t.Fatalf("NewSeries: %v, want ErrInvalidOption", err)
 			}
 		})
 	}
@@ -514,7 +514,7 @@ func TestBadOptionsAndInputs(t *testing.T) {
 	if _, err := o.Run(context.Background(), ""); !errors.Is(err, kernel.ErrInvalidInput) {
 		t.Fatalf("empty trace id: %v, want kernel.ErrInvalidInput", err)
 	}
-	if _, err := orchestrator.NewSession(nil); !errors.Is(err, orchestrator.ErrInvalidOption) {
+	if _, err := orchestrator.NewSeries(nil); !errors.Is(err, orchestrator.ErrInvalidOption) {
 		t.Fatalf("nil orchestrator: %v", err)
 	}
 }
@@ -538,23 +538,23 @@ func TestViewFailureStopsTheRun(t *testing.T) {
 	}
 }
 
-func TestSession(t *testing.T) {
+func TestSeries(t *testing.T) {
 	k := newKernel(t)
 	sensor, analyst := sensorAndAnalyst(k)
 	o := newOrch(t)
 	if err := o.Register(sensor, analyst); err != nil {
 		t.Fatal(err)
 	}
-	s, err := orchestrator.NewSession(o, orchestrator.WithMaxRounds(1))
+	s, err := orchestrator.NewSeries(o, orchestrator.WithMaxRounds(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := orchestrator.NewSession(o)
+	s2, err := orchestrator.NewSeries(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.ID() == "" || s.ID() == s2.ID() {
-		t.Fatalf("session ids %q %q must be non-empty and distinct", s.ID(), s2.ID())
+		t.Fatalf("series ids %q %q must be non-empty and distinct", s.ID(), s2.ID())
 	}
 	seen := map[string]bool{}
 	for i := range 3 {
@@ -562,7 +562,7 @@ func TestSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Rounds != 1 { // the session's option applies
+		if res.Rounds != 1 { // the series' option applies
 			t.Fatalf("episode %d ran %d rounds, want 1", i, res.Rounds)
 		}
 		if seen[res.TraceID] {
@@ -576,12 +576,12 @@ func TestSession(t *testing.T) {
 			t.Fatalf("episode %d did not run its workers on its own trace", i)
 		}
 		if _, ok := s2.Episode(res.TraceID); ok {
-			t.Fatal("another session claims the trace")
+			t.Fatal("another series assertions the trace")
 		}
 	}
 	ep, tr := s2.NewTrace()
 	if ep != 0 || seen[tr] {
-		t.Fatalf("NewTrace on a fresh session = %d %s", ep, tr)
+		t.Fatalf("NewTrace on a fresh series = %d %s", ep, tr)
 	}
 	if got := s.Traces(); len(got) != 3 || !seen[got[0]] || !seen[got[2]] {
 		t.Fatalf("Traces() = %v", got)

@@ -176,15 +176,15 @@ func (rt *runner) endRound(ctx context.Context, round int) error {
 	return nil
 }
 
-// finish sets the run's outcome.
+// finish sets how the run ended.
 func (rt *runner) finish() {
 	switch {
 	case rt.stop != nil:
-		rt.res.Outcome, rt.res.Stop = rt.stop.Outcome, rt.stop
+		rt.res.End, rt.res.Stop = rt.stop.End, rt.stop
 	case rt.res.Quiescent:
-		rt.res.Outcome = OutcomeQuiescent
+		rt.res.End = EndQuiescent
 	default:
-		rt.res.Outcome = OutcomeRoundLimit
+		rt.res.End = EndRoundLimit
 	}
 }
 
@@ -212,16 +212,16 @@ func (rt *runner) turn(ctx context.Context, e entry, round int) (produced bool, 
 		}
 		f := failureOf(werr.Err)
 		r := Repair{Round: round, WorkerID: w.id, Attempt: attempt, Failure: f,
-			Decision: failure.Decide(f, attempt, rt.rc.maxAttempts)}
+			Remedy: failure.RemedyFor(f, attempt, rt.rc.maxAttempts)}
 		next := rt.resolve(e, w, &r)
-		if r.Decision.Retry && (r.Decision.Route == failure.RouteBackoff || r.Decision.Route == failure.RouteRetryJitter) {
-			r.Wait = r.Decision.Jittered(rt.rc.jitterer()())
+		if r.Remedy.Retry && (r.Remedy.Route == failure.RouteBackoff || r.Remedy.Route == failure.RouteRetryJitter) {
+			r.Wait = r.Remedy.Jittered(rt.rc.jitterer()())
 		}
 		if err := rt.recordRepair(ctx, &r); err != nil {
 			return produced, err
 		}
 		rt.res.Repairs = append(rt.res.Repairs, r)
-		if !r.Decision.Retry {
+		if !r.Remedy.Retry {
 			return produced, rt.stopFailure(ctx, &r)
 		}
 		if r.Wait > 0 {
@@ -229,7 +229,7 @@ func (rt *runner) turn(ctx context.Context, e entry, round int) (produced bool, 
 				return produced, err
 			}
 		}
-		switch r.Decision.Route {
+		switch r.Remedy.Route {
 		case failure.RouteSlowLoop, failure.RouteReauth:
 			p, _, err := rt.stepOnce(ctx, next, round, 1, &r) // a helper's failure is recorded, not routed
 			produced = produced || p
@@ -252,7 +252,7 @@ func (rt *runner) turn(ctx context.Context, e entry, round int) (produced bool, 
 // failed. A route whose worker is not configured, or not registered,
 // becomes the category's stop route.
 func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
-	d := r.Decision
+	d := r.Remedy
 	if !d.Retry {
 		return entry{}
 	}
@@ -273,9 +273,9 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 		r.Next = name
 		return e
 	}
-	rule, ok := failure.RuleFor(r.Failure.Category())
+	rule, ok := failure.RoutingFor(r.Failure.Category())
 	if !ok {
-		rule, _ = failure.RuleFor(failure.Unknown)
+		rule, _ = failure.RoutingFor(failure.Unknown)
 	}
 	loop := failure.LoopKernel
 	if rule.Otherwise == failure.RouteEscalate {
@@ -285,7 +285,7 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 	if name != "" {
 		why = fmt.Sprintf("%s worker %q is not registered", what, name)
 	}
-	r.Decision = failure.Decision{Route: rule.Otherwise, Loop: loop,
+	r.Remedy = failure.Remedy{Route: rule.Otherwise, Loop: loop,
 		Reason: d.Reason + "; " + why + ": " + string(rule.Otherwise)}
 	return entry{}
 }
@@ -315,13 +315,13 @@ func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep
 			return false, nil, err
 		}
 		sc.state, sc.hasState = rt.state, rt.hasState
-		sc.run, sc.guard, sc.lease = ls.run, ls.guard, failure.NewLease(ls.cfg.Lease)
+		sc.run, sc.guard, sc.grant = ls.run, ls.guard, failure.NewGrant(ls.cfg.Turns)
 	}
 	p, werr := rt.o.step(ctx, e, sc)
 	rt.stale() // a step may write, even one that fails
 	st := Step{Round: round, WorkerID: e.id, Produced: p, Attempt: attempt}
-	if sc.lease != nil && sc.lease.Used() > 0 {
-		st.Trajectory, st.Lease = sc.lease.String(), sc.lease.End()
+	if sc.grant != nil && sc.grant.Used() > 0 {
+		st.Trajectory, st.GrantEnd = sc.grant.String(), sc.grant.End()
 	}
 	if werr == nil {
 		var err error
@@ -359,7 +359,7 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 		contract = *c
 	}
 	ids := map[string]bool{}
-	needIDs := slices.ContainsFunc(f.Claims, func(c Claim) bool { return len(c.Evidence) > 0 })
+	needIDs := slices.ContainsFunc(f.Assertions, func(c Assertion) bool { return len(c.Evidence) > 0 })
 	if needIDs {
 		recs, err := rt.records(ctx)
 		if err != nil {
@@ -443,9 +443,9 @@ func (rt *runner) snapshotFor(id string) budget.Snapshot {
 // recording it.
 func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
 	reason, _ := budget.ReasonOf(err)
-	st := &Stop{Outcome: OutcomeBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
+	st := &Stop{End: EndBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
 	if reason.Code == budget.CodeLoopDetected {
-		st.Outcome = OutcomeLoopDetected
+		st.End = EndLoopDetected
 	}
 	rt.stop = st
 	if err := rt.closingState(ctx, st, round); err != nil {
@@ -488,7 +488,7 @@ func (rt *runner) annotate(c kernel.Payload, workerID string, round int) {
 
 // recordRepair writes the decision record of a repair decision.
 func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
-	f, d := r.Failure, r.Decision
+	f, d := r.Failure, r.Remedy
 	c := kernel.Payload{
 		"attempt": r.Attempt, "category": string(f.Category()), "status": string(f.Status()),
 		"retryable": f.Retryable(), "message": f.Message(),
@@ -531,16 +531,16 @@ func statusCode(f failure.Failure) kernel.Code {
 // stopFailure stops the run on a decision not to retry: an escalation
 // commits the review action, an abort nothing.
 func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
-	st := &Stop{Outcome: OutcomeAborted, Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round,
-		Failure: r.Failure, Decision: r.Decision, DecisionID: r.DecisionID}
+	st := &Stop{End: EndAborted, Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round,
+		Failure: r.Failure, Remedy: r.Remedy, DecisionID: r.DecisionID}
 	rt.stop = st
 	if err := rt.closingState(ctx, st, r.Round); err != nil {
 		return err
 	}
-	if r.Decision.Route != failure.RouteEscalate {
+	if r.Remedy.Route != failure.RouteEscalate {
 		return nil
 	}
-	st.Outcome = OutcomeEscalated
+	st.End = EndEscalated
 	c := kernel.Payload{"escalates": r.DecisionID}
 	rt.annotate(c, r.WorkerID, r.Round)
 	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,

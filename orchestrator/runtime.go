@@ -17,33 +17,33 @@ import (
 // worker's turn when [WithRepair] is given 0.
 const DefaultMaxAttempts = 3
 
-// Outcome says how a run ended.
-type Outcome string
+// End says how a run ended.
+type End string
 
-// The outcomes of a run.
+// The ends of a run.
 const (
-	// OutcomeQuiescent: a round produced nothing.
-	OutcomeQuiescent Outcome = "quiescent"
-	// OutcomeRoundLimit: the orchestrator's round limit ([WithMaxRounds])
+	// EndQuiescent: a round produced nothing.
+	EndQuiescent End = "quiescent"
+	// EndRoundLimit: the orchestrator's round limit ([WithMaxRounds])
 	// was reached.
-	OutcomeRoundLimit Outcome = "round_limit"
-	// OutcomeBudgetExceeded: a budget refused the next round or a worker's
+	EndRoundLimit End = "round_limit"
+	// EndBudgetExceeded: a budget refused the next round or a worker's
 	// call (BUDGET_EXCEEDED).
-	OutcomeBudgetExceeded Outcome = "budget_exceeded"
-	// OutcomeLoopDetected: rounds went by without progress, or a worker's
-	// lease ended on a repeated call (LOOP_DETECTED).
-	OutcomeLoopDetected Outcome = "loop_detected"
-	// OutcomeEscalated: the repair router handed a failure to a person;
+	EndBudgetExceeded End = "budget_exceeded"
+	// EndLoopDetected: rounds went by without progress, or a worker's
+	// grant ended on a repeated call (LOOP_DETECTED).
+	EndLoopDetected End = "loop_detected"
+	// EndEscalated: the repair router handed a failure to a person;
 	// the review action was committed ([Stop.ReviewID]).
-	OutcomeEscalated Outcome = "escalated"
-	// OutcomeAborted: the repair router stopped the run on a failure that
+	EndEscalated End = "escalated"
+	// EndAborted: the repair router stopped the run on a failure that
 	// retrying cannot fix, or whose attempts ran out.
-	OutcomeAborted Outcome = "aborted"
+	EndAborted End = "aborted"
 )
 
 // Stop is the typed reason a run ended early.
 type Stop struct {
-	Outcome Outcome
+	End End
 	// Code is BUDGET_EXCEEDED or LOOP_DETECTED for a limit, else the
 	// failure's execution status (FAILED_AUTH_EXPIRED, ...).
 	Code kernel.Code
@@ -54,8 +54,8 @@ type Stop struct {
 	Reason *budget.Reason
 	// Failure and Decision are the failure and the router's decision, for
 	// an escalation or an abort.
-	Failure  failure.Failure
-	Decision failure.Decision
+	Failure failure.Failure
+	Remedy  failure.Remedy
 	// DecisionID names the decision record written for the stop, and
 	// ReviewID the review action committed for an escalation.
 	DecisionID string
@@ -74,8 +74,8 @@ type Repair struct {
 	// Failure is the typed failure, Decision the router's answer for it
 	// (after the orchestrator resolved the route: a route whose worker is
 	// not configured becomes the category's stop route).
-	Failure  failure.Failure
-	Decision failure.Decision
+	Failure failure.Failure
+	Remedy  failure.Remedy
 	// Wait is the wait before the retry, jitter drawn; zero for routes
 	// that do not wait.
 	Wait time.Duration
@@ -88,7 +88,7 @@ type Repair struct {
 }
 
 // Lane is what the orchestrator knows about one worker as a sub-agent:
-// its budget, its lease, the contract its findings must meet, and the
+// its budget, its grant, the contract its findings must meet, and the
 // workers the repair router sends for it.
 type Lane struct {
 	// Worker is the worker's id.
@@ -98,11 +98,11 @@ type Lane struct {
 	// budget of its own when the run has none. Zero limits only draw on
 	// the run's.
 	Budget budget.Limits
-	// Lease is the number of turns (tool calls) the worker is granted per
+	// Turns is the number of turns (tool calls) the worker is granted per
 	// step; 0 means 1. The worker cannot extend it.
-	Lease int
+	Turns int
 	// Contract is what its findings must meet; nil applies the zero
-	// Contract (well-formed claims, resolvable evidence).
+	// Contract (well-formed assertions, resolvable evidence).
 	Contract *Contract
 	// Research is the worker that runs first on a slow-loop route
 	// (endpoint_unknown, not_found); Reauth the one that renews
@@ -150,8 +150,8 @@ func (rc runtimeConfig) check() error {
 		}
 	}
 	for id, l := range rc.lanes {
-		if id == "" || l.Lease < 0 {
-			return bad("lane %q: empty worker id or negative lease", id)
+		if id == "" || l.Turns < 0 {
+			return bad("lane %q: empty worker id or negative grant", id)
 		}
 		probe, _ := budget.New(budget.Limits{Rounds: 1}) // limits as a lane's sub-run would have them
 		if _, err := probe.Sub(l.Budget); err != nil {
@@ -169,7 +169,7 @@ func (rc runtimeConfig) check() error {
 
 // WithBudget gives every run a budget with these limits, named after its
 // trace: the orchestrator counts a round before each one (budget.Run
-// NextRound; a refusal ends the run with [OutcomeBudgetExceeded]), lanes
+// NextRound; a refusal ends the run with [EndBudgetExceeded]), lanes
 // draw on it ([Lane]), and its snapshot feeds the functional state.
 // Limits that limit nothing are [ErrInvalidOption].
 func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limits = &l } }
@@ -177,7 +177,7 @@ func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limit
 // WithLoopGuard gives every run a loop guard with these options: after
 // each round that produced something, the guard is told whether the
 // blackboard changed, and its no-progress refusal ends the run with
-// [OutcomeLoopDetected]. Each lane gets a guard of its own, with the same
+// [EndLoopDetected]. Each lane gets a guard of its own, with the same
 // options, for its tool calls ([StepContext.Guard]).
 func WithLoopGuard(opts ...budget.GuardOption) RunOption {
 	return func(c *config) { c.rt.guard, c.rt.guardOn = append([]budget.GuardOption(nil), opts...), true }
@@ -186,7 +186,7 @@ func WithLoopGuard(opts ...budget.GuardOption) RunOption {
 // WithRepair turns the repair router on, allowing maxAttempts attempts
 // per worker turn (0 means [DefaultMaxAttempts]). A failed step, a
 // failure a worker reports in its finding, or a finding refused by its
-// contract is typed (failure.Classify), routed (failure.Decide), recorded
+// contract is typed (failure.Classify), routed (failure.RemedyFor), recorded
 // and acted on; see the package documentation.
 func WithRepair(maxAttempts int) RunOption {
 	return func(c *config) {
@@ -233,7 +233,7 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) RunOption
 }
 
 // WithJitter sets the source of the numbers in [0, 1) that spread a
-// jittered wait (failure.Decision.Jittered); default math/rand/v2, which
+// jittered wait (failure.Remedy.Jittered); default math/rand/v2, which
 // nil restores.
 func WithJitter(rand func() float64) RunOption { return func(c *config) { c.rt.jitter = rand } }
 

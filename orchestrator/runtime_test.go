@@ -123,20 +123,20 @@ func TestRepairRoutes(t *testing.T) {
 		route   failure.Route
 		log     string // the steps of the coder's turn
 		wait    time.Duration
-		outcome orchestrator.Outcome
+		outcome orchestrator.End
 	}{
-		{failure.StatusSyntax, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusFunctionMismatch, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusFormat, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusEndpointUnknown, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusNotFound, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusAuthExpired, failure.RouteReauth, "coder#1 identity#1 coder#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusRateLimited, failure.RouteBackoff, "coder#1 coder#2", time.Second, orchestrator.OutcomeQuiescent},
+		{failure.StatusSyntax, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusFunctionMismatch, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusFormat, failure.RouteFastLoop, "coder#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusEndpointUnknown, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusNotFound, failure.RouteSlowLoop, "coder#1 researcher#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusAuthExpired, failure.RouteReauth, "coder#1 identity#1 coder#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusRateLimited, failure.RouteBackoff, "coder#1 coder#2", time.Second, orchestrator.EndQuiescent},
 		// 500ms jittered with u = 0.5: 250ms + 0.5 × 250ms.
-		{failure.StatusNetwork, failure.RouteRetryJitter, "coder#1 coder#2", 375 * time.Millisecond, orchestrator.OutcomeQuiescent},
-		{failure.StatusProviderDown, failure.RouteFailover, "coder#1 coder-b#2", 0, orchestrator.OutcomeQuiescent},
-		{failure.StatusDuplicate, failure.RouteAbort, "coder#1", 0, orchestrator.OutcomeAborted},
-		{failure.StatusUnknown, failure.RouteEscalate, "coder#1", 0, orchestrator.OutcomeEscalated},
+		{failure.StatusNetwork, failure.RouteRetryJitter, "coder#1 coder#2", 375 * time.Millisecond, orchestrator.EndQuiescent},
+		{failure.StatusProviderDown, failure.RouteFailover, "coder#1 coder-b#2", 0, orchestrator.EndQuiescent},
+		{failure.StatusDuplicate, failure.RouteAbort, "coder#1", 0, orchestrator.EndAborted},
+		{failure.StatusUnknown, failure.RouteEscalate, "coder#1", 0, orchestrator.EndEscalated},
 	} {
 		t.Run(string(tc.status), func(t *testing.T) {
 			f := failure.New(tc.status, "step failed")
@@ -156,11 +156,11 @@ func TestRepairRoutes(t *testing.T) {
 			if got := strings.Join(c.calls.log, " "); got != tc.log {
 				t.Errorf("steps %q, want %q", got, tc.log)
 			}
-			if res.Outcome != tc.outcome || len(res.Repairs) != 1 {
-				t.Fatalf("outcome %s, repairs %+v", res.Outcome, res.Repairs)
+			if res.End != tc.outcome || len(res.Repairs) != 1 {
+				t.Fatalf("outcome %s, repairs %+v", res.End, res.Repairs)
 			}
 			r := res.Repairs[0]
-			if r.Decision.Route != tc.route || r.Failure.Status() != tc.status || r.Wait != tc.wait || r.Attempt != 1 || r.WorkerID != "coder" {
+			if r.Remedy.Route != tc.route || r.Failure.Status() != tc.status || r.Wait != tc.wait || r.Attempt != 1 || r.WorkerID != "coder" {
 				t.Errorf("repair %+v", r)
 			}
 			if tc.wait > 0 {
@@ -178,14 +178,14 @@ func TestRepairRoutes(t *testing.T) {
 			// The decision is on the blackboard.
 			recs := decisions(t, c.k, "t", "worker:coder")
 			if len(recs) != 1 || recs[0].ID != r.DecisionID || recs[0].Code != kernel.Code(tc.status) ||
-				recs[0].Context["route"] != string(tc.route) || recs[0].Detail != r.Decision.Reason {
+				recs[0].Context["route"] != string(tc.route) || recs[0].Detail != r.Remedy.Reason {
 				t.Errorf("decision records %+v", recs)
 			}
 			if _, ok := recs[0].Context[budget.KeyFunctionalState].(map[string]any); !ok {
 				t.Errorf("no functional state in %+v", recs[0].Context)
 			}
 			switch tc.outcome {
-			case orchestrator.OutcomeEscalated:
+			case orchestrator.EndEscalated:
 				st := res.Stop
 				if st == nil || st.ReviewID == "" || st.Code != kernel.Code(tc.status) || st.DecisionID != r.DecisionID {
 					t.Fatalf("stop %+v", st)
@@ -194,8 +194,8 @@ func TestRepairRoutes(t *testing.T) {
 				if err != nil || review.Kind != kernel.FallbackQueueForReview || review.Payload[kernel.KeyReason] != string(tc.status) {
 					t.Errorf("review action %+v %v", review, err)
 				}
-			case orchestrator.OutcomeAborted:
-				if st := res.Stop; st == nil || st.Decision.Route != failure.RouteAbort || st.ReviewID != "" {
+			case orchestrator.EndAborted:
+				if st := res.Stop; st == nil || st.Remedy.Route != failure.RouteAbort || st.ReviewID != "" {
 					t.Errorf("stop %+v", st)
 				}
 			default:
@@ -219,10 +219,10 @@ func TestRepairAttemptsRunOut(t *testing.T) {
 	}
 	var routes []failure.Route
 	for _, r := range res.Repairs {
-		routes = append(routes, r.Decision.Route)
+		routes = append(routes, r.Remedy.Route)
 	}
-	if fmt.Sprint(routes) != "[fast_loop fast_loop abort]" || res.Outcome != orchestrator.OutcomeAborted {
-		t.Errorf("routes %v outcome %s", routes, res.Outcome)
+	if fmt.Sprint(routes) != "[fast_loop fast_loop abort]" || res.End != orchestrator.EndAborted {
+		t.Errorf("routes %v outcome %s", routes, res.End)
 	}
 	if len(res.Steps) != 3 || res.Steps[2].Attempt != 3 || len(res.Errors) != 3 {
 		t.Errorf("steps %+v errors %d", res.Steps, len(res.Errors))
@@ -230,7 +230,7 @@ func TestRepairAttemptsRunOut(t *testing.T) {
 	// Not retryable: stopped at once.
 	c = newCrew(t, func(int) error { return failure.New(failure.StatusSyntax, "x").WithRetryable(false) })
 	res, _ = c.orch(t, orchestrator.WithRepair(3)).Run(context.Background(), "t")
-	if len(res.Repairs) != 1 || res.Repairs[0].Decision.Route != failure.RouteAbort {
+	if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != failure.RouteAbort {
 		t.Errorf("repairs %+v", res.Repairs)
 	}
 }
@@ -247,8 +247,8 @@ func TestRepairWithoutItsWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Repairs) != 1 || res.Repairs[0].Decision.Route != want || res.Repairs[0].Decision.Retry ||
-			!strings.Contains(res.Repairs[0].Decision.Reason, "worker") {
+		if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != want || res.Repairs[0].Remedy.Retry ||
+			!strings.Contains(res.Repairs[0].Remedy.Reason, "worker") {
 			t.Errorf("%s: repairs %+v", status, res.Repairs)
 		}
 	}
@@ -259,8 +259,8 @@ func TestRepairUntypedErrors(t *testing.T) {
 	// cannot read goes to a person.
 	c := newCrew(t, func(int) error { return errors.New("the flux capacitor is misaligned") })
 	res, _ := c.orch(t, orchestrator.WithRepair(3)).Run(context.Background(), "t")
-	if len(res.Repairs) != 1 || !res.Repairs[0].Failure.Legacy() || res.Outcome != orchestrator.OutcomeEscalated {
-		t.Errorf("repairs %+v outcome %s", res.Repairs, res.Outcome)
+	if len(res.Repairs) != 1 || !res.Repairs[0].Failure.Legacy() || res.End != orchestrator.EndEscalated {
+		t.Errorf("repairs %+v outcome %s", res.Repairs, res.End)
 	}
 	// A panic too.
 	k := newKernel(t)
@@ -270,8 +270,8 @@ func TestRepairUntypedErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := o.Run(context.Background(), "t")
-	if err != nil || res.Outcome != orchestrator.OutcomeEscalated || !errors.Is(res.Errors[0], orchestrator.ErrPanic) {
-		t.Errorf("%v %s %v", err, res.Outcome, res.Errors)
+	if err != nil || res.End != orchestrator.EndEscalated || !errors.Is(res.Errors[0], orchestrator.ErrPanic) {
+		t.Errorf("%v %s %v", err, res.End, res.Errors)
 	}
 }
 
@@ -280,8 +280,8 @@ func TestRepairUntypedErrors(t *testing.T) {
 func TestRouterOff(t *testing.T) {
 	c := newCrew(t, func(attempt int) error { return failure.New(failure.StatusSyntax, "x") })
 	res, err := c.orch(t, orchestrator.WithBudget(budget.Limits{Rounds: 10})).Run(context.Background(), "t")
-	if err != nil || len(res.Repairs) != 0 || len(res.Errors) != 1 || res.Outcome != orchestrator.OutcomeQuiescent {
-		t.Errorf("%v repairs %d errors %d outcome %s", err, len(res.Repairs), len(res.Errors), res.Outcome)
+	if err != nil || len(res.Repairs) != 0 || len(res.Errors) != 1 || res.End != orchestrator.EndQuiescent {
+		t.Errorf("%v repairs %d errors %d outcome %s", err, len(res.Repairs), len(res.Errors), res.End)
 	}
 }
 
@@ -313,8 +313,8 @@ func TestBackoffStopsWhenTheContextIsCancelled(t *testing.T) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
 	<-waited // the wait ended
-	if got := strings.Join(c.calls.log, " "); got != "coder#1" || res.Outcome != "" {
-		t.Errorf("steps %q outcome %q: nothing may run after the cancelled wait", got, res.Outcome)
+	if got := strings.Join(c.calls.log, " "); got != "coder#1" || res.End != "" {
+		t.Errorf("steps %q outcome %q: nothing may run after the cancelled wait", got, res.End)
 	}
 }
 
@@ -347,8 +347,8 @@ func TestRoundBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Stop
-	if res.Outcome != orchestrator.OutcomeBudgetExceeded || res.Rounds != 3 || st == nil || st.Reason.Budget != budget.Rounds || st.Round != 4 {
-		t.Fatalf("outcome %s rounds %d stop %+v", res.Outcome, res.Rounds, st)
+	if res.End != orchestrator.EndBudgetExceeded || res.Rounds != 3 || st == nil || st.Reason.Budget != budget.Rounds || st.Round != 4 {
+		t.Fatalf("outcome %s rounds %d stop %+v", res.End, res.Rounds, st)
 	}
 	recs := decisions(t, k, "t", "round")
 	if len(recs) != 1 || recs[0].Code != budget.CodeBudgetExceeded || recs[0].ID != st.DecisionID || recs[0].Outcome != kernel.OutcomeRefused {
@@ -381,9 +381,9 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Stop
-	if res.Outcome != orchestrator.OutcomeBudgetExceeded || st == nil || st.WorkerID != "w" || st.Reason.Budget != budget.ToolCalls ||
+	if res.End != orchestrator.EndBudgetExceeded || st == nil || st.WorkerID != "w" || st.Reason.Budget != budget.ToolCalls ||
 		st.Reason.Run != "t/w" || st.Round != 3 {
-		t.Fatalf("outcome %s stop %+v", res.Outcome, st)
+		t.Fatalf("outcome %s stop %+v", res.End, st)
 	}
 	if st.State.Budget != 1 || st.State.Round != 3 {
 		t.Errorf("state at the stop %+v, want the lane's spent budget as pressure", st.State)
@@ -413,8 +413,8 @@ func TestNoProgressStopsTheLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != orchestrator.OutcomeLoopDetected || res.Rounds != 2 || res.Stop.Reason.Loop != budget.NoProgress {
-		t.Fatalf("outcome %s rounds %d stop %+v", res.Outcome, res.Rounds, res.Stop)
+	if res.End != orchestrator.EndLoopDetected || res.Rounds != 2 || res.Stop.Reason.Loop != budget.NoProgress {
+		t.Fatalf("outcome %s rounds %d stop %+v", res.End, res.Rounds, res.Stop)
 	}
 	// The second state saw the first idle round.
 	if len(res.States) != 2 || res.States[0].Loop != 0 || res.States[1].Loop != 0.5 {
@@ -428,8 +428,8 @@ func TestNoProgressStopsTheLoop(t *testing.T) {
 	if err := o.Register(sink(k, "w", nil)); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := o.Run(context.Background(), "u"); res.Outcome != orchestrator.OutcomeRoundLimit {
-		t.Errorf("outcome %s, want the round limit", res.Outcome)
+	if res, _ := o.Run(context.Background(), "u"); res.End != orchestrator.EndRoundLimit {
+		t.Errorf("outcome %s, want the round limit", res.End)
 	}
 }
 
@@ -472,15 +472,15 @@ func TestFunctionalStateIsVisibleAndRecorded(t *testing.T) {
 func TestLeaseTrajectoryInTheStep(t *testing.T) {
 	k := newKernel(t)
 	w := sink(k, "w", func(_ context.Context, sc *orchestrator.StepContext) error {
-		l := sc.Lease()
+		l := sc.Grant()
 		if l.Turns() != 3 {
-			return fmt.Errorf("lease of %d turns", l.Turns())
+			return fmt.Errorf("grant of %d turns", l.Turns())
 		}
 		l.Turn("lint", failure.New(failure.StatusSyntax, "bad indent"))
 		l.Turn("run_tests", nil)
 		return nil
 	})
-	o := newOrch(t, orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: 3}), orchestrator.WithMaxRounds(1), orchestrator.WithKernel(k))
+	o := newOrch(t, orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: 3}), orchestrator.WithMaxRounds(1), orchestrator.WithKernel(k))
 	if err := o.Register(w); err != nil {
 		t.Fatal(err)
 	}
@@ -488,14 +488,14 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.Lease != failure.LeaseOpen {
+	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.GrantEnd != failure.GrantOpen {
 		t.Errorf("step %+v", s)
 	}
 }
 
-// research writes a percept and reports a finding resting on it; claim
+// research writes a percept and reports a finding resting on it; assertion
 // lets a test break the finding.
-func research(k *kernel.Kernel, claim func(attempt int, evidence string) []orchestrator.Claim) *fake {
+func research(k *kernel.Kernel, assertion func(attempt int, evidence string) []orchestrator.Assertion) *fake {
 	tool := k.Tool("researcher")
 	return &fake{id: "researcher", h: tool, writes: []kernel.Slot{kernel.Percepts},
 		activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "spec") },
@@ -506,51 +506,51 @@ func research(k *kernel.Kernel, claim func(attempt int, evidence string) []orche
 			if err != nil {
 				return false, err
 			}
-			sc.Report(orchestrator.Finding{Claims: claim(sc.Attempt(), rec.ID)})
+			sc.Report(orchestrator.Finding{Assertions: assertion(sc.Attempt(), rec.ID)})
 			return true, nil
 		}}
 }
 
 func TestFindingContract(t *testing.T) {
 	contract := &orchestrator.Contract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}
-	good := func(ev string) orchestrator.Claim {
-		return orchestrator.Claim{Kind: "endpoint", Value: "/v2/patients", Evidence: []string{ev}, Confidence: 0.9}
+	good := func(ev string) orchestrator.Assertion {
+		return orchestrator.Assertion{Kind: "endpoint", Value: "/v2/patients", Evidence: []string{ev}, Confidence: 0.9}
 	}
 	for _, tc := range []struct {
 		name string
-		bad  func(ev string) []orchestrator.Claim
+		bad  func(ev string) []orchestrator.Assertion
 		code kernel.Code
 	}{
-		{"missing claim", func(ev string) []orchestrator.Claim {
-			return []orchestrator.Claim{{Kind: "auth", Evidence: []string{ev}, Confidence: 1}}
+		{"missing assertion", func(ev string) []orchestrator.Assertion {
+			return []orchestrator.Assertion{{Kind: "auth", Evidence: []string{ev}, Confidence: 1}}
 		},
-			orchestrator.CodeFindingMissingClaim},
-		{"low confidence", func(ev string) []orchestrator.Claim {
+			orchestrator.CodeFindingMissingAssertion},
+		{"low confidence", func(ev string) []orchestrator.Assertion {
 			c := good(ev)
 			c.Confidence = 0.4
-			return []orchestrator.Claim{c}
+			return []orchestrator.Assertion{c}
 		}, orchestrator.CodeFindingLowConfidence},
-		{"no claims", func(string) []orchestrator.Claim { return nil }, orchestrator.CodeFindingMissingClaim},
-		{"evidence cited nowhere", func(string) []orchestrator.Claim {
+		{"no assertions", func(string) []orchestrator.Assertion { return nil }, orchestrator.CodeFindingMissingAssertion},
+		{"evidence cited nowhere", func(string) []orchestrator.Assertion {
 			c := good("x")
 			c.Evidence = nil
-			return []orchestrator.Claim{c}
+			return []orchestrator.Assertion{c}
 		}, orchestrator.CodeFindingNoEvidence},
-		{"hallucinated evidence", func(string) []orchestrator.Claim { return []orchestrator.Claim{good("percepts:t:99")} },
+		{"hallucinated evidence", func(string) []orchestrator.Assertion { return []orchestrator.Assertion{good("percepts:t:99")} },
 			orchestrator.CodeFindingUnresolvedEvidence},
-		{"confidence out of range", func(ev string) []orchestrator.Claim {
+		{"confidence out of range", func(ev string) []orchestrator.Assertion {
 			c := good(ev)
 			c.Confidence = 1.5
-			return []orchestrator.Claim{c}
+			return []orchestrator.Assertion{c}
 		}, orchestrator.CodeFindingInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := newKernel(t)
-			r := research(k, func(attempt int, ev string) []orchestrator.Claim {
+			r := research(k, func(attempt int, ev string) []orchestrator.Assertion {
 				if attempt == 1 {
 					return tc.bad(ev)
 				}
-				return []orchestrator.Claim{good(ev)}
+				return []orchestrator.Assertion{good(ev)}
 			})
 			var seen []orchestrator.Finding
 			coder := sink(k, "coder", func(_ context.Context, sc *orchestrator.StepContext) error {
@@ -573,17 +573,17 @@ func TestFindingContract(t *testing.T) {
 			// The refusal is the researcher's own format error: it gets the
 			// fast loop, with the refusal in hand, and its second finding
 			// passes.
-			if len(res.Repairs) != 1 || res.Repairs[0].Decision.Route != failure.RouteFastLoop ||
+			if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != failure.RouteFastLoop ||
 				res.Repairs[0].Failure.Category() != failure.FormatError {
 				t.Errorf("repairs %+v", res.Repairs)
 			}
 			if len(res.Findings) != 1 || res.Findings[0].WorkerID != "researcher" {
 				t.Fatalf("findings %+v", res.Findings)
 			}
-			if c, ok := res.Findings[0].Claim("endpoint"); !ok || c.Value != "/v2/patients" {
-				t.Errorf("claim %+v", c)
+			if c, ok := res.Findings[0].Assertion("endpoint"); !ok || c.Value != "/v2/patients" {
+				t.Errorf("assertion %+v", c)
 			}
-			if len(seen) != 1 || seen[0].Claims[0].Kind != "endpoint" {
+			if len(seen) != 1 || seen[0].Assertions[0].Kind != "endpoint" {
 				t.Errorf("the coder saw %+v", seen)
 			}
 		})
@@ -608,7 +608,7 @@ func TestFindingReportsAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Repairs) != 1 || res.Repairs[0].Failure.Status() != failure.StatusIncompleteFetch ||
-		res.Repairs[0].Decision.Route != failure.RouteEscalate || len(res.Findings) != 0 {
+		res.Repairs[0].Remedy.Route != failure.RouteEscalate || len(res.Findings) != 0 {
 		t.Errorf("repairs %+v findings %+v", res.Repairs, res.Findings)
 	}
 }
@@ -619,7 +619,7 @@ func TestRuntimeOptions(t *testing.T) {
 		"negative budget":         orchestrator.WithBudget(budget.Limits{Rounds: -1}),
 		"bad guard":               orchestrator.WithLoopGuard(budget.MaxIdleRounds(0)),
 		"negative attempts":       orchestrator.WithRepair(-1),
-		"negative lease":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: -1}),
+		"negative grant":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: -1}),
 		"lane without a worker":   orchestrator.WithLane(orchestrator.Lane{}),
 		"bad lane budget":         orchestrator.WithLane(orchestrator.Lane{Worker: "w", Budget: budget.Limits{ToolCalls: -1}}),
 		"risk out of range":       orchestrator.WithRisk(2),
@@ -642,7 +642,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 		"budget":     orchestrator.WithBudget(budget.Limits{Rounds: 3}),
 		"loop guard": orchestrator.WithLoopGuard(),
 		"repair":     orchestrator.WithRepair(3),
-		"lane":       orchestrator.WithLane(orchestrator.Lane{Worker: "w", Lease: 2}),
+		"lane":       orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: 2}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			ran := 0
@@ -657,7 +657,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 			if _, err := o.Run(context.Background(), "t"); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
 				t.Fatalf("Run without a kernel: err %v, %d steps; want ErrInvalidOption and none", err, ran)
 			}
-			s, err := orchestrator.NewSession(o)
+			s, err := orchestrator.NewSeries(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -665,8 +665,8 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 				t.Fatalf("RunEpisode without a kernel: err %v, %d steps", err, ran)
 			}
 			res, err := o.Run(context.Background(), "t", orchestrator.WithKernel(k))
-			if err != nil || ran != 1 || res.Outcome != orchestrator.OutcomeQuiescent {
-				t.Fatalf("Run with the run's kernel: err %v, %d steps, outcome %q", err, ran, res.Outcome)
+			if err != nil || ran != 1 || res.End != orchestrator.EndQuiescent {
+				t.Fatalf("Run with the run's kernel: err %v, %d steps, outcome %q", err, ran, res.End)
 			}
 			o = newOrch(t, opt, orchestrator.WithKernel(k))
 			if err := o.Register(w); err != nil {
@@ -682,7 +682,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 // TestStepContextIsTheArgument: every step, in a plain run too, gets its
 // step context as an argument: the trace, the view taken after the
 // previous step, the round and attempt; a plain run grants no budget and
-// no lease, a run with a runtime grants both.
+// no grant, a run with a runtime grants both.
 func TestStepContextIsTheArgument(t *testing.T) {
 	k := newKernel(t)
 	sensor, _ := sensorAndAnalyst(k)
@@ -710,21 +710,21 @@ func TestStepContextIsTheArgument(t *testing.T) {
 	if !sc.View().Has(kernel.Percepts, "temperature") {
 		t.Error("the reader's view lacks the percept the sensor wrote before it in the round")
 	}
-	if sc.Budget() != nil || sc.Lease() != nil || sc.Guard() != nil {
-		t.Error("a plain run granted a budget, a guard or a lease")
+	if sc.Budget() != nil || sc.Grant() != nil || sc.Guard() != nil {
+		t.Error("a plain run granted a budget, a guard or a grant")
 	}
 
 	got = nil
 	o = newOrch(t, orchestrator.WithKernel(k), orchestrator.WithBudget(budget.Limits{ToolCalls: 5}),
-		orchestrator.WithLane(orchestrator.Lane{Worker: "reader", Lease: 2}))
+		orchestrator.WithLane(orchestrator.Lane{Worker: "reader", Turns: 2}))
 	if err := o.Register(reader); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.Run(context.Background(), "governed"); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Budget() == nil || got[0].Lease() == nil || got[0].Lease().Turns() != 2 {
-		t.Fatalf("a governed step was not granted its lane's budget and lease: %+v", got)
+	if len(got) != 1 || got[0].Budget() == nil || got[0].Grant() == nil || got[0].Grant().Turns() != 2 {
+		t.Fatalf("a governed step was not granted its lane's budget and grant: %+v", got)
 	}
 }
 
@@ -736,7 +736,7 @@ func TestNewStepContext(t *testing.T) {
 	if sc.TraceID() != "t" || sc.View().TraceID != "t" || sc.Round() != 1 || sc.Attempt() != 1 || sc.WorkerID() != "" {
 		t.Errorf("step context %q %q %d %d", sc.TraceID(), sc.WorkerID(), sc.Round(), sc.Attempt())
 	}
-	if sc.Budget() != nil || sc.Lease() != nil || sc.Guard() != nil || len(sc.Findings()) != 0 {
+	if sc.Budget() != nil || sc.Grant() != nil || sc.Guard() != nil || len(sc.Findings()) != 0 {
 		t.Error("a step outside a run was granted something")
 	}
 	if _, ok := sc.State(); ok {
@@ -758,7 +758,7 @@ func TestPlainRunKeepsFindings(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			sc.Report(orchestrator.Finding{Claims: []orchestrator.Claim{{Kind: "spec", Evidence: []string{rec.ID}, Confidence: 0.9}}})
+			sc.Report(orchestrator.Finding{Assertions: []orchestrator.Assertion{{Kind: "spec", Evidence: []string{rec.ID}, Confidence: 0.9}}})
 			return true, nil
 		}}
 	o := newOrch(t)

@@ -11,13 +11,13 @@ import (
 
 // StepContext is the step the orchestrator asks of a worker, passed to
 // [Worker.Step]: the trace and its view, what the run grants the step
-// (its lane's budget, loop guard and lease), what the run knows so far
+// (its lane's budget, loop guard and grant), what the run knows so far
 // (the functional state, the accepted findings, the repair that led to
 // the step), and the way back for the worker's finding.
 //
 // Everything it hands out is a copy or a value the worker can only spend
 // from: the functional state is an observation, the budget a lane's
-// sub-run, the lease a grant the worker cannot extend. A StepContext is
+// sub-run, the grant a number of turns the worker cannot extend. A StepContext is
 // safe for concurrent use by the goroutines of one step.
 type StepContext struct {
 	traceID, workerID string
@@ -29,7 +29,7 @@ type StepContext struct {
 	findings          []Finding
 	run               *budget.Run
 	guard             *budget.Guard
-	lease             *failure.Lease
+	grant             *failure.Grant
 
 	mu      sync.Mutex
 	finding *Finding
@@ -38,7 +38,7 @@ type StepContext struct {
 // NewStepContext returns the context of a step taken outside an
 // orchestrator's run, for a program or a test that drives a worker
 // itself: the trace and the view, round 1, attempt 1, and nothing else
-// (no budget, guard, lease, state, findings or repair). A finding
+// (no budget, guard, grant, state, findings or repair). A finding
 // reported to it is kept by no one.
 func NewStepContext(traceID string, v kernel.View) *StepContext {
 	return &StepContext{traceID: traceID, view: v, round: 1, attempt: 1}
@@ -103,12 +103,12 @@ func (s *StepContext) Budget() *budget.Run { return s.run }
 // or nil.
 func (s *StepContext) Guard() *budget.Guard { return s.guard }
 
-// Lease is the lease granted for this step ([Lane.Lease] turns, 1 by
+// Grant is the grant of turns for this step ([Lane.Turns] turns, 1 by
 // default). The worker spends its turns (an LLM agent takes it as its
-// task's lease); the orchestrator reads its trajectory when the step
+// task's grant); the orchestrator reads its trajectory when the step
 // returns ([Step.Trajectory]). Nil when the run has no runtime (no
 // runtime option and no [WithKernel]).
-func (s *StepContext) Lease() *failure.Lease { return s.lease }
+func (s *StepContext) Grant() *failure.Grant { return s.grant }
 
 // Report hands the worker's finding to the orchestrator. When the step
 // returns, the orchestrator checks it against the worker's contract
@@ -135,11 +135,11 @@ func (s *StepContext) reported() (Finding, bool) {
 	return *s.finding, true
 }
 
-// clone copies a finding's slices; claim values are shared.
+// clone copies a finding's slices; assertion values are shared.
 func (f Finding) clone() Finding {
-	f.Claims = slices.Clone(f.Claims)
-	for i := range f.Claims {
-		f.Claims[i].Evidence = slices.Clone(f.Claims[i].Evidence)
+	f.Assertions = slices.Clone(f.Assertions)
+	for i := range f.Assertions {
+		f.Assertions[i].Evidence = slices.Clone(f.Assertions[i].Evidence)
 	}
 	f.Failures = slices.Clone(f.Failures)
 	return f

@@ -1,5 +1,5 @@
 // Package sim provides governed forward dynamics (paper §11.3): declarative
-// [Rule] values (the paper's SimRule) and the [Simulator] worker that turns
+// [Rule] values (the paper's SimRule) and the [Worker] that turns
 // matching rules into predictions in the kernel's predictions slot.
 //
 // A rule names an action type, the outcome it predicts (a number; negative
@@ -19,7 +19,7 @@
 //
 // # Concurrency
 //
-// A [Simulator] holds no mutable state after [New]: it reads what it
+// A [Worker] holds no mutable state after [New]: it reads what it
 // already proposed from the trace. It is safe for concurrent use on
 // different traces; two concurrent steps on one trace may both propose the
 // same rule (the kernel decides each). [Rule] and [Condition] values are

@@ -280,7 +280,7 @@ func ownPredictions(t *testing.T, h kernel.Handle) []kernel.Record {
 	return out
 }
 
-func TestSimulatorCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
+func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 	ctx := context.Background()
 	k, v := kernelWithPercept(t, kernel.Payload{"value": 95, "unit": "C"})
 	h := k.Simulator("sim")

@@ -119,7 +119,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 		if r, ok := budget.ReasonOf(f); !ok || r.Budget != budget.ToolCalls {
 			t.Errorf("ReasonOf(the failure) = %+v %v", r, ok)
 		}
-		if dec := failure.Decide(f, 1, 3); dec.Route != failure.RouteAbort || dec.Retry {
+		if dec := failure.RemedyFor(f, 1, 3); dec.Route != failure.RouteAbort || dec.Retry {
 			t.Errorf("router: %+v, want abort", dec)
 		}
 	})

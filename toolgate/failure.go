@@ -77,8 +77,8 @@ var notRetryable = map[kernel.Code]bool{
 }
 
 // Failure types the result of a call as a [failure.Failure], for a
-// worker's lease ([failure.Lease.Turn]) and the repair router
-// ([failure.Decide]). ok is false for a call that did not fail: Executed,
+// worker's grant of turns ([failure.Grant.Turn]) and the repair router
+// ([failure.RemedyFor]). ok is false for a call that did not fail: Executed,
 // and NeedsApproval (the call is waiting, not failing).
 //
 // A failed effect whose error was typed (a [failure.Failure], an

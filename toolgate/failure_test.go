@@ -144,7 +144,7 @@ func TestResultFailureTable(t *testing.T) {
 		if yield, _ := failure.Yield(f); !yield {
 			t.Errorf("%s (%s) keeps the lease; it must end it", code, f.Category())
 		}
-		if d := failure.Decide(f, 1, 3); d.Route != want {
+		if d := failure.RemedyFor(f, 1, 3); d.Route != want {
 			t.Errorf("%s (%s): route %s, want %s", code, f.Category(), d.Route, want)
 		}
 		if f.Message() != string(code)+": h" {

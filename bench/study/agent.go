@@ -14,7 +14,7 @@ import (
 // Agent is one of the systems the study compares. Run plays one episode and
 // returns what the agent output; the harness measures the episode
 // afterwards, from the world's effects and the store, never from the
-// Outcome.
+// Report.
 //
 // Run may be called concurrently for different episodes; an Agent must be
 // safe for that. A cancelled context makes Run return the context's error.
@@ -25,7 +25,7 @@ type Agent interface {
 	// get a column in Table 4.
 	Governed() bool
 	// Run plays one episode.
-	Run(ctx context.Context, ep Episode) (Outcome, error)
+	Run(ctx context.Context, ep Episode) (Report, error)
 }
 
 // Episode is one (task, seed) as an agent plays it.
@@ -42,7 +42,7 @@ type Episode struct {
 	// TraceID is the kernel trace the episode writes to; it is unique
 	// within the run's store.
 	TraceID string
-	// KeepTrace asks the agent to render its trace into Outcome.Trace.
+	// KeepTrace asks the agent to render its trace into Report.Trace.
 	KeepTrace bool
 	// Store is where a governed agent's kernel keeps the episode's records.
 	// The harness owns it: when the agent returns, the harness's executor
@@ -58,8 +58,8 @@ type Episode struct {
 	payloads *routePayloads
 }
 
-// Outcome is what an agent returns for one episode.
-type Outcome struct {
+// Report is what an agent returns for one episode.
+type Report struct {
 	// Output is the agent's output, encoded as the JSON line's "output"
 	// ([*GlueOutput] or [*KernelOutput]).
 	Output any
@@ -240,7 +240,7 @@ func newLLMBK(e env) (Agent, error) {
 // whether to propose the belief and the plan. The model sees the task, the
 // committed charge and, for the plan, the committed belief; it only says
 // yes or no.
-type llmDecider struct{ p *llm.Planner }
+type llmDecider struct{ p *llm.Advisor }
 
 // newLLMDecider builds the decider on a worker/llm client for cfg's
 // endpoint. Its concurrency bound is cfg.Concurrency: no more model calls
@@ -258,7 +258,7 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	p, err := llm.NewPlanner(c)
+	p, err := llm.NewAdvisor(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -266,7 +266,7 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 }
 
 func (d *llmDecider) belief(ctx context.Context, s situation) (bool, kernel.Code, error) {
-	return verdict(d.p.DecideBelief(ctx, llm.Situation{
+	return fromAdvice(d.p.DecideBelief(ctx, llm.Situation{
 		Task: s.describe(), Kind: kindRefundDue, Requires: []string{kindCharge}, Percepts: s.percepts(),
 	}))
 }
@@ -276,16 +276,16 @@ func (d *llmDecider) plan(ctx context.Context, s situation) (bool, kernel.Code, 
 	if s.belief != nil {
 		beliefs = []llm.Fact{{Kind: kindRefundDue, Payload: s.belief}}
 	}
-	return verdict(d.p.DecidePlan(ctx, llm.Situation{
+	return fromAdvice(d.p.DecidePlan(ctx, llm.Situation{
 		Task: s.describe(), Kind: kindPlan, Action: kindRefund, Requires: []string{kindRefundDue},
 		Percepts: s.percepts(), Beliefs: beliefs,
 	}))
 }
 
-// verdict turns the model's verdict into a decider's answer: a decline or
+// fromAdvice turns the model's advice into a decider's answer: a decline or
 // an endpoint failure is a no with worker/llm's code; only a context that
 // ended is an error.
-func verdict(v llm.Verdict, err error) (bool, kernel.Code, error) {
+func fromAdvice(v llm.Advice, err error) (bool, kernel.Code, error) {
 	if err != nil {
 		return false, "", err
 	}

@@ -4,7 +4,7 @@
 // [Run] plays every (task, seed, agent) episode of a [Config]: the payment
 // tool's faults for each (task, seed) come from package perturb, bit for bit
 // as in the reference implementation; each [Agent] plays the episode and
-// returns an [Outcome]; then the harness measures the episode's [Metrics]
+// returns a [Report]; then the harness measures the episode's [Metrics]
 // itself, from the faults it injected and the effects the episode had in
 // its [World], never from the agent's own account. Run writes one [Result]
 // per episode as a JSON line and returns a [Summary] that prints the

@@ -40,12 +40,12 @@ func (a *glueAgent) Governed() bool { return false }
 
 // Run plays one episode without a kernel: whatever it decides, it does,
 // calling the world's refund tool itself.
-func (a *glueAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
+func (a *glueAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	if err := ctx.Err(); err != nil {
-		return Outcome{}, err
+		return Report{}, err
 	}
 	if ep.World == nil {
-		return Outcome{}, fmt.Errorf("%w: %s needs the episode's world to act in", ErrInvalidConfig, a.name)
+		return Report{}, fmt.Errorf("%w: %s needs the episode's world to act in", ErrInvalidConfig, a.name)
 	}
 	t := ep.Task
 	charge := t.Charge(ep.Faults, a.structured)
@@ -69,7 +69,7 @@ func (a *glueAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 		action["confidence"] = conf
 	}
 	out.ToolObs.Refund = ep.World.IssueRefund()
-	o := Outcome{Output: out}
+	o := Report{Output: out}
 	if ep.KeepTrace {
 		o.Trace = glueTrace(out)
 	}

@@ -103,7 +103,7 @@ func (a *kernelAgent) Governed() bool { return true }
 
 // Run plays one episode on the kernel, over the episode's store (or the
 // run's, for a shared kernel).
-func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
+func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	k := a.shared
 	var w world
 	store := ep.Store
@@ -115,7 +115,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 		}
 		var err error
 		if k, w, err = a.kernelFor(ep, store); err != nil {
-			return Outcome{}, err
+			return Report{}, err
 		}
 	} else if k == nil {
 		var buf [2]kernel.Option // the options of a kernel per episode stay off the heap
@@ -125,14 +125,14 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 		}
 		var err error
 		if k, err = kernel.New(opts...); err != nil {
-			return Outcome{}, err
+			return Report{}, err
 		}
 		defer k.Close()
 	}
 	planner := k.Planner(a.plannerName)
 	e, report, err := a.play(ctx, k, planner, ep, w, store)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
+		return Report{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
 	}
 	out := &KernelOutput{TraceID: ep.TraceID, Final: e.final, Attack: report}
 	if ep.Store == nil {
@@ -140,14 +140,14 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Outcome, error) {
 		// store it reads anyway.
 		v, err := planner.View(ctx, ep.TraceID, kernel.ViewOptions{})
 		if err != nil {
-			return Outcome{}, err
+			return Report{}, err
 		}
 		out.View = v.Committed
 	}
-	o := Outcome{Output: out, Label: e.final.label()}
+	o := Report{Output: out, Label: e.final.label()}
 	if ep.KeepTrace {
 		if o.Trace, err = kernelTrace(ctx, planner, ep.TraceID); err != nil {
-			return Outcome{}, err
+			return Report{}, err
 		}
 	}
 	return o, nil
@@ -197,7 +197,7 @@ type kernelEpisode struct {
 	constraints        []kernel.Record
 	// sim is the owner's trusted simulator, when the configuration has
 	// one: it runs whenever a refund_due commits.
-	sim *sim.Simulator
+	sim *sim.Worker
 	// belief, plan and refund are the committed refund_due belief, plan
 	// and issue_refund action, whoever got them committed; nil until then.
 	// They point into kept, which holds the latest of each: the episode is

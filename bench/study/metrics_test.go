@@ -170,26 +170,26 @@ type planted struct {
 func (a *planted) Name() string   { return "planted" }
 func (a *planted) Governed() bool { return true }
 
-func (a *planted) Run(ctx context.Context, ep Episode) (Outcome, error) {
+func (a *planted) Run(ctx context.Context, ep Episode) (Report, error) {
 	k, err := kernel.New(append(slices.Clone(a.opts), kernel.WithStore(ep.Store))...)
 	if err != nil {
-		return Outcome{}, err
+		return Report{}, err
 	}
 	defer k.Close()
 	p := k.Planner("planner")
 	if err := a.steps(ctx, k, p, ep.TraceID); err != nil {
-		return Outcome{}, err
+		return Report{}, err
 	}
 	if a.tamper != nil {
 		if err := a.tamper(ctx, ep.Store, ep.TraceID); err != nil {
-			return Outcome{}, err
+			return Report{}, err
 		}
 	}
 	v, err := p.View(ctx, ep.TraceID, kernel.ViewOptions{})
 	a.mu.Lock()
 	a.view = v
 	a.mu.Unlock()
-	return Outcome{Output: &KernelOutput{TraceID: ep.TraceID, View: v.Committed}, Label: "planted"}, err
+	return Report{Output: &KernelOutput{TraceID: ep.TraceID, View: v.Committed}, Label: "planted"}, err
 }
 
 // measured plays a script through the harness on task taskID with the

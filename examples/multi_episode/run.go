@@ -136,13 +136,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	return out.Err
 }
 
-// demo is the monitor: a kernel, its five workers and a session.
+// demo is the monitor: a kernel, its five workers and a series.
 type demo struct {
 	k         *kernel.Kernel
 	tool      *kernel.Tool
 	symbolic  *kernel.Symbolic
 	learner   *adaptive.Learner
-	session   *orchestrator.Session
+	series    *orchestrator.Series
 	startedOn []adaptive.Learned
 }
 
@@ -176,11 +176,11 @@ func newDemo(ctx context.Context, store kernel.Store, seed int64, namespace stri
 	if err != nil {
 		return fail(err)
 	}
-	if d.session, err = orchestrator.NewSession(o); err != nil {
+	if d.series, err = orchestrator.NewSeries(o); err != nil {
 		return fail(err)
 	}
 	s := &sensor{tool: d.tool, read: func(traceID string) (reading, bool) {
-		ep, ok := d.session.Episode(traceID)
+		ep, ok := d.series.Episode(traceID)
 		return readingFor(seed, ep), ok
 	}}
 	if err := o.Register(s, &analyst{k.Planner("analyst")}, simulator, &actuator{k.Planner("actuator")}, d.learner); err != nil {
@@ -238,7 +238,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 				return err
 			}
 		}
-		res, err := d.session.RunEpisode(ctx)
+		res, err := d.series.RunEpisode(ctx)
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,8 @@
 // governs them: the repair router's fast and slow loops, a rate-limit
 // backoff, an auth escalation, a partial fetch caught as a failure, and
 // the stops of a token budget, a tool-call budget and the loop guard.
-// Each case prints its steps with their lease trajectories, every typed
-// decision, the outcome and the functional state.
+// Each case prints its steps with their grant trajectories, every typed
+// remedy, how the run ended and the functional state.
 //
 //	go run ./examples/subagents
 //
@@ -56,11 +56,11 @@ var (
 	// that the functional state shows pressure building.
 	runLimits = budget.Limits{Tokens: 20_000, ModelCalls: 14, ToolCalls: 10, Rounds: 6, Deadline: 10 * time.Minute, Soft: 0.5}
 	lanes     = map[string]orchestrator.Lane{
-		"researcher": {Worker: "researcher", Lease: 1,
+		"researcher": {Worker: "researcher", Turns: 1,
 			Contract: &orchestrator.Contract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}},
-		"coder": {Worker: "coder", Lease: 1, Research: "researcher",
+		"coder": {Worker: "coder", Turns: 1, Research: "researcher",
 			Contract: &orchestrator.Contract{Require: []string{"program"}, Evidence: true}},
-		"executor": {Worker: "executor", Lease: 1, Research: "researcher",
+		"executor": {Worker: "executor", Turns: 1, Research: "researcher",
 			Contract: &orchestrator.Contract{Require: []string{"patients"}, Evidence: true}},
 	}
 )
@@ -87,15 +87,15 @@ func scenarios() []scenario {
 			lanes:  map[string]orchestrator.Lane{"researcher": withBudget(lanes["researcher"], budget.Limits{Tokens: 600})}},
 		{name: "tool-budget", title: "tool-call budget: the executor's lane allows one call",
 			script: s(func(c *script) { c.docs, c.dryRun = "v2-batch", true }),
-			lanes:  map[string]orchestrator.Lane{"executor": withLease(withBudget(lanes["executor"], budget.Limits{ToolCalls: 1}), 2)}},
+			lanes:  map[string]orchestrator.Lane{"executor": withTurns(withBudget(lanes["executor"], budget.Limits{ToolCalls: 1}), 2)}},
 		{name: "loop-guard", title: "loop guard: the researcher reads the same page again and again",
 			script: s(func(c *script) { c.docs, c.dithers = "v2-batch", true }),
-			lanes:  map[string]orchestrator.Lane{"researcher": withLease(lanes["researcher"], 3)}},
+			lanes:  map[string]orchestrator.Lane{"researcher": withTurns(lanes["researcher"], 3)}},
 	}
 }
 
 func withBudget(l orchestrator.Lane, b budget.Limits) orchestrator.Lane { l.Budget = b; return l }
-func withLease(l orchestrator.Lane, n int) orchestrator.Lane            { l.Lease = n; return l }
+func withTurns(l orchestrator.Lane, n int) orchestrator.Lane            { l.Turns = n; return l }
 
 // epoch is the fixed time of every clock here.
 var epoch = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
@@ -170,14 +170,14 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 }
 
 // report prints a run: its steps, with the repair decisions where they
-// were taken, the outcome and the functional state.
+// were taken, how the run ended and the functional state.
 func report(w io.Writer, res orchestrator.Result) {
 	repairs := res.Repairs
 	for _, st := range res.Steps {
 		line := fmt.Sprintf("  step      r%d %s#%d", st.Round, st.WorkerID, st.Attempt)
 		if st.Trajectory != "" {
 			line += "  " + st.Trajectory
-			if st.Lease == failure.LeaseOpen {
+			if st.GrantEnd == failure.GrantOpen {
 				line += " …"
 			}
 		}
@@ -191,11 +191,11 @@ func report(w io.Writer, res orchestrator.Result) {
 		}
 	}
 	for _, f := range res.Findings {
-		for _, c := range f.Claims {
+		for _, c := range f.Assertions {
 			fmt.Fprintf(w, "  finding   %s: %s = %v (evidence %s)\n", f.WorkerID, c.Kind, c.Value, strings.Join(c.Evidence, ", "))
 		}
 	}
-	fmt.Fprintf(w, "  outcome   %s\n", res.Outcome)
+	fmt.Fprintf(w, "  ended     %s\n", res.End)
 	if st := res.Stop; st != nil {
 		switch {
 		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
@@ -204,7 +204,7 @@ func report(w io.Writer, res orchestrator.Result) {
 		case st.Reason != nil:
 			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Code, st.Reason.Loop, st.Reason.Hint)
 		default:
-			fmt.Fprintf(w, "  stop      %s by %s: %s\n", st.Code, st.WorkerID, st.Decision.Route)
+			fmt.Fprintf(w, "  stop      %s by %s: %s\n", st.Code, st.WorkerID, st.Remedy.Route)
 		}
 		if st.ReviewID != "" {
 			fmt.Fprintf(w, "  review    %s queued for a person (%s)\n", kernel.FallbackQueueForReview, st.ReviewID)
@@ -223,8 +223,8 @@ func report(w io.Writer, res orchestrator.Result) {
 
 // printRepair prints one decision of the repair router.
 func printRepair(w io.Writer, r orchestrator.Repair) {
-	d := r.Decision
-	line := fmt.Sprintf("  decision  %s (%s) → %s [%s loop]", r.Failure.Category(), r.Failure.Status(), d.Route, d.Loop)
+	d := r.Remedy
+	line := fmt.Sprintf("  remedy    %s (%s) → %s [%s loop]", r.Failure.Category(), r.Failure.Status(), d.Route, d.Loop)
 	if r.Wait > 0 {
 		line += fmt.Sprintf(", wait %v", r.Wait)
 	}

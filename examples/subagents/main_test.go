@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Each case prints its typed decisions, its outcome and the functional
+// Each case prints its typed remedies, how it ended and the functional
 // state; the lines below must appear in its section, in this order.
 func TestRunPrintsEachCase(t *testing.T) {
 	var buf bytes.Buffer
@@ -17,58 +17,58 @@ func TestRunPrintsEachCase(t *testing.T) {
 	want := map[string][]string{
 		"fast-loop": {
 			"coder#1  T1(compile) × code_syntax → SPENT  ✗ reported FAILED_SYNTAX",
-			"decision  code_syntax (FAILED_SYNTAX) → fast_loop [fast loop], next coder",
+			"remedy    code_syntax (FAILED_SYNTAX) → fast_loop [fast loop], next coder",
 			"coder#2  T1(compile) ✓ → SPENT",
 			"finding   executor: patients = [p1 p2 p3]",
-			"outcome   quiescent",
+			"ended     quiescent",
 			"state     r2: budget 0.14",
 		},
 		"slow-loop": {
 			"executor#1  T1(run_job) × endpoint_unknown → YIELD  ✗ FAILED_ENDPOINT_UNKNOWN",
-			"decision  endpoint_unknown (FAILED_ENDPOINT_UNKNOWN) → slow_loop [slow loop], next researcher",
+			"remedy    endpoint_unknown (FAILED_ENDPOINT_UNKNOWN) → slow_loop [slow loop], next researcher",
 			"researcher#1  T1(read_docs) ✓ → SPENT",
 			"executor#2  T1(run_job) ✓ → SPENT",
 			"finding   researcher: endpoint = /v2/patients:batchGet",
-			"outcome   quiescent",
+			"ended     quiescent",
 			"state     r2:",
 		},
 		"backoff": {
 			"executor#1  T1(run_job) × rate_limit → YIELD  ✗ FAILED_RATE_LIMITED",
-			"decision  rate_limit (FAILED_RATE_LIMITED) → backoff [kernel loop], wait 1s, next executor",
+			"remedy    rate_limit (FAILED_RATE_LIMITED) → backoff [kernel loop], wait 1s, next executor",
 			"executor#2  T1(run_job) ✓ → SPENT",
-			"outcome   quiescent",
+			"ended     quiescent",
 			"state     r2: budget 0.00 loop 0.50",
 		},
 		"auth": {
 			"executor#1  T1(run_job) × auth_error → YIELD  ✗ FAILED_AUTH_EXPIRED",
-			"decision  auth_error (FAILED_AUTH_EXPIRED) → escalate [human loop] (no reauth worker for executor: escalate)",
-			"outcome   escalated",
+			"remedy    auth_error (FAILED_AUTH_EXPIRED) → escalate [human loop] (no reauth worker for executor: escalate)",
+			"ended     escalated",
 			"stop      FAILED_AUTH_EXPIRED by executor: escalate",
 			"review    queue_for_review queued for a person (actions:auth:",
 			"state     at stop:",
 		},
 		"partial": {
 			"executor#1  T1(run_job) × endpoint_unknown → YIELD  ✗ FAILED_INCOMPLETE_FETCH",
-			"decision  endpoint_unknown (FAILED_INCOMPLETE_FETCH) → slow_loop [slow loop], next researcher",
+			"remedy    endpoint_unknown (FAILED_INCOMPLETE_FETCH) → slow_loop [slow loop], next researcher",
 			"executor#2  T1(run_job) ✓ → SPENT",
 			"finding   executor: patients = [p1 p2 p3]",
-			"outcome   quiescent",
+			"ended     quiescent",
 		},
 		"token-budget": {
 			"researcher#1  T1(read_docs) ✓ → SPENT  ✗ BUDGET_EXCEEDED tokens",
-			"outcome   budget_exceeded",
+			"ended     budget_exceeded",
 			"stop      BUDGET_EXCEEDED: tokens of run token-budget/researcher, 400 of 600 used",
 			"state     at stop: budget 0.33",
 		},
 		"tool-budget": {
 			"executor#1  T1(run_job) ✓ → T2(run_job) × rate_limit → YIELD  ✗ BUDGET_EXCEEDED tool_calls",
-			"outcome   budget_exceeded",
+			"ended     budget_exceeded",
 			"stop      BUDGET_EXCEEDED: tool_calls of run tool-budget/executor, 1 of 1 used",
 			"state     at stop: budget 1.00",
 		},
 		"loop-guard": {
 			"researcher#1  T1(read_docs) ✓ → T2(read_docs) ✓ → T3(read_docs) × duplicate → YIELD  ✗ LOOP_DETECTED repeated_call",
-			"outcome   loop_detected",
+			"ended     loop_detected",
 			"stop      LOOP_DETECTED: repeated_call",
 			"state     at stop: budget 0.00 loop 1.00",
 		},

@@ -16,7 +16,7 @@ const tokenEstimate = 400
 
 // agentWorker is one member of the crew: an orchestrator.Worker that runs an LLM
 // agent under what the orchestrator grants it (its lane's budget and
-// guard, its lease), and hands back a typed finding.
+// guard, its grant), and hands back a typed finding.
 type agentWorker struct {
 	id     string // also its role contract's name
 	h      *kernel.Tool
@@ -26,8 +26,8 @@ type agentWorker struct {
 	after  string // the percept kind it needs first, "" for none
 	// user is the worker's mission, built from the findings it is given.
 	user func(findings []orchestrator.Finding) string
-	// claim turns its tool's result into the claim it reports.
-	claim func(result kernel.Record) orchestrator.Claim
+	// assertion turns its tool's result into the assertion it reports.
+	assertion func(result kernel.Record) orchestrator.Assertion
 }
 
 // ID, Handle, Reads and Writes declare the worker to the orchestrator.
@@ -41,9 +41,9 @@ func (w *agentWorker) ShouldActivate(v kernel.View) bool {
 	return (w.after == "" || v.Has(kernel.Percepts, w.after)) && !v.Has(kernel.Percepts, w.result)
 }
 
-// Step runs the agent once. A failure that ended its lease is the step's
-// error; a failure on its last turn (the lease spent) is reported in its
-// finding; otherwise the finding claims what its tool returned, resting
+// Step runs the agent once. A failure that ended its grant is the step's
+// error; a failure on its last turn (the grant spent) is reported in its
+// finding; otherwise the finding asserts what its tool returned, resting
 // on the result's record.
 func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
@@ -54,7 +54,7 @@ func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (b
 	}
 	res, err := w.agent.Run(ctx, llm.Task{
 		Role: w.id, TraceID: traceID, System: "You are the " + w.id + " of a data team.", User: user,
-		Budget: sc.Budget(), Guard: sc.Guard(), Lease: sc.Lease(), TokenEstimate: tokenEstimate,
+		Budget: sc.Budget(), Guard: sc.Guard(), Grant: sc.Grant(), TokenEstimate: tokenEstimate,
 	})
 	if err != nil {
 		return len(res.Calls) > 0, err
@@ -69,14 +69,14 @@ func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (b
 	if err != nil {
 		return len(res.Calls) > 0, fmt.Errorf("%s: its result: %w", w.id, err)
 	}
-	sc.Report(orchestrator.Finding{Claims: []orchestrator.Claim{w.claim(rec)}})
+	sc.Report(orchestrator.Finding{Assertions: []orchestrator.Assertion{w.assertion(rec)}})
 	return true, nil
 }
 
-// latest returns the value of the latest accepted claim of kind.
+// latest returns the value of the latest accepted assertion of kind.
 func latest(findings []orchestrator.Finding, kind string) string {
 	for i := len(findings) - 1; i >= 0; i-- {
-		if c, ok := findings[i].Claim(kind); ok {
+		if c, ok := findings[i].Assertion(kind); ok {
 			return fmt.Sprint(c.Value)
 		}
 	}
@@ -85,24 +85,24 @@ func latest(findings []orchestrator.Finding, kind string) string {
 
 // crew builds the researcher, the coder and the executor on one agent.
 func crew(k *kernel.Kernel, agent *llm.Agent) []*agentWorker {
-	evidence := func(kind string, value func(kernel.Record) any) func(kernel.Record) orchestrator.Claim {
-		return func(rec kernel.Record) orchestrator.Claim {
-			return orchestrator.Claim{Kind: kind, Value: value(rec), Evidence: []string{rec.ID}, Confidence: 0.9}
+	evidence := func(kind string, value func(kernel.Record) any) func(kernel.Record) orchestrator.Assertion {
+		return func(rec kernel.Record) orchestrator.Assertion {
+			return orchestrator.Assertion{Kind: kind, Value: value(rec), Evidence: []string{rec.ID}, Confidence: 0.9}
 		}
 	}
 	return []*agentWorker{
 		{id: "researcher", h: k.Tool("researcher"), agent: agent, result: "docs",
-			user:  func([]orchestrator.Finding) string { return "Find the endpoint that lists the clinic's patients." },
-			claim: evidence("endpoint", func(r kernel.Record) any { return r.Payload["endpoint"] })},
+			user:      func([]orchestrator.Finding) string { return "Find the endpoint that lists the clinic's patients." },
+			assertion: evidence("endpoint", func(r kernel.Record) any { return r.Payload["endpoint"] })},
 		{id: "coder", h: k.Tool("coder"), agent: agent, reads: []kernel.Slot{kernel.Percepts}, result: "build", after: "docs",
 			user: func(f []orchestrator.Finding) string {
 				return "Write the job that fetches the patients. endpoint=" + latest(f, "endpoint")
 			},
-			claim: evidence("program", func(r kernel.Record) any { return r.Payload["program"] })},
+			assertion: evidence("program", func(r kernel.Record) any { return r.Payload["program"] })},
 		{id: "executor", h: k.Tool("executor"), agent: agent, reads: []kernel.Slot{kernel.Percepts}, result: "patients", after: "build",
 			user: func(f []orchestrator.Finding) string {
 				return "Run the job. program=" + latest(f, "program") + " endpoint=" + latest(f, "endpoint")
 			},
-			claim: evidence("patients", func(r kernel.Record) any { return r.Payload["patients"] })},
+			assertion: evidence("patients", func(r kernel.Record) any { return r.Payload["patients"] })},
 	}
 }

@@ -133,14 +133,14 @@ type Task struct {
 	// Guard, when set, is the loop guard the gate asks before each tool
 	// call of the task, besides the gate's own budget and guard.
 	Guard *budget.Guard
-	// Lease, when set, is the lease the task runs under: each tool call is
+	// Grant, when set, is the grant the task runs under: each tool call is
 	// one of its turns, and the worker cannot extend it. A failure the
 	// worker cannot repair (toolgate.Result.Failure and failure.Yield)
-	// ends the run at once with a [*LeaseError]; once every turn is used,
+	// ends the run at once with a [*GrantError]; once every turn is used,
 	// the model gets one more call, without tools, to answer with what it
-	// has. Without a lease the model calls tools until it answers or the
+	// has. Without a grant the model calls tools until it answers or the
 	// rounds run out.
-	Lease *failure.Lease
+	Grant *failure.Grant
 }
 
 // ToolResult is one tool call the model made and the gate's answer.
@@ -176,9 +176,9 @@ type AgentResult struct {
 	// category (toolgate.Result.Failure). It is what the orchestrator sees
 	// of the run.
 	Trajectory []failure.TrajectoryEntry
-	// Lease is how the task's lease ended: failure.LeaseOpen without a
-	// lease, or while turns were left.
-	Lease failure.LeaseEnd
+	// GrantEnd is how the task's grant ended: failure.GrantOpen without a
+	// grant, or while turns were left.
+	GrantEnd failure.GrantEnd
 }
 
 // Run runs the conversation of t: system prompt and user message, then

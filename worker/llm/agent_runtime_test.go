@@ -247,23 +247,23 @@ func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
 				"call_api": failedWith(st),
 			})
 			task := refundTask
-			task.Lease = failure.NewLease(5)
+			task.Grant = failure.NewGrant(5)
 			res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
-			var le *llm.LeaseError
-			if !errors.As(err, &le) || !errors.Is(err, llm.ErrLeaseEnded) || le.End != failure.LeaseYielded {
+			var le *llm.GrantError
+			if !errors.As(err, &le) || !errors.Is(err, llm.ErrGrantEnded) || le.End != failure.GrantYielded {
 				t.Fatalf("err = %v, want a yield", err)
 			}
 			if c := failure.Classify(err); c.Category() != cat || c.Legacy() {
 				t.Errorf("Classify = %v, want %s", c, cat)
 			}
 			if n := len(g.got()); n != 2 {
-				t.Errorf("the gate got %d calls, want 2: the lease ends at once", n)
+				t.Errorf("the gate got %d calls, want 2: the grant ends at once", n)
 			}
-			if len(f.requests()) != 1 || res.Lease != failure.LeaseYielded {
-				t.Errorf("%d model calls, lease %q", len(f.requests()), res.Lease)
+			if len(f.requests()) != 1 || res.GrantEnd != failure.GrantYielded {
+				t.Errorf("%d model calls, grant %q", len(f.requests()), res.GrantEnd)
 			}
 			want := "T1(lint) × format_error → T2(call_api) × " + string(cat) + " → YIELD"
-			if le.Trajectory != want || task.Lease.String() != want {
+			if le.Trajectory != want || task.Grant.String() != want {
 				t.Errorf("trajectory %q, want %q", le.Trajectory, want)
 			}
 			// The skipped call is answered, so the conversation is whole.
@@ -292,19 +292,19 @@ func TestAgentLeaseContinuesOnSkillFailures(t *testing.T) {
 				return toolgate.Result{Outcome: toolgate.Executed, Code: toolgate.CodeEffectSucceeded}, nil
 			}}
 			task := refundTask
-			task.Lease = failure.NewLease(5)
+			task.Grant = failure.NewGrant(5)
 			res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
-			if err != nil || res.Answer != "fixed" || res.Lease != failure.LeaseOpen {
-				t.Fatalf("%v %q %q", err, res.Answer, res.Lease)
+			if err != nil || res.Answer != "fixed" || res.GrantEnd != failure.GrantOpen {
+				t.Fatalf("%v %q %q", err, res.Answer, res.GrantEnd)
 			}
-			if got := task.Lease.String(); !strings.HasPrefix(got, "T1(run_tests) × ") || !strings.HasSuffix(got, "T3(run_tests) ✓") {
+			if got := task.Grant.String(); !strings.HasPrefix(got, "T1(run_tests) × ") || !strings.HasSuffix(got, "T3(run_tests) ✓") {
 				t.Errorf("trajectory %s", got)
 			}
 		})
 	}
 }
 
-// A spent lease gets one more model call, without tools, to answer.
+// A spent grant gets one more model call, without tools, to answer.
 func TestAgentLeaseSpent(t *testing.T) {
 	f := newFake(t, func(n int, req request) reply {
 		if len(req.Body.Tools) == 0 {
@@ -314,7 +314,7 @@ func TestAgentLeaseSpent(t *testing.T) {
 	})
 	g := &recGate{}
 	task := refundTask
-	task.Lease = failure.NewLease(2)
+	task.Grant = failure.NewGrant(2)
 	res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
 	if err != nil {
 		t.Fatal(err)
@@ -323,11 +323,11 @@ func TestAgentLeaseSpent(t *testing.T) {
 	if len(g.got()) != 2 || len(reqs) != 3 || len(reqs[2].Body.Tools) != 0 {
 		t.Errorf("%d gate calls, %d model calls (last with %d tools); want 2, 3, 0", len(g.got()), len(reqs), len(reqs[2].Body.Tools))
 	}
-	if res.Answer != "here is what I found" || res.Lease != failure.LeaseSpent || len(res.Trajectory) != 2 {
-		t.Errorf("answer %q lease %q trajectory %+v", res.Answer, res.Lease, res.Trajectory)
+	if res.Answer != "here is what I found" || res.GrantEnd != failure.GrantSpent || len(res.Trajectory) != 2 {
+		t.Errorf("answer %q grant %q trajectory %+v", res.Answer, res.GrantEnd, res.Trajectory)
 	}
-	// A lease of one turn (the default) is a single tool call.
-	task.Lease = failure.NewLease(0)
+	// A grant of one turn (the default) is a single tool call.
+	task.Grant = failure.NewGrant(0)
 	f = newFake(t, func(n int, req request) reply {
 		if len(req.Body.Tools) == 0 {
 			return answer("done")
@@ -337,6 +337,6 @@ func TestAgentLeaseSpent(t *testing.T) {
 	g = &recGate{}
 	res, err = agent(t, client(t, f, nil), g).Run(context.Background(), task)
 	if err != nil || len(g.got()) != 1 || res.Answer != "done" {
-		t.Errorf("lease of one: %v, %d gate calls, answer %q", err, len(g.got()), res.Answer)
+		t.Errorf("grant of one: %v, %d gate calls, answer %q", err, len(g.got()), res.Answer)
 	}
 }

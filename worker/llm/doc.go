@@ -18,13 +18,13 @@
 //   - [Extract] pulls the JSON object out of a model's answer: it drops
 //     <think> blocks and finds the object in a ``` fence or in prose.
 //     Anything else is [ErrUnparsable].
-//   - [Planner] asks the model for a [Verdict] on a [Situation]:
-//     [Planner.DecideBelief] and [Planner.DecidePlan]. A decline is
+//   - [Advisor] asks the model for its [Advice] on a [Situation]:
+//     [Advisor.DecideBelief] and [Advisor.DecidePlan]. A decline is
 //     [CodeNoBelief] or [CodeNoPlan]; an endpoint failure after the retries
 //     or an unreadable answer is [CodeError].
 //   - [Worker] is an [github.com/blackboardkernel/bk/orchestrator.Worker] driven by
 //     a [Schema]: belief, plan, then the action or the fallback, with an
-//     [Outcome] from [Worker.Run].
+//     [Report] from [Worker.Run].
 //   - [Client.Complete] is the tool-calling form of [Client.Chat]: it sends
 //     tools and returns a [Completion] with the model's tool calls ([ToolCall]), its
 //     finish reason and the token [Usage].
@@ -72,11 +72,11 @@
 // too. An error from the gate, the hook, the endpoint or the context also
 // ends it, and the [AgentResult] still reports what happened until then.
 //
-// # Budgets, loop guards and leases
+// # Budgets, loop guards and grants
 //
 // A [Task] may carry the run budget it spends ([Task.Budget], a
-// budget.Run or a lane's sub-run), a loop guard ([Task.Guard]) and a lease
-// ([Task.Lease], a failure.Lease granted by whoever runs the worker).
+// budget.Run or a lane's sub-run), a loop guard ([Task.Guard]) and a grant
+// ([Task.Grant], a failure.Grant granted by whoever runs the worker).
 // Each round begins a new turn of the budget; before each model call the
 // agent charges the tokens the earlier calls reported and admits the next
 // call, and a spent budget (tokens, model calls, cost, deadline) stops
@@ -88,10 +88,10 @@
 //
 // Each tool call handed to the gate is a turn of the run's trajectory
 // ([AgentResult.Trajectory]): ok, or the failure's status and category as
-// toolgate.Result.Failure types it. Under a lease, the yield check runs
+// toolgate.Result.Failure types it. Under a grant, the yield check runs
 // after every call: a skill failure (a syntax error, bad arguments, a
 // precondition to establish) lets the model go on; any other ends the run
-// at once with a [*LeaseError] carrying the failure and the compact
+// at once with a [*GrantError] carrying the failure and the compact
 // trajectory, and the calls left in that round are answered as not run.
 // When every turn is used, the model gets one last call without tools, to
 // answer with what it has.
@@ -129,7 +129,7 @@
 // A [Client] is safe for concurrent use; all its calls share one semaphore,
 // so no more than [WithConcurrency] requests are in flight at once, and a
 // call waiting for a slot or for a retry returns when its context ends. A
-// [Planner], a [Worker] and an [Agent] hold no mutable state and are safe
+// [Advisor], a [Worker] and an [Agent] hold no mutable state and are safe
 // for concurrent use (a Worker on different traces at once, an Agent on
 // different tasks). Every call that
 // can block takes a context and honours its cancellation.

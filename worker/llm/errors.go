@@ -15,7 +15,7 @@ const (
 	// CodeNoPlan: the model declined to propose the plan.
 	CodeNoPlan = kernel.Code("LLM_NO_PLAN")
 	// CodeError: the endpoint failed after its retries, or its answer could
-	// not be read as a verdict.
+	// not be read as advice.
 	CodeError = kernel.Code("LLM_ERROR")
 )
 
@@ -23,7 +23,7 @@ const (
 // context's error when the caller cancelled, or (from a [Worker]) the
 // kernel's or the store's error; callers branch with errors.Is.
 var (
-	// ErrInvalidConfig: a bad option or schema given to [New], [NewPlanner],
+	// ErrInvalidConfig: a bad option or schema given to [New], [NewAdvisor],
 	// [NewWorker] or [NewAgent] (an empty or non-HTTP base URL, a negative
 	// retry count or timeout, a concurrency below 1, a nil function, an
 	// empty kind, ...), a bad tool list given to [Client.Complete] (a tool
@@ -35,7 +35,7 @@ var (
 	// not a chat completion. It comes as an [*EndpointError].
 	ErrEndpoint = errors.New("llm: endpoint failed")
 	// ErrUnparsable: a model answer that holds no JSON object, or whose
-	// object is not a verdict.
+	// object is not advice.
 	ErrUnparsable = errors.New("llm: unparsable answer")
 	// ErrFallbackRejected: the kernel refused the worker's safe fallback
 	// action, which means the fallback type is not registered as a safe

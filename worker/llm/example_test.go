@@ -32,7 +32,7 @@ func ExampleWorker_Run() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	planner, err := llm.NewPlanner(client)
+	planner, err := llm.NewAdvisor(client)
 	if err != nil {
 		log.Fatal(err)
 	}

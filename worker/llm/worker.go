@@ -45,8 +45,8 @@ type Schema struct {
 	Fallback string
 }
 
-// Outcome is what one episode of a [Worker] decided.
-type Outcome struct {
+// Report is what one episode of a [Worker] decided.
+type Report struct {
 	// Belief, Plan and Action are the codes of each stage: the kernel's
 	// decision (COMMITTED, PLAN_FEASIBLE or a rejection code), or
 	// [CodeNoBelief], [CodeNoPlan], [CodeError] when the model stopped the
@@ -75,15 +75,15 @@ type Outcome struct {
 type Worker struct {
 	id     string
 	h      *kernel.Planner
-	p      *Planner
+	p      *Advisor
 	schema Schema
 }
 
 // NewWorker returns a Worker with the given id that writes through h and
 // asks p. A bad argument is [ErrInvalidConfig]: an empty id, a nil handle
-// or planner, an empty Belief, Plan or Action, no DependsOn or an empty
+// or advisor, an empty Belief, Plan or Action, no DependsOn or an empty
 // entry in it, or a Fallback equal to Action.
-func NewWorker(id string, h *kernel.Planner, p *Planner, s Schema) (*Worker, error) {
+func NewWorker(id string, h *kernel.Planner, p *Advisor, s Schema) (*Worker, error) {
 	bad := func(what string) (*Worker, error) { return nil, fmt.Errorf("%w: worker: %s", ErrInvalidConfig, what) }
 	switch {
 	case id == "":
@@ -91,7 +91,7 @@ func NewWorker(id string, h *kernel.Planner, p *Planner, s Schema) (*Worker, err
 	case h == nil:
 		return bad("nil planner handle")
 	case p == nil:
-		return bad("nil planner")
+		return bad("nil advisor")
 	case s.Belief == "" || s.Plan == "" || s.Action == "":
 		return bad("schema needs Belief, Plan and Action")
 	case len(s.DependsOn) == 0:
@@ -147,10 +147,10 @@ func (w *Worker) Step(ctx context.Context, s *orchestrator.StepContext) (bool, e
 // non-nil when ctx ends (wrapping its error; the episode then may have no
 // final action), when the store fails, or when the kernel refuses the
 // fallback ([ErrFallbackRejected]).
-func (w *Worker) Run(ctx context.Context, traceID string) (Outcome, error) {
+func (w *Worker) Run(ctx context.Context, traceID string) (Report, error) {
 	v, err := w.h.View(ctx, traceID, kernel.ViewOptions{})
 	if err != nil {
-		return Outcome{}, err
+		return Report{}, err
 	}
 	return w.run(ctx, traceID, v)
 }
@@ -164,17 +164,17 @@ type result struct {
 	root   kernel.Cause  // the root cause of a kernel refusal
 }
 
-func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Outcome, error) {
+func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report, error) {
 	s := w.schema
-	var out Outcome
+	var out Report
 	percepts, perceptIDs, err := w.percepts(ctx, traceID)
 	if err != nil {
 		return out, err
 	}
 	sit := Situation{Task: s.Task, Kind: s.Belief, Requires: s.DependsOn, Percepts: percepts}
 	r, err := w.propose(ctx, perceptIDs,
-		func(ctx context.Context) (Verdict, error) { return w.p.DecideBelief(ctx, sit) },
-		func(Verdict) kernel.Entry {
+		func(ctx context.Context) (Advice, error) { return w.p.DecideBelief(ctx, sit) },
+		func(Advice) kernel.Entry {
 			return kernel.Entry{TraceID: traceID, Slot: kernel.Beliefs, Kind: s.Belief,
 				Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: strs(s.DependsOn)}}
 		})
@@ -192,8 +192,8 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Outcom
 	sit = Situation{Task: s.Task, Kind: s.Plan, Action: s.Action, Requires: requires, Percepts: percepts,
 		Beliefs: []Fact{{Kind: belief.Kind, Payload: belief.Payload, Confidence: belief.Provenance.Confidence}}}
 	r, err = w.propose(ctx, []string{belief.ID},
-		func(ctx context.Context) (Verdict, error) { return w.p.DecidePlan(ctx, sit) },
-		func(vd Verdict) kernel.Entry {
+		func(ctx context.Context) (Advice, error) { return w.p.DecidePlan(ctx, sit) },
+		func(vd Advice) kernel.Entry {
 			steps := []any{schemaPayload(fields, kernel.KeyAction, s.Action, requires)}
 			if vd.Steps != nil { // WithModelSteps: ungoverned
 				steps = make([]any, len(vd.Steps))
@@ -210,7 +210,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Outcom
 	}
 
 	plan := r.record
-	r, err = w.propose(ctx, nil, nil, func(Verdict) kernel.Entry {
+	r, err = w.propose(ctx, nil, nil, func(Advice) kernel.Entry {
 		return kernel.Entry{TraceID: traceID, Slot: kernel.Actions, Kind: s.Action,
 			Payload: schemaPayload(fields, "type", s.Action, requires), InputRefs: []string{plan.ID}}
 	})
@@ -223,11 +223,11 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Outcom
 }
 
 // propose asks the model (unless ask is nil) and, if it says yes, submits
-// the entry built from its verdict. shown are the ids of the records the
+// the entry built from its advice. shown are the ids of the records the
 // model saw, which a decline's fallback references.
 func (w *Worker) propose(ctx context.Context, shown []string,
-	ask func(context.Context) (Verdict, error), build func(Verdict) kernel.Entry) (result, error) {
-	var vd Verdict
+	ask func(context.Context) (Advice, error), build func(Advice) kernel.Entry) (result, error) {
+	var vd Advice
 	if ask != nil {
 		var err error
 		if vd, err = ask(ctx); err != nil {
@@ -256,7 +256,7 @@ func (w *Worker) propose(ctx context.Context, shown []string,
 
 // fallback ends the episode in the safe fallback, unless err says it
 // cannot go on.
-func (w *Worker) fallback(ctx context.Context, traceID string, out Outcome, r result, err error) (Outcome, error) {
+func (w *Worker) fallback(ctx context.Context, traceID string, out Report, r result, err error) (Report, error) {
 	if err != nil {
 		return out, err
 	}

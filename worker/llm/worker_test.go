@@ -123,7 +123,7 @@ func committedRefund(t *testing.T, h *kernel.Planner, trace string) bool {
 // references what stopped the episode. A kernel rejection references the
 // rejected proposal, invalidated with the same code; a model decline or
 // failure references the records the model was shown.
-func checkChain(t *testing.T, h *kernel.Planner, out llm.Outcome) {
+func checkChain(t *testing.T, h *kernel.Planner, out llm.Report) {
 	t.Helper()
 	refs := out.Final.Provenance.InputRefs
 	if len(refs) < 2 {
@@ -160,7 +160,7 @@ type scenario struct {
 	name    string
 	script  func(n int, req request) reply
 	client  []llm.Option
-	planner []llm.PlannerOption
+	planner []llm.AdvisorOption
 	want    func(c condition) kernel.Code
 }
 
@@ -230,14 +230,14 @@ var scenarios = []scenario{
 		client: []llm.Option{llm.WithTimeout(20 * time.Millisecond), llm.WithRetries(0)}, want: at(llm.CodeError)},
 	{name: "bypass: plan steps with empty requires_beliefs (ungoverned)",
 		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": []}]}`),
-		planner: []llm.PlannerOption{llm.WithModelSteps()}, want: afterBelief(kernel.CodePlanUngrounded)},
+		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(kernel.CodePlanUngrounded)},
 	{name: "bypass: plan step without is_duplicate (ungoverned)",
 		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
-		planner: []llm.PlannerOption{llm.WithModelSteps()},
+		planner: []llm.AdvisorOption{llm.WithModelSteps()},
 		// A constraint that cannot read its field fails closed.
 		want: afterBelief(kernel.PlanBlockedCode("no_duplicate_refund"))},
 	{name: "bypass: empty plan (ungoverned)", script: byStage(propose, `{"propose": true, "steps": []}`),
-		planner: []llm.PlannerOption{llm.WithModelSteps()}, want: afterBelief(kernel.CodeInvalidProposal)},
+		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(kernel.CodeInvalidProposal)},
 }
 
 // TestEpisodesNeverActUnsafely runs every scripted model behaviour against
@@ -495,7 +495,7 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		name string
 		id   string
 		h    *kernel.Planner
-		p    *llm.Planner
+		p    *llm.Advisor
 		s    llm.Schema
 	}{
 		{"empty id", "", h, p, refundSchema},

@@ -23,13 +23,13 @@ type Proposer interface {
 	Submit(ctx context.Context, e kernel.Entry) (kernel.Decision, error)
 }
 
-// Option configures a [Simulator] in [New].
-type Option func(*Simulator)
+// Option configures a [Worker] in [New].
+type Option func(*Worker)
 
 // WithID sets the worker id (default: the handle's name).
-func WithID(id string) Option { return func(s *Simulator) { s.id = id } }
+func WithID(id string) Option { return func(s *Worker) { s.id = id } }
 
-// Simulator is the worker that fills the predictions slot (paper §11.3):
+// Worker is the simulator, the worker that fills the predictions slot (paper §11.3):
 // for each rule that matches the trace's committed percepts and beliefs it
 // proposes a prediction {action_type, expected_outcome, requires_beliefs,
 // rule} through its handle and lets the kernel decide it.
@@ -40,21 +40,21 @@ func WithID(id string) Option { return func(s *Simulator) { s.id = id } }
 // count: a prediction another writer committed under the same kind does not
 // stop it from proposing (that would let a planner squat the kind and keep
 // the trusted rule from ever running).
-type Simulator struct {
+type Worker struct {
 	h     Proposer
 	id    string
 	rules []Rule
 	kinds []string
 }
 
-var _ orchestrator.Worker = (*Simulator)(nil)
+var _ orchestrator.Worker = (*Worker)(nil)
 
 // New returns a simulator proposing through h with the given rules, which
 // it copies. It returns an error wrapping [ErrInvalidOption] for a nil
 // handle, a handle whose role may not propose predictions, an empty id or a
 // nil option, and one wrapping [ErrInvalidRule] for a bad rule set (see
 // [ValidateRules]).
-func New(h Proposer, rules []Rule, opts ...Option) (*Simulator, error) {
+func New(h Proposer, rules []Rule, opts ...Option) (*Worker, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
 	}
@@ -64,7 +64,7 @@ func New(h Proposer, rules []Rule, opts ...Option) (*Simulator, error) {
 	if err := ValidateRules(rules); err != nil {
 		return nil, err
 	}
-	s := &Simulator{h: h, id: h.Name()}
+	s := &Worker{h: h, id: h.Name()}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
@@ -91,19 +91,19 @@ func New(h Proposer, rules []Rule, opts ...Option) (*Simulator, error) {
 }
 
 // ID returns the worker id.
-func (s *Simulator) ID() string { return s.id }
+func (s *Worker) ID() string { return s.id }
 
 // Handle returns the handle the simulator proposes through.
-func (s *Simulator) Handle() kernel.Handle { return s.h }
+func (s *Worker) Handle() kernel.Handle { return s.h }
 
 // Reads returns the percepts and beliefs slots.
-func (s *Simulator) Reads() []kernel.Slot { return []kernel.Slot{kernel.Percepts, kernel.Beliefs} }
+func (s *Worker) Reads() []kernel.Slot { return []kernel.Slot{kernel.Percepts, kernel.Beliefs} }
 
 // Writes returns the predictions slot.
-func (s *Simulator) Writes() []kernel.Slot { return []kernel.Slot{kernel.Predictions} }
+func (s *Worker) Writes() []kernel.Slot { return []kernel.Slot{kernel.Predictions} }
 
 // Rules returns a copy of the simulator's rules.
-func (s *Simulator) Rules() []Rule {
+func (s *Worker) Rules() []Rule {
 	out := make([]Rule, len(s.rules))
 	for i, r := range s.rules {
 		out[i] = r.clone()
@@ -114,7 +114,7 @@ func (s *Simulator) Rules() []Rule {
 // ShouldActivate reports whether some rule matches the view. Whether the
 // simulator already proposed that rule's prediction is decided in Step,
 // from its own records: the view cannot tell who wrote a prediction.
-func (s *Simulator) ShouldActivate(v kernel.View) bool {
+func (s *Worker) ShouldActivate(v kernel.View) bool {
 	for _, r := range s.rules {
 		if r.Match(v) {
 			return true
@@ -124,10 +124,10 @@ func (s *Simulator) ShouldActivate(v kernel.View) bool {
 }
 
 // Step proposes the prediction of every rule that matches the step's view
-// and has not been proposed in its trace (see [Simulator]), and asks the
+// and has not been proposed in its trace (see [Worker]), and asks the
 // kernel to decide each. produced reports whether it proposed anything. A
 // rejection is not an error; errors come from the kernel or the store.
-func (s *Simulator) Step(ctx context.Context, sc *orchestrator.StepContext) (produced bool, err error) {
+func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produced bool, err error) {
 	traceID, v := sc.TraceID(), sc.View()
 	for i, r := range s.rules {
 		kind := s.kinds[i]

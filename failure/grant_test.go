@@ -11,7 +11,7 @@ import (
 )
 
 // wantYield is the yield table of the seed, written out here: state, spec,
-// infrastructure and unknown failures end the lease; skill failures do not.
+// infrastructure and unknown failures end the grant; skill failures do not.
 var wantYield = map[failure.Category]bool{
 	"auth_error":        true,
 	"duplicate":         true,
@@ -44,18 +44,18 @@ func TestYield(t *testing.T) {
 	}
 }
 
-func TestLeaseYieldsOnEachBlockingCategory(t *testing.T) {
+func TestGrantYieldsOnEachBlockingCategory(t *testing.T) {
 	for c, blocks := range wantYield {
 		if !blocks {
 			continue
 		}
-		l := failure.NewLease(5)
+		l := failure.NewGrant(5)
 		if cont, _ := l.Turn("write", nil); !cont {
-			t.Fatalf("%s: a successful first turn ended the lease", c)
+			t.Fatalf("%s: a successful first turn ended the grant", c)
 		}
 		cause := fmt.Errorf("call: %w", failure.New(statusOf[c], "blocked"))
 		cont, reason := l.Turn("call", cause)
-		if cont || l.End() != failure.LeaseYielded || l.Used() != 2 || !strings.Contains(reason, string(c)) {
+		if cont || l.End() != failure.GrantYielded || l.Used() != 2 || !strings.Contains(reason, string(c)) {
 			t.Errorf("%s: cont=%v end=%q used=%d reason=%q", c, cont, l.End(), l.Used(), reason)
 		}
 		if f, ok := l.LastFailure(); !ok || f.Category() != c {
@@ -71,8 +71,8 @@ func TestLeaseYieldsOnEachBlockingCategory(t *testing.T) {
 	}
 }
 
-func TestLeaseContinuesOnSkillFailures(t *testing.T) {
-	l := failure.NewLease(5)
+func TestGrantContinuesOnSkillFailures(t *testing.T) {
+	l := failure.NewGrant(5)
 	steps := []struct {
 		tool string
 		err  error
@@ -84,18 +84,18 @@ func TestLeaseContinuesOnSkillFailures(t *testing.T) {
 	}
 	for _, s := range steps {
 		if cont, reason := l.Turn(s.tool, s.err); !cont {
-			t.Fatalf("%s: lease ended: %s", s.tool, reason)
+			t.Fatalf("%s: grant ended: %s", s.tool, reason)
 		}
 	}
-	if l.End() != failure.LeaseOpen || l.Used() != 4 {
+	if l.End() != failure.GrantOpen || l.Used() != 4 {
 		t.Fatalf("end %q used %d", l.End(), l.Used())
 	}
 	if got, want := l.String(), "T1(write) ✓ → T2(test) × code_syntax → T3(fix) ✓ → T4(test) × function_mismatch"; got != want {
 		t.Errorf("trajectory %q, want %q", got, want)
 	}
-	// The last turn ends the lease whatever its outcome.
+	// The last turn ends the grant whatever its outcome.
 	cont, reason := l.Turn("test", errors.New(`json: invalid character '}'`))
-	if cont || l.End() != failure.LeaseSpent || !strings.Contains(reason, "5 of 5") {
+	if cont || l.End() != failure.GrantSpent || !strings.Contains(reason, "5 of 5") {
 		t.Fatalf("last turn: cont=%v end=%q reason=%q", cont, l.End(), reason)
 	}
 	if f, ok := l.LastFailure(); !ok || f.Category() != failure.FormatError || !f.Legacy() {
@@ -111,41 +111,41 @@ func TestLeaseContinuesOnSkillFailures(t *testing.T) {
 	}
 	tr[0].Tool = "changed"
 	if l.Trajectory()[0].Tool != "write" {
-		t.Error("Trajectory aliases the lease's state")
+		t.Error("Trajectory aliases the grant's state")
 	}
 }
 
-func TestLeaseSkillFailureNotRetryableYields(t *testing.T) {
-	l := failure.NewLease(3)
+func TestGrantSkillFailureNotRetryableYields(t *testing.T) {
+	l := failure.NewGrant(3)
 	cont, _ := l.Turn("test", failure.New(failure.StatusSyntax, "x").WithRetryable(false))
-	if cont || l.End() != failure.LeaseYielded {
+	if cont || l.End() != failure.GrantYielded {
 		t.Fatalf("cont=%v end=%q", cont, l.End())
 	}
 }
 
-func TestLeaseDefaults(t *testing.T) {
+func TestGrantDefaults(t *testing.T) {
 	for _, n := range []int{0, -4} {
-		l := failure.NewLease(n)
+		l := failure.NewGrant(n)
 		if l.Turns() != 1 {
-			t.Fatalf("NewLease(%d).Turns() = %d", n, l.Turns())
+			t.Fatalf("NewGrant(%d).Turns() = %d", n, l.Turns())
 		}
 		if _, ok := l.LastFailure(); ok || l.String() != "" {
-			t.Fatal("a fresh lease has history")
+			t.Fatal("a fresh grant has history")
 		}
-		if cont, _ := l.Turn("", nil); cont || l.End() != failure.LeaseSpent || l.String() != "T1 ✓ → SPENT" {
-			t.Fatalf("one-turn lease: cont=%v end=%q %q", cont, l.End(), l.String())
+		if cont, _ := l.Turn("", nil); cont || l.End() != failure.GrantSpent || l.String() != "T1 ✓ → SPENT" {
+			t.Fatalf("one-turn grant: cont=%v end=%q %q", cont, l.End(), l.String())
 		}
 	}
-	long := failure.NewLease(2)
+	long := failure.NewGrant(2)
 	long.Turn(strings.Repeat("t", 100), nil)
 	if s := long.String(); len(s) > 40 || !strings.Contains(s, "…") {
 		t.Errorf("long tool name rendered as %q", s)
 	}
 }
 
-func TestLeaseConcurrentTurns(t *testing.T) {
+func TestGrantConcurrentTurns(t *testing.T) {
 	const turns = 10
-	l := failure.NewLease(turns)
+	l := failure.NewGrant(turns)
 	var wg sync.WaitGroup
 	for i := range 4 * turns {
 		wg.Go(func() {
@@ -159,7 +159,7 @@ func TestLeaseConcurrentTurns(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if l.Used() != turns || l.End() != failure.LeaseSpent {
+	if l.Used() != turns || l.End() != failure.GrantSpent {
 		t.Fatalf("used %d end %q", l.Used(), l.End())
 	}
 	for i, e := range l.Trajectory() {

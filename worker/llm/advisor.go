@@ -34,8 +34,8 @@ type Situation struct {
 	Beliefs  []Fact
 }
 
-// Verdict is the model's decision.
-type Verdict struct {
+// Advice is the model's decision.
+type Advice struct {
 	// Propose is true when the model says to propose.
 	Propose bool
 	// Code is "" when Propose is true; otherwise [CodeNoBelief] or
@@ -47,25 +47,25 @@ type Verdict struct {
 	// Err is the failure behind CodeError: it wraps [ErrEndpoint] or
 	// [ErrUnparsable]. Nil otherwise.
 	Err error
-	// Steps are the plan steps the model wrote. Only a [Planner] built
+	// Steps are the plan steps the model wrote. Only an [Advisor] built
 	// with [WithModelSteps] fills them (for a plan it proposes).
 	Steps []kernel.Payload
 }
 
-// Planner asks a model whether to propose a belief or a plan (paper §10.6,
+// Advisor asks a model whether to propose a belief or a plan (paper §10.6,
 // governed schema): the model answers {"propose": true|false, "reason":
 // "..."} and nothing it writes reaches the blackboard, except under the
 // deliberately ungoverned [WithModelSteps].
 //
-// A Planner is safe for concurrent use; its calls share the [Client]'s
+// An Advisor is safe for concurrent use; its calls share the [Client]'s
 // concurrency bound.
-type Planner struct {
+type Advisor struct {
 	c          *Client
 	modelSteps bool
 }
 
-// PlannerOption configures a [Planner] in [NewPlanner].
-type PlannerOption func(*Planner)
+// AdvisorOption configures an [Advisor] in [NewAdvisor].
+type AdvisorOption func(*Advisor)
 
 // WithModelSteps is UNGOVERNED and off by default: it asks the model to
 // write the plan's steps itself ({"propose": true, "steps": [{"action":
@@ -73,15 +73,15 @@ type PlannerOption func(*Planner)
 // with those steps instead of the schema's. It exists to reproduce the
 // bypass the paper observed (steps with empty requires_beliefs), which the
 // kernel rejects as PLAN_UNGROUNDED_ACTION. Do not use it in production.
-func WithModelSteps() PlannerOption { return func(p *Planner) { p.modelSteps = true } }
+func WithModelSteps() AdvisorOption { return func(p *Advisor) { p.modelSteps = true } }
 
-// NewPlanner returns a Planner that asks through c. A nil client or option
+// NewAdvisor returns an Advisor that asks through c. A nil client or option
 // is [ErrInvalidConfig].
-func NewPlanner(c *Client, opts ...PlannerOption) (*Planner, error) {
+func NewAdvisor(c *Client, opts ...AdvisorOption) (*Advisor, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidConfig)
 	}
-	p := &Planner{c: c}
+	p := &Advisor{c: c}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil planner option", ErrInvalidConfig)
@@ -113,36 +113,36 @@ var (
 )
 
 // DecideBelief asks the model whether to propose the belief s.Kind. A
-// decline is a Verdict with [CodeNoBelief]; an endpoint failure or an
-// unreadable answer is a Verdict with [CodeError] (and Err set), not an
+// decline is an Advice with [CodeNoBelief]; an endpoint failure or an
+// unreadable answer is an Advice with [CodeError] (and Err set), not an
 // error. The error is non-nil only when ctx ends first; it then wraps the
 // context's error.
-func (p *Planner) DecideBelief(ctx context.Context, s Situation) (Verdict, error) {
+func (p *Advisor) DecideBelief(ctx context.Context, s Situation) (Advice, error) {
 	return p.decide(ctx, beliefStage, s)
 }
 
 // DecidePlan asks the model whether to propose the plan s.Kind. It behaves
-// as [Planner.DecideBelief], with [CodeNoPlan] for a decline. With
+// as [Advisor.DecideBelief], with [CodeNoPlan] for a decline. With
 // [WithModelSteps], a yes must carry a list of step objects, else it is
 // [CodeError].
-func (p *Planner) DecidePlan(ctx context.Context, s Situation) (Verdict, error) {
+func (p *Advisor) DecidePlan(ctx context.Context, s Situation) (Advice, error) {
 	return p.decide(ctx, planStage, s)
 }
 
-func (p *Planner) decide(ctx context.Context, st stage, s Situation) (Verdict, error) {
+func (p *Advisor) decide(ctx context.Context, st stage, s Situation) (Advice, error) {
 	modelSteps := p.modelSteps && st.decline == CodeNoPlan
 	text, err := p.c.Chat(ctx, p.messages(st, s, modelSteps))
 	if err != nil && ctx.Err() != nil {
-		return Verdict{}, err
+		return Advice{}, err
 	}
-	var v Verdict
+	var v Advice
 	if err == nil {
-		v, err = parseVerdict(text, st.decline, modelSteps)
+		v, err = parseAdvice(text, st.decline, modelSteps)
 	}
 	if err != nil {
-		v = Verdict{Code: CodeError, Detail: err.Error(), Err: err}
+		v = Advice{Code: CodeError, Detail: err.Error(), Err: err}
 	}
-	p.c.log.DebugContext(ctx, "llm: verdict", "kind", s.Kind, "propose", v.Propose, "code", string(v.Code))
+	p.c.log.DebugContext(ctx, "llm: advice", "kind", s.Kind, "propose", v.Propose, "code", string(v.Code))
 	return v, nil
 }
 
@@ -158,7 +158,7 @@ const (
 	answerFormatSteps = `{"propose": true or false, "reason": "one short sentence", "steps": [{"action": "the action type", "requires_beliefs": ["belief kind", "..."]}]}`
 )
 
-func (p *Planner) messages(st stage, s Situation, modelSteps bool) []Message {
+func (p *Advisor) messages(st stage, s Situation, modelSteps bool) []Message {
 	format := answerFormat
 	if modelSteps {
 		format = answerFormatSteps
@@ -186,32 +186,32 @@ func list(names []string) string {
 	return string(b)
 }
 
-// parseVerdict reads the model's answer.
-func parseVerdict(text string, decline kernel.Code, modelSteps bool) (Verdict, error) {
+// parseAdvice reads the model's answer.
+func parseAdvice(text string, decline kernel.Code, modelSteps bool) (Advice, error) {
 	m, err := Extract(text)
 	if err != nil {
-		return Verdict{}, err
+		return Advice{}, err
 	}
 	propose, ok := m["propose"].(bool)
 	if !ok {
-		return Verdict{}, fmt.Errorf("%w: no boolean \"propose\" in the answer", ErrUnparsable)
+		return Advice{}, fmt.Errorf("%w: no boolean \"propose\" in the answer", ErrUnparsable)
 	}
 	reason, _ := m["reason"].(string)
 	reason = strings.TrimSpace(reason)
 	if !propose {
-		return Verdict{Code: decline, Detail: reason}, nil
+		return Advice{Code: decline, Detail: reason}, nil
 	}
-	v := Verdict{Propose: true, Detail: reason}
+	v := Advice{Propose: true, Detail: reason}
 	if modelSteps {
 		raw, ok := m["steps"].([]any)
 		if !ok {
-			return Verdict{}, fmt.Errorf("%w: no list \"steps\" in the answer", ErrUnparsable)
+			return Advice{}, fmt.Errorf("%w: no list \"steps\" in the answer", ErrUnparsable)
 		}
 		v.Steps = make([]kernel.Payload, 0, len(raw))
 		for i, s := range raw {
 			step, ok := s.(map[string]any)
 			if !ok {
-				return Verdict{}, fmt.Errorf("%w: step %d is not an object", ErrUnparsable, i)
+				return Advice{}, fmt.Errorf("%w: step %d is not an object", ErrUnparsable, i)
 			}
 			v.Steps = append(v.Steps, step)
 		}

@@ -11,38 +11,38 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// ErrLeaseEnded is wrapped by the [*LeaseError] an [Agent] returns when a
-// tool call fails in a way that ends the task's lease.
-var ErrLeaseEnded = errors.New("llm: agent's lease ended")
+// ErrGrantEnded is wrapped by the [*GrantError] an [Agent] returns when a
+// tool call fails in a way that ends the task's grant.
+var ErrGrantEnded = errors.New("llm: agent's grant ended")
 
-// LeaseError is how an [Agent]'s run ends when a tool call fails in a way
-// the worker cannot repair within its lease ([Task.Lease]): at once, with
-// the failure in hand for the orchestrator. It wraps [ErrLeaseEnded] and
+// GrantError is how an [Agent]'s run ends when a tool call fails in a way
+// the worker cannot repair within its grant ([Task.Grant]): at once, with
+// the failure in hand for the orchestrator. It wraps [ErrGrantEnded] and
 // the Failure, so failure.Classify returns the Failure as it is, and
 // budget.ReasonOf finds the budget's reason behind a BUDGET_EXCEEDED or
 // LOOP_DETECTED refusal.
-type LeaseError struct {
-	// End is how the lease ended (failure.LeaseYielded).
-	End failure.LeaseEnd
+type GrantError struct {
+	// End is how the grant ended (failure.GrantYielded).
+	End failure.GrantEnd
 	// Reason is the yield check's reason.
 	Reason string
-	// Failure is the failure that ended the lease.
+	// Failure is the failure that ended the grant.
 	Failure failure.Failure
-	// Trajectory is the lease's compact trajectory
+	// Trajectory is the grant's compact trajectory
 	// ("T1(lint) × code_syntax → T2(call_api) × auth_error → YIELD").
 	Trajectory string
 }
 
-// Error describes the end of the lease with its trajectory.
-func (e *LeaseError) Error() string {
-	return fmt.Sprintf("llm: agent's lease ended (%s): %s; %s", e.End, e.Reason, e.Trajectory)
+// Error describes the end of the grant with its trajectory.
+func (e *GrantError) Error() string {
+	return fmt.Sprintf("llm: agent's grant ended (%s): %s; %s", e.End, e.Reason, e.Trajectory)
 }
 
-// Unwrap returns [ErrLeaseEnded] and the Failure.
-func (e *LeaseError) Unwrap() []error { return []error{ErrLeaseEnded, e.Failure} }
+// Unwrap returns [ErrGrantEnded] and the Failure.
+func (e *GrantError) Unwrap() []error { return []error{ErrGrantEnded, e.Failure} }
 
 // taskRuntime is what one run of an Agent keeps of its task's budget,
-// guard and lease.
+// guard and grant.
 type taskRuntime struct {
 	t     Task
 	meter *budget.Meter
@@ -61,9 +61,9 @@ func newTaskRuntime(t Task) *taskRuntime {
 }
 
 // toolsAllowed reports whether the model may still call tools: always
-// without a lease, while the lease is open with one.
+// without a grant, while the grant is open with one.
 func (rt *taskRuntime) toolsAllowed() bool {
-	return rt.t.Lease == nil || rt.t.Lease.End() == failure.LeaseOpen
+	return rt.t.Grant == nil || rt.t.Grant.End() == failure.GrantOpen
 }
 
 // beforeModelCall begins a new turn of the budget, charges what the
@@ -79,9 +79,9 @@ func (rt *taskRuntime) beforeModelCall(ctx context.Context, used Usage) error {
 // gateBudget is what the task's tool calls are charged to at the gate.
 func (rt *taskRuntime) gateBudget() *toolgate.Budget { return rt.gate }
 
-// turn records a tool call's result in the trajectory and, under a lease,
-// takes one of its turns. It returns the *LeaseError that ends the run
-// when the call's failure makes the lease yield.
+// turn records a tool call's result in the trajectory and, under a grant,
+// takes one of its turns. It returns the *GrantError that ends the run
+// when the call's failure makes the grant yield.
 func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) error {
 	f, failed := r.Failure()
 	e := failure.TrajectoryEntry{Turn: len(res.Trajectory) + 1, Tool: tool, OK: !failed}
@@ -89,7 +89,7 @@ func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) er
 		e.Status, e.Category = f.Status(), f.Category()
 	}
 	res.Trajectory = append(res.Trajectory, e)
-	l := rt.t.Lease
+	l := rt.t.Grant
 	if l == nil {
 		return nil
 	}
@@ -98,37 +98,37 @@ func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) er
 		err = f
 	}
 	cont, reason := l.Turn(tool, err)
-	res.Lease = l.End()
-	if cont || res.Lease != failure.LeaseYielded {
+	res.GrantEnd = l.End()
+	if cont || res.GrantEnd != failure.GrantYielded {
 		return nil
 	}
-	return &LeaseError{End: res.Lease, Reason: reason, Failure: f, Trajectory: l.String()}
+	return &GrantError{End: res.GrantEnd, Reason: reason, Failure: f, Trajectory: l.String()}
 }
 
-// skip answers tool calls the gate was not asked about, because the lease
+// skip answers tool calls the gate was not asked about, because the grant
 // had ended, so that the conversation stays well formed.
 func (rt *taskRuntime) skip(res *AgentResult, calls []ToolCall) {
 	if len(calls) == 0 {
 		return
 	}
-	end := failure.LeaseSpent
-	if rt.t.Lease != nil {
-		end = rt.t.Lease.End()
+	end := failure.GrantSpent
+	if rt.t.Grant != nil {
+		end = rt.t.Grant.End()
 	}
 	b, _ := json.Marshal(map[string]string{"outcome": "not_run",
-		"hint": "Your lease of tool calls has ended (" + string(end) + "). Answer with what you have."})
+		"hint": "Your grant of tool calls has ended (" + string(end) + "). Answer with what you have."})
 	for _, c := range calls {
 		res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: c.ID, Content: string(b)})
 	}
 }
 
 // finish charges the tokens of the last model call, which no later call
-// settled, and records how the lease stands.
+// settled, and records how the grant stands.
 func (rt *taskRuntime) finish(res *AgentResult) {
 	if rt.meter != nil {
 		_ = rt.meter.Sync(int64(res.Usage.PromptTokens), int64(res.Usage.CompletionTokens)) // totals only grow
 	}
-	if rt.t.Lease != nil {
-		res.Lease = rt.t.Lease.End()
+	if rt.t.Grant != nil {
+		res.GrantEnd = rt.t.Grant.End()
 	}
 }

@@ -7,13 +7,13 @@ import (
 )
 
 // Yield is the semantic yield check, run after every tool call of a worker
-// holding a lease. It reports whether the failure ends the lease at once,
+// holding a grant. It reports whether the failure ends the grant at once,
 // and why. It is a fixed function of the failure's class and Retryable; no
 // model is asked and no model can overrule it.
 //
 // Only a retryable [ClassSkill] failure (code_syntax, function_mismatch,
 // format_error) lets the worker continue: it can correct its own mistake
-// with the error in hand. Everything else ends the lease: state failures
+// with the error in hand. Everything else ends the grant: state failures
 // (auth_error, duplicate), spec failures (endpoint_unknown, not_found),
 // infrastructure failures (rate_limit, network, provider_down), unknown
 // and untyped failures, and a skill failure marked not retryable.
@@ -25,65 +25,65 @@ func Yield(f Failure) (yield bool, reason string) {
 	k := c.Class()
 	switch {
 	case k == ClassSkill && f.Retryable():
-		return false, fmt.Sprintf("%s is a skill failure: the worker corrects it within its lease", c)
+		return false, fmt.Sprintf("%s is a skill failure: the worker corrects it within its grant", c)
 	case k == ClassSkill:
 		return true, fmt.Sprintf("%s is marked not retryable: return to the kernel", c)
 	}
 	return true, fmt.Sprintf("%s is a %s failure the worker cannot repair: return to the kernel", c, k)
 }
 
-// LeaseEnd is how a lease ended.
-type LeaseEnd string
+// GrantEnd is how a grant ended.
+type GrantEnd string
 
-// Ends of a lease.
+// Ends of a grant.
 const (
-	LeaseOpen    = LeaseEnd("")      // the lease is still running
-	LeaseYielded = LeaseEnd("YIELD") // a tool call failed in a way the worker cannot repair
-	LeaseSpent   = LeaseEnd("SPENT") // every turn was used
+	GrantOpen    = GrantEnd("")      // the grant is still running
+	GrantYielded = GrantEnd("YIELD") // a tool call failed in a way the worker cannot repair
+	GrantSpent   = GrantEnd("SPENT") // every turn was used
 )
 
-// TrajectoryEntry is one turn of a lease.
+// TrajectoryEntry is one turn of a grant.
 type TrajectoryEntry struct {
 	Turn     int    // from 1
-	Tool     string // the tool called, as given to [Lease.Turn]
+	Tool     string // the tool called, as given to [Grant.Turn]
 	OK       bool
 	Status   Status   // zero when OK
 	Category Category // zero when OK
 }
 
-// Lease is a worker's bounded authority: at most a fixed number of turns
+// Grant is a worker's bounded authority: at most a fixed number of turns
 // (tool calls), ended at once by a failure the worker cannot repair. The
-// number of turns is set by [NewLease] and nothing can raise it.
+// number of turns is set by [NewGrant] and nothing can raise it.
 //
-// A Lease is safe for concurrent use, though its turns are meant to come
+// A Grant is safe for concurrent use, though its turns are meant to come
 // from one worker in order.
-type Lease struct {
+type Grant struct {
 	mu    sync.Mutex
 	turns int
 	steps []TrajectoryEntry
-	end   LeaseEnd
+	end   GrantEnd
 	last  Failure // the last failure seen
 }
 
-// NewLease returns a lease of the given number of turns; 1 when turns is 0
+// NewGrant returns a grant of the given number of turns; 1 when turns is 0
 // or less.
-func NewLease(turns int) *Lease {
-	return &Lease{turns: max(turns, 1)}
+func NewGrant(turns int) *Grant {
+	return &Grant{turns: max(turns, 1)}
 }
 
-// Turn records one tool call of the lease holder: err is the call's error
+// Turn records one tool call of the grant holder: err is the call's error
 // (nil for success; a non-nil error is typed by [Classify], so pass the
 // error of [Evaluate] for a call that returned without error but without
 // its data). It reports whether the holder may go on, and why not.
 //
-// A failure for which [Yield] says yield ends the lease (YIELD); the last
+// A failure for which [Yield] says yield ends the grant (YIELD); the last
 // turn ends it whatever its outcome (SPENT). A turn after the end is not
 // recorded and is answered false.
-func (l *Lease) Turn(tool string, err error) (cont bool, reason string) {
+func (l *Grant) Turn(tool string, err error) (cont bool, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.end != LeaseOpen {
-		return false, "lease already ended: " + string(l.end)
+	if l.end != GrantOpen {
+		return false, "grant already ended: " + string(l.end)
 	}
 	e := TrajectoryEntry{Turn: len(l.steps) + 1, Tool: tool, OK: err == nil}
 	yield, why := false, "ok"
@@ -96,54 +96,54 @@ func (l *Lease) Turn(tool string, err error) (cont bool, reason string) {
 	l.steps = append(l.steps, e)
 	switch {
 	case yield:
-		l.end = LeaseYielded
+		l.end = GrantYielded
 		return false, why
 	case len(l.steps) >= l.turns:
-		l.end = LeaseSpent
-		return false, fmt.Sprintf("lease spent: %d of %d turns used", len(l.steps), l.turns)
+		l.end = GrantSpent
+		return false, fmt.Sprintf("grant spent: %d of %d turns used", len(l.steps), l.turns)
 	}
 	return true, why
 }
 
-// Turns is the number of turns the lease grants.
-func (l *Lease) Turns() int { return l.turns }
+// Turns is the number of turns the grant grants.
+func (l *Grant) Turns() int { return l.turns }
 
 // Used is the number of turns taken.
-func (l *Lease) Used() int {
+func (l *Grant) Used() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.steps)
 }
 
-// End reports how the lease ended, or [LeaseOpen].
-func (l *Lease) End() LeaseEnd {
+// End reports how the grant ended, or [GrantOpen].
+func (l *Grant) End() GrantEnd {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.end
 }
 
 // LastFailure is the failure of the latest failed turn: on a yield, the
-// failure that caused it, which is what the kernel hands to [Decide].
-func (l *Lease) LastFailure() (Failure, bool) {
+// failure that caused it, which is what the kernel hands to [RemedyFor].
+func (l *Grant) LastFailure() (Failure, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.last, !l.last.IsZero()
 }
 
 // Trajectory returns the turns taken so far, as a new slice.
-func (l *Lease) Trajectory() []TrajectoryEntry {
+func (l *Grant) Trajectory() []TrajectoryEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]TrajectoryEntry(nil), l.steps...)
 }
 
-// maxTool bounds the bytes of a tool name in [Lease.String].
+// maxTool bounds the bytes of a tool name in [Grant.String].
 const maxTool = 32
 
 // String is the trajectory in one compact line for the kernel's context:
 // "T1(write) ✓ → T2(test) × code_syntax → T3(call) × auth_error → YIELD".
-// The end marker (YIELD or SPENT) appears once the lease has ended.
-func (l *Lease) String() string {
+// The end marker (YIELD or SPENT) appears once the grant has ended.
+func (l *Grant) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	parts := make([]string, 0, len(l.steps)+1)
@@ -159,7 +159,7 @@ func (l *Lease) String() string {
 		}
 		parts = append(parts, s)
 	}
-	if l.end != LeaseOpen {
+	if l.end != GrantOpen {
 		parts = append(parts, string(l.end))
 	}
 	return strings.Join(parts, " → ")

@@ -8,14 +8,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// Session groups the episodes an agent runs with one orchestrator. Each
-// episode is one trace; the session issues its id (a random UUID, so ids
-// stay unique across sessions and process restarts sharing a store) and
+// Series groups the episodes an agent runs with one orchestrator. Each
+// episode is one trace; the series issues its id (a random UUID, so ids
+// stay unique across series and process restarts sharing a store) and
 // remembers its index. Records of persistent scope, such as learned
 // constraints, are what carries over from one episode to the next.
 //
-// A Session is safe for concurrent use.
-type Session struct {
+// A Series is safe for concurrent use.
+type Series struct {
 	o    *Orchestrator
 	id   string
 	opts []RunOption
@@ -25,17 +25,17 @@ type Session struct {
 	index  map[string]int
 }
 
-// NewSession returns a session running episodes on o with opts applied to
+// NewSeries returns a series running episodes on o with opts applied to
 // every run (on top of o's own options). A nil o or a bad option is
 // [ErrInvalidOption].
-func NewSession(o *Orchestrator, opts ...RunOption) (*Session, error) {
+func NewSeries(o *Orchestrator, opts ...RunOption) (*Series, error) {
 	if o == nil {
 		return nil, fmt.Errorf("%w: nil orchestrator", ErrInvalidOption)
 	}
 	if _, err := o.cfg.with(opts); err != nil {
 		return nil, err
 	}
-	return &Session{
+	return &Series{
 		o:     o,
 		id:    uuid.NewString(),
 		opts:  append([]RunOption(nil), opts...),
@@ -43,12 +43,12 @@ func NewSession(o *Orchestrator, opts ...RunOption) (*Session, error) {
 	}, nil
 }
 
-// ID returns the session's id, a random UUID.
-func (s *Session) ID() string { return s.id }
+// ID returns the series' id, a random UUID.
+func (s *Series) ID() string { return s.id }
 
 // NewTrace issues the trace id of the next episode and returns it with the
 // episode's index (0 for the first).
-func (s *Session) NewTrace() (episode int, traceID string) {
+func (s *Series) NewTrace() (episode int, traceID string) {
 	traceID = uuid.NewString()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,9 +58,9 @@ func (s *Session) NewTrace() (episode int, traceID string) {
 	return episode, traceID
 }
 
-// Episode returns the index of the episode whose trace id this session
+// Episode returns the index of the episode whose trace id this series
 // issued, and false for any other id.
-func (s *Session) Episode(traceID string) (int, bool) {
+func (s *Series) Episode(traceID string) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, ok := s.index[traceID]
@@ -68,16 +68,16 @@ func (s *Session) Episode(traceID string) (int, bool) {
 }
 
 // Traces returns the trace ids issued so far, in episode order.
-func (s *Session) Traces() []string {
+func (s *Series) Traces() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.traces...)
 }
 
 // RunEpisode issues a new trace id and runs the orchestrator on it with the
-// session's options and then opts. It returns what [Orchestrator.Run]
+// series' options and then opts. It returns what [Orchestrator.Run]
 // returns; Result.TraceID is the new id.
-func (s *Session) RunEpisode(ctx context.Context, opts ...RunOption) (Result, error) {
+func (s *Series) RunEpisode(ctx context.Context, opts ...RunOption) (Result, error) {
 	_, traceID := s.NewTrace()
 	all := append(append(make([]RunOption, 0, len(s.opts)+len(opts)), s.opts...), opts...)
 	return s.o.Run(ctx, traceID, all...)

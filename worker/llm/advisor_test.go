@@ -19,24 +19,24 @@ var refundSituation = llm.Situation{
 	Percepts: []llm.Fact{{Kind: "charge", Payload: kernel.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
 }
 
-func planner(t *testing.T, c *llm.Client, opts ...llm.PlannerOption) *llm.Planner {
+func planner(t *testing.T, c *llm.Client, opts ...llm.AdvisorOption) *llm.Advisor {
 	t.Helper()
-	p, err := llm.NewPlanner(c, opts...)
+	p, err := llm.NewAdvisor(c, opts...)
 	if err != nil {
-		t.Fatalf("NewPlanner: %v", err)
+		t.Fatalf("NewAdvisor: %v", err)
 	}
 	return p
 }
 
-func TestNewPlannerRejectsBadConfig(t *testing.T) {
-	if _, err := llm.NewPlanner(nil); !errors.Is(err, llm.ErrInvalidConfig) {
+func TestNewAdvisorRejectsBadConfig(t *testing.T) {
+	if _, err := llm.NewAdvisor(nil); !errors.Is(err, llm.ErrInvalidConfig) {
 		t.Errorf("nil client: err = %v; want ErrInvalidConfig", err)
 	}
 	c, err := llm.New("http://localhost:1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := llm.NewPlanner(c, nil); !errors.Is(err, llm.ErrInvalidConfig) {
+	if _, err := llm.NewAdvisor(c, nil); !errors.Is(err, llm.ErrInvalidConfig) {
 		t.Errorf("nil option: err = %v; want ErrInvalidConfig", err)
 	}
 }
