@@ -368,6 +368,11 @@ func (s *MemStore) index(dst []memLoc, l memLoc) []memLoc {
 }
 
 func (s *MemStore) check(b Batch, checkPayloads bool) error {
+	if b.SharedNamespace != "" && !mutSharedCache {
+		if v := s.shared[nsOf(b.SharedNamespace)].version; v != b.Shared {
+			return fmt.Errorf("%w: the persistent constraints of namespace %q changed (%d, not %d)", ErrConflict, nsOf(b.SharedNamespace), v, b.Shared)
+		}
+	}
 	if b.Trace != "" {
 		n := 0
 		if t, ok := s.traceIdx[b.Trace]; ok {
@@ -375,11 +380,6 @@ func (s *MemStore) check(b Batch, checkPayloads bool) error {
 		}
 		if n != b.TraceLen {
 			return fmt.Errorf("%w: trace %q holds %d records, not %d", ErrConflict, b.Trace, n, b.TraceLen)
-		}
-		if b.SharedNamespace != "" && !mutSharedCache {
-			if v := s.shared[nsOf(b.SharedNamespace)].version; v != b.Shared {
-				return fmt.Errorf("%w: the persistent constraints of namespace %q changed (%d, not %d)", ErrConflict, nsOf(b.SharedNamespace), v, b.Shared)
-			}
 		}
 		if b.State != nil {
 			var v uint64

@@ -119,6 +119,17 @@ func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, wr
 	var err error
 	s.gated = withConstraints
 	w, cached := k.written.get(traceID)
+	if !cached && writes {
+		// A trace this kernel has not written is taken for a new one: if
+		// it is not, the store refuses the batch (its length is not 0)
+		// and the next attempt reads it.
+		w, cached = writtenState{st: emptyState}, true
+	} else if cached && w.st == nil {
+		cached = false // known to exist, state unknown: read it
+	}
+	if cached {
+		_, cached = k.store.(StateStore)
+	}
 	var shared []Record
 	if cached && withConstraints {
 		// A gated decision also starts from the persistent constraints as

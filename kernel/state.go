@@ -600,10 +600,10 @@ func (c *writtenCache) put(traceID string, w writtenState) {
 	c.m[traceID] = w
 }
 
+// drop forgets the state of a trace whose batch the store refused; the
+// trace is remembered as one that exists, so that the next write reads it.
 func (c *writtenCache) drop(traceID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, traceID)
+	c.put(traceID, writtenState{})
 }
 
 // persistentCache keeps the namespace's active persistent constraints as

@@ -77,8 +77,8 @@ func (r *roundTrips) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {
 // each ceiling comes down to the new count as the redesign lands, until it
 // is the target.
 const (
-	maxRoundTripsToolCall = 7
-	maxRoundTripsEpisode  = 9
+	maxRoundTripsToolCall = 5
+	maxRoundTripsEpisode  = 5
 )
 
 // TestRoundTrips counts the store's round trips to PostgreSQL for one
