@@ -40,6 +40,11 @@ type job struct {
 	approval string // the approval record that allowed it, when one did
 	cc       kernel.Payload
 	failure  failure.Failure // the typed failure finish records, when known
+	// fresh: the action was committed by this very call, so nothing can
+	// have recorded a result or started an attempt before the attempt this
+	// driver claims (a driver that did would have claimed the attempt's
+	// key first, and this driver's claim would fail)
+	fresh bool
 }
 
 // newJob prepares the execution of a committed action of tool e.
@@ -621,15 +626,20 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 	var lastErr error
 	wait := pollStart
 	for {
-		if id, ok, err := g.resultOf(ctx, j); err != nil {
-			return Result{ActionID: j.act.ID}, err
-		} else if ok {
-			return g.recorded(ctx, j, id)
+		var n int
+		var att kernel.Record
+		if !j.fresh {
+			if id, ok, err := g.resultOf(ctx, j); err != nil {
+				return Result{ActionID: j.act.ID}, err
+			} else if ok {
+				return g.recorded(ctx, j, id)
+			}
+			var err error
+			if n, att, err = g.lastAttempt(ctx, j, 0); err != nil {
+				return Result{ActionID: j.act.ID}, err
+			}
 		}
-		n, att, err := g.lastAttempt(ctx, j, 0)
-		if err != nil {
-			return Result{ActionID: j.act.ID}, err
-		}
+		j.fresh = false
 		if n > 0 && n != mine && !g.leaseOver(att) {
 			// Another driver holds attempt n: wait for its result, or for
 			// its lease to run out.

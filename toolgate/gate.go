@@ -548,6 +548,7 @@ func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
 	if err != nil || j == nil {
 		return res, err
 	}
+	j.fresh = true
 	return g.run(ctx, j)
 }
 

@@ -77,7 +77,7 @@ func (r *roundTrips) TraceConnectEnd(context.Context, pgx.TraceConnectEndData) {
 // each ceiling comes down to the new count as the redesign lands, until it
 // is the target.
 const (
-	maxRoundTripsToolCall = 5
+	maxRoundTripsToolCall = 3
 	maxRoundTripsEpisode  = 5
 )
 
