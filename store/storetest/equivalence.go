@@ -33,27 +33,50 @@ func Equivalence(t *testing.T, stores map[string]kernel.Store) {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		got := runScript(t, stores[name])
-		for i := range max(len(got.Steps), len(want.Steps)) {
-			if i >= len(got.Steps) || i >= len(want.Steps) {
-				t.Errorf("the %s run took %d steps, the memory run %d", name, len(got.Steps), len(want.Steps))
-				break
-			}
-			if got.Steps[i] != want.Steps[i] {
-				t.Errorf("step %d differs:\n %-8s %+v\n memory   %+v", i, name, got.Steps[i], want.Steps[i])
-			}
+		sameTranscript(t, name, "memory", runScript(t, stores[name]), want)
+	}
+}
+
+// sameTranscript fails t unless got (the run named name) observed what
+// want (the run named wantName) did.
+func sameTranscript(t *testing.T, name, wantName string, got, want transcript) {
+	t.Helper()
+	for i := range max(len(got.Steps), len(want.Steps)) {
+		if i >= len(got.Steps) || i >= len(want.Steps) {
+			t.Errorf("the %s run took %d steps, the %s run %d", name, len(got.Steps), wantName, len(want.Steps))
+			break
 		}
-		for tr, v := range want.Views {
-			if !reflect.DeepEqual(got.Views[tr], v) {
-				t.Errorf("View(%s) differs:\n %-8s %+v\n memory   %+v", tr, name, got.Views[tr], v)
-			}
-		}
-		for tr, recs := range want.Traces {
-			if !reflect.DeepEqual(got.Traces[tr], recs) {
-				t.Errorf("the records of %s differ:\n %-8s %s\n memory   %s", tr, name, show(got.Traces[tr]), show(recs))
-			}
+		if got.Steps[i] != want.Steps[i] {
+			t.Errorf("step %d differs:\n %-8s %+v\n %-8s %+v", i, name, got.Steps[i], wantName, want.Steps[i])
 		}
 	}
+	for tr, v := range want.Views {
+		if !reflect.DeepEqual(got.Views[tr], v) {
+			t.Errorf("View(%s) differs:\n %-8s %+v\n %-8s %+v", tr, name, got.Views[tr], wantName, v)
+		}
+	}
+	for tr, recs := range want.Traces {
+		if !reflect.DeepEqual(got.Traces[tr], recs) {
+			t.Errorf("the records of %s differ:\n %-8s %s\n %-8s %s", tr, name, show(got.Traces[tr]), wantName, show(recs))
+		}
+	}
+}
+
+// wrapper is a store that wraps another and offers only what [kernel.Store]
+// declares: none of the optional abilities of the store it wraps.
+type wrapper struct{ kernel.Store }
+
+// testWrapperDecisions runs the script of [Equivalence] on the store and
+// on a wrapper around a second store of the same kind, which hides every
+// optional ability (the kernel then reads whole traces where it would
+// read the store's decision state): the kernel must decide alike.
+func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) kernel.Store) {
+	direct := open(t, newStore)
+	w := wrapper{open(t, newStore)}
+	if _, ok := any(w).(kernel.StateStore); ok {
+		t.Fatal("the wrapper offers kernel.StateStore")
+	}
+	sameTranscript(t, "wrapped", "direct", runScript(t, w), runScript(t, direct))
 }
 
 // step is one observed result of a scripted kernel operation.
@@ -126,6 +149,7 @@ func runScript(t *testing.T, s kernel.Store) transcript {
 	clk := &scriptClock{t: time.UnixMilli(baseTS)}
 	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(clk.now), kernel.WithActionSpecs(
 		kernel.ActionSpec{Type: "move", Repeatable: true},
+		kernel.ActionSpec{Type: "ship", MinBeliefs: []string{"door_open"}},
 		kernel.ActionSpec{Type: "dock", MinBeliefs: []string{"door_open"}, Once: &kernel.OnceKey{Fields: []string{"open"}, Percept: "door"}}))
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
@@ -206,6 +230,9 @@ func (s *script) run() transcript {
 	s.submit("plan missing belief", kernel.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
 	s.submit("action committed", kernel.CodeCommitted, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
 	s.submit("once-keyed action", kernel.CodeCommitted, planner, action(ep1, "dock", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("action using up its observation", kernel.CodeCommitted, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("belief again on the used observation", kernel.CodeCommitted, planner, belief(ep1, "door_open", "door"))
+	s.submit("action on the used observation", kernel.CodeDuplicateAction, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
 	s.submit("action ungrounded", kernel.CodeUngroundedAction, planner, action(ep1, "move", reqs()))
 	s.submit("action blocked", kernel.BlockedCode("no_open_door"), planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", true)))
 	s.submit("fallback", kernel.CodeCommitted, planner, action(ep1, kernel.FallbackQueueForReview,

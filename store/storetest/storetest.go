@@ -24,6 +24,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t, newStore)) })
 	}
 	t.Run("Kernel", func(t *testing.T) { runKernel(t, newStore) })
+	t.Run("WrapperDecisions", func(t *testing.T) { testWrapperDecisions(t, newStore) })
 }
 
 type testCase struct {
