@@ -287,7 +287,7 @@ func (g *gate) predictions() []*Record {
 	var out []*Record
 	for i := range g.s.st.preds {
 		h := &g.s.st.preds[i]
-		r := &h.rec
+		r := h.rec
 		if !committedActive(r) || h.action != g.action {
 			continue
 		}
@@ -555,7 +555,7 @@ func (s *snapshot) planFor(actionType string) *Record {
 	var best *head
 	for i := range s.st.heads {
 		h := &s.st.heads[i]
-		if h.rec.Slot != Plans || !committedActive(&h.rec) || best != nil && best.seq > h.seq {
+		if h.rec.Slot != Plans || !committedActive(h.rec) || best != nil && best.seq > h.seq {
 			continue
 		}
 		steps, _ := h.rec.Payload[KeySteps].([]any)
@@ -569,7 +569,7 @@ func (s *snapshot) planFor(actionType string) *Record {
 	if best == nil {
 		return nil
 	}
-	return &best.rec
+	return best.rec
 }
 
 // decidePrediction commits a prediction only when it declares the beliefs

@@ -316,14 +316,14 @@ func (s *snapshot) latest(slot Slot, kind string, keep func(*Record) bool) *Reco
 	var best *head
 	for i := range s.st.heads {
 		h := &s.st.heads[i]
-		if h.rec.Slot == slot && h.rec.Kind == kind && keep(&h.rec) && (best == nil || h.seq > best.seq) {
+		if h.rec.Slot == slot && h.rec.Kind == kind && keep(h.rec) && (best == nil || h.seq > best.seq) {
 			best = h
 		}
 	}
 	if best == nil {
 		return nil
 	}
-	return &best.rec
+	return best.rec
 }
 
 func committedActive(r *Record) bool { return r.Mode == ModeCommit && r.Status == StatusActive }
@@ -373,8 +373,13 @@ func (s *snapshot) markExpired() []Invalidation {
 	}
 	for i := range s.st.heads {
 		h := &s.st.heads[i]
-		mark(&h.rec)
-		mark(&h.artifact)
+		mark(h.rec)
+		if h.headExt == nil {
+			continue
+		}
+		if h.artifact != nil {
+			mark(h.artifact)
+		}
 		for j := range h.percepts {
 			mark(&h.percepts[j])
 		}
@@ -384,7 +389,7 @@ func (s *snapshot) markExpired() []Invalidation {
 	}
 	for _, hs := range [...][]head{s.st.preds, s.st.since, s.st.pending} {
 		for i := range hs {
-			mark(&hs[i].rec)
+			mark(hs[i].rec)
 		}
 	}
 	if out != nil {

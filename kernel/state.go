@@ -62,12 +62,21 @@ func (st *traceState) usedBy(ref, action string) string {
 
 // head is the latest committed record of its key, with what decisions
 // read alongside it.
+//
+// Its records are never modified once a state holds them (states share
+// them): a status change replaces the record with a changed copy.
 type head struct {
 	seq int // position in the trace, from 1
-	rec Record
-	// beliefs: the validation artifact (zero ID when none) and the
+	rec *Record
+	*headExt // beliefs and predictions only; nil for the others
+}
+
+// headExt is what a belief or a prediction head holds beside its record.
+// Like the records, it is replaced, never modified, once a state holds it.
+type headExt struct {
+	// beliefs: the validation artifact (nil when none) and the
 	// observations it names, as they are now
-	artifact Record
+	artifact *Record
 	percepts []Record
 	// predictions: the action type the prediction is about and the writer
 	// and role of the proposal it commits
@@ -95,10 +104,13 @@ func (st *traceState) byID(id string) *Record {
 	for i := range st.heads {
 		h := &st.heads[i]
 		if h.rec.ID == id {
-			return &h.rec
+			return h.rec
 		}
-		if h.artifact.ID == id {
-			return &h.artifact
+		if h.headExt == nil {
+			continue
+		}
+		if h.artifact != nil && h.artifact.ID == id {
+			return h.artifact
 		}
 		for j := range h.percepts {
 			if h.percepts[j].ID == id {
@@ -114,7 +126,7 @@ func (st *traceState) byID(id string) *Record {
 	for _, hs := range [...][]head{st.rejected, st.preds, st.since, st.pending} {
 		for i := range hs {
 			if hs[i].rec.ID == id {
-				return &hs[i].rec
+				return hs[i].rec
 			}
 		}
 	}
@@ -127,7 +139,7 @@ func (st *traceState) observationsSince(kind string, seq int) []*Record {
 	var out []*Record
 	for i := range st.since {
 		if h := &st.since[i]; h.rec.Kind == kind && h.seq >= seq {
-			out = append(out, &h.rec)
+			out = append(out, h.rec)
 		}
 	}
 	return out
@@ -151,11 +163,10 @@ func (st *traceState) rejectedBelief(kind string, nowMS int64) *Record {
 	if best == nil {
 		return nil
 	}
-	r := best.rec
-	if r.Status == StatusActive {
-		r.Status, r.Reason = StatusExpired, CodeTTLExpired
+	if best.rec.Status == StatusActive {
+		return withStatus(best.rec, StatusExpired, CodeTTLExpired)
 	}
-	return &r
+	return best.rec
 }
 
 // explainsAbsence reports whether a belief record tells why no belief of its
@@ -247,26 +258,29 @@ func (st *traceState) add(seq int, r *Record, find func(string) *Record) {
 	}
 	if r.Mode != ModeCommit {
 		if r.Slot == Beliefs && r.Status == StatusActive {
-			st.pending = append(st.pending, head{seq: seq, rec: *r})
+			st.pending = append(st.pending, head{seq: seq, rec: copyOf(r)})
 		}
 		return
 	}
-	h := head{seq: seq, rec: *r}
+	h := head{seq: seq, rec: copyOf(r)}
+	if r.Slot == Beliefs || r.Slot == Predictions {
+		h.headExt = &headExt{}
+	}
 	switch r.Slot {
 	case Percepts:
 		if r.Status != StatusInvalidated {
-			st.since = append(st.since, head{seq: seq, rec: *r}) // trimmed at the end of the batch
+			st.since = append(st.since, head{seq: seq, rec: copyOf(r)}) // trimmed at the end of the batch
 		}
 	case Beliefs:
 		if len(r.EvidenceRefs) > 0 {
 			if a := find(r.EvidenceRefs[0]); a != nil && isArtifact(a) {
-				h.artifact = *a
+				h.artifact = copyOf(a)
 				for _, pid := range a.Provenance.InputRefs {
 					if p := find(pid); p != nil {
 						h.percepts = append(h.percepts, *p)
 						if !slices.ContainsFunc(st.since, func(o head) bool { return o.rec.ID == pid }) {
 							// the observation was current when the belief was decided
-							st.since = append(st.since, head{seq: seqOf(pid), rec: *p})
+							st.since = append(st.since, head{seq: seqOf(pid), rec: copyOf(p)})
 							slices.SortFunc(st.since, func(a, b head) int { return a.seq - b.seq })
 						}
 					}
@@ -293,7 +307,7 @@ func (st *traceState) add(seq int, r *Record, find func(string) *Record) {
 		// An older commit still counts when every newer one is no longer
 		// active: keep those that may outlive all newer ones.
 		st.heads = slices.DeleteFunc(st.heads, func(o head) bool {
-			return o.rec.Slot == r.Slot && o.rec.Kind == r.Kind && o.seq < seq && !outlives(&o.rec, r)
+			return o.rec.Slot == r.Slot && o.rec.Kind == r.Kind && o.seq < seq && !outlives(o.rec, r)
 		})
 		st.heads = append(st.heads, h)
 		return
@@ -352,12 +366,12 @@ func (st *traceState) reject(seq int, r *Record) {
 	for i := range st.rejected {
 		if st.rejected[i].rec.Kind == r.Kind {
 			if st.rejected[i].seq < seq {
-				st.rejected[i] = head{seq: seq, rec: *r}
+				st.rejected[i] = head{seq: seq, rec: copyOf(r)}
 			}
 			return
 		}
 	}
-	st.rejected = append(st.rejected, head{seq: seq, rec: *r})
+	st.rejected = append(st.rejected, head{seq: seq, rec: copyOf(r)})
 }
 
 // setStatus records a status change of id in every copy the state holds.
@@ -366,15 +380,21 @@ func (st *traceState) setStatus(id string, status Status, reason Code, find func
 	for i := range st.heads {
 		h := &st.heads[i]
 		if h.rec.ID == id {
-			h.rec.Status, h.rec.Reason, seq = status, reason, h.seq
+			h.rec, seq = withStatus(h.rec, status, reason), h.seq
 		}
-		if h.artifact.ID == id {
-			h.artifact.Status, h.artifact.Reason = status, reason
+		if h.headExt == nil {
+			continue
+		}
+		if h.artifact != nil && h.artifact.ID == id {
+			e := *h.headExt // shared with the state this one derives from
+			e.artifact, h.headExt = withStatus(h.artifact, status, reason), &e
 		}
 		for j := range h.percepts {
 			if h.percepts[j].ID == id {
-				h.percepts = slices.Clone(h.percepts) // shared with the state this one derives from
-				h.percepts[j].Status, h.percepts[j].Reason = status, reason
+				e := *h.headExt
+				e.percepts = slices.Clone(h.percepts)
+				e.percepts[j].Status, e.percepts[j].Reason = status, reason
+				h.headExt = &e
 				break
 			}
 		}
@@ -389,7 +409,7 @@ func (st *traceState) setStatus(id string, status Status, reason Code, find func
 	})
 	for i := range st.since {
 		if st.since[i].rec.ID == id {
-			st.since[i].rec.Status, st.since[i].rec.Reason = status, reason
+			st.since[i].rec = withStatus(st.since[i].rec, status, reason)
 		}
 	}
 	if r := find(id); r != nil && r.Slot == Beliefs {
@@ -402,6 +422,19 @@ func (st *traceState) setStatus(id string, status Status, reason Code, find func
 			st.reject(seq, &c)
 		}
 	}
+}
+
+// copyOf returns a copy of r that a state may hold.
+func copyOf(r *Record) *Record {
+	c := *r
+	return &c
+}
+
+// withStatus returns a copy of r with its status changed.
+func withStatus(r *Record, status Status, reason Code) *Record {
+	c := *r
+	c.Status, c.Reason = status, reason
+	return &c
 }
 
 // seqOf is a kernel id's position in its trace ("{slot}:{trace}:{n}"), or
@@ -453,6 +486,7 @@ type stateWire struct {
 
 type headWire struct {
 	Seq        int      `json:"s"`
+	Ext        bool     `json:"e,omitempty"`
 	Rec        Record   `json:"r"`
 	Artifact   *Record  `json:"a,omitempty"`
 	Percepts   []Record `json:"p,omitempty"`
@@ -465,9 +499,9 @@ type headWire struct {
 func (st *traceState) MarshalBinary() ([]byte, error) {
 	w := stateWire{Cons: st.cons, Used: st.used}
 	enc := func(h *head) headWire {
-		hw := headWire{Seq: h.seq, Rec: h.rec, Percepts: h.percepts, Action: h.action, PropWriter: h.propWriter, PropRole: h.propRole}
-		if h.artifact.ID != "" {
-			hw.Artifact = &h.artifact
+		hw := headWire{Seq: h.seq, Rec: *h.rec}
+		if e := h.headExt; e != nil {
+			hw.Ext, hw.Artifact, hw.Percepts, hw.Action, hw.PropWriter, hw.PropRole = true, e.artifact, e.percepts, e.action, e.propWriter, e.propRole
 		}
 		return hw
 	}
@@ -496,9 +530,9 @@ func decodeState(b []byte) (*traceState, error) {
 		return nil, fmt.Errorf("%w: stored trace state: %v", ErrInvalidInput, err)
 	}
 	dec := func(hw *headWire) head {
-		h := head{seq: hw.Seq, rec: hw.Rec, percepts: hw.Percepts, action: hw.Action, propWriter: hw.PropWriter, propRole: hw.PropRole}
-		if hw.Artifact != nil {
-			h.artifact = *hw.Artifact
+		h := head{seq: hw.Seq, rec: &hw.Rec}
+		if hw.Ext {
+			h.headExt = &headExt{artifact: hw.Artifact, percepts: hw.Percepts, action: hw.Action, propWriter: hw.PropWriter, propRole: hw.PropRole}
 		}
 		return h
 	}

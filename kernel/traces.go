@@ -103,8 +103,3 @@ func (s *MemStore) ListTraces(ctx context.Context, namespace string) iter.Seq2[T
 		}
 	}
 }
-
-// Traces lists the traces of the kernel's namespace (see [ListTraces]).
-func (k *Kernel) Traces(ctx context.Context) iter.Seq2[TraceSummary, error] {
-	return ListTraces(ctx, k.store, k.namespace)
-}

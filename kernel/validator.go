@@ -79,7 +79,7 @@ func (c Candidate) Grounds() []Record {
 func (s *snapshot) heads(slot Slot, keep func(*Record) bool) map[string]Payload {
 	out := make(map[string]Payload)
 	for i := range s.st.heads {
-		if r := &s.st.heads[i].rec; r.Slot == slot && keep(r) {
+		if r := s.st.heads[i].rec; r.Slot == slot && keep(r) {
 			out[r.Kind] = r.Payload
 		}
 	}
