@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -32,14 +33,14 @@ func committedBelief(kind string) kernel.Record {
 }
 
 func pendingApproval(action string, at time.Time) kernel.Record {
-	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: kernel.KindDecisionRecord, Status: kernel.StatusActive,
+	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: audit.Kind, Status: kernel.StatusActive,
 		Payload:    kernel.Payload{"outcome": "pending_approval", "subject": action},
 		Provenance: kernel.Provenance{Role: kernel.RoleKernel, TimestampMS: at.UnixMilli()}}
 }
 
 func approval(action string) kernel.Record {
-	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: kernel.KindApproval, Status: kernel.StatusActive,
-		Payload:    kernel.Payload{kernel.KeyActionID: action, kernel.KeyDecision: kernel.DecisionApproved},
+	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: audit.KindApproval, Status: kernel.StatusActive,
+		Payload:    kernel.Payload{kernel.KeyActionID: action, kernel.KeyDecision: audit.Approved},
 		Provenance: kernel.Provenance{Role: kernel.RoleApprover}}
 }
 

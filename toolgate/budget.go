@@ -122,7 +122,7 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc kernel.Payload) (
 		snap = by.Snapshot()
 	}
 	if by != nil {
-		g.budgetChecked(ctx, tool, snap.Payload())
+		g.budgetChecked(ctx, tool, snap)
 	}
 	if why == nil {
 		if by != nil {

@@ -341,10 +341,10 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 	a, _ := audit.ApprovalOf(*latest)
 	switch {
 	case a.Decision != audit.Approved:
-		res, err := g.escalate(ctx, j, CodeApprovalDenied, a)
+		res, err := g.escalate(ctx, j, CodeApprovalDenied, *latest)
 		return res, true, err
 	case latest.Expired(g.k.Now()):
-		res, err := g.escalate(ctx, j, CodeApprovalExpired, a)
+		res, err := g.escalate(ctx, j, CodeApprovalExpired, *latest)
 		return res, true, err
 	}
 	want, err := ArgsDigest(j.act.Payload)
@@ -368,7 +368,7 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 
 // escalate records that the action will not run and submits the safe
 // fallback.
-func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval audit.Approval) (Result, error) {
+func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (Result, error) {
 	w, err := g.writeEscalation(ctx, j, code, approval)
 	if err == nil {
 		g.effectRecorded(ctx, j, StatusEscalated, code)
@@ -384,7 +384,8 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 
 // writeEscalation records the escalation as the action's result, claiming
 // the result key, with its decision record in the same batch.
-func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval audit.Approval) (kernel.Written, error) {
+func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, rec kernel.Record) (kernel.Written, error) {
+	approval, _ := audit.ApprovalOf(rec)
 	eff := j.effect(StatusEscalated, 0, code)
 	eff.Approval, eff.Approver, eff.Note = approval.ID, approval.Approver, approval.Note
 	cc := j.cc.Clone()

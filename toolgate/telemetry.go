@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -29,8 +30,8 @@ const (
 	AttrAttempt        = "bk.attempt"       // the effect attempt's number
 	AttrOutcome        = "bk.outcome"       // a call's outcome, an effect's status
 	// AttrBudgetPrefix prefixes the figures of the budget snapshot a call
-	// is checked against (see [WithBudget]): bk.budget.used,
-	// bk.budget.pressure, ...
+	// is checked against (see [WithBudget]): bk.budget.run_id,
+	// bk.budget.pressure, bk.budget.used.tool_calls, ...
 	AttrBudgetPrefix = "bk.budget."
 )
 
@@ -235,23 +236,22 @@ func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code k
 }
 
 // budgetChecked puts the budget snapshot a call was checked against on
-// the call's span (bk.budget.<figure>) and its pressure in the
-// bk.budget.pressure histogram.
-func (g *Gate) budgetChecked(ctx context.Context, tool string, snap map[string]any) {
+// the call's span (bk.budget.run_id, bk.budget.pressure, and
+// bk.budget.used.<resource> and bk.budget.limit.<resource> for each
+// limited resource) and its budget pressure in the bk.budget.pressure
+// histogram.
+func (g *Gate) budgetChecked(ctx context.Context, tool string, snap budget.Snapshot) {
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
-		for key, v := range snap {
-			switch v := v.(type) {
-			case float64:
-				sp.SetAttributes(attribute.Float64(AttrBudgetPrefix+key, v))
-			case string:
-				sp.SetAttributes(attribute.String(AttrBudgetPrefix+key, v))
-			case bool:
-				sp.SetAttributes(attribute.Bool(AttrBudgetPrefix+key, v))
-			}
+		attrs := []attribute.KeyValue{attribute.String(AttrBudgetPrefix+"run_id", snap.RunID),
+			attribute.Float64(AttrBudgetPrefix+"pressure", snap.Budget)}
+		for res, limit := range snap.Limits {
+			attrs = append(attrs, attribute.Float64(AttrBudgetPrefix+"used."+string(res), snap.Used[res]),
+				attribute.Float64(AttrBudgetPrefix+"limit."+string(res), limit))
 		}
+		sp.SetAttributes(attrs...)
 	}
-	if p, ok := snap["pressure"].(float64); ok && g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
-		g.metrics.pressure.Record(ctx, p, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+	if g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
+		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
 			attribute.String(AttrGenAIToolName, tool)))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -518,7 +519,7 @@ func (w *worker) execute(ctx context.Context, action kernel.Record) {
 	}
 	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_result",
 		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.Record.ID},
-		Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: kernel.CodeCommitted, Context: kernel.Payload{"worker": w.id}}})
+		Audit: &kernel.Audit{Outcome: audit.OutcomeExecuted, Code: kernel.CodeCommitted, Context: kernel.Payload{"worker": w.id}}})
 	if err != nil {
 		w.fail("result", err)
 		return
@@ -612,7 +613,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			}
 			// The kernel's evidence artifact lands with, and just before,
 			// the belief it justifies.
-			if r.Slot == kernel.Evidence && r.Kind != kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel {
+			if r.Slot == kernel.Evidence && r.Kind != audit.Kind && r.Provenance.Role == kernel.RoleKernel {
 				if i+1 >= len(recs) || recs[i+1].Slot != kernel.Beliefs || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) {
 					t.Errorf("evidence %s without its belief", r.ID)
 				}
@@ -625,8 +626,8 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	}
 
 	// Decision records, by the proposal they decide.
-	decisions := map[string]kernel.DecisionRecord{}
-	for d, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+	decisions := map[string]audit.Record{}
+	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -784,7 +785,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 // checkDecision checks an acknowledged decision against the store: the
 // proposal, the committed record and the evidence artifact are there, with
 // the decision's code, and so is its decision record.
-func checkDecision(t *testing.T, worker string, a []string, byID map[string]kernel.Record, decisions map[string]kernel.DecisionRecord) {
+func checkDecision(t *testing.T, worker string, a []string, byID map[string]kernel.Record, decisions map[string]audit.Record) {
 	t.Helper()
 	proposal, code, committed, evidence := a[0], kernel.Code(a[1]), a[2], a[3]
 	p, ok := byID[proposal]
@@ -830,14 +831,14 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		t.Fatal(err)
 	}
 	defer k.Close()
-	decisions := map[string]kernel.DecisionRecord{}
+	decisions := map[string]audit.Record{}
 	executed := map[string]int{} // result record -> executed decision records about it
-	for d, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		decisions[d.ID] = d
-		if d.Outcome == kernel.OutcomeExecuted {
+		if d.Outcome == audit.OutcomeExecuted {
 			executed[d.Subject]++
 		}
 	}
