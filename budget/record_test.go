@@ -25,7 +25,7 @@ func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 	if !ok {
 		t.Fatal("no record for a refusal")
 	}
-	if _, err := k.RecordDecision(ctx, d); err != nil {
+	if _, err := audit.Append(ctx, k.Governor(), d); err != nil {
 		t.Fatal(err)
 	}
 	var got []audit.Record
