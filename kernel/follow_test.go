@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -350,4 +351,61 @@ func TestReader(t *testing.T) {
 			t.Errorf("Trace and List read %d records, View %+v %v", n, v, err)
 		}
 	})
+}
+
+// racyStore refuses the first batch it is given as a concurrent writer's
+// win would, without applying it.
+type racyStore struct {
+	kernel.Store
+	raced bool
+}
+
+func (s *racyStore) Apply(ctx context.Context, b kernel.Batch) error {
+	if !s.raced {
+		s.raced = true
+		return kernel.ErrConflict
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// When the kernel must decide or write again (its batch lost a race),
+// then is called again, and only the last call's records are written.
+func TestFollowAfterARace(t *testing.T) {
+	ctx := context.Background()
+	s := &racyStore{Store: kernel.NewMemStore()}
+	k, err := kernel.New(kernel.WithStore(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	d, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: action()}, func(d kernel.Decision) ([]kernel.Follow, error) {
+		calls++
+		return decisionRecord("t", kernel.FallbackQueueForReview, nil)(d)
+	})
+	if err != nil || calls != 2 || len(d.Appended) != 1 {
+		t.Fatalf("submit: %+v %v after %d calls of then, want 2", d, err, calls)
+	}
+	s.raced, calls = false, 0
+	w, err := k.Governor().Write(ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result"},
+		func(rec kernel.Record) ([]kernel.Follow, error) {
+			calls++
+			return writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil)(rec)
+		})
+	if err != nil || calls != 2 || len(w.Appended) != 1 {
+		t.Fatalf("write: %+v %v after %d calls of then, want 2", w, err, calls)
+	}
+	n := 0
+	for r, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.RecordID != d.Appended[0] && r.RecordID != w.Appended[0] {
+			t.Errorf("decision record %s is not one the calls returned", r.RecordID)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("%d decision records, want 2", n)
+	}
 }
