@@ -130,7 +130,7 @@ func (g *Gate) recoverFallback(ctx context.Context, j *job, resultID string) (Re
 }
 
 // Pending is a committed action that waits for an approver: what the
-// approver needs to decide it with [kernel.Approver].
+// approver needs to decide it with an [Approver].
 type Pending struct {
 	ActionID string // the committed action, to approve
 	TraceID  string // its trace, to approve in
