@@ -265,7 +265,8 @@ func (k *Kernel) Governor() *Governor { return &Governor{k} }
 // handle's would be (the role's slots and modes, names, payload); it must
 // be in the trace of what it follows (an empty TraceID means that trace),
 // its references may name records of the same batch, and its OnceKeys are
-// claimed in the batch.
+// claimed in the batch (only a write's: a decision's follow records claim
+// none, [ErrPermission]).
 type Follow struct {
 	Role   Role
 	Writer string
@@ -278,8 +279,10 @@ type Follow struct {
 // anything is written (again with the new decision when a concurrent
 // writer forces the kernel to decide again), and returns the records to
 // append after the decision's own. Their ids are in [Decision.Appended].
-// If then returns an error, nothing is written and Submit returns it. A
-// proposal still claims no once-keys (its action spec names them).
+// If then returns an error, nothing is written and Submit returns it; a
+// follow record the kernel refuses (see [Follow]) fails the Submit and
+// writes nothing. Neither the proposal nor its follow records claim
+// once-keys (the action spec names an action's).
 func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func(Decision) ([]Follow, error)) (Decision, error) {
 	return g.k.submit(ctx, RolePlanner, writer, e, true, then)
 }
