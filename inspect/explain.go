@@ -98,7 +98,7 @@ func Explain(ctx context.Context, s kernel.Store, recordID string) (Explanation,
 	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
 	ex.Tree = x.node(target, "", 0)
 	switch {
-	case target.Slot == kernel.Evidence && target.Kind == audit.Kind:
+	case target.Slot == kernel.Evidence && target.Kind == audit.Kind && target.Provenance.Role == kernel.RoleKernel:
 		d, _ := decisionOf(target)
 		ex.Verdict, ex.Code = verdictOf(d.Outcome), d.Code
 		root := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
@@ -209,7 +209,7 @@ func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainN
 		}
 	}
 	switch {
-	case r.Slot == kernel.Evidence && r.Kind == audit.Kind:
+	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
 		if d, err := decisionOf(r); err == nil {
 			for _, id := range d.EvidenceRefs {
 				child(id, "evidence")
@@ -528,7 +528,7 @@ func (x *explainer) refusalChildren(n *ExplainNode, p *kernel.Record, depth int)
 func (x *explainer) summary(r *kernel.Record) string {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
-	case r.Slot == kernel.Evidence && r.Kind == audit.Kind:
+	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
 		d, err := decisionOf(r)
 		if err != nil {
 			return "decision record (unreadable)"
