@@ -28,7 +28,9 @@ type Decision struct {
 	// no caller searches the trace for them.
 	Appended []string `json:"appended,omitempty"`
 	// Constraints names the constraints in force when a plan or an action
-	// was decided (empty for other slots).
+	// was decided by a [Governor.Submit] with entries to follow it (what a
+	// decision record lists); empty otherwise, so that a plain decision
+	// does not pay for the list.
 	Constraints []string `json:"constraints,omitempty"`
 	// Rule names the constraint or rule that decided a refusal, if one did.
 	Rule string `json:"rule,omitempty"`

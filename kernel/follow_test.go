@@ -313,7 +313,8 @@ func TestDecisionConstraints(t *testing.T) {
 		if !slices.Equal(d.Constraints, []string{"no_weekend"}) || seen.Record.ID != d.Record.ID || d.Appended != nil {
 			t.Errorf("decision %+v (then saw %+v), want the constraint no_weekend and nothing appended", d, seen)
 		}
-		b, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "b", Payload: belief(true, "x")})
+		b, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "b", Payload: belief(true, "x")},
+			func(kernel.Decision) ([]kernel.Follow, error) { return nil, nil })
 		if err != nil || b.Constraints != nil {
 			t.Errorf("a belief's decision names constraints: %+v %v", b, err)
 		}

@@ -371,10 +371,10 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 	if out.record.ID != "" {
 		d.Record = out.record.Clone()
 	}
-	if p.Slot == Plans || p.Slot == Actions {
-		d.Constraints = snap.constraintNames()
-	}
 	if then != nil {
+		if p.Slot == Plans || p.Slot == Actions {
+			d.Constraints = snap.constraintNames()
+		}
 		follows, err := then(d)
 		if err != nil {
 			return Decision{}, false, err
