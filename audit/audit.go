@@ -143,11 +143,12 @@ func Append(ctx context.Context, g *kernel.Governor, r Record) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	out, ok := Of(rec)
-	if !ok {
-		return Record{}, fmt.Errorf("audit: record %s does not decode", rec.ID)
+	// What Of would decode, without decoding it.
+	r.Version, r.RecordID, r.TraceID, r.Namespace, r.TimeMS = Version, rec.ID, rec.TraceID(), rec.Namespace, rec.Provenance.TimestampMS
+	if r.ID == "" {
+		r.ID = "decision:" + rec.ID
 	}
-	return out, nil
+	return r, nil
 }
 
 // Of decodes the decision record held by rec. ok is false unless rec is
