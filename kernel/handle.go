@@ -300,7 +300,9 @@ type Written struct {
 // Write is [Tool.Write] for a tool writing as writer, with
 // [Entry.OnceKeys] allowed and with entries that follow the record in the
 // same batch: then, when not nil, is called with the record (its id set)
-// before anything is written, and returns the records to append after it.
+// before anything is written, and returns the records to append after it;
+// it reads the record and must not change its payload or slices, which
+// are the kernel's.
 // A key already claimed fails the write with [ErrDuplicateKey] and stores
 // nothing; so does an error from then, which Write returns.
 func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(Record) ([]Follow, error)) (Written, error) {

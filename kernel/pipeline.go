@@ -144,7 +144,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, th
 		b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
 	}
 	if then != nil {
-		follows, err := then(rec.Clone())
+		follows, err := then(*rec) // not a copy: then only reads it (see Governor.Write)
 		if err != nil {
 			return Written{}, false, err
 		}
