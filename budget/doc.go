@@ -47,7 +47,8 @@
 // happened and a hint of what is still possible, as a payload or JSON.
 // [RefusalRecord] builds the decision record of the refused call, with
 // the reason and a [Snapshot] of the budget in its Context, for
-// [kernel.Kernel.RecordDecision], which writes it on the blackboard.
+// [audit.Append], which writes it on the blackboard through the kernel's
+// Governor.
 //
 // # Sub-runs
 //
@@ -129,7 +130,7 @@
 //		err = run.ToolCall()
 //	}
 //	if d, refused := budget.RefusalRecord(call.TraceID, call.Tool, err, run.Snapshot()); refused {
-//		k.RecordDecision(ctx, d)
+//		audit.Append(ctx, k.Governor(), d)
 //		// answer the model with d.Code and the reason's hint; the loop goes on
 //	}
 //

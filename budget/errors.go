@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -192,23 +193,23 @@ func ReasonOf(err error) (Reason, bool) {
 }
 
 // RefusalRecord builds the decision record of a call that a budget or the
-// loop guard refused, for [kernel.Kernel.RecordDecision]: outcome refused,
+// loop guard refused, for [audit.Append]: outcome refused,
 // the refusal's code, and a Context holding the reason (under
 // [KeyReason]) and, when snap was taken (it has a run id), the budget
 // snapshot (under [KeyBudget]). kind names the tool or the model call. ok
 // is false when err holds no [Refusal].
-func RefusalRecord(traceID, kind string, err error, snap Snapshot) (d kernel.DecisionRecord, ok bool) {
+func RefusalRecord(traceID, kind string, err error, snap Snapshot) (d audit.Record, ok bool) {
 	var rf Refusal
 	if !errors.As(err, &rf) {
-		return kernel.DecisionRecord{}, false
+		return audit.Record{}, false
 	}
 	reason := rf.Reason()
 	ctx := kernel.Payload{KeyReason: map[string]any(reason.Payload())}
 	if snap.RunID != "" {
 		ctx[KeyBudget] = map[string]any(snap.Payload())
 	}
-	return kernel.DecisionRecord{
-		TraceID: traceID, Kind: kind, Outcome: kernel.OutcomeRefused, Code: rf.Code(), Detail: reason.Detail, Context: ctx,
+	return audit.Record{
+		TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused, Code: rf.Code(), Detail: reason.Detail, Context: ctx,
 	}, true
 }
 

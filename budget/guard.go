@@ -230,7 +230,7 @@ func (g *Guard) Snapshot() LoopSnapshot {
 // object key, fail with an error wrapping [ErrInvalid] and
 // [canon.ErrInvalid].
 //
-// Unlike [kernel.ArgsDigest], which leaves out the keys the kernel reads for
+// Unlike toolgate.ArgsDigest, which leaves out the keys the kernel reads for
 // gating, it digests every argument: to the guard, every argument counts.
 // Safe for concurrent use.
 func Digest(args json.RawMessage) (string, error) {

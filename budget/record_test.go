@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -24,11 +25,11 @@ func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 	if !ok {
 		t.Fatal("no record for a refusal")
 	}
-	if _, err := k.RecordDecision(ctx, d); err != nil {
+	if _, err := audit.Append(ctx, k.Governor(), d); err != nil {
 		t.Fatal(err)
 	}
-	var got []kernel.DecisionRecord
-	for r, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: "t"}) {
+	var got []audit.Record
+	for r, err := range audit.List(ctx, k.Reader(), audit.Filter{TraceID: "t"}) {
 		must(t, err)
 		got = append(got, r)
 	}
@@ -38,7 +39,7 @@ func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 	r := got[0]
 	reason, _ := r.Context[budget.KeyReason].(map[string]any)
 	snap, _ := r.Context[budget.KeyBudget].(map[string]any)
-	if r.Code != budget.CodeBudgetExceeded || r.Outcome != kernel.OutcomeRefused || r.Kind != "search" ||
+	if r.Code != budget.CodeBudgetExceeded || r.Outcome != audit.OutcomeRefused || r.Kind != "search" ||
 		reason["budget"] != "tool_calls" || reason["used"] != 1.0 || snap["run_id"] != "t" {
 		t.Errorf("decision record %+v", r)
 	}

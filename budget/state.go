@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -146,23 +147,15 @@ func gatePressure(trace []kernel.Record, now time.Time, ttl time.Duration, soft 
 	}
 	answered := make(map[string]bool)
 	for i := range trace {
-		r := &trace[i]
-		if r.Slot == kernel.Evidence && r.Kind == kernel.KindApproval && r.Provenance.Role == kernel.RoleApprover {
-			if id, ok := r.Payload.String(kernel.KeyActionID); ok {
-				answered[id] = true
-			}
+		if a, ok := audit.ApprovalOf(trace[i]); ok {
+			answered[a.ActionID] = true
 		}
 	}
 	var p float64
 	for i := range trace {
 		r := &trace[i]
-		if r.Slot != kernel.Evidence || r.Kind != kernel.KindDecisionRecord || r.Provenance.Role != kernel.RoleKernel {
-			continue
-		}
-		if o, _ := r.Payload.String("outcome"); o != string(kernel.OutcomePendingApproval) {
-			continue
-		}
-		if subject, _ := r.Payload.String("subject"); answered[subject] {
+		d, ok := audit.Of(*r)
+		if !ok || d.Outcome != audit.OutcomePendingApproval || answered[d.Subject] {
 			continue
 		}
 		age := now.Sub(time.UnixMilli(r.Provenance.TimestampMS))

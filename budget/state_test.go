@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -32,15 +33,19 @@ func committedBelief(kind string) kernel.Record {
 }
 
 func pendingApproval(action string, at time.Time) kernel.Record {
-	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: kernel.KindDecisionRecord, Status: kernel.StatusActive,
-		Payload:    kernel.Payload{"outcome": "pending_approval", "subject": action},
-		Provenance: kernel.Provenance{Role: kernel.RoleKernel, TimestampMS: at.UnixMilli()}}
+	f, _ := audit.Record{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: kernel.CodeCommitted}.Follow()
+	return followRecord(f, at)
 }
 
 func approval(action string) kernel.Record {
-	return kernel.Record{Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: kernel.KindApproval, Status: kernel.StatusActive,
-		Payload:    kernel.Payload{kernel.KeyActionID: action, kernel.KeyDecision: kernel.DecisionApproved},
-		Provenance: kernel.Provenance{Role: kernel.RoleApprover}}
+	f, _ := audit.Approval{TraceID: "t", ActionID: action, Decision: audit.Approved, Approver: "human:alice", TTL: time.Hour}.Follow()
+	return followRecord(f, time.Time{})
+}
+
+// followRecord is the record the Governor would append for f at at.
+func followRecord(f kernel.Follow, at time.Time) kernel.Record {
+	return kernel.Record{Slot: f.Entry.Slot, Mode: kernel.ModeCommit, Kind: f.Entry.Kind, Status: kernel.StatusActive, Payload: f.Entry.Payload,
+		Provenance: kernel.Provenance{Role: f.Role, Writer: f.Writer, TimestampMS: at.UnixMilli()}}
 }
 
 func TestMeasureEachPressure(t *testing.T) {
@@ -253,7 +258,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 	}
 	submit := func(e kernel.Entry) kernel.Decision {
 		e.TraceID = "t"
-		d, err := k.Governor().Submit(ctx, "llm", e) // the gate's way: with a decision record
+		d, err := k.Governor().Submit(ctx, "llm", e, nil)
 		must(t, err)
 		return d
 	}
@@ -265,8 +270,15 @@ func TestMeasureKernelTrace(t *testing.T) {
 	if d := submit(kernel.Entry{Slot: kernel.Beliefs, Kind: "refund_due", Payload: kernel.Payload{"value": true, "depends_on": []string{"order"}}}); !d.Code.OK() {
 		t.Fatalf("belief: %s", d.Code)
 	}
-	act := submit(kernel.Entry{Slot: kernel.Actions, Kind: "issue_refund", Payload: kernel.Payload{"requires_beliefs": []string{"refund_due"}},
-		Audit: &kernel.Audit{PendingApproval: true}})
+	// The gate's way: the action with its decision record, pending approval.
+	act, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		Payload: kernel.Payload{"requires_beliefs": []string{"refund_due"}}}, func(d kernel.Decision) ([]kernel.Follow, error) {
+		r := audit.ForDecision("t", "issue_refund", d)
+		r.Outcome = audit.OutcomePendingApproval
+		f, err := r.Follow()
+		return []kernel.Follow{f}, err
+	})
+	must(t, err)
 	if !act.Code.OK() {
 		t.Fatalf("action: %s", act.Code)
 	}
@@ -289,9 +301,9 @@ func TestMeasureKernelTrace(t *testing.T) {
 		t.Errorf("captured at %v, want the snapshot's time", s.CapturedAt)
 	}
 	// The approver answers: the gate pressure falls.
-	digest, err := kernel.ArgsDigest(act.Record.Payload)
+	f, err := audit.Approval{TraceID: "t", ActionID: act.Record.ID, Decision: audit.Approved, Approver: "human:alice", TTL: time.Hour}.Follow()
 	must(t, err)
-	if _, err := k.Approver("human:alice").Approve(ctx, "t", act.Record.ID, digest, "ok", time.Hour); err != nil {
+	if _, err := k.Governor().Append(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	if s := budget.Measure(budget.Inputs{Budget: run.Snapshot(), Trace: traceOf()}); s.Gate != 0 {

@@ -1,7 +1,7 @@
 // Package canon is the module's one canonical form of a JSON value, and the
 // one digest built on it. Every identity that must not depend on how a value
 // is spelled goes through it: the digest an approval binds
-// (kernel.ArgsDigest), the values of a once-key, and the loop guard's
+// (toolgate.ArgsDigest), the values of a once-key, and the loop guard's
 // identity of a tool call (budget.Digest).
 //
 // Two spellings of one value have one canonical form: object keys are

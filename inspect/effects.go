@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -39,26 +40,21 @@ func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.T
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case r.Kind == kernel.KindApproval:
-			id, _ := r.Payload.String(kernel.KeyActionID)
-			decided[id] = true
-		case r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel:
-			if outcome, _ := r.Payload.String("outcome"); outcome != string(kernel.OutcomePendingApproval) {
-				continue
-			}
-			p := PendingApproval{TraceID: r.TraceID(), Namespace: r.Namespace, SinceMS: r.Provenance.TimestampMS}
-			p.ActionID, _ = r.Payload.String("subject")
-			p.Kind, _ = r.Payload.String("kind")
-			if cc, ok := r.Payload["context"].(map[string]any); ok {
-				p.Tool, _ = cc["tool"].(string)
-				p.Reason, _ = cc["approval_reason"].(string)
-				if args, ok := cc["args"].(map[string]any); ok && mutApproverView {
-					p.Args = args
-				}
-			}
-			pending = append(pending, p)
+		if a, ok := audit.ApprovalOf(r); ok {
+			decided[a.ActionID] = true
+			continue
 		}
+		d, ok := audit.Of(r)
+		if !ok || d.Outcome != audit.OutcomePendingApproval {
+			continue
+		}
+		p := PendingApproval{TraceID: d.TraceID, Namespace: d.Namespace, SinceMS: d.TimeMS, ActionID: d.Subject, Kind: d.Kind}
+		p.Tool, _ = d.Context["tool"].(string)
+		p.Reason, _ = d.Context["approval_reason"].(string)
+		if args, ok := d.Context["args"].(map[string]any); ok && mutApproverView {
+			p.Args = args
+		}
+		pending = append(pending, p)
 	}
 	effects, err := effectsByAction(ctx, s, namespace)
 	if err != nil {

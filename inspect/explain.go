@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -97,15 +98,15 @@ func Explain(ctx context.Context, s kernel.Store, recordID string) (Explanation,
 	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
 	ex.Tree = x.node(target, "", 0)
 	switch {
-	case target.Slot == kernel.Evidence && target.Kind == kernel.KindDecisionRecord:
-		d, _ := decisionRecordOf(target)
+	case target.Slot == kernel.Evidence && target.Kind == audit.Kind && target.Provenance.Role == kernel.RoleKernel:
+		d, _ := decisionOf(target)
 		ex.Verdict, ex.Code = verdictOf(d.Outcome), d.Code
 		root := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
 		if len(d.Causes) > 0 {
 			root = d.Causes[len(d.Causes)-1]
 		}
 		ex.Causes = append([]kernel.Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
-		if d.Outcome == kernel.OutcomeRefused || d.Outcome == kernel.OutcomeFailed || d.Outcome == kernel.OutcomeEscalated {
+		if d.Outcome == audit.OutcomeRefused || d.Outcome == audit.OutcomeFailed || d.Outcome == audit.OutcomeEscalated {
 			ex.RootCause = &root
 		}
 	case target.Mode == kernel.ModePropose && target.Status == kernel.StatusInvalidated:
@@ -129,13 +130,13 @@ func Explain(ctx context.Context, s kernel.Store, recordID string) (Explanation,
 	return ex, nil
 }
 
-func verdictOf(o kernel.Outcome) string {
+func verdictOf(o audit.Outcome) string {
 	switch o {
-	case kernel.OutcomeCommitted, kernel.OutcomeExecuted:
+	case audit.OutcomeCommitted, audit.OutcomeExecuted:
 		return "committed"
-	case kernel.OutcomePendingApproval:
+	case audit.OutcomePendingApproval:
 		return "pending"
-	case kernel.OutcomeEscalated:
+	case audit.OutcomeEscalated:
 		return "fallback"
 	}
 	return string(o)
@@ -159,8 +160,8 @@ const maxExplainDepth = 12
 // decision record about a proposal to what the decision produced, a
 // committed proposal to its committed twin.
 func (x *explainer) subject(r *kernel.Record) *kernel.Record {
-	if r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel {
-		if d, err := decisionRecordOf(r); err == nil && d.Subject != "" {
+	if r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel {
+		if d, err := decisionOf(r); err == nil && d.Subject != "" {
 			if s := x.byID[d.Subject]; s != nil && !(s.Slot == kernel.Percepts && isEffect(s)) {
 				return x.subject(s)
 			}
@@ -208,8 +209,8 @@ func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainN
 		}
 	}
 	switch {
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord:
-		if d, err := decisionRecordOf(r); err == nil {
+	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
+		if d, err := decisionOf(r); err == nil {
 			for _, id := range d.EvidenceRefs {
 				child(id, "evidence")
 			}
@@ -308,12 +309,12 @@ func (x *explainer) actionChildren(n *ExplainNode, r *kernel.Record, depth int, 
 	for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
 		switch {
-		case c.Slot == kernel.Evidence && c.Kind == kernel.KindDecisionRecord && c.Provenance.Role == kernel.RoleKernel:
-			if d, err := decisionRecordOf(c); err == nil && d.Subject == r.ID {
+		case c.Slot == kernel.Evidence && c.Kind == audit.Kind && c.Provenance.Role == kernel.RoleKernel:
+			if d, err := decisionOf(c); err == nil && d.Subject == r.ID {
 				n.Children = append(n.Children, x.node(c, "decision record", maxExplainDepth))
 			}
-		case c.Slot == kernel.Evidence && c.Kind == kernel.KindApproval:
-			if id, _ := c.Payload.String(kernel.KeyActionID); id == r.ID {
+		case c.Slot == kernel.Evidence && c.Kind == audit.KindApproval:
+			if a, ok := audit.ApprovalOf(*c); ok && a.ActionID == r.ID {
 				child(c.ID, "approval")
 			}
 		case c.Slot == kernel.Percepts && isEffect(c):
@@ -357,16 +358,16 @@ func (x *explainer) replaced(r *kernel.Record) *kernel.Record {
 
 // decisionAbout returns the decision record the kernel wrote about a
 // proposal, if any.
-func (x *explainer) decisionAbout(p *kernel.Record) (kernel.DecisionRecord, bool) {
+func (x *explainer) decisionAbout(p *kernel.Record) (audit.Record, bool) {
 	for i := x.pos[p.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
-		if c.Slot == kernel.Evidence && c.Kind == kernel.KindDecisionRecord && c.Provenance.Role == kernel.RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
-			if d, err := decisionRecordOf(c); err == nil && d.ID == "decision:"+p.ID {
+		if c.Slot == kernel.Evidence && c.Kind == audit.Kind && c.Provenance.Role == kernel.RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
+			if d, err := decisionOf(c); err == nil && d.ID == "decision:"+p.ID {
 				return d, true
 			}
 		}
 	}
-	return kernel.DecisionRecord{}, false
+	return audit.Record{}, false
 }
 
 // causes is the causal chain of a refused proposal, outermost first: its
@@ -527,8 +528,8 @@ func (x *explainer) refusalChildren(n *ExplainNode, p *kernel.Record, depth int)
 func (x *explainer) summary(r *kernel.Record) string {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord:
-		d, err := decisionRecordOf(r)
+	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
+		d, err := decisionOf(r)
 		if err != nil {
 			return "decision record (unreadable)"
 		}
@@ -545,9 +546,9 @@ func (x *explainer) summary(r *kernel.Record) string {
 			return "evidence artifact: checks passed, conflict arbitrated at threshold " + strconv.FormatFloat(t, 'g', -1, 64)
 		}
 		return "evidence artifact: checks passed"
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindApproval:
-		decision, _ := r.Payload.String(kernel.KeyDecision)
-		return "approval: " + decision + " by " + r.Provenance.Writer
+	case r.Slot == kernel.Evidence && r.Kind == audit.KindApproval:
+		a, _ := audit.ApprovalOf(*r)
+		return "approval: " + a.Decision + " by " + r.Provenance.Writer
 	case r.Slot == kernel.Percepts && isEffect(r):
 		e, _ := toolgate.EffectOf(*r)
 		if e.Status == toolgate.StatusSucceeded {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -222,7 +223,7 @@ func toolgateDatabase(t *testing.T) string {
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := k.Approver("human:alice").Approve(ctx, "ticket-2", pending[0].ActionID, pending[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-2", pending[0].ActionID, pending[0].Digest, "ok", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != toolgate.Executed {
@@ -458,8 +459,8 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 		}
 	}
 	for _, subject := range []string{order.ID, refund} {
-		if _, err := k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
-			Outcome: kernel.OutcomePendingApproval, Code: kernel.CodeCommitted,
+		if _, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
+			Outcome: audit.OutcomePendingApproval, Code: kernel.CodeCommitted,
 			Context: kernel.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
 			t.Fatal(err)
 		}

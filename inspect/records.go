@@ -1,9 +1,9 @@
 package inspect
 
 import (
-	"encoding/json"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -22,17 +22,11 @@ func nsOf(ns string) string {
 	return ns
 }
 
-// decisionRecordOf decodes a decision record from the evidence record
-// that holds it, through the JSON layout kernel.DecisionRecord declares.
-func decisionRecordOf(r *kernel.Record) (kernel.DecisionRecord, error) {
-	var d kernel.DecisionRecord
-	enc, err := json.Marshal(map[string]any(r.Payload))
-	if err == nil {
-		err = json.Unmarshal(enc, &d)
+// decisionOf decodes the decision record r holds ([audit.Of]).
+func decisionOf(r *kernel.Record) (audit.Record, error) {
+	d, ok := audit.Of(*r)
+	if !ok {
+		return audit.Record{}, fmt.Errorf("inspect: %s is not a decision record", r.ID)
 	}
-	if err != nil {
-		return kernel.DecisionRecord{}, fmt.Errorf("inspect: decision record %s: %w", r.ID, err)
-	}
-	d.RecordID = r.ID
 	return d, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -71,7 +72,7 @@ func Stats(ctx context.Context, s kernel.Store, namespace string) (StatsReport, 
 				codes[r.Reason]++
 			case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel && slot != kernel.Evidence:
 				codes[r.Reason]++
-			case slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel:
+			case slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
 				// A call refused before the kernel's pipeline has only this.
 				if subject, _ := r.Payload.String("subject"); subject == "" {
 					if code, ok := r.Payload.String("code"); ok {

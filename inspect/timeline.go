@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -212,12 +213,11 @@ func (b *timelineBuilder) record(r *kernel.Record) {
 		b.proposal(r, name)
 	case r.Slot == kernel.Evidence && r.Kind == kernel.KindBeliefValidation && r.Provenance.Role == kernel.RoleKernel:
 		b.artifact(r)
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel:
+	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
 		b.decisionRecord(r)
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindApproval && r.Provenance.Role == kernel.RoleApprover:
-		decision, _ := r.Payload.String(kernel.KeyDecision)
-		action, _ := r.Payload.String(kernel.KeyActionID)
-		b.add(stepNext, EventApproval, r, "", "approval: "+decision+" by "+r.Provenance.Writer, "for "+action)
+	case r.Slot == kernel.Evidence && r.Kind == audit.KindApproval && r.Provenance.Role == kernel.RoleApprover:
+		a, _ := audit.ApprovalOf(*r)
+		b.add(stepNext, EventApproval, r, "", "approval: "+a.Decision+" by "+r.Provenance.Writer, "for "+a.ActionID)
 	case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel:
 		b.commit(r, name)
 	default:
@@ -373,7 +373,7 @@ func (b *timelineBuilder) effect(r *kernel.Record) {
 }
 
 func (b *timelineBuilder) decisionRecord(r *kernel.Record) {
-	d, err := decisionRecordOf(r)
+	d, err := decisionOf(r)
 	if err != nil {
 		b.add(stepSame, EventDecision, r, "", "decision record (unreadable)", err.Error())
 		return
@@ -381,7 +381,7 @@ func (b *timelineBuilder) decisionRecord(r *kernel.Record) {
 	step := stepSame
 	if d.Subject == "" {
 		step = stepNext // refused before the kernel: no other record of it
-		if d.Outcome == kernel.OutcomeRefused {
+		if d.Outcome == audit.OutcomeRefused {
 			b.t.Decisions++
 			b.t.Refusals++
 			b.outcome = d.Kind + " refused: " + string(d.Code)

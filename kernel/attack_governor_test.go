@@ -5,13 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 // Routes 3 and 8 of the second review: a handle claims a once-key the
 // kernel or the gate derives, or writes a decision record. Every ordinary
-// handle refuses both and stores nothing; only the Governor the owner
-// holds writes them.
+// handle refuses once-keys and stores nothing; a handle can write a record
+// of the decision-record kind only with its own role, which no reader
+// takes for a decision record. Only the Governor the owner holds writes
+// either.
 func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
@@ -23,7 +26,6 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		audit := &kernel.Audit{PendingApproval: true, Context: kernel.Payload{"tool": "issue_refund", "args": map[string]any{"amount": 501.0}}}
 		a.mark()
 		writes := map[string]func(kernel.Entry) error{
 			"tool":     func(e kernel.Entry) error { _, err := a.tool.Write(a.ctx, e); return err },
@@ -47,36 +49,49 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		}
 		for hn, w := range writes {
 			for en, e := range entries {
-				withKey, withAudit := e, e
-				withKey.OnceKeys = []string{key, "toolgate/effect/x/result"}
-				withAudit.Audit = audit
-				if err := w(withKey); !errors.Is(err, kernel.ErrPermission) {
+				e.OnceKeys = []string{key, "toolgate/effect/x/result"}
+				if err := w(e); !errors.Is(err, kernel.ErrPermission) {
 					t.Errorf("%s writes a %s claiming once-keys: %v, want ErrPermission", hn, en, err)
-				}
-				if err := w(withAudit); !errors.Is(err, kernel.ErrPermission) {
-					t.Errorf("%s writes a %s with a decision record: %v, want ErrPermission", hn, en, err)
 				}
 			}
 		}
 		a.unchanged()
-		for d, err := range a.k.DecisionRecords(a.ctx, kernel.DecisionFilter{}) {
-			t.Errorf("decision record %+v %v", d, err)
-		}
 		if holder, err := a.k.ClaimedBy(a.ctx, key); err != nil || holder != act.Record.ID {
 			t.Errorf("once-key held by %q (%v), want the refund %s", holder, err, act.Record.ID)
+		}
+		// A forged decision record: the shape the gate writes, pending
+		// approval for a huge refund, by the one handle that writes evidence.
+		forged := audit.ForDecision("t", "issue_refund", act)
+		forged.Outcome, forged.Context = audit.OutcomePendingApproval, kernel.Payload{"tool": "issue_refund", "args": map[string]any{"amount": 501.0}}
+		f, err := forged.Follow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := a.k.EvidenceValidator("ev").Write(a.ctx, f.Entry)
+		if err != nil {
+			t.Fatalf("evidence write of the decision-record kind: %v", err)
+		}
+		if rec.Provenance.Role != kernel.RoleEvidence {
+			t.Errorf("forged record written with role %s", rec.Provenance.Role)
+		}
+		if d, ok := audit.Of(rec); ok {
+			t.Errorf("a handle's record decodes as a decision record: %+v", d)
+		}
+		for d, err := range audit.List(a.ctx, a.k.Reader(), audit.Filter{}) {
+			t.Errorf("decision record %+v %v", d, err)
 		}
 		// The Governor writes both.
 		gov := a.k.Governor()
 		if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
-			OnceKeys: []string{"toolgate/effect/x/result"}, Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: "EFFECT_SUCCEEDED"}}); err != nil {
+			OnceKeys: []string{"toolgate/effect/x/result"}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil)); err != nil {
 			t.Errorf("Governor write: %v", err)
 		}
 		if d, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{}}, Audit: audit}); err != nil || !d.Committed() {
+			Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{}}}, decisionRecord("t", kernel.FallbackQueueForReview, nil)); err != nil || !d.Committed() {
 			t.Errorf("Governor submit: %v %v", d.Code, err)
 		}
 		n := 0
-		for _, err := range a.k.DecisionRecords(a.ctx, kernel.DecisionFilter{}) {
+		for _, err := range audit.List(a.ctx, a.k.Reader(), audit.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,13 +22,16 @@ type Decision struct {
 	Record Record `json:"record,omitzero"`
 	// EvidenceID is the artifact the kernel wrote for a committed belief.
 	EvidenceID string `json:"evidence_id,omitempty"`
-	// AuditID is the evidence record holding the decision record the
-	// kernel wrote in the same batch, when the submit asked for one
-	// ([Entry.Audit], through the [Governor]); empty otherwise. The
-	// decision record's own id ([DecisionRecord.ID]) is ID. With
-	// ProposalID, Record.ID and EvidenceID it names every record the
-	// decision appended, so that no caller searches the trace for them.
-	AuditID string `json:"audit_id,omitempty"`
+	// Appended holds the ids of the records that followed the decision in
+	// its batch ([Governor.Submit]), in order. With ProposalID, Record.ID
+	// and EvidenceID it names every record the decision appended, so that
+	// no caller searches the trace for them.
+	Appended []string `json:"appended,omitempty"`
+	// Constraints names the constraints in force when a plan or an action
+	// was decided by a [Governor.Submit] with entries to follow it (what a
+	// decision record lists); empty otherwise, so that a plain decision
+	// does not pay for the list.
+	Constraints []string `json:"constraints,omitempty"`
 	// Rule names the constraint or rule that decided a refusal, if one did.
 	Rule string `json:"rule,omitempty"`
 	// Failed is the id of the record that failed the check: the percept

@@ -25,10 +25,20 @@
 // can write as the kernel, so no caller can commit a belief, prediction or
 // action except by asking the kernel to decide a proposal
 // ([Planner.Commit], [Planner.Submit]). Every handle reads through [View]s
-// and the [Handle] methods. Decision records ([Entry.Audit]) and once-keys
-// ([Entry.OnceKeys]) are written only through the [Governor], which the
-// owner gives to its governance code (the tool gate) and to no one else:
-// every handle refuses both.
+// and the [Reader] methods; [Kernel.Reader] reads and writes nothing.
+// Once-keys ([Entry.OnceKeys]), records with the kernel's own role or an
+// approver's, and records that follow a decision or a write in its batch
+// ([Follow]) are written only through the [Governor], which the owner
+// gives to its governance code (the tool gate) and to no one else: every
+// handle refuses once-keys and can name no role but its own.
+//
+// The kernel decides and appends; what governance code records about a
+// call is its own. [Governor.Submit] and [Governor.Write] take a function
+// that, given the decision or the record, returns follow records appended
+// in the same atomic batch, and return their ids ([Decision.Appended],
+// [Written.Appended]), so no caller searches a trace for what it has just
+// written. Package audit encodes the gate's decision records and approvals
+// this way and decodes them.
 //
 // # The pipeline
 //
@@ -108,7 +118,7 @@
 //
 // # Observability
 //
-// Writes, decisions, views, expiries and approvals run in OpenTelemetry
+// Writes, decisions, views, expiries and the Governor's appends run in OpenTelemetry
 // spans ([WithTracerProvider]; the global provider by default, free until
 // an SDK is installed) with the attributes [AttrNamespace], [AttrTraceID],
 // [AttrSlot], [AttrKind], [AttrRecordID], [AttrRole], [AttrCode],

@@ -9,16 +9,12 @@ import (
 	"github.com/blackboardkernel/bk/canon"
 )
 
-// Handle is what every role-bound handle offers: its identity and read
-// access to the blackboard. Reads are not governed; writes are, by the
-// handle's concrete type and the permission table.
-type Handle interface {
-	// Role is the authority the handle writes with.
-	Role() Role
-	// Name is the writer id recorded in provenance.
-	Name() string
-	// Write asks the kernel to store one record. See [Tool.Write].
-	Write(ctx context.Context, e Entry) (Record, error)
+// Reader reads the blackboard of the kernel's namespace. Reads are not
+// governed: every handle is a Reader, and [Kernel.Reader] is one that can
+// write nothing, for code that only reads (an approver's screen, an
+// auditor, the audit package). Records come back as copies. Safe for
+// concurrent use.
+type Reader interface {
 	// View returns the committed state and pending proposals of a trace.
 	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
 	// Get, Find, Trace and List read records; they return copies.
@@ -28,9 +24,28 @@ type Handle interface {
 	List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error]
 }
 
+// Handle is what every role-bound handle offers: its identity, read
+// access to the blackboard, and writes governed by the handle's concrete
+// type and the permission table.
+type Handle interface {
+	Reader
+	// Role is the authority the handle writes with.
+	Role() Role
+	// Name is the writer id recorded in provenance.
+	Name() string
+	// Write asks the kernel to store one record. See [Tool.Write].
+	Write(ctx context.Context, e Entry) (Record, error)
+}
+
+// reads is the read access every handle shares, and [Kernel.Reader].
+type reads struct{ k *Kernel }
+
+// Reader returns a read-only handle on the kernel's namespace.
+func (k *Kernel) Reader() Reader { return reads{k} }
+
 // handle is the part every role shares.
 type handle struct {
-	k    *Kernel
+	reads
 	role Role
 	name string
 }
@@ -45,11 +60,11 @@ func (h *handle) Name() string { return h.name }
 // defaults to the one the role writes the slot in. A slot or mode outside
 // the role's authority is [ErrPermission]; bad input is [ErrInvalidInput],
 // [ErrInvalidPayload], [ErrPayloadTooLarge], [ErrInvalidProposal] or
-// [ErrInvalidReference]. An entry with a decision record ([Entry.Audit])
-// or once-keys ([Entry.OnceKeys]) is [ErrPermission]: only the
-// [Governor] writes those. On any error nothing is stored.
+// [ErrInvalidReference]. An entry with once-keys ([Entry.OnceKeys]) is
+// [ErrPermission]: only the [Governor] claims them. On any error nothing
+// is stored.
 func (h *handle) Write(ctx context.Context, e Entry) (Record, error) {
-	w, err := h.k.write(ctx, h.role, h.name, e, false)
+	w, err := h.k.write(ctx, h.role, h.name, e, false, nil)
 	if err != nil {
 		return Record{}, err
 	}
@@ -58,13 +73,13 @@ func (h *handle) Write(ctx context.Context, e Entry) (Record, error) {
 
 // View returns the trace's committed payloads by slot and kind and its
 // pending proposals.
-func (h *handle) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
+func (h reads) View(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
 	return h.k.View(ctx, traceID, opts)
 }
 
 // Get returns a copy of the record with that id, or [ErrNotFound] (also
 // for a record of another namespace).
-func (h *handle) Get(ctx context.Context, id string) (Record, error) {
+func (h reads) Get(ctx context.Context, id string) (Record, error) {
 	rec, err := h.k.store.Get(ctx, id)
 	if err != nil {
 		return Record{}, err
@@ -77,7 +92,7 @@ func (h *handle) Get(ctx context.Context, id string) (Record, error) {
 
 // Find returns a copy of the latest ACTIVE record of kind in slot of the
 // trace, or [ErrNotFound].
-func (h *handle) Find(ctx context.Context, traceID string, slot Slot, kind string) (Record, error) {
+func (h reads) Find(ctx context.Context, traceID string, slot Slot, kind string) (Record, error) {
 	rec, err := h.k.store.FindActive(ctx, traceID, slot, kind)
 	if err != nil {
 		return Record{}, err
@@ -90,14 +105,14 @@ func (h *handle) Find(ctx context.Context, traceID string, slot Slot, kind strin
 
 // Trace streams copies of every record of one trace of the kernel's
 // namespace in append order.
-func (h *handle) Trace(ctx context.Context, traceID string) iter.Seq2[Record, error] {
+func (h reads) Trace(ctx context.Context, traceID string) iter.Seq2[Record, error] {
 	return h.k.scoped(h.k.store.ListTrace(ctx, traceID))
 }
 
 // List streams copies of the records of a slot, across the traces of the
 // kernel's namespace, that match f (whose Namespace is set to the
 // kernel's).
-func (h *handle) List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error] {
+func (h reads) List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error] {
 	f.Namespace = h.k.namespace
 	return h.k.scoped(h.k.store.ListSlot(ctx, slot, f))
 }
@@ -132,11 +147,10 @@ func (p *proposer) Commit(ctx context.Context, traceID, proposalID string) (Deci
 
 // Submit proposes e and has the kernel decide it at once: the same
 // outcome as Write then Commit, in one atomic step, so the proposal and its
-// decision land together. An entry with a decision record or once-keys is
-// [ErrPermission] (only the [Governor] writes decision records) and
+// decision land together. An entry with once-keys is [ErrPermission] and
 // stores nothing.
 func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
-	return p.k.submit(ctx, p.role, p.name, e, false)
+	return p.k.submit(ctx, p.role, p.name, e, false, nil)
 }
 
 // Tool is the handle of a perception source: it commits percepts.
@@ -157,24 +171,26 @@ type EvidenceValidator struct{ handle }
 type Simulator struct{ proposer }
 
 // Tool returns a tool handle writing as name.
-func (k *Kernel) Tool(name string) *Tool { return &Tool{handle{k, RoleTool, name}} }
+func (k *Kernel) Tool(name string) *Tool { return &Tool{handle{reads{k}, RoleTool, name}} }
 
 // Planner returns a planner handle writing as name.
 func (k *Kernel) Planner(name string) *Planner {
-	return &Planner{proposer{handle{k, RolePlanner, name}}}
+	return &Planner{proposer{handle{reads{k}, RolePlanner, name}}}
 }
 
 // Symbolic returns a symbolic-validator handle writing as name.
-func (k *Kernel) Symbolic(name string) *Symbolic { return &Symbolic{handle{k, RoleSymbolic, name}} }
+func (k *Kernel) Symbolic(name string) *Symbolic {
+	return &Symbolic{handle{reads{k}, RoleSymbolic, name}}
+}
 
 // EvidenceValidator returns an evidence-validator handle writing as name.
 func (k *Kernel) EvidenceValidator(name string) *EvidenceValidator {
-	return &EvidenceValidator{handle{k, RoleEvidence, name}}
+	return &EvidenceValidator{handle{reads{k}, RoleEvidence, name}}
 }
 
 // Simulator returns a simulator handle writing as name.
 func (k *Kernel) Simulator(name string) *Simulator {
-	return &Simulator{proposer{handle{k, RoleSimulator, name}}}
+	return &Simulator{proposer{handle{reads{k}, RoleSimulator, name}}}
 }
 
 // Constraint is the declarative rule a symbolic validator commits (paper
@@ -223,14 +239,16 @@ func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Const
 }
 
 // Governor is the capability to write what only governance code may
-// write: decision records (the audit log, [Entry.Audit]) and once-keys
-// ([Entry.OnceKeys]). Every other handle refuses both with
-// [ErrPermission], so that a tool cannot claim a key another action or
+// write: records that follow a decision or a write in the same batch
+// ([Follow]), records with the kernel's own role (the gate's decision
+// records) or an approver's, and once-keys ([Entry.OnceKeys]). Every
+// other handle refuses once-keys with [ErrPermission] and can name no
+// role but its own, so that a tool cannot claim a key another action or
 // the gate derives, and a planner cannot put a forged decision record in
-// front of an approver. The kernel's owner gets it from
-// [Kernel.Governor] and passes it only to its own governance code (the
-// tool gate); it must never reach a tool, a planner or a model's code.
-// Safe for concurrent use.
+// front of an approver. The kernel's owner gets it from [Kernel.Governor]
+// and passes it only to its own governance code (the tool gate); it must
+// never reach a tool, a planner or a model's code. Safe for concurrent
+// use.
 type Governor struct{ k *Kernel }
 
 // Governor returns the kernel's governance capability. Whoever holds the
@@ -238,39 +256,70 @@ type Governor struct{ k *Kernel }
 // cannot reach it.
 func (k *Kernel) Governor() *Governor { return &Governor{k} }
 
+// Follow is a record the [Governor] appends in the same batch as a
+// decision or a write, or on its own ([Governor.Append]). Role is the
+// authority it is written with: [RoleKernel] (writer "kernel"; an
+// evidence record, such as a decision record), [RoleTool] (a percept) or
+// [RoleApprover] (evidence, such as an approval); Writer names the tool or
+// the approver and is ignored for RoleKernel. The entry is checked as any
+// handle's would be (the role's slots and modes, names, payload); it must
+// be in the trace of what it follows (an empty TraceID means that trace),
+// its references may name records of the same batch, and its OnceKeys are
+// claimed in the batch (only a write's: a decision's follow records claim
+// none, [ErrPermission]).
+type Follow struct {
+	Role   Role
+	Writer string
+	Entry  Entry
+}
+
 // Submit is [Planner.Submit] for a planner writing as writer, with
-// [Entry.Audit] allowed: the kernel writes the decision record in the same
-// batch as the decision and names it in [Decision.AuditID]. A proposal
-// still claims no once-keys (its action spec names them).
-func (g *Governor) Submit(ctx context.Context, writer string, e Entry) (Decision, error) {
-	return g.k.submit(ctx, RolePlanner, writer, e, true)
+// entries that follow the decision in the same batch: then, when not nil,
+// is called with the decision once the kernel has made it and before
+// anything is written (again with the new decision when a concurrent
+// writer forces the kernel to decide again), and returns the records to
+// append after the decision's own. Their ids are in [Decision.Appended].
+// If then returns an error, nothing is written and Submit returns it; a
+// follow record the kernel refuses (see [Follow]) fails the Submit and
+// writes nothing. Neither the proposal nor its follow records claim
+// once-keys (the action spec names an action's).
+func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func(Decision) ([]Follow, error)) (Decision, error) {
+	return g.k.submit(ctx, RolePlanner, writer, e, true, then)
 }
 
 // Written is what a [Governor.Write] appended, in one batch: the record
-// and, when the entry asked for one ([Entry.Audit]), its decision record.
-// It names both, so that the caller never searches the trace for what it
-// has just written.
+// and the ids of the records that follow it, so that the caller never
+// searches the trace for what it has just written.
 type Written struct {
 	// Record is a copy of the record written.
 	Record Record
-	// DecisionID is the id of the decision record written with it
-	// ([DecisionRecord.ID]), and AuditID the id of the evidence record
-	// that holds it. Both are empty when the entry carried no Audit.
-	DecisionID, AuditID string
+	// Appended holds the ids of the follow records, in order.
+	Appended []string
 }
 
-// Write is [Tool.Write] for a tool writing as writer, with [Entry.Audit]
-// and [Entry.OnceKeys] allowed: the decision record and the claims land in
-// the same batch as the percept. It returns the record and the ids of its
-// decision record. A key already claimed fails the write with
-// [ErrDuplicateKey] and stores nothing.
-func (g *Governor) Write(ctx context.Context, writer string, e Entry) (Written, error) {
-	w, err := g.k.write(ctx, RoleTool, writer, e, true)
+// Write is [Tool.Write] for a tool writing as writer, with
+// [Entry.OnceKeys] allowed and with entries that follow the record in the
+// same batch: then, when not nil, is called with the record (its id set)
+// before anything is written, and returns the records to append after it;
+// it reads the record and must not change its payload or slices, which
+// are the kernel's.
+// A key already claimed fails the write with [ErrDuplicateKey] and stores
+// nothing; so does an error from then, which Write returns.
+func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(Record) ([]Follow, error)) (Written, error) {
+	w, err := g.k.write(ctx, RoleTool, writer, e, true, then)
 	if err != nil {
 		return Written{}, err
 	}
 	w.Record = w.Record.Clone()
 	return w, nil
+}
+
+// Append writes one record on its own, with the role f names (see
+// [Follow]): a decision record about a call refused before it reached the
+// kernel, or an approval. f.Entry.TraceID names the trace. It returns a
+// copy of the record written.
+func (g *Governor) Append(ctx context.Context, f Follow) (Record, error) {
+	return g.k.appendFollow(ctx, f)
 }
 
 // CommitConstraintOnce commits c in persistent scope in the trace, unless
@@ -291,7 +340,7 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 	e := Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: ScopePersistent, OnceKeys: []string{key}}
 	// The key is the kernel's own, derived here: the write claims it with
 	// the kernel's authority, as a commit claims an action's once-key.
-	w, err := s.k.write(ctx, s.role, s.name, e, true)
+	w, err := s.k.write(ctx, s.role, s.name, e, true, nil)
 	if !errors.Is(err, ErrDuplicateKey) {
 		return w.Record.Clone(), err == nil, err
 	}

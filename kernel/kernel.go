@@ -359,11 +359,6 @@ type Entry struct {
 	TTL time.Duration
 	// Scope defaults to ScopeEpisode.
 	Scope Scope
-	// Audit, when set, makes the kernel write a decision record (see
-	// [DecisionRecord]) in the same store batch as the write or the
-	// decision it records. Only the [Governor] writes decision records:
-	// every other handle refuses an entry with one ([ErrPermission]).
-	Audit *Audit
 	// OnceKeys are keys the write claims in the store, in the same batch:
 	// a key already claimed fails the write with [ErrDuplicateKey] and
 	// stores nothing. Only [Governor.Write] claims keys (an executor's
@@ -381,6 +376,9 @@ var permissions = [RoleApprover + 1][Actions + 1]Mode{
 	RoleSymbolic:  {Constraints: ModeCommit},
 	RoleEvidence:  {Evidence: ModeCommit},
 	RoleSimulator: {Predictions: ModePropose},
+	// No handle has the approver's role: the tool gate writes approvals
+	// through the Governor, after its own checks.
+	RoleApprover: {Evidence: ModeCommit},
 }
 
 // Allowed reports whether role may write slot in mode (paper Table 1).

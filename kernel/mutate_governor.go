@@ -7,15 +7,12 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 // Mutation switches of the governance capability and of deciding a
 // committed action's evidence again (see mutate.go for the scheme).
 var (
-	mutGovernedAudit  bool
 	mutGovernedKeys   bool
 	mutRecheckCurrent bool
 )
 
 func init() {
 	mutant.Register("github.com/blackboardkernel/bk/kernel",
-		mutant.Def{Name: "governed_audit", Check: "only the Governor writes decision records: a handle's write or submit with an Audit is refused (PERMISSION_DENIED)", On: &mutGovernedAudit,
-			ByTests: true, Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
 		mutant.Def{Name: "governed_keys", Check: "only the Governor claims once-keys: a handle's write with OnceKeys is refused (PERMISSION_DENIED)", On: &mutGovernedKeys,
 			ByTests: true, Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
 		mutant.Def{Name: "recheck_current", Check: "RecheckAction: a committed action's beliefs and observations are still the current ones (SUPERSEDED_EVIDENCE)", On: &mutRecheckCurrent,

@@ -4,7 +4,6 @@ package kernel
 
 // The switches of mutate_governor.go, compiled out (see nomutate.go).
 const (
-	mutGovernedAudit  = false
 	mutGovernedKeys   = false
 	mutRecheckCurrent = false
 )

@@ -10,9 +10,9 @@ import (
 )
 
 // write stores one record written by a handle; governed says the write
-// comes through the [Governor], which alone may carry a decision record or
-// claim once-keys.
-func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, governed bool) (w Written, err error) {
+// comes through the [Governor], which alone may claim once-keys and
+// append follow records (then).
+func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, governed bool, then func(Record) ([]Follow, error)) (w Written, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
 	defer func() { endSpan(sp, w.Record.Reason, err) }()
 	if err := checkGoverned("write", e, governed); err != nil {
@@ -26,11 +26,8 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, g
 	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
 		return Written{}, err
 	}
-	if e.Audit != nil && role != RoleTool {
-		return Written{}, newErr("write", "", CodePermissionDenied, ErrPermission, "only a tool's write (an effect's result) carries a decision record; proposals get theirs from Submit")
-	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		w, done, err := k.writeOnce(ctx, &rec, deps, e.Audit, e.OnceKeys)
+		w, done, err := k.writeOnce(ctx, &rec, deps, then, e.OnceKeys)
 		if err != nil {
 			return Written{}, err
 		}
@@ -92,16 +89,12 @@ func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []st
 	return nil
 }
 
-// checkGoverned refuses a decision record or once-keys on a write that
-// does not come through the [Governor]: an ordinary handle could otherwise
-// forge the audit log an approver reads, or claim a key another action or
-// the gate derives and block it for ever. Nothing is stored.
+// checkGoverned refuses once-keys on a write that does not come through
+// the [Governor]: an ordinary handle could otherwise claim a key another
+// action or the gate derives and block it for ever. Nothing is stored.
 func checkGoverned(op string, e Entry, governed bool) error {
 	if governed {
 		return nil
-	}
-	if !mutGovernedAudit && e.Audit != nil {
-		return newErr(op, "", CodePermissionDenied, ErrPermission, "only the kernel's owner, through its Governor, writes decision records")
 	}
 	if !mutGovernedKeys && len(e.OnceKeys) > 0 {
 		return newErr(op, "", CodePermissionDenied, ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
@@ -128,11 +121,11 @@ func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 }
 
 // writeOnce checks references against a fresh read of the trace's state
-// and appends rec under the next free id, with its decision record and
-// once-keys when asked, and returns what it appended (w.Record is rec
-// itself, not a copy). done is false when a concurrent writer changed the
-// trace first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit, keys []string) (w Written, done bool, err error) {
+// and appends rec under the next free id, with the records then returns
+// and the once-keys, and returns what it appended (w.Record is rec itself,
+// not a copy). done is false when a concurrent writer changed the trace
+// first.
+func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, then func(Record) ([]Follow, error), keys []string) (w Written, done bool, err error) {
 	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, false)
 	if err != nil {
 		return Written{}, false, err
@@ -147,25 +140,20 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, au
 	// position in its trace, even with concurrent writers.
 	b := Batch{Appends: snap.appends[:0]}
 	b.Appends = append(b.Appends, *rec)
-	if audit != nil {
-		kind := rec.Kind
-		if audit.Kind != "" {
-			kind = audit.Kind
-		}
-		d := DecisionRecord{Subject: rec.ID, Kind: kind, Outcome: audit.Outcome, Code: audit.Code,
-			Approvals: audit.Approvals, Context: audit.Context, EvidenceRefs: rec.Provenance.InputRefs}
-		ar, err := k.auditRecord(&d, rec.Provenance.TraceID, n+2, rec.Provenance.TimestampMS, rec.Provenance.Span, []string{rec.ID})
-		if err != nil {
-			return Written{}, false, err
-		}
-		b.Appends = append(b.Appends, ar)
-		w.DecisionID, w.AuditID = d.ID, ar.ID
-	}
 	for _, key := range keys {
 		b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
 	}
+	if then != nil {
+		follows, err := then(*rec) // not a copy: then only reads it (see Governor.Write)
+		if err != nil {
+			return Written{}, false, err
+		}
+		if b, w.Appended, err = snap.follow(ctx, b, follows, n+2, rec.Provenance.TimestampMS, rec.Provenance.Span); err != nil {
+			return Written{}, false, err
+		}
+	}
 	err = snap.apply(ctx, b)
-	if len(keys) > 0 && errors.Is(err, ErrDuplicateKey) {
+	if len(b.Claims) > 0 && errors.Is(err, ErrDuplicateKey) {
 		// A claimed key stays claimed: trying again cannot help.
 		return Written{}, false, newErr("write", rec.ID, CodeDuplicateAction, ErrDuplicateKey, err.Error())
 	}
@@ -190,7 +178,7 @@ func raced(err error) bool {
 // it had been written, and lands in the same conditional batch as its
 // outcome (already superseded or invalidated), so a Submit costs one read
 // and one write of the store instead of two each.
-func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, governed bool) (d Decision, err error) {
+func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, governed bool, then func(Decision) ([]Follow, error)) (d Decision, err error) {
 	ctx, sp := k.span(ctx, "kernel.submit", e.TraceID, e.Slot)
 	var start time.Time
 	if k.metricsOn(ctx) {
@@ -198,7 +186,7 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, 
 	}
 	defer func() {
 		if err == nil {
-			k.decided(ctx, sp, start, role, writer, e.Kind, e.Slot, &d, e.Audit)
+			k.decided(ctx, sp, start, role, writer, e.Kind, e.Slot, &d)
 		}
 		endSpan(sp, d.Code, err)
 	}()
@@ -221,7 +209,7 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, 
 	rec.Provenance.Span = spanRef(ctx)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var done bool
-		d, done, err = k.submitOnce(ctx, &rec, idDeps, e.Audit)
+		d, done, err = k.submitOnce(ctx, &rec, idDeps, then)
 		if err != nil || done {
 			return d, err
 		}
@@ -229,7 +217,7 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, 
 	return Decision{}, newErr("submit", rec.ID, "", ErrConflict, "too much contention on the trace")
 }
 
-func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, audit *Audit) (Decision, bool, error) {
+func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
 	gated := rec.Slot == Plans || rec.Slot == Actions
 	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, gated)
@@ -244,7 +232,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, a
 	expiries := snap.markExpired()
 	rec.ID = snap.nextID(rec.Slot, 0)
 	p := snap.pend(rec) // decided as if already written
-	return k.applyOutcome(ctx, snap, expiries, p, true, audit)
+	return k.applyOutcome(ctx, snap, expiries, p, true, then)
 }
 
 // outcome is what deciding a proposal produced, before it is applied.
@@ -274,7 +262,7 @@ func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID stri
 		if err == nil && (sp != nil || !start.IsZero() || k.log.Enabled(ctx, slog.LevelDebug)) {
 			// Observed: read the proposal for its kind and writer.
 			if p, perr := k.store.Get(ctx, proposalID); perr == nil {
-				k.decided(ctx, sp, start, role, p.Provenance.Writer, p.Kind, p.Slot, &d, nil)
+				k.decided(ctx, sp, start, role, p.Provenance.Writer, p.Kind, p.Slot, &d)
 			}
 		}
 		endSpan(sp, d.Code, err)
@@ -341,8 +329,9 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 // holding readLen records. A stored proposal is invalidated; a submitted
 // one (not yet stored) is appended already in its final state, ahead of the
 // artifact and the committed record. done is false when a concurrent writer
-// changed the trace first.
-func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []Invalidation, p *Record, submitted bool, audit *Audit) (Decision, bool, error) {
+// changed the trace first. then, when not nil, adds the records that
+// follow the decision in the same batch.
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []Invalidation, p *Record, submitted bool, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
 	out, err := k.decide(ctx, snap, p)
 	if err != nil {
 		return Decision{}, false, err
@@ -373,22 +362,33 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 			batch.Claims = append(snap.claims[:0], out.claim)
 		}
 	}
-	auditID := ""
-	if audit != nil {
-		// The new ids after the proposal's own: the artifact and the record.
-		index := 0
-		if out.evidence.ID != "" {
-			index++
+	d := Decision{
+		ID: "decision:" + p.ID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID,
+		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes,
+	}
+	if out.record.ID != "" {
+		d.Record = out.record.Clone()
+	}
+	if then != nil {
+		if p.Slot == Plans || p.Slot == Actions {
+			d.Constraints = snap.constraintNames()
 		}
-		if out.record.ID != "" {
-			index++
-		}
-		ar, err := snap.auditDecision(audit, p, &out, index)
+		follows, err := then(d)
 		if err != nil {
 			return Decision{}, false, err
 		}
-		batch.Appends = append(batch.Appends, ar)
-		auditID = ar.ID
+		for _, f := range follows {
+			if len(f.Entry.OnceKeys) > 0 {
+				return Decision{}, false, newErr("submit", p.ID, CodePermissionDenied, ErrPermission, "a decision's follow records claim no once-keys")
+			}
+		}
+		first := snap.n + len(batch.Appends)
+		if !submitted {
+			first++
+		}
+		if batch, d.Appended, err = snap.follow(ctx, batch, follows, first, snap.nowMS, snap.span); err != nil {
+			return Decision{}, false, err
+		}
 	}
 	err = snap.apply(ctx, batch)
 	if raced(err) {
@@ -396,13 +396,6 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 	}
 	if err != nil {
 		return Decision{}, false, err
-	}
-	d := Decision{
-		ID: "decision:" + p.ID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID, AuditID: auditID,
-		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes,
-	}
-	if out.record.ID != "" {
-		d.Record = out.record.Clone()
 	}
 	k.recordExpiries(ctx, snap, expiries)
 	return d, true, nil

@@ -202,8 +202,9 @@ const (
 	RoleSymbolic
 	RoleEvidence
 	RoleSimulator
-	// RoleApprover decides approvals of committed actions (see
-	// [Kernel.Approver]); it writes nothing else.
+	// RoleApprover decides approvals of committed actions: it writes
+	// evidence (approval records), which the tool gate writes on a
+	// verified approver's behalf through the [Governor]; no handle has it.
 	RoleApprover
 )
 

@@ -84,8 +84,7 @@ func TestDecisionSpans(t *testing.T) {
 	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
 		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
 	fb, err := tel.k.Governor().Submit(ctx, "planner", kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{"reason": string(plan.Code)}, Audit: &kernel.Audit{Context: kernel.Payload{
-			"budget": map[string]any{"used": 3, "limit": 10, "pressure": 0.3}}}})
+		Payload: kernel.Payload{"reason": string(plan.Code)}}, nil)
 	if err != nil || !fb.Committed() {
 		t.Fatal(fb.Code, err)
 	}
@@ -135,7 +134,7 @@ func TestDecisionSpans(t *testing.T) {
 		t.Errorf("plan span %v", attrs(ps))
 	}
 	fs := tel.byRecord(t, "kernel.submit", fb.ProposalID)
-	if fs.Status().Code != otelcodes.Unset || attrs(fs)[kernel.AttrCommittedID] != fb.Record.ID || attrs(fs)["bk.budget.pressure"] != "0.3" {
+	if fs.Status().Code != otelcodes.Unset || attrs(fs)[kernel.AttrCommittedID] != fb.Record.ID {
 		t.Errorf("fallback span %v %+v", attrs(fs), fs.Status())
 	}
 	if v := tel.byRecord(t, "kernel.view", ""); attrs(v)[kernel.AttrTraceID] != "stale" {
@@ -150,14 +149,13 @@ func TestDecisionSpans(t *testing.T) {
 		}
 	}
 
-	// Metrics: decisions by slot, kind and code; latency; budget pressure.
+	// Metrics: decisions by slot, kind and code; latency.
 	var rm metricdata.ResourceMetrics
 	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}
 	var latencies uint64
-	var pressure bool
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch d := m.Data.(type) {
@@ -172,9 +170,6 @@ func TestDecisionSpans(t *testing.T) {
 					if m.Name == "bk.decision.duration" {
 						latencies += dp.Count
 					}
-					if m.Name == "bk.budget.pressure" && dp.Sum == 0.3 {
-						pressure = true
-					}
 				}
 			}
 		}
@@ -188,13 +183,14 @@ func TestDecisionSpans(t *testing.T) {
 			t.Errorf("%s = %d, want %d (all: %v)", key, got[key], want, got)
 		}
 	}
-	if latencies != 3 || !pressure {
-		t.Errorf("latency observations %d (want 3), budget pressure recorded %v", latencies, pressure)
+	if latencies != 3 {
+		t.Errorf("latency observations %d, want 3", latencies)
 	}
 }
 
 // TestCommitLinksToPercepts: a committed action links to the span of the
-// percept its belief rests on; an approval and an expiry get spans.
+// percept its belief rests on; the Governor's append and an expiry get
+// spans.
 func TestCommitLinksToPercepts(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	tel := newTelemetry(t, kernel.WithClock(func() time.Time { return now }))
@@ -213,8 +209,8 @@ func TestCommitLinksToPercepts(t *testing.T) {
 	if err != nil || !a.Committed() {
 		t.Fatal(a.Code, err)
 	}
-	digest, _ := kernel.ArgsDigest(a.Record.Payload)
-	if _, err := tel.k.Approver("alice").Approve(ctx, "ok", a.Record.ID, digest, "", time.Minute); err != nil {
+	if _, err := tel.k.Governor().Append(ctx, kernel.Follow{Role: kernel.RoleApprover, Writer: "alice", Entry: kernel.Entry{
+		TraceID: "ok", Slot: kernel.Evidence, Kind: "approval", InputRefs: []string{a.Record.ID}, TTL: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Hour)
@@ -233,7 +229,7 @@ func TestCommitLinksToPercepts(t *testing.T) {
 	for _, s := range tel.spans.Ended() {
 		names[s.Name()] = true
 	}
-	for _, want := range []string{"kernel.approve", "kernel.expire"} {
+	for _, want := range []string{"kernel.append", "kernel.expire"} {
 		if !names[want] {
 			t.Errorf("no %s span (have %v)", want, names)
 		}

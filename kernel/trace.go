@@ -35,17 +35,12 @@ const (
 	AttrRule        = "bk.rule"         // the constraint or rule that decided a refusal
 	AttrFailed      = "bk.failed"       // the record that failed the check
 	AttrRootCause   = "bk.root_cause"   // the deepest cause of a refusal
-	AttrOutcome     = "bk.outcome"      // a decision record's outcome
 	AttrExpired     = "bk.expired"      // how many records an expiry marked
-	// AttrBudgetPrefix prefixes the budget figures a caller puts in
-	// Audit.Context["budget"] (see [WithMeterProvider]): bk.budget.used,
-	// bk.budget.limit, bk.budget.pressure, ...
-	AttrBudgetPrefix = "bk.budget."
 )
 
 // WithTracerProvider sets the OpenTelemetry provider the kernel traces
-// with: writes, decisions, views, expiries, approvals and decision records
-// each get a span. Without this option the kernel uses the global
+// with: writes, decisions, views, expiries and the Governor's appends each
+// get a span. Without this option the kernel uses the global
 // provider, which is a no-op until the application installs an SDK
 // (otel.SetTracerProvider): until then the kernel starts no span at all,
 // so a program with tracing off pays nothing. nil turns tracing off
@@ -57,15 +52,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithMeterProvider sets the OpenTelemetry provider the kernel records
 // metrics with (see docs/observability.md): decisions by slot, kind and
-// code, decision latency, expiries, approvals. Without this option the
-// kernel uses the global provider, a no-op until the application installs
-// an SDK; nil turns metrics off.
-//
-// Budgets are the caller's: when the [Audit] of a submit or write carries
-// Context["budget"] as an object of numbers (for instance {"used": 3,
-// "limit": 10, "pressure": 0.3}), the decision's span gets each as an
-// attribute bk.budget.<name>, and a "pressure" figure is recorded in the
-// bk.budget.pressure histogram.
+// code, decision latency, expiries. Without this option the kernel uses
+// the global provider, a no-op until the application installs an SDK; nil
+// turns metrics off.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(k *Kernel) { k.meterSet, k.meterProvider = true, mp }
 }
@@ -79,8 +68,6 @@ type metrics struct {
 	decisions metric.Int64Counter
 	latency   metric.Float64Histogram
 	expiries  metric.Int64Counter
-	approvals metric.Int64Counter
-	pressure  metric.Float64Histogram
 }
 
 func (k *Kernel) initTelemetry() {
@@ -103,17 +90,13 @@ func (k *Kernel) initTelemetry() {
 	}
 	m := mp.Meter(Instrumentation)
 	var ms metrics
-	var errs [5]error
+	var errs [3]error
 	ms.decisions, errs[0] = m.Int64Counter("bk.decisions", metric.WithUnit("{decision}"),
 		metric.WithDescription("Decisions of the kernel by slot, kind and code."))
 	ms.latency, errs[1] = m.Float64Histogram("bk.decision.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time to decide a proposal, store round trips included."))
 	ms.expiries, errs[2] = m.Int64Counter("bk.expiries", metric.WithUnit("{record}"),
 		metric.WithDescription("Records marked EXPIRED (TTL_EXPIRED) by slot and kind."))
-	ms.approvals, errs[3] = m.Int64Counter("bk.approvals", metric.WithUnit("{approval}"),
-		metric.WithDescription("Approvals and denials recorded, by decision."))
-	ms.pressure, errs[4] = m.Float64Histogram("bk.budget.pressure", metric.WithUnit("1"),
-		metric.WithDescription("Budget pressure (used/limit) a caller reported with a decision."))
 	for _, err := range errs {
 		if err != nil {
 			otel.Handle(err)
@@ -223,7 +206,7 @@ const (
 
 // decided finishes a decision's telemetry: the span's attributes and
 // links, the metrics and the debug log. Only what is on is paid for.
-func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, role Role, writer, kind string, slot Slot, d *Decision, audit *Audit) {
+func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, role Role, writer, kind string, slot Slot, d *Decision) {
 	if sp != nil {
 		attrs := []attribute.KeyValue{
 			attribute.String(AttrKind, kind), attribute.String(AttrRecordID, d.ProposalID),
@@ -245,7 +228,6 @@ func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, ro
 			root := d.RootCause()
 			attrs = append(attrs, attribute.String(AttrRootCause, string(root.Code)))
 		}
-		attrs = append(attrs, budgetAttrs(audit)...)
 		sp.SetAttributes(attrs...)
 		for _, l := range k.evidenceLinks(ctx, d) {
 			sp.AddLink(l)
@@ -256,9 +238,6 @@ func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, ro
 			attribute.String(AttrKind, kind), attribute.String(AttrCode, string(d.Code)))
 		m.decisions.Add(ctx, 1, set)
 		m.latency.Record(ctx, time.Since(start).Seconds(), set)
-		if p, ok := budgetPressure(audit); ok {
-			m.pressure.Record(ctx, p, metric.WithAttributes(attribute.String(AttrNamespace, k.namespace), attribute.String(AttrKind, kind)))
-		}
 	}
 	if k.log.Enabled(ctx, slog.LevelDebug) {
 		k.log.DebugContext(ctx, "decision", AttrNamespace, k.namespace, AttrTraceID, traceOf(d), AttrSlot, slot.String(),
@@ -282,35 +261,6 @@ func traceOf(d *Decision) string {
 // the clock is read only then.
 func (k *Kernel) metricsOn(ctx context.Context) bool {
 	return k.metrics != nil && k.metrics.decisions.Enabled(ctx)
-}
-
-// budgetAttrs turns Audit.Context["budget"] into span attributes.
-func budgetAttrs(a *Audit) []attribute.KeyValue {
-	if a == nil {
-		return nil
-	}
-	b, _ := a.Context["budget"].(map[string]any)
-	var out []attribute.KeyValue
-	for key, v := range b {
-		switch v := v.(type) {
-		case float64:
-			out = append(out, attribute.Float64(AttrBudgetPrefix+key, v))
-		case string:
-			out = append(out, attribute.String(AttrBudgetPrefix+key, v))
-		case bool:
-			out = append(out, attribute.Bool(AttrBudgetPrefix+key, v))
-		}
-	}
-	return out
-}
-
-func budgetPressure(a *Audit) (float64, bool) {
-	if a == nil {
-		return 0, false
-	}
-	b, _ := a.Context["budget"].(map[string]any)
-	p, ok := b["pressure"].(float64)
-	return p, ok
 }
 
 // evidenceLinks returns links to the spans that wrote the percepts a

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -457,7 +458,7 @@ func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err
 	}
 	d, _ := budget.RefusalRecord(rt.traceID, kind, err, rt.snapshotFor(workerID))
 	rt.annotate(d.Context, workerID, round)
-	dr, rerr := rt.rc.k.RecordDecision(ctx, d)
+	dr, rerr := audit.Append(ctx, rt.rc.k.Governor(), d)
 	if rerr != nil {
 		return rerr
 	}
@@ -507,11 +508,11 @@ func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
 	if snap := rt.snapshotFor(r.WorkerID); snap.RunID != "" {
 		c[budget.KeyBudget] = map[string]any(snap.Payload())
 	}
-	outcome := kernel.OutcomeFailed
+	outcome := audit.OutcomeFailed
 	if d.Route == failure.RouteEscalate {
-		outcome = kernel.OutcomeEscalated
+		outcome = audit.OutcomeEscalated
 	}
-	dr, err := rt.rc.k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: rt.traceID, Kind: "worker:" + r.WorkerID,
+	dr, err := audit.Append(ctx, rt.rc.k.Governor(), audit.Record{TraceID: rt.traceID, Kind: "worker:" + r.WorkerID,
 		Outcome: outcome, Code: statusCode(f), Detail: d.Reason, Context: c})
 	if err != nil {
 		return err
@@ -546,8 +547,13 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,
 		Kind: kernel.FallbackQueueForReview,
 		Payload: kernel.Payload{kernel.KeyReason: string(st.Code), "worker": r.WorkerID,
-			"failure": clipMessage(r.Failure.Message()), kernel.KeyRequiresBeliefs: []string{}},
-		Audit: &kernel.Audit{Context: c}})
+			"failure": clipMessage(r.Failure.Message()), kernel.KeyRequiresBeliefs: []string{}}},
+		func(d kernel.Decision) ([]kernel.Follow, error) {
+			dr := audit.ForDecision(rt.traceID, kernel.FallbackQueueForReview, d)
+			dr.Context = c
+			f, err := dr.Follow()
+			return []kernel.Follow{f}, err
+		})
 	if err != nil {
 		return err
 	}

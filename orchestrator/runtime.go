@@ -211,8 +211,8 @@ func WithLane(l Lane) RunOption {
 }
 
 // WithKernel lets the orchestrator write on the blackboard: a decision
-// record for each repair decision and each stop
-// (kernel.Kernel.RecordDecision), and the review action of an escalation
+// record for each repair decision and each stop ([audit.Append], through
+// the kernel's Governor), and the review action of an escalation
 // (the kernel's safe fallback queue_for_review, with the failure's status
 // as its reason). A run with [WithBudget], [WithLoopGuard], [WithRepair]
 // or [WithLane] needs it ([ErrInvalidOption] otherwise); a run with

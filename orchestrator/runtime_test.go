@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -105,10 +106,10 @@ func (c *crew) orch(t *testing.T, opts ...orchestrator.Option) *orchestrator.Orc
 var coderLane = orchestrator.Lane{Worker: "coder", Research: "researcher", Reauth: "identity", Failover: "coder-b"}
 
 // decisions lists the decision records of a trace with kind.
-func decisions(t *testing.T, k *kernel.Kernel, trace, kind string) []kernel.DecisionRecord {
+func decisions(t *testing.T, k *kernel.Kernel, trace, kind string) []audit.Record {
 	t.Helper()
-	var out []kernel.DecisionRecord
-	for d, err := range k.DecisionRecords(context.Background(), kernel.DecisionFilter{TraceID: trace, Kind: kind}) {
+	var out []audit.Record
+	for d, err := range audit.List(context.Background(), k.Reader(), audit.Filter{TraceID: trace, Kind: kind}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +352,7 @@ func TestRoundBudget(t *testing.T) {
 		t.Fatalf("outcome %s rounds %d stop %+v", res.End, res.Rounds, st)
 	}
 	recs := decisions(t, k, "t", "round")
-	if len(recs) != 1 || recs[0].Code != budget.CodeBudgetExceeded || recs[0].ID != st.DecisionID || recs[0].Outcome != kernel.OutcomeRefused {
+	if len(recs) != 1 || recs[0].Code != budget.CodeBudgetExceeded || recs[0].ID != st.DecisionID || recs[0].Outcome != audit.OutcomeRefused {
 		t.Errorf("records %+v", recs)
 	}
 	if len(res.States) != 3 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -377,9 +378,9 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 					t.Fatalf("pending approvals %+v %v", pending, err)
 				}
 				p := pending[0]
-				decide := d.k.Approver("human:supervisor").Approve
+				decide := d.g.Approver("human:supervisor").Approve
 				if sc.decide == "deny" {
-					decide = d.k.Approver("human:supervisor").Deny
+					decide = d.g.Approver("human:supervisor").Deny
 				}
 				if _, err := decide(ctx, "ticket", p.ActionID, p.Digest, sc.decide, time.Hour); err != nil {
 					t.Fatal(err)
@@ -435,8 +436,9 @@ func (d *payDesk) checkPaid(t *testing.T, when string, want []float64) {
 		orders[p.order] = true
 		if p.amount > 500 {
 			approved := false
-			for r, err := range d.k.Approvals(ctx, act.TraceID(), act.ID) {
-				approved = err == nil && r.Payload[kernel.KeyDecision] == any(kernel.DecisionApproved)
+			for r, err := range d.g.Approvals(ctx, act.TraceID(), act.ID) {
+				a, ok := audit.ApprovalOf(r)
+				approved = err == nil && ok && a.Decision == audit.Approved
 			}
 			if !approved {
 				t.Errorf("%s: payment %+v above 500 without approval", when, p)

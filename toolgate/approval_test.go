@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -70,7 +72,7 @@ func TestApprovalFlow(t *testing.T) {
 			t.Errorf("still pending: %+v", pending)
 		}
 		// The result's decision record names the approval.
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeExecuted})
+		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
 		if len(recs) != 1 || len(recs[0].Approvals) != 1 || recs[0].Approvals[0] != approval.ID || recs[0].Kind != "issue_refund" {
 			t.Errorf("executed records %+v", recs)
 		}
@@ -100,7 +102,7 @@ func TestApprovalBinding(t *testing.T) {
 		}
 		// What the check stops: the changed arguments have another digest,
 		// and nothing else in the action would have told them apart.
-		changed, _ := kernel.ArgsDigest(kernel.Payload{"order_id": "A1", "amount": 7000.0})
+		changed, _ := ArgsDigest(kernel.Payload{"order_id": "A1", "amount": 7000.0})
 		if changed == d.digest(wait.ActionID) {
 			t.Fatal("digests of different amounts agree")
 		}
@@ -135,7 +137,7 @@ func TestApprovalOfAnotherAction(t *testing.T) {
 		}
 		// Nor can A's approval be recorded for B: the kernel takes the
 		// action from the trace the approval is written in.
-		if _, err := d.k.Approver("human:alice").Approve(d.ctx, "t2", a.ActionID, d.digest(a.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
+		if _, err := d.g.Approver("human:alice").Approve(d.ctx, "t2", a.ActionID, d.digest(a.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("A's approval in B's trace: %v", err)
 		}
 		wantOutcome(t, "execute A", d.execute(a.ActionID), Executed, CodeEffectSucceeded)
@@ -158,7 +160,7 @@ func TestApprovalDenied(t *testing.T) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		// The latest decision counts: bob denies after alice approved.
-		if _, err := d.k.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "customer is abusing refunds", time.Hour); err != nil {
+		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "customer is abusing refunds", time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
@@ -194,7 +196,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code kernel.Code) {
 	if fallbacks != 1 {
 		t.Errorf("%d fallbacks committed, want 1", fallbacks)
 	}
-	recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeEscalated})
+	recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeEscalated})
 	if len(recs) != 1 || recs[0].Code != code || recs[0].ID != res.DecisionID || recs[0].Kind != "issue_refund" || len(recs[0].Approvals) != 1 {
 		t.Errorf("escalation records %+v", recs)
 	}
@@ -205,7 +207,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code kernel.Code) {
 	// A later approval cannot revive it: the escalation is its result, and
 	// the action is retired (its once-key slot freed), so it takes no
 	// approval at all.
-	if _, err := d.k.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
+	if _, err := d.g.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
 		t.Errorf("approval of an escalated action: %v, want ErrInvalidReference", err)
 	}
 	if again := d.execute(wait.ActionID); again.Code != code || len(d.invocations("issue_refund")) != 0 {
@@ -220,7 +222,7 @@ func TestSelfApproval(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		// The role's own writer cannot approve its call.
-		if _, err := d.k.Approver(RoleWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, kernel.ErrPermission) {
+		if _, err := d.g.Approver(RoleWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, kernel.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
 		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
@@ -233,7 +235,7 @@ func TestSelfApproval(t *testing.T) {
 func TestApprovalIdentityRequired(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		if _, err := d.k.Approver("").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidInput) {
+		if _, err := d.g.Approver("").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidInput) {
 			t.Errorf("anonymous approval: %v, want ErrInvalidInput", err)
 		}
 		wantOutcome(t, "execute", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
@@ -247,7 +249,7 @@ func TestApprovalPolicies(t *testing.T) {
 		// cannot be evaluated needs approval (fails closed).
 		res := d.call("t", "support", "", "issue_refund", `{"order_id":"A1","amount":10}`)
 		wantOutcome(t, "rule on a missing argument", res, NeedsApproval, CodeApprovalRequired)
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomePendingApproval})
+		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomePendingApproval})
 		if len(recs) != 1 || !strings.Contains(recs[0].Context["approval_reason"].(string), "fails closed") {
 			t.Errorf("pending records %+v", recs)
 		}
@@ -312,8 +314,110 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
-		if recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeRefused}); len(recs) != 1 {
+		if recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(recs) != 1 {
 			t.Errorf("%d refusal records, want 1", len(recs))
+		}
+	})
+}
+
+// The digest an approval binds: bookkeeping keys are not arguments, and
+// numbers compare by value (0 and -0, 2 and 2.0 are one argument).
+func TestArgsDigest(t *testing.T) {
+	base := kernel.Payload{"amount": 100.0, "order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}
+	d1, err := ArgsDigest(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := kernel.Payload{"order_id": "A1", "amount": 100, kernel.KeyUsesStaleData: false, kernel.KeyType: "issue_refund"}
+	if d2, _ := ArgsDigest(same); d2 != d1 {
+		t.Errorf("digest changed with bookkeeping keys: %s vs %s", d2, d1)
+	}
+	if d3, _ := ArgsDigest(kernel.Payload{"amount": 999.0, "order_id": "A1"}); d3 == d1 {
+		t.Error("digest did not change with the amount")
+	}
+	pos, err1 := ArgsDigest(kernel.Payload{"amount": 0.0, "n": 2.0})
+	neg, err2 := ArgsDigest(kernel.Payload{"amount": math.Copysign(0, -1), "n": 2})
+	if err1 != nil || err2 != nil || pos != neg {
+		t.Errorf("ArgsDigest of amount 0 and -0 (n 2.0 and 2): %q %v, %q %v; want one digest", pos, err1, neg, err2)
+	}
+	if _, err := ArgsDigest(kernel.Payload{"bad": math.NaN()}); !errors.Is(err, kernel.ErrInvalidPayload) {
+		t.Errorf("digest of NaN: %v, want ErrInvalidPayload", err)
+	}
+}
+
+// Approve and Deny refuse what does not bind one committed action of the
+// trace, as one identity, for a bounded time, and write nothing then; what
+// they write decodes as the approval it is, and Approvals lists it.
+func TestApproverChecks(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		digest := d.digest(wait.ActionID)
+		other, _ := ArgsDigest(kernel.Payload{"order_id": "A1", "amount": 999.0})
+		order, err := d.k.Reader().Find(d.ctx, "t", kernel.Percepts, "order")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(d.records())
+		alice := d.g.Approver("human:alice")
+		for _, c := range []struct {
+			name, trace, action, digest string
+			ttl                         time.Duration
+			want                        error
+		}{
+			{"changed arguments", "t", wait.ActionID, other, time.Hour, kernel.ErrInvalidInput},
+			{"another trace", "u", wait.ActionID, digest, time.Hour, kernel.ErrInvalidReference},
+			{"not an action", "t", order.ID, digest, time.Hour, kernel.ErrInvalidReference},
+			{"no such action", "t", "actions:t:99", digest, time.Hour, kernel.ErrInvalidReference},
+			{"no TTL", "t", wait.ActionID, digest, 0, kernel.ErrInvalidInput},
+			{"TTL too long", "t", wait.ActionID, digest, MaxApprovalTTL + time.Second, kernel.ErrInvalidInput},
+		} {
+			if _, err := alice.Deny(d.ctx, c.trace, c.action, c.digest, "", c.ttl); !errors.Is(err, c.want) {
+				t.Errorf("%s: %v, want %v", c.name, err, c.want)
+			}
+		}
+		if n := len(d.records()); n != before {
+			t.Errorf("refused approvals stored %d records", n-before)
+		}
+		rec, err := alice.Approve(d.ctx, "t", wait.ActionID, digest, "ok for 700", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, ok := audit.ApprovalOf(rec)
+		if !ok || alice.Identity() != "human:alice" || a.Approver != "human:alice" || a.Decision != audit.Approved || a.Digest != digest ||
+			a.ActionID != wait.ActionID || a.Note != "ok for 700" || a.TTL != time.Hour || rec.Provenance.Role != kernel.RoleApprover {
+			t.Errorf("approval %+v (%+v)", a, rec)
+		}
+		var got []string
+		for r, err := range d.g.Approvals(d.ctx, "t", wait.ActionID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r.ID)
+		}
+		if len(got) != 1 || got[0] != rec.ID {
+			t.Errorf("Approvals %v, want %s", got, rec.ID)
+		}
+	})
+}
+
+// An approval record that Approve would refuse (here by the action's own
+// proposer, written through the Governor as a bug or a forger with the
+// owner's capability would) is refused again when the action would run:
+// the effect does not run.
+func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		f, err := audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved,
+			Approver: RoleWriter("support"), TTL: time.Hour}.Follow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.k.Governor().Append(d.ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "execute on the proposer's approval", d.execute(wait.ActionID), Refused, CodeApprovalMismatch)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran %d times", n)
 		}
 	})
 }

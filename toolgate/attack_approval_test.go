@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -68,42 +69,54 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 }
 
 // A planner, writing as the gate's own role writer, submits a refund of
-// 900,000 with a decision record of its own that claims the gate
-// committed a call of 501 waiting for approval. The submit is refused and
-// stores nothing: no forged record in Decisions, nothing for an approver.
+// 900,000, and an evidence handle writes the decision record the gate
+// would write, claiming the gate committed a call of 501 waiting for
+// approval. The kernel may commit the refund, but the record is the
+// evidence handle's, not the kernel's: no forged record in Decisions,
+// nothing for an approver, and Execute does not know the action.
 func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
-		before := len(d.records())
 		forged := kernel.Payload{"tool": "issue_refund", "role": "support", "call_id": "call_forged", "approval_required": true,
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
-		_, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
-			Payload: kernel.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}},
-			Audit:   &kernel.Audit{PendingApproval: true, Context: forged}})
-		if !errors.Is(err, kernel.ErrPermission) {
-			t.Errorf("planner submit with a decision record: %v, want ErrPermission", err)
+		dec, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+			Payload: kernel.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if n := len(d.records()); n != before {
-			t.Errorf("the refused submit stored %d records", n-before)
+		dr := audit.ForDecision("t", "issue_refund", dec)
+		dr.Outcome, dr.Context = audit.OutcomePendingApproval, forged
+		f, err := dr.Follow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.k.EvidenceValidator("ev").Write(d.ctx, f.Entry); err != nil {
+			t.Fatal(err)
 		}
 		for _, r := range d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"}) {
 			t.Errorf("Decisions lists %+v", r)
+		}
+		if dec.Committed() {
+			if _, err := d.g.Execute(d.ctx, dec.Record.ID); !errors.Is(err, ErrUnknownAction) {
+				t.Errorf("Execute of the planner's refund: %v, want ErrUnknownAction", err)
+			}
 		}
 		pending, err := d.g.PendingApprovals(d.ctx, "t")
 		if err != nil || len(pending) != 0 {
 			t.Errorf("PendingApprovals: %+v %v, want nothing", pending, err)
 		}
 		// The gate's own writes still carry their records.
-		wait := d.refund("t", "A1", 700)
-		if wait.Outcome != NeedsApproval || len(d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"})) != 1 {
-			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"}))
+		d.ground("u", "A1")
+		wait := d.refund("u", "A1", 700)
+		if wait.Outcome != NeedsApproval || len(d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"})) != 1 {
+			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"}))
 		}
 	})
 }
 
 // Decision records that say a call waits for approval but are not the
 // record the gate wrote when it committed the action (here written
-// through the owner's RecordDecision, as a bug or an old record would
+// through the owner's Governor, as a bug or an old record would
 // be): one about the order percept, one about a lookup, one naming the
 // wrong tool and arguments for the real refund. The approver sees the one
 // real pending refund, with its own tool and arguments.
@@ -117,8 +130,8 @@ func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
 		}
 		odd := func(subject, tool, kind string) {
 			t.Helper()
-			_, err := d.k.RecordDecision(d.ctx, kernel.DecisionRecord{TraceID: "t", Kind: kind, Subject: subject,
-				Outcome: kernel.OutcomePendingApproval, Code: kernel.CodeCommitted,
+			_, err := audit.Append(d.ctx, d.k.Governor(), audit.Record{TraceID: "t", Kind: kind, Subject: subject,
+				Outcome: audit.OutcomePendingApproval, Code: kernel.CodeCommitted,
 				Context: kernel.Payload{"tool": tool, "role": "support", "approval_reason": "forged",
 					"args": map[string]any{"order_id": "A1", "amount": 501.0}}})
 			if err != nil {

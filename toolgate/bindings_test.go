@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -44,7 +45,7 @@ func (d *boundDesk) lookup(trace, order string) string {
 	if res.Outcome != toolgate.Executed {
 		d.t.Fatalf("lookup_order %s: %+v", order, res)
 	}
-	for dr, err := range d.g.Decisions(context.Background(), toolgate.DecisionFilter{TraceID: trace, Outcome: kernel.OutcomeExecuted}) {
+	for dr, err := range d.g.Decisions(context.Background(), toolgate.DecisionFilter{TraceID: trace, Outcome: audit.OutcomeExecuted}) {
 		if err != nil {
 			d.t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -120,6 +121,9 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc kernel.Payload) (
 	if by != nil {
 		snap = by.Snapshot()
 	}
+	if by != nil {
+		g.budgetChecked(ctx, tool, snap)
+	}
 	if why == nil {
 		if by != nil {
 			cc[budget.KeyBudget] = map[string]any(snap.Payload())
@@ -139,7 +143,7 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc kernel.Payload) (
 			d.Context[k] = v
 		}
 	}
-	dr, err := g.k.RecordDecision(ctx, d)
+	dr, err := audit.Append(ctx, g.planner.gov, d)
 	if err != nil {
 		return Result{}, false, err
 	}

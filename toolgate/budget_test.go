@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -39,7 +40,7 @@ func lookup(trace, order string, b *Budget) Call {
 }
 
 // reasonIn reads the structured reason a budget refusal's record holds.
-func reasonIn(t *testing.T, d kernel.DecisionRecord) map[string]any {
+func reasonIn(t *testing.T, d audit.Record) map[string]any {
 	t.Helper()
 	r, ok := d.Context[budget.KeyReason].(map[string]any)
 	if !ok {
@@ -77,7 +78,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 
 		// Its decision record: refused, the code, the reason naming the
 		// budget, the snapshot, and the call.
-		refused := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeRefused})
+		refused := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if len(refused) != 1 || refused[0].ID != res.DecisionID || refused[0].Code != budget.CodeBudgetExceeded || refused[0].Kind != "lookup_order" {
 			t.Fatalf("refusal records %+v", refused)
 		}
@@ -97,7 +98,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 		others := d.decisions(DecisionFilter{TraceID: "t", Tool: "lookup_order"})
 		n := 0
 		for _, o := range others {
-			if o.Outcome == kernel.OutcomeRefused {
+			if o.Outcome == audit.OutcomeRefused {
 				continue
 			}
 			n++
@@ -177,7 +178,7 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 		if used := run.Snapshot().Used[budget.ToolCalls]; used != 2 {
 			t.Errorf("tool calls used %v, want 2", used)
 		}
-		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeRefused})
+		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if len(recs) != 1 || recs[0].Code != budget.CodeLoopDetected {
 			t.Fatalf("records %+v", recs)
 		}
@@ -292,7 +293,7 @@ func TestBudgetParallelLanes(t *testing.T) {
 		if used := run.Snapshot().Used[budget.ToolCalls]; used != runLimit {
 			t.Errorf("run used %v", used)
 		}
-		refused := len(d.decisions(DecisionFilter{Outcome: kernel.OutcomeRefused}))
+		refused := len(d.decisions(DecisionFilter{Outcome: audit.OutcomeRefused}))
 		if refused != lanes*perLane-runLimit {
 			t.Errorf("%d refusal records, want %d", refused, lanes*perLane-runLimit)
 		}

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -340,7 +341,7 @@ func crashChild(t *testing.T, dir string) {
 	for _, res := range results {
 		fmt.Printf("recovered %s: %s %s\n", res.ActionID, res.Outcome, res.Code)
 	}
-	planner, approver := k.Planner("analyst"), k.Approver(crashCheck)
+	planner, approver := k.Planner("analyst"), g.Approver(crashCheck)
 	for i, w := range crashWork(effects) {
 		if finished[i] {
 			continue
@@ -400,14 +401,14 @@ func (c *crashChildState) effect(_ context.Context, inv toolgate.Invocation) (ke
 }
 
 // item does one piece of work, or what of it is left.
-func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgate.Gate, planner *kernel.Planner, approver *kernel.Approver, w work) {
+func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgate.Gate, planner *kernel.Planner, approver *toolgate.Approver, w work) {
 	t := c.t
 	actionID := ""
 	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: w.trace, Tool: w.tool}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Kind == w.tool && (d.Outcome == kernel.OutcomeCommitted || d.Outcome == kernel.OutcomePendingApproval) {
+		if d.Kind == w.tool && (d.Outcome == audit.OutcomeCommitted || d.Outcome == audit.OutcomePendingApproval) {
 			actionID = d.Subject
 		}
 	}
@@ -445,7 +446,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		}
 		for _, p := range pending {
 			decided := false
-			for _, err := range k.Approvals(ctx, w.trace, p.ActionID) {
+			for _, err := range g.Approvals(ctx, w.trace, p.ActionID) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -554,8 +555,8 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 			}
 		}
 	}
-	decisions := map[string][]kernel.DecisionRecord{} // by subject
-	for d, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+	decisions := map[string][]audit.Record{} // by subject
+	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -574,12 +575,12 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		id := eff.ActionID
 		resultsOf[id] = append(resultsOf[id], r)
 		ds := decisions[r.ID]
-		if len(ds) != 1 || (ds[0].Outcome != kernel.OutcomeExecuted && ds[0].Outcome != kernel.OutcomeFailed) {
+		if len(ds) != 1 || (ds[0].Outcome != audit.OutcomeExecuted && ds[0].Outcome != audit.OutcomeFailed) {
 			bad("result %s has decisions %+v, want one executed or failed", r.ID, ds)
 		}
 	}
 	for _, r := range refused {
-		if ds := decisions[r.ID]; len(ds) != 1 || ds[0].Outcome != kernel.OutcomeRefused {
+		if ds := decisions[r.ID]; len(ds) != 1 || ds[0].Outcome != audit.OutcomeRefused {
 			bad("refused proposal %s has decisions %+v", r.ID, ds)
 		}
 	}
@@ -589,7 +590,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 	perTrace := map[string]int{}
 	for _, a := range actions {
 		ds := decisions[a.ID]
-		if len(ds) != 1 || (ds[0].Outcome != kernel.OutcomeCommitted && ds[0].Outcome != kernel.OutcomePendingApproval) {
+		if len(ds) != 1 || (ds[0].Outcome != audit.OutcomeCommitted && ds[0].Outcome != audit.OutcomePendingApproval) {
 			bad("action %s has commit decisions %+v", a.ID, ds)
 		}
 		rs := resultsOf[a.ID]

@@ -13,7 +13,7 @@
 //	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(store)),
 //		toolgate.WithTools(lookupOrder, issueRefund),
 //		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
-//	k := g.Kernel() // for the agent's other handles, an approver, inspection
+//	k := g.Kernel() // for the agent's other handles and inspection
 //
 // Tools are registered once: [New] builds the kernel from the options
 // given to [WithKernel] and registers each tool's action type with it
@@ -92,14 +92,19 @@
 // A tool's [ApprovalPolicy] (always, or a CEL rule over the arguments such
 // as "amount > 500", failing closed) makes a call that the kernel commits
 // wait: NeedsApproval, with the action id to approve. A person approves or
-// denies it with a [kernel.Approver] handle, given the action id and the
-// digest of its arguments ([Gate.PendingApprovals] lists both). The
-// approval binds the action, the digest, the approver's identity and an
-// expiry; the proposer's own writer cannot approve ([RoleWriter]).
+// denies it with an [Approver] ([Gate.Approver], for an identity the owner
+// verified), given the action id and the digest of its arguments
+// ([ArgsDigest]; [Gate.PendingApprovals] lists both). The approval
+// ([audit.Approval], appended through the kernel's Governor with the
+// approver's role) binds the action, the digest, the approver's identity
+// and an expiry; the proposer's own writer cannot approve ([RoleWriter]).
+// [Gate.Approvals] lists an action's approvals.
 // [Gate.Execute] (or [Gate.Resume], with the arguments about to run) then
 // runs it: the latest decision must exist (else APPROVAL_REQUIRED), be an
 // approval (else APPROVAL_DENIED) and not have expired (APPROVAL_EXPIRED),
-// and the arguments about to run must have the approved digest
+// it must bind the action's digest and not be by its proposer (else
+// APPROVAL_MISMATCH: Approve refuses both, so only a forged record fails
+// here), and the arguments about to run must have the approved digest
 // (APPROVAL_MISMATCH: a changed argument needs a new call and a new
 // approval). The first attempt consumes the approval: its write claims a
 // once-key for the approval record, so an approval is used once. A denied
@@ -122,7 +127,7 @@
 //	refused before the kernel                      decision record: refused (nothing else)
 //	proposal (actions), refused by the kernel      + decision record: refused
 //	proposal, then committed action (actions)      + decision record: committed | pending_approval
-//	approval or denial (evidence, kind approval)   written by the approver
+//	approval or denial (evidence, kind approval)   written for the approver ([Approver])
 //	attempt 1..n (percepts, kind effect_attempt)   before each start of the effect
 //	result (percepts, the tool's result kind)      + decision record: executed
 //	  or failure (percepts, kind effect_failed)    + decision record: failed
@@ -191,16 +196,16 @@
 //
 // # Decision records
 //
-// Every call leaves a versioned [kernel.DecisionRecord]: a refusal before
-// the kernel through [kernel.Kernel.RecordDecision]; the kernel's decision
-// in the batch of the commit; the effect's result, an escalation, in the
-// batch of the record they describe. Each carries the call (tool, call id,
-// role, intent, arguments and their digest), the evidence refs, the
-// constraints in force, the approvals, the outcome and the code.
-// [Gate.Decisions] queries them by trace, tool and outcome. The gate writes
-// them, and claims its once-keys, through the kernel's [kernel.Governor],
-// which it never hands out: no tool, planner or approver handle can write
-// a decision record or claim a key.
+// Every call leaves a versioned [audit.Record]: a refusal before the
+// kernel on its own ([audit.Append]); the kernel's decision as a follow
+// record in the batch of the commit; the effect's result, an escalation,
+// in the batch of the record they describe. Each carries the call (tool,
+// call id, role, intent, arguments and their digest), the evidence refs,
+// the constraints in force, the approvals, the outcome and the code.
+// [Gate.Decisions] queries them by trace, tool and outcome ([audit.List]).
+// The gate writes them, and claims its once-keys, through the kernel's
+// [kernel.Governor], which it never hands out: no tool, planner or
+// approver can write a decision record or claim a key.
 //
 // # Telemetry
 //
@@ -209,9 +214,11 @@
 // (gen_ai.operation.name, gen_ai.tool.name, gen_ai.tool.call.id), or in a
 // "toolgate.call" span nested under the framework's execute_tool span when
 // the context carries one; the kernel's decision spans nest under it, and
-// each effect attempt has its own span. [WithMeterProvider] adds the
-// metrics of calls, effect attempts and outcomes, and approvals pending
-// with their age (docs/observability.md).
+// each effect attempt and each approval has its own span. A call checked
+// against a budget ([WithBudget]) carries the budget's figures
+// (bk.budget.*). [WithMeterProvider] adds the metrics of calls, effect
+// attempts and outcomes, approvals recorded, budget pressure, and
+// approvals pending with their age (docs/observability.md).
 //
 // # Concurrency
 //

@@ -35,7 +35,7 @@ func TestEffectRoundTrip(t *testing.T) {
 			ctx := context.Background()
 			sparse := Effect{Status: StatusAttempted, Tool: "lookup_order", ActionID: "actions:t:2", Key: "k", Attempt: 1}
 			for _, want := range []Effect{fullEffect, sparse} {
-				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: KindAttempt, Payload: want.payload()})
+				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: KindAttempt, Payload: want.payload()}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

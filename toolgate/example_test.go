@@ -96,7 +96,7 @@ func Example() {
 	}
 	p := pending[0]
 	fmt.Println("pending:", p.Tool, p.Args["amount"], p.Reason)
-	if _, err := k.Approver("human:alice").Approve(ctx, "ticket-7", p.ActionID, p.Digest, "checked the order", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-7", p.ActionID, p.Digest, "checked the order", time.Hour); err != nil {
 		panic(err)
 	}
 

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/failure"
 	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
@@ -143,16 +144,16 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 
 // gated returns the committed action actionID, its tool and the decision
 // record the gate wrote when it committed it.
-func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entry, kernel.DecisionRecord, error) {
-	unknown := func(why string) (kernel.Record, *entry, kernel.DecisionRecord, error) {
-		return kernel.Record{}, nil, kernel.DecisionRecord{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
+func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entry, audit.Record, error) {
+	unknown := func(why string) (kernel.Record, *entry, audit.Record, error) {
+		return kernel.Record{}, nil, audit.Record{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
 	}
 	act, err := g.reader.Get(ctx, actionID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return unknown("no such record")
 	}
 	if err != nil {
-		return kernel.Record{}, nil, kernel.DecisionRecord{}, err
+		return kernel.Record{}, nil, audit.Record{}, err
 	}
 	e := g.byAction[act.Kind]
 	if act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || e == nil {
@@ -160,7 +161,7 @@ func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entr
 	}
 	gd, found, err := g.commitDecision(ctx, act.ID)
 	if err != nil {
-		return kernel.Record{}, nil, kernel.DecisionRecord{}, err
+		return kernel.Record{}, nil, audit.Record{}, err
 	}
 	if !found || gd.Context["tool"] != any(e.Name) {
 		return unknown("not committed through the gate")
@@ -178,34 +179,34 @@ func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entr
 
 // commitDecision returns the decision record that committed the action
 // (outcome committed or pending approval): the one the kernel wrote with
-// it, read by id ([kernel.Kernel.DecisionAbout]).
-func (g *Gate) commitDecision(ctx context.Context, actionID string) (kernel.DecisionRecord, bool, error) {
+// it, read by id ([audit.About]).
+func (g *Gate) commitDecision(ctx context.Context, actionID string) (audit.Record, bool, error) {
 	d, found, err := g.decisionAbout(ctx, actionID)
 	if !found || err != nil {
-		return kernel.DecisionRecord{}, false, err
+		return audit.Record{}, false, err
 	}
-	return d, d.Outcome == kernel.OutcomeCommitted || d.Outcome == kernel.OutcomePendingApproval, nil
+	return d, d.Outcome == audit.OutcomeCommitted || d.Outcome == audit.OutcomePendingApproval, nil
 }
 
 // decisionAbout returns the decision record the kernel wrote in the same
 // batch as the record subject, read by id.
-func (g *Gate) decisionAbout(ctx context.Context, subject string) (kernel.DecisionRecord, bool, error) {
-	d, err := g.k.DecisionAbout(ctx, subject)
+func (g *Gate) decisionAbout(ctx context.Context, subject string) (audit.Record, bool, error) {
+	d, err := audit.About(ctx, g.reader, subject)
 	if errors.Is(err, kernel.ErrNotFound) {
-		return kernel.DecisionRecord{}, false, nil
+		return audit.Record{}, false, nil
 	}
 	return d, err == nil, err
 }
 
 // executeAction is Execute once the action is known to be the gate's.
-func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, gd kernel.DecisionRecord, given json.RawMessage) (Result, error) {
+func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, gd audit.Record, given json.RawMessage) (Result, error) {
 	j, err := g.newJob(ctx, e, act, gd.Context)
 	if err != nil {
 		return Result{ActionID: act.ID}, err
 	}
 	role, _ := gd.Context["role"].(string)
 	intent, _ := gd.Context["intent"].(string)
-	need := gd.Outcome == kernel.OutcomePendingApproval
+	need := gd.Outcome == audit.OutcomePendingApproval
 	if !need {
 		need, _ = e.policy.needs(ctx, j.args, role, intent) // a stricter policy applies to what is not yet run
 	}
@@ -301,11 +302,11 @@ func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given 
 		res, err := g.refuseAction(ctx, j, code, "the arguments to run are not a JSON object")
 		return res, true, err
 	}
-	want, err := kernel.ArgsDigest(j.act.Payload)
+	want, err := ArgsDigest(j.act.Payload)
 	if err != nil {
 		return Result{ActionID: j.act.ID}, true, err
 	}
-	got, err := kernel.ArgsDigest(kernel.Payload(args))
+	got, err := ArgsDigest(kernel.Payload(args))
 	if err != nil || got != want {
 		j.cc["resume_args_digest"] = got
 		res, err := g.refuseAction(ctx, j, code, "the arguments to run differ from the committed ones (digest "+got+", committed "+want+")")
@@ -316,8 +317,8 @@ func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given 
 
 // refuseAction records an execution-time refusal of a committed action.
 func (g *Gate) refuseAction(ctx context.Context, j *job, code kernel.Code, detail string) (Result, error) {
-	dr, err := g.k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
-		Outcome: kernel.OutcomeRefused, Code: code, Detail: detail, Context: j.cc})
+	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
+		Outcome: audit.OutcomeRefused, Code: code, Detail: detail, Context: j.cc})
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
 	}
@@ -332,7 +333,7 @@ func (g *Gate) refuseAction(ctx context.Context, j *job, code kernel.Code, detai
 // first attempt consumes.
 func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool, err error) {
 	var latest *kernel.Record
-	for r, err := range g.k.Approvals(ctx, j.trace, j.act.ID) {
+	for r, err := range g.Approvals(ctx, j.trace, j.act.ID) {
 		if err != nil {
 			return Result{ActionID: j.act.ID}, true, err
 		}
@@ -342,26 +343,31 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 		return Result{Outcome: NeedsApproval, Code: CodeApprovalRequired, ActionID: j.act.ID, ApprovalID: j.act.ID,
 			Hint: g.hint(ctx, j.e, CodeApprovalRequired, kernel.Cause{}, j.act.ID)}, true, nil
 	}
-	decision, _ := latest.Payload.String(kernel.KeyDecision)
+	a, _ := audit.ApprovalOf(*latest)
 	switch {
-	case decision != kernel.DecisionApproved:
+	case a.Decision != audit.Approved:
 		res, err := g.escalate(ctx, j, CodeApprovalDenied, *latest)
 		return res, true, err
 	case latest.Expired(g.k.Now()):
 		res, err := g.escalate(ctx, j, CodeApprovalExpired, *latest)
 		return res, true, err
 	}
-	want, err := kernel.ArgsDigest(j.act.Payload)
+	want, err := ArgsDigest(j.act.Payload)
 	if err != nil {
 		return Result{ActionID: j.act.ID}, true, err
 	}
-	if digest, _ := latest.Payload.String(kernel.KeyDigest); digest != want {
-		// The kernel binds the digest when it records the approval; this
+	if a.Digest != want {
+		// Approve binds the digest when it records the approval; this
 		// holds unless the record was tampered with.
-		res, err := g.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+latest.ID+" binds digest "+digest+", the action's is "+want)
+		res, err := g.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" binds digest "+a.Digest+", the action's is "+want)
 		return res, true, err
 	}
-	j.approval = latest.ID
+	if role, _ := j.cc["role"].(string); a.Approver == RoleWriter(role) {
+		// Approve refuses this; it holds unless the record was forged.
+		res, err := g.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" is by the action's own proposer")
+		return res, true, err
+	}
+	j.approval = a.ID
 	return Result{}, false, nil
 }
 
@@ -383,16 +389,19 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 
 // writeEscalation records the escalation as the action's result, claiming
 // the result key, with its decision record in the same batch.
-func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (kernel.Written, error) {
-	approver, _ := approval.Payload.String(kernel.KeyApprover)
-	note, _ := approval.Payload.String(kernel.KeyNote)
+func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, rec kernel.Record) (kernel.Written, error) {
+	approval, _ := audit.ApprovalOf(rec)
 	eff := j.effect(StatusEscalated, 0, code)
-	eff.Approval, eff.Approver, eff.Note = approval.ID, approver, note
+	eff.Approval, eff.Approver, eff.Note = approval.ID, approval.Approver, approval.Note
 	cc := j.cc.Clone()
-	cc["approver"] = approver
+	cc["approver"] = approval.Approver
 	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
-		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()},
-		Audit: &kernel.Audit{Outcome: kernel.OutcomeEscalated, Code: code, Kind: j.e.action(), Approvals: []string{approval.ID}, Context: cc}})
+		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()}},
+		func(rec kernel.Record) audit.Record {
+			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeEscalated, code)
+			dr.Approvals, dr.Context = []string{approval.ID}, cc
+			return dr
+		})
 }
 
 // refuseForGood records that the action will never run: a refusal that
@@ -406,8 +415,12 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, deta
 	cc := j.cc.Clone()
 	cc["error"] = detail
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
-		Payload: eff.payload(), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...),
-		Audit: &kernel.Audit{Outcome: kernel.OutcomeRefused, Code: code, Kind: j.e.action(), Context: cc}})
+		Payload: eff.payload(), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...)},
+		func(rec kernel.Record) audit.Record {
+			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeRefused, code)
+			dr.Context = cc
+			return dr
+		})
 	if errors.Is(err, kernel.ErrDuplicateKey) {
 		if _, done, rerr := g.resultOf(ctx, j); rerr == nil && !done && len(keys) > 0 {
 			return g.run(ctx, j) // an attempt started first: drive it to its result
@@ -430,8 +443,8 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code kernel.Code) (st
 	cc := j.cc.Clone()
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
 	d, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Actions, Kind: g.fallback,
-		Payload: kernel.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}},
-		Audit:   &kernel.Audit{Context: cc}})
+		Payload: kernel.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
+		func(dr *audit.Record) { dr.Context = cc })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
 	}
@@ -498,7 +511,7 @@ func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) 
 // written turns the result this driver has just written into a Result,
 // from what the write returned: no read of the store.
 func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, error) {
-	return g.result(ctx, j, w.Record, w.DecisionID)
+	return g.result(ctx, j, w.Record, decisionID(w))
 }
 
 // result turns the result record rec, whose decision record is
@@ -736,7 +749,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Reco
 		keys = append(keys, approvalKey(j.approval))
 	}
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
-		Payload: eff.payload(), InputRefs: refs, OnceKeys: keys})
+		Payload: eff.payload(), InputRefs: refs, OnceKeys: keys}, nil)
 	return w.Record, err
 }
 
@@ -775,8 +788,8 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		approvals = []string{j.approval}
 	}
 	entry := kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
-	audit := &kernel.Audit{Kind: j.e.action(), Approvals: approvals, Context: j.cc.Clone()}
-	audit.Context["attempt"] = n
+	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: j.cc.Clone()}
+	dr.Context["attempt"] = n
 	if code == CodeEffectSucceeded {
 		if _, reserved := out[KeyEffect]; reserved {
 			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(KeyEffect))
@@ -787,20 +800,23 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		}
 		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encode()
 		entry.Kind, entry.Payload, entry.TTL = j.e.resultKind(), payload, j.e.ResultTTL
-		audit.Outcome, audit.Code = kernel.OutcomeExecuted, code
+		dr.Outcome, dr.Code = audit.OutcomeExecuted, code
 	} else {
 		eff := j.effect(StatusFailed, n, code)
 		eff.Error = detail
-		audit.Context["error"] = detail
+		dr.Context["error"] = detail
 		if f := j.failure; !f.IsZero() {
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
-			audit.Context[failure.KeyStatus], audit.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
+			dr.Context[failure.KeyStatus], dr.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
 		}
 		entry.Kind, entry.Payload = KindFailed, eff.payload()
-		audit.Outcome, audit.Code = kernel.OutcomeFailed, code
+		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
-	entry.Audit = audit
-	w, err := j.e.handle.Write(ctx, entry)
+	w, err := j.e.handle.Write(ctx, entry, func(rec kernel.Record) audit.Record {
+		r := audit.ForRecord(rec, dr.Kind, dr.Outcome, dr.Code)
+		r.Approvals, r.Context = dr.Approvals, dr.Context
+		return r
+	})
 	if err == nil {
 		status := StatusSucceeded
 		if code != CodeEffectSucceeded {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -99,7 +100,7 @@ func TestRetriesExhausted(t *testing.T) {
 		if len(d.kinds(kernel.Percepts, "refund")) != 0 || len(d.kinds(kernel.Percepts, KindFailed)) != 1 {
 			t.Error("a failure must be recorded as effect_failed, not as a refund")
 		}
-		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeFailed})
+		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeFailed})
 		if len(recs) != 1 || recs[0].Code != CodeRetriesExhausted || recs[0].ID != res.DecisionID {
 			t.Errorf("failure records %+v", recs)
 		}
@@ -170,7 +171,7 @@ func TestResultAlreadyRecorded(t *testing.T) {
 		}
 		// A second result for the key cannot be recorded.
 		if _, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund",
-			OnceKeys: []string{j.resultKey()}}); !errors.Is(err, kernel.ErrDuplicateKey) {
+			OnceKeys: []string{j.resultKey()}}, nil); !errors.Is(err, kernel.ErrDuplicateKey) {
 			t.Errorf("second result: %v, want ErrDuplicateKey", err)
 		}
 	})
@@ -285,7 +286,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	t.Run("escalation without its fallback", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			wait := d.pendingRefund("t", "A1", 700)
-			denial, err := d.k.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
+			denial, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,7 +320,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			approved := d.pendingRefund("t2", "A2", 700)
 			denied := d.pendingRefund("t3", "A3", 700)
 			d.approve("t2", approved.ActionID, "human:alice", 24*time.Hour)
-			if _, err := d.k.Approver("human:alice").Deny(d.ctx, "t3", denied.ActionID, d.digest(denied.ActionID), "no", time.Hour); err != nil {
+			if _, err := d.g.Approver("human:alice").Deny(d.ctx, "t3", denied.ActionID, d.digest(denied.ActionID), "no", time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			d.clock.Advance(2 * DefaultLease)
@@ -420,30 +421,30 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 		d.call("t", "support", "", "search_kb", `{"query":"x"}`)    // refused: role contract
 		d.call("t", "researcher", "", "search_kb", `{"query":"x"}`) // committed + failed
 		wait := d.refund("t", "A1", 700)                            // pending approval
-		if _, err := d.k.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour); err != nil {
+		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		d.execute(wait.ActionID) // escalated + the fallback's commit
 		d.refund("t", "A1", 10)  // refused: the grounding is used up
-		count := func(f DecisionFilter) map[kernel.Outcome]int {
-			out := map[kernel.Outcome]int{}
+		count := func(f DecisionFilter) map[audit.Outcome]int {
+			out := map[audit.Outcome]int{}
 			for _, r := range d.decisions(f) {
 				out[r.Outcome]++
 			}
 			return out
 		}
 		all := count(DecisionFilter{TraceID: "t"})
-		want := map[kernel.Outcome]int{kernel.OutcomeCommitted: 3, kernel.OutcomeExecuted: 1, kernel.OutcomeRefused: 2,
-			kernel.OutcomeFailed: 1, kernel.OutcomePendingApproval: 1, kernel.OutcomeEscalated: 1}
+		want := map[audit.Outcome]int{audit.OutcomeCommitted: 3, audit.OutcomeExecuted: 1, audit.OutcomeRefused: 2,
+			audit.OutcomeFailed: 1, audit.OutcomePendingApproval: 1, audit.OutcomeEscalated: 1}
 		if fmt.Sprint(all) != fmt.Sprint(want) {
 			t.Errorf("records by outcome %v, want %v", all, want)
 		}
 		refunds := count(DecisionFilter{TraceID: "t", Tool: "issue_refund"})
-		if fmt.Sprint(refunds) != fmt.Sprint(map[kernel.Outcome]int{kernel.OutcomeCommitted: 1, kernel.OutcomePendingApproval: 1,
-			kernel.OutcomeEscalated: 1, kernel.OutcomeRefused: 1}) {
+		if fmt.Sprint(refunds) != fmt.Sprint(map[audit.Outcome]int{audit.OutcomeCommitted: 1, audit.OutcomePendingApproval: 1,
+			audit.OutcomeEscalated: 1, audit.OutcomeRefused: 1}) {
 			t.Errorf("issue_refund records %v", refunds)
 		}
-		failed := d.decisions(DecisionFilter{Outcome: kernel.OutcomeFailed})
+		failed := d.decisions(DecisionFilter{Outcome: audit.OutcomeFailed})
 		if len(failed) != 1 || failed[0].Kind != "search_kb" || failed[0].Context["error"] != "index offline" || failed[0].Context["role"] != "researcher" {
 			t.Errorf("failed records %+v", failed)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -38,7 +39,7 @@ func TestTypedEffectFailures(t *testing.T) {
 			if !ok || f.Status() != tc.status || f.Legacy() != tc.legacy {
 				t.Errorf("%s: Failure() = %v (legacy %v), want %s (legacy %v)", tc.name, f, f.Legacy(), tc.status, tc.legacy)
 			}
-			recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeFailed})
+			recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeFailed})
 			last := recs[len(recs)-1]
 			if got, _ := last.Context[failure.KeyStatus].(string); !tc.legacy && got != string(tc.status) || tc.legacy && got != "" {
 				t.Errorf("%s: the record says %q", tc.name, got)

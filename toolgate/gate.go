@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -303,7 +304,7 @@ func (g *Gate) register(t Tool) (*entry, error) {
 		return nil, bad("action type %q is another tool's", t.action())
 	}
 	switch rk := t.resultKind(); rk {
-	case KindAttempt, KindFailed, KindEscalated, kernel.KindDecisionRecord, kernel.KindApproval:
+	case KindAttempt, KindFailed, KindEscalated, audit.Kind, audit.KindApproval:
 		return nil, bad("result kind %q is reserved", rk)
 	}
 	if slices.Contains(t.Requires, "") {
@@ -588,7 +589,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if prob == nil {
 		delete(cc, "args_raw")
 		cc["args"] = map[string]any(args)
-		digest, err := kernel.ArgsDigest(args)
+		digest, err := ArgsDigest(args)
 		if err != nil {
 			prob = &argProblem{detail: "the arguments cannot be stored: " + err.Error()}
 		} else {
@@ -625,8 +626,13 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if e.Requires == nil {
 		payload[kernel.KeyRequiresBeliefs] = []string{}
 	}
-	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: kernel.Actions, Kind: e.action(), Payload: payload,
-		Audit: &kernel.Audit{PendingApproval: need, Context: cc}})
+	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: kernel.Actions, Kind: e.action(), Payload: payload},
+		func(dr *audit.Record) {
+			if need && dr.Outcome == audit.OutcomeCommitted {
+				dr.Outcome = audit.OutcomePendingApproval
+			}
+			dr.Context = cc
+		})
 	if errors.Is(err, kernel.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, "the arguments cannot be stored: "+err.Error(), cc))
@@ -709,7 +715,7 @@ func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string
 	if kind == "" {
 		kind = "unnamed_tool"
 	}
-	dr, err := g.k.RecordDecision(ctx, kernel.DecisionRecord{TraceID: traceID, Kind: kind, Outcome: kernel.OutcomeRefused,
+	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 		Code: code, Detail: detail, Context: cc})
 	if err != nil {
 		return Result{}, err
@@ -728,17 +734,17 @@ type DecisionFilter struct {
 	// and its fallback.
 	Tool string
 	// Outcome keeps the records with that outcome.
-	Outcome kernel.Outcome
+	Outcome audit.Outcome
 }
 
 // Decisions streams the decision records of the kernel's namespace that
 // match f, in append order: one per refused call, per committed (or
 // pending-approval) action, per effect result, per escalation and its
-// fallback. It wraps [kernel.Kernel.DecisionRecords]; without TraceID it
-// reads every trace of the namespace.
-func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[kernel.DecisionRecord, error] {
-	return func(yield func(kernel.DecisionRecord, error) bool) {
-		for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: f.TraceID, Outcome: f.Outcome}) {
+// fallback. It wraps [audit.List]; without TraceID it reads every trace
+// of the namespace.
+func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: f.TraceID, Outcome: f.Outcome}) {
 			if err == nil && f.Tool != "" && d.Context["tool"] != any(f.Tool) {
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -38,13 +39,13 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code kernel
 	if len(after) != before+1 {
 		t.Fatalf("%s stored %d records, want its decision record only", what, len(after)-before)
 	}
-	var dr *kernel.DecisionRecord
+	var dr *audit.Record
 	for r := range d.g.Decisions(d.ctx, DecisionFilter{TraceID: c.TraceID}) {
 		if r.ID == res.DecisionID {
 			dr = &r
 		}
 	}
-	if dr == nil || dr.Outcome != kernel.OutcomeRefused || dr.Code != code || dr.Context["tool"] != recordedTool(c.Tool) || dr.Context["role"] != c.Role ||
+	if dr == nil || dr.Outcome != audit.OutcomeRefused || dr.Code != code || dr.Context["tool"] != recordedTool(c.Tool) || dr.Context["role"] != c.Role ||
 		c.ID != "" && dr.Context["call_id"] != c.ID {
 		t.Errorf("%s: decision record %+v", what, dr)
 	}
@@ -116,7 +117,7 @@ func TestUnknownTool(t *testing.T) {
 		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
 			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Role: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
-		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: kernel.OutcomeRefused})
+		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if last := recs[len(recs)-1]; last.ID != res.DecisionID || len(last.Kind) > 300 || last.Context["args_raw"] != `{"a":1}` {
 			t.Errorf("record %+v", last)
 		}
@@ -199,7 +200,7 @@ func TestKernelRefusals(t *testing.T) {
 			if got := len(d.records()) - before; got != 2 {
 				t.Errorf("the refusal stored %d records, want the proposal and its decision record", got)
 			}
-			if dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: kernel.OutcomeRefused}); len(dr) != 1 || dr[0].Code != kernel.CodeStaleEvidence || dr[0].ID != res.DecisionID {
+			if dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != kernel.CodeStaleEvidence || dr[0].ID != res.DecisionID {
 				t.Errorf("decision records %+v", dr)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -229,7 +230,7 @@ func (d *desk) execute(actionID string) Result {
 func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) kernel.Record {
 	d.t.Helper()
 	digest := d.digest(actionID)
-	rec, err := d.k.Approver(identity).Approve(d.ctx, trace, actionID, digest, "ok", ttl)
+	rec, err := d.g.Approver(identity).Approve(d.ctx, trace, actionID, digest, "ok", ttl)
 	if err != nil {
 		d.t.Fatalf("Approve: %v", err)
 	}
@@ -243,7 +244,7 @@ func (d *desk) digest(actionID string) string {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	digest, err := kernel.ArgsDigest(act.Payload)
+	digest, err := ArgsDigest(act.Payload)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -251,9 +252,9 @@ func (d *desk) digest(actionID string) string {
 }
 
 // decisions lists the gate's decision records that match f.
-func (d *desk) decisions(f DecisionFilter) []kernel.DecisionRecord {
+func (d *desk) decisions(f DecisionFilter) []audit.Record {
 	d.t.Helper()
-	var out []kernel.DecisionRecord
+	var out []audit.Record
 	for r, err := range d.g.Decisions(d.ctx, f) {
 		if err != nil {
 			d.t.Fatal(err)

@@ -37,7 +37,7 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 			t.Errorf("hint while the holder waits for approval: %q; want it pending, not taken", dup.Hint)
 		}
 
-		if _, err := d.k.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "not eligible", time.Hour); err != nil {
+		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "not eligible", time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		denied := d.execute(wait.ActionID)
@@ -99,7 +99,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			onStores(t, func(t *testing.T, d *desk) {
 				wait := d.pendingRefund("t1", "A1", 700)
-				denial, err := d.k.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
+				denial, err := d.g.Approver("human:bob").Deny(d.ctx, "t1", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -109,7 +109,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 					_, err = d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
 				} else {
 					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
-						Payload: j.effect(StatusRefused, 0, CodeToolNotPermitted).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}})
+						Payload: j.effect(StatusRefused, 0, CodeToolNotPermitted).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 				}
 				if err != nil {
 					t.Fatal(err)

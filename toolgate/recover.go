@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -40,11 +41,11 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	}
 	var cands []candidate
 	seen := map[string]bool{}
-	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Filter{}) {
 		if err != nil {
 			return nil, err
 		}
-		if d.Outcome != kernel.OutcomeCommitted && d.Outcome != kernel.OutcomePendingApproval {
+		if d.Outcome != audit.OutcomeCommitted && d.Outcome != audit.OutcomePendingApproval {
 			continue
 		}
 		tool, _ := d.Context["tool"].(string)
@@ -129,7 +130,7 @@ func (g *Gate) recoverFallback(ctx context.Context, j *job, resultID string) (Re
 }
 
 // Pending is a committed action that waits for an approver: what the
-// approver needs to decide it with [kernel.Approver].
+// approver needs to decide it with an [Approver].
 type Pending struct {
 	ActionID string // the committed action, to approve
 	TraceID  string // its trace, to approve in
@@ -138,7 +139,7 @@ type Pending struct {
 	// not approve it.
 	Role   string
 	CallID string // the framework's call id, when it gave one
-	// Args are the committed arguments; Digest their [kernel.ArgsDigest],
+	// Args are the committed arguments; Digest their [ArgsDigest],
 	// which an approval binds.
 	Args   kernel.Payload
 	Digest string
@@ -157,8 +158,8 @@ type Pending struct {
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
 func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
-	var recs []kernel.DecisionRecord
-	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{TraceID: traceID, Outcome: kernel.OutcomePendingApproval}) {
+	var recs []audit.Record
+	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID, Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +190,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 			}
 			continue
 		}
-		digest, err := kernel.ArgsDigest(act.Payload)
+		digest, err := ArgsDigest(act.Payload)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +206,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 // pendingAction returns the committed action a pending-approval decision
 // record is about, its tool and the gate's commit record for it; ok is
 // false when d is not that record of a gate action of the trace.
-func (g *Gate) pendingAction(ctx context.Context, traceID string, d kernel.DecisionRecord) (act kernel.Record, e *entry, gd kernel.DecisionRecord, ok bool, err error) {
+func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record) (act kernel.Record, e *entry, gd audit.Record, ok bool, err error) {
 	if mutApproverView {
 		tool, _ := d.Context["tool"].(string)
 		if e = g.tools[tool]; e == nil || d.Kind != e.action() {

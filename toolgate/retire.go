@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -81,7 +82,7 @@ func (g *Gate) holderState(ctx context.Context, holderID string) string {
 	switch {
 	case n > 0:
 		return "An earlier call of this action is running now; its result is not known yet. Do not retry it."
-	case gd.Outcome == kernel.OutcomePendingApproval:
+	case gd.Outcome == audit.OutcomePendingApproval:
 		return "An earlier call of this action is waiting for a person's approval (" + holderID + "). Do not retry it; tell the user it is pending."
 	}
 	return "An earlier call of this action was accepted and has not run yet. Do not retry it."

@@ -23,7 +23,7 @@ var reservedArgs = []string{
 
 // argsOf returns the arguments of a committed action's payload: the
 // payload without the keys the kernel reads or derives (the same keys
-// [kernel.ArgsDigest] leaves out).
+// [ArgsDigest] leaves out).
 func argsOf(p kernel.Payload) kernel.Payload {
 	out := make(kernel.Payload, len(p))
 	for key, v := range p {

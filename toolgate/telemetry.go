@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -26,6 +28,11 @@ const (
 	AttrCallRole       = "bk.toolgate.role" // the role contract the call was made under
 	AttrActionID       = "bk.action_id"     // the committed action
 	AttrAttempt        = "bk.attempt"       // the effect attempt's number
+	AttrOutcome        = "bk.outcome"       // a call's outcome, an effect's status
+	// AttrBudgetPrefix prefixes the figures of the budget snapshot a call
+	// is checked against (see [WithBudget]): bk.budget.run_id,
+	// bk.budget.pressure, bk.budget.used.tool_calls, ...
+	AttrBudgetPrefix = "bk.budget."
 )
 
 // WithTracerProvider sets the OpenTelemetry provider the gate traces
@@ -43,7 +50,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithMeterProvider sets the OpenTelemetry provider for the gate's
 // metrics: bk.tool_calls (by tool, outcome and code), bk.effect.attempts,
-// bk.effect.outcomes, and the gauges bk.approvals.pending and
+// bk.effect.outcomes, bk.approvals (approvals and denials recorded, by
+// decision), bk.budget.pressure (the pressure of the budget a call was
+// checked against), and the gauges bk.approvals.pending and
 // bk.approvals.pending.age (oldest wait, in seconds), read from the store
 // when the reader collects. Without it the global provider is used; nil
 // turns metrics off.
@@ -52,7 +61,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 type gateMetrics struct {
-	calls, attempts, outcomes metric.Int64Counter
+	calls, attempts, outcomes, approvals metric.Int64Counter
+	pressure                             metric.Float64Histogram
 }
 
 func (g *Gate) initTelemetry(c *config) error {
@@ -73,6 +83,14 @@ func (g *Gate) initTelemetry(c *config) error {
 	}
 	if gm.outcomes, err = m.Int64Counter("bk.effect.outcomes", metric.WithUnit("{effect}"),
 		metric.WithDescription("Effects recorded, by tool, outcome (succeeded, failed, escalated, refused) and code.")); err != nil {
+		return err
+	}
+	if gm.approvals, err = m.Int64Counter("bk.approvals", metric.WithUnit("{approval}"),
+		metric.WithDescription("Approvals and denials recorded, by decision.")); err != nil {
+		return err
+	}
+	if gm.pressure, err = m.Float64Histogram("bk.budget.pressure", metric.WithUnit("1"),
+		metric.WithDescription("Budget pressure (used/limit) of the run a call was checked against.")); err != nil {
 		return err
 	}
 	pending, err := m.Int64ObservableGauge("bk.approvals.pending", metric.WithUnit("{action}"),
@@ -105,7 +123,7 @@ func (g *Gate) initTelemetry(c *config) error {
 // namespace, and the age of the oldest.
 func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	n, oldest := 0, int64(-1)
-	for d, err := range g.k.DecisionRecords(ctx, kernel.DecisionFilter{Outcome: kernel.OutcomePendingApproval}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Filter{Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return 0, 0, err
 		}
@@ -159,7 +177,7 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 // metrics, and ends the span.
 func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result, err error) {
 	if sp != nil {
-		attrs := []attribute.KeyValue{attribute.String(kernel.AttrOutcome, string(res.Outcome)), attribute.String(kernel.AttrCode, string(res.Code))}
+		attrs := []attribute.KeyValue{attribute.String(AttrOutcome, string(res.Outcome)), attribute.String(kernel.AttrCode, string(res.Code))}
 		if res.ActionID != "" {
 			attrs = append(attrs, attribute.String(AttrActionID, res.ActionID))
 		}
@@ -181,7 +199,7 @@ func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result
 	}
 	if g.metrics != nil && err == nil && g.metrics.calls.Enabled(ctx) {
 		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
-			attribute.String(AttrGenAIToolName, tool), attribute.String(kernel.AttrOutcome, string(res.Outcome)),
+			attribute.String(AttrGenAIToolName, tool), attribute.String(AttrOutcome, string(res.Outcome)),
 			attribute.String(kernel.AttrCode, string(res.Code))))
 	}
 }
@@ -212,7 +230,28 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code kernel.Code) {
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
 		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
-			attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(kernel.AttrOutcome, status),
+			attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(AttrOutcome, status),
 			attribute.String(kernel.AttrCode, string(code))))
+	}
+}
+
+// budgetChecked puts the budget snapshot a call was checked against on
+// the call's span (bk.budget.run_id, bk.budget.pressure, and
+// bk.budget.used.<resource> and bk.budget.limit.<resource> for each
+// limited resource) and its budget pressure in the bk.budget.pressure
+// histogram.
+func (g *Gate) budgetChecked(ctx context.Context, tool string, snap budget.Snapshot) {
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		attrs := []attribute.KeyValue{attribute.String(AttrBudgetPrefix+"run_id", snap.RunID),
+			attribute.Float64(AttrBudgetPrefix+"pressure", snap.Budget)}
+		for res, limit := range snap.Limits {
+			attrs = append(attrs, attribute.Float64(AttrBudgetPrefix+"used."+string(res), snap.Used[res]),
+				attribute.Float64(AttrBudgetPrefix+"limit."+string(res), limit))
+		}
+		sp.SetAttributes(attrs...)
+	}
+	if g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
+		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+			attribute.String(AttrGenAIToolName, tool)))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -99,7 +100,7 @@ func TestToolCallSpans(t *testing.T) {
 	}
 	lookup := find("execute_tool lookup_order", "call_1")
 	if a := spanAttrs(lookup); a[toolgate.AttrGenAIOperation] != "execute_tool" || a[toolgate.AttrGenAIToolName] != "lookup_order" ||
-		a[kernel.AttrOutcome] != "executed" || lookup.Parent().IsValid() {
+		a[toolgate.AttrOutcome] != "executed" || lookup.Parent().IsValid() {
 		t.Errorf("lookup span %v (parent %v)", a, lookup.Parent())
 	}
 	refund := find("execute_tool issue_refund", "call_2")
@@ -154,7 +155,7 @@ func TestToolCallSpans(t *testing.T) {
 			case metricdata.Sum[int64]:
 				for _, dp := range d.DataPoints {
 					tool, _ := dp.Attributes.Value(toolgate.AttrGenAIToolName)
-					outcome, _ := dp.Attributes.Value(kernel.AttrOutcome)
+					outcome, _ := dp.Attributes.Value(toolgate.AttrOutcome)
 					sums[m.Name+" "+tool.AsString()+" "+outcome.AsString()] += dp.Value
 				}
 			case metricdata.Gauge[int64]:
@@ -175,5 +176,88 @@ func TestToolCallSpans(t *testing.T) {
 		if sums[key] != want {
 			t.Errorf("%s = %d, want %d (all %v)", key, sums[key], want, sums)
 		}
+	}
+}
+
+// TestBudgetAndApprovalTelemetry: the call span carries the budget the
+// call was checked against (bk.budget.*), its pressure is recorded, and an
+// approval gets a span and is counted by decision.
+func TestBudgetAndApprovalTelemetry(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	run, err := budget.New(budget.Limits{ToolCalls: 4}, budget.WithID("run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund := toolgate.Tool{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
+		Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+		Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
+			return kernel.Payload{"refund_id": "re_1"}, nil
+		}}
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(refund), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
+		toolgate.WithBudget(run, nil), toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"issue_refund"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	res, err := g.Call(ctx, toolgate.Call{ID: "call_1", Tool: "issue_refund", Args: json.RawMessage(`{"amount":700}`), Role: "support", TraceID: "t"})
+	if err != nil || res.Outcome != toolgate.NeedsApproval {
+		t.Fatalf("refund: %+v %v", res, err)
+	}
+	pending, err := g.PendingApprovals(ctx, "t")
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending %+v %v", pending, err)
+	}
+	if _, err := g.Approver("human:alice").Approve(ctx, "t", pending[0].ActionID, pending[0].Digest, "", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var call, approve sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "execute_tool issue_refund":
+			call = s
+		case "toolgate.approve":
+			approve = s
+		}
+	}
+	if call == nil || approve == nil {
+		t.Fatalf("spans: call %v, approve %v", call, approve)
+	}
+	if a := spanAttrs(call); a[toolgate.AttrBudgetPrefix+"run_id"] != "run-1" || a[toolgate.AttrBudgetPrefix+"limit.tool_calls"] != "4" ||
+		a[toolgate.AttrBudgetPrefix+"used.tool_calls"] != "1" || a[toolgate.AttrBudgetPrefix+"pressure"] == "" {
+		t.Errorf("call span %v", a)
+	}
+	if a := spanAttrs(approve); a["bk.approval.decision"] != "approved" || a[kernel.AttrWriter] != "human:alice" || a[kernel.AttrRecordID] == "" {
+		t.Errorf("approve span %v", a)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	var approvals int64
+	var pressures uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					if v, _ := dp.Attributes.Value("bk.approval.decision"); m.Name == "bk.approvals" && v.AsString() == "approved" {
+						approvals += dp.Value
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					if m.Name == "bk.budget.pressure" {
+						pressures += dp.Count
+					}
+				}
+			}
+		}
+	}
+	if approvals != 1 || pressures != 1 {
+		t.Errorf("approvals counted %d (want 1), pressure observations %d (want 1)", approvals, pressures)
 	}
 }

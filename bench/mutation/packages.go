@@ -7,6 +7,7 @@ package main
 // tests. TestEveryPackageLinked checks this list against the tree.
 import (
 	_ "github.com/blackboardkernel/bk/adaptive"
+	_ "github.com/blackboardkernel/bk/audit"
 	_ "github.com/blackboardkernel/bk/budget"
 	_ "github.com/blackboardkernel/bk/inspect"
 	_ "github.com/blackboardkernel/bk/kernel"

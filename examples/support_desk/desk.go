@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -170,8 +171,14 @@ func (d *desk) assess(ctx context.Context, inv toolgate.Invocation) (kernel.Payl
 	refunded, _ := cur.Payload.Float("refunded")
 	due := cur.Payload.Bool("refundable") && refunded < amount
 	dec, err := d.policy.Submit(ctx, "refund-policy", kernel.Entry{TraceID: inv.TraceID, Slot: kernel.Beliefs, Kind: beliefRefundDue,
-		Payload: kernel.Payload{kernel.KeyValue: due, kernel.KeyDependsOn: []string{perceptOrder}, "order_id": id, "max_refund": amount - refunded},
-		Audit:   &kernel.Audit{Context: kernel.Payload{"tool": "assess_refund", "policy": "refund_policy_v1", "order_id": id}}})
+		Payload: kernel.Payload{kernel.KeyValue: due, kernel.KeyDependsOn: []string{perceptOrder}, "order_id": id, "max_refund": amount - refunded}},
+		func(dec kernel.Decision) ([]kernel.Follow, error) {
+			// The policy's decision record lands with the decision.
+			dr := audit.ForDecision(inv.TraceID, beliefRefundDue, dec)
+			dr.Context = kernel.Payload{"tool": "assess_refund", "policy": "refund_policy_v1", "order_id": id}
+			f, err := dr.Follow()
+			return []kernel.Follow{f}, err
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -251,11 +258,11 @@ func (d *desk) supervise(ctx context.Context, trace string) ([]ruling, error) {
 	if err != nil {
 		return nil, err
 	}
-	sup := d.k.Approver(approver)
+	sup := d.g.Approver(approver)
 	var rulings []ruling
 	for _, p := range pending {
 		decided := false
-		for _, err := range d.k.Approvals(ctx, trace, p.ActionID) {
+		for _, err := range d.g.Approvals(ctx, trace, p.ActionID) {
 			if err != nil {
 				return nil, err
 			}
@@ -269,10 +276,10 @@ func (d *desk) supervise(ctx context.Context, trace string) ([]ruling, error) {
 		reason, _ := p.Args["reason"].(string)
 		r := ruling{ActionID: p.ActionID, Digest: p.Digest}
 		if reason == "not_received" && strings.Contains(o.Carrier, "signed for") {
-			r.Decision, r.Note = kernel.DecisionDenied, "the carrier has it delivered and signed for; open a claim review"
+			r.Decision, r.Note = audit.Denied, "the carrier has it delivered and signed for; open a claim review"
 			_, err = sup.Deny(ctx, trace, p.ActionID, p.Digest, r.Note, time.Hour)
 		} else {
-			r.Decision, r.Note = kernel.DecisionApproved, "checked the order and the warehouse note"
+			r.Decision, r.Note = audit.Approved, "checked the order and the warehouse note"
 			_, err = sup.Approve(ctx, trace, p.ActionID, p.Digest, r.Note, time.Hour)
 		}
 		if err != nil {
@@ -289,7 +296,7 @@ func (d *desk) supervise(ctx context.Context, trace string) ([]ruling, error) {
 // result recorded earlier. The results come in commit order.
 func (d *desk) executeWaited(ctx context.Context, trace string) ([]toolgate.Result, error) {
 	var waited []string
-	for rec, err := range d.g.Decisions(ctx, toolgate.DecisionFilter{TraceID: trace, Tool: "issue_refund", Outcome: kernel.OutcomePendingApproval}) {
+	for rec, err := range d.g.Decisions(ctx, toolgate.DecisionFilter{TraceID: trace, Tool: "issue_refund", Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return nil, err
 		}

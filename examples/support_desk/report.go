@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -54,7 +55,7 @@ func (r *reporter) decisions(trace string, hints map[string]string) error {
 		}
 		r.printed[rec.ID] = true
 		fmt.Fprintf(r.out, "  %-16s %-16s %-20s %s\n", rec.Kind, rec.Outcome, rec.Code, r.reason(rec))
-		if h := hints[rec.ID]; h != "" && rec.Outcome == kernel.OutcomeRefused {
+		if h := hints[rec.ID]; h != "" && rec.Outcome == audit.OutcomeRefused {
 			fmt.Fprintf(r.out, "  %-16s hint to the model: %s\n", "", h)
 		}
 	}
@@ -62,10 +63,10 @@ func (r *reporter) decisions(trace string, hints map[string]string) error {
 }
 
 // reason says in a few words why a decision record came out as it did.
-func (r *reporter) reason(rec kernel.DecisionRecord) string {
+func (r *reporter) reason(rec audit.Record) string {
 	cc := rec.Context
 	switch rec.Outcome {
-	case kernel.OutcomeRefused:
+	case audit.OutcomeRefused:
 		root := kernel.Cause{Code: rec.Code, Record: rec.Failed, Rule: rec.Rule, Detail: rec.Detail}
 		if n := len(rec.Causes); n > 0 {
 			root = rec.Causes[n-1]
@@ -84,10 +85,10 @@ func (r *reporter) reason(rec kernel.DecisionRecord) string {
 			parts = append(parts, detail)
 		}
 		return strings.Join(parts, ", ") + args(cc)
-	case kernel.OutcomePendingApproval:
+	case audit.OutcomePendingApproval:
 		why, _ := cc["approval_reason"].(string)
 		return "waits for approval: " + why + args(cc)
-	case kernel.OutcomeExecuted, kernel.OutcomeFailed:
+	case audit.OutcomeExecuted, audit.OutcomeFailed:
 		s := fmt.Sprintf("attempt %v", cc["attempt"])
 		if msg, _ := cc["error"].(string); msg != "" {
 			s += ": " + msg
@@ -96,7 +97,7 @@ func (r *reporter) reason(rec kernel.DecisionRecord) string {
 			s += ", approved in " + strings.Join(rec.Approvals, " ")
 		}
 		return s + r.resultNote(rec.Subject)
-	case kernel.OutcomeEscalated:
+	case audit.OutcomeEscalated:
 		who, _ := cc["approver"].(string)
 		return "by " + who + "; the safe fallback follows"
 	}
@@ -175,7 +176,7 @@ func args(cc kernel.Payload) string {
 // summary prints the totals of the namespace's decision records and the
 // ledger check.
 func (r *reporter) summary() error {
-	outcomes, refusals := map[kernel.Outcome]int{}, map[kernel.Code]int{}
+	outcomes, refusals := map[audit.Outcome]int{}, map[kernel.Code]int{}
 	approved, denied := 0, 0
 	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{}) {
 		if err != nil {
@@ -183,11 +184,11 @@ func (r *reporter) summary() error {
 		}
 		outcomes[rec.Outcome]++
 		switch {
-		case rec.Outcome == kernel.OutcomeRefused:
+		case rec.Outcome == audit.OutcomeRefused:
 			refusals[rec.Code]++
-		case rec.Outcome == kernel.OutcomeExecuted && len(rec.Approvals) > 0:
+		case rec.Outcome == audit.OutcomeExecuted && len(rec.Approvals) > 0:
 			approved++
-		case rec.Outcome == kernel.OutcomeEscalated && rec.Code == toolgate.CodeApprovalDenied:
+		case rec.Outcome == audit.OutcomeEscalated && rec.Code == toolgate.CodeApprovalDenied:
 			denied++
 		}
 	}
@@ -237,7 +238,7 @@ func (r *reporter) ledger() error {
 			return err
 		}
 		// Kind: the tool's chain also holds the fallback of a denied refund.
-		if rec.Kind == "issue_refund" && (rec.Outcome == kernel.OutcomeCommitted || rec.Outcome == kernel.OutcomePendingApproval) {
+		if rec.Kind == "issue_refund" && (rec.Outcome == audit.OutcomeCommitted || rec.Outcome == audit.OutcomePendingApproval) {
 			refunds = append(refunds, refund{trace: rec.TraceID, action: rec.Subject})
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
@@ -176,7 +177,7 @@ func (r *reporter) resume() error {
 			}
 		}
 	}
-	for _, err := range r.d.k.DecisionRecords(r.ctx, kernel.DecisionFilter{}) {
+	for _, err := range audit.List(r.ctx, r.d.k.Reader(), audit.Filter{}) {
 		if err != nil {
 			return err
 		}

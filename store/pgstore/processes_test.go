@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -369,7 +370,7 @@ func (w *worker) gated(ctx context.Context, trace, charge, call string) {
 	}
 	w.report("ack write %s", p.ID)
 	b, err := w.k.Governor().Submit(ctx, "gate-analyst", kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "gate_refund_due",
-		Audit: &kernel.Audit{Context: kernel.Payload{"worker": w.id}}, Payload: kernel.Payload{"value": true, "depends_on": []string{"gate_charge"}}})
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"gate_charge"}}}, w.recorded(trace, "gate_refund_due"))
 	if err != nil {
 		w.fail("gate belief", err)
 		return
@@ -440,7 +441,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 	// The episode records its decisions, as governance code does: through
 	// the kernel's Governor, as the planner "bk".
 	sym, tool, gov := w.k.Symbolic("policy"), w.k.Tool("stripe"), w.k.Governor()
-	audit := &kernel.Audit{Context: kernel.Payload{"worker": w.id}}
+	recorded := w.recorded
 	if tag == "" {
 		if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
 			w.fail("constraint", err)
@@ -454,24 +455,25 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 		return
 	}
 	w.report("ack write %s", p.ID)
-	belief, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due" + tag, Audit: audit,
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge" + tag}}})
+	belief, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due" + tag,
+		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge" + tag}}}, recorded(trace, "refund_due"+tag))
 	if err != nil {
 		w.fail("belief", err)
 		return
 	}
 	w.decided(belief)
 	step := map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due" + tag}, "is_duplicate": false}
-	plan, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan" + tag, Audit: audit,
-		Payload: kernel.Payload{"steps": []any{step}}})
+	plan, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan" + tag,
+		Payload: kernel.Payload{"steps": []any{step}}}, recorded(trace, "action_plan"+tag))
 	if err != nil {
 		w.fail("plan", err)
 		return
 	}
 	w.decided(plan)
 	if plan.Committed() {
-		act, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund", Audit: audit, Payload: kernel.Payload{
-			"type": "issue_refund", "charge_id": charge, "amount": 149.99, "is_duplicate": false, "requires_beliefs": []string{"refund_due" + tag}}})
+		act, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund", Payload: kernel.Payload{
+			"type": "issue_refund", "charge_id": charge, "amount": 149.99, "is_duplicate": false, "requires_beliefs": []string{"refund_due" + tag}}},
+			recorded(trace, "issue_refund"))
 		if err != nil {
 			w.fail("refund", err)
 			return
@@ -482,13 +484,25 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 		}
 		return
 	}
-	fb, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview, Audit: audit,
-		Payload: kernel.Payload{"type": kernel.FallbackQueueForReview, "reason": string(plan.Code)}, InputRefs: []string{plan.ProposalID}})
+	fb, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: kernel.Payload{"type": kernel.FallbackQueueForReview, "reason": string(plan.Code)}, InputRefs: []string{plan.ProposalID}},
+		recorded(trace, kernel.FallbackQueueForReview))
 	if err != nil {
 		w.fail("fallback", err)
 		return
 	}
 	w.decided(fb)
+}
+
+// recorded is a governed submit's then: the decision record of a proposal
+// of kind, naming the worker, in the decision's batch.
+func (w *worker) recorded(trace, kind string) func(kernel.Decision) ([]kernel.Follow, error) {
+	return func(d kernel.Decision) ([]kernel.Follow, error) {
+		r := audit.ForDecision(trace, kind, d)
+		r.Context = kernel.Payload{"worker": w.id}
+		f, err := r.Follow()
+		return []kernel.Follow{f}, err
+	}
 }
 
 // execute runs a committed refund's effect at most once across every
@@ -503,7 +517,7 @@ func (w *worker) execute(ctx context.Context, action kernel.Record) {
 	gov, writer := w.k.Governor(), "executor-"+w.id
 	trace, charge := action.Provenance.TraceID, action.Payload["charge_id"]
 	attempt, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_attempt",
-		Payload: kernel.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}})
+		Payload: kernel.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}}, nil)
 	if errors.Is(err, kernel.ErrDuplicateKey) {
 		return // another process runs it
 	}
@@ -517,8 +531,13 @@ func (w *worker) execute(ctx context.Context, action kernel.Record) {
 		return
 	}
 	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_result",
-		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.Record.ID},
-		Audit: &kernel.Audit{Outcome: kernel.OutcomeExecuted, Code: kernel.CodeCommitted, Context: kernel.Payload{"worker": w.id}}})
+		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.Record.ID}},
+		func(rec kernel.Record) ([]kernel.Follow, error) {
+			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, kernel.CodeCommitted)
+			r.Context = kernel.Payload{"worker": w.id}
+			f, err := r.Follow()
+			return []kernel.Follow{f}, err
+		})
 	if err != nil {
 		w.fail("result", err)
 		return
@@ -612,7 +631,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			}
 			// The kernel's evidence artifact lands with, and just before,
 			// the belief it justifies.
-			if r.Slot == kernel.Evidence && r.Kind != kernel.KindDecisionRecord && r.Provenance.Role == kernel.RoleKernel {
+			if r.Slot == kernel.Evidence && r.Kind != audit.Kind && r.Provenance.Role == kernel.RoleKernel {
 				if i+1 >= len(recs) || recs[i+1].Slot != kernel.Beliefs || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) {
 					t.Errorf("evidence %s without its belief", r.ID)
 				}
@@ -625,8 +644,8 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	}
 
 	// Decision records, by the proposal they decide.
-	decisions := map[string]kernel.DecisionRecord{}
-	for d, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+	decisions := map[string]audit.Record{}
+	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -784,7 +803,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 // checkDecision checks an acknowledged decision against the store: the
 // proposal, the committed record and the evidence artifact are there, with
 // the decision's code, and so is its decision record.
-func checkDecision(t *testing.T, worker string, a []string, byID map[string]kernel.Record, decisions map[string]kernel.DecisionRecord) {
+func checkDecision(t *testing.T, worker string, a []string, byID map[string]kernel.Record, decisions map[string]audit.Record) {
 	t.Helper()
 	proposal, code, committed, evidence := a[0], kernel.Code(a[1]), a[2], a[3]
 	p, ok := byID[proposal]
@@ -830,14 +849,14 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		t.Fatal(err)
 	}
 	defer k.Close()
-	decisions := map[string]kernel.DecisionRecord{}
+	decisions := map[string]audit.Record{}
 	executed := map[string]int{} // result record -> executed decision records about it
-	for d, err := range k.DecisionRecords(ctx, kernel.DecisionFilter{}) {
+	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		decisions[d.ID] = d
-		if d.Outcome == kernel.OutcomeExecuted {
+		if d.Outcome == audit.OutcomeExecuted {
 			executed[d.Subject]++
 		}
 	}

@@ -1,0 +1,76 @@
+package audit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// KindApproval is the evidence kind of an approval record.
+const KindApproval = "approval"
+
+// The two answers an approver gives.
+const (
+	Approved = "approved"
+	Denied   = "denied"
+)
+
+// The payload keys of an approval record.
+const (
+	keyActionID = "action_id"
+	keyDigest   = "digest"
+	keyDecision = "decision"
+	keyApprover = "approver"
+	keyNote     = "note"
+)
+
+// Approval is an approver's answer about a committed action: it binds the
+// action, the digest of its arguments, the approver's identity and an
+// expiry. The tool gate checks it before it writes one and again before
+// the action runs.
+type Approval struct {
+	// ID is the evidence record holding it (set by [ApprovalOf]).
+	ID       string
+	TraceID  string
+	ActionID string
+	// Digest is the digest of the action's arguments the answer binds.
+	Digest string
+	// Decision is [Approved] or [Denied].
+	Decision string
+	Approver string
+	Note     string
+	// TTL is how long the answer stays valid.
+	TTL time.Duration
+	// TimeMS is when it was written (set by [ApprovalOf]).
+	TimeMS int64
+}
+
+// Follow encodes a as the evidence record the Governor appends with the
+// approver's role, naming the action. It fails with
+// [kernel.ErrInvalidInput] when a has no trace, action, approver or a
+// decision other than [Approved] and [Denied].
+func (a Approval) Follow() (kernel.Follow, error) {
+	if a.TraceID == "" || a.ActionID == "" || a.Approver == "" || (a.Decision != Approved && a.Decision != Denied) {
+		return kernel.Follow{}, fmt.Errorf("%w: audit: an approval needs a trace, an action, an approver and a decision", kernel.ErrInvalidInput)
+	}
+	return kernel.Follow{Role: kernel.RoleApprover, Writer: a.Approver, Entry: kernel.Entry{
+		TraceID: a.TraceID, Slot: kernel.Evidence, Kind: KindApproval, InputRefs: []string{a.ActionID}, TTL: a.TTL,
+		Payload: kernel.Payload{keyActionID: a.ActionID, keyDigest: a.Digest, keyDecision: a.Decision, keyApprover: a.Approver, keyNote: a.Note},
+	}}, nil
+}
+
+// ApprovalOf decodes the approval held by rec. ok is false unless rec is
+// an evidence record of kind [KindApproval] written with the approver's
+// role (which only the Governor writes).
+func ApprovalOf(rec kernel.Record) (a Approval, ok bool) {
+	if rec.Slot != kernel.Evidence || rec.Kind != KindApproval || rec.Provenance.Role != kernel.RoleApprover {
+		return Approval{}, false
+	}
+	str := func(key string) string { s, _ := rec.Payload.String(key); return s }
+	return Approval{
+		ID: rec.ID, TraceID: rec.TraceID(), ActionID: str(keyActionID), Digest: str(keyDigest), Decision: str(keyDecision),
+		Approver: str(keyApprover), Note: str(keyNote), TTL: time.Duration(rec.Provenance.TTLMS) * time.Millisecond,
+		TimeMS: rec.Provenance.TimestampMS,
+	}, true
+}

@@ -1,0 +1,275 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+const (
+	// Kind is the evidence kind of a decision record.
+	Kind = "decision_record"
+	// Version is the version of [Record]'s shape.
+	Version = 1
+)
+
+// Outcome says what a governed call came to.
+type Outcome string
+
+// The outcomes a decision record carries.
+const (
+	OutcomeCommitted       Outcome = "committed"        // the kernel committed the proposal
+	OutcomeRefused         Outcome = "refused"          // the kernel, a role contract or a budget refused it
+	OutcomePendingApproval Outcome = "pending_approval" // committed, waiting for an approver
+	OutcomeExecuted        Outcome = "executed"         // the effect ran and succeeded
+	OutcomeFailed          Outcome = "failed"           // the effect ran and failed for good
+	OutcomeEscalated       Outcome = "escalated"        // handed to a person (a denial, an expiry, a failure)
+)
+
+// Record is one entry of the audit log, in a versioned shape: what the
+// kernel decided (code, rule, failed record, causes, evidence, constraints
+// in force) and the call itself (Context: the tool, its arguments, the
+// framework's call id, the budget). TraceID, Namespace, TimeMS and
+// RecordID come from the evidence record that holds it when it is decoded
+// ([Of]); the encoder stores only TraceID's record in that trace.
+type Record struct {
+	Version int `json:"version"`
+	// ID is the decision's id; RecordID the evidence record holding it.
+	ID        string `json:"decision_id,omitempty"`
+	RecordID  string `json:"record_id,omitempty"`
+	TraceID   string `json:"trace_id,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	TimeMS    int64  `json:"ts_ms,omitempty"`
+	// Subject is the record the decision is about: the proposal decided,
+	// the committed record, or the record a governed write stored (an
+	// effect's result).
+	Subject string         `json:"subject,omitempty"`
+	Kind    string         `json:"kind"` // the action type or tool
+	Outcome Outcome        `json:"outcome"`
+	Code    kernel.Code    `json:"code"`
+	Rule    string         `json:"rule,omitempty"`
+	Failed  string         `json:"failed,omitempty"`
+	Detail  string         `json:"detail,omitempty"`
+	Causes  []kernel.Cause `json:"causes,omitempty"`
+	// EvidenceRefs is the chain that explains the decision.
+	EvidenceRefs []string `json:"evidence_refs,omitempty"`
+	// Constraints names the constraints in force when it was decided.
+	Constraints []string       `json:"constraints,omitempty"`
+	Approvals   []string       `json:"approvals,omitempty"`
+	Context     kernel.Payload `json:"context,omitempty"`
+}
+
+// ForDecision is the decision record of a kernel decision about a
+// proposal of kind in trace traceID: committed (about the committed
+// record, with the chain it rests on) or refused (about the proposal, with
+// the failed record and the causes' records), with the constraints that
+// were in force. The caller adds the Context, and sets Outcome to
+// [OutcomePendingApproval] for a committed action that waits for one.
+func ForDecision(traceID, kind string, d kernel.Decision) Record {
+	r := Record{
+		ID: d.ID, TraceID: traceID, Subject: d.ProposalID, Kind: kind, Outcome: OutcomeRefused, Code: d.Code,
+		Rule: d.Rule, Failed: d.Failed, Detail: d.Detail, Causes: d.Causes, Constraints: d.Constraints,
+	}
+	if d.Committed() {
+		r.Outcome, r.Subject = OutcomeCommitted, d.Record.ID
+		r.EvidenceRefs = append(append([]string(nil), d.Record.Provenance.InputRefs...), d.Record.EvidenceRefs...)
+		return r
+	}
+	if d.Failed != "" {
+		r.EvidenceRefs = append(r.EvidenceRefs, d.Failed)
+	}
+	for _, c := range d.Causes {
+		if c.Record != "" && c.Record != d.Failed {
+			r.EvidenceRefs = append(r.EvidenceRefs, c.Record)
+		}
+	}
+	return r
+}
+
+// ForRecord is the decision record of a governed write: rec (an effect's
+// result, written with its id set) came to outcome with code. kind names
+// the call (the action type), so that one query by kind finds the call's
+// whole chain; the evidence is what rec rests on.
+func ForRecord(rec kernel.Record, kind string, outcome Outcome, code kernel.Code) Record {
+	return Record{
+		ID: "decision:" + rec.ID, TraceID: rec.TraceID(), Subject: rec.ID, Kind: kind, Outcome: outcome, Code: code,
+		EvidenceRefs: append([]string(nil), rec.Provenance.InputRefs...),
+	}
+}
+
+// Follow encodes r as the entry the kernel appends with the kernel's role
+// in trace r.TraceID: an evidence record of kind [Kind] that names its
+// subject. Pass it to [kernel.Governor.Submit] or [kernel.Governor.Write]
+// from their then function, or to [kernel.Governor.Append] ([Append]).
+// It fails with [kernel.ErrInvalidInput] when r has no kind, outcome or
+// code, and with [kernel.ErrInvalidPayload] when its context cannot be
+// stored.
+func (r Record) Follow() (kernel.Follow, error) {
+	if r.Kind == "" || r.Outcome == "" || r.Code == "" {
+		return kernel.Follow{}, fmt.Errorf("%w: audit: a decision record needs a kind, an outcome and a code", kernel.ErrInvalidInput)
+	}
+	traceID := r.TraceID
+	r.Version = Version
+	// The holding record says these: they are not stored twice.
+	r.TraceID, r.Namespace, r.TimeMS, r.RecordID = "", "", 0, ""
+	payload, err := toPayload(r)
+	if err != nil {
+		return kernel.Follow{}, err
+	}
+	e := kernel.Entry{TraceID: traceID, Slot: kernel.Evidence, Kind: Kind, Payload: payload}
+	if r.Subject != "" {
+		e.InputRefs = []string{r.Subject}
+	}
+	return kernel.Follow{Role: kernel.RoleKernel, Entry: e}, nil
+}
+
+// Append writes r on its own through g, for a call refused before it
+// reached the kernel's pipeline (a role contract, a budget, an
+// execution-time check), and returns it as written (with its ids and
+// time). Its errors are those of [Record.Follow] and
+// [kernel.Governor.Append].
+func Append(ctx context.Context, g *kernel.Governor, r Record) (Record, error) {
+	f, err := r.Follow()
+	if err != nil {
+		return Record{}, err
+	}
+	rec, err := g.Append(ctx, f)
+	if err != nil {
+		return Record{}, err
+	}
+	// What Of would decode, without decoding it.
+	r.Version, r.RecordID, r.TraceID, r.Namespace, r.TimeMS = Version, rec.ID, rec.TraceID(), rec.Namespace, rec.Provenance.TimestampMS
+	if r.ID == "" {
+		r.ID = "decision:" + rec.ID
+	}
+	return r, nil
+}
+
+// Of decodes the decision record held by rec. ok is false unless rec is
+// an evidence record of kind [Kind] written with the kernel's role (by
+// the Governor: no handle can forge one) whose payload decodes.
+func Of(rec kernel.Record) (r Record, ok bool) {
+	if rec.Slot != kernel.Evidence || rec.Kind != Kind || (!mutKernelOnly && rec.Provenance.Role != kernel.RoleKernel) {
+		return Record{}, false
+	}
+	enc, err := json.Marshal(map[string]any(rec.Payload))
+	if err == nil {
+		err = json.Unmarshal(enc, &r)
+	}
+	if err != nil {
+		return Record{}, false
+	}
+	r.RecordID, r.TraceID, r.Namespace, r.TimeMS = rec.ID, rec.TraceID(), rec.Namespace, rec.Provenance.TimestampMS
+	if r.ID == "" {
+		r.ID = "decision:" + rec.ID
+	}
+	return r, true
+}
+
+// Filter narrows [List]. A zero field matches everything.
+type Filter struct {
+	TraceID string
+	Kind    string
+	Outcome Outcome
+}
+
+// Match reports whether r passes the filter.
+func (f Filter) Match(r Record) bool {
+	return (f.TraceID == "" || r.TraceID == f.TraceID) && (f.Kind == "" || r.Kind == f.Kind) &&
+		(f.Outcome == "" || r.Outcome == f.Outcome)
+}
+
+// List streams the decision records the reader sees that match f, in
+// append order. With f.TraceID it reads that trace; without, every
+// evidence record of the reader's namespace, so its cost grows with the
+// history: it is for recovery and for people, not for a call's path.
+func List(ctx context.Context, rd kernel.Reader, f Filter) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		src := rd.List(ctx, kernel.Evidence, kernel.Filter{})
+		if f.TraceID != "" {
+			src = rd.Trace(ctx, f.TraceID)
+		}
+		for rec, err := range src {
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			r, ok := Of(rec)
+			if ok && f.Match(r) && !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// About returns the decision record written in the same batch as the
+// record subjectID, directly after it: the one that follows a decision's
+// committed record (or its refused proposal), or a governed write's
+// record. It reads that one record by id, so it costs the same at any
+// length of the trace. The error wraps [kernel.ErrNotFound] when the
+// subject has no such decision record (a record written without one, a
+// record of another namespace).
+func About(ctx context.Context, rd kernel.Reader, subjectID string) (Record, error) {
+	notFound := func(why string) (Record, error) {
+		return Record{}, fmt.Errorf("audit: decision about %s: %s: %w", subjectID, why, kernel.ErrNotFound)
+	}
+	traceID, n, ok := splitID(subjectID)
+	if !ok {
+		return notFound("not a record id")
+	}
+	rec, err := rd.Get(ctx, kernel.Evidence.String()+":"+traceID+":"+strconv.Itoa(n+1))
+	if err != nil {
+		if errors.Is(err, kernel.ErrNotFound) {
+			return notFound("no decision record follows it")
+		}
+		return Record{}, err
+	}
+	r, ok := Of(rec)
+	if !ok {
+		return notFound("no decision record follows it")
+	}
+	if r.Subject != subjectID || r.TraceID != traceID {
+		return notFound("the decision record that follows it is about " + r.Subject)
+	}
+	return r, nil
+}
+
+// splitID returns the trace and the position in it of a record id the
+// kernel made ("{slot}:{trace}:{n}").
+func splitID(id string) (traceID string, n int, ok bool) {
+	slot, rest, ok := strings.Cut(id, ":")
+	if !ok {
+		return "", 0, false
+	}
+	if _, err := kernel.ParseSlot(slot); err != nil {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return rest[:i], n, true
+}
+
+// toPayload turns a struct into a payload through JSON.
+func toPayload(v any) (kernel.Payload, error) {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: audit: %v", kernel.ErrInvalidPayload, err)
+	}
+	var p kernel.Payload
+	if err := json.Unmarshal(enc, &p); err != nil {
+		return nil, fmt.Errorf("%w: audit: %v", kernel.ErrInvalidPayload, err)
+	}
+	return p, nil
+}

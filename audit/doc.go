@@ -1,0 +1,22 @@
+// Package audit is the record layer of governed calls: decision records
+// (the audit log of every executed, refused or escalated call) and
+// approval records, each with one encoder and one decoder.
+//
+// The kernel decides and appends; it does not know these shapes. The tool
+// gate and the orchestrator build a [Record] from what the kernel decided
+// ([ForDecision], [ForRecord]) and hand it to the kernel as a follow entry
+// ([Record.Follow]) of the submit or write it records, so that the
+// decision record lands in the same atomic batch as the state change it
+// records; a call refused before it reached the kernel is recorded on its
+// own ([Append]). Every reader — the gate's recovery and approval screens,
+// the budget's gate pressure, the inspector — decodes through [Of] and
+// [ApprovalOf], which accept only what the kernel's Governor wrote: a
+// decision record with the kernel's role, an approval with the approver's.
+// A record of the same kind written by any handle is not one.
+//
+// [About] reads the decision record written with a record, by id, at the
+// same cost at any length of the trace; [List] streams the decision
+// records of a trace or of the namespace, for recovery and for people.
+//
+// The functions are safe for concurrent use.
+package audit

@@ -1,0 +1,6 @@
+//go:build !bkmutate
+
+package audit
+
+// The switch of mutate.go, compiled out.
+const mutKernelOnly = false
