@@ -28,6 +28,7 @@ type snapshot struct {
 	extra      []*Record      // records read by id, and the pending proposal
 	err        error          // the first store error met reading a record by id
 	late       []Invalidation // expiries of records read by id, written with the decision's batch
+	pending    Record         // the proposal a Submit decides, as if written (see pend)
 	decides    bool           // the snapshot decides a proposal: its batch writes expiries
 	persistent []Record       // active persistent constraints of every trace (the kernel's cache: read only)
 	shared     uint64         // TraceState.Shared as read
@@ -254,7 +255,7 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 func (s *snapshot) release() {
 	s.persistent, s.sharedOK, s.gated = nil, false, false
 	clear(s.extra)
-	s.extra, s.late = s.extra[:0], s.late[:0]
+	s.extra, s.late, s.pending = s.extra[:0], s.late[:0], Record{}
 	s.appends, s.invs, s.claims = [3]Record{}, [1]Invalidation{}, [1]Claim{}
 	clear(s.cons)
 	s.k, s.ctx, s.st, s.err, s.decides = nil, nil, nil, nil, false
@@ -269,7 +270,7 @@ func (s *snapshot) nextID(slot Slot, i int) string {
 // pend makes rec, which the decision appends ahead of the others, part of
 // the snapshot, and returns the snapshot's copy.
 func (s *snapshot) pend(rec *Record) *Record {
-	p := new(Record)
+	p := &s.pending // the snapshot's own: no state keeps a pointer to it
 	*p = *rec
 	s.extra = append(s.extra, p)
 	s.n++

@@ -39,6 +39,57 @@ type traceState struct {
 	since    []head // observations of the kinds belief heads rest on (rec and seq), in append order
 	pending  []head // belief proposals still active (one may expire and explain an absence)
 	used     []usedMark
+	// own marks the slices this state has copied from the state it derives
+	// from (while [traceState.next] builds it): the others are shared and
+	// must be copied before they change in place.
+	own uint8
+}
+
+// The slices of a traceState, as bits of its own field.
+const (
+	ownHeads uint8 = 1 << iota
+	ownCons
+	ownRejected
+	ownPreds
+	ownSince
+	ownPending
+	ownUsed
+	ownAll = 1<<7 - 1
+)
+
+// writable makes the slice of bit this state's own, copying it from the
+// state it derives from the first time.
+func (st *traceState) writable(bit uint8) {
+	if st.own&bit != 0 {
+		return
+	}
+	st.own |= bit
+	switch bit {
+	case ownHeads:
+		st.heads = slices.Clone(st.heads)
+	case ownCons:
+		st.cons = slices.Clone(st.cons)
+	case ownRejected:
+		st.rejected = slices.Clone(st.rejected)
+	case ownPreds:
+		st.preds = slices.Clone(st.preds)
+	case ownSince:
+		st.since = slices.Clone(st.since)
+	case ownPending:
+		st.pending = slices.Clone(st.pending)
+	case ownUsed:
+		st.used = slices.Clone(st.used)
+	}
+}
+
+// appendHead appends h to the slice of bit (st.preds, st.since or
+// st.pending); the first append to a shared slice copies it once.
+func (st *traceState) appendHead(bit uint8, dst *[]head, h head) {
+	if st.own&bit == 0 {
+		st.own |= bit
+		*dst = append(make([]head, 0, len(*dst)+2), *dst...)
+	}
+	*dst = append(*dst, h)
 }
 
 // usedMark says that the observation ref grounded the committed action by,
@@ -180,35 +231,60 @@ func explainsAbsence(r *Record) bool {
 // positions n+1, n+2, ... lookup resolves the ids the new records name
 // (artifacts, observations, proposals) that the batch itself does not hold.
 func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup func(string) *Record) *traceState {
+	// Every slice starts shared with st, clipped so that an append copies
+	// it (see [traceState.writable]).
 	out := &traceState{
-		heads:    slices.Clone(st.heads),
-		cons:     slices.Clone(st.cons),
-		rejected: slices.Clone(st.rejected),
-		preds:    slices.Clone(st.preds),
-		since:    slices.Clone(st.since),
-		pending:  slices.Clone(st.pending),
+		heads:    slices.Clip(st.heads),
+		cons:     slices.Clip(st.cons),
+		rejected: slices.Clip(st.rejected),
+		preds:    slices.Clip(st.preds),
+		since:    slices.Clip(st.since),
+		pending:  slices.Clip(st.pending),
 		used:     slices.Clip(st.used),
 	}
-	find := func(id string) *Record {
-		for i := range appends {
-			if appends[i].ID == id {
-				return &appends[i]
-			}
-		}
-		if r := out.byID(id); r != nil {
-			return r
-		}
-		return lookup(id)
+	// The batch's records, copied once: the state keeps pointers to them.
+	f := finder{st: out, lookup: lookup}
+	if len(appends) > 0 {
+		f.batch = slices.Clone(appends)
 	}
 	for _, inv := range invs {
-		out.setStatus(inv.ID, inv.Status, inv.Reason, find)
+		out.setStatus(inv.ID, inv.Status, inv.Reason, &f)
 	}
-	for i := range appends {
-		out.add(n+1+i, &appends[i], find)
+	for i := range f.batch {
+		out.add(n+1+i, &f.batch[i], &f)
 	}
 	out.trimSince()
 	out.trimUsed()
 	return out
+}
+
+// finder resolves the ids a batch's records name while a state is built:
+// among the batch, the state, or lookup. Every record it returns is one a
+// state may keep a pointer to: none is modified afterwards.
+type finder struct {
+	batch  []Record
+	st     *traceState
+	lookup func(string) *Record
+	copies bool // lookup's records are not the finder's to share: copy them
+}
+
+func (f *finder) find(id string) *Record {
+	for i := range f.batch {
+		if f.batch[i].ID == id {
+			return &f.batch[i]
+		}
+	}
+	if r := f.st.byID(id); r != nil {
+		return r
+	}
+	if f.lookup == nil {
+		return nil
+	}
+	r := f.lookup(id)
+	if r != nil && f.copies {
+		r = copyOf(r)
+	}
+	return r
 }
 
 // trimUsed keeps the marks of observations the state still holds: one it
@@ -224,32 +300,45 @@ func (st *traceState) trimUsed() {
 // belief head rests on, from the oldest observation of that kind a belief
 // head names.
 func (st *traceState) trimSince() {
-	st.since = slices.DeleteFunc(st.since, func(o head) bool {
-		for i := range st.heads {
-			h := &st.heads[i]
-			if h.rec.Slot != Beliefs {
-				continue
-			}
-			for j := range h.percepts {
-				if p := &h.percepts[j]; p.Kind == o.rec.Kind && seqOf(p.ID) <= o.seq {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	if !slices.ContainsFunc(st.since, st.dropSince) {
+		return
+	}
+	st.writable(ownSince)
+	st.since = slices.DeleteFunc(st.since, st.dropSince)
 }
 
-// add takes a record appended at position seq into the state.
-func (st *traceState) add(seq int, r *Record, find func(string) *Record) {
+// dropSince reports whether an observation in st.since is of a kind no
+// belief head rests on, or older than every one a belief head names.
+func (st *traceState) dropSince(o head) bool {
+	for i := range st.heads {
+		h := &st.heads[i]
+		if h.rec.Slot != Beliefs {
+			continue
+		}
+		for j := range h.percepts {
+			if p := &h.percepts[j]; p.Kind == o.rec.Kind && seqOf(p.ID) <= o.seq {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// add takes a record appended at position seq into the state. r is the
+// state's to keep: nothing modifies it afterwards.
+func (st *traceState) add(seq int, r *Record, f *finder) {
 	if explainsAbsence(r) {
 		st.reject(seq, r)
 	}
 	if r.Mode == ModeCommit && r.Slot == Actions {
 		for _, ev := range r.EvidenceRefs {
-			if a := find(ev); a != nil && isArtifact(a) {
+			if a := f.find(ev); a != nil && isArtifact(a) {
 				for _, ref := range groundedBy(a) {
 					if st.usedBy(ref, r.Kind) == "" {
+						if st.own&ownUsed == 0 {
+							st.own |= ownUsed
+							st.used = append(make([]usedMark, 0, len(st.used)+2), st.used...)
+						}
 						st.used = append(st.used, usedMark{Ref: ref, Action: r.Kind, By: r.ID})
 					}
 				}
@@ -258,29 +347,29 @@ func (st *traceState) add(seq int, r *Record, find func(string) *Record) {
 	}
 	if r.Mode != ModeCommit {
 		if r.Slot == Beliefs && r.Status == StatusActive {
-			st.pending = append(st.pending, head{seq: seq, rec: copyOf(r)})
+			st.appendHead(ownPending, &st.pending, head{seq: seq, rec: r})
 		}
 		return
 	}
-	h := head{seq: seq, rec: copyOf(r)}
+	h := head{seq: seq, rec: r}
 	if r.Slot == Beliefs || r.Slot == Predictions {
 		h.headExt = &headExt{}
 	}
 	switch r.Slot {
 	case Percepts:
 		if r.Status != StatusInvalidated {
-			st.since = append(st.since, head{seq: seq, rec: copyOf(r)}) // trimmed at the end of the batch
+			st.appendHead(ownSince, &st.since, head{seq: seq, rec: r}) // trimmed at the end of the batch
 		}
 	case Beliefs:
 		if len(r.EvidenceRefs) > 0 {
-			if a := find(r.EvidenceRefs[0]); a != nil && isArtifact(a) {
-				h.artifact = copyOf(a)
+			if a := f.find(r.EvidenceRefs[0]); a != nil && isArtifact(a) {
+				h.artifact = a
 				for _, pid := range a.Provenance.InputRefs {
-					if p := find(pid); p != nil {
+					if p := f.find(pid); p != nil {
 						h.percepts = append(h.percepts, *p)
 						if !slices.ContainsFunc(st.since, func(o head) bool { return o.rec.ID == pid }) {
 							// the observation was current when the belief was decided
-							st.since = append(st.since, head{seq: seqOf(pid), rec: copyOf(p)})
+							st.appendHead(ownSince, &st.since, head{seq: seqOf(pid), rec: p})
 							slices.SortFunc(st.since, func(a, b head) int { return a.seq - b.seq })
 						}
 					}
@@ -291,18 +380,20 @@ func (st *traceState) add(seq int, r *Record, find func(string) *Record) {
 		if r.Status == StatusActive {
 			h.action, _ = r.Payload.String(KeyActionType)
 			if len(r.Provenance.InputRefs) > 0 {
-				if p := find(r.Provenance.InputRefs[0]); p != nil {
+				if p := f.find(r.Provenance.InputRefs[0]); p != nil {
 					h.propWriter, h.propRole = p.Provenance.Writer, p.Provenance.Role
 				}
 			}
-			st.preds = append(st.preds, h)
+			st.appendHead(ownPreds, &st.preds, h)
 		}
 		return
 	case Constraints:
 		if r.Scope != ScopePersistent && r.Status == StatusActive {
+			st.writable(ownCons)
 			st.cons = append(st.cons, *r)
 		}
 	}
+	st.writable(ownHeads)
 	if r.Slot == Beliefs || r.Slot == Plans {
 		// An older commit still counts when every newer one is no longer
 		// active: keep those that may outlive all newer ones.
@@ -363,63 +454,78 @@ func coversSteps(p, q *Record) bool {
 // reject records r as the latest belief record of its kind that explains
 // an absence, unless a later one is already recorded.
 func (st *traceState) reject(seq int, r *Record) {
+	st.writable(ownRejected)
 	for i := range st.rejected {
 		if st.rejected[i].rec.Kind == r.Kind {
 			if st.rejected[i].seq < seq {
-				st.rejected[i] = head{seq: seq, rec: copyOf(r)}
+				st.rejected[i] = head{seq: seq, rec: r}
 			}
 			return
 		}
 	}
-	st.rejected = append(st.rejected, head{seq: seq, rec: copyOf(r)})
+	st.rejected = append(st.rejected, head{seq: seq, rec: r})
 }
 
 // setStatus records a status change of id in every copy the state holds.
-func (st *traceState) setStatus(id string, status Status, reason Code, find func(string) *Record) {
+func (st *traceState) setStatus(id string, status Status, reason Code, f *finder) {
 	seq := 0
 	for i := range st.heads {
 		h := &st.heads[i]
+		holds := h.rec.ID == id
+		if h.headExt != nil {
+			holds = holds || h.artifact != nil && h.artifact.ID == id ||
+				slices.ContainsFunc(h.percepts, func(p Record) bool { return p.ID == id })
+		}
+		if !holds {
+			continue
+		}
+		st.writable(ownHeads)
+		h = &st.heads[i]
 		if h.rec.ID == id {
 			h.rec, seq = withStatus(h.rec, status, reason), h.seq
 		}
 		if h.headExt == nil {
 			continue
 		}
-		if h.artifact != nil && h.artifact.ID == id {
-			e := *h.headExt // shared with the state this one derives from
-			e.artifact, h.headExt = withStatus(h.artifact, status, reason), &e
+		e := *h.headExt // shared with the state this one derives from
+		if e.artifact != nil && e.artifact.ID == id {
+			e.artifact = withStatus(e.artifact, status, reason)
 		}
-		for j := range h.percepts {
-			if h.percepts[j].ID == id {
-				e := *h.headExt
-				e.percepts = slices.Clone(h.percepts)
-				e.percepts[j].Status, e.percepts[j].Reason = status, reason
-				h.headExt = &e
-				break
+		if j := slices.IndexFunc(e.percepts, func(p Record) bool { return p.ID == id }); j >= 0 {
+			e.percepts = slices.Clone(e.percepts)
+			e.percepts[j].Status, e.percepts[j].Reason = status, reason
+		}
+		h.headExt = &e
+	}
+	if status != StatusActive {
+		if slices.ContainsFunc(st.cons, func(r Record) bool { return r.ID == id }) {
+			st.writable(ownCons)
+			st.cons = slices.DeleteFunc(st.cons, func(r Record) bool { return r.ID == id })
+		}
+		if slices.ContainsFunc(st.preds, func(h head) bool { return h.rec.ID == id }) {
+			st.writable(ownPreds)
+			st.preds = slices.DeleteFunc(st.preds, func(h head) bool { return h.rec.ID == id })
+		}
+		if i := slices.IndexFunc(st.pending, func(h head) bool { return h.rec.ID == id }); i >= 0 {
+			if seq == 0 {
+				seq = st.pending[i].seq
 			}
+			st.writable(ownPending)
+			st.pending = slices.Delete(st.pending, i, i+1)
 		}
 	}
-	st.cons = slices.DeleteFunc(st.cons, func(r Record) bool { return r.ID == id && status != StatusActive })
-	st.preds = slices.DeleteFunc(st.preds, func(h head) bool { return h.rec.ID == id && status != StatusActive })
-	st.pending = slices.DeleteFunc(st.pending, func(h head) bool {
-		if h.rec.ID == id && status != StatusActive && seq == 0 {
-			seq = h.seq
-		}
-		return h.rec.ID == id && status != StatusActive
-	})
 	for i := range st.since {
 		if st.since[i].rec.ID == id {
+			st.writable(ownSince)
 			st.since[i].rec = withStatus(st.since[i].rec, status, reason)
 		}
 	}
-	if r := find(id); r != nil && r.Slot == Beliefs {
-		c := *r
-		c.Status, c.Reason = status, reason
-		if explainsAbsence(&c) {
+	if r := f.find(id); r != nil && r.Slot == Beliefs {
+		if c := withStatus(r, status, reason); explainsAbsence(c) {
 			if seq == 0 {
 				seq = seqOf(id)
 			}
-			st.reject(seq, &c)
+			st.reject(seq, c)
 		}
 	}
 }
@@ -458,15 +564,16 @@ func foldState(recs []Record) *traceState {
 	for i := range recs {
 		pos[recs[i].ID] = i
 	}
-	find := func(id string) *Record {
+	st := &traceState{own: ownAll}
+	f := finder{st: st, copies: true, lookup: func(id string) *Record {
 		if i, ok := pos[id]; ok {
 			return &recs[i]
 		}
 		return nil
-	}
-	st := &traceState{}
+	}}
 	for i := range recs {
-		st.add(i+1, &recs[i], find)
+		// A copy: the state must not keep the whole trace alive.
+		st.add(i+1, copyOf(&recs[i]), &f)
 	}
 	st.trimSince()
 	st.trimUsed()
