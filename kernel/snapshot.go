@@ -59,7 +59,7 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 		}
 	}
 	if s.stateful {
-		b.State, b.Version = s.st.next(s.read, b.Appends, b.Invalidations, s.byID), s.version
+		b.State, b.Version = s.st.next(s.read, b.Appends, b.Invalidations, s), s.version
 	}
 	var err error
 	if a, ok := k.store.(normalizedApplier); ok {
@@ -394,7 +394,7 @@ func (s *snapshot) markExpired() []Invalidation {
 		}
 	}
 	if out != nil {
-		s.st = s.st.next(s.read, nil, out, s.byID)
+		s.st = s.st.next(s.read, nil, out, s)
 	}
 	return out
 }

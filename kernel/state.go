@@ -66,7 +66,7 @@ func (st *traceState) writable(bit uint8) {
 	st.own |= bit
 	switch bit {
 	case ownHeads:
-		st.heads = slices.Clone(st.heads)
+		st.heads = append(make([]head, 0, len(st.heads)+4), st.heads...) // room for the batch's new kinds
 	case ownCons:
 		st.cons = slices.Clone(st.cons)
 	case ownRejected:
@@ -230,7 +230,7 @@ func explainsAbsence(r *Record) bool {
 // next returns the state after a batch of this trace whose appends take
 // positions n+1, n+2, ... lookup resolves the ids the new records name
 // (artifacts, observations, proposals) that the batch itself does not hold.
-func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup func(string) *Record) *traceState {
+func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup recordLookup) *traceState {
 	// Every slice starts shared with st, clipped so that an append copies
 	// it (see [traceState.writable]).
 	out := &traceState{
@@ -243,6 +243,9 @@ func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup 
 		used:     slices.Clip(st.used),
 	}
 	// The batch's records, copied once: the state keeps pointers to them.
+	// (In an allocation of their own: a record a later state still holds
+	// must not keep this state's slices, and the records they point at,
+	// alive.)
 	f := finder{st: out, lookup: lookup}
 	if len(appends) > 0 {
 		f.batch = slices.Clone(appends)
@@ -258,13 +261,32 @@ func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup 
 	return out
 }
 
+// recordLookup reads a record by id (a snapshot: its state, the records it
+// read, the store).
+type recordLookup interface {
+	byID(id string) *Record
+}
+
+// traceRecords is a whole trace read by id, for [foldState].
+type traceRecords struct {
+	recs []Record
+	pos  map[string]int
+}
+
+func (t *traceRecords) byID(id string) *Record {
+	if i, ok := t.pos[id]; ok {
+		return &t.recs[i]
+	}
+	return nil
+}
+
 // finder resolves the ids a batch's records name while a state is built:
 // among the batch, the state, or lookup. Every record it returns is one a
 // state may keep a pointer to: none is modified afterwards.
 type finder struct {
 	batch  []Record
 	st     *traceState
-	lookup func(string) *Record
+	lookup recordLookup
 	copies bool // lookup's records are not the finder's to share: copy them
 }
 
@@ -280,7 +302,7 @@ func (f *finder) find(id string) *Record {
 	if f.lookup == nil {
 		return nil
 	}
-	r := f.lookup(id)
+	r := f.lookup.byID(id)
 	if r != nil && f.copies {
 		r = copyOf(r)
 	}
@@ -565,12 +587,7 @@ func foldState(recs []Record) *traceState {
 		pos[recs[i].ID] = i
 	}
 	st := &traceState{own: ownAll}
-	f := finder{st: st, copies: true, lookup: func(id string) *Record {
-		if i, ok := pos[id]; ok {
-			return &recs[i]
-		}
-		return nil
-	}}
+	f := finder{st: st, copies: true, lookup: &traceRecords{recs: recs, pos: pos}}
 	for i := range recs {
 		// A copy: the state must not keep the whole trace alive.
 		st.add(i+1, copyOf(&recs[i]), &f)
