@@ -118,7 +118,7 @@ func (r Record) Follow() (kernel.Follow, error) {
 	r.Version = Version
 	// The holding record says these: they are not stored twice.
 	r.TraceID, r.Namespace, r.TimeMS, r.RecordID = "", "", 0, ""
-	payload, err := toPayload(r)
+	payload, err := r.payload()
 	if err != nil {
 		return kernel.Follow{}, err
 	}
@@ -259,6 +259,92 @@ func splitID(id string) (traceID string, n int, ok bool) {
 		return "", 0, false
 	}
 	return rest[:i], n, true
+}
+
+// payload is r as the payload [Of] decodes: the fields under their JSON
+// names, empty ones left out as the JSON tags say. Built by hand: a JSON
+// round trip cost most of a tool call's allocations. Only a Context that
+// holds values other than JSON's own (a struct, say) goes through JSON.
+func (r Record) payload() (kernel.Payload, error) {
+	p := make(kernel.Payload, 12)
+	p["version"], p["kind"], p["outcome"], p["code"] = float64(r.Version), r.Kind, string(r.Outcome), string(r.Code)
+	put := func(m map[string]any, key, v string) {
+		if v != "" {
+			m[key] = v
+		}
+	}
+	strs := func(key string, v []string) {
+		if len(v) > 0 {
+			a := make([]any, len(v))
+			for i, s := range v {
+				a[i] = s
+			}
+			p[key] = a
+		}
+	}
+	put(p, "decision_id", r.ID)
+	put(p, "record_id", r.RecordID)
+	put(p, "trace_id", r.TraceID)
+	put(p, "namespace", r.Namespace)
+	if r.TimeMS != 0 {
+		p["ts_ms"] = float64(r.TimeMS)
+	}
+	put(p, "subject", r.Subject)
+	put(p, "rule", r.Rule)
+	put(p, "failed", r.Failed)
+	put(p, "detail", r.Detail)
+	if len(r.Causes) > 0 {
+		cs := make([]any, len(r.Causes))
+		for i, c := range r.Causes {
+			m := map[string]any{"code": string(c.Code)}
+			put(m, "record", c.Record)
+			put(m, "rule", c.Rule)
+			put(m, "detail", c.Detail)
+			cs[i] = m
+		}
+		p["causes"] = cs
+	}
+	strs("evidence_refs", r.EvidenceRefs)
+	strs("constraints", r.Constraints)
+	strs("approvals", r.Approvals)
+	if len(r.Context) > 0 {
+		if !plainJSON(map[string]any(r.Context)) {
+			c, err := toPayload(r.Context)
+			if err != nil {
+				return nil, err
+			}
+			p["context"] = map[string]any(c)
+		} else {
+			p["context"] = map[string]any(r.Context)
+		}
+	}
+	return p, nil
+}
+
+// plainJSON reports whether v holds only the values a JSON decoder makes
+// (and the Go numbers and string slices the kernel normalises itself).
+func plainJSON(v any) bool {
+	switch v := v.(type) {
+	case nil, string, bool, float64, float32, int, int64, int32, uint, uint64, uint32, []string:
+		return true
+	case map[string]any:
+		for _, x := range v {
+			if !plainJSON(x) {
+				return false
+			}
+		}
+		return true
+	case kernel.Payload:
+		return plainJSON(map[string]any(v))
+	case []any:
+		for _, x := range v {
+			if !plainJSON(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // toPayload turns a struct into a payload through JSON.
