@@ -117,8 +117,8 @@ func (st *traceState) usedBy(ref, action string) string {
 // Its records are never modified once a state holds them (states share
 // them): a status change replaces the record with a changed copy.
 type head struct {
-	seq int // position in the trace, from 1
-	rec *Record
+	seq      int // position in the trace, from 1
+	rec      *Record
 	*headExt // beliefs and predictions only; nil for the others
 }
 
