@@ -629,21 +629,14 @@ func (st *traceState) MarshalBinary() ([]byte, error) {
 		}
 		return hw
 	}
-	for i := range st.heads {
-		w.Heads = append(w.Heads, enc(&st.heads[i]))
+	all := func(hs []head) []headWire {
+		out := make([]headWire, len(hs))
+		for i := range hs {
+			out[i] = enc(&hs[i])
+		}
+		return out
 	}
-	for i := range st.rejected {
-		w.Rejected = append(w.Rejected, enc(&st.rejected[i]))
-	}
-	for i := range st.preds {
-		w.Preds = append(w.Preds, enc(&st.preds[i]))
-	}
-	for i := range st.since {
-		w.Since = append(w.Since, enc(&st.since[i]))
-	}
-	for i := range st.pending {
-		w.Pending = append(w.Pending, enc(&st.pending[i]))
-	}
+	w.Heads, w.Rejected, w.Preds, w.Since, w.Pending = all(st.heads), all(st.rejected), all(st.preds), all(st.since), all(st.pending)
 	return json.Marshal(w)
 }
 
@@ -660,22 +653,15 @@ func decodeState(b []byte) (*traceState, error) {
 		}
 		return h
 	}
+	all := func(hws []headWire) []head {
+		var out []head
+		for i := range hws {
+			out = append(out, dec(&hws[i]))
+		}
+		return out
+	}
 	st := &traceState{cons: w.Cons, used: w.Used}
-	for i := range w.Heads {
-		st.heads = append(st.heads, dec(&w.Heads[i]))
-	}
-	for i := range w.Rejected {
-		st.rejected = append(st.rejected, dec(&w.Rejected[i]))
-	}
-	for i := range w.Preds {
-		st.preds = append(st.preds, dec(&w.Preds[i]))
-	}
-	for i := range w.Since {
-		st.since = append(st.since, dec(&w.Since[i]))
-	}
-	for i := range w.Pending {
-		st.pending = append(st.pending, dec(&w.Pending[i]))
-	}
+	st.heads, st.rejected, st.preds, st.since, st.pending = all(w.Heads), all(w.Rejected), all(w.Preds), all(w.Since), all(w.Pending)
 	return st, nil
 }
 
