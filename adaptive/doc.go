@@ -44,8 +44,6 @@
 // processes) sharing a store commit each constraint once between them:
 // every commit claims the constraint's name in the namespace through a
 // once-key the kernel derives ([kernel.Symbolic.CommitConstraintOnce]), and
-// the learner that finds the name claimed holds the other's record. The
-// store must therefore enforce once-keys ([kernel.KeyStore], as every store
-// of the project does); on one that does not, Commit fails and the
-// constraint stays pending.
+// the learner that finds the name claimed holds the other's record (every
+// [kernel.Store] enforces once-keys).
 package adaptive

@@ -523,24 +523,6 @@ func (s *MemStore) appendTrace(dst []Record, traceID string) []Record {
 	return dst
 }
 
-// readTrace is the kernel's fast path (see [snapshotReader]): the trace and,
-// if asked, the active persistent constraints, copied into the caller's
-// buffers under one read lock, with no iterator.
-func (s *MemStore) readTrace(ctx context.Context, traceID, namespace string, withConstraints bool, recs, persistent []Record) ([]Record, []Record, error) {
-	if err := s.lock(ctx, false); err != nil {
-		return recs, persistent, err
-	}
-	defer s.unlock(false)
-	recs = s.appendTrace(recs, traceID)
-	if mutNamespace {
-		namespace = ""
-	}
-	if withConstraints {
-		persistent = s.appendSlot(persistent, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: namespace})
-	}
-	return recs, persistent, nil
-}
-
 // Close implements [Store]. It drops every record.
 func (s *MemStore) Close() error {
 	s.mu.Lock()

@@ -138,18 +138,6 @@ type headExt struct {
 
 var emptyState = &traceState{}
 
-// head returns the head of slot and kind, or nil.
-func (st *traceState) head(slot Slot, kind string) *head {
-	var best *head
-	for i := range st.heads {
-		h := &st.heads[i]
-		if h.rec.Slot == slot && h.rec.Kind == kind && (best == nil || h.seq > best.seq) {
-			best = h
-		}
-	}
-	return best
-}
-
 // byID returns the state's copy of a record, or nil.
 func (st *traceState) byID(id string) *Record {
 	for i := range st.heads {
