@@ -238,21 +238,29 @@ func (g *gate) recheck() (outcome, flags) {
 				}
 				// The observation itself, and every newer one of its kind:
 				// what the world said since must pass too.
-				rs := g.s.st.observationsSince(p.Kind, seqOf(p.ID))
-				if len(rs) == 0 || rs[0].ID != p.ID {
-					rs = append([]*Record{p}, rs...)
-				}
-				if mutSuperseded {
-					rs = rs[:1]
-				}
-				for _, r := range rs {
+				check := func(r *Record) (outcome, bool) {
 					code, arb := g.k.checkEvidence(g.s, r)
 					if !mutRecheck && code != "" {
 						out := refuse(code, r.ID)
 						out.causes = []Cause{{Code: code, Record: r.ID, Detail: "evidence of belief " + b.ID}}
-						return out, f
+						return out, true
 					}
 					f[1] = f[1] || arb
+					return outcome{}, false
+				}
+				if out, failed := check(p); failed {
+					return out, f
+				}
+				if mutSuperseded {
+					continue
+				}
+				seq := seqOf(p.ID)
+				for i := range g.s.st.since {
+					if o := &g.s.st.since[i]; o.rec.Kind == p.Kind && o.seq >= seq && o.rec.ID != p.ID {
+						if out, failed := check(o.rec); failed {
+							return out, f
+						}
+					}
 				}
 			}
 		}

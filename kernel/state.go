@@ -134,6 +134,7 @@ type headExt struct {
 	action     string
 	propWriter string
 	propRole   Role
+	pbuf       [1]Record // backs percepts for the usual belief on one observation
 }
 
 var emptyState = &traceState{}
@@ -170,18 +171,6 @@ func (st *traceState) byID(id string) *Record {
 		}
 	}
 	return nil
-}
-
-// observationsSince returns the observations of kind from position seq on,
-// oldest first, as far as the state keeps them (see [traceState]).
-func (st *traceState) observationsSince(kind string, seq int) []*Record {
-	var out []*Record
-	for i := range st.since {
-		if h := &st.since[i]; h.rec.Kind == kind && h.seq >= seq {
-			out = append(out, h.rec)
-		}
-	}
-	return out
 }
 
 // rejectedBelief returns the latest belief record of kind that is neither
@@ -364,6 +353,7 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 	h := head{seq: seq, rec: r}
 	if r.Slot == Beliefs || r.Slot == Predictions {
 		h.headExt = &headExt{}
+		h.percepts = h.pbuf[:0]
 	}
 	switch r.Slot {
 	case Percepts:
