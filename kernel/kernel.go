@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -52,7 +51,6 @@ type Kernel struct {
 	states            stateCache      // decoded trace states, by trace
 	written           writtenCache    // the states this kernel's last batches left, by trace
 	persistent        persistentCache // the namespace's persistent constraints
-	refold            sync.Map        // traces whose stored state proved wrong: read the trace next time
 	ownsStore         bool
 	now               func() time.Time
 	minConfidence     float64

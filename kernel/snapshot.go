@@ -73,16 +73,14 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 			// counted one change.
 			k.written.put(s.traceID, writtenState{len: s.read + len(b.Appends), version: s.version + 1, st: b.State.(*traceState)})
 		} else {
-			k.written.drop(s.traceID)
+			// The state said a record was active that the store has not:
+			// the next read builds the state from the trace rather than
+			// trust the stored one again.
+			k.written.drop(s.traceID, errors.Is(err, ErrNotActive))
 			if s.gated {
 				k.persistent.reset()
 			}
 		}
-	}
-	if errors.Is(err, ErrNotActive) && s.stateful {
-		// The state said a record was active that the store has not: read
-		// the trace itself next time rather than trust the state again.
-		k.refold.Store(s.traceID, true)
 	}
 	return err
 }
@@ -126,7 +124,7 @@ func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, wr
 		// and the next attempt reads it.
 		w, cached = writtenState{st: emptyState}, true
 	} else if cached && w.st == nil {
-		cached = false // known to exist, state unknown: read it
+		cached = false // known to exist, state unknown: read it (see [writtenCache.drop])
 	}
 	if cached {
 		_, cached = k.store.(StateStore)
@@ -174,7 +172,7 @@ func (s *snapshot) readState(ctx context.Context) error {
 		s.st = nil
 		if ts.Len == 0 {
 			s.st = emptyState
-		} else if _, distrust := k.refold.LoadAndDelete(s.traceID); !distrust && (ts.StateVersion == ts.Version || mutStateFold) {
+		} else if !k.written.distrusted(s.traceID) && (ts.StateVersion == ts.Version || mutStateFold) {
 			s.st = k.states.decode(s.traceID, &ts)
 		}
 	}

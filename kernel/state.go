@@ -695,20 +695,44 @@ func (c *stateCache) decode(traceID string, ts *TraceState) *traceState {
 // left, with the trace's length and version after that batch, so that the
 // next write or decision need not read them back (see
 // [Kernel.loadForWrite]). Safe for concurrent use.
+//
+// A kernel usually writes a handful of traces: the first four it writes
+// are kept in a small array, every other in a map.
 type writtenCache struct {
-	mu sync.Mutex
-	m  map[string]writtenState
+	mu   sync.Mutex
+	few  [4]writtenEntry
+	nfew int
+	m    map[string]writtenState
+}
+
+type writtenEntry struct {
+	trace string
+	w     writtenState
 }
 
 type writtenState struct {
 	len     int
 	version uint64
-	st      *traceState
+	st      *traceState // nil: the trace exists, its state is to be read
+	refold  bool        // with st nil: build the state from the trace, not the stored one
+}
+
+// slot returns traceID's entry in the array, or nil.
+func (c *writtenCache) slot(traceID string) *writtenState {
+	for i := range c.nfew {
+		if c.few[i].trace == traceID {
+			return &c.few[i].w
+		}
+	}
+	return nil
 }
 
 func (c *writtenCache) get(traceID string) (writtenState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if p := c.slot(traceID); p != nil {
+		return *p, true
+	}
 	w, ok := c.m[traceID]
 	return w, ok
 }
@@ -716,16 +740,36 @@ func (c *writtenCache) get(traceID string) (writtenState, bool) {
 func (c *writtenCache) put(traceID string, w writtenState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedStates {
-		c.m = make(map[string]writtenState)
+	switch p := c.slot(traceID); {
+	case p != nil:
+		*p = w
+	case c.nfew < len(c.few):
+		c.few[c.nfew] = writtenEntry{traceID, w}
+		c.nfew++
+	default:
+		if c.m == nil || len(c.m) >= maxCachedStates {
+			c.m = make(map[string]writtenState)
+		}
+		c.m[traceID] = w
 	}
-	c.m[traceID] = w
 }
 
 // drop forgets the state of a trace whose batch the store refused; the
-// trace is remembered as one that exists, so that the next write reads it.
-func (c *writtenCache) drop(traceID string) {
-	c.put(traceID, writtenState{})
+// trace is remembered as one that exists, so that the next write reads it,
+// and, when refold, reads it whole.
+func (c *writtenCache) drop(traceID string, refold bool) {
+	c.put(traceID, writtenState{refold: refold})
+}
+
+// distrusted reports whether the next read of traceID must build its state
+// from the trace, and clears that.
+func (c *writtenCache) distrusted(traceID string) bool {
+	w, ok := c.get(traceID)
+	if ok && w.st == nil && w.refold {
+		c.put(traceID, writtenState{})
+		return true
+	}
+	return false
 }
 
 // persistentCache keeps the namespace's active persistent constraints as
