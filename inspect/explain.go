@@ -658,4 +658,4 @@ func (e Explanation) String() string {
 
 // WriteJSON writes the explanation as one indented JSON object, through
 // [InertJSON].
-func (e Explanation) WriteJSON(w io.Writer) error { return writeInertJSON(w, e) }
+func (e Explanation) WriteJSON(w io.Writer) error { return writeJSON(w, e) }

@@ -1,9 +1,7 @@
 package inspect
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -112,14 +110,4 @@ func active(r rune, n int) bool {
 		return true
 	}
 	return false
-}
-
-// writeInertJSON writes v as one indented JSON object through [InertJSON].
-func writeInertJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(InertJSON(b), '\n'))
-	return err
 }

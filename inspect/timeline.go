@@ -431,4 +431,4 @@ func (t TimelineReport) String() string {
 
 // WriteJSON writes the timeline as one indented JSON object, through
 // [InertJSON].
-func (t TimelineReport) WriteJSON(w io.Writer) error { return writeInertJSON(w, t) }
+func (t TimelineReport) WriteJSON(w io.Writer) error { return writeJSON(w, t) }

@@ -53,8 +53,8 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 	if s.gated && s.sharedOK {
 		b.SharedNamespace, b.Shared = k.namespace, s.shared
 	}
-	for _, inv := range s.late[:len(s.late)*boolInt(s.decides)] {
-		if !slices.ContainsFunc(b.Invalidations, func(o Invalidation) bool { return o.ID == inv.ID }) {
+	for _, inv := range s.late {
+		if s.decides && !slices.ContainsFunc(b.Invalidations, func(o Invalidation) bool { return o.ID == inv.ID }) {
 			b.Invalidations = append(b.Invalidations, inv)
 		}
 	}
@@ -115,44 +115,49 @@ func (k *Kernel) loadForWrite(ctx context.Context, traceID string, withConstrain
 func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, writes bool) (*snapshot, error) {
 	s := snapshots.Get().(*snapshot)
 	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, k.nowMS(), spanRef(ctx)
-	var err error
 	s.gated = withConstraints
-	w, cached := k.written.get(traceID)
-	if !cached && writes {
-		// A trace this kernel has not written is taken for a new one: if
-		// it is not, the store refuses the batch (its length is not 0)
-		// and the next attempt reads it.
-		w, cached = writtenState{st: emptyState}, true
-	} else if cached && w.st == nil {
-		cached = false // known to exist, state unknown: read it (see [writtenCache.drop])
-	}
-	if cached {
-		_, cached = k.store.(StateStore)
-	}
-	var shared []Record
-	if cached && withConstraints {
-		// A gated decision also starts from the persistent constraints as
-		// last listed; its batch is conditional on their counter.
-		shared, s.shared, cached = k.persistent.latest()
-	}
-	if writes && cached {
-		s.stateful, s.read, s.n, s.version, s.st = true, w.len, w.len, w.version, w.st
-		if withConstraints {
-			s.persistent, s.sharedOK = shared, true
-			withConstraints = false // read already
-		}
-		err = ctx.Err()
-	} else {
+	err := ctx.Err()
+	if !writes || !s.startFromWritten() {
 		err = s.readState(ctx)
-	}
-	if err == nil && withConstraints {
-		err = s.readConstraints(ctx)
+		if err == nil && s.gated {
+			err = s.readConstraints(ctx)
+		}
 	}
 	if err != nil {
 		s.release()
 		return nil, err
 	}
 	return s, nil
+}
+
+// startFromWritten starts a snapshot whose batch is conditional on what it
+// read from the state this kernel's last batch on the trace left, and, for
+// a gated decision, from the persistent constraints as last listed (its
+// batch is conditional on their counter). A trace this kernel has not
+// written is taken for a new one: if it is not, the store refuses the
+// batch (its length is not 0) and the next attempt reads it. It reports
+// false when the snapshot must be read from the store.
+func (s *snapshot) startFromWritten() bool {
+	k := s.k
+	if _, ok := k.store.(StateStore); !ok {
+		return false
+	}
+	w, ok := k.written.get(s.traceID)
+	if !ok {
+		w = writtenState{st: emptyState}
+	}
+	if w.st == nil {
+		return false // known to exist, state unknown: read it (see [writtenCache.drop])
+	}
+	if s.gated {
+		recs, shared, ok := k.persistent.latest()
+		if !ok {
+			return false
+		}
+		s.persistent, s.shared, s.sharedOK = recs, shared, true
+	}
+	s.stateful, s.read, s.n, s.version, s.st = true, w.len, w.len, w.version, w.st
+	return true
 }
 
 // readState reads the trace's state from a [StateStore] when it is
@@ -539,11 +544,4 @@ next:
 		}
 	}
 	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

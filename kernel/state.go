@@ -34,7 +34,7 @@ import (
 type traceState struct {
 	heads    []head
 	cons     []Record
-	rejected []head // rec and seq only
+	rejected []head // per belief kind, the latest record that explains an absence (rec and seq)
 	preds    []head // committed, active predictions, in append order
 	since    []head // observations of the kinds belief heads rest on (rec and seq), in append order
 	pending  []head // belief proposals still active (one may expire and explain an absence)
@@ -57,39 +57,15 @@ const (
 	ownAll = 1<<7 - 1
 )
 
-// writable makes the slice of bit this state's own, copying it from the
-// state it derives from the first time.
-func (st *traceState) writable(bit uint8) {
-	if st.own&bit != 0 {
-		return
-	}
-	st.own |= bit
-	switch bit {
-	case ownHeads:
-		st.heads = append(make([]head, 0, len(st.heads)+4), st.heads...) // room for the batch's new kinds
-	case ownCons:
-		st.cons = slices.Clone(st.cons)
-	case ownRejected:
-		st.rejected = slices.Clone(st.rejected)
-	case ownPreds:
-		st.preds = slices.Clone(st.preds)
-	case ownSince:
-		st.since = slices.Clone(st.since)
-	case ownPending:
-		st.pending = slices.Clone(st.pending)
-	case ownUsed:
-		st.used = slices.Clone(st.used)
-	}
-}
-
-// appendHead appends h to the slice of bit (st.preds, st.since or
-// st.pending); the first append to a shared slice copies it once.
-func (st *traceState) appendHead(bit uint8, dst *[]head, h head) {
+// mine makes *s, the slice of bit, st's own: the first time, it copies
+// it from the state st derives from (with room for a few appends), so
+// that changing it in place or appending to it leaves that state as it
+// was.
+func mine[T any](st *traceState, bit uint8, s *[]T) {
 	if st.own&bit == 0 {
 		st.own |= bit
-		*dst = append(make([]head, 0, len(*dst)+2), *dst...)
+		*s = append(make([]T, 0, len(*s)+4), *s...)
 	}
-	*dst = append(*dst, h)
 }
 
 // usedMark says that the observation ref grounded the committed action by,
@@ -208,8 +184,7 @@ func explainsAbsence(r *Record) bool {
 // positions n+1, n+2, ... lookup resolves the ids the new records name
 // (artifacts, observations, proposals) that the batch itself does not hold.
 func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup recordLookup) *traceState {
-	// Every slice starts shared with st, clipped so that an append copies
-	// it (see [traceState.writable]).
+	// Every slice starts shared with st (see [mine]).
 	out := &traceState{
 		heads:    slices.Clip(st.heads),
 		cons:     slices.Clip(st.cons),
@@ -276,9 +251,6 @@ func (f *finder) find(id string) *Record {
 	if r := f.st.byID(id); r != nil {
 		return r
 	}
-	if f.lookup == nil {
-		return nil
-	}
 	r := f.lookup.byID(id)
 	if r != nil && f.copies {
 		r = copyOf(r)
@@ -290,8 +262,10 @@ func (f *finder) find(id string) *Record {
 // no longer holds is superseded and no belief head rests on it, so it can
 // ground nothing again.
 func (st *traceState) trimUsed() {
-	if slices.ContainsFunc(st.used, func(m usedMark) bool { return st.byID(m.Ref) == nil }) {
-		st.used = slices.DeleteFunc(slices.Clone(st.used), func(m usedMark) bool { return st.byID(m.Ref) == nil })
+	gone := func(m usedMark) bool { return st.byID(m.Ref) == nil }
+	if slices.ContainsFunc(st.used, gone) {
+		mine(st, ownUsed, &st.used)
+		st.used = slices.DeleteFunc(st.used, gone)
 	}
 }
 
@@ -302,7 +276,7 @@ func (st *traceState) trimSince() {
 	if !slices.ContainsFunc(st.since, st.dropSince) {
 		return
 	}
-	st.writable(ownSince)
+	mine(st, ownSince, &st.since)
 	st.since = slices.DeleteFunc(st.since, st.dropSince)
 }
 
@@ -334,10 +308,7 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 			if a := f.find(ev); a != nil && isArtifact(a) {
 				for _, ref := range groundedBy(a) {
 					if st.usedBy(ref, r.Kind) == "" {
-						if st.own&ownUsed == 0 {
-							st.own |= ownUsed
-							st.used = append(make([]usedMark, 0, len(st.used)+2), st.used...)
-						}
+						mine(st, ownUsed, &st.used)
 						st.used = append(st.used, usedMark{Ref: ref, Action: r.Kind, By: r.ID})
 					}
 				}
@@ -346,7 +317,8 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 	}
 	if r.Mode != ModeCommit {
 		if r.Slot == Beliefs && r.Status == StatusActive {
-			st.appendHead(ownPending, &st.pending, head{seq: seq, rec: r})
+			mine(st, ownPending, &st.pending)
+			st.pending = append(st.pending, head{seq: seq, rec: r})
 		}
 		return
 	}
@@ -358,7 +330,8 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 	switch r.Slot {
 	case Percepts:
 		if r.Status != StatusInvalidated {
-			st.appendHead(ownSince, &st.since, head{seq: seq, rec: r}) // trimmed at the end of the batch
+			mine(st, ownSince, &st.since)
+			st.since = append(st.since, head{seq: seq, rec: r}) // trimmed at the end of the batch
 		}
 	case Beliefs:
 		if len(r.EvidenceRefs) > 0 {
@@ -369,7 +342,8 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 						h.percepts = append(h.percepts, *p)
 						if !slices.ContainsFunc(st.since, func(o head) bool { return o.rec.ID == pid }) {
 							// the observation was current when the belief was decided
-							st.appendHead(ownSince, &st.since, head{seq: seqOf(pid), rec: p})
+							mine(st, ownSince, &st.since)
+							st.since = append(st.since, head{seq: seqOf(pid), rec: p})
 							slices.SortFunc(st.since, func(a, b head) int { return a.seq - b.seq })
 						}
 					}
@@ -384,16 +358,17 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 					h.propWriter, h.propRole = p.Provenance.Writer, p.Provenance.Role
 				}
 			}
-			st.appendHead(ownPreds, &st.preds, h)
+			mine(st, ownPreds, &st.preds)
+			st.preds = append(st.preds, h)
 		}
 		return
 	case Constraints:
 		if r.Scope != ScopePersistent && r.Status == StatusActive {
-			st.writable(ownCons)
+			mine(st, ownCons, &st.cons)
 			st.cons = append(st.cons, *r)
 		}
 	}
-	st.writable(ownHeads)
+	mine(st, ownHeads, &st.heads)
 	if r.Slot == Beliefs || r.Slot == Plans {
 		// An older commit still counts when every newer one is no longer
 		// active: keep those that may outlive all newer ones.
@@ -454,7 +429,7 @@ func coversSteps(p, q *Record) bool {
 // reject records r as the latest belief record of its kind that explains
 // an absence, unless a later one is already recorded.
 func (st *traceState) reject(seq int, r *Record) {
-	st.writable(ownRejected)
+	mine(st, ownRejected, &st.rejected)
 	for i := range st.rejected {
 		if st.rejected[i].rec.Kind == r.Kind {
 			if st.rejected[i].seq < seq {
@@ -479,7 +454,7 @@ func (st *traceState) setStatus(id string, status Status, reason Code, f *finder
 		if !holds {
 			continue
 		}
-		st.writable(ownHeads)
+		mine(st, ownHeads, &st.heads)
 		h = &st.heads[i]
 		if h.rec.ID == id {
 			h.rec, seq = withStatus(h.rec, status, reason), h.seq
@@ -499,24 +474,24 @@ func (st *traceState) setStatus(id string, status Status, reason Code, f *finder
 	}
 	if status != StatusActive {
 		if slices.ContainsFunc(st.cons, func(r Record) bool { return r.ID == id }) {
-			st.writable(ownCons)
+			mine(st, ownCons, &st.cons)
 			st.cons = slices.DeleteFunc(st.cons, func(r Record) bool { return r.ID == id })
 		}
 		if slices.ContainsFunc(st.preds, func(h head) bool { return h.rec.ID == id }) {
-			st.writable(ownPreds)
+			mine(st, ownPreds, &st.preds)
 			st.preds = slices.DeleteFunc(st.preds, func(h head) bool { return h.rec.ID == id })
 		}
 		if i := slices.IndexFunc(st.pending, func(h head) bool { return h.rec.ID == id }); i >= 0 {
 			if seq == 0 {
 				seq = st.pending[i].seq
 			}
-			st.writable(ownPending)
+			mine(st, ownPending, &st.pending)
 			st.pending = slices.Delete(st.pending, i, i+1)
 		}
 	}
 	for i := range st.since {
 		if st.since[i].rec.ID == id {
-			st.writable(ownSince)
+			mine(st, ownSince, &st.since)
 			st.since[i].rec = withStatus(st.since[i].rec, status, reason)
 		}
 	}
