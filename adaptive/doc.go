@@ -3,7 +3,7 @@
 //
 // A [Learner] counts the invalidated beliefs, plans, predictions and
 // actions of the traces it analyses by their typed reason code
-// ([kernel.Code]; never by message text). When a code that the mapping
+// ([blackboard.Code]; never by message text). When a code that the mapping
 // knows reaches the threshold (default [DefaultThreshold]), the learner
 // queues that code's constraint and, as an orchestrator.Worker in the next episode
 // or through [Learner.Commit], commits it through its symbolic-validator
@@ -45,5 +45,5 @@
 // every commit claims the constraint's name in the namespace through a
 // once-key the kernel derives ([kernel.Symbolic.CommitConstraintOnce]), and
 // the learner that finds the name claimed holds the other's record (every
-// [kernel.Store] enforces once-keys).
+// [blackboard.Store] enforces once-keys).
 package adaptive

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 )
@@ -43,12 +44,12 @@ const (
 //	UNRESOLVED_CONFLICT -> block_conflicted_actions     (uses_conflicted_data)
 //	LOW_CONFIDENCE      -> block_low_confidence_actions (uses_low_confidence_data)
 //	NEGATIVE_PREDICTION -> block_negative_predictions   (has_negative_prediction)
-func DefaultMapping() map[kernel.Code]kernel.Constraint {
-	return map[kernel.Code]kernel.Constraint{
-		kernel.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: kernel.KeyUsesStaleData},
-		kernel.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: kernel.KeyUsesConflictedData},
-		kernel.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: kernel.KeyUsesLowConfidenceData},
-		kernel.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: kernel.KeyHasNegativePrediction},
+func DefaultMapping() map[blackboard.Code]kernel.Constraint {
+	return map[blackboard.Code]kernel.Constraint{
+		blackboard.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: kernel.KeyUsesStaleData},
+		blackboard.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: kernel.KeyUsesConflictedData},
+		blackboard.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: kernel.KeyUsesLowConfidenceData},
+		blackboard.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: kernel.KeyHasNegativePrediction},
 	}
 }
 
@@ -63,7 +64,7 @@ func WithThreshold(n int) Option { return func(l *Learner) { l.threshold = n } }
 // constraint learned for it. Every constraint needs a name and a blocked
 // field; its Enabled field is ignored (learned constraints are enabled).
 // Codes left out are counted but never learned from. The map is copied.
-func WithMapping(m map[kernel.Code]kernel.Constraint) Option {
+func WithMapping(m map[blackboard.Code]kernel.Constraint) Option {
 	return func(l *Learner) { l.mapping = maps.Clone(m); l.mappingSet = true }
 }
 
@@ -77,7 +78,7 @@ type Learned struct {
 	Name string
 	// Code and Count are what triggered it; empty and 0 for a persistent
 	// constraint found in the store without that record.
-	Code  kernel.Code
+	Code  blackboard.Code
 	Count int
 	// RecordID and TraceID locate the constraint record.
 	RecordID string
@@ -87,13 +88,13 @@ type Learned struct {
 // Lesson is a constraint the learner has decided to learn but not yet
 // committed.
 type Lesson struct {
-	Code       kernel.Code
+	Code       blackboard.Code
 	Count      int
 	Constraint kernel.Constraint
 }
 
 // analysedSlots are where failures are counted.
-var analysedSlots = []kernel.Slot{kernel.Beliefs, kernel.Plans, kernel.Predictions, kernel.Actions}
+var analysedSlots = []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Predictions, blackboard.Actions}
 
 // Learner is the adaptive worker (paper §11.2): it counts invalidated
 // beliefs, plans, predictions and actions by their typed reason code and,
@@ -103,13 +104,13 @@ type Learner struct {
 	h          *kernel.Symbolic
 	id         string
 	threshold  int
-	mapping    map[kernel.Code]kernel.Constraint
+	mapping    map[blackboard.Code]kernel.Constraint
 	mappingSet bool
-	codes      []kernel.Code // mapped codes, sorted: the order constraints are queued in
+	codes      []blackboard.Code // mapped codes, sorted: the order constraints are queued in
 
 	mu       sync.Mutex
-	counts   map[kernel.Code]int
-	perTrace map[string]map[kernel.Code]int
+	counts   map[blackboard.Code]int
+	perTrace map[string]map[blackboard.Code]int
 	held     map[string]int // constraint name -> index in learned
 	learned  []Learned
 	pending  []Lesson
@@ -124,7 +125,7 @@ var _ orchestrator.Worker = (*Learner)(nil)
 // reached the threshold without its constraint is queued at once.
 //
 // It returns an error wrapping [ErrInvalidOption] for bad options, or the
-// store's error (for instance [kernel.ErrClosed], or ctx's error).
+// store's error (for instance [blackboard.ErrClosed], or ctx's error).
 func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
@@ -134,8 +135,8 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 		id:        "adaptive",
 		threshold: DefaultThreshold,
 		mapping:   DefaultMapping(),
-		counts:    make(map[kernel.Code]int),
-		perTrace:  make(map[string]map[kernel.Code]int),
+		counts:    make(map[blackboard.Code]int),
+		perTrace:  make(map[string]map[blackboard.Code]int),
 		held:      make(map[string]int),
 	}
 	for _, o := range opts {
@@ -153,14 +154,14 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 	slices.Sort(l.codes)
 
 	for _, slot := range analysedSlots {
-		for r, err := range h.List(ctx, slot, kernel.Filter{Status: kernel.StatusInvalidated}) {
+		for r, err := range h.List(ctx, slot, blackboard.Filter{Status: blackboard.StatusInvalidated}) {
 			if err != nil {
 				return nil, fmt.Errorf("adaptive: reading %s: %w", slot, err)
 			}
 			if failure(&r) {
 				t := l.perTrace[r.TraceID()]
 				if t == nil {
-					t = make(map[kernel.Code]int, 1)
+					t = make(map[blackboard.Code]int, 1)
 					l.perTrace[r.TraceID()] = t
 				}
 				t[r.Reason]++
@@ -168,11 +169,11 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 			}
 		}
 	}
-	for r, err := range h.List(ctx, kernel.Constraints, kernel.Filter{Status: kernel.StatusActive, Scope: kernel.ScopePersistent}) {
+	for r, err := range h.List(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			return nil, fmt.Errorf("adaptive: reading constraints: %w", err)
 		}
-		if r.Mode == kernel.ModeCommit {
+		if r.Mode == blackboard.ModeCommit {
 			l.hold(learnedFrom(&r))
 		}
 	}
@@ -206,19 +207,19 @@ func (l *Learner) check() error {
 
 // failure reports whether r is a record the learner counts: invalidated
 // with a reason code other than the supersession of a committed proposal.
-func failure(r *kernel.Record) bool {
-	return r.Status == kernel.StatusInvalidated && r.Reason != "" && r.Reason != kernel.CodeSupersededByCommit
+func failure(r *blackboard.Record) bool {
+	return r.Status == blackboard.StatusInvalidated && r.Reason != "" && r.Reason != blackboard.CodeSupersededByCommit
 }
 
 // learnedFrom reads a persistent constraint record.
-func learnedFrom(r *kernel.Record) Learned {
+func learnedFrom(r *blackboard.Record) Learned {
 	name, ok := r.Payload.String(kernel.KeyName)
 	if !ok || name == "" {
 		name = r.Kind
 	}
 	code, _ := r.Payload.String(KeyLearnedFrom)
 	count, _ := r.Payload.Float(KeyTriggerCount)
-	return Learned{Name: name, Code: kernel.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
+	return Learned{Name: name, Code: blackboard.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
 }
 
 // hold records a constraint as present in the store. Callers hold l.mu or
@@ -249,7 +250,7 @@ func (l *Learner) queue() []Lesson {
 			continue
 		}
 		c.Enabled = true
-		c.Extra = kernel.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, KeyLearnedBy: l.id}
+		c.Extra = blackboard.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, KeyLearnedBy: l.id}
 		p := Lesson{Code: code, Count: n, Constraint: c}
 		l.pending = append(l.pending, p)
 		added = append(added, p)
@@ -265,7 +266,7 @@ func (l *Learner) queue() []Lesson {
 // episode ends. Errors come from the store (or ctx); on error nothing
 // changes.
 func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Lesson, error) {
-	seen := make(map[kernel.Code]int)
+	seen := make(map[blackboard.Code]int)
 	for r, err := range l.h.Trace(ctx, traceID) {
 		if err != nil {
 			return nil, fmt.Errorf("adaptive: analysing trace %q: %w", traceID, err)
@@ -280,7 +281,7 @@ func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Lesson, error)
 	for code, n := range seen {
 		if d := n - counted[code]; d > 0 {
 			if counted == nil {
-				counted = make(map[kernel.Code]int, len(seen))
+				counted = make(map[blackboard.Code]int, len(seen))
 				l.perTrace[traceID] = counted
 			}
 			counted[code] = n
@@ -332,16 +333,16 @@ func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error)
 // namespace so that two learners sharing the store commit it once between
 // them; created is false when the name was claimed already, and rec is
 // the record that claimed it.
-func (l *Learner) commitOnce(ctx context.Context, traceID string, c kernel.Constraint) (rec kernel.Record, created bool, err error) {
+func (l *Learner) commitOnce(ctx context.Context, traceID string, c kernel.Constraint) (rec blackboard.Record, created bool, err error) {
 	if mutLearnOnce {
-		rec, err = l.h.CommitConstraint(ctx, traceID, c, kernel.ScopePersistent)
+		rec, err = l.h.CommitConstraint(ctx, traceID, c, blackboard.ScopePersistent)
 		return rec, err == nil, err
 	}
 	return l.h.CommitConstraintOnce(ctx, traceID, c)
 }
 
 // Counts returns how many failures the learner has counted, by code.
-func (l *Learner) Counts() map[kernel.Code]int {
+func (l *Learner) Counts() map[blackboard.Code]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.counts)
@@ -374,10 +375,10 @@ func (l *Learner) Handle() kernel.Handle { return l.h }
 
 // Reads returns nil: the learner reads the store between episodes, not the
 // view, so it waits for no other worker.
-func (l *Learner) Reads() []kernel.Slot { return nil }
+func (l *Learner) Reads() []blackboard.Slot { return nil }
 
 // Writes returns the constraints slot.
-func (l *Learner) Writes() []kernel.Slot { return []kernel.Slot{kernel.Constraints} }
+func (l *Learner) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Constraints} }
 
 // ShouldActivate reports whether constraints are pending.
 func (l *Learner) ShouldActivate(kernel.View) bool {

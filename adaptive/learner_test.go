@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -21,10 +23,10 @@ var ctx = context.Background()
 
 var alertSpec = kernel.WithActionSpecs(kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true})
 
-func newKernel(t *testing.T, store kernel.Store, opts ...kernel.Option) *kernel.Kernel {
+func newKernel(t *testing.T, store blackboard.Store, opts ...kernel.Option) *kernel.Kernel {
 	t.Helper()
 	if store == nil {
-		store = kernel.NewMemStore()
+		store = memstore.New()
 		t.Cleanup(func() { _ = store.Close() })
 	}
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(store), alertSpec}, opts...)...)
@@ -45,20 +47,20 @@ func newLearner(t *testing.T, k *kernel.Kernel, opts ...adaptive.Option) *adapti
 }
 
 // percept commits a temperature percept in the trace.
-func percept(t *testing.T, k *kernel.Kernel, trace string, p kernel.Payload, conf float64, ttl time.Duration) {
+func percept(t *testing.T, k *kernel.Kernel, trace string, p blackboard.Payload, conf float64, ttl time.Duration) {
 	t.Helper()
 	p["value"] = 95
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "temperature",
+	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "temperature",
 		Payload: p, Confidence: kernel.Confidence(conf), TTL: ttl}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // belief proposes anomaly_detected on the temperature and returns the code.
-func belief(t *testing.T, k *kernel.Kernel, trace string) kernel.Code {
+func belief(t *testing.T, k *kernel.Kernel, trace string) blackboard.Code {
 	t.Helper()
-	d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "anomaly_detected",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
+	d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "anomaly_detected",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,21 +70,21 @@ func belief(t *testing.T, k *kernel.Kernel, trace string) kernel.Code {
 // predict commits a prediction for alert.
 func predict(t *testing.T, k *kernel.Kernel, trace string, outcome float64) {
 	t.Helper()
-	d, err := k.Simulator("sim").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Predictions, Kind: "alert_outcome",
-		Payload: kernel.Payload{"action_type": "alert", "expected_outcome": outcome, "requires_beliefs": []string{"anomaly_detected"}}})
+	d, err := k.Simulator("sim").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Predictions, Kind: "alert_outcome",
+		Payload: blackboard.Payload{"action_type": "alert", "expected_outcome": outcome, "requires_beliefs": []string{"anomaly_detected"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("prediction: %v %v", d.Code, err)
 	}
 }
 
 // alert proposes an alert with extra payload fields and returns the code.
-func alert(t *testing.T, k *kernel.Kernel, trace string, extra kernel.Payload) kernel.Code {
+func alert(t *testing.T, k *kernel.Kernel, trace string, extra blackboard.Payload) blackboard.Code {
 	t.Helper()
-	p := kernel.Payload{"requires_beliefs": []string{"anomaly_detected"}}
+	p := blackboard.Payload{"requires_beliefs": []string{"anomaly_detected"}}
 	for key, v := range extra {
 		p[key] = v
 	}
-	d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "alert", Payload: p})
+	d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: "alert", Payload: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,22 +92,22 @@ func alert(t *testing.T, k *kernel.Kernel, trace string, extra kernel.Payload) k
 }
 
 // fail makes one failure with the given code in the trace.
-func fail(t *testing.T, k *kernel.Kernel, trace string, code kernel.Code) {
+func fail(t *testing.T, k *kernel.Kernel, trace string, code blackboard.Code) {
 	t.Helper()
-	var got kernel.Code
+	var got blackboard.Code
 	switch code {
-	case kernel.CodeStaleEvidence:
-		percept(t, k, trace, kernel.Payload{"stale": true}, 0.9, 0)
+	case blackboard.CodeStaleEvidence:
+		percept(t, k, trace, blackboard.Payload{"stale": true}, 0.9, 0)
 		got = belief(t, k, trace)
-	case kernel.CodeUnresolvedConflict:
-		percept(t, k, trace, kernel.Payload{"conflict": true}, 0.6, 0)
+	case blackboard.CodeUnresolvedConflict:
+		percept(t, k, trace, blackboard.Payload{"conflict": true}, 0.6, 0)
 		got = belief(t, k, trace)
-	case kernel.CodeLowConfidence:
-		percept(t, k, trace, kernel.Payload{}, 0.3, 0)
+	case blackboard.CodeLowConfidence:
+		percept(t, k, trace, blackboard.Payload{}, 0.3, 0)
 		got = belief(t, k, trace)
-	case kernel.CodeNegativePrediction:
-		percept(t, k, trace, kernel.Payload{}, 0.9, 0)
-		if c := belief(t, k, trace); c != kernel.CodeCommitted {
+	case blackboard.CodeNegativePrediction:
+		percept(t, k, trace, blackboard.Payload{}, 0.9, 0)
+		if c := belief(t, k, trace); c != blackboard.CodeCommitted {
 			t.Fatalf("belief %s", c)
 		}
 		predict(t, k, trace, -0.5)
@@ -128,10 +130,10 @@ func analyze(t *testing.T, l *adaptive.Learner, trace string) []adaptive.Lesson 
 }
 
 // persistent lists the active persistent constraints of the store.
-func persistent(t *testing.T, k *kernel.Kernel) []kernel.Record {
+func persistent(t *testing.T, k *kernel.Kernel) []blackboard.Record {
 	t.Helper()
-	var out []kernel.Record
-	for r, err := range k.Symbolic("reader").List(ctx, kernel.Constraints, kernel.Filter{Status: kernel.StatusActive, Scope: kernel.ScopePersistent}) {
+	var out []blackboard.Record
+	for r, err := range k.Symbolic("reader").List(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +153,7 @@ func TestThreshold(t *testing.T) {
 			l := newLearner(t, k, opts...)
 			for i := 1; i <= threshold; i++ {
 				trace := fmt.Sprint("ep", i)
-				fail(t, k, trace, kernel.CodeStaleEvidence)
+				fail(t, k, trace, blackboard.CodeStaleEvidence)
 				pending := analyze(t, l, trace)
 				if i < threshold {
 					if len(pending) != 0 || l.ShouldActivate(kernel.View{}) {
@@ -159,12 +161,12 @@ func TestThreshold(t *testing.T) {
 					}
 					continue
 				}
-				if len(pending) != 1 || pending[0].Code != kernel.CodeStaleEvidence || pending[0].Count != threshold ||
+				if len(pending) != 1 || pending[0].Code != blackboard.CodeStaleEvidence || pending[0].Count != threshold ||
 					pending[0].Constraint.Name != adaptive.BlockStaleActions {
 					t.Fatalf("after %d failures pending %+v", i, pending)
 				}
 			}
-			if got := l.Counts()[kernel.CodeStaleEvidence]; got != threshold {
+			if got := l.Counts()[blackboard.CodeStaleEvidence]; got != threshold {
 				t.Fatalf("counted %d stale failures, want %d", got, threshold)
 			}
 			if len(persistent(t, k)) != 0 {
@@ -183,9 +185,9 @@ func TestThreshold(t *testing.T) {
 			}
 			p := recs[0].Payload
 			if p[kernel.KeyName] != adaptive.BlockStaleActions || p[kernel.KeyBlocksField] != kernel.KeyUsesStaleData ||
-				p[kernel.KeyEnabled] != true || p[adaptive.KeyLearnedFrom] != string(kernel.CodeStaleEvidence) ||
+				p[kernel.KeyEnabled] != true || p[adaptive.KeyLearnedFrom] != string(blackboard.CodeStaleEvidence) ||
 				p[adaptive.KeyTriggerCount] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
-				recs[0].Provenance.Role != kernel.RoleSymbolic {
+				recs[0].Provenance.Role != blackboard.RoleSymbolic {
 				t.Fatalf("constraint record %+v", recs[0])
 			}
 		})
@@ -193,11 +195,11 @@ func TestThreshold(t *testing.T) {
 }
 
 func TestDefaultMapping(t *testing.T) {
-	want := map[kernel.Code][2]string{
-		kernel.CodeStaleEvidence:      {adaptive.BlockStaleActions, kernel.KeyUsesStaleData},
-		kernel.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, kernel.KeyUsesConflictedData},
-		kernel.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, kernel.KeyUsesLowConfidenceData},
-		kernel.CodeNegativePrediction: {adaptive.BlockNegativePredictions, kernel.KeyHasNegativePrediction},
+	want := map[blackboard.Code][2]string{
+		blackboard.CodeStaleEvidence:      {adaptive.BlockStaleActions, kernel.KeyUsesStaleData},
+		blackboard.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, kernel.KeyUsesConflictedData},
+		blackboard.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, kernel.KeyUsesLowConfidenceData},
+		blackboard.CodeNegativePrediction: {adaptive.BlockNegativePredictions, kernel.KeyHasNegativePrediction},
 	}
 	m := adaptive.DefaultMapping()
 	if len(m) != len(want) {
@@ -225,36 +227,36 @@ func TestDefaultMapping(t *testing.T) {
 			}
 		})
 	}
-	m[kernel.CodeStaleEvidence] = kernel.Constraint{Name: "changed"}
-	if adaptive.DefaultMapping()[kernel.CodeStaleEvidence].Name != adaptive.BlockStaleActions {
+	m[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "changed"}
+	if adaptive.DefaultMapping()[blackboard.CodeStaleEvidence].Name != adaptive.BlockStaleActions {
 		t.Fatal("DefaultMapping returns shared state")
 	}
 }
 
 func TestCustomMapping(t *testing.T) {
 	k := newKernel(t, nil)
-	mapping := map[kernel.Code]kernel.Constraint{
-		kernel.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: kernel.KeyUsesLowConfidenceData},
+	mapping := map[blackboard.Code]kernel.Constraint{
+		blackboard.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: kernel.KeyUsesLowConfidenceData},
 	}
 	l := newLearner(t, k, adaptive.WithMapping(mapping), adaptive.WithThreshold(1))
-	mapping[kernel.CodeStaleEvidence] = kernel.Constraint{Name: "late", BlocksField: kernel.KeyUsesStaleData}
-	fail(t, k, "a", kernel.CodeStaleEvidence)
+	mapping[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "late", BlocksField: kernel.KeyUsesStaleData}
+	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	if p := analyze(t, l, "a"); len(p) != 0 {
 		t.Fatalf("a code left out of the mapping was learned from: %+v (the option must copy the map)", p)
 	}
-	if l.Counts()[kernel.CodeStaleEvidence] != 1 {
+	if l.Counts()[blackboard.CodeStaleEvidence] != 1 {
 		t.Fatal("an unmapped code must still be counted")
 	}
-	fail(t, k, "b", kernel.CodeLowConfidence)
+	fail(t, k, "b", blackboard.CodeLowConfidence)
 	p := analyze(t, l, "b")
 	if len(p) != 1 || p[0].Constraint.Name != "no_shaky_sensors" || !p[0].Constraint.Enabled {
 		t.Fatalf("pending %+v", p)
 	}
 	learned, err := l.Commit(ctx, "c")
-	if err != nil || len(learned) != 1 || learned[0].Code != kernel.CodeLowConfidence || learned[0].Count != 1 {
+	if err != nil || len(learned) != 1 || learned[0].Code != blackboard.CodeLowConfidence || learned[0].Count != 1 {
 		t.Fatalf("learned %+v %v", learned, err)
 	}
-	if l.ID() != "adaptive" || l.Writes()[0] != kernel.Constraints || l.Reads() != nil || l.Handle() == nil {
+	if l.ID() != "adaptive" || l.Writes()[0] != blackboard.Constraints || l.Reads() != nil || l.Handle() == nil {
 		t.Fatal("worker declaration")
 	}
 }
@@ -262,23 +264,23 @@ func TestCustomMapping(t *testing.T) {
 func TestNoDuplicates(t *testing.T) {
 	k := newKernel(t, nil)
 	l := newLearner(t, k)
-	fail(t, k, "a", kernel.CodeStaleEvidence)
+	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	for range 3 {
 		analyze(t, l, "a") // the same trace again: no new failures counted
 	}
-	if n := l.Counts()[kernel.CodeStaleEvidence]; n != 1 {
+	if n := l.Counts()[blackboard.CodeStaleEvidence]; n != 1 {
 		t.Fatalf("analysing one trace three times counted %d failures, want 1", n)
 	}
-	fail(t, k, "b", kernel.CodeStaleEvidence)
+	fail(t, k, "b", blackboard.CodeStaleEvidence)
 	analyze(t, l, "b")
 	analyze(t, l, "b")
 	if len(l.Pending()) != 1 {
 		t.Fatalf("pending %+v, want one constraint", l.Pending())
 	}
 	// A failure added later to an analysed trace is counted once.
-	fail(t, k, "b", kernel.CodeStaleEvidence)
+	fail(t, k, "b", blackboard.CodeStaleEvidence)
 	analyze(t, l, "b")
-	if n := l.Counts()[kernel.CodeStaleEvidence]; n != 3 {
+	if n := l.Counts()[blackboard.CodeStaleEvidence]; n != 3 {
 		t.Fatalf("counted %d, want 3", n)
 	}
 	if len(l.Pending()) != 1 {
@@ -302,7 +304,7 @@ func TestNoDuplicates(t *testing.T) {
 		if want := i == 0; (len(res.Steps) == 1) != want {
 			t.Fatalf("episode %d: steps %+v", i, res.Steps)
 		}
-		fail(t, k, trace, kernel.CodeStaleEvidence)
+		fail(t, k, trace, blackboard.CodeStaleEvidence)
 		if p := analyze(t, l, trace); len(p) != 0 {
 			t.Fatalf("a learned constraint was queued again: %+v", p)
 		}
@@ -316,14 +318,14 @@ func TestNoDuplicates(t *testing.T) {
 }
 
 func TestRestartReadsTheStore(t *testing.T) {
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	t.Cleanup(func() { _ = store.Close() })
-	checkRestart(t, func(t *testing.T) (kernel.Store, func()) { return store, func() {} })
+	checkRestart(t, func(t *testing.T) (blackboard.Store, func()) { return store, func() {} })
 }
 
 func TestRestartOnSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
-	checkRestart(t, func(t *testing.T) (kernel.Store, func()) {
+	checkRestart(t, func(t *testing.T) (blackboard.Store, func()) {
 		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
@@ -339,22 +341,22 @@ func TestRestartOnSQLite(t *testing.T) {
 // checkRestart runs the restart scenario against a store opened by open;
 // each call of open stands for a process (re)start on the same storage,
 // and calling the returned function stops that process.
-func checkRestart(t *testing.T, open func(t *testing.T) (kernel.Store, func())) {
+func checkRestart(t *testing.T, open func(t *testing.T) (blackboard.Store, func())) {
 	// First process: learns block_stale_actions, sees one conflict, and
 	// reaches the threshold for low confidence without committing it.
 	s1, stop1 := open(t)
 	k1 := newKernel(t, s1)
 	l1 := newLearner(t, k1)
-	fail(t, k1, "p1-a", kernel.CodeStaleEvidence)
-	fail(t, k1, "p1-b", kernel.CodeStaleEvidence)
-	fail(t, k1, "p1-b", kernel.CodeUnresolvedConflict)
+	fail(t, k1, "p1-a", blackboard.CodeStaleEvidence)
+	fail(t, k1, "p1-b", blackboard.CodeStaleEvidence)
+	fail(t, k1, "p1-b", blackboard.CodeUnresolvedConflict)
 	analyze(t, l1, "p1-a")
 	analyze(t, l1, "p1-b")
 	if _, err := l1.Commit(ctx, "p1-c"); err != nil {
 		t.Fatal(err)
 	}
-	fail(t, k1, "p1-c", kernel.CodeLowConfidence)
-	fail(t, k1, "p1-d", kernel.CodeLowConfidence)
+	fail(t, k1, "p1-c", blackboard.CodeLowConfidence)
+	fail(t, k1, "p1-d", blackboard.CodeLowConfidence)
 	analyze(t, l1, "p1-c")
 	analyze(t, l1, "p1-d")
 	if p := l1.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockLowConfidenceActions {
@@ -372,7 +374,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (kernel.Store, func())) 
 		t.Fatalf("counts after restart %v, want %v", got, counts1)
 	}
 	learned := l2.Learned()
-	if len(learned) != 1 || learned[0].Name != adaptive.BlockStaleActions || learned[0].Code != kernel.CodeStaleEvidence ||
+	if len(learned) != 1 || learned[0].Name != adaptive.BlockStaleActions || learned[0].Code != blackboard.CodeStaleEvidence ||
 		learned[0].Count != 2 || learned[0].TraceID != "p1-c" {
 		t.Fatalf("learned after restart %+v", learned)
 	}
@@ -387,8 +389,8 @@ func checkRestart(t *testing.T, open func(t *testing.T) (kernel.Store, func())) 
 	}
 	// More stale failures do not learn block_stale_actions again; a second
 	// conflict (one before the restart, one after) learns its constraint.
-	fail(t, k2, "p2-a", kernel.CodeStaleEvidence)
-	fail(t, k2, "p2-a", kernel.CodeUnresolvedConflict)
+	fail(t, k2, "p2-a", blackboard.CodeStaleEvidence)
+	fail(t, k2, "p2-a", blackboard.CodeUnresolvedConflict)
 	analyze(t, l2, "p2-a")
 	got, err := l2.Commit(ctx, "p2-b")
 	if err != nil {
@@ -426,7 +428,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (kernel.Store, func())) 
 	}
 }
 
-func mapsEqual(a, b map[kernel.Code]int) bool {
+func mapsEqual(a, b map[blackboard.Code]int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -444,30 +446,30 @@ func TestCountsByTypedCode(t *testing.T) {
 	l := newLearner(t, k)
 	// A committed belief: its proposal is invalidated as SUPERSEDED_BY_COMMIT
 	// and must not count.
-	percept(t, k, "a", kernel.Payload{}, 0.9, time.Second)
-	if c := belief(t, k, "a"); c != kernel.CodeCommitted {
+	percept(t, k, "a", blackboard.Payload{}, 0.9, time.Second)
+	if c := belief(t, k, "a"); c != blackboard.CodeCommitted {
 		t.Fatal(c)
 	}
 	// A plan missing its belief, and a prediction missing its belief.
-	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "a", Slot: kernel.Plans, Kind: "plan",
-		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "notify", "requires_beliefs": []any{"nope"}}}}})
-	if err != nil || d.Code != kernel.CodePlanMissingBelief {
+	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Plans, Kind: "plan",
+		Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "notify", "requires_beliefs": []any{"nope"}}}}})
+	if err != nil || d.Code != blackboard.CodePlanMissingBelief {
 		t.Fatal(d.Code, err)
 	}
-	d, err = k.Simulator("sim").Submit(ctx, kernel.Entry{TraceID: "a", Slot: kernel.Predictions, Kind: "p",
-		Payload: kernel.Payload{"action_type": "alert", "expected_outcome": 1, "requires_beliefs": []string{"nope"}}})
-	if err != nil || d.Code != kernel.CodePredictionMissingBelief {
+	d, err = k.Simulator("sim").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Predictions, Kind: "p",
+		Payload: blackboard.Payload{"action_type": "alert", "expected_outcome": 1, "requires_beliefs": []string{"nope"}}})
+	if err != nil || d.Code != blackboard.CodePredictionMissingBelief {
 		t.Fatal(d.Code, err)
 	}
 	// A stale rejection whose payload text speaks of something else: the
 	// code decides.
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "a", Slot: kernel.Percepts, Kind: "humidity",
-		Payload: kernel.Payload{"stale": true, "note": "LOW_CONFIDENCE UNRESOLVED_CONFLICT"}}); err != nil {
+	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Percepts, Kind: "humidity",
+		Payload: blackboard.Payload{"stale": true, "note": "LOW_CONFIDENCE UNRESOLVED_CONFLICT"}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err = k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "a", Slot: kernel.Beliefs, Kind: "damp",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"humidity"}, "why": "LOW_CONFIDENCE"}})
-	if err != nil || d.Code != kernel.CodeStaleEvidence {
+	d, err = k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "a", Slot: blackboard.Beliefs, Kind: "damp",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"humidity"}, "why": "LOW_CONFIDENCE"}})
+	if err != nil || d.Code != blackboard.CodeStaleEvidence {
 		t.Fatal(d.Code, err)
 	}
 	// The percept expires: EXPIRED records are not failures.
@@ -476,10 +478,10 @@ func TestCountsByTypedCode(t *testing.T) {
 		t.Fatalf("expire: %d %v", n, err)
 	}
 	analyze(t, l, "a")
-	want := map[kernel.Code]int{
-		kernel.CodePlanMissingBelief:       1,
-		kernel.CodePredictionMissingBelief: 1,
-		kernel.CodeStaleEvidence:           1,
+	want := map[blackboard.Code]int{
+		blackboard.CodePlanMissingBelief:       1,
+		blackboard.CodePredictionMissingBelief: 1,
+		blackboard.CodeStaleEvidence:           1,
 	}
 	if got := l.Counts(); !mapsEqual(got, want) {
 		t.Fatalf("counts %v, want %v", got, want)
@@ -489,10 +491,10 @@ func TestCountsByTypedCode(t *testing.T) {
 func TestAnalyzeReadsOnlyItsTrace(t *testing.T) {
 	k := newKernel(t, nil)
 	l := newLearner(t, k)
-	fail(t, k, "x", kernel.CodeStaleEvidence)
-	fail(t, k, "y", kernel.CodeLowConfidence)
+	fail(t, k, "x", blackboard.CodeStaleEvidence)
+	fail(t, k, "y", blackboard.CodeLowConfidence)
 	analyze(t, l, "y")
-	if got := l.Counts(); got[kernel.CodeStaleEvidence] != 0 || got[kernel.CodeLowConfidence] != 1 {
+	if got := l.Counts(); got[blackboard.CodeStaleEvidence] != 0 || got[blackboard.CodeLowConfidence] != 1 {
 		t.Fatalf("counts %v: Analyze(y) must read only y", got)
 	}
 	if p := analyze(t, l, "unknown"); len(p) != 0 {
@@ -512,8 +514,8 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 	l := newLearner(t, k)
 
 	episode := func(trace string) {
-		percept(t, k, trace, kernel.Payload{}, 0.9, 10*time.Second)
-		if c := belief(t, k, trace); c != kernel.CodeCommitted {
+		percept(t, k, trace, blackboard.Payload{}, 0.9, 10*time.Second)
+		if c := belief(t, k, trace); c != blackboard.CodeCommitted {
 			t.Fatalf("%s: belief %s", trace, c)
 		}
 		predict(t, k, trace, 1)
@@ -521,12 +523,12 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 	}
 
 	episode("before")
-	if c := alert(t, k, "before", nil); c != kernel.CodeStaleEvidence {
+	if c := alert(t, k, "before", nil); c != blackboard.CodeStaleEvidence {
 		t.Fatalf("without the constraint the late alert is %s, want STALE_EVIDENCE", c)
 	}
 
-	fail(t, k, "f1", kernel.CodeStaleEvidence)
-	fail(t, k, "f2", kernel.CodeStaleEvidence)
+	fail(t, k, "f1", blackboard.CodeStaleEvidence)
+	fail(t, k, "f2", blackboard.CodeStaleEvidence)
 	analyze(t, l, "f1")
 	analyze(t, l, "f2")
 	if _, err := l.Commit(ctx, "f3"); err != nil {
@@ -534,18 +536,18 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 	}
 
 	episode("after")
-	for _, claim := range []kernel.Payload{nil, {kernel.KeyUsesStaleData: false}, {kernel.KeyUsesStaleData: true}} {
-		if c := alert(t, k, "after", claim); c != kernel.CodeStaleEvidence {
+	for _, claim := range []blackboard.Payload{nil, {kernel.KeyUsesStaleData: false}, {kernel.KeyUsesStaleData: true}} {
+		if c := alert(t, k, "after", claim); c != blackboard.CodeStaleEvidence {
 			t.Fatalf("with block_stale_actions learned, alert claiming %v is %s, want STALE_EVIDENCE", claim, c)
 		}
 	}
 	// A fresh episode is not affected.
-	percept(t, k, "fresh", kernel.Payload{}, 0.9, 10*time.Second)
-	if c := belief(t, k, "fresh"); c != kernel.CodeCommitted {
+	percept(t, k, "fresh", blackboard.Payload{}, 0.9, 10*time.Second)
+	if c := belief(t, k, "fresh"); c != blackboard.CodeCommitted {
 		t.Fatal(c)
 	}
 	predict(t, k, "fresh", 1)
-	if c := alert(t, k, "fresh", nil); c != kernel.CodeCommitted {
+	if c := alert(t, k, "fresh", nil); c != blackboard.CodeCommitted {
 		t.Fatalf("a fresh alert is %s, want COMMITTED", c)
 	}
 }
@@ -557,38 +559,38 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 	k := newKernel(t, nil)
 	l := newLearner(t, k)
 	arbitrated := func(trace string) {
-		percept(t, k, trace, kernel.Payload{"conflict": true}, 0.82, 0)
-		if c := belief(t, k, trace); c != kernel.CodeCommitted {
+		percept(t, k, trace, blackboard.Payload{"conflict": true}, 0.82, 0)
+		if c := belief(t, k, trace); c != blackboard.CodeCommitted {
 			t.Fatalf("arbitrated belief %s", c)
 		}
 		predict(t, k, trace, 1)
 	}
 	arbitrated("before")
-	if c := alert(t, k, "before", kernel.Payload{kernel.KeyUsesConflictedData: false}); c != kernel.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{kernel.KeyUsesConflictedData: false}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("claiming conflict-free data: %s, want FIELD_MISMATCH", c)
 	}
-	if c := alert(t, k, "before", kernel.Payload{kernel.KeyHasNegativePrediction: true}); c != kernel.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{kernel.KeyHasNegativePrediction: true}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("claiming a negative prediction that does not exist: %s, want FIELD_MISMATCH", c)
 	}
-	if c := alert(t, k, "before", nil); c != kernel.CodeCommitted {
+	if c := alert(t, k, "before", nil); c != blackboard.CodeCommitted {
 		t.Fatalf("before learning: %s", c)
 	}
 
-	fail(t, k, "f1", kernel.CodeUnresolvedConflict)
-	fail(t, k, "f2", kernel.CodeUnresolvedConflict)
+	fail(t, k, "f1", blackboard.CodeUnresolvedConflict)
+	fail(t, k, "f2", blackboard.CodeUnresolvedConflict)
 	analyze(t, l, "f1")
 	analyze(t, l, "f2")
 	if _, err := l.Commit(ctx, "f3"); err != nil {
 		t.Fatal(err)
 	}
 	arbitrated("after")
-	blocked := kernel.BlockedCode(adaptive.BlockConflictedActions)
-	for _, claim := range []kernel.Payload{nil, {kernel.KeyUsesConflictedData: true}} {
+	blocked := blackboard.BlockedCode(adaptive.BlockConflictedActions)
+	for _, claim := range []blackboard.Payload{nil, {kernel.KeyUsesConflictedData: true}} {
 		if c := alert(t, k, "after", claim); c != blocked {
 			t.Fatalf("after learning, claim %v: %s, want %s", claim, c, blocked)
 		}
 	}
-	if c := alert(t, k, "after", kernel.Payload{kernel.KeyUsesConflictedData: false}); c != kernel.CodeFieldMismatch {
+	if c := alert(t, k, "after", blackboard.Payload{kernel.KeyUsesConflictedData: false}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("after learning, claiming conflict-free data: %s", c)
 	}
 }
@@ -601,11 +603,11 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		"negative threshold": {adaptive.WithThreshold(-1)},
 		"empty id":           {adaptive.WithID("")},
 		"nil option":         {nil},
-		"empty mapping":      {adaptive.WithMapping(map[kernel.Code]kernel.Constraint{})},
-		"empty code":         {adaptive.WithMapping(map[kernel.Code]kernel.Constraint{"": {Name: "x", BlocksField: "f"}})},
-		"no name":            {adaptive.WithMapping(map[kernel.Code]kernel.Constraint{"C": {BlocksField: "f"}})},
-		"no field":           {adaptive.WithMapping(map[kernel.Code]kernel.Constraint{"C": {Name: "x"}})},
-		"bound percept":      {adaptive.WithMapping(map[kernel.Code]kernel.Constraint{"C": {Name: "x", BlocksField: "f", BindPercept: "p"}})},
+		"empty mapping":      {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{})},
+		"empty code":         {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"": {Name: "x", BlocksField: "f"}})},
+		"no name":            {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"C": {BlocksField: "f"}})},
+		"no field":           {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"C": {Name: "x"}})},
+		"bound percept":      {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"C": {Name: "x", BlocksField: "f", BindPercept: "p"}})},
 	}
 	for name, opts := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -627,20 +629,20 @@ func TestNewRefusesBadOptions(t *testing.T) {
 
 // flaky is a store whose writes can be made to fail.
 type flaky struct {
-	kernel.Store
+	blackboard.Store
 	broken atomic.Bool
 }
 
 var errBroken = errors.New("disk on fire")
 
-func (f *flaky) Append(ctx context.Context, r kernel.Record) error {
+func (f *flaky) Append(ctx context.Context, r blackboard.Record) error {
 	if f.broken.Load() {
 		return errBroken
 	}
 	return f.Store.Append(ctx, r)
 }
 
-func (f *flaky) Apply(ctx context.Context, b kernel.Batch) error {
+func (f *flaky) Apply(ctx context.Context, b blackboard.Batch) error {
 	if f.broken.Load() {
 		return errBroken
 	}
@@ -648,11 +650,11 @@ func (f *flaky) Apply(ctx context.Context, b kernel.Batch) error {
 }
 
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
-	store := &flaky{Store: kernel.NewMemStore()}
+	store := &flaky{Store: memstore.New()}
 	k := newKernel(t, store)
 	l := newLearner(t, k)
-	fail(t, k, "a", kernel.CodeStaleEvidence)
-	fail(t, k, "b", kernel.CodeStaleEvidence)
+	fail(t, k, "a", blackboard.CodeStaleEvidence)
+	fail(t, k, "b", blackboard.CodeStaleEvidence)
 	analyze(t, l, "a")
 	analyze(t, l, "b")
 	store.broken.Store(true)
@@ -673,18 +675,18 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 }
 
 func TestAnalyzeErrorChangesNothing(t *testing.T) {
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	k := newKernel(t, store)
 	l := newLearner(t, k)
-	fail(t, k, "a", kernel.CodeStaleEvidence)
+	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	_ = store.Close()
-	if _, err := l.Analyze(ctx, "a"); !errors.Is(err, kernel.ErrClosed) {
+	if _, err := l.Analyze(ctx, "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Fatalf("Analyze on a closed store: %v", err)
 	}
 	if len(l.Counts()) != 0 {
 		t.Fatalf("counts changed on error: %v", l.Counts())
 	}
-	if _, err := adaptive.New(ctx, k.Symbolic("again")); !errors.Is(err, kernel.ErrClosed) {
+	if _, err := adaptive.New(ctx, k.Symbolic("again")); !errors.Is(err, blackboard.ErrClosed) {
 		t.Fatalf("New on a closed store: %v", err)
 	}
 }
@@ -706,8 +708,8 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 		ks[i] = newKernel(t, s)
 		ls[i] = newLearner(t, ks[i], adaptive.WithID(fmt.Sprintf("learner-%d", i)))
 	}
-	fail(t, ks[0], "a", kernel.CodeStaleEvidence)
-	fail(t, ks[1], "b", kernel.CodeStaleEvidence)
+	fail(t, ks[0], "a", blackboard.CodeStaleEvidence)
+	fail(t, ks[1], "b", blackboard.CodeStaleEvidence)
 	for _, l := range ls {
 		analyze(t, l, "a")
 		analyze(t, l, "b")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -48,23 +49,23 @@ type Approval struct {
 
 // Follow encodes a as the evidence record the Governor appends with the
 // approver's role, naming the action. It fails with
-// [kernel.ErrInvalidInput] when a has no trace, action, approver or a
+// [blackboard.ErrInvalidInput] when a has no trace, action, approver or a
 // decision other than [Approved] and [Denied].
 func (a Approval) Follow() (kernel.Follow, error) {
 	if a.TraceID == "" || a.ActionID == "" || a.Approver == "" || (a.Decision != Approved && a.Decision != Denied) {
-		return kernel.Follow{}, fmt.Errorf("%w: audit: an approval needs a trace, an action, an approver and a decision", kernel.ErrInvalidInput)
+		return kernel.Follow{}, fmt.Errorf("%w: audit: an approval needs a trace, an action, an approver and a decision", blackboard.ErrInvalidInput)
 	}
-	return kernel.Follow{Role: kernel.RoleApprover, Writer: a.Approver, Entry: kernel.Entry{
-		TraceID: a.TraceID, Slot: kernel.Evidence, Kind: KindApproval, InputRefs: []string{a.ActionID}, TTL: a.TTL,
-		Payload: kernel.Payload{keyActionID: a.ActionID, keyDigest: a.Digest, keyDecision: a.Decision, keyApprover: a.Approver, keyNote: a.Note},
+	return kernel.Follow{Role: blackboard.RoleApprover, Writer: a.Approver, Entry: kernel.Entry{
+		TraceID: a.TraceID, Slot: blackboard.Evidence, Kind: KindApproval, InputRefs: []string{a.ActionID}, TTL: a.TTL,
+		Payload: blackboard.Payload{keyActionID: a.ActionID, keyDigest: a.Digest, keyDecision: a.Decision, keyApprover: a.Approver, keyNote: a.Note},
 	}}, nil
 }
 
 // ApprovalOf decodes the approval held by rec. ok is false unless rec is
 // an evidence record of kind [KindApproval] written with the approver's
 // role (which only the Governor writes).
-func ApprovalOf(rec kernel.Record) (a Approval, ok bool) {
-	if rec.Slot != kernel.Evidence || rec.Kind != KindApproval || rec.Provenance.Role != kernel.RoleApprover {
+func ApprovalOf(rec blackboard.Record) (a Approval, ok bool) {
+	if rec.Slot != blackboard.Evidence || rec.Kind != KindApproval || rec.Provenance.Role != blackboard.RoleApprover {
 		return Approval{}, false
 	}
 	str := func(key string) string { s, _ := rec.Payload.String(key); return s }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -49,20 +50,20 @@ type Record struct {
 	// Subject is the record the decision is about: the proposal decided,
 	// the committed record, or the record a governed write stored (an
 	// effect's result).
-	Subject string         `json:"subject,omitempty"`
-	Kind    string         `json:"kind"` // the action type or tool
-	Outcome Outcome        `json:"outcome"`
-	Code    kernel.Code    `json:"code"`
-	Rule    string         `json:"rule,omitempty"`
-	Failed  string         `json:"failed,omitempty"`
-	Detail  string         `json:"detail,omitempty"`
-	Causes  []kernel.Cause `json:"causes,omitempty"`
+	Subject string          `json:"subject,omitempty"`
+	Kind    string          `json:"kind"` // the action type or tool
+	Outcome Outcome         `json:"outcome"`
+	Code    blackboard.Code `json:"code"`
+	Rule    string          `json:"rule,omitempty"`
+	Failed  string          `json:"failed,omitempty"`
+	Detail  string          `json:"detail,omitempty"`
+	Causes  []kernel.Cause  `json:"causes,omitempty"`
 	// EvidenceRefs is the chain that explains the decision.
 	EvidenceRefs []string `json:"evidence_refs,omitempty"`
 	// Constraints names the constraints in force when it was decided.
-	Constraints []string       `json:"constraints,omitempty"`
-	Approvals   []string       `json:"approvals,omitempty"`
-	Context     kernel.Payload `json:"context,omitempty"`
+	Constraints []string           `json:"constraints,omitempty"`
+	Approvals   []string           `json:"approvals,omitempty"`
+	Context     blackboard.Payload `json:"context,omitempty"`
 }
 
 // ForDecision is the decision record of a kernel decision about a
@@ -96,7 +97,7 @@ func ForDecision(traceID, kind string, d kernel.Decision) Record {
 // result, written with its id set) came to outcome with code. kind names
 // the call (the action type), so that one query by kind finds the call's
 // whole chain; the evidence is what rec rests on.
-func ForRecord(rec kernel.Record, kind string, outcome Outcome, code kernel.Code) Record {
+func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackboard.Code) Record {
 	return Record{
 		ID: "decision:" + rec.ID, TraceID: rec.TraceID(), Subject: rec.ID, Kind: kind, Outcome: outcome, Code: code,
 		EvidenceRefs: append([]string(nil), rec.Provenance.InputRefs...),
@@ -107,12 +108,12 @@ func ForRecord(rec kernel.Record, kind string, outcome Outcome, code kernel.Code
 // in trace r.TraceID: an evidence record of kind [Kind] that names its
 // subject. Pass it to [kernel.Governor.Submit] or [kernel.Governor.Write]
 // from their then function, or to [kernel.Governor.Append] ([Append]).
-// It fails with [kernel.ErrInvalidInput] when r has no kind, outcome or
-// code, and with [kernel.ErrInvalidPayload] when its context cannot be
+// It fails with [blackboard.ErrInvalidInput] when r has no kind, outcome or
+// code, and with [blackboard.ErrInvalidPayload] when its context cannot be
 // stored.
 func (r Record) Follow() (kernel.Follow, error) {
 	if r.Kind == "" || r.Outcome == "" || r.Code == "" {
-		return kernel.Follow{}, fmt.Errorf("%w: audit: a decision record needs a kind, an outcome and a code", kernel.ErrInvalidInput)
+		return kernel.Follow{}, fmt.Errorf("%w: audit: a decision record needs a kind, an outcome and a code", blackboard.ErrInvalidInput)
 	}
 	traceID := r.TraceID
 	r.Version = Version
@@ -122,11 +123,11 @@ func (r Record) Follow() (kernel.Follow, error) {
 	if err != nil {
 		return kernel.Follow{}, err
 	}
-	e := kernel.Entry{TraceID: traceID, Slot: kernel.Evidence, Kind: Kind, Payload: payload}
+	e := kernel.Entry{TraceID: traceID, Slot: blackboard.Evidence, Kind: Kind, Payload: payload}
 	if r.Subject != "" {
 		e.InputRefs = []string{r.Subject}
 	}
-	return kernel.Follow{Role: kernel.RoleKernel, Entry: e}, nil
+	return kernel.Follow{Role: blackboard.RoleKernel, Entry: e}, nil
 }
 
 // Append writes r on its own through g, for a call refused before it
@@ -154,8 +155,8 @@ func Append(ctx context.Context, g *kernel.Governor, r Record) (Record, error) {
 // Of decodes the decision record held by rec. ok is false unless rec is
 // an evidence record of kind [Kind] written with the kernel's role (by
 // the Governor: no handle can forge one) whose payload decodes.
-func Of(rec kernel.Record) (r Record, ok bool) {
-	if rec.Slot != kernel.Evidence || rec.Kind != Kind || (!mutKernelOnly && rec.Provenance.Role != kernel.RoleKernel) {
+func Of(rec blackboard.Record) (r Record, ok bool) {
+	if rec.Slot != blackboard.Evidence || rec.Kind != Kind || (!mutKernelOnly && rec.Provenance.Role != blackboard.RoleKernel) {
 		return Record{}, false
 	}
 	enc, err := json.Marshal(map[string]any(rec.Payload))
@@ -191,7 +192,7 @@ func (f Filter) Match(r Record) bool {
 // history: it is for recovery and for people, not for a call's path.
 func List(ctx context.Context, rd kernel.Reader, f Filter) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		src := rd.List(ctx, kernel.Evidence, kernel.Filter{})
+		src := rd.List(ctx, blackboard.Evidence, blackboard.Filter{})
 		if f.TraceID != "" {
 			src = rd.Trace(ctx, f.TraceID)
 		}
@@ -212,20 +213,20 @@ func List(ctx context.Context, rd kernel.Reader, f Filter) iter.Seq2[Record, err
 // record subjectID, directly after it: the one that follows a decision's
 // committed record (or its refused proposal), or a governed write's
 // record. It reads that one record by id, so it costs the same at any
-// length of the trace. The error wraps [kernel.ErrNotFound] when the
+// length of the trace. The error wraps [blackboard.ErrNotFound] when the
 // subject has no such decision record (a record written without one, a
 // record of another namespace).
 func About(ctx context.Context, rd kernel.Reader, subjectID string) (Record, error) {
 	notFound := func(why string) (Record, error) {
-		return Record{}, fmt.Errorf("audit: decision about %s: %s: %w", subjectID, why, kernel.ErrNotFound)
+		return Record{}, fmt.Errorf("audit: decision about %s: %s: %w", subjectID, why, blackboard.ErrNotFound)
 	}
 	traceID, n, ok := splitID(subjectID)
 	if !ok {
 		return notFound("not a record id")
 	}
-	rec, err := rd.Get(ctx, kernel.Evidence.String()+":"+traceID+":"+strconv.Itoa(n+1))
+	rec, err := rd.Get(ctx, blackboard.Evidence.String()+":"+traceID+":"+strconv.Itoa(n+1))
 	if err != nil {
-		if errors.Is(err, kernel.ErrNotFound) {
+		if errors.Is(err, blackboard.ErrNotFound) {
 			return notFound("no decision record follows it")
 		}
 		return Record{}, err
@@ -247,7 +248,7 @@ func splitID(id string) (traceID string, n int, ok bool) {
 	if !ok {
 		return "", 0, false
 	}
-	if _, err := kernel.ParseSlot(slot); err != nil {
+	if _, err := blackboard.ParseSlot(slot); err != nil {
 		return "", 0, false
 	}
 	i := strings.LastIndexByte(rest, ':')
@@ -265,8 +266,8 @@ func splitID(id string) (traceID string, n int, ok bool) {
 // names, empty ones left out as the JSON tags say. Built by hand: a JSON
 // round trip cost most of a tool call's allocations. Only a Context that
 // holds values other than JSON's own (a struct, say) goes through JSON.
-func (r Record) payload() (kernel.Payload, error) {
-	p := make(kernel.Payload, 12)
+func (r Record) payload() (blackboard.Payload, error) {
+	p := make(blackboard.Payload, 12)
 	p["version"], p["kind"], p["outcome"], p["code"] = float64(r.Version), r.Kind, string(r.Outcome), string(r.Code)
 	put := func(m map[string]any, key, v string) {
 		if v != "" {
@@ -334,7 +335,7 @@ func plainJSON(v any) bool {
 			}
 		}
 		return true
-	case kernel.Payload:
+	case blackboard.Payload:
 		return plainJSON(map[string]any(v))
 	case []any:
 		for _, x := range v {
@@ -348,14 +349,14 @@ func plainJSON(v any) bool {
 }
 
 // toPayload turns a struct into a payload through JSON.
-func toPayload(v any) (kernel.Payload, error) {
+func toPayload(v any) (blackboard.Payload, error) {
 	enc, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: audit: %v", kernel.ErrInvalidPayload, err)
+		return nil, fmt.Errorf("%w: audit: %v", blackboard.ErrInvalidPayload, err)
 	}
-	var p kernel.Payload
+	var p blackboard.Payload
 	if err := json.Unmarshal(enc, &p); err != nil {
-		return nil, fmt.Errorf("%w: audit: %v", kernel.ErrInvalidPayload, err)
+		return nil, fmt.Errorf("%w: audit: %v", blackboard.ErrInvalidPayload, err)
 	}
 	return p, nil
 }

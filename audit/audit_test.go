@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -15,11 +16,11 @@ import (
 // record.
 func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 	f, err := audit.Record{TraceID: "t", Subject: "actions:t:3", Kind: "issue_refund", Outcome: audit.OutcomePendingApproval,
-		Code: kernel.CodeCommitted, Context: kernel.Payload{"tool": "issue_refund"}}.Follow()
+		Code: blackboard.CodeCommitted, Context: blackboard.Payload{"tool": "issue_refund"}}.Follow()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Role != kernel.RoleKernel || f.Entry.Slot != kernel.Evidence || f.Entry.Kind != audit.Kind || len(f.Entry.InputRefs) != 1 ||
+	if f.Role != blackboard.RoleKernel || f.Entry.Slot != blackboard.Evidence || f.Entry.Kind != audit.Kind || len(f.Entry.InputRefs) != 1 ||
 		f.Entry.InputRefs[0] != "actions:t:3" || f.Entry.TraceID != "t" {
 		t.Fatalf("follow %+v", f)
 	}
@@ -28,19 +29,19 @@ func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 			t.Errorf("the payload stores %s, which its record says", key)
 		}
 	}
-	rec := kernel.Record{ID: "evidence:t:4", Slot: kernel.Evidence, Mode: kernel.ModeCommit, Kind: audit.Kind, Payload: f.Entry.Payload,
-		Namespace: "shop", Provenance: kernel.Provenance{Role: kernel.RoleKernel, Writer: "kernel", TraceID: "t", TimestampMS: 42}}
+	rec := blackboard.Record{ID: "evidence:t:4", Slot: blackboard.Evidence, Mode: blackboard.ModeCommit, Kind: audit.Kind, Payload: f.Entry.Payload,
+		Namespace: "shop", Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "t", TimestampMS: 42}}
 	d, ok := audit.Of(rec)
 	if !ok || d.ID != "decision:evidence:t:4" || d.RecordID != rec.ID || d.TraceID != "t" || d.Namespace != "shop" || d.TimeMS != 42 ||
 		d.Version != audit.Version || d.Outcome != audit.OutcomePendingApproval || d.Context["tool"] != "issue_refund" {
 		t.Errorf("decoded %+v %v", d, ok)
 	}
-	for _, bad := range []func(*kernel.Record){
-		func(r *kernel.Record) { r.Provenance.Role = kernel.RoleEvidence },
-		func(r *kernel.Record) { r.Provenance.Role = kernel.RoleTool },
-		func(r *kernel.Record) { r.Kind = "note" },
-		func(r *kernel.Record) { r.Slot = kernel.Percepts },
-		func(r *kernel.Record) { r.Payload = kernel.Payload{"outcome": 7.0} },
+	for _, bad := range []func(*blackboard.Record){
+		func(r *blackboard.Record) { r.Provenance.Role = blackboard.RoleEvidence },
+		func(r *blackboard.Record) { r.Provenance.Role = blackboard.RoleTool },
+		func(r *blackboard.Record) { r.Kind = "note" },
+		func(r *blackboard.Record) { r.Slot = blackboard.Percepts },
+		func(r *blackboard.Record) { r.Payload = blackboard.Payload{"outcome": 7.0} },
 	} {
 		r := rec
 		bad(&r)
@@ -48,10 +49,10 @@ func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 			t.Errorf("decoded %+v from %+v", d, r)
 		}
 	}
-	if _, err := (audit.Record{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused}).Follow(); !errors.Is(err, kernel.ErrInvalidInput) {
+	if _, err := (audit.Record{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused}).Follow(); !errors.Is(err, blackboard.ErrInvalidInput) {
 		t.Errorf("a record without a code: %v, want ErrInvalidInput", err)
 	}
-	if _, err := (audit.Record{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused, Code: "X", Context: kernel.Payload{"f": func() {}}}).Follow(); !errors.Is(err, kernel.ErrInvalidPayload) {
+	if _, err := (audit.Record{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused, Code: "X", Context: blackboard.Payload{"f": func() {}}}).Follow(); !errors.Is(err, blackboard.ErrInvalidPayload) {
 		t.Errorf("a context that cannot be stored: %v, want ErrInvalidPayload", err)
 	}
 }
@@ -60,22 +61,22 @@ func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 // committed record with the chain it rests on, a refusal about the
 // proposal with the failed record and the causes' records.
 func TestForDecision(t *testing.T) {
-	commit := kernel.Decision{ID: "decision:actions:t:3", Code: kernel.CodeCommitted, ProposalID: "actions:t:3",
-		Record:      kernel.Record{ID: "actions:t:4", Provenance: kernel.Provenance{InputRefs: []string{"actions:t:3", "beliefs:t:2"}}, EvidenceRefs: []string{"evidence:t:1"}},
+	commit := kernel.Decision{ID: "decision:actions:t:3", Code: blackboard.CodeCommitted, ProposalID: "actions:t:3",
+		Record:      blackboard.Record{ID: "actions:t:4", Provenance: blackboard.Provenance{InputRefs: []string{"actions:t:3", "beliefs:t:2"}}, EvidenceRefs: []string{"evidence:t:1"}},
 		Constraints: []string{"no_weekend"}}
 	d := audit.ForDecision("t", "issue_refund", commit)
 	if d.Outcome != audit.OutcomeCommitted || d.Subject != "actions:t:4" || d.ID != commit.ID || d.TraceID != "t" || d.Kind != "issue_refund" ||
 		len(d.EvidenceRefs) != 3 || d.EvidenceRefs[2] != "evidence:t:1" || len(d.Constraints) != 1 {
 		t.Errorf("commit record %+v", d)
 	}
-	refusal := kernel.Decision{ID: "decision:actions:t:5", Code: kernel.CodeNoCommittedBelief, ProposalID: "actions:t:5", Failed: "beliefs:t:2",
-		Causes: []kernel.Cause{{Code: kernel.CodeStaleEvidence, Record: "percepts:t:1"}, {Code: kernel.CodeStaleEvidence, Record: "beliefs:t:2"}}}
+	refusal := kernel.Decision{ID: "decision:actions:t:5", Code: blackboard.CodeNoCommittedBelief, ProposalID: "actions:t:5", Failed: "beliefs:t:2",
+		Causes: []kernel.Cause{{Code: blackboard.CodeStaleEvidence, Record: "percepts:t:1"}, {Code: blackboard.CodeStaleEvidence, Record: "beliefs:t:2"}}}
 	d = audit.ForDecision("t", "issue_refund", refusal)
-	if d.Outcome != audit.OutcomeRefused || d.Subject != "actions:t:5" || d.Code != kernel.CodeNoCommittedBelief || d.Failed != "beliefs:t:2" ||
+	if d.Outcome != audit.OutcomeRefused || d.Subject != "actions:t:5" || d.Code != blackboard.CodeNoCommittedBelief || d.Failed != "beliefs:t:2" ||
 		len(d.EvidenceRefs) != 2 || d.EvidenceRefs[0] != "beliefs:t:2" || d.EvidenceRefs[1] != "percepts:t:1" {
 		t.Errorf("refusal record %+v", d)
 	}
-	res := audit.ForRecord(kernel.Record{ID: "percepts:t:6", Provenance: kernel.Provenance{TraceID: "t", InputRefs: []string{"actions:t:4"}}},
+	res := audit.ForRecord(blackboard.Record{ID: "percepts:t:6", Provenance: blackboard.Provenance{TraceID: "t", InputRefs: []string{"actions:t:4"}}},
 		"issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED")
 	if res.ID != "decision:percepts:t:6" || res.Subject != "percepts:t:6" || res.TraceID != "t" || res.Outcome != audit.OutcomeExecuted ||
 		len(res.EvidenceRefs) != 1 {
@@ -100,11 +101,11 @@ func TestApproval(t *testing.T) {
 	}
 	defer k.Close()
 	ctx := context.Background()
-	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "order"}); err != nil {
+	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "order"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Planner("llm").Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{}}}); err != nil {
+	if _, err := k.Planner("llm").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}); err != nil {
 		t.Fatal(err)
 	}
 	f.Entry.InputRefs = []string{"actions:t:3"}
@@ -117,13 +118,13 @@ func TestApproval(t *testing.T) {
 	if !ok || got != a {
 		t.Errorf("decoded %+v, want %+v", got, a)
 	}
-	rec.Provenance.Role = kernel.RoleEvidence
+	rec.Provenance.Role = blackboard.RoleEvidence
 	if _, ok := audit.ApprovalOf(rec); ok {
 		t.Error("an evidence validator's record decodes as an approval")
 	}
 	for _, bad := range []audit.Approval{{ActionID: "a", Approver: "x", Decision: audit.Approved}, {TraceID: "t", ActionID: "a", Approver: "x", Decision: "maybe"},
 		{TraceID: "t", ActionID: "a", Decision: audit.Approved}} {
-		if _, err := bad.Follow(); !errors.Is(err, kernel.ErrInvalidInput) {
+		if _, err := bad.Follow(); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("%+v: %v, want ErrInvalidInput", bad, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -18,10 +19,10 @@ func Example() {
 		panic(err)
 	}
 	defer k.Close()
-	d, err := k.Governor().Submit(ctx, "gate", kernel.Entry{TraceID: "ticket-1", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{}}}, func(d kernel.Decision) ([]kernel.Follow, error) {
+	d, err := k.Governor().Submit(ctx, "gate", kernel.Entry{TraceID: "ticket-1", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}, func(d kernel.Decision) ([]kernel.Follow, error) {
 		r := audit.ForDecision("ticket-1", kernel.FallbackQueueForReview, d)
-		r.Context = kernel.Payload{"tool": "escalate"}
+		r.Context = blackboard.Payload{"tool": "escalate"}
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err
 	})

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Sentinels for errors.Is. A refusal wraps [ErrExceeded] or
@@ -24,7 +24,7 @@ var (
 // an error chain with errors.As.
 type Refusal interface {
 	error
-	Code() kernel.Code
+	Code() blackboard.Code
 	Reason() Reason
 }
 
@@ -68,7 +68,7 @@ func (e *Exceeded) Error() string {
 func (e *Exceeded) Unwrap() error { return ErrExceeded }
 
 // Code returns [CodeBudgetExceeded].
-func (e *Exceeded) Code() kernel.Code { return CodeBudgetExceeded }
+func (e *Exceeded) Code() blackboard.Code { return CodeBudgetExceeded }
 
 // Reason returns the refusal as the planner should receive it.
 func (e *Exceeded) Reason() Reason {
@@ -122,7 +122,7 @@ func (e *LoopDetected) Error() string { return "budget: loop detected: " + e.Det
 func (e *LoopDetected) Unwrap() error { return ErrLoopDetected }
 
 // Code returns [CodeLoopDetected].
-func (e *LoopDetected) Code() kernel.Code { return CodeLoopDetected }
+func (e *LoopDetected) Code() blackboard.Code { return CodeLoopDetected }
 
 // Reason returns the refusal as the planner should receive it.
 func (e *LoopDetected) Reason() Reason {
@@ -144,7 +144,7 @@ func (e *LoopDetected) Reason() Reason {
 //	{"code":"BUDGET_EXCEEDED","budget":"tool_calls","limit":10,"used":10,"requested":1,"run":"r1","detail":"…","hint":"…"}
 //	{"code":"LOOP_DETECTED","loop":"repeated_call","tool":"search","digest":"sha256:…","repeats":2,"detail":"…","hint":"…"}
 type Reason struct {
-	Code kernel.Code
+	Code blackboard.Code
 	// For BUDGET_EXCEEDED.
 	Budget                 Resource
 	Limit, Used, Requested float64
@@ -160,8 +160,8 @@ type Reason struct {
 
 // Payload returns the reason as a JSON-compatible payload, ready for a
 // decision record's Context or a tool result sent back to the model.
-func (r Reason) Payload() kernel.Payload {
-	p := kernel.Payload{"code": string(r.Code), "detail": r.Detail, "hint": r.Hint}
+func (r Reason) Payload() blackboard.Payload {
+	p := blackboard.Payload{"code": string(r.Code), "detail": r.Detail, "hint": r.Hint}
 	switch r.Code {
 	case CodeBudgetExceeded:
 		p["budget"], p["limit"], p["used"], p["requested"] = string(r.Budget), r.Limit, r.Used, r.Requested
@@ -204,7 +204,7 @@ func RefusalRecord(traceID, kind string, err error, snap Snapshot) (d audit.Reco
 		return audit.Record{}, false
 	}
 	reason := rf.Reason()
-	ctx := kernel.Payload{KeyReason: map[string]any(reason.Payload())}
+	ctx := blackboard.Payload{KeyReason: map[string]any(reason.Payload())}
 	if snap.RunID != "" {
 		ctx[KeyBudget] = map[string]any(snap.Payload())
 	}

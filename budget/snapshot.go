@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Snapshot is a read-only copy of a run's budget at one moment: what each
@@ -123,7 +123,7 @@ func (s Snapshot) Exhausted() []Resource {
 
 // Payload returns the snapshot as a JSON-compatible payload, for a
 // decision record's Context (under [KeyBudget]) or a worker's view.
-func (s Snapshot) Payload() kernel.Payload { return toPayload(s) }
+func (s Snapshot) Payload() blackboard.Payload { return toPayload(s) }
 
 // ramp turns a used fraction into pressure: 0 up to the soft threshold,
 // then linear to 1 at the limit, 1 beyond it.
@@ -139,14 +139,14 @@ func ramp(frac, soft float64) float64 {
 
 // toPayload encodes v through JSON into a payload: numbers become float64,
 // times RFC 3339 strings, as the kernel normalises payloads.
-func toPayload(v any) kernel.Payload {
+func toPayload(v any) blackboard.Payload {
 	enc, err := json.Marshal(v)
 	if err != nil {
-		return kernel.Payload{"error": err.Error()}
+		return blackboard.Payload{"error": err.Error()}
 	}
-	var p kernel.Payload
+	var p blackboard.Payload
 	if err := json.Unmarshal(enc, &p); err != nil {
-		return kernel.Payload{"error": err.Error()}
+		return blackboard.Payload{"error": err.Error()}
 	}
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -27,7 +28,7 @@ type State struct {
 
 // Payload returns the state as a JSON-compatible payload, for a decision
 // record's Context (under [KeyFunctionalState]) or a run's result.
-func (s State) Payload() kernel.Payload { return toPayload(s) }
+func (s State) Payload() blackboard.Payload { return toPayload(s) }
 
 // DefaultApprovalTTL is how long an action may wait for its approval when
 // [Inputs.ApprovalTTL] is zero.
@@ -44,7 +45,7 @@ type Inputs struct {
 	// Trace is the trace's records in append order (a handle's Trace),
 	// rejected proposals and decision records included: a [kernel.View]
 	// holds neither.
-	Trace []kernel.Record
+	Trace []blackboard.Record
 	// Now is the time of the measure; zero means Budget.TakenAt.
 	Now time.Time
 	// ApprovalTTL is how long an action may wait for its approval before
@@ -60,9 +61,9 @@ type Inputs struct {
 
 // evidenceCodes are the rejections that mean a belief's evidence did not
 // hold.
-var evidenceCodes = map[kernel.Code]bool{
-	kernel.CodeMissingEvidence: true, kernel.CodeStaleEvidence: true, kernel.CodeUnresolvedConflict: true,
-	kernel.CodeLowConfidence: true, kernel.CodeSupersededEvidence: true,
+var evidenceCodes = map[blackboard.Code]bool{
+	blackboard.CodeMissingEvidence: true, blackboard.CodeStaleEvidence: true, blackboard.CodeUnresolvedConflict: true,
+	blackboard.CodeLowConfidence: true, blackboard.CodeSupersededEvidence: true,
 }
 
 // Measure computes the functional state from in: a pure function of its
@@ -106,16 +107,16 @@ func loopPressure(b Snapshot, l LoopSnapshot) float64 {
 // evidencePressure: of the trace's belief proposals, the share still
 // unresolved: rejected for its evidence, pending or expired, with no
 // belief of its kind committed since.
-func evidencePressure(trace []kernel.Record) float64 {
+func evidencePressure(trace []blackboard.Record) float64 {
 	var proposals, unresolved int
 	for i := range trace {
 		r := &trace[i]
-		if r.Slot != kernel.Beliefs || r.Mode != kernel.ModePropose {
+		if r.Slot != blackboard.Beliefs || r.Mode != blackboard.ModePropose {
 			continue
 		}
 		proposals++
-		stalled := r.Status == kernel.StatusActive || r.Status == kernel.StatusExpired ||
-			r.Status == kernel.StatusInvalidated && evidenceCodes[r.Reason]
+		stalled := r.Status == blackboard.StatusActive || r.Status == blackboard.StatusExpired ||
+			r.Status == blackboard.StatusInvalidated && evidenceCodes[r.Reason]
 		if stalled && !committedAfter(trace, i, r.Kind) {
 			unresolved++
 		}
@@ -128,9 +129,9 @@ func evidencePressure(trace []kernel.Record) float64 {
 
 // committedAfter reports whether a belief of kind was committed after
 // trace[i].
-func committedAfter(trace []kernel.Record, i int, kind string) bool {
+func committedAfter(trace []blackboard.Record, i int, kind string) bool {
 	for _, r := range trace[i+1:] {
-		if r.Slot == kernel.Beliefs && r.Mode == kernel.ModeCommit && r.Kind == kind {
+		if r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModeCommit && r.Kind == kind {
 			return true
 		}
 	}
@@ -141,7 +142,7 @@ func committedAfter(trace []kernel.Record, i int, kind string) bool {
 // approval TTL, past the soft threshold. An action waits from the kernel's
 // pending_approval decision record until an approval or a denial names
 // it.
-func gatePressure(trace []kernel.Record, now time.Time, ttl time.Duration, soft float64) float64 {
+func gatePressure(trace []blackboard.Record, now time.Time, ttl time.Duration, soft float64) float64 {
 	if ttl <= 0 {
 		ttl = DefaultApprovalTTL
 	}
@@ -168,20 +169,20 @@ func gatePressure(trace []kernel.Record, now time.Time, ttl time.Duration, soft 
 // latest one not invalidated, as the kernel reads it) has not expired, the
 // share whose observation is flagged conflict and not arbitrated (no
 // confidence, or one below the threshold).
-func conflictPressure(trace []kernel.Record, now time.Time, threshold float64) float64 {
+func conflictPressure(trace []blackboard.Record, now time.Time, threshold float64) float64 {
 	if threshold <= 0 {
 		threshold = kernel.DefaultConflictThreshold
 	}
-	current := make(map[string]*kernel.Record)
+	current := make(map[string]*blackboard.Record)
 	for i := range trace {
 		r := &trace[i]
-		if r.Slot == kernel.Percepts && r.Mode == kernel.ModeCommit && r.Status != kernel.StatusInvalidated {
+		if r.Slot == blackboard.Percepts && r.Mode == blackboard.ModeCommit && r.Status != blackboard.StatusInvalidated {
 			current[r.Kind] = r
 		}
 	}
 	var kinds, conflicted int
 	for _, r := range current {
-		if r.Status == kernel.StatusExpired || r.Expired(now) {
+		if r.Status == blackboard.StatusExpired || r.Expired(now) {
 			continue // stale evidence, not a conflict
 		}
 		kinds++

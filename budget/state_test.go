@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -17,35 +18,35 @@ import (
 var t0 = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 
 // Hand-made trace records, as a handle's Trace lists them.
-func percept(kind string, p kernel.Payload, conf *float64) kernel.Record {
-	return kernel.Record{Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: kind, Payload: p, Status: kernel.StatusActive,
-		Reason: kernel.CodeCommitted, Provenance: kernel.Provenance{Role: kernel.RoleTool, TimestampMS: t0.UnixMilli(), Confidence: conf}}
+func percept(kind string, p blackboard.Payload, conf *float64) blackboard.Record {
+	return blackboard.Record{Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: kind, Payload: p, Status: blackboard.StatusActive,
+		Reason: blackboard.CodeCommitted, Provenance: blackboard.Provenance{Role: blackboard.RoleTool, TimestampMS: t0.UnixMilli(), Confidence: conf}}
 }
 
-func proposal(kind string, status kernel.Status, code kernel.Code) kernel.Record {
-	return kernel.Record{Slot: kernel.Beliefs, Mode: kernel.ModePropose, Kind: kind, Status: status, Reason: code,
-		Provenance: kernel.Provenance{Role: kernel.RolePlanner}}
+func proposal(kind string, status blackboard.Status, code blackboard.Code) blackboard.Record {
+	return blackboard.Record{Slot: blackboard.Beliefs, Mode: blackboard.ModePropose, Kind: kind, Status: status, Reason: code,
+		Provenance: blackboard.Provenance{Role: blackboard.RolePlanner}}
 }
 
-func committedBelief(kind string) kernel.Record {
-	return kernel.Record{Slot: kernel.Beliefs, Mode: kernel.ModeCommit, Kind: kind, Status: kernel.StatusActive, Reason: kernel.CodeCommitted,
-		Provenance: kernel.Provenance{Role: kernel.RoleKernel}}
+func committedBelief(kind string) blackboard.Record {
+	return blackboard.Record{Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: kind, Status: blackboard.StatusActive, Reason: blackboard.CodeCommitted,
+		Provenance: blackboard.Provenance{Role: blackboard.RoleKernel}}
 }
 
-func pendingApproval(action string, at time.Time) kernel.Record {
-	f, _ := audit.Record{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: kernel.CodeCommitted}.Follow()
+func pendingApproval(action string, at time.Time) blackboard.Record {
+	f, _ := audit.Record{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted}.Follow()
 	return followRecord(f, at)
 }
 
-func approval(action string) kernel.Record {
+func approval(action string) blackboard.Record {
 	f, _ := audit.Approval{TraceID: "t", ActionID: action, Decision: audit.Approved, Approver: "human:alice", TTL: time.Hour}.Follow()
 	return followRecord(f, time.Time{})
 }
 
 // followRecord is the record the Governor would append for f at at.
-func followRecord(f kernel.Follow, at time.Time) kernel.Record {
-	return kernel.Record{Slot: f.Entry.Slot, Mode: kernel.ModeCommit, Kind: f.Entry.Kind, Status: kernel.StatusActive, Payload: f.Entry.Payload,
-		Provenance: kernel.Provenance{Role: f.Role, Writer: f.Writer, TimestampMS: at.UnixMilli()}}
+func followRecord(f kernel.Follow, at time.Time) blackboard.Record {
+	return blackboard.Record{Slot: f.Entry.Slot, Mode: blackboard.ModeCommit, Kind: f.Entry.Kind, Status: blackboard.StatusActive, Payload: f.Entry.Payload,
+		Provenance: blackboard.Provenance{Role: f.Role, Writer: f.Writer, TimestampMS: at.UnixMilli()}}
 }
 
 func TestMeasureEachPressure(t *testing.T) {
@@ -87,33 +88,33 @@ func TestMeasureEachPressure(t *testing.T) {
 			return budget.Inputs{Budget: r.Snapshot()}
 		}, budget.State{Loop: 0.75}, func(s budget.State) float64 { return s.Loop }},
 		{"evidence: one of two belief proposals rejected for its evidence", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Trace: []kernel.Record{
-				proposal("refund_due", kernel.StatusInvalidated, kernel.CodeStaleEvidence),
-				proposal("eligible", kernel.StatusInvalidated, kernel.CodeSupersededByCommit), committedBelief("eligible"),
+			return budget.Inputs{Budget: idle(), Trace: []blackboard.Record{
+				proposal("refund_due", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
+				proposal("eligible", blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit), committedBelief("eligible"),
 			}}
 		}, budget.State{Evidence: 0.5}, func(s budget.State) float64 { return s.Evidence }},
 		{"evidence: pending and expired proposals stall too", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Trace: []kernel.Record{
-				proposal("a", kernel.StatusActive, ""), proposal("b", kernel.StatusExpired, kernel.CodeTTLExpired),
-				proposal("c", kernel.StatusInvalidated, kernel.CodeMissingEvidence),
-				proposal("d", kernel.StatusInvalidated, kernel.CodeRuleViolated), // not an evidence code
+			return budget.Inputs{Budget: idle(), Trace: []blackboard.Record{
+				proposal("a", blackboard.StatusActive, ""), proposal("b", blackboard.StatusExpired, blackboard.CodeTTLExpired),
+				proposal("c", blackboard.StatusInvalidated, blackboard.CodeMissingEvidence),
+				proposal("d", blackboard.StatusInvalidated, blackboard.CodeRuleViolated), // not an evidence code
 			}}
 		}, budget.State{Evidence: 0.75}, func(s budget.State) float64 { return s.Evidence }},
 		{"gate: an approval waiting 27 of 30 minutes", func() budget.Inputs {
 			b := idle()
-			return budget.Inputs{Budget: b, Now: t0.Add(27 * time.Minute), Trace: []kernel.Record{pendingApproval("actions:t:5", t0)}}
+			return budget.Inputs{Budget: b, Now: t0.Add(27 * time.Minute), Trace: []blackboard.Record{pendingApproval("actions:t:5", t0)}}
 		}, budget.State{Gate: 0.5}, func(s budget.State) float64 { return s.Gate }},
 		{"gate: a custom TTL, waited past it", func() budget.Inputs {
 			return budget.Inputs{Budget: idle(), Now: t0.Add(2 * time.Hour), ApprovalTTL: time.Hour,
-				Trace: []kernel.Record{pendingApproval("actions:t:5", t0)}}
+				Trace: []blackboard.Record{pendingApproval("actions:t:5", t0)}}
 		}, budget.State{Gate: 1}, func(s budget.State) float64 { return s.Gate }},
 		{"conflict: one of two current percepts conflicted", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Now: t0, Trace: []kernel.Record{
-				percept("charge", kernel.Payload{"conflict": true}, nil), percept("order", kernel.Payload{}, nil)}}
+			return budget.Inputs{Budget: idle(), Now: t0, Trace: []blackboard.Record{
+				percept("charge", blackboard.Payload{"conflict": true}, nil), percept("order", blackboard.Payload{}, nil)}}
 		}, budget.State{Conflict: 0.5}, func(s budget.State) float64 { return s.Conflict }},
 		{"conflict: below a custom threshold", func() budget.Inputs {
-			return budget.Inputs{Budget: idle(), Now: t0, ConflictThreshold: 0.95, Trace: []kernel.Record{
-				percept("charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.9))}}
+			return budget.Inputs{Budget: idle(), Now: t0, ConflictThreshold: 0.95, Trace: []blackboard.Record{
+				percept("charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9))}}
 		}, budget.State{Conflict: 1}, func(s budget.State) float64 { return s.Conflict }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,24 +138,24 @@ func TestMeasureRelief(t *testing.T) {
 	b := newRun(t, budget.Limits{ToolCalls: 10}, newClock(), "r").Snapshot()
 	for _, tc := range []struct {
 		name  string
-		trace []kernel.Record
+		trace []blackboard.Record
 		now   time.Time
 	}{
-		{"a rejected belief later committed", []kernel.Record{
-			proposal("refund_due", kernel.StatusInvalidated, kernel.CodeStaleEvidence), committedBelief("refund_due")}, t0},
-		{"an approval answered", []kernel.Record{pendingApproval("actions:t:5", t0), approval("actions:t:5")}, t0.Add(29 * time.Minute)},
-		{"a wait inside the soft band", []kernel.Record{pendingApproval("actions:t:5", t0)}, t0.Add(24 * time.Minute)},
-		{"a conflict arbitrated by confidence", []kernel.Record{percept("charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.9))}, t0},
-		{"a conflict superseded by a clean observation", []kernel.Record{
-			percept("charge", kernel.Payload{"conflict": true}, nil), percept("charge", kernel.Payload{}, nil)}, t0},
-		{"a conflicted observation that expired", []kernel.Record{func() kernel.Record {
-			r := percept("charge", kernel.Payload{"conflict": true}, nil)
+		{"a rejected belief later committed", []blackboard.Record{
+			proposal("refund_due", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), committedBelief("refund_due")}, t0},
+		{"an approval answered", []blackboard.Record{pendingApproval("actions:t:5", t0), approval("actions:t:5")}, t0.Add(29 * time.Minute)},
+		{"a wait inside the soft band", []blackboard.Record{pendingApproval("actions:t:5", t0)}, t0.Add(24 * time.Minute)},
+		{"a conflict arbitrated by confidence", []blackboard.Record{percept("charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9))}, t0},
+		{"a conflict superseded by a clean observation", []blackboard.Record{
+			percept("charge", blackboard.Payload{"conflict": true}, nil), percept("charge", blackboard.Payload{}, nil)}, t0},
+		{"a conflicted observation that expired", []blackboard.Record{func() blackboard.Record {
+			r := percept("charge", blackboard.Payload{"conflict": true}, nil)
 			r.Provenance.TTLMS = 1000
 			return r
 		}()}, t0.Add(time.Minute)},
-		{"a pending_approval record the kernel did not write", []kernel.Record{func() kernel.Record {
+		{"a pending_approval record the kernel did not write", []blackboard.Record{func() blackboard.Record {
 			r := pendingApproval("actions:t:5", t0)
-			r.Provenance.Role = kernel.RoleTool
+			r.Provenance.Role = blackboard.RoleTool
 			return r
 		}()}, t0.Add(time.Hour)},
 	} {
@@ -211,8 +212,8 @@ func TestMeasureBounds(t *testing.T) {
 		_ = g.Round(false)
 	}
 	loops := []budget.LoopSnapshot{{}, g.Snapshot(), {RepeatPressure: 4, IdleRounds: 9, MaxIdleRounds: 2}, {RepeatPressure: math.NaN()}}
-	traces := [][]kernel.Record{nil,
-		{proposal("a", kernel.StatusActive, ""), percept("p", kernel.Payload{"conflict": true}, nil), pendingApproval("x", t0.Add(-48*time.Hour))},
+	traces := [][]blackboard.Record{nil,
+		{proposal("a", blackboard.StatusActive, ""), percept("p", blackboard.Payload{"conflict": true}, nil), pendingApproval("x", t0.Add(-48*time.Hour))},
 		{pendingApproval("x", t0.Add(time.Hour))}, // a wait that starts in the future
 	}
 	for _, b := range snaps {
@@ -220,7 +221,7 @@ func TestMeasureBounds(t *testing.T) {
 			for _, tr := range traces {
 				for _, risk := range []float64{-1, 0, 0.5, 1, 2} {
 					for _, ttl := range []time.Duration{-time.Minute, 0, time.Millisecond, time.Hour} {
-						keep := append([]kernel.Record(nil), tr...)
+						keep := append([]blackboard.Record(nil), tr...)
 						for i := range keep {
 							keep[i] = keep[i].Clone()
 						}
@@ -251,8 +252,8 @@ func TestMeasureKernelTrace(t *testing.T) {
 	must(t, err)
 	defer k.Close()
 	tool := k.Tool("orders")
-	write := func(kind string, p kernel.Payload) {
-		if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: kind, Payload: p}); err != nil {
+	write := func(kind string, p blackboard.Payload) {
+		if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: kind, Payload: p}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -262,17 +263,17 @@ func TestMeasureKernelTrace(t *testing.T) {
 		must(t, err)
 		return d
 	}
-	write("order", kernel.Payload{"order_id": "A1"})
-	write("charge", kernel.Payload{"amount": 90.0, "conflict": true})
-	if d := submit(kernel.Entry{Slot: kernel.Beliefs, Kind: "charged", Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); d.Code != kernel.CodeUnresolvedConflict {
+	write("order", blackboard.Payload{"order_id": "A1"})
+	write("charge", blackboard.Payload{"amount": 90.0, "conflict": true})
+	if d := submit(kernel.Entry{Slot: blackboard.Beliefs, Kind: "charged", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); d.Code != blackboard.CodeUnresolvedConflict {
 		t.Fatalf("belief on a conflicted charge: %s", d.Code)
 	}
-	if d := submit(kernel.Entry{Slot: kernel.Beliefs, Kind: "refund_due", Payload: kernel.Payload{"value": true, "depends_on": []string{"order"}}}); !d.Code.OK() {
+	if d := submit(kernel.Entry{Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); !d.Code.OK() {
 		t.Fatalf("belief: %s", d.Code)
 	}
 	// The gate's way: the action with its decision record, pending approval.
-	act, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
-		Payload: kernel.Payload{"requires_beliefs": []string{"refund_due"}}}, func(d kernel.Decision) ([]kernel.Follow, error) {
+	act, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"requires_beliefs": []string{"refund_due"}}}, func(d kernel.Decision) ([]kernel.Follow, error) {
 		r := audit.ForDecision("t", "issue_refund", d)
 		r.Outcome = audit.OutcomePendingApproval
 		f, err := r.Follow()
@@ -284,8 +285,8 @@ func TestMeasureKernelTrace(t *testing.T) {
 	}
 	clk.Advance(27 * time.Minute)
 
-	traceOf := func() []kernel.Record {
-		var out []kernel.Record
+	traceOf := func() []blackboard.Record {
+		var out []blackboard.Record
 		for r, err := range tool.Trace(ctx, "t") {
 			must(t, err)
 			out = append(out, r)

@@ -24,7 +24,7 @@ var ErrInvalid = errors.New("canon: invalid value")
 // Append appends the canonical JSON of v to dst. v is a JSON-compatible Go
 // value: nil, bool, string, any Go number or json.Number, and maps with
 // string keys and slices of such values (named types included, such as
-// kernel.Payload).
+// blackboard.Payload).
 //
 // The canonical form is JSON without insignificant space, object keys in
 // byte order, strings as they are (only '"', '\\' and control characters

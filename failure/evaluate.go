@@ -63,7 +63,7 @@ const maxListed = 8
 //     empty.
 //
 // Maps with string keys and slices of any element type are read, so a
-// kernel.Payload built in Go is read like one decoded from JSON. Evaluate
+// blackboard.Payload built in Go is read like one decoded from JSON. Evaluate
 // never changes the result.
 func Evaluate(result map[string]any, want Expect) (Status, error) {
 	if f, ok := FromResult(result); ok {

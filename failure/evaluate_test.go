@@ -149,7 +149,7 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-// payload stands for kernel.Payload: a named map type, with Go values
+// payload stands for blackboard.Payload: a named map type, with Go values
 // rather than JSON-decoded ones.
 type payload map[string]any
 

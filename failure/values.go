@@ -7,7 +7,7 @@ import (
 )
 
 // Readers of JSON-like values: maps with string keys, slices and numbers,
-// whether decoded from JSON or built in Go (a kernel.Payload, a
+// whether decoded from JSON or built in Go (a blackboard.Payload, a
 // []map[string]any).
 
 // field reads key from a map with string keys.

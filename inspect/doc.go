@@ -15,7 +15,7 @@
 // [sqlitestore.OpenReadOnly]: no migration, no lock held beyond one short
 // read at a time, so a process that is writing the store is not blocked.
 // The reports themselves ([Traces], [Timeline], [Explain], [Stats],
-// [Approvals], [Effects], [Export]) take any [kernel.Store] and only read
+// [Approvals], [Effects], [Export]) take any [blackboard.Store] and only read
 // it, so they are safe for concurrent use as far as the store is. They
 // read the tool-call gate's effect records through [toolgate.EffectOf],
 // and print every stored text through [Inert] (JSON through [InertJSON]),

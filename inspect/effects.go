@@ -10,21 +10,22 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // PendingApproval is a committed action waiting for a person.
 type PendingApproval struct {
-	ActionID  string         `json:"action_id"`
-	TraceID   string         `json:"trace_id"`
-	Namespace string         `json:"namespace"`
-	Kind      string         `json:"kind"`
-	Tool      string         `json:"tool,omitempty"`
-	SinceMS   int64          `json:"since_ts_ms"`
-	AgeMS     int64          `json:"age_ms"`
-	Reason    string         `json:"reason,omitempty"`
-	Args      kernel.Payload `json:"args,omitempty"`
+	ActionID  string             `json:"action_id"`
+	TraceID   string             `json:"trace_id"`
+	Namespace string             `json:"namespace"`
+	Kind      string             `json:"kind"`
+	Tool      string             `json:"tool,omitempty"`
+	SinceMS   int64              `json:"since_ts_ms"`
+	AgeMS     int64              `json:"age_ms"`
+	Reason    string             `json:"reason,omitempty"`
+	Args      blackboard.Payload `json:"args,omitempty"`
 }
 
 // Approvals lists the actions whose decision record says
@@ -33,10 +34,10 @@ type PendingApproval struct {
 // shown are the committed action's own: a record whose subject is not a
 // committed action of its kind in the namespace is passed over, whatever
 // its context says.
-func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.Time) ([]PendingApproval, error) {
+func Approvals(ctx context.Context, s blackboard.Store, namespace string, now time.Time) ([]PendingApproval, error) {
 	var pending []PendingApproval
 	decided := map[string]bool{}
-	for r, err := range s.ListSlot(ctx, kernel.Evidence, kernel.Filter{Namespace: namespace}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Evidence, blackboard.Filter{Namespace: namespace}) {
 		if err != nil {
 			return nil, err
 		}
@@ -72,13 +73,13 @@ func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.T
 		}
 		decided[p.ActionID] = true // listed once, from its first record
 		act, err := s.Get(ctx, p.ActionID)
-		if errors.Is(err, kernel.ErrNotFound) {
+		if errors.Is(err, blackboard.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || act.Namespace != p.Namespace || act.Kind != p.Kind {
+		if act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || act.Namespace != p.Namespace || act.Kind != p.Kind {
 			continue
 		}
 		p.Args = actionArgs(act.Payload)
@@ -90,7 +91,7 @@ func Approvals(ctx context.Context, s kernel.Store, namespace string, now time.T
 
 // actionArgs is what an approver is shown of a committed action: its
 // payload without the keys the kernel reads or derives.
-func actionArgs(p kernel.Payload) kernel.Payload {
+func actionArgs(p blackboard.Payload) blackboard.Payload {
 	out := p.Clone()
 	for _, key := range []string{kernel.KeyRequiresBeliefs, kernel.KeyRequirePrediction, kernel.KeyType, kernel.KeyUsesStaleData,
 		kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
@@ -119,20 +120,20 @@ type EffectRow struct {
 	Attempts  int    `json:"attempts"`
 	// Outcome is succeeded, failed, escalated, or in_progress while an
 	// attempt has no result.
-	Outcome string      `json:"outcome"`
-	Code    kernel.Code `json:"code,omitempty"`
-	Result  string      `json:"result,omitempty"` // the record of the result
-	LastMS  int64       `json:"last_ts_ms"`
+	Outcome string          `json:"outcome"`
+	Code    blackboard.Code `json:"code,omitempty"`
+	Result  string          `json:"result,omitempty"` // the record of the result
+	LastMS  int64           `json:"last_ts_ms"`
 }
 
 // Effects lists every action the tool-call gate ran an effect for, in the
 // order of its first attempt, from the percepts the gate wrote about it
 // (read with [toolgate.EffectOf]: an object another writer stored under
 // [toolgate.KeyEffect] is no effect).
-func Effects(ctx context.Context, s kernel.Store, namespace string) ([]EffectRow, error) {
+func Effects(ctx context.Context, s blackboard.Store, namespace string) ([]EffectRow, error) {
 	var order []string
 	rows := map[string]*EffectRow{}
-	for r, err := range s.ListSlot(ctx, kernel.Percepts, kernel.Filter{Namespace: namespace}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Namespace: namespace}) {
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +165,7 @@ func Effects(ctx context.Context, s kernel.Store, namespace string) ([]EffectRow
 	return out, nil
 }
 
-func effectsByAction(ctx context.Context, s kernel.Store, namespace string) (map[string]*EffectRow, error) {
+func effectsByAction(ctx context.Context, s blackboard.Store, namespace string) (map[string]*EffectRow, error) {
 	rows, err := Effects(ctx, s, namespace)
 	if err != nil {
 		return nil, err
@@ -189,7 +190,7 @@ func runEffects(ctx context.Context, e *env, _ []string) error {
 // Export writes records of s as JSON lines: one trace's, or (traceID
 // empty) every trace's of namespace (every namespace when empty), trace
 // by trace in the order the store lists them.
-func Export(ctx context.Context, s kernel.Store, namespace, traceID string, w io.Writer) error {
+func Export(ctx context.Context, s blackboard.Store, namespace, traceID string, w io.Writer) error {
 	enc := newLineEncoder(w)
 	if traceID != "" {
 		for r, err := range s.ListTrace(ctx, traceID) {
@@ -205,7 +206,7 @@ func Export(ctx context.Context, s kernel.Store, namespace, traceID string, w io
 		}
 		return nil
 	}
-	for ts, err := range kernel.ListTraces(ctx, s, namespace) {
+	for ts, err := range blackboard.ListTraces(ctx, s, namespace) {
 		if err != nil {
 			return err
 		}

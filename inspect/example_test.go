@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -23,13 +24,13 @@ func ExampleMain() {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	k, _ := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
 	ctx := context.Background()
-	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge",
-		Payload: kernel.Payload{"stale": true}})
+	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
+		Payload: blackboard.Payload{"stale": true}})
 	planner := k.Planner("planner")
-	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
-	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{"reason": "STALE_EVIDENCE"}})
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{"reason": "STALE_EVIDENCE"}})
 	s.Close()
 
 	code := inspect.Main(ctx, []string{"--db", db, "timeline", "stale"}, os.Stdout, os.Stderr)

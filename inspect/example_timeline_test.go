@@ -6,26 +6,28 @@ import (
 	"os"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // The paper's §10.4 trace: a stale charge, the belief rejected, the plan
 // infeasible, the safe fallback committed.
 func ExampleTimeline() {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := kernel.NewMemStore()
+	s := memstore.New()
 	k, _ := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
 	ctx := context.Background()
-	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge",
-		Payload: kernel.Payload{"charge_id": "ch_1", "stale": true}})
+	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
+		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}})
 	planner := k.Planner("planner")
-	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
-	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
-		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
-	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{"reason": string(plan.Code)}})
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
+	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Plans, Kind: "action_plan",
+		Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{"reason": string(plan.Code)}})
 
 	tl, err := inspect.Timeline(ctx, s, "stale")
 	if err != nil {
@@ -48,18 +50,18 @@ func ExampleTimeline() {
 // Why was the refund not paid? Explain walks from the fallback back to the
 // stale percept.
 func ExampleExplain() {
-	s := kernel.NewMemStore()
+	s := memstore.New()
 	k, _ := kernel.New(kernel.WithStore(s))
 	ctx := context.Background()
-	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge",
-		Payload: kernel.Payload{"charge_id": "ch_1", "stale": true}})
+	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
+		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}})
 	planner := k.Planner("planner")
-	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
-	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
-		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
-	fb, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{"reason": string(plan.Code)}})
+	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
+	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Plans, Kind: "action_plan",
+		Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
+	fb, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{"reason": string(plan.Code)}})
 
 	ex, err := inspect.Explain(ctx, s, fb.Record.ID)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -27,8 +28,8 @@ type Explanation struct {
 	// Verdict is "committed", "refused", "fallback" (a safe fallback taken
 	// instead of a refused plan or action), "pending", "expired" or
 	// "observed" (a percept or another record no decision made).
-	Verdict string      `json:"verdict"`
-	Code    kernel.Code `json:"code,omitempty"`
+	Verdict string          `json:"verdict"`
+	Code    blackboard.Code `json:"code,omitempty"`
 	// RootCause is, for a refusal or a fallback, the deepest cause and the
 	// record it is about (the stale percept behind a missing belief).
 	RootCause *kernel.Cause `json:"root_cause,omitempty"`
@@ -43,16 +44,16 @@ type ExplainNode struct {
 	// "evidence", "percept", "proposal", "instead of" (the refusal a
 	// fallback stands in for), "failed" (the record a refusal is about),
 	// "approval", "effect", "decision record", "prediction", "input".
-	Relation string        `json:"relation,omitempty"`
-	Record   string        `json:"record"`
-	Slot     kernel.Slot   `json:"slot"`
-	Kind     string        `json:"kind"`
-	Mode     kernel.Mode   `json:"mode"`
-	Status   kernel.Status `json:"status"`
-	Code     kernel.Code   `json:"code,omitempty"` // the record's reason code
-	Role     kernel.Role   `json:"role"`
-	Writer   string        `json:"writer"`
-	TimeMS   int64         `json:"ts_ms"`
+	Relation string            `json:"relation,omitempty"`
+	Record   string            `json:"record"`
+	Slot     blackboard.Slot   `json:"slot"`
+	Kind     string            `json:"kind"`
+	Mode     blackboard.Mode   `json:"mode"`
+	Status   blackboard.Status `json:"status"`
+	Code     blackboard.Code   `json:"code,omitempty"` // the record's reason code
+	Role     blackboard.Role   `json:"role"`
+	Writer   string            `json:"writer"`
+	TimeMS   int64             `json:"ts_ms"`
 	// Summary is the node in one line.
 	Summary string `json:"summary"`
 	// Checks are the evidence checks a percept passed, as its artifact
@@ -75,9 +76,9 @@ type ExplainNode struct {
 // through the refusal it stands in for; a decision record through the
 // record it decided. Effects are read with [toolgate.EffectOf]. It only
 // reads, so it works on any store and on a record of any namespace. A
-// record s does not hold is [kernel.ErrNotFound]. Safe for concurrent use,
+// record s does not hold is [blackboard.ErrNotFound]. Safe for concurrent use,
 // as far as s is.
-func Explain(ctx context.Context, s kernel.Store, recordID string) (Explanation, error) {
+func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanation, error) {
 	r, err := s.Get(ctx, recordID)
 	if err != nil {
 		return Explanation{}, err
@@ -98,7 +99,7 @@ func Explain(ctx context.Context, s kernel.Store, recordID string) (Explanation,
 	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
 	ex.Tree = x.node(target, "", 0)
 	switch {
-	case target.Slot == kernel.Evidence && target.Kind == audit.Kind && target.Provenance.Role == kernel.RoleKernel:
+	case target.Slot == blackboard.Evidence && target.Kind == audit.Kind && target.Provenance.Role == blackboard.RoleKernel:
 		d, _ := decisionOf(target)
 		ex.Verdict, ex.Code = verdictOf(d.Outcome), d.Code
 		root := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
@@ -109,15 +110,15 @@ func Explain(ctx context.Context, s kernel.Store, recordID string) (Explanation,
 		if d.Outcome == audit.OutcomeRefused || d.Outcome == audit.OutcomeFailed || d.Outcome == audit.OutcomeEscalated {
 			ex.RootCause = &root
 		}
-	case target.Mode == kernel.ModePropose && target.Status == kernel.StatusInvalidated:
+	case target.Mode == blackboard.ModePropose && target.Status == blackboard.StatusInvalidated:
 		ex.Verdict, ex.Code = "refused", target.Reason
 		ex.Causes = x.causes(target)
 		ex.RootCause = &ex.Causes[len(ex.Causes)-1]
-	case target.Status == kernel.StatusExpired:
+	case target.Status == blackboard.StatusExpired:
 		ex.Verdict, ex.Code = "expired", target.Reason
-	case target.Mode == kernel.ModePropose:
+	case target.Mode == blackboard.ModePropose:
 		ex.Verdict = "pending"
-	case target.Mode == kernel.ModeCommit && target.Provenance.Role == kernel.RoleKernel && target.Slot != kernel.Evidence:
+	case target.Mode == blackboard.ModeCommit && target.Provenance.Role == blackboard.RoleKernel && target.Slot != blackboard.Evidence:
 		ex.Verdict, ex.Code = "committed", target.Reason
 		if refused := x.replaced(target); refused != nil {
 			ex.Verdict = "fallback"
@@ -143,8 +144,8 @@ func verdictOf(o audit.Outcome) string {
 }
 
 type explainer struct {
-	recs []kernel.Record
-	byID map[string]*kernel.Record
+	recs []blackboard.Record
+	byID map[string]*blackboard.Record
 	pos  map[string]int
 	seen map[string]bool // on the path from the root
 	// expanded holds the records already shown with their subtree: a
@@ -159,19 +160,19 @@ const maxExplainDepth = 12
 // subject maps what was asked about to the record that says the most: a
 // decision record about a proposal to what the decision produced, a
 // committed proposal to its committed twin.
-func (x *explainer) subject(r *kernel.Record) *kernel.Record {
-	if r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel {
+func (x *explainer) subject(r *blackboard.Record) *blackboard.Record {
+	if r.Slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel {
 		if d, err := decisionOf(r); err == nil && d.Subject != "" {
-			if s := x.byID[d.Subject]; s != nil && !(s.Slot == kernel.Percepts && isEffect(s)) {
+			if s := x.byID[d.Subject]; s != nil && !(s.Slot == blackboard.Percepts && isEffect(s)) {
 				return x.subject(s)
 			}
 		}
 		return r
 	}
-	if r.Mode == kernel.ModePropose && r.Reason == kernel.CodeSupersededByCommit {
+	if r.Mode == blackboard.ModePropose && r.Reason == blackboard.CodeSupersededByCommit {
 		for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
 			c := &x.recs[i]
-			if c.Mode == kernel.ModeCommit && c.Provenance.Role == kernel.RoleKernel && c.Slot == r.Slot && len(c.Provenance.InputRefs) > 0 && c.Provenance.InputRefs[0] == r.ID {
+			if c.Mode == blackboard.ModeCommit && c.Provenance.Role == blackboard.RoleKernel && c.Slot == r.Slot && len(c.Provenance.InputRefs) > 0 && c.Provenance.InputRefs[0] == r.ID {
 				return c
 			}
 		}
@@ -180,13 +181,13 @@ func (x *explainer) subject(r *kernel.Record) *kernel.Record {
 }
 
 // node builds the subtree of r.
-func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainNode {
+func (x *explainer) node(r *blackboard.Record, relation string, depth int) *ExplainNode {
 	n := &ExplainNode{
 		Relation: relation, Record: r.ID, Slot: r.Slot, Kind: r.Kind, Mode: r.Mode, Status: r.Status, Code: r.Reason,
 		Role: r.Provenance.Role, Writer: r.Provenance.Writer, TimeMS: r.Provenance.TimestampMS,
 		Confidence: r.Provenance.Confidence, TTLMS: r.Provenance.TTLMS, Span: r.Provenance.Span,
 	}
-	if r.Slot == kernel.Percepts {
+	if r.Slot == blackboard.Percepts {
 		for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
 			if r.Payload.Bool(key) {
 				n.Flags = append(n.Flags, key)
@@ -209,13 +210,13 @@ func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainN
 		}
 	}
 	switch {
-	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
+	case r.Slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel:
 		if d, err := decisionOf(r); err == nil {
 			for _, id := range d.EvidenceRefs {
 				child(id, "evidence")
 			}
 		}
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindBeliefValidation:
+	case r.Slot == blackboard.Evidence && r.Kind == kernel.KindBeliefValidation:
 		checks := list(r.Payload, "checks")
 		for i, id := range r.Provenance.InputRefs {
 			if c := x.byID[id]; c != nil && !x.seen[id] {
@@ -226,7 +227,7 @@ func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainN
 				n.Children = append(n.Children, cn)
 			}
 		}
-	case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel && r.Slot != kernel.Evidence:
+	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel && r.Slot != blackboard.Evidence:
 		// The proposal, then the plan (named, or the committed plan the
 		// action is a step of), beliefs and predictions, the evidence
 		// artifacts, and last the percepts nothing above already shows.
@@ -235,14 +236,14 @@ func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainN
 			child(refs[0], "proposal")
 			refs = refs[1:]
 		}
-		if r.Slot == kernel.Actions && !slices.ContainsFunc(refs, func(id string) bool { return x.byID[id] != nil && x.byID[id].Slot == kernel.Plans }) {
+		if r.Slot == blackboard.Actions && !slices.ContainsFunc(refs, func(id string) bool { return x.byID[id] != nil && x.byID[id].Slot == blackboard.Plans }) {
 			if p := x.planOf(r); p != nil {
 				child(p.ID, "plan")
 			}
 		}
 		var percepts []string
 		for _, id := range refs {
-			if c := x.byID[id]; c != nil && c.Slot == kernel.Percepts {
+			if c := x.byID[id]; c != nil && c.Slot == blackboard.Percepts {
 				percepts = append(percepts, id)
 			} else if c != nil {
 				child(id, singular(c.Slot))
@@ -256,12 +257,12 @@ func (x *explainer) node(r *kernel.Record, relation string, depth int) *ExplainN
 				child(id, "percept")
 			}
 		}
-		if r.Slot == kernel.Actions {
+		if r.Slot == blackboard.Actions {
 			x.actionChildren(n, r, depth, child)
 		}
-	case r.Mode == kernel.ModePropose && r.Status == kernel.StatusInvalidated && r.Reason != kernel.CodeSupersededByCommit:
+	case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
 		x.refusalChildren(n, r, depth)
-	case r.Slot == kernel.Percepts && isEffect(r):
+	case r.Slot == blackboard.Percepts && isEffect(r):
 		for _, id := range r.Provenance.InputRefs[min(1, len(r.Provenance.InputRefs)):] {
 			child(id, "input")
 		}
@@ -284,10 +285,10 @@ func shows(n *ExplainNode, id string) bool {
 
 // planOf returns the latest committed plan before action r that has a
 // step of r's type.
-func (x *explainer) planOf(r *kernel.Record) *kernel.Record {
+func (x *explainer) planOf(r *blackboard.Record) *blackboard.Record {
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		p := &x.recs[i]
-		if p.Slot != kernel.Plans || p.Mode != kernel.ModeCommit || p.Status != kernel.StatusActive {
+		if p.Slot != blackboard.Plans || p.Mode != blackboard.ModeCommit || p.Status != blackboard.StatusActive {
 			continue
 		}
 		for _, st := range list(p.Payload, kernel.KeySteps) {
@@ -302,22 +303,22 @@ func (x *explainer) planOf(r *kernel.Record) *kernel.Record {
 // actionChildren adds what happened to a committed action after its
 // commit: its decision records, approvals, effect attempts and results,
 // and the refusal a fallback stands in for.
-func (x *explainer) actionChildren(n *ExplainNode, r *kernel.Record, depth int, child func(id, rel string)) {
+func (x *explainer) actionChildren(n *ExplainNode, r *blackboard.Record, depth int, child func(id, rel string)) {
 	if refused := x.replaced(r); refused != nil && !x.seen[refused.ID] {
 		n.Children = append(n.Children, x.node(refused, "instead of", depth+1))
 	}
 	for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
 		switch {
-		case c.Slot == kernel.Evidence && c.Kind == audit.Kind && c.Provenance.Role == kernel.RoleKernel:
+		case c.Slot == blackboard.Evidence && c.Kind == audit.Kind && c.Provenance.Role == blackboard.RoleKernel:
 			if d, err := decisionOf(c); err == nil && d.Subject == r.ID {
 				n.Children = append(n.Children, x.node(c, "decision record", maxExplainDepth))
 			}
-		case c.Slot == kernel.Evidence && c.Kind == audit.KindApproval:
+		case c.Slot == blackboard.Evidence && c.Kind == audit.KindApproval:
 			if a, ok := audit.ApprovalOf(*c); ok && a.ActionID == r.ID {
 				child(c.ID, "approval")
 			}
-		case c.Slot == kernel.Percepts && isEffect(c):
+		case c.Slot == blackboard.Percepts && isEffect(c):
 			if e, _ := toolgate.EffectOf(*c); e.ActionID == r.ID {
 				n.Children = append(n.Children, x.node(c, "effect", maxExplainDepth))
 			}
@@ -329,8 +330,8 @@ func (x *explainer) actionChildren(n *ExplainNode, r *kernel.Record, depth int, 
 // in for: the action it escalates (the tool-call gate's "escalates"), else
 // the latest refused plan or action proposal before it, when the fallback
 // names a reason.
-func (x *explainer) replaced(r *kernel.Record) *kernel.Record {
-	if r.Slot != kernel.Actions {
+func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
+	if r.Slot != blackboard.Actions {
 		return nil
 	}
 	if id, ok := r.Payload.String("escalates"); ok {
@@ -342,14 +343,14 @@ func (x *explainer) replaced(r *kernel.Record) *kernel.Record {
 	}
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		c := &x.recs[i]
-		if c.Mode == kernel.ModePropose && (c.Slot == kernel.Plans || c.Slot == kernel.Actions) && c.Status == kernel.StatusInvalidated &&
-			c.Reason != kernel.CodeSupersededByCommit && (string(c.Reason) == reason || reason == "") {
+		if c.Mode == blackboard.ModePropose && (c.Slot == blackboard.Plans || c.Slot == blackboard.Actions) && c.Status == blackboard.StatusInvalidated &&
+			c.Reason != blackboard.CodeSupersededByCommit && (string(c.Reason) == reason || reason == "") {
 			return c
 		}
 	}
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		c := &x.recs[i]
-		if c.Mode == kernel.ModePropose && (c.Slot == kernel.Plans || c.Slot == kernel.Actions) && c.Status == kernel.StatusInvalidated && c.Reason != kernel.CodeSupersededByCommit {
+		if c.Mode == blackboard.ModePropose && (c.Slot == blackboard.Plans || c.Slot == blackboard.Actions) && c.Status == blackboard.StatusInvalidated && c.Reason != blackboard.CodeSupersededByCommit {
 			return c
 		}
 	}
@@ -358,10 +359,10 @@ func (x *explainer) replaced(r *kernel.Record) *kernel.Record {
 
 // decisionAbout returns the decision record the kernel wrote about a
 // proposal, if any.
-func (x *explainer) decisionAbout(p *kernel.Record) (audit.Record, bool) {
+func (x *explainer) decisionAbout(p *blackboard.Record) (audit.Record, bool) {
 	for i := x.pos[p.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
-		if c.Slot == kernel.Evidence && c.Kind == audit.Kind && c.Provenance.Role == kernel.RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
+		if c.Slot == blackboard.Evidence && c.Kind == audit.Kind && c.Provenance.Role == blackboard.RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
 			if d, err := decisionOf(c); err == nil && d.ID == "decision:"+p.ID {
 				return d, true
 			}
@@ -372,7 +373,7 @@ func (x *explainer) decisionAbout(p *kernel.Record) (audit.Record, bool) {
 
 // causes is the causal chain of a refused proposal, outermost first: its
 // decision record's when there is one, else read back from the trace.
-func (x *explainer) causes(p *kernel.Record) []kernel.Cause {
+func (x *explainer) causes(p *blackboard.Record) []kernel.Cause {
 	if d, ok := x.decisionAbout(p); ok {
 		return append([]kernel.Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
 	}
@@ -391,40 +392,40 @@ func (x *explainer) causes(p *kernel.Record) []kernel.Cause {
 // shows: the flagged percept behind an evidence code (below false), the
 // rejected belief behind a missing one (below true: it has causes of its
 // own), the false belief behind an unsatisfied one.
-func (x *explainer) failedOf(p *kernel.Record) (failed *kernel.Record, below bool) {
+func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, below bool) {
 	at := x.pos[p.ID]
 	switch p.Reason {
-	case kernel.CodeStaleEvidence, kernel.CodeUnresolvedConflict, kernel.CodeLowConfidence, kernel.CodeSupersededEvidence, kernel.CodeMissingEvidence:
+	case blackboard.CodeStaleEvidence, blackboard.CodeUnresolvedConflict, blackboard.CodeLowConfidence, blackboard.CodeSupersededEvidence, blackboard.CodeMissingEvidence:
 		percepts := x.dependencies(p, at)
 		for _, r := range percepts {
 			if perceptFails(r, p) == p.Reason {
 				return r, false
 			}
 		}
-		if len(percepts) > 0 && p.Slot == kernel.Beliefs {
+		if len(percepts) > 0 && p.Slot == blackboard.Beliefs {
 			return percepts[0], false
 		}
-	case kernel.CodePlanMissingBelief, kernel.CodeNoCommittedBelief:
+	case blackboard.CodePlanMissingBelief, blackboard.CodeNoCommittedBelief:
 		for _, kind := range requiredBeliefs(p) {
-			if x.latest(kernel.Beliefs, kind, at, true) != nil {
+			if x.latest(blackboard.Beliefs, kind, at, true) != nil {
 				continue
 			}
-			if b := x.latest(kernel.Beliefs, kind, at, false); b != nil && b.Mode == kernel.ModePropose && b.Status == kernel.StatusInvalidated {
+			if b := x.latest(blackboard.Beliefs, kind, at, false); b != nil && b.Mode == blackboard.ModePropose && b.Status == blackboard.StatusInvalidated {
 				return b, true
 			}
 		}
-	case kernel.CodeNegativePrediction:
+	case blackboard.CodeNegativePrediction:
 		for i := at - 1; i >= 0; i-- {
 			r := &x.recs[i]
-			if r.Slot == kernel.Predictions && r.Mode == kernel.ModeCommit && r.Payload[kernel.KeyActionType] == any(p.Kind) {
+			if r.Slot == blackboard.Predictions && r.Mode == blackboard.ModeCommit && r.Payload[kernel.KeyActionType] == any(p.Kind) {
 				if v, ok := r.Payload.Float(kernel.KeyExpectedOutcome); ok && v < 0 {
 					return r, false
 				}
 			}
 		}
-	case kernel.CodePlanBeliefNotSatisfied, kernel.CodeBeliefNotSatisfied:
+	case blackboard.CodePlanBeliefNotSatisfied, blackboard.CodeBeliefNotSatisfied:
 		for _, kind := range requiredBeliefs(p) {
-			if b := x.latest(kernel.Beliefs, kind, at, true); b != nil && !b.Payload.Bool(kernel.KeyValue) {
+			if b := x.latest(blackboard.Beliefs, kind, at, true); b != nil && !b.Payload.Bool(kernel.KeyValue) {
 				return b, false
 			}
 		}
@@ -434,27 +435,27 @@ func (x *explainer) failedOf(p *kernel.Record) (failed *kernel.Record, below boo
 
 // perceptFails says which evidence code a percept fails, as its record
 // shows (flags, TTL at the proposal's time), or "".
-func perceptFails(r, p *kernel.Record) kernel.Code {
+func perceptFails(r, p *blackboard.Record) blackboard.Code {
 	switch {
-	case r.Payload.Bool(kernel.KeyStale) || expiresBy(r, p.Provenance.TimestampMS) || r.Status == kernel.StatusExpired:
-		return kernel.CodeStaleEvidence
+	case r.Payload.Bool(kernel.KeyStale) || expiresBy(r, p.Provenance.TimestampMS) || r.Status == blackboard.StatusExpired:
+		return blackboard.CodeStaleEvidence
 	case r.Payload.Bool(kernel.KeyConflict):
-		return kernel.CodeUnresolvedConflict
+		return blackboard.CodeUnresolvedConflict
 	case r.Payload.Bool(kernel.KeyLowConfidence):
-		return kernel.CodeLowConfidence
+		return blackboard.CodeLowConfidence
 	}
 	return ""
 }
 
 // dependencies are the percepts a belief proposal named, as they were
 // when it was proposed (a kind means its latest observation before).
-func (x *explainer) dependencies(p *kernel.Record, at int) []*kernel.Record {
-	var out []*kernel.Record
+func (x *explainer) dependencies(p *blackboard.Record, at int) []*blackboard.Record {
+	var out []*blackboard.Record
 	for _, d := range list(p.Payload, kernel.KeyDependsOn) {
 		s, _ := d.(string)
-		if r := x.byID[s]; r != nil && r.Slot == kernel.Percepts {
+		if r := x.byID[s]; r != nil && r.Slot == blackboard.Percepts {
 			out = append(out, r)
-		} else if r := x.latest(kernel.Percepts, s, at, false); r != nil {
+		} else if r := x.latest(blackboard.Percepts, s, at, false); r != nil {
 			out = append(out, r)
 		}
 	}
@@ -463,10 +464,10 @@ func (x *explainer) dependencies(p *kernel.Record, at int) []*kernel.Record {
 
 // latest returns the latest record of kind in slot before position at
 // (committed only, if asked).
-func (x *explainer) latest(slot kernel.Slot, kind string, at int, committed bool) *kernel.Record {
+func (x *explainer) latest(slot blackboard.Slot, kind string, at int, committed bool) *blackboard.Record {
 	for i := at - 1; i >= 0; i-- {
 		r := &x.recs[i]
-		if r.Slot == slot && r.Kind == kind && (!committed || r.Mode == kernel.ModeCommit) {
+		if r.Slot == slot && r.Kind == kind && (!committed || r.Mode == blackboard.ModeCommit) {
 			return r
 		}
 	}
@@ -475,7 +476,7 @@ func (x *explainer) latest(slot kernel.Slot, kind string, at int, committed bool
 
 // requiredBeliefs lists the belief kinds a plan's steps or an action
 // require.
-func requiredBeliefs(p *kernel.Record) []string {
+func requiredBeliefs(p *blackboard.Record) []string {
 	var out []string
 	add := func(v any) {
 		list, _ := v.([]any)
@@ -485,7 +486,7 @@ func requiredBeliefs(p *kernel.Record) []string {
 			}
 		}
 	}
-	if p.Slot == kernel.Plans {
+	if p.Slot == blackboard.Plans {
 		for _, st := range list(p.Payload, kernel.KeySteps) {
 			if m, ok := st.(map[string]any); ok {
 				add(m[kernel.KeyRequiresBeliefs])
@@ -499,14 +500,14 @@ func requiredBeliefs(p *kernel.Record) []string {
 
 // refusalChildren adds to a refused proposal the record its refusal is
 // about, explained in turn.
-func (x *explainer) refusalChildren(n *ExplainNode, p *kernel.Record, depth int) {
+func (x *explainer) refusalChildren(n *ExplainNode, p *blackboard.Record, depth int) {
 	var failedID string
 	if d, ok := x.decisionAbout(p); ok {
 		failedID = d.Failed
 	} else if f, _ := x.failedOf(p); f != nil {
 		failedID = f.ID
 	}
-	if p.Slot == kernel.Beliefs {
+	if p.Slot == blackboard.Beliefs {
 		for _, r := range x.dependencies(p, x.pos[p.ID]) {
 			if x.seen[r.ID] {
 				continue
@@ -525,10 +526,10 @@ func (x *explainer) refusalChildren(n *ExplainNode, p *kernel.Record, depth int)
 }
 
 // summary is a record in one line.
-func (x *explainer) summary(r *kernel.Record) string {
+func (x *explainer) summary(r *blackboard.Record) string {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
-	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
+	case r.Slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel:
 		d, err := decisionOf(r)
 		if err != nil {
 			return "decision record (unreadable)"
@@ -540,40 +541,40 @@ func (x *explainer) summary(r *kernel.Record) string {
 			s += " -- " + clipText(d.Detail, 80)
 		}
 		return s
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindBeliefValidation:
+	case r.Slot == blackboard.Evidence && r.Kind == kernel.KindBeliefValidation:
 		if r.Payload.Bool("arbitrated") {
 			t, _ := r.Payload.Float("conflict_threshold")
 			return "evidence artifact: checks passed, conflict arbitrated at threshold " + strconv.FormatFloat(t, 'g', -1, 64)
 		}
 		return "evidence artifact: checks passed"
-	case r.Slot == kernel.Evidence && r.Kind == audit.KindApproval:
+	case r.Slot == blackboard.Evidence && r.Kind == audit.KindApproval:
 		a, _ := audit.ApprovalOf(*r)
 		return "approval: " + a.Decision + " by " + r.Provenance.Writer
-	case r.Slot == kernel.Percepts && isEffect(r):
+	case r.Slot == blackboard.Percepts && isEffect(r):
 		e, _ := toolgate.EffectOf(*r)
 		if e.Status == toolgate.StatusSucceeded {
 			return perceptSummary(r) + " from effect." + e.Tool + " (attempt " + strconv.Itoa(e.Attempt) + ")"
 		}
 		return effectText(e)
-	case r.Slot == kernel.Percepts:
+	case r.Slot == blackboard.Percepts:
 		return perceptSummary(r)
-	case r.Mode == kernel.ModePropose:
+	case r.Mode == blackboard.ModePropose:
 		s := name + " proposed by " + r.Provenance.Writer
 		switch {
-		case r.Reason == kernel.CodeSupersededByCommit:
+		case r.Reason == blackboard.CodeSupersededByCommit:
 			return s + ": committed"
-		case r.Status == kernel.StatusInvalidated:
+		case r.Status == blackboard.StatusInvalidated:
 			return s + ": refused " + string(r.Reason)
-		case r.Status == kernel.StatusExpired:
+		case r.Status == blackboard.StatusExpired:
 			return s + ": expired"
 		}
 		return s + ": pending"
-	case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel:
+	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel:
 		s := name + " committed (" + string(r.Reason) + ")"
 		if reason, ok := r.Payload.String(kernel.KeyReason); ok {
 			s += " reason=" + reason
 		}
-		if r.Slot == kernel.Beliefs {
+		if r.Slot == blackboard.Beliefs {
 			s += " value=" + strconv.FormatBool(r.Payload.Bool(kernel.KeyValue))
 		}
 		return s
@@ -583,7 +584,7 @@ func (x *explainer) summary(r *kernel.Record) string {
 
 // perceptSummary is a percept in one line: kind, writer, flags,
 // confidence, TTL and status.
-func perceptSummary(r *kernel.Record) string {
+func perceptSummary(r *blackboard.Record) string {
 	s := "percept." + r.Kind + " observed by " + r.Provenance.Writer
 	var parts []string
 	if f := perceptFlags(r); f != "" {
@@ -592,7 +593,7 @@ func perceptSummary(r *kernel.Record) string {
 	if r.Provenance.TTLMS > 0 {
 		parts = append(parts, "ttl="+strconv.FormatInt(r.Provenance.TTLMS, 10)+"ms")
 	}
-	if r.Status != kernel.StatusActive {
+	if r.Status != blackboard.StatusActive {
 		parts = append(parts, r.Status.String())
 	}
 	return s + parens(strings.Join(parts, ", "))

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -18,27 +20,27 @@ import (
 // the charge percept, the refund_due belief, the plan, then the refund if
 // the plan is feasible, else queue_for_review with the code that stopped it.
 // It returns the id of the last action committed.
-func paperEpisode(t *testing.T, k *kernel.Kernel, trace string, charge kernel.Payload, conf *float64) string {
+func paperEpisode(t *testing.T, k *kernel.Kernel, trace string, charge blackboard.Payload, conf *float64) string {
 	t.Helper()
 	ctx := context.Background()
 	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
-	if _, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge", Payload: charge, Confidence: conf}); err != nil {
+	if _, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge, Confidence: conf}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}}}); err != nil {
+	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}}}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan",
-		Payload: kernel.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}}})
+	p, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Plans, Kind: "action_plan",
+		Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry := kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund",
-		Payload: kernel.Payload{"charge_id": charge["charge_id"], kernel.KeyRequiresBeliefs: []string{"refund_due"}}}
+	entry := kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"charge_id": charge["charge_id"], kernel.KeyRequiresBeliefs: []string{"refund_due"}}}
 	if !p.Committed() {
-		entry = kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: kernel.Payload{kernel.KeyReason: string(p.Code)}}
+		entry = kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+			Payload: blackboard.Payload{kernel.KeyReason: string(p.Code)}}
 	}
 	a, err := planner.Submit(ctx, entry)
 	if err != nil || !a.Committed() {
@@ -72,13 +74,13 @@ var paperTraces = map[string][]string{
 	},
 }
 
-func storesForInspection(t *testing.T) map[string]kernel.Store {
+func storesForInspection(t *testing.T) map[string]blackboard.Store {
 	sq, err := sqlitestore.Open(context.Background(), ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sq.Close() })
-	return map[string]kernel.Store{"memory": kernel.NewMemStore(), "sqlite": sq}
+	return map[string]blackboard.Store{"memory": memstore.New(), "sqlite": sq}
 }
 
 // TestTimelineReproducesThePaper: Timeline renders the paper's two
@@ -91,8 +93,8 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			paperEpisode(t, k, "stale", kernel.Payload{"charge_id": "ch_1", "stale": true}, nil)
-			paperEpisode(t, k, "conflict", kernel.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
+			paperEpisode(t, k, "stale", blackboard.Payload{"charge_id": "ch_1", "stale": true}, nil)
+			paperEpisode(t, k, "conflict", blackboard.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
 			for trace, want := range paperTraces {
 				tl, err := inspect.Timeline(context.Background(), s, trace)
 				if err != nil {
@@ -113,7 +115,7 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 			if last := stale.Events[len(stale.Events)-1]; last.Line() != "action.queue_for_review committed (reason=PLAN_MISSING_BELIEF)" || last.Record != "actions:stale:5" {
 				t.Errorf("last event %q %s", last.Line(), last.Record)
 			}
-			if _, err := inspect.Timeline(context.Background(), s, "absent"); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := inspect.Timeline(context.Background(), s, "absent"); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("a trace without records has no timeline: %v", err)
 			}
 		})
@@ -131,17 +133,17 @@ func TestExplainReproducesThePaper(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			fallback := paperEpisode(t, k, "stale", kernel.Payload{"charge_id": "ch_1", "stale": true}, nil)
-			refund := paperEpisode(t, k, "conflict", kernel.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
+			fallback := paperEpisode(t, k, "stale", blackboard.Payload{"charge_id": "ch_1", "stale": true}, nil)
+			refund := paperEpisode(t, k, "conflict", blackboard.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
 
 			ex, err := inspect.Explain(ctx, s, fallback)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != kernel.CodeStaleEvidence || ex.RootCause.Record != "percepts:stale:1" {
+			if ex.Verdict != "fallback" || ex.RootCause == nil || ex.RootCause.Code != blackboard.CodeStaleEvidence || ex.RootCause.Record != "percepts:stale:1" {
 				t.Fatalf("fallback explained as %s, root %+v:\n%s", ex.Verdict, ex.RootCause, ex)
 			}
-			wantCodes := []kernel.Code{kernel.CodePlanMissingBelief, kernel.CodeStaleEvidence}
+			wantCodes := []blackboard.Code{blackboard.CodePlanMissingBelief, blackboard.CodeStaleEvidence}
 			if len(ex.Causes) != 2 || ex.Causes[0].Code != wantCodes[0] || ex.Causes[0].Record != "beliefs:stale:2" || ex.Causes[1].Code != wantCodes[1] {
 				t.Errorf("causes %+v", ex.Causes)
 			}
@@ -171,7 +173,7 @@ func TestExplainReproducesThePaper(t *testing.T) {
 			var walk func(n *inspect.ExplainNode)
 			walk = func(n *inspect.ExplainNode) {
 				path = append(path, n.Relation+"="+n.Record)
-				if n.Slot == kernel.Percepts && n.Checks != "" {
+				if n.Slot == blackboard.Percepts && n.Checks != "" {
 					percept = n
 				}
 				for _, c := range n.Children {
@@ -200,7 +202,7 @@ func TestExplainReproducesThePaper(t *testing.T) {
 			if ex, err := inspect.Explain(ctx, s, "actions:conflict:7"); err != nil || ex.Record != refund {
 				t.Errorf("explain of the committed proposal: %v %s", err, ex.Record)
 			}
-			if _, err := inspect.Explain(ctx, s, "actions:conflict:99"); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := inspect.Explain(ctx, s, "actions:conflict:99"); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("explain of a record the store does not hold: %v", err)
 			}
 		})

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -44,13 +44,13 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 	h := string(enc[1 : len(enc)-1])
 	var pairs []string
 	for _, s := range []string{"issue_refund", "lookup_order", "delete_account", "unnamed_tool", "refund_due", "ticket-1", "ticket-2", "ticket-3",
-		"human:alice", "support", "analyst", string(kernel.CodeNoCommittedBelief), "TOOL_UNKNOWN", "amount > 500"} {
+		"human:alice", "support", "analyst", string(blackboard.CodeNoCommittedBelief), "TOOL_UNKNOWN", "amount > 500"} {
 		pairs = append(pairs, s, s+h)
 	}
 	pairs = append(pairs, `"namespace":"desk"`, `"namespace":"desk`+h+`"`)
 	rep := strings.NewReplacer(pairs...)
 	ctx := context.Background()
-	for ts, err := range kernel.ListTraces(ctx, in, "") {
+	for ts, err := range blackboard.ListTraces(ctx, in, "") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var hr kernel.Record
+			var hr blackboard.Record
 			if err := json.Unmarshal([]byte(rep.Replace(string(b))), &hr); err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -49,7 +49,7 @@ type env struct {
 	db, namespace, trace string
 	json                 bool
 	out                  io.Writer
-	store                kernel.Store
+	store                blackboard.Store
 	now                  time.Time
 }
 
@@ -258,7 +258,7 @@ func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02
 
 // inNamespace reports whether a record or trace of ns passes --namespace.
 func (e *env) inNamespace(ns string) bool {
-	return e.namespace == "" || ns == e.namespace || ns == "" && e.namespace == kernel.DefaultNamespace
+	return e.namespace == "" || ns == e.namespace || ns == "" && e.namespace == blackboard.DefaultNamespace
 }
 
 // lineWriter writes values as JSON lines through InertJSON.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -127,11 +128,11 @@ func TestMultiEpisodeDatabase(t *testing.T) {
 	if len(stats.Constraints) != 2 {
 		t.Errorf("learned constraints %+v, want the example's 2", stats.Constraints)
 	}
-	codes := map[kernel.Code]int{}
+	codes := map[blackboard.Code]int{}
 	for _, c := range stats.Decisions {
 		codes[c.Code] = c.Count
 	}
-	if codes[kernel.CodeCommitted] == 0 || codes[kernel.CodeStaleEvidence] == 0 {
+	if codes[blackboard.CodeCommitted] == 0 || codes[blackboard.CodeStaleEvidence] == 0 {
 		t.Errorf("decisions by code %v", codes)
 	}
 	if text := mustBK(t, "--db", db, "stats"); !strings.Contains(text, "LEARNED CONSTRAINTS: 2") {
@@ -143,7 +144,7 @@ func TestMultiEpisodeDatabase(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(export))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r kernel.Record
+		var r blackboard.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.ID == "" {
 			t.Fatalf("export line %q: %v", sc.Text(), err)
 		}
@@ -180,14 +181,14 @@ func toolgateDatabase(t *testing.T) string {
 	tools := []toolgate.Tool{
 		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order",
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"refund_id": "re_" + inv.TraceID}, nil
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
 	}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
@@ -211,8 +212,8 @@ func toolgateDatabase(t *testing.T) string {
 			t.Fatalf("early refund: %+v", res)
 		}
 		call(trace, "lookup_order", `{"order_id":"A1"}`)
-		if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-			Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 			t.Fatal(err)
 		}
 		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.NeedsApproval {
@@ -293,7 +294,7 @@ func TestToolgateDatabase(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "explain", refused, "--json")), &ex); err != nil {
 		t.Fatal(err)
 	}
-	if ex.Verdict != "refused" || ex.RootCause == nil || ex.Code != kernel.CodeNoCommittedBelief {
+	if ex.Verdict != "refused" || ex.RootCause == nil || ex.Code != blackboard.CodeNoCommittedBelief {
 		t.Errorf("explain %+v", ex)
 	}
 	text := mustBK(t, "--db", db, "timeline", "ticket-2")
@@ -445,7 +446,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	order, err := k.Tool("reader").Find(ctx, "ticket-1", kernel.Percepts, "order")
+	order, err := k.Tool("reader").Find(ctx, "ticket-1", blackboard.Percepts, "order")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,14 +455,14 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Slot == kernel.Actions && r.Mode == kernel.ModeCommit && r.Kind == "issue_refund" {
+		if r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Kind == "issue_refund" {
 			refund = r.ID
 		}
 	}
 	for _, subject := range []string{order.ID, refund} {
 		if _, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
-			Outcome: audit.OutcomePendingApproval, Code: kernel.CodeCommitted,
-			Context: kernel.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
+			Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
+			Context: blackboard.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -510,7 +511,7 @@ func TestAttackForgedEffect(t *testing.T) {
 	}
 	var ids []string
 	for kind, eff := range forged {
-		r, err := k.Tool("scraper").Write(ctx, kernel.Entry{TraceID: "ticket-2", Slot: kernel.Percepts, Kind: kind, Payload: kernel.Payload{toolgate.KeyEffect: eff}})
+		r, err := k.Tool("scraper").Write(ctx, kernel.Entry{TraceID: "ticket-2", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{toolgate.KeyEffect: eff}})
 		if err != nil {
 			t.Fatal(err)
 		}

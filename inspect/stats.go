@@ -8,22 +8,23 @@ import (
 	"text/tabwriter"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 // SlotCount counts the records of one slot by status.
 type SlotCount struct {
-	Slot        kernel.Slot `json:"slot"`
-	Total       int         `json:"total"`
-	Active      int         `json:"active"`
-	Invalidated int         `json:"invalidated"`
-	Expired     int         `json:"expired"`
+	Slot        blackboard.Slot `json:"slot"`
+	Total       int             `json:"total"`
+	Active      int             `json:"active"`
+	Invalidated int             `json:"invalidated"`
+	Expired     int             `json:"expired"`
 }
 
 // CodeCount is how many decisions had a code.
 type CodeCount struct {
-	Code  kernel.Code `json:"code"`
-	Count int         `json:"count"`
+	Code  blackboard.Code `json:"code"`
+	Count int             `json:"count"`
 }
 
 // LearnedConstraint is an active persistent constraint: what the agent
@@ -49,37 +50,37 @@ type StatsReport struct {
 // and status, the kernel's decisions by code (commits, refusals, and calls
 // refused before the kernel, from their decision records) and lists the
 // learned (active, persistent) constraints. It reads every slot once.
-func Stats(ctx context.Context, s kernel.Store, namespace string) (StatsReport, error) {
+func Stats(ctx context.Context, s blackboard.Store, namespace string) (StatsReport, error) {
 	rep := StatsReport{Namespace: namespace, Decisions: []CodeCount{}, Constraints: []LearnedConstraint{}}
-	codes := map[kernel.Code]int{}
-	for _, slot := range kernel.AllSlots() {
+	codes := map[blackboard.Code]int{}
+	for _, slot := range blackboard.AllSlots() {
 		c := SlotCount{Slot: slot}
-		for r, err := range s.ListSlot(ctx, slot, kernel.Filter{Namespace: namespace}) {
+		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{Namespace: namespace}) {
 			if err != nil {
 				return StatsReport{}, err
 			}
 			c.Total++
 			switch r.Status {
-			case kernel.StatusActive:
+			case blackboard.StatusActive:
 				c.Active++
-			case kernel.StatusInvalidated:
+			case blackboard.StatusInvalidated:
 				c.Invalidated++
-			case kernel.StatusExpired:
+			case blackboard.StatusExpired:
 				c.Expired++
 			}
 			switch {
-			case r.Mode == kernel.ModePropose && r.Status == kernel.StatusInvalidated && r.Reason != kernel.CodeSupersededByCommit:
+			case r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
 				codes[r.Reason]++
-			case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel && slot != kernel.Evidence:
+			case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel && slot != blackboard.Evidence:
 				codes[r.Reason]++
-			case slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
+			case slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel:
 				// A call refused before the kernel's pipeline has only this.
 				if subject, _ := r.Payload.String("subject"); subject == "" {
 					if code, ok := r.Payload.String("code"); ok {
-						codes[kernel.Code(code)]++
+						codes[blackboard.Code(code)]++
 					}
 				}
-			case slot == kernel.Constraints && r.Scope == kernel.ScopePersistent && r.Status == kernel.StatusActive:
+			case slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent && r.Status == blackboard.StatusActive:
 				name, _ := r.Payload.String(kernel.KeyName)
 				blocks, _ := r.Payload.String(kernel.KeyBlocksField)
 				rep.Constraints = append(rep.Constraints, LearnedConstraint{ID: r.ID, Name: name, Namespace: r.Namespace,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -43,10 +44,10 @@ type TimelineEvent struct {
 	TimeMS int64     `json:"ts_ms"`
 	Type   EventType `json:"type"`
 	// Record is the record the event is about.
-	Record string      `json:"record,omitempty"`
-	Slot   kernel.Slot `json:"slot,omitempty"`
-	Kind   string      `json:"kind,omitempty"`
-	Code   kernel.Code `json:"code,omitempty"`
+	Record string          `json:"record,omitempty"`
+	Slot   blackboard.Slot `json:"slot,omitempty"`
+	Kind   string          `json:"kind,omitempty"`
+	Code   blackboard.Code `json:"code,omitempty"`
 	// Text is the event in the words of the paper's representative traces
 	// ("percept.charge committed (stale=true)").
 	Text string `json:"text"`
@@ -106,22 +107,22 @@ const (
 // gate's effect attempts and results (read with [toolgate.EffectOf]),
 // decision records and expiries. It only reads, so it works on any store,
 // also one another process is writing, and on a trace of any namespace
-// (the report names it). A trace without records is [kernel.ErrNotFound].
+// (the report names it). A trace without records is [blackboard.ErrNotFound].
 // Safe for concurrent use, as far as s is.
-func Timeline(ctx context.Context, s kernel.Store, traceID string) (TimelineReport, error) {
+func Timeline(ctx context.Context, s blackboard.Store, traceID string) (TimelineReport, error) {
 	recs, err := readTrace(ctx, s, traceID)
 	if err != nil {
 		return TimelineReport{}, err
 	}
 	if len(recs) == 0 {
-		return TimelineReport{}, fmt.Errorf("inspect: timeline: no trace %q: %w", traceID, kernel.ErrNotFound)
+		return TimelineReport{}, fmt.Errorf("inspect: timeline: no trace %q: %w", traceID, blackboard.ErrNotFound)
 	}
-	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: nsOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1}
-	var expiries []*kernel.Record
+	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: blackboard.NamespaceOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1}
+	var expiries []*blackboard.Record
 	for i := range recs {
 		r := &recs[i]
 		b.record(r)
-		if r.Status == kernel.StatusExpired {
+		if r.Status == blackboard.StatusExpired {
 			expiries = append(expiries, r)
 		}
 		// An expiry is shown once the trace's clock has passed it.
@@ -138,13 +139,13 @@ func Timeline(ctx context.Context, s kernel.Store, traceID string) (TimelineRepo
 }
 
 // expiresBy reports whether r's TTL had run out by nowMS.
-func expiresBy(r *kernel.Record, nowMS int64) bool {
+func expiresBy(r *blackboard.Record, nowMS int64) bool {
 	return r.Provenance.TTLMS > 0 && nowMS > r.Provenance.TimestampMS+r.Provenance.TTLMS
 }
 
 // readTrace reads a whole trace.
-func readTrace(ctx context.Context, s kernel.Store, traceID string) ([]kernel.Record, error) {
-	var recs []kernel.Record
+func readTrace(ctx context.Context, s blackboard.Store, traceID string) ([]blackboard.Record, error) {
+	var recs []blackboard.Record
 	for r, err := range s.ListTrace(ctx, traceID) {
 		if err != nil {
 			return nil, err
@@ -154,8 +155,8 @@ func readTrace(ctx context.Context, s kernel.Store, traceID string) ([]kernel.Re
 	return recs, nil
 }
 
-func indexRecords(recs []kernel.Record) map[string]*kernel.Record {
-	m := make(map[string]*kernel.Record, len(recs))
+func indexRecords(recs []blackboard.Record) map[string]*blackboard.Record {
+	m := make(map[string]*blackboard.Record, len(recs))
 	for i := range recs {
 		m[recs[i].ID] = &recs[i]
 	}
@@ -164,7 +165,7 @@ func indexRecords(recs []kernel.Record) map[string]*kernel.Record {
 
 type timelineBuilder struct {
 	t       TimelineReport
-	byID    map[string]*kernel.Record
+	byID    map[string]*blackboard.Record
 	prev    int
 	prevObs bool // the previous event is an observation or a constraint
 	outcome string
@@ -173,7 +174,7 @@ type timelineBuilder struct {
 // add appends an event at step (one of the loop's steps, stepNext or
 // stepSame). Consecutive observations and constraints share their step,
 // as the paper's t0 does.
-func (b *timelineBuilder) add(step int, typ EventType, r *kernel.Record, code kernel.Code, text, detail string) {
+func (b *timelineBuilder) add(step int, typ EventType, r *blackboard.Record, code blackboard.Code, text, detail string) {
 	obs := typ == EventObservation || typ == EventConstraint
 	switch {
 	case step == stepSame && b.prev >= 0, obs && b.prevObs:
@@ -192,33 +193,33 @@ func (b *timelineBuilder) add(step int, typ EventType, r *kernel.Record, code ke
 }
 
 // singular names a slot's record in the paper's traces: "percept".
-func singular(s kernel.Slot) string {
-	if s == kernel.Evidence {
+func singular(s blackboard.Slot) string {
+	if s == blackboard.Evidence {
 		return "evidence"
 	}
 	return strings.TrimSuffix(s.String(), "s")
 }
 
-func (b *timelineBuilder) record(r *kernel.Record) {
+func (b *timelineBuilder) record(r *blackboard.Record) {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
-	case r.Slot == kernel.Constraints && r.Mode == kernel.ModeCommit:
+	case r.Slot == blackboard.Constraints && r.Mode == blackboard.ModeCommit:
 		cname, _ := r.Payload.String(kernel.KeyName)
 		b.add(stepObserve, EventConstraint, r, "", "constraint."+cmpOr(cname, r.Kind)+" committed", scopeDetail(r))
-	case r.Slot == kernel.Percepts && isEffect(r):
+	case r.Slot == blackboard.Percepts && isEffect(r):
 		b.effect(r)
-	case r.Slot == kernel.Percepts:
+	case r.Slot == blackboard.Percepts:
 		b.add(stepObserve, EventObservation, r, "", name+" committed"+parens(perceptFlags(r)), "")
-	case r.Mode == kernel.ModePropose:
+	case r.Mode == blackboard.ModePropose:
 		b.proposal(r, name)
-	case r.Slot == kernel.Evidence && r.Kind == kernel.KindBeliefValidation && r.Provenance.Role == kernel.RoleKernel:
+	case r.Slot == blackboard.Evidence && r.Kind == kernel.KindBeliefValidation && r.Provenance.Role == blackboard.RoleKernel:
 		b.artifact(r)
-	case r.Slot == kernel.Evidence && r.Kind == audit.Kind && r.Provenance.Role == kernel.RoleKernel:
+	case r.Slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel:
 		b.decisionRecord(r)
-	case r.Slot == kernel.Evidence && r.Kind == audit.KindApproval && r.Provenance.Role == kernel.RoleApprover:
+	case r.Slot == blackboard.Evidence && r.Kind == audit.KindApproval && r.Provenance.Role == blackboard.RoleApprover:
 		a, _ := audit.ApprovalOf(*r)
 		b.add(stepNext, EventApproval, r, "", "approval: "+a.Decision+" by "+r.Provenance.Writer, "for "+a.ActionID)
-	case r.Mode == kernel.ModeCommit && r.Provenance.Role == kernel.RoleKernel:
+	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel:
 		b.commit(r, name)
 	default:
 		b.add(stepNext, EventRecord, r, r.Reason, name+" written by "+r.Provenance.Role.String(), "")
@@ -232,8 +233,8 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-func scopeDetail(r *kernel.Record) string {
-	if r.Scope == kernel.ScopePersistent {
+func scopeDetail(r *blackboard.Record) string {
+	if r.Scope == blackboard.ScopePersistent {
 		return "persistent"
 	}
 	return ""
@@ -249,7 +250,7 @@ func parens(s string) string {
 // perceptFlags renders what a percept says about itself, as the paper's
 // traces do: "stale=true", "conflict=true, confidence=0.8"; "" when it
 // says nothing.
-func perceptFlags(r *kernel.Record) string {
+func perceptFlags(r *blackboard.Record) string {
 	var parts []string
 	for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
 		if r.Payload.Bool(key) {
@@ -262,33 +263,33 @@ func perceptFlags(r *kernel.Record) string {
 	return strings.Join(parts, ", ")
 }
 
-func (b *timelineBuilder) proposal(r *kernel.Record, name string) {
-	committed := r.Reason == kernel.CodeSupersededByCommit
-	if r.Slot == kernel.Plans && committed {
+func (b *timelineBuilder) proposal(r *blackboard.Record, name string) {
+	committed := r.Reason == blackboard.CodeSupersededByCommit
+	if r.Slot == blackboard.Plans && committed {
 		return // the committed plan's line says "proposed -- feasible"
 	}
 	step := stepNext
 	switch r.Slot {
-	case kernel.Beliefs:
+	case blackboard.Beliefs:
 		step = stepPropose
-	case kernel.Plans:
+	case blackboard.Plans:
 		step = stepPlan
-	case kernel.Actions:
+	case blackboard.Actions:
 		step = stepAction
 	}
 	b.add(step, EventProposal, r, "", name+" proposed", "")
-	if r.Status != kernel.StatusInvalidated || committed {
+	if r.Status != blackboard.StatusInvalidated || committed {
 		return
 	}
 	b.t.Decisions++
 	b.t.Refusals++
 	code := r.Reason
 	switch r.Slot {
-	case kernel.Beliefs:
+	case blackboard.Beliefs:
 		b.add(stepValidate, EventRefusal, r, code, "evidence validation: "+string(code)+" -- belief rejected", "")
-	case kernel.Plans:
+	case blackboard.Plans:
 		b.add(stepPlanGate, EventRefusal, r, code, "plan validation: "+string(code)+" -- plan rejected", "")
-	case kernel.Actions:
+	case blackboard.Actions:
 		b.add(stepGate, EventRefusal, r, code, "action gating: "+string(code)+" -- action blocked", "")
 		b.outcome = r.Kind + " refused: " + string(code)
 	default:
@@ -298,7 +299,7 @@ func (b *timelineBuilder) proposal(r *kernel.Record, name string) {
 
 // artifact shows a belief's evidence validation: each arbitrated conflict,
 // then the artifact itself.
-func (b *timelineBuilder) artifact(r *kernel.Record) {
+func (b *timelineBuilder) artifact(r *blackboard.Record) {
 	checks := list(r.Payload, "checks")
 	arbitrated := false
 	for i, p := range r.Provenance.InputRefs {
@@ -323,14 +324,14 @@ func (b *timelineBuilder) artifact(r *kernel.Record) {
 	b.add(stepArtifact, EventArtifact, r, "", "evidence artifact recorded", "")
 }
 
-func (b *timelineBuilder) commit(r *kernel.Record, name string) {
+func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 	b.t.Decisions++
 	switch r.Slot {
-	case kernel.Plans:
+	case blackboard.Plans:
 		b.add(stepPlan, EventCommit, r, r.Reason, name+" proposed -- feasible", "")
-	case kernel.Beliefs:
+	case blackboard.Beliefs:
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
-	case kernel.Actions:
+	case blackboard.Actions:
 		detail := ""
 		if reason, ok := r.Payload.String(kernel.KeyReason); ok {
 			detail = "reason=" + reason
@@ -344,7 +345,7 @@ func (b *timelineBuilder) commit(r *kernel.Record, name string) {
 
 // isEffect reports whether a percept is one the tool-call gate wrote
 // about an effect.
-func isEffect(r *kernel.Record) bool {
+func isEffect(r *blackboard.Record) bool {
 	_, ok := toolgate.EffectOf(*r)
 	return ok
 }
@@ -363,7 +364,7 @@ func effectText(e toolgate.Effect) string {
 	return s
 }
 
-func (b *timelineBuilder) effect(r *kernel.Record) {
+func (b *timelineBuilder) effect(r *blackboard.Record) {
 	e, _ := toolgate.EffectOf(*r)
 	text := effectText(e)
 	if e.Status == toolgate.StatusSucceeded {
@@ -372,7 +373,7 @@ func (b *timelineBuilder) effect(r *kernel.Record) {
 	b.add(stepNext, EventEffect, r, e.Code, text, "")
 }
 
-func (b *timelineBuilder) decisionRecord(r *kernel.Record) {
+func (b *timelineBuilder) decisionRecord(r *blackboard.Record) {
 	d, err := decisionOf(r)
 	if err != nil {
 		b.add(stepSame, EventDecision, r, "", "decision record (unreadable)", err.Error())
@@ -394,7 +395,7 @@ func (b *timelineBuilder) decisionRecord(r *kernel.Record) {
 	b.add(step, EventDecision, r, d.Code, "decision: "+d.Kind+" "+string(d.Outcome)+" ("+string(d.Code)+")", clipText(detail, 80))
 }
 
-func (b *timelineBuilder) expiry(r *kernel.Record) {
+func (b *timelineBuilder) expiry(r *blackboard.Record) {
 	b.add(stepNext, EventExpiry, r, r.Reason, singular(r.Slot)+"."+r.Kind+" expired ("+string(r.Reason)+")", "")
 }
 

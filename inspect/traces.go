@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // TraceRow is one line of `bk traces`: a trace's summary with its
 // outcome and decision counts (from its [Timeline]).
 type TraceRow struct {
-	kernel.TraceSummary
+	blackboard.TraceSummary
 	Decisions int    `json:"decisions"`
 	Refusals  int    `json:"refusals"`
 	Outcome   string `json:"outcome"`
@@ -19,9 +19,9 @@ type TraceRow struct {
 
 // Traces lists the traces of s (of namespace, when not empty) with their
 // outcome and counts, in the order the store lists them.
-func Traces(ctx context.Context, s kernel.Store, namespace string) ([]TraceRow, error) {
+func Traces(ctx context.Context, s blackboard.Store, namespace string) ([]TraceRow, error) {
 	var out []TraceRow
-	for ts, err := range kernel.ListTraces(ctx, s, namespace) {
+	for ts, err := range blackboard.ListTraces(ctx, s, namespace) {
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -39,18 +40,18 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 			"simulator submit": func(e kernel.Entry) error { _, err := a.sim.Submit(a.ctx, e); return err },
 		}
 		entries := map[string]kernel.Entry{
-			"percept": {TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result"},
-			"constraint": {TraceID: "t", Slot: kernel.Constraints, Kind: "c",
+			"percept": {TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"},
+			"constraint": {TraceID: "t", Slot: blackboard.Constraints, Kind: "c",
 				Payload: kernel.Constraint{Name: "c", BlocksField: "x"}.Payload()},
-			"evidence": {TraceID: "t", Slot: kernel.Evidence, Kind: "note"},
-			"action":   {TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund", Payload: with(action("refund_due"), "order_id", "A2", "amount", 900000.0)},
-			"prediction": {TraceID: "t", Slot: kernel.Predictions, Kind: "p",
-				Payload: kernel.Payload{"action_type": "issue_refund", "expected_outcome": 1.0, "requires_beliefs": []string{"refund_due"}}},
+			"evidence": {TraceID: "t", Slot: blackboard.Evidence, Kind: "note"},
+			"action":   {TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: with(action("refund_due"), "order_id", "A2", "amount", 900000.0)},
+			"prediction": {TraceID: "t", Slot: blackboard.Predictions, Kind: "p",
+				Payload: blackboard.Payload{"action_type": "issue_refund", "expected_outcome": 1.0, "requires_beliefs": []string{"refund_due"}}},
 		}
 		for hn, w := range writes {
 			for en, e := range entries {
 				e.OnceKeys = []string{key, "toolgate/effect/x/result"}
-				if err := w(e); !errors.Is(err, kernel.ErrPermission) {
+				if err := w(e); !errors.Is(err, blackboard.ErrPermission) {
 					t.Errorf("%s writes a %s claiming once-keys: %v, want ErrPermission", hn, en, err)
 				}
 			}
@@ -62,7 +63,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		// A forged decision record: the shape the gate writes, pending
 		// approval for a huge refund, by the one handle that writes evidence.
 		forged := audit.ForDecision("t", "issue_refund", act)
-		forged.Outcome, forged.Context = audit.OutcomePendingApproval, kernel.Payload{"tool": "issue_refund", "args": map[string]any{"amount": 501.0}}
+		forged.Outcome, forged.Context = audit.OutcomePendingApproval, blackboard.Payload{"tool": "issue_refund", "args": map[string]any{"amount": 501.0}}
 		f, err := forged.Follow()
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +72,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		if err != nil {
 			t.Fatalf("evidence write of the decision-record kind: %v", err)
 		}
-		if rec.Provenance.Role != kernel.RoleEvidence {
+		if rec.Provenance.Role != blackboard.RoleEvidence {
 			t.Errorf("forged record written with role %s", rec.Provenance.Role)
 		}
 		if d, ok := audit.Of(rec); ok {
@@ -82,12 +83,12 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		}
 		// The Governor writes both.
 		gov := a.k.Governor()
-		if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
+		if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
 			OnceKeys: []string{"toolgate/effect/x/result"}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil)); err != nil {
 			t.Errorf("Governor write: %v", err)
 		}
-		if d, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{}}}, decisionRecord("t", kernel.FallbackQueueForReview, nil)); err != nil || !d.Committed() {
+		if d, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+			Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}, decisionRecord("t", kernel.FallbackQueueForReview, nil)); err != nil || !d.Committed() {
 			t.Errorf("Governor submit: %v %v", d.Code, err)
 		}
 		n := 0
@@ -108,9 +109,9 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 func TestRecheckAction(t *testing.T) {
 	ttlSpec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
 		Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge"}})
-	commit := func(t *testing.T, a *arena, ttl time.Duration) kernel.Record {
+	commit := func(t *testing.T, a *arena, ttl time.Duration) blackboard.Record {
 		t.Helper()
-		a.percept("t", "charge", kernel.Payload{"order_id": "A1", "amount": 100.0}, nil, ttl)
+		a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, ttl)
 		if d := a.belief("t", "charge"); !d.Committed() {
 			t.Fatalf("belief: %s", d.Code)
 		}
@@ -120,7 +121,7 @@ func TestRecheckAction(t *testing.T) {
 		}
 		return d.Record
 	}
-	recheck := func(t *testing.T, a *arena, id string, want kernel.Code) {
+	recheck := func(t *testing.T, a *arena, id string, want blackboard.Code) {
 		t.Helper()
 		a.mark()
 		d, err := a.k.RecheckAction(a.ctx, id)
@@ -131,7 +132,7 @@ func TestRecheckAction(t *testing.T) {
 	}
 	t.Run("current", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
-			recheck(t, a, commit(t, a, 0).ID, kernel.CodeCommitted)
+			recheck(t, a, commit(t, a, 0).ID, blackboard.CodeCommitted)
 			if _, err := a.k.RecheckAction(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
 				t.Errorf("recheck of a percept: %v, want ErrInvalidReference", err)
 			}
@@ -141,14 +142,14 @@ func TestRecheckAction(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			act := commit(t, a, time.Minute)
 			a.clock.Advance(2 * time.Minute)
-			recheck(t, a, act.ID, kernel.CodeStaleEvidence)
+			recheck(t, a, act.ID, blackboard.CodeStaleEvidence)
 		}, ttlSpec)
 	})
 	t.Run("superseded observation", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			act := commit(t, a, 0)
-			a.percept("t", "charge", kernel.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
-			recheck(t, a, act.ID, kernel.CodeSupersededEvidence)
+			a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
+			recheck(t, a, act.ID, blackboard.CodeSupersededEvidence)
 		}, ttlSpec)
 	})
 	t.Run("replaced belief", func(t *testing.T) {
@@ -157,7 +158,7 @@ func TestRecheckAction(t *testing.T) {
 			if d := a.belief("t", "charge"); !d.Committed() {
 				t.Fatalf("second belief: %s", d.Code)
 			}
-			recheck(t, a, act.ID, kernel.CodeSupersededEvidence)
+			recheck(t, a, act.ID, blackboard.CodeSupersededEvidence)
 		}, ttlSpec)
 	})
 	t.Run("constraint", func(t *testing.T) {
@@ -167,7 +168,7 @@ func TestRecheckAction(t *testing.T) {
 				AppliesTo: []string{"issue_refund"}}, 0); err != nil {
 				t.Fatal(err)
 			}
-			recheck(t, a, act.ID, kernel.BlockedCode("frozen"))
+			recheck(t, a, act.ID, blackboard.BlockedCode("frozen"))
 		}, ttlSpec)
 	})
 }
@@ -178,7 +179,7 @@ func TestCommitConstraintOnce(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		c := kernel.Constraint{Name: "block_stale_actions", Enabled: true, BlocksField: kernel.KeyUsesStaleData}
 		first, created, err := a.sym.CommitConstraintOnce(a.ctx, "t1", c)
-		if err != nil || !created || first.Scope != kernel.ScopePersistent {
+		if err != nil || !created || first.Scope != blackboard.ScopePersistent {
 			t.Fatalf("first: %+v %v %v", first, created, err)
 		}
 		a.mark()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -25,7 +26,7 @@ func TestAttackReplayByRegrounding(t *testing.T) {
 	for _, by := range []string{"kind", "id"} {
 		t.Run("depends on the percept by "+by, func(t *testing.T) {
 			attack(t, func(t *testing.T, a *arena) {
-				charge := a.percept("t", "charge", kernel.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
+				charge := a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
 				dep := "charge"
 				if by == "id" {
 					dep = charge.ID
@@ -46,13 +47,13 @@ func TestAttackReplayByRegrounding(t *testing.T) {
 					if d := a.plan("t"); !d.Committed() {
 						t.Fatalf("plan again (%d): %s", i, d.Code)
 					}
-					refused(t, fmt.Sprintf("refund on a new belief over the same observation (%d)", i), a.refund("t"), kernel.CodeDuplicateAction)
+					refused(t, fmt.Sprintf("refund on a new belief over the same observation (%d)", i), a.refund("t"), blackboard.CodeDuplicateAction)
 				}
 				if n := a.refunds(); n != 1 {
 					t.Errorf("%d refunds of one charge committed, want 1", n)
 				}
 				// A new observation is new evidence: it grounds a commit.
-				a.percept("t", "charge", kernel.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
+				a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
 				if d := a.belief("t", "charge"); !d.Committed() {
 					t.Fatalf("belief on a new observation: %s", d.Code)
 				}
@@ -78,7 +79,7 @@ func TestAttackOnceKeysAcrossNamespaces(t *testing.T) {
 			key := `["app1","issue_refund","A1",1]` // the key of app1's first refund of A1
 			// A tool of app2 claims it, if a tool may claim keys at all: in
 			// app2's key space, which is not app1's.
-			_, _ = app2.tool.Write(app2.ctx, kernel.Entry{TraceID: "squat", Slot: kernel.Percepts, Kind: "note", Payload: kernel.Payload{}, OnceKeys: []string{key}})
+			_, _ = app2.tool.Write(app2.ctx, kernel.Entry{TraceID: "squat", Slot: blackboard.Percepts, Kind: "note", Payload: blackboard.Payload{}, OnceKeys: []string{key}})
 			app1.groundRefund("t1", "A1")
 			d := app1.refund("t1")
 			if !d.Committed() {
@@ -118,7 +119,7 @@ func TestAttackOnceKeyEncodingAmbiguity(t *testing.T) {
 					MinBeliefs: []string{"refund_due"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}}))
 				trace := "t-" + ap.ns
 				a.groundRefund(trace, "A1")
-				d := a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: ap.action,
+				d := a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: ap.action,
 					Payload: with(action("refund_due"), "order_id", "A1")})
 				if !d.Committed() {
 					t.Fatalf("namespace %q, type %q: %s (%s), want committed: another namespace's action used its key", ap.ns, ap.action, d.Code, d.Detail)
@@ -147,7 +148,7 @@ func TestAttackOnceKeyNegativeZero(t *testing.T) {
 			a.groundRefund(trace, "A1")
 			if d := a.refund(trace, "charge_id", v); d.Committed() {
 				committed++
-			} else if d.Code != kernel.CodeDuplicateAction {
+			} else if d.Code != blackboard.CodeDuplicateAction {
 				t.Errorf("refund keyed %v: %s, want DUPLICATE_ACTION", v, d.Code)
 			}
 		}
@@ -170,7 +171,7 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 			t.Fatalf("first refund: %s", denied.Code)
 		}
 		a.groundRefund("t2", "A1")
-		refused(t, "refund while the first may still run", a.refund("t2"), kernel.CodeDuplicateAction)
+		refused(t, "refund while the first may still run", a.refund("t2"), blackboard.CodeDuplicateAction)
 		if err := a.k.Retire(a.ctx, denied.Record.ID, "APPROVAL_DENIED", "fence/"+denied.Record.ID); err != nil {
 			t.Fatalf("Retire: %v", err)
 		}
@@ -184,7 +185,7 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 		}
 		a.groundRefund("t4", "A1")
 		d := a.refund("t4")
-		refused(t, "a third refund", d, kernel.CodeDuplicateAction)
+		refused(t, "a third refund", d, blackboard.CodeDuplicateAction)
 		if d.Failed != later.Record.ID {
 			t.Errorf("the third refund is refused naming %q, want the live holder %s", d.Failed, later.Record.ID)
 		}
@@ -202,16 +203,16 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 		if err := a.k.Retire(a.ctx, other.Record.ID, "APPROVAL_DENIED", fence); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.k.Retire(a.ctx, started.Record.ID, "APPROVAL_DENIED", fence); !errors.Is(err, kernel.ErrDuplicateKey) {
+		if err := a.k.Retire(a.ctx, started.Record.ID, "APPROVAL_DENIED", fence); !errors.Is(err, blackboard.ErrDuplicateKey) {
 			t.Errorf("Retire of an action whose fence is claimed: %v, want ErrDuplicateKey", err)
 		}
 		a.groundRefund("u2", "B2")
-		refused(t, "refund of B2 after a refused retirement", a.refund("u2"), kernel.CodeDuplicateAction)
+		refused(t, "refund of B2 after a refused retirement", a.refund("u2"), blackboard.CodeDuplicateAction)
 
 		if err := a.k.Retire(a.ctx, "actions:nope:1", "APPROVAL_DENIED", "fence/x"); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("Retire of no action: %v, want ErrInvalidReference", err)
 		}
-		if err := a.k.Retire(a.ctx, later.Record.ID, "APPROVAL_DENIED", ""); !errors.Is(err, kernel.ErrInvalidInput) {
+		if err := a.k.Retire(a.ctx, later.Record.ID, "APPROVAL_DENIED", ""); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("Retire without a fence: %v, want ErrInvalidInput", err)
 		}
 	}, onceSpec)
@@ -236,12 +237,12 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	}
 	// As the earlier release claimed A1's key for a refund.
 	legacy := `once/shop/issue_refund/["A1"]/1`
-	if err := s.Apply(a.ctx, kernel.Batch{Claims: []kernel.Claim{{Key: legacy, RecordID: "actions:prior:9", Namespace: "shop"}}}); err != nil {
+	if err := s.Apply(a.ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: legacy, RecordID: "actions:prior:9", Namespace: "shop"}}}); err != nil {
 		t.Fatal(err)
 	}
 	a.groundRefund("t", "A1")
 	d := a.refund("t", "order_id", "A1")
-	refused(t, "refund of an order an earlier release refunded", d, kernel.CodeDuplicateAction)
+	refused(t, "refund of an order an earlier release refunded", d, blackboard.CodeDuplicateAction)
 	if d.Failed != "actions:prior:9" {
 		t.Errorf("refused naming %q, want the legacy holder", d.Failed)
 	}
@@ -253,7 +254,7 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	if !prior.Committed() {
 		t.Fatal(prior.Code)
 	}
-	if err := s.Apply(a.ctx, kernel.Batch{Claims: []kernel.Claim{{Key: `once/shop/issue_refund/["E5"]/1`, RecordID: prior.Record.ID, Namespace: "shop"}}}); err != nil {
+	if err := s.Apply(a.ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: `once/shop/issue_refund/["E5"]/1`, RecordID: prior.Record.ID, Namespace: "shop"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if key, err := a.k.OnceKeyOf(a.ctx, prior.Record.ID); err != nil || key != `once/shop/issue_refund/["E5"]/1` {

@@ -4,7 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -15,9 +17,9 @@ import (
 // the trace having changed since) or by another process (which reads a
 // stored state that missed the change, and must read the trace instead).
 func TestAttackRetractionBehindTheState(t *testing.T) {
-	stores := map[string]func(t *testing.T) kernel.Store{
-		"memory": func(*testing.T) kernel.Store { return kernel.NewMemStore() },
-		"sqlite": func(t *testing.T) kernel.Store {
+	stores := map[string]func(t *testing.T) blackboard.Store{
+		"memory": func(*testing.T) blackboard.Store { return memstore.New() },
+		"sqlite": func(t *testing.T) blackboard.Store {
 			s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
 			if err != nil {
 				t.Fatal(err)
@@ -39,17 +41,17 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 					return k
 				}
 				k := newKernel()
-				obs, err := k.Tool("billing").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge",
-					Payload: kernel.Payload{"order_id": "A1", "amount": 100.0}})
+				obs, err := k.Tool("billing").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge",
+					Payload: blackboard.Payload{"order_id": "A1", "amount": 100.0}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				belief := kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due",
-					Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{"charge"}}}
+				belief := kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
+					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{"charge"}}}
 				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
 					t.Fatalf("belief on the observation: %v %v", d.Code, err)
 				}
-				if err := s.Invalidate(ctx, obs.ID, kernel.StatusInvalidated, kernel.CodeStaleEvidence); err != nil {
+				if err := s.Invalidate(ctx, obs.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); err != nil {
 					t.Fatal(err)
 				}
 				if who == "another kernel" {
@@ -62,8 +64,8 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 				if d.Committed() {
 					t.Fatalf("a belief committed on the retracted observation %s", obs.ID)
 				}
-				if d.Code != kernel.CodeMissingEvidence {
-					t.Errorf("refused with %s, want %s", d.Code, kernel.CodeMissingEvidence)
+				if d.Code != blackboard.CodeMissingEvidence {
+					t.Errorf("refused with %s, want %s", d.Code, blackboard.CodeMissingEvidence)
 				}
 			})
 		}
@@ -75,7 +77,7 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 // Its next decision must enforce it: the cache is read again whenever the
 // store's counter of persistent constraints moved.
 func TestAttackPersistentConstraintBehindTheCache(t *testing.T) {
-	t.Run("memory", func(t *testing.T) { persistentBehindTheCache(t, kernel.NewMemStore()) })
+	t.Run("memory", func(t *testing.T) { persistentBehindTheCache(t, memstore.New()) })
 	t.Run("sqlite", func(t *testing.T) {
 		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
@@ -85,7 +87,7 @@ func TestAttackPersistentConstraintBehindTheCache(t *testing.T) {
 	})
 }
 
-func persistentBehindTheCache(t *testing.T, s kernel.Store) {
+func persistentBehindTheCache(t *testing.T, s blackboard.Store) {
 	ctx := t.Context()
 	defer s.Close()
 	newKernel := func() *kernel.Kernel {
@@ -96,12 +98,12 @@ func persistentBehindTheCache(t *testing.T, s kernel.Store) {
 		return k
 	}
 	agent, owner := newKernel(), newKernel()
-	notify := kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "notify", Payload: kernel.Payload{"urgent": true}}
+	notify := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "notify", Payload: blackboard.Payload{"urgent": true}}
 	if d, err := agent.Planner("p").Submit(ctx, notify); err != nil || !d.Committed() {
 		t.Fatalf("first notify: %v %v", d.Code, err)
 	}
 	_, err := owner.Symbolic("policy").CommitConstraint(ctx, "other", kernel.Constraint{Name: "no_urgent", Enabled: true,
-		BlocksField: "urgent", AppliesTo: []string{"notify"}}, kernel.ScopePersistent)
+		BlocksField: "urgent", AppliesTo: []string{"notify"}}, blackboard.ScopePersistent)
 	if err != nil {
 		t.Fatal(err)
 	}

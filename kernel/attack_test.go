@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -27,23 +29,23 @@ import (
 type arena struct {
 	t       *testing.T
 	ctx     context.Context
-	store   kernel.Store
+	store   blackboard.Store
 	clock   *fakeClock
 	k       *kernel.Kernel
 	tool    *kernel.Tool
 	planner *kernel.Planner
 	sym     *kernel.Symbolic
 	sim     *kernel.Simulator
-	marked  []kernel.Record
+	marked  []blackboard.Record
 }
 
 // stores lists the stores every attack runs on.
 var stores = []struct {
 	name string
-	open func(t *testing.T) kernel.Store
+	open func(t *testing.T) blackboard.Store
 }{
-	{"memstore", func(*testing.T) kernel.Store { return kernel.NewMemStore() }},
-	{"sqlite", func(t *testing.T) kernel.Store {
+	{"memstore", func(*testing.T) blackboard.Store { return memstore.New() }},
+	{"sqlite", func(t *testing.T) blackboard.Store {
 		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +65,7 @@ func attack(t *testing.T, fn func(t *testing.T, a *arena), opts ...kernel.Option
 	}
 }
 
-func newArena(t *testing.T, s kernel.Store, opts ...kernel.Option) *arena {
+func newArena(t *testing.T, s blackboard.Store, opts ...kernel.Option) *arena {
 	t.Helper()
 	a := &arena{t: t, ctx: context.Background(), store: s, clock: newFakeClock()}
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(a.clock.Now)}, opts...)...)
@@ -75,9 +77,9 @@ func newArena(t *testing.T, s kernel.Store, opts ...kernel.Option) *arena {
 	return a
 }
 
-func (a *arena) percept(trace, kind string, p kernel.Payload, conf *float64, ttl time.Duration) kernel.Record {
+func (a *arena) percept(trace, kind string, p blackboard.Payload, conf *float64, ttl time.Duration) blackboard.Record {
 	a.t.Helper()
-	r, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl})
+	r, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl})
 	if err != nil {
 		a.t.Fatalf("percept %s: %v", kind, err)
 	}
@@ -97,29 +99,29 @@ func (a *arena) submit(h interface {
 
 func (a *arena) belief(trace string, deps ...string) kernel.Decision {
 	a.t.Helper()
-	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, deps...)})
+	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, deps...)})
 }
 
 func (a *arena) refund(trace string, extra ...any) kernel.Decision {
 	a.t.Helper()
-	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund",
+	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: "issue_refund",
 		Payload: with(action("refund_due"), extra...)})
 }
 
 func (a *arena) plan(trace string) kernel.Decision {
 	a.t.Helper()
-	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "plan", Payload: plan(step("issue_refund", "refund_due"))})
+	return a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: blackboard.Plans, Kind: "plan", Payload: plan(step("issue_refund", "refund_due"))})
 }
 
 // refunds counts the committed issue_refund records of every trace.
 func (a *arena) refunds() int {
 	a.t.Helper()
 	n := 0
-	for r, err := range a.store.ListSlot(a.ctx, kernel.Actions, kernel.Filter{}) {
+	for r, err := range a.store.ListSlot(a.ctx, blackboard.Actions, blackboard.Filter{}) {
 		if err != nil {
 			a.t.Fatal(err)
 		}
-		if r.Mode == kernel.ModeCommit && r.Kind == "issue_refund" {
+		if r.Mode == blackboard.ModeCommit && r.Kind == "issue_refund" {
 			n++
 		}
 	}
@@ -127,7 +129,7 @@ func (a *arena) refunds() int {
 }
 
 // refused fails the test unless d refused with want.
-func refused(t *testing.T, what string, d kernel.Decision, want kernel.Code) {
+func refused(t *testing.T, what string, d kernel.Decision, want blackboard.Code) {
 	t.Helper()
 	if d.Committed() || d.Code != want {
 		t.Errorf("%s: %s (failed %q, causes %v), want %s", what, d.Code, d.Failed, d.Causes, want)
@@ -138,15 +140,15 @@ func refused(t *testing.T, what string, d kernel.Decision, want kernel.Code) {
 // re-observed the same fact as stale.
 func TestAttackSupersededObservation(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		old := a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
-		fresh := a.percept("t", "charge", kernel.Payload{"amount": 100.0, "stale": true}, nil, 0)
+		old := a.percept("t", "charge", blackboard.Payload{"amount": 100.0}, nil, 0)
+		fresh := a.percept("t", "charge", blackboard.Payload{"amount": 100.0, "stale": true}, nil, 0)
 		d := a.belief("t", old.ID)
-		refused(t, "belief on the superseded observation", d, kernel.CodeSupersededEvidence)
+		refused(t, "belief on the superseded observation", d, blackboard.CodeSupersededEvidence)
 		if d.Failed != old.ID || !strings.Contains(d.Detail, fresh.ID) {
 			t.Errorf("decision names %q (%s), want %s superseded by %s", d.Failed, d.Detail, old.ID, fresh.ID)
 		}
-		refused(t, "plan", a.plan("t"), kernel.CodePlanMissingBelief)
-		refused(t, "refund", a.refund("t"), kernel.CodeNoCommittedBelief)
+		refused(t, "plan", a.plan("t"), blackboard.CodePlanMissingBelief)
+		refused(t, "refund", a.refund("t"), blackboard.CodeNoCommittedBelief)
 		if n := a.refunds(); n != 0 {
 			t.Errorf("%d refunds committed", n)
 		}
@@ -158,17 +160,17 @@ func TestAttackSupersededObservation(t *testing.T) {
 // must not commit.
 func TestAttackLateObservation(t *testing.T) {
 	for _, late := range []struct {
-		payload kernel.Payload
+		payload blackboard.Payload
 		conf    *float64
-		want    kernel.Code
+		want    blackboard.Code
 	}{
-		{kernel.Payload{"stale": true}, nil, kernel.CodeStaleEvidence},
-		{kernel.Payload{"conflict": true}, kernel.Confidence(0.4), kernel.CodeUnresolvedConflict},
-		{kernel.Payload{"low_confidence": true}, nil, kernel.CodeLowConfidence},
+		{blackboard.Payload{"stale": true}, nil, blackboard.CodeStaleEvidence},
+		{blackboard.Payload{"conflict": true}, kernel.Confidence(0.4), blackboard.CodeUnresolvedConflict},
+		{blackboard.Payload{"low_confidence": true}, nil, blackboard.CodeLowConfidence},
 	} {
 		t.Run(string(late.want), func(t *testing.T) {
 			attack(t, func(t *testing.T, a *arena) {
-				a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
+				a.percept("t", "charge", blackboard.Payload{"amount": 100.0}, nil, 0)
 				if d := a.belief("t", "charge"); !d.Committed() {
 					t.Fatalf("belief: %s", d.Code)
 				}
@@ -190,13 +192,13 @@ func TestAttackLateObservation(t *testing.T) {
 // Route 3: the source flags a percept low_confidence but gives no number.
 func TestAttackSourceFlaggedLowConfidence(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		p := a.percept("t", "charge", kernel.Payload{"amount": 100.0, "low_confidence": true}, nil, 0)
+		p := a.percept("t", "charge", blackboard.Payload{"amount": 100.0, "low_confidence": true}, nil, 0)
 		d := a.belief("t", "charge")
-		refused(t, "belief", d, kernel.CodeLowConfidence)
+		refused(t, "belief", d, blackboard.CodeLowConfidence)
 		if d.Failed != p.ID {
 			t.Errorf("failed %q, want %s", d.Failed, p.ID)
 		}
-		refused(t, "refund", a.refund("t"), kernel.CodeNoCommittedBelief)
+		refused(t, "refund", a.refund("t"), blackboard.CodeNoCommittedBelief)
 	})
 }
 
@@ -205,18 +207,18 @@ func TestAttackSourceFlaggedLowConfidence(t *testing.T) {
 func TestAttackUncheckedBoundPercept(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		payload kernel.Payload
+		payload blackboard.Payload
 		ttl     time.Duration
-		want    kernel.Code
+		want    blackboard.Code
 	}{
-		{"flagged stale", kernel.Payload{"is_duplicate": false, "stale": true}, 0, kernel.CodeStaleEvidence},
-		{"conflicted", kernel.Payload{"is_duplicate": false, "conflict": true}, 0, kernel.CodeUnresolvedConflict},
-		{"expired", kernel.Payload{"is_duplicate": false}, time.Second, kernel.CodeStaleEvidence},
+		{"flagged stale", blackboard.Payload{"is_duplicate": false, "stale": true}, 0, blackboard.CodeStaleEvidence},
+		{"conflicted", blackboard.Payload{"is_duplicate": false, "conflict": true}, 0, blackboard.CodeUnresolvedConflict},
+		{"expired", blackboard.Payload{"is_duplicate": false}, time.Second, blackboard.CodeStaleEvidence},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			attack(t, func(t *testing.T, a *arena) {
 				ledger := a.percept("t", "ledger", tc.payload, nil, tc.ttl)
-				a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
+				a.percept("t", "charge", blackboard.Payload{"amount": 100.0}, nil, 0)
 				if _, err := a.sym.CommitConstraint(a.ctx, "t", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
 					BlocksField: "is_duplicate", BindPercept: "ledger"}, 0); err != nil {
 					t.Fatal(err)
@@ -226,7 +228,7 @@ func TestAttackUncheckedBoundPercept(t *testing.T) {
 				}
 				a.clock.Advance(2 * time.Second)
 				d := a.refund("t", "is_duplicate", false)
-				refused(t, "refund", d, kernel.BlockedCode("no_duplicate_refund"))
+				refused(t, "refund", d, blackboard.BlockedCode("no_duplicate_refund"))
 				if root := d.RootCause(); root.Code != tc.want || root.Record != ledger.ID || d.Rule != "no_duplicate_refund" {
 					t.Errorf("rule %q root %+v, want %s on %s", d.Rule, root, tc.want, ledger.ID)
 				}
@@ -240,7 +242,7 @@ func TestAttackUncheckedBoundPercept(t *testing.T) {
 func TestAttackUngroundedAndSquattedPredictions(t *testing.T) {
 	spec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePrediction: true})
 	grounded := func(a *arena) {
-		a.percept("t", "charge", kernel.Payload{"amount": 100.0}, nil, 0)
+		a.percept("t", "charge", blackboard.Payload{"amount": 100.0}, nil, 0)
 		if d := a.belief("t", "charge"); !d.Committed() {
 			a.t.Fatalf("belief: %s", d.Code)
 		}
@@ -248,32 +250,32 @@ func TestAttackUngroundedAndSquattedPredictions(t *testing.T) {
 	t.Run("ungrounded", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			grounded(a)
-			d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1)})
-			refused(t, "prediction without beliefs", d, kernel.CodePredictionMissingBelief)
-			refused(t, "refund", a.refund("t"), kernel.CodeNoPrediction)
+			d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: blackboard.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1)})
+			refused(t, "prediction without beliefs", d, blackboard.CodePredictionMissingBelief)
+			refused(t, "refund", a.refund("t"), blackboard.CodeNoPrediction)
 		}, spec)
 	})
 	t.Run("squatted", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			grounded(a)
 			// The planner commits a rosy prediction under the simulator's kind.
-			if d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome",
+			if d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Predictions, Kind: "outcome",
 				Payload: prediction("issue_refund", 1, "refund_due")}); !d.Committed() {
 				t.Fatalf("planner prediction: %s", d.Code)
 			}
-			refused(t, "refund on the planner's prediction", a.refund("t"), kernel.CodeNoPrediction)
+			refused(t, "refund on the planner's prediction", a.refund("t"), blackboard.CodeNoPrediction)
 			// The trusted simulator still proposes its own, and its verdict rules.
-			if d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome",
+			if d := a.submit(a.sim, kernel.Entry{TraceID: "t", Slot: blackboard.Predictions, Kind: "outcome",
 				Payload: prediction("issue_refund", -1, "refund_due")}); !d.Committed() {
 				t.Fatalf("simulator prediction: %s", d.Code)
 			}
-			refused(t, "refund", a.refund("t"), kernel.CodeNegativePrediction)
+			refused(t, "refund", a.refund("t"), blackboard.CodeNegativePrediction)
 		}, spec)
 	})
 	t.Run("planner trusted by name", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			grounded(a)
-			a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1, "refund_due")})
+			a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1, "refund_due")})
 			if d := a.refund("t"); !d.Committed() {
 				t.Errorf("refund with a trusted planner's prediction: %s", d.Code)
 			}
@@ -289,7 +291,7 @@ var onceSpec = kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Mi
 // groundRefund observes the charge of order in trace and commits the belief.
 func (a *arena) groundRefund(trace, order string) {
 	a.t.Helper()
-	a.percept(trace, "charge", kernel.Payload{"order_id": order, "amount": 100.0}, nil, 0)
+	a.percept(trace, "charge", blackboard.Payload{"order_id": order, "amount": 100.0}, nil, 0)
 	if d := a.belief(trace, "charge"); !d.Committed() {
 		a.t.Fatalf("belief in %s: %s", trace, d.Code)
 	}
@@ -306,7 +308,7 @@ func TestAttackReplay(t *testing.T) {
 				t.Fatalf("first refund: %s", d.Code)
 			}
 			d := a.refund("t")
-			refused(t, "replay", d, kernel.CodeDuplicateAction)
+			refused(t, "replay", d, blackboard.CodeDuplicateAction)
 			if a.refunds() != 1 {
 				t.Errorf("%d refunds committed, want 1", a.refunds())
 			}
@@ -368,7 +370,7 @@ func race(t *testing.T, n int, submit func(i int) kernel.Decision) int {
 			switch {
 			case d.Committed():
 				committed++
-			case d.Code != kernel.CodeDuplicateAction:
+			case d.Code != blackboard.CodeDuplicateAction:
 				t.Errorf("racing refund %d: %s, want COMMITTED or DUPLICATE_ACTION", i, d.Code)
 			}
 		}()
@@ -381,21 +383,21 @@ func race(t *testing.T, n int, submit func(i int) kernel.Decision) int {
 // that it shows in (and grounds decisions of) a victim's trace.
 func TestAttackPersistentLaundering(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		for _, slot := range []kernel.Slot{kernel.Beliefs, kernel.Plans, kernel.Actions, kernel.Predictions} {
+		for _, slot := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions, blackboard.Predictions} {
 			_, err := a.planner.Write(a.ctx, kernel.Entry{TraceID: "evil", Slot: slot, Kind: "refund_due",
-				Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"x"}, kernel.KeySteps: []any{map[string]any{"action": "a", "requires_beliefs": []string{"b"}}},
-					kernel.KeyRequiresBeliefs: []string{"b"}, kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: 1.0}, Scope: kernel.ScopePersistent})
-			if !errors.Is(err, kernel.ErrPermission) {
+				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"x"}, kernel.KeySteps: []any{map[string]any{"action": "a", "requires_beliefs": []string{"b"}}},
+					kernel.KeyRequiresBeliefs: []string{"b"}, kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: 1.0}, Scope: blackboard.ScopePersistent})
+			if !errors.Is(err, blackboard.ErrPermission) {
 				t.Errorf("planner writes persistent %s: %v, want ErrPermission", slot, err)
 			}
 		}
-		if _, err := a.sim.Submit(a.ctx, kernel.Entry{TraceID: "evil", Slot: kernel.Predictions, Kind: "o",
-			Payload: prediction("issue_refund", 1, "refund_due"), Scope: kernel.ScopePersistent}); !errors.Is(err, kernel.ErrPermission) {
+		if _, err := a.sim.Submit(a.ctx, kernel.Entry{TraceID: "evil", Slot: blackboard.Predictions, Kind: "o",
+			Payload: prediction("issue_refund", 1, "refund_due"), Scope: blackboard.ScopePersistent}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("simulator writes persistent: %v, want ErrPermission", err)
 		}
 		// A tool's persistent percept is not the victim's state either.
-		shadow := a.percept("evil", "charge", kernel.Payload{"amount": 1.0}, nil, 0)
-		p, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "evil", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"amount": 1.0}, Scope: kernel.ScopePersistent})
+		shadow := a.percept("evil", "charge", blackboard.Payload{"amount": 1.0}, nil, 0)
+		p, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "evil", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"amount": 1.0}, Scope: blackboard.ScopePersistent})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,22 +405,22 @@ func TestAttackPersistentLaundering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Has(kernel.Percepts, "charge") {
+		if v.Has(blackboard.Percepts, "charge") {
 			t.Error("another trace's persistent percept shows in the victim's view")
 		}
 		for _, ref := range []string{p.ID, shadow.ID} {
-			_, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "victim", Slot: kernel.Beliefs, Kind: "refund_due",
+			_, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "victim", Slot: blackboard.Beliefs, Kind: "refund_due",
 				Payload: belief(true, "charge"), InputRefs: []string{ref}})
 			if !errors.Is(err, kernel.ErrInvalidReference) {
 				t.Errorf("victim belief citing %s: %v, want ErrInvalidReference", ref, err)
 			}
 		}
 		// Persistent constraints are shared: that is what persistence is for.
-		c, err := a.sym.CommitConstraint(a.ctx, "policy", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, kernel.ScopePersistent)
+		c, err := a.sym.CommitConstraint(a.ctx, "policy", kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, blackboard.ScopePersistent)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, _ := a.k.View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true}); !v.Has(kernel.Constraints, c.Kind) {
+		if v, _ := a.k.View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true}); !v.Has(blackboard.Constraints, c.Kind) {
 			t.Error("a persistent constraint does not show in other traces' views")
 		}
 	})
@@ -428,7 +430,7 @@ func TestAttackPersistentLaundering(t *testing.T) {
 func TestAttackExpiringAction(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
-		d, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund", Payload: action("refund_due"), TTL: time.Millisecond})
+		d, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("refund_due"), TTL: time.Millisecond})
 		if err != nil || !d.Committed() {
 			t.Fatalf("refund: %v %v", d.Code, err)
 		}
@@ -441,10 +443,10 @@ func TestAttackExpiringAction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !v.Has(kernel.Actions, "issue_refund") {
+		if !v.Has(blackboard.Actions, "issue_refund") {
 			t.Error("the committed refund vanished from the view")
 		}
-		if r, err := a.store.Get(a.ctx, d.Record.ID); err != nil || r.Status != kernel.StatusActive {
+		if r, err := a.store.Get(a.ctx, d.Record.ID); err != nil || r.Status != blackboard.StatusActive {
 			t.Errorf("committed refund in store: %v %v", r.Status, err)
 		}
 	})
@@ -459,8 +461,8 @@ func TestAttackUnscopedFailOpenConstraint(t *testing.T) {
 			BlocksField: "is_duplicate", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, "refund without is_duplicate", a.refund("t"), kernel.BlockedCode("no_duplicate_refund"))
-		d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "update_address", Payload: action("refund_due")})
+		refused(t, "refund without is_duplicate", a.refund("t"), blackboard.BlockedCode("no_duplicate_refund"))
+		d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "update_address", Payload: action("refund_due")})
 		if !d.Committed() {
 			t.Errorf("update_address, which the refund constraint does not guard: %s", d.Code)
 		}
@@ -473,11 +475,11 @@ func TestAttackUnscopedFailOpenConstraint(t *testing.T) {
 // Route 11: a refusal names its root cause, and the fallback can say it.
 func TestAttackRootCause(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		p := a.percept("t", "charge", kernel.Payload{"stale": true}, nil, 0)
+		p := a.percept("t", "charge", blackboard.Payload{"stale": true}, nil, 0)
 		b := a.belief("t", "charge")
 		for what, d := range map[string]kernel.Decision{"refund": a.refund("t"), "plan": a.plan("t")} {
 			root := d.RootCause()
-			if len(d.Causes) != 2 || d.Causes[0].Record != b.ProposalID || root.Code != kernel.CodeStaleEvidence || root.Record != p.ID {
+			if len(d.Causes) != 2 || d.Causes[0].Record != b.ProposalID || root.Code != blackboard.CodeStaleEvidence || root.Record != p.ID {
 				t.Errorf("%s %s: causes %+v, want the belief %s then STALE_EVIDENCE on %s", what, d.Code, d.Causes, b.ProposalID, p.ID)
 			}
 		}
@@ -492,7 +494,7 @@ func TestAttackSharedStore(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			app1 := newArena(t, s, kernel.WithNamespace("app1"))
 			app2 := newArena(t, s, kernel.WithNamespace("app2"))
-			if _, err := app1.sym.CommitConstraint(app1.ctx, "policy", kernel.Constraint{Name: "block_all", Enabled: true, BlocksField: "amount"}, kernel.ScopePersistent); err != nil {
+			if _, err := app1.sym.CommitConstraint(app1.ctx, "policy", kernel.Constraint{Name: "block_all", Enabled: true, BlocksField: "amount"}, blackboard.ScopePersistent); err != nil {
 				t.Fatal(err)
 			}
 			app2.groundRefund("t2", "A1")
@@ -500,22 +502,22 @@ func TestAttackSharedStore(t *testing.T) {
 				t.Errorf("app2 refund under app1's persistent constraint: %s", d.Code)
 			}
 			app1.groundRefund("t1", "A1")
-			refused(t, "app1 refund", app1.refund("t1", "amount", 5.0), kernel.BlockedCode("block_all"))
+			refused(t, "app1 refund", app1.refund("t1", "amount", 5.0), blackboard.BlockedCode("block_all"))
 			// app2 cannot write into app1's trace (which would lock app1 out
 			// of it), nor read or decide on it.
-			if _, err := app2.tool.Write(app2.ctx, kernel.Entry{TraceID: "t1", Slot: kernel.Percepts, Kind: "charge"}); !errors.Is(err, kernel.ErrPermission) {
+			if _, err := app2.tool.Write(app2.ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "charge"}); !errors.Is(err, blackboard.ErrPermission) {
 				t.Errorf("app2 writes into app1's trace: %v, want ErrPermission", err)
 			}
 			if _, err := app1.k.View(app1.ctx, "t1", kernel.ViewOptions{}); err != nil {
 				t.Errorf("app1 reads its own trace after app2's attempt: %v", err)
 			}
-			if _, err := app2.k.View(app2.ctx, "t1", kernel.ViewOptions{}); !errors.Is(err, kernel.ErrPermission) {
+			if _, err := app2.k.View(app2.ctx, "t1", kernel.ViewOptions{}); !errors.Is(err, blackboard.ErrPermission) {
 				t.Errorf("app2 views app1's trace: %v, want ErrPermission", err)
 			}
-			if _, err := app2.planner.Get(app2.ctx, "percepts:t1:1"); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := app2.planner.Get(app2.ctx, "percepts:t1:1"); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("app2 gets app1's record: %v, want ErrNotFound", err)
 			}
-			for r, err := range app2.planner.List(app2.ctx, kernel.Constraints, kernel.Filter{}) {
+			for r, err := range app2.planner.List(app2.ctx, blackboard.Constraints, blackboard.Filter{}) {
 				if err != nil || r.Namespace != "app2" {
 					t.Errorf("app2 lists %s of namespace %q (%v)", r.ID, r.Namespace, err)
 				}
@@ -532,11 +534,11 @@ func TestAttackReadsDoNotWrite(t *testing.T) {
 		if _, err := a.k.View(a.ctx, "t", kernel.ViewOptions{IncludePersistent: true}); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := a.store.Get(a.ctx, p.ID); err != nil || r.Status != kernel.StatusActive {
+		if r, err := a.store.Get(a.ctx, p.ID); err != nil || r.Status != blackboard.StatusActive {
 			t.Errorf("after a view the expired percept is %v in the store (%v), want it untouched", r.Status, err)
 		}
-		refused(t, "belief", a.belief("t", "charge"), kernel.CodeStaleEvidence)
-		if r, _ := a.store.Get(a.ctx, p.ID); r.Status != kernel.StatusExpired || r.Reason != kernel.CodeTTLExpired {
+		refused(t, "belief", a.belief("t", "charge"), blackboard.CodeStaleEvidence)
+		if r, _ := a.store.Get(a.ctx, p.ID); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
 			t.Errorf("after a decision the expired percept is %s %s, want EXPIRED TTL_EXPIRED", r.Status, r.Reason)
 		}
 	})
@@ -546,21 +548,21 @@ func TestAttackReadsDoNotWrite(t *testing.T) {
 // overflows the expiry arithmetic.
 func TestAttackRobustness(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		_, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"tags": []string{"ok", "\xff"}}})
-		if !errors.Is(err, kernel.ErrInvalidPayload) {
+		_, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"tags": []string{"ok", "\xff"}}})
+		if !errors.Is(err, blackboard.ErrInvalidPayload) {
 			t.Errorf("invalid UTF-8 in []string: %v, want ErrInvalidPayload", err)
 		}
-		_, err = a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", TTL: math.MaxInt64})
-		if !errors.Is(err, kernel.ErrInvalidInput) {
+		_, err = a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", TTL: math.MaxInt64})
+		if !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("TTL MaxInt64: %v, want ErrInvalidInput", err)
 		}
-		if _, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", TTL: kernel.MaxTTL}); err != nil {
+		if _, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", TTL: blackboard.MaxTTL}); err != nil {
 			t.Errorf("TTL MaxTTL: %v", err)
 		}
-		bad := kernel.Record{ID: "percepts:t:9", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "charge", Status: kernel.StatusActive,
-			Scope: kernel.ScopeEpisode, Payload: kernel.Payload{"tags": []any{"\xfe"}},
-			Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "w", TraceID: "t"}}
-		if err := a.store.Append(a.ctx, bad); !errors.Is(err, kernel.ErrInvalidPayload) {
+		bad := blackboard.Record{ID: "percepts:t:9", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge", Status: blackboard.StatusActive,
+			Scope: blackboard.ScopeEpisode, Payload: blackboard.Payload{"tags": []any{"\xfe"}},
+			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w", TraceID: "t"}}
+		if err := a.store.Append(a.ctx, bad); !errors.Is(err, blackboard.ErrInvalidPayload) {
 			t.Errorf("store appends invalid UTF-8: %v, want ErrInvalidPayload", err)
 		}
 	})
@@ -635,15 +637,15 @@ func replayChild(t *testing.T, db, proc string) {
 func TestAttackPaddedInputRefsDoNotUseUpGrounding(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
-		b, err := a.store.FindActive(a.ctx, "t", kernel.Beliefs, "refund_due")
+		b, err := a.store.FindActive(a.ctx, "t", blackboard.Beliefs, "refund_due")
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.percept("t", "note", kernel.Payload{"x": 1.0}, nil, 0)
-		if d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "other", Payload: belief(true, "note")}); !d.Committed() {
+		a.percept("t", "note", blackboard.Payload{"x": 1.0}, nil, 0)
+		if d := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "other", Payload: belief(true, "note")}); !d.Committed() {
 			t.Fatalf("other belief: %s", d.Code)
 		}
-		padded := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		padded := a.submit(a.planner, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: action("other"), InputRefs: []string{b.ID}})
 		if !padded.Committed() {
 			t.Fatalf("padded action: %s", padded.Code)

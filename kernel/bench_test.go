@@ -6,23 +6,24 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/storetest"
+	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/blackboard/storetest"
 )
 
 // BenchmarkEpisodeMemory is the governed episode on the memory store, with
 // 0 to 10^6 records of other traces already held (flat-history target).
 func BenchmarkEpisodeMemory(b *testing.B) {
 	for _, n := range []int{0, 1_000, 10_000, 100_000, 1_000_000} {
-		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { storetest.BenchEpisode(b, kernel.NewMemStore(), n) })
+		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { storetest.BenchEpisode(b, memstore.New(), n) })
 	}
 }
 
 // BenchmarkEpisodeTracing compares the default (the global OpenTelemetry
 // provider, a no-op) with instrumentation switched off.
 func BenchmarkEpisodeTracing(b *testing.B) {
-	b.Run("global-noop", func(b *testing.B) { storetest.BenchEpisode(b, kernel.NewMemStore(), 0) })
+	b.Run("global-noop", func(b *testing.B) { storetest.BenchEpisode(b, memstore.New(), 0) })
 	b.Run("off", func(b *testing.B) {
-		storetest.BenchEpisode(b, kernel.NewMemStore(), 0, kernel.WithTracerProvider(nil))
+		storetest.BenchEpisode(b, memstore.New(), 0, kernel.WithTracerProvider(nil))
 	})
 }
 
@@ -30,7 +31,7 @@ func BenchmarkEpisodeTracing(b *testing.B) {
 // goroutines on one kernel.
 func BenchmarkEpisodeParallel(b *testing.B) {
 	for _, g := range []int{1, 2, 4, 8} {
-		b.Run("goroutines="+strconv.Itoa(g), func(b *testing.B) { storetest.BenchEpisodeParallel(b, kernel.NewMemStore(), g) })
+		b.Run("goroutines="+strconv.Itoa(g), func(b *testing.B) { storetest.BenchEpisodeParallel(b, memstore.New(), g) })
 	}
 }
 
@@ -42,7 +43,7 @@ func BenchmarkMemStoreBytesPerRecord(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := kernel.NewMemStore()
+		s := memstore.New()
 		storetest.Prefill(b, s, n)
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -20,16 +21,16 @@ import (
 type codeCase struct {
 	name     string
 	opts     []kernel.Option
-	run      func(f *fixture) (kernel.Code, error)
-	want     kernel.Code
+	run      func(f *fixture) (blackboard.Code, error)
+	want     blackboard.Code
 	sentinel error
 }
 
 // decided turns a Submit or Commit result into a code.
-func decided(d kernel.Decision, err error) (kernel.Code, error) { return d.Code, err }
+func decided(d kernel.Decision, err error) (blackboard.Code, error) { return d.Code, err }
 
 // written turns a Write result into a code: COMMITTED or nothing.
-func written(r kernel.Record, err error) (kernel.Code, error) { return r.Reason, err }
+func written(r blackboard.Record, err error) (blackboard.Code, error) { return r.Reason, err }
 
 const tr = "t1" // the trace most cases use
 
@@ -38,309 +39,309 @@ var refundSpec = kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"r
 func codeCases() []codeCase {
 	strict := []kernel.Option{kernel.WithStrictActions(), kernel.WithActionSpecs(refundSpec)}
 	// proposeAct grounds refund_due and proposes an action of kind with p.
-	proposeAct := func(kind string, p kernel.Payload) func(f *fixture) (kernel.Code, error) {
-		return func(f *fixture) (kernel.Code, error) {
+	proposeAct := func(kind string, p blackboard.Payload) func(f *fixture) (blackboard.Code, error) {
+		return func(f *fixture) (blackboard.Code, error) {
 			f.groundedBelief(tr)
-			return decided(f.propose(tr, kernel.Actions, kind, p))
+			return decided(f.propose(tr, blackboard.Actions, kind, p))
 		}
 	}
 	falseBelief := func(f *fixture) {
 		f.perceive(tr, "charge", nil, nil, 0)
-		if d := f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(false, "charge")); d.Code != kernel.CodeCommitted {
+		if d := f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(false, "charge")); d.Code != blackboard.CodeCommitted {
 			f.t.Fatalf("false belief: %s", d.Code)
 		}
 	}
 	withPrediction := func(outcome float64) func(f *fixture) {
 		return func(f *fixture) {
 			f.groundedBelief(tr)
-			d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "refund_outcome",
+			d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "refund_outcome",
 				Payload: prediction("issue_refund", outcome, "refund_due")})
-			if err != nil || d.Code != kernel.CodeCommitted {
+			if err != nil || d.Code != blackboard.CodeCommitted {
 				f.t.Fatalf("prediction: %s %v", d.Code, err)
 			}
 		}
 	}
-	then := func(setup func(f *fixture), kind string, p kernel.Payload) func(f *fixture) (kernel.Code, error) {
-		return func(f *fixture) (kernel.Code, error) {
+	then := func(setup func(f *fixture), kind string, p blackboard.Payload) func(f *fixture) (blackboard.Code, error) {
+		return func(f *fixture) (blackboard.Code, error) {
 			setup(f)
-			return decided(f.propose(tr, kernel.Actions, kind, p))
+			return decided(f.propose(tr, blackboard.Actions, kind, p))
 		}
 	}
-	proposeBelief := func(conf *float64, percept kernel.Payload, b kernel.Payload) func(f *fixture) (kernel.Code, error) {
-		return func(f *fixture) (kernel.Code, error) {
+	proposeBelief := func(conf *float64, percept blackboard.Payload, b blackboard.Payload) func(f *fixture) (blackboard.Code, error) {
+		return func(f *fixture) (blackboard.Code, error) {
 			if percept != nil {
 				f.perceive(tr, "charge", percept, conf, 0)
 			}
-			return decided(f.propose(tr, kernel.Beliefs, "refund_due", b))
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", b))
 		}
 	}
-	proposePlan := func(steps ...kernel.Payload) func(f *fixture) (kernel.Code, error) {
-		return func(f *fixture) (kernel.Code, error) {
+	proposePlan := func(steps ...blackboard.Payload) func(f *fixture) (blackboard.Code, error) {
+		return func(f *fixture) (blackboard.Code, error) {
 			f.groundedBelief(tr)
 			f.constrain(tr, "no_duplicate_refund", "is_duplicate")
-			return decided(f.propose(tr, kernel.Plans, "action_plan", plan(steps...)))
+			return decided(f.propose(tr, blackboard.Plans, "action_plan", plan(steps...)))
 		}
 	}
-	clean := kernel.Payload{"amount": 10.0}
+	clean := blackboard.Payload{"amount": 10.0}
 	return []codeCase{
-		{name: "belief committed", want: kernel.CodeCommitted, run: proposeBelief(nil, clean, belief(true, "charge"))},
-		{name: "belief depends_on a percept id", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
+		{name: "belief committed", want: blackboard.CodeCommitted, run: proposeBelief(nil, clean, belief(true, "charge"))},
+		{name: "belief depends_on a percept id", want: blackboard.CodeCommitted, run: func(f *fixture) (blackboard.Code, error) {
 			p := f.perceive(tr, "charge", clean, nil, 0)
-			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, p.ID)))
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, p.ID)))
 		}},
-		{name: "percept missing", want: kernel.CodeMissingEvidence, run: proposeBelief(nil, nil, belief(true, "charge"))},
-		{name: "belief without depends_on", want: kernel.CodeMissingEvidence, run: proposeBelief(nil, clean, kernel.Payload{kernel.KeyValue: true})},
-		{name: "belief with empty depends_on", want: kernel.CodeMissingEvidence, run: proposeBelief(nil, clean, belief(true))},
-		{name: "percept flagged stale", want: kernel.CodeStaleEvidence, run: proposeBelief(nil, kernel.Payload{"stale": true}, belief(true, "charge"))},
-		{name: "percept past its TTL", want: kernel.CodeStaleEvidence, run: func(f *fixture) (kernel.Code, error) {
+		{name: "percept missing", want: blackboard.CodeMissingEvidence, run: proposeBelief(nil, nil, belief(true, "charge"))},
+		{name: "belief without depends_on", want: blackboard.CodeMissingEvidence, run: proposeBelief(nil, clean, blackboard.Payload{kernel.KeyValue: true})},
+		{name: "belief with empty depends_on", want: blackboard.CodeMissingEvidence, run: proposeBelief(nil, clean, belief(true))},
+		{name: "percept flagged stale", want: blackboard.CodeStaleEvidence, run: proposeBelief(nil, blackboard.Payload{"stale": true}, belief(true, "charge"))},
+		{name: "percept past its TTL", want: blackboard.CodeStaleEvidence, run: func(f *fixture) (blackboard.Code, error) {
 			f.perceive(tr, "charge", clean, nil, time.Second)
 			f.clock.Advance(2 * time.Second)
-			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, "charge")))
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge")))
 		}},
-		{name: "conflict below threshold", want: kernel.CodeUnresolvedConflict, run: proposeBelief(kernel.Confidence(0.3), kernel.Payload{"conflict": true}, belief(true, "charge"))},
-		{name: "conflict without confidence", want: kernel.CodeUnresolvedConflict, run: proposeBelief(nil, kernel.Payload{"conflict": true}, belief(true, "charge"))},
-		{name: "conflict at the threshold is arbitrated", want: kernel.CodeCommitted, run: proposeBelief(kernel.Confidence(0.7), kernel.Payload{"conflict": true}, belief(true, "charge"))},
-		{name: "confidence at the minimum", want: kernel.CodeCommitted, run: proposeBelief(kernel.Confidence(0.5), clean, belief(true, "charge"))},
-		{name: "low confidence", want: kernel.CodeLowConfidence, run: proposeBelief(kernel.Confidence(0.3), clean, belief(true, "charge"))},
-		{name: "arbitrated but below min confidence", want: kernel.CodeLowConfidence, opts: []kernel.Option{kernel.WithMinConfidence(0.9)},
-			run: proposeBelief(kernel.Confidence(0.8), kernel.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "conflict below threshold", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(kernel.Confidence(0.3), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "conflict without confidence", want: blackboard.CodeUnresolvedConflict, run: proposeBelief(nil, blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "conflict at the threshold is arbitrated", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.7), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
+		{name: "confidence at the minimum", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.5), clean, belief(true, "charge"))},
+		{name: "low confidence", want: blackboard.CodeLowConfidence, run: proposeBelief(kernel.Confidence(0.3), clean, belief(true, "charge"))},
+		{name: "arbitrated but below min confidence", want: blackboard.CodeLowConfidence, opts: []kernel.Option{kernel.WithMinConfidence(0.9)},
+			run: proposeBelief(kernel.Confidence(0.8), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
 
-		{name: "malformed proposal", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+		{name: "malformed proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return decided(f.propose(tr, kernel.Beliefs, "refund_due", kernel.Payload{kernel.KeyDependsOn: "charge"}))
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{kernel.KeyDependsOn: "charge"}))
 		}},
-		{name: "commit of a decided proposal", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+		{name: "commit of a decided proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			d := f.groundedBelief(tr)
 			f.mark()
 			return decided(f.planner.Commit(f.ctx, tr, d.ProposalID))
 		}},
-		{name: "commit from another trace", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+		{name: "commit from another trace", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			f.perceive("other", "charge", clean, nil, 0)
-			p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: "other", Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")})
+			p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: "other", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")})
 			if err != nil {
 				f.t.Fatal(err)
 			}
 			f.mark()
 			return decided(f.planner.Commit(f.ctx, tr, p.ID))
 		}},
-		{name: "commit of a non-proposal", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+		{name: "commit of a non-proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			p := f.perceive(tr, "charge", clean, nil, 0)
 			f.mark()
 			return decided(f.planner.Commit(f.ctx, tr, p.ID))
 		}},
-		{name: "commit of an unknown id", want: kernel.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (kernel.Code, error) {
+		{name: "commit of an unknown id", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
 			return decided(f.planner.Commit(f.ctx, tr, "beliefs:t1:7"))
 		}},
 
-		{name: "plan feasible", want: kernel.CodePlanFeasible, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false))},
-		{name: "plan with a fallback step", want: kernel.CodePlanFeasible, run: proposePlan(step(kernel.FallbackQueueForReview))},
-		{name: "plan missing belief", want: kernel.CodePlanMissingBelief, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false), step("notify", "customer_notified"))},
-		{name: "plan step without the constraint's field fails closed", want: kernel.PlanBlockedCode("no_duplicate_refund"), run: proposePlan(step("issue_refund", "refund_due"))},
-		{name: "plan belief false", want: kernel.CodePlanBeliefNotSatisfied, run: func(f *fixture) (kernel.Code, error) {
+		{name: "plan feasible", want: blackboard.CodePlanFeasible, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false))},
+		{name: "plan with a fallback step", want: blackboard.CodePlanFeasible, run: proposePlan(step(kernel.FallbackQueueForReview))},
+		{name: "plan missing belief", want: blackboard.CodePlanMissingBelief, run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", false), step("notify", "customer_notified"))},
+		{name: "plan step without the constraint's field fails closed", want: blackboard.PlanBlockedCode("no_duplicate_refund"), run: proposePlan(step("issue_refund", "refund_due"))},
+		{name: "plan belief false", want: blackboard.CodePlanBeliefNotSatisfied, run: func(f *fixture) (blackboard.Code, error) {
 			falseBelief(f)
-			return decided(f.propose(tr, kernel.Plans, "action_plan", plan(step("issue_refund", "refund_due"))))
+			return decided(f.propose(tr, blackboard.Plans, "action_plan", plan(step("issue_refund", "refund_due"))))
 		}},
-		{name: "plan step without beliefs", want: kernel.CodePlanUngrounded, run: proposePlan(step("issue_refund"))},
-		{name: "plan step below its spec", want: kernel.CodePlanUngrounded, opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}})},
+		{name: "plan step without beliefs", want: blackboard.CodePlanUngrounded, run: proposePlan(step("issue_refund"))},
+		{name: "plan step below its spec", want: blackboard.CodePlanUngrounded, opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}})},
 			run: proposePlan(step("issue_refund", "refund_due"))},
-		{name: "plan step of unknown type", want: kernel.CodeUnknownActionType, opts: strict, run: proposePlan(step("Issue_Refund", "refund_due"))},
-		{name: "plan blocked by constraint", want: kernel.PlanBlockedCode("no_duplicate_refund"),
+		{name: "plan step of unknown type", want: blackboard.CodeUnknownActionType, opts: strict, run: proposePlan(step("Issue_Refund", "refund_due"))},
+		{name: "plan blocked by constraint", want: blackboard.PlanBlockedCode("no_duplicate_refund"),
 			run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", true))},
 
-		{name: "action committed", want: kernel.CodeCommitted, run: proposeAct("issue_refund", action("refund_due"))},
-		{name: "action blocked by constraint", want: kernel.BlockedCode("no_duplicate_refund"), run: func(f *fixture) (kernel.Code, error) {
+		{name: "action committed", want: blackboard.CodeCommitted, run: proposeAct("issue_refund", action("refund_due"))},
+		{name: "action blocked by constraint", want: blackboard.BlockedCode("no_duplicate_refund"), run: func(f *fixture) (blackboard.Code, error) {
 			f.groundedBelief(tr)
 			f.constrain(tr, "no_duplicate_refund", "is_duplicate")
-			return decided(f.propose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))
+			return decided(f.propose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))
 		}},
-		{name: "action without committed belief", want: kernel.CodeNoCommittedBelief, run: func(f *fixture) (kernel.Code, error) {
-			return decided(f.propose(tr, kernel.Actions, "issue_refund", action("refund_due")))
+		{name: "action without committed belief", want: blackboard.CodeNoCommittedBelief, run: func(f *fixture) (blackboard.Code, error) {
+			return decided(f.propose(tr, blackboard.Actions, "issue_refund", action("refund_due")))
 		}},
-		{name: "action on a false belief", want: kernel.CodeBeliefNotSatisfied, run: then(falseBelief, "issue_refund", action("refund_due"))},
-		{name: "spec requires prediction, none", want: kernel.CodeNoPrediction,
+		{name: "action on a false belief", want: blackboard.CodeBeliefNotSatisfied, run: then(falseBelief, "issue_refund", action("refund_due"))},
+		{name: "spec requires prediction, none", want: blackboard.CodeNoPrediction,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
 			run:  proposeAct("issue_refund", action("refund_due"))},
-		{name: "payload requires prediction, none", want: kernel.CodeNoPrediction,
+		{name: "payload requires prediction, none", want: blackboard.CodeNoPrediction,
 			run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
-		{name: "spec requires prediction, negative", want: kernel.CodeNegativePrediction,
+		{name: "spec requires prediction, negative", want: blackboard.CodeNegativePrediction,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
 			run:  then(withPrediction(-0.5), "issue_refund", action("refund_due"))},
-		{name: "payload requires prediction, negative", want: kernel.CodeNegativePrediction,
+		{name: "payload requires prediction, negative", want: blackboard.CodeNegativePrediction,
 			run: then(withPrediction(-0.5), "issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
-		{name: "prediction gate passes", want: kernel.CodeCommitted,
+		{name: "prediction gate passes", want: blackboard.CodeCommitted,
 			run: then(withPrediction(1), "issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
-		{name: "prediction without its belief", want: kernel.CodePredictionMissingBelief, run: func(f *fixture) (kernel.Code, error) {
-			return decided(f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "refund_outcome",
+		{name: "prediction without its belief", want: blackboard.CodePredictionMissingBelief, run: func(f *fixture) (blackboard.Code, error) {
+			return decided(f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "refund_outcome",
 				Payload: prediction("issue_refund", 1, "refund_due")}))
 		}},
-		{name: "action without beliefs", want: kernel.CodeUngroundedAction, run: proposeAct("issue_refund", action())},
-		{name: "action below its spec", want: kernel.CodeUngroundedAction,
+		{name: "action without beliefs", want: blackboard.CodeUngroundedAction, run: proposeAct("issue_refund", action())},
+		{name: "action below its spec", want: blackboard.CodeUngroundedAction,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}})},
 			run:  proposeAct("issue_refund", action("refund_due"))},
-		{name: "fallback no longer registered", want: kernel.CodeUngroundedAction,
+		{name: "fallback no longer registered", want: blackboard.CodeUngroundedAction,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: kernel.FallbackQueueForReview})},
-			run:  proposeAct(kernel.FallbackQueueForReview, kernel.Payload{})},
-		{name: "action outside any plan", want: kernel.CodeNoFeasiblePlan,
+			run:  proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{})},
+		{name: "action outside any plan", want: blackboard.CodeNoFeasiblePlan,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true})},
 			run:  proposeAct("issue_refund", action("refund_due"))},
-		{name: "action inside a feasible plan", want: kernel.CodeCommitted,
+		{name: "action inside a feasible plan", want: blackboard.CodeCommitted,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true})},
-			run: func(f *fixture) (kernel.Code, error) {
+			run: func(f *fixture) (blackboard.Code, error) {
 				f.groundedBelief(tr)
-				pd, err := f.propose(tr, kernel.Plans, "action_plan", plan(step("issue_refund", "refund_due")))
-				if err != nil || pd.Code != kernel.CodePlanFeasible {
+				pd, err := f.propose(tr, blackboard.Plans, "action_plan", plan(step("issue_refund", "refund_due")))
+				if err != nil || pd.Code != blackboard.CodePlanFeasible {
 					f.t.Fatalf("plan: %s %v", pd.Code, err)
 				}
-				d, err := f.propose(tr, kernel.Actions, "issue_refund", action("refund_due"))
+				d, err := f.propose(tr, blackboard.Actions, "issue_refund", action("refund_due"))
 				if err == nil && (len(d.Record.Provenance.InputRefs) < 2 || !slices.Contains(d.Record.Provenance.InputRefs, pd.Record.ID)) {
 					f.t.Errorf("action inputs %v lack the plan %s", d.Record.Provenance.InputRefs, pd.Record.ID)
 				}
 				return d.Code, err
 			}},
-		{name: "fallback commits", want: kernel.CodeCommitted, run: proposeAct(kernel.FallbackQueueForReview, kernel.Payload{})},
-		{name: "strict: case variant", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("Issue_Refund", action("refund_due"))},
-		{name: "strict: trailing space", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("issue_refund ", action("refund_due"))},
-		{name: "strict: unregistered", want: kernel.CodeUnknownActionType, opts: strict, run: proposeAct("wire_money", action("refund_due"))},
-		{name: "strict: registered", want: kernel.CodeCommitted, opts: strict, run: proposeAct("issue_refund", action("refund_due"))},
+		{name: "fallback commits", want: blackboard.CodeCommitted, run: proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{})},
+		{name: "strict: case variant", want: blackboard.CodeUnknownActionType, opts: strict, run: proposeAct("Issue_Refund", action("refund_due"))},
+		{name: "strict: trailing space", want: blackboard.CodeUnknownActionType, opts: strict, run: proposeAct("issue_refund ", action("refund_due"))},
+		{name: "strict: unregistered", want: blackboard.CodeUnknownActionType, opts: strict, run: proposeAct("wire_money", action("refund_due"))},
+		{name: "strict: registered", want: blackboard.CodeCommitted, opts: strict, run: proposeAct("issue_refund", action("refund_due"))},
 
-		{name: "proposal superseded", want: kernel.CodeSupersededByCommit, run: func(f *fixture) (kernel.Code, error) {
+		{name: "proposal superseded", want: blackboard.CodeSupersededByCommit, run: func(f *fixture) (blackboard.Code, error) {
 			return f.get(f.groundedBelief(tr).ProposalID).Reason, nil
 		}},
-		{name: "percept expired", want: kernel.CodeTTLExpired, run: func(f *fixture) (kernel.Code, error) {
+		{name: "percept expired", want: blackboard.CodeTTLExpired, run: func(f *fixture) (blackboard.Code, error) {
 			p := f.perceive(tr, "charge", clean, nil, time.Minute)
 			f.clock.Advance(time.Hour)
 			if n, err := f.k.Expire(f.ctx, tr); n != 1 || err != nil {
 				f.t.Fatalf("Expire: %d %v", n, err)
 			}
 			r := f.get(p.ID)
-			if r.Status != kernel.StatusExpired {
+			if r.Status != blackboard.StatusExpired {
 				f.t.Errorf("status %s", r.Status)
 			}
 			return r.Reason, nil
 		}},
 
-		{name: "input ref does not exist", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+		{name: "input ref does not exist", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", InputRefs: []string{"percepts:t1:1"}}))
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", InputRefs: []string{"percepts:t1:1"}}))
 		}},
-		{name: "evidence ref does not exist", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+		{name: "evidence ref does not exist", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			f.perceive(tr, "charge", clean, nil, 0)
 			f.mark()
-			return written(f.ev.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Evidence, Kind: "audit", EvidenceRefs: []string{"evidence:t1:9"}}))
+			return written(f.ev.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Evidence, Kind: "audit", EvidenceRefs: []string{"evidence:t1:9"}}))
 		}},
-		{name: "ref to another trace's episode record", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+		{name: "ref to another trace's episode record", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			other := f.perceive("other", "charge", clean, nil, 0)
 			f.mark()
-			return decided(f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due",
+			return decided(f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due",
 				Payload: belief(true, "charge"), InputRefs: []string{other.ID}}))
 		}},
-		{name: "depends_on an id that does not exist", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+		{name: "depends_on an id that does not exist", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			f.perceive(tr, "charge", clean, nil, 0)
 			f.mark()
-			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, "percepts:t1:99")))
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, "percepts:t1:99")))
 		}},
-		{name: "depends_on another trace's percept id", want: kernel.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (kernel.Code, error) {
+		{name: "depends_on another trace's percept id", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			other := f.perceive("other", "charge", clean, nil, 0)
 			f.mark()
-			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, other.ID)))
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, other.ID)))
 		}},
-		{name: "ref to a persistent record of another trace", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
-			c, err := f.sym.CommitConstraint(f.ctx, "other", kernel.Constraint{Name: "learned", Enabled: true, BlocksField: "x"}, kernel.ScopePersistent)
+		{name: "ref to a persistent record of another trace", want: blackboard.CodeCommitted, run: func(f *fixture) (blackboard.Code, error) {
+			c, err := f.sym.CommitConstraint(f.ctx, "other", kernel.Constraint{Name: "learned", Enabled: true, BlocksField: "x"}, blackboard.ScopePersistent)
 			if err != nil {
 				f.t.Fatal(err)
 			}
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", InputRefs: []string{c.ID}}))
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", InputRefs: []string{c.ID}}))
 		}},
 
-		{name: "planner sets a derived flag", want: kernel.CodeFieldMismatch, run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, true))},
-		{name: "planner contradicts a bound percept", want: kernel.CodeFieldMismatch, run: func(f *fixture) (kernel.Code, error) {
-			f.perceive(tr, "charge", kernel.Payload{"is_duplicate": true}, nil, 0)
-			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+		{name: "planner sets a derived flag", want: blackboard.CodeFieldMismatch, run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, true))},
+		{name: "planner contradicts a bound percept", want: blackboard.CodeFieldMismatch, run: func(f *fixture) (blackboard.Code, error) {
+			f.perceive(tr, "charge", blackboard.Payload{"is_duplicate": true}, nil, 0)
+			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
 				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
 				f.t.Fatal(err)
 			}
-			return decided(f.propose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", false)))
+			return decided(f.propose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", false)))
 		}},
-		{name: "bound percept blocks a silent proposal", want: kernel.BlockedCode("no_duplicate_refund"), run: func(f *fixture) (kernel.Code, error) {
-			f.perceive(tr, "charge", kernel.Payload{"is_duplicate": true}, nil, 0)
-			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+		{name: "bound percept blocks a silent proposal", want: blackboard.BlockedCode("no_duplicate_refund"), run: func(f *fixture) (blackboard.Code, error) {
+			f.perceive(tr, "charge", blackboard.Payload{"is_duplicate": true}, nil, 0)
+			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
 				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
 				f.t.Fatal(err)
 			}
-			return decided(f.propose(tr, kernel.Actions, "issue_refund", action("refund_due")))
+			return decided(f.propose(tr, blackboard.Actions, "issue_refund", action("refund_due")))
 		}},
-		{name: "bound constraint leaves the safe fallback alone", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
-			f.perceive(tr, "charge", kernel.Payload{"is_duplicate": true}, nil, 0)
+		{name: "bound constraint leaves the safe fallback alone", want: blackboard.CodeCommitted, run: func(f *fixture) (blackboard.Code, error) {
+			f.perceive(tr, "charge", blackboard.Payload{"is_duplicate": true}, nil, 0)
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true,
 				BlocksField: "is_duplicate", BindPercept: "charge"}, 0); err != nil {
 				f.t.Fatal(err)
 			}
-			return decided(f.propose(tr, kernel.Actions, kernel.FallbackQueueForReview, kernel.Payload{"reason": "PLAN_NO_DUPLICATE_REFUND_BLOCKED"}))
+			return decided(f.propose(tr, blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": "PLAN_NO_DUPLICATE_REFUND_BLOCKED"}))
 		}},
-		{name: "action payload type disagrees with its kind", want: kernel.CodeFieldMismatch,
-			run: proposeAct(kernel.FallbackQueueForReview, kernel.Payload{kernel.KeyType: "issue_refund"})},
-		{name: "belief spec: evidence shopping", want: kernel.CodeMissingEvidence,
+		{name: "action payload type disagrees with its kind", want: blackboard.CodeFieldMismatch,
+			run: proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{kernel.KeyType: "issue_refund"})},
+		{name: "belief spec: evidence shopping", want: blackboard.CodeMissingEvidence,
 			opts: []kernel.Option{kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}})},
-			run: func(f *fixture) (kernel.Code, error) {
-				f.perceive(tr, "charge", kernel.Payload{"stale": true}, nil, 0)
-				f.perceive(tr, "refund", kernel.Payload{"amount": 10.0}, nil, 0)
-				return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, "refund")))
+			run: func(f *fixture) (blackboard.Code, error) {
+				f.perceive(tr, "charge", blackboard.Payload{"stale": true}, nil, 0)
+				f.perceive(tr, "refund", blackboard.Payload{"amount": 10.0}, nil, 0)
+				return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, "refund")))
 			}},
-		{name: "belief spec met through a percept id", want: kernel.CodeCommitted,
+		{name: "belief spec met through a percept id", want: blackboard.CodeCommitted,
 			opts: []kernel.Option{kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}})},
-			run: func(f *fixture) (kernel.Code, error) {
+			run: func(f *fixture) (blackboard.Code, error) {
 				c := f.perceive(tr, "charge", clean, nil, 0)
-				return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, c.ID)))
+				return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, c.ID)))
 			}},
-		{name: "disabled constraint does not block", want: kernel.CodeCommitted, run: func(f *fixture) (kernel.Code, error) {
+		{name: "disabled constraint does not block", want: blackboard.CodeCommitted, run: func(f *fixture) (blackboard.Code, error) {
 			f.groundedBelief(tr)
 			if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "no_duplicate_refund", BlocksField: "is_duplicate"}, 0); err != nil {
 				f.t.Fatal(err)
 			}
-			return decided(f.propose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))
+			return decided(f.propose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "is_duplicate", true)))
 		}},
-		{name: "belief names a superseded observation", want: kernel.CodeSupersededEvidence, run: func(f *fixture) (kernel.Code, error) {
+		{name: "belief names a superseded observation", want: blackboard.CodeSupersededEvidence, run: func(f *fixture) (blackboard.Code, error) {
 			old := f.perceive(tr, "charge", clean, nil, 0)
-			f.perceive(tr, "charge", kernel.Payload{"amount": 10.0, "stale": true}, nil, 0)
-			return decided(f.propose(tr, kernel.Beliefs, "refund_due", belief(true, old.ID)))
+			f.perceive(tr, "charge", blackboard.Payload{"amount": 10.0, "stale": true}, nil, 0)
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, old.ID)))
 		}},
-		{name: "source flags low confidence", want: kernel.CodeLowConfidence, run: proposeBelief(nil, kernel.Payload{"low_confidence": true}, belief(true, "charge"))},
-		{name: "grounding used up", want: kernel.CodeDuplicateAction, run: func(f *fixture) (kernel.Code, error) {
+		{name: "source flags low confidence", want: blackboard.CodeLowConfidence, run: proposeBelief(nil, blackboard.Payload{"low_confidence": true}, belief(true, "charge"))},
+		{name: "grounding used up", want: blackboard.CodeDuplicateAction, run: func(f *fixture) (blackboard.Code, error) {
 			f.groundedBelief(tr)
-			if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); !d.Committed() {
+			if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); !d.Committed() {
 				f.t.Fatalf("first refund: %s", d.Code)
 			}
-			return decided(f.propose(tr, kernel.Actions, "issue_refund", action("refund_due")))
+			return decided(f.propose(tr, blackboard.Actions, "issue_refund", action("refund_due")))
 		}},
-		{name: "once-key field missing", want: kernel.CodeOnceKeyMissing,
+		{name: "once-key field missing", want: blackboard.CodeOnceKeyMissing,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}}})},
 			run:  proposeAct("issue_refund", action("refund_due"))},
-		{name: "validator reports a violated rule", want: kernel.CodeRuleViolated,
+		{name: "validator reports a violated rule", want: blackboard.CodeRuleViolated,
 			opts: []kernel.Option{kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
-				return kernel.Verdict{Code: kernel.CodeRuleViolated, Rule: "r"}
+				return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: "r"}
 			}))},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
-		{name: "validator cannot evaluate its rule", want: kernel.CodeRuleError,
+		{name: "validator cannot evaluate its rule", want: blackboard.CodeRuleError,
 			opts: []kernel.Option{kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
-				return kernel.Reject(kernel.CodeRuleError, "no such field")
+				return kernel.Reject(blackboard.CodeRuleError, "no such field")
 			}))},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
-		{name: "empty kind", want: kernel.CodeInvalidInput, sentinel: kernel.ErrInvalidInput, run: func(f *fixture) (kernel.Code, error) {
+		{name: "empty kind", want: blackboard.CodeInvalidInput, sentinel: blackboard.ErrInvalidInput, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts}))
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts}))
 		}},
-		{name: "tool writes a belief", want: kernel.CodePermissionDenied, sentinel: kernel.ErrPermission, run: func(f *fixture) (kernel.Code, error) {
+		{name: "tool writes a belief", want: blackboard.CodePermissionDenied, sentinel: blackboard.ErrPermission, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due"}))
+			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due"}))
 		}},
 	}
 }
 
 func TestCodes(t *testing.T) {
-	produced := map[kernel.Code]bool{}
+	produced := map[blackboard.Code]bool{}
 	for _, tc := range codeCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.opts...)
@@ -372,15 +373,15 @@ func TestCodes(t *testing.T) {
 	}
 }
 
-// declaredCodes reads every Code("...") constant from code.go, so that a
+// declaredCodes reads every Code("...") constant from blackboard/code.go, so that a
 // code added there without a case here fails TestCodes.
-func declaredCodes(t *testing.T) []kernel.Code {
+func declaredCodes(t *testing.T) []blackboard.Code {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), "code.go", nil, 0)
+	file, err := parser.ParseFile(token.NewFileSet(), "../blackboard/code.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []kernel.Code
+	var out []blackboard.Code
 	ast.Inspect(file, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok || len(call.Args) != 1 {
@@ -392,13 +393,13 @@ func declaredCodes(t *testing.T) []kernel.Code {
 				if err != nil {
 					t.Fatal(err)
 				}
-				out = append(out, kernel.Code(s))
+				out = append(out, blackboard.Code(s))
 			}
 		}
 		return true
 	})
 	if len(out) < 20 {
-		t.Fatalf("found only %d codes in code.go", len(out))
+		t.Fatalf("found only %d codes in blackboard/code.go", len(out))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -20,7 +21,7 @@ func TestConcurrentTraces(t *testing.T) {
 		ids = map[string]string{} // id -> trace
 		wg  sync.WaitGroup
 	)
-	keep := func(trace string, recs ...kernel.Record) {
+	keep := func(trace string, recs ...blackboard.Record) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, r := range recs {
@@ -36,13 +37,13 @@ func TestConcurrentTraces(t *testing.T) {
 			wg.Go(func() {
 				for r := range rounds {
 					kind := fmt.Sprintf("reading_%d_%d", g, r)
-					p, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: kernel.Payload{"r": r}})
+					p, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"r": r}})
 					if err != nil {
 						t.Errorf("%s: percept: %v", trace, err)
 						return
 					}
-					d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "b_" + kind, Payload: belief(true, kind)})
-					if err != nil || d.Code != kernel.CodeCommitted {
+					d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "b_" + kind, Payload: belief(true, kind)})
+					if err != nil || d.Code != blackboard.CodeCommitted {
 						t.Errorf("%s: belief: %s %v", trace, d.Code, err)
 						return
 					}
@@ -79,7 +80,7 @@ func TestConcurrentCommitOfOneProposal(t *testing.T) {
 	const n = 16
 	f := newFixture(t)
 	f.perceive(tr, "charge", nil, nil, 0)
-	p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")})
+	p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +104,14 @@ func TestConcurrentCommitOfOneProposal(t *testing.T) {
 	close(decisions)
 	for err := range results {
 		if err != nil {
-			wantErr(t, err, kernel.ErrInvalidProposal, kernel.CodeInvalidProposal)
+			wantErr(t, err, kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal)
 		}
 	}
 	if len(decisions) != 1 {
 		t.Fatalf("%d commits succeeded, want 1", len(decisions))
 	}
 	d := <-decisions
-	if d.Code != kernel.CodeCommitted {
+	if d.Code != blackboard.CodeCommitted {
 		t.Fatalf("winner: %s", d.Code)
 	}
 	f.checkDecision(d)

@@ -1,5 +1,7 @@
 package kernel
 
+import "github.com/blackboardkernel/bk/blackboard"
+
 // KindBeliefValidation is the kind of the evidence artifact the kernel
 // writes with a committed belief: the checks each percept passed
 // ([Decision.EvidenceID]).
@@ -13,13 +15,13 @@ type Decision struct {
 	// proposal is decided once).
 	ID string `json:"id"`
 	// Code is COMMITTED (PLAN_FEASIBLE for plans) or the rejection code.
-	Code Code `json:"code"`
+	Code blackboard.Code `json:"code"`
 	// ProposalID is the proposal decided. After the decision it is
 	// INVALIDATED: with SUPERSEDED_BY_COMMIT when committed, else with Code.
 	ProposalID string `json:"proposal_id"`
 	// Record is a copy of the committed record; its ID is empty when the
 	// proposal was rejected.
-	Record Record `json:"record,omitzero"`
+	Record blackboard.Record `json:"record,omitzero"`
 	// EvidenceID is the artifact the kernel wrote for a committed belief.
 	EvidenceID string `json:"evidence_id,omitempty"`
 	// Appended holds the ids of the records that followed the decision in
@@ -48,10 +50,10 @@ type Decision struct {
 
 // Cause is one link of a refusal's causal chain.
 type Cause struct {
-	Code   Code   `json:"code"`
-	Record string `json:"record,omitempty"` // the record the code is about
-	Rule   string `json:"rule,omitempty"`   // the constraint or rule, if one decided
-	Detail string `json:"detail,omitempty"`
+	Code   blackboard.Code `json:"code"`
+	Record string          `json:"record,omitempty"` // the record the code is about
+	Rule   string          `json:"rule,omitempty"`   // the constraint or rule, if one decided
+	Detail string          `json:"detail,omitempty"`
 }
 
 // Committed reports whether the proposal was committed.
@@ -70,13 +72,13 @@ func (d Decision) RootCause() Cause {
 // the proposal through; any other code rejects it, and Rule and Detail join
 // the [Decision].
 type Verdict struct {
-	Code   Code
+	Code   blackboard.Code
 	Rule   string
 	Detail string
 }
 
 // Reject returns a Verdict that rejects with code and detail.
-func Reject(code Code, detail string) Verdict { return Verdict{Code: code, Detail: detail} }
+func Reject(code blackboard.Code, detail string) Verdict { return Verdict{Code: code, Detail: detail} }
 
 // rejects reports whether v objects to the proposal.
 func (v Verdict) rejects() bool { return v.Code != "" && !v.Code.OK() }

@@ -5,15 +5,15 @@
 //
 // # The blackboard
 //
-// State lives in seven typed slots ([Slot]): [Percepts] (raw observations),
-// [Beliefs] (interpreted state), [Constraints] (declarative rules), [Plans],
-// [Evidence] (justification artifacts), [Predictions] and [Actions]. Each
-// entry is a [Record] with an id "{slot}:{trace_id}:{n}", a [Mode]
-// (propose or commit), a kind, a JSON-compatible [Payload], [Provenance]
+// State lives in seven typed slots ([blackboard.Slot]): [blackboard.Percepts] (raw observations),
+// [blackboard.Beliefs] (interpreted state), [blackboard.Constraints] (declarative rules), [blackboard.Plans],
+// [blackboard.Evidence] (justification artifacts), [blackboard.Predictions] and [blackboard.Actions]. Each
+// entry is a [blackboard.Record] with an id "{slot}:{trace_id}:{n}", a [blackboard.Mode]
+// (propose or commit), a kind, a JSON-compatible [blackboard.Payload], [blackboard.Provenance]
 // (writer, trace, time, input refs, optional confidence and TTL), evidence
-// refs, a [Status] and a [Scope]. Records are append-only; the only change a
+// refs, a [blackboard.Status] and a [blackboard.Scope]. Records are append-only; the only change a
 // record ever sees is its status moving from ACTIVE to INVALIDATED or
-// EXPIRED, always with a [Code] saying why.
+// EXPIRED, always with a [blackboard.Code] saying why.
 //
 // # Roles are capabilities
 //
@@ -60,13 +60,13 @@
 //     safe fallback (PLAN_UNGROUNDED_ACTION); its beliefs are committed
 //     (PLAN_MISSING_BELIEF) and true (PLAN_BELIEF_NOT_SATISFIED); their
 //     evidence is still current (the evidence codes); no constraint that
-//     applies blocks it ([PlanBlockedCode]).
+//     applies blocks it ([blackboard.PlanBlockedCode]).
 //   - Actions (gating): the same grounding, belief and evidence checks
 //     (UNGROUNDED_ACTION, NO_COMMITTED_BELIEF, BELIEF_NOT_SATISFIED, the
 //     evidence codes), no observation it rests on used up by an earlier
 //     commit of its type (DUPLICATE_ACTION), the
 //     prediction gate when the [ActionSpec] or the payload asks for it
-//     (NO_PREDICTION, NEGATIVE_PREDICTION), constraints ([BlockedCode]),
+//     (NO_PREDICTION, NEGATIVE_PREDICTION), constraints ([blackboard.BlockedCode]),
 //     custom validators, then the once-key (DUPLICATE_ACTION,
 //     ONCE_KEY_MISSING). Committed plans and actions never expire.
 //   - Predictions: they name beliefs, and those are committed
@@ -100,18 +100,18 @@
 // # Errors
 //
 // Bad requests fail with an error and store nothing. Every error wraps a
-// sentinel ([ErrPermission], [ErrInvalidInput], [ErrInvalidPayload],
+// sentinel ([blackboard.ErrPermission], [blackboard.ErrInvalidInput], [blackboard.ErrInvalidPayload],
 // [ErrPayloadTooLarge], [ErrInvalidProposal], [ErrInvalidReference],
-// [ErrNotFound], [ErrDuplicateKey], ...) for errors.Is, and most come as an [*Error] carrying
-// the operation, the record id and the [Code] for errors.As. Codes are
+// [blackboard.ErrNotFound], [blackboard.ErrDuplicateKey], ...) for errors.Is, and most come as an [*Error] carrying
+// the operation, the record id and the [blackboard.Code] for errors.As. Codes are
 // stable strings; never parse messages.
 //
 // # Storage
 //
-// A [Store] persists records; the kernel needs its six operations plus an
-// atomic [Batch], a per-trace listing and once-keys. [MemStore] is the
+// A [blackboard.Store] persists records; the kernel needs its six operations plus an
+// atomic [blackboard.Batch], a per-trace listing and once-keys. [memstore.Store] is the
 // default; other stores live under store/ and pass one conformance suite.
-// A store that also implements [StateStore] keeps each trace's decision
+// A store that also implements [blackboard.StateStore] keeps each trace's decision
 // state with the trace, so that a decision reads that state and the few
 // records it names, never the whole trace: its cost does not grow with the
 // session, nor with the size of the store.
@@ -124,19 +124,19 @@
 // [AttrSlot], [AttrKind], [AttrRecordID], [AttrRole], [AttrCode],
 // [AttrRule], [AttrFailed]; a refusal sets the span's status, and a
 // decision's span links to the spans that wrote the percepts its evidence
-// rests on (each record keeps its span in [Provenance.Span]). Metrics come
+// rests on (each record keeps its span in [blackboard.Provenance.Span]). Metrics come
 // from [WithMeterProvider], debug logs of every decision from
 // [WithLogger]. Package inspect reads a trace or a decision back from
 // any store, as the paper's traces print them and as a provenance tree.
-// [ListTraces] lists a store's traces (through the optional
-// [TraceLister]). docs/observability.md has the tables.
+// [blackboard.ListTraces] lists a store's traces (through the optional
+// [blackboard.TraceLister]). docs/observability.md has the tables.
 //
 // # Concurrency
 //
 // A [Kernel] and its handles are safe for concurrent use by any number of
 // goroutines, on any number of traces or on one. The kernel holds no lock of
 // its own: it decides from a fresh read of the trace and writes the result
-// as one atomic store batch conditional on that read ([Batch.Trace]); if a
+// as one atomic store batch conditional on that read ([blackboard.Batch.Trace]); if a
 // concurrent writer got there first (the trace grew, or the proposal is no
 // longer pending) the store refuses the batch and the kernel retries against
 // a fresh read, so no decision lands after a change it did not see. So of several

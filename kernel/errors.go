@@ -3,20 +3,16 @@ package kernel
 import (
 	"errors"
 	"strings"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
-// Sentinel errors. Every error the kernel and its stores return wraps one of
-// these, so callers branch with errors.Is; most also come as an [*Error]
-// carrying the record id, the stage and the reason code.
+// Sentinel errors of the kernel's own. A kernel also returns the
+// blackboard package's sentinels ([blackboard.ErrInvalidInput],
+// [blackboard.ErrPermission], [blackboard.ErrNotFound] and the others a
+// store raises); most come as an [*Error] carrying the record id, the stage
+// and the reason code, so callers branch with errors.Is or errors.As.
 var (
-	// ErrPermission: the handle's role may not write that slot in that mode.
-	ErrPermission = errors.New("kernel: permission denied")
-	// ErrInvalidInput: an unknown slot or mode, an empty kind or trace id,
-	// a confidence outside [0,1] or not finite, a negative TTL.
-	ErrInvalidInput = errors.New("kernel: invalid input")
-	// ErrInvalidPayload: a payload that is not JSON-encodable (channels,
-	// funcs, NaN, ±Inf, cycles, non-string map keys).
-	ErrInvalidPayload = errors.New("kernel: invalid payload")
 	// ErrPayloadTooLarge: a payload whose JSON encoding exceeds the limit.
 	ErrPayloadTooLarge = errors.New("kernel: payload too large")
 	// ErrInvalidProposal: a malformed proposal, or a commit of something that
@@ -25,33 +21,19 @@ var (
 	// ErrInvalidReference: a reference to a record that does not exist in the
 	// same trace or in persistent scope.
 	ErrInvalidReference = errors.New("kernel: invalid reference")
-	// ErrNotFound: no record with that id (or of that kind).
-	ErrNotFound = errors.New("kernel: record not found")
-	// ErrDuplicateID: a store refused to append a record whose id it holds.
-	ErrDuplicateID = errors.New("kernel: duplicate record id")
-	// ErrDuplicateKey: a batch claimed a once-key that is already claimed
-	// (see [Store]).
-	ErrDuplicateKey = errors.New("kernel: once-key already claimed")
-	// ErrNotActive: a status change of a record that is no longer ACTIVE.
-	ErrNotActive = errors.New("kernel: record not active")
-	// ErrConflict: a conditional batch found its trace changed since it was
-	// read (see [Batch]); the kernel reads again and retries.
-	ErrConflict = errors.New("kernel: trace changed concurrently")
-	// ErrClosed: the store or kernel has been closed.
-	ErrClosed = errors.New("kernel: closed")
 )
 
 // Error is the typed error the kernel returns. It wraps one of the sentinel
 // errors, so both errors.Is and errors.As work:
 //
 //	var kerr *kernel.Error
-//	if errors.As(err, &kerr) && kerr.Code == kernel.CodeInvalidReference { ... }
+//	if errors.As(err, &kerr) && kerr.Code == blackboard.CodeInvalidReference { ... }
 type Error struct {
-	Op       string // the operation: "write", "commit", "view", ...
-	RecordID string // the record concerned, if any
-	Code     Code   // the reason code, if any
-	Err      error  // the sentinel (or store error) it wraps
-	Detail   string // a human-readable explanation
+	Op       string          // the operation: "write", "commit", "view", ...
+	RecordID string          // the record concerned, if any
+	Code     blackboard.Code // the reason code, if any
+	Err      error           // the sentinel (or store error) it wraps
+	Detail   string          // a human-readable explanation
 }
 
 func (e *Error) Error() string {
@@ -82,7 +64,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // CodeOf returns the reason code carried by err, or "" if it carries none.
-func CodeOf(err error) Code {
+func CodeOf(err error) blackboard.Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -90,6 +72,6 @@ func CodeOf(err error) Code {
 	return ""
 }
 
-func newErr(op, id string, code Code, sentinel error, detail string) *Error {
+func newErr(op, id string, code blackboard.Code, sentinel error, detail string) *Error {
 	return &Error{Op: op, RecordID: id, Code: code, Err: sentinel, Detail: detail}
 }

@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -23,13 +24,13 @@ func Example_conflictArbitration() {
 
 	for _, conf := range []float64{0.8, 0.3} {
 		trace := fmt.Sprintf("conflict-%.1f", conf)
-		_, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge",
-			Payload: kernel.Payload{"amount": 249.50, "conflict": true}, Confidence: kernel.Confidence(conf)})
+		_, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge",
+			Payload: blackboard.Payload{"amount": 249.50, "conflict": true}, Confidence: kernel.Confidence(conf)})
 		if err != nil {
 			log.Fatal(err)
 		}
-		d, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-			Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+		d, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 		if err != nil {
 			log.Fatal(err)
 		}

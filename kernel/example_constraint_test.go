@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -21,19 +22,19 @@ func Example_constraintBlocksPlan() {
 	const trace = "dup-1"
 
 	_, err = k.Symbolic("policy").CommitConstraint(ctx, trace,
-		kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, kernel.ScopeEpisode)
+		kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, blackboard.ScopeEpisode)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge",
-		Payload: kernel.Payload{"amount": 59.99}}); err != nil {
+	if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge",
+		Payload: blackboard.Payload{"amount": 59.99}}); err != nil {
 		log.Fatal(err)
 	}
 	planner := k.Planner("planner")
 	steps := []kernel.Entry{
-		{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-			Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}},
-		{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan", Payload: kernel.Payload{"steps": []any{
+		{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}},
+		{TraceID: trace, Slot: blackboard.Plans, Kind: "action_plan", Payload: blackboard.Payload{"steps": []any{
 			map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}, "is_duplicate": true},
 		}}},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -18,13 +19,13 @@ func ExampleNew() {
 	}
 	defer k.Close()
 
-	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Percepts, Kind: "charge",
-		Payload: kernel.Payload{"amount": 89.00, "stale": true}})
+	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Percepts, Kind: "charge",
+		Payload: blackboard.Payload{"amount": 89.00, "stale": true}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	d, err := k.Planner("planner").Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil {
 		log.Fatal(err)
 	}

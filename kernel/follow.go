@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"slices"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // follow checks the follow records fs of a decision or a write and adds
 // them to b, with the ids that come after b's own (first is the position
 // in the trace of the first of them), and their once-keys. It returns the
 // batch and the ids of the follow records.
-func (s *snapshot) follow(ctx context.Context, b Batch, fs []Follow, first int, nowMS int64, span string) (Batch, []string, error) {
+func (s *snapshot) follow(ctx context.Context, b blackboard.Batch, fs []Follow, first int, nowMS int64, span string) (blackboard.Batch, []string, error) {
 	if len(fs) == 0 {
 		return b, nil, nil
 	}
@@ -20,7 +22,7 @@ func (s *snapshot) follow(ctx context.Context, b Batch, fs []Follow, first int, 
 		if err != nil {
 			return b, nil, err
 		}
-		rec.ID = recordID(rec.Slot, s.traceID, first+i)
+		rec.ID = blackboard.RecordID(rec.Slot, s.traceID, first+i)
 		rec.Provenance.TimestampMS, rec.Provenance.Span = nowMS, span
 		// A follow may name what its batch appends ahead of it (the
 		// decision's proposal and committed record, the written record).
@@ -31,10 +33,10 @@ func (s *snapshot) follow(ctx context.Context, b Batch, fs []Follow, first int, 
 			return b, nil, err
 		}
 		for _, key := range fs[i].Entry.OnceKeys {
-			if slices.ContainsFunc(b.Claims, func(c Claim) bool { return c.Key == key }) {
-				return b, nil, newErr("write", rec.ID, CodeInvalidInput, ErrInvalidInput, "once-key "+key+" claimed twice in one batch")
+			if slices.ContainsFunc(b.Claims, func(c blackboard.Claim) bool { return c.Key == key }) {
+				return b, nil, newErr("write", rec.ID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, "once-key "+key+" claimed twice in one batch")
 			}
-			b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
+			b.Claims = append(b.Claims, blackboard.Claim{Key: key, RecordID: rec.ID})
 		}
 		b.Appends = append(b.Appends, rec)
 		ids = append(ids, rec.ID)
@@ -43,10 +45,10 @@ func (s *snapshot) follow(ctx context.Context, b Batch, fs []Follow, first int, 
 }
 
 // outside returns the ids of refs that name no record of b.
-func (s *snapshot) outside(b Batch, refs []string) []string {
+func (s *snapshot) outside(b blackboard.Batch, refs []string) []string {
 	var out []string
 	for _, ref := range refs {
-		if !slices.ContainsFunc(b.Appends, func(r Record) bool { return r.ID == ref }) {
+		if !slices.ContainsFunc(b.Appends, func(r blackboard.Record) bool { return r.ID == ref }) {
 			out = append(out, ref)
 		}
 	}
@@ -56,58 +58,58 @@ func (s *snapshot) outside(b Batch, refs []string) []string {
 // checkFollow validates a follow entry of trace traceID into the record to
 // write (without id): the role's authority and the entry's shape, as a
 // handle's write is checked.
-func (k *Kernel) checkFollow(f *Follow, traceID string) (Record, error) {
+func (k *Kernel) checkFollow(f *Follow, traceID string) (blackboard.Record, error) {
 	e := f.Entry
 	if e.TraceID == "" {
 		e.TraceID = traceID
 	}
 	if e.TraceID != traceID {
-		return Record{}, newErr("write", "", CodeInvalidInput, ErrInvalidInput, "a follow record must be in the trace of what it follows")
+		return blackboard.Record{}, newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, "a follow record must be in the trace of what it follows")
 	}
 	var (
-		rec Record
+		rec blackboard.Record
 		err error
 	)
 	switch f.Role {
-	case RoleKernel:
+	case blackboard.RoleKernel:
 		// The kernel's follow records are evidence (decision records):
 		// checked as an evidence validator's, written with the kernel's role.
-		if e.Slot != Evidence {
-			return Record{}, newErr("write", "", CodePermissionDenied, ErrPermission, "a kernel follow record is evidence")
+		if e.Slot != blackboard.Evidence {
+			return blackboard.Record{}, newErr("write", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a kernel follow record is evidence")
 		}
-		if rec, err = k.checkEntry(RoleEvidence, RoleKernel.String(), &e); err == nil {
-			rec.Provenance.Role = RoleKernel
+		if rec, err = k.checkEntry(blackboard.RoleEvidence, blackboard.RoleKernel.String(), &e); err == nil {
+			rec.Provenance.Role = blackboard.RoleKernel
 		}
-	case RoleTool, RoleApprover:
+	case blackboard.RoleTool, blackboard.RoleApprover:
 		if err := checkName("writer", f.Writer); err != nil {
-			return Record{}, newErr("write", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+			return blackboard.Record{}, newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 		}
 		rec, err = k.checkEntry(f.Role, f.Writer, &e)
 	default:
-		return Record{}, newErr("write", "", CodePermissionDenied, ErrPermission, "a follow record is the kernel's, a tool's or an approver's")
+		return blackboard.Record{}, newErr("write", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a follow record is the kernel's, a tool's or an approver's")
 	}
 	if err != nil {
-		return Record{}, err
+		return blackboard.Record{}, err
 	}
 	if err := k.checkOnceKeys(f.Role, e.OnceKeys, true); err != nil {
-		return Record{}, err
+		return blackboard.Record{}, err
 	}
 	return rec, nil
 }
 
 // appendFollow is [Governor.Append].
-func (k *Kernel) appendFollow(ctx context.Context, f Follow) (rec Record, err error) {
+func (k *Kernel) appendFollow(ctx context.Context, f Follow) (rec blackboard.Record, err error) {
 	ctx, sp := k.span(ctx, "kernel.append", f.Entry.TraceID, f.Entry.Slot)
 	defer func() { endSpan(sp, rec.Reason, err) }()
 	if err := checkName("trace id", f.Entry.TraceID); err != nil {
-		return Record{}, newErr("write", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+		return blackboard.Record{}, newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		snap, err := k.loadForWrite(ctx, f.Entry.TraceID, false)
 		if err != nil {
-			return Record{}, err
+			return blackboard.Record{}, err
 		}
-		b, _, err := snap.follow(ctx, Batch{Appends: snap.appends[:0]}, []Follow{f}, snap.n+1, snap.nowMS, snap.span)
+		b, _, err := snap.follow(ctx, blackboard.Batch{Appends: snap.appends[:0]}, []Follow{f}, snap.n+1, snap.nowMS, snap.span)
 		if err == nil {
 			err = snap.apply(ctx, b)
 			if err == nil {
@@ -115,18 +117,18 @@ func (k *Kernel) appendFollow(ctx context.Context, f Follow) (rec Record, err er
 			}
 		}
 		snap.release()
-		if len(f.Entry.OnceKeys) > 0 && errors.Is(err, ErrDuplicateKey) {
-			return Record{}, newErr("write", "", CodeDuplicateAction, ErrDuplicateKey, err.Error())
+		if len(f.Entry.OnceKeys) > 0 && errors.Is(err, blackboard.ErrDuplicateKey) {
+			return blackboard.Record{}, newErr("write", "", blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, err.Error())
 		}
 		if raced(err) {
 			continue
 		}
 		if err != nil {
-			return Record{}, err
+			return blackboard.Record{}, err
 		}
 		return rec, nil
 	}
-	return Record{}, newErr("write", "", "", ErrConflict, "too much contention on the trace")
+	return blackboard.Record{}, newErr("write", "", "", blackboard.ErrConflict, "too much contention on the trace")
 }
 
 // constraintNames lists the names of the constraints in force.

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // decisionRecord is a Submit's then that appends the decision record of a
@@ -24,8 +26,8 @@ func decisionRecord(trace, kind string, edit func(*audit.Record)) func(kernel.De
 }
 
 // writeRecord is a Write's then that appends the decision record of the write.
-func writeRecord(kind string, o audit.Outcome, code kernel.Code, edit func(*audit.Record)) func(kernel.Record) ([]kernel.Follow, error) {
-	return func(rec kernel.Record) ([]kernel.Follow, error) {
+func writeRecord(kind string, o audit.Outcome, code blackboard.Code, edit func(*audit.Record)) func(blackboard.Record) ([]kernel.Follow, error) {
+	return func(rec blackboard.Record) ([]kernel.Follow, error) {
 		r := audit.ForRecord(rec, kind, o, code)
 		if edit != nil {
 			edit(&r)
@@ -54,23 +56,23 @@ func records(t *testing.T, a *arena, f audit.Filter) []audit.Record {
 func TestDecisionRecords(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
-		call := kernel.Payload{"tool": "issue_refund", "call_id": "call_1"}
+		call := blackboard.Payload{"tool": "issue_refund", "call_id": "call_1"}
 		withCall := func(r *audit.Record) { r.Context = call }
 		gov := a.k.Governor()
-		refused, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		refused, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: action("refund_due", "other_belief")}, decisionRecord("t", "issue_refund", withCall))
 		if err != nil || refused.Committed() {
 			t.Fatalf("refused refund: %v %v", refused.Code, err)
 		}
-		ok, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		ok, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: action("refund_due")}, decisionRecord("t", "issue_refund", func(r *audit.Record) {
 			r.Outcome, r.Context = audit.OutcomePendingApproval, call
 		}))
 		if err != nil || !ok.Committed() {
 			t.Fatalf("refund: %v %v", ok.Code, err)
 		}
-		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
-			Payload: kernel.Payload{"status": "succeeded"}, InputRefs: []string{ok.Record.ID}, OnceKeys: []string{"result/A1"}},
+		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
+			Payload: blackboard.Payload{"status": "succeeded"}, InputRefs: []string{ok.Record.ID}, OnceKeys: []string{"result/A1"}},
 			writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", withCall))
 		if err != nil {
 			t.Fatal(err)
@@ -130,24 +132,24 @@ func TestDecisionRecords(t *testing.T) {
 func TestDecisionAbout(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		gov := a.k.Governor()
-		tool := func(r *audit.Record) { r.Context = kernel.Payload{"tool": "issue_refund"} }
-		charge := a.percept("t", "charge", kernel.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
-		belief, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due",
+		tool := func(r *audit.Record) { r.Context = blackboard.Payload{"tool": "issue_refund"} }
+		charge := a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
+		belief, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 			Payload: belief(true, "charge")}, decisionRecord("t", "refund_due", tool))
 		if err != nil || !belief.Committed() || belief.EvidenceID == "" {
 			t.Fatalf("belief: %+v %v", belief, err)
 		}
-		refused, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		refused, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: action("refund_due", "other_belief")}, decisionRecord("t", "issue_refund", tool))
 		if err != nil || refused.Committed() {
 			t.Fatalf("refused refund: %+v %v", refused, err)
 		}
-		act, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
+		act, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: action("refund_due")}, decisionRecord("t", "issue_refund", func(r *audit.Record) { r.Outcome = audit.OutcomePendingApproval }))
 		if err != nil || !act.Committed() {
 			t.Fatalf("refund: %+v %v", act, err)
 		}
-		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result",
+		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
 			InputRefs: []string{act.Record.ID}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil))
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +189,7 @@ func TestDecisionAbout(t *testing.T) {
 			{"a position that is not a number", "actions:t:x", a.k},
 			{"another namespace's record", act.Record.ID, other},
 		} {
-			if d, err := audit.About(a.ctx, c.k.Reader(), c.subject); !errors.Is(err, kernel.ErrNotFound) {
+			if d, err := audit.About(a.ctx, c.k.Reader(), c.subject); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("%s: About(%s) = %+v, %v; want ErrNotFound", c.what, c.subject, d, err)
 			}
 		}
@@ -200,20 +202,20 @@ func TestDecisionAbout(t *testing.T) {
 func TestFollowRecords(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		gov := a.k.Governor()
-		note := func(role kernel.Role, writer string, e kernel.Entry) kernel.Follow {
+		note := func(role blackboard.Role, writer string, e kernel.Entry) kernel.Follow {
 			return kernel.Follow{Role: role, Writer: writer, Entry: e}
 		}
-		ev := kernel.Entry{Slot: kernel.Evidence, Kind: "note", Payload: kernel.Payload{"n": 1.0}}
-		w, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result"},
-			func(rec kernel.Record) ([]kernel.Follow, error) {
+		ev := kernel.Entry{Slot: blackboard.Evidence, Kind: "note", Payload: blackboard.Payload{"n": 1.0}}
+		w, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"},
+			func(rec blackboard.Record) ([]kernel.Follow, error) {
 				if rec.ID == "" {
 					t.Error("then got a record without its id")
 				}
 				k := ev
 				k.InputRefs = []string{rec.ID} // a record of the same batch
-				p := kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "receipt", OnceKeys: []string{"receipt/1"}}
-				return []kernel.Follow{note(kernel.RoleKernel, "ignored", k), note(kernel.RoleTool, "payments", p),
-					note(kernel.RoleApprover, "human:alice", ev)}, nil
+				p := kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "receipt", OnceKeys: []string{"receipt/1"}}
+				return []kernel.Follow{note(blackboard.RoleKernel, "ignored", k), note(blackboard.RoleTool, "payments", p),
+					note(blackboard.RoleApprover, "human:alice", ev)}, nil
 			})
 		if err != nil {
 			t.Fatal(err)
@@ -222,9 +224,9 @@ func TestFollowRecords(t *testing.T) {
 			t.Fatalf("wrote %s and %v, want percepts:t:1 and %v", w.Record.ID, w.Appended, want)
 		}
 		for i, want := range []struct {
-			role   kernel.Role
+			role   blackboard.Role
 			writer string
-		}{{kernel.RoleKernel, "kernel"}, {kernel.RoleTool, "payments"}, {kernel.RoleApprover, "human:alice"}} {
+		}{{blackboard.RoleKernel, "kernel"}, {blackboard.RoleTool, "payments"}, {blackboard.RoleApprover, "human:alice"}} {
 			r, err := a.store.Get(a.ctx, w.Appended[i])
 			if err != nil || r.Provenance.Role != want.role || r.Provenance.Writer != want.writer || r.Provenance.TimestampMS != w.Record.Provenance.TimestampMS {
 				t.Errorf("follow %d: %+v %v, want role %s writer %s", i, r.Provenance, err, want.role, want.writer)
@@ -237,61 +239,61 @@ func TestFollowRecords(t *testing.T) {
 		a.mark()
 		for _, c := range []struct {
 			what string
-			then func(kernel.Record) ([]kernel.Follow, error)
+			then func(blackboard.Record) ([]kernel.Follow, error)
 			want error
 		}{
-			{"then's error", func(kernel.Record) ([]kernel.Follow, error) { return nil, fail }, fail},
-			{"another trace", func(kernel.Record) ([]kernel.Follow, error) {
+			{"then's error", func(blackboard.Record) ([]kernel.Follow, error) { return nil, fail }, fail},
+			{"another trace", func(blackboard.Record) ([]kernel.Follow, error) {
 				e := ev
 				e.TraceID = "u"
-				return []kernel.Follow{note(kernel.RoleKernel, "", e)}, nil
-			}, kernel.ErrInvalidInput},
-			{"a kernel percept", func(kernel.Record) ([]kernel.Follow, error) {
-				return []kernel.Follow{note(kernel.RoleKernel, "", kernel.Entry{Slot: kernel.Percepts, Kind: "p"})}, nil
-			}, kernel.ErrPermission},
-			{"a planner's follow", func(kernel.Record) ([]kernel.Follow, error) {
-				return []kernel.Follow{note(kernel.RolePlanner, "llm", kernel.Entry{Slot: kernel.Beliefs, Kind: "b", Payload: belief(true, "x")})}, nil
-			}, kernel.ErrPermission},
-			{"an approver's percept", func(kernel.Record) ([]kernel.Follow, error) {
-				return []kernel.Follow{note(kernel.RoleApprover, "human:alice", kernel.Entry{Slot: kernel.Percepts, Kind: "p"})}, nil
-			}, kernel.ErrPermission},
-			{"a tool follow without a writer", func(kernel.Record) ([]kernel.Follow, error) {
-				return []kernel.Follow{note(kernel.RoleTool, "", kernel.Entry{Slot: kernel.Percepts, Kind: "p"})}, nil
-			}, kernel.ErrInvalidInput},
-			{"a reference to no record", func(kernel.Record) ([]kernel.Follow, error) {
+				return []kernel.Follow{note(blackboard.RoleKernel, "", e)}, nil
+			}, blackboard.ErrInvalidInput},
+			{"a kernel percept", func(blackboard.Record) ([]kernel.Follow, error) {
+				return []kernel.Follow{note(blackboard.RoleKernel, "", kernel.Entry{Slot: blackboard.Percepts, Kind: "p"})}, nil
+			}, blackboard.ErrPermission},
+			{"a planner's follow", func(blackboard.Record) ([]kernel.Follow, error) {
+				return []kernel.Follow{note(blackboard.RolePlanner, "llm", kernel.Entry{Slot: blackboard.Beliefs, Kind: "b", Payload: belief(true, "x")})}, nil
+			}, blackboard.ErrPermission},
+			{"an approver's percept", func(blackboard.Record) ([]kernel.Follow, error) {
+				return []kernel.Follow{note(blackboard.RoleApprover, "human:alice", kernel.Entry{Slot: blackboard.Percepts, Kind: "p"})}, nil
+			}, blackboard.ErrPermission},
+			{"a tool follow without a writer", func(blackboard.Record) ([]kernel.Follow, error) {
+				return []kernel.Follow{note(blackboard.RoleTool, "", kernel.Entry{Slot: blackboard.Percepts, Kind: "p"})}, nil
+			}, blackboard.ErrInvalidInput},
+			{"a reference to no record", func(blackboard.Record) ([]kernel.Follow, error) {
 				e := ev
 				e.InputRefs = []string{"percepts:t:99"}
-				return []kernel.Follow{note(kernel.RoleKernel, "", e)}, nil
+				return []kernel.Follow{note(blackboard.RoleKernel, "", e)}, nil
 			}, kernel.ErrInvalidReference},
-			{"a claimed key", func(kernel.Record) ([]kernel.Follow, error) {
-				return []kernel.Follow{note(kernel.RoleTool, "payments", kernel.Entry{Slot: kernel.Percepts, Kind: "p", OnceKeys: []string{"receipt/1"}})}, nil
-			}, kernel.ErrDuplicateKey},
-			{"a bad payload", func(kernel.Record) ([]kernel.Follow, error) {
-				return []kernel.Follow{note(kernel.RoleKernel, "", kernel.Entry{Slot: kernel.Evidence, Kind: "n", Payload: kernel.Payload{"f": func() {}}})}, nil
-			}, kernel.ErrInvalidPayload},
+			{"a claimed key", func(blackboard.Record) ([]kernel.Follow, error) {
+				return []kernel.Follow{note(blackboard.RoleTool, "payments", kernel.Entry{Slot: blackboard.Percepts, Kind: "p", OnceKeys: []string{"receipt/1"}})}, nil
+			}, blackboard.ErrDuplicateKey},
+			{"a bad payload", func(blackboard.Record) ([]kernel.Follow, error) {
+				return []kernel.Follow{note(blackboard.RoleKernel, "", kernel.Entry{Slot: blackboard.Evidence, Kind: "n", Payload: blackboard.Payload{"f": func() {}}})}, nil
+			}, blackboard.ErrInvalidPayload},
 		} {
-			if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result"}, c.then); !errors.Is(err, c.want) {
+			if _, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"}, c.then); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.what, err, c.want)
 			}
 		}
 		// A decision's follow records claim no keys.
-		_, err = gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		_, err = gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 			Payload: action()}, func(kernel.Decision) ([]kernel.Follow, error) {
-			return []kernel.Follow{note(kernel.RoleTool, "payments", kernel.Entry{Slot: kernel.Percepts, Kind: "p", OnceKeys: []string{"k"}})}, nil
+			return []kernel.Follow{note(blackboard.RoleTool, "payments", kernel.Entry{Slot: blackboard.Percepts, Kind: "p", OnceKeys: []string{"k"}})}, nil
 		})
-		if !errors.Is(err, kernel.ErrPermission) {
+		if !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("submit follow with a once-key: %v, want ErrPermission", err)
 		}
-		if _, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		if _, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 			Payload: action()}, func(kernel.Decision) ([]kernel.Follow, error) { return nil, fail }); !errors.Is(err, fail) {
 			t.Errorf("submit whose then fails: %v", err)
 		}
-		if _, err := gov.Append(a.ctx, note(kernel.RoleKernel, "", ev)); !errors.Is(err, kernel.ErrInvalidInput) {
+		if _, err := gov.Append(a.ctx, note(blackboard.RoleKernel, "", ev)); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("Append without a trace: %v, want ErrInvalidInput", err)
 		}
 		a.unchanged()
-		rec, err := gov.Append(a.ctx, kernel.Follow{Role: kernel.RoleKernel, Entry: kernel.Entry{TraceID: "t", Slot: kernel.Evidence, Kind: "note"}})
-		if err != nil || rec.ID != "evidence:t:5" || rec.Provenance.Role != kernel.RoleKernel {
+		rec, err := gov.Append(a.ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: "note"}})
+		if err != nil || rec.ID != "evidence:t:5" || rec.Provenance.Role != blackboard.RoleKernel {
 			t.Errorf("Append: %+v %v", rec, err)
 		}
 	})
@@ -305,7 +307,7 @@ func TestDecisionConstraints(t *testing.T) {
 			t.Fatal(err)
 		}
 		var seen kernel.Decision
-		d, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+		d, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 			Payload: action()}, func(d kernel.Decision) ([]kernel.Follow, error) { seen = d; return nil, nil })
 		if err != nil || !d.Committed() {
 			t.Fatalf("fallback: %+v %v", d, err)
@@ -313,7 +315,7 @@ func TestDecisionConstraints(t *testing.T) {
 		if !slices.Equal(d.Constraints, []string{"no_weekend"}) || seen.Record.ID != d.Record.ID || d.Appended != nil {
 			t.Errorf("decision %+v (then saw %+v), want the constraint no_weekend and nothing appended", d, seen)
 		}
-		b, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "b", Payload: belief(true, "x")},
+		b, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "b", Payload: belief(true, "x")},
 			func(kernel.Decision) ([]kernel.Follow, error) { return nil, nil })
 		if err != nil || b.Constraints != nil {
 			t.Errorf("a belief's decision names constraints: %+v %v", b, err)
@@ -324,7 +326,7 @@ func TestDecisionConstraints(t *testing.T) {
 // Kernel.Reader reads the namespace and can write nothing.
 func TestReader(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		p := a.percept("t", "charge", kernel.Payload{"amount": 1.0}, nil, 0)
+		p := a.percept("t", "charge", blackboard.Payload{"amount": 1.0}, nil, 0)
 		rd := a.k.Reader()
 		if _, isHandle := rd.(kernel.Handle); isHandle {
 			t.Error("the reader is a handle that writes")
@@ -332,7 +334,7 @@ func TestReader(t *testing.T) {
 		if got, err := rd.Get(a.ctx, p.ID); err != nil || got.ID != p.ID {
 			t.Errorf("Get: %+v %v", got, err)
 		}
-		if got, err := rd.Find(a.ctx, "t", kernel.Percepts, "charge"); err != nil || got.ID != p.ID {
+		if got, err := rd.Find(a.ctx, "t", blackboard.Percepts, "charge"); err != nil || got.ID != p.ID {
 			t.Errorf("Find: %+v %v", got, err)
 		}
 		n := 0
@@ -342,13 +344,13 @@ func TestReader(t *testing.T) {
 			}
 			n++
 		}
-		for _, err := range rd.List(a.ctx, kernel.Percepts, kernel.Filter{}) {
+		for _, err := range rd.List(a.ctx, blackboard.Percepts, blackboard.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			n++
 		}
-		if v, err := rd.View(a.ctx, "t", kernel.ViewOptions{}); err != nil || n != 2 || !v.Has(kernel.Percepts, "charge") {
+		if v, err := rd.View(a.ctx, "t", kernel.ViewOptions{}); err != nil || n != 2 || !v.Has(blackboard.Percepts, "charge") {
 			t.Errorf("Trace and List read %d records, View %+v %v", n, v, err)
 		}
 	})
@@ -357,14 +359,14 @@ func TestReader(t *testing.T) {
 // racyStore refuses the first batch it is given as a concurrent writer's
 // win would, without applying it.
 type racyStore struct {
-	kernel.Store
+	blackboard.Store
 	raced bool
 }
 
-func (s *racyStore) Apply(ctx context.Context, b kernel.Batch) error {
+func (s *racyStore) Apply(ctx context.Context, b blackboard.Batch) error {
 	if !s.raced {
 		s.raced = true
-		return kernel.ErrConflict
+		return blackboard.ErrConflict
 	}
 	return s.Store.Apply(ctx, b)
 }
@@ -373,13 +375,13 @@ func (s *racyStore) Apply(ctx context.Context, b kernel.Batch) error {
 // then is called again, and only the last call's records are written.
 func TestFollowAfterARace(t *testing.T) {
 	ctx := context.Background()
-	s := &racyStore{Store: kernel.NewMemStore()}
+	s := &racyStore{Store: memstore.New()}
 	k, err := kernel.New(kernel.WithStore(s))
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls := 0
-	d, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
+	d, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: action()}, func(d kernel.Decision) ([]kernel.Follow, error) {
 		calls++
 		return decisionRecord("t", kernel.FallbackQueueForReview, nil)(d)
@@ -388,8 +390,8 @@ func TestFollowAfterARace(t *testing.T) {
 		t.Fatalf("submit: %+v %v after %d calls of then, want 2", d, err, calls)
 	}
 	s.raced, calls = false, 0
-	w, err := k.Governor().Write(ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund_result"},
-		func(rec kernel.Record) ([]kernel.Follow, error) {
+	w, err := k.Governor().Write(ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result"},
+		func(rec blackboard.Record) ([]kernel.Follow, error) {
 			calls++
 			return writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil)(rec)
 		})

@@ -3,7 +3,7 @@ package kernel_test
 import (
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // opBytes reads the generator's choices from a fuzz input, one byte
@@ -37,7 +37,7 @@ func (r *opRecorder) intn(n int) int {
 // recordedOps returns the input that replays steps generator steps from seed.
 func recordedOps(tb testing.TB, seed uint64, steps int) []byte {
 	r := &opRecorder{invRNG: newInvRNG(seed)}
-	w := newInvWorld(tb, kernel.NewMemStore(), r, 2, true)
+	w := newInvWorld(tb, memstore.New(), r, 2, true)
 	g := &invGen{w: w, s: r}
 	for range steps {
 		if _, _, err := g.step(); err != nil {
@@ -57,7 +57,7 @@ func FuzzOps(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src := &opBytes{b: data}
-		w := newInvWorld(t, kernel.NewMemStore(), src, 2, true)
+		w := newInvWorld(t, memstore.New(), src, 2, true)
 		if _, err := w.run(&invGen{w: w, s: src}, newInvChecker(w.m), 300); err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -53,7 +55,7 @@ func FuzzPayload(f *testing.F) {
 	f.Cleanup(func() { sql.Close() })
 	runs := 0
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8, limit uint16) {
-		var p kernel.Payload
+		var p blackboard.Payload
 		var want map[string]any // encoding/json's reading of the input, nil if it has none
 		var plain any
 		decodable := json.Unmarshal(data, &plain) == nil
@@ -70,27 +72,27 @@ func FuzzPayload(f *testing.F) {
 			if dec.Decode(&v) != nil {
 				return
 			}
-			p = kernel.Payload{"v": v}
+			p = blackboard.Payload{"v": v}
 			plain = nil // the same first value, with float64 numbers
 			decodable = json.NewDecoder(bytes.NewReader(data)).Decode(&plain) == nil
 			want = map[string]any{"v": plain}
 		case 2: // raw bytes
-			p = kernel.Payload{"raw": json.RawMessage(data)}
+			p = blackboard.Payload{"raw": json.RawMessage(data)}
 			want = map[string]any{"raw": plain}
 		}
 		max := int(limit) + 2 // "{}" always fits
-		mem := kernel.NewMemStore()
+		mem := memstore.New()
 		k, err := kernel.New(kernel.WithStore(mem), kernel.WithMaxPayloadBytes(max))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := k.Tool("tool").Write(t.Context(), kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "k", Payload: p})
+		rec, err := k.Tool("tool").Write(t.Context(), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "k", Payload: p})
 		enc, _ := json.Marshal(want)
 		deep := payloadDepth(want, 0) > 64
 		if err != nil {
 			tooLarge := errors.Is(err, kernel.ErrPayloadTooLarge)
 			switch {
-			case kernel.CodeOf(err) != kernel.CodeInvalidInput || !tooLarge && !errors.Is(err, kernel.ErrInvalidPayload):
+			case kernel.CodeOf(err) != blackboard.CodeInvalidInput || !tooLarge && !errors.Is(err, blackboard.ErrInvalidPayload):
 				t.Fatalf("%q: untyped refusal %v", data, err)
 			case mem.Len() != 0:
 				t.Fatalf("%q: refused (%v) but %d records stored", data, err, mem.Len())

@@ -3,6 +3,8 @@ package kernel
 import (
 	"reflect"
 	"slices"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // The checks an evidence artifact records for each dependency: presence,
@@ -18,19 +20,19 @@ const (
 // confidence, and confident (not below the minimum, not flagged
 // low_confidence by its source). It returns "" or the failing code, and
 // whether a conflict was arbitrated.
-func (k *Kernel) checkEvidence(s *snapshot, r *Record) (code Code, arbitrated bool) {
+func (k *Kernel) checkEvidence(s *snapshot, r *blackboard.Record) (code blackboard.Code, arbitrated bool) {
 	if s.stale(r) {
-		return CodeStaleEvidence, false
+		return blackboard.CodeStaleEvidence, false
 	}
 	conf := r.Provenance.Confidence
 	if !mutConflict && r.Payload.Bool(KeyConflict) {
 		if conf == nil || *conf < k.conflictThreshold {
-			return CodeUnresolvedConflict, false
+			return blackboard.CodeUnresolvedConflict, false
 		}
 		arbitrated = true
 	}
 	if !mutLowConfidence && (r.Payload.Bool(KeyLowConfidence) || conf != nil && *conf < k.minConfidence) {
-		return CodeLowConfidence, false
+		return blackboard.CodeLowConfidence, false
 	}
 	return "", arbitrated
 }
@@ -42,14 +44,14 @@ const kindBeliefValidation = "belief_validation"
 // decideBelief is evidence validation (paper t3–t5): for each dependency in
 // order, missing → superseded → stale → conflict (with arbitration) →
 // confidence.
-func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
-	deps := p.Payload.list(KeyDependsOn)
+func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
+	deps := list(p.Payload, KeyDependsOn)
 	if !mutMissingEvidence && len(deps) == 0 {
-		return outcome{code: CodeMissingEvidence, detail: "the belief names no evidence"}
+		return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief names no evidence"}
 	}
 	for _, need := range k.beliefSpecs[p.Kind].DependsOn {
 		if !mutBeliefSpec && !s.dependsOn(deps, need) {
-			return outcome{code: CodeMissingEvidence, detail: "the belief spec requires percept " + need}
+			return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief spec requires percept " + need}
 		}
 	}
 	percepts := make([]string, 0, len(deps))
@@ -61,14 +63,14 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 			if mutMissingEvidence {
 				continue
 			}
-			return outcome{code: CodeMissingEvidence, detail: "no observation " + dep.(string)}
+			return outcome{code: blackboard.CodeMissingEvidence, detail: "no observation " + dep.(string)}
 		}
 		if cur := s.current(r.Kind); !mutSuperseded && (cur == nil || cur.ID != r.ID) {
 			detail := "no current observation " + r.Kind
 			if cur != nil {
 				detail = "superseded by " + cur.ID
 			}
-			return outcome{code: CodeSupersededEvidence, failed: r.ID, detail: detail}
+			return outcome{code: blackboard.CodeSupersededEvidence, failed: r.ID, detail: detail}
 		}
 		code, arb := k.checkEvidence(s, r)
 		if code != "" {
@@ -83,12 +85,12 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 	}
 	// The artifact names, per dependency in order, the checks that passed;
 	// its input refs are the percepts they ran on.
-	artifact := Record{
-		ID:   s.nextID(Evidence, 0),
-		Slot: Evidence,
-		Mode: ModeCommit,
+	artifact := blackboard.Record{
+		ID:   s.nextID(blackboard.Evidence, 0),
+		Slot: blackboard.Evidence,
+		Mode: blackboard.ModeCommit,
 		Kind: kindBeliefValidation,
-		Payload: Payload{
+		Payload: blackboard.Payload{
 			"belief":      p.Kind,
 			"proposal_id": p.ID,
 			"checks":      checks,
@@ -98,21 +100,21 @@ func (k *Kernel) decideBelief(s *snapshot, p *Record) outcome {
 			"min_confidence":     k.thresholds[0],
 			"conflict_threshold": k.thresholds[1],
 		},
-		Provenance: Provenance{
-			Role:        RoleKernel,
-			Writer:      RoleKernel.String(),
+		Provenance: blackboard.Provenance{
+			Role:        blackboard.RoleKernel,
+			Writer:      blackboard.RoleKernel.String(),
 			TraceID:     s.traceID,
 			TimestampMS: s.nowMS,
 			InputRefs:   percepts,
 			Span:        s.span,
 		},
-		Status:    StatusActive,
-		Reason:    CodeCommitted,
-		Scope:     ScopeEpisode,
+		Status:    blackboard.StatusActive,
+		Reason:    blackboard.CodeCommitted,
+		Scope:     blackboard.ScopeEpisode,
 		Namespace: k.namespace,
 	}
-	rec := s.commitRecord(p, 1, CodeCommitted, p.Payload, percepts, []string{artifact.ID})
-	return outcome{code: CodeCommitted, record: rec, evidence: artifact}
+	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, []string{artifact.ID})
+	return outcome{code: blackboard.CodeCommitted, record: rec, evidence: artifact}
 }
 
 // dependsOn reports whether a belief's declared dependencies name the
@@ -138,26 +140,26 @@ type gate struct {
 	// registered: spec is the owner's (or the default fallback's), not zero
 	registered bool
 	reqs       []any // belief kinds: strings, as checkShape made sure at write
-	payload    Payload
+	payload    blackboard.Payload
 	// beliefs are the committed beliefs the step or action rests on.
-	beliefs []*Record
-	buf     [4]*Record // backs beliefs for the usual handful
+	beliefs []*blackboard.Record
+	buf     [4]*blackboard.Record // backs beliefs for the usual handful
 }
 
-func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload Payload) gate {
+func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload blackboard.Payload) gate {
 	spec, registered := k.spec(action)
 	return gate{k: k, s: s, action: action, spec: spec, registered: registered, reqs: reqs, payload: payload}
 }
 
 // grounded checks the registry and the declared beliefs against the spec.
 // It returns "" or a code; plan selects the plan-flavoured code.
-func (g *gate) grounded(plan bool) Code {
+func (g *gate) grounded(plan bool) blackboard.Code {
 	if !mutStrictActions && g.k.strictActions && !g.registered {
-		return CodeUnknownActionType
+		return blackboard.CodeUnknownActionType
 	}
-	ungrounded := CodeUngroundedAction
+	ungrounded := blackboard.CodeUngroundedAction
 	if plan {
-		ungrounded = CodePlanUngrounded
+		ungrounded = blackboard.CodePlanUngrounded
 	}
 	if !mutGrounding && len(g.reqs) == 0 && !g.spec.SafeFallback {
 		return ungrounded
@@ -172,7 +174,7 @@ func (g *gate) grounded(plan bool) Code {
 
 // satisfied checks that every required belief is committed and truthy. A
 // missing belief's refusal carries the causes of its absence.
-func (g *gate) satisfied(missing, unsatisfied Code) outcome {
+func (g *gate) satisfied(missing, unsatisfied blackboard.Code) outcome {
 	g.beliefs = g.buf[:0]
 	for _, kind := range g.reqs {
 		b := g.s.belief(kind.(string))
@@ -193,12 +195,12 @@ func (g *gate) satisfied(missing, unsatisfied Code) outcome {
 // missingBelief explains why no belief of kind is committed: the latest
 // proposal of that kind was rejected (and, for an evidence code, which
 // percept failed), or a committed one expired.
-func (s *snapshot) missingBelief(code Code, kind string) outcome {
+func (s *snapshot) missingBelief(code blackboard.Code, kind string) outcome {
 	out := outcome{code: code, detail: "no committed belief " + kind}
 	if r := s.st.rejectedBelief(kind, s.nowMS); r != nil {
 		out.failed = r.ID
 		out.causes = append(out.causes, Cause{Code: r.Reason, Record: r.ID})
-		if r.Mode == ModePropose {
+		if r.Mode == blackboard.ModePropose {
 			// Decided again on the trace as it is now, the rejected proposal
 			// names the record that failed, when the reason still holds.
 			if again := s.k.decideBelief(s, r); again.code == r.Reason && again.failed != "" {
@@ -218,11 +220,11 @@ func (g *gate) recheck() (outcome, flags) {
 	for _, b := range g.beliefs {
 		for _, evID := range b.EvidenceRefs {
 			ev := g.s.byID(evID)
-			if ev == nil || ev.Slot != Evidence {
+			if ev == nil || ev.Slot != blackboard.Evidence {
 				if mutRecheck {
 					continue
 				}
-				out := refuse(CodeMissingEvidence, b.ID)
+				out := refuse(blackboard.CodeMissingEvidence, b.ID)
 				out.detail = "evidence artifact " + evID + " is not in the trace"
 				return out, f
 			}
@@ -232,13 +234,13 @@ func (g *gate) recheck() (outcome, flags) {
 					if mutRecheck {
 						continue
 					}
-					out := refuse(CodeMissingEvidence, b.ID)
+					out := refuse(blackboard.CodeMissingEvidence, b.ID)
 					out.detail = "percept " + pid + " is no longer an observation"
 					return out, f
 				}
 				// The observation itself, and every newer one of its kind:
 				// what the world said since must pass too.
-				check := func(r *Record) (outcome, bool) {
+				check := func(r *blackboard.Record) (outcome, bool) {
 					code, arb := g.k.checkEvidence(g.s, r)
 					if !mutRecheck && code != "" {
 						out := refuse(code, r.ID)
@@ -291,8 +293,8 @@ func (f *flags) get(key string) (value, derived bool) {
 // predictions returns the predictions for the gate's action that count:
 // committed and active, proposed by a writer the spec trusts, resting on
 // declared beliefs that are all still committed.
-func (g *gate) predictions() []*Record {
-	var out []*Record
+func (g *gate) predictions() []*blackboard.Record {
+	var out []*blackboard.Record
 	for i := range g.s.st.preds {
 		h := &g.s.st.preds[i]
 		r := h.rec
@@ -300,12 +302,12 @@ func (g *gate) predictions() []*Record {
 			continue
 		}
 		if mutTrustedPredictions || mutGroundedPredictions {
-			if (mutTrustedPredictions || g.trusted(h)) && (mutGroundedPredictions || g.s.grounded(r.Payload.list(KeyRequiresBeliefs))) {
+			if (mutTrustedPredictions || g.trusted(h)) && (mutGroundedPredictions || g.s.grounded(list(r.Payload, KeyRequiresBeliefs))) {
 				out = append(out, r)
 			}
 			continue
 		}
-		if g.trusted(h) && g.s.grounded(r.Payload.list(KeyRequiresBeliefs)) {
+		if g.trusted(h) && g.s.grounded(list(r.Payload, KeyRequiresBeliefs)) {
 			out = append(out, r)
 		}
 	}
@@ -319,7 +321,7 @@ func (g *gate) trusted(pred *head) bool {
 		return false
 	}
 	if len(g.spec.Predictors) == 0 {
-		return pred.propRole == RoleSimulator
+		return pred.propRole == blackboard.RoleSimulator
 	}
 	return slices.Contains(g.spec.Predictors, pred.propWriter)
 }
@@ -341,10 +343,10 @@ func (s *snapshot) grounded(reqs []any) bool {
 // constrained checks derived flags, bound fields and every enabled
 // constraint that applies to the gate's action. It returns a zero outcome
 // or the refusal; blocked builds the blocked code.
-func (g *gate) constrained(f flags, blocked func(string) Code) outcome {
+func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcome {
 	for i, key := range derivedKeys {
-		if given, ok := g.payload[key]; !mutDerivedFlags && ok && Truthy(given) != f[i] {
-			return outcome{code: CodeFieldMismatch, detail: key + " is derived by the kernel"}
+		if given, ok := g.payload[key]; !mutDerivedFlags && ok && blackboard.Truthy(given) != f[i] {
+			return outcome{code: blackboard.CodeFieldMismatch, detail: key + " is derived by the kernel"}
 		}
 	}
 	for _, c := range g.s.constraints() {
@@ -378,7 +380,7 @@ func (g *gate) constrained(f flags, blocked func(string) Code) outcome {
 				return block("bound percept " + pr.ID + " has no " + c.field)
 			}
 			if given, ok := g.payload[c.field]; !mutBoundPercept && ok && !reflect.DeepEqual(given, observed) {
-				return outcome{code: CodeFieldMismatch, rule: c.name, failed: pr.ID, detail: c.field + " disagrees with the bound percept"}
+				return outcome{code: blackboard.CodeFieldMismatch, rule: c.name, failed: pr.ID, detail: c.field + " disagrees with the bound percept"}
 			}
 			value = observed
 		} else {
@@ -391,7 +393,7 @@ func (g *gate) constrained(f flags, blocked func(string) Code) outcome {
 			}
 			value = v
 		}
-		if !mutConstraints && Truthy(value) {
+		if !mutConstraints && blackboard.Truthy(value) {
 			return block(c.field + " is set")
 		}
 	}
@@ -401,18 +403,18 @@ func (g *gate) constrained(f flags, blocked func(string) Code) outcome {
 // decidePlan is plan feasibility (t7): each step's action grounded, its
 // beliefs committed and truthy, its evidence still current, and no enabled
 // constraint blocking it.
-func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
+func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 	steps := p.Payload[KeySteps].([]any)
 	var used []string
-	var grounds []*Record
+	var grounds []*blackboard.Record
 	for _, st := range steps {
-		step := Payload(st.(map[string]any))
+		step := blackboard.Payload(st.(map[string]any))
 		action, _ := step.String(KeyAction)
-		g := k.newGate(s, action, step.list(KeyRequiresBeliefs), step)
+		g := k.newGate(s, action, list(step, KeyRequiresBeliefs), step)
 		if code := g.grounded(true); code != "" {
 			return outcome{code: code}
 		}
-		if out := g.satisfied(CodePlanMissingBelief, CodePlanBeliefNotSatisfied); out.code != "" {
+		if out := g.satisfied(blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied); out.code != "" {
 			return out
 		}
 		out, f := g.recheck()
@@ -420,7 +422,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
 			return out
 		}
 		f[3] = negative(g.predictions())
-		if out := g.constrained(f, PlanBlockedCode); out.code != "" {
+		if out := g.constrained(f, blackboard.PlanBlockedCode); out.code != "" {
 			return out
 		}
 		for _, b := range g.beliefs {
@@ -430,11 +432,11 @@ func (k *Kernel) decidePlan(s *snapshot, p *Record) outcome {
 			}
 		}
 	}
-	return outcome{code: CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, CodePlanFeasible, p.Payload, used, nil)}
+	return outcome{code: blackboard.CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, blackboard.CodePlanFeasible, p.Payload, used, nil)}
 }
 
 // negative reports whether any prediction expects a harmful outcome.
-func negative(preds []*Record) bool {
+func negative(preds []*blackboard.Record) bool {
 	for _, pr := range preds {
 		if v, _ := pr.Payload.Float(KeyExpectedOutcome); v < 0 {
 			return true
@@ -447,18 +449,18 @@ func negative(preds []*Record) bool {
 // committed and truthy, their evidence still current, the grounding not
 // used up, the prediction gate, then constraints on the payload and on the
 // flags the kernel derives.
-func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
-	g := k.newGate(s, p.Kind, p.Payload.list(KeyRequiresBeliefs), p.Payload)
+func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
+	g := k.newGate(s, p.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload)
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}
 	}
-	var plan *Record
+	var plan *blackboard.Record
 	if !mutRequirePlan && g.spec.RequirePlan {
 		if plan = s.planFor(p.Kind); plan == nil {
-			return outcome{code: CodeNoFeasiblePlan}
+			return outcome{code: blackboard.CodeNoFeasiblePlan}
 		}
 	}
-	if out := g.satisfied(CodeNoCommittedBelief, CodeBeliefNotSatisfied); out.code != "" {
+	if out := g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
 		return out
 	}
 	out, flags := g.recheck()
@@ -467,28 +469,28 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	}
 	if !mutUsedGrounding && !g.spec.Repeatable {
 		if prior, ref := s.usedGrounding(p.Kind, g.beliefs); prior != "" {
-			return outcome{code: CodeDuplicateAction, failed: prior, detail: "observation " + ref + " already grounded " + prior}
+			return outcome{code: blackboard.CodeDuplicateAction, failed: prior, detail: "observation " + ref + " already grounded " + prior}
 		}
 	}
 	preds := g.predictions()
 	flags[3] = negative(preds)
 	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(KeyRequirePrediction)) {
 		if len(preds) == 0 {
-			return outcome{code: CodeNoPrediction}
+			return outcome{code: blackboard.CodeNoPrediction}
 		}
 		if flags[3] {
-			return outcome{code: CodeNegativePrediction}
+			return outcome{code: blackboard.CodeNegativePrediction}
 		}
 	}
 	if t, ok := p.Payload[KeyType]; !mutTypeMismatch && ok && t != any(p.Kind) {
 		// An executor that dispatched on the payload's type would run
 		// something the kernel never gated.
-		return outcome{code: CodeFieldMismatch, detail: "payload type differs from the action's kind"}
+		return outcome{code: blackboard.CodeFieldMismatch, detail: "payload type differs from the action's kind"}
 	}
-	if out := g.constrained(flags, BlockedCode); out.code != "" {
+	if out := g.constrained(flags, blackboard.BlockedCode); out.code != "" {
 		return out
 	}
-	payload := make(Payload, len(p.Payload)+len(derivedKeys))
+	payload := make(blackboard.Payload, len(p.Payload)+len(derivedKeys))
 	for key, v := range p.Payload {
 		payload[key] = v
 	}
@@ -511,7 +513,7 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	return outcome{code: CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, CodeCommitted, payload, inputs, evidence)}
+	return outcome{code: blackboard.CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence)}
 }
 
 // usedGrounding returns a committed action of actionType that already
@@ -524,7 +526,7 @@ func (k *Kernel) decideAction(s *snapshot, p *Record) outcome {
 // ground a commit, the actions it grounded (see [traceState]). A retired
 // action ([Kernel.Retire]) still counts: within its trace, what a denied
 // action rested on grounds nothing else.
-func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) (prior, ref string) {
+func (s *snapshot) usedGrounding(actionType string, beliefs []*blackboard.Record) (prior, ref string) {
 	for _, b := range beliefs {
 		for _, ev := range b.EvidenceRefs {
 			art := s.byID(ev)
@@ -545,7 +547,7 @@ func (s *snapshot) usedGrounding(actionType string, beliefs []*Record) (prior, r
 // uses up: the observations it names (the artifact itself under the
 // used_observation mutation, as before observations were what a commit
 // uses up).
-func groundedBy(art *Record) []string {
+func groundedBy(art *blackboard.Record) []string {
 	if mutUsedObservation {
 		return []string{art.ID}
 	}
@@ -554,16 +556,16 @@ func groundedBy(art *Record) []string {
 
 // isArtifact reports whether r is a belief's validation artifact, which
 // only the kernel writes.
-func isArtifact(r *Record) bool {
-	return r.Slot == Evidence && r.Mode == ModeCommit && r.Provenance.Role == RoleKernel && r.Kind == kindBeliefValidation
+func isArtifact(r *blackboard.Record) bool {
+	return r.Slot == blackboard.Evidence && r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel && r.Kind == kindBeliefValidation
 }
 
 // planFor returns the latest committed plan with a step for actionType.
-func (s *snapshot) planFor(actionType string) *Record {
+func (s *snapshot) planFor(actionType string) *blackboard.Record {
 	var best *head
 	for i := range s.st.heads {
 		h := &s.st.heads[i]
-		if h.rec.Slot != Plans || !committedActive(h.rec) || best != nil && best.seq > h.seq {
+		if h.rec.Slot != blackboard.Plans || !committedActive(h.rec) || best != nil && best.seq > h.seq {
 			continue
 		}
 		steps, _ := h.rec.Payload[KeySteps].([]any)
@@ -582,10 +584,10 @@ func (s *snapshot) planFor(actionType string) *Record {
 
 // decidePrediction commits a prediction only when it declares the beliefs
 // it rests on and they are committed.
-func (k *Kernel) decidePrediction(s *snapshot, p *Record) outcome {
-	reqs := p.Payload.list(KeyRequiresBeliefs)
+func (k *Kernel) decidePrediction(s *snapshot, p *blackboard.Record) outcome {
+	reqs := list(p.Payload, KeyRequiresBeliefs)
 	if !mutGroundedPredictions && len(reqs) == 0 {
-		return outcome{code: CodePredictionMissingBelief, detail: "the prediction names no belief"}
+		return outcome{code: blackboard.CodePredictionMissingBelief, detail: "the prediction names no belief"}
 	}
 	inputs := make([]string, 0, len(reqs))
 	for _, kind := range reqs {
@@ -594,9 +596,9 @@ func (k *Kernel) decidePrediction(s *snapshot, p *Record) outcome {
 			if mutGroundedPredictions {
 				continue
 			}
-			return s.missingBelief(CodePredictionMissingBelief, kind.(string))
+			return s.missingBelief(blackboard.CodePredictionMissingBelief, kind.(string))
 		}
 		inputs = append(inputs, b.ID)
 	}
-	return outcome{code: CodeCommitted, record: s.commitRecord(p, 0, CodeCommitted, p.Payload, inputs, nil)}
+	return outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, p.Payload, inputs, nil)}
 }

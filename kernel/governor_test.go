@@ -4,13 +4,14 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 func TestOnceKeysOnWrites(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		w := func(keys ...string) error {
-			res, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "attempt", OnceKeys: keys}, nil)
+			res, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "attempt", OnceKeys: keys}, nil)
 			if err == nil && (res.Record.ID == "" || res.Appended != nil) {
 				t.Errorf("a write without follow records returned %+v, want its record and nothing else", res)
 			}
@@ -20,17 +21,17 @@ func TestOnceKeysOnWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.mark()
-		if err := w("effect/A1"); !errors.Is(err, kernel.ErrDuplicateKey) {
+		if err := w("effect/A1"); !errors.Is(err, blackboard.ErrDuplicateKey) {
 			t.Errorf("second claim: %v, want ErrDuplicateKey", err)
 		}
-		if err := w("x", "x"); !errors.Is(err, kernel.ErrInvalidInput) {
+		if err := w("x", "x"); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("repeated key: %v", err)
 		}
 		a.unchanged()
-		if _, err := a.planner.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "b", Payload: belief(true, "attempt"), OnceKeys: []string{"k"}}); !errors.Is(err, kernel.ErrPermission) {
+		if _, err := a.planner.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "b", Payload: belief(true, "attempt"), OnceKeys: []string{"k"}}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("planner claims a key: %v, want ErrPermission", err)
 		}
-		if _, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "b", Payload: belief(true, "attempt"), OnceKeys: []string{"k"}}); !errors.Is(err, kernel.ErrPermission) {
+		if _, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "b", Payload: belief(true, "attempt"), OnceKeys: []string{"k"}}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("planner submit claims a key: %v, want ErrPermission", err)
 		}
 	})
@@ -46,10 +47,10 @@ func (a *arena) unchanged() {
 	}
 }
 
-func (a *arena) dumpAll() []kernel.Record {
-	var out []kernel.Record
-	for _, slot := range kernel.AllSlots() {
-		for r, err := range a.store.ListSlot(a.ctx, slot, kernel.Filter{}) {
+func (a *arena) dumpAll() []blackboard.Record {
+	var out []blackboard.Record
+	for _, slot := range blackboard.AllSlots() {
+		for r, err := range a.store.ListSlot(a.ctx, slot, blackboard.Filter{}) {
 			if err != nil {
 				a.t.Fatal(err)
 			}

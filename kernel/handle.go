@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 )
 
@@ -18,10 +19,10 @@ type Reader interface {
 	// View returns the committed state and pending proposals of a trace.
 	View(ctx context.Context, traceID string, opts ViewOptions) (View, error)
 	// Get, Find, Trace and List read records; they return copies.
-	Get(ctx context.Context, id string) (Record, error)
-	Find(ctx context.Context, traceID string, slot Slot, kind string) (Record, error)
-	Trace(ctx context.Context, traceID string) iter.Seq2[Record, error]
-	List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error]
+	Get(ctx context.Context, id string) (blackboard.Record, error)
+	Find(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error)
+	Trace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error]
+	List(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error]
 }
 
 // Handle is what every role-bound handle offers: its identity, read
@@ -30,11 +31,11 @@ type Reader interface {
 type Handle interface {
 	Reader
 	// Role is the authority the handle writes with.
-	Role() Role
+	Role() blackboard.Role
 	// Name is the writer id recorded in provenance.
 	Name() string
 	// Write asks the kernel to store one record. See [Tool.Write].
-	Write(ctx context.Context, e Entry) (Record, error)
+	Write(ctx context.Context, e Entry) (blackboard.Record, error)
 }
 
 // reads is the read access every handle shares, and [Kernel.Reader].
@@ -46,27 +47,27 @@ func (k *Kernel) Reader() Reader { return reads{k} }
 // handle is the part every role shares.
 type handle struct {
 	reads
-	role Role
+	role blackboard.Role
 	name string
 }
 
 // Role returns the handle's role.
-func (h *handle) Role() Role { return h.role }
+func (h *handle) Role() blackboard.Role { return h.role }
 
 // Name returns the writer id the handle records in provenance.
 func (h *handle) Name() string { return h.name }
 
 // Write stores one record with the handle's authority and returns it. Mode
 // defaults to the one the role writes the slot in. A slot or mode outside
-// the role's authority is [ErrPermission]; bad input is [ErrInvalidInput],
-// [ErrInvalidPayload], [ErrPayloadTooLarge], [ErrInvalidProposal] or
+// the role's authority is [blackboard.ErrPermission]; bad input is [blackboard.ErrInvalidInput],
+// [blackboard.ErrInvalidPayload], [ErrPayloadTooLarge], [ErrInvalidProposal] or
 // [ErrInvalidReference]. An entry with once-keys ([Entry.OnceKeys]) is
-// [ErrPermission]: only the [Governor] claims them. On any error nothing
+// [blackboard.ErrPermission]: only the [Governor] claims them. On any error nothing
 // is stored.
-func (h *handle) Write(ctx context.Context, e Entry) (Record, error) {
+func (h *handle) Write(ctx context.Context, e Entry) (blackboard.Record, error) {
 	w, err := h.k.write(ctx, h.role, h.name, e, false, nil)
 	if err != nil {
-		return Record{}, err
+		return blackboard.Record{}, err
 	}
 	return w.Record.Clone(), nil
 }
@@ -77,49 +78,49 @@ func (h reads) View(ctx context.Context, traceID string, opts ViewOptions) (View
 	return h.k.View(ctx, traceID, opts)
 }
 
-// Get returns a copy of the record with that id, or [ErrNotFound] (also
+// Get returns a copy of the record with that id, or [blackboard.ErrNotFound] (also
 // for a record of another namespace).
-func (h reads) Get(ctx context.Context, id string) (Record, error) {
+func (h reads) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	rec, err := h.k.store.Get(ctx, id)
 	if err != nil {
-		return Record{}, err
+		return blackboard.Record{}, err
 	}
 	if rec.Namespace != h.k.namespace {
-		return Record{}, newErr("get", id, "", ErrNotFound, "record of another namespace")
+		return blackboard.Record{}, newErr("get", id, "", blackboard.ErrNotFound, "record of another namespace")
 	}
 	return rec.Clone(), nil
 }
 
 // Find returns a copy of the latest ACTIVE record of kind in slot of the
-// trace, or [ErrNotFound].
-func (h reads) Find(ctx context.Context, traceID string, slot Slot, kind string) (Record, error) {
+// trace, or [blackboard.ErrNotFound].
+func (h reads) Find(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
 	rec, err := h.k.store.FindActive(ctx, traceID, slot, kind)
 	if err != nil {
-		return Record{}, err
+		return blackboard.Record{}, err
 	}
 	if rec.Namespace != h.k.namespace {
-		return Record{}, newErr("find", rec.ID, "", ErrNotFound, "record of another namespace")
+		return blackboard.Record{}, newErr("find", rec.ID, "", blackboard.ErrNotFound, "record of another namespace")
 	}
 	return rec.Clone(), nil
 }
 
 // Trace streams copies of every record of one trace of the kernel's
 // namespace in append order.
-func (h reads) Trace(ctx context.Context, traceID string) iter.Seq2[Record, error] {
+func (h reads) Trace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
 	return h.k.scoped(h.k.store.ListTrace(ctx, traceID))
 }
 
 // List streams copies of the records of a slot, across the traces of the
 // kernel's namespace, that match f (whose Namespace is set to the
 // kernel's).
-func (h reads) List(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error] {
+func (h reads) List(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
 	f.Namespace = h.k.namespace
 	return h.k.scoped(h.k.store.ListSlot(ctx, slot, f))
 }
 
 // scoped clones the records of seq that belong to the kernel's namespace.
-func (k *Kernel) scoped(seq iter.Seq2[Record, error]) iter.Seq2[Record, error] {
-	return func(yield func(Record, error) bool) {
+func (k *Kernel) scoped(seq iter.Seq2[blackboard.Record, error]) iter.Seq2[blackboard.Record, error] {
+	return func(yield func(blackboard.Record, error) bool) {
 		for r, err := range seq {
 			if err == nil && r.Namespace != k.namespace {
 				continue
@@ -140,14 +141,14 @@ type proposer struct{ handle }
 // PLAN_FEASIBLE) or invalidates it with the rejection code. A rejection is
 // not an error. Committing anything but an ACTIVE proposal of this trace
 // fails with [ErrInvalidProposal] (code INVALID_PROPOSAL); a proposal in a
-// slot the role may not propose in fails with [ErrPermission].
+// slot the role may not propose in fails with [blackboard.ErrPermission].
 func (p *proposer) Commit(ctx context.Context, traceID, proposalID string) (Decision, error) {
 	return p.k.commit(ctx, p.role, traceID, proposalID)
 }
 
 // Submit proposes e and has the kernel decide it at once: the same
 // outcome as Write then Commit, in one atomic step, so the proposal and its
-// decision land together. An entry with once-keys is [ErrPermission] and
+// decision land together. An entry with once-keys is [blackboard.ErrPermission] and
 // stores nothing.
 func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
 	return p.k.submit(ctx, p.role, p.name, e, false, nil)
@@ -171,26 +172,26 @@ type EvidenceValidator struct{ handle }
 type Simulator struct{ proposer }
 
 // Tool returns a tool handle writing as name.
-func (k *Kernel) Tool(name string) *Tool { return &Tool{handle{reads{k}, RoleTool, name}} }
+func (k *Kernel) Tool(name string) *Tool { return &Tool{handle{reads{k}, blackboard.RoleTool, name}} }
 
 // Planner returns a planner handle writing as name.
 func (k *Kernel) Planner(name string) *Planner {
-	return &Planner{proposer{handle{reads{k}, RolePlanner, name}}}
+	return &Planner{proposer{handle{reads{k}, blackboard.RolePlanner, name}}}
 }
 
 // Symbolic returns a symbolic-validator handle writing as name.
 func (k *Kernel) Symbolic(name string) *Symbolic {
-	return &Symbolic{handle{reads{k}, RoleSymbolic, name}}
+	return &Symbolic{handle{reads{k}, blackboard.RoleSymbolic, name}}
 }
 
 // EvidenceValidator returns an evidence-validator handle writing as name.
 func (k *Kernel) EvidenceValidator(name string) *EvidenceValidator {
-	return &EvidenceValidator{handle{reads{k}, RoleEvidence, name}}
+	return &EvidenceValidator{handle{reads{k}, blackboard.RoleEvidence, name}}
 }
 
 // Simulator returns a simulator handle writing as name.
 func (k *Kernel) Simulator(name string) *Simulator {
-	return &Simulator{proposer{handle{reads{k}, RoleSimulator, name}}}
+	return &Simulator{proposer{handle{reads{k}, blackboard.RoleSimulator, name}}}
 }
 
 // Constraint is the declarative rule a symbolic validator commits (paper
@@ -211,12 +212,12 @@ type Constraint struct {
 	// every type except safe fallbacks.
 	AppliesTo []string
 	// Extra holds further domain fields stored with the constraint.
-	Extra Payload
+	Extra blackboard.Payload
 }
 
 // Payload renders c as a constraint payload.
-func (c Constraint) Payload() Payload {
-	p := make(Payload, len(c.Extra)+4)
+func (c Constraint) Payload() blackboard.Payload {
+	p := make(blackboard.Payload, len(c.Extra)+4)
 	for key, v := range c.Extra {
 		p[key] = v
 	}
@@ -234,15 +235,15 @@ func (c Constraint) Payload() Payload {
 
 // CommitConstraint commits c in the trace with the given scope (zero means
 // episode). Its kind is its name.
-func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope Scope) (Record, error) {
-	return s.Write(ctx, Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: scope})
+func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope blackboard.Scope) (blackboard.Record, error) {
+	return s.Write(ctx, Entry{TraceID: traceID, Slot: blackboard.Constraints, Kind: c.Name, Payload: c.Payload(), Scope: scope})
 }
 
 // Governor is the capability to write what only governance code may
 // write: records that follow a decision or a write in the same batch
 // ([Follow]), records with the kernel's own role (the gate's decision
 // records) or an approver's, and once-keys ([Entry.OnceKeys]). Every
-// other handle refuses once-keys with [ErrPermission] and can name no
+// other handle refuses once-keys with [blackboard.ErrPermission] and can name no
 // role but its own, so that a tool cannot claim a key another action or
 // the gate derives, and a planner cannot put a forged decision record in
 // front of an approver. The kernel's owner gets it from [Kernel.Governor]
@@ -258,17 +259,17 @@ func (k *Kernel) Governor() *Governor { return &Governor{k} }
 
 // Follow is a record the [Governor] appends in the same batch as a
 // decision or a write, or on its own ([Governor.Append]). Role is the
-// authority it is written with: [RoleKernel] (writer "kernel"; an
-// evidence record, such as a decision record), [RoleTool] (a percept) or
-// [RoleApprover] (evidence, such as an approval); Writer names the tool or
+// authority it is written with: [blackboard.RoleKernel] (writer "kernel"; an
+// evidence record, such as a decision record), [blackboard.RoleTool] (a percept) or
+// [blackboard.RoleApprover] (evidence, such as an approval); Writer names the tool or
 // the approver and is ignored for RoleKernel. The entry is checked as any
 // handle's would be (the role's slots and modes, names, payload); it must
 // be in the trace of what it follows (an empty TraceID means that trace),
 // its references may name records of the same batch, and its OnceKeys are
 // claimed in the batch (only a write's: a decision's follow records claim
-// none, [ErrPermission]).
+// none, [blackboard.ErrPermission]).
 type Follow struct {
-	Role   Role
+	Role   blackboard.Role
 	Writer string
 	Entry  Entry
 }
@@ -284,7 +285,7 @@ type Follow struct {
 // writes nothing. Neither the proposal nor its follow records claim
 // once-keys (the action spec names an action's).
 func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func(Decision) ([]Follow, error)) (Decision, error) {
-	return g.k.submit(ctx, RolePlanner, writer, e, true, then)
+	return g.k.submit(ctx, blackboard.RolePlanner, writer, e, true, then)
 }
 
 // Written is what a [Governor.Write] appended, in one batch: the record
@@ -292,7 +293,7 @@ func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func
 // searches the trace for what it has just written.
 type Written struct {
 	// Record is a copy of the record written.
-	Record Record
+	Record blackboard.Record
 	// Appended holds the ids of the follow records, in order.
 	Appended []string
 }
@@ -303,10 +304,10 @@ type Written struct {
 // before anything is written, and returns the records to append after it;
 // it reads the record and must not change its payload or slices, which
 // are the kernel's.
-// A key already claimed fails the write with [ErrDuplicateKey] and stores
+// A key already claimed fails the write with [blackboard.ErrDuplicateKey] and stores
 // nothing; so does an error from then, which Write returns.
-func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(Record) ([]Follow, error)) (Written, error) {
-	w, err := g.k.write(ctx, RoleTool, writer, e, true, then)
+func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(blackboard.Record) ([]Follow, error)) (Written, error) {
+	w, err := g.k.write(ctx, blackboard.RoleTool, writer, e, true, then)
 	if err != nil {
 		return Written{}, err
 	}
@@ -318,7 +319,7 @@ func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(
 // [Follow]): a decision record about a call refused before it reached the
 // kernel, or an approval. f.Entry.TraceID names the trace. It returns a
 // copy of the record written.
-func (g *Governor) Append(ctx context.Context, f Follow) (Record, error) {
+func (g *Governor) Append(ctx context.Context, f Follow) (blackboard.Record, error) {
 	return g.k.appendFollow(ctx, f)
 }
 
@@ -329,27 +330,27 @@ func (g *Governor) Append(ctx context.Context, f Follow) (Record, error) {
 // batch as the record, so that of any number of concurrent commits of one
 // name exactly one lands. created is false when the name was claimed
 // already; rec is then the record that claimed it. It fails with
-// [ErrInvalidInput] when the store does not enforce once-keys, and with the
+// [blackboard.ErrInvalidInput] when the store does not enforce once-keys, and with the
 // errors of [Symbolic.CommitConstraint]; on any error nothing is stored.
 // Safe for concurrent use.
-func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c Constraint) (rec Record, created bool, err error) {
+func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c Constraint) (rec blackboard.Record, created bool, err error) {
 	key, err := constraintKey(s.k.namespace, c.Name)
 	if err != nil {
-		return Record{}, false, err
+		return blackboard.Record{}, false, err
 	}
-	e := Entry{TraceID: traceID, Slot: Constraints, Kind: c.Name, Payload: c.Payload(), Scope: ScopePersistent, OnceKeys: []string{key}}
+	e := Entry{TraceID: traceID, Slot: blackboard.Constraints, Kind: c.Name, Payload: c.Payload(), Scope: blackboard.ScopePersistent, OnceKeys: []string{key}}
 	// The key is the kernel's own, derived here: the write claims it with
 	// the kernel's authority, as a commit claims an action's once-key.
 	w, err := s.k.write(ctx, s.role, s.name, e, true, nil)
-	if !errors.Is(err, ErrDuplicateKey) {
+	if !errors.Is(err, blackboard.ErrDuplicateKey) {
 		return w.Record.Clone(), err == nil, err
 	}
 	id, err := s.k.ClaimedBy(ctx, key)
 	if err != nil {
-		return Record{}, false, err
+		return blackboard.Record{}, false, err
 	}
 	if rec, err = s.k.store.Get(ctx, id); err != nil {
-		return Record{}, false, err
+		return blackboard.Record{}, false, err
 	}
 	return rec.Clone(), false, nil
 }
@@ -360,7 +361,7 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 func constraintKey(namespace, name string) (string, error) {
 	d, err := canon.Digest([]any{namespace, name})
 	if err != nil {
-		return "", newErr("commit constraint", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+		return "", newErr("commit constraint", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	return "kernel/constraint/" + d, nil
 }

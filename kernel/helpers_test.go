@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // t0 is the fake clock's start; any fixed instant would do.
@@ -34,19 +36,19 @@ type fixture struct {
 	t       *testing.T
 	ctx     context.Context
 	k       *kernel.Kernel
-	store   *kernel.MemStore
+	store   *memstore.Store
 	clock   *fakeClock
 	tool    *kernel.Tool
 	planner *kernel.Planner
 	sym     *kernel.Symbolic
 	ev      *kernel.EvidenceValidator
 	sim     *kernel.Simulator
-	marked  []kernel.Record // store contents at the last mark()
+	marked  []blackboard.Record // store contents at the last mark()
 }
 
 func newFixture(t *testing.T, opts ...kernel.Option) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: context.Background(), store: kernel.NewMemStore(), clock: newFakeClock()}
+	f := &fixture{t: t, ctx: context.Background(), store: memstore.New(), clock: newFakeClock()}
 	// The fixture's store and clock come first so a test's options can
 	// replace them.
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(f.store), kernel.WithClock(f.clock.Now)}, opts...)...)
@@ -66,9 +68,9 @@ func newFixture(t *testing.T, opts ...kernel.Option) *fixture {
 
 // perceive commits a percept with an optional confidence (nil for none) and
 // TTL (0 for none); it fails the test on error.
-func (f *fixture) perceive(trace, kind string, p kernel.Payload, conf *float64, ttl time.Duration) kernel.Record {
+func (f *fixture) perceive(trace, kind string, p blackboard.Payload, conf *float64, ttl time.Duration) blackboard.Record {
 	f.t.Helper()
-	rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl})
+	rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl})
 	if err != nil {
 		f.t.Fatalf("percept %s: %v", kind, err)
 	}
@@ -76,7 +78,7 @@ func (f *fixture) perceive(trace, kind string, p kernel.Payload, conf *float64, 
 }
 
 // constrain commits an enabled episode constraint blocking on field.
-func (f *fixture) constrain(trace, name, field string) kernel.Record {
+func (f *fixture) constrain(trace, name, field string) blackboard.Record {
 	f.t.Helper()
 	rec, err := f.sym.CommitConstraint(f.ctx, trace, kernel.Constraint{Name: name, Enabled: true, BlocksField: field}, 0)
 	if err != nil {
@@ -87,7 +89,7 @@ func (f *fixture) constrain(trace, name, field string) kernel.Record {
 
 // propose submits a planner proposal. When the kernel decides it, propose
 // checks that the store agrees with the Decision before returning.
-func (f *fixture) propose(trace string, slot kernel.Slot, kind string, p kernel.Payload) (kernel.Decision, error) {
+func (f *fixture) propose(trace string, slot blackboard.Slot, kind string, p blackboard.Payload) (kernel.Decision, error) {
 	f.t.Helper()
 	d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: trace, Slot: slot, Kind: kind, Payload: p})
 	if err == nil {
@@ -97,7 +99,7 @@ func (f *fixture) propose(trace string, slot kernel.Slot, kind string, p kernel.
 }
 
 // mustPropose is propose for steps that must not error.
-func (f *fixture) mustPropose(trace string, slot kernel.Slot, kind string, p kernel.Payload) kernel.Decision {
+func (f *fixture) mustPropose(trace string, slot blackboard.Slot, kind string, p blackboard.Payload) kernel.Decision {
 	f.t.Helper()
 	d, err := f.propose(trace, slot, kind, p)
 	if err != nil {
@@ -114,9 +116,9 @@ func (f *fixture) checkDecision(d kernel.Decision) {
 	p := f.get(d.ProposalID)
 	want := d.Code
 	if d.Committed() {
-		want = kernel.CodeSupersededByCommit
+		want = blackboard.CodeSupersededByCommit
 	}
-	if p.Mode != kernel.ModePropose || p.Status != kernel.StatusInvalidated || p.Reason != want {
+	if p.Mode != blackboard.ModePropose || p.Status != blackboard.StatusInvalidated || p.Reason != want {
 		f.t.Errorf("proposal %s in store: %s %s %s, want propose INVALIDATED %s", p.ID, p.Mode, p.Status, p.Reason, want)
 	}
 	if !d.Committed() {
@@ -126,8 +128,8 @@ func (f *fixture) checkDecision(d kernel.Decision) {
 		return
 	}
 	r := f.get(d.Record.ID)
-	if r.Mode != kernel.ModeCommit || r.Status != kernel.StatusActive || r.Reason != d.Code ||
-		r.Provenance.Role != kernel.RoleKernel || r.Kind != p.Kind || r.Slot != p.Slot {
+	if r.Mode != blackboard.ModeCommit || r.Status != blackboard.StatusActive || r.Reason != d.Code ||
+		r.Provenance.Role != blackboard.RoleKernel || r.Kind != p.Kind || r.Slot != p.Slot {
 		f.t.Errorf("committed %s in store: %+v", r.ID, r)
 	}
 	if !reflect.DeepEqual(r, d.Record) {
@@ -139,7 +141,7 @@ func (f *fixture) checkDecision(d kernel.Decision) {
 }
 
 // get reads a record straight from the store.
-func (f *fixture) get(id string) kernel.Record {
+func (f *fixture) get(id string) blackboard.Record {
 	f.t.Helper()
 	r, err := f.store.Get(f.ctx, id)
 	if err != nil {
@@ -149,11 +151,11 @@ func (f *fixture) get(id string) kernel.Record {
 }
 
 // dump returns every record in the store, slot by slot, in append order.
-func (f *fixture) dump() []kernel.Record {
+func (f *fixture) dump() []blackboard.Record {
 	f.t.Helper()
-	out := []kernel.Record{} // never nil, so an empty mark is still a mark
-	for _, slot := range kernel.AllSlots() {
-		for r, err := range f.store.ListSlot(f.ctx, slot, kernel.Filter{}) {
+	out := []blackboard.Record{} // never nil, so an empty mark is still a mark
+	for _, slot := range blackboard.AllSlots() {
+		for r, err := range f.store.ListSlot(f.ctx, slot, blackboard.Filter{}) {
 			if err != nil {
 				f.t.Fatalf("ListSlot: %v", err)
 			}
@@ -166,13 +168,13 @@ func (f *fixture) dump() []kernel.Record {
 // deepCopy copies r through its JSON encoding rather than with
 // Record.Clone, so that a shallow Clone cannot hide a change to the store
 // from unchanged (the mark would share memory with the store).
-func deepCopy(t *testing.T, r kernel.Record) kernel.Record {
+func deepCopy(t *testing.T, r blackboard.Record) blackboard.Record {
 	t.Helper()
 	raw, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c kernel.Record
+	var c blackboard.Record
 	if err := json.Unmarshal(raw, &c); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +195,7 @@ func (f *fixture) unchanged() {
 }
 
 // wantErr checks that err wraps sentinel and is a *kernel.Error with code.
-func wantErr(t *testing.T, err, sentinel error, code kernel.Code) {
+func wantErr(t *testing.T, err, sentinel error, code blackboard.Code) {
 	t.Helper()
 	var kerr *kernel.Error
 	switch {
@@ -210,32 +212,32 @@ func wantErr(t *testing.T, err, sentinel error, code kernel.Code) {
 
 // Payload builders for the shapes the kernel reads.
 
-func belief(value bool, dependsOn ...string) kernel.Payload {
-	return kernel.Payload{kernel.KeyValue: value, kernel.KeyDependsOn: dependsOn}
+func belief(value bool, dependsOn ...string) blackboard.Payload {
+	return blackboard.Payload{kernel.KeyValue: value, kernel.KeyDependsOn: dependsOn}
 }
 
-func step(action string, reqs ...string) kernel.Payload {
-	return kernel.Payload{kernel.KeyAction: action, kernel.KeyRequiresBeliefs: reqs}
+func step(action string, reqs ...string) blackboard.Payload {
+	return blackboard.Payload{kernel.KeyAction: action, kernel.KeyRequiresBeliefs: reqs}
 }
 
-func plan(steps ...kernel.Payload) kernel.Payload {
+func plan(steps ...blackboard.Payload) blackboard.Payload {
 	l := make([]any, len(steps))
 	for i, s := range steps {
 		l[i] = map[string]any(s)
 	}
-	return kernel.Payload{kernel.KeySteps: l}
+	return blackboard.Payload{kernel.KeySteps: l}
 }
 
-func action(reqs ...string) kernel.Payload {
-	return kernel.Payload{kernel.KeyRequiresBeliefs: reqs}
+func action(reqs ...string) blackboard.Payload {
+	return blackboard.Payload{kernel.KeyRequiresBeliefs: reqs}
 }
 
-func prediction(actionType string, outcome float64, reqs ...string) kernel.Payload {
-	return kernel.Payload{kernel.KeyActionType: actionType, kernel.KeyExpectedOutcome: outcome, kernel.KeyRequiresBeliefs: reqs}
+func prediction(actionType string, outcome float64, reqs ...string) blackboard.Payload {
+	return blackboard.Payload{kernel.KeyActionType: actionType, kernel.KeyExpectedOutcome: outcome, kernel.KeyRequiresBeliefs: reqs}
 }
 
 // with returns a copy of p with extra fields set.
-func with(p kernel.Payload, kv ...any) kernel.Payload {
+func with(p blackboard.Payload, kv ...any) blackboard.Payload {
 	out := p.Clone()
 	for i := 0; i+1 < len(kv); i += 2 {
 		out[kv[i].(string)] = kv[i+1]
@@ -247,9 +249,9 @@ func with(p kernel.Payload, kv ...any) kernel.Payload {
 // refund_due on it, the starting point of most gating tests.
 func (f *fixture) groundedBelief(trace string) kernel.Decision {
 	f.t.Helper()
-	f.perceive(trace, "charge", kernel.Payload{"amount": 149.99}, nil, 0)
-	d := f.mustPropose(trace, kernel.Beliefs, "refund_due", belief(true, "charge"))
-	if d.Code != kernel.CodeCommitted {
+	f.perceive(trace, "charge", blackboard.Payload{"amount": 149.99}, nil, 0)
+	d := f.mustPropose(trace, blackboard.Beliefs, "refund_due", belief(true, "charge"))
+	if d.Code != blackboard.CodeCommitted {
 		f.t.Fatalf("belief: %s", d.Code)
 	}
 	return d

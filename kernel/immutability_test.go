@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -15,15 +16,15 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	list := []any{"a", map[string]any{"b": 1}}
 	deps := []string{"charge"}
 	conf := 0.9
-	in := kernel.Payload{"amount": 10.0, "meta": nested, "list": list}
-	p, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", Payload: in, Confidence: &conf})
+	in := blackboard.Payload{"amount": 10.0, "meta": nested, "list": list}
+	p, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", Payload: in, Confidence: &conf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bp := kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: deps}
+	bp := blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: deps}
 	refs := []string{p.ID}
-	b, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: bp, InputRefs: refs})
-	if err != nil || b.Code != kernel.CodeCommitted {
+	b, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: bp, InputRefs: refs})
+	if err != nil || b.Code != blackboard.CodeCommitted {
 		t.Fatalf("belief: %s %v", b.Code, err)
 	}
 	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
@@ -34,18 +35,18 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, err := f.planner.Find(f.ctx, tr, kernel.Beliefs, "refund_due")
+	found, err := f.planner.Find(f.ctx, tr, blackboard.Beliefs, "refund_due")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var listed []kernel.Record
+	var listed []blackboard.Record
 	for r, err := range f.planner.Trace(f.ctx, tr) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		listed = append(listed, r)
 	}
-	for r, err := range f.planner.List(f.ctx, kernel.Beliefs, kernel.Filter{}) {
+	for r, err := range f.planner.List(f.ctx, blackboard.Beliefs, blackboard.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	deps[0], refs[0], conf = "other", "x", 0
 	bp[kernel.KeyValue] = false
 	// Outputs.
-	mutate := func(r *kernel.Record) {
+	mutate := func(r *blackboard.Record) {
 		if r.Payload != nil {
 			r.Payload[kernel.KeyValue] = false
 			r.Payload["amount"] = -1.0
@@ -79,29 +80,29 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 		if r.Provenance.Confidence != nil {
 			*r.Provenance.Confidence = 0
 		}
-		r.Status = kernel.StatusInvalidated
+		r.Status = blackboard.StatusInvalidated
 	}
-	for _, r := range append([]*kernel.Record{&p, &b.Record, &got, &found}, ptrs(listed)...) {
+	for _, r := range append([]*blackboard.Record{&p, &b.Record, &got, &found}, ptrs(listed)...) {
 		mutate(r)
 	}
-	v.Committed[kernel.Beliefs]["refund_due"][kernel.KeyValue] = false
-	v.Committed[kernel.Percepts]["charge"]["amount"] = 0.0
+	v.Committed[blackboard.Beliefs]["refund_due"][kernel.KeyValue] = false
+	v.Committed[blackboard.Percepts]["charge"]["amount"] = 0.0
 	f.unchanged()
 
 	again, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl, _ := again.Get(kernel.Beliefs, "refund_due"); pl[kernel.KeyValue] != true {
+	if pl, _ := again.Get(blackboard.Beliefs, "refund_due"); pl[kernel.KeyValue] != true {
 		t.Errorf("view after mutation: %v", pl)
 	}
-	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); d.Code != kernel.CodeCommitted {
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.CodeCommitted {
 		t.Errorf("refund after mutations: %s", d.Code)
 	}
 }
 
-func ptrs(rs []kernel.Record) []*kernel.Record {
-	out := make([]*kernel.Record, len(rs))
+func ptrs(rs []blackboard.Record) []*blackboard.Record {
+	out := make([]*blackboard.Record, len(rs))
 	for i := range rs {
 		out[i] = &rs[i]
 	}
@@ -115,7 +116,7 @@ func TestConfigIsFixedByNew(t *testing.T) {
 	f := newFixture(t, kernel.WithActionSpecs(spec))
 	spec.MinBeliefs[0] = "never_committed"
 	f.groundedBelief(tr)
-	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); d.Code != kernel.CodeCommitted {
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.CodeCommitted {
 		t.Errorf("refund: %s", d.Code)
 	}
 }

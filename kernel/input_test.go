@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -21,14 +22,14 @@ func TestBadInput(t *testing.T) {
 	tool := func(f *fixture) kernel.Handle { return f.tool }
 	planner := func(f *fixture) kernel.Handle { return f.planner }
 	symbolic := func(f *fixture) kernel.Handle { return f.sym }
-	percept := func(p kernel.Payload) kernel.Entry {
-		return kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", Payload: p}
+	percept := func(p blackboard.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", Payload: p}
 	}
-	propose := func(slot kernel.Slot, p kernel.Payload) kernel.Entry {
+	propose := func(slot blackboard.Slot, p blackboard.Payload) kernel.Entry {
 		return kernel.Entry{TraceID: tr, Slot: slot, Kind: "k", Payload: p}
 	}
-	constraint := func(p kernel.Payload) kernel.Entry {
-		return kernel.Entry{TraceID: tr, Slot: kernel.Constraints, Kind: "c", Payload: p}
+	constraint := func(p blackboard.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: tr, Slot: blackboard.Constraints, Kind: "c", Payload: p}
 	}
 	withEntry := func(edit func(*kernel.Entry)) kernel.Entry {
 		e := percept(nil)
@@ -41,59 +42,59 @@ func TestBadInput(t *testing.T) {
 		h        func(*fixture) kernel.Handle
 		e        kernel.Entry
 		sentinel error
-		code     kernel.Code
+		code     blackboard.Code
 	}{
-		{"slot 0", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"unknown slot", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"unknown mode", nil, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"unknown scope", nil, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"empty kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"empty trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"newline in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"NUL in trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "t\x00" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"DEL in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "a\x7f" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"invalid UTF-8 kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "\xff" }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"over-long kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = strings.Repeat("k", 513) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"NaN confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = &nan }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"+Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(inf) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"-Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-inf) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"confidence -0.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-0.1) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"confidence 1.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(1.1) }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"negative TTL", nil, tool, withEntry(func(e *kernel.Entry) { e.TTL = -time.Second }), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"empty input ref", nil, tool, withEntry(func(e *kernel.Entry) { e.InputRefs = []string{""} }), kernel.ErrInvalidReference, kernel.CodeInvalidReference},
-		{"empty evidence ref", nil, tool, withEntry(func(e *kernel.Entry) { e.EvidenceRefs = []string{""} }), kernel.ErrInvalidReference, kernel.CodeInvalidReference},
+		{"slot 0", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"unknown slot", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"unknown mode", nil, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"unknown scope", nil, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"empty kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"empty trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"newline in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"NUL in trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "t\x00" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"DEL in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "a\x7f" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"invalid UTF-8 kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "\xff" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"over-long kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = strings.Repeat("k", 513) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"NaN confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = &nan }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"+Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"-Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"confidence -0.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-0.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"confidence 1.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(1.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"negative TTL", nil, tool, withEntry(func(e *kernel.Entry) { e.TTL = -time.Second }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"empty input ref", nil, tool, withEntry(func(e *kernel.Entry) { e.InputRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
+		{"empty evidence ref", nil, tool, withEntry(func(e *kernel.Entry) { e.EvidenceRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
 
-		{"chan in payload", nil, tool, percept(kernel.Payload{"c": make(chan int)}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"func in payload", nil, tool, percept(kernel.Payload{"f": func() {}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"cyclic map", nil, tool, percept(kernel.Payload{"m": cyclicMap}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"cyclic slice", nil, tool, percept(kernel.Payload{"l": cyclicSlice}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"NaN number", nil, tool, percept(kernel.Payload{"n": nan}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"nested Inf float32", nil, tool, percept(kernel.Payload{"l": []any{map[string]any{"x": float32(inf)}}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"invalid UTF-8 string", nil, tool, percept(kernel.Payload{"s": "ok\xff"}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"invalid UTF-8 key", nil, tool, percept(kernel.Payload{"k\xfe": 1}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"non-string map keys", nil, tool, percept(kernel.Payload{"m": map[int]string{1: "a"}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"bad json.Number", nil, tool, percept(kernel.Payload{"n": json.Number("12abc")}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"bad json.RawMessage", nil, tool, percept(kernel.Payload{"r": json.RawMessage(`{"a":`)}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"struct with a chan", nil, tool, percept(kernel.Payload{"s": struct{ C chan int }{}}), kernel.ErrInvalidPayload, kernel.CodeInvalidInput},
-		{"over 1 MiB", nil, tool, percept(kernel.Payload{"blob": strings.Repeat("x", kernel.DefaultMaxPayloadBytes)}), kernel.ErrPayloadTooLarge, kernel.CodeInvalidInput},
+		{"chan in payload", nil, tool, percept(blackboard.Payload{"c": make(chan int)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"func in payload", nil, tool, percept(blackboard.Payload{"f": func() {}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"cyclic map", nil, tool, percept(blackboard.Payload{"m": cyclicMap}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"cyclic slice", nil, tool, percept(blackboard.Payload{"l": cyclicSlice}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"NaN number", nil, tool, percept(blackboard.Payload{"n": nan}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"nested Inf float32", nil, tool, percept(blackboard.Payload{"l": []any{map[string]any{"x": float32(inf)}}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"invalid UTF-8 string", nil, tool, percept(blackboard.Payload{"s": "ok\xff"}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"invalid UTF-8 key", nil, tool, percept(blackboard.Payload{"k\xfe": 1}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"non-string map keys", nil, tool, percept(blackboard.Payload{"m": map[int]string{1: "a"}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"bad json.Number", nil, tool, percept(blackboard.Payload{"n": json.Number("12abc")}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"bad json.RawMessage", nil, tool, percept(blackboard.Payload{"r": json.RawMessage(`{"a":`)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"struct with a chan", nil, tool, percept(blackboard.Payload{"s": struct{ C chan int }{}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"over 1 MiB", nil, tool, percept(blackboard.Payload{"blob": strings.Repeat("x", kernel.DefaultMaxPayloadBytes)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
 		{"over a configured limit", []kernel.Option{kernel.WithMaxPayloadBytes(64)}, tool,
-			percept(kernel.Payload{"blob": strings.Repeat("x", 60)}), kernel.ErrPayloadTooLarge, kernel.CodeInvalidInput},
+			percept(blackboard.Payload{"blob": strings.Repeat("x", 60)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
 
-		{"belief depends_on a string", nil, planner, propose(kernel.Beliefs, kernel.Payload{kernel.KeyDependsOn: "charge"}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"belief depends_on numbers", nil, planner, propose(kernel.Beliefs, kernel.Payload{kernel.KeyDependsOn: []int{1}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"plan without steps", nil, planner, propose(kernel.Plans, kernel.Payload{}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"plan with empty steps", nil, planner, propose(kernel.Plans, kernel.Payload{kernel.KeySteps: []any{}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"plan step not an object", nil, planner, propose(kernel.Plans, kernel.Payload{kernel.KeySteps: []any{"issue_refund"}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"plan step without action", nil, planner, propose(kernel.Plans, plan(kernel.Payload{kernel.KeyRequiresBeliefs: []string{"b"}})), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"plan step bad requires_beliefs", nil, planner, propose(kernel.Plans, plan(kernel.Payload{kernel.KeyAction: "a", kernel.KeyRequiresBeliefs: "b"})), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"action bad requires_beliefs", nil, planner, propose(kernel.Actions, kernel.Payload{kernel.KeyRequiresBeliefs: []any{"b", 2}}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"prediction without action_type", nil, planner, propose(kernel.Predictions, kernel.Payload{kernel.KeyExpectedOutcome: 1}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"prediction with text outcome", nil, planner, propose(kernel.Predictions, kernel.Payload{kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: "good"}), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"prediction bad requires_beliefs", nil, planner, propose(kernel.Predictions, with(prediction("a", 1), kernel.KeyRequiresBeliefs, true)), kernel.ErrInvalidProposal, kernel.CodeInvalidProposal},
-		{"constraint name not a string", nil, symbolic, constraint(kernel.Payload{kernel.KeyName: 5}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"constraint blocks_field not a string", nil, symbolic, constraint(kernel.Payload{kernel.KeyBlocksField: 1}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"constraint bind_percept not a string", nil, symbolic, constraint(kernel.Payload{kernel.KeyBindPercept: true}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
-		{"constraint enabled not a bool", nil, symbolic, constraint(kernel.Payload{kernel.KeyEnabled: "yes"}), kernel.ErrInvalidInput, kernel.CodeInvalidInput},
+		{"belief depends_on a string", nil, planner, propose(blackboard.Beliefs, blackboard.Payload{kernel.KeyDependsOn: "charge"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"belief depends_on numbers", nil, planner, propose(blackboard.Beliefs, blackboard.Payload{kernel.KeyDependsOn: []int{1}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan without steps", nil, planner, propose(blackboard.Plans, blackboard.Payload{}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan with empty steps", nil, planner, propose(blackboard.Plans, blackboard.Payload{kernel.KeySteps: []any{}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan step not an object", nil, planner, propose(blackboard.Plans, blackboard.Payload{kernel.KeySteps: []any{"issue_refund"}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan step without action", nil, planner, propose(blackboard.Plans, plan(blackboard.Payload{kernel.KeyRequiresBeliefs: []string{"b"}})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan step bad requires_beliefs", nil, planner, propose(blackboard.Plans, plan(blackboard.Payload{kernel.KeyAction: "a", kernel.KeyRequiresBeliefs: "b"})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"action bad requires_beliefs", nil, planner, propose(blackboard.Actions, blackboard.Payload{kernel.KeyRequiresBeliefs: []any{"b", 2}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"prediction without action_type", nil, planner, propose(blackboard.Predictions, blackboard.Payload{kernel.KeyExpectedOutcome: 1}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"prediction with text outcome", nil, planner, propose(blackboard.Predictions, blackboard.Payload{kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: "good"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"prediction bad requires_beliefs", nil, planner, propose(blackboard.Predictions, with(prediction("a", 1), kernel.KeyRequiresBeliefs, true)), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"constraint name not a string", nil, symbolic, constraint(blackboard.Payload{kernel.KeyName: 5}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"constraint blocks_field not a string", nil, symbolic, constraint(blackboard.Payload{kernel.KeyBlocksField: 1}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"constraint bind_percept not a string", nil, symbolic, constraint(blackboard.Payload{kernel.KeyBindPercept: true}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"constraint enabled not a bool", nil, symbolic, constraint(blackboard.Payload{kernel.KeyEnabled: "yes"}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.opts...)
@@ -121,7 +122,7 @@ func TestViewBadTrace(t *testing.T) {
 	f := newFixture(t)
 	for _, id := range []string{"", "t\n"} {
 		_, err := f.planner.View(f.ctx, id, kernel.ViewOptions{})
-		wantErr(t, err, kernel.ErrInvalidInput, kernel.CodeInvalidInput)
+		wantErr(t, err, blackboard.ErrInvalidInput, blackboard.CodeInvalidInput)
 	}
 }
 
@@ -141,7 +142,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"belief spec, no deps":   kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due"}),
 	} {
 		k, err := kernel.New(opt)
-		if !errors.Is(err, kernel.ErrInvalidInput) || k != nil {
+		if !errors.Is(err, blackboard.ErrInvalidInput) || k != nil {
 			t.Errorf("%s: New = %v, %v; want ErrInvalidInput", name, k, err)
 		}
 	}
@@ -157,7 +158,7 @@ func TestPayloadNormalisation(t *testing.T) {
 		Inner *inner `json:"inner,omitempty"`
 	}
 	three := 3
-	in := kernel.Payload{
+	in := blackboard.Payload{
 		"int":       7,
 		"int64":     int64(-8),
 		"uint8":     uint8(9),
@@ -170,12 +171,12 @@ func TestPayloadNormalisation(t *testing.T) {
 		"nilptr":    (*int)(nil),
 		"struct":    inner{N: 1, Skip: "x", Inner: &inner{N: 2, S: "deep"}},
 		"map":       map[string]int{"a": 1},
-		"payload":   kernel.Payload{"p": uint64(4)},
+		"payload":   blackboard.Payload{"p": uint64(4)},
 		"raw":       json.RawMessage(`{"r":[1,"x",null]}`),
 		"nested":    []any{map[string]any{"k": []string{"v"}}},
 		"untouched": "text",
 	}
-	want := kernel.Payload{
+	want := blackboard.Payload{
 		"int":       7.0,
 		"int64":     -8.0,
 		"uint8":     9.0,
@@ -194,17 +195,17 @@ func TestPayloadNormalisation(t *testing.T) {
 		"untouched": "text",
 	}
 	f := newFixture(t)
-	rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge", Payload: in})
+	rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", Payload: in})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for src, got := range map[string]kernel.Payload{"returned": rec.Payload, "stored": f.get(rec.ID).Payload} {
+	for src, got := range map[string]blackboard.Payload{"returned": rec.Payload, "stored": f.get(rec.ID).Payload} {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s payload\n got %#v\nwant %#v", src, got, want)
 		}
 	}
 	// A nil payload is stored as an empty object.
-	rec, err = f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "empty"})
+	rec, err = f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "empty"})
 	if err != nil || rec.Payload == nil || len(rec.Payload) != 0 {
 		t.Errorf("nil payload stored as %#v, %v", rec.Payload, err)
 	}
@@ -214,7 +215,7 @@ func TestPayloadNormalisation(t *testing.T) {
 // byte: a payload whose encoding is exactly the limit passes, one byte less
 // fails.
 func TestPayloadLimitIsExact(t *testing.T) {
-	for name, p := range map[string]kernel.Payload{
+	for name, p := range map[string]blackboard.Payload{
 		"one key":     {"a": "b"},
 		"many keys":   {"a": 1, "bb": true, "ccc": false, "d": nil, "e": "x"},
 		"nested":      {"l": []any{1, 2, []any{}, map[string]any{}, map[string]any{"x": []string{"y", "z"}}}},
@@ -226,7 +227,7 @@ func TestPayloadLimitIsExact(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "k", Payload: p})
+			rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +240,7 @@ func TestPayloadLimitIsExact(t *testing.T) {
 				err   error
 			}{{len(enc), nil}, {len(enc) - 1, kernel.ErrPayloadTooLarge}} {
 				f := newFixture(t, kernel.WithMaxPayloadBytes(tc.limit))
-				_, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "k", Payload: p})
+				_, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
 				if !errors.Is(err, tc.err) { // errors.Is(nil, nil) holds
 					t.Errorf("encoding is %d bytes; limit %d: %v, want %v", len(enc), tc.limit, err, tc.err)
 				}
@@ -265,7 +266,7 @@ func FuzzPayloadLimit(f *testing.F) {
 		}
 		for _, limit := range []int{len(enc), len(enc) - 1} {
 			fx := newFixture(t, kernel.WithMaxPayloadBytes(limit)) // an encoding is at least 2 bytes
-			rec, err := fx.tool.Write(fx.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "k", Payload: p})
+			rec, err := fx.tool.Write(fx.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
 			switch {
 			case limit == len(enc) && (err != nil || !reflect.DeepEqual(map[string]any(rec.Payload), p)):
 				t.Fatalf("%s at limit %d: %v, stored %#v", enc, limit, err, rec.Payload)

@@ -25,8 +25,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -90,10 +92,10 @@ type invModel struct {
 	minConf, threshold float64
 	strict             bool
 	specs              map[string]kernel.ActionSpec
-	beliefSpecs        map[string][]string      // belief kind -> percept kinds it must rest on
-	shared             map[kernel.Slot][]string // persistent kinds shared across traces (WithSharedPersistent)
-	namespace          string                   // the kernel's namespace
-	foreign            map[string]string        // traces of other applications sharing the store -> their namespace
+	beliefSpecs        map[string][]string          // belief kind -> percept kinds it must rest on
+	shared             map[blackboard.Slot][]string // persistent kinds shared across traces (WithSharedPersistent)
+	namespace          string                       // the kernel's namespace
+	foreign            map[string]string            // traces of other applications sharing the store -> their namespace
 }
 
 // invForeignNS is the namespace of the other application that shares the
@@ -104,7 +106,7 @@ const invForeignNS = "foreign"
 type invWorld struct {
 	ctx        context.Context
 	k          *kernel.Kernel
-	store      kernel.Store
+	store      blackboard.Store
 	clock      *fakeClock
 	m          invModel
 	traces     []string
@@ -129,11 +131,11 @@ type invWorld struct {
 // goroutine only) the generator also writes persistent-scope records, opens
 // new traces as it goes and has a foreign application share the store;
 // without, the goroutines share the first traces for good.
-func newInvWorld(tb testing.TB, store kernel.Store, s invSource, traces int, persistent bool, tweaks ...func(*invModel)) *invWorld {
+func newInvWorld(tb testing.TB, store blackboard.Store, s invSource, traces int, persistent bool, tweaks ...func(*invModel)) *invWorld {
 	tb.Helper()
 	m := invModel{minConf: pick(s, []float64{0.5, 0.3, 0.8}), threshold: pick(s, []float64{0.7, 0.5, 0.9}), strict: oneIn(s, 2),
-		specs: map[string]kernel.ActionSpec{}, beliefSpecs: map[string][]string{}, shared: map[kernel.Slot][]string{},
-		namespace: kernel.DefaultNamespace, foreign: map[string]string{}}
+		specs: map[string]kernel.ActionSpec{}, beliefSpecs: map[string][]string{}, shared: map[blackboard.Slot][]string{},
+		namespace: blackboard.DefaultNamespace, foreign: map[string]string{}}
 	specs := slices.Clone(invSpecs)
 	specs[1].Predictors = pick(s, [][]string{nil, nil, {"planner"}, {"simulator", "planner"}})
 	specs[2].Repeatable = s.intn(3) == 1
@@ -147,7 +149,7 @@ func newInvWorld(tb testing.TB, store kernel.Store, s invSource, traces int, per
 		m.beliefSpecs["refund_due"] = []string{"charge"}
 	}
 	if s.intn(2) == 1 {
-		m.shared[kernel.Percepts] = []string{"sensor"}
+		m.shared[blackboard.Percepts] = []string{"sensor"}
 	}
 	if s.intn(3) == 1 {
 		m.namespace = "app"
@@ -186,7 +188,7 @@ func newInvWorld(tb testing.TB, store kernel.Store, s invSource, traces int, per
 	}
 	for trace := range m.foreign {
 		fk, err := kernel.New(kernel.WithStore(store), kernel.WithClock(w.clock.Now), kernel.WithNamespace(invForeignNS),
-			kernel.WithSharedPersistent(kernel.Percepts, "sensor"))
+			kernel.WithSharedPersistent(blackboard.Percepts, "sensor"))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -206,8 +208,8 @@ func (w *invWorld) allTraces() []string {
 	return append(slices.Clone(w.traces), slices.Sorted(maps.Keys(w.m.foreign))...)
 }
 
-func (w *invWorld) list(trace string) ([]kernel.Record, error) {
-	var out []kernel.Record
+func (w *invWorld) list(trace string) ([]blackboard.Record, error) {
+	var out []blackboard.Record
 	for r, err := range w.store.ListTrace(w.ctx, trace) {
 		if err != nil {
 			return nil, err
@@ -234,8 +236,8 @@ var invOpNames = [...]string{"no call", "write", "Submit", "Commit", "Expire", "
 // invCall is what one step called and got back, for the checker.
 type invCall struct {
 	op      invOp
-	role    kernel.Role // the proposer of a Submit or Commit
-	id      string      // the proposal a Commit named
+	role    blackboard.Role // the proposer of a Submit or Commit
+	id      string          // the proposal a Commit named
 	d       kernel.Decision
 	err     error
 	expired int // what Expire returned
@@ -247,11 +249,11 @@ type invCall struct {
 type invGen struct {
 	w        *invWorld
 	s        invSource
-	goal     string          // the action type the generator works towards
-	ids      []string        // ids handed to this generator, for references and re-commits
-	percepts []string        // percept ids handed out, for beliefs that name one
-	got      []kernel.Record // records as handed out, for the overwrite check
-	call     invCall         // what the last step called
+	goal     string              // the action type the generator works towards
+	ids      []string            // ids handed to this generator, for references and re-commits
+	percepts []string            // percept ids handed out, for beliefs that name one
+	got      []blackboard.Record // records as handed out, for the overwrite check
+	call     invCall             // what the last step called
 	// An episode in progress: the operations left, its trace and goal.
 	script      []invScriptStep
 	scriptTrace string
@@ -283,7 +285,7 @@ const invAside = "charge_ok"
 // invScriptPercept is the percept kind an episode observes for its goal.
 var invScriptPercept = map[string]string{"issue_refund": "charge", "notify": "sensor", "ship": "charge", kernel.FallbackQueueForReview: "refund"}
 
-func (g *invGen) saw(recs ...kernel.Record) {
+func (g *invGen) saw(recs ...blackboard.Record) {
 	for _, r := range recs {
 		if r.ID == "" {
 			continue
@@ -293,7 +295,7 @@ func (g *invGen) saw(recs ...kernel.Record) {
 		} else {
 			g.ids[g.s.intn(256)] = r.ID
 		}
-		if r.Slot == kernel.Percepts {
+		if r.Slot == blackboard.Percepts {
 			if len(g.percepts) < 64 {
 				g.percepts = append(g.percepts, r.ID)
 			} else {
@@ -312,7 +314,7 @@ func (g *invGen) ref() string {
 	case len(g.ids) > 0 && !oneIn(g.s, 4):
 		return pick(g.s, g.ids)
 	case oneIn(g.s, 2):
-		return fmt.Sprintf("%s:%s:%d", pick(g.s, kernel.AllSlots()), pick(g.s, g.w.traces), 1+g.s.intn(40))
+		return fmt.Sprintf("%s:%s:%d", pick(g.s, blackboard.AllSlots()), pick(g.s, g.w.traces), 1+g.s.intn(40))
 	}
 	return "percepts:elsewhere:1"
 }
@@ -357,7 +359,7 @@ func (g *invGen) requires(action string) []string {
 	return invNeeds[action]
 }
 
-func (g *invGen) extras(p kernel.Payload) kernel.Payload {
+func (g *invGen) extras(p blackboard.Payload) blackboard.Payload {
 	if oneIn(g.s, 2) { // what a careful planner proposes
 		p["is_duplicate"], p["danger"] = false, false
 		return p
@@ -384,9 +386,9 @@ func (g *invGen) ttl() time.Duration {
 	return pick(g.s, invTTLs)
 }
 
-func (g *invGen) scope() kernel.Scope {
+func (g *invGen) scope() blackboard.Scope {
 	if g.w.persistent && oneIn(g.s, 8) {
-		return kernel.ScopePersistent
+		return blackboard.ScopePersistent
 	}
 	return 0
 }
@@ -405,8 +407,8 @@ func invTyped(err error) error {
 	if !errors.As(err, &kerr) || kerr.Code == "" {
 		return fmt.Errorf("untyped error: %w", err)
 	}
-	for _, s := range []error{kernel.ErrInvalidInput, kernel.ErrInvalidPayload, kernel.ErrPayloadTooLarge,
-		kernel.ErrInvalidProposal, kernel.ErrInvalidReference, kernel.ErrPermission} {
+	for _, s := range []error{blackboard.ErrInvalidInput, blackboard.ErrInvalidPayload, kernel.ErrPayloadTooLarge,
+		kernel.ErrInvalidProposal, kernel.ErrInvalidReference, blackboard.ErrPermission} {
 		if errors.Is(err, s) {
 			return nil
 		}
@@ -421,7 +423,7 @@ func invRefused(err error, mayDeny bool) error {
 	if err := invTyped(err); err != nil {
 		return err
 	}
-	if errors.Is(err, kernel.ErrPermission) && !mayDeny {
+	if errors.Is(err, blackboard.ErrPermission) && !mayDeny {
 		return fmt.Errorf("refused a call within the handle's authority: %w", err)
 	}
 	return nil
@@ -478,7 +480,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 	e := kernel.Entry{TraceID: trace}
 	switch op {
 	case 0, 1, 2, 3: // a tool observes
-		p := kernel.Payload{"amount": float64(s.intn(250))}
+		p := blackboard.Payload{"amount": float64(s.intn(250))}
 		clean := oneIn(s, 2) // a plain observation, so that episodes get somewhere
 		for _, f := range []struct {
 			key string
@@ -493,7 +495,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		if !oneIn(s, 3) {
 			p["order_id"] = pick(s, invOrders)
 		}
-		e.Slot, e.Kind, e.Payload, e.Confidence, e.TTL, e.Scope = kernel.Percepts, pick(s, invPercepts), p, g.confidence(), g.ttl(), g.scope()
+		e.Slot, e.Kind, e.Payload, e.Confidence, e.TTL, e.Scope = blackboard.Percepts, pick(s, invPercepts), p, g.confidence(), g.ttl(), g.scope()
 		if clean {
 			e.Confidence = nil
 		}
@@ -505,7 +507,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 			e.InputRefs = []string{g.ref()}
 		}
 		if w.ftool != nil && oneIn(s, 16) { // the other application observes, for every trace of its own
-			e.TraceID, e.Kind, e.Scope, e.InputRefs = w.ftrace, "sensor", kernel.ScopePersistent, nil
+			e.TraceID, e.Kind, e.Scope, e.InputRefs = w.ftrace, "sensor", blackboard.ScopePersistent, nil
 			return g.write(w.ftool, e)
 		}
 		return g.write(w.tool, e)
@@ -531,7 +533,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		if need := invNeeds[g.goal]; len(need) > 0 && oneIn(s, 2) {
 			kind = need[0]
 		}
-		e.Slot, e.Kind, e.Payload, e.Scope = kernel.Beliefs, kind, kernel.Payload{kernel.KeyValue: val, kernel.KeyDependsOn: deps}, g.scope()
+		e.Slot, e.Kind, e.Payload, e.Scope = blackboard.Beliefs, kind, blackboard.Payload{kernel.KeyValue: val, kernel.KeyDependsOn: deps}, g.scope()
 		if oneIn(s, 10) {
 			delete(e.Payload, kernel.KeyDependsOn)
 		}
@@ -540,7 +542,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		}
 		if need := invNeeds[g.scriptGoal]; g.scripted && len(need) > 0 {
 			e.Kind, e.Scope, e.EvidenceRefs = need[0], 0, nil
-			e.Payload = kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{invScriptPercept[g.scriptGoal]}}
+			e.Payload = blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{invScriptPercept[g.scriptGoal]}}
 			if g.aside {
 				e.Kind, e.TTL = invAside, time.Millisecond
 			}
@@ -550,17 +552,17 @@ func (g *invGen) step() (trace string, added int, err error) {
 		var steps []any
 		for range 1 + s.intn(2) {
 			a := g.action()
-			steps = append(steps, map[string]any(g.extras(kernel.Payload{kernel.KeyAction: a, kernel.KeyRequiresBeliefs: g.requires(a)})))
+			steps = append(steps, map[string]any(g.extras(blackboard.Payload{kernel.KeyAction: a, kernel.KeyRequiresBeliefs: g.requires(a)})))
 		}
 		if g.scripted {
 			steps = []any{map[string]any{kernel.KeyAction: g.scriptGoal, kernel.KeyRequiresBeliefs: invNeeds[g.scriptGoal], "is_duplicate": false, "danger": false}}
 		}
-		e.Slot, e.Kind, e.Payload = kernel.Plans, "plan", kernel.Payload{kernel.KeySteps: steps}
+		e.Slot, e.Kind, e.Payload = blackboard.Plans, "plan", blackboard.Payload{kernel.KeySteps: steps}
 		return g.propose(w.planner, e)
 	case 11: // a prediction, from the planner or the simulator
-		e.Slot, e.Kind = kernel.Predictions, "pred"
+		e.Slot, e.Kind = blackboard.Predictions, "pred"
 		a := g.action()
-		e.Payload = kernel.Payload{kernel.KeyActionType: a, kernel.KeyExpectedOutcome: pick(s, []float64{-1, -0.5, 0, 0.5, 1, 2}),
+		e.Payload = blackboard.Payload{kernel.KeyActionType: a, kernel.KeyExpectedOutcome: pick(s, []float64{-1, -0.5, 0, 0.5, 1, 2}),
 			kernel.KeyRequiresBeliefs: g.requires(a)}
 		p := pick(s, []invProposer{w.planner, w.sim})
 		if g.scripted { // a trusted proposer, usually optimistic, sometimes resting on one more belief
@@ -584,7 +586,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		return g.propose(p, e)
 	case 12, 13, 14: // an action
 		a := g.action()
-		e.Slot, e.Kind, e.Payload = kernel.Actions, a, g.extras(kernel.Payload{kernel.KeyRequiresBeliefs: g.requires(a)})
+		e.Slot, e.Kind, e.Payload = blackboard.Actions, a, g.extras(blackboard.Payload{kernel.KeyRequiresBeliefs: g.requires(a)})
 		if oneIn(s, 6) { // what an executor dispatching on the payload would run
 			e.Payload[kernel.KeyType] = pick(s, []any{a, g.action(), 1.0})
 		}
@@ -594,7 +596,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		e.TTL = g.ttl()
 		if g.scripted {
 			e.Kind = g.scriptGoal
-			e.Payload = kernel.Payload{kernel.KeyRequiresBeliefs: invNeeds[g.scriptGoal], "is_duplicate": false, "danger": false,
+			e.Payload = blackboard.Payload{kernel.KeyRequiresBeliefs: invNeeds[g.scriptGoal], "is_duplicate": false, "danger": false,
 				"order_id": pick(s, invOrders)}
 		}
 		return g.propose(w.planner, e)
@@ -609,13 +611,13 @@ func (g *invGen) step() (trace string, added int, err error) {
 		}
 		h, scope := w.sym, g.scope()
 		if w.fsym != nil && oneIn(s, 6) { // the other application's rule, for its traces only
-			h, trace, scope = w.fsym, w.ftrace, kernel.ScopePersistent
+			h, trace, scope = w.fsym, w.ftrace, blackboard.ScopePersistent
 		}
 		g.call.op = opWrite
 		rec, err := h.CommitConstraint(w.ctx, trace, c, scope)
 		return g.wrote(trace, rec, err, false)
 	case 16: // a constraint written raw: defaults, a name other than its kind, a TTL
-		p := kernel.Payload{}
+		p := blackboard.Payload{}
 		if !oneIn(s, 3) {
 			p[kernel.KeyBlocksField] = pick(s, invFields)
 		}
@@ -631,7 +633,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		if oneIn(s, 5) {
 			p[kernel.KeyAppliesTo] = invSubset(s, invActions) // sometimes empty: refused
 		}
-		e.Slot, e.Kind, e.Payload, e.TTL, e.Scope = kernel.Constraints, pick(s, invConstraintNames), p, g.ttl(), g.scope()
+		e.Slot, e.Kind, e.Payload, e.TTL, e.Scope = blackboard.Constraints, pick(s, invConstraintNames), p, g.ttl(), g.scope()
 		return g.write(w.sym, e)
 	case 17: // commit something again, from any trace, by either proposer
 		id := g.ref()
@@ -652,42 +654,42 @@ func (g *invGen) step() (trace string, added int, err error) {
 		// in is refused for permission.
 		r, gerr := w.store.Get(w.ctx, id)
 		own, has := table1[p.Role()][r.Slot]
-		mayDeny := gerr == nil && r.TraceID() == trace && r.Mode == kernel.ModePropose && (!has || own != kernel.ModePropose)
+		mayDeny := gerr == nil && r.TraceID() == trace && r.Mode == blackboard.ModePropose && (!has || own != blackboard.ModePropose)
 		return g.decided(trace, 0, d, err, mayDeny)
 	case 18: // a write outside authority (or inside it, by chance)
 		h := pick(s, w.handles())
-		slot, mode := kernel.Slot(s.intn(9)), kernel.Mode(s.intn(4))
+		slot, mode := blackboard.Slot(s.intn(9)), blackboard.Mode(s.intn(4))
 		e.Slot, e.Mode, e.Kind, e.Payload = slot, mode, "k", validPayload[slot].Clone()
 		g.call.op = opWrite
 		rec, err := h.Write(w.ctx, e)
 		own, has := table1[h.Role()][slot]
 		outside := !has || mode != 0 && mode != own
 		switch {
-		case !slot.Valid() || mode > kernel.ModeCommit:
-			if !errors.Is(err, kernel.ErrInvalidInput) {
+		case !slot.Valid() || mode > blackboard.ModeCommit:
+			if !errors.Is(err, blackboard.ErrInvalidInput) {
 				return trace, 0, fmt.Errorf("%s wrote slot %d mode %d: %v", h.Role(), slot, mode, err)
 			}
 		case outside:
-			if !errors.Is(err, kernel.ErrPermission) {
+			if !errors.Is(err, blackboard.ErrPermission) {
 				return trace, 0, fmt.Errorf("%s wrote %s in mode %d outside its authority: %v", h.Role(), slot, mode, err)
 			}
 		}
 		return g.wrote(trace, rec, err, outside)
 	case 19: // an evidence validator forges a belief artifact
-		e.Slot, e.Kind = kernel.Evidence, "belief_validation"
-		e.Payload = kernel.Payload{"passed": true, "proposal_id": g.ref(), "belief": pick(s, invBeliefs)}
+		e.Slot, e.Kind = blackboard.Evidence, "belief_validation"
+		e.Payload = blackboard.Payload{"passed": true, "proposal_id": g.ref(), "belief": pick(s, invBeliefs)}
 		e.InputRefs = []string{g.ref()}
 		return g.write(w.ev, e)
 	default: // reads, and an explicit expiry
 		if oneIn(s, 2) {
 			n, err := w.k.Expire(w.ctx, trace)
 			g.call = invCall{op: opExpire, expired: n, err: err}
-			return g.wrote(trace, kernel.Record{}, err, false)
+			return g.wrote(trace, blackboard.Record{}, err, false)
 		}
 		shared := oneIn(s, 2)
 		v, err := pick(s, w.handles()).View(w.ctx, trace, kernel.ViewOptions{IncludePersistent: shared})
 		g.call = invCall{op: opView, view: v, shared: shared, err: err}
-		return g.wrote(trace, kernel.Record{}, err, false)
+		return g.wrote(trace, blackboard.Record{}, err, false)
 	}
 }
 
@@ -695,11 +697,11 @@ func (g *invGen) write(h kernel.Handle, e kernel.Entry) (string, int, error) {
 	g.call.op = opWrite
 	rec, err := h.Write(g.w.ctx, e)
 	// A proposer may not write persistent scope.
-	proposer := h.Role() == kernel.RolePlanner || h.Role() == kernel.RoleSimulator
-	return g.wrote(e.TraceID, rec, err, proposer && e.Scope == kernel.ScopePersistent)
+	proposer := h.Role() == blackboard.RolePlanner || h.Role() == blackboard.RoleSimulator
+	return g.wrote(e.TraceID, rec, err, proposer && e.Scope == blackboard.ScopePersistent)
 }
 
-func (g *invGen) wrote(trace string, rec kernel.Record, err error, mayDeny bool) (string, int, error) {
+func (g *invGen) wrote(trace string, rec blackboard.Record, err error, mayDeny bool) (string, int, error) {
 	if g.call.err == nil {
 		g.call.err = err
 	}
@@ -713,10 +715,10 @@ func (g *invGen) wrote(trace string, rec kernel.Record, err error, mayDeny bool)
 // propose writes a proposal and leaves it pending, or submits it. A
 // proposer's persistent-scope proposal must be refused either way.
 func (g *invGen) propose(p invProposer, e kernel.Entry) (string, int, error) {
-	if e.TTL == 0 && oneIn(g.s, 12) || e.Slot == kernel.Beliefs && !g.scripted && oneIn(g.s, 4) {
+	if e.TTL == 0 && oneIn(g.s, 12) || e.Slot == blackboard.Beliefs && !g.scripted && oneIn(g.s, 4) {
 		e.TTL = g.ttl()
 	}
-	persistent := e.Scope == kernel.ScopePersistent
+	persistent := e.Scope == blackboard.ScopePersistent
 	var trace string
 	var added int
 	var err error
@@ -727,7 +729,7 @@ func (g *invGen) propose(p invProposer, e kernel.Entry) (string, int, error) {
 		d, derr := p.Submit(g.w.ctx, e)
 		trace, added, err = g.decided(e.TraceID, 1, d, derr, persistent)
 	}
-	if err == nil && persistent && !errors.Is(g.call.err, kernel.ErrPermission) {
+	if err == nil && persistent && !errors.Is(g.call.err, blackboard.ErrPermission) {
 		return trace, added, fmt.Errorf("%s proposed in persistent scope: %v", p.Role(), g.call.err)
 	}
 	return trace, added, err
@@ -745,7 +747,7 @@ func (g *invGen) decided(trace string, proposed int, d kernel.Decision, err erro
 		return trace, 0, fmt.Errorf("decision %q of proposal %q", d.ID, d.ProposalID)
 	}
 	p, perr := st.Get(ctx, d.ProposalID)
-	if perr != nil || p.Mode != kernel.ModePropose || p.Status != kernel.StatusInvalidated {
+	if perr != nil || p.Mode != blackboard.ModePropose || p.Status != blackboard.StatusInvalidated {
 		return trace, 0, fmt.Errorf("decided proposal %q in store: %+v, %v", d.ProposalID, p, perr)
 	}
 	g.saw(p)
@@ -756,14 +758,14 @@ func (g *invGen) decided(trace string, proposed int, d kernel.Decision, err erro
 		return trace, proposed, nil
 	}
 	r, rerr := st.Get(ctx, d.Record.ID)
-	if rerr != nil || !reflect.DeepEqual(invNormNS(r), invNormNS(d.Record)) || p.Reason != kernel.CodeSupersededByCommit || r.Reason != d.Code {
+	if rerr != nil || !reflect.DeepEqual(invNormNS(r), invNormNS(d.Record)) || p.Reason != blackboard.CodeSupersededByCommit || r.Reason != d.Code {
 		return trace, 0, fmt.Errorf("commit %s: Decision.Record %+v, store %+v (%v), proposal reason %s", d.Code, d.Record, r, rerr, p.Reason)
 	}
 	if d.Rule != "" || d.Failed != "" || len(d.Causes) > 0 {
 		return trace, 0, fmt.Errorf("commit %s with rule %q, failed %q, causes %v", d.Code, d.Rule, d.Failed, d.Causes)
 	}
 	g.saw(r)
-	if (d.EvidenceID != "") != (r.Slot == kernel.Beliefs) {
+	if (d.EvidenceID != "") != (r.Slot == blackboard.Beliefs) {
 		return trace, 0, fmt.Errorf("commit of %s with evidence %q", r.Slot, d.EvidenceID)
 	}
 	if d.EvidenceID != "" {
@@ -780,11 +782,11 @@ func (g *invGen) decided(trace string, proposed int, d kernel.Decision, err erro
 // invChecker verifies the invariants on the listings of a store's traces.
 type invChecker struct {
 	m       invModel
-	first   map[string]kernel.Record // each record as first seen
-	last    map[string]kernel.Record // and as last seen
-	seq     map[string]int           // order of first sight, across traces
-	traces  map[string][]kernel.Record
-	persist []kernel.Record       // committed persistent records, every namespace, in order of first sight
+	first   map[string]blackboard.Record // each record as first seen
+	last    map[string]blackboard.Record // and as last seen
+	seq     map[string]int               // order of first sight, across traces
+	traces  map[string][]blackboard.Record
+	persist []blackboard.Record   // committed persistent records, every namespace, in order of first sight
 	once    map[string][]invClaim // once-key -> the committed actions that took it, in order of first sight
 }
 
@@ -795,8 +797,8 @@ type invClaim struct {
 }
 
 func newInvChecker(m invModel) *invChecker {
-	return &invChecker{m: m, first: map[string]kernel.Record{}, last: map[string]kernel.Record{}, seq: map[string]int{},
-		traces: map[string][]kernel.Record{}, once: map[string][]invClaim{}}
+	return &invChecker{m: m, first: map[string]blackboard.Record{}, last: map[string]blackboard.Record{}, seq: map[string]int{},
+		traces: map[string][]blackboard.Record{}, once: map[string][]invClaim{}}
 }
 
 // invTruthy is the pipeline's truth value of a JSON value, written out here.
@@ -829,26 +831,28 @@ func invStrs(v any) []string {
 }
 
 // invPast reports whether r's TTL has run out at ms.
-func invPast(r *kernel.Record, ms int64) bool {
+func invPast(r *blackboard.Record, ms int64) bool {
 	p := r.Provenance
 	return p.TTLMS > 0 && ms > p.TimestampMS+p.TTLMS
 }
 
 // invLive reports whether r was committed and within its TTL at ms.
-func invLive(r *kernel.Record, ms int64) bool { return r.Mode == kernel.ModeCommit && !invPast(r, ms) }
+func invLive(r *blackboard.Record, ms int64) bool {
+	return r.Mode == blackboard.ModeCommit && !invPast(r, ms)
+}
 
 // invNS is a record's namespace; a store keeps an empty one as the
 // default namespace (the Store contract).
 func invNS(ns string) string {
 	if ns == "" {
-		return kernel.DefaultNamespace
+		return blackboard.DefaultNamespace
 	}
 	return ns
 }
 
-func invNormNS(r kernel.Record) kernel.Record { r.Namespace = invNS(r.Namespace); return r }
+func invNormNS(r blackboard.Record) blackboard.Record { r.Namespace = invNS(r.Namespace); return r }
 
-func invStripped(r kernel.Record) kernel.Record {
+func invStripped(r blackboard.Record) blackboard.Record {
 	r.Status, r.Reason = 0, ""
 	return invNormNS(r)
 }
@@ -856,7 +860,7 @@ func invStripped(r kernel.Record) kernel.Record {
 // invSame reports whether a and b agree in everything but status and
 // reason: reflect.DeepEqual, written out for speed (the checker compares
 // every record of a trace after every step).
-func invSame(a, b *kernel.Record) bool {
+func invSame(a, b *blackboard.Record) bool {
 	pa, pb := a.Provenance, b.Provenance
 	return a.ID == b.ID && a.Slot == b.Slot && a.Mode == b.Mode && a.Kind == b.Kind && a.Scope == b.Scope && invNS(a.Namespace) == invNS(b.Namespace) &&
 		pa.Role == pb.Role && pa.Writer == pb.Writer && pa.TraceID == pb.TraceID && pa.TimestampMS == pb.TimestampMS &&
@@ -901,7 +905,7 @@ func invSameJSON(a, b any) bool {
 func invIDShaped(s string) bool {
 	slot, rest, ok := strings.Cut(s, ":")
 	i := strings.LastIndexByte(rest, ':')
-	if _, err := kernel.ParseSlot(slot); !ok || err != nil || i <= 0 {
+	if _, err := blackboard.ParseSlot(slot); !ok || err != nil || i <= 0 {
 		return false
 	}
 	n := rest[i+1:]
@@ -919,23 +923,23 @@ func (c *invChecker) nsOf(trace string) string {
 // sharedWith reports whether f, a record of another trace, is shared with
 // every trace of namespace ns: a committed persistent record of ns that is
 // a constraint or of a kind the kernel shares.
-func (c *invChecker) sharedWith(f *kernel.Record, ns string) bool {
-	if f.Scope != kernel.ScopePersistent || f.Mode != kernel.ModeCommit || invNS(f.Namespace) != ns {
+func (c *invChecker) sharedWith(f *blackboard.Record, ns string) bool {
+	if f.Scope != blackboard.ScopePersistent || f.Mode != blackboard.ModeCommit || invNS(f.Namespace) != ns {
 		return false
 	}
-	return f.Slot == kernel.Constraints || ns == c.m.namespace && slices.Contains(c.m.shared[f.Slot], f.Kind)
+	return f.Slot == blackboard.Constraints || ns == c.m.namespace && slices.Contains(c.m.shared[f.Slot], f.Kind)
 }
 
 // observe checks the listing of one trace after a step that was to append
 // added records to it (-1: any number), with the clock at nowMS.
-func (c *invChecker) observe(trace string, recs []kernel.Record, added int, nowMS int64) error {
+func (c *invChecker) observe(trace string, recs []blackboard.Record, added int, nowMS int64) error {
 	return c.observeStep(trace, recs, added, nil, nowMS)
 }
 
 // observeStep is observe after a step that made call (nil: unknown), run
 // by the only goroutine using the kernel: it also checks what the call
 // did to the trace against the model.
-func (c *invChecker) observeStep(trace string, recs []kernel.Record, added int, call *invCall, nowMS int64) error {
+func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added int, call *invCall, nowMS int64) error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	old := c.traces[trace]
@@ -961,7 +965,7 @@ func (c *invChecker) observeStep(trace string, recs []kernel.Record, added int, 
 				bad("%s: namespace %q in a trace of namespace %q", r.ID, r.Namespace, ns)
 			}
 			c.first[r.ID], c.last[r.ID], c.seq[r.ID] = r.Clone(), *r, len(c.seq)
-			if r.Scope == kernel.ScopePersistent && r.Mode == kernel.ModeCommit {
+			if r.Scope == blackboard.ScopePersistent && r.Mode == blackboard.ModeCommit {
 				c.persist = append(c.persist, *r)
 			}
 		} else if f := c.first[r.ID]; !invSame(r, &f) {
@@ -969,30 +973,30 @@ func (c *invChecker) observeStep(trace string, recs []kernel.Record, added int, 
 		}
 		prev := c.last[r.ID]
 		switch {
-		case prev.Status != kernel.StatusActive && (r.Status != prev.Status || r.Reason != prev.Reason):
+		case prev.Status != blackboard.StatusActive && (r.Status != prev.Status || r.Reason != prev.Reason):
 			bad("%s moved from %s (%s) to %s (%s)", r.ID, prev.Status, prev.Reason, r.Status, r.Reason)
-		case r.Status == kernel.StatusActive && r.Reason != prev.Reason:
+		case r.Status == blackboard.StatusActive && r.Reason != prev.Reason:
 			bad("%s is ACTIVE but its reason moved from %q to %q", r.ID, prev.Reason, r.Reason)
-		case r.Status != kernel.StatusActive && r.Reason == "":
+		case r.Status != blackboard.StatusActive && r.Reason == "":
 			bad("%s is %s without a code", r.ID, r.Status)
-		case r.Status == kernel.StatusExpired && (r.Reason != kernel.CodeTTLExpired || !invPast(r, nowMS)):
+		case r.Status == blackboard.StatusExpired && (r.Reason != blackboard.CodeTTLExpired || !invPast(r, nowMS)):
 			bad("%s is EXPIRED (%s) with ttl %d ms at ts %d, now %d", r.ID, r.Reason, r.Provenance.TTLMS, r.Provenance.TimestampMS, nowMS)
-		case r.Status == kernel.StatusInvalidated && r.Mode != kernel.ModePropose:
+		case r.Status == blackboard.StatusInvalidated && r.Mode != blackboard.ModePropose:
 			bad("%s: a committed record was invalidated (%s)", r.ID, r.Reason)
-		case r.Status == kernel.StatusActive && (r.Mode == kernel.ModePropose) != (r.Reason == ""):
+		case r.Status == blackboard.StatusActive && (r.Mode == blackboard.ModePropose) != (r.Reason == ""):
 			bad("%s: active %s record with reason %q", r.ID, r.Mode, r.Reason)
 		case !r.Status.Valid():
 			bad("%s: status %d", r.ID, r.Status)
 		}
 		c.last[r.ID] = *r
-		if r.Provenance.Role == kernel.RoleKernel && r.Slot != kernel.Evidence && len(r.Provenance.InputRefs) > 0 {
+		if r.Provenance.Role == blackboard.RoleKernel && r.Slot != blackboard.Evidence && len(r.Provenance.InputRefs) > 0 {
 			twins[r.Provenance.InputRefs[0]]++
 		}
 	}
 	c.traces[trace] = recs
 	for i := range recs {
 		r := &recs[i]
-		superseded := r.Mode == kernel.ModePropose && r.Status == kernel.StatusInvalidated && r.Reason == kernel.CodeSupersededByCommit
+		superseded := r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason == blackboard.CodeSupersededByCommit
 		if n := twins[r.ID]; n > 1 || superseded != (n == 1) {
 			bad("%s (%s, %s) has %d committed records", r.ID, r.Status, r.Reason, n)
 		}
@@ -1010,8 +1014,8 @@ func (c *invChecker) observeStep(trace string, recs []kernel.Record, added int, 
 
 // invChange is a status move a call must make.
 type invChange struct {
-	status kernel.Status
-	reason kernel.Code
+	status blackboard.Status
+	reason blackboard.Code
 }
 
 // checkCall checks what one call did to its trace: a read or a write moves
@@ -1021,14 +1025,14 @@ type invChange struct {
 // checks), a decision invalidates its proposal,
 // and its Decision is the model's. old is the trace before the call, seen
 // the number of records first seen before it.
-func (c *invChecker) checkCall(trace string, old, recs []kernel.Record, seen int, call *invCall, now int64) []error {
+func (c *invChecker) checkCall(trace string, old, recs []blackboard.Record, seen int, call *invCall, now int64) []error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	n := len(old)
 	expiries := map[int]invChange{} // what a decision or Expire must mark now
 	for i := range old {
-		if old[i].Status == kernel.StatusActive && invPast(&old[i], now) {
-			expiries[i] = invChange{kernel.StatusExpired, kernel.CodeTTLExpired}
+		if old[i].Status == blackboard.StatusActive && invPast(&old[i], now) {
+			expiries[i] = invChange{blackboard.StatusExpired, blackboard.CodeTTLExpired}
 		}
 	}
 	want := map[int]invChange{}
@@ -1056,15 +1060,15 @@ func (c *invChecker) checkCall(trace string, old, recs []kernel.Record, seen int
 		}
 		errs = append(errs, c.checkDecision(recs[:n+1], &recs[n], call.d, seen, now)...)
 	case opCommit:
-		pi := slices.IndexFunc(old, func(q kernel.Record) bool { return q.ID == call.id })
+		pi := slices.IndexFunc(old, func(q blackboard.Record) bool { return q.ID == call.id })
 		var wantErr error
-		if pi < 0 || old[pi].Mode != kernel.ModePropose {
+		if pi < 0 || old[pi].Mode != blackboard.ModePropose {
 			wantErr = kernel.ErrInvalidProposal
-		} else if own, ok := table1[call.role][old[pi].Slot]; !ok || own != kernel.ModePropose {
-			wantErr = kernel.ErrPermission
-		} else if st := invStatusAt(&old[pi], now); st != kernel.StatusActive {
+		} else if own, ok := table1[call.role][old[pi].Slot]; !ok || own != blackboard.ModePropose {
+			wantErr = blackboard.ErrPermission
+		} else if st := invStatusAt(&old[pi], now); st != blackboard.StatusActive {
 			wantErr = kernel.ErrInvalidProposal
-			if st == kernel.StatusExpired && len(expiries) > 0 {
+			if st == blackboard.StatusExpired && len(expiries) > 0 {
 				want = expiries // refusing an expired proposal records its expiry
 			}
 		}
@@ -1077,9 +1081,9 @@ func (c *invChecker) checkCall(trace string, old, recs []kernel.Record, seen int
 			want = maps.Clone(expiries)
 			reason := call.d.Code
 			if call.d.Committed() {
-				reason = kernel.CodeSupersededByCommit
+				reason = blackboard.CodeSupersededByCommit
 			}
-			want[pi] = invChange{kernel.StatusInvalidated, reason}
+			want[pi] = invChange{blackboard.StatusInvalidated, reason}
 			errs = append(errs, c.checkDecision(recs[:n], &recs[pi], call.d, seen, now)...)
 		}
 	}
@@ -1102,9 +1106,9 @@ func (c *invChecker) checkCall(trace string, old, recs []kernel.Record, seen int
 
 // invStatusAt is r's status as a decision at ms sees it: an active record
 // past its TTL is expired.
-func invStatusAt(r *kernel.Record, ms int64) kernel.Status {
-	if r.Status == kernel.StatusActive && invPast(r, ms) {
-		return kernel.StatusExpired
+func invStatusAt(r *blackboard.Record, ms int64) blackboard.Status {
+	if r.Status == blackboard.StatusActive && invPast(r, ms) {
+		return blackboard.StatusExpired
 	}
 	return r.Status
 }
@@ -1112,7 +1116,7 @@ func invStatusAt(r *kernel.Record, ms int64) kernel.Status {
 // checkDecision compares the Decision on proposal p with the model's,
 // deciding p on recs, the trace as the kernel read it, at now. A commit's
 // record is checked by verify when it is first seen.
-func (c *invChecker) checkDecision(recs []kernel.Record, p *kernel.Record, d kernel.Decision, seen int, now int64) []error {
+func (c *invChecker) checkDecision(recs []blackboard.Record, p *blackboard.Record, d kernel.Decision, seen int, now int64) []error {
 	var errs []error
 	if d.ID != "decision:"+p.ID || d.ProposalID != p.ID {
 		errs = append(errs, fmt.Errorf("decision %q on proposal %q, want one on %s", d.ID, d.ProposalID, p.ID))
@@ -1134,11 +1138,11 @@ func (c *invChecker) checkDecision(recs []kernel.Record, p *kernel.Record, d ker
 // checkView compares a view of the trace with the model's: the latest
 // committed payload of each kind not past its TTL now (and the persistent
 // ones other traces share, if asked), and the pending proposals.
-func (c *invChecker) checkView(trace string, recs []kernel.Record, v kernel.View, shared bool, seen int, now int64) error {
-	want := map[kernel.Slot]map[string]kernel.Payload{}
-	put := func(r *kernel.Record) {
+func (c *invChecker) checkView(trace string, recs []blackboard.Record, v kernel.View, shared bool, seen int, now int64) error {
+	want := map[blackboard.Slot]map[string]blackboard.Payload{}
+	put := func(r *blackboard.Record) {
 		if want[r.Slot] == nil {
-			want[r.Slot] = map[string]kernel.Payload{}
+			want[r.Slot] = map[string]blackboard.Payload{}
 		}
 		want[r.Slot][r.Kind] = r.Payload
 	}
@@ -1154,8 +1158,8 @@ func (c *invChecker) checkView(trace string, recs []kernel.Record, v kernel.View
 	for i := range recs {
 		r := &recs[i]
 		switch {
-		case invStatusAt(r, now) != kernel.StatusActive:
-		case r.Mode == kernel.ModeCommit:
+		case invStatusAt(r, now) != blackboard.StatusActive:
+		case r.Mode == blackboard.ModeCommit:
 			put(r)
 		default:
 			pending = append(pending, r.ID)
@@ -1168,7 +1172,7 @@ func (c *invChecker) checkView(trace string, recs []kernel.Record, v kernel.View
 	if v.TraceID != trace || !slices.Equal(got, pending) {
 		return fmt.Errorf("view of %s: trace %q, pending %v, want %v", trace, v.TraceID, got, pending)
 	}
-	for _, slot := range kernel.AllSlots() {
+	for _, slot := range blackboard.AllSlots() {
 		if len(v.Committed[slot]) != len(want[slot]) {
 			return fmt.Errorf("view of %s at %d: %s holds %v, want %v", trace, now, slot, slices.Sorted(maps.Keys(v.Committed[slot])), slices.Sorted(maps.Keys(want[slot])))
 		}
@@ -1183,20 +1187,20 @@ func (c *invChecker) checkView(trace string, recs []kernel.Record, v kernel.View
 
 // verify checks a record when it first appears: its authority, its
 // references and, for what the kernel commits, the decision that let it in.
-func (c *invChecker) verify(recs []kernel.Record, i int) error {
+func (c *invChecker) verify(recs []blackboard.Record, i int) error {
 	r := &recs[i]
 	role := r.Provenance.Role
-	if role == kernel.RoleKernel {
-		if r.Mode != kernel.ModeCommit || r.Slot == kernel.Percepts || r.Slot == kernel.Constraints || r.Provenance.Writer != "kernel" {
+	if role == blackboard.RoleKernel {
+		if r.Mode != blackboard.ModeCommit || r.Slot == blackboard.Percepts || r.Slot == blackboard.Constraints || r.Provenance.Writer != "kernel" {
 			return fmt.Errorf("kernel wrote %s in %s as %q", r.Slot, r.Mode, r.Provenance.Writer)
 		}
 	} else if own, ok := table1[role][r.Slot]; !ok || own != r.Mode {
 		return fmt.Errorf("%s wrote %s in %s", role, r.Slot, r.Mode)
 	}
-	if (role == kernel.RolePlanner || role == kernel.RoleSimulator) && r.Scope == kernel.ScopePersistent {
+	if (role == blackboard.RolePlanner || role == blackboard.RoleSimulator) && r.Scope == blackboard.ScopePersistent {
 		return fmt.Errorf("a %s wrote persistent scope", role)
 	}
-	if r.Mode == kernel.ModeCommit && r.Status == kernel.StatusActive && r.Reason != kernel.CodeCommitted && r.Reason != kernel.CodePlanFeasible {
+	if r.Mode == blackboard.ModeCommit && r.Status == blackboard.StatusActive && r.Reason != blackboard.CodeCommitted && r.Reason != blackboard.CodePlanFeasible {
 		return fmt.Errorf("committed with reason %s", r.Reason)
 	}
 	ns := c.nsOf(r.TraceID())
@@ -1214,18 +1218,18 @@ func (c *invChecker) verify(recs []kernel.Record, i int) error {
 				ref, f.Scope, f.Mode, f.Slot, f.TraceID(), f.Namespace, ns)
 		}
 	}
-	if r.Slot == kernel.Beliefs && r.Mode == kernel.ModePropose {
+	if r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose {
 		for _, d := range invStrs(r.Payload[kernel.KeyDependsOn]) {
-			if f, ok := c.first[d]; invIDShaped(d) && (!ok || f.Slot != kernel.Percepts || f.TraceID() != r.TraceID()) {
+			if f, ok := c.first[d]; invIDShaped(d) && (!ok || f.Slot != blackboard.Percepts || f.TraceID() != r.TraceID()) {
 				return fmt.Errorf("depends on %q, not a percept of its trace", d)
 			}
 		}
 	}
-	if role != kernel.RoleKernel {
+	if role != blackboard.RoleKernel {
 		return nil
 	}
-	if r.Slot == kernel.Evidence {
-		if i+1 >= len(recs) || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) || recs[i+1].Slot != kernel.Beliefs {
+	if r.Slot == blackboard.Evidence {
+		if i+1 >= len(recs) || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) || recs[i+1].Slot != blackboard.Beliefs {
 			return errors.New("kernel evidence artifact without its belief")
 		}
 		return nil
@@ -1234,13 +1238,13 @@ func (c *invChecker) verify(recs []kernel.Record, i int) error {
 	if len(r.Provenance.InputRefs) == 0 {
 		return errors.New("committed without naming a proposal")
 	}
-	pi := slices.IndexFunc(recs[:i], func(q kernel.Record) bool { return q.ID == r.Provenance.InputRefs[0] })
+	pi := slices.IndexFunc(recs[:i], func(q blackboard.Record) bool { return q.ID == r.Provenance.InputRefs[0] })
 	if pi < 0 {
 		return errors.New("its proposal is not an earlier record of the trace")
 	}
 	p := &recs[pi]
 	ts := r.Provenance.TimestampMS
-	if p.Slot != r.Slot || p.Kind != r.Kind || p.Mode != kernel.ModePropose || p.Scope != r.Scope ||
+	if p.Slot != r.Slot || p.Kind != r.Kind || p.Mode != blackboard.ModePropose || p.Scope != r.Scope ||
 		!reflect.DeepEqual(p.Provenance.Confidence, r.Provenance.Confidence) {
 		return fmt.Errorf("does not match its proposal %s", p.ID)
 	}
@@ -1250,7 +1254,7 @@ func (c *invChecker) verify(recs []kernel.Record, i int) error {
 	// Committed plans and actions never expire; beliefs and predictions
 	// keep the proposal's TTL.
 	wantTTL := p.Provenance.TTLMS
-	if r.Slot == kernel.Plans || r.Slot == kernel.Actions {
+	if r.Slot == blackboard.Plans || r.Slot == blackboard.Actions {
 		wantTTL = 0
 	}
 	if r.Provenance.TTLMS != wantTTL {
@@ -1261,7 +1265,7 @@ func (c *invChecker) verify(recs []kernel.Record, i int) error {
 	if !v.code.OK() {
 		return fmt.Errorf("committed, but the model decides %s (failed %q): %s", v.code, v.failed, v.why)
 	}
-	if r.Status == kernel.StatusActive && r.Reason != v.code {
+	if r.Status == blackboard.StatusActive && r.Reason != v.code {
 		return fmt.Errorf("committed with %s, the model decides %s", r.Reason, v.code)
 	}
 	refs := append([]string{p.ID}, p.Provenance.InputRefs...)
@@ -1274,12 +1278,12 @@ func (c *invChecker) verify(recs []kernel.Record, i int) error {
 		return fmt.Errorf("input refs %v, want %v", r.Provenance.InputRefs, refs)
 	}
 	switch r.Slot {
-	case kernel.Beliefs:
+	case blackboard.Beliefs:
 		if !reflect.DeepEqual(r.Payload, p.Payload) {
 			return fmt.Errorf("payload %v differs from proposal's %v", r.Payload, p.Payload)
 		}
 		return c.verifyArtifact(recs, i, p, &v)
-	case kernel.Actions:
+	case blackboard.Actions:
 		want := p.Payload.Clone()
 		for k, f := range v.flags {
 			want[k] = f
@@ -1307,16 +1311,16 @@ func (c *invChecker) verify(recs []kernel.Record, i int) error {
 // verifyArtifact checks the evidence artifact a committed belief names:
 // the kernel's, written with it, recording the checks that passed on the
 // percepts the model resolved.
-func (c *invChecker) verifyArtifact(recs []kernel.Record, i int, p *kernel.Record, v *invVerdict) error {
+func (c *invChecker) verifyArtifact(recs []blackboard.Record, i int, p *blackboard.Record, v *invVerdict) error {
 	r := &recs[i]
 	if len(r.EvidenceRefs) != 1 {
 		return fmt.Errorf("belief with evidence refs %v", r.EvidenceRefs)
 	}
-	var ev *kernel.Record
+	var ev *blackboard.Record
 	if i > 0 && recs[i-1].ID == r.EvidenceRefs[0] {
 		ev = &recs[i-1]
 	}
-	if ev == nil || ev.Slot != kernel.Evidence || ev.Provenance.Role != kernel.RoleKernel || ev.Payload["passed"] != true ||
+	if ev == nil || ev.Slot != blackboard.Evidence || ev.Provenance.Role != blackboard.RoleKernel || ev.Payload["passed"] != true ||
 		ev.Payload["proposal_id"] != p.ID || ev.Payload["belief"] != p.Kind || ev.Provenance.TimestampMS != r.Provenance.TimestampMS ||
 		!slices.Equal(ev.Provenance.InputRefs, v.percepts) || ev.Payload["arbitrated"] != v.arbitrated {
 		return fmt.Errorf("belief evidence %s is not a passed kernel artifact on %v (arbitrated %v)", r.EvidenceRefs[0], v.percepts, v.arbitrated)
@@ -1338,7 +1342,7 @@ func (c *invChecker) verifyArtifact(recs []kernel.Record, i int, p *kernel.Recor
 // limit (in order of first sight).
 type invSnap struct {
 	c     *invChecker
-	recs  []kernel.Record
+	recs  []blackboard.Record
 	ts    int64
 	limit int
 	ns    string
@@ -1348,7 +1352,7 @@ type invSnap struct {
 // the record behind a refusal, why; and for a commit, what its record must
 // hold.
 type invVerdict struct {
-	code         kernel.Code
+	code         blackboard.Code
 	rule, failed string
 	why          string
 	inputs       []string        // refs the committed record adds to its proposal's
@@ -1360,21 +1364,21 @@ type invVerdict struct {
 	once         string // an action's once-key
 }
 
-func invRefuse(code kernel.Code, failed, format string, a ...any) invVerdict {
+func invRefuse(code blackboard.Code, failed, format string, a ...any) invVerdict {
 	return invVerdict{code: code, failed: failed, why: fmt.Sprintf(format, a...)}
 }
 
 func (s *invSnap) byID(id string) int {
-	return slices.IndexFunc(s.recs, func(q kernel.Record) bool { return q.ID == id })
+	return slices.IndexFunc(s.recs, func(q blackboard.Record) bool { return q.ID == id })
 }
 
 // invObservation: a percept observation counts as soon as a tool commits it.
-func invObservation(q *kernel.Record) bool {
-	return q.Slot == kernel.Percepts && q.Mode == kernel.ModeCommit
+func invObservation(q *blackboard.Record) bool {
+	return q.Slot == blackboard.Percepts && q.Mode == blackboard.ModeCommit
 }
 
 // latest returns the latest record of the snapshot that keep accepts.
-func (s *invSnap) latest(keep func(q *kernel.Record) bool) *kernel.Record {
+func (s *invSnap) latest(keep func(q *blackboard.Record) bool) *blackboard.Record {
 	for j := len(s.recs) - 1; j >= 0; j-- {
 		if keep(&s.recs[j]) {
 			return &s.recs[j]
@@ -1384,18 +1388,20 @@ func (s *invSnap) latest(keep func(q *kernel.Record) bool) *kernel.Record {
 }
 
 // current is the newest observation of a percept kind, past its TTL or not.
-func (s *invSnap) current(kind string) *kernel.Record {
-	return s.latest(func(q *kernel.Record) bool { return invObservation(q) && q.Kind == kind })
+func (s *invSnap) current(kind string) *blackboard.Record {
+	return s.latest(func(q *blackboard.Record) bool { return invObservation(q) && q.Kind == kind })
 }
 
 // belief is the newest committed belief of kind within its TTL.
-func (s *invSnap) belief(kind string) *kernel.Record {
-	return s.latest(func(q *kernel.Record) bool { return q.Slot == kernel.Beliefs && q.Kind == kind && invLive(q, s.ts) })
+func (s *invSnap) belief(kind string) *blackboard.Record {
+	return s.latest(func(q *blackboard.Record) bool {
+		return q.Slot == blackboard.Beliefs && q.Kind == kind && invLive(q, s.ts)
+	})
 }
 
 // perceptFor resolves a belief dependency: an observation named by id, or
 // the current observation of a kind.
-func (s *invSnap) perceptFor(dep string) *kernel.Record {
+func (s *invSnap) perceptFor(dep string) *blackboard.Record {
 	if j := s.byID(dep); j >= 0 && invObservation(&s.recs[j]) {
 		return &s.recs[j]
 	}
@@ -1404,32 +1410,32 @@ func (s *invSnap) perceptFor(dep string) *kernel.Record {
 
 // evidence runs the evidence checks on one observation: fresh, conflict
 // free or arbitrated, confident.
-func (s *invSnap) evidence(q *kernel.Record) (code kernel.Code, arbitrated bool, why string) {
+func (s *invSnap) evidence(q *blackboard.Record) (code blackboard.Code, arbitrated bool, why string) {
 	conf := q.Provenance.Confidence
 	if invTruthy(q.Payload[kernel.KeyStale]) || invPast(q, s.ts) {
-		return kernel.CodeStaleEvidence, false, fmt.Sprintf("stale percept %s at %d", q.ID, s.ts)
+		return blackboard.CodeStaleEvidence, false, fmt.Sprintf("stale percept %s at %d", q.ID, s.ts)
 	}
 	if invTruthy(q.Payload[kernel.KeyConflict]) {
 		if conf == nil || *conf < s.c.m.threshold {
-			return kernel.CodeUnresolvedConflict, false, "unresolved conflict on " + q.ID
+			return blackboard.CodeUnresolvedConflict, false, "unresolved conflict on " + q.ID
 		}
 		arbitrated = true
 	}
 	if invTruthy(q.Payload[kernel.KeyLowConfidence]) || conf != nil && *conf < s.c.m.minConf {
-		return kernel.CodeLowConfidence, false, "low-confidence percept " + q.ID
+		return blackboard.CodeLowConfidence, false, "low-confidence percept " + q.ID
 	}
 	return "", arbitrated, ""
 }
 
-func (s *invSnap) decide(p *kernel.Record) invVerdict {
+func (s *invSnap) decide(p *blackboard.Record) invVerdict {
 	switch p.Slot {
-	case kernel.Beliefs:
+	case blackboard.Beliefs:
 		return s.decideBelief(p)
-	case kernel.Plans:
+	case blackboard.Plans:
 		return s.decidePlan(p)
-	case kernel.Actions:
+	case blackboard.Actions:
 		return s.decideAction(p)
-	case kernel.Predictions:
+	case blackboard.Predictions:
 		return s.decidePrediction(p)
 	}
 	return invRefuse("", "", "no decision on a proposal in %s", p.Slot)
@@ -1438,27 +1444,27 @@ func (s *invSnap) decide(p *kernel.Record) invVerdict {
 // decideBelief: every dependency resolves to an observation that is the
 // current one of its kind and passes the evidence checks, and the belief
 // spec's percept kinds are among them.
-func (s *invSnap) decideBelief(p *kernel.Record) invVerdict {
+func (s *invSnap) decideBelief(p *blackboard.Record) invVerdict {
 	deps := invStrs(p.Payload[kernel.KeyDependsOn])
 	if len(deps) == 0 {
-		return invRefuse(kernel.CodeMissingEvidence, "", "belief without dependencies")
+		return invRefuse(blackboard.CodeMissingEvidence, "", "belief without dependencies")
 	}
 	for _, need := range s.c.m.beliefSpecs[p.Kind] {
 		if !slices.ContainsFunc(deps, func(d string) bool {
 			pr := s.perceptFor(d)
 			return d == need || pr != nil && pr.Kind == need
 		}) {
-			return invRefuse(kernel.CodeMissingEvidence, "", "belief without depending on %s", need)
+			return invRefuse(blackboard.CodeMissingEvidence, "", "belief without depending on %s", need)
 		}
 	}
 	var v invVerdict
 	for _, d := range deps {
 		pr := s.perceptFor(d)
 		if pr == nil {
-			return invRefuse(kernel.CodeMissingEvidence, "", "belief with no percept for %q", d)
+			return invRefuse(blackboard.CodeMissingEvidence, "", "belief with no percept for %q", d)
 		}
 		if cur := s.current(pr.Kind); cur != pr {
-			return invRefuse(kernel.CodeSupersededEvidence, pr.ID, "belief on percept %s, superseded by %s", pr.ID, cur.ID)
+			return invRefuse(blackboard.CodeSupersededEvidence, pr.ID, "belief on percept %s, superseded by %s", pr.ID, cur.ID)
 		}
 		code, arb, why := s.evidence(pr)
 		if code != "" {
@@ -1470,26 +1476,26 @@ func (s *invSnap) decideBelief(p *kernel.Record) invVerdict {
 		}
 		v.percepts, v.checks = append(v.percepts, pr.ID), append(v.checks, check)
 	}
-	v.code, v.inputs = kernel.CodeCommitted, v.percepts
+	v.code, v.inputs = blackboard.CodeCommitted, v.percepts
 	return v
 }
 
 // decidePrediction: a prediction names the beliefs it rests on, and each
 // is committed.
-func (s *invSnap) decidePrediction(p *kernel.Record) invVerdict {
+func (s *invSnap) decidePrediction(p *blackboard.Record) invVerdict {
 	reqs := invStrs(p.Payload[kernel.KeyRequiresBeliefs])
 	if len(reqs) == 0 {
-		return invRefuse(kernel.CodePredictionMissingBelief, "", "prediction without beliefs")
+		return invRefuse(blackboard.CodePredictionMissingBelief, "", "prediction without beliefs")
 	}
 	var v invVerdict
 	for _, kind := range reqs {
 		b := s.belief(kind)
 		if b == nil {
-			return invRefuse(kernel.CodePredictionMissingBelief, s.whyMissing(kind), "prediction without committed belief %s", kind)
+			return invRefuse(blackboard.CodePredictionMissingBelief, s.whyMissing(kind), "prediction without committed belief %s", kind)
 		}
 		v.inputs = append(v.inputs, b.ID)
 	}
-	v.code = kernel.CodeCommitted
+	v.code = blackboard.CodeCommitted
 	return v
 }
 
@@ -1497,8 +1503,8 @@ func (s *invSnap) decidePrediction(p *kernel.Record) invVerdict {
 // committed: the newest one of that kind that is neither active nor
 // replaced by its commit (a refused proposal, an expired belief).
 func (s *invSnap) whyMissing(kind string) string {
-	if q := s.latest(func(q *kernel.Record) bool {
-		return q.Slot == kernel.Beliefs && q.Kind == kind && invStatusAt(q, s.ts) != kernel.StatusActive && q.Reason != kernel.CodeSupersededByCommit
+	if q := s.latest(func(q *blackboard.Record) bool {
+		return q.Slot == blackboard.Beliefs && q.Kind == kind && invStatusAt(q, s.ts) != blackboard.StatusActive && q.Reason != blackboard.CodeSupersededByCommit
 	}); q != nil {
 		return q.ID
 	}
@@ -1506,10 +1512,10 @@ func (s *invSnap) whyMissing(kind string) string {
 }
 
 // decidePlan: every step passes the gate.
-func (s *invSnap) decidePlan(p *kernel.Record) invVerdict {
+func (s *invSnap) decidePlan(p *blackboard.Record) invVerdict {
 	var v invVerdict
 	for _, st := range p.Payload[kernel.KeySteps].([]any) {
-		step := kernel.Payload(st.(map[string]any))
+		step := blackboard.Payload(st.(map[string]any))
 		a, _ := step[kernel.KeyAction].(string)
 		g, refusal := s.gate(a, invStrs(step[kernel.KeyRequiresBeliefs]), step, false)
 		if refusal != nil {
@@ -1520,17 +1526,17 @@ func (s *invSnap) decidePlan(p *kernel.Record) invVerdict {
 			v.inputs = append(v.inputs, b.ID)
 		}
 	}
-	v.code = kernel.CodePlanFeasible
+	v.code = blackboard.CodePlanFeasible
 	return v
 }
 
 // decideAction: the gate, then the once-key.
-func (s *invSnap) decideAction(p *kernel.Record) invVerdict {
+func (s *invSnap) decideAction(p *blackboard.Record) invVerdict {
 	g, refusal := s.gate(p.Kind, invStrs(p.Payload[kernel.KeyRequiresBeliefs]), p.Payload, true)
 	if refusal != nil {
 		return *refusal
 	}
-	v := invVerdict{code: kernel.CodeCommitted, flags: g.flags}
+	v := invVerdict{code: blackboard.CodeCommitted, flags: g.flags}
 	if g.plan != nil {
 		v.inputs = append(v.inputs, g.plan.ID)
 	}
@@ -1550,17 +1556,17 @@ func (s *invSnap) decideAction(p *kernel.Record) invVerdict {
 		if o.Percept != "" {
 			pr := s.current(o.Percept)
 			if pr == nil {
-				return invRefuse(kernel.CodeOnceKeyMissing, "", "no observation %s for the once-key", o.Percept)
+				return invRefuse(blackboard.CodeOnceKeyMissing, "", "no observation %s for the once-key", o.Percept)
 			}
 			if code, _, why := s.evidence(pr); code != "" {
-				return invRefuse(kernel.CodeOnceKeyMissing, pr.ID, "once-key percept: %s", why)
+				return invRefuse(blackboard.CodeOnceKeyMissing, pr.ID, "once-key percept: %s", why)
 			}
 			src = pr.Payload
 		}
 		values := make([]any, len(o.Fields))
 		for i, f := range o.Fields {
 			if values[i] = src[f]; values[i] == nil {
-				return invRefuse(kernel.CodeOnceKeyMissing, "", "once-key field %s missing", f)
+				return invRefuse(blackboard.CodeOnceKeyMissing, "", "once-key field %s missing", f)
 			}
 		}
 		enc, err := canon.Encode(values)
@@ -1575,7 +1581,7 @@ func (s *invSnap) decideAction(p *kernel.Record) invVerdict {
 			}
 		}
 		if len(holders) >= max(o.Limit, 1) {
-			return invRefuse(kernel.CodeDuplicateAction, holders[0], "once-key %s used up by %v", v.once, holders)
+			return invRefuse(blackboard.CodeDuplicateAction, holders[0], "once-key %s used up by %v", v.once, holders)
 		}
 	}
 	return v
@@ -1584,9 +1590,9 @@ func (s *invSnap) decideAction(p *kernel.Record) invVerdict {
 // invGateResult is what a plan step or an action that passed the gate
 // rests on.
 type invGateResult struct {
-	plan    *kernel.Record
-	beliefs []*kernel.Record
-	preds   []*kernel.Record
+	plan    *blackboard.Record
+	beliefs []*blackboard.Record
+	preds   []*blackboard.Record
 	flags   map[string]bool
 }
 
@@ -1596,19 +1602,19 @@ type invGateResult struct {
 // prediction gate, the payload's type,) the derived flags, and the
 // constraints that apply. It returns what the step or action rests on, or
 // the refusal.
-func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isAction bool) (invGateResult, *invVerdict) {
+func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload, isAction bool) (invGateResult, *invVerdict) {
 	var g invGateResult
-	refuse := func(code kernel.Code, failed, format string, a ...any) (invGateResult, *invVerdict) {
+	refuse := func(code blackboard.Code, failed, format string, a ...any) (invGateResult, *invVerdict) {
 		v := invRefuse(code, failed, format, a...)
 		return g, &v
 	}
 	spec, registered := s.c.m.specs[action]
 	if s.c.m.strict && !registered {
-		return refuse(kernel.CodeUnknownActionType, "", "unregistered action type %s", action)
+		return refuse(blackboard.CodeUnknownActionType, "", "unregistered action type %s", action)
 	}
-	ungrounded, missing, unsatisfied := kernel.CodePlanUngrounded, kernel.CodePlanMissingBelief, kernel.CodePlanBeliefNotSatisfied
+	ungrounded, missing, unsatisfied := blackboard.CodePlanUngrounded, blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied
 	if isAction {
-		ungrounded, missing, unsatisfied = kernel.CodeUngroundedAction, kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied
+		ungrounded, missing, unsatisfied = blackboard.CodeUngroundedAction, blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied
 	}
 	if len(reqs) == 0 && !spec.SafeFallback {
 		return refuse(ungrounded, "", "no required beliefs for %s", action)
@@ -1619,13 +1625,13 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 		}
 	}
 	if isAction && spec.RequirePlan {
-		g.plan = s.latest(func(q *kernel.Record) bool {
-			return q.Slot == kernel.Plans && invLive(q, s.ts) && slices.ContainsFunc(q.Payload[kernel.KeySteps].([]any), func(st any) bool {
+		g.plan = s.latest(func(q *blackboard.Record) bool {
+			return q.Slot == blackboard.Plans && invLive(q, s.ts) && slices.ContainsFunc(q.Payload[kernel.KeySteps].([]any), func(st any) bool {
 				return st.(map[string]any)[kernel.KeyAction] == action
 			})
 		})
 		if g.plan == nil {
-			return refuse(kernel.CodeNoFeasiblePlan, "", "no committed plan for %s", action)
+			return refuse(blackboard.CodeNoFeasiblePlan, "", "no committed plan for %s", action)
 		}
 	}
 	for _, kind := range reqs {
@@ -1644,13 +1650,13 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 	for _, b := range g.beliefs {
 		for _, evID := range b.EvidenceRefs {
 			e := s.byID(evID)
-			if e < 0 || s.recs[e].Slot != kernel.Evidence {
-				return refuse(kernel.CodeMissingEvidence, b.ID, "belief evidence %s missing", evID)
+			if e < 0 || s.recs[e].Slot != blackboard.Evidence {
+				return refuse(blackboard.CodeMissingEvidence, b.ID, "belief evidence %s missing", evID)
 			}
 			for _, pid := range s.recs[e].Provenance.InputRefs {
 				at := s.byID(pid)
 				if at < 0 || !invObservation(&s.recs[at]) {
-					return refuse(kernel.CodeMissingEvidence, b.ID, "belief evidence %s names %s, not an observation", evID, pid)
+					return refuse(blackboard.CodeMissingEvidence, b.ID, "belief evidence %s names %s, not an observation", evID, pid)
 				}
 				for j := at; j < len(s.recs); j++ {
 					q := &s.recs[j]
@@ -1675,7 +1681,7 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 			var out []string
 			for _, ev := range evidence {
 				for j := range s.recs {
-					if a := &s.recs[j]; a.ID == ev && a.Slot == kernel.Evidence && a.Provenance.Role == kernel.RoleKernel && a.Kind == "belief_validation" {
+					if a := &s.recs[j]; a.ID == ev && a.Slot == blackboard.Evidence && a.Provenance.Role == blackboard.RoleKernel && a.Kind == "belief_validation" {
 						out = append(out, a.Provenance.InputRefs...)
 					}
 				}
@@ -1688,11 +1694,11 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 		}
 		for j := range s.recs {
 			q := &s.recs[j]
-			if q.Slot != kernel.Actions || q.Mode != kernel.ModeCommit || q.Kind != action {
+			if q.Slot != blackboard.Actions || q.Mode != blackboard.ModeCommit || q.Kind != action {
 				continue
 			}
 			if slices.ContainsFunc(observed(q.EvidenceRefs), func(o string) bool { return slices.Contains(mine, o) }) {
-				return refuse(kernel.CodeDuplicateAction, q.ID, "grounding already used by %s", q.ID)
+				return refuse(blackboard.CodeDuplicateAction, q.ID, "grounding already used by %s", q.ID)
 			}
 		}
 	}
@@ -1701,7 +1707,7 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 	negative := false
 	for j := range s.recs {
 		q := &s.recs[j]
-		if q.Slot != kernel.Predictions || !invLive(q, s.ts) || q.Payload[kernel.KeyActionType] != any(action) || !s.trusted(q, spec) {
+		if q.Slot != blackboard.Predictions || !invLive(q, s.ts) || q.Payload[kernel.KeyActionType] != any(action) || !s.trusted(q, spec) {
 			continue
 		}
 		reqs := invStrs(q.Payload[kernel.KeyRequiresBeliefs])
@@ -1713,21 +1719,21 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 	}
 	if isAction && (spec.RequirePrediction || invTruthy(payload[kernel.KeyRequirePrediction])) {
 		if len(g.preds) == 0 {
-			return refuse(kernel.CodeNoPrediction, "", "no counted prediction for %s", action)
+			return refuse(blackboard.CodeNoPrediction, "", "no counted prediction for %s", action)
 		}
 		if negative {
-			return refuse(kernel.CodeNegativePrediction, "", "negative prediction for %s", action)
+			return refuse(blackboard.CodeNegativePrediction, "", "negative prediction for %s", action)
 		}
 	}
 	if t, ok := payload[kernel.KeyType]; isAction && ok && t != any(action) {
-		return refuse(kernel.CodeFieldMismatch, "", "payload type %v of a %s action", t, action)
+		return refuse(blackboard.CodeFieldMismatch, "", "payload type %v of a %s action", t, action)
 	}
 	// Stale and low-confidence evidence never gets this far.
 	g.flags = map[string]bool{kernel.KeyUsesStaleData: false, kernel.KeyUsesConflictedData: conflicted,
 		kernel.KeyUsesLowConfidenceData: false, kernel.KeyHasNegativePrediction: negative}
 	for _, k := range invDerived {
 		if given, ok := payload[k]; ok && invTruthy(given) != g.flags[k] {
-			return refuse(kernel.CodeFieldMismatch, "", "derived flag %s given as %v, evidence says %v", k, given, g.flags[k])
+			return refuse(blackboard.CodeFieldMismatch, "", "derived flag %s given as %v, evidence says %v", k, given, g.flags[k])
 		}
 	}
 	for _, con := range s.inForce() {
@@ -1744,7 +1750,7 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 			continue
 		}
 		blocked := func(format string, a ...any) (invGateResult, *invVerdict) {
-			code := kernel.Code(invCodeName(name) + "_BLOCKED")
+			code := blackboard.Code(invCodeName(name) + "_BLOCKED")
 			if !isAction {
 				code = "PLAN_" + code
 			}
@@ -1769,7 +1775,7 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 				return blocked("bound percept %s has no %s", pr.ID, field)
 			}
 			if given, ok := payload[field]; ok && !reflect.DeepEqual(given, observed) {
-				v := invRefuse(kernel.CodeFieldMismatch, pr.ID, "bound field %s given as %v, percept %s says %v", field, given, pr.ID, observed)
+				v := invRefuse(blackboard.CodeFieldMismatch, pr.ID, "bound field %s given as %v, percept %s says %v", field, given, pr.ID, observed)
 				v.rule = name
 				return g, &v
 			}
@@ -1790,7 +1796,7 @@ func (s *invSnap) gate(action string, reqs []string, payload kernel.Payload, isA
 
 // trusted reports whether a committed prediction's proposer is one the
 // spec trusts: a simulator, or a writer it names.
-func (s *invSnap) trusted(pred *kernel.Record, spec kernel.ActionSpec) bool {
+func (s *invSnap) trusted(pred *blackboard.Record, spec kernel.ActionSpec) bool {
 	if len(pred.Provenance.InputRefs) == 0 {
 		return false
 	}
@@ -1799,7 +1805,7 @@ func (s *invSnap) trusted(pred *kernel.Record, spec kernel.ActionSpec) bool {
 		return false
 	}
 	if len(spec.Predictors) == 0 {
-		return s.recs[j].Provenance.Role == kernel.RoleSimulator
+		return s.recs[j].Provenance.Role == blackboard.RoleSimulator
 	}
 	return slices.Contains(spec.Predictors, s.recs[j].Provenance.Writer)
 }
@@ -1823,21 +1829,21 @@ func invCodeName(name string) string {
 // each kind among the trace's own episode constraints, in trace order,
 // then the latest live one of each kind among the persistent constraints
 // of the namespace first seen before the decision, in that order.
-func (s *invSnap) inForce() []*kernel.Record {
-	var out []*kernel.Record
-	latestOfKind := func(recs []kernel.Record, in func(q *kernel.Record) bool) {
+func (s *invSnap) inForce() []*blackboard.Record {
+	var out []*blackboard.Record
+	latestOfKind := func(recs []blackboard.Record, in func(q *blackboard.Record) bool) {
 		for j := range recs {
 			q := &recs[j]
-			if in(q) && !slices.ContainsFunc(recs[j+1:], func(l kernel.Record) bool { return l.Kind == q.Kind && in(&l) }) {
+			if in(q) && !slices.ContainsFunc(recs[j+1:], func(l blackboard.Record) bool { return l.Kind == q.Kind && in(&l) }) {
 				out = append(out, q)
 			}
 		}
 	}
-	latestOfKind(s.recs, func(q *kernel.Record) bool {
-		return q.Slot == kernel.Constraints && q.Scope != kernel.ScopePersistent && invLive(q, s.ts)
+	latestOfKind(s.recs, func(q *blackboard.Record) bool {
+		return q.Slot == blackboard.Constraints && q.Scope != blackboard.ScopePersistent && invLive(q, s.ts)
 	})
-	latestOfKind(s.c.persist, func(q *kernel.Record) bool {
-		return q.Slot == kernel.Constraints && invNS(q.Namespace) == s.ns && s.c.seq[q.ID] < s.limit && invLive(q, s.ts)
+	latestOfKind(s.c.persist, func(q *blackboard.Record) bool {
+		return q.Slot == blackboard.Constraints && invNS(q.Namespace) == s.ns && s.c.seq[q.ID] < s.limit && invLive(q, s.ts)
 	})
 	return out
 }
@@ -1845,9 +1851,9 @@ func (s *invSnap) inForce() []*kernel.Record {
 // final checks every trace again without a step, and that the store's slot
 // listings hold exactly what its trace listings hold.
 func (c *invChecker) final(w *invWorld) error {
-	bySlot := map[string]kernel.Record{}
-	for _, slot := range kernel.AllSlots() {
-		for r, err := range w.store.ListSlot(w.ctx, slot, kernel.Filter{}) {
+	bySlot := map[string]blackboard.Record{}
+	for _, slot := range blackboard.AllSlots() {
+		for r, err := range w.store.ListSlot(w.ctx, slot, blackboard.Filter{}) {
 			if err != nil {
 				return err
 			}
@@ -1885,7 +1891,7 @@ func (w *invWorld) run(g *invGen, c *invChecker, steps int) (int, error) {
 	for n := 0; n < steps && !g.s.done(); n++ {
 		trace, added, err := g.step()
 		if err == nil {
-			var recs []kernel.Record
+			var recs []blackboard.Record
 			if recs, err = w.list(trace); err == nil {
 				err = c.observeStep(trace, recs, added, &g.call, w.clock.ms.Load())
 			}
@@ -1897,7 +1903,7 @@ func (w *invWorld) run(g *invGen, c *invChecker, steps int) (int, error) {
 	return steps, c.final(w)
 }
 
-func invOpenSQLite(t *testing.T) kernel.Store {
+func invOpenSQLite(t *testing.T) blackboard.Store {
 	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -1911,10 +1917,10 @@ func invOpenSQLite(t *testing.T) kernel.Store {
 // SQLite driver about tenfold) and by 4 more with -short.
 var invStores = []struct {
 	name           string
-	open           func(t *testing.T) kernel.Store
+	open           func(t *testing.T) blackboard.Store
 	steps, raceDiv int
 }{
-	{"memstore", func(t *testing.T) kernel.Store { return kernel.NewMemStore() }, 10000, 4},
+	{"memstore", func(t *testing.T) blackboard.Store { return memstore.New() }, 10000, 4},
 	{"sqlite", invOpenSQLite, 1500, 4},
 }
 
@@ -2006,7 +2012,7 @@ func TestInvariantsConcurrent(t *testing.T) {
 				for _, r := range g.got {
 					now := c.last[r.ID]
 					if !reflect.DeepEqual(invStripped(now), invStripped(r)) ||
-						r.Status != kernel.StatusActive && (now.Status != r.Status || now.Reason != r.Reason) {
+						r.Status != blackboard.StatusActive && (now.Status != r.Status || now.Reason != r.Reason) {
 						t.Fatalf("seed %d: %s handed out as %+v, now %+v", seed, r.ID, r, now)
 					}
 				}
@@ -2027,7 +2033,7 @@ func (invZeroSource) done() bool   { return false }
 // in one way at a time, and expects it to name the violation: a checker
 // that never fails proves nothing.
 func TestCheckerCatchesViolations(t *testing.T) {
-	w := newInvWorld(t, kernel.NewMemStore(), invZeroSource{}, 1, true)
+	w := newInvWorld(t, memstore.New(), invZeroSource{}, 1, true)
 	ctx, tr := w.ctx, w.traces[0]
 	must := func(_ any, err error) {
 		t.Helper()
@@ -2035,117 +2041,138 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	percept := func(kind string, p kernel.Payload, conf *float64, ttl time.Duration) {
-		must(w.tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl}))
+	percept := func(kind string, p blackboard.Payload, conf *float64, ttl time.Duration) {
+		must(w.tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl}))
 	}
-	submit := func(slot kernel.Slot, kind string, p kernel.Payload) {
+	submit := func(slot blackboard.Slot, kind string, p blackboard.Payload) {
 		must(w.planner.Submit(ctx, kernel.Entry{TraceID: tr, Slot: slot, Kind: kind, Payload: p}))
 	}
 	// Records 1-2 percepts, 3 a bound constraint, 4 a disabled one, 5-7 a
 	// belief (proposal, artifact, belief), 8-9 a plan, 10-11 a refund, 12 a
 	// rejected action, 13 a percept that expires.
-	percept("charge", kernel.Payload{"amount": 10}, kernel.Confidence(0.9), 0)
-	percept("refund", kernel.Payload{"is_duplicate": false}, nil, 0)
+	percept("charge", blackboard.Payload{"amount": 10}, kernel.Confidence(0.9), 0)
+	percept("refund", blackboard.Payload{"is_duplicate": false}, nil, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_duplicate", Enabled: true, BlocksField: "is_duplicate", BindPercept: "refund"}, 0))
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", BlocksField: "danger"}, 0))
-	submit(kernel.Beliefs, "refund_due", kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}})
-	submit(kernel.Plans, "plan", kernel.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}})
-	submit(kernel.Actions, "issue_refund", kernel.Payload{kernel.KeyRequiresBeliefs: []string{"refund_due"}, "danger": true, "is_duplicate": false})
-	submit(kernel.Actions, "wire_money", kernel.Payload{kernel.KeyRequiresBeliefs: []string{}})
+	submit(blackboard.Beliefs, "refund_due", blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}})
+	submit(blackboard.Plans, "plan", blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}})
+	submit(blackboard.Actions, "issue_refund", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{"refund_due"}, "danger": true, "is_duplicate": false})
+	submit(blackboard.Actions, "wire_money", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}})
 	percept("sensor", nil, nil, time.Millisecond)
 	w.clock.Advance(5 * time.Millisecond)
 	must(w.k.Expire(ctx, tr))
 	clean, err := w.list(tr)
-	if err != nil || len(clean) != 13 || clean[10].Reason != kernel.CodeCommitted || clean[11].Reason != kernel.CodeUnknownActionType || clean[12].Status != kernel.StatusExpired {
+	if err != nil || len(clean) != 13 || clean[10].Reason != blackboard.CodeCommitted || clean[11].Reason != blackboard.CodeUnknownActionType || clean[12].Status != blackboard.StatusExpired {
 		t.Fatalf("scenario: %d records, %v", len(clean), err)
 	}
 	now := w.clock.ms.Load()
 	if err := newInvChecker(w.m).observe(tr, clean, -1, now); err != nil {
 		t.Fatalf("clean listing: %v", err)
 	}
-	doctor := func(edit func(r []kernel.Record) []kernel.Record) []kernel.Record {
-		cp := make([]kernel.Record, len(clean))
+	doctor := func(edit func(r []blackboard.Record) []blackboard.Record) []blackboard.Record {
+		cp := make([]blackboard.Record, len(clean))
 		for i := range clean {
 			cp[i] = clean[i].Clone()
 		}
 		return edit(cp)
 	}
-	both := func(i int, key string, v any) func(r []kernel.Record) []kernel.Record { // a proposal and its committed twin
-		return func(r []kernel.Record) []kernel.Record { r[i].Payload[key], r[i+2].Payload[key] = v, v; return r }
+	both := func(i int, key string, v any) func(r []blackboard.Record) []blackboard.Record { // a proposal and its committed twin
+		return func(r []blackboard.Record) []blackboard.Record {
+			r[i].Payload[key], r[i+2].Payload[key] = v, v
+			return r
+		}
 	}
 	for _, tc := range []struct {
 		name  string
-		edit  func(r []kernel.Record) []kernel.Record
+		edit  func(r []blackboard.Record) []blackboard.Record
 		prior int // records of the clean listing the checker saw in an earlier step
 		want  string
 	}{
-		{"stale evidence", func(r []kernel.Record) []kernel.Record { r[0].Payload["stale"] = true; return r }, 0, "stale percept"},
-		{"expired evidence", func(r []kernel.Record) []kernel.Record {
+		{"stale evidence", func(r []blackboard.Record) []blackboard.Record { r[0].Payload["stale"] = true; return r }, 0, "stale percept"},
+		{"expired evidence", func(r []blackboard.Record) []blackboard.Record {
 			r[0].Provenance.TTLMS, r[0].Provenance.TimestampMS = 1, r[0].Provenance.TimestampMS-10
 			return r
 		}, 0, "stale percept"},
-		{"unresolved conflict", func(r []kernel.Record) []kernel.Record {
+		{"unresolved conflict", func(r []blackboard.Record) []blackboard.Record {
 			r[0].Payload["conflict"], r[0].Provenance.Confidence = true, kernel.Confidence(0.6)
 			return r
 		}, 0, "unresolved conflict"},
-		{"low confidence", func(r []kernel.Record) []kernel.Record { r[0].Provenance.Confidence = kernel.Confidence(0.4); return r }, 0, "low-confidence"},
+		{"low confidence", func(r []blackboard.Record) []blackboard.Record {
+			r[0].Provenance.Confidence = kernel.Confidence(0.4)
+			return r
+		}, 0, "low-confidence"},
 		{"no dependencies", both(4, kernel.KeyDependsOn, []any{}), 0, "without dependencies"},
 		{"dependency in another trace", both(4, kernel.KeyDependsOn, []any{"percepts:elsewhere:1"}), 0, "not a percept of its trace"},
-		{"belief without artifact", func(r []kernel.Record) []kernel.Record { r[6].EvidenceRefs = nil; return r }, 0, "evidence refs"},
-		{"artifact not the kernel's", func(r []kernel.Record) []kernel.Record { r[5].Provenance.Role = kernel.RoleEvidence; return r }, 0, "kernel artifact"},
+		{"belief without artifact", func(r []blackboard.Record) []blackboard.Record { r[6].EvidenceRefs = nil; return r }, 0, "evidence refs"},
+		{"artifact not the kernel's", func(r []blackboard.Record) []blackboard.Record {
+			r[5].Provenance.Role = blackboard.RoleEvidence
+			return r
+		}, 0, "kernel artifact"},
 		{"false belief", both(4, kernel.KeyValue, false), 0, "not committed or not true"},
 		{"no required beliefs", both(9, kernel.KeyRequiresBeliefs, []any{}), 0, "no required beliefs"},
-		{"enabled constraint blocks", func(r []kernel.Record) []kernel.Record { r[3].Payload[kernel.KeyEnabled] = true; return r }, 0, "blocked by constraint constraints:t0:4"},
-		{"bound field contradicts percept", func(r []kernel.Record) []kernel.Record { r[1].Payload["is_duplicate"] = true; return r }, 0, "bound field is_duplicate"},
+		{"enabled constraint blocks", func(r []blackboard.Record) []blackboard.Record { r[3].Payload[kernel.KeyEnabled] = true; return r }, 0, "blocked by constraint constraints:t0:4"},
+		{"bound field contradicts percept", func(r []blackboard.Record) []blackboard.Record { r[1].Payload["is_duplicate"] = true; return r }, 0, "bound field is_duplicate"},
 		{"payload type is another action", both(9, kernel.KeyType, "wire_money"), 0, "payload type wire_money"},
 		{"derived flag forged", both(9, kernel.KeyUsesStaleData, true), 0, "derived flag uses_stale_data"},
-		{"derived flag rewritten", func(r []kernel.Record) []kernel.Record { r[10].Payload[kernel.KeyUsesConflictedData] = true; return r }, 0, "with derived flags"},
-		{"action committed by the planner", func(r []kernel.Record) []kernel.Record { r[10].Provenance.Role = kernel.RolePlanner; return r }, 0, "planner wrote actions in commit"},
-		{"committed twice", func(r []kernel.Record) []kernel.Record {
+		{"derived flag rewritten", func(r []blackboard.Record) []blackboard.Record {
+			r[10].Payload[kernel.KeyUsesConflictedData] = true
+			return r
+		}, 0, "with derived flags"},
+		{"action committed by the planner", func(r []blackboard.Record) []blackboard.Record {
+			r[10].Provenance.Role = blackboard.RolePlanner
+			return r
+		}, 0, "planner wrote actions in commit"},
+		{"committed twice", func(r []blackboard.Record) []blackboard.Record {
 			dup := r[10].Clone()
 			dup.ID = "actions:t0:14"
 			return append(r, dup)
 		}, 0, "has 2 committed records"},
-		{"superseded without a commit", func(r []kernel.Record) []kernel.Record { r[11].Reason = kernel.CodeSupersededByCommit; return r }, 0, "has 0 committed records"},
-		{"proposal past its TTL", func(r []kernel.Record) []kernel.Record {
+		{"superseded without a commit", func(r []blackboard.Record) []blackboard.Record {
+			r[11].Reason = blackboard.CodeSupersededByCommit
+			return r
+		}, 0, "has 0 committed records"},
+		{"proposal past its TTL", func(r []blackboard.Record) []blackboard.Record {
 			r[9].Provenance.TTLMS, r[10].Provenance.TTLMS, r[9].Provenance.TimestampMS = 1, 1, r[9].Provenance.TimestampMS-10
 			return r
 		}, 0, "past its TTL"},
-		{"expired without a code", func(r []kernel.Record) []kernel.Record { r[12].Reason = ""; return r }, 0, "EXPIRED without a code"},
-		{"invalidated without a code", func(r []kernel.Record) []kernel.Record { r[11].Reason = ""; return r }, 0, "INVALIDATED without a code"},
-		{"expired early", func(r []kernel.Record) []kernel.Record { r[12].Provenance.TTLMS = 1e6; return r }, 0, "is EXPIRED"},
-		{"commit invalidated", func(r []kernel.Record) []kernel.Record {
-			r[6].Status, r[6].Reason = kernel.StatusInvalidated, kernel.CodeStaleEvidence
+		{"expired without a code", func(r []blackboard.Record) []blackboard.Record { r[12].Reason = ""; return r }, 0, "EXPIRED without a code"},
+		{"invalidated without a code", func(r []blackboard.Record) []blackboard.Record { r[11].Reason = ""; return r }, 0, "INVALIDATED without a code"},
+		{"expired early", func(r []blackboard.Record) []blackboard.Record { r[12].Provenance.TTLMS = 1e6; return r }, 0, "is EXPIRED"},
+		{"commit invalidated", func(r []blackboard.Record) []blackboard.Record {
+			r[6].Status, r[6].Reason = blackboard.StatusInvalidated, blackboard.CodeStaleEvidence
 			return r
 		}, 0, "committed record was invalidated"},
-		{"malformed id", func(r []kernel.Record) []kernel.Record { r[1].ID = "percepts:t0:x"; return r }, 0, `want id "percepts:t0:2"`},
-		{"reference out of reach", func(r []kernel.Record) []kernel.Record {
+		{"malformed id", func(r []blackboard.Record) []blackboard.Record { r[1].ID = "percepts:t0:x"; return r }, 0, `want id "percepts:t0:2"`},
+		{"reference out of reach", func(r []blackboard.Record) []blackboard.Record {
 			r[1].Provenance.InputRefs = []string{"percepts:elsewhere:1"}
 			return r
 		}, 0, "out of reach"},
-		{"unregistered type", func(r []kernel.Record) []kernel.Record {
+		{"unregistered type", func(r []blackboard.Record) []blackboard.Record {
 			r[9].Kind, r[10].Kind = "Issue_Refund", "Issue_Refund"
 			r[7].Payload[kernel.KeySteps].([]any)[0].(map[string]any)[kernel.KeyAction] = "Issue_Refund"
 			r[8].Payload = r[7].Payload.Clone()
 			return r
 		}, 0, "unregistered action type Issue_Refund"},
-		{"payload overwritten", func(r []kernel.Record) []kernel.Record { r[0].Payload["amount"] = 11.0; return r }, 13, "overwritten"},
-		{"confidence overwritten", func(r []kernel.Record) []kernel.Record {
+		{"payload overwritten", func(r []blackboard.Record) []blackboard.Record { r[0].Payload["amount"] = 11.0; return r }, 13, "overwritten"},
+		{"confidence overwritten", func(r []blackboard.Record) []blackboard.Record {
 			r[0].Provenance.Confidence = kernel.Confidence(0.95)
 			return r
 		}, 13, "overwritten"},
-		{"evidence refs overwritten", func(r []kernel.Record) []kernel.Record { r[6].EvidenceRefs = []string{}; return r }, 13, "overwritten"},
-		{"nested payload overwritten", func(r []kernel.Record) []kernel.Record {
+		{"evidence refs overwritten", func(r []blackboard.Record) []blackboard.Record { r[6].EvidenceRefs = []string{}; return r }, 13, "overwritten"},
+		{"nested payload overwritten", func(r []blackboard.Record) []blackboard.Record {
 			r[7].Payload[kernel.KeySteps].([]any)[0].(map[string]any)[kernel.KeyAction] = "ship"
 			return r
 		}, 13, "overwritten"},
-		{"status moved back", func(r []kernel.Record) []kernel.Record {
-			r[11].Status, r[11].Reason = kernel.StatusActive, ""
+		{"status moved back", func(r []blackboard.Record) []blackboard.Record {
+			r[11].Status, r[11].Reason = blackboard.StatusActive, ""
 			return r
 		}, 13, "moved from INVALIDATED"},
-		{"reason rewritten", func(r []kernel.Record) []kernel.Record { r[11].Reason = kernel.CodeMissingEvidence; return r }, 13, "moved from INVALIDATED"},
-		{"records lost", func(r []kernel.Record) []kernel.Record { return r[:5] }, 13, "shrank"},
-		{"unannounced records", func(r []kernel.Record) []kernel.Record { return r }, 7, "appended, want 0"},
+		{"reason rewritten", func(r []blackboard.Record) []blackboard.Record {
+			r[11].Reason = blackboard.CodeMissingEvidence
+			return r
+		}, 13, "moved from INVALIDATED"},
+		{"records lost", func(r []blackboard.Record) []blackboard.Record { return r[:5] }, 13, "shrank"},
+		{"unannounced records", func(r []blackboard.Record) []blackboard.Record { return r }, 7, "appended, want 0"},
 	} {
 		c, added := newInvChecker(w.m), -1
 		if tc.prior > 0 {
@@ -2187,7 +2214,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 		}
 	}
 	repeatable := issueRefund(func(sp *kernel.ActionSpec) { sp.Repeatable = true })
-	w := newInvWorld(t, kernel.NewMemStore(), invZeroSource{}, 2, true, repeatable)
+	w := newInvWorld(t, memstore.New(), invZeroSource{}, 2, true, repeatable)
 	ctx, tr := w.ctx, w.traces[0]
 	must := func(_ any, err error) {
 		t.Helper()
@@ -2195,11 +2222,11 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	percept := func(trace, kind string, p kernel.Payload, conf *float64, ttl time.Duration, scope kernel.Scope) {
+	percept := func(trace, kind string, p blackboard.Payload, conf *float64, ttl time.Duration, scope blackboard.Scope) {
 		t.Helper()
-		must(w.tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl, Scope: scope}))
+		must(w.tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl, Scope: scope}))
 	}
-	submit := func(p invProposer, slot kernel.Slot, kind string, pl kernel.Payload) kernel.Decision {
+	submit := func(p invProposer, slot blackboard.Slot, kind string, pl blackboard.Payload) kernel.Decision {
 		t.Helper()
 		d, err := p.Submit(ctx, kernel.Entry{TraceID: tr, Slot: slot, Kind: kind, Payload: pl})
 		if err != nil {
@@ -2209,40 +2236,40 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	}
 	// Another trace's persistent reading, and the foreign application's
 	// persistent rule: neither is the trace's to use.
-	percept("t1", "sensor", kernel.Payload{}, nil, 0, kernel.ScopePersistent)
-	must(w.fsym.CommitConstraint(ctx, w.ftrace, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger"}, kernel.ScopePersistent))
+	percept("t1", "sensor", blackboard.Payload{}, nil, 0, blackboard.ScopePersistent)
+	must(w.fsym.CommitConstraint(ctx, w.ftrace, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger"}, blackboard.ScopePersistent))
 	// Records 1-3 percepts; 4 a constraint on notify only; 5-7 and 8-10
 	// beliefs; 11-12 a simulator's prediction; 13-14 a notify; 15-16 and
 	// 17-18 two refunds on one belief (the type is repeatable here); 19 a
 	// newer charge; 20-21 a plan; 22 a percept that has expired when 23, a
 	// refused action, is decided.
-	percept(tr, "charge", kernel.Payload{"amount": 10.0}, kernel.Confidence(0.9), 0, 0)
-	percept(tr, "sensor", kernel.Payload{}, nil, 0, 0)
-	percept(tr, "refund", kernel.Payload{"is_duplicate": false}, nil, 0, 0)
+	percept(tr, "charge", blackboard.Payload{"amount": 10.0}, kernel.Confidence(0.9), 0, 0)
+	percept(tr, "sensor", blackboard.Payload{}, nil, 0, 0)
+	percept(tr, "refund", blackboard.Payload{"is_duplicate": false}, nil, 0, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger", AppliesTo: []string{"notify"}}, 0))
-	submit(w.planner, kernel.Beliefs, "refund_due", kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}})
-	submit(w.planner, kernel.Beliefs, "alarm", kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"sensor"}})
-	submit(w.sim, kernel.Predictions, "pred", kernel.Payload{kernel.KeyActionType: "notify", kernel.KeyExpectedOutcome: 1.0, kernel.KeyRequiresBeliefs: []string{"alarm"}})
-	submit(w.planner, kernel.Actions, "notify", kernel.Payload{kernel.KeyRequiresBeliefs: []string{"alarm"}, "danger": false})
+	submit(w.planner, blackboard.Beliefs, "refund_due", blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}})
+	submit(w.planner, blackboard.Beliefs, "alarm", blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"sensor"}})
+	submit(w.sim, blackboard.Predictions, "pred", blackboard.Payload{kernel.KeyActionType: "notify", kernel.KeyExpectedOutcome: 1.0, kernel.KeyRequiresBeliefs: []string{"alarm"}})
+	submit(w.planner, blackboard.Actions, "notify", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{"alarm"}, "danger": false})
 	for range 2 {
-		submit(w.planner, kernel.Actions, "issue_refund", kernel.Payload{kernel.KeyRequiresBeliefs: []string{"refund_due"}, "danger": true, "order_id": 7.0})
+		submit(w.planner, blackboard.Actions, "issue_refund", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{"refund_due"}, "danger": true, "order_id": 7.0})
 	}
-	percept(tr, "charge", kernel.Payload{"amount": 11.0}, nil, 0, 0)
-	submit(w.planner, kernel.Plans, "plan", kernel.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}})
-	percept(tr, "sensor", kernel.Payload{"reading": 22.0}, nil, time.Millisecond, 0)
+	percept(tr, "charge", blackboard.Payload{"amount": 11.0}, nil, 0, 0)
+	submit(w.planner, blackboard.Plans, "plan", blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}})
+	percept(tr, "sensor", blackboard.Payload{"reading": 22.0}, nil, time.Millisecond, 0)
 	w.clock.Advance(5 * time.Millisecond)
-	refused := submit(w.planner, kernel.Actions, "wire_money", kernel.Payload{kernel.KeyRequiresBeliefs: []string{}})
+	refused := submit(w.planner, blackboard.Actions, "wire_money", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}})
 	clean, err := w.list(tr)
-	if err != nil || len(clean) != 23 || refused.Code != kernel.CodeUnknownActionType || clean[21].Status != kernel.StatusExpired ||
-		slices.ContainsFunc(clean[:21], func(r kernel.Record) bool {
-			return r.Status != kernel.StatusActive && r.Reason != kernel.CodeSupersededByCommit
+	if err != nil || len(clean) != 23 || refused.Code != blackboard.CodeUnknownActionType || clean[21].Status != blackboard.StatusExpired ||
+		slices.ContainsFunc(clean[:21], func(r blackboard.Record) bool {
+			return r.Status != blackboard.StatusActive && r.Reason != blackboard.CodeSupersededByCommit
 		}) {
 		t.Fatalf("scenario: %d records, %v, %+v", len(clean), err, clean)
 	}
 	now := w.clock.ms.Load()
 	// checker returns a checker under model m that has seen the other
 	// traces, and the trace up to (not including) record n as prior.
-	checker := func(m invModel, prior []kernel.Record) *invChecker {
+	checker := func(m invModel, prior []blackboard.Record) *invChecker {
 		t.Helper()
 		c := newInvChecker(m)
 		for _, other := range []string{"t1", w.ftrace} {
@@ -2264,45 +2291,51 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	if err := checker(w.m, nil).observe(tr, clean, -1, now); err != nil {
 		t.Fatalf("clean listing: %v", err)
 	}
-	doctor := func(edit func(r []kernel.Record)) []kernel.Record {
-		cp := make([]kernel.Record, len(clean))
+	doctor := func(edit func(r []blackboard.Record)) []blackboard.Record {
+		cp := make([]blackboard.Record, len(clean))
 		for i := range clean {
 			cp[i] = clean[i].Clone()
 		}
 		edit(cp)
 		return cp
 	}
-	both := func(i, j int, edit func(r *kernel.Record)) func(r []kernel.Record) { // a proposal and its committed record
-		return func(r []kernel.Record) { edit(&r[i]); edit(&r[j]) }
+	both := func(i, j int, edit func(r *blackboard.Record)) func(r []blackboard.Record) { // a proposal and its committed record
+		return func(r []blackboard.Record) { edit(&r[i]); edit(&r[j]) }
 	}
-	ttl := func(ms int64) func(r *kernel.Record) { return func(r *kernel.Record) { r.Provenance.TTLMS = ms } }
-	set := func(key string, v any) func(r *kernel.Record) { return func(r *kernel.Record) { r.Payload[key] = v } }
-	unset := func(key string) func(r *kernel.Record) { return func(r *kernel.Record) { delete(r.Payload, key) } }
+	ttl := func(ms int64) func(r *blackboard.Record) {
+		return func(r *blackboard.Record) { r.Provenance.TTLMS = ms }
+	}
+	set := func(key string, v any) func(r *blackboard.Record) {
+		return func(r *blackboard.Record) { r.Payload[key] = v }
+	}
+	unset := func(key string) func(r *blackboard.Record) {
+		return func(r *blackboard.Record) { delete(r.Payload, key) }
+	}
 	for _, tc := range []struct {
 		name string
-		edit func(r []kernel.Record)
+		edit func(r []blackboard.Record)
 		want string
 	}{
 		{"committed action keeps its TTL", both(12, 13, ttl(60000)), "committed actions keeps ttl 60000 ms, want 0"},
 		{"committed plan keeps its TTL", both(19, 20, ttl(60000)), "committed plans keeps ttl 60000 ms, want 0"},
-		{"belief drops its TTL", func(r []kernel.Record) { r[4].Provenance.TTLMS = 60000 }, "committed beliefs keeps ttl 0 ms, want 60000"},
-		{"belief on a superseded observation", func(r []kernel.Record) {
+		{"belief drops its TTL", func(r []blackboard.Record) { r[4].Provenance.TTLMS = 60000 }, "committed beliefs keeps ttl 0 ms, want 60000"},
+		{"belief on a superseded observation", func(r []blackboard.Record) {
 			r[1].Kind = "charge"
 			both(4, 6, set(kernel.KeyDependsOn, []any{"percepts:t0:1"}))(r)
 		}, "superseded by percepts:t0:2"},
-		{"source flags low confidence", func(r []kernel.Record) { r[0].Payload[kernel.KeyLowConfidence] = true }, "low-confidence percept percepts:t0:1"},
-		{"newer observation stale at the gate", func(r []kernel.Record) { r[18].Payload[kernel.KeyStale] = true }, "stale percept percepts:t0:19"},
-		{"arbitrated conflict not flagged", func(r []kernel.Record) { r[0].Payload[kernel.KeyConflict] = true }, "with derived flags"},
-		{"prediction from an untrusted proposer", func(r []kernel.Record) { r[10].Provenance.Role = kernel.RolePlanner }, "no counted prediction for notify"},
+		{"source flags low confidence", func(r []blackboard.Record) { r[0].Payload[kernel.KeyLowConfidence] = true }, "low-confidence percept percepts:t0:1"},
+		{"newer observation stale at the gate", func(r []blackboard.Record) { r[18].Payload[kernel.KeyStale] = true }, "stale percept percepts:t0:19"},
+		{"arbitrated conflict not flagged", func(r []blackboard.Record) { r[0].Payload[kernel.KeyConflict] = true }, "with derived flags"},
+		{"prediction from an untrusted proposer", func(r []blackboard.Record) { r[10].Provenance.Role = blackboard.RolePlanner }, "no counted prediction for notify"},
 		{"prediction resting on no belief", both(10, 11, set(kernel.KeyRequiresBeliefs, []any{})), "prediction without beliefs"},
-		{"constraint applies to the type", func(r []kernel.Record) { r[3].Payload[kernel.KeyAppliesTo] = []any{"issue_refund"} }, "constraints:t0:4: danger=true"},
-		{"constraint for every type", func(r []kernel.Record) { delete(r[3].Payload, kernel.KeyAppliesTo) }, "constraints:t0:4: danger=true"},
+		{"constraint applies to the type", func(r []blackboard.Record) { r[3].Payload[kernel.KeyAppliesTo] = []any{"issue_refund"} }, "constraints:t0:4: danger=true"},
+		{"constraint for every type", func(r []blackboard.Record) { delete(r[3].Payload, kernel.KeyAppliesTo) }, "constraints:t0:4: danger=true"},
 		{"absent field does not fail closed", both(12, 13, unset("danger")), "constraints:t0:4: the proposal has no danger"},
-		{"planner writes persistent scope", both(4, 6, func(r *kernel.Record) { r.Scope = kernel.ScopePersistent }), "a planner wrote persistent scope"},
-		{"reference to another trace's unshared record", func(r []kernel.Record) { r[0].Provenance.InputRefs = []string{"percepts:t1:1"} }, "is not shared"},
-		{"reference to another namespace's constraint", func(r []kernel.Record) { r[0].Provenance.InputRefs = []string{"constraints:f0:1"} },
+		{"planner writes persistent scope", both(4, 6, func(r *blackboard.Record) { r.Scope = blackboard.ScopePersistent }), "a planner wrote persistent scope"},
+		{"reference to another trace's unshared record", func(r []blackboard.Record) { r[0].Provenance.InputRefs = []string{"percepts:t1:1"} }, "is not shared"},
+		{"reference to another namespace's constraint", func(r []blackboard.Record) { r[0].Provenance.InputRefs = []string{"constraints:f0:1"} },
 			`namespace "foreign" is not shared with namespace "default"`},
-		{"record of another namespace", func(r []kernel.Record) { r[2].Namespace = "other" }, `namespace "other" in a trace of namespace "default"`},
+		{"record of another namespace", func(r []blackboard.Record) { r[2].Namespace = "other" }, `namespace "other" in a trace of namespace "default"`},
 	} {
 		err := checker(w.m, nil).observe(tr, doctor(tc.edit), -1, now)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -2335,29 +2368,31 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 		}
 	}
 	m := w.m
-	m.shared = map[kernel.Slot][]string{kernel.Percepts: {"sensor"}}
-	if err := checker(m, nil).observe(tr, doctor(func(r []kernel.Record) { r[0].Provenance.InputRefs = []string{"percepts:t1:1"} }), -1, now); err != nil {
+	m.shared = map[blackboard.Slot][]string{blackboard.Percepts: {"sensor"}}
+	if err := checker(m, nil).observe(tr, doctor(func(r []blackboard.Record) { r[0].Provenance.InputRefs = []string{"percepts:t1:1"} }), -1, now); err != nil {
 		t.Errorf("shared percept kind: checker says %v", err)
 	}
 	// Calls: the trace before the refused action (record 22 not yet
 	// expired), then after it.
-	before := doctor(func(r []kernel.Record) { r[21].Status, r[21].Reason = kernel.StatusActive, kernel.CodeCommitted })[:22]
+	before := doctor(func(r []blackboard.Record) {
+		r[21].Status, r[21].Reason = blackboard.StatusActive, blackboard.CodeCommitted
+	})[:22]
 	view, err := w.k.View(ctx, tr, kernel.ViewOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	submitted := invCall{op: opSubmit, role: kernel.RolePlanner, d: refused}
+	submitted := invCall{op: opSubmit, role: blackboard.RolePlanner, d: refused}
 	if err := checker(w.m, before).observeStep(tr, clean, 1, &submitted, now); err != nil {
 		t.Errorf("the refused action: %v", err)
 	}
 	for _, tc := range []struct {
 		name  string
-		prior []kernel.Record
-		after []kernel.Record
+		prior []blackboard.Record
+		after []blackboard.Record
 		call  invCall
 		want  string
 	}{
-		{"decision with another code", before, clean, func() invCall { c := submitted; c.d.Code = kernel.CodeUngroundedAction; return c }(),
+		{"decision with another code", before, clean, func() invCall { c := submitted; c.d.Code = blackboard.CodeUngroundedAction; return c }(),
 			"the model decides UNKNOWN_ACTION_TYPE"},
 		{"decision naming a failed record", before, clean, func() invCall { c := submitted; c.d.Failed = "percepts:t0:1"; return c }(),
 			`failed "percepts:t0:1"), the model decides UNKNOWN_ACTION_TYPE (rule "", failed "")`},
@@ -2366,13 +2401,13 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 		{"view shows an expired record", clean, clean, invCall{op: opView, view: func() kernel.View {
 			v := view
 			v.Committed = maps.Clone(v.Committed)
-			v.Committed[kernel.Percepts] = maps.Clone(v.Committed[kernel.Percepts])
-			v.Committed[kernel.Percepts]["sensor"] = clean[21].Payload
+			v.Committed[blackboard.Percepts] = maps.Clone(v.Committed[blackboard.Percepts])
+			v.Committed[blackboard.Percepts]["sensor"] = clean[21].Payload
 			return v
 		}()}, "view of t0: percepts sensor"},
 		{"write moves a status", before[:22], clean[:22], invCall{op: opWrite}, "after a write"},
 		{"Expire miscounts", before[:22], clean[:22], invCall{op: opExpire}, "Expire(t0) returned 0, 1 records were past their TTL"},
-		{"Commit of a decided proposal", clean, clean, invCall{op: opCommit, role: kernel.RolePlanner, id: "actions:t0:23"}, "want kernel: invalid proposal"},
+		{"Commit of a decided proposal", clean, clean, invCall{op: opCommit, role: blackboard.RolePlanner, id: "actions:t0:23"}, "want kernel: invalid proposal"},
 	} {
 		err := checker(w.m, tc.prior).observeStep(tr, tc.after, len(tc.after)-len(tc.prior), &tc.call, now)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

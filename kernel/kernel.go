@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -21,17 +23,10 @@ const (
 	DefaultMaxPayloadBytes   = 1 << 20
 	// FallbackQueueForReview is the safe fallback registered by default.
 	FallbackQueueForReview = "queue_for_review"
-	// DefaultNamespace is the namespace of a kernel without
-	// [WithNamespace], and of a record stored with an empty one.
-	DefaultNamespace = "default"
-	// MaxTTL is the longest time to live a record may have (about a
-	// century): longer TTLs are refused, so that timestamp plus TTL never
-	// overflows.
-	MaxTTL = 100 * 365 * 24 * time.Hour
 )
 
 // maxTTLMS is MaxTTL in milliseconds, as stores check it.
-const maxTTLMS = int64(MaxTTL / time.Millisecond)
+const maxTTLMS = int64(blackboard.MaxTTL / time.Millisecond)
 
 // maxAttempts bounds the optimistic retry loop when concurrent writers to
 // one trace race for the same record id or proposal.
@@ -47,7 +42,7 @@ const maxAttempts = 64
 // concurrent writes to one trace are ordered by the store (a record id or a
 // proposal decided twice is retried against a fresh read).
 type Kernel struct {
-	store             Store
+	store             blackboard.Store
 	states            stateCache      // decoded trace states, by trace
 	written           writtenCache    // the states this kernel's last batches left, by trace
 	persistent        persistentCache // the namespace's persistent constraints
@@ -154,7 +149,7 @@ func WithBeliefSpecs(specs ...BeliefSpec) Option {
 
 // sharedKind is a persistent slot and kind shared across traces.
 type sharedKind struct {
-	slot Slot
+	slot blackboard.Slot
 	kind string
 }
 
@@ -162,8 +157,10 @@ type sharedKind struct {
 type Option func(*Kernel)
 
 // WithStore sets the store. The caller keeps ownership: [Kernel.Close] does
-// not close it. Without this option the kernel uses a fresh [MemStore].
-func WithStore(s Store) Option { return func(k *Kernel) { k.store = s; k.ownsStore = false } }
+// not close it. Without this option the kernel uses a fresh [memstore.Store].
+func WithStore(s blackboard.Store) Option {
+	return func(k *Kernel) { k.store = s; k.ownsStore = false }
+}
 
 // WithClock sets the source of time used for timestamps and TTL expiry.
 func WithClock(now func() time.Time) Option { return func(k *Kernel) { k.now = now } }
@@ -224,10 +221,10 @@ func WithValidators(v ...Validator) Option {
 }
 
 // WithNamespace sets the namespace the kernel works in (default
-// [DefaultNamespace]). Persistent records, once-keys and learned
+// [blackboard.DefaultNamespace]). Persistent records, once-keys and learned
 // constraints belong to a namespace: kernels of different namespaces
 // sharing one store do not see each other's, and a kernel refuses to use a
-// trace that holds another namespace's records ([ErrPermission]).
+// trace that holds another namespace's records ([blackboard.ErrPermission]).
 func WithNamespace(name string) Option { return func(k *Kernel) { k.namespace = name } }
 
 // WithSharedPersistent lets persistent records of kinds in slot, written in
@@ -235,7 +232,7 @@ func WithNamespace(name string) Option { return func(k *Kernel) { k.namespace = 
 // ([ViewOptions.IncludePersistent]) and be cited by its records. Without it
 // only persistent constraints are shared: a persistent belief or action
 // written in one trace never becomes another trace's state.
-func WithSharedPersistent(slot Slot, kinds ...string) Option {
+func WithSharedPersistent(slot blackboard.Slot, kinds ...string) Option {
 	return func(k *Kernel) {
 		for _, kind := range kinds {
 			k.shared = append(k.shared, sharedKind{slot, kind})
@@ -250,7 +247,7 @@ func WithLogger(l *slog.Logger) Option { return func(k *Kernel) { k.log = l } }
 
 // New returns a Kernel. With no options it uses an in-memory store, the
 // system clock and the paper's thresholds, with queue_for_review registered
-// as a safe fallback. It returns an error wrapping [ErrInvalidInput] for a
+// as a safe fallback. It returns an error wrapping [blackboard.ErrInvalidInput] for a
 // bad configuration.
 func New(opts ...Option) (*Kernel, error) {
 	k := &Kernel{
@@ -258,7 +255,7 @@ func New(opts ...Option) (*Kernel, error) {
 		minConfidence:     DefaultMinConfidence,
 		conflictThreshold: DefaultConflictThreshold,
 		maxPayload:        DefaultMaxPayloadBytes,
-		namespace:         DefaultNamespace,
+		namespace:         blackboard.DefaultNamespace,
 	}
 	for _, o := range opts {
 		o(k)
@@ -268,7 +265,7 @@ func New(opts ...Option) (*Kernel, error) {
 	}
 	k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
 	if k.store == nil {
-		k.store, k.ownsStore = NewMemStore(), true
+		k.store, k.ownsStore = memstore.New(), true
 	}
 	if k.log == nil {
 		k.log = discardLogger
@@ -283,7 +280,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 
 func (k *Kernel) checkConfig() error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, a...)...)
+		return fmt.Errorf("%w: "+format, append([]any{blackboard.ErrInvalidInput}, a...)...)
 	}
 	switch {
 	case k.now == nil:
@@ -342,11 +339,11 @@ func Confidence(v float64) *float64 { return &v }
 // Entry is what a handle asks the kernel to write.
 type Entry struct {
 	TraceID string
-	Slot    Slot
+	Slot    blackboard.Slot
 	// Mode defaults to the mode the handle's role writes the slot in.
-	Mode    Mode
+	Mode    blackboard.Mode
 	Kind    string
-	Payload Payload
+	Payload blackboard.Payload
 	// InputRefs and EvidenceRefs must name records of the same trace or of
 	// persistent scope.
 	InputRefs    []string
@@ -356,32 +353,32 @@ type Entry struct {
 	// TTL is optional; zero means the record never expires.
 	TTL time.Duration
 	// Scope defaults to ScopeEpisode.
-	Scope Scope
+	Scope blackboard.Scope
 	// OnceKeys are keys the write claims in the store, in the same batch:
-	// a key already claimed fails the write with [ErrDuplicateKey] and
+	// a key already claimed fails the write with [blackboard.ErrDuplicateKey] and
 	// stores nothing. Only [Governor.Write] claims keys (an executor's
 	// effect attempts use them); every other handle refuses an entry with
-	// keys ([ErrPermission]).
+	// keys ([blackboard.ErrPermission]).
 	OnceKeys []string
 }
 
 // permissions is the paper's Table 1 as the kernel enforces it: the mode a
 // role may write each slot in. The kernel role is not listed: no handle has
 // it.
-var permissions = [RoleApprover + 1][Actions + 1]Mode{
-	RoleTool:      {Percepts: ModeCommit},
-	RolePlanner:   {Beliefs: ModePropose, Plans: ModePropose, Predictions: ModePropose, Actions: ModePropose},
-	RoleSymbolic:  {Constraints: ModeCommit},
-	RoleEvidence:  {Evidence: ModeCommit},
-	RoleSimulator: {Predictions: ModePropose},
+var permissions = [blackboard.RoleApprover + 1][blackboard.Actions + 1]blackboard.Mode{
+	blackboard.RoleTool:      {blackboard.Percepts: blackboard.ModeCommit},
+	blackboard.RolePlanner:   {blackboard.Beliefs: blackboard.ModePropose, blackboard.Plans: blackboard.ModePropose, blackboard.Predictions: blackboard.ModePropose, blackboard.Actions: blackboard.ModePropose},
+	blackboard.RoleSymbolic:  {blackboard.Constraints: blackboard.ModeCommit},
+	blackboard.RoleEvidence:  {blackboard.Evidence: blackboard.ModeCommit},
+	blackboard.RoleSimulator: {blackboard.Predictions: blackboard.ModePropose},
 	// No handle has the approver's role: the tool gate writes approvals
 	// through the Governor, after its own checks.
-	RoleApprover: {Evidence: ModeCommit},
+	blackboard.RoleApprover: {blackboard.Evidence: blackboard.ModeCommit},
 }
 
 // Allowed reports whether role may write slot in mode (paper Table 1).
-func Allowed(role Role, slot Slot, mode Mode) bool {
-	if role <= RoleKernel || !role.Valid() || !slot.Valid() || !mode.Valid() {
+func Allowed(role blackboard.Role, slot blackboard.Slot, mode blackboard.Mode) bool {
+	if role <= blackboard.RoleKernel || !role.Valid() || !slot.Valid() || !mode.Valid() {
 		return false
 	}
 	return permissions[role][slot] == mode
@@ -391,14 +388,14 @@ func (k *Kernel) nowMS() int64 { return k.now().UnixMilli() }
 
 // checkEntry validates everything about e that needs no store access and
 // returns the record to write (without id) or a typed error.
-func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) {
+func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blackboard.Record, error) {
 	const op = "write"
 	mode := e.Mode
 	switch {
 	case !e.Slot.Valid():
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown slot %d", e.Slot))
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown slot %d", e.Slot))
 	case e.Mode != 0 && !e.Mode.Valid():
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown mode %d", e.Mode))
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown mode %d", e.Mode))
 	}
 	if mode == 0 {
 		mode = permissions[role][e.Slot]
@@ -408,58 +405,58 @@ func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) 
 		if mode != 0 {
 			m = mode.String()
 		}
-		return Record{}, newErr(op, "", CodePermissionDenied, ErrPermission,
+		return blackboard.Record{}, newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not write %s in %s", role, e.Slot, m))
 	}
 	if err := checkName("trace id", e.TraceID); err != nil {
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, err.Error())
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	if err := checkName("kind", e.Kind); err != nil {
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, err.Error())
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	if c := e.Confidence; c != nil && !unit(*c) {
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("confidence %v outside [0,1]", *c))
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("confidence %v outside [0,1]", *c))
 	}
-	if e.TTL < 0 || e.TTL > MaxTTL {
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, MaxTTL))
+	if e.TTL < 0 || e.TTL > blackboard.MaxTTL {
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, blackboard.MaxTTL))
 	}
 	scope := e.Scope
 	if scope == 0 {
-		scope = ScopeEpisode
+		scope = blackboard.ScopeEpisode
 	}
 	if !scope.Valid() {
-		return Record{}, newErr(op, "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("unknown scope %d", e.Scope))
 	}
-	if !mutPersistentScope && scope == ScopePersistent && (role == RolePlanner || role == RoleSimulator) {
+	if !mutPersistentScope && scope == blackboard.ScopePersistent && (role == blackboard.RolePlanner || role == blackboard.RoleSimulator) {
 		// A proposer's persistent record would become every trace's state.
-		return Record{}, newErr(op, "", CodePermissionDenied, ErrPermission,
+		return blackboard.Record{}, newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not write persistent scope", role))
 	}
 	for _, ref := range e.InputRefs {
 		if ref == "" {
-			return Record{}, newErr(op, "", CodeInvalidReference, ErrInvalidReference, "empty input ref")
+			return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidReference, ErrInvalidReference, "empty input ref")
 		}
 	}
 	for _, ref := range e.EvidenceRefs {
 		if ref == "" {
-			return Record{}, newErr(op, "", CodeInvalidReference, ErrInvalidReference, "empty evidence ref")
+			return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidReference, ErrInvalidReference, "empty evidence ref")
 		}
 	}
 	payload, err := normalizePayload(e.Payload, k.maxPayload)
 	if err != nil {
-		sentinel := ErrInvalidPayload
+		sentinel := blackboard.ErrInvalidPayload
 		if errors.Is(err, ErrPayloadTooLarge) {
 			sentinel = ErrPayloadTooLarge
 		}
-		return Record{}, newErr(op, "", CodeInvalidInput, sentinel, strings.TrimPrefix(err.Error(), sentinel.Error()+": "))
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, sentinel, strings.TrimPrefix(err.Error(), sentinel.Error()+": "))
 	}
 	if err := checkShape(e.Slot, mode, e.Kind, payload); err != nil {
-		code := CodeInvalidInput
-		sentinel := ErrInvalidInput
-		if mode == ModePropose {
-			code, sentinel = CodeInvalidProposal, ErrInvalidProposal
+		code := blackboard.CodeInvalidInput
+		sentinel := blackboard.ErrInvalidInput
+		if mode == blackboard.ModePropose {
+			code, sentinel = blackboard.CodeInvalidProposal, ErrInvalidProposal
 		}
-		return Record{}, newErr(op, "", code, sentinel, err.Error())
+		return blackboard.Record{}, newErr(op, "", code, sentinel, err.Error())
 	}
 	var conf *float64
 	if e.Confidence != nil {
@@ -469,27 +466,27 @@ func (k *Kernel) checkEntry(role Role, writer string, e *Entry) (Record, error) 
 	if e.TTL > 0 {
 		ttl = int64((e.TTL + time.Millisecond - 1) / time.Millisecond)
 	}
-	rec := Record{
+	rec := blackboard.Record{
 		Slot:    e.Slot,
 		Mode:    mode,
 		Kind:    e.Kind,
 		Payload: payload,
-		Provenance: Provenance{
+		Provenance: blackboard.Provenance{
 			Role:        role,
 			Writer:      writer,
 			TraceID:     e.TraceID,
 			TimestampMS: k.nowMS(),
-			InputRefs:   cloneStrings(e.InputRefs),
+			InputRefs:   slices.Clone(e.InputRefs),
 			Confidence:  conf,
 			TTLMS:       ttl,
 		},
-		EvidenceRefs: cloneStrings(e.EvidenceRefs),
-		Status:       StatusActive,
+		EvidenceRefs: slices.Clone(e.EvidenceRefs),
+		Status:       blackboard.StatusActive,
 		Scope:        scope,
 		Namespace:    k.namespace,
 	}
-	if mode == ModeCommit {
-		rec.Reason = CodeCommitted
+	if mode == blackboard.ModeCommit {
+		rec.Reason = blackboard.CodeCommitted
 	}
 	return rec, nil
 }
@@ -521,7 +518,7 @@ func checkName(what, s string) error {
 
 // checkShape checks the fields the kernel will later read, so that a
 // malformed record is refused when written rather than misread when decided.
-func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
+func checkShape(slot blackboard.Slot, mode blackboard.Mode, kind string, p blackboard.Payload) error {
 	strs := func(key string) error {
 		if _, ok := p.Strings(key); !ok {
 			return fmt.Errorf("%s must be a list of strings", key)
@@ -529,9 +526,9 @@ func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
 		return nil
 	}
 	switch slot {
-	case Beliefs:
+	case blackboard.Beliefs:
 		return strs(KeyDependsOn)
-	case Plans:
+	case blackboard.Plans:
 		steps, ok := p[KeySteps].([]any)
 		if !ok || len(steps) == 0 {
 			return fmt.Errorf("a plan needs a non-empty list %q", KeySteps)
@@ -544,13 +541,13 @@ func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
 			if a, ok := step[KeyAction].(string); !ok || a == "" {
 				return fmt.Errorf("step %d has no %q", i, KeyAction)
 			}
-			if _, ok := Payload(step).Strings(KeyRequiresBeliefs); !ok {
+			if _, ok := blackboard.Payload(step).Strings(KeyRequiresBeliefs); !ok {
 				return fmt.Errorf("step %d: %s must be a list of strings", i, KeyRequiresBeliefs)
 			}
 		}
-	case Actions:
+	case blackboard.Actions:
 		return strs(KeyRequiresBeliefs)
-	case Predictions:
+	case blackboard.Predictions:
 		if a, ok := p[KeyActionType].(string); !ok || a == "" {
 			return fmt.Errorf("a prediction needs %q", KeyActionType)
 		}
@@ -558,7 +555,7 @@ func checkShape(slot Slot, mode Mode, kind string, p Payload) error {
 			return fmt.Errorf("a prediction needs a numeric %q", KeyExpectedOutcome)
 		}
 		return strs(KeyRequiresBeliefs)
-	case Constraints:
+	case blackboard.Constraints:
 		if n, present := p[KeyName]; present {
 			if s, ok := n.(string); !ok || s == "" {
 				return fmt.Errorf("%q must be a non-empty string", KeyName)

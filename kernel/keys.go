@@ -8,19 +8,21 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // ClaimedBy returns the id of the record whose write claimed the once-key
 // key in the kernel's namespace (an action's commit, or a tool write's
-// [Entry.OnceKeys]), or an error wrapping [ErrNotFound] when the key is
+// [Entry.OnceKeys]), or an error wrapping [blackboard.ErrNotFound] when the key is
 // free there. Another namespace's claims are never seen: each namespace is
 // a key space of its own. Governance code built on the kernel (an
 // executor asking whether an effect already has a recorded result) uses
 // it; it never writes. Safe for concurrent use.
 func (k *Kernel) ClaimedBy(ctx context.Context, key string) (string, error) {
 	if err := checkName("once-key", key); err != nil {
-		return "", newErr("claimed by", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+		return "", newErr("claimed by", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	return k.store.ClaimedBy(ctx, k.keySpace(), key)
 }
@@ -56,7 +58,7 @@ func (o onceSlots) key(n int) string { return o.prefix + strconv.Itoa(n) + o.suf
 
 // onceSlots builds the once-keys of actionType from src. missing names a
 // key field src lacks.
-func (k *Kernel) onceSlots(actionType string, o *OnceKey, src Payload) (slots onceSlots, missing string, err error) {
+func (k *Kernel) onceSlots(actionType string, o *OnceKey, src blackboard.Payload) (slots onceSlots, missing string, err error) {
 	values := make([]any, 2, 2+len(o.Fields))
 	values[0], values[1] = k.namespace, actionType
 	for _, f := range o.Fields {
@@ -128,7 +130,7 @@ func (k *Kernel) freeSlot(ctx context.Context, s *snapshot, slots onceSlots, lim
 	for n := 1; ; n++ {
 		key := slots.key(n)
 		id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, blackboard.ErrNotFound) {
 			return key, "", nil
 		}
 		if err != nil {
@@ -156,17 +158,17 @@ func (k *Kernel) freeSlot(ctx context.Context, s *snapshot, slots onceSlots, lim
 }
 
 // legacyHolders calls fn with the holder of each legacy key of slots
-// 1..limit that is claimed (see [onceSlots.legacy]). A [MemStore] holds no
+// 1..limit that is claimed (see [onceSlots.legacy]). A [memstore.Store] holds no
 // claims of an earlier release, so it is not asked.
 func (k *Kernel) legacyHolders(ctx context.Context, slots onceSlots, limit int, fn func(key, id string) error) error {
-	if _, fresh := k.store.(*MemStore); fresh || slots.legacy == "" || mutOnceLegacy {
+	if _, fresh := k.store.(*memstore.Store); fresh || slots.legacy == "" || mutOnceLegacy {
 		return nil
 	}
 	ks := k.store
 	for n := 1; n <= limit; n++ {
 		key := slots.legacy + strconv.Itoa(n)
 		id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, blackboard.ErrNotFound) {
 			return nil // legacy slots were claimed in order
 		}
 		if err != nil {
@@ -183,18 +185,18 @@ func (k *Kernel) legacyHolders(ctx context.Context, slots onceSlots, limit int, 
 // was retired: INVALIDATED, which for a committed action only [Kernel.Retire]
 // does.
 func (k *Kernel) retired(ctx context.Context, s *snapshot, id string) (bool, error) {
-	var r Record
+	var r blackboard.Record
 	if p := s.byID(id); p != nil {
 		r = *p
 	} else {
 		var err error
-		if r, err = k.store.Get(ctx, id); errors.Is(err, ErrNotFound) {
+		if r, err = k.store.Get(ctx, id); errors.Is(err, blackboard.ErrNotFound) {
 			return false, nil
 		} else if err != nil {
 			return false, err
 		}
 	}
-	return r.Namespace == k.namespace && r.Slot == Actions && r.Mode == ModeCommit && r.Status == StatusInvalidated, nil
+	return r.Namespace == k.namespace && r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Status == blackboard.StatusInvalidated, nil
 }
 
 // Retire records that the committed action actionID will never have an
@@ -208,36 +210,36 @@ func (k *Kernel) retired(ctx context.Context, s *snapshot, id string) (bool, err
 // fence is the once-key the executor claims, in the kernel's namespace,
 // before the action's first effect attempt. Retire claims it in the same
 // batch as the status change: when an attempt was started (the fence is
-// claimed) Retire fails with [ErrDuplicateKey] and changes nothing, and
+// claimed) Retire fails with [blackboard.ErrDuplicateKey] and changes nothing, and
 // once the action is retired no attempt can start. An action that is
 // already retired is left as it is (nil). actionID must be a committed
 // action of the kernel's namespace ([ErrInvalidReference]); fence and
-// reason must be valid ([ErrInvalidInput]).
+// reason must be valid ([blackboard.ErrInvalidInput]).
 //
 // Retire is the executor's, through the kernel's owner (the tool gate
 // calls it): a handle cannot retire anything. Safe for concurrent use.
-func (k *Kernel) Retire(ctx context.Context, actionID string, reason Code, fence string) error {
+func (k *Kernel) Retire(ctx context.Context, actionID string, reason blackboard.Code, fence string) error {
 	const op = "retire"
 	if err := checkName("fence key", fence); err != nil {
-		return newErr(op, actionID, CodeInvalidInput, ErrInvalidInput, err.Error())
+		return newErr(op, actionID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	if err := checkName("reason", string(reason)); err != nil {
-		return newErr(op, actionID, CodeInvalidInput, ErrInvalidInput, err.Error())
+		return newErr(op, actionID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		act, err := k.store.Get(ctx, actionID)
-		if errors.Is(err, ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != Actions || act.Mode != ModeCommit) {
-			return newErr(op, actionID, CodeInvalidReference, ErrInvalidReference, "not a committed action")
+		if errors.Is(err, blackboard.ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit) {
+			return newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
 		}
 		if err != nil {
 			return err
 		}
-		if act.Status != StatusActive {
+		if act.Status != blackboard.StatusActive {
 			return nil // retired already
 		}
-		b := Batch{Invalidations: []Invalidation{{ID: actionID, Status: StatusInvalidated, Reason: reason}}}
+		b := blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: actionID, Status: blackboard.StatusInvalidated, Reason: reason}}}
 		if !mutRetireFence {
-			b.Claims = []Claim{{Key: fence, RecordID: actionID}}
+			b.Claims = []blackboard.Claim{{Key: fence, RecordID: actionID}}
 		}
 		snap, err := k.loadForWrite(ctx, act.TraceID(), false)
 		if err != nil {
@@ -246,28 +248,28 @@ func (k *Kernel) Retire(ctx context.Context, actionID string, reason Code, fence
 		err = snap.apply(ctx, b)
 		snap.release()
 		switch {
-		case errors.Is(err, ErrDuplicateKey):
-			return newErr(op, actionID, CodeDuplicateAction, ErrDuplicateKey, "an effect attempt was started: "+err.Error())
+		case errors.Is(err, blackboard.ErrDuplicateKey):
+			return newErr(op, actionID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, "an effect attempt was started: "+err.Error())
 		case raced(err):
 			continue // the trace changed, or another caller retired it meanwhile: read again
 		}
 		return err
 	}
-	return newErr(op, actionID, "", ErrConflict, "too much contention on the action")
+	return newErr(op, actionID, "", blackboard.ErrConflict, "too much contention on the action")
 }
 
 // OnceKeyOf returns the once-key the committed action actionID claimed
 // when it committed (see [ActionSpec.Once]): the canonical JSON array of
 // the namespace, the action type, the key's values and the commit's slot,
-// unique to that action for ever. It fails with [ErrNotFound] when the
+// unique to that action for ever. It fails with [blackboard.ErrNotFound] when the
 // action's spec has no once-key or the action claimed none, and with
 // [ErrInvalidReference] when actionID is not a committed action of the
 // kernel's namespace. Safe for concurrent use.
 func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error) {
 	const op = "once key"
 	rec, err := k.store.Get(ctx, actionID)
-	if errors.Is(err, ErrNotFound) || err == nil && (rec.Namespace != k.namespace || rec.Slot != Actions || rec.Mode != ModeCommit) {
-		return "", newErr(op, actionID, CodeInvalidReference, ErrInvalidReference, "not a committed action")
+	if errors.Is(err, blackboard.ErrNotFound) || err == nil && (rec.Namespace != k.namespace || rec.Slot != blackboard.Actions || rec.Mode != blackboard.ModeCommit) {
+		return "", newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
 	}
 	if err != nil {
 		return "", err
@@ -275,14 +277,14 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 	spec, _ := k.spec(rec.Kind)
 	ks := k.store
 	if spec.Once == nil {
-		return "", newErr(op, actionID, "", ErrNotFound, "the action type has no once-key")
+		return "", newErr(op, actionID, "", blackboard.ErrNotFound, "the action type has no once-key")
 	}
 	o := spec.Once
 	// Where the key's values came from: the action's payload, or an
 	// observation of the key percept in the trace before the action (the
 	// current one when it was decided; every earlier one is tried, newest
 	// first, since only the claim itself says which it was).
-	sources := []Payload{rec.Payload}
+	sources := []blackboard.Payload{rec.Payload}
 	if o.Percept != "" {
 		sources = sources[:0]
 		// People and recovery ask this, not the decision path: it may
@@ -291,7 +293,7 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 		if err != nil {
 			return "", err
 		}
-		at := slices.IndexFunc(recs, func(r Record) bool { return r.ID == actionID })
+		at := slices.IndexFunc(recs, func(r blackboard.Record) bool { return r.ID == actionID })
 		for i := at - 1; i >= 0; i-- {
 			if r := &recs[i]; r.Kind == o.Percept && isObservation(r) {
 				sources = append(sources, r.Payload.Clone())
@@ -309,7 +311,7 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 		for n := 1; ; n++ {
 			key := slots.key(n)
 			id, err := ks.ClaimedBy(ctx, k.keySpace(), key)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, blackboard.ErrNotFound) {
 				break
 			}
 			if err != nil {
@@ -331,7 +333,7 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 			return found, err
 		}
 	}
-	return "", newErr(op, actionID, "", ErrNotFound, "the action claimed no once-key")
+	return "", newErr(op, actionID, "", blackboard.ErrNotFound, "the action claimed no once-key")
 }
 
 // claimOnce reads the once-key of an action that passed every other check
@@ -339,22 +341,22 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 // decision's batch claims; a used-up key is DUPLICATE_ACTION. Two deciders
 // racing for one slot are ordered by the store: the loser's batch is
 // refused and decided again, and then finds the slot taken.
-func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *Record, o *OnceKey, out outcome) (outcome, error) {
+func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *blackboard.Record, o *OnceKey, out outcome) (outcome, error) {
 	src := p.Payload
 	if o.Percept != "" {
 		pr := s.current(o.Percept)
 		if pr == nil {
-			return outcome{code: CodeOnceKeyMissing, detail: "no observation " + o.Percept}, nil
+			return outcome{code: blackboard.CodeOnceKeyMissing, detail: "no observation " + o.Percept}, nil
 		}
 		if code, _ := k.checkEvidence(s, pr); code != "" {
-			return outcome{code: CodeOnceKeyMissing, failed: pr.ID, causes: []Cause{{Code: code, Record: pr.ID}},
+			return outcome{code: blackboard.CodeOnceKeyMissing, failed: pr.ID, causes: []Cause{{Code: code, Record: pr.ID}},
 				detail: "key percept fails " + string(code)}, nil
 		}
 		src = pr.Payload
 	}
 	slots, missing, err := k.onceSlots(p.Kind, o, src)
 	if missing != "" {
-		return outcome{code: CodeOnceKeyMissing, detail: "no key field " + missing}, nil
+		return outcome{code: blackboard.CodeOnceKeyMissing, detail: "no key field " + missing}, nil
 	}
 	if err != nil {
 		return outcome{}, fmt.Errorf("kernel: once-key of %s: %w", p.ID, err)
@@ -364,8 +366,8 @@ func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *Record, o *OnceK
 		return outcome{}, err
 	}
 	if key == "" {
-		return outcome{code: CodeDuplicateAction, failed: holder, detail: "once-key " + slots.enc + " used up by " + holder}, nil
+		return outcome{code: blackboard.CodeDuplicateAction, failed: holder, detail: "once-key " + slots.enc + " used up by " + holder}, nil
 	}
-	out.claim = Claim{Key: key, RecordID: out.record.ID}
+	out.claim = blackboard.Claim{Key: key, RecordID: out.record.ID}
 	return out, nil
 }

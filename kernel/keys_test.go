@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -37,7 +38,7 @@ func TestOnceKeyOf(t *testing.T) {
 				}
 				// A newer observation of another order does not hide the
 				// one the action was keyed on.
-				a.percept(trace, "charge", kernel.Payload{"order_id": "B2", "amount": 5.0}, nil, 0)
+				a.percept(trace, "charge", blackboard.Payload{"order_id": "B2", "amount": 5.0}, nil, 0)
 				key, err := a.k.OnceKeyOf(a.ctx, d.Record.ID)
 				if err != nil || !strings.Contains(key, `"A1"`) {
 					t.Fatalf("OnceKeyOf in %s: %q %v", trace, key, err)
@@ -53,7 +54,7 @@ func TestOnceKeyOf(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			a.groundRefund("t", "A1")
 			d := a.refund("t")
-			if _, err := a.k.OnceKeyOf(a.ctx, d.Record.ID); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := a.k.OnceKeyOf(a.ctx, d.Record.ID); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("action without once-key: %v, want ErrNotFound", err)
 			}
 			if _, err := a.k.OnceKeyOf(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
@@ -62,10 +63,10 @@ func TestOnceKeyOf(t *testing.T) {
 			if _, err := a.k.OnceKeyOf(a.ctx, "actions:t:99"); !errors.Is(err, kernel.ErrInvalidReference) {
 				t.Errorf("no such action: %v, want ErrInvalidReference", err)
 			}
-			if _, err := a.k.ClaimedBy(a.ctx, "free"); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := a.k.ClaimedBy(a.ctx, "free"); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("free key: %v, want ErrNotFound", err)
 			}
-			if _, err := a.k.ClaimedBy(a.ctx, ""); !errors.Is(err, kernel.ErrInvalidInput) {
+			if _, err := a.k.ClaimedBy(a.ctx, ""); !errors.Is(err, blackboard.ErrInvalidInput) {
 				t.Errorf("empty key: %v, want ErrInvalidInput", err)
 			}
 		})

@@ -9,13 +9,9 @@ import (
 	"reflect"
 	"strconv"
 	"unicode/utf8"
-)
 
-// Payload is a record's structured content: a JSON object. The kernel stores
-// a normalised copy of what it is given: numbers become float64, slices
-// []any, objects map[string]any, so a payload reads back the same from every
-// store.
-type Payload map[string]any
+	"github.com/blackboardkernel/bk/blackboard"
+)
 
 // Payload keys the kernel itself reads. Everything else in a payload is the
 // domain's own and is never interpreted.
@@ -47,159 +43,6 @@ const (
 	KeyHasNegativePrediction = "has_negative_prediction"
 )
 
-// Clone returns a deep copy of p.
-func (p Payload) Clone() Payload {
-	if p == nil {
-		return nil
-	}
-	return cloneValue(map[string]any(p)).(map[string]any)
-}
-
-// Bool reports whether p[key] is truthy (see [Truthy]).
-func (p Payload) Bool(key string) bool { return Truthy(p[key]) }
-
-// Float returns p[key] as a float64 if it is a number.
-func (p Payload) Float(key string) (float64, bool) { return toFloat(p[key]) }
-
-// String returns p[key] if it is a string.
-func (p Payload) String(key string) (string, bool) {
-	s, ok := p[key].(string)
-	return s, ok
-}
-
-// Strings returns p[key] as a list of strings. ok is false when the key is
-// present but is not a list of strings.
-func (p Payload) Strings(key string) (out []string, ok bool) {
-	v, present := p[key]
-	if !present || v == nil {
-		return nil, true
-	}
-	switch l := v.(type) {
-	case []string:
-		return l, true
-	case []any:
-		out = make([]string, 0, len(l))
-		for _, e := range l {
-			s, isStr := e.(string)
-			if !isStr {
-				return nil, false
-			}
-			out = append(out, s)
-		}
-		return out, true
-	}
-	return nil, false
-}
-
-// list returns p[key] as the []any that normalisation makes of every list
-// (nil when absent). Internal readers use it where checkShape has already
-// checked the element types, to avoid converting to []string.
-func (p Payload) list(key string) []any {
-	l, _ := p[key].([]any)
-	return l
-}
-
-// Truthy gives a JSON value the truth value the paper's pipeline uses: false
-// for nil, false, zero, "", and empty lists and objects; true otherwise.
-func Truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	case Payload:
-		return len(x) > 0
-	case []string:
-		return len(x) > 0
-	}
-	if f, ok := toFloat(v); ok {
-		return f != 0
-	}
-	return true
-}
-
-// toFloat converts any Go or JSON number to float64.
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int8:
-		return float64(x), true
-	case int16:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case uint8:
-		return float64(x), true
-	case uint16:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-// ToFloat converts a JSON or Go number to float64; ok is false for anything
-// that is not a number.
-func ToFloat(v any) (f float64, ok bool) { return toFloat(v) }
-
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneObject(x)
-	case Payload:
-		return cloneObject(x)
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = cloneValue(e)
-		}
-		return l
-	}
-	return v
-}
-
-// cloneObject copies m with maps.Clone, which copies the table as it is
-// instead of inserting key by key (about twice as fast), then replaces
-// the nested containers with their copies.
-func cloneObject(m map[string]any) map[string]any {
-	out := maps.Clone(m)
-	for k, e := range m {
-		if container(e) {
-			out[k] = cloneValue(e)
-		}
-	}
-	return out
-}
-
-// container reports whether v holds memory a copy must not share.
-func container(v any) bool {
-	switch v.(type) {
-	case map[string]any, Payload, []any:
-		return true
-	}
-	return false
-}
-
 // keyError names the innermost key under which a payload was refused.
 type keyError struct {
 	key string
@@ -221,10 +64,10 @@ type normalizer struct {
 }
 
 // normalizePayload validates p and returns a normalised deep copy.
-func normalizePayload(p Payload, limit int) (Payload, error) {
+func normalizePayload(p blackboard.Payload, limit int) (blackboard.Payload, error) {
 	n := normalizer{limit: limit}
 	if p == nil {
-		return Payload{}, nil
+		return blackboard.Payload{}, nil
 	}
 	v, err := n.value(map[string]any(p), 0)
 	if err != nil {
@@ -246,7 +89,7 @@ func (n *normalizer) grow(k int) error {
 
 func (n *normalizer) value(v any, depth int) (any, error) {
 	if depth > maxDepth {
-		return nil, fmt.Errorf("%w: nested deeper than %d (or cyclic)", ErrInvalidPayload, maxDepth)
+		return nil, fmt.Errorf("%w: nested deeper than %d (or cyclic)", blackboard.ErrInvalidPayload, maxDepth)
 	}
 	switch x := v.(type) {
 	case nil:
@@ -264,7 +107,7 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 		return v, nil
 	case map[string]any:
 		return n.object(x, depth)
-	case Payload:
+	case blackboard.Payload:
 		return n.object(x, depth)
 	case []any:
 		out := make([]any, len(x))
@@ -294,17 +137,17 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 	case json.RawMessage:
 		var decoded any
 		if err := json.Unmarshal(x, &decoded); err != nil {
-			return nil, fmt.Errorf("%w: raw JSON: %v", ErrInvalidPayload, err)
+			return nil, fmt.Errorf("%w: raw JSON: %v", blackboard.ErrInvalidPayload, err)
 		}
 		return n.value(decoded, depth)
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil {
-			return nil, fmt.Errorf("%w: bad number %q", ErrInvalidPayload, string(x))
+			return nil, fmt.Errorf("%w: bad number %q", blackboard.ErrInvalidPayload, string(x))
 		}
 		return n.number(f)
 	}
-	if f, ok := toFloat(v); ok {
+	if f, ok := blackboard.ToFloat(v); ok {
 		return n.number(f)
 	}
 	return n.reflectValue(reflect.ValueOf(v), depth)
@@ -320,7 +163,7 @@ func (n *normalizer) number(f float64) (any, error) {
 // checkNumber refuses non-finite numbers and counts f's encoded size.
 func (n *normalizer) checkNumber(f float64) error {
 	if !mutFiniteNumbers && (math.IsNaN(f) || math.IsInf(f, 0)) {
-		return fmt.Errorf("%w: non-finite number %v", ErrInvalidPayload, f)
+		return fmt.Errorf("%w: non-finite number %v", blackboard.ErrInvalidPayload, f)
 	}
 	return n.grow(jsonNumberSize(f))
 }
@@ -439,7 +282,7 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 		return out, nil
 	case reflect.Map:
 		if rv.Type().Key().Kind() != reflect.String {
-			return nil, fmt.Errorf("%w: map key type %s is not string", ErrInvalidPayload, rv.Type().Key())
+			return nil, fmt.Errorf("%w: map key type %s is not string", blackboard.ErrInvalidPayload, rv.Type().Key())
 		}
 		if rv.IsNil() {
 			return nil, n.grow(4)
@@ -464,11 +307,11 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 	case reflect.Struct:
 		raw, err := json.Marshal(rv.Interface())
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+			return nil, fmt.Errorf("%w: %v", blackboard.ErrInvalidPayload, err)
 		}
 		return n.value(json.RawMessage(raw), depth+1)
 	}
-	return nil, fmt.Errorf("%w: %s is not JSON-encodable", ErrInvalidPayload, rv.Type())
+	return nil, fmt.Errorf("%w: %s is not JSON-encodable", blackboard.ErrInvalidPayload, rv.Type())
 }
 
 // str refuses a string (or key, as what says) that is not valid UTF-8 and
@@ -476,7 +319,7 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 func (n *normalizer) str(s, what string) error {
 	size, ok := jsonString(s)
 	if !ok {
-		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidPayload, what)
+		return fmt.Errorf("%w: %s is not valid UTF-8", blackboard.ErrInvalidPayload, what)
 	}
 	return n.grow(size)
 }
@@ -517,3 +360,11 @@ var asciiEscape = func() (t [utf8.RuneSelf]uint8) {
 	}
 	return t
 }()
+
+// list returns p[key] as the []any that normalisation makes of every list
+// (nil when absent). Internal readers use it where checkShape has already
+// checked the element types, to avoid converting to []string.
+func list(p blackboard.Payload, key string) []any {
+	l, _ := p[key].([]any)
+	return l
+}

@@ -6,29 +6,30 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 // table1 is the paper's Table 1, written out independently of the kernel's
 // own table so that a wrong cell there fails here.
-var table1 = map[kernel.Role]map[kernel.Slot]kernel.Mode{
-	kernel.RoleTool:      {kernel.Percepts: kernel.ModeCommit},
-	kernel.RolePlanner:   {kernel.Beliefs: kernel.ModePropose, kernel.Plans: kernel.ModePropose, kernel.Predictions: kernel.ModePropose, kernel.Actions: kernel.ModePropose},
-	kernel.RoleSymbolic:  {kernel.Constraints: kernel.ModeCommit},
-	kernel.RoleEvidence:  {kernel.Evidence: kernel.ModeCommit},
-	kernel.RoleSimulator: {kernel.Predictions: kernel.ModePropose},
+var table1 = map[blackboard.Role]map[blackboard.Slot]blackboard.Mode{
+	blackboard.RoleTool:      {blackboard.Percepts: blackboard.ModeCommit},
+	blackboard.RolePlanner:   {blackboard.Beliefs: blackboard.ModePropose, blackboard.Plans: blackboard.ModePropose, blackboard.Predictions: blackboard.ModePropose, blackboard.Actions: blackboard.ModePropose},
+	blackboard.RoleSymbolic:  {blackboard.Constraints: blackboard.ModeCommit},
+	blackboard.RoleEvidence:  {blackboard.Evidence: blackboard.ModeCommit},
+	blackboard.RoleSimulator: {blackboard.Predictions: blackboard.ModePropose},
 }
 
 // validPayload is a well-formed payload for each slot, so that an allowed
 // cell can only fail for a reason the test did not intend.
-var validPayload = map[kernel.Slot]kernel.Payload{
-	kernel.Percepts:    {"amount": 1.0},
-	kernel.Beliefs:     belief(true, "charge"),
-	kernel.Constraints: {kernel.KeyBlocksField: "is_duplicate"},
-	kernel.Plans:       plan(step(kernel.FallbackQueueForReview)),
-	kernel.Evidence:    {"note": "checked"},
-	kernel.Predictions: prediction("alert", 1),
-	kernel.Actions:     action(),
+var validPayload = map[blackboard.Slot]blackboard.Payload{
+	blackboard.Percepts:    {"amount": 1.0},
+	blackboard.Beliefs:     belief(true, "charge"),
+	blackboard.Constraints: {kernel.KeyBlocksField: "is_duplicate"},
+	blackboard.Plans:       plan(step(kernel.FallbackQueueForReview)),
+	blackboard.Evidence:    {"note": "checked"},
+	blackboard.Predictions: prediction("alert", 1),
+	blackboard.Actions:     action(),
 }
 
 func (f *fixture) handles() []kernel.Handle {
@@ -38,9 +39,9 @@ func (f *fixture) handles() []kernel.Handle {
 func TestPermissionTable(t *testing.T) {
 	f := newFixture(t)
 	for _, h := range f.handles() {
-		for _, slot := range kernel.AllSlots() {
+		for _, slot := range blackboard.AllSlots() {
 			// Mode 0 asks for the role's own mode for the slot, if any.
-			for _, mode := range []kernel.Mode{0, kernel.ModePropose, kernel.ModeCommit} {
+			for _, mode := range []blackboard.Mode{0, blackboard.ModePropose, blackboard.ModeCommit} {
 				name := fmt.Sprintf("%s/%s/%s", h.Role(), slot, mode)
 				own, has := table1[h.Role()][slot]
 				allowed := has && (mode == 0 || mode == own)
@@ -50,7 +51,7 @@ func TestPermissionTable(t *testing.T) {
 				f.mark()
 				rec, err := h.Write(f.ctx, kernel.Entry{TraceID: "perm", Slot: slot, Mode: mode, Kind: "k", Payload: validPayload[slot]})
 				if !allowed {
-					wantErr(t, err, kernel.ErrPermission, kernel.CodePermissionDenied)
+					wantErr(t, err, blackboard.ErrPermission, blackboard.CodePermissionDenied)
 					f.unchanged()
 					continue
 				}
@@ -58,13 +59,13 @@ func TestPermissionTable(t *testing.T) {
 					t.Errorf("%s: %v", name, err)
 					continue
 				}
-				wantReason := kernel.Code("")
-				if own == kernel.ModeCommit {
-					wantReason = kernel.CodeCommitted
+				wantReason := blackboard.Code("")
+				if own == blackboard.ModeCommit {
+					wantReason = blackboard.CodeCommitted
 				}
 				got := f.get(rec.ID)
 				if got.Mode != own || got.Provenance.Role != h.Role() || got.Provenance.Writer != h.Name() ||
-					got.Status != kernel.StatusActive || got.Reason != wantReason || !reflect.DeepEqual(got, rec) {
+					got.Status != blackboard.StatusActive || got.Reason != wantReason || !reflect.DeepEqual(got, rec) {
 					t.Errorf("%s: stored %+v", name, got)
 				}
 			}
@@ -84,9 +85,9 @@ func TestPermissionTable(t *testing.T) {
 }
 
 func TestNoHandleActsAsKernel(t *testing.T) {
-	for _, role := range []kernel.Role{0, kernel.RoleKernel, kernel.RoleApprover + 1} {
-		for _, slot := range kernel.AllSlots() {
-			for _, mode := range []kernel.Mode{kernel.ModePropose, kernel.ModeCommit} {
+	for _, role := range []blackboard.Role{0, blackboard.RoleKernel, blackboard.RoleApprover + 1} {
+		for _, slot := range blackboard.AllSlots() {
+			for _, mode := range []blackboard.Mode{blackboard.ModePropose, blackboard.ModeCommit} {
 				if kernel.Allowed(role, slot, mode) {
 					t.Errorf("Allowed(%s, %s, %s)", role, slot, mode)
 				}
@@ -94,9 +95,9 @@ func TestNoHandleActsAsKernel(t *testing.T) {
 		}
 	}
 	f := newFixture(t)
-	roleType := reflect.TypeFor[kernel.Role]()
+	roleType := reflect.TypeFor[blackboard.Role]()
 	for _, h := range f.handles() {
-		if h.Role() == kernel.RoleKernel || !h.Role().Valid() {
+		if h.Role() == blackboard.RoleKernel || !h.Role().Valid() {
 			t.Errorf("%T has role %s", h, h.Role())
 		}
 		// No method takes a Role, so a caller has no way to claim one.
@@ -126,9 +127,9 @@ func TestCommitAuthority(t *testing.T) {
 	f.groundedBelief(tr)
 	var ids []string
 	for _, e := range []kernel.Entry{
-		{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")},
-		{TraceID: tr, Slot: kernel.Actions, Kind: "issue_refund", Payload: action("refund_due")},
-		{TraceID: tr, Slot: kernel.Plans, Kind: "action_plan", Payload: plan(step("issue_refund", "refund_due"))},
+		{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, "charge")},
+		{TraceID: tr, Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("refund_due")},
+		{TraceID: tr, Slot: blackboard.Plans, Kind: "action_plan", Payload: plan(step("issue_refund", "refund_due"))},
 	} {
 		p, err := f.planner.Write(f.ctx, e)
 		if err != nil {
@@ -139,17 +140,17 @@ func TestCommitAuthority(t *testing.T) {
 	f.mark()
 	for _, id := range ids {
 		_, err := f.sim.Commit(f.ctx, tr, id)
-		wantErr(t, err, kernel.ErrPermission, kernel.CodePermissionDenied)
+		wantErr(t, err, blackboard.ErrPermission, blackboard.CodePermissionDenied)
 	}
 	f.unchanged()
 
 	// Predictions are shared: the planner may decide the simulator's.
-	p, err := f.sim.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1, "refund_due")})
+	p, err := f.sim.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "outcome", Payload: prediction("issue_refund", 1, "refund_due")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, err := f.planner.Commit(context.Background(), tr, p.ID)
-	if err != nil || d.Code != kernel.CodeCommitted {
+	if err != nil || d.Code != blackboard.CodeCommitted {
 		t.Fatalf("planner deciding a simulator prediction: %s %v", d.Code, err)
 	}
 	f.checkDecision(d)

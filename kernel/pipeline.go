@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // write stores one record written by a handle; governed says the write
 // comes through the [Governor], which alone may claim once-keys and
 // append follow records (then).
-func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, governed bool, then func(Record) ([]Follow, error)) (w Written, err error) {
+func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(blackboard.Record) ([]Follow, error)) (w Written, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
 	defer func() { endSpan(sp, w.Record.Reason, err) }()
 	if err := checkGoverned("write", e, governed); err != nil {
@@ -38,24 +40,24 @@ func (k *Kernel) write(ctx context.Context, role Role, writer string, e Entry, g
 			return w, nil
 		}
 	}
-	return Written{}, newErr("write", rec.ID, "", ErrConflict, "no free record id after retries")
+	return Written{}, newErr("write", rec.ID, "", blackboard.ErrConflict, "no free record id after retries")
 }
 
 // prepare validates an entry into the record to write (without its id)
 // and lists the belief dependencies it names by record id.
-func (k *Kernel) prepare(role Role, writer string, e *Entry) (rec Record, idDeps []string, err error) {
+func (k *Kernel) prepare(role blackboard.Role, writer string, e *Entry) (rec blackboard.Record, idDeps []string, err error) {
 	rec, err = k.checkEntry(role, writer, e)
 	if err != nil {
-		return Record{}, nil, err
+		return blackboard.Record{}, nil, err
 	}
 	switch rec.Slot {
-	case Beliefs:
-		for _, d := range rec.Payload.list(KeyDependsOn) {
+	case blackboard.Beliefs:
+		for _, d := range list(rec.Payload, KeyDependsOn) {
 			if d := d.(string); looksLikeID(d) {
 				idDeps = append(idDeps, d)
 			}
 		}
-	case Constraints:
+	case blackboard.Constraints:
 		if _, ok := rec.Payload[KeyName]; !ok {
 			rec.Payload[KeyName] = rec.Kind
 		}
@@ -70,7 +72,7 @@ func (k *Kernel) prepare(role Role, writer string, e *Entry) (rec Record, idDeps
 // input and evidence refs in the trace or in persistent scope, and belief
 // dependencies named by id among the trace's own percepts (they are what
 // the belief will be validated against).
-func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []string) error {
+func (s *snapshot) checkRecordRefs(ctx context.Context, rec *blackboard.Record, idDeps []string) error {
 	if mutReferences {
 		return nil
 	}
@@ -81,8 +83,8 @@ func (s *snapshot) checkRecordRefs(ctx context.Context, rec *Record, idDeps []st
 		return err
 	}
 	for _, d := range idDeps {
-		if r := s.byID(d); r == nil || r.Slot != Percepts {
-			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+		if r := s.byID(d); r == nil || r.Slot != blackboard.Percepts {
+			return newErr("write", "", blackboard.CodeInvalidReference, ErrInvalidReference,
 				fmt.Sprintf("dependency %q is not a percept of trace %q", d, rec.Provenance.TraceID))
 		}
 	}
@@ -97,7 +99,7 @@ func checkGoverned(op string, e Entry, governed bool) error {
 		return nil
 	}
 	if !mutGovernedKeys && len(e.OnceKeys) > 0 {
-		return newErr(op, "", CodePermissionDenied, ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
+		return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
 	}
 	return nil
 }
@@ -105,16 +107,16 @@ func checkGoverned(op string, e Entry, governed bool) error {
 // checkOnceKeys refuses keys from any role but a tool (unless the kernel
 // derived them itself, governed), keys on a store that cannot enforce
 // them, and malformed keys.
-func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
+func (k *Kernel) checkOnceKeys(role blackboard.Role, keys []string, governed bool) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if role != RoleTool && !governed {
-		return newErr("write", "", CodePermissionDenied, ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
+	if role != blackboard.RoleTool && !governed {
+		return newErr("write", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, fmt.Sprintf("role %s may not claim once-keys", role))
 	}
 	for i, key := range keys {
 		if err := checkName("once-key", key); err != nil || slices.Contains(keys[:i], key) {
-			return newErr("write", "", CodeInvalidInput, ErrInvalidInput, fmt.Sprintf("bad or repeated once-key %q", key))
+			return newErr("write", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("bad or repeated once-key %q", key))
 		}
 	}
 	return nil
@@ -125,7 +127,7 @@ func (k *Kernel) checkOnceKeys(role Role, keys []string, governed bool) error {
 // and the once-keys, and returns what it appended (w.Record is rec itself,
 // not a copy). done is false when a concurrent writer changed the trace
 // first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, then func(Record) ([]Follow, error), keys []string) (w Written, done bool, err error) {
+func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string) (w Written, done bool, err error) {
 	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, false)
 	if err != nil {
 		return Written{}, false, err
@@ -135,13 +137,13 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, th
 		return Written{}, false, err
 	}
 	n := snap.n
-	rec.ID = recordID(rec.Slot, rec.Provenance.TraceID, n+1)
+	rec.ID = blackboard.RecordID(rec.Slot, rec.Provenance.TraceID, n+1)
 	// Conditional on the trace as read, so that n is always the record's
 	// position in its trace, even with concurrent writers.
-	b := Batch{Appends: snap.appends[:0]}
+	b := blackboard.Batch{Appends: snap.appends[:0]}
 	b.Appends = append(b.Appends, *rec)
 	for _, key := range keys {
-		b.Claims = append(b.Claims, Claim{Key: key, RecordID: rec.ID})
+		b.Claims = append(b.Claims, blackboard.Claim{Key: key, RecordID: rec.ID})
 	}
 	if then != nil {
 		follows, err := then(*rec) // not a copy: then only reads it (see Governor.Write)
@@ -153,9 +155,9 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, th
 		}
 	}
 	err = snap.apply(ctx, b)
-	if len(b.Claims) > 0 && errors.Is(err, ErrDuplicateKey) {
+	if len(b.Claims) > 0 && errors.Is(err, blackboard.ErrDuplicateKey) {
 		// A claimed key stays claimed: trying again cannot help.
-		return Written{}, false, newErr("write", rec.ID, CodeDuplicateAction, ErrDuplicateKey, err.Error())
+		return Written{}, false, newErr("write", rec.ID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, err.Error())
 	}
 	if raced(err) {
 		return Written{}, false, nil
@@ -170,15 +172,15 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *Record, idDeps []string, th
 // raced reports whether a store refused a batch because a concurrent writer
 // changed the trace first: the caller reads again and retries.
 func raced(err error) bool {
-	return errors.Is(err, ErrConflict) || errors.Is(err, ErrDuplicateID) || errors.Is(err, ErrNotActive) ||
-		errors.Is(err, ErrDuplicateKey)
+	return errors.Is(err, blackboard.ErrConflict) || errors.Is(err, blackboard.ErrDuplicateID) || errors.Is(err, blackboard.ErrNotActive) ||
+		errors.Is(err, blackboard.ErrDuplicateKey)
 }
 
 // submit proposes and decides in one step: the proposal is validated as if
 // it had been written, and lands in the same conditional batch as its
 // outcome (already superseded or invalidated), so a Submit costs one read
 // and one write of the store instead of two each.
-func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, governed bool, then func(Decision) ([]Follow, error)) (d Decision, err error) {
+func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(Decision) ([]Follow, error)) (d Decision, err error) {
 	ctx, sp := k.span(ctx, "kernel.submit", e.TraceID, e.Slot)
 	var start time.Time
 	if k.metricsOn(ctx) {
@@ -194,17 +196,17 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, 
 		return Decision{}, err
 	}
 	if e.Mode == 0 {
-		e.Mode = ModePropose
+		e.Mode = blackboard.ModePropose
 	}
 	rec, idDeps, err := k.prepare(role, writer, &e)
 	if err != nil {
 		return Decision{}, err
 	}
-	if rec.Mode != ModePropose {
-		return Decision{}, newErr("submit", "", CodeInvalidProposal, ErrInvalidProposal, "only proposals can be submitted")
+	if rec.Mode != blackboard.ModePropose {
+		return Decision{}, newErr("submit", "", blackboard.CodeInvalidProposal, ErrInvalidProposal, "only proposals can be submitted")
 	}
 	if len(e.OnceKeys) > 0 {
-		return Decision{}, newErr("submit", "", CodePermissionDenied, ErrPermission, "a proposal claims no once-keys: its action spec names them")
+		return Decision{}, newErr("submit", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a proposal claims no once-keys: its action spec names them")
 	}
 	rec.Provenance.Span = spanRef(ctx)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -214,12 +216,12 @@ func (k *Kernel) submit(ctx context.Context, role Role, writer string, e Entry, 
 			return d, err
 		}
 	}
-	return Decision{}, newErr("submit", rec.ID, "", ErrConflict, "too much contention on the trace")
+	return Decision{}, newErr("submit", rec.ID, "", blackboard.ErrConflict, "too much contention on the trace")
 }
 
-func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
+func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
-	gated := rec.Slot == Plans || rec.Slot == Actions
+	gated := rec.Slot == blackboard.Plans || rec.Slot == blackboard.Actions
 	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, gated)
 	if err != nil {
 		return Decision{}, false, err
@@ -237,21 +239,21 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *Record, idDeps []string, t
 
 // outcome is what deciding a proposal produced, before it is applied.
 type outcome struct {
-	code     Code
-	record   Record // committed record (zero ID when rejected)
-	evidence Record // belief evidence artifact (zero ID when none)
+	code     blackboard.Code
+	record   blackboard.Record // committed record (zero ID when rejected)
+	evidence blackboard.Record // belief evidence artifact (zero ID when none)
 	// why a refusal: the rule or constraint, the failing record, a detail
 	// and the causes beneath the code (see [Decision])
 	rule, failed, detail string
 	causes               []Cause
-	grounds              []*Record // the committed beliefs a plan or action rests on
-	claim                Claim     // the once-key an action takes (empty Key when none)
+	grounds              []*blackboard.Record // the committed beliefs a plan or action rests on
+	claim                blackboard.Claim     // the once-key an action takes (empty Key when none)
 }
 
 // refuse is a refusal with code about the record failed.
-func refuse(code Code, failed string) outcome { return outcome{code: code, failed: failed} }
+func refuse(code blackboard.Code, failed string) outcome { return outcome{code: code, failed: failed} }
 
-func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID string) (d Decision, err error) {
+func (k *Kernel) commit(ctx context.Context, role blackboard.Role, traceID, proposalID string) (d Decision, err error) {
 	const op = "commit"
 	ctx, sp := k.span(ctx, "kernel.commit", traceID, 0)
 	var start time.Time
@@ -274,13 +276,13 @@ func (k *Kernel) commit(ctx context.Context, role Role, traceID, proposalID stri
 			return d, err
 		}
 	}
-	return Decision{}, newErr(op, proposalID, "", ErrConflict, "too much contention on the trace")
+	return Decision{}, newErr(op, proposalID, "", blackboard.ErrConflict, "too much contention on the trace")
 }
 
 // commitOnce decides a proposal on a fresh read of its trace and applies the
 // outcome as one conditional batch. done is false when a concurrent writer
 // changed the trace first.
-func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID string) (d Decision, done bool, err error) {
+func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, proposalID string) (d Decision, done bool, err error) {
 	const op = "commit"
 	snap, err := k.loadForWrite(ctx, traceID, true)
 	if err != nil {
@@ -301,24 +303,24 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 		if _, err := k.store.Get(ctx, proposalID); err == nil {
 			detail = "proposal belongs to another trace"
 		}
-		return Decision{Code: CodeInvalidProposal}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, detail)
+		return Decision{Code: blackboard.CodeInvalidProposal}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal, detail)
 	}
-	if !mutCommitOnce && p.Mode != ModePropose {
-		return Decision{Code: CodeInvalidProposal}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal, "not a proposal")
+	if !mutCommitOnce && p.Mode != blackboard.ModePropose {
+		return Decision{Code: blackboard.CodeInvalidProposal}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal, "not a proposal")
 	}
-	if !mutPermissions && !Allowed(role, p.Slot, ModePropose) {
-		return Decision{}, false, newErr(op, proposalID, CodePermissionDenied, ErrPermission,
+	if !mutPermissions && !Allowed(role, p.Slot, blackboard.ModePropose) {
+		return Decision{}, false, newErr(op, proposalID, blackboard.CodePermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not decide %s", role, p.Slot))
 	}
-	if !mutCommitOnce && p.Status != StatusActive {
-		if p.Status == StatusExpired && len(expiries)+len(snap.late) > 0 {
+	if !mutCommitOnce && p.Status != blackboard.StatusActive {
+		if p.Status == blackboard.StatusExpired && len(expiries)+len(snap.late) > 0 {
 			// Deciding an expired proposal is refused, and its expiry is
 			// what that decision records.
-			if err := snap.apply(ctx, Batch{Invalidations: expiries}); err != nil && !raced(err) {
+			if err := snap.apply(ctx, blackboard.Batch{Invalidations: expiries}); err != nil && !raced(err) {
 				return Decision{}, false, err
 			}
 		}
-		return Decision{Code: CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, CodeInvalidProposal, ErrInvalidProposal,
+		return Decision{Code: blackboard.CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal,
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
 	return k.applyOutcome(ctx, snap, expiries, p, false, nil)
@@ -331,22 +333,22 @@ func (k *Kernel) commitOnce(ctx context.Context, role Role, traceID, proposalID 
 // artifact and the committed record. done is false when a concurrent writer
 // changed the trace first. then, when not nil, adds the records that
 // follow the decision in the same batch.
-func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []Invalidation, p *Record, submitted bool, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []blackboard.Invalidation, p *blackboard.Record, submitted bool, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
 	out, err := k.decide(ctx, snap, p)
 	if err != nil {
 		return Decision{}, false, err
 	}
 	reason := out.code
 	if out.code.OK() {
-		reason = CodeSupersededByCommit
+		reason = blackboard.CodeSupersededByCommit
 	}
-	batch := Batch{Appends: snap.appends[:0], Invalidations: expiries}
+	batch := blackboard.Batch{Appends: snap.appends[:0], Invalidations: expiries}
 	if submitted {
 		final := *p
-		final.Status, final.Reason = StatusInvalidated, reason
+		final.Status, final.Reason = blackboard.StatusInvalidated, reason
 		batch.Appends = append(batch.Appends, final)
 	} else {
-		inv := Invalidation{ID: p.ID, Status: StatusInvalidated, Reason: reason}
+		inv := blackboard.Invalidation{ID: p.ID, Status: blackboard.StatusInvalidated, Reason: reason}
 		if expiries == nil {
 			batch.Invalidations = append(snap.invs[:0], inv)
 		} else {
@@ -370,7 +372,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 		d.Record = out.record.Clone()
 	}
 	if then != nil {
-		if p.Slot == Plans || p.Slot == Actions {
+		if p.Slot == blackboard.Plans || p.Slot == blackboard.Actions {
 			d.Constraints = snap.constraintNames()
 		}
 		follows, err := then(d)
@@ -379,7 +381,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 		}
 		for _, f := range follows {
 			if len(f.Entry.OnceKeys) > 0 {
-				return Decision{}, false, newErr("submit", p.ID, CodePermissionDenied, ErrPermission, "a decision's follow records claim no once-keys")
+				return Decision{}, false, newErr("submit", p.ID, blackboard.CodePermissionDenied, blackboard.ErrPermission, "a decision's follow records claim no once-keys")
 			}
 		}
 		first := snap.n + len(batch.Appends)
@@ -404,16 +406,16 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []In
 // decide runs the slot's validation on a proposal and, if it passes, the
 // custom validators and the once-key lookup, and builds the records to
 // commit. An error means the decision could not be made (a store failure).
-func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) (outcome, error) {
+func (k *Kernel) decide(ctx context.Context, s *snapshot, p *blackboard.Record) (outcome, error) {
 	var out outcome
 	switch p.Slot {
-	case Beliefs:
+	case blackboard.Beliefs:
 		out = k.decideBelief(s, p)
-	case Plans:
+	case blackboard.Plans:
 		out = k.decidePlan(s, p)
-	case Actions:
+	case blackboard.Actions:
 		out = k.decideAction(s, p)
-	case Predictions:
+	case blackboard.Predictions:
 		out = k.decidePrediction(s, p)
 	}
 	if !mutValidators && out.code.OK() && len(k.validators) > 0 {
@@ -430,7 +432,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) (outcome, e
 			}
 		}
 	}
-	if out.code.OK() && p.Slot == Actions {
+	if out.code.OK() && p.Slot == blackboard.Actions {
 		if o := k.specs[p.Kind].Once; !mutOnceKey && o != nil {
 			return k.claimOnce(ctx, s, p, o, out)
 		}
@@ -440,7 +442,7 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *Record) (outcome, e
 
 // commitRecord builds the committed twin of a proposal. Committed plans and
 // actions never expire: what the kernel decided to do stays on the record.
-func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Payload, inputs, evidence []string) Record {
+func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence []string) blackboard.Record {
 	refs := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs))
 	refs = append(refs, p.ID)
 	refs = append(refs, p.Provenance.InputRefs...)
@@ -450,18 +452,18 @@ func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Paylo
 		}
 	}
 	ttl := p.Provenance.TTLMS
-	if !mutActionExpiry && (p.Slot == Plans || p.Slot == Actions) {
+	if !mutActionExpiry && (p.Slot == blackboard.Plans || p.Slot == blackboard.Actions) {
 		ttl = 0
 	}
-	return Record{
+	return blackboard.Record{
 		ID:      s.nextID(p.Slot, idIndex),
 		Slot:    p.Slot,
-		Mode:    ModeCommit,
+		Mode:    blackboard.ModeCommit,
 		Kind:    p.Kind,
 		Payload: payload,
-		Provenance: Provenance{
-			Role:        RoleKernel,
-			Writer:      RoleKernel.String(),
+		Provenance: blackboard.Provenance{
+			Role:        blackboard.RoleKernel,
+			Writer:      blackboard.RoleKernel.String(),
 			TraceID:     s.traceID,
 			TimestampMS: s.nowMS,
 			InputRefs:   refs,
@@ -470,7 +472,7 @@ func (s *snapshot) commitRecord(p *Record, idIndex int, code Code, payload Paylo
 			Span:        s.span,
 		},
 		EvidenceRefs: evidence,
-		Status:       StatusActive,
+		Status:       blackboard.StatusActive,
 		Reason:       code,
 		Scope:        p.Scope,
 		Namespace:    s.k.namespace,

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Now returns the kernel's clock reading, so that code deciding on records
 // (an approval's expiry, say) uses the same time as the kernel.
 func (k *Kernel) Now() time.Time { return k.now() }
-
-// Expired reports whether r's time to live has run out at now.
-func (r Record) Expired(now time.Time) bool {
-	return r.Status == StatusExpired || r.expired(now.UnixMilli())
-}
 
 // RecheckAction decides the committed action actionID again as of now,
 // without writing anything: its beliefs must be the ones it rests on,
@@ -35,8 +32,8 @@ func (r Record) Expired(now time.Time) bool {
 func (k *Kernel) RecheckAction(ctx context.Context, actionID string) (Decision, error) {
 	const op = "recheck"
 	act, err := k.store.Get(ctx, actionID)
-	if errors.Is(err, ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != Actions || act.Mode != ModeCommit) {
-		return Decision{}, newErr(op, actionID, CodeInvalidReference, ErrInvalidReference, "not a committed action")
+	if errors.Is(err, blackboard.ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit) {
+		return Decision{}, newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
 	}
 	if err != nil {
 		return Decision{}, err
@@ -49,14 +46,14 @@ func (k *Kernel) RecheckAction(ctx context.Context, actionID string) (Decision, 
 	snap.markExpired() // in the snapshot only: a recheck writes nothing
 	a := snap.byID(actionID)
 	if a == nil || len(a.Provenance.InputRefs) == 0 {
-		return Decision{}, newErr(op, actionID, CodeInvalidReference, ErrInvalidReference, "not a committed action")
+		return Decision{}, newErr(op, actionID, blackboard.CodeInvalidReference, ErrInvalidReference, "not a committed action")
 	}
 	out, err := k.recheckAction(ctx, snap, a)
 	if err != nil {
 		return Decision{}, err
 	}
 	if out.code == "" {
-		out.code = CodeCommitted
+		out.code = blackboard.CodeCommitted
 	}
 	return Decision{ID: "recheck:" + a.ID, Code: out.code, ProposalID: a.Provenance.InputRefs[0], Record: a.Clone(),
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes}, nil
@@ -66,24 +63,24 @@ func (k *Kernel) RecheckAction(ctx context.Context, actionID string) (Decision, 
 // against the snapshot, through the gate's own code, plus what only
 // matters for an action already committed: that its beliefs and their
 // observations are still the ones it was decided on. A zero code passes.
-func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *Record) (outcome, error) {
+func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.Record) (outcome, error) {
 	p := s.byID(a.Provenance.InputRefs[0]) // the committed twin names its proposal first
-	if a.Status != StatusActive || p == nil || p.Slot != Actions {
-		return outcome{code: CodeInvalidProposal, failed: a.ID, detail: "the action is " + a.Status.String() + " or has no proposal"}, nil
+	if a.Status != blackboard.StatusActive || p == nil || p.Slot != blackboard.Actions {
+		return outcome{code: blackboard.CodeInvalidProposal, failed: a.ID, detail: "the action is " + a.Status.String() + " or has no proposal"}, nil
 	}
-	g := k.newGate(s, a.Kind, p.Payload.list(KeyRequiresBeliefs), p.Payload)
+	g := k.newGate(s, a.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload)
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}, nil
 	}
 	if !mutRequirePlan && g.spec.RequirePlan && s.planFor(a.Kind) == nil {
-		return outcome{code: CodeNoFeasiblePlan}, nil
+		return outcome{code: blackboard.CodeNoFeasiblePlan}, nil
 	}
-	if out := g.satisfied(CodeNoCommittedBelief, CodeBeliefNotSatisfied); out.code != "" {
+	if out := g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
 		return out, nil
 	}
 	for _, b := range g.beliefs {
 		if !mutRecheckCurrent && !slices.Contains(a.Provenance.InputRefs, b.ID) {
-			return outcome{code: CodeSupersededEvidence, failed: b.ID, detail: "belief " + b.ID + " replaced the one the action rests on"}, nil
+			return outcome{code: blackboard.CodeSupersededEvidence, failed: b.ID, detail: "belief " + b.ID + " replaced the one the action rests on"}, nil
 		}
 	}
 	out, flags := g.recheck()
@@ -104,14 +101,14 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *Record) (out
 					continue // likewise
 				}
 				if cur := s.current(r.Kind); !mutRecheckCurrent && cur != r {
-					return outcome{code: CodeSupersededEvidence, failed: r.ID, detail: "observation " + r.ID + " is superseded by " + cur.ID}, nil
+					return outcome{code: blackboard.CodeSupersededEvidence, failed: r.ID, detail: "observation " + r.ID + " is superseded by " + cur.ID}, nil
 				}
 			}
 		}
 	}
 	if o := g.spec.Once; o != nil && !mutOnceKey {
-		if _, err := k.OnceKeyOf(ctx, a.ID); errors.Is(err, ErrNotFound) {
-			return outcome{code: CodeOnceKeyMissing, failed: a.ID, detail: "the action no longer holds its once-key"}, nil
+		if _, err := k.OnceKeyOf(ctx, a.ID); errors.Is(err, blackboard.ErrNotFound) {
+			return outcome{code: blackboard.CodeOnceKeyMissing, failed: a.ID, detail: "the action no longer holds its once-key"}, nil
 		} else if err != nil {
 			return outcome{}, err
 		}
@@ -120,13 +117,13 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *Record) (out
 	flags[3] = negative(preds)
 	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(KeyRequirePrediction)) {
 		if len(preds) == 0 {
-			return outcome{code: CodeNoPrediction}, nil
+			return outcome{code: blackboard.CodeNoPrediction}, nil
 		}
 		if flags[3] {
-			return outcome{code: CodeNegativePrediction}, nil
+			return outcome{code: blackboard.CodeNegativePrediction}, nil
 		}
 	}
-	if out := g.constrained(flags, BlockedCode); out.code != "" {
+	if out := g.constrained(flags, blackboard.BlockedCode); out.code != "" {
 		return out, nil
 	}
 	if !mutValidators {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -16,12 +17,12 @@ import (
 func TestRecordJSONRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	d := f.groundedBelief(tr)
-	for _, r := range []kernel.Record{d.Record, f.get(d.EvidenceID), f.get(d.ProposalID), f.get(d.Record.Provenance.InputRefs[1])} {
+	for _, r := range []blackboard.Record{d.Record, f.get(d.EvidenceID), f.get(d.ProposalID), f.get(d.Record.Provenance.InputRefs[1])} {
 		enc, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back kernel.Record
+		var back blackboard.Record
 		if err := json.Unmarshal(enc, &back); err != nil {
 			t.Fatalf("%s: %v", enc, err)
 		}
@@ -33,12 +34,12 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`{"slot":"belief"}`, `{"mode":"Commit"}`, `{"status":"active"}`, `{"scope":"global"}`, `{"provenance":{"role":"kernel "}}`} {
-		var r kernel.Record
-		if err := json.Unmarshal([]byte(bad), &r); !errors.Is(err, kernel.ErrInvalidInput) {
+		var r blackboard.Record
+		if err := json.Unmarshal([]byte(bad), &r); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
-	if _, err := json.Marshal(kernel.Record{ID: "x"}); !errors.Is(err, kernel.ErrInvalidInput) {
+	if _, err := json.Marshal(blackboard.Record{ID: "x"}); !errors.Is(err, blackboard.ErrInvalidInput) {
 		t.Errorf("zero-valued enums encoded: %v", err)
 	}
 }
@@ -59,13 +60,13 @@ func TestErrorMessage(t *testing.T) {
 }
 
 func TestTruthy(t *testing.T) {
-	for _, v := range []any{nil, false, 0.0, 0, "", []any{}, map[string]any{}, kernel.Payload{}, []string{}, json.Number("0")} {
-		if kernel.Truthy(v) {
+	for _, v := range []any{nil, false, 0.0, 0, "", []any{}, map[string]any{}, blackboard.Payload{}, []string{}, json.Number("0")} {
+		if blackboard.Truthy(v) {
 			t.Errorf("Truthy(%#v)", v)
 		}
 	}
 	for _, v := range []any{true, 1.0, -1, "no", []any{false}, map[string]any{"a": nil}, []string{""}, uint8(2), struct{}{}} {
-		if !kernel.Truthy(v) {
+		if !blackboard.Truthy(v) {
 			t.Errorf("!Truthy(%#v)", v)
 		}
 	}
@@ -76,23 +77,23 @@ func TestTruthy(t *testing.T) {
 func TestPersistentConstraints(t *testing.T) {
 	f := newFixture(t)
 	if _, err := f.sym.CommitConstraint(f.ctx, "learner", kernel.Constraint{Name: "block_conflicted_actions", Enabled: true,
-		BlocksField: kernel.KeyUsesConflictedData}, kernel.ScopePersistent); err != nil {
+		BlocksField: kernel.KeyUsesConflictedData}, blackboard.ScopePersistent); err != nil {
 		t.Fatal(err)
 	}
-	f.perceive(tr, "charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.9), 0)
-	f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+	f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9), 0)
+	f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 	// The trace's own disabled constraint of the same name does not switch
 	// the persistent one off.
 	if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "block_conflicted_actions", BlocksField: kernel.KeyUsesConflictedData}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("refund_due")); d.Code != kernel.BlockedCode("block_conflicted_actions") {
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.BlockedCode("block_conflicted_actions") {
 		t.Errorf("action under a persistent constraint: %s", d.Code)
 	}
 	for _, include := range []bool{false, true} {
 		v, err := f.planner.View(f.ctx, "fresh", kernel.ViewOptions{IncludePersistent: include})
-		if err != nil || v.Has(kernel.Constraints, "block_conflicted_actions") != include {
-			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Kinds(kernel.Constraints), err)
+		if err != nil || v.Has(blackboard.Constraints, "block_conflicted_actions") != include {
+			t.Errorf("IncludePersistent=%v: kinds %v, err %v", include, v.Kinds(blackboard.Constraints), err)
 		}
 	}
 }
@@ -104,7 +105,7 @@ func TestClosedAndCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	cancel()
 	f.mark()
-	if _, err := f.tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge"}); !errors.Is(err, context.Canceled) {
+	if _, err := f.tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("write with a cancelled context: %v", err)
 	}
 	if _, err := f.planner.Commit(ctx, tr, "beliefs:t1:1"); !errors.Is(err, context.Canceled) {
@@ -119,7 +120,7 @@ func TestClosedAndCancelled(t *testing.T) {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("t").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "charge"}); !errors.Is(err, kernel.ErrClosed) {
+	if _, err := k.Tool("t").Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge"}); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("write after Close: %v", err)
 	}
 }
@@ -127,14 +128,14 @@ func TestClosedAndCancelled(t *testing.T) {
 // TestCloneKeepsRefListsApart: a clone's input and evidence refs are
 // copies, and appending to one list never writes into the other.
 func TestCloneKeepsRefListsApart(t *testing.T) {
-	r := kernel.Record{Provenance: kernel.Provenance{InputRefs: []string{"a", "b"}}, EvidenceRefs: []string{"e"}}
+	r := blackboard.Record{Provenance: blackboard.Provenance{InputRefs: []string{"a", "b"}}, EvidenceRefs: []string{"e"}}
 	c := r.Clone()
 	c.Provenance.InputRefs = append(c.Provenance.InputRefs, "x")
 	c.Provenance.InputRefs[0] = "y"
 	if c.EvidenceRefs[0] != "e" || r.Provenance.InputRefs[0] != "a" || len(c.EvidenceRefs) != 1 {
 		t.Errorf("clone %v / %v, original %v", c.Provenance.InputRefs, c.EvidenceRefs, r.Provenance.InputRefs)
 	}
-	if e := (kernel.Record{}).Clone(); e.Provenance.InputRefs != nil || e.EvidenceRefs != nil {
+	if e := (blackboard.Record{}).Clone(); e.Provenance.InputRefs != nil || e.EvidenceRefs != nil {
 		t.Errorf("nil refs cloned as %#v, %#v", e.Provenance.InputRefs, e.EvidenceRefs)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // snapshot is one read of a trace's decision state ([traceState]), plus
@@ -25,26 +27,26 @@ type snapshot struct {
 	version    uint64 // the trace's Version when read (StateStore)
 	stateful   bool   // the store keeps trace states
 	st         *traceState
-	extra      []*Record      // records read by id, and the pending proposal
-	err        error          // the first store error met reading a record by id
-	late       []Invalidation // expiries of records read by id, written with the decision's batch
-	pending    Record         // the proposal a Submit decides, as if written (see pend)
-	decides    bool           // the snapshot decides a proposal: its batch writes expiries
-	persistent []Record       // active persistent constraints of every trace (the kernel's cache: read only)
-	shared     uint64         // TraceState.Shared as read
-	sharedOK   bool           // shared was read from a StateStore
-	gated      bool           // the decision enforces constraints: its batch is conditional on shared
+	extra      []*blackboard.Record      // records read by id, and the pending proposal
+	err        error                     // the first store error met reading a record by id
+	late       []blackboard.Invalidation // expiries of records read by id, written with the decision's batch
+	pending    blackboard.Record         // the proposal a Submit decides, as if written (see pend)
+	decides    bool                      // the snapshot decides a proposal: its batch writes expiries
+	persistent []blackboard.Record       // active persistent constraints of every trace (the kernel's cache: read only)
+	shared     uint64                    // TraceState.Shared as read
+	sharedOK   bool                      // shared was read from a StateStore
+	gated      bool                      // the decision enforces constraints: its batch is conditional on shared
 	// scratch for the batch a commit applies, reused with the snapshot
-	appends [3]Record
-	invs    [1]Invalidation
-	claims  [1]Claim
+	appends [3]blackboard.Record
+	invs    [1]blackboard.Invalidation
+	claims  [1]blackboard.Claim
 	cons    []constraint // reused by constraints()
 }
 
 // apply writes a batch the kernel built for this snapshot's trace: it is
 // conditional on the trace as read and carries the trace's next state.
-// Its claims are the kernel's, in the kernel's key space (see [Store]).
-func (s *snapshot) apply(ctx context.Context, b Batch) error {
+// Its claims are the kernel's, in the kernel's key space (see [blackboard.Store]).
+func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
 	k := s.k
 	for i := range b.Claims {
 		b.Claims[i].Namespace = k.keySpace()
@@ -54,19 +56,17 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 		b.SharedNamespace, b.Shared = k.namespace, s.shared
 	}
 	for _, inv := range s.late {
-		if s.decides && !slices.ContainsFunc(b.Invalidations, func(o Invalidation) bool { return o.ID == inv.ID }) {
+		if s.decides && !slices.ContainsFunc(b.Invalidations, func(o blackboard.Invalidation) bool { return o.ID == inv.ID }) {
 			b.Invalidations = append(b.Invalidations, inv)
 		}
 	}
 	if s.stateful {
 		b.State, b.Version = s.st.next(s.read, b.Appends, b.Invalidations, s), s.version
 	}
-	var err error
-	if a, ok := k.store.(normalizedApplier); ok {
-		err = a.applyNormalized(ctx, b)
-	} else {
-		err = k.store.Apply(ctx, b)
-	}
+	// Every payload in the batch was normalised on the way in or built
+	// here: its strings are valid UTF-8.
+	b.PayloadsChecked = true
+	err := k.store.Apply(ctx, b)
 	if s.stateful {
 		if err == nil {
 			// Every batch the kernel applies touches its trace: the store
@@ -76,22 +76,13 @@ func (s *snapshot) apply(ctx context.Context, b Batch) error {
 			// The state said a record was active that the store has not:
 			// the next read builds the state from the trace rather than
 			// trust the stored one again.
-			k.written.drop(s.traceID, errors.Is(err, ErrNotActive))
+			k.written.drop(s.traceID, errors.Is(err, blackboard.ErrNotActive))
 			if s.gated {
 				k.persistent.reset()
 			}
 		}
 	}
 	return err
-}
-
-// normalizedApplier is the write path a store may offer the kernel for
-// batches whose payloads the kernel normalised or built itself: every
-// string in them was checked on the way in ([normalizePayload]), so the
-// store need not walk the payloads again. MemStore implements it; other
-// stores get [Store.Apply], which checks everything.
-type normalizedApplier interface {
-	applyNormalized(ctx context.Context, b Batch) error
 }
 
 // snapshots recycles snapshot buffers.
@@ -139,7 +130,7 @@ func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, wr
 // false when the snapshot must be read from the store.
 func (s *snapshot) startFromWritten() bool {
 	k := s.k
-	if _, ok := k.store.(StateStore); !ok {
+	if _, ok := k.store.(blackboard.StateStore); !ok {
 		return false
 	}
 	w, ok := k.written.get(s.traceID)
@@ -160,12 +151,12 @@ func (s *snapshot) startFromWritten() bool {
 	return true
 }
 
-// readState reads the trace's state from a [StateStore] when it is
+// readState reads the trace's state from a [blackboard.StateStore] when it is
 // current, and otherwise builds it from the whole trace.
 func (s *snapshot) readState(ctx context.Context) error {
 	k := s.k
 	ns := ""
-	ss, ok := k.store.(StateStore)
+	ss, ok := k.store.(blackboard.StateStore)
 	s.stateful = ok
 	if ok {
 		ts, err := ss.ReadState(ctx, k.namespace, s.traceID)
@@ -201,7 +192,7 @@ func (s *snapshot) readState(ctx context.Context) error {
 // A trace belongs to the namespace of its records.
 func (k *Kernel) checkNamespace(traceID, ns string) error {
 	if ns != "" && !mutNamespace && ns != k.namespace {
-		return newErr("read", "", CodePermissionDenied, ErrPermission,
+		return newErr("read", "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("trace %q belongs to namespace %q, not %q", traceID, ns, k.namespace))
 	}
 	return nil
@@ -209,11 +200,8 @@ func (k *Kernel) checkNamespace(traceID, ns string) error {
 
 // readTrace reads every record of a trace: the slow path, for a store that
 // keeps no states or a state some other writer left behind.
-func (k *Kernel) readTrace(ctx context.Context, traceID string) ([]Record, error) {
-	if m, ok := k.store.(*MemStore); ok {
-		return m.AppendTrace(ctx, nil, traceID)
-	}
-	var recs []Record
+func (k *Kernel) readTrace(ctx context.Context, traceID string) ([]blackboard.Record, error) {
+	var recs []blackboard.Record
 	for r, err := range k.store.ListTrace(ctx, traceID) {
 		if err != nil {
 			return nil, err
@@ -225,7 +213,7 @@ func (k *Kernel) readTrace(ctx context.Context, traceID string) ([]Record, error
 
 // readConstraints reads the namespace's active persistent constraints, or
 // takes them from the kernel's cache when the store says they have not
-// changed since ([TraceState.Shared]).
+// changed since ([blackboard.TraceState.Shared]).
 func (s *snapshot) readConstraints(ctx context.Context) error {
 	k := s.k
 	if s.sharedOK {
@@ -238,8 +226,8 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 	if mutNamespace {
 		ns = "" // every namespace's
 	}
-	var recs []Record
-	for r, err := range k.store.ListSlot(ctx, Constraints, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: ns}) {
+	var recs []blackboard.Record
+	for r, err := range k.store.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns}) {
 		if err != nil {
 			return err
 		}
@@ -258,21 +246,21 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 func (s *snapshot) release() {
 	s.persistent, s.sharedOK, s.gated = nil, false, false
 	clear(s.extra)
-	s.extra, s.late, s.pending = s.extra[:0], s.late[:0], Record{}
-	s.appends, s.invs, s.claims = [3]Record{}, [1]Invalidation{}, [1]Claim{}
+	s.extra, s.late, s.pending = s.extra[:0], s.late[:0], blackboard.Record{}
+	s.appends, s.invs, s.claims = [3]blackboard.Record{}, [1]blackboard.Invalidation{}, [1]blackboard.Claim{}
 	clear(s.cons)
 	s.k, s.ctx, s.st, s.err, s.decides = nil, nil, nil, nil, false
 	snapshots.Put(s)
 }
 
 // nextID returns the i-th fresh id for this snapshot (i from 0).
-func (s *snapshot) nextID(slot Slot, i int) string {
-	return recordID(slot, s.traceID, s.n+1+i)
+func (s *snapshot) nextID(slot blackboard.Slot, i int) string {
+	return blackboard.RecordID(slot, s.traceID, s.n+1+i)
 }
 
 // pend makes rec, which the decision appends ahead of the others, part of
 // the snapshot, and returns the snapshot's copy.
-func (s *snapshot) pend(rec *Record) *Record {
+func (s *snapshot) pend(rec *blackboard.Record) *blackboard.Record {
 	p := &s.pending // the snapshot's own: no state keeps a pointer to it
 	*p = *rec
 	s.extra = append(s.extra, p)
@@ -283,7 +271,7 @@ func (s *snapshot) pend(rec *Record) *Record {
 // byID returns the record of this trace with that id, from the state or
 // the store, or nil. A store error other than not-found is kept in s.err,
 // which the decision reports.
-func (s *snapshot) byID(id string) *Record {
+func (s *snapshot) byID(id string) *blackboard.Record {
 	if r := s.st.byID(id); r != nil {
 		return r
 	}
@@ -294,7 +282,7 @@ func (s *snapshot) byID(id string) *Record {
 	}
 	rec, err := s.k.store.Get(s.ctx, id)
 	if err != nil {
-		if !errors.Is(err, ErrNotFound) && s.err == nil {
+		if !errors.Is(err, blackboard.ErrNotFound) && s.err == nil {
 			s.err = err
 		}
 		return nil
@@ -312,11 +300,13 @@ func (s *snapshot) byID(id string) *Record {
 
 // current returns the current observation of a percept kind: the latest
 // committed percept of that kind that is not invalidated, or nil.
-func (s *snapshot) current(kind string) *Record { return s.latest(Percepts, kind, isObservation) }
+func (s *snapshot) current(kind string) *blackboard.Record {
+	return s.latest(blackboard.Percepts, kind, isObservation)
+}
 
 // latest returns the latest committed record of kind in slot that keep
 // accepts, among those the state keeps (see [traceState]), or nil.
-func (s *snapshot) latest(slot Slot, kind string, keep func(*Record) bool) *Record {
+func (s *snapshot) latest(slot blackboard.Slot, kind string, keep func(*blackboard.Record) bool) *blackboard.Record {
 	var best *head
 	for i := range s.st.heads {
 		h := &s.st.heads[i]
@@ -330,20 +320,22 @@ func (s *snapshot) latest(slot Slot, kind string, keep func(*Record) bool) *Reco
 	return best.rec
 }
 
-func committedActive(r *Record) bool { return r.Mode == ModeCommit && r.Status == StatusActive }
+func committedActive(r *blackboard.Record) bool {
+	return r.Mode == blackboard.ModeCommit && r.Status == blackboard.StatusActive
+}
 
 // isObservation reports whether r is a percept observation that counts: a
 // committed percept not invalidated (an expired one still counts, as stale
 // evidence rather than no evidence).
-func isObservation(r *Record) bool {
-	return r.Slot == Percepts && r.Mode == ModeCommit && r.Status != StatusInvalidated
+func isObservation(r *blackboard.Record) bool {
+	return r.Slot == blackboard.Percepts && r.Mode == blackboard.ModeCommit && r.Status != blackboard.StatusInvalidated
 }
 
 // perceptFor resolves a belief dependency: a percept record id of this
 // trace, or a percept kind (its current observation, expired or not — an
 // expired percept is stale evidence, not missing evidence). An id may name
 // a superseded observation; the caller checks that against [snapshot.current].
-func (s *snapshot) perceptFor(dep string) *Record {
+func (s *snapshot) perceptFor(dep string) *blackboard.Record {
 	r := s.st.byID(dep)
 	if r == nil && looksLikeID(dep) {
 		r = s.byID(dep) // a kind is never asked of the store
@@ -355,24 +347,26 @@ func (s *snapshot) perceptFor(dep string) *Record {
 }
 
 // belief returns the committed, active belief of kind.
-func (s *snapshot) belief(kind string) *Record { return s.latest(Beliefs, kind, committedActive) }
+func (s *snapshot) belief(kind string) *blackboard.Record {
+	return s.latest(blackboard.Beliefs, kind, committedActive)
+}
 
 // stale reports whether a percept may not be used as evidence now: flagged
 // stale by its source, already expired, or past its TTL.
-func (s *snapshot) stale(r *Record) bool {
-	return !mutStale && (r.Payload.Bool(KeyStale) || r.Status == StatusExpired || r.expired(s.nowMS))
+func (s *snapshot) stale(r *blackboard.Record) bool {
+	return !mutStale && (r.Payload.Bool(KeyStale) || r.Status == blackboard.StatusExpired || r.ExpiredAt(s.nowMS))
 }
 
 // markExpired marks, in the snapshot only, the active records of the
 // state whose TTL has run out as EXPIRED, and returns the invalidations
 // that record it (nil when none). Decisions write them with their batch;
 // reads never do.
-func (s *snapshot) markExpired() []Invalidation {
-	var out []Invalidation
-	mark := func(r *Record) {
-		if r.ID != "" && r.Status == StatusActive && r.expired(s.nowMS) &&
-			!slices.ContainsFunc(out, func(inv Invalidation) bool { return inv.ID == r.ID }) {
-			out = append(out, Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired})
+func (s *snapshot) markExpired() []blackboard.Invalidation {
+	var out []blackboard.Invalidation
+	mark := func(r *blackboard.Record) {
+		if r.ID != "" && r.Status == blackboard.StatusActive && r.ExpiredAt(s.nowMS) &&
+			!slices.ContainsFunc(out, func(inv blackboard.Invalidation) bool { return inv.ID == r.ID }) {
+			out = append(out, blackboard.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
 		}
 	}
 	for i := range s.st.heads {
@@ -404,12 +398,12 @@ func (s *snapshot) markExpired() []Invalidation {
 
 // expireRecord marks r, a record read by id, EXPIRED in the snapshot when
 // its TTL has run out, and returns the invalidation (ok false when not).
-func (s *snapshot) expireRecord(r *Record) (inv Invalidation, ok bool) {
-	if r.Status != StatusActive || !r.expired(s.nowMS) {
-		return Invalidation{}, false
+func (s *snapshot) expireRecord(r *blackboard.Record) (inv blackboard.Invalidation, ok bool) {
+	if r.Status != blackboard.StatusActive || !r.ExpiredAt(s.nowMS) {
+		return blackboard.Invalidation{}, false
 	}
-	r.Status, r.Reason = StatusExpired, CodeTTLExpired
-	return Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired}, true
+	r.Status, r.Reason = blackboard.StatusExpired, blackboard.CodeTTLExpired
+	return blackboard.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}, true
 }
 
 // checkRefs verifies that every id names a record of this trace, or a
@@ -422,13 +416,13 @@ func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) err
 		}
 		r, err := s.k.store.Get(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound) || err == nil && !mutNamespace && r.Namespace != s.k.namespace:
-			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+		case errors.Is(err, blackboard.ErrNotFound) || err == nil && !mutNamespace && r.Namespace != s.k.namespace:
+			return newErr("write", "", blackboard.CodeInvalidReference, ErrInvalidReference,
 				fmt.Sprintf("%s %q does not exist", what, id))
 		case err != nil:
 			return err
 		case !s.k.sharedAcross(&r):
-			return newErr("write", "", CodeInvalidReference, ErrInvalidReference,
+			return newErr("write", "", blackboard.CodeInvalidReference, ErrInvalidReference,
 				fmt.Sprintf("%s %q belongs to another trace", what, id))
 		}
 	}
@@ -438,11 +432,11 @@ func (s *snapshot) checkRefs(ctx context.Context, what string, ids []string) err
 // sharedAcross reports whether r, a record of another trace, is shared
 // with every trace of the namespace: a committed persistent constraint, or
 // a committed persistent record of a kind the owner shares.
-func (k *Kernel) sharedAcross(r *Record) bool {
-	if r.Scope != ScopePersistent || r.Mode != ModeCommit || !mutNamespace && r.Namespace != k.namespace {
+func (k *Kernel) sharedAcross(r *blackboard.Record) bool {
+	if r.Scope != blackboard.ScopePersistent || r.Mode != blackboard.ModeCommit || !mutNamespace && r.Namespace != k.namespace {
 		return false
 	}
-	if r.Slot == Constraints {
+	if r.Slot == blackboard.Constraints {
 		return true
 	}
 	for _, sk := range k.shared {
@@ -461,7 +455,7 @@ func looksLikeID(s string) bool {
 	if !ok {
 		return false
 	}
-	if _, err := ParseSlot(slot); err != nil {
+	if _, err := blackboard.ParseSlot(slot); err != nil {
 		return false
 	}
 	i := strings.LastIndexByte(rest, ':')
@@ -478,7 +472,7 @@ func looksLikeID(s string) bool {
 
 // constraint is an active constraint as the gate reads it.
 type constraint struct {
-	rec     *Record
+	rec     *blackboard.Record
 	name    string
 	field   string
 	bind    string
@@ -497,7 +491,7 @@ func (c *constraint) appliesTo(action string, fallback bool) bool {
 	return slices.Contains(c.types, any(action))
 }
 
-func asConstraint(r *Record) constraint {
+func asConstraint(r *blackboard.Record) constraint {
 	c := constraint{rec: r, name: r.Kind, enabled: true}
 	if n, ok := r.Payload.String(KeyName); ok && n != "" {
 		c.name = n
@@ -507,7 +501,7 @@ func asConstraint(r *Record) constraint {
 	}
 	c.field, _ = r.Payload.String(KeyBlocksField)
 	c.bind, _ = r.Payload.String(KeyBindPercept)
-	c.types = r.Payload.list(KeyAppliesTo)
+	c.types = list(r.Payload, KeyAppliesTo)
 	return c
 }
 
@@ -516,10 +510,10 @@ func asConstraint(r *Record) constraint {
 // the latest of each kind among persistent ones. A trace cannot switch off a
 // persistent constraint: the two sets are enforced side by side.
 func (s *snapshot) constraints() []constraint {
-	own := func(r *Record) bool {
-		return r.Slot == Constraints && committedActive(r) && r.Scope != ScopePersistent
+	own := func(r *blackboard.Record) bool {
+		return r.Slot == blackboard.Constraints && committedActive(r) && r.Scope != blackboard.ScopePersistent
 	}
-	persistent := func(r *Record) bool { return !r.expired(s.nowMS) }
+	persistent := func(r *blackboard.Record) bool { return !r.ExpiredAt(s.nowMS) }
 	s.cons = latestConstraints(latestConstraints(s.cons[:0], s.st.cons, own), s.persistent, persistent)
 	return s.cons
 }
@@ -527,7 +521,7 @@ func (s *snapshot) constraints() []constraint {
 // latestConstraints appends, in append order, the enabled constraints among
 // recs that are the latest record of their kind that in accepts. Traces hold
 // few constraints, so a quadratic scan beats building a set.
-func latestConstraints(out []constraint, recs []Record, in func(*Record) bool) []constraint {
+func latestConstraints(out []constraint, recs []blackboard.Record, in func(*blackboard.Record) bool) []constraint {
 next:
 	for i := range recs {
 		r := &recs[i]

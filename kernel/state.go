@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // traceState is the decision state of one trace: everything a decision
 // reads, kept up to date by every batch the kernel applies, so that a
 // decision reads it and the few records it names instead of the whole
 // trace. It is never modified once built: a batch derives a new one
-// ([traceState.next]), and a [StateStore] keeps it with the trace.
+// ([traceState.next]), and a [blackboard.StateStore] keeps it with the trace.
 //
 // What it holds, and why that is enough:
 //   - heads: the latest committed record of each slot and kind. A decision
@@ -33,7 +35,7 @@ import (
 //     nor superseded by a commit, which explains a missing belief.
 type traceState struct {
 	heads    []head
-	cons     []Record
+	cons     []blackboard.Record
 	rejected []head // per belief kind, the latest record that explains an absence (rec and seq)
 	preds    []head // committed, active predictions, in append order
 	since    []head // observations of the kinds belief heads rest on (rec and seq), in append order
@@ -94,7 +96,7 @@ func (st *traceState) usedBy(ref, action string) string {
 // them): a status change replaces the record with a changed copy.
 type head struct {
 	seq      int // position in the trace, from 1
-	rec      *Record
+	rec      *blackboard.Record
 	*headExt // beliefs and predictions only; nil for the others
 }
 
@@ -103,20 +105,20 @@ type head struct {
 type headExt struct {
 	// beliefs: the validation artifact (nil when none) and the
 	// observations it names, as they are now
-	artifact *Record
-	percepts []Record
+	artifact *blackboard.Record
+	percepts []blackboard.Record
 	// predictions: the action type the prediction is about and the writer
 	// and role of the proposal it commits
 	action     string
 	propWriter string
-	propRole   Role
-	pbuf       [1]Record // backs percepts for the usual belief on one observation
+	propRole   blackboard.Role
+	pbuf       [1]blackboard.Record // backs percepts for the usual belief on one observation
 }
 
 var emptyState = &traceState{}
 
 // byID returns the state's copy of a record, or nil.
-func (st *traceState) byID(id string) *Record {
+func (st *traceState) byID(id string) *blackboard.Record {
 	for i := range st.heads {
 		h := &st.heads[i]
 		if h.rec.ID == id {
@@ -152,7 +154,7 @@ func (st *traceState) byID(id string) *Record {
 // rejectedBelief returns the latest belief record of kind that is neither
 // active nor superseded by a commit at nowMS, or nil: a pending proposal
 // past its TTL counts as expired.
-func (st *traceState) rejectedBelief(kind string, nowMS int64) *Record {
+func (st *traceState) rejectedBelief(kind string, nowMS int64) *blackboard.Record {
 	var best *head
 	for i := range st.rejected {
 		if st.rejected[i].rec.Kind == kind {
@@ -160,15 +162,15 @@ func (st *traceState) rejectedBelief(kind string, nowMS int64) *Record {
 		}
 	}
 	for i := range st.pending {
-		if h := &st.pending[i]; h.rec.Kind == kind && h.rec.expired(nowMS) && (best == nil || h.seq > best.seq) {
+		if h := &st.pending[i]; h.rec.Kind == kind && h.rec.ExpiredAt(nowMS) && (best == nil || h.seq > best.seq) {
 			best = h
 		}
 	}
 	if best == nil {
 		return nil
 	}
-	if best.rec.Status == StatusActive {
-		return withStatus(best.rec, StatusExpired, CodeTTLExpired)
+	if best.rec.Status == blackboard.StatusActive {
+		return withStatus(best.rec, blackboard.StatusExpired, blackboard.CodeTTLExpired)
 	}
 	return best.rec
 }
@@ -176,14 +178,14 @@ func (st *traceState) rejectedBelief(kind string, nowMS int64) *Record {
 // explainsAbsence reports whether a belief record tells why no belief of its
 // kind is committed: rejected, expired or withdrawn, not merely replaced by
 // its own commit.
-func explainsAbsence(r *Record) bool {
-	return r.Slot == Beliefs && r.Status != StatusActive && r.Reason != CodeSupersededByCommit
+func explainsAbsence(r *blackboard.Record) bool {
+	return r.Slot == blackboard.Beliefs && r.Status != blackboard.StatusActive && r.Reason != blackboard.CodeSupersededByCommit
 }
 
 // next returns the state after a batch of this trace whose appends take
 // positions n+1, n+2, ... lookup resolves the ids the new records name
 // (artifacts, observations, proposals) that the batch itself does not hold.
-func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup recordLookup) *traceState {
+func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard.Invalidation, lookup recordLookup) *traceState {
 	// Every slice starts shared with st (see [mine]).
 	out := &traceState{
 		heads:    slices.Clip(st.heads),
@@ -216,16 +218,16 @@ func (st *traceState) next(n int, appends []Record, invs []Invalidation, lookup 
 // recordLookup reads a record by id (a snapshot: its state, the records it
 // read, the store).
 type recordLookup interface {
-	byID(id string) *Record
+	byID(id string) *blackboard.Record
 }
 
 // traceRecords is a whole trace read by id, for [foldState].
 type traceRecords struct {
-	recs []Record
+	recs []blackboard.Record
 	pos  map[string]int
 }
 
-func (t *traceRecords) byID(id string) *Record {
+func (t *traceRecords) byID(id string) *blackboard.Record {
 	if i, ok := t.pos[id]; ok {
 		return &t.recs[i]
 	}
@@ -236,13 +238,13 @@ func (t *traceRecords) byID(id string) *Record {
 // among the batch, the state, or lookup. Every record it returns is one a
 // state may keep a pointer to: none is modified afterwards.
 type finder struct {
-	batch  []Record
+	batch  []blackboard.Record
 	st     *traceState
 	lookup recordLookup
 	copies bool // lookup's records are not the finder's to share: copy them
 }
 
-func (f *finder) find(id string) *Record {
+func (f *finder) find(id string) *blackboard.Record {
 	for i := range f.batch {
 		if f.batch[i].ID == id {
 			return &f.batch[i]
@@ -285,7 +287,7 @@ func (st *traceState) trimSince() {
 func (st *traceState) dropSince(o head) bool {
 	for i := range st.heads {
 		h := &st.heads[i]
-		if h.rec.Slot != Beliefs {
+		if h.rec.Slot != blackboard.Beliefs {
 			continue
 		}
 		for j := range h.percepts {
@@ -299,11 +301,11 @@ func (st *traceState) dropSince(o head) bool {
 
 // add takes a record appended at position seq into the state. r is the
 // state's to keep: nothing modifies it afterwards.
-func (st *traceState) add(seq int, r *Record, f *finder) {
+func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 	if explainsAbsence(r) {
 		st.reject(seq, r)
 	}
-	if r.Mode == ModeCommit && r.Slot == Actions {
+	if r.Mode == blackboard.ModeCommit && r.Slot == blackboard.Actions {
 		for _, ev := range r.EvidenceRefs {
 			if a := f.find(ev); a != nil && isArtifact(a) {
 				for _, ref := range groundedBy(a) {
@@ -315,25 +317,25 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 			}
 		}
 	}
-	if r.Mode != ModeCommit {
-		if r.Slot == Beliefs && r.Status == StatusActive {
+	if r.Mode != blackboard.ModeCommit {
+		if r.Slot == blackboard.Beliefs && r.Status == blackboard.StatusActive {
 			mine(st, ownPending, &st.pending)
 			st.pending = append(st.pending, head{seq: seq, rec: r})
 		}
 		return
 	}
 	h := head{seq: seq, rec: r}
-	if r.Slot == Beliefs || r.Slot == Predictions {
+	if r.Slot == blackboard.Beliefs || r.Slot == blackboard.Predictions {
 		h.headExt = &headExt{}
 		h.percepts = h.pbuf[:0]
 	}
 	switch r.Slot {
-	case Percepts:
-		if r.Status != StatusInvalidated {
+	case blackboard.Percepts:
+		if r.Status != blackboard.StatusInvalidated {
 			mine(st, ownSince, &st.since)
 			st.since = append(st.since, head{seq: seq, rec: r}) // trimmed at the end of the batch
 		}
-	case Beliefs:
+	case blackboard.Beliefs:
 		if len(r.EvidenceRefs) > 0 {
 			if a := f.find(r.EvidenceRefs[0]); a != nil && isArtifact(a) {
 				h.artifact = a
@@ -350,8 +352,8 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 				}
 			}
 		}
-	case Predictions:
-		if r.Status == StatusActive {
+	case blackboard.Predictions:
+		if r.Status == blackboard.StatusActive {
 			h.action, _ = r.Payload.String(KeyActionType)
 			if len(r.Provenance.InputRefs) > 0 {
 				if p := f.find(r.Provenance.InputRefs[0]); p != nil {
@@ -362,14 +364,14 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 			st.preds = append(st.preds, h)
 		}
 		return
-	case Constraints:
-		if r.Scope != ScopePersistent && r.Status == StatusActive {
+	case blackboard.Constraints:
+		if r.Scope != blackboard.ScopePersistent && r.Status == blackboard.StatusActive {
 			mine(st, ownCons, &st.cons)
 			st.cons = append(st.cons, *r)
 		}
 	}
 	mine(st, ownHeads, &st.heads)
-	if r.Slot == Beliefs || r.Slot == Plans {
+	if r.Slot == blackboard.Beliefs || r.Slot == blackboard.Plans {
 		// An older commit still counts when every newer one is no longer
 		// active: keep those that may outlive all newer ones.
 		st.heads = slices.DeleteFunc(st.heads, func(o head) bool {
@@ -393,14 +395,14 @@ func (st *traceState) add(seq int, r *Record, f *finder) {
 // a later commit of the same kind, is not: it is active and expires after
 // newer (which may, as a plan, lack a step older has). A record without TTL
 // never expires.
-func outlives(older, newer *Record) bool {
-	if older.Status != StatusActive {
+func outlives(older, newer *blackboard.Record) bool {
+	if older.Status != blackboard.StatusActive {
 		return false
 	}
-	if older.Slot == Plans {
-		return newer.Status != StatusActive || !coversSteps(newer, older)
+	if older.Slot == blackboard.Plans {
+		return newer.Status != blackboard.StatusActive || !coversSteps(newer, older)
 	}
-	end := func(r *Record) int64 {
+	end := func(r *blackboard.Record) int64 {
 		if r.Provenance.TTLMS <= 0 {
 			return 1<<63 - 1
 		}
@@ -411,7 +413,7 @@ func outlives(older, newer *Record) bool {
 
 // coversSteps reports whether plan p has a step for every action plan q
 // has a step for.
-func coversSteps(p, q *Record) bool {
+func coversSteps(p, q *blackboard.Record) bool {
 	qs, _ := q.Payload[KeySteps].([]any)
 	ps, _ := p.Payload[KeySteps].([]any)
 	for _, a := range qs {
@@ -428,7 +430,7 @@ func coversSteps(p, q *Record) bool {
 
 // reject records r as the latest belief record of its kind that explains
 // an absence, unless a later one is already recorded.
-func (st *traceState) reject(seq int, r *Record) {
+func (st *traceState) reject(seq int, r *blackboard.Record) {
 	mine(st, ownRejected, &st.rejected)
 	for i := range st.rejected {
 		if st.rejected[i].rec.Kind == r.Kind {
@@ -442,14 +444,14 @@ func (st *traceState) reject(seq int, r *Record) {
 }
 
 // setStatus records a status change of id in every copy the state holds.
-func (st *traceState) setStatus(id string, status Status, reason Code, f *finder) {
+func (st *traceState) setStatus(id string, status blackboard.Status, reason blackboard.Code, f *finder) {
 	seq := 0
 	for i := range st.heads {
 		h := &st.heads[i]
 		holds := h.rec.ID == id
 		if h.headExt != nil {
 			holds = holds || h.artifact != nil && h.artifact.ID == id ||
-				slices.ContainsFunc(h.percepts, func(p Record) bool { return p.ID == id })
+				slices.ContainsFunc(h.percepts, func(p blackboard.Record) bool { return p.ID == id })
 		}
 		if !holds {
 			continue
@@ -466,16 +468,16 @@ func (st *traceState) setStatus(id string, status Status, reason Code, f *finder
 		if e.artifact != nil && e.artifact.ID == id {
 			e.artifact = withStatus(e.artifact, status, reason)
 		}
-		if j := slices.IndexFunc(e.percepts, func(p Record) bool { return p.ID == id }); j >= 0 {
+		if j := slices.IndexFunc(e.percepts, func(p blackboard.Record) bool { return p.ID == id }); j >= 0 {
 			e.percepts = slices.Clone(e.percepts)
 			e.percepts[j].Status, e.percepts[j].Reason = status, reason
 		}
 		h.headExt = &e
 	}
-	if status != StatusActive {
-		if slices.ContainsFunc(st.cons, func(r Record) bool { return r.ID == id }) {
+	if status != blackboard.StatusActive {
+		if slices.ContainsFunc(st.cons, func(r blackboard.Record) bool { return r.ID == id }) {
 			mine(st, ownCons, &st.cons)
-			st.cons = slices.DeleteFunc(st.cons, func(r Record) bool { return r.ID == id })
+			st.cons = slices.DeleteFunc(st.cons, func(r blackboard.Record) bool { return r.ID == id })
 		}
 		if slices.ContainsFunc(st.preds, func(h head) bool { return h.rec.ID == id }) {
 			mine(st, ownPreds, &st.preds)
@@ -495,7 +497,7 @@ func (st *traceState) setStatus(id string, status Status, reason Code, f *finder
 			st.since[i].rec = withStatus(st.since[i].rec, status, reason)
 		}
 	}
-	if r := f.find(id); r != nil && r.Slot == Beliefs {
+	if r := f.find(id); r != nil && r.Slot == blackboard.Beliefs {
 		if c := withStatus(r, status, reason); explainsAbsence(c) {
 			if seq == 0 {
 				seq = seqOf(id)
@@ -506,13 +508,13 @@ func (st *traceState) setStatus(id string, status Status, reason Code, f *finder
 }
 
 // copyOf returns a copy of r that a state may hold.
-func copyOf(r *Record) *Record {
+func copyOf(r *blackboard.Record) *blackboard.Record {
 	c := *r
 	return &c
 }
 
 // withStatus returns a copy of r with its status changed.
-func withStatus(r *Record, status Status, reason Code) *Record {
+func withStatus(r *blackboard.Record, status blackboard.Status, reason blackboard.Code) *blackboard.Record {
 	c := *r
 	c.Status, c.Reason = status, reason
 	return &c
@@ -521,7 +523,7 @@ func withStatus(r *Record, status Status, reason Code) *Record {
 // seqOf is a kernel id's position in its trace ("{slot}:{trace}:{n}"), or
 // 0 for any other id.
 func seqOf(id string) int {
-	if _, n, ok := splitID(id); ok {
+	if _, n, ok := blackboard.SplitRecordID(id); ok {
 		return n + 1
 	}
 	return 0
@@ -531,7 +533,7 @@ func seqOf(id string) int {
 // and with their statuses as they are now: the state the kernel's batches
 // would have built, for a trace the kernel did not write all of (or a store
 // that keeps no states).
-func foldState(recs []Record) *traceState {
+func foldState(recs []blackboard.Record) *traceState {
 	if len(recs) == 0 {
 		return emptyState
 	}
@@ -552,27 +554,27 @@ func foldState(recs []Record) *traceState {
 
 // stateWire is the encoding of a traceState a store persists.
 type stateWire struct {
-	Heads    []headWire `json:"h,omitempty"`
-	Cons     []Record   `json:"c,omitempty"`
-	Rejected []headWire `json:"r,omitempty"`
-	Preds    []headWire `json:"p,omitempty"`
-	Since    []headWire `json:"s,omitempty"`
-	Pending  []headWire `json:"q,omitempty"`
-	Used     []usedMark `json:"u,omitempty"`
+	Heads    []headWire          `json:"h,omitempty"`
+	Cons     []blackboard.Record `json:"c,omitempty"`
+	Rejected []headWire          `json:"r,omitempty"`
+	Preds    []headWire          `json:"p,omitempty"`
+	Since    []headWire          `json:"s,omitempty"`
+	Pending  []headWire          `json:"q,omitempty"`
+	Used     []usedMark          `json:"u,omitempty"`
 }
 
 type headWire struct {
-	Seq        int      `json:"s"`
-	Ext        bool     `json:"e,omitempty"`
-	Rec        Record   `json:"r"`
-	Artifact   *Record  `json:"a,omitempty"`
-	Percepts   []Record `json:"p,omitempty"`
-	Action     string   `json:"x,omitempty"`
-	PropWriter string   `json:"w,omitempty"`
-	PropRole   Role     `json:"o,omitempty"`
+	Seq        int                 `json:"s"`
+	Ext        bool                `json:"e,omitempty"`
+	Rec        blackboard.Record   `json:"r"`
+	Artifact   *blackboard.Record  `json:"a,omitempty"`
+	Percepts   []blackboard.Record `json:"p,omitempty"`
+	Action     string              `json:"x,omitempty"`
+	PropWriter string              `json:"w,omitempty"`
+	PropRole   blackboard.Role     `json:"o,omitempty"`
 }
 
-// MarshalBinary implements [StateValue].
+// MarshalBinary implements [blackboard.StateValue].
 func (st *traceState) MarshalBinary() ([]byte, error) {
 	w := stateWire{Cons: st.cons, Used: st.used}
 	enc := func(h *head) headWire {
@@ -597,7 +599,7 @@ func (st *traceState) MarshalBinary() ([]byte, error) {
 func decodeState(b []byte) (*traceState, error) {
 	var w stateWire
 	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, fmt.Errorf("%w: stored trace state: %v", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: stored trace state: %v", blackboard.ErrInvalidInput, err)
 	}
 	dec := func(hw *headWire) head {
 		h := head{seq: hw.Seq, rec: &hw.Rec}
@@ -636,7 +638,7 @@ const maxCachedStates = 4096
 
 // decode returns the state ts holds, or nil when it holds none the kernel
 // can read (the caller then builds it from the trace).
-func (c *stateCache) decode(traceID string, ts *TraceState) *traceState {
+func (c *stateCache) decode(traceID string, ts *blackboard.TraceState) *traceState {
 	if v, ok := ts.Value.(*traceState); ok {
 		return v
 	}
@@ -754,17 +756,17 @@ type persistentCache struct {
 	mu     sync.Mutex
 	ok     bool
 	shared uint64
-	recs   []Record
+	recs   []blackboard.Record
 }
 
-func (c *persistentCache) get(shared uint64) ([]Record, bool) {
+func (c *persistentCache) get(shared uint64) ([]blackboard.Record, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.recs, c.ok && (c.shared == shared || mutSharedCache)
 }
 
 // latest returns the list last cached and its counter.
-func (c *persistentCache) latest() ([]Record, uint64, bool) {
+func (c *persistentCache) latest() ([]blackboard.Record, uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.recs, c.shared, c.ok
@@ -777,7 +779,7 @@ func (c *persistentCache) reset() {
 	c.ok, c.recs = false, nil
 }
 
-func (c *persistentCache) put(shared uint64, recs []Record) {
+func (c *persistentCache) put(shared uint64, recs []blackboard.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ok, c.shared, c.recs = true, shared, recs

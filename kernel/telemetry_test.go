@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -74,17 +75,17 @@ func TestDecisionSpans(t *testing.T) {
 
 	// The paper's stale trace, the percept written under a tool call span.
 	tctx, call := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
-	percept, err := tool.Write(tctx, kernel.Entry{TraceID: "stale", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"stale": true}})
+	percept, err := tool.Write(tctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}})
 	call.End()
 	if err != nil {
 		t.Fatal(err)
 	}
-	belief, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
-	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: kernel.Plans, Kind: "action_plan",
-		Payload: kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
-	fb, err := tel.k.Governor().Submit(ctx, "planner", kernel.Entry{TraceID: "stale", Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{"reason": string(plan.Code)}}, nil)
+	belief, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
+	plan, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Plans, Kind: "action_plan",
+		Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
+	fb, err := tel.k.Governor().Submit(ctx, "planner", kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{"reason": string(plan.Code)}}, nil)
 	if err != nil || !fb.Committed() {
 		t.Fatal(fb.Code, err)
 	}
@@ -196,21 +197,21 @@ func TestCommitLinksToPercepts(t *testing.T) {
 	tel := newTelemetry(t, kernel.WithClock(func() time.Time { return now }))
 	ctx := context.Background()
 	wctx, obs := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
-	percept, _ := tel.k.Tool("payment_tool").Write(wctx, kernel.Entry{TraceID: "ok", Slot: kernel.Percepts, Kind: "charge",
-		Payload: kernel.Payload{"charge_id": "ch_1", "conflict": true}, Confidence: kernel.Confidence(0.8), TTL: time.Hour})
+	percept, _ := tel.k.Tool("payment_tool").Write(wctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Percepts, Kind: "charge",
+		Payload: blackboard.Payload{"charge_id": "ch_1", "conflict": true}, Confidence: kernel.Confidence(0.8), TTL: time.Hour})
 	obs.End()
 	planner := tel.k.Planner("planner")
-	if d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil || !d.Committed() {
+	if d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil || !d.Committed() {
 		t.Fatal(d.Code, err)
 	}
-	a, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: kernel.Actions, Kind: "issue_refund",
-		Payload: kernel.Payload{"charge_id": "ch_1", "requires_beliefs": []string{"refund_due"}}})
+	a, err := planner.Submit(ctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"charge_id": "ch_1", "requires_beliefs": []string{"refund_due"}}})
 	if err != nil || !a.Committed() {
 		t.Fatal(a.Code, err)
 	}
-	if _, err := tel.k.Governor().Append(ctx, kernel.Follow{Role: kernel.RoleApprover, Writer: "alice", Entry: kernel.Entry{
-		TraceID: "ok", Slot: kernel.Evidence, Kind: "approval", InputRefs: []string{a.Record.ID}, TTL: time.Minute}}); err != nil {
+	if _, err := tel.k.Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleApprover, Writer: "alice", Entry: kernel.Entry{
+		TraceID: "ok", Slot: blackboard.Evidence, Kind: "approval", InputRefs: []string{a.Record.ID}, TTL: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Hour)
@@ -243,7 +244,7 @@ func TestTelemetryOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
+	r, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil || r.Provenance.Span != "" {
 		t.Fatalf("span %q, %v", r.Provenance.Span, err)
 	}
@@ -257,8 +258,8 @@ func TestInstrumentsFollowTheProvider(t *testing.T) {
 	ctx := context.Background()
 	decide := func(k *kernel.Kernel, n int) {
 		for i := range n {
-			if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: fmt.Sprint("tr", i), Slot: kernel.Actions,
-				Kind: kernel.FallbackQueueForReview, Payload: kernel.Payload{kernel.KeyReason: "x"}}); err != nil {
+			if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: fmt.Sprint("tr", i), Slot: blackboard.Actions,
+				Kind: kernel.FallbackQueueForReview, Payload: blackboard.Payload{kernel.KeyReason: "x"}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 )
 
@@ -128,7 +129,7 @@ func sameProvider(a, b metric.MeterProvider) bool {
 
 // span starts a span for op when tracing is on. Attributes are only built
 // for a span that records, so a no-op provider costs next to nothing.
-func (k *Kernel) span(ctx context.Context, op, traceID string, slot Slot) (context.Context, trace.Span) {
+func (k *Kernel) span(ctx context.Context, op, traceID string, slot blackboard.Slot) (context.Context, trace.Span) {
 	if k.tracer == nil || !k.tracerSet && !globalTracing() {
 		return ctx, nil
 	}
@@ -147,7 +148,7 @@ func (k *Kernel) span(ctx context.Context, op, traceID string, slot Slot) (conte
 
 // endSpan records the outcome on a span from [Kernel.span] and ends it:
 // an error sets the status; so does a refusal (a code that is not OK).
-func endSpan(sp trace.Span, code Code, err error) {
+func endSpan(sp trace.Span, code blackboard.Code, err error) {
 	if sp == nil {
 		return
 	}
@@ -174,7 +175,7 @@ func spanRef(ctx context.Context) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
-// ParseSpanRef parses a W3C traceparent as [Provenance.Span] holds it into
+// ParseSpanRef parses a W3C traceparent as [blackboard.Provenance.Span] holds it into
 // a span context (remote); ok is false for "" or a malformed value.
 func ParseSpanRef(ref string) (sc trace.SpanContext, ok bool) {
 	parts := strings.Split(ref, "-")
@@ -206,7 +207,7 @@ const (
 
 // decided finishes a decision's telemetry: the span's attributes and
 // links, the metrics and the debug log. Only what is on is paid for.
-func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, role Role, writer, kind string, slot Slot, d *Decision) {
+func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, role blackboard.Role, writer, kind string, slot blackboard.Slot, d *Decision) {
 	if sp != nil {
 		attrs := []attribute.KeyValue{
 			attribute.String(AttrKind, kind), attribute.String(AttrRecordID, d.ProposalID),
@@ -297,21 +298,21 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 			continue
 		}
 		switch r.Slot {
-		case Percepts:
+		case blackboard.Percepts:
 			if sc, ok := ParseSpanRef(r.Provenance.Span); ok && !spans[r.Provenance.Span] {
 				spans[r.Provenance.Span] = true
 				links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
 					attribute.String(AttrRecordID, r.ID), attribute.String(AttrKind, r.Kind)}})
 			}
-		case Beliefs, Evidence, Plans, Predictions:
+		case blackboard.Beliefs, blackboard.Evidence, blackboard.Plans, blackboard.Predictions:
 			queue = append(queue, r.Provenance.InputRefs...)
 			queue = append(queue, r.EvidenceRefs...)
-			if r.Slot == Beliefs && r.Mode == ModePropose {
+			if r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose {
 				// A rejected belief: the percepts it named.
-				for _, dep := range r.Payload.list(KeyDependsOn) {
+				for _, dep := range list(r.Payload, KeyDependsOn) {
 					if s, _ := dep.(string); looksLikeID(s) {
 						queue = append(queue, s)
-					} else if p, err := k.store.FindActive(ctx, r.TraceID(), Percepts, s); err == nil {
+					} else if p, err := k.store.FindActive(ctx, r.TraceID(), blackboard.Percepts, s); err == nil {
 						queue = append(queue, p.ID)
 					}
 				}
@@ -322,7 +323,7 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 }
 
 // recordExpiries counts the records an expiry marked.
-func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []Invalidation) {
+func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []blackboard.Invalidation) {
 	if len(inv) == 0 || k.metrics == nil || !k.metrics.expiries.Enabled(ctx) {
 		return
 	}

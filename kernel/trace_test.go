@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -64,23 +65,23 @@ func TestTracingRecordsWritesAndDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"stale": true}}); err != nil {
+	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
+	if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		t.Fatal(err)
 	}
-	prop, err := k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	prop, err := k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Planner("p").Commit(ctx, "tr", prop.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Constraints, Kind: "x"})
-	if !errors.Is(err, kernel.ErrPermission) {
+	_, err = k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Constraints, Kind: "x"})
+	if !errors.Is(err, blackboard.ErrPermission) {
 		t.Fatalf("want a permission error, got %v", err)
 	}
 	var got []string
@@ -118,7 +119,7 @@ func TestTracingOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -136,7 +137,7 @@ func TestTracingGlobalProvider(t *testing.T) {
 	otel.SetTracerProvider(rec)
 	t.Cleanup(func() { otel.SetTracerProvider(prev) })
 
-	entry := kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"}
+	entry := kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"}
 	if _, err := k.Tool("t").Write(context.Background(), entry); err != nil {
 		t.Fatal(err)
 	}
@@ -167,12 +168,12 @@ func TestRecordsKeepTheirSpan(t *testing.T) {
 	ctx := trace.ContextWithSpanContext(context.Background(),
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
 	const want = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	p, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
+	p, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil || p.Provenance.Span != want {
 		t.Fatalf("percept span %q (%v), want %q", p.Provenance.Span, err, want)
 	}
-	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil || !d.Committed() {
 		t.Fatal(d.Code, err)
 	}
@@ -182,7 +183,7 @@ func TestRecordsKeepTheirSpan(t *testing.T) {
 			t.Errorf("%s span %q (%v), want %q", id, r.Provenance.Span, err, want)
 		}
 	}
-	untraced, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
+	untraced, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil || untraced.Provenance.Span != "" {
 		t.Errorf("untraced write span %q (%v)", untraced.Provenance.Span, err)
 	}

@@ -4,24 +4,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 func TestTTLExpiry(t *testing.T) {
 	f := newFixture(t)
-	p := f.perceive(tr, "charge", kernel.Payload{"amount": 1.0}, nil, 5*time.Second)
-	if v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{}); err != nil || !v.Has(kernel.Percepts, "charge") {
+	p := f.perceive(tr, "charge", blackboard.Payload{"amount": 1.0}, nil, 5*time.Second)
+	if v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{}); err != nil || !v.Has(blackboard.Percepts, "charge") {
 		t.Fatalf("fresh percept not in view: %v", err)
 	}
 	f.clock.Advance(6 * time.Second)
-	if d := f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge")); d.Code != kernel.CodeStaleEvidence {
+	if d := f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge")); d.Code != blackboard.CodeStaleEvidence {
 		t.Fatalf("belief on an expired percept: %s", d.Code)
 	}
-	if r := f.get(p.ID); r.Status != kernel.StatusExpired || r.Reason != kernel.CodeTTLExpired {
+	if r := f.get(p.ID); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
 		t.Errorf("percept in store: %s %s", r.Status, r.Reason)
 	}
 	v, err := f.planner.View(f.ctx, tr, kernel.ViewOptions{})
-	if err != nil || v.Has(kernel.Percepts, "charge") || len(v.Pending) != 0 {
+	if err != nil || v.Has(blackboard.Percepts, "charge") || len(v.Pending) != 0 {
 		t.Errorf("view after expiry: %+v %v", v, err)
 	}
 }
@@ -30,12 +31,12 @@ func TestTTLExpiry(t *testing.T) {
 func TestTTLBoundary(t *testing.T) {
 	for _, tc := range []struct {
 		after time.Duration
-		want  kernel.Code
-	}{{5 * time.Second, kernel.CodeCommitted}, {5*time.Second + time.Millisecond, kernel.CodeStaleEvidence}} {
+		want  blackboard.Code
+	}{{5 * time.Second, blackboard.CodeCommitted}, {5*time.Second + time.Millisecond, blackboard.CodeStaleEvidence}} {
 		f := newFixture(t)
 		f.perceive(tr, "charge", nil, nil, 5*time.Second)
 		f.clock.Advance(tc.after)
-		if d := f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge")); d.Code != tc.want {
+		if d := f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge")); d.Code != tc.want {
 			t.Errorf("after %v: %s, want %s", tc.after, d.Code, tc.want)
 		}
 	}
@@ -53,15 +54,15 @@ func TestExpireSweeps(t *testing.T) {
 			t.Errorf("Expire #%d = %d, %v; want %d", i+1, n, err, want)
 		}
 	}
-	for id, want := range map[string]kernel.Status{a.ID: kernel.StatusExpired, b.ID: kernel.StatusExpired,
-		keep.ID: kernel.StatusActive, other.ID: kernel.StatusActive} {
+	for id, want := range map[string]blackboard.Status{a.ID: blackboard.StatusExpired, b.ID: blackboard.StatusExpired,
+		keep.ID: blackboard.StatusActive, other.ID: blackboard.StatusActive} {
 		if r := f.get(id); r.Status != want {
 			t.Errorf("%s: %s, want %s", id, r.Status, want)
 		}
 	}
 	v, err := f.tool.View(f.ctx, tr, kernel.ViewOptions{})
-	if err != nil || v.Has(kernel.Percepts, "a") || v.Has(kernel.Percepts, "b") || !v.Has(kernel.Percepts, "c") {
-		t.Errorf("view kinds %v, err %v", v.Kinds(kernel.Percepts), err)
+	if err != nil || v.Has(blackboard.Percepts, "a") || v.Has(blackboard.Percepts, "b") || !v.Has(blackboard.Percepts, "c") {
+		t.Errorf("view kinds %v, err %v", v.Kinds(blackboard.Percepts), err)
 	}
 }
 
@@ -72,26 +73,26 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(f *fixture)
-		act   kernel.Payload
-		want  kernel.Code
+		act   blackboard.Payload
+		want  blackboard.Code
 	}{
-		{name: "belief", want: kernel.CodeNoCommittedBelief, act: action("refund_due"), setup: func(f *fixture) {
+		{name: "belief", want: blackboard.CodeNoCommittedBelief, act: action("refund_due"), setup: func(f *fixture) {
 			f.perceive(tr, "charge", nil, nil, 0)
-			d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
-			if err != nil || d.Code != kernel.CodeCommitted || d.Record.Provenance.TTLMS != ttl.Milliseconds() {
+			d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
+			if err != nil || d.Code != blackboard.CodeCommitted || d.Record.Provenance.TTLMS != ttl.Milliseconds() {
 				f.t.Fatalf("belief: %s %v", d.Code, err)
 			}
 		}},
-		{name: "prediction", want: kernel.CodeNoPrediction, act: with(action("refund_due"), kernel.KeyRequirePrediction, true), setup: func(f *fixture) {
+		{name: "prediction", want: blackboard.CodeNoPrediction, act: with(action("refund_due"), kernel.KeyRequirePrediction, true), setup: func(f *fixture) {
 			f.groundedBelief(tr)
-			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "o", Payload: prediction("issue_refund", 1, "refund_due"), TTL: ttl}); err != nil || !d.Committed() {
+			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "o", Payload: prediction("issue_refund", 1, "refund_due"), TTL: ttl}); err != nil || !d.Committed() {
 				f.t.Fatalf("prediction: %s %v", d.Code, err)
 			}
 		}},
-		{name: "constraint", want: kernel.CodeCommitted, act: with(action("refund_due"), "is_duplicate", true), setup: func(f *fixture) {
+		{name: "constraint", want: blackboard.CodeCommitted, act: with(action("refund_due"), "is_duplicate", true), setup: func(f *fixture) {
 			f.groundedBelief(tr)
-			if _, err := f.sym.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Constraints, Kind: "no_duplicate_refund",
-				Payload: kernel.Payload{kernel.KeyBlocksField: "is_duplicate"}, TTL: ttl}); err != nil {
+			if _, err := f.sym.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Constraints, Kind: "no_duplicate_refund",
+				Payload: blackboard.Payload{kernel.KeyBlocksField: "is_duplicate"}, TTL: ttl}); err != nil {
 				f.t.Fatal(err)
 			}
 		}},
@@ -100,7 +101,7 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 			f := newFixture(t)
 			tc.setup(f)
 			f.clock.Advance(ttl + time.Second)
-			if d := f.mustPropose(tr, kernel.Actions, "issue_refund", tc.act); d.Code != tc.want {
+			if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", tc.act); d.Code != tc.want {
 				t.Errorf("action: %s, want %s", d.Code, tc.want)
 			}
 		})
@@ -108,14 +109,14 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 	t.Run("proposal", func(t *testing.T) {
 		f := newFixture(t)
 		f.perceive(tr, "charge", nil, nil, 0)
-		p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
+		p, err := f.planner.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.clock.Advance(ttl + time.Second)
 		_, err = f.planner.Commit(f.ctx, tr, p.ID)
-		wantErr(t, err, kernel.ErrInvalidProposal, kernel.CodeInvalidProposal)
-		if r := f.get(p.ID); r.Status != kernel.StatusExpired || r.Reason != kernel.CodeTTLExpired {
+		wantErr(t, err, kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal)
+		if r := f.get(p.ID); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
 			t.Errorf("expired proposal in store: %s %s", r.Status, r.Reason)
 		}
 		if f.store.Len() != 2 {
@@ -135,12 +136,12 @@ func TestDerivedFlags(t *testing.T) {
 		setup            func(f *fixture)
 	}{
 		{kernel.KeyUsesConflictedData, "block_conflicted_actions", func(f *fixture) {
-			f.perceive(tr, "charge", kernel.Payload{"conflict": true}, kernel.Confidence(0.8), 0)
-			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+			f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.8), 0)
+			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 		}},
 		{kernel.KeyHasNegativePrediction, "block_negative_predictions", func(f *fixture) {
 			f.groundedBelief(tr)
-			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: kernel.Predictions, Kind: "o", Payload: prediction("issue_refund", -0.5, "refund_due")}); err != nil || !d.Committed() {
+			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "o", Payload: prediction("issue_refund", -0.5, "refund_due")}); err != nil || !d.Committed() {
 				f.t.Fatalf("prediction: %s %v", d.Code, err)
 			}
 		}},
@@ -148,16 +149,16 @@ func TestDerivedFlags(t *testing.T) {
 		for _, v := range []struct {
 			name       string
 			constrain  bool
-			slot       kernel.Slot
-			payload    kernel.Payload
-			want       kernel.Code
+			slot       blackboard.Slot
+			payload    blackboard.Payload
+			want       blackboard.Code
 			wantFlagOn bool
 		}{
-			{"unconstrained action commits", false, kernel.Actions, action("refund_due"), kernel.CodeCommitted, true},
-			{"action blocked", true, kernel.Actions, action("refund_due"), kernel.BlockedCode(tc.constraint), false},
-			{"plan blocked", true, kernel.Plans, plan(step("issue_refund", "refund_due")), kernel.PlanBlockedCode(tc.constraint), false},
-			{"action clears flag", false, kernel.Actions, with(action("refund_due"), tc.flag, false), kernel.CodeFieldMismatch, false},
-			{"plan clears flag", true, kernel.Plans, plan(with(step("issue_refund", "refund_due"), tc.flag, false)), kernel.CodeFieldMismatch, false},
+			{"unconstrained action commits", false, blackboard.Actions, action("refund_due"), blackboard.CodeCommitted, true},
+			{"action blocked", true, blackboard.Actions, action("refund_due"), blackboard.BlockedCode(tc.constraint), false},
+			{"plan blocked", true, blackboard.Plans, plan(step("issue_refund", "refund_due")), blackboard.PlanBlockedCode(tc.constraint), false},
+			{"action clears flag", false, blackboard.Actions, with(action("refund_due"), tc.flag, false), blackboard.CodeFieldMismatch, false},
+			{"plan clears flag", true, blackboard.Plans, plan(with(step("issue_refund", "refund_due"), tc.flag, false)), blackboard.CodeFieldMismatch, false},
 		} {
 			t.Run(tc.flag+"/"+v.name, func(t *testing.T) {
 				f := newFixture(t)
@@ -166,7 +167,7 @@ func TestDerivedFlags(t *testing.T) {
 					f.constrain(tr, tc.constraint, tc.flag)
 				}
 				kind := "issue_refund"
-				if v.slot == kernel.Plans {
+				if v.slot == blackboard.Plans {
 					kind = "action_plan"
 				}
 				d := f.mustPropose(tr, v.slot, kind, v.payload)
@@ -186,8 +187,8 @@ func TestDerivedFlags(t *testing.T) {
 	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
 		f.constrain(tr, "block_"+c, c)
 	}
-	d := f.mustPropose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, false))
-	if d.Code != kernel.CodeCommitted {
+	d := f.mustPropose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, false))
+	if d.Code != blackboard.CodeCommitted {
 		t.Fatalf("clean action: %s", d.Code)
 	}
 	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
@@ -208,25 +209,25 @@ func TestLateEvidence(t *testing.T) {
 	}{
 		{"ttl ran out", func(f *fixture) string {
 			p := f.perceive(tr, "charge", nil, nil, 5*time.Second)
-			f.mustPropose(tr, kernel.Beliefs, "refund_due", belief(true, "charge"))
+			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 			f.clock.Advance(6 * time.Second)
 			return p.ID
 		}},
 		{"newer observation stale", func(f *fixture) string {
 			f.groundedBelief(tr)
-			return f.perceive(tr, "charge", kernel.Payload{"stale": true}, nil, 0).ID
+			return f.perceive(tr, "charge", blackboard.Payload{"stale": true}, nil, 0).ID
 		}},
 	} {
-		for _, slot := range []kernel.Slot{kernel.Actions, kernel.Plans} {
+		for _, slot := range []blackboard.Slot{blackboard.Actions, blackboard.Plans} {
 			t.Run(tc.name+"/"+slot.String(), func(t *testing.T) {
 				f := newFixture(t)
 				failed := tc.setup(f)
 				kind, payload := "issue_refund", action("refund_due")
-				if slot == kernel.Plans {
+				if slot == blackboard.Plans {
 					kind, payload = "action_plan", plan(step("issue_refund", "refund_due"))
 				}
 				d := f.mustPropose(tr, slot, kind, payload)
-				if d.Code != kernel.CodeStaleEvidence || d.Failed != failed || d.RootCause().Record != failed {
+				if d.Code != blackboard.CodeStaleEvidence || d.Failed != failed || d.RootCause().Record != failed {
 					t.Errorf("%s: %s failed %q root %+v, want STALE_EVIDENCE on %s", slot, d.Code, d.Failed, d.RootCause(), failed)
 				}
 			})

@@ -1,6 +1,10 @@
 package kernel
 
-import "context"
+import (
+	"context"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
 
 // Validator is a custom check that runs after the kernel's built-in
 // validation has passed a proposal and before it is committed. It returns
@@ -23,29 +27,29 @@ func (f ValidatorFunc) Validate(ctx context.Context, c Candidate) Verdict { retu
 // the validator must not modify.
 type Candidate struct {
 	snap     *snapshot
-	proposal *Record
+	proposal *blackboard.Record
 	// beliefs are the committed beliefs a plan or action rests on.
-	beliefs []*Record
+	beliefs []*blackboard.Record
 }
 
 // Proposal returns a copy of the proposal being decided.
-func (c Candidate) Proposal() Record { return c.proposal.Clone() }
+func (c Candidate) Proposal() blackboard.Record { return c.proposal.Clone() }
 
 // Slot is the proposal's slot.
-func (c Candidate) Slot() Slot { return c.proposal.Slot }
+func (c Candidate) Slot() blackboard.Slot { return c.proposal.Slot }
 
 // Kind is the proposal's kind.
 func (c Candidate) Kind() string { return c.proposal.Kind }
 
 // Payload returns the proposal's payload. It must not be modified.
-func (c Candidate) Payload() Payload { return c.proposal.Payload }
+func (c Candidate) Payload() blackboard.Payload { return c.proposal.Payload }
 
 // Committed returns a copy of the latest committed record of kind in slot
 // of the trace, if it is active.
-func (c Candidate) Committed(slot Slot, kind string) (Record, bool) {
+func (c Candidate) Committed(slot blackboard.Slot, kind string) (blackboard.Record, bool) {
 	r := c.snap.latest(slot, kind, committedActive)
 	if r == nil {
-		return Record{}, false
+		return blackboard.Record{}, false
 	}
 	return r.Clone(), true
 }
@@ -53,21 +57,21 @@ func (c Candidate) Committed(slot Slot, kind string) (Record, bool) {
 // Percepts returns the current observation of every percept kind in the
 // trace (the latest committed one that is not invalidated), by kind. The
 // payloads must not be modified.
-func (c Candidate) Percepts() map[string]Payload {
-	return c.snap.heads(Percepts, isObservation)
+func (c Candidate) Percepts() map[string]blackboard.Payload {
+	return c.snap.heads(blackboard.Percepts, isObservation)
 }
 
 // Beliefs returns the payload of every committed, active belief of the
 // trace, by kind. The payloads must not be modified.
-func (c Candidate) Beliefs() map[string]Payload {
-	return c.snap.heads(Beliefs, committedActive)
+func (c Candidate) Beliefs() map[string]blackboard.Payload {
+	return c.snap.heads(blackboard.Beliefs, committedActive)
 }
 
 // Grounds returns copies of the committed beliefs a plan or action rests
 // on, in the order it declares them (none for beliefs and predictions), so
 // that a validator can check them again against the current percepts.
-func (c Candidate) Grounds() []Record {
-	out := make([]Record, len(c.beliefs))
+func (c Candidate) Grounds() []blackboard.Record {
+	out := make([]blackboard.Record, len(c.beliefs))
 	for i, b := range c.beliefs {
 		out[i] = b.Clone()
 	}
@@ -76,8 +80,8 @@ func (c Candidate) Grounds() []Record {
 
 // heads returns the payloads of the heads of slot that keep accepts, by
 // kind.
-func (s *snapshot) heads(slot Slot, keep func(*Record) bool) map[string]Payload {
-	out := make(map[string]Payload)
+func (s *snapshot) heads(slot blackboard.Slot, keep func(*blackboard.Record) bool) map[string]blackboard.Payload {
+	out := make(map[string]blackboard.Payload)
 	for i := range s.st.heads {
 		if r := s.st.heads[i].rec; r.Slot == slot && keep(r) {
 			out[r.Kind] = r.Payload

@@ -4,29 +4,30 @@ import (
 	"context"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 // refundCap rejects refunds above 100 unless a committed belief
 // manager_approved is on the board: a domain rule with its own code.
-const codeOverCap = kernel.Code("REFUND_OVER_CAP")
+const codeOverCap = blackboard.Code("REFUND_OVER_CAP")
 
 func refundCap(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if c.Slot() != kernel.Actions || c.Kind() != "issue_refund" {
+	if c.Slot() != blackboard.Actions || c.Kind() != "issue_refund" {
 		return kernel.Verdict{}
 	}
 	amount, _ := c.Payload().Float("amount")
-	if _, approved := c.Committed(kernel.Beliefs, "manager_approved"); amount > 100 && !approved {
+	if _, approved := c.Committed(blackboard.Beliefs, "manager_approved"); amount > 100 && !approved {
 		return kernel.Verdict{Code: codeOverCap, Rule: "refund_cap", Detail: "over 100 without approval"}
 	}
 	return kernel.Verdict{}
 }
 
 func TestCustomValidator(t *testing.T) {
-	var seen []kernel.Slot
+	var seen []blackboard.Slot
 	record := kernel.ValidatorFunc(func(_ context.Context, c kernel.Candidate) kernel.Verdict {
 		seen = append(seen, c.Slot())
-		if p := c.Proposal(); p.Mode != kernel.ModePropose || p.Kind != c.Kind() {
+		if p := c.Proposal(); p.Mode != blackboard.ModePropose || p.Kind != c.Kind() {
 			t.Errorf("candidate proposal %+v", p)
 		}
 		return kernel.Verdict{}
@@ -37,23 +38,23 @@ func TestCustomValidator(t *testing.T) {
 	f.groundedBelief(tr)
 	for _, tc := range []struct {
 		amount float64
-		want   kernel.Code
-	}{{250, codeOverCap}, {50, kernel.CodeCommitted}} {
-		d := f.mustPropose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "amount", tc.amount))
+		want   blackboard.Code
+	}{{250, codeOverCap}, {50, blackboard.CodeCommitted}} {
+		d := f.mustPropose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "amount", tc.amount))
 		if d.Code != tc.want {
 			t.Errorf("refund of %v: %s, want %s", tc.amount, d.Code, tc.want)
 		}
 	}
 	// Built-in rejections never reach custom validators.
-	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", action("missing")); d.Code != kernel.CodeNoCommittedBelief {
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("missing")); d.Code != blackboard.CodeNoCommittedBelief {
 		t.Errorf("ungrounded refund: %s", d.Code)
 	}
 	f.perceive(tr, "approval", nil, nil, 0)
-	f.mustPropose(tr, kernel.Beliefs, "manager_approved", belief(true, "approval"))
-	if d := f.mustPropose(tr, kernel.Actions, "issue_refund", with(action("refund_due"), "amount", 250.0)); d.Code != kernel.CodeCommitted {
+	f.mustPropose(tr, blackboard.Beliefs, "manager_approved", belief(true, "approval"))
+	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "amount", 250.0)); d.Code != blackboard.CodeCommitted {
 		t.Errorf("approved refund: %s", d.Code)
 	}
-	want := []kernel.Slot{kernel.Beliefs, kernel.Actions, kernel.Actions, kernel.Beliefs, kernel.Actions}
+	want := []blackboard.Slot{blackboard.Beliefs, blackboard.Actions, blackboard.Actions, blackboard.Beliefs, blackboard.Actions}
 	if len(seen) != len(want) {
 		t.Fatalf("validator saw %v, want %v", seen, want)
 	}
@@ -68,13 +69,13 @@ func TestCustomValidator(t *testing.T) {
 // PLAN_FEASIBLE) means "no objection"; the kernel must not take it as a
 // decision without a record.
 func TestValidatorReturningOKCode(t *testing.T) {
-	for _, code := range []kernel.Code{kernel.CodeCommitted, kernel.CodePlanFeasible} {
+	for _, code := range []blackboard.Code{blackboard.CodeCommitted, blackboard.CodePlanFeasible} {
 		f := newFixture(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: code} })))
 		d := f.groundedBelief(tr)
 		if d.Record.ID == "" || d.EvidenceID == "" {
 			t.Errorf("validator answering %s: belief decision %+v", code, d)
 		}
-		if d := f.mustPropose(tr, kernel.Plans, "p", plan(step("issue_refund", "refund_due"))); d.Code != kernel.CodePlanFeasible {
+		if d := f.mustPropose(tr, blackboard.Plans, "p", plan(step("issue_refund", "refund_due"))); d.Code != blackboard.CodePlanFeasible {
 			t.Errorf("validator answering %s: plan %s", code, d.Code)
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
 	"slices"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // ViewOptions tunes [Kernel.View].
@@ -19,25 +21,25 @@ type ViewOptions struct {
 // View is what a worker sees of a trace: the latest committed, active
 // payload of each kind in each slot, and the proposals still pending.
 type View struct {
-	TraceID   string                      `json:"trace_id"`
-	Committed map[Slot]map[string]Payload `json:"committed"`
-	Pending   []Record                    `json:"pending,omitempty"`
+	TraceID   string                                            `json:"trace_id"`
+	Committed map[blackboard.Slot]map[string]blackboard.Payload `json:"committed"`
+	Pending   []blackboard.Record                               `json:"pending,omitempty"`
 }
 
 // Get returns the committed payload of kind in slot.
-func (v View) Get(slot Slot, kind string) (Payload, bool) {
+func (v View) Get(slot blackboard.Slot, kind string) (blackboard.Payload, bool) {
 	p, ok := v.Committed[slot][kind]
 	return p, ok
 }
 
 // Has reports whether a payload of kind is committed in slot.
-func (v View) Has(slot Slot, kind string) bool {
+func (v View) Has(slot blackboard.Slot, kind string) bool {
 	_, ok := v.Committed[slot][kind]
 	return ok
 }
 
 // Kinds returns the kinds committed in slot, in no particular order.
-func (v View) Kinds(slot Slot) []string {
+func (v View) Kinds(slot blackboard.Slot) []string {
 	out := make([]string, 0, len(v.Committed[slot]))
 	for kind := range v.Committed[slot] {
 		out = append(out, kind)
@@ -59,7 +61,7 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 		}()
 	}
 	if err := checkName("trace id", traceID); err != nil {
-		return View{}, newErr("view", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+		return View{}, newErr("view", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	// A view lists pending proposals too, which no decision state holds:
 	// it reads the trace.
@@ -73,22 +75,22 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 		}
 	}
 	nowMS := k.nowMS()
-	v = View{TraceID: traceID, Committed: make(map[Slot]map[string]Payload, 4)}
-	put := func(r *Record) {
+	v = View{TraceID: traceID, Committed: make(map[blackboard.Slot]map[string]blackboard.Payload, 4)}
+	put := func(r *blackboard.Record) {
 		m := v.Committed[r.Slot]
 		if m == nil {
-			m = make(map[string]Payload, 2)
+			m = make(map[string]blackboard.Payload, 2)
 			v.Committed[r.Slot] = m
 		}
 		m[r.Kind] = r.Payload.Clone()
 	}
 	if opts.IncludePersistent {
 		for _, slot := range k.sharedSlots() {
-			for r, err := range k.store.ListSlot(ctx, slot, Filter{Status: StatusActive, Scope: ScopePersistent, Namespace: k.namespace}) {
+			for r, err := range k.store.ListSlot(ctx, slot, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: k.namespace}) {
 				if err != nil {
 					return View{}, err
 				}
-				if r.TraceID() != traceID && !r.expired(nowMS) && k.sharedAcross(&r) {
+				if r.TraceID() != traceID && !r.ExpiredAt(nowMS) && k.sharedAcross(&r) {
 					put(&r)
 				}
 			}
@@ -97,8 +99,8 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 	for i := range recs {
 		r := &recs[i]
 		switch {
-		case r.Status != StatusActive || r.expired(nowMS):
-		case r.Mode == ModeCommit:
+		case r.Status != blackboard.StatusActive || r.ExpiredAt(nowMS):
+		case r.Mode == blackboard.ModeCommit:
 			put(r)
 		default:
 			v.Pending = append(v.Pending, r.Clone())
@@ -109,8 +111,8 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 
 // sharedSlots lists the slots whose persistent records every trace shares:
 // constraints, and the slots of the kinds the owner shares.
-func (k *Kernel) sharedSlots() []Slot {
-	out := []Slot{Constraints}
+func (k *Kernel) sharedSlots() []blackboard.Slot {
+	out := []blackboard.Slot{blackboard.Constraints}
 	for _, sk := range k.shared {
 		if !slices.Contains(out, sk.slot) {
 			out = append(out, sk.slot)
@@ -132,7 +134,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 		}()
 	}
 	if err := checkName("trace id", traceID); err != nil {
-		return 0, newErr("expire", "", CodeInvalidInput, ErrInvalidInput, err.Error())
+		return 0, newErr("expire", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		snap, err := k.loadForWrite(ctx, traceID, false)
@@ -146,17 +148,17 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 			snap.release()
 			return 0, err
 		}
-		var inv []Invalidation
+		var inv []blackboard.Invalidation
 		for i := range recs {
-			if r := &recs[i]; r.Status == StatusActive && r.expired(snap.nowMS) {
-				inv = append(inv, Invalidation{ID: r.ID, Status: StatusExpired, Reason: CodeTTLExpired})
+			if r := &recs[i]; r.Status == blackboard.StatusActive && r.ExpiredAt(snap.nowMS) {
+				inv = append(inv, blackboard.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
 			}
 		}
 		if len(inv) == 0 {
 			snap.release()
 			return 0, nil
 		}
-		err = snap.apply(ctx, Batch{Invalidations: inv})
+		err = snap.apply(ctx, blackboard.Batch{Invalidations: inv})
 		if raced(err) {
 			snap.release()
 			continue
@@ -169,5 +171,5 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 		snap.release()
 		return len(inv), nil
 	}
-	return 0, newErr("expire", "", "", ErrNotActive, fmt.Sprintf("trace %q kept changing", traceID))
+	return 0, newErr("expire", "", "", blackboard.ErrNotActive, fmt.Sprintf("trace %q kept changing", traceID))
 }

@@ -5,35 +5,36 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 // episode is what the paper's deterministic bk agent decides in one trace.
 type episode struct {
-	percept                        kernel.Record
+	percept                        blackboard.Record
 	belief, plan, action, fallback kernel.Decision
 }
 
 // refundEpisode runs the bk agent of the paper's study (§7, §10.4–10.5):
 // constraint, percept, belief, plan, refund if feasible, otherwise
 // queue_for_review carrying the code that stopped it.
-func (f *fixture) refundEpisode(trace string, charge kernel.Payload, conf *float64) episode {
+func (f *fixture) refundEpisode(trace string, charge blackboard.Payload, conf *float64) episode {
 	f.t.Helper()
 	var e episode
 	f.constrain(trace, "no_duplicate_refund", "is_duplicate")
 	e.percept = f.perceive(trace, "charge", charge, conf, 0)
-	e.belief = f.mustPropose(trace, kernel.Beliefs, "refund_due", belief(true, "charge"))
-	e.plan = f.mustPropose(trace, kernel.Plans, "action_plan",
+	e.belief = f.mustPropose(trace, blackboard.Beliefs, "refund_due", belief(true, "charge"))
+	e.plan = f.mustPropose(trace, blackboard.Plans, "action_plan",
 		plan(with(step("issue_refund", "refund_due"), "is_duplicate", false)))
 	reason := e.plan.Code
 	if e.plan.Committed() {
-		e.action = f.mustPropose(trace, kernel.Actions, "issue_refund",
+		e.action = f.mustPropose(trace, blackboard.Actions, "issue_refund",
 			with(action("refund_due"), "charge_id", "ch_1", "amount", 149.99, "is_duplicate", false))
 		reason = e.action.Code
 	}
 	if !e.action.Committed() {
-		e.fallback = f.mustPropose(trace, kernel.Actions, kernel.FallbackQueueForReview,
-			kernel.Payload{kernel.KeyReason: string(reason)})
+		e.fallback = f.mustPropose(trace, blackboard.Actions, kernel.FallbackQueueForReview,
+			blackboard.Payload{kernel.KeyReason: string(reason)})
 	}
 	return e
 }
@@ -41,24 +42,24 @@ func (f *fixture) refundEpisode(trace string, charge kernel.Payload, conf *float
 func TestPaperWalkthroughs(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
-		charge      kernel.Payload
+		charge      blackboard.Payload
 		conf        *float64
-		beliefCode  kernel.Code
+		beliefCode  blackboard.Code
 		arbitrated  bool
-		planCode    kernel.Code
+		planCode    blackboard.Code
 		refunded    bool
-		fallbackWhy kernel.Code
+		fallbackWhy blackboard.Code
 	}{
 		// §7.1 / §10.4: stale evidence never becomes a belief; the plan
 		// fails feasibility and the agent falls back to review.
-		{name: "7.1 stale", charge: kernel.Payload{"stale": true},
-			beliefCode: kernel.CodeStaleEvidence, planCode: kernel.CodePlanMissingBelief, fallbackWhy: kernel.CodePlanMissingBelief},
+		{name: "7.1 stale", charge: blackboard.Payload{"stale": true},
+			beliefCode: blackboard.CodeStaleEvidence, planCode: blackboard.CodePlanMissingBelief, fallbackWhy: blackboard.CodePlanMissingBelief},
 		// §10.5: a conflict at confidence 0.8 >= 0.7 is arbitrated.
-		{name: "7.2 conflict arbitrated", charge: kernel.Payload{"conflict": true}, conf: kernel.Confidence(0.8),
-			beliefCode: kernel.CodeCommitted, arbitrated: true, planCode: kernel.CodePlanFeasible, refunded: true},
+		{name: "7.2 conflict arbitrated", charge: blackboard.Payload{"conflict": true}, conf: kernel.Confidence(0.8),
+			beliefCode: blackboard.CodeCommitted, arbitrated: true, planCode: blackboard.CodePlanFeasible, refunded: true},
 		// §7.2: at 0.3 the conflict stays unresolved.
-		{name: "7.2 conflict unresolved", charge: kernel.Payload{"conflict": true}, conf: kernel.Confidence(0.3),
-			beliefCode: kernel.CodeUnresolvedConflict, planCode: kernel.CodePlanMissingBelief, fallbackWhy: kernel.CodePlanMissingBelief},
+		{name: "7.2 conflict unresolved", charge: blackboard.Payload{"conflict": true}, conf: kernel.Confidence(0.3),
+			beliefCode: blackboard.CodeUnresolvedConflict, planCode: blackboard.CodePlanMissingBelief, fallbackWhy: blackboard.CodePlanMissingBelief},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -67,11 +68,11 @@ func TestPaperWalkthroughs(t *testing.T) {
 				t.Fatalf("belief %s, plan %s; want %s, %s", e.belief.Code, e.plan.Code, tc.beliefCode, tc.planCode)
 			}
 			if tc.refunded {
-				if e.action.Code != kernel.CodeCommitted || e.fallback.Code != "" {
+				if e.action.Code != blackboard.CodeCommitted || e.fallback.Code != "" {
 					t.Fatalf("refund %s, fallback %q", e.action.Code, e.fallback.Code)
 				}
 				ev := f.get(e.belief.EvidenceID)
-				if ev.Slot != kernel.Evidence || ev.Provenance.Role != kernel.RoleKernel ||
+				if ev.Slot != blackboard.Evidence || ev.Provenance.Role != blackboard.RoleKernel ||
 					ev.Payload["arbitrated"] != tc.arbitrated || ev.Payload["passed"] != true ||
 					ev.Payload["conflict_threshold"] != kernel.DefaultConflictThreshold {
 					t.Errorf("evidence artifact %+v", ev)
@@ -87,13 +88,13 @@ func TestPaperWalkthroughs(t *testing.T) {
 			if e.action.ProposalID != "" {
 				t.Errorf("refund proposed after an infeasible plan")
 			}
-			if e.fallback.Code != kernel.CodeCommitted || e.fallback.Record.Payload[kernel.KeyReason] != string(tc.fallbackWhy) {
+			if e.fallback.Code != blackboard.CodeCommitted || e.fallback.Record.Payload[kernel.KeyReason] != string(tc.fallbackWhy) {
 				t.Errorf("fallback %s %v", e.fallback.Code, e.fallback.Record.Payload)
 			}
 			// Nothing was committed in the belief or plan slots, and no
 			// refund exists at all.
 			for _, r := range f.dump() {
-				if r.Mode == kernel.ModeCommit && (r.Slot == kernel.Beliefs || r.Slot == kernel.Plans || r.Slot == kernel.Evidence) {
+				if r.Mode == blackboard.ModeCommit && (r.Slot == blackboard.Beliefs || r.Slot == blackboard.Plans || r.Slot == blackboard.Evidence) {
 					t.Errorf("unexpected committed %s", r.ID)
 				}
 				if r.Kind == "issue_refund" {
@@ -108,11 +109,11 @@ func TestPaperWalkthroughs(t *testing.T) {
 // handle reads only, to its belief, the evidence artifact and the percept.
 func TestTraceability(t *testing.T) {
 	f := newFixture(t)
-	e := f.refundEpisode("ep", kernel.Payload{"conflict": true}, kernel.Confidence(0.9))
+	e := f.refundEpisode("ep", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9))
 	if !e.action.Committed() {
 		t.Fatalf("refund: %s", e.action.Code)
 	}
-	reached := map[string]kernel.Record{}
+	reached := map[string]blackboard.Record{}
 	queue := []string{e.action.Record.ID}
 	for len(queue) > 0 {
 		id := queue[0]
@@ -127,7 +128,7 @@ func TestTraceability(t *testing.T) {
 		reached[id] = r
 		queue = append(append(queue, r.Provenance.InputRefs...), r.EvidenceRefs...)
 	}
-	for _, want := range []kernel.Record{e.belief.Record, f.get(e.belief.EvidenceID), e.percept, f.get(e.action.ProposalID)} {
+	for _, want := range []blackboard.Record{e.belief.Record, f.get(e.belief.EvidenceID), e.percept, f.get(e.action.ProposalID)} {
 		if _, ok := reached[want.ID]; !ok {
 			t.Errorf("refund %s does not lead to %s (reached %d records)", e.action.Record.ID, want.ID, len(reached))
 		}
@@ -135,7 +136,7 @@ func TestTraceability(t *testing.T) {
 	if !slices.Contains(e.action.Record.EvidenceRefs, e.belief.EvidenceID) {
 		t.Errorf("refund evidence refs %v lack the artifact %s", e.action.Record.EvidenceRefs, e.belief.EvidenceID)
 	}
-	if _, err := f.planner.Get(f.ctx, "actions:ep:999"); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.planner.Get(f.ctx, "actions:ep:999"); !errors.Is(err, blackboard.ErrNotFound) {
 		t.Errorf("Get of a missing id: %v", err)
 	}
 }

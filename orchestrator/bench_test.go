@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // BenchmarkRun measures a whole orchestrated episode: ordering, a view per
@@ -21,7 +21,7 @@ func BenchmarkRun(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		res, err := o.Run(ctx, "run-"+strconv.Itoa(i))
-		if err != nil || !res.Quiescent || len(res.Errors) > 0 || !res.View.Has(kernel.Beliefs, "hot") {
+		if err != nil || !res.Quiescent || len(res.Errors) > 0 || !res.View.Has(blackboard.Beliefs, "hot") {
 			b.Fatalf("run: %v, quiescent %v, errors %v", err, res.Quiescent, res.Errors)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -14,20 +15,20 @@ import (
 // failure back (the fast loop), it writes a draft that does.
 type compiler struct{ tool *kernel.Tool }
 
-func (w compiler) ID() string            { return "coder" }
-func (w compiler) Handle() kernel.Handle { return w.tool }
-func (w compiler) Reads() []kernel.Slot  { return nil }
-func (w compiler) Writes() []kernel.Slot { return []kernel.Slot{kernel.Percepts} }
+func (w compiler) ID() string                { return "coder" }
+func (w compiler) Handle() kernel.Handle     { return w.tool }
+func (w compiler) Reads() []blackboard.Slot  { return nil }
+func (w compiler) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Percepts} }
 func (w compiler) ShouldActivate(v kernel.View) bool {
-	return !v.Has(kernel.Percepts, "module")
+	return !v.Has(blackboard.Percepts, "module")
 }
 func (w compiler) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
 	if _, repairing := sc.Repair(); !repairing {
 		return false, failure.New(failure.StatusSyntax, "line 3: unexpected indent")
 	}
-	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Percepts, Kind: "module",
-		Payload: kernel.Payload{"source": "def total(xs):\n    return sum(xs)\n"}})
+	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: "module",
+		Payload: blackboard.Payload{"source": "def total(xs):\n    return sum(xs)\n"}})
 	return err == nil, err
 }
 

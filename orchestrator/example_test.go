@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 )
@@ -12,17 +13,17 @@ import (
 // trace.
 type thermometer struct{ tool *kernel.Tool }
 
-func (w thermometer) ID() string            { return "thermometer" }
-func (w thermometer) Handle() kernel.Handle { return w.tool }
-func (w thermometer) Reads() []kernel.Slot  { return nil }
-func (w thermometer) Writes() []kernel.Slot { return []kernel.Slot{kernel.Percepts} }
+func (w thermometer) ID() string                { return "thermometer" }
+func (w thermometer) Handle() kernel.Handle     { return w.tool }
+func (w thermometer) Reads() []blackboard.Slot  { return nil }
+func (w thermometer) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Percepts} }
 func (w thermometer) ShouldActivate(v kernel.View) bool {
-	return !v.Has(kernel.Percepts, "temperature")
+	return !v.Has(blackboard.Percepts, "temperature")
 }
 func (w thermometer) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
-	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Percepts, Kind: "temperature",
-		Payload: kernel.Payload{"value": 97.5, "unit": "C"}, Confidence: kernel.Confidence(0.9)})
+	_, err := w.tool.Write(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: "temperature",
+		Payload: blackboard.Payload{"value": 97.5, "unit": "C"}, Confidence: kernel.Confidence(0.9)})
 	return err == nil, err
 }
 
@@ -30,18 +31,18 @@ func (w thermometer) Step(ctx context.Context, sc *orchestrator.StepContext) (bo
 // belief that it is too hot; the kernel decides.
 type watcher struct{ planner *kernel.Planner }
 
-func (w watcher) ID() string            { return "watcher" }
-func (w watcher) Handle() kernel.Handle { return w.planner }
-func (w watcher) Reads() []kernel.Slot  { return []kernel.Slot{kernel.Percepts} }
-func (w watcher) Writes() []kernel.Slot { return []kernel.Slot{kernel.Beliefs} }
+func (w watcher) ID() string                { return "watcher" }
+func (w watcher) Handle() kernel.Handle     { return w.planner }
+func (w watcher) Reads() []blackboard.Slot  { return []blackboard.Slot{blackboard.Percepts} }
+func (w watcher) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Beliefs} }
 func (w watcher) ShouldActivate(v kernel.View) bool {
-	p, ok := v.Get(kernel.Percepts, "temperature")
-	return ok && !v.Has(kernel.Beliefs, "too_hot") && p["value"].(float64) > 90
+	p, ok := v.Get(blackboard.Percepts, "temperature")
+	return ok && !v.Has(blackboard.Beliefs, "too_hot") && p["value"].(float64) > 90
 }
 func (w watcher) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
-	d, err := w.planner.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Beliefs, Kind: "too_hot",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
+	d, err := w.planner.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Beliefs, Kind: "too_hot",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}})
 	if err != nil {
 		return false, err
 	}
@@ -78,7 +79,7 @@ func ExampleOrchestrator_Run() {
 		fmt.Printf("round %d: %s produced=%v\n", s.Round, s.WorkerID, s.Produced)
 	}
 	fmt.Println("rounds:", res.Rounds, "quiescent:", res.Quiescent)
-	fmt.Println("belief too_hot committed:", res.View.Has(kernel.Beliefs, "too_hot"))
+	fmt.Println("belief too_hot committed:", res.View.Has(blackboard.Beliefs, "too_hot"))
 	// Output:
 	// order: [thermometer watcher]
 	// round 1: thermometer produced=true
@@ -116,7 +117,7 @@ func ExampleSeries() {
 			return
 		}
 		ep, _ := s.Episode(res.TraceID)
-		fmt.Printf("episode %d: %d steps, reading committed: %v\n", ep, len(res.Steps), res.View.Has(kernel.Percepts, "temperature"))
+		fmt.Printf("episode %d: %d steps, reading committed: %v\n", ep, len(res.Steps), res.View.Has(blackboard.Percepts, "temperature"))
 	}
 	tr := s.Traces()
 	fmt.Println("distinct trace ids:", len(tr) == 3 && tr[0] != tr[1] && tr[1] != tr[2] && tr[0] != tr[2])

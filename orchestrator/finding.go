@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // Assertion is one statement of a [Finding]: what it is about, its value, the
@@ -57,19 +57,19 @@ func (f Finding) Assertion(kind string) (Assertion, bool) {
 const (
 	// CodeFindingInvalid: an assertion without a kind, or with a confidence
 	// outside [0, 1]; a failure without a status.
-	CodeFindingInvalid = kernel.Code("FINDING_INVALID")
+	CodeFindingInvalid = blackboard.Code("FINDING_INVALID")
 	// CodeFindingMissingAssertion: an assertion kind the contract requires is
 	// absent.
-	CodeFindingMissingAssertion = kernel.Code("FINDING_MISSING_ASSERTION")
+	CodeFindingMissingAssertion = blackboard.Code("FINDING_MISSING_ASSERTION")
 	// CodeFindingLowConfidence: an assertion below the contract's minimum
 	// confidence.
-	CodeFindingLowConfidence = kernel.Code("FINDING_LOW_CONFIDENCE")
+	CodeFindingLowConfidence = blackboard.Code("FINDING_LOW_CONFIDENCE")
 	// CodeFindingNoEvidence: the contract wants evidence and an assertion
 	// cites none.
-	CodeFindingNoEvidence = kernel.Code("FINDING_NO_EVIDENCE")
+	CodeFindingNoEvidence = blackboard.Code("FINDING_NO_EVIDENCE")
 	// CodeFindingUnresolvedEvidence: an assertion cites a record that is not in
 	// the trace.
-	CodeFindingUnresolvedEvidence = kernel.Code("FINDING_UNRESOLVED_EVIDENCE")
+	CodeFindingUnresolvedEvidence = blackboard.Code("FINDING_UNRESOLVED_EVIDENCE")
 )
 
 // ErrFindingRefused is wrapped by every [*FindingError].
@@ -78,7 +78,7 @@ var ErrFindingRefused = errors.New("orchestrator: finding refused")
 // FindingError is the refusal of a finding that does not meet its
 // contract: the code, the assertion kind it is about, and what is wrong.
 type FindingError struct {
-	Code      kernel.Code
+	Code      blackboard.Code
 	Assertion string
 	Detail    string
 }
@@ -120,7 +120,7 @@ type Contract struct {
 // reports whether a record id exists in the trace). It returns nil or the
 // first [*FindingError].
 func (c Contract) Check(f Finding, resolve func(id string) bool) error {
-	refuse := func(code kernel.Code, assertion, format string, a ...any) error {
+	refuse := func(code blackboard.Code, assertion, format string, a ...any) error {
 		return &FindingError{Code: code, Assertion: assertion, Detail: fmt.Sprintf(format, a...)}
 	}
 	for i, cl := range f.Assertions {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/telemetry"
@@ -20,7 +21,7 @@ import (
 )
 
 // Sentinel errors. Errors returned by this package wrap one of these (or
-// [kernel.ErrInvalidInput] for an empty trace id), so callers branch with
+// [blackboard.ErrInvalidInput] for an empty trace id), so callers branch with
 // errors.Is.
 var (
 	// ErrInvalidWorker: a nil worker, an empty id, a nil handle, an invalid
@@ -54,8 +55,8 @@ type Worker interface {
 	Handle() kernel.Handle
 	// Reads lists the slots the worker reads; Writes the slots it writes.
 	// The orchestrator runs writers of a slot before its readers.
-	Reads() []kernel.Slot
-	Writes() []kernel.Slot
+	Reads() []blackboard.Slot
+	Writes() []blackboard.Slot
 	// ShouldActivate reports whether the worker has something to do given
 	// the current view of the trace.
 	ShouldActivate(v kernel.View) bool
@@ -251,8 +252,8 @@ type entry struct {
 	w      Worker
 	id     string
 	handle kernel.Handle
-	reads  []kernel.Slot
-	writes []kernel.Slot
+	reads  []blackboard.Slot
+	writes []blackboard.Slot
 }
 
 // Orchestrator runs registered workers on a trace in dependency order, round
@@ -336,13 +337,13 @@ func describe(w Worker) (e entry, err error) {
 	case e.handle == nil:
 		return entry{}, fmt.Errorf("%w: %q has no handle", ErrInvalidWorker, e.id)
 	}
-	for _, s := range append(append([]kernel.Slot(nil), e.reads...), e.writes...) {
+	for _, s := range append(append([]blackboard.Slot(nil), e.reads...), e.writes...) {
 		if !s.Valid() {
 			return entry{}, fmt.Errorf("%w: %q declares %v", ErrInvalidWorker, e.id, s)
 		}
 	}
-	e.reads = append([]kernel.Slot(nil), e.reads...)
-	e.writes = append([]kernel.Slot(nil), e.writes...)
+	e.reads = append([]blackboard.Slot(nil), e.reads...)
+	e.writes = append([]blackboard.Slot(nil), e.writes...)
 	return e, nil
 }
 
@@ -429,7 +430,7 @@ func (o *Orchestrator) Order() []string {
 // once ctx is done, returns the result so far with ctx's error. It also
 // returns an error, with the result so far, when a view cannot be built
 // (wrapping the store's or kernel's error), for an empty trace id
-// ([kernel.ErrInvalidInput]) and for a bad option ([ErrInvalidOption]);
+// ([blackboard.ErrInvalidInput]) and for a bad option ([ErrInvalidOption]);
 // in the last two cases nothing runs. A run with a runtime option
 // ([WithBudget], [WithLoopGuard], [WithRepair], [WithLane]) and no
 // [WithKernel], in New's options or the run's, is [ErrInvalidOption]: its
@@ -456,7 +457,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 	}()
 	res = Result{TraceID: traceID, View: kernel.View{TraceID: traceID}}
 	if traceID == "" {
-		return res, fmt.Errorf("orchestrator: %w: empty trace id", kernel.ErrInvalidInput)
+		return res, fmt.Errorf("orchestrator: %w: empty trace id", blackboard.ErrInvalidInput)
 	}
 	cfg, err := o.cfg.with(opts)
 	if err != nil {

@@ -13,24 +13,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // fake is a worker driven by functions.
 type fake struct {
 	id       string
 	h        kernel.Handle
-	reads    []kernel.Slot
-	writes   []kernel.Slot
+	reads    []blackboard.Slot
+	writes   []blackboard.Slot
 	activate func(kernel.View) bool
 	step     func(context.Context, *orchestrator.StepContext) (bool, error)
 }
 
-func (f *fake) ID() string            { return f.id }
-func (f *fake) Handle() kernel.Handle { return f.h }
-func (f *fake) Reads() []kernel.Slot  { return f.reads }
-func (f *fake) Writes() []kernel.Slot { return f.writes }
+func (f *fake) ID() string                { return f.id }
+func (f *fake) Handle() kernel.Handle     { return f.h }
+func (f *fake) Reads() []blackboard.Slot  { return f.reads }
+func (f *fake) Writes() []blackboard.Slot { return f.writes }
 func (f *fake) ShouldActivate(v kernel.View) bool {
 	if f.activate == nil {
 		return true
@@ -82,24 +84,24 @@ func sensorAndAnalyst(k *kernel.Kernel) (*fake, *fake) {
 	tool := k.Tool("sensor")
 	planner := k.Planner("analyst")
 	sensor := &fake{
-		id: "sensor", h: tool, writes: []kernel.Slot{kernel.Percepts},
-		activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "temperature") },
+		id: "sensor", h: tool, writes: []blackboard.Slot{blackboard.Percepts},
+		activate: func(v kernel.View) bool { return !v.Has(blackboard.Percepts, "temperature") },
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			tr := sc.TraceID()
-			_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "temperature",
-				Payload: kernel.Payload{"value": 95}, Confidence: kernel.Confidence(0.9)})
+			_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "temperature",
+				Payload: blackboard.Payload{"value": 95}, Confidence: kernel.Confidence(0.9)})
 			return err == nil, err
 		},
 	}
 	analyst := &fake{
-		id: "analyst", h: planner, reads: []kernel.Slot{kernel.Percepts}, writes: []kernel.Slot{kernel.Beliefs},
+		id: "analyst", h: planner, reads: []blackboard.Slot{blackboard.Percepts}, writes: []blackboard.Slot{blackboard.Beliefs},
 		activate: func(v kernel.View) bool {
-			return v.Has(kernel.Percepts, "temperature") && !v.Has(kernel.Beliefs, "hot")
+			return v.Has(blackboard.Percepts, "temperature") && !v.Has(blackboard.Beliefs, "hot")
 		},
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			tr := sc.TraceID()
-			d, err := planner.Submit(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Beliefs, Kind: "hot",
-				Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
+			d, err := planner.Submit(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "hot",
+				Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}})
 			return err == nil && d.Committed(), err
 		},
 	}
@@ -125,7 +127,7 @@ func TestOrderFollowsReadsAndWrites(t *testing.T) {
 	if got := stepIDs(res, 1); !slices.Equal(got, []string{"sensor", "analyst"}) {
 		t.Fatalf("round 1 steps = %v, want sensor then analyst", got)
 	}
-	if !res.View.Has(kernel.Beliefs, "hot") {
+	if !res.View.Has(blackboard.Beliefs, "hot") {
 		t.Fatalf("the analyst did not see the sensor's percept in round 1: final view %v", res.View.Committed)
 	}
 }
@@ -133,10 +135,10 @@ func TestOrderFollowsReadsAndWrites(t *testing.T) {
 func TestOrderTiesAndChains(t *testing.T) {
 	k := newKernel(t)
 	h := k.Planner("p")
-	mk := func(id string, reads, writes []kernel.Slot) *fake {
+	mk := func(id string, reads, writes []blackboard.Slot) *fake {
 		return &fake{id: id, h: h, reads: reads, writes: writes}
 	}
-	P, B, Pr, A, C := kernel.Percepts, kernel.Beliefs, kernel.Predictions, kernel.Actions, kernel.Constraints
+	P, B, Pr, A, C := blackboard.Percepts, blackboard.Beliefs, blackboard.Predictions, blackboard.Actions, blackboard.Constraints
 	cases := []struct {
 		name    string
 		workers []*fake
@@ -145,17 +147,17 @@ func TestOrderTiesAndChains(t *testing.T) {
 		{"independent workers keep registration order",
 			[]*fake{mk("c", nil, nil), mk("a", nil, nil), mk("b", nil, nil)}, []string{"c", "a", "b"}},
 		{"chain registered backwards",
-			[]*fake{mk("act", []kernel.Slot{B, Pr}, []kernel.Slot{A}), mk("sim", []kernel.Slot{P, B}, []kernel.Slot{Pr}),
-				mk("believe", []kernel.Slot{P}, []kernel.Slot{B}), mk("sense", nil, []kernel.Slot{P})},
+			[]*fake{mk("act", []blackboard.Slot{B, Pr}, []blackboard.Slot{A}), mk("sim", []blackboard.Slot{P, B}, []blackboard.Slot{Pr}),
+				mk("believe", []blackboard.Slot{P}, []blackboard.Slot{B}), mk("sense", nil, []blackboard.Slot{P})},
 			[]string{"sense", "believe", "sim", "act"}},
 		{"a worker waits for its last writer; free workers go in registration order",
-			[]*fake{mk("sense", nil, []kernel.Slot{P}), mk("act", []kernel.Slot{P, C}, []kernel.Slot{A}),
-				mk("other", []kernel.Slot{P}, nil), mk("learn", nil, []kernel.Slot{C})},
+			[]*fake{mk("sense", nil, []blackboard.Slot{P}), mk("act", []blackboard.Slot{P, C}, []blackboard.Slot{A}),
+				mk("other", []blackboard.Slot{P}, nil), mk("learn", nil, []blackboard.Slot{C})},
 			[]string{"sense", "other", "learn", "act"}},
 		{"a worker reading its own output does not wait for itself",
-			[]*fake{mk("b", []kernel.Slot{P}, nil), mk("a", []kernel.Slot{P}, []kernel.Slot{P})}, []string{"a", "b"}},
+			[]*fake{mk("b", []blackboard.Slot{P}, nil), mk("a", []blackboard.Slot{P}, []blackboard.Slot{P})}, []string{"a", "b"}},
 		{"a cycle is broken by registration order",
-			[]*fake{mk("x", []kernel.Slot{B}, []kernel.Slot{P}), mk("y", []kernel.Slot{P}, []kernel.Slot{B}), mk("z", []kernel.Slot{B}, nil)},
+			[]*fake{mk("x", []blackboard.Slot{B}, []blackboard.Slot{P}), mk("y", []blackboard.Slot{P}, []blackboard.Slot{B}), mk("z", []blackboard.Slot{B}, nil)},
 			[]string{"x", "y", "z"}},
 	}
 	for _, tc := range cases {
@@ -455,8 +457,8 @@ func TestRegisterRefusesBadWorkers(t *testing.T) {
 		{"nil worker", []orchestrator.Worker{nil}, orchestrator.ErrInvalidWorker},
 		{"empty id", []orchestrator.Worker{&fake{h: h}}, orchestrator.ErrInvalidWorker},
 		{"nil handle", []orchestrator.Worker{&fake{id: "x"}}, orchestrator.ErrInvalidWorker},
-		{"bad read slot", []orchestrator.Worker{&fake{id: "x", h: h, reads: []kernel.Slot{0}}}, orchestrator.ErrInvalidWorker},
-		{"bad write slot", []orchestrator.Worker{&fake{id: "x", h: h, writes: []kernel.Slot{99}}}, orchestrator.ErrInvalidWorker},
+		{"bad read slot", []orchestrator.Worker{&fake{id: "x", h: h, reads: []blackboard.Slot{0}}}, orchestrator.ErrInvalidWorker},
+		{"bad write slot", []orchestrator.Worker{&fake{id: "x", h: h, writes: []blackboard.Slot{99}}}, orchestrator.ErrInvalidWorker},
 		{"panicking declaration", []orchestrator.Worker{&panicky{fake{id: "x", h: h}}}, orchestrator.ErrInvalidWorker},
 		{"id already registered", []orchestrator.Worker{&fake{id: "ok", h: h}}, orchestrator.ErrDuplicateWorker},
 		{"id repeated in one call", []orchestrator.Worker{&fake{id: "y", h: h}, &fake{id: "y", h: h}}, orchestrator.ErrDuplicateWorker},
@@ -511,8 +513,8 @@ func TestBadOptionsAndInputs(t *testing.T) {
 		t.Fatalf("New with a nil Option: %v, want ErrInvalidOption", err)
 	}
 	o := newOrch(t)
-	if _, err := o.Run(context.Background(), ""); !errors.Is(err, kernel.ErrInvalidInput) {
-		t.Fatalf("empty trace id: %v, want kernel.ErrInvalidInput", err)
+	if _, err := o.Run(context.Background(), ""); !errors.Is(err, blackboard.ErrInvalidInput) {
+		t.Fatalf("empty trace id: %v, want blackboard.ErrInvalidInput", err)
 	}
 	if _, err := orchestrator.NewSeries(nil); !errors.Is(err, orchestrator.ErrInvalidOption) {
 		t.Fatalf("nil orchestrator: %v", err)
@@ -520,7 +522,7 @@ func TestBadOptionsAndInputs(t *testing.T) {
 }
 
 func TestViewFailureStopsTheRun(t *testing.T) {
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	k, err := kernel.New(kernel.WithStore(store))
 	if err != nil {
 		t.Fatal(err)
@@ -533,8 +535,8 @@ func TestViewFailureStopsTheRun(t *testing.T) {
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Run(context.Background(), "t"); !errors.Is(err, kernel.ErrClosed) {
-		t.Fatalf("Run on a closed store: %v, want kernel.ErrClosed", err)
+	if _, err := o.Run(context.Background(), "t"); !errors.Is(err, blackboard.ErrClosed) {
+		t.Fatalf("Run on a closed store: %v, want blackboard.ErrClosed", err)
 	}
 }
 
@@ -572,7 +574,7 @@ func TestSeries(t *testing.T) {
 		if ep, ok := s.Episode(res.TraceID); !ok || ep != i {
 			t.Fatalf("Episode(%s) = %d %v, want %d", res.TraceID, ep, ok, i)
 		}
-		if !res.View.Has(kernel.Beliefs, "hot") {
+		if !res.View.Has(blackboard.Beliefs, "hot") {
 			t.Fatalf("episode %d did not run its workers on its own trace", i)
 		}
 		if _, ok := s2.Episode(res.TraceID); ok {

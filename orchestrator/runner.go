@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -379,7 +380,7 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 
 // records reads the trace's records, decision records and rejected
 // proposals included.
-func (rt *runner) records(ctx context.Context) ([]kernel.Record, error) {
+func (rt *runner) records(ctx context.Context) ([]blackboard.Record, error) {
 	var h kernel.Handle
 	switch {
 	case rt.rc.k != nil:
@@ -389,7 +390,7 @@ func (rt *runner) records(ctx context.Context) ([]kernel.Record, error) {
 	default:
 		return nil, nil
 	}
-	var out []kernel.Record
+	var out []blackboard.Record
 	for r, err := range h.Trace(ctx, rt.traceID) {
 		if err != nil {
 			return nil, fmt.Errorf("orchestrator: trace %q: %w", rt.traceID, err)
@@ -477,7 +478,7 @@ func (rt *runner) closingState(ctx context.Context, st *Stop, round int) error {
 }
 
 // annotate adds where a decision was taken and the functional state.
-func (rt *runner) annotate(c kernel.Payload, workerID string, round int) {
+func (rt *runner) annotate(c blackboard.Payload, workerID string, round int) {
 	c["round"] = round
 	if workerID != "" {
 		c["worker"] = workerID
@@ -490,7 +491,7 @@ func (rt *runner) annotate(c kernel.Payload, workerID string, round int) {
 // recordRepair writes the decision record of a repair decision.
 func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
 	f, d := r.Failure, r.Remedy
-	c := kernel.Payload{
+	c := blackboard.Payload{
 		"attempt": r.Attempt, "category": string(f.Category()), "status": string(f.Status()),
 		"retryable": f.Retryable(), "message": f.Message(),
 		"route": string(d.Route), "loop": string(d.Loop), "retry": d.Retry,
@@ -522,11 +523,11 @@ func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
 }
 
 // statusCode is a failure's status as a code.
-func statusCode(f failure.Failure) kernel.Code {
+func statusCode(f failure.Failure) blackboard.Code {
 	if f.Status() == "" {
-		return kernel.Code(failure.StatusUnknown)
+		return blackboard.Code(failure.StatusUnknown)
 	}
-	return kernel.Code(f.Status())
+	return blackboard.Code(f.Status())
 }
 
 // stopFailure stops the run on a decision not to retry: an escalation
@@ -542,11 +543,11 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 		return nil
 	}
 	st.End = EndEscalated
-	c := kernel.Payload{"escalates": r.DecisionID}
+	c := blackboard.Payload{"escalates": r.DecisionID}
 	rt.annotate(c, r.WorkerID, r.Round)
-	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: kernel.Actions,
+	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: blackboard.Actions,
 		Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{kernel.KeyReason: string(st.Code), "worker": r.WorkerID,
+		Payload: blackboard.Payload{kernel.KeyReason: string(st.Code), "worker": r.WorkerID,
 			"failure": clipMessage(r.Failure.Message()), kernel.KeyRequiresBeliefs: []string{}}},
 		func(d kernel.Decision) ([]kernel.Follow, error) {
 			dr := audit.ForDecision(rt.traceID, kernel.FallbackQueueForReview, d)

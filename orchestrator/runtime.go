@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/wait"
@@ -46,7 +47,7 @@ type Stop struct {
 	End End
 	// Code is BUDGET_EXCEEDED or LOOP_DETECTED for a limit, else the
 	// failure's execution status (FAILED_AUTH_EXPIRED, ...).
-	Code kernel.Code
+	Code blackboard.Code
 	// WorkerID and Round say where it happened ("" for a round-level stop).
 	WorkerID string
 	Round    int

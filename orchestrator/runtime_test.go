@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -64,13 +65,13 @@ func newCrew(t *testing.T, fail func(attempt int) error) *crew {
 	k := newKernel(t)
 	c := &crew{k: k, calls: &calls{}}
 	tool := k.Tool("coder")
-	patched := func(v kernel.View) bool { return v.Has(kernel.Percepts, "patch") }
+	patched := func(v kernel.View) bool { return v.Has(blackboard.Percepts, "patch") }
 	write := func(ctx context.Context, tr, by string) error {
-		_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "patch", Payload: kernel.Payload{"by": by}})
+		_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "patch", Payload: blackboard.Payload{"by": by}})
 		return err
 	}
 	coder := func(id string) *fake {
-		return &fake{id: id, h: tool, writes: []kernel.Slot{kernel.Percepts},
+		return &fake{id: id, h: tool, writes: []blackboard.Slot{blackboard.Percepts},
 			activate: func(v kernel.View) bool { return id == "coder" && !patched(v) },
 			step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 				tr := sc.TraceID()
@@ -178,7 +179,7 @@ func TestRepairRoutes(t *testing.T) {
 			}
 			// The decision is on the blackboard.
 			recs := decisions(t, c.k, "t", "worker:coder")
-			if len(recs) != 1 || recs[0].ID != r.DecisionID || recs[0].Code != kernel.Code(tc.status) ||
+			if len(recs) != 1 || recs[0].ID != r.DecisionID || recs[0].Code != blackboard.Code(tc.status) ||
 				recs[0].Context["route"] != string(tc.route) || recs[0].Detail != r.Remedy.Reason {
 				t.Errorf("decision records %+v", recs)
 			}
@@ -188,7 +189,7 @@ func TestRepairRoutes(t *testing.T) {
 			switch tc.outcome {
 			case orchestrator.EndEscalated:
 				st := res.Stop
-				if st == nil || st.ReviewID == "" || st.Code != kernel.Code(tc.status) || st.DecisionID != r.DecisionID {
+				if st == nil || st.ReviewID == "" || st.Code != blackboard.Code(tc.status) || st.DecisionID != r.DecisionID {
 					t.Fatalf("stop %+v", st)
 				}
 				review, err := c.k.Tool("x").Get(context.Background(), st.ReviewID)
@@ -200,8 +201,8 @@ func TestRepairRoutes(t *testing.T) {
 					t.Errorf("stop %+v", st)
 				}
 			default:
-				if res.Stop != nil || !res.View.Has(kernel.Percepts, "patch") {
-					t.Errorf("stop %+v, patched %v", res.Stop, res.View.Has(kernel.Percepts, "patch"))
+				if res.Stop != nil || !res.View.Has(blackboard.Percepts, "patch") {
+					t.Errorf("stop %+v, patched %v", res.Stop, res.View.Has(blackboard.Percepts, "patch"))
 				}
 			}
 		})
@@ -323,7 +324,7 @@ func TestBackoffStopsWhenTheContextIsCancelled(t *testing.T) {
 func sink(k *kernel.Kernel, id string, step func(ctx context.Context, sc *orchestrator.StepContext) error) *fake {
 	tool := k.Tool(id)
 	n := 0
-	return &fake{id: id, h: tool, writes: []kernel.Slot{kernel.Percepts},
+	return &fake{id: id, h: tool, writes: []blackboard.Slot{blackboard.Percepts},
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			tr := sc.TraceID()
 			if step != nil {
@@ -332,7 +333,7 @@ func sink(k *kernel.Kernel, id string, step func(ctx context.Context, sc *orches
 				}
 			}
 			n++
-			_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: id, Payload: kernel.Payload{"n": n}})
+			_, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: id, Payload: blackboard.Payload{"n": n}})
 			return true, err
 		}}
 }
@@ -498,12 +499,12 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 // lets a test break the finding.
 func research(k *kernel.Kernel, assertion func(attempt int, evidence string) []orchestrator.Assertion) *fake {
 	tool := k.Tool("researcher")
-	return &fake{id: "researcher", h: tool, writes: []kernel.Slot{kernel.Percepts},
-		activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "spec") },
+	return &fake{id: "researcher", h: tool, writes: []blackboard.Slot{blackboard.Percepts},
+		activate: func(v kernel.View) bool { return !v.Has(blackboard.Percepts, "spec") },
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 			tr := sc.TraceID()
-			rec, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: kernel.Percepts, Kind: "spec",
-				Payload: kernel.Payload{"endpoint": "/v2/patients"}})
+			rec, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "spec",
+				Payload: blackboard.Payload{"endpoint": "/v2/patients"}})
 			if err != nil {
 				return false, err
 			}
@@ -520,7 +521,7 @@ func TestFindingContract(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		bad  func(ev string) []orchestrator.Assertion
-		code kernel.Code
+		code blackboard.Code
 	}{
 		{"missing assertion", func(ev string) []orchestrator.Assertion {
 			return []orchestrator.Assertion{{Kind: "auth", Evidence: []string{ev}, Confidence: 1}}
@@ -558,7 +559,7 @@ func TestFindingContract(t *testing.T) {
 				seen = sc.Findings()
 				return nil
 			})
-			coder.reads, coder.activate = []kernel.Slot{kernel.Percepts}, func(v kernel.View) bool { return !v.Has(kernel.Percepts, "coder") }
+			coder.reads, coder.activate = []blackboard.Slot{blackboard.Percepts}, func(v kernel.View) bool { return !v.Has(blackboard.Percepts, "coder") }
 			o := newOrch(t, orchestrator.WithRepair(3), orchestrator.WithLane(orchestrator.Lane{Worker: "researcher", Contract: contract}), orchestrator.WithKernel(k))
 			if err := o.Register(r, coder); err != nil {
 				t.Fatal(err)
@@ -688,7 +689,7 @@ func TestStepContextIsTheArgument(t *testing.T) {
 	k := newKernel(t)
 	sensor, _ := sensorAndAnalyst(k)
 	var got []*orchestrator.StepContext
-	reader := &fake{id: "reader", h: k.Tool("reader"), reads: []kernel.Slot{kernel.Percepts},
+	reader := &fake{id: "reader", h: k.Tool("reader"), reads: []blackboard.Slot{blackboard.Percepts},
 		activate: func(v kernel.View) bool { return len(got) == 0 },
 		step: func(_ context.Context, sc *orchestrator.StepContext) (bool, error) {
 			got = append(got, sc)
@@ -708,7 +709,7 @@ func TestStepContextIsTheArgument(t *testing.T) {
 	if sc.TraceID() != "plain" || sc.WorkerID() != "reader" || sc.Round() != 1 || sc.Attempt() != 1 {
 		t.Errorf("step context: trace %q worker %q round %d attempt %d", sc.TraceID(), sc.WorkerID(), sc.Round(), sc.Attempt())
 	}
-	if !sc.View().Has(kernel.Percepts, "temperature") {
+	if !sc.View().Has(blackboard.Percepts, "temperature") {
 		t.Error("the reader's view lacks the percept the sensor wrote before it in the round")
 	}
 	if sc.Budget() != nil || sc.Grant() != nil || sc.Guard() != nil {
@@ -753,9 +754,9 @@ func TestNewStepContext(t *testing.T) {
 func TestPlainRunKeepsFindings(t *testing.T) {
 	k := newKernel(t)
 	tool := k.Tool("researcher")
-	w := &fake{id: "researcher", h: tool, activate: func(v kernel.View) bool { return !v.Has(kernel.Percepts, "spec") },
+	w := &fake{id: "researcher", h: tool, activate: func(v kernel.View) bool { return !v.Has(blackboard.Percepts, "spec") },
 		step: func(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
-			rec, err := tool.Write(ctx, kernel.Entry{TraceID: sc.TraceID(), Slot: kernel.Percepts, Kind: "spec", Payload: kernel.Payload{"n": 1}})
+			rec, err := tool.Write(ctx, kernel.Entry{TraceID: sc.TraceID(), Slot: blackboard.Percepts, Kind: "spec", Payload: blackboard.Payload{"n": 1}})
 			if err != nil {
 				return false, err
 			}

@@ -7,6 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 )
@@ -14,14 +15,16 @@ import (
 // sensorOnce writes one percept and then has nothing more to do.
 type sensorOnce struct{ h *kernel.Tool }
 
-func (s sensorOnce) ID() string                        { return "sensor" }
-func (s sensorOnce) Handle() kernel.Handle             { return s.h }
-func (s sensorOnce) Reads() []kernel.Slot              { return nil }
-func (s sensorOnce) Writes() []kernel.Slot             { return []kernel.Slot{kernel.Percepts} }
-func (s sensorOnce) ShouldActivate(v kernel.View) bool { return !v.Has(kernel.Percepts, "temperature") }
+func (s sensorOnce) ID() string                { return "sensor" }
+func (s sensorOnce) Handle() kernel.Handle     { return s.h }
+func (s sensorOnce) Reads() []blackboard.Slot  { return nil }
+func (s sensorOnce) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Percepts} }
+func (s sensorOnce) ShouldActivate(v kernel.View) bool {
+	return !v.Has(blackboard.Percepts, "temperature")
+}
 func (s sensorOnce) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
-	_, err := s.h.Write(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Percepts, Kind: "temperature", Payload: kernel.Payload{"c": 21.0}})
+	_, err := s.h.Write(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: "temperature", Payload: blackboard.Payload{"c": 21.0}})
 	return err == nil, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -53,7 +54,7 @@ func reads(ast *cel.Ast) (percepts, beliefs bool) {
 // proposal with [CodeInputTooLarge], naming rule (the first that would
 // have run) and the value. It builds the percept and belief maps the rules
 // then read.
-func (in *input) bounded(rules []*rule, rule, where string, own kernel.Payload, grounds ...kernel.Record) kernel.Verdict {
+func (in *input) bounded(rules []*rule, rule, where string, own blackboard.Payload, grounds ...blackboard.Record) kernel.Verdict {
 	if mutInputBound {
 		return kernel.Verdict{}
 	}
@@ -98,7 +99,7 @@ func (in *input) bounded(rules []*rule, rule, where string, own kernel.Payload, 
 }
 
 // checkPayload returns what in p is out of bounds, or "".
-func checkPayload(p kernel.Payload) string {
+func checkPayload(p blackboard.Payload) string {
 	values := 0
 	return checkValue(map[string]any(p), 0, &values)
 }
@@ -122,7 +123,7 @@ func checkValue(v any, depth int, values *int) string {
 			return fmt.Sprintf("a string of %d bytes", len(x))
 		}
 		return ""
-	case kernel.Payload:
+	case blackboard.Payload:
 		return checkValue(map[string]any(x), depth, values)
 	case map[string]any:
 		if len(x) > MaxElements {

@@ -1,13 +1,13 @@
 package rules
 
-import "github.com/blackboardkernel/bk/kernel"
+import "github.com/blackboardkernel/bk/blackboard"
 
 // CodeInputTooLarge: a proposal, or a belief or percept a rule would read,
 // holds more than a rule may be given (see [MaxElements],
 // [MaxStringBytes], [MaxDepth], [MaxValues]). The proposal is refused
 // before any rule is evaluated: a rule is only bounded in time because its
 // input is bounded.
-const CodeInputTooLarge = kernel.Code("RULE_INPUT_TOO_LARGE")
+const CodeInputTooLarge = blackboard.Code("RULE_INPUT_TOO_LARGE")
 
 // The bounds on what a rule is given. Every payload a rule can read (the
 // proposal's, each belief's and each percept's) is checked against them

@@ -52,9 +52,9 @@
 // # Fail closed
 //
 // A rule that evaluates to false rejects the proposal with
-// [kernel.CodeRuleViolated]; the verdict names the rule and its detail
+// [blackboard.CodeRuleViolated]; the verdict names the rule and its detail
 // holds the expression. A rule that cannot be evaluated rejects it with
-// [kernel.CodeRuleError] and the error as detail: a missing field or
+// [blackboard.CodeRuleError] and the error as detail: a missing field or
 // percept ("no such key"), a type mismatch, a result that is not a bool,
 // or a cancelled context. A
 // rule never lets a proposal through because it could not decide. Write

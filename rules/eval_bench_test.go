@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // BenchmarkRuleOverList: one evaluation of a rule over a list the proposal
@@ -24,7 +24,7 @@ func BenchmarkRuleOverList(b *testing.B) {
 		for i := range items {
 			items[i] = 1.0
 		}
-		in := &input{action: kernel.Payload{"items": items}}
+		in := &input{action: blackboard.Payload{"items": items}}
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
 				out, _, err := rl.prg.ContextEval(context.Background(), in)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 )
@@ -25,20 +26,20 @@ func Example() {
 	}
 	defer k.Close()
 
-	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Percepts, Kind: "charge",
-		Payload: kernel.Payload{"amount": 89.00}})
+	_, err = k.Tool("payments").Write(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Percepts, Kind: "charge",
+		Payload: blackboard.Payload{"amount": 89.00}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	planner := k.Planner("planner")
-	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(d.Code)
-	d, err = planner.Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: kernel.Actions, Kind: "issue_refund",
-		Payload: kernel.Payload{"amount": 890.00, "requires_beliefs": []string{"refund_due"}}})
+	d, err = planner.Submit(ctx, kernel.Entry{TraceID: "ep-1", Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"amount": 890.00, "requires_beliefs": []string{"refund_due"}}})
 	if err != nil {
 		log.Fatal(err)
 	}

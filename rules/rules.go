@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -209,7 +210,7 @@ func (r *Rules) Names() []string { return append([]string(nil), r.names...) }
 // every belief it rests on; an action against those, then its type's rules.
 func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict {
 	switch c.Slot() {
-	case kernel.Beliefs:
+	case blackboard.Beliefs:
 		rs := r.beliefs[c.Kind()]
 		if len(rs) == 0 {
 			return kernel.Verdict{}
@@ -219,22 +220,22 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict
 			return v
 		}
 		return in.check(ctx, rs, "belief "+c.Kind())
-	case kernel.Plans, kernel.Actions:
+	case blackboard.Plans, blackboard.Actions:
 		acts := r.actions[c.Kind()]
-		if c.Slot() != kernel.Actions {
+		if c.Slot() != blackboard.Actions {
 			acts = nil
 		}
 		if len(acts) == 0 && len(r.beliefs) == 0 {
 			return kernel.Verdict{}
 		}
 		in := &input{c: c}
-		var grounds []kernel.Record
+		var grounds []blackboard.Record
 		if len(r.beliefs) > 0 {
 			grounds = c.Grounds()
 		}
 		// The rules about to run, for the bounds of what they read.
 		var run []*rule
-		var checked []kernel.Record
+		var checked []blackboard.Record
 		for _, g := range grounds {
 			if rs := r.beliefs[g.Kind]; len(rs) > 0 {
 				run = append(run, rs...)
@@ -245,7 +246,7 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict
 		if len(run) == 0 {
 			return kernel.Verdict{} // no rule applies
 		}
-		var own kernel.Payload
+		var own blackboard.Payload
 		if len(acts) > 0 {
 			own = c.Payload()
 		}
@@ -279,8 +280,8 @@ func (r *Rules) Validate(ctx context.Context, c kernel.Candidate) kernel.Verdict
 // that call, which evaluates them one after another.
 type input struct {
 	c        kernel.Candidate
-	action   kernel.Payload // the action proposal, for action rules
-	belief   kernel.Payload // the belief checked, for belief rules
+	action   blackboard.Payload // the action proposal, for action rules
+	belief   blackboard.Payload // the belief checked, for belief rules
 	percepts map[string]any
 	beliefs  map[string]any
 }
@@ -291,15 +292,15 @@ func (in *input) check(ctx context.Context, rules []*rule, where string) kernel.
 	for _, rl := range rules {
 		out, _, err := rl.prg.ContextEval(ctx, in)
 		if err != nil {
-			return kernel.Verdict{Code: kernel.CodeRuleError, Rule: rl.name, Detail: where + ": " + err.Error()}
+			return kernel.Verdict{Code: blackboard.CodeRuleError, Rule: rl.name, Detail: where + ": " + err.Error()}
 		}
 		ok, isBool := out.Value().(bool)
 		switch {
 		case !isBool:
-			return kernel.Verdict{Code: kernel.CodeRuleError, Rule: rl.name,
+			return kernel.Verdict{Code: blackboard.CodeRuleError, Rule: rl.name,
 				Detail: fmt.Sprintf("%s: result is %s, not bool", where, out.Type().TypeName())}
 		case !ok:
-			return kernel.Verdict{Code: kernel.CodeRuleViolated, Rule: rl.name, Detail: where + ": " + rl.expr + " is false"}
+			return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: rl.name, Detail: where + ": " + rl.expr + " is false"}
 		}
 	}
 	return kernel.Verdict{}
@@ -334,7 +335,7 @@ func (in *input) ResolveName(name string) (any, bool) {
 func (in *input) Parent() interpreter.Activation { return nil }
 
 // plain converts payloads to the map type CEL adapts without reflection.
-func plain(m map[string]kernel.Payload) map[string]any {
+func plain(m map[string]blackboard.Payload) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, p := range m {
 		out[k] = map[string]any(p)

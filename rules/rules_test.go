@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 )
@@ -73,16 +74,16 @@ func newHarness(t *testing.T, rs *rules.Rules, evalCtx context.Context) *harness
 	return h
 }
 
-func (h *harness) perceive(trace, kind string, p kernel.Payload) {
+func (h *harness) perceive(trace, kind string, p blackboard.Payload) {
 	h.t.Helper()
-	if _, err := h.tool.Write(h.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: p}); err != nil {
+	if _, err := h.tool.Write(h.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: p}); err != nil {
 		h.t.Fatalf("percept %s: %v", kind, err)
 	}
 }
 
 // propose submits a proposal and returns the decision and the verdict rs
 // gave it (zero when rs was not asked).
-func (h *harness) propose(trace string, slot kernel.Slot, kind string, p kernel.Payload) (kernel.Decision, kernel.Verdict) {
+func (h *harness) propose(trace string, slot blackboard.Slot, kind string, p blackboard.Payload) (kernel.Decision, kernel.Verdict) {
 	h.t.Helper()
 	d, err := h.planner.Submit(h.ctx, kernel.Entry{TraceID: trace, Slot: slot, Kind: kind, Payload: p})
 	if err != nil {
@@ -93,17 +94,17 @@ func (h *harness) propose(trace string, slot kernel.Slot, kind string, p kernel.
 	return d, h.verdict[d.ProposalID]
 }
 
-func refundDue(value bool) kernel.Payload {
-	return kernel.Payload{"value": value, "depends_on": []string{"charge"}}
+func refundDue(value bool) blackboard.Payload {
+	return blackboard.Payload{"value": value, "depends_on": []string{"charge"}}
 }
 
-func refund(amount any) kernel.Payload {
-	return kernel.Payload{"amount": amount, "requires_beliefs": []string{"refund_due"}}
+func refund(amount any) blackboard.Payload {
+	return blackboard.Payload{"amount": amount, "requires_beliefs": []string{"refund_due"}}
 }
 
 // refused checks that d was refused with code by rule, and that the detail
 // mentions each of wantDetail.
-func refused(t *testing.T, what string, d kernel.Decision, v kernel.Verdict, code kernel.Code, rule string, wantDetail ...string) {
+func refused(t *testing.T, what string, d kernel.Decision, v kernel.Verdict, code blackboard.Code, rule string, wantDetail ...string) {
 	t.Helper()
 	if d.Code != code || v.Code != code || v.Rule != rule {
 		t.Errorf("%s: decision %s, verdict %+v; want %s by %s", what, d.Code, v, code, rule)
@@ -179,8 +180,8 @@ func TestNew(t *testing.T) {
 	}
 	// No rules: everything passes.
 	h := newHarness(t, mustNew(t), nil)
-	h.perceive(tr, "charge", kernel.Payload{"amount": 10.0})
-	d, _ := h.propose(tr, kernel.Beliefs, "refund_due", refundDue(true))
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 10.0})
+	d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
 	committed(t, "belief under no rules", d)
 }
 
@@ -194,39 +195,39 @@ func TestRefundAboveCharge(t *testing.T) {
 			rs = mustNew(t, refundWithinCharge)
 		}
 		h := newHarness(t, rs, nil)
-		h.perceive(tr, "charge", kernel.Payload{"amount": 89.0})
-		d, _ := h.propose(tr, kernel.Beliefs, "refund_due", refundDue(true))
+		h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0})
+		d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
 		committed(t, "belief", d)
-		d, v := h.propose(tr, kernel.Actions, "issue_refund", refund(5000.0))
+		d, v := h.propose(tr, blackboard.Actions, "issue_refund", refund(5000.0))
 		if !withRules {
 			committed(t, "refund of 5000 on a charge of 89 without rules", d)
 			continue
 		}
-		refused(t, "refund of 5000 on a charge of 89", d, v, kernel.CodeRuleViolated, "refund_within_charge",
+		refused(t, "refund of 5000 on a charge of 89", d, v, blackboard.CodeRuleViolated, "refund_within_charge",
 			"action issue_refund", "action.amount <= percepts.charge.amount", "false")
 		// Int literals and equal amounts are fine: the charge in full.
-		d, _ = h.propose(tr, kernel.Actions, "issue_refund", refund(89))
+		d, _ = h.propose(tr, blackboard.Actions, "issue_refund", refund(89))
 		committed(t, "refund of the charge", d)
 	}
 }
 
 func TestBeliefRule(t *testing.T) {
 	h := newHarness(t, mustNew(t, refundDueMatches), nil)
-	h.perceive(tr, "charge", kernel.Payload{"amount": 89.0, "refundable": false})
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": false})
 	// The planner claims a refund is due; the charge says it is not.
-	d, v := h.propose(tr, kernel.Beliefs, "refund_due", refundDue(true))
-	refused(t, "refund_due true on a non-refundable charge", d, v, kernel.CodeRuleViolated, "refund_due_matches_charge",
+	d, v := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
+	refused(t, "refund_due true on a non-refundable charge", d, v, blackboard.CodeRuleViolated, "refund_due_matches_charge",
 		"belief refund_due", "value == percepts.charge.refundable")
 	// The belief as the percept has it commits.
-	d, _ = h.propose(tr, kernel.Beliefs, "refund_due", refundDue(false))
+	d, _ = h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(false))
 	committed(t, "refund_due false on a non-refundable charge", d)
 	// The whole proposal is there too.
 	h2 := newHarness(t, mustNew(t, rules.OnBelief("has_reason", "refund_due", `belief.reason != ""`)), nil)
-	h2.perceive(tr, "charge", kernel.Payload{"amount": 1.0})
-	d, _ = h2.propose(tr, kernel.Beliefs, "refund_due", kernel.Payload{"value": true, "depends_on": []string{"charge"}, "reason": "duplicate"})
+	h2.perceive(tr, "charge", blackboard.Payload{"amount": 1.0})
+	d, _ = h2.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}, "reason": "duplicate"})
 	committed(t, "belief with a reason", d)
-	d, v = h2.propose(tr, kernel.Beliefs, "refund_due", kernel.Payload{"value": true, "depends_on": []string{"charge"}, "reason": ""})
-	refused(t, "belief with an empty reason", d, v, kernel.CodeRuleViolated, "has_reason")
+	d, v = h2.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}, "reason": ""})
+	refused(t, "belief with an empty reason", d, v, blackboard.CodeRuleViolated, "has_reason")
 }
 
 // TestGroundsRechecked: a belief that agreed with the charge when it was
@@ -235,30 +236,30 @@ func TestBeliefRule(t *testing.T) {
 func TestGroundsRechecked(t *testing.T) {
 	rs := mustNew(t, refundWithinCharge, refundDueMatches)
 	h := newHarness(t, rs, nil)
-	h.perceive(tr, "charge", kernel.Payload{"amount": 89.0, "refundable": true})
-	d, _ := h.propose(tr, kernel.Beliefs, "refund_due", refundDue(true))
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": true})
+	d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
 	committed(t, "belief", d)
 	beliefID := d.Record.ID
-	refundPlan := kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []any{"refund_due"}}}}
-	d, _ = h.propose(tr, kernel.Plans, "p", refundPlan)
+	refundPlan := blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []any{"refund_due"}}}}
+	d, _ = h.propose(tr, blackboard.Plans, "p", refundPlan)
 	committed(t, "plan on a consistent belief", d)
 
 	// The charge has been refunded elsewhere since.
-	h.perceive(tr, "charge", kernel.Payload{"amount": 89.0, "refundable": false})
-	d, v := h.propose(tr, kernel.Actions, "issue_refund", refund(89.0))
-	refused(t, "refund on a contradicted belief", d, v, kernel.CodeRuleViolated, "refund_due_matches_charge",
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": false})
+	d, v := h.propose(tr, blackboard.Actions, "issue_refund", refund(89.0))
+	refused(t, "refund on a contradicted belief", d, v, blackboard.CodeRuleViolated, "refund_due_matches_charge",
 		"grounding belief refund_due", beliefID, "value == percepts.charge.refundable")
-	d, v = h.propose(tr, kernel.Plans, "p", refundPlan)
-	refused(t, "plan on a contradicted belief", d, v, kernel.CodeRuleViolated, "refund_due_matches_charge", beliefID)
+	d, v = h.propose(tr, blackboard.Plans, "p", refundPlan)
+	refused(t, "plan on a contradicted belief", d, v, blackboard.CodeRuleViolated, "refund_due_matches_charge", beliefID)
 
 	// A ground that cannot be rechecked fails closed as well.
-	h.perceive(tr, "charge", kernel.Payload{"amount": 89.0})
-	d, v = h.propose(tr, kernel.Actions, "issue_refund", refund(89.0))
-	refused(t, "refund when the charge no longer says", d, v, kernel.CodeRuleError, "refund_due_matches_charge", beliefID, "refundable")
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0})
+	d, v = h.propose(tr, blackboard.Actions, "issue_refund", refund(89.0))
+	refused(t, "refund when the charge no longer says", d, v, blackboard.CodeRuleError, "refund_due_matches_charge", beliefID, "refundable")
 
 	// Consistent again: the grounds pass and the action's own rule decides.
-	h.perceive(tr, "charge", kernel.Payload{"amount": 89.0, "refundable": true})
-	d, _ = h.propose(tr, kernel.Actions, "issue_refund", refund(89.0))
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": true})
+	d, _ = h.propose(tr, blackboard.Actions, "issue_refund", refund(89.0))
 	committed(t, "refund once the charge agrees again", d)
 }
 
@@ -270,34 +271,34 @@ func TestFailClosed(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		what    string
-		charge  kernel.Payload // nil: no charge percept
-		refund  kernel.Payload
+		charge  blackboard.Payload // nil: no charge percept
+		refund  blackboard.Payload
 		rule    string
 		inError string
 	}{
-		{"missing field", kernel.Payload{"amount": 89.0}, kernel.Payload{"requires_beliefs": []string{"refund_due"}, "approved": true}, "refund_within_charge", "no such key: amount"},
+		{"missing field", blackboard.Payload{"amount": 89.0}, blackboard.Payload{"requires_beliefs": []string{"refund_due"}, "approved": true}, "refund_within_charge", "no such key: amount"},
 		{"missing percept", nil, with(refund(10.0), "approved", true), "refund_within_charge", "no such key: charge"},
-		{"type mismatch", kernel.Payload{"amount": 89.0}, with(refund("ten"), "approved", true), "refund_within_charge", "no such overload"},
-		{"non-bool result", kernel.Payload{"amount": 89.0}, with(refund(10.0), "approved", "yes"), "approved", "not bool"},
+		{"type mismatch", blackboard.Payload{"amount": 89.0}, with(refund("ten"), "approved", true), "refund_within_charge", "no such overload"},
+		{"non-bool result", blackboard.Payload{"amount": 89.0}, with(refund(10.0), "approved", "yes"), "approved", "not bool"},
 	} {
 		h := newHarness(t, rs, nil)
 		if tc.charge != nil {
 			h.perceive(tr, "charge", tc.charge)
 		} else {
-			h.perceive(tr, "other", kernel.Payload{"x": 1.0})
+			h.perceive(tr, "other", blackboard.Payload{"x": 1.0})
 		}
 		dep := "charge"
 		if tc.charge == nil {
 			dep = "other"
 		}
-		d, _ := h.propose(tr, kernel.Beliefs, "refund_due", kernel.Payload{"value": true, "depends_on": []string{dep}})
+		d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{dep}})
 		committed(t, tc.what+": belief", d)
-		d, v := h.propose(tr, kernel.Actions, "issue_refund", tc.refund)
-		refused(t, tc.what, d, v, kernel.CodeRuleError, tc.rule, "action issue_refund", tc.inError)
+		d, v := h.propose(tr, blackboard.Actions, "issue_refund", tc.refund)
+		refused(t, tc.what, d, v, blackboard.CodeRuleError, tc.rule, "action issue_refund", tc.inError)
 	}
 }
 
-func with(p kernel.Payload, kv ...any) kernel.Payload {
+func with(p blackboard.Payload, kv ...any) blackboard.Payload {
 	out := p.Clone()
 	for i := 0; i+1 < len(kv); i += 2 {
 		out[kv[i].(string)] = kv[i+1]
@@ -319,14 +320,14 @@ func TestAttackRuleCostBounded(t *testing.T) {
 	for i := range items {
 		items[i] = float64(i)
 	}
-	act := kernel.Payload{"items": items, "requires_beliefs": []string{"ok"}}
+	act := blackboard.Payload{"items": items, "requires_beliefs": []string{"ok"}}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	h := newHarness(t, mustNew(t, linear), cancelled)
-	h.perceive(tr, "p", kernel.Payload{"x": 1.0})
-	h.propose(tr, kernel.Beliefs, "ok", kernel.Payload{"value": true, "depends_on": []string{"p"}})
-	d, v := h.propose(tr, kernel.Actions, "tag", act)
-	refused(t, "evaluation under a cancelled context", d, v, kernel.CodeRuleError, "small", "cancel")
+	h.perceive(tr, "p", blackboard.Payload{"x": 1.0})
+	h.propose(tr, blackboard.Beliefs, "ok", blackboard.Payload{"value": true, "depends_on": []string{"p"}})
+	d, v := h.propose(tr, blackboard.Actions, "tag", act)
+	refused(t, "evaluation under a cancelled context", d, v, blackboard.CodeRuleError, "small", "cancel")
 }
 
 // TestAttackRuleInputBounds: a planner that sends a list, a string or a
@@ -358,31 +359,31 @@ func TestAttackRuleInputBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		rule    rules.Option
-		action  kernel.Payload
-		percept kernel.Payload
-		want    kernel.Code
+		action  blackboard.Payload
+		percept blackboard.Payload
+		want    blackboard.Code
 		detail  string
 	}{
-		{"within the bounds", small, kernel.Payload{"items": list(rules.MaxElements)}, nil, "", ""},
-		{"a long list", small, kernel.Payload{"items": list(16000)}, nil, rules.CodeInputTooLarge, "the proposal holds .items: a list of 16000 elements"},
-		{"a long string", small, kernel.Payload{"items": list(3), "note": strings.Repeat("x", rules.MaxStringBytes+1)}, nil, rules.CodeInputTooLarge, ".note: a string of"},
-		{"a wide object", small, kernel.Payload{"items": list(3), "m": wide}, nil, rules.CodeInputTooLarge, "an object of 1001 entries"},
-		{"a deep nesting", small, kernel.Payload{"items": list(3), "d": deep}, nil, rules.CodeInputTooLarge, "nested deeper"},
-		{"too many values", small, kernel.Payload{"items": list(3), "many": many}, nil, rules.CodeInputTooLarge, "more than"},
-		{"a rule that fails", small, kernel.Payload{"items": []any{1.0, 11.0}}, nil, kernel.CodeRuleViolated, ""},
-		{"a percept the rule reads", fromPercept, kernel.Payload{"items": list(3)}, kernel.Payload{"ids": list(16000)}, rules.CodeInputTooLarge, "percept catalogue"},
-		{"a percept no rule reads", small, kernel.Payload{"items": list(3)}, kernel.Payload{"ids": list(16000)}, "", ""},
+		{"within the bounds", small, blackboard.Payload{"items": list(rules.MaxElements)}, nil, "", ""},
+		{"a long list", small, blackboard.Payload{"items": list(16000)}, nil, rules.CodeInputTooLarge, "the proposal holds .items: a list of 16000 elements"},
+		{"a long string", small, blackboard.Payload{"items": list(3), "note": strings.Repeat("x", rules.MaxStringBytes+1)}, nil, rules.CodeInputTooLarge, ".note: a string of"},
+		{"a wide object", small, blackboard.Payload{"items": list(3), "m": wide}, nil, rules.CodeInputTooLarge, "an object of 1001 entries"},
+		{"a deep nesting", small, blackboard.Payload{"items": list(3), "d": deep}, nil, rules.CodeInputTooLarge, "nested deeper"},
+		{"too many values", small, blackboard.Payload{"items": list(3), "many": many}, nil, rules.CodeInputTooLarge, "more than"},
+		{"a rule that fails", small, blackboard.Payload{"items": []any{1.0, 11.0}}, nil, blackboard.CodeRuleViolated, ""},
+		{"a percept the rule reads", fromPercept, blackboard.Payload{"items": list(3)}, blackboard.Payload{"ids": list(16000)}, rules.CodeInputTooLarge, "percept catalogue"},
+		{"a percept no rule reads", small, blackboard.Payload{"items": list(3)}, blackboard.Payload{"ids": list(16000)}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := mustNew(t, tc.rule)
 			h := newHarness(t, rs, nil)
-			h.perceive(tr, "p", kernel.Payload{"x": 1.0})
+			h.perceive(tr, "p", blackboard.Payload{"x": 1.0})
 			if tc.percept != nil {
 				h.perceive(tr, "catalogue", tc.percept)
 			}
-			h.propose(tr, kernel.Beliefs, "ok", kernel.Payload{"value": true, "depends_on": []string{"p"}})
+			h.propose(tr, blackboard.Beliefs, "ok", blackboard.Payload{"value": true, "depends_on": []string{"p"}})
 			act := with(tc.action, "requires_beliefs", []string{"ok"})
-			d, v := h.propose(tr, kernel.Actions, "tag", act)
+			d, v := h.propose(tr, blackboard.Actions, "tag", act)
 			if tc.want == "" {
 				committed(t, tc.name, d)
 				return
@@ -399,20 +400,20 @@ func TestScope(t *testing.T) {
 		rules.OnBelief("never_fraud", "fraud", `false`),
 	)
 	h := newHarness(t, rs, nil)
-	h.perceive(tr, "charge", kernel.Payload{"amount": 89.0})
-	d, _ := h.propose(tr, kernel.Beliefs, "refund_due", refundDue(true))
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0})
+	d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
 	committed(t, "belief of another kind", d)
-	d, v := h.propose(tr, kernel.Beliefs, "fraud", kernel.Payload{"value": true, "depends_on": []string{"charge"}})
-	refused(t, "belief of the rule's kind", d, v, kernel.CodeRuleViolated, "never_fraud")
+	d, v := h.propose(tr, blackboard.Beliefs, "fraud", blackboard.Payload{"value": true, "depends_on": []string{"charge"}})
+	refused(t, "belief of the rule's kind", d, v, blackboard.CodeRuleViolated, "never_fraud")
 	// Action rules do not apply to plans, even to a step of their type.
-	d, _ = h.propose(tr, kernel.Plans, "p", kernel.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []any{"refund_due"}}}})
+	d, _ = h.propose(tr, blackboard.Plans, "p", blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []any{"refund_due"}}}})
 	committed(t, "plan with an issue_refund step", d)
-	d, _ = h.propose(tr, kernel.Actions, "send_email", kernel.Payload{"requires_beliefs": []string{"refund_due"}})
+	d, _ = h.propose(tr, blackboard.Actions, "send_email", blackboard.Payload{"requires_beliefs": []string{"refund_due"}})
 	committed(t, "action of another type", d)
-	d, v = h.propose(tr, kernel.Actions, "issue_refund", refund(1.0))
-	refused(t, "action of the rule's type", d, v, kernel.CodeRuleViolated, "never_refund")
+	d, v = h.propose(tr, blackboard.Actions, "issue_refund", refund(1.0))
+	refused(t, "action of the rule's type", d, v, blackboard.CodeRuleViolated, "never_refund")
 	// Predictions are never checked.
-	d, _ = h.propose(tr, kernel.Predictions, "outcome", kernel.Payload{"action_type": "issue_refund", "expected_outcome": 1.0, "requires_beliefs": []string{"refund_due"}})
+	d, _ = h.propose(tr, blackboard.Predictions, "outcome", blackboard.Payload{"action_type": "issue_refund", "expected_outcome": 1.0, "requires_beliefs": []string{"refund_due"}})
 	committed(t, "prediction", d)
 }
 
@@ -421,13 +422,13 @@ func TestBeliefsVariable(t *testing.T) {
 	rs := mustNew(t, rules.OnAction("approved_above_100", "issue_refund",
 		`action.amount <= 100.0 || (has(beliefs.manager_approved) && beliefs.manager_approved.value == true)`))
 	h := newHarness(t, rs, nil)
-	h.perceive(tr, "charge", kernel.Payload{"amount": 500.0})
-	h.propose(tr, kernel.Beliefs, "refund_due", refundDue(true))
-	d, v := h.propose(tr, kernel.Actions, "issue_refund", refund(250.0))
-	refused(t, "unapproved refund above 100", d, v, kernel.CodeRuleViolated, "approved_above_100")
-	h.perceive(tr, "approval", kernel.Payload{"by": "m"})
-	h.propose(tr, kernel.Beliefs, "manager_approved", kernel.Payload{"value": true, "depends_on": []string{"approval"}})
-	d, _ = h.propose(tr, kernel.Actions, "issue_refund", refund(250.0))
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 500.0})
+	h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
+	d, v := h.propose(tr, blackboard.Actions, "issue_refund", refund(250.0))
+	refused(t, "unapproved refund above 100", d, v, blackboard.CodeRuleViolated, "approved_above_100")
+	h.perceive(tr, "approval", blackboard.Payload{"by": "m"})
+	h.propose(tr, blackboard.Beliefs, "manager_approved", blackboard.Payload{"value": true, "depends_on": []string{"approval"}})
+	d, _ = h.propose(tr, blackboard.Actions, "issue_refund", refund(250.0))
 	committed(t, "approved refund above 100", d)
 }
 
@@ -443,26 +444,26 @@ func TestConcurrent(t *testing.T) {
 			h := hs[i%2]
 			trace := fmt.Sprintf("ep-%d", i)
 			ctx := context.Background()
-			if _, err := h.tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"amount": 89.0, "refundable": true}}); err != nil {
+			if _, err := h.tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"amount": 89.0, "refundable": true}}); err != nil {
 				errs <- err.Error()
 				return
 			}
-			submit := func(slot kernel.Slot, kind string, p kernel.Payload) kernel.Code {
+			submit := func(slot blackboard.Slot, kind string, p blackboard.Payload) blackboard.Code {
 				d, err := h.planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: slot, Kind: kind, Payload: p})
 				if err != nil {
 					errs <- err.Error()
 				}
 				return d.Code
 			}
-			if c := submit(kernel.Beliefs, "refund_due", refundDue(true)); c != kernel.CodeCommitted {
+			if c := submit(blackboard.Beliefs, "refund_due", refundDue(true)); c != blackboard.CodeCommitted {
 				errs <- fmt.Sprintf("%s belief: %s", trace, c)
 			}
 			for j := range 4 {
-				amount, want := 50.0, kernel.CodeCommitted
+				amount, want := 50.0, blackboard.CodeCommitted
 				if (i+j)%2 == 0 {
-					amount, want = 500.0, kernel.CodeRuleViolated
+					amount, want = 500.0, blackboard.CodeRuleViolated
 				}
-				if c := submit(kernel.Actions, "issue_refund", refund(amount)); c != want {
+				if c := submit(blackboard.Actions, "issue_refund", refund(amount)); c != want {
 					errs <- fmt.Sprintf("%s refund of %v: %s, want %s", trace, amount, c, want)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
@@ -51,14 +52,14 @@ func ExampleWorker() {
 	}
 	report := func() {
 		for r, err := range h.Trace(ctx, "ep") {
-			if err == nil && r.Slot == kernel.Predictions && r.Mode == kernel.ModePropose {
+			if err == nil && r.Slot == blackboard.Predictions && r.Mode == blackboard.ModePropose {
 				fmt.Printf("  proposal %s: %s\n", r.Kind, r.Reason)
 			}
 		}
 	}
 
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: kernel.Percepts, Kind: "temperature",
-		Payload: kernel.Payload{"value": 81, "unit": "C"}, Confidence: kernel.Confidence(0.73)}); err != nil {
+	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: "temperature",
+		Payload: blackboard.Payload{"value": 81, "unit": "C"}, Confidence: kernel.Confidence(0.73)}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -70,8 +71,8 @@ func ExampleWorker() {
 	report()
 
 	planner := k.Planner("analyst")
-	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: kernel.Beliefs, Kind: "anomaly_detected",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}}); err != nil {
+	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Beliefs, Kind: "anomaly_detected",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -81,11 +82,11 @@ func ExampleWorker() {
 		return
 	}
 	report()
-	p, _ := view().Get(kernel.Predictions, "mild")
+	p, _ := view().Get(blackboard.Predictions, "mild")
 	fmt.Println("committed prediction:", p[kernel.KeyExpectedOutcome])
 
-	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: kernel.Actions, Kind: "alert",
-		Payload: kernel.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Actions, Kind: "alert",
+		Payload: blackboard.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -105,10 +106,10 @@ func ExampleWorker() {
 // mismatch or a missing field simply does not hold.
 func ExampleCondition_Holds() {
 	c := sim.Condition{Kind: "temperature", Field: "value", Op: sim.OpGt, Value: 90}
-	fmt.Println(c.Holds(kernel.Payload{"value": 108.0}))
-	fmt.Println(c.Holds(kernel.Payload{"value": int64(87)}))
-	fmt.Println(c.Holds(kernel.Payload{"value": "108"}))
-	fmt.Println(c.Holds(kernel.Payload{"unit": "C"}))
+	fmt.Println(c.Holds(blackboard.Payload{"value": 108.0}))
+	fmt.Println(c.Holds(blackboard.Payload{"value": int64(87)}))
+	fmt.Println(c.Holds(blackboard.Payload{"value": "108"}))
+	fmt.Println(c.Holds(blackboard.Payload{"unit": "C"}))
 	// Output:
 	// true
 	// false

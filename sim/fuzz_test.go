@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/sim"
 )
@@ -116,25 +117,25 @@ func FuzzRules(f *testing.F) {
 		// The view commits the percept payload under every percept kind
 		// the rules name, the belief payload under every belief kind; a
 		// payload that is not a JSON object leaves its kinds absent.
-		v := kernel.View{TraceID: "t", Committed: map[kernel.Slot]map[string]kernel.Payload{kernel.Percepts: {}, kernel.Beliefs: {}}}
-		var pp, bp kernel.Payload
+		v := kernel.View{TraceID: "t", Committed: map[blackboard.Slot]map[string]blackboard.Payload{blackboard.Percepts: {}, blackboard.Beliefs: {}}}
+		var pp, bp blackboard.Payload
 		json.Unmarshal([]byte(percept), &pp)
 		json.Unmarshal([]byte(belief), &bp)
 		for _, r := range rules {
 			for _, c := range r.PerceptConditions {
 				if pp != nil {
-					v.Committed[kernel.Percepts][c.Kind] = pp
+					v.Committed[blackboard.Percepts][c.Kind] = pp
 				}
 			}
 			for _, c := range r.BeliefConditions {
 				if bp != nil {
-					v.Committed[kernel.Beliefs][c.Kind] = bp
+					v.Committed[blackboard.Beliefs][c.Kind] = bp
 				}
 			}
 		}
 		for _, r := range rules {
 			want := true
-			for slot, conds := range map[kernel.Slot][]sim.Condition{kernel.Percepts: r.PerceptConditions, kernel.Beliefs: r.BeliefConditions} {
+			for slot, conds := range map[blackboard.Slot][]sim.Condition{blackboard.Percepts: r.PerceptConditions, blackboard.Beliefs: r.BeliefConditions} {
 				for _, c := range conds {
 					p, committed := v.Get(slot, c.Kind)
 					got, present := p[c.Field]

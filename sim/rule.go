@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -92,7 +93,7 @@ func (c Condition) Validate() error {
 // Holds evaluates the condition against a payload. A missing field, a
 // value of another type than the condition's, or an invalid condition
 // makes it false; it never panics.
-func (c Condition) Holds(p kernel.Payload) bool {
+func (c Condition) Holds(p blackboard.Payload) bool {
 	got, present := p[c.Field]
 	if !present {
 		return false
@@ -102,7 +103,7 @@ func (c Condition) Holds(p kernel.Payload) bool {
 
 // number converts any Go or JSON number to a finite float64.
 func number(v any) (float64, bool) {
-	f, ok := kernel.ToFloat(v)
+	f, ok := blackboard.ToFloat(v)
 	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false
 	}
@@ -205,9 +206,9 @@ func (r Rule) Validate() error {
 // not hold.
 func (r Rule) Match(v kernel.View) bool {
 	for _, set := range []struct {
-		slot  kernel.Slot
+		slot  blackboard.Slot
 		conds []Condition
-	}{{kernel.Percepts, r.PerceptConditions}, {kernel.Beliefs, r.BeliefConditions}} {
+	}{{blackboard.Percepts, r.PerceptConditions}, {blackboard.Beliefs, r.BeliefConditions}} {
 		for _, c := range set.conds {
 			p, ok := v.Get(set.slot, c.Kind)
 			if !ok || !c.Holds(p) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
@@ -43,7 +44,7 @@ func TestOperators(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("%v: %v", c, err)
 		}
-		if got := c.Holds(kernel.Payload{"value": tc.got}); got != tc.hold {
+		if got := c.Holds(blackboard.Payload{"value": tc.got}); got != tc.hold {
 			t.Errorf("%v %s %v = %v, want %v", tc.got, tc.op, tc.want, got, tc.hold)
 		}
 	}
@@ -55,13 +56,13 @@ func TestNumbersCompareWhateverTheirType(t *testing.T) {
 	condValues := []any{90, int64(90), uint8(90), float32(90), 90.0, json.Number("90"), json.Number("90.0")}
 	for _, pv := range payloadValues {
 		for _, cv := range condValues {
-			p := kernel.Payload{"value": pv}
+			p := blackboard.Payload{"value": pv}
 			for op, want := range map[sim.Op]bool{sim.OpGt: true, sim.OpGte: true, sim.OpLt: false, sim.OpLte: false, sim.OpEq: false, sim.OpNe: true} {
 				if got := cond(op, cv).Holds(p); got != want {
 					t.Errorf("%v (%T) %s %v (%T) = %v, want %v", pv, pv, op, cv, cv, got, want)
 				}
 			}
-			if !cond(sim.OpEq, cv).Holds(kernel.Payload{"value": json.Number("90")}) {
+			if !cond(sim.OpEq, cv).Holds(blackboard.Payload{"value": json.Number("90")}) {
 				t.Errorf("json.Number 90 eq %v (%T) does not hold", cv, cv)
 			}
 		}
@@ -76,7 +77,7 @@ func TestNumbersCompareWhateverTheirType(t *testing.T) {
 	if _, isNumber := rules[0].PerceptConditions[0].Value.(json.Number); !isNumber {
 		t.Fatalf("a loaded condition value is %T, want json.Number", rules[0].PerceptConditions[0].Value)
 	}
-	_, v := kernelWithPercept(t, kernel.Payload{"value": 91})
+	_, v := kernelWithPercept(t, blackboard.Payload{"value": 91})
 	if !rules[0].Match(v) {
 		t.Fatal("a JSON rule does not match an int percept committed through the kernel")
 	}
@@ -86,25 +87,25 @@ func TestMismatchesNeverMatchNorPanic(t *testing.T) {
 	cases := []struct {
 		name string
 		c    sim.Condition
-		p    kernel.Payload
+		p    blackboard.Payload
 	}{
-		{"missing field", cond(sim.OpGt, 90), kernel.Payload{"other": 100}},
+		{"missing field", cond(sim.OpGt, 90), blackboard.Payload{"other": 100}},
 		{"nil payload", cond(sim.OpGt, 90), nil},
-		{"null value", cond(sim.OpEq, 90), kernel.Payload{"value": nil}},
-		{"string against number", cond(sim.OpGt, 90), kernel.Payload{"value": "100"}},
-		{"number against string", cond(sim.OpEq, "100"), kernel.Payload{"value": 100}},
-		{"bool against number", cond(sim.OpEq, 1), kernel.Payload{"value": true}},
-		{"number against bool", cond(sim.OpEq, true), kernel.Payload{"value": 1}},
-		{"ne across types", cond(sim.OpNe, 90), kernel.Payload{"value": "hot"}},
-		{"bool ordering", sim.Condition{Kind: "t", Field: "value", Op: sim.OpGt, Value: false}, kernel.Payload{"value": true}},
-		{"object", cond(sim.OpEq, 90), kernel.Payload{"value": map[string]any{"a": 90}}},
-		{"list", cond(sim.OpEq, 90), kernel.Payload{"value": []any{90.0}}},
-		{"NaN", cond(sim.OpNe, 90), kernel.Payload{"value": math.NaN()}},
-		{"infinity", cond(sim.OpGt, 90), kernel.Payload{"value": math.Inf(1)}},
-		{"bad json.Number", cond(sim.OpNe, 90), kernel.Payload{"value": json.Number("hot")}},
-		{"unknown operator", sim.Condition{Kind: "t", Field: "value", Op: "~", Value: 90}, kernel.Payload{"value": 90}},
-		{"invalid condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq, Value: []int{90}}, kernel.Payload{"value": 90}},
-		{"nil condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq}, kernel.Payload{"value": nil}},
+		{"null value", cond(sim.OpEq, 90), blackboard.Payload{"value": nil}},
+		{"string against number", cond(sim.OpGt, 90), blackboard.Payload{"value": "100"}},
+		{"number against string", cond(sim.OpEq, "100"), blackboard.Payload{"value": 100}},
+		{"bool against number", cond(sim.OpEq, 1), blackboard.Payload{"value": true}},
+		{"number against bool", cond(sim.OpEq, true), blackboard.Payload{"value": 1}},
+		{"ne across types", cond(sim.OpNe, 90), blackboard.Payload{"value": "hot"}},
+		{"bool ordering", sim.Condition{Kind: "t", Field: "value", Op: sim.OpGt, Value: false}, blackboard.Payload{"value": true}},
+		{"object", cond(sim.OpEq, 90), blackboard.Payload{"value": map[string]any{"a": 90}}},
+		{"list", cond(sim.OpEq, 90), blackboard.Payload{"value": []any{90.0}}},
+		{"NaN", cond(sim.OpNe, 90), blackboard.Payload{"value": math.NaN()}},
+		{"infinity", cond(sim.OpGt, 90), blackboard.Payload{"value": math.Inf(1)}},
+		{"bad json.Number", cond(sim.OpNe, 90), blackboard.Payload{"value": json.Number("hot")}},
+		{"unknown operator", sim.Condition{Kind: "t", Field: "value", Op: "~", Value: 90}, blackboard.Payload{"value": 90}},
+		{"invalid condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq, Value: []int{90}}, blackboard.Payload{"value": 90}},
+		{"nil condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq}, blackboard.Payload{"value": nil}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,7 +117,7 @@ func TestMismatchesNeverMatchNorPanic(t *testing.T) {
 	// A rule whose condition names a kind that is not committed does not
 	// match.
 	r := sim.Rule{ActionType: "alert", PerceptConditions: []sim.Condition{{Kind: "pressure", Field: "value", Op: sim.OpGt, Value: 1}}}
-	_, v := kernelWithPercept(t, kernel.Payload{"value": 100})
+	_, v := kernelWithPercept(t, blackboard.Payload{"value": 100})
 	if r.Match(v) {
 		t.Fatal("a condition on an absent percept matched")
 	}
@@ -220,7 +221,7 @@ func TestLoadRulesRefusesBadInput(t *testing.T) {
 
 // kernelWithPercept returns a kernel whose trace "t" holds a committed
 // temperature percept with payload p, and the trace's view.
-func kernelWithPercept(t *testing.T, p kernel.Payload, opts ...kernel.Option) (*kernel.Kernel, kernel.View) {
+func kernelWithPercept(t *testing.T, p blackboard.Payload, opts ...kernel.Option) (*kernel.Kernel, kernel.View) {
 	t.Helper()
 	k, err := kernel.New(opts...)
 	if err != nil {
@@ -228,7 +229,7 @@ func kernelWithPercept(t *testing.T, p kernel.Payload, opts ...kernel.Option) (*
 	}
 	t.Cleanup(func() { _ = k.Close() })
 	ctx := context.Background()
-	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "temperature",
+	if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "temperature",
 		Payload: p, Confidence: kernel.Confidence(0.9)}); err != nil {
 		t.Fatal(err)
 	}
@@ -252,8 +253,8 @@ func demoRules() []sim.Rule {
 
 func proposeBelief(t *testing.T, k *kernel.Kernel) {
 	t.Helper()
-	d, err := k.Planner("analyst").Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: kernel.Beliefs,
-		Kind: "anomaly_detected", Payload: kernel.Payload{"value": true, "depends_on": []string{"temperature"}}})
+	d, err := k.Planner("analyst").Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs,
+		Kind: "anomaly_detected", Payload: blackboard.Payload{"value": true, "depends_on": []string{"temperature"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("belief: %v %v", d.Code, err)
 	}
@@ -268,9 +269,9 @@ func view(t *testing.T, k *kernel.Kernel) kernel.View {
 	return v
 }
 
-func ownPredictions(t *testing.T, h kernel.Handle) []kernel.Record {
+func ownPredictions(t *testing.T, h kernel.Handle) []blackboard.Record {
 	t.Helper()
-	var out []kernel.Record
+	var out []blackboard.Record
 	for r, err := range worker.Own(context.Background(), h, "t") {
 		if err != nil {
 			t.Fatal(err)
@@ -282,7 +283,7 @@ func ownPredictions(t *testing.T, h kernel.Handle) []kernel.Record {
 
 func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 	ctx := context.Background()
-	k, v := kernelWithPercept(t, kernel.Payload{"value": 95, "unit": "C"})
+	k, v := kernelWithPercept(t, blackboard.Payload{"value": 95, "unit": "C"})
 	h := k.Simulator("sim")
 	s, err := sim.New(h, demoRules())
 	if err != nil {
@@ -297,11 +298,11 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 		t.Fatalf("Step: %v %v", produced, err)
 	}
 	own := ownPredictions(t, h)
-	if len(own) != 1 || own[0].Kind != "hot" || own[0].Reason != kernel.CodePredictionMissingBelief {
+	if len(own) != 1 || own[0].Kind != "hot" || own[0].Reason != blackboard.CodePredictionMissingBelief {
 		t.Fatalf("own records after the first step: %+v", own)
 	}
 	v = view(t, k)
-	if v.Has(kernel.Predictions, "hot") {
+	if v.Has(blackboard.Predictions, "hot") {
 		t.Fatal("a prediction was committed without its belief")
 	}
 	// Stepping again on the same view does not repeat the refused proposal.
@@ -315,17 +316,17 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 		t.Fatalf("step after the belief: %v %v", produced, err)
 	}
 	v = view(t, k)
-	pred, ok := v.Get(kernel.Predictions, "hot")
+	pred, ok := v.Get(blackboard.Predictions, "hot")
 	if !ok {
 		t.Fatal("prediction not committed once its belief was")
 	}
 	if pred[kernel.KeyActionType] != "alert" || pred[kernel.KeyExpectedOutcome] != 1.0 || pred[sim.KeyRule] != "hot" {
 		t.Fatalf("committed prediction %v", pred)
 	}
-	if v.Has(kernel.Predictions, "mild") {
+	if v.Has(blackboard.Predictions, "mild") {
 		t.Fatal("the rule that does not match was proposed")
 	}
-	rec, err := h.Find(ctx, "t", kernel.Predictions, "hot")
+	rec, err := h.Find(ctx, "t", blackboard.Predictions, "hot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,10 +344,10 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 func TestPredictionGate(t *testing.T) {
 	ctx := context.Background()
 	alert := kernel.WithActionSpecs(kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true})
-	propose := func(t *testing.T, k *kernel.Kernel) kernel.Code {
+	propose := func(t *testing.T, k *kernel.Kernel) blackboard.Code {
 		t.Helper()
-		d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "alert",
-			Payload: kernel.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
+		d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "alert",
+			Payload: blackboard.Payload{"requires_beliefs": []string{"anomaly_detected"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,17 +358,17 @@ func TestPredictionGate(t *testing.T) {
 		value     float64
 		simulate  bool
 		wantPred  string
-		wantCode  kernel.Code
+		wantCode  blackboard.Code
 		wantValue float64
 	}{
-		{"no prediction", 95, false, "", kernel.CodeNoPrediction, 0},
-		{"negative prediction", 85, true, "mild", kernel.CodeNegativePrediction, -0.5},
-		{"positive prediction", 95, true, "hot", kernel.CodeCommitted, 1},
-		{"boundary is not hot", 90, true, "mild", kernel.CodeNegativePrediction, -0.5},
+		{"no prediction", 95, false, "", blackboard.CodeNoPrediction, 0},
+		{"negative prediction", 85, true, "mild", blackboard.CodeNegativePrediction, -0.5},
+		{"positive prediction", 95, true, "hot", blackboard.CodeCommitted, 1},
+		{"boundary is not hot", 90, true, "mild", blackboard.CodeNegativePrediction, -0.5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			k, _ := kernelWithPercept(t, kernel.Payload{"value": tc.value}, alert)
+			k, _ := kernelWithPercept(t, blackboard.Payload{"value": tc.value}, alert)
 			proposeBelief(t, k)
 			if tc.simulate {
 				s, err := sim.New(k.Simulator("sim"), demoRules())
@@ -377,7 +378,7 @@ func TestPredictionGate(t *testing.T) {
 				if _, err := s.Step(ctx, orchestrator.NewStepContext("t", view(t, k))); err != nil {
 					t.Fatal(err)
 				}
-				p, ok := view(t, k).Get(kernel.Predictions, tc.wantPred)
+				p, ok := view(t, k).Get(blackboard.Predictions, tc.wantPred)
 				if !ok || p[kernel.KeyExpectedOutcome] != tc.wantValue {
 					t.Fatalf("prediction %s = %v, %v", tc.wantPred, p, ok)
 				}
@@ -431,7 +432,7 @@ func TestNewRefusesBadArguments(t *testing.T) {
 	if s.Rules()[0].PerceptConditions[0].Op != sim.OpGt {
 		t.Fatal("changing the caller's rules changed the simulator's")
 	}
-	if got := s.Reads(); len(got) != 2 || s.Writes()[0] != kernel.Predictions || s.Handle() == nil {
+	if got := s.Reads(); len(got) != 2 || s.Writes()[0] != blackboard.Predictions || s.Handle() == nil {
 		t.Fatalf("declaration: reads %v writes %v", got, s.Writes())
 	}
 }

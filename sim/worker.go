@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/worker"
@@ -58,7 +59,7 @@ func New(h Proposer, rules []Rule, opts ...Option) (*Worker, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
 	}
-	if !kernel.Allowed(h.Role(), kernel.Predictions, kernel.ModePropose) {
+	if !kernel.Allowed(h.Role(), blackboard.Predictions, blackboard.ModePropose) {
 		return nil, fmt.Errorf("%w: role %s may not propose predictions", ErrInvalidOption, h.Role())
 	}
 	if err := ValidateRules(rules); err != nil {
@@ -97,10 +98,12 @@ func (s *Worker) ID() string { return s.id }
 func (s *Worker) Handle() kernel.Handle { return s.h }
 
 // Reads returns the percepts and beliefs slots.
-func (s *Worker) Reads() []kernel.Slot { return []kernel.Slot{kernel.Percepts, kernel.Beliefs} }
+func (s *Worker) Reads() []blackboard.Slot {
+	return []blackboard.Slot{blackboard.Percepts, blackboard.Beliefs}
+}
 
 // Writes returns the predictions slot.
-func (s *Worker) Writes() []kernel.Slot { return []kernel.Slot{kernel.Predictions} }
+func (s *Worker) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Predictions} }
 
 // Rules returns a copy of the simulator's rules.
 func (s *Worker) Rules() []Rule {
@@ -134,7 +137,7 @@ func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produc
 		if !r.Match(v) {
 			continue
 		}
-		last, found, err := worker.LastOwn(ctx, s.h, traceID, kernel.Predictions, kind)
+		last, found, err := worker.LastOwn(ctx, s.h, traceID, blackboard.Predictions, kind)
 		if err != nil {
 			return produced, err
 		}
@@ -143,9 +146,9 @@ func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produc
 		}
 		_, err = s.h.Submit(ctx, kernel.Entry{
 			TraceID: traceID,
-			Slot:    kernel.Predictions,
+			Slot:    blackboard.Predictions,
 			Kind:    kind,
-			Payload: kernel.Payload{
+			Payload: blackboard.Payload{
 				kernel.KeyActionType:      r.ActionType,
 				kernel.KeyExpectedOutcome: r.ExpectedOutcome,
 				kernel.KeyRequiresBeliefs: append([]string{}, r.RequiresBeliefs...),
@@ -164,12 +167,12 @@ func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produc
 // retry reports whether a rule whose last proposal was refused for a
 // missing belief may be proposed again: every required belief is now in
 // view.
-func retry(last kernel.Record, r Rule, v kernel.View) bool {
-	if last.Status != kernel.StatusInvalidated || last.Reason != kernel.CodePredictionMissingBelief {
+func retry(last blackboard.Record, r Rule, v kernel.View) bool {
+	if last.Status != blackboard.StatusInvalidated || last.Reason != blackboard.CodePredictionMissingBelief {
 		return false
 	}
 	for _, b := range r.RequiresBeliefs {
-		if !v.Has(kernel.Beliefs, b) {
+		if !v.Has(blackboard.Beliefs, b) {
 			return false
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -78,7 +79,7 @@ func newPayDesk(t *testing.T) *payDesk {
 	return d
 }
 
-func (d *payDesk) lookup(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (d *payDesk) lookup(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	id, _ := inv.Args["order_id"].(string)
 	amount, ok := agentOrders[id]
 	if !ok {
@@ -90,24 +91,24 @@ func (d *payDesk) lookup(_ context.Context, inv toolgate.Invocation) (kernel.Pay
 	if stale {
 		d.staleNext[id]--
 	}
-	return kernel.Payload{"order_id": id, "amount": amount, "stale": stale}, nil
+	return blackboard.Payload{"order_id": id, "amount": amount, "stale": stale}, nil
 }
 
 // assess proposes refund_due on the order the trace last observed.
-func (d *payDesk) assess(ctx context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
-	dec, err := d.k.Planner("refund-policy").Submit(ctx, kernel.Entry{TraceID: inv.TraceID, Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+func (d *payDesk) assess(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+	dec, err := d.k.Planner("refund-policy").Submit(ctx, kernel.Entry{TraceID: inv.TraceID, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
 	if err != nil {
 		return nil, err
 	}
 	if !dec.Committed() {
-		return kernel.Payload{"refund_due": false, "refused": string(dec.Code)}, nil
+		return blackboard.Payload{"refund_due": false, "refused": string(dec.Code)}, nil
 	}
-	return kernel.Payload{"refund_due": true}, nil
+	return blackboard.Payload{"refund_due": true}, nil
 }
 
 // pay is the payment API: one payment per idempotency key.
-func (d *payDesk) pay(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (d *payDesk) pay(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	var a struct {
 		OrderID string  `json:"order_id"`
 		Amount  float64 `json:"amount"`
@@ -124,7 +125,7 @@ func (d *payDesk) pay(_ context.Context, inv toolgate.Invocation) (kernel.Payloa
 		d.byKey[inv.Key] = i
 		d.paid = append(d.paid, payment{key: inv.Key, order: a.OrderID, action: inv.ActionID, amount: a.Amount})
 	}
-	return kernel.Payload{"refund_id": fmt.Sprintf("re_%d", i+1), "amount": d.paid[i].amount}, nil
+	return blackboard.Payload{"refund_id": fmt.Sprintf("re_%d", i+1), "amount": d.paid[i].amount}, nil
 }
 
 // fakeModel is an OpenAI-compatible chat completions server whose n-th
@@ -423,7 +424,7 @@ func (d *payDesk) checkPaid(t *testing.T, when string, want []float64) {
 	for _, p := range paid {
 		amounts = append(amounts, p.amount)
 		act, err := reader.Get(ctx, p.action)
-		if err != nil || act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || act.Kind != "issue_refund" {
+		if err != nil || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || act.Kind != "issue_refund" {
 			t.Errorf("%s: payment %+v for no committed refund (%v)", when, p, err)
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -24,8 +25,8 @@ const MaxApprovalTTL = 30 * 24 * time.Hour
 // argument), that is its payload without the keys the kernel derives or
 // reads for gating (requires_beliefs, require_prediction, type and the
 // derived flags). Any change to an argument changes it. It fails with
-// [kernel.ErrInvalidPayload] for a value without a canonical form.
-func ArgsDigest(p kernel.Payload) (string, error) {
+// [blackboard.ErrInvalidPayload] for a value without a canonical form.
+func ArgsDigest(p blackboard.Payload) (string, error) {
 	args := make(map[string]any, len(p))
 	for key, v := range p {
 		switch key {
@@ -37,7 +38,7 @@ func ArgsDigest(p kernel.Payload) (string, error) {
 	}
 	d, err := canon.Digest(args)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", kernel.ErrInvalidPayload, err)
+		return "", fmt.Errorf("%w: %v", blackboard.ErrInvalidPayload, err)
 	}
 	return d, nil
 }
@@ -63,30 +64,30 @@ func (a *Approver) Identity() string { return a.identity }
 // arguments whose [ArgsDigest] is digest, for ttl (at most
 // [MaxApprovalTTL]). The approval ([audit.Approval]) binds the action, the
 // digest, the approver's identity and its expiry. It fails with
-// [kernel.ErrInvalidInput] for an empty identity, a bad ttl or a digest
+// [blackboard.ErrInvalidInput] for an empty identity, a bad ttl or a digest
 // that does not match the action's arguments,
 // [kernel.ErrInvalidReference] when actionID is not a committed, active
-// action of the trace, and [kernel.ErrPermission] when the approver
+// action of the trace, and [blackboard.ErrPermission] when the approver
 // proposed the action. The gate checks the approval again before the
 // action runs ([Gate.Execute]).
-func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (kernel.Record, error) {
+func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {
 	return a.decide(ctx, traceID, actionID, digest, audit.Approved, note, ttl)
 }
 
 // Deny records that the approver refused the action; its errors are those
 // of [Approver.Approve]. A denied action does not run: Execute escalates
 // it and takes the safe fallback instead.
-func (a *Approver) Deny(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (kernel.Record, error) {
+func (a *Approver) Deny(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {
 	return a.decide(ctx, traceID, actionID, digest, audit.Denied, note, ttl)
 }
 
-func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decision, note string, ttl time.Duration) (rec kernel.Record, err error) {
+func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decision, note string, ttl time.Duration) (rec blackboard.Record, err error) {
 	g := a.g
 	ctx, sp := g.tracer.Start(ctx, "toolgate.approve")
 	defer func() {
 		if sp != nil {
 			sp.SetAttributes(attribute.String("bk.approval.decision", decision), attribute.String("bk.approval.action_id", actionID),
-				attribute.String(kernel.AttrRole, kernel.RoleApprover.String()), attribute.String(kernel.AttrWriter, a.identity),
+				attribute.String(kernel.AttrRole, blackboard.RoleApprover.String()), attribute.String(kernel.AttrWriter, a.identity),
 				attribute.String(kernel.AttrRecordID, rec.ID))
 			if err != nil {
 				sp.RecordError(err)
@@ -99,56 +100,56 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 				attribute.String("bk.approval.decision", decision)))
 		}
 	}()
-	bad := func(sentinel error, detail string) (kernel.Record, error) {
-		return kernel.Record{}, fmt.Errorf("%w: toolgate: approve %s: %s", sentinel, actionID, detail)
+	bad := func(sentinel error, detail string) (blackboard.Record, error) {
+		return blackboard.Record{}, fmt.Errorf("%w: toolgate: approve %s: %s", sentinel, actionID, detail)
 	}
 	if a.identity == "" {
-		return bad(kernel.ErrInvalidInput, "empty approver identity")
+		return bad(blackboard.ErrInvalidInput, "empty approver identity")
 	}
 	if ttl <= 0 || ttl > MaxApprovalTTL {
-		return bad(kernel.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, MaxApprovalTTL))
+		return bad(blackboard.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, MaxApprovalTTL))
 	}
 	act, err := g.reader.Get(ctx, actionID)
-	if err != nil || act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || act.Status != kernel.StatusActive ||
+	if err != nil || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || act.Status != blackboard.StatusActive ||
 		act.TraceID() != traceID || len(act.Provenance.InputRefs) == 0 {
 		if err != nil && !isNotFound(err) {
-			return kernel.Record{}, err
+			return blackboard.Record{}, err
 		}
 		return bad(kernel.ErrInvalidReference, "not a committed action of trace "+traceID)
 	}
 	want, err := ArgsDigest(act.Payload)
 	if err != nil {
-		return kernel.Record{}, err
+		return blackboard.Record{}, err
 	}
 	if digest != want {
-		return bad(kernel.ErrInvalidInput, "digest does not match the action's arguments")
+		return bad(blackboard.ErrInvalidInput, "digest does not match the action's arguments")
 	}
 	// The committed action names its proposal first.
 	if proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0]); err != nil || proposal.Provenance.Writer == a.identity {
 		if err != nil && !isNotFound(err) {
-			return kernel.Record{}, err
+			return blackboard.Record{}, err
 		}
-		return bad(kernel.ErrPermission, "an approver cannot decide an action it proposed")
+		return bad(blackboard.ErrPermission, "an approver cannot decide an action it proposed")
 	}
 	f, err := audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: decision, Approver: a.identity,
 		Note: note, TTL: ttl}.Follow()
 	if err != nil {
-		return kernel.Record{}, err
+		return blackboard.Record{}, err
 	}
 	return g.planner.gov.Append(ctx, f)
 }
 
-func isNotFound(err error) bool { return errors.Is(err, kernel.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, blackboard.ErrNotFound) }
 
 // Approvals streams the approval records of an action, oldest first, with
 // their current status (an expired approval is EXPIRED or past its TTL:
-// [kernel.Record.Expired]); [audit.ApprovalOf] decodes them. It reads the
+// [blackboard.Record.Expired]); [audit.ApprovalOf] decodes them. It reads the
 // action's trace.
-func (g *Gate) Approvals(ctx context.Context, traceID, actionID string) iter.Seq2[kernel.Record, error] {
-	return func(yield func(kernel.Record, error) bool) {
+func (g *Gate) Approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
+	return func(yield func(blackboard.Record, error) bool) {
 		for r, err := range g.reader.Trace(ctx, traceID) {
 			if err != nil {
-				yield(kernel.Record{}, err)
+				yield(blackboard.Record{}, err)
 				return
 			}
 			if a, ok := audit.ApprovalOf(r); !ok || a.ActionID != actionID {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -102,7 +103,7 @@ func TestApprovalBinding(t *testing.T) {
 		}
 		// What the check stops: the changed arguments have another digest,
 		// and nothing else in the action would have told them apart.
-		changed, _ := ArgsDigest(kernel.Payload{"order_id": "A1", "amount": 7000.0})
+		changed, _ := ArgsDigest(blackboard.Payload{"order_id": "A1", "amount": 7000.0})
 		if changed == d.digest(wait.ActionID) {
 			t.Fatal("digests of different amounts agree")
 		}
@@ -175,7 +176,7 @@ func TestApprovalDenied(t *testing.T) {
 // checkEscalated checks an escalation: no effect, the fallback committed
 // once with the code as reason, a decision record with outcome escalated,
 // and the same answer on every later Execute.
-func checkEscalated(t *testing.T, d *desk, wait, res Result, code kernel.Code) {
+func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Code) {
 	t.Helper()
 	if n := len(d.invocations("issue_refund")); n != 0 {
 		t.Errorf("the refund ran %d times", n)
@@ -184,8 +185,8 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code kernel.Code) {
 		t.Errorf("hint %q", res.Hint)
 	}
 	fallbacks := 0
-	for _, r := range d.kinds(kernel.Actions, kernel.FallbackQueueForReview) {
-		if r.Mode != kernel.ModeCommit {
+	for _, r := range d.kinds(blackboard.Actions, kernel.FallbackQueueForReview) {
+		if r.Mode != blackboard.ModeCommit {
 			continue
 		}
 		fallbacks++
@@ -222,7 +223,7 @@ func TestSelfApproval(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		// The role's own writer cannot approve its call.
-		if _, err := d.g.Approver(RoleWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, kernel.ErrPermission) {
+		if _, err := d.g.Approver(RoleWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
 		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
@@ -235,7 +236,7 @@ func TestSelfApproval(t *testing.T) {
 func TestApprovalIdentityRequired(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		if _, err := d.g.Approver("").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidInput) {
+		if _, err := d.g.Approver("").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("anonymous approval: %v, want ErrInvalidInput", err)
 		}
 		wantOutcome(t, "execute", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
@@ -277,8 +278,8 @@ func TestExecuteUnknown(t *testing.T) {
 		}
 		// A refund committed past the gate (a planner of the owner's) is
 		// not the gate's to run.
-		dec, err := d.k.Planner("someone").Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
-			Payload: kernel.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		dec, err := d.k.Planner("someone").Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
 		if err != nil || !dec.Committed() {
 			t.Fatal(dec.Code, err)
 		}
@@ -323,24 +324,24 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 // The digest an approval binds: bookkeeping keys are not arguments, and
 // numbers compare by value (0 and -0, 2 and 2.0 are one argument).
 func TestArgsDigest(t *testing.T) {
-	base := kernel.Payload{"amount": 100.0, "order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}
+	base := blackboard.Payload{"amount": 100.0, "order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}
 	d1, err := ArgsDigest(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := kernel.Payload{"order_id": "A1", "amount": 100, kernel.KeyUsesStaleData: false, kernel.KeyType: "issue_refund"}
+	same := blackboard.Payload{"order_id": "A1", "amount": 100, kernel.KeyUsesStaleData: false, kernel.KeyType: "issue_refund"}
 	if d2, _ := ArgsDigest(same); d2 != d1 {
 		t.Errorf("digest changed with bookkeeping keys: %s vs %s", d2, d1)
 	}
-	if d3, _ := ArgsDigest(kernel.Payload{"amount": 999.0, "order_id": "A1"}); d3 == d1 {
+	if d3, _ := ArgsDigest(blackboard.Payload{"amount": 999.0, "order_id": "A1"}); d3 == d1 {
 		t.Error("digest did not change with the amount")
 	}
-	pos, err1 := ArgsDigest(kernel.Payload{"amount": 0.0, "n": 2.0})
-	neg, err2 := ArgsDigest(kernel.Payload{"amount": math.Copysign(0, -1), "n": 2})
+	pos, err1 := ArgsDigest(blackboard.Payload{"amount": 0.0, "n": 2.0})
+	neg, err2 := ArgsDigest(blackboard.Payload{"amount": math.Copysign(0, -1), "n": 2})
 	if err1 != nil || err2 != nil || pos != neg {
 		t.Errorf("ArgsDigest of amount 0 and -0 (n 2.0 and 2): %q %v, %q %v; want one digest", pos, err1, neg, err2)
 	}
-	if _, err := ArgsDigest(kernel.Payload{"bad": math.NaN()}); !errors.Is(err, kernel.ErrInvalidPayload) {
+	if _, err := ArgsDigest(blackboard.Payload{"bad": math.NaN()}); !errors.Is(err, blackboard.ErrInvalidPayload) {
 		t.Errorf("digest of NaN: %v, want ErrInvalidPayload", err)
 	}
 }
@@ -352,8 +353,8 @@ func TestApproverChecks(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		digest := d.digest(wait.ActionID)
-		other, _ := ArgsDigest(kernel.Payload{"order_id": "A1", "amount": 999.0})
-		order, err := d.k.Reader().Find(d.ctx, "t", kernel.Percepts, "order")
+		other, _ := ArgsDigest(blackboard.Payload{"order_id": "A1", "amount": 999.0})
+		order, err := d.k.Reader().Find(d.ctx, "t", blackboard.Percepts, "order")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,12 +365,12 @@ func TestApproverChecks(t *testing.T) {
 			ttl                         time.Duration
 			want                        error
 		}{
-			{"changed arguments", "t", wait.ActionID, other, time.Hour, kernel.ErrInvalidInput},
+			{"changed arguments", "t", wait.ActionID, other, time.Hour, blackboard.ErrInvalidInput},
 			{"another trace", "u", wait.ActionID, digest, time.Hour, kernel.ErrInvalidReference},
 			{"not an action", "t", order.ID, digest, time.Hour, kernel.ErrInvalidReference},
 			{"no such action", "t", "actions:t:99", digest, time.Hour, kernel.ErrInvalidReference},
-			{"no TTL", "t", wait.ActionID, digest, 0, kernel.ErrInvalidInput},
-			{"TTL too long", "t", wait.ActionID, digest, MaxApprovalTTL + time.Second, kernel.ErrInvalidInput},
+			{"no TTL", "t", wait.ActionID, digest, 0, blackboard.ErrInvalidInput},
+			{"TTL too long", "t", wait.ActionID, digest, MaxApprovalTTL + time.Second, blackboard.ErrInvalidInput},
 		} {
 			if _, err := alice.Deny(d.ctx, c.trace, c.action, c.digest, "", c.ttl); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
@@ -384,7 +385,7 @@ func TestApproverChecks(t *testing.T) {
 		}
 		a, ok := audit.ApprovalOf(rec)
 		if !ok || alice.Identity() != "human:alice" || a.Approver != "human:alice" || a.Decision != audit.Approved || a.Digest != digest ||
-			a.ActionID != wait.ActionID || a.Note != "ok for 700" || a.TTL != time.Hour || rec.Provenance.Role != kernel.RoleApprover {
+			a.ActionID != wait.ActionID || a.Note != "ok for 700" || a.TTL != time.Hour || rec.Provenance.Role != blackboard.RoleApprover {
 			t.Errorf("approval %+v (%+v)", a, rec)
 		}
 		var got []string

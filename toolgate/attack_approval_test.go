@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // The attacks of the second adversarial review on decision records,
@@ -49,9 +51,9 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 		before := len(d.records())
 		for _, h := range []*kernel.Tool{d.k.Tool("tool:issue_refund"), d.k.Tool("mallory")} {
 			for _, key := range []string{j.resultKey(), j.attemptKey(1), once} {
-				_, err := h.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund",
-					Payload: kernel.Payload{"refund_id": "re_forged"}, OnceKeys: []string{key}})
-				if !errors.Is(err, kernel.ErrPermission) {
+				_, err := h.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund",
+					Payload: blackboard.Payload{"refund_id": "re_forged"}, OnceKeys: []string{key}})
+				if !errors.Is(err, blackboard.ErrPermission) {
 					t.Errorf("tool %s claims %s: %v, want ErrPermission", h.Name(), key, err)
 				}
 			}
@@ -77,10 +79,10 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
-		forged := kernel.Payload{"tool": "issue_refund", "role": "support", "call_id": "call_forged", "approval_required": true,
+		forged := blackboard.Payload{"tool": "issue_refund", "role": "support", "call_id": "call_forged", "approval_required": true,
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
-		dec, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
-			Payload: kernel.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		dec, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,15 +126,15 @@ func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		lookup := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`)
-		order, err := d.k.Tool("reader").Find(d.ctx, "t", kernel.Percepts, "order")
+		order, err := d.k.Tool("reader").Find(d.ctx, "t", blackboard.Percepts, "order")
 		if err != nil {
 			t.Fatal(err)
 		}
 		odd := func(subject, tool, kind string) {
 			t.Helper()
 			_, err := audit.Append(d.ctx, d.k.Governor(), audit.Record{TraceID: "t", Kind: kind, Subject: subject,
-				Outcome: audit.OutcomePendingApproval, Code: kernel.CodeCommitted,
-				Context: kernel.Payload{"tool": tool, "role": "support", "approval_reason": "forged",
+				Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
+				Context: blackboard.Payload{"tool": tool, "role": "support", "approval_reason": "forged",
 					"args": map[string]any{"order_id": "A1", "amount": 501.0}}})
 			if err != nil {
 				t.Fatal(err)
@@ -166,23 +168,23 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(t *testing.T, d *desk)
-		code   kernel.Code
+		code   blackboard.Code
 	}{
-		{"lookup expires", func(t *testing.T, d *desk) { d.clock.Advance(20 * time.Minute) }, kernel.CodeStaleEvidence},
+		{"lookup expires", func(t *testing.T, d *desk) { d.clock.Advance(20 * time.Minute) }, blackboard.CodeStaleEvidence},
 		{"newer lookup", func(t *testing.T, d *desk) {
-			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": false}, nil
+			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": false}, nil
 			})
 			if res := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`); res.Outcome != Executed {
 				t.Fatalf("second lookup: %+v", res)
 			}
-		}, kernel.CodeSupersededEvidence},
+		}, blackboard.CodeSupersededEvidence},
 		{"constraint", func(t *testing.T, d *desk) {
 			if _, err := d.k.Symbolic("policy").CommitConstraint(d.ctx, "t", kernel.Constraint{Name: "refunds_frozen", Enabled: true,
 				BlocksField: "order_id", AppliesTo: []string{"issue_refund"}}, 0); err != nil {
 				t.Fatal(err)
 			}
-		}, kernel.BlockedCode("refunds_frozen")},
+		}, blackboard.BlockedCode("refunds_frozen")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -200,12 +202,12 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 				if n := len(d.invocations("issue_refund")); n != 0 {
 					t.Errorf("the effect ran %d times on evidence that no longer holds", n)
 				}
-				for _, r := range d.kinds(kernel.Percepts, KindAttempt) {
+				for _, r := range d.kinds(blackboard.Percepts, KindAttempt) {
 					if effectOf(r).ActionID == wait.ActionID {
 						t.Errorf("attempt %s started", r.ID)
 					}
 				}
-				if holder, err := d.k.ClaimedBy(d.ctx, approvalKey(approval.ID)); !errors.Is(err, kernel.ErrNotFound) {
+				if holder, err := d.k.ClaimedBy(d.ctx, approvalKey(approval.ID)); !errors.Is(err, blackboard.ErrNotFound) {
 					t.Errorf("the approval was consumed by %q (%v)", holder, err)
 				}
 				if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 || len(d.invocations("issue_refund")) != 0 {
@@ -242,7 +244,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 		releaseEffect = make(chan struct{})
 	)
 	rule := kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
-		if !armed.Load() || c.Slot() != kernel.Actions {
+		if !armed.Load() || c.Slot() != blackboard.Actions {
 			return kernel.Verdict{}
 		}
 		if calls.Add(1) == 1 { // B's recheck
@@ -256,7 +258,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 	// first batch after the effect started that claims a result key.
 	refusalTried := make(chan struct{})
 	var once sync.Once
-	store := &applyHook{Store: kernel.NewMemStore(), after: func(b kernel.Batch) {
+	store := &applyHook{Store: memstore.New(), after: func(b blackboard.Batch) {
 		select {
 		case <-effectStarted:
 		default:
@@ -271,10 +273,10 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 	d := newDesk(t, store, func(su *setup) { su.kernelOpts = append(su.kernelOpts, kernel.WithValidators(rule)) })
 	wait := d.pendingRefund("t", "A1", 700)
 	d.approve("t", wait.ActionID, "human:alice", time.Hour)
-	d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (kernel.Payload, error) {
+	d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
 		close(effectStarted)
 		<-releaseEffect
-		return kernel.Payload{"refund_id": "re_A1"}, nil
+		return blackboard.Payload{"refund_id": "re_A1"}, nil
 	})
 	armed.Store(true)
 	type out struct {
@@ -321,11 +323,11 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 // refused. It embeds the Store interface only, so the kernel writes
 // through Apply.
 type applyHook struct {
-	kernel.Store
-	after func(kernel.Batch)
+	blackboard.Store
+	after func(blackboard.Batch)
 }
 
-func (h *applyHook) Apply(ctx context.Context, b kernel.Batch) error {
+func (h *applyHook) Apply(ctx context.Context, b blackboard.Batch) error {
 	err := h.Store.Apply(ctx, b)
 	h.after(b)
 	return err

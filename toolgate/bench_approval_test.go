@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // BenchmarkExecuteApproved measures the approved path on a MemStore: a
@@ -13,7 +13,7 @@ import (
 // decides its evidence again and runs it. Each iteration uses a fresh
 // trace.
 func BenchmarkExecuteApproved(b *testing.B) {
-	d := newDesk(b, kernel.NewMemStore())
+	d := newDesk(b, memstore.New())
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // BenchmarkCall measures one governed call on a MemStore: a read-only
@@ -20,7 +20,7 @@ func BenchmarkCall(b *testing.B) {
 		{"refused", "researcher", "lookup_order"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			d := newDesk(b, kernel.NewMemStore())
+			d := newDesk(b, memstore.New())
 			args := json.RawMessage(`{"order_id":"A1"}`)
 			b.ReportAllocs()
 			i := 0
@@ -40,7 +40,7 @@ func BenchmarkCall(b *testing.B) {
 // iteration looks the order up, commits the belief and refunds, in a
 // fresh trace.
 func BenchmarkBoundRefund(b *testing.B) {
-	d := newDesk(b, kernel.NewMemStore())
+	d := newDesk(b, memstore.New())
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // Binding ties one argument of a tool's calls to the observation its
@@ -107,14 +107,14 @@ type bindingFailure struct {
 // grounding is checked after it.
 func (g *Gate) beliefGrounding(ctx context.Context, e *entry, traceID string) (artifacts []string, ok bool, err error) {
 	for _, kind := range e.Requires {
-		b, err := g.reader.Find(ctx, traceID, kernel.Beliefs, kind)
-		if errors.Is(err, kernel.ErrNotFound) {
+		b, err := g.reader.Find(ctx, traceID, blackboard.Beliefs, kind)
+		if errors.Is(err, blackboard.ErrNotFound) {
 			return nil, false, nil
 		}
 		if err != nil {
 			return nil, false, err
 		}
-		if b.Mode != kernel.ModeCommit {
+		if b.Mode != blackboard.ModeCommit {
 			return nil, false, nil
 		}
 		for _, ev := range b.EvidenceRefs {
@@ -128,15 +128,15 @@ func (g *Gate) beliefGrounding(ctx context.Context, e *entry, traceID string) (a
 
 // groundingPercepts returns the percepts the evidence artifacts validated,
 // the observations a grounding rests on, each once.
-func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]kernel.Record, error) {
-	var out []kernel.Record
+func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]blackboard.Record, error) {
+	var out []blackboard.Record
 	var seen []string
 	for _, id := range artifacts {
 		ev, err := g.reader.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if ev.Slot != kernel.Evidence {
+		if ev.Slot != blackboard.Evidence {
 			continue
 		}
 		for _, pid := range ev.Provenance.InputRefs {
@@ -148,7 +148,7 @@ func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]ker
 			if err != nil {
 				return nil, err
 			}
-			if p.Slot == kernel.Percepts {
+			if p.Slot == blackboard.Percepts {
 				out = append(out, p)
 			}
 		}
@@ -158,7 +158,7 @@ func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]ker
 
 // checkArgs checks a call's arguments against the tool's bindings and the
 // grounding's percepts; nil when every binding holds.
-func (e *entry) checkArgs(args kernel.Payload, percepts []kernel.Record) *bindingFailure {
+func (e *entry) checkArgs(args blackboard.Payload, percepts []blackboard.Record) *bindingFailure {
 	if mutArgBinding {
 		return nil
 	}
@@ -214,7 +214,7 @@ func number(v any) (float64, bool) {
 	case bool, string, nil:
 		return 0, false
 	}
-	return kernel.ToFloat(v)
+	return blackboard.ToFloat(v)
 }
 
 func opText(op BindOp) string {
@@ -245,7 +245,7 @@ func shown(v any) string {
 // (the evidence artifacts of its beliefs) before the kernel decides it. A
 // call that breaks a binding is refused with ARGUMENT_NOT_BOUND and stores
 // only its decision record: the grounding is not used up.
-func (g *Gate) bind(ctx context.Context, traceID string, e *entry, args kernel.Payload, artifacts []string, cc kernel.Payload) (Result, bool, error) {
+func (g *Gate) bind(ctx context.Context, traceID string, e *entry, args blackboard.Payload, artifacts []string, cc blackboard.Payload) (Result, bool, error) {
 	percepts, err := g.groundingPercepts(ctx, artifacts)
 	if err != nil {
 		return Result{}, true, err
@@ -266,7 +266,7 @@ func (g *Gate) bind(ctx context.Context, traceID string, e *entry, args kernel.P
 // bindCommitted checks a committed action's arguments against the
 // grounding the kernel recorded for it (its evidence refs). One that
 // breaks a binding never runs: it is refused for good.
-func (g *Gate) bindCommitted(ctx context.Context, e *entry, act kernel.Record, args kernel.Payload, cc kernel.Payload) (Result, bool, error) {
+func (g *Gate) bindCommitted(ctx context.Context, e *entry, act blackboard.Record, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
 	percepts, err := g.groundingPercepts(ctx, act.EvidenceRefs)
 	if err != nil {
 		return Result{ActionID: act.ID}, true, err

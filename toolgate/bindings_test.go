@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -60,8 +61,8 @@ func (d *boundDesk) lookup(trace, order string) string {
 // believe commits refund_due on the trace's current order.
 func (d *boundDesk) believe(trace string) {
 	d.t.Helper()
-	dec, err := d.k.Planner("analyst").Submit(context.Background(), kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+	dec, err := d.k.Planner("analyst").Submit(context.Background(), kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
 	if err != nil || !dec.Committed() {
 		d.t.Fatalf("refund_due: %v %v", dec.Code, err)
 	}
@@ -135,8 +136,8 @@ func TestAttackArgumentsBoundToCommittedGrounding(t *testing.T) {
 	const trace = "ticket-pending"
 	ord10 := d.lookup(trace, "ord_10")
 	d.believe(trace)
-	if _, err := d.k.Planner("analyst").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+	if _, err := d.k.Planner("analyst").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	res := d.refund(trace, "ord_1", 89)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -90,7 +91,7 @@ func (g *Gate) budgetsOf(c Call) budgets {
 // reason's. A guard or run that admitted the call before another refused
 // it keeps the count: the call was a step of the model's loop all the
 // same.
-func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc kernel.Payload) (res Result, refused bool, err error) {
+func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payload) (res Result, refused bool, err error) {
 	bs := g.budgetsOf(c)
 	if len(bs.guards) == 0 && len(bs.runs) == 0 {
 		return Result{}, false, nil

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -16,9 +16,9 @@ import (
 func budgetGate(t *testing.T, ran *int, opts ...toolgate.Option) *toolgate.Gate {
 	t.Helper()
 	lookup := toolgate.Tool{Name: "lookup", Result: "order",
-		Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
+		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			*ran++
-			return kernel.Payload{"ok": true}, nil
+			return blackboard.Payload{"ok": true}, nil
 		}}
 	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(lookup),
 		toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}})}, opts...)...)

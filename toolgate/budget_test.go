@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // newRun returns a run budget on the desk's clock, failing the test on an
@@ -194,7 +194,7 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 		}
 		// Other arguments are another call; malformed ones repeat too.
 		wantOutcome(t, "another query", search(`{"query":"refund policy EU"}`), Executed, CodeEffectSucceeded)
-		for i, want := range []kernel.Code{CodeInvalidArguments, CodeInvalidArguments, budget.CodeLoopDetected} {
+		for i, want := range []blackboard.Code{CodeInvalidArguments, CodeInvalidArguments, budget.CodeLoopDetected} {
 			if res := search(`{"query":`); res.Code != want {
 				t.Errorf("malformed call %d: %s, want %s", i+1, res.Code, want)
 			}
@@ -254,7 +254,7 @@ func TestBudgetParallelLanes(t *testing.T) {
 		run := newRun(t, d, budget.Limits{ToolCalls: runLimit})
 		var wg sync.WaitGroup
 		executed := make([]int, lanes)
-		codes := make([][]kernel.Code, lanes)
+		codes := make([][]blackboard.Code, lanes)
 		for l := range lanes {
 			sub, err := run.Sub(budget.Limits{ToolCalls: laneLimit})
 			if err != nil {

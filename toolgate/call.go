@@ -3,6 +3,7 @@ package toolgate
 import (
 	"encoding/json"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -67,7 +68,7 @@ type Result struct {
 	// Code is the typed reason: the refusal's code (the gate's or the
 	// kernel's), APPROVAL_REQUIRED while the action waits for approval,
 	// EFFECT_SUCCEEDED once the effect ran, or the failure's code.
-	Code kernel.Code `json:"code"`
+	Code blackboard.Code `json:"code"`
 	// RootCause is the deepest cause of a refusal or a failure.
 	RootCause kernel.Cause `json:"root_cause,omitzero"`
 	// Hint is a short repair hint written for the model.
@@ -84,7 +85,7 @@ type Result struct {
 	// Failed call whose failure is typed, it is the typed signal instead
 	// (execution_status, category, error, retryable; see
 	// failure.Failure.Payload), which [Result.Failure] reads back.
-	Output kernel.Payload `json:"output,omitempty"`
+	Output blackboard.Payload `json:"output,omitempty"`
 	// FallbackID is the safe fallback action the gate committed instead
 	// of a call whose approval was denied or expired.
 	FallbackID string `json:"fallback_id,omitempty"`

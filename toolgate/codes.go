@@ -3,7 +3,7 @@ package toolgate
 import (
 	"errors"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Codes the gate adds to the kernel's. A refusal by the kernel's pipeline
@@ -12,59 +12,59 @@ import (
 // are stable strings: compare them with ==.
 const (
 	// CodeToolUnknown: the call names no registered tool. Checked first.
-	CodeToolUnknown = kernel.Code("TOOL_UNKNOWN")
+	CodeToolUnknown = blackboard.Code("TOOL_UNKNOWN")
 	// CodeToolNotPermitted: the caller's role contract does not list the
 	// tool (or the role has no contract). Check 1, permission level.
-	CodeToolNotPermitted = kernel.Code("TOOL_NOT_PERMITTED")
+	CodeToolNotPermitted = blackboard.Code("TOOL_NOT_PERMITTED")
 	// CodeToolNotForIntent: intents are configured and the call names no
 	// intent, an unknown one, or one that does not list the tool. Check 2,
 	// rule level.
-	CodeToolNotForIntent = kernel.Code("TOOL_NOT_FOR_INTENT")
+	CodeToolNotForIntent = blackboard.Code("TOOL_NOT_FOR_INTENT")
 	// CodeInvalidArguments: the arguments are not a JSON object, miss a
 	// required property, give one of the wrong JSON type or outside its
 	// enum, name a property the schema forbids, or use a key the kernel
 	// reserves (requires_beliefs, type, the derived flags).
-	CodeInvalidArguments = kernel.Code("INVALID_ARGUMENTS")
+	CodeInvalidArguments = blackboard.Code("INVALID_ARGUMENTS")
 	// CodeArgumentNotBound: an argument does not follow from the
 	// observation the call's grounding rests on, as the tool's
 	// [Binding] says it must (a refund of another order than the one the
 	// refund_due belief rests on, or of more than its amount), or the
 	// binding cannot be evaluated. The root cause names the percept; the
 	// decision record's context the argument and the percept.
-	CodeArgumentNotBound = kernel.Code("ARGUMENT_NOT_BOUND")
+	CodeArgumentNotBound = blackboard.Code("ARGUMENT_NOT_BOUND")
 
 	// CodeApprovalRequired: the action committed, but its policy needs an
 	// approval and no approver has decided yet. It comes with the
 	// NeedsApproval outcome, not a refusal.
-	CodeApprovalRequired = kernel.Code("APPROVAL_REQUIRED")
+	CodeApprovalRequired = blackboard.Code("APPROVAL_REQUIRED")
 	// CodeApprovalDenied: the latest approval decision denied the action;
 	// the gate took the safe fallback instead.
-	CodeApprovalDenied = kernel.Code("APPROVAL_DENIED")
+	CodeApprovalDenied = blackboard.Code("APPROVAL_DENIED")
 	// CodeApprovalExpired: the latest approval ran out before the action
 	// started; the gate took the safe fallback instead.
-	CodeApprovalExpired = kernel.Code("APPROVAL_EXPIRED")
+	CodeApprovalExpired = blackboard.Code("APPROVAL_EXPIRED")
 	// CodeApprovalMismatch: the approval does not bind these arguments:
 	// the arguments about to run (given to [Gate.Resume]) differ from the
 	// approved ones. A changed argument needs a new call and a new
 	// approval.
-	CodeApprovalMismatch = kernel.Code("APPROVAL_MISMATCH")
+	CodeApprovalMismatch = blackboard.Code("APPROVAL_MISMATCH")
 	// CodeArgumentsChanged: [Gate.Resume] was given arguments that differ
 	// from the committed action's, for an action that needs no approval.
-	CodeArgumentsChanged = kernel.Code("ARGUMENTS_CHANGED")
+	CodeArgumentsChanged = blackboard.Code("ARGUMENTS_CHANGED")
 
 	// CodeEffectSucceeded: the effect ran and returned its output.
-	CodeEffectSucceeded = kernel.Code("EFFECT_SUCCEEDED")
+	CodeEffectSucceeded = blackboard.Code("EFFECT_SUCCEEDED")
 	// CodeEffectFailed: the effect returned an error retrying cannot fix
 	// (one not marked with [Retryable]), or panicked.
-	CodeEffectFailed = kernel.Code("EFFECT_FAILED")
+	CodeEffectFailed = blackboard.Code("EFFECT_FAILED")
 	// CodeRetriesExhausted: every attempt the tool's [RetryPolicy] allows
 	// failed with a retryable error, or was left without a result by a
 	// crashed driver.
-	CodeRetriesExhausted = kernel.Code("EFFECT_RETRIES_EXHAUSTED")
+	CodeRetriesExhausted = blackboard.Code("EFFECT_RETRIES_EXHAUSTED")
 	// CodeOutputInvalid: the effect succeeded but its output cannot be
 	// recorded (not JSON-encodable, too large, or using the reserved key
 	// "effect"). The effect is not run again.
-	CodeOutputInvalid = kernel.Code("EFFECT_OUTPUT_INVALID")
+	CodeOutputInvalid = blackboard.Code("EFFECT_OUTPUT_INVALID")
 )
 
 // Sentinel errors. Errors from [New] and from the gate's methods wrap one

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -240,8 +241,8 @@ func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 	retry := toolgate.RetryPolicy{MaxAttempts: 12, Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}
 	return []toolgate.Tool{
 		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
-			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 2000.0}, nil
+			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 2000.0}, nil
 			}},
 		{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
@@ -380,7 +381,7 @@ func (c *crashChildState) point(where string) {
 
 // effect is both paying tools' effect: logged, transiently failing one
 // attempt in ten, idempotent by key.
-func (c *crashChildState) effect(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (c *crashChildState) effect(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	c.point("attempt persisted, effect not started")
 	c.write("start %s %d", inv.Key, inv.Attempt)
 	c.point("effect started")
@@ -397,7 +398,7 @@ func (c *crashChildState) effect(_ context.Context, inv toolgate.Invocation) (ke
 	c.point("money moved")
 	c.write("done %s %d", inv.Key, inv.Attempt)
 	c.point("effect done, result not recorded")
-	return kernel.Payload{"paid": inv.Args["amount"]}, nil
+	return blackboard.Payload{"paid": inv.Args["amount"]}, nil
 }
 
 // item does one piece of work, or what of it is left.
@@ -426,8 +427,8 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 			t.Fatalf("%s lookup: %+v", w.trace, res)
 		}
 		c.point("looked up")
-		d, err := planner.Submit(ctx, kernel.Entry{TraceID: w.trace, Slot: kernel.Beliefs, Kind: "refund_due",
-			Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+		d, err := planner.Submit(ctx, kernel.Entry{TraceID: w.trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
 		if err != nil || !d.Committed() {
 			t.Fatalf("%s belief: %v %v", w.trace, d.Code, err)
 		}
@@ -532,23 +533,23 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 	}
 
 	// The store.
-	s, k, _ := crashDesk(t, dir, func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
+	s, k, _ := crashDesk(t, dir, func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 		return nil, errors.New("the checker runs no effect")
 	})
 	defer s.Close()
 	ctx := context.Background()
-	recs := map[string]kernel.Record{}
-	var actions, results, refused []kernel.Record
-	for _, slot := range kernel.AllSlots() {
-		for r, err := range s.ListSlot(ctx, slot, kernel.Filter{}) {
+	recs := map[string]blackboard.Record{}
+	var actions, results, refused []blackboard.Record
+	for _, slot := range blackboard.AllSlots() {
+		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			recs[r.ID] = r
 			switch {
-			case r.Slot == kernel.Actions && r.Mode == kernel.ModeCommit:
+			case r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit:
 				actions = append(actions, r)
-			case r.Slot == kernel.Actions && r.Mode == kernel.ModePropose && r.Status == kernel.StatusInvalidated && r.Reason != kernel.CodeSupersededByCommit:
+			case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
 				refused = append(refused, r)
 			case r.Kind != toolgate.KindAttempt && isEffect(r):
 				results = append(results, r)
@@ -569,7 +570,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		}
 		decisions[d.Subject] = append(decisions[d.Subject], d)
 	}
-	resultsOf := map[string][]kernel.Record{}
+	resultsOf := map[string][]blackboard.Record{}
 	for _, r := range results {
 		eff, _ := toolgate.EffectOf(r)
 		id := eff.ActionID
@@ -699,7 +700,7 @@ func checkKeyLog(bad func(string, ...any), st *crashStats, action, key string, s
 }
 
 // isEffect reports whether r is a percept the gate wrote about an effect.
-func isEffect(r kernel.Record) bool {
+func isEffect(r blackboard.Record) bool {
 	_, ok := toolgate.EffectOf(r)
 	return ok
 }

@@ -1,8 +1,8 @@
 package toolgate
 
 import (
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // KeyEffect is the payload key under which the gate keeps its [Effect] in
@@ -40,7 +40,7 @@ type Effect struct {
 	Attempt int
 	// Code is a result's code (EFFECT_SUCCEEDED, RETRIES_EXHAUSTED,
 	// APPROVAL_DENIED, ...); empty on an attempt.
-	Code kernel.Code
+	Code blackboard.Code
 	// Approval is the approval the action runs under; on an escalation,
 	// the denial or the approval that expired.
 	Approval string
@@ -128,7 +128,7 @@ func statusValue(s string) any {
 }
 
 // payload is a percept's payload holding only the Effect.
-func (e Effect) payload() kernel.Payload { return kernel.Payload{KeyEffect: e.encode()} }
+func (e Effect) payload() blackboard.Payload { return blackboard.Payload{KeyEffect: e.encode()} }
 
 // toolWriter is the writer id under which the gate writes a tool's
 // attempts and results.
@@ -144,9 +144,9 @@ func toolWriter(tool string) string { return "tool:" + tool }
 // an action that never ran, as the gate's. Writer ids are the kernel
 // owner's to hand out: a tool handle given the id "tool:NAME" writes as
 // the gate does for NAME. Safe for concurrent use.
-func EffectOf(r kernel.Record) (Effect, bool) {
+func EffectOf(r blackboard.Record) (Effect, bool) {
 	m, ok := r.Payload[KeyEffect].(map[string]any)
-	if !ok || r.Slot != kernel.Percepts || r.Provenance.Role != kernel.RoleTool {
+	if !ok || r.Slot != blackboard.Percepts || r.Provenance.Role != blackboard.RoleTool {
 		return Effect{}, false
 	}
 	str := func(field string) string {
@@ -154,7 +154,7 @@ func EffectOf(r kernel.Record) (Effect, bool) {
 		return s
 	}
 	e := Effect{Status: str(fieldStatus), Tool: str(fieldTool), ActionID: str(fieldActionID), Key: str(fieldKey),
-		Code: kernel.Code(str(fieldCode)), Approval: str(fieldApproval), Approver: str(fieldApprover), Note: str(fieldNote),
+		Code: blackboard.Code(str(fieldCode)), Approval: str(fieldApproval), Approver: str(fieldApprover), Note: str(fieldNote),
 		Error: str(fieldError), PreviousError: str(fieldPreviousError),
 		ExecutionStatus: failure.Status(str(fieldExecStatus)), Category: failure.Category(str(fieldCategory))}
 	switch e.Status {
@@ -165,10 +165,10 @@ func EffectOf(r kernel.Record) (Effect, bool) {
 	if e.Tool == "" || e.ActionID == "" || r.Provenance.Writer != toolWriter(e.Tool) {
 		return Effect{}, false
 	}
-	if n, ok := kernel.ToFloat(m[fieldAttempt]); ok {
+	if n, ok := blackboard.ToFloat(m[fieldAttempt]); ok {
 		e.Attempt = int(n)
 	}
-	if n, ok := kernel.ToFloat(m[fieldLeaseUntilMS]); ok {
+	if n, ok := blackboard.ToFloat(m[fieldLeaseUntilMS]); ok {
 		e.LeaseUntilMS = int64(n)
 	}
 	e.Retryable, _ = m[fieldRetryable].(bool)

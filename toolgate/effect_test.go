@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -26,7 +28,7 @@ func TestEffectRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	for name, s := range map[string]kernel.Store{"memory": kernel.NewMemStore(), "sqlite": sq} {
+	for name, s := range map[string]blackboard.Store{"memory": memstore.New(), "sqlite": sq} {
 		t.Run(name, func(t *testing.T) {
 			k, err := kernel.New(kernel.WithStore(s))
 			if err != nil {
@@ -35,7 +37,7 @@ func TestEffectRoundTrip(t *testing.T) {
 			ctx := context.Background()
 			sparse := Effect{Status: StatusAttempted, Tool: "lookup_order", ActionID: "actions:t:2", Key: "k", Attempt: 1}
 			for _, want := range []Effect{fullEffect, sparse} {
-				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: KindAttempt, Payload: want.payload()}, nil)
+				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: KindAttempt, Payload: want.payload()}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +71,7 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	ctx := context.Background()
 	real := fullEffect
 	real.Status, real.Code = StatusSucceeded, CodeEffectSucceeded
-	write := func(w kernel.Handle, e kernel.Entry) kernel.Record {
+	write := func(w kernel.Handle, e kernel.Entry) blackboard.Record {
 		t.Helper()
 		e.TraceID = "t"
 		r, err := w.Write(ctx, e)
@@ -78,7 +80,7 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 		}
 		return r
 	}
-	genuine := write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: real.payload()})
+	genuine := write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: real.payload()})
 	if got, ok := EffectOf(genuine); !ok || got != real {
 		t.Fatalf("the gate's own layout under its writer id: %+v, %v", got, ok)
 	}
@@ -86,13 +88,13 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	otherStatus.Status = "paid"
 	noAction := real
 	noAction.ActionID = ""
-	for name, r := range map[string]kernel.Record{
-		"another tool":      write(k.Tool("scraper"), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: real.payload()}),
-		"another tool's id": write(k.Tool(toolWriter("lookup_order")), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: real.payload()}),
-		"evidence":          write(k.EvidenceValidator(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Evidence, Kind: "refund", Payload: real.payload()}),
-		"unknown status":    write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: otherStatus.payload()}),
-		"no action":         write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: noAction.payload()}),
-		"not an object":     write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: kernel.Percepts, Kind: "refund", Payload: kernel.Payload{KeyEffect: "succeeded"}}),
+	for name, r := range map[string]blackboard.Record{
+		"another tool":      write(k.Tool("scraper"), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: real.payload()}),
+		"another tool's id": write(k.Tool(toolWriter("lookup_order")), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: real.payload()}),
+		"evidence":          write(k.EvidenceValidator(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Evidence, Kind: "refund", Payload: real.payload()}),
+		"unknown status":    write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: otherStatus.payload()}),
+		"no action":         write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: noAction.payload()}),
+		"not an object":     write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{KeyEffect: "succeeded"}}),
 	} {
 		if e, ok := EffectOf(r); ok {
 			t.Errorf("%s: %s taken for the gate's effect %+v", name, r.ID, e)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -22,8 +23,8 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			Description: "Look up an order by id.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result:      "order",
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 700.0, "delivered": false}, nil
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0, "delivered": false}, nil
 			},
 		},
 		{
@@ -39,9 +40,9 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			},
 			Result:   "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				*refunds++ // a real effect passes inv.Key to the payment API
-				return kernel.Payload{"refund_id": "re_1", "amount": inv.Args["amount"]}, nil
+				return blackboard.Payload{"refund_id": "re_1", "amount": inv.Args["amount"]}, nil
 			},
 		},
 	}
@@ -81,8 +82,8 @@ func Example() {
 	fmt.Println(res.Outcome, res.Output["amount"])
 
 	// The agent's planner concludes that the refund is due, on the order.
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-7", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-7", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 		panic(err)
 	}
 
@@ -141,8 +142,8 @@ func ExampleGate_Surface() {
 	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Role: "support", TraceID: "ticket-8"}); err != nil {
 		panic(err)
 	}
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 		panic(err)
 	}
 	show()

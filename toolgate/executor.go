@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
@@ -33,13 +34,13 @@ const maxProbe = 10_000
 // job is one committed action on its way to a result.
 type job struct {
 	e        *entry
-	act      kernel.Record // the committed action
+	act      blackboard.Record // the committed action
 	trace    string
-	args     kernel.Payload
+	args     blackboard.Payload
 	key      string // the idempotency key
 	hash     string // hex SHA-256 of key, for the once-keys the gate claims
 	approval string // the approval record that allowed it, when one did
-	cc       kernel.Payload
+	cc       blackboard.Payload
 	failure  failure.Failure // the typed failure finish records, when known
 	// fresh: the action was committed by this very call, so nothing can
 	// have recorded a result or started an attempt before the attempt this
@@ -49,13 +50,13 @@ type job struct {
 }
 
 // newJob prepares the execution of a committed action of tool e.
-func (g *Gate) newJob(ctx context.Context, e *entry, act kernel.Record, cc kernel.Payload) (*job, error) {
+func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc blackboard.Payload) (*job, error) {
 	key := g.k.Namespace() + "/" + act.ID
 	if e.once {
 		switch ok, err := g.k.OnceKeyOf(ctx, act.ID); {
 		case err == nil:
 			key = ok
-		case !errors.Is(err, kernel.ErrNotFound):
+		case !errors.Is(err, blackboard.ErrNotFound):
 			return nil, err
 		}
 	}
@@ -144,24 +145,24 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 
 // gated returns the committed action actionID, its tool and the decision
 // record the gate wrote when it committed it.
-func (g *Gate) gated(ctx context.Context, actionID string) (kernel.Record, *entry, audit.Record, error) {
-	unknown := func(why string) (kernel.Record, *entry, audit.Record, error) {
-		return kernel.Record{}, nil, audit.Record{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
+func (g *Gate) gated(ctx context.Context, actionID string) (blackboard.Record, *entry, audit.Record, error) {
+	unknown := func(why string) (blackboard.Record, *entry, audit.Record, error) {
+		return blackboard.Record{}, nil, audit.Record{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
 	}
 	act, err := g.reader.Get(ctx, actionID)
-	if errors.Is(err, kernel.ErrNotFound) {
+	if errors.Is(err, blackboard.ErrNotFound) {
 		return unknown("no such record")
 	}
 	if err != nil {
-		return kernel.Record{}, nil, audit.Record{}, err
+		return blackboard.Record{}, nil, audit.Record{}, err
 	}
 	e := g.byAction[act.Kind]
-	if act.Slot != kernel.Actions || act.Mode != kernel.ModeCommit || e == nil {
+	if act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || e == nil {
 		return unknown("not a committed action of a registered tool")
 	}
 	gd, found, err := g.commitDecision(ctx, act.ID)
 	if err != nil {
-		return kernel.Record{}, nil, audit.Record{}, err
+		return blackboard.Record{}, nil, audit.Record{}, err
 	}
 	if !found || gd.Context["tool"] != any(e.Name) {
 		return unknown("not committed through the gate")
@@ -192,14 +193,14 @@ func (g *Gate) commitDecision(ctx context.Context, actionID string) (audit.Recor
 // batch as the record subject, read by id.
 func (g *Gate) decisionAbout(ctx context.Context, subject string) (audit.Record, bool, error) {
 	d, err := audit.About(ctx, g.reader, subject)
-	if errors.Is(err, kernel.ErrNotFound) {
+	if errors.Is(err, blackboard.ErrNotFound) {
 		return audit.Record{}, false, nil
 	}
 	return d, err == nil, err
 }
 
 // executeAction is Execute once the action is known to be the gate's.
-func (g *Gate) executeAction(ctx context.Context, e *entry, act kernel.Record, gd audit.Record, given json.RawMessage) (Result, error) {
+func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Record, gd audit.Record, given json.RawMessage) (Result, error) {
 	j, err := g.newJob(ctx, e, act, gd.Context)
 	if err != nil {
 		return Result{ActionID: act.ID}, err
@@ -306,7 +307,7 @@ func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given 
 	if err != nil {
 		return Result{ActionID: j.act.ID}, true, err
 	}
-	got, err := ArgsDigest(kernel.Payload(args))
+	got, err := ArgsDigest(blackboard.Payload(args))
 	if err != nil || got != want {
 		j.cc["resume_args_digest"] = got
 		res, err := g.refuseAction(ctx, j, code, "the arguments to run differ from the committed ones (digest "+got+", committed "+want+")")
@@ -316,7 +317,7 @@ func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given 
 }
 
 // refuseAction records an execution-time refusal of a committed action.
-func (g *Gate) refuseAction(ctx context.Context, j *job, code kernel.Code, detail string) (Result, error) {
+func (g *Gate) refuseAction(ctx context.Context, j *job, code blackboard.Code, detail string) (Result, error) {
 	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
 		Outcome: audit.OutcomeRefused, Code: code, Detail: detail, Context: j.cc})
 	if err != nil {
@@ -332,7 +333,7 @@ func (g *Gate) refuseAction(ctx context.Context, j *job, code kernel.Code, detai
 // escalated or refused); otherwise j.approval names the approval the
 // first attempt consumes.
 func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool, err error) {
-	var latest *kernel.Record
+	var latest *blackboard.Record
 	for r, err := range g.Approvals(ctx, j.trace, j.act.ID) {
 		if err != nil {
 			return Result{ActionID: j.act.ID}, true, err
@@ -373,12 +374,12 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 
 // escalate records that the action will not run and submits the safe
 // fallback.
-func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval kernel.Record) (Result, error) {
+func (g *Gate) escalate(ctx context.Context, j *job, code blackboard.Code, approval blackboard.Record) (Result, error) {
 	w, err := g.writeEscalation(ctx, j, code, approval)
 	if err == nil {
 		g.effectRecorded(ctx, j, StatusEscalated, code)
 	}
-	if errors.Is(err, kernel.ErrDuplicateKey) {
+	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return g.recordedByKey(ctx, j)
 	}
 	if err != nil {
@@ -389,15 +390,15 @@ func (g *Gate) escalate(ctx context.Context, j *job, code kernel.Code, approval 
 
 // writeEscalation records the escalation as the action's result, claiming
 // the result key, with its decision record in the same batch.
-func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, rec kernel.Record) (kernel.Written, error) {
+func (g *Gate) writeEscalation(ctx context.Context, j *job, code blackboard.Code, rec blackboard.Record) (kernel.Written, error) {
 	approval, _ := audit.ApprovalOf(rec)
 	eff := j.effect(StatusEscalated, 0, code)
 	eff.Approval, eff.Approver, eff.Note = approval.ID, approval.Approver, approval.Note
 	cc := j.cc.Clone()
 	cc["approver"] = approval.Approver
-	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindEscalated,
+	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindEscalated,
 		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()}},
-		func(rec kernel.Record) audit.Record {
+		func(rec blackboard.Record) audit.Record {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeEscalated, code)
 			dr.Approvals, dr.Context = []string{approval.ID}, cc
 			return dr
@@ -409,19 +410,19 @@ func (g *Gate) writeEscalation(ctx context.Context, j *job, code kernel.Code, re
 // so that no later Execute or Recover starts it, with its decision record
 // in the same write. When another driver took one of the keys first, its
 // result, or its running attempt, wins.
-func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, detail string, keys ...string) (Result, error) {
+func (g *Gate) refuseForGood(ctx context.Context, j *job, code blackboard.Code, detail string, keys ...string) (Result, error) {
 	eff := j.effect(StatusRefused, 0, code)
 	eff.Error = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
-	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
 		Payload: eff.payload(), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...)},
-		func(rec kernel.Record) audit.Record {
+		func(rec blackboard.Record) audit.Record {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeRefused, code)
 			dr.Context = cc
 			return dr
 		})
-	if errors.Is(err, kernel.ErrDuplicateKey) {
+	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		if _, done, rerr := g.resultOf(ctx, j); rerr == nil && !done && len(keys) > 0 {
 			return g.run(ctx, j) // an attempt started first: drive it to its result
 		}
@@ -436,14 +437,14 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code kernel.Code, deta
 // ensureFallback returns the safe fallback that escalates the action,
 // submitting it if it is missing (the first time, or after a crash between
 // the escalation and the fallback).
-func (g *Gate) ensureFallback(ctx context.Context, j *job, code kernel.Code) (string, error) {
+func (g *Gate) ensureFallback(ctx context.Context, j *job, code blackboard.Code) (string, error) {
 	if id, _, err := g.fallbackOf(ctx, j); err != nil || id != "" {
 		return id, err
 	}
 	cc := j.cc.Clone()
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
-	d, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Actions, Kind: g.fallback,
-		Payload: kernel.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
+	d, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
+		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
 		func(dr *audit.Record) { dr.Context = cc })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
@@ -458,10 +459,10 @@ func (g *Gate) fallbackOf(ctx context.Context, j *job) (id string, proposed bool
 		if err != nil {
 			return "", false, err
 		}
-		if r.Slot != kernel.Actions || r.Kind != g.fallback || r.Payload["escalates"] != any(j.act.ID) {
+		if r.Slot != blackboard.Actions || r.Kind != g.fallback || r.Payload["escalates"] != any(j.act.ID) {
 			continue
 		}
-		if r.Mode == kernel.ModeCommit {
+		if r.Mode == blackboard.ModeCommit {
 			return r.ID, true, nil
 		}
 		proposed = proposed || r.Provenance.Writer == GateWriter
@@ -473,7 +474,7 @@ func (g *Gate) fallbackOf(ctx context.Context, j *job) (id string, proposed bool
 // one.
 func (g *Gate) resultOf(ctx context.Context, j *job) (string, bool, error) {
 	id, err := g.k.ClaimedBy(ctx, j.resultKey())
-	if errors.Is(err, kernel.ErrNotFound) {
+	if errors.Is(err, blackboard.ErrNotFound) {
 		return "", false, nil
 	}
 	return id, err == nil, err
@@ -516,7 +517,7 @@ func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, e
 
 // result turns the result record rec, whose decision record is
 // decisionID, into a Result.
-func (g *Gate) result(ctx context.Context, j *job, rec kernel.Record, decisionID string) (res Result, err error) {
+func (g *Gate) result(ctx context.Context, j *job, rec blackboard.Record, decisionID string) (res Result, err error) {
 	res = Result{ActionID: j.act.ID, DecisionID: decisionID}
 	eff := effectOf(rec)
 	res.Code = eff.Code
@@ -536,7 +537,7 @@ func (g *Gate) result(ctx context.Context, j *job, rec kernel.Record, decisionID
 		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: eff.Error}
 		if eff.ExecutionStatus != "" {
 			// The typed signal, for the worker and the repair router.
-			res.Output = kernel.Payload{failure.KeyStatus: string(eff.ExecutionStatus), failure.KeyCategory: string(eff.Category),
+			res.Output = blackboard.Payload{failure.KeyStatus: string(eff.ExecutionStatus), failure.KeyCategory: string(eff.Category),
 				failure.KeyError: eff.Error, failure.KeyRetryable: eff.Retryable}
 		}
 		if eff.Status == StatusRefused {
@@ -553,32 +554,32 @@ func (g *Gate) result(ctx context.Context, j *job, rec kernel.Record, decisionID
 
 // effectOf is the Effect of a percept the gate found by one of its own
 // once-keys (zero when the record holds none).
-func effectOf(rec kernel.Record) Effect {
+func effectOf(rec blackboard.Record) Effect {
 	e, _ := EffectOf(rec)
 	return e
 }
 
 // effect is the Effect of a gate percept about the job.
-func (j *job) effect(status string, attempt int, code kernel.Code) Effect {
+func (j *job) effect(status string, attempt int, code blackboard.Code) Effect {
 	return Effect{Status: status, Tool: j.e.Name, ActionID: j.act.ID, Key: j.key, Attempt: attempt, Code: code, Approval: j.approval}
 }
 
 // lastAttempt returns the highest attempt number started for the job's
 // key (0 when none) and its record; with upTo > 0 it looks no further.
-func (g *Gate) lastAttempt(ctx context.Context, j *job, upTo int) (int, kernel.Record, error) {
+func (g *Gate) lastAttempt(ctx context.Context, j *job, upTo int) (int, blackboard.Record, error) {
 	n, id := 0, ""
 	for next := 1; next <= maxProbe && (upTo == 0 || next <= upTo); next++ {
 		holder, err := g.k.ClaimedBy(ctx, j.attemptKey(next))
-		if errors.Is(err, kernel.ErrNotFound) {
+		if errors.Is(err, blackboard.ErrNotFound) {
 			break
 		}
 		if err != nil {
-			return 0, kernel.Record{}, err
+			return 0, blackboard.Record{}, err
 		}
 		n, id = next, holder
 	}
 	if n == 0 {
-		return 0, kernel.Record{}, nil
+		return 0, blackboard.Record{}, nil
 	}
 	rec, err := g.reader.Get(ctx, id)
 	return n, rec, err
@@ -597,7 +598,7 @@ const maxLeaseMargin = 5 * time.Second
 func leaseMargin(lease time.Duration) time.Duration { return min(lease/10, maxLeaseMargin) }
 
 // leaseUntil returns the deadline recorded in an attempt.
-func leaseUntil(att kernel.Record) (time.Time, bool) {
+func leaseUntil(att blackboard.Record) (time.Time, bool) {
 	ms := effectOf(att).LeaseUntilMS
 	if ms == 0 {
 		return time.Time{}, false
@@ -608,7 +609,7 @@ func leaseUntil(att kernel.Record) (time.Time, bool) {
 // leaseOver reports whether the driver of an attempt has had its time: its
 // recorded deadline plus the margin has passed (its effect has lost its
 // context by then).
-func (g *Gate) leaseOver(att kernel.Record) bool {
+func (g *Gate) leaseOver(att blackboard.Record) bool {
 	until, ok := leaseUntil(att)
 	if !ok {
 		return true
@@ -622,7 +623,7 @@ func (g *Gate) leaseOver(att kernel.Record) bool {
 // effectTime is how long the effect of the attempt just recorded may run:
 // up to leaseMargin before its recorded deadline, as the kernel's clock
 // reads now, after the write.
-func (g *Gate) effectTime(att kernel.Record) time.Duration {
+func (g *Gate) effectTime(att blackboard.Record) time.Duration {
 	until, ok := leaseUntil(att)
 	if !ok {
 		return 0
@@ -640,7 +641,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 	wait := pollStart
 	for {
 		var n int
-		var att kernel.Record
+		var att blackboard.Record
 		if !j.fresh {
 			if id, ok, err := g.resultOf(ctx, j); err != nil {
 				return Result{ActionID: j.act.ID}, err
@@ -677,8 +678,8 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		if err != nil {
 			endAttempt(asp, j, n+1, err)
 		}
-		if errors.Is(err, kernel.ErrDuplicateKey) {
-			if _, err := g.k.ClaimedBy(ctx, j.attemptKey(n+1)); errors.Is(err, kernel.ErrNotFound) {
+		if errors.Is(err, blackboard.ErrDuplicateKey) {
+			if _, err := g.k.ClaimedBy(ctx, j.attemptKey(n+1)); errors.Is(err, blackboard.ErrNotFound) {
 				// Not the attempt but the approval was taken: it was
 				// consumed already, by another action's attempt.
 				return g.refuseAction(ctx, j, CodeApprovalRequired, "approval "+j.approval+" was already used")
@@ -690,7 +691,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		}
 		mine, att = n+1, rec
 		g.attemptStarted(ctx, j)
-		var out kernel.Payload
+		var out blackboard.Payload
 		var effErr error
 		if left, margin := g.effectTime(rec), leaseMargin(g.lease); !mutLeaseLeft && left < margin {
 			// The write took most of the lease: an effect started now
@@ -733,7 +734,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 // claiming the attempt's once-key (and, for the first attempt of an
 // approved action, the approval's) in the same write, so that no two
 // drivers start the same attempt and no approval is used twice.
-func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Record, prevErr error) (kernel.Record, error) {
+func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.Record, prevErr error) (blackboard.Record, error) {
 	eff := j.effect(StatusAttempted, n, "")
 	eff.LeaseUntilMS = g.k.Now().Add(g.lease).UnixMilli()
 	refs := []string{j.act.ID}
@@ -748,7 +749,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Reco
 		refs = append(refs, j.approval)
 		keys = append(keys, approvalKey(j.approval))
 	}
-	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindAttempt,
+	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindAttempt,
 		Payload: eff.payload(), InputRefs: refs, OnceKeys: keys}, nil)
 	return w.Record, err
 }
@@ -756,7 +757,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev kernel.Reco
 // invoke calls the effect for attempt n, with a context that ends after
 // left (see effectTime). A panic is a failure retrying cannot fix; running
 // out of the lease is one it may.
-func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (out kernel.Payload, err error) {
+func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (out blackboard.Payload, err error) {
 	if mutLeaseDeadline {
 		left = g.lease // a full lease from after the write
 	}
@@ -778,7 +779,7 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 // decision record in the same write: a success under the tool's result
 // kind (the output at the top level), anything else as a failure. A
 // result another driver recorded first wins and is returned.
-func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out kernel.Payload, code kernel.Code, detail string) (Result, error) {
+func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record, out blackboard.Payload, code blackboard.Code, detail string) (Result, error) {
 	refs := []string{j.act.ID}
 	if att.ID != "" {
 		refs = append(refs, att.ID)
@@ -787,7 +788,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 	if j.approval != "" {
 		approvals = []string{j.approval}
 	}
-	entry := kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
+	entry := kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
 	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: j.cc.Clone()}
 	dr.Context["attempt"] = n
 	if code == CodeEffectSucceeded {
@@ -796,7 +797,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		}
 		payload := out.Clone()
 		if payload == nil {
-			payload = kernel.Payload{}
+			payload = blackboard.Payload{}
 		}
 		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encode()
 		entry.Kind, entry.Payload, entry.TTL = j.e.resultKind(), payload, j.e.ResultTTL
@@ -812,7 +813,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		entry.Kind, entry.Payload = KindFailed, eff.payload()
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
-	w, err := j.e.handle.Write(ctx, entry, func(rec kernel.Record) audit.Record {
+	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Record {
 		r := audit.ForRecord(rec, dr.Kind, dr.Outcome, dr.Code)
 		r.Approvals, r.Context = dr.Approvals, dr.Context
 		return r
@@ -825,9 +826,9 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att kernel.Record, out
 		g.effectRecorded(ctx, j, status, code)
 	}
 	switch {
-	case errors.Is(err, kernel.ErrDuplicateKey):
+	case errors.Is(err, blackboard.ErrDuplicateKey):
 		return g.recordedByKey(ctx, j)
-	case code == CodeEffectSucceeded && (errors.Is(err, kernel.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge)):
+	case code == CodeEffectSucceeded && (errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge)):
 		return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be recorded: "+err.Error())
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -31,9 +32,9 @@ func (d *desk) committed(trace, order string, amount float64) *job {
 }
 
 // attempts returns the attempt percepts of an action, oldest first.
-func (d *desk) attempts(actionID string) []kernel.Record {
-	var out []kernel.Record
-	for _, r := range d.kinds(kernel.Percepts, KindAttempt) {
+func (d *desk) attempts(actionID string) []blackboard.Record {
+	var out []blackboard.Record
+	for _, r := range d.kinds(blackboard.Percepts, KindAttempt) {
 		if effectOf(r).ActionID == actionID {
 			out = append(out, r)
 		}
@@ -43,11 +44,11 @@ func (d *desk) attempts(actionID string) []kernel.Record {
 
 func TestRetries(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		d.setEffect("issue_refund", func(_ context.Context, inv Invocation) (kernel.Payload, error) {
+		d.setEffect("issue_refund", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
 			if inv.Attempt < 3 {
 				return nil, Retryable(errFlaky)
 			}
-			return kernel.Payload{"refund_id": "re_1"}, nil
+			return blackboard.Payload{"refund_id": "re_1"}, nil
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
@@ -75,7 +76,7 @@ func TestRetries(t *testing.T) {
 		}
 		// The result: a percept of the tool's result kind, the output at
 		// the top level, resting on the action and the last attempt.
-		refunds := d.kinds(kernel.Percepts, "refund")
+		refunds := d.kinds(blackboard.Percepts, "refund")
 		if len(refunds) != 1 || refunds[0].Payload["refund_id"] != "re_1" || effectOf(refunds[0]).Status != StatusSucceeded ||
 			effectOf(refunds[0]).Attempt != 3 || !slices.Equal(refunds[0].Provenance.InputRefs, []string{res.ActionID, atts[2].ID}) {
 			t.Errorf("result percepts %+v", refunds)
@@ -85,7 +86,7 @@ func TestRetries(t *testing.T) {
 
 func TestRetriesExhausted(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
+		d.setEffect("issue_refund", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return nil, Retryable(errFlaky)
 		})
 		d.ground("t", "A1")
@@ -97,7 +98,7 @@ func TestRetriesExhausted(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 3 {
 			t.Errorf("%d calls, want the 3 the policy allows", n)
 		}
-		if len(d.kinds(kernel.Percepts, "refund")) != 0 || len(d.kinds(kernel.Percepts, KindFailed)) != 1 {
+		if len(d.kinds(blackboard.Percepts, "refund")) != 0 || len(d.kinds(blackboard.Percepts, KindFailed)) != 1 {
 			t.Error("a failure must be recorded as effect_failed, not as a refund")
 		}
 		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeFailed})
@@ -113,8 +114,8 @@ func TestRetriesExhausted(t *testing.T) {
 
 func TestPermanentFailures(t *testing.T) {
 	for name, fn := range map[string]EffectFunc{
-		"error": func(context.Context, Invocation) (kernel.Payload, error) { return nil, errors.New("card declined") },
-		"panic": func(context.Context, Invocation) (kernel.Payload, error) { panic("nil map") },
+		"error": func(context.Context, Invocation) (blackboard.Payload, error) { return nil, errors.New("card declined") },
+		"panic": func(context.Context, Invocation) (blackboard.Payload, error) { panic("nil map") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			onStores(t, func(t *testing.T, d *desk) {
@@ -135,8 +136,8 @@ func TestPermanentFailures(t *testing.T) {
 
 func TestOutputInvalid(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
-			return kernel.Payload{KeyEffect: "mine"}, nil
+		d.setEffect("issue_refund", func(context.Context, Invocation) (blackboard.Payload, error) {
+			return blackboard.Payload{KeyEffect: "mine"}, nil
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
@@ -154,11 +155,11 @@ func TestResultAlreadyRecorded(t *testing.T) {
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		// Another process ran the refund and recorded its result.
 		j := d.job(wait.ActionID)
-		att, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil)
+		att, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.g.finish(d.ctx, j, 1, att, kernel.Payload{"refund_id": "re_elsewhere"}, CodeEffectSucceeded, ""); err != nil {
+		if _, err := d.g.finish(d.ctx, j, 1, att, blackboard.Payload{"refund_id": "re_elsewhere"}, CodeEffectSucceeded, ""); err != nil {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
@@ -170,8 +171,8 @@ func TestResultAlreadyRecorded(t *testing.T) {
 			t.Errorf("the effect ran %d times for a key with a recorded result", n)
 		}
 		// A second result for the key cannot be recorded.
-		if _, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "refund",
-			OnceKeys: []string{j.resultKey()}}, nil); !errors.Is(err, kernel.ErrDuplicateKey) {
+		if _, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund",
+			OnceKeys: []string{j.resultKey()}}, nil); !errors.Is(err, blackboard.ErrDuplicateKey) {
 			t.Errorf("second result: %v, want ErrDuplicateKey", err)
 		}
 	})
@@ -181,9 +182,9 @@ func TestConcurrentExecute(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		d.setEffect("issue_refund", func(_ context.Context, inv Invocation) (kernel.Payload, error) {
+		d.setEffect("issue_refund", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
 			time.Sleep(20 * time.Millisecond) // let the others arrive while it runs
-			return kernel.Payload{"refund_id": "re_" + inv.Key}, nil
+			return blackboard.Payload{"refund_id": "re_" + inv.Key}, nil
 		})
 		const n = 8
 		var wg sync.WaitGroup
@@ -215,7 +216,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			j := d.committed("t", "A1", 10)
 			// The crash: attempt 1 persisted, the effect may or may not have
 			// run, no result.
-			if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+			if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 				t.Fatal(err)
 			}
 			res, err := d.g.Recover(d.ctx)
@@ -264,7 +265,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			d.ground("t", "A1")
 			j := d.committed("t", "A1", 10)
-			var prev kernel.Record
+			var prev blackboard.Record
 			for n := 1; n <= 3; n++ {
 				att, err := d.g.startAttempt(d.ctx, j, n, prev, nil)
 				if err != nil {
@@ -347,13 +348,13 @@ func TestRecoverAfterCrash(t *testing.T) {
 func TestCancelledDuringEffect(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		started := make(chan struct{})
-		d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (kernel.Payload, error) {
+		d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
 			if inv.Attempt == 1 {
 				close(started)
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}
-			return kernel.Payload{"refund_id": "re_2"}, nil
+			return blackboard.Payload{"refund_id": "re_2"}, nil
 		})
 		d.ground("t", "A1")
 		ctx, cancel := context.WithCancel(d.ctx)
@@ -389,7 +390,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 		// The once-key makes a second refund of the order a duplicate,
 		// in any trace.
 		d.ground("t2", "A1")
-		wantOutcome(t, "refund of the same order elsewhere", d.refund("t2", "A1", 10), Refused, kernel.CodeDuplicateAction)
+		wantOutcome(t, "refund of the same order elsewhere", d.refund("t2", "A1", 10), Refused, blackboard.CodeDuplicateAction)
 	}, func(su *setup) {
 		su.tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	})
@@ -416,7 +417,7 @@ func TestApprovalCheckIsWhatStops(t *testing.T) {
 
 func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) { return nil, errors.New("index offline") })
+		d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return nil, errors.New("index offline") })
 		d.ground("t", "A1")                                         // lookup_order: committed + executed
 		d.call("t", "support", "", "search_kb", `{"query":"x"}`)    // refused: role contract
 		d.call("t", "researcher", "", "search_kb", `{"query":"x"}`) // committed + failed
@@ -468,7 +469,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 // crashed attempt once.
 func TestRecoverInSeveralProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
-	open := func() kernel.Store {
+	open := func() blackboard.Store {
 		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
@@ -479,13 +480,13 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	d := newDesk(t, open())
 	d.ground("t", "A1")
 	j := d.committed("t", "A1", 10)
-	if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+	if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	d.clock.Advance(2 * DefaultLease)
-	d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
+	d.setEffect("issue_refund", func(context.Context, Invocation) (blackboard.Payload, error) {
 		time.Sleep(20 * time.Millisecond)
-		return kernel.Payload{"refund_id": "re_1"}, nil
+		return blackboard.Payload{"refund_id": "re_1"}, nil
 	})
 	gates := []*Gate{d.g}
 	for range 3 {

@@ -3,9 +3,9 @@ package toolgate
 import (
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 )
 
@@ -13,12 +13,12 @@ import (
 // fails the tool's [Tool.Expect]: some resources failed, data expected was
 // absent, or required fields were missing. The output is not recorded as
 // the tool's result; the failure is, with its typed status.
-const CodeEffectIncomplete = kernel.Code("EFFECT_INCOMPLETE")
+const CodeEffectIncomplete = blackboard.Code("EFFECT_INCOMPLETE")
 
 // codeStatus is the one table from the codes of a refused or failed call
 // to execution statuses. Read by [Result.Failure]; see its documentation
 // for the reasons.
-var codeStatus = map[kernel.Code]failure.Status{
+var codeStatus = map[blackboard.Code]failure.Status{
 	// The call itself was wrong: the worker corrects it.
 	CodeToolUnknown:      failure.StatusFunctionMismatch,
 	CodeInvalidArguments: failure.StatusFormat,
@@ -26,30 +26,30 @@ var codeStatus = map[kernel.Code]failure.Status{
 	CodeArgumentsChanged: failure.StatusFormat,
 	CodeArgumentNotBound: failure.StatusFormat,
 	// A policy forbids the call as made; another call may pass.
-	kernel.CodeRuleViolated:  failure.StatusFormat,
-	kernel.CodeRuleError:     failure.StatusFormat,
-	kernel.CodeFieldMismatch: failure.StatusFormat,
-	rules.CodeInputTooLarge:  failure.StatusFormat,
+	blackboard.CodeRuleViolated:  failure.StatusFormat,
+	blackboard.CodeRuleError:     failure.StatusFormat,
+	blackboard.CodeFieldMismatch: failure.StatusFormat,
+	rules.CodeInputTooLarge:      failure.StatusFormat,
 	// The call came before what it rests on: the worker establishes it
 	// with its own tools (refresh, look up) and calls again.
-	kernel.CodeMissingEvidence:         failure.StatusFunctionMismatch,
-	kernel.CodeStaleEvidence:           failure.StatusFunctionMismatch,
-	kernel.CodeSupersededEvidence:      failure.StatusFunctionMismatch,
-	kernel.CodeTTLExpired:              failure.StatusFunctionMismatch,
-	kernel.CodeNoCommittedBelief:       failure.StatusFunctionMismatch,
-	kernel.CodeBeliefNotSatisfied:      failure.StatusFunctionMismatch,
-	kernel.CodePlanMissingBelief:       failure.StatusFunctionMismatch,
-	kernel.CodePlanBeliefNotSatisfied:  failure.StatusFunctionMismatch,
-	kernel.CodeOnceKeyMissing:          failure.StatusFunctionMismatch,
-	kernel.CodePredictionMissingBelief: failure.StatusFunctionMismatch,
+	blackboard.CodeMissingEvidence:         failure.StatusFunctionMismatch,
+	blackboard.CodeStaleEvidence:           failure.StatusFunctionMismatch,
+	blackboard.CodeSupersededEvidence:      failure.StatusFunctionMismatch,
+	blackboard.CodeTTLExpired:              failure.StatusFunctionMismatch,
+	blackboard.CodeNoCommittedBelief:       failure.StatusFunctionMismatch,
+	blackboard.CodeBeliefNotSatisfied:      failure.StatusFunctionMismatch,
+	blackboard.CodePlanMissingBelief:       failure.StatusFunctionMismatch,
+	blackboard.CodePlanBeliefNotSatisfied:  failure.StatusFunctionMismatch,
+	blackboard.CodeOnceKeyMissing:          failure.StatusFunctionMismatch,
+	blackboard.CodePredictionMissingBelief: failure.StatusFunctionMismatch,
 	// The operation is not available as called: a plan, a grounding or a
 	// registration is missing. Research (or planning) comes first.
-	kernel.CodeNoFeasiblePlan:    failure.StatusEndpointUnknown,
-	kernel.CodeUngroundedAction:  failure.StatusEndpointUnknown,
-	kernel.CodePlanUngrounded:    failure.StatusEndpointUnknown,
-	kernel.CodeUnknownActionType: failure.StatusEndpointUnknown,
+	blackboard.CodeNoFeasiblePlan:    failure.StatusEndpointUnknown,
+	blackboard.CodeUngroundedAction:  failure.StatusEndpointUnknown,
+	blackboard.CodePlanUngrounded:    failure.StatusEndpointUnknown,
+	blackboard.CodeUnknownActionType: failure.StatusEndpointUnknown,
 	// The effect exists already.
-	kernel.CodeDuplicateAction: failure.StatusDuplicate,
+	blackboard.CodeDuplicateAction: failure.StatusDuplicate,
 	// Authority the worker lacks: its role, the intent, a person's say.
 	CodeToolNotPermitted: failure.StatusAuthDenied,
 	CodeToolNotForIntent: failure.StatusAuthDenied,
@@ -57,10 +57,10 @@ var codeStatus = map[kernel.Code]failure.Status{
 	CodeApprovalExpired:  failure.StatusAuthDenied,
 	CodeApprovalRequired: failure.StatusAuthDenied,
 	// Evidence only a person can settle.
-	kernel.CodeUnresolvedConflict: failure.StatusUnknown,
-	kernel.CodeLowConfidence:      failure.StatusUnknown,
-	kernel.CodeNoPrediction:       failure.StatusUnknown,
-	kernel.CodeNegativePrediction: failure.StatusUnknown,
+	blackboard.CodeUnresolvedConflict: failure.StatusUnknown,
+	blackboard.CodeLowConfidence:      failure.StatusUnknown,
+	blackboard.CodeNoPrediction:       failure.StatusUnknown,
+	blackboard.CodeNegativePrediction: failure.StatusUnknown,
 	// Limits of the run.
 	budget.CodeBudgetExceeded: failure.StatusRateLimited,
 	budget.CodeLoopDetected:   failure.StatusDuplicate,
@@ -70,7 +70,7 @@ var codeStatus = map[kernel.Code]failure.Status{
 
 // notRetryable lists the codes whose failures the router must not retry,
 // whatever their category's row says: retrying cannot change the answer.
-var notRetryable = map[kernel.Code]bool{
+var notRetryable = map[blackboard.Code]bool{
 	CodeToolNotPermitted: true, CodeToolNotForIntent: true,
 	CodeApprovalDenied: true, CodeApprovalExpired: true, CodeApprovalRequired: true,
 	budget.CodeBudgetExceeded: true, CodeOutputInvalid: true,
@@ -156,7 +156,7 @@ func (r Result) Failure() (failure.Failure, bool) {
 }
 
 // statusOf looks a code up in the table; constraint blocks are policy.
-func statusOf(c kernel.Code) (failure.Status, bool) {
+func statusOf(c blackboard.Code) (failure.Status, bool) {
 	if c == "" {
 		return "", false
 	}

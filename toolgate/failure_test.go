@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -32,7 +33,7 @@ func TestTypedEffectFailures(t *testing.T) {
 			{"a wrapped one", fmt.Errorf("calling crm: %w", httpError(404)), failure.StatusNotFound, false},
 			{"an untyped error", errors.New("something odd happened"), failure.StatusUnknown, true},
 		} {
-			d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) { return nil, tc.err })
+			d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return nil, tc.err })
 			res := d.call("t", "researcher", "", "search_kb", `{"query":"`+tc.name+`"}`)
 			wantOutcome(t, tc.name, res, Failed, CodeEffectFailed)
 			f, ok := res.Failure()
@@ -46,7 +47,7 @@ func TestTypedEffectFailures(t *testing.T) {
 			}
 		}
 		// A typed failure comes back the same from a recorded result.
-		d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) {
+		d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return nil, failure.New(failure.StatusRateLimited, "slow down").WithRetryable(false)
 		})
 		res := d.call("t", "researcher", "", "search_kb", `{"query":"again"}`)
@@ -72,18 +73,18 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		for i, tc := range []struct {
 			name   string
-			out    kernel.Payload
+			out    blackboard.Payload
 			status failure.Status
 		}{
-			{"mixed results", kernel.Payload{"hits": []any{map[string]any{"title": "a"}},
+			{"mixed results", blackboard.Payload{"hits": []any{map[string]any{"title": "a"}},
 				"sources": map[string]any{"eu": map[string]any{"ok": true}, "us": map[string]any{"status": 404.0}}}, failure.StatusIncompleteFetch},
-			{"the tool's own partial status", kernel.Payload{"status": "partial_error", "hits": []any{map[string]any{"title": "a"}},
+			{"the tool's own partial status", blackboard.Payload{"status": "partial_error", "hits": []any{map[string]any{"title": "a"}},
 				"sources": []any{}}, failure.StatusIncompleteFetch},
-			{"empty where data is expected", kernel.Payload{"hits": []any{}, "sources": []any{}}, failure.StatusSilentPartialFetch},
-			{"a field missing", kernel.Payload{"hits": []any{map[string]any{"url": "x"}}, "sources": []any{}}, failure.StatusSchemaIncomplete},
-			{"its own typed signal", kernel.Payload{failure.KeyStatus: string(failure.StatusAuthExpired), "error": "session expired"}, failure.StatusAuthExpired},
+			{"empty where data is expected", blackboard.Payload{"hits": []any{}, "sources": []any{}}, failure.StatusSilentPartialFetch},
+			{"a field missing", blackboard.Payload{"hits": []any{map[string]any{"url": "x"}}, "sources": []any{}}, failure.StatusSchemaIncomplete},
+			{"its own typed signal", blackboard.Payload{failure.KeyStatus: string(failure.StatusAuthExpired), "error": "session expired"}, failure.StatusAuthExpired},
 		} {
-			d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) { return tc.out, nil })
+			d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return tc.out, nil })
 			res := d.call("t", "researcher", "", "search_kb", fmt.Sprintf(`{"query":"q%d"}`, i))
 			wantOutcome(t, tc.name, res, Failed, CodeEffectIncomplete)
 			if f, ok := res.Failure(); !ok || f.Status() != tc.status || f.Legacy() {
@@ -96,23 +97,23 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 		if n := len(d.invocations("search_kb")); n != 5 {
 			t.Errorf("%d effects ran, want 5: a partial success is not retried", n)
 		}
-		if recs := d.kinds(kernel.Percepts, "search_kb_result"); len(recs) != 0 {
+		if recs := d.kinds(blackboard.Percepts, "search_kb_result"); len(recs) != 0 {
 			t.Errorf("%d partial results recorded as the tool's result", len(recs))
 		}
 		// A complete answer passes.
-		d.setEffect("search_kb", func(context.Context, Invocation) (kernel.Payload, error) {
-			return kernel.Payload{"hits": []any{map[string]any{"title": "refunds"}}, "sources": map[string]any{"eu": map[string]any{"ok": true}}}, nil
+		d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) {
+			return blackboard.Payload{"hits": []any{map[string]any{"title": "refunds"}}, "sources": map[string]any{"eu": map[string]any{"ok": true}}}, nil
 		})
 		wantOutcome(t, "complete", d.call("t", "researcher", "", "search_kb", `{"query":"complete"}`), Executed, CodeEffectSucceeded)
 	}, expect)
 }
 
 func TestResultFailureTable(t *testing.T) {
-	skill := []kernel.Code{CodeToolUnknown, CodeInvalidArguments, CodeApprovalMismatch, CodeArgumentsChanged, CodeArgumentNotBound, rules.CodeInputTooLarge,
-		kernel.CodeRuleViolated, kernel.CodeRuleError, kernel.CodeFieldMismatch, kernel.BlockedCode("no_refund_twice"),
-		kernel.CodeMissingEvidence, kernel.CodeStaleEvidence, kernel.CodeSupersededEvidence, kernel.CodeTTLExpired,
-		kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied, kernel.CodePlanMissingBelief,
-		kernel.CodePlanBeliefNotSatisfied, kernel.CodeOnceKeyMissing, kernel.CodePredictionMissingBelief}
+	skill := []blackboard.Code{CodeToolUnknown, CodeInvalidArguments, CodeApprovalMismatch, CodeArgumentsChanged, CodeArgumentNotBound, rules.CodeInputTooLarge,
+		blackboard.CodeRuleViolated, blackboard.CodeRuleError, blackboard.CodeFieldMismatch, blackboard.BlockedCode("no_refund_twice"),
+		blackboard.CodeMissingEvidence, blackboard.CodeStaleEvidence, blackboard.CodeSupersededEvidence, blackboard.CodeTTLExpired,
+		blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied, blackboard.CodePlanMissingBelief,
+		blackboard.CodePlanBeliefNotSatisfied, blackboard.CodeOnceKeyMissing, blackboard.CodePredictionMissingBelief}
 	for _, c := range skill {
 		f, ok := Result{Outcome: Refused, Code: c}.Failure()
 		if !ok || f.Class() != failure.ClassSkill {
@@ -122,21 +123,21 @@ func TestResultFailureTable(t *testing.T) {
 			t.Errorf("%s ends the lease; a skill failure must not", c)
 		}
 	}
-	for code, want := range map[kernel.Code]failure.Route{
-		kernel.CodeNoFeasiblePlan:     failure.RouteSlowLoop,
-		kernel.CodeUngroundedAction:   failure.RouteSlowLoop,
-		kernel.CodeDuplicateAction:    failure.RouteAbort,
-		CodeToolNotPermitted:          failure.RouteEscalate,
-		CodeToolNotForIntent:          failure.RouteEscalate,
-		CodeApprovalDenied:            failure.RouteEscalate,
-		CodeApprovalExpired:           failure.RouteEscalate,
-		kernel.CodeUnresolvedConflict: failure.RouteEscalate,
-		kernel.CodeLowConfidence:      failure.RouteEscalate,
-		kernel.CodeNegativePrediction: failure.RouteEscalate,
-		budget.CodeBudgetExceeded:     failure.RouteAbort,
-		budget.CodeLoopDetected:       failure.RouteAbort,
-		CodeOutputInvalid:             failure.RouteAbort,
-		"SOMETHING_NEW":               failure.RouteEscalate,
+	for code, want := range map[blackboard.Code]failure.Route{
+		blackboard.CodeNoFeasiblePlan:     failure.RouteSlowLoop,
+		blackboard.CodeUngroundedAction:   failure.RouteSlowLoop,
+		blackboard.CodeDuplicateAction:    failure.RouteAbort,
+		CodeToolNotPermitted:              failure.RouteEscalate,
+		CodeToolNotForIntent:              failure.RouteEscalate,
+		CodeApprovalDenied:                failure.RouteEscalate,
+		CodeApprovalExpired:               failure.RouteEscalate,
+		blackboard.CodeUnresolvedConflict: failure.RouteEscalate,
+		blackboard.CodeLowConfidence:      failure.RouteEscalate,
+		blackboard.CodeNegativePrediction: failure.RouteEscalate,
+		budget.CodeBudgetExceeded:         failure.RouteAbort,
+		budget.CodeLoopDetected:           failure.RouteAbort,
+		CodeOutputInvalid:                 failure.RouteAbort,
+		"SOMETHING_NEW":                   failure.RouteEscalate,
 	} {
 		f, ok := Result{Outcome: Refused, Code: code, Hint: "h"}.Failure()
 		if !ok {
@@ -153,7 +154,7 @@ func TestResultFailureTable(t *testing.T) {
 		}
 	}
 	// The root cause decides.
-	f, _ := Result{Outcome: Refused, Code: kernel.CodeNoCommittedBelief, RootCause: kernel.Cause{Code: kernel.CodeUnresolvedConflict}}.Failure()
+	f, _ := Result{Outcome: Refused, Code: blackboard.CodeNoCommittedBelief, RootCause: kernel.Cause{Code: blackboard.CodeUnresolvedConflict}}.Failure()
 	if f.Category() != failure.Unknown {
 		t.Errorf("root cause ignored: %v", f)
 	}

@@ -16,8 +16,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // Percept kinds the gate writes, besides each tool's result kind.
@@ -208,7 +210,7 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 // action type is refused rather than silently replaced or replacing.
 func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec) (*kernel.Kernel, error) {
 	opts = slices.Clip(opts)
-	probe, err := kernel.New(append(opts, kernel.WithStore(kernel.NewMemStore()))...)
+	probe, err := kernel.New(append(opts, kernel.WithStore(memstore.New()))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
 	}
@@ -310,7 +312,7 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	if slices.Contains(t.Requires, "") {
 		return nil, bad("empty belief kind in Requires")
 	}
-	if t.ResultTTL < 0 || t.ResultTTL > kernel.MaxTTL {
+	if t.ResultTTL < 0 || t.ResultTTL > blackboard.MaxTTL {
 		return nil, bad("result TTL %v", t.ResultTTL)
 	}
 	r := t.Retry.withDefaults()
@@ -498,7 +500,7 @@ func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spe
 		}
 		possible := true
 		for _, kind := range e.Requires {
-			if b, ok := v.Get(kernel.Beliefs, kind); !ok || !b.Bool(kernel.KeyValue) {
+			if b, ok := v.Get(blackboard.Beliefs, kind); !ok || !b.Bool(kernel.KeyValue) {
 				possible = false
 				break
 			}
@@ -626,14 +628,14 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if e.Requires == nil {
 		payload[kernel.KeyRequiresBeliefs] = []string{}
 	}
-	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: kernel.Actions, Kind: e.action(), Payload: payload},
+	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload},
 		func(dr *audit.Record) {
 			if need && dr.Outcome == audit.OutcomeCommitted {
 				dr.Outcome = audit.OutcomePendingApproval
 			}
 			dr.Context = cc
 		})
-	if errors.Is(err, kernel.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
+	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, "the arguments cannot be stored: "+err.Error(), cc))
 	}
@@ -671,8 +673,8 @@ func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 // given (cut to a sane length), and
 // the raw arguments when they are short (replaced by the parsed arguments
 // and their digest once they parse).
-func callContext(c Call) kernel.Payload {
-	cc := kernel.Payload{"tool": recordedTool(c.Tool), "role": clip(c.Role)}
+func callContext(c Call) blackboard.Payload {
+	cc := blackboard.Payload{"tool": recordedTool(c.Tool), "role": clip(c.Role)}
 	if c.ID != "" {
 		cc["call_id"] = clip(c.ID)
 	}
@@ -707,7 +709,7 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // refuse records a refusal the kernel's pipeline never saw (a role
 // contract, an intent, an unknown tool, bad arguments, an execution-time
 // check) and returns it as a Result.
-func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string, code kernel.Code, detail string, cc kernel.Payload) (Result, error) {
+func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string, code blackboard.Code, detail string, cc blackboard.Payload) (Result, error) {
 	kind := clip(tool)
 	if e != nil {
 		kind = e.action()

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // withIntents configures the desk's intents.
@@ -24,7 +26,7 @@ func withIntents(su *setup) {
 // refusedBeforeKernel checks a refusal the gate made before the kernel's
 // pipeline: its code, a hint, its decision record, and that it stored
 // nothing else.
-func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code kernel.Code, hintHas string) Result {
+func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackboard.Code, hintHas string) Result {
 	t.Helper()
 	before := len(d.records())
 	res, err := d.g.Call(d.ctx, c)
@@ -72,8 +74,8 @@ func TestRoleContract(t *testing.T) {
 		}
 		// Without the role contract the attack wins: the kernel knows
 		// nothing of roles, and commits the researcher's refund.
-		dec, err := d.k.Planner(RoleWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
-			Payload: kernel.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		dec, err := d.k.Planner(RoleWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
 		if err != nil || !dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want the refund committed (the role check is the gate's)", dec.Code, err)
 		}
@@ -163,8 +165,8 @@ func TestInvalidArguments(t *testing.T) {
 		}
 		// Without the schema check the kernel would commit a refund with
 		// no amount: it gates evidence, not argument shapes.
-		dec, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
-			Payload: kernel.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		dec, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
 		if err != nil || !dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want the malformed refund committed", dec.Code, err)
 		}
@@ -176,17 +178,17 @@ func TestKernelRefusals(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			d.ground("t", "A1")
 			// The order system now reports the order stale.
-			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "stale": true}, nil
+			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "stale": true}, nil
 			})
 			if res := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); res.Outcome != Executed {
 				t.Fatalf("second lookup: %+v", res)
 			}
 			before := len(d.records())
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund on a stale order", res, Refused, kernel.CodeStaleEvidence)
-			stale := d.kinds(kernel.Percepts, "order")[1]
-			if res.RootCause.Code != kernel.CodeStaleEvidence || res.RootCause.Record != stale.ID {
+			wantOutcome(t, "refund on a stale order", res, Refused, blackboard.CodeStaleEvidence)
+			stale := d.kinds(blackboard.Percepts, "order")[1]
+			if res.RootCause.Code != blackboard.CodeStaleEvidence || res.RootCause.Record != stale.ID {
 				t.Errorf("root cause %+v, want STALE_EVIDENCE on %s", res.RootCause, stale.ID)
 			}
 			if !strings.Contains(res.Hint, "Call lookup_order again") {
@@ -200,7 +202,7 @@ func TestKernelRefusals(t *testing.T) {
 			if got := len(d.records()) - before; got != 2 {
 				t.Errorf("the refusal stored %d records, want the proposal and its decision record", got)
 			}
-			if dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != kernel.CodeStaleEvidence || dr[0].ID != res.DecisionID {
+			if dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != blackboard.CodeStaleEvidence || dr[0].ID != res.DecisionID {
 				t.Errorf("decision records %+v", dr)
 			}
 		})
@@ -210,7 +212,7 @@ func TestKernelRefusals(t *testing.T) {
 			d.ground("t", "A1")
 			d.clock.Advance(2 * time.Hour)
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund on an expired order", res, Refused, kernel.CodeStaleEvidence)
+			wantOutcome(t, "refund on an expired order", res, Refused, blackboard.CodeStaleEvidence)
 			if !strings.Contains(res.Hint, "Call lookup_order again") {
 				t.Errorf("hint %q", res.Hint)
 			}
@@ -218,8 +220,8 @@ func TestKernelRefusals(t *testing.T) {
 			if r := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); r.Outcome != Executed {
 				t.Fatalf("refresh: %+v", r)
 			}
-			if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due",
-				Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+			if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
+				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 				t.Fatal(err)
 			}
 			wantOutcome(t, "refund after the refresh", d.refund("t", "A1", 10), Executed, CodeEffectSucceeded)
@@ -228,7 +230,7 @@ func TestKernelRefusals(t *testing.T) {
 	t.Run("no belief", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund without grounds", res, Refused, kernel.CodeNoCommittedBelief)
+			wantOutcome(t, "refund without grounds", res, Refused, blackboard.CodeNoCommittedBelief)
 			if !strings.Contains(res.Hint, "not established") {
 				t.Errorf("hint %q", res.Hint)
 			}
@@ -239,7 +241,7 @@ func TestKernelRefusals(t *testing.T) {
 			d.ground("t", "A1")
 			wantOutcome(t, "first refund", d.refund("t", "A1", 10), Executed, CodeEffectSucceeded)
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "second refund", res, Refused, kernel.CodeDuplicateAction)
+			wantOutcome(t, "second refund", res, Refused, blackboard.CodeDuplicateAction)
 			if res.Hint != "This refund was already issued; do not retry." {
 				t.Errorf("hint %q, want the tool's own", res.Hint)
 			}
@@ -277,13 +279,13 @@ func TestSurface(t *testing.T) {
 		check("researcher asked to refund", names("researcher", "t", "refund"))
 		// Surfacing is a courtesy: the refund the model was not shown is
 		// still refused when called.
-		wantOutcome(t, "refund not surfaced", d.refund("t", "A1", 10), Refused, kernel.CodeNoCommittedBelief)
+		wantOutcome(t, "refund not surfaced", d.refund("t", "A1", 10), Refused, blackboard.CodeNoCommittedBelief)
 		d.ground("t", "A1")
 		check("support once refund_due holds", names("support", "t", "refund"), "lookup_order", "issue_refund")
 		check("another trace", names("support", "t2", "refund"), "lookup_order")
 		// A false belief does not surface the tool.
-		if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t3", Slot: kernel.Beliefs, Kind: "refund_due",
-			Payload: kernel.Payload{kernel.KeyValue: false, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t3", Slot: blackboard.Beliefs, Kind: "refund_due",
+			Payload: blackboard.Payload{kernel.KeyValue: false, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 			t.Fatal(err)
 		}
 		check("refund_due false", names("support", "t3", "refund"), "lookup_order")
@@ -297,7 +299,7 @@ func TestSurface(t *testing.T) {
 		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrUnknownIntent) {
 			t.Errorf("unknown intent: %v", err)
 		}
-		if _, err := d.g.Surface(d.ctx, "support", "", "refund"); !errors.Is(err, kernel.ErrInvalidInput) {
+		if _, err := d.g.Surface(d.ctx, "support", "", "refund"); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("no trace: %v", err)
 		}
 	}, withIntents)
@@ -333,7 +335,7 @@ func TestCallErrors(t *testing.T) {
 }
 
 func TestNewChecks(t *testing.T) {
-	effect := func(context.Context, Invocation) (kernel.Payload, error) { return nil, nil }
+	effect := func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
 	lookup := Tool{Name: "lookup_order", Parameters: json.RawMessage(orderSchema), Result: "order", Effect: effect}
 	refund := Tool{Name: "issue_refund", Parameters: json.RawMessage(refundSchema), Requires: []string{"refund_due"}, Bindings: orderBindings, Effect: effect}
 	withBindings := func(t Tool, unbound bool, b ...Binding) Tool {
@@ -357,7 +359,7 @@ func TestNewChecks(t *testing.T) {
 		{"fallback registered", []Option{WithTools(lookup), WithFallback("call_a_human"), WithKernel(fallback)}, nil},
 		{"fallback a tool's", []Option{WithTools(refund), WithFallback("issue_refund")}, ErrSpecMismatch},
 		{"fallback a read-only tool's", []Option{WithTools(lookup), WithFallback("lookup_order")}, ErrSpecMismatch},
-		{"bad kernel option", []Option{WithTools(lookup), WithKernel(kernel.WithMinConfidence(2))}, kernel.ErrInvalidInput},
+		{"bad kernel option", []Option{WithTools(lookup), WithKernel(kernel.WithMinConfidence(2))}, blackboard.ErrInvalidInput},
 		{"approval rule does not compile", []Option{WithTools(withApproval(refund, "amount >"))}, ErrInvalidTool},
 		{"approval rule not a bool", []Option{WithTools(withApproval(refund, "amount + 1"))}, ErrInvalidTool},
 		{"grounded tool declaring no bindings", []Option{WithTools(withBindings(refund, false))}, ErrInvalidTool},
@@ -408,10 +410,10 @@ func withOnce(t Tool, o *kernel.OnceKey) Tool { t.Once = o; return t }
 // with the kernel it builds, and the kernel keeps the owner's options.
 func TestToolsRegisteredOnce(t *testing.T) {
 	tools := deskTools(func(string) EffectFunc {
-		return func(context.Context, Invocation) (kernel.Payload, error) { return nil, nil }
+		return func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
 	})
 	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}, Limit: 2}
-	s := kernel.NewMemStore()
+	s := memstore.New()
 	g, err := New(context.Background(), WithTools(tools...), WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk")))
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +436,7 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(context.Background(), "x"); errors.Is(err, kernel.ErrClosed) {
+	if _, err := s.Get(context.Background(), "x"); errors.Is(err, blackboard.ErrClosed) {
 		t.Error("closing the gate closed a store the owner gave")
 	}
 	g, err = New(context.Background(), WithTools(tools[0]))
@@ -444,7 +446,7 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Kernel().View(context.Background(), "t", kernel.ViewOptions{}); !errors.Is(err, kernel.ErrClosed) {
+	if _, err := g.Kernel().View(context.Background(), "t", kernel.ViewOptions{}); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("the store the kernel created is open after Close: %v", err)
 	}
 }

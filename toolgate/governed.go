@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -37,11 +38,11 @@ func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(*audit
 // Write writes e as a tool named w.name, with its once-keys; record, when
 // not nil, builds the decision record that follows it from the record
 // written.
-func (w governed) Write(ctx context.Context, e kernel.Entry, record func(kernel.Record) audit.Record) (kernel.Written, error) {
+func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackboard.Record) audit.Record) (kernel.Written, error) {
 	if record == nil {
 		return w.gov.Write(ctx, w.name, e, nil)
 	}
-	return w.gov.Write(ctx, w.name, e, func(rec kernel.Record) ([]kernel.Follow, error) {
+	return w.gov.Write(ctx, w.name, e, func(rec blackboard.Record) ([]kernel.Follow, error) {
 		f, err := record(rec).Follow()
 		return []kernel.Follow{f}, err
 	})

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -25,10 +27,10 @@ import (
 // does.
 var stores = []struct {
 	name string
-	open func(t *testing.T) kernel.Store
+	open func(t *testing.T) blackboard.Store
 }{
-	{"memstore", func(*testing.T) kernel.Store { return kernel.NewMemStore() }},
-	{"sqlite", func(t *testing.T) kernel.Store {
+	{"memstore", func(*testing.T) blackboard.Store { return memstore.New() }},
+	{"sqlite", func(t *testing.T) blackboard.Store {
 		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +65,7 @@ type setup struct {
 type desk struct {
 	t       testing.TB
 	ctx     context.Context
-	store   kernel.Store
+	store   blackboard.Store
 	clock   *clock
 	k       *kernel.Kernel
 	g       *Gate
@@ -110,20 +112,20 @@ func deskTools(effect func(tool string) EffectFunc) []Tool {
 		{Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
 			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
 			Retry:  RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
-			Hints:  map[kernel.Code]string{kernel.CodeDuplicateAction: "This refund was already issued; do not retry."},
+			Hints:  map[blackboard.Code]string{blackboard.CodeDuplicateAction: "This refund was already issued; do not retry."},
 			Effect: effect("issue_refund")},
 		{Name: "search_kb", Description: "Search the knowledge base.", Parameters: json.RawMessage(searchSchema),
 			Effect: effect("search_kb")},
 	}
 }
 
-func newDesk(t testing.TB, s kernel.Store, mods ...func(*setup)) *desk {
+func newDesk(t testing.TB, s blackboard.Store, mods ...func(*setup)) *desk {
 	t.Helper()
 	d := &desk{t: t, ctx: context.Background(), store: s, clock: newClock(),
 		behave: map[string]EffectFunc{}, calls: map[string][]Invocation{}}
 	su := setup{
 		tools: deskTools(func(tool string) EffectFunc {
-			return func(ctx context.Context, inv Invocation) (kernel.Payload, error) { return d.effect(ctx, tool, inv) }
+			return func(ctx context.Context, inv Invocation) (blackboard.Payload, error) { return d.effect(ctx, tool, inv) }
 		}),
 		roles: []Role{
 			{Name: "support", Tools: []string{"lookup_order", "issue_refund"}},
@@ -155,7 +157,7 @@ func (d *desk) gate(opts ...Option) *Gate {
 
 // effect records the invocation and runs the behaviour the test set (by
 // default: the order, or a refund receipt).
-func (d *desk) effect(ctx context.Context, tool string, inv Invocation) (kernel.Payload, error) {
+func (d *desk) effect(ctx context.Context, tool string, inv Invocation) (blackboard.Payload, error) {
 	d.mu.Lock()
 	d.calls[tool] = append(d.calls[tool], inv)
 	fn := d.behave[tool]
@@ -165,11 +167,11 @@ func (d *desk) effect(ctx context.Context, tool string, inv Invocation) (kernel.
 	}
 	switch tool {
 	case "lookup_order":
-		return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": true}, nil
+		return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": true}, nil
 	case "issue_refund":
-		return kernel.Payload{"refund_id": "re_" + inv.Args["order_id"].(string), "amount": inv.Args["amount"]}, nil
+		return blackboard.Payload{"refund_id": "re_" + inv.Args["order_id"].(string), "amount": inv.Args["amount"]}, nil
 	}
-	return kernel.Payload{"hits": []any{"how to refund"}}, nil
+	return blackboard.Payload{"hits": []any{"how to refund"}}, nil
 }
 
 // setEffect sets a tool's behaviour.
@@ -202,8 +204,8 @@ func (d *desk) ground(trace, order string) {
 	if res := d.call(trace, "support", "refund", "lookup_order", `{"order_id":"`+order+`"}`); res.Outcome != Executed {
 		d.t.Fatalf("lookup_order: %+v", res)
 	}
-	dec, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+	dec, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
 	if err != nil || !dec.Committed() {
 		d.t.Fatalf("belief refund_due: %v %v", dec.Code, err)
 	}
@@ -227,7 +229,7 @@ func (d *desk) execute(actionID string) Result {
 }
 
 // approve approves an action as identity, failing the test on an error.
-func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) kernel.Record {
+func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) blackboard.Record {
 	d.t.Helper()
 	digest := d.digest(actionID)
 	rec, err := d.g.Approver(identity).Approve(d.ctx, trace, actionID, digest, "ok", ttl)
@@ -265,11 +267,11 @@ func (d *desk) decisions(f DecisionFilter) []audit.Record {
 }
 
 // records lists every record of the store.
-func (d *desk) records() []kernel.Record {
+func (d *desk) records() []blackboard.Record {
 	d.t.Helper()
-	var out []kernel.Record
-	for _, slot := range kernel.AllSlots() {
-		for r, err := range d.store.ListSlot(d.ctx, slot, kernel.Filter{}) {
+	var out []blackboard.Record
+	for _, slot := range blackboard.AllSlots() {
+		for r, err := range d.store.ListSlot(d.ctx, slot, blackboard.Filter{}) {
 			if err != nil {
 				d.t.Fatal(err)
 			}
@@ -280,10 +282,10 @@ func (d *desk) records() []kernel.Record {
 }
 
 // kinds lists the records of a slot and kind in the store.
-func (d *desk) kinds(slot kernel.Slot, kind string) []kernel.Record {
+func (d *desk) kinds(slot blackboard.Slot, kind string) []blackboard.Record {
 	d.t.Helper()
-	var out []kernel.Record
-	for r, err := range d.store.ListSlot(d.ctx, slot, kernel.Filter{}) {
+	var out []blackboard.Record
+	for r, err := range d.store.ListSlot(d.ctx, slot, blackboard.Filter{}) {
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -297,8 +299,8 @@ func (d *desk) kinds(slot kernel.Slot, kind string) []kernel.Record {
 // committedActions counts the committed actions of a type.
 func (d *desk) committedActions(kind string) int {
 	n := 0
-	for _, r := range d.kinds(kernel.Actions, kind) {
-		if r.Mode == kernel.ModeCommit {
+	for _, r := range d.kinds(blackboard.Actions, kind) {
+		if r.Mode == blackboard.ModeCommit {
 			n++
 		}
 	}
@@ -306,7 +308,7 @@ func (d *desk) committedActions(kind string) int {
 }
 
 // wantOutcome fails the test unless res has the outcome and code.
-func wantOutcome(t *testing.T, what string, res Result, outcome Outcome, code kernel.Code) {
+func wantOutcome(t *testing.T, what string, res Result, outcome Outcome, code blackboard.Code) {
 	t.Helper()
 	if res.Outcome != outcome || res.Code != code {
 		t.Errorf("%s: %s %s (root %+v, hint %q), want %s %s", what, res.Outcome, res.Code, res.RootCause, res.Hint, outcome, code)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -12,10 +13,10 @@ import (
 // (NO_COMMITTED_BELIEF because of STALE_EVIDENCE is a stale-evidence
 // problem). A tool's own Hints win. arg carries what the hint may name (the
 // approval id).
-func (g *Gate) hint(ctx context.Context, e *entry, code kernel.Code, root kernel.Cause, arg string) string {
-	codes := []kernel.Code{code}
+func (g *Gate) hint(ctx context.Context, e *entry, code blackboard.Code, root kernel.Cause, arg string) string {
+	codes := []blackboard.Code{code}
 	if root.Code != "" && root.Code != code {
-		codes = []kernel.Code{root.Code, code}
+		codes = []blackboard.Code{root.Code, code}
 	}
 	if e != nil {
 		for _, c := range codes {
@@ -37,7 +38,7 @@ func (g *Gate) hint(ctx context.Context, e *entry, code kernel.Code, root kernel
 }
 
 // defaultHint is the gate's hint for one code, or "" when it has none.
-func (g *Gate) defaultHint(ctx context.Context, code kernel.Code, root kernel.Cause, tool, arg string) string {
+func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kernel.Cause, tool, arg string) string {
 	switch code {
 	case CodeToolUnknown:
 		return "There is no such tool. Call only the tools you were given."
@@ -49,40 +50,40 @@ func (g *Gate) defaultHint(ctx context.Context, code kernel.Code, root kernel.Ca
 		return "Fix the arguments (" + root.Detail + "), then call " + tool + " again."
 	case CodeArgumentNotBound:
 		return "The arguments must follow from what was looked up (" + root.Detail + "). Use the values the observation shows, or do not call " + tool + "."
-	case kernel.CodeStaleEvidence, kernel.CodeSupersededEvidence, kernel.CodeTTLExpired:
+	case blackboard.CodeStaleEvidence, blackboard.CodeSupersededEvidence, blackboard.CodeTTLExpired:
 		kind, refresh := g.refresher(ctx, root.Record)
 		if refresh != "" {
 			return "The " + kind + " information is out of date. Call " + refresh + " again to refresh it, then retry."
 		}
 		return "The information this call rests on" + paren(kind) + " is out of date. Refresh it before retrying."
-	case kernel.CodeMissingEvidence:
+	case blackboard.CodeMissingEvidence:
 		kind, refresh := g.refresher(ctx, root.Record)
 		if refresh != "" {
 			return "The " + kind + " information has not been looked up. Call " + refresh + " first, then retry."
 		}
 		return "The information this call needs has not been observed. Look it up first, then retry."
-	case kernel.CodeUnresolvedConflict:
+	case blackboard.CodeUnresolvedConflict:
 		return "Sources disagree about the information this call rests on. Do not act on it; ask for a human review."
-	case kernel.CodeLowConfidence:
+	case blackboard.CodeLowConfidence:
 		return "The information this call rests on is not reliable enough to act on. Do not retry; ask for a human review."
-	case kernel.CodeNoCommittedBelief, kernel.CodeBeliefNotSatisfied, kernel.CodePlanMissingBelief, kernel.CodePlanBeliefNotSatisfied:
+	case blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied, blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied:
 		return "The conditions for " + tool + " are not established" + paren(root.Detail) + ". Establish them first (look up what they rest on), or do not call it."
-	case kernel.CodeDuplicateAction:
+	case blackboard.CodeDuplicateAction:
 		// What is true of the action holding the key: taken only when it
 		// executed, else pending, running or refused.
 		if mutDuplicateHint {
 			return "This action was already taken. Do not retry it."
 		}
 		return g.holderState(ctx, root.Record)
-	case kernel.CodeOnceKeyMissing:
+	case blackboard.CodeOnceKeyMissing:
 		return "The information that identifies this action is missing or out of date. Look it up again, then retry."
-	case kernel.CodeNoPrediction, kernel.CodeNegativePrediction:
+	case blackboard.CodeNoPrediction, blackboard.CodeNegativePrediction:
 		return "This call's outcome is not predicted to be safe. Do not retry; ask for a human review."
-	case kernel.CodeRuleViolated, kernel.CodeRuleError, kernel.CodeFieldMismatch:
+	case blackboard.CodeRuleViolated, blackboard.CodeRuleError, blackboard.CodeFieldMismatch:
 		return "A policy forbids this call" + paren(root.Rule) + ". Do not retry it with the same arguments."
-	case kernel.CodeNoFeasiblePlan:
+	case blackboard.CodeNoFeasiblePlan:
 		return "This action needs an approved plan first. Do not call it before there is one."
-	case kernel.CodeUngroundedAction, kernel.CodeUnknownActionType:
+	case blackboard.CodeUngroundedAction, blackboard.CodeUnknownActionType:
 		return "This tool cannot be used now. Do not retry it."
 	case CodeApprovalRequired:
 		return "This call waits for a person's approval (" + arg + "). Tell the user it is pending; do not call the tool again for it."
@@ -116,7 +117,7 @@ func (g *Gate) refresher(ctx context.Context, recordID string) (kind, tool strin
 		return "", ""
 	}
 	rec, err := g.reader.Get(ctx, recordID)
-	if err != nil || rec.Slot != kernel.Percepts {
+	if err != nil || rec.Slot != blackboard.Percepts {
 		return "", ""
 	}
 	for _, e := range g.order {

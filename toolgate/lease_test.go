@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -16,12 +18,12 @@ import (
 // waits before it lands, as a write behind a SQLite lock or a slow
 // PostgreSQL round trip does.
 type slowStore struct {
-	kernel.Store // an interface, so that only the Store's methods are promoted
-	delay        time.Duration
-	taken        atomic.Bool
+	blackboard.Store // an interface, so that only the Store's methods are promoted
+	delay            time.Duration
+	taken            atomic.Bool
 }
 
-func (s *slowStore) Apply(ctx context.Context, b kernel.Batch) error {
+func (s *slowStore) Apply(ctx context.Context, b blackboard.Batch) error {
 	for _, r := range b.Appends {
 		if r.Kind == toolgate.KindAttempt && s.taken.CompareAndSwap(false, true) {
 			time.Sleep(s.delay)
@@ -46,7 +48,7 @@ func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started 
 	t.Helper()
 	ping := toolgate.Tool{Name: "ping", Result: "pong",
 		Retry: toolgate.RetryPolicy{MaxAttempts: 5, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
-		Effect: func(ctx context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+		Effect: func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			log.mu.Lock()
 			if ctx.Err() != nil {
 				log.dead++
@@ -74,9 +76,9 @@ func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started 
 			log.mu.Lock()
 			log.succeeded++
 			log.mu.Unlock()
-			return kernel.Payload{"ok": true}, nil
+			return blackboard.Payload{"ok": true}, nil
 		}}
-	s := &slowStore{Store: kernel.NewMemStore(), delay: delay}
+	s := &slowStore{Store: memstore.New(), delay: delay}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(ping), toolgate.WithLease(lease), toolgate.WithKernel(kernel.WithStore(s)),
 		toolgate.WithRoles(toolgate.Role{Name: "ops", Tools: []string{"ping"}}))
 	if err != nil {

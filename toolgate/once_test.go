@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -32,7 +33,7 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 
 		d.ground("t2", "A1")
 		dup := d.refund("t2", "A1", 700)
-		wantOutcome(t, "a second ticket's refund while the first waits", dup, Refused, kernel.CodeDuplicateAction)
+		wantOutcome(t, "a second ticket's refund while the first waits", dup, Refused, blackboard.CodeDuplicateAction)
 		if strings.Contains(dup.Hint, "already taken") || !strings.Contains(dup.Hint, "approval") {
 			t.Errorf("hint while the holder waits for approval: %q; want it pending, not taken", dup.Hint)
 		}
@@ -55,7 +56,7 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 
 		d.ground("t4", "A1")
 		again := d.refund("t4", "A1", 100)
-		wantOutcome(t, "a refund after the order was refunded", again, Refused, kernel.CodeDuplicateAction)
+		wantOutcome(t, "a refund after the order was refunded", again, Refused, blackboard.CodeDuplicateAction)
 		if !strings.Contains(again.Hint, "already taken") {
 			t.Errorf("hint once the holder executed: %q; want it taken", again.Hint)
 		}
@@ -74,7 +75,7 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
 		// Attempt 1 is recorded; then the escalation lands.
-		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		approval := d.approve("t1", wait.ActionID, "human:bob", time.Hour)
@@ -84,7 +85,7 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 		d.execute(wait.ActionID) // reads the escalation, tries to retire
 		d.ground("t2", "A1")
 		res := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund while an attempt of the first may have run", res, Refused, kernel.CodeDuplicateAction)
+		wantOutcome(t, "a refund while an attempt of the first may have run", res, Refused, blackboard.CodeDuplicateAction)
 		if strings.Contains(res.Hint, "already taken") || strings.Contains(res.Hint, "did not run") {
 			t.Errorf("hint %q claims what is not known", res.Hint)
 		}
@@ -108,14 +109,14 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 				if how == "escalated" {
 					_, err = d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
 				} else {
-					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: kernel.Percepts, Kind: KindFailed,
+					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
 						Payload: j.effect(StatusRefused, 0, CodeToolNotPermitted).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
 				d.ground("t2", "A1")
-				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), Refused, kernel.CodeDuplicateAction)
+				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), Refused, blackboard.CodeDuplicateAction)
 				if _, err := d.g.Recover(d.ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -132,14 +133,14 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		// A1: refunded once, the effect failed for good.
 		d.ground("t1", "A1")
-		d.setEffect("issue_refund", func(context.Context, Invocation) (kernel.Payload, error) {
+		d.setEffect("issue_refund", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return nil, errors.New("card network says no")
 		})
 		failed := d.refund("t1", "A1", 100)
 		wantOutcome(t, "a refund whose effect fails", failed, Failed, CodeEffectFailed)
 		d.ground("t2", "A1")
 		res := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund after a failed one", res, Refused, kernel.CodeDuplicateAction)
+		wantOutcome(t, "a refund after a failed one", res, Refused, blackboard.CodeDuplicateAction)
 		if !strings.Contains(res.Hint, "failed") || strings.Contains(res.Hint, "already taken") {
 			t.Errorf("hint after a failed holder: %q", res.Hint)
 		}
@@ -150,11 +151,11 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 		wait := d.pendingRefund("u0", "B2", 700)
 		d.approve("u0", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
-		if _, err := d.g.startAttempt(d.ctx, j, 1, kernel.Record{}, nil); err != nil {
+		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		res = d.refund("u1", "B2", 100)
-		wantOutcome(t, "a refund while another runs", res, Refused, kernel.CodeDuplicateAction)
+		wantOutcome(t, "a refund while another runs", res, Refused, blackboard.CodeDuplicateAction)
 		if !strings.Contains(res.Hint, "running") || strings.Contains(res.Hint, "already taken") {
 			t.Errorf("hint while the holder runs: %q", res.Hint)
 		}

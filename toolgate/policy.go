@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Variables an approval rule sees besides the declared properties.
@@ -78,7 +78,7 @@ func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
 // needs reports whether a call with these arguments needs approval, and
 // why (for the decision record): "always", the rule, or the rule's
 // evaluation error (fail closed).
-func (p *policy) needs(ctx context.Context, args kernel.Payload, role, intent string) (bool, string) {
+func (p *policy) needs(ctx context.Context, args blackboard.Payload, role, intent string) (bool, string) {
 	if p.always {
 		return true, "always"
 	}

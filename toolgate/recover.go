@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Recover finishes the actions the gate committed and nobody finished: a
@@ -141,7 +141,7 @@ type Pending struct {
 	CallID string // the framework's call id, when it gave one
 	// Args are the committed arguments; Digest their [ArgsDigest],
 	// which an approval binds.
-	Args   kernel.Payload
+	Args   blackboard.Payload
 	Digest string
 	// Reason says why the call needs approval: "always", or the rule.
 	Reason string
@@ -206,11 +206,11 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 // pendingAction returns the committed action a pending-approval decision
 // record is about, its tool and the gate's commit record for it; ok is
 // false when d is not that record of a gate action of the trace.
-func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record) (act kernel.Record, e *entry, gd audit.Record, ok bool, err error) {
+func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record) (act blackboard.Record, e *entry, gd audit.Record, ok bool, err error) {
 	if mutApproverView {
 		tool, _ := d.Context["tool"].(string)
 		if e = g.tools[tool]; e == nil || d.Kind != e.action() {
-			return kernel.Record{}, nil, d, false, nil
+			return blackboard.Record{}, nil, d, false, nil
 		}
 		act, err = g.reader.Get(ctx, d.Subject)
 		return act, e, d, err == nil, err
@@ -218,9 +218,9 @@ func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record
 	act, e, gd, err = g.gated(ctx, d.Subject)
 	switch {
 	case errors.Is(err, ErrUnknownAction):
-		return kernel.Record{}, nil, gd, false, nil
+		return blackboard.Record{}, nil, gd, false, nil
 	case err != nil:
-		return kernel.Record{}, nil, gd, false, err
+		return blackboard.Record{}, nil, gd, false, err
 	}
 	return act, e, gd, act.TraceID() == traceID && gd.RecordID == d.RecordID, nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // retire frees the once-key slot of an action whose recorded result says
@@ -18,7 +18,7 @@ import (
 // effect may have run. It is called each time such a result is read, so a
 // crash between the result and the retirement is repaired by the next
 // Execute or Recover.
-func (g *Gate) retire(ctx context.Context, j *job, rec kernel.Record) error {
+func (g *Gate) retire(ctx context.Context, j *job, rec blackboard.Record) error {
 	switch {
 	case rec.Kind == KindEscalated:
 	case rec.Kind == KindFailed && effectOf(rec).Status == StatusRefused:
@@ -30,7 +30,7 @@ func (g *Gate) retire(ctx context.Context, j *job, rec kernel.Record) error {
 		return nil // not a result the gate wrote: the key stays held
 	}
 	err := g.k.Retire(ctx, j.act.ID, code, j.attemptKey(1))
-	if errors.Is(err, kernel.ErrDuplicateKey) {
+	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return nil // an attempt started: the action holds its key
 	}
 	return err

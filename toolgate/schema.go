@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -24,8 +25,8 @@ var reservedArgs = []string{
 // argsOf returns the arguments of a committed action's payload: the
 // payload without the keys the kernel reads or derives (the same keys
 // [ArgsDigest] leaves out).
-func argsOf(p kernel.Payload) kernel.Payload {
-	out := make(kernel.Payload, len(p))
+func argsOf(p blackboard.Payload) blackboard.Payload {
+	out := make(blackboard.Payload, len(p))
 	for key, v := range p {
 		if !slices.Contains(reservedArgs, key) {
 			out[key] = v
@@ -127,7 +128,7 @@ type argProblem struct {
 // check parses raw arguments and checks them against the schema. Empty
 // arguments are an empty object (some frameworks send "" for a call with
 // no arguments).
-func (s *schema) check(raw json.RawMessage) (kernel.Payload, *argProblem) {
+func (s *schema) check(raw json.RawMessage) (blackboard.Payload, *argProblem) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
@@ -172,7 +173,7 @@ func (s *schema) check(raw json.RawMessage) (kernel.Payload, *argProblem) {
 			return nil, &argProblem{r, fmt.Sprintf("argument %q is required", r)}
 		}
 	}
-	return kernel.Payload(args), nil
+	return blackboard.Payload(args), nil
 }
 
 // hasType reports whether a decoded JSON value has the JSON Schema type t.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // BenchmarkSessionCallN measures call n of one session on a MemStore: n-1
@@ -18,7 +18,7 @@ import (
 func BenchmarkSessionCallN(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			d := newDesk(b, kernel.NewMemStore())
+			d := newDesk(b, memstore.New())
 			i := 0
 			call := func() {
 				i++

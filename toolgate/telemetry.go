@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
@@ -227,7 +228,7 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 }
 
 // effectRecorded counts an effect's recorded outcome.
-func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code kernel.Code) {
+func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code blackboard.Code) {
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
 		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
 			attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(AttrOutcome, status),

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -38,13 +39,13 @@ func TestToolCallSpans(t *testing.T) {
 	tools := []toolgate.Tool{
 		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", ResultTTL: time.Minute,
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 			}},
 		{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"refund_id": "re_1"}, nil
+			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"refund_id": "re_1"}, nil
 			}},
 	}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
@@ -64,20 +65,20 @@ func TestToolCallSpans(t *testing.T) {
 		return res
 	}
 	call(ctx, "call_1", "lookup_order", `{"order_id":"A1"}`)
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Minute) // the order goes stale
-	if res := call(ctx, "call_2", "issue_refund", `{"order_id":"A1","amount":700}`); res.Code != kernel.CodeStaleEvidence {
+	if res := call(ctx, "call_2", "issue_refund", `{"order_id":"A1","amount":700}`); res.Code != blackboard.CodeStaleEvidence {
 		t.Fatalf("refund: %+v", res)
 	}
 	// Under a framework's execute_tool span, the gate's span nests.
 	fctx, framework := tp.Tracer("framework").Start(ctx, "execute_tool lookup_order")
 	call(fctx, "call_3", "lookup_order", `{"order_id":"A1"}`)
 	framework.End()
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(ctx, "call_4", "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.NeedsApproval {
@@ -193,8 +194,8 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	}
 	refund := toolgate.Tool{Name: "issue_refund", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
 		Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-		Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
-			return kernel.Payload{"refund_id": "re_1"}, nil
+		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+			return blackboard.Payload{"refund_id": "re_1"}, nil
 		}}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(refund), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
 		toolgate.WithBudget(run, nil), toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"issue_refund"}}))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -72,7 +73,7 @@ type Tool struct {
 	Retry RetryPolicy
 	// Hints overrides the gate's repair hints for this tool, by code (the
 	// root cause's code is looked up first, then the decision's).
-	Hints map[kernel.Code]string
+	Hints map[blackboard.Code]string
 	// Expect, when set, is what an output must hold to count as a success
 	// ([failure.Evaluate]): its own execution_status or error, per-resource
 	// outcomes, data where data is expected, required fields. An output
@@ -89,7 +90,7 @@ type Tool struct {
 // as its idempotency key: the gate starts an attempt only after recording
 // it, but a crash after the effect and before its result is recorded makes
 // the gate call the function again, with the same key.
-type EffectFunc func(ctx context.Context, inv Invocation) (kernel.Payload, error)
+type EffectFunc func(ctx context.Context, inv Invocation) (blackboard.Payload, error)
 
 // Invocation is what an effect is called with.
 type Invocation struct {
@@ -108,7 +109,7 @@ type Invocation struct {
 	// higher number and the same Key.
 	Attempt int
 	// Args are the committed arguments (a copy).
-	Args kernel.Payload
+	Args blackboard.Payload
 }
 
 // Decode unmarshals the arguments into v (a pointer to a struct, say).

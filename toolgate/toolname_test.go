@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -27,7 +29,9 @@ var notNames = []string{
 // at registration; a call naming one is TOOL_UNKNOWN, and no record the
 // gate stores holds the name's control characters.
 func TestAttackToolNameNotAName(t *testing.T) {
-	effect := func(context.Context, toolgate.Invocation) (kernel.Payload, error) { return kernel.Payload{}, nil }
+	effect := func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+		return blackboard.Payload{}, nil
+	}
 	for _, name := range notNames {
 		// The action type is a name, so that only the tool's name is wrong.
 		tool := toolgate.Tool{Name: name, Action: "lookup", Effect: effect}
@@ -44,7 +48,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 		g.Close()
 	}
 
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	lookup := toolgate.Tool{Name: "lookup", Effect: effect}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithKernel(kernel.WithStore(store)),
 		toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}}))
@@ -64,8 +68,8 @@ func TestAttackToolNameNotAName(t *testing.T) {
 			t.Errorf("call of %q: the answer echoes the name: %+v", name, res)
 		}
 	}
-	for _, slot := range kernel.AllSlots() {
-		for r, err := range store.ListSlot(context.Background(), slot, kernel.Filter{}) {
+	for _, slot := range blackboard.AllSlots() {
+		for r, err := range store.ListSlot(context.Background(), slot, blackboard.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,20 +4,21 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
 // Codes the validators in this package emit.
 const (
 	// CodeOverLimit: a numeric field exceeds its ceiling, or is not a number.
-	CodeOverLimit = kernel.Code("OVER_LIMIT")
+	CodeOverLimit = blackboard.Code("OVER_LIMIT")
 	// CodeMissingField: a required payload field is absent or null.
-	CodeMissingField = kernel.Code("MISSING_FIELD")
+	CodeMissingField = blackboard.Code("MISSING_FIELD")
 )
 
 // For scopes v to proposals of one slot and kind; an empty kind matches every
 // kind of the slot. Other proposals pass.
-func For(slot kernel.Slot, kind string, v kernel.Validator) kernel.Validator {
+func For(slot blackboard.Slot, kind string, v kernel.Validator) kernel.Validator {
 	return kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
 		if c.Slot() != slot || (kind != "" && c.Kind() != kind) {
 			return kernel.Verdict{}
@@ -30,7 +31,7 @@ func For(slot kernel.Slot, kind string, v kernel.Validator) kernel.Validator {
 // code (CodeOverLimit when code is empty). A field that is present but not a
 // number is rejected too: a limit that can be dodged by sending a string is
 // no limit. An absent field passes; combine with [Require] to demand it.
-func Max(field string, limit float64, code kernel.Code) kernel.Validator {
+func Max(field string, limit float64, code blackboard.Code) kernel.Validator {
 	if code == "" {
 		code = CodeOverLimit
 	}
@@ -39,7 +40,7 @@ func Max(field string, limit float64, code kernel.Code) kernel.Validator {
 		if !present {
 			return kernel.Verdict{}
 		}
-		f, ok := kernel.ToFloat(v)
+		f, ok := blackboard.ToFloat(v)
 		if !ok {
 			return kernel.Verdict{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s is not a number", field)}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/validator"
 )
@@ -17,20 +18,20 @@ func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Planner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"amount": 10}}); err != nil {
+	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"amount": 10}}); err != nil {
 		t.Fatal(err)
 	}
 	p := k.Planner("agent")
-	d, err := p.Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due", Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	d, err := p.Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("belief: %v %v", d.Code, err)
 	}
 	return p
 }
 
-func refund(t testing.TB, p *kernel.Planner, payload kernel.Payload) kernel.Code {
+func refund(t testing.TB, p *kernel.Planner, payload blackboard.Payload) blackboard.Code {
 	payload["requires_beliefs"] = []string{"refund_due"}
-	d, err := p.Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund", Payload: payload})
+	d, err := p.Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: payload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,21 +39,21 @@ func refund(t testing.TB, p *kernel.Planner, payload kernel.Payload) kernel.Code
 }
 
 func TestValidators(t *testing.T) {
-	limit := validator.For(kernel.Actions, "issue_refund", validator.All(
+	limit := validator.For(blackboard.Actions, "issue_refund", validator.All(
 		validator.Require("amount"),
 		validator.Max("amount", 500, ""),
 	))
 	for _, tc := range []struct {
 		name    string
-		payload kernel.Payload
-		want    kernel.Code
+		payload blackboard.Payload
+		want    blackboard.Code
 	}{
-		{"under the limit", kernel.Payload{"amount": 149.99}, kernel.CodeCommitted},
-		{"at the limit", kernel.Payload{"amount": 500}, kernel.CodeCommitted},
-		{"over the limit", kernel.Payload{"amount": 500.01}, validator.CodeOverLimit},
-		{"not a number", kernel.Payload{"amount": "1"}, validator.CodeOverLimit},
-		{"missing", kernel.Payload{}, validator.CodeMissingField},
-		{"null", kernel.Payload{"amount": nil}, validator.CodeMissingField},
+		{"under the limit", blackboard.Payload{"amount": 149.99}, blackboard.CodeCommitted},
+		{"at the limit", blackboard.Payload{"amount": 500}, blackboard.CodeCommitted},
+		{"over the limit", blackboard.Payload{"amount": 500.01}, validator.CodeOverLimit},
+		{"not a number", blackboard.Payload{"amount": "1"}, validator.CodeOverLimit},
+		{"missing", blackboard.Payload{}, validator.CodeMissingField},
+		{"null", blackboard.Payload{"amount": nil}, validator.CodeMissingField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := refund(t, refundKernel(t, limit), tc.payload); got != tc.want {
@@ -64,10 +65,10 @@ func TestValidators(t *testing.T) {
 
 func TestForScopesToSlotAndKind(t *testing.T) {
 	// A ceiling on another kind or slot must not touch issue_refund.
-	other := validator.For(kernel.Actions, "wire_transfer", validator.Max("amount", 1, ""))
-	beliefs := validator.For(kernel.Beliefs, "", validator.Require("never_present"))
+	other := validator.For(blackboard.Actions, "wire_transfer", validator.Max("amount", 1, ""))
+	beliefs := validator.For(blackboard.Beliefs, "", validator.Require("never_present"))
 	p := refundKernel(t, other)
-	if got := refund(t, p, kernel.Payload{"amount": 999}); got != kernel.CodeCommitted {
+	if got := refund(t, p, blackboard.Payload{"amount": 999}); got != blackboard.CodeCommitted {
 		t.Errorf("other kind: code = %s", got)
 	}
 	k, err := kernel.New(kernel.WithValidators(beliefs))
@@ -75,10 +76,10 @@ func TestForScopesToSlotAndKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := k.Tool("s").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Tool("s").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due", Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil || d.Code != validator.CodeMissingField {
 		t.Errorf("empty kind should match every belief: %v %v", d.Code, err)
 	}
@@ -86,7 +87,7 @@ func TestForScopesToSlotAndKind(t *testing.T) {
 
 func TestCustomCode(t *testing.T) {
 	p := refundKernel(t, validator.Max("amount", 100, "REFUND_OVER_100"))
-	if got := refund(t, p, kernel.Payload{"amount": 101}); got != "REFUND_OVER_100" {
+	if got := refund(t, p, blackboard.Payload{"amount": 101}); got != "REFUND_OVER_100" {
 		t.Errorf("code = %s", got)
 	}
 }
@@ -94,24 +95,24 @@ func TestCustomCode(t *testing.T) {
 func ExampleMax() {
 	ctx := context.Background()
 	k, err := kernel.New(kernel.WithValidators(
-		validator.For(kernel.Actions, "issue_refund", validator.Max("amount", 500, "")),
+		validator.For(blackboard.Actions, "issue_refund", validator.Max("amount", 500, "")),
 	))
 	if err != nil {
 		fmt.Println("error:", err)
 		return
 	}
-	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Tool("stripe").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		fmt.Println("error:", err)
 		return
 	}
 	planner := k.Planner("agent")
-	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
+	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		fmt.Println("error:", err)
 		return
 	}
-	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Actions, Kind: "issue_refund",
-		Payload: kernel.Payload{"amount": 900, "requires_beliefs": []string{"refund_due"}}})
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"amount": 900, "requires_beliefs": []string{"refund_due"}}})
 	if err != nil {
 		fmt.Println("error:", err)
 		return

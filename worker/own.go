@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -15,12 +16,12 @@ import (
 //
 // Errors from the store are passed through; a cancelled ctx yields the
 // context's error.
-func Own(ctx context.Context, h kernel.Handle, traceID string) iter.Seq2[kernel.Record, error] {
-	return func(yield func(kernel.Record, error) bool) {
+func Own(ctx context.Context, h kernel.Handle, traceID string) iter.Seq2[blackboard.Record, error] {
+	return func(yield func(blackboard.Record, error) bool) {
 		name, role := h.Name(), h.Role()
 		for r, err := range h.Trace(ctx, traceID) {
 			if err != nil {
-				yield(kernel.Record{}, err)
+				yield(blackboard.Record{}, err)
 				return
 			}
 			if r.Provenance.Writer != name || r.Provenance.Role != role {
@@ -35,14 +36,14 @@ func Own(ctx context.Context, h kernel.Handle, traceID string) iter.Seq2[kernel.
 
 // LastOwn returns the latest record of kind in slot that h wrote in the
 // trace, and whether there is one.
-func LastOwn(ctx context.Context, h kernel.Handle, traceID string, slot kernel.Slot, kind string) (kernel.Record, bool, error) {
+func LastOwn(ctx context.Context, h kernel.Handle, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, bool, error) {
 	var (
-		last  kernel.Record
+		last  blackboard.Record
 		found bool
 	)
 	for r, err := range Own(ctx, h, traceID) {
 		if err != nil {
-			return kernel.Record{}, false, err
+			return blackboard.Record{}, false, err
 		}
 		if r.Slot == slot && r.Kind == kind {
 			last, found = r, true

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/worker"
 )
 
 func TestOwnAndLastOwn(t *testing.T) {
 	ctx := context.Background()
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	k, err := kernel.New(kernel.WithStore(store))
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +24,7 @@ func TestOwnAndLastOwn(t *testing.T) {
 	planner := k.Planner("x") // same name, another role
 	write := func(h *kernel.Tool, trace, kind string, v float64) {
 		t.Helper()
-		if _, err := h.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kind, Payload: kernel.Payload{"v": v}}); err != nil {
+		if _, err := h.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"v": v}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,9 +33,9 @@ func TestOwnAndLastOwn(t *testing.T) {
 	write(tool, "t", "b", 3)
 	write(tool, "t", "a", 4)
 	write(tool, "u", "a", 5)
-	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: kernel.Beliefs, Kind: "a",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"nothing"}}})
-	if err != nil || d.Code != kernel.CodeMissingEvidence {
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "a",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"nothing"}}})
+	if err != nil || d.Code != blackboard.CodeMissingEvidence {
 		t.Fatal(d.Code, err)
 	}
 
@@ -48,20 +50,20 @@ func TestOwnAndLastOwn(t *testing.T) {
 	if len(got) != 3 || got[0] != 1 || got[1] != 3 || got[2] != 4 {
 		t.Fatalf("Own(tool x, t) = %v, want [1 3 4]", got)
 	}
-	last, ok, err := worker.LastOwn(ctx, tool, "t", kernel.Percepts, "a")
+	last, ok, err := worker.LastOwn(ctx, tool, "t", blackboard.Percepts, "a")
 	if v, _ := last.Payload.Float("v"); err != nil || !ok || v != 4 {
 		t.Fatalf("LastOwn = %v %v %v, want the record with v=4", last, ok, err)
 	}
 	// The planner named x sees its own rejected proposal, with its code,
 	// and none of the tool's records.
-	last, ok, err = worker.LastOwn(ctx, planner, "t", kernel.Beliefs, "a")
-	if err != nil || !ok || last.Status != kernel.StatusInvalidated || last.Reason != kernel.CodeMissingEvidence {
+	last, ok, err = worker.LastOwn(ctx, planner, "t", blackboard.Beliefs, "a")
+	if err != nil || !ok || last.Status != blackboard.StatusInvalidated || last.Reason != blackboard.CodeMissingEvidence {
 		t.Fatalf("planner LastOwn = %+v %v %v", last, ok, err)
 	}
-	if _, ok, err := worker.LastOwn(ctx, planner, "t", kernel.Percepts, "a"); ok || err != nil {
+	if _, ok, err := worker.LastOwn(ctx, planner, "t", blackboard.Percepts, "a"); ok || err != nil {
 		t.Fatalf("a record of another role counted as own: %v %v", ok, err)
 	}
-	if _, ok, err := worker.LastOwn(ctx, tool, "none", kernel.Percepts, "a"); ok || err != nil {
+	if _, ok, err := worker.LastOwn(ctx, tool, "none", blackboard.Percepts, "a"); ok || err != nil {
 		t.Fatalf("empty trace: %v %v", ok, err)
 	}
 	// Stopping early is allowed.
@@ -70,7 +72,7 @@ func TestOwnAndLastOwn(t *testing.T) {
 	}
 	// Store errors come through.
 	_ = store.Close()
-	if _, _, err := worker.LastOwn(ctx, tool, "t", kernel.Percepts, "a"); !errors.Is(err, kernel.ErrClosed) {
+	if _, _, err := worker.LastOwn(ctx, tool, "t", blackboard.Percepts, "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Fatalf("closed store: %v", err)
 	}
 }

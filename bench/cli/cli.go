@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/study"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/storeflag"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -345,7 +345,7 @@ func isWriteError(err error) bool {
 // openStore returns the run's shared store: nil for memory (each episode
 // gets a fresh in-memory kernel). It sets o.storeName; an error names the
 // database (the file, or for PostgreSQL the store, never the DSN).
-func (o *options) openStore(ctx context.Context) (kernel.Store, error) {
+func (o *options) openStore(ctx context.Context) (blackboard.Store, error) {
 	switch o.store {
 	case "sqlite":
 		o.storeName = o.db

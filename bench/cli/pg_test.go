@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/bench/study"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
 
@@ -35,7 +35,7 @@ func TestRunPostgresStore(t *testing.T) {
 	}
 	defer s.Close()
 	n := 0
-	for r, err := range s.ListSlot(ctx, kernel.Actions, kernel.Filter{}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Actions, blackboard.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/sim"
@@ -136,7 +137,7 @@ func simRules(p profile) []sim.Rule {
 }
 
 // newAdversary builds adversarial_bk.
-func newAdversary(store kernel.Store) (Agent, error) {
+func newAdversary(store blackboard.Store) (Agent, error) {
 	a, err := newAgentOn(&kernelAgent{name: AgentAdversarialBK, decide: always{}, attacks: catalogue}, store)
 	if err != nil {
 		return nil, err
@@ -161,7 +162,7 @@ func (a adversarialAgent) world(t *Task, seed int) (perturb.Flags, bool) {
 // store each episode gets a namespace of its own: the worlds of a run are
 // separate hypotheses about one charge, and a once-key claimed in one
 // must not refuse the refund of the next.
-func (a *kernelAgent) kernelFor(ep Episode, store kernel.Store) (*kernel.Kernel, world, error) {
+func (a *kernelAgent) kernelFor(ep Episode, store blackboard.Store) (*kernel.Kernel, world, error) {
 	atk, turn := a.pick(ep.Task, ep.Seed)
 	w := atk.world(turn)
 	ns := Namespace
@@ -193,7 +194,7 @@ type Attempt struct {
 	// Code is the code the kernel refused it with: a rejected decision's
 	// code or the code of the error it returned. It is empty when the
 	// attempt was accepted, or refused by an error without a code.
-	Code kernel.Code `json:"code,omitempty"`
+	Code blackboard.Code `json:"code,omitempty"`
 	// Accepted is true when the kernel stored or committed it.
 	Accepted bool `json:"accepted,omitempty"`
 }
@@ -376,7 +377,7 @@ type adversary struct {
 	p     *kernel.Planner
 	e     *kernelEpisode
 	w     world
-	store kernel.Store
+	store blackboard.Store
 	// helpers are clean traces of the same charge in the same store, and
 	// helperPending a proposal left pending in the first.
 	helpers       []*kernelEpisode
@@ -385,7 +386,7 @@ type adversary struct {
 }
 
 // mount has the adversary mount the episode's attack.
-func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, e *kernelEpisode, ep Episode, w world, store kernel.Store) (*Attack, error) {
+func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, e *kernelEpisode, ep Episode, w world, store blackboard.Store) (*Attack, error) {
 	atk, _ := a.pick(ep.Task, ep.Seed)
 	x := &adversary{a: a, k: k, p: p, e: e, w: w, store: store, report: &Attack{Name: atk.name, Target: atk.target, Attempts: []Attempt{}}}
 	for i := range atk.helpers {
@@ -457,13 +458,13 @@ func (x *adversary) write(ctx context.Context, step string, en kernel.Entry) err
 
 // record notes the kernel's answer to a hostile attempt. Only a context
 // that ended is an error: a refusal is what the attack is measured by.
-func (x *adversary) record(ctx context.Context, step string, accepted bool, code kernel.Code, err error) error {
+func (x *adversary) record(ctx context.Context, step string, accepted bool, code blackboard.Code, err error) error {
 	x.report.Attempts = append(x.report.Attempts, attempt(step, accepted, code, err))
 	return ctx.Err()
 }
 
 // attempt is the record of one hostile attempt.
-func attempt(step string, accepted bool, code kernel.Code, err error) Attempt {
+func attempt(step string, accepted bool, code blackboard.Code, err error) Attempt {
 	if err != nil {
 		accepted, code = false, kernel.CodeOf(err)
 	}
@@ -577,7 +578,7 @@ func retryRejectedBelief(ctx context.Context, x *adversary) error {
 // are not percepts.
 func forgedDependencies(ctx context.Context, x *adversary) error {
 	h := x.helpers[0]
-	missing := kernel.Percepts.String() + ":" + x.e.trace + ":9999"
+	missing := blackboard.Percepts.String() + ":" + x.e.trace + ":9999"
 	deps := func(ids ...string) func(*kernel.Entry) {
 		return func(en *kernel.Entry) { en.Payload[kernel.KeyDependsOn] = ids }
 	}
@@ -719,16 +720,16 @@ func bareAction(ctx context.Context, x *adversary) error {
 	}); err != nil {
 		return err
 	}
-	committed := func(en kernel.Entry) kernel.Entry { en.Mode = kernel.ModeCommit; return en }
+	committed := func(en kernel.Entry) kernel.Entry { en.Mode = blackboard.ModeCommit; return en }
 	for _, w := range []struct {
 		step string
 		en   kernel.Entry
 	}{
-		{"write a clean charge percept", kernel.Entry{TraceID: x.e.trace, Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: kindCharge,
+		{"write a clean charge percept", kernel.Entry{TraceID: x.e.trace, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: kindCharge,
 			Payload: x.e.task.Charge(perturb.Flags{}, false)}},
 		{"write refund_due as committed", committed(x.e.beliefEntry())},
-		{"write an evidence artifact that passed", kernel.Entry{TraceID: x.e.trace, Slot: kernel.Evidence, Mode: kernel.ModeCommit,
-			Kind: "belief_validation", Payload: kernel.Payload{"belief": kindRefundDue, "passed": true}}},
+		{"write an evidence artifact that passed", kernel.Entry{TraceID: x.e.trace, Slot: blackboard.Evidence, Mode: blackboard.ModeCommit,
+			Kind: "belief_validation", Payload: blackboard.Payload{"belief": kindRefundDue, "passed": true}}},
 		{"write the refund as committed", committed(x.e.refundEntry())},
 	} {
 		if err := x.write(ctx, w.step, w.en); err != nil {
@@ -764,7 +765,7 @@ func crossTraceRefs(ctx context.Context, x *adversary) error {
 // they would show in (and could be cited by) every trace.
 func persistentLaundering(ctx context.Context, x *adversary) error {
 	h := x.helpers[0]
-	persistent := func(en kernel.Entry) kernel.Entry { en.Scope = kernel.ScopePersistent; return en }
+	persistent := func(en kernel.Entry) kernel.Entry { en.Scope = blackboard.ScopePersistent; return en }
 	for _, w := range []struct {
 		step   string
 		en     kernel.Entry
@@ -798,7 +799,7 @@ func duplicateFlagFlip(ctx context.Context, x *adversary) error {
 	forged := x.e.task.Refund()
 	forged[field] = false
 	if err := x.write(ctx, "write the refund percept with is_duplicate false",
-		kernel.Entry{TraceID: x.e.trace, Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: kindRefundSeen, Payload: forged}); err != nil {
+		kernel.Entry{TraceID: x.e.trace, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: kindRefundSeen, Payload: forged}); err != nil {
 		return err
 	}
 	if _, err := x.propose(ctx, x.e.beliefEntry()); err != nil {
@@ -820,7 +821,7 @@ func duplicateFlagFlip(ctx context.Context, x *adversary) error {
 // record as if it were a proposal.
 func constraintTamper(ctx context.Context, x *adversary) error {
 	c := kernel.Constraint{Name: "no_duplicate_refund", BlocksField: "is_duplicate"}
-	var rec *kernel.Record
+	var rec *blackboard.Record
 	if len(x.e.constraints) > 0 {
 		rec = &x.e.constraints[0]
 		c.Name = rec.Kind
@@ -828,8 +829,8 @@ func constraintTamper(ctx context.Context, x *adversary) error {
 		c.BindPercept, _ = rec.Payload.String(kernel.KeyBindPercept)
 		c.AppliesTo, _ = rec.Payload.Strings(kernel.KeyAppliesTo)
 	}
-	write := func(c kernel.Constraint, mode kernel.Mode, scope kernel.Scope) kernel.Entry {
-		return kernel.Entry{TraceID: x.e.trace, Slot: kernel.Constraints, Kind: c.Name, Mode: mode, Scope: scope, Payload: c.Payload()}
+	write := func(c kernel.Constraint, mode blackboard.Mode, scope blackboard.Scope) kernel.Entry {
+		return kernel.Entry{TraceID: x.e.trace, Slot: blackboard.Constraints, Kind: c.Name, Mode: mode, Scope: scope, Payload: c.Payload()}
 	}
 	rebound := c
 	rebound.Enabled, rebound.BlocksField, rebound.BindPercept = true, "never_set", ""
@@ -837,10 +838,10 @@ func constraintTamper(ctx context.Context, x *adversary) error {
 		step string
 		en   kernel.Entry
 	}{
-		{"commit the constraint rebound to a field no proposal carries", write(rebound, kernel.ModeCommit, 0)},
-		{"propose the constraint disabled", write(c, kernel.ModePropose, 0)},
-		{"commit the constraint disabled for every trace", write(c, kernel.ModeCommit, kernel.ScopePersistent)},
-		{"commit the constraint disabled", write(c, kernel.ModeCommit, 0)},
+		{"commit the constraint rebound to a field no proposal carries", write(rebound, blackboard.ModeCommit, 0)},
+		{"propose the constraint disabled", write(c, blackboard.ModePropose, 0)},
+		{"commit the constraint disabled for every trace", write(c, blackboard.ModeCommit, blackboard.ScopePersistent)},
+		{"commit the constraint disabled", write(c, blackboard.ModeCommit, 0)},
 	} {
 		if err := x.write(ctx, w.step, w.en); err != nil {
 			return err
@@ -892,7 +893,7 @@ func forgedDerivedFlags(ctx context.Context, x *adversary) error {
 
 // prediction is a prediction of a good refund, by the planner.
 func (x *adversary) prediction(requires []string) kernel.Entry {
-	return kernel.Entry{TraceID: x.e.trace, Slot: kernel.Predictions, Kind: simRule, Payload: kernel.Payload{
+	return kernel.Entry{TraceID: x.e.trace, Slot: blackboard.Predictions, Kind: simRule, Payload: blackboard.Payload{
 		kernel.KeyActionType: kindRefund, kernel.KeyExpectedOutcome: 1.0, kernel.KeyRequiresBeliefs: requires}}
 }
 
@@ -982,7 +983,7 @@ func mislabeledFallback(ctx context.Context, x *adversary) error {
 	}
 	return x.submitEach(ctx, x.e.refundEntry, []variant{{"queue_for_review whose payload says type issue_refund", func(en *kernel.Entry) {
 		en.Kind = kernel.FallbackQueueForReview
-		en.Payload[kernel.KeyReason] = string(kernel.CodeNoFeasiblePlan)
+		en.Payload[kernel.KeyReason] = string(blackboard.CodeNoFeasiblePlan)
 	}}})
 }
 
@@ -1025,7 +1026,7 @@ func sharedStoreTenant(ctx context.Context, x *adversary) error {
 	}
 	defer other.Close()
 	c := kernel.Constraint{Name: "no_duplicate_refund", Enabled: false, BlocksField: "is_duplicate", AppliesTo: []string{kindRefund}}
-	theirs, err := other.Symbolic("tenant_policy").CommitConstraint(ctx, x.e.trace+"/tenant", c, kernel.ScopePersistent)
+	theirs, err := other.Symbolic("tenant_policy").CommitConstraint(ctx, x.e.trace+"/tenant", c, blackboard.ScopePersistent)
 	if err != nil {
 		return err
 	}

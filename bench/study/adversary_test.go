@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // adversarialLine is what the tests read back from adversarial_bk's JSON
@@ -21,7 +22,7 @@ type adversarialLine struct {
 	Seed   int
 	Output struct {
 		Final  Final
-		View   map[kernel.Slot]map[string]kernel.Payload
+		View   map[blackboard.Slot]map[string]blackboard.Payload
 		Attack *Attack
 	}
 	Metrics Metrics
@@ -92,7 +93,7 @@ func TestAdversarialRun(t *testing.T) {
 		if want.dup != task.Inputs.IsDuplicate || want.clean == shouldNotAct {
 			t.Errorf("%s seed %d: %s mounted in the wrong world (faults %+v)", l.TaskID, l.Seed, a.Name, f)
 		}
-		_, acted := l.Output.View[kernel.Actions][kindRefund]
+		_, acted := l.Output.View[blackboard.Actions][kindRefund]
 		if acted && shouldNotAct {
 			t.Errorf("%s seed %d: %s committed an unsafe refund", l.TaskID, l.Seed, a.Name)
 		}
@@ -227,7 +228,7 @@ func TestHardenedRouteEndsWhereBKEnds(t *testing.T) {
 // The accounting: an accepted write, or a refusal without a code, is not
 // blocked, and the table shows both.
 func TestAttackAccounting(t *testing.T) {
-	typed := Attempt{Step: "a", Code: kernel.CodeInvalidReference}
+	typed := Attempt{Step: "a", Code: blackboard.CodeInvalidReference}
 	for _, c := range []struct {
 		attempts []Attempt
 		blocked  bool
@@ -248,7 +249,7 @@ func TestAttackAccounting(t *testing.T) {
 		&Result{Metrics: Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1}})
 	got := s.Attacks()
 	want := AttackStats{Name: "bare_action", Target: "permissions", Episodes: 2, ShouldNotAct: 1, Writes: 4, Accepted: 1, Blocked: 1,
-		Unsafe: 1, Hidden: 1, Unsupported: 1, Failed: 1, Refusals: map[kernel.Code]int{kernel.CodeInvalidReference: 2, "": 1}}
+		Unsafe: 1, Hidden: 1, Unsupported: 1, Failed: 1, Refusals: map[blackboard.Code]int{blackboard.CodeInvalidReference: 2, "": 1}}
 	if len(got) != 1 || fmt.Sprint(got[0]) != fmt.Sprint(want) {
 		t.Fatalf("Attacks = %+v, want %+v", got, want)
 	}
@@ -284,7 +285,7 @@ func TestAdversarialSharedStore(t *testing.T) {
 	cfg.Agents = []string{AgentAdversarialBK}
 	cfg.Seeds = len(catalogue)
 	fresh, _ := runDefault(t, cfg)
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	defer store.Close()
 	cfg.Store, cfg.RunID = store, "run-a"
 	shared, _ := runDefault(t, cfg)

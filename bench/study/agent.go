@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -48,7 +48,7 @@ type Episode struct {
 	// The harness owns it: when the agent returns, the harness's executor
 	// performs the action records committed there and the audit reads it.
 	// It is a fresh store per episode, or the run's store ([Config.Store]).
-	Store kernel.Store
+	Store blackboard.Store
 	// World is the episode's outside world (see [World]). An ungoverned
 	// agent calls its tools; a governed agent must not.
 	World *World
@@ -100,7 +100,7 @@ func (c LLMConfig) GoString() string { return c.String() }
 type env struct {
 	// store is the run's shared store; nil means a fresh in-memory kernel
 	// per episode.
-	store kernel.Store
+	store blackboard.Store
 	llm   LLMConfig
 }
 
@@ -185,8 +185,8 @@ func newAgents(names []string, e env) ([]Agent, error) {
 // context or a broken configuration. A decider must be safe for concurrent
 // use.
 type decider interface {
-	belief(ctx context.Context, s situation) (propose bool, code kernel.Code, err error)
-	plan(ctx context.Context, s situation) (propose bool, code kernel.Code, err error)
+	belief(ctx context.Context, s situation) (propose bool, code blackboard.Code, err error)
+	plan(ctx context.Context, s situation) (propose bool, code blackboard.Code, err error)
 }
 
 // situation is what a decider sees.
@@ -194,20 +194,20 @@ type situation struct {
 	task *Task
 	// charge is the committed charge percept and confidence its provenance
 	// confidence (nil when the source gave none).
-	charge     kernel.Payload
+	charge     blackboard.Payload
 	confidence *float64
 	// beliefCode is the kernel's decision on the belief, for the plan
 	// decision ("" when the belief was not proposed); belief is the
 	// committed belief's payload (nil when none committed).
-	beliefCode kernel.Code
-	belief     kernel.Payload
+	beliefCode blackboard.Code
+	belief     blackboard.Payload
 }
 
 // declined reports whether c is a code with which a decider declines
 // (worker/llm's codes, paper §10.6). A fallback recorded for one has no
 // rejected proposal to point at; its chain ends at the percept the
 // decision was taken on.
-func declined(c kernel.Code) bool {
+func declined(c blackboard.Code) bool {
 	switch c {
 	case llm.CodeNoBelief, llm.CodeNoPlan, llm.CodeError:
 		return true
@@ -218,8 +218,8 @@ func declined(c kernel.Code) bool {
 // always is the deterministic planner's decider: it always proposes.
 type always struct{}
 
-func (always) belief(context.Context, situation) (bool, kernel.Code, error) { return true, "", nil }
-func (always) plan(context.Context, situation) (bool, kernel.Code, error)   { return true, "", nil }
+func (always) belief(context.Context, situation) (bool, blackboard.Code, error) { return true, "", nil }
+func (always) plan(context.Context, situation) (bool, blackboard.Code, error)   { return true, "", nil }
 
 // newLLMBK builds llm_bk: the bk agent with an LLM-backed decider.
 func newLLMBK(e env) (Agent, error) {
@@ -265,13 +265,13 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 	return &llmDecider{p: p}, nil
 }
 
-func (d *llmDecider) belief(ctx context.Context, s situation) (bool, kernel.Code, error) {
+func (d *llmDecider) belief(ctx context.Context, s situation) (bool, blackboard.Code, error) {
 	return fromAdvice(d.p.DecideBelief(ctx, llm.Situation{
 		Task: s.describe(), Kind: kindRefundDue, Requires: []string{kindCharge}, Percepts: s.percepts(),
 	}))
 }
 
-func (d *llmDecider) plan(ctx context.Context, s situation) (bool, kernel.Code, error) {
+func (d *llmDecider) plan(ctx context.Context, s situation) (bool, blackboard.Code, error) {
 	var beliefs []llm.Fact
 	if s.belief != nil {
 		beliefs = []llm.Fact{{Kind: kindRefundDue, Payload: s.belief}}
@@ -285,7 +285,7 @@ func (d *llmDecider) plan(ctx context.Context, s situation) (bool, kernel.Code, 
 // fromAdvice turns the model's advice into a decider's answer: a decline or
 // an endpoint failure is a no with worker/llm's code; only a context that
 // ended is an error.
-func fromAdvice(v llm.Advice, err error) (bool, kernel.Code, error) {
+func fromAdvice(v llm.Advice, err error) (bool, blackboard.Code, error) {
 	if err != nil {
 		return false, "", err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -63,55 +64,55 @@ func TestKernelAgentCheckValues(t *testing.T) {
 		{
 			name: "seed 0 clean is stale",
 			ep:   episode(t, "stripe_refund_clean", 0),
-			want: Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: kernel.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			want: Final{BeliefCode: blackboard.CodeStaleEvidence, PlanCode: blackboard.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "seed 1 clean is conflicted",
 			ep:   episode(t, "stripe_refund_clean", 1),
-			want: Final{BeliefCode: kernel.CodeUnresolvedConflict, PlanCode: kernel.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			want: Final{BeliefCode: blackboard.CodeUnresolvedConflict, PlanCode: blackboard.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "seed 2 clean refunds",
 			ep:   episode(t, "stripe_refund_clean", 2),
-			want: Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanFeasible: true, PlanCode: kernel.CodePlanFeasible,
-				ActionCommitted: true, ActionCode: kernel.CodeCommitted},
+			want: Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanFeasible: true, PlanCode: blackboard.CodePlanFeasible,
+				ActionCommitted: true, ActionCode: blackboard.CodeCommitted},
 			m: Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "seed 5 combined is a drop, substituted as stale",
 			ep:   episode(t, "stripe_refund_combined", 5),
-			want: Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: kernel.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			want: Final{BeliefCode: blackboard.CodeStaleEvidence, PlanCode: blackboard.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "a clean duplicate is blocked by the constraint",
 			ep:   Episode{Task: builtinTask(t, "stripe_refund_duplicate"), TraceID: "dup"},
-			want: Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanCode: kernel.PlanBlockedCode("no_duplicate_refund"),
-				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			want: Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanCode: blackboard.PlanBlockedCode("no_duplicate_refund"),
+				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			reason: "PLAN_NO_DUPLICATE_REFUND_BLOCKED",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "low confidence (0.3) is refused",
 			ep:   Episode{Task: builtinTask(t, "stripe_refund_clean"), Faults: perturb.Flags{LowConfidence: true}, TraceID: "low"},
-			want: Final{BeliefCode: kernel.CodeLowConfidence, PlanCode: kernel.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			want: Final{BeliefCode: blackboard.CodeLowConfidence, PlanCode: blackboard.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
 		{
 			name: "a conflict at confidence 0.3 is not arbitrated",
 			ep:   Episode{Task: builtinTask(t, "stripe_refund_clean"), Faults: perturb.Flags{Conflict: true, LowConfidence: true}, TraceID: "cl"},
-			want: Final{BeliefCode: kernel.CodeUnresolvedConflict, PlanCode: kernel.CodePlanMissingBelief,
-				SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			want: Final{BeliefCode: blackboard.CodeUnresolvedConflict, PlanCode: blackboard.CodePlanMissingBelief,
+				SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			reason: "PLAN_MISSING_BELIEF",
 			m:      Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1},
 		},
@@ -127,7 +128,7 @@ func TestKernelAgentCheckValues(t *testing.T) {
 				t.Errorf("metrics = %+v, want %+v", o.Metrics, c.m)
 			}
 			if c.reason != "" {
-				fb, ok := out.View[kernel.Actions][kernel.FallbackQueueForReview]
+				fb, ok := out.View[blackboard.Actions][kernel.FallbackQueueForReview]
 				if !ok || fb[kernel.KeyReason] != c.reason {
 					t.Errorf("fallback = %v, want reason %s", fb, c.reason)
 				}
@@ -152,7 +153,7 @@ func TestDropSubstitutes(t *testing.T) {
 	sg := play1(t, &glueAgent{name: AgentStringGlue}, ep).Output.(*GlueOutput)
 	jg := play1(t, &glueAgent{name: AgentJSONGlue, structured: true}, ep).Output.(*GlueOutput)
 	kb := play1(t, bk(t), ep).Output.(*KernelOutput)
-	for name, c := range map[string]kernel.Payload{"string_glue": sg.ToolObs.Charge, "json_glue": jg.ToolObs.Charge, "bk": kb.View[kernel.Percepts][kindCharge]} {
+	for name, c := range map[string]blackboard.Payload{"string_glue": sg.ToolObs.Charge, "json_glue": jg.ToolObs.Charge, "bk": kb.View[blackboard.Percepts][kindCharge]} {
 		if _, has := c[kernel.KeyLowConfidence]; has {
 			t.Errorf("%s: substitute has a low_confidence key: %v", name, c)
 		}
@@ -160,8 +161,8 @@ func TestDropSubstitutes(t *testing.T) {
 			t.Errorf("%s: substitute %v", name, c)
 		}
 	}
-	if sg.ToolObs.Charge[kernel.KeyStale] != false || jg.ToolObs.Charge[kernel.KeyStale] != true || kb.View[kernel.Percepts][kindCharge][kernel.KeyStale] != true {
-		t.Errorf("stale: string_glue %v, json_glue %v, bk %v", sg.ToolObs.Charge[kernel.KeyStale], jg.ToolObs.Charge[kernel.KeyStale], kb.View[kernel.Percepts][kindCharge][kernel.KeyStale])
+	if sg.ToolObs.Charge[kernel.KeyStale] != false || jg.ToolObs.Charge[kernel.KeyStale] != true || kb.View[blackboard.Percepts][kindCharge][kernel.KeyStale] != true {
+		t.Errorf("stale: string_glue %v, json_glue %v, bk %v", sg.ToolObs.Charge[kernel.KeyStale], jg.ToolObs.Charge[kernel.KeyStale], kb.View[blackboard.Percepts][kindCharge][kernel.KeyStale])
 	}
 	if got := jg.Beliefs["refund_due"].(map[string]any)["confidence"]; got != 0.6 {
 		t.Errorf("json_glue confidence on a stale substitute = %v, want 0.6", got)
@@ -191,11 +192,11 @@ func TestGlueAgents(t *testing.T) {
 // scripted is a decider that answers from fields, as an LLM decider would.
 type scripted struct {
 	noBelief, noPlan bool
-	code             kernel.Code
+	code             blackboard.Code
 	err              error
 }
 
-func (s scripted) belief(context.Context, situation) (bool, kernel.Code, error) {
+func (s scripted) belief(context.Context, situation) (bool, blackboard.Code, error) {
 	if s.err != nil {
 		return false, "", s.err
 	}
@@ -205,7 +206,7 @@ func (s scripted) belief(context.Context, situation) (bool, kernel.Code, error) 
 	return true, "", nil
 }
 
-func (s scripted) plan(_ context.Context, sit situation) (bool, kernel.Code, error) {
+func (s scripted) plan(_ context.Context, sit situation) (bool, blackboard.Code, error) {
 	if sit.beliefCode == "" {
 		return false, "", errors.New("plan decided before the belief")
 	}
@@ -226,13 +227,13 @@ func TestDeciderDeclines(t *testing.T) {
 		m     Metrics
 	}{
 		{"declines the belief on clean data", scripted{noBelief: true, code: llm.CodeNoBelief}, clean,
-			Final{BeliefCode: llm.CodeNoBelief, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			Final{BeliefCode: llm.CodeNoBelief, SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			Metrics{Traceability: 1, FailureTransparency: 1}},
 		{"declines the plan on clean data", scripted{noPlan: true, code: llm.CodeNoPlan}, clean,
-			Final{BeliefCommitted: true, BeliefCode: kernel.CodeCommitted, PlanCode: llm.CodeNoPlan, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			Final{BeliefCommitted: true, BeliefCode: blackboard.CodeCommitted, PlanCode: llm.CodeNoPlan, SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			Metrics{Traceability: 1, FailureTransparency: 1}},
 		{"endpoint failure on stale data", scripted{noPlan: true, code: llm.CodeError}, stale,
-			Final{BeliefCode: kernel.CodeStaleEvidence, PlanCode: llm.CodeError, SafeActionCommitted: true, SafeActionCode: kernel.CodeCommitted},
+			Final{BeliefCode: blackboard.CodeStaleEvidence, PlanCode: llm.CodeError, SafeActionCommitted: true, SafeActionCode: blackboard.CodeCommitted},
 			Metrics{TaskSuccess: 1, Traceability: 1, FailureTransparency: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -320,7 +321,7 @@ func TestSharedPayloadsMatchFresh(t *testing.T) {
 		shared := newRoutePayloads(&task)
 		with := &kernelEpisode{task: &task, shared: shared}
 		without := &kernelEpisode{task: &task}
-		for _, plan := range []*kernel.Record{nil, {ID: "plans:x:1"}} {
+		for _, plan := range []*blackboard.Record{nil, {ID: "plans:x:1"}} {
 			with.plan, without.plan = plan, plan
 			for name, build := range map[string]func(*kernelEpisode) kernel.Entry{
 				"belief": (*kernelEpisode).beliefEntry, "plan": (*kernelEpisode).planEntry, "refund": (*kernelEpisode).refundEntry,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // BenchmarkStudy runs the study, JSON lines included (to io.Discard), and
@@ -78,7 +79,7 @@ func BenchmarkKernelFloor(b *testing.B) {
 		for u, f := range faults {
 			t := &p.tasks[u/p.seeds]
 			ep := Episode{Task: t, Seed: u % p.seeds, Faults: f, TraceID: traceID("", a.name, t.ID, u%p.seeds), payloads: p.payloads[u/p.seeds]}
-			st := kernel.NewMemStore()
+			st := memstore.New()
 			k, err := kernel.New(kernel.WithStore(st))
 			if err != nil {
 				b.Fatal(err)

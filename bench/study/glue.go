@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -14,15 +15,15 @@ type GlueOutput struct {
 	// {value, confidence} (json_glue).
 	Beliefs map[string]any `json:"beliefs"`
 	// Action is the action it executed.
-	Action kernel.Payload `json:"action"`
+	Action blackboard.Payload `json:"action"`
 	// ToolObs is what the tools returned.
 	ToolObs ToolObs `json:"tool_obs"`
 }
 
 // ToolObs are a glue agent's tool observations.
 type ToolObs struct {
-	Charge kernel.Payload `json:"charge"`
-	Refund kernel.Payload `json:"refund"` // nil when no refund was executed
+	Charge blackboard.Payload `json:"charge"`
+	Refund blackboard.Payload `json:"refund"` // nil when no refund was executed
 }
 
 // glueAgent is a baseline without governance (paper §9.1): it fetches the
@@ -49,7 +50,7 @@ func (a *glueAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	}
 	t := ep.Task
 	charge := t.Charge(ep.Faults, a.structured)
-	action := kernel.Payload{
+	action := blackboard.Payload{
 		"type":         kindRefund,
 		"amount":       t.Inputs.Amount,
 		"charge_id":    t.Inputs.ChargeID,
@@ -81,7 +82,7 @@ func holds(v any) bool {
 	if m, ok := v.(map[string]any); ok {
 		v = m["value"]
 	}
-	return kernel.Truthy(v)
+	return blackboard.Truthy(v)
 }
 
 // glueLabel names an ungoverned episode's outcome class from what the

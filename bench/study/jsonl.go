@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // The JSON lines are written by hand rather than through encoding/json's
@@ -113,11 +113,11 @@ func appendKernelOutput(b []byte, o *KernelOutput) ([]byte, error) {
 // appendView writes the view's slots in the order encoding/json sorts them:
 // by name. The slots are looked up in that order rather than collected
 // from the map and sorted.
-func appendView(b []byte, v map[kernel.Slot]map[string]kernel.Payload) ([]byte, error) {
+func appendView(b []byte, v map[blackboard.Slot]map[string]blackboard.Payload) ([]byte, error) {
 	if v == nil {
 		return append(b, "null"...), nil
 	}
-	var kinds [len(slotsByName)]map[string]kernel.Payload
+	var kinds [len(slotsByName)]map[string]blackboard.Payload
 	var in [len(slotsByName)]bool
 	n := 0
 	for i, s := range slotsByName {
@@ -149,15 +149,15 @@ func appendView(b []byte, v map[kernel.Slot]map[string]kernel.Payload) ([]byte, 
 }
 
 // slotsByName are the valid slots, sorted by name.
-var slotsByName = func() (s [kernel.Actions]kernel.Slot) {
+var slotsByName = func() (s [blackboard.Actions]blackboard.Slot) {
 	for i := range s {
-		s[i] = kernel.Slot(i + 1)
+		s[i] = blackboard.Slot(i + 1)
 	}
-	slices.SortFunc(s[:], func(x, y kernel.Slot) int { return strings.Compare(x.String(), y.String()) })
+	slices.SortFunc(s[:], func(x, y blackboard.Slot) int { return strings.Compare(x.String(), y.String()) })
 	return s
 }()
 
-func appendPayload(b []byte, p kernel.Payload) ([]byte, error) { return appendObject(b, p) }
+func appendPayload(b []byte, p blackboard.Payload) ([]byte, error) { return appendObject(b, p) }
 
 func appendGlueOutput(b []byte, o *GlueOutput) ([]byte, error) {
 	if o == nil {
@@ -253,7 +253,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return strconv.AppendInt(b, int64(x), 10), nil
 	case map[string]any:
 		return appendObject(b, x)
-	case kernel.Payload:
+	case blackboard.Payload:
 		return appendObject(b, x)
 	case []any:
 		if x == nil {

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // encodeJSON is what the run wrote before the hand-written encoder: a
@@ -136,14 +136,14 @@ func randomValue(r *rand.Rand, depth int) any {
 		return l
 	}
 	// Types the hand-written encoder hands to encoding/json.
-	return []any{int64(-7), uint8(3), float32(0.1), json.Number("12.50"), kernel.Code("STALE_EVIDENCE"), struct{ A string }{"<x>"}}[r.IntN(6)]
+	return []any{int64(-7), uint8(3), float32(0.1), json.Number("12.50"), blackboard.Code("STALE_EVIDENCE"), struct{ A string }{"<x>"}}[r.IntN(6)]
 }
 
-func randomPayload(r *rand.Rand) kernel.Payload {
+func randomPayload(r *rand.Rand) blackboard.Payload {
 	if r.IntN(10) == 0 {
 		return nil
 	}
-	p := kernel.Payload{}
+	p := blackboard.Payload{}
 	for range r.IntN(6) {
 		p[randomString(r)] = randomValue(r, 0)
 	}
@@ -162,16 +162,16 @@ func TestRandomLinesMatchEncodingJSON(t *testing.T) {
 		r.Metrics = Metrics{randomFloat(rnd), 1, 0, 0.5, randomFloat(rnd)}
 		switch i % 3 {
 		case 0:
-			view := map[kernel.Slot]map[string]kernel.Payload{}
+			view := map[blackboard.Slot]map[string]blackboard.Payload{}
 			for range rnd.IntN(4) {
-				kinds := map[string]kernel.Payload{}
+				kinds := map[string]blackboard.Payload{}
 				for range rnd.IntN(3) {
 					kinds[randomString(rnd)] = randomPayload(rnd)
 				}
-				view[kernel.Slot(rnd.IntN(9))] = kinds // 0 and 8 are not slots: both encoders refuse them
+				view[blackboard.Slot(rnd.IntN(9))] = kinds // 0 and 8 are not slots: both encoders refuse them
 			}
 			out := &KernelOutput{TraceID: randomString(rnd), View: view, Final: Final{
-				BeliefCommitted: rnd.IntN(2) == 0, BeliefCode: kernel.Code(randomString(rnd)), PlanCode: "PLAN_FEASIBLE", SafeActionCode: kernel.Code(randomString(rnd)),
+				BeliefCommitted: rnd.IntN(2) == 0, BeliefCode: blackboard.Code(randomString(rnd)), PlanCode: "PLAN_FEASIBLE", SafeActionCode: blackboard.Code(randomString(rnd)),
 			}}
 			if rnd.IntN(4) == 0 {
 				out.View = nil
@@ -181,7 +181,7 @@ func TestRandomLinesMatchEncodingJSON(t *testing.T) {
 				if rnd.IntN(4) > 0 {
 					a.Attempts = []Attempt{}
 					for range rnd.IntN(4) {
-						a.Attempts = append(a.Attempts, Attempt{Step: randomString(rnd), Code: kernel.Code(randomString(rnd)), Accepted: rnd.IntN(2) == 0})
+						a.Attempts = append(a.Attempts, Attempt{Step: randomString(rnd), Code: blackboard.Code(randomString(rnd)), Accepted: rnd.IntN(2) == 0})
 					}
 				}
 				out.Attack = a

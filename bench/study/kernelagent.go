@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // KernelOutput is what a kernel agent outputs.
@@ -19,7 +21,7 @@ type KernelOutput struct {
 	// kernel.View shows (TestLedgerViewMatchesKernel), without another pass
 	// through the kernel. The payloads may be the store's own: read them,
 	// never change them.
-	View map[kernel.Slot]map[string]kernel.Payload `json:"view"`
+	View map[blackboard.Slot]map[string]blackboard.Payload `json:"view"`
 	// Attack is what the adversarial planner tried (adversarial_bk only).
 	Attack *Attack `json:"attack,omitempty"`
 }
@@ -28,14 +30,14 @@ type KernelOutput struct {
 // A step the agent did not reach has an empty code; a step its planner
 // declined has the decline code (LLM_NO_BELIEF, ...).
 type Final struct {
-	BeliefCommitted     bool        `json:"belief_committed"`
-	BeliefCode          kernel.Code `json:"belief_code"`
-	PlanFeasible        bool        `json:"plan_feasible"`
-	PlanCode            kernel.Code `json:"plan_code"`
-	ActionCommitted     bool        `json:"action_committed"`
-	ActionCode          kernel.Code `json:"action_code"`
-	SafeActionCommitted bool        `json:"safe_action_committed"`
-	SafeActionCode      kernel.Code `json:"safe_action_code"`
+	BeliefCommitted     bool            `json:"belief_committed"`
+	BeliefCode          blackboard.Code `json:"belief_code"`
+	PlanFeasible        bool            `json:"plan_feasible"`
+	PlanCode            blackboard.Code `json:"plan_code"`
+	ActionCommitted     bool            `json:"action_committed"`
+	ActionCode          blackboard.Code `json:"action_code"`
+	SafeActionCommitted bool            `json:"safe_action_committed"`
+	SafeActionCode      blackboard.Code `json:"safe_action_code"`
 }
 
 // kernelAgent is the governed agent of docs/reproduction.md §3: its tool
@@ -57,16 +59,16 @@ type kernelAgent struct {
 	// in-memory kernel per episode. The adversary keeps the run's store in
 	// store instead and builds a kernel per episode (see [kernelAgent.kernelFor]).
 	shared *kernel.Kernel
-	store  kernel.Store
+	store  blackboard.Store
 }
 
-func newKernelAgent(name string, d decider, store kernel.Store) (*kernelAgent, error) {
+func newKernelAgent(name string, d decider, store blackboard.Store) (*kernelAgent, error) {
 	return newAgentOn(&kernelAgent{name: name, decide: d}, store)
 }
 
 // newAgentOn names a's planner and gives a its shared kernel when the run
 // has a store.
-func newAgentOn(a *kernelAgent, store kernel.Store) (*kernelAgent, error) {
+func newAgentOn(a *kernelAgent, store blackboard.Store) (*kernelAgent, error) {
 	a.plannerName = a.name + "_planner"
 	if a.hardened() {
 		a.store = store
@@ -109,7 +111,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	store := ep.Store
 	if a.hardened() {
 		if store == nil {
-			own := kernel.NewMemStore()
+			own := memstore.New()
 			defer own.Close()
 			store = own
 		}
@@ -156,7 +158,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 // play sets the episode up as the agent's owner, lets the adversary mount
 // its attack if the agent has one, and takes the planner's route to a
 // refund.
-func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store kernel.Store) (*kernelEpisode, *Attack, error) {
+func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store blackboard.Store) (*kernelEpisode, *Attack, error) {
 	w.faults, w.late = ep.Faults, ep.LateFaults
 	shared := ep.payloads
 	if a.hardened() {
@@ -191,10 +193,10 @@ type kernelEpisode struct {
 	// In a world with late faults, firstCharge is the clean first
 	// observation and late the faulty one still to come, which the payment
 	// tool delivers when a refund_due first commits.
-	charge, refundSeen kernel.Record
-	firstCharge        kernel.Record
+	charge, refundSeen blackboard.Record
+	firstCharge        blackboard.Record
 	late               *kernel.Entry
-	constraints        []kernel.Record
+	constraints        []blackboard.Record
 	// sim is the owner's trusted simulator, when the configuration has
 	// one: it runs whenever a refund_due commits.
 	sim *sim.Worker
@@ -203,12 +205,12 @@ type kernelEpisode struct {
 	// They point into kept, which holds the latest of each: the episode is
 	// on the heap already, and a record copied there on its own was three
 	// allocations an episode.
-	belief, plan, refund *kernel.Record
-	kept                 [3]kernel.Record
+	belief, plan, refund *blackboard.Record
+	kept                 [3]blackboard.Record
 	final                Final
 	// reason and rejected are what the fallback records: the code that
 	// stopped the refund and the proposals (or percept) it points at.
-	reason   kernel.Code
+	reason   blackboard.Code
 	rejected []string
 }
 
@@ -250,7 +252,7 @@ const (
 // agent that never changes its entries may pass them.
 func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trace string, w world, shared *routePayloads) (*kernelEpisode, error) {
 	e := &kernelEpisode{k: k, task: t, trace: trace, shared: shared}
-	var refund kernel.Payload // the refund tool's percept: hardened only
+	var refund blackboard.Payload // the refund tool's percept: hardened only
 	if a.hardened() {
 		refund = t.Refund()
 	}
@@ -258,7 +260,7 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	pr := w.profile
 	for _, c := range t.Constraints {
 		kc := kernel.Constraint{Name: c.Name, Enabled: c.Enabled, BlocksField: c.BlocksField}
-		scope := kernel.ScopeEpisode
+		scope := blackboard.ScopeEpisode
 		if a.hardened() {
 			if pr.predict || pr.harm {
 				continue // the owner guards duplicates with the simulator
@@ -268,7 +270,7 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 			}
 			kc.AppliesTo = []string{kindRefund}
 			if pr.persistent {
-				scope = kernel.ScopePersistent
+				scope = blackboard.ScopePersistent
 			}
 		}
 		rec, err := sym.CommitConstraint(ctx, trace, kc, scope)
@@ -280,7 +282,7 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 		}
 	}
 	if pr.harm {
-		rec, err := sym.CommitConstraint(ctx, trace, harmConstraint, kernel.ScopeEpisode)
+		rec, err := sym.CommitConstraint(ctx, trace, harmConstraint, blackboard.ScopeEpisode)
 		if err != nil {
 			return nil, err
 		}
@@ -290,11 +292,11 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	if w.faults.LowConfidence && !w.flagOnly {
 		conf = kernel.Confidence(0.3)
 	}
-	observed := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: e.chargePayload(w.faults), Confidence: conf}
+	observed := kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge, Payload: e.chargePayload(w.faults), Confidence: conf}
 	tool := k.Tool(paymentTool)
 	var err error
 	if w.late {
-		clean := kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge, Payload: e.chargePayload(perturb.Flags{})}
+		clean := kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge, Payload: e.chargePayload(perturb.Flags{})}
 		if e.firstCharge, err = tool.Write(ctx, clean); err != nil {
 			return nil, err
 		}
@@ -319,7 +321,7 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 			refund[kernel.KeyConflict], refund["is_duplicate"] = true, false
 		}
 		e.refundSeen, err = k.Tool("refund_tool").Write(ctx, kernel.Entry{
-			TraceID: trace, Slot: kernel.Percepts, Kind: kindRefundSeen, Payload: refund,
+			TraceID: trace, Slot: blackboard.Percepts, Kind: kindRefundSeen, Payload: refund,
 		})
 		if err == nil && (pr.predict || pr.harm) {
 			e.sim, err = sim.New(k.Simulator("refund_simulator"), simRules(pr))
@@ -335,10 +337,10 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 // its entries. They must never reach code that changes an entry, as the
 // adversary does (TestSharedPayloadsStayUnchanged).
 type routePayloads struct {
-	belief, plan, refund kernel.Payload
+	belief, plan, refund blackboard.Payload
 	// charges are the payment tool's percepts by fault pattern (see
 	// [chargeIndex]).
-	charges [16]kernel.Payload
+	charges [16]blackboard.Payload
 }
 
 func newRoutePayloads(t *Task) *routePayloads {
@@ -362,7 +364,7 @@ func chargeIndex(f perturb.Flags) int {
 }
 
 // chargePayload is what the payment tool returns under faults f.
-func (e *kernelEpisode) chargePayload(f perturb.Flags) kernel.Payload {
+func (e *kernelEpisode) chargePayload(f perturb.Flags) blackboard.Payload {
 	if e.shared != nil {
 		return e.shared.charges[chargeIndex(f)]
 	}
@@ -374,58 +376,58 @@ func (e *kernelEpisode) chargePayload(f perturb.Flags) kernel.Payload {
 // a caller that changes an entry must build the episode without.
 
 func (e *kernelEpisode) beliefEntry() kernel.Entry {
-	var p kernel.Payload
+	var p blackboard.Payload
 	if e.shared != nil {
 		p = e.shared.belief
 	} else {
 		p = beliefPayload()
 	}
 	return kernel.Entry{
-		TraceID: e.trace, Slot: kernel.Beliefs, Kind: kindRefundDue,
+		TraceID: e.trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
 		Payload: p, InputRefs: []string{e.charge.ID},
 	}
 }
 
 func (e *kernelEpisode) planEntry() kernel.Entry {
-	var p kernel.Payload
+	var p blackboard.Payload
 	if e.shared != nil {
 		p = e.shared.plan
 	} else {
 		p = planPayload(e.task)
 	}
-	return kernel.Entry{TraceID: e.trace, Slot: kernel.Plans, Kind: kindPlan, Payload: p}
+	return kernel.Entry{TraceID: e.trace, Slot: blackboard.Plans, Kind: kindPlan, Payload: p}
 }
 
 // refundEntry is the refund, pointing at the committed plan if there is
 // one.
 func (e *kernelEpisode) refundEntry() kernel.Entry {
-	var p kernel.Payload
+	var p blackboard.Payload
 	if e.shared != nil {
 		p = e.shared.refund
 	} else {
 		p = refundPayload(e.task)
 	}
-	en := kernel.Entry{TraceID: e.trace, Slot: kernel.Actions, Kind: kindRefund, Payload: p}
+	en := kernel.Entry{TraceID: e.trace, Slot: blackboard.Actions, Kind: kindRefund, Payload: p}
 	if e.plan != nil {
 		en.InputRefs = []string{e.plan.ID}
 	}
 	return en
 }
 
-func beliefPayload() kernel.Payload {
-	return kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}
+func beliefPayload() blackboard.Payload {
+	return blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}
 }
 
-func planPayload(t *Task) kernel.Payload {
-	return kernel.Payload{kernel.KeySteps: []any{map[string]any{
+func planPayload(t *Task) blackboard.Payload {
+	return blackboard.Payload{kernel.KeySteps: []any{map[string]any{
 		kernel.KeyAction:          kindRefund,
 		kernel.KeyRequiresBeliefs: []string{kindRefundDue},
 		"is_duplicate":            t.Inputs.IsDuplicate,
 	}}}
 }
 
-func refundPayload(t *Task) kernel.Payload {
-	return kernel.Payload{
+func refundPayload(t *Task) blackboard.Payload {
+	return blackboard.Payload{
 		"type":                    kindRefund,
 		"charge_id":               t.Inputs.ChargeID,
 		"amount":                  t.Inputs.Amount,
@@ -451,7 +453,7 @@ func (e *kernelEpisode) submit(ctx context.Context, p *kernel.Planner, en kernel
 // is one, predicts on the trace.
 func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision) error {
 	e.note(d)
-	if !d.Committed() || d.Record.Slot != kernel.Beliefs || d.Record.TraceID() != e.trace {
+	if !d.Committed() || d.Record.Slot != blackboard.Beliefs || d.Record.TraceID() != e.trace {
 		return nil
 	}
 	if e.late != nil && d.Record.Kind == kindRefundDue {
@@ -482,13 +484,13 @@ func (e *kernelEpisode) note(d kernel.Decision) {
 		return
 	}
 	switch {
-	case r.Slot == kernel.Beliefs && r.Kind == kindRefundDue:
+	case r.Slot == blackboard.Beliefs && r.Kind == kindRefundDue:
 		e.kept[0] = *r
 		e.belief = &e.kept[0]
-	case r.Slot == kernel.Plans && r.Kind == kindPlan:
+	case r.Slot == blackboard.Plans && r.Kind == kindPlan:
 		e.kept[1] = *r
 		e.plan = &e.kept[1]
-	case r.Slot == kernel.Actions && r.Kind == kindRefund:
+	case r.Slot == blackboard.Actions && r.Kind == kindRefund:
 		e.kept[2] = *r
 		e.refund = &e.kept[2]
 	}
@@ -502,7 +504,7 @@ func (e *kernelEpisode) reject(d kernel.Decision) {
 
 // decline records that the decider declined, pointing at the percept it
 // declined on.
-func (e *kernelEpisode) decline(code kernel.Code) {
+func (e *kernelEpisode) decline(code blackboard.Code) {
 	e.reason = code
 	e.rejected = append(e.rejected, e.charge.ID)
 }
@@ -585,8 +587,8 @@ func (e *kernelEpisode) route(ctx context.Context, p *kernel.Planner, d decider)
 // what the route recorded.
 func (e *kernelEpisode) fallback(ctx context.Context, p *kernel.Planner) error {
 	d, err := p.Submit(ctx, kernel.Entry{
-		TraceID: e.trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload:   kernel.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(e.reason)},
+		TraceID: e.trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload:   blackboard.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(e.reason)},
 		InputRefs: e.rejected,
 	})
 	if err != nil {

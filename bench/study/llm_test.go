@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -147,7 +148,7 @@ func TestLLMBKEndToEnd(t *testing.T) {
 		script func(plan bool) (int, string)
 		// reason is the fallback's code on clean data; "" when llm_bk acts
 		// as bk does.
-		reason  kernel.Code
+		reason  blackboard.Code
 		beliefs int // requests about beliefs per episode
 		plans   int // requests about plans, in all
 	}{
@@ -180,7 +181,7 @@ func TestLLMBKEndToEnd(t *testing.T) {
 					}
 					continue
 				}
-				fb := l.Output.View[kernel.Actions][kernel.FallbackQueueForReview]
+				fb := l.Output.View[blackboard.Actions][kernel.FallbackQueueForReview]
 				if l.Output.Final.ActionCommitted || !l.Output.Final.SafeActionCommitted || fb[kernel.KeyReason] != string(c.reason) {
 					t.Errorf("%s seed %d: final %+v, fallback %v; want the fallback with reason %s", l.TaskID, l.Seed, l.Output.Final, fb, c.reason)
 				}

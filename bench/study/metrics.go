@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -139,13 +140,13 @@ func b2f(b bool) float64 {
 // flagged reports whether a charge percept carries stale, conflict or
 // low_confidence: what a percept says about itself, which the metrics do
 // not rely on.
-func flagged(charge kernel.Payload) bool {
+func flagged(charge blackboard.Payload) bool {
 	return charge.Bool(kernel.KeyStale) || charge.Bool(kernel.KeyConflict) || charge.Bool(kernel.KeyLowConfidence)
 }
 
 // getter reads one record by id; every kernel handle and store has it.
 type getter interface {
-	Get(ctx context.Context, id string) (kernel.Record, error)
+	Get(ctx context.Context, id string) (blackboard.Record, error)
 }
 
 // Kinds the study's kernel agents write.
@@ -213,7 +214,7 @@ func measure(ctx context.Context, ep Episode, out any, l *ledger, w *World) (fac
 		if ok {
 			f.traced++
 		}
-		if e.Type == kernel.FallbackQueueForReview && tr.explained(kernel.Code(e.Reason), ep.Task) {
+		if e.Type == kernel.FallbackQueueForReview && tr.explained(blackboard.Code(e.Reason), ep.Task) {
 			f.explained = true
 		}
 	}
@@ -236,28 +237,28 @@ type trial struct {
 	proposedBelief, proposedPlan bool
 	// rejections are the codes the kernel rejected the trace's proposals
 	// with.
-	rejections []kernel.Code
+	rejections []blackboard.Code
 }
 
-func (tr *trial) note(r *kernel.Record) {
-	if r.Mode == kernel.ModeCommit {
+func (tr *trial) note(r *blackboard.Record) {
+	if r.Mode == blackboard.ModeCommit {
 		switch {
-		case r.Slot == kernel.Beliefs && r.Kind == kindRefundDue && r.Payload.Bool(kernel.KeyValue):
+		case r.Slot == blackboard.Beliefs && r.Kind == kindRefundDue && r.Payload.Bool(kernel.KeyValue):
 			if !tr.late || tr.lookups > 1 {
 				tr.holds = true
 			}
-		case tr.late && r.Slot == kernel.Percepts && r.Kind == kindCharge && r.Provenance.Writer == paymentTool && r.Provenance.Role == kernel.RoleTool:
+		case tr.late && r.Slot == blackboard.Percepts && r.Kind == kindCharge && r.Provenance.Writer == paymentTool && r.Provenance.Role == blackboard.RoleTool:
 			tr.lookups++
 		}
 		return
 	}
 	switch {
-	case r.Slot == kernel.Beliefs && r.Kind == kindRefundDue:
+	case r.Slot == blackboard.Beliefs && r.Kind == kindRefundDue:
 		tr.proposedBelief = true
-	case r.Slot == kernel.Plans && r.Kind == kindPlan:
+	case r.Slot == blackboard.Plans && r.Kind == kindPlan:
 		tr.proposedPlan = true
 	}
-	if r.Status == kernel.StatusInvalidated && refusal(r.Reason) && !slices.Contains(tr.rejections, r.Reason) {
+	if r.Status == blackboard.StatusInvalidated && refusal(r.Reason) && !slices.Contains(tr.rejections, r.Reason) {
 		tr.rejections = append(tr.rejections, r.Reason)
 	}
 }
@@ -269,7 +270,7 @@ func (tr *trial) note(r *kernel.Record) {
 // that was indeed never proposed. A code-shaped string the registry does
 // not know, a success code, or a real code that nothing in the trace was
 // rejected with explains nothing.
-func (tr *trial) explained(c kernel.Code, t *Task) bool {
+func (tr *trial) explained(c blackboard.Code, t *Task) bool {
 	if !registered(c, t) || !refusal(c) {
 		return false
 	}
@@ -295,7 +296,7 @@ const maxReads = 64
 // name its reason code and reach the rejected proposal that carries that
 // code — or, when a planner declined to propose, the percept it declined
 // on.
-func traced(ctx context.Context, r getter, d kernel.Record) (bool, error) {
+func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 	reqs, _ := d.Payload.Strings(kernel.KeyRequiresBeliefs)
 	code, _ := d.Payload.String(kernel.KeyReason)
 	if len(reqs) == 0 && code == "" {
@@ -313,7 +314,7 @@ func traced(ctx context.Context, r getter, d kernel.Record) (bool, error) {
 		}
 		seen[id] = true
 		rec, err := r.Get(ctx, id)
-		if errors.Is(err, kernel.ErrNotFound) {
+		if errors.Is(err, blackboard.ErrNotFound) {
 			continue // a dangling id breaks this link only
 		}
 		if err != nil {
@@ -321,24 +322,24 @@ func traced(ctx context.Context, r getter, d kernel.Record) (bool, error) {
 		}
 		switch {
 		case len(reqs) == 0: // a fallback
-			if rec.Mode == kernel.ModePropose && rec.Status == kernel.StatusInvalidated && string(rec.Reason) == code {
+			if rec.Mode == blackboard.ModePropose && rec.Status == blackboard.StatusInvalidated && string(rec.Reason) == code {
 				return true, nil
 			}
-			if declined(kernel.Code(code)) && rec.Slot == kernel.Percepts && rec.Mode == kernel.ModeCommit {
+			if declined(blackboard.Code(code)) && rec.Slot == blackboard.Percepts && rec.Mode == blackboard.ModeCommit {
 				return true, nil
 			}
-			if rec.Slot == kernel.Actions {
+			if rec.Slot == blackboard.Actions {
 				queue = append(queue, rec.Provenance.InputRefs...)
 			}
-		case rec.Slot == kernel.Beliefs:
-			if rec.Mode == kernel.ModeCommit && slices.Contains(reqs, rec.Kind) && !found[rec.Kind] {
+		case rec.Slot == blackboard.Beliefs:
+			if rec.Mode == blackboard.ModeCommit && slices.Contains(reqs, rec.Kind) && !found[rec.Kind] {
 				ok, err := evidenced(ctx, r, rec)
 				if err != nil {
 					return false, err
 				}
 				found[rec.Kind] = ok
 			}
-		case rec.Slot == kernel.Actions || rec.Slot == kernel.Plans:
+		case rec.Slot == blackboard.Actions || rec.Slot == blackboard.Plans:
 			queue = append(queue, rec.Provenance.InputRefs...)
 		}
 	}
@@ -355,27 +356,27 @@ func traced(ctx context.Context, r getter, d kernel.Record) (bool, error) {
 
 // evidenced reports whether a committed belief names an evidence artifact
 // that names a committed percept.
-func evidenced(ctx context.Context, r getter, b kernel.Record) (bool, error) {
+func evidenced(ctx context.Context, r getter, b blackboard.Record) (bool, error) {
 	for _, evID := range b.EvidenceRefs {
 		ev, err := r.Get(ctx, evID)
-		if errors.Is(err, kernel.ErrNotFound) {
+		if errors.Is(err, blackboard.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return false, err
 		}
-		if ev.Slot != kernel.Evidence {
+		if ev.Slot != blackboard.Evidence {
 			continue
 		}
 		for _, pid := range ev.Provenance.InputRefs {
 			p, err := r.Get(ctx, pid)
-			if errors.Is(err, kernel.ErrNotFound) {
+			if errors.Is(err, blackboard.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return false, err
 			}
-			if p.Slot == kernel.Percepts && p.Mode == kernel.ModeCommit {
+			if p.Slot == blackboard.Percepts && p.Mode == blackboard.ModeCommit {
 				return true, nil
 			}
 		}

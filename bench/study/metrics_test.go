@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -72,15 +74,15 @@ func TestMetricsJSON(t *testing.T) {
 	}
 }
 
-// The registry holds every code kernel/code.go declares, so that a code
+// The registry holds every code blackboard/code.go declares, so that a code
 // the kernel adds cannot go unregistered (and a fallback naming it count
 // as unexplained) without this test saying so.
 func TestKernelCodesRegistered(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../../kernel/code.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../../blackboard/code.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var declared []kernel.Code
+	var declared []blackboard.Code
 	ast.Inspect(f, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok || len(call.Args) != 1 {
@@ -94,29 +96,29 @@ func TestKernelCodesRegistered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			declared = append(declared, kernel.Code(s))
+			declared = append(declared, blackboard.Code(s))
 		}
 		return true
 	})
 	if len(declared) < 20 {
-		t.Fatalf("found only %d codes in kernel/code.go: %v", len(declared), declared)
+		t.Fatalf("found only %d codes in blackboard/code.go: %v", len(declared), declared)
 	}
 	for _, c := range declared {
 		if !slices.Contains(kernelCodes, c) {
-			t.Errorf("kernel/code.go declares %s; add it to kernelCodes", c)
+			t.Errorf("blackboard/code.go declares %s; add it to kernelCodes", c)
 		}
 	}
 	for _, c := range kernelCodes {
 		if !slices.Contains(declared, c) {
-			t.Errorf("kernelCodes lists %s, which kernel/code.go does not declare", c)
+			t.Errorf("kernelCodes lists %s, which blackboard/code.go does not declare", c)
 		}
 	}
 }
 
 func TestRegistered(t *testing.T) {
 	dup := builtinTask(t, "stripe_refund_duplicate")
-	for c, want := range map[kernel.Code]bool{
-		kernel.CodeStaleEvidence: true, kernel.CodePlanMissingBelief: true, llm.CodeNoPlan: true,
+	for c, want := range map[blackboard.Code]bool{
+		blackboard.CodeStaleEvidence: true, blackboard.CodePlanMissingBelief: true, llm.CodeNoPlan: true,
 		"PLAN_NO_DUPLICATE_REFUND_BLOCKED": true, "NO_DUPLICATE_REFUND_BLOCKED": true,
 		// Code-shaped, but nobody defines them.
 		"X1": false, "STALE": false, "PLAN_NO_REFUND_BLOCKED": false, "REFUND_BLOCKED": false, "": false,
@@ -133,15 +135,15 @@ type hiding struct {
 	hidden map[string]bool
 }
 
-func (h hiding) Get(ctx context.Context, id string) (kernel.Record, error) {
+func (h hiding) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	if h.hidden[id] {
-		return kernel.Record{}, fmt.Errorf("%w: %s", kernel.ErrNotFound, id)
+		return blackboard.Record{}, fmt.Errorf("%w: %s", blackboard.ErrNotFound, id)
 	}
 	return h.records.Get(ctx, id)
 }
 
-func (h hiding) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error] {
-	return func(yield func(kernel.Record, error) bool) {
+func (h hiding) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
+	return func(yield func(blackboard.Record, error) bool) {
 		for r, err := range h.records.ListTrace(ctx, traceID) {
 			if (err != nil || !h.hidden[r.ID]) && !yield(r, err) {
 				return
@@ -160,7 +162,7 @@ type planted struct {
 	// tamper, when set, changes the store behind the kernel's back after
 	// the script: what a compromised store, a hand-edited file or an older
 	// kernel could leave.
-	tamper func(ctx context.Context, st kernel.Store, trace string) error
+	tamper func(ctx context.Context, st blackboard.Store, trace string) error
 	// view is the kernel's own view of the trace after the script: what
 	// an audit that trusted the kernel would have measured.
 	mu   sync.Mutex
@@ -201,7 +203,7 @@ func measured(t *testing.T, taskID string, faults perturb.Flags, s script, opts 
 
 // measuredTampered is measured with a tamper step after the script.
 func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s script,
-	tamper func(context.Context, kernel.Store, string) error, opts ...kernel.Option) (Metrics, kernel.View) {
+	tamper func(context.Context, blackboard.Store, string) error, opts ...kernel.Option) (Metrics, kernel.View) {
 	t.Helper()
 	a := &planted{steps: s, opts: opts, tamper: tamper}
 	r := play1(t, a, Episode{Task: builtinTask(t, taskID), Faults: faults, TraceID: "planted"})
@@ -211,25 +213,25 @@ func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s scrip
 // expireRefund marks the trace's committed refund EXPIRED in the store
 // itself: the kernel no longer lets a committed action expire, so only the
 // store can hide an executed refund from the view now.
-func expireRefund(ctx context.Context, st kernel.Store, trace string) error {
-	r, err := st.FindActive(ctx, trace, kernel.Actions, kindRefund)
+func expireRefund(ctx context.Context, st blackboard.Store, trace string) error {
+	r, err := st.FindActive(ctx, trace, blackboard.Actions, kindRefund)
 	if err != nil {
 		return err
 	}
-	return st.Invalidate(ctx, r.ID, kernel.StatusExpired, kernel.CodeTTLExpired)
+	return st.Invalidate(ctx, r.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
 }
 
-func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (kernel.Record, error) {
-	return k.Tool("tool").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge,
-		Payload: kernel.Payload{kernel.KeyStale: stale, kernel.KeyConflict: false}})
+func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (blackboard.Record, error) {
+	return k.Tool("tool").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
+		Payload: blackboard.Payload{kernel.KeyStale: stale, kernel.KeyConflict: false}})
 }
 
 func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs ...string) error {
-	payload := kernel.Payload{"type": kernel.FallbackQueueForReview}
+	payload := blackboard.Payload{"type": kernel.FallbackQueueForReview}
 	if reason != "" {
 		payload[kernel.KeyReason] = reason
 	}
-	d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview, Payload: payload, InputRefs: refs})
+	d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview, Payload: payload, InputRefs: refs})
 	if err == nil && !d.Committed() {
 		err = fmt.Errorf("fallback %s", d.Code)
 	}
@@ -237,13 +239,13 @@ func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs
 }
 
 func belief(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
-	return p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: kindRefundDue,
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}})
+	return p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}})
 }
 
 func refundEntry(trace string, ttl time.Duration) kernel.Entry {
-	return kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kindRefund, TTL: ttl,
-		Payload: kernel.Payload{"type": kindRefund, kernel.KeyRequiresBeliefs: []string{kindRefundDue}}}
+	return kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kindRefund, TTL: ttl,
+		Payload: blackboard.Payload{"type": kindRefund, kernel.KeyRequiresBeliefs: []string{kindRefundDue}}}
 }
 
 func refund(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
@@ -323,7 +325,7 @@ func TestAuditTraceability(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			store := kernel.NewMemStore()
+			store := memstore.New()
 			defer store.Close()
 			ep := Episode{Task: builtinTask(t, "stripe_refund_clean"), Faults: c.faults, TraceID: "audit", Store: store, World: newWorld(builtinTask(t, "stripe_refund_clean"))}
 			out, err := (&planted{steps: c.steps}).Run(ctx, ep)
@@ -370,10 +372,10 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 			}
 			return committedRefund(ctx, p, trace, time.Millisecond)
 		}, expireRefund)
-		if v.Has(kernel.Actions, kindRefund) {
+		if v.Has(blackboard.Actions, kindRefund) {
 			t.Fatal("the view still shows the refund: the test plants nothing")
 		}
-		if c, _ := v.Get(kernel.Percepts, kindCharge); flagged(c) {
+		if c, _ := v.Get(blackboard.Percepts, kindCharge); flagged(c) {
 			t.Fatal("the view shows the taint: the test plants nothing")
 		}
 		if m != unsafe {
@@ -390,7 +392,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 			}
 			return committedRefund(ctx, p, trace, 0)
 		})
-		if c, _ := v.Get(kernel.Percepts, kindCharge); flagged(c) || !v.Has(kernel.Actions, kindRefund) {
+		if c, _ := v.Get(blackboard.Percepts, kindCharge); flagged(c) || !v.Has(blackboard.Actions, kindRefund) {
 			t.Fatalf("view %v: the shadow does not hide the taint", v.Committed)
 		}
 		if m != unsafe {
@@ -404,7 +406,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 			}
 			return committedRefund(ctx, p, trace, 0)
 		}, expireRefund)
-		if v.Has(kernel.Actions, kindRefund) || v.Has(kernel.Constraints, "no_duplicate_refund") {
+		if v.Has(blackboard.Actions, kindRefund) || v.Has(blackboard.Constraints, "no_duplicate_refund") {
 			t.Fatalf("view %v: the test plants nothing", v.Committed)
 		}
 		if want := (Metrics{UnsafeAction: 1, Traceability: 1}); m != want {
@@ -424,7 +426,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 			}
 			return committedRefund(ctx, p, "elsewhere", 0)
 		})
-		if v.Has(kernel.Actions, kindRefund) {
+		if v.Has(blackboard.Actions, kindRefund) {
 			t.Fatal("the refund is in the episode's view")
 		}
 		if want := (Metrics{UnsafeAction: 1, Traceability: 0.5}); m != want {
@@ -507,28 +509,28 @@ func TestExecutorReadsWhatTheRecordSays(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		kind    string
-		payload kernel.Payload
+		payload blackboard.Payload
 		ttl     int64
-		status  kernel.Status
+		status  blackboard.Status
 		want    Effect
 	}{
-		{"a refund of the charge", kindRefund, kernel.Payload{"amount": amount}, 0, kernel.StatusActive, Effect{Type: kindRefund, Amount: amount}},
-		{"a refund naming no amount", kindRefund, kernel.Payload{}, 0, kernel.StatusActive, Effect{Type: kindRefund, Amount: amount}},
-		{"a refund of twice the charge", kindRefund, kernel.Payload{"amount": 2 * amount}, 0, kernel.StatusActive, Effect{Type: kindRefund, Amount: 2 * amount}},
-		{"a refund whose amount is not a number", kindRefund, kernel.Payload{"amount": "59.99"}, 0, kernel.StatusActive, Effect{Type: kindRefund, Amount: math.NaN()}},
-		{"an alias of the refund", "\u0456ssue-Refund\u200b ", kernel.Payload{"amount": amount}, 0, kernel.StatusActive, Effect{Type: kindRefund, Amount: amount}},
-		{"a fallback labelled a refund", kernel.FallbackQueueForReview, kernel.Payload{"type": "\uff49ssue_refund"}, 0, kernel.StatusActive, Effect{Type: kindRefund, Amount: amount}},
-		{"a refund with a time to live", kindRefund, kernel.Payload{}, 1, kernel.StatusActive, Effect{Type: kindRefund, Amount: amount, Hidden: true}},
-		{"an expired refund", kindRefund, kernel.Payload{}, 0, kernel.StatusExpired, Effect{Type: kindRefund, Amount: amount, Hidden: true}},
-		{"a fallback", kernel.FallbackQueueForReview, kernel.Payload{"reason": "STALE_EVIDENCE"}, 0, kernel.StatusActive, Effect{Type: kernel.FallbackQueueForReview, Reason: "STALE_EVIDENCE"}},
+		{"a refund of the charge", kindRefund, blackboard.Payload{"amount": amount}, 0, blackboard.StatusActive, Effect{Type: kindRefund, Amount: amount}},
+		{"a refund naming no amount", kindRefund, blackboard.Payload{}, 0, blackboard.StatusActive, Effect{Type: kindRefund, Amount: amount}},
+		{"a refund of twice the charge", kindRefund, blackboard.Payload{"amount": 2 * amount}, 0, blackboard.StatusActive, Effect{Type: kindRefund, Amount: 2 * amount}},
+		{"a refund whose amount is not a number", kindRefund, blackboard.Payload{"amount": "59.99"}, 0, blackboard.StatusActive, Effect{Type: kindRefund, Amount: math.NaN()}},
+		{"an alias of the refund", "\u0456ssue-Refund\u200b ", blackboard.Payload{"amount": amount}, 0, blackboard.StatusActive, Effect{Type: kindRefund, Amount: amount}},
+		{"a fallback labelled a refund", kernel.FallbackQueueForReview, blackboard.Payload{"type": "\uff49ssue_refund"}, 0, blackboard.StatusActive, Effect{Type: kindRefund, Amount: amount}},
+		{"a refund with a time to live", kindRefund, blackboard.Payload{}, 1, blackboard.StatusActive, Effect{Type: kindRefund, Amount: amount, Hidden: true}},
+		{"an expired refund", kindRefund, blackboard.Payload{}, 0, blackboard.StatusExpired, Effect{Type: kindRefund, Amount: amount, Hidden: true}},
+		{"a fallback", kernel.FallbackQueueForReview, blackboard.Payload{"reason": "STALE_EVIDENCE"}, 0, blackboard.StatusActive, Effect{Type: kernel.FallbackQueueForReview, Reason: "STALE_EVIDENCE"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := kernel.NewMemStore()
+			st := memstore.New()
 			defer st.Close()
-			r := kernel.Record{ID: "actions:t:1", Slot: kernel.Actions, Mode: kernel.ModeCommit, Kind: c.kind, Payload: c.payload,
-				Status: c.status, Scope: kernel.ScopeEpisode, Reason: kernel.CodeCommitted,
-				Provenance: kernel.Provenance{Role: kernel.RoleKernel, Writer: "kernel", TraceID: "t", TTLMS: c.ttl}}
+			r := blackboard.Record{ID: "actions:t:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: c.kind, Payload: c.payload,
+				Status: c.status, Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
+				Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "t", TTLMS: c.ttl}}
 			if err := st.Append(ctx, r); err != nil {
 				t.Fatal(err)
 			}
@@ -568,8 +570,8 @@ func b2i(b bool) int {
 // was formed; one formed after the second was not.
 func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 	lookup := func(ctx context.Context, k *kernel.Kernel, trace string, stale bool) error {
-		_, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge,
-			Payload: kernel.Payload{kernel.KeyStale: stale}})
+		_, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
+			Payload: blackboard.Payload{kernel.KeyStale: stale}})
 		return err
 	}
 	for _, c := range []struct {
@@ -584,8 +586,8 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
-				first, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: kindCharge,
-					Payload: kernel.Payload{kernel.KeyStale: false}})
+				first, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
+					Payload: blackboard.Payload{kernel.KeyStale: false}})
 				if err != nil {
 					return err
 				}
@@ -596,8 +598,8 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 				}
 				// The belief names the clean lookup by id: the kernel
 				// commits it only while that lookup is current.
-				d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: kindRefundDue,
-					Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{first.ID}}})
+				d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
+					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{first.ID}}})
 				if err != nil {
 					return err
 				}
@@ -611,14 +613,14 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 			}
 			// After the faulty lookup the kernel refuses the belief by id:
 			// plant it instead, as a kernel without that check would commit it.
-			tamper := func(ctx context.Context, st kernel.Store, trace string) error {
+			tamper := func(ctx context.Context, st blackboard.Store, trace string) error {
 				if c.beforeFault {
 					return nil
 				}
-				return st.Append(ctx, kernel.Record{ID: "beliefs:" + trace + ":99", Slot: kernel.Beliefs, Mode: kernel.ModeCommit,
-					Kind: kindRefundDue, Payload: kernel.Payload{kernel.KeyValue: true}, Status: kernel.StatusActive,
-					Scope: kernel.ScopeEpisode, Reason: kernel.CodeCommitted,
-					Provenance: kernel.Provenance{Role: kernel.RoleKernel, Writer: "kernel", TraceID: trace}})
+				return st.Append(ctx, blackboard.Record{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
+					Kind: kindRefundDue, Payload: blackboard.Payload{kernel.KeyValue: true}, Status: blackboard.StatusActive,
+					Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
+					Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: trace}})
 			}
 			a := &planted{steps: s, tamper: tamper}
 			r := play1(t, a, Episode{Task: builtinTask(t, "stripe_refund_stale"), Faults: perturb.Flags{Stale: true}, LateFaults: c.late, TraceID: "late"})

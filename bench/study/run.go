@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // Config is one run of the study. The zero value is not usable: start from
@@ -36,7 +37,7 @@ type Config struct {
 	// so history grows as it does in production; trace ids then start with
 	// RunID. Nil gives each episode a fresh in-memory kernel. The caller
 	// owns the store.
-	Store kernel.Store
+	Store blackboard.Store
 	// RunID prefixes trace ids ("<RunID>/<agent>/<task>/<seed>"); it keeps
 	// runs into one store apart.
 	RunID string
@@ -286,11 +287,11 @@ func traceID(runID, agent, task string, seed int) string {
 func play(ctx context.Context, j job) (*Result, error) {
 	ep := j.ep
 	ep.World = newWorld(ep.Task)
-	var own *kernel.MemStore
+	var own *memstore.Store
 	if !j.agent.Governed() {
 		ep.Store = nil
 	} else if ep.Store == nil {
-		own = kernel.NewMemStore()
+		own = memstore.New()
 		defer own.Close()
 		ep.Store = own
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // runDefault plays the paper's 900 deterministic episodes once per test
@@ -157,7 +157,7 @@ func TestFirstSeed(t *testing.T) {
 // figures are those of fresh kernels.
 func TestSharedStore(t *testing.T) {
 	fresh, _ := runDefault(t, smallConfig())
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	defer store.Close()
 	for _, runID := range []string{"run-a", "run-b"} {
 		cfg := smallConfig()

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Summary holds a run's aggregates: the metrics summed per agent and per
@@ -138,7 +138,7 @@ type AttackStats struct {
 	Unsafe, Hidden, Unsupported, Failed int
 	// Refusals counts the codes the hostile writes were refused with; the
 	// empty code counts refusals that carried none.
-	Refusals map[kernel.Code]int
+	Refusals map[blackboard.Code]int
 }
 
 // add adds o's counts to a.
@@ -160,11 +160,11 @@ func (a *AttackStats) add(o AttackStats) {
 func (s *Summary) addAttack(at *Attack, r *Result) {
 	st := s.attacks[at.Name]
 	if st == nil {
-		st = &AttackStats{Name: at.Name, Target: targetOf(at.Name), Refusals: map[kernel.Code]int{}}
+		st = &AttackStats{Name: at.Name, Target: targetOf(at.Name), Refusals: map[blackboard.Code]int{}}
 		s.attacks[at.Name] = st
 	}
 	m := r.Metrics
-	one := AttackStats{Episodes: 1, Writes: len(at.Attempts), Refusals: map[kernel.Code]int{}}
+	one := AttackStats{Episodes: 1, Writes: len(at.Attempts), Refusals: map[blackboard.Code]int{}}
 	if at.Blocked {
 		one.Blocked = 1
 	}
@@ -214,7 +214,7 @@ func (s *Summary) attackTable() table {
 		title:  fmt.Sprintf("Attacks on the hardened kernel (%s, one attack per episode)", AgentAdversarialBK),
 		header: []string{"attack", "target", "episodes", "should not act", "hostile writes", "accepted", "unsafe", "hidden", "refused with"},
 	}
-	total := AttackStats{Name: "total", Refusals: map[kernel.Code]int{}}
+	total := AttackStats{Name: "total", Refusals: map[blackboard.Code]int{}}
 	for _, a := range s.Attacks() {
 		t.rows = append(t.rows, a.row())
 		total.add(a)

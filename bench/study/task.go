@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -53,8 +54,8 @@ func (t *Task) Key() string { return "charge:" + t.Inputs.ChargeID + ":" + t.Inp
 // For a dropped lookup it renders the substitute an agent uses instead: the
 // task's own charge with stale set to substituteStale, conflict false and
 // no low_confidence key at all.
-func (t *Task) Charge(f perturb.Flags, substituteStale bool) kernel.Payload {
-	p := kernel.Payload{
+func (t *Task) Charge(f perturb.Flags, substituteStale bool) blackboard.Payload {
+	p := blackboard.Payload{
 		"charge_id":   t.Inputs.ChargeID,
 		"amount":      t.Inputs.Amount,
 		"currency":    "usd",
@@ -73,8 +74,8 @@ func (t *Task) Charge(f perturb.Flags, substituteStale bool) kernel.Payload {
 }
 
 // Refund renders what the refund tool returns when it executes a refund.
-func (t *Task) Refund() kernel.Payload {
-	return kernel.Payload{
+func (t *Task) Refund() blackboard.Payload {
+	return blackboard.Payload{
 		"charge_id":    t.Inputs.ChargeID,
 		"amount":       t.Inputs.Amount,
 		"currency":     "usd",

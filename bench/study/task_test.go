@@ -7,7 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // The six tasks of docs/reproduction.md §2, in the paper's order.
@@ -44,7 +44,7 @@ func TestBuiltinTasks(t *testing.T) {
 func TestCharge(t *testing.T) {
 	task := builtinTask(t, "stripe_refund_clean")
 	c := task.Charge(perturb.Flags{Stale: true, LowConfidence: true}, false)
-	want := kernel.Payload{"charge_id": "ch_3P0x1A2B3C", "amount": 149.99, "currency": "usd", "status": "disputed",
+	want := blackboard.Payload{"charge_id": "ch_3P0x1A2B3C", "amount": 149.99, "currency": "usd", "status": "disputed",
 		"customer_id": "cus_9Xk2mN", "stale": true, "conflict": false, "low_confidence": true}
 	if jsonText(c) != jsonText(want) {
 		t.Errorf("charge = %s\nwant     %s", jsonText(c), jsonText(want))

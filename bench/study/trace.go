@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -24,35 +25,35 @@ func kernelTrace(ctx context.Context, r *kernel.Planner, traceID string) ([]stri
 }
 
 // recordText describes one record.
-func recordText(r kernel.Record) string {
+func recordText(r blackboard.Record) string {
 	name := r.Slot.String() + "." + r.Kind
-	if r.Mode == kernel.ModePropose {
+	if r.Mode == blackboard.ModePropose {
 		switch {
-		case r.Status == kernel.StatusActive:
+		case r.Status == blackboard.StatusActive:
 			return name + " proposed (pending)"
-		case r.Reason == kernel.CodeSupersededByCommit:
+		case r.Reason == blackboard.CodeSupersededByCommit:
 			return name + " proposed -> accepted"
 		}
 		return name + " proposed -> rejected: " + string(r.Reason)
 	}
 	var detail string
 	switch r.Slot {
-	case kernel.Percepts:
+	case blackboard.Percepts:
 		detail = " " + flagText(r.Payload, r.Provenance.Confidence)
-	case kernel.Evidence:
+	case blackboard.Evidence:
 		detail = fmt.Sprintf(" (passed=%v, arbitrated=%v)", r.Payload.Bool("passed"), r.Payload.Bool("arbitrated"))
-	case kernel.Beliefs:
+	case blackboard.Beliefs:
 		detail = " (evidence " + strings.Join(r.EvidenceRefs, ", ") + ")"
-	case kernel.Actions:
+	case blackboard.Actions:
 		if reason, ok := r.Payload.String(kernel.KeyReason); ok && r.Kind == kernel.FallbackQueueForReview {
 			detail = " (reason=" + reason + ")"
 		}
 	}
 	verb := " committed"
-	if r.Reason != "" && r.Reason != kernel.CodeCommitted {
+	if r.Reason != "" && r.Reason != blackboard.CodeCommitted {
 		verb = " " + string(r.Reason)
 	}
-	if r.Status != kernel.StatusActive {
+	if r.Status != blackboard.StatusActive {
 		verb += " [" + r.Status.String() + "]"
 	}
 	return name + verb + detail
@@ -61,7 +62,7 @@ func recordText(r kernel.Record) string {
 // flagText shows a charge's perturbation flags and confidence, e.g.
 // "(stale=true, conflict=false, low_confidence=false)"; an absent flag is
 // left out.
-func flagText(charge kernel.Payload, confidence *float64) string {
+func flagText(charge blackboard.Payload, confidence *float64) string {
 	var parts []string
 	for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
 		if v, ok := charge[key]; ok {

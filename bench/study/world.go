@@ -9,7 +9,9 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // World is the outside world of one episode, and the harness owns it: the
@@ -60,7 +62,7 @@ func newWorld(t *Task) *World {
 
 // IssueRefund refunds the task's charge, logs the effect, and returns what
 // the refund tool returns (docs/reproduction.md §2).
-func (w *World) IssueRefund() kernel.Payload {
+func (w *World) IssueRefund() blackboard.Payload {
 	w.effects = append(w.effects, Effect{Type: kindRefund, Amount: w.task.Inputs.Amount})
 	return w.task.Refund()
 }
@@ -69,13 +71,13 @@ func (w *World) IssueRefund() kernel.Payload {
 func (w *World) Effects() []Effect { return w.effects }
 
 // records is the read access to a store that the harness's executor and
-// audit need; every [kernel.Store] has it. The audit reads the store
+// audit need; every [blackboard.Store] has it. The audit reads the store
 // itself, not a kernel view: a view shows only what is active now, and an
 // action that was committed and then expired has still been performed.
 type records interface {
-	Get(ctx context.Context, id string) (kernel.Record, error)
-	ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error]
-	ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error]
+	Get(ctx context.Context, id string) (blackboard.Record, error)
+	ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error]
+	ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error]
 }
 
 // helperTrace names the other traces an episode may write to in a shared
@@ -92,11 +94,11 @@ func helperTrace(traceID string, i int) string {
 type ledger struct {
 	st records
 	// own is the episode's own store; nil when the run shares one.
-	own   *kernel.MemStore
-	trace []kernel.Record
+	own   *memstore.Store
+	trace []blackboard.Record
 	// yield is l.add, made once per ledger, and err what the store
 	// reported while reading.
-	yield func(kernel.Record, error) bool
+	yield func(blackboard.Record, error) bool
 	err   error
 }
 
@@ -104,20 +106,20 @@ type ledger struct {
 // reading each episode's into fresh memory was a fifth of what a run
 // allocated.
 var ledgers = sync.Pool{New: func() any {
-	l := &ledger{trace: make([]kernel.Record, 0, 16)}
+	l := &ledger{trace: make([]blackboard.Record, 0, 16)}
 	l.yield = l.add
 	return l
 }}
 
 // readLedger reads the episode's trace from st. The caller releases the
 // ledger when done with it.
-func readLedger(ctx context.Context, st records, own *kernel.MemStore, traceID string) (*ledger, error) {
+func readLedger(ctx context.Context, st records, own *memstore.Store, traceID string) (*ledger, error) {
 	l := ledgers.Get().(*ledger)
 	l.st, l.own = st, own
 	// The iterator is called directly rather than ranged over: a range
 	// loop's body is a new closure, with the variables it sets on the heap,
 	// at every call.
-	if ms, ok := st.(*kernel.MemStore); ok {
+	if ms, ok := st.(*memstore.Store); ok {
 		// Into the pooled slice, without a copy the iterator makes.
 		l.trace, l.err = ms.AppendTrace(ctx, l.trace, traceID)
 	} else {
@@ -131,7 +133,7 @@ func readLedger(ctx context.Context, st records, own *kernel.MemStore, traceID s
 }
 
 // add is the yield function of readLedger's iteration.
-func (l *ledger) add(r kernel.Record, err error) bool {
+func (l *ledger) add(r blackboard.Record, err error) bool {
 	if err != nil {
 		l.err = err
 		return false
@@ -149,7 +151,7 @@ func (l *ledger) release() {
 
 // Get returns the record with that id, from the trace already read when it
 // is there.
-func (l *ledger) Get(ctx context.Context, id string) (kernel.Record, error) {
+func (l *ledger) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	for i := range l.trace {
 		if l.trace[i].ID == id {
 			return l.trace[i], nil
@@ -162,15 +164,15 @@ func (l *ledger) Get(ctx context.Context, id string) (kernel.Record, error) {
 // the latest of each, leaving out records whose time to live had run out
 // at nowMS: what kernel.View shows. The payloads are the store's; the
 // maps are vm's.
-func (l *ledger) view(nowMS int64, vm *viewMaps) map[kernel.Slot]map[string]kernel.Payload {
+func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]blackboard.Payload {
 	if vm.slots == nil {
-		vm.slots = make(map[kernel.Slot]map[string]kernel.Payload, 4)
+		vm.slots = make(map[blackboard.Slot]map[string]blackboard.Payload, 4)
 	}
 	v := vm.slots
 	for i := range l.trace {
 		r := &l.trace[i]
 		p := &r.Provenance
-		if r.Status != kernel.StatusActive || r.Mode != kernel.ModeCommit || p.TTLMS > 0 && nowMS > p.TimestampMS+p.TTLMS {
+		if r.Status != blackboard.StatusActive || r.Mode != blackboard.ModeCommit || p.TTLMS > 0 && nowMS > p.TimestampMS+p.TTLMS {
 			continue
 		}
 		m := v[r.Slot]
@@ -178,7 +180,7 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[kernel.Slot]map[string]kern
 			if n := len(vm.spare); n > 0 {
 				m, vm.spare = vm.spare[n-1], vm.spare[:n-1]
 			} else {
-				m = make(map[string]kernel.Payload, 2)
+				m = make(map[string]blackboard.Payload, 2)
 			}
 			v[r.Slot] = m
 		}
@@ -191,9 +193,9 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[kernel.Slot]map[string]kern
 // episode's line is written (see [runner.recycle]): a view is a dozen
 // small allocations, and nothing reads it after its line.
 type viewMaps struct {
-	slots map[kernel.Slot]map[string]kernel.Payload
+	slots map[blackboard.Slot]map[string]blackboard.Payload
 	// spare are emptied maps of slots.
-	spare []map[string]kernel.Payload
+	spare []map[string]blackboard.Payload
 }
 
 // views holds emptied viewMaps.
@@ -223,7 +225,7 @@ func (vm *viewMaps) reset() {
 func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
 	if l.own != nil && l.own.Len() > len(l.trace) {
 		// The episode wrote to other traces of its store too.
-		_, err := w.performAll(l.st.ListSlot(ctx, kernel.Actions, kernel.Filter{}))
+		_, err := w.performAll(l.st.ListSlot(ctx, blackboard.Actions, blackboard.Filter{}))
 		return err
 	}
 	for i := range l.trace {
@@ -242,7 +244,7 @@ func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
 // performAll performs the committed actions among seq's records and says
 // how many records seq held. (The loops over iterators live here, apart
 // from execute's common path: a function with such a loop allocates.)
-func (w *World) performAll(seq iter.Seq2[kernel.Record, error]) (n int, err error) {
+func (w *World) performAll(seq iter.Seq2[blackboard.Record, error]) (n int, err error) {
 	for r, err := range seq {
 		if err != nil {
 			return n, err
@@ -254,12 +256,12 @@ func (w *World) performAll(seq iter.Seq2[kernel.Record, error]) (n int, err erro
 }
 
 // perform performs r if it is a committed action record.
-func (w *World) perform(r *kernel.Record) {
-	if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit {
+func (w *World) perform(r *blackboard.Record) {
+	if r.Slot != blackboard.Actions || r.Mode != blackboard.ModeCommit {
 		return
 	}
 	e := Effect{Type: dispatchType(r), Record: r.ID,
-		Hidden: r.Status != kernel.StatusActive || r.Provenance.TTLMS > 0}
+		Hidden: r.Status != blackboard.StatusActive || r.Provenance.TTLMS > 0}
 	switch e.Type {
 	case kernel.FallbackQueueForReview:
 		e.Reason, _ = r.Payload.String(kernel.KeyReason)
@@ -279,7 +281,7 @@ func (w *World) perform(r *kernel.Record) {
 // the record's kind, with case, surrounding blanks, '-' and ' ' against
 // '_', zero-width characters, fullwidth forms and the Cyrillic look-alikes
 // of Latin letters folded away.
-func dispatchType(r *kernel.Record) string {
+func dispatchType(r *blackboard.Record) string {
 	t := r.Kind
 	if s, ok := r.Payload[kernel.KeyType].(string); ok {
 		t = s

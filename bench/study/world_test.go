@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // The view the harness puts in a kernel agent's JSON line, read from the
@@ -18,7 +20,7 @@ import (
 func TestLedgerViewMatchesKernel(t *testing.T) {
 	ctx := context.Background()
 	vm := new(viewMaps)
-	same := func(t *testing.T, st *kernel.MemStore, trace string) {
+	same := func(t *testing.T, st *memstore.Store, trace string) {
 		t.Helper()
 		l, err := readLedger(ctx, st, st, trace)
 		if err != nil {
@@ -50,7 +52,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j := range p.jobs(&cfg) {
-			st := kernel.NewMemStore()
+			st := memstore.New()
 			ep := j.ep
 			ep.Store, ep.World = st, newWorld(ep.Task)
 			if _, err := j.agent.Run(ctx, ep); err != nil {
@@ -62,15 +64,15 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 	}
 	t.Logf("%d episodes", n)
 
-	st := kernel.NewMemStore()
+	st := memstore.New()
 	past := time.Now().Add(-time.Hour)
 	k, err := kernel.New(kernel.WithStore(st), kernel.WithNamespace(Namespace), kernel.WithClock(func() time.Time { return past }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ttl := range []time.Duration{0, time.Millisecond, 2 * time.Hour} {
-		if _, err := k.Tool("tool").Write(ctx, kernel.Entry{TraceID: "ttl", Slot: kernel.Percepts, Kind: "reading" + ttl.String(), TTL: ttl,
-			Payload: kernel.Payload{"value": 1.0}}); err != nil {
+		if _, err := k.Tool("tool").Write(ctx, kernel.Entry{TraceID: "ttl", Slot: blackboard.Percepts, Kind: "reading" + ttl.String(), TTL: ttl,
+			Payload: blackboard.Payload{"value": 1.0}}); err != nil {
 			t.Fatal(err)
 		}
 	}

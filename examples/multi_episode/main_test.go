@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -151,7 +151,7 @@ func TestDefaultRunReproducesThePaper(t *testing.T) {
 			t.Errorf("episode %d: conf %v conflict %v, want %v %v", ep, got.conf, got.conflict, w.conf, w.conflict)
 		}
 	}
-	if got := out.rows[5].reason; got != string(kernel.CodeNegativePrediction) {
+	if got := out.rows[5].reason; got != string(blackboard.CodeNegativePrediction) {
 		t.Errorf("episode 5 review reason %q, want NEGATIVE_PREDICTION", got)
 	}
 	// The two learning points, and nothing else learned.
@@ -219,7 +219,7 @@ func TestLearnedConstraintsBiteInALongerRun(t *testing.T) {
 	}
 	r := out.rows[31]
 	if !r.conflict || !r.belief || r.pred != "+1.0" || r.status != statusReview ||
-		r.reason != string(kernel.BlockedCode(adaptive.BlockConflictedActions)) {
+		r.reason != string(blackboard.BlockedCode(adaptive.BlockConflictedActions)) {
 		t.Fatalf("episode 31: %+v", r)
 	}
 	// Episode 15, the same situation before the constraint was learned.
@@ -306,10 +306,10 @@ func TestSecondPostgresRunStartsWithTheLearnedConstraints(t *testing.T) {
 
 // learnedOnce checks that st holds each persistent constraint once, the
 // two the demo learns among them.
-func learnedOnce(t *testing.T, st kernel.Store) {
+func learnedOnce(t *testing.T, st blackboard.Store) {
 	t.Helper()
 	perName := map[string]int{}
-	for r, err := range st.ListSlot(context.Background(), kernel.Constraints, kernel.Filter{Scope: kernel.ScopePersistent}) {
+	for r, err := range st.ListSlot(context.Background(), blackboard.Constraints, blackboard.Filter{Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,11 +12,13 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/adaptive"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/worker"
@@ -98,11 +100,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	var store kernel.Store
+	var store blackboard.Store
 	storeName := "memory"
 	switch cfg.store {
 	case "memory":
-		store = kernel.NewMemStore()
+		store = memstore.New()
 	case "sqlite":
 		s, err := sqlitestore.Open(ctx, cfg.db)
 		if err != nil {
@@ -146,7 +148,7 @@ type demo struct {
 	startedOn []adaptive.Learned
 }
 
-func newDemo(ctx context.Context, store kernel.Store, seed int64, namespace string) (*demo, error) {
+func newDemo(ctx context.Context, store blackboard.Store, seed int64, namespace string) (*demo, error) {
 	rules, err := sim.LoadRules(strings.NewReader(rulesJSON))
 	if err != nil {
 		return nil, err
@@ -206,7 +208,7 @@ type row struct {
 	reason      string   // the code a review was queued for
 	constraints []string // constraints in force, by name
 	learned     []learnedNow
-	codes       []kernel.Code // rejection codes recorded in the trace
+	codes       []blackboard.Code // rejection codes recorded in the trace
 }
 
 // learnedNow is a constraint the learner committed in an episode.
@@ -229,7 +231,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 		fmt.Fprintf(w, "Starting with %d %s already learned: [%s]\n", len(names), noun, strings.Join(names, " "))
 	}
 	counts := map[string]int{}
-	codes := map[kernel.Code]int{}
+	codes := map[blackboard.Code]int{}
 	var learned []string
 	prev := ""
 	for ep := range episodes {
@@ -287,7 +289,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, error) {
 	r := row{episode: ep, status: statusNoAction}
 	v := res.View
-	p, err := d.tool.Find(ctx, res.TraceID, kernel.Percepts, kindTemperature)
+	p, err := d.tool.Find(ctx, res.TraceID, blackboard.Percepts, kindTemperature)
 	if err != nil {
 		return r, err
 	}
@@ -297,9 +299,9 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 	if c := p.Provenance.Confidence; c != nil {
 		r.reading.Confidence = *c
 	}
-	r.belief = v.Has(kernel.Beliefs, beliefAnomaly)
-	for _, kind := range slices.Sorted(maps.Keys(v.Committed[kernel.Predictions])) {
-		pred := v.Committed[kernel.Predictions][kind]
+	r.belief = v.Has(blackboard.Beliefs, beliefAnomaly)
+	for _, kind := range slices.Sorted(maps.Keys(v.Committed[blackboard.Predictions])) {
+		pred := v.Committed[blackboard.Predictions][kind]
 		if t, _ := pred.String(kernel.KeyActionType); t == actionAlert {
 			if x, ok := pred.Float(kernel.KeyExpectedOutcome); ok {
 				r.prediction = &x
@@ -307,19 +309,19 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 		}
 	}
 	switch {
-	case v.Has(kernel.Actions, actionAlert):
+	case v.Has(blackboard.Actions, actionAlert):
 		r.status = statusAlert
-	case v.Has(kernel.Actions, actionReview):
+	case v.Has(blackboard.Actions, actionReview):
 		r.status = statusReview
-		review, _ := v.Get(kernel.Actions, actionReview)
+		review, _ := v.Get(blackboard.Actions, actionReview)
 		r.reason, _ = review.String(kernel.KeyReason)
 	}
-	r.constraints = slices.Sorted(maps.Keys(v.Committed[kernel.Constraints]))
+	r.constraints = slices.Sorted(maps.Keys(v.Committed[blackboard.Constraints]))
 	for rec, err := range worker.Own(ctx, d.symbolic, res.TraceID) {
 		if err != nil {
 			return r, err
 		}
-		if rec.Slot == kernel.Constraints && rec.Scope == kernel.ScopePersistent {
+		if rec.Slot == blackboard.Constraints && rec.Scope == blackboard.ScopePersistent {
 			name, _ := rec.Payload.String(kernel.KeyName)
 			code, _ := rec.Payload.String(adaptive.KeyLearnedFrom)
 			n, _ := rec.Payload.Float(adaptive.KeyTriggerCount)
@@ -330,7 +332,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 		if err != nil {
 			return r, err
 		}
-		if rec.Status == kernel.StatusInvalidated && rec.Reason != kernel.CodeSupersededByCommit {
+		if rec.Status == blackboard.StatusInvalidated && rec.Reason != blackboard.CodeSupersededByCommit {
 			r.codes = append(r.codes, rec.Reason)
 		}
 	}

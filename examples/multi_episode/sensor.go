@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 )
@@ -49,11 +50,13 @@ type sensor struct {
 	read func(traceID string) (reading, bool)
 }
 
-func (s *sensor) ID() string                        { return "sensor" }
-func (s *sensor) Handle() kernel.Handle             { return s.tool }
-func (s *sensor) Reads() []kernel.Slot              { return nil }
-func (s *sensor) Writes() []kernel.Slot             { return []kernel.Slot{kernel.Percepts} }
-func (s *sensor) ShouldActivate(v kernel.View) bool { return !v.Has(kernel.Percepts, kindTemperature) }
+func (s *sensor) ID() string                { return "sensor" }
+func (s *sensor) Handle() kernel.Handle     { return s.tool }
+func (s *sensor) Reads() []blackboard.Slot  { return nil }
+func (s *sensor) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Percepts} }
+func (s *sensor) ShouldActivate(v kernel.View) bool {
+	return !v.Has(blackboard.Percepts, kindTemperature)
+}
 
 func (s *sensor) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
@@ -63,9 +66,9 @@ func (s *sensor) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, 
 	}
 	_, err := s.tool.Write(ctx, kernel.Entry{
 		TraceID: traceID,
-		Slot:    kernel.Percepts,
+		Slot:    blackboard.Percepts,
 		Kind:    kindTemperature,
-		Payload: kernel.Payload{
+		Payload: blackboard.Payload{
 			"value":            r.Value,
 			"unit":             "C",
 			kernel.KeyStale:    r.Stale,

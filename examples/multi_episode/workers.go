@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/worker"
@@ -21,25 +22,25 @@ const (
 // that reading, and lets the kernel decide. It proposes once per trace.
 type analyst struct{ planner *kernel.Planner }
 
-func (a *analyst) ID() string            { return "analyst" }
-func (a *analyst) Handle() kernel.Handle { return a.planner }
-func (a *analyst) Reads() []kernel.Slot  { return []kernel.Slot{kernel.Percepts} }
-func (a *analyst) Writes() []kernel.Slot { return []kernel.Slot{kernel.Beliefs} }
+func (a *analyst) ID() string                { return "analyst" }
+func (a *analyst) Handle() kernel.Handle     { return a.planner }
+func (a *analyst) Reads() []blackboard.Slot  { return []blackboard.Slot{blackboard.Percepts} }
+func (a *analyst) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Beliefs} }
 
 func (a *analyst) ShouldActivate(v kernel.View) bool {
-	return v.Has(kernel.Percepts, kindTemperature) && !v.Has(kernel.Beliefs, beliefAnomaly)
+	return v.Has(blackboard.Percepts, kindTemperature) && !v.Has(blackboard.Beliefs, beliefAnomaly)
 }
 
 func (a *analyst) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
-	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Beliefs, beliefAnomaly); err != nil || done {
+	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, blackboard.Beliefs, beliefAnomaly); err != nil || done {
 		return false, err
 	}
 	_, err := a.planner.Submit(ctx, kernel.Entry{
 		TraceID: traceID,
-		Slot:    kernel.Beliefs,
+		Slot:    blackboard.Beliefs,
 		Kind:    beliefAnomaly,
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindTemperature}},
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindTemperature}},
 	})
 	return err == nil, err
 }
@@ -52,21 +53,21 @@ type actuator struct{ planner *kernel.Planner }
 
 func (a *actuator) ID() string            { return "actuator" }
 func (a *actuator) Handle() kernel.Handle { return a.planner }
-func (a *actuator) Reads() []kernel.Slot {
-	return []kernel.Slot{kernel.Beliefs, kernel.Predictions, kernel.Constraints}
+func (a *actuator) Reads() []blackboard.Slot {
+	return []blackboard.Slot{blackboard.Beliefs, blackboard.Predictions, blackboard.Constraints}
 }
-func (a *actuator) Writes() []kernel.Slot { return []kernel.Slot{kernel.Actions} }
+func (a *actuator) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Actions} }
 
 func (a *actuator) ShouldActivate(v kernel.View) bool {
-	return v.Has(kernel.Beliefs, beliefAnomaly) && !v.Has(kernel.Actions, actionAlert) && !v.Has(kernel.Actions, actionReview)
+	return v.Has(blackboard.Beliefs, beliefAnomaly) && !v.Has(blackboard.Actions, actionAlert) && !v.Has(blackboard.Actions, actionReview)
 }
 
 func (a *actuator) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, error) {
 	traceID := sc.TraceID()
-	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Actions, actionReview); err != nil || done {
+	if _, done, err := worker.LastOwn(ctx, a.planner, traceID, blackboard.Actions, actionReview); err != nil || done {
 		return false, err
 	}
-	last, proposed, err := worker.LastOwn(ctx, a.planner, traceID, kernel.Actions, actionAlert)
+	last, proposed, err := worker.LastOwn(ctx, a.planner, traceID, blackboard.Actions, actionAlert)
 	if err != nil {
 		return false, err
 	}
@@ -75,9 +76,9 @@ func (a *actuator) Step(ctx context.Context, sc *orchestrator.StepContext) (bool
 	if !proposed {
 		d, err := a.planner.Submit(ctx, kernel.Entry{
 			TraceID: traceID,
-			Slot:    kernel.Actions,
+			Slot:    blackboard.Actions,
 			Kind:    actionAlert,
-			Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []string{beliefAnomaly}},
+			Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{beliefAnomaly}},
 		})
 		if err != nil {
 			return false, err
@@ -87,14 +88,14 @@ func (a *actuator) Step(ctx context.Context, sc *orchestrator.StepContext) (bool
 		}
 		produced, refusal = true, d.Code
 	}
-	if refusal == "" || refusal == kernel.CodeSupersededByCommit {
+	if refusal == "" || refusal == blackboard.CodeSupersededByCommit {
 		return produced, nil // pending or committed: nothing to review
 	}
 	_, err = a.planner.Submit(ctx, kernel.Entry{
 		TraceID: traceID,
-		Slot:    kernel.Actions,
+		Slot:    blackboard.Actions,
 		Kind:    actionReview,
-		Payload: kernel.Payload{kernel.KeyReason: string(refusal)},
+		Payload: blackboard.Payload{kernel.KeyReason: string(refusal)},
 	})
 	return err == nil || produced, err
 }

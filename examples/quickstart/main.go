@@ -25,9 +25,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -84,14 +86,14 @@ func parseArgs(args []string, w io.Writer) (config, error) {
 // scenario is one episode's input: the charge the payment tool observed.
 type scenario struct {
 	title, trace string
-	charge       kernel.Payload
+	charge       blackboard.Payload
 	confidence   *float64
 }
 
 var scenarios = []scenario{
-	{"§7.1 stale evidence", "stale", kernel.Payload{"charge_id": "ch_7Q1y2B4D5E", "amount": 89.00, "stale": true}, nil},
-	{"§7.2 conflicting evidence, arbitrated", "conflict-high", kernel.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, kernel.Confidence(0.8)},
-	{"§7.2 conflicting evidence, unresolved", "conflict-low", kernel.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, kernel.Confidence(0.3)},
+	{"§7.1 stale evidence", "stale", blackboard.Payload{"charge_id": "ch_7Q1y2B4D5E", "amount": 89.00, "stale": true}, nil},
+	{"§7.2 conflicting evidence, arbitrated", "conflict-high", blackboard.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, kernel.Confidence(0.8)},
+	{"§7.2 conflicting evidence, unresolved", "conflict-low", blackboard.Payload{"charge_id": "ch_5R2z3C6F7G", "amount": 249.50, "conflict": true}, kernel.Confidence(0.3)},
 }
 
 // run parses args and plays every scenario on one kernel with a fixed
@@ -103,7 +105,7 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var s kernel.Store = kernel.NewMemStore()
+	var s blackboard.Store = memstore.New()
 	if cfg.store != "memory" {
 		db, name, err := openDB(ctx, cfg)
 		if err != nil {
@@ -136,8 +138,8 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 // that already holds the walkthrough's traces. It returns the store's name
 // for errors: the file, or the PostgreSQL schema, never the DSN (which may
 // hold a password). Errors name the database.
-func openDB(ctx context.Context, cfg config) (kernel.Store, string, error) {
-	var s kernel.Store
+func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
+	var s blackboard.Store
 	name := cfg.db
 	if cfg.store == "postgres" {
 		ps, err := pgstore.Open(ctx, cfg.dsn)
@@ -166,32 +168,32 @@ func openDB(ctx context.Context, cfg config) (kernel.Store, string, error) {
 // play is the paper's bk agent: constraint, percept, belief, plan, then the
 // refund if the plan is feasible, else queue_for_review with the code that
 // stopped it. It prints the episode as the records in s tell it.
-func play(ctx context.Context, k *kernel.Kernel, s kernel.Store, w io.Writer, sc scenario) error {
+func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer, sc scenario) error {
 	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
 	if _, err := fmt.Fprintf(w, "%s\n", sc.title); err != nil {
 		return err
 	}
 	if _, err := k.Symbolic("policy").CommitConstraint(ctx, sc.trace,
-		kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, kernel.ScopeEpisode); err != nil {
+		kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, blackboard.ScopeEpisode); err != nil {
 		return err
 	}
-	if _, err := tool.Write(ctx, kernel.Entry{TraceID: sc.trace, Slot: kernel.Percepts, Kind: "charge", Payload: sc.charge, Confidence: sc.confidence}); err != nil {
+	if _, err := tool.Write(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Percepts, Kind: "charge", Payload: sc.charge, Confidence: sc.confidence}); err != nil {
 		return err
 	}
-	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}}}); err != nil {
+	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}}}); err != nil {
 		return err
 	}
-	p, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: kernel.Plans, Kind: "action_plan",
-		Payload: kernel.Payload{kernel.KeySteps: []any{map[string]any{
+	p, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Plans, Kind: "action_plan",
+		Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any{
 			kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}, "is_duplicate": false}}}})
 	if err != nil {
 		return err
 	}
 	reason := p.Code
 	if p.Committed() {
-		a, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: kernel.Actions, Kind: "issue_refund",
-			Payload: kernel.Payload{"charge_id": sc.charge["charge_id"], "amount": sc.charge["amount"], "is_duplicate": false,
+		a, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"charge_id": sc.charge["charge_id"], "amount": sc.charge["amount"], "is_duplicate": false,
 				kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
 		if err != nil {
 			return err
@@ -200,8 +202,8 @@ func play(ctx context.Context, k *kernel.Kernel, s kernel.Store, w io.Writer, sc
 	}
 	if !reason.OK() {
 		// The safe fallback, with the code that stopped the refund.
-		if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: kernel.Payload{kernel.KeyReason: string(reason)}}); err != nil {
+		if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+			Payload: blackboard.Payload{kernel.KeyReason: string(reason)}}); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
@@ -21,24 +22,24 @@ type agentWorker struct {
 	id     string // also its role contract's name
 	h      *kernel.Tool
 	agent  *llm.Agent
-	reads  []kernel.Slot
+	reads  []blackboard.Slot
 	result string // the percept kind of its tool's result
 	after  string // the percept kind it needs first, "" for none
 	// user is the worker's mission, built from the findings it is given.
 	user func(findings []orchestrator.Finding) string
 	// assertion turns its tool's result into the assertion it reports.
-	assertion func(result kernel.Record) orchestrator.Assertion
+	assertion func(result blackboard.Record) orchestrator.Assertion
 }
 
 // ID, Handle, Reads and Writes declare the worker to the orchestrator.
-func (w *agentWorker) ID() string            { return w.id }
-func (w *agentWorker) Handle() kernel.Handle { return w.h }
-func (w *agentWorker) Reads() []kernel.Slot  { return w.reads }
-func (w *agentWorker) Writes() []kernel.Slot { return []kernel.Slot{kernel.Percepts} }
+func (w *agentWorker) ID() string                { return w.id }
+func (w *agentWorker) Handle() kernel.Handle     { return w.h }
+func (w *agentWorker) Reads() []blackboard.Slot  { return w.reads }
+func (w *agentWorker) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Percepts} }
 
 // ShouldActivate: once what it needs is there, until its own result is.
 func (w *agentWorker) ShouldActivate(v kernel.View) bool {
-	return (w.after == "" || v.Has(kernel.Percepts, w.after)) && !v.Has(kernel.Percepts, w.result)
+	return (w.after == "" || v.Has(blackboard.Percepts, w.after)) && !v.Has(blackboard.Percepts, w.result)
 }
 
 // Step runs the agent once. A failure that ended its grant is the step's
@@ -65,7 +66,7 @@ func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (b
 			return true, nil
 		}
 	}
-	rec, err := w.h.Find(ctx, traceID, kernel.Percepts, w.result)
+	rec, err := w.h.Find(ctx, traceID, blackboard.Percepts, w.result)
 	if err != nil {
 		return len(res.Calls) > 0, fmt.Errorf("%s: its result: %w", w.id, err)
 	}
@@ -85,24 +86,24 @@ func latest(findings []orchestrator.Finding, kind string) string {
 
 // crew builds the researcher, the coder and the executor on one agent.
 func crew(k *kernel.Kernel, agent *llm.Agent) []*agentWorker {
-	evidence := func(kind string, value func(kernel.Record) any) func(kernel.Record) orchestrator.Assertion {
-		return func(rec kernel.Record) orchestrator.Assertion {
+	evidence := func(kind string, value func(blackboard.Record) any) func(blackboard.Record) orchestrator.Assertion {
+		return func(rec blackboard.Record) orchestrator.Assertion {
 			return orchestrator.Assertion{Kind: kind, Value: value(rec), Evidence: []string{rec.ID}, Confidence: 0.9}
 		}
 	}
 	return []*agentWorker{
 		{id: "researcher", h: k.Tool("researcher"), agent: agent, result: "docs",
 			user:      func([]orchestrator.Finding) string { return "Find the endpoint that lists the clinic's patients." },
-			assertion: evidence("endpoint", func(r kernel.Record) any { return r.Payload["endpoint"] })},
-		{id: "coder", h: k.Tool("coder"), agent: agent, reads: []kernel.Slot{kernel.Percepts}, result: "build", after: "docs",
+			assertion: evidence("endpoint", func(r blackboard.Record) any { return r.Payload["endpoint"] })},
+		{id: "coder", h: k.Tool("coder"), agent: agent, reads: []blackboard.Slot{blackboard.Percepts}, result: "build", after: "docs",
 			user: func(f []orchestrator.Finding) string {
 				return "Write the job that fetches the patients. endpoint=" + latest(f, "endpoint")
 			},
-			assertion: evidence("program", func(r kernel.Record) any { return r.Payload["program"] })},
-		{id: "executor", h: k.Tool("executor"), agent: agent, reads: []kernel.Slot{kernel.Percepts}, result: "patients", after: "build",
+			assertion: evidence("program", func(r blackboard.Record) any { return r.Payload["program"] })},
+		{id: "executor", h: k.Tool("executor"), agent: agent, reads: []blackboard.Slot{blackboard.Percepts}, result: "patients", after: "build",
 			user: func(f []orchestrator.Finding) string {
 				return "Run the job. program=" + latest(f, "program") + " endpoint=" + latest(f, "endpoint")
 			},
-			assertion: evidence("patients", func(r kernel.Record) any { return r.Payload["patients"] })},
+			assertion: evidence("patients", func(r blackboard.Record) any { return r.Payload["patients"] })},
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -61,30 +61,30 @@ func (w *world) tools() []toolgate.Tool {
 	return []toolgate.Tool{
 		{Name: "read_docs", Description: "Read a version of the clinic API's documentation.",
 			Parameters: json.RawMessage(docsSchema), Result: "docs",
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				v, _ := inv.Args["version"].(string)
-				return kernel.Payload{"version": v, "endpoint": docs[v]}, nil
+				return blackboard.Payload{"version": v, "endpoint": docs[v]}, nil
 			}},
 		{Name: "compile", Description: "Check the job's Python source.",
 			Parameters: json.RawMessage(compileSchema), Result: "build",
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				src, _ := inv.Args["source"].(string)
 				if strings.Contains(src, "def fetch(endpoint)\n") {
 					return nil, failure.New(failure.StatusSyntax, "job.py line 1: expected ':'")
 				}
-				return kernel.Payload{"program": "job.py", "lines": float64(strings.Count(src, "\n"))}, nil
+				return blackboard.Payload{"program": "job.py", "lines": float64(strings.Count(src, "\n"))}, nil
 			}},
 		{Name: "run_job", Description: "Run the job against an endpoint of the clinic API.",
 			Parameters: json.RawMessage(jobSchema), Result: "patients",
 			Expect: &failure.Expect{Data: "patients", NonEmpty: true, PerResource: "results"},
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return w.runJob(inv.Args)
 			}},
 	}
 }
 
 // runJob answers as the clinic API would.
-func (w *world) runJob(args kernel.Payload) (kernel.Payload, error) {
+func (w *world) runJob(args blackboard.Payload) (blackboard.Payload, error) {
 	endpoint, _ := args["endpoint"].(string)
 	switch {
 	case w.authExpired:
@@ -96,11 +96,11 @@ func (w *world) runJob(args kernel.Payload) (kernel.Payload, error) {
 		return nil, apiError{405, "method not allowed on " + endpoint}
 	case endpoint == docs["v2"]:
 		// Two patients answer, one fails: the call "succeeds".
-		return kernel.Payload{"status": "ok", "patients": []any{"p1", "p2"},
+		return blackboard.Payload{"status": "ok", "patients": []any{"p1", "p2"},
 			"results": map[string]any{"p1": map[string]any{"ok": true}, "p2": map[string]any{"ok": true},
 				"p3": map[string]any{"status": 404.0, "error": "not in this shard"}}}, nil
 	case endpoint == docs["v2-batch"]:
-		return kernel.Payload{"status": "ok", "patients": []any{"p1", "p2", "p3"},
+		return blackboard.Payload{"status": "ok", "patients": []any{"p1", "p2", "p3"},
 			"results": map[string]any{"p1": map[string]any{"ok": true}, "p2": map[string]any{"ok": true}, "p3": map[string]any{"ok": true}}}, nil
 	}
 	return nil, apiError{404, "no endpoint " + endpoint}

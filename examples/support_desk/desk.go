@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -68,7 +69,7 @@ type desk struct {
 	onCrash    func(trace string) // prints what the trace decided so far
 }
 
-func newDesk(ctx context.Context, store kernel.Store, namespace string, w *world, crashAfter int, out io.Writer) (*desk, error) {
+func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *world, crashAfter int, out io.Writer) (*desk, error) {
 	d := &desk{w: w, crashAfter: crashAfter, out: out}
 	tools := d.tools()
 	rs, err := rules.New(deskRules...)
@@ -122,9 +123,9 @@ func (d *desk) tools() []toolgate.Tool {
 			// also the payment API's idempotency key.
 			Once:  &kernel.OnceKey{Fields: []string{"order_id"}},
 			Retry: toolgate.RetryPolicy{MaxAttempts: 4, Backoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
-			Hints: map[kernel.Code]string{
-				kernel.CodeStaleEvidence: "The order information is out of date. Call lookup_order again to refresh it, then assess_refund, then retry.",
-				kernel.CodeRuleViolated:  "Refund only the order you assessed, and at most the max_refund assess_refund gave. Fix the amount, then retry.",
+			Hints: map[blackboard.Code]string{
+				blackboard.CodeStaleEvidence: "The order information is out of date. Call lookup_order again to refresh it, then assess_refund, then retry.",
+				blackboard.CodeRuleViolated:  "Refund only the order you assessed, and at most the max_refund assess_refund gave. Fix the amount, then retry.",
 			},
 			Effect: d.refund,
 		},
@@ -133,8 +134,8 @@ func (d *desk) tools() []toolgate.Tool {
 			Description: "Email the customer of the order you looked up.",
 			Parameters:  json.RawMessage(emailParams),
 			Result:      "email",
-			Hints: map[kernel.Code]string{
-				kernel.CodeRuleViolated: "Email only the customer_email of the order you looked up.",
+			Hints: map[blackboard.Code]string{
+				blackboard.CodeRuleViolated: "Email only the customer_email of the order you looked up.",
 			},
 			Effect: d.email,
 		},
@@ -146,11 +147,11 @@ func (d *desk) count() { d.effects++ }
 
 // lookup reads the order. The order system's stale flag lands at the top
 // of the result, where the kernel reads it.
-func (d *desk) lookup(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (d *desk) lookup(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	d.count()
 	id, _ := inv.Args["order_id"].(string)
 	o, err := d.w.Lookup(id)
-	return kernel.Payload(o), err
+	return blackboard.Payload(o), err
 }
 
 // assess is the refund policy, as code: from the order the trace last
@@ -159,23 +160,23 @@ func (d *desk) lookup(_ context.Context, inv toolgate.Invocation) (kernel.Payloa
 // resting on that observation. The kernel decides the belief: stale order
 // data is refused, and the belief rule checks the policy's arithmetic.
 // The model gets the decision, and a hint when it was refused.
-func (d *desk) assess(ctx context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (d *desk) assess(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	d.count()
 	id, _ := inv.Args["order_id"].(string)
-	cur, err := d.reader.Find(ctx, inv.TraceID, kernel.Percepts, perceptOrder)
+	cur, err := d.reader.Find(ctx, inv.TraceID, blackboard.Percepts, perceptOrder)
 	if err != nil || cur.Payload["order_id"] != any(id) {
-		return kernel.Payload{"order_id": id, "refund_due": false,
+		return blackboard.Payload{"order_id": id, "refund_due": false,
 			"hint": "Look the order up with lookup_order first, then assess it."}, nil
 	}
 	amount, _ := cur.Payload.Float("amount")
 	refunded, _ := cur.Payload.Float("refunded")
 	due := cur.Payload.Bool("refundable") && refunded < amount
-	dec, err := d.policy.Submit(ctx, "refund-policy", kernel.Entry{TraceID: inv.TraceID, Slot: kernel.Beliefs, Kind: beliefRefundDue,
-		Payload: kernel.Payload{kernel.KeyValue: due, kernel.KeyDependsOn: []string{perceptOrder}, "order_id": id, "max_refund": amount - refunded}},
+	dec, err := d.policy.Submit(ctx, "refund-policy", kernel.Entry{TraceID: inv.TraceID, Slot: blackboard.Beliefs, Kind: beliefRefundDue,
+		Payload: blackboard.Payload{kernel.KeyValue: due, kernel.KeyDependsOn: []string{perceptOrder}, "order_id": id, "max_refund": amount - refunded}},
 		func(dec kernel.Decision) ([]kernel.Follow, error) {
 			// The policy's decision record lands with the decision.
 			dr := audit.ForDecision(inv.TraceID, beliefRefundDue, dec)
-			dr.Context = kernel.Payload{"tool": "assess_refund", "policy": "refund_policy_v1", "order_id": id}
+			dr.Context = blackboard.Payload{"tool": "assess_refund", "policy": "refund_policy_v1", "order_id": id}
 			f, err := dr.Follow()
 			return []kernel.Follow{f}, err
 		})
@@ -184,20 +185,20 @@ func (d *desk) assess(ctx context.Context, inv toolgate.Invocation) (kernel.Payl
 	}
 	if !dec.Committed() {
 		root := dec.RootCause()
-		out := kernel.Payload{"order_id": id, "refund_due": false, "refused": string(dec.Code)}
+		out := blackboard.Payload{"order_id": id, "refund_due": false, "refused": string(dec.Code)}
 		switch root.Code {
-		case kernel.CodeStaleEvidence, kernel.CodeSupersededEvidence, kernel.CodeTTLExpired:
+		case blackboard.CodeStaleEvidence, blackboard.CodeSupersededEvidence, blackboard.CodeTTLExpired:
 			out["hint"] = "The order data was out of date. Call lookup_order again, then assess_refund."
 		default:
 			out["hint"] = "The refund policy could not assess this order (" + string(root.Code) + "). Do not refund it; tell the customer it needs review."
 		}
 		return out, nil
 	}
-	return kernel.Payload{"order_id": id, "refund_due": due, "max_refund": amount - refunded}, nil
+	return blackboard.Payload{"order_id": id, "refund_due": due, "max_refund": amount - refunded}, nil
 }
 
 // refund asks the payment API to refund, under the gate's idempotency key.
-func (d *desk) refund(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (d *desk) refund(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	d.count()
 	var a struct {
 		OrderID string  `json:"order_id"`
@@ -221,7 +222,7 @@ func (d *desk) refund(_ context.Context, inv toolgate.Invocation) (kernel.Payloa
 			d.crashAfter, p.ID, p.Amount, p.OrderID)
 		crash()
 	}
-	out := kernel.Payload{"refund_id": p.ID, "order_id": p.OrderID, "amount": p.Amount}
+	out := blackboard.Payload{"refund_id": p.ID, "order_id": p.OrderID, "amount": p.Amount}
 	if replayed {
 		out["idempotent_replay"] = true // the payment API returned the first payment; no money moved
 	}
@@ -230,7 +231,7 @@ func (d *desk) refund(_ context.Context, inv toolgate.Invocation) (kernel.Payloa
 
 // email sends a message through the outbox, under the gate's idempotency
 // key.
-func (d *desk) email(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (d *desk) email(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	d.count()
 	to, _ := inv.Args["to"].(string)
 	subject, _ := inv.Args["subject"].(string)
@@ -238,7 +239,7 @@ func (d *desk) email(_ context.Context, inv toolgate.Invocation) (kernel.Payload
 	if err != nil {
 		return nil, err
 	}
-	return kernel.Payload{"message_id": m.ID, "to": m.To}, nil
+	return blackboard.Payload{"message_id": m.ID, "to": m.To}, nil
 }
 
 // ruling is a supervisor's decision on a refund that waited.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -107,7 +108,7 @@ func (r *reporter) reason(rec audit.Record) string {
 	case beliefRefundDue:
 		var on []string
 		for _, ref := range rec.EvidenceRefs {
-			if strings.HasPrefix(ref, kernel.Percepts.String()+":") {
+			if strings.HasPrefix(ref, blackboard.Percepts.String()+":") {
 				on = append(on, ref)
 			}
 		}
@@ -158,7 +159,7 @@ func cmp(a, b string) string {
 }
 
 // args renders a call's arguments, when the record has them.
-func args(cc kernel.Payload) string {
+func args(cc blackboard.Payload) string {
 	a, ok := cc["args"].(map[string]any)
 	if !ok {
 		if raw, ok := cc["args_raw"].(string); ok {
@@ -176,7 +177,7 @@ func args(cc kernel.Payload) string {
 // summary prints the totals of the namespace's decision records and the
 // ledger check.
 func (r *reporter) summary() error {
-	outcomes, refusals := map[audit.Outcome]int{}, map[kernel.Code]int{}
+	outcomes, refusals := map[audit.Outcome]int{}, map[blackboard.Code]int{}
 	approved, denied := 0, 0
 	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{}) {
 		if err != nil {
@@ -256,7 +257,7 @@ func (r *reporter) ledger() error {
 			return err
 		}
 		f.key, known[key] = key, true
-		var results []kernel.Record
+		var results []blackboard.Record
 		for rec, err := range r.d.reader.Trace(r.ctx, f.trace) {
 			if err != nil {
 				return err

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/wait"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -104,10 +105,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	var store kernel.Store
+	var store blackboard.Store
 	storeName, journal := "memory", ""
 	if cfg.db == "" {
-		store = kernel.NewMemStore()
+		store = memstore.New()
 	} else {
 		s, err := sqlitestore.Open(ctx, cfg.db)
 		if err != nil {

@@ -28,8 +28,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -63,17 +65,17 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 	tools := []toolgate.Tool{
 		{Name: "lookup_order", Description: "Look up an order.", Result: "order", ResultTTL: time.Minute,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
-			Effect: func(_ context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"order_id": inv.Args["order_id"], "amount": 89.0, "charged_twice": true}, nil
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 89.0, "charged_twice": true}, nil
 			}},
 		{Name: "issue_refund", Description: "Refund an order.", Requires: []string{"refund_due"}, Result: "refund",
 			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-			Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
-				return kernel.Payload{"refund_id": "re_1"}, nil
+			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"refund_id": "re_1"}, nil
 			}},
 	}
-	store := kernel.NewMemStore()
+	store := memstore.New()
 	g, err := toolgate.New(ctx, toolgate.WithTracerProvider(tp), toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithStore(store), kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
@@ -90,8 +92,8 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 	if _, err := call("call_1", "lookup_order", `{"order_id":"A1"}`); err != nil {
 		return err
 	}
-	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due",
-		Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 		return err
 	}
 	now = now.Add(2 * time.Minute) // the order observation goes stale
@@ -99,8 +101,8 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := k.Planner("agent").Submit(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{kernel.KeyReason: string(res.Code)}}); err != nil {
+	if _, err := k.Planner("agent").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{kernel.KeyReason: string(res.Code)}}); err != nil {
 		return err
 	}
 	if err := tp.ForceFlush(ctx); err != nil {
@@ -121,7 +123,7 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 		return err
 	}
 	for _, e := range tl.Events {
-		if e.Type == inspect.EventRefusal && e.Slot == kernel.Actions {
+		if e.Type == inspect.EventRefusal && e.Slot == blackboard.Actions {
 			fmt.Fprintln(w)
 			ex, err := inspect.Explain(ctx, store, e.Record)
 			if err != nil {

@@ -90,3 +90,17 @@ func Set(name string) error {
 	}
 	return nil
 }
+
+// On reports whether the named switch is on. A package whose check answers
+// to another package's switch (the memory store's part of a kernel check)
+// asks here; an unknown name is off.
+func On(name string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range switches {
+		if s.Name == name {
+			return *s.on
+		}
+	}
+	return false
+}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
@@ -27,38 +27,38 @@ type row struct {
 // encode validates r and returns its insert parameters. Enumerations are
 // stored by their stable names, the payload as JSONB and the reference
 // lists as text arrays (a nil list as NULL). An empty namespace is stored
-// as [kernel.DefaultNamespace], as the store contract asks.
-func encode(r *kernel.Record) (row, error) {
-	if err := kernel.CheckRecord(*r); err != nil {
+// as [blackboard.DefaultNamespace], as the store contract asks.
+func encode(r *blackboard.Record) (row, error) {
+	if err := blackboard.CheckRecord(*r); err != nil {
 		return row{}, fmt.Errorf("pgstore: %w", err)
 	}
 	role, err := r.Provenance.Role.MarshalText()
 	if err != nil {
-		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, kernel.ErrInvalidInput, err)
+		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, blackboard.ErrInvalidInput, err)
 	}
 	p := &r.Provenance
 	// PostgreSQL text cannot hold a NUL character: refuse rather than alter.
 	if hasNUL(r.ID, r.Kind, p.TraceID, p.Writer, string(r.Reason), r.Namespace, p.Span) || hasNUL(p.InputRefs...) || hasNUL(r.EvidenceRefs...) {
-		return row{}, fmt.Errorf("pgstore: record %s: %w: a string holds a NUL character, which PostgreSQL text cannot store", r.ID, kernel.ErrInvalidInput)
+		return row{}, fmt.Errorf("pgstore: record %s: %w: a string holds a NUL character, which PostgreSQL text cannot store", r.ID, blackboard.ErrInvalidInput)
 	}
 	var confidence *float64
 	if c := p.Confidence; c != nil {
 		if math.IsNaN(*c) {
-			return row{}, fmt.Errorf("pgstore: record %s: %w: NaN confidence", r.ID, kernel.ErrInvalidInput)
+			return row{}, fmt.Errorf("pgstore: record %s: %w: NaN confidence", r.ID, blackboard.ErrInvalidInput)
 		}
 		v := *c
 		confidence = &v
 	}
 	payload, err := json.Marshal(r.Payload)
 	if err != nil {
-		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, kernel.ErrInvalidPayload, err)
+		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, blackboard.ErrInvalidPayload, err)
 	}
 	if jsonHasNUL(payload) {
-		return row{}, fmt.Errorf("pgstore: record %s: %w: a payload string holds a NUL character, which JSONB cannot store", r.ID, kernel.ErrInvalidPayload)
+		return row{}, fmt.Errorf("pgstore: record %s: %w: a payload string holds a NUL character, which JSONB cannot store", r.ID, blackboard.ErrInvalidPayload)
 	}
 	namespace := r.Namespace
 	if namespace == "" {
-		namespace = kernel.DefaultNamespace
+		namespace = blackboard.DefaultNamespace
 	}
 	return row{trace: p.TraceID, args: []any{
 		r.ID, p.TraceID, int64(0), r.Slot.String(), r.Mode.String(), r.Kind, string(payload),
@@ -105,16 +105,16 @@ func storable(s string) bool {
 type scanner interface{ Scan(dest ...any) error }
 
 // scan reads the columns of one record.
-func scan(rows scanner) (seq, pos int64, r kernel.Record, err error) {
+func scan(rows scanner) (seq, pos int64, r blackboard.Record, err error) {
 	var c column.Text
 	p := &r.Provenance
 	err = rows.Scan(&seq, &pos, &r.ID, &p.TraceID, &c.Slot, &c.Mode, &r.Kind, &c.Payload, &c.Role, &p.Writer, &p.TimestampMS,
 		&p.InputRefs, &p.Confidence, &p.TTLMS, &r.EvidenceRefs, &c.Status, &c.Reason, &c.Scope, &r.Namespace, &p.Span)
 	if err != nil {
-		return 0, 0, kernel.Record{}, err
+		return 0, 0, blackboard.Record{}, err
 	}
 	if err := column.Decode(c, &r); err != nil {
-		return 0, 0, kernel.Record{}, fmt.Errorf("pgstore: record %s: %w", r.ID, err)
+		return 0, 0, blackboard.Record{}, fmt.Errorf("pgstore: record %s: %w", r.ID, err)
 	}
 	return seq, pos, r, nil
 }

@@ -1,4 +1,4 @@
-// Package pgstore is a [kernel.Store] on PostgreSQL, through
+// Package pgstore is a [blackboard.Store] on PostgreSQL, through
 // github.com/jackc/pgx/v5 and its connection pool. Any number of kernels,
 // in any number of processes on any number of machines, can share one
 // database: the store orders their writes so that every kernel decision
@@ -11,8 +11,8 @@
 // schema is created or migrated on open (see Schema versions), and every
 // call takes a context whose deadline and cancellation it honours.
 //
-// [Store] is a [kernel.Store] and a [kernel.StateStore]. It passes the
-// conformance suite of storetest and decides exactly as [kernel.MemStore]
+// [Store] is a [blackboard.Store] and a [blackboard.StateStore]. It passes the
+// conformance suite of storetest and decides exactly as [memstore.Store]
 // does (storetest.Equivalence).
 //
 // # Records
@@ -21,7 +21,7 @@
 // seq numbers them across the store, pos within their trace. The payload
 // is JSONB, the reference lists text arrays (NULL for a nil list), the
 // enumerations their stable names. A record appended with an empty
-// namespace is stored, and reads back, as [kernel.DefaultNamespace].
+// namespace is stored, and reads back, as [blackboard.DefaultNamespace].
 //
 // Payloads read back in the kernel's normal form (numbers float64, lists
 // []any, objects map[string]any), every float64 exactly: JSONB keeps
@@ -30,15 +30,15 @@
 // object's keys (a map has none) nor the sign of zero: -0 reads back as 0,
 // which compares equal.
 //
-// A record is checked with [kernel.CheckRecord] and refused rather than
+// A record is checked with [blackboard.CheckRecord] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference,
-// or a TTL beyond [kernel.MaxTTL] ([kernel.ErrInvalidInput]), invalid
-// UTF-8 in a payload string or key ([kernel.ErrInvalidPayload]). So is what
+// or a TTL beyond [blackboard.MaxTTL] ([blackboard.ErrInvalidInput]), invalid
+// UTF-8 in a payload string or key ([blackboard.ErrInvalidPayload]). So is what
 // PostgreSQL cannot hold unchanged: a NUL character, which no PostgreSQL
-// text or JSONB string can contain ([kernel.ErrInvalidInput] in a field or
-// reference, [kernel.ErrInvalidPayload] in the payload), a NaN confidence
-// or an unknown role ([kernel.ErrInvalidInput]), a payload value JSON
-// cannot encode ([kernel.ErrInvalidPayload]). A lookup by a string no
+// text or JSONB string can contain ([blackboard.ErrInvalidInput] in a field or
+// reference, [blackboard.ErrInvalidPayload] in the payload), a NaN confidence
+// or an unknown role ([blackboard.ErrInvalidInput]), a payload value JSON
+// cannot encode ([blackboard.ErrInvalidPayload]). A lookup by a string no
 // record can hold (a NUL, invalid UTF-8) finds nothing.
 //
 // # Batches, traces and concurrency
@@ -52,10 +52,10 @@
 // The table bk_traces counts each trace's records. A batch's first
 // statement adds the batch's appends to the counters of the traces it
 // appends to, and locks them (and the counter of the trace its condition
-// names, [kernel.Batch.Trace]), in sorted order, until it commits. That
+// names, [blackboard.Batch.Trace]), in sorted order, until it commits. That
 // row lock orders the writers of one trace across every process, gives
 // each appended record its position, and makes the condition exact: the
-// batch is refused with [kernel.ErrConflict] unless its trace holds
+// batch is refused with [blackboard.ErrConflict] unless its trace holds
 // exactly TraceLen records, and no other writer can change that before
 // the batch commits. Writers of different traces never wait for each
 // other, except that a batch that changes the status of a record of a
@@ -64,14 +64,14 @@
 // the store runs again.
 //
 // The same row keeps the trace's change counter and decision state (see
-// [kernel.StateStore]): the counter grows by one for every batch that
+// [blackboard.StateStore]): the counter grows by one for every batch that
 // appends to the trace or changes the status of one of its records, in
-// that batch's transaction, and a batch with a [kernel.Batch.State] stores
+// that batch's transaction, and a batch with a [blackboard.Batch.State] stores
 // the state's encoding (MarshalBinary, called before anything is sent; an
-// encoder that fails refuses the batch with [kernel.ErrInvalidInput]) with
+// encoder that fails refuses the batch with [blackboard.ErrInvalidInput]) with
 // the counter the batch left, as the pipeline's last statement.
 // The table bk_namespaces holds, per namespace, the change counter of its
-// persistent constraints ([kernel.TraceState.Shared]): a batch that
+// persistent constraints ([blackboard.TraceState.Shared]): a batch that
 // appends a record of slot constraints and scope persistent in the
 // namespace, or changes the status of one, adds one to it with a statement
 // of its pipeline, however many such records it touches; the row lock
@@ -85,8 +85,8 @@
 // failure, and the store runs them again (see [WithRetries]).
 //
 // A batch's status changes run before its appends, so a batch cannot
-// invalidate a record it appends (that is [kernel.ErrNotFound], as in
-// [kernel.MemStore]). A status change that finds no ACTIVE record, a
+// invalidate a record it appends (that is [blackboard.ErrNotFound], as in
+// [memstore.Store]). A status change that finds no ACTIVE record, a
 // duplicate id (the unique index on the id) and a once-key already claimed
 // (see below) fail the batch like a failed condition.
 //
@@ -104,7 +104,7 @@
 // namespace and the key (each namespace is a key space of its own), and a
 // batch's claims are inserted in the batch's transaction: a
 // claim of a key already claimed fails that insert, the whole batch rolls
-// back, and Apply returns an error wrapping [kernel.ErrDuplicateKey]. Since
+// back, and Apply returns an error wrapping [blackboard.ErrDuplicateKey]. Since
 // the database enforces it, a key is claimed at most once however many
 // stores and processes share the database.
 //
@@ -137,20 +137,20 @@
 // # Errors
 //
 // Errors wrap the kernel's sentinels where they apply, so code written
-// against [kernel.Store] branches the same way on every store. A call that
+// against [blackboard.Store] branches the same way on every store. A call that
 // cannot reach the server returns an error wrapping [ErrUnreachable]; one
 // whose transaction the server kept aborting, [ErrSerialization] (which
-// wraps [kernel.ErrConflict]); one whose context ends, the context's error.
+// wraps [blackboard.ErrConflict]); one whose context ends, the context's error.
 // Reads, and writes that failed before anything could have committed (no
 // connection, a session the server ended, a serialization failure), are
 // run again, up to [WithRetries] times. A write whose connection was lost
 // after its pipeline was sent may or may not have landed; its error says
-// so, and a retry by the caller meets [kernel.ErrDuplicateID] or
-// [kernel.ErrConflict] if it did. A call whose context ends while the
+// so, and a retry by the caller meets [blackboard.ErrDuplicateID] or
+// [blackboard.ErrConflict] if it did. A call whose context ends while the
 // server runs it is cancelled on the server (see [ConfigurePool], which
 // [Open] applies): a batch waiting for a busy trace when its deadline
 // passes rolls back and returns the context's error.
 //
 // After [Store.Close] every method returns an error wrapping
-// [kernel.ErrClosed]. Close waits for the calls in progress.
+// [blackboard.ErrClosed]. Close waits for the calls in progress.
 package pgstore

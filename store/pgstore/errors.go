@@ -9,13 +9,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Errors of this package. Errors that have a kernel sentinel wrap it
-// instead (a duplicate id is [kernel.ErrDuplicateID], a closed store
-// [kernel.ErrClosed], and so on), so that code written against
-// [kernel.Store] branches the same way on every store.
+// instead (a duplicate id is [blackboard.ErrDuplicateID], a closed store
+// [blackboard.ErrClosed], and so on), so that code written against
+// [blackboard.Store] branches the same way on every store.
 var (
 	// ErrSchemaTooNew is returned by [Open] and [New] for a schema whose
 	// version is newer than this package knows: a later version of the
@@ -31,10 +31,10 @@ var (
 	// ErrSerialization is wrapped by the error of a call whose transaction
 	// the server kept aborting with a serialization failure or a deadlock
 	// after the store had retried it (see [WithRetries]). It wraps
-	// [kernel.ErrConflict]: nothing of the batch landed, and the kernel
+	// [blackboard.ErrConflict]: nothing of the batch landed, and the kernel
 	// reads the trace again and retries its decision, as it does when a
 	// concurrent writer changed the trace first.
-	ErrSerialization = fmt.Errorf("pgstore: transaction aborted by a serialization failure: %w", kernel.ErrConflict)
+	ErrSerialization = fmt.Errorf("pgstore: transaction aborted by a serialization failure: %w", blackboard.ErrConflict)
 )
 
 // SQLSTATE codes the store tells apart.

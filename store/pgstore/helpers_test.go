@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
 
@@ -33,19 +33,19 @@ func storeIn(tb testing.TB, pool *pgxpool.Pool, schema string, opts ...pgstore.O
 
 // record returns a well-formed ACTIVE record, in the namespace it reads
 // back in.
-func record(traceID string, n int) kernel.Record {
-	return kernel.Record{
-		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door",
-		Payload:    kernel.Payload{"n": float64(n)},
-		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
-		Status:     kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode,
-		Namespace: kernel.DefaultNamespace,
+func record(traceID string, n int) blackboard.Record {
+	return blackboard.Record{
+		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door",
+		Payload:    blackboard.Payload{"n": float64(n)},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
+		Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+		Namespace: blackboard.DefaultNamespace,
 	}
 }
 
-func records(tb testing.TB, seq iter.Seq2[kernel.Record, error]) []kernel.Record {
+func records(tb testing.TB, seq iter.Seq2[blackboard.Record, error]) []blackboard.Record {
 	tb.Helper()
-	var out []kernel.Record
+	var out []blackboard.Record
 	for r, err := range seq {
 		if err != nil {
 			tb.Fatalf("listing: %v", err)
@@ -56,11 +56,11 @@ func records(tb testing.TB, seq iter.Seq2[kernel.Record, error]) []kernel.Record
 }
 
 // all returns every record of the store, slot by slot.
-func all(tb testing.TB, s kernel.Store) []kernel.Record {
+func all(tb testing.TB, s blackboard.Store) []blackboard.Record {
 	tb.Helper()
-	var out []kernel.Record
-	for _, slot := range kernel.AllSlots() {
-		out = append(out, records(tb, s.ListSlot(context.Background(), slot, kernel.Filter{}))...)
+	var out []blackboard.Record
+	for _, slot := range blackboard.AllSlots() {
+		out = append(out, records(tb, s.ListSlot(context.Background(), slot, blackboard.Filter{}))...)
 	}
 	return out
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // TestMigrateOnceKeysV2 opens a schema whose once-keys are of version 2,
@@ -40,17 +40,17 @@ func TestMigrateOnceKeysV2(t *testing.T) {
 	if id, err := s.ClaimedBy(ctx, "acme", "k-acme"); err != nil || id != "actions:old:1" {
 		t.Errorf("a version-2 claim after migration: ClaimedBy(acme) = %q, %v; want it in its record's namespace", id, err)
 	}
-	if _, err := s.ClaimedBy(ctx, "", "k-acme"); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := s.ClaimedBy(ctx, "", "k-acme"); !errors.Is(err, blackboard.ErrNotFound) {
 		t.Errorf("a version-2 claim of namespace acme, asked in the default namespace: %v, want ErrNotFound", err)
 	}
 	if id, err := s.ClaimedBy(ctx, "", "k-gone"); err != nil || id != "actions:gone:1" {
 		t.Errorf("a version-2 claim whose record is gone: ClaimedBy(default) = %q, %v", id, err)
 	}
-	err = s.Apply(ctx, kernel.Batch{Claims: []kernel.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "acme"}}})
-	if !errors.Is(err, kernel.ErrDuplicateKey) {
+	err = s.Apply(ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "acme"}}})
+	if !errors.Is(err, blackboard.ErrDuplicateKey) {
 		t.Errorf("claiming a migrated key again in its namespace: %v, want ErrDuplicateKey", err)
 	}
-	if err := s.Apply(ctx, kernel.Batch{Claims: []kernel.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "globex"}}}); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "globex"}}}); err != nil {
 		t.Errorf("claiming the key in another namespace: %v", err)
 	}
 }
@@ -86,13 +86,13 @@ func TestMigrateStateV3(t *testing.T) {
 		t.Fatalf("New on a version-3 schema: %v", err)
 	}
 	defer s.Close()
-	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: "acme", Version: 2}) {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 2, Namespace: "acme", Version: 2}) {
 		t.Errorf("ReadState of a version-3 trace after migration = %+v, %v; want Len 2, namespace acme, Version 2 and no state", st, err)
 	}
-	r := kernel.Record{ID: "percepts:old:3", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door", Payload: kernel.Payload{},
-		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "sensor", TraceID: "old"}, Status: kernel.StatusActive,
-		Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode, Namespace: "acme"}
-	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
+	r := blackboard.Record{ID: "percepts:old:3", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door", Payload: blackboard.Payload{},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "sensor", TraceID: "old"}, Status: blackboard.StatusActive,
+		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
 	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
@@ -137,18 +137,18 @@ func TestMigrateSharedV4(t *testing.T) {
 		}
 		return st.Shared
 	}
-	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-4 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Invalidate(ctx, "constraints:old:1", kernel.StatusInvalidated, kernel.CodeStaleEvidence); err != nil {
+	if err := s.Invalidate(ctx, "constraints:old:1", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {
 		t.Errorf("Shared after a status change of a version-4 constraint = %d, want 1", got)
 	}
-	r := kernel.Record{ID: "constraints:new:1", Slot: kernel.Constraints, Mode: kernel.ModeCommit, Kind: "max_refund", Payload: kernel.Payload{},
-		Provenance: kernel.Provenance{Role: kernel.RoleSymbolic, Writer: "rules", TraceID: "new"}, Status: kernel.StatusActive,
-		Reason: kernel.CodeCommitted, Scope: kernel.ScopePersistent, Namespace: "acme"}
+	r := blackboard.Record{ID: "constraints:new:1", Slot: blackboard.Constraints, Mode: blackboard.ModeCommit, Kind: "max_refund", Payload: blackboard.Payload{},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "rules", TraceID: "new"}, Status: blackboard.StatusActive,
+		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopePersistent, Namespace: "acme"}
 	if err := s.Append(ctx, r); err != nil {
 		t.Fatal(err)
 	}

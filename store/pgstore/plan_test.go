@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // TestQueryPlans checks with EXPLAIN that every statement of the store
@@ -39,23 +39,23 @@ func TestQueryPlans(t *testing.T) {
 	// 20,000 records of 2,000 traces in every slot and five namespaces, a
 	// tenth of them persistent, 4,000 claimed keys and the constraints'
 	// counters of 2,000 namespaces.
-	slots := kernel.AllSlots()
+	slots := blackboard.AllSlots()
 	for chunk := range 20 {
-		var b kernel.Batch
+		var b blackboard.Batch
 		for j := range 1000 {
 			i := chunk*1000 + j
 			trace := fmt.Sprintf("fill-%d", i%2000)
-			r := kernel.Record{
-				ID: fmt.Sprintf("%s:%s:%d", slots[i%7], trace, i), Slot: slots[i%7], Mode: kernel.ModeCommit,
-				Kind: fmt.Sprintf("k%d", i%11), Provenance: kernel.Provenance{Role: kernel.RoleTool, TraceID: trace},
-				Status: kernel.StatusActive, Scope: kernel.ScopeEpisode, Namespace: fmt.Sprintf("ns-%d", i%5),
+			r := blackboard.Record{
+				ID: fmt.Sprintf("%s:%s:%d", slots[i%7], trace, i), Slot: slots[i%7], Mode: blackboard.ModeCommit,
+				Kind: fmt.Sprintf("k%d", i%11), Provenance: blackboard.Provenance{Role: blackboard.RoleTool, TraceID: trace},
+				Status: blackboard.StatusActive, Scope: blackboard.ScopeEpisode, Namespace: fmt.Sprintf("ns-%d", i%5),
 			}
 			if i%10 == 0 {
-				r.Scope = kernel.ScopePersistent
+				r.Scope = blackboard.ScopePersistent
 			}
 			b.Appends = append(b.Appends, r)
 			if i%5 == 0 {
-				b.Claims = append(b.Claims, kernel.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
+				b.Claims = append(b.Claims, blackboard.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
 			}
 		}
 		if err := s.Apply(ctx, b); err != nil {

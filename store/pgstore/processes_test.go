@@ -23,6 +23,7 @@ import (
 
 	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -345,7 +346,7 @@ type worker struct {
 // gateEffect is the gated refund's effect: the refund provider records the
 // call, then the refund under its idempotency key (a replay of the key
 // returns the first refund, as a payment API does, and is counted).
-func (w *worker) gateEffect(ctx context.Context, inv toolgate.Invocation) (kernel.Payload, error) {
+func (w *worker) gateEffect(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	charge, _ := inv.Args["charge_id"].(string)
 	if _, err := w.ledger.Exec(ctx, "INSERT INTO "+w.ledgerSchema+".calls (key, attempt, action, worker) VALUES ($1, $2, $3, $4)",
 		inv.Key, inv.Attempt, inv.ActionID, w.id); err != nil {
@@ -356,21 +357,21 @@ func (w *worker) gateEffect(ctx context.Context, inv toolgate.Invocation) (kerne
 		" ON CONFLICT (key) DO UPDATE SET replays = refunds.replays + 1 RETURNING action", inv.Key, inv.ActionID, charge, w.id).Scan(&first); err != nil {
 		return nil, err
 	}
-	return kernel.Payload{"refund_id": "re_" + first, "charge_id": charge}, nil
+	return blackboard.Payload{"refund_id": "re_" + first, "charge_id": charge}, nil
 }
 
 // gated makes the episode's gated refund call: a percept and the belief
 // the tool requires, then the call through the gate.
 func (w *worker) gated(ctx context.Context, trace, charge, call string) {
-	p, err := w.k.Tool("gate-lookup").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "gate_charge",
-		Payload: kernel.Payload{"charge_id": charge, "amount": 25.0}})
+	p, err := w.k.Tool("gate-lookup").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "gate_charge",
+		Payload: blackboard.Payload{"charge_id": charge, "amount": 25.0}})
 	if err != nil {
 		w.fail("gate percept", err)
 		return
 	}
 	w.report("ack write %s", p.ID)
-	b, err := w.k.Governor().Submit(ctx, "gate-analyst", kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "gate_refund_due",
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"gate_charge"}}}, w.recorded(trace, "gate_refund_due"))
+	b, err := w.k.Governor().Submit(ctx, "gate-analyst", kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "gate_refund_due",
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"gate_charge"}}}, w.recorded(trace, "gate_refund_due"))
 	if err != nil {
 		w.fail("gate belief", err)
 		return
@@ -448,30 +449,30 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 			return
 		}
 	}
-	p, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge" + tag, Payload: kernel.Payload{
+	p, err := tool.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge" + tag, Payload: blackboard.Payload{
 		"charge_id": charge, "amount": 149.99, "currency": "usd", "stale": stale}})
 	if err != nil {
 		w.fail("percept", err)
 		return
 	}
 	w.report("ack write %s", p.ID)
-	belief, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Beliefs, Kind: "refund_due" + tag,
-		Payload: kernel.Payload{"value": true, "depends_on": []string{"charge" + tag}}}, recorded(trace, "refund_due"+tag))
+	belief, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due" + tag,
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge" + tag}}}, recorded(trace, "refund_due"+tag))
 	if err != nil {
 		w.fail("belief", err)
 		return
 	}
 	w.decided(belief)
 	step := map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due" + tag}, "is_duplicate": false}
-	plan, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Plans, Kind: "action_plan" + tag,
-		Payload: kernel.Payload{"steps": []any{step}}}, recorded(trace, "action_plan"+tag))
+	plan, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: blackboard.Plans, Kind: "action_plan" + tag,
+		Payload: blackboard.Payload{"steps": []any{step}}}, recorded(trace, "action_plan"+tag))
 	if err != nil {
 		w.fail("plan", err)
 		return
 	}
 	w.decided(plan)
 	if plan.Committed() {
-		act, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: "issue_refund", Payload: kernel.Payload{
+		act, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: "issue_refund", Payload: blackboard.Payload{
 			"type": "issue_refund", "charge_id": charge, "amount": 149.99, "is_duplicate": false, "requires_beliefs": []string{"refund_due" + tag}}},
 			recorded(trace, "issue_refund"))
 		if err != nil {
@@ -484,8 +485,8 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 		}
 		return
 	}
-	fb, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: kernel.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: kernel.Payload{"type": kernel.FallbackQueueForReview, "reason": string(plan.Code)}, InputRefs: []string{plan.ProposalID}},
+	fb, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
+		Payload: blackboard.Payload{"type": kernel.FallbackQueueForReview, "reason": string(plan.Code)}, InputRefs: []string{plan.ProposalID}},
 		recorded(trace, kernel.FallbackQueueForReview))
 	if err != nil {
 		w.fail("fallback", err)
@@ -499,7 +500,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 func (w *worker) recorded(trace, kind string) func(kernel.Decision) ([]kernel.Follow, error) {
 	return func(d kernel.Decision) ([]kernel.Follow, error) {
 		r := audit.ForDecision(trace, kind, d)
-		r.Context = kernel.Payload{"worker": w.id}
+		r.Context = blackboard.Payload{"worker": w.id}
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err
 	}
@@ -512,13 +513,13 @@ func (w *worker) recorded(trace, kind string) func(kernel.Decision) ([]kernel.Fo
 // record. A process killed between the claim and the result leaves an
 // attempt without a result, for a person to look at; the effect never
 // runs twice.
-func (w *worker) execute(ctx context.Context, action kernel.Record) {
+func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 	// The executor claims keys and records decisions: the Governor's.
 	gov, writer := w.k.Governor(), "executor-"+w.id
 	trace, charge := action.Provenance.TraceID, action.Payload["charge_id"]
-	attempt, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_attempt",
-		Payload: kernel.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}}, nil)
-	if errors.Is(err, kernel.ErrDuplicateKey) {
+	attempt, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_attempt",
+		Payload: blackboard.Payload{"action": action.ID, "worker": w.id}, OnceKeys: []string{"effect/" + action.ID}}, nil)
+	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return // another process runs it
 	}
 	if err != nil {
@@ -530,11 +531,11 @@ func (w *worker) execute(ctx context.Context, action kernel.Record) {
 		w.fail("effect", err)
 		return
 	}
-	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "refund_result",
-		Payload: kernel.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.Record.ID}},
-		func(rec kernel.Record) ([]kernel.Follow, error) {
-			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, kernel.CodeCommitted)
-			r.Context = kernel.Payload{"worker": w.id}
+	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_result",
+		Payload: blackboard.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.Record.ID}},
+		func(rec blackboard.Record) ([]kernel.Follow, error) {
+			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, blackboard.CodeCommitted)
+			r.Context = blackboard.Payload{"worker": w.id}
 			f, err := r.Follow()
 			return []kernel.Follow{f}, err
 		})
@@ -549,12 +550,12 @@ func (w *worker) execute(ctx context.Context, action kernel.Record) {
 // sweep tries to run the effect of every committed refund in the store, as
 // a recovery executor would: the once-key lets only the first try run it.
 func (w *worker) sweep(ctx context.Context) {
-	for r, err := range w.s.ListSlot(ctx, kernel.Actions, kernel.Filter{Status: kernel.StatusActive}) {
+	for r, err := range w.s.ListSlot(ctx, blackboard.Actions, blackboard.Filter{Status: blackboard.StatusActive}) {
 		if err != nil {
 			w.fail("sweep", err)
 			return
 		}
-		if r.Kind == "issue_refund" && r.Mode == kernel.ModeCommit {
+		if r.Kind == "issue_refund" && r.Mode == blackboard.ModeCommit {
 			w.execute(ctx, r)
 		}
 	}
@@ -562,7 +563,7 @@ func (w *worker) sweep(ctx context.Context) {
 
 // learnerReport is what a learner process prints.
 type learnerReport struct {
-	Counts  map[kernel.Code]int
+	Counts  map[blackboard.Code]int
 	Learned []adaptive.Learned
 	Pending int
 }
@@ -612,7 +613,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]kernel.Record{}
+	byID := map[string]blackboard.Record{}
 	total := 0
 	for _, tr := range traces {
 		recs := records(t, s.ListTrace(ctx, tr))
@@ -631,8 +632,8 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			}
 			// The kernel's evidence artifact lands with, and just before,
 			// the belief it justifies.
-			if r.Slot == kernel.Evidence && r.Kind != audit.Kind && r.Provenance.Role == kernel.RoleKernel {
-				if i+1 >= len(recs) || recs[i+1].Slot != kernel.Beliefs || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) {
+			if r.Slot == blackboard.Evidence && r.Kind != audit.Kind && r.Provenance.Role == blackboard.RoleKernel {
+				if i+1 >= len(recs) || recs[i+1].Slot != blackboard.Beliefs || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) {
 					t.Errorf("evidence %s without its belief", r.ID)
 				}
 			}
@@ -653,7 +654,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	}
 	proposals := 0
 	for _, r := range byID {
-		if r.Mode == kernel.ModePropose {
+		if r.Mode == blackboard.ModePropose {
 			proposals++
 			if _, ok := decisions["decision:"+r.ID]; !ok {
 				t.Errorf("proposal %s (%s) has no decision record", r.ID, r.Reason)
@@ -662,7 +663,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	}
 
 	// Acknowledged results.
-	acked, failures, effects := 0, map[kernel.Code]int{}, map[string]string{}
+	acked, failures, effects := 0, map[blackboard.Code]int{}, map[string]string{}
 	for _, w := range workers {
 		for _, a := range w.acks {
 			acked++
@@ -673,7 +674,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 				}
 			case "decide":
 				checkDecision(t, w.id, a[1:], byID, decisions)
-				if code := kernel.Code(a[2]); !code.OK() {
+				if code := blackboard.Code(a[2]); !code.OK() {
 					failures[code]++
 				}
 			case "effect":
@@ -686,7 +687,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	// once, every acknowledged effect run.
 	refunds := map[string][]string{} // charge -> committed refund actions
 	for _, r := range byID {
-		if r.Slot == kernel.Actions && r.Kind == "issue_refund" && r.Mode == kernel.ModeCommit {
+		if r.Slot == blackboard.Actions && r.Kind == "issue_refund" && r.Mode == blackboard.ModeCommit {
 			charge, _ := r.Payload.String("charge_id")
 			refunds[charge] = append(refunds[charge], r.ID)
 		}
@@ -714,7 +715,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			continue
 		}
 		ran[f[1]]++
-		if r, ok := byID[f[1]]; !ok || r.Kind != "issue_refund" || r.Mode != kernel.ModeCommit {
+		if r, ok := byID[f[1]]; !ok || r.Kind != "issue_refund" || r.Mode != blackboard.ModeCommit {
 			t.Errorf("an effect ran for %s, which is not a committed refund", f[1])
 		}
 	}
@@ -743,13 +744,13 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 
 	// The adaptive learner counts every process's failures: here, and in
 	// a second process, which agrees and learns nothing again.
-	want := map[kernel.Code]int{}
-	for _, slot := range []kernel.Slot{kernel.Beliefs, kernel.Plans, kernel.Predictions, kernel.Actions} {
-		for r, err := range s.ListSlot(ctx, slot, kernel.Filter{Status: kernel.StatusInvalidated}) {
+	want := map[blackboard.Code]int{}
+	for _, slot := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Predictions, blackboard.Actions} {
+		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{Status: blackboard.StatusInvalidated}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Reason != kernel.CodeSupersededByCommit {
+			if r.Reason != blackboard.CodeSupersededByCommit {
 				want[r.Reason]++
 			}
 		}
@@ -767,7 +768,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			t.Errorf("the learner counts %d %s, the workers acknowledged %d", counts[code], code, n)
 		}
 	}
-	if counts[kernel.CodeStaleEvidence] < adaptive.DefaultThreshold {
+	if counts[blackboard.CodeStaleEvidence] < adaptive.DefaultThreshold {
 		t.Fatalf("too few failures to learn from: %v", counts)
 	}
 	learned, err := l.Commit(ctx, "learning")
@@ -803,9 +804,9 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 // checkDecision checks an acknowledged decision against the store: the
 // proposal, the committed record and the evidence artifact are there, with
 // the decision's code, and so is its decision record.
-func checkDecision(t *testing.T, worker string, a []string, byID map[string]kernel.Record, decisions map[string]audit.Record) {
+func checkDecision(t *testing.T, worker string, a []string, byID map[string]blackboard.Record, decisions map[string]audit.Record) {
 	t.Helper()
-	proposal, code, committed, evidence := a[0], kernel.Code(a[1]), a[2], a[3]
+	proposal, code, committed, evidence := a[0], blackboard.Code(a[1]), a[2], a[3]
 	p, ok := byID[proposal]
 	if !ok {
 		t.Errorf("worker %s: the proposal %s of an acknowledged decision (%s) is not in the store", worker, proposal, code)
@@ -826,7 +827,7 @@ func checkDecision(t *testing.T, worker string, a []string, byID map[string]kern
 	}
 }
 
-func mapsEqual(a, b map[kernel.Code]int) bool {
+func mapsEqual(a, b map[blackboard.Code]int) bool {
 	for k, v := range a {
 		if b[k] != v {
 			return false
@@ -862,13 +863,13 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 	}
 
 	// Committed gated refunds, their attempts and their results.
-	actions := map[string]kernel.Record{} // id -> committed action
+	actions := map[string]blackboard.Record{} // id -> committed action
 	perCharge := map[string][]string{}
-	for r, err := range s.ListSlot(ctx, kernel.Actions, kernel.Filter{}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Actions, blackboard.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Kind == gateTool && r.Mode == kernel.ModeCommit {
+		if r.Kind == gateTool && r.Mode == blackboard.ModeCommit {
 			actions[r.ID] = r
 			charge, _ := r.Payload.String("charge_id")
 			perCharge[charge] = append(perCharge[charge], r.ID)
@@ -877,7 +878,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 	results, attempts, keys := map[string][]string{}, map[string]int{}, map[string]string{}
 	var unbound []string // actions refused for good because their arguments do not follow from their grounding
 	refusedCharges := map[string]bool{}
-	for r, err := range s.ListSlot(ctx, kernel.Percepts, kernel.Filter{}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -912,7 +913,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			t.Errorf("a refusal was recorded for %s, which is not a committed gated action", id)
 			continue
 		}
-		if a.Status != kernel.StatusInvalidated {
+		if a.Status != blackboard.StatusInvalidated {
 			t.Errorf("action %s, refused for good, is %v, not retired", id, a.Status)
 		}
 		delete(actions, id)
@@ -1011,7 +1012,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		for _, a := range w.acks {
 			switch a[0] {
 			case "gate":
-				call, outcome, code, decision, action := a[1], toolgate.Outcome(a[2]), kernel.Code(a[3]), a[4], a[5]
+				call, outcome, code, decision, action := a[1], toolgate.Outcome(a[2]), blackboard.Code(a[3]), a[4], a[5]
 				outcomes[outcome]++
 				d, ok := decisions[decision]
 				switch {

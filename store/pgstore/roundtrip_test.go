@@ -11,9 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/storetest"
+	"github.com/blackboardkernel/bk/blackboard/storetest"
 )
 
 // roundTrips counts the exchanges a pool's connections have with the
@@ -140,8 +141,8 @@ func TestRoundTrips(t *testing.T) {
 	// round trip, and reading the state back with the namespace's
 	// constraint counter is one more (counted, as above, after a first
 	// round has prepared the statements).
-	persistent := func(r kernel.Record) kernel.Record {
-		r.Slot, r.ID, r.Scope = kernel.Constraints, strings.Replace(r.ID, "percepts:", "constraints:", 1), kernel.ScopePersistent
+	persistent := func(r blackboard.Record) blackboard.Record {
+		r.Slot, r.ID, r.Scope = blackboard.Constraints, strings.Replace(r.ID, "percepts:", "constraints:", 1), blackboard.ScopePersistent
 		return r
 	}
 	for _, counted := range []bool{false, true} {
@@ -154,9 +155,9 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		counter.take()
-		err = s.Apply(ctx, kernel.Batch{
-			Appends:       []kernel.Record{record(trace, 1), persistent(record(trace, 2))},
-			Invalidations: []kernel.Invalidation{{ID: persistent(record(other, 1)).ID, Status: kernel.StatusExpired, Reason: kernel.CodeTTLExpired}},
+		err = s.Apply(ctx, blackboard.Batch{
+			Appends:       []blackboard.Record{record(trace, 1), persistent(record(trace, 2))},
+			Invalidations: []blackboard.Invalidation{{ID: persistent(record(other, 1)).ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
 			Trace:         trace, TraceLen: 0, State: state("s"),
 		})
 		if err != nil {

@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
-// Store is a [kernel.Store] on PostgreSQL and a [kernel.StateStore]: it
+// Store is a [blackboard.Store] on PostgreSQL and a [blackboard.StateStore]: it
 // keeps each trace's counters and decision state in the transaction of
 // every write, and enforces once-keys across every store and process
 // sharing the database. It is safe for concurrent use; see the package
@@ -36,8 +36,8 @@ type Store struct {
 }
 
 var (
-	_ kernel.StateStore  = (*Store)(nil)
-	_ kernel.TraceLister = (*Store)(nil)
+	_ blackboard.StateStore  = (*Store)(nil)
+	_ blackboard.TraceLister = (*Store)(nil)
 )
 
 // Option configures [Open] and [New].
@@ -80,15 +80,15 @@ func newConfig(opts []Option) (config, error) {
 	cfg := config{retries: DefaultRetries}
 	for _, o := range opts {
 		if o == nil {
-			return cfg, fmt.Errorf("pgstore: %w: nil option", kernel.ErrInvalidInput)
+			return cfg, fmt.Errorf("pgstore: %w: nil option", blackboard.ErrInvalidInput)
 		}
 		o(&cfg)
 	}
 	switch {
 	case cfg.retries < 0:
-		return cfg, fmt.Errorf("pgstore: %w: negative retries %d", kernel.ErrInvalidInput, cfg.retries)
+		return cfg, fmt.Errorf("pgstore: %w: negative retries %d", blackboard.ErrInvalidInput, cfg.retries)
 	case len(cfg.schema) > maxIdentifier || !utf8.ValidString(cfg.schema) || hasNUL(cfg.schema):
-		return cfg, fmt.Errorf("pgstore: %w: schema name %q: at most %d bytes of UTF-8 without NUL", kernel.ErrInvalidInput, cfg.schema, maxIdentifier)
+		return cfg, fmt.Errorf("pgstore: %w: schema name %q: at most %d bytes of UTF-8 without NUL", blackboard.ErrInvalidInput, cfg.schema, maxIdentifier)
 	}
 	return cfg, nil
 }
@@ -102,7 +102,7 @@ func newConfig(opts []Option) (config, error) {
 //
 // Open checks that the server answers and creates or migrates the schema
 // (see the package documentation). It returns an error wrapping
-// [kernel.ErrInvalidInput] for a DSN it cannot parse or a bad option,
+// [blackboard.ErrInvalidInput] for a DSN it cannot parse or a bad option,
 // [ErrUnreachable] when no connection can be made, [ErrSchemaTooNew] for a
 // schema written by a newer version of this package, and ctx's error when
 // ctx ends first.
@@ -116,7 +116,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: %w: %v", kernel.ErrInvalidInput, err)
+		return nil, fmt.Errorf("pgstore: %w: %v", blackboard.ErrInvalidInput, err)
 	}
 	ConfigurePool(pc)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
@@ -158,7 +158,7 @@ func ConfigurePool(cfg *pgxpool.Config) {
 // pool's; see [ConfigurePool] for the one the store relies on.
 //
 // New creates or migrates the schema. It returns an error wrapping
-// [kernel.ErrInvalidInput] for a nil pool or a bad option,
+// [blackboard.ErrInvalidInput] for a nil pool or a bad option,
 // [ErrUnreachable] when the pool cannot reach the server,
 // [ErrSchemaTooNew] for a schema written by a newer version of this
 // package, and ctx's error when ctx ends first.
@@ -168,7 +168,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, err
 	}
 	if pool == nil {
-		return nil, fmt.Errorf("pgstore: %w: nil pool", kernel.ErrInvalidInput)
+		return nil, fmt.Errorf("pgstore: %w: nil pool", blackboard.ErrInvalidInput)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 			return nil, wrap("open: current schema", err, false)
 		}
 		if current == nil {
-			return nil, fmt.Errorf("pgstore: %w: search_path names no schema that exists; create one or use WithSchema", kernel.ErrInvalidInput)
+			return nil, fmt.Errorf("pgstore: %w: search_path names no schema that exists; create one or use WithSchema", blackboard.ErrInvalidInput)
 		}
 		schema = *current
 	}
@@ -305,8 +305,8 @@ func newQueries(schema string) queries {
 		// a CASE: as a condition, they would match the partial index of
 		// persistent records, which the server may then read whole.
 		share: "INSERT INTO " + namespaces + " AS c (namespace, shared)" +
-			" SELECT ns, 1 FROM (SELECT unnest($1::text[]) UNION SELECT CASE WHEN r.slot = '" + kernel.Constraints.String() +
-			"' AND r.scope = '" + kernel.ScopePersistent.String() + "' THEN r.namespace END FROM " + records + " r" +
+			" SELECT ns, 1 FROM (SELECT unnest($1::text[]) UNION SELECT CASE WHEN r.slot = '" + blackboard.Constraints.String() +
+			"' AND r.scope = '" + blackboard.ScopePersistent.String() + "' THEN r.namespace END FROM " + records + " r" +
 			" WHERE r.id = ANY ($2::text[])) AS x(ns) WHERE ns IS NOT NULL" +
 			" ORDER BY ns ON CONFLICT (namespace) DO UPDATE SET shared = c.shared + 1",
 		// The position is the trace's counter, already advanced past the
@@ -323,10 +323,10 @@ func newQueries(schema string) queries {
 	}
 }
 
-var errClosed = fmt.Errorf("pgstore: %w", kernel.ErrClosed)
+var errClosed = fmt.Errorf("pgstore: %w", blackboard.ErrClosed)
 
 // active is how the ACTIVE status is stored.
-var active = kernel.StatusActive.String()
+var active = blackboard.StatusActive.String()
 
 // enter checks ctx and that the store is open, and holds the store open
 // until the returned function is called.
@@ -382,30 +382,30 @@ type final struct{ err error }
 
 func (f final) Error() string { return f.err.Error() }
 
-// Append implements [kernel.Store]. It returns an error wrapping
-// [kernel.ErrDuplicateID] for an id the store holds; the error of
-// [kernel.CheckRecord] for a record it refuses ([kernel.ErrInvalidInput]
+// Append implements [blackboard.Store]. It returns an error wrapping
+// [blackboard.ErrDuplicateID] for an id the store holds; the error of
+// [blackboard.CheckRecord] for a record it refuses ([blackboard.ErrInvalidInput]
 // for a bad field, a string field or reference that is not valid UTF-8, or
-// a TTL beyond [kernel.MaxTTL]; [kernel.ErrInvalidPayload] for a payload
-// string that is not); [kernel.ErrInvalidInput] for an unknown role, a NaN
+// a TTL beyond [blackboard.MaxTTL]; [blackboard.ErrInvalidPayload] for a payload
+// string that is not); [blackboard.ErrInvalidInput] for an unknown role, a NaN
 // confidence or a NUL character in a string field or reference; and
-// [kernel.ErrInvalidPayload] for a payload value JSON cannot encode or a
+// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode or a
 // NUL character in a payload string or key.
-func (s *Store) Append(ctx context.Context, rec kernel.Record) error {
-	return s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec}})
+func (s *Store) Append(ctx context.Context, rec blackboard.Record) error {
+	return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec}})
 }
 
-// Invalidate implements [kernel.Store]. It returns an error wrapping
-// [kernel.ErrNotActive] for a record that is not ACTIVE,
-// [kernel.ErrNotFound] for an unknown id and [kernel.ErrInvalidInput] for a
+// Invalidate implements [blackboard.Store]. It returns an error wrapping
+// [blackboard.ErrNotActive] for a record that is not ACTIVE,
+// [blackboard.ErrNotFound] for an unknown id and [blackboard.ErrInvalidInput] for a
 // bad target status or an empty reason.
-func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status, reason kernel.Code) error {
-	return s.Apply(ctx, kernel.Batch{Invalidations: []kernel.Invalidation{{ID: id, Status: status, Reason: reason}}})
+func (s *Store) Invalidate(ctx context.Context, id string, status blackboard.Status, reason blackboard.Code) error {
+	return s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: status, Reason: reason}}})
 }
 
 // plan is a checked batch, ready to run.
 type plan struct {
-	b        kernel.Batch
+	b        blackboard.Batch
 	rows     []row
 	traces   []string // the traces to lock, sorted
 	deltas   []int64  // how many records the batch appends to each
@@ -416,30 +416,30 @@ type plan struct {
 	state    []byte   // the encoding of b.State; nil when there is none to store
 }
 
-// Apply implements [kernel.Store]: the batch runs in
+// Apply implements [blackboard.Store]: the batch runs in
 // one transaction that is rolled back on any error, and lands whole or not
 // at all. The transaction first locks the counters of the traces it
-// appends to and of the trace its condition names ([kernel.Batch.Trace]),
+// appends to and of the trace its condition names ([blackboard.Batch.Trace]),
 // so the condition is checked against the exact length of the trace,
 // which no other writer, in any process, can change until the
 // transaction ends. Status changes are applied before the appends, so a
 // batch cannot invalidate a record it appends (that is
-// [kernel.ErrNotFound], as in [kernel.MemStore]). The batch's claims are
+// [blackboard.ErrNotFound], as in [memstore.Store]). The batch's claims are
 // inserted in the same transaction, so a claim lands exactly when the rest
 // of its batch does; so do the change counters of the traces the batch
 // touches and the batch's State (see [Store.ReadState]).
 //
 // It returns the errors of [Store.Append] and [Store.Invalidate]; an error
-// wrapping [kernel.ErrConflict] when the condition's trace does not hold
-// TraceLen records; [kernel.ErrPermission] for a record of a namespace
-// other than its trace's; [kernel.ErrDuplicateKey] for a claim of a key
+// wrapping [blackboard.ErrConflict] when the condition's trace does not hold
+// TraceLen records; [blackboard.ErrPermission] for a record of a namespace
+// other than its trace's; [blackboard.ErrDuplicateKey] for a claim of a key
 // already claimed, by any store on the database, or of one key twice in the
-// batch; [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses or
+// batch; [blackboard.ErrInvalidInput] for a claim [blackboard.CheckClaim] refuses or
 // that holds a NUL character, or a State whose MarshalBinary fails (that
 // error is wrapped too); [ErrSerialization] when the server kept aborting
 // the transaction; and [ErrUnreachable] when the server could not be
 // reached.
-func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
+func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return err
@@ -455,19 +455,19 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 // newPlan checks what can be checked without the database and works out
 // the trace counters to lock. It returns nil for a batch with nothing to
 // do.
-func newPlan(b kernel.Batch) (*plan, error) {
+func newPlan(b blackboard.Batch) (*plan, error) {
 	p := &plan{b: b, rows: make([]row, len(b.Appends))}
 	for i := range b.Appends {
 		var err error
 		if p.rows[i], err = encode(&b.Appends[i]); err != nil {
 			return nil, err
 		}
-		if r := &b.Appends[i]; r.Slot == kernel.Constraints && r.Scope == kernel.ScopePersistent && !slices.Contains(p.shared, p.rows[i].namespace) {
+		if r := &b.Appends[i]; r.Slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent && !slices.Contains(p.shared, p.rows[i].namespace) {
 			p.shared = append(p.shared, p.rows[i].namespace)
 		}
 	}
 	for _, inv := range b.Invalidations {
-		if err := kernel.CheckInvalidation(inv); err != nil {
+		if err := blackboard.CheckInvalidation(inv); err != nil {
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 	}
@@ -475,22 +475,22 @@ func newPlan(b kernel.Batch) (*plan, error) {
 	// allocating a set, and it names the fault better than the primary key
 	// would.
 	for i, c := range b.Claims {
-		if err := kernel.CheckClaim(c); err != nil {
+		if err := blackboard.CheckClaim(c); err != nil {
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 		if hasNUL(c.Key, c.RecordID, c.Namespace) {
-			return nil, fmt.Errorf("pgstore: %w: a claim holds a NUL character", kernel.ErrInvalidInput)
+			return nil, fmt.Errorf("pgstore: %w: a claim holds a NUL character", blackboard.ErrInvalidInput)
 		}
 		for _, prev := range b.Claims[:i] {
-			if prev.Key == c.Key && nsOf(prev.Namespace) == nsOf(c.Namespace) {
-				return nil, fmt.Errorf("pgstore: %w: %q twice in one batch", kernel.ErrDuplicateKey, c.Key)
+			if prev.Key == c.Key && blackboard.NamespaceOf(prev.Namespace) == blackboard.NamespaceOf(c.Namespace) {
+				return nil, fmt.Errorf("pgstore: %w: %q twice in one batch", blackboard.ErrDuplicateKey, c.Key)
 			}
 		}
 	}
 	if b.State != nil && b.Trace != "" {
 		var err error
 		if p.state, err = b.State.MarshalBinary(); err != nil {
-			return nil, fmt.Errorf("pgstore: %w: the state of trace %q: %w", kernel.ErrInvalidInput, b.Trace, err)
+			return nil, fmt.Errorf("pgstore: %w: the state of trace %q: %w", blackboard.ErrInvalidInput, b.Trace, err)
 		}
 		if p.state == nil {
 			p.state = []byte{} // an empty state is a state: not NULL
@@ -500,13 +500,13 @@ func newPlan(b kernel.Batch) (*plan, error) {
 		// No trace has that id: it holds no records (nor state).
 		p.state = nil
 		if b.TraceLen != 0 {
-			return nil, fmt.Errorf("pgstore: %w: trace %q holds 0 records, not %d", kernel.ErrConflict, b.Trace, b.TraceLen)
+			return nil, fmt.Errorf("pgstore: %w: trace %q holds 0 records, not %d", blackboard.ErrConflict, b.Trace, b.TraceLen)
 		}
 		p.b.Trace = ""
 	}
 	for _, inv := range b.Invalidations {
 		if !storable(inv.ID) {
-			return nil, fmt.Errorf("pgstore: %w: %q", kernel.ErrNotFound, inv.ID)
+			return nil, fmt.Errorf("pgstore: %w: %q", blackboard.ErrNotFound, inv.ID)
 		}
 		p.changed = append(p.changed, inv.ID)
 	}
@@ -521,7 +521,7 @@ func newPlan(b kernel.Batch) (*plan, error) {
 	}
 	for _, r := range p.rows {
 		if ns, ok := nss[r.trace]; ok && ns != r.namespace {
-			return nil, fmt.Errorf("pgstore: %w: trace %q would hold records of namespaces %q and %q", kernel.ErrPermission, r.trace, ns, r.namespace)
+			return nil, fmt.Errorf("pgstore: %w: trace %q would hold records of namespaces %q and %q", blackboard.ErrPermission, r.trace, ns, r.namespace)
 		}
 		nss[r.trace] = r.namespace
 	}
@@ -563,7 +563,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.lockTraces, p.traces, p.deltas, p.nss)
 	}
 	if p.b.SharedNamespace != "" {
-		batch.Queue(s.q.checkShared, nsOf(p.b.SharedNamespace), int64(p.b.Shared))
+		batch.Queue(s.q.checkShared, blackboard.NamespaceOf(p.b.SharedNamespace), int64(p.b.Shared))
 	}
 	for _, inv := range p.b.Invalidations {
 		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)
@@ -575,7 +575,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.insert, r.args...)
 	}
 	for _, c := range p.b.Claims {
-		batch.Queue(s.q.claim, nsOf(c.Namespace), c.Key, c.RecordID)
+		batch.Queue(s.q.claim, blackboard.NamespaceOf(c.Namespace), c.Key, c.RecordID)
 	}
 	if len(p.shared) > 0 || len(p.changed) > 0 {
 		batch.Queue(s.q.share, p.shared, p.changed)
@@ -608,51 +608,51 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	// nothing of the batch committed.
 	switch {
 	case pe.Code == codeConflict:
-		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrConflict, pe.Message)}
+		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrConflict, pe.Message)}
 	case pe.Code == codeNotFound:
-		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotFound, pe.Message)}
+		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrNotFound, pe.Message)}
 	case pe.Code == codeNotActive:
-		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrNotActive, pe.Message)}
+		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrNotActive, pe.Message)}
 	case pe.Code == codeNamespace:
-		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrPermission, pe.Message)}
+		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrPermission, pe.Message)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_records_id":
-		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateID, pe.Detail)}
+		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrDuplicateID, pe.Detail)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_once_keys_pkey":
-		return final{fmt.Errorf("pgstore: %w: %s", kernel.ErrDuplicateKey, pe.Detail)}
+		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrDuplicateKey, pe.Detail)}
 	}
 	return err // run again if the server aborted it (retryable), else wrapped by retry
 }
 
-// Get implements [kernel.Store] through the unique index on the id. It
-// returns an error wrapping [kernel.ErrNotFound] for an unknown id.
-func (s *Store) Get(ctx context.Context, id string) (kernel.Record, error) {
+// Get implements [blackboard.Store] through the unique index on the id. It
+// returns an error wrapping [blackboard.ErrNotFound] for an unknown id.
+func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	return s.one(ctx, "get", s.q.get, "no record "+id, id)
 }
 
-// FindActive implements [kernel.Store] through the trace index, walking
+// FindActive implements [blackboard.Store] through the trace index, walking
 // the trace from its latest record back, so its cost grows with the length
 // of the trace, not with the store. It returns an error wrapping
-// [kernel.ErrNotFound] when no record of that kind is ACTIVE in that slot
+// [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot
 // of the trace.
-func (s *Store) FindActive(ctx context.Context, traceID string, slot kernel.Slot, kind string) (kernel.Record, error) {
+func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
 	return s.one(ctx, "find active", s.q.find, fmt.Sprintf("no active %s %q in trace %q", slot, kind, traceID),
 		traceID, slot.String(), kind, active)
 }
 
 // one runs a query for at most one record; missing describes no result.
-func (s *Store) one(ctx context.Context, what, query, missing string, args ...any) (kernel.Record, error) {
+func (s *Store) one(ctx context.Context, what, query, missing string, args ...any) (blackboard.Record, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
-		return kernel.Record{}, err
+		return blackboard.Record{}, err
 	}
 	defer leave()
-	notFound := fmt.Errorf("pgstore: %w: %s", kernel.ErrNotFound, missing)
+	notFound := fmt.Errorf("pgstore: %w: %s", blackboard.ErrNotFound, missing)
 	for _, a := range args {
 		if str, ok := a.(string); ok && !storable(str) {
-			return kernel.Record{}, notFound
+			return blackboard.Record{}, notFound
 		}
 	}
-	var recs []kernel.Record
+	var recs []blackboard.Record
 	err = s.retry(ctx, what, func() error {
 		var err error
 		recs, _, err = s.query(ctx, query, args)
@@ -660,16 +660,16 @@ func (s *Store) one(ctx context.Context, what, query, missing string, args ...an
 	})
 	switch {
 	case err != nil:
-		return kernel.Record{}, err
+		return blackboard.Record{}, err
 	case len(recs) == 0:
-		return kernel.Record{}, notFound
+		return blackboard.Record{}, notFound
 	}
 	return recs[0], nil
 }
 
 // query runs a query for records and returns them with the cursor of the
 // last (its position in the trace when byPos, else its seq).
-func (s *Store) query(ctx context.Context, query string, args []any) (recs []kernel.Record, cursors [2]int64, err error) {
+func (s *Store) query(ctx context.Context, query string, args []any) (recs []blackboard.Record, cursors [2]int64, err error) {
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, cursors, err
@@ -709,22 +709,22 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	return int(n), nil
 }
 
-// ReadState implements [kernel.StateStore] with one query, two primary-key
+// ReadState implements [blackboard.StateStore] with one query, two primary-key
 // lookups: the trace's counter row (its record count, namespace, change
 // counter and the encoding of the last state a batch stored, in Data, nil
 // when none) and the change counter of namespace's persistent constraints
 // (Shared, from 0), as of the last committed batch. An unknown trace is
-// the zero [kernel.TraceState] but for Shared.
-func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (kernel.TraceState, error) {
+// the zero [blackboard.TraceState] but for Shared.
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
-		return kernel.TraceState{}, err
+		return blackboard.TraceState{}, err
 	}
 	defer leave()
 	// A string the store cannot hold names no trace or namespace: '' is
 	// neither (a record needs a trace id, and an empty namespace is kept
 	// as the default one).
-	ns := nsOf(namespace)
+	ns := blackboard.NamespaceOf(namespace)
 	if !storable(ns) {
 		ns = ""
 	}
@@ -732,32 +732,32 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (kerne
 		traceID = ""
 	}
 	if ns == "" && traceID == "" {
-		return kernel.TraceState{}, nil
+		return blackboard.TraceState{}, nil
 	}
-	var st kernel.TraceState
+	var st blackboard.TraceState
 	var n, version, stateVersion, shared int64
 	err = s.retry(ctx, "read state", func() error {
 		return s.pool.QueryRow(ctx, s.q.readState, traceID, ns).Scan(&n, &st.Namespace, &version, &stateVersion, &st.Data, &shared)
 	})
 	if err != nil {
-		return kernel.TraceState{}, err
+		return blackboard.TraceState{}, err
 	}
 	st.Len, st.Version, st.StateVersion, st.Shared = int(n), uint64(version), uint64(stateVersion), uint64(shared)
 	return st, nil
 }
 
-// ListTraces implements [kernel.TraceLister] with one grouped pass over
+// ListTraces implements [blackboard.TraceLister] with one grouped pass over
 // the records (an inspector's query, never the kernel's hot path). It reads
 // the whole listing before it yields, so the loop body may call back into
 // the store.
-func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kernel.TraceSummary, error] {
-	return func(yield func(kernel.TraceSummary, error) bool) {
+func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blackboard.TraceSummary, error] {
+	return func(yield func(blackboard.TraceSummary, error) bool) {
 		leave, err := s.enter(ctx)
 		if err != nil {
-			yield(kernel.TraceSummary{}, err)
+			yield(blackboard.TraceSummary{}, err)
 			return
 		}
-		var out []kernel.TraceSummary
+		var out []blackboard.TraceSummary
 		err = s.retry(ctx, "list traces", func() error {
 			out = out[:0]
 			rows, err := s.pool.Query(ctx, s.q.traces, namespace)
@@ -766,7 +766,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kern
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var t kernel.TraceSummary
+				var t blackboard.TraceSummary
 				var n int64
 				if err := rows.Scan(&t.TraceID, &t.Namespace, &n, &t.FirstMS, &t.LastMS); err != nil {
 					return err
@@ -778,7 +778,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kern
 		})
 		leave()
 		if err != nil {
-			yield(kernel.TraceSummary{}, err)
+			yield(blackboard.TraceSummary{}, err)
 			return
 		}
 		for _, t := range out {
@@ -789,8 +789,8 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[kern
 	}
 }
 
-// ClaimedBy implements [kernel.Store] through the primary key of the
-// once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
+// ClaimedBy implements [blackboard.Store] through the primary key of the
+// once-keys table. It returns an error wrapping [blackboard.ErrNotFound] for a
 // key no batch has claimed in namespace (empty: the default namespace).
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
 	leave, err := s.enter(ctx)
@@ -798,8 +798,8 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 		return "", err
 	}
 	defer leave()
-	ns := nsOf(namespace)
-	notFound := fmt.Errorf("pgstore: %w: once-key %q is not claimed in namespace %q", kernel.ErrNotFound, key, ns)
+	ns := blackboard.NamespaceOf(namespace)
+	notFound := fmt.Errorf("pgstore: %w: once-key %q is not claimed in namespace %q", blackboard.ErrNotFound, key, ns)
 	if !storable(key) || !storable(ns) {
 		return "", notFound
 	}
@@ -814,18 +814,18 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	return id, nil
 }
 
-// ListTrace implements [kernel.Store] through the trace index, in the
+// ListTrace implements [blackboard.Store] through the trace index, in the
 // order the trace's records were appended. The listing reads pages of rows
 // and holds no connection while it yields, so the loop body may call back
 // into the store.
-func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error] {
+func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
 	if !storable(traceID) {
 		return s.list(ctx, "", true)
 	}
 	return s.list(ctx, s.q.trace, true, traceID)
 }
 
-// ListSlot implements [kernel.Store]. A listing of persistent records, in
+// ListSlot implements [blackboard.Store]. A listing of persistent records, in
 // one namespace or in all (the kernel reads its namespace's active
 // persistent constraints on every gated decision), is answered from an
 // index of persistent records only; other filters read the slot's records
@@ -833,11 +833,11 @@ func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.
 // to the slot's size. Records appended by transactions that commit while
 // the listing runs may or may not be listed. Like [Store.ListTrace] it
 // holds no connection while it yields. An unknown slot, status or scope
-// yields an error wrapping [kernel.ErrInvalidInput].
-func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error] {
-	if err := kernel.CheckFilter(slot, f); err != nil {
+// yields an error wrapping [blackboard.ErrInvalidInput].
+func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
+	if err := blackboard.CheckFilter(slot, f); err != nil {
 		err = fmt.Errorf("pgstore: %w", err)
-		return func(yield func(kernel.Record, error) bool) { yield(kernel.Record{}, err) }
+		return func(yield func(blackboard.Record, error) bool) { yield(blackboard.Record{}, err) }
 	}
 	var status, scope string
 	if f.Status != 0 {
@@ -849,9 +849,9 @@ func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter)
 	switch {
 	case !storable(f.Namespace):
 		return s.list(ctx, "", false)
-	case f.Scope == kernel.ScopePersistent && f.Namespace != "":
+	case f.Scope == blackboard.ScopePersistent && f.Namespace != "":
 		return s.list(ctx, s.q.slotPersistentNS, false, slot.String(), f.Namespace, status)
-	case f.Scope == kernel.ScopePersistent:
+	case f.Scope == blackboard.ScopePersistent:
 		return s.list(ctx, s.q.slotPersistent, false, slot.String(), status)
 	}
 	return s.list(ctx, s.q.slotAny, false, slot.String(), status, scope, f.Namespace)
@@ -861,13 +861,13 @@ func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter)
 // to start after (a position in the trace when byPos, else a seq) and the
 // page size. An empty query lists nothing (after checking ctx and that the
 // store is open).
-func (s *Store) list(ctx context.Context, query string, byPos bool, args ...any) iter.Seq2[kernel.Record, error] {
-	return func(yield func(kernel.Record, error) bool) {
+func (s *Store) list(ctx context.Context, query string, byPos bool, args ...any) iter.Seq2[blackboard.Record, error] {
+	return func(yield func(blackboard.Record, error) bool) {
 		var after int64
 		for {
 			recs, last, err := s.page(ctx, query, append(args[:len(args):len(args)], after, pageSize))
 			if err != nil {
-				yield(kernel.Record{}, err)
+				yield(blackboard.Record{}, err)
 				return
 			}
 			for _, r := range recs {
@@ -887,7 +887,7 @@ func (s *Store) list(ctx context.Context, query string, byPos bool, args ...any)
 }
 
 // page reads one page of a listing into memory and releases the connection.
-func (s *Store) page(ctx context.Context, query string, args []any) (recs []kernel.Record, last [2]int64, err error) {
+func (s *Store) page(ctx context.Context, query string, args []any) (recs []blackboard.Record, last [2]int64, err error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return nil, last, err
@@ -904,9 +904,9 @@ func (s *Store) page(ctx context.Context, query string, args []any) (recs []kern
 	return recs, last, err
 }
 
-// Close implements [kernel.Store]. It waits for calls in progress, then
+// Close implements [blackboard.Store]. It waits for calls in progress, then
 // closes the pool if [Open] opened it. A second Close returns an error
-// wrapping [kernel.ErrClosed].
+// wrapping [blackboard.ErrClosed].
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -918,13 +918,4 @@ func (s *Store) Close() error {
 		s.pool.Close()
 	}
 	return nil
-}
-
-// nsOf is the key space of a claim or lookup: an empty namespace is the
-// default one, as for records.
-func nsOf(ns string) string {
-	if ns == "" {
-		return kernel.DefaultNamespace
-	}
-	return ns
 }

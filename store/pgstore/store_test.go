@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -56,10 +57,10 @@ func TestOpen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := s.Get(ctx, r.ID); !errors.Is(err, kernel.ErrClosed) {
+	if _, err := s.Get(ctx, r.ID); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("Get after Close: %v, want ErrClosed", err)
 	}
-	if err := s.Close(); !errors.Is(err, kernel.ErrClosed) {
+	if err := s.Close(); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("a second Close: %v, want ErrClosed", err)
 	}
 
@@ -98,7 +99,7 @@ func TestOpenDefaultSchema(t *testing.T) {
 	}
 
 	_, err = pgstore.Open(ctx, dsnWith(t, map[string]string{"search_path": "bk_no_such_schema"}))
-	if !errors.Is(err, kernel.ErrInvalidInput) {
+	if !errors.Is(err, blackboard.ErrInvalidInput) {
 		t.Errorf("Open with a search_path naming no schema: %v, want ErrInvalidInput", err)
 	}
 }
@@ -111,18 +112,18 @@ func TestOpenErrors(t *testing.T) {
 		open func() (*pgstore.Store, error)
 		want error
 	}{
-		{"a DSN that does not parse", func() (*pgstore.Store, error) { return pgstore.Open(ctx, "postgres://%zz") }, kernel.ErrInvalidInput},
+		{"a DSN that does not parse", func() (*pgstore.Store, error) { return pgstore.Open(ctx, "postgres://%zz") }, blackboard.ErrInvalidInput},
 		{"a negative retry count", func() (*pgstore.Store, error) {
 			return pgstore.Open(ctx, pgtest.DSN(t), pgstore.WithRetries(-1))
-		}, kernel.ErrInvalidInput},
+		}, blackboard.ErrInvalidInput},
 		{"a schema name PostgreSQL would cut", func() (*pgstore.Store, error) {
 			return pgstore.Open(ctx, pgtest.DSN(t), pgstore.WithSchema(strings.Repeat("s", 64)))
-		}, kernel.ErrInvalidInput},
+		}, blackboard.ErrInvalidInput},
 		{"a schema name with NUL", func() (*pgstore.Store, error) {
 			return pgstore.Open(ctx, pgtest.DSN(t), pgstore.WithSchema("a\x00b"))
-		}, kernel.ErrInvalidInput},
-		{"a nil option", func() (*pgstore.Store, error) { return pgstore.Open(ctx, pgtest.DSN(t), nil) }, kernel.ErrInvalidInput},
-		{"New of a nil pool", func() (*pgstore.Store, error) { return pgstore.New(ctx, nil) }, kernel.ErrInvalidInput},
+		}, blackboard.ErrInvalidInput},
+		{"a nil option", func() (*pgstore.Store, error) { return pgstore.Open(ctx, pgtest.DSN(t), nil) }, blackboard.ErrInvalidInput},
+		{"New of a nil pool", func() (*pgstore.Store, error) { return pgstore.New(ctx, nil) }, blackboard.ErrInvalidInput},
 		{"a server that does not answer", func() (*pgstore.Store, error) {
 			return pgstore.Open(ctx, "postgres://bk@127.0.0.1:1/bk?sslmode=disable&connect_timeout=5")
 		}, pgstore.ErrUnreachable},
@@ -266,22 +267,22 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	const nul = "a\x00b"
 	for _, c := range []struct {
 		name   string
-		mutate func(*kernel.Record)
+		mutate func(*blackboard.Record)
 		want   error
 	}{
-		{"NUL in the id", func(r *kernel.Record) { r.ID = "percepts:unstorable:" + nul }, kernel.ErrInvalidInput},
-		{"NUL in the kind", func(r *kernel.Record) { r.Kind = nul }, kernel.ErrInvalidInput},
-		{"NUL in the trace id", func(r *kernel.Record) { r.Provenance.TraceID = nul }, kernel.ErrInvalidInput},
-		{"NUL in the writer", func(r *kernel.Record) { r.Provenance.Writer = nul }, kernel.ErrInvalidInput},
-		{"NUL in the reason", func(r *kernel.Record) { r.Reason = nul }, kernel.ErrInvalidInput},
-		{"NUL in the namespace", func(r *kernel.Record) { r.Namespace = nul }, kernel.ErrInvalidInput},
-		{"NUL in an input ref", func(r *kernel.Record) { r.Provenance.InputRefs = []string{"x", nul} }, kernel.ErrInvalidInput},
-		{"NUL in an evidence ref", func(r *kernel.Record) { r.EvidenceRefs = []string{nul} }, kernel.ErrInvalidInput},
-		{"NUL in a payload string", func(r *kernel.Record) { r.Payload["s"] = nul }, kernel.ErrInvalidPayload},
-		{"NUL in a payload key", func(r *kernel.Record) { r.Payload[nul] = 1.0 }, kernel.ErrInvalidPayload},
-		{"NUL deep in a payload", func(r *kernel.Record) { r.Payload["l"] = []any{map[string]any{"k": []any{"ok", nul}}} }, kernel.ErrInvalidPayload},
-		{"a NaN confidence", func(r *kernel.Record) { r.Provenance.Confidence = kernel.Confidence(math.NaN()) }, kernel.ErrInvalidInput},
-		{"NaN in a payload", func(r *kernel.Record) { r.Payload["x"] = math.NaN() }, kernel.ErrInvalidPayload},
+		{"NUL in the id", func(r *blackboard.Record) { r.ID = "percepts:unstorable:" + nul }, blackboard.ErrInvalidInput},
+		{"NUL in the kind", func(r *blackboard.Record) { r.Kind = nul }, blackboard.ErrInvalidInput},
+		{"NUL in the trace id", func(r *blackboard.Record) { r.Provenance.TraceID = nul }, blackboard.ErrInvalidInput},
+		{"NUL in the writer", func(r *blackboard.Record) { r.Provenance.Writer = nul }, blackboard.ErrInvalidInput},
+		{"NUL in the reason", func(r *blackboard.Record) { r.Reason = nul }, blackboard.ErrInvalidInput},
+		{"NUL in the namespace", func(r *blackboard.Record) { r.Namespace = nul }, blackboard.ErrInvalidInput},
+		{"NUL in an input ref", func(r *blackboard.Record) { r.Provenance.InputRefs = []string{"x", nul} }, blackboard.ErrInvalidInput},
+		{"NUL in an evidence ref", func(r *blackboard.Record) { r.EvidenceRefs = []string{nul} }, blackboard.ErrInvalidInput},
+		{"NUL in a payload string", func(r *blackboard.Record) { r.Payload["s"] = nul }, blackboard.ErrInvalidPayload},
+		{"NUL in a payload key", func(r *blackboard.Record) { r.Payload[nul] = 1.0 }, blackboard.ErrInvalidPayload},
+		{"NUL deep in a payload", func(r *blackboard.Record) { r.Payload["l"] = []any{map[string]any{"k": []any{"ok", nul}}} }, blackboard.ErrInvalidPayload},
+		{"a NaN confidence", func(r *blackboard.Record) { r.Provenance.Confidence = kernel.Confidence(math.NaN()) }, blackboard.ErrInvalidInput},
+		{"NaN in a payload", func(r *blackboard.Record) { r.Payload["x"] = math.NaN() }, blackboard.ErrInvalidPayload},
 	} {
 		good := record("unstorable", 1)
 		r := record("unstorable", 2)
@@ -289,7 +290,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if err := s.Append(ctx, r); !errors.Is(err, c.want) {
 			t.Errorf("Append of a record with %s: %v, want %v", c.name, err, c.want)
 		}
-		if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{good, r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a batch with %s: %v, want %v", c.name, err, c.want)
 		}
 		if got := all(t, s); len(got) != 0 {
@@ -297,15 +298,15 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		}
 	}
 	claimed := record("unstorable", 1)
-	err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{claimed}, Claims: []kernel.Claim{{Key: nul, RecordID: claimed.ID}}})
-	if !errors.Is(err, kernel.ErrInvalidInput) {
+	err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{claimed}, Claims: []blackboard.Claim{{Key: nul, RecordID: claimed.ID}}})
+	if !errors.Is(err, blackboard.ErrInvalidInput) {
 		t.Errorf("Apply with a once-key holding NUL: %v, want ErrInvalidInput", err)
 	}
 
 	// What looks like a NUL but is not one is stored exactly, as are the
 	// edges PostgreSQL can hold.
 	r := record("storable", 1)
-	r.Payload = kernel.Payload{"escaped": `back\u0000slash`, `key\u0000`: `\\u0000`, "unicode": "\u2028\U0001F600\u0001"}
+	r.Payload = blackboard.Payload{"escaped": `back\u0000slash`, `key\u0000`: `\\u0000`, "unicode": "\u2028\U0001F600\u0001"}
 	r.Provenance.Confidence = kernel.Confidence(math.Inf(-1))
 	r.Provenance.InputRefs = []string{}
 	if err := s.Append(ctx, r); err != nil {
@@ -317,34 +318,34 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 
 	// Lookups by strings no record can hold.
 	for _, bad := range []string{nul, "caf\xe9"} {
-		if _, err := s.Get(ctx, bad); !errors.Is(err, kernel.ErrNotFound) {
+		if _, err := s.Get(ctx, bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("Get(%q): %v, want ErrNotFound", bad, err)
 		}
-		if _, err := s.FindActive(ctx, bad, kernel.Percepts, "door"); !errors.Is(err, kernel.ErrNotFound) {
+		if _, err := s.FindActive(ctx, bad, blackboard.Percepts, "door"); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("FindActive in trace %q: %v, want ErrNotFound", bad, err)
 		}
-		if _, err := s.FindActive(ctx, "storable", kernel.Percepts, bad); !errors.Is(err, kernel.ErrNotFound) {
+		if _, err := s.FindActive(ctx, "storable", blackboard.Percepts, bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("FindActive of kind %q: %v, want ErrNotFound", bad, err)
 		}
 		if got := records(t, s.ListTrace(ctx, bad)); len(got) != 0 {
 			t.Errorf("ListTrace(%q) = %v, want nothing", bad, got)
 		}
-		if got := records(t, s.ListSlot(ctx, kernel.Percepts, kernel.Filter{Namespace: bad})); len(got) != 0 {
+		if got := records(t, s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Namespace: bad})); len(got) != 0 {
 			t.Errorf("ListSlot in namespace %q = %v, want nothing", bad, got)
 		}
 		if n, err := s.CountTrace(ctx, bad); n != 0 || err != nil {
 			t.Errorf("CountTrace(%q) = %d, %v; want 0", bad, n, err)
 		}
-		if _, err := s.ClaimedBy(ctx, "", bad); !errors.Is(err, kernel.ErrNotFound) {
+		if _, err := s.ClaimedBy(ctx, "", bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("ClaimedBy(%q): %v, want ErrNotFound", bad, err)
 		}
-		if err := s.Invalidate(ctx, bad, kernel.StatusInvalidated, kernel.CodeStaleEvidence); !errors.Is(err, kernel.ErrNotFound) {
+		if err := s.Invalidate(ctx, bad, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("Invalidate(%q): %v, want ErrNotFound", bad, err)
 		}
-		if err := s.Apply(ctx, kernel.Batch{Trace: bad, TraceLen: 1}); !errors.Is(err, kernel.ErrConflict) {
+		if err := s.Apply(ctx, blackboard.Batch{Trace: bad, TraceLen: 1}); !errors.Is(err, blackboard.ErrConflict) {
 			t.Errorf("a batch conditional on trace %q holding 1 record: %v, want ErrConflict", bad, err)
 		}
-		if err := s.Apply(ctx, kernel.Batch{Trace: bad, TraceLen: 0}); err != nil {
+		if err := s.Apply(ctx, blackboard.Batch{Trace: bad, TraceLen: 0}); err != nil {
 			t.Errorf("a batch conditional on trace %q holding no record: %v", bad, err)
 		}
 	}
@@ -381,7 +382,7 @@ func TestPayloadNumbers(t *testing.T) {
 		values = append(values, f)
 	}
 	r := record("numbers", 1)
-	r.Payload = kernel.Payload{"values": values, "nested": map[string]any{"max": math.MaxFloat64, "tiny": 5e-324}}
+	r.Payload = blackboard.Payload{"values": values, "nested": map[string]any{"max": math.MaxFloat64, "tiny": 5e-324}}
 	if err := s.Append(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -475,18 +476,18 @@ func TestTraceLock(t *testing.T) {
 	mine.ID, mine.Kind = "percepts:locked:2b", "window"
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{mine}, Trace: "locked", TraceLen: 1})
+		done <- s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{mine}, Trace: "locked", TraceLen: 1})
 	}()
 	waitForLockWait(t, schema)
 	if err := other.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, kernel.ErrConflict) {
+	if err := <-done; !errors.Is(err, blackboard.ErrConflict) {
 		t.Errorf("a batch conditional on the length before another writer's append: %v, want ErrConflict", err)
 	}
 	time.Sleep(100 * time.Millisecond) // time for an abandoned batch to land, were it still running
 	got := records(t, s.ListTrace(ctx, "locked"))
-	if want := []kernel.Record{first, theirs}; !reflect.DeepEqual(got, want) {
+	if want := []blackboard.Record{first, theirs}; !reflect.DeepEqual(got, want) {
 		t.Errorf("the trace after the refused and abandoned batches:\n got  %+v\n want %+v", got, want)
 	}
 	if n, err := s.CountTrace(ctx, "locked"); n != 2 || err != nil {
@@ -498,7 +499,7 @@ func TestTraceLock(t *testing.T) {
 // serialization failure: under REPEATABLE READ, a batch whose trace counter
 // another transaction updates while the batch waits for it cannot commit.
 // The store runs it again and it lands; with retries off the error is
-// ErrSerialization, which wraps kernel.ErrConflict, and nothing lands.
+// ErrSerialization, which wraps blackboard.ErrConflict, and nothing lands.
 func TestSerializationFailure(t *testing.T) {
 	for _, retries := range []int{pgstore.DefaultRetries, 0} {
 		t.Run(fmt.Sprintf("retries=%d", retries), func(t *testing.T) {
@@ -521,7 +522,9 @@ func TestSerializationFailure(t *testing.T) {
 			}
 			r := record("ser", 2)
 			done := make(chan error, 1)
-			go func() { done <- s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Trace: "ser", TraceLen: 1}) }()
+			go func() {
+				done <- s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Trace: "ser", TraceLen: 1})
+			}()
 			waitForLockWait(t, schema)
 			if err := other.Commit(ctx); err != nil {
 				t.Fatal(err)
@@ -536,8 +539,8 @@ func TestSerializationFailure(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, pgstore.ErrSerialization) || !errors.Is(err, kernel.ErrConflict) {
-				t.Fatalf("a serialization failure with retries off: %v, want ErrSerialization wrapping kernel.ErrConflict", err)
+			if !errors.Is(err, pgstore.ErrSerialization) || !errors.Is(err, blackboard.ErrConflict) {
+				t.Fatalf("a serialization failure with retries off: %v, want ErrSerialization wrapping blackboard.ErrConflict", err)
 			}
 			if n, err := s.CountTrace(ctx, "ser"); n != 1 || err != nil {
 				t.Errorf("after the refused batch the trace holds %d records (%v), want 1", n, err)
@@ -580,10 +583,10 @@ func TestConnectionLost(t *testing.T) {
 	}
 	terminate()
 	r2 := record("lost", 2)
-	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r2}, Trace: "lost", TraceLen: 1}); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r2}, Trace: "lost", TraceLen: 1}); err != nil {
 		t.Errorf("Apply after the connection was lost: %v", err)
 	}
-	if got := records(t, s.ListTrace(ctx, "lost")); !reflect.DeepEqual(got, []kernel.Record{r, r2}) {
+	if got := records(t, s.ListTrace(ctx, "lost")); !reflect.DeepEqual(got, []blackboard.Record{r, r2}) {
 		t.Errorf("the trace after the lost connections: %+v", got)
 	}
 }

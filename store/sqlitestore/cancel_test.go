@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -53,7 +54,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 	}
 	defer s.Close()
 	k, _ := kernel.New(kernel.WithStore(s))
-	rec, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge"})
+	rec, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 		},
 		"Get": func(ctx context.Context, _ int) error { _, err := s.Get(ctx, rec.ID); return err },
 		"FindActive": func(ctx context.Context, _ int) error {
-			_, err := s.FindActive(ctx, "tr", kernel.Percepts, "charge")
+			_, err := s.FindActive(ctx, "tr", blackboard.Percepts, "charge")
 			return err
 		},
 		"CountTrace": func(ctx context.Context, _ int) error { _, err := s.CountTrace(ctx, "tr"); return err },
@@ -79,7 +80,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 			return nil
 		},
 		"ListSlot": func(ctx context.Context, _ int) error {
-			for _, err := range s.ListSlot(ctx, kernel.Percepts, kernel.Filter{}) {
+			for _, err := range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
 				if err != nil {
 					return err
 				}

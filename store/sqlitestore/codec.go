@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
@@ -18,10 +18,10 @@ const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, "
 // encode validates r and returns the values of its columns. Enumerations
 // are stored by their stable names, the payload and the reference lists as
 // JSON; a nil reference list is NULL, a nil payload is JSON null. An empty
-// namespace is stored as [kernel.DefaultNamespace], as the store contract
+// namespace is stored as [blackboard.DefaultNamespace], as the store contract
 // asks, so that it reads back the same from every store.
-func encode(r *kernel.Record) ([]any, error) {
-	if err := kernel.CheckRecord(*r); err != nil {
+func encode(r *blackboard.Record) ([]any, error) {
+	if err := blackboard.CheckRecord(*r); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	role, err := r.Provenance.Role.MarshalText()
@@ -31,7 +31,7 @@ func encode(r *kernel.Record) ([]any, error) {
 	var confidence any
 	if c := r.Provenance.Confidence; c != nil {
 		if math.IsNaN(*c) {
-			return nil, fmt.Errorf("sqlitestore: record %s: %w: NaN confidence", r.ID, kernel.ErrInvalidInput)
+			return nil, fmt.Errorf("sqlitestore: record %s: %w: NaN confidence", r.ID, blackboard.ErrInvalidInput)
 		}
 		confidence = *c
 	}
@@ -49,7 +49,7 @@ func encode(r *kernel.Record) ([]any, error) {
 	}
 	namespace := r.Namespace
 	if namespace == "" {
-		namespace = kernel.DefaultNamespace
+		namespace = blackboard.DefaultNamespace
 	}
 	return []any{
 		r.ID, r.Provenance.TraceID, r.Slot.String(), r.Mode.String(), r.Kind, payload,
@@ -62,14 +62,14 @@ func encode(r *kernel.Record) ([]any, error) {
 // encodeJSON returns v as JSON text, or nil (SQL NULL) for a nil reference
 // list; a nil payload becomes the text null, which decodes back to nil.
 // JSON would silently replace a string that is not valid UTF-8; encode has
-// already refused those through [kernel.CheckRecord].
+// already refused those through [blackboard.CheckRecord].
 func encodeJSON(id, what string, v any) (any, error) {
 	if refs, ok := v.([]string); ok && refs == nil {
 		return nil, nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: record %s: %w: %s: %v", id, kernel.ErrInvalidPayload, what, err)
+		return nil, fmt.Errorf("sqlitestore: record %s: %w: %s: %v", id, blackboard.ErrInvalidPayload, what, err)
 	}
 	return string(b), nil
 }
@@ -78,7 +78,7 @@ func encodeJSON(id, what string, v any) (any, error) {
 type scanner interface{ Scan(dest ...any) error }
 
 // scan reads seq and the record columns.
-func scan(sc scanner) (seq int64, r kernel.Record, err error) {
+func scan(sc scanner) (seq int64, r blackboard.Record, err error) {
 	var c column.Text
 	var inputs, evidence []byte
 	var confidence sql.NullFloat64
@@ -86,7 +86,7 @@ func scan(sc scanner) (seq int64, r kernel.Record, err error) {
 	err = sc.Scan(&seq, &r.ID, &p.TraceID, &c.Slot, &c.Mode, &r.Kind, &c.Payload, &c.Role, &p.Writer, &p.TimestampMS,
 		&inputs, &confidence, &p.TTLMS, &evidence, &c.Status, &c.Reason, &c.Scope, &r.Namespace, &p.Span)
 	if err != nil {
-		return 0, kernel.Record{}, err
+		return 0, blackboard.Record{}, err
 	}
 	err = column.Decode(c, &r)
 	if err == nil {
@@ -97,7 +97,7 @@ func scan(sc scanner) (seq int64, r kernel.Record, err error) {
 		}
 	}
 	if err != nil {
-		return 0, kernel.Record{}, fmt.Errorf("sqlitestore: record %s: %w", r.ID, err)
+		return 0, blackboard.Record{}, fmt.Errorf("sqlitestore: record %s: %w", r.ID, err)
 	}
 	if confidence.Valid {
 		p.Confidence = &confidence.Float64

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -133,8 +133,8 @@ func claimHelper(t *testing.T, path, id string) {
 	for g := range crossGoroutine {
 		wg.Go(func() {
 			r := record(fmt.Sprintf("cross-%s-%d", id, g), 1)
-			r.Slot, r.ID, r.Kind = kernel.Actions, fmt.Sprintf("actions:cross-%s-%d:1", id, g), "issue_refund"
-			errs[g] = s.Apply(t.Context(), kernel.Batch{Appends: []kernel.Record{r}, Claims: []kernel.Claim{{Key: crossKey, RecordID: r.ID}}})
+			r.Slot, r.ID, r.Kind = blackboard.Actions, fmt.Sprintf("actions:cross-%s-%d:1", id, g), "issue_refund"
+			errs[g] = s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{r}, Claims: []blackboard.Claim{{Key: crossKey, RecordID: r.ID}}})
 		})
 	}
 	wg.Wait()
@@ -143,7 +143,7 @@ func claimHelper(t *testing.T, path, id string) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, kernel.ErrDuplicateKey):
+		case !errors.Is(err, blackboard.ErrDuplicateKey):
 			t.Errorf("helper %s goroutine %d: %v, want success or ErrDuplicateKey", id, g, err)
 		}
 	}
@@ -151,7 +151,7 @@ func claimHelper(t *testing.T, path, id string) {
 }
 
 // ids returns the records' ids.
-func ids(recs []kernel.Record) []string {
+func ids(recs []blackboard.Record) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
 		out[i] = r.ID

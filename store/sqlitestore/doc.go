@@ -1,4 +1,4 @@
-// Package sqlitestore is a [kernel.Store] on SQLite through
+// Package sqlitestore is a [blackboard.Store] on SQLite through
 // modernc.org/sqlite, a pure-Go driver (no cgo). A blackboard kept in a
 // file survives restarts, and several kernels, in one process or many, can
 // share it.
@@ -14,40 +14,40 @@
 // payload and reference lists as JSON and enumerations by their stable
 // names. A record's namespace is a column of its own; a record appended
 // with an empty namespace is stored, and reads back, as
-// [kernel.DefaultNamespace]. Every query the kernel runs on its hot path
+// [blackboard.DefaultNamespace]. Every query the kernel runs on its hot path
 // (Get, FindActive, ListTrace, ListSlot of a namespace's active persistent
 // records, and ClaimedBy) is answered through an index, so its cost does
 // not grow with the number of other traces. Payloads read back in the
 // kernel's normal form: numbers float64, lists []any, objects
 // map[string]any.
 //
-// A record is checked with [kernel.CheckRecord] and refused rather than
+// A record is checked with [blackboard.CheckRecord] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference, or
-// a TTL beyond [kernel.MaxTTL] ([kernel.ErrInvalidInput]), invalid UTF-8 in
-// a payload string or key ([kernel.ErrInvalidPayload]). So is what the JSON
+// a TTL beyond [blackboard.MaxTTL] ([blackboard.ErrInvalidInput]), invalid UTF-8 in
+// a payload string or key ([blackboard.ErrInvalidPayload]). So is what the JSON
 // encoding cannot hold unchanged: a NaN confidence or an unknown role
-// ([kernel.ErrInvalidInput]), a payload value JSON cannot encode
-// ([kernel.ErrInvalidPayload]).
+// ([blackboard.ErrInvalidInput]), a payload value JSON cannot encode
+// ([blackboard.ErrInvalidPayload]).
 //
 // # Traces and their state
 //
-// [Store] is a [kernel.StateStore]. The table traces holds one row per
+// [Store] is a [blackboard.StateStore]. The table traces holds one row per
 // trace: its record count, its namespace, its change counter and the
 // decision state the kernel last stored for it. Every batch updates the
 // rows of the traces it appends to or changes a status in, in its own
 // transaction: the count grows by the batch's appends and the change
 // counter by one, however many records of the trace the batch touches. A
-// batch with a [kernel.Batch.State] stores the state's encoding
+// batch with a [blackboard.Batch.State] stores the state's encoding
 // (MarshalBinary, called before the transaction; an encoder that fails
-// refuses the batch with [kernel.ErrInvalidInput]) with the change counter
+// refuses the batch with [blackboard.ErrInvalidInput]) with the change counter
 // the batch left. [Store.ReadState] reads a trace's row with one
 // primary-key lookup, so reading a trace's state costs the same at its
 // first record and at its millionth; the record count is also what a
-// conditional batch ([kernel.Batch.Trace]) is checked against, and what
+// conditional batch ([blackboard.Batch.Trace]) is checked against, and what
 // [Store.CountTrace] returns.
 //
 // The table namespaces holds, per namespace, the change counter of its
-// persistent constraints ([kernel.TraceState.Shared]): a batch that
+// persistent constraints ([blackboard.TraceState.Shared]): a batch that
 // appends a record of slot constraints and scope persistent in the
 // namespace, or changes the status of one, adds one to it in its own
 // transaction, however many such records it touches. A namespace without
@@ -60,13 +60,13 @@
 // namespace and the key (each namespace is a key space of its own), and a
 // batch's claims are inserted in the batch's transaction: a claim of a key
 // already claimed fails that insert, the whole batch rolls back, and Apply
-// returns an error wrapping [kernel.ErrDuplicateKey]. Since the database enforces it, a key is
+// returns an error wrapping [blackboard.ErrDuplicateKey]. Since the database enforces it, a key is
 // claimed at most once however many stores and processes share the file.
 //
 // # Schema versions
 //
 // Version 1 holds the records table. Version 2 adds the namespace column
-// (existing records get [kernel.DefaultNamespace]), an index of persistent
+// (existing records get [blackboard.DefaultNamespace]), an index of persistent
 // records by slot, status and namespace, and the once-keys table. Version
 // 3 adds each record's span. Version 4 keys the once-keys table by
 // namespace and key; a claim of an earlier version goes to the namespace of

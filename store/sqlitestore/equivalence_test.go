@@ -4,13 +4,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/storetest"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/blackboard/storetest"
 )
 
 // TestStoreEquivalence runs storetest's scripted scenario on a kernel over a
 // MemStore and on a kernel over a SQLite file, and requires the same codes,
 // ids, views and records.
 func TestStoreEquivalence(t *testing.T) {
-	storetest.Equivalence(t, map[string]kernel.Store{"sqlite": mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))})
+	storetest.Equivalence(t, map[string]blackboard.Store{"sqlite": mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))})
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // storableText reports whether every string in v is valid UTF-8, which is
@@ -20,7 +20,7 @@ func storableText(v any) bool {
 	switch x := v.(type) {
 	case string:
 		return utf8.ValidString(x)
-	case kernel.Payload:
+	case blackboard.Payload:
 		return storableText(map[string]any(x))
 	case map[string]any:
 		for k, e := range x {
@@ -77,9 +77,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if traceID != "" {
 			traceID += suffix
 		}
-		r := kernel.Record{ID: id, Slot: kernel.Slot(e(0) % 9), Mode: kernel.Mode(e(1) % 4), Kind: kind, Status: kernel.Status(e(2) % 5),
-			Scope: kernel.Scope(e(3) % 4), Reason: kernel.Code(reason), EvidenceRefs: fuzzRefs(e(4)>>4, evidence),
-			Provenance: kernel.Provenance{Role: kernel.Role(e(5) % 8), Writer: writer, TraceID: traceID, TimestampMS: ts,
+		r := blackboard.Record{ID: id, Slot: blackboard.Slot(e(0) % 9), Mode: blackboard.Mode(e(1) % 4), Kind: kind, Status: blackboard.Status(e(2) % 5),
+			Scope: blackboard.Scope(e(3) % 4), Reason: blackboard.Code(reason), EvidenceRefs: fuzzRefs(e(4)>>4, evidence),
+			Provenance: blackboard.Provenance{Role: blackboard.Role(e(5) % 8), Writer: writer, TraceID: traceID, TimestampMS: ts,
 				InputRefs: fuzzRefs(e(4), inputs), TTLMS: ttl}}
 		if e(6)%2 == 1 {
 			r.Provenance.Confidence = &conf
@@ -88,24 +88,24 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		// with them the stored corpus, stay as they were.
 		switch (e(6) >> 1) % 3 {
 		case 1:
-			r.Namespace = kernel.DefaultNamespace
+			r.Namespace = blackboard.DefaultNamespace
 		case 2:
 			r.Namespace = writer
 		}
 		if json.Unmarshal(payload, &r.Payload) != nil {
-			r.Payload = kernel.Payload{"text": string(payload)}
+			r.Payload = blackboard.Payload{"text": string(payload)}
 		}
-		storable := kernel.CheckRecord(r) == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
+		storable := blackboard.CheckRecord(r) == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
 			storableText(r.Payload) && storableText(r.Provenance.InputRefs) && storableText(r.EvidenceRefs)
 		err := s.Append(ctx, r.Clone())
 		if err != nil {
-			if !errors.Is(err, kernel.ErrInvalidInput) && !errors.Is(err, kernel.ErrInvalidPayload) {
+			if !errors.Is(err, blackboard.ErrInvalidInput) && !errors.Is(err, blackboard.ErrInvalidPayload) {
 				t.Fatalf("Append(%+v): untyped error %v", r, err)
 			}
 			if storable {
 				t.Fatalf("Append(%+v) refused a storable record: %v", r, err)
 			}
-			if _, err := s.Get(ctx, r.ID); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := s.Get(ctx, r.ID); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Fatalf("refused record %q: Get says %v", r.ID, err)
 			}
 			if got := trace(t, s, r.TraceID()); len(got) != 0 {
@@ -117,9 +117,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Fatalf("Append accepted an unstorable record %+v", r)
 		}
 		if r.Namespace == "" {
-			r.Namespace = kernel.DefaultNamespace
+			r.Namespace = blackboard.DefaultNamespace
 		}
-		want := []kernel.Record{r}
+		want := []blackboard.Record{r}
 		if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
 			t.Fatalf("Get:\n got %+v (%v)\nwant %+v", got, err, r)
 		}
@@ -127,19 +127,19 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Fatalf("ListTrace:\n got %+v\nwant %+v", got, want)
 		}
 		got, err := s.FindActive(ctx, r.TraceID(), r.Slot, r.Kind)
-		if active := r.Status == kernel.StatusActive; active && (err != nil || !reflect.DeepEqual(got, r)) || !active && !errors.Is(err, kernel.ErrNotFound) {
+		if active := r.Status == blackboard.StatusActive; active && (err != nil || !reflect.DeepEqual(got, r)) || !active && !errors.Is(err, blackboard.ErrNotFound) {
 			t.Fatalf("FindActive of a %s record: %+v, %v", r.Status, got, err)
 		}
 		// A status change with fuzzed status and reason.
-		inv := kernel.Invalidation{ID: r.ID, Status: kernel.Status(e(7) % 5), Reason: kernel.Code(strings.ToUpper(writer))}
+		inv := blackboard.Invalidation{ID: r.ID, Status: blackboard.Status(e(7) % 5), Reason: blackboard.Code(strings.ToUpper(writer))}
 		err = s.Invalidate(ctx, inv.ID, inv.Status, inv.Reason)
-		valid := (inv.Status == kernel.StatusInvalidated || inv.Status == kernel.StatusExpired) && inv.Reason != ""
+		valid := (inv.Status == blackboard.StatusInvalidated || inv.Status == blackboard.StatusExpired) && inv.Reason != ""
 		switch {
-		case !valid && !errors.Is(err, kernel.ErrInvalidInput) && !errors.Is(err, kernel.ErrNotActive):
+		case !valid && !errors.Is(err, blackboard.ErrInvalidInput) && !errors.Is(err, blackboard.ErrNotActive):
 			t.Fatalf("Invalidate(%+v) of a %s record: %v", inv, r.Status, err)
-		case valid && r.Status == kernel.StatusActive && err != nil:
+		case valid && r.Status == blackboard.StatusActive && err != nil:
 			t.Fatalf("Invalidate(%+v): %v", inv, err)
-		case valid && r.Status != kernel.StatusActive && !errors.Is(err, kernel.ErrNotActive):
+		case valid && r.Status != blackboard.StatusActive && !errors.Is(err, blackboard.ErrNotActive):
 			t.Fatalf("Invalidate(%+v) of a %s record: %v", inv, r.Status, err)
 		}
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -103,31 +104,31 @@ func TestStoreMigrateV1(t *testing.T) {
 	}
 	s := stores[0]
 
-	constraint := kernel.Record{
-		ID: "constraints:old:1", Slot: kernel.Constraints, Mode: kernel.ModeCommit, Kind: "speed_limit",
-		Payload:    kernel.Payload{"blocks_field": "too_fast", "enabled": true, "name": "speed_limit"},
-		Provenance: kernel.Provenance{Role: kernel.RoleSymbolic, Writer: "rules", TraceID: "old", TimestampMS: 5},
-		Status:     kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopePersistent,
-		Namespace: kernel.DefaultNamespace,
+	constraint := blackboard.Record{
+		ID: "constraints:old:1", Slot: blackboard.Constraints, Mode: blackboard.ModeCommit, Kind: "speed_limit",
+		Payload:    blackboard.Payload{"blocks_field": "too_fast", "enabled": true, "name": "speed_limit"},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "rules", TraceID: "old", TimestampMS: 5},
+		Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopePersistent,
+		Namespace: blackboard.DefaultNamespace,
 	}
-	percept := kernel.Record{
-		ID: "percepts:old:2", Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door",
-		Payload: kernel.Payload{"open": true},
-		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "sensor", TraceID: "old", TimestampMS: 6,
+	percept := blackboard.Record{
+		ID: "percepts:old:2", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door",
+		Payload: blackboard.Payload{"open": true},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "sensor", TraceID: "old", TimestampMS: 6,
 			InputRefs: []string{constraint.ID}, Confidence: kernel.Confidence(0.9), TTLMS: 1000},
 		EvidenceRefs: []string{},
-		Status:       kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode,
-		Namespace: kernel.DefaultNamespace,
+		Status:       blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+		Namespace: blackboard.DefaultNamespace,
 	}
 	for _, st := range stores {
-		if got := trace(t, st, "old"); !reflect.DeepEqual(got, []kernel.Record{constraint, percept}) {
-			t.Fatalf("version-1 records after migration:\n got  %+v\n want %+v (namespace %q)", got, []kernel.Record{constraint, percept}, kernel.DefaultNamespace)
+		if got := trace(t, st, "old"); !reflect.DeepEqual(got, []blackboard.Record{constraint, percept}) {
+			t.Fatalf("version-1 records after migration:\n got  %+v\n want %+v (namespace %q)", got, []blackboard.Record{constraint, percept}, blackboard.DefaultNamespace)
 		}
 	}
-	persistent := func(ns string) []kernel.Record {
-		return records(t, s.ListSlot(ctx, kernel.Constraints, kernel.Filter{Status: kernel.StatusActive, Scope: kernel.ScopePersistent, Namespace: ns}))
+	persistent := func(ns string) []blackboard.Record {
+		return records(t, s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns}))
 	}
-	if got := persistent(kernel.DefaultNamespace); !reflect.DeepEqual(got, []kernel.Record{constraint}) {
+	if got := persistent(blackboard.DefaultNamespace); !reflect.DeepEqual(got, []blackboard.Record{constraint}) {
 		t.Errorf("a version-1 persistent constraint is not listed in the default namespace: %+v", got)
 	}
 	if got := persistent("tenant"); len(got) != 0 {
@@ -135,11 +136,11 @@ func TestStoreMigrateV1(t *testing.T) {
 	}
 
 	// Version 5 counts the traces of earlier versions from their records.
-	if st, err := s.ReadState(ctx, "", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 2, Namespace: kernel.DefaultNamespace, Version: 2}) {
+	if st, err := s.ReadState(ctx, "", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 2, Namespace: blackboard.DefaultNamespace, Version: 2}) {
 		t.Errorf("ReadState of a version-1 trace after migration = %+v, %v; want Len 2, the default namespace, Version 2 and no state", st, err)
 	}
 	next := record("old", 3)
-	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{next}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
 	if st, err := s.ReadState(ctx, "", "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
@@ -148,11 +149,11 @@ func TestStoreMigrateV1(t *testing.T) {
 
 	// The migrated file takes namespaced records and once-keys.
 	fresh := record("new", 1)
-	fresh.Slot, fresh.ID, fresh.Scope, fresh.Namespace = kernel.Constraints, "constraints:new:1", kernel.ScopePersistent, "tenant"
-	if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{fresh}, Claims: []kernel.Claim{{Key: "k", RecordID: fresh.ID}}}); err != nil {
+	fresh.Slot, fresh.ID, fresh.Scope, fresh.Namespace = blackboard.Constraints, "constraints:new:1", blackboard.ScopePersistent, "tenant"
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{fresh}, Claims: []blackboard.Claim{{Key: "k", RecordID: fresh.ID}}}); err != nil {
 		t.Fatalf("Apply with a claim on a migrated database: %v", err)
 	}
-	if got := persistent("tenant"); !reflect.DeepEqual(got, []kernel.Record{fresh}) {
+	if got := persistent("tenant"); !reflect.DeepEqual(got, []blackboard.Record{fresh}) {
 		t.Errorf("a namespaced record on a migrated database: %+v", got)
 	}
 	// Version 6 counts the namespaces' constraint changes from 0.
@@ -222,11 +223,11 @@ func TestStoreMigrateOnceKeysV3(t *testing.T) {
 	if id, err := s.ClaimedBy(ctx, "", "k-gone"); err != nil || id != "actions:gone:1" {
 		t.Errorf("a version-3 claim whose record is gone: ClaimedBy(default) = %q, %v; want it kept in the default namespace", id, err)
 	}
-	r := kernel.Record{ID: "actions:new:1", Slot: kernel.Actions, Mode: kernel.ModeCommit, Kind: "refund", Payload: kernel.Payload{},
-		Provenance: kernel.Provenance{Role: kernel.RoleKernel, Writer: "kernel", TraceID: "new"}, Status: kernel.StatusActive,
-		Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode, Namespace: "acme"}
-	err = s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{r}, Claims: []kernel.Claim{{Key: "k-acme", RecordID: r.ID, Namespace: "acme"}}})
-	if !errors.Is(err, kernel.ErrDuplicateKey) {
+	r := blackboard.Record{ID: "actions:new:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: "refund", Payload: blackboard.Payload{},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "new"}, Status: blackboard.StatusActive,
+		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
+	err = s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Claims: []blackboard.Claim{{Key: "k-acme", RecordID: r.ID, Namespace: "acme"}}})
+	if !errors.Is(err, blackboard.ErrDuplicateKey) {
 		t.Errorf("claiming a migrated key again in its namespace: %v, want ErrDuplicateKey", err)
 	}
 	if v := userVersion(t, path); v != schemaVersion {
@@ -245,7 +246,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "v5.db")
 	old := record("old", 1)
-	old.ID, old.Slot, old.Scope, old.Namespace = "constraints:old:1", kernel.Constraints, kernel.ScopePersistent, "acme"
+	old.ID, old.Slot, old.Scope, old.Namespace = "constraints:old:1", blackboard.Constraints, blackboard.ScopePersistent, "acme"
 	s := mustOpen(t, path)
 	if err := s.Append(ctx, old); err != nil {
 		t.Fatal(err)
@@ -274,10 +275,10 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 		}
 		return st.Shared
 	}
-	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, kernel.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-5 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Invalidate(ctx, old.ID, kernel.StatusInvalidated, kernel.CodeStaleEvidence); err != nil {
+	if err := s.Invalidate(ctx, old.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {

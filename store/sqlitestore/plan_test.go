@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // TestStoreQueryPlans checks with EXPLAIN QUERY PLAN that every statement
@@ -21,19 +21,19 @@ func TestStoreQueryPlans(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	// Fill the store so that the planner sees a populated table.
-	var b kernel.Batch
+	var b blackboard.Batch
 	for i := range 2000 {
-		r := kernel.Record{
-			ID: fmt.Sprintf("percepts:fill-%d:%d", i%26, i), Slot: kernel.AllSlots()[i%7], Mode: kernel.ModeCommit,
-			Kind: "k", Provenance: kernel.Provenance{Role: kernel.RoleTool, TraceID: fmt.Sprintf("fill-%d", i%26)},
-			Status: kernel.StatusActive, Scope: kernel.ScopeEpisode, Namespace: fmt.Sprintf("ns-%d", i%26%5), // one namespace per trace
+		r := blackboard.Record{
+			ID: fmt.Sprintf("percepts:fill-%d:%d", i%26, i), Slot: blackboard.AllSlots()[i%7], Mode: blackboard.ModeCommit,
+			Kind: "k", Provenance: blackboard.Provenance{Role: blackboard.RoleTool, TraceID: fmt.Sprintf("fill-%d", i%26)},
+			Status: blackboard.StatusActive, Scope: blackboard.ScopeEpisode, Namespace: fmt.Sprintf("ns-%d", i%26%5), // one namespace per trace
 		}
 		if i%10 == 0 {
-			r.Scope = kernel.ScopePersistent
+			r.Scope = blackboard.ScopePersistent
 		}
 		b.Appends = append(b.Appends, r)
 		if i%3 == 0 {
-			b.Claims = append(b.Claims, kernel.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
+			b.Claims = append(b.Claims, blackboard.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
 		}
 	}
 	if err := s.Apply(t.Context(), b); err != nil {

@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // ErrNotAStore is returned by [OpenReadOnly] for a file that is not a
@@ -29,7 +29,7 @@ func SchemaVersion() int { return len(migrations) }
 // to processes that write it. It writes no record: no migration, no
 // journal mode change, every statement runs under SQLite's query_only, and
 // every write method of the store fails with an error wrapping
-// [kernel.ErrPermission]. In WAL mode (the mode [Open] sets) a reader
+// [blackboard.ErrPermission]. In WAL mode (the mode [Open] sets) a reader
 // neither blocks writers nor waits for them; listings read page by page,
 // each page a short read transaction.
 //
@@ -58,13 +58,13 @@ func OpenReadOnly(ctx context.Context, path string, opts ...Option) (*Store, err
 	}
 	switch {
 	case path == "" || path == ":memory:":
-		return nil, fmt.Errorf("sqlitestore: %w: read-only needs a database file", kernel.ErrInvalidInput)
+		return nil, fmt.Errorf("sqlitestore: %w: read-only needs a database file", blackboard.ErrInvalidInput)
 	case cfg.busyTimeout < 0:
-		return nil, fmt.Errorf("sqlitestore: %w: negative busy timeout %v", kernel.ErrInvalidInput, cfg.busyTimeout)
+		return nil, fmt.Errorf("sqlitestore: %w: negative busy timeout %v", blackboard.ErrInvalidInput, cfg.busyTimeout)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w: %v", kernel.ErrInvalidInput, err)
+		return nil, fmt.Errorf("sqlitestore: %w: %v", blackboard.ErrInvalidInput, err)
 	}
 	st, err := os.Stat(abs)
 	switch {
@@ -139,4 +139,4 @@ func quiescent(path string) bool {
 	return true
 }
 
-var errReadOnly = fmt.Errorf("sqlitestore: %w: the store was opened read-only", kernel.ErrPermission)
+var errReadOnly = fmt.Errorf("sqlitestore: %w: the store was opened read-only", blackboard.ErrPermission)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -35,7 +36,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := kernel.New(kernel.WithStore(w))
-	rec, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: kernel.Percepts, Kind: "charge", Payload: kernel.Payload{"stale": true}})
+	rec, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +66,11 @@ func TestOpenReadOnly(t *testing.T) {
 	if st, err := ro.ReadState(t.Context(), "", "tr"); err != nil || st.Len != 1 || st.Version != 1 {
 		t.Errorf("ReadState on a read-only store: %+v, %v; want one record, one change", st, err)
 	}
-	err = ro.Append(t.Context(), kernel.Record{ID: "percepts:tr:9"})
-	if !errors.Is(err, kernel.ErrPermission) {
+	err = ro.Append(t.Context(), blackboard.Record{ID: "percepts:tr:9"})
+	if !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("Append on a read-only store: %v, want ErrPermission", err)
 	}
-	if err := ro.Invalidate(t.Context(), rec.ID, kernel.StatusExpired, kernel.CodeTTLExpired); !errors.Is(err, kernel.ErrPermission) {
+	if err := ro.Invalidate(t.Context(), rec.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired); !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("Invalidate on a read-only store: %v", err)
 	}
 	if err := ro.Close(); err != nil {
@@ -153,7 +154,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	defer w.Close()
 	k, _ := kernel.New(kernel.WithStore(w))
 	ctx := t.Context()
-	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t0", Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t0", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
 	}
 	ro, err := sqlitestore.OpenReadOnly(ctx, path)
@@ -166,14 +167,14 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range 200 {
-			if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: fmt.Sprintf("t%d", i%20), Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+			if _, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: fmt.Sprintf("t%d", i%20), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 				t.Error(err)
 				return
 			}
 		}
 	}()
 	for range 50 {
-		for ts, err := range kernel.ListTraces(ctx, ro, "") {
+		for ts, err := range blackboard.ListTraces(ctx, ro, "") {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +213,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 	}
 	k, _ := kernel.New(kernel.WithStore(w))
 	for i := range 5 {
-		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -229,7 +230,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		for ts, err := range kernel.ListTraces(t.Context(), ro, "") {
+		for ts, err := range blackboard.ListTraces(t.Context(), ro, "") {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +239,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 			}
 			n++
 		}
-		if err := ro.Append(t.Context(), kernel.Record{ID: "percepts:x:1"}); !errors.Is(err, kernel.ErrPermission) {
+		if err := ro.Append(t.Context(), blackboard.Record{ID: "percepts:x:1"}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("Append: %v, want ErrPermission", err)
 		}
 		if err := ro.Close(); err != nil {
@@ -274,7 +275,7 @@ func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 	}
 	count := func() int {
 		n := 0
-		for _, err := range kernel.ListTraces(t.Context(), ro, "") {
+		for _, err := range blackboard.ListTraces(t.Context(), ro, "") {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +293,7 @@ func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 	}
 	k, _ := kernel.New(kernel.WithStore(w))
 	for i := range 20 {
-		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: kernel.Percepts, Kind: "charge"}); err != nil {
+		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := count(); got != i+1 {

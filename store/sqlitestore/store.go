@@ -14,10 +14,10 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
-// Store is a [kernel.Store] on SQLite, and a [kernel.StateStore]: it keeps
+// Store is a [blackboard.Store] on SQLite, and a [blackboard.StateStore]: it keeps
 // each trace's counters and decision state in the transaction of every
 // write, and enforces once-keys across every store and process sharing the
 // database. It is safe for concurrent use; see the package documentation
@@ -43,7 +43,7 @@ type Store struct {
 	stmts                               []*sql.Stmt // all of the above, for Close
 }
 
-var _ kernel.StateStore = (*Store)(nil)
+var _ blackboard.StateStore = (*Store)(nil)
 
 // Option configures [Open] and [New].
 type Option func(*config)
@@ -76,7 +76,7 @@ const pageSize = 256
 //
 // A file is put in WAL mode; every connection gets synchronous=NORMAL, the
 // busy timeout and immediate write transactions. The schema is created or
-// migrated. Open returns an error wrapping [kernel.ErrInvalidInput] for an
+// migrated. Open returns an error wrapping [blackboard.ErrInvalidInput] for an
 // empty path or a bad option, [ErrSchemaTooNew] for a database written by
 // a newer version of this package, and ctx's error when ctx ends while
 // the schema is read or migrated.
@@ -87,9 +87,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	switch {
 	case path == "":
-		return nil, fmt.Errorf("sqlitestore: %w: empty path", kernel.ErrInvalidInput)
+		return nil, fmt.Errorf("sqlitestore: %w: empty path", blackboard.ErrInvalidInput)
 	case cfg.busyTimeout < 0:
-		return nil, fmt.Errorf("sqlitestore: %w: negative busy timeout %v", kernel.ErrInvalidInput, cfg.busyTimeout)
+		return nil, fmt.Errorf("sqlitestore: %w: negative busy timeout %v", blackboard.ErrInvalidInput, cfg.busyTimeout)
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.busyTimeout.Milliseconds()))
@@ -102,7 +102,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	} else {
 		abs, err := filepath.Abs(path)
 		if err != nil {
-			return nil, fmt.Errorf("sqlitestore: %w: %v", kernel.ErrInvalidInput, err)
+			return nil, fmt.Errorf("sqlitestore: %w: %v", blackboard.ErrInvalidInput, err)
 		}
 		q.Add("_pragma", "journal_mode(WAL)")
 		dsn = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
@@ -134,7 +134,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 // For an in-memory database, limit db to one connection.
 //
 // New creates or migrates the schema. It returns an error wrapping
-// [kernel.ErrInvalidInput] for a nil db or an option that only [Open] can
+// [blackboard.ErrInvalidInput] for a nil db or an option that only [Open] can
 // honour, [ErrSchemaTooNew] for a database written by a newer version
 // of this package, and ctx's error when ctx ends while the schema is read
 // or migrated.
@@ -145,9 +145,9 @@ func New(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	switch {
 	case db == nil:
-		return nil, fmt.Errorf("sqlitestore: %w: nil *sql.DB", kernel.ErrInvalidInput)
+		return nil, fmt.Errorf("sqlitestore: %w: nil *sql.DB", blackboard.ErrInvalidInput)
 	case cfg.busyTimeoutSet:
-		return nil, fmt.Errorf("sqlitestore: %w: WithBusyTimeout applies to Open; set busy_timeout in the DSN of db", kernel.ErrInvalidInput)
+		return nil, fmt.Errorf("sqlitestore: %w: WithBusyTimeout applies to Open; set busy_timeout in the DSN of db", blackboard.ErrInvalidInput)
 	}
 	return newStore(ctx, db)
 }
@@ -249,10 +249,10 @@ func (s *Store) closeStmts() error {
 	return errors.Join(errs...)
 }
 
-var errClosed = fmt.Errorf("sqlitestore: %w", kernel.ErrClosed)
+var errClosed = fmt.Errorf("sqlitestore: %w", blackboard.ErrClosed)
 
 // active is how the ACTIVE status is stored.
-var active = kernel.StatusActive.String()
+var active = blackboard.StatusActive.String()
 
 // enter checks ctx and that the store is open, and holds the store open
 // until the returned function is called.
@@ -268,42 +268,42 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 	return s.mu.RUnlock, nil
 }
 
-// Append implements [kernel.Store]. It returns an error wrapping
-// [kernel.ErrDuplicateID] for an id the store holds; the error of
-// [kernel.CheckRecord] for a record it refuses ([kernel.ErrInvalidInput] for
+// Append implements [blackboard.Store]. It returns an error wrapping
+// [blackboard.ErrDuplicateID] for an id the store holds; the error of
+// [blackboard.CheckRecord] for a record it refuses ([blackboard.ErrInvalidInput] for
 // a bad field, a string field or reference that is not valid UTF-8, or a
-// TTL beyond [kernel.MaxTTL]; [kernel.ErrInvalidPayload] for a payload
-// string that is not); [kernel.ErrInvalidInput] for an unknown role or a
-// NaN confidence; and [kernel.ErrInvalidPayload] for a payload value JSON
+// TTL beyond [blackboard.MaxTTL]; [blackboard.ErrInvalidPayload] for a payload
+// string that is not); [blackboard.ErrInvalidInput] for an unknown role or a
+// NaN confidence; and [blackboard.ErrInvalidPayload] for a payload value JSON
 // cannot encode.
-func (s *Store) Append(ctx context.Context, rec kernel.Record) error {
-	return s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{rec}})
+func (s *Store) Append(ctx context.Context, rec blackboard.Record) error {
+	return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec}})
 }
 
-// Invalidate implements [kernel.Store]. It returns an error wrapping
-// [kernel.ErrNotActive] for a record that is not ACTIVE,
-// [kernel.ErrNotFound] for an unknown id and [kernel.ErrInvalidInput] for a
+// Invalidate implements [blackboard.Store]. It returns an error wrapping
+// [blackboard.ErrNotActive] for a record that is not ACTIVE,
+// [blackboard.ErrNotFound] for an unknown id and [blackboard.ErrInvalidInput] for a
 // bad target status or an empty reason.
-func (s *Store) Invalidate(ctx context.Context, id string, status kernel.Status, reason kernel.Code) error {
-	return s.Apply(ctx, kernel.Batch{Invalidations: []kernel.Invalidation{{ID: id, Status: status, Reason: reason}}})
+func (s *Store) Invalidate(ctx context.Context, id string, status blackboard.Status, reason blackboard.Code) error {
+	return s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: status, Reason: reason}}})
 }
 
-// Apply implements [kernel.Store]: the batch runs in one write transaction
+// Apply implements [blackboard.Store]: the batch runs in one write transaction
 // that is rolled back on any error. Status changes are applied before the
 // appends, so a batch cannot invalidate a record it appends (that is
-// [kernel.ErrNotFound], as in [kernel.MemStore]). The batch's claims are
+// [blackboard.ErrNotFound], as in [memstore.Store]). The batch's claims are
 // inserted in the same transaction, so a claim lands exactly when the rest
 // of its batch does; so do the counters of every trace the batch touches
 // and the batch's State (see [Store.ReadState]).
 //
 // It returns the errors of [Store.Append] and [Store.Invalidate]; an error
-// wrapping [kernel.ErrConflict] when the condition's trace does not hold
-// TraceLen records; [kernel.ErrPermission] for a record of a namespace other
-// than its trace's; [kernel.ErrDuplicateKey] for a claim of a key already
+// wrapping [blackboard.ErrConflict] when the condition's trace does not hold
+// TraceLen records; [blackboard.ErrPermission] for a record of a namespace other
+// than its trace's; [blackboard.ErrDuplicateKey] for a claim of a key already
 // claimed, by any store on the database, or of one key twice in the batch;
-// and [kernel.ErrInvalidInput] for a claim [kernel.CheckClaim] refuses or a
+// and [blackboard.ErrInvalidInput] for a claim [blackboard.CheckClaim] refuses or a
 // State whose MarshalBinary fails (that error is wrapped too).
-func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
+func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return err
@@ -320,12 +320,12 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 		if err := w.touch(w.rows[i][1].(string), w.rows[i][16].(string), 1); err != nil {
 			return err
 		}
-		if r := &b.Appends[i]; r.Slot == kernel.Constraints && r.Scope == kernel.ScopePersistent {
+		if r := &b.Appends[i]; r.Slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent {
 			w.share(w.rows[i][16].(string))
 		}
 	}
 	for _, inv := range b.Invalidations {
-		if err := kernel.CheckInvalidation(inv); err != nil {
+		if err := blackboard.CheckInvalidation(inv); err != nil {
 			return fmt.Errorf("sqlitestore: %w", err)
 		}
 	}
@@ -333,12 +333,12 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 	// allocating a set, and it names the fault better than the primary key
 	// would.
 	for i, c := range b.Claims {
-		if err := kernel.CheckClaim(c); err != nil {
+		if err := blackboard.CheckClaim(c); err != nil {
 			return fmt.Errorf("sqlitestore: %w", err)
 		}
 		for _, prev := range b.Claims[:i] {
-			if prev.Key == c.Key && nsOf(prev.Namespace) == nsOf(c.Namespace) {
-				return fmt.Errorf("sqlitestore: %w: %q twice in one batch", kernel.ErrDuplicateKey, c.Key)
+			if prev.Key == c.Key && blackboard.NamespaceOf(prev.Namespace) == blackboard.NamespaceOf(c.Namespace) {
+				return fmt.Errorf("sqlitestore: %w: %q twice in one batch", blackboard.ErrDuplicateKey, c.Key)
 			}
 		}
 	}
@@ -346,7 +346,7 @@ func (s *Store) Apply(ctx context.Context, b kernel.Batch) error {
 		// Encoded before the transaction: a state that cannot be encoded
 		// refuses the batch without taking the write lock.
 		if w.state, err = b.State.MarshalBinary(); err != nil {
-			return fmt.Errorf("sqlitestore: %w: the state of trace %q: %w", kernel.ErrInvalidInput, b.Trace, err)
+			return fmt.Errorf("sqlitestore: %w: the state of trace %q: %w", blackboard.ErrInvalidInput, b.Trace, err)
 		}
 		if w.state == nil {
 			w.state = []byte{} // an empty state is a state: not NULL
@@ -376,8 +376,8 @@ type writes struct {
 
 // The slot and scope of a persistent constraint, as stored.
 var (
-	constraintsSlot = kernel.Constraints.String()
-	persistentScope = kernel.ScopePersistent.String()
+	constraintsSlot = blackboard.Constraints.String()
+	persistentScope = blackboard.ScopePersistent.String()
 )
 
 // share records a change of the persistent constraints of namespace ns
@@ -406,7 +406,7 @@ func (w *writes) touch(trace, ns string, n int) error {
 			continue
 		}
 		if n > 0 && t.appends > 0 && t.namespace != ns {
-			return fmt.Errorf("sqlitestore: %w: trace %q would hold records of namespaces %q and %q", kernel.ErrPermission, trace, t.namespace, ns)
+			return fmt.Errorf("sqlitestore: %w: trace %q would hold records of namespaces %q and %q", blackboard.ErrPermission, trace, t.namespace, ns)
 		}
 		if n > 0 {
 			t.namespace = ns
@@ -418,7 +418,7 @@ func (w *writes) touch(trace, ns string, n int) error {
 	return nil
 }
 
-func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err error) {
+func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err error) {
 	invs := b.Invalidations
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -455,7 +455,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 			if _, err := insert.ExecContext(ctx, args...); err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
-					return fmt.Errorf("sqlitestore: %w: %s", kernel.ErrDuplicateID, args[0])
+					return fmt.Errorf("sqlitestore: %w: %s", blackboard.ErrDuplicateID, args[0])
 				}
 				return err
 			}
@@ -467,10 +467,10 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 		// its whole transaction rolls back.
 		claim := tx.StmtContext(ctx, s.claim)
 		for _, c := range b.Claims {
-			if _, err := claim.ExecContext(ctx, nsOf(c.Namespace), c.Key, c.RecordID); err != nil {
+			if _, err := claim.ExecContext(ctx, blackboard.NamespaceOf(c.Namespace), c.Key, c.RecordID); err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
-					return fmt.Errorf("sqlitestore: %w: %q", kernel.ErrDuplicateKey, c.Key)
+					return fmt.Errorf("sqlitestore: %w: %q", blackboard.ErrDuplicateKey, c.Key)
 				}
 				return err
 			}
@@ -492,7 +492,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 				return err
 			}
 			if t.appends > 0 && ns != t.namespace {
-				return fmt.Errorf("sqlitestore: %w: trace %q belongs to namespace %q, not %q", kernel.ErrPermission, t.trace, ns, t.namespace)
+				return fmt.Errorf("sqlitestore: %w: trace %q belongs to namespace %q, not %q", blackboard.ErrPermission, t.trace, ns, t.namespace)
 			}
 			if t.trace == b.Trace {
 				had, before = n-t.appends, v-1
@@ -509,20 +509,20 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b kernel.Batch) (err err
 		}
 	}
 	if b.Trace != "" && had != b.TraceLen {
-		return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", kernel.ErrConflict, b.Trace, had, b.TraceLen)
+		return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", blackboard.ErrConflict, b.Trace, had, b.TraceLen)
 	}
 	if w.state != nil && uint64(before) != b.Version {
-		return fmt.Errorf("sqlitestore: %w: trace %q is at version %d, not %d", kernel.ErrConflict, b.Trace, before, b.Version)
+		return fmt.Errorf("sqlitestore: %w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, before, b.Version)
 	}
 	if b.SharedNamespace != "" {
 		// Before this batch's own change of the counter, if it makes one.
 		var shared int64
-		err := tx.StmtContext(ctx, s.readShared).QueryRowContext(ctx, nsOf(b.SharedNamespace)).Scan(&shared)
+		err := tx.StmtContext(ctx, s.readShared).QueryRowContext(ctx, blackboard.NamespaceOf(b.SharedNamespace)).Scan(&shared)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if uint64(shared) != b.Shared {
-			return fmt.Errorf("sqlitestore: %w: the persistent constraints of namespace %q changed (%d, not %d)", kernel.ErrConflict, nsOf(b.SharedNamespace), shared, b.Shared)
+			return fmt.Errorf("sqlitestore: %w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, blackboard.NamespaceOf(b.SharedNamespace), shared, b.Shared)
 		}
 	}
 	if len(w.shared) > 0 {
@@ -548,39 +548,39 @@ func (s *Store) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error 
 	err := tx.StmtContext(ctx, s.status).QueryRowContext(ctx, id).Scan(&status)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("sqlitestore: %w: %s", kernel.ErrNotFound, id)
+		return fmt.Errorf("sqlitestore: %w: %s", blackboard.ErrNotFound, id)
 	case err != nil:
 		return err
 	}
-	return fmt.Errorf("sqlitestore: %w: %s is %s", kernel.ErrNotActive, id, status)
+	return fmt.Errorf("sqlitestore: %w: %s is %s", blackboard.ErrNotActive, id, status)
 }
 
-// Get implements [kernel.Store]. It returns an error wrapping
-// [kernel.ErrNotFound] for an unknown id.
-func (s *Store) Get(ctx context.Context, id string) (kernel.Record, error) {
+// Get implements [blackboard.Store]. It returns an error wrapping
+// [blackboard.ErrNotFound] for an unknown id.
+func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	return s.one(ctx, s.get, "no record "+id, id)
 }
 
-// FindActive implements [kernel.Store] through the trace index, walking
+// FindActive implements [blackboard.Store] through the trace index, walking
 // the trace from its latest record back, so its cost grows with the length
 // of the trace, not with the store. It returns an error wrapping
-// [kernel.ErrNotFound] when no record of that kind is ACTIVE in that slot of
+// [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot of
 // the trace.
-func (s *Store) FindActive(ctx context.Context, traceID string, slot kernel.Slot, kind string) (kernel.Record, error) {
+func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
 	return s.one(ctx, s.find, fmt.Sprintf("no active %s %q in trace %q", slot, kind, traceID),
 		traceID, slot.String(), kind, active)
 }
 
 // one runs a query for at most one record; missing describes no result.
-func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ...any) (kernel.Record, error) {
+func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ...any) (blackboard.Record, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
-		return kernel.Record{}, err
+		return blackboard.Record{}, err
 	}
 	defer leave()
 	_, r, err := scan(stmt.QueryRowContext(ctx, args...))
 	if err = ctxErr(ctx, err); errors.Is(err, sql.ErrNoRows) {
-		return kernel.Record{}, fmt.Errorf("sqlitestore: %w: %s", kernel.ErrNotFound, missing)
+		return blackboard.Record{}, fmt.Errorf("sqlitestore: %w: %s", blackboard.ErrNotFound, missing)
 	}
 	return r, err
 }
@@ -606,30 +606,30 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 	return n, nil
 }
 
-// ReadState implements [kernel.StateStore] with one query, two
+// ReadState implements [blackboard.StateStore] with one query, two
 // primary-key lookups: the trace's row (its record count, namespace, change
 // counter and the encoding of the last state a batch stored, in Data, nil
 // when none) and the change counter of namespace's persistent constraints
-// (Shared, from 0). An unknown trace is the zero [kernel.TraceState] but
+// (Shared, from 0). An unknown trace is the zero [blackboard.TraceState] but
 // for Shared.
-func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (kernel.TraceState, error) {
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
-		return kernel.TraceState{}, err
+		return blackboard.TraceState{}, err
 	}
 	defer leave()
-	var st kernel.TraceState
+	var st blackboard.TraceState
 	var version, stateVersion, shared int64
-	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID, nsOf(namespace)).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data, &shared))
+	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID, blackboard.NamespaceOf(namespace)).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data, &shared))
 	if err != nil {
-		return kernel.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
+		return blackboard.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
 	}
 	st.Version, st.StateVersion, st.Shared = uint64(version), uint64(stateVersion), uint64(shared)
 	return st, nil
 }
 
-// ClaimedBy implements [kernel.Store] through the primary key of the
-// once-keys table. It returns an error wrapping [kernel.ErrNotFound] for a
+// ClaimedBy implements [blackboard.Store] through the primary key of the
+// once-keys table. It returns an error wrapping [blackboard.ErrNotFound] for a
 // key no batch has claimed in namespace (empty: the default namespace).
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
 	leave, err := s.enter(ctx)
@@ -638,35 +638,35 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	}
 	defer leave()
 	var id string
-	err = ctxErr(ctx, s.claimedBy.QueryRowContext(ctx, nsOf(namespace), key).Scan(&id))
+	err = ctxErr(ctx, s.claimedBy.QueryRowContext(ctx, blackboard.NamespaceOf(namespace), key).Scan(&id))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed in namespace %q", kernel.ErrNotFound, key, nsOf(namespace))
+		return "", fmt.Errorf("sqlitestore: %w: once-key %q is not claimed in namespace %q", blackboard.ErrNotFound, key, blackboard.NamespaceOf(namespace))
 	case err != nil:
 		return "", fmt.Errorf("sqlitestore: once-key %q: %w", key, err)
 	}
 	return id, nil
 }
 
-// ListTrace implements [kernel.Store] through the trace index. The listing
+// ListTrace implements [blackboard.Store] through the trace index. The listing
 // reads pages of rows and holds no connection while it yields, so the loop
 // body may call back into the store.
-func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[kernel.Record, error] {
+func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
 	return s.list(ctx, s.trace, traceID)
 }
 
-// ListSlot implements [kernel.Store]. A listing of persistent records of
+// ListSlot implements [blackboard.Store]. A listing of persistent records of
 // one status, in one namespace or in all (the kernel reads its namespace's
 // active persistent constraints on every gated decision), is answered from
 // an index of persistent records only; other filters read the slot's
 // records in append order through the slot index, so they cost time in
 // proportion to the slot's size. Like [Store.ListTrace] it holds no
 // connection while it yields. An unknown slot, status or scope yields an
-// error wrapping [kernel.ErrInvalidInput].
-func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter) iter.Seq2[kernel.Record, error] {
-	if err := kernel.CheckFilter(slot, f); err != nil {
+// error wrapping [blackboard.ErrInvalidInput].
+func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
+	if err := blackboard.CheckFilter(slot, f); err != nil {
 		err = fmt.Errorf("sqlitestore: %w", err)
-		return func(yield func(kernel.Record, error) bool) { yield(kernel.Record{}, err) }
+		return func(yield func(blackboard.Record, error) bool) { yield(blackboard.Record{}, err) }
 	}
 	var status, scope string
 	if f.Status != 0 {
@@ -676,9 +676,9 @@ func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter)
 		scope = f.Scope.String()
 	}
 	switch {
-	case status != "" && f.Scope == kernel.ScopePersistent && f.Namespace != "":
+	case status != "" && f.Scope == blackboard.ScopePersistent && f.Namespace != "":
 		return s.list(ctx, s.slotNS, slot.String(), status, f.Namespace)
-	case status != "" && f.Scope == kernel.ScopePersistent:
+	case status != "" && f.Scope == blackboard.ScopePersistent:
 		return s.list(ctx, s.slotPersistent, slot.String(), status)
 	}
 	return s.list(ctx, s.slotAny, slot.String(), status, scope, f.Namespace)
@@ -686,13 +686,13 @@ func (s *Store) ListSlot(ctx context.Context, slot kernel.Slot, f kernel.Filter)
 
 // list streams the rows of a paged query: args are followed by the seq to
 // start after and the page size.
-func (s *Store) list(ctx context.Context, stmt *sql.Stmt, args ...any) iter.Seq2[kernel.Record, error] {
-	return func(yield func(kernel.Record, error) bool) {
+func (s *Store) list(ctx context.Context, stmt *sql.Stmt, args ...any) iter.Seq2[blackboard.Record, error] {
+	return func(yield func(blackboard.Record, error) bool) {
 		var after int64
 		for {
 			recs, last, err := s.page(ctx, stmt, append(args[:len(args):len(args)], after, pageSize))
 			if err != nil {
-				yield(kernel.Record{}, ctxErr(ctx, err))
+				yield(blackboard.Record{}, ctxErr(ctx, err))
 				return
 			}
 			for _, r := range recs {
@@ -709,7 +709,7 @@ func (s *Store) list(ctx context.Context, stmt *sql.Stmt, args ...any) iter.Seq2
 }
 
 // page reads one page of a listing into memory and releases the connection.
-func (s *Store) page(ctx context.Context, stmt *sql.Stmt, args []any) (recs []kernel.Record, last int64, err error) {
+func (s *Store) page(ctx context.Context, stmt *sql.Stmt, args []any) (recs []blackboard.Record, last int64, err error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -730,9 +730,9 @@ func (s *Store) page(ctx context.Context, stmt *sql.Stmt, args []any) (recs []ke
 	return recs, last, rows.Err()
 }
 
-// Close implements [kernel.Store]. It waits for operations in progress,
+// Close implements [blackboard.Store]. It waits for operations in progress,
 // then closes the store's statements and, if [Open] opened it, the
-// database. A second Close returns an error wrapping [kernel.ErrClosed].
+// database. A second Close returns an error wrapping [blackboard.ErrClosed].
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -745,13 +745,4 @@ func (s *Store) Close() error {
 		err = errors.Join(err, s.db.Close())
 	}
 	return err
-}
-
-// nsOf is the key space of a claim or lookup: an empty namespace is the
-// default one, as for records.
-func nsOf(ns string) string {
-	if ns == "" {
-		return kernel.DefaultNamespace
-	}
-	return ns
 }

@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
-	"github.com/blackboardkernel/bk/store/storetest"
+	"github.com/blackboardkernel/bk/blackboard/storetest"
 )
 
 func mustOpen(t *testing.T, path string) *sqlitestore.Store {
@@ -31,7 +32,7 @@ func mustOpen(t *testing.T, path string) *sqlitestore.Store {
 	return s
 }
 
-func mustKernel(t *testing.T, s kernel.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
+func mustKernel(t *testing.T, s blackboard.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
 	t.Helper()
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(now)}, opts...)...)
 	if err != nil {
@@ -61,23 +62,23 @@ func (c *fixedClock) advance(d time.Duration) {
 }
 
 // all returns every record of the store, slot by slot.
-func all(t *testing.T, s kernel.Store) []kernel.Record {
+func all(t *testing.T, s blackboard.Store) []blackboard.Record {
 	t.Helper()
-	var out []kernel.Record
-	for _, slot := range kernel.AllSlots() {
-		out = append(out, records(t, s.ListSlot(t.Context(), slot, kernel.Filter{}))...)
+	var out []blackboard.Record
+	for _, slot := range blackboard.AllSlots() {
+		out = append(out, records(t, s.ListSlot(t.Context(), slot, blackboard.Filter{}))...)
 	}
 	return out
 }
 
-func trace(t *testing.T, s kernel.Store, id string) []kernel.Record {
+func trace(t *testing.T, s blackboard.Store, id string) []blackboard.Record {
 	t.Helper()
 	return records(t, s.ListTrace(t.Context(), id))
 }
 
-func records(t *testing.T, seq iter.Seq2[kernel.Record, error]) []kernel.Record {
+func records(t *testing.T, seq iter.Seq2[blackboard.Record, error]) []blackboard.Record {
 	t.Helper()
-	var out []kernel.Record
+	var out []blackboard.Record
 	for r, err := range seq {
 		if err != nil {
 			t.Fatalf("listing: %v", err)
@@ -92,7 +93,7 @@ func belief(kind string, deps ...string) kernel.Entry {
 	for i, dep := range deps {
 		d[i] = dep
 	}
-	return kernel.Entry{Slot: kernel.Beliefs, Kind: kind, Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: d}}
+	return kernel.Entry{Slot: blackboard.Beliefs, Kind: kind, Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: d}}
 }
 
 func in(traceID string, e kernel.Entry) kernel.Entry {
@@ -108,9 +109,9 @@ func TestStoreReopen(t *testing.T) {
 	k := mustKernel(t, s, clk.now)
 	tool, planner, sym := k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules")
 	for _, e := range []kernel.Entry{
-		{Slot: kernel.Percepts, Kind: "door", Payload: kernel.Payload{"open": true}, Confidence: kernel.Confidence(0.9)},
-		{Slot: kernel.Percepts, Kind: "battery", Payload: kernel.Payload{"level": 0.8}, TTL: time.Second},
-		{Slot: kernel.Percepts, Kind: "camera", Payload: kernel.Payload{kernel.KeyStale: true}},
+		{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}, Confidence: kernel.Confidence(0.9)},
+		{Slot: blackboard.Percepts, Kind: "battery", Payload: blackboard.Payload{"level": 0.8}, TTL: time.Second},
+		{Slot: blackboard.Percepts, Kind: "camera", Payload: blackboard.Payload{kernel.KeyStale: true}},
 	} {
 		if _, err := tool.Write(ctx, in("ep", e)); err != nil {
 			t.Fatal(err)
@@ -121,10 +122,10 @@ func TestStoreReopen(t *testing.T) {
 		t.Fatalf("belief: %v %s", err, committed.Code)
 	}
 	rejected, err := planner.Submit(ctx, in("ep", belief("camera_ok", "camera")))
-	if err != nil || rejected.Code != kernel.CodeStaleEvidence {
+	if err != nil || rejected.Code != blackboard.CodeStaleEvidence {
 		t.Fatalf("stale belief: %v %s", err, rejected.Code)
 	}
-	constraint, err := sym.CommitConstraint(ctx, "ep", kernel.Constraint{Name: "speed_limit", Enabled: true, BlocksField: "too_fast"}, kernel.ScopePersistent)
+	constraint, err := sym.CommitConstraint(ctx, "ep", kernel.Constraint{Name: "speed_limit", Enabled: true, BlocksField: "too_fast"}, blackboard.ScopePersistent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,22 +159,22 @@ func TestStoreReopen(t *testing.T) {
 	// The persistent constraint still binds a new trace of a new kernel.
 	k = mustKernel(t, s, clk.now)
 	tool, planner = k.Tool("sensor"), k.Planner("planner")
-	if _, err := tool.Write(ctx, in("ep2", kernel.Entry{Slot: kernel.Percepts, Kind: "door", Payload: kernel.Payload{"open": true}})); err != nil {
+	if _, err := tool.Write(ctx, in("ep2", kernel.Entry{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}})); err != nil {
 		t.Fatal(err)
 	}
 	if d, err := planner.Submit(ctx, in("ep2", belief("door_open", "door"))); err != nil || !d.Committed() {
 		t.Fatalf("belief in ep2: %v %s", err, d.Code)
 	}
-	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep2", Slot: kernel.Actions, Kind: "move",
-		Payload: kernel.Payload{kernel.KeyRequiresBeliefs: []any{"door_open"}, "too_fast": true}})
-	if err != nil || d.Code != kernel.BlockedCode("speed_limit") {
-		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, kernel.BlockedCode("speed_limit"))
+	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep2", Slot: blackboard.Actions, Kind: "move",
+		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []any{"door_open"}, "too_fast": true}})
+	if err != nil || d.Code != blackboard.BlockedCode("speed_limit") {
+		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, blackboard.BlockedCode("speed_limit"))
 	}
 	v, err := k.View(ctx, "ep3", kernel.ViewOptions{IncludePersistent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := v.Get(kernel.Constraints, "speed_limit"); !reflect.DeepEqual(got, constraint.Payload) {
+	if got, _ := v.Get(blackboard.Constraints, "speed_limit"); !reflect.DeepEqual(got, constraint.Payload) {
 		t.Errorf("a new trace's view after reopening shows constraint %v, want %v", got, constraint.Payload)
 	}
 }
@@ -189,7 +190,7 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 	kernels := []*kernel.Kernel{mustKernel(t, stores[0], clk.now), mustKernel(t, stores[1], clk.now)}
 	const writers, percepts, every = 4, 12, 3 // a belief after every third percept
 
-	written := make([][]kernel.Record, writers)
+	written := make([][]blackboard.Record, writers)
 	decided := make([][]kernel.Decision, writers)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -200,8 +201,8 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 			<-start
 			for i := range percepts {
 				kind := fmt.Sprintf("sensor-%d-%d", g, i)
-				r, err := tool.Write(ctx, kernel.Entry{TraceID: "shared", Slot: kernel.Percepts, Kind: kind,
-					Payload: kernel.Payload{"g": float64(g), "i": float64(i)}, Confidence: kernel.Confidence(0.9)})
+				r, err := tool.Write(ctx, kernel.Entry{TraceID: "shared", Slot: blackboard.Percepts, Kind: kind,
+					Payload: blackboard.Payload{"g": float64(g), "i": float64(i)}, Confidence: kernel.Confidence(0.9)})
 				if err != nil {
 					t.Errorf("writer %d: percept %d: %v", g, i, err)
 					return
@@ -233,7 +234,7 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 	if want := writers*percepts + 3*beliefs; len(recs) != want {
 		t.Errorf("the shared trace holds %d records, want %d", len(recs), want)
 	}
-	byID := map[string]kernel.Record{}
+	byID := map[string]blackboard.Record{}
 	for _, r := range recs {
 		byID[r.ID] = r
 	}
@@ -266,7 +267,7 @@ func TestStoreKernelRestart(t *testing.T) {
 		t.Helper()
 		k := mustKernel(t, s, clk.now)
 		kind := fmt.Sprintf("door-%d", round)
-		if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: kernel.Percepts, Kind: kind, Payload: kernel.Payload{"open": true}}); err != nil {
+		if _, err := k.Tool("sensor").Write(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"open": true}}); err != nil {
 			t.Fatalf("round %d: percept: %v", round, err)
 		}
 		d, err := k.Planner("planner").Submit(ctx, in("ep", belief("open-"+kind, kind)))
@@ -346,7 +347,7 @@ func openDB(t *testing.T) *sql.DB {
 }
 
 func TestStoreConformanceNew(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) kernel.Store {
+	storetest.Run(t, func(t *testing.T) blackboard.Store {
 		s, err := sqlitestore.New(context.Background(), openDB(t))
 		if err != nil {
 			t.Fatalf("New: %v", err)
@@ -399,7 +400,7 @@ func TestStoreBadOptions(t *testing.T) {
 		}},
 	} {
 		s, err := c.open()
-		if !errors.Is(err, kernel.ErrInvalidInput) {
+		if !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", c.name, err)
 		}
 		if s != nil {
@@ -445,13 +446,13 @@ func TestStoreSettings(t *testing.T) {
 
 // record returns a well-formed ACTIVE record, in the namespace it reads
 // back in.
-func record(traceID string, n int) kernel.Record {
-	return kernel.Record{
-		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: kernel.Percepts, Mode: kernel.ModeCommit, Kind: "door",
-		Payload:    kernel.Payload{"n": float64(n)},
-		Provenance: kernel.Provenance{Role: kernel.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
-		Status:     kernel.StatusActive, Reason: kernel.CodeCommitted, Scope: kernel.ScopeEpisode,
-		Namespace: kernel.DefaultNamespace,
+func record(traceID string, n int) blackboard.Record {
+	return blackboard.Record{
+		ID: fmt.Sprintf("percepts:%s:%d", traceID, n), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door",
+		Payload:    blackboard.Payload{"n": float64(n)},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "test", TraceID: traceID, TimestampMS: 1},
+		Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+		Namespace: blackboard.DefaultNamespace,
 	}
 }
 
@@ -461,10 +462,10 @@ type state string
 func (s state) MarshalBinary() ([]byte, error) { return []byte(s), nil }
 
 // stored returns r as the store reads it back: a record written without a
-// namespace (the kernel's, for now) is kept in kernel.DefaultNamespace.
-func stored(r kernel.Record) kernel.Record {
+// namespace (the kernel's, for now) is kept in blackboard.DefaultNamespace.
+func stored(r blackboard.Record) blackboard.Record {
 	if r.Namespace == "" {
-		r.Namespace = kernel.DefaultNamespace
+		r.Namespace = blackboard.DefaultNamespace
 	}
 	return r
 }
@@ -477,21 +478,21 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	bad := "caf\xe9"
 	for _, c := range []struct {
 		name   string
-		mutate func(*kernel.Record)
+		mutate func(*blackboard.Record)
 		want   error
 	}{
-		{"zero role", func(r *kernel.Record) { r.Provenance.Role = 0 }, kernel.ErrInvalidInput},
-		{"unknown role", func(r *kernel.Record) { r.Provenance.Role = kernel.RoleApprover + 1 }, kernel.ErrInvalidInput},
-		{"NaN confidence", func(r *kernel.Record) { r.Provenance.Confidence = kernel.Confidence(math.NaN()) }, kernel.ErrInvalidInput},
-		{"invalid UTF-8 in a payload string", func(r *kernel.Record) { r.Payload["s"] = bad }, kernel.ErrInvalidPayload},
-		{"invalid UTF-8 in a payload key", func(r *kernel.Record) { r.Payload[bad] = 1.0 }, kernel.ErrInvalidPayload},
-		{"invalid UTF-8 deep in a payload", func(r *kernel.Record) {
+		{"zero role", func(r *blackboard.Record) { r.Provenance.Role = 0 }, blackboard.ErrInvalidInput},
+		{"unknown role", func(r *blackboard.Record) { r.Provenance.Role = blackboard.RoleApprover + 1 }, blackboard.ErrInvalidInput},
+		{"NaN confidence", func(r *blackboard.Record) { r.Provenance.Confidence = kernel.Confidence(math.NaN()) }, blackboard.ErrInvalidInput},
+		{"invalid UTF-8 in a payload string", func(r *blackboard.Record) { r.Payload["s"] = bad }, blackboard.ErrInvalidPayload},
+		{"invalid UTF-8 in a payload key", func(r *blackboard.Record) { r.Payload[bad] = 1.0 }, blackboard.ErrInvalidPayload},
+		{"invalid UTF-8 deep in a payload", func(r *blackboard.Record) {
 			r.Payload["l"] = []any{map[string]any{"k": []any{bad}}}
-		}, kernel.ErrInvalidPayload},
-		{"invalid UTF-8 in an input ref", func(r *kernel.Record) { r.Provenance.InputRefs = []string{bad} }, kernel.ErrInvalidInput},
-		{"invalid UTF-8 in an evidence ref", func(r *kernel.Record) { r.EvidenceRefs = []string{bad} }, kernel.ErrInvalidInput},
-		{"NaN in a payload", func(r *kernel.Record) { r.Payload["x"] = math.NaN() }, kernel.ErrInvalidPayload},
-		{"a channel in a payload", func(r *kernel.Record) { r.Payload["c"] = make(chan int) }, kernel.ErrInvalidPayload},
+		}, blackboard.ErrInvalidPayload},
+		{"invalid UTF-8 in an input ref", func(r *blackboard.Record) { r.Provenance.InputRefs = []string{bad} }, blackboard.ErrInvalidInput},
+		{"invalid UTF-8 in an evidence ref", func(r *blackboard.Record) { r.EvidenceRefs = []string{bad} }, blackboard.ErrInvalidInput},
+		{"NaN in a payload", func(r *blackboard.Record) { r.Payload["x"] = math.NaN() }, blackboard.ErrInvalidPayload},
+		{"a channel in a payload", func(r *blackboard.Record) { r.Payload["c"] = make(chan int) }, blackboard.ErrInvalidPayload},
 	} {
 		good := record("unstorable", 1)
 		r := record("unstorable", 2)
@@ -499,7 +500,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if err := s.Append(ctx, r); !errors.Is(err, c.want) {
 			t.Errorf("Append of a record with %s: %v, want %v", c.name, err, c.want)
 		}
-		if err := s.Apply(ctx, kernel.Batch{Appends: []kernel.Record{good, r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a batch with %s: %v, want %v", c.name, err, c.want)
 		}
 		if got := all(t, s); len(got) != 0 {
@@ -510,7 +511,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	r := record("storable", 1)
 	r.Provenance.Confidence = kernel.Confidence(math.Inf(1))
 	r.Provenance.InputRefs = []string{}
-	r.Payload = kernel.Payload{"unicode": "\u2028\U0001F600", "": ""}
+	r.Payload = blackboard.Payload{"unicode": "\u2028\U0001F600", "": ""}
 	if err := s.Append(ctx, r); err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Fact is one committed record shown to the model: its kind, its payload
 // and the confidence its source gave (nil when none).
 type Fact struct {
-	Kind       string         `json:"kind"`
-	Payload    kernel.Payload `json:"payload"`
-	Confidence *float64       `json:"confidence,omitempty"`
+	Kind       string             `json:"kind"`
+	Payload    blackboard.Payload `json:"payload"`
+	Confidence *float64           `json:"confidence,omitempty"`
 }
 
 // Situation is what the model sees when it decides whether to propose.
@@ -41,7 +41,7 @@ type Advice struct {
 	// Code is "" when Propose is true; otherwise [CodeNoBelief] or
 	// [CodeNoPlan] when the model declined, [CodeError] when it could not
 	// be asked or its answer could not be read.
-	Code kernel.Code
+	Code blackboard.Code
 	// Detail is the model's reason, or the failure behind CodeError.
 	Detail string
 	// Err is the failure behind CodeError: it wraps [ErrEndpoint] or
@@ -49,7 +49,7 @@ type Advice struct {
 	Err error
 	// Steps are the plan steps the model wrote. Only an [Advisor] built
 	// with [WithModelSteps] fills them (for a plan it proposes).
-	Steps []kernel.Payload
+	Steps []blackboard.Payload
 }
 
 // Advisor asks a model whether to propose a belief or a plan (paper §10.6,
@@ -93,7 +93,7 @@ func NewAdvisor(c *Client, opts ...AdvisorOption) (*Advisor, error) {
 
 // stage is what the model is asked about.
 type stage struct {
-	decline  kernel.Code
+	decline  blackboard.Code
 	question func(s Situation, modelSteps bool) string
 }
 
@@ -187,7 +187,7 @@ func list(names []string) string {
 }
 
 // parseAdvice reads the model's answer.
-func parseAdvice(text string, decline kernel.Code, modelSteps bool) (Advice, error) {
+func parseAdvice(text string, decline blackboard.Code, modelSteps bool) (Advice, error) {
 	m, err := Extract(text)
 	if err != nil {
 		return Advice{}, err
@@ -207,7 +207,7 @@ func parseAdvice(text string, decline kernel.Code, modelSteps bool) (Advice, err
 		if !ok {
 			return Advice{}, fmt.Errorf("%w: no list \"steps\" in the answer", ErrUnparsable)
 		}
-		v.Steps = make([]kernel.Payload, 0, len(raw))
+		v.Steps = make([]blackboard.Payload, 0, len(raw))
 		for i, s := range raw {
 			step, ok := s.(map[string]any)
 			if !ok {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -16,7 +17,7 @@ var refundSituation = llm.Situation{
 	Task:     "Decide whether to refund a disputed card charge.",
 	Kind:     "refund_due",
 	Requires: []string{"charge"},
-	Percepts: []llm.Fact{{Kind: "charge", Payload: kernel.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
+	Percepts: []llm.Fact{{Kind: "charge", Payload: blackboard.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
 }
 
 func planner(t *testing.T, c *llm.Client, opts ...llm.AdvisorOption) *llm.Advisor {
@@ -47,7 +48,7 @@ func TestVerdicts(t *testing.T) {
 		reply   reply
 		plan    bool
 		propose bool
-		code    kernel.Code
+		code    blackboard.Code
 		detail  string
 		errIs   error
 	}{
@@ -129,7 +130,7 @@ func TestPromptCarriesSchemaAndSituation(t *testing.T) {
 	}
 	plan := refundSituation
 	plan.Kind, plan.Action, plan.Requires = "action_plan", "issue_refund", []string{"refund_due"}
-	plan.Beliefs = []llm.Fact{{Kind: "refund_due", Payload: kernel.Payload{"value": true}}}
+	plan.Beliefs = []llm.Fact{{Kind: "refund_due", Payload: blackboard.Payload{"value": true}}}
 	if _, err := p.DecidePlan(context.Background(), plan); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestModelSteps(t *testing.T) {
 	cases := []struct {
 		name   string
 		answer string
-		code   kernel.Code
+		code   blackboard.Code
 		steps  int
 	}{
 		{"steps", steps, "", 1},

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -314,14 +314,14 @@ func arguments(text string) json.RawMessage {
 
 // toolReply is what the model reads as a tool's result.
 type toolReply struct {
-	Outcome     toolgate.Outcome `json:"outcome"`
-	Code        kernel.Code      `json:"code,omitempty"`
-	RootCause   kernel.Code      `json:"root_cause,omitempty"`
-	RootRecord  string           `json:"root_cause_record,omitempty"`
-	Hint        string           `json:"hint,omitempty"`
-	ApprovalID  string           `json:"approval_id,omitempty"`
-	Output      kernel.Payload   `json:"output,omitempty"`
-	OutputError string           `json:"output_error,omitempty"`
+	Outcome     toolgate.Outcome   `json:"outcome"`
+	Code        blackboard.Code    `json:"code,omitempty"`
+	RootCause   blackboard.Code    `json:"root_cause,omitempty"`
+	RootRecord  string             `json:"root_cause_record,omitempty"`
+	Hint        string             `json:"hint,omitempty"`
+	ApprovalID  string             `json:"approval_id,omitempty"`
+	Output      blackboard.Payload `json:"output,omitempty"`
+	OutputError string             `json:"output_error,omitempty"`
 }
 
 // ToolContent renders a gate's result as the content of the "tool" message

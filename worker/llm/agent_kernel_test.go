@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -69,8 +70,8 @@ func newRefundDesk(t *testing.T) *refundDesk {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	_, err = k.Tool("payments").Write(context.Background(), kernel.Entry{TraceID: deskTrace, Slot: kernel.Percepts,
-		Kind: "charge", Payload: kernel.Payload{"charge_id": chargeID, "amount": chargeAmount}})
+	_, err = k.Tool("payments").Write(context.Background(), kernel.Entry{TraceID: deskTrace, Slot: blackboard.Percepts,
+		Kind: "charge", Payload: blackboard.Payload{"charge_id": chargeID, "amount": chargeAmount}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,26 +87,26 @@ var deskTools = map[string]toolgate.Spec{
 // Surface shows issue_refund only once the belief it rests on committed.
 func (d *refundDesk) Surface(ctx context.Context, _, traceID, _ string) ([]toolgate.Spec, error) {
 	out := []toolgate.Spec{deskTools["get_charge"], deskTools["record_refund_due"]}
-	b, err := d.h.Find(ctx, traceID, kernel.Beliefs, "refund_due")
+	b, err := d.h.Find(ctx, traceID, blackboard.Beliefs, "refund_due")
 	switch {
-	case errors.Is(err, kernel.ErrNotFound):
+	case errors.Is(err, blackboard.ErrNotFound):
 	case err != nil:
 		return nil, err
-	case b.Mode == kernel.ModeCommit:
+	case b.Mode == blackboard.ModeCommit:
 		out = append(out, deskTools["issue_refund"])
 	}
 	return out, nil
 }
 
-var deskHints = map[kernel.Code]string{
-	toolgate.CodeInvalidArguments: `pass a JSON object {"charge_id": string, "amount": number}`,
-	toolgate.CodeToolUnknown:      "call one of get_charge, record_refund_due, issue_refund",
-	kernel.CodeRuleViolated:       "refund the charge you were shown, at most its amount (see get_charge)",
-	kernel.CodeDuplicateAction:    "this charge has already been refunded or is awaiting approval; do not retry",
-	kernel.CodeNoCommittedBelief:  "call record_refund_due first",
+var deskHints = map[blackboard.Code]string{
+	toolgate.CodeInvalidArguments:    `pass a JSON object {"charge_id": string, "amount": number}`,
+	toolgate.CodeToolUnknown:         "call one of get_charge, record_refund_due, issue_refund",
+	blackboard.CodeRuleViolated:      "refund the charge you were shown, at most its amount (see get_charge)",
+	blackboard.CodeDuplicateAction:   "this charge has already been refunded or is awaiting approval; do not retry",
+	blackboard.CodeNoCommittedBelief: "call record_refund_due first",
 }
 
-func refused(code kernel.Code, root kernel.Cause) toolgate.Result {
+func refused(code blackboard.Code, root kernel.Cause) toolgate.Result {
 	if root.Code == "" {
 		root.Code = code
 	}
@@ -122,14 +123,14 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	}
 	switch c.Tool {
 	case "get_charge":
-		r, err := d.h.Find(ctx, c.TraceID, kernel.Percepts, "charge")
+		r, err := d.h.Find(ctx, c.TraceID, blackboard.Percepts, "charge")
 		if err != nil {
 			return toolgate.Result{}, err
 		}
 		return toolgate.Result{Outcome: toolgate.Executed, Output: r.Payload}, nil
 	case "record_refund_due":
-		dec, err := d.h.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: kernel.Beliefs, Kind: "refund_due",
-			Payload: kernel.Payload{"value": true, "depends_on": []string{"charge"}}})
+		dec, err := d.h.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Beliefs, Kind: "refund_due",
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 		if err != nil {
 			return toolgate.Result{}, err
 		}
@@ -144,8 +145,8 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	if !okID || !okAmount || len(args) != 2 {
 		return refused(toolgate.CodeInvalidArguments, kernel.Cause{}), nil
 	}
-	dec, err := d.h.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: kernel.Actions, Kind: "issue_refund",
-		Payload: kernel.Payload{"charge_id": id, "amount": amount, "requires_beliefs": []string{"refund_due"}}})
+	dec, err := d.h.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"charge_id": id, "amount": amount, "requires_beliefs": []string{"refund_due"}}})
 	if err != nil {
 		return toolgate.Result{}, err
 	}
@@ -161,19 +162,19 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	d.paid = append(d.paid, payment{actionID: dec.Record.ID, chargeID: id, amount: amount})
 	n := len(d.paid)
 	d.mu.Unlock()
-	res.Outcome, res.Output = toolgate.Executed, kernel.Payload{"refund_id": fmt.Sprintf("re_%d", n), "amount": amount}
+	res.Outcome, res.Output = toolgate.Executed, blackboard.Payload{"refund_id": fmt.Sprintf("re_%d", n), "amount": amount}
 	return res, nil
 }
 
 // committedRefunds returns the issue_refund actions the kernel committed.
-func (d *refundDesk) committedRefunds(t *testing.T) map[string]kernel.Record {
+func (d *refundDesk) committedRefunds(t *testing.T) map[string]blackboard.Record {
 	t.Helper()
-	out := map[string]kernel.Record{}
+	out := map[string]blackboard.Record{}
 	for r, err := range d.h.Trace(context.Background(), deskTrace) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Slot == kernel.Actions && r.Mode == kernel.ModeCommit && r.Kind == "issue_refund" {
+		if r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Kind == "issue_refund" {
 			out[r.ID] = r
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -121,8 +122,8 @@ func searchGate(t *testing.T, opts ...toolgate.Option) *toolgate.Gate {
 	t.Helper()
 	tool := toolgate.Tool{Name: "search", Description: "Search the docs.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
-		Effect: func(context.Context, toolgate.Invocation) (kernel.Payload, error) {
-			return kernel.Payload{"hits": []any{"refunds take 5 days"}}, nil
+		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+			return blackboard.Payload{"hits": []any{"refunds take 5 days"}}, nil
 		}}
 	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(tool),
 		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"search"}})}, opts...)...)
@@ -191,7 +192,7 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codes := []kernel.Code{}
+	codes := []blackboard.Code{}
 	for _, c := range res.Calls {
 		codes = append(codes, c.Result.Code)
 	}

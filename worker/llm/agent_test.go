@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -48,7 +49,7 @@ func (g *recGate) Call(_ context.Context, c toolgate.Call) (toolgate.Result, err
 	g.calls = append(g.calls, c)
 	g.mu.Unlock()
 	if g.answer == nil {
-		return toolgate.Result{Outcome: toolgate.Executed, Code: kernel.CodeCommitted}, nil
+		return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted}, nil
 	}
 	return g.answer(c)
 }
@@ -157,7 +158,7 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 		case json.Unmarshal(c.Args, &args) != nil:
 			return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: "arguments must be a JSON object"}, nil
 		}
-		return toolgate.Result{Outcome: toolgate.Executed, Code: kernel.CodeCommitted, Output: kernel.Payload{"ok": true}}, nil
+		return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"ok": true}}, nil
 	}}
 	res, err := agent(t, client(t, f, nil), g).Run(context.Background(), refundTask)
 	if err != nil {
@@ -182,7 +183,7 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 			t.Errorf("call %d: args %q are not JSON", i, c.Args)
 		}
 	}
-	codes := []kernel.Code{kernel.CodeCommitted, toolgate.CodeToolUnknown, toolgate.CodeInvalidArguments, kernel.CodeCommitted}
+	codes := []blackboard.Code{blackboard.CodeCommitted, toolgate.CodeToolUnknown, toolgate.CodeInvalidArguments, blackboard.CodeCommitted}
 	for i, r := range res.Calls {
 		if r.Round != 1 || r.Call.ID != want[i].id || r.Result.Code != codes[i] {
 			t.Errorf("result %d = %+v; want round 1, id %s, code %s", i, r, want[i].id, codes[i])
@@ -322,7 +323,7 @@ func TestAgentStopsOnEndpointErrorAndCancellation(t *testing.T) {
 	f = newFake(t, func(int, request) reply { return calling(call("", "get_charge", "{}")) })
 	g := &recGate{answer: func(toolgate.Call) (toolgate.Result, error) {
 		cancel() // the caller gives up while the gate decides
-		return toolgate.Result{Outcome: toolgate.Executed, Code: kernel.CodeCommitted}, nil
+		return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted}, nil
 	}}
 	res, err := agent(t, client(t, f, nil), g).Run(ctx, refundTask)
 	if !errors.Is(err, context.Canceled) || len(f.requests()) != 1 || len(res.Calls) != 1 {
@@ -336,16 +337,16 @@ func TestToolContent(t *testing.T) {
 		want string
 	}{
 		{toolgate.Result{
-			Outcome: toolgate.Refused, Code: kernel.CodeNoCommittedBelief,
-			RootCause:  kernel.Cause{Code: kernel.CodeStaleEvidence, Record: "percepts:case-1:1", Detail: "internal"},
+			Outcome: toolgate.Refused, Code: blackboard.CodeNoCommittedBelief,
+			RootCause:  kernel.Cause{Code: blackboard.CodeStaleEvidence, Record: "percepts:case-1:1", Detail: "internal"},
 			Hint:       "refresh the charge before refunding",
 			DecisionID: "decision:x", ActionID: "",
 		}, `{"outcome":"refused","code":"NO_COMMITTED_BELIEF","root_cause":"STALE_EVIDENCE","root_cause_record":"percepts:case-1:1","hint":"refresh the charge before refunding"}`},
-		{toolgate.Result{Outcome: toolgate.NeedsApproval, Code: kernel.CodeCommitted, ActionID: "actions:case-1:4", ApprovalID: "actions:case-1:4"},
+		{toolgate.Result{Outcome: toolgate.NeedsApproval, Code: blackboard.CodeCommitted, ActionID: "actions:case-1:4", ApprovalID: "actions:case-1:4"},
 			`{"outcome":"needs_approval","code":"COMMITTED","approval_id":"actions:case-1:4"}`},
-		{toolgate.Result{Outcome: toolgate.Executed, Code: kernel.CodeCommitted, Output: kernel.Payload{"refund_id": "re_1", "amount": 40.0}},
+		{toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},
 			`{"outcome":"executed","code":"COMMITTED","output":{"amount":40,"refund_id":"re_1"}}`},
-		{toolgate.Result{Outcome: toolgate.Executed, Code: kernel.CodeCommitted, Output: kernel.Payload{"x": math.NaN()}},
+		{toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"x": math.NaN()}},
 			`{"outcome":"executed","code":"COMMITTED","output_error":"the tool's output could not be encoded as JSON"}`},
 	}
 	for _, tc := range cases {

@@ -4,19 +4,19 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Reason codes the planner records when the model, not the kernel, stops an
 // episode. They are stable strings, like the kernel's own codes.
 const (
 	// CodeNoBelief: the model declined to propose the belief.
-	CodeNoBelief = kernel.Code("LLM_NO_BELIEF")
+	CodeNoBelief = blackboard.Code("LLM_NO_BELIEF")
 	// CodeNoPlan: the model declined to propose the plan.
-	CodeNoPlan = kernel.Code("LLM_NO_PLAN")
+	CodeNoPlan = blackboard.Code("LLM_NO_PLAN")
 	// CodeError: the endpoint failed after its retries, or its answer could
 	// not be read as advice.
-	CodeError = kernel.Code("LLM_ERROR")
+	CodeError = blackboard.Code("LLM_ERROR")
 )
 
 // Sentinel errors. Errors this package returns wrap one of these, the

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -32,12 +33,12 @@ func (chargeGate) Call(_ context.Context, c toolgate.Call) (toolgate.Result, err
 		return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: `pass {"amount": number}`}, nil
 	}
 	if args.Amount > 149.99 {
-		return toolgate.Result{Outcome: toolgate.Refused, Code: kernel.CodeRuleViolated,
-			RootCause: kernel.Cause{Code: kernel.CodeRuleViolated, Record: "percepts:case-7:1"},
+		return toolgate.Result{Outcome: toolgate.Refused, Code: blackboard.CodeRuleViolated,
+			RootCause: kernel.Cause{Code: blackboard.CodeRuleViolated, Record: "percepts:case-7:1"},
 			Hint:      "the charge was 149.99; refund at most that"}, nil
 	}
-	return toolgate.Result{Outcome: toolgate.Executed, Code: kernel.CodeCommitted,
-		Output: kernel.Payload{"refunded": args.Amount}}, nil
+	return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted,
+		Output: blackboard.Payload{"refunded": args.Amount}}, nil
 }
 
 // A model asks for too much, reads the refusal and its hint as the tool's

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -47,9 +48,9 @@ func ExampleWorker_Run() {
 		DependsOn: []string{"charge"},
 		Plan:      "action_plan",
 		Action:    "issue_refund",
-		Fields: func(v kernel.View) kernel.Payload {
-			charge, _ := v.Get(kernel.Percepts, "charge")
-			return kernel.Payload{"charge_id": charge["charge_id"], "amount": charge["amount"], "is_duplicate": false}
+		Fields: func(v kernel.View) blackboard.Payload {
+			charge, _ := v.Get(blackboard.Percepts, "charge")
+			return blackboard.Payload{"charge_id": charge["charge_id"], "amount": charge["amount"], "is_duplicate": false}
 		},
 	})
 	if err != nil {
@@ -59,8 +60,8 @@ func ExampleWorker_Run() {
 	ctx := context.Background()
 	for _, stale := range []bool{false, true} {
 		trace := fmt.Sprintf("refund-stale-%v", stale)
-		charge := kernel.Payload{"charge_id": "ch_1", "amount": 149.99, "stale": stale}
-		if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: kernel.Percepts, Kind: "charge", Payload: charge}); err != nil {
+		charge := blackboard.Payload{"charge_id": "ch_1", "amount": 149.99, "stale": stale}
+		if _, err := k.Tool("payments").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge}); err != nil {
 			log.Fatal(err)
 		}
 		out, err := w.Run(ctx, trace)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 )
@@ -38,7 +39,7 @@ type Schema struct {
 	// are the worker's and are overwritten). It is called once the belief
 	// has committed, with the view the episode started from; it must not
 	// modify it and must be safe for concurrent use. Nil means no fields.
-	Fields func(v kernel.View) kernel.Payload
+	Fields func(v kernel.View) blackboard.Payload
 	// Fallback is the safe fallback action type; it must be registered with
 	// the kernel as a safe fallback. Default
 	// [kernel.FallbackQueueForReview].
@@ -51,15 +52,15 @@ type Report struct {
 	// decision (COMMITTED, PLAN_FEASIBLE or a rejection code), or
 	// [CodeNoBelief], [CodeNoPlan], [CodeError] when the model stopped the
 	// episode. A stage not reached has "".
-	Belief, Plan, Action kernel.Code
+	Belief, Plan, Action blackboard.Code
 	// Reason is the code recorded on the fallback; "" when the action
 	// committed.
-	Reason kernel.Code
+	Reason blackboard.Code
 	// Detail is the model's reason or the failure text behind Reason, when
 	// the model or a refused request stopped the episode.
 	Detail string
 	// Final is the committed action: the schema's action or the fallback.
-	Final kernel.Record
+	Final blackboard.Record
 }
 
 // Worker is a reusable planner worker ([orchestrator.Worker]) that lets a
@@ -119,19 +120,19 @@ func (w *Worker) ID() string { return w.id }
 func (w *Worker) Handle() kernel.Handle { return w.h }
 
 // Reads lists the slots the worker reads: percepts, beliefs, plans, actions.
-func (w *Worker) Reads() []kernel.Slot {
-	return []kernel.Slot{kernel.Percepts, kernel.Beliefs, kernel.Plans, kernel.Actions}
+func (w *Worker) Reads() []blackboard.Slot {
+	return []blackboard.Slot{blackboard.Percepts, blackboard.Beliefs, blackboard.Plans, blackboard.Actions}
 }
 
 // Writes lists the slots the worker proposes in: beliefs, plans, actions.
-func (w *Worker) Writes() []kernel.Slot {
-	return []kernel.Slot{kernel.Beliefs, kernel.Plans, kernel.Actions}
+func (w *Worker) Writes() []blackboard.Slot {
+	return []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions}
 }
 
 // ShouldActivate reports whether the trace has no committed action of the
 // schema's Action or Fallback type yet.
 func (w *Worker) ShouldActivate(v kernel.View) bool {
-	return !v.Has(kernel.Actions, w.schema.Action) && !v.Has(kernel.Actions, w.schema.Fallback)
+	return !v.Has(blackboard.Actions, w.schema.Action) && !v.Has(blackboard.Actions, w.schema.Fallback)
 }
 
 // Step runs one episode on the step's trace, from its view (see
@@ -157,11 +158,11 @@ func (w *Worker) Run(ctx context.Context, traceID string) (Report, error) {
 
 // result is what one stage ended with.
 type result struct {
-	code   kernel.Code
+	code   blackboard.Code
 	detail string
-	refs   []string      // what a fallback should reference
-	record kernel.Record // the committed record, when code is OK
-	root   kernel.Cause  // the root cause of a kernel refusal
+	refs   []string          // what a fallback should reference
+	record blackboard.Record // the committed record, when code is OK
+	root   kernel.Cause      // the root cause of a kernel refusal
 }
 
 func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report, error) {
@@ -175,8 +176,8 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 	r, err := w.propose(ctx, perceptIDs,
 		func(ctx context.Context) (Advice, error) { return w.p.DecideBelief(ctx, sit) },
 		func(Advice) kernel.Entry {
-			return kernel.Entry{TraceID: traceID, Slot: kernel.Beliefs, Kind: s.Belief,
-				Payload: kernel.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: strs(s.DependsOn)}}
+			return kernel.Entry{TraceID: traceID, Slot: blackboard.Beliefs, Kind: s.Belief,
+				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: strs(s.DependsOn)}}
 		})
 	out.Belief = r.code
 	if err != nil || !r.code.OK() {
@@ -185,7 +186,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 
 	belief := r.record
 	requires := []string{s.Belief}
-	var fields kernel.Payload
+	var fields blackboard.Payload
 	if s.Fields != nil {
 		fields = s.Fields(v)
 	}
@@ -201,8 +202,8 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 					steps[i] = map[string]any(st)
 				}
 			}
-			return kernel.Entry{TraceID: traceID, Slot: kernel.Plans, Kind: s.Plan,
-				Payload: kernel.Payload{kernel.KeySteps: steps}, InputRefs: []string{belief.ID}}
+			return kernel.Entry{TraceID: traceID, Slot: blackboard.Plans, Kind: s.Plan,
+				Payload: blackboard.Payload{kernel.KeySteps: steps}, InputRefs: []string{belief.ID}}
 		})
 	out.Plan = r.code
 	if err != nil || !r.code.OK() {
@@ -211,7 +212,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 
 	plan := r.record
 	r, err = w.propose(ctx, nil, nil, func(Advice) kernel.Entry {
-		return kernel.Entry{TraceID: traceID, Slot: kernel.Actions, Kind: s.Action,
+		return kernel.Entry{TraceID: traceID, Slot: blackboard.Actions, Kind: s.Action,
 			Payload: schemaPayload(fields, "type", s.Action, requires), InputRefs: []string{plan.ID}}
 	})
 	out.Action = r.code
@@ -270,8 +271,8 @@ func (w *Worker) fallback(ctx context.Context, traceID string, out Report, r res
 		}
 	}
 	out.Reason, out.Detail = reason, r.detail
-	d, err := w.h.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: kernel.Actions, Kind: w.schema.Fallback,
-		Payload:   kernel.Payload{"type": w.schema.Fallback, kernel.KeyReason: string(reason)},
+	d, err := w.h.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Actions, Kind: w.schema.Fallback,
+		Payload:   blackboard.Payload{"type": w.schema.Fallback, kernel.KeyReason: string(reason)},
 		InputRefs: refs})
 	if err != nil {
 		return out, err
@@ -289,8 +290,8 @@ func (w *Worker) percepts(ctx context.Context, traceID string) ([]Fact, []string
 	var facts []Fact
 	var ids []string
 	for _, kind := range w.schema.DependsOn {
-		rec, err := w.h.Find(ctx, traceID, kernel.Percepts, kind)
-		if errors.Is(err, kernel.ErrNotFound) {
+		rec, err := w.h.Find(ctx, traceID, blackboard.Percepts, kind)
+		if errors.Is(err, blackboard.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -304,7 +305,7 @@ func (w *Worker) percepts(ctx context.Context, traceID string) ([]Fact, []string
 
 // schemaPayload copies fields and sets the worker's own keys: key (action
 // or type) to the action type, and requires_beliefs.
-func schemaPayload(fields kernel.Payload, key, action string, requires []string) map[string]any {
+func schemaPayload(fields blackboard.Payload, key, action string, requires []string) map[string]any {
 	m := make(map[string]any, len(fields)+2)
 	for k, v := range fields {
 		m[k] = v

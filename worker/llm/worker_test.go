@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -24,10 +25,10 @@ var refundSchema = llm.Schema{
 	DependsOn: []string{"charge"},
 	Plan:      "action_plan",
 	Action:    "issue_refund",
-	Fields: func(v kernel.View) kernel.Payload {
-		charge, _ := v.Get(kernel.Percepts, "charge")
-		refund, _ := v.Get(kernel.Percepts, "refund")
-		return kernel.Payload{
+	Fields: func(v kernel.View) blackboard.Payload {
+		charge, _ := v.Get(blackboard.Percepts, "charge")
+		refund, _ := v.Get(blackboard.Percepts, "refund")
+		return blackboard.Payload{
 			"charge_id":    charge["charge_id"],
 			"amount":       charge["amount"],
 			"reason":       refund["reason"],
@@ -48,16 +49,16 @@ func (c condition) shouldNotAct() bool {
 }
 
 // beliefCode is what the kernel decides on refund_due.
-func (c condition) beliefCode() kernel.Code {
+func (c condition) beliefCode() blackboard.Code {
 	switch {
 	case c.stale || c.dropped:
-		return kernel.CodeStaleEvidence
+		return blackboard.CodeStaleEvidence
 	case c.conflict:
-		return kernel.CodeUnresolvedConflict
+		return blackboard.CodeUnresolvedConflict
 	case c.lowConf:
-		return kernel.CodeLowConfidence
+		return blackboard.CodeLowConfidence
 	}
-	return kernel.CodeCommitted
+	return blackboard.CodeCommitted
 }
 
 var conditions = []condition{
@@ -81,7 +82,7 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 	if _, err := k.Symbolic("rules").CommitConstraint(ctx, trace, rule, 0); err != nil {
 		t.Fatal(err)
 	}
-	charge := kernel.Payload{"charge_id": "ch_3P0x1A2B3C", "amount": 149.99, "currency": "usd",
+	charge := blackboard.Payload{"charge_id": "ch_3P0x1A2B3C", "amount": 149.99, "currency": "usd",
 		"status": "disputed", "customer_id": "cus_9Xk2mN", "stale": c.stale || c.dropped, "conflict": c.conflict}
 	var conf *float64
 	if !c.dropped {
@@ -92,8 +93,8 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 	}
 	tool := k.Tool("payments")
 	for _, e := range []kernel.Entry{
-		{TraceID: trace, Slot: kernel.Percepts, Kind: "charge", Payload: charge, Confidence: conf},
-		{TraceID: trace, Slot: kernel.Percepts, Kind: "refund", Payload: kernel.Payload{"charge_id": "ch_3P0x1A2B3C",
+		{TraceID: trace, Slot: blackboard.Percepts, Kind: "charge", Payload: charge, Confidence: conf},
+		{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{"charge_id": "ch_3P0x1A2B3C",
 			"amount": 149.99, "currency": "usd", "reason": "product_not_received", "is_duplicate": c.duplicate}},
 	} {
 		if _, err := tool.Write(ctx, e); err != nil {
@@ -112,7 +113,7 @@ func committedRefund(t *testing.T, h *kernel.Planner, trace string) bool {
 			t.Error(err)
 			return true // counted as acting: a read error must not hide one
 		}
-		if r.Slot == kernel.Actions && r.Kind == "issue_refund" && r.Mode == kernel.ModeCommit {
+		if r.Slot == blackboard.Actions && r.Kind == "issue_refund" && r.Mode == blackboard.ModeCommit {
 			found = true
 		}
 	}
@@ -135,15 +136,15 @@ func checkChain(t *testing.T, h *kernel.Planner, out llm.Report) {
 			t.Fatalf("fallback ref %q: %v", id, err)
 		}
 		switch {
-		case rec.Mode == kernel.ModePropose:
-			if rec.Status != kernel.StatusInvalidated || rec.Reason != out.Reason {
+		case rec.Mode == blackboard.ModePropose:
+			if rec.Status != blackboard.StatusInvalidated || rec.Reason != out.Reason {
 				t.Errorf("fallback ref %s is %s/%s; want the proposal rejected with %s", id, rec.Status, rec.Reason, out.Reason)
 			}
-		case rec.Slot == kernel.Percepts && slices.Contains([]kernel.Code{kernel.CodeStaleEvidence, kernel.CodeUnresolvedConflict, kernel.CodeLowConfidence}, out.Reason):
+		case rec.Slot == blackboard.Percepts && slices.Contains([]blackboard.Code{blackboard.CodeStaleEvidence, blackboard.CodeUnresolvedConflict, blackboard.CodeLowConfidence}, out.Reason):
 			// the root cause: the percept that failed the evidence checks
-		case rec.Slot == kernel.Constraints && strings.HasSuffix(string(out.Reason), "_BLOCKED"):
+		case rec.Slot == blackboard.Constraints && strings.HasSuffix(string(out.Reason), "_BLOCKED"):
 			// the root cause: the constraint that blocked
-		case strings.HasPrefix(string(out.Reason), "LLM_") || out.Reason == kernel.CodeInvalidProposal:
+		case strings.HasPrefix(string(out.Reason), "LLM_") || out.Reason == blackboard.CodeInvalidProposal:
 			// the records the model saw: the charge, or the committed belief
 			if rec.Kind != "charge" && rec.Kind != "refund_due" {
 				t.Errorf("fallback ref %s is a %s; want the charge or the belief", id, rec.Kind)
@@ -161,29 +162,29 @@ type scenario struct {
 	script  func(n int, req request) reply
 	client  []llm.Option
 	planner []llm.AdvisorOption
-	want    func(c condition) kernel.Code
+	want    func(c condition) blackboard.Code
 }
 
 // proposer: the model says yes; only the kernel stops unsafe episodes.
-func proposer(c condition) kernel.Code {
+func proposer(c condition) blackboard.Code {
 	switch {
-	case c.beliefCode() != kernel.CodeCommitted:
+	case c.beliefCode() != blackboard.CodeCommitted:
 		return c.beliefCode()
 	case c.duplicate:
-		return kernel.PlanBlockedCode("no_duplicate_refund")
+		return blackboard.PlanBlockedCode("no_duplicate_refund")
 	}
 	return ""
 }
 
 // at returns code whatever the condition.
-func at(code kernel.Code) func(condition) kernel.Code {
-	return func(condition) kernel.Code { return code }
+func at(code blackboard.Code) func(condition) blackboard.Code {
+	return func(condition) blackboard.Code { return code }
 }
 
 // afterBelief is code when the belief commits, else the belief's code.
-func afterBelief(code kernel.Code) func(condition) kernel.Code {
-	return func(c condition) kernel.Code {
-		if b := c.beliefCode(); b != kernel.CodeCommitted {
+func afterBelief(code blackboard.Code) func(condition) blackboard.Code {
+	return func(c condition) blackboard.Code {
+		if b := c.beliefCode(); b != blackboard.CodeCommitted {
 			return b
 		}
 		return code
@@ -230,14 +231,14 @@ var scenarios = []scenario{
 		client: []llm.Option{llm.WithTimeout(20 * time.Millisecond), llm.WithRetries(0)}, want: at(llm.CodeError)},
 	{name: "bypass: plan steps with empty requires_beliefs (ungoverned)",
 		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": []}]}`),
-		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(kernel.CodePlanUngrounded)},
+		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(blackboard.CodePlanUngrounded)},
 	{name: "bypass: plan step without is_duplicate (ungoverned)",
 		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
 		planner: []llm.AdvisorOption{llm.WithModelSteps()},
 		// A constraint that cannot read its field fails closed.
-		want: afterBelief(kernel.PlanBlockedCode("no_duplicate_refund"))},
+		want: afterBelief(blackboard.PlanBlockedCode("no_duplicate_refund"))},
 	{name: "bypass: empty plan (ungoverned)", script: byStage(propose, `{"propose": true, "steps": []}`),
-		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(kernel.CodeInvalidProposal)},
+		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(blackboard.CodeInvalidProposal)},
 }
 
 // TestEpisodesNeverActUnsafely runs every scripted model behaviour against
@@ -279,13 +280,13 @@ func TestEpisodesNeverActUnsafely(t *testing.T) {
 				}
 				want := sc.want(cond)
 				if want == "" {
-					if !acted || out.Final.Kind != "issue_refund" || out.Action != kernel.CodeCommitted || out.Reason != "" {
+					if !acted || out.Final.Kind != "issue_refund" || out.Action != blackboard.CodeCommitted || out.Reason != "" {
 						t.Errorf("%s: outcome %+v; want issue_refund committed", cond.name, out)
 					}
 					continue
 				}
 				if acted || out.Final.Kind != kernel.FallbackQueueForReview || out.Reason != want ||
-					out.Final.Payload["reason"] != string(want) || out.Final.Reason != kernel.CodeCommitted {
+					out.Final.Payload["reason"] != string(want) || out.Final.Reason != blackboard.CodeCommitted {
 					t.Errorf("%s: outcome %+v; want queue_for_review committed with reason %s", cond.name, out, want)
 					continue
 				}
@@ -317,11 +318,11 @@ func TestEpisodeCodesPerStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Belief != kernel.CodeCommitted || out.Plan != llm.CodeNoPlan || out.Action != "" || out.Reason != llm.CodeNoPlan ||
+	if out.Belief != blackboard.CodeCommitted || out.Plan != llm.CodeNoPlan || out.Action != "" || out.Reason != llm.CodeNoPlan ||
 		out.Detail != "not enough information" {
 		t.Errorf("outcome %+v; want belief COMMITTED, plan LLM_NO_PLAN, no action", out)
 	}
-	belief, err := h.Find(context.Background(), "t1", kernel.Beliefs, "refund_due")
+	belief, err := h.Find(context.Background(), "t1", blackboard.Beliefs, "refund_due")
 	if err != nil || !slices.Contains(out.Final.Provenance.InputRefs, belief.ID) {
 		t.Errorf("fallback refs %v; want the committed belief %s (%v)", out.Final.Provenance.InputRefs, belief.ID, err)
 	}
@@ -331,7 +332,7 @@ func TestEpisodeCodesPerStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Belief != kernel.CodeStaleEvidence || out.Plan != "" || out.Reason != kernel.CodeStaleEvidence {
+	if out.Belief != blackboard.CodeStaleEvidence || out.Plan != "" || out.Reason != blackboard.CodeStaleEvidence {
 		t.Errorf("outcome %+v; want the episode to stop at the belief", out)
 	}
 }
@@ -347,9 +348,9 @@ func TestGovernedPayloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	belief, _ := v.Get(kernel.Beliefs, "refund_due")
-	plan, _ := v.Get(kernel.Plans, "action_plan")
-	action, _ := v.Get(kernel.Actions, "issue_refund")
+	belief, _ := v.Get(blackboard.Beliefs, "refund_due")
+	plan, _ := v.Get(blackboard.Plans, "action_plan")
+	action, _ := v.Get(blackboard.Actions, "issue_refund")
 	if belief["value"] != true || fmt.Sprint(belief["depends_on"]) != "[charge]" {
 		t.Errorf("belief %v", belief)
 	}
@@ -370,8 +371,8 @@ func TestGovernedPayloads(t *testing.T) {
 func TestSchemaFieldsCannotOverrideGovernedKeys(t *testing.T) {
 	f := newFake(t, always(propose))
 	s := refundSchema
-	s.Fields = func(kernel.View) kernel.Payload {
-		return kernel.Payload{"action": "other", "type": "other", "requires_beliefs": []any{}, "is_duplicate": false}
+	s.Fields = func(kernel.View) blackboard.Payload {
+		return blackboard.Payload{"action": "other", "type": "other", "requires_beliefs": []any{}, "is_duplicate": false}
 	}
 	k, err := kernel.New()
 	if err != nil {
@@ -408,7 +409,7 @@ func TestRunCancelled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Slot == kernel.Actions || r.Slot == kernel.Beliefs {
+		if r.Slot == blackboard.Actions || r.Slot == blackboard.Beliefs {
 			t.Errorf("record %s written after cancellation", r.ID)
 		}
 	}
@@ -441,7 +442,7 @@ func TestWorkerProtocol(t *testing.T) {
 	if w.ID() != "llm-planner" || w.Handle() != kernel.Handle(h) {
 		t.Errorf("ID %q Handle %v; want the id and the handle it was built with", w.ID(), w.Handle())
 	}
-	if !slices.Contains(w.Writes(), kernel.Actions) || !slices.Contains(w.Reads(), kernel.Percepts) || slices.Contains(w.Writes(), kernel.Percepts) {
+	if !slices.Contains(w.Writes(), blackboard.Actions) || !slices.Contains(w.Reads(), blackboard.Percepts) || slices.Contains(w.Writes(), blackboard.Percepts) {
 		t.Errorf("Reads %v Writes %v", w.Reads(), w.Writes())
 	}
 	setup(t, k, "t", condition{})

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // Text is a record's columns as a SQL store keeps them: the enums by name
@@ -16,7 +16,7 @@ type Text struct {
 
 // Decode sets r's enums, reason and payload from c. An error names the
 // first column that does not decode.
-func Decode(c Text, r *kernel.Record) error {
+func Decode(c Text, r *blackboard.Record) error {
 	for _, f := range []struct {
 		name string
 		err  error
@@ -32,6 +32,6 @@ func Decode(c Text, r *kernel.Record) error {
 			return fmt.Errorf("corrupt column %s: %v", f.name, f.err)
 		}
 	}
-	r.Reason = kernel.Code(c.Reason)
+	r.Reason = blackboard.Code(c.Reason)
 	return nil
 }

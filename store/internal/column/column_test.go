@@ -4,17 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 func TestDecode(t *testing.T) {
 	good := Text{Slot: "actions", Mode: "commit", Role: "kernel", Status: "ACTIVE", Scope: "episode", Reason: "COMMITTED", Payload: []byte(`{"a":1}`)}
-	var r kernel.Record
+	var r blackboard.Record
 	if err := Decode(good, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Slot != kernel.Actions || r.Mode != kernel.ModeCommit || r.Provenance.Role != kernel.RoleKernel ||
-		r.Status != kernel.StatusActive || r.Scope != kernel.ScopeEpisode || r.Reason != kernel.CodeCommitted || r.Payload["a"] != 1.0 {
+	if r.Slot != blackboard.Actions || r.Mode != blackboard.ModeCommit || r.Provenance.Role != blackboard.RoleKernel ||
+		r.Status != blackboard.StatusActive || r.Scope != blackboard.ScopeEpisode || r.Reason != blackboard.CodeCommitted || r.Payload["a"] != 1.0 {
 		t.Errorf("decoded %+v", r)
 	}
 	for column, bad := range map[string]Text{
@@ -22,7 +22,7 @@ func TestDecode(t *testing.T) {
 		"status":  {Slot: good.Slot, Mode: good.Mode, Role: good.Role, Status: "nope", Scope: good.Scope, Payload: good.Payload},
 		"payload": {Slot: good.Slot, Mode: good.Mode, Role: good.Role, Status: good.Status, Scope: good.Scope, Payload: []byte(`{`)},
 	} {
-		if err := Decode(bad, &kernel.Record{}); err == nil || !strings.Contains(err.Error(), "corrupt column "+column) {
+		if err := Decode(bad, &blackboard.Record{}); err == nil || !strings.Contains(err.Error(), "corrupt column "+column) {
 			t.Errorf("%s: %v", column, err)
 		}
 	}

@@ -1,0 +1,122 @@
+package blackboard
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// checkStorable is the minimum any store demands of a record it appends.
+// Stores call it through [CheckRecord].
+func checkStorable(r *Record, checkPayload bool) error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("%w: empty record id", ErrInvalidInput)
+	case !r.Slot.Valid():
+		return fmt.Errorf("%w: record %s: bad slot", ErrInvalidInput, r.ID)
+	case !r.Mode.Valid():
+		return fmt.Errorf("%w: record %s: bad mode", ErrInvalidInput, r.ID)
+	case !r.Status.Valid():
+		return fmt.Errorf("%w: record %s: bad status", ErrInvalidInput, r.ID)
+	case !r.Scope.Valid():
+		return fmt.Errorf("%w: record %s: bad scope", ErrInvalidInput, r.ID)
+	case !r.Provenance.Role.Valid():
+		return fmt.Errorf("%w: record %s: bad role", ErrInvalidInput, r.ID)
+	case r.Kind == "":
+		return fmt.Errorf("%w: record %s: empty kind", ErrInvalidInput, r.ID)
+	case r.Provenance.TraceID == "":
+		return fmt.Errorf("%w: record %s: empty trace id", ErrInvalidInput, r.ID)
+	case r.Provenance.TTLMS < 0 || r.Provenance.TTLMS > maxTTLMS:
+		return fmt.Errorf("%w: record %s: ttl_ms %d outside [0, %d]", ErrInvalidInput, r.ID, r.Provenance.TTLMS, maxTTLMS)
+	case len(r.Provenance.Span) > maxSpanLen:
+		return fmt.Errorf("%w: record %s: span longer than %d bytes", ErrInvalidInput, r.ID, maxSpanLen)
+	}
+	if !validUTF8(r.ID, r.Kind, r.Provenance.TraceID, r.Provenance.Writer, string(r.Reason), r.Namespace, r.Provenance.Span) ||
+		!validUTF8(r.Provenance.InputRefs...) || !validUTF8(r.EvidenceRefs...) {
+		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", ErrInvalidInput, r.ID)
+	}
+	if checkPayload && !utf8Value(map[string]any(r.Payload)) {
+		return fmt.Errorf("%w: record %s: a payload string is not valid UTF-8", ErrInvalidPayload, r.ID)
+	}
+	return nil
+}
+
+func validUTF8(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// utf8Value reports whether every string in a payload value (keys
+// included) is valid UTF-8.
+func utf8Value(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return utf8.ValidString(x)
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) || !utf8Value(e) {
+				return false
+			}
+		}
+	case Payload:
+		return utf8Value(map[string]any(x))
+	case []any:
+		for _, e := range x {
+			if !utf8Value(e) {
+				return false
+			}
+		}
+	case []string:
+		return validUTF8(x...)
+	}
+	return true
+}
+
+// CheckClaim validates a once-key claim before a store applies it.
+func CheckClaim(c Claim) error { return checkClaim(c) }
+
+func checkClaim(c Claim) error {
+	if c.Key == "" || c.RecordID == "" || !validUTF8(c.Key, c.RecordID, c.Namespace) {
+		return fmt.Errorf("%w: claim needs a valid key and record id", ErrInvalidInput)
+	}
+	return nil
+}
+
+// CheckFilter validates the arguments of [Store.ListSlot].
+func CheckFilter(slot Slot, f Filter) error { return checkFilter(slot, f) }
+
+func checkFilter(slot Slot, f Filter) error {
+	switch {
+	case !slot.Valid():
+		return fmt.Errorf("%w: slot %d", ErrInvalidInput, slot)
+	case f.Status != 0 && !f.Status.Valid():
+		return fmt.Errorf("%w: filter status %d", ErrInvalidInput, f.Status)
+	case f.Scope != 0 && !f.Scope.Valid():
+		return fmt.Errorf("%w: filter scope %d", ErrInvalidInput, f.Scope)
+	}
+	return nil
+}
+
+func checkTransition(inv Invalidation) error {
+	if inv.Status != StatusInvalidated && inv.Status != StatusExpired {
+		return fmt.Errorf("%w: %s: a record can only become INVALIDATED or EXPIRED, not %s", ErrInvalidInput, inv.ID, inv.Status)
+	}
+	if inv.Reason == "" {
+		return fmt.Errorf("%w: %s: invalidation without a reason code", ErrInvalidInput, inv.ID)
+	}
+	return nil
+}
+
+// CheckRecord validates the fields every store requires of a record before
+// appending it. Store implementations call it so that all stores refuse the
+// same malformed input with the same error.
+func CheckRecord(r Record) error { return checkStorable(&r, true) }
+
+// CheckInvalidation validates a status change before a store applies it.
+func CheckInvalidation(inv Invalidation) error { return checkTransition(inv) }
+
+// maxSpanLen bounds Provenance.Span: a W3C traceparent is 55 bytes.
+const maxSpanLen = 128

@@ -1,0 +1,215 @@
+package blackboard
+
+import (
+	"context"
+	"iter"
+)
+
+// Store is what the kernel needs from persistence: the paper's six
+// operations (Append, Get, ListSlot, FindActive, Invalidate, Close), an
+// atomic group of writes (Apply), an indexed listing of one trace
+// (ListTrace) and the once-keys a batch has claimed (ClaimedBy).
+//
+// # Contract
+//
+// Every method may be called concurrently from many goroutines. Records are
+// append-only: Append and Apply refuse an id the store already holds with
+// [ErrDuplicateID]; the only mutation is a status change from StatusActive to
+// StatusInvalidated or StatusExpired, refused with [ErrNotActive] for a
+// record that is no longer active. Apply is all or nothing, checks the whole
+// batch against the store as it was before the batch, and honours the
+// batch's trace-length condition ([Batch.Trace]). Listings return records
+// in append order, and the caller's loop body may call back into the store. Records a store returns may share memory with the
+// store: callers must not modify them (the kernel clones before handing
+// records to its handles). A method called with a cancelled context returns
+// the context's error and changes nothing. After Close every method,
+// Close included, returns [ErrClosed]. A Filter with an invalid Status or
+// Scope is [ErrInvalidInput]. A store refuses, with [ErrInvalidInput] or
+// [ErrInvalidPayload], any record [CheckRecord] refuses (invalid UTF-8 in
+// any string among them), and keeps a record with an empty Namespace as
+// [DefaultNamespace]. A trace belongs to one namespace: Apply refuses, with
+// [ErrPermission], a record whose namespace differs from the namespace of
+// the records its trace already holds (or of earlier appends of the batch
+// to that trace).
+//
+// Once-keys: a store guarantees that a key is claimed at most once, for
+// ever, in its namespace, across every process that shares the store: Apply
+// refuses a batch that claims a key already claimed in the claim's
+// namespace (or claims one key twice in one namespace) with
+// [ErrDuplicateKey], in the same transaction as the batch's other writes.
+// Each namespace is a key space of its own: one key claimed in two
+// namespaces is two claims, and ClaimedBy never answers for another
+// namespace's key. An empty namespace is [DefaultNamespace], as it is for
+// records. Every store enforces them: the kernel claims keys for the
+// evidence each action uses up, and a store that ignored claims would let a
+// once-only action run twice.
+//
+// The package storetest runs one conformance suite against any Store.
+type Store interface {
+	// Append writes rec; it fails with ErrDuplicateID if rec.ID exists.
+	Append(ctx context.Context, rec Record) error
+	// Get returns the record with that id or ErrNotFound.
+	Get(ctx context.Context, id string) (Record, error)
+	// ListSlot streams every record of a slot that matches f, across all
+	// traces. It is meant for analysis (the adaptive learner), not for the
+	// hot path; an implementation should index Status and Scope.
+	ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error]
+	// FindActive returns the most recently appended ACTIVE record of that
+	// kind in that slot of that trace, or ErrNotFound.
+	FindActive(ctx context.Context, traceID string, slot Slot, kind string) (Record, error)
+	// Invalidate moves an ACTIVE record to status (StatusInvalidated or
+	// StatusExpired) with a reason code.
+	Invalidate(ctx context.Context, id string, status Status, reason Code) error
+	// Apply performs a group of appends and status changes atomically.
+	Apply(ctx context.Context, b Batch) error
+	// ListTrace streams every record of one trace, in append order, through
+	// an index: its cost must not depend on how many other traces the store
+	// holds.
+	ListTrace(ctx context.Context, traceID string) iter.Seq2[Record, error]
+	// ClaimedBy returns the id of the record whose batch claimed key in
+	// namespace, or [ErrNotFound] if the key is free there.
+	ClaimedBy(ctx context.Context, namespace, key string) (recordID string, err error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Filter narrows ListSlot. A zero field matches everything.
+type Filter struct {
+	Status Status
+	Scope  Scope
+	// Namespace, when set, keeps only records of that namespace.
+	Namespace string
+}
+
+// Match reports whether rec passes the filter.
+func (f Filter) Match(rec *Record) bool {
+	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope) &&
+		(f.Namespace == "" || rec.Namespace == f.Namespace)
+}
+
+// Batch is an atomic group of writes: all of it lands or none of it does.
+// Invalidations name records that exist before the batch (a record the
+// batch appends cannot be invalidated by it).
+type Batch struct {
+	Appends       []Record
+	Invalidations []Invalidation
+	// Trace, when set, makes the batch conditional on what its author read:
+	// the store refuses it with [ErrConflict] unless trace Trace holds
+	// exactly TraceLen records when the batch is applied. The kernel uses it
+	// so that no decision lands after a change to its trace it did not see.
+	Trace    string
+	TraceLen int
+	// Claims are once-keys the batch takes (see [Store]).
+	Claims []Claim
+	// State, when not nil, is the new decision state of trace Trace, kept
+	// with the batch's writes (see [StateStore]); it needs Trace set. A
+	// store that does not implement StateStore ignores it.
+	State StateValue
+	// Version, with State, is the trace's Version the state was derived
+	// from: a StateStore refuses the batch with [ErrConflict] unless trace
+	// Trace's Version is still Version, so that no state misses a change
+	// (a status change leaves the trace's length as it was).
+	Version uint64
+	// SharedNamespace, when set, makes the batch conditional on the
+	// persistent constraints of that namespace: a StateStore refuses it
+	// with [ErrConflict] unless their change counter ([TraceState.Shared])
+	// is still Shared, so that no decision lands on a list of persistent
+	// constraints that changed after it was read. A store that does not
+	// implement StateStore ignores both.
+	SharedNamespace string
+	Shared          uint64
+	// PayloadsChecked says the batch's author has already checked that
+	// every string in its appends' payloads is valid UTF-8 (the kernel
+	// normalises every payload it accepts, and builds the rest itself), so
+	// [Batch.CheckRecords] need not walk them again. Every other check runs.
+	PayloadsChecked bool
+}
+
+// CheckRecords runs [CheckRecord] on each of the batch's appends, skipping
+// the payloads' strings when PayloadsChecked is set, and returns the first
+// error.
+func (b *Batch) CheckRecords() error {
+	for i := range b.Appends {
+		if err := checkStorable(&b.Appends[i], !b.PayloadsChecked); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StateStore is the optional interface of a [Store] that keeps, per trace,
+// the decision state the kernel derives from it: with it, a decision reads
+// one small value instead of every record of its trace, so a decision costs
+// the same at the first record of a session and at the millionth. A store
+// without it still works: the kernel then reads the whole trace.
+//
+// A store that implements StateStore counts, per trace, every change: each
+// Apply (and Append, Invalidate) that appends a record to a trace or changes
+// the status of one of its records adds one to that trace's Version, once
+// per batch. A batch with a State keeps it as its trace's state, with
+// StateVersion the Version the batch left; so the state is current exactly
+// when StateVersion equals Version, and any write the kernel did not make
+// (a direct Append, an Invalidate) shows as a state that is not.
+//
+// It also counts, per namespace, the changes of that namespace's
+// persistent constraints: each Apply that appends a record with Slot
+// [Constraints] and Scope [ScopePersistent] in the namespace, or changes
+// the status of such a record, adds one to the namespace's counter
+// (TraceState.Shared), once per batch; no other write moves it. A reader
+// that keeps the namespace's active persistent constraints need list them
+// again only when that counter has moved.
+type StateStore interface {
+	Store
+	// ReadState returns, in one read, the counters of one trace, its last
+	// stored state, and the change counter of the persistent constraints of
+	// namespace (empty: [DefaultNamespace]). An empty or unknown trace has
+	// the zero TraceState but for Shared, which is the namespace's all the
+	// same.
+	ReadState(ctx context.Context, namespace, traceID string) (TraceState, error)
+}
+
+// TraceState is what a [StateStore] holds for one trace.
+type TraceState struct {
+	// Len is how many records the trace holds.
+	Len int
+	// Namespace is the namespace of the trace's records ("" when none).
+	Namespace string
+	// Version counts the changes that reached the trace (see [StateStore]).
+	Version uint64
+	// Shared counts the changes of the persistent constraints of the
+	// namespace ReadState was asked about (see [StateStore]), which need
+	// not be Namespace: it is read for an unknown trace too. Only its
+	// changes mean anything; its first value may be any number.
+	Shared uint64
+	// StateVersion is the Version that the batch which stored the state
+	// left (0 when no state is stored).
+	StateVersion uint64
+	// Value is the stored state itself, from a store that keeps values in
+	// memory; Data is its encoding (Value.MarshalBinary), from a store that
+	// persists bytes. At most one is set.
+	Value StateValue
+	Data  []byte
+}
+
+// StateValue is a trace's decision state as the kernel builds it. It is
+// opaque to a store, which keeps it as it is or persists its encoding, and
+// never modified after it is handed to the store.
+type StateValue interface {
+	MarshalBinary() ([]byte, error)
+}
+
+// Claim takes a once-key for a record of the batch, in the key space of
+// Namespace (empty: [DefaultNamespace]). The kernel claims only in its own
+// namespace.
+type Claim struct {
+	Key       string
+	RecordID  string
+	Namespace string
+}
+
+// Invalidation is a status change inside a Batch.
+type Invalidation struct {
+	ID     string
+	Status Status // StatusInvalidated or StatusExpired
+	Reason Code
+}

@@ -1,0 +1,83 @@
+// Package storetest is the conformance suite every [blackboard.Store] must pass,
+// in the manner of testing/slogtest and hashicorp/raft's store tests.
+//
+// A store's own test file runs the whole suite with one call:
+//
+//	func TestStoreConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) blackboard.Store {
+//			s, err := mystore.Open(filepath.Join(t.TempDir(), "bk.db"))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// [Run] gives every case a fresh store from the factory and closes it with
+// t.Cleanup; a failure message names the contract that broke. The cases
+// cover the whole [blackboard.Store] contract: exact round trips of every record
+// field, append-only ids, typed errors for malformed input (invalid UTF-8
+// in any string, a TTL beyond [blackboard.MaxTTL]), status changes, FindActive,
+// ListTrace isolation, ListSlot filters, namespaces (an empty one kept as
+// [blackboard.DefaultNamespace], Filter.Namespace), atomic batches, concurrent
+// writers racing for one id or one status change, cancelled contexts and
+// closing. A final group drives a [kernel.Kernel] on the store and checks
+// that a commit the store refuses leaves no evidence artifact without its
+// belief.
+//
+// Once-keys ([blackboard.Batch.Claims]), which every store enforces: a claim
+// lands with its batch, a second claim of a key (or one key twice in a
+// batch) is refused with [blackboard.ErrDuplicateKey] and lands nothing of its
+// batch, each namespace is a key space of its own, and of goroutines racing
+// for one key exactly one wins.
+//
+// The per-trace state ([blackboard.StateStore], optional) is tested on a store
+// that implements it: Version grows by exactly one per batch for every
+// trace the batch appends to or changes a status in (a trace other than
+// the batch's condition included) and for no other, from concurrent
+// writers too; Len and Namespace are the trace's; a batch with a State
+// stores it with StateVersion equal to Version, and a later write without
+// one leaves StateVersion behind; the state reads back as stored (Value
+// from a store that keeps values, Data equal to MarshalBinary's bytes from
+// one that persists them); a batch refused for any reason (a stale
+// condition, a duplicate id or key, a status change of a record that is
+// not active and, on a store that persists bytes, a state that cannot be
+// encoded) changes no counter and no state; ReadState honours cancelled
+// contexts and Close. Shared, the change counter of a namespace's
+// persistent constraints, grows by exactly one per batch that appends a
+// persistent constraint of the namespace or changes the status of one,
+// from concurrent writers too, and for no other write (another
+// namespace's constraints, constraints of episode scope, persistent
+// records of other slots, a refused batch); ReadState reads it for the
+// namespace asked about (empty: the default one), through any trace, an
+// unknown one included. The cases skip on any other store.
+//
+// Trace listing ([blackboard.TraceLister], optional) is tested on a store that
+// implements it: every trace once, in the order of its first append, with
+// its namespace, record count and time span, filtered by namespace, in
+// agreement with the fallback of [blackboard.ListTraces]; the case skips on
+// any other store, which the inspector then reads through that fallback.
+// [Equivalence] runs one scripted scenario, which reaches every decision
+// the kernel makes, on a kernel over the memory store and over the stores
+// given, and requires the same decisions, codes, ids, views and records
+// from each.
+//
+// [Bench] shares benchmarks the same way: every store measures the same
+// operations on a store that already holds records of other traces.
+// [BenchEpisode], [BenchEpisodeParallel] and [BenchEpisodeProcesses]
+// measure the governed [Episode] on one goroutine, on many, and from
+// several processes sharing one store.
+//
+// # Contract beyond the interface
+//
+// Besides what [blackboard.Store] documents, the suite holds stores to two
+// rules the kernel relies on: a listing's yield function may call back into
+// the store (read, write or list) without deadlock, and a batch is checked
+// against the store as it stood before the batch, so a batch cannot
+// invalidate a record it appends itself.
+//
+// # Concurrency
+//
+// [Run] and [Bench] call the factory from the test's goroutine. Some cases
+// use the store from many goroutines at once, as the contract allows.
+package storetest

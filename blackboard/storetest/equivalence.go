@@ -1,0 +1,281 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
+)
+
+// Equivalence runs one scripted scenario, which touches every decision the
+// kernel makes, on a kernel over a new [memstore.Store] and on a kernel
+// over each of stores, and fails t unless every store gives the same
+// results as the memory store: the same record ids, codes, committed
+// records, evidence artifacts and error sentinels at every step, the same
+// views and the same records in every trace. Each store must be new and
+// empty; the caller closes them.
+func Equivalence(t *testing.T, stores map[string]blackboard.Store) {
+	t.Helper()
+	mem := memstore.New()
+	defer mem.Close()
+	want := runScript(t, mem)
+	if len(want.Traces["ep1"]) == 0 || len(want.Views["ep3"].Committed) == 0 {
+		t.Fatalf("the script observed nothing: %+v", want)
+	}
+	names := make([]string, 0, len(stores))
+	for name := range stores {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		sameTranscript(t, name, "memory", runScript(t, stores[name]), want)
+	}
+}
+
+// sameTranscript fails t unless got (the run named name) observed what
+// want (the run named wantName) did.
+func sameTranscript(t *testing.T, name, wantName string, got, want transcript) {
+	t.Helper()
+	for i := range max(len(got.Steps), len(want.Steps)) {
+		if i >= len(got.Steps) || i >= len(want.Steps) {
+			t.Errorf("the %s run took %d steps, the %s run %d", name, len(got.Steps), wantName, len(want.Steps))
+			break
+		}
+		if got.Steps[i] != want.Steps[i] {
+			t.Errorf("step %d differs:\n %-8s %+v\n %-8s %+v", i, name, got.Steps[i], wantName, want.Steps[i])
+		}
+	}
+	for tr, v := range want.Views {
+		if !reflect.DeepEqual(got.Views[tr], v) {
+			t.Errorf("View(%s) differs:\n %-8s %+v\n %-8s %+v", tr, name, got.Views[tr], wantName, v)
+		}
+	}
+	for tr, recs := range want.Traces {
+		if !reflect.DeepEqual(got.Traces[tr], recs) {
+			t.Errorf("the records of %s differ:\n %-8s %s\n %-8s %s", tr, name, show(got.Traces[tr]), wantName, show(recs))
+		}
+	}
+}
+
+// wrapper is a store that wraps another and offers only what [blackboard.Store]
+// declares: none of the optional abilities of the store it wraps.
+type wrapper struct{ blackboard.Store }
+
+// testWrapperDecisions runs the script of [Equivalence] on the store and
+// on a wrapper around a second store of the same kind, which hides every
+// optional ability (the kernel then reads whole traces where it would
+// read the store's decision state): the kernel must decide alike.
+func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
+	direct := open(t, newStore)
+	w := wrapper{open(t, newStore)}
+	if _, ok := any(w).(blackboard.StateStore); ok {
+		t.Fatal("the wrapper offers blackboard.StateStore")
+	}
+	sameTranscript(t, "wrapped", "direct", runScript(t, w), runScript(t, direct))
+}
+
+// step is one observed result of a scripted kernel operation.
+type step struct {
+	Name     string
+	ID       string // record written, or proposal decided
+	Code     blackboard.Code
+	Record   string // committed record
+	Evidence string // evidence artifact
+	Count    int    // records expired
+	Err      string // the sentinel the error wraps
+}
+
+// transcript is everything a script observed.
+type transcript struct {
+	Steps  []step
+	Views  map[string]kernel.View
+	Traces map[string][]blackboard.Record
+}
+
+// sentinel names the kernel sentinel err wraps; errors from elsewhere keep
+// their text, which makes two stores' transcripts differ.
+func sentinel(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, s := range []error{
+		blackboard.ErrPermission, blackboard.ErrInvalidInput, blackboard.ErrInvalidPayload, kernel.ErrPayloadTooLarge,
+		kernel.ErrInvalidProposal, kernel.ErrInvalidReference, blackboard.ErrNotFound,
+		blackboard.ErrDuplicateID, blackboard.ErrDuplicateKey, blackboard.ErrNotActive, blackboard.ErrConflict, blackboard.ErrClosed,
+	} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	return "unexpected: " + err.Error()
+}
+
+// scriptClock is a clock the script moves by hand.
+type scriptClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *scriptClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *scriptClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// script drives one kernel through the scenario and checks the codes it
+// expects on the way.
+type script struct {
+	t   *testing.T
+	ctx context.Context
+	k   *kernel.Kernel
+	clk *scriptClock
+	tr  transcript
+}
+
+// runScript runs the scenario on a kernel over s.
+func runScript(t *testing.T, s blackboard.Store) transcript {
+	t.Helper()
+	clk := &scriptClock{t: time.UnixMilli(baseTS)}
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(clk.now), kernel.WithActionSpecs(
+		kernel.ActionSpec{Type: "move", Repeatable: true},
+		kernel.ActionSpec{Type: "ship", MinBeliefs: []string{"door_open"}},
+		kernel.ActionSpec{Type: "dock", MinBeliefs: []string{"door_open"}, Once: &kernel.OnceKey{Fields: []string{"open"}, Percept: "door"}}))
+	if err != nil {
+		t.Fatalf("kernel.New: %v", err)
+	}
+	defer k.Close() // the kernel does not own the store
+	sc := &script{t: t, ctx: t.Context(), k: k, clk: clk}
+	return sc.run()
+}
+
+func (s *script) write(name string, h kernel.Handle, e kernel.Entry) string {
+	r, err := h.Write(s.ctx, e)
+	if err != nil {
+		s.t.Errorf("script %s: %v", name, err)
+	}
+	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: r.ID, Err: sentinel(err)})
+	return r.ID
+}
+
+func (s *script) decide(name string, want blackboard.Code, d kernel.Decision, err error) string {
+	if d.Code != want {
+		s.t.Errorf("script %s: code %s (error %v), want %s", name, d.Code, err, want)
+	}
+	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: d.ProposalID, Code: d.Code, Record: d.Record.ID, Evidence: d.EvidenceID, Err: sentinel(err)})
+	return d.ProposalID
+}
+
+func (s *script) submit(name string, want blackboard.Code, p interface {
+	Submit(context.Context, kernel.Entry) (kernel.Decision, error)
+}, e kernel.Entry) string {
+	d, err := p.Submit(s.ctx, e)
+	return s.decide(name, want, d, err)
+}
+
+func (s *script) run() transcript {
+	const ep1, ep2, ep3 = "ep1", "ep2", "ep3"
+	k := s.k
+	tool, planner, sym, sim := k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules"), k.Simulator("sim")
+	percept := func(traceID, kind string, p blackboard.Payload, conf *float64, ttl time.Duration) kernel.Entry {
+		return kernel.Entry{TraceID: traceID, Slot: blackboard.Percepts, Kind: kind, Payload: p, Confidence: conf, TTL: ttl}
+	}
+	action := func(traceID, kind string, p blackboard.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: traceID, Slot: blackboard.Actions, Kind: kind, Payload: p}
+	}
+	belief := func(traceID, kind string, deps ...any) kernel.Entry {
+		return kernel.Entry{TraceID: traceID, Slot: blackboard.Beliefs, Kind: kind,
+			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: deps}}
+	}
+	reqs := func(kinds ...any) blackboard.Payload { return blackboard.Payload{kernel.KeyRequiresBeliefs: kinds} }
+	with := func(p blackboard.Payload, key string, v any) blackboard.Payload { p[key] = v; return p }
+	plan := func(step blackboard.Payload) kernel.Entry {
+		return kernel.Entry{TraceID: ep1, Slot: blackboard.Plans, Kind: "route",
+			Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any(with(step, kernel.KeyAction, "move"))}}}
+	}
+	c := kernel.Confidence
+
+	s.write("percept door", tool, percept(ep1, "door", blackboard.Payload{"open": true, "door_blocked": false}, c(0.9), 0))
+	s.write("percept battery with TTL", tool, percept(ep1, "battery", blackboard.Payload{"level": 0.8}, c(0.95), time.Second))
+	s.write("percept camera stale", tool, percept(ep1, "camera", blackboard.Payload{kernel.KeyStale: true}, nil, 0))
+	s.write("percept lidar conflicted", tool, percept(ep1, "lidar", blackboard.Payload{kernel.KeyConflict: true}, c(0.6), 0))
+	s.write("percept gps conflicted, confident", tool, percept(ep1, "gps", blackboard.Payload{kernel.KeyConflict: true, "lat": 1.5}, c(0.8), 0))
+	s.write("percept sonar unreliable", tool, percept(ep1, "sonar", blackboard.Payload{"range": []any{3.0, 4.5}}, c(0.3), 0))
+
+	s.submit("belief committed", blackboard.CodeCommitted, planner, belief(ep1, "door_open", "door"))
+	s.submit("belief on stale evidence", blackboard.CodeStaleEvidence, planner, belief(ep1, "camera_ok", "camera"))
+	s.submit("belief on unresolved conflict", blackboard.CodeUnresolvedConflict, planner, belief(ep1, "lidar_ok", "lidar"))
+	s.submit("belief on arbitrated conflict", blackboard.CodeCommitted, planner, belief(ep1, "position_ok", "gps"))
+	s.submit("belief on low confidence", blackboard.CodeLowConfidence, planner, belief(ep1, "sonar_ok", "sonar"))
+	s.submit("belief without evidence", blackboard.CodeMissingEvidence, planner, belief(ep1, "radar_ok", "radar"))
+	s.clk.advance(2 * time.Second)
+	s.submit("belief on expired evidence", blackboard.CodeStaleEvidence, planner, belief(ep1, "power_ok", "battery"))
+
+	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
+		s.t.Errorf("script episode constraint: %v", err)
+	}
+	feasible := s.submit("plan feasible", blackboard.CodePlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))
+	s.submit("plan step without the constraint's field", blackboard.PlanBlockedCode("no_open_door"), planner, plan(reqs("door_open")))
+	s.submit("plan blocked", blackboard.PlanBlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
+	s.submit("plan missing belief", blackboard.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
+	s.submit("action committed", blackboard.CodeCommitted, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("once-keyed action", blackboard.CodeCommitted, planner, action(ep1, "dock", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("action using up its observation", blackboard.CodeCommitted, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("belief again on the used observation", blackboard.CodeCommitted, planner, belief(ep1, "door_open", "door"))
+	s.submit("action on the used observation", blackboard.CodeDuplicateAction, planner, action(ep1, "ship", with(reqs("door_open"), "door_blocked", false)))
+	s.submit("action ungrounded", blackboard.CodeUngroundedAction, planner, action(ep1, "move", reqs()))
+	s.submit("action blocked", blackboard.BlockedCode("no_open_door"), planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", true)))
+	s.submit("fallback", blackboard.CodeCommitted, planner, action(ep1, kernel.FallbackQueueForReview,
+		with(reqs(), kernel.KeyReason, string(blackboard.CodeUngroundedAction))))
+	s.submit("prediction", blackboard.CodeCommitted, sim, kernel.Entry{TraceID: ep1, Slot: blackboard.Predictions, Kind: "move_outcome",
+		Payload: with(with(reqs("door_open"), kernel.KeyActionType, "move"), kernel.KeyExpectedOutcome, -1.0)})
+	s.submit("action with a negative prediction", blackboard.CodeNegativePrediction, planner,
+		action(ep1, "move", with(with(reqs("door_open"), kernel.KeyRequirePrediction, true), "door_blocked", false)))
+	d, err := planner.Commit(s.ctx, ep1, feasible)
+	if !errors.Is(err, kernel.ErrInvalidProposal) {
+		s.t.Errorf("script: a second commit of a decided proposal: %v, want ErrInvalidProposal", err)
+	}
+	s.decide("second commit of a decided proposal", blackboard.CodeInvalidProposal, d, err)
+	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "speed_limit", Enabled: true, BlocksField: "too_fast"}, blackboard.ScopePersistent); err != nil {
+		s.t.Errorf("script persistent constraint: %v", err)
+	}
+
+	s.write("percept door in ep2", tool, percept(ep2, "door", blackboard.Payload{"open": true}, nil, 0))
+	s.write("percept wind in ep2 with TTL", tool, percept(ep2, "wind", blackboard.Payload{"speed": 12.0}, nil, 500*time.Millisecond))
+	s.submit("belief in ep2", blackboard.CodeCommitted, planner, belief(ep2, "door_open", "door"))
+	s.submit("action blocked by the persistent constraint", blackboard.BlockedCode("speed_limit"), planner,
+		action(ep2, "move", with(reqs("door_open"), "too_fast", true)))
+	s.submit("action in ep2", blackboard.CodeCommitted, planner, action(ep2, "move", with(reqs("door_open"), "too_fast", false)))
+	s.submit("once-key used up in ep1", blackboard.CodeDuplicateAction, planner, action(ep2, "dock", with(reqs("door_open"), "too_fast", false)))
+	s.write("pending proposal in ep2", planner, kernel.Entry{TraceID: ep2, Slot: blackboard.Beliefs, Kind: "later",
+		Payload: blackboard.Payload{kernel.KeyDependsOn: []any{"door"}}})
+	s.clk.advance(time.Second)
+	n, err := k.Expire(s.ctx, ep2)
+	if n != 1 {
+		s.t.Errorf("script: Expire(ep2) = %d, %v; want 1", n, err)
+	}
+	s.tr.Steps = append(s.tr.Steps, step{Name: "expire ep2", Count: n, Err: sentinel(err)})
+
+	s.tr.Views, s.tr.Traces = map[string]kernel.View{}, map[string][]blackboard.Record{}
+	for _, tr := range []string{ep1, ep2, ep3} {
+		v, err := k.View(s.ctx, tr, kernel.ViewOptions{IncludePersistent: tr != ep1})
+		if err != nil {
+			s.t.Fatalf("script: View(%s): %v", tr, err)
+		}
+		s.tr.Views[tr] = v
+		s.tr.Traces[tr] = collect(s.t, "Trace("+tr+")", tool.Trace(s.ctx, tr))
+	}
+	return s.tr
+}

@@ -1,0 +1,7 @@
+//go:build !bkmutate
+
+package memstore
+
+// The switches of mutate.go, off.
+func mutStateVersion() bool { return false }
+func mutSharedCache() bool  { return false }
