@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // BenchmarkEpisodeConcurrent runs episodes on distinct traces from 1, 4

@@ -470,7 +470,6 @@ func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackbo
 	}
 }
 
-
 func (s *Store) appendTrace(dst []blackboard.Record, traceID string) []blackboard.Record {
 	if t, ok := s.traceIdx[traceID]; ok {
 		dst = append(dst, s.traces[t].recs...)

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 )
 
 func TestMemStoreConformance(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/store/pgstore"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 )
 
 // BenchmarkStore is the shared store benchmarks (storetest.Bench).

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/internal/pgtest"
 )
 
 func TestStoreConformance(t *testing.T) {

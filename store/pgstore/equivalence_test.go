@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
 // TestStoreEquivalence runs storetest's scripted scenario, which reaches

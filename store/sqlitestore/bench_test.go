@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
 // BenchmarkEpisodeConcurrent runs episodes on distinct traces from 1, 4

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
 // openFile opens a store on a new file in a temporary directory.

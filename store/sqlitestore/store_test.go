@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 )
 
 func mustOpen(t *testing.T, path string) *sqlitestore.Store {
