@@ -159,7 +159,7 @@ func (st *Status) UnmarshalText(b []byte) error {
 // across episodes, as learned constraints do.
 type Scope uint8
 
-// The two scopes. In an [Entry] the zero value means ScopeEpisode.
+// The two scopes. In a kernel entry (kernel.Entry) the zero value means ScopeEpisode.
 const (
 	ScopeEpisode Scope = iota + 1
 	ScopePersistent
@@ -212,7 +212,7 @@ const (
 	RoleSimulator
 	// RoleApprover decides approvals of committed actions: it writes
 	// evidence (approval records), which the tool gate writes on a
-	// verified approver's behalf through the [Governor]; no handle has it.
+	// verified approver's behalf through the kernel's governor (kernel.Governor); no handle has it.
 	RoleApprover
 )
 
@@ -288,7 +288,7 @@ type Record struct {
 	Reason Code  `json:"reason,omitempty"`
 	Scope  Scope `json:"scope"`
 	// Namespace is the application the record belongs to (see
-	// [WithNamespace]). Stores keep an empty namespace as
+	// kernel.WithNamespace). Stores keep an empty namespace as
 	// [DefaultNamespace].
 	Namespace string `json:"namespace,omitempty"`
 }

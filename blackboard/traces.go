@@ -24,7 +24,7 @@ type TraceSummary struct {
 // ListTraces streams one summary per trace, in the order of each trace's
 // first append, keeping only the traces of namespace when it is not empty.
 // The usual listing rules of the [Store] contract apply (a cancelled
-// context, a closed store). The conformance suite in store/storetest checks
+// context, a closed store). The conformance suite in blackboard/storetest checks
 // an implementation against [ListTraces]'s fallback.
 type TraceLister interface {
 	ListTraces(ctx context.Context, namespace string) iter.Seq2[TraceSummary, error]

@@ -37,7 +37,7 @@ type Store struct {
 }
 
 // memShared counts the changes of one namespace's persistent constraints
-// (see [StateStore]).
+// (see [blackboard.StateStore]).
 type memShared struct {
 	version uint64
 	bumped  uint64 // the batch that last counted a change
@@ -47,7 +47,7 @@ type memShared struct {
 type claimKey struct{ namespace, key string }
 
 // memTrace holds one trace's records in append order, its change counter
-// and the decision state last stored with a batch (see [StateStore]).
+// and the decision state last stored with a batch (see [blackboard.StateStore]).
 type memTrace struct {
 	recs         []blackboard.Record
 	version      uint64
