@@ -46,8 +46,6 @@ import (
 //
 // The package storetest runs one conformance suite against any Store.
 type Store interface {
-	// Append writes rec; it fails with ErrDuplicateID if rec.ID exists.
-	Append(ctx context.Context, rec Record) error
 	// Get returns the record with that id or ErrNotFound.
 	Get(ctx context.Context, id string) (Record, error)
 	// ListSlot streams every record of a slot that matches f, across all
@@ -57,9 +55,6 @@ type Store interface {
 	// FindActive returns the most recently appended ACTIVE record of that
 	// kind in that slot of that trace, or ErrNotFound.
 	FindActive(ctx context.Context, traceID string, slot Slot, kind string) (Record, error)
-	// Invalidate moves an ACTIVE record to status (StatusInvalidated or
-	// StatusExpired) with a reason code.
-	Invalidate(ctx context.Context, id string, status Status, reason Code) error
 	// Apply performs a group of appends and status changes atomically.
 	Apply(ctx context.Context, b Batch) error
 	// ListTrace streams every record of one trace, in append order, through
