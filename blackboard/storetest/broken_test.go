@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -58,7 +59,36 @@ type broken struct {
 	name  string
 	cases []string
 	want  []string
-	apply func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error
+	open  func() blackboard.Store
+}
+
+// applying returns a factory of memory stores whose Apply is apply.
+func applying(apply func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error) func() blackboard.Store {
+	return func() blackboard.Store { return &brokenStore{Store: memstore.New(), apply: apply} }
+}
+
+// staleState is a memory store whose decision state lies: once a trace
+// has a state, ReadState answers with that first state and calls it
+// current, whatever was written since.
+type staleState struct {
+	*memstore.Store
+	mu    sync.Mutex
+	first map[string]blackboard.StateValue
+}
+
+func (s *staleState) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+	ts, err := s.Store.ReadState(ctx, namespace, traceID)
+	if err != nil || ts.Value == nil {
+		return ts, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.first[traceID]; ok {
+		ts.Value, ts.StateVersion = v, ts.Version
+	} else {
+		s.first[traceID] = ts.Value
+	}
+	return ts, nil
 }
 
 func brokenStores() []broken {
@@ -66,45 +96,45 @@ func brokenStores() []broken {
 	return []broken{
 		{"accepts a duplicate id", []string{"AppendOnly", "ConcurrentDuplicate"},
 			[]string{"Apply refuses an id the store holds", "both succeeded"},
-			swallow(loneAppend, blackboard.ErrDuplicateID)},
+			applying(swallow(loneAppend, blackboard.ErrDuplicateID))},
 		{"accepts an invalid record", []string{"MalformedRecord", "InvalidUTF8", "TTLBounds"},
 			[]string{"Apply refuses a record with empty id", "Apply refuses a record with invalid UTF-8 in the id",
 				"Apply refuses a record with a TTL outside"},
-			swallow(loneAppend, blackboard.ErrInvalidInput, blackboard.ErrInvalidPayload)},
+			applying(swallow(loneAppend, blackboard.ErrInvalidInput, blackboard.ErrInvalidPayload))},
 		{"changes a record that is not active", []string{"InvalidateNotActive", "ConcurrentInvalidate"},
 			[]string{"Apply refuses a status change of a record that is not ACTIVE", "both succeeded"},
-			swallow(loneChange, blackboard.ErrNotActive)},
+			applying(swallow(loneChange, blackboard.ErrNotActive))},
 		{"accepts an invalid status change", []string{"InvalidateBadInput"},
 			[]string{"Apply refuses a status change with a target status ACTIVE"},
-			swallow(loneChange, blackboard.ErrInvalidInput)},
+			applying(swallow(loneChange, blackboard.ErrInvalidInput))},
 		{"lands part of a batch refused for a status change", []string{"InvalidateBadInput"},
 			[]string{"Apply refuses a batch holding a status change with a", "a batch refused for its status change appends nothing"},
-			func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
 				err := s.Apply(ctx, b)
 				if errors.Is(err, blackboard.ErrInvalidInput) && len(b.Appends) > 0 && len(b.Invalidations) > 0 {
 					return s.Apply(ctx, blackboard.Batch{Appends: b.Appends})
 				}
 				return err
-			}},
+			})},
 		{"acknowledges a status change it drops", []string{"Invalidate"},
 			[]string{"a status change moves ACTIVE to INVALIDATED"},
-			func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
 				if loneChange(b) {
 					return nil
 				}
 				return s.Apply(ctx, b)
-			}},
+			})},
 		{"acknowledges appends it drops", []string{"ConcurrentAppends"},
 			[]string{"every append must land"},
-			func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
 				if loneAppend(b) && appends.Add(1)%5 == 0 {
 					return nil
 				}
 				return s.Apply(ctx, b)
-			}},
+			})},
 		{"lands the rest of a batch that lost a raced id", []string{"ConcurrentDuplicate"},
 			[]string{"a losing batch lands nothing"},
-			func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
 				err := s.Apply(ctx, b)
 				if errors.Is(err, blackboard.ErrDuplicateID) {
 					for _, r := range b.Appends {
@@ -112,18 +142,23 @@ func brokenStores() []broken {
 					}
 				}
 				return err
-			}},
+			})},
 		{"ignores a cancelled context", []string{"CancelledContext"},
 			[]string{"Apply of one record", "Apply of one status change", "changes nothing"},
-			func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
 				if lone(b) {
 					ctx = context.WithoutCancel(ctx)
 				}
 				return s.Apply(ctx, b)
-			}},
+			})},
 		{"accepts writes after Close", []string{"Closed"},
 			[]string{"after Close every method returns ErrClosed: Apply of one record", "after Close every method returns ErrClosed: Apply of one status change"},
-			swallow(lone, blackboard.ErrClosed)},
+			applying(swallow(lone, blackboard.ErrClosed))},
+		{"keeps a stale decision state", []string{"WrapperDecisions"},
+			[]string{"differs"},
+			func() blackboard.Store {
+				return &staleState{Store: memstore.New(), first: map[string]blackboard.StateValue{}}
+			}},
 	}
 }
 
@@ -141,7 +176,7 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 			for _, c := range b.cases {
 				run := caseNamed(t, c)
 				t.Run("unbroken/"+c, func(t *testing.T) {
-					run(t, open(t, func(*testing.T) blackboard.Store { return memstore.New() }))
+					run(t, func(*testing.T) blackboard.Store { return memstore.New() })
 				})
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStoreHelper$", "-test.count=1")
@@ -175,16 +210,22 @@ func TestBrokenStoreHelper(t *testing.T) {
 	b := brokenStores()[i]
 	for _, c := range b.cases {
 		run := caseNamed(t, c)
-		t.Run(c, func(t *testing.T) { run(t, open(t, func(*testing.T) blackboard.Store { return &brokenStore{Store: memstore.New(), apply: b.apply} })) })
+		t.Run(c, func(t *testing.T) {
+			run(t, func(*testing.T) blackboard.Store { return b.open() })
+		})
 	}
 }
 
-// caseNamed returns the suite's case of that name.
-func caseNamed(t *testing.T, name string) func(*testing.T, blackboard.Store) {
+// caseNamed returns the suite's case of that name, as [Run] runs it on
+// the stores newStore returns.
+func caseNamed(t *testing.T, name string) func(t *testing.T, newStore func(*testing.T) blackboard.Store) {
 	t.Helper()
+	if name == "WrapperDecisions" {
+		return testWrapperDecisions
+	}
 	for _, c := range cases() {
 		if c.name == name {
-			return c.run
+			return func(t *testing.T, newStore func(*testing.T) blackboard.Store) { c.run(t, open(t, newStore)) }
 		}
 	}
 	t.Fatalf("no case %q", name)

@@ -233,27 +233,39 @@ func (c *scriptClock) advance(d time.Duration) {
 // script drives one kernel through the scenario and checks the codes it
 // expects on the way.
 type script struct {
-	t   *testing.T
-	ctx context.Context
-	k   *kernel.Kernel
-	clk *scriptClock
-	tr  transcript
+	t     *testing.T
+	ctx   context.Context
+	store blackboard.Store
+	k     *kernel.Kernel
+	clk   *scriptClock
+	tr    transcript
 }
 
 // runScript runs the scenario on a kernel over s.
 func runScript(t *testing.T, s blackboard.Store) transcript {
 	t.Helper()
 	clk := &scriptClock{t: time.UnixMilli(baseTS)}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(clk.now), kernel.WithActionSpecs(
+	sc := &script{t: t, ctx: t.Context(), clk: clk, store: s}
+	sc.restart()
+	defer func() { _ = sc.k.Close() }() // the kernel does not own the store: nothing to report
+	return sc.run()
+}
+
+// restart replaces the script's kernel with a new one on the same store,
+// which knows of the traces only what the store holds.
+func (s *script) restart() *kernel.Kernel {
+	if s.k != nil {
+		_ = s.k.Close() // the kernel does not own the store: nothing to report
+	}
+	k, err := kernel.New(kernel.WithStore(s.store), kernel.WithClock(s.clk.now), kernel.WithActionSpecs(
 		kernel.ActionSpec{Type: "move", Repeatable: true},
 		kernel.ActionSpec{Type: "ship", MinBeliefs: []string{"door_open"}},
 		kernel.ActionSpec{Type: "dock", MinBeliefs: []string{"door_open"}, Once: &kernel.OnceKey{Fields: []string{"open"}, Percept: "door"}}))
 	if err != nil {
-		t.Fatalf("kernel.New: %v", err)
+		s.t.Fatalf("kernel.New: %v", err)
 	}
-	defer k.Close() // the kernel does not own the store
-	sc := &script{t: t, ctx: t.Context(), k: k, clk: clk}
-	return sc.run()
+	s.k = k
+	return k
 }
 
 func (s *script) write(name string, h kernel.Handle, e kernel.Entry) string {
@@ -317,6 +329,11 @@ func (s *script) run() transcript {
 	s.submit("belief without evidence", blackboard.CodeMissingEvidence, planner, belief(ep1, "radar_ok", "radar"))
 	s.clk.advance(2 * time.Second)
 	s.submit("belief on expired evidence", blackboard.CodeStaleEvidence, planner, belief(ep1, "power_ok", "battery"))
+
+	// Another kernel takes the trace over, as after a restart: it decides
+	// from what the store kept (its decision state, or the trace).
+	k = s.restart()
+	tool, planner, sym, sim = k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules"), k.Simulator("sim")
 
 	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
 		s.t.Errorf("script episode constraint: %v", err)
