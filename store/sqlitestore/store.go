@@ -289,11 +289,12 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 // ACTIVE, [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a
 // reason; an error wrapping [blackboard.ErrConflict] when the condition's
-// trace does not hold TraceLen records; [blackboard.ErrPermission] for a record of a namespace other
-// than its trace's; [blackboard.ErrDuplicateKey] for a claim of a key already
-// claimed, by any store on the database, or of one key twice in the batch;
-// and [blackboard.ErrInvalidInput] for a claim [blackboard.CheckClaim] refuses or a
-// State whose MarshalBinary fails (that error is wrapped too).
+// trace does not hold TraceLen records; [blackboard.ErrPermission] for a
+// record of a namespace other than its trace's; [blackboard.ErrDuplicateKey]
+// for a claim of a key already claimed, by any store on the database, or
+// of one key twice in the batch; and [blackboard.ErrInvalidInput] for a
+// claim [blackboard.CheckClaim] refuses or a State whose MarshalBinary
+// fails (that error is wrapped too).
 func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {
