@@ -635,13 +635,6 @@ type flaky struct {
 
 var errBroken = errors.New("disk on fire")
 
-func (f *flaky) Append(ctx context.Context, r blackboard.Record) error {
-	if f.broken.Load() {
-		return errBroken
-	}
-	return f.Store.Append(ctx, r)
-}
-
 func (f *flaky) Apply(ctx context.Context, b blackboard.Batch) error {
 	if f.broken.Load() {
 		return errBroken

@@ -18,13 +18,14 @@
 //
 // # The store contract
 //
-// A [Store] keeps records: the paper's six operations, an atomic
-// conditional [Batch] of appends, status changes ([Invalidation]) and
-// once-key [Claim]s, an indexed listing of one trace, and the claimed
-// once-keys. Abilities beyond it are optional interfaces any store may
-// implement: [StateStore] keeps each trace's decision state beside its
-// records, so that a decision reads one value instead of the trace;
-// [TraceLister] lists traces from an index. [CheckRecord],
+// A [Store] holds only what the kernel calls: reads by id, kind, trace
+// and slot, the claimed once-keys, Close, and one write, Apply, of an
+// atomic conditional [Batch] of appends, status changes ([Invalidation])
+// and once-key [Claim]s (a single record is a one-record batch). Every
+// ability beyond it is an exported optional interface any store may
+// implement, found by asserting it: [StateStore] keeps each trace's
+// decision state beside its records, so that a decision reads one value
+// instead of the trace; [TraceLister] lists traces from an index. [CheckRecord],
 // [Batch.CheckRecords], [CheckClaim], [CheckInvalidation] and
 // [CheckFilter] are the checks every store runs, so that all stores refuse
 // the same input with the same error.

@@ -5,28 +5,41 @@ import (
 	"iter"
 )
 
-// Store is what the kernel needs from persistence: the paper's six
-// operations (Append, Get, ListSlot, FindActive, Invalidate, Close), an
-// atomic group of writes (Apply), an indexed listing of one trace
-// (ListTrace) and the once-keys a batch has claimed (ClaimedBy).
+// Store is what the kernel calls on persistence, and nothing more: reads
+// by id (Get), by kind (FindActive), by trace (ListTrace) and by slot
+// (ListSlot), the once-keys a batch has claimed (ClaimedBy), Close, and one
+// write, Apply, an atomic group of appends, status changes and claims. A
+// single record is a one-record [Batch]; a status change is a Batch with
+// one [Invalidation].
+//
+// Every ability beyond these is an exported optional interface that any
+// store may implement, found by asserting it: [StateStore] (a trace's
+// decision state, which the kernel reads in one lookup) and [TraceLister]
+// (an index of traces, which [ListTraces] uses). A wrapper around a store
+// keeps an ability exactly when it forwards that interface; without
+// StateStore the kernel still decides alike, reading the trace.
 //
 // # Contract
 //
 // Every method may be called concurrently from many goroutines. Records are
-// append-only: Append and Apply refuse an id the store already holds with
-// [ErrDuplicateID]; the only mutation is a status change from StatusActive to
-// StatusInvalidated or StatusExpired, refused with [ErrNotActive] for a
-// record that is no longer active. Apply is all or nothing, checks the whole
-// batch against the store as it was before the batch, and honours the
-// batch's trace-length condition ([Batch.Trace]). Listings return records
-// in append order, and the caller's loop body may call back into the store. Records a store returns may share memory with the
-// store: callers must not modify them (the kernel clones before handing
-// records to its handles). A method called with a cancelled context returns
-// the context's error and changes nothing. After Close every method,
-// Close included, returns [ErrClosed]. A Filter with an invalid Status or
-// Scope is [ErrInvalidInput]. A store refuses, with [ErrInvalidInput] or
-// [ErrInvalidPayload], any record [CheckRecord] refuses (invalid UTF-8 in
-// any string among them), and keeps a record with an empty Namespace as
+// append-only: Apply refuses, with [ErrDuplicateID], a batch that appends
+// an id the store already holds (or one id twice); the only mutation is a
+// status change from StatusActive to StatusInvalidated or StatusExpired,
+// refused with [ErrNotActive] for a record that is no longer active, with
+// [ErrNotFound] for an unknown id, and with [ErrInvalidInput] for any
+// other target status or an empty reason ([CheckInvalidation]). Apply is
+// all or nothing, checks the whole batch against the store as it was
+// before the batch, and honours the batch's trace-length condition
+// ([Batch.Trace]). Listings return records in append order, and the
+// caller's loop body may call back into the store. Records a store returns
+// may share memory with the store: callers must not modify them (the
+// kernel clones before handing records to its handles). A method called
+// with a cancelled context returns the context's error and changes
+// nothing. After Close every method, Close included, returns [ErrClosed].
+// A Filter with an invalid Status or Scope is [ErrInvalidInput]. Apply
+// refuses, with [ErrInvalidInput] or [ErrInvalidPayload], a batch holding
+// any record [CheckRecord] refuses (invalid UTF-8 in any string among
+// them), and a store keeps a record with an empty Namespace as
 // [DefaultNamespace]. A trace belongs to one namespace: Apply refuses, with
 // [ErrPermission], a record whose namespace differs from the namespace of
 // the records its trace already holds (or of earlier appends of the batch
@@ -46,8 +59,6 @@ import (
 //
 // The package storetest runs one conformance suite against any Store.
 type Store interface {
-	// Append writes rec; it fails with ErrDuplicateID if rec.ID exists.
-	Append(ctx context.Context, rec Record) error
 	// Get returns the record with that id or ErrNotFound.
 	Get(ctx context.Context, id string) (Record, error)
 	// ListSlot streams every record of a slot that matches f, across all
@@ -57,10 +68,8 @@ type Store interface {
 	// FindActive returns the most recently appended ACTIVE record of that
 	// kind in that slot of that trace, or ErrNotFound.
 	FindActive(ctx context.Context, traceID string, slot Slot, kind string) (Record, error)
-	// Invalidate moves an ACTIVE record to status (StatusInvalidated or
-	// StatusExpired) with a reason code.
-	Invalidate(ctx context.Context, id string, status Status, reason Code) error
-	// Apply performs a group of appends and status changes atomically.
+	// Apply performs a group of appends, status changes and claims
+	// atomically; it is the store's only write.
 	Apply(ctx context.Context, b Batch) error
 	// ListTrace streams every record of one trace, in append order, through
 	// an index: its cost must not depend on how many other traces the store
@@ -144,12 +153,12 @@ func (b *Batch) CheckRecords() error {
 // without it still works: the kernel then reads the whole trace.
 //
 // A store that implements StateStore counts, per trace, every change: each
-// Apply (and Append, Invalidate) that appends a record to a trace or changes
-// the status of one of its records adds one to that trace's Version, once
-// per batch. A batch with a State keeps it as its trace's state, with
-// StateVersion the Version the batch left; so the state is current exactly
-// when StateVersion equals Version, and any write the kernel did not make
-// (a direct Append, an Invalidate) shows as a state that is not.
+// Apply that appends a record to a trace or changes the status of one of
+// its records adds one to that trace's Version, once per batch. A batch
+// with a State keeps it as its trace's state, with StateVersion the
+// Version the batch left; so the state is current exactly when
+// StateVersion equals Version, and any write the kernel did not make (a
+// batch without a State) shows as a state that is not.
 //
 // It also counts, per namespace, the changes of that namespace's
 // persistent constraints: each Apply that appends a record with Slot

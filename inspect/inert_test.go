@@ -67,7 +67,7 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 			if err := json.Unmarshal([]byte(rep.Replace(string(b))), &hr); err != nil {
 				t.Fatal(err)
 			}
-			if err := out.Append(ctx, hr); err != nil {
+			if err := out.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{hr}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -51,7 +51,7 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
 					t.Fatalf("belief on the observation: %v %v", d.Code, err)
 				}
-				if err := s.Invalidate(ctx, obs.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); err != nil {
+				if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: obs.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 					t.Fatal(err)
 				}
 				if who == "another kernel" {

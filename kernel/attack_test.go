@@ -562,7 +562,7 @@ func TestAttackRobustness(t *testing.T) {
 		bad := blackboard.Record{ID: "percepts:t:9", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge", Status: blackboard.StatusActive,
 			Scope: blackboard.ScopeEpisode, Payload: blackboard.Payload{"tags": []any{"\xfe"}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w", TraceID: "t"}}
-		if err := a.store.Append(a.ctx, bad); !errors.Is(err, blackboard.ErrInvalidPayload) {
+		if err := a.store.Apply(a.ctx, blackboard.Batch{Appends: []blackboard.Record{bad}}); !errors.Is(err, blackboard.ErrInvalidPayload) {
 			t.Errorf("store appends invalid UTF-8: %v, want ErrInvalidPayload", err)
 		}
 	})

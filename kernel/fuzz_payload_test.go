@@ -119,7 +119,7 @@ func FuzzPayload(f *testing.F) {
 		runs++
 		rec.Provenance.TraceID = "fuzz" + strconv.Itoa(runs)
 		rec.ID = "percepts:" + rec.Provenance.TraceID + ":1"
-		if err := sql.Append(t.Context(), rec); err != nil {
+		if err := sql.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{rec}}); err != nil {
 			t.Fatalf("sqlite refused %+v: %v", rec, err)
 		}
 		got, err := sql.Get(t.Context(), rec.ID)

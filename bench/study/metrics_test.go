@@ -218,7 +218,7 @@ func expireRefund(ctx context.Context, st blackboard.Store, trace string) error 
 	if err != nil {
 		return err
 	}
-	return st.Invalidate(ctx, r.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
+	return st.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}})
 }
 
 func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (blackboard.Record, error) {
@@ -531,7 +531,7 @@ func TestExecutorReadsWhatTheRecordSays(t *testing.T) {
 			r := blackboard.Record{ID: "actions:t:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: c.kind, Payload: c.payload,
 				Status: c.status, Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
 				Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "t", TTLMS: c.ttl}}
-			if err := st.Append(ctx, r); err != nil {
+			if err := st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 				t.Fatal(err)
 			}
 			l, err := readLedger(ctx, st, st, "t")
@@ -617,10 +617,10 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 				if c.beforeFault {
 					return nil
 				}
-				return st.Append(ctx, blackboard.Record{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
+				return st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
 					Kind: kindRefundDue, Payload: blackboard.Payload{kernel.KeyValue: true}, Status: blackboard.StatusActive,
 					Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
-					Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: trace}})
+					Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: trace}}}})
 			}
 			a := &planted{steps: s, tamper: tamper}
 			r := play1(t, a, Episode{Task: builtinTask(t, "stripe_refund_stale"), Faults: perturb.Flags{Stale: true}, LateFaults: c.late, TraceID: "late"})

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -44,15 +45,17 @@ func testConcurrentAppends(t *testing.T, s blackboard.Store) {
 			}
 			return
 		}
+		// Each writer alternates a record alone and a batch of two.
 		trace := fmt.Sprintf("conc%d", g%traces)
-		for i := 0; i < perWriter; i += 2 {
+		for i := 0; i < perWriter; i += 3 {
 			a := record(trace, blackboard.Percepts, fmt.Sprintf("w%d", g), g*1000+i)
 			b := record(trace, blackboard.Beliefs, fmt.Sprintf("w%d", g), g*1000+i+1)
-			if err := s.Append(ctx, a); err != nil {
-				t.Errorf("concurrent Append(%s): %v", a.ID, err)
+			c := record(trace, blackboard.Actions, fmt.Sprintf("w%d", g), g*1000+i+2)
+			if err := appendOne(ctx, s, a); err != nil {
+				t.Errorf("concurrent Apply(%s): %v", a.ID, err)
 			}
-			if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{b}}); err != nil {
-				t.Errorf("concurrent Apply(%s): %v", b.ID, err)
+			if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{b, c}}); err != nil {
+				t.Errorf("concurrent Apply(%s, %s): %v", b.ID, c.ID, err)
 			}
 		}
 	})
@@ -78,8 +81,14 @@ func testConcurrentAppends(t *testing.T, s blackboard.Store) {
 	if got := len(dump(t, s)); got != want {
 		t.Errorf("concurrent appends: ListSlot counts %d records in all, want %d", got, want)
 	}
-	if l, ok := s.(interface{ Len() int }); ok && l.Len() != want {
-		t.Errorf("concurrent appends: Len() = %d, want %d", l.Len(), want)
+	if ss, ok := s.(blackboard.StateStore); ok {
+		counted := 0
+		for tr := range traces {
+			counted += readState(t, ss, fmt.Sprintf("conc%d", tr)).Len
+		}
+		if counted != want {
+			t.Errorf("concurrent appends: ReadState counts %d records in all, want %d", counted, want)
+		}
 	}
 }
 
@@ -106,20 +115,30 @@ func outcome(t *testing.T, errs []error, loser error, contract string) (winner i
 func testConcurrentDuplicate(t *testing.T, s blackboard.Store) {
 	const n = 16
 	errs := make([]error, n)
+	// Half the goroutines append the id alone, half in a batch with a
+	// record of their own, which must land only with the id.
+	companion := func(g int) blackboard.Record { return record("same", blackboard.Percepts, "door", 100+g) }
 	race(n, func(g int) {
 		r := record("same", blackboard.Beliefs, "door_open", 1)
 		r.Payload = blackboard.Payload{"writer": float64(g)}
 		if g%2 == 0 {
-			errs[g] = s.Append(t.Context(), r)
+			errs[g] = appendOne(t.Context(), s, r)
 		} else {
-			errs[g] = s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{r}})
+			errs[g] = s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{companion(g), r}})
 		}
 	})
 	contract := "many goroutines appending one id: exactly one wins, the others get ErrDuplicateID"
 	w := outcome(t, errs, blackboard.ErrDuplicateID, contract)
 	got := mustGet(t, s, "beliefs:same:1")
 	wantSame(t, got.Payload, blackboard.Payload{"writer": float64(w)}, "the stored record is the winner's")
-	wantSame(t, len(dump(t, s)), 1, "a raced id is stored once")
+	want := []string{"beliefs:same:1"}
+	if w%2 == 1 {
+		want = append(want, companion(w).ID)
+	}
+	slices.Sort(want)
+	kept := ids(dump(t, s))
+	slices.Sort(kept)
+	wantSame(t, kept, want, "a raced id is stored once, and a losing batch lands nothing")
 }
 
 func testConcurrentInvalidate(t *testing.T, s blackboard.Store) {
@@ -132,7 +151,7 @@ func testConcurrentInvalidate(t *testing.T, s blackboard.Store) {
 	race(n, func(g int) {
 		st, reason := statuses[g%2], blackboard.Code(fmt.Sprintf("REASON_%d", g))
 		if g%3 == 0 {
-			errs[g] = s.Invalidate(t.Context(), r.ID, st, reason)
+			errs[g] = setStatus(t.Context(), s, r.ID, st, reason)
 			return
 		}
 		// A batch that also changes another record: it must land whole or

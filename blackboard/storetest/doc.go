@@ -1,11 +1,14 @@
 // Package storetest is the conformance suite every [blackboard.Store] must pass,
-// in the manner of testing/slogtest and hashicorp/raft's store tests.
+// in the manner of testing/slogtest and hashicorp/raft's store tests. It
+// drives a store only through the Store interface and the optional
+// interfaces it implements: every write is an Apply (a record alone is a
+// one-record batch, a status change a batch with one invalidation).
 //
 // A store's own test file runs the whole suite with one call:
 //
 //	func TestStoreConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) blackboard.Store {
-//			s, err := mystore.Open(filepath.Join(t.TempDir(), "bk.db"))
+//			s, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
 //			if err != nil {
 //				t.Fatal(err)
 //			}
@@ -14,7 +17,9 @@
 //	}
 //
 // [Run] gives every case a fresh store from the factory and closes it with
-// t.Cleanup; a failure message names the contract that broke. The cases
+// t.Cleanup; a failure message names the contract that broke (the
+// package's own tests run the cases on memory stores broken one contract
+// at a time, and require each to fail). The cases
 // cover the whole [blackboard.Store] contract: exact round trips of every record
 // field, append-only ids, typed errors for malformed input (invalid UTF-8
 // in any string, a TTL beyond [blackboard.MaxTTL]), status changes, FindActive,
@@ -23,7 +28,13 @@
 // writers racing for one id or one status change, cancelled contexts and
 // closing. A final group drives a [kernel.Kernel] on the store and checks
 // that a commit the store refuses leaves no evidence artifact without its
-// belief.
+// belief, and that the kernel decides alike on the store and on two
+// wrappers around it (WrapperDecisions): one that hides every optional
+// interface, where the kernel must read whole traces, and one that
+// forwards each optional interface the store implements, where the kernel
+// must call ReadState as on the store itself. The scenario restarts its
+// kernel mid-trace, so that a store whose decision state is stale decides
+// unlike the trace, and fails.
 //
 // Once-keys ([blackboard.Batch.Claims]), which every store enforces: a claim
 // lands with its batch, a second claim of a key (or one key twice in a

@@ -3,9 +3,11 @@ package storetest
 import (
 	"context"
 	"errors"
+	"iter"
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,21 +66,114 @@ func sameTranscript(t *testing.T, name, wantName string, got, want transcript) {
 	}
 }
 
-// wrapper is a store that wraps another and offers only what [blackboard.Store]
-// declares: none of the optional abilities of the store it wraps.
-type wrapper struct{ blackboard.Store }
+// hiding is a store that wraps another and offers only what
+// [blackboard.Store] declares: none of the optional interfaces of the store
+// it wraps. It counts the kernel's ListTrace calls.
+type hiding struct {
+	blackboard.Store
+	lists atomic.Int64
+}
+
+func (h *hiding) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
+	h.lists.Add(1)
+	return h.Store.ListTrace(ctx, traceID)
+}
+
+// stateCounter counts the ReadState calls of a forwarding wrapper.
+type stateCounter struct {
+	ss    blackboard.StateStore
+	reads atomic.Int64
+}
+
+func (c *stateCounter) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+	c.reads.Add(1)
+	return c.ss.ReadState(ctx, namespace, traceID)
+}
+
+// The forwarding wrappers: each embeds the wrapped store and forwards
+// exactly the optional interfaces that store implements, no more.
+type (
+	fwdState struct {
+		blackboard.Store
+		*stateCounter
+	}
+	fwdLister struct {
+		blackboard.Store
+		blackboard.TraceLister
+	}
+	fwdBoth struct {
+		blackboard.Store
+		*stateCounter
+		blackboard.TraceLister
+	}
+)
+
+// forward wraps s in a wrapper that forwards every optional interface s
+// implements; reads counts the ReadState calls that reach s through it.
+func forward(s blackboard.Store) (w blackboard.Store, reads *atomic.Int64) {
+	ss, state := s.(blackboard.StateStore)
+	tl, lister := s.(blackboard.TraceLister)
+	var c *stateCounter
+	if state {
+		c = &stateCounter{ss: ss}
+		reads = &c.reads
+	}
+	switch {
+	case state && lister:
+		return fwdBoth{s, c, tl}, reads
+	case state:
+		return fwdState{s, c}, reads
+	case lister:
+		return fwdLister{s, tl}, nil
+	}
+	return struct{ blackboard.Store }{s}, nil
+}
 
 // testWrapperDecisions runs the script of [Equivalence] on the store and
-// on a wrapper around a second store of the same kind, which hides every
-// optional ability (the kernel then reads whole traces where it would
-// read the store's decision state): the kernel must decide alike.
+// on wrappers around other stores of the same kind: one that hides every
+// optional interface (the kernel then reads whole traces where it would
+// read the store's decision state) and one that forwards each optional
+// interface the store implements (the kernel then takes the same path as
+// on the store itself). The kernel must decide alike on all three.
 func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
 	direct := open(t, newStore)
-	w := wrapper{open(t, newStore)}
-	if _, ok := any(w).(blackboard.StateStore); ok {
-		t.Fatal("the wrapper offers blackboard.StateStore")
+	want := runScript(t, direct)
+
+	hidden := &hiding{Store: open(t, newStore)}
+	if _, ok := any(hidden).(blackboard.StateStore); ok {
+		t.Fatal("suite bug: the hiding wrapper offers blackboard.StateStore")
 	}
-	sameTranscript(t, "wrapped", "direct", runScript(t, w), runScript(t, direct))
+	if _, ok := any(hidden).(blackboard.TraceLister); ok {
+		t.Fatal("suite bug: the hiding wrapper offers blackboard.TraceLister")
+	}
+	sameTranscript(t, "hiding", "direct", runScript(t, hidden), want)
+	if hidden.lists.Load() == 0 {
+		t.Error("the kernel never read a trace through a wrapper that hides blackboard.StateStore")
+	}
+
+	fwd, reads := forward(open(t, newStore))
+	for _, ability := range []struct {
+		name     string
+		has, got bool
+	}{
+		{"blackboard.StateStore", is[blackboard.StateStore](direct), is[blackboard.StateStore](fwd)},
+		{"blackboard.TraceLister", is[blackboard.TraceLister](direct), is[blackboard.TraceLister](fwd)},
+	} {
+		if ability.has != ability.got {
+			t.Fatalf("suite bug: the store implements %s: %v, the forwarding wrapper: %v", ability.name, ability.has, ability.got)
+		}
+	}
+	sameTranscript(t, "forwarding", "direct", runScript(t, fwd), want)
+	if reads != nil && reads.Load() == 0 {
+		t.Error("the kernel never called ReadState through a wrapper that forwards blackboard.StateStore: " +
+			"it must detect the ability by the exported interface, not by the store's type")
+	}
+}
+
+// is reports whether s implements I.
+func is[I any](s blackboard.Store) bool {
+	_, ok := s.(I)
+	return ok
 }
 
 // step is one observed result of a scripted kernel operation.
@@ -138,27 +233,39 @@ func (c *scriptClock) advance(d time.Duration) {
 // script drives one kernel through the scenario and checks the codes it
 // expects on the way.
 type script struct {
-	t   *testing.T
-	ctx context.Context
-	k   *kernel.Kernel
-	clk *scriptClock
-	tr  transcript
+	t     *testing.T
+	ctx   context.Context
+	store blackboard.Store
+	k     *kernel.Kernel
+	clk   *scriptClock
+	tr    transcript
 }
 
 // runScript runs the scenario on a kernel over s.
 func runScript(t *testing.T, s blackboard.Store) transcript {
 	t.Helper()
 	clk := &scriptClock{t: time.UnixMilli(baseTS)}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(clk.now), kernel.WithActionSpecs(
+	sc := &script{t: t, ctx: t.Context(), clk: clk, store: s}
+	sc.restart()
+	defer func() { _ = sc.k.Close() }() // the kernel does not own the store: nothing to report
+	return sc.run()
+}
+
+// restart replaces the script's kernel with a new one on the same store,
+// which knows of the traces only what the store holds.
+func (s *script) restart() *kernel.Kernel {
+	if s.k != nil {
+		_ = s.k.Close() // the kernel does not own the store: nothing to report
+	}
+	k, err := kernel.New(kernel.WithStore(s.store), kernel.WithClock(s.clk.now), kernel.WithActionSpecs(
 		kernel.ActionSpec{Type: "move", Repeatable: true},
 		kernel.ActionSpec{Type: "ship", MinBeliefs: []string{"door_open"}},
 		kernel.ActionSpec{Type: "dock", MinBeliefs: []string{"door_open"}, Once: &kernel.OnceKey{Fields: []string{"open"}, Percept: "door"}}))
 	if err != nil {
-		t.Fatalf("kernel.New: %v", err)
+		s.t.Fatalf("kernel.New: %v", err)
 	}
-	defer k.Close() // the kernel does not own the store
-	sc := &script{t: t, ctx: t.Context(), k: k, clk: clk}
-	return sc.run()
+	s.k = k
+	return k
 }
 
 func (s *script) write(name string, h kernel.Handle, e kernel.Entry) string {
@@ -222,6 +329,11 @@ func (s *script) run() transcript {
 	s.submit("belief without evidence", blackboard.CodeMissingEvidence, planner, belief(ep1, "radar_ok", "radar"))
 	s.clk.advance(2 * time.Second)
 	s.submit("belief on expired evidence", blackboard.CodeStaleEvidence, planner, belief(ep1, "power_ok", "battery"))
+
+	// Another kernel takes the trace over, as after a restart: it decides
+	// from what the store kept (its decision state, or the trace).
+	k = s.restart()
+	tool, planner, sym, sim = k.Tool("sensor"), k.Planner("planner"), k.Symbolic("rules"), k.Simulator("sim")
 
 	if _, err := sym.CommitConstraint(s.ctx, ep1, kernel.Constraint{Name: "no_open_door", Enabled: true, BlocksField: "door_blocked"}, 0); err != nil {
 		s.t.Errorf("script episode constraint: %v", err)

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"fmt"
 	"iter"
 	"testing"
@@ -228,7 +227,7 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 	}
 	for _, r := range recs {
 		if got := mustGet(t, s, r.ID); got.Status != blackboard.StatusInvalidated {
-			t.Errorf("Invalidate from inside ListSlot did not land on %s: status %s", r.ID, got.Status)
+			t.Errorf("a status change from inside ListSlot did not land on %s: status %s", r.ID, got.Status)
 		}
 	}
 
@@ -255,30 +254,5 @@ func testListSlotBadFilter(t *testing.T, s blackboard.Store) {
 	} {
 		wantErr(t, firstErr(s.ListSlot(t.Context(), bad.slot, bad.f)), blackboard.ErrInvalidInput,
 			fmt.Sprintf("ListSlot(%d, %+v) refuses an invalid slot or filter", bad.slot, bad.f))
-	}
-}
-
-// traceCounter is the method a store may have to count a trace's records
-// without reading them; the kernel uses it when a store has it.
-type traceCounter interface {
-	CountTrace(ctx context.Context, traceID string) (int, error)
-}
-
-// testCountTrace checks a store's CountTrace, if it has one, against
-// ListTrace.
-func testCountTrace(t *testing.T, s blackboard.Store) {
-	c, ok := s.(traceCounter)
-	if !ok {
-		t.Skip("the store has no CountTrace method")
-	}
-	for i := range 3 {
-		mustAppend(t, s, record("counted", blackboard.Percepts, "door", i+1))
-	}
-	mustAppend(t, s, record("other", blackboard.Percepts, "door", 1))
-	for trace, want := range map[string]int{"counted": 3, "other": 1, "never": 0} {
-		n, err := c.CountTrace(t.Context(), trace)
-		if err != nil || n != want {
-			t.Errorf("CountTrace(%q) = %d, %v; want %d (what ListTrace yields)", trace, n, err, want)
-		}
 	}
 }

@@ -9,24 +9,24 @@ import (
 )
 
 // testNamespaceRoundTrip checks that a record's namespace is kept, and that
-// a record appended without one, by Append or by Apply, reads back in
+// a record appended without one, alone or in a batch of several, reads back in
 // blackboard.DefaultNamespace from every read method, before and after a status
 // change.
 func testNamespaceRoundTrip(t *testing.T, s blackboard.Store) {
 	ctx := t.Context()
 	const trace = "ns"
-	viaAppend := record(trace, blackboard.Constraints, "rule_a", 1)
-	viaAppend.Namespace, viaAppend.Scope = "", blackboard.ScopePersistent
-	viaApply := record(trace, blackboard.Beliefs, "door_open", 2)
-	viaApply.Namespace = ""
+	alone := record(trace, blackboard.Constraints, "rule_a", 1)
+	alone.Namespace, alone.Scope = "", blackboard.ScopePersistent
+	inBatch := record(trace, blackboard.Beliefs, "door_open", 2)
+	inBatch.Namespace = ""
 	named := record(trace+"-tenant", blackboard.Constraints, "rule_b", 3) // a trace belongs to one namespace
 	named.Namespace, named.Scope = "tenant-ä", blackboard.ScopePersistent
 	explicit := record(trace, blackboard.Percepts, "door", 4) // blackboard.DefaultNamespace, spelled out
-	mustAppend(t, s, viaAppend)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{viaApply, named, explicit}}); err != nil {
+	mustAppend(t, s, alone)
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{inBatch, named, explicit}}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	want := []blackboard.Record{stored(viaAppend), stored(viaApply), named, explicit}
+	want := []blackboard.Record{stored(alone), stored(inBatch), named, explicit}
 	if want[0].Namespace != blackboard.DefaultNamespace {
 		t.Fatal("suite bug: stored() does not default the namespace")
 	}
@@ -45,9 +45,9 @@ func testNamespaceRoundTrip(t *testing.T, s blackboard.Store) {
 	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})),
 		[]blackboard.Record{want[0], named}, contract+" (ListSlot of active persistent records)")
 
-	mustInvalidate(t, s, viaAppend.ID, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
+	mustInvalidate(t, s, alone.ID, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
 	mustInvalidate(t, s, named.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
-	wantSame(t, mustGet(t, s, viaAppend.ID), invalidated(want[0], blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit),
+	wantSame(t, mustGet(t, s, alone.ID), invalidated(want[0], blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit),
 		"a status change keeps the record's namespace (blackboard.DefaultNamespace)")
 	wantSame(t, mustGet(t, s, named.ID), invalidated(named, blackboard.StatusExpired, blackboard.CodeTTLExpired),
 		"a status change keeps the record's namespace")

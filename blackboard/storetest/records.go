@@ -168,7 +168,7 @@ func testRoundTrip(t *testing.T, s blackboard.Store) {
 	}
 	for _, want := range recs {
 		got := mustGet(t, s, want.ID)
-		wantSame(t, got, want, "Get returns every field exactly as Append stored it")
+		wantSame(t, got, want, "Get returns every field exactly as Apply stored it")
 	}
 	var inTrace []blackboard.Record
 	for _, r := range recs {
@@ -177,10 +177,10 @@ func testRoundTrip(t *testing.T, s blackboard.Store) {
 		}
 	}
 	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "round-trip")), inTrace,
-		"ListTrace returns every field exactly as Append stored it, in append order")
+		"ListTrace returns every field exactly as Apply stored it, in append order")
 	for _, want := range recs {
 		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, want.Slot, blackboard.Filter{})), []blackboard.Record{want},
-			"ListSlot returns every field exactly as Append stored it")
+			"ListSlot returns every field exactly as Apply stored it")
 		if want.Status != blackboard.StatusActive {
 			continue
 		}
@@ -188,7 +188,7 @@ func testRoundTrip(t *testing.T, s blackboard.Store) {
 		if err != nil {
 			t.Fatalf("FindActive(%s): %v", want.ID, err)
 		}
-		wantSame(t, got, want, "FindActive returns every field exactly as Append stored it")
+		wantSame(t, got, want, "FindActive returns every field exactly as Apply stored it")
 	}
 }
 
@@ -199,12 +199,12 @@ func testAppendOnly(t *testing.T, s blackboard.Store) {
 	dupe := record("dup", blackboard.Beliefs, "window", 2)
 	dupe.ID = orig.ID
 	dupe.Payload = blackboard.Payload{"n": 99.0}
-	wantErr(t, s.Append(t.Context(), dupe), blackboard.ErrDuplicateID, "Append refuses an id the store holds")
+	wantErr(t, appendOne(t.Context(), s, dupe), blackboard.ErrDuplicateID, "Apply refuses an id the store holds")
 	wantSame(t, mustGet(t, s, orig.ID), orig, "a refused duplicate leaves the original unchanged")
 
 	mustInvalidate(t, s, orig.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
-	wantErr(t, s.Append(t.Context(), orig), blackboard.ErrDuplicateID,
-		"Append refuses the id of an invalidated record (a status change does not free an id)")
+	wantErr(t, appendOne(t.Context(), s, orig), blackboard.ErrDuplicateID,
+		"Apply refuses the id of an invalidated record (a status change does not free an id)")
 	wantSame(t, mustGet(t, s, orig.ID), invalidated(orig, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
 		"a refused duplicate leaves the invalidated original unchanged")
 	wantSame(t, ids(dump(t, s)), []string{orig.ID}, "a refused duplicate adds no record")
@@ -246,7 +246,7 @@ func testMalformed(t *testing.T, s blackboard.Store) {
 			t.Fatalf("suite bug: a record with %s passes blackboard.CheckRecord", c.name)
 		}
 		before := dump(t, s)
-		wantErr(t, s.Append(t.Context(), r), blackboard.ErrInvalidInput, "Append refuses a record with "+c.name)
+		wantErr(t, appendOne(t.Context(), s, r), blackboard.ErrInvalidInput, "Apply refuses a record with "+c.name)
 		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{good, r}}), blackboard.ErrInvalidInput,
 			"Apply refuses a batch holding a record with "+c.name)
 		unchanged(t, s, before, "a refused record with "+c.name+" changes nothing")
@@ -267,9 +267,9 @@ func testInvalidate(t *testing.T, s blackboard.Store) {
 	mustInvalidate(t, s, b.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
 	wantA := invalidated(a, blackboard.StatusInvalidated, blackboard.CodeLowConfidence)
 	wantB := invalidated(b, blackboard.StatusExpired, blackboard.CodeTTLExpired)
-	wantSame(t, mustGet(t, s, a.ID), wantA, "Invalidate moves ACTIVE to INVALIDATED with its reason and changes nothing else")
-	wantSame(t, mustGet(t, s, b.ID), wantB, "Invalidate moves ACTIVE to EXPIRED (TTL_EXPIRED) and changes nothing else")
-	wantSame(t, mustGet(t, s, c.ID), c, "Invalidate changes no other record")
+	wantSame(t, mustGet(t, s, a.ID), wantA, "a status change moves ACTIVE to INVALIDATED with its reason and changes nothing else")
+	wantSame(t, mustGet(t, s, b.ID), wantB, "a status change moves ACTIVE to EXPIRED (TTL_EXPIRED) and changes nothing else")
+	wantSame(t, mustGet(t, s, c.ID), c, "a status change changes no other record")
 	wantSame(t, collect(t, "ListTrace", s.ListTrace(t.Context(), "inv")), []blackboard.Record{wantA, wantB, c},
 		"ListTrace shows status changes in place")
 }
@@ -285,19 +285,20 @@ func testInvalidateNotActive(t *testing.T, s blackboard.Store) {
 	before := dump(t, s)
 	for _, id := range []string{a.ID, b.ID, born.ID} {
 		for _, st := range []blackboard.Status{blackboard.StatusInvalidated, blackboard.StatusExpired} {
-			wantErr(t, s.Invalidate(t.Context(), id, st, blackboard.CodeSupersededByCommit), blackboard.ErrNotActive,
-				"Invalidate refuses a record that is not ACTIVE ("+id+" to "+st.String()+")")
+			wantErr(t, setStatus(t.Context(), s, id, st, blackboard.CodeSupersededByCommit), blackboard.ErrNotActive,
+				"Apply refuses a status change of a record that is not ACTIVE ("+id+" to "+st.String()+")")
 		}
 	}
 	unchanged(t, s, before, "a refused status change keeps the first status and reason")
 
-	wantErr(t, s.Invalidate(t.Context(), "beliefs:notactive:99", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
-		blackboard.ErrNotFound, "Invalidate of an unknown id")
-	unchanged(t, s, before, "Invalidate of an unknown id changes nothing")
+	wantErr(t, setStatus(t.Context(), s, "beliefs:notactive:99", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
+		blackboard.ErrNotFound, "a status change of an unknown id")
+	unchanged(t, s, before, "a status change of an unknown id changes nothing")
 }
 
 func testInvalidateBadInput(t *testing.T, s blackboard.Store) {
 	r := record("badinv", blackboard.Beliefs, "a", 1)
+	fresh := record("badinv", blackboard.Percepts, "b", 2)
 	mustAppend(t, s, r)
 	bad := []struct {
 		name   string
@@ -315,10 +316,12 @@ func testInvalidateBadInput(t *testing.T, s blackboard.Store) {
 		if blackboard.CheckInvalidation(inv) == nil {
 			t.Fatalf("suite bug: an invalidation with %s passes blackboard.CheckInvalidation", c.name)
 		}
-		wantErr(t, s.Invalidate(t.Context(), r.ID, c.status, c.reason), blackboard.ErrInvalidInput,
-			"Invalidate refuses a "+c.name)
-		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Invalidations: []blackboard.Invalidation{inv}}), blackboard.ErrInvalidInput,
-			"Apply refuses an invalidation with "+c.name)
+		wantErr(t, setStatus(t.Context(), s, r.ID, c.status, c.reason), blackboard.ErrInvalidInput,
+			"Apply refuses a status change with a "+c.name)
+		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{fresh}, Invalidations: []blackboard.Invalidation{inv}}),
+			blackboard.ErrInvalidInput, "Apply refuses a batch holding a status change with a "+c.name)
 	}
 	wantSame(t, mustGet(t, s, r.ID), r, "refused status changes leave the record ACTIVE and unchanged")
+	_, err := s.Get(t.Context(), fresh.ID)
+	wantErr(t, err, blackboard.ErrNotFound, "a batch refused for its status change appends nothing")
 }

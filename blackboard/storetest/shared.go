@@ -58,7 +58,7 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 
 	d1 := constraint("shared-d", "", 1)
 	mustAppend(t, s, d1)
-	c = wantShared(t, ss, c, map[string]uint64{def: 1}, "an Append of a persistent constraint with an empty namespace counts in the default namespace")
+	c = wantShared(t, ss, c, map[string]uint64{def: 1}, "a one-record batch of a persistent constraint with an empty namespace counts in the default namespace")
 
 	d2, d3 := constraint("shared-d", def, 2), constraint("shared-d", def, 3)
 	a1, a2 := constraint("shared-a", acme, 1), constraint("shared-a", acme, 2)
@@ -81,7 +81,7 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 	mustInvalidate(t, s, belief.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
 	c = wantShared(t, ss, c, nil, "status changes of an episode constraint and of a persistent belief count nothing")
 	mustInvalidate(t, s, d1.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
-	c = wantShared(t, ss, c, map[string]uint64{def: 1}, "an Invalidate of a persistent constraint counts one change")
+	c = wantShared(t, ss, c, map[string]uint64{def: 1}, "a status change of a persistent constraint counts one change")
 
 	// Status changes of two constraints and an append in one namespace,
 	// and a status change in another: one change in each.
@@ -164,7 +164,7 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 	errs := make([]error, writers)
 	race(writers, func(g int) {
 		for i := range each {
-			if err := s.Append(ctx, constraint(fmt.Sprintf("shared-race-%d", g), acme, i+1)); err != nil {
+			if err := appendOne(ctx, s, constraint(fmt.Sprintf("shared-race-%d", g), acme, i+1)); err != nil {
 				errs[g] = err
 				return
 			}

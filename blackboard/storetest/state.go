@@ -106,14 +106,14 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 
 	idle := record("idle", blackboard.Percepts, "door", 1)
 	mustAppend(t, s, idle)
-	wantCounters(t, ss, "idle", 1, blackboard.DefaultNamespace, 1, "an Append counts one change")
+	wantCounters(t, ss, "idle", 1, blackboard.DefaultNamespace, 1, "a one-record batch counts one change")
 
 	a := make([]blackboard.Record, 9)
 	for i := range a {
 		a[i] = record("a", blackboard.Percepts, "door", i+1)
 	}
 	mustAppend(t, s, a[0])
-	wantCounters(t, ss, "a", 1, blackboard.DefaultNamespace, 1, "an Append counts one change")
+	wantCounters(t, ss, "a", 1, blackboard.DefaultNamespace, 1, "a one-record batch counts one change")
 	if err := s.Apply(ctx, blackboard.Batch{Appends: a[1:4]}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 	wantCounters(t, ss, "b", 1, blackboard.DefaultNamespace, 1, "a new trace appended with an empty namespace is in the default one")
 
 	mustInvalidate(t, s, a[0].ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
-	wantCounters(t, ss, "a", 5, blackboard.DefaultNamespace, 4, "an Invalidate counts one change and no record")
+	wantCounters(t, ss, "a", 5, blackboard.DefaultNamespace, 4, "a status change counts one change and no record")
 
 	// A batch conditioned on trace a that changes a status in trace b.
 	err := s.Apply(ctx, blackboard.Batch{
@@ -180,7 +180,7 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 	race(writers, func(g int) {
 		for i := range each {
 			r := record("raced", blackboard.Percepts, "door", g*each+i+1)
-			if err := s.Append(ctx, r); err != nil {
+			if err := appendOne(ctx, s, r); err != nil {
 				errs[g] = err
 				return
 			}
@@ -214,7 +214,7 @@ func testStateStored(t *testing.T, s blackboard.Store) {
 	wantStored(t, ss, "st", one, 1, "an append without a state leaves the stored state, behind Version")
 	mustInvalidate(t, s, r[0].ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
 	wantCounters(t, ss, "st", 3, blackboard.DefaultNamespace, 3, "writes without a state count")
-	wantStored(t, ss, "st", one, 1, "an Invalidate leaves the stored state, behind Version")
+	wantStored(t, ss, "st", one, 1, "a status change without a state leaves the stored state, behind Version")
 
 	// A state with nothing else to write is stored at the current Version.
 	two := testState("state two")

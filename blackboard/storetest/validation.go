@@ -48,7 +48,7 @@ func testInvalidUTF8(t *testing.T, s blackboard.Store) {
 			t.Fatalf("suite bug: blackboard.CheckRecord of a record with invalid UTF-8 in %s: %v, want %q", c.where, err, c.want)
 		}
 		before := dump(t, s)
-		wantErr(t, s.Append(t.Context(), r), c.want, "Append refuses invalid UTF-8 in "+c.where)
+		wantErr(t, appendOne(t.Context(), s, r), c.want, "Apply refuses a record with invalid UTF-8 in "+c.where)
 		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{good, r}}), c.want,
 			"Apply refuses a batch holding a record with invalid UTF-8 in "+c.where)
 		unchanged(t, s, before, "a refused record with invalid UTF-8 in "+c.where+" stores nothing")
@@ -65,9 +65,9 @@ func testTTLBounds(t *testing.T, s blackboard.Store) {
 		r := record("ttl", blackboard.Percepts, "door", 100+i)
 		r.Provenance.TTLMS = ttl
 		before := dump(t, s)
-		wantErr(t, s.Append(t.Context(), r), blackboard.ErrInvalidInput, "Append refuses a TTL outside [0, blackboard.MaxTTL]")
-		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{r}}), blackboard.ErrInvalidInput,
-			"Apply refuses a TTL outside [0, blackboard.MaxTTL]")
+		wantErr(t, appendOne(t.Context(), s, r), blackboard.ErrInvalidInput, "Apply refuses a record with a TTL outside [0, blackboard.MaxTTL]")
+		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{record("ttl", blackboard.Percepts, "door", 200+i), r}}),
+			blackboard.ErrInvalidInput, "Apply refuses a batch holding a record with a TTL outside [0, blackboard.MaxTTL]")
 		unchanged(t, s, before, "a record with a TTL outside [0, blackboard.MaxTTL] is not stored")
 	}
 	for i, ttl := range []int64{0, 1, maxTTLMS} {

@@ -43,8 +43,8 @@
 //
 // # Batches, traces and concurrency
 //
-// Every write is an [Store.Apply] of a batch ([Store.Append] and
-// [Store.Invalidate] are batches of one), and every batch is one round trip:
+// Every write is an [Store.Apply] of a batch (a single record or status
+// change is a batch of one), and every batch is one round trip:
 // its statements go to the server in one pipeline, which the server runs
 // as one implicit transaction. The first statement that fails rolls all of
 // it back; the transaction commits at the end of the pipeline.

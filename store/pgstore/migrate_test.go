@@ -140,7 +140,7 @@ func TestMigrateSharedV4(t *testing.T) {
 	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-4 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Invalidate(ctx, "constraints:old:1", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: "constraints:old:1", Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {
@@ -149,7 +149,7 @@ func TestMigrateSharedV4(t *testing.T) {
 	r := blackboard.Record{ID: "constraints:new:1", Slot: blackboard.Constraints, Mode: blackboard.ModeCommit, Kind: "max_refund", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "rules", TraceID: "new"}, Status: blackboard.StatusActive,
 		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopePersistent, Namespace: "acme"}
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "old"); got != 2 {

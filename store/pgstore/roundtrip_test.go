@@ -147,7 +147,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	for _, counted := range []bool{false, true} {
 		trace, other := fmt.Sprintf("rt-state-%v", counted), fmt.Sprintf("rt-other-%v", counted)
-		if err := s.Append(ctx, persistent(record(other, 1))); err != nil {
+		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{persistent(record(other, 1))}}); err != nil {
 			t.Fatal(err)
 		}
 		before, err := s.ReadState(ctx, "", other)

@@ -382,27 +382,6 @@ type final struct{ err error }
 
 func (f final) Error() string { return f.err.Error() }
 
-// Append implements [blackboard.Store]. It returns an error wrapping
-// [blackboard.ErrDuplicateID] for an id the store holds; the error of
-// [blackboard.CheckRecord] for a record it refuses ([blackboard.ErrInvalidInput]
-// for a bad field, a string field or reference that is not valid UTF-8, or
-// a TTL beyond [blackboard.MaxTTL]; [blackboard.ErrInvalidPayload] for a payload
-// string that is not); [blackboard.ErrInvalidInput] for an unknown role, a NaN
-// confidence or a NUL character in a string field or reference; and
-// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode or a
-// NUL character in a payload string or key.
-func (s *Store) Append(ctx context.Context, rec blackboard.Record) error {
-	return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec}})
-}
-
-// Invalidate implements [blackboard.Store]. It returns an error wrapping
-// [blackboard.ErrNotActive] for a record that is not ACTIVE,
-// [blackboard.ErrNotFound] for an unknown id and [blackboard.ErrInvalidInput] for a
-// bad target status or an empty reason.
-func (s *Store) Invalidate(ctx context.Context, id string, status blackboard.Status, reason blackboard.Code) error {
-	return s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: status, Reason: reason}}})
-}
-
 // plan is a checked batch, ready to run.
 type plan struct {
 	b        blackboard.Batch
@@ -429,9 +408,22 @@ type plan struct {
 // of its batch does; so do the change counters of the traces the batch
 // touches and the batch's State (see [Store.ReadState]).
 //
-// It returns the errors of [Store.Append] and [Store.Invalidate]; an error
-// wrapping [blackboard.ErrConflict] when the condition's trace does not hold
-// TraceLen records; [blackboard.ErrPermission] for a record of a namespace
+// A single record is a one-record batch, a status change a batch with one
+// [blackboard.Invalidation]. Apply returns an error wrapping
+// [blackboard.ErrDuplicateID] for an id the store holds (or two appends of
+// one id); the error of [blackboard.CheckRecord] for a record it refuses
+// ([blackboard.ErrInvalidInput] for a bad field, a string field or
+// reference that is not valid UTF-8, or a TTL beyond [blackboard.MaxTTL];
+// [blackboard.ErrInvalidPayload] for a payload string that is not);
+// [blackboard.ErrInvalidInput] for an unknown role, a NaN confidence or a
+// NUL character in a string field or reference;
+// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode or
+// a NUL character in a payload string or key; [blackboard.ErrNotActive]
+// for a status change of a record that is not ACTIVE,
+// [blackboard.ErrNotFound] for one of an unknown id and
+// [blackboard.ErrInvalidInput] for one to a bad status or without a
+// reason; an error wrapping [blackboard.ErrConflict] when the condition's
+// trace does not hold TraceLen records; [blackboard.ErrPermission] for a record of a namespace
 // other than its trace's; [blackboard.ErrDuplicateKey] for a claim of a key
 // already claimed, by any store on the database, or of one key twice in the
 // batch; [blackboard.ErrInvalidInput] for a claim [blackboard.CheckClaim] refuses or

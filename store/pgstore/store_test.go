@@ -51,7 +51,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("Schema() = %q, want %q", s.Schema(), schema)
 	}
 	r := record("open", 1)
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -90,7 +90,7 @@ func TestOpenDefaultSchema(t *testing.T) {
 	if s.Schema() != schema {
 		t.Errorf("Schema() = %q, want the search_path's %q", s.Schema(), schema)
 	}
-	if err := s.Append(ctx, record("default-schema", 1)); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{record("default-schema", 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -220,7 +220,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		t.Errorf("schema version: %d, want %d", v, pgstore.SchemaVersion)
 	}
 	r := record("migrated", 1)
-	if err := stores[0].Append(ctx, r); err != nil {
+	if err := stores[0].Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range stores {
@@ -239,7 +239,7 @@ func TestNewLeavesPoolOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := record("new", 1)
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -287,8 +287,8 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		good := record("unstorable", 1)
 		r := record("unstorable", 2)
 		c.mutate(&r)
-		if err := s.Append(ctx, r); !errors.Is(err, c.want) {
-			t.Errorf("Append of a record with %s: %v, want %v", c.name, err, c.want)
+		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
+			t.Errorf("Apply of a record with %s: %v, want %v", c.name, err, c.want)
 		}
 		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a batch with %s: %v, want %v", c.name, err, c.want)
@@ -309,7 +309,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	r.Payload = blackboard.Payload{"escaped": `back\u0000slash`, `key\u0000`: `\\u0000`, "unicode": "\u2028\U0001F600\u0001"}
 	r.Provenance.Confidence = kernel.Confidence(math.Inf(-1))
 	r.Provenance.InputRefs = []string{}
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
@@ -339,8 +339,8 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if _, err := s.ClaimedBy(ctx, "", bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("ClaimedBy(%q): %v, want ErrNotFound", bad, err)
 		}
-		if err := s.Invalidate(ctx, bad, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); !errors.Is(err, blackboard.ErrNotFound) {
-			t.Errorf("Invalidate(%q): %v, want ErrNotFound", bad, err)
+		if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: bad, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); !errors.Is(err, blackboard.ErrNotFound) {
+			t.Errorf("status change of %q: %v, want ErrNotFound", bad, err)
 		}
 		if err := s.Apply(ctx, blackboard.Batch{Trace: bad, TraceLen: 1}); !errors.Is(err, blackboard.ErrConflict) {
 			t.Errorf("a batch conditional on trace %q holding 1 record: %v, want ErrConflict", bad, err)
@@ -383,7 +383,7 @@ func TestPayloadNumbers(t *testing.T) {
 	}
 	r := record("numbers", 1)
 	r.Payload = blackboard.Payload{"values": values, "nested": map[string]any{"max": math.MaxFloat64, "tiny": 5e-324}}
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, r.ID)
@@ -440,7 +440,7 @@ func TestTraceLock(t *testing.T) {
 	}
 	defer s.Close()
 	first := record("locked", 1)
-	if err := s.Append(ctx, first); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{first}}); err != nil {
 		t.Fatal(err)
 	}
 	traces, recordsTable := pgx.Identifier{schema, "bk_traces"}.Sanitize(), pgx.Identifier{schema, "bk_records"}.Sanitize()
@@ -457,7 +457,7 @@ func TestTraceLock(t *testing.T) {
 	defer cancel()
 	abandoned := record("locked", 2)
 	abandoned.ID, abandoned.Kind = "percepts:locked:abandoned", "window"
-	if err := s.Append(short, abandoned); !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.Apply(short, blackboard.Batch{Appends: []blackboard.Record{abandoned}}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a batch waiting for a locked trace past its deadline: %v, want context.DeadlineExceeded", err)
 	}
 
@@ -509,7 +509,7 @@ func TestSerializationFailure(t *testing.T) {
 				c.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
 			})
 			s := storeIn(t, rr, schema, pgstore.WithRetries(retries))
-			if err := s.Append(ctx, record("ser", 1)); err != nil {
+			if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{record("ser", 1)}}); err != nil {
 				t.Fatal(err)
 			}
 			other, err := pgtest.Pool(t).Begin(ctx)
@@ -574,7 +574,7 @@ func TestConnectionLost(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // let the server close them
 	}
 	r := record("lost", 1)
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	terminate()

@@ -59,10 +59,10 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := map[string]func(ctx context.Context, i int) error{
-		"Append": func(ctx context.Context, i int) error {
+		"Apply": func(ctx context.Context, i int) error {
 			r := rec.Clone()
 			r.ID = fmt.Sprintf("percepts:tr:%d", 1000+i)
-			return s.Append(ctx, r)
+			return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}})
 		},
 		"Get": func(ctx context.Context, _ int) error { _, err := s.Get(ctx, rec.ID); return err },
 		"FindActive": func(ctx context.Context, _ int) error {

@@ -81,8 +81,9 @@
 //
 // # Concurrency
 //
-// A [Store] is safe for concurrent use by many goroutines. Each [Store.Apply]
-// (and so each Append and Invalidate) is one SQLite write transaction,
+// A [Store] is safe for concurrent use by many goroutines. Every write is
+// a [Store.Apply] of a batch (a single record is a batch of one), and each
+// is one SQLite write transaction,
 // rolled back on any error; the writers of one Store take turns, and
 // writers of different Stores or processes on the same file wait for each
 // other up to the busy timeout ([WithBusyTimeout]). Readers run in

@@ -54,7 +54,7 @@ func fuzzRefs(mode uint64, s string) []string {
 // store either refuses it with a typed error and holds nothing, or gives
 // back exactly what went in (an empty namespace as the default) from Get,
 // ListTrace and FindActive, and then changes only its status on a valid
-// Invalidate.
+// status change.
 func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add("percepts:t:1", "t", "door", "tool", "COMMITTED", []byte(`{"open":true,"n":[1,2.5,null]}`), "a,b", "", 0.5, int64(1), int64(0), uint64(0x0201_0212_0101_0201))
 	f.Add("x", "t", "k", "", "", []byte(`{"s":"\ud800\u2028<&>"}`), "", "e", math.Copysign(0, -1), int64(-1), int64(math.MaxInt64), uint64(0x0102_0203_0112))
@@ -97,13 +97,13 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		}
 		storable := blackboard.CheckRecord(r) == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
 			storableText(r.Payload) && storableText(r.Provenance.InputRefs) && storableText(r.EvidenceRefs)
-		err := s.Append(ctx, r.Clone())
+		err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r.Clone()}})
 		if err != nil {
 			if !errors.Is(err, blackboard.ErrInvalidInput) && !errors.Is(err, blackboard.ErrInvalidPayload) {
-				t.Fatalf("Append(%+v): untyped error %v", r, err)
+				t.Fatalf("Apply of %+v: untyped error %v", r, err)
 			}
 			if storable {
-				t.Fatalf("Append(%+v) refused a storable record: %v", r, err)
+				t.Fatalf("Apply of %+v refused a storable record: %v", r, err)
 			}
 			if _, err := s.Get(ctx, r.ID); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Fatalf("refused record %q: Get says %v", r.ID, err)
@@ -114,7 +114,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			return
 		}
 		if !storable {
-			t.Fatalf("Append accepted an unstorable record %+v", r)
+			t.Fatalf("Apply accepted an unstorable record %+v", r)
 		}
 		if r.Namespace == "" {
 			r.Namespace = blackboard.DefaultNamespace
@@ -132,21 +132,21 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		}
 		// A status change with fuzzed status and reason.
 		inv := blackboard.Invalidation{ID: r.ID, Status: blackboard.Status(e(7) % 5), Reason: blackboard.Code(strings.ToUpper(writer))}
-		err = s.Invalidate(ctx, inv.ID, inv.Status, inv.Reason)
+		err = s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: inv.ID, Status: inv.Status, Reason: inv.Reason}}})
 		valid := (inv.Status == blackboard.StatusInvalidated || inv.Status == blackboard.StatusExpired) && inv.Reason != ""
 		switch {
 		case !valid && !errors.Is(err, blackboard.ErrInvalidInput) && !errors.Is(err, blackboard.ErrNotActive):
-			t.Fatalf("Invalidate(%+v) of a %s record: %v", inv, r.Status, err)
+			t.Fatalf("status change %+v of a %s record: %v", inv, r.Status, err)
 		case valid && r.Status == blackboard.StatusActive && err != nil:
-			t.Fatalf("Invalidate(%+v): %v", inv, err)
+			t.Fatalf("status change %+v: %v", inv, err)
 		case valid && r.Status != blackboard.StatusActive && !errors.Is(err, blackboard.ErrNotActive):
-			t.Fatalf("Invalidate(%+v) of a %s record: %v", inv, r.Status, err)
+			t.Fatalf("status change %+v of a %s record: %v", inv, r.Status, err)
 		}
 		if err == nil {
 			r.Status, r.Reason = inv.Status, inv.Reason
 		}
 		if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
-			t.Fatalf("after Invalidate(%+v) (%v):\n got %+v\nwant %+v", inv, err, got, r)
+			t.Fatalf("after status change %+v (%v):\n got %+v\nwant %+v", inv, err, got, r)
 		}
 	})
 }

@@ -248,7 +248,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	old := record("old", 1)
 	old.ID, old.Slot, old.Scope, old.Namespace = "constraints:old:1", blackboard.Constraints, blackboard.ScopePersistent, "acme"
 	s := mustOpen(t, path)
-	if err := s.Append(ctx, old); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{old}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -278,7 +278,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-5 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Invalidate(ctx, old.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: old.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {
@@ -286,7 +286,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	}
 	fresh := old
 	fresh.ID, fresh.Provenance.TraceID = "constraints:new:1", "new"
-	if err := s.Append(ctx, fresh); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{fresh}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "old"); got != 2 {

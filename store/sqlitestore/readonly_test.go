@@ -66,12 +66,12 @@ func TestOpenReadOnly(t *testing.T) {
 	if st, err := ro.ReadState(t.Context(), "", "tr"); err != nil || st.Len != 1 || st.Version != 1 {
 		t.Errorf("ReadState on a read-only store: %+v, %v; want one record, one change", st, err)
 	}
-	err = ro.Append(t.Context(), blackboard.Record{ID: "percepts:tr:9"})
+	err = ro.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{{ID: "percepts:tr:9"}}})
 	if !errors.Is(err, blackboard.ErrPermission) {
-		t.Errorf("Append on a read-only store: %v, want ErrPermission", err)
+		t.Errorf("an append on a read-only store: %v, want ErrPermission", err)
 	}
-	if err := ro.Invalidate(t.Context(), rec.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired); !errors.Is(err, blackboard.ErrPermission) {
-		t.Errorf("Invalidate on a read-only store: %v", err)
+	if err := ro.Apply(t.Context(), blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: rec.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}}); !errors.Is(err, blackboard.ErrPermission) {
+		t.Errorf("a status change on a read-only store: %v, want ErrPermission", err)
 	}
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
@@ -239,8 +239,8 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 			}
 			n++
 		}
-		if err := ro.Append(t.Context(), blackboard.Record{ID: "percepts:x:1"}); !errors.Is(err, blackboard.ErrPermission) {
-			t.Errorf("Append: %v, want ErrPermission", err)
+		if err := ro.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{{ID: "percepts:x:1"}}}); !errors.Is(err, blackboard.ErrPermission) {
+			t.Errorf("an append: %v, want ErrPermission", err)
 		}
 		if err := ro.Close(); err != nil {
 			t.Fatal(err)

@@ -268,26 +268,6 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 	return s.mu.RUnlock, nil
 }
 
-// Append implements [blackboard.Store]. It returns an error wrapping
-// [blackboard.ErrDuplicateID] for an id the store holds; the error of
-// [blackboard.CheckRecord] for a record it refuses ([blackboard.ErrInvalidInput] for
-// a bad field, a string field or reference that is not valid UTF-8, or a
-// TTL beyond [blackboard.MaxTTL]; [blackboard.ErrInvalidPayload] for a payload
-// string that is not); [blackboard.ErrInvalidInput] for an unknown role or a
-// NaN confidence; and [blackboard.ErrInvalidPayload] for a payload value JSON
-// cannot encode.
-func (s *Store) Append(ctx context.Context, rec blackboard.Record) error {
-	return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec}})
-}
-
-// Invalidate implements [blackboard.Store]. It returns an error wrapping
-// [blackboard.ErrNotActive] for a record that is not ACTIVE,
-// [blackboard.ErrNotFound] for an unknown id and [blackboard.ErrInvalidInput] for a
-// bad target status or an empty reason.
-func (s *Store) Invalidate(ctx context.Context, id string, status blackboard.Status, reason blackboard.Code) error {
-	return s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: status, Reason: reason}}})
-}
-
 // Apply implements [blackboard.Store]: the batch runs in one write transaction
 // that is rolled back on any error. Status changes are applied before the
 // appends, so a batch cannot invalidate a record it appends (that is
@@ -296,13 +276,25 @@ func (s *Store) Invalidate(ctx context.Context, id string, status blackboard.Sta
 // of its batch does; so do the counters of every trace the batch touches
 // and the batch's State (see [Store.ReadState]).
 //
-// It returns the errors of [Store.Append] and [Store.Invalidate]; an error
-// wrapping [blackboard.ErrConflict] when the condition's trace does not hold
-// TraceLen records; [blackboard.ErrPermission] for a record of a namespace other
-// than its trace's; [blackboard.ErrDuplicateKey] for a claim of a key already
-// claimed, by any store on the database, or of one key twice in the batch;
-// and [blackboard.ErrInvalidInput] for a claim [blackboard.CheckClaim] refuses or a
-// State whose MarshalBinary fails (that error is wrapped too).
+// A single record is a one-record batch, a status change a batch with one
+// [blackboard.Invalidation]. Apply returns an error wrapping
+// [blackboard.ErrDuplicateID] for an id the store holds (or two appends of
+// one id); the error of [blackboard.CheckRecord] for a record it refuses
+// ([blackboard.ErrInvalidInput] for a bad field, a string field or
+// reference that is not valid UTF-8, or a TTL beyond [blackboard.MaxTTL];
+// [blackboard.ErrInvalidPayload] for a payload string that is not);
+// [blackboard.ErrInvalidInput] for an unknown role or a NaN confidence;
+// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode;
+// [blackboard.ErrNotActive] for a status change of a record that is not
+// ACTIVE, [blackboard.ErrNotFound] for one of an unknown id and
+// [blackboard.ErrInvalidInput] for one to a bad status or without a
+// reason; an error wrapping [blackboard.ErrConflict] when the condition's
+// trace does not hold TraceLen records; [blackboard.ErrPermission] for a
+// record of a namespace other than its trace's; [blackboard.ErrDuplicateKey]
+// for a claim of a key already claimed, by any store on the database, or
+// of one key twice in the batch; and [blackboard.ErrInvalidInput] for a
+// claim [blackboard.CheckClaim] refuses or a State whose MarshalBinary
+// fails (that error is wrapped too).
 func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {

@@ -364,7 +364,7 @@ func TestStoreNewLeavesDBOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := record("new", 1)
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -421,7 +421,7 @@ func TestStoreOddPath(t *testing.T) {
 	name := "a?b#c%d e&f=g.db"
 	path := filepath.Join(t.TempDir(), name)
 	s := mustOpen(t, path)
-	if err := s.Append(t.Context(), record("odd", 1)); err != nil {
+	if err := s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{record("odd", 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -497,8 +497,8 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		good := record("unstorable", 1)
 		r := record("unstorable", 2)
 		c.mutate(&r)
-		if err := s.Append(ctx, r); !errors.Is(err, c.want) {
-			t.Errorf("Append of a record with %s: %v, want %v", c.name, err, c.want)
+		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
+			t.Errorf("Apply of a record with %s: %v, want %v", c.name, err, c.want)
 		}
 		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a batch with %s: %v, want %v", c.name, err, c.want)
@@ -512,7 +512,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	r.Provenance.Confidence = kernel.Confidence(math.Inf(1))
 	r.Provenance.InputRefs = []string{}
 	r.Payload = blackboard.Payload{"unicode": "\u2028\U0001F600", "": ""}
-	if err := s.Append(ctx, r); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
@@ -532,5 +532,25 @@ func BenchmarkEpisodeSQLite(b *testing.B) {
 			b.Cleanup(func() { s.Close() })
 			storetest.BenchEpisode(b, s, n)
 		})
+	}
+}
+
+// TestCountTrace checks CountTrace against what ListTrace yields, for
+// traces of one and of several records and for an unknown trace.
+func TestCountTrace(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))
+	k := mustKernel(t, s, newClock().now)
+	tool := k.Tool("sensor")
+	for i, tr := range []string{"counted", "counted", "other", "counted"} {
+		if _, err := tool.Write(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"n": float64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tr := range []string{"counted", "other", "never"} {
+		n, err := s.CountTrace(ctx, tr)
+		if want := len(trace(t, s, tr)); err != nil || n != want {
+			t.Errorf("CountTrace(%q) = %d, %v; want %d (what ListTrace yields)", tr, n, err, want)
+		}
 	}
 }
