@@ -264,11 +264,29 @@ func splitID(id string) (traceID string, n int, ok bool) {
 
 // payload is r as the payload [Of] decodes: the fields under their JSON
 // names, empty ones left out as the JSON tags say. Built by hand: a JSON
-// round trip cost most of a tool call's allocations. Only a Context that
-// holds values other than JSON's own (a struct, say) goes through JSON.
+// round trip cost most of a tool call's allocations. The map is sized to
+// its fields, string lists go in as they are (the kernel turns them into
+// []any when it normalises the payload, which it does with every payload
+// it is given) and the values the gate writes on every call are boxed
+// once, in the package. Only a Context that holds values other than
+// JSON's own (a struct, say) goes through JSON.
 func (r Record) payload() (blackboard.Payload, error) {
-	p := make(blackboard.Payload, 12)
-	p["version"], p["kind"], p["outcome"], p["code"] = float64(r.Version), r.Kind, string(r.Outcome), string(r.Code)
+	n := 4 // version, kind, outcome, code
+	for _, s := range [...]string{r.ID, r.RecordID, r.TraceID, r.Namespace, r.Subject, r.Rule, r.Failed, r.Detail} {
+		if s != "" {
+			n++
+		}
+	}
+	for _, l := range [...]int{len(r.Causes), len(r.EvidenceRefs), len(r.Constraints), len(r.Approvals), len(r.Context)} {
+		if l > 0 {
+			n++
+		}
+	}
+	if r.TimeMS != 0 {
+		n++
+	}
+	p := make(blackboard.Payload, n)
+	p["version"], p["kind"], p["outcome"], p["code"] = versionValue(r.Version), r.Kind, outcomeValue(r.Outcome), string(r.Code)
 	put := func(m map[string]any, key, v string) {
 		if v != "" {
 			m[key] = v
@@ -276,11 +294,7 @@ func (r Record) payload() (blackboard.Payload, error) {
 	}
 	strs := func(key string, v []string) {
 		if len(v) > 0 {
-			a := make([]any, len(v))
-			for i, s := range v {
-				a[i] = s
-			}
-			p[key] = a
+			p[key] = v
 		}
 	}
 	put(p, "decision_id", r.ID)
@@ -320,6 +334,38 @@ func (r Record) payload() (blackboard.Payload, error) {
 		}
 	}
 	return p, nil
+}
+
+// versionBoxed is [Version] as a payload holds it, boxed once.
+var versionBoxed any = float64(Version)
+
+// versionValue is a version as a payload holds it: a float64, boxed
+// without an allocation when it is [Version] (every record written).
+func versionValue(v int) any {
+	if v == Version {
+		return versionBoxed
+	}
+	return float64(v)
+}
+
+// outcomeValue is an outcome as a payload holds it: a string, boxed
+// without an allocation when it is one of the constants.
+func outcomeValue(o Outcome) any {
+	switch o {
+	case OutcomeCommitted:
+		return string(OutcomeCommitted)
+	case OutcomeRefused:
+		return string(OutcomeRefused)
+	case OutcomePendingApproval:
+		return string(OutcomePendingApproval)
+	case OutcomeExecuted:
+		return string(OutcomeExecuted)
+	case OutcomeFailed:
+		return string(OutcomeFailed)
+	case OutcomeEscalated:
+		return string(OutcomeEscalated)
+	}
+	return string(o)
 }
 
 // plainJSON reports whether v holds only the values a JSON decoder makes

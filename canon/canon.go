@@ -140,10 +140,10 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 
 func digestBytes(b []byte) string {
 	sum := sha256.Sum256(b)
-	out := make([]byte, 7+hex.EncodedLen(len(sum)))
-	copy(out, "sha256:")
-	hex.Encode(out[7:], sum[:])
-	return string(out)
+	var out [len("sha256:") + 2*sha256.Size]byte // on the stack: the string is the one allocation
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:])
 }
 
 func appendValue(dst []byte, v any, depth int) ([]byte, error) {

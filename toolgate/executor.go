@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -36,10 +37,10 @@ type job struct {
 	e        *entry
 	act      blackboard.Record // the committed action
 	trace    string
-	args     blackboard.Payload
-	key      string // the idempotency key
-	hash     string // hex SHA-256 of key, for the once-keys the gate claims
-	approval string // the approval record that allowed it, when one did
+	args     blackboard.Payload // read-only: shares its values with act's payload; an effect gets a copy
+	key      string             // the idempotency key
+	hash     string             // hex SHA-256 of key, for the once-keys the gate claims
+	approval string             // the approval record that allowed it, when one did
 	cc       blackboard.Payload
 	failure  failure.Failure // the typed failure finish records, when known
 	// fresh: the action was committed by this very call, so nothing can
@@ -49,7 +50,10 @@ type job struct {
 	fresh bool
 }
 
-// newJob prepares the execution of a committed action of tool e.
+// newJob prepares the execution of a committed action of tool e. The job
+// takes act and cc as they are: the caller passes copies of its own (the
+// kernel's and the store's answers, a decoded decision record) and does not
+// use cc after.
 func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc blackboard.Payload) (*job, error) {
 	key := g.k.Namespace() + "/" + act.ID
 	if e.once {
@@ -61,8 +65,10 @@ func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc b
 		}
 	}
 	sum := sha256.Sum256([]byte(key))
+	var hash [2 * sha256.Size]byte
+	hex.Encode(hash[:], sum[:])
 	return &job{e: e, act: act, trace: act.TraceID(), args: argsOf(act.Payload), key: key,
-		hash: hex.EncodeToString(sum[:]), cc: cc.Clone()}, nil
+		hash: string(hash[:]), cc: cc}, nil
 }
 
 // The once-keys the gate claims. They hash the idempotency key, which may
@@ -546,7 +552,9 @@ func (g *Gate) result(ctx context.Context, j *job, rec blackboard.Record, decisi
 		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
 	default:
 		res.Outcome = Executed
-		res.Output = rec.Payload.Clone()
+		// rec is this call's copy (a store's or the kernel's answer), read
+		// no more: its payload becomes the output as it is.
+		res.Output = rec.Payload
 		delete(res.Output, KeyEffect)
 	}
 	return res, nil
@@ -737,7 +745,8 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.Record, prevErr error) (blackboard.Record, error) {
 	eff := j.effect(StatusAttempted, n, "")
 	eff.LeaseUntilMS = g.k.Now().Add(g.lease).UnixMilli()
-	refs := []string{j.act.ID}
+	refs := make([]string, 1, 3)
+	refs[0] = j.act.ID
 	keys := []string{j.attemptKey(n)}
 	if prev.ID != "" {
 		refs = append(refs, prev.ID)
@@ -780,7 +789,8 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 // kind (the output at the top level), anything else as a failure. A
 // result another driver recorded first wins and is returned.
 func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record, out blackboard.Payload, code blackboard.Code, detail string) (Result, error) {
-	refs := []string{j.act.ID}
+	refs := make([]string, 1, 2)
+	refs[0] = j.act.ID
 	if att.ID != "" {
 		refs = append(refs, att.ID)
 	}
@@ -789,7 +799,9 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		approvals = []string{j.approval}
 	}
 	entry := kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
-	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: j.cc.Clone()}
+	// The record's context is the call's, with top-level keys added: a
+	// shallow copy leaves j.cc as it was (the kernel copies what it stores).
+	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
 	dr.Context["attempt"] = n
 	if code == CodeEffectSucceeded {
 		if _, reserved := out[KeyEffect]; reserved {

@@ -24,7 +24,8 @@ var reservedArgs = []string{
 
 // argsOf returns the arguments of a committed action's payload: the
 // payload without the keys the kernel reads or derives (the same keys
-// [ArgsDigest] leaves out).
+// [ArgsDigest] leaves out). The copy is shallow: nested objects and lists
+// are p's, so neither may be changed while the other is in use.
 func argsOf(p blackboard.Payload) blackboard.Payload {
 	out := make(blackboard.Payload, len(p))
 	for key, v := range p {
@@ -32,7 +33,7 @@ func argsOf(p blackboard.Payload) blackboard.Payload {
 			out[key] = v
 		}
 	}
-	return out.Clone()
+	return out
 }
 
 // jsonTypes are the type names a schema may use.
