@@ -84,8 +84,30 @@ const (
 
 // encode is the one encoder of an Effect: the object stored under
 // KeyEffect. Empty fields are left out.
-func (e Effect) encode() map[string]any {
-	m := map[string]any{fieldStatus: statusValue(e.Status), fieldTool: e.Tool, fieldActionID: e.ActionID, fieldKey: e.Key}
+func (e Effect) encode() map[string]any { return e.encodeBoxed(nil) }
+
+// effectBoxes holds the strings every effect of one job repeats (the
+// tool, the action, the key), each boxed once for the job's effects.
+type effectBoxes struct{ tool, actionID, key any }
+
+// boxed is s as a payload value: b when b already holds s, else s boxed
+// anew.
+func boxed(b any, s string) any {
+	if v, ok := b.(string); ok && v == s {
+		return b
+	}
+	return s
+}
+
+// encodeBoxed is encode, taking the strings b holds already boxed (b may
+// be nil).
+func (e Effect) encodeBoxed(b *effectBoxes) map[string]any {
+	var tool, act, key any
+	if b != nil {
+		tool, act, key = b.tool, b.actionID, b.key
+	}
+	m := make(map[string]any, 8)
+	m[fieldStatus], m[fieldTool], m[fieldActionID], m[fieldKey] = statusValue(e.Status), boxed(tool, e.Tool), boxed(act, e.ActionID), boxed(key, e.Key)
 	if e.Attempt > 0 {
 		m[fieldAttempt] = e.Attempt
 	}
@@ -94,7 +116,9 @@ func (e Effect) encode() map[string]any {
 			m[field] = v
 		}
 	}
-	put(fieldCode, string(e.Code))
+	if e.Code != "" {
+		m[fieldCode] = codeValue(e.Code)
+	}
 	put(fieldApproval, e.Approval)
 	put(fieldApprover, e.Approver)
 	put(fieldNote, e.Note)
@@ -127,8 +151,31 @@ func statusValue(s string) any {
 	return s
 }
 
+// codeValue boxes a code without an allocation when it is one of the
+// codes of the gate's results.
+func codeValue(c blackboard.Code) any {
+	switch c {
+	case CodeEffectSucceeded:
+		return string(CodeEffectSucceeded)
+	case CodeEffectFailed:
+		return string(CodeEffectFailed)
+	case CodeRetriesExhausted:
+		return string(CodeRetriesExhausted)
+	case CodeEffectIncomplete:
+		return string(CodeEffectIncomplete)
+	case CodeOutputInvalid:
+		return string(CodeOutputInvalid)
+	}
+	return string(c)
+}
+
 // payload is a percept's payload holding only the Effect.
-func (e Effect) payload() blackboard.Payload { return blackboard.Payload{KeyEffect: e.encode()} }
+func (e Effect) payload() blackboard.Payload { return e.payloadBoxed(nil) }
+
+// payloadBoxed is payload, with the strings b holds already boxed.
+func (e Effect) payloadBoxed(b *effectBoxes) blackboard.Payload {
+	return blackboard.Payload{KeyEffect: e.encodeBoxed(b)}
+}
 
 // toolWriter is the writer id under which the gate writes a tool's
 // attempts and results.

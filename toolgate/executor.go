@@ -41,6 +41,7 @@ type job struct {
 	key      string             // the idempotency key
 	hash     string             // hex SHA-256 of key, for the once-keys the gate claims
 	approval string             // the approval record that allowed it, when one did
+	boxes    effectBoxes        // what its effects repeat, boxed once
 	cc       blackboard.Payload
 	failure  failure.Failure // the typed failure finish records, when known
 	// fresh: the action was committed by this very call, so nothing can
@@ -68,7 +69,7 @@ func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc b
 	var hash [2 * sha256.Size]byte
 	hex.Encode(hash[:], sum[:])
 	return &job{e: e, act: act, trace: act.TraceID(), args: argsOf(act.Payload), key: key,
-		hash: string(hash[:]), cc: cc}, nil
+		hash: string(hash[:]), cc: cc, boxes: effectBoxes{e.nameValue, act.ID, key}}, nil
 }
 
 // The once-keys the gate claims. They hash the idempotency key, which may
@@ -451,7 +452,7 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code blackboard.Code)
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
 	d, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
 		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
-		func(dr *audit.Record) { dr.Context = cc })
+		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
 	}
@@ -759,7 +760,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.
 		keys = append(keys, approvalKey(j.approval))
 	}
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindAttempt,
-		Payload: eff.payload(), InputRefs: refs, OnceKeys: keys}, nil)
+		Payload: eff.payloadBoxed(&j.boxes), InputRefs: refs, OnceKeys: keys}, nil)
 	return w.Record, err
 }
 
@@ -811,7 +812,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		if payload == nil {
 			payload = blackboard.Payload{}
 		}
-		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encode()
+		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encodeBoxed(&j.boxes)
 		entry.Kind, entry.Payload, entry.TTL = j.e.resultKind(), payload, j.e.ResultTTL
 		dr.Outcome, dr.Code = audit.OutcomeExecuted, code
 	} else {
@@ -822,12 +823,13 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
 			dr.Context[failure.KeyStatus], dr.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
 		}
-		entry.Kind, entry.Payload = KindFailed, eff.payload()
+		entry.Kind, entry.Payload = KindFailed, eff.payloadBoxed(&j.boxes)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
 	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Record {
 		r := audit.ForRecord(rec, dr.Kind, dr.Outcome, dr.Code)
 		r.Approvals, r.Context = dr.Approvals, dr.Context
+		dr.ID = r.ID // the decision's id, for the Result
 		return r
 	})
 	if err == nil {
@@ -845,7 +847,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.written(ctx, j, w)
+	return g.result(ctx, j, w.Record, dr.ID)
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,

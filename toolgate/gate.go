@@ -155,10 +155,14 @@ type entry struct {
 	// requires is the tool's belief kinds as an action's requires_beliefs
 	// holds them, boxed once: never changed, and the kernel copies it.
 	requires any
+	// nameValue is the tool's name boxed once, as records hold it.
+	nameValue any
+	spanName  string // the name of a call's own span: "execute_tool " and the name
 }
 
 type role struct {
 	name    string
+	value   any // name, boxed once, as records hold it
 	tools   map[string]bool
 	planner governed
 }
@@ -263,7 +267,7 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 		if g.roles[r.Name] != nil {
 			return fmt.Errorf("%w: duplicate role %q", ErrInvalidConfig, r.Name)
 		}
-		g.roles[r.Name] = &role{name: r.Name, tools: set, planner: governedAs(k, RoleWriter(r.Name))}
+		g.roles[r.Name] = &role{name: r.Name, value: r.Name, tools: set, planner: governedAs(k, RoleWriter(r.Name))}
 	}
 	for _, in := range c.intents {
 		set, err := names("intent", in.Name, in.Tools)
@@ -356,7 +360,7 @@ func (g *Gate) register(t Tool) (*entry, error) {
 		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
 		schema: s, policy: pol, once: t.Once != nil,
 		handle:   governedAs(g.k, toolWriter(t.Name)),
-		requires: requires,
+		requires: requires, nameValue: t.Name, spanName: "execute_tool " + t.Name,
 	}, nil
 }
 
@@ -572,8 +576,8 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if err := checkTrace(c.TraceID); err != nil {
 		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
-	cc := callContext(c)
 	e := g.tools[c.Tool]
+	cc := g.callContext(c, e)
 	if res, refused, err := g.admit(ctx, c, e, cc); refused || err != nil {
 		return noJob(res, err)
 	}
@@ -638,11 +642,12 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	maps.Copy(payload, args)
 	payload[kernel.KeyRequiresBeliefs] = e.requires
 	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload},
-		func(dr *audit.Record) {
+		func(dr audit.Record) audit.Record {
 			if need && dr.Outcome == audit.OutcomeCommitted {
 				dr.Outcome = audit.OutcomePendingApproval
 			}
 			dr.Context = cc
+			return dr
 		})
 	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
@@ -683,9 +688,20 @@ func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 // the raw arguments ([withRawArgs]); once they parse, the parsed arguments
 // and their digest take their place. Sized for the keys a committed call's
 // records add, so that the map does not grow.
-func callContext(c Call) blackboard.Payload {
+func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
 	cc := make(blackboard.Payload, 8)
-	cc["tool"], cc["role"] = recordedTool(c.Tool), clip(c.Role)
+	// A registered tool's and a configured role's names are what
+	// recordedTool and clip make of them: their boxed copies serve.
+	if e != nil {
+		cc["tool"] = boxed(e.nameValue, c.Tool)
+	} else {
+		cc["tool"] = recordedTool(c.Tool)
+	}
+	if r := g.roles[c.Role]; r != nil {
+		cc["role"] = boxed(r.value, c.Role)
+	} else {
+		cc["role"] = clip(c.Role)
+	}
 	if c.ID != "" {
 		cc["call_id"] = clip(c.ID)
 	}

@@ -134,12 +134,17 @@ func (s *schema) check(raw json.RawMessage) (blackboard.Payload, *argProblem) {
 		raw = json.RawMessage("{}")
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&v); err != nil {
-		return nil, &argProblem{detail: "the arguments are not valid JSON: " + err.Error()}
-	}
-	if dec.More() {
-		return nil, &argProblem{detail: "the arguments hold more than one JSON value"}
+	// One JSON value with nothing after it, the common case, needs no
+	// decoder; anything else gets the decoder's reading and its words.
+	if json.Unmarshal(raw, &v) != nil {
+		v = nil
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&v); err != nil {
+			return nil, &argProblem{detail: "the arguments are not valid JSON: " + err.Error()}
+		}
+		if dec.More() {
+			return nil, &argProblem{detail: "the arguments hold more than one JSON value"}
+		}
 	}
 	args, ok := v.(map[string]any)
 	if !ok {
