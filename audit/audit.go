@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -286,7 +289,7 @@ func (r Record) payload() (blackboard.Payload, error) {
 		n++
 	}
 	p := make(blackboard.Payload, n)
-	p["version"], p["kind"], p["outcome"], p["code"] = versionValue(r.Version), r.Kind, outcomeValue(r.Outcome), string(r.Code)
+	p["version"], p["kind"], p["outcome"], p["code"] = versionValue(r.Version), interned(r.Kind), outcomeValue(r.Outcome), interned(string(r.Code))
 	put := func(m map[string]any, key, v string) {
 		if v != "" {
 			m[key] = v
@@ -334,6 +337,46 @@ func (r Record) payload() (blackboard.Payload, error) {
 		}
 	}
 	return p, nil
+}
+
+// internedCap bounds the strings [interned] keeps: the kinds and codes of
+// one deployment are a few dozen; a flood of new ones (tool names a model
+// makes up) fills the table and is then boxed per record, as before.
+const internedCap = 512
+
+var (
+	internedMu  sync.Mutex                     // serialises additions
+	internedTab atomic.Pointer[map[string]any] // read without a lock; replaced whole on each addition
+)
+
+// interned is s as a payload value, boxed once per distinct string: the
+// kind and code of a record repeat on every call of a tool, and boxing
+// them anew cost two allocations a record. Safe for concurrent use.
+func interned(s string) any {
+	if t := internedTab.Load(); t != nil {
+		if v, ok := (*t)[s]; ok {
+			return v
+		}
+	}
+	internedMu.Lock()
+	defer internedMu.Unlock()
+	old := internedTab.Load()
+	if old != nil {
+		if v, ok := (*old)[s]; ok {
+			return v
+		}
+		if len(*old) >= internedCap {
+			return s
+		}
+	}
+	var v any = s
+	t := make(map[string]any, 1)
+	if old != nil {
+		t = maps.Clone(*old)
+	}
+	t[s] = v
+	internedTab.Store(&t)
+	return v
 }
 
 // versionBoxed is [Version] as a payload holds it, boxed once.

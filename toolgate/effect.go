@@ -109,7 +109,7 @@ func (e Effect) encodeBoxed(b *effectBoxes) map[string]any {
 	m := make(map[string]any, 8)
 	m[fieldStatus], m[fieldTool], m[fieldActionID], m[fieldKey] = statusValue(e.Status), boxed(tool, e.Tool), boxed(act, e.ActionID), boxed(key, e.Key)
 	if e.Attempt > 0 {
-		m[fieldAttempt] = e.Attempt
+		m[fieldAttempt] = countValue(e.Attempt)
 	}
 	put := func(field, v string) {
 		if v != "" {
@@ -128,7 +128,7 @@ func (e Effect) encodeBoxed(b *effectBoxes) map[string]any {
 		m[fieldExecStatus], m[fieldCategory], m[fieldRetryable] = string(e.ExecutionStatus), string(e.Category), e.Retryable
 	}
 	if e.LeaseUntilMS != 0 {
-		m[fieldLeaseUntilMS] = e.LeaseUntilMS
+		m[fieldLeaseUntilMS] = float64(e.LeaseUntilMS) // as the kernel stores it: no second box
 	}
 	return m
 }
@@ -149,6 +149,25 @@ func statusValue(s string) any {
 		return StatusEscalated
 	}
 	return s
+}
+
+// counts are the first attempt numbers as a stored payload holds them
+// (float64), boxed once: the kernel turns an int into a float64 and would
+// box it anew.
+var counts = func() (c [9]any) {
+	for i := range c {
+		c[i] = float64(i)
+	}
+	return c
+}()
+
+// countValue is n as a payload value, a float64, boxed without an
+// allocation when it is small.
+func countValue(n int) any {
+	if n >= 0 && n < len(counts) {
+		return counts[n]
+	}
+	return float64(n)
 }
 
 // codeValue boxes a code without an allocation when it is one of the

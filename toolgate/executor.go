@@ -803,7 +803,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	// The record's context is the call's, with top-level keys added: a
 	// shallow copy leaves j.cc as it was (the kernel copies what it stores).
 	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
-	dr.Context["attempt"] = n
+	dr.Context["attempt"] = countValue(n)
 	if code == CodeEffectSucceeded {
 		if _, reserved := out[KeyEffect]; reserved {
 			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(KeyEffect))
