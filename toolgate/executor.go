@@ -503,7 +503,8 @@ func (g *Gate) recordedByKey(ctx context.Context, j *job) (Result, error) {
 // recorded turns the id of a result record written earlier (by another
 // call, driver or process) into a Result, reading the result and its
 // decision record by id; a driver that has just written the result uses
-// [Gate.written] instead, which reads nothing.
+// what the write returned instead ([Gate.written]; finish knows the
+// decision's id from the record it built), which reads nothing.
 func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) {
 	rec, err := g.reader.Get(ctx, id)
 	if err != nil {
@@ -523,7 +524,8 @@ func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, e
 }
 
 // result turns the result record rec, whose decision record is
-// decisionID, into a Result.
+// decisionID, into a Result. rec is the caller's own copy, used no more:
+// a success's payload becomes the Result's Output.
 func (g *Gate) result(ctx context.Context, j *job, rec blackboard.Record, decisionID string) (res Result, err error) {
 	res = Result{ActionID: j.act.ID, DecisionID: decisionID}
 	eff := effectOf(rec)
