@@ -113,7 +113,8 @@ func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackbo
 // from their then function, or to [kernel.Governor.Append] ([Append]).
 // It fails with [blackboard.ErrInvalidInput] when r has no kind, outcome or
 // code, and with [blackboard.ErrInvalidPayload] when its context cannot be
-// stored.
+// stored. The entry's payload shares r's lists and context (the kernel
+// stores a copy of it): leave them unchanged until it is appended.
 func (r Record) Follow() (kernel.Follow, error) {
 	if r.Kind == "" || r.Outcome == "" || r.Code == "" {
 		return kernel.Follow{}, fmt.Errorf("%w: audit: a decision record needs a kind, an outcome and a code", blackboard.ErrInvalidInput)
