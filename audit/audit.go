@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -110,7 +113,8 @@ func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackbo
 // from their then function, or to [kernel.Governor.Append] ([Append]).
 // It fails with [blackboard.ErrInvalidInput] when r has no kind, outcome or
 // code, and with [blackboard.ErrInvalidPayload] when its context cannot be
-// stored.
+// stored. The entry's payload shares r's lists and context (the kernel
+// stores a copy of it): leave them unchanged until it is appended.
 func (r Record) Follow() (kernel.Follow, error) {
 	if r.Kind == "" || r.Outcome == "" || r.Code == "" {
 		return kernel.Follow{}, fmt.Errorf("%w: audit: a decision record needs a kind, an outcome and a code", blackboard.ErrInvalidInput)
@@ -264,11 +268,29 @@ func splitID(id string) (traceID string, n int, ok bool) {
 
 // payload is r as the payload [Of] decodes: the fields under their JSON
 // names, empty ones left out as the JSON tags say. Built by hand: a JSON
-// round trip cost most of a tool call's allocations. Only a Context that
-// holds values other than JSON's own (a struct, say) goes through JSON.
+// round trip cost most of a tool call's allocations. The map is sized to
+// its fields, string lists go in as they are (the kernel turns them into
+// []any when it normalises the payload, which it does with every payload
+// it is given) and the values the gate writes on every call are boxed
+// once, in the package. Only a Context that holds values other than
+// JSON's own (a struct, say) goes through JSON.
 func (r Record) payload() (blackboard.Payload, error) {
-	p := make(blackboard.Payload, 12)
-	p["version"], p["kind"], p["outcome"], p["code"] = float64(r.Version), r.Kind, string(r.Outcome), string(r.Code)
+	n := 4 // version, kind, outcome, code
+	for _, s := range [...]string{r.ID, r.RecordID, r.TraceID, r.Namespace, r.Subject, r.Rule, r.Failed, r.Detail} {
+		if s != "" {
+			n++
+		}
+	}
+	for _, l := range [...]int{len(r.Causes), len(r.EvidenceRefs), len(r.Constraints), len(r.Approvals), len(r.Context)} {
+		if l > 0 {
+			n++
+		}
+	}
+	if r.TimeMS != 0 {
+		n++
+	}
+	p := make(blackboard.Payload, n)
+	p["version"], p["kind"], p["outcome"], p["code"] = versionValue(r.Version), interned(r.Kind), outcomeValue(r.Outcome), interned(string(r.Code))
 	put := func(m map[string]any, key, v string) {
 		if v != "" {
 			m[key] = v
@@ -276,11 +298,7 @@ func (r Record) payload() (blackboard.Payload, error) {
 	}
 	strs := func(key string, v []string) {
 		if len(v) > 0 {
-			a := make([]any, len(v))
-			for i, s := range v {
-				a[i] = s
-			}
-			p[key] = a
+			p[key] = v
 		}
 	}
 	put(p, "decision_id", r.ID)
@@ -320,6 +338,78 @@ func (r Record) payload() (blackboard.Payload, error) {
 		}
 	}
 	return p, nil
+}
+
+// internedCap bounds the strings [interned] keeps: the kinds and codes of
+// one deployment are a few dozen; a flood of new ones (tool names a model
+// makes up) fills the table and is then boxed per record, as before.
+const internedCap = 512
+
+var (
+	internedMu  sync.Mutex                     // serialises additions
+	internedTab atomic.Pointer[map[string]any] // read without a lock; replaced whole on each addition
+)
+
+// interned is s as a payload value, boxed once per distinct string: the
+// kind and code of a record repeat on every call of a tool, and boxing
+// them anew cost two allocations a record. Safe for concurrent use.
+func interned(s string) any {
+	if t := internedTab.Load(); t != nil {
+		if v, ok := (*t)[s]; ok {
+			return v
+		}
+	}
+	internedMu.Lock()
+	defer internedMu.Unlock()
+	old := internedTab.Load()
+	if old != nil {
+		if v, ok := (*old)[s]; ok {
+			return v
+		}
+		if len(*old) >= internedCap {
+			return s
+		}
+	}
+	var v any = s
+	t := make(map[string]any, 1)
+	if old != nil {
+		t = maps.Clone(*old)
+	}
+	t[s] = v
+	internedTab.Store(&t)
+	return v
+}
+
+// versionBoxed is [Version] as a payload holds it, boxed once.
+var versionBoxed any = float64(Version)
+
+// versionValue is a version as a payload holds it: a float64, boxed
+// without an allocation when it is [Version] (every record written).
+func versionValue(v int) any {
+	if v == Version {
+		return versionBoxed
+	}
+	return float64(v)
+}
+
+// outcomeValue is an outcome as a payload holds it: a string, boxed
+// without an allocation when it is one of the constants.
+func outcomeValue(o Outcome) any {
+	switch o {
+	case OutcomeCommitted:
+		return string(OutcomeCommitted)
+	case OutcomeRefused:
+		return string(OutcomeRefused)
+	case OutcomePendingApproval:
+		return string(OutcomePendingApproval)
+	case OutcomeExecuted:
+		return string(OutcomeExecuted)
+	case OutcomeFailed:
+		return string(OutcomeFailed)
+	case OutcomeEscalated:
+		return string(OutcomeEscalated)
+	}
+	return string(o)
 }
 
 // plainJSON reports whether v holds only the values a JSON decoder makes

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -43,12 +44,24 @@ func Encode(v any) ([]byte, error) { return Append(nil, v) }
 // one identity of a value the module uses for approval digests, once-keys
 // and the loop guard.
 func Digest(v any) (string, error) {
-	b, err := Append(make([]byte, 0, 256), v)
+	bp := digestBufs.Get().(*[]byte)
+	b, err := Append((*bp)[:0], v)
 	if err != nil {
 		return "", err
 	}
-	return digestBytes(b), nil
+	d := digestBytes(b)
+	if cap(b) <= maxPooledBuf {
+		*bp = b
+		digestBufs.Put(bp)
+	}
+	return d, nil
 }
+
+// digestBufs holds the buffers Digest encodes into, so that a digest
+// costs no buffer of its own; one that grew past maxPooledBuf is dropped.
+var digestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+const maxPooledBuf = 64 << 10
 
 // DigestJSON is [Digest] of raw JSON text. Empty text counts as null. Text
 // that is not exactly one JSON value, or an object that repeats a key (which
@@ -140,10 +153,10 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 
 func digestBytes(b []byte) string {
 	sum := sha256.Sum256(b)
-	out := make([]byte, 7+hex.EncodedLen(len(sum)))
-	copy(out, "sha256:")
-	hex.Encode(out[7:], sum[:])
-	return string(out)
+	var out [len("sha256:") + 2*sha256.Size]byte // on the stack: the string is the one allocation
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:])
 }
 
 func appendValue(dst []byte, v any, depth int) ([]byte, error) {
@@ -166,7 +179,11 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		return appendFloat(dst, f)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var small [8]string // the keys of a small object, on the stack
+		keys := small[:0]
+		if len(x) > len(small) {
+			keys = make([]string, 0, len(x))
+		}
 		for k := range x {
 			keys = append(keys, k)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,14 +28,11 @@ const MaxApprovalTTL = 30 * 24 * time.Hour
 // derived flags). Any change to an argument changes it. It fails with
 // [blackboard.ErrInvalidPayload] for a value without a canonical form.
 func ArgsDigest(p blackboard.Payload) (string, error) {
-	args := make(map[string]any, len(p))
-	for key, v := range p {
-		switch key {
-		case kernel.KeyRequiresBeliefs, kernel.KeyRequirePrediction, kernel.KeyType,
-			kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction:
-			continue
-		}
-		args[key] = v
+	args := map[string]any(p)
+	if slices.ContainsFunc(reservedArgs, func(key string) bool { _, ok := p[key]; return ok }) {
+		// Only an action's payload holds them: the parsed arguments of a
+		// call are digested as they are.
+		args = argsOf(p)
 	}
 	d, err := canon.Digest(args)
 	if err != nil {

@@ -84,17 +84,41 @@ const (
 
 // encode is the one encoder of an Effect: the object stored under
 // KeyEffect. Empty fields are left out.
-func (e Effect) encode() map[string]any {
-	m := map[string]any{fieldStatus: statusValue(e.Status), fieldTool: e.Tool, fieldActionID: e.ActionID, fieldKey: e.Key}
+func (e Effect) encode() map[string]any { return e.encodeBoxed(nil) }
+
+// effectBoxes holds the strings every effect of one job repeats (the
+// tool, the action, the key), each boxed once for the job's effects.
+type effectBoxes struct{ tool, actionID, key any }
+
+// boxed is s as a payload value: b when b already holds s, else s boxed
+// anew.
+func boxed(b any, s string) any {
+	if v, ok := b.(string); ok && v == s {
+		return b
+	}
+	return s
+}
+
+// encodeBoxed is encode, taking the strings b holds already boxed (b may
+// be nil).
+func (e Effect) encodeBoxed(b *effectBoxes) map[string]any {
+	var tool, act, key any
+	if b != nil {
+		tool, act, key = b.tool, b.actionID, b.key
+	}
+	m := make(map[string]any, 8)
+	m[fieldStatus], m[fieldTool], m[fieldActionID], m[fieldKey] = statusValue(e.Status), boxed(tool, e.Tool), boxed(act, e.ActionID), boxed(key, e.Key)
 	if e.Attempt > 0 {
-		m[fieldAttempt] = e.Attempt
+		m[fieldAttempt] = countValue(e.Attempt)
 	}
 	put := func(field, v string) {
 		if v != "" {
 			m[field] = v
 		}
 	}
-	put(fieldCode, string(e.Code))
+	if e.Code != "" {
+		m[fieldCode] = codeValue(e.Code)
+	}
 	put(fieldApproval, e.Approval)
 	put(fieldApprover, e.Approver)
 	put(fieldNote, e.Note)
@@ -104,7 +128,7 @@ func (e Effect) encode() map[string]any {
 		m[fieldExecStatus], m[fieldCategory], m[fieldRetryable] = string(e.ExecutionStatus), string(e.Category), e.Retryable
 	}
 	if e.LeaseUntilMS != 0 {
-		m[fieldLeaseUntilMS] = e.LeaseUntilMS
+		m[fieldLeaseUntilMS] = float64(e.LeaseUntilMS) // as the kernel stores it: no second box
 	}
 	return m
 }
@@ -127,8 +151,50 @@ func statusValue(s string) any {
 	return s
 }
 
+// counts are the first attempt numbers as a stored payload holds them
+// (float64), boxed once: the kernel turns an int into a float64 and would
+// box it anew.
+var counts = func() (c [9]any) {
+	for i := range c {
+		c[i] = float64(i)
+	}
+	return c
+}()
+
+// countValue is n as a payload value, a float64, boxed without an
+// allocation when it is small.
+func countValue(n int) any {
+	if n >= 0 && n < len(counts) {
+		return counts[n]
+	}
+	return float64(n)
+}
+
+// codeValue boxes a code without an allocation when it is one of the
+// codes of the gate's results.
+func codeValue(c blackboard.Code) any {
+	switch c {
+	case CodeEffectSucceeded:
+		return string(CodeEffectSucceeded)
+	case CodeEffectFailed:
+		return string(CodeEffectFailed)
+	case CodeRetriesExhausted:
+		return string(CodeRetriesExhausted)
+	case CodeEffectIncomplete:
+		return string(CodeEffectIncomplete)
+	case CodeOutputInvalid:
+		return string(CodeOutputInvalid)
+	}
+	return string(c)
+}
+
 // payload is a percept's payload holding only the Effect.
-func (e Effect) payload() blackboard.Payload { return blackboard.Payload{KeyEffect: e.encode()} }
+func (e Effect) payload() blackboard.Payload { return e.payloadBoxed(nil) }
+
+// payloadBoxed is payload, with the strings b holds already boxed.
+func (e Effect) payloadBoxed(b *effectBoxes) blackboard.Payload {
+	return blackboard.Payload{KeyEffect: e.encodeBoxed(b)}
+}
 
 // toolWriter is the writer id under which the gate writes a tool's
 // attempts and results.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -36,10 +37,11 @@ type job struct {
 	e        *entry
 	act      blackboard.Record // the committed action
 	trace    string
-	args     blackboard.Payload
-	key      string // the idempotency key
-	hash     string // hex SHA-256 of key, for the once-keys the gate claims
-	approval string // the approval record that allowed it, when one did
+	args     blackboard.Payload // read-only: shares its values with act's payload; an effect gets a copy
+	key      string             // the idempotency key
+	hash     string             // hex SHA-256 of key, for the once-keys the gate claims
+	approval string             // the approval record that allowed it, when one did
+	boxes    effectBoxes        // what its effects repeat, boxed once
 	cc       blackboard.Payload
 	failure  failure.Failure // the typed failure finish records, when known
 	// fresh: the action was committed by this very call, so nothing can
@@ -49,7 +51,10 @@ type job struct {
 	fresh bool
 }
 
-// newJob prepares the execution of a committed action of tool e.
+// newJob prepares the execution of a committed action of tool e. The job
+// takes act and cc as they are: the caller passes copies of its own (the
+// kernel's and the store's answers, a decoded decision record) and does not
+// use cc after.
 func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc blackboard.Payload) (*job, error) {
 	key := g.k.Namespace() + "/" + act.ID
 	if e.once {
@@ -61,8 +66,10 @@ func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc b
 		}
 	}
 	sum := sha256.Sum256([]byte(key))
+	var hash [2 * sha256.Size]byte
+	hex.Encode(hash[:], sum[:])
 	return &job{e: e, act: act, trace: act.TraceID(), args: argsOf(act.Payload), key: key,
-		hash: hex.EncodeToString(sum[:]), cc: cc.Clone()}, nil
+		hash: string(hash[:]), cc: cc, boxes: effectBoxes{e.nameValue, act.ID, key}}, nil
 }
 
 // The once-keys the gate claims. They hash the idempotency key, which may
@@ -445,7 +452,7 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code blackboard.Code)
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
 	d, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
 		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
-		func(dr *audit.Record) { dr.Context = cc })
+		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
 	}
@@ -496,7 +503,8 @@ func (g *Gate) recordedByKey(ctx context.Context, j *job) (Result, error) {
 // recorded turns the id of a result record written earlier (by another
 // call, driver or process) into a Result, reading the result and its
 // decision record by id; a driver that has just written the result uses
-// [Gate.written] instead, which reads nothing.
+// what the write returned instead ([Gate.written]; finish knows the
+// decision's id from the record it built), which reads nothing.
 func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) {
 	rec, err := g.reader.Get(ctx, id)
 	if err != nil {
@@ -516,7 +524,8 @@ func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, e
 }
 
 // result turns the result record rec, whose decision record is
-// decisionID, into a Result.
+// decisionID, into a Result. rec is the caller's own copy, used no more:
+// a success's payload becomes the Result's Output.
 func (g *Gate) result(ctx context.Context, j *job, rec blackboard.Record, decisionID string) (res Result, err error) {
 	res = Result{ActionID: j.act.ID, DecisionID: decisionID}
 	eff := effectOf(rec)
@@ -546,7 +555,9 @@ func (g *Gate) result(ctx context.Context, j *job, rec blackboard.Record, decisi
 		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
 	default:
 		res.Outcome = Executed
-		res.Output = rec.Payload.Clone()
+		// rec is this call's copy (a store's or the kernel's answer), read
+		// no more: its payload becomes the output as it is.
+		res.Output = rec.Payload
 		delete(res.Output, KeyEffect)
 	}
 	return res, nil
@@ -737,7 +748,8 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.Record, prevErr error) (blackboard.Record, error) {
 	eff := j.effect(StatusAttempted, n, "")
 	eff.LeaseUntilMS = g.k.Now().Add(g.lease).UnixMilli()
-	refs := []string{j.act.ID}
+	refs := make([]string, 1, 3)
+	refs[0] = j.act.ID
 	keys := []string{j.attemptKey(n)}
 	if prev.ID != "" {
 		refs = append(refs, prev.ID)
@@ -750,7 +762,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.
 		keys = append(keys, approvalKey(j.approval))
 	}
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindAttempt,
-		Payload: eff.payload(), InputRefs: refs, OnceKeys: keys}, nil)
+		Payload: eff.payloadBoxed(&j.boxes), InputRefs: refs, OnceKeys: keys}, nil)
 	return w.Record, err
 }
 
@@ -780,7 +792,8 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 // kind (the output at the top level), anything else as a failure. A
 // result another driver recorded first wins and is returned.
 func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record, out blackboard.Payload, code blackboard.Code, detail string) (Result, error) {
-	refs := []string{j.act.ID}
+	refs := make([]string, 1, 2)
+	refs[0] = j.act.ID
 	if att.ID != "" {
 		refs = append(refs, att.ID)
 	}
@@ -789,8 +802,10 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		approvals = []string{j.approval}
 	}
 	entry := kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
-	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: j.cc.Clone()}
-	dr.Context["attempt"] = n
+	// The record's context is the call's, with top-level keys added: a
+	// shallow copy leaves j.cc as it was (the kernel copies what it stores).
+	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
+	dr.Context["attempt"] = countValue(n)
 	if code == CodeEffectSucceeded {
 		if _, reserved := out[KeyEffect]; reserved {
 			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(KeyEffect))
@@ -799,7 +814,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		if payload == nil {
 			payload = blackboard.Payload{}
 		}
-		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encode()
+		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encodeBoxed(&j.boxes)
 		entry.Kind, entry.Payload, entry.TTL = j.e.resultKind(), payload, j.e.ResultTTL
 		dr.Outcome, dr.Code = audit.OutcomeExecuted, code
 	} else {
@@ -810,12 +825,13 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
 			dr.Context[failure.KeyStatus], dr.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
 		}
-		entry.Kind, entry.Payload = KindFailed, eff.payload()
+		entry.Kind, entry.Payload = KindFailed, eff.payloadBoxed(&j.boxes)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
 	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Record {
 		r := audit.ForRecord(rec, dr.Kind, dr.Outcome, dr.Code)
 		r.Approvals, r.Context = dr.Approvals, dr.Context
+		dr.ID = r.ID // the decision's id, for the Result
 		return r
 	})
 	if err == nil {
@@ -833,7 +849,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.written(ctx, j, w)
+	return g.result(ctx, j, w.Record, dr.ID)
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,

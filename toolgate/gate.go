@@ -152,10 +152,17 @@ type entry struct {
 	policy *policy
 	once   bool     // the action spec has a once-key
 	handle governed // writes the tool's attempts and results; set once the kernel is built
+	// requires is the tool's belief kinds as an action's requires_beliefs
+	// holds them, boxed once: never changed, and the kernel copies it.
+	requires any
+	// nameValue is the tool's name boxed once, as records hold it.
+	nameValue any
+	spanName  string // the name of a call's own span: "execute_tool " and the name
 }
 
 type role struct {
 	name    string
+	value   any // name, boxed once, as records hold it
 	tools   map[string]bool
 	planner governed
 }
@@ -260,7 +267,7 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 		if g.roles[r.Name] != nil {
 			return fmt.Errorf("%w: duplicate role %q", ErrInvalidConfig, r.Name)
 		}
-		g.roles[r.Name] = &role{name: r.Name, tools: set, planner: governedAs(k, RoleWriter(r.Name))}
+		g.roles[r.Name] = &role{name: r.Name, value: r.Name, tools: set, planner: governedAs(k, RoleWriter(r.Name))}
 	}
 	for _, in := range c.intents {
 		set, err := names("intent", in.Name, in.Tools)
@@ -344,11 +351,16 @@ func (g *Gate) register(t Tool) (*entry, error) {
 		o.Fields = slices.Clone(o.Fields)
 		t.Once = &o
 	}
+	requires := slices.Clone(t.Requires)
+	if requires == nil {
+		requires = []string{}
+	}
 	return &entry{
 		Tool:   t,
 		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
 		schema: s, policy: pol, once: t.Once != nil,
-		handle: governedAs(g.k, toolWriter(t.Name)),
+		handle:   governedAs(g.k, toolWriter(t.Name)),
+		requires: requires, nameValue: t.Name, spanName: "execute_tool " + t.Name,
 	}, nil
 }
 
@@ -564,8 +576,8 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if err := checkTrace(c.TraceID); err != nil {
 		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
-	cc := callContext(c)
 	e := g.tools[c.Tool]
+	cc := g.callContext(c, e)
 	if res, refused, err := g.admit(ctx, c, e, cc); refused || err != nil {
 		return noJob(res, err)
 	}
@@ -574,22 +586,23 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		if !mutToolName && !isToolName(c.Tool) {
 			detail = "the tool name is not a name (1 to 64 of A-Z, a-z, 0-9, _, . and -): " + escapedTool(c.Tool)
 		}
-		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, cc))
+		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c)))
 	}
 	r := g.roles[c.Role]
 	if r == nil || !r.tools[c.Tool] {
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the role contract of "+quote(c.Role)+" does not list "+quote(c.Tool), cc))
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the role contract of "+quote(c.Role)+" does not list "+quote(c.Tool), withRawArgs(cc, c)))
 	}
 	if g.intents != nil && !g.intents[c.Intent][c.Tool] {
 		detail := "intent " + quote(c.Intent) + " does not list " + quote(c.Tool)
 		if g.intents[c.Intent] == nil {
 			detail = "no configured intent " + quote(c.Intent)
 		}
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, cc))
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c)))
 	}
 	args, prob := e.schema.check(c.Args)
-	if prob == nil {
-		delete(cc, "args_raw")
+	if prob != nil {
+		withRawArgs(cc, c)
+	} else {
 		cc["args"] = map[string]any(args)
 		digest, err := ArgsDigest(args)
 		if err != nil {
@@ -623,17 +636,18 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if need {
 		cc["approval_reason"] = why
 	}
-	payload := args.Clone()
-	payload[kernel.KeyRequiresBeliefs] = slices.Clone(e.Requires)
-	if e.Requires == nil {
-		payload[kernel.KeyRequiresBeliefs] = []string{}
-	}
+	// A shallow copy: the kernel stores a normalised deep copy of the
+	// payload, and args stays as the decision record's context holds it.
+	payload := make(blackboard.Payload, len(args)+1)
+	maps.Copy(payload, args)
+	payload[kernel.KeyRequiresBeliefs] = e.requires
 	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload},
-		func(dr *audit.Record) {
+		func(dr audit.Record) audit.Record {
 			if need && dr.Outcome == audit.OutcomeCommitted {
 				dr.Outcome = audit.OutcomePendingApproval
 			}
 			dr.Context = cc
+			return dr
 		})
 	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
@@ -670,17 +684,37 @@ func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 
 // callContext is what a decision record says about the call itself:
 // the tool (escaped when it is not a name), role, call id and intent as
-// given (cut to a sane length), and
-// the raw arguments when they are short (replaced by the parsed arguments
-// and their digest once they parse).
-func callContext(c Call) blackboard.Payload {
-	cc := blackboard.Payload{"tool": recordedTool(c.Tool), "role": clip(c.Role)}
+// given (cut to a sane length). A refusal before the arguments parse adds
+// the raw arguments ([withRawArgs]); once they parse, the parsed arguments
+// and their digest take their place. Sized for the keys a committed call's
+// records add, so that the map does not grow.
+func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
+	cc := make(blackboard.Payload, 8)
+	// A registered tool's and a configured role's names are what
+	// recordedTool and clip make of them: their boxed copies serve.
+	if e != nil {
+		cc["tool"] = boxed(e.nameValue, c.Tool)
+	} else {
+		cc["tool"] = recordedTool(c.Tool)
+	}
+	if r := g.roles[c.Role]; r != nil {
+		cc["role"] = boxed(r.value, c.Role)
+	} else {
+		cc["role"] = clip(c.Role)
+	}
 	if c.ID != "" {
 		cc["call_id"] = clip(c.ID)
 	}
 	if c.Intent != "" {
 		cc["intent"] = clip(c.Intent)
 	}
+	return cc
+}
+
+// withRawArgs adds the raw arguments of c to its call context cc when they
+// are short, for the record of a call refused before they parse, and
+// returns cc.
+func withRawArgs(cc blackboard.Payload, c Call) blackboard.Payload {
 	if len(c.Args) <= maxRawArgs {
 		cc["args_raw"] = strings.ToValidUTF8(string(c.Args), "\uFFFD")
 	}

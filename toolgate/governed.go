@@ -22,14 +22,14 @@ func governedAs(k *kernel.Kernel, name string) governed { return governed{k.Gove
 
 // Submit submits e as a planner named w.name; record, when not nil,
 // completes the decision record that follows the decision (its outcome
-// and context).
-func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(*audit.Record)) (kernel.Decision, error) {
+// and context) and returns it. (A value, not a pointer: the record stays
+// on the stack.)
+func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.Record) audit.Record) (kernel.Decision, error) {
 	if record == nil {
 		return w.gov.Submit(ctx, w.name, e, nil)
 	}
 	return w.gov.Submit(ctx, w.name, e, func(d kernel.Decision) ([]kernel.Follow, error) {
-		r := audit.ForDecision(e.TraceID, e.Kind, d)
-		record(&r)
+		r := record(audit.ForDecision(e.TraceID, e.Kind, d))
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err
 	})

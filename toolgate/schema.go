@@ -24,7 +24,8 @@ var reservedArgs = []string{
 
 // argsOf returns the arguments of a committed action's payload: the
 // payload without the keys the kernel reads or derives (the same keys
-// [ArgsDigest] leaves out).
+// [ArgsDigest] leaves out). The copy is shallow: nested objects and lists
+// are p's, so neither may be changed while the other is in use.
 func argsOf(p blackboard.Payload) blackboard.Payload {
 	out := make(blackboard.Payload, len(p))
 	for key, v := range p {
@@ -32,7 +33,7 @@ func argsOf(p blackboard.Payload) blackboard.Payload {
 			out[key] = v
 		}
 	}
-	return out.Clone()
+	return out
 }
 
 // jsonTypes are the type names a schema may use.
@@ -133,12 +134,17 @@ func (s *schema) check(raw json.RawMessage) (blackboard.Payload, *argProblem) {
 		raw = json.RawMessage("{}")
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&v); err != nil {
-		return nil, &argProblem{detail: "the arguments are not valid JSON: " + err.Error()}
-	}
-	if dec.More() {
-		return nil, &argProblem{detail: "the arguments hold more than one JSON value"}
+	// One JSON value with nothing after it, the common case, needs no
+	// decoder; anything else gets the decoder's reading and its words.
+	if json.Unmarshal(raw, &v) != nil {
+		v = nil
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&v); err != nil {
+			return nil, &argProblem{detail: "the arguments are not valid JSON: " + err.Error()}
+		}
+		if dec.More() {
+			return nil, &argProblem{detail: "the arguments hold more than one JSON value"}
+		}
 	}
 	args, ok := v.(map[string]any)
 	if !ok {

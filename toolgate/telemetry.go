@@ -147,15 +147,23 @@ func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	return n, g.k.Now().Sub(time.UnixMilli(oldest)), nil
 }
 
+// callSpanOptions are the options of a call's span, built once: with
+// tracing off, starting a span then costs no allocation.
+var callSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+
 // startCall starts a call's span: the execute_tool span itself when the
 // caller has none, else a child of the caller's (a framework's
 // execute_tool span).
 func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
 	name, own := "toolgate.call", !trace.SpanContextFromContext(ctx).IsValid()
 	if own {
-		name = "execute_tool " + toolLabel(c.Tool)
+		if e := g.tools[c.Tool]; e != nil {
+			name = e.spanName
+		} else {
+			name = "execute_tool " + toolLabel(c.Tool)
+		}
 	}
-	ctx, sp := g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, sp := g.tracer.Start(ctx, name, callSpanOptions...)
 	if sp == nil {
 		return ctx, nil
 	}
