@@ -29,7 +29,7 @@ type Outcome string
 // The outcomes a decision record carries.
 const (
 	OutcomeCommitted       Outcome = "committed"        // the kernel committed the proposal
-	OutcomeRefused         Outcome = "refused"          // the kernel, a role contract or a budget refused it
+	OutcomeRefused         Outcome = "refused"          // the kernel, a contract or a budget refused it
 	OutcomePendingApproval Outcome = "pending_approval" // committed, waiting for an approver
 	OutcomeExecuted        Outcome = "executed"         // the effect ran and succeeded
 	OutcomeFailed          Outcome = "failed"           // the effect ran and failed for good
@@ -135,7 +135,7 @@ func (r Record) Follow() (kernel.Follow, error) {
 }
 
 // Append writes r on its own through g, for a call refused before it
-// reached the kernel's pipeline (a role contract, a budget, an
+// reached the kernel's pipeline (a contract, a budget, an
 // execution-time check), and returns it as written (with its ids and
 // time). Its errors are those of [Record.Follow] and
 // [kernel.Governor.Append].

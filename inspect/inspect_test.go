@@ -194,14 +194,14 @@ func toolgateDatabase(t *testing.T) string {
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := g.Kernel()
 	ctx := context.Background()
 	call := func(trace, tool, args string) toolgate.Result {
-		res, err := g.Call(ctx, toolgate.Call{ID: "c-" + tool, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: trace})
+		res, err := g.Call(ctx, toolgate.Call{ID: "c-" + tool, Tool: tool, Args: json.RawMessage(args), Caller: "support", TraceID: trace})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func toolgateDatabase(t *testing.T) string {
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != toolgate.Executed {
 		t.Fatal(res, err)
 	}
-	if _, err := g.Call(ctx, toolgate.Call{Tool: "delete_account", Args: json.RawMessage(`{}`), Role: "support", TraceID: "ticket-3"}); err != nil {
+	if _, err := g.Call(ctx, toolgate.Call{Tool: "delete_account", Args: json.RawMessage(`{}`), Caller: "support", TraceID: "ticket-3"}); err != nil {
 		t.Fatal(err)
 	}
 	return db

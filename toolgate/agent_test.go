@@ -71,7 +71,7 @@ func newPayDesk(t *testing.T) *payDesk {
 	}
 	if d.g, err = toolgate.New(context.Background(), toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithValidators(rs), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}})); err != nil {
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}})); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.g.Close() })
@@ -157,7 +157,7 @@ func newFakeModel(t *testing.T, script ...[]llm.ToolCall) *fakeModel {
 		n := len(m.reqs)
 		m.reqs = append(m.reqs, req)
 		m.mu.Unlock()
-		msg := map[string]any{"role": "assistant", "content": "done"}
+		msg := map[string]any{"caller": "assistant", "content": "done"}
 		finish := "stop"
 		if n < len(m.script) {
 			msg["content"], msg["tool_calls"], finish = nil, m.script[n], "tool_calls"
@@ -317,7 +317,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := agent.Run(ctx, llm.Task{Role: "support", TraceID: "ticket", User: "Refund my order."})
+			res, err := agent.Run(ctx, llm.Task{Caller: "support", TraceID: "ticket", User: "Refund my order."})
 			if !errors.Is(err, sc.wantErr) || (sc.wantErr == nil && err != nil) {
 				t.Fatalf("Run: %v, want %v", err, sc.wantErr)
 			}
@@ -464,7 +464,7 @@ func TestAgentOnGateSurface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agent.Run(context.Background(), llm.Task{Role: "support", TraceID: "ticket", User: "Refund O1."}); err != nil {
+	if _, err := agent.Run(context.Background(), llm.Task{Caller: "support", TraceID: "ticket", User: "Refund O1."}); err != nil {
 		t.Fatal(err)
 	}
 	var offered []string

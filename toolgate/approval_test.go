@@ -42,7 +42,7 @@ func TestApprovalFlow(t *testing.T) {
 			t.Fatalf("PendingApprovals: %+v %v", pending, err)
 		}
 		p := pending[0]
-		if p.ActionID != wait.ActionID || p.Tool != "issue_refund" || p.Role != "support" || p.CallID != "call_issue_refund" ||
+		if p.ActionID != wait.ActionID || p.Tool != "issue_refund" || p.Caller != "support" || p.CallID != "call_issue_refund" ||
 			p.Args["amount"] != 700.0 || p.Digest != d.digest(wait.ActionID) || !strings.Contains(p.Reason, "amount > 500") {
 			t.Errorf("pending %+v", p)
 		}
@@ -222,8 +222,8 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 func TestSelfApproval(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		// The role's own writer cannot approve its call.
-		if _, err := d.g.Approver(RoleWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, blackboard.ErrPermission) {
+		// The caller's own writer cannot approve its call.
+		if _, err := d.g.Approver(CallerWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
 		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
@@ -294,24 +294,24 @@ func TestExecuteUnknown(t *testing.T) {
 	})
 }
 
-// A role that loses a tool while its call waits for approval does not get
+// A caller that loses a tool while its call waits for approval does not get
 // it run: the refusal is recorded for good, and Recover leaves it alone.
 func TestRoleRevokedBeforeExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		revoked := d.gate(WithTools(d.tools...), WithRoles(Role{Name: "support", Tools: []string{"lookup_order"}}))
+		revoked := d.gate(WithTools(d.tools...), WithContracts(Contract{Name: "support", Tools: []string{"lookup_order"}}))
 		res, err := revoked.Execute(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "execute after the role lost the tool", res, Refused, CodeToolNotPermitted)
+		wantOutcome(t, "execute after the caller lost the tool", res, Refused, CodeToolNotPermitted)
 		d.clock.Advance(time.Hour)
 		if rec, err := revoked.Recover(d.ctx); err != nil || len(rec) != 0 {
 			t.Errorf("Recover: %+v %v", rec, err)
 		}
 		// Even the old configuration cannot run it now.
-		wantOutcome(t, "execute with the old roles", d.execute(wait.ActionID), Refused, CodeToolNotPermitted)
+		wantOutcome(t, "execute with the old contracts", d.execute(wait.ActionID), Refused, CodeToolNotPermitted)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
@@ -409,7 +409,7 @@ func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		f, err := audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved,
-			Approver: RoleWriter("support"), TTL: time.Hour}.Follow()
+			Approver: CallerWriter("support"), TTL: time.Hour}.Follow()
 		if err != nil {
 			t.Fatal(err)
 		}

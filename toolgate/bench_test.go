@@ -9,12 +9,12 @@ import (
 )
 
 // BenchmarkCall measures one governed call on a MemStore: a read-only
-// lookup (checks, kernel decision, attempt, result) and a call the role
+// lookup (checks, kernel decision, attempt, result) and a call the caller
 // contract refuses (one decision record). Each iteration uses a fresh
 // trace, so the cost does not grow with the trace.
 func BenchmarkCall(b *testing.B) {
 	for _, bc := range []struct {
-		name, role, tool string
+		name, caller, tool string
 	}{
 		{"executed", "support", "lookup_order"},
 		{"refused", "researcher", "lookup_order"},
@@ -26,7 +26,7 @@ func BenchmarkCall(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				res, err := d.g.Call(d.ctx, Call{Tool: bc.tool, Args: args, Role: bc.role, TraceID: "t" + strconv.Itoa(i)})
+				res, err := d.g.Call(d.ctx, Call{Tool: bc.tool, Args: args, Caller: bc.caller, TraceID: "t" + strconv.Itoa(i)})
 				if err != nil || res.Outcome == "" {
 					b.Fatal(res, err)
 				}

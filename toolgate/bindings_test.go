@@ -32,7 +32,7 @@ func newBoundDesk(t *testing.T) *boundDesk {
 
 func (d *boundDesk) call(trace, tool, args string) toolgate.Result {
 	d.t.Helper()
-	res, err := d.g.Call(context.Background(), toolgate.Call{Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: trace})
+	res, err := d.g.Call(context.Background(), toolgate.Call{Tool: tool, Args: json.RawMessage(args), Caller: "support", TraceID: trace})
 	if err != nil {
 		d.t.Fatalf("%s %s: %v", tool, args, err)
 	}

@@ -21,7 +21,7 @@ func budgetGate(t *testing.T, ran *int, opts ...toolgate.Option) *toolgate.Gate 
 			return blackboard.Payload{"ok": true}, nil
 		}}
 	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(lookup),
-		toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}})}, opts...)...)
+		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup"}})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestAttackCallBudgetComposes(t *testing.T) {
 			g := budgetGate(t, &ran, toolgate.WithBudget(gateRun, nil))
 			own := tc.own(gateRun)
 			for i := range 14 {
-				res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup", Role: "agent", TraceID: "t-budget",
+				res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup", Caller: "agent", TraceID: "t-budget",
 					Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Budget: own})
 				if err != nil {
 					t.Fatal(err)

@@ -36,7 +36,7 @@ func newGuard(t *testing.T, opts ...budget.GuardOption) *budget.Guard {
 // lookup is a lookup_order call charged to b.
 func lookup(trace, order string, b *Budget) Call {
 	return Call{ID: "c_" + order, Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + order + `"}`),
-		Role: "support", TraceID: trace, Budget: b}
+		Caller: "support", TraceID: trace, Budget: b}
 }
 
 // reasonIn reads the structured reason a budget refusal's record holds.
@@ -161,7 +161,7 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 		b := &Budget{Run: run, Guard: newGuard(t)}
 		search := func(args string) Result {
 			t.Helper()
-			res, err := d.g.Call(d.ctx, Call{Tool: "search_kb", Args: json.RawMessage(args), Role: "researcher", TraceID: "t", Budget: b})
+			res, err := d.g.Call(d.ctx, Call{Tool: "search_kb", Args: json.RawMessage(args), Caller: "researcher", TraceID: "t", Budget: b})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,8 +25,8 @@ type Call struct {
 	Tool string `json:"tool"`
 	// Args are the model's arguments: a JSON object.
 	Args json.RawMessage `json:"args"`
-	// Role names the calling worker's role contract.
-	Role string `json:"role"`
+	// Caller names the calling worker's contract.
+	Caller string `json:"caller"`
 	// TraceID is the episode the call belongs to.
 	TraceID string `json:"trace_id"`
 	// Intent, when set, names the intent the call serves; with intents

@@ -13,8 +13,8 @@ import (
 const (
 	// CodeToolUnknown: the call names no registered tool. Checked first.
 	CodeToolUnknown = blackboard.Code("TOOL_UNKNOWN")
-	// CodeToolNotPermitted: the caller's role contract does not list the
-	// tool (or the role has no contract). Check 1, permission level.
+	// CodeToolNotPermitted: the caller's contract does not list the
+	// tool (or the caller has no contract). Check 1, permission level.
 	CodeToolNotPermitted = blackboard.Code("TOOL_NOT_PERMITTED")
 	// CodeToolNotForIntent: intents are configured and the call names no
 	// intent, an unknown one, or one that does not list the tool. Check 2,
@@ -81,13 +81,13 @@ var (
 	// itself), or the fallback is not a registered safe fallback, or is a
 	// tool's.
 	ErrSpecMismatch = errors.New("toolgate: kernel action spec does not match the tools")
-	// ErrInvalidConfig: a bad role contract or intent (no name, a
+	// ErrInvalidConfig: a bad contract or intent (no name, a
 	// duplicate, a tool that is not registered), a bad lease, or a kernel
 	// option the kernel refuses.
 	ErrInvalidConfig = errors.New("toolgate: invalid configuration")
-	// ErrUnknownRole: [Gate.Surface] was asked about a role with no
+	// ErrUnknownCaller: [Gate.Surface] was asked about a caller with no
 	// contract.
-	ErrUnknownRole = errors.New("toolgate: unknown role")
+	ErrUnknownCaller = errors.New("toolgate: unknown caller")
 	// ErrUnknownIntent: [Gate.Surface] was asked about an intent that is
 	// not configured.
 	ErrUnknownIntent = errors.New("toolgate: unknown intent")

@@ -266,7 +266,7 @@ func crashDesk(t *testing.T, dir string, effect toolgate.EffectFunc) (*sqlitesto
 	}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(crashLease),
 		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 	if actionID == "" {
 		call := func(tool string, args any) toolgate.Result {
 			b, _ := json.Marshal(args)
-			res, err := g.Call(ctx, toolgate.Call{Tool: tool, Args: b, Role: "support", TraceID: w.trace})
+			res, err := g.Call(ctx, toolgate.Call{Tool: tool, Args: b, Caller: "support", TraceID: w.trace})
 			if err != nil {
 				t.Fatalf("%s %s: %v", w.trace, tool, err)
 			}

@@ -6,13 +6,13 @@
 // The owner registers [Tool]s (name, description and JSON Schema shown to
 // models, the beliefs a call rests on, the percept kind its result is
 // recorded under, the effect function, an approval policy and a retry
-// policy), the role contracts ([Role]: the tools each worker is authorized
+// policy), the contracts ([Contract]: the tools each worker is authorized
 // to use) and, optionally, intents ([Intent]: the tools each kind of
 // request may use):
 //
 //	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(store)),
 //		toolgate.WithTools(lookupOrder, issueRefund),
-//		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+//		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 //	k := g.Kernel() // for the agent's other handles and inspection
 //
 // Tools are registered once: [New] builds the kernel from the options
@@ -26,7 +26,7 @@
 //
 //  1. Permission: the tool is registered (TOOL_UNKNOWN; a tool name is 1
 //     to 64 of A-Z, a-z, 0-9, _, . and -, and any other is recorded only
-//     escaped) and the caller's role contract lists it
+//     escaped) and the caller's contract lists it
 //     (TOOL_NOT_PERMITTED).
 //  2. Rule: when intents are configured, the call names an intent that
 //     lists the tool (TOOL_NOT_FOR_INTENT). The arguments fit the tool's
@@ -36,8 +36,8 @@
 //     about one order grounds no refund of another. A tool that rests on
 //     beliefs declares Bindings, or Unbound when its arguments follow from
 //     no observation; [New] refuses one that declares neither.
-//  3. Situation: the call becomes an action proposal of the role's
-//     planner ([RoleWriter]), its payload the arguments with the tool's
+//  3. Situation: the call becomes an action proposal of the caller's
+//     planner ([CallerWriter]), its payload the arguments with the tool's
 //     beliefs as requires_beliefs, and the kernel decides it: the beliefs
 //     committed and true, their evidence current (STALE_EVIDENCE, ...),
 //     rules, constraints, once-keys (DUPLICATE_ACTION). A kernel refusal
@@ -49,8 +49,8 @@
 // the agent loop to hand back as the tool's result. A tool can word its
 // own hints ([Tool.Hints]).
 //
-// [Gate.Surface] lists the tools a model may be shown for a role, trace
-// and intent: in the role contract, allowed by the intent, and possible
+// [Gate.Surface] lists the tools a model may be shown for a caller, trace
+// and intent: in the contract, allowed by the intent, and possible
 // now (the beliefs they require are committed and true). A capability that
 // would be refused is absent from the model's tool list. Surfacing is a
 // courtesy, not the enforcement: Call checks every call again.
@@ -97,7 +97,7 @@
 // ([ArgsDigest]; [Gate.PendingApprovals] lists both). The approval
 // ([audit.Approval], appended through the kernel's Governor with the
 // approver's role) binds the action, the digest, the approver's identity
-// and an expiry; the proposer's own writer cannot approve ([RoleWriter]).
+// and an expiry; the proposer's own writer cannot approve ([CallerWriter]).
 // [Gate.Approvals] lists an action's approvals.
 // [Gate.Execute] (or [Gate.Resume], with the arguments about to run) then
 // runs it: the latest decision must exist (else APPROVAL_REQUIRED), be an
@@ -200,7 +200,7 @@
 // kernel on its own ([audit.Append]); the kernel's decision as a follow
 // record in the batch of the commit; the effect's result, an escalation,
 // in the batch of the record they describe. Each carries the call (tool,
-// call id, role, intent, arguments and their digest), the evidence refs,
+// call id, caller, intent, arguments and their digest), the evidence refs,
 // the constraints in force, the approvals, the outcome and the code.
 // [Gate.Decisions] queries them by trace, tool and outcome ([audit.List]).
 // The gate writes them, and claims its once-keys, through the kernel's

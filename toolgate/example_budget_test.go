@@ -31,7 +31,7 @@ func ExampleCall_budget() {
 	}
 	b := &toolgate.Budget{Run: lane, Guard: guard}
 	for _, order := range []string{"A1", "A1", "A1", "B2", "C3"} {
-		res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup_order", Role: "support", TraceID: "case-9",
+		res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup_order", Caller: "support", TraceID: "case-9",
 			Args: json.RawMessage(`{"order_id":"` + order + `"}`), Budget: b})
 		if err != nil {
 			panic(err)
@@ -42,7 +42,7 @@ func ExampleCall_budget() {
 		}
 		fmt.Println(line)
 	}
-	res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup_order", Role: "support", TraceID: "case-9",
+	res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup_order", Caller: "support", TraceID: "case-9",
 		Args: json.RawMessage(`{"order_id":"D4"}`), Budget: b})
 	if err != nil {
 		panic(err)

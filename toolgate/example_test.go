@@ -50,7 +50,7 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 	// with it; the kernel's other options go through WithKernel.
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		panic(err)
 	}
@@ -67,7 +67,7 @@ func Example() {
 	k, g := supportDesk(&refunds)
 	defer g.Close()
 	call := func(id, tool, args string) toolgate.Result {
-		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: "ticket-7"})
+		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Caller: "support", TraceID: "ticket-7"})
 		if err != nil {
 			panic(err)
 		}
@@ -139,7 +139,7 @@ func ExampleGate_Surface() {
 		fmt.Println(strings.Join(names, ", "))
 	}
 	show()
-	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Role: "support", TraceID: "ticket-8"}); err != nil {
+	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "ticket-8"}); err != nil {
 		panic(err)
 	}
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
@@ -159,7 +159,7 @@ func ExampleEffectOf() {
 	refunds := 0
 	k, g := supportDesk(&refunds)
 	defer k.Close()
-	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Role: "support", TraceID: "ticket-9"}); err != nil {
+	if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "ticket-9"}); err != nil {
 		panic(err)
 	}
 	for r, err := range k.Tool("reader").Trace(ctx, "ticket-9") {

@@ -174,13 +174,13 @@ func (g *Gate) gated(ctx context.Context, actionID string) (blackboard.Record, *
 	if !found || gd.Context["tool"] != any(e.Name) {
 		return unknown("not committed through the gate")
 	}
-	role, _ := gd.Context["role"].(string)
+	caller, _ := gd.Context["caller"].(string)
 	if len(act.Provenance.InputRefs) == 0 {
 		return unknown("no proposal")
 	}
 	proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0])
-	if err != nil || proposal.Provenance.Writer != RoleWriter(role) {
-		return unknown("not proposed by the role the gate recorded")
+	if err != nil || proposal.Provenance.Writer != CallerWriter(caller) {
+		return unknown("not proposed by the caller the gate recorded")
 	}
 	return act, e, gd, nil
 }
@@ -212,11 +212,11 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Recor
 	if err != nil {
 		return Result{ActionID: act.ID}, err
 	}
-	role, _ := gd.Context["role"].(string)
+	caller, _ := gd.Context["caller"].(string)
 	intent, _ := gd.Context["intent"].(string)
 	need := gd.Outcome == audit.OutcomePendingApproval
 	if !need {
-		need, _ = e.policy.needs(ctx, j.args, role, intent) // a stricter policy applies to what is not yet run
+		need, _ = e.policy.needs(ctx, j.args, caller, intent) // a stricter policy applies to what is not yet run
 	}
 	if given != nil {
 		if res, refused, err := g.checkGiven(ctx, j, need, given); refused || err != nil {
@@ -230,10 +230,10 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Recor
 		return g.recorded(ctx, j, id)
 	}
 	// The configuration may have changed since the call committed: what
-	// the role or intent may no longer do does not start.
+	// the caller or intent may no longer do does not start.
 	// The refusal is for good, so that Recover does not come back to it.
-	if r := g.roles[role]; r == nil || !r.tools[e.Name] {
-		return g.refuseForGood(ctx, j, CodeToolNotPermitted, "the role contract of "+quote(role)+" no longer lists "+quote(e.Name))
+	if r := g.contracts[caller]; r == nil || !r.tools[e.Name] {
+		return g.refuseForGood(ctx, j, CodeToolNotPermitted, "the contract of "+quote(caller)+" no longer lists "+quote(e.Name))
 	}
 	if g.intents != nil && !g.intents[intent][e.Name] {
 		return g.refuseForGood(ctx, j, CodeToolNotForIntent, "intent "+quote(intent)+" no longer lists "+quote(e.Name))
@@ -370,7 +370,7 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 		res, err := g.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" binds digest "+a.Digest+", the action's is "+want)
 		return res, true, err
 	}
-	if role, _ := j.cc["role"].(string); a.Approver == RoleWriter(role) {
+	if caller, _ := j.cc["caller"].(string); a.Approver == CallerWriter(caller) {
 		// Approve refuses this; it holds unless the record was forged.
 		res, err := g.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" is by the action's own proposer")
 		return res, true, err

@@ -24,7 +24,7 @@ import (
 func (d *desk) committed(trace, order string, amount float64) *job {
 	d.t.Helper()
 	args, _ := json.Marshal(map[string]any{"order_id": order, "amount": amount})
-	res, j, err := d.g.propose(d.ctx, Call{Tool: "issue_refund", Args: args, Role: "support", TraceID: trace})
+	res, j, err := d.g.propose(d.ctx, Call{Tool: "issue_refund", Args: args, Caller: "support", TraceID: trace})
 	if err != nil || j == nil {
 		d.t.Fatalf("propose: %+v %v", res, err)
 	}
@@ -359,7 +359,7 @@ func TestCancelledDuringEffect(t *testing.T) {
 		d.ground("t", "A1")
 		ctx, cancel := context.WithCancel(d.ctx)
 		go func() { <-started; cancel() }()
-		res, err := d.g.Call(ctx, Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":10}`), Role: "support", TraceID: "t"})
+		res, err := d.g.Call(ctx, Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":10}`), Caller: "support", TraceID: "t"})
 		if !errors.Is(err, context.Canceled) || res.ActionID == "" {
 			t.Fatalf("cancelled call: %+v %v, want the error and the action id", res, err)
 		}
@@ -419,7 +419,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return nil, errors.New("index offline") })
 		d.ground("t", "A1")                                         // lookup_order: committed + executed
-		d.call("t", "support", "", "search_kb", `{"query":"x"}`)    // refused: role contract
+		d.call("t", "support", "", "search_kb", `{"query":"x"}`)    // refused: contract
 		d.call("t", "researcher", "", "search_kb", `{"query":"x"}`) // committed + failed
 		wait := d.refund("t", "A1", 700)                            // pending approval
 		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour); err != nil {
@@ -446,7 +446,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 			t.Errorf("issue_refund records %v", refunds)
 		}
 		failed := d.decisions(DecisionFilter{Outcome: audit.OutcomeFailed})
-		if len(failed) != 1 || failed[0].Kind != "search_kb" || failed[0].Context["error"] != "index offline" || failed[0].Context["role"] != "researcher" {
+		if len(failed) != 1 || failed[0].Kind != "search_kb" || failed[0].Context["error"] != "index offline" || failed[0].Context["caller"] != "researcher" {
 			t.Errorf("failed records %+v", failed)
 		}
 		// Every record about a stored record lands next to it, written
@@ -492,7 +492,7 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	for range 3 {
 		g, err := New(d.ctx, WithKernel(kernel.WithStore(open()), kernel.WithClock(d.clock.Now),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-			WithTools(d.tools...), WithRoles(d.roles...))
+			WithTools(d.tools...), WithContracts(d.contracts...))
 		if err != nil {
 			t.Fatal(err)
 		}

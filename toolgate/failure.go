@@ -50,7 +50,7 @@ var codeStatus = map[blackboard.Code]failure.Status{
 	blackboard.CodeUnknownActionType: failure.StatusEndpointUnknown,
 	// The effect exists already.
 	blackboard.CodeDuplicateAction: failure.StatusDuplicate,
-	// Authority the worker lacks: its role, the intent, a person's say.
+	// Authority the worker lacks: its caller, the intent, a person's say.
 	CodeToolNotPermitted: failure.StatusAuthDenied,
 	CodeToolNotForIntent: failure.StatusAuthDenied,
 	CodeApprovalDenied:   failure.StatusAuthDenied,

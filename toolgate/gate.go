@@ -29,7 +29,7 @@ const (
 	KindAttempt = "effect_attempt"
 	// KindFailed records an effect that failed for good, or a committed
 	// action refused for good when it was to run (status refused: its
-	// role lost the tool, say). A failure is no observation of what the
+	// caller lost the tool, say). A failure is no observation of what the
 	// tool looks at, so it is not recorded under the tool's result kind
 	// and never replaces the last good result.
 	KindFailed = "effect_failed"
@@ -45,18 +45,18 @@ const GateWriter = "toolgate"
 // [WithLease] is given.
 const DefaultLease = time.Minute
 
-// RoleWriter returns the writer id under which a role's calls are proposed
+// CallerWriter returns the writer id under which a caller's calls are proposed
 // to the kernel. It is what decision records and provenance name, and an
-// approver minted with this identity is refused: a role cannot approve its
+// approver minted with this identity is refused: a caller cannot approve its
 // own calls.
-func RoleWriter(role string) string { return "role:" + role }
+func CallerWriter(caller string) string { return "caller:" + caller }
 
-// Role is a role contract: the tools a worker in that role is authorized
-// to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
+// Contract is a caller's contract: the tools a worker that calls under its
+// name is authorized to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
 // surfaced.
-type Role struct {
-	Name  string   // the role's name, as calls give it ([Call.Role])
-	Tools []string // the registered tools the role may call
+type Contract struct {
+	Name  string   // the caller's name, as calls give it ([Call.Caller])
+	Tools []string // the registered tools the caller may call
 }
 
 // Intent names a kind of request and the tools that may serve it. When any
@@ -70,17 +70,17 @@ type Intent struct {
 type Option func(*config)
 
 type config struct {
-	kernel   []kernel.Option
-	tools    []Tool
-	roles    []Role
-	intents  []Intent
-	lease    time.Duration
-	fallback string
-	tpSet    bool
-	tp       trace.TracerProvider
-	mpSet    bool
-	mp       metric.MeterProvider
-	budget   *Budget
+	kernel    []kernel.Option
+	tools     []Tool
+	contracts []Contract
+	intents   []Intent
+	lease     time.Duration
+	fallback  string
+	tpSet     bool
+	tp        trace.TracerProvider
+	mpSet     bool
+	mp        metric.MeterProvider
+	budget    *Budget
 }
 
 // WithTools registers tools, in the order [Gate.Surface] lists them. The
@@ -99,8 +99,10 @@ func WithKernel(opts ...kernel.Option) Option {
 	return func(c *config) { c.kernel = append(c.kernel, opts...) }
 }
 
-// WithRoles sets the role contracts. A role not given has no tool.
-func WithRoles(roles ...Role) Option { return func(c *config) { c.roles = append(c.roles, roles...) } }
+// WithContracts sets the contracts. A caller not given has no tool.
+func WithContracts(contracts ...Contract) Option {
+	return func(c *config) { c.contracts = append(c.contracts, contracts...) }
+}
 
 // WithIntents configures intents; with any, a call must name an intent
 // that lists its tool.
@@ -129,19 +131,19 @@ func WithFallback(actionType string) Option { return func(c *config) { c.fallbac
 // several processes may run gates over one store: the store's once-keys
 // order them. It starts no goroutines.
 type Gate struct {
-	k        *kernel.Kernel
-	tools    map[string]*entry
-	order    []*entry
-	byAction map[string]*entry
-	roles    map[string]*role
-	intents  map[string]map[string]bool // nil: no intents configured
-	lease    time.Duration
-	fallback string
-	planner  governed      // submits fallbacks
-	reader   kernel.Handle // reads records
-	tracer   telemetry.Tracer
-	metrics  *gateMetrics // nil: metrics off
-	budget   *Budget      // the default budget of calls ([WithBudget]); nil for none
+	k         *kernel.Kernel
+	tools     map[string]*entry
+	order     []*entry
+	byAction  map[string]*entry
+	contracts map[string]*contract
+	intents   map[string]map[string]bool // nil: no intents configured
+	lease     time.Duration
+	fallback  string
+	planner   governed      // submits fallbacks
+	reader    kernel.Handle // reads records
+	tracer    telemetry.Tracer
+	metrics   *gateMetrics // nil: metrics off
+	budget    *Budget      // the default budget of calls ([WithBudget]); nil for none
 }
 
 // entry is a registered tool with what New compiled for it.
@@ -160,7 +162,7 @@ type entry struct {
 	spanName  string // the name of a call's own span: "execute_tool " and the name
 }
 
-type role struct {
+type contract struct {
 	name    string
 	value   any // name, boxed once, as records hold it
 	tools   map[string]bool
@@ -173,7 +175,7 @@ type role struct {
 // and compiles their approval rules ([ErrInvalidTool]), refuses a tool
 // whose action type is also given as a kernel action spec, and a fallback
 // that is not a registered safe fallback ([ErrSpecMismatch]), and checks
-// roles, intents and the lease ([ErrInvalidConfig]; a bad kernel option
+// contracts, intents and the lease ([ErrInvalidConfig]; a bad kernel option
 // wraps both ErrInvalidConfig and the kernel's ErrInvalidInput). It reads
 // no record; it returns ctx's error if ctx is already done.
 func New(ctx context.Context, opts ...Option) (*Gate, error) {
@@ -189,7 +191,7 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	if c.lease <= 0 {
 		return nil, fmt.Errorf("%w: lease %v", ErrInvalidConfig, c.lease)
 	}
-	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, roles: map[string]*role{},
+	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
 		lease: c.lease, fallback: c.fallback, budget: c.budget}
 	specs := make([]kernel.ActionSpec, 0, len(c.tools))
 	for _, t := range c.tools {
@@ -234,7 +236,7 @@ func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec) (*kernel.Kerne
 }
 
 // init finishes a gate whose tools are registered, over its kernel k:
-// the handles, telemetry, the fallback, roles and intents.
+// the handles, telemetry, the fallback, contracts and intents.
 func (g *Gate) init(k *kernel.Kernel, c *config) error {
 	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback || g.byAction[c.fallback] != nil {
 		return fmt.Errorf("%w: fallback %q is not a registered safe fallback that is no tool's", ErrSpecMismatch, c.fallback)
@@ -259,15 +261,15 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 		}
 		return set, nil
 	}
-	for _, r := range c.roles {
-		set, err := names("role", r.Name, r.Tools)
+	for _, r := range c.contracts {
+		set, err := names("caller", r.Name, r.Tools)
 		if err != nil {
 			return err
 		}
-		if g.roles[r.Name] != nil {
-			return fmt.Errorf("%w: duplicate role %q", ErrInvalidConfig, r.Name)
+		if g.contracts[r.Name] != nil {
+			return fmt.Errorf("%w: duplicate caller %q", ErrInvalidConfig, r.Name)
 		}
-		g.roles[r.Name] = &role{name: r.Name, value: r.Name, tools: set, planner: governedAs(k, RoleWriter(r.Name))}
+		g.contracts[r.Name] = &contract{name: r.Name, value: r.Name, tools: set, planner: governedAs(k, CallerWriter(r.Name))}
 	}
 	for _, in := range c.intents {
 		set, err := names("intent", in.Name, in.Tools)
@@ -377,7 +379,7 @@ func (t *Tool) actionSpec() kernel.ActionSpec {
 	return s
 }
 
-// checkName refuses role and intent names the kernel would refuse as a
+// checkName refuses caller and intent names the kernel would refuse as a
 // kind, and long ones.
 func checkName(s string) error { return checkLen(s, 256) }
 
@@ -474,8 +476,8 @@ func (s Spec) clone() Spec {
 	return s
 }
 
-// Surface returns the specs of the tools a model in role may be shown for
-// the trace and intent, in registration order: those the role contract
+// Surface returns the specs of the tools a model calling as caller may be shown for
+// the trace and intent, in registration order: those the contract
 // lists, that the intent allows (when intents are configured; with
 // intents configured and none named, nothing is surfaced), and that are
 // situationally possible now: every belief the tool requires is committed
@@ -487,13 +489,13 @@ func (s Spec) clone() Spec {
 // may change between Surface and a call, and a model may call a tool it
 // was not shown. [Gate.Call] checks every call again.
 //
-// An unknown role is [ErrUnknownRole] and an intent that is not
+// An unknown caller is [ErrUnknownCaller] and an intent that is not
 // configured [ErrUnknownIntent]; a bad trace id is the kernel's
 // ErrInvalidInput.
-func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spec, error) {
-	r := g.roles[role]
+func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]Spec, error) {
+	r := g.contracts[caller]
 	if r == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRole, role)
+		return nil, fmt.Errorf("%w: %q", ErrUnknownCaller, caller)
 	}
 	var allowed map[string]bool
 	if g.intents != nil && intent != "" {
@@ -527,11 +529,11 @@ func (g *Gate) Surface(ctx context.Context, role, traceID, intent string) ([]Spe
 // Call puts one tool call through the gate and answers with a [Result]:
 //
 //  1. The tool must be registered (TOOL_UNKNOWN), listed by the caller's
-//     role contract (TOOL_NOT_PERMITTED) and, when intents are configured,
+//     contract (TOOL_NOT_PERMITTED) and, when intents are configured,
 //     by the call's intent (TOOL_NOT_FOR_INTENT); its arguments must fit
 //     its schema (INVALID_ARGUMENTS). A call refused here stores nothing
 //     but its decision record.
-//  2. The call becomes an action proposal of the role's planner, with the
+//  2. The call becomes an action proposal of the caller's planner, with the
 //     arguments as payload and the tool's beliefs as requires_beliefs, and
 //     the kernel decides it: evidence, rules, constraints, once-keys. Its
 //     decision record lands in the same batch. A kernel refusal keeps the
@@ -588,9 +590,9 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c)))
 	}
-	r := g.roles[c.Role]
+	r := g.contracts[c.Caller]
 	if r == nil || !r.tools[c.Tool] {
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the role contract of "+quote(c.Role)+" does not list "+quote(c.Tool), withRawArgs(cc, c)))
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c)))
 	}
 	if g.intents != nil && !g.intents[c.Intent][c.Tool] {
 		detail := "intent " + quote(c.Intent) + " does not list " + quote(c.Tool)
@@ -631,7 +633,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 			}
 		}
 	}
-	need, why := e.policy.needs(ctx, args, c.Role, c.Intent)
+	need, why := e.policy.needs(ctx, args, c.Caller, c.Intent)
 	cc["approval_required"] = need
 	if need {
 		cc["approval_reason"] = why
@@ -683,24 +685,24 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 
 // callContext is what a decision record says about the call itself:
-// the tool (escaped when it is not a name), role, call id and intent as
+// the tool (escaped when it is not a name), caller, call id and intent as
 // given (cut to a sane length). A refusal before the arguments parse adds
 // the raw arguments ([withRawArgs]); once they parse, the parsed arguments
 // and their digest take their place. Sized for the keys a committed call's
 // records add, so that the map does not grow.
 func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
 	cc := make(blackboard.Payload, 8)
-	// A registered tool's and a configured role's names are what
+	// A registered tool's and a configured caller's names are what
 	// recordedTool and clip make of them: their boxed copies serve.
 	if e != nil {
 		cc["tool"] = boxed(e.nameValue, c.Tool)
 	} else {
 		cc["tool"] = recordedTool(c.Tool)
 	}
-	if r := g.roles[c.Role]; r != nil {
-		cc["role"] = boxed(r.value, c.Role)
+	if r := g.contracts[c.Caller]; r != nil {
+		cc["caller"] = boxed(r.value, c.Caller)
 	} else {
-		cc["role"] = clip(c.Role)
+		cc["caller"] = clip(c.Caller)
 	}
 	if c.ID != "" {
 		cc["call_id"] = clip(c.ID)
@@ -740,7 +742,7 @@ func clip(s string) string {
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
 
-// refuse records a refusal the kernel's pipeline never saw (a role
+// refuse records a refusal the kernel's pipeline never saw (a caller
 // contract, an intent, an unknown tool, bad arguments, an execution-time
 // check) and returns it as a Result.
 func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string, code blackboard.Code, detail string, cc blackboard.Payload) (Result, error) {

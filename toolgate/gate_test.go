@@ -47,7 +47,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackb
 			dr = &r
 		}
 	}
-	if dr == nil || dr.Outcome != audit.OutcomeRefused || dr.Code != code || dr.Context["tool"] != recordedTool(c.Tool) || dr.Context["role"] != c.Role ||
+	if dr == nil || dr.Outcome != audit.OutcomeRefused || dr.Code != code || dr.Context["tool"] != recordedTool(c.Tool) || dr.Context["caller"] != c.Caller ||
 		c.ID != "" && dr.Context["call_id"] != c.ID {
 		t.Errorf("%s: decision record %+v", what, dr)
 	}
@@ -58,13 +58,13 @@ func TestRoleContract(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
 		refusedBeforeKernel(t, d, "support searches the knowledge base",
-			Call{ID: "c1", Tool: "search_kb", Args: json.RawMessage(`{"query":"refund policy"}`), Role: "support", TraceID: "t"},
+			Call{ID: "c1", Tool: "search_kb", Args: json.RawMessage(`{"query":"refund policy"}`), Caller: "support", TraceID: "t"},
 			CodeToolNotPermitted, "not available to you")
 		refusedBeforeKernel(t, d, "researcher refunds",
-			Call{ID: "c2", Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":10}`), Role: "researcher", TraceID: "t"},
+			Call{ID: "c2", Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":10}`), Caller: "researcher", TraceID: "t"},
 			CodeToolNotPermitted, "not available to you")
-		refusedBeforeKernel(t, d, "a role with no contract",
-			Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Role: "intruder", TraceID: "t"},
+		refusedBeforeKernel(t, d, "a caller with no contract",
+			Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "intruder", TraceID: "t"},
 			CodeToolNotPermitted, "not available to you")
 		if n := len(d.invocations("issue_refund")) + len(d.invocations("search_kb")); n != 0 {
 			t.Errorf("%d effects ran", n)
@@ -72,12 +72,12 @@ func TestRoleContract(t *testing.T) {
 		if res := d.call("t", "researcher", "", "search_kb", `{"query":"refund policy"}`); res.Outcome != Executed {
 			t.Errorf("researcher searches: %+v", res)
 		}
-		// Without the role contract the attack wins: the kernel knows
-		// nothing of roles, and commits the researcher's refund.
-		dec, err := d.k.Planner(RoleWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		// Without the contract the attack wins: the kernel knows
+		// nothing of contracts, and commits the researcher's refund.
+		dec, err := d.k.Planner(CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
 		if err != nil || !dec.Committed() {
-			t.Errorf("the kernel alone: %v %v, want the refund committed (the role check is the gate's)", dec.Code, err)
+			t.Errorf("the kernel alone: %v %v, want the refund committed (the caller check is the gate's)", dec.Code, err)
 		}
 	})
 }
@@ -87,18 +87,18 @@ func TestIntent(t *testing.T) {
 		d.ground("t", "A1")
 		refund := json.RawMessage(`{"order_id":"A1","amount":10}`)
 		refusedBeforeKernel(t, d, "refund for a question",
-			Call{Tool: "issue_refund", Args: refund, Role: "support", TraceID: "t", Intent: "question"},
+			Call{Tool: "issue_refund", Args: refund, Caller: "support", TraceID: "t", Intent: "question"},
 			CodeToolNotForIntent, "does not serve")
 		refusedBeforeKernel(t, d, "no intent",
-			Call{Tool: "issue_refund", Args: refund, Role: "support", TraceID: "t"},
+			Call{Tool: "issue_refund", Args: refund, Caller: "support", TraceID: "t"},
 			CodeToolNotForIntent, "does not serve")
 		refusedBeforeKernel(t, d, "unknown intent",
-			Call{Tool: "issue_refund", Args: refund, Role: "support", TraceID: "t", Intent: "anything"},
+			Call{Tool: "issue_refund", Args: refund, Caller: "support", TraceID: "t", Intent: "anything"},
 			CodeToolNotForIntent, "does not serve")
-		// The role check comes first: a tool outside the contract is
+		// The caller check comes first: a tool outside the contract is
 		// TOOL_NOT_PERMITTED whatever the intent.
 		refusedBeforeKernel(t, d, "search for a question by support",
-			Call{Tool: "search_kb", Args: json.RawMessage(`{"query":"x"}`), Role: "support", TraceID: "t", Intent: "question"},
+			Call{Tool: "search_kb", Args: json.RawMessage(`{"query":"x"}`), Caller: "support", TraceID: "t", Intent: "question"},
 			CodeToolNotPermitted, "not available")
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("%d refunds ran", n)
@@ -112,12 +112,12 @@ func TestIntent(t *testing.T) {
 func TestUnknownTool(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		refusedBeforeKernel(t, d, "hallucinated tool",
-			Call{ID: "c9", Tool: "delete_account", Args: json.RawMessage(`{}`), Role: "support", TraceID: "t"},
+			Call{ID: "c9", Tool: "delete_account", Args: json.RawMessage(`{}`), Caller: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
-		refusedBeforeKernel(t, d, "no tool name", Call{Role: "support", TraceID: "t"}, CodeToolUnknown, "Call only the tools")
+		refusedBeforeKernel(t, d, "no tool name", Call{Caller: "support", TraceID: "t"}, CodeToolUnknown, "Call only the tools")
 		// Whatever the model makes up is recorded escaped, made to fit.
 		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
-			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Role: "support", TraceID: "t"},
+			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Caller: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
 		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if last := recs[len(recs)-1]; last.ID != res.DecisionID || len(last.Kind) > 300 || last.Context["args_raw"] != `{"a":1}` {
@@ -147,7 +147,7 @@ func TestInvalidArguments(t *testing.T) {
 			{"a derived flag", `{"order_id":"A1","amount":10,"uses_stale_data":false}`, "uses_stale_data"},
 		} {
 			res := refusedBeforeKernel(t, d, tc.name,
-				Call{Tool: "issue_refund", Args: json.RawMessage(tc.args), Role: "support", TraceID: "t"},
+				Call{Tool: "issue_refund", Args: json.RawMessage(tc.args), Caller: "support", TraceID: "t"},
 				CodeInvalidArguments, "call issue_refund again")
 			if tc.field != "" && !strings.Contains(res.Hint, `"`+tc.field+`"`) {
 				t.Errorf("%s: hint %q does not name %s", tc.name, res.Hint, tc.field)
@@ -155,7 +155,7 @@ func TestInvalidArguments(t *testing.T) {
 		}
 		// No arguments at all is an empty object: fine for a tool without
 		// required ones, missing order_id here.
-		res := refusedBeforeKernel(t, d, "empty arguments", Call{Tool: "lookup_order", Role: "support", TraceID: "t"},
+		res := refusedBeforeKernel(t, d, "empty arguments", Call{Tool: "lookup_order", Caller: "support", TraceID: "t"},
 			CodeInvalidArguments, `"order_id"`)
 		if !strings.Contains(res.RootCause.Detail, "order_id") {
 			t.Errorf("root cause %+v", res.RootCause)
@@ -165,7 +165,7 @@ func TestInvalidArguments(t *testing.T) {
 		}
 		// Without the schema check the kernel would commit a refund with
 		// no amount: it gates evidence, not argument shapes.
-		dec, err := d.k.Planner(RoleWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
 		if err != nil || !dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want the malformed refund committed", dec.Code, err)
@@ -254,11 +254,11 @@ func TestKernelRefusals(t *testing.T) {
 
 func TestSurface(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		names := func(role, trace, intent string) []string {
+		names := func(caller, trace, intent string) []string {
 			t.Helper()
-			specs, err := d.g.Surface(d.ctx, role, trace, intent)
+			specs, err := d.g.Surface(d.ctx, caller, trace, intent)
 			if err != nil {
-				t.Fatalf("Surface(%s, %s, %s): %v", role, trace, intent, err)
+				t.Fatalf("Surface(%s, %s, %s): %v", caller, trace, intent, err)
 			}
 			out := []string{}
 			for _, s := range specs {
@@ -293,8 +293,8 @@ func TestSurface(t *testing.T) {
 		if specs[1].Description != "Refund an order." || !json.Valid(specs[1].Parameters) || !strings.Contains(string(specs[1].Parameters), "amount") {
 			t.Errorf("spec %+v", specs[1])
 		}
-		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrUnknownRole) {
-			t.Errorf("unknown role: %v", err)
+		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrUnknownCaller) {
+			t.Errorf("unknown caller: %v", err)
 		}
 		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrUnknownIntent) {
 			t.Errorf("unknown intent: %v", err)
@@ -320,12 +320,12 @@ func TestSurfaceWithoutIntents(t *testing.T) {
 
 func TestCallErrors(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		if _, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Role: "support"}); !errors.Is(err, ErrInvalidCall) {
+		if _, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Caller: "support"}); !errors.Is(err, ErrInvalidCall) {
 			t.Errorf("no trace: %v", err)
 		}
 		ctx, cancel := context.WithCancel(d.ctx)
 		cancel()
-		if _, err := d.g.Call(ctx, Call{Tool: "lookup_order", Role: "support", TraceID: "t", Args: json.RawMessage(`{"order_id":"A1"}`)}); !errors.Is(err, context.Canceled) {
+		if _, err := d.g.Call(ctx, Call{Tool: "lookup_order", Caller: "support", TraceID: "t", Args: json.RawMessage(`{"order_id":"A1"}`)}); !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled: %v", err)
 		}
 		if len(d.records()) != 0 {
@@ -348,7 +348,7 @@ func TestNewChecks(t *testing.T) {
 		opts []Option
 		want error
 	}{
-		{"fine", []Option{WithTools(lookup, refund), WithRoles(Role{"support", []string{"lookup_order"}})}, nil},
+		{"fine", []Option{WithTools(lookup, refund), WithContracts(Contract{"support", []string{"lookup_order"}})}, nil},
 		{"no tools", nil, nil},
 		{"tool type also a kernel spec", []Option{WithTools(lookup, refund),
 			WithKernel(kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))}, ErrSpecMismatch},
@@ -379,10 +379,10 @@ func TestNewChecks(t *testing.T) {
 		{"reserved result kind", []Option{WithTools(Tool{Name: "lookup_order", Result: KindAttempt, Effect: effect})}, ErrInvalidTool},
 		{"bad retry", []Option{WithTools(Tool{Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}})}, ErrInvalidTool},
 		{"bad once-key", []Option{WithTools(withOnce(refund, &kernel.OnceKey{}))}, ErrInvalidConfig},
-		{"role lists an unknown tool", []Option{WithTools(lookup), WithRoles(Role{"support", []string{"issue_refund"}})}, ErrInvalidConfig},
-		{"role twice", []Option{WithTools(lookup), WithRoles(Role{"support", nil}, Role{"support", nil})}, ErrInvalidConfig},
+		{"caller lists an unknown tool", []Option{WithTools(lookup), WithContracts(Contract{"support", []string{"issue_refund"}})}, ErrInvalidConfig},
+		{"caller twice", []Option{WithTools(lookup), WithContracts(Contract{"support", nil}, Contract{"support", nil})}, ErrInvalidConfig},
 		{"intent lists an unknown tool", []Option{WithTools(lookup), WithIntents(Intent{"refund", []string{"issue_refund"}})}, ErrInvalidConfig},
-		{"role without a name", []Option{WithTools(lookup), WithRoles(Role{"", nil})}, ErrInvalidConfig},
+		{"caller without a name", []Option{WithTools(lookup), WithContracts(Contract{"", nil})}, ErrInvalidConfig},
 		{"bad lease", []Option{WithTools(lookup), WithLease(0)}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

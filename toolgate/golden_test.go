@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden_records.jsonl f
 
 // TestGoldenRecords pins, byte for byte in JSON, every record the gate
 // writes for a fixed set of calls: an executed read-only call, refusals
-// before the kernel (role contract, bad arguments), an effect that fails
+// before the kernel (contract, bad arguments), an effect that fails
 // for good, a refund bound to its belief, its repetition (refused by
 // the kernel, with causes), and a refund that waits for an
 // approval and then runs. The gate builds decision records, effects and

@@ -18,10 +18,10 @@ import (
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
-// The tests drive a support desk: a support role that looks up orders and
+// The tests drive a support desk: a support caller that looks up orders and
 // issues refunds (a refund over 500 needs approval, and rests on the
 // refund_due belief, which rests on the order percept lookup_order
-// records), and a researcher role that searches a knowledge base.
+// records), and a researcher caller that searches a knowledge base.
 
 // stores lists the stores every test runs on, as kernel/attack_test.go
 // does.
@@ -54,7 +54,7 @@ func (c *clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 // setup is what a test may change about the desk before it is built.
 type setup struct {
 	tools      []Tool
-	roles      []Role
+	contracts  []Contract
 	intents    []Intent
 	kernelOpts []kernel.Option
 	gateOpts   []Option
@@ -63,16 +63,16 @@ type setup struct {
 // desk is a gate over a kernel on one store, with a fake clock and effects
 // whose behaviour a test sets and whose calls it counts.
 type desk struct {
-	t       testing.TB
-	ctx     context.Context
-	store   blackboard.Store
-	clock   *clock
-	k       *kernel.Kernel
-	g       *Gate
-	analyst *kernel.Planner // proposes beliefs
-	tools   []Tool          // as registered
-	roles   []Role
-	kopts   []kernel.Option // the kernel's options, for another gate over the store
+	t         testing.TB
+	ctx       context.Context
+	store     blackboard.Store
+	clock     *clock
+	k         *kernel.Kernel
+	g         *Gate
+	analyst   *kernel.Planner // proposes beliefs
+	tools     []Tool          // as registered
+	contracts []Contract
+	kopts     []kernel.Option // the kernel's options, for another gate over the store
 
 	mu     sync.Mutex
 	behave map[string]EffectFunc
@@ -127,7 +127,7 @@ func newDesk(t testing.TB, s blackboard.Store, mods ...func(*setup)) *desk {
 		tools: deskTools(func(tool string) EffectFunc {
 			return func(ctx context.Context, inv Invocation) (blackboard.Payload, error) { return d.effect(ctx, tool, inv) }
 		}),
-		roles: []Role{
+		contracts: []Contract{
 			{Name: "support", Tools: []string{"lookup_order", "issue_refund"}},
 			{Name: "researcher", Tools: []string{"search_kb"}},
 		},
@@ -137,8 +137,8 @@ func newDesk(t testing.TB, s blackboard.Store, mods ...func(*setup)) *desk {
 	}
 	d.kopts = append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(d.clock.Now),
 		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})}, su.kernelOpts...)
-	d.tools, d.roles = su.tools, su.roles
-	d.g = d.gate(append([]Option{WithTools(su.tools...), WithRoles(su.roles...), WithIntents(su.intents...)}, su.gateOpts...)...)
+	d.tools, d.contracts = su.tools, su.contracts
+	d.g = d.gate(append([]Option{WithTools(su.tools...), WithContracts(su.contracts...), WithIntents(su.intents...)}, su.gateOpts...)...)
 	d.k = d.g.Kernel()
 	d.analyst = d.k.Planner("analyst")
 	return d
@@ -189,9 +189,9 @@ func (d *desk) invocations(tool string) []Invocation {
 }
 
 // call makes a tool call, failing the test on an error.
-func (d *desk) call(trace, role, intent, tool, args string) Result {
+func (d *desk) call(trace, caller, intent, tool, args string) Result {
 	d.t.Helper()
-	res, err := d.g.Call(d.ctx, Call{ID: "call_" + tool, Tool: tool, Args: json.RawMessage(args), Role: role, TraceID: trace, Intent: intent})
+	res, err := d.g.Call(d.ctx, Call{ID: "call_" + tool, Tool: tool, Args: json.RawMessage(args), Caller: caller, TraceID: trace, Intent: intent})
 	if err != nil {
 		d.t.Fatalf("Call %s: %v", tool, err)
 	}

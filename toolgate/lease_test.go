@@ -80,7 +80,7 @@ func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started 
 		}}
 	s := &slowStore{Store: memstore.New(), delay: delay}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(ping), toolgate.WithLease(lease), toolgate.WithKernel(kernel.WithStore(s)),
-		toolgate.WithRoles(toolgate.Role{Name: "ops", Tools: []string{"ping"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "ops", Tools: []string{"ping"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestAttackLeaseSlowStore(t *testing.T) {
 	var first toolgate.Result
 	var firstErr error
 	wg.Go(func() {
-		first, firstErr = g.Call(ctx, toolgate.Call{Tool: "ping", Role: "ops", TraceID: "slow-1", Args: json.RawMessage(`{}`)})
+		first, firstErr = g.Call(ctx, toolgate.Call{Tool: "ping", Caller: "ops", TraceID: "slow-1", Args: json.RawMessage(`{}`)})
 	})
 	actionID := <-started
 	second, err := g.Execute(ctx, actionID) // the second driver
@@ -137,7 +137,7 @@ func TestAttackLeaseLeftTooShort(t *testing.T) {
 	}
 	var log effectLog
 	g := slowGate(t, time.Second, 1100*time.Millisecond, &log, nil)
-	res, err := g.Call(context.Background(), toolgate.Call{Tool: "ping", Role: "ops", TraceID: "slow-2", Args: json.RawMessage(`{}`)})
+	res, err := g.Call(context.Background(), toolgate.Call{Tool: "ping", Caller: "ops", TraceID: "slow-2", Args: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // Variables an approval rule sees besides the declared properties.
 const (
 	varArgs   = "args"
-	varRole   = "role"
+	varCaller = "caller"
 	varIntent = "intent"
 )
 
@@ -46,12 +46,12 @@ func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
 	}
 	opts := []cel.EnvOption{
 		cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable(varRole, cel.StringType),
+		cel.Variable(varCaller, cel.StringType),
 		cel.Variable(varIntent, cel.StringType),
 		cel.CrossTypeNumericComparisons(true), // JSON numbers are doubles; rules write int literals
 	}
 	for name := range s.props {
-		if name == varArgs || name == varRole || name == varIntent || !celIdent.MatchString(name) || slices.Contains(celReserved, name) {
+		if name == varArgs || name == varCaller || name == varIntent || !celIdent.MatchString(name) || slices.Contains(celReserved, name) {
 			continue
 		}
 		pol.vars = append(pol.vars, name)
@@ -78,14 +78,14 @@ func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
 // needs reports whether a call with these arguments needs approval, and
 // why (for the decision record): "always", the rule, or the rule's
 // evaluation error (fail closed).
-func (p *policy) needs(ctx context.Context, args blackboard.Payload, role, intent string) (bool, string) {
+func (p *policy) needs(ctx context.Context, args blackboard.Payload, caller, intent string) (bool, string) {
 	if p.always {
 		return true, "always"
 	}
 	if p.prg == nil {
 		return false, ""
 	}
-	act := map[string]any{varArgs: map[string]any(args), varRole: role, varIntent: intent}
+	act := map[string]any{varArgs: map[string]any(args), varCaller: caller, varIntent: intent}
 	for _, name := range p.vars {
 		if v, ok := args[name]; ok {
 			act[name] = v

@@ -135,9 +135,9 @@ type Pending struct {
 	ActionID string // the committed action, to approve
 	TraceID  string // its trace, to approve in
 	Tool     string // the tool called
-	// Role is the role that made the call; its writer ([RoleWriter]) may
+	// Caller is the caller that made the call; its writer ([CallerWriter]) may
 	// not approve it.
-	Role   string
+	Caller string
 	CallID string // the framework's call id, when it gave one
 	// Args are the committed arguments; Digest their [ArgsDigest],
 	// which an approval binds.
@@ -195,7 +195,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 			return nil, err
 		}
 		p := Pending{ActionID: act.ID, TraceID: traceID, Tool: e.Name, Args: j.args, Digest: digest}
-		p.Role, _ = gd.Context["role"].(string)
+		p.Caller, _ = gd.Context["caller"].(string)
 		p.CallID, _ = gd.Context["call_id"].(string)
 		p.Reason, _ = gd.Context["approval_reason"].(string)
 		out = append(out, p)

@@ -23,7 +23,7 @@ func BenchmarkSessionCallN(b *testing.B) {
 			call := func() {
 				i++
 				args := json.RawMessage(`{"order_id":"A` + strconv.Itoa(i) + `"}`)
-				res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: args, Role: "support", TraceID: "session"})
+				res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: args, Caller: "support", TraceID: "session"})
 				if err != nil || res.Outcome != Executed || res.DecisionID == "" {
 					b.Fatalf("call %d: %+v %v", i, res, err)
 				}

@@ -25,11 +25,11 @@ const (
 	AttrGenAIOperation = "gen_ai.operation.name" // "execute_tool"
 	AttrGenAIToolName  = "gen_ai.tool.name"
 	AttrGenAIToolCall  = "gen_ai.tool.call.id"
-	AttrGenAIToolType  = "gen_ai.tool.type" // "function"
-	AttrCallRole       = "bk.toolgate.role" // the role contract the call was made under
-	AttrActionID       = "bk.action_id"     // the committed action
-	AttrAttempt        = "bk.attempt"       // the effect attempt's number
-	AttrOutcome        = "bk.outcome"       // a call's outcome, an effect's status
+	AttrGenAIToolType  = "gen_ai.tool.type"   // "function"
+	AttrCallCaller     = "bk.toolgate.caller" // the contract the call was made under
+	AttrActionID       = "bk.action_id"       // the committed action
+	AttrAttempt        = "bk.attempt"         // the effect attempt's number
+	AttrOutcome        = "bk.outcome"         // a call's outcome, an effect's status
 	// AttrBudgetPrefix prefixes the figures of the budget snapshot a call
 	// is checked against (see [WithBudget]): bk.budget.run_id,
 	// bk.budget.pressure, bk.budget.used.tool_calls, ...
@@ -170,7 +170,7 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 	attrs := []attribute.KeyValue{
 		attribute.String(AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(AttrGenAIToolType, "function"),
 		attribute.String(kernel.AttrNamespace, g.k.Namespace()), attribute.String(kernel.AttrTraceID, clip(c.TraceID)),
-		attribute.String(AttrCallRole, clip(c.Role)),
+		attribute.String(AttrCallCaller, clip(c.Caller)),
 	}
 	if own {
 		attrs = append(attrs, attribute.String(AttrGenAIOperation, "execute_tool"))

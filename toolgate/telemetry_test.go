@@ -51,14 +51,14 @@ func TestToolCallSpans(t *testing.T) {
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
 		toolgate.WithKernel(kernel.WithClock(func() time.Time { return now }), kernel.WithTracerProvider(tp), kernel.WithMeterProvider(mp),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := g.Kernel()
 	ctx := context.Background()
 	call := func(ctx context.Context, id, tool, args string) toolgate.Result {
-		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: "ticket-9"})
+		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Caller: "support", TraceID: "ticket-9"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,13 +198,13 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 			return blackboard.Payload{"refund_id": "re_1"}, nil
 		}}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(refund), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
-		toolgate.WithBudget(run, nil), toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"issue_refund"}}))
+		toolgate.WithBudget(run, nil), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"issue_refund"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
 	ctx := context.Background()
-	res, err := g.Call(ctx, toolgate.Call{ID: "call_1", Tool: "issue_refund", Args: json.RawMessage(`{"amount":700}`), Role: "support", TraceID: "t"})
+	res, err := g.Call(ctx, toolgate.Call{ID: "call_1", Tool: "issue_refund", Args: json.RawMessage(`{"amount":700}`), Caller: "support", TraceID: "t"})
 	if err != nil || res.Outcome != toolgate.NeedsApproval {
 		t.Fatalf("refund: %+v %v", res, err)
 	}

@@ -129,7 +129,7 @@ type ApprovalPolicy struct {
 	// When is a CEL expression over the arguments; a call for which it is
 	// true needs approval. It sees args (the arguments as a map), each
 	// top-level property the parameters schema declares by its name (when
-	// the name is a CEL identifier and not args, role or intent), role and
+	// the name is a CEL identifier and not args, caller or intent), caller and
 	// intent (strings): "amount > 500", "args.currency != 'EUR'". It is
 	// compiled by [New]; one that does not compile is an error there. On a
 	// call where it cannot be evaluated (a missing argument, a type error)

@@ -51,13 +51,13 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	store := memstore.New()
 	lookup := toolgate.Tool{Name: "lookup", Effect: effect}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithKernel(kernel.WithStore(store)),
-		toolgate.WithRoles(toolgate.Role{Name: "agent", Tools: []string{"lookup"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
 	for _, name := range notNames[:4] {
-		res, err := g.Call(context.Background(), toolgate.Call{Tool: name, Role: "agent", TraceID: "t-names", Args: json.RawMessage(`{}`)})
+		res, err := g.Call(context.Background(), toolgate.Call{Tool: name, Caller: "agent", TraceID: "t-names", Args: json.RawMessage(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,7 +103,7 @@ func NewSession(tb testing.TB, s blackboard.Store) *Session {
 	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		tb.Fatalf("toolgate.New: %v", err)
 	}
@@ -113,7 +113,7 @@ func NewSession(tb testing.TB, s blackboard.Store) *Session {
 // ReadOnly makes the read-only call lookup_order on order in trace and
 // returns an error unless it executed.
 func (d *Session) ReadOnly(ctx context.Context, trace, order string) error {
-	res, err := d.Gate.Call(ctx, toolgate.Call{ID: "call_lookup", Tool: "lookup_order", Role: "support", TraceID: trace,
+	res, err := d.Gate.Call(ctx, toolgate.Call{ID: "call_lookup", Tool: "lookup_order", Caller: "support", TraceID: trace,
 		Args: json.RawMessage(`{"order_id":"` + order + `"}`)})
 	if err != nil {
 		return fmt.Errorf("lookup_order: %w", err)
@@ -141,7 +141,7 @@ func (d *Session) Refund(ctx context.Context, trace, order string) error {
 	if !dec.Committed() {
 		return fmt.Errorf("belief refund_due: %s", dec.Code)
 	}
-	res, err := d.Gate.Call(ctx, toolgate.Call{ID: "call_refund", Tool: "issue_refund", Role: "support", TraceID: trace,
+	res, err := d.Gate.Call(ctx, toolgate.Call{ID: "call_refund", Tool: "issue_refund", Caller: "support", TraceID: trace,
 		Args: json.RawMessage(`{"order_id":"` + order + `","amount":100}`)})
 	if err != nil {
 		return fmt.Errorf("issue_refund: %w", err)

@@ -120,7 +120,7 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 	now := func() time.Time { return epoch }
 	wld := sc.world
 	tools := wld.tools()
-	gate, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithClock(now)), toolgate.WithTools(tools...), toolgate.WithRoles(roles...))
+	gate, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithClock(now)), toolgate.WithTools(tools...), toolgate.WithContracts(roles...))
 	if err != nil {
 		return err
 	}

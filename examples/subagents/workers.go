@@ -19,7 +19,7 @@ const tokenEstimate = 400
 // agent under what the orchestrator grants it (its lane's budget and
 // guard, its grant), and hands back a typed finding.
 type agentWorker struct {
-	id     string // also its role contract's name
+	id     string // also its contract's name
 	h      *kernel.Tool
 	agent  *llm.Agent
 	reads  []blackboard.Slot
@@ -54,7 +54,7 @@ func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (b
 		user = fmt.Sprintf("REPAIR %s: %s\n%s", rep.Failure.Status(), rep.Failure.Message(), user)
 	}
 	res, err := w.agent.Run(ctx, llm.Task{
-		Role: w.id, TraceID: traceID, System: "You are the " + w.id + " of a data team.", User: user,
+		Caller: w.id, TraceID: traceID, System: "You are the " + w.id + " of a data team.", User: user,
 		Budget: sc.Budget(), Guard: sc.Guard(), Grant: sc.Grant(), TokenEstimate: tokenEstimate,
 	})
 	if err != nil {

@@ -106,8 +106,8 @@ func (w *world) runJob(args blackboard.Payload) (blackboard.Payload, error) {
 	return nil, apiError{404, "no endpoint " + endpoint}
 }
 
-// roles are the role contracts: each worker may call its own tool only.
-var roles = []toolgate.Role{
+// roles are the contracts: each worker may call its own tool only.
+var roles = []toolgate.Contract{
 	{Name: "researcher", Tools: []string{"read_docs"}},
 	{Name: "coder", Tools: []string{"compile"}},
 	{Name: "executor", Tools: []string{"run_job"}},

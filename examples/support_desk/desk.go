@@ -80,7 +80,7 @@ func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *w
 		toolgate.WithKernel(kernel.WithStore(store), kernel.WithNamespace(namespace),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: beliefRefundDue, DependsOn: []string{perceptOrder}}),
 			kernel.WithValidators(rs)),
-		toolgate.WithRoles(toolgate.Role{Name: role, Tools: []string{"lookup_order", "assess_refund", "issue_refund", "send_email"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: role, Tools: []string{"lookup_order", "assess_refund", "issue_refund", "send_email"}}))
 	if err != nil {
 		return nil, err
 	}

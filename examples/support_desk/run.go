@@ -246,7 +246,7 @@ func (r *reporter) ticket(agent *llm.Agent, t ticket) error {
 			m.Text = followUp(results)
 		}
 		fmt.Fprintf(r.out, "\n%s message %d, from the %s: \"%s\"\n", t.ID, n, m.From, m.Text)
-		res, runErr := agent.Run(r.ctx, llm.Task{Role: role, TraceID: t.ID, System: systemPrompt, User: userMessage(t, n, m)})
+		res, runErr := agent.Run(r.ctx, llm.Task{Caller: role, TraceID: t.ID, System: systemPrompt, User: userMessage(t, n, m)})
 		r.modelCalls += res.Rounds
 		r.toolCalls += len(res.Calls)
 		for _, c := range res.Calls {

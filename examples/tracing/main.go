@@ -79,7 +79,7 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 	g, err := toolgate.New(ctx, toolgate.WithTracerProvider(tp), toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithStore(store), kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func run(ctx context.Context, w io.Writer, compact bool) error {
 	k := g.Kernel()
 	const trace = "ticket-42"
 	call := func(id, tool, args string) (toolgate.Result, error) {
-		return g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Role: "support", TraceID: trace})
+		return g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Caller: "support", TraceID: trace})
 	}
 	if _, err := call("call_1", "lookup_order", `{"order_id":"A1"}`); err != nil {
 		return err

@@ -296,7 +296,7 @@ func procWorker(t *testing.T) {
 		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}
 	if w.gate, err = toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithLease(gateLease),
 		toolgate.WithKernel(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec)),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{gateTool}})); err != nil {
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{gateTool}})); err != nil {
 		t.Fatalf("worker %s: toolgate.New: %v", id, err)
 	}
 	defer w.gate.Close()
@@ -377,7 +377,7 @@ func (w *worker) gated(ctx context.Context, trace, charge, call string) {
 		return
 	}
 	w.decided(b)
-	res, err := w.gate.Call(ctx, toolgate.Call{ID: call, Tool: gateTool, Role: "support", TraceID: trace,
+	res, err := w.gate.Call(ctx, toolgate.Call{ID: call, Tool: gateTool, Caller: "support", TraceID: trace,
 		Args: json.RawMessage(fmt.Sprintf(`{"charge_id":%q,"amount":25,"is_duplicate":false}`, charge))})
 	if err != nil {
 		w.fail("gate call "+call, err)

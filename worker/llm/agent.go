@@ -105,9 +105,9 @@ func NewAgent(c *Client, g Gate, opts ...AgentOption) (*Agent, error) {
 
 // Task is one conversation an [Agent] runs.
 type Task struct {
-	// Role names the worker's role contract; the gate shows and allows
+	// Caller names the worker's contract; the gate shows and allows
 	// tools by it. Required.
-	Role string
+	Caller string
 	// TraceID is the episode the calls belong to. Required.
 	TraceID string
 	// Intent, when set, names the intent the calls serve.
@@ -192,10 +192,10 @@ type AgentResult struct {
 // out, [ErrInvalidConfig] for a surface the gate built wrong) or the
 // context's error. Even then the result holds everything that happened up
 // to that point: the calls the gate decided, the usage and the
-// conversation. A task without Role, TraceID or User is
+// conversation. A task without Caller, TraceID or User is
 // [ErrInvalidConfig].
 func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
-	if t.Role == "" || t.TraceID == "" || t.User == "" {
+	if t.Caller == "" || t.TraceID == "" || t.User == "" {
 		return res, fmt.Errorf("%w: agent task needs a role, a trace and a user message", ErrInvalidConfig)
 	}
 	rt := newTaskRuntime(t)
@@ -211,7 +211,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 		}
 		var tools []toolgate.Spec
 		if rt.toolsAllowed() {
-			if tools, err = a.g.Surface(ctx, t.Role, t.TraceID, t.Intent); err != nil {
+			if tools, err = a.g.Surface(ctx, t.Caller, t.TraceID, t.Intent); err != nil {
 				return res, fmt.Errorf("llm: agent: tool surface for round %d: %w", round, err)
 			}
 		}
@@ -247,7 +247,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 				ID:      tc.ID,
 				Tool:    tc.Function.Name,
 				Args:    arguments(tc.Function.Arguments),
-				Role:    t.Role,
+				Caller:    t.Caller,
 				TraceID: t.TraceID,
 				Intent:  t.Intent,
 				Budget:  rt.gateBudget(),

@@ -318,7 +318,7 @@ func TestAgentOnKernelNeverPaysAnUnsafeRefund(t *testing.T) {
 				opts = append(opts, llm.WithMaxRounds(sc.maxRounds))
 			}
 			res, err := agent(t, client(t, f, nil), desk, opts...).Run(context.Background(), llm.Task{
-				Role: "support-agent", TraceID: deskTrace, System: deskSystem, User: "Customer disputes charge ch_1.",
+				Caller: "support-agent", TraceID: deskTrace, System: deskSystem, User: "Customer disputes charge ch_1.",
 			})
 			if !errors.Is(err, sc.wantErr) || (sc.wantErr == nil && err != nil) {
 				t.Fatalf("Run: err = %v, want %v", err, sc.wantErr)
@@ -394,7 +394,7 @@ func TestAgentOnKernelShowsToolsAsBeliefsCommit(t *testing.T) {
 	})
 	desk := newRefundDesk(t)
 	if _, err := agent(t, client(t, f, nil), desk).Run(context.Background(), llm.Task{
-		Role: "support-agent", TraceID: deskTrace, User: "Customer disputes charge ch_1.",
+		Caller: "support-agent", TraceID: deskTrace, User: "Customer disputes charge ch_1.",
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func searchGate(t *testing.T, opts ...toolgate.Option) *toolgate.Gate {
 			return blackboard.Payload{"hits": []any{"refunds take 5 days"}}, nil
 		}}
 	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(tool),
-		toolgate.WithRoles(toolgate.Role{Name: "support", Tools: []string{"search"}})}, opts...)...)
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"search"}})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func (g *recGate) got() []toolgate.Call {
 }
 
 var refundTask = llm.Task{
-	Role:    "support",
+	Caller:    "support",
 	TraceID: "case-1",
 	Intent:  "refund",
 	System:  "You resolve card disputes with the tools you are given.",
@@ -94,7 +94,7 @@ func TestNewAgentRejectsBadConfig(t *testing.T) {
 	}
 	a := agent(t, c, g)
 	for _, task := range []llm.Task{
-		{TraceID: "t", User: "u"}, {Role: "r", User: "u"}, {Role: "r", TraceID: "t"},
+		{TraceID: "t", User: "u"}, {Caller: "r", User: "u"}, {Caller: "r", TraceID: "t"},
 	} {
 		if _, err := a.Run(context.Background(), task); !errors.Is(err, llm.ErrInvalidConfig) {
 			t.Errorf("Run(%+v) = %v; want ErrInvalidConfig", task, err)
@@ -176,7 +176,7 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 	}
 	for i, w := range want {
 		c := calls[i]
-		if c.ID != w.id || c.Tool != w.tool || string(c.Args) != w.args || c.Role != "support" || c.TraceID != "case-1" || c.Intent != "refund" {
+		if c.ID != w.id || c.Tool != w.tool || string(c.Args) != w.args || c.Caller != "support" || c.TraceID != "case-1" || c.Intent != "refund" {
 			t.Errorf("call %d = %+v (args %s); want id %s, tool %s, args %s and the task's role, trace, intent", i, c, c.Args, w.id, w.tool, w.args)
 		}
 		if !json.Valid(c.Args) {

@@ -72,7 +72,7 @@ func ExampleAgent_Run() {
 		log.Fatal(err)
 	}
 	res, err := agent.Run(context.Background(), llm.Task{
-		Role: "support", TraceID: "case-7",
+		Caller: "support", TraceID: "case-7",
 		System: "You resolve card disputes with the tools you are given.",
 		User:   "The customer wants their money back for charge ch_7.",
 	})
