@@ -196,7 +196,7 @@ type AgentResult struct {
 // [ErrInvalidConfig].
 func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 	if t.Caller == "" || t.TraceID == "" || t.User == "" {
-		return res, fmt.Errorf("%w: agent task needs a role, a trace and a user message", ErrInvalidConfig)
+		return res, fmt.Errorf("%w: agent task needs a caller, a trace and a user message", ErrInvalidConfig)
 	}
 	rt := newTaskRuntime(t)
 	defer rt.finish(&res)
@@ -247,7 +247,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 				ID:      tc.ID,
 				Tool:    tc.Function.Name,
 				Args:    arguments(tc.Function.Arguments),
-				Caller:    t.Caller,
+				Caller:  t.Caller,
 				TraceID: t.TraceID,
 				Intent:  t.Intent,
 				Budget:  rt.gateBudget(),

@@ -61,7 +61,7 @@ func (g *recGate) got() []toolgate.Call {
 }
 
 var refundTask = llm.Task{
-	Caller:    "support",
+	Caller:  "support",
 	TraceID: "case-1",
 	Intent:  "refund",
 	System:  "You resolve card disputes with the tools you are given.",
