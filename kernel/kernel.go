@@ -263,7 +263,10 @@ func New(opts ...Option) (*Kernel, error) {
 	if err := k.checkConfig(); err != nil {
 		return nil, err
 	}
-	k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
+	k.thresholds = defaultThresholds
+	if k.minConfidence != DefaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
+		k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
+	}
 	if k.store == nil {
 		k.store, k.ownsStore = memstore.New(), true
 	}
@@ -273,6 +276,10 @@ func New(opts ...Option) (*Kernel, error) {
 	k.initTelemetry()
 	return k, nil
 }
+
+// defaultThresholds are the default thresholds boxed once, not for every
+// kernel (a kernel per episode is a common pattern).
+var defaultThresholds = [2]any{DefaultMinConfidence, DefaultConflictThreshold}
 
 // discardLogger is every kernel's logger without [WithLogger]: one shared
 // value, since a kernel per episode is a common pattern.

@@ -232,6 +232,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps 
 	}
 	snap.decides = true
 	expiries := snap.markExpired()
+	snap.reserveIDs(rec.Slot, "")
 	rec.ID = snap.nextID(rec.Slot, 0)
 	p := snap.pend(rec) // decided as if already written
 	return k.applyOutcome(ctx, snap, expiries, p, true, then)
@@ -323,6 +324,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 		return Decision{Code: blackboard.CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal,
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
+	snap.reserveIDs(p.Slot, p.ID)
 	return k.applyOutcome(ctx, snap, expiries, p, false, nil)
 }
 
@@ -365,8 +367,11 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []bl
 		}
 	}
 	d := Decision{
-		ID: "decision:" + p.ID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID,
+		ID: snap.decisionID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID,
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes,
+	}
+	if d.ID == "" { // not reserved: see [snapshot.reserveIDs]
+		d.ID = decisionPrefix + p.ID
 	}
 	if out.record.ID != "" {
 		d.Record = out.record.Clone()

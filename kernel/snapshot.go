@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -41,6 +42,20 @@ type snapshot struct {
 	invs    [1]blackboard.Invalidation
 	claims  [1]blackboard.Claim
 	cons    []constraint // reused by constraints()
+	// ids holds the ids a decision gives and its decision id, built in
+	// one allocation by reserveIDs; idAt places them in it.
+	ids        string
+	decisionID string
+	idAt       [3]idSpan
+	nids       int
+}
+
+// idSpan is where the id of the n-th record (from 1) of slot lies in
+// snapshot.ids.
+type idSpan struct {
+	slot     blackboard.Slot
+	n        int
+	off, end int
 }
 
 // apply writes a batch the kernel built for this snapshot's trace: it is
@@ -250,13 +265,63 @@ func (s *snapshot) release() {
 	s.appends, s.invs, s.claims = [3]blackboard.Record{}, [1]blackboard.Invalidation{}, [1]blackboard.Claim{}
 	clear(s.cons)
 	s.k, s.ctx, s.st, s.err, s.decides = nil, nil, nil, nil, false
+	s.ids, s.decisionID, s.nids = "", "", 0
 	snapshots.Put(s)
 }
 
 // nextID returns the i-th fresh id for this snapshot (i from 0).
 func (s *snapshot) nextID(slot blackboard.Slot, i int) string {
-	return blackboard.RecordID(slot, s.traceID, s.n+1+i)
+	n := s.n + 1 + i
+	for _, sp := range s.idAt[:s.nids] {
+		if sp.slot == slot && sp.n == n {
+			return s.ids[sp.off:sp.end]
+		}
+	}
+	return blackboard.RecordID(slot, s.traceID, n)
 }
+
+// reserveIDs builds, in one string, the ids deciding a proposal of slot
+// gives (see [snapshot.nextID]) and the decision's id, "decision:" and
+// the proposal's: proposalID, or, when it is "", the next id of slot,
+// which the proposal a Submit decides takes. A belief's commit takes an
+// artifact's id and its own, any other commit its own. Each id was one
+// allocation of its own.
+func (s *snapshot) reserveIDs(slot blackboard.Slot, proposalID string) {
+	var buf [160]byte
+	b := append(buf[:0], decisionPrefix...)
+	n := s.n
+	s.nids = 0
+	add := func(slot blackboard.Slot) {
+		n++
+		off := len(b)
+		b = appendRecordID(b, slot, s.traceID, n)
+		s.idAt[s.nids] = idSpan{slot: slot, n: n, off: off, end: len(b)}
+		s.nids++
+	}
+	if proposalID == "" {
+		add(slot)
+	} else {
+		b = append(b, proposalID...)
+	}
+	end := len(b)
+	if slot == blackboard.Beliefs {
+		add(blackboard.Evidence)
+	}
+	add(slot)
+	s.ids = string(b)
+	s.decisionID = s.ids[:end]
+}
+
+// appendRecordID appends [blackboard.RecordID] of slot (a valid one),
+// traceID and n to b.
+func appendRecordID(b []byte, slot blackboard.Slot, traceID string, n int) []byte {
+	b = append(append(append(b, slot.String()...), ':'), traceID...)
+	return strconv.AppendInt(append(b, ':'), int64(n), 10)
+}
+
+// decisionPrefix starts the id of a decision: "decision:" and its
+// proposal's id.
+const decisionPrefix = "decision:"
 
 // pend makes rec, which the decision appends ahead of the others, part of
 // the snapshot, and returns the snapshot's copy.
