@@ -41,6 +41,11 @@ type traceState struct {
 	since    []head // observations of the kinds belief heads rest on (rec and seq), in append order
 	pending  []head // belief proposals still active (one may expire and explain an absence)
 	used     []usedMark
+	// hbuf backs heads when they fit, which saves the allocation of
+	// their copy in most batches (see [traceState.mineHeads]). A state
+	// that shares heads from the state it derives from keeps that one's
+	// struct alive, but not those it derived from in turn.
+	hbuf [8]head
 	// own marks the slices this state has copied from the state it derives
 	// from (while [traceState.next] builds it): the others are shared and
 	// must be copied before they change in place.
@@ -68,6 +73,20 @@ func mine[T any](st *traceState, bit uint8, s *[]T) {
 		st.own |= bit
 		*s = append(make([]T, 0, len(*s)+4), *s...)
 	}
+}
+
+// mineHeads is [mine] for st.heads, which it copies into st.hbuf when
+// they fit with room for a few appends.
+func (st *traceState) mineHeads() {
+	if st.own&ownHeads != 0 {
+		return
+	}
+	if len(st.heads)+2 > len(st.hbuf) {
+		mine(st, ownHeads, &st.heads)
+		return
+	}
+	st.own |= ownHeads
+	st.heads = append(st.hbuf[:0], st.heads...)
 }
 
 // usedMark says that the observation ref grounded the committed action by,
@@ -370,7 +389,7 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 			st.cons = append(st.cons, *r)
 		}
 	}
-	mine(st, ownHeads, &st.heads)
+	st.mineHeads()
 	if r.Slot == blackboard.Beliefs || r.Slot == blackboard.Plans {
 		// An older commit still counts when every newer one is no longer
 		// active: keep those that may outlive all newer ones.
@@ -456,7 +475,7 @@ func (st *traceState) setStatus(id string, status blackboard.Status, reason blac
 		if !holds {
 			continue
 		}
-		mine(st, ownHeads, &st.heads)
+		st.mineHeads()
 		h = &st.heads[i]
 		if h.rec.ID == id {
 			h.rec, seq = withStatus(h.rec, status, reason), h.seq
