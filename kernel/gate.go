@@ -113,7 +113,8 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		Scope:     blackboard.ScopeEpisode,
 		Namespace: k.namespace,
 	}
-	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, []string{artifact.ID})
+	evidence := [1]string{artifact.ID}
+	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, evidence[:])
 	return outcome{code: blackboard.CodeCommitted, record: rec, evidence: artifact}
 }
 
@@ -405,7 +406,8 @@ func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcom
 // constraint blocking it.
 func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 	steps := p.Payload[KeySteps].([]any)
-	var used []string
+	var ubuf [4]string // commitRecord copies used
+	used := ubuf[:0]
 	var grounds []*blackboard.Record
 	for _, st := range steps {
 		step := blackboard.Payload(st.(map[string]any))
@@ -497,8 +499,9 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	for i, key := range derivedKeys {
 		payload[key] = flags[i]
 	}
-	inputs := make([]string, 0, 1+len(g.beliefs)+len(preds))
-	var evidence []string
+	// On the stack while they fit: commitRecord copies them.
+	var ibuf, ebuf [6]string
+	inputs, evidence := ibuf[:0], ebuf[:0]
 	if plan != nil {
 		inputs = append(inputs, plan.ID)
 	}

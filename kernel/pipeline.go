@@ -447,14 +447,22 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *blackboard.Record) 
 
 // commitRecord builds the committed twin of a proposal. Committed plans and
 // actions never expire: what the kernel decided to do stays on the record.
+// It copies inputs and evidence (the callers' may be on their stack), the
+// record's input and evidence refs into one allocation, each capped at its
+// length so that appending to one never writes into the other.
 func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence []string) blackboard.Record {
-	refs := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs))
-	refs = append(refs, p.ID)
+	buf := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs)+len(evidence))
+	refs := append(buf, p.ID)
 	refs = append(refs, p.Provenance.InputRefs...)
 	for _, in := range inputs {
 		if !slices.Contains(refs, in) {
 			refs = append(refs, in)
 		}
+	}
+	refs = refs[:len(refs):len(refs)]
+	var evRefs []string
+	if len(evidence) > 0 {
+		evRefs = append(buf[len(refs):len(refs)], evidence...)
 	}
 	ttl := p.Provenance.TTLMS
 	if !mutActionExpiry && (p.Slot == blackboard.Plans || p.Slot == blackboard.Actions) {
@@ -476,7 +484,7 @@ func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboa
 			TTLMS:       ttl,
 			Span:        s.span,
 		},
-		EvidenceRefs: evidence,
+		EvidenceRefs: evRefs,
 		Status:       blackboard.StatusActive,
 		Reason:       code,
 		Scope:        p.Scope,
