@@ -429,7 +429,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 		}
 		for _, b := range g.beliefs {
 			used = append(used, b.ID)
-			if !slices.Contains(grounds, b) {
+			if len(k.validators) > 0 && !slices.Contains(grounds, b) { // only the custom validators read them
 				grounds = append(grounds, b)
 			}
 		}
@@ -516,7 +516,11 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	return outcome{code: blackboard.CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence)}
+	out = outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence)}
+	if len(k.validators) > 0 { // only the custom validators read them
+		out.grounds = slices.Clone(g.beliefs)
+	}
+	return out
 }
 
 // usedGrounding returns a committed action of actionType that already
