@@ -367,6 +367,11 @@ type Entry struct {
 	// effect attempts use them); every other handle refuses an entry with
 	// keys ([blackboard.ErrPermission]).
 	OnceKeys []string
+
+	// owned says the payload was built by the kernel for this write and
+	// shared with no one: it is stored as it is when it is in canonical
+	// form already (see [canonicalPayload]), rather than copied.
+	owned bool
 }
 
 // permissions is the paper's Table 1 as the kernel enforces it: the mode a
@@ -449,7 +454,13 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 			return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidReference, ErrInvalidReference, "empty evidence ref")
 		}
 	}
-	payload, err := normalizePayload(e.Payload, k.maxPayload)
+	var payload blackboard.Payload
+	var err error
+	if e.owned && canonicalPayload(e.Payload, k.maxPayload) {
+		payload = e.Payload
+	} else {
+		payload, err = normalizePayload(e.Payload, k.maxPayload)
+	}
 	if err != nil {
 		sentinel := blackboard.ErrInvalidPayload
 		if errors.Is(err, ErrPayloadTooLarge) {
