@@ -42,6 +42,11 @@ type snapshot struct {
 	invs    [1]blackboard.Invalidation
 	claims  [1]blackboard.Claim
 	cons    []constraint // reused by constraints()
+	// collect is collectRecord bound to the snapshot once, when the pool
+	// makes it; listed and listErr are what it gathered.
+	collect func(blackboard.Record, error) bool
+	listed  []blackboard.Record
+	listErr error
 	// ids holds the ids a decision gives and its decision id, built in
 	// one allocation by reserveIDs; idAt places them in it.
 	ids        string
@@ -101,7 +106,22 @@ func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
 }
 
 // snapshots recycles snapshot buffers.
-var snapshots = sync.Pool{New: func() any { return new(snapshot) }}
+var snapshots = sync.Pool{New: func() any {
+	s := new(snapshot)
+	s.collect = s.collectRecord
+	return s
+}}
+
+// collectRecord gathers a listing into s.listed, stopping at the first
+// error, which it keeps in s.listErr.
+func (s *snapshot) collectRecord(r blackboard.Record, err error) bool {
+	if err != nil {
+		s.listErr = err
+		return false
+	}
+	s.listed = append(s.listed, r)
+	return true
+}
 
 // load reads a trace's decision state. The caller must release the
 // snapshot when done and must not keep pointers into it afterwards.
@@ -241,12 +261,14 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 	if mutNamespace {
 		ns = "" // every namespace's
 	}
-	var recs []blackboard.Record
-	for r, err := range k.store.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns}) {
-		if err != nil {
-			return err
-		}
-		recs = append(recs, r)
+	// Called directly with the snapshot's own collector rather than
+	// ranged over: a range's body, its variables and results were four
+	// allocations a listing, usually of nothing.
+	k.store.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns})(s.collect)
+	recs, err := s.listed, s.listErr
+	s.listed, s.listErr = nil, nil
+	if err != nil {
+		return err
 	}
 	s.persistent = recs
 	if s.sharedOK {
