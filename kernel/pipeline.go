@@ -28,8 +28,12 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
 		return Written{}, err
 	}
+	// The first attempt decides at the time the record was stamped with;
+	// a retry reads the clock again.
+	at := rec.Provenance.TimestampMS
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		w, done, err := k.writeOnce(ctx, &rec, deps, then, e.OnceKeys)
+		w, done, err := k.writeOnce(ctx, &rec, deps, then, e.OnceKeys, at)
+		at = 0
 		if err != nil {
 			return Written{}, err
 		}
@@ -127,8 +131,8 @@ func (k *Kernel) checkOnceKeys(role blackboard.Role, keys []string, governed boo
 // and the once-keys, and returns what it appended (w.Record is rec itself,
 // not a copy). done is false when a concurrent writer changed the trace
 // first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string) (w Written, done bool, err error) {
-	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, false)
+func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string, nowMS int64) (w Written, done bool, err error) {
+	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, false, nowMS)
 	if err != nil {
 		return Written{}, false, err
 	}
@@ -209,9 +213,11 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 		return Decision{}, newErr("submit", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a proposal claims no once-keys: its action spec names them")
 	}
 	rec.Provenance.Span = spanRef(ctx)
+	at := rec.Provenance.TimestampMS // as in write
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var done bool
-		d, done, err = k.submitOnce(ctx, &rec, idDeps, then)
+		d, done, err = k.submitOnce(ctx, &rec, idDeps, then, at)
+		at = 0
 		if err != nil || done {
 			return d, err
 		}
@@ -219,10 +225,10 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 	return Decision{}, newErr("submit", rec.ID, "", blackboard.ErrConflict, "too much contention on the trace")
 }
 
-func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
+func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision) ([]Follow, error), nowMS int64) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
 	gated := rec.Slot == blackboard.Plans || rec.Slot == blackboard.Actions
-	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, gated)
+	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, gated, nowMS)
 	if err != nil {
 		return Decision{}, false, err
 	}

@@ -126,7 +126,7 @@ func (s *snapshot) collectRecord(r blackboard.Record, err error) bool {
 // load reads a trace's decision state. The caller must release the
 // snapshot when done and must not keep pointers into it afterwards.
 func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
-	return k.loadAs(ctx, traceID, withConstraints, false)
+	return k.loadAs(ctx, traceID, withConstraints, false, 0)
 }
 
 // loadForWrite is load for a snapshot whose batch is conditional on what it
@@ -135,12 +135,22 @@ func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool)
 // changed the trace since, the store refuses the batch and the caller reads
 // again (see [raced]), this time from the store.
 func (k *Kernel) loadForWrite(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
-	return k.loadAs(ctx, traceID, withConstraints, true)
+	return k.loadAs(ctx, traceID, withConstraints, true, 0)
 }
 
-func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, writes bool) (*snapshot, error) {
+// loadForWriteAt is loadForWrite for a decision at nowMS, the time the
+// record it writes was stamped with, so that the two need one clock read
+// (0: read the clock).
+func (k *Kernel) loadForWriteAt(ctx context.Context, traceID string, withConstraints bool, nowMS int64) (*snapshot, error) {
+	return k.loadAs(ctx, traceID, withConstraints, true, nowMS)
+}
+
+func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, writes bool, nowMS int64) (*snapshot, error) {
+	if nowMS == 0 {
+		nowMS = k.nowMS()
+	}
 	s := snapshots.Get().(*snapshot)
-	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, k.nowMS(), spanRef(ctx)
+	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, nowMS, spanRef(ctx)
 	s.gated = withConstraints
 	err := ctx.Err()
 	if !writes || !s.startFromWritten() {
