@@ -37,6 +37,7 @@ type snapshot struct {
 	shared     uint64                    // TraceState.Shared as read
 	sharedOK   bool                      // shared was read from a StateStore
 	gated      bool                      // the decision enforces constraints: its batch is conditional on shared
+	viewing    bool                      // read for a view: it decides nothing and writes nothing
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]blackboard.Record
 	invs    [1]blackboard.Invalidation
@@ -213,7 +214,7 @@ func (s *snapshot) readState(ctx context.Context) error {
 		s.st = nil
 		if ts.Len == 0 {
 			s.st = emptyState
-		} else if !k.written.distrusted(s.traceID) && (ts.StateVersion == ts.Version || mutStateFold) {
+		} else if !s.distrusted() && (ts.StateVersion == ts.Version || mutStateFold) {
 			s.st = k.states.decode(s.traceID, &ts)
 		}
 	}
@@ -230,6 +231,16 @@ func (s *snapshot) readState(ctx context.Context) error {
 	}
 	s.n = s.read
 	return k.checkNamespace(s.traceID, ns)
+}
+
+// distrusted reports whether the state stored with the trace must not be
+// trusted (see [writtenCache.drop]); a view leaves the flag to the next
+// decision.
+func (s *snapshot) distrusted() bool {
+	if s.viewing {
+		return s.k.written.refolds(s.traceID)
+	}
+	return s.k.written.distrusted(s.traceID)
 }
 
 // checkNamespace refuses a trace of another namespace than the kernel's:
@@ -291,7 +302,7 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 
 // release returns the snapshot's buffers to the pool.
 func (s *snapshot) release() {
-	s.persistent, s.sharedOK, s.gated = nil, false, false
+	s.persistent, s.sharedOK, s.gated, s.viewing = nil, false, false, false
 	clear(s.extra)
 	s.extra, s.late, s.pending = s.extra[:0], s.late[:0], blackboard.Record{}
 	s.appends, s.invs, s.claims = [3]blackboard.Record{}, [1]blackboard.Invalidation{}, [1]blackboard.Claim{}
