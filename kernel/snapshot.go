@@ -218,6 +218,9 @@ func (s *snapshot) readState(ctx context.Context) error {
 			s.st = k.states.decode(s.traceID, &ts)
 		}
 	}
+	if s.st == nil && s.viewing {
+		return errNoState // a view reads the records themselves, once
+	}
 	if s.st == nil {
 		recs, err := k.readTrace(ctx, s.traceID)
 		if err != nil {
@@ -232,6 +235,10 @@ func (s *snapshot) readState(ctx context.Context) error {
 	s.n = s.read
 	return k.checkNamespace(s.traceID, ns)
 }
+
+// errNoState is readState's answer to a view when the store holds no state
+// of the trace it may trust.
+var errNoState = errors.New("no trace state")
 
 // distrusted reports whether the state stored with the trace must not be
 // trusted (see [writtenCache.drop]); a view leaves the flag to the next

@@ -2,7 +2,7 @@ package kernel
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"slices"
 
@@ -83,7 +83,9 @@ func (k *Kernel) viewFromState(ctx context.Context, traceID string, opts ViewOpt
 	if err := ctx.Err(); err != nil {
 		return View{}, false, err
 	}
-	if err := s.readState(ctx); err != nil {
+	if err := s.readState(ctx); errors.Is(err, errNoState) {
+		return View{}, false, nil
+	} else if err != nil {
 		return View{}, false, err
 	}
 	if !s.st.holdsView(nowMS) {
