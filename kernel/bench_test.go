@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -49,5 +50,33 @@ func BenchmarkMemStoreBytesPerRecord(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/record")
 		runtime.KeepAlive(s)
+	}
+}
+
+// BenchmarkViewSession is a view of one trace that holds n observations of
+// one kind on the memory store: read from the trace's decision state, it
+// costs the same at every n (it read every record before).
+func BenchmarkViewSession(b *testing.B) {
+	for _, n := range []int{1, 1_000, 10_000} {
+		b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+			ctx := b.Context()
+			k, err := kernel.New(kernel.WithStore(memstore.New()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer k.Close()
+			tool := k.Tool("tool")
+			for i := range n {
+				if _, err := tool.Write(ctx, kernel.Entry{TraceID: "session", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"n": float64(i)}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := k.View(ctx, "session", kernel.ViewOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

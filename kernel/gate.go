@@ -113,7 +113,8 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		Scope:     blackboard.ScopeEpisode,
 		Namespace: k.namespace,
 	}
-	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, []string{artifact.ID})
+	evidence := [1]string{artifact.ID}
+	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, evidence[:])
 	return outcome{code: blackboard.CodeCommitted, record: rec, evidence: artifact}
 }
 
@@ -405,7 +406,8 @@ func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcom
 // constraint blocking it.
 func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 	steps := p.Payload[KeySteps].([]any)
-	var used []string
+	var ubuf [4]string // commitRecord copies used
+	used := ubuf[:0]
 	var grounds []*blackboard.Record
 	for _, st := range steps {
 		step := blackboard.Payload(st.(map[string]any))
@@ -427,7 +429,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 		}
 		for _, b := range g.beliefs {
 			used = append(used, b.ID)
-			if !slices.Contains(grounds, b) {
+			if len(k.validators) > 0 && !slices.Contains(grounds, b) { // only the custom validators read them
 				grounds = append(grounds, b)
 			}
 		}
@@ -497,8 +499,9 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	for i, key := range derivedKeys {
 		payload[key] = flags[i]
 	}
-	inputs := make([]string, 0, 1+len(g.beliefs)+len(preds))
-	var evidence []string
+	// On the stack while they fit: commitRecord copies them.
+	var ibuf, ebuf [6]string
+	inputs, evidence := ibuf[:0], ebuf[:0]
 	if plan != nil {
 		inputs = append(inputs, plan.ID)
 	}
@@ -513,7 +516,11 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	return outcome{code: blackboard.CodeCommitted, grounds: slices.Clone(g.beliefs), record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence)}
+	out = outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence)}
+	if len(k.validators) > 0 { // only the custom validators read them
+		out.grounds = slices.Clone(g.beliefs)
+	}
+	return out
 }
 
 // usedGrounding returns a committed action of actionType that already

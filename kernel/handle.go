@@ -215,6 +215,33 @@ type Constraint struct {
 	Extra blackboard.Payload
 }
 
+// entry is the entry that commits c in the trace with the given scope.
+// Without Extra its payload is built here in canonical form, and stored
+// as it is: it holds nothing of the caller's.
+func (c Constraint) entry(traceID string, scope blackboard.Scope) Entry {
+	e := Entry{TraceID: traceID, Slot: blackboard.Constraints, Kind: c.Name, Scope: scope}
+	if c.Extra != nil {
+		e.Payload = c.Payload()
+		return e
+	}
+	p := make(blackboard.Payload, 5)
+	p[KeyName] = c.Name
+	p[KeyEnabled] = c.Enabled
+	p[KeyBlocksField] = c.BlocksField
+	if c.BindPercept != "" {
+		p[KeyBindPercept] = c.BindPercept
+	}
+	if len(c.AppliesTo) > 0 {
+		types := make([]any, len(c.AppliesTo))
+		for i, t := range c.AppliesTo {
+			types[i] = t
+		}
+		p[KeyAppliesTo] = types
+	}
+	e.Payload, e.owned = p, true
+	return e
+}
+
 // Payload renders c as a constraint payload.
 func (c Constraint) Payload() blackboard.Payload {
 	p := make(blackboard.Payload, len(c.Extra)+4)
@@ -236,7 +263,7 @@ func (c Constraint) Payload() blackboard.Payload {
 // CommitConstraint commits c in the trace with the given scope (zero means
 // episode). Its kind is its name.
 func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope blackboard.Scope) (blackboard.Record, error) {
-	return s.Write(ctx, Entry{TraceID: traceID, Slot: blackboard.Constraints, Kind: c.Name, Payload: c.Payload(), Scope: scope})
+	return s.Write(ctx, c.entry(traceID, scope))
 }
 
 // Governor is the capability to write what only governance code may
@@ -338,7 +365,8 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 	if err != nil {
 		return blackboard.Record{}, false, err
 	}
-	e := Entry{TraceID: traceID, Slot: blackboard.Constraints, Kind: c.Name, Payload: c.Payload(), Scope: blackboard.ScopePersistent, OnceKeys: []string{key}}
+	e := c.entry(traceID, blackboard.ScopePersistent)
+	e.OnceKeys = []string{key}
 	// The key is the kernel's own, derived here: the write claims it with
 	// the kernel's authority, as a commit claims an action's once-key.
 	w, err := s.k.write(ctx, s.role, s.name, e, true, nil)

@@ -263,7 +263,10 @@ func New(opts ...Option) (*Kernel, error) {
 	if err := k.checkConfig(); err != nil {
 		return nil, err
 	}
-	k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
+	k.thresholds = defaultThresholds
+	if k.minConfidence != DefaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
+		k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
+	}
 	if k.store == nil {
 		k.store, k.ownsStore = memstore.New(), true
 	}
@@ -273,6 +276,10 @@ func New(opts ...Option) (*Kernel, error) {
 	k.initTelemetry()
 	return k, nil
 }
+
+// defaultThresholds are the default thresholds boxed once, not for every
+// kernel (a kernel per episode is a common pattern).
+var defaultThresholds = [2]any{DefaultMinConfidence, DefaultConflictThreshold}
 
 // discardLogger is every kernel's logger without [WithLogger]: one shared
 // value, since a kernel per episode is a common pattern.
@@ -360,6 +367,11 @@ type Entry struct {
 	// effect attempts use them); every other handle refuses an entry with
 	// keys ([blackboard.ErrPermission]).
 	OnceKeys []string
+
+	// owned says the payload was built by the kernel for this write and
+	// shared with no one: it is stored as it is when it is in canonical
+	// form already (see [canonicalPayload]), rather than copied.
+	owned bool
 }
 
 // permissions is the paper's Table 1 as the kernel enforces it: the mode a
@@ -442,7 +454,13 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 			return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidReference, ErrInvalidReference, "empty evidence ref")
 		}
 	}
-	payload, err := normalizePayload(e.Payload, k.maxPayload)
+	var payload blackboard.Payload
+	var err error
+	if e.owned && canonicalPayload(e.Payload, k.maxPayload) {
+		payload = e.Payload
+	} else {
+		payload, err = normalizePayload(e.Payload, k.maxPayload)
+	}
 	if err != nil {
 		sentinel := blackboard.ErrInvalidPayload
 		if errors.Is(err, ErrPayloadTooLarge) {

@@ -28,8 +28,12 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
 		return Written{}, err
 	}
+	// The first attempt decides at the time the record was stamped with;
+	// a retry reads the clock again.
+	at := rec.Provenance.TimestampMS
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		w, done, err := k.writeOnce(ctx, &rec, deps, then, e.OnceKeys)
+		w, done, err := k.writeOnce(ctx, &rec, deps, then, e.OnceKeys, at)
+		at = 0
 		if err != nil {
 			return Written{}, err
 		}
@@ -127,8 +131,8 @@ func (k *Kernel) checkOnceKeys(role blackboard.Role, keys []string, governed boo
 // and the once-keys, and returns what it appended (w.Record is rec itself,
 // not a copy). done is false when a concurrent writer changed the trace
 // first.
-func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string) (w Written, done bool, err error) {
-	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, false)
+func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string, nowMS int64) (w Written, done bool, err error) {
+	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, false, nowMS)
 	if err != nil {
 		return Written{}, false, err
 	}
@@ -209,9 +213,11 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 		return Decision{}, newErr("submit", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a proposal claims no once-keys: its action spec names them")
 	}
 	rec.Provenance.Span = spanRef(ctx)
+	at := rec.Provenance.TimestampMS // as in write
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var done bool
-		d, done, err = k.submitOnce(ctx, &rec, idDeps, then)
+		d, done, err = k.submitOnce(ctx, &rec, idDeps, then, at)
+		at = 0
 		if err != nil || done {
 			return d, err
 		}
@@ -219,10 +225,10 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 	return Decision{}, newErr("submit", rec.ID, "", blackboard.ErrConflict, "too much contention on the trace")
 }
 
-func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
+func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision) ([]Follow, error), nowMS int64) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
 	gated := rec.Slot == blackboard.Plans || rec.Slot == blackboard.Actions
-	snap, err := k.loadForWrite(ctx, rec.Provenance.TraceID, gated)
+	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, gated, nowMS)
 	if err != nil {
 		return Decision{}, false, err
 	}
@@ -232,6 +238,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps 
 	}
 	snap.decides = true
 	expiries := snap.markExpired()
+	snap.reserveIDs(rec.Slot, "")
 	rec.ID = snap.nextID(rec.Slot, 0)
 	p := snap.pend(rec) // decided as if already written
 	return k.applyOutcome(ctx, snap, expiries, p, true, then)
@@ -323,6 +330,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 		return Decision{Code: blackboard.CodeInvalidProposal, ProposalID: p.ID}, false, newErr(op, proposalID, blackboard.CodeInvalidProposal, ErrInvalidProposal,
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
+	snap.reserveIDs(p.Slot, p.ID)
 	return k.applyOutcome(ctx, snap, expiries, p, false, nil)
 }
 
@@ -365,8 +373,11 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []bl
 		}
 	}
 	d := Decision{
-		ID: "decision:" + p.ID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID,
+		ID: snap.decisionID, Code: out.code, ProposalID: p.ID, EvidenceID: out.evidence.ID,
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes,
+	}
+	if d.ID == "" { // not reserved: see [snapshot.reserveIDs]
+		d.ID = decisionPrefix + p.ID
 	}
 	if out.record.ID != "" {
 		d.Record = out.record.Clone()
@@ -442,14 +453,22 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *blackboard.Record) 
 
 // commitRecord builds the committed twin of a proposal. Committed plans and
 // actions never expire: what the kernel decided to do stays on the record.
+// It copies inputs and evidence (the callers' may be on their stack), the
+// record's input and evidence refs into one allocation, each capped at its
+// length so that appending to one never writes into the other.
 func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence []string) blackboard.Record {
-	refs := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs))
-	refs = append(refs, p.ID)
+	buf := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs)+len(evidence))
+	refs := append(buf, p.ID)
 	refs = append(refs, p.Provenance.InputRefs...)
 	for _, in := range inputs {
 		if !slices.Contains(refs, in) {
 			refs = append(refs, in)
 		}
+	}
+	refs = refs[:len(refs):len(refs)]
+	var evRefs []string
+	if len(evidence) > 0 {
+		evRefs = append(buf[len(refs):len(refs)], evidence...)
 	}
 	ttl := p.Provenance.TTLMS
 	if !mutActionExpiry && (p.Slot == blackboard.Plans || p.Slot == blackboard.Actions) {
@@ -471,7 +490,7 @@ func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboa
 			TTLMS:       ttl,
 			Span:        s.span,
 		},
-		EvidenceRefs: evidence,
+		EvidenceRefs: evRefs,
 		Status:       blackboard.StatusActive,
 		Reason:       code,
 		Scope:        p.Scope,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -36,11 +37,31 @@ type snapshot struct {
 	shared     uint64                    // TraceState.Shared as read
 	sharedOK   bool                      // shared was read from a StateStore
 	gated      bool                      // the decision enforces constraints: its batch is conditional on shared
+	viewing    bool                      // read for a view: it decides nothing and writes nothing
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]blackboard.Record
 	invs    [1]blackboard.Invalidation
 	claims  [1]blackboard.Claim
 	cons    []constraint // reused by constraints()
+	// collect is collectRecord bound to the snapshot once, when the pool
+	// makes it; listed and listErr are what it gathered.
+	collect func(blackboard.Record, error) bool
+	listed  []blackboard.Record
+	listErr error
+	// ids holds the ids a decision gives and its decision id, built in
+	// one allocation by reserveIDs; idAt places them in it.
+	ids        string
+	decisionID string
+	idAt       [3]idSpan
+	nids       int
+}
+
+// idSpan is where the id of the n-th record (from 1) of slot lies in
+// snapshot.ids.
+type idSpan struct {
+	slot     blackboard.Slot
+	n        int
+	off, end int
 }
 
 // apply writes a batch the kernel built for this snapshot's trace: it is
@@ -86,12 +107,27 @@ func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
 }
 
 // snapshots recycles snapshot buffers.
-var snapshots = sync.Pool{New: func() any { return new(snapshot) }}
+var snapshots = sync.Pool{New: func() any {
+	s := new(snapshot)
+	s.collect = s.collectRecord
+	return s
+}}
+
+// collectRecord gathers a listing into s.listed, stopping at the first
+// error, which it keeps in s.listErr.
+func (s *snapshot) collectRecord(r blackboard.Record, err error) bool {
+	if err != nil {
+		s.listErr = err
+		return false
+	}
+	s.listed = append(s.listed, r)
+	return true
+}
 
 // load reads a trace's decision state. The caller must release the
 // snapshot when done and must not keep pointers into it afterwards.
 func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
-	return k.loadAs(ctx, traceID, withConstraints, false)
+	return k.loadAs(ctx, traceID, withConstraints, false, 0)
 }
 
 // loadForWrite is load for a snapshot whose batch is conditional on what it
@@ -100,12 +136,22 @@ func (k *Kernel) load(ctx context.Context, traceID string, withConstraints bool)
 // changed the trace since, the store refuses the batch and the caller reads
 // again (see [raced]), this time from the store.
 func (k *Kernel) loadForWrite(ctx context.Context, traceID string, withConstraints bool) (*snapshot, error) {
-	return k.loadAs(ctx, traceID, withConstraints, true)
+	return k.loadAs(ctx, traceID, withConstraints, true, 0)
 }
 
-func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, writes bool) (*snapshot, error) {
+// loadForWriteAt is loadForWrite for a decision at nowMS, the time the
+// record it writes was stamped with, so that the two need one clock read
+// (0: read the clock).
+func (k *Kernel) loadForWriteAt(ctx context.Context, traceID string, withConstraints bool, nowMS int64) (*snapshot, error) {
+	return k.loadAs(ctx, traceID, withConstraints, true, nowMS)
+}
+
+func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, writes bool, nowMS int64) (*snapshot, error) {
+	if nowMS == 0 {
+		nowMS = k.nowMS()
+	}
 	s := snapshots.Get().(*snapshot)
-	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, k.nowMS(), spanRef(ctx)
+	s.k, s.ctx, s.traceID, s.nowMS, s.span = k, ctx, traceID, nowMS, spanRef(ctx)
 	s.gated = withConstraints
 	err := ctx.Err()
 	if !writes || !s.startFromWritten() {
@@ -168,9 +214,12 @@ func (s *snapshot) readState(ctx context.Context) error {
 		s.st = nil
 		if ts.Len == 0 {
 			s.st = emptyState
-		} else if !k.written.distrusted(s.traceID) && (ts.StateVersion == ts.Version || mutStateFold) {
+		} else if !s.distrusted() && (ts.StateVersion == ts.Version || mutStateFold) {
 			s.st = k.states.decode(s.traceID, &ts)
 		}
+	}
+	if s.st == nil && s.viewing {
+		return errNoState // a view reads the records themselves, once
 	}
 	if s.st == nil {
 		recs, err := k.readTrace(ctx, s.traceID)
@@ -185,6 +234,20 @@ func (s *snapshot) readState(ctx context.Context) error {
 	}
 	s.n = s.read
 	return k.checkNamespace(s.traceID, ns)
+}
+
+// errNoState is readState's answer to a view when the store holds no state
+// of the trace it may trust.
+var errNoState = errors.New("no trace state")
+
+// distrusted reports whether the state stored with the trace must not be
+// trusted (see [writtenCache.drop]); a view leaves the flag to the next
+// decision.
+func (s *snapshot) distrusted() bool {
+	if s.viewing {
+		return s.k.written.refolds(s.traceID)
+	}
+	return s.k.written.distrusted(s.traceID)
 }
 
 // checkNamespace refuses a trace of another namespace than the kernel's:
@@ -226,12 +289,14 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 	if mutNamespace {
 		ns = "" // every namespace's
 	}
-	var recs []blackboard.Record
-	for r, err := range k.store.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns}) {
-		if err != nil {
-			return err
-		}
-		recs = append(recs, r)
+	// Called directly with the snapshot's own collector rather than
+	// ranged over: a range's body, its variables and results were four
+	// allocations a listing, usually of nothing.
+	k.store.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns})(s.collect)
+	recs, err := s.listed, s.listErr
+	s.listed, s.listErr = nil, nil
+	if err != nil {
+		return err
 	}
 	s.persistent = recs
 	if s.sharedOK {
@@ -244,19 +309,69 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 
 // release returns the snapshot's buffers to the pool.
 func (s *snapshot) release() {
-	s.persistent, s.sharedOK, s.gated = nil, false, false
+	s.persistent, s.sharedOK, s.gated, s.viewing = nil, false, false, false
 	clear(s.extra)
 	s.extra, s.late, s.pending = s.extra[:0], s.late[:0], blackboard.Record{}
 	s.appends, s.invs, s.claims = [3]blackboard.Record{}, [1]blackboard.Invalidation{}, [1]blackboard.Claim{}
 	clear(s.cons)
 	s.k, s.ctx, s.st, s.err, s.decides = nil, nil, nil, nil, false
+	s.ids, s.decisionID, s.nids = "", "", 0
 	snapshots.Put(s)
 }
 
 // nextID returns the i-th fresh id for this snapshot (i from 0).
 func (s *snapshot) nextID(slot blackboard.Slot, i int) string {
-	return blackboard.RecordID(slot, s.traceID, s.n+1+i)
+	n := s.n + 1 + i
+	for _, sp := range s.idAt[:s.nids] {
+		if sp.slot == slot && sp.n == n {
+			return s.ids[sp.off:sp.end]
+		}
+	}
+	return blackboard.RecordID(slot, s.traceID, n)
 }
+
+// reserveIDs builds, in one string, the ids deciding a proposal of slot
+// gives (see [snapshot.nextID]) and the decision's id, "decision:" and
+// the proposal's: proposalID, or, when it is "", the next id of slot,
+// which the proposal a Submit decides takes. A belief's commit takes an
+// artifact's id and its own, any other commit its own. Each id was one
+// allocation of its own.
+func (s *snapshot) reserveIDs(slot blackboard.Slot, proposalID string) {
+	var buf [160]byte
+	b := append(buf[:0], decisionPrefix...)
+	n := s.n
+	s.nids = 0
+	add := func(slot blackboard.Slot) {
+		n++
+		off := len(b)
+		b = appendRecordID(b, slot, s.traceID, n)
+		s.idAt[s.nids] = idSpan{slot: slot, n: n, off: off, end: len(b)}
+		s.nids++
+	}
+	if proposalID == "" {
+		add(slot)
+	} else {
+		b = append(b, proposalID...)
+	}
+	end := len(b)
+	if slot == blackboard.Beliefs {
+		add(blackboard.Evidence)
+	}
+	add(slot)
+	s.ids = string(b)
+	s.decisionID = s.ids[:end]
+}
+
+// appendRecordID appends [blackboard.RecordID] of slot (a valid one),
+// traceID and n to b.
+func appendRecordID(b []byte, slot blackboard.Slot, traceID string, n int) []byte {
+	b = append(append(append(b, slot.String()...), ':'), traceID...)
+	return strconv.AppendInt(append(b, ':'), int64(n), 10)
+}
+
+// decisionPrefix starts the id of a decision: "decision:" and its
+// proposal's id.
+const decisionPrefix = "decision:"
 
 // pend makes rec, which the decision appends ahead of the others, part of
 // the snapshot, and returns the snapshot's copy.

@@ -41,6 +41,16 @@ type traceState struct {
 	since    []head // observations of the kinds belief heads rest on (rec and seq), in append order
 	pending  []head // belief proposals still active (one may expire and explain an absence)
 	used     []usedMark
+	// viewable says that every proposal the trace ever held active was a
+	// belief proposal, so that its pending proposals are st.pending and a
+	// view may be read from the state (see [snapshot.view]). One bit, not
+	// a list of the other proposals: those go through the trace.
+	viewable bool
+	// hbuf backs heads when they fit, which saves the allocation of
+	// their copy in most batches (see [traceState.mineHeads]). A state
+	// that shares heads from the state it derives from keeps that one's
+	// struct alive, but not those it derived from in turn.
+	hbuf [8]head
 	// own marks the slices this state has copied from the state it derives
 	// from (while [traceState.next] builds it): the others are shared and
 	// must be copied before they change in place.
@@ -68,6 +78,20 @@ func mine[T any](st *traceState, bit uint8, s *[]T) {
 		st.own |= bit
 		*s = append(make([]T, 0, len(*s)+4), *s...)
 	}
+}
+
+// mineHeads is [mine] for st.heads, which it copies into st.hbuf when
+// they fit with room for a few appends.
+func (st *traceState) mineHeads() {
+	if st.own&ownHeads != 0 {
+		return
+	}
+	if len(st.heads)+2 > len(st.hbuf) {
+		mine(st, ownHeads, &st.heads)
+		return
+	}
+	st.own |= ownHeads
+	st.heads = append(st.hbuf[:0], st.heads...)
 }
 
 // usedMark says that the observation ref grounded the committed action by,
@@ -115,7 +139,7 @@ type headExt struct {
 	pbuf       [1]blackboard.Record // backs percepts for the usual belief on one observation
 }
 
-var emptyState = &traceState{}
+var emptyState = &traceState{viewable: true}
 
 // byID returns the state's copy of a record, or nil.
 func (st *traceState) byID(id string) *blackboard.Record {
@@ -195,6 +219,7 @@ func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard
 		since:    slices.Clip(st.since),
 		pending:  slices.Clip(st.pending),
 		used:     slices.Clip(st.used),
+		viewable: st.viewable,
 	}
 	// The batch's records, copied once: the state keeps pointers to them.
 	// (In an allocation of their own: a record a later state still holds
@@ -318,6 +343,9 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 		}
 	}
 	if r.Mode != blackboard.ModeCommit {
+		if r.Slot != blackboard.Beliefs && r.Status == blackboard.StatusActive {
+			st.viewable = false
+		}
 		if r.Slot == blackboard.Beliefs && r.Status == blackboard.StatusActive {
 			mine(st, ownPending, &st.pending)
 			st.pending = append(st.pending, head{seq: seq, rec: r})
@@ -370,7 +398,7 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 			st.cons = append(st.cons, *r)
 		}
 	}
-	mine(st, ownHeads, &st.heads)
+	st.mineHeads()
 	if r.Slot == blackboard.Beliefs || r.Slot == blackboard.Plans {
 		// An older commit still counts when every newer one is no longer
 		// active: keep those that may outlive all newer ones.
@@ -456,7 +484,7 @@ func (st *traceState) setStatus(id string, status blackboard.Status, reason blac
 		if !holds {
 			continue
 		}
-		mine(st, ownHeads, &st.heads)
+		st.mineHeads()
 		h = &st.heads[i]
 		if h.rec.ID == id {
 			h.rec, seq = withStatus(h.rec, status, reason), h.seq
@@ -541,7 +569,7 @@ func foldState(recs []blackboard.Record) *traceState {
 	for i := range recs {
 		pos[recs[i].ID] = i
 	}
-	st := &traceState{own: ownAll}
+	st := &traceState{own: ownAll, viewable: true}
 	f := finder{st: st, copies: true, lookup: &traceRecords{recs: recs, pos: pos}}
 	for i := range recs {
 		// A copy: the state must not keep the whole trace alive.
@@ -561,6 +589,9 @@ type stateWire struct {
 	Since    []headWire          `json:"s,omitempty"`
 	Pending  []headWire          `json:"q,omitempty"`
 	Used     []usedMark          `json:"u,omitempty"`
+	// Viewable is traceState.viewable; a state stored without it is read
+	// as not viewable, which is always safe.
+	Viewable bool `json:"v,omitempty"`
 }
 
 type headWire struct {
@@ -576,7 +607,7 @@ type headWire struct {
 
 // MarshalBinary implements [blackboard.StateValue].
 func (st *traceState) MarshalBinary() ([]byte, error) {
-	w := stateWire{Cons: st.cons, Used: st.used}
+	w := stateWire{Cons: st.cons, Used: st.used, Viewable: st.viewable}
 	enc := func(h *head) headWire {
 		hw := headWire{Seq: h.seq, Rec: *h.rec}
 		if e := h.headExt; e != nil {
@@ -615,7 +646,7 @@ func decodeState(b []byte) (*traceState, error) {
 		}
 		return out
 	}
-	st := &traceState{cons: w.Cons, used: w.Used}
+	st := &traceState{cons: w.Cons, used: w.Used, viewable: w.Viewable}
 	st.heads, st.rejected, st.preds, st.since, st.pending = all(w.Heads), all(w.Rejected), all(w.Preds), all(w.Since), all(w.Pending)
 	return st, nil
 }
@@ -736,6 +767,14 @@ func (c *writtenCache) put(traceID string, w writtenState) {
 // and, when refold, reads it whole.
 func (c *writtenCache) drop(traceID string, refold bool) {
 	c.put(traceID, writtenState{refold: refold})
+}
+
+// refolds reports whether the next read of traceID must build its state
+// from the trace, as distrusted does, without clearing that: a view does
+// not take the rebuild from the decision that needs it.
+func (c *writtenCache) refolds(traceID string) bool {
+	w, ok := c.get(traceID)
+	return ok && w.st == nil && w.refold
 }
 
 // distrusted reports whether the next read of traceID must build its state

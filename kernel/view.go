@@ -2,7 +2,7 @@ package kernel
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"slices"
 
@@ -48,10 +48,11 @@ func (v View) Kinds(slot blackboard.Slot) []string {
 }
 
 // View returns the trace's committed state and pending proposals. It reads
-// only that trace's records (and, if asked, the persistent records shared
-// with every trace) through the store's indexes. Records whose TTL has run
-// out are left out, as of now; a view never writes to the store. The
-// payloads are copies the caller may keep.
+// the trace's decision state when the store keeps one that holds the view
+// (see [snapshot.view]), and otherwise that trace's records; and, if asked,
+// the persistent records shared with every trace, through the store's
+// indexes. Records whose TTL has run out are left out, as of now; a view
+// never writes to the store. The payloads are copies the caller may keep.
 func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v View, err error) {
 	ctx, sp := k.span(ctx, "kernel.view", traceID, 0)
 	if sp != nil {
@@ -63,8 +64,43 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 	if err := checkName("trace id", traceID); err != nil {
 		return View{}, newErr("view", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
-	// A view lists pending proposals too, which no decision state holds:
-	// it reads the trace.
+	nowMS := k.nowMS()
+	if _, ok := k.store.(blackboard.StateStore); ok {
+		v, ok, err := k.viewFromState(ctx, traceID, opts, nowMS)
+		if err != nil || ok {
+			return v, err
+		}
+	}
+	return k.viewFromRecords(ctx, traceID, opts, nowMS)
+}
+
+// viewFromState is View read from the trace's decision state; ok is false
+// when the state does not hold the view, and the caller reads the trace.
+func (k *Kernel) viewFromState(ctx context.Context, traceID string, opts ViewOptions, nowMS int64) (v View, ok bool, err error) {
+	s := snapshots.Get().(*snapshot)
+	s.k, s.ctx, s.traceID, s.nowMS, s.viewing = k, ctx, traceID, nowMS, true
+	defer s.release()
+	if err := ctx.Err(); err != nil {
+		return View{}, false, err
+	}
+	if err := s.readState(ctx); errors.Is(err, errNoState) {
+		return View{}, false, nil
+	} else if err != nil {
+		return View{}, false, err
+	}
+	if !s.st.holdsView(nowMS) {
+		return View{}, false, nil
+	}
+	v, err = k.newView(ctx, traceID, opts, nowMS)
+	if err != nil {
+		return View{}, false, err
+	}
+	s.st.view(&v, nowMS)
+	return v, true, nil
+}
+
+// viewFromRecords is View read from every record of the trace.
+func (k *Kernel) viewFromRecords(ctx context.Context, traceID string, opts ViewOptions, nowMS int64) (View, error) {
 	recs, err := k.readTrace(ctx, traceID)
 	if err != nil {
 		return View{}, err
@@ -74,16 +110,28 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 			return View{}, err
 		}
 	}
-	nowMS := k.nowMS()
-	v = View{TraceID: traceID, Committed: make(map[blackboard.Slot]map[string]blackboard.Payload, 4)}
-	put := func(r *blackboard.Record) {
-		m := v.Committed[r.Slot]
-		if m == nil {
-			m = make(map[string]blackboard.Payload, 2)
-			v.Committed[r.Slot] = m
-		}
-		m[r.Kind] = r.Payload.Clone()
+	v, err := k.newView(ctx, traceID, opts, nowMS)
+	if err != nil {
+		return View{}, err
 	}
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case r.Status != blackboard.StatusActive || r.ExpiredAt(nowMS):
+		case r.Mode == blackboard.ModeCommit:
+			v.put(r)
+		default:
+			v.Pending = append(v.Pending, r.Clone())
+		}
+	}
+	return v, nil
+}
+
+// newView starts the view of a trace: with opts.IncludePersistent, the
+// persistent records other traces share, which the trace's own then
+// override.
+func (k *Kernel) newView(ctx context.Context, traceID string, opts ViewOptions, nowMS int64) (View, error) {
+	v := View{TraceID: traceID, Committed: make(map[blackboard.Slot]map[string]blackboard.Payload, 4)}
 	if opts.IncludePersistent {
 		for _, slot := range k.sharedSlots() {
 			for r, err := range k.store.ListSlot(ctx, slot, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: k.namespace}) {
@@ -91,22 +139,81 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 					return View{}, err
 				}
 				if r.TraceID() != traceID && !r.ExpiredAt(nowMS) && k.sharedAcross(&r) {
-					put(&r)
+					v.put(&r)
 				}
 			}
 		}
 	}
-	for i := range recs {
-		r := &recs[i]
-		switch {
-		case r.Status != blackboard.StatusActive || r.ExpiredAt(nowMS):
-		case r.Mode == blackboard.ModeCommit:
-			put(r)
-		default:
+	return v, nil
+}
+
+// put shows a copy of r's payload as the committed one of its slot and kind.
+func (v *View) put(r *blackboard.Record) {
+	m := v.Committed[r.Slot]
+	if m == nil {
+		m = make(map[string]blackboard.Payload, 2)
+		v.Committed[r.Slot] = m
+	}
+	m[r.Kind] = r.Payload.Clone()
+}
+
+// holdsView reports whether the state holds the trace's view at nowMS.
+// The view shows, per slot and kind, the latest committed record still
+// active and within its TTL, and the active proposals within theirs. The
+// state holds the latest commit of each kind (the heads; every active
+// prediction) but not always the earlier ones, which the view shows when
+// the latest is no longer active; and it holds the pending belief
+// proposals only. So it holds the view when the trace never had another
+// active proposal and the latest commit of each kind among the heads is
+// active and within its TTL.
+func (st *traceState) holdsView(nowMS int64) bool {
+	if !st.viewable {
+		return false
+	}
+	for i := range st.heads {
+		if h := &st.heads[i]; st.latestHead(i) && !liveAt(h.rec, nowMS) {
+			return false
+		}
+	}
+	return true
+}
+
+// latestHead reports whether heads[i] is the latest head of its slot and
+// kind (beliefs and plans may keep older commits beside it).
+func (st *traceState) latestHead(i int) bool {
+	h := &st.heads[i]
+	for j := range st.heads {
+		if o := &st.heads[j]; j != i && o.rec.Slot == h.rec.Slot && o.rec.Kind == h.rec.Kind && o.seq > h.seq {
+			return false
+		}
+	}
+	return true
+}
+
+// view adds the state's records to v, which holdsView said it holds: the
+// latest head of each kind, the latest live prediction of each kind, and
+// the live pending belief proposals in append order.
+func (st *traceState) view(v *View, nowMS int64) {
+	for i := range st.heads {
+		if st.latestHead(i) {
+			v.put(st.heads[i].rec)
+		}
+	}
+	for i := range st.preds { // in append order: the latest of a kind wins
+		if r := st.preds[i].rec; liveAt(r, nowMS) {
+			v.put(r)
+		}
+	}
+	for i := range st.pending {
+		if r := st.pending[i].rec; liveAt(r, nowMS) {
 			v.Pending = append(v.Pending, r.Clone())
 		}
 	}
-	return v, nil
+}
+
+// liveAt reports whether r is active and within its TTL at nowMS.
+func liveAt(r *blackboard.Record, nowMS int64) bool {
+	return r.Status == blackboard.StatusActive && !r.ExpiredAt(nowMS)
 }
 
 // sharedSlots lists the slots whose persistent records every trace shares:

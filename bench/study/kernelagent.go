@@ -212,6 +212,11 @@ type kernelEpisode struct {
 	// stopped the refund and the proposals (or percept) it points at.
 	reason   blackboard.Code
 	rejected []string
+	// refs backs the one input ref of the belief or the refund, and
+	// rejBuf the first rejected proposals: the kernel copies an entry's
+	// refs, and the episode is on the heap already.
+	refs   [1]string
+	rejBuf [2]string
 }
 
 // world is what the owner's tools observe in one episode: the charge
@@ -384,7 +389,7 @@ func (e *kernelEpisode) beliefEntry() kernel.Entry {
 	}
 	return kernel.Entry{
 		TraceID: e.trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
-		Payload: p, InputRefs: []string{e.charge.ID},
+		Payload: p, InputRefs: e.ref(e.charge.ID),
 	}
 }
 
@@ -398,6 +403,17 @@ func (e *kernelEpisode) planEntry() kernel.Entry {
 	return kernel.Entry{TraceID: e.trace, Slot: blackboard.Plans, Kind: kindPlan, Payload: p}
 }
 
+// ref returns id as a list of input refs, backed by the episode when it
+// has the shared payloads: the honest route builds one entry at a time and
+// keeps none, where the adversary keeps and changes several.
+func (e *kernelEpisode) ref(id string) []string {
+	if e.shared == nil {
+		return []string{id}
+	}
+	e.refs[0] = id
+	return e.refs[:1:1]
+}
+
 // refundEntry is the refund, pointing at the committed plan if there is
 // one.
 func (e *kernelEpisode) refundEntry() kernel.Entry {
@@ -409,19 +425,23 @@ func (e *kernelEpisode) refundEntry() kernel.Entry {
 	}
 	en := kernel.Entry{TraceID: e.trace, Slot: blackboard.Actions, Kind: kindRefund, Payload: p}
 	if e.plan != nil {
-		en.InputRefs = []string{e.plan.ID}
+		en.InputRefs = e.ref(e.plan.ID)
 	}
 	return en
 }
 
+// The route's payloads hold their lists as []any, the form the kernel
+// normalises every list to, so that it need not convert them (and box each
+// name) in every episode.
+
 func beliefPayload() blackboard.Payload {
-	return blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}
+	return blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{kindCharge}}
 }
 
 func planPayload(t *Task) blackboard.Payload {
 	return blackboard.Payload{kernel.KeySteps: []any{map[string]any{
 		kernel.KeyAction:          kindRefund,
-		kernel.KeyRequiresBeliefs: []string{kindRefundDue},
+		kernel.KeyRequiresBeliefs: []any{kindRefundDue},
 		"is_duplicate":            t.Inputs.IsDuplicate,
 	}}}
 }
@@ -433,7 +453,7 @@ func refundPayload(t *Task) blackboard.Payload {
 		"amount":                  t.Inputs.Amount,
 		"reason":                  t.Inputs.DisputeReason,
 		"is_duplicate":            t.Inputs.IsDuplicate,
-		kernel.KeyRequiresBeliefs: []string{kindRefundDue},
+		kernel.KeyRequiresBeliefs: []any{kindRefundDue},
 	}
 }
 
@@ -499,14 +519,22 @@ func (e *kernelEpisode) note(d kernel.Decision) {
 // reject records a rejected proposal of the route for the fallback.
 func (e *kernelEpisode) reject(d kernel.Decision) {
 	e.reason = d.Code
-	e.rejected = append(e.rejected, d.ProposalID)
+	e.rejected = append(e.rejectedList(), d.ProposalID)
+}
+
+// rejectedList returns e.rejected, backed by e.rejBuf while it is empty.
+func (e *kernelEpisode) rejectedList() []string {
+	if e.rejected == nil {
+		return e.rejBuf[:0]
+	}
+	return e.rejected
 }
 
 // decline records that the decider declined, pointing at the percept it
 // declined on.
 func (e *kernelEpisode) decline(code blackboard.Code) {
 	e.reason = code
-	e.rejected = append(e.rejected, e.charge.ID)
+	e.rejected = append(e.rejectedList(), e.charge.ID)
 }
 
 // route is the planner's route to a refund: the belief, the plan and the

@@ -1,0 +1,14 @@
+package kernel
+
+import "context"
+
+// ViewFromState and ViewFromRecords are the two ways [Kernel.View] reads a
+// trace, for the test that they agree (ok false: the state does not hold
+// the view).
+func (k *Kernel) ViewFromState(ctx context.Context, traceID string, opts ViewOptions) (v View, ok bool, err error) {
+	return k.viewFromState(ctx, traceID, opts, k.nowMS())
+}
+
+func (k *Kernel) ViewFromRecords(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
+	return k.viewFromRecords(ctx, traceID, opts, k.nowMS())
+}
