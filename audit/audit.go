@@ -23,10 +23,12 @@ const (
 	Version = 1
 )
 
-// Outcome says what a governed call came to.
+// Outcome says what a governed call came to: what the gate answers a
+// call with (toolgate.Result.Outcome: refused, pending approval, executed or
+// failed) and what a decision record keeps (all six).
 type Outcome string
 
-// The outcomes a decision record carries.
+// The outcomes of a governed call.
 const (
 	OutcomeCommitted       Outcome = "committed"        // the kernel committed the proposal
 	OutcomeRefused         Outcome = "refused"          // the kernel, a contract or a budget refused it

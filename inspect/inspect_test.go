@@ -208,7 +208,7 @@ func toolgateDatabase(t *testing.T) string {
 		return res
 	}
 	for _, trace := range []string{"ticket-1", "ticket-2"} {
-		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.Refused {
+		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomeRefused {
 			t.Fatalf("early refund: %+v", res)
 		}
 		call(trace, "lookup_order", `{"order_id":"A1"}`)
@@ -216,7 +216,7 @@ func toolgateDatabase(t *testing.T) string {
 			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 			t.Fatal(err)
 		}
-		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.NeedsApproval {
+		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {
 			t.Fatalf("refund: %+v", res)
 		}
 	}
@@ -227,7 +227,7 @@ func toolgateDatabase(t *testing.T) string {
 	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-2", pending[0].ActionID, pending[0].Digest, "ok", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != toolgate.Executed {
+	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != audit.OutcomeExecuted {
 		t.Fatal(res, err)
 	}
 	if _, err := g.Call(ctx, toolgate.Call{Tool: "delete_account", Args: json.RawMessage(`{}`), Caller: "support", TraceID: "ticket-3"}); err != nil {

@@ -275,7 +275,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 			name:  "above the approval threshold, approved",
 			model: [][]llm.ToolCall{round(lookupO3), round(assessO3), round(refundOf("O3", 700)), round(refundOf("O3", 700), refundOf("O3", 400))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
-				"issue_refund needs_approval APPROVAL_REQUIRED", "issue_refund refused DUPLICATE_ACTION", "issue_refund refused DUPLICATE_ACTION"},
+				"issue_refund pending_approval APPROVAL_REQUIRED", "issue_refund refused DUPLICATE_ACTION", "issue_refund refused DUPLICATE_ACTION"},
 			decide:    "approve",
 			paidAfter: []float64{700},
 		},
@@ -283,7 +283,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 			name:  "above the approval threshold, denied",
 			model: [][]llm.ToolCall{round(lookupO3), round(assessO3), round(refundOf("O3", 700))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
-				"issue_refund needs_approval APPROVAL_REQUIRED"},
+				"issue_refund pending_approval APPROVAL_REQUIRED"},
 			decide: "deny",
 		},
 		{
@@ -325,7 +325,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 			var got []string
 			for _, c := range res.Calls {
 				got = append(got, fmt.Sprintf("%s %s %s", c.Call.Tool, c.Result.Outcome, c.Result.Code))
-				if c.Result.Outcome == toolgate.Refused {
+				if c.Result.Outcome == audit.OutcomeRefused {
 					refusals++
 					if c.Result.Hint == "" {
 						t.Errorf("refusal of %s without a hint", c.Call.Tool)
@@ -391,7 +391,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 					switch {
 					case err != nil:
 						t.Fatal(err)
-					case sc.decide == "approve" && res.Outcome != toolgate.Executed,
+					case sc.decide == "approve" && res.Outcome != audit.OutcomeExecuted,
 						sc.decide == "deny" && (res.Code != toolgate.CodeApprovalDenied || res.FallbackID == ""):
 						t.Errorf("Execute after %s: %+v", sc.decide, res)
 					}

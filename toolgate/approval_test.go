@@ -20,7 +20,7 @@ func (d *desk) pendingRefund(trace, order string, amount float64) Result {
 	d.t.Helper()
 	d.ground(trace, order)
 	res := d.refund(trace, order, amount)
-	if res.Outcome != NeedsApproval || res.Code != CodeApprovalRequired || res.ApprovalID == "" || res.ApprovalID != res.ActionID {
+	if res.Outcome != audit.OutcomePendingApproval || res.Code != CodeApprovalRequired || res.ApprovalID == "" || res.ApprovalID != res.ActionID {
 		d.t.Fatalf("refund of %v: %+v, want it waiting for approval", amount, res)
 	}
 	return res
@@ -36,7 +36,7 @@ func TestApprovalFlow(t *testing.T) {
 			t.Errorf("hint %q does not name the approval id", wait.Hint)
 		}
 		// Execute before anyone decided: still waiting, nothing runs.
-		wantOutcome(t, "execute before approval", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute before approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 		pending, err := d.g.PendingApprovals(d.ctx, "t")
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("PendingApprovals: %+v %v", pending, err)
@@ -48,7 +48,7 @@ func TestApprovalFlow(t *testing.T) {
 		}
 		approval := d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after approval", res, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "execute after approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		if res.Output["refund_id"] != "re_A1" || res.ActionID != wait.ActionID {
 			t.Errorf("result %+v", res)
 		}
@@ -63,7 +63,7 @@ func TestApprovalFlow(t *testing.T) {
 			t.Errorf("approval %s consumed by %q (%v), want the first attempt", approval.ID, holder, err)
 		}
 		again := d.execute(wait.ActionID)
-		if again.Outcome != Executed || again.DecisionID != res.DecisionID || again.Output["refund_id"] != "re_A1" {
+		if again.Outcome != audit.OutcomeExecuted || again.DecisionID != res.DecisionID || again.Output["refund_id"] != "re_A1" {
 			t.Errorf("second execute %+v, want the recorded result %+v", again, res)
 		}
 		if n := len(d.invocations("issue_refund")); n != 1 {
@@ -79,7 +79,7 @@ func TestApprovalFlow(t *testing.T) {
 		}
 		// A small refund needs no approval.
 		d.ground("t2", "B2")
-		wantOutcome(t, "small refund", d.refund("t2", "B2", 100), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "small refund", d.refund("t2", "B2", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
 	})
 }
 
@@ -94,7 +94,7 @@ func TestApprovalBinding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resume with a changed amount", res, Refused, CodeApprovalMismatch)
+		wantOutcome(t, "resume with a changed amount", res, audit.OutcomeRefused, CodeApprovalMismatch)
 		if !strings.Contains(res.Hint, "new approval") {
 			t.Errorf("hint %q", res.Hint)
 		}
@@ -115,14 +115,14 @@ func TestApprovalBinding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "resume with the approved arguments", res, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "resume with the approved arguments", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		if n := len(d.invocations("issue_refund")); n != 1 || d.invocations("issue_refund")[0].Args["amount"] != 700.0 {
 			t.Errorf("effect calls %+v", d.invocations("issue_refund"))
 		}
 		// Once it has run, a changed resume is still refused, not
 		// answered with the result of other arguments.
 		res, _ = d.g.Resume(d.ctx, "t", wait.ActionID, json.RawMessage(`{"order_id":"A1","amount":1}`))
-		wantOutcome(t, "changed resume after the run", res, Refused, CodeApprovalMismatch)
+		wantOutcome(t, "changed resume after the run", res, audit.OutcomeRefused, CodeApprovalMismatch)
 	})
 }
 
@@ -132,7 +132,7 @@ func TestApprovalOfAnotherAction(t *testing.T) {
 		b := d.pendingRefund("t2", "A1", 700) // same order and amount: the same digest
 		d.approve("t1", a.ActionID, "human:alice", time.Hour)
 		// A's approval does nothing for B: approvals name their action.
-		wantOutcome(t, "execute B with A approved", d.execute(b.ActionID), NeedsApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute B with A approved", d.execute(b.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("B ran on A's approval")
 		}
@@ -141,7 +141,7 @@ func TestApprovalOfAnotherAction(t *testing.T) {
 		if _, err := d.g.Approver("human:alice").Approve(d.ctx, "t2", a.ActionID, d.digest(a.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("A's approval in B's trace: %v", err)
 		}
-		wantOutcome(t, "execute A", d.execute(a.ActionID), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "execute A", d.execute(a.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
 	})
 }
 
@@ -151,7 +151,7 @@ func TestApprovalExpiry(t *testing.T) {
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		d.clock.Advance(2 * time.Hour)
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after the approval expired", res, Refused, CodeApprovalExpired)
+		wantOutcome(t, "execute after the approval expired", res, audit.OutcomeRefused, CodeApprovalExpired)
 		checkEscalated(t, d, wait, res, CodeApprovalExpired)
 	})
 }
@@ -165,7 +165,7 @@ func TestApprovalDenied(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after a denial", res, Refused, CodeApprovalDenied)
+		wantOutcome(t, "execute after a denial", res, audit.OutcomeRefused, CodeApprovalDenied)
 		if res.RootCause.Detail != "customer is abusing refunds" {
 			t.Errorf("root cause %+v, want the denial's note", res.RootCause)
 		}
@@ -202,7 +202,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 		t.Errorf("escalation records %+v", recs)
 	}
 	again := d.execute(wait.ActionID)
-	if again.Outcome != Refused || again.Code != code || again.FallbackID != res.FallbackID {
+	if again.Outcome != audit.OutcomeRefused || again.Code != code || again.FallbackID != res.FallbackID {
 		t.Errorf("second execute %+v, want %+v", again, res)
 	}
 	// A later approval cannot revive it: the escalation is its result, and
@@ -226,7 +226,7 @@ func TestSelfApproval(t *testing.T) {
 		if _, err := d.g.Approver(CallerWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
-		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran")
 		}
@@ -239,7 +239,7 @@ func TestApprovalIdentityRequired(t *testing.T) {
 		if _, err := d.g.Approver("").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("anonymous approval: %v, want ErrInvalidInput", err)
 		}
-		wantOutcome(t, "execute", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 	})
 }
 
@@ -249,19 +249,19 @@ func TestApprovalPolicies(t *testing.T) {
 		// The rule reads reason, which the call may leave out: a rule that
 		// cannot be evaluated needs approval (fails closed).
 		res := d.call("t", "support", "", "issue_refund", `{"order_id":"A1","amount":10}`)
-		wantOutcome(t, "rule on a missing argument", res, NeedsApproval, CodeApprovalRequired)
+		wantOutcome(t, "rule on a missing argument", res, audit.OutcomePendingApproval, CodeApprovalRequired)
 		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomePendingApproval})
 		if len(recs) != 1 || !strings.Contains(recs[0].Context["approval_reason"].(string), "fails closed") {
 			t.Errorf("pending records %+v", recs)
 		}
 		d.ground("t2", "A2")
 		wantOutcome(t, "rule false", d.call("t2", "support", "", "issue_refund", `{"order_id":"A2","amount":10,"reason":"late"}`),
-			Executed, CodeEffectSucceeded)
+			audit.OutcomeExecuted, CodeEffectSucceeded)
 		d.ground("t3", "A3")
 		wantOutcome(t, "rule true", d.call("t3", "support", "", "issue_refund", `{"order_id":"A3","amount":10,"reason":"other"}`),
-			NeedsApproval, CodeApprovalRequired)
+			audit.OutcomePendingApproval, CodeApprovalRequired)
 		// Always: every search needs approval.
-		wantOutcome(t, "always", d.call("t", "researcher", "", "search_kb", `{"query":"x"}`), NeedsApproval, CodeApprovalRequired)
+		wantOutcome(t, "always", d.call("t", "researcher", "", "search_kb", `{"query":"x"}`), audit.OutcomePendingApproval, CodeApprovalRequired)
 	}, func(su *setup) {
 		su.tools[1].Approval = ApprovalPolicy{When: `reason == "other" || args.amount > 500`}
 		su.tools[2].Approval = ApprovalPolicy{Always: true}
@@ -305,13 +305,13 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "execute after the caller lost the tool", res, Refused, CodeToolNotPermitted)
+		wantOutcome(t, "execute after the caller lost the tool", res, audit.OutcomeRefused, CodeToolNotPermitted)
 		d.clock.Advance(time.Hour)
 		if rec, err := revoked.Recover(d.ctx); err != nil || len(rec) != 0 {
 			t.Errorf("Recover: %+v %v", rec, err)
 		}
 		// Even the old configuration cannot run it now.
-		wantOutcome(t, "execute with the old contracts", d.execute(wait.ActionID), Refused, CodeToolNotPermitted)
+		wantOutcome(t, "execute with the old contracts", d.execute(wait.ActionID), audit.OutcomeRefused, CodeToolNotPermitted)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
@@ -416,7 +416,7 @@ func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
 		if _, err := d.k.Governor().Append(d.ctx, f); err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "execute on the proposer's approval", d.execute(wait.ActionID), Refused, CodeApprovalMismatch)
+		wantOutcome(t, "execute on the proposer's approval", d.execute(wait.ActionID), audit.OutcomeRefused, CodeApprovalMismatch)
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}

@@ -63,7 +63,7 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 		}
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "the victim's refund", res, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "the victim's refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		if res.Output["refund_id"] != "re_A1" || len(d.invocations("issue_refund")) != 1 {
 			t.Errorf("result %+v after %d effect calls, want the effect's own, once", res, len(d.invocations("issue_refund")))
 		}
@@ -110,7 +110,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		// The gate's own writes still carry their records.
 		d.ground("u", "A1")
 		wait := d.refund("u", "A1", 700)
-		if wait.Outcome != NeedsApproval || len(d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"})) != 1 {
+		if wait.Outcome != audit.OutcomePendingApproval || len(d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"})) != 1 {
 			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"}))
 		}
 	})
@@ -175,7 +175,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": false}, nil
 			})
-			if res := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`); res.Outcome != Executed {
+			if res := d.call("t", "support", "refund", "lookup_order", `{"order_id":"A1"}`); res.Outcome != audit.OutcomeExecuted {
 				t.Fatalf("second lookup: %+v", res)
 			}
 		}, blackboard.CodeSupersededEvidence},
@@ -194,7 +194,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 				c.change(t, d)
 				for _, what := range []string{"execute", "execute again"} {
 					res := d.execute(wait.ActionID)
-					wantOutcome(t, what, res, Refused, c.code)
+					wantOutcome(t, what, res, audit.OutcomeRefused, c.code)
 					if !strings.Contains(res.RootCause.Detail, string(c.code)) {
 						t.Errorf("%s: root cause %+v does not name %s", what, res.RootCause, c.code)
 					}
@@ -310,7 +310,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 	close(releaseEffect)
 	for _, ch := range []<-chan out{a, b} {
 		o := <-ch
-		if o.err != nil || o.res.Outcome != Executed {
+		if o.err != nil || o.res.Outcome != audit.OutcomeExecuted {
 			t.Errorf("driver: %+v %v, want the execution", o.res, o.err)
 		}
 	}

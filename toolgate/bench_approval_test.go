@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkExecuteApproved(b *testing.B) {
 		d.ground(trace, "A1")
 		wait := d.refund(trace, "A1", 700)
 		d.approve(trace, wait.ActionID, "human:alice", time.Hour)
-		if res := d.execute(wait.ActionID); res.Outcome != Executed {
+		if res := d.execute(wait.ActionID); res.Outcome != audit.OutcomeExecuted {
 			b.Fatal(res)
 		}
 	}

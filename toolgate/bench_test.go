@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkBoundRefund(b *testing.B) {
 		i++
 		trace := "t" + strconv.Itoa(i)
 		d.ground(trace, "A1")
-		if res := d.refund(trace, "A1", 100); res.Outcome != Executed {
+		if res := d.refund(trace, "A1", 100); res.Outcome != audit.OutcomeExecuted {
 			b.Fatal(res)
 		}
 	}

@@ -43,7 +43,7 @@ func (d *boundDesk) call(trace, tool, args string) toolgate.Result {
 func (d *boundDesk) lookup(trace, order string) string {
 	d.t.Helper()
 	res := d.call(trace, "lookup_order", `{"order_id":"`+order+`"}`)
-	if res.Outcome != toolgate.Executed {
+	if res.Outcome != audit.OutcomeExecuted {
 		d.t.Fatalf("lookup_order %s: %+v", order, res)
 	}
 	for dr, err := range d.g.Decisions(context.Background(), toolgate.DecisionFilter{TraceID: trace, Outcome: audit.OutcomeExecuted}) {
@@ -77,7 +77,7 @@ func (d *boundDesk) refund(trace, order string, amount float64) toolgate.Result 
 // and the percept, in the result and in its decision record.
 func (d *boundDesk) wantUnbound(what string, res toolgate.Result, trace, arg, percept string) {
 	d.t.Helper()
-	if res.Outcome != toolgate.Refused || res.Code != toolgate.CodeArgumentNotBound {
+	if res.Outcome != audit.OutcomeRefused || res.Code != toolgate.CodeArgumentNotBound {
 		d.t.Errorf("%s: %s %s (%+v), want refused ARGUMENT_NOT_BOUND", what, res.Outcome, res.Code, res.RootCause)
 		return
 	}
@@ -118,7 +118,7 @@ func TestAttackArgumentsBoundToEvidence(t *testing.T) {
 	if d.refunds != 0 {
 		t.Fatalf("%d refunds ran", d.refunds)
 	}
-	if res := d.refund(trace, "ord_10", 89); res.Outcome != toolgate.Executed {
+	if res := d.refund(trace, "ord_10", 89); res.Outcome != audit.OutcomeExecuted {
 		t.Errorf("the refund of ord_10 within its amount: %+v", res)
 	}
 	if d.refunds != 1 {
@@ -146,7 +146,7 @@ func TestAttackArgumentsBoundToCommittedGrounding(t *testing.T) {
 		t.Fatalf("the refusal %+v names no committed action: the kernel's grounding was not what was checked", res)
 	}
 	again, err := d.g.Execute(ctx, res.ActionID)
-	if err != nil || again.Outcome != toolgate.Refused || again.Code != toolgate.CodeArgumentNotBound {
+	if err != nil || again.Outcome != audit.OutcomeRefused || again.Code != toolgate.CodeArgumentNotBound {
 		t.Errorf("Execute after the refusal: %+v %v", again, err)
 	}
 	if d.refunds != 0 {

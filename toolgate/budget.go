@@ -155,7 +155,7 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 			hint = h
 		}
 	}
-	return Result{Outcome: Refused, Code: reason.Code, RootCause: kernel.Cause{Code: reason.Code, Detail: reason.Detail},
+	return Result{Outcome: audit.OutcomeRefused, Code: reason.Code, RootCause: kernel.Cause{Code: reason.Code, Detail: reason.Detail},
 		Hint: hint, DecisionID: dr.ID, refusal: why}, true, nil
 }
 

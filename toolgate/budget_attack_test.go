@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -82,7 +83,7 @@ func TestAttackCallBudgetComposes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Outcome != toolgate.Executed && res.Code != budget.CodeBudgetExceeded {
+				if res.Outcome != audit.OutcomeExecuted && res.Code != budget.CodeBudgetExceeded {
 					t.Fatalf("call %d: %s %s", i, res.Outcome, res.Code)
 				}
 			}

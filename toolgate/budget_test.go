@@ -55,7 +55,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 		b := &Budget{Run: run}
 		for _, order := range []string{"A1", "A2"} {
 			res, err := d.g.Call(d.ctx, lookup("t", order, b))
-			if err != nil || res.Outcome != Executed {
+			if err != nil || res.Outcome != audit.OutcomeExecuted {
 				t.Fatalf("lookup %s: %+v %v", order, res, err)
 			}
 		}
@@ -64,7 +64,7 @@ func TestBudgetRefusesBeforeTheCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "third call", res, Refused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "third call", res, audit.OutcomeRefused, budget.CodeBudgetExceeded)
 		if n := len(d.invocations("lookup_order")); n != 2 {
 			t.Errorf("%d effects ran, want 2: the refused call must not run", n)
 		}
@@ -130,7 +130,7 @@ func TestBudgetDeadlineAndCost(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		run := newRun(t, d, budget.Limits{Deadline: time.Minute, Cost: 1})
 		b := &Budget{Run: run}
-		if res, _ := d.g.Call(d.ctx, lookup("t", "A1", b)); res.Outcome != Executed {
+		if res, _ := d.g.Call(d.ctx, lookup("t", "A1", b)); res.Outcome != audit.OutcomeExecuted {
 			t.Fatalf("first call %+v", res)
 		}
 		if err := run.ChargeCost(1); err != nil {
@@ -140,7 +140,7 @@ func TestBudgetDeadlineAndCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "cost spent", res, Refused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "cost spent", res, audit.OutcomeRefused, budget.CodeBudgetExceeded)
 		if r, _ := budget.ReasonOf(res.refusal); r.Budget != budget.Cost {
 			t.Errorf("reason %+v, want cost", r)
 		}
@@ -167,10 +167,10 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 			}
 			return res
 		}
-		wantOutcome(t, "first search", search(`{"query":"refund policy"}`), Executed, CodeEffectSucceeded)
-		wantOutcome(t, "its one retry", search(`{ "query" : "refund policy" }`), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "first search", search(`{"query":"refund policy"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "its one retry", search(`{ "query" : "refund policy" }`), audit.OutcomeExecuted, CodeEffectSucceeded)
 		res := search(`{"query":"refund policy"}`)
-		wantOutcome(t, "third identical search", res, Refused, budget.CodeLoopDetected)
+		wantOutcome(t, "third identical search", res, audit.OutcomeRefused, budget.CodeLoopDetected)
 		if n := len(d.invocations("search_kb")); n != 2 {
 			t.Errorf("%d searches ran, want 2", n)
 		}
@@ -193,7 +193,7 @@ func TestLoopGuardAtTheGate(t *testing.T) {
 			t.Error("a loop must end the lease")
 		}
 		// Other arguments are another call; malformed ones repeat too.
-		wantOutcome(t, "another query", search(`{"query":"refund policy EU"}`), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "another query", search(`{"query":"refund policy EU"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
 		for i, want := range []blackboard.Code{CodeInvalidArguments, CodeInvalidArguments, budget.CodeLoopDetected} {
 			if res := search(`{"query":`); res.Code != want {
 				t.Errorf("malformed call %d: %s, want %s", i+1, res.Code, want)
@@ -206,9 +206,9 @@ func TestBudgetGuardFirst(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		run := newRun(t, d, budget.Limits{ToolCalls: 1})
 		b := &Budget{Run: run, Guard: newGuard(t)}
-		wantOutcome(t, "first", d.mustCall(lookup("t", "A1", b)), Executed, CodeEffectSucceeded)
-		wantOutcome(t, "second: the guard allows it, the budget does not", d.mustCall(lookup("t", "A1", b)), Refused, budget.CodeBudgetExceeded)
-		wantOutcome(t, "third: the guard refuses first", d.mustCall(lookup("t", "A1", b)), Refused, budget.CodeLoopDetected)
+		wantOutcome(t, "first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "second: the guard allows it, the budget does not", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "third: the guard refuses first", d.mustCall(lookup("t", "A1", b)), audit.OutcomeRefused, budget.CodeLoopDetected)
 		if s := run.Snapshot(); s.Refused[budget.ToolCalls] != 1 || s.Used[budget.ToolCalls] != 1 {
 			t.Errorf("snapshot used %v refused %v, want 1 and 1", s.Used, s.Refused)
 		}
@@ -229,10 +229,10 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 	var gateRun *budget.Run
 	onStores(t, func(t *testing.T, d *desk) {
 		callRun := newRun(t, d, budget.Limits{ToolCalls: 5})
-		wantOutcome(t, "gate's budget", d.mustCall(lookup("t", "A1", nil)), Executed, CodeEffectSucceeded)
-		wantOutcome(t, "gate's budget, spent", d.mustCall(lookup("t", "A2", nil)), Refused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "gate's budget", d.mustCall(lookup("t", "A1", nil)), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wantOutcome(t, "gate's budget, spent", d.mustCall(lookup("t", "A2", nil)), audit.OutcomeRefused, budget.CodeBudgetExceeded)
 		// The call's own budget adds to the gate's: the gate's is still spent.
-		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), Refused, budget.CodeBudgetExceeded)
+		wantOutcome(t, "the call's own", d.mustCall(lookup("t", "A3", &Budget{Run: callRun})), audit.OutcomeRefused, budget.CodeBudgetExceeded)
 		if g, c := gateRun.Snapshot().Used[budget.ToolCalls], callRun.Snapshot().Used[budget.ToolCalls]; g != 1 || c != 1 {
 			t.Errorf("gate run used %v, call run %v; want 1 and 1", g, c)
 		}
@@ -270,7 +270,7 @@ func TestBudgetParallelLanes(t *testing.T) {
 						return
 					}
 					codes[l] = append(codes[l], res.Code)
-					if res.Outcome == Executed {
+					if res.Outcome == audit.OutcomeExecuted {
 						executed[l]++
 					}
 				}

@@ -3,6 +3,7 @@ package toolgate
 import (
 	"encoding/json"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -40,31 +41,11 @@ type Call struct {
 	Budget *Budget `json:"-"`
 }
 
-// Outcome is what the gate did with a call.
-type Outcome string
-
-// The outcomes of a call.
-const (
-	// Refused: the call does not run. Code and RootCause say why and Hint
-	// tells the model what would help; the agent loop goes on. A denied or
-	// expired approval is a refusal too, with FallbackID set.
-	Refused Outcome = "refused"
-	// NeedsApproval: the action committed but waits for an approver;
-	// ApprovalID names what to approve.
-	NeedsApproval Outcome = "needs_approval"
-	// Executed: the effect ran (or had already run for this key) and
-	// succeeded; Output is its result.
-	Executed Outcome = "executed"
-	// Failed: the effect ran and failed for good (retries exhausted or a
-	// failure that retrying cannot fix).
-	Failed Outcome = "failed"
-)
-
 // Result is the gate's answer to a call. It is a value for the agent loop,
 // not an error: a refusal goes back to the model as the tool's result.
 type Result struct {
 	// Outcome says what the gate did with the call.
-	Outcome Outcome `json:"outcome"`
+	Outcome audit.Outcome `json:"outcome"`
 	// Code is the typed reason: the refusal's code (the gate's or the
 	// kernel's), APPROVAL_REQUIRED while the action waits for approval,
 	// EFFECT_SUCCEEDED once the effect ran, or the failure's code.

@@ -35,7 +35,7 @@ const (
 
 	// CodeApprovalRequired: the action committed, but its policy needs an
 	// approval and no approver has decided yet. It comes with the
-	// NeedsApproval outcome, not a refusal.
+	// [audit.OutcomePendingApproval] outcome, not a refusal.
 	CodeApprovalRequired = blackboard.Code("APPROVAL_REQUIRED")
 	// CodeApprovalDenied: the latest approval decision denied the action;
 	// the gate took the safe fallback instead.

@@ -423,7 +423,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 			}
 			return res
 		}
-		if res := call("lookup_order", map[string]any{"order_id": w.order}); res.Outcome != toolgate.Executed {
+		if res := call("lookup_order", map[string]any{"order_id": w.order}); res.Outcome != audit.OutcomeExecuted {
 			t.Fatalf("%s lookup: %+v", w.trace, res)
 		}
 		c.point("looked up")
@@ -435,12 +435,12 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		c.point("belief committed")
 		res = call(w.tool, map[string]any{"order_id": w.order, "amount": w.amount})
 		c.point("Call returned, result not logged")
-		if res.Outcome == toolgate.Refused {
+		if res.Outcome == audit.OutcomeRefused {
 			t.Fatalf("%s %s refused: %+v", w.trace, w.tool, res)
 		}
 		actionID = res.ActionID
 	}
-	if res.Outcome == "" || res.Outcome == toolgate.NeedsApproval {
+	if res.Outcome == "" || res.Outcome == audit.OutcomePendingApproval {
 		pending, err := g.PendingApprovals(ctx, w.trace)
 		if err != nil {
 			t.Fatal(err)
@@ -465,7 +465,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		}
 		c.point("Execute returned, result not logged")
 	}
-	if res.Outcome != toolgate.Executed && res.Outcome != toolgate.Failed {
+	if res.Outcome != audit.OutcomeExecuted && res.Outcome != audit.OutcomeFailed {
 		t.Fatalf("%s: %+v", w.trace, res)
 	}
 	key := k.Namespace() + "/" + actionID

@@ -91,7 +91,7 @@
 //
 // A tool's [ApprovalPolicy] (always, or a CEL rule over the arguments such
 // as "amount > 500", failing closed) makes a call that the kernel commits
-// wait: NeedsApproval, with the action id to approve. A person approves or
+// wait: [audit.OutcomePendingApproval], with the action id to approve. A person approves or
 // denies it with an [Approver] ([Gate.Approver], for an identity the owner
 // verified), given the action id and the digest of its arguments
 // ([ArgsDigest]; [Gate.PendingApprovals] lists both). The approval

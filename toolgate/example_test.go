@@ -113,7 +113,7 @@ func Example() {
 	// refused NO_COMMITTED_BELIEF
 	// The conditions for issue_refund are not established (no committed belief refund_due). Establish them first (look up what they rest on), or do not call it.
 	// executed 700
-	// needs_approval APPROVAL_REQUIRED actions:ticket-7:13
+	// pending_approval APPROVAL_REQUIRED actions:ticket-7:13
 	// pending: issue_refund 700 approval rule amount > 500
 	// executed EFFECT_SUCCEEDED re_1
 	// executed EFFECT_SUCCEEDED re_1

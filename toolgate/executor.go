@@ -91,7 +91,7 @@ func approvalKey(approvalID string) string {
 //   - If the action already has a recorded result (succeeded, failed or
 //     escalated), Execute returns it and starts nothing.
 //   - If its policy needs approval and no attempt has started yet, the
-//     latest approval decision for it decides: none is NeedsApproval
+//     latest approval decision for it decides: none is [audit.OutcomePendingApproval]
 //     (APPROVAL_REQUIRED); a denial, or an approval past its TTL, records
 //     the escalation, submits the safe fallback with the code as reason
 //     and returns Refused (APPROVAL_DENIED, APPROVAL_EXPIRED); an approval
@@ -331,7 +331,7 @@ func (g *Gate) refuseAction(ctx context.Context, j *job, code blackboard.Code, d
 		return Result{ActionID: j.act.ID}, err
 	}
 	root := kernel.Cause{Code: code, Record: j.act.ID, Detail: detail}
-	return Result{Outcome: Refused, Code: code, RootCause: root, Hint: g.hint(ctx, j.e, code, root, ""),
+	return Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: g.hint(ctx, j.e, code, root, ""),
 		ActionID: j.act.ID, DecisionID: dr.ID}, nil
 }
 
@@ -348,7 +348,7 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 		latest = &r
 	}
 	if latest == nil {
-		return Result{Outcome: NeedsApproval, Code: CodeApprovalRequired, ActionID: j.act.ID, ApprovalID: j.act.ID,
+		return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: j.act.ID, ApprovalID: j.act.ID,
 			Hint: g.hint(ctx, j.e, CodeApprovalRequired, kernel.Cause{}, j.act.ID)}, true, nil
 	}
 	a, _ := audit.ApprovalOf(*latest)
@@ -535,14 +535,14 @@ func (g *Gate) result(ctx context.Context, j *job, rec blackboard.Record, decisi
 	}
 	switch rec.Kind {
 	case KindEscalated:
-		res.Outcome = Refused
+		res.Outcome = audit.OutcomeRefused
 		res.RootCause = kernel.Cause{Code: res.Code, Record: eff.Approval, Detail: eff.Note}
 		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
 		if res.FallbackID, err = g.ensureFallback(ctx, j, res.Code); err != nil {
 			return res, err
 		}
 	case KindFailed:
-		res.Outcome = Failed
+		res.Outcome = audit.OutcomeFailed
 		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: eff.Error}
 		if eff.ExecutionStatus != "" {
 			// The typed signal, for the worker and the repair router.
@@ -550,11 +550,11 @@ func (g *Gate) result(ctx context.Context, j *job, rec blackboard.Record, decisi
 				failure.KeyError: eff.Error, failure.KeyRetryable: eff.Retryable}
 		}
 		if eff.Status == StatusRefused {
-			res.Outcome, res.RootCause.Record = Refused, j.act.ID
+			res.Outcome, res.RootCause.Record = audit.OutcomeRefused, j.act.ID
 		}
 		res.Hint = g.hint(ctx, j.e, res.Code, res.RootCause, "")
 	default:
-		res.Outcome = Executed
+		res.Outcome = audit.OutcomeExecuted
 		// rec is this call's copy (a store's or the kernel's answer), read
 		// no more: its payload becomes the output as it is.
 		res.Output = rec.Payload

@@ -52,7 +52,7 @@ func TestRetries(t *testing.T) {
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "flaky refund", res, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "flaky refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		calls := d.invocations("issue_refund")
 		if len(calls) != 3 {
 			t.Fatalf("%d calls, want 3", len(calls))
@@ -91,7 +91,7 @@ func TestRetriesExhausted(t *testing.T) {
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "always flaky", res, Failed, CodeRetriesExhausted)
+		wantOutcome(t, "always flaky", res, audit.OutcomeFailed, CodeRetriesExhausted)
 		if res.RootCause.Detail != errFlaky.Error() || !strings.Contains(res.Hint, "kept failing") {
 			t.Errorf("root %+v hint %q", res.RootCause, res.Hint)
 		}
@@ -106,7 +106,7 @@ func TestRetriesExhausted(t *testing.T) {
 			t.Errorf("failure records %+v", recs)
 		}
 		again := d.execute(res.ActionID)
-		if again.Outcome != Failed || again.Code != CodeRetriesExhausted || len(d.invocations("issue_refund")) != 3 {
+		if again.Outcome != audit.OutcomeFailed || again.Code != CodeRetriesExhausted || len(d.invocations("issue_refund")) != 3 {
 			t.Errorf("execute after the failure: %+v (%d calls)", again, len(d.invocations("issue_refund")))
 		}
 	})
@@ -122,7 +122,7 @@ func TestPermanentFailures(t *testing.T) {
 				d.setEffect("issue_refund", fn)
 				d.ground("t", "A1")
 				res := d.refund("t", "A1", 10)
-				wantOutcome(t, name, res, Failed, CodeEffectFailed)
+				wantOutcome(t, name, res, audit.OutcomeFailed, CodeEffectFailed)
 				if n := len(d.invocations("issue_refund")); n != 1 {
 					t.Errorf("%d calls, want 1: retrying cannot fix it", n)
 				}
@@ -141,7 +141,7 @@ func TestOutputInvalid(t *testing.T) {
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "output with the reserved key", res, Failed, CodeOutputInvalid)
+		wantOutcome(t, "output with the reserved key", res, audit.OutcomeFailed, CodeOutputInvalid)
 		d.execute(res.ActionID)
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Errorf("%d calls, want 1: an effect that ran is not run again", n)
@@ -163,7 +163,7 @@ func TestResultAlreadyRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after another process finished", res, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "execute after another process finished", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		if res.Output["refund_id"] != "re_elsewhere" {
 			t.Errorf("output %v, want the recorded one", res.Output)
 		}
@@ -195,7 +195,7 @@ func TestConcurrentExecute(t *testing.T) {
 		}
 		wg.Wait()
 		for i := range n {
-			if errs[i] != nil || results[i].Outcome != Executed || results[i].DecisionID != results[0].DecisionID ||
+			if errs[i] != nil || results[i].Outcome != audit.OutcomeExecuted || results[i].DecisionID != results[0].DecisionID ||
 				results[i].Output["refund_id"] != results[0].Output["refund_id"] {
 				t.Errorf("driver %d: %+v %v", i, results[i], errs[i])
 			}
@@ -228,7 +228,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
 			}
-			wantOutcome(t, "recovered", res[0], Executed, CodeEffectSucceeded)
+			wantOutcome(t, "recovered", res[0], audit.OutcomeExecuted, CodeEffectSucceeded)
 			calls := d.invocations("issue_refund")
 			if len(calls) != 1 || calls[0].Attempt != 2 || calls[0].Key != j.key || res[0].ActionID != j.act.ID {
 				t.Errorf("re-driven calls %+v, want attempt 2 with key %q", calls, j.key)
@@ -238,7 +238,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
 				t.Errorf("second Recover: %+v %v", res, err)
 			}
-			wantOutcome(t, "execute", d.execute(j.act.ID), Executed, CodeEffectSucceeded)
+			wantOutcome(t, "execute", d.execute(j.act.ID), audit.OutcomeExecuted, CodeEffectSucceeded)
 			if n := len(d.invocations("issue_refund")); n != 1 {
 				t.Errorf("%d calls, want 1", n)
 			}
@@ -253,7 +253,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			}
 			d.clock.Advance(2 * DefaultLease)
 			res, err := d.g.Recover(d.ctx)
-			if err != nil || len(res) != 1 || res[0].Outcome != Executed {
+			if err != nil || len(res) != 1 || res[0].Outcome != audit.OutcomeExecuted {
 				t.Fatalf("Recover: %+v %v", res, err)
 			}
 			if calls := d.invocations("issue_refund"); len(calls) != 1 || calls[0].Attempt != 1 || calls[0].Key != j.key {
@@ -278,7 +278,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
 			}
-			wantOutcome(t, "three attempts left without result", res[0], Failed, CodeRetriesExhausted)
+			wantOutcome(t, "three attempts left without result", res[0], audit.OutcomeFailed, CodeRetriesExhausted)
 			if n := len(d.invocations("issue_refund")); n != 0 {
 				t.Errorf("%d calls beyond the retry budget", n)
 			}
@@ -302,7 +302,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v, want the escalation finished", res, err)
 			}
-			wantOutcome(t, "recovered escalation", res[0], Refused, CodeApprovalDenied)
+			wantOutcome(t, "recovered escalation", res[0], audit.OutcomeRefused, CodeApprovalDenied)
 			if res[0].FallbackID == "" || d.committedActions(kernel.FallbackQueueForReview) != 1 {
 				t.Errorf("fallback %q, %d committed; want one", res[0].FallbackID, d.committedActions(kernel.FallbackQueueForReview))
 			}
@@ -333,8 +333,8 @@ func TestRecoverAfterCrash(t *testing.T) {
 			for _, r := range res {
 				got[r.ActionID] = r
 			}
-			wantOutcome(t, "approved", got[approved.ActionID], Executed, CodeEffectSucceeded)
-			wantOutcome(t, "denied", got[denied.ActionID], Refused, CodeApprovalDenied)
+			wantOutcome(t, "approved", got[approved.ActionID], audit.OutcomeExecuted, CodeEffectSucceeded)
+			wantOutcome(t, "denied", got[denied.ActionID], audit.OutcomeRefused, CodeApprovalDenied)
 			if _, ok := got[waiting.ActionID]; ok {
 				t.Error("Recover ran an action no one approved")
 			}
@@ -367,7 +367,7 @@ func TestCancelledDuringEffect(t *testing.T) {
 		// driver takes it up with the same key.
 		d.clock.Advance(2 * DefaultLease)
 		again := d.execute(res.ActionID)
-		wantOutcome(t, "execute after the cancelled call", again, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "execute after the cancelled call", again, audit.OutcomeExecuted, CodeEffectSucceeded)
 		calls := d.invocations("issue_refund")
 		if len(calls) != 2 || calls[1].Attempt != 2 || calls[1].Key != calls[0].Key {
 			t.Errorf("calls %+v", calls)
@@ -379,7 +379,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
-		wantOutcome(t, "refund", res, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		want, err := d.k.OnceKeyOf(d.ctx, res.ActionID)
 		if err != nil {
 			t.Fatal(err)
@@ -390,7 +390,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 		// The once-key makes a second refund of the order a duplicate,
 		// in any trace.
 		d.ground("t2", "A1")
-		wantOutcome(t, "refund of the same order elsewhere", d.refund("t2", "A1", 10), Refused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "refund of the same order elsewhere", d.refund("t2", "A1", 10), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 	}, func(su *setup) {
 		su.tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	})
@@ -402,14 +402,14 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 func TestApprovalCheckIsWhatStops(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		wantOutcome(t, "execute", d.execute(wait.ActionID), NeedsApproval, CodeApprovalRequired)
+		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		j, _ := d.g.newJob(d.ctx, e, act, gd.Context)
 		res, err := d.g.run(d.ctx, j)
-		if err != nil || res.Outcome != Executed || len(d.invocations("issue_refund")) != 1 {
+		if err != nil || res.Outcome != audit.OutcomeExecuted || len(d.invocations("issue_refund")) != 1 {
 			t.Errorf("run without the check: %+v %v, want the unapproved refund executed", res, err)
 		}
 	})
@@ -506,7 +506,7 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 				t.Errorf("Recover: %v", err)
 			}
 			for _, r := range res {
-				if r.Outcome != Executed || r.ActionID != j.act.ID {
+				if r.Outcome != audit.OutcomeExecuted || r.ActionID != j.act.ID {
 					t.Errorf("recovered %+v", r)
 				}
 			}

@@ -3,6 +3,7 @@ package toolgate
 import (
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
@@ -79,7 +80,7 @@ var notRetryable = map[blackboard.Code]bool{
 // Failure types the result of a call as a [failure.Failure], for a
 // worker's grant of turns ([failure.Grant.Turn]) and the repair router
 // ([failure.RemedyFor]). ok is false for a call that did not fail: Executed,
-// and NeedsApproval (the call is waiting, not failing).
+// and [audit.OutcomePendingApproval] (the call is waiting, not failing).
 //
 // A failed effect whose error was typed (a [failure.Failure], an
 // [failure.HTTPStatusError], a network error, ...) or whose output failed
@@ -125,10 +126,10 @@ var notRetryable = map[blackboard.Code]bool{
 // that budget.ReasonOf finds the reason through it.
 func (r Result) Failure() (failure.Failure, bool) {
 	switch r.Outcome {
-	case Executed, NeedsApproval, "":
+	case audit.OutcomeExecuted, audit.OutcomePendingApproval, "":
 		return failure.Failure{}, false
 	}
-	if r.Outcome == Failed {
+	if r.Outcome == audit.OutcomeFailed {
 		if f, ok := failure.FromResult(r.Output); ok {
 			return f, true
 		}

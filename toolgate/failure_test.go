@@ -35,7 +35,7 @@ func TestTypedEffectFailures(t *testing.T) {
 		} {
 			d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return nil, tc.err })
 			res := d.call("t", "researcher", "", "search_kb", `{"query":"`+tc.name+`"}`)
-			wantOutcome(t, tc.name, res, Failed, CodeEffectFailed)
+			wantOutcome(t, tc.name, res, audit.OutcomeFailed, CodeEffectFailed)
 			f, ok := res.Failure()
 			if !ok || f.Status() != tc.status || f.Legacy() != tc.legacy {
 				t.Errorf("%s: Failure() = %v (legacy %v), want %s (legacy %v)", tc.name, f, f.Legacy(), tc.status, tc.legacy)
@@ -86,7 +86,7 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 		} {
 			d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) { return tc.out, nil })
 			res := d.call("t", "researcher", "", "search_kb", fmt.Sprintf(`{"query":"q%d"}`, i))
-			wantOutcome(t, tc.name, res, Failed, CodeEffectIncomplete)
+			wantOutcome(t, tc.name, res, audit.OutcomeFailed, CodeEffectIncomplete)
 			if f, ok := res.Failure(); !ok || f.Status() != tc.status || f.Legacy() {
 				t.Errorf("%s: Failure() = %v, want %s", tc.name, f, tc.status)
 			}
@@ -104,7 +104,7 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 		d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"hits": []any{map[string]any{"title": "refunds"}}, "sources": map[string]any{"eu": map[string]any{"ok": true}}}, nil
 		})
-		wantOutcome(t, "complete", d.call("t", "researcher", "", "search_kb", `{"query":"complete"}`), Executed, CodeEffectSucceeded)
+		wantOutcome(t, "complete", d.call("t", "researcher", "", "search_kb", `{"query":"complete"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
 	}, expect)
 }
 
@@ -115,7 +115,7 @@ func TestResultFailureTable(t *testing.T) {
 		blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied, blackboard.CodePlanMissingBelief,
 		blackboard.CodePlanBeliefNotSatisfied, blackboard.CodeOnceKeyMissing, blackboard.CodePredictionMissingBelief}
 	for _, c := range skill {
-		f, ok := Result{Outcome: Refused, Code: c}.Failure()
+		f, ok := Result{Outcome: audit.OutcomeRefused, Code: c}.Failure()
 		if !ok || f.Class() != failure.ClassSkill {
 			t.Errorf("%s: %v, want a skill failure", c, f)
 		}
@@ -139,7 +139,7 @@ func TestResultFailureTable(t *testing.T) {
 		CodeOutputInvalid:                 failure.RouteAbort,
 		"SOMETHING_NEW":                   failure.RouteEscalate,
 	} {
-		f, ok := Result{Outcome: Refused, Code: code, Hint: "h"}.Failure()
+		f, ok := Result{Outcome: audit.OutcomeRefused, Code: code, Hint: "h"}.Failure()
 		if !ok {
 			t.Fatalf("%s: no failure", code)
 		}
@@ -154,11 +154,11 @@ func TestResultFailureTable(t *testing.T) {
 		}
 	}
 	// The root cause decides.
-	f, _ := Result{Outcome: Refused, Code: blackboard.CodeNoCommittedBelief, RootCause: kernel.Cause{Code: blackboard.CodeUnresolvedConflict}}.Failure()
+	f, _ := Result{Outcome: audit.OutcomeRefused, Code: blackboard.CodeNoCommittedBelief, RootCause: kernel.Cause{Code: blackboard.CodeUnresolvedConflict}}.Failure()
 	if f.Category() != failure.Unknown {
 		t.Errorf("root cause ignored: %v", f)
 	}
-	for _, r := range []Result{{Outcome: Executed, Code: CodeEffectSucceeded}, {Outcome: NeedsApproval, Code: CodeApprovalRequired}, {}} {
+	for _, r := range []Result{{Outcome: audit.OutcomeExecuted, Code: CodeEffectSucceeded}, {Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired}, {}} {
 		if f, ok := r.Failure(); ok {
 			t.Errorf("%s is a failure: %v", r.Outcome, f)
 		}

@@ -539,7 +539,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 //     decision record lands in the same batch. A kernel refusal keeps the
 //     kernel's code (STALE_EVIDENCE, DUPLICATE_ACTION, ...).
 //  3. A committed action whose approval policy applies waits:
-//     NeedsApproval, with the action id to approve. Any other is executed
+//     [audit.OutcomePendingApproval], with the action id to approve. Any other is executed
 //     at once, exactly once per action (see [Gate.Execute]): Executed
 //     with the effect's output, or Failed.
 //
@@ -660,7 +660,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	}
 	if !d.Committed() {
 		root := d.RootCause()
-		return Result{Outcome: Refused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
+		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
 	}
 	act := d.Record
 	if !mutBindCommitted && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
@@ -671,7 +671,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 	}
 	if need {
-		return Result{Outcome: NeedsApproval, Code: CodeApprovalRequired, ActionID: act.ID, ApprovalID: act.ID,
+		return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: act.ID, ApprovalID: act.ID,
 			DecisionID: d.ID, Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, act.ID)}, nil, nil
 	}
 	j, err := g.newJob(ctx, e, act, cc)
@@ -759,7 +759,7 @@ func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string
 		return Result{}, err
 	}
 	root := kernel.Cause{Code: code, Detail: detail}
-	return Result{Outcome: Refused, Code: code, RootCause: root, Hint: g.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
+	return Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: g.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
 }
 
 // DecisionFilter narrows [Gate.Decisions]. A zero field matches

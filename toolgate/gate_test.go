@@ -33,7 +33,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackb
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	wantOutcome(t, what, res, Refused, code)
+	wantOutcome(t, what, res, audit.OutcomeRefused, code)
 	if res.RootCause.Code != code || res.RootCause.Detail == "" || !strings.Contains(res.Hint, hintHas) {
 		t.Errorf("%s: root %+v hint %q, want root %s and a hint with %q", what, res.RootCause, res.Hint, code, hintHas)
 	}
@@ -69,7 +69,7 @@ func TestRoleContract(t *testing.T) {
 		if n := len(d.invocations("issue_refund")) + len(d.invocations("search_kb")); n != 0 {
 			t.Errorf("%d effects ran", n)
 		}
-		if res := d.call("t", "researcher", "", "search_kb", `{"query":"refund policy"}`); res.Outcome != Executed {
+		if res := d.call("t", "researcher", "", "search_kb", `{"query":"refund policy"}`); res.Outcome != audit.OutcomeExecuted {
 			t.Errorf("researcher searches: %+v", res)
 		}
 		// Without the contract the attack wins: the kernel knows
@@ -103,7 +103,7 @@ func TestIntent(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("%d refunds ran", n)
 		}
-		if res := d.call("t", "support", "refund", "issue_refund", string(refund)); res.Outcome != Executed {
+		if res := d.call("t", "support", "refund", "issue_refund", string(refund)); res.Outcome != audit.OutcomeExecuted {
 			t.Errorf("refund for a refund: %+v", res)
 		}
 	}, withIntents)
@@ -181,12 +181,12 @@ func TestKernelRefusals(t *testing.T) {
 			d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "stale": true}, nil
 			})
-			if res := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); res.Outcome != Executed {
+			if res := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); res.Outcome != audit.OutcomeExecuted {
 				t.Fatalf("second lookup: %+v", res)
 			}
 			before := len(d.records())
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund on a stale order", res, Refused, blackboard.CodeStaleEvidence)
+			wantOutcome(t, "refund on a stale order", res, audit.OutcomeRefused, blackboard.CodeStaleEvidence)
 			stale := d.kinds(blackboard.Percepts, "order")[1]
 			if res.RootCause.Code != blackboard.CodeStaleEvidence || res.RootCause.Record != stale.ID {
 				t.Errorf("root cause %+v, want STALE_EVIDENCE on %s", res.RootCause, stale.ID)
@@ -212,25 +212,25 @@ func TestKernelRefusals(t *testing.T) {
 			d.ground("t", "A1")
 			d.clock.Advance(2 * time.Hour)
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund on an expired order", res, Refused, blackboard.CodeStaleEvidence)
+			wantOutcome(t, "refund on an expired order", res, audit.OutcomeRefused, blackboard.CodeStaleEvidence)
 			if !strings.Contains(res.Hint, "Call lookup_order again") {
 				t.Errorf("hint %q", res.Hint)
 			}
 			// Refreshing the order is what the hint asks; then it goes through.
-			if r := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); r.Outcome != Executed {
+			if r := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`); r.Outcome != audit.OutcomeExecuted {
 				t.Fatalf("refresh: %+v", r)
 			}
 			if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 				t.Fatal(err)
 			}
-			wantOutcome(t, "refund after the refresh", d.refund("t", "A1", 10), Executed, CodeEffectSucceeded)
+			wantOutcome(t, "refund after the refresh", d.refund("t", "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
 		}, func(su *setup) { su.tools[0].ResultTTL = time.Hour })
 	})
 	t.Run("no belief", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "refund without grounds", res, Refused, blackboard.CodeNoCommittedBelief)
+			wantOutcome(t, "refund without grounds", res, audit.OutcomeRefused, blackboard.CodeNoCommittedBelief)
 			if !strings.Contains(res.Hint, "not established") {
 				t.Errorf("hint %q", res.Hint)
 			}
@@ -239,9 +239,9 @@ func TestKernelRefusals(t *testing.T) {
 	t.Run("duplicate", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			d.ground("t", "A1")
-			wantOutcome(t, "first refund", d.refund("t", "A1", 10), Executed, CodeEffectSucceeded)
+			wantOutcome(t, "first refund", d.refund("t", "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
 			res := d.refund("t", "A1", 10)
-			wantOutcome(t, "second refund", res, Refused, blackboard.CodeDuplicateAction)
+			wantOutcome(t, "second refund", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 			if res.Hint != "This refund was already issued; do not retry." {
 				t.Errorf("hint %q, want the tool's own", res.Hint)
 			}
@@ -279,7 +279,7 @@ func TestSurface(t *testing.T) {
 		check("researcher asked to refund", names("researcher", "t", "refund"))
 		// Surfacing is a courtesy: the refund the model was not shown is
 		// still refused when called.
-		wantOutcome(t, "refund not surfaced", d.refund("t", "A1", 10), Refused, blackboard.CodeNoCommittedBelief)
+		wantOutcome(t, "refund not surfaced", d.refund("t", "A1", 10), audit.OutcomeRefused, blackboard.CodeNoCommittedBelief)
 		d.ground("t", "A1")
 		check("support once refund_due holds", names("support", "t", "refund"), "lookup_order", "issue_refund")
 		check("another trace", names("support", "t2", "refund"), "lookup_order")

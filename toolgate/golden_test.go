@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -28,22 +29,22 @@ var update = flag.Bool("update", false, "rewrite testdata/golden_records.jsonl f
 func TestGoldenRecords(t *testing.T) {
 	d := newDesk(t, memstore.New())
 	const trace = "golden"
-	wantOutcome(t, "lookup", d.call(trace, "support", "", "lookup_order", `{"order_id":"A1"}`), Executed, CodeEffectSucceeded)
-	wantOutcome(t, "not permitted", d.call(trace, "researcher", "", "lookup_order", `{"order_id":"A1"}`), Refused, CodeToolNotPermitted)
-	wantOutcome(t, "bad args", d.call(trace, "support", "", "lookup_order", `{"order_id":7}`), Refused, CodeInvalidArguments)
+	wantOutcome(t, "lookup", d.call(trace, "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
+	wantOutcome(t, "not permitted", d.call(trace, "researcher", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, CodeToolNotPermitted)
+	wantOutcome(t, "bad args", d.call(trace, "support", "", "lookup_order", `{"order_id":7}`), audit.OutcomeRefused, CodeInvalidArguments)
 	d.setEffect("search_kb", func(context.Context, Invocation) (blackboard.Payload, error) {
 		return nil, errors.New("index offline")
 	})
-	wantOutcome(t, "failed", d.call(trace, "researcher", "", "search_kb", `{"query":"refund"}`), Failed, CodeEffectFailed)
+	wantOutcome(t, "failed", d.call(trace, "researcher", "", "search_kb", `{"query":"refund"}`), audit.OutcomeFailed, CodeEffectFailed)
 	d.clock.Advance(time.Second)
 	d.ground(trace, "A1")
-	wantOutcome(t, "refund", d.refund(trace, "A1", 100), Executed, CodeEffectSucceeded)
-	wantOutcome(t, "refund again", d.refund(trace, "A1", 100), Refused, blackboard.CodeDuplicateAction)
+	wantOutcome(t, "refund", d.refund(trace, "A1", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+	wantOutcome(t, "refund again", d.refund(trace, "A1", 100), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 	d.ground(trace, "A2")
 	res := d.refund(trace, "A2", 800)
-	wantOutcome(t, "big refund", res, NeedsApproval, CodeApprovalRequired)
+	wantOutcome(t, "big refund", res, audit.OutcomePendingApproval, CodeApprovalRequired)
 	d.approve(trace, res.ActionID, "manager", time.Hour)
-	wantOutcome(t, "approved refund", d.execute(res.ActionID), Executed, CodeEffectSucceeded)
+	wantOutcome(t, "approved refund", d.execute(res.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
 
 	var got bytes.Buffer
 	for _, r := range d.records() {

@@ -201,7 +201,7 @@ func (d *desk) call(trace, caller, intent, tool, args string) Result {
 // ground looks the order up and commits refund_due on it.
 func (d *desk) ground(trace, order string) {
 	d.t.Helper()
-	if res := d.call(trace, "support", "refund", "lookup_order", `{"order_id":"`+order+`"}`); res.Outcome != Executed {
+	if res := d.call(trace, "support", "refund", "lookup_order", `{"order_id":"`+order+`"}`); res.Outcome != audit.OutcomeExecuted {
 		d.t.Fatalf("lookup_order: %+v", res)
 	}
 	dec, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
@@ -308,7 +308,7 @@ func (d *desk) committedActions(kind string) int {
 }
 
 // wantOutcome fails the test unless res has the outcome and code.
-func wantOutcome(t *testing.T, what string, res Result, outcome Outcome, code blackboard.Code) {
+func wantOutcome(t *testing.T, what string, res Result, outcome audit.Outcome, code blackboard.Code) {
 	t.Helper()
 	if res.Outcome != outcome || res.Code != code {
 		t.Errorf("%s: %s %s (root %+v, hint %q), want %s %s", what, res.Outcome, res.Code, res.RootCause, res.Hint, outcome, code)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -114,7 +115,7 @@ func TestAttackLeaseSlowStore(t *testing.T) {
 		t.Fatalf("Execute: %v; Call: %v", err, firstErr)
 	}
 	for _, res := range []toolgate.Result{first, second} {
-		if res.Outcome != toolgate.Executed || res.ActionID != actionID {
+		if res.Outcome != audit.OutcomeExecuted || res.ActionID != actionID {
 			t.Errorf("result %+v, want the action executed", res)
 		}
 	}
@@ -141,7 +142,7 @@ func TestAttackLeaseLeftTooShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Outcome != toolgate.Executed {
+	if res.Outcome != audit.OutcomeExecuted {
 		t.Errorf("result %+v, want executed by a later attempt", res)
 	}
 	log.mu.Lock()

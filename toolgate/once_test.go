@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -33,7 +34,7 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 
 		d.ground("t2", "A1")
 		dup := d.refund("t2", "A1", 700)
-		wantOutcome(t, "a second ticket's refund while the first waits", dup, Refused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a second ticket's refund while the first waits", dup, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 		if strings.Contains(dup.Hint, "already taken") || !strings.Contains(dup.Hint, "approval") {
 			t.Errorf("hint while the holder waits for approval: %q; want it pending, not taken", dup.Hint)
 		}
@@ -42,21 +43,21 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		denied := d.execute(wait.ActionID)
-		wantOutcome(t, "execute after the denial", denied, Refused, CodeApprovalDenied)
+		wantOutcome(t, "execute after the denial", denied, audit.OutcomeRefused, CodeApprovalDenied)
 		if strings.Contains(denied.Hint, "already taken") {
 			t.Errorf("hint after a denial: %q", denied.Hint)
 		}
 
 		d.ground("t3", "A1")
 		res := d.refund("t3", "A1", 100)
-		wantOutcome(t, "a new ticket's refund after the denial", res, Executed, CodeEffectSucceeded)
+		wantOutcome(t, "a new ticket's refund after the denial", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Errorf("the refund ran %d times, want 1", n)
 		}
 
 		d.ground("t4", "A1")
 		again := d.refund("t4", "A1", 100)
-		wantOutcome(t, "a refund after the order was refunded", again, Refused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund after the order was refunded", again, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 		if !strings.Contains(again.Hint, "already taken") {
 			t.Errorf("hint once the holder executed: %q; want it taken", again.Hint)
 		}
@@ -85,7 +86,7 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 		d.execute(wait.ActionID) // reads the escalation, tries to retire
 		d.ground("t2", "A1")
 		res := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund while an attempt of the first may have run", res, Refused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund while an attempt of the first may have run", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 		if strings.Contains(res.Hint, "already taken") || strings.Contains(res.Hint, "did not run") {
 			t.Errorf("hint %q claims what is not known", res.Hint)
 		}
@@ -116,12 +117,12 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 					t.Fatal(err)
 				}
 				d.ground("t2", "A1")
-				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), Refused, blackboard.CodeDuplicateAction)
+				wantOutcome(t, "a refund before recovery", d.refund("t2", "A1", 100), audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 				if _, err := d.g.Recover(d.ctx); err != nil {
 					t.Fatal(err)
 				}
 				d.ground("t3", "A1")
-				wantOutcome(t, "a refund after recovery", d.refund("t3", "A1", 100), Executed, CodeEffectSucceeded)
+				wantOutcome(t, "a refund after recovery", d.refund("t3", "A1", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
 			}, onceRefunds)
 		})
 	}
@@ -137,10 +138,10 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 			return nil, errors.New("card network says no")
 		})
 		failed := d.refund("t1", "A1", 100)
-		wantOutcome(t, "a refund whose effect fails", failed, Failed, CodeEffectFailed)
+		wantOutcome(t, "a refund whose effect fails", failed, audit.OutcomeFailed, CodeEffectFailed)
 		d.ground("t2", "A1")
 		res := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund after a failed one", res, Refused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund after a failed one", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 		if !strings.Contains(res.Hint, "failed") || strings.Contains(res.Hint, "already taken") {
 			t.Errorf("hint after a failed holder: %q", res.Hint)
 		}
@@ -155,7 +156,7 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 			t.Fatal(err)
 		}
 		res = d.refund("u1", "B2", 100)
-		wantOutcome(t, "a refund while another runs", res, Refused, blackboard.CodeDuplicateAction)
+		wantOutcome(t, "a refund while another runs", res, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
 		if !strings.Contains(res.Hint, "running") || strings.Contains(res.Hint, "already taken") {
 			t.Errorf("hint while the holder runs: %q", res.Hint)
 		}

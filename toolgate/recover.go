@@ -102,7 +102,7 @@ func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, dri
 		return Result{}, false, nil
 	}
 	res, err = g.executeAction(ctx, e, act, gd, nil)
-	if err == nil && res.Outcome == NeedsApproval {
+	if err == nil && res.Outcome == audit.OutcomePendingApproval {
 		return Result{}, false, nil
 	}
 	return res, true, err

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkSessionCallN(b *testing.B) {
 				i++
 				args := json.RawMessage(`{"order_id":"A` + strconv.Itoa(i) + `"}`)
 				res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: args, Caller: "support", TraceID: "session"})
-				if err != nil || res.Outcome != Executed || res.DecisionID == "" {
+				if err != nil || res.Outcome != audit.OutcomeExecuted || res.DecisionID == "" {
 					b.Fatalf("call %d: %+v %v", i, res, err)
 				}
 			}

@@ -201,7 +201,7 @@ func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result
 		case err != nil:
 			sp.RecordError(err)
 			sp.SetStatus(codes.Error, err.Error())
-		case res.Outcome == Refused || res.Outcome == Failed:
+		case res.Outcome == audit.OutcomeRefused || res.Outcome == audit.OutcomeFailed:
 			sp.SetStatus(codes.Error, string(res.Code))
 		}
 		sp.End()

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
@@ -81,7 +82,7 @@ func TestToolCallSpans(t *testing.T) {
 		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if res := call(ctx, "call_4", "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != toolgate.NeedsApproval {
+	if res := call(ctx, "call_4", "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("second refund: %+v", res)
 	}
 
@@ -167,12 +168,12 @@ func TestToolCallSpans(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]int64{
-		"bk.tool_calls lookup_order executed":       2,
-		"bk.tool_calls issue_refund refused":        1,
-		"bk.tool_calls issue_refund needs_approval": 1,
-		"bk.effect.attempts lookup_order ":          2,
-		"bk.effect.outcomes lookup_order succeeded": 2,
-		"bk.approvals.pending":                      1,
+		"bk.tool_calls lookup_order executed":         2,
+		"bk.tool_calls issue_refund refused":          1,
+		"bk.tool_calls issue_refund pending_approval": 1,
+		"bk.effect.attempts lookup_order ":            2,
+		"bk.effect.outcomes lookup_order succeeded":   2,
+		"bk.approvals.pending":                        1,
 	} {
 		if sums[key] != want {
 			t.Errorf("%s = %d, want %d (all %v)", key, sums[key], want, sums)
@@ -205,7 +206,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	defer g.Close()
 	ctx := context.Background()
 	res, err := g.Call(ctx, toolgate.Call{ID: "call_1", Tool: "issue_refund", Args: json.RawMessage(`{"amount":700}`), Caller: "support", TraceID: "t"})
-	if err != nil || res.Outcome != toolgate.NeedsApproval {
+	if err != nil || res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund: %+v %v", res, err)
 	}
 	pending, err := g.PendingApprovals(ctx, "t")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -61,7 +62,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Outcome != toolgate.Refused || res.Code != toolgate.CodeToolUnknown {
+		if res.Outcome != audit.OutcomeRefused || res.Code != toolgate.CodeToolUnknown {
 			t.Errorf("call of %q: %s %s, want refused TOOL_UNKNOWN", name, res.Outcome, res.Code)
 		}
 		if strings.ContainsAny(res.Hint+res.RootCause.Detail, "\x1b\x07\u202e") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -118,7 +119,7 @@ func (d *Session) ReadOnly(ctx context.Context, trace, order string) error {
 	if err != nil {
 		return fmt.Errorf("lookup_order: %w", err)
 	}
-	if res.Outcome != toolgate.Executed {
+	if res.Outcome != audit.OutcomeExecuted {
 		return fmt.Errorf("lookup_order: %s %s (%s)", res.Outcome, res.Code, res.RootCause.Detail)
 	}
 	return nil
@@ -146,7 +147,7 @@ func (d *Session) Refund(ctx context.Context, trace, order string) error {
 	if err != nil {
 		return fmt.Errorf("issue_refund: %w", err)
 	}
-	if res.Outcome != toolgate.Executed {
+	if res.Outcome != audit.OutcomeExecuted {
 		return fmt.Errorf("issue_refund: %s %s (%s)", res.Outcome, res.Code, res.RootCause.Detail)
 	}
 	return nil

@@ -1006,13 +1006,13 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 
 	// Every gated call and every recovery acknowledged has its decision
 	// record, with the call's code.
-	outcomes := map[toolgate.Outcome]int{}
+	outcomes := map[audit.Outcome]int{}
 	recovered := 0
 	for _, w := range workers {
 		for _, a := range w.acks {
 			switch a[0] {
 			case "gate":
-				call, outcome, code, decision, action := a[1], toolgate.Outcome(a[2]), blackboard.Code(a[3]), a[4], a[5]
+				call, outcome, code, decision, action := a[1], audit.Outcome(a[2]), blackboard.Code(a[3]), a[4], a[5]
 				outcomes[outcome]++
 				d, ok := decisions[decision]
 				switch {
@@ -1021,7 +1021,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 				case d.Code != code:
 					t.Errorf("worker %s: gated call %s returned %s, its decision record %s says %s", w.id, call, code, decision, d.Code)
 				}
-				if outcome == toolgate.Executed && len(results[action]) != 1 {
+				if outcome == audit.OutcomeExecuted && len(results[action]) != 1 {
 					t.Errorf("worker %s: gated call %s executed %s, which has %d results", w.id, call, action, len(results[action]))
 				}
 			case "recover":
@@ -1032,7 +1032,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 			}
 		}
 	}
-	if outcomes[toolgate.Executed] == 0 || outcomes[toolgate.Refused] == 0 {
+	if outcomes[audit.OutcomeExecuted] == 0 || outcomes[audit.OutcomeRefused] == 0 {
 		t.Errorf("gated calls: %v, want some executed and some refused", outcomes)
 	}
 	t.Logf("gated calls %v, %d actions recovered, %d gated refunds committed, %d in the ledger", outcomes, recovered, len(actions), len(refunds))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
@@ -314,7 +315,7 @@ func arguments(text string) json.RawMessage {
 
 // toolReply is what the model reads as a tool's result.
 type toolReply struct {
-	Outcome     toolgate.Outcome   `json:"outcome"`
+	Outcome     audit.Outcome      `json:"outcome"`
 	Code        blackboard.Code    `json:"code,omitempty"`
 	RootCause   blackboard.Code    `json:"root_cause,omitempty"`
 	RootRecord  string             `json:"root_cause_record,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
@@ -110,7 +111,7 @@ func refused(code blackboard.Code, root kernel.Cause) toolgate.Result {
 	if root.Code == "" {
 		root.Code = code
 	}
-	return toolgate.Result{Outcome: toolgate.Refused, Code: code, RootCause: root, Hint: deskHints[code]}
+	return toolgate.Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: deskHints[code]}
 }
 
 func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result, error) {
@@ -127,7 +128,7 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 		if err != nil {
 			return toolgate.Result{}, err
 		}
-		return toolgate.Result{Outcome: toolgate.Executed, Output: r.Payload}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Output: r.Payload}, nil
 	case "record_refund_due":
 		dec, err := d.h.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Beliefs, Kind: "refund_due",
 			Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
@@ -137,7 +138,7 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 		if !dec.Committed() {
 			return refused(dec.Code, dec.RootCause()), nil
 		}
-		return toolgate.Result{Outcome: toolgate.Executed, Code: dec.Code, DecisionID: dec.ID}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: dec.Code, DecisionID: dec.ID}, nil
 	}
 	// issue_refund
 	id, okID := args["charge_id"].(string)
@@ -155,14 +156,14 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	}
 	res := toolgate.Result{Code: dec.Code, ActionID: dec.Record.ID, DecisionID: dec.ID}
 	if amount > approvalAbove {
-		res.Outcome, res.ApprovalID = toolgate.NeedsApproval, dec.Record.ID
+		res.Outcome, res.ApprovalID = audit.OutcomePendingApproval, dec.Record.ID
 		return res, nil
 	}
 	d.mu.Lock()
 	d.paid = append(d.paid, payment{actionID: dec.Record.ID, chargeID: id, amount: amount})
 	n := len(d.paid)
 	d.mu.Unlock()
-	res.Outcome, res.Output = toolgate.Executed, blackboard.Payload{"refund_id": fmt.Sprintf("re_%d", n), "amount": amount}
+	res.Outcome, res.Output = audit.OutcomeExecuted, blackboard.Payload{"refund_id": fmt.Sprintf("re_%d", n), "amount": amount}
 	return res, nil
 }
 
@@ -278,7 +279,7 @@ func TestAgentOnKernelNeverPaysAnUnsafeRefund(t *testing.T) {
 			},
 			want: []string{
 				"record_refund_due executed COMMITTED",
-				"issue_refund needs_approval COMMITTED",
+				"issue_refund pending_approval COMMITTED",
 				"issue_refund refused DUPLICATE_ACTION",
 				"issue_refund refused DUPLICATE_ACTION",
 			},
@@ -331,7 +332,7 @@ func TestAgentOnKernelNeverPaysAnUnsafeRefund(t *testing.T) {
 			var got []string
 			for _, r := range res.Calls {
 				got = append(got, fmt.Sprintf("%s %s %s", r.Call.Tool, r.Result.Outcome, r.Result.Code))
-				if r.Result.Outcome == toolgate.Refused {
+				if r.Result.Outcome == audit.OutcomeRefused {
 					refusals++
 					if r.Result.Hint == "" {
 						t.Errorf("refusal of %s has no hint", r.Call.Tool)

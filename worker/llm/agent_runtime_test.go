@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
@@ -162,7 +163,7 @@ func TestAttackAgentBudgetComposes(t *testing.T) {
 	ran, refused := 0, 0
 	for _, c := range res.Calls {
 		switch {
-		case c.Result.Outcome == toolgate.Executed:
+		case c.Result.Outcome == audit.OutcomeExecuted:
 			ran++
 		case c.Result.Code == budget.CodeBudgetExceeded:
 			refused++
@@ -215,13 +216,13 @@ func gateAnswering(results map[string]toolgate.Result) *recGate {
 		if r, ok := results[c.Tool]; ok {
 			return r, nil
 		}
-		return toolgate.Result{Outcome: toolgate.Executed, Code: toolgate.CodeEffectSucceeded}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: toolgate.CodeEffectSucceeded}, nil
 	}}
 }
 
 // failedWith is an effect failure typed with st.
 func failedWith(st failure.Status) toolgate.Result {
-	return toolgate.Result{Outcome: toolgate.Failed, Code: toolgate.CodeEffectFailed,
+	return toolgate.Result{Outcome: audit.OutcomeFailed, Code: toolgate.CodeEffectFailed,
 		RootCause: kernel.Cause{Code: toolgate.CodeEffectFailed, Detail: "x"}, Output: failure.New(st, "x").Payload()}
 }
 
@@ -244,7 +245,7 @@ func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
 				return calling(call("a", "lint", `{}`), call("b", "call_api", `{}`), call("c", "write", `{}`))
 			})
 			g := gateAnswering(map[string]toolgate.Result{
-				"lint":     {Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: "fix the args"},
+				"lint":     {Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Hint: "fix the args"},
 				"call_api": failedWith(st),
 			})
 			task := refundTask
@@ -290,7 +291,7 @@ func TestAgentLeaseContinuesOnSkillFailures(t *testing.T) {
 				if n++; n < 3 {
 					return failedWith(st), nil
 				}
-				return toolgate.Result{Outcome: toolgate.Executed, Code: toolgate.CodeEffectSucceeded}, nil
+				return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: toolgate.CodeEffectSucceeded}, nil
 			}}
 			task := refundTask
 			task.Grant = failure.NewGrant(5)

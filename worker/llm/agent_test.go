@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -49,7 +50,7 @@ func (g *recGate) Call(_ context.Context, c toolgate.Call) (toolgate.Result, err
 	g.calls = append(g.calls, c)
 	g.mu.Unlock()
 	if g.answer == nil {
-		return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted}, nil
 	}
 	return g.answer(c)
 }
@@ -154,11 +155,11 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 		var args map[string]any
 		switch {
 		case c.Tool != "issue_refund" && c.Tool != "get_charge":
-			return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeToolUnknown, Hint: "call one of the tools you were given"}, nil
+			return toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeToolUnknown, Hint: "call one of the tools you were given"}, nil
 		case json.Unmarshal(c.Args, &args) != nil:
-			return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: "arguments must be a JSON object"}, nil
+			return toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Hint: "arguments must be a JSON object"}, nil
 		}
-		return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"ok": true}}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"ok": true}}, nil
 	}}
 	res, err := agent(t, client(t, f, nil), g).Run(context.Background(), refundTask)
 	if err != nil {
@@ -323,7 +324,7 @@ func TestAgentStopsOnEndpointErrorAndCancellation(t *testing.T) {
 	f = newFake(t, func(int, request) reply { return calling(call("", "get_charge", "{}")) })
 	g := &recGate{answer: func(toolgate.Call) (toolgate.Result, error) {
 		cancel() // the caller gives up while the gate decides
-		return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted}, nil
+		return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted}, nil
 	}}
 	res, err := agent(t, client(t, f, nil), g).Run(ctx, refundTask)
 	if !errors.Is(err, context.Canceled) || len(f.requests()) != 1 || len(res.Calls) != 1 {
@@ -337,16 +338,16 @@ func TestToolContent(t *testing.T) {
 		want string
 	}{
 		{toolgate.Result{
-			Outcome: toolgate.Refused, Code: blackboard.CodeNoCommittedBelief,
+			Outcome: audit.OutcomeRefused, Code: blackboard.CodeNoCommittedBelief,
 			RootCause:  kernel.Cause{Code: blackboard.CodeStaleEvidence, Record: "percepts:case-1:1", Detail: "internal"},
 			Hint:       "refresh the charge before refunding",
 			DecisionID: "decision:x", ActionID: "",
 		}, `{"outcome":"refused","code":"NO_COMMITTED_BELIEF","root_cause":"STALE_EVIDENCE","root_cause_record":"percepts:case-1:1","hint":"refresh the charge before refunding"}`},
-		{toolgate.Result{Outcome: toolgate.NeedsApproval, Code: blackboard.CodeCommitted, ActionID: "actions:case-1:4", ApprovalID: "actions:case-1:4"},
-			`{"outcome":"needs_approval","code":"COMMITTED","approval_id":"actions:case-1:4"}`},
-		{toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},
+		{toolgate.Result{Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted, ActionID: "actions:case-1:4", ApprovalID: "actions:case-1:4"},
+			`{"outcome":"pending_approval","code":"COMMITTED","approval_id":"actions:case-1:4"}`},
+		{toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},
 			`{"outcome":"executed","code":"COMMITTED","output":{"amount":40,"refund_id":"re_1"}}`},
-		{toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"x": math.NaN()}},
+		{toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"x": math.NaN()}},
 			`{"outcome":"executed","code":"COMMITTED","output_error":"the tool's output could not be encoded as JSON"}`},
 	}
 	for _, tc := range cases {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -30,14 +31,14 @@ func (chargeGate) Surface(context.Context, string, string, string) ([]toolgate.S
 func (chargeGate) Call(_ context.Context, c toolgate.Call) (toolgate.Result, error) {
 	var args struct{ Amount float64 }
 	if err := json.Unmarshal(c.Args, &args); err != nil {
-		return toolgate.Result{Outcome: toolgate.Refused, Code: toolgate.CodeInvalidArguments, Hint: `pass {"amount": number}`}, nil
+		return toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Hint: `pass {"amount": number}`}, nil
 	}
 	if args.Amount > 149.99 {
-		return toolgate.Result{Outcome: toolgate.Refused, Code: blackboard.CodeRuleViolated,
+		return toolgate.Result{Outcome: audit.OutcomeRefused, Code: blackboard.CodeRuleViolated,
 			RootCause: kernel.Cause{Code: blackboard.CodeRuleViolated, Record: "percepts:case-7:1"},
 			Hint:      "the charge was 149.99; refund at most that"}, nil
 	}
-	return toolgate.Result{Outcome: toolgate.Executed, Code: blackboard.CodeCommitted,
+	return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted,
 		Output: blackboard.Payload{"refunded": args.Amount}}, nil
 }
 
