@@ -81,47 +81,47 @@ func (c Category) Class() Class {
 	return ClassUnknown
 }
 
-// Status is a typed execution status: what the layer that ran an effect
+// ExecStatus is a typed execution status: what the layer that ran an effect
 // knew when it failed, stated as a constant rather than as prose. Statuses
 // are finer than categories (a 401 and a 403 are both [AuthError]); each
 // maps to exactly one category through one table ([CategoryOf]).
-type Status string
+type ExecStatus string
 
 // Execution statuses.
 const (
-	StatusSucceeded = Status("SUCCEEDED") // the effect ran and its result passed evaluation
+	StatusSucceeded = ExecStatus("SUCCEEDED") // the effect ran and its result passed evaluation
 
 	// Partial success ([Evaluate]).
-	StatusIncompleteFetch    = Status("FAILED_INCOMPLETE_FETCH")     // some resources came back, others failed
-	StatusSilentPartialFetch = Status("FAILED_SILENT_PARTIAL_FETCH") // no error, and no data where data was expected
-	StatusSchemaIncomplete   = Status("FAILED_SCHEMA_INCOMPLETE")    // data came back without fields the caller requires
+	StatusIncompleteFetch    = ExecStatus("FAILED_INCOMPLETE_FETCH")     // some resources came back, others failed
+	StatusSilentPartialFetch = ExecStatus("FAILED_SILENT_PARTIAL_FETCH") // no error, and no data where data was expected
+	StatusSchemaIncomplete   = ExecStatus("FAILED_SCHEMA_INCOMPLETE")    // data came back without fields the caller requires
 
 	// Credentials.
-	StatusAuthExpired = Status("FAILED_AUTH_EXPIRED") // missing, expired or rejected credentials (HTTP 401, 407)
-	StatusAuthDenied  = Status("FAILED_AUTH_DENIED")  // valid credentials without the permission (HTTP 403)
+	StatusAuthExpired = ExecStatus("FAILED_AUTH_EXPIRED") // missing, expired or rejected credentials (HTTP 401, 407)
+	StatusAuthDenied  = ExecStatus("FAILED_AUTH_DENIED")  // valid credentials without the permission (HTTP 403)
 
 	// The target.
-	StatusEndpointUnknown = Status("FAILED_ENDPOINT_UNKNOWN") // the operation is not offered (HTTP 405, 501)
-	StatusNotFound        = Status("FAILED_NOT_FOUND")        // the named resource does not exist (HTTP 404, 410)
-	StatusDuplicate       = Status("FAILED_DUPLICATE")        // the effect exists already (HTTP 409, a used once-key)
+	StatusEndpointUnknown = ExecStatus("FAILED_ENDPOINT_UNKNOWN") // the operation is not offered (HTTP 405, 501)
+	StatusNotFound        = ExecStatus("FAILED_NOT_FOUND")        // the named resource does not exist (HTTP 404, 410)
+	StatusDuplicate       = ExecStatus("FAILED_DUPLICATE")        // the effect exists already (HTTP 409, a used once-key)
 
 	// The way there.
-	StatusRateLimited  = Status("FAILED_RATE_LIMITED")  // HTTP 429, or a quota the provider reports
-	StatusNetwork      = Status("FAILED_NETWORK")       // connection refused or reset, DNS, a dropped connection
-	StatusTimeout      = Status("FAILED_TIMEOUT")       // no answer in time (a deadline, HTTP 408, 504)
-	StatusProviderDown = Status("FAILED_PROVIDER_DOWN") // the provider reports its own failure (HTTP 500, 503, other 5xx)
+	StatusRateLimited  = ExecStatus("FAILED_RATE_LIMITED")  // HTTP 429, or a quota the provider reports
+	StatusNetwork      = ExecStatus("FAILED_NETWORK")       // connection refused or reset, DNS, a dropped connection
+	StatusTimeout      = ExecStatus("FAILED_TIMEOUT")       // no answer in time (a deadline, HTTP 408, 504)
+	StatusProviderDown = ExecStatus("FAILED_PROVIDER_DOWN") // the provider reports its own failure (HTTP 500, 503, other 5xx)
 
 	// The worker's own output.
-	StatusSyntax           = Status("FAILED_SYNTAX")            // code that does not parse
-	StatusFunctionMismatch = Status("FAILED_FUNCTION_MISMATCH") // code that calls a function or field wrongly
-	StatusFormat           = Status("FAILED_FORMAT")            // a malformed request or unreadable data (HTTP 400, 413, 415, 422)
+	StatusSyntax           = ExecStatus("FAILED_SYNTAX")            // code that does not parse
+	StatusFunctionMismatch = ExecStatus("FAILED_FUNCTION_MISMATCH") // code that calls a function or field wrongly
+	StatusFormat           = ExecStatus("FAILED_FORMAT")            // a malformed request or unreadable data (HTTP 400, 413, 415, 422)
 
-	StatusUnknown = Status("FAILED_UNKNOWN") // a failure nobody typed
+	StatusUnknown = ExecStatus("FAILED_UNKNOWN") // a failure nobody typed
 )
 
 // signals is the one Status → Category table. A new integration that can
 // tell a new kind of failure apart adds a row here and nowhere else.
-var signals = map[Status]Category{
+var signals = map[ExecStatus]Category{
 	StatusIncompleteFetch:    EndpointUnknown,
 	StatusSilentPartialFetch: EndpointUnknown,
 	// The fields are missing from what the worker handed back; the worker
@@ -144,7 +144,7 @@ var signals = map[Status]Category{
 }
 
 // statuses lists the failure statuses in a fixed order.
-var statuses = [...]Status{
+var statuses = [...]ExecStatus{
 	StatusIncompleteFetch, StatusSilentPartialFetch, StatusSchemaIncomplete,
 	StatusAuthExpired, StatusAuthDenied,
 	StatusEndpointUnknown, StatusNotFound, StatusDuplicate,
@@ -155,18 +155,18 @@ var statuses = [...]Status{
 
 // Statuses returns every failure status (all but [StatusSucceeded]), in a fixed
 // order, as a new slice.
-func Statuses() []Status { return append([]Status(nil), statuses[:]...) }
+func Statuses() []ExecStatus { return append([]ExecStatus(nil), statuses[:]...) }
 
 // CategoryOf looks the status up in the status table. ok is false for
 // [StatusSucceeded] and for a status the table does not hold; callers that must
 // have a category use [Unknown] then, as [New] does.
-func CategoryOf(s Status) (c Category, ok bool) {
+func CategoryOf(s ExecStatus) (c Category, ok bool) {
 	c, ok = signals[s]
 	return c, ok
 }
 
 // OK reports whether s is [StatusSucceeded].
-func (s Status) OK() bool { return s == StatusSucceeded }
+func (s ExecStatus) OK() bool { return s == StatusSucceeded }
 
 // StatusForHTTP is the execution status of an HTTP response with the given
 // status code. Codes below 400 are not failures and give [StatusUnknown]: an
@@ -190,7 +190,7 @@ func (s Status) OK() bool { return s == StatusSucceeded }
 // unambiguous: the path or the server exists and does not offer the
 // operation. 502 and 504 come from a gateway on the way and are retried
 // with jitter; 500 and 503 come from the provider and lead to failover.
-func StatusForHTTP(code int) Status {
+func StatusForHTTP(code int) ExecStatus {
 	switch code {
 	case 400, 413, 415, 422:
 		return StatusFormat

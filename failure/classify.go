@@ -61,7 +61,7 @@ func Classify(err error) Failure {
 		return *fp
 	}
 	msg := err.Error()
-	typed := func(s Status) Failure { return New(s, msg).WithCause(err) }
+	typed := func(s ExecStatus) Failure { return New(s, msg).WithCause(err) }
 
 	var he HTTPStatusError
 	if errors.As(err, &he) {
@@ -156,14 +156,14 @@ var legacyPhrases = []legacyRule{
 }
 
 type legacyRule struct {
-	status  Status
+	status  ExecStatus
 	needles []string
 }
 
 // classifyLegacy is the legacy text matcher: exception names, then an HTTP
 // status code of 400 or more, then phrases; the first match wins, and
 // [StatusUnknown] when nothing matches.
-func classifyLegacy(msg string) Status {
+func classifyLegacy(msg string) ExecStatus {
 	lower := strings.ToLower(msg)
 	if s, ok := matchLegacy(lower, legacyNames); ok {
 		return s
@@ -179,7 +179,7 @@ func classifyLegacy(msg string) Status {
 	return StatusUnknown
 }
 
-func matchLegacy(lower string, rules []legacyRule) (Status, bool) {
+func matchLegacy(lower string, rules []legacyRule) (ExecStatus, bool) {
 	for _, r := range rules {
 		for _, n := range r.needles {
 			if strings.Contains(lower, n) {

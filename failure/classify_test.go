@@ -88,7 +88,7 @@ func TestClassifyHTTPFromFakeServer(t *testing.T) {
 	c := srv.Client()
 	for _, tc := range []struct {
 		code     int
-		status   failure.Status
+		status   failure.ExecStatus
 		category failure.Category
 	}{
 		{400, "FAILED_FORMAT", "format_error"},
@@ -209,7 +209,7 @@ func TestClassifyGoErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		err    error
-		status failure.Status
+		status failure.ExecStatus
 		legacy bool
 	}{
 		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), failure.StatusTimeout, false},
@@ -267,7 +267,7 @@ func TestClassifyPassesFailuresThrough(t *testing.T) {
 }
 
 func TestStatusForHTTP(t *testing.T) {
-	want := map[int]failure.Status{
+	want := map[int]failure.ExecStatus{
 		100: "FAILED_UNKNOWN", 200: "FAILED_UNKNOWN", 302: "FAILED_UNKNOWN",
 		400: "FAILED_FORMAT", 401: "FAILED_AUTH_EXPIRED", 402: "FAILED_UNKNOWN", 403: "FAILED_AUTH_DENIED",
 		404: "FAILED_NOT_FOUND", 405: "FAILED_ENDPOINT_UNKNOWN", 407: "FAILED_AUTH_EXPIRED", 408: "FAILED_TIMEOUT",

@@ -16,7 +16,7 @@
 // [Class] (skill, spec, state, infrastructure, unknown), which says who can
 // repair it.
 //
-// A [Status] is the finer signal the executing layer emits, such as
+// A [ExecStatus] is the finer signal the executing layer emits, such as
 // FAILED_AUTH_EXPIRED or FAILED_SILENT_PARTIAL_FETCH. One table maps each
 // status to its category ([CategoryOf]); an integration that learns to tell
 // a new failure apart adds a status and a row, and nothing else changes.

@@ -65,7 +65,7 @@ const maxListed = 8
 // Maps with string keys and slices of any element type are read, so a
 // blackboard.Payload built in Go is read like one decoded from JSON. Evaluate
 // never changes the result.
-func Evaluate(result map[string]any, want Expect) (Status, error) {
+func Evaluate(result map[string]any, want Expect) (ExecStatus, error) {
 	if f, ok := FromResult(result); ok {
 		return f.Status(), f
 	}

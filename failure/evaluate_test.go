@@ -30,7 +30,7 @@ func TestEvaluate(t *testing.T) {
 		name   string
 		result string
 		want   failure.Expect
-		status failure.Status
+		status failure.ExecStatus
 		says   []string // in the message
 	}{
 		{
@@ -176,7 +176,7 @@ func TestEvaluateGoValues(t *testing.T) {
 }
 
 func TestEvaluateStatusesRouteAsTheSeedSays(t *testing.T) {
-	for s, c := range map[failure.Status]failure.Category{
+	for s, c := range map[failure.ExecStatus]failure.Category{
 		failure.StatusSilentPartialFetch: failure.EndpointUnknown,
 		failure.StatusIncompleteFetch:    failure.EndpointUnknown,
 		failure.StatusSchemaIncomplete:   failure.FormatError,

@@ -22,7 +22,7 @@ const MaxMessage = 2048
 // their accessors, not with ==: the wrapped cause may be of a type that ==
 // cannot compare.
 type Failure struct {
-	status    Status
+	status    ExecStatus
 	category  Category
 	message   string
 	retryable bool
@@ -35,7 +35,7 @@ type Failure struct {
 // hold, [StatusSucceeded] included, gets [Unknown] and keeps the status as
 // given. Retryable comes from the routing table's row for the category
 // ([RoutingFor]).
-func New(status Status, message string) Failure {
+func New(status ExecStatus, message string) Failure {
 	c, ok := CategoryOf(status)
 	if !ok {
 		c = Unknown
@@ -49,7 +49,7 @@ func New(status Status, message string) Failure {
 }
 
 // Status is the execution status.
-func (f Failure) Status() Status { return f.status }
+func (f Failure) Status() ExecStatus { return f.status }
 
 // Category is the failure's category: what the repair router and the grant
 // decide on.
@@ -158,8 +158,8 @@ func FromResult(result map[string]any) (f Failure, ok bool) {
 	}
 	st, _ := result[KeyStatus].(string)
 	switch {
-	case st != "" && Status(st) != StatusSucceeded:
-		f = New(Status(st), msg)
+	case st != "" && ExecStatus(st) != StatusSucceeded:
+		f = New(ExecStatus(st), msg)
 		if legacy, _ := result[KeyLegacy].(bool); legacy {
 			f.legacy = true
 		}

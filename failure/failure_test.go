@@ -10,7 +10,7 @@ import (
 )
 
 func TestStatusTable(t *testing.T) {
-	want := map[failure.Status]failure.Category{
+	want := map[failure.ExecStatus]failure.Category{
 		"FAILED_INCOMPLETE_FETCH":     "endpoint_unknown",
 		"FAILED_SILENT_PARTIAL_FETCH": "endpoint_unknown",
 		"FAILED_SCHEMA_INCOMPLETE":    "format_error",
@@ -48,7 +48,7 @@ func TestStatusTable(t *testing.T) {
 			t.Errorf("no status maps to %s", c)
 		}
 	}
-	for _, s := range []failure.Status{failure.StatusSucceeded, "FAILED_BOGUS", ""} {
+	for _, s := range []failure.ExecStatus{failure.StatusSucceeded, "FAILED_BOGUS", ""} {
 		if c, ok := failure.CategoryOf(s); ok {
 			t.Errorf("CategoryOf(%q) = %s", s, c)
 		}
@@ -100,7 +100,7 @@ func TestFailureValue(t *testing.T) {
 	if g.Retryable() || !errors.Is(h, cause) {
 		t.Error("a With method did not change the copy")
 	}
-	for _, s := range []failure.Status{failure.StatusSucceeded, "FAILED_QUOTA"} {
+	for _, s := range []failure.ExecStatus{failure.StatusSucceeded, "FAILED_QUOTA"} {
 		if u := failure.New(s, ""); u.Category() != failure.Unknown || u.Status() != s || u.Retryable() {
 			t.Errorf("New(%s): %s retryable=%v", s, u.Category(), u.Retryable())
 		}
@@ -145,7 +145,7 @@ func TestFromResult(t *testing.T) {
 	for name, tc := range map[string]struct {
 		result map[string]any
 		ok     bool
-		status failure.Status
+		status failure.ExecStatus
 		legacy bool
 	}{
 		"nil":              {nil, false, "", false},

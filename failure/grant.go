@@ -47,7 +47,7 @@ type TrajectoryEntry struct {
 	Turn     int    // from 1
 	Tool     string // the tool called, as given to [Grant.Turn]
 	OK       bool
-	Status   Status   // zero when OK
+	Status   ExecStatus   // zero when OK
 	Category Category // zero when OK
 }
 

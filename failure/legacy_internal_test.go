@@ -5,7 +5,7 @@ import "testing"
 // The legacy matcher is a fallback; these cases pin its order down so that
 // a change to it is a visible change.
 func TestClassifyLegacy(t *testing.T) {
-	for msg, want := range map[string]Status{
+	for msg, want := range map[string]ExecStatus{
 		// Exception names first, even over an HTTP code in the text.
 		`Traceback: File "f.py", line 12 IndentationError: unexpected indent`: StatusSyntax,
 		`SyntaxError: invalid syntax after HTTP 500`:                          StatusSyntax,

@@ -35,7 +35,7 @@ var wantRoutes = map[failure.Category]routeRow{
 }
 
 // statusOf is one status per category, to build failures from.
-var statusOf = map[failure.Category]failure.Status{
+var statusOf = map[failure.Category]failure.ExecStatus{
 	"code_syntax":       "FAILED_SYNTAX",
 	"function_mismatch": "FAILED_FUNCTION_MISMATCH",
 	"format_error":      "FAILED_FORMAT",

@@ -32,7 +32,7 @@ type arena struct {
 	store   blackboard.Store
 	clock   *fakeClock
 	k       *kernel.Kernel
-	tool    *kernel.Tool
+	tool    *kernel.ToolHandle
 	planner *kernel.Planner
 	sym     *kernel.Symbolic
 	sim     *kernel.Simulator

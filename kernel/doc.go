@@ -18,7 +18,7 @@
 // # Roles are capabilities
 //
 // Whoever owns the [Kernel] (from [New]) hands out role-bound handles:
-// [Tool] commits percepts, [Planner] proposes beliefs, plans, predictions
+// [ToolHandle] commits percepts, [Planner] proposes beliefs, plans, predictions
 // and actions, [Symbolic] commits constraints, [EvidenceValidator] commits
 // evidence, [Simulator] proposes predictions. The permission table of the
 // paper's Table 1 ([Allowed]) bounds what each handle may write; no handle

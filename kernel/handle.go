@@ -34,7 +34,7 @@ type Handle interface {
 	Role() blackboard.Role
 	// Name is the writer id recorded in provenance.
 	Name() string
-	// Write asks the kernel to store one record. See [Tool.Write].
+	// Write asks the kernel to store one record. See [ToolHandle.Write].
 	Write(ctx context.Context, e Entry) (blackboard.Record, error)
 }
 
@@ -154,8 +154,8 @@ func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
 	return p.k.submit(ctx, p.role, p.name, e, false, nil)
 }
 
-// Tool is the handle of a perception source: it commits percepts.
-type Tool struct{ handle }
+// ToolHandle is the handle of a perception source: it commits percepts.
+type ToolHandle struct{ handle }
 
 // Planner proposes beliefs, plans, predictions and actions, and asks the
 // kernel to decide them. It can commit nothing itself.
@@ -172,7 +172,7 @@ type EvidenceValidator struct{ handle }
 type Simulator struct{ proposer }
 
 // Tool returns a tool handle writing as name.
-func (k *Kernel) Tool(name string) *Tool { return &Tool{handle{reads{k}, blackboard.RoleTool, name}} }
+func (k *Kernel) Tool(name string) *ToolHandle { return &ToolHandle{handle{reads{k}, blackboard.RoleTool, name}} }
 
 // Planner returns a planner handle writing as name.
 func (k *Kernel) Planner(name string) *Planner {
@@ -325,7 +325,7 @@ type Written struct {
 	Appended []string
 }
 
-// Write is [Tool.Write] for a tool writing as writer, with
+// Write is [ToolHandle.Write] for a tool writing as writer, with
 // [Entry.OnceKeys] allowed and with entries that follow the record in the
 // same batch: then, when not nil, is called with the record (its id set)
 // before anything is written, and returns the records to append after it;
@@ -395,7 +395,7 @@ func constraintKey(namespace, name string) (string, error) {
 }
 
 var (
-	_ Handle = (*Tool)(nil)
+	_ Handle = (*ToolHandle)(nil)
 	_ Handle = (*Planner)(nil)
 	_ Handle = (*Symbolic)(nil)
 	_ Handle = (*EvidenceValidator)(nil)

@@ -38,7 +38,7 @@ type fixture struct {
 	k       *kernel.Kernel
 	store   *memstore.Store
 	clock   *fakeClock
-	tool    *kernel.Tool
+	tool    *kernel.ToolHandle
 	planner *kernel.Planner
 	sym     *kernel.Symbolic
 	ev      *kernel.EvidenceValidator

@@ -113,14 +113,14 @@ type invWorld struct {
 	persistent bool         // the generator may write persistent-scope records
 	episodes   bool         // the generator opens new traces as it goes (one goroutine only)
 	mu         sync.RWMutex // steps hold it shared, clock moves exclusive: one op sees one time
-	tool       *kernel.Tool
+	tool       *kernel.ToolHandle
 	planner    *kernel.Planner
 	sym        *kernel.Symbolic
 	ev         *kernel.EvidenceValidator
 	sim        *kernel.Simulator
 	// Another application on the same store, in its own namespace, with
 	// one trace (nil when the store cannot keep namespaces apart).
-	ftool  *kernel.Tool
+	ftool  *kernel.ToolHandle
 	fsym   *kernel.Symbolic
 	ftrace string
 }

@@ -11,7 +11,7 @@ import (
 
 // thermometer is a tool worker: it commits one temperature reading per
 // trace.
-type thermometer struct{ tool *kernel.Tool }
+type thermometer struct{ tool *kernel.ToolHandle }
 
 func (w thermometer) ID() string                { return "thermometer" }
 func (w thermometer) Handle() kernel.Handle     { return w.tool }

@@ -121,7 +121,7 @@ func decisions(t *testing.T, k *kernel.Kernel, trace, kind string) []audit.Recor
 
 func TestRepairRoutes(t *testing.T) {
 	for _, tc := range []struct {
-		status  failure.Status
+		status  failure.ExecStatus
 		route   failure.Route
 		log     string // the steps of the coder's turn
 		wait    time.Duration
@@ -238,7 +238,7 @@ func TestRepairAttemptsRunOut(t *testing.T) {
 }
 
 func TestRepairWithoutItsWorker(t *testing.T) {
-	for status, want := range map[failure.Status]failure.Route{
+	for status, want := range map[failure.ExecStatus]failure.Route{
 		failure.StatusNotFound:     failure.RouteEscalate,
 		failure.StatusAuthDenied:   failure.RouteEscalate,
 		failure.StatusProviderDown: failure.RouteAbort,

@@ -13,7 +13,7 @@ import (
 )
 
 // sensorOnce writes one percept and then has nothing more to do.
-type sensorOnce struct{ h *kernel.Tool }
+type sensorOnce struct{ h *kernel.ToolHandle }
 
 func (s sensorOnce) ID() string                { return "sensor" }
 func (s sensorOnce) Handle() kernel.Handle     { return s.h }

@@ -39,7 +39,7 @@ type harness struct {
 	t       *testing.T
 	ctx     context.Context
 	k       *kernel.Kernel
-	tool    *kernel.Tool
+	tool    *kernel.ToolHandle
 	planner *kernel.Planner
 
 	mu      sync.Mutex

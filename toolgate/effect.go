@@ -51,7 +51,7 @@ type Effect struct {
 	// ExecutionStatus, Category and Retryable are a failure's typed
 	// signal ([failure.Failure]), when the effect's error carried one;
 	// ExecutionStatus is empty otherwise.
-	ExecutionStatus failure.Status
+	ExecutionStatus failure.ExecStatus
 	Category        failure.Category
 	Retryable       bool
 	// LeaseUntilMS is an attempt's deadline (Unix milliseconds, the
@@ -222,7 +222,7 @@ func EffectOf(r blackboard.Record) (Effect, bool) {
 	e := Effect{Status: str(fieldStatus), Tool: str(fieldTool), ActionID: str(fieldActionID), Key: str(fieldKey),
 		Code: blackboard.Code(str(fieldCode)), Approval: str(fieldApproval), Approver: str(fieldApprover), Note: str(fieldNote),
 		Error: str(fieldError), PreviousError: str(fieldPreviousError),
-		ExecutionStatus: failure.Status(str(fieldExecStatus)), Category: failure.Category(str(fieldCategory))}
+		ExecutionStatus: failure.ExecStatus(str(fieldExecStatus)), Category: failure.Category(str(fieldCategory))}
 	switch e.Status {
 	case StatusAttempted, StatusSucceeded, StatusFailed, StatusRefused, StatusEscalated:
 	default:

@@ -19,7 +19,7 @@ const CodeEffectIncomplete = blackboard.Code("EFFECT_INCOMPLETE")
 // codeStatus is the one table from the codes of a refused or failed call
 // to execution statuses. Read by [Result.Failure]; see its documentation
 // for the reasons.
-var codeStatus = map[blackboard.Code]failure.Status{
+var codeStatus = map[blackboard.Code]failure.ExecStatus{
 	// The call itself was wrong: the worker corrects it.
 	CodeToolUnknown:      failure.StatusFunctionMismatch,
 	CodeInvalidArguments: failure.StatusFormat,
@@ -157,7 +157,7 @@ func (r Result) Failure() (failure.Failure, bool) {
 }
 
 // statusOf looks a code up in the table; constraint blocks are policy.
-func statusOf(c blackboard.Code) (failure.Status, bool) {
+func statusOf(c blackboard.Code) (failure.ExecStatus, bool) {
 	if c == "" {
 		return "", false
 	}

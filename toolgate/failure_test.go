@@ -25,7 +25,7 @@ func TestTypedEffectFailures(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
 			err    error
-			status failure.Status
+			status failure.ExecStatus
 			legacy bool
 		}{
 			{"a typed failure", failure.New(failure.StatusAuthExpired, "token expired at 12:00"), failure.StatusAuthExpired, false},
@@ -74,7 +74,7 @@ func TestExpectCatchesPartialSuccess(t *testing.T) {
 		for i, tc := range []struct {
 			name   string
 			out    blackboard.Payload
-			status failure.Status
+			status failure.ExecStatus
 		}{
 			{"mixed results", blackboard.Payload{"hits": []any{map[string]any{"title": "a"}},
 				"sources": map[string]any{"eu": map[string]any{"ok": true}, "us": map[string]any{"status": 404.0}}}, failure.StatusIncompleteFetch},

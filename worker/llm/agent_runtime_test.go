@@ -221,13 +221,13 @@ func gateAnswering(results map[string]toolgate.Result) *recGate {
 }
 
 // failedWith is an effect failure typed with st.
-func failedWith(st failure.Status) toolgate.Result {
+func failedWith(st failure.ExecStatus) toolgate.Result {
 	return toolgate.Result{Outcome: audit.OutcomeFailed, Code: toolgate.CodeEffectFailed,
 		RootCause: kernel.Cause{Code: toolgate.CodeEffectFailed, Detail: "x"}, Output: failure.New(st, "x").Payload()}
 }
 
 func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
-	blocking := map[failure.Category]failure.Status{
+	blocking := map[failure.Category]failure.ExecStatus{
 		failure.AuthError:       failure.StatusAuthExpired,
 		failure.EndpointUnknown: failure.StatusEndpointUnknown,
 		failure.NotFound:        failure.StatusNotFound,
@@ -278,7 +278,7 @@ func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
 }
 
 func TestAgentLeaseContinuesOnSkillFailures(t *testing.T) {
-	for _, st := range []failure.Status{failure.StatusSyntax, failure.StatusFunctionMismatch, failure.StatusFormat} {
+	for _, st := range []failure.ExecStatus{failure.StatusSyntax, failure.StatusFunctionMismatch, failure.StatusFormat} {
 		t.Run(string(st), func(t *testing.T) {
 			f := newFake(t, func(n int, req request) reply {
 				if n < 3 {

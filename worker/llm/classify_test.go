@@ -20,7 +20,7 @@ func TestEndpointErrorsClassify(t *testing.T) {
 		name string
 		rep  reply
 		opts []llm.Option
-		want failure.Status
+		want failure.ExecStatus
 	}{
 		{"bad request", reply{status: http.StatusBadRequest, body: `{"error":"bad"}`}, nil, failure.StatusFormat},
 		{"expired key", reply{status: http.StatusUnauthorized, body: `{"error":"invalid api key"}`}, nil, failure.StatusAuthExpired},
