@@ -47,8 +47,8 @@ type TrajectoryEntry struct {
 	Turn     int    // from 1
 	Tool     string // the tool called, as given to [Grant.Turn]
 	OK       bool
-	Status   ExecStatus   // zero when OK
-	Category Category // zero when OK
+	Status   ExecStatus // zero when OK
+	Category Category   // zero when OK
 }
 
 // Grant is a worker's bounded authority: at most a fixed number of turns

@@ -172,7 +172,9 @@ type EvidenceValidator struct{ handle }
 type Simulator struct{ proposer }
 
 // Tool returns a tool handle writing as name.
-func (k *Kernel) Tool(name string) *ToolHandle { return &ToolHandle{handle{reads{k}, blackboard.RoleTool, name}} }
+func (k *Kernel) Tool(name string) *ToolHandle {
+	return &ToolHandle{handle{reads{k}, blackboard.RoleTool, name}}
+}
 
 // Planner returns a planner handle writing as name.
 func (k *Kernel) Planner(name string) *Planner {
