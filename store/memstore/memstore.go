@@ -45,6 +45,7 @@ type Store struct {
 	recent     []memLoc             // the last recentRecords records appended, a ring from next
 	next       int
 	packs      [][]memPair // arrays of packed payloads; the last one is filled next
+	mores      []memMore   // carved one at a time for the records that need one
 }
 
 // memShared counts the changes of one namespace's persistent constraints
@@ -135,28 +136,26 @@ func (s *Store) find(id string) (memLoc, bool) {
 	return l, ok
 }
 
-// record builds the record at l as callers see it; its payload (a new map
-// if the record's is packed) shares memory with the store.
-func (s *Store) record(l memLoc) blackboard.Record {
-	tr := &s.traces[l.trace]
-	return s.recordOf(tr, &tr.recs[l.idx])
-}
-
-func (s *Store) recordOf(tr *memTrace, m *memRec) blackboard.Record {
-	r := s.head(tr, m)
-	r.Payload = s.payload(m)
-	return r
-}
-
-// head builds the record of m but for its payload: enough for a filter.
-func (s *Store) head(tr *memTrace, m *memRec) blackboard.Record {
-	r := blackboard.Record{ID: m.id, Slot: m.slot, Mode: m.mode, Kind: m.kind, Status: m.status, Reason: m.reason, Scope: m.scope, Namespace: tr.namespace,
+// fill sets *r to the record m of trace tr as callers see it, but for its
+// payload: enough for a filter. It writes in place, since a record is
+// large to copy.
+func fill(r *blackboard.Record, tr *memTrace, m *memRec) {
+	*r = blackboard.Record{ID: m.id, Slot: m.slot, Mode: m.mode, Kind: m.kind, Status: m.status, Reason: m.reason, Scope: m.scope, Namespace: tr.namespace,
 		Provenance: blackboard.Provenance{Role: m.role, Writer: m.writer, TraceID: tr.id, TimestampMS: m.ts}}
 	if x := m.more; x != nil {
 		r.Provenance.InputRefs, r.Provenance.Confidence, r.Provenance.TTLMS, r.Provenance.Span = x.inputRefs, x.confidence, x.ttlMS, x.span
 		r.EvidenceRefs = x.evidenceRefs
 	}
-	return r
+}
+
+// appendRecord appends the record m of trace tr to dst, its payload (a new
+// map if m's is packed) shared with the store.
+func (s *Store) appendRecord(dst []blackboard.Record, tr *memTrace, m *memRec) []blackboard.Record {
+	dst = append(dst, blackboard.Record{})
+	r := &dst[len(dst)-1]
+	fill(r, tr, m)
+	r.Payload = s.payload(m)
+	return dst
 }
 
 // payload returns m's payload: the map it was appended with, or a new one
@@ -268,7 +267,12 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	if !ok {
 		return blackboard.Record{}, fmt.Errorf("%w: %s", blackboard.ErrNotFound, id)
 	}
-	return s.record(l), nil
+	var r blackboard.Record
+	tr := &s.traces[l.trace]
+	m := &tr.recs[l.idx]
+	fill(&r, tr, m)
+	r.Payload = s.payload(m)
+	return r, nil
 }
 
 // ListSlot implements [blackboard.Store].
@@ -301,7 +305,8 @@ func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f blac
 	for _, l := range src {
 		tr := &s.traces[l.trace]
 		m := &tr.recs[l.idx]
-		if r := s.head(tr, m); f.Match(&r) {
+		var r blackboard.Record
+		if fill(&r, tr, m); f.Match(&r) {
 			r.Payload = s.payload(m)
 			dst = append(dst, r)
 		}
@@ -320,7 +325,10 @@ func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.
 		for i := len(tr.recs) - 1; i >= 0; i-- {
 			m := &tr.recs[i]
 			if m.slot == slot && m.kind == kind && m.status == blackboard.StatusActive {
-				return s.recordOf(tr, m), nil
+				var r blackboard.Record
+				fill(&r, tr, m)
+				r.Payload = s.payload(m)
+				return r, nil
 			}
 		}
 	}
@@ -440,7 +448,11 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	m := memRec{id: rec.ID, kind: rec.Kind, writer: p.Writer, reason: rec.Reason, payload: rec.Payload, ts: p.TimestampMS,
 		slot: rec.Slot, mode: rec.Mode, status: rec.Status, scope: rec.Scope, role: p.Role}
 	if p.InputRefs != nil || rec.EvidenceRefs != nil || p.Confidence != nil || p.TTLMS != 0 || p.Span != "" {
-		m.more = &memMore{inputRefs: p.InputRefs, evidenceRefs: rec.EvidenceRefs, confidence: p.Confidence, ttlMS: p.TTLMS, span: p.Span}
+		if len(s.mores) == 0 {
+			s.mores = make([]memMore, slabTraces)
+		}
+		m.more, s.mores = &s.mores[0], s.mores[1:]
+		*m.more = memMore{inputRefs: p.InputRefs, evidenceRefs: rec.EvidenceRefs, confidence: p.Confidence, ttlMS: p.TTLMS, span: p.Span}
 	}
 	tr.recs = append(tr.recs, m)
 	if trace, n, ok := blackboard.SplitRecordID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
@@ -609,7 +621,7 @@ func (s *Store) appendTrace(dst []blackboard.Record, traceID string) []blackboar
 		tr := &s.traces[t]
 		dst = slices.Grow(dst, len(tr.recs))
 		for i := range tr.recs {
-			dst = append(dst, s.recordOf(tr, &tr.recs[i]))
+			dst = s.appendRecord(dst, tr, &tr.recs[i])
 		}
 	}
 	return dst
@@ -624,7 +636,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.others, s.traceIdx, s.traces, s.slab, s.locs, s.claims, s.shared = nil, nil, nil, nil, nil, nil, nil
-	s.recent, s.packs = nil, nil
+	s.recent, s.packs, s.mores = nil, nil, nil
 	s.slots, s.persistent = [blackboard.Actions + 1][]memLoc{}, [blackboard.Actions + 1][]memLoc{}
 	return nil
 }
