@@ -22,10 +22,11 @@ var _ blackboard.TraceLister = (*Store)(nil)
 // millions of records gives the garbage collector few pointers to chase.
 // A record is kept in a compact form ([memRec]): its trace id and namespace
 // once per trace, its rarely set fields apart, and, once recentRecords
-// newer records have been appended, its payload packed into shared arrays
-// of key/value pairs instead of a map (a map of a few keys costs about
-// twice as much). Reading a packed record builds a new map for it; the
-// records written last, which a kernel's decisions read, keep theirs.
+// newer records of its slot have been appended, its payload packed into
+// shared arrays of key/value pairs instead of a map (a map of a few keys
+// costs about twice as much). Reading a packed record builds a new map for
+// it; the records written last, which a kernel's decisions read, keep
+// theirs.
 // A Store holds at most 2^31 records and 2^31 traces. It is safe for
 // concurrent use.
 type Store struct {
@@ -42,8 +43,6 @@ type Store struct {
 	claims     map[claimKey]string  // once-key in its namespace → record id
 	shared     map[string]memShared // namespace → change counter of its persistent constraints
 	batch      uint64               // batches applied, to count one change per trace per batch
-	recent     []memLoc             // the last recentRecords records appended, a ring from next
-	next       int
 	packs      [][]memPair // arrays of packed payloads; the last one is filled next
 	mores      []memMore   // carved one at a time for the records that need one
 }
@@ -111,10 +110,10 @@ type memLoc struct{ trace, idx int32 }
 // A trace block starts with room for blockCap records (a governed episode
 // fits); blocks are carved from slabs of up to slabTraces blocks. A longer
 // trace grows its block with append as usual. Payloads are packed into
-// arrays of packPairs pairs, once recentRecords newer records have been
-// appended: the window keeps the maps a kernel's decisions read (the
-// records of the trace it is deciding on, just written) and costs a store
-// of millions of records nothing worth counting.
+// arrays of packPairs pairs, once recentRecords newer records of their
+// slot have been appended: the window keeps the maps a kernel's decisions
+// read (the records of the trace it is deciding on, just written) and
+// costs a store of millions of records nothing worth counting.
 const (
 	blockCap      = 12
 	slabTraces    = 256
@@ -437,7 +436,16 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	}
 	tr := &s.traces[t]
 	if tr.recs == nil {
-		if len(s.slab) < blockCap {
+		switch {
+		case s.slab == nil && s.mores == nil:
+			// A store's first block comes with room for the rare fields of
+			// its records, in one allocation: many stores hold one trace.
+			first := new(struct {
+				recs  [blockCap]memRec
+				mores [blockCap]memMore
+			})
+			s.slab, s.mores = first.recs[:], first.mores[:]
+		case len(s.slab) < blockCap:
 			// Slabs grow with the store, so a store of one trace stays small.
 			s.slab = make([]memRec, min(len(s.traces), slabTraces)*blockCap)
 		}
@@ -449,7 +457,7 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		slot: rec.Slot, mode: rec.Mode, status: rec.Status, scope: rec.Scope, role: p.Role}
 	if p.InputRefs != nil || rec.EvidenceRefs != nil || p.Confidence != nil || p.TTLMS != 0 || p.Span != "" {
 		if len(s.mores) == 0 {
-			s.mores = make([]memMore, slabTraces)
+			s.mores = make([]memMore, min(s.n, slabTraces*blockCap/4))
 		}
 		m.more, s.mores = &s.mores[0], s.mores[1:]
 		*m.more = memMore{inputRefs: p.InputRefs, evidenceRefs: rec.EvidenceRefs, confidence: p.Confidence, ttlMS: p.TTLMS, span: p.Span}
@@ -462,17 +470,14 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		s.others[rec.ID] = l
 	}
 	s.n++
-	s.slots[rec.Slot] = s.index(s.slots[rec.Slot], l)
+	idx := s.index(s.slots[rec.Slot], l)
+	s.slots[rec.Slot] = idx
 	if rec.Scope == blackboard.ScopePersistent {
 		s.persistent[rec.Slot] = s.index(s.persistent[rec.Slot], l)
 	}
-	// The record recentRecords appends ago leaves the window: pack it.
-	if len(s.recent) < recentRecords {
-		s.recent = append(s.recent, l)
-	} else {
-		s.pack(s.recent[s.next])
-		s.recent[s.next] = l
-		s.next = (s.next + 1) % recentRecords
+	// The record of the slot recentRecords appends ago leaves the window.
+	if len(idx) > recentRecords {
+		s.pack(idx[len(idx)-1-recentRecords])
 	}
 	return t
 }
@@ -636,7 +641,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.others, s.traceIdx, s.traces, s.slab, s.locs, s.claims, s.shared = nil, nil, nil, nil, nil, nil, nil
-	s.recent, s.packs, s.mores = nil, nil, nil
+	s.packs, s.mores = nil, nil
 	s.slots, s.persistent = [blackboard.Actions + 1][]memLoc{}, [blackboard.Actions + 1][]memLoc{}
 	return nil
 }
