@@ -43,8 +43,8 @@ type Store struct {
 	claims     map[claimKey]string  // once-key in its namespace → record id
 	shared     map[string]memShared // namespace → change counter of its persistent constraints
 	batch      uint64               // batches applied, to count one change per trace per batch
-	packs      [][]memPair // arrays of packed payloads; the last one is filled next
-	mores      []memMore   // carved one at a time for the records that need one
+	packs      [][]memPair          // arrays of packed payloads; the last one is filled next
+	mores      []memMore            // carved one at a time for the records that need one
 }
 
 // memShared counts the changes of one namespace's persistent constraints

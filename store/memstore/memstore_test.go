@@ -86,11 +86,12 @@ func TestAppendTrace(t *testing.T) {
 }
 
 // TestPackedRecords: records whose payloads the store has packed (those
-// with more than 4,096 newer records of their slot) read back as they were appended, through
-// every read, with a nil payload still nil, an empty one still empty,
-// nested values and the rarely set fields kept, and a payload of more keys
-// than a packing array holds whole; a status change reaches them, and a
-// read hands back a new map each time, so a caller's copy is its own.
+// with more than 4,096 newer records of their slot) read back as they
+// were appended, through every read, with a nil payload still nil, an
+// empty one still empty, nested values and the rarely set fields kept, and
+// a payload of more keys than a packing array holds whole; a status change
+// reaches them, and a read hands back a new map each time, so a caller's
+// copy is its own.
 func TestPackedRecords(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
