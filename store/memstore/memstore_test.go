@@ -211,3 +211,44 @@ func TestPackedRecords(t *testing.T) {
 		t.Fatalf("ListTraces gave %d traces, want %d", traces, want)
 	}
 }
+
+// BenchmarkLarge measures a store of 10^5 percepts (storetest.Prefill),
+// past the window of records that keep their payload maps: Append, which
+// then packs an older payload each time, and Get of an old record, whose
+// map it builds again, and of the last one appended, which keeps its map.
+func BenchmarkLarge(b *testing.B) {
+	ctx := context.Background()
+	s := memstore.New()
+	storetest.Prefill(b, s, 100_000)
+	last := "percepts:history-9999:10"
+	b.Run("Append", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			trace := "large-" + strconv.Itoa(i/10)
+			last = "percepts:" + trace + ":" + strconv.Itoa(i%10+1)
+			err := s.Append(ctx, blackboard.Record{
+				ID: last, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
+				Payload:    blackboard.Payload{"charge_id": "ch_" + strconv.Itoa(i), "amount": 42.0, "currency": "usd", "stale": false, "conflict": false},
+				Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "stripe", TraceID: trace, TimestampMS: int64(i)},
+				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct{ name, id string }{{"GetOld", "percepts:history-0:1"}, {"GetNew", ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			id := c.id
+			if id == "" {
+				id = last
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Get(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
