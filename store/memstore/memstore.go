@@ -45,6 +45,7 @@ type Store struct {
 	batch      uint64               // batches applied, to count one change per trace per batch
 	packs      [][]memPair          // arrays of packed payloads; the last one is filled next
 	mores      []memMore            // carved one at a time for the records that need one
+	window     int                  // recentRecords, but in tests
 }
 
 // memShared counts the changes of one namespace's persistent constraints
@@ -199,7 +200,7 @@ func (s *Store) pack(l memLoc) {
 // New returns an empty in-memory store.
 func New() *Store {
 	// Its maps are made on first use: most stores never need them.
-	return &Store{}
+	return &Store{window: recentRecords}
 }
 
 var _ blackboard.StateStore = (*Store)(nil)
@@ -475,9 +476,9 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	if rec.Scope == blackboard.ScopePersistent {
 		s.persistent[rec.Slot] = s.index(s.persistent[rec.Slot], l)
 	}
-	// The record of the slot recentRecords appends ago leaves the window.
-	if len(idx) > recentRecords {
-		s.pack(idx[len(idx)-1-recentRecords])
+	// The record of the slot s.window appends ago leaves the window.
+	if len(idx) > s.window {
+		s.pack(idx[len(idx)-1-s.window])
 	}
 	return t
 }

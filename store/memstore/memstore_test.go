@@ -18,6 +18,13 @@ func TestMemStoreConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) blackboard.Store { return memstore.New() })
 }
 
+// TestPackedConformance runs the conformance suite on a store that packs
+// every payload as it is appended, which a store otherwise does only to
+// records thousands of appends old.
+func TestPackedConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) blackboard.Store { return memstore.NewPacking() })
+}
+
 func BenchmarkMemStore(b *testing.B) {
 	storetest.Bench(b, func(*testing.B) blackboard.Store { return memstore.New() })
 }
