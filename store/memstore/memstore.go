@@ -45,7 +45,7 @@ type Store struct {
 	batch      uint64               // batches applied, to count one change per trace per batch
 	packs      [][]memPair          // arrays of packed payloads; the last one is filled next
 	mores      []memMore            // carved one at a time for the records that need one
-	window     int                  // recentRecords, but in tests
+	window     int                  // records of a slot that keep their payload maps: recentRecords (0 in a test)
 }
 
 // memShared counts the changes of one namespace's persistent constraints
@@ -73,7 +73,8 @@ type memTrace struct {
 // memRec is a [blackboard.Record] as the store keeps it: the trace id and
 // namespace are its trace's, the fields most records leave empty are in
 // more, and the payload is either the map the record was appended with or,
-// once packed, pairs packs[pack][at:at+keys].
+// once packed, pairs packs[pack][at:at+keys] (keys MaxUint16: the rest of
+// that array, which such a payload has to itself).
 type memRec struct {
 	id, kind string
 	writer   string
