@@ -1,7 +1,6 @@
 package kernel_test
 
 import (
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -33,23 +32,6 @@ func BenchmarkEpisodeTracing(b *testing.B) {
 func BenchmarkEpisodeParallel(b *testing.B) {
 	for _, g := range []int{1, 2, 4, 8} {
 		b.Run("goroutines="+strconv.Itoa(g), func(b *testing.B) { storetest.BenchEpisodeParallel(b, memstore.New(), g) })
-	}
-}
-
-// BenchmarkMemStoreBytesPerRecord reports the heap a typical percept costs
-// in a memory store holding 10^6 of them.
-func BenchmarkMemStoreBytesPerRecord(b *testing.B) {
-	const n = 1_000_000
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s := memstore.New()
-		storetest.Prefill(b, s, n)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/record")
-		runtime.KeepAlive(s)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"math"
+	"slices"
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -18,6 +20,13 @@ var _ blackboard.TraceLister = (*Store)(nil)
 // at them by position rather than by pointer: listing or searching one trace
 // costs the same however many other traces the store holds, and a store of
 // millions of records gives the garbage collector few pointers to chase.
+// A record is kept in a compact form ([memRec]): its trace id and namespace
+// once per trace, its rarely set fields apart, and, once recentRecords
+// newer records of its slot have been appended, its payload packed into
+// shared arrays of key/value pairs instead of a map (a map of a few keys
+// costs about twice as much). Reading a packed record builds a new map for
+// it; the records written last, which a kernel's decisions read, keep
+// theirs.
 // A Store holds at most 2^31 records and 2^31 traces. It is safe for
 // concurrent use.
 type Store struct {
@@ -27,13 +36,16 @@ type Store struct {
 	others     map[string]memLoc // records whose id does not give their position
 	traceIdx   map[string]int32
 	traces     []memTrace
-	slab       []blackboard.Record // carved into trace blocks, so few large allocations serve many traces
-	locs       []memLoc            // carved into the first blocks of the slot indexes
+	slab       []memRec // carved into trace blocks, so few large allocations serve many traces
+	locs       []memLoc // carved into the first blocks of the slot indexes
 	slots      [blackboard.Actions + 1][]memLoc
 	persistent [blackboard.Actions + 1][]memLoc
 	claims     map[claimKey]string  // once-key in its namespace → record id
 	shared     map[string]memShared // namespace → change counter of its persistent constraints
 	batch      uint64               // batches applied, to count one change per trace per batch
+	packs      [][]memPair          // arrays of packed payloads; the last one is filled next
+	mores      []memMore            // carved one at a time for the records that need one
+	window     int                  // records of a slot that keep their payload maps: recentRecords (0 in a test)
 }
 
 // memShared counts the changes of one namespace's persistent constraints
@@ -46,14 +58,52 @@ type memShared struct {
 // claimKey is a once-key in its key space.
 type claimKey struct{ namespace, key string }
 
-// memTrace holds one trace's records in append order, its change counter
-// and the decision state last stored with a batch (see [blackboard.StateStore]).
+// memTrace holds one trace's records in append order, the id and namespace
+// they share, its change counter and the decision state last stored with a
+// batch (see [blackboard.StateStore]).
 type memTrace struct {
-	recs         []blackboard.Record
-	version      uint64
-	bumped       uint64 // the batch that last counted a change
-	stateVersion uint64
-	state        blackboard.StateValue
+	id, namespace string
+	recs          []memRec
+	version       uint64
+	bumped        uint64 // the batch that last counted a change
+	stateVersion  uint64
+	state         blackboard.StateValue
+}
+
+// memRec is a [blackboard.Record] as the store keeps it: the trace id and
+// namespace are its trace's, the fields most records leave empty are in
+// more, and the payload is either the map the record was appended with or,
+// once packed, pairs packs[pack][at:at+keys] (keys MaxUint16: the rest of
+// that array, which such a payload has to itself).
+type memRec struct {
+	id, kind string
+	writer   string
+	reason   blackboard.Code
+	payload  blackboard.Payload
+	ts       int64
+	more     *memMore
+	pack     uint32
+	at, keys uint16
+	packed   bool
+	slot     blackboard.Slot
+	mode     blackboard.Mode
+	status   blackboard.Status
+	scope    blackboard.Scope
+	role     blackboard.Role
+}
+
+// memMore holds the fields of a record that most records leave empty.
+type memMore struct {
+	inputRefs, evidenceRefs []string
+	confidence              *float64
+	ttlMS                   int64
+	span                    string
+}
+
+// memPair is one key of a packed payload.
+type memPair struct {
+	key   string
+	value any
 }
 
 // memLoc is a record's position: trace block and index within it.
@@ -61,11 +111,17 @@ type memLoc struct{ trace, idx int32 }
 
 // A trace block starts with room for blockCap records (a governed episode
 // fits); blocks are carved from slabs of up to slabTraces blocks. A longer
-// trace grows its block with append as usual.
+// trace grows its block with append as usual. Payloads are packed into
+// arrays of packPairs pairs, once recentRecords newer records of their
+// slot have been appended: the window keeps the maps a kernel's decisions
+// read (the records of the trace it is deciding on, just written) and
+// costs a store of millions of records nothing worth counting.
 const (
-	blockCap   = 12
-	slabTraces = 256
-	indexBlock = 8
+	blockCap      = 12
+	slabTraces    = 256
+	indexBlock    = 8
+	recentRecords = 4096
+	packPairs     = 4096
 )
 
 // find locates a record. Kernel ids, "{slot}:{trace}:{n}" with n the
@@ -73,7 +129,7 @@ const (
 // store needs no map over every id; any other id is in s.others.
 func (s *Store) find(id string) (memLoc, bool) {
 	if trace, n, ok := blackboard.SplitRecordID(id); ok {
-		if t, ok := s.traceIdx[trace]; ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].ID == id {
+		if t, ok := s.traceIdx[trace]; ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].id == id {
 			return memLoc{trace: t, idx: int32(n)}, true
 		}
 	}
@@ -81,10 +137,71 @@ func (s *Store) find(id string) (memLoc, bool) {
 	return l, ok
 }
 
+// fill sets *r to the record m of trace tr as callers see it, but for its
+// payload: enough for a filter. It writes in place, since a record is
+// large to copy.
+func fill(r *blackboard.Record, tr *memTrace, m *memRec) {
+	*r = blackboard.Record{ID: m.id, Slot: m.slot, Mode: m.mode, Kind: m.kind, Status: m.status, Reason: m.reason, Scope: m.scope, Namespace: tr.namespace,
+		Provenance: blackboard.Provenance{Role: m.role, Writer: m.writer, TraceID: tr.id, TimestampMS: m.ts}}
+	if x := m.more; x != nil {
+		r.Provenance.InputRefs, r.Provenance.Confidence, r.Provenance.TTLMS, r.Provenance.Span = x.inputRefs, x.confidence, x.ttlMS, x.span
+		r.EvidenceRefs = x.evidenceRefs
+	}
+}
+
+// appendRecord appends the record m of trace tr to dst, its payload (a new
+// map if m's is packed) shared with the store.
+func (s *Store) appendRecord(dst []blackboard.Record, tr *memTrace, m *memRec) []blackboard.Record {
+	dst = append(dst, blackboard.Record{})
+	r := &dst[len(dst)-1]
+	fill(r, tr, m)
+	r.Payload = s.payload(m)
+	return dst
+}
+
+// payload returns m's payload: the map it was appended with, or a new one
+// built from its packed pairs.
+func (s *Store) payload(m *memRec) blackboard.Payload {
+	if !m.packed {
+		return m.payload
+	}
+	pairs := s.packs[m.pack][m.at:]
+	if m.keys != math.MaxUint16 {
+		pairs = pairs[:m.keys]
+	}
+	p := make(blackboard.Payload, len(pairs))
+	for _, kv := range pairs {
+		p[kv.key] = kv.value
+	}
+	return p
+}
+
+// pack moves the payload of the record at l from its map into the packs.
+// Values are shared, not copied: they are as immutable as the map was.
+func (s *Store) pack(l memLoc) {
+	m := &s.traces[l.trace].recs[l.idx]
+	if m.payload == nil {
+		return // nil stays nil; an empty map is packed as no pairs
+	}
+	n := len(m.payload)
+	last := len(s.packs) - 1
+	if last < 0 || cap(s.packs[last])-len(s.packs[last]) < n || len(s.packs[last]) > math.MaxUint16-n {
+		// A payload larger than an array gets one of its own, whose
+		// length keys cannot hold: MaxUint16 then means "all of it".
+		s.packs = append(s.packs, make([]memPair, 0, max(packPairs, n)))
+		last++
+	}
+	at := len(s.packs[last])
+	for k, v := range m.payload {
+		s.packs[last] = append(s.packs[last], memPair{k, v})
+	}
+	m.pack, m.at, m.keys, m.packed, m.payload = uint32(last), uint16(at), uint16(min(n, math.MaxUint16)), true, nil
+}
+
 // New returns an empty in-memory store.
 func New() *Store {
 	// Its maps are made on first use: most stores never need them.
-	return &Store{}
+	return &Store{window: recentRecords}
 }
 
 var _ blackboard.StateStore = (*Store)(nil)
@@ -101,7 +218,7 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	return "", fmt.Errorf("%w: once-key %q is not claimed in namespace %q", blackboard.ErrNotFound, key, blackboard.NamespaceOf(namespace))
 }
 
-func (s *Store) at(l memLoc) *blackboard.Record { return &s.traces[l.trace].recs[l.idx] }
+func (s *Store) at(l memLoc) *memRec { return &s.traces[l.trace].recs[l.idx] }
 
 // Len returns the number of records held.
 func (s *Store) Len() int {
@@ -151,7 +268,12 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	if !ok {
 		return blackboard.Record{}, fmt.Errorf("%w: %s", blackboard.ErrNotFound, id)
 	}
-	return *s.at(l), nil
+	var r blackboard.Record
+	tr := &s.traces[l.trace]
+	m := &tr.recs[l.idx]
+	fill(&r, tr, m)
+	r.Payload = s.payload(m)
+	return r, nil
 }
 
 // ListSlot implements [blackboard.Store].
@@ -182,8 +304,12 @@ func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f blac
 		src = s.persistent[slot]
 	}
 	for _, l := range src {
-		if r := s.at(l); f.Match(r) {
-			dst = append(dst, *r)
+		tr := &s.traces[l.trace]
+		m := &tr.recs[l.idx]
+		var r blackboard.Record
+		if fill(&r, tr, m); f.Match(&r) {
+			r.Payload = s.payload(m)
+			dst = append(dst, r)
 		}
 	}
 	return dst
@@ -196,11 +322,14 @@ func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.
 	}
 	defer s.unlock(false)
 	if t, ok := s.traceIdx[traceID]; ok {
-		recs := s.traces[t].recs
-		for i := len(recs) - 1; i >= 0; i-- {
-			r := &recs[i]
-			if r.Slot == slot && r.Kind == kind && r.Status == blackboard.StatusActive {
-				return *r, nil
+		tr := &s.traces[t]
+		for i := len(tr.recs) - 1; i >= 0; i-- {
+			m := &tr.recs[i]
+			if m.slot == slot && m.kind == kind && m.status == blackboard.StatusActive {
+				var r blackboard.Record
+				fill(&r, tr, m)
+				r.Payload = s.payload(m)
+				return r, nil
 			}
 		}
 	}
@@ -227,16 +356,16 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 	s.batch++
 	for _, inv := range b.Invalidations {
 		l, _ := s.find(inv.ID)
-		r := s.at(l)
-		r.Status, r.Reason = inv.Status, inv.Reason
+		m := s.at(l)
+		m.status, m.reason = inv.Status, inv.Reason
 		s.bump(l.trace)
-		s.bumpShared(r)
+		s.bumpShared(m.slot, m.scope, s.traces[l.trace].namespace)
 	}
 	for i := range b.Appends {
-		rec := b.Appends[i]
-		rec.Namespace = blackboard.NamespaceOf(rec.Namespace)
-		s.bump(s.add(rec))
-		s.bumpShared(&rec)
+		rec := &b.Appends[i]
+		t := s.add(rec)
+		s.bump(t)
+		s.bumpShared(rec.Slot, rec.Scope, s.traces[t].namespace)
 	}
 	if b.State != nil && b.Trace != "" {
 		if t, ok := s.traceIdx[b.Trace]; ok {
@@ -262,17 +391,17 @@ func (s *Store) bump(t int32) {
 }
 
 // bumpShared counts the current batch's change to the persistent
-// constraints of r's namespace (once per batch) if r is one of them; r's
-// namespace is as stored.
-func (s *Store) bumpShared(r *blackboard.Record) {
-	if r.Slot != blackboard.Constraints || r.Scope != blackboard.ScopePersistent {
+// constraints of namespace ns (as stored, once per batch) if a record of
+// that slot and scope is one of them.
+func (s *Store) bumpShared(slot blackboard.Slot, scope blackboard.Scope, ns string) {
+	if slot != blackboard.Constraints || scope != blackboard.ScopePersistent {
 		return
 	}
 	if s.shared == nil {
 		s.shared = make(map[string]memShared)
 	}
-	if c := s.shared[r.Namespace]; c.bumped != s.batch {
-		s.shared[r.Namespace] = memShared{version: c.version + 1, bumped: s.batch}
+	if c := s.shared[ns]; c.bumped != s.batch {
+		s.shared[ns] = memShared{version: c.version + 1, bumped: s.batch}
 	}
 }
 
@@ -290,18 +419,18 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (black
 	tr := &s.traces[t]
 	st := blackboard.TraceState{Len: len(tr.recs), Version: tr.version, Shared: shared, StateVersion: tr.stateVersion, Value: tr.state}
 	if len(tr.recs) > 0 {
-		st.Namespace = tr.recs[0].Namespace
+		st.Namespace = tr.namespace
 	}
 	return st, nil
 }
 
 // add appends a checked record, indexes it and returns its trace's index.
 // The caller holds the lock.
-func (s *Store) add(rec blackboard.Record) int32 {
+func (s *Store) add(rec *blackboard.Record) int32 {
 	t, ok := s.traceIdx[rec.Provenance.TraceID]
 	if !ok {
 		t = int32(len(s.traces))
-		s.traces = append(s.traces, memTrace{})
+		s.traces = append(s.traces, memTrace{id: rec.Provenance.TraceID, namespace: blackboard.NamespaceOf(rec.Namespace)})
 		if s.traceIdx == nil {
 			s.traceIdx = make(map[string]int32)
 		}
@@ -309,14 +438,33 @@ func (s *Store) add(rec blackboard.Record) int32 {
 	}
 	tr := &s.traces[t]
 	if tr.recs == nil {
-		if len(s.slab) < blockCap {
+		switch {
+		case s.slab == nil && s.mores == nil:
+			// A store's first block comes with room for the rare fields of
+			// its records, in one allocation: many stores hold one trace.
+			first := new(struct {
+				recs  [blockCap]memRec
+				mores [blockCap]memMore
+			})
+			s.slab, s.mores = first.recs[:], first.mores[:]
+		case len(s.slab) < blockCap:
 			// Slabs grow with the store, so a store of one trace stays small.
-			s.slab = make([]blackboard.Record, min(len(s.traces), slabTraces)*blockCap)
+			s.slab = make([]memRec, min(len(s.traces), slabTraces)*blockCap)
 		}
 		tr.recs, s.slab = s.slab[:0:blockCap], s.slab[blockCap:]
 	}
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
-	tr.recs = append(tr.recs, rec)
+	p := &rec.Provenance
+	m := memRec{id: rec.ID, kind: rec.Kind, writer: p.Writer, reason: rec.Reason, payload: rec.Payload, ts: p.TimestampMS,
+		slot: rec.Slot, mode: rec.Mode, status: rec.Status, scope: rec.Scope, role: p.Role}
+	if p.InputRefs != nil || rec.EvidenceRefs != nil || p.Confidence != nil || p.TTLMS != 0 || p.Span != "" {
+		if len(s.mores) == 0 {
+			s.mores = make([]memMore, min(s.n, slabTraces*blockCap/4))
+		}
+		m.more, s.mores = &s.mores[0], s.mores[1:]
+		*m.more = memMore{inputRefs: p.InputRefs, evidenceRefs: rec.EvidenceRefs, confidence: p.Confidence, ttlMS: p.TTLMS, span: p.Span}
+	}
+	tr.recs = append(tr.recs, m)
 	if trace, n, ok := blackboard.SplitRecordID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
 		if s.others == nil {
 			s.others = make(map[string]memLoc)
@@ -324,9 +472,14 @@ func (s *Store) add(rec blackboard.Record) int32 {
 		s.others[rec.ID] = l
 	}
 	s.n++
-	s.slots[rec.Slot] = s.index(s.slots[rec.Slot], l)
+	idx := s.index(s.slots[rec.Slot], l)
+	s.slots[rec.Slot] = idx
 	if rec.Scope == blackboard.ScopePersistent {
 		s.persistent[rec.Slot] = s.index(s.persistent[rec.Slot], l)
+	}
+	// The record of the slot s.window appends ago leaves the window.
+	if len(idx) > s.window {
+		s.pack(idx[len(idx)-1-s.window])
 	}
 	return t
 }
@@ -408,7 +561,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 		if !ok {
 			return fmt.Errorf("%w: %s", blackboard.ErrNotFound, inv.ID)
 		}
-		if st := s.at(l).Status; st != blackboard.StatusActive {
+		if st := s.at(l).status; st != blackboard.StatusActive {
 			return fmt.Errorf("%w: %s is %s", blackboard.ErrNotActive, inv.ID, st)
 		}
 		for j := range i {
@@ -426,7 +579,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 func (s *Store) checkTraceNamespace(earlier []blackboard.Record, r *blackboard.Record) error {
 	ns, have := blackboard.NamespaceOf(r.Namespace), ""
 	if t, ok := s.traceIdx[r.Provenance.TraceID]; ok && len(s.traces[t].recs) > 0 {
-		have = s.traces[t].recs[0].Namespace
+		have = s.traces[t].namespace
 	} else {
 		for j := range earlier {
 			if earlier[j].Provenance.TraceID == r.Provenance.TraceID {
@@ -472,7 +625,11 @@ func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackbo
 
 func (s *Store) appendTrace(dst []blackboard.Record, traceID string) []blackboard.Record {
 	if t, ok := s.traceIdx[traceID]; ok {
-		dst = append(dst, s.traces[t].recs...)
+		tr := &s.traces[t]
+		dst = slices.Grow(dst, len(tr.recs))
+		for i := range tr.recs {
+			dst = s.appendRecord(dst, tr, &tr.recs[i])
+		}
 	}
 	return dst
 }
@@ -486,6 +643,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.others, s.traceIdx, s.traces, s.slab, s.locs, s.claims, s.shared = nil, nil, nil, nil, nil, nil, nil
+	s.packs, s.mores = nil, nil
 	s.slots, s.persistent = [blackboard.Actions + 1][]memLoc{}, [blackboard.Actions + 1][]memLoc{}
 	return nil
 }
@@ -499,15 +657,15 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blac
 		}
 		var out []blackboard.TraceSummary
 		for i := range s.traces {
-			recs := s.traces[i].recs
-			if len(recs) == 0 || namespace != "" && blackboard.NamespaceOf(recs[0].Namespace) != namespace {
+			tr := &s.traces[i]
+			if len(tr.recs) == 0 || namespace != "" && tr.namespace != namespace {
 				continue
 			}
-			t := blackboard.TraceSummary{TraceID: recs[0].TraceID(), Namespace: blackboard.NamespaceOf(recs[0].Namespace), Records: len(recs),
-				FirstMS: recs[0].Provenance.TimestampMS, LastMS: recs[0].Provenance.TimestampMS}
-			for j := range recs {
-				t.FirstMS = min(t.FirstMS, recs[j].Provenance.TimestampMS)
-				t.LastMS = max(t.LastMS, recs[j].Provenance.TimestampMS)
+			t := blackboard.TraceSummary{TraceID: tr.id, Namespace: tr.namespace, Records: len(tr.recs),
+				FirstMS: tr.recs[0].ts, LastMS: tr.recs[0].ts}
+			for j := range tr.recs {
+				t.FirstMS = min(t.FirstMS, tr.recs[j].ts)
+				t.LastMS = max(t.LastMS, tr.recs[j].ts)
 			}
 			out = append(out, t)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -16,8 +18,37 @@ func TestMemStoreConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) blackboard.Store { return memstore.New() })
 }
 
+// TestPackedConformance runs the conformance suite on a store that packs
+// every payload as it is appended, which a store otherwise does only to
+// records thousands of appends old.
+func TestPackedConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) blackboard.Store { return memstore.NewPacking() })
+}
+
 func BenchmarkMemStore(b *testing.B) {
 	storetest.Bench(b, func(*testing.B) blackboard.Store { return memstore.New() })
+}
+
+// BenchmarkBytesPerRecord reports the heap a store of 10^6 records costs
+// per record: the heap in use after a collection, less what was in use
+// before the store was made, over the records. The records are committed
+// percepts of ten to a trace, with a payload of five keys, as a tool's
+// observations through a kernel are (storetest.Prefill); the payloads the
+// caller built are counted, since the store keeps them or what it packs
+// them into.
+func BenchmarkBytesPerRecord(b *testing.B) {
+	const n = 1_000_000
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := memstore.New()
+		storetest.Prefill(b, s, n)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/record")
+		runtime.KeepAlive(s)
+	}
 }
 
 // TestAppendTrace: AppendTrace gives what ListTrace gives, after what dst
@@ -58,5 +89,173 @@ func TestAppendTrace(t *testing.T) {
 	st.Close()
 	if _, err := st.AppendTrace(ctx, nil, "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("closed: %v", err)
+	}
+}
+
+// TestPackedRecords: records whose payloads the store has packed (those
+// with more than 4,096 newer records of their slot) read back as they
+// were appended, through every read, with a nil payload still nil, an
+// empty one still empty, nested values and the rarely set fields kept, and
+// a payload of more keys than a packing array holds whole; a status change
+// reaches them, and a read hands back a new map each time, so a caller's
+// copy is its own.
+func TestPackedRecords(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	conf := 0.25
+	big := blackboard.Payload{}
+	for i := range 70_000 {
+		big["k"+strconv.Itoa(i)] = float64(i)
+	}
+	want := map[string]blackboard.Record{}
+	var order []string
+	const n = 9_000
+	for i := range n {
+		trace := "t" + strconv.Itoa(i/7)
+		r := blackboard.Record{
+			ID: blackboard.RecordID(blackboard.Percepts, trace, i%7+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "k" + strconv.Itoa(i%3),
+			Payload:    blackboard.Payload{"n": float64(i), "s": "v" + strconv.Itoa(i), "list": []any{"a", 1.0}, "obj": map[string]any{"x": true}},
+			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w" + strconv.Itoa(i%2), TraceID: trace, TimestampMS: int64(i)},
+			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+			Namespace: "ns",
+		}
+		switch i % 5 {
+		case 1:
+			r.Payload = nil
+		case 2:
+			r.Payload = blackboard.Payload{}
+		case 3:
+			r.Provenance.InputRefs, r.EvidenceRefs = []string{"x"}, []string{}
+			r.Provenance.Confidence, r.Provenance.TTLMS, r.Provenance.Span = &conf, 5, "00-span"
+			r.Scope = blackboard.ScopePersistent
+		}
+		if i == 10 {
+			r.Payload = big
+		}
+		if i == 11 {
+			r.ID = "custom-" + strconv.Itoa(i) // found through the map of other ids
+		}
+		if err := st.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		want[r.ID] = r
+		order = append(order, r.ID)
+	}
+	// Records 0..n-4097 are packed; invalidate one packed and one not.
+	for _, id := range []string{order[12], order[n-1]} {
+		if err := st.Invalidate(ctx, id, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit); err != nil {
+			t.Fatal(err)
+		}
+		r := want[id]
+		r.Status, r.Reason = blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit
+		want[id] = r
+	}
+	check := func(how string, got blackboard.Record) {
+		t.Helper()
+		w, ok := want[got.ID]
+		if !ok || !reflect.DeepEqual(got, w) {
+			t.Fatalf("%s %s:\n got %+v\nwant %+v", how, got.ID, got, w)
+		}
+		if (got.Payload == nil) != (w.Payload == nil) {
+			t.Fatalf("%s %s: payload nil %v, want %v", how, got.ID, got.Payload == nil, w.Payload == nil)
+		}
+	}
+	for _, id := range []string{order[0], order[1], order[2], order[3], order[10], order[11], order[12], order[n-1]} {
+		got, err := st.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("Get", got)
+	}
+	seen := 0
+	for r, err := range st.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("ListSlot", r)
+		seen++
+	}
+	if seen != n {
+		t.Fatalf("ListSlot gave %d records, want %d", seen, n)
+	}
+	for r, err := range st.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Scope: blackboard.ScopePersistent, Status: blackboard.StatusActive}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Scope != blackboard.ScopePersistent || r.Status != blackboard.StatusActive {
+			t.Fatalf("filtered ListSlot gave %+v", r)
+		}
+		check("ListSlot persistent", r)
+	}
+	for r, err := range st.ListTrace(ctx, "t0") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("ListTrace", r)
+	}
+	found, err := st.FindActive(ctx, "t0", blackboard.Percepts, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("FindActive", found)
+	// Each read of a packed record builds its own map.
+	a, _ := st.Get(ctx, order[0])
+	a.Payload["n"] = "changed"
+	if b, _ := st.Get(ctx, order[0]); b.Payload["n"] != float64(0) {
+		t.Fatalf("a caller's change to a packed payload reached the store: %v", b.Payload["n"])
+	}
+	var traces int
+	for ts, err := range st.ListTraces(ctx, "ns") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ts.Namespace != "ns" || ts.Records == 0 || ts.FirstMS > ts.LastMS {
+			t.Fatalf("trace summary %+v", ts)
+		}
+		traces++
+	}
+	if want := (n + 6) / 7; traces != want {
+		t.Fatalf("ListTraces gave %d traces, want %d", traces, want)
+	}
+}
+
+// BenchmarkLarge measures a store of 10^5 percepts (storetest.Prefill),
+// past the window of records that keep their payload maps: Append, which
+// then packs an older payload each time, and Get of an old record, whose
+// map it builds again, and of the last one appended, which keeps its map.
+func BenchmarkLarge(b *testing.B) {
+	ctx := context.Background()
+	s := memstore.New()
+	storetest.Prefill(b, s, 100_000)
+	last := "percepts:history-9999:10"
+	b.Run("Append", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			trace := "large-" + strconv.Itoa(i/10)
+			last = "percepts:" + trace + ":" + strconv.Itoa(i%10+1)
+			err := s.Append(ctx, blackboard.Record{
+				ID: last, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
+				Payload:    blackboard.Payload{"charge_id": "ch_" + strconv.Itoa(i), "amount": 42.0, "currency": "usd", "stale": false, "conflict": false},
+				Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "stripe", TraceID: trace, TimestampMS: int64(i)},
+				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range []struct{ name, id string }{{"GetOld", "percepts:history-0:1"}, {"GetNew", ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			id := c.id
+			if id == "" {
+				id = last
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Get(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
