@@ -227,11 +227,6 @@ func (s *Store) Len() int {
 	return s.n
 }
 
-// Append implements [blackboard.Store].
-func (s *Store) Append(ctx context.Context, rec blackboard.Record) error {
-	return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec}})
-}
-
 // lock takes the read (or write) lock after checking ctx and that the
 // store is open; on success the caller must call unlock with the same write.
 func (s *Store) lock(ctx context.Context, write bool) error {
@@ -334,11 +329,6 @@ func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.
 		}
 	}
 	return blackboard.Record{}, fmt.Errorf("%w: no active %s %q in trace %q", blackboard.ErrNotFound, slot, kind, traceID)
-}
-
-// Invalidate implements [blackboard.Store].
-func (s *Store) Invalidate(ctx context.Context, id string, status blackboard.Status, reason blackboard.Code) error {
-	return s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: status, Reason: reason}}})
 }
 
 // Apply implements [blackboard.Store]. Every part of the batch is checked

@@ -135,7 +135,7 @@ func TestPackedRecords(t *testing.T) {
 		if i == 11 {
 			r.ID = "custom-" + strconv.Itoa(i) // found through the map of other ids
 		}
-		if err := st.Append(ctx, r); err != nil {
+		if err := st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 			t.Fatal(err)
 		}
 		want[r.ID] = r
@@ -143,7 +143,7 @@ func TestPackedRecords(t *testing.T) {
 	}
 	// Records 0..n-4097 are packed; invalidate one packed and one not.
 	for _, id := range []string{order[12], order[n-1]} {
-		if err := st.Invalidate(ctx, id, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit); err != nil {
+		if err := st.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}}); err != nil {
 			t.Fatal(err)
 		}
 		r := want[id]
@@ -233,12 +233,12 @@ func BenchmarkLarge(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			trace := "large-" + strconv.Itoa(i/10)
 			last = "percepts:" + trace + ":" + strconv.Itoa(i%10+1)
-			err := s.Append(ctx, blackboard.Record{
+			err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{{
 				ID: last, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
 				Payload:    blackboard.Payload{"charge_id": "ch_" + strconv.Itoa(i), "amount": 42.0, "currency": "usd", "stale": false, "conflict": false},
 				Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "stripe", TraceID: trace, TimestampMS: int64(i)},
 				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
-			})
+			}}})
 			if err != nil {
 				b.Fatal(err)
 			}
