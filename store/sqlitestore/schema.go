@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // migrations[i] takes the schema from version i to version i+1. The
@@ -136,8 +140,8 @@ var ErrSchemaTooNew = errors.New("sqlitestore: database schema is newer than thi
 
 // migrate brings the schema up to date in one write transaction, so that
 // stores opening the same new file at once do not both create it.
-func migrate(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
+func migrate(ctx context.Context, db *sql.DB, wait time.Duration) error {
+	conn, err := connect(ctx, db, wait)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: open: %w", err)
 	}
@@ -150,6 +154,28 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	return nil
+}
+
+// connect takes a connection for the migration, waiting up to wait while
+// SQLite answers SQLITE_BUSY. A new connection's pragmas switch a
+// rollback-journal file to WAL, which needs the file to itself, and SQLite
+// refuses that at once, without its busy handler, while another connection
+// of another store opening the same file holds it: stores opening one old
+// file together would otherwise fail at random.
+func connect(ctx context.Context, db *sql.DB, wait time.Duration) (*sql.Conn, error) {
+	deadline := time.Now().Add(wait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		conn, err := db.Conn(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().Add(pause).After(deadline) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
 }
 
 // migrateTx runs the missing migrations inside migrate's transaction and

@@ -118,7 +118,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		db.SetConnMaxLifetime(0)
 		db.SetConnMaxIdleTime(0)
 	}
-	s, err := newStore(ctx, db)
+	s, err := newStore(ctx, db, cfg.busyTimeout)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -149,7 +149,7 @@ func New(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	case cfg.busyTimeoutSet:
 		return nil, fmt.Errorf("sqlitestore: %w: WithBusyTimeout applies to Open; set busy_timeout in the DSN of db", blackboard.ErrInvalidInput)
 	}
-	return newStore(ctx, db)
+	return newStore(ctx, db, defaultBusyTimeout)
 }
 
 // The store's statements. Listings are paged: their last two parameters
@@ -199,8 +199,8 @@ const (
 	queryClaimedBy  = "SELECT record_id FROM once_keys WHERE namespace = ? AND key = ?"
 )
 
-func newStore(ctx context.Context, db *sql.DB) (*Store, error) {
-	if err := migrate(ctx, db); err != nil {
+func newStore(ctx context.Context, db *sql.DB, wait time.Duration) (*Store, error) {
+	if err := migrate(ctx, db, wait); err != nil {
 		return nil, err
 	}
 	return prepare(ctx, db)
