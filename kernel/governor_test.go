@@ -12,7 +12,7 @@ func TestOnceKeysOnWrites(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		w := func(keys ...string) error {
 			res, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "attempt", OnceKeys: keys}, nil)
-			if err == nil && (res.Record.ID == "" || res.Appended != nil) {
+			if err == nil && (res.ID == "" || res.Appended != nil) {
 				t.Errorf("a write without follow records returned %+v, want its record and nothing else", res)
 			}
 			return err

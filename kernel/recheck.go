@@ -55,7 +55,7 @@ func (k *Kernel) RecheckAction(ctx context.Context, actionID string) (Decision, 
 	if out.code == "" {
 		out.code = blackboard.CodeCommitted
 	}
-	return Decision{ID: "recheck:" + a.ID, Code: out.code, ProposalID: a.Provenance.InputRefs[0], Record: a.Clone(),
+	return Decision{ID: "recheck:" + a.ID, Code: out.code, ProposalID: a.Provenance.InputRefs[0], CommittedID: a.ID,
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes}, nil
 }
 

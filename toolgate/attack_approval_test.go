@@ -99,7 +99,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 			t.Errorf("Decisions lists %+v", r)
 		}
 		if dec.Committed() {
-			if _, err := d.g.Execute(d.ctx, dec.Record.ID); !errors.Is(err, ErrUnknownAction) {
+			if _, err := d.g.Execute(d.ctx, dec.CommittedID); !errors.Is(err, ErrUnknownAction) {
 				t.Errorf("Execute of the planner's refund: %v, want ErrUnknownAction", err)
 			}
 		}

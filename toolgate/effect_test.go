@@ -41,7 +41,7 @@ func TestEffectRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				back, err := s.Get(ctx, w.Record.ID)
+				back, err := s.Get(ctx, w.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
