@@ -274,7 +274,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 	// The gate's way: the action with its decision record, pending approval.
 	act, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 		Payload: blackboard.Payload{"requires_beliefs": []string{"refund_due"}}}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
-		r := audit.ForDecision("t", "issue_refund", d)
+		r := audit.ForDecision("t", "issue_refund", d, committed)
 		r.Outcome = audit.OutcomePendingApproval
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err

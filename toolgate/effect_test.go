@@ -74,7 +74,11 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	write := func(w kernel.Handle, e kernel.Entry) blackboard.Record {
 		t.Helper()
 		e.TraceID = "t"
-		r, err := w.Write(ctx, e)
+		id, err := w.Write(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := w.Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
