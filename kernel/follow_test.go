@@ -308,7 +308,10 @@ func TestDecisionConstraints(t *testing.T) {
 		}
 		var seen kernel.Decision
 		d, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: action()}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) { seen = d; return nil, nil })
+			Payload: action()}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+			seen = d
+			return nil, nil
+		})
 		if err != nil || !d.Committed() {
 			t.Fatalf("fallback: %+v %v", d, err)
 		}
