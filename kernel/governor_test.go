@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -84,4 +85,40 @@ func TestSpecAndNamespace(t *testing.T) {
 	if fb, ok := k.Spec(kernel.FallbackQueueForReview); !ok || !fb.SafeFallback {
 		t.Error("default fallback missing")
 	}
+}
+
+// Governor.Submit hands its then function the committed record as a copy:
+// what the store holds, and the caller's to keep and change without
+// reaching stored state (the gate keeps the action it runs).
+func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		a.groundRefund("t", "A1")
+		var seen []blackboard.Record
+		d, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("refund_due")},
+			func(_ kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+				seen = append(seen, committed)
+				return nil, nil
+			})
+		if err != nil || !d.Committed() || len(seen) == 0 {
+			t.Fatalf("refund: %+v %v (then called %d times)", d, err, len(seen))
+		}
+		got := seen[len(seen)-1]
+		if stored := a.get(d.CommittedID); !reflect.DeepEqual(got, stored) {
+			t.Fatalf("then saw\n %+v\nthe store holds\n %+v", got, stored)
+		}
+		a.mark()
+		got.Payload[kernel.KeyRequiresBeliefs] = []any{"forged"}
+		got.Payload["amount"] = 1e9
+		got.Provenance.InputRefs[0], got.EvidenceRefs[0] = "x", "x"
+		a.unchanged()
+		// A refusal hands over no record.
+		var refused []blackboard.Record
+		if _, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("nothing")},
+			func(_ kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+				refused = append(refused, committed)
+				return nil, nil
+			}); err != nil || len(refused) == 0 || refused[0].ID != "" {
+			t.Errorf("refused: %v, then saw %+v", err, refused)
+		}
+	})
 }
