@@ -103,14 +103,16 @@ func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
 			t.Fatalf("refund: %+v %v (then called %d times)", d, err, len(seen))
 		}
 		got := seen[len(seen)-1]
-		if stored := a.get(d.CommittedID); !reflect.DeepEqual(got, stored) {
+		stored := a.get(d.CommittedID)
+		if !reflect.DeepEqual(got, stored) {
 			t.Fatalf("then saw\n %+v\nthe store holds\n %+v", got, stored)
 		}
-		a.mark()
 		got.Payload[kernel.KeyRequiresBeliefs] = []any{"forged"}
 		got.Payload["amount"] = 1e9
 		got.Provenance.InputRefs[0], got.EvidenceRefs[0] = "x", "x"
-		a.unchanged()
+		if after := a.get(d.CommittedID); !reflect.DeepEqual(after, stored) {
+			t.Errorf("changing what then saw changed the store:\n %+v\nwas\n %+v", after, stored)
+		}
 		// A refusal hands over no record.
 		var refused []blackboard.Record
 		if _, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("nothing")},
