@@ -15,6 +15,17 @@ const (
 	checksArbitrated = "present,current,fresh,conflict_arbitrated,confident"
 )
 
+// The checks boxed once: an artifact's list holds them as values.
+var checksPassedV, checksArbitratedV any = checksPassed, checksArbitrated
+
+// artifactRefs backs an artifact's percepts (its input refs) and checks
+// for a belief on one or two observations, in one allocation: the
+// artifact keeps both, and nothing else holds either.
+type artifactRefs struct {
+	percepts [2]string
+	checks   [2]any
+}
+
 // checkEvidence runs the evidence checks on one observation: fresh (not
 // flagged stale, not past its TTL), conflict-free or arbitrated by
 // confidence, and confident (not below the minimum, not flagged
@@ -54,8 +65,16 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 			return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief spec requires percept " + need}
 		}
 	}
-	percepts := make([]string, 0, len(deps))
-	checks := make([]any, 0, len(deps))
+	var (
+		percepts []string
+		checks   []any
+	)
+	if len(deps) <= 2 {
+		b := new(artifactRefs)
+		percepts, checks = b.percepts[:0:len(deps)], b.checks[:0:len(deps)]
+	} else {
+		percepts, checks = make([]string, 0, len(deps)), make([]any, 0, len(deps))
+	}
 	arbitrated := false
 	for _, dep := range deps {
 		r := s.perceptFor(dep.(string))
@@ -76,9 +95,9 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		if code != "" {
 			return refuse(code, r.ID)
 		}
-		check := checksPassed
+		check := checksPassedV
 		if arb {
-			check, arbitrated = checksArbitrated, true
+			check, arbitrated = checksArbitratedV, true
 		}
 		percepts = append(percepts, r.ID)
 		checks = append(checks, check)
@@ -142,14 +161,18 @@ type gate struct {
 	registered bool
 	reqs       []any // belief kinds: strings, as checkShape made sure at write
 	payload    blackboard.Payload
-	// beliefs are the committed beliefs the step or action rests on.
+	// beliefs are the committed beliefs the step or action rests on,
+	// backed by the caller's buffer (on its stack: a gate that pointed
+	// into itself would be moved to the heap).
 	beliefs []*blackboard.Record
-	buf     [4]*blackboard.Record // backs beliefs for the usual handful
 }
 
-func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload blackboard.Payload) gate {
+// beliefBuf backs a gate's beliefs for the usual handful.
+type beliefBuf [4]*blackboard.Record
+
+func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload blackboard.Payload, buf *beliefBuf) gate {
 	spec, registered := k.spec(action)
-	return gate{k: k, s: s, action: action, spec: spec, registered: registered, reqs: reqs, payload: payload}
+	return gate{k: k, s: s, action: action, spec: spec, registered: registered, reqs: reqs, payload: payload, beliefs: buf[:0]}
 }
 
 // grounded checks the registry and the declared beliefs against the spec.
@@ -173,24 +196,26 @@ func (g *gate) grounded(plan bool) blackboard.Code {
 	return ""
 }
 
-// satisfied checks that every required belief is committed and truthy. A
-// missing belief's refusal carries the causes of its absence.
-func (g *gate) satisfied(missing, unsatisfied blackboard.Code) outcome {
-	g.beliefs = g.buf[:0]
+// satisfied checks that every required belief is committed and truthy,
+// and returns them (in g.beliefs' buffer: the caller sets g.beliefs, as an
+// append through g would move the buffer to the heap). A missing belief's
+// refusal carries the causes of its absence.
+func (g *gate) satisfied(missing, unsatisfied blackboard.Code) ([]*blackboard.Record, outcome) {
+	beliefs := g.beliefs[:0]
 	for _, kind := range g.reqs {
 		b := g.s.belief(kind.(string))
 		if b == nil {
 			if mutCommittedBelief {
 				continue
 			}
-			return g.s.missingBelief(missing, kind.(string))
+			return nil, g.s.missingBelief(missing, kind.(string))
 		}
 		if !mutCommittedBelief && !b.Payload.Bool(KeyValue) {
-			return refuse(unsatisfied, b.ID)
+			return nil, refuse(unsatisfied, b.ID)
 		}
-		g.beliefs = append(g.beliefs, b)
+		beliefs = append(beliefs, b)
 	}
-	return outcome{}
+	return beliefs, outcome{}
 }
 
 // missingBelief explains why no belief of kind is committed: the latest
@@ -412,11 +437,13 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 	for _, st := range steps {
 		step := blackboard.Payload(st.(map[string]any))
 		action, _ := step.String(KeyAction)
-		g := k.newGate(s, action, list(step, KeyRequiresBeliefs), step)
+		var bbuf beliefBuf
+		g := k.newGate(s, action, list(step, KeyRequiresBeliefs), step, &bbuf)
 		if code := g.grounded(true); code != "" {
 			return outcome{code: code}
 		}
-		if out := g.satisfied(blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied); out.code != "" {
+		var out outcome
+		if g.beliefs, out = g.satisfied(blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied); out.code != "" {
 			return out
 		}
 		out, f := g.recheck()
@@ -452,7 +479,8 @@ func negative(preds []*blackboard.Record) bool {
 // used up, the prediction gate, then constraints on the payload and on the
 // flags the kernel derives.
 func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
-	g := k.newGate(s, p.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload)
+	var bbuf beliefBuf
+	g := k.newGate(s, p.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload, &bbuf)
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}
 	}
@@ -462,7 +490,8 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 			return outcome{code: blackboard.CodeNoFeasiblePlan}
 		}
 	}
-	if out := g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
+	var out outcome
+	if g.beliefs, out = g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
 		return out
 	}
 	out, flags := g.recheck()
