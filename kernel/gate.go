@@ -18,12 +18,14 @@ const (
 // The checks boxed once: an artifact's list holds them as values.
 var checksPassedV, checksArbitratedV any = checksPassed, checksArbitrated
 
-// artifactRefs backs an artifact's percepts (its input refs) and checks
-// for a belief on one or two observations, in one allocation: the
-// artifact keeps both, and nothing else holds either.
-type artifactRefs struct {
+// beliefRefs backs, for a belief on one or two observations, its
+// artifact's percepts (input refs) and checks and the committed belief's
+// refs, in one allocation: the two records keep them, and nothing else
+// holds any.
+type beliefRefs struct {
 	percepts [2]string
 	checks   [2]any
+	refs     [6]string
 }
 
 // checkEvidence runs the evidence checks on one observation: fresh (not
@@ -68,10 +70,11 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 	var (
 		percepts []string
 		checks   []any
+		refs     []string // for commitRecord
 	)
 	if len(deps) <= 2 {
-		b := new(artifactRefs)
-		percepts, checks = b.percepts[:0:len(deps)], b.checks[:0:len(deps)]
+		b := new(beliefRefs)
+		percepts, checks, refs = b.percepts[:0:len(deps)], b.checks[:0:len(deps)], b.refs[:0]
 	} else {
 		percepts, checks = make([]string, 0, len(deps)), make([]any, 0, len(deps))
 	}
@@ -133,7 +136,7 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		Namespace: k.namespace,
 	}
 	evidence := [1]string{artifact.ID}
-	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, evidence[:])
+	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, evidence[:], refs)
 	return outcome{code: blackboard.CodeCommitted, record: rec, evidence: artifact}
 }
 
@@ -461,7 +464,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 			}
 		}
 	}
-	return outcome{code: blackboard.CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, blackboard.CodePlanFeasible, p.Payload, used, nil)}
+	return outcome{code: blackboard.CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, blackboard.CodePlanFeasible, p.Payload, used, nil, nil)}
 }
 
 // negative reports whether any prediction expects a harmful outcome.
@@ -545,7 +548,7 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	out = outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence)}
+	out = outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence, nil)}
 	if len(k.validators) > 0 { // only the custom validators read them
 		out.grounds = slices.Clone(g.beliefs)
 	}
@@ -636,5 +639,5 @@ func (k *Kernel) decidePrediction(s *snapshot, p *blackboard.Record) outcome {
 		}
 		inputs = append(inputs, b.ID)
 	}
-	return outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, p.Payload, inputs, nil)}
+	return outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, p.Payload, inputs, nil, nil)}
 }

@@ -461,9 +461,17 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *blackboard.Record) 
 // actions never expire: what the kernel decided to do stays on the record.
 // It copies inputs and evidence (the callers' may be on their stack), the
 // record's input and evidence refs into one allocation, each capped at its
-// length so that appending to one never writes into the other.
-func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence []string) blackboard.Record {
-	buf := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs)+len(evidence))
+// length so that appending to one never writes into the other. spare,
+// when its capacity is enough, backs them instead (the caller's, for the
+// record alone).
+func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence, spare []string) blackboard.Record {
+	need := 1 + len(p.Provenance.InputRefs) + len(inputs) + len(evidence)
+	var buf []string
+	if cap(spare) >= need {
+		buf = spare[:0:need]
+	} else {
+		buf = make([]string, 0, need)
+	}
 	refs := append(buf, p.ID)
 	refs = append(refs, p.Provenance.InputRefs...)
 	for _, in := range inputs {
