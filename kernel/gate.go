@@ -228,7 +228,8 @@ func (s *snapshot) missingBelief(code blackboard.Code, kind string) outcome {
 	out := outcome{code: code, detail: "no committed belief " + kind}
 	if r := s.st.rejectedBelief(kind, s.nowMS); r != nil {
 		out.failed = r.ID
-		out.causes = append(out.causes, Cause{Code: r.Reason, Record: r.ID})
+		// Room for the cause beneath, which a rejection usually has.
+		out.causes = append(make([]Cause, 0, 2), Cause{Code: r.Reason, Record: r.ID})
 		if r.Mode == blackboard.ModePropose {
 			// Decided again on the trace as it is now, the rejected proposal
 			// names the record that failed, when the reason still holds.
