@@ -87,9 +87,10 @@ func TestSpecAndNamespace(t *testing.T) {
 	}
 }
 
-// Governor.Submit hands its then function the committed record as a copy:
-// what the store holds, and the caller's to keep and change without
-// reaching stored state (the gate keeps the action it runs).
+// Governor.Submit hands its then function the committed record as a copy,
+// and Governor.Write the record written: what the store holds, and the
+// caller's to keep and change without reaching stored state (the gate
+// keeps the action it runs and the result it returns).
 func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
@@ -112,6 +113,22 @@ func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
 		got.Provenance.InputRefs[0], got.EvidenceRefs[0] = "x", "x"
 		if after := a.get(d.CommittedID); !reflect.DeepEqual(after, stored) {
 			t.Errorf("changing what then saw changed the store:\n %+v\nwas\n %+v", after, stored)
+		}
+		// So does Write, with the record written.
+		var wrote blackboard.Record
+		w, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "receipt",
+			Payload: blackboard.Payload{"amount": 5.0, "lines": []any{"a"}}, InputRefs: []string{d.CommittedID}},
+			func(rec blackboard.Record) ([]kernel.Follow, error) {
+				wrote = rec
+				return nil, nil
+			})
+		if err != nil || wrote.ID != w.ID {
+			t.Fatalf("write: %+v %v, then saw %s", w, err, wrote.ID)
+		}
+		written := a.get(w.ID)
+		wrote.Payload["amount"], wrote.Payload["lines"].([]any)[0], wrote.Provenance.InputRefs[0] = 1e9, "forged", "x"
+		if after := a.get(w.ID); !reflect.DeepEqual(after, written) {
+			t.Errorf("changing what Write's then saw changed the store:\n %+v\nwas\n %+v", after, written)
 		}
 		// A refusal hands over no record.
 		var refused []blackboard.Record

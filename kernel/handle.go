@@ -331,11 +331,10 @@ type Written struct {
 
 // Write is [ToolHandle.Write] for a tool writing as writer, with
 // [Entry.OnceKeys] allowed and with entries that follow the record in the
-// same batch: then, when not nil, is called with the record (its id set)
-// before anything is written, and returns the records to append after it;
-// it reads the record and must not change or keep its payload or slices,
-// which are the kernel's and, once written, the store's (a caller that
-// keeps the record keeps a [blackboard.Record.Clone]).
+// same batch: then, when not nil, is called with a copy of the record (its
+// id set; the callback's to keep) before anything is written, and returns
+// the records to append after it, so that governance code holds no alias
+// of what the store keeps.
 // A key already claimed fails the write with [blackboard.ErrDuplicateKey] and stores
 // nothing; so does an error from then, which Write returns.
 func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(blackboard.Record) ([]Follow, error)) (Written, error) {

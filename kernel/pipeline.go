@@ -151,7 +151,8 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 		b.Claims = append(b.Claims, blackboard.Claim{Key: key, RecordID: rec.ID})
 	}
 	if then != nil {
-		follows, err := then(*rec) // not a copy: then only reads it (see Governor.Write)
+		// A copy: the record is what the store keeps (see Governor.Write).
+		follows, err := then(rec.Clone())
 		if err != nil {
 			return Written{}, false, err
 		}

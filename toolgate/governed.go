@@ -50,8 +50,7 @@ func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.
 func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackboard.Record) audit.Record) (wrote, error) {
 	var kept blackboard.Record
 	wr, err := w.gov.Write(ctx, w.name, e, func(rec blackboard.Record) ([]kernel.Follow, error) {
-		// rec is the kernel's (and, once written, the store's): copied.
-		kept = rec.Clone()
+		kept = rec // the kernel's copy, the gate's to keep
 		if record == nil {
 			return nil, nil
 		}
