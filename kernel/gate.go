@@ -67,17 +67,15 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 			return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief spec requires percept " + need}
 		}
 	}
+	// Collected on the stack while they fit, and copied to the heap only
+	// for a commit: most refusals (and the re-decision that explains a
+	// missing belief) allocate nothing here.
 	var (
-		percepts []string
-		checks   []any
-		refs     []string // for commitRecord
+		pbuf   [4]string
+		cbuf   [4]any
+		passed = pbuf[:0]
+		ran    = cbuf[:0]
 	)
-	if len(deps) <= 2 {
-		b := new(beliefRefs)
-		percepts, checks, refs = b.percepts[:0:len(deps)], b.checks[:0:len(deps)], b.refs[:0]
-	} else {
-		percepts, checks = make([]string, 0, len(deps)), make([]any, 0, len(deps))
-	}
 	arbitrated := false
 	for _, dep := range deps {
 		r := s.perceptFor(dep.(string))
@@ -102,8 +100,21 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		if arb {
 			check, arbitrated = checksArbitratedV, true
 		}
-		percepts = append(percepts, r.ID)
-		checks = append(checks, check)
+		passed = append(passed, r.ID)
+		ran = append(ran, check)
+	}
+	var (
+		percepts []string
+		checks   []any
+		refs     []string // for commitRecord
+	)
+	if len(passed) <= 2 {
+		b := new(beliefRefs)
+		percepts = append(b.percepts[:0:len(passed)], passed...)
+		checks = append(b.checks[:0:len(ran)], ran...)
+		refs = b.refs[:0]
+	} else {
+		percepts, checks = slices.Clone(passed), slices.Clone(ran)
 	}
 	// The artifact names, per dependency in order, the checks that passed;
 	// its input refs are the percepts they ran on.
