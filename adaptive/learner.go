@@ -310,18 +310,22 @@ func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error)
 			l.pending = l.pending[1:]
 			continue
 		}
-		rec, created, err := l.commitOnce(ctx, traceID, p.Constraint)
+		id, created, err := l.commitOnce(ctx, traceID, p.Constraint)
 		if err != nil {
 			return out, fmt.Errorf("adaptive: committing %q: %w", p.Constraint.Name, err)
 		}
 		if !created {
 			// Another learner (another process on the store) committed
 			// it first: hold theirs.
+			rec, err := l.h.Get(ctx, id)
+			if err != nil {
+				return out, fmt.Errorf("adaptive: reading %q: %w", p.Constraint.Name, err)
+			}
 			l.hold(learnedFrom(&rec))
 			l.pending = l.pending[1:]
 			continue
 		}
-		x := Learned{Name: p.Constraint.Name, Code: p.Code, Count: p.Count, RecordID: rec.ID, TraceID: traceID}
+		x := Learned{Name: p.Constraint.Name, Code: p.Code, Count: p.Count, RecordID: id, TraceID: traceID}
 		l.hold(x)
 		out = append(out, x)
 		l.pending = l.pending[1:]
@@ -331,12 +335,12 @@ func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error)
 
 // commitOnce commits c in persistent scope, claiming its name in the
 // namespace so that two learners sharing the store commit it once between
-// them; created is false when the name was claimed already, and rec is
+// them; created is false when the name was claimed already, and id is
 // the record that claimed it.
-func (l *Learner) commitOnce(ctx context.Context, traceID string, c kernel.Constraint) (rec blackboard.Record, created bool, err error) {
+func (l *Learner) commitOnce(ctx context.Context, traceID string, c kernel.Constraint) (id string, created bool, err error) {
 	if mutLearnOnce {
-		rec, err = l.h.CommitConstraint(ctx, traceID, c, blackboard.ScopePersistent)
-		return rec, err == nil, err
+		id, err = l.h.CommitConstraint(ctx, traceID, c, blackboard.ScopePersistent)
+		return id, err == nil, err
 	}
 	return l.h.CommitConstraintOnce(ctx, traceID, c)
 }

@@ -75,16 +75,19 @@ type Record struct {
 // proposal of kind in trace traceID: committed (about the committed
 // record, with the chain it rests on) or refused (about the proposal, with
 // the failed record and the causes' records), with the constraints that
-// were in force. The caller adds the Context, and sets Outcome to
-// [OutcomePendingApproval] for a committed action that waits for one.
-func ForDecision(traceID, kind string, d kernel.Decision) Record {
+// were in force. committed is the committed record (the one
+// [kernel.Governor.Submit] hands its callback; zero for a refusal): its
+// input and evidence refs are the chain. The caller adds the Context, and
+// sets Outcome to [OutcomePendingApproval] for a committed action that
+// waits for one.
+func ForDecision(traceID, kind string, d kernel.Decision, committed blackboard.Record) Record {
 	r := Record{
 		ID: d.ID, TraceID: traceID, Subject: d.ProposalID, Kind: kind, Outcome: OutcomeRefused, Code: d.Code,
 		Rule: d.Rule, Failed: d.Failed, Detail: d.Detail, Causes: d.Causes, Constraints: d.Constraints,
 	}
 	if d.Committed() {
-		r.Outcome, r.Subject = OutcomeCommitted, d.Record.ID
-		r.EvidenceRefs = append(append([]string(nil), d.Record.Provenance.InputRefs...), d.Record.EvidenceRefs...)
+		r.Outcome, r.Subject = OutcomeCommitted, d.CommittedID
+		r.EvidenceRefs = append(append([]string(nil), committed.Provenance.InputRefs...), committed.EvidenceRefs...)
 		return r
 	}
 	if d.Failed != "" {

@@ -62,16 +62,16 @@ func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 // proposal with the failed record and the causes' records.
 func TestForDecision(t *testing.T) {
 	commit := kernel.Decision{ID: "decision:actions:t:3", Code: blackboard.CodeCommitted, ProposalID: "actions:t:3",
-		Record:      blackboard.Record{ID: "actions:t:4", Provenance: blackboard.Provenance{InputRefs: []string{"actions:t:3", "beliefs:t:2"}}, EvidenceRefs: []string{"evidence:t:1"}},
-		Constraints: []string{"no_weekend"}}
-	d := audit.ForDecision("t", "issue_refund", commit)
+		CommittedID: "actions:t:4", Constraints: []string{"no_weekend"}}
+	committed := blackboard.Record{ID: "actions:t:4", Provenance: blackboard.Provenance{InputRefs: []string{"actions:t:3", "beliefs:t:2"}}, EvidenceRefs: []string{"evidence:t:1"}}
+	d := audit.ForDecision("t", "issue_refund", commit, committed)
 	if d.Outcome != audit.OutcomeCommitted || d.Subject != "actions:t:4" || d.ID != commit.ID || d.TraceID != "t" || d.Kind != "issue_refund" ||
 		len(d.EvidenceRefs) != 3 || d.EvidenceRefs[2] != "evidence:t:1" || len(d.Constraints) != 1 {
 		t.Errorf("commit record %+v", d)
 	}
 	refusal := kernel.Decision{ID: "decision:actions:t:5", Code: blackboard.CodeNoCommittedBelief, ProposalID: "actions:t:5", Failed: "beliefs:t:2",
 		Causes: []kernel.Cause{{Code: blackboard.CodeStaleEvidence, Record: "percepts:t:1"}, {Code: blackboard.CodeStaleEvidence, Record: "beliefs:t:2"}}}
-	d = audit.ForDecision("t", "issue_refund", refusal)
+	d = audit.ForDecision("t", "issue_refund", refusal, blackboard.Record{})
 	if d.Outcome != audit.OutcomeRefused || d.Subject != "actions:t:5" || d.Code != blackboard.CodeNoCommittedBelief || d.Failed != "beliefs:t:2" ||
 		len(d.EvidenceRefs) != 2 || d.EvidenceRefs[0] != "beliefs:t:2" || d.EvidenceRefs[1] != "percepts:t:1" {
 		t.Errorf("refusal record %+v", d)

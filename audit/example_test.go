@@ -20,8 +20,8 @@ func Example() {
 	}
 	defer k.Close()
 	d, err := k.Governor().Submit(ctx, "gate", kernel.Entry{TraceID: "ticket-1", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}, func(d kernel.Decision) ([]kernel.Follow, error) {
-		r := audit.ForDecision("ticket-1", kernel.FallbackQueueForReview, d)
+		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+		r := audit.ForDecision("ticket-1", kernel.FallbackQueueForReview, d, committed)
 		r.Context = blackboard.Payload{"tool": "escalate"}
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err
@@ -29,9 +29,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(d.Code, d.Record.ID, d.Appended)
+	fmt.Println(d.Code, d.CommittedID, d.Appended)
 
-	r, err := audit.About(ctx, k.Reader(), d.Record.ID)
+	r, err := audit.About(ctx, k.Reader(), d.CommittedID)
 	if err != nil {
 		panic(err)
 	}

@@ -273,8 +273,8 @@ func TestMeasureKernelTrace(t *testing.T) {
 	}
 	// The gate's way: the action with its decision record, pending approval.
 	act, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-		Payload: blackboard.Payload{"requires_beliefs": []string{"refund_due"}}}, func(d kernel.Decision) ([]kernel.Follow, error) {
-		r := audit.ForDecision("t", "issue_refund", d)
+		Payload: blackboard.Payload{"requires_beliefs": []string{"refund_due"}}}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+		r := audit.ForDecision("t", "issue_refund", d, committed)
 		r.Outcome = audit.OutcomePendingApproval
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err
@@ -302,7 +302,7 @@ func TestMeasureKernelTrace(t *testing.T) {
 		t.Errorf("captured at %v, want the snapshot's time", s.CapturedAt)
 	}
 	// The approver answers: the gate pressure falls.
-	f, err := audit.Approval{TraceID: "t", ActionID: act.Record.ID, Decision: audit.Approved, Approver: "human:alice", TTL: time.Hour}.Follow()
+	f, err := audit.Approval{TraceID: "t", ActionID: act.CommittedID, Decision: audit.Approved, Approver: "human:alice", TTL: time.Hour}.Follow()
 	must(t, err)
 	if _, err := k.Governor().Append(ctx, f); err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func ExampleExplain() {
 	fb, _ := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: blackboard.Payload{"reason": string(plan.Code)}})
 
-	ex, err := inspect.Explain(ctx, s, fb.Record.ID)
+	ex, err := inspect.Explain(ctx, s, fb.CommittedID)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -46,7 +46,7 @@ func paperEpisode(t *testing.T, k *kernel.Kernel, trace string, charge blackboar
 	if err != nil || !a.Committed() {
 		t.Fatalf("action: %v %v", a.Code, err)
 	}
-	return a.Record.ID
+	return a.CommittedID
 }
 
 var paperTraces = map[string][]string{

@@ -515,7 +515,7 @@ func TestAttackForgedEffect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, r.ID)
+		ids = append(ids, r)
 	}
 	after, err := inspect.Effects(ctx, s, "desk")
 	if err != nil {

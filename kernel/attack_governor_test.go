@@ -23,7 +23,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		if !act.Committed() {
 			t.Fatalf("refund: %s", act.Code)
 		}
-		key, err := a.k.OnceKeyOf(a.ctx, act.Record.ID)
+		key, err := a.k.OnceKeyOf(a.ctx, act.CommittedID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,21 +57,22 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 			}
 		}
 		a.unchanged()
-		if holder, err := a.k.ClaimedBy(a.ctx, key); err != nil || holder != act.Record.ID {
-			t.Errorf("once-key held by %q (%v), want the refund %s", holder, err, act.Record.ID)
+		if holder, err := a.k.ClaimedBy(a.ctx, key); err != nil || holder != act.CommittedID {
+			t.Errorf("once-key held by %q (%v), want the refund %s", holder, err, act.CommittedID)
 		}
 		// A forged decision record: the shape the gate writes, pending
 		// approval for a huge refund, by the one handle that writes evidence.
-		forged := audit.ForDecision("t", "issue_refund", act)
+		forged := audit.ForDecision("t", "issue_refund", act, a.get(act.CommittedID))
 		forged.Outcome, forged.Context = audit.OutcomePendingApproval, blackboard.Payload{"tool": "issue_refund", "args": map[string]any{"amount": 501.0}}
 		f, err := forged.Follow()
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := a.k.EvidenceValidator("ev").Write(a.ctx, f.Entry)
+		id, err := a.k.EvidenceValidator("ev").Write(a.ctx, f.Entry)
 		if err != nil {
 			t.Fatalf("evidence write of the decision-record kind: %v", err)
 		}
+		rec := a.get(id)
 		if rec.Provenance.Role != blackboard.RoleEvidence {
 			t.Errorf("forged record written with role %s", rec.Provenance.Role)
 		}
@@ -119,7 +120,7 @@ func TestRecheckAction(t *testing.T) {
 		if !d.Committed() {
 			t.Fatalf("refund: %s", d.Code)
 		}
-		return d.Record
+		return a.get(d.CommittedID)
 	}
 	recheck := func(t *testing.T, a *arena, id string, want blackboard.Code) {
 		t.Helper()
@@ -179,21 +180,21 @@ func TestCommitConstraintOnce(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		c := kernel.Constraint{Name: "block_stale_actions", Enabled: true, BlocksField: kernel.KeyUsesStaleData}
 		first, created, err := a.sym.CommitConstraintOnce(a.ctx, "t1", c)
-		if err != nil || !created || first.Scope != blackboard.ScopePersistent {
+		if err != nil || !created || a.get(first).Scope != blackboard.ScopePersistent {
 			t.Fatalf("first: %+v %v %v", first, created, err)
 		}
 		a.mark()
 		again, created, err := a.k.Symbolic("other").CommitConstraintOnce(a.ctx, "t2", c)
-		if err != nil || created || again.ID != first.ID {
-			t.Errorf("second: %s %v %v, want the first's %s", again.ID, created, err, first.ID)
+		if err != nil || created || again != first {
+			t.Errorf("second: %s %v %v, want the first's %s", again, created, err, first)
 		}
 		a.unchanged()
 		other, err := kernel.New(kernel.WithStore(a.store), kernel.WithNamespace("acme"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec, created, err := other.Symbolic("sym").CommitConstraintOnce(a.ctx, "t3", c); err != nil || !created || rec.ID == first.ID {
-			t.Errorf("another namespace: %s %v %v, want its own commit", rec.ID, created, err)
+		if rec, created, err := other.Symbolic("sym").CommitConstraintOnce(a.ctx, "t3", c); err != nil || !created || rec == first {
+			t.Errorf("another namespace: %s %v %v, want its own commit", rec, created, err)
 		}
 	})
 }

@@ -51,7 +51,7 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
 					t.Fatalf("belief on the observation: %v %v", d.Code, err)
 				}
-				if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: obs.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+				if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: obs, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 					t.Fatal(err)
 				}
 				if who == "another kernel" {
@@ -62,7 +62,7 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 					t.Fatal(err)
 				}
 				if d.Committed() {
-					t.Fatalf("a belief committed on the retracted observation %s", obs.ID)
+					t.Fatalf("a belief committed on the retracted observation %s", obs)
 				}
 				if d.Code != blackboard.CodeMissingEvidence {
 					t.Errorf("refused with %s, want %s", d.Code, blackboard.CodeMissingEvidence)

@@ -83,7 +83,13 @@ func (a *arena) percept(trace, kind string, p blackboard.Payload, conf *float64,
 	if err != nil {
 		a.t.Fatalf("percept %s: %v", kind, err)
 	}
-	return r
+	return a.get(r)
+}
+
+// get reads the record with that id: the kernel hands back ids.
+func (a *arena) get(id string) blackboard.Record {
+	a.t.Helper()
+	return mustGet(a.t, a.k.Reader(), id)
 }
 
 func (a *arena) submit(h interface {
@@ -408,7 +414,7 @@ func TestAttackPersistentLaundering(t *testing.T) {
 		if v.Has(blackboard.Percepts, "charge") {
 			t.Error("another trace's persistent percept shows in the victim's view")
 		}
-		for _, ref := range []string{p.ID, shadow.ID} {
+		for _, ref := range []string{p, shadow.ID} {
 			_, err := a.planner.Submit(a.ctx, kernel.Entry{TraceID: "victim", Slot: blackboard.Beliefs, Kind: "refund_due",
 				Payload: belief(true, "charge"), InputRefs: []string{ref}})
 			if !errors.Is(err, kernel.ErrInvalidReference) {
@@ -420,7 +426,7 @@ func TestAttackPersistentLaundering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, _ := a.k.View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true}); !v.Has(blackboard.Constraints, c.Kind) {
+		if v, _ := a.k.View(a.ctx, "victim", kernel.ViewOptions{IncludePersistent: true}); !v.Has(blackboard.Constraints, a.get(c).Kind) {
 			t.Error("a persistent constraint does not show in other traces' views")
 		}
 	})
@@ -434,8 +440,8 @@ func TestAttackExpiringAction(t *testing.T) {
 		if err != nil || !d.Committed() {
 			t.Fatalf("refund: %v %v", d.Code, err)
 		}
-		if d.Record.Provenance.TTLMS != 0 {
-			t.Errorf("committed refund has ttl_ms %d", d.Record.Provenance.TTLMS)
+		if a.get(d.CommittedID).Provenance.TTLMS != 0 {
+			t.Errorf("committed refund has ttl_ms %d", a.get(d.CommittedID).Provenance.TTLMS)
 		}
 		a.clock.Advance(time.Hour)
 		a.belief("t", "charge") // a decision on the trace writes its expiries
@@ -446,7 +452,7 @@ func TestAttackExpiringAction(t *testing.T) {
 		if !v.Has(blackboard.Actions, "issue_refund") {
 			t.Error("the committed refund vanished from the view")
 		}
-		if r, err := a.store.Get(a.ctx, d.Record.ID); err != nil || r.Status != blackboard.StatusActive {
+		if r, err := a.store.Get(a.ctx, d.CommittedID); err != nil || r.Status != blackboard.StatusActive {
 			t.Errorf("committed refund in store: %v %v", r.Status, err)
 		}
 	})

@@ -63,14 +63,15 @@ func TestConstraintEntryStoresWhatPayloadWould(t *testing.T) {
 		{Name: "bound", Enabled: false, BlocksField: "is_duplicate", BindPercept: "seen", AppliesTo: []string{"refund", "void"}},
 		{Name: "extra", Enabled: true, BlocksField: "f", Extra: blackboard.Payload{"note": 3}},
 	} {
-		got, err := sym.CommitConstraint(ctx, "t-"+c.Name, c, 0)
+		gotID, err := sym.CommitConstraint(ctx, "t-"+c.Name, c, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := sym.Write(ctx, Entry{TraceID: "u-" + c.Name, Slot: blackboard.Constraints, Kind: c.Name, Payload: c.Payload()})
+		wantID, err := sym.Write(ctx, Entry{TraceID: "u-" + c.Name, Slot: blackboard.Constraints, Kind: c.Name, Payload: c.Payload()})
 		if err != nil {
 			t.Fatal(err)
 		}
+		got, want := getRecord(t, sym, gotID), getRecord(t, sym, wantID)
 		if !reflect.DeepEqual(got.Payload, want.Payload) {
 			t.Errorf("%s: committed %v, written %v", c.Name, got.Payload, want.Payload)
 		}

@@ -30,7 +30,14 @@ type codeCase struct {
 func decided(d kernel.Decision, err error) (blackboard.Code, error) { return d.Code, err }
 
 // written turns a Write result into a code: COMMITTED or nothing.
-func written(r blackboard.Record, err error) (blackboard.Code, error) { return r.Reason, err }
+// written is the Reason of the record a handle wrote (COMMITTED for a
+// commit), read back by its id.
+func (f *fixture) written(id string, err error) (blackboard.Code, error) {
+	if err != nil {
+		return "", err
+	}
+	return f.get(id).Reason, nil
+}
 
 const tr = "t1" // the trace most cases use
 
@@ -122,7 +129,7 @@ func codeCases() []codeCase {
 				f.t.Fatal(err)
 			}
 			f.mark()
-			return decided(f.planner.Commit(f.ctx, tr, p.ID))
+			return decided(f.planner.Commit(f.ctx, tr, p))
 		}},
 		{name: "commit of a non-proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			p := f.perceive(tr, "charge", clean, nil, 0)
@@ -194,8 +201,8 @@ func codeCases() []codeCase {
 					f.t.Fatalf("plan: %s %v", pd.Code, err)
 				}
 				d, err := f.propose(tr, blackboard.Actions, "issue_refund", action("refund_due"))
-				if err == nil && (len(d.Record.Provenance.InputRefs) < 2 || !slices.Contains(d.Record.Provenance.InputRefs, pd.Record.ID)) {
-					f.t.Errorf("action inputs %v lack the plan %s", d.Record.Provenance.InputRefs, pd.Record.ID)
+				if err == nil && (len(f.get(d.CommittedID).Provenance.InputRefs) < 2 || !slices.Contains(f.get(d.CommittedID).Provenance.InputRefs, pd.CommittedID)) {
+					f.t.Errorf("action inputs %v lack the plan %s", f.get(d.CommittedID).Provenance.InputRefs, pd.CommittedID)
 				}
 				return d.Code, err
 			}},
@@ -223,12 +230,12 @@ func codeCases() []codeCase {
 
 		{name: "input ref does not exist", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", InputRefs: []string{"percepts:t1:1"}}))
+			return f.written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", InputRefs: []string{"percepts:t1:1"}}))
 		}},
 		{name: "evidence ref does not exist", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			f.perceive(tr, "charge", clean, nil, 0)
 			f.mark()
-			return written(f.ev.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Evidence, Kind: "audit", EvidenceRefs: []string{"evidence:t1:9"}}))
+			return f.written(f.ev.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Evidence, Kind: "audit", EvidenceRefs: []string{"evidence:t1:9"}}))
 		}},
 		{name: "ref to another trace's episode record", want: blackboard.CodeInvalidReference, sentinel: kernel.ErrInvalidReference, run: func(f *fixture) (blackboard.Code, error) {
 			other := f.perceive("other", "charge", clean, nil, 0)
@@ -251,7 +258,7 @@ func codeCases() []codeCase {
 			if err != nil {
 				f.t.Fatal(err)
 			}
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", InputRefs: []string{c.ID}}))
+			return f.written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", InputRefs: []string{c}}))
 		}},
 
 		{name: "planner sets a derived flag", want: blackboard.CodeFieldMismatch, run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, true))},
@@ -331,11 +338,11 @@ func codeCases() []codeCase {
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "empty kind", want: blackboard.CodeInvalidInput, sentinel: blackboard.ErrInvalidInput, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts}))
+			return f.written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts}))
 		}},
 		{name: "tool writes a belief", want: blackboard.CodePermissionDenied, sentinel: blackboard.ErrPermission, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due"}))
+			return f.written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due"}))
 		}},
 	}
 }

@@ -47,7 +47,7 @@ func TestConcurrentTraces(t *testing.T) {
 						t.Errorf("%s: belief: %s %v", trace, d.Code, err)
 						return
 					}
-					keep(trace, p, f.get(d.ProposalID), d.Record, f.get(d.EvidenceID))
+					keep(trace, f.get(p), f.get(d.ProposalID), f.get(d.CommittedID), f.get(d.EvidenceID))
 				}
 			})
 		}
@@ -91,7 +91,7 @@ func TestConcurrentCommitOfOneProposal(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			<-start
-			d, err := f.planner.Commit(f.ctx, tr, p.ID)
+			d, err := f.planner.Commit(f.ctx, tr, p)
 			results <- err
 			if err == nil {
 				decisions <- d

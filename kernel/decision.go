@@ -19,13 +19,15 @@ type Decision struct {
 	// ProposalID is the proposal decided. After the decision it is
 	// INVALIDATED: with SUPERSEDED_BY_COMMIT when committed, else with Code.
 	ProposalID string `json:"proposal_id"`
-	// Record is a copy of the committed record; its ID is empty when the
-	// proposal was rejected.
-	Record blackboard.Record `json:"record,omitzero"`
+	// CommittedID is the id of the committed record; empty when the
+	// proposal was rejected. [Reader.Get] reads the record (a copy); the
+	// kernel hands back ids, not copies, so that a caller that needs no
+	// more than the id pays for no more.
+	CommittedID string `json:"committed_id,omitempty"`
 	// EvidenceID is the artifact the kernel wrote for a committed belief.
 	EvidenceID string `json:"evidence_id,omitempty"`
 	// Appended holds the ids of the records that followed the decision in
-	// its batch ([Governor.Submit]), in order. With ProposalID, Record.ID
+	// its batch ([Governor.Submit]), in order. With ProposalID, CommittedID
 	// and EvidenceID it names every record the decision appended, so that
 	// no caller searches the trace for them.
 	Appended []string `json:"appended,omitempty"`

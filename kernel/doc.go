@@ -38,7 +38,9 @@
 // in the same atomic batch, and return their ids ([Decision.Appended],
 // [Written.Appended]), so no caller searches a trace for what it has just
 // written. Package audit encodes the gate's decision records and approvals
-// this way and decodes them.
+// this way and decodes them. The kernel hands back ids, not copies of
+// records ([Decision.CommittedID], the id [Handle.Write] returns,
+// [Written.ID]): a caller that needs a record reads it ([Reader.Get]).
 //
 // # The pipeline
 //

@@ -41,7 +41,11 @@ func Example_conflictArbitration() {
 				log.Fatal(err)
 			}
 			fmt.Printf("  %s arbitrated=%v threshold=%v\n", ev.ID, ev.Payload["arbitrated"], ev.Payload["conflict_threshold"])
-			fmt.Printf("  %s evidence_refs=%v\n", d.Record.ID, d.Record.EvidenceRefs)
+			b, err := planner.Get(ctx, d.CommittedID)
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("  %s evidence_refs=%v\n", b.ID, b.EvidenceRefs)
 		}
 	}
 	// Output:

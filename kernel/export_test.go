@@ -1,6 +1,11 @@
 package kernel
 
-import "context"
+import (
+	"context"
+	"testing"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
 
 // ViewFromState and ViewFromRecords are the two ways [Kernel.View] reads a
 // trace, for the test that they agree (ok false: the state does not hold
@@ -11,4 +16,15 @@ func (k *Kernel) ViewFromState(ctx context.Context, traceID string, opts ViewOpt
 
 func (k *Kernel) ViewFromRecords(ctx context.Context, traceID string, opts ViewOptions) (View, error) {
 	return k.viewFromRecords(ctx, traceID, opts, k.nowMS())
+}
+
+// getRecord reads the record with that id through r, for the package's
+// own tests.
+func getRecord(t testing.TB, r Reader, id string) blackboard.Record {
+	t.Helper()
+	rec, err := r.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get %s: %v", id, err)
+	}
+	return rec
 }

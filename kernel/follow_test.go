@@ -14,9 +14,9 @@ import (
 
 // decisionRecord is a Submit's then that appends the decision record of a
 // proposal of kind in trace, completed by edit.
-func decisionRecord(trace, kind string, edit func(*audit.Record)) func(kernel.Decision) ([]kernel.Follow, error) {
-	return func(d kernel.Decision) ([]kernel.Follow, error) {
-		r := audit.ForDecision(trace, kind, d)
+func decisionRecord(trace, kind string, edit func(*audit.Record)) func(kernel.Decision, blackboard.Record) ([]kernel.Follow, error) {
+	return func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+		r := audit.ForDecision(trace, kind, d, committed)
 		if edit != nil {
 			edit(&r)
 		}
@@ -72,7 +72,7 @@ func TestDecisionRecords(t *testing.T) {
 			t.Fatalf("refund: %v %v", ok.Code, err)
 		}
 		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
-			Payload: blackboard.Payload{"status": "succeeded"}, InputRefs: []string{ok.Record.ID}, OnceKeys: []string{"result/A1"}},
+			Payload: blackboard.Payload{"status": "succeeded"}, InputRefs: []string{ok.CommittedID}, OnceKeys: []string{"result/A1"}},
 			writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", withCall))
 		if err != nil {
 			t.Fatal(err)
@@ -91,10 +91,10 @@ func TestDecisionRecords(t *testing.T) {
 			r0.Namespace != a.k.Namespace() || r0.TimeMS == 0 {
 			t.Errorf("refusal record %+v (decision %+v)", r0, refused)
 		}
-		if r1.Outcome != audit.OutcomePendingApproval || r1.Subject != ok.Record.ID || len(r1.EvidenceRefs) == 0 {
+		if r1.Outcome != audit.OutcomePendingApproval || r1.Subject != ok.CommittedID || len(r1.EvidenceRefs) == 0 {
 			t.Errorf("commit record %+v", r1)
 		}
-		if r2.Outcome != audit.OutcomeExecuted || r2.Subject != res.Record.ID || r2.Code != "EFFECT_SUCCEEDED" || r2.Kind != "issue_refund" {
+		if r2.Outcome != audit.OutcomeExecuted || r2.Subject != res.ID || r2.Code != "EFFECT_SUCCEEDED" || r2.Kind != "issue_refund" {
 			t.Errorf("result record %+v", r2)
 		}
 		// Submit and Write name the records they appended.
@@ -150,7 +150,7 @@ func TestDecisionAbout(t *testing.T) {
 			t.Fatalf("refund: %+v %v", act, err)
 		}
 		res, err := gov.Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund_result",
-			InputRefs: []string{act.Record.ID}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil))
+			InputRefs: []string{act.CommittedID}}, writeRecord("issue_refund", audit.OutcomeExecuted, "EFFECT_SUCCEEDED", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,10 +163,10 @@ func TestDecisionAbout(t *testing.T) {
 			appended          []string
 			outcome           audit.Outcome
 		}{
-			{"belief", belief.Record.ID, belief.ID, belief.Appended, audit.OutcomeCommitted},
+			{"belief", belief.CommittedID, belief.ID, belief.Appended, audit.OutcomeCommitted},
 			{"refusal", refused.ProposalID, refused.ID, refused.Appended, audit.OutcomeRefused},
-			{"action", act.Record.ID, act.ID, act.Appended, audit.OutcomePendingApproval},
-			{"result", res.Record.ID, "decision:" + res.Record.ID, res.Appended, audit.OutcomeExecuted},
+			{"action", act.CommittedID, act.ID, act.Appended, audit.OutcomePendingApproval},
+			{"result", res.ID, "decision:" + res.ID, res.Appended, audit.OutcomeExecuted},
 		} {
 			d, err := audit.About(a.ctx, a.k.Reader(), c.subject)
 			if err != nil || d.ID != c.id || len(c.appended) != 1 || d.RecordID != c.appended[0] || d.Subject != c.subject || d.Outcome != c.outcome {
@@ -187,7 +187,7 @@ func TestDecisionAbout(t *testing.T) {
 			{"an id of no record", "actions:t:999", a.k},
 			{"a string that is no record id", "t:7", a.k},
 			{"a position that is not a number", "actions:t:x", a.k},
-			{"another namespace's record", act.Record.ID, other},
+			{"another namespace's record", act.CommittedID, other},
 		} {
 			if d, err := audit.About(a.ctx, c.k.Reader(), c.subject); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("%s: About(%s) = %+v, %v; want ErrNotFound", c.what, c.subject, d, err)
@@ -220,15 +220,15 @@ func TestFollowRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []string{"evidence:t:2", "percepts:t:3", "evidence:t:4"}; w.Record.ID != "percepts:t:1" || !slices.Equal(w.Appended, want) {
-			t.Fatalf("wrote %s and %v, want percepts:t:1 and %v", w.Record.ID, w.Appended, want)
+		if want := []string{"evidence:t:2", "percepts:t:3", "evidence:t:4"}; w.ID != "percepts:t:1" || !slices.Equal(w.Appended, want) {
+			t.Fatalf("wrote %s and %v, want percepts:t:1 and %v", w.ID, w.Appended, want)
 		}
 		for i, want := range []struct {
 			role   blackboard.Role
 			writer string
 		}{{blackboard.RoleKernel, "kernel"}, {blackboard.RoleTool, "payments"}, {blackboard.RoleApprover, "human:alice"}} {
 			r, err := a.store.Get(a.ctx, w.Appended[i])
-			if err != nil || r.Provenance.Role != want.role || r.Provenance.Writer != want.writer || r.Provenance.TimestampMS != w.Record.Provenance.TimestampMS {
+			if err != nil || r.Provenance.Role != want.role || r.Provenance.Writer != want.writer || r.Provenance.TimestampMS != a.get(w.ID).Provenance.TimestampMS {
 				t.Errorf("follow %d: %+v %v, want role %s writer %s", i, r.Provenance, err, want.role, want.writer)
 			}
 		}
@@ -278,14 +278,14 @@ func TestFollowRecords(t *testing.T) {
 		}
 		// A decision's follow records claim no keys.
 		_, err = gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: action()}, func(kernel.Decision) ([]kernel.Follow, error) {
+			Payload: action()}, func(kernel.Decision, blackboard.Record) ([]kernel.Follow, error) {
 			return []kernel.Follow{note(blackboard.RoleTool, "payments", kernel.Entry{Slot: blackboard.Percepts, Kind: "p", OnceKeys: []string{"k"}})}, nil
 		})
 		if !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("submit follow with a once-key: %v, want ErrPermission", err)
 		}
 		if _, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: action()}, func(kernel.Decision) ([]kernel.Follow, error) { return nil, fail }); !errors.Is(err, fail) {
+			Payload: action()}, func(kernel.Decision, blackboard.Record) ([]kernel.Follow, error) { return nil, fail }); !errors.Is(err, fail) {
 			t.Errorf("submit whose then fails: %v", err)
 		}
 		if _, err := gov.Append(a.ctx, note(blackboard.RoleKernel, "", ev)); !errors.Is(err, blackboard.ErrInvalidInput) {
@@ -308,15 +308,18 @@ func TestDecisionConstraints(t *testing.T) {
 		}
 		var seen kernel.Decision
 		d, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: action()}, func(d kernel.Decision) ([]kernel.Follow, error) { seen = d; return nil, nil })
+			Payload: action()}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+			seen = d
+			return nil, nil
+		})
 		if err != nil || !d.Committed() {
 			t.Fatalf("fallback: %+v %v", d, err)
 		}
-		if !slices.Equal(d.Constraints, []string{"no_weekend"}) || seen.Record.ID != d.Record.ID || d.Appended != nil {
+		if !slices.Equal(d.Constraints, []string{"no_weekend"}) || seen.CommittedID != d.CommittedID || d.Appended != nil {
 			t.Errorf("decision %+v (then saw %+v), want the constraint no_weekend and nothing appended", d, seen)
 		}
 		b, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "b", Payload: belief(true, "x")},
-			func(kernel.Decision) ([]kernel.Follow, error) { return nil, nil })
+			func(kernel.Decision, blackboard.Record) ([]kernel.Follow, error) { return nil, nil })
 		if err != nil || b.Constraints != nil {
 			t.Errorf("a belief's decision names constraints: %+v %v", b, err)
 		}
@@ -382,9 +385,9 @@ func TestFollowAfterARace(t *testing.T) {
 	}
 	calls := 0
 	d, err := k.Governor().Submit(ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: action()}, func(d kernel.Decision) ([]kernel.Follow, error) {
+		Payload: action()}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
 		calls++
-		return decisionRecord("t", kernel.FallbackQueueForReview, nil)(d)
+		return decisionRecord("t", kernel.FallbackQueueForReview, nil)(d, committed)
 	})
 	if err != nil || calls != 2 || len(d.Appended) != 1 {
 		t.Fatalf("submit: %+v %v after %d calls of then, want 2", d, err, calls)

@@ -15,6 +15,19 @@ const (
 	checksArbitrated = "present,current,fresh,conflict_arbitrated,confident"
 )
 
+// The checks boxed once: an artifact's list holds them as values.
+var checksPassedV, checksArbitratedV any = checksPassed, checksArbitrated
+
+// beliefRefs backs, for a belief on one or two observations, its
+// artifact's percepts (input refs) and checks and the committed belief's
+// refs, in one allocation: the two records keep them, and nothing else
+// holds any.
+type beliefRefs struct {
+	percepts [2]string
+	checks   [2]any
+	refs     [6]string
+}
+
 // checkEvidence runs the evidence checks on one observation: fresh (not
 // flagged stale, not past its TTL), conflict-free or arbitrated by
 // confidence, and confident (not below the minimum, not flagged
@@ -54,8 +67,15 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 			return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief spec requires percept " + need}
 		}
 	}
-	percepts := make([]string, 0, len(deps))
-	checks := make([]any, 0, len(deps))
+	// Collected on the stack while they fit, and copied to the heap only
+	// for a commit: most refusals (and the re-decision that explains a
+	// missing belief) allocate nothing here.
+	var (
+		pbuf   [4]string
+		cbuf   [4]any
+		passed = pbuf[:0]
+		ran    = cbuf[:0]
+	)
 	arbitrated := false
 	for _, dep := range deps {
 		r := s.perceptFor(dep.(string))
@@ -76,12 +96,25 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		if code != "" {
 			return refuse(code, r.ID)
 		}
-		check := checksPassed
+		check := checksPassedV
 		if arb {
-			check, arbitrated = checksArbitrated, true
+			check, arbitrated = checksArbitratedV, true
 		}
-		percepts = append(percepts, r.ID)
-		checks = append(checks, check)
+		passed = append(passed, r.ID)
+		ran = append(ran, check)
+	}
+	var (
+		percepts []string
+		checks   []any
+		refs     []string // for commitRecord
+	)
+	if len(passed) <= 2 {
+		b := new(beliefRefs)
+		percepts = append(b.percepts[:0:len(passed)], passed...)
+		checks = append(b.checks[:0:len(ran)], ran...)
+		refs = b.refs[:0]
+	} else {
+		percepts, checks = slices.Clone(passed), slices.Clone(ran)
 	}
 	// The artifact names, per dependency in order, the checks that passed;
 	// its input refs are the percepts they ran on.
@@ -114,7 +147,7 @@ func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
 		Namespace: k.namespace,
 	}
 	evidence := [1]string{artifact.ID}
-	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, evidence[:])
+	rec := s.commitRecord(p, 1, blackboard.CodeCommitted, p.Payload, percepts, evidence[:], refs)
 	return outcome{code: blackboard.CodeCommitted, record: rec, evidence: artifact}
 }
 
@@ -142,14 +175,18 @@ type gate struct {
 	registered bool
 	reqs       []any // belief kinds: strings, as checkShape made sure at write
 	payload    blackboard.Payload
-	// beliefs are the committed beliefs the step or action rests on.
+	// beliefs are the committed beliefs the step or action rests on,
+	// backed by the caller's buffer (on its stack: a gate that pointed
+	// into itself would be moved to the heap).
 	beliefs []*blackboard.Record
-	buf     [4]*blackboard.Record // backs beliefs for the usual handful
 }
 
-func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload blackboard.Payload) gate {
+// beliefBuf backs a gate's beliefs for the usual handful.
+type beliefBuf [4]*blackboard.Record
+
+func (k *Kernel) newGate(s *snapshot, action string, reqs []any, payload blackboard.Payload, buf *beliefBuf) gate {
 	spec, registered := k.spec(action)
-	return gate{k: k, s: s, action: action, spec: spec, registered: registered, reqs: reqs, payload: payload}
+	return gate{k: k, s: s, action: action, spec: spec, registered: registered, reqs: reqs, payload: payload, beliefs: buf[:0]}
 }
 
 // grounded checks the registry and the declared beliefs against the spec.
@@ -173,24 +210,26 @@ func (g *gate) grounded(plan bool) blackboard.Code {
 	return ""
 }
 
-// satisfied checks that every required belief is committed and truthy. A
-// missing belief's refusal carries the causes of its absence.
-func (g *gate) satisfied(missing, unsatisfied blackboard.Code) outcome {
-	g.beliefs = g.buf[:0]
+// satisfied checks that every required belief is committed and truthy,
+// and returns them (in g.beliefs' buffer: the caller sets g.beliefs, as an
+// append through g would move the buffer to the heap). A missing belief's
+// refusal carries the causes of its absence.
+func (g *gate) satisfied(missing, unsatisfied blackboard.Code) ([]*blackboard.Record, outcome) {
+	beliefs := g.beliefs[:0]
 	for _, kind := range g.reqs {
 		b := g.s.belief(kind.(string))
 		if b == nil {
 			if mutCommittedBelief {
 				continue
 			}
-			return g.s.missingBelief(missing, kind.(string))
+			return nil, g.s.missingBelief(missing, kind.(string))
 		}
 		if !mutCommittedBelief && !b.Payload.Bool(KeyValue) {
-			return refuse(unsatisfied, b.ID)
+			return nil, refuse(unsatisfied, b.ID)
 		}
-		g.beliefs = append(g.beliefs, b)
+		beliefs = append(beliefs, b)
 	}
-	return outcome{}
+	return beliefs, outcome{}
 }
 
 // missingBelief explains why no belief of kind is committed: the latest
@@ -200,7 +239,8 @@ func (s *snapshot) missingBelief(code blackboard.Code, kind string) outcome {
 	out := outcome{code: code, detail: "no committed belief " + kind}
 	if r := s.st.rejectedBelief(kind, s.nowMS); r != nil {
 		out.failed = r.ID
-		out.causes = append(out.causes, Cause{Code: r.Reason, Record: r.ID})
+		// Room for the cause beneath, which a rejection usually has.
+		out.causes = append(make([]Cause, 0, 2), Cause{Code: r.Reason, Record: r.ID})
 		if r.Mode == blackboard.ModePropose {
 			// Decided again on the trace as it is now, the rejected proposal
 			// names the record that failed, when the reason still holds.
@@ -412,11 +452,13 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 	for _, st := range steps {
 		step := blackboard.Payload(st.(map[string]any))
 		action, _ := step.String(KeyAction)
-		g := k.newGate(s, action, list(step, KeyRequiresBeliefs), step)
+		var bbuf beliefBuf
+		g := k.newGate(s, action, list(step, KeyRequiresBeliefs), step, &bbuf)
 		if code := g.grounded(true); code != "" {
 			return outcome{code: code}
 		}
-		if out := g.satisfied(blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied); out.code != "" {
+		var out outcome
+		if g.beliefs, out = g.satisfied(blackboard.CodePlanMissingBelief, blackboard.CodePlanBeliefNotSatisfied); out.code != "" {
 			return out
 		}
 		out, f := g.recheck()
@@ -434,7 +476,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 			}
 		}
 	}
-	return outcome{code: blackboard.CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, blackboard.CodePlanFeasible, p.Payload, used, nil)}
+	return outcome{code: blackboard.CodePlanFeasible, grounds: grounds, record: s.commitRecord(p, 0, blackboard.CodePlanFeasible, p.Payload, used, nil, nil)}
 }
 
 // negative reports whether any prediction expects a harmful outcome.
@@ -452,7 +494,8 @@ func negative(preds []*blackboard.Record) bool {
 // used up, the prediction gate, then constraints on the payload and on the
 // flags the kernel derives.
 func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
-	g := k.newGate(s, p.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload)
+	var bbuf beliefBuf
+	g := k.newGate(s, p.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload, &bbuf)
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}
 	}
@@ -462,7 +505,8 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 			return outcome{code: blackboard.CodeNoFeasiblePlan}
 		}
 	}
-	if out := g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
+	var out outcome
+	if g.beliefs, out = g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
 		return out
 	}
 	out, flags := g.recheck()
@@ -516,7 +560,7 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	for _, pr := range preds {
 		inputs = append(inputs, pr.ID)
 	}
-	out = outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence)}
+	out = outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, payload, inputs, evidence, nil)}
 	if len(k.validators) > 0 { // only the custom validators read them
 		out.grounds = slices.Clone(g.beliefs)
 	}
@@ -607,5 +651,5 @@ func (k *Kernel) decidePrediction(s *snapshot, p *blackboard.Record) outcome {
 		}
 		inputs = append(inputs, b.ID)
 	}
-	return outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, p.Payload, inputs, nil)}
+	return outcome{code: blackboard.CodeCommitted, record: s.commitRecord(p, 0, blackboard.CodeCommitted, p.Payload, inputs, nil, nil)}
 }

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -12,7 +13,7 @@ func TestOnceKeysOnWrites(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		w := func(keys ...string) error {
 			res, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "attempt", OnceKeys: keys}, nil)
-			if err == nil && (res.Record.ID == "" || res.Appended != nil) {
+			if err == nil && (res.ID == "" || res.Appended != nil) {
 				t.Errorf("a write without follow records returned %+v, want its record and nothing else", res)
 			}
 			return err
@@ -84,4 +85,59 @@ func TestSpecAndNamespace(t *testing.T) {
 	if fb, ok := k.Spec(kernel.FallbackQueueForReview); !ok || !fb.SafeFallback {
 		t.Error("default fallback missing")
 	}
+}
+
+// Governor.Submit hands its then function the committed record as a copy,
+// and Governor.Write the record written: what the store holds, and the
+// caller's to keep and change without reaching stored state (the gate
+// keeps the action it runs and the result it returns).
+func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
+	attack(t, func(t *testing.T, a *arena) {
+		a.groundRefund("t", "A1")
+		var seen []blackboard.Record
+		d, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("refund_due")},
+			func(_ kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+				seen = append(seen, committed)
+				return nil, nil
+			})
+		if err != nil || !d.Committed() || len(seen) == 0 {
+			t.Fatalf("refund: %+v %v (then called %d times)", d, err, len(seen))
+		}
+		got := seen[len(seen)-1]
+		stored := a.get(d.CommittedID)
+		if !reflect.DeepEqual(got, stored) {
+			t.Fatalf("then saw\n %+v\nthe store holds\n %+v", got, stored)
+		}
+		got.Payload[kernel.KeyRequiresBeliefs] = []any{"forged"}
+		got.Payload["amount"] = 1e9
+		got.Provenance.InputRefs[0], got.EvidenceRefs[0] = "x", "x"
+		if after := a.get(d.CommittedID); !reflect.DeepEqual(after, stored) {
+			t.Errorf("changing what then saw changed the store:\n %+v\nwas\n %+v", after, stored)
+		}
+		// So does Write, with the record written.
+		var wrote blackboard.Record
+		w, err := a.k.Governor().Write(a.ctx, "payments", kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "receipt",
+			Payload: blackboard.Payload{"amount": 5.0, "lines": []any{"a"}}, InputRefs: []string{d.CommittedID}},
+			func(rec blackboard.Record) ([]kernel.Follow, error) {
+				wrote = rec
+				return nil, nil
+			})
+		if err != nil || wrote.ID != w.ID {
+			t.Fatalf("write: %+v %v, then saw %s", w, err, wrote.ID)
+		}
+		written := a.get(w.ID)
+		wrote.Payload["amount"], wrote.Payload["lines"].([]any)[0], wrote.Provenance.InputRefs[0] = 1e9, "forged", "x"
+		if after := a.get(w.ID); !reflect.DeepEqual(after, written) {
+			t.Errorf("changing what Write's then saw changed the store:\n %+v\nwas\n %+v", after, written)
+		}
+		// A refusal hands over no record.
+		var refused []blackboard.Record
+		if _, err := a.k.Governor().Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: action("nothing")},
+			func(_ kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+				refused = append(refused, committed)
+				return nil, nil
+			}); err != nil || len(refused) == 0 || refused[0].ID != "" {
+			t.Errorf("refused: %v, then saw %+v", err, refused)
+		}
+	})
 }

@@ -34,8 +34,9 @@ type Handle interface {
 	Role() blackboard.Role
 	// Name is the writer id recorded in provenance.
 	Name() string
-	// Write asks the kernel to store one record. See [ToolHandle.Write].
-	Write(ctx context.Context, e Entry) (blackboard.Record, error)
+	// Write asks the kernel to store one record and returns its id. See
+	// [ToolHandle.Write].
+	Write(ctx context.Context, e Entry) (string, error)
 }
 
 // reads is the read access every handle shares, and [Kernel.Reader].
@@ -57,19 +58,17 @@ func (h *handle) Role() blackboard.Role { return h.role }
 // Name returns the writer id the handle records in provenance.
 func (h *handle) Name() string { return h.name }
 
-// Write stores one record with the handle's authority and returns it. Mode
+// Write stores one record with the handle's authority and returns its id
+// ([Reader.Get] reads the record: the caller knows what it wrote). Mode
 // defaults to the one the role writes the slot in. A slot or mode outside
 // the role's authority is [blackboard.ErrPermission]; bad input is [blackboard.ErrInvalidInput],
 // [blackboard.ErrInvalidPayload], [ErrPayloadTooLarge], [ErrInvalidProposal] or
 // [ErrInvalidReference]. An entry with once-keys ([Entry.OnceKeys]) is
 // [blackboard.ErrPermission]: only the [Governor] claims them. On any error nothing
 // is stored.
-func (h *handle) Write(ctx context.Context, e Entry) (blackboard.Record, error) {
+func (h *handle) Write(ctx context.Context, e Entry) (string, error) {
 	w, err := h.k.write(ctx, h.role, h.name, e, false, nil)
-	if err != nil {
-		return blackboard.Record{}, err
-	}
-	return w.Record.Clone(), nil
+	return w.ID, err
 }
 
 // View returns the trace's committed payloads by slot and kind and its
@@ -263,8 +262,8 @@ func (c Constraint) Payload() blackboard.Payload {
 }
 
 // CommitConstraint commits c in the trace with the given scope (zero means
-// episode). Its kind is its name.
-func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope blackboard.Scope) (blackboard.Record, error) {
+// episode) and returns the record's id. Its kind is its name.
+func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope blackboard.Scope) (string, error) {
 	return s.Write(ctx, c.entry(traceID, scope))
 }
 
@@ -307,41 +306,39 @@ type Follow struct {
 // entries that follow the decision in the same batch: then, when not nil,
 // is called with the decision once the kernel has made it and before
 // anything is written (again with the new decision when a concurrent
-// writer forces the kernel to decide again), and returns the records to
-// append after the decision's own. Their ids are in [Decision.Appended].
+// writer forces the kernel to decide again), and with a copy of the
+// committed record (zero when the proposal was refused), the callback's
+// to keep, so that governance code (the gate's decision record, the job
+// that runs a committed action) needs no read of what the batch commits;
+// it returns the records to append after the decision's own. Their ids are in [Decision.Appended].
 // If then returns an error, nothing is written and Submit returns it; a
 // follow record the kernel refuses (see [Follow]) fails the Submit and
 // writes nothing. Neither the proposal nor its follow records claim
 // once-keys (the action spec names an action's).
-func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func(Decision) ([]Follow, error)) (Decision, error) {
+func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func(d Decision, committed blackboard.Record) ([]Follow, error)) (Decision, error) {
 	return g.k.submit(ctx, blackboard.RolePlanner, writer, e, true, then)
 }
 
-// Written is what a [Governor.Write] appended, in one batch: the record
-// and the ids of the records that follow it, so that the caller never
+// Written is what a [Governor.Write] appended, in one batch: the ids of
+// the record and of the records that follow it, so that the caller never
 // searches the trace for what it has just written.
 type Written struct {
-	// Record is a copy of the record written.
-	Record blackboard.Record
+	// ID is the id of the record written.
+	ID string
 	// Appended holds the ids of the follow records, in order.
 	Appended []string
 }
 
 // Write is [ToolHandle.Write] for a tool writing as writer, with
 // [Entry.OnceKeys] allowed and with entries that follow the record in the
-// same batch: then, when not nil, is called with the record (its id set)
-// before anything is written, and returns the records to append after it;
-// it reads the record and must not change its payload or slices, which
-// are the kernel's.
+// same batch: then, when not nil, is called with a copy of the record (its
+// id set; the callback's to keep) before anything is written, and returns
+// the records to append after it, so that governance code holds no alias
+// of what the store keeps.
 // A key already claimed fails the write with [blackboard.ErrDuplicateKey] and stores
 // nothing; so does an error from then, which Write returns.
 func (g *Governor) Write(ctx context.Context, writer string, e Entry, then func(blackboard.Record) ([]Follow, error)) (Written, error) {
-	w, err := g.k.write(ctx, blackboard.RoleTool, writer, e, true, then)
-	if err != nil {
-		return Written{}, err
-	}
-	w.Record = w.Record.Clone()
-	return w, nil
+	return g.k.write(ctx, blackboard.RoleTool, writer, e, true, then)
 }
 
 // Append writes one record on its own, with the role f names (see
@@ -357,15 +354,16 @@ func (g *Governor) Append(ctx context.Context, f Follow) (blackboard.Record, err
 // namespace, by this or any other process sharing the store: the kernel
 // claims a once-key it derives from the namespace and the name in the same
 // batch as the record, so that of any number of concurrent commits of one
-// name exactly one lands. created is false when the name was claimed
-// already; rec is then the record that claimed it. It fails with
+// name exactly one lands. It returns the id of the record that holds the
+// name's key: the new one, or (created false) the one that claimed it
+// before. It fails with
 // [blackboard.ErrInvalidInput] when the store does not enforce once-keys, and with the
 // errors of [Symbolic.CommitConstraint]; on any error nothing is stored.
 // Safe for concurrent use.
-func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c Constraint) (rec blackboard.Record, created bool, err error) {
+func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c Constraint) (id string, created bool, err error) {
 	key, err := constraintKey(s.k.namespace, c.Name)
 	if err != nil {
-		return blackboard.Record{}, false, err
+		return "", false, err
 	}
 	e := c.entry(traceID, blackboard.ScopePersistent)
 	e.OnceKeys = []string{key}
@@ -373,16 +371,12 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 	// the kernel's authority, as a commit claims an action's once-key.
 	w, err := s.k.write(ctx, s.role, s.name, e, true, nil)
 	if !errors.Is(err, blackboard.ErrDuplicateKey) {
-		return w.Record.Clone(), err == nil, err
+		return w.ID, err == nil, err
 	}
-	id, err := s.k.ClaimedBy(ctx, key)
-	if err != nil {
-		return blackboard.Record{}, false, err
+	if id, err = s.k.ClaimedBy(ctx, key); err != nil {
+		return "", false, err
 	}
-	if rec, err = s.k.store.Get(ctx, id); err != nil {
-		return blackboard.Record{}, false, err
-	}
-	return rec.Clone(), false, nil
+	return id, false, nil
 }
 
 // constraintKey is the once-key of a constraint name committed once in a

@@ -102,8 +102,8 @@ func TestBadInput(t *testing.T) {
 			f.mark()
 			rec, err := tc.h(f).Write(f.ctx, tc.e)
 			wantErr(t, err, tc.sentinel, tc.code)
-			if rec.ID != "" {
-				t.Errorf("failed write returned record %q", rec.ID)
+			if rec != "" {
+				t.Errorf("failed write returned record %q", rec)
 			}
 			// Submit must refuse the same way, before any decision.
 			if p, ok := tc.h(f).(*kernel.Planner); ok {
@@ -195,19 +195,20 @@ func TestPayloadNormalisation(t *testing.T) {
 		"untouched": "text",
 	}
 	f := newFixture(t)
-	rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", Payload: in})
+	id, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", Payload: in})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for src, got := range map[string]blackboard.Payload{"returned": rec.Payload, "stored": f.get(rec.ID).Payload} {
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s payload\n got %#v\nwant %#v", src, got, want)
-		}
+	if got := f.get(id).Payload; !reflect.DeepEqual(got, want) {
+		t.Errorf("stored payload\n got %#v\nwant %#v", got, want)
 	}
 	// A nil payload is stored as an empty object.
-	rec, err = f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "empty"})
-	if err != nil || rec.Payload == nil || len(rec.Payload) != 0 {
-		t.Errorf("nil payload stored as %#v, %v", rec.Payload, err)
+	id, err = f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := f.get(id); rec.Payload == nil || len(rec.Payload) != 0 {
+		t.Errorf("nil payload stored as %#v", rec.Payload)
 	}
 }
 
@@ -227,11 +228,11 @@ func TestPayloadLimitIsExact(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			rec, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
+			id, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
 			if err != nil {
 				t.Fatal(err)
 			}
-			enc, err := json.Marshal(rec.Payload)
+			enc, err := json.Marshal(f.get(id).Payload)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +267,11 @@ func FuzzPayloadLimit(f *testing.F) {
 		}
 		for _, limit := range []int{len(enc), len(enc) - 1} {
 			fx := newFixture(t, kernel.WithMaxPayloadBytes(limit)) // an encoding is at least 2 bytes
-			rec, err := fx.tool.Write(fx.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
+			id, err := fx.tool.Write(fx.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
+			var rec blackboard.Record
+			if err == nil {
+				rec = fx.get(id)
+			}
 			switch {
 			case limit == len(enc) && (err != nil || !reflect.DeepEqual(map[string]any(rec.Payload), p)):
 				t.Fatalf("%s at limit %d: %v, stored %#v", enc, limit, err, rec.Payload)

@@ -614,8 +614,8 @@ func (g *invGen) step() (trace string, added int, err error) {
 			h, trace, scope = w.fsym, w.ftrace, blackboard.ScopePersistent
 		}
 		g.call.op = opWrite
-		rec, err := h.CommitConstraint(w.ctx, trace, c, scope)
-		return g.wrote(trace, rec, err, false)
+		id, err := h.CommitConstraint(w.ctx, trace, c, scope)
+		return g.wrote(trace, id, err, false)
 	case 16: // a constraint written raw: defaults, a name other than its kind, a TTL
 		p := blackboard.Payload{}
 		if !oneIn(s, 3) {
@@ -684,32 +684,41 @@ func (g *invGen) step() (trace string, added int, err error) {
 		if oneIn(s, 2) {
 			n, err := w.k.Expire(w.ctx, trace)
 			g.call = invCall{op: opExpire, expired: n, err: err}
-			return g.wrote(trace, blackboard.Record{}, err, false)
+			return g.wrote(trace, "", err, false)
 		}
 		shared := oneIn(s, 2)
 		v, err := pick(s, w.handles()).View(w.ctx, trace, kernel.ViewOptions{IncludePersistent: shared})
 		g.call = invCall{op: opView, view: v, shared: shared, err: err}
-		return g.wrote(trace, blackboard.Record{}, err, false)
+		return g.wrote(trace, "", err, false)
 	}
 }
 
 func (g *invGen) write(h kernel.Handle, e kernel.Entry) (string, int, error) {
 	g.call.op = opWrite
-	rec, err := h.Write(g.w.ctx, e)
+	id, err := h.Write(g.w.ctx, e)
 	// A proposer may not write persistent scope.
 	proposer := h.Role() == blackboard.RolePlanner || h.Role() == blackboard.RoleSimulator
-	return g.wrote(e.TraceID, rec, err, proposer && e.Scope == blackboard.ScopePersistent)
+	return g.wrote(e.TraceID, id, err, proposer && e.Scope == blackboard.ScopePersistent)
 }
 
-func (g *invGen) wrote(trace string, rec blackboard.Record, err error, mayDeny bool) (string, int, error) {
+// wrote notes the record a write returned the id of ("" for a call that
+// wrote nothing), read back from the store.
+func (g *invGen) wrote(trace, id string, err error, mayDeny bool) (string, int, error) {
 	if g.call.err == nil {
 		g.call.err = err
 	}
 	if err != nil {
 		return trace, 0, invRefused(err, mayDeny)
 	}
+	if id == "" {
+		return trace, 0, nil
+	}
+	rec, err := g.w.store.Get(g.w.ctx, id)
+	if err != nil || rec.ID != id || rec.Provenance.TraceID != trace {
+		return trace, 0, fmt.Errorf("write returned %q, store holds %+v (%v)", id, rec, err)
+	}
 	g.saw(rec)
-	return trace, min(len(rec.ID), 1), nil
+	return trace, 1, nil
 }
 
 // propose writes a proposal and leaves it pending, or submits it. A
@@ -752,14 +761,16 @@ func (g *invGen) decided(trace string, proposed int, d kernel.Decision, err erro
 	}
 	g.saw(p)
 	if !d.Committed() {
-		if d.Record.ID != "" || d.EvidenceID != "" || p.Reason != d.Code {
-			return trace, 0, fmt.Errorf("rejection %s: record %q evidence %q, proposal reason %s", d.Code, d.Record.ID, d.EvidenceID, p.Reason)
+		if d.CommittedID != "" || d.EvidenceID != "" || p.Reason != d.Code {
+			return trace, 0, fmt.Errorf("rejection %s: record %q evidence %q, proposal reason %s", d.Code, d.CommittedID, d.EvidenceID, p.Reason)
 		}
 		return trace, proposed, nil
 	}
-	r, rerr := st.Get(ctx, d.Record.ID)
-	if rerr != nil || !reflect.DeepEqual(invNormNS(r), invNormNS(d.Record)) || p.Reason != blackboard.CodeSupersededByCommit || r.Reason != d.Code {
-		return trace, 0, fmt.Errorf("commit %s: Decision.Record %+v, store %+v (%v), proposal reason %s", d.Code, d.Record, r, rerr, p.Reason)
+	r, rerr := st.Get(ctx, d.CommittedID)
+	if rerr != nil || r.Mode != blackboard.ModeCommit || r.Status != blackboard.StatusActive || r.Slot != p.Slot || r.Kind != p.Kind ||
+		r.Provenance.Role != blackboard.RoleKernel || r.Provenance.TraceID != p.Provenance.TraceID || len(r.Provenance.InputRefs) == 0 ||
+		r.Provenance.InputRefs[0] != p.ID || p.Reason != blackboard.CodeSupersededByCommit || r.Reason != d.Code {
+		return trace, 0, fmt.Errorf("commit %s: committed %q, store %+v (%v), proposal reason %s", d.Code, d.CommittedID, r, rerr, p.Reason)
 	}
 	if d.Rule != "" || d.Failed != "" || len(d.Causes) > 0 {
 		return trace, 0, fmt.Errorf("commit %s with rule %q, failed %q, causes %v", d.Code, d.Rule, d.Failed, d.Causes)

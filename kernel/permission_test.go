@@ -63,9 +63,9 @@ func TestPermissionTable(t *testing.T) {
 				if own == blackboard.ModeCommit {
 					wantReason = blackboard.CodeCommitted
 				}
-				got := f.get(rec.ID)
+				got := f.get(rec)
 				if got.Mode != own || got.Provenance.Role != h.Role() || got.Provenance.Writer != h.Name() ||
-					got.Status != blackboard.StatusActive || got.Reason != wantReason || !reflect.DeepEqual(got, rec) {
+					got.Status != blackboard.StatusActive || got.Reason != wantReason || got.ID != rec {
 					t.Errorf("%s: stored %+v", name, got)
 				}
 			}
@@ -135,7 +135,7 @@ func TestCommitAuthority(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, p.ID)
+		ids = append(ids, p)
 	}
 	f.mark()
 	for _, id := range ids {
@@ -149,7 +149,7 @@ func TestCommitAuthority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.planner.Commit(context.Background(), tr, p.ID)
+	d, err := f.planner.Commit(context.Background(), tr, p)
 	if err != nil || d.Code != blackboard.CodeCommitted {
 		t.Fatalf("planner deciding a simulator prediction: %s %v", d.Code, err)
 	}

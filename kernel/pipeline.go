@@ -16,7 +16,8 @@ import (
 // append follow records (then).
 func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(blackboard.Record) ([]Follow, error)) (w Written, err error) {
 	ctx, sp := k.span(ctx, "kernel.write", e.TraceID, e.Slot)
-	defer func() { endSpan(sp, w.Record.Reason, err) }()
+	var reason blackboard.Code // the record's, once written
+	defer func() { endSpan(sp, reason, err) }()
 	if err := checkGoverned("write", e, governed); err != nil {
 		return Written{}, err
 	}
@@ -38,6 +39,7 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 			return Written{}, err
 		}
 		if done {
+			reason = rec.Reason
 			if k.log.Enabled(ctx, slog.LevelDebug) {
 				k.log.DebugContext(ctx, "write", "id", rec.ID, "role", role.String(), "kind", rec.Kind)
 			}
@@ -128,8 +130,7 @@ func (k *Kernel) checkOnceKeys(role blackboard.Role, keys []string, governed boo
 
 // writeOnce checks references against a fresh read of the trace's state
 // and appends rec under the next free id, with the records then returns
-// and the once-keys, and returns what it appended (w.Record is rec itself,
-// not a copy). done is false when a concurrent writer changed the trace
+// and the once-keys, and returns the ids of what it appended. done is false when a concurrent writer changed the trace
 // first.
 func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(blackboard.Record) ([]Follow, error), keys []string, nowMS int64) (w Written, done bool, err error) {
 	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, false, nowMS)
@@ -150,7 +151,8 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 		b.Claims = append(b.Claims, blackboard.Claim{Key: key, RecordID: rec.ID})
 	}
 	if then != nil {
-		follows, err := then(*rec) // not a copy: then only reads it (see Governor.Write)
+		// A copy: the record is what the store keeps (see Governor.Write).
+		follows, err := then(rec.Clone())
 		if err != nil {
 			return Written{}, false, err
 		}
@@ -169,7 +171,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 	if err != nil {
 		return Written{}, false, err
 	}
-	w.Record = *rec
+	w.ID = rec.ID
 	return w, true, nil
 }
 
@@ -184,7 +186,7 @@ func raced(err error) bool {
 // it had been written, and lands in the same conditional batch as its
 // outcome (already superseded or invalidated), so a Submit costs one read
 // and one write of the store instead of two each.
-func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(Decision) ([]Follow, error)) (d Decision, err error) {
+func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string, e Entry, governed bool, then func(Decision, blackboard.Record) ([]Follow, error)) (d Decision, err error) {
 	ctx, sp := k.span(ctx, "kernel.submit", e.TraceID, e.Slot)
 	var start time.Time
 	if k.metricsOn(ctx) {
@@ -225,7 +227,7 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 	return Decision{}, newErr("submit", rec.ID, "", blackboard.ErrConflict, "too much contention on the trace")
 }
 
-func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision) ([]Follow, error), nowMS int64) (Decision, bool, error) {
+func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision, blackboard.Record) ([]Follow, error), nowMS int64) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
 	gated := rec.Slot == blackboard.Plans || rec.Slot == blackboard.Actions
 	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, gated, nowMS)
@@ -341,7 +343,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 // artifact and the committed record. done is false when a concurrent writer
 // changed the trace first. then, when not nil, adds the records that
 // follow the decision in the same batch.
-func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []blackboard.Invalidation, p *blackboard.Record, submitted bool, then func(Decision) ([]Follow, error)) (Decision, bool, error) {
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []blackboard.Invalidation, p *blackboard.Record, submitted bool, then func(Decision, blackboard.Record) ([]Follow, error)) (Decision, bool, error) {
 	out, err := k.decide(ctx, snap, p)
 	if err != nil {
 		return Decision{}, false, err
@@ -379,14 +381,19 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []bl
 	if d.ID == "" { // not reserved: see [snapshot.reserveIDs]
 		d.ID = decisionPrefix + p.ID
 	}
-	if out.record.ID != "" {
-		d.Record = out.record.Clone()
-	}
+	d.CommittedID = out.record.ID
 	if then != nil {
 		if p.Slot == blackboard.Plans || p.Slot == blackboard.Actions {
 			d.Constraints = snap.constraintNames()
 		}
-		follows, err := then(d)
+		// The governance code gets a copy: the batch's record is what the
+		// store keeps (a memory store keeps its payload and slices as they
+		// are), and no caller holds a mutable alias of stored state.
+		var committed blackboard.Record
+		if out.record.ID != "" {
+			committed = out.record.Clone()
+		}
+		follows, err := then(d, committed)
 		if err != nil {
 			return Decision{}, false, err
 		}
@@ -455,9 +462,17 @@ func (k *Kernel) decide(ctx context.Context, s *snapshot, p *blackboard.Record) 
 // actions never expire: what the kernel decided to do stays on the record.
 // It copies inputs and evidence (the callers' may be on their stack), the
 // record's input and evidence refs into one allocation, each capped at its
-// length so that appending to one never writes into the other.
-func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence []string) blackboard.Record {
-	buf := make([]string, 0, 1+len(p.Provenance.InputRefs)+len(inputs)+len(evidence))
+// length so that appending to one never writes into the other. spare,
+// when its capacity is enough, backs them instead (the caller's, for the
+// record alone).
+func (s *snapshot) commitRecord(p *blackboard.Record, idIndex int, code blackboard.Code, payload blackboard.Payload, inputs, evidence, spare []string) blackboard.Record {
+	need := 1 + len(p.Provenance.InputRefs) + len(inputs) + len(evidence)
+	var buf []string
+	if cap(spare) >= need {
+		buf = spare[:0:need]
+	} else {
+		buf = make([]string, 0, need)
+	}
 	refs := append(buf, p.ID)
 	refs = append(refs, p.Provenance.InputRefs...)
 	for _, in := range inputs {

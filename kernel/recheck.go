@@ -55,7 +55,7 @@ func (k *Kernel) RecheckAction(ctx context.Context, actionID string) (Decision, 
 	if out.code == "" {
 		out.code = blackboard.CodeCommitted
 	}
-	return Decision{ID: "recheck:" + a.ID, Code: out.code, ProposalID: a.Provenance.InputRefs[0], Record: a.Clone(),
+	return Decision{ID: "recheck:" + a.ID, Code: out.code, ProposalID: a.Provenance.InputRefs[0], CommittedID: a.ID,
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes}, nil
 }
 
@@ -68,16 +68,19 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 	if a.Status != blackboard.StatusActive || p == nil || p.Slot != blackboard.Actions {
 		return outcome{code: blackboard.CodeInvalidProposal, failed: a.ID, detail: "the action is " + a.Status.String() + " or has no proposal"}, nil
 	}
-	g := k.newGate(s, a.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload)
+	var bbuf beliefBuf
+	g := k.newGate(s, a.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload, &bbuf)
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}, nil
 	}
 	if !mutRequirePlan && g.spec.RequirePlan && s.planFor(a.Kind) == nil {
 		return outcome{code: blackboard.CodeNoFeasiblePlan}, nil
 	}
-	if out := g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied); out.code != "" {
-		return out, nil
+	beliefs, refused := g.satisfied(blackboard.CodeNoCommittedBelief, blackboard.CodeBeliefNotSatisfied)
+	if refused.code != "" {
+		return refused, nil
 	}
+	g.beliefs = beliefs
 	for _, b := range g.beliefs {
 		if !mutRecheckCurrent && !slices.Contains(a.Provenance.InputRefs, b.ID) {
 			return outcome{code: blackboard.CodeSupersededEvidence, failed: b.ID, detail: "belief " + b.ID + " replaced the one the action rests on"}, nil

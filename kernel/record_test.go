@@ -17,7 +17,7 @@ import (
 func TestRecordJSONRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	d := f.groundedBelief(tr)
-	for _, r := range []blackboard.Record{d.Record, f.get(d.EvidenceID), f.get(d.ProposalID), f.get(d.Record.Provenance.InputRefs[1])} {
+	for _, r := range []blackboard.Record{f.get(d.CommittedID), f.get(d.EvidenceID), f.get(d.ProposalID), f.get(f.get(d.CommittedID).Provenance.InputRefs[1])} {
 		enc, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)

@@ -226,7 +226,14 @@ func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard
 	// must not keep this state's slices, and the records they point at,
 	// alive.)
 	f := finder{st: out, lookup: lookup}
-	if len(appends) > 0 {
+	switch {
+	case len(appends) == 0:
+	case len(appends) <= len(batchCopy{}.recs) && slices.ContainsFunc(appends, extended):
+		// The head of the belief or prediction it commits shares the
+		// records' allocation (it points at them, so lives no longer).
+		c := new(batchCopy)
+		f.batch, f.ext = append(c.recs[:0:len(appends)], appends...), &c.ext
+	default:
 		f.batch = slices.Clone(appends)
 	}
 	for _, inv := range invs {
@@ -238,6 +245,20 @@ func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard
 	out.trimSince()
 	out.trimUsed()
 	return out
+}
+
+// batchCopy is a batch's records as a state keeps them, with the head
+// extension of the belief or prediction the batch commits (see
+// [traceState.next]).
+type batchCopy struct {
+	recs [3]blackboard.Record
+	ext  headExt
+}
+
+// extended reports whether r, once in a state, is a head with a [headExt]:
+// a committed belief or prediction.
+func extended(r blackboard.Record) bool {
+	return r.Mode == blackboard.ModeCommit && (r.Slot == blackboard.Beliefs || r.Slot == blackboard.Predictions)
 }
 
 // recordLookup reads a record by id (a snapshot: its state, the records it
@@ -264,6 +285,7 @@ func (t *traceRecords) byID(id string) *blackboard.Record {
 // state may keep a pointer to: none is modified afterwards.
 type finder struct {
 	batch  []blackboard.Record
+	ext    *headExt // a spare head extension, for the first head that needs one
 	st     *traceState
 	lookup recordLookup
 	copies bool // lookup's records are not the finder's to share: copy them
@@ -353,8 +375,10 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 		return
 	}
 	h := head{seq: seq, rec: r}
-	if r.Slot == blackboard.Beliefs || r.Slot == blackboard.Predictions {
-		h.headExt = &headExt{}
+	if extended(*r) {
+		if h.headExt, f.ext = f.ext, nil; h.headExt == nil {
+			h.headExt = &headExt{}
+		}
 		h.percepts = h.pbuf[:0]
 	}
 	switch r.Slot {

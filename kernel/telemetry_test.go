@@ -98,8 +98,8 @@ func TestDecisionSpans(t *testing.T) {
 	if write.Parent().SpanID() != call.SpanContext().SpanID() {
 		t.Errorf("the percept's write span is not a child of the tool call span")
 	}
-	if percept.Provenance.Span != "00-"+write.SpanContext().TraceID().String()+"-"+write.SpanContext().SpanID().String()+"-01" {
-		t.Errorf("the percept keeps span %q, not its write span", percept.Provenance.Span)
+	if span := mustGet(t, tel.k.Reader(), percept).Provenance.Span; span != "00-"+write.SpanContext().TraceID().String()+"-"+write.SpanContext().SpanID().String()+"-01" {
+		t.Errorf("the percept keeps span %q, not its write span", span)
 	}
 
 	bs := tel.byRecord(t, "kernel.submit", belief.ProposalID)
@@ -107,7 +107,7 @@ func TestDecisionSpans(t *testing.T) {
 	for key, want := range map[string]string{
 		kernel.AttrNamespace: "shop", kernel.AttrTraceID: "stale", kernel.AttrSlot: "beliefs", kernel.AttrKind: "refund_due",
 		kernel.AttrRole: "planner", kernel.AttrWriter: "planner", kernel.AttrCode: "STALE_EVIDENCE",
-		kernel.AttrFailed: percept.ID, kernel.AttrRootCause: "STALE_EVIDENCE",
+		kernel.AttrFailed: percept, kernel.AttrRootCause: "STALE_EVIDENCE",
 	} {
 		if a[key] != want {
 			t.Errorf("belief span %s = %q, want %q", key, a[key], want)
@@ -126,7 +126,7 @@ func TestDecisionSpans(t *testing.T) {
 			t.Errorf("%s links %+v, want one to the percept's write span", attrs(s)[kernel.AttrRecordID], links)
 			continue
 		}
-		if la := links[0].Attributes; len(la) == 0 || la[0] != attribute.String(kernel.AttrRecordID, percept.ID) {
+		if la := links[0].Attributes; len(la) == 0 || la[0] != attribute.String(kernel.AttrRecordID, percept) {
 			t.Errorf("link attributes %v", la)
 		}
 	}
@@ -135,7 +135,7 @@ func TestDecisionSpans(t *testing.T) {
 		t.Errorf("plan span %v", attrs(ps))
 	}
 	fs := tel.byRecord(t, "kernel.submit", fb.ProposalID)
-	if fs.Status().Code != otelcodes.Unset || attrs(fs)[kernel.AttrCommittedID] != fb.Record.ID {
+	if fs.Status().Code != otelcodes.Unset || attrs(fs)[kernel.AttrCommittedID] != fb.CommittedID {
 		t.Errorf("fallback span %v %+v", attrs(fs), fs.Status())
 	}
 	if v := tel.byRecord(t, "kernel.view", ""); attrs(v)[kernel.AttrTraceID] != "stale" {
@@ -144,7 +144,7 @@ func TestDecisionSpans(t *testing.T) {
 
 	// The decision log carries the same attributes, at debug level.
 	logs := tel.logs.String()
-	for _, want := range []string{"bk.code=STALE_EVIDENCE", "bk.failed=" + percept.ID, "bk.kind=refund_due", "bk.namespace=shop"} {
+	for _, want := range []string{"bk.code=STALE_EVIDENCE", "bk.failed=" + percept, "bk.kind=refund_due", "bk.namespace=shop"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the debug log lacks %q:\n%s", want, logs)
 		}
@@ -211,7 +211,7 @@ func TestCommitLinksToPercepts(t *testing.T) {
 		t.Fatal(a.Code, err)
 	}
 	if _, err := tel.k.Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleApprover, Writer: "alice", Entry: kernel.Entry{
-		TraceID: "ok", Slot: blackboard.Evidence, Kind: "approval", InputRefs: []string{a.Record.ID}, TTL: time.Minute}}); err != nil {
+		TraceID: "ok", Slot: blackboard.Evidence, Kind: "approval", InputRefs: []string{a.CommittedID}, TTL: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Hour)
@@ -221,7 +221,7 @@ func TestCommitLinksToPercepts(t *testing.T) {
 	as := tel.byRecord(t, "kernel.submit", a.ProposalID)
 	var linked bool
 	for _, l := range as.Links() {
-		linked = linked || l.SpanContext.TraceID() == obs.SpanContext().TraceID() && percept.Provenance.Span != ""
+		linked = linked || l.SpanContext.TraceID() == obs.SpanContext().TraceID() && mustGet(t, tel.k.Reader(), percept).Provenance.Span != ""
 	}
 	if !linked {
 		t.Errorf("the committed action does not link to the percept's span: %+v", as.Links())
@@ -244,9 +244,12 @@ func TestTelemetryOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
-	if err != nil || r.Provenance.Span != "" {
-		t.Fatalf("span %q, %v", r.Provenance.Span, err)
+	id, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := mustGet(t, k.Reader(), id); r.Provenance.Span != "" {
+		t.Fatalf("span %q", r.Provenance.Span)
 	}
 }
 

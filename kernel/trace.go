@@ -216,8 +216,8 @@ func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, ro
 		if slot.Valid() {
 			attrs = append(attrs, attribute.String(AttrSlot, slot.String()))
 		}
-		if d.Record.ID != "" {
-			attrs = append(attrs, attribute.String(AttrCommittedID, d.Record.ID))
+		if d.CommittedID != "" {
+			attrs = append(attrs, attribute.String(AttrCommittedID, d.CommittedID))
 		}
 		if d.Rule != "" {
 			attrs = append(attrs, attribute.String(AttrRule, d.Rule))
@@ -242,16 +242,13 @@ func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, ro
 	}
 	if k.log.Enabled(ctx, slog.LevelDebug) {
 		k.log.DebugContext(ctx, "decision", AttrNamespace, k.namespace, AttrTraceID, traceOf(d), AttrSlot, slot.String(),
-			AttrKind, kind, AttrRecordID, d.ProposalID, AttrCommittedID, d.Record.ID, AttrRole, role.String(),
+			AttrKind, kind, AttrRecordID, d.ProposalID, AttrCommittedID, d.CommittedID, AttrRole, role.String(),
 			AttrCode, string(d.Code), AttrRule, d.Rule, AttrFailed, d.Failed)
 	}
 }
 
 // traceOf is the trace id of a decision's proposal.
 func traceOf(d *Decision) string {
-	if d.Record.ID != "" {
-		return d.Record.TraceID()
-	}
 	if i, j := strings.IndexByte(d.ProposalID, ':'), strings.LastIndexByte(d.ProposalID, ':'); i >= 0 && j > i {
 		return d.ProposalID[i+1 : j]
 	}
@@ -271,8 +268,11 @@ func (k *Kernel) metricsOn(ctx context.Context) bool {
 // recording span.
 func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 	var queue []string
-	if d.Record.ID != "" {
-		queue = append(append(queue, d.Record.Provenance.InputRefs...), d.Record.EvidenceRefs...)
+	if d.CommittedID != "" {
+		// Telemetry may read: the decision names the committed record only.
+		if r, err := k.store.Get(ctx, d.CommittedID); err == nil {
+			queue = append(append(queue, r.Provenance.InputRefs...), r.EvidenceRefs...)
+		}
 	}
 	if d.Failed != "" {
 		queue = append(queue, d.Failed)

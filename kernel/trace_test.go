@@ -77,7 +77,7 @@ func TestTracingRecordsWritesAndDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Planner("p").Commit(ctx, "tr", prop.ID); err != nil {
+	if _, err := k.Planner("p").Commit(ctx, "tr", prop); err != nil {
 		t.Fatal(err)
 	}
 	_, err = k.Planner("p").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Constraints, Kind: "x"})
@@ -168,23 +168,29 @@ func TestRecordsKeepTheirSpan(t *testing.T) {
 	ctx := trace.ContextWithSpanContext(context.Background(),
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
 	const want = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	p, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
-	if err != nil || p.Provenance.Span != want {
-		t.Fatalf("percept span %q (%v), want %q", p.Provenance.Span, err, want)
+	pid, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := mustGet(t, k.Reader(), pid); p.Provenance.Span != want {
+		t.Fatalf("percept span %q, want %q", p.Provenance.Span, want)
 	}
 	d, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: "tr", Slot: blackboard.Beliefs, Kind: "refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}})
 	if err != nil || !d.Committed() {
 		t.Fatal(d.Code, err)
 	}
-	for _, id := range []string{d.ProposalID, d.Record.ID, d.EvidenceID} {
+	for _, id := range []string{d.ProposalID, d.CommittedID, d.EvidenceID} {
 		r, err := k.Planner("p").Get(ctx, id)
 		if err != nil || r.Provenance.Span != want {
 			t.Errorf("%s span %q (%v), want %q", id, r.Provenance.Span, err, want)
 		}
 	}
 	untraced, err := k.Tool("t").Write(context.Background(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
-	if err != nil || untraced.Provenance.Span != "" {
-		t.Errorf("untraced write span %q (%v)", untraced.Provenance.Span, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := mustGet(t, k.Reader(), untraced); r.Provenance.Span != "" {
+		t.Errorf("untraced write span %q", r.Provenance.Span)
 	}
 }

@@ -79,7 +79,7 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 		{name: "belief", want: blackboard.CodeNoCommittedBelief, act: action("refund_due"), setup: func(f *fixture) {
 			f.perceive(tr, "charge", nil, nil, 0)
 			d, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: belief(true, "charge"), TTL: ttl})
-			if err != nil || d.Code != blackboard.CodeCommitted || d.Record.Provenance.TTLMS != ttl.Milliseconds() {
+			if err != nil || d.Code != blackboard.CodeCommitted || f.get(d.CommittedID).Provenance.TTLMS != ttl.Milliseconds() {
 				f.t.Fatalf("belief: %s %v", d.Code, err)
 			}
 		}},
@@ -114,9 +114,9 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.clock.Advance(ttl + time.Second)
-		_, err = f.planner.Commit(f.ctx, tr, p.ID)
+		_, err = f.planner.Commit(f.ctx, tr, p)
 		wantErr(t, err, kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal)
-		if r := f.get(p.ID); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
+		if r := f.get(p); r.Status != blackboard.StatusExpired || r.Reason != blackboard.CodeTTLExpired {
 			t.Errorf("expired proposal in store: %s %s", r.Status, r.Reason)
 		}
 		if f.store.Len() != 2 {
@@ -174,8 +174,8 @@ func TestDerivedFlags(t *testing.T) {
 				if d.Code != v.want {
 					t.Fatalf("%s: %s, want %s", v.slot, d.Code, v.want)
 				}
-				if v.wantFlagOn && d.Record.Payload[tc.flag] != true {
-					t.Errorf("committed payload %v lacks %s=true", d.Record.Payload, tc.flag)
+				if v.wantFlagOn && f.get(d.CommittedID).Payload[tc.flag] != true {
+					t.Errorf("committed payload %v lacks %s=true", f.get(d.CommittedID).Payload, tc.flag)
 				}
 			})
 		}
@@ -192,8 +192,8 @@ func TestDerivedFlags(t *testing.T) {
 		t.Fatalf("clean action: %s", d.Code)
 	}
 	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
-		if d.Record.Payload[c] != false {
-			t.Errorf("clean action: %s = %v", c, d.Record.Payload[c])
+		if f.get(d.CommittedID).Payload[c] != false {
+			t.Errorf("clean action: %s = %v", c, f.get(d.CommittedID).Payload[c])
 		}
 	}
 }

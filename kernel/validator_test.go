@@ -72,7 +72,7 @@ func TestValidatorReturningOKCode(t *testing.T) {
 	for _, code := range []blackboard.Code{blackboard.CodeCommitted, blackboard.CodePlanFeasible} {
 		f := newFixture(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: code} })))
 		d := f.groundedBelief(tr)
-		if d.Record.ID == "" || d.EvidenceID == "" {
+		if d.CommittedID == "" || d.EvidenceID == "" {
 			t.Errorf("validator answering %s: belief decision %+v", code, d)
 		}
 		if d := f.mustPropose(tr, blackboard.Plans, "p", plan(step("issue_refund", "refund_due"))); d.Code != blackboard.CodePlanFeasible {

@@ -77,19 +77,19 @@ func TestPaperWalkthroughs(t *testing.T) {
 					ev.Payload["conflict_threshold"] != kernel.DefaultConflictThreshold {
 					t.Errorf("evidence artifact %+v", ev)
 				}
-				if !slices.Contains(e.belief.Record.EvidenceRefs, ev.ID) || !slices.Contains(ev.Provenance.InputRefs, e.percept.ID) {
-					t.Errorf("belief %v / artifact %v not linked to percept %s", e.belief.Record.EvidenceRefs, ev.Provenance.InputRefs, e.percept.ID)
+				if !slices.Contains(f.get(e.belief.CommittedID).EvidenceRefs, ev.ID) || !slices.Contains(ev.Provenance.InputRefs, e.percept.ID) {
+					t.Errorf("belief %v / artifact %v not linked to percept %s", f.get(e.belief.CommittedID).EvidenceRefs, ev.Provenance.InputRefs, e.percept.ID)
 				}
-				if e.action.Record.Payload[kernel.KeyUsesConflictedData] != true {
-					t.Errorf("committed refund does not record uses_conflicted_data: %v", e.action.Record.Payload)
+				if f.get(e.action.CommittedID).Payload[kernel.KeyUsesConflictedData] != true {
+					t.Errorf("committed refund does not record uses_conflicted_data: %v", f.get(e.action.CommittedID).Payload)
 				}
 				return
 			}
 			if e.action.ProposalID != "" {
 				t.Errorf("refund proposed after an infeasible plan")
 			}
-			if e.fallback.Code != blackboard.CodeCommitted || e.fallback.Record.Payload[kernel.KeyReason] != string(tc.fallbackWhy) {
-				t.Errorf("fallback %s %v", e.fallback.Code, e.fallback.Record.Payload)
+			if e.fallback.Code != blackboard.CodeCommitted || f.get(e.fallback.CommittedID).Payload[kernel.KeyReason] != string(tc.fallbackWhy) {
+				t.Errorf("fallback %s %v", e.fallback.Code, f.get(e.fallback.CommittedID).Payload)
 			}
 			// Nothing was committed in the belief or plan slots, and no
 			// refund exists at all.
@@ -114,7 +114,7 @@ func TestTraceability(t *testing.T) {
 		t.Fatalf("refund: %s", e.action.Code)
 	}
 	reached := map[string]blackboard.Record{}
-	queue := []string{e.action.Record.ID}
+	queue := []string{e.action.CommittedID}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
@@ -128,13 +128,13 @@ func TestTraceability(t *testing.T) {
 		reached[id] = r
 		queue = append(append(queue, r.Provenance.InputRefs...), r.EvidenceRefs...)
 	}
-	for _, want := range []blackboard.Record{e.belief.Record, f.get(e.belief.EvidenceID), e.percept, f.get(e.action.ProposalID)} {
+	for _, want := range []blackboard.Record{f.get(e.belief.CommittedID), f.get(e.belief.EvidenceID), e.percept, f.get(e.action.ProposalID)} {
 		if _, ok := reached[want.ID]; !ok {
-			t.Errorf("refund %s does not lead to %s (reached %d records)", e.action.Record.ID, want.ID, len(reached))
+			t.Errorf("refund %s does not lead to %s (reached %d records)", e.action.CommittedID, want.ID, len(reached))
 		}
 	}
-	if !slices.Contains(e.action.Record.EvidenceRefs, e.belief.EvidenceID) {
-		t.Errorf("refund evidence refs %v lack the artifact %s", e.action.Record.EvidenceRefs, e.belief.EvidenceID)
+	if !slices.Contains(f.get(e.action.CommittedID).EvidenceRefs, e.belief.EvidenceID) {
+		t.Errorf("refund evidence refs %v lack the artifact %s", f.get(e.action.CommittedID).EvidenceRefs, e.belief.EvidenceID)
 	}
 	if _, err := f.planner.Get(f.ctx, "actions:ep:999"); !errors.Is(err, blackboard.ErrNotFound) {
 		t.Errorf("Get of a missing id: %v", err)

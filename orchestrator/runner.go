@@ -549,8 +549,8 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 		Kind: kernel.FallbackQueueForReview,
 		Payload: blackboard.Payload{kernel.KeyReason: string(st.Code), "worker": r.WorkerID,
 			"failure": clipMessage(r.Failure.Message()), kernel.KeyRequiresBeliefs: []string{}}},
-		func(d kernel.Decision) ([]kernel.Follow, error) {
-			dr := audit.ForDecision(rt.traceID, kernel.FallbackQueueForReview, d)
+		func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+			dr := audit.ForDecision(rt.traceID, kernel.FallbackQueueForReview, d, committed)
 			dr.Context = c
 			f, err := dr.Follow()
 			return []kernel.Follow{f}, err
@@ -559,7 +559,7 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 		return err
 	}
 	if d.Committed() {
-		st.ReviewID = d.Record.ID
+		st.ReviewID = d.CommittedID
 	}
 	return nil
 }

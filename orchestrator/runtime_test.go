@@ -508,7 +508,7 @@ func research(k *kernel.Kernel, assertion func(attempt int, evidence string) []o
 			if err != nil {
 				return false, err
 			}
-			sc.Report(orchestrator.Finding{Assertions: assertion(sc.Attempt(), rec.ID)})
+			sc.Report(orchestrator.Finding{Assertions: assertion(sc.Attempt(), rec)})
 			return true, nil
 		}}
 }
@@ -760,7 +760,7 @@ func TestPlainRunKeepsFindings(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			sc.Report(orchestrator.Finding{Assertions: []orchestrator.Assertion{{Kind: "spec", Evidence: []string{rec.ID}, Confidence: 0.9}}})
+			sc.Report(orchestrator.Finding{Assertions: []orchestrator.Assertion{{Kind: "spec", Evidence: []string{rec}, Confidence: 0.9}}})
 			return true, nil
 		}}
 	o := newOrch(t)

@@ -239,7 +239,7 @@ func TestGroundsRechecked(t *testing.T) {
 	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0, "refundable": true})
 	d, _ := h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
 	committed(t, "belief", d)
-	beliefID := d.Record.ID
+	beliefID := d.CommittedID
 	refundPlan := blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []any{"refund_due"}}}}
 	d, _ = h.propose(tr, blackboard.Plans, "p", refundPlan)
 	committed(t, "plan on a consistent belief", d)

@@ -283,12 +283,12 @@ func TestExecuteUnknown(t *testing.T) {
 		if err != nil || !dec.Committed() {
 			t.Fatal(dec.Code, err)
 		}
-		if _, err := d.g.Execute(d.ctx, dec.Record.ID); !errors.Is(err, ErrUnknownAction) {
+		if _, err := d.g.Execute(d.ctx, dec.CommittedID); !errors.Is(err, ErrUnknownAction) {
 			t.Errorf("Execute of an action the gate did not commit: %v", err)
 		}
 		ctx, cancel := context.WithCancel(d.ctx)
 		cancel()
-		if _, err := d.g.Execute(ctx, dec.Record.ID); !errors.Is(err, context.Canceled) {
+		if _, err := d.g.Execute(ctx, dec.CommittedID); !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled: %v", err)
 		}
 	})

@@ -86,7 +86,13 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dr := audit.ForDecision("t", "issue_refund", dec)
+		var committed blackboard.Record
+		if dec.Committed() {
+			if committed, err = d.k.Reader().Get(d.ctx, dec.CommittedID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dr := audit.ForDecision("t", "issue_refund", dec, committed)
 		dr.Outcome, dr.Context = audit.OutcomePendingApproval, forged
 		f, err := dr.Follow()
 		if err != nil {
@@ -99,7 +105,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 			t.Errorf("Decisions lists %+v", r)
 		}
 		if dec.Committed() {
-			if _, err := d.g.Execute(d.ctx, dec.Record.ID); !errors.Is(err, ErrUnknownAction) {
+			if _, err := d.g.Execute(d.ctx, dec.CommittedID); !errors.Is(err, ErrUnknownAction) {
 				t.Errorf("Execute of the planner's refund: %v, want ErrUnknownAction", err)
 			}
 		}

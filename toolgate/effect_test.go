@@ -41,7 +41,7 @@ func TestEffectRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				back, err := s.Get(ctx, w.Record.ID)
+				back, err := s.Get(ctx, w.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +74,11 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	write := func(w kernel.Handle, e kernel.Entry) blackboard.Record {
 		t.Helper()
 		e.TraceID = "t"
-		r, err := w.Write(ctx, e)
+		id, err := w.Write(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := w.Get(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -397,7 +397,7 @@ func (g *Gate) escalate(ctx context.Context, j *job, code blackboard.Code, appro
 
 // writeEscalation records the escalation as the action's result, claiming
 // the result key, with its decision record in the same batch.
-func (g *Gate) writeEscalation(ctx context.Context, j *job, code blackboard.Code, rec blackboard.Record) (kernel.Written, error) {
+func (g *Gate) writeEscalation(ctx context.Context, j *job, code blackboard.Code, rec blackboard.Record) (wrote, error) {
 	approval, _ := audit.ApprovalOf(rec)
 	eff := j.effect(StatusEscalated, 0, code)
 	eff.Approval, eff.Approver, eff.Note = approval.ID, approval.Approver, approval.Note
@@ -450,13 +450,13 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code blackboard.Code)
 	}
 	cc := j.cc.Clone()
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
-	d, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
+	d, _, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
 		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
 		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
 	}
-	return d.Record.ID, nil
+	return d.CommittedID, nil
 }
 
 // fallbackOf returns the committed safe fallback that escalates the
@@ -519,8 +519,8 @@ func (g *Gate) recorded(ctx context.Context, j *job, id string) (Result, error) 
 
 // written turns the result this driver has just written into a Result,
 // from what the write returned: no read of the store.
-func (g *Gate) written(ctx context.Context, j *job, w kernel.Written) (Result, error) {
-	return g.result(ctx, j, w.Record, decisionID(w))
+func (g *Gate) written(ctx context.Context, j *job, w wrote) (Result, error) {
+	return g.result(ctx, j, w.rec, decisionID(w))
 }
 
 // result turns the result record rec, whose decision record is
@@ -763,7 +763,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.
 	}
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindAttempt,
 		Payload: eff.payloadBoxed(&j.boxes), InputRefs: refs, OnceKeys: keys}, nil)
-	return w.Record, err
+	return w.rec, err
 }
 
 // invoke calls the effect for attempt n, with a context that ends after
@@ -849,7 +849,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.result(ctx, j, w.Record, dr.ID)
+	return g.result(ctx, j, w.rec, dr.ID)
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,

@@ -643,7 +643,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	payload := make(blackboard.Payload, len(args)+1)
 	maps.Copy(payload, args)
 	payload[kernel.KeyRequiresBeliefs] = e.requires
-	d, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload},
+	d, act, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload},
 		func(dr audit.Record) audit.Record {
 			if need && dr.Outcome == audit.OutcomeCommitted {
 				dr.Outcome = audit.OutcomePendingApproval
@@ -662,7 +662,6 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		root := d.RootCause()
 		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
 	}
-	act := d.Record
 	if !mutBindCommitted && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
 		// The kernel grounded the action on other beliefs than the ones
 		// checked (they changed in between): its own grounding decides.

@@ -23,36 +23,59 @@ func governedAs(k *kernel.Kernel, name string) governed { return governed{k.Gove
 // Submit submits e as a planner named w.name; record, when not nil,
 // completes the decision record that follows the decision (its outcome
 // and context) and returns it. (A value, not a pointer: the record stays
-// on the stack.)
-func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.Record) audit.Record) (kernel.Decision, error) {
+// on the stack.) It returns the decision and, when record is not nil, the
+// committed record (zero when refused): the kernel's copy, the gate's to
+// keep, so that the gate reads nothing to run what it has just committed.
+func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.Record) audit.Record) (kernel.Decision, blackboard.Record, error) {
 	if record == nil {
-		return w.gov.Submit(ctx, w.name, e, nil)
+		d, err := w.gov.Submit(ctx, w.name, e, nil)
+		return d, blackboard.Record{}, err
 	}
-	return w.gov.Submit(ctx, w.name, e, func(d kernel.Decision) ([]kernel.Follow, error) {
-		r := record(audit.ForDecision(e.TraceID, e.Kind, d))
+	var act blackboard.Record
+	d, err := w.gov.Submit(ctx, w.name, e, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+		act = committed // the last call's: the kernel decides again after a race
+		r := record(audit.ForDecision(e.TraceID, e.Kind, d, committed))
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err
 	})
+	if err != nil {
+		return d, blackboard.Record{}, err
+	}
+	return d, act, nil
 }
 
 // Write writes e as a tool named w.name, with its once-keys; record, when
 // not nil, builds the decision record that follows it from the record
-// written.
-func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackboard.Record) audit.Record) (kernel.Written, error) {
-	if record == nil {
-		return w.gov.Write(ctx, w.name, e, nil)
-	}
-	return w.gov.Write(ctx, w.name, e, func(rec blackboard.Record) ([]kernel.Follow, error) {
+// written. It returns what was appended and a copy of the record written.
+func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackboard.Record) audit.Record) (wrote, error) {
+	var kept blackboard.Record
+	wr, err := w.gov.Write(ctx, w.name, e, func(rec blackboard.Record) ([]kernel.Follow, error) {
+		kept = rec // the kernel's copy, the gate's to keep
+		if record == nil {
+			return nil, nil
+		}
 		f, err := record(rec).Follow()
 		return []kernel.Follow{f}, err
 	})
+	if err != nil {
+		return wrote{}, err
+	}
+	return wrote{wr, kept}, nil
+}
+
+// wrote is what a governed write appended: the ids, and a copy of the
+// record written, the caller's to keep (a result's payload becomes a
+// Result's output).
+type wrote struct {
+	kernel.Written
+	rec blackboard.Record
 }
 
 // decisionID is the id of the decision record that follows a governed
 // write's record ([audit.ForRecord]).
-func decisionID(w kernel.Written) string {
+func decisionID(w wrote) string {
 	if len(w.Appended) == 0 {
 		return ""
 	}
-	return "decision:" + w.Record.ID
+	return "decision:" + w.ID
 }

@@ -426,17 +426,39 @@ func (x *adversary) addHelper(ctx context.Context, ep Episode, i int) error {
 		if err != nil {
 			return err
 		}
-		x.helperPending = pending.ID
+		x.helperPending = pending
 	}
 	x.helpers = append(x.helpers, h)
 	return nil
+}
+
+// decided is [kernelEpisode.decided] for a decision about a proposal
+// named by id: the kind is the committed record's, read from the store.
+func (x *adversary) decided(ctx context.Context, d kernel.Decision) error {
+	var kind string
+	if d.Committed() {
+		r, err := x.k.Reader().Get(ctx, d.CommittedID)
+		if err != nil {
+			return err
+		}
+		kind = r.Kind
+	}
+	return x.e.decided(ctx, d, kind)
+}
+
+// evidenceOf returns the evidence refs of the record with that id (a
+// committed belief's: its evidence artifact), read from the store: the
+// kernel hands back ids.
+func (x *adversary) evidenceOf(ctx context.Context, id string) ([]string, error) {
+	r, err := x.k.Reader().Get(ctx, id)
+	return r.EvidenceRefs, err
 }
 
 // submit proposes a hostile entry and has the kernel decide it.
 func (x *adversary) submit(ctx context.Context, step string, en kernel.Entry) (kernel.Decision, error) {
 	d, err := x.p.Submit(ctx, en)
 	if err == nil {
-		err = x.e.decided(ctx, d)
+		err = x.e.decided(ctx, d, en.Kind)
 	}
 	return d, x.record(ctx, step, d.Committed(), d.Code, err)
 }
@@ -445,7 +467,7 @@ func (x *adversary) submit(ctx context.Context, step string, en kernel.Entry) (k
 func (x *adversary) commit(ctx context.Context, step, id string) error {
 	d, err := x.p.Commit(ctx, x.e.trace, id)
 	if err == nil {
-		err = x.e.decided(ctx, d)
+		err = x.decided(ctx, d)
 	}
 	return x.record(ctx, step, d.Committed(), d.Code, err)
 }
@@ -490,7 +512,7 @@ func (x *adversary) race(ctx context.Context, step string, ens []kernel.Entry, o
 	}
 	wg.Wait()
 	for i, d := range ds {
-		on[i].note(d)
+		on[i].note(d, ens[i].Kind)
 	}
 	slices.SortStableFunc(out, func(a, b Attempt) int {
 		if a.Accepted != b.Accepted {
@@ -578,30 +600,34 @@ func retryRejectedBelief(ctx context.Context, x *adversary) error {
 // are not percepts.
 func forgedDependencies(ctx context.Context, x *adversary) error {
 	h := x.helpers[0]
+	evidence, err := x.evidenceOf(ctx, h.belief.ID)
+	if err != nil {
+		return err
+	}
 	missing := blackboard.Percepts.String() + ":" + x.e.trace + ":9999"
 	deps := func(ids ...string) func(*kernel.Entry) {
 		return func(en *kernel.Entry) { en.Payload[kernel.KeyDependsOn] = ids }
 	}
 	vs := []variant{
 		{"depends_on a percept id that does not exist", deps(missing)},
-		{"depends_on another trace's percept id", deps(h.charge.ID)},
+		{"depends_on another trace's percept id", deps(h.charge)},
 		{"input_refs naming a record that does not exist", func(en *kernel.Entry) { en.InputRefs = []string{missing} }},
-		{"evidence_refs naming another trace's evidence artifact", func(en *kernel.Entry) { en.EvidenceRefs = h.belief.EvidenceRefs }},
+		{"evidence_refs naming another trace's evidence artifact", func(en *kernel.Entry) { en.EvidenceRefs = evidence }},
 	}
 	if len(x.e.constraints) > 0 {
-		vs = append(vs, variant{"depends_on a record of the trace that is not a percept", deps(x.e.constraints[0].ID)})
+		vs = append(vs, variant{"depends_on a record of the trace that is not a percept", deps(x.e.constraints[0])})
 	}
 	if err := x.submitEach(ctx, x.e.beliefEntry, vs); err != nil {
 		return err
 	}
 	stored := x.e.beliefEntry()
-	stored.Payload[kernel.KeyDependsOn] = []string{h.charge.ID}
-	stored.InputRefs = []string{h.charge.ID}
+	stored.Payload[kernel.KeyDependsOn] = []string{h.charge}
+	stored.InputRefs = []string{h.charge}
 	if err := x.write(ctx, "store a belief proposal resting on another trace's clean charge", stored); err != nil {
 		return err
 	}
 	refund := x.e.refundEntry()
-	refund.InputRefs, refund.EvidenceRefs = []string{h.plan.ID, h.belief.ID}, h.belief.EvidenceRefs
+	refund.InputRefs, refund.EvidenceRefs = []string{h.plan.ID, h.belief.ID}, evidence
 	return x.write(ctx, "store a refund proposal resting on another trace's plan, belief and evidence", refund)
 }
 
@@ -624,7 +650,7 @@ func evidenceShopping(ctx context.Context, x *adversary) error {
 	return x.submitEach(ctx, x.e.beliefEntry, []variant{
 		{"belief resting on the refund percept instead of the charge", func(en *kernel.Entry) {
 			en.Payload[kernel.KeyDependsOn] = []string{kindRefundSeen}
-			en.InputRefs = []string{x.e.refundSeen.ID}
+			en.InputRefs = []string{x.e.refundSeen}
 		}},
 	})
 }
@@ -633,7 +659,7 @@ func evidenceShopping(ctx context.Context, x *adversary) error {
 // again with the fault; the planner rests refund_due on the first
 // observation, by id.
 func supersededObservation(ctx context.Context, x *adversary) error {
-	old := x.e.firstCharge.ID
+	old := x.e.firstCharge
 	return x.submitEach(ctx, x.e.beliefEntry, []variant{
 		{"belief naming the superseded clean observation by id", func(en *kernel.Entry) {
 			en.Payload[kernel.KeyDependsOn] = []string{old}
@@ -694,7 +720,7 @@ func (x *adversary) sideBelief() kernel.Entry {
 	side := x.e.beliefEntry()
 	side.Kind = "charge_exists"
 	side.Payload[kernel.KeyDependsOn] = []string{kindRefundSeen}
-	side.InputRefs = []string{x.e.refundSeen.ID}
+	side.InputRefs = []string{x.e.refundSeen}
 	return side
 }
 
@@ -743,9 +769,13 @@ func bareAction(ctx context.Context, x *adversary) error {
 // trace's committed belief, plan and evidence, decided and stored.
 func crossTraceRefs(ctx context.Context, x *adversary) error {
 	h := x.helpers[0]
+	evidence, err := x.evidenceOf(ctx, h.belief.ID)
+	if err != nil {
+		return err
+	}
 	foreign := func(en *kernel.Entry) {
 		en.InputRefs = append(en.InputRefs, h.belief.ID, h.plan.ID)
-		en.EvidenceRefs = h.belief.EvidenceRefs
+		en.EvidenceRefs = evidence
 	}
 	for _, b := range []func() kernel.Entry{x.e.beliefEntry, x.e.planEntry, x.e.refundEntry} {
 		if err := x.submitEach(ctx, b, []variant{{"decide a proposal citing another trace's belief, plan and evidence", foreign}}); err != nil {
@@ -823,7 +853,11 @@ func constraintTamper(ctx context.Context, x *adversary) error {
 	c := kernel.Constraint{Name: "no_duplicate_refund", BlocksField: "is_duplicate"}
 	var rec *blackboard.Record
 	if len(x.e.constraints) > 0 {
-		rec = &x.e.constraints[0]
+		r, err := x.k.Reader().Get(ctx, x.e.constraints[0])
+		if err != nil {
+			return err
+		}
+		rec = &r
 		c.Name = rec.Kind
 		c.BlocksField, _ = rec.Payload.String(kernel.KeyBlocksField)
 		c.BindPercept, _ = rec.Payload.String(kernel.KeyBindPercept)
@@ -1004,7 +1038,7 @@ func recommitDecided(ctx context.Context, x *adversary) error {
 			return err
 		}
 	}
-	record, what := x.e.charge.ID, "commit the charge percept as a proposal"
+	record, what := x.e.charge, "commit the charge percept as a proposal"
 	if x.e.belief != nil {
 		record, what = x.e.belief.ID, "commit the committed belief record as a proposal"
 	}
@@ -1037,7 +1071,7 @@ func sharedStoreTenant(ctx context.Context, x *adversary) error {
 		return err
 	}
 	return x.submitEach(ctx, x.e.planEntry, []variant{{"plan citing the other application's constraint",
-		func(en *kernel.Entry) { en.InputRefs = []string{theirs.ID} }}})
+		func(en *kernel.Entry) { en.InputRefs = []string{theirs} }}})
 }
 
 // --- On a clean lookup ---------------------------------------------------

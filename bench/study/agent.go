@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -192,15 +193,15 @@ type decider interface {
 // situation is what a decider sees.
 type situation struct {
 	task *Task
-	// charge is the committed charge percept and confidence its provenance
-	// confidence (nil when the source gave none).
-	charge     blackboard.Payload
-	confidence *float64
+	// r reads what a decider may look at: the committed charge percept
+	// (charge) and the committed belief (belief, "" when none committed).
+	// The kernel hands back ids: a decider that needs a record reads it.
+	r      kernel.Reader
+	charge string
 	// beliefCode is the kernel's decision on the belief, for the plan
-	// decision ("" when the belief was not proposed); belief is the
-	// committed belief's payload (nil when none committed).
+	// decision ("" when the belief was not proposed).
 	beliefCode blackboard.Code
-	belief     blackboard.Payload
+	belief     string
 }
 
 // declined reports whether c is a code with which a decider declines
@@ -266,19 +267,31 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 }
 
 func (d *llmDecider) belief(ctx context.Context, s situation) (bool, blackboard.Code, error) {
+	percepts, err := s.percepts(ctx)
+	if err != nil {
+		return false, "", err
+	}
 	return fromAdvice(d.p.DecideBelief(ctx, llm.Situation{
-		Task: s.describe(), Kind: kindRefundDue, Requires: []string{kindCharge}, Percepts: s.percepts(),
+		Task: s.describe(), Kind: kindRefundDue, Requires: []string{kindCharge}, Percepts: percepts,
 	}))
 }
 
 func (d *llmDecider) plan(ctx context.Context, s situation) (bool, blackboard.Code, error) {
+	percepts, err := s.percepts(ctx)
+	if err != nil {
+		return false, "", err
+	}
 	var beliefs []llm.Fact
-	if s.belief != nil {
-		beliefs = []llm.Fact{{Kind: kindRefundDue, Payload: s.belief}}
+	if s.belief != "" {
+		b, err := s.r.Get(ctx, s.belief)
+		if err != nil {
+			return false, "", err
+		}
+		beliefs = []llm.Fact{{Kind: kindRefundDue, Payload: b.Payload}}
 	}
 	return fromAdvice(d.p.DecidePlan(ctx, llm.Situation{
 		Task: s.describe(), Kind: kindPlan, Action: kindRefund, Requires: []string{kindRefundDue},
-		Percepts: s.percepts(), Beliefs: beliefs,
+		Percepts: percepts, Beliefs: beliefs,
 	}))
 }
 
@@ -304,6 +317,10 @@ func (s situation) describe() string {
 }
 
 // percepts are the committed percepts the model may see: the charge.
-func (s situation) percepts() []llm.Fact {
-	return []llm.Fact{{Kind: kindCharge, Payload: s.charge, Confidence: s.confidence}}
+func (s situation) percepts(ctx context.Context) ([]llm.Fact, error) {
+	c, err := s.r.Get(ctx, s.charge)
+	if err != nil {
+		return nil, err
+	}
+	return []llm.Fact{{Kind: kindCharge, Payload: c.Payload, Confidence: c.Provenance.Confidence}}, nil
 }

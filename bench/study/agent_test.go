@@ -321,7 +321,7 @@ func TestSharedPayloadsMatchFresh(t *testing.T) {
 		shared := newRoutePayloads(&task)
 		with := &kernelEpisode{task: &task, shared: shared}
 		without := &kernelEpisode{task: &task}
-		for _, plan := range []*blackboard.Record{nil, {ID: "plans:x:1"}} {
+		for _, plan := range []*committed{nil, {ID: "plans:x:1"}} {
 			with.plan, without.plan = plan, plan
 			for name, build := range map[string]func(*kernelEpisode) kernel.Entry{
 				"belief": (*kernelEpisode).beliefEntry, "plan": (*kernelEpisode).planEntry, "refund": (*kernelEpisode).refundEntry,

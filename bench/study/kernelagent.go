@@ -193,20 +193,21 @@ type kernelEpisode struct {
 	// In a world with late faults, firstCharge is the clean first
 	// observation and late the faulty one still to come, which the payment
 	// tool delivers when a refund_due first commits.
-	charge, refundSeen blackboard.Record
-	firstCharge        blackboard.Record
+	// All are ids: the kernel hands back ids, and what reads a record
+	// (an LLM decider, the adversary) reads it.
+	charge, refundSeen string
+	firstCharge        string
 	late               *kernel.Entry
-	constraints        []blackboard.Record
+	constraints        []string
 	// sim is the owner's trusted simulator, when the configuration has
 	// one: it runs whenever a refund_due commits.
 	sim *sim.Worker
 	// belief, plan and refund are the committed refund_due belief, plan
 	// and issue_refund action, whoever got them committed; nil until then.
 	// They point into kept, which holds the latest of each: the episode is
-	// on the heap already, and a record copied there on its own was three
-	// allocations an episode.
-	belief, plan, refund *blackboard.Record
-	kept                 [3]blackboard.Record
+	// on the heap already.
+	belief, plan, refund *committed
+	kept                 [3]committed
 	final                Final
 	// reason and rejected are what the fallback records: the code that
 	// stopped the refund and the proposals (or percept) it points at.
@@ -217,6 +218,13 @@ type kernelEpisode struct {
 	// refs, and the episode is on the heap already.
 	refs   [1]string
 	rejBuf [2]string
+}
+
+// committed is what an episode keeps of a committed record: its id and
+// the code it was committed with (its Reason), all the route reads.
+type committed struct {
+	ID     string
+	Reason blackboard.Code
 }
 
 // world is what the owner's tools observe in one episode: the charge
@@ -278,20 +286,20 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 				scope = blackboard.ScopePersistent
 			}
 		}
-		rec, err := sym.CommitConstraint(ctx, trace, kc, scope)
+		id, err := sym.CommitConstraint(ctx, trace, kc, scope)
 		if err != nil {
 			return nil, err
 		}
 		if a.hardened() { // only the adversary reads them
-			e.constraints = append(e.constraints, rec)
+			e.constraints = append(e.constraints, id)
 		}
 	}
 	if pr.harm {
-		rec, err := sym.CommitConstraint(ctx, trace, harmConstraint, blackboard.ScopeEpisode)
+		id, err := sym.CommitConstraint(ctx, trace, harmConstraint, blackboard.ScopeEpisode)
 		if err != nil {
 			return nil, err
 		}
-		e.constraints = append(e.constraints, rec)
+		e.constraints = append(e.constraints, id)
 	}
 	var conf *float64
 	if w.faults.LowConfidence && !w.flagOnly {
@@ -389,7 +397,7 @@ func (e *kernelEpisode) beliefEntry() kernel.Entry {
 	}
 	return kernel.Entry{
 		TraceID: e.trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
-		Payload: p, InputRefs: e.ref(e.charge.ID),
+		Payload: p, InputRefs: e.ref(e.charge),
 	}
 }
 
@@ -464,26 +472,28 @@ func (e *kernelEpisode) submit(ctx context.Context, p *kernel.Planner, en kernel
 	if err != nil {
 		return d, err
 	}
-	return d, e.decided(ctx, d)
+	return d, e.decided(ctx, d, en.Kind)
 }
 
-// decided keeps what a decision committed and lets the world react to a
-// committed belief: after the first refund_due the payment tool delivers a
-// late observation, and after any belief the owner's simulator, if there
-// is one, predicts on the trace.
-func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision) error {
-	e.note(d)
-	if !d.Committed() || d.Record.Slot != blackboard.Beliefs || d.Record.TraceID() != e.trace {
+// decided keeps what a decision about a proposal of kind committed and
+// lets the world react to a committed belief: after the first refund_due
+// the payment tool delivers a late observation, and after any belief the
+// owner's simulator, if there is one, predicts on the trace. (A committed
+// record has its proposal's slot and kind, and its id names its slot and
+// trace: the caller that proposed knows the kind, and nothing is read.)
+func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision, kind string) error {
+	e.note(d, kind)
+	if !d.Committed() || slotOf(d.CommittedID) != blackboard.Beliefs || !e.holds(d.CommittedID) {
 		return nil
 	}
-	if e.late != nil && d.Record.Kind == kindRefundDue {
+	if e.late != nil && kind == kindRefundDue {
 		late := *e.late
 		e.late = nil
-		rec, err := e.k.Tool(paymentTool).Write(ctx, late)
+		id, err := e.k.Tool(paymentTool).Write(ctx, late)
 		if err != nil {
 			return err
 		}
-		e.charge = rec
+		e.charge = id
 	}
 	if e.sim != nil {
 		v, err := e.k.View(ctx, e.trace, kernel.ViewOptions{})
@@ -497,23 +507,41 @@ func (e *kernelEpisode) decided(ctx context.Context, d kernel.Decision) error {
 	return nil
 }
 
-// note keeps a committed belief, plan or refund of the episode's trace.
-func (e *kernelEpisode) note(d kernel.Decision) {
-	r := &d.Record
-	if !d.Committed() || r.TraceID() != e.trace {
+// note keeps a committed belief, plan or refund of the episode's trace,
+// from a decision about a proposal of kind.
+func (e *kernelEpisode) note(d kernel.Decision, kind string) {
+	if !d.Committed() || !e.holds(d.CommittedID) {
 		return
 	}
-	switch {
-	case r.Slot == blackboard.Beliefs && r.Kind == kindRefundDue:
-		e.kept[0] = *r
+	c := committed{ID: d.CommittedID, Reason: d.Code}
+	switch slot := slotOf(d.CommittedID); {
+	case slot == blackboard.Beliefs && kind == kindRefundDue:
+		e.kept[0] = c
 		e.belief = &e.kept[0]
-	case r.Slot == blackboard.Plans && r.Kind == kindPlan:
-		e.kept[1] = *r
+	case slot == blackboard.Plans && kind == kindPlan:
+		e.kept[1] = c
 		e.plan = &e.kept[1]
-	case r.Slot == blackboard.Actions && r.Kind == kindRefund:
-		e.kept[2] = *r
+	case slot == blackboard.Actions && kind == kindRefund:
+		e.kept[2] = c
 		e.refund = &e.kept[2]
 	}
+}
+
+// holds reports whether the record id (one the kernel assigned) is of the
+// episode's trace.
+func (e *kernelEpisode) holds(id string) bool {
+	trace, _, ok := blackboard.SplitRecordID(id)
+	return ok && trace == e.trace
+}
+
+// slotOf is the slot an id the kernel assigned names ([blackboard.RecordID]).
+func slotOf(id string) blackboard.Slot {
+	for _, s := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions} {
+		if name := s.String(); len(id) > len(name) && id[len(name)] == ':' && id[:len(name)] == name {
+			return s
+		}
+	}
+	return 0
 }
 
 // reject records a rejected proposal of the route for the fallback.
@@ -534,7 +562,7 @@ func (e *kernelEpisode) rejectedList() []string {
 // declined on.
 func (e *kernelEpisode) decline(code blackboard.Code) {
 	e.reason = code
-	e.rejected = append(e.rejectedList(), e.charge.ID)
+	e.rejected = append(e.rejectedList(), e.charge)
 }
 
 // route is the planner's route to a refund: the belief, the plan and the
@@ -542,7 +570,7 @@ func (e *kernelEpisode) decline(code blackboard.Code) {
 // has it committed, then the fallback if no refund committed.
 func (e *kernelEpisode) route(ctx context.Context, p *kernel.Planner, d decider) error {
 	f := &e.final
-	s := situation{task: e.task, charge: e.charge.Payload, confidence: e.charge.Provenance.Confidence}
+	s := situation{task: e.task, r: e.k.Reader(), charge: e.charge}
 	if e.belief == nil {
 		propose, code, err := d.belief(ctx, s)
 		if err != nil {
@@ -568,7 +596,7 @@ func (e *kernelEpisode) route(ctx context.Context, p *kernel.Planner, d decider)
 
 	s.beliefCode = f.BeliefCode
 	if e.belief != nil {
-		s.belief = e.belief.Payload
+		s.belief = e.belief.ID
 	}
 	if e.plan == nil {
 		propose, code, err := d.plan(ctx, s)

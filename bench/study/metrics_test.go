@@ -221,7 +221,7 @@ func expireRefund(ctx context.Context, st blackboard.Store, trace string) error 
 	return st.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}})
 }
 
-func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (blackboard.Record, error) {
+func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (string, error) {
 	return k.Tool("tool").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
 		Payload: blackboard.Payload{kernel.KeyStale: stale, kernel.KeyConflict: false}})
 }
@@ -472,7 +472,7 @@ func TestFallbackReasonMustBeBorneOut(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return fallback(ctx, p, trace, reason, c.ID)
+			return fallback(ctx, p, trace, reason, c)
 		}
 	}
 	for _, c := range []struct {
@@ -599,7 +599,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 				// The belief names the clean lookup by id: the kernel
 				// commits it only while that lookup is current.
 				d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
-					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{first.ID}}})
+					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{first}}})
 				if err != nil {
 					return err
 				}

@@ -269,19 +269,19 @@ func (s *script) restart() *kernel.Kernel {
 }
 
 func (s *script) write(name string, h kernel.Handle, e kernel.Entry) string {
-	r, err := h.Write(s.ctx, e)
+	id, err := h.Write(s.ctx, e)
 	if err != nil {
 		s.t.Errorf("script %s: %v", name, err)
 	}
-	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: r.ID, Err: sentinel(err)})
-	return r.ID
+	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: id, Err: sentinel(err)})
+	return id
 }
 
 func (s *script) decide(name string, want blackboard.Code, d kernel.Decision, err error) string {
 	if d.Code != want {
 		s.t.Errorf("script %s: code %s (error %v), want %s", name, d.Code, err, want)
 	}
-	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: d.ProposalID, Code: d.Code, Record: d.Record.ID, Evidence: d.EvidenceID, Err: sentinel(err)})
+	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: d.ProposalID, Code: d.Code, Record: d.CommittedID, Evidence: d.EvidenceID, Err: sentinel(err)})
 	return d.ProposalID
 }
 

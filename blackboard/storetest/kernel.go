@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -68,13 +69,14 @@ func runKernel(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
 				t.Fatalf("percept: %v", err)
 			}
 			planner := k.Planner("planner")
-			proposal, err := planner.Write(ctx, kernel.Entry{
+			proposalID, err := planner.Write(ctx, kernel.Entry{
 				TraceID: trace, Slot: blackboard.Beliefs, Kind: "door_open",
 				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{"door"}},
 			})
 			if err != nil {
 				t.Fatalf("belief proposal: %v", err)
 			}
+			proposal := mustGet(t, fs, proposalID)
 
 			fs.fault = f.fault
 			d, err := planner.Commit(ctx, trace, proposal.ID)
@@ -84,19 +86,23 @@ func runKernel(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
 			wantErr(t, err, f.want, "Commit reports the failure of the store's Apply")
 			wantSame(t, len(collect(t, "ListSlot", fs.ListSlot(ctx, blackboard.Evidence, blackboard.Filter{}))), 0,
 				"a failed commit leaves no evidence artifact without its belief")
-			wantSame(t, ids(collect(t, "ListTrace", fs.ListTrace(ctx, trace))), []string{percept.ID, proposal.ID},
+			wantSame(t, ids(collect(t, "ListTrace", fs.ListTrace(ctx, trace))), []string{percept, proposal.ID},
 				"a failed commit adds no record")
-			wantSame(t, mustGet(t, fs, proposal.ID), stored(proposal), "a failed commit leaves the proposal ACTIVE and unchanged")
+			wantSame(t, mustGet(t, fs, proposal.ID), proposal, "a failed commit leaves the proposal ACTIVE and unchanged")
 
 			fs.fault = nil
 			d, err = planner.Commit(ctx, trace, proposal.ID)
 			if err != nil || d.Code != blackboard.CodeCommitted {
 				t.Fatalf("Commit once the store works: %v, code %s", err, d.Code)
 			}
-			if ev := mustGet(t, fs, d.EvidenceID); ev.Slot != blackboard.Evidence || !slices.Contains(d.Record.EvidenceRefs, ev.ID) {
-				t.Errorf("a commit stores its evidence artifact and links the belief to it: artifact %+v, belief refs %v", ev, d.Record.EvidenceRefs)
+			belief := mustGet(t, fs, d.CommittedID)
+			if belief.Slot != blackboard.Beliefs || belief.Mode != blackboard.ModeCommit || belief.Kind != proposal.Kind ||
+				belief.Status != blackboard.StatusActive || !reflect.DeepEqual(belief.Payload, proposal.Payload) {
+				t.Errorf("a commit stores its belief: %+v", belief)
 			}
-			wantSame(t, mustGet(t, fs, d.Record.ID), stored(d.Record), "a commit stores its belief")
+			if ev := mustGet(t, fs, d.EvidenceID); ev.Slot != blackboard.Evidence || !slices.Contains(belief.EvidenceRefs, ev.ID) {
+				t.Errorf("a commit stores its evidence artifact and links the belief to it: artifact %+v, belief refs %v", ev, belief.EvidenceRefs)
+			}
 			wantSame(t, mustGet(t, fs, proposal.ID).Reason, blackboard.CodeSupersededByCommit, "a commit supersedes its proposal")
 		})
 	}

@@ -173,9 +173,9 @@ func (d *desk) assess(ctx context.Context, inv toolgate.Invocation) (blackboard.
 	due := cur.Payload.Bool("refundable") && refunded < amount
 	dec, err := d.policy.Submit(ctx, "refund-policy", kernel.Entry{TraceID: inv.TraceID, Slot: blackboard.Beliefs, Kind: beliefRefundDue,
 		Payload: blackboard.Payload{kernel.KeyValue: due, kernel.KeyDependsOn: []string{perceptOrder}, "order_id": id, "max_refund": amount - refunded}},
-		func(dec kernel.Decision) ([]kernel.Follow, error) {
+		func(dec kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
 			// The policy's decision record lands with the decision.
-			dr := audit.ForDecision(inv.TraceID, beliefRefundDue, dec)
+			dr := audit.ForDecision(inv.TraceID, beliefRefundDue, dec, committed)
 			dr.Context = blackboard.Payload{"tool": "assess_refund", "policy": "refund_policy_v1", "order_id": id}
 			f, err := dr.Follow()
 			return []kernel.Follow{f}, err

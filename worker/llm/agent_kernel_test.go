@@ -154,13 +154,13 @@ func (d *refundDesk) Call(ctx context.Context, c toolgate.Call) (toolgate.Result
 	if !dec.Committed() {
 		return refused(dec.Code, dec.RootCause()), nil
 	}
-	res := toolgate.Result{Code: dec.Code, ActionID: dec.Record.ID, DecisionID: dec.ID}
+	res := toolgate.Result{Code: dec.Code, ActionID: dec.CommittedID, DecisionID: dec.ID}
 	if amount > approvalAbove {
-		res.Outcome, res.ApprovalID = audit.OutcomePendingApproval, dec.Record.ID
+		res.Outcome, res.ApprovalID = audit.OutcomePendingApproval, dec.CommittedID
 		return res, nil
 	}
 	d.mu.Lock()
-	d.paid = append(d.paid, payment{actionID: dec.Record.ID, chargeID: id, amount: amount})
+	d.paid = append(d.paid, payment{actionID: dec.CommittedID, chargeID: id, amount: amount})
 	n := len(d.paid)
 	d.mu.Unlock()
 	res.Outcome, res.Output = audit.OutcomeExecuted, blackboard.Payload{"refund_id": fmt.Sprintf("re_%d", n), "amount": amount}

@@ -252,7 +252,12 @@ func (w *Worker) propose(ctx context.Context, shown []string,
 	if !d.Committed() {
 		return result{code: d.Code, refs: []string{d.ProposalID}, root: d.RootCause()}, nil
 	}
-	return result{code: d.Code, record: d.Record}, nil
+	// The next stage shows the model the committed record: read it.
+	rec, err := w.h.Get(ctx, d.CommittedID)
+	if err != nil {
+		return result{}, err
+	}
+	return result{code: d.Code, record: rec}, nil
 }
 
 // fallback ends the episode in the safe fallback, unless err says it
@@ -280,7 +285,9 @@ func (w *Worker) fallback(ctx context.Context, traceID string, out Report, r res
 	if !d.Committed() {
 		return out, fmt.Errorf("%w: %q refused with %s", ErrFallbackRejected, w.schema.Fallback, d.Code)
 	}
-	out.Final = d.Record
+	if out.Final, err = w.h.Get(ctx, d.CommittedID); err != nil {
+		return out, err
+	}
 	return out, nil
 }
 
