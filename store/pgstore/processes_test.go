@@ -369,7 +369,7 @@ func (w *worker) gated(ctx context.Context, trace, charge, call string) {
 		w.fail("gate percept", err)
 		return
 	}
-	w.report("ack write %s", p.ID)
+	w.report("ack write %s", p)
 	b, err := w.k.Governor().Submit(ctx, "gate-analyst", kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "gate_refund_due",
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"gate_charge"}}}, w.recorded(trace, "gate_refund_due"))
 	if err != nil {
@@ -424,7 +424,7 @@ func (w *worker) loop(ctx context.Context, g int) {
 
 // decided reports a decision.
 func (w *worker) decided(d kernel.Decision) {
-	w.report("ack decide %s %s %s %s", d.ProposalID, d.Code, orDash(d.Record.ID), orDash(d.EvidenceID))
+	w.report("ack decide %s %s %s %s", d.ProposalID, d.Code, orDash(d.CommittedID), orDash(d.EvidenceID))
 }
 
 func orDash(s string) string {
@@ -455,7 +455,7 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 		w.fail("percept", err)
 		return
 	}
-	w.report("ack write %s", p.ID)
+	w.report("ack write %s", p)
 	belief, err := gov.Submit(ctx, "bk", kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due" + tag,
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge" + tag}}}, recorded(trace, "refund_due"+tag))
 	if err != nil {
@@ -481,7 +481,12 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 		}
 		w.decided(act)
 		if act.Committed() {
-			w.execute(ctx, act.Record)
+			rec, err := w.k.Reader().Get(ctx, act.CommittedID)
+			if err != nil {
+				w.fail("refund read", err)
+				return
+			}
+			w.execute(ctx, rec)
 		}
 		return
 	}
@@ -497,9 +502,9 @@ func (w *worker) episode(ctx context.Context, trace, tag, charge string, stale b
 
 // recorded is a governed submit's then: the decision record of a proposal
 // of kind, naming the worker, in the decision's batch.
-func (w *worker) recorded(trace, kind string) func(kernel.Decision) ([]kernel.Follow, error) {
-	return func(d kernel.Decision) ([]kernel.Follow, error) {
-		r := audit.ForDecision(trace, kind, d)
+func (w *worker) recorded(trace, kind string) func(kernel.Decision, blackboard.Record) ([]kernel.Follow, error) {
+	return func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+		r := audit.ForDecision(trace, kind, d, committed)
 		r.Context = blackboard.Payload{"worker": w.id}
 		f, err := r.Follow()
 		return []kernel.Follow{f}, err
@@ -526,13 +531,13 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 		w.fail("attempt", err)
 		return
 	}
-	w.report("ack write %s", attempt.Record.ID)
+	w.report("ack write %s", attempt.ID)
 	if _, err := fmt.Fprintf(w.effects, "refund %s %v %s\n", action.ID, charge, w.id); err != nil {
 		w.fail("effect", err)
 		return
 	}
 	result, err := gov.Write(ctx, writer, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: "refund_result",
-		Payload: blackboard.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.Record.ID}},
+		Payload: blackboard.Payload{"action": action.ID, "refund_id": "re_" + action.ID}, InputRefs: []string{attempt.ID}},
 		func(rec blackboard.Record) ([]kernel.Follow, error) {
 			r := audit.ForRecord(rec, "issue_refund", audit.OutcomeExecuted, blackboard.CodeCommitted)
 			r.Context = blackboard.Payload{"worker": w.id}
@@ -543,7 +548,7 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 		w.fail("result", err)
 		return
 	}
-	w.report("ack write %s", result.Record.ID)
+	w.report("ack write %s", result.ID)
 	w.report("ack effect %s %v", action.ID, charge)
 }
 

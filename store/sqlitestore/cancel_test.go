@@ -54,7 +54,11 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 	}
 	defer s.Close()
 	k, _ := kernel.New(kernel.WithStore(s))
-	rec, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	id, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Get(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := kernel.New(kernel.WithStore(w))
-	rec, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}})
+	id, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ro.Get(t.Context(), rec.ID)
+	got, err := ro.Get(t.Context(), id)
 	if err != nil || got.Kind != "charge" {
 		t.Fatalf("Get: %+v %v", got, err)
 	}
@@ -70,7 +70,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("an append on a read-only store: %v, want ErrPermission", err)
 	}
-	if err := ro.Apply(t.Context(), blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: rec.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}}); !errors.Is(err, blackboard.ErrPermission) {
+	if err := ro.Apply(t.Context(), blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}}); !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("a status change on a read-only store: %v, want ErrPermission", err)
 	}
 	if err := ro.Close(); err != nil {

@@ -145,7 +145,7 @@ func TestStoreReopen(t *testing.T) {
 	for id, want := range map[string][2]string{
 		"percepts:ep:2":     {"EXPIRED", "TTL_EXPIRED"},
 		rejected.ProposalID: {"INVALIDATED", "STALE_EVIDENCE"},
-		committed.Record.ID: {"ACTIVE", "COMMITTED"},
+		committed.CommittedID: {"ACTIVE", "COMMITTED"},
 	} {
 		r, err := s.Get(ctx, id)
 		if err != nil {
@@ -174,8 +174,12 @@ func TestStoreReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := v.Get(blackboard.Constraints, "speed_limit"); !reflect.DeepEqual(got, constraint.Payload) {
-		t.Errorf("a new trace's view after reopening shows constraint %v, want %v", got, constraint.Payload)
+	want, err := s.Get(ctx, constraint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := v.Get(blackboard.Constraints, "speed_limit"); !reflect.DeepEqual(got, want.Payload) {
+		t.Errorf("a new trace's view after reopening shows constraint %v, want %v", got, want.Payload)
 	}
 }
 
@@ -190,7 +194,7 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 	kernels := []*kernel.Kernel{mustKernel(t, stores[0], clk.now), mustKernel(t, stores[1], clk.now)}
 	const writers, percepts, every = 4, 12, 3 // a belief after every third percept
 
-	written := make([][]blackboard.Record, writers)
+	written := make([][]string, writers)
 	decided := make([][]kernel.Decision, writers)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -239,14 +243,14 @@ func TestStoreTwoKernelsShareFile(t *testing.T) {
 		byID[r.ID] = r
 	}
 	for g := range writers {
-		for _, w := range written[g] {
-			if got, ok := byID[w.ID]; !ok || !reflect.DeepEqual(got, stored(w)) {
-				t.Errorf("percept %s as written is not what the store holds: %+v", w.ID, got)
+		for i, id := range written[g] {
+			if got, ok := byID[id]; !ok || got.Provenance.Writer != fmt.Sprintf("tool-%d", g) || got.Kind != fmt.Sprintf("sensor-%d-%d", g, i) {
+				t.Errorf("percept %s as written is not what the store holds: %+v", id, got)
 			}
 		}
 		for _, d := range decided[g] {
-			if got, ok := byID[d.Record.ID]; !ok || !reflect.DeepEqual(got, stored(d.Record)) {
-				t.Errorf("decision record %s is not what the store holds: %+v", d.Record.ID, got)
+			if got, ok := byID[d.CommittedID]; !ok || got.Slot != blackboard.Beliefs || got.Status != blackboard.StatusActive || got.Reason != d.Code {
+				t.Errorf("committed record %s is not what the store holds: %+v", d.CommittedID, got)
 			}
 			for _, id := range []string{d.EvidenceID, d.ProposalID} {
 				if _, ok := byID[id]; !ok {
