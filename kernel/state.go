@@ -51,6 +51,8 @@ type traceState struct {
 	// that shares heads from the state it derives from keeps that one's
 	// struct alive, but not those it derived from in turn.
 	hbuf [8]head
+	// ubuf backs used in the same way: most traces hold a mark or two.
+	ubuf [2]usedMark
 	// own marks the slices this state has copied from the state it derives
 	// from (while [traceState.next] builds it): the others are shared and
 	// must be copied before they change in place.
@@ -92,6 +94,20 @@ func (st *traceState) mineHeads() {
 	}
 	st.own |= ownHeads
 	st.heads = append(st.hbuf[:0], st.heads...)
+}
+
+// mineUsed is [mine] for st.used, which it copies into st.ubuf when the
+// marks fit with room for one more.
+func (st *traceState) mineUsed() {
+	if st.own&ownUsed != 0 {
+		return
+	}
+	if len(st.used)+1 > len(st.ubuf) {
+		mine(st, ownUsed, &st.used)
+		return
+	}
+	st.own |= ownUsed
+	st.used = append(st.ubuf[:0], st.used...)
 }
 
 // usedMark says that the observation ref grounded the committed action by,
@@ -313,7 +329,7 @@ func (f *finder) find(id string) *blackboard.Record {
 func (st *traceState) trimUsed() {
 	gone := func(m usedMark) bool { return st.byID(m.Ref) == nil }
 	if slices.ContainsFunc(st.used, gone) {
-		mine(st, ownUsed, &st.used)
+		st.mineUsed()
 		st.used = slices.DeleteFunc(st.used, gone)
 	}
 }
@@ -357,7 +373,7 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 			if a := f.find(ev); a != nil && isArtifact(a) {
 				for _, ref := range groundedBy(a) {
 					if st.usedBy(ref, r.Kind) == "" {
-						mine(st, ownUsed, &st.used)
+						st.mineUsed()
 						st.used = append(st.used, usedMark{Ref: ref, Action: r.Kind, By: r.ID})
 					}
 				}

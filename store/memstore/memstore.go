@@ -34,7 +34,8 @@ type Store struct {
 	closed     bool
 	n          int               // records held
 	others     map[string]memLoc // records whose id does not give their position
-	traceIdx   map[string]int32
+	traceIdx   map[string]int32  // made with the second trace (see traceOf)
+	one        [1]memTrace       // the first trace's entry, so that a store of one trace allocates no list of traces
 	traces     []memTrace
 	slab       []memRec // carved into trace blocks, so few large allocations serve many traces
 	locs       []memLoc // carved into the first blocks of the slot indexes
@@ -129,7 +130,7 @@ const (
 // store needs no map over every id; any other id is in s.others.
 func (s *Store) find(id string) (memLoc, bool) {
 	if trace, n, ok := blackboard.SplitRecordID(id); ok {
-		if t, ok := s.traceIdx[trace]; ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].id == id {
+		if t, ok := s.traceOf(trace); ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].id == id {
 			return memLoc{trace: t, idx: int32(n)}, true
 		}
 	}
@@ -273,6 +274,9 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 
 // ListSlot implements [blackboard.Store].
 func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
+	if s.nothingIn(ctx, slot, f) {
+		return noRecords
+	}
 	return func(yield func(blackboard.Record, error) bool) {
 		if err := blackboard.CheckFilter(slot, f); err != nil {
 			yield(blackboard.Record{}, err)
@@ -292,6 +296,25 @@ func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard
 		}
 	}
 }
+
+// nothingIn reports whether a listing of slot with f, asked for now,
+// holds nothing: its index is empty. Such a listing is [noRecords], which
+// costs no allocation (a kernel made for one episode lists the persistent
+// constraints of a store that has none). It answers false whenever the
+// listing would yield an error, which the listing itself then reports.
+func (s *Store) nothingIn(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) bool {
+	if blackboard.CheckFilter(slot, f) != nil || s.lock(ctx, false) != nil {
+		return false
+	}
+	defer s.unlock(false)
+	if f.Scope == blackboard.ScopePersistent {
+		return len(s.persistent[slot]) == 0
+	}
+	return len(s.slots[slot]) == 0
+}
+
+// noRecords is the listing of nothing.
+func noRecords(func(blackboard.Record, error) bool) {}
 
 func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f blackboard.Filter) []blackboard.Record {
 	src := s.slots[slot]
@@ -316,7 +339,7 @@ func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.
 		return blackboard.Record{}, err
 	}
 	defer s.unlock(false)
-	if t, ok := s.traceIdx[traceID]; ok {
+	if t, ok := s.traceOf(traceID); ok {
 		tr := &s.traces[t]
 		for i := len(tr.recs) - 1; i >= 0; i-- {
 			m := &tr.recs[i]
@@ -358,7 +381,7 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 		s.bumpShared(rec.Slot, rec.Scope, s.traces[t].namespace)
 	}
 	if b.State != nil && b.Trace != "" {
-		if t, ok := s.traceIdx[b.Trace]; ok {
+		if t, ok := s.traceOf(b.Trace); ok {
 			tr := &s.traces[t]
 			tr.state, tr.stateVersion = b.State, tr.version
 		}
@@ -402,7 +425,7 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (black
 	}
 	defer s.unlock(false)
 	shared := s.shared[blackboard.NamespaceOf(namespace)].version
-	t, ok := s.traceIdx[traceID]
+	t, ok := s.traceOf(traceID)
 	if !ok {
 		return blackboard.TraceState{Shared: shared}, nil
 	}
@@ -417,14 +440,19 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (black
 // add appends a checked record, indexes it and returns its trace's index.
 // The caller holds the lock.
 func (s *Store) add(rec *blackboard.Record) int32 {
-	t, ok := s.traceIdx[rec.Provenance.TraceID]
+	t, ok := s.traceOf(rec.Provenance.TraceID)
 	if !ok {
 		t = int32(len(s.traces))
-		s.traces = append(s.traces, memTrace{id: rec.Provenance.TraceID, namespace: blackboard.NamespaceOf(rec.Namespace)})
-		if s.traceIdx == nil {
-			s.traceIdx = make(map[string]int32)
+		if s.traces == nil {
+			s.traces = s.one[:0]
 		}
-		s.traceIdx[rec.Provenance.TraceID] = t
+		s.traces = append(s.traces, memTrace{id: rec.Provenance.TraceID, namespace: blackboard.NamespaceOf(rec.Namespace)})
+		if t == 1 {
+			s.traceIdx = map[string]int32{s.traces[0].id: 0}
+		}
+		if t > 0 {
+			s.traceIdx[rec.Provenance.TraceID] = t
+		}
 	}
 	tr := &s.traces[t]
 	if tr.recs == nil {
@@ -474,6 +502,17 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	return t
 }
 
+// traceOf returns the position of trace id in s.traces. A store of one
+// trace (a kernel per episode, say) keeps no map: it is made with the
+// second trace.
+func (s *Store) traceOf(id string) (int32, bool) {
+	if s.traceIdx == nil {
+		return 0, len(s.traces) == 1 && s.traces[0].id == id
+	}
+	t, ok := s.traceIdx[id]
+	return t, ok
+}
+
 // index appends l to a slot index. An index's first indexBlock entries
 // come from one shared allocation, so that a small store (a kernel per
 // episode) does not allocate each of its indexes as it grows.
@@ -495,7 +534,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 	}
 	if b.Trace != "" {
 		n := 0
-		if t, ok := s.traceIdx[b.Trace]; ok {
+		if t, ok := s.traceOf(b.Trace); ok {
 			n = len(s.traces[t].recs)
 		}
 		if n != b.TraceLen {
@@ -503,7 +542,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 		}
 		if b.State != nil {
 			var v uint64
-			if t, ok := s.traceIdx[b.Trace]; ok {
+			if t, ok := s.traceOf(b.Trace); ok {
 				v = s.traces[t].version
 			}
 			if v != b.Version && !mutStateVersion() {
@@ -568,7 +607,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 // it): a trace belongs to one namespace.
 func (s *Store) checkTraceNamespace(earlier []blackboard.Record, r *blackboard.Record) error {
 	ns, have := blackboard.NamespaceOf(r.Namespace), ""
-	if t, ok := s.traceIdx[r.Provenance.TraceID]; ok && len(s.traces[t].recs) > 0 {
+	if t, ok := s.traceOf(r.Provenance.TraceID); ok && len(s.traces[t].recs) > 0 {
 		have = s.traces[t].namespace
 	} else {
 		for j := range earlier {
@@ -590,7 +629,7 @@ func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
 		return 0, err
 	}
 	defer s.unlock(false)
-	if t, ok := s.traceIdx[traceID]; ok {
+	if t, ok := s.traceOf(traceID); ok {
 		return len(s.traces[t].recs), nil
 	}
 	return 0, nil
@@ -614,7 +653,7 @@ func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackbo
 }
 
 func (s *Store) appendTrace(dst []blackboard.Record, traceID string) []blackboard.Record {
-	if t, ok := s.traceIdx[traceID]; ok {
+	if t, ok := s.traceOf(traceID); ok {
 		tr := &s.traces[t]
 		dst = slices.Grow(dst, len(tr.recs))
 		for i := range tr.recs {

@@ -259,3 +259,38 @@ func BenchmarkLarge(b *testing.B) {
 		})
 	}
 }
+
+// TestEmptyListingAllocatesNothing: a listing of an empty slot is found
+// empty when it is asked for and costs no allocation (a kernel made for one
+// episode lists the persistent constraints of a store that has none), and
+// one that cannot be answered still reports its error when ranged over.
+func TestEmptyListingAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	f := blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: blackboard.DefaultNamespace}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, err := range st.ListSlot(ctx, blackboard.Constraints, f) {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("an empty listing costs %v allocations, want 0", n)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, err := range st.ListSlot(cancelled, blackboard.Constraints, f) {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled: %v", err)
+		}
+	}
+	st.Close()
+	n := 0
+	for _, err := range st.ListSlot(ctx, blackboard.Constraints, f) {
+		n++
+		if !errors.Is(err, blackboard.ErrClosed) {
+			t.Errorf("closed: %v", err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("closed store: %d results, want its error", n)
+	}
+}

@@ -143,8 +143,8 @@ func TestStoreReopen(t *testing.T) {
 		t.Fatalf("records after reopening differ:\n got  %v\n want %v", got, before)
 	}
 	for id, want := range map[string][2]string{
-		"percepts:ep:2":     {"EXPIRED", "TTL_EXPIRED"},
-		rejected.ProposalID: {"INVALIDATED", "STALE_EVIDENCE"},
+		"percepts:ep:2":       {"EXPIRED", "TTL_EXPIRED"},
+		rejected.ProposalID:   {"INVALIDATED", "STALE_EVIDENCE"},
 		committed.CommittedID: {"ACTIVE", "COMMITTED"},
 	} {
 		r, err := s.Get(ctx, id)
