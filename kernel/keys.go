@@ -10,7 +10,6 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
-	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // ClaimedBy returns the id of the record whose write claimed the once-key
@@ -158,10 +157,10 @@ func (k *Kernel) freeSlot(ctx context.Context, s *snapshot, slots onceSlots, lim
 }
 
 // legacyHolders calls fn with the holder of each legacy key of slots
-// 1..limit that is claimed (see [onceSlots.legacy]). A [memstore.Store] holds no
-// claims of an earlier release, so it is not asked.
+// 1..limit that is claimed (see [onceSlots.legacy]). Every store is asked,
+// whatever its type: a store wrapped by another decides alike.
 func (k *Kernel) legacyHolders(ctx context.Context, slots onceSlots, limit int, fn func(key, id string) error) error {
-	if _, fresh := k.store.(*memstore.Store); fresh || slots.legacy == "" || mutOnceLegacy {
+	if slots.legacy == "" || mutOnceLegacy {
 		return nil
 	}
 	ks := k.store

@@ -216,7 +216,9 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	if id, ok := s.claims[claimKey{blackboard.NamespaceOf(namespace), key}]; ok {
 		return id, nil
 	}
-	return "", fmt.Errorf("%w: once-key %q is not claimed in namespace %q", blackboard.ErrNotFound, key, blackboard.NamespaceOf(namespace))
+	// The bare sentinel: the kernel asks about keys that are usually free
+	// on every once-keyed decision, and a message would be an allocation.
+	return "", blackboard.ErrNotFound
 }
 
 func (s *Store) at(l memLoc) *memRec { return &s.traces[l.trace].recs[l.idx] }
