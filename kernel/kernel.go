@@ -25,9 +25,6 @@ const (
 	FallbackQueueForReview = "queue_for_review"
 )
 
-// maxTTLMS is MaxTTL in milliseconds, as stores check it.
-const maxTTLMS = int64(blackboard.MaxTTL / time.Millisecond)
-
 // maxAttempts bounds the optimistic retry loop when concurrent writers to
 // one trace race for the same record id or proposal.
 const maxAttempts = 64

@@ -465,15 +465,6 @@ type state string
 
 func (s state) MarshalBinary() ([]byte, error) { return []byte(s), nil }
 
-// stored returns r as the store reads it back: a record written without a
-// namespace (the kernel's, for now) is kept in blackboard.DefaultNamespace.
-func stored(r blackboard.Record) blackboard.Record {
-	if r.Namespace == "" {
-		r.Namespace = blackboard.DefaultNamespace
-	}
-	return r
-}
-
 // TestStoreRefusesUnstorable checks that a record JSON or SQLite could not
 // hold unchanged is refused rather than altered.
 func TestStoreRefusesUnstorable(t *testing.T) {
