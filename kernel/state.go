@@ -82,33 +82,26 @@ func mine[T any](st *traceState, bit uint8, s *[]T) {
 	}
 }
 
-// mineHeads is [mine] for st.heads, which it copies into st.hbuf when
-// they fit with room for a few appends.
-func (st *traceState) mineHeads() {
-	if st.own&ownHeads != 0 {
+// mineIn is [mine] for a slice that st backs with buf when it fits with
+// room for a few appends: st.heads in st.hbuf, st.used in st.ubuf. It
+// saves the allocation of the copy in most batches.
+func mineIn[T any](st *traceState, bit uint8, s *[]T, buf []T, room int) {
+	if st.own&bit != 0 {
 		return
 	}
-	if len(st.heads)+2 > len(st.hbuf) {
-		mine(st, ownHeads, &st.heads)
+	if len(*s)+room > len(buf) {
+		mine(st, bit, s)
 		return
 	}
-	st.own |= ownHeads
-	st.heads = append(st.hbuf[:0], st.heads...)
+	st.own |= bit
+	*s = append(buf[:0], *s...)
 }
 
-// mineUsed is [mine] for st.used, which it copies into st.ubuf when the
-// marks fit with room for one more.
-func (st *traceState) mineUsed() {
-	if st.own&ownUsed != 0 {
-		return
-	}
-	if len(st.used)+1 > len(st.ubuf) {
-		mine(st, ownUsed, &st.used)
-		return
-	}
-	st.own |= ownUsed
-	st.used = append(st.ubuf[:0], st.used...)
-}
+// mineHeads is [mineIn] for st.heads.
+func (st *traceState) mineHeads() { mineIn(st, ownHeads, &st.heads, st.hbuf[:], 2) }
+
+// mineUsed is [mineIn] for st.used.
+func (st *traceState) mineUsed() { mineIn(st, ownUsed, &st.used, st.ubuf[:], 1) }
 
 // usedMark says that the observation ref grounded the committed action by,
 // of type action.
