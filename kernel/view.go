@@ -50,9 +50,9 @@ func (v View) Kinds(slot blackboard.Slot) []string {
 // View returns the trace's committed state and pending proposals. It reads
 // the trace's decision state when the store keeps one that holds the view
 // (every proposal the trace had pending was a belief proposal, and the
-// latest commit of each kind is still active and within its TTL), and otherwise that trace's records; and, if asked,
-// the persistent records shared with every trace, through the store's
-// indexes. Records whose TTL has run out are left out, as of now; a view
+// latest commit of each kind is still active and within its TTL), and
+// otherwise that trace's records; and, if asked, the persistent records
+// shared with every trace, through the store's indexes. Records whose TTL has run out are left out, as of now; a view
 // never writes to the store. The payloads are copies the caller may keep.
 func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v View, err error) {
 	ctx, sp := k.span(ctx, "kernel.view", traceID, 0)
