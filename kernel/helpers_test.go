@@ -30,7 +30,7 @@ func newFakeClock() *fakeClock {
 func (c *fakeClock) Now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *fakeClock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
-// fixture is a kernel on a MemStore the test can inspect, with one handle
+// fixture is a kernel on a memory store the test can inspect, with one handle
 // per role and a fake clock.
 type fixture struct {
 	t       *testing.T

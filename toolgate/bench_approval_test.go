@@ -9,7 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
-// BenchmarkExecuteApproved measures the approved path on a MemStore: a
+// BenchmarkExecuteApproved measures the approved path on a memory store: a
 // refund that waits for approval, its approval, and the Execute that
 // decides its evidence again and runs it. Each iteration uses a fresh
 // trace.

@@ -9,7 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
-// BenchmarkCall measures one governed call on a MemStore: a read-only
+// BenchmarkCall measures one governed call on a memory store: a read-only
 // lookup (checks, kernel decision, attempt, result) and a call the caller
 // contract refuses (one decision record). Each iteration uses a fresh
 // trace, so the cost does not grow with the trace.

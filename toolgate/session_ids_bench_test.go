@@ -9,7 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
-// BenchmarkSessionCallN measures call n of one session on a MemStore: n-1
+// BenchmarkSessionCallN measures call n of one session on a memory store: n-1
 // executed read-only lookups go into one trace first, outside the timer,
 // and the timed calls are the next ones of the same trace (calls n,
 // n+1, ...). The trace grows by one call per iteration, so run it with a

@@ -9,7 +9,7 @@ import (
 )
 
 // TestStoreEquivalence runs storetest's scripted scenario on a kernel over a
-// MemStore and on a kernel over a SQLite file, and requires the same codes,
+// memory store and on a kernel over a SQLite file, and requires the same codes,
 // ids, views and records.
 func TestStoreEquivalence(t *testing.T) {
 	storetest.Equivalence(t, map[string]blackboard.Store{"sqlite": mustOpen(t, filepath.Join(t.TempDir(), "bk.db"))})
