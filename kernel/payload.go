@@ -69,14 +69,14 @@ func normalizePayload(p blackboard.Payload, limit int) (blackboard.Payload, erro
 	if p == nil {
 		return blackboard.Payload{}, nil
 	}
-	v, err := n.value(map[string]any(p), 0)
+	v, err := n.object(p, 0)
 	if err != nil {
 		return nil, err
 	}
 	if limit > 0 && n.size > limit {
 		return nil, fmt.Errorf("%w: encoded size exceeds %d bytes", ErrPayloadTooLarge, limit)
 	}
-	return v.(map[string]any), nil
+	return v, nil
 }
 
 // canonicalPayload reports whether p is valid and already in the form
@@ -247,54 +247,65 @@ func boolSize(b bool) int {
 	return len("false")
 }
 
-func (n *normalizer) object(m map[string]any, depth int) (any, error) {
+func (n *normalizer) object(m map[string]any, depth int) (map[string]any, error) {
 	if err := n.grow(2 + len(m) + commas(len(m))); err != nil {
 		return nil, err
 	}
-	// Keys and canonical scalars are checked in place; the map is then
-	// copied whole (see [cloneObject]) and only the other values (nested
-	// containers, numbers of other types, ...) are normalised into it.
-	rest := false
+	// Keys and canonical scalars are checked in place, in one pass that
+	// notes the other values (nested containers, numbers of other types,
+	// ...); the map is then copied whole, which is cheaper than building
+	// it anew, and only the noted values are normalised into the copy. The
+	// note saves a second pass over the map; most objects need at most a few.
+	var buf [4]nested
+	rest := buf[:0]
 	for k, e := range m {
 		if err := n.str(k, "key"); err != nil {
 			return nil, err
 		}
-		if !canonicalScalar(e) {
-			rest = true
+		scalar, err := n.scalar(e)
+		if !scalar {
+			rest = append(rest, nested{k, e})
 			continue
 		}
-		if _, err := n.value(e, depth+1); err != nil {
+		if err != nil {
 			return nil, &keyError{key: k, err: err}
 		}
 	}
 	out := maps.Clone(m)
-	if !rest {
-		return out, nil
-	}
-	for k, e := range m {
-		if canonicalScalar(e) {
-			continue
-		}
-		c, err := n.value(e, depth+1)
+	for _, r := range rest {
+		c, err := n.value(r.v, depth+1)
 		if err != nil {
 			if errors.As(err, new(*keyError)) {
 				return nil, err
 			}
-			return nil, &keyError{key: k, err: err}
+			return nil, &keyError{key: r.k, err: err}
 		}
-		out[k] = c
+		out[r.k] = c
 	}
 	return out, nil
 }
 
-// canonicalScalar reports whether v is a scalar already in the kernel's
-// form, which a normalised copy may hold as it is.
-func canonicalScalar(v any) bool {
-	switch v.(type) {
-	case nil, bool, string, float64:
-		return true
+// nested is a value of an object that normalisation may replace.
+type nested struct {
+	k string
+	v any
+}
+
+// scalar checks and counts v, as value would, when v is a scalar already in
+// the kernel's form, which a normalised copy may hold as it is; ok is false
+// (and v unchecked) for any other value.
+func (n *normalizer) scalar(v any) (ok bool, err error) {
+	switch x := v.(type) {
+	case nil:
+		return true, n.grow(4)
+	case bool:
+		return true, n.grow(boolSize(x))
+	case string:
+		return true, n.str(x, "string")
+	case float64:
+		return true, n.checkNumber(x)
 	}
-	return false
+	return false, nil
 }
 
 // reflectValue handles the less common shapes: other slice and map types,

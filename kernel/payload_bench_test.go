@@ -1,0 +1,43 @@
+package kernel
+
+import (
+	"testing"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// episodePayloads are the shapes an episode of the study's kernel agent
+// writes, the calls that dominate normalisation's cost in the bench.
+func episodePayloads() []blackboard.Payload {
+	return []blackboard.Payload{
+		{KeyValue: true, KeyDependsOn: []any{"charge"}},
+		{KeySteps: []any{map[string]any{KeyAction: "refund", KeyRequiresBeliefs: []any{"refund_due"}, "is_duplicate": false}}},
+		{"charge_id": "ch_1001", "amount": 129.99, "currency": "usd", "status": "disputed", "customer_id": "cus_77",
+			KeyStale: false, KeyConflict: false, KeyLowConfidence: false},
+		{"type": "refund", "charge_id": "ch_1001", "amount": 129.99, "reason": "duplicate", "is_duplicate": true,
+			KeyRequiresBeliefs: []any{"refund_due"}},
+		{"type": FallbackQueueForReview, KeyReason: "STALE_DATA"},
+	}
+}
+
+func BenchmarkNormalizePayload(b *testing.B) {
+	ps := episodePayloads()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range ps {
+			if _, err := normalizePayload(p, 65536); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkCanonicalPayload(b *testing.B) {
+	p := Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}.entry("t", 0).Payload
+	b.ReportAllocs()
+	for b.Loop() {
+		if !canonicalPayload(p, 65536) {
+			b.Fatal("not canonical")
+		}
+	}
+}
