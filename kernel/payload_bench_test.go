@@ -41,3 +41,21 @@ func BenchmarkCanonicalPayload(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkJSONString(b *testing.B) {
+	var strs []string
+	for _, p := range episodePayloads() {
+		for k, v := range p {
+			strs = append(strs, k)
+			if s, ok := v.(string); ok {
+				strs = append(strs, s)
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range strs {
+			jsonString(s)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package kernel
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
 )
@@ -50,5 +52,43 @@ func TestNormalizeObjectNestedValues(t *testing.T) {
 			!strings.Contains(err.Error(), "key \"d\"") {
 			t.Errorf("%s: %v", key, err)
 		}
+	}
+}
+
+// TestJSONStringAgreesWithEncodingJSON checks jsonString's size and
+// validity against encoding/json and utf8.ValidString, with each byte or
+// rune that is not written as it is at every offset of strings around the
+// eight-byte words jsonString skips, and with random bytes.
+func TestJSONStringAgreesWithEncodingJSON(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		enc, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size, valid := jsonString(s); size != len(enc) || valid != utf8.ValidString(s) {
+			t.Fatalf("jsonString(%q) = %d, %v; encoding/json writes %d bytes, valid %v", s, size, valid, len(enc), utf8.ValidString(s))
+		}
+	}
+	specials := []string{"\x00", "\x1f", "\n", "\"", "\\", "<", ">", "&", "\x7f", "\x80", "\xff", "é", "\u2028", "\u2029", "€", "😀", "\xe2\x80"}
+	for n := range 26 {
+		for at := 0; at <= n; at++ {
+			for _, sp := range specials {
+				check(strings.Repeat("a", at) + sp + strings.Repeat("b", n-at))
+			}
+		}
+		check(strings.Repeat(" ~", n))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 40)
+	for range 20000 {
+		b := buf[:r.IntN(len(buf))]
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+			if r.IntN(4) > 0 {
+				b[i] = byte(0x20 + r.IntN(0x60)) // mostly ASCII, for runs of plain words
+			}
+		}
+		check(string(b))
 	}
 }
