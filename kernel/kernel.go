@@ -535,7 +535,7 @@ func checkName(what, s string) error {
 // malformed record is refused when written rather than misread when decided.
 func checkShape(slot blackboard.Slot, mode blackboard.Mode, kind string, p blackboard.Payload) error {
 	strs := func(key string) error {
-		if _, ok := p.Strings(key); !ok {
+		if !stringList(p, key) {
 			return fmt.Errorf("%s must be a list of strings", key)
 		}
 		return nil
@@ -556,7 +556,7 @@ func checkShape(slot blackboard.Slot, mode blackboard.Mode, kind string, p black
 			if a, ok := step[KeyAction].(string); !ok || a == "" {
 				return fmt.Errorf("step %d has no %q", i, KeyAction)
 			}
-			if _, ok := blackboard.Payload(step).Strings(KeyRequiresBeliefs); !ok {
+			if !stringList(step, KeyRequiresBeliefs) {
 				return fmt.Errorf("step %d: %s must be a list of strings", i, KeyRequiresBeliefs)
 			}
 		}
@@ -598,6 +598,23 @@ func checkShape(slot blackboard.Slot, mode blackboard.Mode, kind string, p black
 		}
 	}
 	return nil
+}
+
+// stringList reports whether p[key] is absent, nil or a list of strings,
+// what [blackboard.Payload.Strings] accepts, without building the list.
+func stringList(p blackboard.Payload, key string) bool {
+	switch l := p[key].(type) {
+	case nil, []string:
+		return true
+	case []any:
+		for _, e := range l {
+			if _, ok := e.(string); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // Spec returns the action spec registered for an action type, and whether

@@ -133,12 +133,19 @@ func (n *normalizer) canonical(v any, depth int) error {
 	return errNotCanonical
 }
 
+// grow counts k more bytes of the encoding and fails once they exceed the
+// limit. It is small enough to inline at every value; the refusal is
+// built out of line.
 func (n *normalizer) grow(k int) error {
 	n.size += k
 	if n.limit > 0 && n.size > n.limit {
-		return fmt.Errorf("%w: encoded size exceeds %d bytes", ErrPayloadTooLarge, n.limit)
+		return n.tooLarge()
 	}
 	return nil
+}
+
+func (n *normalizer) tooLarge() error {
+	return fmt.Errorf("%w: encoded size exceeds %d bytes", ErrPayloadTooLarge, n.limit)
 }
 
 func (n *normalizer) value(v any, depth int) (any, error) {
@@ -384,9 +391,13 @@ func (n *normalizer) reflectValue(rv reflect.Value, depth int) (any, error) {
 func (n *normalizer) str(s, what string) error {
 	size, ok := jsonString(s)
 	if !ok {
-		return fmt.Errorf("%w: %s is not valid UTF-8", blackboard.ErrInvalidPayload, what)
+		return notUTF8(what)
 	}
 	return n.grow(size)
+}
+
+func notUTF8(what string) error {
+	return fmt.Errorf("%w: %s is not valid UTF-8", blackboard.ErrInvalidPayload, what)
 }
 
 // jsonString returns the length of s encoded as a JSON string by
