@@ -231,6 +231,14 @@ func (n *normalizer) checkNumber(f float64) error {
 
 // jsonNumberSize is the length of f as encoding/json writes a float64.
 func jsonNumberSize(f float64) int {
+	if size, ok := shortDecimalSize(f); ok {
+		return size
+	}
+	return formattedNumberSize(f)
+}
+
+// formattedNumberSize is jsonNumberSize for any f, by formatting it.
+func formattedNumberSize(f float64) int {
 	var buf [32]byte
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -242,6 +250,45 @@ func jsonNumberSize(f float64) int {
 		return n - 1
 	}
 	return len(b)
+}
+
+// shortDecimalSize is jsonNumberSize for the common numbers (amounts,
+// counts, scores) that are a decimal of at most three fraction digits
+// between 1e-3 and 1e12, without formatting them: ok is false for any
+// other f. Such a decimal n/10^d is the shortest that reads back as f when
+// d is the least that does, and it is written in fixed notation. Below
+// 1e12, n is exact and at most one integer is near enough to f*10^d to
+// read back, so rounding the product finds it when there is one.
+func shortDecimalSize(f float64) (size int, ok bool) {
+	a := math.Abs(f)
+	if !(a >= 1e-3 && a < 1e12) {
+		return 0, false
+	}
+	if f < 0 {
+		size = 1
+	}
+	scale := 1.0
+	for d := range 4 {
+		n := math.Round(a * scale)
+		if n/scale == a {
+			size += decimalDigits(uint64(a))
+			if d > 0 {
+				size += 1 + d
+			}
+			return size, true
+		}
+		scale *= 10
+	}
+	return 0, false
+}
+
+// decimalDigits is the number of digits of u in base 10 (1 for 0).
+func decimalDigits(u uint64) int {
+	n := 1
+	for ; u >= 10; u /= 10 {
+		n++
+	}
+	return n
 }
 
 // commas is the number of separators between n elements.
@@ -269,8 +316,18 @@ func (n *normalizer) object(m map[string]any, depth int) (map[string]any, error)
 		if err := n.str(k, "key"); err != nil {
 			return nil, err
 		}
-		scalar, err := n.scalar(e)
-		if !scalar {
+		// The canonical scalars, which the copy holds as they are.
+		var err error
+		switch x := e.(type) {
+		case nil:
+			err = n.grow(4)
+		case bool:
+			err = n.grow(boolSize(x))
+		case string:
+			err = n.str(x, "string")
+		case float64:
+			err = n.checkNumber(x)
+		default:
 			rest = append(rest, nested{k, e})
 			continue
 		}
@@ -296,23 +353,6 @@ func (n *normalizer) object(m map[string]any, depth int) (map[string]any, error)
 type nested struct {
 	k string
 	v any
-}
-
-// scalar checks and counts v, as value would, when v is a scalar already in
-// the kernel's form, which a normalised copy may hold as it is; ok is false
-// (and v unchecked) for any other value.
-func (n *normalizer) scalar(v any) (ok bool, err error) {
-	switch x := v.(type) {
-	case nil:
-		return true, n.grow(4)
-	case bool:
-		return true, n.grow(boolSize(x))
-	case string:
-		return true, n.str(x, "string")
-	case float64:
-		return true, n.checkNumber(x)
-	}
-	return false, nil
 }
 
 // reflectValue handles the less common shapes: other slice and map types,

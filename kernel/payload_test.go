@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -90,5 +91,43 @@ func TestJSONStringAgreesWithEncodingJSON(t *testing.T) {
 			}
 		}
 		check(string(b))
+	}
+}
+
+// TestShortDecimalSizeAgreesWithFormatting checks the fast path for short
+// decimals against formatting and encoding/json, around its bounds, for
+// decimals of up to six fraction digits and for random numbers.
+func TestShortDecimalSizeAgreesWithFormatting(t *testing.T) {
+	hits := 0
+	check := func(f float64) {
+		t.Helper()
+		size, ok := shortDecimalSize(f)
+		if !ok {
+			return
+		}
+		hits++
+		enc, err := json.Marshal(f)
+		if err != nil || size != formattedNumberSize(f) || size != len(enc) {
+			t.Fatalf("shortDecimalSize(%v) = %d; formatted %d, encoding/json %s (%v)", f, size, formattedNumberSize(f), enc, err)
+		}
+	}
+	for _, f := range []float64{0, math.Copysign(0, -1), 1e-3, 0.0009999, 1e12, math.Nextafter(1e12, 0), 999999999999.999,
+		0.1, 0.2, 0.3, 1.005, 2.675, 9.995, 0.125, 0.0625, 1e-7, 5e-324, math.MaxFloat64, math.Inf(1), math.NaN(), 129.99, 149.99, 89} {
+		check(f)
+		check(-f)
+	}
+	for n := -200000; n <= 200000; n++ {
+		for _, scale := range []float64{1, 10, 100, 1000, 1e4, 1e5, 1e6} {
+			check(float64(n) / scale)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		check(r.Float64() * math.Pow(10, float64(r.IntN(16)-4)))
+		check(float64(r.Int64N(1e15)) / math.Pow(10, float64(r.IntN(7))))
+		check(math.Float64frombits(r.Uint64()))
+	}
+	if hits < 100000 {
+		t.Fatalf("only %d numbers took the fast path", hits)
 	}
 }
