@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -331,28 +332,45 @@ func (st *traceState) trimUsed() {
 // belief head rests on, from the oldest observation of that kind a belief
 // head names.
 func (st *traceState) trimSince() {
-	if !slices.ContainsFunc(st.since, st.dropSince) {
+	if len(st.since) == 0 {
 		return
 	}
-	mine(st, ownSince, &st.since)
-	st.since = slices.DeleteFunc(st.since, st.dropSince)
-}
-
-// dropSince reports whether an observation in st.since is of a kind no
-// belief head rests on, or older than every one a belief head names.
-func (st *traceState) dropSince(o head) bool {
+	// The oldest observation named, per kind, read once: a batch would
+	// otherwise parse every belief head's observation ids once for every
+	// observation in st.since.
+	var buf [4]sinceFloor
+	floors := buf[:0]
 	for i := range st.heads {
 		h := &st.heads[i]
 		if h.rec.Slot != blackboard.Beliefs {
 			continue
 		}
 		for j := range h.percepts {
-			if p := &h.percepts[j]; p.Kind == o.rec.Kind && seqOf(p.ID) <= o.seq {
-				return false
+			p := &h.percepts[j]
+			seq := seqOf(p.ID)
+			if k := slices.IndexFunc(floors, func(f sinceFloor) bool { return f.kind == p.Kind }); k >= 0 {
+				floors[k].seq = min(floors[k].seq, seq)
+			} else {
+				floors = append(floors, sinceFloor{p.Kind, seq})
 			}
 		}
 	}
-	return true
+	drop := func(o head) bool {
+		k := slices.IndexFunc(floors, func(f sinceFloor) bool { return f.kind == o.rec.Kind })
+		return k < 0 || floors[k].seq > o.seq
+	}
+	if !slices.ContainsFunc(st.since, drop) {
+		return
+	}
+	mine(st, ownSince, &st.since)
+	st.since = slices.DeleteFunc(st.since, drop)
+}
+
+// sinceFloor is the oldest position of an observation of kind that a
+// belief head names (see [traceState.trimSince]).
+type sinceFloor struct {
+	kind string
+	seq  int
 }
 
 // add takes a record appended at position seq into the state. r is the
@@ -584,10 +602,26 @@ func withStatus(r *blackboard.Record, status blackboard.Status, reason blackboar
 // seqOf is a kernel id's position in its trace ("{slot}:{trace}:{n}"), or
 // 0 for any other id.
 func seqOf(id string) int {
-	if _, n, ok := blackboard.SplitRecordID(id); ok {
-		return n + 1
+	// The usual id, ":" then a position of a few digits without a leading
+	// zero, is read here: [blackboard.SplitRecordID] finds both colons
+	// and calls strconv, a cost every batch paid per observation it
+	// weighed. Anything else goes to it.
+	n, mul, i := 0, 1, len(id)-1
+	for ; i >= 0 && id[i] >= '0' && id[i] <= '9'; i-- {
+		n += int(id[i]-'0') * mul
+		mul *= 10
 	}
-	return 0
+	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
+		if _, n, ok := blackboard.SplitRecordID(id); ok {
+			return n + 1
+		}
+		return 0
+	}
+	// A trace id between the first colon and this one, the last.
+	if first := strings.IndexByte(id[:i], ':'); first < 0 || first+1 == i {
+		return 0
+	}
+	return n
 }
 
 // foldState builds the state of a trace from its records, in append order

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -129,13 +130,33 @@ const (
 // record's position in its trace, are found through the trace block, so the
 // store needs no map over every id; any other id is in s.others.
 func (s *Store) find(id string) (memLoc, bool) {
-	if trace, n, ok := blackboard.SplitRecordID(id); ok {
+	if trace, n, ok := splitID(id); ok {
 		if t, ok := s.traceOf(trace); ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].id == id {
 			return memLoc{trace: t, idx: int32(n)}, true
 		}
 	}
 	l, ok := s.others[id]
 	return l, ok
+}
+
+// splitID is [blackboard.SplitRecordID], with the usual kernel id (a
+// position of a few digits, no leading zero, after the last colon) read
+// here: the general parser's two scans and strconv call were a cost every
+// append paid twice, in the duplicate check and in add.
+func splitID(id string) (trace string, idx int, ok bool) {
+	n, mul, i := 0, 1, len(id)-1
+	for ; i >= 0 && id[i] >= '0' && id[i] <= '9'; i-- {
+		n += int(id[i]-'0') * mul
+		mul *= 10
+	}
+	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
+		return blackboard.SplitRecordID(id)
+	}
+	first := strings.IndexByte(id[:i], ':')
+	if first < 0 || first+1 == i {
+		return "", 0, false
+	}
+	return id[first+1 : i], n - 1, true
 }
 
 // fill sets *r to the record m of trace tr as callers see it, but for its
@@ -485,7 +506,7 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		*m.more = memMore{inputRefs: p.InputRefs, evidenceRefs: rec.EvidenceRefs, confidence: p.Confidence, ttlMS: p.TTLMS, span: p.Span}
 	}
 	tr.recs = append(tr.recs, m)
-	if trace, n, ok := blackboard.SplitRecordID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
+	if trace, n, ok := splitID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
 		if s.others == nil {
 			s.others = make(map[string]memLoc)
 		}
