@@ -237,7 +237,11 @@ func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard
 	// alive.)
 	f := finder{st: out, lookup: lookup}
 	switch {
-	case len(appends) == 0:
+	case !slices.ContainsFunc(appends, kept):
+		// No record of the batch is the state's to keep (a plan or an
+		// action refused, say): the finder reads the batch as it is, and
+		// what it finds there is only read, or copied.
+		f.batch = appends
 	case len(appends) <= len(batchCopy{}.recs) && slices.ContainsFunc(appends, extended):
 		// The head of the belief or prediction it commits shares the
 		// records' allocation (it points at them, so lives no longer).
@@ -263,6 +267,12 @@ func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard
 type batchCopy struct {
 	recs [3]blackboard.Record
 	ext  headExt
+}
+
+// kept reports whether [traceState.add] may keep a pointer to r, or look
+// up what it names: all but a proposal other than a belief's.
+func kept(r blackboard.Record) bool {
+	return r.Mode == blackboard.ModeCommit || r.Slot == blackboard.Beliefs
 }
 
 // extended reports whether r, once in a state, is a head with a [headExt]:

@@ -496,16 +496,21 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	}
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
 	p := &rec.Provenance
-	m := memRec{id: rec.ID, kind: rec.Kind, writer: p.Writer, reason: rec.Reason, payload: rec.Payload, ts: p.TimestampMS,
-		slot: rec.Slot, mode: rec.Mode, status: rec.Status, scope: rec.Scope, role: p.Role}
+	// The record is written where it is kept, not built aside and copied:
+	// the block's room is zeroed already.
+	tr.recs = append(tr.recs, memRec{})
+	m := &tr.recs[l.idx]
+	m.id, m.kind, m.writer, m.reason, m.payload, m.ts = rec.ID, rec.Kind, p.Writer, rec.Reason, rec.Payload, p.TimestampMS
+	m.slot, m.mode, m.status, m.scope, m.role = rec.Slot, rec.Mode, rec.Status, rec.Scope, p.Role
 	if p.InputRefs != nil || rec.EvidenceRefs != nil || p.Confidence != nil || p.TTLMS != 0 || p.Span != "" {
 		if len(s.mores) == 0 {
 			s.mores = make([]memMore, min(s.n, slabTraces*blockCap/4))
 		}
-		m.more, s.mores = &s.mores[0], s.mores[1:]
-		*m.more = memMore{inputRefs: p.InputRefs, evidenceRefs: rec.EvidenceRefs, confidence: p.Confidence, ttlMS: p.TTLMS, span: p.Span}
+		x := &s.mores[0]
+		s.mores = s.mores[1:]
+		x.inputRefs, x.evidenceRefs, x.confidence, x.ttlMS, x.span = p.InputRefs, rec.EvidenceRefs, p.Confidence, p.TTLMS, p.Span
+		m.more = x
 	}
-	tr.recs = append(tr.recs, m)
 	if trace, n, ok := splitID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
 		if s.others == nil {
 			s.others = make(map[string]memLoc)
