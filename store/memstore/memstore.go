@@ -482,12 +482,16 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		switch {
 		case s.slab == nil && s.mores == nil:
 			// A store's first block comes with room for the rare fields of
-			// its records, in one allocation: many stores hold one trace.
+			// its records and the first blocks of seven slot indexes (one
+			// per slot; a persistent index past them takes a block of its
+			// own), in one allocation: many stores hold one trace. Seven,
+			// not eight, keeps it inside the size class the two apart took.
 			first := new(struct {
 				recs  [blockCap]memRec
 				mores [blockCap]memMore
+				locs  [blackboard.Actions * indexBlock]memLoc
 			})
-			s.slab, s.mores = first.recs[:], first.mores[:]
+			s.slab, s.mores, s.locs = first.recs[:], first.mores[:], first.locs[:]
 		case len(s.slab) < blockCap:
 			// Slabs grow with the store, so a store of one trace stays small.
 			s.slab = make([]memRec, min(len(s.traces), slabTraces)*blockCap)
