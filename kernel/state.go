@@ -237,12 +237,12 @@ func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard
 	// alive.)
 	f := finder{st: out, lookup: lookup}
 	switch {
-	case !slices.ContainsFunc(appends, kept):
+	case !anyOf(appends, kept):
 		// No record of the batch is the state's to keep (a plan or an
 		// action refused, say): the finder reads the batch as it is, and
 		// what it finds there is only read, or copied.
 		f.batch = appends
-	case len(appends) <= len(batchCopy{}.recs) && slices.ContainsFunc(appends, extended):
+	case len(appends) <= len(batchCopy{}.recs) && anyOf(appends, extended):
 		// The head of the belief or prediction it commits shares the
 		// records' allocation (it points at them, so lives no longer).
 		c := new(batchCopy)
@@ -269,15 +269,26 @@ type batchCopy struct {
 	ext  headExt
 }
 
+// anyOf reports whether is holds for a record of recs. It reads them in
+// place: slices.ContainsFunc would hand each one over by value.
+func anyOf(recs []blackboard.Record, is func(*blackboard.Record) bool) bool {
+	for i := range recs {
+		if is(&recs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // kept reports whether [traceState.add] may keep a pointer to r, or look
 // up what it names: all but a proposal other than a belief's.
-func kept(r blackboard.Record) bool {
+func kept(r *blackboard.Record) bool {
 	return r.Mode == blackboard.ModeCommit || r.Slot == blackboard.Beliefs
 }
 
 // extended reports whether r, once in a state, is a head with a [headExt]:
 // a committed belief or prediction.
-func extended(r blackboard.Record) bool {
+func extended(r *blackboard.Record) bool {
 	return r.Mode == blackboard.ModeCommit && (r.Slot == blackboard.Beliefs || r.Slot == blackboard.Predictions)
 }
 
@@ -412,7 +423,7 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 		return
 	}
 	h := head{seq: seq, rec: r}
-	if extended(*r) {
+	if extended(r) {
 		if h.headExt, f.ext = f.ext, nil; h.headExt == nil {
 			h.headExt = &headExt{}
 		}
