@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -638,8 +637,13 @@ func seqOf(id string) int {
 		}
 		return 0
 	}
-	// A trace id between the first colon and this one, the last.
-	if first := strings.IndexByte(id[:i], ':'); first < 0 || first+1 == i {
+	// A trace id between the first colon and this one, the last. A loop
+	// finds the first: a slot's name is a few bytes.
+	first := 0
+	for first < i && id[first] != ':' {
+		first++
+	}
+	if first+1 >= i {
 		return 0
 	}
 	return n

@@ -6,7 +6,6 @@ import (
 	"iter"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -152,8 +151,13 @@ func splitID(id string) (trace string, idx int, ok bool) {
 	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
 		return blackboard.SplitRecordID(id)
 	}
-	first := strings.IndexByte(id[:i], ':')
-	if first < 0 || first+1 == i {
+	// The first colon ends a slot's name, a few bytes in: a loop finds it
+	// sooner than a call to strings.IndexByte.
+	first := 0
+	for first < i && id[first] != ':' {
+		first++
+	}
+	if first+1 >= i {
 		return "", 0, false
 	}
 	return id[first+1 : i], n - 1, true
