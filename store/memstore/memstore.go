@@ -486,10 +486,10 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		switch {
 		case s.slab == nil && s.mores == nil:
 			// A store's first block comes with room for the rare fields of
-			// its records and the first blocks of seven slot indexes (one
-			// per slot; a persistent index past them takes a block of its
-			// own), in one allocation: many stores hold one trace. Seven,
-			// not eight, keeps it inside the size class the two apart took.
+			// its records and the first blocks of seven slot indexes (an
+			// episode's; an eighth makes more, see index), in one
+			// allocation: many stores hold one trace. Seven, not eight,
+			// keeps it within the bytes the two allocations took apart.
 			first := new(struct {
 				recs  [blockCap]memRec
 				mores [blockCap]memMore
@@ -504,8 +504,8 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	}
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
 	p := &rec.Provenance
-	// The record is written where it is kept, not built aside and copied:
-	// the block's room is zeroed already.
+	// The record is written where it is kept, not built aside and copied
+	// there; so is its memMore, whose room no record has used (zero).
 	tr.recs = append(tr.recs, memRec{})
 	m := &tr.recs[l.idx]
 	m.id, m.kind, m.writer, m.reason, m.payload, m.ts = rec.ID, rec.Kind, p.Writer, rec.Reason, rec.Payload, p.TimestampMS
