@@ -236,8 +236,12 @@ func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard
 	// alive.)
 	f := finder{st: out, lookup: lookup}
 	switch {
-	case len(appends) == 0:
-	case len(appends) <= len(batchCopy{}.recs) && slices.ContainsFunc(appends, extended):
+	case !anyOf(appends, kept):
+		// No record of the batch is the state's to keep (a plan or an
+		// action refused, say): the finder reads the batch as it is, and
+		// what it finds there is only read, or copied.
+		f.batch = appends
+	case len(appends) <= len(batchCopy{}.recs) && anyOf(appends, extended):
 		// The head of the belief or prediction it commits shares the
 		// records' allocation (it points at them, so lives no longer).
 		c := new(batchCopy)
@@ -264,9 +268,26 @@ type batchCopy struct {
 	ext  headExt
 }
 
+// anyOf reports whether is holds for a record of recs. It reads them in
+// place: slices.ContainsFunc would hand each one over by value.
+func anyOf(recs []blackboard.Record, is func(*blackboard.Record) bool) bool {
+	for i := range recs {
+		if is(&recs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// kept reports whether [traceState.add] may keep a pointer to r, or look
+// up what it names: all but a proposal other than a belief's.
+func kept(r *blackboard.Record) bool {
+	return r.Mode == blackboard.ModeCommit || r.Slot == blackboard.Beliefs
+}
+
 // extended reports whether r, once in a state, is a head with a [headExt]:
 // a committed belief or prediction.
-func extended(r blackboard.Record) bool {
+func extended(r *blackboard.Record) bool {
 	return r.Mode == blackboard.ModeCommit && (r.Slot == blackboard.Beliefs || r.Slot == blackboard.Predictions)
 }
 
@@ -331,28 +352,45 @@ func (st *traceState) trimUsed() {
 // belief head rests on, from the oldest observation of that kind a belief
 // head names.
 func (st *traceState) trimSince() {
-	if !slices.ContainsFunc(st.since, st.dropSince) {
+	if len(st.since) == 0 {
 		return
 	}
-	mine(st, ownSince, &st.since)
-	st.since = slices.DeleteFunc(st.since, st.dropSince)
-}
-
-// dropSince reports whether an observation in st.since is of a kind no
-// belief head rests on, or older than every one a belief head names.
-func (st *traceState) dropSince(o head) bool {
+	// The oldest observation named, per kind, read once: a batch would
+	// otherwise parse every belief head's observation ids once for every
+	// observation in st.since.
+	var buf [4]sinceFloor
+	floors := buf[:0]
 	for i := range st.heads {
 		h := &st.heads[i]
 		if h.rec.Slot != blackboard.Beliefs {
 			continue
 		}
 		for j := range h.percepts {
-			if p := &h.percepts[j]; p.Kind == o.rec.Kind && seqOf(p.ID) <= o.seq {
-				return false
+			p := &h.percepts[j]
+			seq := seqOf(p.ID)
+			if k := slices.IndexFunc(floors, func(f sinceFloor) bool { return f.kind == p.Kind }); k >= 0 {
+				floors[k].seq = min(floors[k].seq, seq)
+			} else {
+				floors = append(floors, sinceFloor{p.Kind, seq})
 			}
 		}
 	}
-	return true
+	drop := func(o head) bool {
+		k := slices.IndexFunc(floors, func(f sinceFloor) bool { return f.kind == o.rec.Kind })
+		return k < 0 || floors[k].seq > o.seq
+	}
+	if !slices.ContainsFunc(st.since, drop) {
+		return
+	}
+	mine(st, ownSince, &st.since)
+	st.since = slices.DeleteFunc(st.since, drop)
+}
+
+// sinceFloor is the oldest position of an observation of kind that a
+// belief head names (see [traceState.trimSince]).
+type sinceFloor struct {
+	kind string
+	seq  int
 }
 
 // add takes a record appended at position seq into the state. r is the
@@ -384,7 +422,7 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 		return
 	}
 	h := head{seq: seq, rec: r}
-	if extended(*r) {
+	if extended(r) {
 		if h.headExt, f.ext = f.ext, nil; h.headExt == nil {
 			h.headExt = &headExt{}
 		}
@@ -584,10 +622,31 @@ func withStatus(r *blackboard.Record, status blackboard.Status, reason blackboar
 // seqOf is a kernel id's position in its trace ("{slot}:{trace}:{n}"), or
 // 0 for any other id.
 func seqOf(id string) int {
-	if _, n, ok := blackboard.SplitRecordID(id); ok {
-		return n + 1
+	// The usual id, ":" then a position of a few digits without a leading
+	// zero, is read here: [blackboard.SplitRecordID] finds both colons
+	// and calls strconv, a cost every batch paid per observation it
+	// weighed. Anything else goes to it.
+	n, mul, i := 0, 1, len(id)-1
+	for ; i >= 0 && id[i] >= '0' && id[i] <= '9'; i-- {
+		n += int(id[i]-'0') * mul
+		mul *= 10
 	}
-	return 0
+	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
+		if _, n, ok := blackboard.SplitRecordID(id); ok {
+			return n + 1
+		}
+		return 0
+	}
+	// A trace id between the first colon and this one, the last. A loop
+	// finds the first: a slot's name is a few bytes.
+	first := 0
+	for first < i && id[first] != ':' {
+		first++
+	}
+	if first+1 >= i {
+		return 0
+	}
+	return n
 }
 
 // foldState builds the state of a trace from its records, in append order

@@ -129,13 +129,38 @@ const (
 // record's position in its trace, are found through the trace block, so the
 // store needs no map over every id; any other id is in s.others.
 func (s *Store) find(id string) (memLoc, bool) {
-	if trace, n, ok := blackboard.SplitRecordID(id); ok {
+	if trace, n, ok := splitID(id); ok {
 		if t, ok := s.traceOf(trace); ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].id == id {
 			return memLoc{trace: t, idx: int32(n)}, true
 		}
 	}
 	l, ok := s.others[id]
 	return l, ok
+}
+
+// splitID is [blackboard.SplitRecordID], with the usual kernel id (a
+// position of a few digits, no leading zero, after the last colon) read
+// here: the general parser's two scans and strconv call were a cost every
+// append paid twice, in the duplicate check and in add.
+func splitID(id string) (trace string, idx int, ok bool) {
+	n, mul, i := 0, 1, len(id)-1
+	for ; i >= 0 && id[i] >= '0' && id[i] <= '9'; i-- {
+		n += int(id[i]-'0') * mul
+		mul *= 10
+	}
+	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
+		return blackboard.SplitRecordID(id)
+	}
+	// The first colon ends a slot's name, a few bytes in: a loop finds it
+	// sooner than a call to strings.IndexByte.
+	first := 0
+	for first < i && id[first] != ':' {
+		first++
+	}
+	if first+1 >= i {
+		return "", 0, false
+	}
+	return id[first+1 : i], n - 1, true
 }
 
 // fill sets *r to the record m of trace tr as callers see it, but for its
@@ -461,12 +486,16 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		switch {
 		case s.slab == nil && s.mores == nil:
 			// A store's first block comes with room for the rare fields of
-			// its records, in one allocation: many stores hold one trace.
+			// its records and the first blocks of seven slot indexes (an
+			// episode's; an eighth makes more, see index), in one
+			// allocation: many stores hold one trace. Seven, not eight,
+			// keeps it within the bytes the two allocations took apart.
 			first := new(struct {
 				recs  [blockCap]memRec
 				mores [blockCap]memMore
+				locs  [blackboard.Actions * indexBlock]memLoc
 			})
-			s.slab, s.mores = first.recs[:], first.mores[:]
+			s.slab, s.mores, s.locs = first.recs[:], first.mores[:], first.locs[:]
 		case len(s.slab) < blockCap:
 			// Slabs grow with the store, so a store of one trace stays small.
 			s.slab = make([]memRec, min(len(s.traces), slabTraces)*blockCap)
@@ -475,17 +504,22 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	}
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
 	p := &rec.Provenance
-	m := memRec{id: rec.ID, kind: rec.Kind, writer: p.Writer, reason: rec.Reason, payload: rec.Payload, ts: p.TimestampMS,
-		slot: rec.Slot, mode: rec.Mode, status: rec.Status, scope: rec.Scope, role: p.Role}
+	// The record is written where it is kept, not built aside and copied
+	// there; so is its memMore, whose room no record has used (zero).
+	tr.recs = append(tr.recs, memRec{})
+	m := &tr.recs[l.idx]
+	m.id, m.kind, m.writer, m.reason, m.payload, m.ts = rec.ID, rec.Kind, p.Writer, rec.Reason, rec.Payload, p.TimestampMS
+	m.slot, m.mode, m.status, m.scope, m.role = rec.Slot, rec.Mode, rec.Status, rec.Scope, p.Role
 	if p.InputRefs != nil || rec.EvidenceRefs != nil || p.Confidence != nil || p.TTLMS != 0 || p.Span != "" {
 		if len(s.mores) == 0 {
 			s.mores = make([]memMore, min(s.n, slabTraces*blockCap/4))
 		}
-		m.more, s.mores = &s.mores[0], s.mores[1:]
-		*m.more = memMore{inputRefs: p.InputRefs, evidenceRefs: rec.EvidenceRefs, confidence: p.Confidence, ttlMS: p.TTLMS, span: p.Span}
+		x := &s.mores[0]
+		s.mores = s.mores[1:]
+		x.inputRefs, x.evidenceRefs, x.confidence, x.ttlMS, x.span = p.InputRefs, rec.EvidenceRefs, p.Confidence, p.TTLMS, p.Span
+		m.more = x
 	}
-	tr.recs = append(tr.recs, m)
-	if trace, n, ok := blackboard.SplitRecordID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
+	if trace, n, ok := splitID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
 		if s.others == nil {
 			s.others = make(map[string]memLoc)
 		}

@@ -302,3 +302,31 @@ func TestEmptyListingAllocatesNothing(t *testing.T) {
 //
 //go:noinline
 func opaque(s blackboard.Store) blackboard.Store { return s }
+
+// splitIDs are ids around the edges of the store's own reading of kernel ids.
+var splitIDs = []string{"", ":", "::", "1", ":1", "a:1", "a::1", "a:b:1", "beliefs:t-1:12", "a:b:0", "a:b:01",
+	"a:b:+1", "a:b:-1", "a:b:", "a:b:1x", "a:b:c:7", "a:b:99999999999999999", "a:b:999999999999999999",
+	"a:b:9999999999999999999", "a:b:99999999999999999999", "plans:x:y:3", "é:ü:4", "a:b\xff:2"}
+
+// TestSplitIDMatchesSplitRecordID holds the store's id reader to the
+// general one: an id read differently would be looked up in the wrong place.
+func TestSplitIDMatchesSplitRecordID(t *testing.T) {
+	for _, id := range splitIDs {
+		checkSplitID(t, id)
+	}
+}
+
+func FuzzSplitID(f *testing.F) {
+	for _, id := range splitIDs {
+		f.Add(id)
+	}
+	f.Fuzz(checkSplitID)
+}
+
+func checkSplitID(t *testing.T, id string) {
+	tr, n, ok := memstore.SplitID(id)
+	wtr, wn, wok := blackboard.SplitRecordID(id)
+	if tr != wtr || n != wn || ok != wok {
+		t.Errorf("splitID(%q) = %q, %d, %v; want %q, %d, %v", id, tr, n, ok, wtr, wn, wok)
+	}
+}
