@@ -302,17 +302,26 @@ func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 	if len(reqs) == 0 && code == "" {
 		return false, nil
 	}
-	found := map[string]bool{}
-	seen := map[string]bool{d.ID: true}
+	// found[i]: reqs[i]'s belief is evidenced (a kind listed twice counts
+	// at its first place). found and seen are lists rather than maps: a
+	// chain is a few ids, and a list of them stays on the stack and is
+	// searched faster than a map is filled.
+	var foundBuf [4]bool
+	found := foundBuf[:min(len(reqs), len(foundBuf))]
+	if len(reqs) > len(foundBuf) {
+		found = make([]bool, len(reqs))
+	}
+	var seenBuf [16]string
+	seen := append(seenBuf[:0], d.ID)
 	var buf [8]string // a chain is a few ids: the queue stays off the heap
 	queue := append(buf[:0], d.Provenance.InputRefs...)
 	for reads := 0; len(queue) > 0 && reads < maxReads; reads++ {
 		id := queue[0]
 		queue = queue[1:]
-		if seen[id] {
+		if slices.Contains(seen, id) {
 			continue
 		}
-		seen[id] = true
+		seen = append(seen, id)
 		rec, err := r.Get(ctx, id)
 		if errors.Is(err, blackboard.ErrNotFound) {
 			continue // a dangling id breaks this link only
@@ -332,12 +341,12 @@ func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 				queue = append(queue, rec.Provenance.InputRefs...)
 			}
 		case rec.Slot == blackboard.Beliefs:
-			if rec.Mode == blackboard.ModeCommit && slices.Contains(reqs, rec.Kind) && !found[rec.Kind] {
+			if i := slices.Index(reqs, rec.Kind); rec.Mode == blackboard.ModeCommit && i >= 0 && !found[i] {
 				ok, err := evidenced(ctx, r, rec)
 				if err != nil {
 					return false, err
 				}
-				found[rec.Kind] = ok
+				found[i] = ok
 			}
 		case rec.Slot == blackboard.Actions || rec.Slot == blackboard.Plans:
 			queue = append(queue, rec.Provenance.InputRefs...)
@@ -347,7 +356,7 @@ func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 		return false, nil
 	}
 	for _, kind := range reqs {
-		if !found[kind] {
+		if !found[slices.Index(reqs, kind)] {
 			return false, nil
 		}
 	}
