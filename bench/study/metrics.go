@@ -236,8 +236,18 @@ type trial struct {
 	// action_plan.
 	proposedBelief, proposedPlan bool
 	// rejections are the codes the kernel rejected the trace's proposals
-	// with.
-	rejections []blackboard.Code
+	// with: the first ones in an array, so that an episode's trial stays
+	// on the stack (a slice into itself would move it to the heap), and
+	// any more in moreRejections.
+	rejections     [4]blackboard.Code
+	nRejections    int
+	moreRejections []blackboard.Code
+}
+
+// rejected reports whether the kernel rejected one of the trace's
+// proposals with c.
+func (tr *trial) rejected(c blackboard.Code) bool {
+	return slices.Contains(tr.rejections[:tr.nRejections], c) || slices.Contains(tr.moreRejections, c)
 }
 
 func (tr *trial) note(r *blackboard.Record) {
@@ -258,8 +268,13 @@ func (tr *trial) note(r *blackboard.Record) {
 	case r.Slot == blackboard.Plans && r.Kind == kindPlan:
 		tr.proposedPlan = true
 	}
-	if r.Status == blackboard.StatusInvalidated && refusal(r.Reason) && !slices.Contains(tr.rejections, r.Reason) {
-		tr.rejections = append(tr.rejections, r.Reason)
+	if r.Status == blackboard.StatusInvalidated && refusal(r.Reason) && !tr.rejected(r.Reason) {
+		if tr.nRejections < len(tr.rejections) {
+			tr.rejections[tr.nRejections] = r.Reason
+			tr.nRejections++
+		} else {
+			tr.moreRejections = append(tr.moreRejections, r.Reason)
+		}
 	}
 }
 
@@ -282,7 +297,7 @@ func (tr *trial) explained(c blackboard.Code, t *Task) bool {
 	case llm.CodeError:
 		return !tr.proposedBelief || !tr.proposedPlan
 	}
-	return slices.Contains(tr.rejections, c)
+	return tr.rejected(c)
 }
 
 // maxReads bounds the records one chain walk reads.
