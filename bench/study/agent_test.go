@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -337,6 +339,15 @@ func TestSharedPayloadsMatchFresh(t *testing.T) {
 				t.Errorf("%s charge under %+v: shared %v, fresh %v", task.ID, f, got, want)
 			}
 		}
+		if len(shared.fallbacks) == 0 {
+			t.Errorf("%s: no shared fallback payloads", task.ID)
+		}
+		for _, c := range append(slices.Collect(maps.Keys(shared.fallbacks)), "NOT_A_CODE", "") {
+			with.reason, without.reason = c, c
+			if got, want := with.fallbackPayload(), without.fallbackPayload(); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s fallback for %q: shared %v, fresh %v", task.ID, c, got, want)
+			}
+		}
 	}
 }
 
@@ -347,4 +358,25 @@ func mustTasks(t *testing.T) []Task {
 		t.Fatal(err)
 	}
 	return tasks
+}
+
+// An outcome's label reads the same whether it is made or found among
+// those made before.
+func TestFinalLabel(t *testing.T) {
+	for _, c := range []struct {
+		f    Final
+		want string
+	}{
+		{Final{ActionCommitted: true, ActionCode: blackboard.CodeCommitted}, "issue_refund COMMITTED"},
+		{Final{BeliefCode: blackboard.CodeStaleEvidence, SafeActionCommitted: true}, "queue_for_review after belief STALE_EVIDENCE"},
+		{Final{BeliefCode: blackboard.CodeCommitted, PlanCode: blackboard.CodePlanFeasible, ActionCode: "BLOCKED_X", SafeActionCode: "INVALID_PROPOSAL"},
+			"queue_for_review after belief COMMITTED, plan PLAN_FEASIBLE, action BLOCKED_X (fallback INVALID_PROPOSAL)"},
+		{Final{BeliefCode: blackboard.Code(strings.Repeat("Z", 300))}, "queue_for_review after belief " + strings.Repeat("Z", 300) + " (fallback )"},
+	} {
+		for range 2 {
+			if got := c.f.label(); got != c.want {
+				t.Errorf("%+v: label %q, want %q", c.f, got, c.want)
+			}
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ func appendLine(b []byte, r *Result) ([]byte, error) {
 	var err error
 	switch o := r.Output.(type) {
 	case *KernelOutput:
-		b, err = appendKernelOutput(b, o)
+		b, err = appendKernelOutput(b, o, r.views)
 	case *GlueOutput:
 		b, err = appendGlueOutput(b, o)
 	default:
@@ -48,7 +49,9 @@ func appendLine(b []byte, r *Result) ([]byte, error) {
 	return append(b, "}\n"...), nil
 }
 
-func appendKernelOutput(b []byte, o *KernelOutput) ([]byte, error) {
+// appendKernelOutput writes o; vm, if not nil, holds the maps of o's view
+// when the harness filled it in.
+func appendKernelOutput(b []byte, o *KernelOutput, vm *viewMaps) ([]byte, error) {
 	if o == nil {
 		return append(b, "null"...), nil
 	}
@@ -72,7 +75,12 @@ func appendKernelOutput(b []byte, o *KernelOutput) ([]byte, error) {
 	b = append(b, `,"safe_action_code":`...)
 	b = appendString(b, string(f.SafeActionCode))
 	b = append(b, `},"view":`...)
-	b, err := appendView(b, o.View)
+	var err error
+	if vm.holds(o.View) {
+		b, err = vm.appendJSON(b)
+	} else {
+		b, err = appendView(b, o.View)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +156,60 @@ func appendView(b []byte, v map[blackboard.Slot]map[string]blackboard.Payload) (
 	return append(b, '}'), nil
 }
 
+// holds reports whether v is the view vm's maps make up, every slot of it
+// noted in vm.bySlot; vm may be nil.
+func (vm *viewMaps) holds(v map[blackboard.Slot]map[string]blackboard.Payload) bool {
+	if vm == nil || v == nil || reflect.ValueOf(v).UnsafePointer() != reflect.ValueOf(vm.slots).UnsafePointer() {
+		return false
+	}
+	n := 0
+	for i := range vm.bySlot {
+		if vm.bySlot[i].kinds != nil {
+			n++
+		}
+	}
+	return n == len(v)
+}
+
+// appendJSON writes vm's view as appendView does, from vm.bySlot: without
+// hashing the slots, and without iterating a slot's map when it holds one
+// kind, the last one put in it.
+func (vm *viewMaps) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
+	sep := false
+	for i, s := range slotsByName {
+		sv := &vm.bySlot[s]
+		if sv.kinds == nil {
+			continue
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, slotKeys[i]...)
+		var err error
+		if len(sv.kinds) == 1 {
+			b = append(appendString(append(b, '{'), sv.kind), ':')
+			b, err = appendObject(b, sv.payload)
+			b = append(b, '}')
+		} else {
+			b, err = appendMap(b, sv.kinds, appendPayload)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// slotKeys are slotsByName's names as JSON keys, colon included.
+var slotKeys = func() (k [len(slotsByName)]string) {
+	for i, s := range slotsByName {
+		k[i] = string(appendString(nil, s.String())) + ":"
+	}
+	return k
+}()
+
 // slotsByName are the valid slots, sorted by name.
 var slotsByName = func() (s [blackboard.Actions]blackboard.Slot) {
 	for i := range s {
@@ -184,10 +246,59 @@ func appendGlueOutput(b []byte, o *GlueOutput) ([]byte, error) {
 }
 
 // appendObject writes a JSON object with its keys sorted, as encoding/json
-// does; nil is null.
+// does; nil is null. It is appendMap written out for payloads, the bulk of
+// a line: the values' common types are written in place rather than
+// through a function value, and the sort moves one-byte indices rather
+// than key-value pairs.
 func appendObject(b []byte, m map[string]any) ([]byte, error) {
-	return appendMap(b, m, appendValue)
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	if len(m) > maxSmall {
+		return appendMap(b, m, appendValue)
+	}
+	var keys [maxSmall]string
+	var vals [maxSmall]any
+	var order [maxSmall]uint8
+	n := 0
+	for k, v := range m {
+		if n == maxSmall { // the map grew under us: a racing writer
+			return appendMap(b, m, appendValue)
+		}
+		keys[n], vals[n] = k, v
+		order[n] = uint8(n)
+		n++
+	}
+	for i := 1; i < n; i++ {
+		for j := i; j > 0 && less(keys[order[j]], keys[order[j-1]]); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	b = append(b, '{')
+	for i, o := range order[:n] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, keys[o])
+		b = append(b, ':')
+		switch x := vals[o].(type) {
+		case bool:
+			b = strconv.AppendBool(b, x)
+		case string:
+			b = appendString(b, x)
+		default:
+			var err error
+			if b, err = appendValue(b, x); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(b, '}'), nil
 }
+
+// maxSmall is the most keys appendObject sorts on the stack; payloads
+// have a dozen at most.
+const maxSmall = 24
 
 // appendMap writes a map with string keys, keys sorted, each value with
 // value; nil is null. The pairs are collected in one pass over the map
@@ -342,13 +453,19 @@ func plainPrefix(s string) int {
 			break
 		}
 	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			break
-		}
+	for ; i < len(s) && plain[s[i]]; i++ {
 	}
 	return i
 }
+
+// plain marks the bytes that need no escaping: one load per byte of a
+// tail rather than four comparisons.
+var plain = func() (p [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		p[c] = c != '"' && c != '\\'
+	}
+	return p
+}()
 
 // appendString writes s as a JSON string the way encoding/json does without
 // HTML escaping: '"' and '\\' escaped, control characters as \b, \f, \n,

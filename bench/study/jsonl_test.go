@@ -231,6 +231,20 @@ func BenchmarkAppendLine(b *testing.B) {
 			line, _ = appendLine(line[:0], rs[i%len(rs)])
 		}
 	})
+	// The bk agent's lines alone: the 18,000-episode run writes only those.
+	var bk []*Result
+	for _, r := range rs {
+		if r.Agent == AgentBK {
+			bk = append(bk, r)
+		}
+	}
+	b.Run("hand-written-bk", func(b *testing.B) {
+		b.ReportAllocs()
+		var line []byte
+		for i := 0; b.Loop(); i++ {
+			line, _ = appendLine(line[:0], bk[i%len(bk)])
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		var buf bytes.Buffer

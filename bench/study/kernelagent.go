@@ -3,6 +3,8 @@ package study
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -354,12 +356,24 @@ type routePayloads struct {
 	// charges are the payment tool's percepts by fault pattern (see
 	// [chargeIndex]).
 	charges [16]blackboard.Payload
+	// fallbacks are the fallback's payloads by reason, for every code the
+	// study registers in t ([registered]); read-only once built, so that
+	// episodes on several goroutines may share them.
+	fallbacks map[blackboard.Code]blackboard.Payload
 }
 
 func newRoutePayloads(t *Task) *routePayloads {
 	p := &routePayloads{belief: beliefPayload(), plan: planPayload(t), refund: refundPayload(t)}
 	for i := range p.charges {
 		p.charges[i] = t.Charge(perturb.Flags{Drop: i&8 != 0, Stale: i&4 != 0, Conflict: i&2 != 0, LowConfidence: i&1 != 0}, true)
+	}
+	codes := slices.Concat(kernelCodes, declineCodes)
+	for _, c := range t.Constraints {
+		codes = append(codes, blackboard.PlanBlockedCode(c.Name), blackboard.BlockedCode(c.Name))
+	}
+	p.fallbacks = make(map[blackboard.Code]blackboard.Payload, len(codes))
+	for _, c := range codes {
+		p.fallbacks[c] = fallbackPayload(c)
 	}
 	return p
 }
@@ -644,8 +658,7 @@ func (e *kernelEpisode) route(ctx context.Context, p *kernel.Planner, d decider)
 func (e *kernelEpisode) fallback(ctx context.Context, p *kernel.Planner) error {
 	d, err := p.Submit(ctx, kernel.Entry{
 		TraceID: e.trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload:   blackboard.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(e.reason)},
-		InputRefs: e.rejected,
+		Payload: e.fallbackPayload(), InputRefs: e.rejected,
 	})
 	if err != nil {
 		return err
@@ -654,20 +667,70 @@ func (e *kernelEpisode) fallback(ctx context.Context, p *kernel.Planner) error {
 	return nil
 }
 
-// label names the episode's outcome class for the report.
+// fallbackPayload is the fallback's payload for the episode's reason: the
+// shared one when the episode has the shared payloads and the reason is a
+// registered code, a fresh one otherwise.
+func (e *kernelEpisode) fallbackPayload() blackboard.Payload {
+	if e.shared != nil {
+		if p, ok := e.shared.fallbacks[e.reason]; ok {
+			return p
+		}
+	}
+	return fallbackPayload(e.reason)
+}
+
+func fallbackPayload(reason blackboard.Code) blackboard.Payload {
+	return blackboard.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(reason)}
+}
+
+// label names the episode's outcome class for the report. A run has a few
+// dozen classes: a label is written into a buffer on the stack and
+// looked up among those already made, so that a run does not build the
+// same strings in every episode.
 func (f Final) label() string {
-	if f.ActionCommitted {
-		return "issue_refund " + string(f.ActionCode)
+	var buf [192]byte
+	b := f.appendLabel(buf[:0])
+	m := labels.Load()
+	if s, ok := (*m)[string(b)]; ok {
+		return s
 	}
-	s := "queue_for_review after belief " + string(f.BeliefCode)
-	if f.PlanCode != "" {
-		s += ", plan " + string(f.PlanCode)
-	}
-	if f.ActionCode != "" {
-		s += ", action " + string(f.ActionCode)
-	}
-	if !f.SafeActionCommitted {
-		s += " (fallback " + string(f.SafeActionCode) + ")"
+	s := string(b)
+	if len(*m) < maxLabels {
+		// Copy on write: readers never lock, and a lost race only means
+		// the label is made again next time.
+		next := make(map[string]string, len(*m)+1)
+		for k, v := range *m {
+			next[k] = v
+		}
+		next[s] = s
+		labels.CompareAndSwap(m, &next)
 	}
 	return s
+}
+
+// labels are the outcome labels made so far; maxLabels bounds them, in
+// case codes that are not the kernel's (an LLM decider's) make many.
+var labels = func() *atomic.Pointer[map[string]string] {
+	var p atomic.Pointer[map[string]string]
+	p.Store(&map[string]string{})
+	return &p
+}()
+
+const maxLabels = 256
+
+func (f Final) appendLabel(b []byte) []byte {
+	if f.ActionCommitted {
+		return append(append(b, "issue_refund "...), f.ActionCode...)
+	}
+	b = append(append(b, "queue_for_review after belief "...), f.BeliefCode...)
+	if f.PlanCode != "" {
+		b = append(append(b, ", plan "...), f.PlanCode...)
+	}
+	if f.ActionCode != "" {
+		b = append(append(b, ", action "...), f.ActionCode...)
+	}
+	if !f.SafeActionCommitted {
+		b = append(append(append(b, " (fallback "...), f.SafeActionCode...), ')')
+	}
+	return b
 }

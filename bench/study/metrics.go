@@ -236,8 +236,18 @@ type trial struct {
 	// action_plan.
 	proposedBelief, proposedPlan bool
 	// rejections are the codes the kernel rejected the trace's proposals
-	// with.
-	rejections []blackboard.Code
+	// with: the first ones in an array, so that an episode's trial stays
+	// on the stack (a slice into itself would move it to the heap), and
+	// any more in moreRejections.
+	rejections     [4]blackboard.Code
+	nRejections    int
+	moreRejections []blackboard.Code
+}
+
+// rejected reports whether the kernel rejected one of the trace's
+// proposals with c.
+func (tr *trial) rejected(c blackboard.Code) bool {
+	return slices.Contains(tr.rejections[:tr.nRejections], c) || slices.Contains(tr.moreRejections, c)
 }
 
 func (tr *trial) note(r *blackboard.Record) {
@@ -258,8 +268,13 @@ func (tr *trial) note(r *blackboard.Record) {
 	case r.Slot == blackboard.Plans && r.Kind == kindPlan:
 		tr.proposedPlan = true
 	}
-	if r.Status == blackboard.StatusInvalidated && refusal(r.Reason) && !slices.Contains(tr.rejections, r.Reason) {
-		tr.rejections = append(tr.rejections, r.Reason)
+	if r.Status == blackboard.StatusInvalidated && refusal(r.Reason) && !tr.rejected(r.Reason) {
+		if tr.nRejections < len(tr.rejections) {
+			tr.rejections[tr.nRejections] = r.Reason
+			tr.nRejections++
+		} else {
+			tr.moreRejections = append(tr.moreRejections, r.Reason)
+		}
 	}
 }
 
@@ -282,7 +297,7 @@ func (tr *trial) explained(c blackboard.Code, t *Task) bool {
 	case llm.CodeError:
 		return !tr.proposedBelief || !tr.proposedPlan
 	}
-	return slices.Contains(tr.rejections, c)
+	return tr.rejected(c)
 }
 
 // maxReads bounds the records one chain walk reads.
@@ -302,17 +317,26 @@ func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 	if len(reqs) == 0 && code == "" {
 		return false, nil
 	}
-	found := map[string]bool{}
-	seen := map[string]bool{d.ID: true}
+	// found[i]: reqs[i]'s belief is evidenced (a kind listed twice counts
+	// at its first place). found and seen are lists rather than maps: a
+	// chain is a few ids, and a list of them stays on the stack and is
+	// searched faster than a map is filled.
+	var foundBuf [4]bool
+	found := foundBuf[:min(len(reqs), len(foundBuf))]
+	if len(reqs) > len(foundBuf) {
+		found = make([]bool, len(reqs))
+	}
+	var seenBuf [16]string
+	seen := append(seenBuf[:0], d.ID)
 	var buf [8]string // a chain is a few ids: the queue stays off the heap
 	queue := append(buf[:0], d.Provenance.InputRefs...)
 	for reads := 0; len(queue) > 0 && reads < maxReads; reads++ {
 		id := queue[0]
 		queue = queue[1:]
-		if seen[id] {
+		if slices.Contains(seen, id) {
 			continue
 		}
-		seen[id] = true
+		seen = append(seen, id)
 		rec, err := r.Get(ctx, id)
 		if errors.Is(err, blackboard.ErrNotFound) {
 			continue // a dangling id breaks this link only
@@ -332,12 +356,12 @@ func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 				queue = append(queue, rec.Provenance.InputRefs...)
 			}
 		case rec.Slot == blackboard.Beliefs:
-			if rec.Mode == blackboard.ModeCommit && slices.Contains(reqs, rec.Kind) && !found[rec.Kind] {
+			if i := slices.Index(reqs, rec.Kind); rec.Mode == blackboard.ModeCommit && i >= 0 && !found[i] {
 				ok, err := evidenced(ctx, r, rec)
 				if err != nil {
 					return false, err
 				}
-				found[rec.Kind] = ok
+				found[i] = ok
 			}
 		case rec.Slot == blackboard.Actions || rec.Slot == blackboard.Plans:
 			queue = append(queue, rec.Provenance.InputRefs...)
@@ -347,7 +371,7 @@ func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
 		return false, nil
 	}
 	for _, kind := range reqs {
-		if !found[kind] {
+		if !found[slices.Index(reqs, kind)] {
 			return false, nil
 		}
 	}

@@ -163,7 +163,8 @@ func (l *ledger) Get(ctx context.Context, id string) (blackboard.Record, error) 
 // view returns the trace's committed, active payloads by slot and kind,
 // the latest of each, leaving out records whose time to live had run out
 // at nowMS: what kernel.View shows. The payloads are the store's; the
-// maps are vm's.
+// maps are vm's, which also notes each slot's map and last kind for the
+// line ([viewMaps.appendJSON]).
 func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]blackboard.Payload {
 	if vm.slots == nil {
 		vm.slots = make(map[blackboard.Slot]map[string]blackboard.Payload, 4)
@@ -175,7 +176,13 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]
 		if r.Status != blackboard.StatusActive || r.Mode != blackboard.ModeCommit || p.TTLMS > 0 && nowMS > p.TimestampMS+p.TTLMS {
 			continue
 		}
-		m := v[r.Slot]
+		valid := r.Slot >= 1 && int(r.Slot) < len(vm.bySlot)
+		var m map[string]blackboard.Payload
+		if valid {
+			m = vm.bySlot[r.Slot].kinds
+		} else {
+			m = v[r.Slot]
+		}
 		if m == nil {
 			if n := len(vm.spare); n > 0 {
 				m, vm.spare = vm.spare[n-1], vm.spare[:n-1]
@@ -185,6 +192,9 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]
 			v[r.Slot] = m
 		}
 		m[r.Kind] = r.Payload
+		if valid {
+			vm.bySlot[r.Slot] = slotView{kinds: m, kind: r.Kind, payload: r.Payload}
+		}
 	}
 	return v
 }
@@ -194,8 +204,19 @@ func (l *ledger) view(nowMS int64, vm *viewMaps) map[blackboard.Slot]map[string]
 // small allocations, and nothing reads it after its line.
 type viewMaps struct {
 	slots map[blackboard.Slot]map[string]blackboard.Payload
+	// bySlot are slots' maps by slot, each with the kind and payload last
+	// put in it: when a map holds one kind, that is its only entry, and
+	// the line is written without iterating it.
+	bySlot [blackboard.Actions + 1]slotView
 	// spare are emptied maps of slots.
 	spare []map[string]blackboard.Payload
+}
+
+// slotView is one slot of a view: its map and the entry last put in it.
+type slotView struct {
+	kinds   map[string]blackboard.Payload
+	kind    string
+	payload blackboard.Payload
 }
 
 // views holds emptied viewMaps.
@@ -208,6 +229,7 @@ func (vm *viewMaps) reset() {
 		vm.spare = append(vm.spare, m)
 	}
 	clear(vm.slots)
+	vm.bySlot = [len(vm.bySlot)]slotView{}
 }
 
 // execute performs, once each and in store order, every action record of
