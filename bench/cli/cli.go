@@ -29,11 +29,10 @@ import (
 // megabyte, so the runtime's default aims at its 4 MB minimum and collects
 // every few milliseconds; with two workers allocating, those collections'
 // pauses and assists cost more than the episodes gain (on two cores
-// --parallel 2 then saved almost no time and cost 40 % more CPU). A 32 MB
-// target makes them eight times rarer: at 400 (16 MB) a serial
-// 18,000-episode run still spent a tenth of its CPU more (0.35–0.41 s
-// against 0.33–0.35 s), for 27 MB less resident memory (43 MB against 70).
-const GCPercent = 800
+// --parallel 2 then saved almost no time and cost 40 % more CPU). A 16 MB
+// target makes them four times rarer; a serial run's CPU time does not
+// change (docs/performance.md).
+const GCPercent = 400
 
 // ErrUsage is wrapped by the error [Run] returns for bad flags or
 // arguments (the study's own configuration errors wrap the study's
