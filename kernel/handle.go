@@ -221,31 +221,18 @@ type Constraint struct {
 // as it is: it holds nothing of the caller's.
 func (c Constraint) entry(traceID string, scope blackboard.Scope) Entry {
 	e := Entry{TraceID: traceID, Slot: blackboard.Constraints, Kind: c.Name, Scope: scope}
-	if c.Extra != nil {
-		e.Payload = c.Payload()
-		return e
-	}
-	p := make(blackboard.Payload, 5)
-	p[KeyName] = c.Name
-	p[KeyEnabled] = c.Enabled
-	p[KeyBlocksField] = c.BlocksField
-	if c.BindPercept != "" {
-		p[KeyBindPercept] = c.BindPercept
-	}
-	if len(c.AppliesTo) > 0 {
-		types := make([]any, len(c.AppliesTo))
-		for i, t := range c.AppliesTo {
-			types[i] = t
-		}
-		p[KeyAppliesTo] = types
-	}
-	e.Payload, e.owned = p, true
+	e.Payload, e.owned = c.payload(c.Extra == nil), c.Extra == nil
 	return e
 }
 
 // Payload renders c as a constraint payload.
-func (c Constraint) Payload() blackboard.Payload {
-	p := make(blackboard.Payload, len(c.Extra)+4)
+func (c Constraint) Payload() blackboard.Payload { return c.payload(false) }
+
+// payload renders c; canonical lists its action types as the []any the
+// kernel stores (the payload is then the kernel's own, holding nothing of
+// the caller's), otherwise as a copy of c.AppliesTo.
+func (c Constraint) payload(canonical bool) blackboard.Payload {
+	p := make(blackboard.Payload, len(c.Extra)+5)
 	for key, v := range c.Extra {
 		p[key] = v
 	}
@@ -255,7 +242,15 @@ func (c Constraint) Payload() blackboard.Payload {
 	if c.BindPercept != "" {
 		p[KeyBindPercept] = c.BindPercept
 	}
-	if len(c.AppliesTo) > 0 {
+	switch {
+	case len(c.AppliesTo) == 0:
+	case canonical:
+		types := make([]any, len(c.AppliesTo))
+		for i, t := range c.AppliesTo {
+			types[i] = t
+		}
+		p[KeyAppliesTo] = types
+	default:
 		p[KeyAppliesTo] = slices.Clone(c.AppliesTo)
 	}
 	return p

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,14 +246,21 @@ func testMalformed(t *testing.T, s blackboard.Store) {
 		if blackboard.CheckRecord(r) == nil {
 			t.Fatalf("suite bug: a record with %s passes blackboard.CheckRecord", c.name)
 		}
-		before := dump(t, s)
-		wantErr(t, appendOne(t.Context(), s, r), blackboard.ErrInvalidInput, "Apply refuses a record with "+c.name)
-		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{good, r}}), blackboard.ErrInvalidInput,
-			"Apply refuses a batch holding a record with "+c.name)
-		unchanged(t, s, before, "a refused record with "+c.name+" changes nothing")
+		refuses(t, s, good, r, blackboard.ErrInvalidInput, "a record with "+c.name, "changes nothing")
 	}
 	mustAppend(t, s, good)
 	wantSame(t, mustGet(t, s, good.ID), good, "the well-formed record the refused batches held can be appended")
+}
+
+// refuses checks that Apply refuses bad on its own and in a batch after
+// good, with want, and that neither attempt changes the store.
+func refuses(t *testing.T, s blackboard.Store, good, bad blackboard.Record, want error, what, unchangedSays string) {
+	t.Helper()
+	before := dump(t, s)
+	wantErr(t, appendOne(t.Context(), s, bad), want, "Apply refuses "+what)
+	wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{good, bad}}), want,
+		"Apply refuses a batch holding "+what)
+	unchanged(t, s, before, "a refused "+strings.TrimPrefix(what, "a ")+" "+unchangedSays)
 }
 
 func testInvalidate(t *testing.T, s blackboard.Store) {

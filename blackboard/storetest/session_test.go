@@ -30,14 +30,15 @@ func TestSessionFlows(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), string(blackboard.CodeDuplicateAction)) {
 		t.Errorf("a second refund of order t-refund-2: %v, want it refused as %s", err, blackboard.CodeDuplicateAction)
 	}
-	read, err := s.CountTrace(ctx, "t-readonly")
+	readState, err := s.ReadState(ctx, blackboard.DefaultNamespace, "t-readonly")
 	if err != nil {
 		t.Fatal(err)
 	}
-	refund, err := s.CountTrace(ctx, "t-refund")
+	refundState, err := s.ReadState(ctx, blackboard.DefaultNamespace, "t-refund")
 	if err != nil {
 		t.Fatal(err)
 	}
+	read, refund := readState.Len, refundState.Len
 	if read == 0 || refund <= read {
 		t.Errorf("records: %d in three read-only flows, %d in three refund flows; want more for the refunds", read, refund)
 	}

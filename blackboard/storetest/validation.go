@@ -47,11 +47,7 @@ func testInvalidUTF8(t *testing.T, s blackboard.Store) {
 		if err := blackboard.CheckRecord(r); !errors.Is(err, c.want) {
 			t.Fatalf("suite bug: blackboard.CheckRecord of a record with invalid UTF-8 in %s: %v, want %q", c.where, err, c.want)
 		}
-		before := dump(t, s)
-		wantErr(t, appendOne(t.Context(), s, r), c.want, "Apply refuses a record with invalid UTF-8 in "+c.where)
-		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{good, r}}), c.want,
-			"Apply refuses a batch holding a record with invalid UTF-8 in "+c.where)
-		unchanged(t, s, before, "a refused record with invalid UTF-8 in "+c.where+" stores nothing")
+		refuses(t, s, good, r, c.want, "a record with invalid UTF-8 in "+c.where, "stores nothing")
 	}
 	mustAppend(t, s, good)
 	wantSame(t, mustGet(t, s, good.ID), good, "the well-formed record the refused batches held can be appended")

@@ -659,18 +659,6 @@ func (s *Store) checkTraceNamespace(earlier []blackboard.Record, r *blackboard.R
 	return nil
 }
 
-// CountTrace returns how many records a trace holds.
-func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
-	if err := s.lock(ctx, false); err != nil {
-		return 0, err
-	}
-	defer s.unlock(false)
-	if t, ok := s.traceOf(traceID); ok {
-		return len(s.traces[t].recs), nil
-	}
-	return 0, nil
-}
-
 // ListTrace implements [blackboard.Store].
 func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
