@@ -9,6 +9,12 @@ package perturb
 //go:noescape
 func mixWide(h *[wideLanes]uint32, s *[mtN][wideLanes]uint32, base *[mtN]uint32)
 
+// md5Wide sets out[l] to word D of the MD5 digest of lane l's padded
+// one-block message in x (see wide_amd64.s and [keysWide]); t is [md5T].
+//
+//go:noescape
+func md5Wide(out *[md5Lanes]uint32, x *md5Block, t *[64][md5Lanes]uint32)
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 
 func xcr0() uint32
