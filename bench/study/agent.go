@@ -57,6 +57,10 @@ type Episode struct {
 	// payloads are Task's payloads, shared by the run's episodes of Task;
 	// nil outside a run.
 	payloads *routePayloads
+	// output, when not nil, is where a kernel agent writes its
+	// [KernelOutput]: memory the harness allocated with the episode's
+	// [Result], one allocation fewer per episode.
+	output *KernelOutput
 }
 
 // Report is what an agent returns for one episode.

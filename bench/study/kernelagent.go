@@ -138,7 +138,11 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("%s %s seed %d: %w", a.name, ep.Task.ID, ep.Seed, err)
 	}
-	out := &KernelOutput{TraceID: ep.TraceID, Final: e.final, Attack: report}
+	out := ep.output
+	if out == nil {
+		out = new(KernelOutput)
+	}
+	*out = KernelOutput{TraceID: ep.TraceID, Final: e.final, Attack: report}
 	if ep.Store == nil {
 		// Outside the harness, which otherwise fills the view in from the
 		// store it reads anyway.

@@ -76,6 +76,10 @@ type Result struct {
 	// views holds Output's view when the harness filled it in; the run
 	// reuses it once the line is written.
 	views *viewMaps
+	// world and output are the episode's [World] and, for a kernel agent,
+	// its Output: allocated with the result rather than apart from it.
+	world  World
+	output KernelOutput
 }
 
 // plan is a validated configuration.
@@ -260,7 +264,9 @@ func (p *plan) jobs(cfg *Config) func(yield func(job) bool) {
 	r := runner{plan: p, cfg: cfg, spare: make(chan *chunk)}
 	return func(yield func(job) bool) {
 		for u := range r.units() {
-			for j := range r.unit(u, r.cfg.Rates.Draw(r.seed(u), r.keys[u/r.seeds])) {
+			var c chunk
+			r.traceIDs(&c, u, u+1)
+			for j := range r.unit(u, r.cfg.Rates.Draw(r.seed(u), r.keys[u/r.seeds]), c.ids) {
 				if !yield(j) {
 					return
 				}
@@ -272,12 +278,16 @@ func (p *plan) jobs(cfg *Config) func(yield func(job) bool) {
 // traceID is "[<runID>/]<agent>/<task>/<seed>", built in one allocation.
 func traceID(runID, agent, task string, seed int) string {
 	var buf [128]byte
-	b := buf[:0]
+	return string(appendTraceID(buf[:0], runID, agent, task, seed))
+}
+
+// appendTraceID appends traceID's result to b.
+func appendTraceID(b []byte, runID, agent, task string, seed int) []byte {
 	if runID != "" {
 		b = append(append(b, runID...), '/')
 	}
 	b = append(append(append(append(b, agent...), '/'), task...), '/')
-	return string(strconv.AppendInt(b, int64(seed), 10))
+	return strconv.AppendInt(b, int64(seed), 10)
 }
 
 // play runs one job: the agent plays the episode, then the harness's
@@ -286,7 +296,9 @@ func traceID(runID, agent, task string, seed int) string {
 // gets a fresh store of its own, which the harness closes.
 func play(ctx context.Context, j job) (*Result, error) {
 	ep := j.ep
-	ep.World = newWorld(ep.Task)
+	res := new(Result)
+	res.world.init(ep.Task)
+	ep.World, ep.output = &res.world, &res.output
 	var own *memstore.Store
 	if !j.agent.Governed() {
 		ep.Store = nil
@@ -322,11 +334,10 @@ func play(ctx context.Context, j job) (*Result, error) {
 	if label == "" {
 		label = f.glueLabel()
 	}
-	return &Result{
-		TaskID: ep.Task.ID, Seed: ep.Seed, Agent: j.agent.Name(),
-		Output: o.Output, Metrics: f.metrics(), label: label, trace: o.Trace,
-		shouldNotAct: f.tainted || f.blocked, hidden: f.hidden, views: vm,
-	}, nil
+	res.TaskID, res.Seed, res.Agent = ep.Task.ID, ep.Seed, j.agent.Name()
+	res.Output, res.Metrics, res.label, res.trace = o.Output, f.metrics(), label, o.Trace
+	res.shouldNotAct, res.hidden, res.views = f.tainted || f.blocked, f.hidden, vm
+	return res, nil
 }
 
 // runner plays a plan in chunks: runs of consecutive (task, seed) units,
@@ -352,6 +363,11 @@ type chunk struct {
 	faults []perturb.Flags
 	seeds  []int
 	keys   []string
+	// ids are its episodes' trace ids, in job order, built in idBytes,
+	// each ending at its idEnds.
+	ids     []string
+	idBytes []byte
+	idEnds  []int
 }
 
 // chunkUnits is how many (task, seed) units a chunk holds: enough that
@@ -385,14 +401,32 @@ func (r runner) draw(c *chunk, lo, hi int) {
 	r.cfg.Rates.DrawMany(c.faults, c.seeds, c.keys)
 }
 
+// traceIDs sets c.ids to the trace ids of units lo…hi-1's episodes, in
+// job order, all in one string: a chunk's ids cost one allocation rather
+// than one an episode.
+func (r runner) traceIDs(c *chunk, lo, hi int) {
+	c.idBytes, c.idEnds, c.ids = c.idBytes[:0], c.idEnds[:0], c.ids[:0]
+	for u := lo; u < hi; u++ {
+		for _, a := range r.agents {
+			c.idBytes = appendTraceID(c.idBytes, r.cfg.RunID, a.Name(), r.tasks[u/r.seeds].ID, r.seed(u))
+			c.idEnds = append(c.idEnds, len(c.idBytes))
+		}
+	}
+	all, start := string(c.idBytes), 0
+	for _, end := range c.idEnds {
+		c.ids = append(c.ids, all[start:end])
+		start = end
+	}
+}
+
 // unit yields the jobs of unit u: one episode per agent of one (task,
 // seed), all under the unit's faults.
-func (r runner) unit(u int, faults perturb.Flags) func(yield func(job) bool) {
+func (r runner) unit(u int, faults perturb.Flags, ids []string) func(yield func(job) bool) {
 	return func(yield func(job) bool) {
 		t := &r.tasks[u/r.seeds]
 		seed := r.seed(u)
-		for _, a := range r.agents {
-			ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: traceID(r.cfg.RunID, a.Name(), t.ID, seed),
+		for i, a := range r.agents {
+			ep := Episode{Task: t, Seed: seed, Faults: faults, TraceID: ids[i],
 				KeepTrace: r.cfg.Traces, Store: r.cfg.Store, payloads: r.payloads[u/r.seeds]}
 			if wc, ok := a.(worldChooser); ok {
 				ep.Faults, ep.LateFaults = wc.world(t, seed)
@@ -415,7 +449,8 @@ func (r runner) recycle(c *chunk) {
 		}
 	}
 	clear(c.results)
-	c.results, c.lines = c.results[:0], c.lines[:0]
+	clear(c.ids)
+	c.results, c.lines, c.ids = c.results[:0], c.lines[:0], c.ids[:0]
 	select {
 	case r.spare <- c:
 	default:
@@ -434,8 +469,10 @@ func (r runner) play(ctx context.Context, k int) (*chunk, error) {
 	n := r.chunkUnits()
 	lo, hi := k*n, min((k+1)*n, r.units())
 	r.draw(c, lo, hi)
+	r.traceIDs(c, lo, hi)
+	na := len(r.agents)
 	for u := lo; u < hi; u++ {
-		for j := range r.unit(u, c.faults[u-lo]) {
+		for j := range r.unit(u, c.faults[u-lo], c.ids[(u-lo)*na:(u-lo+1)*na]) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

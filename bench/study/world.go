@@ -55,9 +55,15 @@ type Effect struct {
 
 // newWorld returns the world of one episode of t.
 func newWorld(t *Task) *World {
-	w := &World{task: t}
-	w.effects = w.first[:0]
+	w := new(World)
+	w.init(t)
 	return w
+}
+
+// init makes w the empty world of one episode of t.
+func (w *World) init(t *Task) {
+	*w = World{task: t}
+	w.effects = w.first[:0]
 }
 
 // IssueRefund refunds the task's charge, logs the effect, and returns what
