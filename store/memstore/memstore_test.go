@@ -330,3 +330,69 @@ func checkSplitID(t *testing.T, id string) {
 		t.Errorf("splitID(%q) = %q, %d, %v; want %q, %d, %v", id, tr, n, ok, wtr, wn, wok)
 	}
 }
+
+// TestListingsAcrossIndexing: a store of one short trace keeps no slot
+// index and lists by reading its trace; its listings give what a listing
+// through the indexes gives, before and after it outgrows that form (its
+// trace longer than a first block, or a second trace), whatever the slot,
+// status and scope asked for.
+func TestListingsAcrossIndexing(t *testing.T) {
+	ctx := context.Background()
+	for _, second := range []int{3, 11, 30} { // when a second trace starts
+		st := memstore.New()
+		var all []blackboard.Record
+		for i := range 40 {
+			trace := "a"
+			if i >= second && i%2 == 1 {
+				trace = "b"
+			}
+			n := 1
+			for _, r := range all {
+				if r.Provenance.TraceID == trace {
+					n++
+				}
+			}
+			slot := blackboard.AllSlots()[i%3*2] // percepts, constraints, evidence
+			r := blackboard.Record{
+				ID: blackboard.RecordID(slot, trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
+				Payload:    blackboard.Payload{"i": float64(i)},
+				Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
+				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.Scope(1 + i/2%2),
+			}
+			b := blackboard.Batch{Appends: []blackboard.Record{r}}
+			if i%4 == 3 { // invalidate an earlier record of the trace
+				for j := range all {
+					if all[j].Provenance.TraceID == trace && all[j].Status == blackboard.StatusActive {
+						b.Invalidations = []blackboard.Invalidation{{ID: all[j].ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}
+						all[j].Status, all[j].Reason = blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit
+						break
+					}
+				}
+			}
+			if err := st.Apply(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			r.Namespace = blackboard.DefaultNamespace
+			all = append(all, r)
+			for _, slot := range blackboard.AllSlots() {
+				for _, f := range []blackboard.Filter{{}, {Scope: blackboard.ScopePersistent}, {Scope: blackboard.ScopeEpisode, Status: blackboard.StatusActive}, {Status: blackboard.StatusInvalidated}} {
+					var want, got []blackboard.Record
+					for j := range all {
+						if all[j].Slot == slot && f.Match(&all[j]) {
+							want = append(want, all[j])
+						}
+					}
+					for r, err := range st.ListSlot(ctx, slot, f) {
+						if err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, r)
+					}
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("second trace at %d, after %d records: ListSlot(%s, %+v) =\n%+v\nwant\n%+v", second, i+1, slot, f, got, want)
+					}
+				}
+			}
+		}
+	}
+}
