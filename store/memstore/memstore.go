@@ -40,13 +40,13 @@ var _ blackboard.TraceLister = (*Store)(nil)
 type Store struct {
 	mu       sync.RWMutex
 	closed   bool
-	window   int32             // records of a slot that keep their payload maps: recentRecords (0 in a test)
-	n        int               // records held
-	batch    uint64            // batches applied, to count one change per trace per batch
-	one      [1]memTrace       // the first trace's entry, so that a store of one trace allocates no list of traces
-	traces   []memTrace        //
-	traceIdx map[string]int32  // made with the second trace (see traceOf)
-	others   map[string]memLoc // records whose id does not give their position
+	window   int32                // records of a slot that keep their payload maps: recentRecords (0 in a test)
+	n        int                  // records held
+	batch    uint64               // batches applied, to count one change per trace per batch
+	one      [1]memTrace          // the first trace's entry, so that a store of one trace allocates no list of traces
+	traces   []memTrace           //
+	traceIdx map[string]int32     // made with the second trace (see traceOf)
+	others   map[string]memLoc    // records whose id does not give their position
 	claims   map[claimKey]string  // once-key in its namespace → record id
 	shared   map[string]memShared // namespace → change counter of its persistent constraints
 	mores    []memMore            // carved one at a time for the records that need one
