@@ -676,35 +676,50 @@ func (s *Store) check(b *blackboard.Batch) error {
 			return fmt.Errorf("%w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, blackboard.NamespaceOf(b.SharedNamespace), v, b.Shared)
 		}
 	}
+	// held is the trace the batch is about (Trace, else its first
+	// append's) when the store holds it: its id and namespace are strings
+	// the store checked when it stored them, so the batch's records need
+	// not be scanned for them again.
+	var held *memTrace
 	if b.Trace != "" {
-		n := 0
+		n, v := 0, uint64(0)
 		if t, ok := s.traceOf(b.Trace); ok {
-			n = len(s.traces[t].recs)
+			held = &s.traces[t]
+			n, v = len(held.recs), held.version
 		}
 		if n != b.TraceLen {
 			return fmt.Errorf("%w: trace %q holds %d records, not %d", blackboard.ErrConflict, b.Trace, n, b.TraceLen)
 		}
-		if b.State != nil {
-			var v uint64
-			if t, ok := s.traceOf(b.Trace); ok {
-				v = s.traces[t].version
-			}
-			if v != b.Version && !mutStateVersion() {
-				return fmt.Errorf("%w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, v, b.Version)
-			}
+		if b.State != nil && v != b.Version && !mutStateVersion() {
+			return fmt.Errorf("%w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, v, b.Version)
+		}
+	} else if len(b.Appends) > 0 {
+		if t, ok := s.traceOf(b.Appends[0].Provenance.TraceID); ok {
+			held = &s.traces[t]
 		}
 	}
-	if err := b.CheckRecords(); err != nil {
+	heldID, heldNS := "", ""
+	if held != nil {
+		heldID, heldNS = held.id, held.namespace
+	}
+	if err := b.CheckRecordsHeld(heldID, heldNS); err != nil {
 		return err
 	}
 	// Batches are small: a quadratic scan for duplicates inside the batch
 	// beats allocating a set.
 	for i := range b.Appends {
 		r := &b.Appends[i]
-		if err := s.checkTraceNamespace(b.Appends[:i], r); err != nil {
+		tr := held
+		if tr == nil || r.Provenance.TraceID != tr.id {
+			tr = nil
+			if t, ok := s.traceOf(r.Provenance.TraceID); ok {
+				tr = &s.traces[t]
+			}
+		}
+		if err := checkTraceNamespace(b.Appends[:i], r, tr); err != nil {
 			return err
 		}
-		if _, dup := s.find(r.ID); dup {
+		if s.holds(r.ID, tr) {
 			return fmt.Errorf("%w: %s", blackboard.ErrDuplicateID, r.ID)
 		}
 		for j := range i {
@@ -746,13 +761,29 @@ func (s *Store) check(b *blackboard.Batch) error {
 	return nil
 }
 
+// holds reports whether the store holds a record with that id, given tr,
+// the trace of the record that would have it (nil: one the store does not
+// hold): an id of the kernel's form of that trace is where its position
+// says, or among the others, and tr saves finding the trace again.
+func (s *Store) holds(id string, tr *memTrace) bool {
+	if trace, n, ok := splitID(id); ok && tr != nil && trace == tr.id {
+		if n < len(tr.recs) && tr.recs[n].id == id {
+			return true
+		}
+		_, ok := s.others[id]
+		return ok
+	}
+	_, ok := s.find(id)
+	return ok
+}
+
 // checkTraceNamespace refuses a record whose namespace differs from its
-// trace's (the trace as stored, or as earlier appends of the batch start
-// it): a trace belongs to one namespace.
-func (s *Store) checkTraceNamespace(earlier []blackboard.Record, r *blackboard.Record) error {
+// trace's (tr, the trace as stored, or as earlier appends of the batch
+// start it): a trace belongs to one namespace.
+func checkTraceNamespace(earlier []blackboard.Record, r *blackboard.Record, tr *memTrace) error {
 	ns, have := blackboard.NamespaceOf(r.Namespace), ""
-	if t, ok := s.traceOf(r.Provenance.TraceID); ok && len(s.traces[t].recs) > 0 {
-		have = s.traces[t].namespace
+	if tr != nil && len(tr.recs) > 0 {
+		have = tr.namespace
 	} else {
 		for j := range earlier {
 			if earlier[j].Provenance.TraceID == r.Provenance.TraceID {
