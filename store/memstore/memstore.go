@@ -591,8 +591,15 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	}
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
 	// The record is written where it is kept, not built aside and copied
-	// there; so is its memMore, whose room no record has used (zero).
-	tr.recs = append(tr.recs, memRec{})
+	// there; so is its memMore. The room past a block's length is zero
+	// (blocks are only appended to), so it is taken as it is rather than
+	// zeroed again, which costs a record's size in write barriers while
+	// the collector runs.
+	if len(tr.recs) < cap(tr.recs) {
+		tr.recs = tr.recs[:l.idx+1]
+	} else {
+		tr.recs = append(tr.recs, memRec{})
+	}
 	m := &tr.recs[l.idx]
 	m.id, m.kind, m.writer, m.reason, m.payload, m.ts = rec.ID, rec.Kind, p.Writer, rec.Reason, rec.Payload, p.TimestampMS
 	m.bits = recBits(rec)
