@@ -22,7 +22,7 @@ var _ blackboard.TraceLister = (*Store)(nil)
 // millions of records gives the garbage collector few pointers to chase.
 // A record is kept in a compact form ([memRec]): its trace id and namespace
 // once per trace, its rarely set fields apart, its five enumerations in
-// one word, and, once recentRecords
+// 16 bits, and, once recentRecords
 // newer records of its slot have been appended, its payload packed into
 // shared arrays of key/value pairs instead of a map (a map of a few keys
 // costs about twice as much). Reading a packed record builds a new map for
@@ -44,7 +44,7 @@ type Store struct {
 	n        int                  // records held
 	batch    uint64               // batches applied, to count one change per trace per batch
 	one      [1]memTrace          // the first trace's entry, so that a store of one trace allocates no list of traces
-	traces   []memTrace           //
+	traces   []memTrace           // in order of their first append
 	traceIdx map[string]int32     // made with the second trace (see traceOf)
 	others   map[string]memLoc    // records whose id does not give their position
 	claims   map[claimKey]string  // once-key in its namespace → record id
@@ -89,7 +89,8 @@ type memTrace struct {
 
 // memRec is a [blackboard.Record] as the store keeps it, in 96 bytes: the
 // trace id and namespace are its trace's, the fields most records leave
-// empty are in more, the enumerations are bit fields of bits, and the
+// empty are in more, the enumerations are bit fields of bits (see
+// recBits), and the
 // payload is either the map the record was appended with or, once packed
 // (bitPacked), pairs packs[pos>>packShift][at:at+keys] with at the low
 // packShift bits of pos (keys MaxUint16: the rest of that array, which such
@@ -117,6 +118,7 @@ const (
 	bitPacked  = 1 << 12
 )
 
+// recBits packs the enumerations of a checked record into memRec.bits.
 func recBits(r *blackboard.Record) uint16 {
 	return uint16(r.Slot)<<bitsSlot | uint16(r.Provenance.Role)<<bitsRole | uint16(r.Mode)<<bitsMode |
 		uint16(r.Status)<<bitsStatus | uint16(r.Scope)<<bitsScope

@@ -229,10 +229,12 @@ func BenchmarkLarge(b *testing.B) {
 	s := memstore.New()
 	storetest.Prefill(b, s, 100_000)
 	last := "percepts:history-9999:10"
+	runs := 0 // each run of Append (-count) writes traces of its own
 	b.Run("Append", func(b *testing.B) {
+		runs++
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			trace := "large-" + strconv.Itoa(i/10)
+			trace := "large-" + strconv.Itoa(runs) + "-" + strconv.Itoa(i/10)
 			last = "percepts:" + trace + ":" + strconv.Itoa(i%10+1)
 			err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{{
 				ID: last, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
