@@ -51,6 +51,7 @@ type Store struct {
 	shared   map[string]memShared // namespace → change counter of its persistent constraints
 	mores    []memMore            // carved one at a time for the records that need one
 	ix       *memIndex            // nil while the store holds one trace of at most firstCap records
+	first    *firstBlock          // the first trace's block, which Close recycles
 }
 
 // memIndex is what a store past one short trace needs: the slot indexes
@@ -177,6 +178,13 @@ type firstBlock struct {
 	recs  [firstCap]memRec
 	mores [firstMores]memMore
 }
+
+// firstBlocks recycles the first blocks of closed stores: a kernel made
+// for one episode or request makes a store and closes it, and nothing
+// outside a store points into its block (every read copies the fields of
+// a record out), so once the store is closed its block can serve the next
+// store's first trace.
+var firstBlocks = sync.Pool{New: func() any { return new(firstBlock) }}
 
 // find locates a record. Kernel ids, "{slot}:{trace}:{n}" with n the
 // record's position in its trace, are found through the trace block, so the
@@ -577,9 +585,10 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 	switch {
 	case t == 0 && tr.recs == nil:
 		// Many stores hold one trace: its block comes with room for the
-		// rare fields of its records, in one allocation.
-		first := new(firstBlock)
-		tr.recs, s.mores = first.recs[:0], first.mores[:]
+		// rare fields of its records, in one allocation (zero, as a
+		// closed store leaves it).
+		s.first = firstBlocks.Get().(*firstBlock)
+		tr.recs, s.mores = s.first.recs[:0], s.first.mores[:]
 	case tr.recs == nil:
 		ix := s.ix
 		if len(ix.slab) < blockCap {
@@ -844,6 +853,13 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.others, s.traceIdx, s.traces, s.claims, s.shared, s.mores, s.ix = nil, nil, nil, nil, nil, nil, nil
+	s.one = [1]memTrace{}
+	if s.first != nil {
+		// No method reads the block once the store is closed.
+		*s.first = firstBlock{}
+		firstBlocks.Put(s.first)
+		s.first = nil
+	}
 	return nil
 }
 

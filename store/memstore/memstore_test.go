@@ -445,3 +445,58 @@ func BenchmarkEpisodeStore(b *testing.B) {
 	b.ReportMetric(float64(len(rec.batches)), "batches")
 	b.ReportMetric(float64(len(buf)), "records")
 }
+
+// TestNewStoreAfterClose: a store closed after holding records with every
+// rare field set leaves nothing of them to the stores made after it (a
+// closed store's first block serves the next store), and the records read
+// from it stay as they were read.
+func TestNewStoreAfterClose(t *testing.T) {
+	ctx := context.Background()
+	conf := 0.5
+	var kept []blackboard.Record
+	for round := range 4 {
+		st := memstore.New()
+		trace := "t" + strconv.Itoa(round)
+		var b blackboard.Batch
+		for i := range 12 - round*3 {
+			r := blackboard.Record{
+				ID: blackboard.RecordID(blackboard.Beliefs, trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
+				Provenance: blackboard.Provenance{Role: blackboard.RolePlanner, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
+				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: blackboard.DefaultNamespace,
+			}
+			if round%2 == 0 { // rounds 0 and 2 set every rare field and a payload; 1 and 3 none
+				r.Payload = blackboard.Payload{"i": float64(i)}
+				r.Provenance.InputRefs, r.EvidenceRefs = []string{"x"}, []string{"y"}
+				r.Provenance.Confidence, r.Provenance.TTLMS, r.Provenance.Span, r.Scope = &conf, 5, "00-span", blackboard.ScopePersistent
+			}
+			b.Appends = append(b.Appends, r)
+		}
+		if err := st.Apply(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.AppendTrace(ctx, nil, trace)
+		if err != nil || !reflect.DeepEqual(got, b.Appends) {
+			t.Fatalf("round %d: read %v\n%+v\nwant\n%+v", round, err, got, b.Appends)
+		}
+		var listed []blackboard.Record
+		for r, err := range st.ListSlot(ctx, blackboard.Beliefs, blackboard.Filter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed = append(listed, r)
+		}
+		if !reflect.DeepEqual(listed, b.Appends) {
+			t.Fatalf("round %d: ListSlot gave %d records, want %d", round, len(listed), len(b.Appends))
+		}
+		if round > 0 && !reflect.DeepEqual(kept[0].Provenance.InputRefs, []string{"x"}) || kept != nil && kept[0].Provenance.TraceID != "t0" {
+			t.Fatalf("round %d: a record read from a closed store changed: %+v", round, kept[0])
+		}
+		if round == 0 {
+			kept = got
+		}
+		st.Close()
+		if _, err := st.Get(ctx, b.Appends[0].ID); !errors.Is(err, blackboard.ErrClosed) {
+			t.Fatalf("closed: %v", err)
+		}
+	}
+}
