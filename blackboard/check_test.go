@@ -39,7 +39,7 @@ func kernelBatch() blackboard.Batch {
 // memory store's CheckRecordsHeld).
 func BenchmarkCheckRecords(b *testing.B) {
 	batch := kernelBatch()
-	b.Run("new", func(b *testing.B) {
+	b.Run("unheld", func(b *testing.B) {
 		for b.Loop() {
 			if err := batch.CheckRecords(); err != nil {
 				b.Fatal(err)
