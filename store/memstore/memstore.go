@@ -155,9 +155,12 @@ type memLoc struct{ trace, idx int32 }
 // A store's first trace starts in a block of firstCap records and
 // firstMores memMores (a governed episode writes about nine records, two
 // thirds of them with input refs: 1,520 bytes, in a 1,536-byte size
-// class). Later trace blocks start with room for blockCap records and are
-// carved from slabs of up to slabTraces blocks. A longer trace grows its
-// block with append as usual. Payloads are packed into arrays of packPairs
+// class). Later trace blocks start with room for blockCap records (an
+// episode fits) and are carved from slabs of up to slabTraces blocks. A
+// longer trace grows its block with append as usual: from eleven records
+// of 96 bytes at about the lengths twelve of 104 did before memRec
+// shrank (12, 24, 51, 102...), so a long session's cost per call stays
+// where it was. Payloads are packed into arrays of packPairs
 // pairs, once recentRecords newer records of their slot have been
 // appended: the window keeps the maps a kernel's decisions read (the
 // records of the trace it is deciding on, just written) and costs a store
@@ -165,7 +168,7 @@ type memLoc struct{ trace, idx int32 }
 const (
 	firstCap      = 10
 	firstMores    = 7
-	blockCap      = 12
+	blockCap      = 11
 	slabTraces    = 256
 	indexBlock    = 8
 	recentRecords = 4096
