@@ -6,8 +6,10 @@ import (
 )
 
 // checkStorable is the minimum any store demands of a record it appends.
-// Stores call it through [CheckRecord].
-func checkStorable(r *Record, checkPayload bool) error {
+// Stores call it through [CheckRecord] and [Batch.CheckRecords]. known
+// holds strings already found valid UTF-8 (see [Batch.CheckRecordsHeld]):
+// a string of r equal to one of them is not scanned again.
+func checkStorable(r *Record, checkPayload bool, known *knownStrings) error {
 	switch {
 	case r.ID == "":
 		return fmt.Errorf("%w: empty record id", ErrInvalidInput)
@@ -30,8 +32,7 @@ func checkStorable(r *Record, checkPayload bool) error {
 	case len(r.Provenance.Span) > maxSpanLen:
 		return fmt.Errorf("%w: record %s: span longer than %d bytes", ErrInvalidInput, r.ID, maxSpanLen)
 	}
-	if !validUTF8(r.ID, r.Kind, r.Provenance.TraceID, r.Provenance.Writer, string(r.Reason), r.Namespace, r.Provenance.Span) ||
-		!validUTF8(r.Provenance.InputRefs...) || !validUTF8(r.EvidenceRefs...) {
+	if !known.valid(r) {
 		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", ErrInvalidInput, r.ID)
 	}
 	if checkPayload && !utf8Value(map[string]any(r.Payload)) {
@@ -39,6 +40,37 @@ func checkStorable(r *Record, checkPayload bool) error {
 	}
 	return nil
 }
+
+// knownStrings are strings found valid UTF-8: a trace id and namespace a
+// store holds, and the record checked before (prev; nil for none).
+type knownStrings struct {
+	trace, namespace string
+	prev             *Record
+}
+
+// valid reports whether every string of r is valid UTF-8, scanning only
+// those it does not know: a string equal to a known one is (the equality
+// test costs less than the scan, and nothing when both share memory, as a
+// batch's records usually do). Ids are scanned: telling one built of a
+// known trace id by its form costs as much as the scan.
+func (k *knownStrings) valid(r *Record) bool {
+	p := &r.Provenance
+	prev := k.prev
+	if prev == nil {
+		prev = &noRecord
+	}
+	return (p.TraceID == k.trace || p.TraceID == prev.Provenance.TraceID || utf8.ValidString(p.TraceID)) &&
+		utf8.ValidString(r.ID) &&
+		(r.Namespace == k.namespace || r.Namespace == prev.Namespace || utf8.ValidString(r.Namespace)) &&
+		(r.Kind == prev.Kind || utf8.ValidString(r.Kind)) &&
+		(p.Writer == prev.Provenance.Writer || utf8.ValidString(p.Writer)) &&
+		(r.Reason == prev.Reason || utf8.ValidString(string(r.Reason))) &&
+		utf8.ValidString(p.Span) && validUTF8(p.InputRefs...) && validUTF8(r.EvidenceRefs...)
+}
+
+// noRecord stands for the record before the first: its strings are all
+// empty, which is valid UTF-8.
+var noRecord Record
 
 func validUTF8(ss ...string) bool {
 	for _, s := range ss {
@@ -113,7 +145,7 @@ func checkTransition(inv Invalidation) error {
 // CheckRecord validates the fields every store requires of a record before
 // appending it. Store implementations call it so that all stores refuse the
 // same malformed input with the same error.
-func CheckRecord(r Record) error { return checkStorable(&r, true) }
+func CheckRecord(r Record) error { return checkStorable(&r, true, &knownStrings{}) }
 
 // CheckInvalidation validates a status change before a store applies it.
 func CheckInvalidation(inv Invalidation) error { return checkTransition(inv) }

@@ -137,11 +137,24 @@ type Batch struct {
 // CheckRecords runs [CheckRecord] on each of the batch's appends, skipping
 // the payloads' strings when PayloadsChecked is set, and returns the first
 // error.
-func (b *Batch) CheckRecords() error {
+func (b *Batch) CheckRecords() error { return b.CheckRecordsHeld("", "") }
+
+// CheckRecordsHeld is [Batch.CheckRecords] for a store that holds a trace
+// with id trace, of namespace namespace (both "" when it holds none it
+// wants to name): strings it holds were found valid when they were stored,
+// so a record's trace id or namespace equal to those is not scanned for
+// UTF-8 again, nor is a string equal to the same field of the append
+// before it. Given strings the store holds (valid UTF-8, as every string a store
+// keeps is), it refuses exactly what CheckRecords refuses: it trusts them,
+// so a store must never pass the batch's own.
+func (b *Batch) CheckRecordsHeld(trace, namespace string) error {
+	known := knownStrings{trace: trace, namespace: namespace}
 	for i := range b.Appends {
-		if err := checkStorable(&b.Appends[i], !b.PayloadsChecked); err != nil {
+		r := &b.Appends[i]
+		if err := checkStorable(r, !b.PayloadsChecked, &known); err != nil {
 			return err
 		}
+		known.prev = r
 	}
 	return nil
 }

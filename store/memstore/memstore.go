@@ -21,32 +21,49 @@ var _ blackboard.TraceLister = (*Store)(nil)
 // costs the same however many other traces the store holds, and a store of
 // millions of records gives the garbage collector few pointers to chase.
 // A record is kept in a compact form ([memRec]): its trace id and namespace
-// once per trace, its rarely set fields apart, and, once recentRecords
+// once per trace, its rarely set fields apart, its five enumerations in
+// 16 bits, and, once recentRecords
 // newer records of its slot have been appended, its payload packed into
 // shared arrays of key/value pairs instead of a map (a map of a few keys
 // costs about twice as much). Reading a packed record builds a new map for
 // it; the records written last, which a kernel's decisions read, keep
 // theirs.
-// A Store holds at most 2^31 records and 2^31 traces. It is safe for
+//
+// A store of one short trace (a kernel per episode) keeps it in one
+// allocation sized for an episode and builds no index: the slot indexes,
+// the slabs of trace blocks and the packs are made together ([memIndex])
+// when a second trace begins or the first outgrows its block, and a
+// listing until then reads the few records of that trace.
+// A Store holds at most 2^31 records and 2^31 traces; payloads are packed
+// into at most 2^32 pairs, past which they keep their maps. It is safe for
 // concurrent use.
 type Store struct {
-	mu         sync.RWMutex
-	closed     bool
-	n          int               // records held
-	others     map[string]memLoc // records whose id does not give their position
-	traceIdx   map[string]int32  // made with the second trace (see traceOf)
-	one        [1]memTrace       // the first trace's entry, so that a store of one trace allocates no list of traces
-	traces     []memTrace
-	slab       []memRec // carved into trace blocks, so few large allocations serve many traces
-	locs       []memLoc // carved into the first blocks of the slot indexes
+	mu       sync.RWMutex
+	closed   bool
+	window   int32                // records of a slot that keep their payload maps: recentRecords (0 in a test)
+	n        int                  // records held
+	batch    uint64               // batches applied, to count one change per trace per batch
+	one      [1]memTrace          // the first trace's entry, so that a store of one trace allocates no list of traces
+	traces   []memTrace           // in order of their first append
+	traceIdx map[string]int32     // made with the second trace (see traceOf)
+	others   map[string]memLoc    // records whose id does not give their position
+	claims   map[claimKey]string  // once-key in its namespace → record id
+	shared   map[string]memShared // namespace → change counter of its persistent constraints
+	mores    []memMore            // carved one at a time for the records that need one
+	ix       *memIndex            // nil while the store holds one trace of at most firstCap records
+	first    *firstBlock          // the first trace's block, which Close recycles
+}
+
+// memIndex is what a store past one short trace needs: the slot indexes
+// (every record of a slot, and its persistent ones, in append order),
+// where their first blocks and the trace blocks are carved from, and the
+// packed payloads.
+type memIndex struct {
 	slots      [blackboard.Actions + 1][]memLoc
 	persistent [blackboard.Actions + 1][]memLoc
-	claims     map[claimKey]string  // once-key in its namespace → record id
-	shared     map[string]memShared // namespace → change counter of its persistent constraints
-	batch      uint64               // batches applied, to count one change per trace per batch
-	packs      [][]memPair          // arrays of packed payloads; the last one is filled next
-	mores      []memMore            // carved one at a time for the records that need one
-	window     int                  // records of a slot that keep their payload maps: recentRecords (0 in a test)
+	locs       []memLoc    // carved into the first blocks of the slot indexes
+	slab       []memRec    // carved into trace blocks, so few large allocations serve many traces
+	packs      [][]memPair // arrays of packed payloads; the last one is filled next
 }
 
 // memShared counts the changes of one namespace's persistent constraints
@@ -71,11 +88,14 @@ type memTrace struct {
 	state         blackboard.StateValue
 }
 
-// memRec is a [blackboard.Record] as the store keeps it: the trace id and
-// namespace are its trace's, the fields most records leave empty are in
-// more, and the payload is either the map the record was appended with or,
-// once packed, pairs packs[pack][at:at+keys] (keys MaxUint16: the rest of
-// that array, which such a payload has to itself).
+// memRec is a [blackboard.Record] as the store keeps it, in 96 bytes: the
+// trace id and namespace are its trace's, the fields most records leave
+// empty are in more, the enumerations are bit fields of bits (see
+// recBits), and the
+// payload is either the map the record was appended with or, once packed
+// (bitPacked), pairs packs[pos>>packShift][at:at+keys] with at the low
+// packShift bits of pos (keys MaxUint16: the rest of that array, which such
+// a payload has to itself).
 type memRec struct {
 	id, kind string
 	writer   string
@@ -83,14 +103,36 @@ type memRec struct {
 	payload  blackboard.Payload
 	ts       int64
 	more     *memMore
-	pack     uint32
-	at, keys uint16
-	packed   bool
-	slot     blackboard.Slot
-	mode     blackboard.Mode
-	status   blackboard.Status
-	scope    blackboard.Scope
-	role     blackboard.Role
+	pos      uint32
+	keys     uint16
+	bits     uint16
+}
+
+// The bit fields of memRec.bits. A checked record's slot and role are in
+// 1..7 and its mode, status and scope in 1..3.
+const (
+	bitsSlot   = 0 // 3 bits
+	bitsRole   = 3 // 3 bits
+	bitsMode   = 6 // 2 bits
+	bitsStatus = 8 // 2 bits
+	bitsScope  = 10
+	bitPacked  = 1 << 12
+)
+
+// recBits packs the enumerations of a checked record into memRec.bits.
+func recBits(r *blackboard.Record) uint16 {
+	return uint16(r.Slot)<<bitsSlot | uint16(r.Provenance.Role)<<bitsRole | uint16(r.Mode)<<bitsMode |
+		uint16(r.Status)<<bitsStatus | uint16(r.Scope)<<bitsScope
+}
+
+func (m *memRec) slot() blackboard.Slot     { return blackboard.Slot(m.bits >> bitsSlot & 7) }
+func (m *memRec) role() blackboard.Role     { return blackboard.Role(m.bits >> bitsRole & 7) }
+func (m *memRec) mode() blackboard.Mode     { return blackboard.Mode(m.bits >> bitsMode & 3) }
+func (m *memRec) status() blackboard.Status { return blackboard.Status(m.bits >> bitsStatus & 3) }
+func (m *memRec) scope() blackboard.Scope   { return blackboard.Scope(m.bits >> bitsScope & 3) }
+
+func (m *memRec) setStatus(st blackboard.Status) {
+	m.bits = m.bits&^(3<<bitsStatus) | uint16(st)<<bitsStatus
 }
 
 // memMore holds the fields of a record that most records leave empty.
@@ -110,20 +152,42 @@ type memPair struct {
 // memLoc is a record's position: trace block and index within it.
 type memLoc struct{ trace, idx int32 }
 
-// A trace block starts with room for blockCap records (a governed episode
-// fits); blocks are carved from slabs of up to slabTraces blocks. A longer
-// trace grows its block with append as usual. Payloads are packed into
-// arrays of packPairs pairs, once recentRecords newer records of their
-// slot have been appended: the window keeps the maps a kernel's decisions
-// read (the records of the trace it is deciding on, just written) and
-// costs a store of millions of records nothing worth counting.
+// A store's first trace starts in a block of firstCap records and
+// firstMores memMores (a governed episode writes about nine records, two
+// thirds of them with input refs: 1,520 bytes, in a 1,536-byte size
+// class). Later trace blocks start with room for blockCap records (an
+// episode fits) and are carved from slabs of up to slabTraces blocks. A
+// longer trace grows its block with append as usual: from eleven records
+// of 96 bytes at about the lengths twelve of 104 did before memRec
+// shrank (12, 24, 51, 102...), so a long session's cost per call stays
+// where it was. Payloads are packed into arrays of packPairs
+// pairs, once recentRecords newer records of their slot have been
+// appended: the window keeps the maps a kernel's decisions read (the
+// records of the trace it is deciding on, just written) and costs a store
+// of millions of records nothing worth counting.
 const (
-	blockCap      = 12
+	firstCap      = 10
+	firstMores    = 7
+	blockCap      = 11
 	slabTraces    = 256
 	indexBlock    = 8
 	recentRecords = 4096
-	packPairs     = 4096
+	packPairs     = 1 << packShift
+	packShift     = 12
 )
+
+// firstBlock is the one allocation of a store of one short trace.
+type firstBlock struct {
+	recs  [firstCap]memRec
+	mores [firstMores]memMore
+}
+
+// firstBlocks recycles the first blocks of closed stores: a kernel made
+// for one episode or request makes a store and closes it, and nothing
+// outside a store points into its block (every read copies the fields of
+// a record out), so once the store is closed its block can serve the next
+// store's first trace.
+var firstBlocks = sync.Pool{New: func() any { return new(firstBlock) }}
 
 // find locates a record. Kernel ids, "{slot}:{trace}:{n}" with n the
 // record's position in its trace, are found through the trace block, so the
@@ -167,8 +231,8 @@ func splitID(id string) (trace string, idx int, ok bool) {
 // payload: enough for a filter. It writes in place, since a record is
 // large to copy.
 func fill(r *blackboard.Record, tr *memTrace, m *memRec) {
-	*r = blackboard.Record{ID: m.id, Slot: m.slot, Mode: m.mode, Kind: m.kind, Status: m.status, Reason: m.reason, Scope: m.scope, Namespace: tr.namespace,
-		Provenance: blackboard.Provenance{Role: m.role, Writer: m.writer, TraceID: tr.id, TimestampMS: m.ts}}
+	*r = blackboard.Record{ID: m.id, Slot: m.slot(), Mode: m.mode(), Kind: m.kind, Status: m.status(), Reason: m.reason, Scope: m.scope(), Namespace: tr.namespace,
+		Provenance: blackboard.Provenance{Role: m.role(), Writer: m.writer, TraceID: tr.id, TimestampMS: m.ts}}
 	if x := m.more; x != nil {
 		r.Provenance.InputRefs, r.Provenance.Confidence, r.Provenance.TTLMS, r.Provenance.Span = x.inputRefs, x.confidence, x.ttlMS, x.span
 		r.EvidenceRefs = x.evidenceRefs
@@ -188,10 +252,10 @@ func (s *Store) appendRecord(dst []blackboard.Record, tr *memTrace, m *memRec) [
 // payload returns m's payload: the map it was appended with, or a new one
 // built from its packed pairs.
 func (s *Store) payload(m *memRec) blackboard.Payload {
-	if !m.packed {
+	if m.bits&bitPacked == 0 {
 		return m.payload
 	}
-	pairs := s.packs[m.pack][m.at:]
+	pairs := s.ix.packs[m.pos>>packShift][m.pos&(packPairs-1):]
 	if m.keys != math.MaxUint16 {
 		pairs = pairs[:m.keys]
 	}
@@ -210,18 +274,24 @@ func (s *Store) pack(l memLoc) {
 		return // nil stays nil; an empty map is packed as no pairs
 	}
 	n := len(m.payload)
-	last := len(s.packs) - 1
-	if last < 0 || cap(s.packs[last])-len(s.packs[last]) < n || len(s.packs[last]) > math.MaxUint16-n {
-		// A payload larger than an array gets one of its own, whose
-		// length keys cannot hold: MaxUint16 then means "all of it".
-		s.packs = append(s.packs, make([]memPair, 0, max(packPairs, n)))
+	ix := s.ix
+	last := len(ix.packs) - 1
+	if last < 0 || cap(ix.packs[last])-len(ix.packs[last]) < n || len(ix.packs[last]) >= packPairs {
+		if last+1 >= 1<<(32-packShift) {
+			return // pos cannot name another array: the payload keeps its map
+		}
+		// A payload larger than an array gets one of its own (at 0),
+		// whose length keys may not hold: MaxUint16 then means "all of
+		// it".
+		ix.packs = append(ix.packs, make([]memPair, 0, max(packPairs, n)))
 		last++
 	}
-	at := len(s.packs[last])
+	at := len(ix.packs[last])
 	for k, v := range m.payload {
-		s.packs[last] = append(s.packs[last], memPair{k, v})
+		ix.packs[last] = append(ix.packs[last], memPair{k, v})
 	}
-	m.pack, m.at, m.keys, m.packed, m.payload = uint32(last), uint16(at), uint16(min(n, math.MaxUint16)), true, nil
+	m.pos, m.keys, m.payload = uint32(last)<<packShift|uint32(at), uint16(min(n, math.MaxUint16)), nil
+	m.bits |= bitPacked
 }
 
 // New returns an empty in-memory store.
@@ -334,28 +404,57 @@ func (s *Store) nothingIn(ctx context.Context, slot blackboard.Slot, f blackboar
 		return false
 	}
 	defer s.unlock(false)
-	if f.Scope == blackboard.ScopePersistent {
-		return len(s.persistent[slot]) == 0
+	if s.ix == nil {
+		if len(s.traces) == 1 {
+			for i := range s.traces[0].recs {
+				m := &s.traces[0].recs[i]
+				if m.slot() == slot && (f.Scope != blackboard.ScopePersistent || m.scope() == blackboard.ScopePersistent) {
+					return false
+				}
+			}
+		}
+		return true
 	}
-	return len(s.slots[slot]) == 0
+	if f.Scope == blackboard.ScopePersistent {
+		return len(s.ix.persistent[slot]) == 0
+	}
+	return len(s.ix.slots[slot]) == 0
 }
 
 // noRecords is the listing of nothing.
 func noRecords(func(blackboard.Record, error) bool) {}
 
+// appendSlot appends the records of slot that match f, in append order:
+// those of its index or, in a store without indexes, of its one trace.
 func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f blackboard.Filter) []blackboard.Record {
-	src := s.slots[slot]
+	if s.ix == nil {
+		if len(s.traces) == 1 {
+			tr := &s.traces[0]
+			for i := range tr.recs {
+				if m := &tr.recs[i]; m.slot() == slot {
+					dst = s.appendMatch(dst, f, tr, m)
+				}
+			}
+		}
+		return dst
+	}
+	src := s.ix.slots[slot]
 	if f.Scope == blackboard.ScopePersistent {
-		src = s.persistent[slot]
+		src = s.ix.persistent[slot]
 	}
 	for _, l := range src {
 		tr := &s.traces[l.trace]
-		m := &tr.recs[l.idx]
-		var r blackboard.Record
-		if fill(&r, tr, m); f.Match(&r) {
-			r.Payload = s.payload(m)
-			dst = append(dst, r)
-		}
+		dst = s.appendMatch(dst, f, tr, &tr.recs[l.idx])
+	}
+	return dst
+}
+
+// appendMatch appends the record m of trace tr to dst if it matches f.
+func (s *Store) appendMatch(dst []blackboard.Record, f blackboard.Filter, tr *memTrace, m *memRec) []blackboard.Record {
+	var r blackboard.Record
+	if fill(&r, tr, m); f.Match(&r) {
+		r.Payload = s.payload(m)
+		dst = append(dst, r)
 	}
 	return dst
 }
@@ -370,7 +469,7 @@ func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.
 		tr := &s.traces[t]
 		for i := len(tr.recs) - 1; i >= 0; i-- {
 			m := &tr.recs[i]
-			if m.slot == slot && m.kind == kind && m.status == blackboard.StatusActive {
+			if m.slot() == slot && m.kind == kind && m.status() == blackboard.StatusActive {
 				var r blackboard.Record
 				fill(&r, tr, m)
 				r.Payload = s.payload(m)
@@ -397,9 +496,10 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 	for _, inv := range b.Invalidations {
 		l, _ := s.find(inv.ID)
 		m := s.at(l)
-		m.status, m.reason = inv.Status, inv.Reason
+		m.setStatus(inv.Status)
+		m.reason = inv.Reason
 		s.bump(l.trace)
-		s.bumpShared(m.slot, m.scope, s.traces[l.trace].namespace)
+		s.bumpShared(m.slot(), m.scope(), s.traces[l.trace].namespace)
 	}
 	for i := range b.Appends {
 		rec := &b.Appends[i]
@@ -467,75 +567,103 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (black
 // add appends a checked record, indexes it and returns its trace's index.
 // The caller holds the lock.
 func (s *Store) add(rec *blackboard.Record) int32 {
-	t, ok := s.traceOf(rec.Provenance.TraceID)
+	p := &rec.Provenance
+	t, ok := s.traceOf(p.TraceID)
 	if !ok {
 		t = int32(len(s.traces))
-		if s.traces == nil {
+		if t == 0 {
 			s.traces = s.one[:0]
+		} else if s.ix == nil {
+			s.indexAll()
 		}
-		s.traces = append(s.traces, memTrace{id: rec.Provenance.TraceID, namespace: blackboard.NamespaceOf(rec.Namespace)})
+		s.traces = append(s.traces, memTrace{id: p.TraceID, namespace: blackboard.NamespaceOf(rec.Namespace)})
 		if t == 1 {
 			s.traceIdx = map[string]int32{s.traces[0].id: 0}
 		}
 		if t > 0 {
-			s.traceIdx[rec.Provenance.TraceID] = t
+			s.traceIdx[p.TraceID] = t
 		}
 	}
 	tr := &s.traces[t]
-	if tr.recs == nil {
-		switch {
-		case s.slab == nil && s.mores == nil:
-			// A store's first block comes with room for the rare fields of
-			// its records and the first blocks of seven slot indexes (an
-			// episode's; an eighth makes more, see index), in one
-			// allocation: many stores hold one trace. Seven, not eight,
-			// keeps it within the bytes the two allocations took apart.
-			first := new(struct {
-				recs  [blockCap]memRec
-				mores [blockCap]memMore
-				locs  [blackboard.Actions * indexBlock]memLoc
-			})
-			s.slab, s.mores, s.locs = first.recs[:], first.mores[:], first.locs[:]
-		case len(s.slab) < blockCap:
-			// Slabs grow with the store, so a store of one trace stays small.
-			s.slab = make([]memRec, min(len(s.traces), slabTraces)*blockCap)
+	switch {
+	case t == 0 && tr.recs == nil:
+		// Many stores hold one trace: its block comes with room for the
+		// rare fields of its records, in one allocation (zero, as a
+		// closed store leaves it).
+		s.first = firstBlocks.Get().(*firstBlock)
+		tr.recs, s.mores = s.first.recs[:0], s.first.mores[:]
+	case tr.recs == nil:
+		ix := s.ix
+		if len(ix.slab) < blockCap {
+			// Slabs grow with the store, so a store of few traces stays small.
+			ix.slab = make([]memRec, min(len(s.traces), slabTraces)*blockCap)
 		}
-		tr.recs, s.slab = s.slab[:0:blockCap], s.slab[blockCap:]
+		tr.recs, ix.slab = ix.slab[:0:blockCap], ix.slab[blockCap:]
+	}
+	if s.ix == nil && (len(tr.recs) == firstCap || s.window < firstCap) {
+		s.indexAll()
 	}
 	l := memLoc{trace: t, idx: int32(len(tr.recs))}
-	p := &rec.Provenance
 	// The record is written where it is kept, not built aside and copied
-	// there; so is its memMore, whose room no record has used (zero).
-	tr.recs = append(tr.recs, memRec{})
+	// there; so is its memMore. The room past a block's length is zero
+	// (blocks are only appended to), so it is taken as it is rather than
+	// zeroed again, which costs a record's size in write barriers while
+	// the collector runs.
+	if len(tr.recs) < cap(tr.recs) {
+		tr.recs = tr.recs[:l.idx+1]
+	} else {
+		tr.recs = append(tr.recs, memRec{})
+	}
 	m := &tr.recs[l.idx]
 	m.id, m.kind, m.writer, m.reason, m.payload, m.ts = rec.ID, rec.Kind, p.Writer, rec.Reason, rec.Payload, p.TimestampMS
-	m.slot, m.mode, m.status, m.scope, m.role = rec.Slot, rec.Mode, rec.Status, rec.Scope, p.Role
+	m.bits = recBits(rec)
 	if p.InputRefs != nil || rec.EvidenceRefs != nil || p.Confidence != nil || p.TTLMS != 0 || p.Span != "" {
 		if len(s.mores) == 0 {
-			s.mores = make([]memMore, min(s.n, slabTraces*blockCap/4))
+			s.mores = make([]memMore, max(1, min(s.n, slabTraces*blockCap/4)))
 		}
 		x := &s.mores[0]
 		s.mores = s.mores[1:]
 		x.inputRefs, x.evidenceRefs, x.confidence, x.ttlMS, x.span = p.InputRefs, rec.EvidenceRefs, p.Confidence, p.TTLMS, p.Span
 		m.more = x
 	}
-	if trace, n, ok := splitID(rec.ID); !ok || trace != rec.Provenance.TraceID || n != int(l.idx) {
+	if trace, n, ok := splitID(rec.ID); !ok || trace != p.TraceID || n != int(l.idx) {
 		if s.others == nil {
 			s.others = make(map[string]memLoc)
 		}
 		s.others[rec.ID] = l
 	}
 	s.n++
-	idx := s.index(s.slots[rec.Slot], l)
-	s.slots[rec.Slot] = idx
-	if rec.Scope == blackboard.ScopePersistent {
-		s.persistent[rec.Slot] = s.index(s.persistent[rec.Slot], l)
-	}
-	// The record of the slot s.window appends ago leaves the window.
-	if len(idx) > s.window {
-		s.pack(idx[len(idx)-1-s.window])
+	if s.ix != nil {
+		s.indexRec(l, m)
 	}
 	return t
+}
+
+// indexAll makes the store's indexes and indexes the records of its one
+// trace: the store is about to outgrow what a listing may read without
+// them.
+func (s *Store) indexAll() {
+	s.ix = new(memIndex)
+	if len(s.traces) == 1 {
+		for i := range s.traces[0].recs {
+			s.indexRec(memLoc{trace: 0, idx: int32(i)}, &s.traces[0].recs[i])
+		}
+	}
+}
+
+// indexRec appends the record m at l to its slot's indexes, and packs the
+// payload of the record of that slot that leaves the window.
+func (s *Store) indexRec(l memLoc, m *memRec) {
+	ix, slot := s.ix, m.slot()
+	idx := s.index(ix.slots[slot], l)
+	ix.slots[slot] = idx
+	if m.scope() == blackboard.ScopePersistent {
+		ix.persistent[slot] = s.index(ix.persistent[slot], l)
+	}
+	// The record of the slot s.window appends ago leaves the window.
+	if w := int(s.window); len(idx) > w {
+		s.pack(idx[len(idx)-1-w])
+	}
 }
 
 // traceOf returns the position of trace id in s.traces. A store of one
@@ -554,10 +682,11 @@ func (s *Store) traceOf(id string) (int32, bool) {
 // episode) does not allocate each of its indexes as it grows.
 func (s *Store) index(dst []memLoc, l memLoc) []memLoc {
 	if cap(dst) == 0 {
-		if len(s.locs) < indexBlock {
-			s.locs = make([]memLoc, (blackboard.Actions+1)*indexBlock)
+		ix := s.ix
+		if len(ix.locs) < indexBlock {
+			ix.locs = make([]memLoc, (blackboard.Actions+1)*indexBlock)
 		}
-		dst, s.locs = s.locs[:0:indexBlock], s.locs[indexBlock:]
+		dst, ix.locs = ix.locs[:0:indexBlock], ix.locs[indexBlock:]
 	}
 	return append(dst, l)
 }
@@ -568,35 +697,50 @@ func (s *Store) check(b *blackboard.Batch) error {
 			return fmt.Errorf("%w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, blackboard.NamespaceOf(b.SharedNamespace), v, b.Shared)
 		}
 	}
+	// held is the trace the batch is about (Trace, else its first
+	// append's) when the store holds it: its id and namespace are strings
+	// the store checked when it stored them, so the batch's records need
+	// not be scanned for them again.
+	var held *memTrace
 	if b.Trace != "" {
-		n := 0
+		n, v := 0, uint64(0)
 		if t, ok := s.traceOf(b.Trace); ok {
-			n = len(s.traces[t].recs)
+			held = &s.traces[t]
+			n, v = len(held.recs), held.version
 		}
 		if n != b.TraceLen {
 			return fmt.Errorf("%w: trace %q holds %d records, not %d", blackboard.ErrConflict, b.Trace, n, b.TraceLen)
 		}
-		if b.State != nil {
-			var v uint64
-			if t, ok := s.traceOf(b.Trace); ok {
-				v = s.traces[t].version
-			}
-			if v != b.Version && !mutStateVersion() {
-				return fmt.Errorf("%w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, v, b.Version)
-			}
+		if b.State != nil && v != b.Version && !mutStateVersion() {
+			return fmt.Errorf("%w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, v, b.Version)
+		}
+	} else if len(b.Appends) > 0 {
+		if t, ok := s.traceOf(b.Appends[0].Provenance.TraceID); ok {
+			held = &s.traces[t]
 		}
 	}
-	if err := b.CheckRecords(); err != nil {
+	heldID, heldNS := "", ""
+	if held != nil {
+		heldID, heldNS = held.id, held.namespace
+	}
+	if err := b.CheckRecordsHeld(heldID, heldNS); err != nil {
 		return err
 	}
 	// Batches are small: a quadratic scan for duplicates inside the batch
 	// beats allocating a set.
 	for i := range b.Appends {
 		r := &b.Appends[i]
-		if err := s.checkTraceNamespace(b.Appends[:i], r); err != nil {
+		tr := held
+		if tr == nil || r.Provenance.TraceID != tr.id {
+			tr = nil
+			if t, ok := s.traceOf(r.Provenance.TraceID); ok {
+				tr = &s.traces[t]
+			}
+		}
+		if err := checkTraceNamespace(b.Appends[:i], r, tr); err != nil {
 			return err
 		}
-		if _, dup := s.find(r.ID); dup {
+		if s.holds(r.ID, tr) {
 			return fmt.Errorf("%w: %s", blackboard.ErrDuplicateID, r.ID)
 		}
 		for j := range i {
@@ -626,7 +770,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 		if !ok {
 			return fmt.Errorf("%w: %s", blackboard.ErrNotFound, inv.ID)
 		}
-		if st := s.at(l).status; st != blackboard.StatusActive {
+		if st := s.at(l).status(); st != blackboard.StatusActive {
 			return fmt.Errorf("%w: %s is %s", blackboard.ErrNotActive, inv.ID, st)
 		}
 		for j := range i {
@@ -638,13 +782,29 @@ func (s *Store) check(b *blackboard.Batch) error {
 	return nil
 }
 
+// holds reports whether the store holds a record with that id, given tr,
+// the trace of the record that would have it (nil: one the store does not
+// hold): an id of the kernel's form of that trace is where its position
+// says, or among the others, and tr saves finding the trace again.
+func (s *Store) holds(id string, tr *memTrace) bool {
+	if trace, n, ok := splitID(id); ok && tr != nil && trace == tr.id {
+		if n < len(tr.recs) && tr.recs[n].id == id {
+			return true
+		}
+		_, ok := s.others[id]
+		return ok
+	}
+	_, ok := s.find(id)
+	return ok
+}
+
 // checkTraceNamespace refuses a record whose namespace differs from its
-// trace's (the trace as stored, or as earlier appends of the batch start
-// it): a trace belongs to one namespace.
-func (s *Store) checkTraceNamespace(earlier []blackboard.Record, r *blackboard.Record) error {
+// trace's (tr, the trace as stored, or as earlier appends of the batch
+// start it): a trace belongs to one namespace.
+func checkTraceNamespace(earlier []blackboard.Record, r *blackboard.Record, tr *memTrace) error {
 	ns, have := blackboard.NamespaceOf(r.Namespace), ""
-	if t, ok := s.traceOf(r.Provenance.TraceID); ok && len(s.traces[t].recs) > 0 {
-		have = s.traces[t].namespace
+	if tr != nil && len(tr.recs) > 0 {
+		have = tr.namespace
 	} else {
 		for j := range earlier {
 			if earlier[j].Provenance.TraceID == r.Provenance.TraceID {
@@ -695,9 +855,14 @@ func (s *Store) Close() error {
 		return blackboard.ErrClosed
 	}
 	s.closed = true
-	s.others, s.traceIdx, s.traces, s.slab, s.locs, s.claims, s.shared = nil, nil, nil, nil, nil, nil, nil
-	s.packs, s.mores = nil, nil
-	s.slots, s.persistent = [blackboard.Actions + 1][]memLoc{}, [blackboard.Actions + 1][]memLoc{}
+	s.others, s.traceIdx, s.traces, s.claims, s.shared, s.mores, s.ix = nil, nil, nil, nil, nil, nil, nil
+	s.one = [1]memTrace{}
+	if s.first != nil {
+		// No method reads the block once the store is closed.
+		*s.first = firstBlock{}
+		firstBlocks.Put(s.first)
+		s.first = nil
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -228,10 +229,12 @@ func BenchmarkLarge(b *testing.B) {
 	s := memstore.New()
 	storetest.Prefill(b, s, 100_000)
 	last := "percepts:history-9999:10"
+	runs := 0 // each run of Append (-count) writes traces of its own
 	b.Run("Append", func(b *testing.B) {
+		runs++
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			trace := "large-" + strconv.Itoa(i/10)
+			trace := "large-" + strconv.Itoa(runs) + "-" + strconv.Itoa(i/10)
 			last = "percepts:" + trace + ":" + strconv.Itoa(i%10+1)
 			err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{{
 				ID: last, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
@@ -328,5 +331,172 @@ func checkSplitID(t *testing.T, id string) {
 	wtr, wn, wok := blackboard.SplitRecordID(id)
 	if tr != wtr || n != wn || ok != wok {
 		t.Errorf("splitID(%q) = %q, %d, %v; want %q, %d, %v", id, tr, n, ok, wtr, wn, wok)
+	}
+}
+
+// TestListingsAcrossIndexing: a store of one short trace keeps no slot
+// index and lists by reading its trace; its listings give what a listing
+// through the indexes gives, before and after it outgrows that form (its
+// trace longer than a first block, or a second trace), whatever the slot,
+// status and scope asked for.
+func TestListingsAcrossIndexing(t *testing.T) {
+	ctx := context.Background()
+	for _, second := range []int{3, 11, 30} { // when a second trace starts
+		st := memstore.New()
+		var all []blackboard.Record
+		for i := range 40 {
+			trace := "a"
+			if i >= second && i%2 == 1 {
+				trace = "b"
+			}
+			n := 1
+			for _, r := range all {
+				if r.Provenance.TraceID == trace {
+					n++
+				}
+			}
+			slot := blackboard.AllSlots()[i%3*2] // percepts, constraints, evidence
+			r := blackboard.Record{
+				ID: blackboard.RecordID(slot, trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
+				Payload:    blackboard.Payload{"i": float64(i)},
+				Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
+				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.Scope(1 + i/2%2),
+			}
+			b := blackboard.Batch{Appends: []blackboard.Record{r}}
+			if i%4 == 3 { // invalidate an earlier record of the trace
+				for j := range all {
+					if all[j].Provenance.TraceID == trace && all[j].Status == blackboard.StatusActive {
+						b.Invalidations = []blackboard.Invalidation{{ID: all[j].ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}
+						all[j].Status, all[j].Reason = blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit
+						break
+					}
+				}
+			}
+			if err := st.Apply(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			r.Namespace = blackboard.DefaultNamespace
+			all = append(all, r)
+			for _, slot := range blackboard.AllSlots() {
+				for _, f := range []blackboard.Filter{{}, {Scope: blackboard.ScopePersistent}, {Scope: blackboard.ScopeEpisode, Status: blackboard.StatusActive}, {Status: blackboard.StatusInvalidated}} {
+					var want, got []blackboard.Record
+					for j := range all {
+						if all[j].Slot == slot && f.Match(&all[j]) {
+							want = append(want, all[j])
+						}
+					}
+					for r, err := range st.ListSlot(ctx, slot, f) {
+						if err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, r)
+					}
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("second trace at %d, after %d records: ListSlot(%s, %+v) =\n%+v\nwant\n%+v", second, i+1, slot, f, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// recorder is a memory store that keeps a copy of every batch applied to
+// it.
+type recorder struct {
+	*memstore.Store
+	batches []blackboard.Batch
+}
+
+func (r *recorder) Apply(ctx context.Context, b blackboard.Batch) error {
+	c := b
+	c.Appends, c.Invalidations, c.Claims = slices.Clone(b.Appends), slices.Clone(b.Invalidations), slices.Clone(b.Claims)
+	r.batches = append(r.batches, c)
+	return r.Store.Apply(ctx, b)
+}
+
+// BenchmarkEpisodeStore is what a governed episode on a kernel of its own
+// costs its own memory store, as in the study's run: New, the batches
+// the kernel applied in a storetest.Episode (recorded once), a read of the
+// trace, Close.
+func BenchmarkEpisodeStore(b *testing.B) {
+	ctx := context.Background()
+	rec := &recorder{Store: memstore.New()}
+	k, err := kernel.New(kernel.WithStore(rec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := storetest.Episode(ctx, k, "ep-1", false); err != nil {
+		b.Fatal(err)
+	}
+	var buf []blackboard.Record
+	b.ReportAllocs()
+	for b.Loop() {
+		s := memstore.New()
+		for _, batch := range rec.batches {
+			if err := s.Apply(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if buf, err = s.AppendTrace(ctx, buf[:0], "ep-1"); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(len(rec.batches)), "batches")
+	b.ReportMetric(float64(len(buf)), "records")
+}
+
+// TestNewStoreAfterClose: a store closed after holding records with every
+// rare field set leaves nothing of them to the stores made after it (a
+// closed store's first block serves the next store), and the records read
+// from it stay as they were read.
+func TestNewStoreAfterClose(t *testing.T) {
+	ctx := context.Background()
+	conf := 0.5
+	var kept []blackboard.Record
+	for round := range 4 {
+		st := memstore.New()
+		trace := "t" + strconv.Itoa(round)
+		var b blackboard.Batch
+		for i := range 12 - round*3 {
+			r := blackboard.Record{
+				ID: blackboard.RecordID(blackboard.Beliefs, trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
+				Provenance: blackboard.Provenance{Role: blackboard.RolePlanner, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
+				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: blackboard.DefaultNamespace,
+			}
+			if round%2 == 0 { // rounds 0 and 2 set every rare field and a payload; 1 and 3 none
+				r.Payload = blackboard.Payload{"i": float64(i)}
+				r.Provenance.InputRefs, r.EvidenceRefs = []string{"x"}, []string{"y"}
+				r.Provenance.Confidence, r.Provenance.TTLMS, r.Provenance.Span, r.Scope = &conf, 5, "00-span", blackboard.ScopePersistent
+			}
+			b.Appends = append(b.Appends, r)
+		}
+		if err := st.Apply(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.AppendTrace(ctx, nil, trace)
+		if err != nil || !reflect.DeepEqual(got, b.Appends) {
+			t.Fatalf("round %d: read %v\n%+v\nwant\n%+v", round, err, got, b.Appends)
+		}
+		var listed []blackboard.Record
+		for r, err := range st.ListSlot(ctx, blackboard.Beliefs, blackboard.Filter{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed = append(listed, r)
+		}
+		if !reflect.DeepEqual(listed, b.Appends) {
+			t.Fatalf("round %d: ListSlot gave %d records, want %d", round, len(listed), len(b.Appends))
+		}
+		if round > 0 && !reflect.DeepEqual(kept[0].Provenance.InputRefs, []string{"x"}) || kept != nil && kept[0].Provenance.TraceID != "t0" {
+			t.Fatalf("round %d: a record read from a closed store changed: %+v", round, kept[0])
+		}
+		if round == 0 {
+			kept = got
+		}
+		st.Close()
+		if _, err := st.Get(ctx, b.Appends[0].ID); !errors.Is(err, blackboard.ErrClosed) {
+			t.Fatalf("closed: %v", err)
+		}
 	}
 }
