@@ -9,7 +9,7 @@ import (
 // Stores call it through [CheckRecord] and [Batch.CheckRecords]. known
 // holds strings already found valid UTF-8 (see [Batch.CheckRecordsHeld]):
 // a string of r equal to one of them is not scanned again.
-func checkStorable(r *Record, checkPayload bool, known *knownStrings) error {
+func checkStorable(r *Record, known *knownStrings) error {
 	switch {
 	case r.ID == "":
 		return fmt.Errorf("%w: empty record id", ErrInvalidInput)
@@ -35,7 +35,7 @@ func checkStorable(r *Record, checkPayload bool, known *knownStrings) error {
 	if !known.valid(r) {
 		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", ErrInvalidInput, r.ID)
 	}
-	if checkPayload && !utf8Value(map[string]any(r.Payload)) {
+	if !utf8Value(map[string]any(r.Payload)) {
 		return fmt.Errorf("%w: record %s: a payload string is not valid UTF-8", ErrInvalidPayload, r.ID)
 	}
 	return nil
@@ -145,7 +145,7 @@ func checkTransition(inv Invalidation) error {
 // CheckRecord validates the fields every store requires of a record before
 // appending it. Store implementations call it so that all stores refuse the
 // same malformed input with the same error.
-func CheckRecord(r Record) error { return checkStorable(&r, true, &knownStrings{}) }
+func CheckRecord(r Record) error { return checkStorable(&r, &knownStrings{}) }
 
 // CheckInvalidation validates a status change before a store applies it.
 func CheckInvalidation(inv Invalidation) error { return checkTransition(inv) }

@@ -27,10 +27,9 @@ func kernelBatch() blackboard.Batch {
 				Payload: blackboard.Payload{"ok": true}, Provenance: ev, Status: blackboard.StatusActive,
 				Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "study", EvidenceRefs: []string{blackboard.RecordID(blackboard.Beliefs, trace, 3)}},
 		},
-		Invalidations:   []blackboard.Invalidation{{ID: blackboard.RecordID(blackboard.Beliefs, trace, 3), Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
-		Trace:           trace,
-		TraceLen:        3,
-		PayloadsChecked: true,
+		Invalidations: []blackboard.Invalidation{{ID: blackboard.RecordID(blackboard.Beliefs, trace, 3), Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
+		Trace:         trace,
+		TraceLen:      3,
 	}
 }
 

@@ -2,8 +2,6 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
-	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,39 +9,35 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 )
 
-// TestCanonicalPayloadAgreesWithNormalize checks that a payload the kernel
-// stores without a copy is one normalisation would leave as it is, and that
-// every other payload (another form, invalid, too large) goes through
-// normalisation.
-func TestCanonicalPayloadAgreesWithNormalize(t *testing.T) {
-	cases := []struct {
-		p         blackboard.Payload
-		canonical bool
-	}{
-		{blackboard.Payload{}, true},
-		{blackboard.Payload{"a": "x", "b": true, "c": 1.5, "d": nil, "e": []any{"y", 2.0, []any{}}, "f": map[string]any{"g": false}}, true},
-		{blackboard.Payload{"a": 1}, false},
-		{blackboard.Payload{"a": []string{"x"}}, false},
-		{blackboard.Payload{"a": map[string]string{"x": "y"}}, false},
-		{blackboard.Payload{"a": json.Number("1")}, false},
-		{blackboard.Payload{"a": math.NaN()}, false},
-		{blackboard.Payload{"a": "\xff"}, false},
-		{blackboard.Payload{"\xff": "a"}, false},
-		{blackboard.Payload{"a": strings.Repeat("x", 300)}, false}, // over the limit below
-		{nil, false},
-	}
-	for i, c := range cases {
-		got := canonicalPayload(c.p, 256)
-		if got != c.canonical {
-			t.Errorf("case %d: canonical %v, want %v", i, got, c.canonical)
-			continue
-		}
-		if got {
-			n, err := normalizePayload(c.p, 256)
-			if err != nil || !reflect.DeepEqual(n, c.p) {
-				t.Errorf("case %d: normalisation gives %v, %v; want the payload itself", i, n, err)
+// TestConstraintCanonicalAgreesWithNormalize checks that a constraint's
+// payload is stored uncopied exactly when normalisation would leave it as
+// it is: every field valid UTF-8 and the whole within the size limit,
+// counted as normalisation counts it (escaped characters included).
+func TestConstraintCanonicalAgreesWithNormalize(t *testing.T) {
+	names := []string{"", "a", "no_duplicate_refund", "<&>\"", "\xff", "é\u2028", strings.Repeat("x", 40)}
+	var n int
+	for _, name := range names {
+		for _, field := range names {
+			for _, bind := range []string{"", "refund_seen", "\xfe"} {
+				for _, applies := range [][]string{nil, {"refund"}, {"a", "<b>", "c"}, {"ok", "\xff"}} {
+					for _, enabled := range []bool{false, true} {
+						c := Constraint{Name: name, Enabled: enabled, BlocksField: field, BindPercept: bind, AppliesTo: applies}
+						p := c.payload(true)
+						for _, limit := range []int{0, 40, 64, 80, 100, 128, 200} {
+							norm, err := normalizePayload(p, limit)
+							want := err == nil && reflect.DeepEqual(norm, p)
+							if got := c.canonical(limit); got != want {
+								t.Errorf("%+v, limit %d: canonical %v, normalisation %v (%v)", c, limit, got, want, err)
+							}
+							n++
+						}
+					}
+				}
 			}
 		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d cases", n)
 	}
 }
 

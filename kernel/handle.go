@@ -216,13 +216,48 @@ type Constraint struct {
 	Extra blackboard.Payload
 }
 
-// entry is the entry that commits c in the trace with the given scope.
-// Without Extra its payload is built here in canonical form, and stored
-// as it is: it holds nothing of the caller's.
-func (c Constraint) entry(traceID string, scope blackboard.Scope) Entry {
+// entry is the entry that commits c in the trace with the given scope,
+// for a kernel whose payloads are at most limit bytes. Without Extra its
+// payload is built here in canonical form and, when valid, stored as it
+// is: it holds nothing of the caller's.
+func (c Constraint) entry(traceID string, scope blackboard.Scope, limit int) Entry {
 	e := Entry{TraceID: traceID, Slot: blackboard.Constraints, Kind: c.Name, Scope: scope}
-	e.Payload, e.owned = c.payload(c.Extra == nil), c.Extra == nil
+	e.Payload = c.payload(c.Extra == nil)
+	e.owned = c.Extra == nil && c.canonical(limit)
 	return e
+}
+
+// canonical reports whether c's payload, as payload(true) builds it, is
+// valid and within limit (as [normalizePayload] counts it), checking the
+// strings it is built of rather than walking the map built from them.
+func (c Constraint) canonical(limit int) bool {
+	n := normalizer{limit: limit}
+	keys := 3 // name, blocks_field, enabled
+	strs := [...]string{KeyName, c.Name, KeyBlocksField, c.BlocksField, KeyEnabled, KeyBindPercept, c.BindPercept}
+	end := 5
+	if c.BindPercept != "" {
+		keys, end = keys+1, 7
+	}
+	if len(c.AppliesTo) > 0 {
+		keys++
+		if n.str(KeyAppliesTo, "key") != nil || n.grow(2+commas(len(c.AppliesTo))) != nil {
+			return false
+		}
+		for _, t := range c.AppliesTo {
+			if n.str(t, "string") != nil {
+				return false
+			}
+		}
+	}
+	if n.grow(2+keys+commas(keys)+boolSize(c.Enabled)) != nil {
+		return false
+	}
+	for _, s := range strs[:end] {
+		if n.str(s, "string") != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Payload renders c as a constraint payload.
@@ -259,7 +294,7 @@ func (c Constraint) payload(canonical bool) blackboard.Payload {
 // CommitConstraint commits c in the trace with the given scope (zero means
 // episode) and returns the record's id. Its kind is its name.
 func (s *Symbolic) CommitConstraint(ctx context.Context, traceID string, c Constraint, scope blackboard.Scope) (string, error) {
-	return s.Write(ctx, c.entry(traceID, scope))
+	return s.Write(ctx, c.entry(traceID, scope, s.k.maxPayload))
 }
 
 // Governor is the capability to write what only governance code may
@@ -360,7 +395,7 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 	if err != nil {
 		return "", false, err
 	}
-	e := c.entry(traceID, blackboard.ScopePersistent)
+	e := c.entry(traceID, blackboard.ScopePersistent, s.k.maxPayload)
 	e.OnceKeys = []string{key}
 	// The key is the kernel's own, derived here: the write claims it with
 	// the kernel's authority, as a commit claims an action's once-key.

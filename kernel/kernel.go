@@ -365,9 +365,10 @@ type Entry struct {
 	// keys ([blackboard.ErrPermission]).
 	OnceKeys []string
 
-	// owned says the payload was built by the kernel for this write and
-	// shared with no one: it is stored as it is when it is in canonical
-	// form already (see [canonicalPayload]), rather than copied.
+	// owned says the payload was built by the kernel for this write,
+	// shares nothing with anyone and was found valid and within the size
+	// limit as it was built (see [Constraint.canonical]): it is stored as
+	// it is rather than normalised into a copy.
 	owned bool
 }
 
@@ -453,7 +454,7 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	}
 	var payload blackboard.Payload
 	var err error
-	if e.owned && canonicalPayload(e.Payload, k.maxPayload) {
+	if e.owned {
 		payload = e.Payload
 	} else {
 		payload, err = normalizePayload(e.Payload, k.maxPayload)

@@ -79,60 +79,6 @@ func normalizePayload(p blackboard.Payload, limit int) (blackboard.Payload, erro
 	return v, nil
 }
 
-// canonicalPayload reports whether p is valid and already in the form
-// normalizePayload gives (maps, []any, strings, float64, bool, nil), so that
-// a payload nobody else holds may be stored without a copy. Anything else,
-// including an invalid payload, is for normalizePayload, which copies it or
-// explains the refusal.
-func canonicalPayload(p blackboard.Payload, limit int) bool {
-	if p == nil {
-		return false
-	}
-	n := normalizer{limit: limit}
-	return n.canonical(map[string]any(p), 0) == nil
-}
-
-// errNotCanonical stops [normalizer.canonical] at the first value that is
-// not in canonical form.
-var errNotCanonical = errors.New("not canonical")
-
-// canonical checks v as value would, without copying it, and fails with
-// errNotCanonical at a value value would convert.
-func (n *normalizer) canonical(v any, depth int) error {
-	if depth > maxDepth {
-		return errNotCanonical
-	}
-	switch x := v.(type) {
-	case nil, bool, string, float64:
-		_, err := n.value(v, depth)
-		return err
-	case map[string]any:
-		if err := n.grow(2 + len(x) + commas(len(x))); err != nil {
-			return err
-		}
-		for k, e := range x {
-			if err := n.str(k, "key"); err != nil {
-				return err
-			}
-			if err := n.canonical(e, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	case []any:
-		if err := n.grow(2 + commas(len(x))); err != nil {
-			return err
-		}
-		for _, e := range x {
-			if err := n.canonical(e, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return errNotCanonical
-}
-
 // grow counts k more bytes of the encoding and fails once they exceed the
 // limit. It is small enough to inline at every value; the refusal is
 // built out of line.

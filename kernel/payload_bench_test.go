@@ -32,11 +32,11 @@ func BenchmarkNormalizePayload(b *testing.B) {
 	}
 }
 
-func BenchmarkCanonicalPayload(b *testing.B) {
-	p := Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}.entry("t", 0).Payload
+func BenchmarkConstraintCanonical(b *testing.B) {
+	c := Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate", BindPercept: "refund_seen", AppliesTo: []string{"refund"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if !canonicalPayload(p, 65536) {
+		if !c.canonical(65536) {
 			b.Fatal("not canonical")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/vouch"
 )
 
 // snapshot is one read of a trace's decision state ([traceState]), plus
@@ -84,9 +85,9 @@ func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
 	if s.stateful {
 		b.State, b.Version = s.st.next(s.read, b.Appends, b.Invalidations, s), s.version
 	}
-	// Every payload in the batch was normalised on the way in or built
-	// here: its strings are valid UTF-8.
-	b.PayloadsChecked = true
+	// Every record in the batch was checked on the way in or built here
+	// from checked parts: the store need not scan it again.
+	vouch.Set(&b.Vouch)
 	err := k.store.Apply(ctx, b)
 	if s.stateful {
 		if err == nil {

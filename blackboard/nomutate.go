@@ -1,0 +1,6 @@
+//go:build !bkmutate
+
+package blackboard
+
+// The switch of mutate.go, off.
+const mutTrustAll = false
