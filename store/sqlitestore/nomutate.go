@@ -6,4 +6,5 @@ package sqlitestore
 const (
 	mutReadOnlyFiles = false
 	mutCancelError   = false
+	mutNoCheck       = false
 )

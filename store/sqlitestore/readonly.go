@@ -48,6 +48,7 @@ func SchemaVersion() int { return len(migrations) }
 //
 // It returns an error wrapping [fs.ErrNotExist] for a missing file,
 // [ErrNotAStore] for a file that is not a database of this package,
+// [ErrCorrupt] for a damaged file when given [WithCheck],
 // [ErrSchemaTooNew] for one written by a newer version, [ErrSchemaTooOld]
 // for one an older version wrote and no writer of this version has opened
 // since, and ctx's error when ctx ends while the schema is read.
@@ -85,6 +86,11 @@ func OpenReadOnly(ctx context.Context, path string, opts ...Option) (*Store, err
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	if cfg.check {
+		if err := quickCheck(ctx, db, path); err != nil {
+			return nil, errors.Join(err, db.Close())
+		}
 	}
 	s, err := newReadOnly(ctx, db, path)
 	if err != nil {

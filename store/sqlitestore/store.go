@@ -51,6 +51,7 @@ type Option func(*config)
 type config struct {
 	busyTimeout    time.Duration
 	busyTimeoutSet bool
+	check          bool // WithCheck
 }
 
 // defaultBusyTimeout is how long Open's connections wait for another
@@ -78,8 +79,9 @@ const pageSize = 256
 // busy timeout and immediate write transactions. The schema is created or
 // migrated. Open returns an error wrapping [blackboard.ErrInvalidInput] for an
 // empty path or a bad option, [ErrSchemaTooNew] for a database written by
-// a newer version of this package, and ctx's error when ctx ends while
-// the schema is read or migrated.
+// a newer version of this package, [ErrCorrupt] for a damaged file when
+// given [WithCheck], and ctx's error when ctx ends while the schema is
+// read or migrated.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{busyTimeout: defaultBusyTimeout}
 	for _, o := range opts {
@@ -103,6 +105,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, fmt.Errorf("sqlitestore: %w: %v", blackboard.ErrInvalidInput, err)
+		}
+		if cfg.check {
+			if err := checkFile(ctx, path, abs); err != nil {
+				return nil, err
+			}
 		}
 		q.Add("_pragma", "journal_mode(WAL)")
 		dsn = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
