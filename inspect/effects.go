@@ -189,20 +189,27 @@ func runEffects(ctx context.Context, e *env, _ []string) error {
 
 // Export writes records of s as JSON lines: one trace's, or (traceID
 // empty) every trace's of namespace (every namespace when empty), trace
-// by trace in the order the store lists them.
+// by trace in the order the store lists them. A trace that has no records
+// is an error wrapping [blackboard.ErrNotFound], so that a mistyped id is
+// not taken for an empty export.
 func Export(ctx context.Context, s blackboard.Store, namespace, traceID string, w io.Writer) error {
 	enc := newLineEncoder(w)
 	if traceID != "" {
+		n := 0
 		for r, err := range s.ListTrace(ctx, traceID) {
 			if err != nil {
 				return err
 			}
+			n++
 			if namespace != "" && r.Namespace != namespace {
 				return fmt.Errorf("trace %q belongs to namespace %q, not %q", traceID, r.Namespace, namespace)
 			}
 			if err := enc.Encode(r); err != nil {
 				return err
 			}
+		}
+		if n == 0 {
+			return fmt.Errorf("inspect: export: no trace %q: %w", traceID, blackboard.ErrNotFound)
 		}
 		return nil
 	}

@@ -38,11 +38,11 @@ func ExampleMain() {
 	inspect.Main(ctx, []string{"--db", db, "traces"}, os.Stdout, os.Stderr)
 	// Output:
 	// trace "stale" (namespace default): 4 records, 2 decisions, 1 refused; outcome: queue_for_review committed
-	//   t0   percept.charge committed (stale=true)                          percepts:stale:1
-	//   t2   belief.refund_due proposed                                     beliefs:stale:2
-	//   t3   evidence validation: STALE_EVIDENCE -- belief rejected         beliefs:stale:2
-	//   t8   action.queue_for_review proposed                               actions:stale:3
-	//   t9   action.queue_for_review committed (reason=STALE_EVIDENCE)      actions:stale:4
+	//   percept.charge committed (stale=true)                          percepts:stale:1
+	//   belief.refund_due proposed                                     beliefs:stale:2
+	//   evidence validation: STALE_EVIDENCE -- belief rejected         beliefs:stale:2
+	//   action.queue_for_review proposed                               actions:stale:3
+	//   action.queue_for_review committed (reason=STALE_EVIDENCE)      actions:stale:4
 	// exit 0
 	// TRACE  NAMESPACE  RECORDS  DECISIONS  REFUSED  LAST                 OUTCOME
 	// stale  default    4        2          1        2025-01-01 00:00:00  queue_for_review committed

@@ -8,20 +8,22 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
-// Exit codes of [Main].
+// Exit codes of [Main], every program's (internal/cmdline).
 const (
-	ExitOK    = 0
-	ExitError = 1 // the command failed (a missing file, not a store, an unknown record)
-	ExitUsage = 2 // the command line is wrong
+	ExitOK    = cmdline.ExitOK
+	ExitError = cmdline.ExitError // the command failed (a missing file, a corrupt one, not a store, an unknown record)
+	ExitUsage = cmdline.ExitUsage // the command line is wrong
 )
 
 // command is one subcommand.
@@ -34,7 +36,10 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"traces", "", "traces with their outcome and counts", runTraces, nil},
-		{"timeline", "TRACE", "a trace's events, as the paper prints them", runTimeline, nil},
+		{"timeline", "TRACE", "a trace's events, in order (--steps: led by the paper's loop steps t0-t9)", runTimeline,
+			func(fs *flag.FlagSet, e *env) {
+				fs.BoolVar(&e.steps, "steps", false, "lead each event with its step of the paper's loop (t0-t9), as the paper prints traces")
+			}},
 		{"explain", "RECORD", "a decision's provenance: plan, beliefs, evidence, percepts; root cause", runExplain, nil},
 		{"stats", "", "decisions by code, learned constraints, records per slot", runStats, nil},
 		{"approvals", "", "approvals pending, with their age", runApprovals, nil},
@@ -48,6 +53,7 @@ func commands() []command {
 type env struct {
 	db, namespace, trace string
 	json                 bool
+	steps                bool // timeline --steps
 	out                  io.Writer
 	store                blackboard.Store
 	now                  time.Time
@@ -58,17 +64,15 @@ type env struct {
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{out: stdout, now: time.Now()}
 	top := flag.NewFlagSet("bk", flag.ContinueOnError)
-	top.SetOutput(stderr)
 	common(top, e)
-	top.Usage = func() { usage(stderr) }
-	if err := top.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	top.Usage = func() { usage(top.Output()) }
+	// The command and its arguments follow the common flags.
+	if err := cmdline.Parse(top, args, math.MaxInt, stdout, stderr); err != nil {
+		return cmdline.Code(err)
 	}
 	rest := top.Args()
 	if len(rest) == 0 {
+		fmt.Fprintln(stderr, "bk: no command")
 		usage(stderr)
 		return ExitUsage
 	}
@@ -79,7 +83,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if cmd == nil {
-		if rest[0] == "help" {
+		if rest[0] == "help" && len(rest) == 1 {
 			usage(stdout)
 			return ExitOK
 		}
@@ -88,30 +92,29 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	sub := flag.NewFlagSet("bk "+cmd.name, flag.ContinueOnError)
-	sub.SetOutput(stderr)
 	common(sub, e)
 	if cmd.flags != nil {
 		cmd.flags(sub, e)
 	}
 	sub.Usage = func() {
-		fmt.Fprintf(stderr, "usage: bk %s [flags] %s\n  %s\n\nflags:\n", cmd.name, cmd.args, cmd.help)
+		fmt.Fprintf(sub.Output(), "usage: bk %s [flags] %s\n  %s\n\nflags:\n", cmd.name, cmd.args, cmd.help)
 		sub.PrintDefaults()
-	}
-	if err := sub.Parse(interleave(rest[1:], sub)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
 	}
 	want := 0
 	if cmd.args != "" {
 		want = 1
 	}
+	if err := cmdline.Parse(sub, interleave(rest[1:], sub), want, stdout, stderr); err != nil {
+		return cmdline.Code(err)
+	}
 	if sub.NArg() != want {
+		fmt.Fprintf(stderr, "bk %s: missing %s\n", cmd.name, cmd.args)
 		sub.Usage()
 		return ExitUsage
 	}
-	s, err := sqlitestore.OpenReadOnly(ctx, e.db)
+	// Checked whole before use: a damaged file is reported as corrupt,
+	// not as missing traces or records.
+	s, err := sqlitestore.OpenReadOnly(ctx, e.db, sqlitestore.WithCheck())
 	if err != nil {
 		fmt.Fprintln(stderr, "bk:", Inert(describe(e.db, err)))
 		return ExitError
@@ -184,6 +187,8 @@ func describe(path string, err error) string {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("%s: no such file (give the store with --db FILE or $BK_DB)", path)
+	case errors.Is(err, sqlitestore.ErrCorrupt):
+		return fmt.Sprintf("%s is corrupt (SQLite cannot read it; restore it from a backup): %v", path, err)
 	case errors.Is(err, sqlitestore.ErrNotAStore):
 		return fmt.Sprintf("%s is not a kernel store (no blackboard records table): %v", path, err)
 	case errors.Is(err, sqlitestore.ErrSchemaTooNew):

@@ -112,8 +112,12 @@ func TestMultiEpisodeDatabase(t *testing.T) {
 	if tl.Events[0].Text != "percept.temperature committed"+tl.Events[0].Text[len("percept.temperature committed"):] || last.Type != inspect.EventCommit {
 		t.Errorf("timeline %+v ... %+v", tl.Events[0], last)
 	}
-	if text := mustBK(t, "--db", db, "timeline", fallback); !strings.Contains(text, "t0   percept.temperature committed") {
+	// The paper's step numbers only when asked for.
+	if text := mustBK(t, "--db", db, "timeline", fallback); !strings.Contains(text, "\n  percept.temperature committed") || strings.Contains(text, "t0 ") {
 		t.Errorf("timeline text:\n%s", text)
+	}
+	if text := mustBK(t, "--db", db, "timeline", "--steps", fallback); !strings.Contains(text, "\n  t0   percept.temperature committed") {
+		t.Errorf("timeline --steps text:\n%s", text)
 	}
 
 	ex := mustBK(t, "--db", db, "explain", last.Record)

@@ -410,14 +410,25 @@ func clipText(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// WriteText writes the timeline as the paper prints a trace, one event a
-// line: step, text, record id. Stored text is printed through [Inert].
-func (t TimelineReport) WriteText(w io.Writer) error {
+// WriteText writes the timeline one event a line: text, record id, under
+// a line that sums the trace up. Stored text is printed through [Inert].
+func (t TimelineReport) WriteText(w io.Writer) error { return t.write(w, false) }
+
+// WriteSteps writes the timeline as [TimelineReport.WriteText] does, each
+// event led by its step of the paper's loop ("t0" … "t9"), as the paper
+// prints its traces: for reading beside the paper (bk timeline --steps).
+func (t TimelineReport) WriteSteps(w io.Writer) error { return t.write(w, true) }
+
+func (t TimelineReport) write(w io.Writer, steps bool) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "trace \"%s\" (namespace %s): %d records, %d decisions, %d refused; outcome: %s\n",
 		Inert(t.TraceID), Inert(t.Namespace), t.Records, t.Decisions, t.Refusals, Inert(t.Outcome))
 	for _, e := range t.Events {
-		fmt.Fprintf(&sb, "  %-4s %-62s %s\n", e.Label(), Inert(e.Line()), Inert(e.Record))
+		if steps {
+			fmt.Fprintf(&sb, "  %-4s %-62s %s\n", e.Label(), Inert(e.Line()), Inert(e.Record))
+		} else {
+			fmt.Fprintf(&sb, "  %-62s %s\n", Inert(e.Line()), Inert(e.Record))
+		}
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err

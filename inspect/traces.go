@@ -59,6 +59,9 @@ func runTimeline(ctx context.Context, e *env, args []string) error {
 	if e.json {
 		return tl.WriteJSON(e.out)
 	}
+	if e.steps {
+		return tl.WriteSteps(e.out)
+	}
 	return tl.WriteText(e.out)
 }
 

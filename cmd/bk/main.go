@@ -1,9 +1,12 @@
 // Command bk is the Blackboard Kernel inspector: it reads a kernel store
 // (SQLite, read-only, beside a process that writes it) and shows its
 // traces, timelines, explanations, statistics, pending approvals, effects,
-// and exports records as JSON lines.
+// and exports records as JSON lines. -h prints the usage; the exit code is
+// 0 when the command did its work, 1 when it failed (a missing, corrupt or
+// foreign database, an unknown trace or record) and 2 for a wrong command
+// line.
 //
-//	go install github.com/blackboardkernel/bk/cmd/bk@latest
+//	go install github.com/blackboardkernel/bk/cmd/bk@v0.3.0
 //	bk --db bk.db traces
 //	bk --db bk.db timeline TRACE
 //	bk --db bk.db explain RECORD

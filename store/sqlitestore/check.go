@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,8 +17,9 @@ import (
 
 // ErrCorrupt is wrapped by the error of [Open] and [OpenReadOnly] given
 // [WithCheck] for a database file SQLite finds
-// damaged: a malformed page or index, or a file that is not an SQLite
-// database at all.
+// damaged: a malformed page or index, or a file that begins as an SQLite
+// database and is not one. (A file that does not begin as one is
+// [ErrNotAStore].)
 var ErrCorrupt = errors.New("sqlitestore: database is corrupt")
 
 // WithCheck makes [Open] and [OpenReadOnly] read the whole database file
@@ -88,9 +90,28 @@ func checkError(ctx context.Context, path string, err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		case sqlite3.SQLITE_NOTADB:
+			if !sqliteHeader(path) {
+				// Some other file, not a damaged database.
+				return fmt.Errorf("%w: %s is not an SQLite database", ErrNotAStore, path)
+			}
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		case sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 		}
 	}
 	return fmt.Errorf("sqlitestore: %s: %w", path, err)
+}
+
+// sqliteHeader reports whether the file at path begins as every SQLite
+// database does.
+func sqliteHeader(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [16]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && string(b[:]) == "SQLite format 3\x00"
 }

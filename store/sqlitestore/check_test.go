@@ -11,7 +11,7 @@ import (
 )
 
 // damaged returns a store file whose pages after the first hold garbage,
-// and a file of garbage.
+// and a file that begins as an SQLite database and goes on as garbage.
 func damaged(t *testing.T) (store, junk string) {
 	t.Helper()
 	ctx := context.Background()
@@ -42,7 +42,7 @@ func damaged(t *testing.T) (store, junk string) {
 		t.Fatal(err)
 	}
 	junk = filepath.Join(dir, "junk.db")
-	if err := os.WriteFile(junk, []byte(rand.Text()+rand.Text()+rand.Text()), 0o644); err != nil {
+	if err := os.WriteFile(junk, []byte("SQLite format 3\x00"+rand.Text()+rand.Text()+rand.Text()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return store, junk
@@ -71,6 +71,14 @@ func TestCheckRefusesDamage(t *testing.T) {
 			}
 			t.Errorf("OpenReadOnly(%s, WithCheck): %v, want ErrCorrupt", filepath.Base(path), err)
 		}
+	}
+	text := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(text, []byte("hello, this is not a database at all\n"), 0o644)
+	if s, err := OpenReadOnly(ctx, text, WithCheck()); !errors.Is(err, ErrNotAStore) || errors.Is(err, ErrCorrupt) {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("OpenReadOnly(notes.txt, WithCheck): %v, want ErrNotAStore", err)
 	}
 	fresh := filepath.Join(t.TempDir(), "fresh.db")
 	s, err := Open(ctx, fresh, WithCheck())
