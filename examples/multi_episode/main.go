@@ -19,22 +19,24 @@
 // With --db the records are kept in a SQLite file, with --store postgres
 // --dsn DSN in PostgreSQL (the connection's current schema): a second run
 // against the same file or database starts with the constraints the first
-// one learned.
+// one learned; a file SQLite cannot read whole is refused before anything
+// is written into it. Exit codes: 0 done, 1 failed, 2 a wrong command
+// line (-h prints the usage to standard output).
 package main
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"os"
 	"os/signal"
+
+	"github.com/blackboardkernel/bk/internal/cmdline"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "multi_episode:", err)
-		stop()
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	os.Exit(cmdline.Exit("multi_episode", err, os.Stderr, func(w io.Writer) { io.WriteString(w, usage()) }))
 }

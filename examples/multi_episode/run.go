@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
@@ -24,8 +25,8 @@ import (
 	"github.com/blackboardkernel/bk/worker"
 )
 
-// errUsage is wrapped by every error about the command line.
-var errUsage = errors.New("usage")
+// errUsage is wrapped by every error about the command line (exit 2).
+var errUsage = cmdline.ErrUsage
 
 //go:embed rules.json
 var rulesJSON string
@@ -106,7 +107,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	case "memory":
 		store = memstore.New()
 	case "sqlite":
-		s, err := sqlitestore.Open(ctx, cfg.db)
+		// Checked whole first: nothing is written into a damaged file.
+		s, err := sqlitestore.Open(ctx, cfg.db, sqlitestore.WithCheck())
 		if err != nil {
 			return fmt.Errorf("database %s: %w", cfg.db, err)
 		}

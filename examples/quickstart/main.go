@@ -4,7 +4,7 @@
 // representative traces (§10.4–10.5) read: every line is read back from
 // the records the kernel stored.
 //
-//	go run ./examples/quickstart [--store memory|sqlite|postgres] [--db FILE] [--dsn DSN]
+//	go run ./examples/quickstart [--store memory|sqlite|postgres] [--db FILE] [--dsn DSN] [--steps]
 //
 // --store, --db and --dsn mean what they mean for the bench and the other
 // examples: the records stay in memory unless --db names a SQLite file
@@ -13,7 +13,9 @@
 // connection's current schema; the DSN is never printed). The walkthrough
 // is the same either way; a database that already holds its traces is
 // refused, since replaying into them would not be the paper's episodes.
-// There is no --seed: nothing here is drawn at random.
+// There is no --seed: nothing here is drawn at random. --steps leads each
+// event with its step of the paper's loop (t0–t9), as the paper prints
+// its traces. Exit codes: 0 done, 1 failed, 2 a wrong command line.
 package main
 
 import (
@@ -27,6 +29,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -36,36 +39,44 @@ import (
 
 func main() {
 	err := run(context.Background(), os.Args[1:], os.Stdout)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "quickstart:", err)
-		os.Exit(1)
-	}
+	os.Exit(cmdline.Exit("quickstart", err, os.Stderr, usage))
 }
 
-// errUsage is wrapped by every error about the command line.
-var errUsage = errors.New("usage")
+// errUsage is wrapped by every error about the command line (exit 2).
+var errUsage = cmdline.ErrUsage
 
 // config is what the command line asks for.
 type config struct {
 	store, db, dsn string
+	steps          bool
 }
 
-// parseArgs reads the command line; -h prints the flags to w and returns
-// flag.ErrHelp.
-func parseArgs(args []string, w io.Writer) (config, error) {
-	var c config
+func newFlags(c *config) *flag.FlagSet {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.store, "store", "", "memory, sqlite (with --db) or postgres (with --dsn); default sqlite with --db, else memory")
 	fs.StringVar(&c.db, "db", "", "SQLite file to keep the records in (implies --store sqlite)")
 	fs.StringVar(&c.dsn, "dsn", "", "PostgreSQL DSN (postgres://user:password@host:port/database) to keep the records at")
+	fs.BoolVar(&c.steps, "steps", false, "lead each event with its step of the paper's loop (t0-t9), as the paper prints its traces")
+	return fs
+}
+
+// usage prints the command line and its flags to w.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: quickstart [--store memory|sqlite|postgres] [--db FILE] [--dsn DSN] [--steps]")
+	fs := newFlags(&config{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// parseArgs reads the command line; -h prints the usage to w and returns
+// flag.ErrHelp.
+func parseArgs(args []string, w io.Writer) (config, error) {
+	var c config
+	fs := newFlags(&c)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(w, "usage: quickstart [--store memory|sqlite|postgres] [--db FILE] [--dsn DSN]")
-			fs.SetOutput(w)
-			fs.PrintDefaults()
+			usage(w)
 			return c, err
 		}
 		return c, fmt.Errorf("%w: %w", errUsage, err)
@@ -127,7 +138,7 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := play(ctx, k, s, w, sc); err != nil {
+		if err := play(ctx, k, s, w, sc, cfg.steps); err != nil {
 			return fmt.Errorf("%s: %w", sc.title, err)
 		}
 	}
@@ -148,7 +159,8 @@ func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
 		}
 		s, name = ps, "postgres (schema "+ps.Schema()+")"
 	} else {
-		ss, err := sqlitestore.Open(ctx, cfg.db)
+		// Checked whole first: nothing is written into a damaged file.
+		ss, err := sqlitestore.Open(ctx, cfg.db, sqlitestore.WithCheck())
 		if err != nil {
 			return nil, "", fmt.Errorf("database %s: %w", cfg.db, err)
 		}
@@ -168,7 +180,7 @@ func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
 // play is the paper's bk agent: constraint, percept, belief, plan, then the
 // refund if the plan is feasible, else queue_for_review with the code that
 // stopped it. It prints the episode as the records in s tell it.
-func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer, sc scenario) error {
+func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer, sc scenario, steps bool) error {
 	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
 	if _, err := fmt.Fprintf(w, "%s\n", sc.title); err != nil {
 		return err
@@ -211,6 +223,9 @@ func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer
 	tl, err := inspect.Timeline(ctx, s, sc.trace)
 	if err != nil {
 		return err
+	}
+	if steps {
+		return tl.WriteSteps(w)
 	}
 	return tl.WriteText(w)
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 
 func TestRunPrintsTheWalkthroughs(t *testing.T) {
 	var buf bytes.Buffer
-	if err := run(context.Background(), nil, &buf); err != nil {
+	if err := run(context.Background(), []string{"--steps"}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	// Each section, line by line with runs of spaces collapsed.
@@ -74,8 +75,18 @@ func TestRunPrintsTheWalkthroughs(t *testing.T) {
 
 	// A fixed clock makes the output identical on every run.
 	var again bytes.Buffer
-	if err := run(context.Background(), nil, &again); err != nil || again.String() != buf.String() {
+	if err := run(context.Background(), []string{"--steps"}, &again); err != nil || again.String() != buf.String() {
 		t.Errorf("second run differs (err %v)", err)
+	}
+
+	// By default the same lines, without the paper's step numbers.
+	var plain bytes.Buffer
+	if err := run(context.Background(), nil, &plain); err != nil {
+		t.Fatal(err)
+	}
+	stepLabel := regexp.MustCompile(`(?m)^  t\d   `)
+	if stepLabel.MatchString(plain.String()) || plain.String() != stepLabel.ReplaceAllString(buf.String(), "  ") {
+		t.Errorf("without --steps:\n%s", plain.String())
 	}
 }
 

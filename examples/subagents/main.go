@@ -9,6 +9,10 @@
 //
 //	go run ./examples/subagents
 //
+// The output starts with a legend of its terms (steps, grants, remedies,
+// findings, the functional state). It takes no flags; -h prints the usage
+// and the legend. Exit codes: 0 done, 1 failed, 2 a wrong command line.
+//
 // Nothing leaves the process: the model is an http.RoundTripper that
 // answers from a script, the tools are Go functions, the clock is fixed
 // and waits are recorded instead of slept, so the output is the same on
@@ -18,6 +22,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,6 +32,7 @@ import (
 
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -34,11 +40,45 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "subagents:", err)
-		os.Exit(1)
-	}
+	err := cli(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	os.Exit(cmdline.Exit("subagents", err, os.Stderr, nil))
 }
+
+// cli is the program: it takes no flag or argument but -h, which prints
+// the usage and the legend to stdout.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("subagents", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: subagents\n\nRuns eight scripted cases of a coordinator and three sub-agents; no flags.\n\n%s", legend)
+	}
+	if err := cmdline.Parse(fs, args, 0, stdout, stderr); err != nil {
+		return err
+	}
+	return run(ctx, stdout)
+}
+
+// legend explains the report's terms, for a reader who has not read the
+// runtime's documentation: it is printed before the cases.
+const legend = `How to read the cases below (each is one run of the coordinator, on a trace of its own):
+  step      r1 coder#2: round 1, the coder's second attempt in it (a retry the repair router ordered)
+            T1(compile) ✓: the step's grant of turns; turn 1 called the tool compile and it succeeded
+            (× and a failure category: the call failed)
+            → SPENT: every turn of the grant was used; → YIELD: a failure the worker cannot repair
+            ended the grant early and handed the step back; …: the grant was still open
+            ✗ FAILED_X: the step failed with status FAILED_X ("reported": the worker's own finding said so)
+  remedy    the repair router's decision on a failure: category (status) → route [the loop that acts:
+            fast = the same worker, error in hand; slow = the researcher first, then the worker;
+            kernel = the coordinator itself (waits, credentials); human = a person]
+  finding   a typed result a worker handed over, with the records that are its evidence
+  ended     how the run ended: quiescent (a round produced nothing new), budget_exceeded,
+            loop_detected, escalated, ...
+  stop      what stopped the run, with the limit it met and the hint the workers were given
+  review    the run was queued for a person to review
+  state     the functional state at the last round (or at the stop), each in [0, 1]: pressure of the
+            budget, of looping, of beliefs still without evidence, of approvals waiting, of conflicting
+            observations, and the propensity to escalate; recorded, never obeyed
+
+`
 
 // scenario is one case: the world, the model's script and what the
 // coordinator grants each lane.
@@ -100,8 +140,11 @@ func withTurns(l orchestrator.Lane, n int) orchestrator.Lane            { l.Turn
 // epoch is the fixed time of every clock here.
 var epoch = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 
-// run plays every case and prints it to w.
+// run prints the legend, plays every case and prints it to w.
 func run(ctx context.Context, w io.Writer) error {
+	if _, err := io.WriteString(w, legend); err != nil {
+		return err
+	}
 	for i, sc := range scenarios() {
 		if i > 0 {
 			fmt.Fprintln(w)

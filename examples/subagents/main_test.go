@@ -73,7 +73,7 @@ func TestRunPrintsEachCase(t *testing.T) {
 			"state     at stop: budget 0.00 loop 1.00",
 		},
 	}
-	sections := strings.Split(strings.TrimSpace(buf.String()), "\n\n")
+	sections := strings.Split(strings.TrimSpace(strings.TrimPrefix(buf.String(), legend)), "\n\n")
 	if len(sections) != len(want) {
 		t.Fatalf("%d sections, want %d:\n%s", len(sections), len(want), buf.String())
 	}
@@ -103,5 +103,46 @@ func TestRunPrintsEachCase(t *testing.T) {
 	}
 	if again.String() != buf.String() {
 		t.Errorf("a second run printed something else:\n%s", again.String())
+	}
+}
+
+// TestLegend: the output starts with the legend, and every kind of line
+// the cases print (its first word) is explained in it; -h prints the
+// legend too, and an argument is refused.
+func TestLegend(t *testing.T) {
+	var buf bytes.Buffer
+	if err := run(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.HasPrefix(out, legend) {
+		t.Fatalf("the output does not start with the legend:\n%s", out[:min(len(out), 400)])
+	}
+	kinds := 0
+	for _, line := range strings.Split(out[len(legend):], "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == "==" {
+			continue
+		}
+		kinds++
+		if !strings.Contains(legend, "\n  "+f[0]+" ") {
+			t.Errorf("the legend does not explain %q (line %q)", f[0], line)
+		}
+	}
+	for _, term := range []string{"✓", "×", "SPENT", "YIELD", "…", "✗"} {
+		if !strings.Contains(legend, term) {
+			t.Errorf("the legend does not explain %q", term)
+		}
+	}
+	if kinds == 0 {
+		t.Fatal("no case lines")
+	}
+	var help, errOut bytes.Buffer
+	if err := cli(context.Background(), []string{"-h"}, &help, &errOut); err == nil || !strings.Contains(help.String(), legend) || errOut.Len() != 0 {
+		t.Errorf("-h: %v, stdout %q, stderr %q", err, help.String(), errOut.String())
+	}
+	help.Reset()
+	if err := cli(context.Background(), []string{"extra"}, &help, &errOut); err == nil || help.Len() != 0 || !strings.Contains(errOut.String(), "usage: subagents") {
+		t.Errorf("extra argument: %v, stdout %q, stderr %q", err, help.String(), errOut.String())
 	}
 }

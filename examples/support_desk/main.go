@@ -27,17 +27,16 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"os"
 	"os/signal"
+
+	"github.com/blackboardkernel/bk/internal/cmdline"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "support_desk:", err)
-		stop()
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], getenv, os.Stdout)
+	stop()
+	os.Exit(cmdline.Exit("support_desk", err, os.Stderr, func(w io.Writer) { io.WriteString(w, usage()) }))
 }

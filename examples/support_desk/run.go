@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -20,8 +21,8 @@ import (
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
-// errUsage is wrapped by every error about the command line.
-var errUsage = errors.New("usage")
+// errUsage is wrapped by every error about the command line (exit 2).
+var errUsage = cmdline.ErrUsage
 
 // config is what the command line asks for.
 type config struct {
@@ -105,20 +106,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	// Every input is read and checked before any file is created or
+	// written: the world's journal, then the database (whole).
+	journal := ""
+	if cfg.db != "" {
+		journal = cfg.db + ".world"
+	}
+	w, err := openWorld(journal, cfg.seed, cfg.failRate)
+	if err != nil {
+		return err
+	}
 	var store blackboard.Store
-	storeName, journal := "memory", ""
+	storeName := "memory"
 	if cfg.db == "" {
 		store = memstore.New()
 	} else {
-		s, err := sqlitestore.Open(ctx, cfg.db)
+		s, err := sqlitestore.Open(ctx, cfg.db, sqlitestore.WithCheck())
 		if err != nil {
-			return err
+			return fmt.Errorf("database %s: %w", cfg.db, err)
 		}
-		store, storeName, journal = s, "sqlite "+cfg.db, cfg.db+".world"
+		store, storeName = s, "sqlite "+cfg.db
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
-	w, err := openWorld(journal, cfg.seed, cfg.failRate)
-	if err != nil {
+	if err := w.open(); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()

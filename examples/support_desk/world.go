@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"sync"
@@ -89,6 +90,8 @@ type world struct {
 	seed     int64
 	failRate float64 // share of payment requests that fail with a 503
 
+	path     string // the journal's; "" in memory
+	good     int64  // the length of the journal's complete lines
 	mu       sync.Mutex
 	journal  *os.File // nil: in memory
 	reads    map[string]int
@@ -101,31 +104,49 @@ type world struct {
 }
 
 // openWorld returns the world, kept in memory (path "") or in the journal
-// at path, which it replays. A torn last line (a crash mid-write) is cut
-// off.
+// at path, which it replays. It writes nothing and creates no file:
+// [world.open] does, once the program's other input was checked too.
 func openWorld(path string, seed int64, failRate float64) (*world, error) {
 	w := &world{seed: seed, failRate: failRate, reads: map[string]int{}, byKey: map[string]int{},
-		requests: map[string]int{}, emails: map[string]email{}, turns: map[string]bool{}}
+		requests: map[string]int{}, emails: map[string]email{}, turns: map[string]bool{}, path: path}
 	if path == "" {
 		return w, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	good, err := w.replay(f)
-	if err == nil {
-		err = f.Truncate(good)
-	}
-	if err == nil {
-		_, err = f.Seek(0, io.SeekEnd)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return w, nil // a new world: open creates its journal
 	}
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("world journal %s: %w", path, err)
 	}
-	w.journal = f
+	defer f.Close()
+	if w.good, err = w.replay(f); err != nil {
+		return nil, fmt.Errorf("world journal %s: %w", path, err)
+	}
 	return w, nil
+}
+
+// open opens the journal for appending, creating it for a new world, and
+// cuts off a torn last line (a crash mid-write) that openWorld skipped.
+func (w *world) open() error {
+	if w.path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err == nil {
+		err = f.Truncate(w.good)
+		if err == nil {
+			_, err = f.Seek(0, io.SeekEnd)
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("world journal %s: %w", w.path, err)
+	}
+	w.journal = f
+	return nil
 }
 
 // replay applies the journal's events and returns the length of its

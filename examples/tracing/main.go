@@ -4,14 +4,15 @@
 // refused refund's decision span links to the span that wrote the stale
 // order percept, under the lookup_order tool call that observed it.
 //
-//	go run ./examples/tracing            # spans as JSON, then the timeline
-//	go run ./examples/tracing --compact  # one line per span instead
+//	go run ./examples/tracing            # one line per span, then the timeline
+//	go run ./examples/tracing --verbose  # the exporter's JSON for each span instead
 //
 // The episode: lookup_order observes an order (valid for a minute); the
 // analyst concludes a refund is due; two minutes later the model asks for
 // the refund, and the kernel refuses it (STALE_EVIDENCE); the agent takes
 // the safe fallback. The timeline and the explanation of the refusal are
-// printed after the spans.
+// printed after the spans. Exit codes: 0 done, 1 failed, 2 a wrong
+// command line (-h prints the usage to standard output).
 package main
 
 import (
@@ -30,21 +31,35 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
 func main() {
-	compact := flag.Bool("compact", false, "print one line per span instead of the exporter's JSON")
-	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *compact); err != nil {
-		fmt.Fprintln(os.Stderr, "tracing:", err)
-		os.Exit(1)
-	}
+	err := cli(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	os.Exit(cmdline.Exit("tracing", err, os.Stderr, nil))
 }
 
-func run(ctx context.Context, w io.Writer, compact bool) error {
+// cli parses the command line and runs the episode.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tracing", flag.ContinueOnError)
+	verbose := fs.Bool("verbose", false, "print each span as the OpenTelemetry stdout exporter writes it (indented JSON) instead of one line per span")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: tracing [--verbose]")
+		fs.PrintDefaults()
+	}
+	if err := cmdline.Parse(fs, args, 0, stdout, stderr); err != nil {
+		return err
+	}
+	return run(ctx, stdout, *verbose)
+}
+
+// run plays the episode and prints its spans (one line each, or verbose
+// the exporter's JSON), the timeline and the refusal's explanation.
+func run(ctx context.Context, w io.Writer, verbose bool) error {
+	compact := !verbose
 	// Spans go to the stdout exporter (or, compact, to an in-memory
 	// recorder printed one line each).
 	var opts []sdktrace.TracerProviderOption

@@ -4,16 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
 
-// TestRunPrintsSpansAndLinks: the stdout exporter prints the spans, the
-// refused refund's decision span carries a link, and the timeline and the
-// explanation follow.
+// TestRunPrintsSpansAndLinks: verbose, the stdout exporter prints the
+// spans, the refused refund's decision span carries a link, and the
+// timeline and the explanation follow; by default one line per span.
 func TestRunPrintsSpansAndLinks(t *testing.T) {
 	var buf bytes.Buffer
-	if err := run(context.Background(), &buf, false); err != nil {
+	if err := cli(context.Background(), []string{"--verbose"}, &buf, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -53,10 +54,11 @@ func TestRunPrintsSpansAndLinks(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := run(context.Background(), &buf, true); err != nil {
+	if err := cli(context.Background(), nil, &buf, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "-> link to span") {
-		t.Errorf("compact output lacks a link:\n%s", buf.String())
+	if !strings.Contains(buf.String(), "-> link to span") || strings.Contains(buf.String(), `"Name":`) ||
+		!strings.Contains(buf.String(), "root cause: STALE_EVIDENCE") {
+		t.Errorf("default output is not compact, or lacks a link:\n%s", buf.String())
 	}
 }

@@ -62,10 +62,11 @@ func Code(err error) int {
 	return ExitError
 }
 
-// Exit reports err on stderr as "name: error" (nothing for nil or
-// flag.ErrHelp; a usage error Parse printed already is not printed again)
-// and returns its exit code, for main to pass to os.Exit.
-func Exit(name string, err error, stderr io.Writer) int {
+// Exit reports err on stderr as "name: error" and returns its exit code,
+// for main to pass to os.Exit. Nothing is printed for nil or
+// flag.ErrHelp, nor for a usage error [Parse] printed already; after any
+// other usage error, usage (if not nil) prints the usage to stderr.
+func Exit(name string, err error, stderr io.Writer, usage func(io.Writer)) int {
 	code := Code(err)
 	var printed *printedError
 	if code != ExitOK && !errors.As(err, &printed) {
@@ -74,6 +75,9 @@ func Exit(name string, err error, stderr io.Writer) int {
 			msg = name + ": " + msg
 		}
 		fmt.Fprintln(stderr, msg)
+		if code == ExitUsage && usage != nil {
+			usage(stderr)
+		}
 	}
 	return code
 }

@@ -3,6 +3,7 @@ package cmdline
 import (
 	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 )
@@ -34,7 +35,7 @@ func TestParse(t *testing.T) {
 		var out, errOut strings.Builder
 		err := Parse(newFlags(), c.args, c.max, &out, &errOut)
 		var again strings.Builder
-		code := Exit("prog", err, &again)
+		code := Exit("prog", err, &again, func(w io.Writer) { io.WriteString(w, "usage\n") })
 		if code != c.code || again.Len() != 0 {
 			t.Errorf("%q: exit %d (want %d), Exit printed %q", c.args, code, c.code, again.String())
 		}
@@ -50,7 +51,7 @@ func TestParse(t *testing.T) {
 }
 
 // TestExit: other errors are printed once, named by the program, with exit
-// 1; Usagef's errors exit 2.
+// 1; Usagef's errors exit 2, followed by the usage.
 func TestExit(t *testing.T) {
 	for _, c := range []struct {
 		err  error
@@ -61,10 +62,10 @@ func TestExit(t *testing.T) {
 		{flag.ErrHelp, ExitOK, ""},
 		{errors.New("data.json: bad"), ExitError, "prog: data.json: bad\n"},
 		{errors.New("prog: said so"), ExitError, "prog: said so\n"},
-		{Usagef("--n %d is too small", 0), ExitUsage, "prog: usage: --n 0 is too small\n"},
+		{Usagef("--n %d is too small", 0), ExitUsage, "prog: usage: --n 0 is too small\nusage\n"},
 	} {
 		var b strings.Builder
-		if code := Exit("prog", c.err, &b); code != c.code || b.String() != c.text {
+		if code := Exit("prog", c.err, &b, func(w io.Writer) { io.WriteString(w, "usage\n") }); code != c.code || b.String() != c.text {
 			t.Errorf("Exit(%v) = %d, %q; want %d, %q", c.err, code, b.String(), c.code, c.text)
 		}
 	}
