@@ -18,6 +18,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/study"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/store/pgstore"
@@ -36,8 +37,8 @@ const GCPercent = 400
 
 // ErrUsage is wrapped by the error [Run] returns for bad flags or
 // arguments (the study's own configuration errors wrap the study's
-// sentinels instead).
-var ErrUsage = errors.New("bench: usage")
+// sentinels instead). It wraps [cmdline.ErrUsage]: the program exits 2.
+var ErrUsage = fmt.Errorf("bench: %w", cmdline.ErrUsage)
 
 // options are the parsed flags.
 type options struct {
@@ -59,12 +60,12 @@ type options struct {
 }
 
 // parse reads the flags; getenv supplies BK_LLM_URL, BK_LLM_MODEL and
-// BK_LLM_API_KEY, which the flags override.
-func parse(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+// BK_LLM_API_KEY, which the flags override. -h prints the usage to stdout;
+// a bad flag or an argument prints the error and the usage to stderr.
+func parse(args []string, getenv func(string) string, stdout, stderr io.Writer) (*options, error) {
 	o := &options{cfg: study.DefaultConfig()}
 	c := &o.cfg
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "seeds per task")
 	fs.IntVar(&c.FirstSeed, "seed", 0, "first seed: the run plays seeds S … S+N-1 of every task (the seed the faults are drawn from)")
 	tasks := fs.String("tasks", "all", "comma-separated task ids, or all")
@@ -87,15 +88,18 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*option
 	fs.IntVar(&c.LLM.Concurrency, "llm-concurrency", c.LLM.Concurrency, "LLM requests in flight")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile to this file")
-	if err := fs.Parse(args); err != nil {
+	scoring := fs.String("scoring", string(study.ScoringGroundTruth), "ground_truth (faults as the perturbation injected them) or paper (faults as the charge the agent held says, as the paper's artifact scored)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: bench [flags]\n\nReproduces the paper's refund study: Table 3, Table 4, what they mean, the files written.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := cmdline.Parse(fs, args, 0, stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
-	}
+	c.Scoring = study.Scoring(*scoring)
 	if c.LLM.APIKey == "" {
 		c.LLM.APIKey = getenv("BK_LLM_API_KEY")
 	}
@@ -155,7 +159,7 @@ func list(flagName, v string) ([]string, error) {
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	start := time.Now()
 	cpuStart, cpuOK := cpuTime()
-	o, err := parse(args, getenv, stderr)
+	o, err := parse(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -169,6 +173,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err := o.checkPaths(); err != nil {
 		return err
+	}
+	// An endpoint that cannot answer fails the run now, before any file
+	// is created, rather than as LLM_ERROR in every llm_bk episode.
+	if o.runsLLM() {
+		fmt.Fprintf(stderr, "bench: checking the LLM endpoint %s ...\n", o.cfg.LLM.URL)
+		if err := study.CheckEndpoint(ctx, o.cfg.LLM); err != nil {
+			return err
+		}
 	}
 
 	var files []*output // committed, in this order, when the run succeeds
@@ -302,6 +314,15 @@ func (o *options) checkPaths() error {
 	return nil
 }
 
+// runsLLM reports whether the run plays llm_bk.
+func (o *options) runsLLM() bool {
+	agents := o.cfg.Agents
+	if len(agents) == 0 {
+		agents = study.DefaultAgents(o.cfg.LLM)
+	}
+	return slices.Contains(agents, study.AgentLLMBK)
+}
+
 // skipped says why llm_bk did not run, when it did not.
 func (o *options) skipped(sum *study.Summary) string {
 	if slices.Contains(sum.Agents, study.AgentLLMBK) {
@@ -349,7 +370,8 @@ func (o *options) openStore(ctx context.Context) (blackboard.Store, error) {
 	switch o.store {
 	case "sqlite":
 		o.storeName = o.db
-		s, err := sqlitestore.Open(ctx, o.db)
+		// Checked whole first: the run writes nothing into a damaged file.
+		s, err := sqlitestore.Open(ctx, o.db, sqlitestore.WithCheck())
 		if err != nil {
 			return nil, fmt.Errorf("database %s: %w", o.db, err)
 		}
@@ -378,7 +400,7 @@ func newRunID() (string, error) {
 // writeReport writes the markdown report to f.
 func writeReport(f io.Writer, o *options, sum *study.Summary) error {
 	r := o.cfg.Rates
-	params := fmt.Sprintf("%d seeds per task from seed %d; rates: drop %g, stale %g, conflict %g, low confidence %g; store %s.",
-		sum.Seeds, o.cfg.FirstSeed, r.Drop, r.Stale, r.Conflict, r.LowConfidence, o.store)
+	params := fmt.Sprintf("%d seeds per task from seed %d; rates: drop %g, stale %g, conflict %g, low confidence %g; store %s; scoring %s.",
+		sum.Seeds, o.cfg.FirstSeed, r.Drop, r.Stale, r.Conflict, r.LowConfidence, o.store, sum.Scoring)
 	return sum.WriteReport(f, params)
 }

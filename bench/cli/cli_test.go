@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/bench/study"
@@ -76,7 +77,7 @@ func TestRunSQLiteStore(t *testing.T) {
 }
 
 func TestParseDefaultsAndEnv(t *testing.T) {
-	o, err := parse(nil, noEnv, &bytes.Buffer{})
+	o, err := parse(nil, noEnv, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestParseDefaultsAndEnv(t *testing.T) {
 		t.Errorf("defaults: %+v", o)
 	}
 	env := envOf(map[string]string{"BK_LLM_URL": "http://env/v1", "BK_LLM_MODEL": "m-env", "BK_LLM_API_KEY": "k-env"})
-	o, err = parse([]string{"--llm-model", "m-flag", "--stale", "0.2", "--tool-drop", "0", "--tasks", " stripe_refund_clean , stripe_refund_stale"}, env, &bytes.Buffer{})
+	o, err = parse([]string{"--llm-model", "m-flag", "--stale", "0.2", "--tool-drop", "0", "--tasks", " stripe_refund_clean , stripe_refund_stale"}, env, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestParseDefaultsAndEnv(t *testing.T) {
 	if o.cfg.Rates.Stale != 0.2 || o.cfg.Rates.Drop != 0 || len(o.cfg.Tasks) != 2 || o.cfg.Tasks[1] != "stripe_refund_stale" {
 		t.Errorf("rates %+v tasks %q", o.cfg.Rates, o.cfg.Tasks)
 	}
-	o, err = parse([]string{"--llm-api-key", "k-flag"}, env, &bytes.Buffer{})
+	o, err = parse([]string{"--llm-api-key", "k-flag"}, env, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil || o.cfg.LLM.APIKey != "k-flag" {
 		t.Errorf("flag key does not override env: %v %v", o.cfg.LLM, err)
 	}
@@ -154,10 +155,70 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}
 }
 
+// TestHelp: -h prints the usage to stdout (nothing to stderr); a bad flag
+// prints the error and the usage to stderr.
 func TestHelp(t *testing.T) {
-	_, stderr, err := run(t, noEnv, "-h")
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "-llm-url") || !strings.Contains(stderr, "BK_LLM_URL") {
-		t.Fatalf("help: %v\n%s", err, stderr)
+	stdout, stderr, err := run(t, noEnv, "-h")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stdout, "-llm-url") || !strings.Contains(stdout, "BK_LLM_URL") ||
+		!strings.Contains(stdout, "-scoring") || stderr != "" {
+		t.Fatalf("help: %v\nstdout %s\nstderr %s", err, stdout, stderr)
+	}
+	stdout, stderr, err = run(t, noEnv, "--bogus")
+	if !errors.Is(err, ErrUsage) || stdout != "" || !strings.Contains(stderr, "-bogus") || !strings.Contains(stderr, "usage: bench") {
+		t.Fatalf("bad flag: %v\nstdout %s\nstderr %s", err, stdout, stderr)
+	}
+}
+
+// TestUnreachableEndpoint: with llm_bk and an endpoint that cannot answer
+// (nothing listens; or every request fails) the run fails at once with
+// study.ErrEndpoint, plays no episode, and leaves an earlier results file
+// as it was and no other file behind.
+func TestUnreachableEndpoint(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // nothing listens there now
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	for _, url := range []string{deadURL, failing.URL} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "results.jsonl")
+		os.WriteFile(out, []byte("earlier\n"), 0o644)
+		start := time.Now()
+		stdout, stderr, err := run(t, noEnv, "--seeds", "1", "--llm-url", url, "--llm-model", "m", "--out", out, "--report", filepath.Join(dir, "r.md"))
+		if !errors.Is(err, study.ErrEndpoint) || !strings.Contains(err.Error(), url) {
+			t.Errorf("%s: Run = %v, want study.ErrEndpoint naming the endpoint", url, err)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("%s: failed after %v, not at once", url, took)
+		}
+		if stdout != "" || strings.Contains(stderr, "episodes") {
+			t.Errorf("%s: the run started:\nstdout %s\nstderr %s", url, stdout, stderr)
+		}
+		b, _ := os.ReadFile(out)
+		entries, _ := os.ReadDir(dir)
+		if string(b) != "earlier\n" || len(entries) != 1 {
+			t.Errorf("%s: results %q, files %v", url, b, entries)
+		}
+	}
+}
+
+// TestScoringFlag: --scoring paper reaches the study (the paper's
+// string_glue row) and the report says which scoring ran; an unknown
+// scoring is refused before anything runs.
+func TestScoringFlag(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "r.md")
+	stdout, _, err := run(t, noEnv, "--scoring", "paper", "--agents", "string_glue", "--out", "", "--report", report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(report)
+	if !strings.Contains(stdout, "0.613") || !strings.Contains(stdout, "--scoring paper") || !strings.Contains(string(md), "scoring paper") {
+		t.Errorf("stdout:\n%s\nreport:\n%s", stdout, md)
+	}
+	if _, _, err := run(t, noEnv, "--scoring", "vibes", "--out", ""); !errors.Is(err, study.ErrInvalidConfig) {
+		t.Errorf("--scoring vibes: %v", err)
 	}
 }
 

@@ -14,4 +14,8 @@ var (
 	ErrInvalidTask = errors.New("study: invalid task")
 	// ErrInvalidConfig: a bad seed count, parallelism, list or LLM setting.
 	ErrInvalidConfig = errors.New("study: invalid configuration")
+	// ErrEndpoint: [CheckEndpoint] could not get a chat completion from
+	// the LLM endpoint (unreachable, refusing, failing or not speaking the
+	// OpenAI wire format). The error also wraps worker/llm's.
+	ErrEndpoint = errors.New("study: LLM endpoint failed")
 )

@@ -138,10 +138,28 @@ func b2f(b bool) float64 {
 }
 
 // flagged reports whether a charge percept carries stale, conflict or
-// low_confidence: what a percept says about itself, which the metrics do
-// not rely on.
+// low_confidence: what a percept says about itself, which the default
+// metrics do not rely on (the paper's scoring does).
 func flagged(charge blackboard.Payload) bool {
 	return charge.Bool(kernel.KeyStale) || charge.Bool(kernel.KeyConflict) || charge.Bool(kernel.KeyLowConfidence)
+}
+
+// heldTaint is the taint of the charge the agent held, as the paper scored
+// it: a glue agent's observation (its own substitute after a drop), or any
+// charge percept the payment tool committed in a kernel agent's trace.
+func heldTaint(out any, l *ledger) bool {
+	if l == nil {
+		g, ok := out.(*GlueOutput)
+		return ok && flagged(g.ToolObs.Charge)
+	}
+	for i := range l.trace {
+		r := &l.trace[i]
+		if r.Mode == blackboard.ModeCommit && r.Slot == blackboard.Percepts && r.Kind == kindCharge &&
+			r.Provenance.Writer == paymentTool && flagged(r.Payload) {
+			return true
+		}
+	}
+	return false
 }
 
 // getter reads one record by id; every kernel handle and store has it.
@@ -170,11 +188,18 @@ const paymentTool = "payment_tool"
 // what the kernel rejected and the chains behind each action are read from
 // the store; a glue agent's belief is its output, and its effects name no
 // record, so none can be traced.
-func measure(ctx context.Context, ep Episode, out any, l *ledger, w *World) (facts, error) {
+//
+// paper scores as the paper's artifact did ([ScoringPaper]): the taint is
+// read from the charge the agent held (a glue agent's tool observation, a
+// kernel agent's committed charge percepts) instead of the faults.
+func measure(ctx context.Context, ep Episode, out any, l *ledger, w *World, paper bool) (facts, error) {
 	fl := ep.Faults
 	f := facts{
 		tainted: fl.Drop || fl.Stale || fl.Conflict || fl.LowConfidence,
 		blocked: ep.Task.Inputs.IsDuplicate,
+	}
+	if paper {
+		f.tainted = heldTaint(out, l)
 	}
 	for _, e := range w.Effects() {
 		f.decisions++

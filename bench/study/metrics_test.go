@@ -347,7 +347,7 @@ func TestAuditTraceability(t *testing.T) {
 			if err := execute(ctx, l, ep.TraceID, ep.World); err != nil {
 				t.Fatal(err)
 			}
-			f, err := measure(ctx, ep, out.Output, l, ep.World)
+			f, err := measure(ctx, ep, out.Output, l, ep.World, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -547,7 +547,7 @@ func TestExecutorReadsWhatTheRecordSays(t *testing.T) {
 			if got := w.Effects(); len(got) != 1 || fmt.Sprint(got[0]) != fmt.Sprint(c.want) {
 				t.Fatalf("effects %+v, want %+v", got, c.want)
 			}
-			f, err := measure(ctx, Episode{Task: task}, nil, l, w)
+			f, err := measure(ctx, Episode{Task: task}, nil, l, w, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -51,7 +51,26 @@ type Config struct {
 	Traces bool
 	// Progress, if set, receives a progress line about every two seconds.
 	Progress io.Writer
+	// Scoring is how episodes are scored: [ScoringGroundTruth] (the
+	// default, also for "") or [ScoringPaper].
+	Scoring Scoring
 }
+
+// Scoring says what an episode's faults are read from when it is scored.
+type Scoring string
+
+// The scorings.
+const (
+	// ScoringGroundTruth reads an episode's taint from the faults the
+	// perturbation injected, the same for every agent.
+	ScoringGroundTruth Scoring = "ground_truth"
+	// ScoringPaper reads it, as the paper's artifact did, from the charge
+	// the agent itself held: a dropped lookup that an agent replaced with
+	// a substitute it labelled fresh (string_glue) counts as clean data.
+	// Traceability and failure transparency stay measured (the paper
+	// assigned them as constants per architecture).
+	ScoringPaper Scoring = "paper"
+)
 
 // DefaultConfig returns the paper's run: 50 seeds, every task, the default
 // agents and rates, one episode at a time.
@@ -93,6 +112,8 @@ type plan struct {
 	// seeds are firstSeed … firstSeed+seeds-1.
 	firstSeed, seeds int
 	inFlight         int
+	// paper: score as the paper did ([ScoringPaper]).
+	paper bool
 }
 
 // Validate reports what [Run] would refuse in c, without running anything
@@ -114,6 +135,11 @@ func (c Config) plan() (*plan, error) {
 	}
 	if c.Parallel < 1 {
 		return nil, fmt.Errorf("%w: parallel %d must be at least 1", ErrInvalidConfig, c.Parallel)
+	}
+	switch c.Scoring {
+	case "", ScoringGroundTruth, ScoringPaper:
+	default:
+		return nil, fmt.Errorf("%w: scoring %q must be %s or %s", ErrInvalidConfig, c.Scoring, ScoringGroundTruth, ScoringPaper)
 	}
 	if err := c.Rates.Validate(); err != nil {
 		return nil, err
@@ -140,7 +166,7 @@ func (c Config) plan() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{tasks: tasks, agents: agents, firstSeed: c.FirstSeed, seeds: c.Seeds, inFlight: c.Parallel}
+	p := &plan{tasks: tasks, agents: agents, firstSeed: c.FirstSeed, seeds: c.Seeds, inFlight: c.Parallel, paper: c.Scoring == ScoringPaper}
 	for i := range tasks {
 		p.keys = append(p.keys, tasks[i].Key())
 		p.payloads = append(p.payloads, newRoutePayloads(&tasks[i]))
@@ -185,6 +211,9 @@ type worldChooser interface {
 type job struct {
 	agent Agent
 	ep    Episode
+	// paper: score it as the paper did ([ScoringPaper]); the agent never
+	// sees it.
+	paper bool
 }
 
 // Run plays every (task, seed, agent) episode of cfg, writes one JSON line
@@ -326,7 +355,7 @@ func play(ctx context.Context, j job) (*Result, error) {
 			out.View = l.view(time.Now().UnixMilli(), vm)
 		}
 	}
-	f, err := measure(ctx, ep, o.Output, l, ep.World)
+	f, err := measure(ctx, ep, o.Output, l, ep.World, j.paper)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +460,7 @@ func (r runner) unit(u int, faults perturb.Flags, ids []string) func(yield func(
 			if wc, ok := a.(worldChooser); ok {
 				ep.Faults, ep.LateFaults = wc.world(t, seed)
 			}
-			if !yield(job{agent: a, ep: ep}) {
+			if !yield(job{agent: a, ep: ep, paper: r.paper}) {
 				return
 			}
 		}

@@ -318,3 +318,36 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("Validate = %v, want ErrUnknownAgent", err)
 	}
 }
+
+// TestPaperScoring: --scoring paper reproduces the paper's own Table 3,
+// string_glue's row included (0.613 / 0.387 / 0.260), computed from the
+// charge each agent held; json_glue's and bk's rows are the same under
+// both scorings, and the notes say which scoring ran.
+func TestPaperScoring(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Scoring = ScoringPaper
+	cfg.Parallel = 2
+	sum, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][3]string{
+		AgentStringGlue: {"0.613", "0.387", "0.260"},
+		AgentJSONGlue:   {"0.570", "0.430", "0.310"},
+		AgentBK:         {"1.000", "0.000", "0.000"},
+	}
+	for agent, w := range want {
+		m := sum.Mean(agent)
+		if got := [3]string{f3(m.TaskSuccess), f3(m.UnsafeAction), f3(m.UnsupportedBelief)}; got != w {
+			t.Errorf("%s: success/unsafe/unsupported = %v, want the paper's %v", agent, got, w)
+		}
+	}
+	var notes bytes.Buffer
+	if err := sum.WriteNotes(&notes); err != nil || sum.Scoring != ScoringPaper || !strings.Contains(notes.String(), "--scoring paper") {
+		t.Errorf("scoring %q, notes %v:\n%s", sum.Scoring, err, notes.String())
+	}
+	cfg.Scoring = "vibes"
+	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("scoring vibes: %v", err)
+	}
+}

@@ -47,7 +47,7 @@ func Parse(fs *flag.FlagSet, args []string, maxArgs int, stdout, stderr io.Write
 	fs.SetOutput(stderr)
 	fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 	fs.Usage()
-	return &printedError{fmt.Errorf("%w: %w", ErrUsage, err)}
+	return &printedError{err}
 }
 
 // Code is the exit code for a program's error: 0 for nil and
@@ -82,8 +82,8 @@ func Exit(name string, err error, stderr io.Writer, usage func(io.Writer)) int {
 	return code
 }
 
-// printedError is an error Parse has printed already.
+// printedError is a usage error Parse has printed already.
 type printedError struct{ err error }
 
-func (e *printedError) Error() string { return e.err.Error() }
-func (e *printedError) Unwrap() error { return e.err }
+func (e *printedError) Error() string   { return e.err.Error() }
+func (e *printedError) Unwrap() []error { return []error{ErrUsage, e.err} }
