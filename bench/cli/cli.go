@@ -88,6 +88,7 @@ func parse(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	fs.IntVar(&c.LLM.Concurrency, "llm-concurrency", c.LLM.Concurrency, "LLM requests in flight")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile to this file")
+	fs.BoolVar(&c.Steps, "steps", false, "number the report's trace lines t0, t1, … as the paper prints its traces")
 	scoring := fs.String("scoring", string(study.ScoringGroundTruth), "ground_truth (faults as the perturbation injected them) or paper (faults as the charge the agent held says, as the paper's artifact scored)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench [flags]\n\nReproduces the paper's refund study: Table 3, Table 4, what they mean, the files written.\n\nflags:")

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -440,5 +442,27 @@ func TestSharedFlags(t *testing.T) {
 	}
 	if got, err := storeKind("postgres", "", "postgres://127.0.0.1/bk"); got != "postgres" || err != nil {
 		t.Errorf("storeKind(postgres) = %q, %v", got, err)
+	}
+}
+
+// TestStepsFlag: the report's traces are not numbered by default; --steps
+// numbers them t0, t1, … as the paper prints its traces.
+func TestStepsFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, steps := range []bool{false, true} {
+		report := filepath.Join(dir, fmt.Sprintf("r-%v.md", steps))
+		args := []string{"--seeds", "1", "--tasks", "stripe_refund_clean", "--agents", "bk,string_glue", "--out", "", "--report", report}
+		if steps {
+			args = append(args, "--steps")
+		}
+		if _, _, err := run(t, noEnv, args...); err != nil {
+			t.Fatal(err)
+		}
+		md, _ := os.ReadFile(report)
+		numbered := regexp.MustCompile("(?m)^t[01] percepts.charge committed").Match(md) && regexp.MustCompile("(?m)^t0 tool.charge returned").Match(md)
+		plain := regexp.MustCompile("(?m)^percepts.charge committed").Match(md) && regexp.MustCompile("(?m)^tool.charge returned").Match(md)
+		if numbered != steps || plain == steps {
+			t.Errorf("--steps %v: report traces:\n%s", steps, md)
+		}
 	}
 }

@@ -101,12 +101,12 @@ func (f facts) glueLabel() string {
 
 func glueTrace(out *GlueOutput) []string {
 	lines := []string{
-		fmt.Sprintf("t0 tool.charge returned %s", flagText(out.ToolObs.Charge, nil)),
-		fmt.Sprintf("t1 belief refund_due = %v", jsonText(out.Beliefs["refund_due"])),
-		fmt.Sprintf("t2 action issue_refund %s", jsonText(out.Action)),
+		fmt.Sprintf("tool.charge returned %s", flagText(out.ToolObs.Charge, nil)),
+		fmt.Sprintf("belief refund_due = %v", jsonText(out.Beliefs["refund_due"])),
+		fmt.Sprintf("action issue_refund %s", jsonText(out.Action)),
 	}
 	if out.ToolObs.Refund != nil {
-		lines = append(lines, "t3 tool.refund executed "+jsonText(out.ToolObs.Refund))
+		lines = append(lines, "tool.refund executed "+jsonText(out.ToolObs.Refund))
 	}
 	return lines
 }

@@ -49,6 +49,9 @@ type Config struct {
 	LLM LLMConfig
 	// Traces keeps one rendered trace per agent and outcome for the report.
 	Traces bool
+	// Steps numbers the report's trace lines t0, t1, … as the paper prints
+	// its representative traces; without it they are not numbered.
+	Steps bool
 	// Progress, if set, receives a progress line about every two seconds.
 	Progress io.Writer
 	// Scoring is how episodes are scored: [ScoringGroundTruth] (the
@@ -247,6 +250,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Summary, error) {
 		return nil, err
 	}
 	sum := newSummary(p, cfg.Traces)
+	sum.steps = cfg.Steps
 	start := time.Now()
 	var w *bufio.Writer
 	if out != nil {

@@ -31,6 +31,7 @@ type Summary struct {
 	byAgent  map[string]*tally
 	byTask   map[[2]string]*tally
 	traces   bool
+	steps    bool // number the traces' lines as the paper does
 	examples []Example
 	attacks  map[string]*AttackStats
 }
@@ -454,8 +455,15 @@ func (s *Summary) writeExamples(w io.Writer, agent string) error {
 		if e.Agent != agent {
 			continue
 		}
+		lines := e.Trace
+		if s.steps {
+			lines = make([]string, len(e.Trace))
+			for i, l := range e.Trace {
+				lines[i] = fmt.Sprintf("t%d %s", i, l)
+			}
+		}
 		_, err := fmt.Fprintf(w, "\n### %s: %s\n\n%d episode(s); this one is %s, seed %d.\n\n```\n%s\n```\n",
-			e.Agent, e.Label, e.Count, e.TaskID, e.Seed, strings.Join(e.Trace, "\n"))
+			e.Agent, e.Label, e.Count, e.TaskID, e.Seed, strings.Join(lines, "\n"))
 		if err != nil {
 			return err
 		}
