@@ -35,14 +35,15 @@ mutation-fast:
 mutation:
 	$(GO) run -tags bkmutate ./bench/mutation
 
-## bench: the performance benchmarks, with allocations.
+## bench: the performance benchmarks, with allocations; ten samples each,
+## for benchstat (it gives no confidence interval under six).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./...
 
 ## bench-pg: the episode benchmarks of every store, PostgreSQL on a
 ## throwaway server that syncs to disk like a production one.
 bench-pg:
-	BK_PG_OPTS= .ci/with-postgres $(GO) test -run '^$$' -bench 'Episode' -benchmem -count 5 ./store/...
+	BK_PG_OPTS= .ci/with-postgres $(GO) test -run '^$$' -bench 'Episode' -benchmem -count 10 ./store/...
 
 example:
 	$(GO) run ./examples/multi_episode

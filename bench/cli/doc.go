@@ -20,9 +20,15 @@
 //	--llm-url, --llm-model, --llm-api-key (env BK_LLM_URL, BK_LLM_MODEL, BK_LLM_API_KEY)
 //	--reasoning-effort, --llm-concurrency 4
 //	--cpuprofile FILE, --memprofile FILE
+//	--scoring ground_truth     or paper: faults read from the charge the agent held, as the paper scored
+//	--steps                    number the report's trace lines t0, t1, … as the paper does
 //
-// Bad flags, a bad configuration, and an output path whose directory does
-// not exist are refused before anything runs. Output files are written
+// -h prints the flags to stdout ([Run] returns flag.ErrHelp). Bad flags
+// (usage on stderr, errors wrapping [ErrUsage]), a bad configuration, an
+// output path whose directory does not exist, and an LLM endpoint that
+// does not answer (study.CheckEndpoint, when llm_bk is to run) are refused
+// before any file is created. A --db file is checked whole before the run
+// writes into it. Output files are written
 // beside their final names and renamed into place when the run succeeds,
 // so a failed run leaves earlier files as they were. An error about the
 // database names its file.

@@ -61,6 +61,13 @@
 // that the episode's records bear out. The glue agents record no ids and
 // no codes.
 //
+// [ScoringPaper] ([Config.Scoring]) reads taint as the paper's artifact
+// did, from the charge the agent held, and reproduces its Table 3 rows;
+// the default, [ScoringGroundTruth], is described above. Before a run that
+// plays llm_bk, [CheckEndpoint] tells an endpoint that cannot answer apart
+// from one that does: during the run a failed model call is LLM_ERROR and
+// the episode's safe fallback.
+//
 // # Concurrency
 //
 // Run may be called concurrently; with [Config.Parallel] above 1 it plays
