@@ -3,7 +3,7 @@
 // store and answers "why did the agent do this?" without writing a byte.
 //
 //	bk traces                 traces with their outcome and counts
-//	bk timeline TRACE         a trace's events, as the paper prints them
+//	bk timeline TRACE         a trace's events in order (--steps: led by the paper's t0-t9)
 //	bk explain RECORD         a decision's provenance, down to the percepts
 //	bk stats                  decisions by code, learned constraints, records per slot
 //	bk approvals              approvals pending, with their age
@@ -13,7 +13,11 @@
 // Every command takes --db FILE (default $BK_DB, else bk.db), --namespace
 // NS (default: every namespace) and --json. The database is opened with
 // [sqlitestore.OpenReadOnly]: no migration, no lock held beyond one short
-// read at a time, so a process that is writing the store is not blocked.
+// read at a time, so a process that is writing the store is not blocked;
+// it is checked whole first ([sqlitestore.WithCheck]), so that a damaged
+// file is reported as corrupt. [Main] returns [ExitOK], [ExitError] (the
+// command failed: a missing, corrupt or foreign file, an unknown trace or
+// record) or [ExitUsage]; -h prints the usage to stdout.
 // The reports themselves ([Traces], [Timeline], [Explain], [Stats],
 // [Approvals], [Effects], [Export]) take any [blackboard.Store] and only read
 // it, so they are safe for concurrent use as far as the store is. They
