@@ -245,6 +245,11 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return err
 	}
+	// An endpoint that answered the check and then nothing usable: llm_bk's
+	// row would measure the outage, so the run fails and writes nothing.
+	if n := sum.AgentEpisodes(study.AgentLLMBK); n > 0 && sum.LLMErrors == n {
+		return fmt.Errorf("%w: %s: every llm_bk episode (%d) ended in LLM_ERROR: the model gave no usable answer", study.ErrEndpoint, o.cfg.LLM.URL, n)
+	}
 	pprof.StopCPUProfile()
 	if report != nil {
 		if err := writeReport(report, o, sum); err != nil {
@@ -278,6 +283,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if note := o.skipped(sum); note != "" {
 		p.Printf("\n%s\n", note)
+	}
+	if sum.LLMErrors > 0 {
+		p.Printf("\nllm_bk: %d of %d episodes ended in LLM_ERROR (the model gave no usable answer: the endpoint failed after its retries, or answered something that is not advice); they measure the endpoint, not the model.\n",
+			sum.LLMErrors, sum.AgentEpisodes(study.AgentLLMBK))
 	}
 	p.Printf("\n%s", o.written(sum))
 	wall := time.Since(start)

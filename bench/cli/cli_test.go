@@ -466,3 +466,48 @@ func TestStepsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointFailsDuringRun: an endpoint that answers the check and then
+// nothing usable fails the run when every llm_bk episode ended in
+// LLM_ERROR (nothing written); when only some did, the run succeeds and
+// says how many.
+func TestEndpointFailsDuringRun(t *testing.T) {
+	serve := func(usable func(body string) bool) *httptest.Server {
+		var mu sync.Mutex
+		first := true
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			ok := first || usable(string(b))
+			first = false
+			mu.Unlock()
+			content := `I would rather not say.`
+			if ok {
+				content = `{\"propose\": true, \"reason\": \"ok\"}`
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"`+content+`"}}]}`)
+		}))
+	}
+	never := serve(func(string) bool { return false })
+	defer never.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results.jsonl")
+	os.WriteFile(out, []byte("earlier\n"), 0o644)
+	stdout, _, err := run(t, noEnv, "--seeds", "1", "--llm-url", never.URL, "--llm-model", "m", "--out", out)
+	if !errors.Is(err, study.ErrEndpoint) || !strings.Contains(err.Error(), "every llm_bk episode (6)") || stdout != "" {
+		t.Errorf("endpoint gone after the check: Run = %v\n%s", err, stdout)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "earlier\n" {
+		t.Errorf("results overwritten: %q", b)
+	}
+
+	// No usable answer about one task's charge: that task's episodes end
+	// in LLM_ERROR, the others do not.
+	some := serve(func(body string) bool { return !strings.Contains(body, "ch_3P0x1A2B3C") })
+	defer some.Close()
+	stdout, _, err = run(t, noEnv, "--seeds", "2", "--llm-url", some.URL, "--llm-model", "m", "--out", "")
+	if err != nil || !strings.Contains(stdout, "llm_bk: 2 of 12 episodes ended in LLM_ERROR") {
+		t.Errorf("some LLM_ERROR: Run = %v\n%s", err, stdout)
+	}
+}

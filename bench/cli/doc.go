@@ -28,7 +28,9 @@
 // output path whose directory does not exist, and an LLM endpoint that
 // does not answer (study.CheckEndpoint, when llm_bk is to run) are refused
 // before any file is created. A --db file is checked whole before the run
-// writes into it. Output files are written
+// writes into it. A run in which every llm_bk episode ended in LLM_ERROR
+// fails too (wrapping study.ErrEndpoint), and writes nothing; when some
+// did, the output says how many. Output files are written
 // beside their final names and renamed into place when the run succeeds,
 // so a failed run leaves earlier files as they were. An error about the
 // database names its file.

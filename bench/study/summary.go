@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/worker/llm"
 )
 
 // Summary holds a run's aggregates: the metrics summed per agent and per
@@ -26,6 +27,10 @@ type Summary struct {
 	Elapsed  time.Duration
 	// Scoring is how the episodes were scored.
 	Scoring Scoring
+	// LLMErrors is how many llm_bk episodes ended in LLM_ERROR: a model
+	// call got no usable answer (the endpoint failed after its retries, or
+	// answered something that is not advice).
+	LLMErrors int
 
 	governed map[string]bool
 	byAgent  map[string]*tally
@@ -94,8 +99,13 @@ func (s *Summary) add(r *Result) {
 		t.n++
 		t.sum.add(r.Metrics)
 	}
-	if out, ok := r.Output.(*KernelOutput); ok && out.Attack != nil {
-		s.addAttack(out.Attack, r)
+	if out, ok := r.Output.(*KernelOutput); ok {
+		if out.Attack != nil {
+			s.addAttack(out.Attack, r)
+		}
+		if r.Agent == AgentLLMBK && (out.Final.BeliefCode == llm.CodeError || out.Final.PlanCode == llm.CodeError) {
+			s.LLMErrors++
+		}
 	}
 	if !s.traces {
 		return
@@ -111,6 +121,14 @@ func (s *Summary) add(r *Result) {
 
 // Mean returns an agent's mean metrics over the run (paper Table 3).
 func (s *Summary) Mean(agent string) Metrics { return s.byAgent[agent].mean() }
+
+// AgentEpisodes returns how many episodes an agent played.
+func (s *Summary) AgentEpisodes(agent string) int {
+	if t := s.byAgent[agent]; t != nil {
+		return t.n
+	}
+	return 0
+}
 
 // TaskMean returns an agent's mean metrics on one task (paper Table 4).
 func (s *Summary) TaskMean(agent, task string) Metrics {
