@@ -28,7 +28,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"--bogus", "traces"}, inspect.ExitUsage, "", true, "-bogus"},
 		{[]string{"traces", "--bogus"}, inspect.ExitUsage, "", true, "-bogus"},
 		{[]string{"traces", "extra"}, inspect.ExitUsage, "", true, `unexpected argument "extra"`},
-		{[]string{"help", "extra"}, inspect.ExitUsage, "", true, "unknown command"},
+		{[]string{"help", "extra"}, inspect.ExitUsage, "", true, `unexpected argument "extra"`},
+		{[]string{"frobnicate"}, inspect.ExitUsage, "", true, `unknown command "frobnicate"`},
+		{[]string{}, inspect.ExitUsage, "", true, "no command"},
 		{[]string{"export", "--trace", "UNKNOWN"}, inspect.ExitError, "", false, `no trace "UNKNOWN"`},
 	} {
 		code, out, errOut := bk(t, append([]string{"--db", db}, c.args...)...)

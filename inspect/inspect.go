@@ -83,7 +83,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if cmd == nil {
-		if rest[0] == "help" && len(rest) == 1 {
+		if rest[0] == "help" {
+			if len(rest) > 1 {
+				fmt.Fprintf(stderr, "bk help: unexpected argument %q\n", rest[1])
+				usage(stderr)
+				return ExitUsage
+			}
 			usage(stdout)
 			return ExitOK
 		}
