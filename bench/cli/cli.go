@@ -184,6 +184,23 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 
+	// The database next, checked whole, before any output file exists.
+	store, err := o.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer func() {
+			if cerr := store.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("database %s: %w", o.storeName, cerr))
+			}
+		}()
+		o.cfg.Store = store
+		if o.cfg.RunID, err = newRunID(); err != nil {
+			return err
+		}
+	}
+
 	var files []*output // committed, in this order, when the run succeeds
 	defer func() {
 		if err != nil {
@@ -222,21 +239,6 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		defer pprof.StopCPUProfile() // before the files are committed (deferred later)
-	}
-	store, err := o.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	if store != nil {
-		defer func() {
-			if cerr := store.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("database %s: %w", o.storeName, cerr))
-			}
-		}()
-		o.cfg.Store = store
-		if o.cfg.RunID, err = newRunID(); err != nil {
-			return err
-		}
 	}
 	sum, err := study.Run(ctx, o.cfg, out)
 	if err != nil {
