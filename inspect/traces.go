@@ -44,7 +44,7 @@ func runTraces(ctx context.Context, e *env, _ []string) error {
 	}
 	return writeList(e, rows, "no traces", "TRACE\tNAMESPACE\tRECORDS\tDECISIONS\tREFUSED\tLAST\tOUTCOME", func(r TraceRow) []string {
 		return []string{clip(r.TraceID, 36), clip(r.Namespace, 16), strconv.Itoa(r.Records), strconv.Itoa(r.Decisions),
-			strconv.Itoa(r.Refusals), stamp(r.LastMS), clip(r.Outcome, 44)}
+			strconv.Itoa(r.Refusals), stamp(r.LastMS), r.Outcome}
 	})
 }
 
