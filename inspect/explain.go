@@ -25,9 +25,13 @@ type Explanation struct {
 	// proposal is explained through the record it decided).
 	Record  string `json:"record"`
 	TraceID string `json:"trace_id"`
-	// Verdict is "committed", "refused", "fallback" (a safe fallback taken
-	// instead of a refused plan or action), "pending", "expired" or
-	// "observed" (a percept or another record no decision made).
+	// Verdict is "committed", "refused", "fallback" (an action of a safe
+	// fallback type, taken instead of a refused, denied or failed one),
+	// "denied" (a person denied the committed action: RootCause names the
+	// approval, who denied it and the note), "expired" (a record whose TTL
+	// ran out, or an action whose approval did), "retired" (a committed
+	// action taken back unrun), "pending" or "observed" (a percept or
+	// another record no decision made).
 	Verdict string          `json:"verdict"`
 	Code    blackboard.Code `json:"code,omitempty"`
 	// RootCause is, for a refusal or a fallback, the deepest cause and the
@@ -109,7 +113,7 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 	case isKernelCommit(target) && target.Slot == blackboard.Actions && target.Status == blackboard.StatusInvalidated:
 		// Committed, then taken back: a person denied it, its approval
 		// ran out, or it was retired unrun.
-		ex.Verdict, ex.Code = fateOfCode(target.Reason, FateRetired), target.Reason
+		ex.Verdict, ex.Code = string(committedFate(target, x.followers()[target.ID])), target.Reason
 		ex.Causes = x.causesOf(target)
 		ex.RootCause = &ex.Causes[len(ex.Causes)-1]
 	case target.Mode == blackboard.ModePropose && target.Status == blackboard.StatusInvalidated:
@@ -148,7 +152,7 @@ func verdictOf(o audit.Outcome, code blackboard.Code) string {
 	case audit.OutcomePendingApproval:
 		return "pending"
 	case audit.OutcomeEscalated:
-		return fateOfCode(code, "fallback")
+		return string(fateOfCode(code, "fallback"))
 	}
 	return string(o)
 }
@@ -202,9 +206,18 @@ type explainer struct {
 	seen map[string]bool // on the path from the root
 	// fallbacks are the safe fallback types of the trace ([fallbackTypes]).
 	fallbacks map[string]bool
+	follows   map[string]*actionAfter // what followed each committed action, read on first use
 	// expanded holds the records already shown with their subtree: a
 	// later mention is a leaf.
 	expanded map[string]bool
+}
+
+// followers returns what followed each committed action of the trace.
+func (x *explainer) followers() map[string]*actionAfter {
+	if x.follows == nil {
+		x.follows = followers(x.recs)
+	}
+	return x.follows
 }
 
 // maxExplainDepth bounds the tree (records only point back in their
@@ -643,7 +656,7 @@ func (x *explainer) summary(r *blackboard.Record) string {
 		return s + ": pending"
 	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel:
 		if r.Slot == blackboard.Actions && r.Status == blackboard.StatusInvalidated {
-			return name + " committed, then " + fateOfCode(r.Reason, FateRetired) + " (" + string(r.Reason) + ")"
+			return name + " committed, then " + string(committedFate(r, x.followers()[r.ID])) + " (" + string(r.Reason) + ")"
 		}
 		s := name + " committed (" + string(r.Reason) + ")"
 		if reason, ok := r.Payload.String(kernel.KeyReason); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {

@@ -9,27 +9,31 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// What happened to an action, as a trace's outcome counts it.
+// Fate is what happened to one action of a trace, as its outcome counts
+// it ([ActionOutcome]).
+type Fate string
+
+// The fates of an action.
 const (
-	FateExecuted  = "executed"  // its effect ran and succeeded
-	FateFailed    = "failed"    // its effect failed for good (or was refused for good)
-	FateDenied    = "denied"    // a person denied it
-	FateExpired   = "expired"   // its approval, or the action, ran out of time
-	FatePending   = "pending"   // committed, waiting for an approver
-	FateApproved  = "approved"  // approved, its effect not yet recorded
-	FateRunning   = "running"   // an attempt is recorded, no result yet
-	FateEscalated = "escalated" // handed to a person for another reason
-	FateRetired   = "retired"   // withdrawn after its commit, never run
-	FateCommitted = "committed" // committed; nothing ran it (a fallback, or no tool gate)
-	FateRefused   = "refused"   // the kernel, the gate, a contract or a budget refused it
-	FateProposed  = "proposed"  // proposed, not decided
+	FateExecuted  Fate = "executed"  // its effect ran and succeeded
+	FateFailed    Fate = "failed"    // its effect failed for good (or was refused for good)
+	FateDenied    Fate = "denied"    // a person denied it
+	FateExpired   Fate = "expired"   // its approval, or the action, ran out of time
+	FatePending   Fate = "pending"   // committed, waiting for an approver
+	FateApproved  Fate = "approved"  // approved, its effect not yet recorded
+	FateRunning   Fate = "running"   // an attempt is recorded, no result yet
+	FateEscalated Fate = "escalated" // handed to a person for another reason
+	FateRetired   Fate = "retired"   // taken back after its commit, never run
+	FateCommitted Fate = "committed" // committed; nothing ran it (a fallback, or no tool gate)
+	FateRefused   Fate = "refused"   // the kernel, the gate, a contract or a budget refused it
+	FateProposed  Fate = "proposed"  // proposed, not decided yet
 )
 
 // ActionOutcome is how many actions of one type in a trace came to one
-// fate (one of the Fate constants).
+// fate.
 type ActionOutcome struct {
 	Type  string `json:"type"`
-	Fate  string `json:"fate"`
+	Fate  Fate   `json:"fate"`
 	Count int    `json:"count"`
 }
 
@@ -49,7 +53,7 @@ type actionAfter struct {
 // an expiry or retirement, an approval awaited or given.
 func actionOutcomes(recs []blackboard.Record) []ActionOutcome {
 	var out []ActionOutcome
-	add := func(typ, fate string) {
+	add := func(typ string, fate Fate) {
 		for i := range out {
 			if out[i].Type == typ && out[i].Fate == fate {
 				out[i].Count++
@@ -66,7 +70,37 @@ func actionOutcomes(recs []blackboard.Record) []ActionOutcome {
 		}
 		out = append(out[:at], append([]ActionOutcome{{Type: typ, Fate: fate, Count: 1}}, out[at:]...)...)
 	}
-	// What followed each committed action, by its id.
+	follows := followers(recs)
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose:
+			switch {
+			case r.Reason == blackboard.CodeSupersededByCommit:
+				// counted by its commit
+			case r.Status == blackboard.StatusInvalidated:
+				add(r.Kind, FateRefused)
+			case r.Status == blackboard.StatusExpired:
+				add(r.Kind, FateExpired)
+			default:
+				add(r.Kind, FateProposed)
+			}
+		case r.Slot == blackboard.Actions && isKernelCommit(r):
+			add(r.Kind, committedFate(r, follows[r.ID]))
+		case isDecisionRecord(r):
+			// A call refused before it reached the kernel has no proposal
+			// to count it by.
+			if d, ok := audit.Of(*r); ok && d.Outcome == audit.OutcomeRefused && d.Subject == "" {
+				add(d.Kind, FateRefused)
+			}
+		}
+	}
+	return out
+}
+
+// followers reads what followed each committed action of recs, by the
+// action's id.
+func followers(recs []blackboard.Record) map[string]*actionAfter {
 	follows := map[string]*actionAfter{}
 	get := func(id string) *actionAfter {
 		a := follows[id]
@@ -98,36 +132,12 @@ func actionOutcomes(recs []blackboard.Record) []ActionOutcome {
 			}
 		}
 	}
-	for i := range recs {
-		r := &recs[i]
-		switch {
-		case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose:
-			switch {
-			case r.Reason == blackboard.CodeSupersededByCommit:
-				// counted by its commit
-			case r.Status == blackboard.StatusInvalidated:
-				add(r.Kind, FateRefused)
-			case r.Status == blackboard.StatusExpired:
-				add(r.Kind, FateExpired)
-			default:
-				add(r.Kind, FateProposed)
-			}
-		case r.Slot == blackboard.Actions && isKernelCommit(r):
-			add(r.Kind, committedFate(r, follows[r.ID]))
-		case isDecisionRecord(r):
-			// A call refused before it reached the kernel has no proposal
-			// to count it by.
-			if d, ok := audit.Of(*r); ok && d.Outcome == audit.OutcomeRefused && d.Subject == "" {
-				add(d.Kind, FateRefused)
-			}
-		}
-	}
-	return out
+	return follows
 }
 
 // committedFate is what became of a committed action r, given what
 // followed it (nil: nothing did).
-func committedFate(r *blackboard.Record, a *actionAfter) string {
+func committedFate(r *blackboard.Record, a *actionAfter) Fate {
 	if a != nil && a.effect != nil {
 		switch a.effect.Status {
 		case toolgate.StatusSucceeded:
@@ -156,7 +166,7 @@ func committedFate(r *blackboard.Record, a *actionAfter) string {
 }
 
 // fateOfCode names the fate an escalation or invalidation code means.
-func fateOfCode(code blackboard.Code, otherwise string) string {
+func fateOfCode(code blackboard.Code, otherwise Fate) Fate {
 	switch code {
 	case toolgate.CodeApprovalDenied:
 		return FateDenied
@@ -183,7 +193,7 @@ func outcomeText(outs []ActionOutcome) string {
 		default:
 			sb.WriteString("; " + o.Type + " ")
 		}
-		sb.WriteString(o.Fate)
+		sb.WriteString(string(o.Fate))
 		if o.Count > 1 {
 			sb.WriteString(" ×" + strconv.Itoa(o.Count))
 		}
