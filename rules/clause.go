@@ -20,6 +20,9 @@ import (
 // a field may hold up to MaxStringBytes, and a detail is for a person.
 const maxShownValue = 200
 
+// maxShownValues bounds how many values a violation's detail shows.
+const maxShownValues = 16
+
 // clause is one operand of a rule's top-level && or || (the whole rule
 // when it has neither), compiled on its own so that a false rule can say
 // which part of it was false.
@@ -155,7 +158,8 @@ func (rl *rule) violation(ctx context.Context, in *input, where string) string {
 	case rl.op == "||":
 		sb.WriteString("; each of its " + strconv.Itoa(len(rl.clauses)) + " clauses is false")
 		shown = rl.clauses
-	default:
+	}
+	if shown == nil { // one clause, or none could be told false (a cancelled context)
 		shown = rl.clauses
 	}
 	var paths []string
@@ -167,6 +171,10 @@ func (rl *rule) violation(ctx context.Context, in *input, where string) string {
 		}
 	}
 	for i, p := range paths {
+		if i == maxShownValues {
+			sb.WriteString(", and " + strconv.Itoa(len(paths)-i) + " more")
+			break
+		}
 		if i == 0 {
 			sb.WriteString("; it read ")
 		} else {

@@ -1,6 +1,7 @@
 package rules_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,5 +81,27 @@ func TestViolationValueBounded(t *testing.T) {
 	refused(t, "long note", d, v, blackboard.CodeRuleViolated, "short_note", "size(action.note) < 10", "…")
 	if len(v.Detail) > 400 {
 		t.Errorf("detail of %d bytes: a value is not bounded", len(v.Detail))
+	}
+}
+
+// TestViolationValuesBounded: a clause reading many fields shows the
+// first ones and says how many more there were.
+func TestViolationValuesBounded(t *testing.T) {
+	var terms []string
+	for i := range 20 {
+		terms = append(terms, fmt.Sprintf("action.f%02d", i))
+	}
+	expr := strings.Join(terms, " + ") + " < 10"
+	h := newHarness(t, mustNew(t, rules.OnAction("sum", "issue_refund", expr)), nil)
+	h.perceive(tr, "charge", blackboard.Payload{"amount": 89.0})
+	h.propose(tr, blackboard.Beliefs, "refund_due", refundDue(true))
+	p := refund(1.0)
+	for i := range 20 {
+		p[fmt.Sprintf("f%02d", i)] = 1.0
+	}
+	d, v := h.propose(tr, blackboard.Actions, "issue_refund", p)
+	refused(t, "twenty fields", d, v, blackboard.CodeRuleViolated, "sum", "action.f15 = 1, and 4 more")
+	if strings.Contains(v.Detail, "action.f16 = ") {
+		t.Errorf("detail shows more than 16 values: %q", v.Detail)
 	}
 }

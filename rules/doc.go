@@ -62,7 +62,7 @@
 // false one is named) or || (each is false); a rule with neither is one
 // clause. The values are the variables and field chains the clause reads
 // (value, action.amount, percepts.charge.currency), as JSON, each cut at
-// 200 bytes, "(absent)" for a missing field. Only a false rule pays for
+// 200 bytes, "(absent)" for a missing field, the first 16 of them. Only a false rule pays for
 // this: its clauses, compiled by [New], are evaluated again on the
 // refusal. A rule that cannot be evaluated rejects it with
 // [blackboard.CodeRuleError] and the error as detail: a missing field or
