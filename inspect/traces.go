@@ -12,9 +12,12 @@ import (
 // outcome and decision counts (from its [Timeline]).
 type TraceRow struct {
 	blackboard.TraceSummary
-	Decisions int    `json:"decisions"`
-	Refusals  int    `json:"refusals"`
-	Outcome   string `json:"outcome"`
+	Decisions int `json:"decisions"`
+	Refusals  int `json:"refusals"`
+	// Outcome is what happened to the trace's actions, by type
+	// ([TimelineReport.Outcome]); Actions the same as counts.
+	Outcome string          `json:"outcome"`
+	Actions []ActionOutcome `json:"actions,omitempty"`
 }
 
 // Traces lists the traces of s (of namespace, when not empty) with their
@@ -29,7 +32,7 @@ func Traces(ctx context.Context, s blackboard.Store, namespace string) ([]TraceR
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, TraceRow{TraceSummary: ts, Decisions: tl.Decisions, Refusals: tl.Refusals, Outcome: tl.Outcome})
+		out = append(out, TraceRow{TraceSummary: ts, Decisions: tl.Decisions, Refusals: tl.Refusals, Outcome: tl.Outcome, Actions: tl.Actions})
 	}
 	return out, nil
 }

@@ -252,7 +252,7 @@ func TestTraceOutcome(t *testing.T) {
 		{Type: "issue_refund", Fate: inspect.FateRefused, Count: 2}, {Type: "issue_refund", Fate: inspect.FateDenied, Count: 1},
 		{Type: "lookup_order", Fate: inspect.FateExecuted, Count: 1}, {Type: kernel.FallbackQueueForReview, Fate: inspect.FateCommitted, Count: 1},
 	}
-	if !slices.Equal(tl.Actions, wantActions) || tl.Outcome != want {
-		t.Errorf("timeline outcome %q %+v, want %+v", tl.Outcome, tl.Actions, wantActions)
+	if !slices.Equal(tl.Actions, wantActions) || tl.Outcome != want || !slices.Equal(rows[0].Actions, wantActions) {
+		t.Errorf("timeline outcome %q %+v, trace row %+v, want %+v", tl.Outcome, tl.Actions, rows[0].Actions, wantActions)
 	}
 }
