@@ -38,8 +38,9 @@
 // [Explain] tells a fallback by its type: an action type is a safe
 // fallback when the trace shows the kernel committing an action of it on
 // no belief, which the kernel does only for a type registered as one
-// ([kernel.ActionSpec.SafeFallback]). An argument named "reason" on any
-// other action is an argument. A fallback stands in for the action it
+// ([kernel.ActionSpec.SafeFallback]), and no tool running one (the
+// tool-call gate registers its read-only tools as safe too). An argument
+// named "reason" on any other action is an argument. A fallback stands in for the action it
 // escalates (the tool-call gate's), else for the latest record that came
 // to the code it gives as its reason, and for nothing else: no unrelated
 // earlier refusal is blamed. A committed action a person denied is

@@ -8,19 +8,44 @@ import (
 )
 
 // fallbackTypes returns the action types recs show to be safe fallbacks:
-// the types of the actions the kernel committed resting on no belief. The
-// kernel commits such an action only when its type is registered as a
-// safe fallback ([kernel.ActionSpec.SafeFallback]; any other is
-// UNGROUNDED_ACTION), so the type is known from what the kernel did, not
-// from what an action's arguments are called. A store does not hold the
-// kernel's action specs; this is the only record of them it has.
+// the types of the actions the kernel committed resting on no belief,
+// but for the tools' own. The kernel commits an action on no belief only
+// when its type is registered as a safe fallback
+// ([kernel.ActionSpec.SafeFallback]; any other is UNGROUNDED_ACTION), so
+// the type is known from what the kernel did, not from what an action's
+// arguments are called. The tool-call gate registers its read-only tools
+// so too, to let them run on no belief: a type whose actions a tool ran
+// (an effect record about one of them, or a decision record of a call of
+// it executed, failed or waiting for approval) is a tool's, not a
+// fallback. A store does not hold the kernel's action specs; this is the
+// record of them it has.
 func fallbackTypes(recs []blackboard.Record) map[string]bool {
 	out := map[string]bool{}
+	tools := map[string]bool{}
+	kindOf := map[string]string{} // committed action id -> type
 	for i := range recs {
 		r := &recs[i]
-		if isKernelCommit(r) && r.Slot == blackboard.Actions && len(list(r.Payload, kernel.KeyRequiresBeliefs)) == 0 {
-			out[r.Kind] = true
+		switch {
+		case isKernelCommit(r) && r.Slot == blackboard.Actions:
+			kindOf[r.ID] = r.Kind
+			if len(list(r.Payload, kernel.KeyRequiresBeliefs)) == 0 {
+				out[r.Kind] = true
+			}
+		case r.Slot == blackboard.Percepts:
+			if e, ok := toolgate.EffectOf(*r); ok && kindOf[e.ActionID] != "" {
+				tools[kindOf[e.ActionID]] = true
+			}
+		case isDecisionRecord(r):
+			if d, ok := audit.Of(*r); ok {
+				switch d.Outcome {
+				case audit.OutcomeExecuted, audit.OutcomeFailed, audit.OutcomePendingApproval:
+					tools[d.Kind] = true
+				}
+			}
 		}
+	}
+	for t := range tools {
+		delete(out, t)
 	}
 	return out
 }

@@ -186,6 +186,15 @@ func TestExplainDenial(t *testing.T) {
 	if fallback == "" || escalation == "" {
 		t.Fatalf("no fallback or escalation in %v", recs)
 	}
+	// A read-only tool commits on no belief too (the gate registers it as
+	// safe), but it is a tool, not a fallback.
+	for id, r := range recs {
+		if r.Kind == "lookup_order" && r.Mode == blackboard.ModeCommit {
+			if ex, err := inspect.Explain(ctx, s, id); err != nil || ex.Verdict != "committed" || ex.RootCause != nil {
+				t.Errorf("explain of the lookup %s: %v\n%s", id, err, ex)
+			}
+		}
+	}
 	for _, id := range []string{denied, escalation, fallback} {
 		ex, err := inspect.Explain(ctx, s, id)
 		if err != nil {
