@@ -180,21 +180,23 @@ func (s *schema) check(raw json.RawMessage) (blackboard.Payload, *argProblem) {
 	if !ok {
 		return nil, &argProblem{detail: "the arguments must be a JSON object"}
 	}
-	keys := slices.Sorted(maps.Keys(args)) // report problems in a stable order
-	for _, key := range keys {
-		if slices.Contains(reservedArgs, key) {
+	for _, key := range sortedReserved { // the first by name: a stable report
+		if _, ok := args[key]; ok {
 			return nil, &argProblem{key, fmt.Sprintf("argument %q is not allowed (the name is reserved)", key)}
 		}
 	}
-	err := s.whole.Validate(map[string]any(args))
+	err := s.whole.Validate(args)
 	if mutSchemaCheck {
 		err = nil
 	}
 	if err == nil {
 		return blackboard.Payload(args), nil
 	}
-	return nil, s.blame(args, keys, err)
+	return nil, s.blame(args, slices.Sorted(maps.Keys(args)), err)
 }
+
+// sortedReserved are the reserved keys in name order.
+var sortedReserved = slices.Sorted(slices.Values(reservedArgs))
 
 // blame names the argument behind a failed validation: the first
 // undeclared one (by name) when the schema is closed, else the first
