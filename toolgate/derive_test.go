@@ -192,16 +192,24 @@ func TestDeriveFailsClosed(t *testing.T) {
 }
 
 // TestDeriveKernelRefuses: the derived belief is validated like any
-// belief: a result flagged stale grounds none (STALE_EVIDENCE), and the
-// Result says so.
+// belief: a result flagged stale, conflicting or unreliable grounds none,
+// and the Result says why.
 func TestDeriveKernelRefuses(t *testing.T) {
-	g, refunds := deriveDesk(t, refundDue, func(id string) order { o := goodOrder(id); o[kernel.KeyStale] = true; return o })
-	res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	if len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeStaleEvidence || res.Derived[0].BeliefID != "" {
-		t.Fatalf("derived %+v, want STALE_EVIDENCE", res.Derived)
-	}
-	if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {
-		t.Errorf("refund on stale evidence: %+v", r)
+	for flag, code := range map[string]blackboard.Code{
+		kernel.KeyStale:         blackboard.CodeStaleEvidence,
+		kernel.KeyConflict:      blackboard.CodeUnresolvedConflict,
+		kernel.KeyLowConfidence: blackboard.CodeLowConfidence,
+	} {
+		t.Run(flag, func(t *testing.T) {
+			g, refunds := deriveDesk(t, refundDue, func(id string) order { o := goodOrder(id); o[flag] = true; return o })
+			res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
+			if len(res.Derived) != 1 || res.Derived[0].Code != code || res.Derived[0].BeliefID != "" || res.Derived[0].Committed() {
+				t.Fatalf("derived %+v, want %s", res.Derived, code)
+			}
+			if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {
+				t.Errorf("refund on %s evidence: %+v", flag, r)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -60,7 +62,14 @@ func ExampleFunc() {
 	}, func(_ context.Context, inv toolgate.Invocation, a RefundArgs) (Refund, error) {
 		return Refund{RefundID: "re_" + a.OrderID, Amount: a.Amount}, nil // a real effect passes inv.Key on
 	})
-	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, refund),
+	// A rule reads the derived belief's fields: a refund is of at most
+	// what is left to refund.
+	rs, err := rules.New(rules.OnAction("refund_within_assessment", "issue_refund",
+		`action.order_id == beliefs.refund_due.order_id && action.amount <= beliefs.refund_due.max_refund`))
+	if err != nil {
+		panic(err)
+	}
+	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, refund), toolgate.WithKernel(kernel.WithValidators(rs)),
 		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		panic(err)
@@ -79,6 +88,8 @@ func ExampleFunc() {
 	fmt.Println(res.Code, res.Derived[0].Belief, res.Derived[0].Code, res.Derived[0].Value)
 	res = call("issue_refund", `{"order_id":"A1","amount":"50"}`)
 	fmt.Println(res.Code, res.RootCause.Detail)
+	res = call("issue_refund", `{"order_id":"A1","amount":60}`)
+	fmt.Println(res.Code)
 	res = call("issue_refund", `{"order_id":"A1","amount":50}`)
 	fmt.Println(res.Code, res.Output["refund_id"])
 	res = call("issue_refund", `{"order_id":"A1","amount":50}`)
@@ -87,6 +98,7 @@ func ExampleFunc() {
 	// {"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number","description":"in EUR, at most what is left to refund"}},"required":["order_id","amount"],"additionalProperties":false}
 	// EFFECT_SUCCEEDED refund_due COMMITTED true
 	// INVALID_ARGUMENTS argument "amount" must be number, not a string
+	// RULE_VIOLATED
 	// EFFECT_SUCCEEDED re_A1
 	// DUPLICATE_ACTION
 }
