@@ -849,7 +849,11 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.result(ctx, j, w.rec, dr.ID)
+	res, err := g.result(ctx, j, w.rec, dr.ID)
+	if err == nil && code == CodeEffectSucceeded {
+		res.Derived, err = g.derive(ctx, j, w.ID, res.Output)
+	}
+	return res, err
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,
