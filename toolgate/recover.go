@@ -147,7 +147,8 @@ type Pending struct {
 	Reason string
 }
 
-// PendingApprovals lists the actions of the trace that wait for approval:
+// PendingApprovals lists the actions of the trace that wait for approval,
+// or of every trace when traceID is "" (each entry names its own trace):
 // committed by the gate with a policy that needs one, not started and with
 // no result (a denied or expired one is listed until an Execute escalates
 // it). They come in commit order.
@@ -194,7 +195,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 		if err != nil {
 			return nil, err
 		}
-		p := Pending{ActionID: act.ID, TraceID: traceID, Tool: e.Name, Args: j.args, Digest: digest}
+		p := Pending{ActionID: act.ID, TraceID: act.TraceID(), Tool: e.Name, Args: j.args, Digest: digest}
 		p.Caller, _ = gd.Context["caller"].(string)
 		p.CallID, _ = gd.Context["call_id"].(string)
 		p.Reason, _ = gd.Context["approval_reason"].(string)
@@ -222,5 +223,5 @@ func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record
 	case err != nil:
 		return blackboard.Record{}, nil, gd, false, err
 	}
-	return act, e, gd, act.TraceID() == traceID && gd.RecordID == d.RecordID, nil
+	return act, e, gd, (traceID == "" || act.TraceID() == traceID) && gd.RecordID == d.RecordID, nil
 }
