@@ -16,10 +16,13 @@ import (
 // For every action the gate committed in the kernel's namespace that has
 // no recorded result:
 //
-//   - an attempt whose lease is over is re-driven: the next attempt
-//     number, the same idempotency key, within the tool's retry budget
-//     (an attempt left without a result counts as used; when none is
-//     left, the action fails with EFFECT_RETRIES_EXHAUSTED);
+//   - an attempt whose lease is over is re-driven when the world dedups
+//     the effect by its key (a tool with a once-key, an Idempotent or a
+//     read-only one): the next attempt number, the same idempotency key,
+//     within the tool's retry budget (an attempt left without a result
+//     counts as used; when none is left, the action fails with
+//     EFFECT_RETRIES_EXHAUSTED); any other tool's is recorded as
+//     EFFECT_UNKNOWN, for a person, and its effect is not started again;
 //   - an attempt whose lease is not over is left to its driver;
 //   - an action no attempt was started for is executed, once it is older
 //     than the lease (a younger one may be about to start), unless it
