@@ -3,6 +3,8 @@ package toolgate
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -44,9 +46,20 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	}
 	var cands []candidate
 	seen := map[string]bool{}
+	// finished holds the actions whose effect has a recorded result
+	// (executed or failed) by the decision record written with it: the
+	// store remembers finished work, so a long history costs this one
+	// pass, not a look at each action. A result that says the action never
+	// ran (refused, escalated) is still visited: its retirement or its
+	// fallback may be missing.
+	finished := map[string]bool{}
 	for d, err := range audit.List(ctx, g.reader, audit.Filter{}) {
 		if err != nil {
 			return nil, err
+		}
+		if id, ok := g.finishedBy(d); ok {
+			finished[id] = true
+			continue
 		}
 		if d.Outcome != audit.OutcomeCommitted && d.Outcome != audit.OutcomePendingApproval {
 			continue
@@ -67,6 +80,9 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 		if err := ctx.Err(); err != nil {
 			return results, errors.Join(append(errs, err)...)
 		}
+		if finished[c.id] {
+			continue
+		}
 		res, driven, err := g.recoverOne(ctx, c.id)
 		if err != nil {
 			errs = append(errs, err)
@@ -77,6 +93,26 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	}
 	return results, errors.Join(errs...)
 }
+
+// finishedBy returns the action whose effect's result the decision record
+// d was written with ([Gate.finish]: executed or failed, about the result
+// percept, whose first input is the action). Only the gate's governor
+// writes decision records.
+func (g *Gate) finishedBy(d audit.Record) (string, bool) {
+	if d.Outcome != audit.OutcomeExecuted && d.Outcome != audit.OutcomeFailed || len(d.EvidenceRefs) == 0 {
+		return "", false
+	}
+	tool, _ := d.Context["tool"].(string)
+	if e := g.tools[tool]; e == nil || d.Kind != e.action() || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
+		return "", false
+	}
+	return d.EvidenceRefs[0], true
+}
+
+// Lease returns the gate's lease ([WithLease]): how long an attempt is
+// reserved to its driver. A process that restarts after a crash waits it
+// out before [Gate.Recover] can take over the attempts it left.
+func (g *Gate) Lease() time.Duration { return g.lease }
 
 // recoverOne finishes one action if it needs it; driven reports whether
 // it did anything.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,4 +229,47 @@ func TestRedriveNeedsAKey(t *testing.T) {
 			}, c.mod)
 		})
 	}
+}
+
+// countingReader counts the records read by id.
+type countingReader struct {
+	kernel.Handle
+	gets atomic.Int64
+}
+
+func (r *countingReader) Get(ctx context.Context, id string) (blackboard.Record, error) {
+	r.gets.Add(1)
+	return r.Handle.Get(ctx, id)
+}
+
+// Recover remembers finished work through the store: an action whose
+// result its scan of the decision records finds is not looked at again, so
+// a restart over a long history reads no record by id for it; an
+// unfinished one still is.
+func TestRecoverSkipsFinished(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		for i := range 10 {
+			trace := fmt.Sprintf("t%d", i)
+			d.ground(trace, "A1")
+			wantOutcome(t, trace, d.refund(trace, "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
+		}
+		d.clock.Advance(2 * DefaultLease)
+		cr := &countingReader{Handle: d.g.reader}
+		d.g.reader = cr
+		if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
+			t.Fatalf("Recover: %+v %v", res, err)
+		}
+		if n := cr.gets.Load(); n != 0 {
+			t.Errorf("Recover read %d records by id for finished actions, want none", n)
+		}
+		d.ground("u", "A2")
+		j := d.committed("u", "A2", 10)
+		res, err := d.g.Recover(d.ctx)
+		if err != nil || len(res) != 0 {
+			t.Fatalf("Recover of a fresh action: %+v %v", res, err)
+		}
+		if cr.gets.Load() == 0 {
+			t.Errorf("Recover read nothing about the unfinished action %s", j.act.ID)
+		}
+	})
 }
