@@ -175,8 +175,8 @@
 // This is exactly once from the store's point of view, not in the world.
 // A crash after the effect did its work and before its result was recorded
 // leaves an attempt without a result. For a tool whose key the world
-// honours (it has a once-key, [Tool.Once], or declares [Tool.Idempotent])
-// or that only reads, [Gate.Recover] (or a later Execute) calls the effect
+// honours (it has a once-key, [Tool.Once], or declares [Tool.Idempotent]),
+// [Gate.Recover] (or a later Execute) calls the effect
 // again, with the same key and a higher attempt number: the external
 // system must honour the key (a payment API's idempotency key) for the
 // world to see the effect once. Any other effect (an email) is started at

@@ -74,8 +74,9 @@ func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc b
 
 // redrivable reports whether an attempt of the tool's effect that left no
 // result may be started again: the world dedups it by its key (a once-key,
-// or a key the tool declares honoured) or it changes nothing (read-only).
-func (e *entry) redrivable() bool { return e.once || e.Idempotent || len(e.Requires) == 0 }
+// or a key the tool declares honoured). A tool that rests on no belief is
+// not taken for one that changes nothing: send_email may rest on none.
+func (e *entry) redrivable() bool { return e.once || e.Idempotent }
 
 // The once-keys the gate claims. They hash the idempotency key, which may
 // be longer than a once-key may be.

@@ -19,8 +19,8 @@ import (
 // no recorded result:
 //
 //   - an attempt whose lease is over is re-driven when the world dedups
-//     the effect by its key (a tool with a once-key, an Idempotent or a
-//     read-only one): the next attempt number, the same idempotency key,
+//     the effect by its key (a tool with a once-key, or an Idempotent
+//     one): the next attempt number, the same idempotency key,
 //     within the tool's retry budget (an attempt left without a result
 //     counts as used; when none is left, the action fails with
 //     EFFECT_RETRIES_EXHAUSTED); any other tool's is recorded as

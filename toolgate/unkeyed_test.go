@@ -156,9 +156,10 @@ func TestAttackUnkeyedAtMostOnce(t *testing.T) {
 }
 
 // TestRedriveNeedsAKey plays a crash after attempt 1 began, for each kind
-// of tool: an effect with a once-key, an Idempotent one and a read-only
-// one are started again with the same key once the lease is over; an
-// unkeyed one is recorded as EFFECT_UNKNOWN and started no more. Either
+// of tool: an effect with a once-key and an Idempotent one are started
+// again with the same key once the lease is over; an unkeyed one, even a
+// tool that rests on no belief, is recorded as EFFECT_UNKNOWN and started
+// no more. Either
 // outcome is recorded for good.
 func TestRedriveNeedsAKey(t *testing.T) {
 	for _, c := range []struct {
@@ -177,7 +178,7 @@ func TestRedriveNeedsAKey(t *testing.T) {
 				}
 			}
 		}, "issue_refund", CodeEffectSucceeded},
-		{"read-only", unkeyed, "lookup_order", CodeEffectSucceeded},
+		{"no belief", unkeyed, "lookup_order", CodeEffectUnknown},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			onStores(t, func(t *testing.T, d *desk) {
