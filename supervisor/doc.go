@@ -17,8 +17,8 @@
 //     expired one escalates to the safe fallback);
 //   - periodic recovery, for attempts whose lease ran out since (a driver
 //     that died, an effect that hung);
-//   - reports: each action it finished, and each error, as an [Event] to
-//     the function given to [WithReport] and to the [slog.Logger] given to
+//   - events: each action it finished, and each error, as an [Event] to
+//     the function given to [WithEvents] and to the [slog.Logger] given to
 //     [WithLogger].
 //
 // # What it remembers

@@ -73,7 +73,7 @@ func ExampleSupervisor_Run() {
 	// In main: one call, until the program ends.
 	events := make(chan supervisor.Event, 16)
 	sup, err := supervisor.New(g, supervisor.WithInterval(10*time.Millisecond),
-		supervisor.WithReport(func(_ context.Context, ev supervisor.Event) { events <- ev }))
+		supervisor.WithEvents(func(_ context.Context, ev supervisor.Event) { events <- ev }))
 	if err != nil {
 		panic(err)
 	}

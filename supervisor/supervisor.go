@@ -80,7 +80,8 @@ const (
 	OpResume Op = "resume"
 )
 
-// Event is one thing the supervisor did, as [WithReport] receives it.
+// Event is one thing the supervisor did, or could not do, as the function
+// given to [WithEvents] receives it.
 type Event struct {
 	// Op is the stage: OpRecover for an action a recovery pass finished,
 	// OpResume for an action executed once its approval was decided.
@@ -105,7 +106,7 @@ type config struct {
 	interval     time.Duration
 	recoverEvery time.Duration
 	logger       *slog.Logger
-	report       func(context.Context, Event)
+	onEvent      func(context.Context, Event)
 }
 
 // WithInterval sets how often Run looks for approvals that were decided
@@ -124,14 +125,14 @@ func WithRecoverEvery(d time.Duration) Option { return func(c *config) { c.recov
 // error at Error. Without it nothing is logged.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithReport calls fn with each event, from Run's goroutine, before Run
+// WithEvents calls fn with each event, from Run's goroutine, before Run
 // goes on: fn should return quickly (hand the event to a channel, say). A
-// report that continues the work (tells a customer, calls the next tool)
+// function that continues the work (tells a customer, calls the next tool)
 // sees each finished action once per supervisor; with several supervisors
 // on one store, an action's effect still runs once, but each supervisor
 // that drove it reports it.
-func WithReport(fn func(context.Context, Event)) Option {
-	return func(c *config) { c.report = fn }
+func WithEvents(fn func(context.Context, Event)) Option {
+	return func(c *config) { c.onEvent = fn }
 }
 
 // Supervisor owns the lifecycle of a gate's actions once they are
@@ -179,8 +180,8 @@ func New(g *toolgate.Gate, opts ...Option) (*Supervisor, error) {
 //     one escalates to the safe fallback.
 //  3. It runs a recovery pass at each recovery period.
 //
-// It reports each action it finished, and each error, through the report
-// function and the logger; an error does not stop it (the work is tried
+// It reports each action it finished, and each error, through the function given
+// to [WithEvents] and the logger; an error does not stop it (the work is tried
 // again at the next look or pass). What finished is remembered by the
 // store, not by the supervisor: an action with a recorded result is never
 // driven again, by this supervisor, another, or a restarted one, and a
@@ -276,7 +277,7 @@ func (s *Supervisor) traceOf(ctx context.Context, actionID string) string {
 	return rec.TraceID()
 }
 
-// emit hands an event to the report function and the logger.
+// emit hands an event to the events function and the logger.
 func (s *Supervisor) emit(ctx context.Context, ev Event) {
 	if l := s.cfg.logger; l != nil {
 		if ev.Err != nil {
@@ -286,7 +287,7 @@ func (s *Supervisor) emit(ctx context.Context, ev Event) {
 				"outcome", string(ev.Result.Outcome), "code", string(ev.Result.Code))
 		}
 	}
-	if s.cfg.report != nil {
-		s.cfg.report(ctx, ev)
+	if s.cfg.onEvent != nil {
+		s.cfg.onEvent(ctx, ev)
 	}
 }

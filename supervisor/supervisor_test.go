@@ -168,7 +168,7 @@ func (e *events) wait(t *testing.T, n int) map[string]supervisor.Event {
 func start(t *testing.T, g *toolgate.Gate, opts ...supervisor.Option) *events {
 	t.Helper()
 	ev := newEvents()
-	sup, err := supervisor.New(g, append([]supervisor.Option{supervisor.WithInterval(10 * time.Millisecond), supervisor.WithReport(ev.report)}, opts...)...)
+	sup, err := supervisor.New(g, append([]supervisor.Option{supervisor.WithInterval(10 * time.Millisecond), supervisor.WithEvents(ev.report)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
