@@ -14,7 +14,8 @@
 //   - approvals resumed as they are decided: it looks at an interval for
 //     actions that wait and have an approver's decision, and executes them
 //     ([toolgate.Gate.Execute]: an approved action runs, a denied or
-//     expired one escalates to the safe fallback);
+//     expired one escalates to the safe fallback), and at once when the
+//     program's approval screen calls [Supervisor.Wake];
 //   - periodic recovery, for attempts whose lease ran out since (a driver
 //     that died, an effect that hung);
 //   - events: each action it finished, and each error, as an [Event] to

@@ -143,6 +143,7 @@ type Supervisor struct {
 	g       *toolgate.Gate
 	cfg     config
 	running atomic.Bool
+	wake    chan struct{} // Wake's signal: one pending look at most
 }
 
 // New returns a supervisor of g. It fails with [ErrInvalidConfig] for a nil
@@ -163,7 +164,7 @@ func New(g *toolgate.Gate, opts ...Option) (*Supervisor, error) {
 	if c.recoverEvery <= 0 {
 		return nil, fmt.Errorf("%w: recovery period %v", ErrInvalidConfig, c.recoverEvery)
 	}
-	return &Supervisor{g: g, cfg: c}, nil
+	return &Supervisor{g: g, cfg: c, wake: make(chan struct{}, 1)}, nil
 }
 
 // Run supervises the gate until ctx ends, then returns nil (or
@@ -206,10 +207,24 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			return nil
 		case <-look.C:
 			s.resume(ctx)
+		case <-s.wake:
+			s.resume(ctx)
 		case <-recoverAt.C:
 			s.recover(ctx)
 			recoverAt.Reset(s.cfg.recoverEvery)
 		}
+	}
+}
+
+// Wake makes a running Run look for decided approvals now rather than at
+// its next interval: the program's approval screen calls it after
+// [toolgate.Approver.Approve] or Deny, so that a long interval costs no
+// delay. It never blocks; wakes that come while a look is due already
+// fold into it, and a wake before Run starts makes its first look early.
+func (s *Supervisor) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -432,3 +432,42 @@ func TestErrorsAreReported(t *testing.T) {
 		}
 	}
 }
+
+// Wake resumes a decided approval at once, however long the interval.
+func TestWake(t *testing.T) {
+	w := newWorld()
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
+	ev := newEvents()
+	sup, err := supervisor.New(g, supervisor.WithInterval(time.Hour), supervisor.WithEvents(ev.report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	ground(t, g, "t", "A1")
+	res := call(ctx, t, g, "t", "issue_refund", "A1", 700)
+	p, err := g.PendingApprovals(ctx, "t")
+	if err != nil || len(p) != 1 {
+		t.Fatalf("PendingApprovals: %+v %v", p, err)
+	}
+	if _, err := g.Approver("human:alice").Approve(ctx, "t", p[0].ActionID, p[0].Digest, "ok", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	sup.Wake()
+	sup.Wake() // folds into the first
+	select {
+	case e := <-ev.ch:
+		if e.ActionID != res.ActionID || e.Op != supervisor.OpResume || e.Result.Outcome != audit.OutcomeExecuted || w.count(res.ActionID) != 1 {
+			t.Errorf("event %+v, %d effects, want the refund executed once", e, w.count(res.ActionID))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wake did not resume the approval")
+	}
+}
