@@ -94,19 +94,31 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	return results, errors.Join(errs...)
 }
 
-// finishedBy returns the action whose effect's result the decision record
-// d was written with ([Gate.finish]: executed or failed, about the result
-// percept, whose first input is the action). Only the gate's governor
-// writes decision records.
-func (g *Gate) finishedBy(d audit.Record) (string, bool) {
-	if d.Outcome != audit.OutcomeExecuted && d.Outcome != audit.OutcomeFailed || len(d.EvidenceRefs) == 0 {
-		return "", false
+// resultBy returns the action whose result the decision record d was
+// written with, and its outcome: d is about a percept of the gate's (the
+// result: executed, failed, escalated or refused for good), whose first
+// input is the action. Only the gate's governor writes decision records.
+func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
+	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
+		return "", "", false
+	}
+	switch d.Outcome {
+	case audit.OutcomeExecuted, audit.OutcomeFailed, audit.OutcomeEscalated, audit.OutcomeRefused:
+	default:
+		return "", "", false
 	}
 	tool, _ := d.Context["tool"].(string)
-	if e := g.tools[tool]; e == nil || d.Kind != e.action() || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
-		return "", false
+	if e := g.tools[tool]; e == nil || d.Kind != e.action() {
+		return "", "", false
 	}
-	return d.EvidenceRefs[0], true
+	return d.EvidenceRefs[0], d.Outcome, true
+}
+
+// finishedBy returns the action whose effect's result (executed or
+// failed: [Gate.finish]) the decision record d was written with.
+func (g *Gate) finishedBy(d audit.Record) (string, bool) {
+	id, outcome, ok := g.resultBy(d)
+	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
 }
 
 // Lease returns the gate's lease ([WithLease]): how long an attempt is
@@ -198,15 +210,26 @@ type Pending struct {
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
 func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
+	// One pass: the actions that waited, and those with a result, known by
+	// the decision record written with it, so that an action approved and
+	// done long ago costs nothing more to pass over.
 	var recs []audit.Record
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID, Outcome: audit.OutcomePendingApproval}) {
+	done := map[string]bool{}
+	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID}) {
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, d)
+		if id, _, ok := g.resultBy(d); ok {
+			done[id] = true
+		} else if d.Outcome == audit.OutcomePendingApproval {
+			recs = append(recs, d)
+		}
 	}
 	var out []Pending
 	for _, d := range recs {
+		if done[d.Subject] {
+			continue
+		}
 		act, e, gd, ok, err := g.pendingAction(ctx, traceID, d)
 		if err != nil {
 			return nil, err

@@ -274,3 +274,36 @@ func TestRecoverSkipsFinished(t *testing.T) {
 		}
 	})
 }
+
+// PendingApprovals passes over the actions that waited and have a result,
+// found in its one scan of the decision records, reading nothing more
+// about them: a supervisor that looks every second over a long history of
+// approvals reads only what still waits.
+func TestPendingApprovalsSkipsFinished(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		for i := range 6 {
+			trace := fmt.Sprintf("t%d", i)
+			d.ground(trace, "A1")
+			res := d.refund(trace, "A1", 600)
+			if i%2 == 0 {
+				d.approve(trace, res.ActionID, "human:alice", time.Hour)
+			} else if _, err := d.g.Approver("human:alice").Deny(d.ctx, trace, res.ActionID, d.digest(res.ActionID), "no", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			d.execute(res.ActionID)
+		}
+		cr := &countingReader{Handle: d.g.reader}
+		d.g.reader = cr
+		if p, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(p) != 0 {
+			t.Fatalf("PendingApprovals: %+v %v", p, err)
+		}
+		if n := cr.gets.Load(); n != 0 {
+			t.Errorf("PendingApprovals read %d records by id for finished actions, want none", n)
+		}
+		d.ground("u", "A1")
+		res := d.refund("u", "A1", 600)
+		if p, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(p) != 1 || p[0].ActionID != res.ActionID || p[0].TraceID != "u" {
+			t.Errorf("PendingApprovals: %+v %v, want %s of u", p, err, res.ActionID)
+		}
+	})
+}
