@@ -66,6 +66,13 @@ const (
 	// recorded (not JSON-encodable, too large, or using the reserved key
 	// "effect"). The effect is not run again.
 	CodeOutputInvalid = blackboard.Code("EFFECT_OUTPUT_INVALID")
+	// CodeEffectUnknown: an attempt of an effect that may run at most once
+	// (its tool has no once-key and is not [Tool.Idempotent]) began and
+	// left no result: its driver crashed, gave up, or the effect failed
+	// after its lease ran out. It may or may not have taken effect, so the
+	// gate does not start it again; a person checks the external system.
+	// Its typed failure is FAILED_UNKNOWN, not retryable.
+	CodeEffectUnknown = blackboard.Code("EFFECT_UNKNOWN")
 )
 
 // Sentinel errors. Errors from [New] and from the gate's methods wrap one

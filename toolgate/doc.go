@@ -204,11 +204,18 @@
 //
 // This is exactly once from the store's point of view, not in the world.
 // A crash after the effect did its work and before its result was recorded
-// leaves an attempt without a result; [Gate.Recover] (or a later Execute)
-// calls the effect again, with the same key and a higher attempt number.
-// The external system must honour the key (a payment API's idempotency
-// key) for the world to see the effect once. A call cancelled while its
-// effect runs leaves the same state. The effect's context is cancelled a
+// leaves an attempt without a result. For a tool whose key the world
+// honours (it has a once-key, [Tool.Once], or declares [Tool.Idempotent]),
+// [Gate.Recover] (or a later Execute) calls the effect
+// again, with the same key and a higher attempt number: the external
+// system must honour the key (a payment API's idempotency key) for the
+// world to see the effect once. Any other effect (an email) is started at
+// most once per call: an attempt that began and left no result this driver
+// saw fail, or that failed after its lease ran out, is recorded as
+// EFFECT_UNKNOWN (typed FAILED_UNKNOWN, not retryable) and never started
+// again; a person checks whether it took effect. A retryable error the
+// effect returns itself still retries it. A call cancelled while its
+// effect runs leaves the same state as a crash. The effect's context is cancelled a
 // margin before its lease runs out; an effect that ignores it may still be
 // running when another driver starts the next attempt. Errors returned by an effect are
 // shown to the model in the result; keep secrets out of them.

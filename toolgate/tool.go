@@ -57,6 +57,15 @@ type Tool struct {
 	// effect's idempotency key ([Invocation.Key]). [OnceBy] names the
 	// fields; each must be a declared argument (unless Percept is set).
 	Once *kernel.OnceKey
+	// Idempotent says that the external system honours [Invocation.Key]
+	// although the tool has no Once (the key is then the action's own),
+	// as a payment API honours an idempotency key, or that repeating the
+	// effect does no harm (a lookup). A tool with Once or Idempotent has an
+	// attempt a crash left without a result started again, with the same
+	// key. Any other tool's effect is started at most once per call: such
+	// an attempt is recorded as EFFECT_UNKNOWN and left to a person (see
+	// [Gate.Recover]).
+	Idempotent bool
 	// Result is the percept kind a successful result is recorded under,
 	// so that beliefs can depend on it (lookup_order's result is an
 	// "order" percept). Empty means Name + "_result".
