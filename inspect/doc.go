@@ -2,7 +2,7 @@
 // as a library, so that they are tested and embeddable. It reads a kernel
 // store and answers "why did the agent do this?" without writing a byte.
 //
-//	bk traces                 traces with their outcome and counts
+//	bk traces                 traces with what happened to their actions, and counts
 //	bk timeline TRACE         a trace's events in order (--steps: led by the paper's t0-t9)
 //	bk explain RECORD         a decision's provenance, down to the percepts
 //	bk stats                  decisions by code, learned constraints, records per slot
@@ -25,4 +25,34 @@
 // and print every stored text through [Inert] (JSON through [InertJSON]),
 // so that what a tool, a model or any writer stored cannot act on the
 // operator's terminal.
+//
+// # What the reports say
+//
+// A trace's outcome ([TraceRow], [TimelineReport]) is what happened to its
+// actions, by type, in the order the types first appear: "lookup_order
+// executed; issue_refund refused, denied; queue_for_review committed;
+// send_email executed". Each action proposal, each call refused before
+// it reached the kernel, and each committed action counts once, with its
+// [Fate]: refused, executed (its effect succeeded), failed, denied (by a
+// person), expired, pending (waiting for an approver), approved, running,
+// escalated, retired or committed (nothing ran it: a fallback, or a
+// kernel used without the tool-call gate). [TimelineReport.Actions] holds
+// the counts.
+//
+// [Explain] tells a fallback by its type: an action type is a safe
+// fallback when the trace shows the kernel committing an action of it on
+// no belief, which the kernel does only for a type registered as one
+// ([kernel.ActionSpec.SafeFallback]), and no tool running one (the
+// tool-call gate registers its read-only tools as safe too). An argument
+// named "reason" on any other action is an argument. A fallback stands in for the action it
+// escalates (the tool-call gate's), else for the latest record that came
+// to the code it gives as its reason, and for nothing else: no unrelated
+// earlier refusal is blamed. A committed action a person denied is
+// explained as "denied", with the approval, who denied it and the note as
+// its root cause, whether asked about the action, its escalation, its
+// decision record or the fallback that followed. A root cause's detail
+// is printed whole: for a rule, the rule, the clause that was false and
+// the values it read (see package rules). The detail is stored with the
+// decision record the tool-call gate (or the orchestrator) writes; a
+// refusal without one is explained from the trace, by its code.
 package inspect

@@ -25,9 +25,13 @@ type Explanation struct {
 	// proposal is explained through the record it decided).
 	Record  string `json:"record"`
 	TraceID string `json:"trace_id"`
-	// Verdict is "committed", "refused", "fallback" (a safe fallback taken
-	// instead of a refused plan or action), "pending", "expired" or
-	// "observed" (a percept or another record no decision made).
+	// Verdict is "committed", "refused", "fallback" (an action of a safe
+	// fallback type, taken instead of a refused, denied or failed one),
+	// "denied" (a person denied the committed action: RootCause names the
+	// approval, who denied it and the note), "expired" (a record whose TTL
+	// ran out, or an action whose approval did), "retired" (a committed
+	// action taken back unrun), "pending" or "observed" (a percept or
+	// another record no decision made).
 	Verdict string          `json:"verdict"`
 	Code    blackboard.Code `json:"code,omitempty"`
 	// RootCause is, for a refusal or a fallback, the deepest cause and the
@@ -87,7 +91,7 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 	if err != nil {
 		return Explanation{}, err
 	}
-	x := explainer{recs: recs, byID: indexRecords(recs), pos: map[string]int{}, seen: map[string]bool{}, expanded: map[string]bool{}}
+	x := explainer{recs: recs, byID: indexRecords(recs), pos: map[string]int{}, seen: map[string]bool{}, expanded: map[string]bool{}, fallbacks: fallbackTypes(recs)}
 	for i := range recs {
 		x.pos[recs[i].ID] = i
 	}
@@ -99,17 +103,19 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 	ex := Explanation{Record: target.ID, TraceID: target.TraceID()}
 	ex.Tree = x.node(target, "", 0)
 	switch {
-	case target.Slot == blackboard.Evidence && target.Kind == audit.Kind && target.Provenance.Role == blackboard.RoleKernel:
+	case isDecisionRecord(target):
 		d, _ := decisionOf(target)
-		ex.Verdict, ex.Code = verdictOf(d.Outcome), d.Code
-		root := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
-		if len(d.Causes) > 0 {
-			root = d.Causes[len(d.Causes)-1]
-		}
-		ex.Causes = append([]kernel.Cause{{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}}, d.Causes...)
+		ex.Verdict, ex.Code = verdictOf(d.Outcome, d.Code), d.Code
+		ex.Causes = x.decisionCauses(d)
 		if d.Outcome == audit.OutcomeRefused || d.Outcome == audit.OutcomeFailed || d.Outcome == audit.OutcomeEscalated {
-			ex.RootCause = &root
+			ex.RootCause = &ex.Causes[len(ex.Causes)-1]
 		}
+	case isKernelCommit(target) && target.Slot == blackboard.Actions && target.Status == blackboard.StatusInvalidated:
+		// Committed, then taken back: a person denied it, its approval
+		// ran out, or it was retired unrun.
+		ex.Verdict, ex.Code = string(committedFate(target, x.followers()[target.ID])), target.Reason
+		ex.Causes = x.causesOf(target)
+		ex.RootCause = &ex.Causes[len(ex.Causes)-1]
 	case target.Mode == blackboard.ModePropose && target.Status == blackboard.StatusInvalidated:
 		ex.Verdict, ex.Code = "refused", target.Reason
 		ex.Causes = x.causes(target)
@@ -118,12 +124,18 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 		ex.Verdict, ex.Code = "expired", target.Reason
 	case target.Mode == blackboard.ModePropose:
 		ex.Verdict = "pending"
-	case target.Mode == blackboard.ModeCommit && target.Provenance.Role == blackboard.RoleKernel && target.Slot != blackboard.Evidence:
+	case isKernelCommit(target):
 		ex.Verdict, ex.Code = "committed", target.Reason
-		if refused := x.replaced(target); refused != nil {
+		if target.Slot == blackboard.Actions && x.fallbacks[target.Kind] {
 			ex.Verdict = "fallback"
-			ex.Causes = x.causes(refused)
-			ex.RootCause = &ex.Causes[len(ex.Causes)-1]
+			if refused := x.replaced(target); refused != nil {
+				ex.Causes = x.causesOf(refused)
+			} else if reason, ok := target.Payload.String(kernel.KeyReason); ok && reason != "" {
+				ex.Causes = []kernel.Cause{{Code: blackboard.Code(reason)}}
+			}
+			if len(ex.Causes) > 0 {
+				ex.RootCause = &ex.Causes[len(ex.Causes)-1]
+			}
 		}
 	default:
 		ex.Verdict, ex.Code = "observed", target.Reason
@@ -131,16 +143,60 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 	return ex, nil
 }
 
-func verdictOf(o audit.Outcome) string {
+// verdictOf is the verdict of a decision record: a denial or an expired
+// approval is that, not the fallback that follows it.
+func verdictOf(o audit.Outcome, code blackboard.Code) string {
 	switch o {
 	case audit.OutcomeCommitted, audit.OutcomeExecuted:
 		return "committed"
 	case audit.OutcomePendingApproval:
 		return "pending"
 	case audit.OutcomeEscalated:
-		return "fallback"
+		return string(fateOfCode(code, "fallback"))
 	}
 	return string(o)
+}
+
+// decisionCauses is a decision record's causal chain, outermost first: its
+// own code, rule and detail, then its causes; a denial's is who denied it,
+// with the note, on the approval record.
+func (x *explainer) decisionCauses(d audit.Record) []kernel.Cause {
+	own := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
+	if d.Code == toolgate.CodeApprovalDenied && d.Detail == "" {
+		for _, id := range d.Approvals {
+			if r := x.byID[id]; r != nil {
+				if a, ok := audit.ApprovalOf(*r); ok && a.Decision == audit.Denied {
+					own = denialCause(a)
+				}
+			}
+		}
+	}
+	return append([]kernel.Cause{own}, d.Causes...)
+}
+
+// causesOf is the causal chain of what a fallback stands in for, or of a
+// refusal: a decision record's own, a committed action's denial (or the
+// code that invalidated it), a refused proposal's.
+func (x *explainer) causesOf(r *blackboard.Record) []kernel.Cause {
+	switch {
+	case isDecisionRecord(r):
+		if d, err := decisionOf(r); err == nil {
+			return x.decisionCauses(d)
+		}
+		return []kernel.Cause{{Code: r.Reason, Record: r.ID}}
+	case isKernelCommit(r):
+		if a, ok := denialOf(x.recs, x.pos[r.ID]+1, r); ok && r.Reason == toolgate.CodeApprovalDenied {
+			return []kernel.Cause{denialCause(a)}
+		}
+		c := kernel.Cause{Code: r.Reason}
+		for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
+			if e, ok := toolgate.EffectOf(x.recs[i]); ok && e.ActionID == r.ID && e.Code == r.Reason {
+				c.Record, c.Detail = x.recs[i].ID, e.Error
+			}
+		}
+		return []kernel.Cause{c}
+	}
+	return x.causes(r)
 }
 
 type explainer struct {
@@ -148,9 +204,20 @@ type explainer struct {
 	byID map[string]*blackboard.Record
 	pos  map[string]int
 	seen map[string]bool // on the path from the root
+	// fallbacks are the safe fallback types of the trace ([fallbackTypes]).
+	fallbacks map[string]bool
+	follows   map[string]*actionAfter // what followed each committed action, read on first use
 	// expanded holds the records already shown with their subtree: a
 	// later mention is a leaf.
 	expanded map[string]bool
+}
+
+// followers returns what followed each committed action of the trace.
+func (x *explainer) followers() map[string]*actionAfter {
+	if x.follows == nil {
+		x.follows = followers(x.recs)
+	}
+	return x.follows
 }
 
 // maxExplainDepth bounds the tree (records only point back in their
@@ -161,13 +228,20 @@ const maxExplainDepth = 12
 // decision record about a proposal to what the decision produced, a
 // committed proposal to its committed twin.
 func (x *explainer) subject(r *blackboard.Record) *blackboard.Record {
-	if r.Slot == blackboard.Evidence && r.Kind == audit.Kind && r.Provenance.Role == blackboard.RoleKernel {
+	if isDecisionRecord(r) {
 		if d, err := decisionOf(r); err == nil && d.Subject != "" {
-			if s := x.byID[d.Subject]; s != nil && !(s.Slot == blackboard.Percepts && isEffect(s)) {
+			if s := x.byID[d.Subject]; s != nil && (!isEffect(s) || escalated(s)) {
 				return x.subject(s)
 			}
 		}
 		return r
+	}
+	// An escalation (a denial, an expired approval) is explained as what
+	// became of its action.
+	if escalated(r) {
+		if e, _ := toolgate.EffectOf(*r); x.byID[e.ActionID] != nil {
+			return x.byID[e.ActionID]
+		}
 	}
 	if r.Mode == blackboard.ModePropose && r.Reason == blackboard.CodeSupersededByCommit {
 		for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
@@ -326,32 +400,39 @@ func (x *explainer) actionChildren(n *ExplainNode, r *blackboard.Record, depth i
 	}
 }
 
-// replaced returns the refused plan or action a committed fallback stands
-// in for: the action it escalates (the tool-call gate's "escalates"), else
-// the latest refused plan or action proposal before it, when the fallback
-// names a reason.
+// replaced returns what a committed safe fallback (an action of a type in
+// x.fallbacks; no other action stands in for anything) stands in for: the
+// action it escalates (the tool-call gate's "escalates"), else the latest
+// record before it that came to the code the fallback gives as its
+// reason: a refused plan or action proposal, a committed action then
+// denied or retired, a call refused before the kernel. A fallback that
+// gives no code, or one no record shows, stands in for nothing shown: an
+// unrelated earlier refusal is not blamed.
 func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
-	if r.Slot != blackboard.Actions {
+	if r.Slot != blackboard.Actions || !x.fallbacks[r.Kind] {
 		return nil
 	}
 	if id, ok := r.Payload.String("escalates"); ok {
-		return x.byID[id]
-	}
-	reason, ok := r.Payload.String(kernel.KeyReason)
-	if !ok {
-		return nil
-	}
-	for i := x.pos[r.ID] - 1; i >= 0; i-- {
-		c := &x.recs[i]
-		if c.Mode == blackboard.ModePropose && (c.Slot == blackboard.Plans || c.Slot == blackboard.Actions) && c.Status == blackboard.StatusInvalidated &&
-			c.Reason != blackboard.CodeSupersededByCommit && (string(c.Reason) == reason || reason == "") {
+		if c := x.byID[id]; c != nil && c.Slot == blackboard.Actions {
 			return c
 		}
 	}
+	reason, ok := r.Payload.String(kernel.KeyReason)
+	if !ok || reason == "" {
+		return nil
+	}
+	code := blackboard.Code(reason)
 	for i := x.pos[r.ID] - 1; i >= 0; i-- {
 		c := &x.recs[i]
-		if c.Mode == blackboard.ModePropose && (c.Slot == blackboard.Plans || c.Slot == blackboard.Actions) && c.Status == blackboard.StatusInvalidated && c.Reason != blackboard.CodeSupersededByCommit {
-			return c
+		switch {
+		case c.Slot == blackboard.Plans || c.Slot == blackboard.Actions:
+			if c.Status == blackboard.StatusInvalidated && c.Reason == code && (c.Mode == blackboard.ModePropose || isKernelCommit(c)) {
+				return c
+			}
+		case isDecisionRecord(c):
+			if d, err := decisionOf(c); err == nil && d.Subject == "" && d.Outcome == audit.OutcomeRefused && d.Code == code {
+				return c
+			}
 		}
 	}
 	return nil
@@ -549,7 +630,11 @@ func (x *explainer) summary(r *blackboard.Record) string {
 		return "evidence artifact: checks passed"
 	case r.Slot == blackboard.Evidence && r.Kind == audit.KindApproval:
 		a, _ := audit.ApprovalOf(*r)
-		return "approval: " + a.Decision + " by " + r.Provenance.Writer
+		s := "approval: " + a.Decision + " by " + r.Provenance.Writer
+		if a.Note != "" {
+			s += ": " + strconv.Quote(a.Note)
+		}
+		return s
 	case r.Slot == blackboard.Percepts && isEffect(r):
 		e, _ := toolgate.EffectOf(*r)
 		if e.Status == toolgate.StatusSucceeded {
@@ -570,8 +655,11 @@ func (x *explainer) summary(r *blackboard.Record) string {
 		}
 		return s + ": pending"
 	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel:
+		if r.Slot == blackboard.Actions && r.Status == blackboard.StatusInvalidated {
+			return name + " committed, then " + string(committedFate(r, x.followers()[r.ID])) + " (" + string(r.Reason) + ")"
+		}
 		s := name + " committed (" + string(r.Reason) + ")"
-		if reason, ok := r.Payload.String(kernel.KeyReason); ok {
+		if reason, ok := r.Payload.String(kernel.KeyReason); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {
 			s += " reason=" + reason
 		}
 		if r.Slot == blackboard.Beliefs {
@@ -619,8 +707,8 @@ func (e Explanation) WriteText(w io.Writer) error {
 		if e.RootCause.Rule != "" {
 			sb.WriteString(" (rule " + Inert(e.RootCause.Rule) + ")")
 		}
-		if e.RootCause.Detail != "" {
-			sb.WriteString(" -- " + Inert(clipText(e.RootCause.Detail, 100)))
+		if e.RootCause.Detail != "" { // whole: a rule's detail is the rule, its false clause and the values
+			sb.WriteString(" -- " + Inert(e.RootCause.Detail))
 		}
 		sb.WriteString("\n")
 	}

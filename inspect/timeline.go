@@ -75,13 +75,17 @@ func (e TimelineEvent) Line() string {
 // paper's representative traces (§10.4–10.5). Build one with [Timeline];
 // print it with [TimelineReport.WriteText], or encode it as JSON.
 type TimelineReport struct {
-	TraceID   string          `json:"trace_id"`
-	Namespace string          `json:"namespace,omitempty"`
-	Records   int             `json:"records"`
-	Decisions int             `json:"decisions"` // proposals the kernel decided
-	Refusals  int             `json:"refusals"`  // of which refused
-	Outcome   string          `json:"outcome"`   // the trace's last action, or "no action"
-	Events    []TimelineEvent `json:"events"`
+	TraceID   string `json:"trace_id"`
+	Namespace string `json:"namespace,omitempty"`
+	Records   int    `json:"records"`
+	Decisions int    `json:"decisions"` // proposals the kernel decided
+	Refusals  int    `json:"refusals"`  // of which refused
+	// Outcome is what happened to the trace's actions, by type
+	// ("issue_refund denied; send_email executed"), or "no action".
+	Outcome string `json:"outcome"`
+	// Actions is Outcome as counts of actions by type and fate.
+	Actions []ActionOutcome `json:"actions,omitempty"`
+	Events  []TimelineEvent `json:"events"`
 }
 
 // The timeline's steps of the paper's loop (§6.4).
@@ -117,7 +121,7 @@ func Timeline(ctx context.Context, s blackboard.Store, traceID string) (Timeline
 	if len(recs) == 0 {
 		return TimelineReport{}, fmt.Errorf("inspect: timeline: no trace %q: %w", traceID, blackboard.ErrNotFound)
 	}
-	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: blackboard.NamespaceOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1}
+	b := timelineBuilder{t: TimelineReport{TraceID: traceID, Namespace: blackboard.NamespaceOf(recs[0].Namespace), Records: len(recs)}, byID: indexRecords(recs), prev: -1, fallbacks: fallbackTypes(recs)}
 	var expiries []*blackboard.Record
 	for i := range recs {
 		r := &recs[i]
@@ -131,10 +135,8 @@ func Timeline(ctx context.Context, s blackboard.Store, traceID string) (Timeline
 			expiries = expiries[1:]
 		}
 	}
-	b.t.Outcome = b.outcome
-	if b.t.Outcome == "" {
-		b.t.Outcome = "no action"
-	}
+	b.t.Actions = actionOutcomes(recs)
+	b.t.Outcome = outcomeText(b.t.Actions)
 	return b.t, nil
 }
 
@@ -168,7 +170,9 @@ type timelineBuilder struct {
 	byID    map[string]*blackboard.Record
 	prev    int
 	prevObs bool // the previous event is an observation or a constraint
-	outcome string
+	// fallbacks are the trace's safe fallback types: only theirs is a
+	// reason, any other action's "reason" is an argument.
+	fallbacks map[string]bool
 }
 
 // add appends an event at step (one of the loop's steps, stepNext or
@@ -291,7 +295,6 @@ func (b *timelineBuilder) proposal(r *blackboard.Record, name string) {
 		b.add(stepPlanGate, EventRefusal, r, code, "plan validation: "+string(code)+" -- plan rejected", "")
 	case blackboard.Actions:
 		b.add(stepGate, EventRefusal, r, code, "action gating: "+string(code)+" -- action blocked", "")
-		b.outcome = r.Kind + " refused: " + string(code)
 	default:
 		b.add(stepNext, EventRefusal, r, code, singular(r.Slot)+" check: "+string(code)+" -- "+singular(r.Slot)+" rejected", "")
 	}
@@ -333,11 +336,10 @@ func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
 	case blackboard.Actions:
 		detail := ""
-		if reason, ok := r.Payload.String(kernel.KeyReason); ok {
+		if reason, ok := r.Payload.String(kernel.KeyReason); ok && b.fallbacks[r.Kind] {
 			detail = "reason=" + reason
 		}
 		b.add(stepGate, EventCommit, r, r.Reason, name+" committed", detail)
-		b.outcome = r.Kind + " committed"
 	default:
 		b.add(stepNext, EventCommit, r, r.Reason, name+" committed", "")
 	}
@@ -385,7 +387,6 @@ func (b *timelineBuilder) decisionRecord(r *blackboard.Record) {
 		if d.Outcome == audit.OutcomeRefused {
 			b.t.Decisions++
 			b.t.Refusals++
-			b.outcome = d.Kind + " refused: " + string(d.Code)
 		}
 	}
 	detail := d.Rule

@@ -12,9 +12,12 @@ import (
 // outcome and decision counts (from its [Timeline]).
 type TraceRow struct {
 	blackboard.TraceSummary
-	Decisions int    `json:"decisions"`
-	Refusals  int    `json:"refusals"`
-	Outcome   string `json:"outcome"`
+	Decisions int `json:"decisions"`
+	Refusals  int `json:"refusals"`
+	// Outcome is what happened to the trace's actions, by type
+	// ([TimelineReport.Outcome]); Actions the same as counts.
+	Outcome string          `json:"outcome"`
+	Actions []ActionOutcome `json:"actions,omitempty"`
 }
 
 // Traces lists the traces of s (of namespace, when not empty) with their
@@ -29,7 +32,7 @@ func Traces(ctx context.Context, s blackboard.Store, namespace string) ([]TraceR
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, TraceRow{TraceSummary: ts, Decisions: tl.Decisions, Refusals: tl.Refusals, Outcome: tl.Outcome})
+		out = append(out, TraceRow{TraceSummary: ts, Decisions: tl.Decisions, Refusals: tl.Refusals, Outcome: tl.Outcome, Actions: tl.Actions})
 	}
 	return out, nil
 }
@@ -44,7 +47,7 @@ func runTraces(ctx context.Context, e *env, _ []string) error {
 	}
 	return writeList(e, rows, "no traces", "TRACE\tNAMESPACE\tRECORDS\tDECISIONS\tREFUSED\tLAST\tOUTCOME", func(r TraceRow) []string {
 		return []string{clip(r.TraceID, 36), clip(r.Namespace, 16), strconv.Itoa(r.Records), strconv.Itoa(r.Decisions),
-			strconv.Itoa(r.Refusals), stamp(r.LastMS), clip(r.Outcome, 44)}
+			strconv.Itoa(r.Refusals), stamp(r.LastMS), r.Outcome}
 	})
 }
 

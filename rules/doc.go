@@ -52,8 +52,19 @@
 // # Fail closed
 //
 // A rule that evaluates to false rejects the proposal with
-// [blackboard.CodeRuleViolated]; the verdict names the rule and its detail
-// holds the expression. A rule that cannot be evaluated rejects it with
+// [blackboard.CodeRuleViolated]; the verdict names the rule, and its
+// detail holds the whole expression, the clause that was false and the
+// values that clause read:
+//
+//	action issue_refund: rule is false: action.amount <= percepts.charge.amount && action.currency == percepts.charge.currency; clause 2 of 2 is false: action.currency == percepts.charge.currency; it read action.currency = "USD", percepts.charge.currency = "EUR"
+//
+// The clauses are the operands of the rule's top-level && (the first
+// false one is named) or || (each is false); a rule with neither is one
+// clause. The values are the variables and field chains the clause reads
+// (value, action.amount, percepts.charge.currency), as JSON, each cut at
+// 200 bytes, "(absent)" for a missing field, the first 16 of them. Only a false rule pays for
+// this: its clauses, compiled by [New], are evaluated again on the
+// refusal. A rule that cannot be evaluated rejects it with
 // [blackboard.CodeRuleError] and the error as detail: a missing field or
 // percept ("no such key"), a type mismatch, a result that is not a bool,
 // or a cancelled context. A

@@ -46,5 +46,5 @@ func Example() {
 	fmt.Println(d.Code, "by", d.Rule+":", d.Detail)
 	// Output:
 	// COMMITTED
-	// RULE_VIOLATED by refund_within_charge: action issue_refund: action.amount <= percepts.charge.amount is false
+	// RULE_VIOLATED by refund_within_charge: action issue_refund: rule is false: action.amount <= percepts.charge.amount; it read action.amount = 890, percepts.charge.amount = 89
 }

@@ -98,6 +98,10 @@ type rule struct {
 	prg  cel.Program
 	// percepts and beliefs: the rule reads that variable.
 	percepts, beliefs bool
+	// op and clauses split the rule at its top-level && or || (op "" and
+	// one clause when it has neither), to say which part was false.
+	op      string
+	clauses []*clause
 }
 
 // Rules is a set of compiled rules; it is a [kernel.Validator]. Build it
@@ -132,6 +136,9 @@ func New(opts ...Option) (*Rules, error) {
 		cel.Variable(varBeliefs, byKind),
 		// JSON numbers are doubles; rule authors write int literals.
 		cel.CrossTypeNumericComparisons(true),
+		// A clause holding a macro (has, all, exists) is printed back
+		// from the macro call the parser keeps.
+		cel.EnableMacroCallTracking(),
 	}
 	actionEnv, err := cel.NewEnv(append(common, cel.Variable(varAction, payload))...)
 	if err != nil {
@@ -194,6 +201,7 @@ func New(opts ...Option) (*Rules, error) {
 			return nil, invalid("%v", err)
 		}
 		rl := &rule{name: s.name, expr: s.expr, prg: prg}
+		rl.op, rl.clauses = splitClauses(env, ast, s.expr)
 		rl.percepts, rl.beliefs = reads(ast)
 		index[s.kind] = append(index[s.kind], rl)
 		rs.names = append(rs.names, s.name)
@@ -300,7 +308,7 @@ func (in *input) check(ctx context.Context, rules []*rule, where string) kernel.
 			return kernel.Verdict{Code: blackboard.CodeRuleError, Rule: rl.name,
 				Detail: fmt.Sprintf("%s: result is %s, not bool", where, out.Type().TypeName())}
 		case !ok:
-			return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: rl.name, Detail: where + ": " + rl.expr + " is false"}
+			return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: rl.name, Detail: rl.violation(ctx, in, where)}
 		}
 	}
 	return kernel.Verdict{}

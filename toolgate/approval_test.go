@@ -422,3 +422,38 @@ func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
 		}
 	})
 }
+
+// PendingApprovals with no trace lists the waiting actions of every trace,
+// each with its own trace id, so that an approver can approve it there.
+func TestPendingApprovalsOfAllTraces(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		want := map[string]string{} // action -> trace
+		for _, trace := range []string{"t1", "t2"} {
+			d.ground(trace, "A1")
+			res := d.refund(trace, "A1", 600)
+			wantOutcome(t, trace, res, audit.OutcomePendingApproval, CodeApprovalRequired)
+			want[res.ActionID] = trace
+		}
+		d.ground("t3", "A3")
+		wantOutcome(t, "t3", d.refund("t3", "A3", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
+		pending, err := d.g.PendingApprovals(d.ctx, "")
+		if err != nil || len(pending) != len(want) {
+			t.Fatalf("PendingApprovals(\"\"): %+v %v, want %d", pending, err, len(want))
+		}
+		for _, p := range pending {
+			if p.TraceID != want[p.ActionID] {
+				t.Errorf("%s: trace %q, want %q", p.ActionID, p.TraceID, want[p.ActionID])
+			}
+			if _, err := d.g.Approver("alice").Approve(d.ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour); err != nil {
+				t.Errorf("Approve %s in %q: %v", p.ActionID, p.TraceID, err)
+			}
+			wantOutcome(t, "approved "+p.ActionID, d.execute(p.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
+		}
+		if pending, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(pending) != 0 {
+			t.Errorf("after execution: %+v %v, want none", pending, err)
+		}
+		if pending, err := d.g.PendingApprovals(d.ctx, "t2"); err != nil || len(pending) != 0 {
+			t.Errorf("t2 after execution: %+v %v, want none", pending, err)
+		}
+	})
+}

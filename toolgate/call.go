@@ -70,6 +70,10 @@ type Result struct {
 	// FallbackID is the safe fallback action the gate committed instead
 	// of a call whose approval was denied or expired.
 	FallbackID string `json:"fallback_id,omitempty"`
+	// Derived says what became of each belief the tool's result derives
+	// ([Tool.Derives]), in declaration order, on the call that recorded
+	// the result.
+	Derived []Derived `json:"derived,omitempty"`
 
 	// refusal is the budget's refusal behind a BUDGET_EXCEEDED or
 	// LOOP_DETECTED result, kept for [Result.Failure].

@@ -20,10 +20,11 @@ const (
 	// intent, an unknown one, or one that does not list the tool. Check 2,
 	// rule level.
 	CodeToolNotForIntent = blackboard.Code("TOOL_NOT_FOR_INTENT")
-	// CodeInvalidArguments: the arguments are not a JSON object, miss a
-	// required property, give one of the wrong JSON type or outside its
-	// enum, name a property the schema forbids, or use a key the kernel
-	// reserves (requires_beliefs, type, the derived flags).
+	// CodeInvalidArguments: the arguments are not a JSON object, do not
+	// fit the tool's JSON Schema (a missing required property, a wrong
+	// type, a value outside its enum, bounds or pattern, a property the
+	// schema forbids, ...), or use a key the kernel reserves
+	// (requires_beliefs, type, the derived flags).
 	CodeInvalidArguments = blackboard.Code("INVALID_ARGUMENTS")
 	// CodeArgumentNotBound: an argument does not follow from the
 	// observation the call's grounding rests on, as the tool's
@@ -65,6 +66,13 @@ const (
 	// recorded (not JSON-encodable, too large, or using the reserved key
 	// "effect"). The effect is not run again.
 	CodeOutputInvalid = blackboard.Code("EFFECT_OUTPUT_INVALID")
+	// CodeEffectUnknown: an attempt of an effect that may run at most once
+	// (its tool has no once-key and is not [Tool.Idempotent]) began and
+	// left no result: its driver crashed, gave up, or the effect failed
+	// after its lease ran out. It may or may not have taken effect, so the
+	// gate does not start it again; a person checks the external system.
+	// Its typed failure is FAILED_UNKNOWN, not retryable.
+	CodeEffectUnknown = blackboard.Code("EFFECT_UNKNOWN")
 )
 
 // Sentinel errors. Errors from [New] and from the gate's methods wrap one
@@ -72,8 +80,8 @@ const (
 // refusal is never an error: it is a [Result].
 var (
 	// ErrInvalidTool: New was given a tool it cannot accept (a name that
-	// is not one, a duplicate, no effect, a bad parameters schema, an
-	// uncompilable approval rule, a bad retry policy, bad bindings, or a
+	// is not one, a duplicate, no effect, a bad parameters schema or one
+	// [Func] could not make, an uncompilable approval or derivation rule, a bad retry policy, bad bindings, or a
 	// tool resting on beliefs that declares neither Bindings nor Unbound).
 	ErrInvalidTool = errors.New("toolgate: invalid tool")
 	// ErrSpecMismatch: a tool's action type is also given as a kernel

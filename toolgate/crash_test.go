@@ -246,7 +246,7 @@ func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 			}},
 		{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
-		{Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "credit",
+		{Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "credit", Idempotent: true,
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
 	}
 }

@@ -18,7 +18,36 @@
 // Tools are registered once: [New] builds the kernel from the options
 // given to [WithKernel] and registers each tool's action type with it
 // (a read-only tool's as a safe, repeatable action, any other's as
-// requiring the tool's beliefs, with the tool's once-key, [Tool.Once]).
+// requiring the tool's beliefs, with the tool's once-key, [Tool.Once];
+// [OnceBy] names its argument fields), and the kind of each belief a
+// tool derives ([Tool.Derives]). Nothing but the contracts and intents
+// names a tool again.
+//
+// # Tools from Go types
+//
+// [Func] defines a tool from its argument and result types: the JSON
+// Schema models are shown is generated from the argument struct (json
+// names, required unless omitempty, descriptions from `jsonschema:"..."`
+// tags) and the effect gets the committed arguments decoded and returns a
+// typed result, which becomes the result's payload. Every schema, given
+// or generated, is resolved at [New] and enforced on every call by
+// github.com/google/jsonschema-go: bounds, patterns, nested objects,
+// arrays, $defs, rules across properties. A call that does not fit is
+// INVALID_ARGUMENTS, naming the argument at fault.
+//
+// # Derived beliefs
+//
+// A tool's result can ground a belief without agent code: a [Derive] on
+// the tool is a CEL rule over the result (and the arguments) for the
+// belief's value, and CEL expressions for its fields. After recording a
+// successful result, the gate proposes the belief as a planner of its own
+// ([DeriverWriter]), resting on the result kind, and the kernel decides it
+// like any belief: stale, conflicting or low-confidence evidence, belief
+// rules. The call's [Result.Derived] says what became of each. A result
+// the rule cannot evaluate proposes nothing (DERIVATION_FAILED, with a
+// decision record): derivation fails closed. A belief is derived on the
+// call that records the result; a crash between the two leaves the
+// result without its belief, and the model calls the tool again.
 //
 // # Three checks, in order
 //
@@ -130,6 +159,7 @@
 //	approval or denial (evidence, kind approval)   written for the approver ([Approver])
 //	attempt 1..n (percepts, kind effect_attempt)   before each start of the effect
 //	result (percepts, the tool's result kind)      + decision record: executed
+//	  then each derived belief (beliefs)           + decision record: committed | refused
 //	  or failure (percepts, kind effect_failed)    + decision record: failed
 //	  or escalation (percepts, effect_escalated)   + decision record: escalated,
 //	     then the fallback action (queue_for_review) + its decision record: committed
@@ -174,11 +204,18 @@
 //
 // This is exactly once from the store's point of view, not in the world.
 // A crash after the effect did its work and before its result was recorded
-// leaves an attempt without a result; [Gate.Recover] (or a later Execute)
-// calls the effect again, with the same key and a higher attempt number.
-// The external system must honour the key (a payment API's idempotency
-// key) for the world to see the effect once. A call cancelled while its
-// effect runs leaves the same state. The effect's context is cancelled a
+// leaves an attempt without a result. For a tool whose key the world
+// honours (it has a once-key, [Tool.Once], or declares [Tool.Idempotent]),
+// [Gate.Recover] (or a later Execute) calls the effect
+// again, with the same key and a higher attempt number: the external
+// system must honour the key (a payment API's idempotency key) for the
+// world to see the effect once. Any other effect (an email) is started at
+// most once per call: an attempt that began and left no result this driver
+// saw fail, or that failed after its lease ran out, is recorded as
+// EFFECT_UNKNOWN (typed FAILED_UNKNOWN, not retryable) and never started
+// again; a person checks whether it took effect. A retryable error the
+// effect returns itself still retries it. A call cancelled while its
+// effect runs leaves the same state as a crash. The effect's context is cancelled a
 // margin before its lease runs out; an effect that ignores it may still be
 // running when another driver starts the next attempt. Errors returned by an effect are
 // shown to the model in the result; keep secrets out of them.

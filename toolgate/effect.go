@@ -184,6 +184,8 @@ func codeValue(c blackboard.Code) any {
 		return string(CodeEffectIncomplete)
 	case CodeOutputInvalid:
 		return string(CodeOutputInvalid)
+	case CodeEffectUnknown:
+		return string(CodeEffectUnknown)
 	}
 	return string(c)
 }

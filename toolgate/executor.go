@@ -72,6 +72,12 @@ func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc b
 		hash: string(hash[:]), cc: cc, boxes: effectBoxes{e.nameValue, act.ID, key}}, nil
 }
 
+// redrivable reports whether an attempt of the tool's effect that left no
+// result may be started again: the world dedups it by its key (a once-key,
+// or a key the tool declares honoured). A tool that rests on no belief is
+// not taken for one that changes nothing: send_email may rest on none.
+func (e *entry) redrivable() bool { return e.once || e.Idempotent }
+
 // The once-keys the gate claims. They hash the idempotency key, which may
 // be longer than a once-key may be.
 func (j *job) attemptKey(n int) string {
@@ -674,6 +680,12 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			wait = min(2*wait, pollMax)
 			continue
 		}
+		if n > 0 && !(n == mine && lastErr != nil) && !j.e.redrivable() && !mutUnkeyedRedrive {
+			// Attempt n began and nobody saw it fail: its effect may have
+			// taken place, and nothing outside dedups a second start. The
+			// outcome is unknown, for a person to settle; never run again.
+			return g.unknown(ctx, j, n, att)
+		}
 		if n >= pol.MaxAttempts {
 			detail := "attempt " + strconv.Itoa(n) + " left no result"
 			if n == mine && lastErr != nil {
@@ -727,6 +739,9 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			// The attempt stays without a result; once its lease is over,
 			// Recover (or another Execute) starts the next, with the same key.
 			return Result{ActionID: j.act.ID}, err
+		}
+		if past := (errRanPastLease{}); errors.As(effErr, &past) {
+			return g.unknown(ctx, j, mine, rec)
 		}
 		if !IsRetryable(effErr) {
 			return g.finish(ctx, j, mine, rec, nil, CodeEffectFailed, effErr.Error())
@@ -782,9 +797,33 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 	}()
 	out, err = j.e.Effect(ectx, Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.args.Clone()})
 	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !IsRetryable(err) {
+		if !j.e.redrivable() && !mutUnkeyedRedrive {
+			// It may have acted before its context ended; a retry could
+			// act twice.
+			return nil, errRanPastLease{err}
+		}
 		err = Retryable(fmt.Errorf("effect ran past its lease: %w", err))
 	}
 	return out, err
+}
+
+// errRanPastLease is the error of an effect without a key the world
+// honours that failed after its context ran out: whether it acted is
+// unknown.
+type errRanPastLease struct{ err error }
+
+func (e errRanPastLease) Error() string { return "effect ran past its lease: " + e.err.Error() }
+func (e errRanPastLease) Unwrap() error { return e.err }
+
+// unknown records that attempt n of an effect that may run at most once
+// began and left no result this driver saw: whether it took effect is
+// unknown. The record claims the result key, so nothing starts the effect
+// again; a person settles it.
+func (g *Gate) unknown(ctx context.Context, j *job, n int, att blackboard.Record) (Result, error) {
+	detail := "attempt " + strconv.Itoa(n) + " began and left no result; " + quote(j.e.Name) +
+		" has no once-key and is not Idempotent, so it is not started again: check whether it took effect"
+	j.failure = failure.New(failure.StatusUnknown, string(CodeEffectUnknown)+": "+detail).WithRetryable(false)
+	return g.finish(ctx, j, n, att, nil, CodeEffectUnknown, detail)
 }
 
 // finish records the job's result, claiming the result key, with its
@@ -849,7 +888,11 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
-	return g.result(ctx, j, w.rec, dr.ID)
+	res, err := g.result(ctx, j, w.rec, dr.ID)
+	if err == nil && code == CodeEffectSucceeded {
+		res.Derived, err = g.derive(ctx, j, w.ID, res.Output)
+	}
+	return res, err
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,

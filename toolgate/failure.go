@@ -67,6 +67,8 @@ var codeStatus = map[blackboard.Code]failure.ExecStatus{
 	budget.CodeLoopDetected:   failure.StatusDuplicate,
 	// The tool ran and its output cannot be kept.
 	CodeOutputInvalid: failure.StatusFormat,
+	// The effect may have run: only a person can tell.
+	CodeEffectUnknown: failure.StatusUnknown,
 }
 
 // notRetryable lists the codes whose failures the router must not retry,
@@ -74,7 +76,7 @@ var codeStatus = map[blackboard.Code]failure.ExecStatus{
 var notRetryable = map[blackboard.Code]bool{
 	CodeToolNotPermitted: true, CodeToolNotForIntent: true,
 	CodeApprovalDenied: true, CodeApprovalExpired: true, CodeApprovalRequired: true,
-	budget.CodeBudgetExceeded: true, CodeOutputInvalid: true,
+	budget.CodeBudgetExceeded: true, CodeOutputInvalid: true, CodeEffectUnknown: true,
 }
 
 // Failure types the result of a call as a [failure.Failure], for a
@@ -114,6 +116,7 @@ var notRetryable = map[blackboard.Code]bool{
 //	BUDGET_EXCEEDED                                FAILED_RATE_LIMITED ¹     infra     stops: the budget is spent
 //	LOOP_DETECTED                                  FAILED_DUPLICATE          state     stops repeating itself
 //	EFFECT_OUTPUT_INVALID                          FAILED_FORMAT ¹           skill     stops: the tool's output is bad
+//	EFFECT_UNKNOWN                                 FAILED_UNKNOWN ¹          unknown   hands over to a person
 //	anything else                                  FAILED_UNKNOWN            unknown   hands over to a person
 //
 // ¹ not retryable: waiting or retrying cannot change the answer, so the

@@ -51,6 +51,10 @@ const DefaultLease = time.Minute
 // own calls.
 func CallerWriter(caller string) string { return "caller:" + caller }
 
+// DeriverWriter returns the planner writer id under which the gate
+// proposes the beliefs a tool's results derive ([Tool.Derives]).
+func DeriverWriter(tool string) string { return "derive:" + tool }
+
 // Contract is a caller's contract: the tools a worker that calls under its
 // name is authorized to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
 // surfaced.
@@ -149,11 +153,13 @@ type Gate struct {
 // entry is a registered tool with what New compiled for it.
 type entry struct {
 	Tool
-	spec   Spec
-	schema *schema
-	policy *policy
-	once   bool     // the action spec has a once-key
-	handle governed // writes the tool's attempts and results; set once the kernel is built
+	spec    Spec
+	schema  *schema
+	policy  *policy
+	once    bool     // the action spec has a once-key
+	handle  governed // writes the tool's attempts and results; set once the kernel is built
+	derives []derivation
+	deriver governed // proposes the derived beliefs; set once the kernel is built
 	// requires is the tool's belief kinds as an action's requires_beliefs
 	// holds them, boxed once: never changed, and the kernel copies it.
 	requires any
@@ -194,6 +200,8 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
 		lease: c.lease, fallback: c.fallback, budget: c.budget}
 	specs := make([]kernel.ActionSpec, 0, len(c.tools))
+	var beliefs []kernel.BeliefSpec // the derived beliefs' kinds
+	derivedBy := map[string]string{}
 	for _, t := range c.tools {
 		e, err := g.register(t)
 		if err != nil {
@@ -202,8 +210,21 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 		g.tools[e.Name], g.byAction[e.action()] = e, e
 		g.order = append(g.order, e)
 		specs = append(specs, e.actionSpec())
+		for _, d := range e.derives {
+			if other, ok := derivedBy[d.Belief]; ok {
+				return nil, fmt.Errorf("%w: tool %q: belief %q is derived by tool %q too", ErrInvalidTool, e.Name, d.Belief, other)
+			}
+			derivedBy[d.Belief] = e.Name
+			beliefs = append(beliefs, kernel.BeliefSpec{Kind: d.Belief, DependsOn: []string{e.resultKind()}})
+		}
 	}
-	k, err := buildKernel(c.kernel, specs)
+	// First, so that an owner's own spec for a derived kind takes
+	// precedence: it can only add evidence the belief must rest on.
+	kopts := c.kernel
+	if len(beliefs) > 0 {
+		kopts = append([]kernel.Option{kernel.WithBeliefSpecs(beliefs...)}, c.kernel...)
+	}
+	k, err := buildKernel(kopts, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +265,7 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 	g.k, g.planner, g.reader = k, governedAs(k, GateWriter), k.Tool(GateWriter)
 	for _, e := range g.order {
 		e.handle = governedAs(k, "tool:"+e.Name)
+		e.deriver = governedAs(k, DeriverWriter(e.Name))
 	}
 	if err := g.initTelemetry(c); err != nil {
 		return fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
@@ -308,6 +330,9 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	if g.tools[t.Name] != nil {
 		return nil, bad("registered twice")
 	}
+	if t.defErr != nil {
+		return nil, bad("%v", t.defErr)
+	}
 	if t.Effect == nil {
 		return nil, bad("no effect")
 	}
@@ -352,7 +377,19 @@ func (g *Gate) register(t Tool) (*entry, error) {
 		o := *t.Once
 		o.Fields = slices.Clone(o.Fields)
 		t.Once = &o
+		for _, f := range o.Fields {
+			// A misspelt field would leave every call without its key
+			// (ONCE_KEY_MISSING): refuse it here instead.
+			if _, declared := s.props[f]; o.Percept == "" && !declared && len(s.props) > 0 {
+				return nil, bad("once-key field %q is not a declared argument", f)
+			}
+		}
 	}
+	derives, err := compileDerives(t.Derives)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	t.Derives = slices.Clone(t.Derives)
 	requires := slices.Clone(t.Requires)
 	if requires == nil {
 		requires = []string{}
@@ -360,7 +397,7 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	return &entry{
 		Tool:   t,
 		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
-		schema: s, policy: pol, once: t.Once != nil,
+		schema: s, policy: pol, once: t.Once != nil, derives: derives,
 		handle:   governedAs(g.k, toolWriter(t.Name)),
 		requires: requires, nameValue: t.Name, spanName: "execute_tool " + t.Name,
 	}, nil

@@ -104,16 +104,19 @@ var orderBindings = []Binding{
 	{Arg: "amount", Percept: "order", Op: AtMost},
 }
 
-// deskTools are the desk's tools; effect dispatches to the desk.
+// deskTools are the desk's tools; effect dispatches to the desk. Its
+// refund API honours the idempotency key (Idempotent), so that a crashed
+// attempt is re-driven; unkeyed_test.go takes that away.
 func deskTools(effect func(tool string) EffectFunc) []Tool {
 	return []Tool{
 		{Name: "lookup_order", Description: "Look up an order by id.", Parameters: json.RawMessage(orderSchema),
 			Result: "order", Effect: effect("lookup_order")},
 		{Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
 			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
-			Retry:  RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
-			Hints:  map[blackboard.Code]string{blackboard.CodeDuplicateAction: "This refund was already issued; do not retry."},
-			Effect: effect("issue_refund")},
+			Idempotent: true,
+			Retry:      RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+			Hints:      map[blackboard.Code]string{blackboard.CodeDuplicateAction: "This refund was already issued; do not retry."},
+			Effect:     effect("issue_refund")},
 		{Name: "search_kb", Description: "Search the knowledge base.", Parameters: json.RawMessage(searchSchema),
 			Effect: effect("search_kb")},
 	}

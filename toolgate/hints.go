@@ -103,6 +103,8 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 		return "The tool answered without all the data it should have returned" + paren(root.Detail) + ". Do not rely on this result; do not retry the same call unchanged."
 	case CodeOutputInvalid:
 		return "The tool ran but its result could not be recorded. Do not retry; tell the user."
+	case CodeEffectUnknown:
+		return "It is not known whether " + tool + " took effect: it was interrupted. Do not call it again for this; tell the user a person will check."
 	}
 	if strings.HasSuffix(string(code), "_BLOCKED") {
 		return "A policy forbids this call" + paren(root.Rule) + ". Do not retry it with the same arguments."

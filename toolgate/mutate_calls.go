@@ -35,3 +35,13 @@ func init() {
 			Check: "New refuses a tool resting on beliefs that declares neither Bindings nor Unbound"},
 	)
 }
+
+// mutUnkeyedRedrive re-drives an unkeyed effect's attempt that left no
+// result, as for a keyed one.
+var mutUnkeyedRedrive bool
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.unkeyed_at_most_once", On: &mutUnkeyedRedrive,
+			Check: "an effect without a once-key (not Idempotent, not read-only) is started at most once per call: an attempt that began and left no result is EFFECT_UNKNOWN, never started again"})
+}

@@ -13,3 +13,6 @@ const (
 	mutBindingsDeclared = false
 	mutBindCommitted    = false
 )
+
+// The switch of mutUnkeyedRedrive in mutate_calls.go, off.
+const mutUnkeyedRedrive = false

@@ -3,6 +3,8 @@ package toolgate
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -16,10 +18,13 @@ import (
 // For every action the gate committed in the kernel's namespace that has
 // no recorded result:
 //
-//   - an attempt whose lease is over is re-driven: the next attempt
-//     number, the same idempotency key, within the tool's retry budget
-//     (an attempt left without a result counts as used; when none is
-//     left, the action fails with EFFECT_RETRIES_EXHAUSTED);
+//   - an attempt whose lease is over is re-driven when the world dedups
+//     the effect by its key (a tool with a once-key, or an Idempotent
+//     one): the next attempt number, the same idempotency key,
+//     within the tool's retry budget (an attempt left without a result
+//     counts as used; when none is left, the action fails with
+//     EFFECT_RETRIES_EXHAUSTED); any other tool's is recorded as
+//     EFFECT_UNKNOWN, for a person, and its effect is not started again;
 //   - an attempt whose lease is not over is left to its driver;
 //   - an action no attempt was started for is executed, once it is older
 //     than the lease (a younger one may be about to start), unless it
@@ -41,9 +46,20 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	}
 	var cands []candidate
 	seen := map[string]bool{}
+	// finished holds the actions whose effect has a recorded result
+	// (executed or failed) by the decision record written with it: the
+	// store remembers finished work, so a long history costs this one
+	// pass, not a look at each action. A result that says the action never
+	// ran (refused, escalated) is still visited: its retirement or its
+	// fallback may be missing.
+	finished := map[string]bool{}
 	for d, err := range audit.List(ctx, g.reader, audit.Filter{}) {
 		if err != nil {
 			return nil, err
+		}
+		if id, ok := g.finishedBy(d); ok {
+			finished[id] = true
+			continue
 		}
 		if d.Outcome != audit.OutcomeCommitted && d.Outcome != audit.OutcomePendingApproval {
 			continue
@@ -64,6 +80,9 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 		if err := ctx.Err(); err != nil {
 			return results, errors.Join(append(errs, err)...)
 		}
+		if finished[c.id] {
+			continue
+		}
 		res, driven, err := g.recoverOne(ctx, c.id)
 		if err != nil {
 			errs = append(errs, err)
@@ -74,6 +93,38 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	}
 	return results, errors.Join(errs...)
 }
+
+// resultBy returns the action whose result the decision record d was
+// written with, and its outcome: d is about a percept of the gate's (the
+// result: executed, failed, escalated or refused for good), whose first
+// input is the action. Only the gate's governor writes decision records.
+func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
+	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
+		return "", "", false
+	}
+	switch d.Outcome {
+	case audit.OutcomeExecuted, audit.OutcomeFailed, audit.OutcomeEscalated, audit.OutcomeRefused:
+	default:
+		return "", "", false
+	}
+	tool, _ := d.Context["tool"].(string)
+	if e := g.tools[tool]; e == nil || d.Kind != e.action() {
+		return "", "", false
+	}
+	return d.EvidenceRefs[0], d.Outcome, true
+}
+
+// finishedBy returns the action whose effect's result (executed or
+// failed: [Gate.finish]) the decision record d was written with.
+func (g *Gate) finishedBy(d audit.Record) (string, bool) {
+	id, outcome, ok := g.resultBy(d)
+	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
+}
+
+// Lease returns the gate's lease ([WithLease]): how long an attempt is
+// reserved to its driver. A process that restarts after a crash waits it
+// out before [Gate.Recover] can take over the attempts it left.
+func (g *Gate) Lease() time.Duration { return g.lease }
 
 // recoverOne finishes one action if it needs it; driven reports whether
 // it did anything.
@@ -147,7 +198,8 @@ type Pending struct {
 	Reason string
 }
 
-// PendingApprovals lists the actions of the trace that wait for approval:
+// PendingApprovals lists the actions of the trace that wait for approval,
+// or of every trace when traceID is "" (each entry names its own trace):
 // committed by the gate with a policy that needs one, not started and with
 // no result (a denied or expired one is listed until an Execute escalates
 // it). They come in commit order.
@@ -158,15 +210,26 @@ type Pending struct {
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
 func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
+	// One pass: the actions that waited, and those with a result, known by
+	// the decision record written with it, so that an action approved and
+	// done long ago costs nothing more to pass over.
 	var recs []audit.Record
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID, Outcome: audit.OutcomePendingApproval}) {
+	done := map[string]bool{}
+	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID}) {
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, d)
+		if id, _, ok := g.resultBy(d); ok {
+			done[id] = true
+		} else if d.Outcome == audit.OutcomePendingApproval {
+			recs = append(recs, d)
+		}
 	}
 	var out []Pending
 	for _, d := range recs {
+		if done[d.Subject] {
+			continue
+		}
 		act, e, gd, ok, err := g.pendingAction(ctx, traceID, d)
 		if err != nil {
 			return nil, err
@@ -194,7 +257,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 		if err != nil {
 			return nil, err
 		}
-		p := Pending{ActionID: act.ID, TraceID: traceID, Tool: e.Name, Args: j.args, Digest: digest}
+		p := Pending{ActionID: act.ID, TraceID: act.TraceID(), Tool: e.Name, Args: j.args, Digest: digest}
 		p.Caller, _ = gd.Context["caller"].(string)
 		p.CallID, _ = gd.Context["call_id"].(string)
 		p.Reason, _ = gd.Context["approval_reason"].(string)
@@ -222,5 +285,5 @@ func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record
 	case err != nil:
 		return blackboard.Record{}, nil, gd, false, err
 	}
-	return act, e, gd, act.TraceID() == traceID && gd.RecordID == d.RecordID, nil
+	return act, e, gd, (traceID == "" || act.TraceID() == traceID) && gd.RecordID == d.RecordID, nil
 }

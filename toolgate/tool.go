@@ -21,10 +21,11 @@ type Tool struct {
 	Description string
 	// Parameters is the JSON Schema of the arguments, shown to models: an
 	// object schema ({"type": "object", "properties": {...}, "required":
-	// [...]}). The gate checks calls against its top level: required
-	// properties, each property's JSON type and enum, and
-	// additionalProperties false. Nil means an object with no declared
-	// properties.
+	// [...]}). Any schema github.com/google/jsonschema-go resolves is
+	// accepted (bounds, patterns, nested objects, arrays, $defs; no remote
+	// $ref), and a call's arguments must fit it (INVALID_ARGUMENTS, naming
+	// the argument). Nil means an object with no declared properties. [Func]
+	// generates it from a Go type.
 	Parameters json.RawMessage
 	// Action is the kernel action type a call becomes; empty means Name.
 	// Two tools may not share an action type.
@@ -53,8 +54,18 @@ type Tool struct {
 	// (kernel.OnceKey): of the calls with equal values of its fields, at
 	// most Limit ever commit in the kernel's namespace, across traces and
 	// processes; the others are refused (DUPLICATE_ACTION). It is also the
-	// effect's idempotency key ([Invocation.Key]).
+	// effect's idempotency key ([Invocation.Key]). [OnceBy] names the
+	// fields; each must be a declared argument (unless Percept is set).
 	Once *kernel.OnceKey
+	// Idempotent says that the external system honours [Invocation.Key]
+	// although the tool has no Once (the key is then the action's own),
+	// as a payment API honours an idempotency key, or that repeating the
+	// effect does no harm (a lookup). A tool with Once or Idempotent has an
+	// attempt a crash left without a result started again, with the same
+	// key. Any other tool's effect is started at most once per call: such
+	// an attempt is recorded as EFFECT_UNKNOWN and left to a person (see
+	// [Gate.Recover]).
+	Idempotent bool
 	// Result is the percept kind a successful result is recorded under,
 	// so that beliefs can depend on it (lookup_order's result is an
 	// "order" percept). Empty means Name + "_result".
@@ -81,6 +92,13 @@ type Tool struct {
 	// (EFFECT_INCOMPLETE) with its typed status, never as the tool's
 	// result, and the effect is not retried.
 	Expect *failure.Expect
+	// Derives are the beliefs a successful result grounds ([Derive]): the
+	// gate proposes each after recording the result, and registers each
+	// kind with the kernel as resting on the result kind.
+	Derives []Derive
+
+	// defErr is why [Func] could not define the tool; New reports it.
+	defErr error
 }
 
 // EffectFunc performs a tool's effect. It returns the output the model is

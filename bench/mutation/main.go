@@ -14,7 +14,8 @@
 //
 // It exits 1 when the hardened kernel does not hold against every attack,
 // when some check is noticed by no attack and no test, or when some attack
-// does not fail against the kernel missing the check it targets.
+// does not fail against the kernel missing the check it targets; 2 for a
+// wrong command line. -h prints the flags to standard output.
 package main
 
 import (
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/study"
+	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/mutant"
 )
 
@@ -43,24 +45,21 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mutation:", err)
-		os.Exit(1)
-	}
+	os.Exit(cmdline.Exit("mutation", err, os.Stderr, nil))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mutation", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	seeds := fs.Int("seeds", 66, "seeds per task of each adversarial run")
 	tests := fs.Bool("tests", true, "also run the guarding packages' tests against each mutant")
 	only := fs.String("only", "", "comma-separated switches to run (default: all)")
 	parallel := fs.Int("parallel", 2, "test binaries running at once")
 	md := fs.Bool("md", false, "print the tables as markdown")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: mutation [flags]   (built with -tags bkmutate)")
+		fs.PrintDefaults()
+	}
+	if err := cmdline.Parse(fs, args, 0, stdout, stderr); err != nil {
 		return err
 	}
 	var names []string

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,10 +59,16 @@ func build(t *testing.T) string {
 		for _, pkg := range programs {
 			args = append(args, pkg)
 		}
-		cmd := exec.Command("go", args...)
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		// bench/mutation exists only in the bkmutate build.
+		mutation := []string{"build", "-tags", "bkmutate", "-o", binDir + string(os.PathSeparator), "./bench/mutation"}
+		for _, a := range [][]string{args, mutation} {
+			cmd := exec.Command("go", a...)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(a, " "), err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {
@@ -112,7 +120,7 @@ func damage(t *testing.T, path string) {
 func TestPrograms(t *testing.T) {
 	bin := build(t)
 	dir := t.TempDir()
-	for name := range programs {
+	for _, name := range append(slices.Sorted(maps.Keys(programs)), "mutation") {
 		for _, c := range []struct {
 			args        []string
 			code        int

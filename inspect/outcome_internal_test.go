@@ -1,0 +1,57 @@
+package inspect
+
+import (
+	"testing"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// TestCommittedFate: what became of a committed action, from what
+// followed it: the effect's result first, then the code that took it
+// back, then an approval awaited or given.
+func TestCommittedFate(t *testing.T) {
+	active := &blackboard.Record{Status: blackboard.StatusActive}
+	taken := func(code blackboard.Code) *blackboard.Record {
+		return &blackboard.Record{Status: blackboard.StatusInvalidated, Reason: code}
+	}
+	effect := func(status string, code blackboard.Code) *actionAfter {
+		return &actionAfter{effect: &toolgate.Effect{Status: status, Code: code}, attempted: true}
+	}
+	for _, tc := range []struct {
+		name string
+		r    *blackboard.Record
+		a    *actionAfter
+		want Fate
+	}{
+		{"nothing followed", active, nil, FateCommitted},
+		{"succeeded", active, effect(toolgate.StatusSucceeded, toolgate.CodeEffectSucceeded), FateExecuted},
+		{"failed", active, effect(toolgate.StatusFailed, "RETRIES_EXHAUSTED"), FateFailed},
+		{"refused for good", taken("TOOL_REFUSED"), effect(toolgate.StatusRefused, "TOOL_REFUSED"), FateFailed},
+		{"denied", taken(toolgate.CodeApprovalDenied), effect(toolgate.StatusEscalated, toolgate.CodeApprovalDenied), FateDenied},
+		{"approval expired", taken(toolgate.CodeApprovalExpired), effect(toolgate.StatusEscalated, toolgate.CodeApprovalExpired), FateExpired},
+		{"escalated otherwise", active, effect(toolgate.StatusEscalated, "EFFECT_INCOMPLETE"), FateEscalated},
+		{"denied, no effect recorded", taken(toolgate.CodeApprovalDenied), nil, FateDenied},
+		{"retired", taken("SOMETHING_ELSE"), nil, FateRetired},
+		{"expired", &blackboard.Record{Status: blackboard.StatusExpired}, nil, FateExpired},
+		{"waits", active, &actionAfter{pending: true}, FatePending},
+		{"approved", active, &actionAfter{pending: true, approved: true}, FateApproved},
+		{"running", active, &actionAfter{pending: true, approved: true, attempted: true}, FateRunning},
+	} {
+		if got := committedFate(tc.r, tc.a); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestOutcomeText: fates of a type stay together, in the order they first
+// appear, with a count when there is more than one.
+func TestOutcomeText(t *testing.T) {
+	if got := outcomeText(nil); got != "no action" {
+		t.Errorf("no actions: %q", got)
+	}
+	outs := []ActionOutcome{{"lookup_order", FateExecuted, 2}, {"issue_refund", FateRefused, 1}, {"issue_refund", FateDenied, 1}, {"send_email", FateExecuted, 1}}
+	if got, want := outcomeText(outs), "lookup_order executed ×2; issue_refund refused, denied; send_email executed"; got != want {
+		t.Errorf("outcome %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,473 @@
+package supervisor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/supervisor"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// testLease is the gates' lease: short, so that recovery comes quickly.
+const testLease = 200 * time.Millisecond
+
+// world is the outside the tools act on: how often each call's effect took
+// place, and which calls "crash" their process after acting.
+type world struct {
+	mu    sync.Mutex
+	acted map[string]int                // action id -> effects that took place
+	crash map[string]context.CancelFunc // order id -> the caller's cancel, called after the effect acted
+}
+
+func newWorld() *world {
+	return &world{acted: map[string]int{}, crash: map[string]context.CancelFunc{}}
+}
+
+func (w *world) effect(out blackboard.Payload) toolgate.EffectFunc {
+	return func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+		w.mu.Lock()
+		w.acted[inv.ActionID]++
+		cancel := w.crash[fmt.Sprint(inv.Args["order_id"])]
+		delete(w.crash, fmt.Sprint(inv.Args["order_id"]))
+		w.mu.Unlock()
+		if cancel != nil {
+			cancel() // the process dies after the effect acted, before its result is recorded
+			return nil, context.Canceled
+		}
+		return out, nil
+	}
+}
+
+func (w *world) count(actionID string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acted[actionID]
+}
+
+// process is one process over the store: a gate, as a restarted program
+// builds it.
+func process(t *testing.T, s blackboard.Store, w *world) *toolgate.Gate {
+	return processWithLease(t, s, w, testLease)
+}
+
+// processWithLease is process with a lease of its own.
+func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Duration) *toolgate.Gate {
+	t.Helper()
+	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
+	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
+	tools := []toolgate.Tool{
+		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
+			}},
+		// The payment API honours the key: a crashed attempt is re-driven.
+		{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "refund",
+			Idempotent: true, Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"refunded": true})},
+		// An email has no key: it is sent at most once.
+		{Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "email",
+			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"sent": true})},
+	}
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(lease),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// openStore opens the SQLite file at path.
+func openStore(t *testing.T, path string) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// ground looks the order up in the trace and commits refund_due on it.
+func ground(t *testing.T, g *toolgate.Gate, trace, order string) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + order + `"}`), Caller: "support", TraceID: trace})
+	if err != nil || res.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("lookup_order: %+v %v", res, err)
+	}
+	d, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+	if err != nil || !d.Committed() {
+		t.Fatalf("refund_due: %v %v", d.Code, err)
+	}
+}
+
+// call calls tool on order for amount in trace; ctx may be cancelled
+// inside the effect (a crash).
+func call(ctx context.Context, t *testing.T, g *toolgate.Gate, trace, tool, order string, amount float64) toolgate.Result {
+	t.Helper()
+	args, _ := json.Marshal(map[string]any{"order_id": order, "amount": amount})
+	res, err := g.Call(ctx, toolgate.Call{Tool: tool, Args: args, Caller: "support", TraceID: trace})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if res.ActionID == "" {
+		t.Fatalf("%s: no action: %+v", tool, res)
+	}
+	return res
+}
+
+// events collects a supervisor's reports.
+type events struct {
+	mu  sync.Mutex
+	all []supervisor.Event
+	ch  chan supervisor.Event
+}
+
+func newEvents() *events { return &events{ch: make(chan supervisor.Event, 1000)} }
+
+func (e *events) report(_ context.Context, ev supervisor.Event) {
+	e.mu.Lock()
+	e.all = append(e.all, ev)
+	e.mu.Unlock()
+	e.ch <- ev
+}
+
+// wait returns the events until n about actions have come, failing after
+// a while. Error events fail the test.
+func (e *events) wait(t *testing.T, n int) map[string]supervisor.Event {
+	t.Helper()
+	got := map[string]supervisor.Event{}
+	deadline := time.After(20 * time.Second)
+	for len(got) < n {
+		select {
+		case ev := <-e.ch:
+			if ev.Err != nil {
+				t.Errorf("error event: %v", ev.Err)
+				continue
+			}
+			got[ev.ActionID] = ev
+		case <-deadline:
+			t.Fatalf("waited for %d events, got %d: %+v", n, len(got), got)
+		}
+	}
+	return got
+}
+
+// start runs a supervisor of g until the test ends.
+func start(t *testing.T, g *toolgate.Gate, opts ...supervisor.Option) *events {
+	t.Helper()
+	ev := newEvents()
+	sup, err := supervisor.New(g, append([]supervisor.Option{supervisor.WithInterval(10 * time.Millisecond), supervisor.WithEvents(ev.report)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return ev
+}
+
+func TestNew(t *testing.T) {
+	g := process(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), newWorld())
+	for _, c := range []struct {
+		name string
+		g    *toolgate.Gate
+		opts []supervisor.Option
+	}{
+		{"no gate", nil, nil},
+		{"zero interval", g, []supervisor.Option{supervisor.WithInterval(0)}},
+		{"negative recovery period", g, []supervisor.Option{supervisor.WithRecoverEvery(-time.Second)}},
+	} {
+		if s, err := supervisor.New(c.g, c.opts...); !errors.Is(err, supervisor.ErrInvalidConfig) || s != nil {
+			t.Errorf("%s: %v %v, want ErrInvalidConfig", c.name, s, err)
+		}
+	}
+	if _, err := supervisor.New(g, nil, supervisor.WithRecoverEvery(time.Minute)); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
+}
+
+// An approval is resumed as soon as it is decided: an approved action
+// runs once, a denied one escalates to the fallback and does not run, one
+// no one decided waits.
+func TestResumesDecidedApprovals(t *testing.T) {
+	w := newWorld()
+	// A long lease: the first recovery pass after the start's comes too
+	// late to execute these; only the looks at approvals do.
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
+	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	ctx := context.Background()
+	var ids []string
+	for _, trace := range []string{"approve", "deny", "undecided"} {
+		ground(t, g, trace, "A1")
+		res := call(ctx, t, g, trace, "issue_refund", "A1", 700)
+		if res.Outcome != audit.OutcomePendingApproval {
+			t.Fatalf("%s: %+v, want pending", trace, res)
+		}
+		ids = append(ids, res.ActionID)
+	}
+	pending, err := g.PendingApprovals(ctx, "")
+	if err != nil || len(pending) != 3 {
+		t.Fatalf("PendingApprovals: %+v %v", pending, err)
+	}
+	alice := g.Approver("human:alice")
+	for _, p := range pending {
+		switch p.TraceID {
+		case "approve":
+			_, err = alice.Approve(ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour)
+		case "deny":
+			_, err = alice.Deny(ctx, p.TraceID, p.ActionID, p.Digest, "no", time.Hour)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := ev.wait(t, 2)
+	if e := got[ids[0]]; e.Op != supervisor.OpResume || e.TraceID != "approve" || e.Result.Outcome != audit.OutcomeExecuted || w.count(ids[0]) != 1 {
+		t.Errorf("approved: %+v, %d effects, want executed once", e, w.count(ids[0]))
+	}
+	if e := got[ids[1]]; e.Result.Code != toolgate.CodeApprovalDenied || e.Result.FallbackID == "" || w.count(ids[1]) != 0 {
+		t.Errorf("denied: %+v, %d effects, want escalated with a fallback, no effect", e, w.count(ids[1]))
+	}
+	time.Sleep(50 * time.Millisecond) // a few more looks
+	if _, ok := got[ids[2]]; ok || w.count(ids[2]) != 0 {
+		t.Errorf("undecided action driven")
+	}
+	select {
+	case e := <-ev.ch:
+		t.Errorf("unexpected event %+v: finished work driven again", e)
+	default:
+	}
+}
+
+// A restarted process's supervisor finishes what the crash left, once the
+// lease is over: an Idempotent effect is re-driven with its key, an email
+// is not sent again but reported EFFECT_UNKNOWN, and an action committed
+// but never started runs. A second restart finds everything finished and
+// reports and runs nothing: the store remembers.
+func TestRecoversAfterARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bk.db")
+	w := newWorld()
+	ctx := context.Background()
+	dead := process(t, openStore(t, path), w)
+	var crashed []toolgate.Result
+	for i, tool := range []string{"issue_refund", "send_email"} {
+		trace, order := fmt.Sprintf("t%d", i), fmt.Sprintf("O%d", i)
+		ground(t, dead, trace, order)
+		cctx, cancel := context.WithCancel(ctx)
+		w.mu.Lock()
+		w.crash[order] = cancel
+		w.mu.Unlock()
+		crashed = append(crashed, call(cctx, t, dead, trace, tool, order, 10))
+	}
+	// An approved action whose process died before it executed it.
+	ground(t, dead, "t2", "O2")
+	waiting := call(ctx, t, dead, "t2", "issue_refund", "O2", 700)
+	p, err := dead.PendingApprovals(ctx, "t2")
+	if err != nil || len(p) != 1 {
+		t.Fatalf("PendingApprovals: %+v %v", p, err)
+	}
+	if _, err := dead.Approver("human:alice").Approve(ctx, "t2", p[0].ActionID, p[0].Digest, "ok", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	g := process(t, openStore(t, path), w)
+	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	got := ev.wait(t, 3)
+	refund, email := crashed[0].ActionID, crashed[1].ActionID
+	if e := got[refund]; e.Op != supervisor.OpRecover || e.Result.Code != toolgate.CodeEffectSucceeded || w.count(refund) != 2 {
+		t.Errorf("refund: %+v, %d starts, want re-driven once with its key", e, w.count(refund))
+	}
+	if e := got[email]; e.Result.Code != toolgate.CodeEffectUnknown || e.TraceID != "t1" || w.count(email) != 1 {
+		t.Errorf("email: %+v, sent %d times, want EFFECT_UNKNOWN, sent once", e, w.count(email))
+	}
+	if e := got[waiting.ActionID]; e.Result.Outcome != audit.OutcomeExecuted || w.count(waiting.ActionID) != 1 {
+		t.Errorf("approved before the crash: %+v, want executed once", e)
+	}
+
+	again := start(t, process(t, openStore(t, path), w))
+	time.Sleep(2 * testLease)
+	select {
+	case e := <-again.ch:
+		t.Errorf("a restart over finished work reported %+v", e)
+	default:
+	}
+	for id, n := range map[string]int{refund: 2, email: 1, waiting.ActionID: 1} {
+		if w.count(id) != n {
+			t.Errorf("%s: %d starts after the second restart, want %d", id, w.count(id), n)
+		}
+	}
+}
+
+// Two supervisors in two processes over one store run each approved action
+// and each crashed attempt once.
+func TestTwoSupervisors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bk.db")
+	w := newWorld()
+	ctx := context.Background()
+	a, b := process(t, openStore(t, path), w), process(t, openStore(t, path), w)
+	const n = 8
+	var ids []string
+	for i := range n {
+		trace, order := fmt.Sprintf("t%d", i), fmt.Sprintf("O%d", i)
+		ground(t, a, trace, order)
+		tool := "issue_refund"
+		if i%2 == 1 {
+			tool = "send_email"
+		}
+		if i < n/2 {
+			ids = append(ids, call(ctx, t, a, trace, tool, order, 700).ActionID) // waits for approval
+			continue
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		w.mu.Lock()
+		w.crash[order] = cancel
+		w.mu.Unlock()
+		ids = append(ids, call(cctx, t, a, trace, tool, order, 10).ActionID) // crashes
+	}
+	evA, evB := start(t, a), start(t, b)
+	pending, err := a.PendingApprovals(ctx, "")
+	if err != nil || len(pending) != n/2 {
+		t.Fatalf("PendingApprovals: %+v %v", pending, err)
+	}
+	for _, p := range pending {
+		if _, err := b.Approver("human:bob").Approve(ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every action is reported by one supervisor or both.
+	seen := map[string]supervisor.Event{}
+	deadline := time.After(20 * time.Second)
+	for len(seen) < n {
+		select {
+		case e := <-evA.ch:
+			seen[e.ActionID] = e
+		case e := <-evB.ch:
+			seen[e.ActionID] = e
+		case <-deadline:
+			t.Fatalf("reported %d of %d: %+v", len(seen), n, seen)
+		}
+	}
+	time.Sleep(3 * testLease) // both go on looking and recovering
+	for i, id := range ids {
+		want := 1 // approved: run once
+		if i >= n/2 && i%2 == 0 {
+			want = 2 // a crashed refund: re-driven once, with its key
+		}
+		if got := w.count(id); got != want {
+			t.Errorf("%s (%d): %d effects, want %d (%+v)", id, i, got, want, seen[id])
+		}
+	}
+}
+
+// Run runs once at a time per supervisor: of two at once, one returns
+// ErrRunning; the other runs until its context ends and returns nil.
+func TestRunOnce(t *testing.T) {
+	g := process(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), newWorld())
+	sup, err := supervisor.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { done <- sup.Run(ctx) }()
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, supervisor.ErrRunning) {
+			t.Errorf("first to return: %v, want ErrRunning", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("neither Run returned")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+// An error does not stop Run: it is reported, typed, and tried again.
+func TestErrorsAreReported(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "bk.db"))
+	g := process(t, s, newWorld())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ev := start(t, g)
+	deadline := time.After(10 * time.Second)
+	for _, want := range []error{supervisor.ErrRecover, supervisor.ErrResume, supervisor.ErrResume} {
+		for {
+			var e supervisor.Event
+			select {
+			case e = <-ev.ch:
+			case <-deadline:
+				t.Fatalf("no error event wrapping %v", want)
+			}
+			if !errors.Is(e.Err, want) {
+				continue
+			}
+			var se *supervisor.Error
+			if !errors.As(e.Err, &se) || se.Op != e.Op || se.Err == nil || !errors.Is(e.Err, se.Err) {
+				t.Errorf("event %+v: want an *Error of its stage, wrapping the cause", e)
+			}
+			break
+		}
+	}
+}
+
+// Wake resumes a decided approval at once, however long the interval.
+func TestWake(t *testing.T) {
+	w := newWorld()
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
+	ev := newEvents()
+	sup, err := supervisor.New(g, supervisor.WithInterval(time.Hour), supervisor.WithEvents(ev.report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	ground(t, g, "t", "A1")
+	res := call(ctx, t, g, "t", "issue_refund", "A1", 700)
+	p, err := g.PendingApprovals(ctx, "t")
+	if err != nil || len(p) != 1 {
+		t.Fatalf("PendingApprovals: %+v %v", p, err)
+	}
+	if _, err := g.Approver("human:alice").Approve(ctx, "t", p[0].ActionID, p[0].Digest, "ok", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	sup.Wake()
+	sup.Wake() // folds into the first
+	select {
+	case e := <-ev.ch:
+		if e.ActionID != res.ActionID || e.Op != supervisor.OpResume || e.Result.Outcome != audit.OutcomeExecuted || w.count(res.ActionID) != 1 {
+			t.Errorf("event %+v, %d effects, want the refund executed once", e, w.count(res.ActionID))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wake did not resume the approval")
+	}
+}

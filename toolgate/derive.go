@@ -1,0 +1,273 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Derive is a belief a tool's successful result grounds, declared on the
+// tool ([Tool.Derives]), so that no agent code submits a belief by hand.
+// After the gate records a successful result, it evaluates Value and
+// Fields over it and proposes the belief as a planner of its own
+// ("derive:" and the tool's name), with depends_on the tool's result kind:
+// the kernel validates it like any belief (stale, conflicting or
+// low-confidence evidence refuses it, belief rules check its fields), and
+// the call's [Result] says what became of it ([Derived]).
+//
+//	Derives: []toolgate.Derive{{
+//		Belief: "refund_due",
+//		Value:  "result.refundable && result.refunded < result.amount",
+//		Fields: map[string]string{"order_id": "result.order_id", "max_refund": "result.amount - result.refunded"},
+//	}}
+//
+// The expressions are CEL over result (the result's payload, a map) and
+// args (the committed arguments, a map); JSON numbers are doubles, and
+// int literals compare with them. [New] compiles them and registers the
+// belief kind with the kernel as resting on the result kind (an owner's
+// own kernel.WithBeliefSpecs for the kind takes precedence, and may only
+// add evidence the belief must rest on). A result over which Value is not
+// a bool, or a field cannot be evaluated (a missing key, a type error),
+// proposes nothing: the derivation fails closed, with a decision record
+// saying why (DERIVATION_FAILED).
+type Derive struct {
+	// Belief is the belief kind proposed.
+	Belief string
+	// Value is a CEL expression, of type bool, for the belief's truth
+	// value. A false belief is proposed too: it says the result does not
+	// ground what the belief claims, and a tool requiring it is refused.
+	Value string
+	// Fields are the belief's payload fields besides its value, each a CEL
+	// expression of any JSON type; a belief rule reads them as
+	// beliefs.<kind>.<field>. The kernel's keys (value, depends_on, type,
+	// requires_beliefs, the derived flags) may not be among them.
+	Fields map[string]string
+}
+
+// CodeDerivationFailed: a tool's result did not let the gate evaluate a
+// [Derive] (its value is not a bool, a field cannot be evaluated): the
+// belief was not proposed. It is the code of the decision record that
+// says so, and of the [Derived] entry of the call's Result.
+const CodeDerivationFailed = blackboard.Code("DERIVATION_FAILED")
+
+// Derived is what became of one belief a call's result derives.
+type Derived struct {
+	// Belief is the belief kind.
+	Belief string `json:"belief"`
+	// Code is COMMITTED when the kernel committed the belief, the
+	// kernel's refusal code when it refused it (STALE_EVIDENCE, ...), or
+	// DERIVATION_FAILED when the rule could not be evaluated.
+	Code blackboard.Code `json:"code"`
+	// Value is the belief's truth value as derived (false when the
+	// derivation failed).
+	Value bool `json:"value"`
+	// BeliefID is the committed belief; DecisionID the decision record
+	// (the kernel's decision, or the record of the failed derivation).
+	BeliefID   string `json:"belief_id,omitempty"`
+	DecisionID string `json:"decision_id,omitempty"`
+	// Detail says why a derivation failed or a belief was refused.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Committed reports whether the belief was committed.
+func (d Derived) Committed() bool { return d.Code == blackboard.CodeCommitted }
+
+// Variables a derivation sees.
+const (
+	varResult = "result"
+	varArgsD  = "args"
+)
+
+// derivation is a compiled [Derive].
+type derivation struct {
+	Derive
+	value  cel.Program
+	fields []derivedField // in name order: records read the same every time
+}
+
+type derivedField struct {
+	name string
+	prg  cel.Program
+}
+
+// reservedBeliefKeys are payload keys a derived belief's fields may not
+// set: the kernel's and those [argsOf] keeps out of arguments.
+var reservedBeliefKeys = append([]string{kernel.KeyValue, kernel.KeyDependsOn}, reservedArgs...)
+
+// compileDerives compiles a tool's derivations.
+func compileDerives(ds []Derive) ([]derivation, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	env, err := cel.NewEnv(
+		cel.Variable(varResult, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(varArgsD, cel.MapType(cel.StringType, cel.DynType)),
+		cel.CrossTypeNumericComparisons(true), // JSON numbers are doubles; rules write int literals
+	)
+	if err != nil {
+		return nil, err
+	}
+	compile := func(what, expr string) (cel.Program, *cel.Ast, error) {
+		if expr == "" {
+			return nil, nil, fmt.Errorf("%s: empty expression", what)
+		}
+		ast, iss := env.Compile(expr)
+		if err := iss.Err(); err != nil {
+			return nil, nil, fmt.Errorf("%s does not compile: %v", what, err)
+		}
+		prg, err := env.Program(ast, cel.CostLimit(celCostLimit))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", what, err)
+		}
+		return prg, ast, nil
+	}
+	out := make([]derivation, 0, len(ds))
+	for _, d := range ds {
+		if err := checkName(d.Belief); err != nil {
+			return nil, fmt.Errorf("derived belief kind %q: %v", d.Belief, err)
+		}
+		if slices.ContainsFunc(out, func(o derivation) bool { return o.Belief == d.Belief }) {
+			return nil, fmt.Errorf("belief %q derived twice", d.Belief)
+		}
+		c := derivation{Derive: Derive{Belief: d.Belief, Value: d.Value, Fields: make(map[string]string, len(d.Fields))}}
+		prg, ast, err := compile("derived belief "+quote(d.Belief)+": value", d.Value)
+		if err != nil {
+			return nil, err
+		}
+		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+			return nil, fmt.Errorf("derived belief %q: value has type %s, want bool", d.Belief, t)
+		}
+		c.value = prg
+		names := make([]string, 0, len(d.Fields))
+		for name := range d.Fields {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if name == "" || slices.Contains(reservedBeliefKeys, name) {
+				return nil, fmt.Errorf("derived belief %q: field %q is a key the kernel reserves", d.Belief, name)
+			}
+			prg, _, err := compile("derived belief "+quote(d.Belief)+": field "+quote(name), d.Fields[name])
+			if err != nil {
+				return nil, err
+			}
+			c.Fields[name] = d.Fields[name]
+			c.fields = append(c.fields, derivedField{name, prg})
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// evaluate computes the belief's value and fields over a result and the
+// committed arguments; an error says why the derivation fails closed.
+func (d *derivation) evaluate(ctx context.Context, result, args blackboard.Payload) (bool, blackboard.Payload, error) {
+	act := map[string]any{varResult: map[string]any(result), varArgsD: map[string]any(args)}
+	out, _, err := d.value.ContextEval(ctx, act)
+	var value, ok bool
+	if err == nil {
+		value, ok = out.Value().(bool)
+	}
+	if !ok && !mutDeriveOpen {
+		if err != nil {
+			return false, nil, fmt.Errorf("value %s could not be evaluated: %v", d.Value, err)
+		}
+		return false, nil, fmt.Errorf("value %s is not a bool", d.Value)
+	}
+	if !ok {
+		value = true // the mutant: an unevaluable rule grounds the belief
+	}
+	fields := make(blackboard.Payload, len(d.fields)+2)
+	for _, f := range d.fields {
+		v, _, err := f.prg.ContextEval(ctx, act)
+		if err == nil {
+			fields[f.name], err = jsonValue(v)
+		}
+		if err != nil {
+			if mutDeriveOpen {
+				continue
+			}
+			return false, nil, fmt.Errorf("field %s (%s) could not be evaluated: %v", f.name, d.Fields[f.name], err)
+		}
+	}
+	return value, fields, nil
+}
+
+// jsonValue converts a CEL value into the JSON value a payload holds
+// (numbers as float64, lists as []any, maps as map[string]any).
+func jsonValue(v ref.Val) (any, error) {
+	if types.IsError(v) {
+		return nil, fmt.Errorf("%v", v)
+	}
+	pb, err := v.ConvertToNative(reflect.TypeFor[*structpb.Value]())
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a JSON value: %v", v.Type().TypeName(), err)
+	}
+	return pb.(*structpb.Value).AsInterface(), nil
+}
+
+// derive proposes the beliefs the job's tool derives from its result,
+// recorded as resultID with payload output (without the gate's effect
+// key), in declaration order. A failed derivation is recorded and
+// reported; an error is the store's or the context's.
+func (g *Gate) derive(ctx context.Context, j *job, resultID string, output blackboard.Payload) ([]Derived, error) {
+	if len(j.e.derives) == 0 {
+		return nil, nil
+	}
+	out := make([]Derived, 0, len(j.e.derives))
+	for i := range j.e.derives {
+		d := &j.e.derives[i]
+		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID}
+		value, fields, err := d.evaluate(ctx, output, j.args)
+		if err != nil {
+			detail := err.Error()
+			dr, aerr := audit.Append(ctx, j.e.deriver.gov, audit.Record{TraceID: j.trace, Kind: d.Belief,
+				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
+			if aerr != nil {
+				return out, aerr
+			}
+			out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
+			continue
+		}
+		fields[kernel.KeyValue] = value
+		fields[kernel.KeyDependsOn] = []any{j.e.resultKind()}
+		dec, rec, err := j.e.deriver.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Beliefs, Kind: d.Belief,
+			Payload: fields, InputRefs: []string{resultID}},
+			func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
+		if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
+			// The fields evaluated to what no payload holds: fail closed.
+			detail := "the derived payload cannot be stored: " + err.Error()
+			dr, aerr := audit.Append(ctx, j.e.deriver.gov, audit.Record{TraceID: j.trace, Kind: d.Belief,
+				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
+			if aerr != nil {
+				return out, aerr
+			}
+			out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		dv := Derived{Belief: d.Belief, Code: dec.Code, Value: value, BeliefID: rec.ID, DecisionID: dec.ID}
+		if !dec.Committed() {
+			dv.Detail = dec.RootCause().Detail
+			if dv.Detail == "" {
+				dv.Detail = string(dec.RootCause().Code)
+			}
+		}
+		out = append(out, dv)
+	}
+	return out, nil
+}

@@ -1,0 +1,144 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+type shipArgs struct {
+	OrderID string   `json:"order_id" jsonschema:"the order to ship"`
+	Items   []item   `json:"items"`
+	Express bool     `json:"express,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+type item struct {
+	SKU string `json:"sku"`
+	Qty int    `json:"qty"`
+}
+
+type shipment struct {
+	ID    string `json:"id"`
+	Count int    `json:"count"`
+	Items []item `json:"items"`
+}
+
+// TestFuncSchema: the parameters come from Args: json names, required
+// unless omitempty, no other property, descriptions from jsonschema tags,
+// nested objects and arrays; and the gate holds calls to them.
+func TestFuncSchema(t *testing.T) {
+	tool := Func(Tool{Name: "ship", Description: "Ship an order."},
+		func(_ context.Context, _ Invocation, a shipArgs) (shipment, error) { return shipment{}, nil })
+	var doc struct {
+		Type       string                     `json:"type"`
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Additional *bool                      `json:"additionalProperties"`
+	}
+	if err := json.Unmarshal(tool.Parameters, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Type != "object" || !reflect.DeepEqual(doc.Required, []string{"order_id", "items"}) || doc.Additional == nil || *doc.Additional {
+		t.Errorf("schema %s", tool.Parameters)
+	}
+	if !strings.Contains(string(doc.Properties["order_id"]), `"description":"the order to ship"`) {
+		t.Errorf("order_id %s has no description", doc.Properties["order_id"])
+	}
+	s, err := parseSchema(tool.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, field string }{
+		{`{"order_id":"A1","items":[{"sku":"x","qty":2}]}`, ""},
+		{`{"order_id":"A1","items":[{"sku":"x","qty":2.5}]}`, "items"},
+		{`{"order_id":"A1","items":[{"sku":"x"}]}`, "items"},
+		{`{"order_id":"A1","items":{}}`, "items"},
+		{`{"order_id":"A1"}`, "items"},
+		{`{"order_id":"A1","items":[],"gift":true}`, "gift"},
+	} {
+		_, prob := s.check(json.RawMessage(tc.args))
+		switch {
+		case tc.field == "" && prob != nil:
+			t.Errorf("%s: %+v", tc.args, prob)
+		case tc.field != "" && (prob == nil || prob.field != tc.field):
+			t.Errorf("%s: %+v, want a problem with %q", tc.args, prob, tc.field)
+		}
+	}
+}
+
+// TestFuncEffect: the effect gets the committed arguments decoded into
+// Args and its Out becomes the payload; its error passes through as it
+// is, retryable or not.
+func TestFuncEffect(t *testing.T) {
+	fail := errors.New("carrier down")
+	var got shipArgs
+	tool := Func(Tool{Name: "ship"}, func(_ context.Context, inv Invocation, a shipArgs) (shipment, error) {
+		got = a
+		if a.OrderID == "down" {
+			return shipment{}, Retryable(fail)
+		}
+		return shipment{ID: "s-" + a.OrderID + inv.Key, Count: len(a.Items), Items: a.Items}, nil
+	})
+	args := blackboard.Payload{"order_id": "A1", "items": []any{map[string]any{"sku": "x", "qty": 2.0}}, "express": true}
+	out, err := tool.Effect(context.Background(), Invocation{Key: "k", Tool: "ship", Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := shipArgs{OrderID: "A1", Items: []item{{"x", 2}}, Express: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("args %+v, want %+v", got, want)
+	}
+	if !reflect.DeepEqual(map[string]any(out), map[string]any{"id": "s-A1k", "count": 1.0, "items": []any{map[string]any{"sku": "x", "qty": 2.0}}}) {
+		t.Errorf("output %v", out)
+	}
+	_, err = tool.Effect(context.Background(), Invocation{Tool: "ship", Args: blackboard.Payload{"order_id": "down", "items": []any{}}})
+	if !errors.Is(err, fail) || !IsRetryable(err) {
+		t.Errorf("error %v, want the effect's, retryable", err)
+	}
+	// A nil map is an empty result, not null.
+	empty := Func(Tool{Name: "e"}, func(context.Context, Invocation, struct{}) (map[string]any, error) { return nil, nil })
+	if out, err := empty.Effect(context.Background(), Invocation{}); err != nil || out == nil || len(out) != 0 {
+		t.Errorf("nil output: %v %v", out, err)
+	}
+}
+
+// TestFuncInvalid: what Func cannot define, New refuses (ErrInvalidTool)
+// naming the tool.
+func TestFuncInvalid(t *testing.T) {
+	type withChan struct {
+		C chan int `json:"c"`
+	}
+	ok := func(context.Context, Invocation, shipArgs) (shipment, error) { return shipment{}, nil }
+	for _, tc := range []struct {
+		name string
+		tool Tool
+	}{
+		{"args not a struct", Func(Tool{Name: "a"}, func(context.Context, Invocation, string) (shipment, error) { return shipment{}, nil })},
+		{"args with a channel", Func(Tool{Name: "a"}, func(context.Context, Invocation, withChan) (shipment, error) { return shipment{}, nil })},
+		{"output not an object", Func(Tool{Name: "a"}, func(context.Context, Invocation, shipArgs) ([]string, error) { return nil, nil })},
+		{"parameters given", Func(Tool{Name: "a", Parameters: json.RawMessage(`{}`)}, ok)},
+		{"effect given", Func(Tool{Name: "a", Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }}, ok)},
+		{"no effect", Func[shipArgs, shipment](Tool{Name: "a"}, nil)},
+		{"once-key on no argument", Func(Tool{Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("orderid")}, ok)},
+	} {
+		g, err := New(context.Background(), WithTools(tc.tool))
+		if !errors.Is(err, ErrInvalidTool) || !strings.Contains(err.Error(), `"a"`) {
+			t.Errorf("%s: %v, want ErrInvalidTool naming the tool", tc.name, err)
+		}
+		if g != nil {
+			g.Close()
+		}
+	}
+	// The once-key on a declared argument is accepted.
+	g, err := New(context.Background(), WithTools(Func(Tool{Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+}
