@@ -40,7 +40,7 @@ func killed(err error) bool {
 // the same file: the second run recovers the refund (the payment API
 // replays the payment for its key), finishes the tickets and finds every
 // refund paid once. The first crash hits a refund the agent's call runs;
-// the second, one the supervisor approved (run by Gate.Execute).
+// the second, one the approver approved (run by the supervisor).
 func TestCrashAndRecover(t *testing.T) {
 	for _, c := range []struct {
 		after   string
@@ -48,7 +48,7 @@ func TestCrashAndRecover(t *testing.T) {
 		handled string
 	}{
 		{after: "1", ticket: "T1", handled: "0 of 7"},
-		{after: "12", ticket: "T3", handled: "4 of 7"},
+		{after: "11", ticket: "T3", handled: "4 of 7"},
 	} {
 		t.Run("crash-after="+c.after, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "desk.db")
@@ -67,7 +67,7 @@ func TestCrashAndRecover(t *testing.T) {
 			}
 			for _, s := range []string{
 				"Resuming: an earlier run handled " + c.handled + " messages.",
-				"Gate.Recover finished " + c.ticket + " issue_refund",
+				"The supervisor recovered " + c.ticket + " issue_refund",
 				"an idempotent replay: the payment API had paid it before the crash and moved no money now",
 				"Every refund happened exactly once: 4 committed refunds, 3 paid",
 			} {

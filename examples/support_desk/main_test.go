@@ -119,19 +119,21 @@ func checkReport(t *testing.T, report string) {
 	}
 
 	// T2: a stale read refuses the refund; the hint sends the model back to
-	// lookup_order and assess_refund, and then the refund is paid.
+	// lookup_order, whose fresh result derives refund_due again, and then
+	// the refund is paid.
 	i = want("stale read", 0, "T2", "lookup_order", "executed", "EFFECT_SUCCEEDED")
 	for ; i >= 0 && !strings.Contains(ds[i].reason, "stale"); i = find(ds, i+1, "T2", "lookup_order", "executed", "EFFECT_SUCCEEDED") {
 	}
 	if i < 0 {
 		t.Fatalf("no stale lookup in T2\n%s", report)
 	}
+	want("stale belief", i, "T2", "refund_due", "refused", "STALE_EVIDENCE")
 	i = want("stale refusal", i, "T2", "issue_refund", "refused", "STALE_EVIDENCE")
 	if !strings.Contains(ds[i].hint, "Call lookup_order again") {
 		t.Errorf("stale refusal with hint %q", ds[i].hint)
 	}
 	i = want("lookup again", i, "T2", "lookup_order", "executed", "EFFECT_SUCCEEDED")
-	i = want("assess again", i, "T2", "refund_due", "committed", "COMMITTED")
+	i = want("derived again", i, "T2", "refund_due", "committed", "COMMITTED")
 	want("refund after the repair", i, "T2", "issue_refund", "executed", "EFFECT_SUCCEEDED")
 
 	// T3: over 500, waits; approved; paid.
@@ -161,14 +163,15 @@ func checkReport(t *testing.T, report string) {
 		t.Error("T4's denied refund ran")
 	}
 
-	// Every refusal came with a hint for the model.
+	// Every refusal of a model's call came with a hint for the model (a
+	// derived belief is no call of the model's).
 	for _, d := range ds {
-		if d.outcome == "refused" && d.hint == "" {
+		if d.outcome == "refused" && d.hint == "" && d.kind != "refund_due" {
 			t.Errorf("refusal without a hint: %+v", d)
 		}
 	}
 	for _, s := range []string{
-		"Refusals: ARGUMENT_NOT_BOUND=1 DUPLICATE_ACTION=1 STALE_EVIDENCE=1; approvals: 1 approved, 1 denied",
+		"Refusals: ARGUMENT_NOT_BOUND=1 DUPLICATE_ACTION=1 STALE_EVIDENCE=2; approvals: 1 approved, 1 denied",
 		"Payment API: 3 refunds paid, 950.00 EUR",
 		"Every refund happened exactly once: 4 committed refunds, 3 paid",
 	} {
@@ -189,7 +192,7 @@ func TestScriptedRunOnDisk(t *testing.T) {
 	checkReport(t, runDesk(t, "--db", db))
 	checkLedgerFile(t, db+".world", 3)
 	again := runDesk(t, "--db", db)
-	for _, s := range []string{"Resuming: an earlier run handled 7 of 7 messages.", "Gate.Recover: nothing was left unfinished.",
+	for _, s := range []string{"Resuming: an earlier run handled 7 of 7 messages.", "The supervisor found nothing left unfinished.",
 		"T4 message 2: handled by an earlier run", "Every refund happened exactly once: 4 committed refunds, 3 paid"} {
 		if !strings.Contains(again, s) {
 			t.Errorf("second run lacks %q\n%s", s, again)

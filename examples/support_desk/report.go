@@ -8,10 +8,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -21,15 +23,45 @@ type reporter struct {
 	ctx     context.Context
 	d       *desk
 	out     io.Writer
+	reader  kernel.Reader
 	printed map[string]bool // decision ids already printed
+
+	mu       sync.Mutex                 // guards events and finished: the supervisor's goroutine adds to them
+	events   []supervisor.Event         // what the supervisor did, not printed yet
+	finished map[string]toolgate.Result // what the supervisor finished in this run, by action id
+	evSig  chan struct{}      // signalled on each event
 
 	modelCalls, toolCalls int // this run's
 }
 
 func newReporter(ctx context.Context, d *desk, out io.Writer) *reporter {
-	r := &reporter{ctx: ctx, d: d, out: out, printed: map[string]bool{}}
+	r := &reporter{ctx: ctx, d: d, out: out, reader: d.g.Kernel().Reader(), printed: map[string]bool{}, finished: map[string]toolgate.Result{}, evSig: make(chan struct{}, 1)}
 	d.onCrash = func(trace string) { r.decisions(trace, nil) }
 	return r
+}
+
+// event is the supervisor's events function: it keeps the event for the
+// report, which prints it from the program's own goroutine.
+func (r *reporter) event(_ context.Context, ev supervisor.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	if ev.Err == nil && ev.ActionID != "" {
+		r.finished[ev.ActionID] = ev.Result
+	}
+	r.mu.Unlock()
+	select {
+	case r.evSig <- struct{}{}:
+	default:
+	}
+}
+
+// takeEvents returns the events not taken yet.
+func (r *reporter) takeEvents() []supervisor.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	evs := r.events
+	r.events = nil
+	return evs
 }
 
 // markPrinted marks every decision record so far as printed.
@@ -105,14 +137,18 @@ func (r *reporter) reason(rec audit.Record) string {
 	switch rec.Kind {
 	case kernel.FallbackQueueForReview:
 		return fmt.Sprintf("instead of %v (%v)", cc["escalates"], cc["reason"])
-	case beliefRefundDue:
+	case "refund_due":
 		var on []string
 		for _, ref := range rec.EvidenceRefs {
 			if strings.HasPrefix(ref, blackboard.Percepts.String()+":") {
 				on = append(on, ref)
 			}
 		}
-		return "proposed by the refund policy, resting on " + strings.Join(on, " ")
+		s := "derived from lookup_order's result " + strings.Join(on, " ")
+		if b, err := r.reader.Get(r.ctx, rec.Subject); err == nil {
+			s += fmt.Sprintf(": %v, max_refund %v", b.Payload[kernel.KeyValue], b.Payload["max_refund"])
+		}
+		return s
 	}
 	return strings.TrimPrefix(args(cc), ", ")
 }
@@ -120,14 +156,14 @@ func (r *reporter) reason(rec audit.Record) string {
 // resultNote picks out of a result what the reader should see: a read the
 // source marked stale, a refund's payment, a replay of its key.
 func (r *reporter) resultNote(id string) string {
-	rec, err := r.d.reader.Get(r.ctx, id)
+	rec, err := r.reader.Get(r.ctx, id)
 	if err != nil {
 		return ""
 	}
 	p := rec.Payload
 	retried := ""
 	if refs := rec.Provenance.InputRefs; len(refs) > 1 {
-		if att, err := r.d.reader.Get(r.ctx, refs[1]); err == nil {
+		if att, err := r.reader.Get(r.ctx, refs[1]); err == nil {
 			if e, _ := toolgate.EffectOf(att); e.PreviousError != "" {
 				retried = fmt.Sprintf(" after a retry (%v)", e.PreviousError)
 			}
@@ -252,13 +288,13 @@ func (r *reporter) ledger() error {
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	known, paidCount := map[string]bool{}, 0
 	for _, f := range refunds {
-		key, err := r.d.k.OnceKeyOf(r.ctx, f.action)
+		key, err := r.d.g.Kernel().OnceKeyOf(r.ctx, f.action)
 		if err != nil {
 			return err
 		}
 		f.key, known[key] = key, true
 		var results []blackboard.Record
-		for rec, err := range r.d.reader.Trace(r.ctx, f.trace) {
+		for rec, err := range r.reader.Trace(r.ctx, f.trace) {
 			if err != nil {
 				return err
 			}

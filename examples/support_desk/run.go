@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -133,12 +134,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
-	d, err := newDesk(ctx, store, cfg.ns, w, cfg.crashAfter, out)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, d.g.Close()) }()
-
 	url, model, modelName := cfg.llmURL, cfg.llmModel, cfg.llmModel+" at "+cfg.llmURL
 	if url == "" {
 		m := newScriptedModel()
@@ -149,37 +144,62 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	agent, err := llm.NewAgent(client, d.g, llm.WithMaxRounds(12))
+	var r *reporter
+	d, err := newDesk(ctx, store, cfg.ns, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	if d != nil && d.g != nil {
+		defer func() { err = errors.Join(err, d.g.Close()) }()
+	}
 	if err != nil {
 		return err
 	}
+	d.crashAfter, d.out = cfg.crashAfter, out
+	r = newReporter(ctx, d, out)
+
+	// The supervisor runs until the tickets are done; stop waits for it.
+	supCtx, cancel := context.WithCancel(ctx)
+	done, started := make(chan error, 1), time.Now()
+	go func() { done <- d.sup.Run(supCtx) }() // integration: one of the two lines outside integration.go
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	defer func() { err = errors.Join(err, stop()) }()
 
 	fmt.Fprintf(out, "Support desk: %d tickets, model %s, store %s, seed %d\n", len(tickets), modelName, storeName, cfg.seed)
 	fmt.Fprintf(out, "Refunds above 500 wait for %s; the payment API fails %.0f%% of requests with a 503 and honours idempotency keys.\n",
 		approver, 100*cfg.failRate)
-	r := newReporter(ctx, d, out)
-	if err := r.resume(); err != nil {
+	if err := r.resume(started); err != nil {
 		return err
 	}
 	for _, t := range tickets {
-		if err := r.ticket(agent, t); err != nil {
+		if err := r.ticket(t); err != nil {
 			return err
 		}
 	}
+	if err := stop(); err != nil {
+		return err
+	}
+	r.printEvents()
 	if err := r.summary(); err != nil {
 		return err
 	}
 	if cfg.crashAfter > 0 {
 		fmt.Fprintf(out, "(--crash-after %d: this run made %d effect calls and paid no refund at or after effect call %d, so nothing crashed)\n",
-			cfg.crashAfter, d.effects, cfg.crashAfter)
+			cfg.crashAfter, d.effects.Load(), cfg.crashAfter)
 	}
 	return out.Err
 }
 
-// resume finishes what an earlier run against the same --db left: it
-// waits for the leases of that run's attempts, then lets Gate.Recover
-// re-drive them.
-func (r *reporter) resume() error {
+// resume reports what an earlier run against the same --db left: the
+// supervisor, started at started, recovers it by itself (at once, and
+// again once the gate's lease ran out); resume waits for that second pass
+// and prints what the supervisor finished.
+func (r *reporter) resume(started time.Time) error {
 	done, earlier := 0, false
 	for _, t := range tickets {
 		for n := range t.Messages {
@@ -188,7 +208,7 @@ func (r *reporter) resume() error {
 			}
 		}
 	}
-	for _, err := range audit.List(r.ctx, r.d.k.Reader(), audit.Filter{}) {
+	for _, err := range audit.List(r.ctx, r.reader, audit.Filter{}) {
 		if err != nil {
 			return err
 		}
@@ -206,29 +226,81 @@ func (r *reporter) resume() error {
 		total += len(t.Messages)
 	}
 	fmt.Fprintf(r.out, "\nResuming: an earlier run handled %d of %d messages.\n", done, total)
-	fmt.Fprintf(r.out, "Waiting %v (the gate's lease) so that any attempt of a crashed process is free, then Gate.Recover.\n", lease)
-	if err := wait.Sleep(r.ctx, lease+100*time.Millisecond); err != nil {
+	fmt.Fprintf(r.out, "The supervisor recovers what a crashed run left once the gate's lease (%v) has run out; waiting for it.\n", lease)
+	// The supervisor's second pass starts a lease and its margin (a
+	// tenth, and a twentieth for clocks) after it started; a second lease
+	// leaves that pass ample time.
+	if err := wait.Sleep(r.ctx, time.Until(started.Add(2*lease))); err != nil {
 		return err
 	}
-	results, err := r.d.g.Recover(r.ctx)
-	if err != nil {
-		return err
-	}
-	if len(results) == 0 {
-		fmt.Fprintln(r.out, "Gate.Recover: nothing was left unfinished.")
-	}
-	for _, res := range results {
-		act, err := r.d.reader.Get(r.ctx, res.ActionID)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(r.out, "Gate.Recover finished %s %s (%s): %s %s %s\n", act.TraceID(), act.Kind, res.ActionID, res.Outcome, res.Code, outputNote(res))
+	if r.printEvents() == 0 {
+		fmt.Fprintln(r.out, "The supervisor found nothing left unfinished.")
 	}
 	return r.markPrinted()
 }
 
+// printEvents prints what the supervisor did since the last call, and
+// returns how many events it printed.
+func (r *reporter) printEvents() int {
+	evs := r.takeEvents()
+	for _, ev := range evs {
+		if ev.Err != nil {
+			fmt.Fprintf(r.out, "The supervisor (%s): %v\n", ev.Op, ev.Err)
+			continue
+		}
+		verb := map[supervisor.Op]string{supervisor.OpRecover: "recovered", supervisor.OpResume: "resumed"}[ev.Op]
+		kind := "action"
+		if rec, err := r.reader.Get(r.ctx, ev.ActionID); err == nil {
+			kind = rec.Kind
+		}
+		fmt.Fprintln(r.out, strings.TrimSpace(fmt.Sprintf("The supervisor %s %s %s (%s): %s %s %s", verb, ev.TraceID, kind, ev.ActionID, ev.Result.Outcome, ev.Result.Code, outputNote(ev.Result))))
+	}
+	return len(evs)
+}
+
+// awaitResumed returns the results of the trace's refunds that waited for
+// approval, in commit order: it waits for the supervisor to finish each
+// one ruled now; one decided by an earlier run is included when the
+// supervisor recovered it in this run, and left out otherwise.
+func (r *reporter) awaitResumed(trace string, ruled []ruling) ([]toolgate.Result, error) {
+	now := map[string]bool{}
+	for _, ru := range ruled {
+		now[ru.ActionID] = true
+	}
+	var waited []string
+	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{TraceID: trace, Tool: "issue_refund", Outcome: audit.OutcomePendingApproval}) {
+		if err != nil {
+			return nil, err
+		}
+		waited = append(waited, rec.Subject)
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	var out []toolgate.Result
+	for _, id := range waited {
+		for {
+			r.mu.Lock()
+			res, ok := r.finished[id]
+			r.mu.Unlock()
+			if ok {
+				out = append(out, res)
+				break
+			}
+			if !now[id] {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return out, fmt.Errorf("waiting for the supervisor to finish %s: %w", id, ctx.Err())
+			case <-r.evSig:
+			}
+		}
+	}
+	return out, nil
+}
+
 // ticket handles the messages of a ticket that no earlier run finished.
-func (r *reporter) ticket(agent *llm.Agent, t ticket) error {
+func (r *reporter) ticket(t ticket) error {
 	for i, m := range t.Messages {
 		n := i + 1
 		key := turnKey(t.ID, n)
@@ -239,24 +311,25 @@ func (r *reporter) ticket(agent *llm.Agent, t ticket) error {
 		hints := map[string]string{}
 		if m.afterApproval {
 			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
-			rulings, err := r.d.supervise(r.ctx, t.ID)
+			rulings, err := decide(r.ctx, r.d, t.ID)
 			if err != nil {
 				return err
 			}
 			for _, ru := range rulings {
 				fmt.Fprintf(r.out, "  %s %s %s (arguments %s…): %s\n", approver, ru.Decision, ru.ActionID, ru.Digest[:19], ru.Note)
 			}
-			results, err := r.d.executeWaited(r.ctx, t.ID)
+			results, err := r.awaitResumed(t.ID, rulings)
 			if err != nil {
 				return err
 			}
+			r.printEvents()
 			if err := r.decisions(t.ID, resultHints(results, hints)); err != nil {
 				return err
 			}
 			m.Text = followUp(results)
 		}
 		fmt.Fprintf(r.out, "\n%s message %d, from the %s: \"%s\"\n", t.ID, n, m.From, m.Text)
-		res, runErr := agent.Run(r.ctx, llm.Task{Caller: role, TraceID: t.ID, System: systemPrompt, User: userMessage(t, n, m)})
+		res, runErr := r.d.agent.Run(r.ctx, llm.Task{Caller: role, TraceID: t.ID, System: systemPrompt, User: userMessage(t, n, m)}) // integration
 		r.modelCalls += res.Rounds
 		r.toolCalls += len(res.Calls)
 		for _, c := range res.Calls {
@@ -282,8 +355,8 @@ func (r *reporter) ticket(agent *llm.Agent, t ticket) error {
 	return nil
 }
 
-// followUp is the desk's message to the agent once the supervisor's
-// decisions were applied.
+// followUp is the desk's message to the agent once the supervisor applied
+// the approver's decisions.
 func followUp(results []toolgate.Result) string {
 	if len(results) == 0 {
 		return "No refund of this ticket waits for approval any more. Tell the customer where their request stands."

@@ -52,9 +52,6 @@ func call(tool string, args map[string]any) llm.ToolCall {
 func lookupCall(order string) llm.ToolCall {
 	return call("lookup_order", map[string]any{"order_id": order})
 }
-func assessCall(order string) llm.ToolCall {
-	return call("assess_refund", map[string]any{"order_id": order})
-}
 func refundCall(order string, amount float64, reason string) llm.ToolCall {
 	return call("issue_refund", map[string]any{"order_id": order, "amount": amount, "reason": reason})
 }
@@ -89,21 +86,10 @@ func ran(tool string) func([]seen) bool {
 	}
 }
 
-// assessedDue: the refund policy's last answer says a refund is due.
-func assessedDue(prev []seen) bool {
-	for _, s := range prev {
-		if s.Tool == "assess_refund" && s.Outcome == "executed" && s.Output["refund_due"] == true {
-			return true
-		}
-	}
-	return false
-}
-
 // script is the model's part, per message ("T2/2": ticket T2, message 2).
 var script = map[string][]step{
 	"T1/1": {
 		calls(lookupCall("A1")),
-		calls(assessCall("A1")),
 		// The model sends its refund twice in one completion, as models
 		// sometimes do: the second is a duplicate.
 		calls(refundCall("A1", 80, "late"), refundCall("A1", 80, "late")),
@@ -112,21 +98,18 @@ var script = map[string][]step{
 	},
 	"T2/1": {
 		calls(lookupCall("A2")),
-		calls(assessCall("A2")),
 		say("A refund of 120.00 is due on order A2; asked Ben to confirm."),
 	},
 	"T2/2": {
 		calls(lookupCall("A2")), // the order system's replica answers: stale
 		calls(refundCall("A2", 120, "damaged")),
 		{when: hinted("lookup_order"), calls: []llm.ToolCall{lookupCall("A2")}},
-		{when: ran("lookup_order"), calls: []llm.ToolCall{assessCall("A2")}},
-		{when: assessedDue, calls: []llm.ToolCall{refundCall("A2", 120, "damaged")}},
+		{when: ran("lookup_order"), calls: []llm.ToolCall{refundCall("A2", 120, "damaged")}},
 		calls(emailCall("ben@example.com", "Your refund for order A2", "We refunded 120.00 EUR for the cracked teapot.")),
 		say("Refunded order A2 (120.00) after refreshing the order, and emailed Ben."),
 	},
 	"T3/1": {
 		calls(lookupCall("A3")),
-		calls(assessCall("A3")),
 		calls(refundCall("A3", 750, "wrong_item")),
 		say("The refund of 750.00 on order A3 waits for a supervisor's approval."),
 	},
@@ -136,7 +119,6 @@ var script = map[string][]step{
 	},
 	"T4/1": {
 		calls(lookupCall("A4")),
-		calls(assessCall("A4")),
 		calls(refundCall("A4", 950, "not_received")), // more than the order: refused by its binding
 		{when: hinted("order.amount"), calls: []llm.ToolCall{refundCall("A4", 900, "not_received")}},
 		say("The refund of 900.00 on order A4 waits for a supervisor's approval."),

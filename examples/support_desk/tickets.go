@@ -1,6 +1,13 @@
 package main
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+)
 
 // The ticket queue: what customers wrote. Each ticket is one trace; each
 // message is one conversation of the agent (a task), and a message marked
@@ -39,8 +46,8 @@ var tickets = []ticket{
 
 // systemPrompt is the agent's standing instruction.
 const systemPrompt = `You are a support agent of an online shop. Handle the customer's message with your tools:
-look the order up (lookup_order), ask the refund policy whether a refund is due and how much (assess_refund),
-refund at most that (issue_refund), and tell the customer by email what you did (send_email).
+look the order up (lookup_order), refund at most what is left to refund on it (issue_refund),
+and tell the customer by email what you did (send_email).
 Refunds above 500 wait for a supervisor's approval: tell the customer it is pending.
 Every tool result has an outcome and a code; a refused call has a hint: follow it. Never repeat a refund.
 When you are done, answer with one short sentence for the ticket log.`
@@ -51,4 +58,57 @@ func turnKey(ticketID string, n int) string { return fmt.Sprintf("%s/%d", ticket
 // userMessage is what the agent is given for a message.
 func userMessage(t ticket, n int, m message) string {
 	return fmt.Sprintf("Ticket %s, message %d, from the %s:\n%s", t.ID, n, m.From, m.Text)
+}
+
+// approver is the person deciding the refunds that wait for approval.
+const approver = "supervisor:maria"
+
+// ruling is the approver's decision on a refund that waited.
+type ruling struct {
+	ActionID, Decision, Digest, Note string
+}
+
+// decide is the approver's side, the world's part and not integration: a
+// person at an approval screen decides, through Gate.Approver, every
+// refund of the trace that waits and is undecided, then wakes the
+// supervisor, which applies the decisions. It returns the rulings made.
+//
+// The approver approves unless the customer says the parcel never arrived
+// and the carrier has it signed for: that goes to a claims review instead.
+func decide(ctx context.Context, d *desk, trace string) ([]ruling, error) {
+	pending, err := d.g.PendingApprovals(ctx, trace)
+	if err != nil {
+		return nil, err
+	}
+	screen := d.g.Approver(approver)
+	var rulings []ruling
+	for _, p := range pending {
+		decided := false
+		for _, err := range d.g.Approvals(ctx, trace, p.ActionID) {
+			if err != nil {
+				return nil, err
+			}
+			decided = true
+		}
+		if decided {
+			continue
+		}
+		id, _ := p.Args["order_id"].(string)
+		o, _ := findOrder(id)
+		reason, _ := p.Args["reason"].(string)
+		r := ruling{ActionID: p.ActionID, Digest: p.Digest}
+		if reason == "not_received" && strings.Contains(o.Carrier, "signed for") {
+			r.Decision, r.Note = audit.Denied, "the carrier has it delivered and signed for; open a claim review"
+			_, err = screen.Deny(ctx, trace, p.ActionID, p.Digest, r.Note, time.Hour)
+		} else {
+			r.Decision, r.Note = audit.Approved, "checked the order and the warehouse note"
+			_, err = screen.Approve(ctx, trace, p.ActionID, p.Digest, r.Note, time.Hour)
+		}
+		if err != nil {
+			return rulings, err
+		}
+		rulings = append(rulings, r)
+	}
+	d.sup.Wake() // the supervisor applies the decisions now rather than at its next look
+	return rulings, nil
 }
