@@ -1,12 +1,14 @@
 package main
 
-// The integration code: everything in this file is what the desk's owner
-// writes to put a model behind the gate, and nothing outside it is. The
-// model is untrusted; the kernel and the gate decide each of its calls,
-// and only committed (and, above 500, approved) refunds reach the payment
-// API. Not integration: the tools' bodies (tools.go), the simulated world,
-// the scripted model, the tickets, the person approving and the report.
-// The README counts this file's lines.
+// The integration code: everything in this file, and the two lines of
+// run.go marked "// integration" (starting the supervisor, handing a
+// message to the agent), is what the desk's owner writes to put a model
+// behind the gate. The model is untrusted; the kernel and the gate decide
+// each of its calls, and only committed (and, above 500, approved) refunds
+// reach the payment API. Not integration: the tools' bodies (tools.go),
+// the simulated world, the scripted model, the tickets, the person
+// approving, the command line and the report. The README counts these
+// lines, and TestIntegrationLines holds them to 60.
 
 import (
 	"context"

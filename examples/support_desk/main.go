@@ -1,7 +1,9 @@
 // Command support_desk is a support agent behind the tool-call gate: a
-// model that calls lookup_order, assess_refund, issue_refund and
-// send_email against a simulated order system and payment API, with every
-// call decided by the kernel and every refund paid exactly once.
+// model that calls lookup_order, issue_refund and send_email against a
+// simulated order system and payment API, with every call decided by the
+// kernel and every refund paid exactly once. Its integration code (the
+// tools' definitions, the rules, the gate, the agent and the supervisor)
+// is integration.go, at most 60 lines.
 //
 //	go run ./examples/support_desk [--db FILE] [--crash-after N] [--seed S]
 //	go run ./examples/support_desk --llm-url URL --llm-model NAME
@@ -21,8 +23,9 @@
 // in a journal beside it. --crash-after N kills the process with SIGKILL
 // inside a refund, after the payment API moved the money and before the
 // gate recorded the result; running the program again against the same
-// file waits out the gate's lease, recovers with Gate.Recover, finishes the
-// tickets and shows that every refund was paid once.
+// file lets the supervisor (package supervisor) recover the refund once
+// the gate's lease ran out, finishes the tickets and shows that every
+// refund was paid once.
 package main
 
 import (

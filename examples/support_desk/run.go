@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The supervisor runs until the tickets are done; stop waits for it.
 	supCtx, cancel := context.WithCancel(ctx)
 	done, started := make(chan error, 1), time.Now()
-	go func() { done <- d.sup.Run(supCtx) }() // integration: one of the two lines outside integration.go
+	go func() { done <- d.sup.Run(supCtx) }() // integration
 	stopped := false
 	stop := func() error {
 		if stopped {
