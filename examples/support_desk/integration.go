@@ -47,7 +47,7 @@ type emailArgs struct {
 
 // newDesk opens the gate over store, with the desk's tools, each defined in
 // one place (the gate's default hints and retries serve them); the agent
-// that lets model call them; and the supervisor that recovers and resumes
+// that lets the model call them; and the supervisor that recovers and resumes
 // the gate's actions, reporting to events. It returns the desk even with
 // an error, so that the caller closes a gate it opened.
 func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *world, model *llm.Client,

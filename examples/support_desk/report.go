@@ -29,7 +29,7 @@ type reporter struct {
 	mu       sync.Mutex                 // guards events and finished: the supervisor's goroutine adds to them
 	events   []supervisor.Event         // what the supervisor did, not printed yet
 	finished map[string]toolgate.Result // what the supervisor finished in this run, by action id
-	evSig  chan struct{}      // signalled on each event
+	evSig    chan struct{}              // signalled on each event
 
 	modelCalls, toolCalls int // this run's
 }

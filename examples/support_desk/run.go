@@ -108,7 +108,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	// Every input is read and checked before any file is created or
-	// written: the world's journal, then the database (whole).
+	// written: the model's endpoint, the world's journal, then the
+	// database (whole).
+	url, model, modelName := cfg.llmURL, cfg.llmModel, cfg.llmModel+" at "+cfg.llmURL
+	if url == "" {
+		m := newScriptedModel()
+		defer m.Close()
+		url, model, modelName = m.URL, "scripted", "scripted (an OpenAI-compatible server on "+m.Listener.Addr().String()+")"
+	}
+	client, err := llm.New(url, llm.WithModel(model), llm.WithAPIKey(cfg.llmKey), llm.WithTemperature(0))
+	if err != nil {
+		return err
+	}
 	journal := ""
 	if cfg.db != "" {
 		journal = cfg.db + ".world"
@@ -134,16 +145,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
-	url, model, modelName := cfg.llmURL, cfg.llmModel, cfg.llmModel+" at "+cfg.llmURL
-	if url == "" {
-		m := newScriptedModel()
-		defer m.Close()
-		url, model, modelName = m.URL, "scripted", "scripted (an OpenAI-compatible server on "+m.Listener.Addr().String()+")"
-	}
-	client, err := llm.New(url, llm.WithModel(model), llm.WithAPIKey(cfg.llmKey), llm.WithTemperature(0))
-	if err != nil {
-		return err
-	}
 	var r *reporter
 	d, err := newDesk(ctx, store, cfg.ns, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if d != nil && d.g != nil {
