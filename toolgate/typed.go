@@ -23,7 +23,9 @@ import (
 //     github.com/google/jsonschema-go ([jsonschema.For]): a property per
 //     exported field under its json name, required unless the field is
 //     omitempty or omitzero, no other property allowed, and a field's
-//     `jsonschema:"..."` tag as its description. Args must be a struct.
+//     `jsonschema:"..."` tag as its description; a field whose type is a
+//     [Schemer] has the schema that type states (an enum, a pattern,
+//     bounds). Args must be a struct.
 //   - Effect decodes the committed arguments into an Args and calls
 //     effect; its Out, which must encode as a JSON object (a struct or a
 //     map with string keys), becomes the result's payload. An error effect
@@ -47,7 +49,9 @@ func Func[Args, Out any](t Tool, effect func(ctx context.Context, inv Invocation
 	if !isObjectType(reflect.TypeFor[Out]()) {
 		return bad(fmt.Errorf("Func: Out (%s) does not encode as a JSON object: a result is one", reflect.TypeFor[Out]()))
 	}
-	sch, err := jsonschema.For[Args](nil)
+	own := map[reflect.Type]*jsonschema.Schema{}
+	stated(reflect.TypeFor[Args](), own, map[reflect.Type]bool{})
+	sch, err := jsonschema.For[Args](&jsonschema.ForOptions{TypeSchemas: own})
 	if err != nil {
 		return bad(fmt.Errorf("Func: %w", err))
 	}
@@ -103,4 +107,36 @@ func encodeOutput(out any) (blackboard.Payload, error) {
 // refunds each order once, whatever the trace or process.
 func OnceBy(fields ...string) *kernel.OnceKey {
 	return &kernel.OnceKey{Fields: fields}
+}
+
+// Schemer is implemented by a type of an argument that states its own JSON
+// Schema, which [Func] gives every field of that type instead of the one it
+// would infer: an enum of reasons, a pattern of order ids, bounds of an
+// amount. JSONSchema is called on the type's zero value, once, when Func
+// runs.
+type Schemer interface {
+	JSONSchema() *jsonschema.Schema
+}
+
+// stated collects into own the schemas that t and the types it is made of
+// state as [Schemer]s.
+func stated(t reflect.Type, own map[reflect.Type]*jsonschema.Schema, seen map[reflect.Type]bool) {
+	if seen[t] {
+		return
+	}
+	seen[t] = true
+	if s, ok := reflect.Zero(t).Interface().(Schemer); ok {
+		own[t] = s.JSONSchema()
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		stated(t.Elem(), own, seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() {
+				stated(f.Type, own, seen)
+			}
+		}
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/blackboardkernel/bk/blackboard"
 )
 
@@ -141,4 +143,47 @@ func TestFuncInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Close()
+}
+
+// reason is an argument type that states its own schema: an enum.
+type reason string
+
+func (reason) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Enum: []any{"late", "damaged"}}
+}
+
+type returnArgs struct {
+	OrderID string   `json:"order_id"`
+	Reason  reason   `json:"reason"`
+	Also    []reason `json:"also,omitempty"`
+}
+
+// TestFuncSchemer: a field whose type is a Schemer gets the schema the
+// type states, wherever the type appears (a field, a list's items), and
+// the gate holds calls to it: a value outside the enum is refused, naming
+// the argument.
+func TestFuncSchemer(t *testing.T) {
+	tool := Func(Tool{Name: "return_order", Description: "Take an order back."},
+		func(_ context.Context, _ Invocation, a returnArgs) (shipment, error) { return shipment{}, nil })
+	if !strings.Contains(string(tool.Parameters), `"reason":{"type":"string","enum":["late","damaged"]}`) {
+		t.Errorf("reason's schema is not the stated one: %s", tool.Parameters)
+	}
+	s, err := parseSchema(tool.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args, field string }{
+		{`{"order_id":"A1","reason":"late"}`, ""},
+		{`{"order_id":"A1","reason":"bored"}`, "reason"},
+		{`{"order_id":"A1","reason":"late","also":["damaged"]}`, ""},
+		{`{"order_id":"A1","reason":"late","also":["bored"]}`, "also"},
+	} {
+		_, prob := s.check(json.RawMessage(tc.args))
+		switch {
+		case tc.field == "" && prob != nil:
+			t.Errorf("%s: %+v", tc.args, prob)
+		case tc.field != "" && (prob == nil || prob.field != tc.field):
+			t.Errorf("%s: %+v, want a problem with %q", tc.args, prob, tc.field)
+		}
+	}
 }
