@@ -46,6 +46,7 @@ func commands() []command {
 		{"effects", "", "effect attempts and outcomes", runEffects, nil},
 		{"export", "", "records as JSON lines (all, or --trace T)", runExport,
 			func(fs *flag.FlagSet, e *env) { fs.StringVar(&e.trace, "trace", "", "export only this trace") }},
+		{"serve", "", "the approvals console in a browser: approve or deny, see evidence and timelines", runServe, serveFlags},
 	}
 }
 
@@ -54,6 +55,7 @@ type env struct {
 	db, namespace, trace string
 	json                 bool
 	steps                bool // timeline --steps
+	serve                ServeConfig
 	out                  io.Writer
 	store                blackboard.Store
 	now                  time.Time
@@ -128,7 +130,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e.store = s
 	if err := cmd.run(ctx, e, sub.Args()); err != nil {
 		fmt.Fprintln(stderr, "bk:", Inert(err.Error())) // errors quote stored ids
-		return ExitError
+		return cmdline.Code(err)
 	}
 	return ExitOK
 }

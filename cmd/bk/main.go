@@ -1,7 +1,9 @@
 // Command bk is the Blackboard Kernel inspector: it reads a kernel store
 // (SQLite, read-only, beside a process that writes it) and shows its
 // traces, timelines, explanations, statistics, pending approvals, effects,
-// and exports records as JSON lines. -h prints the usage; the exit code is
+// and exports records as JSON lines; `bk serve` is the approvals console,
+// a web page where a person approves or denies what waits (package
+// inspect/console). -h prints the usage; the exit code is
 // 0 when the command did its work, 1 when it failed (a missing, corrupt or
 // foreign database, an unknown trace or record) and 2 for a wrong command
 // line.
@@ -10,6 +12,7 @@
 //	bk --db bk.db traces
 //	bk --db bk.db timeline TRACE
 //	bk --db bk.db explain RECORD
+//	bk --db bk.db serve --token-file tokens
 //
 // See package inspect for every command.
 package main
@@ -20,9 +23,11 @@ import (
 	"os/signal"
 
 	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/inspect/console"
 )
 
 func main() {
+	inspect.Serve = console.Run
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := inspect.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

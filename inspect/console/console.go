@@ -1,0 +1,440 @@
+package console
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// ErrInvalidConfig is a console that cannot be built as asked: no
+// identity, a bad token file, a bad TTL.
+var ErrInvalidConfig = errors.New("console: invalid configuration")
+
+// DefaultTTL is how long an approval given in the console stays valid
+// when [WithTTL] does not say.
+const DefaultTTL = time.Hour
+
+// maxForm bounds a decision's form, the note included.
+const maxForm = 64 << 10
+
+// Option configures a [Console] in [New].
+type Option func(*config)
+
+type config struct {
+	namespace string
+	ttl       time.Duration
+	now       func() time.Time
+}
+
+// WithNamespace limits the console to one namespace: it lists and decides
+// only that namespace's approvals (default: every namespace).
+func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
+
+// WithTTL sets how long an approval stays valid once given, in (0,
+// [toolgate.MaxApprovalTTL]] (default [DefaultTTL]).
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithClock sets the clock the console shows ages by (default time.Now).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// Console is the approvals console, an [http.Handler]: an inbox of the
+// approvals pending (GET /), a trace's timeline and a record's explanation
+// (GET /trace), and approving or denying an action (POST /decide), the
+// only request that writes. Build it with [New]. It is safe for
+// concurrent use by any number of requests.
+type Console struct {
+	s        blackboard.Store
+	identity Identity
+	cfg      config
+	csrfKey  [32]byte
+	mux      *http.ServeMux
+	origin   *http.CrossOriginProtection
+
+	mu    sync.Mutex
+	gates map[string]*toolgate.Gate // by namespace, built on first decision
+}
+
+// New builds a console over the store s, which it reads for every page and
+// writes approvals to, through a tool-call gate of the decision's namespace
+// ([toolgate.Gate.Approver]). The store must stay open while the console
+// is used; [Console.Close] does not close it. identity names the person
+// behind each request: without one New fails with [ErrInvalidConfig], as
+// it does for a TTL outside (0, [toolgate.MaxApprovalTTL]].
+func New(s blackboard.Store, identity Identity, opts ...Option) (*Console, error) {
+	if s == nil {
+		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
+	}
+	if identity == nil {
+		return nil, fmt.Errorf("%w: no identity: give a trusted header (--identity-header) or a token file (--token-file)", ErrInvalidConfig)
+	}
+	c := &Console{s: s, identity: identity, cfg: config{ttl: DefaultTTL, now: time.Now}, gates: map[string]*toolgate.Gate{}}
+	for _, o := range opts {
+		if o != nil {
+			o(&c.cfg)
+		}
+	}
+	if c.cfg.ttl <= 0 || c.cfg.ttl > toolgate.MaxApprovalTTL {
+		return nil, fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalidConfig, c.cfg.ttl, toolgate.MaxApprovalTTL)
+	}
+	if _, err := rand.Read(c.csrfKey[:]); err != nil {
+		return nil, err
+	}
+	c.origin = http.NewCrossOriginProtection()
+	c.mux = http.NewServeMux()
+	c.mux.HandleFunc("GET /{$}", c.inbox)
+	c.mux.HandleFunc("GET /trace", c.trace)
+	c.mux.HandleFunc("POST /decide", c.decide)
+	c.mux.HandleFunc("GET /style.css", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Write([]byte(styleCSS))
+	})
+	return c, nil
+}
+
+// Close closes the gates the console built; not the store.
+func (c *Console) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for ns, g := range c.gates {
+		errs = append(errs, g.Close())
+		delete(c.gates, ns)
+	}
+	return errors.Join(errs...)
+}
+
+// ServeHTTP answers a request: every response carries a strict content
+// security policy, and a request that names no identity is refused (401)
+// before anything is read.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// No script, no frame, no foreign resource: stored text that slipped
+	// through escaping still could not run or call out.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	if _, ok := c.identity(r); !ok && !mutIdentity {
+		h.Set("WWW-Authenticate", `Basic realm="bk serve", charset="UTF-8"`)
+		http.Error(w, "who are you? the console needs an identity (a token, or the proxy's header)", http.StatusUnauthorized)
+		return
+	}
+	// A browser's cross-site POST is refused before the CSRF token is
+	// even read: two checks, as either alone has had its bypasses.
+	if err := c.origin.Check(r); err != nil && !mutCSRF {
+		c.fail(w, http.StatusForbidden, "a cross-origin request: decide from the console's own page")
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// csrf is the form token of an identity: a keyed digest only this console
+// can make, so that a page of another site cannot post a decision with
+// the person's credentials.
+func (c *Console) csrf(identity string) string {
+	m := hmac.New(sha256.New, c.csrfKey[:])
+	m.Write([]byte(identity))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// inNamespace reports whether ns is one the console shows.
+func (c *Console) inNamespace(ns string) bool {
+	return c.cfg.namespace == "" || ns == c.cfg.namespace || ns == "" && c.cfg.namespace == blackboard.DefaultNamespace
+}
+
+// item is one pending approval as the inbox shows it.
+type item struct {
+	inspect.PendingApproval
+	Digest   string
+	ArgsJSON string
+	Waited   string
+	Evidence string // the explanation of the action as text: its whole tree
+	// Grounds are the beliefs and observations the action rests on.
+	Grounds []ground
+	// Constraints are the constraints in force when the kernel committed
+	// the action (its decision record's), which it passed.
+	Constraints []string
+}
+
+// ground is a belief or observation under a pending action.
+type ground struct {
+	Relation, Record, Kind, Summary, Age, Checks, Flags string
+}
+
+// grounds flattens the beliefs and percepts of an explanation's tree, each
+// once, with its age at now.
+func grounds(n *inspect.ExplainNode, now time.Time, seen map[string]bool, out []ground) []ground {
+	if n == nil {
+		return out
+	}
+	if (n.Slot == blackboard.Beliefs || n.Slot == blackboard.Percepts) && n.Relation != "" && n.Relation != "proposal" && !seen[n.Record] {
+		seen[n.Record] = true
+		out = append(out, ground{Relation: n.Relation, Record: n.Record, Kind: n.Kind, Summary: n.Summary,
+			Age: waited(now.Sub(time.UnixMilli(n.TimeMS))), Checks: n.Checks, Flags: strings.Join(n.Flags, ",")})
+	}
+	for _, ch := range n.Children {
+		out = grounds(ch, now, seen, out)
+	}
+	return out
+}
+
+// constraints returns the constraints the pending decision record of the
+// committed action id names.
+func (c *Console) constraints(ctx context.Context, traceID, id string) ([]string, error) {
+	for r, err := range c.s.ListTrace(ctx, traceID) {
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := audit.Of(r); ok && d.Subject == id && d.Outcome == audit.OutcomePendingApproval {
+			return d.Constraints, nil
+		}
+	}
+	return nil, nil
+}
+
+type group struct {
+	Namespace string
+	Items     []item
+}
+
+// pending lists the approvals that wait in ns ("" for every namespace the
+// console shows), grouped by namespace, oldest first.
+func (c *Console) pending(ctx context.Context, ns string) ([]group, error) {
+	now := c.cfg.now()
+	rows, err := inspect.Approvals(ctx, c.s, cmp.Or(ns, c.cfg.namespace), now)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(rows, func(a, b inspect.PendingApproval) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.SinceMS, b.SinceMS))
+	})
+	var out []group
+	for _, p := range rows {
+		if !c.inNamespace(p.Namespace) {
+			continue
+		}
+		it := item{PendingApproval: p, Waited: waited(time.Duration(p.AgeMS) * time.Millisecond)}
+		if it.Digest, err = c.digest(ctx, p.ActionID); err != nil {
+			return nil, err
+		}
+		if it.Constraints, err = c.constraints(ctx, p.TraceID, p.ActionID); err != nil {
+			return nil, err
+		}
+		// Not HTML-escaped here: html/template escapes it for the page, so
+		// that the person reads <script> as written.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p.Args); err != nil {
+			return nil, err
+		}
+		it.ArgsJSON = string(inspect.InertJSON(bytes.TrimSpace(b.Bytes())))
+		if ex, err := inspect.Explain(ctx, c.s, p.ActionID); err == nil {
+			it.Evidence = ex.String()
+			it.Grounds = grounds(ex.Tree, now, map[string]bool{}, nil)
+		} else {
+			it.Evidence = "no explanation: " + inspect.Inert(err.Error())
+		}
+		if len(out) == 0 || out[len(out)-1].Namespace != p.Namespace {
+			out = append(out, group{Namespace: p.Namespace})
+		}
+		out[len(out)-1].Items = append(out[len(out)-1].Items, it)
+	}
+	return out, nil
+}
+
+// digest is the digest an approval of the committed action id binds.
+func (c *Console) digest(ctx context.Context, id string) (string, error) {
+	act, err := c.s.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return toolgate.ArgsDigest(act.Payload)
+}
+
+// waited renders how long an approval has waited: 45s, 12m, 3h10m, 2d4h.
+func waited(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func (c *Console) inbox(w http.ResponseWriter, r *http.Request) {
+	id, _ := c.identity(r)
+	groups, err := c.pending(r.Context(), "")
+	if err != nil {
+		c.fail(w, http.StatusInternalServerError, "cannot read the store: "+err.Error())
+		return
+	}
+	c.render(w, http.StatusOK, "inbox", map[string]any{"Identity": id, "CSRF": c.csrf(id), "Groups": groups,
+		"Namespace": c.cfg.namespace, "Now": c.cfg.now().UTC().Format(time.RFC3339)})
+}
+
+func (c *Console) trace(w http.ResponseWriter, r *http.Request) {
+	id, _ := c.identity(r)
+	traceID, recordID := r.URL.Query().Get("id"), r.URL.Query().Get("record")
+	if traceID == "" && recordID == "" {
+		c.fail(w, http.StatusBadRequest, "give a trace (?id=TRACE) or a record (?record=ID)")
+		return
+	}
+	data := map[string]any{"Identity": id, "Trace": traceID, "Record": recordID}
+	if recordID != "" {
+		ex, err := inspect.Explain(r.Context(), c.s, recordID)
+		if err != nil {
+			c.readFail(w, err)
+			return
+		}
+		data["Explanation"] = ex.String()
+		if traceID == "" {
+			traceID = ex.TraceID
+			data["Trace"] = traceID
+		}
+	}
+	tl, err := inspect.Timeline(r.Context(), c.s, traceID)
+	if err != nil {
+		c.readFail(w, err)
+		return
+	}
+	if !c.inNamespace(tl.Namespace) {
+		c.fail(w, http.StatusNotFound, "no such trace in this console's namespace")
+		return
+	}
+	data["Timeline"], data["Outcome"] = tl.String(), tl.Outcome
+	c.render(w, http.StatusOK, "trace", data)
+}
+
+func (c *Console) readFail(w http.ResponseWriter, err error) {
+	if errors.Is(err, blackboard.ErrNotFound) {
+		c.fail(w, http.StatusNotFound, "no such trace or record")
+		return
+	}
+	c.fail(w, http.StatusInternalServerError, "cannot read the store: "+err.Error())
+}
+
+// decide approves or denies one action. Each check refuses with a page
+// that says why, and writes nothing; the gate checks the binding again
+// as it writes ([toolgate.Approver.Approve]).
+func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
+	id, _ := c.identity(r)
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, http.StatusBadRequest, "unreadable form: "+err.Error())
+		return
+	}
+	f := r.PostForm
+	if !hmac.Equal([]byte(f.Get("csrf")), []byte(c.csrf(id))) && !mutCSRF {
+		c.fail(w, http.StatusForbidden, "the form's CSRF token is missing or is not yours: reload the inbox and decide from it")
+		return
+	}
+	ns, traceID, actionID, digest, note := f.Get("namespace"), f.Get("trace"), f.Get("action"), f.Get("digest"), f.Get("note")
+	decision := f.Get("decision")
+	if decision != "approve" && decision != "deny" {
+		c.fail(w, http.StatusBadRequest, "decision must be approve or deny")
+		return
+	}
+	if !c.inNamespace(ns) {
+		c.fail(w, http.StatusForbidden, "namespace outside this console's")
+		return
+	}
+	groups, err := c.pending(r.Context(), cmp.Or(ns, blackboard.DefaultNamespace))
+	if err != nil {
+		c.fail(w, http.StatusInternalServerError, "cannot read the store: "+err.Error())
+		return
+	}
+	var it *item
+	for _, g := range groups {
+		for i := range g.Items {
+			if x := &g.Items[i]; x.ActionID == actionID && x.TraceID == traceID && x.Namespace == ns {
+				it = x
+			}
+		}
+	}
+	if it == nil {
+		c.fail(w, http.StatusConflict, "this action no longer waits for approval (decided, run, expired or never pending): nothing was recorded")
+		return
+	}
+	if digest != it.Digest && !mutDigest {
+		c.fail(w, http.StatusConflict, fmt.Sprintf("the action's arguments are not those the page showed (page digest %q, action's digest %q): nothing was recorded; reload the inbox and look again", digest, it.Digest))
+		return
+	}
+	g, err := c.gate(r.Context(), ns)
+	if err != nil {
+		c.fail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	ap := g.Approver(id)
+	if decision == "approve" {
+		_, err = ap.Approve(r.Context(), traceID, actionID, digest, note, c.cfg.ttl)
+	} else {
+		_, err = ap.Deny(r.Context(), traceID, actionID, digest, note, c.cfg.ttl)
+	}
+	switch {
+	case errors.Is(err, blackboard.ErrPermission):
+		c.fail(w, http.StatusForbidden, "you proposed this action: someone else must decide it")
+		return
+	case errors.Is(err, blackboard.ErrInvalidInput), errors.Is(err, kernel.ErrInvalidReference):
+		c.fail(w, http.StatusConflict, "refused: "+err.Error())
+		return
+	case err != nil:
+		c.fail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	verb := map[string]string{"approve": "approved", "deny": "denied"}[decision]
+	c.render(w, http.StatusOK, "done", map[string]any{"Identity": id, "Verb": verb, "Item": it})
+}
+
+// gate returns the console's tool-call gate of namespace ns: one with no
+// tool, as the console runs nothing; it only approves, through the gate's
+// checks.
+func (c *Console) gate(ctx context.Context, ns string) (*toolgate.Gate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.gates[ns]; g != nil {
+		return g, nil
+	}
+	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(c.s), kernel.WithNamespace(cmp.Or(ns, blackboard.DefaultNamespace))))
+	if err != nil {
+		return nil, err
+	}
+	c.gates[ns] = g
+	return g, nil
+}
+
+func (c *Console) fail(w http.ResponseWriter, status int, msg string) {
+	c.render(w, status, "error", map[string]any{"Status": status, "Text": http.StatusText(status), "Message": inspect.Inert(msg)})
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, page string, data map[string]any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := pages.ExecuteTemplate(w, page, data); err != nil {
+		// The status is sent: all that is left is to say so in the page.
+		fmt.Fprintf(w, "\n<p>rendering failed</p>")
+	}
+}

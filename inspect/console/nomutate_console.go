@@ -1,0 +1,6 @@
+//go:build !bkmutate
+
+package console
+
+// The switches of mutate_console.go, compiled out.
+const mutCSRF, mutIdentity, mutDigest = false, false, false

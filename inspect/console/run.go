@@ -1,0 +1,64 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/blackboardkernel/bk/inspect"
+)
+
+// Run serves the console as `bk serve` does ([inspect.Serve]): over
+// cfg.Store, as the identity its header or token file gives, on cfg.Addr
+// (default [inspect.DefaultAddr]), until ctx is done; then it stops taking
+// requests and lets those under way finish (at most 5 s). A config with
+// neither or both identities, or a bad token file, is [ErrInvalidConfig],
+// and nothing listens.
+func Run(ctx context.Context, cfg inspect.ServeConfig) error {
+	var id Identity
+	switch {
+	case cfg.IdentityHeader != "" && cfg.TokenFile != "":
+		return fmt.Errorf("%w: both an identity header and a token file", ErrInvalidConfig)
+	case cfg.IdentityHeader != "":
+		id = HeaderIdentity(cfg.IdentityHeader)
+	case cfg.TokenFile != "":
+		tokens, err := ReadTokens(cfg.TokenFile)
+		if err != nil {
+			return err
+		}
+		id = TokenIdentity(tokens)
+	}
+	c, err := New(cfg.Store, id, WithNamespace(cfg.Namespace))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cmp.Or(cfg.Addr, inspect.DefaultAddr))
+	if err != nil {
+		return err
+	}
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "bk serve: the approvals console is at http://%s/\n", ln.Addr())
+	}
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(stop)
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+

@@ -1,0 +1,87 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/inspect/console"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// syncBuffer is a buffer Main writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeCommand: `bk serve` refuses to start without exactly one
+// identity (exit 2), and with a token file serves the inbox of a SQLite
+// store on the loopback interface until its context ends (exit 0).
+func TestServeCommand(t *testing.T) {
+	inspect.Serve = console.Run
+	db := filepath.Join(t.TempDir(), "desk.db")
+	s, err := sqlitestore.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDeskOn(t, s, "A1")
+	t.Cleanup(func() { s.Close() })
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(aliceToken+" human:alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, args := range [][]string{{}, {"--identity-header", "X-User", "--token-file", tokens}} {
+		var out, errOut bytes.Buffer
+		code := inspect.Main(context.Background(), append([]string{"--db", db, "serve"}, args...), &out, &errOut)
+		if code != inspect.ExitUsage || !strings.Contains(errOut.String(), "exactly one of --identity-header") {
+			t.Errorf("serve %q: exit %d\n%s", args, code, errOut.String())
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- inspect.Main(ctx, []string{"--db", db, "serve", "--addr", "127.0.0.1:0", "--token-file", tokens}, &out, &errOut)
+	}()
+	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+	deadline := time.Now().Add(10 * time.Second)
+	for addr.FindString(out.String()) == "" {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no address announced: %q %q", out.String(), errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("GET", addr.FindString(out.String()), nil)
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	if code, body, _ := do(t, req); code != http.StatusOK || !strings.Contains(body, d.action) {
+		t.Errorf("inbox from bk serve: %d\n%s", code, body)
+	}
+	cancel()
+	if code := <-exit; code != inspect.ExitOK {
+		t.Errorf("bk serve exit %d: %s", code, errOut.String())
+	}
+}

@@ -1,0 +1,68 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/cmdline"
+	"github.com/blackboardkernel/bk/store/sqlitestore"
+)
+
+// ServeConfig is what `bk serve` runs the approvals console with.
+type ServeConfig struct {
+	// Store is the kernel store, open for writing: the console reads it
+	// and appends the approvals a person gives.
+	Store blackboard.Store
+	// Addr is the address to listen on (default 127.0.0.1:8080: this host
+	// only).
+	Addr string
+	// Namespace limits the console to one namespace ("" for every one).
+	Namespace string
+	// IdentityHeader names the request header a reverse proxy sets to the
+	// person it authenticated; TokenFile is a file of bearer tokens and
+	// their names. Exactly one is given.
+	IdentityHeader, TokenFile string
+	// Log is where the console says where it listens.
+	Log io.Writer
+}
+
+// DefaultAddr is where `bk serve` listens unless --addr says otherwise:
+// the loopback interface, so that the console is reachable from this host
+// only.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Serve runs the approvals console until ctx is done: `bk serve`. Package
+// inspect/console provides it (console.Run); it is not linked here, as
+// the console is built on this package's reports, so the program sets it
+// before [Main] (cmd/bk does). While it is nil, `bk serve` fails.
+var Serve func(ctx context.Context, cfg ServeConfig) error
+
+// errNoServe is bk serve in a program that did not link the console.
+var errNoServe = errors.New("bk serve: this program has no approvals console (inspect.Serve is not set)")
+
+func serveFlags(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&e.serve.Addr, "addr", DefaultAddr, "the address to listen on (the default is this host only)")
+	fs.StringVar(&e.serve.IdentityHeader, "identity-header", "", "trust this request header, set by a reverse proxy, to name the approver")
+	fs.StringVar(&e.serve.TokenFile, "token-file", "", `a file of "TOKEN NAME" lines: bearer tokens (or basic-auth passwords) and the approvers they name`)
+}
+
+func runServe(ctx context.Context, e *env, _ []string) error {
+	cfg := e.serve
+	if (cfg.IdentityHeader == "") == (cfg.TokenFile == "") {
+		return cmdline.Usagef("serve needs exactly one of --identity-header NAME and --token-file FILE: the console decides as a verified person, and will not start without one")
+	}
+	if Serve == nil {
+		return errNoServe
+	}
+	// The inspector's read-only handle checked the file; approving writes.
+	s, err := sqlitestore.Open(ctx, e.db)
+	if err != nil {
+		return errors.New(describe(e.db, err))
+	}
+	defer s.Close()
+	cfg.Store, cfg.Namespace, cfg.Log = s, e.namespace, e.out
+	return Serve(ctx, cfg)
+}
