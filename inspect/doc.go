@@ -1,6 +1,8 @@
 // Package inspect is the bk inspector: the commands of `go run ./cmd/bk`
 // as a library, so that they are tested and embeddable. It reads a kernel
-// store and answers "why did the agent do this?" without writing a byte.
+// store and answers "why did the agent do this?" without writing a byte;
+// only `bk serve`, the approvals console, writes, and only the approvals a
+// person gives.
 //
 //	bk traces                 traces with what happened to their actions, and counts
 //	bk timeline TRACE         a trace's events in order (--steps: led by the paper's t0-t9)
@@ -9,6 +11,7 @@
 //	bk approvals              approvals pending, with their age
 //	bk effects                effect attempts and outcomes
 //	bk export [--trace T]     records as JSON lines
+//	bk serve --token-file F   the approvals console in a browser (or --identity-header H; --addr)
 //
 // Every command takes --db FILE (default $BK_DB, else bk.db), --namespace
 // NS (default: every namespace) and --json. The database is opened with
@@ -18,6 +21,13 @@
 // file is reported as corrupt. [Main] returns [ExitOK], [ExitError] (the
 // command failed: a missing, corrupt or foreign file, an unknown trace or
 // record) or [ExitUsage]; -h prints the usage to stdout.
+//
+// `bk serve` runs [Serve], which a program sets to package
+// inspect/console's Run (cmd/bk does; this package cannot import the
+// console, which is built on its reports). It needs exactly one of
+// --identity-header and --token-file (else [ExitUsage]), opens the store
+// for writing, and listens on [DefaultAddr], this host only, unless --addr
+// says otherwise, until it is interrupted.
 // The reports themselves ([Traces], [Timeline], [Explain], [Stats],
 // [Approvals], [Effects], [Export]) take any [blackboard.Store] and only read
 // it, so they are safe for concurrent use as far as the store is. They

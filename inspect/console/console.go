@@ -70,6 +70,10 @@ type Console struct {
 
 	mu    sync.Mutex
 	gates map[string]*toolgate.Gate // by namespace, built on first decision
+
+	// deciding serializes decisions, so that of two people deciding one
+	// action at once the second is told it no longer waits.
+	deciding sync.Mutex
 }
 
 // New builds a console over the store s, which it reads for every page and
@@ -352,6 +356,8 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusForbidden, "the form's CSRF token is missing or is not yours: reload the inbox and decide from it")
 		return
 	}
+	c.deciding.Lock()
+	defer c.deciding.Unlock()
 	ns, traceID, actionID, digest, note := f.Get("namespace"), f.Get("trace"), f.Get("action"), f.Get("digest"), f.Get("note")
 	decision := f.Get("decision")
 	if decision != "approve" && decision != "deny" {
@@ -379,7 +385,9 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusConflict, "this action no longer waits for approval (decided, run, expired or never pending): nothing was recorded")
 		return
 	}
-	if digest != it.Digest && !mutDigest {
+	// The gate checks the digest too, as it writes: this check is here
+	// to say why in the person's words.
+	if digest != it.Digest {
 		c.fail(w, http.StatusConflict, fmt.Sprintf("the action's arguments are not those the page showed (page digest %q, action's digest %q): nothing was recorded; reload the inbox and look again", digest, it.Digest))
 		return
 	}

@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -253,6 +255,25 @@ func TestDecideTwice(t *testing.T) {
 	}
 }
 
+// TestDecideAtOnce: of two people deciding one action at the same moment,
+// one is recorded and the other told the action no longer waits.
+func TestDecideAtOnce(t *testing.T) {
+	d := newDesk(t, "A1")
+	forms := []url.Values{d.form(t, aliceToken, "approve", ""), d.form(t, bobToken, "deny", "")}
+	codes := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, token := range []string{aliceToken, bobToken} {
+		wg.Go(func() { codes[i], _ = d.post(t, forms[i], token) })
+	}
+	wg.Wait()
+	if slices.Sort(codes); codes[0] != http.StatusOK || codes[1] != http.StatusConflict {
+		t.Errorf("statuses %v, want one 200 and one 409", codes)
+	}
+	if n := d.approvals(t); n != 1 {
+		t.Errorf("%d approval records, want 1", n)
+	}
+}
+
 // TestDeny: a denial from the console sends the refund to the fallback
 // when the application's gate resumes; nothing is paid, and the trace page
 // shows who denied it and why.
@@ -435,7 +456,9 @@ func TestNew(t *testing.T) {
 		"no identity": func() (*console.Console, error) { return console.New(memstore.New(), nil) },
 		"no store":    func() (*console.Console, error) { return console.New(nil, id) },
 		"zero TTL":    func() (*console.Console, error) { return console.New(memstore.New(), id, console.WithTTL(0)) },
-		"long TTL":    func() (*console.Console, error) { return console.New(memstore.New(), id, console.WithTTL(toolgate.MaxApprovalTTL+1)) },
+		"long TTL": func() (*console.Console, error) {
+			return console.New(memstore.New(), id, console.WithTTL(toolgate.MaxApprovalTTL+1))
+		},
 	} {
 		if _, err := build(); !errors.Is(err, console.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
@@ -481,4 +504,3 @@ func TestBasicAuth(t *testing.T) {
 		t.Errorf("wrong password named %q", name)
 	}
 }
-

@@ -3,4 +3,4 @@
 package console
 
 // The switches of mutate_console.go, compiled out.
-const mutCSRF, mutIdentity, mutDigest = false, false, false
+const mutCSRF, mutIdentity = false, false

@@ -61,4 +61,3 @@ func Run(ctx context.Context, cfg inspect.ServeConfig) error {
 	}
 	return err
 }
-

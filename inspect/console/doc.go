@@ -1,0 +1,59 @@
+// Package console is the approvals console, `bk serve`: a small web
+// application over a kernel store where a person approves or denies the
+// tool calls that wait for approval, with the evidence in front of them.
+// It uses net/http and html/template only, and no script.
+//
+//	GET  /                  the inbox: approvals pending, by namespace, oldest first
+//	GET  /trace?id=T        a trace's timeline (inspect.Timeline, as text)
+//	GET  /trace?record=R    a record's explanation (inspect.Explain) and its trace's timeline
+//	POST /decide            approve or deny one action, with a note
+//
+// Each inbox entry shows what a person needs to decide: the tool and its
+// arguments as the committed action holds them ([inspect.Approvals]: never
+// as a decision record's context describes them), their digest
+// ([toolgate.ArgsDigest]), why the call waits (the approval rule), the
+// beliefs and observations it rests on with their age, the evidence
+// checks they passed and their flags, the constraints in force when the
+// kernel committed it, the whole explanation, and how long it has waited.
+//
+// # Deciding
+//
+// A decision is bound to the action and the digest the page showed: the
+// console refuses it (409, with the reason on the page, nothing written)
+// when the action no longer waits (decided, run, expired) or the digest is
+// not that of the action's arguments. Otherwise it writes the approval
+// through a tool-call gate with no tool over the same store
+// ([toolgate.Gate.Approver], as the identity of the request), which checks
+// the binding again and refuses the proposer (403). The approval expires
+// after [DefaultTTL] ([WithTTL]) and is used once: the application's gate
+// consumes it when it resumes the action ([toolgate.Gate.Execute], or its
+// supervisor), and a denial sends the action to the gate's safe fallback.
+// The console runs no tool.
+//
+// # Who may do what
+//
+// Every request names a person or is refused (401) before anything is
+// read: [HeaderIdentity] trusts a header a reverse proxy sets after it
+// authenticated the person; [TokenIdentity] maps secret tokens
+// ([ReadTokens]) to names, given as a bearer token or as a browser's
+// basic-auth password. [New] refuses to build a console without one. A
+// decision must carry the form's CSRF token, a keyed digest of the
+// identity that only this console can make, and a browser's cross-origin
+// POST is refused ([http.CrossOriginProtection]). Every page is sent with
+// a content security policy that allows no script, no frame and nothing
+// from elsewhere. Stored text is escaped by html/template and passed
+// through [inspect.Inert], so HTML shows as text and a terminal escape
+// reads as \x1b. Everything but POST /decide is read-only.
+//
+// # Not yet
+//
+// This is the console's first slice. Not here yet: the timeline drawn as
+// a picture (server-side SVG; the trace page shows inspect's text), the
+// budget spent on the inbox, the effects page, --dsn (PostgreSQL), and an
+// end-to-end test in a real browser (chromedp and Debian's chromium).
+// One console takes one decision at a time, so a second decision on an
+// action is refused; two consoles over one store deciding one action at
+// the same moment may both record theirs, and the gate acts on the latest.
+//
+// A [Console] is safe for concurrent use by any number of requests.
+package console
