@@ -22,9 +22,9 @@
 // command failed: a missing, corrupt or foreign file, an unknown trace or
 // record) or [ExitUsage]; -h prints the usage to stdout.
 //
-// `bk serve` runs [Serve], which a program sets to package
-// inspect/console's Run (cmd/bk does; this package cannot import the
-// console, which is built on its reports). It needs exactly one of
+// `bk serve` runs the approvals console a program gives [Main] with
+// [WithServe]: package inspect/console's Run (cmd/bk does; this package
+// cannot import the console, which is built on its reports). It needs exactly one of
 // --identity-header and --token-file (else [ExitUsage]), opens the store
 // for writing, and listens on [DefaultAddr], this host only, unless --addr
 // says otherwise, until it is interrupted.

@@ -54,8 +54,9 @@ func commands() []command {
 type env struct {
 	db, namespace, trace string
 	json                 bool
-	steps                bool // timeline --steps
-	serve                ServeConfig
+	steps                bool                                             // timeline --steps
+	serve                ServeConfig                                      // serve's flags
+	serveFunc            func(ctx context.Context, cfg ServeConfig) error // WithServe
 	out                  io.Writer
 	store                blackboard.Store
 	now                  time.Time
@@ -63,8 +64,13 @@ type env struct {
 
 // Main runs the bk command line (args without the program name), writing
 // to stdout and stderr, and returns the exit code.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, opts ...Option) int {
 	e := &env{out: stdout, now: time.Now()}
+	for _, o := range opts {
+		if o != nil {
+			o(e)
+		}
+	}
 	top := flag.NewFlagSet("bk", flag.ContinueOnError)
 	common(top, e)
 	top.Usage = func() { usage(top.Output()) }

@@ -34,14 +34,19 @@ type ServeConfig struct {
 // only.
 const DefaultAddr = "127.0.0.1:8080"
 
-// Serve runs the approvals console until ctx is done: `bk serve`. Package
-// inspect/console provides it (console.Run); it is not linked here, as
-// the console is built on this package's reports, so the program sets it
-// before [Main] (cmd/bk does). While it is nil, `bk serve` fails.
-var Serve func(ctx context.Context, cfg ServeConfig) error
+// Option configures [Main].
+type Option func(*env)
+
+// WithServe gives `bk serve` the approvals console to run until ctx is
+// done: package inspect/console's Run. This package cannot link the
+// console itself, which is built on its reports, so a program that offers
+// `bk serve` passes it (cmd/bk does); without it, `bk serve` fails.
+func WithServe(serve func(ctx context.Context, cfg ServeConfig) error) Option {
+	return func(e *env) { e.serveFunc = serve }
+}
 
 // errNoServe is bk serve in a program that did not link the console.
-var errNoServe = errors.New("bk serve: this program has no approvals console (inspect.Serve is not set)")
+var errNoServe = errors.New("serve: this program has no approvals console (no inspect.WithServe)")
 
 func serveFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.serve.Addr, "addr", DefaultAddr, "the address to listen on (the default is this host only)")
@@ -54,7 +59,7 @@ func runServe(ctx context.Context, e *env, _ []string) error {
 	if (cfg.IdentityHeader == "") == (cfg.TokenFile == "") {
 		return cmdline.Usagef("serve needs exactly one of --identity-header NAME and --token-file FILE: the console decides as a verified person, and will not start without one")
 	}
-	if Serve == nil {
+	if e.serveFunc == nil {
 		return errNoServe
 	}
 	// The inspector's read-only handle checked the file; approving writes.
@@ -64,5 +69,5 @@ func runServe(ctx context.Context, e *env, _ []string) error {
 	}
 	defer s.Close()
 	cfg.Store, cfg.Namespace, cfg.Log = s, e.namespace, e.out
-	return Serve(ctx, cfg)
+	return e.serveFunc(ctx, cfg)
 }

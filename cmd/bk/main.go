@@ -27,9 +27,8 @@ import (
 )
 
 func main() {
-	inspect.Serve = console.Run
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := inspect.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := inspect.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, inspect.WithServe(console.Run))
 	stop()
 	os.Exit(code)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/inspect"
 )
 
-// Run serves the console as `bk serve` does ([inspect.Serve]): over
+// Run serves the console as `bk serve` does ([inspect.WithServe]): over
 // cfg.Store, as the identity its header or token file gives, on cfg.Addr
 // (default [inspect.DefaultAddr]), until ctx is done; then it stops taking
 // requests and lets those under way finish (at most 5 s). A config with

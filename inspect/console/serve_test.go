@@ -36,10 +36,10 @@ func (s *syncBuffer) String() string {
 }
 
 // TestServeCommand: `bk serve` refuses to start without exactly one
-// identity (exit 2), and with a token file serves the inbox of a SQLite
+// identity (exit 2), fails in a program that gave Main no console
+// (exit 1), and with a token file serves the inbox of a SQLite
 // store on the loopback interface until its context ends (exit 0).
 func TestServeCommand(t *testing.T) {
-	inspect.Serve = console.Run
 	db := filepath.Join(t.TempDir(), "desk.db")
 	s, err := sqlitestore.Open(context.Background(), db)
 	if err != nil {
@@ -54,17 +54,23 @@ func TestServeCommand(t *testing.T) {
 
 	for _, args := range [][]string{{}, {"--identity-header", "X-User", "--token-file", tokens}} {
 		var out, errOut bytes.Buffer
-		code := inspect.Main(context.Background(), append([]string{"--db", db, "serve"}, args...), &out, &errOut)
+		code := inspect.Main(context.Background(), append([]string{"--db", db, "serve"}, args...), &out, &errOut, inspect.WithServe(console.Run))
 		if code != inspect.ExitUsage || !strings.Contains(errOut.String(), "exactly one of --identity-header") {
 			t.Errorf("serve %q: exit %d\n%s", args, code, errOut.String())
 		}
+	}
+
+	var out0, err0 bytes.Buffer
+	if code := inspect.Main(context.Background(), []string{"--db", db, "serve", "--token-file", tokens}, &out0, &err0); code != inspect.ExitError ||
+		!strings.Contains(err0.String(), "no approvals console") {
+		t.Errorf("serve without WithServe: exit %d\n%s", code, err0.String())
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- inspect.Main(ctx, []string{"--db", db, "serve", "--addr", "127.0.0.1:0", "--token-file", tokens}, &out, &errOut)
+		exit <- inspect.Main(ctx, []string{"--db", db, "serve", "--addr", "127.0.0.1:0", "--token-file", tokens}, &out, &errOut, inspect.WithServe(console.Run))
 	}()
 	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
 	deadline := time.Now().Add(10 * time.Second)
