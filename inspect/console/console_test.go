@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -425,6 +426,56 @@ func TestAttackHTMLInert(t *testing.T) {
 	if strings.Contains(body, "<img") || strings.Contains(body, "<script") || strings.ContainsAny(body, "\x1b\x07") ||
 		!strings.Contains(body, `&lt;img src=x onerror=alert(1)&gt;\x1b]52;c;Zm9v\x07`) {
 		t.Errorf("trace page shows stored text live:\n%s", body)
+	}
+}
+
+// TestOptions: WithNamespace keeps the console to one namespace (another's
+// approvals and traces are not shown), WithClock dates the waits,
+// WithTTL sets the approval's life.
+func TestOptions(t *testing.T) {
+	d := newDesk(t, "A1")
+	f := d.form(t, aliceToken, "approve", "")
+	serve := func(opts ...console.Option) func(r *http.Request) *httptest.ResponseRecorder {
+		c, err := console.New(d.s, console.HeaderIdentity("X-User"), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return func(r *http.Request) *httptest.ResponseRecorder {
+			r.Header.Set("X-User", "human:carol")
+			w := httptest.NewRecorder()
+			c.ServeHTTP(w, r)
+			return w
+		}
+	}
+	decide := func(do func(*http.Request) *httptest.ResponseRecorder) *httptest.ResponseRecorder {
+		w := do(httptest.NewRequest("GET", "/", nil))
+		f.Set("csrf", hiddenRE.FindStringSubmatch(w.Body.String())[2])
+		r := httptest.NewRequest("POST", "/decide", strings.NewReader(f.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return do(r)
+	}
+
+	other := serve(console.WithNamespace("other"))
+	if w := other(httptest.NewRequest("GET", "/", nil)); strings.Contains(w.Body.String(), d.action) || !strings.Contains(w.Body.String(), "No approvals pending") {
+		t.Errorf("namespace other lists desk's approval:\n%s", w.Body)
+	}
+	if w := other(httptest.NewRequest("GET", "/trace?id=ticket-1", nil)); w.Code != http.StatusNotFound {
+		t.Errorf("namespace other shows desk's trace: %d\n%s", w.Code, w.Body)
+	}
+
+	later := serve(console.WithNamespace("desk"), console.WithClock(func() time.Time { return time.Now().Add(2*time.Hour + 30*time.Second) }),
+		console.WithTTL(5*time.Minute))
+	if w := later(httptest.NewRequest("GET", "/", nil)); !strings.Contains(w.Body.String(), "waiting 2h00m") {
+		t.Errorf("no two-hour wait:\n%s", w.Body)
+	}
+	if w := decide(later); w.Code != http.StatusOK {
+		t.Fatalf("decide: %d\n%s", w.Code, w.Body)
+	}
+	for r, err := range d.g.Approvals(context.Background(), "ticket-1", d.action) {
+		if a, _ := audit.ApprovalOf(r); err != nil || a.TTL != 5*time.Minute || a.Approver != "human:carol" {
+			t.Errorf("approval %+v, %v", a, err)
+		}
 	}
 }
 
