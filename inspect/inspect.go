@@ -62,9 +62,9 @@ type env struct {
 	// check, when a command's flags set it, validates them once parsed,
 	// before the store is opened (a usage error: cmdline.Usagef).
 	check func() error
-	out                  io.Writer
-	store                blackboard.Store
-	now                  time.Time
+	out   io.Writer
+	store blackboard.Store
+	now   time.Time
 }
 
 // Main runs the bk command line (args without the program name), writing
