@@ -126,7 +126,6 @@ func TestApprove(t *testing.T) {
 	}{
 		{[]string{"--as", "human:bob", "--digest", strings.Repeat("0", len(p.Digest))}, inspect.ExitError, "digest does not match"},
 		{[]string{"--as", toolgate.CallerWriter("support"), "--digest", p.Digest}, inspect.ExitError, "cannot decide an action it proposed"},
-		{[]string{"--as", "support", "--digest", p.Digest}, inspect.ExitError, "is the caller that proposed it"},
 		{[]string{"--digest", p.Digest}, inspect.ExitUsage, "--as NAME is required"},
 		{[]string{"--as", "human:bob"}, inspect.ExitUsage, "--digest D is required"},
 		{[]string{"--as", "human:bob", "--digest", p.Digest, "--ttl", "0s"}, inspect.ExitUsage, "--ttl 0s outside"},
@@ -236,6 +235,21 @@ func TestAttackApproveNotPending(t *testing.T) {
 	}
 	if n := records(t, "--db", db); n != before {
 		t.Errorf("refused approvals wrote %d records", n-before)
+	}
+}
+
+// TestAttackApproveAsTheCaller: the gate records its caller "support" as
+// the writer caller:support; bk approve --as support is that caller
+// approving its own refund, and is refused with nothing written.
+func TestAttackApproveAsTheCaller(t *testing.T) {
+	db, p := pendingDesk(t)
+	before := records(t, "--db", db)
+	code, out, errOut := bk(t, "--db", db, "approve", p.ActionID, "--as", "support", "--digest", p.Digest)
+	if code != inspect.ExitError || out != "" || !strings.Contains(errOut, "is the caller that proposed it") {
+		t.Errorf("bk approve --as support: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+	if n := records(t, "--db", db); n != before {
+		t.Errorf("a refused approval wrote %d records", n-before)
 	}
 }
 
