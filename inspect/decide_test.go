@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -147,6 +148,10 @@ func TestApprove(t *testing.T) {
 	}
 	if d.Decision != audit.Approved || d.ActionID != p.ActionID || d.TraceID != "ticket-1" || d.Namespace != "desk" || d.Approver != "human:bob" || d.Record == "" {
 		t.Errorf("decided %+v", d)
+	}
+	// Without --ttl the approval is valid for DefaultApprovalTTL.
+	if left := time.Until(time.UnixMilli(d.ExpiresMS)); left < inspect.DefaultApprovalTTL-time.Minute || left > inspect.DefaultApprovalTTL {
+		t.Errorf("the approval expires in %v, want %v", left, inspect.DefaultApprovalTTL)
 	}
 	if n := records(t, "--db", db); n != before+1 {
 		t.Errorf("an approval wrote %d records, want 1", n-before)
