@@ -273,6 +273,9 @@ func TestStoreFlags(t *testing.T) {
 		t.Errorf("$BK_DB and $BK_DSN: exit %d: %s", code, errOut)
 	}
 	mustBK(t, "--db", db, "traces")
+	if code, _, errOut := bk(t, "--dsn", "postgres://nobody:secret@127.0.0.1:1/bk", "approve", "X"); code != inspect.ExitUsage || strings.Contains(errOut, "secret") {
+		t.Errorf("a usage error after --dsn: exit %d, stderr shows the password:\n%s", code, errOut)
+	}
 	code, out, errOut := bk(t, "--dsn", "postgres://nobody:secret@127.0.0.1:1/bk?connect_timeout=2", "traces")
 	if code != inspect.ExitError || out != "" || !strings.Contains(errOut, "PostgreSQL 127.0.0.1:1/bk") || strings.Contains(errOut, "secret") {
 		t.Errorf("an unreachable server: exit %d\nstdout %q\nstderr %q", code, out, errOut)

@@ -188,7 +188,11 @@ func interleave(args []string, fs *flag.FlagSet) []string {
 
 func common(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.db, "db", e.db, "the SQLite kernel store to read, opened read-only (default $BK_DB, else bk.db)")
-	fs.StringVar(&e.dsn, "dsn", e.dsn, "the PostgreSQL kernel store to read instead, opened read-only (default $BK_DSN)")
+	// A DSN given before the command is kept without being the flag's
+	// default, which a usage message would print, password and all.
+	dsn := e.dsn
+	fs.StringVar(&e.dsn, "dsn", "", "the PostgreSQL kernel store to read instead, opened read-only (default $BK_DSN)")
+	e.dsn = dsn
 	fs.StringVar(&e.namespace, "namespace", e.namespace, "only this namespace (default: every namespace)")
 	fs.BoolVar(&e.json, "json", e.json, "print JSON instead of text")
 }
