@@ -1,6 +1,7 @@
 // Package inspect is the bk inspector: the commands of `go run ./cmd/bk`
 // as a library, so that they are tested and embeddable. It reads a kernel
-// store and answers "why did the agent do this?" without writing a byte.
+// store and answers "why did the agent do this?" without writing a byte,
+// and lets a person at a terminal decide an action waiting for approval.
 //
 //	bk traces                 traces with what happened to their actions, and counts
 //	bk timeline TRACE         a trace's events in order (--steps: led by the paper's t0-t9)
@@ -9,9 +10,15 @@
 //	bk approvals              approvals pending, with their age
 //	bk effects                effect attempts and outcomes
 //	bk export [--trace T]     records as JSON lines
+//	bk approve ACTION --as NAME --digest D [--note N] [--ttl T]
+//	bk deny ACTION --as NAME --digest D [--note N] [--ttl T]
 //
-// Every command takes --db FILE (default $BK_DB, else bk.db), --namespace
-// NS (default: every namespace) and --json. The database is opened with
+// Every command takes --db FILE or --dsn DSN, exactly one (else $BK_DB or
+// $BK_DSN, exactly one; else bk.db), --namespace NS (default: every
+// namespace) and --json. A PostgreSQL store (--dsn) is opened on
+// connections whose transactions default to read-only: the server refuses
+// any write, so bk neither creates nor migrates a schema. A SQLite
+// database is opened with
 // [sqlitestore.OpenReadOnly]: no migration, no lock held beyond one short
 // read at a time, so a process that is writing the store is not blocked;
 // it is checked whole first ([sqlitestore.WithCheck]), so that a damaged
@@ -25,6 +32,26 @@
 // and print every stored text through [Inert] (JSON through [InertJSON]),
 // so that what a tool, a model or any writer stored cannot act on the
 // operator's terminal.
+//
+// # Approving from a terminal
+//
+// bk approve and bk deny write one approval record each, through the
+// tool-call gate's [toolgate.Approver] on a gate without tools over the
+// store (deciding reads the committed action and its proposal; it needs no
+// tool). The binding is the gate's: --digest must be the [toolgate.ArgsDigest]
+// of the committed arguments (bk approvals shows it), the approver may not
+// be the action's proposer, the decision expires after --ttl (default
+// [DefaultApprovalTTL]) and an approval is consumed by the action's first
+// attempt. bk also refuses an action [Approvals] does not list
+// ([ErrNotPending]: one already decided, started or done, or one that needs
+// no approval), and NAME when the action was proposed by the gate caller
+// NAME ([toolgate.CallerWriter]). A refused decision writes nothing and
+// exits 1; the application's gate runs (or, denied, escalates) the action
+// when it next executes or recovers it. NAME is recorded as given: the
+// terminal is trusted as whoever runs it, and whoever can write the store
+// can approve as any name. A deployment that needs a verified approver
+// offers the web console instead, which takes the identity from the
+// deployment.
 //
 // # What the reports say
 //
