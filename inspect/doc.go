@@ -1,8 +1,8 @@
 // Package inspect is the bk inspector: the commands of `go run ./cmd/bk`
 // as a library, so that they are tested and embeddable. It reads a kernel
-// store and answers "why did the agent do this?" without writing a byte;
-// only `bk serve`, the approvals console, writes, and only the approvals a
-// person gives.
+// store and answers "why did the agent do this?" without writing a byte,
+// and lets a person decide an action waiting for approval: at a terminal
+// (bk approve, bk deny) or in a browser (bk serve, the approvals console).
 //
 //	bk traces                 traces with what happened to their actions, and counts
 //	bk timeline TRACE         a trace's events in order (--steps: led by the paper's t0-t9)
@@ -11,10 +11,16 @@
 //	bk approvals              approvals pending, with their age
 //	bk effects                effect attempts and outcomes
 //	bk export [--trace T]     records as JSON lines
+//	bk approve ACTION --as NAME --digest D [--note N] [--ttl T]
+//	bk deny ACTION --as NAME --digest D [--note N] [--ttl T]
 //	bk serve --token-file F   the approvals console in a browser (or --identity-header H; --addr)
 //
-// Every command takes --db FILE (default $BK_DB, else bk.db), --namespace
-// NS (default: every namespace) and --json. The database is opened with
+// Every command takes --db FILE or --dsn DSN, exactly one (else $BK_DB or
+// $BK_DSN, exactly one; else bk.db), --namespace NS (default: every
+// namespace) and --json. A PostgreSQL store (--dsn) is opened on
+// connections whose transactions default to read-only: the server refuses
+// any write, so bk neither creates nor migrates a schema. A SQLite
+// database is opened with
 // [sqlitestore.OpenReadOnly]: no migration, no lock held beyond one short
 // read at a time, so a process that is writing the store is not blocked;
 // it is checked whole first ([sqlitestore.WithCheck]), so that a damaged
@@ -24,10 +30,12 @@
 //
 // `bk serve` runs the approvals console a program gives [Main] with
 // [WithServe]: package inspect/console's Run (cmd/bk does; this package
-// cannot import the console, which is built on its reports). It needs exactly one of
-// --identity-header and --token-file (else [ExitUsage]), opens the store
-// for writing, and listens on [DefaultAddr], this host only, unless --addr
-// says otherwise, until it is interrupted.
+// cannot import the console, which is built on its reports). It needs
+// exactly one of --identity-header and --token-file (else [ExitUsage],
+// before the store is opened), opens the store for writing as bk approve
+// does, and listens on [DefaultAddr], this host only, unless --addr says
+// otherwise, until it is interrupted.
+//
 // The reports themselves ([Traces], [Timeline], [Explain], [Stats],
 // [Approvals], [Effects], [Export]) take any [blackboard.Store] and only read
 // it, so they are safe for concurrent use as far as the store is. They
@@ -35,6 +43,26 @@
 // and print every stored text through [Inert] (JSON through [InertJSON]),
 // so that what a tool, a model or any writer stored cannot act on the
 // operator's terminal.
+//
+// # Approving from a terminal
+//
+// bk approve and bk deny write one approval record each, through the
+// tool-call gate's [toolgate.Approver] on a gate without tools over the
+// store (deciding reads the committed action and its proposal; it needs no
+// tool). The binding is the gate's: --digest must be the [toolgate.ArgsDigest]
+// of the committed arguments (bk approvals shows it), the approver may not
+// be the action's proposer, the decision expires after --ttl (default
+// [DefaultApprovalTTL]) and an approval is consumed by the action's first
+// attempt. bk also refuses an action [Approvals] does not list
+// ([ErrNotPending]: one already decided, started or done, or one that needs
+// no approval), and NAME when the action was proposed by the gate caller
+// NAME ([toolgate.CallerWriter]). A refused decision writes nothing and
+// exits 1; the application's gate runs (or, denied, escalates) the action
+// when it next executes or recovers it. NAME is recorded as given: the
+// terminal is trusted as whoever runs it, and whoever can write the store
+// can approve as any name. A deployment that needs a verified approver
+// offers the web console instead, which takes the identity from the
+// deployment.
 //
 // # What the reports say
 //

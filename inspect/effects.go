@@ -26,6 +26,9 @@ type PendingApproval struct {
 	AgeMS     int64              `json:"age_ms"`
 	Reason    string             `json:"reason,omitempty"`
 	Args      blackboard.Payload `json:"args,omitempty"`
+	// Digest is the committed arguments' [toolgate.ArgsDigest], which an
+	// approval binds (bk approve --digest).
+	Digest string `json:"digest,omitempty"`
 }
 
 // Approvals lists the actions whose decision record says
@@ -83,6 +86,9 @@ func Approvals(ctx context.Context, s blackboard.Store, namespace string, now ti
 			continue
 		}
 		p.Args = actionArgs(act.Payload)
+		if p.Digest, err = toolgate.ArgsDigest(act.Payload); err != nil {
+			return nil, err
+		}
 		p.AgeMS = max(0, now.UnixMilli()-p.SinceMS)
 		out = append(out, p)
 	}
@@ -105,9 +111,9 @@ func runApprovals(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	return writeList(e, rows, "no approvals pending", "ACTION\tTRACE\tTOOL\tAGE\tREASON", func(p PendingApproval) []string {
+	return writeList(e, rows, "no approvals pending", "ACTION\tTRACE\tTOOL\tAGE\tREASON\tDIGEST", func(p PendingApproval) []string {
 		return []string{clip(p.ActionID, 40), clip(p.TraceID, 24), clip(cmp.Or(p.Tool, p.Kind), 20),
-			age(time.Duration(p.AgeMS) * time.Millisecond), clip(p.Reason, 30)}
+			age(time.Duration(p.AgeMS) * time.Millisecond), clip(p.Reason, 30), p.Digest}
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,7 +25,9 @@ const (
 	ExitUsage = cmdline.ExitUsage // the command line is wrong
 )
 
-// command is one subcommand.
+// command is one subcommand: a row of [commands]. A command adds its own
+// flags to the common ones with flags (which may set env.check to validate
+// them), and runs with the store opened read-only in env.
 type command struct {
 	name, args, help string
 	run              func(ctx context.Context, env *env, args []string) error
@@ -46,20 +47,28 @@ func commands() []command {
 		{"effects", "", "effect attempts and outcomes", runEffects, nil},
 		{"export", "", "records as JSON lines (all, or --trace T)", runExport,
 			func(fs *flag.FlagSet, e *env) { fs.StringVar(&e.trace, "trace", "", "export only this trace") }},
+		{"approve", "ACTION", "approve an action waiting for approval, bound to its arguments' digest (writes one record)", runApprove, decisionFlags},
+		{"deny", "ACTION", "deny an action waiting for approval: the gate takes its fallback (writes one record)", runDeny, decisionFlags},
 		{"serve", "", "the approvals console in a browser: approve or deny, see evidence and timelines", runServe, serveFlags},
 	}
 }
 
 // env is what a command runs with.
 type env struct {
-	db, namespace, trace string
-	json                 bool
-	steps                bool                                             // timeline --steps
-	serve                ServeConfig                                      // serve's flags
-	serveFunc            func(ctx context.Context, cfg ServeConfig) error // WithServe
-	out                  io.Writer
-	store                blackboard.Store
-	now                  time.Time
+	db, dsn, namespace, trace string
+	kind                      string // storeflag.SQLite or storeflag.Postgres, once resolved
+	json                      bool
+	steps                     bool        // timeline --steps
+	decide                    decision    // approve and deny
+	serve                     ServeConfig // serve's flags
+	// serveFunc is the approvals console bk serve runs ([WithServe]).
+	serveFunc func(ctx context.Context, cfg ServeConfig) error
+	// check, when a command's flags set it, validates them once parsed,
+	// before the store is opened (a usage error: cmdline.Usagef).
+	check func() error
+	out   io.Writer
+	store blackboard.Store
+	now   time.Time
 }
 
 // Main runs the bk command line (args without the program name), writing
@@ -125,18 +134,30 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, opts ...
 		sub.Usage()
 		return ExitUsage
 	}
-	// Checked whole before use: a damaged file is reported as corrupt,
-	// not as missing traces or records.
-	s, err := sqlitestore.OpenReadOnly(ctx, e.db, sqlitestore.WithCheck())
+	if err := e.resolve(); err != nil {
+		fmt.Fprintf(stderr, "bk %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmdline.ErrUsage.Error()+": "))
+		sub.Usage()
+		return ExitUsage
+	}
+	if e.check != nil {
+		if err := e.check(); err != nil {
+			fmt.Fprintf(stderr, "bk %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), cmdline.ErrUsage.Error()+": "))
+			sub.Usage()
+			return ExitUsage
+		}
+	}
+	// A SQLite file is checked whole before use: a damaged file is
+	// reported as corrupt, not as missing traces or records.
+	s, closeStore, err := e.open(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "bk:", Inert(describe(e.db, err)))
+		fmt.Fprintln(stderr, "bk:", Inert(err.Error()))
 		return ExitError
 	}
-	defer s.Close()
+	defer closeStore()
 	e.store = s
 	if err := cmd.run(ctx, e, sub.Args()); err != nil {
 		fmt.Fprintln(stderr, "bk:", Inert(err.Error())) // errors quote stored ids
-		return cmdline.Code(err)
+		return ExitError
 	}
 	return ExitOK
 }
@@ -175,21 +196,19 @@ func interleave(args []string, fs *flag.FlagSet) []string {
 }
 
 func common(fs *flag.FlagSet, e *env) {
-	def := os.Getenv("BK_DB")
-	if def == "" {
-		def = "bk.db"
-	}
-	if e.db != "" {
-		def = e.db
-	}
-	fs.StringVar(&e.db, "db", def, "the SQLite kernel store to read (read-only; default $BK_DB or bk.db)")
+	fs.StringVar(&e.db, "db", e.db, "the SQLite kernel store to read, opened read-only (default $BK_DB, else bk.db)")
+	// A DSN given before the command is kept without being the flag's
+	// default, which a usage message would print, password and all.
+	dsn := e.dsn
+	fs.StringVar(&e.dsn, "dsn", "", "the PostgreSQL kernel store to read instead, opened read-only (default $BK_DSN)")
+	e.dsn = dsn
 	fs.StringVar(&e.namespace, "namespace", e.namespace, "only this namespace (default: every namespace)")
 	fs.BoolVar(&e.json, "json", e.json, "print JSON instead of text")
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: bk [--db FILE] [--namespace NS] [--json] COMMAND [ARG]")
-	fmt.Fprintln(w, "\nThe Blackboard Kernel inspector: reads a kernel store, read-only.\n\ncommands:")
+	fmt.Fprintln(w, "usage: bk [--db FILE | --dsn DSN] [--namespace NS] [--json] COMMAND [ARG]")
+	fmt.Fprintln(w, "\nThe Blackboard Kernel inspector: reads a kernel store (SQLite or PostgreSQL),\nread-only but for approve and deny.\n\ncommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %-7s %s\n", c.name, c.args, c.help)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
-	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
 // ServeConfig is what `bk serve` runs the approvals console with.
@@ -52,22 +51,26 @@ func serveFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.serve.Addr, "addr", DefaultAddr, "the address to listen on (the default is this host only)")
 	fs.StringVar(&e.serve.IdentityHeader, "identity-header", "", "trust this request header, set by a reverse proxy, to name the approver")
 	fs.StringVar(&e.serve.TokenFile, "token-file", "", `a file of "TOKEN NAME" lines: bearer tokens (or basic-auth passwords) and the approvers they name`)
+	e.check = func() error {
+		if (e.serve.IdentityHeader == "") == (e.serve.TokenFile == "") {
+			return cmdline.Usagef("give exactly one of --identity-header NAME and --token-file FILE: the console decides as a verified person, and will not start without one")
+		}
+		return nil
+	}
 }
 
 func runServe(ctx context.Context, e *env, _ []string) error {
-	cfg := e.serve
-	if (cfg.IdentityHeader == "") == (cfg.TokenFile == "") {
-		return cmdline.Usagef("serve needs exactly one of --identity-header NAME and --token-file FILE: the console decides as a verified person, and will not start without one")
-	}
 	if e.serveFunc == nil {
 		return errNoServe
 	}
-	// The inspector's read-only handle checked the file; approving writes.
-	s, err := sqlitestore.Open(ctx, e.db)
+	// The read-only store Main opened found a store of this version; the
+	// console writes approvals, so it runs on a writable one.
+	s, closeStore, err := e.openWritable(ctx)
 	if err != nil {
-		return errors.New(describe(e.db, err))
+		return err
 	}
-	defer s.Close()
+	defer closeStore()
+	cfg := e.serve
 	cfg.Store, cfg.Namespace, cfg.Log = s, e.namespace, e.out
 	return e.serveFunc(ctx, cfg)
 }

@@ -1,9 +1,12 @@
 // Command bk is the Blackboard Kernel inspector: it reads a kernel store
-// (SQLite, read-only, beside a process that writes it) and shows its
-// traces, timelines, explanations, statistics, pending approvals, effects,
-// and exports records as JSON lines; `bk serve` is the approvals console,
-// a web page where a person approves or denies what waits (package
-// inspect/console). -h prints the usage; the exit code is
+// (SQLite with --db or PostgreSQL with --dsn, read-only, beside a process
+// that writes it) and shows its traces, timelines, explanations,
+// statistics, pending approvals, effects, and exports records as JSON
+// lines; bk approve and bk deny decide an action waiting for approval, as
+// the NAME given (the terminal is trusted as whoever runs it); bk serve is
+// the approvals console, a web page where a verified person approves or
+// denies what waits (package inspect/console). -h prints
+// the usage; the exit code is
 // 0 when the command did its work, 1 when it failed (a missing, corrupt or
 // foreign database, an unknown trace or record) and 2 for a wrong command
 // line.
@@ -12,6 +15,8 @@
 //	bk --db bk.db traces
 //	bk --db bk.db timeline TRACE
 //	bk --db bk.db explain RECORD
+//	bk --dsn postgres://bk@db.internal/bk approvals
+//	bk --db bk.db approve ACTION --as alice --digest sha256:...
 //	bk --db bk.db serve --token-file tokens
 //
 // See package inspect for every command.

@@ -97,7 +97,7 @@ func newDeskOn(t *testing.T, s blackboard.Store, order string) *desk {
 	}
 	d.action = pending[0].ActionID
 
-	c, err := console.New(d.s, console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": toolgate.CallerWriter("support")}))
+	c, err := console.New(d.s, console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": toolgate.CallerWriter("support"), "support-token-00002": "support"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,13 +393,15 @@ func TestAttackCrossOrigin(t *testing.T) {
 }
 
 // TestAttackProposer: the caller that proposed the refund cannot approve
-// it from the console.
+// it from the console, named as the gate records its writer or by its
+// caller name.
 func TestAttackProposer(t *testing.T) {
 	d := newDesk(t, "A1")
-	const token = "support-token-00001"
-	code, body := d.post(t, d.form(t, token, "approve", ""), token)
-	if code != http.StatusForbidden || !strings.Contains(body, "you proposed this action") {
-		t.Errorf("proposer: %d\n%s", code, body)
+	for _, token := range []string{"support-token-00001", "support-token-00002"} {
+		code, body := d.post(t, d.form(t, token, "approve", ""), token)
+		if code != http.StatusForbidden || !strings.Contains(body, "you proposed this action") {
+			t.Errorf("proposer: %d\n%s", code, body)
+		}
 	}
 	if n := d.approvals(t); n != 0 {
 		t.Errorf("%d approval records by the proposer", n)

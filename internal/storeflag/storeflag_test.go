@@ -40,3 +40,20 @@ func TestCheckDir(t *testing.T) {
 		t.Error("a missing directory passed")
 	}
 }
+
+func TestOne(t *testing.T) {
+	for _, c := range []struct {
+		db, dsn, want string
+		ok            bool
+	}{
+		{"f.db", "", SQLite, true},
+		{"", "postgres://h/db", Postgres, true},
+		{"f.db", "postgres://h/db", "", false},
+		{"", "", "", false},
+	} {
+		got, err := One(c.db, c.dsn)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("One(%q, %q) = %q, %v", c.db, c.dsn, got, err)
+		}
+	}
+}
