@@ -49,8 +49,10 @@
 //
 // This is the console's first slice. Not here yet: the timeline drawn as
 // a picture (server-side SVG; the trace page shows inspect's text), the
-// budget spent on the inbox, the effects page, --dsn (PostgreSQL), and an
-// end-to-end test in a real browser (chromedp and Debian's chromium).
+// budget spent on the inbox, the effects page, a test of bk serve --dsn
+// against PostgreSQL (it opens the store as bk approve does; the tests
+// here use SQLite and the memory store), and an end-to-end test in a real
+// browser (chromedp and Debian's chromium).
 // One console takes one decision at a time, so a second decision on an
 // action is refused; two consoles over one store deciding one action at
 // the same moment may both record theirs, and the gate acts on the latest.
