@@ -589,6 +589,13 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 // Every later decision record of an admitted call carries the budget's
 // snapshot in its context (under budget.KeyBudget).
 //
+// A call with a [Call.RetryKey] used before in its trace is answered,
+// before its budget is charged, with what the first call under the key
+// came to (see the package doc, Retries of one call): its recorded
+// refusal or result, its wait for approval (or, approved, its execution),
+// CALL_RUNNING while another driver runs it, or RETRY_KEY_CONFLICT when
+// the tool, caller or arguments differ.
+//
 // A refusal is a Result, not an error, with the code, the root cause and a
 // hint for the model, so that the agent loop can hand it back as the
 // tool's result and go on. Call returns an error only when the loop cannot
