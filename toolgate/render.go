@@ -53,7 +53,7 @@ type ReplyContent struct {
 // answer whatever the framework. The text is compact JSON, for example
 //
 //	{"outcome":"refused","code":"RULE_VIOLATED","root_cause":"RULE_VIOLATED","hint":"refund at most the charged amount"}
-//	{"outcome":"failed","code":"EFFECT_FAILED","root_cause":"EFFECT_FAILED","root_cause_record":"percept:t:7","execution_status":"FAILED_UNKNOWN","category":"unknown","hint":"The tool failed. Do not retry unless the user asks."}
+//	{"outcome":"failed","code":"EFFECT_FAILED","root_cause":"EFFECT_FAILED","root_cause_record":"percepts:t:7","execution_status":"FAILED_UNKNOWN","category":"unknown","hint":"The tool failed. Do not retry unless the user asks."}
 //
 // An output that cannot be encoded as JSON is left out and replaced by
 // OutputError. The Reply shares the output's values with r.
