@@ -343,8 +343,12 @@ type Follow struct {
 // it returns the records to append after the decision's own. Their ids are in [Decision.Appended].
 // If then returns an error, nothing is written and Submit returns it; a
 // follow record the kernel refuses (see [Follow]) fails the Submit and
-// writes nothing. Neither the proposal nor its follow records claim
-// once-keys (the action spec names an action's).
+// writes nothing. The entry's OnceKeys (the submitter's own, besides the
+// once-key an action spec names) are claimed in the same batch by the
+// committed record, or by the proposal when it is refused, so that
+// [Kernel.ClaimedBy] finds what the submission came to; a key already
+// claimed fails the Submit with [blackboard.ErrDuplicateKey] and writes
+// nothing. Follow records claim none.
 func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func(d Decision, committed blackboard.Record) ([]Follow, error)) (Decision, error) {
 	return g.k.submit(ctx, blackboard.RolePlanner, writer, e, true, then)
 }

@@ -360,9 +360,11 @@ type Entry struct {
 	Scope blackboard.Scope
 	// OnceKeys are keys the write claims in the store, in the same batch:
 	// a key already claimed fails the write with [blackboard.ErrDuplicateKey] and
-	// stores nothing. Only [Governor.Write] claims keys (an executor's
-	// effect attempts use them); every other handle refuses an entry with
-	// keys ([blackboard.ErrPermission]).
+	// stores nothing. Only the [Governor] claims keys: [Governor.Write]
+	// (an executor's effect attempts use them) and [Governor.Submit] (by
+	// the committed record, or the refused proposal: the gate's retry
+	// keys); every other handle refuses an entry with keys
+	// ([blackboard.ErrPermission]).
 	OnceKeys []string
 
 	// owned says the payload was built by the kernel for this write,

@@ -211,14 +211,14 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 	if rec.Mode != blackboard.ModePropose {
 		return Decision{}, newErr("submit", "", blackboard.CodeInvalidProposal, ErrInvalidProposal, "only proposals can be submitted")
 	}
-	if len(e.OnceKeys) > 0 {
-		return Decision{}, newErr("submit", "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "a proposal claims no once-keys: its action spec names them")
+	if err := k.checkOnceKeys(role, e.OnceKeys, governed); err != nil {
+		return Decision{}, err
 	}
 	rec.Provenance.Span = spanRef(ctx)
 	at := rec.Provenance.TimestampMS // as in write
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var done bool
-		d, done, err = k.submitOnce(ctx, &rec, idDeps, then, at)
+		d, done, err = k.submitOnce(ctx, &rec, idDeps, then, e.OnceKeys, at)
 		at = 0
 		if err != nil || done {
 			return d, err
@@ -227,7 +227,7 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 	return Decision{}, newErr("submit", rec.ID, "", blackboard.ErrConflict, "too much contention on the trace")
 }
 
-func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision, blackboard.Record) ([]Follow, error), nowMS int64) (Decision, bool, error) {
+func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps []string, then func(Decision, blackboard.Record) ([]Follow, error), keys []string, nowMS int64) (Decision, bool, error) {
 	// Only plans and actions are gated by constraints.
 	gated := rec.Slot == blackboard.Plans || rec.Slot == blackboard.Actions
 	snap, err := k.loadForWriteAt(ctx, rec.Provenance.TraceID, gated, nowMS)
@@ -243,7 +243,7 @@ func (k *Kernel) submitOnce(ctx context.Context, rec *blackboard.Record, idDeps 
 	snap.reserveIDs(rec.Slot, "")
 	rec.ID = snap.nextID(rec.Slot, 0)
 	p := snap.pend(rec) // decided as if already written
-	return k.applyOutcome(ctx, snap, expiries, p, true, then)
+	return k.applyOutcome(ctx, snap, expiries, p, true, then, keys)
 }
 
 // outcome is what deciding a proposal produced, before it is applied.
@@ -333,7 +333,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 			fmt.Sprintf("proposal is %s (%s)", p.Status, p.Reason))
 	}
 	snap.reserveIDs(p.Slot, p.ID)
-	return k.applyOutcome(ctx, snap, expiries, p, false, nil)
+	return k.applyOutcome(ctx, snap, expiries, p, false, nil, nil)
 }
 
 // applyOutcome decides p on snap and writes the outcome, with the
@@ -342,8 +342,10 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 // one (not yet stored) is appended already in its final state, ahead of the
 // artifact and the committed record. done is false when a concurrent writer
 // changed the trace first. then, when not nil, adds the records that
-// follow the decision in the same batch.
-func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []blackboard.Invalidation, p *blackboard.Record, submitted bool, then func(Decision, blackboard.Record) ([]Follow, error)) (Decision, bool, error) {
+// follow the decision in the same batch. keys are the submitter's
+// once-keys (a governed Submit's), claimed in the batch by the committed
+// record, or by the proposal when it is refused.
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []blackboard.Invalidation, p *blackboard.Record, submitted bool, then func(Decision, blackboard.Record) ([]Follow, error), keys []string) (Decision, bool, error) {
 	out, err := k.decide(ctx, snap, p)
 	if err != nil {
 		return Decision{}, false, err
@@ -372,6 +374,15 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []bl
 		batch.Appends = append(batch.Appends, out.record)
 		if out.claim.Key != "" {
 			batch.Claims = append(snap.claims[:0], out.claim)
+		}
+	}
+	if len(keys) > 0 {
+		holder := p.ID
+		if out.code.OK() {
+			holder = out.record.ID
+		}
+		for _, key := range keys {
+			batch.Claims = append(batch.Claims, blackboard.Claim{Key: key, RecordID: holder})
 		}
 	}
 	d := Decision{
@@ -411,6 +422,16 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []bl
 		}
 	}
 	err = snap.apply(ctx, batch)
+	if len(keys) > 0 && errors.Is(err, blackboard.ErrDuplicateKey) {
+		// The submitter's key stays claimed: deciding again cannot help.
+		// (An action's own key taken meanwhile is a race: decided again,
+		// it is DUPLICATE_ACTION.)
+		for _, key := range keys {
+			if _, cerr := k.store.ClaimedBy(ctx, k.keySpace(), key); cerr == nil {
+				return Decision{}, false, newErr("submit", p.ID, blackboard.CodeDuplicateAction, blackboard.ErrDuplicateKey, "once-key "+key+" is claimed")
+			}
+		}
+	}
 	if raced(err) {
 		return Decision{}, false, nil
 	}

@@ -1,7 +1,11 @@
 package toolgate
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -20,8 +24,20 @@ type Spec struct {
 // to the gate.
 type Call struct {
 	// ID is the framework's call id, when it has one; it is recorded in
-	// the decision record.
+	// the decision record and on the call's span.
 	ID string `json:"id,omitempty"`
+	// RetryKey, when set, makes the call idempotent in its trace (the
+	// gate's namespace and TraceID scope it): the first call the kernel
+	// decides under the key claims it in the same write as the decision,
+	// binding it to the tool, the caller and the arguments' digest, and a
+	// later call with the same key, from any process, gets that call's
+	// decision and result instead of a new action (see [Gate.Call]). A
+	// call under a used key with another tool, caller or arguments is
+	// refused with RETRY_KEY_CONFLICT. An adapter sets it to the
+	// framework's call id where the framework may deliver one call twice
+	// (a retried request, a resumed run); a model's own tool-call ids are
+	// no such key: models repeat them across turns.
+	RetryKey string `json:"retry_key,omitempty"`
 	// Tool is the tool's name as the model called it.
 	Tool string `json:"tool"`
 	// Args are the model's arguments: a JSON object.
@@ -58,6 +74,14 @@ type Result struct {
 	ActionID string `json:"action_id,omitempty"`
 	// ApprovalID names what an approver must approve (the action id).
 	ApprovalID string `json:"approval_id,omitempty"`
+	// ArgsDigest is the [ArgsDigest] of the committed arguments, which an
+	// approval binds; set while the action waits for approval
+	// ([audit.OutcomePendingApproval]).
+	ArgsDigest string `json:"args_digest,omitempty"`
+	// Args are the committed action's arguments, as the approver is
+	// asked to approve them and [Gate.Resume] must be given them; set
+	// with ArgsDigest. The caller's copy.
+	Args blackboard.Payload `json:"args,omitempty"`
 	// DecisionID identifies the latest decision record of the call: the
 	// refusal, the commit (pending approval), the result or the
 	// escalation.
@@ -78,4 +102,115 @@ type Result struct {
 	// refusal is the budget's refusal behind a BUDGET_EXCEEDED or
 	// LOOP_DETECTED result, kept for [Result.Failure].
 	refusal error
+}
+
+// retryOnceKey is the once-key that binds a retry key in a trace. The
+// kernel keeps each namespace's keys apart; the trace cannot hold a NUL
+// (see checkTrace), so no trace and key spell another pair's once-key.
+func retryOnceKey(traceID, retryKey string) string {
+	sum := sha256.Sum256([]byte(traceID + "\x00" + retryKey))
+	return "toolgate/retry/" + hex.EncodeToString(sum[:])
+}
+
+// replay answers a call whose retry key was used before in its trace,
+// from what the store holds: done is false when the key is free. The
+// holder of the key's once-key is the committed action, or the proposal
+// the kernel refused. A call that differs from the one that used the key
+// (tool, caller or arguments) is refused with RETRY_KEY_CONFLICT and
+// learns nothing of it.
+func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Payload) (res Result, done bool, err error) {
+	holder, err := g.k.ClaimedBy(ctx, retryOnceKey(c.TraceID, c.RetryKey))
+	if errors.Is(err, blackboard.ErrNotFound) {
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, true, err
+	}
+	var d audit.Record
+	var act blackboard.Record
+	committed := false
+	if holderRec, err := g.reader.Get(ctx, holder); err != nil {
+		return Result{}, true, err
+	} else if holderRec.Slot == blackboard.Actions && holderRec.Mode == blackboard.ModeCommit {
+		act2, e2, gd, err := g.gated(ctx, holder)
+		if err != nil {
+			return Result{}, true, err
+		}
+		if e2 != e {
+			return g.conflict(ctx, c, e, cc, "it named tool "+quote(e2.Name))
+		}
+		act, d, committed = act2, gd, true
+	} else if d, err = audit.About(ctx, g.reader, holder); err != nil {
+		return Result{}, true, err
+	}
+	if res, refused, err := g.sameCall(ctx, c, e, cc, d); refused || err != nil {
+		return res, true, err
+	}
+	if !committed {
+		dec := kernel.Decision{Code: d.Code, Rule: d.Rule, Failed: d.Failed, Detail: d.Detail, Causes: d.Causes}
+		root := dec.RootCause()
+		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, true, nil
+	}
+	// The recorded result, if there is one; an attempt another driver
+	// holds says the call is running; anything else (waiting for its
+	// approval, approved, left by a crashed driver) continues as
+	// [Gate.Execute] would, exactly once.
+	j, err := g.newJob(ctx, e, act, d.Context)
+	if err != nil {
+		return Result{ActionID: act.ID}, true, err
+	}
+	if id, ok, err := g.resultOf(ctx, j); err != nil || ok {
+		if err != nil {
+			return Result{ActionID: act.ID}, true, err
+		}
+		res, err := g.recorded(ctx, j, id)
+		return res, true, err
+	}
+	n, att, err := g.lastAttempt(ctx, j, 0)
+	if err != nil {
+		return Result{ActionID: act.ID}, true, err
+	}
+	if n > 0 && !g.leaseOver(att) {
+		return Result{Outcome: audit.OutcomeCommitted, Code: CodeCallRunning, ActionID: act.ID, DecisionID: d.ID,
+			Hint: g.hint(ctx, e, CodeCallRunning, kernel.Cause{}, "")}, true, nil
+	}
+	res, err = g.executeAction(ctx, e, act, d, nil)
+	return res, true, err
+}
+
+// sameCall refuses a call that is not the one that used its retry key:
+// the key is bound to the tool, the caller and the arguments' digest that
+// the decision record d of the first call holds.
+func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Record) (Result, bool, error) {
+	if mutRetryKeyBinding {
+		return Result{}, false, nil
+	}
+	tool, _ := d.Context["tool"].(string)
+	caller, _ := d.Context["caller"].(string)
+	digest, _ := d.Context["args_digest"].(string)
+	switch {
+	case e == nil || tool != e.Name:
+		res, _, err := g.conflict(ctx, c, e, cc, "it named tool "+quote(tool))
+		return res, true, err
+	case caller != c.Caller:
+		res, _, err := g.conflict(ctx, c, e, cc, "another caller made it")
+		return res, true, err
+	}
+	args, prob := e.schema.check(c.Args)
+	got := ""
+	if prob == nil {
+		got, _ = ArgsDigest(args)
+	}
+	if got == "" || got != digest {
+		res, _, err := g.conflict(ctx, c, e, cc, "its arguments differ")
+		return res, true, err
+	}
+	return Result{}, false, nil
+}
+
+// conflict refuses a call that reuses the retry key of another call.
+func (g *Gate) conflict(ctx context.Context, c Call, e *entry, cc blackboard.Payload, why string) (Result, bool, error) {
+	res, err := g.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeRetryKeyConflict,
+		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c))
+	return res, true, err
 }

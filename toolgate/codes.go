@@ -53,6 +53,17 @@ const (
 	// from the committed action's, for an action that needs no approval.
 	CodeArgumentsChanged = blackboard.Code("ARGUMENTS_CHANGED")
 
+	// CodeRetryKeyConflict: the call's retry key ([Call.RetryKey]) was
+	// used in its trace by another call: another tool, caller or
+	// arguments. The key is bound to the call that used it first; a new
+	// call needs a new key.
+	CodeRetryKeyConflict = blackboard.Code("RETRY_KEY_CONFLICT")
+	// CodeCallRunning: a call with the same retry key ([Call.RetryKey]) committed its
+	// action and another driver is running its effect now. It comes with
+	// the [audit.OutcomeCommitted] outcome, not a refusal: the result is
+	// not known yet.
+	CodeCallRunning = blackboard.Code("CALL_RUNNING")
+
 	// CodeEffectSucceeded: the effect ran and returned its output.
 	CodeEffectSucceeded = blackboard.Code("EFFECT_SUCCEEDED")
 	// CodeEffectFailed: the effect returned an error retrying cannot fix

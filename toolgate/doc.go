@@ -76,7 +76,30 @@
 // and a short repair hint written for the model ("The order information is
 // out of date. Call lookup_order again to refresh it, then retry."), for
 // the agent loop to hand back as the tool's result. A tool can word its
-// own hints ([Tool.Hints]).
+// own hints ([Tool.Hints]). [Result.ForModel] is the one rendering of a
+// Result for the model, as text and structured content with an error flag
+// (what an OpenAI-compatible tool message and an MCP tool result hold): the
+// code, the root cause, a failure's status and category, the hint, the
+// output of an executed call. An effect's error text (a panic's message,
+// a stack trace, an internal error) never reaches the model, neither there
+// nor in a hint; the decision record keeps it.
+//
+// # Retries of one call
+//
+// A framework may deliver one call twice (a retried request, a resumed
+// run). A call with a [Call.RetryKey] is idempotent in its trace: the
+// first call the kernel decides claims the key (a once-key derived from
+// the trace and the key, in the kernel's namespace) in the same write as
+// its decision, and a later call under the key, from any process, gets
+// what the first came to without a new action or a new charge to the
+// budget: the recorded refusal, the recorded result, APPROVAL_REQUIRED
+// while it waits (once approved, the retry runs it, exactly once), or
+// CALL_RUNNING (outcome committed) while another driver runs its effect.
+// The key is bound to the tool, the caller and the arguments' digest:
+// another call under it is RETRY_KEY_CONFLICT and learns nothing of the
+// first. A call the gate refused before the kernel decided it (contract,
+// intent, schema, bindings, budget) claims no key: nothing ran, and a
+// retry is decided anew.
 //
 // [Gate.Surface] lists the tools a model may be shown for a caller, trace
 // and intent: in the contract, allowed by the intent, and possible
@@ -120,7 +143,8 @@
 //
 // A tool's [ApprovalPolicy] (always, or a CEL rule over the arguments such
 // as "amount > 500", failing closed) makes a call that the kernel commits
-// wait: [audit.OutcomePendingApproval], with the action id to approve. A person approves or
+// wait: [audit.OutcomePendingApproval], with the action id to approve and the
+// committed arguments and their digest ([Result.Args], [Result.ArgsDigest]). A person approves or
 // denies it with an [Approver] ([Gate.Approver], for an identity the owner
 // verified), given the action id and the digest of its arguments
 // ([ArgsDigest]; [Gate.PendingApprovals] lists both). The approval

@@ -354,8 +354,11 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 		latest = &r
 	}
 	if latest == nil {
-		return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: j.act.ID, ApprovalID: j.act.ID,
-			Hint: g.hint(ctx, j.e, CodeApprovalRequired, kernel.Cause{}, j.act.ID)}, true, nil
+		digest, err := ArgsDigest(j.act.Payload)
+		if err != nil {
+			return Result{ActionID: j.act.ID}, true, err
+		}
+		return g.pending(ctx, j.e, j.act.ID, j.args, digest), true, nil
 	}
 	a, _ := audit.ApprovalOf(*latest)
 	switch {

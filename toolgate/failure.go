@@ -49,8 +49,9 @@ var codeStatus = map[blackboard.Code]failure.ExecStatus{
 	blackboard.CodeUngroundedAction:  failure.StatusEndpointUnknown,
 	blackboard.CodePlanUngrounded:    failure.StatusEndpointUnknown,
 	blackboard.CodeUnknownActionType: failure.StatusEndpointUnknown,
-	// The effect exists already.
+	// The effect exists already; or the retry key names another call.
 	blackboard.CodeDuplicateAction: failure.StatusDuplicate,
+	CodeRetryKeyConflict:           failure.StatusDuplicate,
 	// Authority the worker lacks: its caller, the intent, a person's say.
 	CodeToolNotPermitted: failure.StatusAuthDenied,
 	CodeToolNotForIntent: failure.StatusAuthDenied,
@@ -77,12 +78,14 @@ var notRetryable = map[blackboard.Code]bool{
 	CodeToolNotPermitted: true, CodeToolNotForIntent: true,
 	CodeApprovalDenied: true, CodeApprovalExpired: true, CodeApprovalRequired: true,
 	budget.CodeBudgetExceeded: true, CodeOutputInvalid: true, CodeEffectUnknown: true,
+	CodeRetryKeyConflict: true,
 }
 
 // Failure types the result of a call as a [failure.Failure], for a
 // worker's grant of turns ([failure.Grant.Turn]) and the repair router
 // ([failure.RemedyFor]). ok is false for a call that did not fail: Executed,
-// and [audit.OutcomePendingApproval] (the call is waiting, not failing).
+// [audit.OutcomePendingApproval] (the call is waiting, not failing) and
+// [audit.OutcomeCommitted] (CALL_RUNNING: its effect is running).
 //
 // A failed effect whose error was typed (a [failure.Failure], an
 // [failure.HTTPStatusError], a network error, ...) or whose output failed
@@ -108,6 +111,7 @@ var notRetryable = map[blackboard.Code]bool{
 //	NO_FEASIBLE_PLAN, UNGROUNDED_ACTION,           FAILED_ENDPOINT_UNKNOWN   spec      waits for research or a plan
 //	  PLAN_UNGROUNDED_ACTION, UNKNOWN_ACTION_TYPE
 //	DUPLICATE_ACTION                               FAILED_DUPLICATE          state     stops: the effect exists
+//	RETRY_KEY_CONFLICT                               FAILED_DUPLICATE ¹        state     stops: the key is another call's
 //	TOOL_NOT_PERMITTED, TOOL_NOT_FOR_INTENT,       FAILED_AUTH_DENIED ¹      state     lacks the authority
 //	  APPROVAL_DENIED, APPROVAL_EXPIRED,
 //	  APPROVAL_REQUIRED
@@ -129,7 +133,7 @@ var notRetryable = map[blackboard.Code]bool{
 // that budget.ReasonOf finds the reason through it.
 func (r Result) Failure() (failure.Failure, bool) {
 	switch r.Outcome {
-	case audit.OutcomeExecuted, audit.OutcomePendingApproval, "":
+	case audit.OutcomeExecuted, audit.OutcomePendingApproval, audit.OutcomeCommitted, "":
 		return failure.Failure{}, false
 	}
 	if r.Outcome == audit.OutcomeFailed {

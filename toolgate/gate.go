@@ -589,6 +589,13 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 // Every later decision record of an admitted call carries the budget's
 // snapshot in its context (under budget.KeyBudget).
 //
+// A call with a [Call.RetryKey] used before in its trace is answered,
+// before its budget is charged, with what the first call under the key
+// came to (see the package doc, Retries of one call): its recorded
+// refusal or result, its wait for approval (or, approved, its execution),
+// CALL_RUNNING while another driver runs it, or RETRY_KEY_CONFLICT when
+// the tool, caller or arguments differ.
+//
 // A refusal is a Result, not an error, with the code, the root cause and a
 // hint for the model, so that the agent loop can hand it back as the
 // tool's result and go on. Call returns an error only when the loop cannot
@@ -617,6 +624,13 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	}
 	e := g.tools[c.Tool]
 	cc := g.callContext(c, e)
+	if c.RetryKey != "" && !mutRetryKeyOnce {
+		// Before the budget: a call the gate decided already is answered
+		// as it was, whatever the budget says now.
+		if res, done, err := g.replay(ctx, c, e, cc); done || err != nil {
+			return noJob(res, err)
+		}
+	}
 	if res, refused, err := g.admit(ctx, c, e, cc); refused || err != nil {
 		return noJob(res, err)
 	}
@@ -680,7 +694,11 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	payload := make(blackboard.Payload, len(args)+1)
 	maps.Copy(payload, args)
 	payload[kernel.KeyRequiresBeliefs] = e.requires
-	d, act, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload},
+	var keys []string
+	if c.RetryKey != "" && !mutRetryKeyOnce {
+		keys = []string{retryOnceKey(c.TraceID, c.RetryKey)}
+	}
+	d, act, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload, OnceKeys: keys},
 		func(dr audit.Record) audit.Record {
 			if need && dr.Outcome == audit.OutcomeCommitted {
 				dr.Outcome = audit.OutcomePendingApproval
@@ -688,6 +706,11 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 			dr.Context = cc
 			return dr
 		})
+	if keys != nil && errors.Is(err, blackboard.ErrDuplicateKey) {
+		// A concurrent call with the same retry key was decided first.
+		res, _, err := g.replay(ctx, c, e, cc)
+		return res, nil, err
+	}
 	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, "the arguments cannot be stored: "+err.Error(), cc))
@@ -707,8 +730,10 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 	}
 	if need {
-		return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: act.ID, ApprovalID: act.ID,
-			DecisionID: d.ID, Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, act.ID)}, nil, nil
+		digest, _ := cc["args_digest"].(string)
+		res := g.pending(ctx, e, act.ID, args, digest)
+		res.DecisionID = d.ID
+		return res, nil, nil
 	}
 	j, err := g.newJob(ctx, e, act, cc)
 	if err != nil {
@@ -717,11 +742,20 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	return Result{ActionID: act.ID}, j, nil
 }
 
+// pending is the Result of a committed action that waits for approval:
+// what to approve, with the committed arguments and their digest (args
+// is copied), so that an adapter asks its approver without reading the
+// pending approvals.
+func (g *Gate) pending(ctx context.Context, e *entry, actionID string, args blackboard.Payload, digest string) Result {
+	return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: actionID, ApprovalID: actionID,
+		ArgsDigest: digest, Args: args.Clone(), Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, actionID)}
+}
+
 // noJob adapts a refusal to propose's results.
 func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 
 // callContext is what a decision record says about the call itself:
-// the tool (escaped when it is not a name), caller, call id and intent as
+// the tool (escaped when it is not a name), caller, call id, retry key and intent as
 // given (cut to a sane length). A refusal before the arguments parse adds
 // the raw arguments ([withRawArgs]); once they parse, the parsed arguments
 // and their digest take their place. Sized for the keys a committed call's
@@ -742,6 +776,9 @@ func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
 	}
 	if c.ID != "" {
 		cc["call_id"] = clip(c.ID)
+	}
+	if c.RetryKey != "" {
+		cc["retry_key"] = clip(c.RetryKey)
 	}
 	if c.Intent != "" {
 		cc["intent"] = clip(c.Intent)

@@ -95,10 +95,20 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 		return "The arguments differ from the approved ones. Call " + tool + " again with the new arguments to ask for a new approval."
 	case CodeArgumentsChanged:
 		return "The arguments differ from the committed call. Call " + tool + " again with the new arguments."
+	// An effect's error text (a panic, a stack trace, an internal message)
+	// stays in the decision record: the model gets the code and the
+	// failure's kind ([Result.ForModel]), never the text.
 	case CodeEffectFailed:
-		return "The tool failed" + paren(root.Detail) + ". Do not retry unless the user asks."
+		if mutRawErrorHint {
+			return "The tool failed" + paren(root.Detail) + ". Do not retry unless the user asks."
+		}
+		return "The tool failed. Do not retry unless the user asks."
 	case CodeRetriesExhausted:
-		return "The tool kept failing" + paren(root.Detail) + ". Do not retry now; tell the user."
+		return "The tool kept failing. Do not retry now; tell the user."
+	case CodeRetryKeyConflict:
+		return "This call's retry key was used for another call. Make a new call with a new key."
+	case CodeCallRunning:
+		return "This call is still running; its result is not known yet. Do not call " + tool + " again for it."
 	case CodeEffectIncomplete:
 		return "The tool answered without all the data it should have returned" + paren(root.Detail) + ". Do not rely on this result; do not retry the same call unchanged."
 	case CodeOutputInvalid:

@@ -45,3 +45,16 @@ func init() {
 		mutant.Def{Name: "toolgate.unkeyed_at_most_once", On: &mutUnkeyedRedrive,
 			Check: "an effect without a once-key (not Idempotent, not read-only) is started at most once per call: an attempt that began and left no result is EFFECT_UNKNOWN, never started again"})
 }
+
+// Switches of retry keys ([Call.RetryKey]): mutRetryKeyOnce ignores the
+// key (every call makes a new action); mutRetryKeyBinding answers a reused
+// key without comparing the call with the one that used it.
+var mutRetryKeyOnce, mutRetryKeyBinding bool
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.retry_key_once", On: &mutRetryKeyOnce,
+			Check: "a retry key makes one action per trace: a retry with the same key gets the recorded decision and result, and the effect never runs twice"},
+		mutant.Def{Name: "toolgate.retry_key_binding", On: &mutRetryKeyBinding,
+			Check: "a retry key is bound to the tool, caller and arguments that used it: another call under it is RETRY_KEY_CONFLICT and learns nothing of the first"})
+}

@@ -16,3 +16,9 @@ const (
 
 // The switch of mutUnkeyedRedrive in mutate_calls.go, off.
 const mutUnkeyedRedrive = false
+
+// The switches of retry keys in mutate_calls.go, off.
+const (
+	mutRetryKeyOnce    = false
+	mutRetryKeyBinding = false
+)

@@ -365,7 +365,7 @@ func followUp(results []toolgate.Result) string {
 	var b strings.Builder
 	b.WriteString("The refunds that waited for approval were decided. The gate's results:")
 	for _, res := range results {
-		b.WriteString(" " + llm.ToolContent(res))
+		b.WriteString(" " + res.ForModel().Text)
 	}
 	b.WriteString(" Tell the customer by email.")
 	return b.String()

@@ -35,7 +35,7 @@ type step struct {
 }
 
 // seen is a tool result the model read: the call and the gate's answer, as
-// llm.ToolContent renders it.
+// toolgate.Result.ForModel renders it.
 type seen struct {
 	Tool    string         `json:"-"`
 	Outcome string         `json:"outcome"`

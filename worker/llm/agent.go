@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -260,7 +258,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 			a.c.log.DebugContext(ctx, "llm: agent tool call", "trace", t.TraceID, "round", round,
 				"tool", call.Tool, "outcome", string(r.Outcome), "code", string(r.Code))
 			res.Calls = append(res.Calls, ToolResult{Round: round, Call: call, Result: r})
-			res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: tc.ID, Content: ToolContent(r)})
+			res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: tc.ID, Content: r.ForModel().Text})
 			if lerr := rt.turn(&res, call.Tool, r); lerr != nil {
 				rt.skip(&res, calls[i+1:])
 				return res, lerr
@@ -311,43 +309,4 @@ func arguments(text string) json.RawMessage {
 	}
 	b, _ := json.Marshal(text) // a string always encodes
 	return b
-}
-
-// toolReply is what the model reads as a tool's result.
-type toolReply struct {
-	Outcome     audit.Outcome      `json:"outcome"`
-	Code        blackboard.Code    `json:"code,omitempty"`
-	RootCause   blackboard.Code    `json:"root_cause,omitempty"`
-	RootRecord  string             `json:"root_cause_record,omitempty"`
-	Hint        string             `json:"hint,omitempty"`
-	ApprovalID  string             `json:"approval_id,omitempty"`
-	Output      blackboard.Payload `json:"output,omitempty"`
-	OutputError string             `json:"output_error,omitempty"`
-}
-
-// ToolContent renders a gate's result as the content of the "tool" message
-// the model reads: one line of JSON with the outcome, the code, the root
-// cause's code and record, the repair hint, the approval id and the output,
-// each only when set. For example
-//
-//	{"outcome":"refused","code":"RULE_VIOLATED","root_cause":"RULE_VIOLATED","hint":"refund at most the charged amount"}
-//
-// An output that cannot be encoded as JSON is left out and replaced by
-// "output_error".
-func ToolContent(r toolgate.Result) string {
-	tr := toolReply{
-		Outcome:    r.Outcome,
-		Code:       r.Code,
-		RootCause:  r.RootCause.Code,
-		RootRecord: r.RootCause.Record,
-		Hint:       r.Hint,
-		ApprovalID: r.ApprovalID,
-		Output:     r.Output,
-	}
-	b, err := json.Marshal(tr)
-	if err != nil {
-		tr.Output, tr.OutputError = nil, "the tool's output could not be encoded as JSON"
-		b, _ = json.Marshal(tr) // only strings are left
-	}
-	return string(b)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"reflect"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -207,7 +205,7 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 		}
 	}
 	for i, m := range msgs[3:] {
-		if m.Role != "tool" || m.ToolCallID != want[i].id || m.Content != llm.ToolContent(res.Calls[i].Result) {
+		if m.Role != "tool" || m.ToolCallID != want[i].id || m.Content != res.Calls[i].Result.ForModel().Text {
 			t.Errorf("tool message %d = %+v; want the result of %s", i, m, want[i].id)
 		}
 	}
@@ -329,31 +327,6 @@ func TestAgentStopsOnEndpointErrorAndCancellation(t *testing.T) {
 	res, err := agent(t, client(t, f, nil), g).Run(ctx, refundTask)
 	if !errors.Is(err, context.Canceled) || len(f.requests()) != 1 || len(res.Calls) != 1 {
 		t.Errorf("err %v after %d requests, %d results; want context.Canceled after the first round", err, len(f.requests()), len(res.Calls))
-	}
-}
-
-func TestToolContent(t *testing.T) {
-	cases := []struct {
-		r    toolgate.Result
-		want string
-	}{
-		{toolgate.Result{
-			Outcome: audit.OutcomeRefused, Code: blackboard.CodeNoCommittedBelief,
-			RootCause:  kernel.Cause{Code: blackboard.CodeStaleEvidence, Record: "percepts:case-1:1", Detail: "internal"},
-			Hint:       "refresh the charge before refunding",
-			DecisionID: "decision:x", ActionID: "",
-		}, `{"outcome":"refused","code":"NO_COMMITTED_BELIEF","root_cause":"STALE_EVIDENCE","root_cause_record":"percepts:case-1:1","hint":"refresh the charge before refunding"}`},
-		{toolgate.Result{Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted, ActionID: "actions:case-1:4", ApprovalID: "actions:case-1:4"},
-			`{"outcome":"pending_approval","code":"COMMITTED","approval_id":"actions:case-1:4"}`},
-		{toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},
-			`{"outcome":"executed","code":"COMMITTED","output":{"amount":40,"refund_id":"re_1"}}`},
-		{toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted, Output: blackboard.Payload{"x": math.NaN()}},
-			`{"outcome":"executed","code":"COMMITTED","output_error":"the tool's output could not be encoded as JSON"}`},
-	}
-	for _, tc := range cases {
-		if got := llm.ToolContent(tc.r); got != tc.want {
-			t.Errorf("ToolContent(%+v) =\n%s\nwant\n%s", tc.r, got, tc.want)
-		}
 	}
 }
 

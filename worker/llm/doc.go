@@ -55,10 +55,12 @@
 // [WithBeforeModelCall] hook with the usage so far (the seam for budgets),
 // calls the model, and hands every tool call to [Gate.Call] in order. The
 // gate's answer, a [github.com/blackboardkernel/bk/toolgate.Result], goes
-// back to the model as the tool message, rendered by [ToolContent] as
-// compact JSON: outcome, code, root cause code and record, repair hint,
-// approval id, output. So a refusal reaches the model as data it can act
-// on, and the model can repair its call.
+// back to the model as the tool message, rendered by
+// [github.com/blackboardkernel/bk/toolgate.Result.ForModel] as compact
+// JSON: outcome, code, root cause code and record, a failure's status and
+// category, repair hint, approval id, output (never an effect's error
+// text). So a refusal reaches the model as data it can act on, and the
+// model can repair its call.
 //
 // What the gate receives: calls of tools that were not on the surface go to
 // the gate like any other (it refuses them). Arguments that are valid JSON

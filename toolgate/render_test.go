@@ -1,0 +1,103 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+func TestForModel(t *testing.T) {
+	typed := blackboard.Payload{failure.KeyStatus: string(failure.StatusTimeout), failure.KeyCategory: "network",
+		failure.KeyError: "dial tcp 10.0.0.7:5432: i/o timeout", failure.KeyRetryable: true}
+	cases := []struct {
+		name    string
+		r       Result
+		want    string
+		isError bool
+	}{
+		{"a refusal", Result{
+			Outcome: audit.OutcomeRefused, Code: blackboard.CodeNoCommittedBelief,
+			RootCause:  kernel.Cause{Code: blackboard.CodeStaleEvidence, Record: "percepts:case-1:1", Detail: "internal"},
+			Hint:       "refresh the charge before refunding",
+			DecisionID: "decision:x",
+		}, `{"outcome":"refused","code":"NO_COMMITTED_BELIEF","root_cause":"STALE_EVIDENCE","root_cause_record":"percepts:case-1:1","hint":"refresh the charge before refunding"}`, true},
+		{"waiting", Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: "actions:case-1:4", ApprovalID: "actions:case-1:4",
+			ArgsDigest: "sha256:x", Args: blackboard.Payload{"amount": 700.0}},
+			`{"outcome":"pending_approval","code":"APPROVAL_REQUIRED","approval_id":"actions:case-1:4"}`, false},
+		{"executed", Result{Outcome: audit.OutcomeExecuted, Code: CodeEffectSucceeded, Output: blackboard.Payload{"refund_id": "re_1", "amount": 40.0}},
+			`{"outcome":"executed","code":"EFFECT_SUCCEEDED","output":{"amount":40,"refund_id":"re_1"}}`, false},
+		{"an output JSON cannot hold", Result{Outcome: audit.OutcomeExecuted, Code: CodeEffectSucceeded, Output: blackboard.Payload{"x": math.NaN()}},
+			`{"outcome":"executed","code":"EFFECT_SUCCEEDED","output_error":"the tool's output could not be encoded as JSON"}`, false},
+		{"a typed failure: its kind, not its text", Result{Outcome: audit.OutcomeFailed, Code: CodeRetriesExhausted,
+			RootCause: kernel.Cause{Code: CodeRetriesExhausted, Record: "percepts:t:9", Detail: "dial tcp 10.0.0.7:5432: i/o timeout"},
+			Hint:      "The tool kept failing. Do not retry now; tell the user.", Output: typed},
+			`{"outcome":"failed","code":"EFFECT_RETRIES_EXHAUSTED","root_cause":"EFFECT_RETRIES_EXHAUSTED","root_cause_record":"percepts:t:9","execution_status":"FAILED_TIMEOUT","category":"network","hint":"The tool kept failing. Do not retry now; tell the user."}`, true},
+		{"running", Result{Outcome: audit.OutcomeCommitted, Code: CodeCallRunning, ActionID: "actions:t:2", Hint: "wait"},
+			`{"outcome":"committed","code":"CALL_RUNNING","hint":"wait"}`, false},
+	}
+	for _, tc := range cases {
+		rep := tc.r.ForModel()
+		if rep.Text != tc.want || rep.IsError != tc.isError {
+			t.Errorf("%s: ForModel() = %s (error %v)\nwant %s (error %v)", tc.name, rep.Text, rep.IsError, tc.want, tc.isError)
+		}
+		var back ReplyContent
+		if err := json.Unmarshal([]byte(rep.Text), &back); err != nil || back.Outcome != rep.Content.Outcome || back.Code != rep.Content.Code ||
+			back.Status != rep.Content.Status || back.Hint != rep.Content.Hint || len(back.Output) != len(rep.Content.Output) {
+			t.Errorf("%s: the text %s is not the content %+v (%v)", tc.name, rep.Text, rep.Content, err)
+		}
+	}
+}
+
+// TestAttackEffectErrorNeverReachesTheModel: an effect that panics, or
+// fails, with a secret in its message. The model's rendering of the
+// result (and the hint in it) holds the code, the failure's kind and the
+// hint, never the message; the decision record keeps it, for the
+// operator.
+func TestAttackEffectErrorNeverReachesTheModel(t *testing.T) {
+	const secret = "sk-live-9f8e7d6c5b4a"
+	for _, tc := range []struct {
+		name   string
+		effect EffectFunc
+		code   blackboard.Code
+	}{
+		{"a panic", func(context.Context, Invocation) (blackboard.Payload, error) {
+			panic("db password=" + secret + "\ngoroutine 7 [running]:\nmain.handler(...)")
+		}, CodeEffectFailed},
+		{"an untyped error", func(context.Context, Invocation) (blackboard.Payload, error) {
+			return nil, Retryable(errors.New("upstream rejected token " + secret))
+		}, CodeRetriesExhausted},
+		{"a typed error", func(context.Context, Invocation) (blackboard.Payload, error) {
+			return nil, failure.New(failure.StatusAuthExpired, "token "+secret+" expired")
+		}, CodeEffectFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onStores(t, func(t *testing.T, d *desk) {
+				d.setEffect("search_kb", tc.effect)
+				res := d.call("t", "researcher", "", "search_kb", `{"query":"q"}`)
+				wantOutcome(t, tc.name, res, audit.OutcomeFailed, tc.code)
+				rep := res.ForModel()
+				if strings.Contains(rep.Text, secret) || strings.Contains(res.Hint, secret) || strings.Contains(rep.Text, "goroutine") {
+					t.Errorf("the model sees the effect's error text: %s", rep.Text)
+				}
+				if !rep.IsError || rep.Content.Status == "" || rep.Content.Category == "" || rep.Content.Hint == "" {
+					t.Errorf("the model does not get the code, kind and hint: %s", rep.Text)
+				}
+				kept := false
+				for _, dr := range d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeFailed}) {
+					kept = kept || strings.Contains(dr.Context["error"].(string), secret)
+				}
+				if !kept {
+					t.Error("the decision record lost the effect's error text")
+				}
+			})
+		})
+	}
+}
