@@ -1,13 +1,14 @@
 GO ?= go
 
-.PHONY: test test-pg vet race mutation-fast mutation bench bench-pg example fuzz
+.PHONY: test test-pg vet race browser mutation-fast mutation bench bench-pg example fuzz
 
 ## test: what CI runs (inside .ci/with-postgres) — vet (the default build and
-## the bkmutate build), every test under the race detector, and the mutation
+## the bkmutate build), every test under the race detector, the console in
+## a real browser (make browser), and the mutation
 ## test (under a minute on two cores, so CI runs all of it, kernel tests
 ## against each mutant included). The PostgreSQL tests skip unless BK_PG_DSN
 ## names a server.
-test: vet race mutation-fast mutation
+test: vet race browser mutation-fast mutation
 
 ## test-pg: `make test` against a throwaway PostgreSQL server that
 ## .ci/with-postgres starts (and stops) for the run, as CI does.
@@ -20,6 +21,15 @@ vet:
 
 race:
 	$(GO) test -race -count=1 ./...
+
+## browser: the approvals console (bk serve) driven in headless Chromium,
+## over a store examples/support_desk filled (inspect/console/browsertest,
+## a module of its own so that the kernel's does not require chromedp). It
+## skips without a browser, but fails under CI=true; screenshots go to
+## $$BK_SCREENSHOTS (default: the test's temporary directory, named in the
+## log).
+browser:
+	cd inspect/console/browsertest && $(GO) vet ./... && $(GO) test -count=1 -v ./...
 
 ## mutation-fast: for every check of the kernel a planner can reach,
 ## adversarial_bk against the kernel built without it (bkmutate); fails if

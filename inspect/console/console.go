@@ -329,7 +329,7 @@ func (c *Console) trace(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusNotFound, "no such trace in this console's namespace")
 		return
 	}
-	data["Timeline"], data["Outcome"] = tl.String(), tl.Outcome
+	data["Timeline"], data["Outcome"], data["Picture"] = tl.String(), tl.Outcome, timelineSVG(tl)
 	c.render(w, http.StatusOK, "trace", data)
 }
 

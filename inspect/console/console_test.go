@@ -299,8 +299,8 @@ func TestDeny(t *testing.T) {
 	}
 }
 
-// TestTrace: the trace page shows a trace's timeline and a record's
-// explanation; an unknown trace or record is 404, a request naming
+// TestTrace: the trace page shows a trace's timeline, as a picture and as
+// text, and a record's explanation; an unknown trace or record is 404, a request naming
 // neither is 400.
 func TestTrace(t *testing.T) {
 	d := newDesk(t, "A1")
@@ -308,6 +308,9 @@ func TestTrace(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "Explanation of "+d.action) || !strings.Contains(body, "Timeline") ||
 		!strings.Contains(body, "issue_refund") || !strings.Contains(body, "pending") {
 		t.Errorf("trace page: %d\n%s", code, body)
+	}
+	if !strings.Contains(body, `<figure class="timeline"><svg xmlns="http://www.w3.org/2000/svg"`) || !strings.Contains(body, `data-lane="approval"`) {
+		t.Errorf("trace page without the timeline's picture:\n%s", body)
 	}
 	for path, want := range map[string]int{"/trace?id=nope": 404, "/trace?record=nope": 404, "/trace": 400} {
 		if code, body, _ := d.get(t, path, aliceToken); code != want {

@@ -4,7 +4,7 @@
 // It uses net/http and html/template only, and no script.
 //
 //	GET  /                  the inbox: approvals pending, by namespace, oldest first
-//	GET  /trace?id=T        a trace's timeline (inspect.Timeline, as text)
+//	GET  /trace?id=T        a trace's timeline (inspect.Timeline), drawn and as text
 //	GET  /trace?record=R    a record's explanation (inspect.Explain) and its trace's timeline
 //	POST /decide            approve or deny one action, with a note
 //
@@ -45,14 +45,32 @@
 // through [inspect.Inert], so HTML shows as text and a terminal escape
 // reads as \x1b. Everything but POST /decide is read-only.
 //
+// # The timeline as a picture
+//
+// The trace page draws the trace's timeline ([inspect.Timeline]) as an
+// SVG picture inlined in the page, made on the server: a column per stage
+// a tool call goes through (observation, belief, plan, action, approval,
+// attempt, result), a row per event in order, each event a dot in its
+// column joined to the one before by an arrow, with its line beside it; a
+// refusal is drawn in its own colour (red) with its code. Decision records
+// repeat the kernel's events and are left out, but for a refusal that left
+// no other event (a contract's, a binding's) and an action's wait for
+// approval. Every stored text in the picture is passed through
+// [inspect.Inert] and XML-escaped; the page stays under the same policy,
+// with no script. The timeline as text follows it, folded.
+//
+// # Tested in a browser
+//
+// The module inspect/console/browsertest drives the console in headless
+// Chromium (chromedp) over a store examples/support_desk filled; `make
+// browser` runs it, and CI with it.
+//
 // # Not yet
 //
-// This is the console's first slice. Not here yet: the timeline drawn as
-// a picture (server-side SVG; the trace page shows inspect's text), the
-// budget spent on the inbox, the effects page, a test of bk serve --dsn
-// against PostgreSQL (it opens the store as bk approve does; the tests
-// here use SQLite and the memory store), and an end-to-end test in a real
-// browser (chromedp and Debian's chromium).
+// This is the console's second slice. Not here yet: the budget spent on
+// the inbox, the effects page, and a test of bk serve --dsn against
+// PostgreSQL (it opens the store as bk approve does; the tests here use
+// SQLite and the memory store).
 // One console takes one decision at a time, so a second decision on an
 // action is refused; two consoles over one store deciding one action at
 // the same moment may both record theirs, and the gate acts on the latest.

@@ -53,7 +53,9 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{"inert"
 <h1>Trace {{inert .Trace}}</h1>
 <p>outcome: {{inert .Outcome}}</p>
 {{with .Explanation}}<h2>Explanation of {{inert $.Record}}</h2><pre>{{.}}</pre>{{end}}
-<h2>Timeline</h2><pre>{{.Timeline}}</pre>
+<h2>Timeline</h2>
+<figure class="timeline">{{.Picture}}</figure>
+<details><summary>the timeline as text</summary><pre>{{.Timeline}}</pre></details>
 </body></html>{{end}}
 
 {{define "done"}}{{template "head" .Verb}}{{template "who" .Identity}}
@@ -72,5 +74,6 @@ header{border-bottom:1px solid #ccc;margin-bottom:1em}
 article{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;margin:1em 0}
 pre{background:#f6f6f6;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
+figure.timeline{margin:0;overflow-x:auto}figure.timeline svg{max-width:100%;height:auto}
 dt{font-weight:bold}.muted{color:#666;font-weight:normal}.refused{color:#a00}
 `
