@@ -247,10 +247,10 @@
 // # Telemetry
 //
 // With [WithTracerProvider] (the global provider by default) a call runs in
-// an "execute_tool {tool}" span with the OpenTelemetry GenAI attributes
-// (gen_ai.operation.name, gen_ai.tool.name, gen_ai.tool.call.id), or in a
-// "toolgate.call" span nested under the framework's execute_tool span when
-// the context carries one; the kernel's decision spans nest under it, and
+// its own "execute_tool {tool}" span with the OpenTelemetry GenAI
+// attributes (gen_ai.operation.name, gen_ai.tool.name,
+// gen_ai.tool.call.id), a child of whatever span the context carries (an
+// application's or a framework's); the kernel's decision spans nest under it, and
 // each effect attempt and each approval has its own span. A call checked
 // against a budget ([WithBudget]) carries the budget's figures
 // (bk.budget.*). [WithMeterProvider] adds the metrics of calls, effect
