@@ -127,7 +127,10 @@
 // ([audit.Approval], appended through the kernel's Governor with the
 // approver's role) binds the action, the digest, the approver's identity
 // and an expiry; the proposer's own writer cannot approve ([CallerWriter]).
-// [Gate.Approvals] lists an action's approvals.
+// [Gate.Approvals] lists an action's approvals. [Approver.Resolve] is the
+// one call an adapter makes when a person answers: it records the decision
+// for the digest the person was shown and carries it out at once
+// (Execute), and a retry returns what came of it.
 // [Gate.Execute] (or [Gate.Resume], with the arguments about to run) then
 // runs it: the latest decision must exist (else APPROVAL_REQUIRED), be an
 // approval (else APPROVAL_DENIED) and not have expired (APPROVAL_EXPIRED),
