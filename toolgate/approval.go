@@ -47,6 +47,15 @@ func ArgsDigest(p blackboard.Payload) (string, error) {
 // the gate appends through the kernel's Governor with the approver's role,
 // and it cannot approve an action its identity proposed. Safe for
 // concurrent use.
+//
+// No agent framework says who approved a call (an MCP elicitation answer,
+// an ADK tool confirmation or an Eino resume carries no verified
+// identity), so an adapter never builds one from the framework's payload:
+// the application that owns the gate authenticates the person (its login
+// session, the OAuth subject of the client) and hands the adapter the
+// Approver of that identity, or a function that returns it for a request's
+// context. The adapter then turns the person's answer into one
+// [Approver.Resolve].
 type Approver struct {
 	g        *Gate
 	identity string
@@ -79,6 +88,57 @@ func (a *Approver) Deny(ctx context.Context, traceID, actionID, digest, note str
 	return a.decide(ctx, traceID, actionID, digest, audit.Denied, note, ttl)
 }
 
+// ResolveTTL is how long the approval [Approver.Resolve] records stays
+// valid. Resolve runs the action at once; the TTL bounds how long a later
+// [Gate.Execute] may still use the approval when that run was cut short.
+const ResolveTTL = time.Hour
+
+// Resolve records the approver's decision, [audit.Approved] or
+// [audit.Denied], on the action actionID of the trace for the arguments
+// whose [ArgsDigest] is digest (the digest the person was shown, as
+// [Gate.PendingApprovals] lists it), and carries it out with
+// [Gate.Execute]: an approval (valid for [ResolveTTL]) runs the action,
+// once; a denial escalates it, commits the safe fallback and returns
+// Refused (APPROVAL_DENIED) with the note as root cause. It is how an
+// adapter resumes a call after the framework's pause.
+//
+// A digest that does not match the action's committed arguments is
+// [blackboard.ErrInvalidInput]: nothing is recorded and nothing runs.
+// Resolve is safe to retry: on an action that no longer waits for
+// approval (it ran, was escalated, or an earlier Resolve already started
+// it), it records nothing and returns what came of the action, whatever
+// the decision. Its other errors are those of [Approver.Approve] and
+// [Gate.Execute]: a decision other than approved or denied is
+// [blackboard.ErrInvalidInput], an action that is not a committed action
+// of the trace [kernel.ErrInvalidReference], and an approver deciding an
+// action it proposed [blackboard.ErrPermission].
+func (a *Approver) Resolve(ctx context.Context, traceID, actionID, digest, decision, note string) (Result, error) {
+	if decision != audit.Approved && decision != audit.Denied {
+		return Result{}, fmt.Errorf("%w: toolgate: resolve %s: decision %q is neither %q nor %q",
+			blackboard.ErrInvalidInput, actionID, decision, audit.Approved, audit.Denied)
+	}
+	if a.identity == "" {
+		return Result{}, fmt.Errorf("%w: toolgate: resolve %s: empty approver identity", blackboard.ErrInvalidInput, actionID)
+	}
+	pending, err := a.g.PendingApprovals(ctx, traceID)
+	if err != nil {
+		return Result{}, err
+	}
+	if !slices.ContainsFunc(pending, func(p Pending) bool { return p.ActionID == actionID }) {
+		// Decided and carried out before (a retried Resolve): the same
+		// checks as a decision, on an action that may since be retired,
+		// then what came of it.
+		if _, err := a.g.decidable(ctx, traceID, actionID, digest, false); err != nil {
+			return Result{}, err
+		}
+		return a.g.Execute(ctx, actionID)
+	}
+	if _, err := a.decide(ctx, traceID, actionID, digest, decision, note, ResolveTTL); err != nil {
+		return Result{}, err
+	}
+	return a.g.Execute(ctx, actionID)
+}
+
 func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decision, note string, ttl time.Duration) (rec blackboard.Record, err error) {
 	g := a.g
 	ctx, sp := g.tracer.Start(ctx, "toolgate.approve")
@@ -107,20 +167,9 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 	if ttl <= 0 || ttl > MaxApprovalTTL {
 		return bad(blackboard.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, MaxApprovalTTL))
 	}
-	act, err := g.reader.Get(ctx, actionID)
-	if err != nil || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || act.Status != blackboard.StatusActive ||
-		act.TraceID() != traceID || len(act.Provenance.InputRefs) == 0 {
-		if err != nil && !isNotFound(err) {
-			return blackboard.Record{}, err
-		}
-		return bad(kernel.ErrInvalidReference, "not a committed action of trace "+traceID)
-	}
-	want, err := ArgsDigest(act.Payload)
+	act, err := g.decidable(ctx, traceID, actionID, digest, true)
 	if err != nil {
 		return blackboard.Record{}, err
-	}
-	if digest != want {
-		return bad(blackboard.ErrInvalidInput, "digest does not match the action's arguments")
 	}
 	// The committed action names its proposal first.
 	if proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0]); err != nil || proposal.Provenance.Writer == a.identity {
@@ -135,6 +184,32 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 		return blackboard.Record{}, err
 	}
 	return g.planner.gov.Append(ctx, f)
+}
+
+// decidable reads the committed action actionID of the trace, active
+// unless it may be retired (!active), and checks that digest is the
+// [ArgsDigest] of its arguments: an approval binds what the person was
+// shown, never arguments they did not see.
+func (g *Gate) decidable(ctx context.Context, traceID, actionID, digest string, active bool) (blackboard.Record, error) {
+	bad := func(sentinel error, detail string) (blackboard.Record, error) {
+		return blackboard.Record{}, fmt.Errorf("%w: toolgate: approve %s: %s", sentinel, actionID, detail)
+	}
+	act, err := g.reader.Get(ctx, actionID)
+	if err != nil || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || (active && act.Status != blackboard.StatusActive) ||
+		act.TraceID() != traceID || len(act.Provenance.InputRefs) == 0 {
+		if err != nil && !isNotFound(err) {
+			return blackboard.Record{}, err
+		}
+		return bad(kernel.ErrInvalidReference, "not a committed action of trace "+traceID)
+	}
+	want, err := ArgsDigest(act.Payload)
+	if err != nil {
+		return blackboard.Record{}, err
+	}
+	if digest != want && !mutApprovalDigest {
+		return bad(blackboard.ErrInvalidInput, "digest does not match the action's arguments")
+	}
+	return act, nil
 }
 
 func isNotFound(err error) bool { return errors.Is(err, blackboard.ErrNotFound) }

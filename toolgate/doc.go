@@ -151,7 +151,10 @@
 // ([audit.Approval], appended through the kernel's Governor with the
 // approver's role) binds the action, the digest, the approver's identity
 // and an expiry; the proposer's own writer cannot approve ([CallerWriter]).
-// [Gate.Approvals] lists an action's approvals.
+// [Gate.Approvals] lists an action's approvals. [Approver.Resolve] is the
+// one call an adapter makes when a person answers: it records the decision
+// for the digest the person was shown and carries it out at once
+// (Execute), and a retry returns what came of it.
 // [Gate.Execute] (or [Gate.Resume], with the arguments about to run) then
 // runs it: the latest decision must exist (else APPROVAL_REQUIRED), be an
 // approval (else APPROVAL_DENIED) and not have expired (APPROVAL_EXPIRED),
@@ -271,10 +274,10 @@
 // # Telemetry
 //
 // With [WithTracerProvider] (the global provider by default) a call runs in
-// an "execute_tool {tool}" span with the OpenTelemetry GenAI attributes
-// (gen_ai.operation.name, gen_ai.tool.name, gen_ai.tool.call.id), or in a
-// "toolgate.call" span nested under the framework's execute_tool span when
-// the context carries one; the kernel's decision spans nest under it, and
+// its own "execute_tool {tool}" span with the OpenTelemetry GenAI
+// attributes (gen_ai.operation.name, gen_ai.tool.name,
+// gen_ai.tool.call.id), a child of whatever span the context carries (an
+// application's or a framework's); the kernel's decision spans nest under it, and
 // each effect attempt and each approval has its own span. A call checked
 // against a budget ([WithBudget]) carries the budget's figures
 // (bk.budget.*). [WithMeterProvider] adds the metrics of calls, effect

@@ -7,4 +7,5 @@ const (
 	mutRecheckEvidence = false
 	mutApproverView    = false
 	mutRecheckYields   = false
+	mutApprovalDigest  = false
 )

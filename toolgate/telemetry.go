@@ -37,10 +37,10 @@ const (
 )
 
 // WithTracerProvider sets the OpenTelemetry provider the gate traces
-// with. A call gets a span: "execute_tool {tool}" with the GenAI
-// attributes when the caller's context has no span, or "toolgate.call"
-// nested under the framework's execute_tool span when it has one; the
-// kernel's decision spans nest under it. Execute gets "toolgate.execute"
+// with. A call gets its own span, "execute_tool {tool}" with the GenAI
+// attributes, a child of the span the caller's context carries (an
+// application's span, or a framework's own tool span); the kernel's
+// decision spans nest under it. Execute gets "toolgate.execute"
 // and every effect attempt "toolgate.effect_attempt", the attempt's
 // percept written under it. Without this option the global provider is
 // used (a no-op until the application installs an SDK); nil turns tracing
@@ -151,17 +151,14 @@ func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 // tracing off, starting a span then costs no allocation.
 var callSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
-// startCall starts a call's span: the execute_tool span itself when the
-// caller has none, else a child of the caller's (a framework's
-// execute_tool span).
+// startCall starts a call's span, "execute_tool {tool}", always the
+// gate's own and a child of whatever span ctx carries: an application's
+// span or a framework's own tool span is a parent, never taken for the
+// tool span, so the GenAI attributes are never lost under it.
 func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
-	name, own := "toolgate.call", !trace.SpanContextFromContext(ctx).IsValid()
-	if own {
-		if e := g.tools[c.Tool]; e != nil {
-			name = e.spanName
-		} else {
-			name = "execute_tool " + toolLabel(c.Tool)
-		}
+	name := "execute_tool " + toolLabel(c.Tool)
+	if e := g.tools[c.Tool]; e != nil {
+		name = e.spanName
 	}
 	ctx, sp := g.tracer.Start(ctx, name, callSpanOptions...)
 	if sp == nil {
@@ -170,10 +167,7 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 	attrs := []attribute.KeyValue{
 		attribute.String(AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(AttrGenAIToolType, "function"),
 		attribute.String(kernel.AttrNamespace, g.k.Namespace()), attribute.String(kernel.AttrTraceID, clip(c.TraceID)),
-		attribute.String(AttrCallCaller, clip(c.Caller)),
-	}
-	if own {
-		attrs = append(attrs, attribute.String(AttrGenAIOperation, "execute_tool"))
+		attribute.String(AttrCallCaller, clip(c.Caller)), attribute.String(AttrGenAIOperation, "execute_tool"),
 	}
 	if c.ID != "" {
 		attrs = append(attrs, attribute.String(AttrGenAIToolCall, clip(c.ID)))

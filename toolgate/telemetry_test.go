@@ -3,6 +3,7 @@ package toolgate_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func TestToolCallSpans(t *testing.T) {
 	if res := call(ctx, "call_2", "issue_refund", `{"order_id":"A1","amount":700}`); res.Code != blackboard.CodeStaleEvidence {
 		t.Fatalf("refund: %+v", res)
 	}
-	// Under a framework's execute_tool span, the gate's span nests.
+	// Under a framework's execute_tool span, the gate's own span nests.
 	fctx, framework := tp.Tracer("framework").Start(ctx, "execute_tool lookup_order")
 	call(fctx, "call_3", "lookup_order", `{"order_id":"A1"}`)
 	framework.End()
@@ -141,8 +142,8 @@ func TestToolCallSpans(t *testing.T) {
 	if attempt == nil || spanAttrs(attempt)[toolgate.AttrAttempt] != "1" {
 		t.Errorf("effect attempt span %v", attempt)
 	}
-	nested := find("toolgate.call", "call_3")
-	if nested.Parent().SpanID() != framework.SpanContext().SpanID() || spanAttrs(nested)[toolgate.AttrGenAIOperation] != "" {
+	nested := find("execute_tool lookup_order", "call_3")
+	if nested.Parent().SpanID() != framework.SpanContext().SpanID() || spanAttrs(nested)[toolgate.AttrGenAIOperation] != "execute_tool" {
 		t.Errorf("the gate's span under a framework's execute_tool: %v", spanAttrs(nested))
 	}
 
@@ -178,6 +179,62 @@ func TestToolCallSpans(t *testing.T) {
 		if sums[key] != want {
 			t.Errorf("%s = %d, want %d (all %v)", key, sums[key], want, sums)
 		}
+	}
+}
+
+// TestToolSpanUnderApplicationSpan: under an application's span (an agent
+// turn), the gate starts its own execute_tool span as the span's child,
+// with the GenAI attributes; the application's span is left as it was and
+// the call's decision and effect nest under the gate's span.
+func TestToolSpanUnderApplicationSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	lookup := toolgate.Tool{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+		Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+			return blackboard.Payload{"order_id": inv.Args["order_id"]}, nil
+		}}
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithTracerProvider(tp),
+		toolgate.WithKernel(kernel.WithTracerProvider(tp)), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, turn := tp.Tracer("app").Start(context.Background(), "agent turn")
+	res, err := g.Call(ctx, toolgate.Call{ID: "call_1", Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "t"})
+	turn.End()
+	if err != nil || res.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("lookup: %+v %v", res, err)
+	}
+	var tool, app sdktrace.ReadOnlySpan
+	children := map[trace.SpanID][]string{}
+	for _, s := range rec.Ended() {
+		children[s.Parent().SpanID()] = append(children[s.Parent().SpanID()], s.Name())
+		switch s.Name() {
+		case "execute_tool lookup_order":
+			tool = s
+		case "agent turn":
+			app = s
+		}
+	}
+	if tool == nil || app == nil {
+		t.Fatalf("spans: tool %v, application %v", tool, app)
+	}
+	if tool.Parent().SpanID() != app.SpanContext().SpanID() || tool.SpanContext().SpanID() == app.SpanContext().SpanID() {
+		t.Errorf("the tool span is not a child of the application's span: parent %v", tool.Parent())
+	}
+	a := spanAttrs(tool)
+	if a[toolgate.AttrGenAIOperation] != "execute_tool" || a[toolgate.AttrGenAIToolName] != "lookup_order" || a[toolgate.AttrGenAIToolCall] != "call_1" {
+		t.Errorf("tool span attributes %v", a)
+	}
+	if b := spanAttrs(app); b[toolgate.AttrGenAIOperation] != "" || b[toolgate.AttrGenAIToolName] != "" {
+		t.Errorf("the gate wrote on the application's span: %v", b)
+	}
+	if got := children[app.SpanContext().SpanID()]; len(got) != 1 {
+		t.Errorf("the application's span has children %v, want the tool span alone", got)
+	}
+	under := children[tool.SpanContext().SpanID()]
+	if !slices.Contains(under, "toolgate.effect_attempt") || !slices.Contains(under, "kernel.submit") {
+		t.Errorf("under the tool span: %v", under)
 	}
 }
 
