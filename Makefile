@@ -1,13 +1,13 @@
 GO ?= go
 
-.PHONY: test test-pg vet race mutation-fast mutation bench bench-pg example fuzz
+.PHONY: test test-pg vet race adapters mutation-fast mutation bench bench-pg example fuzz
 
 ## test: what CI runs (inside .ci/with-postgres) — vet (the default build and
 ## the bkmutate build), every test under the race detector, and the mutation
 ## test (under a minute on two cores, so CI runs all of it, kernel tests
 ## against each mutant included). The PostgreSQL tests skip unless BK_PG_DSN
 ## names a server.
-test: vet race mutation-fast mutation
+test: vet race mutation-fast mutation adapters
 
 ## test-pg: `make test` against a throwaway PostgreSQL server that
 ## .ci/with-postgres starts (and stops) for the run, as CI does.
@@ -20,6 +20,11 @@ vet:
 
 race:
 	$(GO) test -race -count=1 ./...
+
+## adapters: the tests of every framework adapter, each its own module
+## under adapters/ (the conformance suite, toolgate/adaptertest, included).
+adapters:
+	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...); done
 
 ## mutation-fast: for every check of the kernel a planner can reach,
 ## adversarial_bk against the kernel built without it (bkmutate); fails if
