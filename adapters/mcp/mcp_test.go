@@ -9,6 +9,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blackboardkernel/bk/adapters/mcp"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
 
@@ -97,4 +99,12 @@ func (c *client) CallTool(ctx context.Context, name string, args json.RawMessage
 
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return connect(t, env, true) })
+}
+
+func submitDue(t *testing.T, env *adaptertest.Env) {
+	t.Helper()
+	if _, err := env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
+		Kind: "refund_due", Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		t.Fatal(err)
+	}
 }
