@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/blackboardkernel/bk v0.0.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	go.opentelemetry.io/otel v1.47.0
 )
 
 require (
@@ -19,7 +20,6 @@ require (
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
-	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect

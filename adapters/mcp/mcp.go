@@ -138,6 +138,7 @@ func (gv *governor) surface(next sdk.MethodHandler) sdk.MethodHandler {
 const inputApproval = "approval"
 
 func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	ctx = extractTrace(ctx, req.Params.GetMeta())
 	trace := gv.trace(req.Session)
 	args := req.Params.Arguments
 	if len(args) == 0 {

@@ -47,7 +47,9 @@ func connect(t *testing.T, env *adaptertest.Env, elicit bool, opts ...mcp.Option
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, &copts).Connect(t.Context(), ct, nil)
+	cl := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, &copts)
+	cl.AddSendingMiddleware(mcp.TraceContext)
+	cs, err := cl.Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,13 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -70,10 +74,13 @@ type Env struct {
 	// Approver is the identity an adapter approves under: not the caller.
 	Approver string
 
-	mu     sync.Mutex
-	decide func(Approval) Decision
-	asked  []Approval
-	runs   int
+	mu       sync.Mutex
+	decide   func(Approval) Decision
+	asked    []Approval
+	runs     int             // refund effect calls
+	paid     map[string]bool // refunds made, by idempotency key
+	crash    bool            // the next refund result record is lost
+	lookedUp []trace.SpanContext
 }
 
 // Decide is the person: the adapter asks it when a call needs approval.
@@ -94,6 +101,34 @@ func (e *Env) setDecide(f func(Approval) Decision) {
 	e.decide = f
 }
 
+// Lease is the suite gate's lease ([toolgate.WithLease]): a call whose
+// effect ran but whose result was not recorded is driven again after it.
+const Lease = 200 * time.Millisecond
+
+// errCrash is the store failure that stands for a process dying between
+// an effect and its result record.
+var errCrash = errors.New("adaptertest: the process died before the result was recorded")
+
+// crashStore loses the first batch that records a refund result after
+// the case arms it.
+type crashStore struct {
+	blackboard.Store
+	env *Env
+}
+
+func (s *crashStore) Apply(ctx context.Context, b blackboard.Batch) error {
+	s.env.mu.Lock()
+	crash := s.env.crash && slices.ContainsFunc(b.Appends, func(r blackboard.Record) bool { return r.Kind == "refund" })
+	if crash {
+		s.env.crash = false
+	}
+	s.env.mu.Unlock()
+	if crash {
+		return errCrash
+	}
+	return s.Store.Apply(ctx, b)
+}
+
 // Runs reports how many times the refund effect ran.
 func (e *Env) Runs() int {
 	e.mu.Lock()
@@ -110,7 +145,7 @@ func (e *Env) questions() []Approval {
 // NewEnv builds the suite's gate (closed with t.Cleanup) and its Env.
 func NewEnv(t testing.TB) *Env {
 	t.Helper()
-	env := &Env{Caller: Caller, TraceID: TraceID, Approver: "human:reviewer"}
+	env := &Env{Caller: Caller, TraceID: TraceID, Approver: "human:reviewer", paid: map[string]bool{}}
 	amounts := map[string]float64{"A1": 700, "B2": 100}
 	tools := []toolgate.Tool{
 		{
@@ -118,7 +153,10 @@ func NewEnv(t testing.TB) *Env {
 			Description: "Look up an order by id.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result:      "order",
-			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+			Effect: func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				env.mu.Lock()
+				env.lookedUp = append(env.lookedUp, trace.SpanContextFromContext(ctx))
+				env.mu.Unlock()
 				id, _ := inv.Args["order_id"].(string)
 				amount, ok := amounts[id]
 				if !ok {
@@ -144,6 +182,7 @@ func NewEnv(t testing.TB) *Env {
 				env.mu.Lock()
 				defer env.mu.Unlock()
 				env.runs++
+				env.paid[inv.Key] = true // the payment API pays a key once
 				return blackboard.Payload{"refund_id": "re_" + fmt.Sprint(inv.Args["order_id"]), "amount": inv.Args["amount"]}, nil
 			},
 		},
@@ -156,8 +195,9 @@ func NewEnv(t testing.TB) *Env {
 			},
 		},
 	}
-	g, err := toolgate.New(t.Context(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
+	store := &crashStore{Store: memstore.New(), env: env}
+	g, err := toolgate.New(t.Context(), toolgate.WithTools(tools...), toolgate.WithLease(Lease),
+		toolgate.WithKernel(kernel.WithStore(store), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithContracts(toolgate.Contract{Name: Caller, Tools: []string{Lookup, Refund}}))
 	if err != nil {
 		t.Fatal(err)
@@ -194,6 +234,8 @@ func cases() []testCase {
 		{"TamperedRetry", testTamperedRetry},
 		{"Duplicate", testDuplicate},
 		{"SameCallID", testSameCallID},
+		{"CrashBeforeRecord", testCrash},
+		{"TraceContext", testTraceContext},
 	}
 }
 
@@ -364,4 +406,47 @@ func testSameCallID(t *testing.T, f *fixture) {
 		t.Fatalf("first %+v, retried %+v", first, second)
 	}
 	f.wantRuns(t, 1)
+}
+
+// A process that dies after the effect and before its result is recorded
+// leaves the call to its retry: under the same call id, once the lease is
+// over, the effect is called again with the same idempotency key, and the
+// refund is made once.
+func testCrash(t *testing.T, f *fixture) {
+	f.ready(t, "B2")
+	f.env.mu.Lock()
+	f.env.crash = true
+	f.env.mu.Unlock()
+	args := `{"order_id":"B2","amount":100}`
+	if r, err := f.a.CallTool(t.Context(), Refund, json.RawMessage(args), "c1"); err == nil && !r.IsError && r.Content.Outcome == "executed" {
+		t.Fatalf("a call whose result was not recorded reported %+v", r)
+	}
+	time.Sleep(Lease + Lease/2)
+	r := f.call(t, Refund, args, "c1")
+	if r.IsError || r.Content.Outcome != "executed" || r.Content.Output["refund_id"] != "re_B2" {
+		t.Fatalf("retry after the crash: %+v", r)
+	}
+	f.env.mu.Lock()
+	paid, runs := len(f.env.paid), f.env.runs
+	f.env.mu.Unlock()
+	if paid != 1 || runs != 2 {
+		t.Fatalf("effect called %d times for %d keys, want twice for one key", runs, paid)
+	}
+}
+
+// The caller's tracing context reaches the effect: the effect runs in the
+// trace of the span the call was made in.
+func testTraceContext(t *testing.T, f *fixture) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xbb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+		SpanID: trace.SpanID{0xbb, 1, 2, 3, 4, 5, 6, 7}, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithSpanContext(t.Context(), sc)
+	if r, err := f.a.CallTool(ctx, Lookup, json.RawMessage(`{"order_id":"A1"}`), "c1"); err != nil || r.IsError {
+		t.Fatalf("lookup: %+v, %v", r, err)
+	}
+	f.env.mu.Lock()
+	seen := slices.Clone(f.env.lookedUp)
+	f.env.mu.Unlock()
+	if len(seen) != 1 || seen[0].TraceID() != sc.TraceID() {
+		t.Fatalf("the effect ran in traces %v, want %s", seen, sc.TraceID())
+	}
 }
