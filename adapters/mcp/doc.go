@@ -43,5 +43,19 @@
 // under its retry key gets the answer once someone approved it elsewhere
 // (bk approve).
 //
+// # Tracing
+//
+// A client that adds the [TraceContext] middleware sends each request's
+// W3C trace context in its _meta (traceparent, tracestate); the server
+// takes it up, so the gate's spans and the effect run in the client's
+// trace.
+//
+// # Client side
+//
+// [RemoteEffect] is the other direction: the effect of a gate tool that
+// calls a tool of a remote MCP server, so that an agent's calls to that
+// server go through the gate, each with the action's idempotency key as
+// its retry key.
+//
 // The server's handlers may be called from any goroutine, as the SDK does.
 package mcp
