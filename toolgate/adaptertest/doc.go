@@ -23,7 +23,15 @@
 // call does not run; an approval of other arguments (a tampered digest)
 // runs nothing; the same call id retried with other arguments is refused;
 // a second refund of one order is refused; the same call id retried gets
-// the first answer and runs nothing again.
+// the first answer and runs nothing again; a call whose result record was
+// lost (the process died after the effect) is driven again by its retry
+// once the lease ([Lease]) is over, with the same idempotency key, and
+// pays once; and the caller's trace context reaches the effect.
+//
+// The package's own tests run the suite on the gate without a framework,
+// and on that adapter broken one contract at a time (refusals as protocol
+// errors, every tool listed, approval without asking, no retry key, the
+// context dropped), and require the cases about each to fail.
 //
 // Env may be used by the adapter from any goroutine.
 package adaptertest
