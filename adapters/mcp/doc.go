@@ -38,8 +38,9 @@
 // arguments it was made with ([toolgate.Gate.Resume]), so an approval of
 // other arguments runs nothing. A declined form is a denial. The identity
 // stands for the client's user: the server trusts the client to ask its
-// user. A cancelled form, or a server without an approver, leaves the
-// call waiting, and the model is told so (APPROVAL_REQUIRED); a retry
+// user. A cancelled form, a client that cannot show forms (no
+// elicitation capability) or a server without an approver leaves the call
+// waiting, and the model is told so (APPROVAL_REQUIRED); a retry
 // under its retry key gets the answer once someone approved it elsewhere
 // (bk approve).
 //

@@ -29,11 +29,22 @@ func TestGovernInvalid(t *testing.T) {
 	}
 }
 
-// Without an approver identity a call that needs approval is not put to
-// the client's user: it waits, and the model is told so.
+// Without an approver identity, or with a client that cannot show forms,
+// a call that needs approval is not put to the client's user: it waits,
+// and the model is told so.
 func TestNoApproverWaits(t *testing.T) {
-	env := adaptertest.NewEnv(t)
-	c := connect(t, env, true, mcp.WithApprover(""))
+	t.Run("no approver", func(t *testing.T) {
+		env := adaptertest.NewEnv(t)
+		waits(t, env, connect(t, env, true, mcp.WithApprover("")))
+	})
+	t.Run("no elicitation", func(t *testing.T) {
+		env := adaptertest.NewEnv(t)
+		waits(t, env, connect(t, env, false))
+	})
+}
+
+func waits(t *testing.T, env *adaptertest.Env, c *client) {
+	t.Helper()
 	if r, err := c.CallTool(t.Context(), adaptertest.Lookup, []byte(`{"order_id":"A1"}`), "l"); err != nil || r.IsError {
 		t.Fatal(r, err)
 	}

@@ -156,7 +156,7 @@ func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 	if err != nil {
 		return nil, err
 	}
-	if res.Outcome == audit.OutcomePendingApproval && gv.approver != "" {
+	if res.Outcome == audit.OutcomePendingApproval && gv.approver != "" && canAsk(req.Session) {
 		shown, err := json.Marshal(map[string]any(res.Args))
 		if err != nil {
 			return nil, err
@@ -171,6 +171,12 @@ func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 		}}}, nil
 	}
 	return toolResult(res.ForModel()), nil
+}
+
+// canAsk reports whether the session's client can put a form to its user.
+func canAsk(ss *sdk.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
 }
 
 func approvalSchema(digest string) map[string]any {
