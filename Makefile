@@ -1,14 +1,15 @@
 GO ?= go
 
-.PHONY: test test-pg vet race browser mutation-fast mutation bench bench-pg example fuzz
+.PHONY: test test-pg vet race browser adapters mutation-fast mutation bench bench-pg example fuzz
 
 ## test: what CI runs (inside .ci/with-postgres) — vet (the default build and
 ## the bkmutate build), every test under the race detector, the console in
-## a real browser (make browser), and the mutation
+## a real browser (make browser), every framework adapter's module (make
+## adapters), and the mutation
 ## test (under a minute on two cores, so CI runs all of it, kernel tests
 ## against each mutant included). The PostgreSQL tests skip unless BK_PG_DSN
 ## names a server.
-test: vet race browser mutation-fast mutation
+test: vet race browser adapters mutation-fast mutation
 
 ## test-pg: `make test` against a throwaway PostgreSQL server that
 ## .ci/with-postgres starts (and stops) for the run, as CI does.
@@ -30,6 +31,11 @@ race:
 ## log).
 browser:
 	cd inspect/console/browsertest && $(GO) vet ./... && $(GO) test -count=1 -v ./...
+
+## adapters: the tests of every framework adapter, each its own module
+## under adapters/ (the conformance suite, toolgate/adaptertest, included).
+adapters:
+	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...); done
 
 ## mutation-fast: for every check of the kernel a planner can reach,
 ## adversarial_bk against the kernel built without it (bkmutate); fails if

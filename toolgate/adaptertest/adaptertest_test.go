@@ -1,0 +1,127 @@
+package adaptertest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/toolgate/adaptertest"
+)
+
+// direct is the adapter without a framework: the agent loop calling the
+// gate itself, as every adapter must behave.
+type direct struct {
+	env *adaptertest.Env
+	// broken, when set, names the contract this adapter breaks (see
+	// brokenAdapters).
+	broken string
+}
+
+func (d *direct) ListTools(ctx context.Context) ([]string, error) {
+	specs, err := d.env.Gate.Surface(ctx, d.env.Caller, d.env.TraceID, "")
+	if d.broken == "lists every tool" {
+		specs = d.env.Gate.Tools()
+	}
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	return names, err
+}
+
+func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage, callID string) (adaptertest.Reply, error) {
+	g := d.env.Gate
+	key := callID
+	switch d.broken {
+	case "drops the retry key":
+		key = ""
+	case "drops the context":
+		ctx = context.WithoutCancel(context.Background())
+	}
+	res, err := g.Call(ctx, toolgate.Call{ID: callID, RetryKey: key, Tool: name, Args: args, Caller: d.env.Caller, TraceID: d.env.TraceID})
+	if err != nil {
+		return adaptertest.Reply{}, err
+	}
+	if d.broken == "refuses with protocol errors" && res.Outcome == audit.OutcomeRefused {
+		return adaptertest.Reply{}, errors.New(string(res.Code))
+	}
+	if res.Outcome == audit.OutcomePendingApproval {
+		dec := d.env.Decide(ctx, adaptertest.Approval{Tool: name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: res.Args})
+		if d.broken == "approves what it was not asked" {
+			dec = adaptertest.Decision{Approve: true, Digest: res.ArgsDigest}
+		}
+		a := g.Approver(d.env.Approver)
+		decide := a.Deny
+		if dec.Approve {
+			decide = a.Approve
+		}
+		if _, err := decide(ctx, d.env.TraceID, res.ApprovalID, dec.Digest, "", time.Minute); err == nil {
+			if res, err = g.Resume(ctx, d.env.TraceID, res.ApprovalID, args); err != nil {
+				return adaptertest.Reply{}, err
+			}
+		}
+	}
+	r := res.ForModel()
+	return adaptertest.Reply{IsError: r.IsError, Content: r.Content}, nil
+}
+
+func TestDirect(t *testing.T) {
+	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return &direct{env: env} })
+}
+
+// brokenEnv names, in a helper process of TestSuiteCatchesBrokenAdapters,
+// the broken adapter the helper runs the suite against.
+const brokenEnv = "BK_ADAPTERTEST_BROKEN"
+
+// brokenAdapters maps each contract the direct adapter can break to the
+// cases that must fail on it.
+var brokenAdapters = map[string][]string{
+	"refuses with protocol errors":   {"RefusedWithHint", "TamperedRetry", "Duplicate"},
+	"lists every tool":               {"Surfacing"},
+	"approves what it was not asked": {"Deny"},
+	"drops the retry key":            {"TamperedRetry", "SameCallID", "CrashBeforeRecord"},
+	"drops the context":              {"TraceContext"},
+}
+
+// The suite fails each broken adapter, in the cases about what it breaks.
+func TestSuiteCatchesBrokenAdapters(t *testing.T) {
+	if os.Getenv(brokenEnv) != "" {
+		t.Skip("a helper process runs TestBrokenAdapterHelper only")
+	}
+	for name, cases := range brokenAdapters {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenAdapterHelper$", "-test.count=1", "-test.v")
+			cmd.Env = append(os.Environ(), brokenEnv+"="+name)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("the suite passed an adapter that %s (error %v):\n%s", name, err, out)
+			}
+			for _, c := range cases {
+				if !strings.Contains(string(out), "--- FAIL: TestBrokenAdapterHelper/"+c+" ") {
+					t.Errorf("case %s passed an adapter that %s:\n%s", c, name, out)
+				}
+			}
+		})
+	}
+}
+
+// TestBrokenAdapterHelper is the helper process of
+// TestSuiteCatchesBrokenAdapters; it skips when run on its own.
+func TestBrokenAdapterHelper(t *testing.T) {
+	name := os.Getenv(brokenEnv)
+	if name == "" {
+		t.Skip("run by TestSuiteCatchesBrokenAdapters")
+	}
+	if _, ok := brokenAdapters[name]; !ok {
+		t.Fatalf("no broken adapter %q", name)
+	}
+	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return &direct{env: env, broken: name} })
+}
