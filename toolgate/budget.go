@@ -139,7 +139,7 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 	if !ok {
 		return Result{}, false, why // not a refusal: a bad argument to the budget
 	}
-	for k, v := range withRawArgs(cc, c) {
+	for k, v := range withRawArgs(cc, c, e) {
 		if _, taken := d.Context[k]; !taken {
 			d.Context[k] = v
 		}

@@ -199,7 +199,10 @@ func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Pay
 	args, prob := e.schema.check(c.Args)
 	got := ""
 	if prob == nil {
-		got, _ = ArgsDigest(args)
+		// The first call's digest is of its masked arguments.
+		if masked, err := g.mask.payload(args, e.Masked); err == nil {
+			got, _ = ArgsDigest(masked)
+		}
 	}
 	if got == "" || got != digest {
 		res, _, err := g.conflict(ctx, c, e, cc, "its arguments differ")
@@ -211,6 +214,6 @@ func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Pay
 // conflict refuses a call that reuses the retry key of another call.
 func (g *Gate) conflict(ctx context.Context, c Call, e *entry, cc blackboard.Payload, why string) (Result, bool, error) {
 	res, err := g.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeRetryKeyConflict,
-		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c))
+		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c, e))
 	return res, true, err
 }
