@@ -80,7 +80,9 @@ type Result struct {
 	ArgsDigest string `json:"args_digest,omitempty"`
 	// Args are the committed action's arguments, as the approver is
 	// asked to approve them and [Gate.Resume] must be given them; set
-	// with ArgsDigest. The caller's copy.
+	// with ArgsDigest. The caller's copy. A masked field ([Tool.Masked])
+	// holds its real value here, and its hash in the store and in
+	// ArgsDigest.
 	Args blackboard.Payload `json:"args,omitempty"`
 	// DecisionID identifies the latest decision record of the call: the
 	// refusal, the commit (pending approval), the result or the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -94,8 +95,33 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 		wantOutcome(t, "unparsed", broken, audit.OutcomeRefused, CodeInvalidArguments)
 		denied := d.call("t", "researcher", "", "issue_refund", `{"order_id":"`+secretOrder+`","amount":1}`)
 		wantOutcome(t, "not permitted", denied, audit.OutcomeRefused, CodeToolNotPermitted)
+		// A loop guard's refusal keeps the repeated call's digest: keyed.
+		guard := &Budget{Guard: newGuard(t)}
+		lookup := Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "loop", Budget: guard}
+		var last Result
+		for range 3 {
+			if last, err = d.g.Call(d.ctx, lookup); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantOutcome(t, "third identical lookup", last, audit.OutcomeRefused, budget.CodeLoopDetected)
+		loops := d.decisions(DecisionFilter{TraceID: "loop", Outcome: audit.OutcomeRefused})
+		if len(loops) != 1 || !strings.Contains(mustJSON(t, loops[0]), MaskPrefix) {
+			t.Errorf("loop refusal %+v, want its digest keyed", loops)
+		}
+		plain, _ := budget.Digest([]byte(`{"order_id":"` + secretOrder + `"}`))
 		d.noSecret(t, secretOrder)
+		d.noSecret(t, strings.TrimPrefix(plain, "sha256:"))
 	}, withMasking)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // A changed masked argument does not pass an approval of the committed
