@@ -87,7 +87,8 @@ const (
 	// CodeMaskedUnavailable: a committed action of a tool with masked
 	// fields ([Tool.Masked]) was to start its effect without the real
 	// values, which the store never holds (Execute after approval, Recover
-	// after a crash): nothing ran. [Gate.Resume] with the arguments runs it.
+	// after a crash): nothing ran and nothing is recorded. [Gate.Resume]
+	// with the arguments runs it.
 	CodeMaskedUnavailable = blackboard.Code("MASKED_UNAVAILABLE")
 )
 

@@ -267,8 +267,8 @@
 // [Gate.Resume] must be given back (masked, they must match the approved
 // digest). A later driver has only the hashes, and never runs an effect
 // with one: Execute without the arguments, or Recover, refuses an action
-// not yet started (MASKED_UNAVAILABLE; Resume with the arguments still
-// runs it), and an attempt a crash left is EFFECT_UNKNOWN, for a person,
+// not yet started (MASKED_UNAVAILABLE, recording nothing; Resume with the
+// arguments still runs it), and an attempt a crash left is EFFECT_UNKNOWN, for a person,
 // even for an idempotent tool. A replayed call (retry key) gets the
 // recorded, masked output. See docs/security.md, "Masked fields", for
 // what this does not protect.

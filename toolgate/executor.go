@@ -715,7 +715,12 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			if n > 0 {
 				return g.unknown(ctx, j, n, att)
 			}
-			return g.refuseAction(ctx, j, CodeMaskedUnavailable, "the masked arguments "+quote(strings.Join(j.e.Masked, ", "))+" are not stored; resume the call with its arguments")
+			// Nothing is recorded: the action is unchanged, and Recover,
+			// which comes back to it on every pass, adds no record.
+			root := kernel.Cause{Code: CodeMaskedUnavailable, Record: j.act.ID,
+				Detail: "the masked fields " + quote(strings.Join(j.e.Masked, ", ")) + " are not stored; Resume the call with its arguments"}
+			return Result{Outcome: audit.OutcomeRefused, Code: CodeMaskedUnavailable, RootCause: root, ActionID: j.act.ID,
+				Hint: g.hint(ctx, j.e, CodeMaskedUnavailable, root, "")}, nil
 		}
 		if j.approval == "" && n > 0 {
 			j.approval = effectOf(att).Approval

@@ -251,14 +251,23 @@ func TestMaskedNewRefuses(t *testing.T) {
 
 // The store holds only hashes, so an effect that must start after the
 // call's process is gone cannot get the real value: Execute after an
-// approval runs nothing (MASKED_UNAVAILABLE, and Resume with the real
-// arguments still can), and an attempt a crash left is EFFECT_UNKNOWN
+// approval runs nothing and records nothing (MASKED_UNAVAILABLE; nor does
+// Recover), and Resume with the real arguments still can, and an attempt a crash left is EFFECT_UNKNOWN
 // rather than re-driven with a hash, although the tool is idempotent.
 func TestMaskedAfterCrashFailsClosed(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", secretOrder, 700)
 		d.approve("t", wait.ActionID, "alice", time.Hour)
+		before := len(d.records())
 		wantOutcome(t, "Execute without the arguments", d.execute(wait.ActionID), audit.OutcomeRefused, CodeMaskedUnavailable)
+		d.clock.Advance(2 * DefaultLease) // old enough for Recover to drive it
+		got, err := d.g.Recover(d.ctx)
+		if err != nil || len(got) != 1 || got[0].Code != CodeMaskedUnavailable {
+			t.Fatalf("Recover: %+v %v, want the action left MASKED_UNAVAILABLE", got, err)
+		}
+		if after := len(d.records()); after != before {
+			t.Errorf("%d records written by Execute and Recover without the real values, want none", after-before)
+		}
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Fatalf("ran %d times with a hash", n)
 		}
