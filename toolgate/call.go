@@ -176,7 +176,13 @@ func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Paylo
 		return Result{Outcome: audit.OutcomeCommitted, Code: CodeCallRunning, ActionID: act.ID, DecisionID: d.ID,
 			Hint: g.hint(ctx, e, CodeCallRunning, kernel.Cause{}, "")}, true, nil
 	}
-	res, err = g.executeAction(ctx, e, act, d, nil)
+	var given json.RawMessage
+	if len(e.Masked) > 0 {
+		// The store holds only the masked values; the call in hand has
+		// the real ones, and sameCall found them equal to the first's.
+		given = c.Args
+	}
+	res, err = g.executeAction(ctx, e, act, d, given)
 	return res, true, err
 }
 

@@ -269,8 +269,9 @@
 // with one: Execute without the arguments, or Recover, refuses an action
 // not yet started (MASKED_UNAVAILABLE, recording nothing; Resume with the
 // arguments still runs it), and an attempt a crash left is EFFECT_UNKNOWN, for a person,
-// even for an idempotent tool. A replayed call (retry key) gets the
-// recorded, masked output. See docs/security.md, "Masked fields", for
+// even for an idempotent tool. A call repeated under its retry key
+// carries the real values again: an action it finds not yet run runs
+// with them; one with a result gets the recorded, masked output. See docs/security.md, "Masked fields", for
 // what this does not protect.
 //
 // # Recovery

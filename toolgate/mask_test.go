@@ -338,3 +338,27 @@ func TestMaskedNotInSpans(t *testing.T) {
 		}
 	}
 }
+
+// A call repeated under its retry key after its approval runs with the
+// real values it carries (the store has only their hashes).
+func TestMaskedRetryKeyRunsWithRealValues(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", secretOrder)
+		call := Call{Tool: "issue_refund", RetryKey: "k1", Args: json.RawMessage(`{"order_id":"` + secretOrder + `","amount":700}`), Caller: "support", TraceID: "t"}
+		first, err := d.g.Call(d.ctx, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "first", first, audit.OutcomePendingApproval, CodeApprovalRequired)
+		d.approve("t", first.ActionID, "alice", time.Hour)
+		again, err := d.g.Call(d.ctx, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "repeated", again, audit.OutcomeExecuted, CodeEffectSucceeded)
+		if got := d.invocations("issue_refund"); len(got) != 1 || got[0].Args["order_id"] != secretOrder {
+			t.Fatalf("refund effect got %+v", got)
+		}
+		d.noSecret(t, secretOrder)
+	}, withMasking)
+}
