@@ -101,8 +101,17 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 		tool = "unnamed_tool"
 	}
 	var why error
+	digest := argsDigest(c.Args)
+	if e != nil && len(e.Masked) > 0 && !mutMaskStore {
+		// A LOOP_DETECTED record keeps the digest: a plain one of
+		// arguments holding a masked value could be matched against
+		// guesses without the key.
+		if keyed, err := g.mask.value(digest); err == nil {
+			digest = keyed
+		}
+	}
 	for _, gd := range bs.guards {
-		if why = gd.Call(recordedTool(c.Tool), argsDigest(c.Args)); why != nil {
+		if why = gd.Call(recordedTool(c.Tool), digest); why != nil {
 			break
 		}
 	}
@@ -139,7 +148,7 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 	if !ok {
 		return Result{}, false, why // not a refusal: a bad argument to the budget
 	}
-	for k, v := range withRawArgs(cc, c) {
+	for k, v := range withRawArgs(cc, c, e) {
 		if _, taken := d.Context[k]; !taken {
 			d.Context[k] = v
 		}

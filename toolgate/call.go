@@ -80,7 +80,9 @@ type Result struct {
 	ArgsDigest string `json:"args_digest,omitempty"`
 	// Args are the committed action's arguments, as the approver is
 	// asked to approve them and [Gate.Resume] must be given them; set
-	// with ArgsDigest. The caller's copy.
+	// with ArgsDigest. The caller's copy. A masked field ([Tool.Masked])
+	// holds its real value here, and its hash in the store and in
+	// ArgsDigest.
 	Args blackboard.Payload `json:"args,omitempty"`
 	// DecisionID identifies the latest decision record of the call: the
 	// refusal, the commit (pending approval), the result or the
@@ -174,7 +176,13 @@ func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Paylo
 		return Result{Outcome: audit.OutcomeCommitted, Code: CodeCallRunning, ActionID: act.ID, DecisionID: d.ID,
 			Hint: g.hint(ctx, e, CodeCallRunning, kernel.Cause{}, "")}, true, nil
 	}
-	res, err = g.executeAction(ctx, e, act, d, nil)
+	var given json.RawMessage
+	if len(e.Masked) > 0 {
+		// The store holds only the masked values; the call in hand has
+		// the real ones, and sameCall found them equal to the first's.
+		given = c.Args
+	}
+	res, err = g.executeAction(ctx, e, act, d, given)
 	return res, true, err
 }
 
@@ -199,7 +207,10 @@ func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Pay
 	args, prob := e.schema.check(c.Args)
 	got := ""
 	if prob == nil {
-		got, _ = ArgsDigest(args)
+		// The first call's digest is of its masked arguments.
+		if masked, err := g.mask.payload(args, e.Masked); err == nil {
+			got, _ = ArgsDigest(masked)
+		}
 	}
 	if got == "" || got != digest {
 		res, _, err := g.conflict(ctx, c, e, cc, "its arguments differ")
@@ -211,6 +222,6 @@ func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Pay
 // conflict refuses a call that reuses the retry key of another call.
 func (g *Gate) conflict(ctx context.Context, c Call, e *entry, cc blackboard.Payload, why string) (Result, bool, error) {
 	res, err := g.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeRetryKeyConflict,
-		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c))
+		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c, e))
 	return res, true, err
 }

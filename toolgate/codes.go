@@ -84,6 +84,12 @@ const (
 	// gate does not start it again; a person checks the external system.
 	// Its typed failure is FAILED_UNKNOWN, not retryable.
 	CodeEffectUnknown = blackboard.Code("EFFECT_UNKNOWN")
+	// CodeMaskedUnavailable: a committed action of a tool with masked
+	// fields ([Tool.Masked]) was to start its effect without the real
+	// values, which the store never holds (Execute after approval, Recover
+	// after a crash): nothing ran and nothing is recorded. [Gate.Resume]
+	// with the arguments runs it.
+	CodeMaskedUnavailable = blackboard.Code("MASKED_UNAVAILABLE")
 )
 
 // Sentinel errors. Errors from [New] and from the gate's methods wrap one

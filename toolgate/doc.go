@@ -247,6 +247,36 @@
 // running when another driver starts the next attempt. Errors returned by an effect are
 // shown to the model in the result; keep secrets out of them.
 //
+// # Masked fields
+//
+// A tool names its sensitive top-level argument and output fields in
+// [Tool.Masked]; the gate then needs a key ([WithMaskKey]: New refuses
+// without one). Once the arguments pass the schema, and before anything is
+// written, the gate replaces each masked value with its keyed hash
+// ([MaskPrefix]: HMAC-SHA256 of the value's canonical JSON): the committed
+// action, every decision record and the result percept hold the hash, and
+// so does whatever reads the store (the inspector, exports, derived
+// beliefs). A call refused before its arguments parse keeps no raw
+// arguments when its tool masks a field. Equal values give equal hashes,
+// so the approval digest, once-keys and retry keys bind to the real values;
+// an Equal [Binding] compares the hash with the percept's field, which
+// must be masked under the same key (a tool's masked output, or
+// [Gate.Mask] for an observer), and a masked argument against a plain
+// field is refused.
+//
+// The real values live only in memory, for the call: the effect gets them
+// ([Invocation.Args]), and the caller gets the real output and, for a call
+// that waits for approval, the real arguments ([Result.Args]), which
+// [Gate.Resume] must be given back (masked, they must match the approved
+// digest). A later driver has only the hashes, and never runs an effect
+// with one: Execute without the arguments, or Recover, refuses an action
+// not yet started (MASKED_UNAVAILABLE, recording nothing; Resume with the
+// arguments still runs it), and an attempt a crash left is EFFECT_UNKNOWN, for a person,
+// even for an idempotent tool. A call repeated under its retry key
+// carries the real values again: an action it finds not yet run runs
+// with them; one with a result gets the recorded, masked output. See docs/security.md, "Masked fields", for
+// what this does not protect.
+//
 // # Recovery
 //
 // [Gate.Recover] finishes what a crash left: attempts whose lease is over

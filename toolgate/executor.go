@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -38,6 +39,7 @@ type job struct {
 	act      blackboard.Record // the committed action
 	trace    string
 	args     blackboard.Payload // read-only: shares its values with act's payload; an effect gets a copy
+	real     blackboard.Payload // the call's real arguments, in memory only, when the tool masks fields and they are known
 	key      string             // the idempotency key
 	hash     string             // hex SHA-256 of key, for the once-keys the gate claims
 	approval string             // the approval record that allowed it, when one did
@@ -320,11 +322,20 @@ func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given 
 	if err != nil {
 		return Result{ActionID: j.act.ID}, true, err
 	}
-	got, err := ArgsDigest(blackboard.Payload(args))
+	given2 := blackboard.Payload(args)
+	masked, err := g.mask.payload(given2, j.e.maskedGiven(given2))
+	if err != nil {
+		res, err := g.refuseAction(ctx, j, code, "the arguments to run cannot be masked")
+		return res, true, err
+	}
+	got, err := ArgsDigest(masked)
 	if err != nil || got != want {
 		j.cc["resume_args_digest"] = got
 		res, err := g.refuseAction(ctx, j, code, "the arguments to run differ from the committed ones (digest "+got+", committed "+want+")")
 		return res, true, err
+	}
+	if len(j.e.Masked) > 0 {
+		j.real = given2
 	}
 	return Result{}, false, nil
 }
@@ -696,6 +707,21 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			}
 			return g.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
 		}
+		if j.lostMasked() {
+			// The store holds only the hashes of the masked arguments and
+			// this driver was not given the real ones: never run the
+			// effect with a hash. An attempt that began elsewhere is left
+			// to a person; one not yet begun waits for Resume with them.
+			if n > 0 {
+				return g.unknown(ctx, j, n, att)
+			}
+			// Nothing is recorded: the action is unchanged, and Recover,
+			// which comes back to it on every pass, adds no record.
+			root := kernel.Cause{Code: CodeMaskedUnavailable, Record: j.act.ID,
+				Detail: "the masked fields " + quote(strings.Join(j.e.Masked, ", ")) + " are not stored; Resume the call with its arguments"}
+			return Result{Outcome: audit.OutcomeRefused, Code: CodeMaskedUnavailable, RootCause: root, ActionID: j.act.ID,
+				Hint: g.hint(ctx, j.e, CodeMaskedUnavailable, root, "")}, nil
+		}
 		if j.approval == "" && n > 0 {
 			j.approval = effectOf(att).Approval
 		}
@@ -798,7 +824,7 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 			out, err = nil, fmt.Errorf("effect panicked: %v", r)
 		}
 	}()
-	out, err = j.e.Effect(ectx, Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.args.Clone()})
+	out, err = j.e.Effect(ectx, Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.effectArgs()})
 	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !IsRetryable(err) {
 		if !j.e.redrivable() && !mutUnkeyedRedrive {
 			// It may have acted before its context ended; a retry could
@@ -852,7 +878,10 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		if _, reserved := out[KeyEffect]; reserved {
 			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(KeyEffect))
 		}
-		payload := out.Clone()
+		payload, err := g.mask.payload(out.Clone(), j.e.Masked)
+		if err != nil {
+			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be masked: "+err.Error())
+		}
 		if payload == nil {
 			payload = blackboard.Payload{}
 		}
@@ -893,7 +922,12 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	}
 	res, err := g.result(ctx, j, w.rec, dr.ID)
 	if err == nil && code == CodeEffectSucceeded {
+		// Derived beliefs rest on the output as stored (masked); the
+		// caller gets its real values.
 		res.Derived, err = g.derive(ctx, j, w.ID, res.Output)
+		if len(j.e.Masked) > 0 && !mutMaskStore {
+			res.Output = out.Clone()
+		}
 	}
 	return res, err
 }
@@ -914,4 +948,40 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d-d/2+1)
+}
+
+// effectArgs are the arguments an effect is called with: a copy of the
+// committed ones, with the real values of masked fields.
+func (j *job) effectArgs() blackboard.Payload {
+	if j.real != nil {
+		return unmasked(j.args, j.real, j.e.Masked)
+	}
+	return j.args.Clone()
+}
+
+// lostMasked reports whether the committed arguments hold a masked value
+// whose real value this job does not have.
+func (j *job) lostMasked() bool {
+	for _, f := range j.e.Masked {
+		if !IsMasked(j.args[f]) {
+			continue
+		}
+		if v, ok := j.real[f]; !ok || IsMasked(v) {
+			return true // a hash given back is no real value
+		}
+	}
+	return false
+}
+
+// maskedGiven is the masked fields of arguments given to run that hold a
+// real value: one already masked (copied from the store) is compared as
+// it is, and leaves the job without the real value.
+func (e *entry) maskedGiven(given blackboard.Payload) []string {
+	var out []string
+	for _, f := range e.Masked {
+		if v, has := given[f]; has && !IsMasked(v) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -74,17 +74,19 @@ type Intent struct {
 type Option func(*config)
 
 type config struct {
-	kernel    []kernel.Option
-	tools     []Tool
-	contracts []Contract
-	intents   []Intent
-	lease     time.Duration
-	fallback  string
-	tpSet     bool
-	tp        trace.TracerProvider
-	mpSet     bool
-	mp        metric.MeterProvider
-	budget    *Budget
+	kernel     []kernel.Option
+	tools      []Tool
+	contracts  []Contract
+	intents    []Intent
+	lease      time.Duration
+	fallback   string
+	tpSet      bool
+	tp         trace.TracerProvider
+	mpSet      bool
+	mp         metric.MeterProvider
+	budget     *Budget
+	maskKey    []byte
+	maskKeySet bool
 }
 
 // WithTools registers tools, in the order [Gate.Surface] lists them. The
@@ -148,6 +150,7 @@ type Gate struct {
 	tracer    telemetry.Tracer
 	metrics   *gateMetrics // nil: metrics off
 	budget    *Budget      // the default budget of calls ([WithBudget]); nil for none
+	mask      *masker      // hashes masked fields ([WithMaskKey]); nil without a key
 }
 
 // entry is a registered tool with what New compiled for it.
@@ -199,6 +202,12 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	}
 	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
 		lease: c.lease, fallback: c.fallback, budget: c.budget}
+	if c.maskKeySet {
+		if len(c.maskKey) < MinMaskKey {
+			return nil, fmt.Errorf("%w: mask key of %d bytes (want at least %d)", ErrInvalidConfig, len(c.maskKey), MinMaskKey)
+		}
+		g.mask = &masker{key: c.maskKey}
+	}
 	specs := make([]kernel.ActionSpec, 0, len(c.tools))
 	var beliefs []kernel.BeliefSpec // the derived beliefs' kinds
 	derivedBy := map[string]string{}
@@ -206,6 +215,10 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 		e, err := g.register(t)
 		if err != nil {
 			return nil, err
+		}
+		if len(e.Masked) > 0 && g.mask == nil {
+			// Fail closed: without a key the values would be stored.
+			return nil, fmt.Errorf("%w: tool %q masks fields %q but the gate has no mask key (WithMaskKey)", ErrInvalidConfig, e.Name, e.Masked)
 		}
 		g.tools[e.Name], g.byAction[e.action()] = e, e
 		g.order = append(g.order, e)
@@ -372,6 +385,10 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	if err := checkBindings(&t, s); err != nil {
 		return nil, bad("%v", err)
 	}
+	if err := checkMasked(&t); err != nil {
+		return nil, bad("%v", err)
+	}
+	t.Masked = slices.Clone(t.Masked)
 	t.Bindings = slices.Clone(t.Bindings)
 	if t.Once != nil {
 		o := *t.Once
@@ -639,22 +656,29 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		if !mutToolName && !isToolName(c.Tool) {
 			detail = "the tool name is not a name (1 to 64 of A-Z, a-z, 0-9, _, . and -): " + escapedTool(c.Tool)
 		}
-		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c)))
+		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c, e)))
 	}
 	r := g.contracts[c.Caller]
 	if r == nil || !r.tools[c.Tool] {
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c)))
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c, e)))
 	}
 	if g.intents != nil && !g.intents[c.Intent][c.Tool] {
 		detail := "intent " + quote(c.Intent) + " does not list " + quote(c.Tool)
 		if g.intents[c.Intent] == nil {
 			detail = "no configured intent " + quote(c.Intent)
 		}
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c)))
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
 	}
 	args, prob := e.schema.check(c.Args)
+	real := args // the call's own values, never stored
+	if prob == nil {
+		var err error
+		if args, err = g.mask.payload(args, e.Masked); err != nil {
+			prob = &argProblem{detail: "the arguments cannot be masked: " + err.Error()}
+		}
+	}
 	if prob != nil {
-		withRawArgs(cc, c)
+		withRawArgs(cc, c, e)
 	} else {
 		cc["args"] = map[string]any(args)
 		digest, err := ArgsDigest(args)
@@ -684,7 +708,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 			}
 		}
 	}
-	need, why := e.policy.needs(ctx, args, c.Caller, c.Intent)
+	need, why := e.policy.needs(ctx, real, c.Caller, c.Intent)
 	cc["approval_required"] = need
 	if need {
 		cc["approval_reason"] = why
@@ -731,7 +755,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	}
 	if need {
 		digest, _ := cc["args_digest"].(string)
-		res := g.pending(ctx, e, act.ID, args, digest)
+		res := g.pending(ctx, e, act.ID, real, digest)
 		res.DecisionID = d.ID
 		return res, nil, nil
 	}
@@ -739,6 +763,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if err != nil {
 		return Result{ActionID: act.ID}, nil, err
 	}
+	j.real = real
 	return Result{ActionID: act.ID}, j, nil
 }
 
@@ -788,8 +813,12 @@ func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
 
 // withRawArgs adds the raw arguments of c to its call context cc when they
 // are short, for the record of a call refused before they parse, and
-// returns cc.
-func withRawArgs(cc blackboard.Payload, c Call) blackboard.Payload {
+// returns cc. A tool e that masks fields has none added: its raw
+// arguments would hold the values unmasked.
+func withRawArgs(cc blackboard.Payload, c Call, e *entry) blackboard.Payload {
+	if e != nil && len(e.Masked) > 0 && !mutMaskStore {
+		return cc
+	}
 	if len(c.Args) <= maxRawArgs {
 		cc["args_raw"] = strings.ToValidUTF8(string(c.Args), "\uFFFD")
 	}

@@ -113,6 +113,8 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 		return "The tool answered without all the data it should have returned" + paren(root.Detail) + ". Do not rely on this result; do not retry the same call unchanged."
 	case CodeOutputInvalid:
 		return "The tool ran but its result could not be recorded. Do not retry; tell the user."
+	case CodeMaskedUnavailable:
+		return "The call cannot run without its arguments, which are not stored. Resume it with the same arguments, or call " + tool + " again."
 	case CodeEffectUnknown:
 		return "It is not known whether " + tool + " took effect: it was interrupted. Do not call it again for this; tell the user a person will check."
 	}

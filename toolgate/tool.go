@@ -96,6 +96,20 @@ type Tool struct {
 	// gate proposes each after recording the result, and registers each
 	// kind with the kernel as resting on the result kind.
 	Derives []Derive
+	// Masked names the top-level argument and output fields whose values
+	// the store must never hold (an email address, a card number): the
+	// gate replaces each with its keyed hash ([MaskPrefix], [WithMaskKey])
+	// before anything is written, so that the action, its decision
+	// records, its result and what the inspector shows hold the hash.
+	// Equal values give equal hashes, so once-keys, the approval digest,
+	// retry keys and Equal bindings still bind to the real values; an
+	// AtMost or AtLeast binding on a masked argument is refused by New.
+	// The effect gets the real arguments, which the gate holds in memory
+	// for the call only, and the caller gets the real output; an effect
+	// started later without them (after a crash, or by [Gate.Execute]
+	// without the arguments) is not run with hashes: see the package doc,
+	// "Masked fields".
+	Masked []string
 
 	// defErr is why [Func] could not define the tool; New reports it.
 	defErr error

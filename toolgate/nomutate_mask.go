@@ -1,0 +1,6 @@
+//go:build !bkmutate
+
+package toolgate
+
+// The switch of mutate_mask.go, off.
+const mutMaskStore = false
