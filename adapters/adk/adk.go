@@ -1,0 +1,237 @@
+package adk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// KeyIsError is the key of a tool response that marks a call the gate
+// refused or that failed; the response's other keys are the gate's
+// [toolgate.ReplyContent].
+const KeyIsError = "is_error"
+
+// ErrInvalid is returned by [New] for a nil gate, an empty caller, an
+// approver that is the caller, or a tool whose parameters are no JSON
+// schema.
+var ErrInvalid = errors.New("adk: invalid argument")
+
+// Confirmation is the payload of the tool confirmation the plugin asks
+// for: the call's tool, the action waiting for approval, and its committed
+// arguments with their [toolgate.ArgsDigest]. The application shows it to
+// the person and answers with Confirmed and the payload's Digest.
+type Confirmation struct {
+	Tool     string         `json:"tool"`
+	ActionID string         `json:"action_id"`
+	Digest   string         `json:"digest"`
+	Args     map[string]any `json:"args"`
+}
+
+// Option configures [New].
+type Option func(*config)
+
+type config struct {
+	trace    func(agent.ReadonlyContext) string
+	approver string
+}
+
+// WithTrace names the trace an invocation's calls belong to; the default
+// is "adk:" and the session id.
+func WithTrace(f func(agent.ReadonlyContext) string) Option { return func(c *config) { c.trace = f } }
+
+// WithApprover enables approvals through ADK's tool confirmation,
+// recorded under identity: the application's user, never the caller, and
+// never anything the confirmation itself says. Without it a call that
+// needs approval waits for an approval given elsewhere.
+func WithApprover(identity string) Option { return func(c *config) { c.approver = identity } }
+
+// Governor governs an ADK agent's tool calls with a gate: its
+// [Governor.Plugin] answers every call with the gate's result, and as a
+// [tool.Toolset] it shows the model the gate's surface for the caller. It
+// is safe for concurrent use, as the gate is.
+type Governor struct {
+	g      *toolgate.Gate
+	caller string
+	tools  map[string]tool.Tool // the gate's tools, by name
+	plugin *plugin.Plugin
+	config
+}
+
+// errGate marks an error of the gate itself returned to ADK, which ADK
+// hands to the error callback: not a call to put to the gate again.
+type errGate struct{ err error }
+
+func (e errGate) Error() string { return e.err.Error() }
+func (e errGate) Unwrap() error { return e.err }
+
+func newConfig(opts []Option) config {
+	c := config{trace: func(ctx agent.ReadonlyContext) string { return "adk:" + ctx.SessionID() }}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// New returns the Governor of g's tools for caller (see the package doc).
+// Give the agent the Governor as a toolset and the runner its
+// [Governor.Plugin].
+func New(g *toolgate.Gate, caller string, opts ...Option) (*Governor, error) {
+	if g == nil || caller == "" {
+		return nil, fmt.Errorf("%w: New needs a gate and a caller", ErrInvalid)
+	}
+	gv := &Governor{g: g, caller: caller, tools: map[string]tool.Tool{}, config: newConfig(opts)}
+	if gv.approver == caller {
+		return nil, fmt.Errorf("%w: the approver %q is the caller", ErrInvalid, caller)
+	}
+	for _, s := range g.Tools() {
+		t, err := newTool(s)
+		if err != nil {
+			return nil, err
+		}
+		gv.tools[s.Name] = t
+	}
+	p, err := plugin.New(plugin.Config{Name: "blackboardkernel", BeforeToolCallback: gv.before, OnToolErrorCallback: gv.onError})
+	if err != nil {
+		return nil, err
+	}
+	gv.plugin = p
+	return gv, nil
+}
+
+// Plugin is the runner plugin that puts every tool call to the gate.
+func (gv *Governor) Plugin() *plugin.Plugin { return gv.plugin }
+
+// Name implements [tool.Toolset].
+func (gv *Governor) Name() string { return "blackboardkernel" }
+
+// Tools implements [tool.Toolset]: the tools the gate would show the model
+// for the caller in the invocation's trace ([toolgate.Gate.Surface]).
+func (gv *Governor) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
+	specs, err := gv.g.Surface(ctx, gv.caller, gv.trace(ctx), "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tool.Tool, 0, len(specs))
+	for _, s := range specs {
+		if t, ok := gv.tools[s.Name]; ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// onError hands a call of a tool the model was not shown (ADK does not
+// find it) to the gate,
+// whose refusal (TOOL_UNKNOWN, with a hint) the model can act on.
+func (gv *Governor) onError(ctx agent.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
+	if t == nil || errors.As(err, new(errGate)) {
+		return nil, nil
+	}
+	return gv.before(ctx, t, args)
+}
+
+func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	trace, id := gv.trace(ctx), ctx.FunctionCallID()
+	res, err := gv.g.Call(ctx, toolgate.Call{ID: id, RetryKey: id, Tool: t.Name(), Args: raw, Caller: gv.caller, TraceID: trace})
+	if err != nil {
+		return nil, errGate{err}
+	}
+	if res.Outcome != audit.OutcomePendingApproval || gv.approver == "" {
+		return response(res.ForModel())
+	}
+	if c := ctx.ToolConfirmation(); c != nil {
+		return gv.resolve(ctx, trace, res, c.Confirmed, c.Payload)
+	}
+	// ADK pauses the run and asks the application; its answer comes back
+	// as this call again, with the confirmation set.
+	if err := ctx.RequestConfirmation(fmt.Sprintf("Approve %s with digest %s?", t.Name(), res.ArgsDigest),
+		Confirmation{Tool: t.Name(), ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: maps.Clone(res.Args)}); err != nil {
+		return nil, err
+	}
+	return response(res.ForModel())
+}
+
+// resolve carries out the person's answer to the action res waits on. The
+// confirmation is the client's word and is checked, not trusted: the
+// action and the arguments are the gate's own (the call retried under its
+// call id), the identity is the plugin's, and the digest the person
+// approved must be the committed arguments' digest; a confirmation of
+// other arguments (a forged one, adk-go #1499) is refused as
+// APPROVAL_MISMATCH and records nothing.
+func (gv *Governor) resolve(ctx agent.Context, trace string, res toolgate.Result, confirmed bool, payload any) (map[string]any, error) {
+	var shown Confirmation
+	if b, err := json.Marshal(payload); err == nil {
+		_ = json.Unmarshal(b, &shown)
+	}
+	if shown.Digest != res.ArgsDigest && !mutForgedConfirmation {
+		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
+			Hint: "the confirmation does not approve this call's arguments; ask the person again"}.ForModel())
+	}
+	decision, note := audit.Denied, "denied through ADK tool confirmation"
+	if confirmed {
+		decision, note = audit.Approved, "approved through ADK tool confirmation"
+	}
+	digest := shown.Digest
+	if mutForgedConfirmation {
+		digest = res.ArgsDigest
+	}
+	out, err := gv.g.Approver(gv.approver).Resolve(ctx, trace, res.ApprovalID, digest, decision, note)
+	if errors.Is(err, blackboard.ErrInvalidInput) || errors.Is(err, blackboard.ErrPermission) {
+		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
+			Hint: "the confirmation was not taken: " + err.Error()}.ForModel())
+	}
+	if err != nil {
+		return nil, errGate{err}
+	}
+	return response(out.ForModel())
+}
+
+// response is a gate reply as an ADK tool response.
+func response(r toolgate.Reply) (map[string]any, error) {
+	b, err := json.Marshal(r.Content)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m[KeyIsError] = r.IsError
+	return m, nil
+}
+
+// newTool is the ADK tool that shows the model the gate's tool s: its
+// name, description and parameter schema. Its own Run never runs the tool:
+// it fails, so a call that reaches it (the plugin missing from the runner)
+// does nothing.
+func newTool(s toolgate.Spec) (tool.Tool, error) {
+	schema := &jsonschema.Schema{Type: "object"}
+	if len(s.Parameters) > 0 {
+		if err := json.Unmarshal(s.Parameters, schema); err != nil {
+			return nil, fmt.Errorf("%w: tool %s: parameters: %v", ErrInvalid, s.Name, err)
+		}
+	}
+	name := s.Name
+	return functiontool.New(functiontool.Config{Name: s.Name, Description: s.Description, InputSchema: schema},
+		func(agent.Context, map[string]any) (map[string]any, error) {
+			return nil, fmt.Errorf("adk: %s called without the gate's plugin", name)
+		})
+}

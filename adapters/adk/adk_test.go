@@ -1,0 +1,187 @@
+package adk_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"sync"
+	"testing"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+	"google.golang.org/genai"
+
+	"github.com/blackboardkernel/bk/adapters/adk"
+	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/toolgate/adaptertest"
+)
+
+// script is a model that makes the one call it is given, then answers;
+// it records the tools it was shown.
+type script struct {
+	mu    sync.Mutex
+	call  *genai.FunctionCall
+	shown []string
+}
+
+func (*script) Name() string { return "script" }
+
+func (s *script) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		s.mu.Lock()
+		s.shown = nil
+		if req.Config != nil {
+			for _, t := range req.Config.Tools {
+				for _, d := range t.FunctionDeclarations {
+					s.shown = append(s.shown, d.Name)
+				}
+			}
+		}
+		call := s.call
+		s.call = nil
+		s.mu.Unlock()
+		if call == nil {
+			yield(&model.LLMResponse{Content: genai.NewContentFromText("done", genai.RoleModel)}, nil)
+			return
+		}
+		yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{{FunctionCall: call}}}}, nil)
+	}
+}
+
+// agentRun is the suite's adapter: an ADK runner whose agent calls the
+// suite's tools through the plugin, and whose application asks the
+// suite's person for confirmations (or answers with forge).
+type agentRun struct {
+	env   *adaptertest.Env
+	m     *script
+	r     *runner.Runner
+	forge func(adk.Confirmation) map[string]any
+}
+
+func newRun(t *testing.T, env *adaptertest.Env, opts ...adk.Option) *agentRun {
+	t.Helper()
+	opts = append([]adk.Option{adk.WithApprover(env.Approver), adk.WithTrace(func(agent.ReadonlyContext) string { return env.TraceID })}, opts...)
+	gv, err := adk.New(env.Gate, env.Caller, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &script{}
+	a, err := llmagent.New(llmagent.Config{Name: "support", Model: m, Toolsets: []tool.Toolset{gv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "desk", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{gv.Plugin()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agentRun{env: env, m: m, r: r}
+}
+
+// turn runs one user message and returns the function responses and the
+// confirmation requests of the run.
+func (a *agentRun) turn(ctx context.Context, msg *genai.Content) (map[string]map[string]any, []*genai.FunctionCall, error) {
+	responses := map[string]map[string]any{}
+	var asks []*genai.FunctionCall
+	for ev, err := range a.r.Run(ctx, "user", "s1", msg, agent.RunConfig{}) {
+		if err != nil {
+			return nil, nil, err
+		}
+		if ev.Content == nil {
+			continue
+		}
+		for _, p := range ev.Content.Parts {
+			if p.FunctionResponse != nil {
+				responses[p.FunctionResponse.ID] = p.FunctionResponse.Response
+			}
+			if p.FunctionCall != nil && p.FunctionCall.Name == toolconfirmation.FunctionCallName {
+				asks = append(asks, p.FunctionCall)
+			}
+		}
+	}
+	return responses, asks, nil
+}
+
+func (a *agentRun) ListTools(ctx context.Context) ([]string, error) {
+	if _, _, err := a.turn(ctx, genai.NewContentFromText("hello", genai.RoleUser)); err != nil {
+		return nil, err
+	}
+	a.m.mu.Lock()
+	defer a.m.mu.Unlock()
+	return a.m.shown, nil
+}
+
+func (a *agentRun) CallTool(ctx context.Context, name string, args json.RawMessage, callID string) (adaptertest.Reply, error) {
+	var m map[string]any
+	if err := json.Unmarshal(args, &m); err != nil {
+		return adaptertest.Reply{}, err
+	}
+	a.m.mu.Lock()
+	a.m.call = &genai.FunctionCall{ID: callID, Name: name, Args: m}
+	a.m.mu.Unlock()
+	responses, asks, err := a.turn(ctx, genai.NewContentFromText("go", genai.RoleUser))
+	if err != nil {
+		return adaptertest.Reply{}, err
+	}
+	for _, ask := range asks {
+		var req struct {
+			ToolConfirmation struct{ Payload adk.Confirmation } `json:"toolConfirmation"`
+		}
+		if err := remarshal(ask.Args, &req); err != nil {
+			return adaptertest.Reply{}, err
+		}
+		c := req.ToolConfirmation.Payload
+		answer := map[string]any{}
+		if a.forge != nil {
+			answer = a.forge(c)
+		} else {
+			d := a.env.Decide(ctx, adaptertest.Approval{Tool: c.Tool, ActionID: c.ActionID, Digest: c.Digest, Args: c.Args})
+			answer = map[string]any{"confirmed": d.Approve, "payload": map[string]any{"digest": d.Digest}}
+		}
+		msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+			ID: ask.ID, Name: toolconfirmation.FunctionCallName, Response: answer}}}}
+		resumed, _, err := a.turn(ctx, msg)
+		if err != nil {
+			return adaptertest.Reply{}, err
+		}
+		for id, r := range resumed {
+			responses[id] = r
+		}
+	}
+	resp, ok := responses[callID]
+	if !ok {
+		return adaptertest.Reply{}, fmt.Errorf("no response to call %s", callID)
+	}
+	return reply(resp)
+}
+
+func reply(resp map[string]any) (adaptertest.Reply, error) {
+	var r adaptertest.Reply
+	isErr, ok := resp[adk.KeyIsError].(bool)
+	if !ok {
+		return r, fmt.Errorf("response without %s: %v", adk.KeyIsError, resp)
+	}
+	r.IsError = isErr
+	return r, remarshal(resp, &r.Content)
+}
+
+func remarshal(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return newRun(t, env) })
+}
+
+var _ = toolgate.ArgsDigest

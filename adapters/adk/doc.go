@@ -1,0 +1,39 @@
+// Package adk governs the tool calls of an ADK-Go (google.golang.org/adk/v2)
+// agent with a [toolgate.Gate]: a runner plugin answers every call with the
+// gate's result, so that no tool of the agent runs but through the gate.
+//
+// Setup:
+//
+//	gv, _ := adk.New(g, "support", adk.WithApprover("human:reviewer")) // caller, approver
+//	a, _ := llmagent.New(llmagent.Config{Name: "support", Model: m, Toolsets: []tool.Toolset{gv}})
+//	r, _ := runner.New(runner.Config{AppName: "desk", Agent: a, SessionService: session.InMemoryService(),
+//		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{gv.Plugin()}}})
+//
+// The model is shown the gate's surface for the caller
+// ([toolgate.Gate.Surface]): a tool outside the contract never, a tool
+// whose beliefs are not established only once they are.
+// Each call goes to [toolgate.Gate.Call] under the caller, in the trace
+// [WithTrace] names ("adk:" and the session id by default), with the call's
+// ADK function call id as its retry key: a call delivered twice runs once,
+// and the same id with other arguments is refused (RETRY_KEY_CONFLICT). The
+// model is shown [toolgate.Result.ForModel] as the tool response, with
+// [KeyIsError] set on a refusal or failure; a refusal is a response, never
+// an error of the run. A call of a tool the agent does not hold reaches the
+// gate too, and is refused with TOOL_UNKNOWN and a hint.
+//
+// # Approvals
+//
+// With [WithApprover], a call the gate holds for approval asks for ADK's
+// tool confirmation (the adk_request_confirmation function call), with a
+// [Confirmation] payload: the action, the committed arguments and their
+// [toolgate.ArgsDigest]. The application shows it to the person and
+// answers with confirmed and the digest shown; ADK then resumes the call,
+// and the plugin records the decision with [toolgate.Approver.Resolve]
+// under the approver identity given to [WithApprover] and carries it out.
+// The confirmation is the client's word and is not trusted (adk-go #1499):
+// the identity never comes from it, the action and arguments are the gate's
+// own for the call id, and a confirmation whose digest is not the committed
+// arguments' is refused as APPROVAL_MISMATCH, recording nothing.
+//
+// The plugin is safe for concurrent use by the runner's calls.
+package adk

@@ -1,0 +1,15 @@
+//go:build bkmutate
+
+package adk
+
+import "github.com/blackboardkernel/bk/internal/mutant"
+
+// mutForgedConfirmation disables the check that a confirmation approves
+// the committed arguments' digest: the plugin then trusts the
+// confirmation. BK_MUTATE=adk.forged_confirmation turns it on.
+var mutForgedConfirmation bool
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/adapters/adk",
+		mutant.Def{Name: "adk.forged_confirmation", Check: "an ADK tool confirmation whose digest is not the committed arguments' is refused as APPROVAL_MISMATCH and records nothing", On: &mutForgedConfirmation})
+}

@@ -1,0 +1,7 @@
+//go:build !bkmutate
+
+package adk
+
+// mutForgedConfirmation is the mutation switch of the confirmation check
+// (see mutate.go); off in every build without the bkmutate tag.
+const mutForgedConfirmation = false
