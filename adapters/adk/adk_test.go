@@ -19,7 +19,6 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/blackboardkernel/bk/adapters/adk"
-	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
 
@@ -184,4 +183,3 @@ func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return newRun(t, env) })
 }
 
-var _ = toolgate.ArgsDigest
