@@ -182,4 +182,3 @@ func remarshal(from, to any) error {
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return newRun(t, env) })
 }
-
