@@ -64,12 +64,22 @@ type agentRun struct {
 	forge func(adk.Confirmation) map[string]any
 }
 
-func newRun(t *testing.T, env *adaptertest.Env, opts ...adk.Option) *agentRun {
+func newRun(t *testing.T, env *adaptertest.Env) *agentRun {
 	t.Helper()
-	opts = append([]adk.Option{adk.WithApprover(env.Approver), adk.WithTrace(func(agent.ReadonlyContext) string { return env.TraceID })}, opts...)
+	return build(t, env, true, adk.WithApprover(env.Approver), adk.WithTrace(func(agent.ReadonlyContext) string { return env.TraceID }))
+}
+
+// build is an agentRun with the governor of opts, whose runner holds its
+// plugin if withPlugin.
+func build(t *testing.T, env *adaptertest.Env, withPlugin bool, opts ...adk.Option) *agentRun {
+	t.Helper()
 	gv, err := adk.New(env.Gate, env.Caller, opts...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var plugins []*plugin.Plugin
+	if withPlugin {
+		plugins = append(plugins, gv.Plugin())
 	}
 	m := &script{}
 	a, err := llmagent.New(llmagent.Config{Name: "support", Model: m, Toolsets: []tool.Toolset{gv}})
@@ -77,7 +87,7 @@ func newRun(t *testing.T, env *adaptertest.Env, opts ...adk.Option) *agentRun {
 		t.Fatal(err)
 	}
 	r, err := runner.New(runner.Config{AppName: "desk", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{gv.Plugin()}}})
+		PluginConfig: runner.PluginConfig{Plugins: plugins}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,4 +191,51 @@ func remarshal(from, to any) error {
 
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return newRun(t, env) })
+}
+
+// Without WithTrace a call belongs to the trace "adk:" and the session id:
+// the order looked up in session s1 is a percept of trace adk:s1.
+func TestDefaultTrace(t *testing.T) {
+	env := adaptertest.NewEnv(t)
+	a := build(t, env, true)
+	if r, err := a.CallTool(t.Context(), adaptertest.Lookup, []byte(`{"order_id":"A1"}`), "c1"); err != nil || r.IsError {
+		t.Fatalf("lookup: %+v %v", r, err)
+	}
+	for trace, want := range map[string]int{"adk:s1": 1, env.TraceID: 0} {
+		if got := orders(t, env, trace); got != want {
+			t.Fatalf("order percepts of trace %s: %d, want %d", trace, got, want)
+		}
+	}
+}
+
+// A runner without the plugin runs nothing: the agent's tools fail.
+func TestWithoutPlugin(t *testing.T) {
+	env := adaptertest.NewEnv(t)
+	a := build(t, env, false, adk.WithTrace(func(agent.ReadonlyContext) string { return env.TraceID }))
+	a.m.call = &genai.FunctionCall{ID: "c1", Name: adaptertest.Lookup, Args: map[string]any{"order_id": "A1"}}
+	responses, _, err := a.turn(t.Context(), genai.NewContentFromText("go", genai.RoleUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := responses["c1"]["error"]; !ok {
+		t.Fatalf("ungated call answered %v, want an error", responses["c1"])
+	}
+	if got := orders(t, env, env.TraceID); got != 0 {
+		t.Fatalf("an ungated lookup recorded %d percepts", got)
+	}
+}
+
+// orders counts the order records of a trace.
+func orders(t *testing.T, env *adaptertest.Env, trace string) int {
+	t.Helper()
+	n := 0
+	for rec, err := range env.Gate.Kernel().Reader().Trace(t.Context(), trace) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == "order" {
+			n++
+		}
+	}
+	return n
 }
