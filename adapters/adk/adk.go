@@ -132,8 +132,9 @@ func (gv *Governor) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 }
 
 // onError hands a call of a tool the model was not shown (ADK does not
-// find it) to the gate,
-// whose refusal (TOOL_UNKNOWN, with a hint) the model can act on.
+// find it) to the gate, whose refusal (TOOL_UNKNOWN, TOOL_NOT_PERMITTED,
+// NO_COMMITTED_BELIEF, with a hint) the model can act on. An error of the
+// gate itself passes through.
 func (gv *Governor) onError(ctx agent.Context, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
 	if t == nil || errors.As(err, new(errGate)) {
 		return nil, nil
