@@ -5,7 +5,7 @@
 // tools' definitions, the rules, the gate, the agent and the supervisor)
 // is integration.go, at most 60 lines.
 //
-//	go run ./examples/support_desk [--db FILE] [--crash-after N] [--seed S]
+//	go run ./examples/support_desk [--db FILE] [--approver supervisor|person] [--crash-after N] [--seed S]
 //	go run ./examples/support_desk --llm-url URL --llm-model NAME
 //
 // By default the model is scripted: an OpenAI-compatible server on
@@ -26,6 +26,11 @@
 // file lets the supervisor (package supervisor) recover the refund once
 // the gate's lease ran out, finishes the tickets and shows that every
 // refund was paid once.
+//
+// With --approver person (and --db) the refunds that wait for approval
+// are left to a person: the program prints the bk serve and bk approve
+// commands that decide them and leaves those tickets open; the next run
+// against the same file applies the person's decisions and finishes them.
 package main
 
 import (

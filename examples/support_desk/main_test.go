@@ -263,6 +263,8 @@ func TestUsage(t *testing.T) {
 		{"--fail-rate", "1"},
 		{"--llm-url", "http://127.0.0.1:1"},
 		{"--namespace", ""},
+		{"--approver", "person"},
+		{"--approver", "robot", "--db", "x.db"},
 		{"--nope"},
 		{"extra"},
 	} {

@@ -32,6 +32,9 @@ type reporter struct {
 	evSig    chan struct{}              // signalled on each event
 
 	modelCalls, toolCalls int // this run's
+
+	person bool   // --approver person: refunds that wait are left to a person
+	db, ns string // --db and --namespace, for the commands a person runs
 }
 
 func newReporter(ctx context.Context, d *desk, out io.Writer) *reporter {

@@ -35,7 +35,14 @@ type config struct {
 	llmURL     string
 	llmModel   string
 	llmKey     string
+	approver   string // approverSupervisor or approverPerson
 }
+
+// The --approver values: who decides the refunds that wait for approval.
+const (
+	approverSupervisor = "supervisor" // the scripted supervisor, inside the run
+	approverPerson     = "person"     // a person, with bk serve or bk approve, between runs
+)
 
 func newFlags(cfg *config, getenv func(string) string) *flag.FlagSet {
 	fs := flag.NewFlagSet("support_desk", flag.ContinueOnError)
@@ -48,6 +55,7 @@ func newFlags(cfg *config, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&cfg.llmURL, "llm-url", getenv("BK_LLM_URL"), "OpenAI-compatible endpoint to use instead of the scripted model (env BK_LLM_URL)")
 	fs.StringVar(&cfg.llmModel, "llm-model", getenv("BK_LLM_MODEL"), "model name (env BK_LLM_MODEL)")
 	fs.StringVar(&cfg.llmKey, "llm-api-key", "", "API key (env BK_LLM_API_KEY; never printed)")
+	fs.StringVar(&cfg.approver, "approver", approverSupervisor, "who decides the refunds that wait for approval: supervisor (scripted, in this run) or person (with bk serve or bk approve between runs; needs --db)")
 	return fs
 }
 
@@ -55,7 +63,7 @@ func usage() string {
 	var b strings.Builder
 	fs := newFlags(&config{}, func(string) string { return "" })
 	fs.SetOutput(&b)
-	b.WriteString("usage: support_desk [--db FILE] [--crash-after N] [--seed S] [--namespace NAME] [--llm-url URL --llm-model NAME]\n")
+	b.WriteString("usage: support_desk [--db FILE] [--approver supervisor|person] [--crash-after N] [--seed S] [--namespace NAME] [--llm-url URL --llm-model NAME]\n")
 	fs.PrintDefaults()
 	return b.String()
 }
@@ -88,6 +96,10 @@ func parseArgs(args []string, getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("%w: --fail-rate must be in [0, 1), not %v", errUsage, cfg.failRate)
 	case cfg.llmURL != "" && cfg.llmModel == "":
 		return cfg, fmt.Errorf("%w: --llm-url needs --llm-model (or BK_LLM_MODEL)", errUsage)
+	case cfg.approver != approverSupervisor && cfg.approver != approverPerson:
+		return cfg, fmt.Errorf("%w: --approver must be supervisor or person, not %q", errUsage, cfg.approver)
+	case cfg.approver == approverPerson && cfg.db == "":
+		return cfg, fmt.Errorf("%w: --approver person needs --db: the person decides in the store between runs", errUsage)
 	case cfg.ns == "":
 		return cfg, fmt.Errorf("%w: --namespace must not be empty", errUsage)
 	}
@@ -155,6 +167,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	d.crashAfter, d.out = cfg.crashAfter, out
 	r = newReporter(ctx, d, out)
+	r.person, r.db, r.ns = cfg.approver == approverPerson, cfg.db, cfg.ns
 
 	// The supervisor runs until the tickets are done; stop waits for it.
 	supCtx, cancel := context.WithCancel(ctx)
@@ -172,8 +185,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer func() { err = errors.Join(err, stop()) }()
 
 	fmt.Fprintf(out, "Support desk: %d tickets, model %s, store %s, seed %d\n", len(tickets), modelName, storeName, cfg.seed)
+	who := approver
+	if r.person {
+		who = "a person (bk serve or bk approve, between runs)"
+	}
 	fmt.Fprintf(out, "Refunds above 500 wait for %s; the payment API fails %.0f%% of requests with a 503 and honours idempotency keys.\n",
-		approver, 100*cfg.failRate)
+		who, 100*cfg.failRate)
 	if err := r.resume(started); err != nil {
 		return err
 	}
@@ -311,13 +328,33 @@ func (r *reporter) ticket(t ticket) error {
 		}
 		hints := map[string]string{}
 		if m.afterApproval {
-			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
-			rulings, err := decide(r.ctx, r.d, t.ID)
-			if err != nil {
-				return err
+			var rulings []ruling
+			var err error
+			if r.person {
+				var waiting []toolgate.Pending
+				waiting, rulings, err = personDecided(r.ctx, r.d, t.ID)
+				if err != nil {
+					return err
+				}
+				if len(waiting) > 0 {
+					r.waitForPerson(t.ID, waiting)
+					return nil // the turn stays open: the next run continues it
+				}
+				fmt.Fprintf(r.out, "\n%s: a person decided what waited for approval; the supervisor applies it\n", t.ID)
+				r.d.sup.Wake()
+			} else {
+				fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
+				rulings, err = decide(r.ctx, r.d, t.ID)
+				if err != nil {
+					return err
+				}
 			}
 			for _, ru := range rulings {
-				fmt.Fprintf(r.out, "  %s %s %s (arguments %s…): %s\n", approver, ru.Decision, ru.ActionID, ru.Digest[:19], ru.Note)
+				who := approver
+				if r.person {
+					who = "the person"
+				}
+				fmt.Fprintf(r.out, "  %s %s %s (arguments %s…): %s\n", who, ru.Decision, ru.ActionID, ru.Digest[:19], ru.Note)
 			}
 			results, err := r.awaitResumed(t.ID, rulings)
 			if err != nil {
@@ -354,6 +391,17 @@ func (r *reporter) ticket(t ticket) error {
 		}
 	}
 	return nil
+}
+
+// waitForPerson says that the trace's refunds wait for a person, and how
+// to decide them.
+func (r *reporter) waitForPerson(trace string, waiting []toolgate.Pending) {
+	fmt.Fprintf(r.out, "\n%s: %d refund(s) wait for a person's approval; this ticket goes on in the next run against %s.\n", trace, len(waiting), r.db)
+	fmt.Fprintf(r.out, "  in a browser:  bk --db %s --namespace %s serve --token-file FILE\n", r.db, r.ns)
+	for _, p := range waiting {
+		fmt.Fprintf(r.out, "  %s %v %v EUR on order %v (%v)\n", p.ActionID, p.Tool, p.Args["amount"], p.Args["order_id"], p.Args["reason"])
+		fmt.Fprintf(r.out, "    bk --db %s --namespace %s approve --as NAME --digest %s %s   (or deny)\n", r.db, r.ns, p.Digest, p.ActionID)
+	}
 }
 
 // followUp is the desk's message to the agent once the supervisor applied

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // The ticket queue: what customers wrote. Each ticket is one trace; each
@@ -111,4 +112,32 @@ func decide(ctx context.Context, d *desk, trace string) ([]ruling, error) {
 	}
 	d.sup.Wake() // the supervisor applies the decisions now rather than at its next look
 	return rulings, nil
+}
+
+// personDecided reads, for --approver person, the trace's refunds that wait
+// for approval: waiting, those a person has not decided yet; decided, those
+// a person decided (with bk serve or bk approve) that the supervisor has
+// not applied yet, for the run to wait for.
+func personDecided(ctx context.Context, d *desk, trace string) (waiting []toolgate.Pending, decided []ruling, err error) {
+	pending, err := d.g.PendingApprovals(ctx, trace)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range pending {
+		var last *audit.Approval
+		for rec, err := range d.g.Approvals(ctx, trace, p.ActionID) {
+			if err != nil {
+				return nil, nil, err
+			}
+			if a, ok := audit.ApprovalOf(rec); ok && !rec.Expired(time.Now()) {
+				last = &a
+			}
+		}
+		if last == nil {
+			waiting = append(waiting, p)
+			continue
+		}
+		decided = append(decided, ruling{ActionID: p.ActionID, Decision: last.Decision, Digest: p.Digest, Note: last.Note})
+	}
+	return waiting, decided, nil
 }

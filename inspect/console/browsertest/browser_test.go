@@ -22,6 +22,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -34,8 +35,9 @@ const (
 	// tool's name: markup that would run, and a terminal escape that
 	// would clear the screen.
 	hostile = "<img src=x onerror=alert(1)><script>alert(2)</script>\x1b[2J"
-	// namespace is support_desk's.
-	namespace = "support_desk"
+	// namespace is support_desk's; own, the test's gate's, kept apart so
+	// that support_desk's ledger check sees only its own refunds.
+	namespace, own = "support_desk", "browser_test"
 )
 
 // chromium finds the browser, or skips the test when there is none;
@@ -89,7 +91,7 @@ func newDesk(t *testing.T, s blackboard.Store) *desk {
 			}},
 	}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace(namespace),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace(own),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
@@ -156,10 +158,12 @@ func (d *desk) results(t *testing.T, trace, action string) int {
 	return n
 }
 
-// fill runs examples/support_desk with --db db, as a person would before
-// `bk serve --db db`: its four tickets leave committed, refused, approved,
-// denied and paid refunds in the store.
-func fill(t *testing.T, db string) {
+// fill runs examples/support_desk with --db db --approver person, as a
+// person would before `bk serve --db db`: its four tickets leave
+// committed, refused and paid refunds in the store, and two refunds (T3's
+// and T4's) waiting for the person. Run again, it applies what the person
+// decided and finishes those tickets; fill returns its report.
+func fill(t *testing.T, db string) string {
 	t.Helper()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
@@ -167,18 +171,22 @@ func fill(t *testing.T, db string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "run", "./examples/support_desk", "--db", db)
+	cmd := exec.CommandContext(ctx, "go", "run", "./examples/support_desk", "--db", db, "--approver", "person")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BK_LLM_URL=") // the scripted model
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Every refund happened exactly once") {
-		t.Fatalf("support_desk --db: %v\n%s", err, out)
+		t.Fatalf("support_desk --db --approver person: %v\n%s", err, out)
 	}
+	return string(out)
 }
 
 // TestBrowser drives the console in headless Chromium over a store
-// support_desk filled, to which the test's gate adds four refunds waiting
-// for approval: the inbox lists each with its evidence; approving one
+// support_desk filled, leaving two refunds to a person, to which the
+// test's gate adds four more waiting for approval: the inbox lists each
+// with its evidence; a person approves support_desk's 750 refund and
+// denies its 900 one in the browser, and support_desk's next run pays the
+// first exactly once and not the second; approving one
 // lets the gate pay it exactly once; denying one sends it to review; a
 // form whose digest was changed, a form without its CSRF token and a
 // request without identity are refused and record nothing; a reason and
@@ -194,7 +202,9 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(t.TempDir(), "desk.db")
-	fill(t, db)
+	if out := fill(t, db); !strings.Contains(out, "T3: 1 refund(s) wait for a person's approval") {
+		t.Fatalf("support_desk left no refund to a person:\n%s", out)
+	}
 
 	ctx := context.Background()
 	s, err := sqlitestore.Open(ctx, db)
@@ -334,7 +344,7 @@ func TestBrowser(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("inbox: %d\n%s", code, text)
 		}
-		for _, want := range []string{"namespace " + namespace, approveMe, denyMe, tamperMe, hostileAct, "signed in as human:alice"} {
+		for _, want := range []string{"namespace " + namespace, "namespace " + own, approveMe, denyMe, tamperMe, hostileAct, "signed in as human:alice"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("inbox lacks %q", want)
 			}
@@ -481,6 +491,53 @@ func TestBrowser(t *testing.T) {
 		code, text = open(t, "/trace?id=T6")
 		if code != http.StatusOK || !strings.Contains(text, "denied by human:alice") || !strings.Contains(text, "queue_for_review") {
 			t.Errorf("trace T6 does not show the denial and the review: %d\n%s", code, text)
+		}
+	})
+
+	t.Run("support_desk's refunds", func(t *testing.T) {
+		pending, err := inspect.Approvals(ctx, s, namespace, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		byTrace := map[string]string{}
+		for _, p := range pending {
+			byTrace[p.TraceID] = p.ActionID
+		}
+		pay, refuse := byTrace["T3"], byTrace["T4"]
+		if pay == "" || refuse == "" {
+			t.Fatalf("support_desk's refunds do not wait: %+v", pending)
+		}
+		if code, text := open(t, "/"); code != http.StatusOK {
+			t.Fatalf("inbox: %d\n%s", code, text)
+		}
+		ctx, cancel := step(bctx)
+		item, err := chromedp.Run(ctx, textOf(article(pay)))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The evidence in front of the person: the refund as committed,
+		// why it waits, and the order looked up that grounds it.
+		for _, want := range []string{"issue_refund", `"order_id": "A3"`, `"amount": 750`, "wrong_item", "amount > 500", "refund_due", "percept.order"} {
+			if !strings.Contains(item, want) {
+				t.Errorf("support_desk's pending refund lacks %q:\n%s", want, item)
+			}
+		}
+		if code, text := decide(t, pay, "approve", chromedp.SetValue(chromedp.CSS(article(pay)+` input[name="note"]`), "grinder returned")); code != http.StatusOK || !strings.Contains(text, "approved") {
+			t.Fatalf("approve %s: %d\n%s", pay, code, text)
+		}
+		if code, text := decide(t, refuse, "deny", chromedp.SetValue(chromedp.CSS(article(refuse)+` input[name="note"]`), "signed for")); code != http.StatusOK || !strings.Contains(text, "denied") {
+			t.Fatalf("deny %s: %d\n%s", refuse, code, text)
+		}
+		out := fill(t, db)
+		for _, want := range []string{"T3: a person decided what waited for approval", "T3 " + pay + " paid  750.00 on order A3",
+			"1 payment under its key", "T4 " + refuse + " not run: APPROVAL_DENIED by human:alice, 0 payments", "approvals: 1 approved, 1 denied"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("support_desk's second run lacks %q:\n%s", want, out)
+			}
+		}
+		if code, text := open(t, "/trace?id=T3"); code != http.StatusOK || !strings.Contains(text, "approved by human:alice") {
+			t.Errorf("trace T3: %d\n%s", code, text)
 		}
 	})
 

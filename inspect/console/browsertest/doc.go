@@ -1,7 +1,9 @@
 // Package browsertest drives the approvals console (package
 // inspect/console, `bk serve`) in a real browser: headless Chromium,
 // through the DevTools protocol (chromedp), against a store that
-// examples/support_desk filled. It is a module of its own, so that the
+// examples/support_desk --approver person filled: a person approves and
+// denies the desk's refunds in the browser, and the desk's next run pays
+// the approved one once. It is a module of its own, so that the
 // kernel's module does not depend on chromedp; it holds tests only.
 //
 //	cd inspect/console/browsertest && go test ./...
