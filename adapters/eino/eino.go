@@ -214,7 +214,7 @@ func (m *Middleware) resume(ctx context.Context, st *pending) (*compose.ToolOutp
 	if d.Approve {
 		decision = audit.Approved
 	}
-	res, err := m.g.Approver(m.approver).Resolve(ctx, st.Trace, st.ActionID, st.Digest, decision, "decided through an Eino resume")
+	res, err := m.g.Approver(m.approver).Resolve(ctx, st.Trace, st.ActionID, d.Digest, decision, "decided through an Eino resume")
 	if err != nil {
 		return nil, err
 	}

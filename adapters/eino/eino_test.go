@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
@@ -170,11 +171,20 @@ func TestUngoverned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tl := range m.Tools() {
-		inv, ok := tl.(interface {
-			InvokableRun(context.Context, string, ...any) (string, error)
-		})
-		_ = inv
-		_ = ok
+	tools := m.Tools()
+	if len(tools) != 3 {
+		t.Fatalf("%d tools, want the gate's 3", len(tools))
+	}
+	for _, tl := range tools {
+		inv, ok := tl.(tool.InvokableTool)
+		if !ok {
+			t.Fatalf("%T is not invokable", tl)
+		}
+		if _, err := inv.InvokableRun(t.Context(), `{"order_id":"B2","amount":100}`); !errors.Is(err, eino.ErrUngoverned) {
+			t.Fatalf("ungoverned run: %v, want ErrUngoverned", err)
+		}
+	}
+	if n := env.Runs(); n != 0 {
+		t.Fatalf("refund ran %d times", n)
 	}
 }
