@@ -58,7 +58,9 @@ func TestAttackResumeOtherArgs(t *testing.T) {
 			if err != nil || len(pend) != 1 {
 				t.Fatalf("pending approvals %+v, %v; want the action still waiting", pend, err)
 			}
-			decide = func(a eino.Approval) eino.Decision { return eino.Decision{Approve: true, Digest: a.Digest, Args: a.Args} }
+			decide = func(a eino.Approval) eino.Decision {
+				return eino.Decision{Approve: true, Digest: a.Digest, Args: a.Args}
+			}
 			rep, err = r.CallTool(t.Context(), adaptertest.Refund, args, "c1")
 			if err != nil || rep.Content.Outcome != "executed" || env.Runs() != 1 {
 				t.Fatalf("honest resume: %+v, %v, %d runs", rep, err, env.Runs())
