@@ -33,7 +33,10 @@
 // call once, a denial refuses it. A Decision whose digest is not the
 // Approval's, or whose arguments have another digest, is refused: nothing
 // is recorded, and the model is shown the call still waiting; the call,
-// delivered again under its id, interrupts again. Without an approver the
+// delivered again under its id, interrupts again. A resume aimed at
+// another call of the same turn interrupts this one again, with its
+// Approval under a new interrupt id (the arguments read from the gate: the
+// checkpoint holds the action id and digest, never the arguments). Without an approver the
 // model is shown the call waiting, for an approval given elsewhere
 // ([toolgate.Gate.PendingApprovals]).
 //

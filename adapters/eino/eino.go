@@ -46,9 +46,28 @@ type Decision struct {
 // pending is the interrupted call's state, kept in the checkpoint.
 type pending struct {
 	Trace    string
+	Tool     string
 	ActionID string
 	Digest   string
 	Reply    string // the gate's waiting reply, shown while undecided
+}
+
+// approval is the question the state stands for, asked again by a run
+// that resumes another call (the interrupt's id changes with every run).
+// The arguments come from the gate, not the checkpoint, which never holds
+// them: a masked argument's real value stays out of the framework's store.
+func (m *Middleware) approval(ctx context.Context, p *pending) (*Approval, error) {
+	a := &Approval{Tool: p.Tool, ActionID: p.ActionID, Digest: p.Digest}
+	list, err := m.g.PendingApprovals(ctx, p.Trace)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range list {
+		if q.ActionID == p.ActionID {
+			a.Args = map[string]any(q.Args)
+		}
+	}
+	return a, nil
 }
 
 func init() {
@@ -182,7 +201,7 @@ func (m *Middleware) Invokable(compose.InvokableToolEndpoint) compose.InvokableT
 		}
 		return nil, compose.StatefulInterrupt(ctx,
 			&Approval{Tool: in.Name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: map[string]any(res.Args)},
-			&pending{Trace: trace, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Reply: reply})
+			&pending{Trace: trace, Tool: in.Name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Reply: reply})
 	}
 }
 
@@ -199,13 +218,17 @@ func interrupted(ctx context.Context) *pending {
 }
 
 // resume carries out the person's decision. A resume not aimed at this
-// call interrupts again; a decision about other arguments (another digest,
+// call interrupts again, with its Approval; a decision about other arguments (another digest,
 // or arguments of another digest) is refused: nothing is recorded, and the
 // model is shown the call still waiting.
 func (m *Middleware) resume(ctx context.Context, st *pending) (*compose.ToolOutput, error) {
 	aimed, has, d := compose.GetResumeContext[*Decision](ctx)
 	if !aimed {
-		return nil, compose.StatefulInterrupt(ctx, nil, st)
+		a, err := m.approval(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		return nil, compose.StatefulInterrupt(ctx, a, st)
 	}
 	if !has || d == nil || !m.matches(d, st) {
 		return &compose.ToolOutput{Result: st.Reply}, nil
