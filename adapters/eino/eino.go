@@ -160,6 +160,15 @@ func info(s toolgate.Spec) *schema.ToolInfo {
 	return ti
 }
 
+// jsonArgs is a model's arguments for the gate: a model that sends none
+// calls with an empty object.
+func jsonArgs(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(s)
+}
+
 type gated struct{ ti *schema.ToolInfo }
 
 func (t gated) Info(context.Context) (*schema.ToolInfo, error) { return t.ti, nil }
@@ -169,7 +178,7 @@ func (t gated) InvokableRun(context.Context, string, ...tool.Option) (string, er
 }
 
 func (m *Middleware) unknown(ctx context.Context, name, args string) (string, error) {
-	res, err := m.g.Call(ctx, toolgate.Call{Tool: name, Args: json.RawMessage(args), Caller: m.caller, TraceID: m.trace(ctx)})
+	res, err := m.g.Call(ctx, toolgate.Call{Tool: name, Args: jsonArgs(args), Caller: m.caller, TraceID: m.trace(ctx)})
 	if err != nil {
 		return "", err
 	}
@@ -185,12 +194,8 @@ func (m *Middleware) Invokable(compose.InvokableToolEndpoint) compose.InvokableT
 		if st := interrupted(ctx); st != nil {
 			return m.resume(ctx, st)
 		}
-		args := in.Arguments
-		if args == "" {
-			args = "{}"
-		}
 		trace := m.trace(ctx)
-		res, err := m.g.Call(ctx, toolgate.Call{ID: in.CallID, RetryKey: in.CallID, Tool: in.Name, Args: json.RawMessage(args),
+		res, err := m.g.Call(ctx, toolgate.Call{ID: in.CallID, RetryKey: in.CallID, Tool: in.Name, Args: jsonArgs(in.Arguments),
 			Caller: m.caller, TraceID: trace})
 		if err != nil {
 			return nil, err
