@@ -99,15 +99,6 @@ func runDecision(ctx context.Context, e *env, actionID, verdict string) error {
 			return fmt.Errorf("%w: %s (bk approvals lists those that are; one already decided, started or done is not)", ErrNotPending, actionID)
 		}
 	}
-	if len(act.Provenance.InputRefs) > 0 && !mutApproveCaller {
-		proposal, err := e.store.Get(ctx, act.Provenance.InputRefs[0])
-		if err != nil && !errors.Is(err, blackboard.ErrNotFound) {
-			return err
-		}
-		if err == nil && proposal.Provenance.Writer == toolgate.CallerWriter(d.as) {
-			return fmt.Errorf("%w: %s: %q is the caller that proposed it and cannot decide it", blackboard.ErrPermission, actionID, d.as)
-		}
-	}
 	ws, closeStore, err := e.openWritable(ctx)
 	if err != nil {
 		return err

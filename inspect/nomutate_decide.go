@@ -3,7 +3,4 @@
 package inspect
 
 // The switches of mutate_decide.go, compiled out.
-const (
-	mutApprovePending = false
-	mutApproveCaller  = false
-)
+const mutApprovePending = false

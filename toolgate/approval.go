@@ -75,7 +75,8 @@ func (a *Approver) Identity() string { return a.identity }
 // that does not match the action's arguments,
 // [kernel.ErrInvalidReference] when actionID is not a committed, active
 // action of the trace, and [blackboard.ErrPermission] when the approver
-// proposed the action. The gate checks the approval again before the
+// proposed the action (its identity is the proposal's writer, or the name
+// of the gate caller whose call it is). The gate checks the approval again before the
 // action runs ([Gate.Execute]).
 func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {
 	return a.decide(ctx, traceID, actionID, digest, audit.Approved, note, ttl)
@@ -171,12 +172,17 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 	if err != nil {
 		return blackboard.Record{}, err
 	}
-	// The committed action names its proposal first.
-	if proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0]); err != nil || proposal.Provenance.Writer == a.identity {
-		if err != nil && !isNotFound(err) {
-			return blackboard.Record{}, err
-		}
+	// The committed action names its proposal first. Its writer is the
+	// proposer itself or, for a gate call, CallerWriter of the caller's
+	// name: an identity that is either proposed it.
+	proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0])
+	switch {
+	case err != nil && !isNotFound(err):
+		return blackboard.Record{}, err
+	case err != nil || proposal.Provenance.Writer == a.identity:
 		return bad(blackboard.ErrPermission, "an approver cannot decide an action it proposed")
+	case proposal.Provenance.Writer == CallerWriter(a.identity) && !mutApproverCaller:
+		return bad(blackboard.ErrPermission, fmt.Sprintf("%q is the caller that proposed it and cannot decide it", a.identity))
 	}
 	f, err := audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: decision, Approver: a.identity,
 		Note: note, TTL: ttl}.Follow()

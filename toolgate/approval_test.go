@@ -233,6 +233,26 @@ func TestSelfApproval(t *testing.T) {
 	})
 }
 
+// TestApproverRefusesTheCallerByName: an approver named as the gate
+// caller that proposed the action (whose writer is CallerWriter of that
+// name) cannot decide it either; nothing is recorded and nothing runs.
+func TestApproverRefusesTheCallerByName(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		for _, decide := range []func(context.Context, string, string, string, string, time.Duration) (blackboard.Record, error){
+			d.g.Approver("support").Approve, d.g.Approver("support").Deny,
+		} {
+			if _, err := decide(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "mine", time.Hour); !errors.Is(err, blackboard.ErrPermission) {
+				t.Errorf("the caller deciding its own call: %v, want ErrPermission", err)
+			}
+		}
+		wantOutcome(t, "execute after the refused decisions", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran")
+		}
+	})
+}
+
 func TestApprovalIdentityRequired(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)

@@ -230,15 +230,21 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 	for i := range j.e.derives {
 		d := &j.e.derives[i]
 		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID}
+		// failed records a derivation that fails closed: no belief, a
+		// DERIVATION_FAILED record saying why.
+		failed := func(detail string) error {
+			dr, err := audit.Append(ctx, j.e.deriver.gov, audit.Record{TraceID: j.trace, Kind: d.Belief,
+				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
+			if err == nil {
+				out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
+			}
+			return err
+		}
 		value, fields, err := d.evaluate(ctx, output, j.args)
 		if err != nil {
-			detail := err.Error()
-			dr, aerr := audit.Append(ctx, j.e.deriver.gov, audit.Record{TraceID: j.trace, Kind: d.Belief,
-				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
-			if aerr != nil {
-				return out, aerr
+			if err := failed(err.Error()); err != nil {
+				return out, err
 			}
-			out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
 			continue
 		}
 		fields[kernel.KeyValue] = value
@@ -248,13 +254,9 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 			func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
 		if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 			// The fields evaluated to what no payload holds: fail closed.
-			detail := "the derived payload cannot be stored: " + err.Error()
-			dr, aerr := audit.Append(ctx, j.e.deriver.gov, audit.Record{TraceID: j.trace, Kind: d.Belief,
-				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
-			if aerr != nil {
-				return out, aerr
+			if err := failed("the derived payload cannot be stored: " + err.Error()); err != nil {
+				return out, err
 			}
-			out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
 			continue
 		}
 		if err != nil {

@@ -8,4 +8,5 @@ const (
 	mutApproverView    = false
 	mutRecheckYields   = false
 	mutApprovalDigest  = false
+	mutApproverCaller  = false
 )

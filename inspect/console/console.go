@@ -391,14 +391,6 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusConflict, fmt.Sprintf("the action's arguments are not those the page showed (page digest %q, action's digest %q): nothing was recorded; reload the inbox and look again", digest, it.Digest))
 		return
 	}
-	if proposer, err := c.proposedBy(r.Context(), actionID, id); err != nil || proposer && !mutCaller {
-		if err != nil {
-			c.fail(w, http.StatusInternalServerError, "cannot read the store: "+err.Error())
-		} else {
-			c.fail(w, http.StatusForbidden, "you proposed this action, as the gate's caller: someone else must decide it")
-		}
-		return
-	}
 	g, err := c.gate(r.Context(), ns)
 	if err != nil {
 		c.fail(w, http.StatusInternalServerError, err.Error())
@@ -423,21 +415,6 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	verb := map[string]string{"approve": "approved", "deny": "denied"}[decision]
 	c.render(w, http.StatusOK, "done", map[string]any{"Identity": id, "Verb": verb, "Item": it})
-}
-
-// proposedBy reports whether identity is the gate caller that proposed the
-// committed action id, which the gate records as [toolgate.CallerWriter]
-// of the caller's name; the gate's Approver refuses the writer itself.
-func (c *Console) proposedBy(ctx context.Context, id, identity string) (bool, error) {
-	act, err := c.s.Get(ctx, id)
-	if err != nil || len(act.Provenance.InputRefs) == 0 {
-		return false, err
-	}
-	proposal, err := c.s.Get(ctx, act.Provenance.InputRefs[0])
-	if errors.Is(err, blackboard.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil && proposal.Provenance.Writer == toolgate.CallerWriter(identity), err
 }
 
 // gate returns the console's tool-call gate of namespace ns: one with no

@@ -6,12 +6,11 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 
 // The console's security checks, switchable off to prove a test catches
 // each (see kernel/mutate.go for the scheme).
-var mutCSRF, mutIdentity, mutCaller, mutSVG bool
+var mutCSRF, mutIdentity, mutSVG bool
 
 func init() {
 	mutant.Register("github.com/blackboardkernel/bk/inspect/console",
 		mutant.Def{Name: "console.csrf", Check: "bk serve refuses a decision whose form lacks the identity's CSRF token", On: &mutCSRF},
-		mutant.Def{Name: "console.caller", Check: "bk serve refuses a decision by the gate caller that proposed the action, named by its caller name", On: &mutCaller},
 		mutant.Def{Name: "console.identity", Check: "bk serve refuses every request that names no identity", On: &mutIdentity},
 		mutant.Def{Name: "console.svg", Check: "bk serve's timeline picture escapes the stored text it draws", On: &mutSVG},
 	)

@@ -3,4 +3,4 @@
 package console
 
 // The switches of mutate_console.go, compiled out.
-const mutCSRF, mutIdentity, mutCaller, mutSVG = false, false, false, false
+const mutCSRF, mutIdentity, mutSVG = false, false, false
