@@ -3,6 +3,7 @@ package inspect
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -29,6 +31,29 @@ type PendingApproval struct {
 	// Digest is the committed arguments' [toolgate.ArgsDigest], which an
 	// approval binds (bk approve --digest).
 	Digest string `json:"digest,omitempty"`
+	// Budget is the budget the call was checked against when it was
+	// decided, as its decision record carries it (the snapshot the gate
+	// took: [budget.KeyBudget]); nil when no budget applied.
+	Budget *budget.Snapshot `json:"budget,omitempty"`
+}
+
+// budgetOf reads the budget snapshot a decision record's context carries
+// under [budget.KeyBudget]; nil when it carries none or one that does not
+// read as a snapshot.
+func budgetOf(d audit.Record) *budget.Snapshot {
+	m, ok := d.Context[budget.KeyBudget].(map[string]any)
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	var snap budget.Snapshot
+	if json.Unmarshal(b, &snap) != nil || snap.RunID == "" {
+		return nil
+	}
+	return &snap
 }
 
 // Approvals lists the actions whose decision record says
@@ -52,7 +77,7 @@ func Approvals(ctx context.Context, s blackboard.Store, namespace string, now ti
 		if !ok || d.Outcome != audit.OutcomePendingApproval {
 			continue
 		}
-		p := PendingApproval{TraceID: d.TraceID, Namespace: d.Namespace, SinceMS: d.TimeMS, ActionID: d.Subject, Kind: d.Kind}
+		p := PendingApproval{TraceID: d.TraceID, Namespace: d.Namespace, SinceMS: d.TimeMS, ActionID: d.Subject, Kind: d.Kind, Budget: budgetOf(d)}
 		p.Tool, _ = d.Context["tool"].(string)
 		p.Reason, _ = d.Context["approval_reason"].(string)
 		if args, ok := d.Context["args"].(map[string]any); ok && mutApproverView {
@@ -117,6 +142,32 @@ func runApprovals(ctx context.Context, e *env, _ []string) error {
 	})
 }
 
+// EffectStep is one record the tool-call gate wrote about an action's
+// effect: an attempt (Attempt numbers it from 1, LeaseUntilMS is its
+// lease), or how the effect ended: its result, a failure, a refusal for
+// good or an escalation, with its code.
+type EffectStep struct {
+	Record       string          `json:"record"`
+	TimeMS       int64           `json:"ts_ms"`
+	Status       string          `json:"status"`
+	Attempt      int             `json:"attempt,omitempty"`
+	LeaseUntilMS int64           `json:"lease_until_ms,omitempty"`
+	Code         blackboard.Code `json:"code,omitempty"`
+	// Approval is the approval the attempt ran under; on an escalation,
+	// the denial or the approval that expired, with its Approver and Note.
+	Approval string `json:"approval,omitempty"`
+	Approver string `json:"approver,omitempty"`
+	Note     string `json:"note,omitempty"`
+	// Error is a failure's or a refusal's message; Category and Retryable
+	// its typed signal, when the effect's error carried one.
+	Error     string `json:"error,omitempty"`
+	Category  string `json:"category,omitempty"`
+	Retryable bool   `json:"retryable,omitempty"`
+	// Output is a successful result's output: what the tool returned, as
+	// stored (masked fields hold their keyed hash).
+	Output blackboard.Payload `json:"output,omitempty"`
+}
+
 // EffectRow is one governed action's effect: its attempts and outcome.
 type EffectRow struct {
 	ActionID  string `json:"action_id"`
@@ -130,6 +181,60 @@ type EffectRow struct {
 	Code    blackboard.Code `json:"code,omitempty"`
 	Result  string          `json:"result,omitempty"` // the record of the result
 	LastMS  int64           `json:"last_ts_ms"`
+	// Steps are the records of the effect in order, each attempt and the
+	// result; only [TraceEffects] fills them.
+	Steps []EffectStep `json:"steps,omitempty"`
+}
+
+// effectLog gathers effect rows from records, in the order of each
+// action's first record; with steps, each row keeps its records.
+type effectLog struct {
+	order []string
+	rows  map[string]*EffectRow
+	steps bool
+}
+
+// add counts r into the log when it is the gate's effect record
+// ([toolgate.EffectOf]: an object another writer stored under
+// [toolgate.KeyEffect] is no effect).
+func (l *effectLog) add(r blackboard.Record) {
+	e, ok := toolgate.EffectOf(r)
+	if !ok {
+		return
+	}
+	row := l.rows[e.ActionID]
+	if row == nil {
+		row = &EffectRow{ActionID: e.ActionID, TraceID: r.TraceID(), Namespace: r.Namespace, Outcome: "in_progress"}
+		l.rows[e.ActionID] = row
+		l.order = append(l.order, e.ActionID)
+	}
+	row.Tool = e.Tool
+	row.LastMS = r.Provenance.TimestampMS
+	if l.steps {
+		st := EffectStep{Record: r.ID, TimeMS: r.Provenance.TimestampMS, Status: e.Status, Attempt: e.Attempt, LeaseUntilMS: e.LeaseUntilMS,
+			Code: e.Code, Approval: e.Approval, Approver: e.Approver, Note: e.Note, Error: e.Error, Category: string(e.Category), Retryable: e.Retryable}
+		if e.Status == toolgate.StatusSucceeded {
+			st.Output = r.Payload.Clone()
+			delete(st.Output, toolgate.KeyEffect)
+		}
+		row.Steps = append(row.Steps, st)
+	}
+	if e.Status == toolgate.StatusAttempted {
+		row.Attempts++
+		return
+	}
+	row.Outcome, row.Result = e.Status, r.ID
+	if e.Code != "" {
+		row.Code = e.Code
+	}
+}
+
+func (l *effectLog) list() []EffectRow {
+	out := make([]EffectRow, 0, len(l.order))
+	for _, id := range l.order {
+		out = append(out, *l.rows[id])
+	}
+	return out
 }
 
 // Effects lists every action the tool-call gate ran an effect for, in the
@@ -137,38 +242,35 @@ type EffectRow struct {
 // (read with [toolgate.EffectOf]: an object another writer stored under
 // [toolgate.KeyEffect] is no effect).
 func Effects(ctx context.Context, s blackboard.Store, namespace string) ([]EffectRow, error) {
-	var order []string
-	rows := map[string]*EffectRow{}
+	l := effectLog{rows: map[string]*EffectRow{}}
 	for r, err := range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Namespace: namespace}) {
 		if err != nil {
 			return nil, err
 		}
-		e, ok := toolgate.EffectOf(r)
-		if !ok {
-			continue
-		}
-		row := rows[e.ActionID]
-		if row == nil {
-			row = &EffectRow{ActionID: e.ActionID, TraceID: r.TraceID(), Namespace: r.Namespace, Outcome: "in_progress"}
-			rows[e.ActionID] = row
-			order = append(order, e.ActionID)
-		}
-		row.Tool = e.Tool
-		row.LastMS = r.Provenance.TimestampMS
-		if e.Status == toolgate.StatusAttempted {
-			row.Attempts++
-			continue
-		}
-		row.Outcome, row.Result = e.Status, r.ID
-		if e.Code != "" {
-			row.Code = e.Code
-		}
+		l.add(r)
 	}
-	out := make([]EffectRow, 0, len(order))
-	for _, id := range order {
-		out = append(out, *rows[id])
+	return l.list(), nil
+}
+
+// TraceEffects lists the effects of one trace as [Effects] does, each
+// with its steps: every attempt with its number and lease, and the
+// result, failure, refusal or escalation with its code. A trace that has
+// no records is an error wrapping [blackboard.ErrNotFound]; a trace
+// whose gate ran nothing yet has no effects.
+func TraceEffects(ctx context.Context, s blackboard.Store, traceID string) ([]EffectRow, error) {
+	l := effectLog{rows: map[string]*EffectRow{}, steps: true}
+	n := 0
+	for r, err := range s.ListTrace(ctx, traceID) {
+		if err != nil {
+			return nil, err
+		}
+		n++
+		l.add(r)
 	}
-	return out, nil
+	if n == 0 {
+		return nil, fmt.Errorf("inspect: effects: no trace %q: %w", traceID, blackboard.ErrNotFound)
+	}
+	return l.list(), nil
 }
 
 func effectsByAction(ctx context.Context, s blackboard.Store, namespace string) (map[string]*EffectRow, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -534,7 +535,7 @@ func TestAttackForgedEffect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(after) != len(before) || after[len(after)-1] != refund {
+	if len(after) != len(before) || !reflect.DeepEqual(after[len(after)-1], refund) {
 		t.Errorf("bk effects after the forgery:\n%+v\nwant\n%+v", after, before)
 	}
 	tl, err := inspect.Timeline(ctx, s, "ticket-2")

@@ -105,6 +105,7 @@ func New(s blackboard.Store, identity Identity, opts ...Option) (*Console, error
 	c.mux = http.NewServeMux()
 	c.mux.HandleFunc("GET /{$}", c.inbox)
 	c.mux.HandleFunc("GET /trace", c.trace)
+	c.mux.HandleFunc("GET /effects", c.effects)
 	c.mux.HandleFunc("POST /decide", c.decide)
 	c.mux.HandleFunc("GET /style.css", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
@@ -171,6 +172,11 @@ type item struct {
 	Digest   string
 	ArgsJSON string
 	Waited   string
+	Since    string // when it started waiting, UTC
+	// Budget says what the call's run had spent when the gate decided it,
+	// a line per run (the call's own, then each run it draws on); empty
+	// when no budget applied.
+	Budget   []budgetLine
 	Evidence string // the explanation of the action as text: its whole tree
 	// Grounds are the beliefs and observations the action rests on.
 	Grounds []ground
@@ -236,7 +242,8 @@ func (c *Console) pending(ctx context.Context, ns string) ([]group, error) {
 		if !c.inNamespace(p.Namespace) {
 			continue
 		}
-		it := item{PendingApproval: p, Waited: waited(time.Duration(p.AgeMS) * time.Millisecond)}
+		it := item{PendingApproval: p, Waited: waited(time.Duration(p.AgeMS) * time.Millisecond),
+			Since: time.UnixMilli(p.SinceMS).UTC().Format(time.RFC3339), Budget: budgetLines(p.Budget)}
 		if it.Digest, err = c.digest(ctx, p.ActionID); err != nil {
 			return nil, err
 		}
@@ -245,14 +252,9 @@ func (c *Console) pending(ctx context.Context, ns string) ([]group, error) {
 		}
 		// Not HTML-escaped here: html/template escapes it for the page, so
 		// that the person reads <script> as written.
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(p.Args); err != nil {
+		if it.ArgsJSON, err = indented(p.Args); err != nil {
 			return nil, err
 		}
-		it.ArgsJSON = string(inspect.InertJSON(bytes.TrimSpace(b.Bytes())))
 		if ex, err := inspect.Explain(ctx, c.s, p.ActionID); err == nil {
 			it.Evidence = ex.String()
 			it.Grounds = grounds(ex.Tree, now, map[string]bool{}, nil)
@@ -331,6 +333,96 @@ func (c *Console) trace(w http.ResponseWriter, r *http.Request) {
 	}
 	data["Timeline"], data["Outcome"], data["Picture"] = tl.String(), tl.Outcome, timelineSVG(tl)
 	c.render(w, http.StatusOK, "trace", data)
+}
+
+// effectView is one effect as the effects page shows it.
+type effectView struct {
+	inspect.EffectRow
+	Last  string
+	Steps []stepView
+}
+
+// stepView is one record of an effect, its stored text made inert.
+type stepView struct {
+	inspect.EffectStep
+	Time, Lease string
+	// Output is a result's output as indented JSON, made inert.
+	Output string
+}
+
+// effects is a trace's effects and their attempts, read-only: each
+// action the gate ran an effect for, each attempt with its number and
+// lease, and its result or failure with its code.
+func (c *Console) effects(w http.ResponseWriter, r *http.Request) {
+	id, _ := c.identity(r)
+	traceID := r.URL.Query().Get("id")
+	if traceID == "" {
+		c.fail(w, http.StatusBadRequest, "give a trace (?id=TRACE)")
+		return
+	}
+	ns, err := c.traceNamespace(r.Context(), traceID)
+	if err != nil {
+		c.readFail(w, err)
+		return
+	}
+	if !c.inNamespace(ns) {
+		c.fail(w, http.StatusNotFound, "no such trace in this console's namespace")
+		return
+	}
+	rows, err := inspect.TraceEffects(r.Context(), c.s, traceID)
+	if err != nil {
+		c.readFail(w, err)
+		return
+	}
+	views := make([]effectView, 0, len(rows))
+	for _, row := range rows {
+		v := effectView{EffectRow: row, Last: stampOf(row.LastMS)}
+		for _, st := range row.Steps {
+			sv := stepView{EffectStep: st, Time: stampOf(st.TimeMS)}
+			if st.LeaseUntilMS > 0 {
+				sv.Lease = stampOf(st.LeaseUntilMS)
+			}
+			if len(st.Output) > 0 {
+				if sv.Output, err = indented(st.Output); err != nil {
+					c.fail(w, http.StatusInternalServerError, "cannot show a result: "+err.Error())
+					return
+				}
+			}
+			v.Steps = append(v.Steps, sv)
+		}
+		views = append(views, v)
+	}
+	c.render(w, http.StatusOK, "effects", map[string]any{"Identity": id, "Trace": traceID, "Effects": views})
+}
+
+// traceNamespace is the namespace of a trace's first record; a trace
+// without records is [blackboard.ErrNotFound].
+func (c *Console) traceNamespace(ctx context.Context, traceID string) (string, error) {
+	for r, err := range c.s.ListTrace(ctx, traceID) {
+		if err != nil {
+			return "", err
+		}
+		return r.Namespace, nil
+	}
+	return "", fmt.Errorf("console: no trace %q: %w", traceID, blackboard.ErrNotFound)
+}
+
+// stampOf renders a time in Unix milliseconds as the pages show times:
+// UTC, to the millisecond.
+func stampOf(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") }
+
+// indented renders a payload as indented JSON, markup characters kept as
+// written (html/template escapes them for the page) and terminal escapes
+// made inert.
+func indented(p blackboard.Payload) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		return "", err
+	}
+	return string(inspect.InertJSON(bytes.TrimSpace(b.Bytes()))), nil
 }
 
 func (c *Console) readFail(w http.ResponseWriter, err error) {

@@ -48,7 +48,8 @@ const (
 
 func newDesk(t *testing.T, order string) *desk { return newDeskOn(t, memstore.New(), order) }
 
-func newDeskOn(t *testing.T, s blackboard.Store, order string) *desk {
+// newDeskOn builds the desk over s; opts are added to its gate's.
+func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.Option) *desk {
 	t.Helper()
 	ctx := context.Background()
 	d := &desk{s: s}
@@ -66,10 +67,10 @@ func newDeskOn(t *testing.T, s blackboard.Store, order string) *desk {
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
 	}
-	g, err := toolgate.New(ctx, toolgate.WithTools(tools...),
+	g, err := toolgate.New(ctx, append([]toolgate.Option{toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithStore(d.s), kernel.WithNamespace("desk"),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

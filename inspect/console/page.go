@@ -24,8 +24,10 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{"inert"
 <h3>{{inert (or .Tool .Kind)}} <span class="muted">waiting {{.Waited}}</span></h3>
 <dl>
 <dt>action</dt><dd><a href="/trace?record={{.ActionID}}">{{inert .ActionID}}</a></dd>
-<dt>trace</dt><dd><a href="/trace?id={{.TraceID}}">{{inert .TraceID}}</a></dd>
+<dt>trace</dt><dd><a href="/trace?id={{.TraceID}}">{{inert .TraceID}}</a> · <a href="/effects?id={{.TraceID}}">its effects</a></dd>
+<dt>waiting</dt><dd class="waited">{{.Waited}}, since {{.Since}}</dd>
 <dt>why it waits</dt><dd>{{inert .Reason}}</dd>
+<dt>budget spent when it was decided</dt><dd class="budget">{{range .Budget}}<div>run <b>{{inert .Run}}</b>: {{range $i, $f := .Figures}}{{if $i}}, {{end}}{{$f}}{{else}}nothing spent{{end}}; pressure {{.Pressure}}{{with .Taken}} <span class="muted">(at {{.}})</span>{{end}}</div>{{else}}no budget applies to this call{{end}}</dd>
 <dt>arguments (as the committed action holds them)</dt><dd><pre class="args">{{.ArgsJSON}}</pre></dd>
 <dt>digest</dt><dd><code>{{.Digest}}</code></dd>
 </dl>
@@ -53,10 +55,28 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{"inert"
 <h1>Trace {{inert .Trace}}</h1>
 <p>outcome: {{inert .Outcome}}</p>
 {{with .Explanation}}<h2>Explanation of {{inert $.Record}}</h2><pre>{{.}}</pre>{{end}}
+<p><a href="/effects?id={{.Trace}}">the trace's effects and their attempts</a></p>
 <h2>Timeline</h2>
 <figure class="timeline">{{.Picture}}</figure>
 <details><summary>the timeline as text</summary><pre>{{.Timeline}}</pre></details>
 </body></html>{{end}}
+
+{{define "effects"}}{{template "head" "effects"}}{{template "who" .Identity}}
+<h1>Effects of trace {{inert .Trace}}</h1>
+<p><a href="/trace?id={{.Trace}}">the trace's timeline</a></p>
+{{range .Effects}}<article class="effect" id="{{.ActionID}}">
+<h3>{{inert .Tool}} <span class="muted">{{inert .Outcome}}{{with .Code}} {{inert (print .)}}{{end}}</span></h3>
+<dl>
+<dt>action</dt><dd><a href="/trace?record={{.ActionID}}">{{inert .ActionID}}</a></dd>
+<dt>attempts</dt><dd>{{.Attempts}}, the last record at {{.Last}}</dd>
+</dl>
+<table class="steps"><tr><th>record</th><th>at</th><th>status</th><th>attempt</th><th>lease until</th><th>code</th><th>result or failure</th></tr>
+{{range $st := .Steps}}<tr class="step {{.Status}}"><td><a href="/trace?record={{.Record}}">{{inert .Record}}</a></td><td>{{.Time}}</td><td>{{inert .Status}}</td>
+<td>{{if .Attempt}}{{.Attempt}}{{end}}</td><td>{{.Lease}}</td><td>{{with .Code}}<span{{if ne (print .) "EFFECT_SUCCEEDED"}} class="refused"{{end}}>{{inert (print .)}}</span>{{end}}</td>
+<td>{{with .Output}}<pre>{{.}}</pre>{{end}}{{with .Error}}<span class="refused">{{inert .}}</span>{{end}}{{with .Category}} <span class="muted">category {{inert .}}{{if $st.Retryable}}, retryable{{end}}</span>{{end}}{{with .Approval}}<div class="muted">under {{inert .}}{{with $st.Approver}} by {{inert .}}{{end}}{{with $st.Note}}: {{inert .}}{{end}}</div>{{end}}</td></tr>
+{{end}}</table></article>
+{{else}}<p>No effects: the gate ran nothing in this trace.</p>
+{{end}}</body></html>{{end}}
 
 {{define "done"}}{{template "head" .Verb}}{{template "who" .Identity}}
 <h1>{{.Verb}}</h1>
