@@ -57,7 +57,8 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 
 // Console is the approvals console, an [http.Handler]: an inbox of the
 // approvals pending (GET /), a trace's timeline and a record's explanation
-// (GET /trace), and approving or denying an action (POST /decide), the
+// (GET /trace), a trace's effects and their attempts (GET /effects), and
+// approving or denying an action (POST /decide), the
 // only request that writes. Build it with [New]. It is safe for
 // concurrent use by any number of requests.
 type Console struct {

@@ -6,15 +6,30 @@
 //	GET  /                  the inbox: approvals pending, by namespace, oldest first
 //	GET  /trace?id=T        a trace's timeline (inspect.Timeline), drawn and as text
 //	GET  /trace?record=R    a record's explanation (inspect.Explain) and its trace's timeline
+//	GET  /effects?id=T      a trace's effects and their attempts (inspect.TraceEffects)
 //	POST /decide            approve or deny one action, with a note
 //
 // Each inbox entry shows what a person needs to decide: the tool and its
 // arguments as the committed action holds them ([inspect.Approvals]: never
 // as a decision record's context describes them), their digest
 // ([toolgate.ArgsDigest]), why the call waits (the approval rule), the
-// beliefs and observations it rests on with their age, the evidence
-// checks they passed and their flags, the constraints in force when the
-// kernel committed it, the whole explanation, and how long it has waited.
+// budget spent (the snapshot of the run budget the gate checked the call
+// against, as its decision record carries it: what each run, and each run
+// it draws on, had spent of each limit, and its pressure; "no budget"
+// when none applied), the beliefs and observations it rests on with their
+// age, the evidence checks they passed and their flags, the constraints in
+// force when the kernel committed it, the whole explanation, and how long
+// it has waited and since when.
+//
+// # Effects and their attempts
+//
+// The effects page of a trace, linked from each inbox entry and from the
+// trace page, lists every action the gate ran an effect for, in order:
+// each attempt with its number, its lease and the approval it ran under,
+// and how the effect ended, its result's output or its failure (message,
+// category, retryable) or escalation, with its code. It reads only the
+// gate's own effect records ([toolgate.EffectOf]); every stored text on it
+// is escaped, and it writes nothing.
 //
 // # Deciding
 //
@@ -63,14 +78,11 @@
 //
 // The module inspect/console/browsertest drives the console in headless
 // Chromium (chromedp) over a store examples/support_desk filled; `make
-// browser` runs it, and CI with it.
+// browser` runs it, and CI with it. `bk serve --dsn` is tested over
+// PostgreSQL (TestServePostgres, under .ci/with-postgres).
 //
-// # Not yet
+// # Limits
 //
-// This is the console's second slice. Not here yet: the budget spent on
-// the inbox, the effects page, and a test of bk serve --dsn against
-// PostgreSQL (it opens the store as bk approve does; the tests here use
-// SQLite and the memory store).
 // One console takes one decision at a time, so a second decision on an
 // action is refused; two consoles over one store deciding one action at
 // the same moment may both record theirs, and the gate acts on the latest.

@@ -38,7 +38,7 @@ func TestInboxBudget(t *testing.T) {
 		t.Errorf("budget %+v", b)
 	}
 	_, body, _ := d.get(t, "/", aliceToken)
-	for _, want := range []string{"budget spent when it was decided", "run <b>run-desk</b>: tokens 0 of 5000, tool_calls 2 of 10, tool_calls_per_turn 2; pressure 0%", "since 20"} {
+	for _, want := range []string{"budget spent", "run <b>run-desk</b>: tokens 0 of 5000, tool_calls 2 of 10, tool_calls_per_turn 2; pressure 0%", "since 20"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("inbox lacks %q:\n%s", want, body)
 		}
@@ -105,7 +105,7 @@ func TestEffects(t *testing.T) {
 	if len(attempts) != 1 || attempts[0] != "1" {
 		t.Errorf("refund attempts on the page %q, want one numbered 1:\n%s", attempts, article)
 	}
-	for _, want := range []string{"issue_refund", "succeeded", string(toolgate.CodeEffectSucceeded), `&#34;refund_id&#34;: &#34;re_ticket-1&#34;`, "under " + att.Approval,
+	for _, want := range []string{"issue_refund", "succeeded", string(toolgate.CodeEffectSucceeded), `&#34;refund_id&#34;: &#34;re_ticket-1&#34;`, "under approval " + att.Approval,
 		time.UnixMilli(att.LeaseUntilMS).UTC().Format("2006-01-02 15:04:05.000")} {
 		if !strings.Contains(article, want) {
 			t.Errorf("the refund's effects lack %q:\n%s", want, article)

@@ -27,8 +27,8 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{"inert"
 <dt>trace</dt><dd><a href="/trace?id={{.TraceID}}">{{inert .TraceID}}</a> · <a href="/effects?id={{.TraceID}}">its effects</a></dd>
 <dt>waiting</dt><dd class="waited">{{.Waited}}, since {{.Since}}</dd>
 <dt>why it waits</dt><dd>{{inert .Reason}}</dd>
-<dt>budget spent when it was decided</dt><dd class="budget">{{range .Budget}}<div>run <b>{{inert .Run}}</b>: {{range $i, $f := .Figures}}{{if $i}}, {{end}}{{$f}}{{else}}nothing spent{{end}}; pressure {{.Pressure}}{{with .Taken}} <span class="muted">(at {{.}})</span>{{end}}</div>{{else}}no budget applies to this call{{end}}</dd>
-<dt>arguments (as the committed action holds them)</dt><dd><pre class="args">{{.ArgsJSON}}</pre></dd>
+<dt>budget spent</dt><dd class="budget">{{range .Budget}}<div>run <b>{{inert .Run}}</b>: {{range $i, $f := .Figures}}{{if $i}}, {{end}}{{$f}}{{else}}nothing spent{{end}}; pressure {{.Pressure}}{{with .Taken}} <span class="muted">(at {{.}})</span>{{end}}</div>{{else}}no budget applies to this call{{end}}</dd>
+<dt>arguments <span class="muted">as the committed action holds them</span></dt><dd><pre class="args">{{.ArgsJSON}}</pre></dd>
 <dt>digest</dt><dd><code>{{.Digest}}</code></dd>
 </dl>
 <h4>What it rests on</h4>
@@ -73,7 +73,7 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{"inert"
 <table class="steps"><tr><th>record</th><th>at</th><th>status</th><th>attempt</th><th>lease until</th><th>code</th><th>result or failure</th></tr>
 {{range $st := .Steps}}<tr class="step {{.Status}}"><td><a href="/trace?record={{.Record}}">{{inert .Record}}</a></td><td>{{.Time}}</td><td>{{inert .Status}}</td>
 <td>{{if .Attempt}}{{.Attempt}}{{end}}</td><td>{{.Lease}}</td><td>{{with .Code}}<span{{if ne (print .) "EFFECT_SUCCEEDED"}} class="refused"{{end}}>{{inert (print .)}}</span>{{end}}</td>
-<td>{{with .Output}}<pre>{{.}}</pre>{{end}}{{with .Error}}<span class="refused">{{inert .}}</span>{{end}}{{with .Category}} <span class="muted">category {{inert .}}{{if $st.Retryable}}, retryable{{end}}</span>{{end}}{{with .Approval}}<div class="muted">under {{inert .}}{{with $st.Approver}} by {{inert .}}{{end}}{{with $st.Note}}: {{inert .}}{{end}}</div>{{end}}</td></tr>
+<td>{{with .Output}}<pre>{{.}}</pre>{{end}}{{with .Error}}<span class="refused">{{inert .}}</span>{{end}}{{with .Category}} <span class="muted">category {{inert .}}{{if $st.Retryable}}, retryable{{end}}</span>{{end}}{{with .Approval}}<div class="muted">under approval {{inert .}}{{with $st.Approver}} by {{inert .}}{{end}}{{with $st.Note}}: {{inert .}}{{end}}</div>{{end}}</td></tr>
 {{end}}</table></article>
 {{else}}<p>No effects: the gate ran nothing in this trace.</p>
 {{end}}</body></html>{{end}}
@@ -95,5 +95,7 @@ article{border:1px solid #ccc;border-radius:4px;padding:.5em 1em;margin:1em 0}
 pre{background:#f6f6f6;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 figure.timeline{margin:0;overflow-x:auto}figure.timeline svg{max-width:100%;height:auto}
-dt{font-weight:bold}.muted{color:#666;font-weight:normal}.refused{color:#a00}
+dl{display:grid;grid-template-columns:minmax(7em,11em) minmax(0,1fr);gap:3px 1em}dt{font-weight:bold}dd{margin:0;min-width:0}
+dd pre{margin:0}code{overflow-wrap:anywhere}.muted{color:#666;font-weight:normal}.refused{color:#a00}
+table.steps{width:100%}table.steps td:last-child{width:40%}table.steps pre{margin:0;overflow-wrap:anywhere}
 `

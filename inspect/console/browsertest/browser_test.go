@@ -22,6 +22,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/kernel"
@@ -38,6 +39,8 @@ const (
 	// namespace is support_desk's; own, the test's gate's, kept apart so
 	// that support_desk's ledger check sees only its own refunds.
 	namespace, own = "support_desk", "browser_test"
+	// deskRun is the run budget the test's gate charges its calls to.
+	deskRun = "browser-desk-run"
 )
 
 // chromium finds the browser, or skips the test when there is none;
@@ -62,7 +65,8 @@ func chromium(t *testing.T) string {
 
 // desk is an application's gate over the store support_desk filled, with
 // its tools lookup_order and issue_refund (a refund over 500 waits for
-// approval), and the payment ledger the refunds write to.
+// approval), every call charged to the run budget deskRun, and the
+// payment ledger the refunds write to.
 type desk struct {
 	s blackboard.Store
 	g *toolgate.Gate
@@ -90,7 +94,11 @@ func newDesk(t *testing.T, s blackboard.Store) *desk {
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
+	run, err := budget.New(budget.Limits{ToolCalls: 40, Tokens: 100_000}, budget.WithID(deskRun))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithBudget(run, nil),
 		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace(own),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
@@ -212,17 +220,6 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	d := newDesk(t, s)
-	approveMe := d.refund(t, "T5", "A5", "the parcel never arrived")
-	denyMe := d.refund(t, "T6", "A6", "changed my mind")
-	tamperMe := d.refund(t, "T7", "A7", "wrong size")
-	hostileAct := d.refund(t, "T8", "A8", hostile)
-	// A call of a tool nobody declared, by a hostile name: refused, and
-	// its name stored in the decision record the timeline shows.
-	if res, err := d.g.Call(ctx, toolgate.Call{Tool: hostile, Args: json.RawMessage(`{}`), Caller: "support", TraceID: "T8"}); err != nil || res.Outcome != audit.OutcomeRefused {
-		t.Fatalf("hostile tool: %+v %v", res, err)
-	}
-
 	c, err := console.New(s, console.TokenIdentity(map[string]string{aliceToken: "human:alice"}))
 	if err != nil {
 		t.Fatal(err)
@@ -339,6 +336,55 @@ func TestBrowser(t *testing.T) {
 		t.Logf("screenshot: %s", path)
 	}
 
+	// support_desk's own inbox, as a person finds it after
+	// `support_desk --approver person`: T3's and T4's refunds.
+	pending, err := inspect.Approvals(ctx, s, namespace, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTrace := map[string]string{}
+	for _, p := range pending {
+		byTrace[p.TraceID] = p.ActionID
+	}
+	pay, refuse := byTrace["T3"], byTrace["T4"]
+	if pay == "" || refuse == "" || len(pending) != 2 {
+		t.Fatalf("support_desk's refunds do not wait: %+v", pending)
+	}
+	t.Run("support_desk's inbox", func(t *testing.T) {
+		code, text := open(t, "/")
+		if code != http.StatusOK {
+			t.Fatalf("inbox: %d\n%s", code, text)
+		}
+		for action, want := range map[string][]string{
+			pay:    {"issue_refund", `"order_id": "A3"`, `"amount": 750`, "wrong_item", "amount > 500", "refund_due", "percept.order", "waiting", "since", "no budget applies"},
+			refuse: {"issue_refund", `"order_id": "A4"`, `"amount": 900`, "amount > 500", "refund_due", "percept.order"},
+		} {
+			ctx, cancel := step(bctx)
+			item, err := chromedp.Run(ctx, textOf(article(action)))
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range want {
+				if !strings.Contains(item, w) {
+					t.Errorf("support_desk's pending refund %s lacks %q:\n%s", action, w, item)
+				}
+			}
+		}
+		shoot(t, "inbox.png", chromedp.FullScreenshot(100))
+	})
+
+	d := newDesk(t, s)
+	approveMe := d.refund(t, "T5", "A5", "the parcel never arrived")
+	denyMe := d.refund(t, "T6", "A6", "changed my mind")
+	tamperMe := d.refund(t, "T7", "A7", "wrong size")
+	hostileAct := d.refund(t, "T8", "A8", hostile)
+	// A call of a tool nobody declared, by a hostile name: refused, and
+	// its name stored in the decision record the timeline shows.
+	if res, err := d.g.Call(ctx, toolgate.Call{Tool: hostile, Args: json.RawMessage(`{}`), Caller: "support", TraceID: "T8"}); err != nil || res.Outcome != audit.OutcomeRefused {
+		t.Fatalf("hostile tool: %+v %v", res, err)
+	}
+
 	t.Run("inbox", func(t *testing.T) {
 		code, text := open(t, "/")
 		if code != http.StatusOK {
@@ -357,13 +403,16 @@ func TestBrowser(t *testing.T) {
 		}
 		// The refund, its arguments as committed, why it waits, and the
 		// belief and observation it rests on.
+		// The budget its call was charged to: T5's refund is the run's
+		// second call.
 		for _, want := range []string{"issue_refund", `"order_id": "A5"`, `"amount": 700`, "the parcel never arrived", "sha256:", "amount > 500",
-			"refund_due", "percept.order", "present,current,fresh", "approve", "deny"} {
+			"refund_due", "percept.order", "present,current,fresh", "approve", "deny",
+			"budget spent", "run " + deskRun + ": tokens 0 of 100000, tool_calls 2 of 40"} {
 			if !strings.Contains(item, want) {
 				t.Errorf("the pending refund lacks %q:\n%s", want, item)
 			}
 		}
-		shoot(t, "inbox.png", chromedp.CaptureScreenshot())
+		shoot(t, "inbox-all.png", chromedp.CaptureScreenshot())
 	})
 
 	t.Run("markup shown inert", func(t *testing.T) {
@@ -471,6 +520,33 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 		shoot(t, "timeline-approved.png", chromedp.FullScreenshot(100))
+
+		// The trace's effects, reached from the trace page: the lookup
+		// and the refund, which has exactly one attempt, numbered 1 with
+		// its lease, and its result.
+		ctx, cancel := step(bctx)
+		_, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`a[href="/effects?id=T5"]`)))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		refund := article(approveMe)
+		if n := count(t, refund+" tr.step.attempted", "attempted"); n != 1 {
+			t.Errorf("%d refund attempts on the effects page, want 1", n)
+		}
+		if n := count(t, refund+" tr.step.succeeded", "EFFECT_SUCCEEDED"); n != 1 {
+			t.Errorf("%d refund results on the effects page, want 1", n)
+		}
+		ctx, cancel = step(bctx)
+		text, err = chromedp.Run(ctx, textOf(refund))
+		cancel()
+		if err != nil || !strings.Contains(text, "re_T5") || !strings.Contains(text, "1, the last record") {
+			t.Errorf("the refund's effects: %v\n%s", err, text)
+		}
+		if n := count(t, "article.effect", ""); n != 2 {
+			t.Errorf("%d effects of T5, want 2 (the lookup and the refund)", n)
+		}
+		shoot(t, "effects.png", chromedp.FullScreenshot(100))
 	})
 
 	t.Run("deny", func(t *testing.T) {
@@ -495,18 +571,6 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("support_desk's refunds", func(t *testing.T) {
-		pending, err := inspect.Approvals(ctx, s, namespace, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		byTrace := map[string]string{}
-		for _, p := range pending {
-			byTrace[p.TraceID] = p.ActionID
-		}
-		pay, refuse := byTrace["T3"], byTrace["T4"]
-		if pay == "" || refuse == "" {
-			t.Fatalf("support_desk's refunds do not wait: %+v", pending)
-		}
 		if code, text := open(t, "/"); code != http.StatusOK {
 			t.Fatalf("inbox: %d\n%s", code, text)
 		}
