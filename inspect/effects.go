@@ -163,6 +163,9 @@ type EffectStep struct {
 	Error     string `json:"error,omitempty"`
 	Category  string `json:"category,omitempty"`
 	Retryable bool   `json:"retryable,omitempty"`
+	// PreviousError is, on a retry's attempt, the error of the attempt
+	// before, which the gate retried without a record of its own.
+	PreviousError string `json:"previous_error,omitempty"`
 	// Output is a successful result's output: what the tool returned, as
 	// stored (masked fields hold their keyed hash).
 	Output blackboard.Payload `json:"output,omitempty"`
@@ -212,7 +215,8 @@ func (l *effectLog) add(r blackboard.Record) {
 	row.LastMS = r.Provenance.TimestampMS
 	if l.steps {
 		st := EffectStep{Record: r.ID, TimeMS: r.Provenance.TimestampMS, Status: e.Status, Attempt: e.Attempt, LeaseUntilMS: e.LeaseUntilMS,
-			Code: e.Code, Approval: e.Approval, Approver: e.Approver, Note: e.Note, Error: e.Error, Category: string(e.Category), Retryable: e.Retryable}
+			Code: e.Code, Approval: e.Approval, Approver: e.Approver, Note: e.Note, Error: e.Error, Category: string(e.Category), Retryable: e.Retryable,
+			PreviousError: e.PreviousError}
 		if e.Status == toolgate.StatusSucceeded {
 			st.Output = r.Payload.Clone()
 			delete(st.Output, toolgate.KeyEffect)

@@ -38,7 +38,10 @@ type desk struct {
 	g       *toolgate.Gate
 	srv     *httptest.Server
 	refunds atomic.Int32 // refunds paid by the effect
-	action  string       // the pending refund
+	// failures is how many refund attempts fail, retryably, before one
+	// is paid.
+	failures atomic.Int32
+	action   string // the pending refund
 }
 
 const (
@@ -63,6 +66,9 @@ func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.
 			Requires: []string{"refund_due"}, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				if d.failures.Add(-1) >= 0 {
+					return nil, toolgate.Retryable(errors.New("payment API: 503 service unavailable"))
+				}
 				d.refunds.Add(1)
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},

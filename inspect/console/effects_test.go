@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,40 @@ func TestAttackEffectsInert(t *testing.T) {
 	if code != http.StatusOK || strings.Contains(body, "<script") || strings.Contains(body, "\x1b") ||
 		!strings.Contains(body, `&lt;script&gt;alert(1)&lt;/script&gt;\u001b[2J`) {
 		t.Errorf("effects page shows the output live: %d\n%s", code, body)
+	}
+}
+
+// TestEffectsRetry: a refund whose first attempt failed shows both
+// attempts, numbered 1 and 2, the second naming the failure it retried,
+// then the result.
+func TestEffectsRetry(t *testing.T) {
+	d := newDesk(t, "A1")
+	d.failures.Store(1)
+	if code, body := d.post(t, d.form(t, aliceToken, "approve", ""), aliceToken); code != http.StatusOK {
+		t.Fatalf("approve: %d\n%s", code, body)
+	}
+	ctx := context.Background()
+	if res, err := d.g.Execute(ctx, d.action); err != nil || res.Outcome != audit.OutcomeExecuted || d.refunds.Load() != 1 {
+		t.Fatal(res, err)
+	}
+	rows, err := inspect.TraceEffects(ctx, d.s, "ticket-1")
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("effects %+v %v", rows, err)
+	}
+	var got []string
+	for _, st := range rows[1].Steps {
+		got = append(got, st.Status+"/"+strconv.Itoa(st.Attempt)+"/"+st.PreviousError)
+	}
+	want := []string{"attempted/1/", "attempted/2/payment API: 503 service unavailable", "succeeded/2/"}
+	if rows[1].Attempts != 2 || !slices.Equal(got, want) {
+		t.Errorf("refund steps %q (%d attempts), want %q", got, rows[1].Attempts, want)
+	}
+	_, body, _ := d.get(t, "/effects?id=ticket-1", aliceToken)
+	var attempts []string
+	for _, m := range stepRE.FindAllStringSubmatch(body[strings.Index(body, `id="`+d.action+`"`):], -1) {
+		attempts = append(attempts, m[1]+" "+m[2])
+	}
+	if !slices.Equal(attempts, []string{"attempted 1", "attempted 2", "succeeded 2"}) || !strings.Contains(body, "the attempt before failed: payment API: 503 service unavailable") {
+		t.Errorf("the refund's rows %q:\n%s", attempts, body)
 	}
 }

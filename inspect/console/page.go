@@ -73,7 +73,7 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{"inert"
 <table class="steps"><tr><th>record</th><th>at</th><th>status</th><th>attempt</th><th>lease until</th><th>code</th><th>result or failure</th></tr>
 {{range $st := .Steps}}<tr class="step {{.Status}}"><td><a href="/trace?record={{.Record}}">{{inert .Record}}</a></td><td>{{.Time}}</td><td>{{inert .Status}}</td>
 <td>{{if .Attempt}}{{.Attempt}}{{end}}</td><td>{{.Lease}}</td><td>{{with .Code}}<span{{if ne (print .) "EFFECT_SUCCEEDED"}} class="refused"{{end}}>{{inert (print .)}}</span>{{end}}</td>
-<td>{{with .Output}}<pre>{{.}}</pre>{{end}}{{with .Error}}<span class="refused">{{inert .}}</span>{{end}}{{with .Category}} <span class="muted">category {{inert .}}{{if $st.Retryable}}, retryable{{end}}</span>{{end}}{{with .Approval}}<div class="muted">under approval {{inert .}}{{with $st.Approver}} by {{inert .}}{{end}}{{with $st.Note}}: {{inert .}}{{end}}</div>{{end}}</td></tr>
+<td>{{with .PreviousError}}<div class="refused">the attempt before failed: {{inert .}}</div>{{end}}{{with .Output}}<pre>{{.}}</pre>{{end}}{{with .Error}}<span class="refused">{{inert .}}</span>{{end}}{{with .Category}} <span class="muted">category {{inert .}}{{if $st.Retryable}}, retryable{{end}}</span>{{end}}{{with .Approval}}<div class="muted">under approval {{inert .}}{{with $st.Approver}} by {{inert .}}{{end}}{{with $st.Note}}: {{inert .}}{{end}}</div>{{end}}</td></tr>
 {{end}}</table></article>
 {{else}}<p>No effects: the gate ran nothing in this trace.</p>
 {{end}}</body></html>{{end}}
