@@ -42,7 +42,7 @@ func ExampleWithMaskKey() {
 		return
 	}
 	stored, _ := act.Payload["email"].(string)
-	want, _ := g.Mask("ada@example.com")
+	want, _ := g.Mask(ctx, "t1", "ada@example.com")
 	fmt.Println(res.Code, strings.HasPrefix(stored, toolgate.MaskPrefix), stored == want)
 	// Output:
 	// effect sends to ada@example.com
