@@ -468,3 +468,22 @@ func TestKeysConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A trace erased while its call's effect runs: the output cannot be
+// masked, so it is not stored; the record says the output was invalid.
+func TestMaskErasedDuringEffect(t *testing.T) {
+	ring := NewKeys()
+	d := newDesk(t, memstore.New(), withMaskKeys(ring))
+	d.setEffect("lookup_order", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
+		if err := ring.Erase(ctx, "A"); err != nil {
+			return nil, err
+		}
+		return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 10}, nil
+	})
+	res := d.call("A", "support", "refund", "lookup_order", `{"order_id":"`+secretOrder+`"}`)
+	wantOutcome(t, "erased during the effect", res, audit.OutcomeFailed, CodeOutputInvalid)
+	if n := len(d.invocations("lookup_order")); n != 1 {
+		t.Errorf("effect ran %d times", n)
+	}
+	d.noSecret(t, secretOrder)
+}
