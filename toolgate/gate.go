@@ -85,10 +85,10 @@ type config struct {
 	mpSet      bool
 	mp         metric.MeterProvider
 	budget     *Budget
-	maskKey     []byte
-	maskKeySet  bool
-	maskRing    Keyring
-	maskRingSet bool
+	maskKey    []byte
+	maskKeySet bool
+	maskRing   Keyring
+	maskRingOn bool
 }
 
 // WithTools registers tools, in the order [Gate.Surface] lists them. The
@@ -205,11 +205,11 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
 		lease: c.lease, fallback: c.fallback, budget: c.budget}
 	switch {
-	case c.maskKeySet && c.maskRingSet:
+	case c.maskKeySet && c.maskRingOn:
 		return nil, fmt.Errorf("%w: both WithMaskKey and WithMaskKeys", ErrInvalidConfig)
-	case c.maskRingSet && c.maskRing == nil:
+	case c.maskRingOn && c.maskRing == nil:
 		return nil, fmt.Errorf("%w: WithMaskKeys without a keyring", ErrInvalidConfig)
-	case c.maskRingSet:
+	case c.maskRingOn:
 		g.mask = &masker{ring: c.maskRing}
 	case c.maskKeySet && len(c.maskKey) < MinMaskKey:
 		return nil, fmt.Errorf("%w: mask key of %d bytes (want at least %d)", ErrInvalidConfig, len(c.maskKey), MinMaskKey)

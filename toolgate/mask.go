@@ -44,7 +44,7 @@ func WithMaskKey(key []byte) Option {
 // give fails with the ring's error (an erased trace: [ErrMaskErased]) and
 // writes nothing.
 func WithMaskKeys(ring Keyring) Option {
-	return func(c *config) { c.maskRing, c.maskRingSet = ring, true }
+	return func(c *config) { c.maskRing, c.maskRingOn = ring, true }
 }
 
 // Keyring gives each trace its own mask key, for [WithMaskKeys]. Key
