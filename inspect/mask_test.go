@@ -3,12 +3,15 @@ package inspect_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -71,5 +74,91 @@ func TestMaskedValuesNotShown(t *testing.T) {
 		if strings.Contains(out, secret) {
 			t.Errorf("bk %s shows the masked value:\n%s", strings.Join(args, " "), out)
 		}
+	}
+}
+
+// bk erase destroys one trace's key in the key file: only when no
+// application holds the file, only for a trace the store holds, and
+// without changing the store; the other trace keeps its key.
+func TestEraseCommand(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, keysPath := filepath.Join(dir, "desk.db"), filepath.Join(dir, "mask.keys")
+	s, err := sqlitestore.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := toolgate.OpenKeyFile(ctx, keysPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := deskTools()
+	for i := range tools {
+		tools[i].Masked = []string{"order_id"}
+	}
+	g, err := toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithMaskKeys(ring),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk")),
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, trace := range []string{"A", "B"} {
+		if _, err := g.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"ORD-1"}`), Caller: "support", TraceID: trace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keyB, err := ring.Key(ctx, "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	s.Close()
+
+	if code, _, errOut := bk(t, "--db", db, "erase", "A", "--keys", keysPath); code != inspect.ExitError || !strings.Contains(errOut, "running application") {
+		t.Errorf("erase while the application holds the file: %d %s", code, errOut)
+	}
+	ring.Close()
+	before := mustBK(t, "--db", db, "export")
+	file, _ := os.ReadFile(keysPath)
+	if code, _, _ := bk(t, "--db", db, "erase", "A"); code != inspect.ExitUsage {
+		t.Errorf("erase without --keys: exit %d, want usage", code)
+	}
+	missing := filepath.Join(dir, "none.keys")
+	if code, _, _ := bk(t, "--db", db, "erase", "A", "--keys", missing); code != inspect.ExitError {
+		t.Errorf("erase with a missing key file: exit %d", code)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("erase created a key file")
+	}
+	if code, _, _ := bk(t, "--db", db, "erase", "NOPE", "--keys", keysPath); code != inspect.ExitError {
+		t.Errorf("erase of a trace the store does not hold: exit %d", code)
+	}
+	if now, _ := os.ReadFile(keysPath); string(now) != string(file) {
+		t.Error("a refused erase changed the key file")
+	}
+	var got struct {
+		TraceID string `json:"trace_id"`
+		Records int    `json:"records"`
+		Masked  int    `json:"masked_values"`
+	}
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "--json", "erase", "A", "--keys", keysPath)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.TraceID != "A" || got.Records == 0 || got.Masked == 0 {
+		t.Errorf("bk erase printed %+v", got)
+	}
+	if after := mustBK(t, "--db", db, "export"); after != before {
+		t.Error("bk erase changed the store")
+	}
+	ring, err = toolgate.OpenKeyFile(ctx, keysPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Close()
+	if _, err := ring.Key(ctx, "A"); !errors.Is(err, toolgate.ErrMaskErased) {
+		t.Errorf("A after bk erase: %v, want ErrMaskErased", err)
+	}
+	if k, err := ring.Key(ctx, "B"); err != nil || string(k) != string(keyB) {
+		t.Errorf("B after bk erase: %v, want its key unchanged", err)
 	}
 }

@@ -106,9 +106,11 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 		// A LOOP_DETECTED record keeps the digest: a plain one of
 		// arguments holding a masked value could be matched against
 		// guesses without the key.
-		if keyed, err := g.mask.value(digest); err == nil {
-			digest = keyed
+		keyed, err := g.mask.value(ctx, c.TraceID, digest)
+		if err != nil {
+			return Result{}, true, err
 		}
+		digest = keyed
 	}
 	for _, gd := range bs.guards {
 		if why = gd.Call(recordedTool(c.Tool), digest); why != nil {

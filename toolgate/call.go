@@ -208,7 +208,11 @@ func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Pay
 	got := ""
 	if prob == nil {
 		// The first call's digest is of its masked arguments.
-		if masked, err := g.mask.payload(args, e.Masked); err == nil {
+		masked, err := g.mask.payload(ctx, c.TraceID, args, e.Masked)
+		if keyFailed(err) {
+			return Result{}, true, err
+		}
+		if err == nil {
 			got, _ = ArgsDigest(masked)
 		}
 	}

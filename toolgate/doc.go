@@ -250,8 +250,9 @@
 // # Masked fields
 //
 // A tool names its sensitive top-level argument and output fields in
-// [Tool.Masked]; the gate then needs a key ([WithMaskKey]: New refuses
-// without one). Once the arguments pass the schema, and before anything is
+// [Tool.Masked]; the gate then needs a key: one for every trace
+// ([WithMaskKey]), or each trace's own from a [Keyring] ([WithMaskKeys]);
+// New refuses without one. Once the arguments pass the schema, and before anything is
 // written, the gate replaces each masked value with its keyed hash
 // ([MaskPrefix]: HMAC-SHA256 of the value's canonical JSON): the committed
 // action, every decision record and the result percept hold the hash, and
@@ -274,8 +275,17 @@
 // arguments still runs it), and an attempt a crash left is EFFECT_UNKNOWN, for a person,
 // even for an idempotent tool. A call repeated under its retry key
 // carries the real values again: an action it finds not yet run runs
-// with them; one with a result gets the recorded, masked output. See docs/security.md, "Masked fields", for
-// what this does not protect.
+// with them; one with a result gets the recorded, masked output.
+//
+// Erasing masked values is destroying their key: no record changes, and
+// the hashes then match nothing anyone can compute. Under [WithMaskKey]
+// that erases every trace at once; under [WithMaskKeys], [Keys.Erase]
+// erases one trace, whose later calls fail with [ErrMaskErased] and write
+// nothing, while other traces keep binding. A key per trace means a value
+// hashes differently in each trace, so New refuses a once-key over a
+// masked field under a keyring, and an observer masks a percept field for
+// its trace ([Gate.Mask]). See docs/security.md, "Masked fields", for
+// what this does and does not protect.
 //
 // # Recovery
 //

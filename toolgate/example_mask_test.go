@@ -3,7 +3,10 @@ package toolgate_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -42,9 +45,71 @@ func ExampleWithMaskKey() {
 		return
 	}
 	stored, _ := act.Payload["email"].(string)
-	want, _ := g.Mask("ada@example.com")
+	want, _ := g.Mask(ctx, "t1", "ada@example.com")
 	fmt.Println(res.Code, strings.HasPrefix(stored, toolgate.MaskPrefix), stored == want)
 	// Output:
 	// effect sends to ada@example.com
 	// EFFECT_SUCCEEDED true true
+}
+
+// Each trace hashes its masked fields under its own key, kept in a key
+// file apart from the store. Erasing trace t1's key erases its masked
+// values; t2 keeps working, and a new call in t1 fails closed.
+func ExampleKeys_Erase() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "keys")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	ring, err := toolgate.OpenKeyFile(ctx, filepath.Join(dir, "mask.keys"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ring.Close()
+	send := toolgate.Tool{
+		Name:       "send_receipt",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}`),
+		Masked:     []string{"email"},
+		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+			return blackboard.Payload{"sent": true}, nil
+		},
+	}
+	g, err := toolgate.New(ctx, toolgate.WithTools(send), toolgate.WithMaskKeys(ring),
+		toolgate.WithContracts(toolgate.Contract{Name: "mailer", Tools: []string{"send_receipt"}}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer g.Close()
+	call := func(trace string) {
+		res, err := g.Call(ctx, toolgate.Call{Tool: "send_receipt", Args: json.RawMessage(`{"email":"ada@example.com"}`), Caller: "mailer", TraceID: trace})
+		switch {
+		case errors.Is(err, toolgate.ErrMaskErased):
+			fmt.Println(trace, "erased")
+		case err != nil:
+			fmt.Println(err)
+		default:
+			fmt.Println(trace, res.Code)
+		}
+	}
+	call("t1")
+	call("t2")
+	m1, _ := g.Mask(ctx, "t1", "ada@example.com")
+	m2, _ := g.Mask(ctx, "t2", "ada@example.com")
+	fmt.Println("same hash in both traces:", m1 == m2)
+	if err := ring.Erase(ctx, "t1"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	call("t1")
+	call("t2")
+	// Output:
+	// t1 EFFECT_SUCCEEDED
+	// t2 EFFECT_SUCCEEDED
+	// same hash in both traces: false
+	// t1 erased
+	// t2 EFFECT_SUCCEEDED
 }

@@ -323,7 +323,10 @@ func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given 
 		return Result{ActionID: j.act.ID}, true, err
 	}
 	given2 := blackboard.Payload(args)
-	masked, err := g.mask.payload(given2, j.e.maskedGiven(given2))
+	masked, err := g.mask.payload(ctx, j.trace, given2, j.e.maskedGiven(given2))
+	if keyFailed(err) {
+		return Result{ActionID: j.act.ID}, true, err // nothing recorded: the trace has no key to give
+	}
 	if err != nil {
 		res, err := g.refuseAction(ctx, j, code, "the arguments to run cannot be masked")
 		return res, true, err
@@ -878,7 +881,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		if _, reserved := out[KeyEffect]; reserved {
 			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(KeyEffect))
 		}
-		payload, err := g.mask.payload(out.Clone(), j.e.Masked)
+		payload, err := g.mask.payload(ctx, j.trace, out.Clone(), j.e.Masked)
 		if err != nil {
 			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be masked: "+err.Error())
 		}

@@ -87,6 +87,8 @@ type config struct {
 	budget     *Budget
 	maskKey    []byte
 	maskKeySet bool
+	maskRing   Keyring
+	maskRingOn bool
 }
 
 // WithTools registers tools, in the order [Gate.Surface] lists them. The
@@ -202,10 +204,16 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	}
 	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
 		lease: c.lease, fallback: c.fallback, budget: c.budget}
-	if c.maskKeySet {
-		if len(c.maskKey) < MinMaskKey {
-			return nil, fmt.Errorf("%w: mask key of %d bytes (want at least %d)", ErrInvalidConfig, len(c.maskKey), MinMaskKey)
-		}
+	switch {
+	case c.maskKeySet && c.maskRingOn:
+		return nil, fmt.Errorf("%w: both WithMaskKey and WithMaskKeys", ErrInvalidConfig)
+	case c.maskRingOn && c.maskRing == nil:
+		return nil, fmt.Errorf("%w: WithMaskKeys without a keyring", ErrInvalidConfig)
+	case c.maskRingOn:
+		g.mask = &masker{ring: c.maskRing}
+	case c.maskKeySet && len(c.maskKey) < MinMaskKey:
+		return nil, fmt.Errorf("%w: mask key of %d bytes (want at least %d)", ErrInvalidConfig, len(c.maskKey), MinMaskKey)
+	case c.maskKeySet:
 		g.mask = &masker{key: c.maskKey}
 	}
 	specs := make([]kernel.ActionSpec, 0, len(c.tools))
@@ -218,7 +226,7 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 		}
 		if len(e.Masked) > 0 && g.mask == nil {
 			// Fail closed: without a key the values would be stored.
-			return nil, fmt.Errorf("%w: tool %q masks fields %q but the gate has no mask key (WithMaskKey)", ErrInvalidConfig, e.Name, e.Masked)
+			return nil, fmt.Errorf("%w: tool %q masks fields %q but the gate has no mask key (WithMaskKey, WithMaskKeys)", ErrInvalidConfig, e.Name, e.Masked)
 		}
 		g.tools[e.Name], g.byAction[e.action()] = e, e
 		g.order = append(g.order, e)
@@ -230,6 +238,9 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 			derivedBy[d.Belief] = e.Name
 			beliefs = append(beliefs, kernel.BeliefSpec{Kind: d.Belief, DependsOn: []string{e.resultKind()}})
 		}
+	}
+	if err := g.checkMaskedOnce(); err != nil {
+		return nil, err
 	}
 	// First, so that an owner's own spec for a derived kind takes
 	// precedence: it can only add evidence the belief must rest on.
@@ -640,6 +651,13 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
 	e := g.tools[c.Tool]
+	if e != nil && len(e.Masked) > 0 && g.mask.ring != nil {
+		// Before anything is written: a call in a trace whose key is
+		// erased (or cannot be had) fails closed and leaves no record.
+		if _, err := g.mask.keyOf(ctx, c.TraceID); err != nil {
+			return noJob(Result{}, err)
+		}
+	}
 	cc := g.callContext(c, e)
 	if c.RetryKey != "" && !mutRetryKeyOnce {
 		// Before the budget: a call the gate decided already is answered
@@ -673,7 +691,9 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	real := args // the call's own values, never stored
 	if prob == nil {
 		var err error
-		if args, err = g.mask.payload(args, e.Masked); err != nil {
+		if args, err = g.mask.payload(ctx, c.TraceID, args, e.Masked); keyFailed(err) {
+			return noJob(Result{}, err)
+		} else if err != nil {
 			prob = &argProblem{detail: "the arguments cannot be masked: " + err.Error()}
 		}
 	}

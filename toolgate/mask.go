@@ -1,9 +1,11 @@
 package toolgate
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,58 +16,129 @@ import (
 
 // MaskPrefix begins every masked value the gate stores in place of a
 // [Tool.Masked] field: "masked:hmac-sha256:" and the unpadded URL-safe
-// base64 of HMAC-SHA256, under the gate's mask key ([WithMaskKey]), of the
-// value's canonical JSON.
+// base64 of HMAC-SHA256, under the mask key of the value's trace
+// ([WithMaskKey] or [WithMaskKeys]), of the value's canonical JSON.
 const MaskPrefix = "masked:hmac-sha256:"
 
-// MinMaskKey is the shortest mask key [WithMaskKey] accepts, in bytes.
+// MinMaskKey is the shortest mask key the gate accepts, in bytes: from
+// [WithMaskKey], or from a [Keyring] for one trace.
 const MinMaskKey = 32
 
-// WithMaskKey sets the key of the keyed hash that stands in the store for
-// the values of the tools' masked fields ([Tool.Masked]). New refuses a
-// tool that masks a field when no key is set, and a key shorter than
-// [MinMaskKey] bytes. The key is copied. Destroying every copy of it
-// erases the masked values for good (see the package doc, "Masked
-// fields"): the stored hashes then match no value anyone can compute.
+// WithMaskKey sets one key of the keyed hash that stands in the store for
+// the values of the tools' masked fields ([Tool.Masked]), in every trace.
+// New refuses a tool that masks a field when no key is set (this or
+// [WithMaskKeys]), a key shorter than [MinMaskKey] bytes, and both
+// options at once. The key is copied. Destroying every copy of it erases
+// the masked values of every trace it hashed, at once (see the package
+// doc, "Masked fields"); [WithMaskKeys] erases one trace's.
 func WithMaskKey(key []byte) Option {
 	return func(c *config) { c.maskKey, c.maskKeySet = slices.Clone(key), true }
 }
 
-// masker hashes masked values under the gate's key; nil when no key is
-// set. Safe for concurrent use: it is never changed after New.
-type masker struct{ key []byte }
+// WithMaskKeys makes the gate hash each trace's masked fields under that
+// trace's own key from ring, so that erasing one trace's key ([Keys.Erase])
+// erases its masked values and no other trace's. New refuses a nil ring,
+// both this and [WithMaskKey], and a tool whose once-key ([Tool.Once])
+// reads a masked field: once-keys hold across traces, and the same value
+// hashes differently in each. A call in a trace whose key the ring cannot
+// give fails with the ring's error (an erased trace: [ErrMaskErased]) and
+// writes nothing.
+func WithMaskKeys(ring Keyring) Option {
+	return func(c *config) { c.maskRing, c.maskRingOn = ring, true }
+}
 
-// value is v's masked form.
-func (m *masker) value(v any) (string, error) {
+// Keyring gives each trace its own mask key, for [WithMaskKeys]. Key
+// returns traceID's key, at least [MinMaskKey] bytes, making and keeping
+// one on a trace's first use; it returns an error wrapping [ErrMaskErased]
+// for a trace whose key was erased, and never another trace's key or a
+// new one in its place. The gate uses the key at once and keeps no copy.
+// Key may be called concurrently, and must honour ctx's cancellation when
+// it blocks. [Keys] is the keyring of this package.
+type Keyring interface {
+	Key(ctx context.Context, traceID string) ([]byte, error)
+}
+
+// masker hashes masked values under one key for every trace, or under
+// each trace's key from ring; nil when neither is set. Safe for concurrent
+// use: it is never changed after New.
+type masker struct {
+	key  []byte
+	ring Keyring
+}
+
+// keyError is a failure to get a trace's key: the gate answers it with
+// the error itself and writes nothing, never with a record.
+type keyError struct{ err error }
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+// keyFailed reports whether err is a failure to get a trace's key.
+func keyFailed(err error) bool {
+	var ke *keyError
+	return errors.As(err, &ke)
+}
+
+// keyOf is the key of trace's masked values.
+func (m *masker) keyOf(ctx context.Context, trace string) ([]byte, error) {
+	if m.ring == nil {
+		return m.key, nil
+	}
+	k, err := m.ring.Key(ctx, trace)
+	if err != nil {
+		return nil, &keyError{fmt.Errorf("mask key of trace %q: %w", trace, err)}
+	}
+	if len(k) < MinMaskKey {
+		return nil, &keyError{fmt.Errorf("%w: mask key of trace %q has %d bytes (want at least %d)", ErrInvalidConfig, trace, len(k), MinMaskKey)}
+	}
+	return k, nil
+}
+
+// value is v's masked form in trace.
+func (m *masker) value(ctx context.Context, trace string, v any) (string, error) {
+	key, err := m.keyOf(ctx, trace)
+	if err != nil {
+		return "", err
+	}
+	return hashValue(key, v)
+}
+
+// hashValue is v's masked form under key.
+func hashValue(key []byte, v any) (string, error) {
 	b, err := canon.Encode(v)
 	if err != nil {
 		return "", err
 	}
-	mac := hmac.New(sha256.New, m.key)
+	mac := hmac.New(sha256.New, key)
 	mac.Write(b)
 	return MaskPrefix + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
 // payload returns p with each of the fields present replaced by its masked
-// value: a new map sharing p's other values; p itself when no field is
-// present.
-func (m *masker) payload(p blackboard.Payload, fields []string) (blackboard.Payload, error) {
+// value in trace: a new map sharing p's other values; p itself when no
+// field is present. A failure to get the key is a [keyError].
+func (m *masker) payload(ctx context.Context, trace string, p blackboard.Payload, fields []string) (blackboard.Payload, error) {
 	if mutMaskStore || len(fields) == 0 {
 		return p, nil
 	}
 	var out blackboard.Payload
+	var key []byte
 	for _, f := range fields {
 		v, has := p[f]
 		if !has {
 			continue
 		}
 		if out == nil {
+			var err error
+			if key, err = m.keyOf(ctx, trace); err != nil {
+				return nil, err
+			}
 			out = make(blackboard.Payload, len(p))
 			for k, v := range p {
 				out[k] = v
 			}
 		}
-		h, err := m.value(v)
+		h, err := hashValue(key, v)
 		if err != nil {
 			return nil, fmt.Errorf("masked field %q: %w", f, err)
 		}
@@ -83,15 +156,24 @@ func IsMasked(v any) bool {
 	return ok && strings.HasPrefix(s, MaskPrefix)
 }
 
-// Mask returns v as the gate stores a masked field of that value: what an
-// observer records in a percept field that a [Binding] compares with a
-// masked argument (equal values give equal masks under one key). It fails
-// when the gate has no mask key or v is not a JSON value.
-func (g *Gate) Mask(v any) (string, error) {
+// Mask returns v as the gate stores a masked field of that value in trace
+// traceID: what an observer records in a percept field of that trace that
+// a [Binding] compares with a masked argument (equal values give equal
+// masks under one key; under [WithMaskKeys], each trace has its own). It
+// fails with [ErrInvalidConfig] when the gate has no mask key, with the
+// keyring's error when traceID has no key to give (an erased trace:
+// [ErrMaskErased]), and when v is not a JSON value. With [WithMaskKey]
+// the trace does not matter.
+func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) {
 	if g.mask == nil {
-		return "", fmt.Errorf("%w: no mask key (WithMaskKey)", ErrInvalidConfig)
+		return "", fmt.Errorf("%w: no mask key (WithMaskKey, WithMaskKeys)", ErrInvalidConfig)
 	}
-	return g.mask.value(v)
+	if g.mask.ring != nil {
+		if err := checkTrace(traceID); err != nil {
+			return "", fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+		}
+	}
+	return g.mask.value(ctx, traceID, v)
 }
 
 // checkMasked checks a tool's masked fields: each a declared argument or
@@ -106,6 +188,37 @@ func checkMasked(t *Tool) error {
 	for _, b := range t.Bindings {
 		if b.Op != Equal && slices.Contains(t.Masked, b.Arg) {
 			return fmt.Errorf("binding on masked argument %q is %s: a masked value can only be compared for equality", b.Arg, b.Op)
+		}
+	}
+	return nil
+}
+
+// checkMaskedOnce refuses, under a keyring, a tool whose once-key reads a
+// masked field: of its own arguments, or of the percept it names, when a
+// tool of the gate records that percept with the field masked. A once-key
+// holds across traces, and each trace hashes the same value under its own
+// key, so the key would no longer stop a repeat in another trace.
+func (g *Gate) checkMaskedOnce() error {
+	if g.mask == nil || g.mask.ring == nil {
+		return nil
+	}
+	for _, e := range g.order {
+		if e.Once == nil {
+			continue
+		}
+		masked := e.Masked
+		if e.Once.Percept != "" {
+			masked = nil
+			for _, o := range g.order {
+				if o.resultKind() == e.Once.Percept {
+					masked = append(masked, o.Masked...)
+				}
+			}
+		}
+		for _, f := range e.Once.Fields {
+			if slices.Contains(masked, f) {
+				return fmt.Errorf("%w: tool %q: once-key field %q is masked, and under a keyring (WithMaskKeys) each trace hashes it under its own key, so the once-key would not hold across traces", ErrInvalidTool, e.Name, f)
+			}
 		}
 	}
 	return nil

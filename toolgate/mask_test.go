@@ -204,7 +204,7 @@ func TestMaskedBinding(t *testing.T) {
 // Gate.Mask gives an observer the value a masked percept field must hold.
 func TestGateMask(t *testing.T) {
 	d := newDesk(t, memstore.New(), withMasking)
-	m, err := d.g.Mask(secretOrder)
+	m, err := d.g.Mask(d.ctx, "t", secretOrder)
 	if err != nil || !IsMasked(m) {
 		t.Fatalf("Mask: %q %v", m, err)
 	}
@@ -212,11 +212,11 @@ func TestGateMask(t *testing.T) {
 	if got := d.kinds(blackboard.Percepts, "order")[0].Payload["order_id"]; got != m {
 		t.Errorf("stored %v, Mask gives %v", got, m)
 	}
-	if other, _ := d.g.Mask("ORD-2"); other == m {
+	if other, _ := d.g.Mask(d.ctx, "t", "ORD-2"); other == m {
 		t.Error("two values give one mask")
 	}
 	plain := newDesk(t, memstore.New())
-	if _, err := plain.g.Mask("x"); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := plain.g.Mask(plain.ctx, "t", "x"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Mask without a key: %v, want ErrInvalidConfig", err)
 	}
 }

@@ -4,3 +4,6 @@ package toolgate
 
 // The switch of mutate_mask.go, off.
 const mutMaskStore = false
+
+// The switch of mutate_mask.go, off.
+const mutMaskErase = false

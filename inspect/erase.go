@@ -1,0 +1,80 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/cmdline"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+func eraseFlags(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&e.keys, "keys", "", "the key file of the gate's keyring (toolgate.OpenKeyFile), kept apart from the store (required)")
+	e.check = func() error {
+		if e.keys == "" {
+			return cmdline.Usagef("--keys FILE is required")
+		}
+		return nil
+	}
+}
+
+// erased is what bk erase prints.
+type erased struct {
+	TraceID string `json:"trace_id"`
+	Records int    `json:"records"`       // the trace's records, unchanged
+	Masked  int    `json:"masked_values"` // masked values they hold, which now match nothing
+}
+
+// runErase destroys a trace's mask key in the key file (toolgate.Keys.Erase).
+// The store is only read: to refuse a trace it does not hold (a mistyped id
+// would be erased for good) and to count what the erasure covers.
+func runErase(ctx context.Context, e *env, args []string) error {
+	trace := args[0]
+	if _, err := os.Stat(e.keys); err != nil {
+		return fmt.Errorf("key file: %w", err) // never create one here
+	}
+	out := erased{TraceID: trace}
+	for r, err := range e.store.ListTrace(ctx, trace) {
+		if err != nil {
+			return err
+		}
+		if e.namespace != "" && r.Namespace != e.namespace {
+			return fmt.Errorf("trace %q belongs to namespace %q, not %q", trace, r.Namespace, e.namespace)
+		}
+		out.Records++
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		out.Masked += strings.Count(string(b), toolgate.MaskPrefix)
+	}
+	if out.Records == 0 {
+		return fmt.Errorf("erase: no trace %q: %w", trace, blackboard.ErrNotFound)
+	}
+	keys, err := toolgate.OpenKeyFile(ctx, e.keys)
+	if errors.Is(err, toolgate.ErrKeyFileBusy) {
+		return fmt.Errorf("%w: a running application holds it; erase through the toolgate.Keys it gave its gate, or stop it first", err)
+	}
+	if err != nil {
+		return err
+	}
+	if err := keys.Erase(ctx, trace); err != nil {
+		keys.Close()
+		return err
+	}
+	if err := keys.Close(); err != nil {
+		return err
+	}
+	if e.json {
+		return writeJSON(e.out, out)
+	}
+	_, err = fmt.Fprintln(e.out, Inert(fmt.Sprintf("erased the mask key of trace %s: %d masked values in its %d records match no value now; the records are unchanged",
+		trace, out.Masked, out.Records)))
+	return err
+}

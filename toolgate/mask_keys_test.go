@@ -1,0 +1,489 @@
+package toolgate
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
+)
+
+// withMaskKeys masks as withMasking does, under a keyring of one key per
+// trace instead of one key.
+func withMaskKeys(ring Keyring) func(*setup) {
+	return func(su *setup) {
+		withMasking(su)
+		su.gateOpts = append(su.gateOpts[:len(su.gateOpts)-1], WithMaskKeys(ring))
+	}
+}
+
+// openKeys opens a key file in a fresh directory.
+func openKeys(t *testing.T) (*Keys, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mask.keys")
+	k, err := OpenKeyFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k, path
+}
+
+var maskedRE = regexp.MustCompile(regexp.QuoteMeta(MaskPrefix) + `[A-Za-z0-9_-]+`)
+
+// storedHashes is every masked value the records of trace hold.
+func (d *desk) storedHashes(trace string) map[string]bool {
+	d.t.Helper()
+	out := map[string]bool{}
+	for _, r := range d.records() {
+		if r.TraceID() != trace {
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		for _, m := range maskedRE.FindAllString(string(b), -1) {
+			out[m] = true
+		}
+	}
+	return out
+}
+
+// orderSpace is the value space of the brute force: every order id a
+// guesser would try.
+func orderSpace() []string {
+	out := make([]string, 1000)
+	for i := range out {
+		out[i] = fmt.Sprintf("ORD-%04d", i)
+	}
+	return out
+}
+
+// bruteForce returns the values of space whose hash under one of keys is
+// among hashes.
+func bruteForce(keys [][]byte, space []string, hashes map[string]bool) []string {
+	var found []string
+	for _, key := range keys {
+		for _, v := range space {
+			if h, _ := hashValue(key, v); hashes[h] {
+				found = append(found, v)
+			}
+		}
+	}
+	return found
+}
+
+// remainingKeys is every key a keyring still keeps: in memory and in its
+// file.
+func remainingKeys(t *testing.T, k *Keys, path string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	k.mu.Lock()
+	for _, key := range k.keys {
+		out = append(out, key)
+	}
+	k.mu.Unlock()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f keyFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range f.Keys {
+		key, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+// An owner erases trace A's masked values: a brute force over the order
+// ids with every key the keyring keeps finds none of A's hashes (it finds
+// A's order with A's key before the erasure), no record changes, a new
+// call in A fails closed writing nothing, and trace B still binds,
+// approves and runs, after the key file is reopened too.
+func TestAttackMaskErase(t *testing.T) {
+	const orderA, orderB = "ORD-0042", "ORD-0077"
+	dir := t.TempDir()
+	var ring *Keys
+	var path string
+	opened := 0
+	fileRing := func(su *setup) { // a key file of its own for each store
+		opened++
+		path = filepath.Join(dir, fmt.Sprintf("mask-%d.keys", opened))
+		var err error
+		if ring, err = OpenKeyFile(context.Background(), path); err != nil {
+			t.Fatal(err)
+		}
+		withMaskKeys(ring)(su)
+	}
+	onStores(t, func(t *testing.T, d *desk) {
+		defer ring.Close()
+		d.ground("A", orderA)
+		wantOutcome(t, "refund in A", d.refund("A", orderA, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		wait := d.pendingRefund("B", orderB, 700)
+		hashesA := d.storedHashes("A")
+		if len(hashesA) < 2 {
+			t.Fatalf("trace A holds %d masked values, want the order id's and the refund id's", len(hashesA))
+		}
+		keyA, err := ring.Key(d.ctx, "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bruteForce([][]byte{keyA}, orderSpace(), hashesA); len(got) == 0 || got[0] != orderA {
+			t.Fatalf("the brute force with A's key found %v, want %s: it would prove nothing", got, orderA)
+		}
+		if got := bruteForce([][]byte{keyA}, orderSpace(), d.storedHashes("B")); len(got) != 0 {
+			t.Fatalf("A's key opens B's hashes: %v", got)
+		}
+		before := mustJSON(t, d.records())
+
+		if err := ring.Erase(d.ctx, "A"); err != nil {
+			t.Fatal(err)
+		}
+		if after := mustJSON(t, d.records()); after != before {
+			t.Error("erasing a trace's key changed the store")
+		}
+		if got := bruteForce(remainingKeys(t, ring, path), orderSpace(), hashesA); len(got) != 0 {
+			t.Errorf("after the erasure the keyring's keys still open trace A: %v", got)
+		}
+		n := len(d.records())
+		_, err = d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + orderA + `"}`), Caller: "support", TraceID: "A"})
+		if !errors.Is(err, ErrMaskErased) {
+			t.Errorf("a call in the erased trace: %v, want ErrMaskErased", err)
+		}
+		if _, err := d.g.Mask(d.ctx, "A", orderA); !errors.Is(err, ErrMaskErased) {
+			t.Errorf("Mask in the erased trace: %v, want ErrMaskErased", err)
+		}
+		if got := len(d.records()); got != n {
+			t.Errorf("the refused call wrote %d records, want none", got-n)
+		}
+		if m := len(d.invocations("lookup_order")); m != 2 {
+			t.Errorf("lookup effect ran %d times, want 2 (before the erasure)", m)
+		}
+
+		// B binds and approves as before.
+		d.approve("B", wait.ActionID, "alice", time.Hour)
+		given, _ := json.Marshal(map[string]any(wait.Args))
+		res, err := d.g.Resume(d.ctx, "B", wait.ActionID, given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "approved refund in B", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		d.ground("B", orderB)
+		wantOutcome(t, "other order in B", d.refund("B", "ORD-0078", 100), audit.OutcomeRefused, CodeArgumentNotBound)
+
+		// Durable: a new process opens the file; B's grounding made
+		// before binds its refund after, A stays erased.
+		keyB, _ := ring.Key(d.ctx, "B")
+		if err := ring.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ring2, err := OpenKeyFile(d.ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ring2.Close()
+		if got, err := ring2.Key(d.ctx, "B"); err != nil || !hmac.Equal(got, keyB) {
+			t.Errorf("B's key after reopening: %v, want the same key", err)
+		}
+		if _, err := ring2.Key(d.ctx, "A"); !errors.Is(err, ErrMaskErased) {
+			t.Errorf("A's key after reopening: %v, want ErrMaskErased", err)
+		}
+		d.g.Close()
+		d.g = d.gate(append([]Option{WithTools(d.tools...), WithContracts(d.contracts...)}, WithMaskKeys(ring2))...)
+		wantOutcome(t, "refund in B after reopening", d.refund("B", orderB, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		n = len(d.records())
+		args, _ := json.Marshal(map[string]any{"order_id": orderA, "amount": 1})
+		if _, err := d.g.Call(d.ctx, Call{Tool: "issue_refund", Args: args, Caller: "support", TraceID: "A"}); !errors.Is(err, ErrMaskErased) {
+			t.Errorf("a refund in the erased trace after reopening: %v, want ErrMaskErased", err)
+		}
+		if got := len(d.records()); got != n {
+			t.Errorf("the refused refund wrote %d records, want none", got-n)
+		}
+		if got := bruteForce(remainingKeys(t, ring2, path), orderSpace(), hashesA); len(got) != 0 {
+			t.Errorf("after reopening the keyring's keys open trace A: %v", got)
+		}
+	}, fileRing)
+}
+
+// Resume in an erased trace, with the real arguments, runs nothing and
+// records nothing.
+func TestMaskErasedResume(t *testing.T) {
+	ring := NewKeys()
+	d := newDesk(t, memstore.New(), withMaskKeys(ring))
+	wait := d.pendingRefund("A", secretOrder, 700)
+	d.approve("A", wait.ActionID, "alice", time.Hour)
+	if err := ring.Erase(d.ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	n := len(d.records())
+	given, _ := json.Marshal(map[string]any(wait.Args))
+	if _, err := d.g.Resume(d.ctx, "A", wait.ActionID, given); !errors.Is(err, ErrMaskErased) {
+		t.Errorf("Resume in the erased trace: %v, want ErrMaskErased", err)
+	}
+	if got := len(d.records()); got != n {
+		t.Errorf("Resume wrote %d records, want none", got-n)
+	}
+	if m := len(d.invocations("issue_refund")); m != 0 {
+		t.Errorf("the refund ran %d times", m)
+	}
+}
+
+// Under a keyring every masking path still binds and stores no value: the
+// attack of mask_test.go, per trace.
+func TestMaskKeysBindPerTrace(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", secretOrder)
+		wantOutcome(t, "other order", d.refund("t", "ORD-OTHER", 100), audit.OutcomeRefused, CodeArgumentNotBound)
+		wantOutcome(t, "grounded order", d.refund("t", secretOrder, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+		// The same order observed in another trace hashes otherwise, and
+		// a percept masked with t's key does not ground u's refund.
+		d.ground("u", secretOrder)
+		hu, ht := d.storedHashes("u"), d.storedHashes("t")
+		for h := range hu {
+			if ht[h] {
+				t.Errorf("traces t and u share the hash %s", h)
+			}
+		}
+		mt, _ := d.g.Mask(d.ctx, "t", secretOrder)
+		mu, _ := d.g.Mask(d.ctx, "u", secretOrder)
+		if mt == mu || !ht[mt] || !hu[mu] {
+			t.Errorf("Mask per trace: t %s, u %s", mt, mu)
+		}
+		wait := d.refund("u", secretOrder, 700)
+		wantOutcome(t, "big refund in u", wait, audit.OutcomePendingApproval, CodeApprovalRequired)
+		d.approve("u", wait.ActionID, "alice", time.Hour)
+		given, _ := json.Marshal(map[string]any(wait.Args))
+		res, err := d.g.Resume(d.ctx, "u", wait.ActionID, given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "approved in u", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		d.noSecret(t, secretOrder)
+	}, withMaskKeys(NewKeys()))
+}
+
+// New refuses both mask options, a nil keyring, and under a keyring a
+// once-key over a masked argument or over a masked field of the percept it
+// reads; one key for all traces keeps allowing them.
+func TestMaskKeysNewRefuses(t *testing.T) {
+	ctx := context.Background()
+	base := func(mods ...func(*setup)) []Option {
+		su := setup{tools: deskTools(func(string) EffectFunc {
+			return func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
+		}), contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}}}
+		for _, m := range mods {
+			m(&su)
+		}
+		kopt := WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
+		return append([]Option{WithTools(su.tools...), WithContracts(su.contracts...), kopt}, su.gateOpts...)
+	}
+	try := func(what string, want error, opts []Option) {
+		t.Helper()
+		g, err := New(ctx, opts...)
+		if !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Errorf("%s: %v, want %v", what, err, want)
+		}
+		if g != nil {
+			g.Close()
+		}
+	}
+	try("both options", ErrInvalidConfig, append(base(withMaskKeys(NewKeys())), WithMaskKey(testMaskKey)))
+	try("nil keyring", ErrInvalidConfig, base(withMaskKeys(nil)))
+	try("once-key on a masked argument", ErrInvalidTool, base(withMaskKeys(NewKeys()), withOnceKey))
+	onPercept := func(su *setup) {
+		for i := range su.tools {
+			if su.tools[i].Name == "issue_refund" {
+				su.tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "order"}
+			}
+		}
+	}
+	try("once-key on a masked percept field", ErrInvalidTool, base(withMaskKeys(NewKeys()), onPercept))
+	try("once-key under one key", nil, base(withMasking, withOnceKey))
+	try("keyring without once-keys", nil, base(withMaskKeys(NewKeys())))
+}
+
+// shortRing gives a key too short to hash with.
+type shortRing struct{}
+
+func (shortRing) Key(context.Context, string) ([]byte, error) { return []byte("short"), nil }
+
+// A keyring that gives a short key fails the call closed, writing nothing.
+func TestMaskKeysShortKey(t *testing.T) {
+	d := newDesk(t, memstore.New(), withMaskKeys(shortRing{}))
+	_, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + secretOrder + `"}`), Caller: "support", TraceID: "t"})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("call under a short key: %v, want ErrInvalidConfig", err)
+	}
+	if n := len(d.records()); n != 0 {
+		t.Errorf("%d records written", n)
+	}
+}
+
+// The key file is 0600, refuses a second opener, a file others may read,
+// and a file that is not a key file; a change that cannot be written
+// changes nothing and leaves no temporary file.
+func TestKeyFile(t *testing.T) {
+	ctx := context.Background()
+	k, path := openKeys(t)
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("new key file: %v %v, want mode 0600", info, err)
+	}
+	a, err := k.Key(ctx, "a")
+	if err != nil || len(a) != MinMaskKey {
+		t.Fatalf("Key: %d bytes, %v", len(a), err)
+	}
+	if again, _ := k.Key(ctx, "a"); !hmac.Equal(a, again) {
+		t.Error("a trace's key changed")
+	}
+	if b, _ := k.Key(ctx, "b"); hmac.Equal(a, b) {
+		t.Error("two traces share a key")
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Errorf("rewritten key file has mode %#o", info.Mode().Perm())
+	}
+	if _, err := OpenKeyFile(ctx, path); !errors.Is(err, ErrKeyFileBusy) {
+		t.Errorf("second open: %v, want ErrKeyFileBusy", err)
+	}
+	if _, err := k.Key(ctx, ""); !errors.Is(err, ErrInvalidCall) {
+		t.Errorf("empty trace: %v, want ErrInvalidCall", err)
+	}
+
+	// The file's path turns into a directory: no rename can land.
+	if err := os.Rename(path, path+".saved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(path, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Key(ctx, "c"); err == nil {
+		t.Error("a new key that cannot be kept was given")
+	}
+	if err := k.Erase(ctx, "a"); err == nil {
+		t.Error("an erasure that cannot be written succeeded")
+	}
+	if again, err := k.Key(ctx, "a"); err != nil || !hmac.Equal(a, again) {
+		t.Errorf("a failed erasure changed the key: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range entries {
+		if name := e.Name(); name != "mask.keys" && name != "mask.keys.saved" && name != "mask.keys.lock" {
+			t.Errorf("left behind: %s", name)
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".saved", path); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Erase(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Erase(ctx, "a"); err != nil {
+		t.Errorf("erasing twice: %v", err)
+	}
+	if err := k.Erase(ctx, "never-keyed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Key(ctx, "b"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Key after Close: %v, want ErrInvalidConfig", err)
+	}
+
+	k2, err := OpenKeyFile(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, trace := range []string{"a", "never-keyed"} {
+		if _, err := k2.Key(ctx, trace); !errors.Is(err, ErrMaskErased) {
+			t.Errorf("%s after reopening: %v, want ErrMaskErased", trace, err)
+		}
+	}
+	k2.Close()
+
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenKeyFile(ctx, path); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a key file others may read: %v, want ErrInvalidConfig", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.keys")
+	for _, body := range []string{`{"version":1,"keys":{"a":"c2hvcnQ="},"erased":[]}`, `{"version":2,"keys":{},"erased":[]}`, `not json`,
+		`{"version":1,"keys":{"a":"` + base64.StdEncoding.EncodeToString(a) + `"},"erased":["a"]}`} {
+		if err := os.WriteFile(bad, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenKeyFile(ctx, bad); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("key file %s: %v, want ErrInvalidConfig", body, err)
+		}
+	}
+}
+
+// Concurrent first uses of one trace get one key; the ring serves many
+// traces at once.
+func TestKeysConcurrent(t *testing.T) {
+	ctx := context.Background()
+	k, _ := openKeys(t)
+	var wg sync.WaitGroup
+	got := make([][]byte, 16)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key, err := k.Key(ctx, "shared")
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = key
+			if _, err := k.Key(ctx, fmt.Sprintf("own-%d", i)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, key := range got[1:] {
+		if !hmac.Equal(key, got[0]) {
+			t.Fatal("concurrent first uses got different keys")
+		}
+	}
+}
+
+// A trace erased while its call's effect runs: the output cannot be
+// masked, so it is not stored; the record says the output was invalid.
+func TestMaskErasedDuringEffect(t *testing.T) {
+	ring := NewKeys()
+	d := newDesk(t, memstore.New(), withMaskKeys(ring))
+	d.setEffect("lookup_order", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
+		if err := ring.Erase(ctx, "A"); err != nil {
+			return nil, err
+		}
+		return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 10}, nil
+	})
+	res := d.call("A", "support", "refund", "lookup_order", `{"order_id":"`+secretOrder+`"}`)
+	wantOutcome(t, "erased during the effect", res, audit.OutcomeFailed, CodeOutputInvalid)
+	if n := len(d.invocations("lookup_order")); n != 1 {
+		t.Errorf("effect ran %d times", n)
+	}
+	d.noSecret(t, secretOrder)
+}
