@@ -112,6 +112,12 @@ func approvalKey(approvalID string) string {
 //     constraint or rule now refuses, is refused for good with the
 //     kernel's code (recorded as its result), runs nothing and consumes no
 //     approval.
+//   - An action of a caller-driven tool (no [Tool.Effect]) not yet
+//     started, or whose attempt may be re-driven, is EFFECT_UNAVAILABLE:
+//     Execute has no effect for it, so it runs nothing, records nothing
+//     and uses up no approval, for the caller's call under the same
+//     [Call.RetryKey] with its effect (see the package doc,
+//     "Caller-driven tools").
 //   - Otherwise it drives the effect: see the package doc on exactly-once
 //     execution.
 //
