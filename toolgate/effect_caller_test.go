@@ -209,7 +209,10 @@ func TestCallerDrivenCrash(t *testing.T) {
 	// search_kb has no once-key and is not Idempotent.
 	ctx, cancel = context.WithCancel(d.ctx)
 	kb := Call{RetryKey: "k2", Tool: "search_kb", Args: json.RawMessage(`{"query":"refund"}`), Caller: "researcher", TraceID: "t2",
-		Effect: func(context.Context, Invocation) (blackboard.Payload, error) { cancel(); return nil, errors.New("killed") }}
+		Effect: func(context.Context, Invocation) (blackboard.Payload, error) {
+			cancel()
+			return nil, errors.New("killed")
+		}}
 	if _, err := d.g.Call(ctx, kb); err == nil {
 		t.Fatal("the dying call returned no error")
 	}
