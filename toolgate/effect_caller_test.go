@@ -223,3 +223,32 @@ func TestCallerDrivenCrash(t *testing.T) {
 	}
 	wantOutcome(t, "an unkeyed attempt left", rs[0], audit.OutcomeFailed, CodeEffectUnknown)
 }
+
+// A denial needs no effect: Resolve escalates a caller-driven call as any
+// other, and the caller's retry gets the denial and runs nothing.
+func TestCallerDrivenDenied(t *testing.T) {
+	d := newDesk(t, memstoreOf(t))
+	d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+	d.ground("t1", "A1")
+	f := &frameworkTool{}
+	res, err := d.callWith(d.ctx, "t1", "k1", 700, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.g.Approver("human:lead").Resolve(d.ctx, "t1", res.ActionID, res.ArgsDigest, audit.Denied, "no")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcome(t, "Resolve deny", out, audit.OutcomeRefused, CodeApprovalDenied)
+	if out.FallbackID == "" {
+		t.Fatal("no fallback committed")
+	}
+	res, err = d.callWith(d.ctx, "t1", "k1", 700, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcome(t, "the caller's retry", res, audit.OutcomeRefused, CodeApprovalDenied)
+	if len(f.runs) != 0 {
+		t.Fatalf("the framework's tool ran %d times after a denial", len(f.runs))
+	}
+}
