@@ -55,6 +55,15 @@ type Call struct {
 	// sub-agent lane passes its own sub-run and guard here. It is not
 	// encoded.
 	Budget *Budget `json:"-"`
+	// Effect, when set, runs the call's action in place of the tool's
+	// [Tool.Effect]: an adapter wraps the framework's own tool in it.
+	// A caller-driven tool (one with no Effect) needs it: a call without
+	// it is refused with EFFECT_UNAVAILABLE before anything is recorded.
+	// It serves this call only, and a later call under the same
+	// [Call.RetryKey] that carries it (how an adapter resumes after an
+	// approval, or after a crash): [Gate.Execute], [Gate.Recover] and
+	// [Approver.Resolve] never have it. It is not encoded.
+	Effect EffectFunc `json:"-"`
 }
 
 // Result is the gate's answer to a call. It is a value for the agent loop,
@@ -182,7 +191,7 @@ func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Paylo
 		// the real ones, and sameCall found them equal to the first's.
 		given = c.Args
 	}
-	res, err = g.executeAction(ctx, e, act, d, given)
+	res, err = g.executeAction(ctx, e, act, d, given, c.Effect)
 	return res, true, err
 }
 

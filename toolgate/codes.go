@@ -90,6 +90,14 @@ const (
 	// after a crash): nothing ran and nothing is recorded. [Gate.Resume]
 	// with the arguments runs it.
 	CodeMaskedUnavailable = blackboard.Code("MASKED_UNAVAILABLE")
+	// CodeEffectUnavailable: an action of a caller-driven tool (one with
+	// no [Tool.Effect]) was to start without the caller's effect
+	// ([Call.Effect]): by [Gate.Execute], [Gate.Recover] or
+	// [Approver.Resolve], or by a call that brought none. Nothing ran and
+	// nothing is recorded: its approval, once-key and retry key stay as
+	// they were, and the caller's next call under the same
+	// [Call.RetryKey], with the effect, runs it.
+	CodeEffectUnavailable = blackboard.Code("EFFECT_UNAVAILABLE")
 )
 
 // Sentinel errors. Errors from [New] and from the gate's methods wrap one
@@ -97,7 +105,7 @@ const (
 // refusal is never an error: it is a [Result].
 var (
 	// ErrInvalidTool: New was given a tool it cannot accept (a name that
-	// is not one, a duplicate, no effect, a bad parameters schema or one
+	// is not one, a duplicate, a bad parameters schema or one
 	// [Func] could not make, an uncompilable approval or derivation rule, a bad retry policy, bad bindings, or a
 	// tool resting on beliefs that declares neither Bindings nor Unbound).
 	ErrInvalidTool = errors.New("toolgate: invalid tool")

@@ -5,7 +5,8 @@
 //
 // The owner registers [Tool]s (name, description and JSON Schema shown to
 // models, the beliefs a call rests on, the percept kind its result is
-// recorded under, the effect function, an approval policy and a retry
+// recorded under, the effect function (or none, for a tool its caller
+// runs: "Caller-driven tools" below), an approval policy and a retry
 // policy), the contracts ([Contract]: the tools each worker is authorized
 // to use) and, optionally, intents ([Intent]: the tools each kind of
 // request may use):
@@ -286,6 +287,43 @@
 // masked field under a keyring, and an observer masks a percept field for
 // its trace ([Gate.Mask]). See docs/security.md, "Masked fields", for
 // what this does and does not protect.
+//
+// # Caller-driven tools
+//
+// Some tools are run by their caller, not the gate: an agent framework
+// (ADK, Eino) runs its own tools, and an adapter that governs them puts
+// each call to the gate with the framework's run of the tool as the
+// call's effect ([Call.Effect]), an [EffectFunc] like any other (its
+// context carries the [Invocation], [InvocationFrom], for a tool that
+// reads only its context). A call's effect runs in place of the tool's
+// [Tool.Effect]. A tool registered with no Effect is caller-driven
+// ([Gate.CallerDriven]): the gate governs it as any other (contracts,
+// evidence, bindings, approvals, once-keys, retry keys, the record of
+// each attempt and result), and nothing ever runs it but the effect a
+// call brings.
+//
+// Nothing is used up for lack of that effect. A call of a caller-driven
+// tool that brings none is refused with EFFECT_UNAVAILABLE before its
+// budget is charged, with nothing recorded. [Gate.Execute],
+// [Gate.Resume] and [Approver.Resolve] (after recording the person's
+// decision) never have a call's effect: on a caller-driven action not yet
+// started they answer EFFECT_UNAVAILABLE, run nothing and record nothing,
+// so its approval, its once-key and its retry key stay for the caller,
+// whose next call under the same [Call.RetryKey], with the effect, runs
+// it (rechecking its evidence, and using the approval, then). That is how
+// an adapter resumes after an approval: record the decision (Resolve, or
+// [Approver.Approve]), then call again under the framework's call id. A
+// denial or an expired approval needs no effect: it escalates as for any
+// tool.
+//
+// [Gate.Recover] never starts a caller-driven tool. An attempt a crashed
+// caller left of a tool whose effect may be re-driven (a once-key, or
+// [Tool.Idempotent]) is re-driven by the caller's retry under the same
+// retry key, with the same idempotency key and the next attempt number;
+// Recover leaves it, and an action not yet started, as it is, recording
+// nothing and returning nothing for it. An attempt of any other
+// caller-driven tool is EFFECT_UNKNOWN once its lease is over, as for any
+// tool: nothing may start it again.
 //
 // # Recovery
 //

@@ -46,6 +46,7 @@ type job struct {
 	boxes    effectBoxes        // what its effects repeat, boxed once
 	cc       blackboard.Payload
 	failure  failure.Failure // the typed failure finish records, when known
+	fn       EffectFunc      // the effect to run: the call's, else the tool's; nil for a caller-driven tool without the caller's
 	// fresh: the action was committed by this very call, so nothing can
 	// have recorded a result or started an attempt before the attempt this
 	// driver claims (a driver that did would have claimed the attempt's
@@ -71,7 +72,7 @@ func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc b
 	var hash [2 * sha256.Size]byte
 	hex.Encode(hash[:], sum[:])
 	return &job{e: e, act: act, trace: act.TraceID(), args: argsOf(act.Payload), key: key,
-		hash: string(hash[:]), cc: cc, boxes: effectBoxes{e.nameValue, act.ID, key}}, nil
+		hash: string(hash[:]), cc: cc, boxes: effectBoxes{e.nameValue, act.ID, key}, fn: e.Effect}, nil
 }
 
 // redrivable reports whether an attempt of the tool's effect that left no
@@ -111,6 +112,12 @@ func approvalKey(approvalID string) string {
 //     constraint or rule now refuses, is refused for good with the
 //     kernel's code (recorded as its result), runs nothing and consumes no
 //     approval.
+//   - An action of a caller-driven tool (no [Tool.Effect]) not yet
+//     started, or whose attempt may be re-driven, is EFFECT_UNAVAILABLE:
+//     Execute has no effect for it, so it runs nothing, records nothing
+//     and uses up no approval, for the caller's call under the same
+//     [Call.RetryKey] with its effect (see the package doc,
+//     "Caller-driven tools").
 //   - Otherwise it drives the effect: see the package doc on exactly-once
 //     execution.
 //
@@ -155,7 +162,7 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 	if traceID != "" && act.TraceID() != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
 	}
-	return g.executeAction(ctx, e, act, gd, args)
+	return g.executeAction(ctx, e, act, gd, args, nil)
 }
 
 // gated returns the committed action actionID, its tool and the decision
@@ -214,11 +221,15 @@ func (g *Gate) decisionAbout(ctx context.Context, subject string) (audit.Record,
 	return d, err == nil, err
 }
 
-// executeAction is Execute once the action is known to be the gate's.
-func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Record, gd audit.Record, given json.RawMessage) (Result, error) {
+// executeAction is Execute once the action is known to be the gate's;
+// effect, when set, is the caller's ([Call.Effect]).
+func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Record, gd audit.Record, given json.RawMessage, effect EffectFunc) (Result, error) {
 	j, err := g.newJob(ctx, e, act, gd.Context)
 	if err != nil {
 		return Result{ActionID: act.ID}, err
+	}
+	if effect != nil {
+		j.fn = effect
 	}
 	caller, _ := gd.Context["caller"].(string)
 	intent, _ := gd.Context["intent"].(string)
@@ -263,6 +274,12 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Recor
 		if res, done, err := g.checkApproval(ctx, j); done || err != nil {
 			return res, err
 		}
+	}
+	if j.fn == nil && !mutCallerEffect {
+		// Before the recheck, which records: an action of a caller-driven
+		// tool waits, untouched, for the caller's call with its effect,
+		// which rechecks it then.
+		return g.effectUnavailable(ctx, j), nil
 	}
 	if res, refused, err := g.recheck(ctx, j); refused || err != nil {
 		return res, err
@@ -710,6 +727,13 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			}
 			return g.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
 		}
+		if j.fn == nil && !mutCallerEffect {
+			// A caller-driven tool's attempt n (begun and left by a
+			// crashed caller: one whose effect may run again, or the
+			// check above would have ended it EFFECT_UNKNOWN) or its
+			// first: only the caller's retry, with the effect, starts it.
+			return g.effectUnavailable(ctx, j), nil
+		}
 		if j.lostMasked() {
 			// The store holds only the hashes of the masked arguments and
 			// this driver was not given the real ones: never run the
@@ -827,7 +851,8 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 			out, err = nil, fmt.Errorf("effect panicked: %v", r)
 		}
 	}()
-	out, err = j.e.Effect(ectx, Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.effectArgs()})
+	inv := Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.effectArgs()}
+	out, err = j.fn(context.WithValue(ectx, invocationKey{}, inv), inv)
 	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !IsRetryable(err) {
 		if !j.e.redrivable() && !mutUnkeyedRedrive {
 			// It may have acted before its context ended; a retry could
@@ -837,6 +862,17 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 		err = Retryable(fmt.Errorf("effect ran past its lease: %w", err))
 	}
 	return out, err
+}
+
+// effectUnavailable is the answer for an action of a caller-driven tool
+// that was to start without the caller's effect: nothing is recorded, so
+// its approval, once-key and retry key stay for the caller's retry, and
+// Recover, which comes back to it on every pass, adds no record.
+func (g *Gate) effectUnavailable(ctx context.Context, j *job) Result {
+	root := kernel.Cause{Code: CodeEffectUnavailable, Record: j.act.ID,
+		Detail: quote(j.e.Name) + " is caller-driven: its caller runs it, by calling it again under the same retry key with its effect"}
+	return Result{Outcome: audit.OutcomeRefused, Code: CodeEffectUnavailable, RootCause: root, ActionID: j.act.ID,
+		Hint: g.hint(ctx, j.e, CodeEffectUnavailable, root, "")}
 }
 
 // errRanPastLease is the error of an effect without a key the world

@@ -338,6 +338,14 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 // concurrent use.
 func (g *Gate) Kernel() *kernel.Kernel { return g.k }
 
+// CallerDriven reports whether the gate holds the tool named name
+// without an effect: its caller runs it, handing the gate each call's
+// effect ([Call.Effect]). It is false for a tool the gate does not hold.
+func (g *Gate) CallerDriven(name string) bool {
+	e := g.tools[name]
+	return e != nil && e.Effect == nil
+}
+
 // Close closes the gate's kernel, which closes its store only if the
 // kernel created it (no kernel.WithStore was given). The gate must not be
 // used after.
@@ -356,9 +364,6 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	}
 	if t.defErr != nil {
 		return nil, bad("%v", t.defErr)
-	}
-	if t.Effect == nil {
-		return nil, bad("no effect")
 	}
 	if g.byAction[t.action()] != nil {
 		return nil, bad("action type %q is another tool's", t.action())
@@ -666,6 +671,14 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 			return noJob(res, err)
 		}
 	}
+	if e != nil && e.Effect == nil && c.Effect == nil && !mutCallerEffect {
+		// A caller-driven tool's call that brings no effect would commit
+		// an action nothing can run: answered before the budget, with
+		// nothing recorded.
+		root := kernel.Cause{Code: CodeEffectUnavailable, Detail: quote(e.Name) + " is caller-driven and the call brings no effect"}
+		return Result{Outcome: audit.OutcomeRefused, Code: CodeEffectUnavailable, RootCause: root,
+			Hint: g.hint(ctx, e, CodeEffectUnavailable, root, "")}, nil, nil
+	}
 	if res, refused, err := g.admit(ctx, c, e, cc); refused || err != nil {
 		return noJob(res, err)
 	}
@@ -784,6 +797,9 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		return Result{ActionID: act.ID}, nil, err
 	}
 	j.real = real
+	if c.Effect != nil {
+		j.fn = c.Effect
+	}
 	return Result{ActionID: act.ID}, j, nil
 }
 

@@ -369,7 +369,7 @@ func TestNewChecks(t *testing.T) {
 		{"binding without an operator", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Percept: "order"}))}, ErrInvalidTool},
 		{"binding of an undeclared argument", []Option{WithTools(withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost}))}, ErrInvalidTool},
 		{"binding without a percept", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Op: AtMost}))}, ErrInvalidTool},
-		{"no effect", []Option{WithTools(Tool{Name: "lookup_order", Result: "order"})}, ErrInvalidTool},
+		{"no effect: caller-driven", []Option{WithTools(Tool{Name: "lookup_order", Result: "order"})}, nil},
 		{"no name", []Option{WithTools(Tool{Effect: effect})}, ErrInvalidTool},
 		{"twice", []Option{WithTools(lookup, lookup)}, ErrInvalidTool},
 		{"reserved property", []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`))}, ErrInvalidTool},

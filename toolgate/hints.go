@@ -115,6 +115,8 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 		return "The tool ran but its result could not be recorded. Do not retry; tell the user."
 	case CodeMaskedUnavailable:
 		return "The call cannot run without its arguments, which are not stored. Resume it with the same arguments, or call " + tool + " again."
+	case CodeEffectUnavailable:
+		return "The call has not run: the program that runs " + tool + " has not run it yet. Do not call it again for this now."
 	case CodeEffectUnknown:
 		return "It is not known whether " + tool + " took effect: it was interrupted. Do not call it again for this; tell the user a person will check."
 	}

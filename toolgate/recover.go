@@ -26,6 +26,11 @@ import (
 //     EFFECT_RETRIES_EXHAUSTED); any other tool's is recorded as
 //     EFFECT_UNKNOWN, for a person, and its effect is not started again;
 //   - an attempt whose lease is not over is left to its driver;
+//   - a caller-driven tool's action ([Tool.Effect] nil) is never started:
+//     Recover has no effect for it. One not yet started, or whose
+//     attempt may be re-driven, is left as it is, recorded nothing and
+//     not returned, for the caller's call under the same retry key;
+//     an attempt that may not be re-driven is EFFECT_UNKNOWN, as above;
 //   - an action no attempt was started for is executed, once it is older
 //     than the lease (a younger one may be about to start), unless it
 //     still waits for its approval; an approval that was denied or has
@@ -152,8 +157,10 @@ func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, dri
 	if n == 0 && g.k.Now().UnixMilli() <= act.Provenance.TimestampMS+g.lease.Milliseconds() {
 		return Result{}, false, nil
 	}
-	res, err = g.executeAction(ctx, e, act, gd, nil)
-	if err == nil && res.Outcome == audit.OutcomePendingApproval {
+	res, err = g.executeAction(ctx, e, act, gd, nil, nil)
+	if err == nil && (res.Outcome == audit.OutcomePendingApproval || res.Code == CodeEffectUnavailable) {
+		// Waiting for its approver, or for its caller's retry with the
+		// effect: nothing was done.
 		return Result{}, false, nil
 	}
 	return res, true, err

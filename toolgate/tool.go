@@ -76,6 +76,10 @@ type Tool struct {
 	ResultTTL time.Duration
 	// Effect runs the tool. It is called only for an allowed (and, if the
 	// policy says so, approved) action, with the action's idempotency key.
+	// Nil makes the tool caller-driven: the tool is run by the caller (an
+	// agent framework that runs its own tools), which hands the gate each
+	// call's effect ([Call.Effect]); nothing else ever runs it. See the
+	// package doc, "Caller-driven tools".
 	Effect EffectFunc
 	// Approval says when a call needs a person's approval before it runs.
 	Approval ApprovalPolicy
@@ -142,6 +146,18 @@ type Invocation struct {
 	Attempt int
 	// Args are the committed arguments (a copy).
 	Args blackboard.Payload
+}
+
+// invocationKey is the context key of the [Invocation] an effect runs.
+type invocationKey struct{}
+
+// InvocationFrom returns the [Invocation] the effect running in ctx was
+// called with: a framework's own tool, run as a call's effect
+// ([Call.Effect]) through code that passes it only a context, reads its
+// idempotency key here. ok is false outside an effect.
+func InvocationFrom(ctx context.Context) (inv Invocation, ok bool) {
+	inv, ok = ctx.Value(invocationKey{}).(Invocation)
+	return inv, ok
 }
 
 // Decode unmarshals the arguments into v (a pointer to a struct, say).

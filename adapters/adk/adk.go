@@ -1,16 +1,21 @@
 package adk
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/adk/v2/tool/toolutils"
+	"google.golang.org/genai"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -23,8 +28,9 @@ import (
 const KeyIsError = "is_error"
 
 // ErrInvalid is returned by [New] for a nil gate, an empty caller, an
-// approver that is the caller, or a tool whose parameters are no JSON
-// schema.
+// approver that is the caller, a tool whose parameters are no JSON
+// schema, or an ADK tool of [WithTools] that the gate does not hold
+// caller-driven or that has no Run method to run it by.
 var ErrInvalid = errors.New("adk: invalid argument")
 
 // Confirmation is the payload of the tool confirmation the plugin asks
@@ -44,6 +50,22 @@ type Option func(*config)
 type config struct {
 	trace    func(agent.ReadonlyContext) string
 	approver string
+	own      []tool.Tool
+}
+
+// WithTools gives the Governor the agent's own ADK tools (function tools,
+// say): the gate holds each under its name caller-driven (a
+// [toolgate.Tool] with no Effect), and the plugin has the gate run it as
+// the call's effect ([toolgate.Call.Effect]). Each must have ADK's Run
+// method (every function tool has): the plugin runs it as ADK would.
+func WithTools(tools ...tool.Tool) Option { return func(c *config) { c.own = append(c.own, tools...) } }
+
+// runnable is an ADK tool the plugin can run as ADK runs it: the method
+// every function tool has (tool.Tool and Run; ADK's own interface for it
+// is internal).
+type runnable interface {
+	tool.Tool
+	Run(ctx agent.Context, args any) (map[string]any, error)
 }
 
 // WithTrace names the trace an invocation's calls belong to; the default
@@ -63,7 +85,8 @@ func WithApprover(identity string) Option { return func(c *config) { c.approver 
 type Governor struct {
 	g      *toolgate.Gate
 	caller string
-	tools  map[string]tool.Tool // the gate's tools, by name
+	tools  map[string]tool.Tool // the tools shown, by name: the agent's own, and stand-ins for the gate's
+	own    map[string]runnable  // the agent's own tools, by name: caller-driven in the gate
 	plugin *plugin.Plugin
 	config
 }
@@ -90,11 +113,28 @@ func New(g *toolgate.Gate, caller string, opts ...Option) (*Governor, error) {
 	if g == nil || caller == "" {
 		return nil, fmt.Errorf("%w: New needs a gate and a caller", ErrInvalid)
 	}
-	gv := &Governor{g: g, caller: caller, tools: map[string]tool.Tool{}, config: newConfig(opts)}
+	gv := &Governor{g: g, caller: caller, tools: map[string]tool.Tool{}, own: map[string]runnable{}, config: newConfig(opts)}
 	if gv.approver == caller {
 		return nil, fmt.Errorf("%w: the approver %q is the caller", ErrInvalid, caller)
 	}
+	for _, t := range gv.config.own {
+		rt, ok := t.(runnable)
+		switch {
+		case t == nil:
+			return nil, fmt.Errorf("%w: a nil tool", ErrInvalid)
+		case !ok:
+			return nil, fmt.Errorf("%w: tool %s has no Run method to run it by", ErrInvalid, t.Name())
+		case !g.CallerDriven(t.Name()):
+			return nil, fmt.Errorf("%w: the gate holds no caller-driven tool %s (register it with no Effect)", ErrInvalid, t.Name())
+		case gv.own[t.Name()] != nil:
+			return nil, fmt.Errorf("%w: tool %s given twice", ErrInvalid, t.Name())
+		}
+		gv.own[t.Name()], gv.tools[t.Name()] = rt, guarded{rt}
+	}
 	for _, s := range g.Tools() {
+		if g.CallerDriven(s.Name) {
+			continue // the agent's own tool runs it, if it was given
+		}
 		t, err := newTool(s)
 		if err != nil {
 			return nil, err
@@ -151,15 +191,21 @@ func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 		return nil, err
 	}
 	trace, id := gv.trace(ctx), ctx.FunctionCallID()
-	res, err := gv.g.Call(ctx, toolgate.Call{ID: id, RetryKey: id, Tool: t.Name(), Args: raw, Caller: gv.caller, TraceID: trace})
+	c := toolgate.Call{ID: id, RetryKey: id, Tool: t.Name(), Args: raw, Caller: gv.caller, TraceID: trace}
+	// The tool the plugin runs is the one given to WithTools, found by
+	// name, not the one ADK hands over (the guard).
+	if rt := gv.own[t.Name()]; rt != nil && !mutNoEffect {
+		c.Effect = effect(ctx, rt)
+	}
+	res, err := gv.g.Call(ctx, c)
 	if err != nil {
 		return nil, errGate{err}
 	}
 	if res.Outcome != audit.OutcomePendingApproval || gv.approver == "" {
 		return response(res.ForModel())
 	}
-	if c := ctx.ToolConfirmation(); c != nil {
-		return gv.resolve(ctx, trace, res, c.Confirmed, c.Payload)
+	if conf := ctx.ToolConfirmation(); conf != nil {
+		return gv.resolve(ctx, c, res, conf.Confirmed, conf.Payload)
 	}
 	// ADK pauses the run and asks the application; its answer comes back
 	// as this call again, with the confirmation set.
@@ -177,7 +223,7 @@ func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 // approved must be the committed arguments' digest; a confirmation of
 // other arguments (a forged one, adk-go #1499) is refused as
 // APPROVAL_MISMATCH and records nothing.
-func (gv *Governor) resolve(ctx agent.Context, trace string, res toolgate.Result, confirmed bool, payload any) (map[string]any, error) {
+func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Result, confirmed bool, payload any) (map[string]any, error) {
 	var shown Confirmation
 	if b, err := json.Marshal(payload); err == nil {
 		_ = json.Unmarshal(b, &shown)
@@ -194,16 +240,76 @@ func (gv *Governor) resolve(ctx agent.Context, trace string, res toolgate.Result
 	if mutForgedConfirmation {
 		digest = res.ArgsDigest
 	}
-	out, err := gv.g.Approver(gv.approver).Resolve(ctx, trace, res.ApprovalID, digest, decision, note)
+	out, err := gv.g.Approver(gv.approver).Resolve(ctx, c.TraceID, res.ApprovalID, digest, decision, note)
 	if errors.Is(err, blackboard.ErrInvalidInput) || errors.Is(err, blackboard.ErrPermission) {
 		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
 			Hint: "the confirmation was not taken: " + err.Error()}.ForModel())
+	}
+	if err == nil && out.Code == toolgate.CodeEffectUnavailable {
+		// The agent's own tool: the gate recorded the approval and had
+		// no effect to run. The call again, under its call id, with the
+		// tool, runs it once, under the approval.
+		out, err = gv.g.Call(ctx, c)
 	}
 	if err != nil {
 		return nil, errGate{err}
 	}
 	return response(out.ForModel())
 }
+
+// effect runs the agent's own ADK tool as a call's effect, as ADK runs
+// it, with the committed arguments; the effect's context (its deadline,
+// the gate's span, the [toolgate.Invocation]) stands in for the
+// invocation's.
+func effect(ctx agent.Context, rt runnable) toolgate.EffectFunc {
+	return func(ectx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+		out, err := rt.Run(effectContext{ctx, ectx}, map[string]any(inv.Args))
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+// guarded is how the agent's own tool is shown to ADK: its declaration,
+// and a Run that runs nothing, so that a runner without the plugin runs
+// none of them (the plugin runs the tool itself, through the gate).
+type guarded struct{ rt runnable }
+
+func (g guarded) Name() string        { return g.rt.Name() }
+func (g guarded) Description() string { return g.rt.Description() }
+func (g guarded) IsLongRunning() bool { return g.rt.IsLongRunning() }
+
+// Declaration is the tool's own, for the model.
+func (g guarded) Declaration() *genai.FunctionDeclaration {
+	if d, ok := g.rt.(toolutils.Tool); ok {
+		return d.Declaration()
+	}
+	return nil
+}
+
+// ProcessRequest puts the guard, not the tool, in the request's tools:
+// ADK calls what it finds there.
+func (g guarded) ProcessRequest(_ agent.Context, req *model.LLMRequest) error {
+	return toolutils.PackTool(req, g)
+}
+
+// Run runs nothing: only the plugin runs the tool.
+func (g guarded) Run(agent.Context, any) (map[string]any, error) {
+	return nil, fmt.Errorf("adk: %s called without the gate's plugin", g.rt.Name())
+}
+
+// effectContext is the tool invocation's agent.Context whose context
+// methods are the effect's.
+type effectContext struct {
+	agent.Context
+	c context.Context
+}
+
+func (e effectContext) Deadline() (time.Time, bool) { return e.c.Deadline() }
+func (e effectContext) Done() <-chan struct{}       { return e.c.Done() }
+func (e effectContext) Err() error                  { return e.c.Err() }
+func (e effectContext) Value(key any) any           { return e.c.Value(key) }
 
 // response is a gate reply as an ADK tool response.
 func response(r toolgate.Reply) (map[string]any, error) {
@@ -219,7 +325,8 @@ func response(r toolgate.Reply) (map[string]any, error) {
 	return m, nil
 }
 
-// newTool is the ADK tool that shows the model the gate's tool s: its
+// newTool is the ADK tool that stands in for the gate's tool s, whose
+// effect the gate holds: its
 // name, description and parameter schema. Its own Run never runs the tool:
 // it fails, so a call that reaches it (the plugin missing from the runner)
 // does nothing.

@@ -3,11 +3,13 @@ package adk_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
@@ -15,6 +17,7 @@ import (
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
@@ -66,7 +69,29 @@ type agentRun struct {
 
 func newRun(t *testing.T, env *adaptertest.Env) *agentRun {
 	t.Helper()
-	return build(t, env, true, adk.WithApprover(env.Approver), adk.WithTrace(func(agent.ReadonlyContext) string { return env.TraceID }))
+	return build(t, env, true, adk.WithApprover(env.Approver), adk.WithTrace(func(agent.ReadonlyContext) string { return env.TraceID }),
+		adk.WithTools(adkTools(t, env)...))
+}
+
+// adkTools makes the suite's framework tools (in a RunFramework case) ADK
+// function tools, as an integrator writes them.
+func adkTools(t *testing.T, env *adaptertest.Env) []tool.Tool {
+	t.Helper()
+	var out []tool.Tool
+	for _, ft := range env.Tools {
+		schema := &jsonschema.Schema{}
+		if err := json.Unmarshal(ft.Parameters, schema); err != nil {
+			t.Fatal(err)
+		}
+		run := ft.Run
+		ft2, err := functiontool.New(functiontool.Config{Name: ft.Name, Description: ft.Description, InputSchema: schema},
+			func(ctx agent.Context, args map[string]any) (map[string]any, error) { return run(ctx, args) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ft2)
+	}
+	return out
 }
 
 // build is an agentRun with the governor of opts, whose runner holds its
@@ -191,6 +216,58 @@ func remarshal(from, to any) error {
 
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return newRun(t, env) })
+}
+
+// The agent's own ADK function tools, governed: the gate holds them
+// caller-driven, and the plugin runs each, once allowed, as the call's
+// effect (after a tool confirmation, on the resumed call).
+func TestConformanceFramework(t *testing.T) {
+	adaptertest.RunFramework(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return newRun(t, env) })
+}
+
+// New refuses an agent tool it cannot govern: one the gate does not hold
+// caller-driven, one given twice, one with no Run method.
+func TestWithToolsInvalid(t *testing.T) {
+	env := adaptertest.NewFrameworkEnv(t)
+	own := adkTools(t, env)
+	if _, err := adk.New(env.Gate, env.Caller, adk.WithTools(own...)); err != nil {
+		t.Fatalf("the suite's caller-driven tools: %v", err)
+	}
+	held, err := functiontool.New(functiontool.Config{Name: adaptertest.Close},
+		func(agent.Context, map[string]any) (map[string]any, error) { return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tools := range map[string][]tool.Tool{
+		"effect held by the gate": {held},
+		"twice":                   {own[0], own[0]},
+		"no Run":                  {bare{own[0]}},
+	} {
+		if _, err := adk.New(env.Gate, env.Caller, adk.WithTools(tools...)); !errors.Is(err, adk.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// bare is a tool with no Run method.
+type bare struct{ t tool.Tool }
+
+func (b bare) Name() string        { return b.t.Name() }
+func (b bare) Description() string { return b.t.Description() }
+func (b bare) IsLongRunning() bool { return false }
+
+// A runner without the plugin runs none of the agent's own tools either.
+func TestWithoutPluginFramework(t *testing.T) {
+	env := adaptertest.NewFrameworkEnv(t)
+	a := build(t, env, false, adk.WithTrace(func(agent.ReadonlyContext) string { return env.TraceID }), adk.WithTools(adkTools(t, env)...))
+	a.m.call = &genai.FunctionCall{ID: "c1", Name: adaptertest.Lookup, Args: map[string]any{"order_id": "A1"}}
+	responses, _, err := a.turn(t.Context(), genai.NewContentFromText("go", genai.RoleUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := responses["c1"]["error"]; !ok || env.Lookups() != 0 {
+		t.Fatalf("ungated call answered %v after %d lookups, want an error and none", responses["c1"], env.Lookups())
+	}
 }
 
 // Without WithTrace a call belongs to the trace "adk:" and the session id:

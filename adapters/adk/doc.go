@@ -2,9 +2,25 @@
 // agent with a [toolgate.Gate]: a runner plugin answers every call with the
 // gate's result, so that no tool of the agent runs but through the gate.
 //
-// Setup:
+// The agent's own ADK tools (function tools) stay as they are: given to
+// [WithTools], each is held by the gate under its name caller-driven (a
+// [toolgate.Tool] with no Effect: its schema, beliefs, bindings,
+// approval policy, once-key). The plugin's before-tool callback puts the
+// call to the gate with the ADK tool as the call's effect
+// ([toolgate.Call.Effect]): the gate runs it, as ADK would (its Run
+// method), once the call is allowed (and approved), with the committed
+// arguments, in the effect's context ([toolgate.InvocationFrom] gives a
+// tool its idempotency key), and never on a refusal; the callback answers
+// with the gate's response, so ADK does not run the tool again. The
+// Governor shows ADK a guard in the tool's place, whose own Run runs
+// nothing, so a runner without the plugin runs none of them. A tool whose
+// effect the gate itself holds needs no ADK tool: the Governor shows a
+// stand-in for it, and the gate runs its effect.
 //
-//	gv, _ := adk.New(g, "support", adk.WithApprover("human:reviewer")) // caller, approver
+// Setup, with refund the agent's function tool (the gate holds "refund"
+// with no Effect):
+//
+//	gv, _ := adk.New(g, "support", adk.WithApprover("human:reviewer"), adk.WithTools(refund)) // caller, approver
 //	a, _ := llmagent.New(llmagent.Config{Name: "support", Model: m, Toolsets: []tool.Toolset{gv}})
 //	r, _ := runner.New(runner.Config{AppName: "desk", Agent: a, SessionService: session.InMemoryService(),
 //		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{gv.Plugin()}}})
@@ -30,6 +46,10 @@
 // answers with confirmed and the digest shown; ADK then resumes the call,
 // and the plugin records the decision with [toolgate.Approver.Resolve]
 // under the approver identity given to [WithApprover] and carries it out.
+// For the agent's own tool the gate records the approval and has no
+// effect to run (EFFECT_UNAVAILABLE, nothing used up): the plugin then
+// puts the resumed call to the gate again under its call id, with the
+// tool, and the gate runs it once, under the approval.
 // The confirmation is the client's word and is not trusted (adk-go #1499):
 // the identity never comes from it, the action and arguments are the gate's
 // own for the call id, and a confirmation whose digest is not the committed

@@ -14,11 +14,11 @@ import (
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
 	"github.com/blackboardkernel/bk/adapters/adk"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -38,24 +38,37 @@ func (refunder) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool
 	}
 }
 
-// A refund above 500 waits for approval: the plugin asks for ADK's tool
-// confirmation, the application approves the digest it was shown, and
-// the resumed call runs through the gate.
+type refundArgs struct {
+	Amount float64 `json:"amount"`
+}
+
+type refunded struct {
+	Refunded float64 `json:"refunded"`
+}
+
+// The agent's own ADK function tool, governed: a refund above 500 waits
+// for approval. The plugin asks for ADK's tool confirmation, the
+// application approves the digest it was shown, and the resumed call runs
+// the function tool once, through the gate.
 func ExampleNew() {
 	ctx := context.Background()
+	// The integrator's ADK tool, as it was before the gate.
+	refund, err := functiontool.New(functiontool.Config{Name: "refund", Description: "Refund an amount."},
+		func(_ agent.Context, a refundArgs) (refunded, error) { return refunded{a.Amount}, nil })
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The gate holds it caller-driven: no Effect, since ADK's tool runs it.
 	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{
 		Name:       "refund",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
 		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},
-		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-			return blackboard.Payload{"refunded": inv.Args["amount"]}, nil
-		},
 	}), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"refund"}}))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer g.Close()
-	gv, err := adk.New(g, "support", adk.WithApprover("human:reviewer"))
+	gv, err := adk.New(g, "support", adk.WithApprover("human:reviewer"), adk.WithTools(refund))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,17 +1,33 @@
 // Package eino governs the tool calls of a CloudWeGo Eino agent through a
-// [toolgate.Gate]: an Eino ToolsNode whose tool middleware hands every
-// call to the gate, which decides it, runs the tool's effect and answers
-// with [toolgate.Result.ForModel] as the tool's result. The middleware
-// never calls the tool itself; the tools of [Middleware.Tools] fail with
-// [ErrUngoverned] when run without it.
+// [toolgate.Gate]: a ToolsNode whose tool middleware hands every call to
+// the gate, which decides it and answers with [toolgate.Result.ForModel]
+// as the tool's result.
 //
-// Setup, with g the gate and "support" the caller's contract:
+// The integrator's own Eino tools stay as they are. The gate holds each
+// under its name caller-driven (a [toolgate.Tool] with no Effect: its
+// schema, beliefs, bindings, approval policy, once-key), and the
+// middleware hands the gate the Eino tool as the call's effect
+// ([toolgate.Call.Effect]): the gate runs it once the call is allowed
+// (and approved), with the committed arguments, in the effect's context
+// ([toolgate.InvocationFrom] gives a tool its idempotency key), and
+// never on a refusal. A tool whose effect the gate itself holds needs no
+// Eino tool: [Middleware.Tools] stands in for it in the node, and the
+// gate runs its effect; those stand-ins fail with [ErrUngoverned] when
+// run without the middleware. One node may hold both kinds.
+//
+// Setup, with g the gate, "support" the caller's contract and refund the
+// integrator's Eino tool (the gate holds "refund" with no Effect):
 //
 //	m, err := eino.New(g, "support", eino.WithApprover("human:lead"),
 //		eino.WithTrace(func(ctx context.Context) string { return ticketOf(ctx) }))
-//	node, err := compose.NewToolNode(ctx, m.NodeConfig())
+//	cfg, err := m.NodeConfig(ctx, refund)
+//	node, err := compose.NewToolNode(ctx, cfg)
 //	tools, err := m.Surface(ctx) // bind these to the model each turn
 //	graph.AddToolsNode("tools", node) // compile with compose.WithCheckPointStore
+//
+// [Middleware.NodeConfig] refuses an Eino tool the gate does not hold
+// caller-driven, and one that also streams (Eino would run it past the
+// middleware in a streamed run).
 //
 // Each call goes to [toolgate.Gate.Call] under the caller, the trace
 // [WithTrace] names, and the Eino call id as its retry key
@@ -30,7 +46,11 @@
 // compose.ResumeWithData(ctx, interruptID, &Decision{...}). The middleware
 // then calls [toolgate.Approver.Resolve] under the approver identity given
 // to [WithApprover], never one named in the resume: an approval runs the
-// call once, a denial refuses it. A Decision whose digest is not the
+// call once, a denial refuses it. For the integrator's Eino tool the gate
+// records the approval and has no effect to run (EFFECT_UNAVAILABLE,
+// nothing used up); the middleware then puts the resumed call to the gate
+// again under its call id, with the tool, and the gate runs it once,
+// under the approval, with the approved arguments. A Decision whose digest is not the
 // Approval's, or whose arguments have another digest, is refused: nothing
 // is recorded, and the model is shown the call still waiting; the call,
 // delivered again under its id, interrupts again. A resume aimed at

@@ -17,7 +17,9 @@ import (
 )
 
 // ErrInvalid is returned by [New] for a nil gate, an empty caller, no
-// trace, or an approver that is the caller.
+// trace, or an approver that is the caller, and by [Middleware.NodeConfig]
+// for a tool the gate does not hold caller-driven or that the middleware
+// cannot govern.
 var ErrInvalid = errors.New("eino: invalid argument")
 
 // ErrUngoverned is returned by a tool of [Middleware.Tools] run without
@@ -116,23 +118,48 @@ func New(g *toolgate.Gate, caller string, opts ...Option) (*Middleware, error) {
 	return m, nil
 }
 
-// NodeConfig is the ToolsNode configuration of the gate's tools: every
-// tool, a handler that sends a call of a tool the gate does not hold to
-// the gate (whose refusal the model can act on), and the middleware.
-func (m *Middleware) NodeConfig() *compose.ToolsNodeConfig {
+// NodeConfig is the ToolsNode configuration that governs tools, the
+// integrator's own Eino tools, and the gate's tools that hold their
+// effect ([Middleware.Tools]): a handler that sends a call of a tool the
+// node does not hold to the gate (whose refusal the model can act on),
+// and the middleware. Each of tools must be a caller-driven tool of the
+// gate ([toolgate.Gate.CallerDriven]: registered under its name with no
+// effect) and a plain [tool.InvokableTool]: one that also streams is
+// refused with [ErrInvalid], since Eino would run it past the middleware
+// in a streamed run. What the model is shown is still the gate's ([Middleware.Surface]).
+func (m *Middleware) NodeConfig(ctx context.Context, tools ...tool.InvokableTool) (*compose.ToolsNodeConfig, error) {
+	all := make([]tool.BaseTool, 0, len(tools))
+	for _, t := range tools {
+		ti, err := t.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch t.(type) {
+		case tool.StreamableTool, tool.EnhancedStreamableTool:
+			return nil, fmt.Errorf("%w: tool %s also streams: Eino would run it past the middleware", ErrInvalid, ti.Name)
+		}
+		if !m.g.CallerDriven(ti.Name) {
+			return nil, fmt.Errorf("%w: the gate holds no caller-driven tool %s (register it with no Effect)", ErrInvalid, ti.Name)
+		}
+		all = append(all, t)
+	}
+	all = append(all, m.Tools()...)
 	return &compose.ToolsNodeConfig{
-		Tools:               m.Tools(),
+		Tools:               all,
 		UnknownToolsHandler: m.unknown,
 		ToolCallMiddlewares: []compose.ToolMiddleware{{Invokable: m.Invokable}},
-	}
+	}, nil
 }
 
-// Tools returns a tool for each of the gate's tools. Run without the
-// middleware, they fail with [ErrUngoverned].
+// Tools returns a tool for each of the gate's tools that holds its
+// effect; the gate runs it. Run without the middleware, they fail with
+// [ErrUngoverned].
 func (m *Middleware) Tools() []tool.BaseTool {
 	var out []tool.BaseTool
 	for _, s := range m.g.Tools() {
-		out = append(out, gated{info(s)})
+		if !m.g.CallerDriven(s.Name) {
+			out = append(out, gated{info(s)})
+		}
 	}
 	return out
 }
@@ -185,18 +212,21 @@ func (m *Middleware) unknown(ctx context.Context, name, args string) (string, er
 	return res.ForModel().Text, nil
 }
 
-// Invokable is the tool middleware: it never calls next; the gate runs
-// the tool's effect. The call's id is its retry key. A call that needs
-// approval, with an approver, interrupts the run with an [Approval]; its
-// resume with a [Decision] resolves it (see the package doc).
-func (m *Middleware) Invokable(compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+// Invokable is the tool middleware. It puts every call to the gate
+// under the call's id as its retry key, and never calls next itself: for
+// a caller-driven tool next (the integrator's Eino tool) is the call's
+// effect, which the gate runs once the call is allowed, with the
+// committed arguments; any other tool's effect is the gate's. A call that
+// needs approval, with an approver, interrupts the run with an
+// [Approval]; its resume with a [Decision] resolves it (see the package
+// doc).
+func (m *Middleware) Invokable(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
 	return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
 		if st := interrupted(ctx); st != nil {
-			return m.resume(ctx, st)
+			return m.resume(ctx, st, next, in)
 		}
 		trace := m.trace(ctx)
-		res, err := m.g.Call(ctx, toolgate.Call{ID: in.CallID, RetryKey: in.CallID, Tool: in.Name, Args: jsonArgs(in.Arguments),
-			Caller: m.caller, TraceID: trace})
+		res, err := m.call(ctx, trace, next, in)
 		if err != nil {
 			return nil, err
 		}
@@ -207,6 +237,44 @@ func (m *Middleware) Invokable(compose.InvokableToolEndpoint) compose.InvokableT
 		return nil, compose.StatefulInterrupt(ctx,
 			&Approval{Tool: in.Name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: map[string]any(res.Args)},
 			&pending{Trace: trace, Tool: in.Name, ActionID: res.ApprovalID, Digest: res.ArgsDigest, Reply: reply})
+	}
+}
+
+// call puts the call to the gate, with next as its effect when the gate
+// holds the tool caller-driven.
+func (m *Middleware) call(ctx context.Context, trace string, next compose.InvokableToolEndpoint, in *compose.ToolInput) (toolgate.Result, error) {
+	c := toolgate.Call{ID: in.CallID, RetryKey: in.CallID, Tool: in.Name, Args: jsonArgs(in.Arguments), Caller: m.caller, TraceID: trace}
+	if m.g.CallerDriven(in.Name) && !mutNoEffect {
+		c.Effect = effect(next, in)
+	}
+	return m.g.Call(ctx, c)
+}
+
+// effect runs the Eino tool behind next as a call's effect: with the
+// committed arguments (what was approved, not what the model sent), in
+// the effect's context. Its text is the output: a JSON object as it is,
+// anything else under "result".
+func effect(next compose.InvokableToolEndpoint, in *compose.ToolInput) toolgate.EffectFunc {
+	return func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+		args, err := json.Marshal(map[string]any(inv.Args))
+		if err != nil {
+			return nil, err
+		}
+		run := *in
+		run.Arguments = string(args)
+		out, err := next(ctx, &run)
+		if err != nil {
+			return nil, err
+		}
+		var obj map[string]any
+		if out != nil && json.Unmarshal([]byte(out.Result), &obj) == nil && obj != nil {
+			return obj, nil
+		}
+		text := ""
+		if out != nil {
+			text = out.Result
+		}
+		return blackboard.Payload{"result": text}, nil
 	}
 }
 
@@ -226,7 +294,7 @@ func interrupted(ctx context.Context) *pending {
 // call interrupts again, with its Approval; a decision about other arguments (another digest,
 // or arguments of another digest) is refused: nothing is recorded, and the
 // model is shown the call still waiting.
-func (m *Middleware) resume(ctx context.Context, st *pending) (*compose.ToolOutput, error) {
+func (m *Middleware) resume(ctx context.Context, st *pending, next compose.InvokableToolEndpoint, in *compose.ToolInput) (*compose.ToolOutput, error) {
 	aimed, has, d := compose.GetResumeContext[*Decision](ctx)
 	if !aimed {
 		a, err := m.approval(ctx, st)
@@ -243,6 +311,12 @@ func (m *Middleware) resume(ctx context.Context, st *pending) (*compose.ToolOutp
 		decision = audit.Approved
 	}
 	res, err := m.g.Approver(m.approver).Resolve(ctx, st.Trace, st.ActionID, d.Digest, decision, "decided through an Eino resume")
+	if err == nil && res.Code == toolgate.CodeEffectUnavailable {
+		// A caller-driven tool: the gate recorded the approval and ran
+		// nothing. The call again, under its id, with the tool, runs it
+		// (the gate binds the arguments to the approved digest).
+		res, err = m.call(ctx, st.Trace, next, in)
+	}
 	if err != nil {
 		return nil, err
 	}

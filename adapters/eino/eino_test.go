@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/cloudwego/eino/components/tool"
+	"github.com/cloudwego/eino/components/tool/utils"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
+	"github.com/eino-contrib/jsonschema"
 
 	"github.com/blackboardkernel/bk/adapters/eino"
 	"github.com/blackboardkernel/bk/audit"
@@ -43,6 +45,7 @@ func (s *memStore) Set(_ context.Context, id string, b []byte) error {
 type runner struct {
 	t      *testing.T
 	m      *eino.Middleware
+	tools  []tool.InvokableTool // the integrator's own Eino tools
 	store  *memStore
 	decide func(context.Context, eino.Approval) eino.Decision
 	mu     sync.Mutex
@@ -55,11 +58,30 @@ func newRunner(t *testing.T, env *adaptertest.Env, decide func(context.Context, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runner{t: t, m: m, store: &memStore{m: map[string][]byte{}}, decide: decide}
+	return &runner{t: t, m: m, tools: einoTools(t, env), store: &memStore{m: map[string][]byte{}}, decide: decide}
+}
+
+// einoTools makes the suite's framework tools (in a RunFramework case)
+// Eino tools, as an integrator writes them with Eino's own helper.
+func einoTools(t *testing.T, env *adaptertest.Env) []tool.InvokableTool {
+	var out []tool.InvokableTool
+	for _, ft := range env.Tools {
+		js := &jsonschema.Schema{}
+		if err := json.Unmarshal(ft.Parameters, js); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, utils.NewTool(&schema.ToolInfo{Name: ft.Name, Desc: ft.Description, ParamsOneOf: schema.NewParamsOneOfByJSONSchema(js)},
+			func(ctx context.Context, args map[string]any) (map[string]any, error) { return ft.Run(ctx, args) }))
+	}
+	return out
 }
 
 func (r *runner) compile(ctx context.Context) (compose.Runnable[*schema.Message, []*schema.Message], error) {
-	node, err := compose.NewToolNode(ctx, r.m.NodeConfig())
+	cfg, err := r.m.NodeConfig(ctx, r.tools...)
+	if err != nil {
+		return nil, err
+	}
+	node, err := compose.NewToolNode(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +169,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The integrator's own Eino tools, governed: the gate holds them
+// caller-driven, and the middleware runs each, once allowed, as the
+// call's effect (after an approval, on the resume).
+func TestConformanceFramework(t *testing.T) {
+	adaptertest.RunFramework(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter {
+		return newRunner(t, env, asSuite(env))
+	})
+}
+
 // New refuses what would leave calls ungoverned or approvals
 // unaccountable, with ErrInvalid.
 func TestNewInvalid(t *testing.T) {
@@ -186,5 +217,34 @@ func TestUngoverned(t *testing.T) {
 	}
 	if n := env.Runs(); n != 0 {
 		t.Fatalf("refund ran %d times", n)
+	}
+}
+
+// streamer is an Eino tool that also streams: Eino would run it past the
+// middleware in a streamed run.
+type streamer struct{ tool.InvokableTool }
+
+func (streamer) StreamableRun(context.Context, string, ...tool.Option) (*schema.StreamReader[string], error) {
+	return nil, errors.New("streamed")
+}
+
+// NodeConfig refuses an Eino tool it cannot govern: one the gate does not
+// hold, one the gate holds with its own effect, one that streams.
+func TestNodeConfigInvalid(t *testing.T) {
+	env := adaptertest.NewFrameworkEnv(t)
+	m, err := eino.New(env.Gate, env.Caller, eino.WithTrace(func(context.Context) string { return env.TraceID }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := einoTools(t, env)
+	if _, err := m.NodeConfig(t.Context(), tools...); err != nil {
+		t.Fatalf("the suite's caller-driven tools: %v", err)
+	}
+	unknown := utils.NewTool(&schema.ToolInfo{Name: "no_such_tool"}, func(context.Context, map[string]any) (string, error) { return "", nil })
+	held := utils.NewTool(&schema.ToolInfo{Name: adaptertest.Close}, func(context.Context, map[string]any) (string, error) { return "", nil })
+	for name, tl := range map[string]tool.InvokableTool{"unknown": unknown, "effect held by the gate": held, "streams": streamer{tools[0]}} {
+		if _, err := m.NodeConfig(t.Context(), tl); !errors.Is(err, eino.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
 	}
 }

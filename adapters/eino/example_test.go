@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cloudwego/eino/components/tool/utils"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/blackboardkernel/bk/adapters/eino"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -34,17 +34,30 @@ func (c *checkpoints) Set(_ context.Context, id string, b []byte) error {
 	return nil
 }
 
-// A scripted model asks for two refunds. The small one runs; the large one
+// A scripted model asks for two refunds, through the integrator's own
+// Eino tool, which the gate governs. The small one runs; the large one
 // needs approval: the run interrupts with what the person is asked, and a
-// new runner resumes it from the checkpoint with their decision.
+// new runner resumes it from the checkpoint with their decision, which
+// runs the Eino tool once.
 func ExampleNew() {
 	ctx := context.Background()
+	type refundArgs struct {
+		Amount float64 `json:"amount"`
+	}
+	type refunded struct {
+		Refunded float64 `json:"refunded"`
+	}
+	// The integrator's Eino tool, as it was before the gate.
+	einoRefund, err := utils.InferTool("refund", "Refund an amount.", func(_ context.Context, a refundArgs) (refunded, error) {
+		return refunded{a.Amount}, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	// The gate holds it caller-driven: no Effect, since Eino runs it.
 	refund := toolgate.Tool{Name: "refund", Description: "Refund an amount.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},
-		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-			return blackboard.Payload{"refunded": inv.Args["amount"]}, nil
-		}}
+		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"}}
 	g, err := toolgate.New(ctx, toolgate.WithTools(refund),
 		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"refund"}}))
 	if err != nil {
@@ -59,7 +72,11 @@ func ExampleNew() {
 	}
 	store := &checkpoints{m: map[string][]byte{}}
 	runner := func() compose.Runnable[*schema.Message, []*schema.Message] {
-		node, err := compose.NewToolNode(ctx, m.NodeConfig())
+		cfg, err := m.NodeConfig(ctx, einoRefund)
+		if err != nil {
+			panic(err)
+		}
+		node, err := compose.NewToolNode(ctx, cfg)
 		if err != nil {
 			panic(err)
 		}

@@ -37,7 +37,11 @@ func TestResumeOneOfTwo(t *testing.T) {
 	}
 	store := &checkpoints{m: map[string][]byte{}}
 	runner := func() compose.Runnable[*schema.Message, []*schema.Message] {
-		node, err := compose.NewToolNode(ctx, m.NodeConfig())
+		cfg, err := m.NodeConfig(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := compose.NewToolNode(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,6 +66,21 @@ type Decision struct {
 	Digest  string
 }
 
+// FrameworkTool is a tool the framework runs itself (an integrator's
+// Eino tool, an ADK function tool), as [RunFramework] gives it to the
+// adapter: the adapter makes it a tool of its framework, and the gate
+// holds it caller-driven, with no effect of its own.
+type FrameworkTool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // a JSON Schema object
+	// Run is the tool's code, as the framework calls it with the model's
+	// arguments. The refund reads its idempotency key from its context
+	// ([toolgate.InvocationFrom]), so the context the gate runs the
+	// call's effect in must reach it.
+	Run func(ctx context.Context, args map[string]any) (map[string]any, error)
+}
+
 // Env is one case's gate and the person who decides its approvals.
 type Env struct {
 	Gate    *toolgate.Gate
@@ -73,11 +88,16 @@ type Env struct {
 	TraceID string
 	// Approver is the identity an adapter approves under: not the caller.
 	Approver string
+	// Tools are, in a case of [RunFramework], the tools the framework
+	// runs itself; the gate holds each without an effect. Nil in a case
+	// of [Run], where the gate holds every tool with its effect.
+	Tools []FrameworkTool
 
 	mu       sync.Mutex
 	decide   func(Approval) Decision
 	asked    []Approval
 	runs     int             // refund effect calls
+	lookups  int             // lookup effect calls
 	paid     map[string]bool // refunds made, by idempotency key
 	crash    bool            // the next refund result record is lost
 	lookedUp []trace.SpanContext
@@ -129,6 +149,13 @@ func (s *crashStore) Apply(ctx context.Context, b blackboard.Batch) error {
 	return s.Store.Apply(ctx, b)
 }
 
+// Lookups reports how many times the lookup effect ran.
+func (e *Env) Lookups() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lookups
+}
+
 // Runs reports how many times the refund effect ran.
 func (e *Env) Runs() int {
 	e.mu.Lock()
@@ -142,11 +169,38 @@ func (e *Env) questions() []Approval {
 	return slices.Clone(e.asked)
 }
 
-// NewEnv builds the suite's gate (closed with t.Cleanup) and its Env.
-func NewEnv(t testing.TB) *Env {
+// NewEnv builds the suite's gate (closed with t.Cleanup) and its Env:
+// the gate holds every tool with its effect.
+func NewEnv(t testing.TB) *Env { return newEnv(t, false) }
+
+// NewFrameworkEnv builds the Env of a case of [RunFramework]: the gate
+// holds the lookup and the refund caller-driven, and [Env.Tools] are the
+// framework's own tools that run them.
+func NewFrameworkEnv(t testing.TB) *Env { return newEnv(t, true) }
+
+func newEnv(t testing.TB, framework bool) *Env {
 	t.Helper()
 	env := &Env{Caller: Caller, TraceID: TraceID, Approver: "human:reviewer", paid: map[string]bool{}}
 	amounts := map[string]float64{"A1": 700, "B2": 100}
+	lookup := func(ctx context.Context, args map[string]any) (map[string]any, error) {
+		env.mu.Lock()
+		env.lookups++
+		env.lookedUp = append(env.lookedUp, trace.SpanContextFromContext(ctx))
+		env.mu.Unlock()
+		id, _ := args["order_id"].(string)
+		amount, ok := amounts[id]
+		if !ok {
+			return nil, errors.New("no such order")
+		}
+		return map[string]any{"order_id": id, "amount": amount}, nil
+	}
+	refund := func(key string, args map[string]any) map[string]any {
+		env.mu.Lock()
+		defer env.mu.Unlock()
+		env.runs++
+		env.paid[key] = true // the payment API pays a key once
+		return map[string]any{"refund_id": "re_" + fmt.Sprint(args["order_id"]), "amount": args["amount"]}
+	}
 	tools := []toolgate.Tool{
 		{
 			Name:        Lookup,
@@ -154,15 +208,7 @@ func NewEnv(t testing.TB) *Env {
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result:      "order",
 			Effect: func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-				env.mu.Lock()
-				env.lookedUp = append(env.lookedUp, trace.SpanContextFromContext(ctx))
-				env.mu.Unlock()
-				id, _ := inv.Args["order_id"].(string)
-				amount, ok := amounts[id]
-				if !ok {
-					return nil, errors.New("no such order")
-				}
-				return blackboard.Payload{"order_id": id, "amount": amount}, nil
+				return lookup(ctx, inv.Args)
 			},
 		},
 		{
@@ -179,11 +225,7 @@ func NewEnv(t testing.TB) *Env {
 			Result:   "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-				env.mu.Lock()
-				defer env.mu.Unlock()
-				env.runs++
-				env.paid[inv.Key] = true // the payment API pays a key once
-				return blackboard.Payload{"refund_id": "re_" + fmt.Sprint(inv.Args["order_id"]), "amount": inv.Args["amount"]}, nil
+				return refund(inv.Key, inv.Args), nil
 			},
 		},
 		{
@@ -194,6 +236,25 @@ func NewEnv(t testing.TB) *Env {
 				return blackboard.Payload{"closed": true}, nil
 			},
 		},
+	}
+	if framework {
+		for i := range tools[:2] {
+			env.Tools = append(env.Tools, FrameworkTool{Name: tools[i].Name, Description: tools[i].Description, Parameters: tools[i].Parameters})
+			tools[i].Effect = nil
+		}
+		env.Tools[0].Run = lookup
+		n := 0
+		env.Tools[1].Run = func(ctx context.Context, args map[string]any) (map[string]any, error) {
+			inv, ok := toolgate.InvocationFrom(ctx)
+			if !ok {
+				// No key reached the tool: each run pays anew.
+				env.mu.Lock()
+				n++
+				inv.Key = fmt.Sprint("no key ", n)
+				env.mu.Unlock()
+			}
+			return refund(inv.Key, args), nil
+		}
 	}
 	store := &crashStore{Store: memstore.New(), env: env}
 	g, err := toolgate.New(t.Context(), toolgate.WithTools(tools...), toolgate.WithLease(Lease),
@@ -207,13 +268,32 @@ func NewEnv(t testing.TB) *Env {
 	return env
 }
 
-// Run runs the suite: each case is a subtest with a new [Env] and the
-// adapter newAdapter builds on it.
+// Run runs the suite on the gate's own effects: each case is a subtest
+// with a new [Env] ([NewEnv]) and the adapter newAdapter builds on it.
 func Run(t *testing.T, newAdapter func(t *testing.T, env *Env) Adapter) {
+	t.Helper()
+	run(t, NewEnv, newAdapter)
+}
+
+// RunFramework runs the suite on tools the framework runs itself: each
+// case's Env ([NewFrameworkEnv]) has the gate hold the tools without an
+// effect, and newAdapter gives [Env.Tools] to its framework as the
+// framework's own tools. The same cases then show that the framework's
+// tool runs once per allowed call and never on a refusal, once after an
+// approval and resume (the adapter calls again under the call id with
+// the tool as the call's effect: the gate has no effect to run), once
+// per key after a crash between its run and its record, and never on a
+// tampered retry.
+func RunFramework(t *testing.T, newAdapter func(t *testing.T, env *Env) Adapter) {
+	t.Helper()
+	run(t, NewFrameworkEnv, newAdapter)
+}
+
+func run(t *testing.T, newEnv func(testing.TB) *Env, newAdapter func(t *testing.T, env *Env) Adapter) {
 	t.Helper()
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
-			env := NewEnv(t)
+			env := newEnv(t)
 			c.run(t, &fixture{env: env, a: newAdapter(t, env)})
 		})
 	}
@@ -227,6 +307,7 @@ type testCase struct {
 func cases() []testCase {
 	return []testCase{
 		{"RefusedWithHint", testRefused},
+		{"RunsOncePerCall", testRunsOnce},
 		{"Surfacing", testSurfacing},
 		{"ApproveAndResume", testApprove},
 		{"Deny", testDeny},
@@ -289,6 +370,22 @@ func testRefused(t *testing.T, f *fixture) {
 	wantRefused(t, f.call(t, Refund, `{"order_id":"A1","amount":100}`, "c1"), blackboard.CodeNoCommittedBelief)
 	wantRefused(t, f.call(t, Close, `{}`, "c2"), toolgate.CodeToolNotPermitted)
 	wantRefused(t, f.call(t, "no_such_tool", `{}`, "c3"), toolgate.CodeToolUnknown)
+	f.wantRuns(t, 0)
+}
+
+// An allowed call runs its tool once, the same call retried runs it no
+// more, and a refused call never runs it.
+func testRunsOnce(t *testing.T, f *fixture) {
+	for range 2 {
+		if r := f.call(t, Lookup, `{"order_id":"A1"}`, "c1"); r.IsError || r.Content.Output["amount"] != 700.0 {
+			t.Fatalf("lookup: %+v", r)
+		}
+	}
+	if n := f.env.Lookups(); n != 1 {
+		t.Fatalf("the lookup ran %d times for one call, want 1", n)
+	}
+	wantRefused(t, f.call(t, Refund, `{"order_id":"A1","amount":100}`, "c2"), blackboard.CodeNoCommittedBelief)
+	wantRefused(t, f.call(t, Refund, `{"order_id":"A1"}`, "c3"), toolgate.CodeInvalidArguments)
 	f.wantRuns(t, 0)
 }
 

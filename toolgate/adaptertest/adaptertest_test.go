@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
@@ -45,7 +46,29 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 	case "drops the context":
 		ctx = context.WithoutCancel(context.Background())
 	}
-	res, err := g.Call(ctx, toolgate.Call{ID: callID, RetryKey: key, Tool: name, Args: args, Caller: d.env.Caller, TraceID: d.env.TraceID})
+	c := toolgate.Call{ID: callID, RetryKey: key, Tool: name, Args: args, Caller: d.env.Caller, TraceID: d.env.TraceID}
+	for _, ft := range d.env.Tools {
+		if ft.Name != name {
+			continue
+		}
+		run := ft.Run
+		if d.broken == "runs the tool itself" {
+			// It runs the framework's tool as the framework would, and
+			// asks the gate only what to show the model.
+			var m map[string]any
+			_ = json.Unmarshal(args, &m)
+			_, _ = run(ctx, m)
+			break
+		}
+		outer := ctx
+		c.Effect = func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+			if d.broken == "drops the effect's context" {
+				ctx = outer // the call's: no Invocation, no idempotency key
+			}
+			return run(ctx, inv.Args)
+		}
+	}
+	res, err := g.Call(ctx, c)
 	if err != nil {
 		return adaptertest.Reply{}, err
 	}
@@ -66,6 +89,13 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 			if res, err = g.Resume(ctx, d.env.TraceID, res.ApprovalID, args); err != nil {
 				return adaptertest.Reply{}, err
 			}
+			if res.Code == toolgate.CodeEffectUnavailable && d.broken != "resumes without the tool" {
+				// The gate has no effect for the framework's tool: the
+				// call again, under its key, with the tool, runs it.
+				if res, err = g.Call(ctx, c); err != nil {
+					return adaptertest.Reply{}, err
+				}
+			}
 		}
 	}
 	r := res.ForModel()
@@ -76,9 +106,19 @@ func TestDirect(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return &direct{env: env} })
 }
 
+// The direct adapter passes with the framework's own tools as each call's
+// effect.
+func TestDirectFramework(t *testing.T) {
+	adaptertest.RunFramework(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return &direct{env: env} })
+}
+
 // brokenEnv names, in a helper process of TestSuiteCatchesBrokenAdapters,
 // the broken adapter the helper runs the suite against.
 const brokenEnv = "BK_ADAPTERTEST_BROKEN"
+
+// brokenModeEnv says whether the helper runs the suite of framework-run
+// tools ("framework") or of the gate's effects ("").
+const brokenModeEnv = "BK_ADAPTERTEST_MODE"
 
 // brokenAdapters maps each contract the direct adapter can break to the
 // cases that must fail on it.
@@ -90,15 +130,32 @@ var brokenAdapters = map[string][]string{
 	"drops the context":              {"TraceContext"},
 }
 
+// brokenFramework maps each contract an adapter of framework-run tools
+// can break to the cases of RunFramework that must fail on it.
+var brokenFramework = map[string][]string{
+	"runs the tool itself":       {"RunsOncePerCall", "RefusedWithHint", "Deny", "TamperedRetry"},
+	"resumes without the tool":   {"ApproveAndResume"},
+	"drops the effect's context": {"CrashBeforeRecord"},
+}
+
 // The suite fails each broken adapter, in the cases about what it breaks.
 func TestSuiteCatchesBrokenAdapters(t *testing.T) {
 	if os.Getenv(brokenEnv) != "" {
 		t.Skip("a helper process runs TestBrokenAdapterHelper only")
 	}
+	type broken struct{ mode, name string }
+	all := map[broken][]string{}
 	for name, cases := range brokenAdapters {
-		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+		all[broken{"", name}] = cases
+	}
+	for name, cases := range brokenFramework {
+		all[broken{"framework", name}] = cases
+	}
+	for b, cases := range all {
+		name := b.name
+		t.Run(strings.ReplaceAll(b.mode+" "+name, " ", "_"), func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenAdapterHelper$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), brokenEnv+"="+name)
+			cmd.Env = append(os.Environ(), brokenEnv+"="+name, brokenModeEnv+"="+b.mode)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) {
@@ -120,8 +177,12 @@ func TestBrokenAdapterHelper(t *testing.T) {
 	if name == "" {
 		t.Skip("run by TestSuiteCatchesBrokenAdapters")
 	}
-	if _, ok := brokenAdapters[name]; !ok {
+	run, known := adaptertest.Run, brokenAdapters
+	if os.Getenv(brokenModeEnv) == "framework" {
+		run, known = adaptertest.RunFramework, brokenFramework
+	}
+	if _, ok := known[name]; !ok {
 		t.Fatalf("no broken adapter %q", name)
 	}
-	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return &direct{env: env, broken: name} })
+	run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return &direct{env: env, broken: name} })
 }
