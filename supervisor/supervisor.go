@@ -178,7 +178,9 @@ func New(g *toolgate.Gate, opts ...Option) (*Supervisor, error) {
 //  2. Meanwhile, and until ctx ends, it looks at the interval for actions
 //     whose approval has been decided and executes them
 //     ([toolgate.Gate.Execute]): an approved one runs, a denied or expired
-//     one escalates to the safe fallback.
+//     one escalates to the safe fallback. An approved action the gate
+//     cannot run alone (a caller-driven tool's, or one with masked
+//     arguments) is left to its caller's retry, without an event.
 //  3. It runs a recovery pass at each recovery period.
 //
 // It reports each action it finished, and each error, through the function given
@@ -269,6 +271,9 @@ func (s *Supervisor) resume(ctx context.Context) {
 		}
 		if res.Outcome == audit.OutcomePendingApproval {
 			continue // the decision was withdrawn from under it: not finished
+		}
+		if res.Code == toolgate.CodeEffectUnavailable || res.Code == toolgate.CodeMaskedUnavailable {
+			continue // the caller runs it, with its effect or its real arguments: nothing happened here
 		}
 		s.emit(ctx, Event{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID, Result: res})
 	}

@@ -471,3 +471,54 @@ func TestWake(t *testing.T) {
 		t.Fatal("Wake did not resume the approval")
 	}
 }
+
+// An approved action of a caller-driven tool (no effect registered) is the
+// caller's to run: the supervisor's looks neither run it nor report it as
+// a failure on every pass, and the caller's retry under its key runs it
+// once.
+func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "bk.db"))
+	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
+	g, err := toolgate.New(ctx, toolgate.WithTools(
+		toolgate.Tool{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
+			}},
+		toolgate.Tool{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
+			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
+			Approval: toolgate.ApprovalPolicy{Always: true}}), // caller-driven: no Effect
+		toolgate.WithLease(time.Minute),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ground(t, g, "T", "A1")
+	runs := 0
+	effect := func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+		runs++
+		return blackboard.Payload{"refunded": true}, nil
+	}
+	c := toolgate.Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":700}`), Caller: "support", TraceID: "T",
+		RetryKey: "call-1", Effect: effect}
+	res, err := g.Call(ctx, c)
+	if err != nil || res.Outcome != audit.OutcomePendingApproval {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	if _, err := g.Approver("human:alice").Approve(ctx, "T", res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	time.Sleep(150 * time.Millisecond) // many looks at the interval
+	ev.mu.Lock()
+	seen := len(ev.all)
+	ev.mu.Unlock()
+	if seen != 0 || runs != 0 {
+		t.Fatalf("the supervisor reported %d events and ran the effect %d times; want none: it is the caller's", seen, runs)
+	}
+	res, err = g.Call(ctx, c) // the caller comes back under its key, with the effect
+	if err != nil || res.Outcome != audit.OutcomeExecuted || runs != 1 {
+		t.Fatalf("retry: %+v %v, %d runs; want executed once", res, err, runs)
+	}
+}
