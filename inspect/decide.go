@@ -20,8 +20,12 @@ const DefaultApprovalTTL = time.Hour
 
 // ErrNotPending is returned by bk approve and bk deny for an action that
 // is not waiting for approval: no committed action of the tool-call gate
-// whose decision record says pending_approval, or one already decided,
-// started or done. Nothing is written.
+// whose decision record says pending_approval, or one already decided
+// (a denial, an approval in force or used), started or done. An action
+// whose approval expired unused waits again. When another decision on the
+// action (another bk approve, a console) was written first, the error also
+// wraps the gate's [toolgate.ErrDecided] ([toolgate.DecidedError] names
+// that decision). Nothing is written.
 var ErrNotPending = errors.New("inspect: not an action waiting for approval")
 
 // decision is what bk approve and bk deny are given.
@@ -72,11 +76,11 @@ func runDeny(ctx context.Context, e *env, args []string) error {
 // runDecision writes an approver's decision about actionID through the
 // tool-call gate's [toolgate.Approver], which needs no tool: it binds the
 // committed action, the digest of its arguments, the approver and an
-// expiry, and refuses a digest that does not match and an approver that
-// proposed the action. bk adds two checks the gate's owner makes when it
-// lists what to decide: the action must wait for approval now (listed by
-// [Approvals]), and NAME may not be the gate caller that proposed it,
-// which the gate records as [toolgate.CallerWriter] of NAME.
+// expiry, refuses a digest that does not match and an approver that
+// proposed the action (by its writer or as the gate caller NAME), and
+// takes one decision at a time ([toolgate.ErrDecided]). bk adds the check
+// the gate's owner makes when it lists what to decide: the action must
+// wait for approval now (listed by [Approvals]).
 func runDecision(ctx context.Context, e *env, actionID, verdict string) error {
 	d := e.decide
 	act, err := e.store.Get(ctx, actionID)
@@ -117,6 +121,11 @@ func runDecision(ctx context.Context, e *env, actionID, verdict string) error {
 		decide = g.Approver(d.as).Deny
 	}
 	rec, err := decide(ctx, act.TraceID(), actionID, d.digest, d.note, d.ttl)
+	if errors.Is(err, toolgate.ErrDecided) {
+		// Decided meanwhile by someone else: the gate's claim refused this
+		// one, and the person is told which decision stands.
+		return fmt.Errorf("%w: %w", ErrNotPending, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@ package inspect_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -279,5 +281,80 @@ func TestStoreFlags(t *testing.T) {
 	code, out, errOut := bk(t, "--dsn", "postgres://nobody:secret@127.0.0.1:1/bk?connect_timeout=2", "traces")
 	if code != inspect.ExitError || out != "" || !strings.Contains(errOut, "PostgreSQL 127.0.0.1:1/bk") || strings.Contains(errOut, "secret") {
 		t.Errorf("an unreachable server: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
+
+// TestReapprove: an approval that expired before the application used it
+// leaves the refund waiting again: bk approvals lists it, and a new bk
+// approve supersedes the expired one; the refund is paid once, and a
+// decision after that is refused with nothing written.
+func TestReapprove(t *testing.T) {
+	db, p := pendingDesk(t)
+	mustBK(t, "--db", db, "approve", p.ActionID, "--as", "human:bob", "--digest", p.Digest, "--ttl", "1ms")
+	time.Sleep(20 * time.Millisecond)
+	var listed []inspect.PendingApproval
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "approvals", "--json")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0].ActionID != p.ActionID {
+		t.Fatalf("bk approvals after the approval expired: %+v, want %s", listed, p.ActionID)
+	}
+	mustBK(t, "--db", db, "approve", p.ActionID, "--as", "human:carol", "--digest", p.Digest, "--note", "still due")
+	var refunds atomic.Int32
+	if res := resume(t, db, p.ActionID, &refunds); res.Outcome != audit.OutcomeExecuted || refunds.Load() != 1 {
+		t.Errorf("execute after the new approval: %+v, %d refunds", res, refunds.Load())
+	}
+	before := records(t, "--db", db)
+	code, _, errOut := bk(t, "--db", db, "deny", p.ActionID, "--as", "human:dave", "--digest", p.Digest)
+	if code != inspect.ExitError || !strings.Contains(errOut, "not an action waiting for approval") {
+		t.Errorf("a denial after the refund was paid: exit %d: %s", code, errOut)
+	}
+	if n := records(t, "--db", db); n != before {
+		t.Errorf("a refused denial wrote %d records", n-before)
+	}
+}
+
+// TestApproveAtOnce: four people run bk approve or bk deny on one refund
+// at the same moment, each its own command over the one SQLite file.
+// One decision is recorded; every other command fails saying the action
+// no longer waits, whether bk's own check or the gate's claim refused it.
+func TestApproveAtOnce(t *testing.T) {
+	db, p := pendingDesk(t)
+	const n = 4
+	codes := make([]int, n)
+	errOuts := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		verb := []string{"approve", "deny"}[i%2]
+		wg.Go(func() {
+			codes[i], _, errOuts[i] = bk(t, "--db", db, verb, p.ActionID, "--as", fmt.Sprintf("human:%c", 'a'+i), "--digest", p.Digest)
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i, code := range codes {
+		switch {
+		case code == inspect.ExitOK:
+			ok++
+		case code != inspect.ExitError || !strings.Contains(errOuts[i], "not an action waiting for approval"):
+			t.Errorf("command %d: exit %d: %s", i, code, errOuts[i])
+		}
+	}
+	s, err := sqlitestore.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recorded := 0
+	for r, err := range s.ListSlot(context.Background(), blackboard.Evidence, blackboard.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, is := audit.ApprovalOf(r); is {
+			recorded++
+		}
+	}
+	if ok != 1 || recorded != 1 {
+		t.Errorf("%d commands succeeded and %d decisions were recorded, want 1 and 1", ok, recorded)
 	}
 }

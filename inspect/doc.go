@@ -54,8 +54,12 @@
 // of the committed arguments (bk approvals shows it), the approver may not
 // be the action's proposer, the decision expires after --ttl (default
 // [DefaultApprovalTTL]) and an approval is consumed by the action's first
-// attempt. bk also refuses an action [Approvals] does not list
-// ([ErrNotPending]: one already decided, started or done, or one that needs
+// attempt. The gate takes one decision per action at a time: of two
+// decisions made at once (two terminals, a terminal and a console) one is
+// written and the other refused ([toolgate.ErrDecided]), and a new decision
+// is taken only after an approval that expired unused. bk also refuses an
+// action [Approvals] does not list ([ErrNotPending]: one denied, approved
+// with the approval in force or used, started or done, or one that needs
 // no approval), and NAME when the action was proposed by the gate caller
 // NAME ([toolgate.CallerWriter]). A refused decision writes nothing and
 // exits 1; the application's gate runs (or, denied, escalates) the action

@@ -57,8 +57,11 @@ func budgetOf(d audit.Record) *budget.Snapshot {
 }
 
 // Approvals lists the actions whose decision record says
-// pending_approval and that no approval, denial or effect has followed
-// yet, oldest first, with their age at now. The kind and the arguments
+// pending_approval and that no decision in force (a denial, or an
+// approval that has not expired at now) and no effect has followed yet,
+// oldest first, with their age at now: an action whose approval expired
+// unused waits for a new decision ([toolgate.DecidedError] says which
+// decisions the gate refuses). The kind and the arguments
 // shown are the committed action's own: a record whose subject is not a
 // committed action of its kind in the namespace is passed over, whatever
 // its context says.
@@ -70,7 +73,11 @@ func Approvals(ctx context.Context, s blackboard.Store, namespace string, now ti
 			return nil, err
 		}
 		if a, ok := audit.ApprovalOf(r); ok {
-			decided[a.ActionID] = true
+			// Only an approval that expired leaves room for a new decision;
+			// the gate writes none after a denial or a used approval.
+			if a.Decision != audit.Approved || !r.Expired(now) {
+				decided[a.ActionID] = true
+			}
 			continue
 		}
 		d, ok := audit.Of(r)

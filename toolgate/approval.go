@@ -76,7 +76,11 @@ func (a *Approver) Identity() string { return a.identity }
 // [kernel.ErrInvalidReference] when actionID is not a committed, active
 // action of the trace, and [blackboard.ErrPermission] when the approver
 // proposed the action (its identity is the proposal's writer, or the name
-// of the gate caller whose call it is). The gate checks the approval again before the
+// of the gate caller whose call it is). The action takes one decision at
+// a time: a decision settled before, or written first by a concurrent
+// approver, is [ErrDecided] (a [*DecidedError]), and only an approval
+// that expired unused may be superseded (see the package doc). Nothing is
+// written when it fails. The gate checks the approval again before the
 // action runs ([Gate.Execute]).
 func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {
 	return a.decide(ctx, traceID, actionID, digest, audit.Approved, note, ttl)
@@ -107,8 +111,11 @@ const ResolveTTL = time.Hour
 // [blackboard.ErrInvalidInput]: nothing is recorded and nothing runs.
 // Resolve is safe to retry: on an action that no longer waits for
 // approval (it ran, was escalated, or an earlier Resolve already started
-// it), it records nothing and returns what came of the action, whatever
-// the decision. Its other errors are those of [Approver.Approve] and
+// it), or that another decision already settles ([ErrDecided]: an earlier
+// Resolve cut short before it ran the action, a concurrent one), it
+// records nothing and returns what came of the action under the decision
+// in force, whatever the decision given. After an approval that expired
+// unused it records the new decision. Its other errors are those of [Approver.Approve] and
 // [Gate.Execute]: a decision other than approved or denied is
 // [blackboard.ErrInvalidInput], an action that is not a committed action
 // of the trace [kernel.ErrInvalidReference], and an approver deciding an
@@ -134,9 +141,12 @@ func (a *Approver) Resolve(ctx context.Context, traceID, actionID, digest, decis
 		}
 		return a.g.Execute(ctx, actionID)
 	}
-	if _, err := a.decide(ctx, traceID, actionID, digest, decision, note, ResolveTTL); err != nil {
+	if _, err := a.decide(ctx, traceID, actionID, digest, decision, note, ResolveTTL); err != nil && !errors.Is(err, ErrDecided) {
 		return Result{}, err
 	}
+	// Decided now, or by another decision first (a retried Resolve whose
+	// Execute was cut short, a concurrent one): what came of the decision
+	// in force.
 	return a.g.Execute(ctx, actionID)
 }
 
@@ -168,7 +178,9 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 	if ttl <= 0 || ttl > MaxApprovalTTL {
 		return bad(blackboard.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, MaxApprovalTTL))
 	}
-	act, err := g.decidable(ctx, traceID, actionID, digest, true)
+	// A retired action is read too, so that one escalated to the safe
+	// fallback is refused as decided, not as unknown.
+	act, err := g.decidable(ctx, traceID, actionID, digest, false)
 	if err != nil {
 		return blackboard.Record{}, err
 	}
@@ -184,12 +196,35 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 	case proposal.Provenance.Writer == CallerWriter(a.identity) && !mutApproverCaller:
 		return bad(blackboard.ErrPermission, fmt.Sprintf("%q is the caller that proposed it and cannot decide it", a.identity))
 	}
+	supersedes, err := g.settled(ctx, act)
+	if err != nil {
+		return blackboard.Record{}, err
+	}
+	if act.Status != blackboard.StatusActive {
+		return bad(kernel.ErrInvalidReference, "not a committed, active action of trace "+traceID)
+	}
 	f, err := audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: decision, Approver: a.identity,
 		Note: note, TTL: ttl}.Follow()
 	if err != nil {
 		return blackboard.Record{}, err
 	}
-	return g.planner.gov.Append(ctx, f)
+	// The decision claims its place in the action's chain of decisions in
+	// its own batch: the key of (action, the decision it supersedes), and
+	// when it supersedes an expired approval that approval's use, so that
+	// of two decisions made at once, or of a new decision and an attempt
+	// that uses the old approval, exactly one is written.
+	keys := decisionKeys(actionID, supersedes)
+	if supersedes != "" {
+		f.Entry.InputRefs = append(f.Entry.InputRefs, supersedes)
+	}
+	if !mutApprovalClaim {
+		f.Entry.OnceKeys = keys
+	}
+	rec, err = g.planner.gov.Append(ctx, f)
+	if errors.Is(err, blackboard.ErrDuplicateKey) {
+		return blackboard.Record{}, g.lostClaim(ctx, actionID, keys, err)
+	}
+	return rec, err
 }
 
 // decidable reads the committed action actionID of the trace, active

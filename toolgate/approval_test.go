@@ -159,8 +159,6 @@ func TestApprovalExpiry(t *testing.T) {
 func TestApprovalDenied(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		// The latest decision counts: bob denies after alice approved.
 		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "customer is abusing refunds", time.Hour); err != nil {
 			t.Fatal(err)
 		}
@@ -205,11 +203,16 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 	if again.Outcome != audit.OutcomeRefused || again.Code != code || again.FallbackID != res.FallbackID {
 		t.Errorf("second execute %+v, want %+v", again, res)
 	}
-	// A later approval cannot revive it: the escalation is its result, and
-	// the action is retired (its once-key slot freed), so it takes no
-	// approval at all.
-	if _, err := d.g.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
-		t.Errorf("approval of an escalated action: %v, want ErrInvalidReference", err)
+	// A later approval cannot revive it: the escalation is its result
+	// and the safe fallback follows it (the action is retired too, its
+	// once-key slot freed), so it takes no decision at all.
+	before := len(d.records())
+	_, err := d.g.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+	if de := (*DecidedError)(nil); !errors.As(err, &de) || de.Why != SettledFallback || de.ActionID != wait.ActionID {
+		t.Errorf("approval of an escalated action: %v, want ErrDecided (fallback)", err)
+	}
+	if n := len(d.records()); n != before {
+		t.Errorf("a refused approval wrote %d records", n-before)
 	}
 	if again := d.execute(wait.ActionID); again.Code != code || len(d.invocations("issue_refund")) != 0 {
 		t.Errorf("execute after a new approval: %+v", again)

@@ -338,3 +338,86 @@ func (h *applyHook) Apply(ctx context.Context, b blackboard.Batch) error {
 	h.after(b)
 	return err
 }
+
+// decisionBarrier is a store that holds every batch appending an approval
+// until n of them have arrived (or a second passed), so that n decisions
+// made at once are all past the gate's checks before any is written: the
+// race of two consoles, or bk approve and a console, over one store.
+type decisionBarrier struct {
+	blackboard.Store
+	n       int
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+func (s *decisionBarrier) Apply(ctx context.Context, b blackboard.Batch) error {
+	if len(b.Appends) > 0 && b.Appends[0].Kind == audit.KindApproval {
+		s.mu.Lock()
+		s.arrived++
+		if s.arrived == s.n {
+			close(s.all)
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.all:
+		case <-time.After(time.Second):
+		}
+	}
+	return s.Store.Apply(ctx, b)
+}
+
+// TestAttackConcurrentDecisions: six approvers, each through a gate of
+// its own over one store as six consoles or processes would, approve or
+// deny one waiting refund at the same moment. Exactly one decision is
+// recorded; every other is refused with ErrDecided naming it; the
+// application's gate acts on that one decision.
+func TestAttackConcurrentDecisions(t *testing.T) {
+	const n = 6
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.open(t)
+			t.Cleanup(func() { s.Close() })
+			barrier := &decisionBarrier{Store: s, n: n, all: make(chan struct{})}
+			d := newDesk(t, barrier)
+			wait := d.pendingRefund("t", "A1", 700)
+			digest := d.digest(wait.ActionID)
+			errs := make([]error, n)
+			recs := make([]blackboard.Record, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				ap := d.gate().Approver("human:" + string(rune('a'+i)))
+				decide := ap.Approve
+				if i%2 == 1 {
+					decide = ap.Deny
+				}
+				wg.Go(func() { recs[i], errs[i] = decide(d.ctx, "t", wait.ActionID, digest, "", time.Hour) })
+			}
+			wg.Wait()
+			var won []blackboard.Record
+			for i, err := range errs {
+				if err == nil {
+					won = append(won, recs[i])
+				}
+			}
+			if len(won) != 1 || d.approvalsOf("t", wait.ActionID) != 1 {
+				t.Fatalf("%d decisions won, %d recorded, want 1: %v", len(won), d.approvalsOf("t", wait.ActionID), errs)
+			}
+			for _, err := range errs {
+				var de *DecidedError
+				if err != nil && (!errors.As(err, &de) || de.Why != SettledConcurrent || de.Record != won[0].ID) {
+					t.Errorf("a losing decision: %v, want ErrDecided naming %s", err, won[0].ID)
+				}
+			}
+			res := d.execute(wait.ActionID)
+			if a, _ := audit.ApprovalOf(won[0]); a.Decision == audit.Approved {
+				wantOutcome(t, "execute on the approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+			} else {
+				wantOutcome(t, "execute on the denial", res, audit.OutcomeRefused, CodeApprovalDenied)
+			}
+			if runs := len(d.invocations("issue_refund")); runs > 1 {
+				t.Errorf("the refund ran %d times", runs)
+			}
+		})
+	}
+}

@@ -9,4 +9,5 @@ const (
 	mutRecheckYields   = false
 	mutApprovalDigest  = false
 	mutApproverCaller  = false
+	mutApprovalClaim   = false
 )

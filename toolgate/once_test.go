@@ -68,19 +68,18 @@ func TestAttackDeniedRefundFreesOnceKey(t *testing.T) {
 }
 
 // An escalated action whose first attempt started anyway (a driver that
-// read the approval before it was denied) is not retired: its key stays
+// read the approval before it expired) is not retired: its key stays
 // held, since its effect may have run.
 func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t1", "A1", 700)
-		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
+		approval := d.approve("t1", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
 		// Attempt 1 is recorded; then the escalation lands.
 		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		approval := d.approve("t1", wait.ActionID, "human:bob", time.Hour)
-		if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, approval); err != nil {
+		if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalExpired, approval); err != nil {
 			t.Fatal(err)
 		}
 		d.execute(wait.ActionID) // reads the escalation, tries to retire

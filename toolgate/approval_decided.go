@@ -1,0 +1,172 @@
+package toolgate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// ErrDecided: an [Approver] was asked to decide an action that a decision
+// or its outcome already settles. Nothing is written. The error is a
+// [*DecidedError], which says what settles the action.
+var ErrDecided = errors.New("toolgate: action already decided")
+
+// Settled says what settles an action that a new decision is refused on
+// ([DecidedError]). The values are stable strings.
+type Settled string
+
+// What settles an action. Only an approval that expired before any attempt
+// used it, on an action with no attempt and no result, leaves room for a
+// new decision.
+const (
+	// SettledConcurrent: another decision on the action, made at the same
+	// moment (another console, bk approve, another process), was written
+	// first.
+	SettledConcurrent Settled = "concurrent"
+	// SettledDenied: the action was denied; a denial is final.
+	SettledDenied Settled = "denied"
+	// SettledApproved: an approval of the action is in force; a new
+	// decision is possible only once it expires unused.
+	SettledApproved Settled = "approved"
+	// SettledUsed: the action's approval was used by its first attempt.
+	SettledUsed Settled = "used"
+	// SettledFallback: the action was escalated (denied or its approval
+	// expired) and the safe fallback follows it.
+	SettledFallback Settled = "fallback"
+	// SettledClosed: the action has an attempt or a result without an
+	// approval of its own (it ran without one, or was refused for good).
+	SettledClosed Settled = "closed"
+)
+
+// DecidedError is the error of a decision refused because the action is
+// settled. It wraps [ErrDecided] for errors.Is; a console shows Error() or
+// words Why itself.
+type DecidedError struct {
+	ActionID string
+	// Record is the record that settles the action: the decision in
+	// force or written first, the attempt that used the approval, or the
+	// action's escalation or result.
+	Record string
+	Why    Settled
+}
+
+func (e *DecidedError) Error() string {
+	why := map[Settled]string{
+		SettledConcurrent: "another decision was recorded first",
+		SettledDenied:     "it was denied",
+		SettledApproved:   "an approval is in force (a new decision is possible once it expires unused)",
+		SettledUsed:       "its approval was used",
+		SettledFallback:   "it was escalated to the safe fallback",
+		SettledClosed:     "it has an attempt or a result",
+	}[e.Why]
+	if why == "" {
+		why = string(e.Why)
+	}
+	return fmt.Sprintf("toolgate: decide %s: already decided: %s (record %s)", e.ActionID, why, e.Record)
+}
+
+// Unwrap returns [ErrDecided].
+func (e *DecidedError) Unwrap() error { return ErrDecided }
+
+// decisionKeys are the once-keys a decision on actionID claims: the key of
+// (action, the decision it supersedes, "" for none), and the superseded
+// approval's use, the key the first attempt claims to consume it.
+func decisionKeys(actionID, supersedes string) []string {
+	sum := sha256.Sum256([]byte(actionID + "\n" + supersedes)) // record ids hold no newline
+	keys := []string{"toolgate/decision/" + hex.EncodeToString(sum[:])}
+	if supersedes != "" {
+		keys = append(keys, approvalKey(supersedes))
+	}
+	return keys
+}
+
+// settled reads what the committed action act has come to and returns the
+// approval a new decision supersedes ("" for the first decision), or a
+// [*DecidedError] when no new decision may be given: the latest decision
+// is a denial or an approval in force or used, or the action has an
+// attempt or a result (an escalation to the safe fallback among them).
+// Only an approval that expired unused on an action with neither may be
+// superseded. Attempts and results are found by the once-keys their
+// writes claim, which only the gate can claim, never by records a tool
+// could write.
+func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, error) {
+	refuse := func(rec string, why Settled) (string, error) {
+		return "", &DecidedError{ActionID: act.ID, Record: rec, Why: why}
+	}
+	var latest *blackboard.Record
+	for r, err := range g.Approvals(ctx, act.TraceID(), act.ID) {
+		if err != nil {
+			return "", err
+		}
+		latest = &r
+	}
+	var a audit.Approval
+	if latest != nil {
+		a, _ = audit.ApprovalOf(*latest)
+	}
+	if a.Decision == audit.Approved {
+		switch used, err := g.k.ClaimedBy(ctx, approvalKey(a.ID)); {
+		case err == nil:
+			return refuse(used, SettledUsed)
+		case !isNotFound(err):
+			return "", err
+		}
+	}
+	// The keys of the job that runs the action: an entry with a once-key
+	// takes the action's own once-key when it has one, and the action id
+	// otherwise, which is the key of a tool without one.
+	j, err := g.newJob(ctx, &entry{once: true}, act, nil)
+	if err != nil {
+		return "", err
+	}
+	if id, done, err := g.resultOf(ctx, j); err != nil || done {
+		if err != nil {
+			return "", err
+		}
+		res, err := g.reader.Get(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if res.Kind == KindEscalated {
+			return refuse(id, SettledFallback)
+		}
+		return refuse(id, SettledClosed)
+	}
+	if n, first, err := g.lastAttempt(ctx, j, 1); err != nil || n > 0 {
+		if err != nil {
+			return "", err
+		}
+		return refuse(first.ID, SettledClosed)
+	}
+	switch {
+	case latest == nil:
+		return "", nil
+	case a.Decision != audit.Approved:
+		return refuse(a.ID, SettledDenied)
+	case !latest.Expired(g.k.Now()):
+		return refuse(a.ID, SettledApproved)
+	}
+	return a.ID, nil
+}
+
+// lostClaim is the error of a decision whose write found one of its keys
+// claimed: by a concurrent decision, or by the attempt that used the
+// approval it was to supersede.
+func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
+	whys := []Settled{SettledConcurrent, SettledUsed}
+	for i, key := range keys {
+		holder, cerr := g.k.ClaimedBy(ctx, key)
+		if cerr == nil {
+			return &DecidedError{ActionID: actionID, Record: holder, Why: whys[i]}
+		}
+		if !isNotFound(cerr) {
+			return cerr
+		}
+	}
+	return err
+}

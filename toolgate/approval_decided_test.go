@@ -1,0 +1,154 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// wantDecided fails the test unless err is a DecidedError about actionID
+// for why, naming record (when record is not "").
+func wantDecided(t *testing.T, what string, err error, actionID string, why Settled, record string) {
+	t.Helper()
+	var de *DecidedError
+	if !errors.As(err, &de) || !errors.Is(err, ErrDecided) || de.ActionID != actionID || de.Why != why || (record != "" && de.Record != record) {
+		t.Errorf("%s: %v (%+v), want ErrDecided %s by %q", what, err, de, why, record)
+	}
+}
+
+// TestReapproval: an approval that expired before it was used is
+// superseded by a new decision, which names it; the action runs once,
+// on the new approval, and the old one can no longer be used by an
+// attempt. A decision while the new one is in force, and after it was
+// used, is refused.
+func TestReapproval(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		old := d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		d.clock.Advance(2 * time.Hour)
+		fresh, err := d.g.Approver("human:bob").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "still due", time.Hour)
+		if err != nil {
+			t.Fatalf("approval after the first expired unused: %v", err)
+		}
+		if refs := fresh.Provenance.InputRefs; len(refs) != 2 || refs[0] != wait.ActionID || refs[1] != old.ID {
+			t.Errorf("the new approval's refs %v, want the action and the approval it supersedes", refs)
+		}
+		// The expired approval's use is claimed by the decision that
+		// superseded it: a driver that read it as valid a moment before
+		// it expired cannot start the effect on it.
+		j := d.job(wait.ActionID)
+		j.approval = old.ID
+		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); !errors.Is(err, blackboard.ErrDuplicateKey) {
+			// Fatal: an attempt left without a result would hold Execute
+			// until its lease ends, which the test's clock never reaches.
+			t.Fatalf("an attempt on the superseded approval: %v, want ErrDuplicateKey", err)
+		}
+		before := len(d.records())
+		_, err = d.g.Approver("human:carol").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+		wantDecided(t, "a denial while the new approval is in force", err, wait.ActionID, SettledApproved, fresh.ID)
+		if n := len(d.records()); n != before {
+			t.Errorf("a refused decision wrote %d records", n-before)
+		}
+		res := d.execute(wait.ActionID)
+		wantOutcome(t, "execute on the new approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeExecuted})
+		if len(recs) != 1 || !slices.Equal(recs[0].Approvals, []string{fresh.ID}) {
+			t.Errorf("executed records %+v, want the new approval %s", recs, fresh.ID)
+		}
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want once", n)
+		}
+		// Used: expired or not, it cannot be given again.
+		d.clock.Advance(2 * time.Hour)
+		_, err = d.g.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+		wantDecided(t, "an approval after the approval was used", err, wait.ActionID, SettledUsed, "")
+		if n := d.approvalsOf("t", wait.ActionID); n != 2 {
+			t.Errorf("%d approval records, want 2", n)
+		}
+	})
+}
+
+// TestNoReapproval: a new decision is refused, with nothing written,
+// after a denial (even once it is past its TTL), after an approval that
+// was used (even once it expired), and once the safe fallback of an
+// expired approval was committed.
+func TestNoReapproval(t *testing.T) {
+	cases := []struct {
+		name string
+		// settle brings the waiting action to its state and returns the
+		// record that settles it ("" when the test need not know it).
+		settle func(t *testing.T, d *desk, wait Result) string
+		why    Settled
+	}{
+		{"denied", func(t *testing.T, d *desk, wait Result) string {
+			rec, err := d.g.Approver("human:alice").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.clock.Advance(time.Hour)
+			return rec.ID
+		}, SettledDenied},
+		{"used", func(t *testing.T, d *desk, wait Result) string {
+			d.approve("t", wait.ActionID, "human:alice", time.Minute)
+			wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
+			d.clock.Advance(time.Hour)
+			return ""
+		}, SettledUsed},
+		{"fallback committed", func(t *testing.T, d *desk, wait Result) string {
+			d.approve("t", wait.ActionID, "human:alice", time.Minute)
+			d.clock.Advance(time.Hour)
+			res := d.execute(wait.ActionID)
+			wantOutcome(t, "execute after expiry", res, audit.OutcomeRefused, CodeApprovalExpired)
+			if res.FallbackID == "" {
+				t.Fatalf("no fallback: %+v", res)
+			}
+			return ""
+		}, SettledFallback},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			onStores(t, func(t *testing.T, d *desk) {
+				wait := d.pendingRefund("t", "A1", 700)
+				by := c.settle(t, d, wait)
+				runs := len(d.invocations("issue_refund"))
+				before := len(d.records())
+				for _, decide := range []func(context.Context, string, string, string, string, time.Duration) (blackboard.Record, error){
+					d.g.Approver("human:bob").Approve, d.g.Approver("human:bob").Deny,
+				} {
+					_, err := decide(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+					wantDecided(t, "a new decision", err, wait.ActionID, c.why, by)
+				}
+				if n := len(d.records()); n != before {
+					t.Errorf("refused decisions wrote %d records", n-before)
+				}
+				d.execute(wait.ActionID)
+				if n := len(d.invocations("issue_refund")); n != runs {
+					t.Errorf("the refund ran %d more times", n-runs)
+				}
+			})
+		})
+	}
+}
+
+// TestResolveAfterExpiry: an adapter's Resolve on an action whose
+// approval expired unused records the new decision and carries it out.
+func TestResolveAfterExpiry(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "human:alice", time.Minute)
+		d.clock.Advance(time.Hour)
+		res, err := d.g.Approver("human:bob").Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Approved, "again")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "resolve after expiry", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		if n := d.approvalsOf("t", wait.ActionID); n != 2 {
+			t.Errorf("%d approval records, want 2", n)
+		}
+	})
+}

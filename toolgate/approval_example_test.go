@@ -1,0 +1,54 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// Two people decide one waiting refund, as two consoles over one store
+// would: the first decision is written, the second is refused with a
+// DecidedError that names it, and nothing more is written.
+func ExampleDecidedError() {
+	ctx := context.Background()
+	refunds := 0
+	k, g := supportDesk(&refunds)
+	defer g.Close()
+	call := func(id, tool, args string) toolgate.Result {
+		res, err := g.Call(ctx, toolgate.Call{ID: id, Tool: tool, Args: json.RawMessage(args), Caller: "support", TraceID: "ticket-9"})
+		if err != nil {
+			panic(err)
+		}
+		return res
+	}
+	call("call_1", "lookup_order", `{"order_id":"A1"}`)
+	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		panic(err)
+	}
+	wait := call("call_2", "issue_refund", `{"order_id":"A1","amount":700}`)
+
+	approval, err := g.Approver("human:alice").Approve(ctx, "ticket-9", wait.ActionID, wait.ArgsDigest, "checked the order", time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	_, err = g.Approver("human:bob").Deny(ctx, "ticket-9", wait.ActionID, wait.ArgsDigest, "looks like a duplicate", time.Hour)
+	var decided *toolgate.DecidedError
+	if errors.As(err, &decided) {
+		fmt.Println(errors.Is(err, toolgate.ErrDecided), decided.Why, decided.Record == approval.ID)
+	}
+	res, err := g.Execute(ctx, wait.ActionID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Outcome, "refunds:", refunds)
+	// Output:
+	// true approved true
+	// executed refunds: 1
+}
