@@ -499,6 +499,11 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, blackboard.ErrPermission):
 		c.fail(w, http.StatusForbidden, "you proposed this action: someone else must decide it")
 		return
+	case errors.Is(err, toolgate.ErrDecided):
+		// Another console, bk approve or the application decided it
+		// between this page's check and the write.
+		c.fail(w, http.StatusConflict, "not recorded: "+err.Error())
+		return
 	case errors.Is(err, blackboard.ErrInvalidInput), errors.Is(err, kernel.ErrInvalidReference):
 		c.fail(w, http.StatusConflict, "refused: "+err.Error())
 		return

@@ -567,3 +567,57 @@ func TestBasicAuth(t *testing.T) {
 		t.Errorf("wrong password named %q", name)
 	}
 }
+
+// TestDecideAcrossConsoles: two consoles over one store, many people
+// deciding one action at once through both: exactly one decision is
+// recorded, every other request is told so (409), none fails (500).
+func TestDecideAcrossConsoles(t *testing.T) {
+	d := newDesk(t, "A1")
+	c2, err := console.New(d.s, console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c2.Close() })
+	srv2 := httptest.NewServer(c2)
+	t.Cleanup(srv2.Close)
+	d2 := &desk{s: d.s, g: d.g, action: d.action, srv: srv2}
+	type post struct {
+		d     *desk
+		form  url.Values
+		token string
+	}
+	var posts []post
+	for i := range 6 {
+		token, decision := aliceToken, "approve"
+		if i%2 == 1 {
+			token, decision = bobToken, "deny"
+		}
+		dd := d
+		if i%3 == 0 {
+			dd = d2
+		}
+		posts = append(posts, post{dd, dd.form(t, token, decision, ""), token})
+	}
+	codes := make([]int, len(posts))
+	var wg sync.WaitGroup
+	for i, p := range posts {
+		wg.Go(func() { codes[i], _ = p.d.post(t, p.form, p.token) })
+	}
+	wg.Wait()
+	ok := 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusOK:
+			ok++
+		case http.StatusConflict:
+		default:
+			t.Errorf("status %d in %v, want 200 or 409", c, codes)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("statuses %v, want exactly one 200", codes)
+	}
+	if n := d.approvals(t); n != 1 {
+		t.Errorf("%d decision records, want 1", n)
+	}
+}

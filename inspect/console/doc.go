@@ -83,9 +83,12 @@
 //
 // # Limits
 //
-// One console takes one decision at a time, so a second decision on an
-// action is refused; two consoles over one store deciding one action at
-// the same moment may both record theirs, and the gate acts on the latest.
+// A decision on an action is exclusive across every console, bk approve
+// and the application over one store: the gate's write claims it
+// ([toolgate.ErrDecided]), so of two people deciding one action at the
+// same moment one is recorded and the other is told it was not (409). An
+// approval that expired unused can be given again; a denial, a used
+// approval or a committed fallback cannot.
 //
 // A [Console] is safe for concurrent use by any number of requests.
 package console
