@@ -112,7 +112,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 	if a.Decision == audit.Approved {
 		switch used, err := g.k.ClaimedBy(ctx, approvalKey(a.ID)); {
 		case err == nil:
-			return refuse(used, SettledUsed)
+			return refuse(used, g.usedBy(ctx, used))
 		case !isNotFound(err):
 			return "", err
 		}
@@ -162,11 +162,25 @@ func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, er
 	for i, key := range keys {
 		holder, cerr := g.k.ClaimedBy(ctx, key)
 		if cerr == nil {
-			return &DecidedError{ActionID: actionID, Record: holder, Why: whys[i]}
+			why := whys[i]
+			if why == SettledUsed {
+				why = g.usedBy(ctx, holder)
+			}
+			return &DecidedError{ActionID: actionID, Record: holder, Why: why}
 		}
 		if !isNotFound(cerr) {
 			return cerr
 		}
 	}
 	return err
+}
+
+// usedBy says what took an approval's use, the record holder: its first
+// attempt (used), or the escalation of the approval once it expired
+// (the safe fallback).
+func (g *Gate) usedBy(ctx context.Context, holder string) Settled {
+	if rec, err := g.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
+		return SettledFallback
+	}
+	return SettledUsed
 }

@@ -152,3 +152,32 @@ func TestResolveAfterExpiry(t *testing.T) {
 		}
 	})
 }
+
+// TestAttackEscalationBesideReapproval: a driver reads the action's latest
+// decision, an approval that has just expired, and goes to escalate it;
+// meanwhile a person approves again. The escalation must not be written
+// beside the fresh approval: it loses to the decision that superseded the
+// approval, writes nothing, and the action runs once on the new approval.
+func TestAttackEscalationBesideReapproval(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		old := d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		d.clock.Advance(2 * time.Hour)
+		j := d.job(wait.ActionID) // the driver, with the expired approval as the latest decision
+		if _, err := d.g.Approver("human:bob").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "still due", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		before := len(d.records())
+		if _, err := d.g.escalate(d.ctx, j, CodeApprovalExpired, old); !errors.Is(err, errSuperseded) {
+			t.Fatalf("the stale driver's escalation: %v, want errSuperseded", err)
+		}
+		if n := len(d.records()); n != before {
+			t.Fatalf("the stale escalation wrote %d records beside the fresh approval", n-before)
+		}
+		res := d.execute(wait.ActionID)
+		wantOutcome(t, "execute on the fresh approval", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want once", n)
+		}
+	})
+}

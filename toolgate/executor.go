@@ -52,6 +52,9 @@ type job struct {
 	// driver claims (a driver that did would have claimed the attempt's
 	// key first, and this driver's claim would fail)
 	fresh bool
+	// superseded: checkApproval found its escalation of an expired
+	// approval beaten by a new decision, and looked again (once)
+	superseded bool
 }
 
 // newJob prepares the execution of a committed action of tool e. The job
@@ -398,6 +401,12 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 		return res, true, err
 	case latest.Expired(g.k.Now()):
 		res, err := g.escalate(ctx, j, CodeApprovalExpired, *latest)
+		if errors.Is(err, errSuperseded) && !j.superseded {
+			// A person gave a new decision on the action between this
+			// driver's read and its write: act on that one, once.
+			j.superseded = true
+			return g.checkApproval(ctx, j)
+		}
 		return res, true, err
 	}
 	want, err := ArgsDigest(j.act.Payload)
@@ -419,6 +428,11 @@ func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool
 	return Result{}, false, nil
 }
 
+// errSuperseded: an escalation of an expired approval lost its write to
+// a new decision that superseded the approval (it claimed the approval's
+// use first), so the action is not escalated.
+var errSuperseded = errors.New("toolgate: the expired approval was superseded by a new decision")
+
 // escalate records that the action will not run and submits the safe
 // fallback.
 func (g *Gate) escalate(ctx context.Context, j *job, code blackboard.Code, approval blackboard.Record) (Result, error) {
@@ -427,6 +441,11 @@ func (g *Gate) escalate(ctx context.Context, j *job, code blackboard.Code, appro
 		g.effectRecorded(ctx, j, StatusEscalated, code)
 	}
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
+		if code == CodeApprovalExpired {
+			if _, ok, rerr := g.resultOf(ctx, j); rerr == nil && !ok {
+				return Result{ActionID: j.act.ID}, errSuperseded
+			}
+		}
 		return g.recordedByKey(ctx, j)
 	}
 	if err != nil {
@@ -436,15 +455,22 @@ func (g *Gate) escalate(ctx context.Context, j *job, code blackboard.Code, appro
 }
 
 // writeEscalation records the escalation as the action's result, claiming
-// the result key, with its decision record in the same batch.
+// the result key, with its decision record in the same batch. An expired
+// approval's escalation also claims the approval's use, the key a new
+// decision superseding it claims too, so that of the two only one is
+// written: never a fallback beside a fresh approval.
 func (g *Gate) writeEscalation(ctx context.Context, j *job, code blackboard.Code, rec blackboard.Record) (wrote, error) {
 	approval, _ := audit.ApprovalOf(rec)
+	keys := []string{j.resultKey()}
+	if code == CodeApprovalExpired && !mutEscalationClaimsApproval {
+		keys = append(keys, approvalKey(rec.ID))
+	}
 	eff := j.effect(StatusEscalated, 0, code)
 	eff.Approval, eff.Approver, eff.Note = approval.ID, approval.Approver, approval.Note
 	cc := j.cc.Clone()
 	cc["approver"] = approval.Approver
 	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindEscalated,
-		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: []string{j.resultKey()}},
+		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: keys},
 		func(rec blackboard.Record) audit.Record {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeEscalated, code)
 			dr.Approvals, dr.Context = []string{approval.ID}, cc
