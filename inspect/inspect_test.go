@@ -411,7 +411,7 @@ func TestSupportDeskDatabase(t *testing.T) {
 		t.Fatalf("building examples/support_desk: %v\n%s", err, out)
 	}
 	db := filepath.Join(dir, "desk.db")
-	if out, err := exec.Command(bin, "--db", db).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "--db", db, "--approver", "supervisor").CombinedOutput(); err != nil {
 		t.Fatalf("support_desk: %v\n%s", err, out)
 	}
 	var traces []inspect.TraceRow

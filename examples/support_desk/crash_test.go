@@ -52,7 +52,7 @@ func TestCrashAndRecover(t *testing.T) {
 	} {
 		t.Run("crash-after="+c.after, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "desk.db")
-			out, err := child(t, "--db", db, "--crash-after", c.after)
+			out, err := child(t, "--db", db, "--approver", "supervisor", "--crash-after", c.after)
 			if !killed(err) {
 				t.Fatalf("first run: %v, want death by SIGKILL\n%s", err, out)
 			}
@@ -61,7 +61,7 @@ func TestCrashAndRecover(t *testing.T) {
 			}
 			checkLedgerFileHas(t, db+".world", c.ticket)
 
-			out, err = child(t, "--db", db)
+			out, err = child(t, "--db", db, "--approver", "supervisor")
 			if err != nil {
 				t.Fatalf("second run: %v\n%s", err, out)
 			}

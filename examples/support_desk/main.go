@@ -27,10 +27,12 @@
 // the gate's lease ran out, finishes the tickets and shows that every
 // refund was paid once.
 //
-// With --approver person (and --db) the refunds that wait for approval
-// are left to a person: the program prints the bk serve and bk approve
-// commands that decide them and leaves those tickets open; the next run
-// against the same file applies the person's decisions and finishes them.
+// With --db the refunds that wait for approval are left to a person
+// (--approver person, the default with --db): the program prints the bk
+// serve and bk approve commands that decide them and leaves those tickets
+// open; the next run against the same file applies the person's decisions
+// and finishes them. In memory, or with --approver supervisor, a scripted
+// supervisor decides them within the run.
 package main
 
 import (

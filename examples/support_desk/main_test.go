@@ -189,9 +189,9 @@ func TestScriptedRun(t *testing.T) {
 // same file has nothing left to do and checks the ledger again.
 func TestScriptedRunOnDisk(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "desk.db")
-	checkReport(t, runDesk(t, "--db", db))
+	checkReport(t, runDesk(t, "--db", db, "--approver", "supervisor"))
 	checkLedgerFile(t, db+".world", 3)
-	again := runDesk(t, "--db", db)
+	again := runDesk(t, "--db", db, "--approver", "supervisor")
 	for _, s := range []string{"Resuming: an earlier run handled 7 of 7 messages.", "The supervisor found nothing left unfinished.",
 		"T4 message 2: handled by an earlier run", "Every refund happened exactly once: 4 committed refunds, 3 paid"} {
 		if !strings.Contains(again, s) {

@@ -55,7 +55,7 @@ func newFlags(cfg *config, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&cfg.llmURL, "llm-url", getenv("BK_LLM_URL"), "OpenAI-compatible endpoint to use instead of the scripted model (env BK_LLM_URL)")
 	fs.StringVar(&cfg.llmModel, "llm-model", getenv("BK_LLM_MODEL"), "model name (env BK_LLM_MODEL)")
 	fs.StringVar(&cfg.llmKey, "llm-api-key", "", "API key (env BK_LLM_API_KEY; never printed)")
-	fs.StringVar(&cfg.approver, "approver", approverSupervisor, "who decides the refunds that wait for approval: supervisor (scripted, in this run) or person (with bk serve or bk approve between runs; needs --db)")
+	fs.StringVar(&cfg.approver, "approver", "", "who decides the refunds that wait for approval: supervisor (scripted, in this run) or person (with bk serve or bk approve between runs; needs --db); default person with --db, else supervisor")
 	return fs
 }
 
@@ -96,6 +96,12 @@ func parseArgs(args []string, getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("%w: --fail-rate must be in [0, 1), not %v", errUsage, cfg.failRate)
 	case cfg.llmURL != "" && cfg.llmModel == "":
 		return cfg, fmt.Errorf("%w: --llm-url needs --llm-model (or BK_LLM_MODEL)", errUsage)
+	case cfg.approver == "" && cfg.db != "":
+		cfg.approver = approverPerson // a store a person can open between runs
+	case cfg.approver == "":
+		cfg.approver = approverSupervisor // in memory: nobody could decide between runs
+	}
+	switch {
 	case cfg.approver != approverSupervisor && cfg.approver != approverPerson:
 		return cfg, fmt.Errorf("%w: --approver must be supervisor or person, not %q", errUsage, cfg.approver)
 	case cfg.approver == approverPerson && cfg.db == "":
