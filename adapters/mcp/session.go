@@ -25,7 +25,7 @@ var sessionTraces sync.Map // weak.Pointer[sdk.ServerSession] -> string
 //
 // It may be called from any goroutine.
 func SessionTrace(ss *sdk.ServerSession) string {
-	if id := ss.ID(); id != "" {
+	if id := ss.ID(); id != "" || mutSessionTrace {
 		return "mcp:" + id
 	}
 	key := weak.Make(ss)

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -35,7 +36,8 @@ type refund struct {
 }
 
 // sessionGate is a gate whose lookup_order derives refund_due, which
-// issue_refund (once per order) rests on; refunds counts its effect's runs.
+// issue_refund (once per order, approval above 500) rests on; refunds
+// counts its effect's runs.
 func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 	t.Helper()
 	lookup := toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order",
@@ -45,7 +47,7 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 		})
 	issue := toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-		Once:     toolgate.OnceBy("order_id")},
+		Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"}},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (refund, error) {
 			refunds.Add(1)
 			return refund{RefundID: "re_" + a.OrderID}, nil
@@ -62,13 +64,18 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 // session connects one more client to server over in-memory transports.
 func session(t *testing.T, server *sdk.Server) *sdk.ClientSession {
 	t.Helper()
+	return sessionWith(t, server, nil)
+}
+
+func sessionWith(t *testing.T, server *sdk.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := server.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, opts).Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +180,50 @@ func TestSessionTrace(t *testing.T) {
 	}
 	if seen[0] == seen[1] {
 		t.Fatalf("two sessions share trace %q", seen[0])
+	}
+}
+
+// A client in one session answers the approval of a call another session
+// made (its client cannot show forms, so the call waits for its user): it
+// names the other session's action and the digest of its arguments, which
+// it can compute. The default trace keeps the sessions apart, so the gate
+// takes no approval of an action outside the answering session's trace,
+// and nothing runs.
+func TestAttackApproveAnotherSessionsCall(t *testing.T) {
+	var refunds atomic.Int32
+	g := sessionGate(t, &refunds)
+	server := sdk.NewServer(&sdk.Implementation{Name: "support", Version: "v1"}, nil)
+	if err := mcp.Govern(server, g, "support", mcp.WithApprover("human:desk")); err != nil {
+		t.Fatal(err)
+	}
+	victim := session(t, server)
+	attacker := sessionWith(t, server, &sdk.ClientOptions{
+		MultiRoundTrip:     &sdk.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) { return nil, errors.New("not used") },
+	})
+	if r := call(t, victim, "lookup_order", `{"order_id":"A1"}`, "l1"); r.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("lookup: %+v", r)
+	}
+	args := `{"order_id":"A1","amount":700}`
+	waiting := call(t, victim, "issue_refund", args, "c1")
+	if waiting.Code != toolgate.CodeApprovalRequired || waiting.ApprovalID == "" {
+		t.Fatalf("victim's refund: %+v, want APPROVAL_REQUIRED", waiting)
+	}
+	digest, err := toolgate.ArgsDigest(blackboard.Payload{"order_id": "A1", "amount": 700.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := attacker.CallTool(t.Context(), &sdk.CallToolParams{Name: "issue_refund", Arguments: json.RawMessage(args),
+		RequestState:   waiting.ApprovalID,
+		InputResponses: sdk.InputResponseMap{"approval": &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "digest": digest}}}})
+	if n := refunds.Load(); n != 0 {
+		t.Fatalf("the victim's refund ran %d times on another session's approval (%+v, %v)", n, res, err)
+	}
+	if err == nil && !res.IsError {
+		t.Fatalf("the attacker's answer was taken: %+v", res)
+	}
+	// The victim's call still waits for its own user.
+	if r := call(t, victim, "issue_refund", args, "c1"); r.Code != toolgate.CodeApprovalRequired || refunds.Load() != 0 {
+		t.Fatalf("the victim's call, delivered again: %+v, want it still waiting", r)
 	}
 }
