@@ -21,7 +21,9 @@ var sessionTraces sync.Map // weak.Pointer[sdk.ServerSession] -> string
 // its beliefs, used grounding and retry keys are not another session's.
 // Once-keys span traces by design (a refund of an order once, whatever
 // the session). A client that reconnects starts a new trace; a server
-// that must continue one across sessions names it with [WithTrace].
+// that must continue one across sessions names it with [WithTrace], and
+// so does a stateless streamable HTTP server, whose every request is a
+// session of its own.
 //
 // It may be called from any goroutine.
 func SessionTrace(ss *sdk.ServerSession) string {
