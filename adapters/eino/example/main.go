@@ -142,7 +142,11 @@ func run(ctx context.Context, w io.Writer) error {
 	// runner compiles the graph; each run may be another process's, with
 	// the same checkpoint store.
 	runner := func() (compose.Runnable[[]*schema.Message, []*schema.Message], error) {
-		node, err := compose.NewToolNode(ctx, mw.NodeConfig())
+		cfg, err := mw.NodeConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		node, err := compose.NewToolNode(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
