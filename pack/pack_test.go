@@ -93,7 +93,7 @@ func compiler(t testing.TB, clk *clock, opts ...pack.Option) *pack.Compiler {
 // Known counts, from OpenAI's tiktoken for these encodings.
 func TestCount(t *testing.T) {
 	cases := []struct {
-		text           string
+		text          string
 		cl100k, o200k int
 	}{
 		{"hello world", 2, 2},
@@ -188,12 +188,12 @@ func TestCompileRefusesBadInput(t *testing.T) {
 	k := desk(t, clk)
 	c := compiler(t, clk)
 	for name, mutate := range map[string]func(*pack.Run, *pack.Input){
-		"no trace":          func(r *pack.Run, _ *pack.Input) { r.TraceID = "" },
-		"unknown mode":      func(r *pack.Run, _ *pack.Input) { r.Mode = "yolo" },
-		"no mode":           func(r *pack.Run, _ *pack.Input) { r.Mode = "" },
-		"no mission":        func(_ *pack.Run, in *pack.Input) { in.Mission = " " },
-		"blank constraint":  func(_ *pack.Run, in *pack.Input) { in.Constraints = append(in.Constraints, "") },
-		"transcript note":   func(_ *pack.Run, in *pack.Input) { in.Progress[0].Note = "user: hi\nassistant: hello" },
+		"no trace":         func(r *pack.Run, _ *pack.Input) { r.TraceID = "" },
+		"unknown mode":     func(r *pack.Run, _ *pack.Input) { r.Mode = "yolo" },
+		"no mode":          func(r *pack.Run, _ *pack.Input) { r.Mode = "" },
+		"no mission":       func(_ *pack.Run, in *pack.Input) { in.Mission = " " },
+		"blank constraint": func(_ *pack.Run, in *pack.Input) { in.Constraints = append(in.Constraints, "") },
+		"transcript note":  func(_ *pack.Run, in *pack.Input) { in.Progress[0].Note = "user: hi\nassistant: hello" },
 	} {
 		r, in := run(), input()
 		mutate(&r, &in)

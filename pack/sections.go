@@ -48,7 +48,7 @@ type section struct {
 	budget       int
 }
 
-func (s *section) need() int { return total(s.headerTokens, s.items) }
+func (s *section) need() int  { return total(s.headerTokens, s.items) }
 func (s *section) taken() int { return total(s.headerTokens, s.kept) }
 
 func total(header int, items []item) int {
