@@ -229,12 +229,19 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 			}
 		}
 	}
-	p.Prompt = b.String()
+	// The hash is the canonical digest of the pack's JSON; the prompt,
+	// most of it, is put in as a string rather than parsed back.
 	enc, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
-	if p.Hash, err = canon.DigestJSON(enc); err != nil {
+	v, err := canon.Decode(enc)
+	if err != nil {
+		return nil, err
+	}
+	p.Prompt = b.String()
+	v.(map[string]any)["prompt"] = p.Prompt
+	if p.Hash, err = canon.Digest(v); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -205,11 +205,10 @@ type Left struct {
 
 // Why an item was cut.
 const (
-	ReasonBudget     = "over_budget"      // its section's budget could not hold it
-	ReasonCompressed = "compressed"       // above 90 % of the window: replaced by a summary
-	ReasonEvicted    = "evicted"          // above 90 % of the window: removed
-	ReasonProhibited = "prohibited"       // a tool the policy prohibits
-	ReasonPending    = "pending_proposal" // a belief whose latest record is a proposal not yet decided
+	ReasonBudget     = "over_budget" // its section's budget could not hold it
+	ReasonCompressed = "compressed"  // above 90 % of the window: replaced by a summary
+	ReasonEvicted    = "evicted"     // above 90 % of the window: removed
+	ReasonProhibited = "prohibited"  // a tool the policy prohibits
 )
 
 // Cut is one thing left out of, or shortened in, a compiled context.

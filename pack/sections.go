@@ -43,7 +43,7 @@ type section struct {
 	text         bool // one text that may be shortened: the task, the last result
 	items        []item
 	kept         []item
-	pre          []Cut // cuts made before allocation (prohibited tools, pending beliefs)
+	pre          []Cut // cuts made before allocation (prohibited tools)
 	cuts         []Cut
 	budget       int
 }
@@ -221,9 +221,9 @@ func controlLines(run Run, ctl Controls) []string {
 
 // evidence adds, one item per belief, the trace's committed, active
 // beliefs (the latest of each kind, as its view shows them) and the
-// percepts each rests on, newest belief first. It reads the view, one
-// record per belief kind and the records a belief names: its cost does
-// not grow with the trace's length.
+// percepts each rests on, newest belief first. It reads the view and, by
+// id, each belief and the records it names: its cost does not grow with
+// the trace's length.
 func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID string, nowMS int64, s *section) error {
 	v, err := rd.View(ctx, traceID, kernel.ViewOptions{})
 	if err != nil {
@@ -231,19 +231,15 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 	}
 	kinds := v.Kinds(blackboard.Beliefs)
 	slices.Sort(kinds)
-	current := map[string]string{} // percept kind -> its current record's id
 	perceptPrefix := blackboard.Percepts.String() + ":"
 	for _, kind := range kinds {
-		b, err := rd.Find(ctx, traceID, blackboard.Beliefs, kind)
-		if errors.Is(err, blackboard.ErrNotFound) {
+		id, ok := v.ID(blackboard.Beliefs, kind)
+		if !ok {
 			continue
 		}
+		b, err := rd.Get(ctx, id)
 		if err != nil {
 			return err
-		}
-		if b.Mode != blackboard.ModeCommit {
-			s.pre = append(s.pre, Cut{Section: SectionEvidence, Item: b.ID, Reason: ReasonPending})
-			continue
 		}
 		be := entry(&b, nowMS)
 		be.Refs = slices.Clone(b.EvidenceRefs)
@@ -262,17 +258,9 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 			}
 			pe := entry(&p, nowMS)
 			pe.Belief = b.ID
-			cur, ok := current[p.Kind]
-			if !ok {
-				switch r, err := rd.Find(ctx, traceID, blackboard.Percepts, p.Kind); {
-				case err == nil:
-					cur = r.ID
-				case !errors.Is(err, blackboard.ErrNotFound):
-					return err
-				}
-				current[p.Kind] = cur
-			}
-			if cur != p.ID {
+			// The view shows the current observation of each kind (none
+			// once it has expired, which entry flags stale).
+			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID {
 				pe.Flags = addFlag(pe.Flags, FlagSuperseded)
 			}
 			for _, f := range pe.Flags {

@@ -22,7 +22,14 @@ type counter struct {
 	codec tokenizer.Codec
 	mu    sync.Mutex
 	seen  map[string]int
+	heads map[headKey]string
 	bytes int
+}
+
+// headKey names a shortened text: the text and the tokens kept.
+type headKey struct {
+	text string
+	n    int
 }
 
 // Bounds of the count cache.
@@ -45,7 +52,7 @@ func newCounter(encoding string) (*counter, error) {
 	if err != nil {
 		return nil, newErr("new", "", ErrEncoding, "%q: %v", encoding, err)
 	}
-	return &counter{codec: c, seen: make(map[string]int, 256)}, nil
+	return &counter{codec: c, seen: make(map[string]int, 256), heads: make(map[headKey]string)}, nil
 }
 
 // count returns the number of tokens of s.
@@ -61,14 +68,20 @@ func (c *counter) count(s string) (int, error) {
 		return 0, err
 	}
 	c.mu.Lock()
-	if len(c.seen) >= maxCached || c.bytes+len(s) > maxCachedBytes {
-		clear(c.seen)
-		c.bytes = 0
-	}
+	c.room(len(s))
 	c.seen[s] = n
-	c.bytes += len(s)
 	c.mu.Unlock()
 	return n, nil
+}
+
+// room makes room in the caches for size more bytes; c.mu is held.
+func (c *counter) room(size int) {
+	if len(c.seen)+len(c.heads) >= maxCached || c.bytes+size > maxCachedBytes {
+		clear(c.seen)
+		clear(c.heads)
+		c.bytes = 0
+	}
+	c.bytes += size
 }
 
 // head returns the longest prefix of s, on a token boundary, of at most n
@@ -77,6 +90,13 @@ func (c *counter) head(s string, n int) (string, error) {
 	if n <= 0 {
 		return "", nil
 	}
+	key := headKey{s, n}
+	c.mu.Lock()
+	out, ok := c.heads[key]
+	c.mu.Unlock()
+	if ok {
+		return out, nil
+	}
 	ids, _, err := c.codec.Encode(s)
 	if err != nil {
 		return "", err
@@ -84,7 +104,14 @@ func (c *counter) head(s string, n int) (string, error) {
 	if len(ids) <= n {
 		return s, nil
 	}
-	out, err := c.codec.Decode(ids[:n])
+	if out, err = c.codec.Decode(ids[:n]); err != nil {
+		return "", err
+	}
 	// A token can end inside a multi-byte character: drop the fragment.
-	return strings.ToValidUTF8(out, ""), err
+	out = strings.ToValidUTF8(out, "")
+	c.mu.Lock()
+	c.room(len(s) + len(out))
+	c.heads[key] = out
+	c.mu.Unlock()
+	return out, nil
 }
