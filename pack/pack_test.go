@@ -666,3 +666,33 @@ func TestRecord(t *testing.T) {
 		t.Errorf("recording a pack not compiled: %v", err)
 	}
 }
+
+// What the later sections leave unused goes back to an earlier one that
+// was over its share: a context that fits the window loses nothing.
+func TestUnusedShareGoesBack(t *testing.T) {
+	clk := &clock{t0}
+	k, err := kernel.New(kernel.WithClock(clk.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	in := pack.Input{Mission: "Answer the question."}
+	for i := 1; i <= 40; i++ {
+		in.Progress = append(in.Progress, pack.Step{Turn: i, Tool: "search", OK: true, Note: "read one more page of the ticket history"})
+	}
+	c := compiler(t, clk, pack.WithWindow(1000))
+	p, err := c.Compile(context.Background(), k.Reader(), run(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress pack.Section
+	for _, s := range p.Sections {
+		if s.Name == pack.SectionProgress {
+			progress = s
+		}
+	}
+	// More than the 42 % the shares up to the progress give it.
+	if progress.Tokens <= 420 || len(p.Manifest.Cuts) != 0 || p.Tokens > 900 {
+		t.Errorf("progress %d tokens (budget %d), %d in all; cuts %+v", progress.Tokens, progress.Budget, p.Tokens, p.Manifest.Cuts)
+	}
+}
