@@ -30,6 +30,7 @@ type Error struct {
 	Err     error // one of the sentinels above
 }
 
+// Error says what failed, where and why.
 func (e *Error) Error() string {
 	if e.Section != "" {
 		return fmt.Sprintf("%v: %s: section %s: %s", e.Err, e.Op, e.Section, e.Reason)

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -465,7 +466,11 @@ func TestMissionNeverCut(t *testing.T) {
 	if !errors.Is(err, pack.ErrWindow) || !errors.As(err, &pe) {
 		t.Fatalf("window of %d for %d fixed tokens: %v", head-1, head, err)
 	}
-	// The fixed part must also be under the 90 % mark.
+	// The fixed part must also be under the 90 % mark: in a window it
+	// fills, nothing can be evicted to bring it under.
+	if _, err := compiler(t, clk, pack.WithWindow(head+1)).Compile(context.Background(), k.Reader(), run(), in); !errors.Is(err, pack.ErrWindow) {
+		t.Errorf("mission and constraints above 90 %% of the window: %v, want ErrWindow", err)
+	}
 	w := head*10/9 + 2
 	p, err := compiler(t, clk, pack.WithWindow(w)).Compile(context.Background(), k.Reader(), run(), in)
 	if err != nil {
@@ -694,5 +699,51 @@ func TestUnusedShareGoesBack(t *testing.T) {
 	// More than the 42 % the shares up to the progress give it.
 	if progress.Tokens <= 420 || len(p.Manifest.Cuts) != 0 || p.Tokens > 900 {
 		t.Errorf("progress %d tokens (budget %d), %d in all; cuts %+v", progress.Tokens, progress.Budget, p.Tokens, p.Manifest.Cuts)
+	}
+}
+
+// Steps compresses a grant's trajectory: a failed turn's note is its
+// execution status and failure category, never the error's text.
+func TestStepsFromTrajectory(t *testing.T) {
+	g := failure.NewGrant(5)
+	g.Turn("lookup_order", nil)
+	g.Turn("refund", errors.New("upstream said: card 4111-1111 declined at 10:32"))
+	steps := pack.Steps(g.Trajectory())
+	if len(steps) != 2 || !steps[0].OK || steps[0].Tool != "lookup_order" || steps[0].Note != "" || steps[1].OK || steps[1].Turn != 2 {
+		t.Fatalf("steps %+v", steps)
+	}
+	tr := g.Trajectory()[1]
+	if want := string(tr.Status) + " (" + string(tr.Category) + ")"; steps[1].Note != want || strings.Contains(steps[1].Note, "4111") {
+		t.Errorf("note %q, want %q", steps[1].Note, want)
+	}
+}
+
+// A compiler is shared by concurrent compiles (run with -race).
+func TestCompileConcurrent(t *testing.T) {
+	clk := &clock{t0}
+	k := desk(t, clk)
+	c := compiler(t, clk)
+	want, err := c.Compile(context.Background(), k.Reader(), run(), input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			in := input()
+			if i%2 == 1 {
+				in.Task = fmt.Sprintf("task %d", i)
+			}
+			p, err := c.Compile(context.Background(), k.Reader(), run(), in)
+			if err == nil && i%2 == 0 && p.Hash != want.Hash {
+				err = fmt.Errorf("compile %d: hash %s, want %s", i, p.Hash, want.Hash)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
