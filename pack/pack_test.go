@@ -274,7 +274,7 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 
 // A stale observation and a conflicted one are shown flagged, never as a
 // current fact, and the beliefs resting on them carry their flags.
-func TestStaleAndConflictedNeverCurrent(t *testing.T) {
+func TestAttackStaleOrConflictedShownAsCurrent(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
 	clk.t = clk.t.Add(3 * time.Hour) // past the order's one-hour TTL
@@ -312,7 +312,7 @@ func TestStaleAndConflictedNeverCurrent(t *testing.T) {
 
 // A newer observation of the same kind supersedes the one a belief rests
 // on: the old one is flagged superseded.
-func TestSupersededObservationFlagged(t *testing.T) {
+func TestAttackSupersededShownAsCurrent(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
 	if _, err := k.Tool("orders").Write(context.Background(), kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: "order",
@@ -744,6 +744,28 @@ func TestCompileConcurrent(t *testing.T) {
 	for range 8 {
 		if err := <-errs; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// A caller that passes a prohibited tool (a stale surface, a bug) does not
+// get it in front of the model: the compiler leaves it out and says so.
+func TestAttackProhibitedToolShown(t *testing.T) {
+	clk := &clock{t0}
+	k := desk(t, clk)
+	in := input()
+	in.Tools = append(in.Tools, toolgate.Spec{Name: "transfer_funds", Description: "Move money between accounts."})
+	in.Policy.Prohibited = []string{"transfer_funds", "wipe_account"}
+	p, err := compiler(t, clk).Compile(context.Background(), k.Reader(), run(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range in.Policy.Prohibited {
+		if strings.Contains(p.Prompt, "- "+name+":") || strings.Contains(p.Prompt, "- "+name+"\n") || slices.Contains(p.Manifest.Tools, name) {
+			t.Errorf("prohibited tool %s shown", name)
+		}
+		if !slices.Contains(p.Manifest.Cuts, pack.Cut{Section: pack.SectionTools, Item: name, Reason: pack.ReasonProhibited}) {
+			t.Errorf("prohibited tool %s not in the cuts", name)
 		}
 	}
 }

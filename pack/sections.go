@@ -118,7 +118,7 @@ func (c *Compiler) sections(ctx context.Context, rd kernel.Reader, run Run, in I
 	}
 	tools := byName[SectionTools]
 	for i, sp := range in.Tools {
-		if slices.Contains(in.Policy.Prohibited, sp.Name) {
+		if !mutProhibited && slices.Contains(in.Policy.Prohibited, sp.Name) {
 			tools.pre = append(tools.pre, Cut{Section: SectionTools, Item: sp.Name, Reason: ReasonProhibited})
 			continue
 		}
@@ -260,7 +260,7 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 			pe.Belief = b.ID
 			// The view shows the current observation of each kind (none
 			// once it has expired, which entry flags stale).
-			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID {
+			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID && !mutFlags {
 				pe.Flags = addFlag(pe.Flags, FlagSuperseded)
 			}
 			for _, f := range pe.Flags {
@@ -323,6 +323,9 @@ func rankByRecency(items []item) {
 func entry(r *blackboard.Record, nowMS int64) Evidence {
 	e := Evidence{ID: r.ID, Slot: r.Slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS,
 		TTLMS: r.Provenance.TTLMS, Freshness: Fresh}
+	if mutFlags {
+		return e
+	}
 	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool(kernel.KeyStale) {
 		e.Flags = addFlag(e.Flags, FlagStale)
 	}
