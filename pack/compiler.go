@@ -141,8 +141,8 @@ func (c *Compiler) Count(s string) (int, error) { return c.tok.count(s) }
 // Compile compiles the context of one turn: the sections of in and the
 // trace's evidence and the namespace's memory read through rd, allocated
 // the window by shares and cut by priority, with the manifests. It reads
-// the trace's view, its beliefs by kind and the records they rest on, and
-// the persistent records; never the whole trace.
+// the trace's view, then by id each belief it shows and the percepts the
+// belief rests on, and the persistent records; never the whole trace.
 //
 // It fails with [ErrInvalid] for input it cannot compile (no trace, no
 // mission, an unknown mode, a blank constraint or signal, a progress note
