@@ -769,3 +769,61 @@ func TestAttackProhibitedToolShown(t *testing.T) {
 		}
 	}
 }
+
+// Evidence is cut least recent first: every belief cut is older than
+// every belief shown, and each is in the manifest once.
+func TestEvidenceCutLeastRecentFirst(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t0}
+	k, err := kernel.New(kernel.WithClock(clk.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	tool, planner := k.Tool("crm"), k.Planner("planner")
+	stamp := map[string]int{}
+	for i := range 12 {
+		clk.t = clk.t.Add(time.Minute)
+		kind := fmt.Sprintf("fact_%02d", i)
+		if _, err := tool.Write(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Percepts, Kind: kind,
+			Payload: blackboard.Payload{"detail": "the customer confirmed this on the phone"}}); err != nil {
+			t.Fatal(err)
+		}
+		d, err := planner.Submit(ctx, kernel.Entry{TraceID: "t1", Slot: blackboard.Beliefs, Kind: "holds_" + kind,
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{kind}}})
+		if err != nil || !d.Committed() {
+			t.Fatal(d.Code, err)
+		}
+		stamp[d.CommittedID] = i
+	}
+	p, err := compiler(t, clk, pack.WithWindow(500)).Compile(ctx, k.Reader(), run(), pack.Input{Mission: "Answer the question."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldestShown, newestCut := 99, -1
+	seen := map[string]bool{}
+	for _, e := range p.Manifest.Evidence {
+		if e.Slot == "beliefs" {
+			oldestShown = min(oldestShown, stamp[e.ID])
+			seen[e.ID] = true
+		}
+	}
+	var cuts int
+	for _, c := range p.Manifest.Cuts {
+		if c.Section != pack.SectionEvidence {
+			continue
+		}
+		cuts++
+		if seen[c.Item] {
+			t.Errorf("%s both shown and cut", c.Item)
+		}
+		seen[c.Item] = true
+		newestCut = max(newestCut, stamp[c.Item])
+	}
+	if cuts == 0 || oldestShown == 99 || len(seen) != 12 {
+		t.Fatalf("%d cuts, %d beliefs accounted for: %+v", cuts, len(seen), p.Manifest.Cuts)
+	}
+	if newestCut >= oldestShown {
+		t.Errorf("belief %d cut while the older %d is shown", newestCut, oldestShown)
+	}
+}
