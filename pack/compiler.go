@@ -2,12 +2,12 @@ package pack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/canon"
@@ -188,7 +188,39 @@ func checkInput(run Run, in Input) error {
 			return newErr("compile", SectionProgress, ErrInvalid, "turn %d: a note is one line, not a transcript", s.Turn)
 		}
 	}
+	if section, ok := validText(run, in); !ok {
+		return newErr("compile", section, ErrInvalid, "text that is not UTF-8")
+	}
 	return nil
+}
+
+// validText reports whether every text of the run and the input is UTF-8
+// (what a model reads and the record stores), and if not, where.
+func validText(run Run, in Input) (string, bool) {
+	texts := map[string][]string{
+		"run":              {run.ID, run.TraceID, run.Session, run.Namespace, run.Role, run.Intent},
+		SectionMission:     {in.Mission},
+		SectionConstraints: in.Constraints,
+		SectionSignals:     in.Signals,
+		SectionTask:        {in.Task},
+		SectionLastResult:  {in.LastResult},
+		SectionPolicy: slices.Concat([]string{in.Policy.Hash}, in.Policy.Rules, in.Policy.Approval,
+			in.Policy.Prohibited, in.Policy.MustRefuse, in.Policy.MustEscalate),
+	}
+	for _, s := range in.Progress {
+		texts[SectionProgress] = append(texts[SectionProgress], s.Tool, s.Note)
+	}
+	for _, t := range in.Tools {
+		texts[SectionTools] = append(texts[SectionTools], t.Name, t.Description, string(t.Parameters))
+	}
+	for _, name := range append(SectionNames(), "run") {
+		for _, t := range texts[name] {
+			if !utf8.ValidString(t) {
+				return name, false
+			}
+		}
+	}
+	return "", true
 }
 
 // assemble writes the prompt, the sections and the manifests of what the
@@ -229,19 +261,9 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 			}
 		}
 	}
-	// The hash is the canonical digest of the pack's JSON; the prompt,
-	// most of it, is put in as a string rather than parsed back.
-	enc, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	v, err := canon.Decode(enc)
-	if err != nil {
-		return nil, err
-	}
 	p.Prompt = b.String()
-	v.(map[string]any)["prompt"] = p.Prompt
-	if p.Hash, err = canon.Digest(v); err != nil {
+	var err error
+	if p.Hash, err = canon.Digest(p.value()); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -189,12 +189,14 @@ func TestCompileRefusesBadInput(t *testing.T) {
 	k := desk(t, clk)
 	c := compiler(t, clk)
 	for name, mutate := range map[string]func(*pack.Run, *pack.Input){
-		"no trace":         func(r *pack.Run, _ *pack.Input) { r.TraceID = "" },
-		"unknown mode":     func(r *pack.Run, _ *pack.Input) { r.Mode = "yolo" },
-		"no mode":          func(r *pack.Run, _ *pack.Input) { r.Mode = "" },
-		"no mission":       func(_ *pack.Run, in *pack.Input) { in.Mission = " " },
-		"blank constraint": func(_ *pack.Run, in *pack.Input) { in.Constraints = append(in.Constraints, "") },
-		"transcript note":  func(_ *pack.Run, in *pack.Input) { in.Progress[0].Note = "user: hi\nassistant: hello" },
+		"no trace":          func(r *pack.Run, _ *pack.Input) { r.TraceID = "" },
+		"unknown mode":      func(r *pack.Run, _ *pack.Input) { r.Mode = "yolo" },
+		"no mode":           func(r *pack.Run, _ *pack.Input) { r.Mode = "" },
+		"no mission":        func(_ *pack.Run, in *pack.Input) { in.Mission = " " },
+		"blank constraint":  func(_ *pack.Run, in *pack.Input) { in.Constraints = append(in.Constraints, "") },
+		"transcript note":   func(_ *pack.Run, in *pack.Input) { in.Progress[0].Note = "user: hi\nassistant: hello" },
+		"invalid UTF-8":     func(_ *pack.Run, in *pack.Input) { in.LastResult = "caf\xe9" },
+		"invalid tool text": func(_ *pack.Run, in *pack.Input) { in.Tools[0].Description = "\xff" },
 	} {
 		r, in := run(), input()
 		mutate(&r, &in)
@@ -261,6 +263,7 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 	if !strings.Contains(p.Prompt, "- budget left: ") || !strings.Contains(p.Prompt, "tool_calls 10") {
 		t.Errorf("the budget left is not shown:\n%s", p.Prompt)
 	}
+	checkHash(t, p)
 	if len(p.Manifest.Cuts) != 1 || p.Tokens > c.Window() {
 		t.Errorf("cuts %+v in a context of %d tokens", p.Manifest.Cuts, p.Tokens)
 	}
@@ -354,6 +357,7 @@ func TestMemoryIsPersistentOnly(t *testing.T) {
 	if len(p.Manifest.Memory) != 1 || p.Manifest.Memory[0].ID != id || p.Manifest.Memory[0].Slot != "constraints" {
 		t.Errorf("memory %+v, want %s", p.Manifest.Memory, id)
 	}
+	checkHash(t, p)
 	if strings.Contains(p.Prompt, "other trace") {
 		t.Error("an episode record of another trace is shown")
 	}
@@ -389,6 +393,7 @@ func TestTruncationByPriority(t *testing.T) {
 	if p.Tokens > 1200 {
 		t.Fatalf("%d tokens in a 1200-token window", p.Tokens)
 	}
+	checkHash(t, p)
 	cut := cutItems(p, pack.SectionProgress, pack.ReasonBudget)
 	if len(cut) == 0 {
 		t.Fatalf("no progress cut: %+v", p.Manifest.Cuts)
@@ -578,9 +583,14 @@ func TestDeterministic(t *testing.T) {
 	if err != nil || d.Hash == a.Hash {
 		t.Errorf("a later clock kept the hash: %v", err)
 	}
-	rest := *a
-	rest.Hash = ""
-	enc, err := json.Marshal(rest)
+	checkHash(t, a)
+}
+
+// checkHash checks that p's hash is the digest of the rest of its JSON:
+// what the record holds.
+func checkHash(t *testing.T, p *pack.Pack) {
+	t.Helper()
+	enc, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,8 +599,8 @@ func TestDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(m, "hash")
-	if h, err := canon.Digest(m); err != nil || h != a.Hash {
-		t.Errorf("hash %s is not the digest of the rest (%s, %v)", a.Hash, h, err)
+	if h, err := canon.Digest(m); err != nil || h != p.Hash {
+		t.Errorf("hash %s is not the digest of the rest (%s, %v)", p.Hash, h, err)
 	}
 }
 
