@@ -24,8 +24,9 @@
 //
 // The evidence is the trace's committed, active beliefs (the latest of
 // each kind) and the percepts they rest on, read through a
-// [kernel.Reader]'s View, Find and Get: the cost does not grow with the
-// trace. Each record shown is in the manifest with its id, kind, age,
+// [kernel.Reader]: the trace's view, which names the record behind each
+// committed payload ([kernel.View.ID]), then those records by id. The cost
+// does not grow with the trace. Each record shown is in the manifest with its id, kind, age,
 // TTL, freshness and flags; a stale, conflicted, superseded or
 // invalidated record is shown with its flags in capitals and "not a
 // current fact", never as one. The memory is the namespace's committed,
