@@ -199,7 +199,8 @@ type contract struct {
 // records the gate's policy snapshot ([Gate.Policy]: evidence of kind
 // [KindPolicy] in the trace [PolicyTrace]) unless a gate recorded the
 // same hash in the namespace before, and fails, closing the kernel, when
-// it cannot: a gate whose policy is not on record decides nothing. It
+// it cannot: a gate whose policy is not on record decides nothing. A
+// gate without tools decides no call and records no snapshot. It
 // returns ctx's error if ctx is already done.
 func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	if err := ctx.Err(); err != nil {
@@ -274,8 +275,12 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	g.policyHash = p.Hash()
 	g.policyValue = g.policyHash
 	// Fail closed: a gate whose policy is not on record decides nothing.
-	if g.policyID, err = g.recordPolicy(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("toolgate: recording the policy snapshot: %w", err), k.Close())
+	// A gate without tools (an approver's, bk approve's) decides no call
+	// and records none.
+	if len(g.order) > 0 {
+		if g.policyID, err = g.recordPolicy(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("toolgate: recording the policy snapshot: %w", err), k.Close())
+		}
 	}
 	return g, nil
 }

@@ -178,3 +178,8 @@ func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
 	}
 	return rec.ID, err
 }
+
+// PolicyRecord returns the id of the record that holds the gate's policy
+// snapshot (written by this gate's New or an earlier gate's with the same
+// hash), or "" for a gate without tools, which records none.
+func (g *Gate) PolicyRecord() string { return g.policyID }

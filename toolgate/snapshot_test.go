@@ -52,6 +52,9 @@ func TestPolicySnapshot(t *testing.T) {
 		if len(recs) != 1 || recs[0].TraceID() != PolicyTrace || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
 			t.Fatalf("policy records: %+v", recs)
 		}
+		if d.g.PolicyRecord() != recs[0].ID {
+			t.Errorf("PolicyRecord %q, want %q", d.g.PolicyRecord(), recs[0].ID)
+		}
 		// The record holds the policy: decoded, it hashes the same.
 		raw, _ := json.Marshal(recs[0].Payload["policy"])
 		var back Policy
@@ -60,7 +63,7 @@ func TestPolicySnapshot(t *testing.T) {
 		}
 		// A restart with the same policy, contracts in another order.
 		g2 := d.gate(WithTools(d.tools...), WithContracts(d.contracts[1], d.contracts[0]))
-		if g2.PolicyHash() != h || len(d.policyRecords()) != 1 {
+		if g2.PolicyHash() != h || len(d.policyRecords()) != 1 || g2.PolicyRecord() != recs[0].ID {
 			t.Errorf("restart: hash %q, %d records", g2.PolicyHash(), len(d.policyRecords()))
 		}
 		// A changed policy is a second record.
