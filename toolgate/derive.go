@@ -44,16 +44,16 @@ import (
 // saying why (DERIVATION_FAILED).
 type Derive struct {
 	// Belief is the belief kind proposed.
-	Belief string
+	Belief string `json:"belief"`
 	// Value is a CEL expression, of type bool, for the belief's truth
 	// value. A false belief is proposed too: it says the result does not
 	// ground what the belief claims, and a tool requiring it is refused.
-	Value string
+	Value string `json:"value"`
 	// Fields are the belief's payload fields besides its value, each a CEL
 	// expression of any JSON type; a belief rule reads them as
 	// beliefs.<kind>.<field>. The kernel's keys (value, depends_on, type,
 	// requires_beliefs, the derived flags) may not be among them.
-	Fields map[string]string
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // CodeDerivationFailed: a tool's result did not let the gate evaluate a
