@@ -15,12 +15,17 @@ import (
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/wait"
+	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
+
+// contextWindow is the tokens of the model's context the compiled context
+// may fill (pack.WithWindow): the model's context length less its answer.
+const contextWindow = 16384
 
 // errUsage is wrapped by every error about the command line (exit 2).
 var errUsage = cmdline.ErrUsage
@@ -138,6 +143,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	comp, err := pack.New(pack.WithWindow(contextWindow)) // integration
+	if err != nil {
+		return err
+	}
 	journal := ""
 	if cfg.db != "" {
 		journal = cfg.db + ".world"
@@ -164,7 +173,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
 	var r *reporter
-	d, err := newDesk(ctx, store, cfg.ns, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	d, err := newDesk(ctx, store, cfg.ns, w, client, comp, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if d != nil && d.g != nil {
 		defer func() { err = errors.Join(err, d.g.Close()) }()
 	}
