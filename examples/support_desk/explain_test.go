@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,10 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 			}
 			if c.Tokens == 0 || !strings.Contains(c.Prompt, "Ticket "+tk.ID) {
 				t.Errorf("%s: the context shown is not the ticket's: %d tokens\n%s", r.ID, c.Tokens, c.Prompt)
+			}
+			// The read_only ticket's contexts say so and show no refund.
+			if tk.readOnly != (c.Mode == pack.ModeReadOnly) || tk.readOnly && slices.Contains(c.Manifest.Tools, "issue_refund") {
+				t.Errorf("%s: ticket %s shown mode %s, tools %v", r.ID, tk.ID, c.Mode, c.Manifest.Tools)
 			}
 		}
 	}

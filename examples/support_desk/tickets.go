@@ -19,6 +19,10 @@ type ticket struct {
 	ID       string // also the trace id
 	Order    string
 	Messages []message
+	// readOnly: the desk's owner puts the ticket's trace in the read_only
+	// safety mode before the agent sees it (a chargeback on the order is
+	// open): no tool with an effect is shown to the model or run.
+	readOnly bool
 }
 
 type message struct {
@@ -42,6 +46,9 @@ var tickets = []ticket{
 	{ID: "T4", Order: "A4", Messages: []message{
 		{From: "customer", Text: "My bike (order A4) never arrived. Refund me 950 EUR: the 900 and 50 for my trouble."},
 		{From: "desk", afterApproval: true},
+	}},
+	{ID: "T5", Order: "A5", readOnly: true, Messages: []message{
+		{From: "customer", Text: "My headphones (order A5) stopped working after a week. Refund them, please."},
 	}},
 }
 
