@@ -44,6 +44,10 @@ const DefaultMaxRounds = 8
 // The run ends when the model answers without calling a tool, or with
 // [ErrMaxRounds] once the rounds ([WithMaxRounds]) are used up.
 //
+// With [WithCompiler], each round's request is not the conversation but
+// a compiled context for the round, recorded in the trace and named by
+// every call of the round (see WithCompiler).
+//
 // Every tool call the model makes goes to the gate, including calls of
 // tools that were not on the surface (the gate refuses them) and calls
 // whose arguments are not valid JSON: those arrive as a JSON string holding
