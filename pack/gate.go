@@ -10,10 +10,12 @@ import (
 )
 
 // Gate is what a compiled context reads of the tool gate: a trace's run
-// controls and the gate's policy snapshot. A *toolgate.Gate is one.
+// controls, the gate's policy snapshot and its hash (as decision records
+// name it). A *toolgate.Gate is one.
 type Gate interface {
 	Controls(ctx context.Context, traceID string) (toolgate.Controls, error)
 	Policy() toolgate.Policy
+	PolicyHash() string
 }
 
 // Govern sets on run and in what the gate holds for the run's trace, so
@@ -51,7 +53,7 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		run.Mode = ModeNormal
 	}
 	p := &in.Policy
-	p.Hash = pol.Hash()
+	p.Hash = g.PolicyHash()
 	for _, r := range pol.Rules {
 		p.Rules = append(p.Rules, r.Name+" (on "+r.On+" "+r.Target+"): "+r.Expr)
 	}

@@ -22,6 +22,7 @@ type fakeGate struct {
 
 func (g fakeGate) Controls(context.Context, string) (toolgate.Controls, error) { return g.ctl, g.err }
 func (g fakeGate) Policy() toolgate.Policy                                     { return g.pol }
+func (g fakeGate) PolicyHash() string                                          { return g.pol.Hash() }
 
 // deskPolicy: lookup_order reads (no requires), refund pays (requires a
 // belief, bound to the order, once per order, approval above 100), and a

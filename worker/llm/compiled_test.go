@@ -29,7 +29,7 @@ type refundArgs struct {
 // one (it requires refund_due and is bound to the order looked up). note
 // is what each lookup's result carries besides the order, to make a last
 // result as long as a test needs.
-func orderGate(t *testing.T, note string) *toolgate.Gate {
+func orderGate(t testing.TB, note string) *toolgate.Gate {
 	t.Helper()
 	lookup := func(_ context.Context, _ toolgate.Invocation, a orderArgs) (map[string]any, error) {
 		return map[string]any{"order_id": a.OrderID, "amount": 40.0, "note": note}, nil
@@ -54,7 +54,7 @@ func orderGate(t *testing.T, note string) *toolgate.Gate {
 	return g
 }
 
-func compiler(t *testing.T, opts ...pack.Option) *pack.Compiler {
+func compiler(t testing.TB, opts ...pack.Option) *pack.Compiler {
 	t.Helper()
 	c, err := pack.New(opts...)
 	if err != nil {
