@@ -160,6 +160,7 @@ type Metrics struct {
 // read.
 type metricTrace struct {
 	firstMS, lastMS int64
+	seen            bool // a record was read: firstMS and lastMS are set
 	intent          string
 	intents         int  // distinct intents its decision records name, up to 2
 	actions         int  // actions it has
@@ -220,8 +221,8 @@ func (x *metrics) trace(id string) *metricTrace {
 func (x *metrics) add(r *blackboard.Record) {
 	traceID := r.TraceID()
 	t := x.trace(traceID)
-	if ts := r.Provenance.TimestampMS; t.firstMS == 0 && t.lastMS == 0 {
-		t.firstMS, t.lastMS = ts, ts
+	if ts := r.Provenance.TimestampMS; !t.seen {
+		t.firstMS, t.lastMS, t.seen = ts, ts, true
 	} else {
 		t.firstMS, t.lastMS = min(t.firstMS, ts), max(t.lastMS, ts)
 	}

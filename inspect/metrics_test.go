@@ -28,7 +28,7 @@ type testClock struct {
 	now time.Time
 }
 
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
 // scriptedStore plays a run whose every count the test knows from what it
@@ -248,6 +248,11 @@ func TestMetricsSupportDesk(t *testing.T) {
 	}
 	if m.ToolSuccess.Den == 0 || m.EvidenceBacked.Den == 0 || m.PolicyCompliance.Den == 0 || m.Completion.Traces.Den == 0 {
 		t.Errorf("metrics without a denominator on the desk: %+v", m)
+	}
+	// T1's refund fails once and succeeds on its retry (bk effects: 2
+	// attempts); T4's denied refund ends with its fallback.
+	if m.ToolRecovery.Den == 0 || m.ToolRecovery.Num == 0 || m.Completion.Traces.Num == 0 {
+		t.Errorf("recovery %v, safe completions %v: want some", m.ToolRecovery, m.Completion.Traces)
 	}
 	if m.PolicyCompliance.Num == m.PolicyCompliance.Den {
 		t.Errorf("the desk's refusals are not counted: %v", m.PolicyCompliance)
