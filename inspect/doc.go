@@ -7,7 +7,7 @@
 //	bk traces                 traces with what happened to their actions, and counts
 //	bk timeline TRACE         a trace's events in order (--steps: led by the paper's t0-t9)
 //	bk explain RECORD         a decision's provenance, down to the percepts
-//	bk stats                  decisions by code, learned constraints, records per slot
+//	bk stats                  evaluation metrics ([Metrics]), decisions by code, learned constraints, records per slot
 //	bk approvals              approvals pending, with their age
 //	bk effects                effect attempts and outcomes
 //	bk export [--trace T]     records as JSON lines
