@@ -163,18 +163,18 @@ func checkReport(t *testing.T, report string) {
 		t.Error("T4's denied refund ran")
 	}
 
-	// T5: the trace is read_only; the refund, not shown, is called all the
+	// T9: the trace is read_only; the refund, not shown, is called all the
 	// same and refused before anything is proposed.
-	if !strings.Contains(report, "T5: a chargeback on order A5 is open: the desk made the ticket's trace read_only") {
-		t.Errorf("T5 was not made read_only\n%s", report)
+	if !strings.Contains(report, "T9: a chargeback on order A9 is open: the desk made the ticket's trace read_only") {
+		t.Errorf("T9 was not made read_only\n%s", report)
 	}
-	i = want("read-only lookup", 0, "T5", "lookup_order", "executed", "EFFECT_SUCCEEDED")
-	i = want("read-only refusal", i, "T5", "issue_refund", "refused", "READ_ONLY_MODE")
+	i = want("read-only lookup", 0, "T9", "lookup_order", "executed", "EFFECT_SUCCEEDED")
+	i = want("read-only refusal", i, "T9", "issue_refund", "refused", "READ_ONLY_MODE")
 	if !strings.Contains(ds[i].hint, "read-only") {
 		t.Errorf("READ_ONLY_MODE with hint %q", ds[i].hint)
 	}
-	if find(ds, 0, "T5", "issue_refund", "committed", "COMMITTED") >= 0 {
-		t.Error("T5's refund was committed in a read_only trace")
+	if find(ds, 0, "T9", "issue_refund", "committed", "COMMITTED") >= 0 {
+		t.Error("T9's refund was committed in a read_only trace")
 	}
 
 	// Every refusal of a model's call came with a hint for the model (a

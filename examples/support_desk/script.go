@@ -124,12 +124,12 @@ var script = map[string][]step{
 		{when: hinted("order.amount"), calls: []llm.ToolCall{refundCall("A4", 900, "not_received")}},
 		say("The refund of 900.00 on order A4 waits for a supervisor's approval."),
 	},
-	"T5/1": {
-		calls(lookupCall("A5")),
+	"T9/1": {
+		calls(lookupCall("A9")),
 		// The refund is not among the tools shown (the trace is read_only);
 		// the model calls it all the same.
-		calls(refundCall("A5", 60, "damaged")),
-		say("Order A5 is read-only while its chargeback is open: no refund was made."),
+		calls(refundCall("A9", 60, "damaged")),
+		say("Order A9 is read-only while its chargeback is open: no refund was made."),
 	},
 	"T4/2": {
 		calls(emailCall("dev@example.com", "About your refund for order A4", "The carrier reports the bike delivered and signed for; a colleague will review your claim.")),

@@ -47,8 +47,11 @@ var tickets = []ticket{
 		{From: "customer", Text: "My bike (order A4) never arrived. Refund me 950 EUR: the 900 and 50 for my trouble."},
 		{From: "desk", afterApproval: true},
 	}},
-	{ID: "T5", Order: "A5", readOnly: true, Messages: []message{
-		{From: "customer", Text: "My headphones (order A5) stopped working after a week. Refund them, please."},
+	// T9, not T5: the approvals console's browser test adds its own
+	// traces T5 to T8 to the desk's store, and a trace belongs to one
+	// namespace.
+	{ID: "T9", Order: "A9", readOnly: true, Messages: []message{
+		{From: "customer", Text: "My headphones (order A9) stopped working after a week. Refund them, please."},
 	}},
 }
 

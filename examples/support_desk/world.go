@@ -50,7 +50,7 @@ var orders = []order{
 		Refundable: true, Carrier: "delivered", Warehouse: "returned parcel holds a grinder, not the machine ordered"},
 	{ID: "A4", Customer: "Dev Patel", Email: "dev@example.com", Item: "road bike", Amount: 900,
 		Refundable: true, Carrier: "delivered and signed for by D. Patel"},
-	{ID: "A5", Customer: "Eve Novak", Email: "eve@example.com", Item: "headphones", Amount: 60,
+	{ID: "A9", Customer: "Eve Novak", Email: "eve@example.com", Item: "headphones", Amount: 60,
 		Refundable: true, Carrier: "delivered"},
 }
 
