@@ -106,7 +106,11 @@ type ExplainNode struct {
 // it has one, else read back from the trace: the rejected belief behind a
 // missing one, the flagged percept behind an evidence code); a fallback
 // through the refusal it stands in for; a decision record through the
-// record it decided. Effects are read with [toolgate.EffectOf]. It only
+// record it decided. Effects are read with [toolgate.EffectOf]. When a
+// decision on a model's call names the compiled context the model was
+// shown ("context" in its decision record), the explanation carries it as
+// [Explanation.Shown]: for the decision record, the action it committed,
+// the result it recorded and a belief derived from that result. It only
 // reads, so it works on any store and on a record of any namespace. A
 // record s does not hold is [blackboard.ErrNotFound]. Safe for concurrent use,
 // as far as s is.
