@@ -879,10 +879,11 @@ func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 // the gate's policy hash, the tool (escaped when it is not a name), caller, call id, retry key and intent as
 // given (cut to a sane length). A refusal before the arguments parse adds
 // the raw arguments ([withRawArgs]); once they parse, the parsed arguments
-// and their digest take their place. Sized for the keys a committed call's
-// records add, so that the map does not grow.
+// and their digest take their place. Sized for one group of the map: a
+// larger hint costs every call, refusals included, more than the rare
+// committed call whose keys outgrow it.
 func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
-	cc := make(blackboard.Payload, 10)
+	cc := make(blackboard.Payload, 8)
 	cc[keyPolicy] = g.policyValue
 	// A registered tool's and a configured caller's names are what
 	// recordedTool and clip make of them: their boxed copies serve.
