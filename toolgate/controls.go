@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -102,6 +103,7 @@ func controlsKey(traceID, part, tool string) string {
 const (
 	partReadOnly = "read_only"
 	partProhibit = "prohibit"
+	partVersion  = "version"
 )
 
 // claimed reports whether key is claimed in the kernel's namespace.
@@ -148,10 +150,11 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 // records nothing either. An unknown mode or a tool the gate does not
 // hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
 // the controls in full and the gate's policy hash) is written through the
-// kernel's Governor and claims one once-key per control it adds, so of
-// concurrent Restricts none loses another's tightening: the one that
-// finds a key taken reads the controls again and retries (a
-// [*ControlsError] when the controls it was given now loosen them).
+// kernel's Governor and claims one once-key per control it adds and one
+// for the controls it read, so concurrent Restricts are ordered and none
+// loses another's tightening: the one that finds a key taken reads the
+// controls again and retries (a [*ControlsError] when the controls it
+// was given now loosen them).
 //
 // Controls bind the calls decided after Restrict returns, and every
 // action not yet started: an approval given before the trace became
@@ -200,6 +203,15 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 		if len(keys) == 0 {
 			return nil
 		}
+		// The number of controls recorded is the controls' version: the
+		// write also claims the key of the version it follows, so that of
+		// Restricts that read the same controls one writes and the others
+		// read again, and each record holds the controls in full.
+		version := len(cur.Prohibited)
+		if cur.Mode == ModeReadOnly {
+			version++
+		}
+		keys = append(keys, controlsKey(traceID, partVersion, strconv.Itoa(version)))
 		prohibited := make([]any, len(next.Prohibited))
 		for i, t := range next.Prohibited {
 			prohibited[i] = t

@@ -3,6 +3,7 @@ package toolgate
 import (
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,4 +208,66 @@ func specNames(specs []Spec) []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// Concurrent Restricts lose no tightening: each adds its own prohibition
+// to what it read (again, on ErrLoosened), and every one lands once;
+// four goroutines making the trace read-only write one record.
+func TestRestrictConcurrent(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for _, tool := range []string{"lookup_order", "issue_refund", "search_kb"} {
+			wg.Go(func() {
+				for {
+					cur, err := d.g.Controls(d.ctx, "t")
+					if err != nil {
+						errs <- err
+						return
+					}
+					err = d.g.Restrict(d.ctx, "t", Controls{Mode: cur.Mode, Prohibited: append(cur.Prohibited, tool)})
+					if !errors.Is(err, ErrLoosened) {
+						if err != nil {
+							errs <- err
+						}
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for range 4 {
+			wg.Go(func() {
+				cur, err := d.g.Controls(d.ctx, "u")
+				if err == nil {
+					err = d.g.Restrict(d.ctx, "u", Controls{Mode: ModeReadOnly, Prohibited: cur.Prohibited})
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		got, err := d.g.Controls(d.ctx, "t")
+		if err != nil || len(got.Prohibited) != 3 || d.controlsRecords("t") != 3 {
+			t.Errorf("controls %+v %v, %d records; want 3 tools, 3 records", got, err, d.controlsRecords("t"))
+		}
+		// Each record holds the controls in full: the last, all three.
+		var last blackboard.Record
+		for _, r := range d.kinds(blackboard.Evidence, KindControls) {
+			if r.TraceID() == "t" {
+				last = r
+			}
+		}
+		if p, _ := last.Payload["prohibited"].([]any); len(p) != 3 {
+			t.Errorf("last controls record holds %v", last.Payload)
+		}
+		if got, err := d.g.Controls(d.ctx, "u"); err != nil || got.Mode != ModeReadOnly || d.controlsRecords("u") != 1 {
+			t.Errorf("controls %+v %v, %d records; want read_only, 1 record", got, err, d.controlsRecords("u"))
+		}
+	})
 }
