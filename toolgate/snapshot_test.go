@@ -35,7 +35,8 @@ func TestPolicySnapshot(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		p := d.g.Policy()
 		if len(p.Tools) != 3 || p.Tools[1].Name != "issue_refund" || p.Tools[1].Approval == nil || p.Tools[1].Approval.When != "amount > 500" ||
-			!reflect.DeepEqual(p.Tools[1].Bindings, orderBindings) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil {
+			!reflect.DeepEqual(p.Tools[1].Bindings, orderBindings) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
+			!json.Valid(p.Tools[0].Parameters) || !strings.Contains(string(p.Tools[0].Parameters), "order_id") {
 			t.Errorf("tools: %+v", p.Tools)
 		}
 		if p.Fallback != kernel.FallbackQueueForReview || len(p.Contracts) != 2 || p.Contracts[0].Name != "researcher" {
