@@ -3,6 +3,7 @@ package toolgate
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,9 @@ func TestRestrictOnlyTightens(t *testing.T) {
 			var ce *ControlsError
 			if !errors.Is(err, ErrLoosened) || !errors.As(err, &ce) || ce.Current.Mode != ModeReadOnly {
 				t.Errorf("Restrict %+v: %v, want a *ControlsError", loose, err)
+			}
+			if err != nil && loose.Mode == ModeReadOnly && !strings.Contains(err.Error(), `prohibited tool "lookup_order"`) {
+				t.Errorf("the error does not say what is dropped: %v", err)
 			}
 		}
 		if n := d.controlsRecords("t"); n != 2 {
