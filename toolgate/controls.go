@@ -116,14 +116,18 @@ func (g *Gate) claimed(ctx context.Context, key string) (bool, error) {
 }
 
 // Controls returns the trace's run controls as recorded in the store (by
-// this gate or any other over it). Its cost is one indexed lookup for the
-// mode and one per registered tool, whatever the length of the trace. A
+// this gate or any other over it). Its cost is one indexed lookup for a
+// trace without controls, else one more for the mode and one per
+// registered tool, whatever the length of the trace. A
 // bad trace id is [ErrInvalidCall]. Safe for concurrent use.
 func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 	if err := checkTrace(traceID); err != nil {
 		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
 	c := Controls{Mode: ModeNormal}
+	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+		return c, err
+	}
 	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil {
 		return Controls{}, err
@@ -232,10 +236,20 @@ func cloneControls(c Controls) Controls {
 	return c
 }
 
+// restricted reports whether the trace has run controls at all: the first
+// Restrict of a trace claims the key of version 0.
+func (g *Gate) restricted(ctx context.Context, traceID string) (bool, error) {
+	return g.claimed(ctx, controlsKey(traceID, partVersion, "0"))
+}
+
 // forbidden returns the code and detail under which the trace's run
-// controls forbid tool e, or "" when they do not. It looks up at most two
-// once-keys: a read-only tool is never refused for the mode.
+// controls forbid tool e, or "" when they do not. In a trace without
+// controls it looks up one once-key, else at most three: a read-only tool
+// is never refused for the mode.
 func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
+	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+		return "", "", err
+	}
 	p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 	if err != nil || p {
 		return CodeToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
@@ -248,4 +262,41 @@ func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackbo
 		return CodeReadOnlyMode, "the trace is read-only and " + quote(e.Name) + " is effectful", err
 	}
 	return "", "", nil
+}
+
+// controlsValidator checks a tool's action against the trace's run
+// controls as the kernel decides it: the latest run_controls record of the
+// trace state the decision reads (the trace's heads, so the cost does not
+// grow with the trace). Every Restrict writes one in the batch that claims
+// its keys, holding the controls in full (the version key orders them),
+// so the latest is the trace's controls; a trace without one has none. A
+// latest record another role wrote (an evidence handle may write any
+// kind) hides the gate's: the check then fails closed, refusing every
+// tool.
+type controlsValidator struct{ g *Gate }
+
+// Validate implements kernel.Validator.
+func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
+	if mutControlsCall || c.Slot() != blackboard.Actions {
+		return kernel.Verdict{}
+	}
+	e := v.g.byAction[c.Kind()]
+	if e == nil {
+		return kernel.Verdict{}
+	}
+	rec, ok := c.Committed(blackboard.Evidence, KindControls)
+	if !ok {
+		return kernel.Verdict{}
+	}
+	if rec.Provenance.Role != blackboard.RoleKernel {
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls,
+			Detail: "the trace's latest run controls record " + rec.ID + " was not written by the gate: every tool is refused"}
+	}
+	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
+	}
+	if m, _ := rec.Payload.String("mode"); m == string(ModeReadOnly) && !e.readOnly() {
+		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
+	}
+	return kernel.Verdict{}
 }

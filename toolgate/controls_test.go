@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
 )
 
 // controlsRecords counts the run controls records of a trace.
@@ -130,7 +131,8 @@ func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
 }
 
 // A prohibited tool, read-only or not, is TOOL_PROHIBITED and never
-// surfaced.
+// surfaced. A read-only tool's call is checked in the kernel's decision
+// (no read of its own on that path): refused there, it runs nothing.
 func TestProhibitedTool(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		if err := d.g.Restrict(d.ctx, "t", Controls{Prohibited: []string{"lookup_order"}}); err != nil {
@@ -272,6 +274,31 @@ func TestRestrictConcurrent(t *testing.T) {
 		}
 		if got, err := d.g.Controls(d.ctx, "u"); err != nil || got.Mode != ModeReadOnly || d.controlsRecords("u") != 1 {
 			t.Errorf("controls %+v %v, %d records; want read_only, 1 record", got, err, d.controlsRecords("u"))
+		}
+	})
+}
+
+// A run controls record an evidence handle writes (it may write evidence
+// of any kind) loosens nothing: the gate's keys still decide an effectful
+// call, and the kernel's check, which reads the trace's latest record,
+// fails closed on one the gate did not write.
+func TestAttackForgedControlsRecord(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: KindControls,
+			Payload: blackboard.Payload{"mode": string(ModeNormal), "prohibited": []any{}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.g.Controls(d.ctx, "t"); err != nil || got.Mode != ModeReadOnly {
+			t.Errorf("controls after a forged record: %+v %v", got, err)
+		}
+		wantOutcome(t, "refund", d.refund("t", "A1", 100), audit.OutcomeRefused, CodeReadOnlyMode)
+		wantOutcome(t, "lookup", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, CodeToolProhibited)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("%d refunds ran", n)
 		}
 	})
 }

@@ -261,6 +261,11 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	if len(beliefs) > 0 {
 		kopts = append([]kernel.Option{kernel.WithBeliefSpecs(beliefs...)}, c.kernel...)
 	}
+	// The run controls are checked in the kernel's decision, first among
+	// the validators: against the trace state the kernel decides on, so
+	// that a Restrict that lands meanwhile makes the kernel decide again,
+	// and at no read of its own.
+	kopts = append([]kernel.Option{kernel.WithValidators(controlsValidator{g})}, kopts...)
 	k, err := buildKernel(kopts, specs)
 	if err != nil {
 		return nil, err
@@ -751,7 +756,13 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
 	}
-	if !mutControlsCall {
+	if !e.readOnly() && !mutControlsCall {
+		// An effectful tool's call is checked here, so that the model is
+		// told READ_ONLY_MODE rather than what the kernel's own checks
+		// would find missing first. The kernel checks every call again as
+		// it decides it (controlsValidator), which closes the window
+		// between this look and the commit, and is the only check a
+		// read-only tool's call gets: no extra read on that path.
 		code, detail, err := g.forbidden(ctx, c.TraceID, e)
 		if err != nil {
 			return Result{}, nil, err

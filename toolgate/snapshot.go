@@ -141,6 +141,9 @@ func (g *Gate) snapshot(c *config) Policy {
 	}
 	slices.SortFunc(p.Intents, func(a, b Intent) int { return cmp.Compare(a.Name, b.Name) })
 	for _, v := range g.k.Validators() {
+		if _, own := v.(controlsValidator); own {
+			continue // the gate's own check of the run controls, not the owner's policy
+		}
 		if r, ok := v.(*rules.Rules); ok {
 			p.Rules = append(p.Rules, r.Specs()...)
 		} else {
