@@ -277,7 +277,7 @@ type controlsValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
 func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if mutControlsCall || c.Slot() != blackboard.Actions {
+	if mutControlsDecide || c.Slot() != blackboard.Actions {
 		return kernel.Verdict{}
 	}
 	e := v.g.byAction[c.Kind()]
