@@ -72,7 +72,10 @@ type spec struct {
 }
 
 // config collects what the options give New.
-type config struct{ specs []spec }
+type config struct {
+	specs []spec
+	bad   []error // specs that name no target ([Spec.Option])
+}
 
 // Option configures [New].
 type Option func(*config)
@@ -110,6 +113,7 @@ type Rules struct {
 	actions map[string][]*rule // by action type, in declaration order
 	beliefs map[string][]*rule // by belief kind, in declaration order
 	names   []string
+	specs   []spec // as given, for [Rules.Specs]
 }
 
 var _ kernel.Validator = (*Rules)(nil)
@@ -125,6 +129,9 @@ func New(opts ...Option) (*Rules, error) {
 		if o != nil {
 			o(&c)
 		}
+	}
+	if len(c.bad) > 0 {
+		return nil, c.bad[0]
 	}
 	// Payload objects are maps with string keys and values of any JSON
 	// type; declaring them so lets the checker type field selections as
@@ -206,6 +213,7 @@ func New(opts ...Option) (*Rules, error) {
 		index[s.kind] = append(index[s.kind], rl)
 		rs.names = append(rs.names, s.name)
 	}
+	rs.specs = c.specs
 	return rs, nil
 }
 

@@ -29,15 +29,15 @@ import (
 // field, a non-number for AtMost or AtLeast): a binding fails closed.
 type Binding struct {
 	// Arg is the argument: a top-level property of the call.
-	Arg string
+	Arg string `json:"arg"`
 	// Percept is the percept kind the argument follows from. Every
 	// observation of that kind under the tool's required beliefs must
 	// agree with the argument.
-	Percept string
+	Percept string `json:"percept"`
 	// Field is the percept's field; empty means Arg.
-	Field string
+	Field string `json:"field,omitempty"`
 	// Op is how the argument compares with the field.
-	Op BindOp
+	Op BindOp `json:"op,omitempty"`
 }
 
 // BindOp is how a [Binding] compares an argument with an observed field.

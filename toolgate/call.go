@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -64,6 +66,16 @@ type Call struct {
 	// approval, or after a crash): [Gate.Execute], [Gate.Recover] and
 	// [Approver.Resolve] never have it. It is not encoded.
 	Effect EffectFunc `json:"-"`
+	// Context, when set, is the record id of the compiled context the
+	// model was shown when it made the call (an evidence record of kind
+	// [KindCompiledContext] in the call's trace). It is the caller's
+	// claim, and the gate checks it before anything else is recorded: a
+	// call naming anything else is refused with CONTEXT_INVALID. A valid
+	// one is recorded under "context" in every decision record of the
+	// call and on its span (bk.context).
+	Context string `json:"context,omitempty"`
+
+	span trace.Span // the call's own span, nil when tracing is off
 }
 
 // Result is the gate's answer to a call. It is a value for the agent loop,

@@ -44,16 +44,16 @@ import (
 // saying why (DERIVATION_FAILED).
 type Derive struct {
 	// Belief is the belief kind proposed.
-	Belief string
+	Belief string `json:"belief"`
 	// Value is a CEL expression, of type bool, for the belief's truth
 	// value. A false belief is proposed too: it says the result does not
 	// ground what the belief claims, and a tool requiring it is refused.
-	Value string
+	Value string `json:"value"`
 	// Fields are the belief's payload fields besides its value, each a CEL
 	// expression of any JSON type; a belief rule reads them as
 	// beliefs.<kind>.<field>. The kernel's keys (value, depends_on, type,
 	// requires_beliefs, the derived flags) may not be among them.
-	Fields map[string]string
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // CodeDerivationFailed: a tool's result did not let the gate evaluate a
@@ -229,7 +229,10 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 	out := make([]Derived, 0, len(j.e.derives))
 	for i := range j.e.derives {
 		d := &j.e.derives[i]
-		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID}
+		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID, keyPolicy: g.policyValue}
+		if ref, ok := j.cc[keyContext]; ok {
+			cc[keyContext] = ref // the call's compiled context, checked when it was made
+		}
 		// failed records a derivation that fails closed: no belief, a
 		// DERIVATION_FAILED record saying why.
 		failed := func(detail string) error {

@@ -234,6 +234,11 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Recor
 	if effect != nil {
 		j.fn = effect
 	}
+	// The records this gate writes name its own policy.
+	if j.cc == nil {
+		j.cc = blackboard.Payload{}
+	}
+	j.cc[keyPolicy] = g.policyValue
 	caller, _ := gd.Context["caller"].(string)
 	intent, _ := gd.Context["intent"].(string)
 	need := gd.Outcome == audit.OutcomePendingApproval
@@ -272,6 +277,20 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Recor
 			j.approval = effectOf(first).Approval
 		}
 		return g.run(ctx, j)
+	}
+	if !mutControlsDecide {
+		// Not started: the trace's run controls as of now decide, before
+		// any approval is looked at, so that one given before the trace
+		// became read-only never runs. The refusal claims the first
+		// attempt's key, as recheck's does: a driver that started the
+		// effect meanwhile keeps it.
+		code, detail, err := g.forbidden(ctx, j.trace, e)
+		if err != nil {
+			return Result{ActionID: act.ID}, err
+		}
+		if code != "" {
+			return g.refuseForGood(ctx, j, code, detail, j.attemptKey(1))
+		}
 	}
 	if need {
 		if res, done, err := g.checkApproval(ctx, j); done || err != nil {

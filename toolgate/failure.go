@@ -23,6 +23,7 @@ var codeStatus = map[blackboard.Code]failure.ExecStatus{
 	// The call itself was wrong: the worker corrects it.
 	CodeToolUnknown:      failure.StatusFunctionMismatch,
 	CodeInvalidArguments: failure.StatusFormat,
+	CodeContextInvalid:   failure.StatusFormat,
 	CodeApprovalMismatch: failure.StatusFormat,
 	CodeArgumentsChanged: failure.StatusFormat,
 	CodeArgumentNotBound: failure.StatusFormat,
@@ -55,6 +56,8 @@ var codeStatus = map[blackboard.Code]failure.ExecStatus{
 	// Authority the worker lacks: its caller, the intent, a person's say.
 	CodeToolNotPermitted: failure.StatusAuthDenied,
 	CodeToolNotForIntent: failure.StatusAuthDenied,
+	CodeReadOnlyMode:     failure.StatusAuthDenied,
+	CodeToolProhibited:   failure.StatusAuthDenied,
 	CodeApprovalDenied:   failure.StatusAuthDenied,
 	CodeApprovalExpired:  failure.StatusAuthDenied,
 	CodeApprovalRequired: failure.StatusAuthDenied,
@@ -75,7 +78,7 @@ var codeStatus = map[blackboard.Code]failure.ExecStatus{
 // notRetryable lists the codes whose failures the router must not retry,
 // whatever their category's row says: retrying cannot change the answer.
 var notRetryable = map[blackboard.Code]bool{
-	CodeToolNotPermitted: true, CodeToolNotForIntent: true,
+	CodeToolNotPermitted: true, CodeToolNotForIntent: true, CodeReadOnlyMode: true, CodeToolProhibited: true,
 	CodeApprovalDenied: true, CodeApprovalExpired: true, CodeApprovalRequired: true,
 	budget.CodeBudgetExceeded: true, CodeOutputInvalid: true, CodeEffectUnknown: true,
 	CodeRetryKeyConflict: true,

@@ -2,6 +2,7 @@ package toolgate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -12,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -59,15 +61,15 @@ func DeriverWriter(tool string) string { return "derive:" + tool }
 // name is authorized to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
 // surfaced.
 type Contract struct {
-	Name  string   // the caller's name, as calls give it ([Call.Caller])
-	Tools []string // the registered tools the caller may call
+	Name  string   `json:"name"`  // the caller's name, as calls give it ([Call.Caller])
+	Tools []string `json:"tools"` // the registered tools the caller may call
 }
 
 // Intent names a kind of request and the tools that may serve it. When any
 // intent is configured, every call must name one that lists its tool.
 type Intent struct {
-	Name  string   // the intent's name, as calls give it ([Call.Intent])
-	Tools []string // the registered tools that may serve it
+	Name  string   `json:"name"`  // the intent's name, as calls give it ([Call.Intent])
+	Tools []string `json:"tools"` // the registered tools that may serve it
 }
 
 // Option configures a [Gate] in [New].
@@ -153,6 +155,12 @@ type Gate struct {
 	metrics   *gateMetrics // nil: metrics off
 	budget    *Budget      // the default budget of calls ([WithBudget]); nil for none
 	mask      *masker      // hashes masked fields ([WithMaskKey]); nil without a key
+	// The policy snapshot: its JSON, its hash (boxed once, as decision
+	// records hold it) and the id of the record that holds it.
+	policyJSON  []byte
+	policyHash  string
+	policyValue any
+	policyID    string
 }
 
 // entry is a registered tool with what New compiled for it.
@@ -187,8 +195,13 @@ type contract struct {
 // whose action type is also given as a kernel action spec, and a fallback
 // that is not a registered safe fallback ([ErrSpecMismatch]), and checks
 // contracts, intents and the lease ([ErrInvalidConfig]; a bad kernel option
-// wraps both ErrInvalidConfig and the kernel's ErrInvalidInput). It reads
-// no record; it returns ctx's error if ctx is already done.
+// wraps both ErrInvalidConfig and the kernel's ErrInvalidInput). It then
+// records the gate's policy snapshot ([Gate.Policy]: evidence of kind
+// [KindPolicy] in the trace [PolicyTrace]) unless a gate recorded the
+// same hash in the namespace before, and fails, closing the kernel, when
+// it cannot: a gate whose policy is not on record decides nothing. A
+// gate without tools decides no call and records no snapshot. It
+// returns ctx's error if ctx is already done.
 func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -248,12 +261,31 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	if len(beliefs) > 0 {
 		kopts = append([]kernel.Option{kernel.WithBeliefSpecs(beliefs...)}, c.kernel...)
 	}
+	// The run controls are checked in the kernel's decision, first among
+	// the validators: against the trace state the kernel decides on, so
+	// that a Restrict that lands meanwhile makes the kernel decide again,
+	// and at no read of its own.
+	kopts = append([]kernel.Option{kernel.WithValidators(controlsValidator{g})}, kopts...)
 	k, err := buildKernel(kopts, specs)
 	if err != nil {
 		return nil, err
 	}
 	if err := g.init(k, &c); err != nil {
 		return nil, errors.Join(err, k.Close())
+	}
+	p := g.snapshot(&c)
+	if g.policyJSON, err = json.Marshal(p); err != nil {
+		return nil, errors.Join(fmt.Errorf("%w: policy snapshot: %v", ErrInvalidConfig, err), k.Close())
+	}
+	g.policyHash = p.Hash()
+	g.policyValue = g.policyHash
+	// Fail closed: a gate whose policy is not on record decides nothing.
+	// A gate without tools (an approver's, bk approve's) decides no call
+	// and records none.
+	if len(g.order) > 0 {
+		if g.policyID, err = g.recordPolicy(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("toolgate: recording the policy snapshot: %w", err), k.Close())
+		}
 	}
 	return g, nil
 }
@@ -549,7 +581,9 @@ func (s Spec) clone() Spec {
 // Surface returns the specs of the tools a model calling as caller may be shown for
 // the trace and intent, in registration order: those the contract
 // lists, that the intent allows (when intents are configured; with
-// intents configured and none named, nothing is surfaced), and that are
+// intents configured and none named, nothing is surfaced), that the
+// trace's run controls allow ([Gate.Controls]: not prohibited, and not
+// effectful in a read-only trace), and that are
 // situationally possible now: every belief the tool requires is committed
 // and true in the trace's current view (a read-only tool always is).
 //
@@ -577,9 +611,16 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 	if err != nil {
 		return nil, err
 	}
+	ctl, err := g.Controls(ctx, traceID)
+	if err != nil {
+		return nil, err
+	}
 	out := []Spec{}
 	for _, e := range g.order {
 		if !r.tools[e.Name] || g.intents != nil && !allowed[e.Name] {
+			continue
+		}
+		if slices.Contains(ctl.Prohibited, e.Name) || ctl.Mode == ModeReadOnly && !e.readOnly() {
 			continue
 		}
 		possible := true
@@ -638,6 +679,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
 	ctx, sp := g.startCall(ctx, c)
 	defer func() { g.ended(ctx, sp, toolLabel(c.Tool), res, err) }()
+	c.span = sp
 	res, j, err := g.propose(ctx, c)
 	if err != nil || j == nil {
 		return res, err
@@ -664,6 +706,20 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 	}
 	cc := g.callContext(c, e)
+	if c.Context != "" {
+		// Before anything else is recorded: a record would name it.
+		detail, err := g.contextRef(ctx, c)
+		if err != nil {
+			return Result{}, nil, err
+		}
+		if detail != "" {
+			return noJob(g.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeContextInvalid, detail, withRawArgs(cc, c, e)))
+		}
+		cc[keyContext] = c.Context
+		if c.span != nil {
+			c.span.SetAttributes(attribute.String(AttrContext, c.Context))
+		}
+	}
 	if c.RetryKey != "" && !mutRetryKeyOnce {
 		// Before the budget: a call the gate decided already is answered
 		// as it was, whatever the budget says now.
@@ -699,6 +755,21 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 			detail = "no configured intent " + quote(c.Intent)
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
+	}
+	if !e.readOnly() && !mutControlsCall {
+		// An effectful tool's call is checked here, so that the model is
+		// told READ_ONLY_MODE rather than what the kernel's own checks
+		// would find missing first. The kernel checks every call again as
+		// it decides it (controlsValidator), which closes the window
+		// between this look and the commit, and is the only check a
+		// read-only tool's call gets: no extra read on that path.
+		code, detail, err := g.forbidden(ctx, c.TraceID, e)
+		if err != nil {
+			return Result{}, nil, err
+		}
+		if code != "" {
+			return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, code, detail, withRawArgs(cc, c, e)))
+		}
 	}
 	args, prob := e.schema.check(c.Args)
 	real := args // the call's own values, never stored
@@ -816,13 +887,15 @@ func (g *Gate) pending(ctx context.Context, e *entry, actionID string, args blac
 func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 
 // callContext is what a decision record says about the call itself:
-// the tool (escaped when it is not a name), caller, call id, retry key and intent as
+// the gate's policy hash, the tool (escaped when it is not a name), caller, call id, retry key and intent as
 // given (cut to a sane length). A refusal before the arguments parse adds
 // the raw arguments ([withRawArgs]); once they parse, the parsed arguments
-// and their digest take their place. Sized for the keys a committed call's
-// records add, so that the map does not grow.
+// and their digest take their place. Sized for one group of the map: a
+// larger hint costs every call, refusals included, more than the rare
+// committed call whose keys outgrow it.
 func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
 	cc := make(blackboard.Payload, 8)
+	cc[keyPolicy] = g.policyValue
 	// A registered tool's and a configured caller's names are what
 	// recordedTool and clip make of them: their boxed copies serve.
 	if e != nil {

@@ -44,6 +44,12 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 		return "There is no such tool. Call only the tools you were given."
 	case CodeToolNotPermitted:
 		return "This tool is not available to you. Do not call it again; use your own tools or hand the task back."
+	case CodeReadOnlyMode:
+		return "This run is read-only: " + tool + " changes something and cannot run. Do not call it; use read-only tools or hand the task back."
+	case CodeToolProhibited:
+		return "This tool is prohibited in this run. Do not call it again; use your other tools or hand the task back."
+	case CodeContextInvalid:
+		return "The call named a context that is not this run's. The call was not made."
 	case CodeToolNotForIntent:
 		return "This tool does not serve the current request. Do not call it for this request."
 	case CodeInvalidArguments:

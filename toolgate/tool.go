@@ -173,7 +173,7 @@ func (inv Invocation) Decode(v any) error {
 // none.
 type ApprovalPolicy struct {
 	// Always requires an approval for every call.
-	Always bool
+	Always bool `json:"always,omitempty"`
 	// When is a CEL expression over the arguments; a call for which it is
 	// true needs approval. It sees args (the arguments as a map), each
 	// top-level property the parameters schema declares by its name (when
@@ -183,7 +183,7 @@ type ApprovalPolicy struct {
 	// call where it cannot be evaluated (a missing argument, a type error)
 	// or does not yield a bool, the call needs approval: the policy fails
 	// closed.
-	When string
+	When string `json:"when,omitempty"`
 }
 
 // RetryPolicy bounds the attempts of an effect.

@@ -1,0 +1,47 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// KindCompiledContext is the evidence kind of a compiled context's record:
+// what a model was shown for one turn. A [Call.Context] must name one.
+const KindCompiledContext = "compiled_context"
+
+// keyContext is the key under which a decision record's context names the
+// compiled context of its call.
+const keyContext = "context"
+
+// CodeContextInvalid: the call's [Call.Context] names no compiled context
+// of its trace: no record, another kind or slot, another trace, or a
+// record not written by the kernel's Governor. Nothing was proposed.
+const CodeContextInvalid = blackboard.Code("CONTEXT_INVALID")
+
+// contextRef checks the compiled context a call names: an evidence record
+// of kind [KindCompiledContext] in the call's trace, written with the
+// kernel's role (through the Governor, which no model or tool holds). It
+// returns why the reference is refused, or "" when it holds; err is a
+// failure to read. One read by id, whatever the trace's length.
+func (g *Gate) contextRef(ctx context.Context, c Call) (detail string, err error) {
+	if mutContextRef {
+		return "", nil
+	}
+	id := clip(c.Context)
+	rec, err := g.reader.Get(ctx, c.Context)
+	switch {
+	case errors.Is(err, blackboard.ErrNotFound) || errors.Is(err, blackboard.ErrInvalidInput):
+		return "the call's context " + quote(id) + " names no record", nil
+	case err != nil:
+		return "", err
+	case rec.Slot != blackboard.Evidence || rec.Kind != KindCompiledContext:
+		return "the call's context " + quote(id) + " is no " + KindCompiledContext + " record", nil
+	case rec.TraceID() != c.TraceID:
+		return "the call's context " + quote(id) + " is another trace's", nil
+	case rec.Provenance.Role != blackboard.RoleKernel:
+		return "the call's context " + quote(id) + " was not written by the kernel", nil
+	}
+	return "", nil
+}

@@ -1,0 +1,304 @@
+package toolgate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// Mode is a trace's safety mode, part of its [Controls].
+type Mode string
+
+// The safety modes.
+const (
+	// ModeNormal lets every tool the other checks allow run.
+	ModeNormal Mode = "normal"
+	// ModeReadOnly lets no effectful tool run: one that requires beliefs
+	// (a read-only tool requires none). Such a call is refused with
+	// READ_ONLY_MODE and [Gate.Surface] omits the tool.
+	ModeReadOnly Mode = "read_only"
+)
+
+// KindControls is the evidence kind of the record [Gate.Restrict]
+// writes: the trace's run controls as they stand after it.
+const KindControls = "run_controls"
+
+// Codes of the run controls.
+const (
+	// CodeReadOnlyMode: the trace is in [ModeReadOnly] and the tool is
+	// effectful. Nothing was proposed; an action of the tool not yet
+	// started when the trace became read-only never starts.
+	CodeReadOnlyMode = blackboard.Code("READ_ONLY_MODE")
+	// CodeToolProhibited: the trace's run controls prohibit the tool.
+	CodeToolProhibited = blackboard.Code("TOOL_PROHIBITED")
+)
+
+// ErrLoosened is wrapped by the [*ControlsError] of a [Gate.Restrict]
+// that would loosen a trace's run controls.
+var ErrLoosened = errors.New("toolgate: run controls may only be tightened")
+
+// ControlsError is the error of a [Gate.Restrict] that would loosen the
+// trace's run controls: back to [ModeNormal], or without a tool they
+// prohibit. It wraps [ErrLoosened]. Nothing was recorded.
+type ControlsError struct {
+	TraceID string
+	// Current is what the trace's controls were when Restrict read them.
+	Current Controls
+	// Given is what Restrict was given.
+	Given Controls
+}
+
+// Error says what the given controls would loosen.
+func (e *ControlsError) Error() string {
+	var lost []string
+	if e.Current.Mode == ModeReadOnly && e.Given.Mode != ModeReadOnly {
+		lost = append(lost, "mode "+string(ModeReadOnly))
+	}
+	for _, t := range e.Current.Prohibited {
+		if !slices.Contains(e.Given.Prohibited, t) {
+			lost = append(lost, "prohibited tool "+quote(t))
+		}
+	}
+	return fmt.Sprintf("%v: trace %q: the given controls drop %s", ErrLoosened, e.TraceID, strings.Join(lost, ", "))
+}
+
+// Unwrap returns [ErrLoosened].
+func (e *ControlsError) Unwrap() error { return ErrLoosened }
+
+// Controls are a trace's run controls: its safety mode and the tools it
+// prohibits. The owner records them with [Gate.Restrict]; the gate
+// enforces them on every call, on every start of an action not yet
+// started, and in [Gate.Surface]. A zero Controls is [ModeNormal] with
+// nothing prohibited.
+type Controls struct {
+	Mode Mode `json:"mode"`
+	// Prohibited names registered tools the trace may not call, in the
+	// gate's registration order when the gate returns them.
+	Prohibited []string `json:"prohibited,omitempty"`
+}
+
+// controlsKey is the once-key that records one part of a trace's
+// controls: "read_only", or "prohibit" and a tool's name. The gate looks
+// a control up by its key, so that the check costs the same however long
+// the trace; a key once claimed stays, so controls only tighten. Neither
+// a trace id nor a tool name holds a NUL (checkTrace, isToolName).
+func controlsKey(traceID, part, tool string) string {
+	// On the stack for the usual lengths: a call looks one up.
+	var buf [256]byte
+	b := append(append(append(append(append(buf[:0], traceID...), 0), part...), 0), tool...)
+	sum := sha256.Sum256(b)
+	const prefix = "toolgate/controls/"
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
+}
+
+const (
+	partReadOnly = "read_only"
+	partProhibit = "prohibit"
+	partVersion  = "version"
+)
+
+// claimed reports whether key is claimed in the kernel's namespace.
+func (g *Gate) claimed(ctx context.Context, key string) (bool, error) {
+	_, err := g.k.ClaimedBy(ctx, key)
+	if errors.Is(err, blackboard.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Controls returns the trace's run controls as recorded in the store (by
+// this gate or any other over it). Its cost is one indexed lookup for a
+// trace without controls, else one more for the mode and one per
+// registered tool, whatever the length of the trace. A
+// bad trace id is [ErrInvalidCall]. Safe for concurrent use.
+func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
+	if err := checkTrace(traceID); err != nil {
+		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	}
+	c := Controls{Mode: ModeNormal}
+	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+		return c, err
+	}
+	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
+	if err != nil {
+		return Controls{}, err
+	}
+	if ro {
+		c.Mode = ModeReadOnly
+	}
+	for _, e := range g.order {
+		p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
+		if err != nil {
+			return Controls{}, err
+		}
+		if p {
+			c.Prohibited = append(c.Prohibited, e.Name)
+		}
+	}
+	return c, nil
+}
+
+// Restrict records c as the trace's run controls. Controls only tighten:
+// c must keep the trace's mode (or make it [ModeReadOnly]) and every tool
+// the trace prohibits, else Restrict fails with a [*ControlsError]
+// ([ErrLoosened]) and records nothing; c equal to the trace's controls
+// records nothing either. An unknown mode or a tool the gate does not
+// hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
+// the controls in full and the gate's policy hash) is written through the
+// kernel's Governor and claims one once-key per control it adds and one
+// for the controls it read, so concurrent Restricts are ordered and none
+// loses another's tightening: the one that finds a key taken reads the
+// controls again and retries (a [*ControlsError] when the controls it
+// was given now loosen them).
+//
+// Controls bind the calls decided after Restrict returns, and every
+// action not yet started: an approval given before the trace became
+// read-only never runs its action. An action whose effect has started is
+// driven to its result: it may have run. Safe for concurrent use.
+func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
+	if c.Mode == "" {
+		c.Mode = ModeNormal
+	}
+	if c.Mode != ModeNormal && c.Mode != ModeReadOnly {
+		return fmt.Errorf("%w: run controls: mode %q is neither %q nor %q", ErrInvalidCall, c.Mode, ModeNormal, ModeReadOnly)
+	}
+	for _, t := range c.Prohibited {
+		if g.tools[t] == nil {
+			return fmt.Errorf("%w: run controls: no registered tool %s", ErrInvalidCall, escapedTool(t))
+		}
+	}
+	for attempt := 0; attempt < 8; attempt++ {
+		cur, err := g.Controls(ctx, traceID)
+		if err != nil {
+			return err
+		}
+		var keys []string
+		if !mutControlsTighten {
+			if cur.Mode == ModeReadOnly && c.Mode != ModeReadOnly {
+				return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
+			}
+			for _, t := range cur.Prohibited {
+				if !slices.Contains(c.Prohibited, t) {
+					return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
+				}
+			}
+		}
+		if c.Mode == ModeReadOnly && cur.Mode != ModeReadOnly {
+			keys = append(keys, controlsKey(traceID, partReadOnly, ""))
+		}
+		next := Controls{Mode: c.Mode}
+		for _, e := range g.order {
+			if slices.Contains(c.Prohibited, e.Name) {
+				next.Prohibited = append(next.Prohibited, e.Name)
+				if !slices.Contains(cur.Prohibited, e.Name) {
+					keys = append(keys, controlsKey(traceID, partProhibit, e.Name))
+				}
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		// The number of controls recorded is the controls' version: the
+		// write also claims the key of the version it follows, so that of
+		// Restricts that read the same controls one writes and the others
+		// read again, and each record holds the controls in full.
+		version := len(cur.Prohibited)
+		if cur.Mode == ModeReadOnly {
+			version++
+		}
+		keys = append(keys, controlsKey(traceID, partVersion, strconv.Itoa(version)))
+		prohibited := make([]any, len(next.Prohibited))
+		for i, t := range next.Prohibited {
+			prohibited[i] = t
+		}
+		_, err = g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindControls, OnceKeys: keys,
+			Payload: blackboard.Payload{"mode": string(next.Mode), "prohibited": prohibited, keyPolicy: g.policyHash},
+		}})
+		if !errors.Is(err, blackboard.ErrDuplicateKey) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: run controls of trace %q: too much contention", blackboard.ErrConflict, traceID)
+}
+
+func cloneControls(c Controls) Controls {
+	c.Prohibited = slices.Clone(c.Prohibited)
+	return c
+}
+
+// restricted reports whether the trace has run controls at all: the first
+// Restrict of a trace claims the key of version 0.
+func (g *Gate) restricted(ctx context.Context, traceID string) (bool, error) {
+	return g.claimed(ctx, controlsKey(traceID, partVersion, "0"))
+}
+
+// forbidden returns the code and detail under which the trace's run
+// controls forbid tool e, or "" when they do not. In a trace without
+// controls it looks up one once-key, else at most three: a read-only tool
+// is never refused for the mode.
+func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
+	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+		return "", "", err
+	}
+	p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
+	if err != nil || p {
+		return CodeToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
+	}
+	if e.readOnly() {
+		return "", "", nil
+	}
+	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
+	if err != nil || ro {
+		return CodeReadOnlyMode, "the trace is read-only and " + quote(e.Name) + " is effectful", err
+	}
+	return "", "", nil
+}
+
+// controlsValidator checks a tool's action against the trace's run
+// controls as the kernel decides it: the latest run_controls record of the
+// trace state the decision reads (the trace's heads, so the cost does not
+// grow with the trace). Every Restrict writes one in the batch that claims
+// its keys, holding the controls in full (the version key orders them),
+// so the latest is the trace's controls; a trace without one has none. A
+// latest record another role wrote (an evidence handle may write any
+// kind) hides the gate's: the check then fails closed, refusing every
+// tool.
+type controlsValidator struct{ g *Gate }
+
+// Validate implements kernel.Validator.
+func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
+	if mutControlsDecide || c.Slot() != blackboard.Actions {
+		return kernel.Verdict{}
+	}
+	e := v.g.byAction[c.Kind()]
+	if e == nil {
+		return kernel.Verdict{}
+	}
+	rec, ok := c.Committed(blackboard.Evidence, KindControls)
+	if !ok {
+		return kernel.Verdict{}
+	}
+	if rec.Provenance.Role != blackboard.RoleKernel {
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls,
+			Detail: "the trace's latest run controls record " + rec.ID + " was not written by the gate: every tool is refused"}
+	}
+	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
+	}
+	if m, _ := rec.Payload.String("mode"); m == string(ModeReadOnly) && !e.readOnly() {
+		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
+	}
+	return kernel.Verdict{}
+}

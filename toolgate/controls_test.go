@@ -1,0 +1,304 @@
+package toolgate
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// controlsRecords counts the run controls records of a trace.
+func (d *desk) controlsRecords(trace string) int {
+	n := 0
+	for _, r := range d.kinds(blackboard.Evidence, KindControls) {
+		if r.TraceID() == trace {
+			n++
+		}
+	}
+	return n
+}
+
+// Controls only tighten: read_only and a prohibition are recorded (one
+// record each, through the Governor), the same controls again record
+// nothing, and a looser set is a *ControlsError that records nothing.
+func TestRestrictOnlyTightens(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		got, err := d.g.Controls(d.ctx, "t")
+		if err != nil || got.Mode != ModeNormal || len(got.Prohibited) != 0 {
+			t.Fatalf("fresh trace: %+v %v, want normal", got, err)
+		}
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly, Prohibited: []string{"search_kb", "lookup_order"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly, Prohibited: []string{"lookup_order", "search_kb"}}); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.controlsRecords("t"); n != 2 {
+			t.Errorf("%d controls records, want 2 (the same controls again record nothing)", n)
+		}
+		got, err = d.g.Controls(d.ctx, "t")
+		if err != nil || got.Mode != ModeReadOnly || !slices.Equal(got.Prohibited, []string{"lookup_order", "search_kb"}) {
+			t.Errorf("controls: %+v %v", got, err)
+		}
+		recs := d.kinds(blackboard.Evidence, KindControls)
+		last := recs[len(recs)-1]
+		if last.Provenance.Role != blackboard.RoleKernel || last.Payload["mode"] != string(ModeReadOnly) || last.Payload[keyPolicy] != d.g.PolicyHash() {
+			t.Errorf("controls record: %+v", last)
+		}
+		for _, loose := range []Controls{
+			{Mode: ModeNormal, Prohibited: []string{"lookup_order", "search_kb"}},
+			{Mode: ModeReadOnly, Prohibited: []string{"search_kb"}},
+			{},
+		} {
+			err := d.g.Restrict(d.ctx, "t", loose)
+			var ce *ControlsError
+			if !errors.Is(err, ErrLoosened) || !errors.As(err, &ce) || ce.Current.Mode != ModeReadOnly {
+				t.Errorf("Restrict %+v: %v, want a *ControlsError", loose, err)
+			}
+			if err != nil && loose.Mode == ModeReadOnly && !strings.Contains(err.Error(), `prohibited tool "lookup_order"`) {
+				t.Errorf("the error does not say what is dropped: %v", err)
+			}
+		}
+		if n := d.controlsRecords("t"); n != 2 {
+			t.Errorf("%d controls records after looser ones, want 2", n)
+		}
+		for _, bad := range []Controls{{Mode: "paranoid"}, {Prohibited: []string{"format_disk"}}} {
+			if err := d.g.Restrict(d.ctx, "u", bad); !errors.Is(err, ErrInvalidCall) {
+				t.Errorf("Restrict %+v: %v, want ErrInvalidCall", bad, err)
+			}
+		}
+		if n := d.controlsRecords("u"); n != 0 {
+			t.Errorf("%d records for bad controls", n)
+		}
+		// Another gate over the store sees the same controls.
+		other, err := d.gate(WithTools(d.tools...), WithContracts(d.contracts...)).Controls(d.ctx, "t")
+		if err != nil || other.Mode != ModeReadOnly || len(other.Prohibited) != 2 {
+			t.Errorf("another gate reads %+v %v", other, err)
+		}
+	})
+}
+
+// A model in a read-only trace calls an effectful tool it was not shown:
+// READ_ONLY_MODE before the kernel (no action proposed), with a decision
+// record, a hint and a typed failure; read-only tools still run.
+func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly}); err != nil {
+			t.Fatal(err)
+		}
+		specs, err := d.g.Surface(d.ctx, "support", "t", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := specNames(specs); !slices.Equal(names, []string{"lookup_order"}) {
+			t.Errorf("surfaced %v in a read-only trace, want only lookup_order", names)
+		}
+		before := d.committedActions("issue_refund")
+		res := d.refund("t", "A1", 100)
+		wantOutcome(t, "refund in a read-only trace", res, audit.OutcomeRefused, CodeReadOnlyMode)
+		if res.Hint == "" || res.DecisionID == "" {
+			t.Errorf("refusal without hint or decision record: %+v", res)
+		}
+		if f, ok := res.Failure(); !ok || f.Status() != failure.StatusAuthDenied || f.Retryable() {
+			t.Errorf("failure: %+v %v", f, ok)
+		}
+		if d.committedActions("issue_refund") != before || len(d.invocations("issue_refund")) != 0 {
+			t.Error("a refund ran in a read-only trace")
+		}
+		for _, r := range d.kinds(blackboard.Actions, "issue_refund") {
+			t.Errorf("a refund was proposed: %s", r.ID)
+		}
+		dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"})
+		if len(dr) != 1 || dr[0].Code != CodeReadOnlyMode || dr[0].Context[keyPolicy] != d.g.PolicyHash() {
+			t.Errorf("decision records: %+v", dr)
+		}
+		wantOutcome(t, "lookup in a read-only trace", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeExecuted, CodeEffectSucceeded)
+		// Another trace is untouched.
+		d.ground("u", "A1")
+		wantOutcome(t, "refund in a normal trace", d.refund("u", "A1", 100), audit.OutcomeExecuted, CodeEffectSucceeded)
+	})
+}
+
+// A prohibited tool, read-only or not, is TOOL_PROHIBITED and never
+// surfaced. A read-only tool's call is checked in the kernel's decision
+// (no read of its own on that path): refused there, it runs nothing.
+func TestProhibitedTool(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		if err := d.g.Restrict(d.ctx, "t", Controls{Prohibited: []string{"lookup_order"}}); err != nil {
+			t.Fatal(err)
+		}
+		specs, err := d.g.Surface(d.ctx, "support", "t", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := specNames(specs); slices.Contains(names, "lookup_order") {
+			t.Errorf("surfaced %v", names)
+		}
+		res := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`)
+		wantOutcome(t, "prohibited lookup", res, audit.OutcomeRefused, CodeToolProhibited)
+		if len(d.invocations("lookup_order")) != 0 {
+			t.Error("a prohibited tool ran")
+		}
+		if f, ok := res.Failure(); !ok || f.Status() != failure.StatusAuthDenied {
+			t.Errorf("failure: %+v %v", f, ok)
+		}
+	})
+}
+
+// An approval given before the trace became read-only never runs its
+// action: Execute, Resume and Recover refuse it for good, and the effect
+// is never called.
+func TestAttackApprovalResumedAfterReadOnly(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "manager", time.Hour)
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := d.g.Resume(d.ctx, "t", wait.ActionID, []byte(`{"order_id":"A1","amount":700}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "approved refund resumed in a read-only trace", res, audit.OutcomeRefused, CodeReadOnlyMode)
+		wantOutcome(t, "executed again", d.execute(wait.ActionID), audit.OutcomeRefused, CodeReadOnlyMode)
+		d.clock.Advance(2 * DefaultLease)
+		if _, err := d.g.Recover(d.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran %d times", n)
+		}
+		if n := len(d.kinds(blackboard.Percepts, KindAttempt)); n != 1 { // lookup_order's
+			t.Errorf("%d attempts, want only the lookup's", n)
+		}
+	})
+}
+
+// An action of a prohibited tool waiting in Recover's hands is refused,
+// not run.
+func TestRecoverHonoursProhibition(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t", "A1", 700)
+		d.approve("t", wait.ActionID, "manager", time.Hour)
+		if err := d.g.Restrict(d.ctx, "t", Controls{Prohibited: []string{"issue_refund"}}); err != nil {
+			t.Fatal(err)
+		}
+		d.clock.Advance(2 * DefaultLease)
+		if _, err := d.g.Recover(d.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran %d times", n)
+		}
+		dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused})
+		if len(dr) != 1 || dr[0].Code != CodeToolProhibited {
+			t.Errorf("refusals: %+v", dr)
+		}
+	})
+}
+
+func specNames(specs []Spec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Concurrent Restricts lose no tightening: each adds its own prohibition
+// to what it read (again, on ErrLoosened), and every one lands once;
+// four goroutines making the trace read-only write one record.
+func TestRestrictConcurrent(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for _, tool := range []string{"lookup_order", "issue_refund", "search_kb"} {
+			wg.Go(func() {
+				for {
+					cur, err := d.g.Controls(d.ctx, "t")
+					if err != nil {
+						errs <- err
+						return
+					}
+					err = d.g.Restrict(d.ctx, "t", Controls{Mode: cur.Mode, Prohibited: append(cur.Prohibited, tool)})
+					if !errors.Is(err, ErrLoosened) {
+						if err != nil {
+							errs <- err
+						}
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for range 4 {
+			wg.Go(func() {
+				cur, err := d.g.Controls(d.ctx, "u")
+				if err == nil {
+					err = d.g.Restrict(d.ctx, "u", Controls{Mode: ModeReadOnly, Prohibited: cur.Prohibited})
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		got, err := d.g.Controls(d.ctx, "t")
+		if err != nil || len(got.Prohibited) != 3 || d.controlsRecords("t") != 3 {
+			t.Errorf("controls %+v %v, %d records; want 3 tools, 3 records", got, err, d.controlsRecords("t"))
+		}
+		// Each record holds the controls in full: the last, all three.
+		var last blackboard.Record
+		for _, r := range d.kinds(blackboard.Evidence, KindControls) {
+			if r.TraceID() == "t" {
+				last = r
+			}
+		}
+		if p, _ := last.Payload["prohibited"].([]any); len(p) != 3 {
+			t.Errorf("last controls record holds %v", last.Payload)
+		}
+		if got, err := d.g.Controls(d.ctx, "u"); err != nil || got.Mode != ModeReadOnly || d.controlsRecords("u") != 1 {
+			t.Errorf("controls %+v %v, %d records; want read_only, 1 record", got, err, d.controlsRecords("u"))
+		}
+	})
+}
+
+// A run controls record an evidence handle writes (it may write evidence
+// of any kind) loosens nothing: the gate's keys still decide an effectful
+// call, and the kernel's check, which reads the trace's latest record,
+// fails closed on one the gate did not write.
+func TestAttackForgedControlsRecord(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: KindControls,
+			Payload: blackboard.Payload{"mode": string(ModeNormal), "prohibited": []any{}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.g.Controls(d.ctx, "t"); err != nil || got.Mode != ModeReadOnly {
+			t.Errorf("controls after a forged record: %+v %v", got, err)
+		}
+		wantOutcome(t, "refund", d.refund("t", "A1", 100), audit.OutcomeRefused, CodeReadOnlyMode)
+		wantOutcome(t, "lookup", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, CodeToolProhibited)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("%d refunds ran", n)
+		}
+	})
+}

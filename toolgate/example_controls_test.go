@@ -1,0 +1,51 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// A run made read-only keeps its read-only tools: the refund is neither
+// surfaced nor run, and the controls cannot be loosened again.
+func ExampleGate_Restrict() {
+	ctx := context.Background()
+	refunds := 0
+	_, g := supportDesk(&refunds)
+	defer g.Close()
+	if err := g.Restrict(ctx, "ticket-8", toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
+		panic(err)
+	}
+	specs, _ := g.Surface(ctx, "support", "ticket-8", "")
+	for _, s := range specs {
+		fmt.Println("surfaced:", s.Name)
+	}
+	res, _ := g.Call(ctx, toolgate.Call{Tool: "issue_refund", Args: json.RawMessage(`{"order_id":"A1","amount":70}`), Caller: "support", TraceID: "ticket-8"})
+	fmt.Println(res.Code, refunds)
+	err := g.Restrict(ctx, "ticket-8", toolgate.Controls{Mode: toolgate.ModeNormal})
+	fmt.Println(errors.Is(err, toolgate.ErrLoosened))
+	// Output:
+	// surfaced: lookup_order
+	// READ_ONLY_MODE 0
+	// true
+}
+
+// Every decision record names the policy snapshot in force; the snapshot
+// is recorded once per hash in the namespace.
+func ExampleGate_Policy() {
+	refunds := 0
+	_, g := supportDesk(&refunds)
+	defer g.Close()
+	p := g.Policy()
+	for _, t := range p.Tools {
+		fmt.Println(t.Name, t.Requires, t.Approval != nil)
+	}
+	fmt.Println(p.Hash() == g.PolicyHash(), p.Fallback)
+	// Output:
+	// lookup_order [] false
+	// issue_refund [refund_due] true
+	// true queue_for_review
+}

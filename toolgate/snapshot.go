@@ -1,0 +1,191 @@
+package toolgate
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
+)
+
+// KindPolicy is the evidence kind of a policy snapshot's record: payload
+// {"hash": [Policy.Hash], "policy": the [Policy]}. [New] writes one per
+// distinct hash per namespace, in the trace [PolicyTrace].
+const KindPolicy = "policy"
+
+// PolicyTrace is the trace the policy snapshots of a namespace are
+// recorded in.
+const PolicyTrace = "bk.policy"
+
+// keyPolicy is the key under which a decision record's context, and a
+// run controls record, name the policy snapshot's hash.
+const keyPolicy = "policy"
+
+// Policy is the gate's governance as data, the policy snapshot: what
+// decides a call, so that a run can be replayed under it or under another
+// and a decision record names what was in force ([Policy.Hash], under
+// "policy" in its context). It holds no code: the kernel's validators that
+// are rules ([rules.Rules]) are their specs, and any other validator is
+// only named ([Policy.Opaque]). Effects, hints, retry policies and
+// telemetry are not governance and are left out.
+type Policy struct {
+	// Tools are the registered tools, in registration order.
+	Tools []ToolPolicy `json:"tools"`
+	// Contracts and Intents are sorted by name, their tools by name.
+	Contracts []Contract `json:"contracts"`
+	Intents   []Intent   `json:"intents,omitempty"`
+	// Fallback is the safe fallback action type of a denied or expired
+	// approval.
+	Fallback string `json:"fallback"`
+	// Rules are the CEL rules of the kernel's validators that are
+	// [rules.Rules], in the order they run.
+	Rules []rules.Spec `json:"rules,omitempty"`
+	// Opaque names the kernel's validators that are code (their Go
+	// types), in the order they run: a replay under this policy needs the
+	// same code.
+	Opaque []string `json:"opaque,omitempty"`
+}
+
+// ToolPolicy is one tool's governance in a [Policy].
+type ToolPolicy struct {
+	Name   string `json:"name"`
+	Action string `json:"action"`
+	// Parameters is the JSON Schema calls are checked against
+	// (INVALID_ARGUMENTS).
+	Parameters json.RawMessage `json:"parameters"`
+	Requires   []string        `json:"requires,omitempty"`
+	Bindings   []Binding       `json:"bindings,omitempty"`
+	Unbound    bool            `json:"unbound,omitempty"`
+	Once       *OncePolicy     `json:"once,omitempty"`
+	Idempotent bool            `json:"idempotent,omitempty"`
+	Result     string          `json:"result"`
+	// ResultTTLMS is [Tool.ResultTTL] in milliseconds; 0 for none.
+	ResultTTLMS int64 `json:"result_ttl_ms,omitempty"`
+	// Approval is the approval rule; nil when the tool needs none.
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
+	Masked   []string        `json:"masked,omitempty"`
+	Derives  []Derive        `json:"derives,omitempty"`
+}
+
+// OncePolicy is a tool's once-key ([Tool.Once]) in a [Policy].
+type OncePolicy struct {
+	Fields  []string `json:"fields"`
+	Percept string   `json:"percept,omitempty"`
+	Limit   int      `json:"limit"`
+}
+
+// Hash returns "sha256:" and the hex SHA-256 of the policy's canonical
+// JSON (canon): equal policies have equal hashes, whatever process or
+// order of options built them.
+func (p Policy) Hash() string {
+	raw, err := json.Marshal(p)
+	if err == nil {
+		var d string
+		if d, err = canon.DigestJSON(raw); err == nil {
+			return d
+		}
+	}
+	// A Policy is strings, bools and integers: it always encodes.
+	panic("toolgate: policy does not encode: " + err.Error())
+}
+
+// Policy returns the gate's policy snapshot, the caller's to keep. Safe
+// for concurrent use.
+func (g *Gate) Policy() Policy {
+	var p Policy
+	if err := json.Unmarshal(g.policyJSON, &p); err != nil {
+		panic("toolgate: policy snapshot does not decode: " + err.Error())
+	}
+	return p
+}
+
+// PolicyHash returns [Policy.Hash] of the gate's policy snapshot, as
+// decision records name it. Safe for concurrent use.
+func (g *Gate) PolicyHash() string { return g.policyHash }
+
+// snapshot builds the gate's policy snapshot from what New registered.
+func (g *Gate) snapshot(c *config) Policy {
+	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
+	for _, e := range g.order {
+		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
+			Unbound: e.Unbound, Idempotent: e.Idempotent, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
+			Masked: slices.Clone(e.Masked), Derives: slices.Clone(e.Derives)}
+		if e.Once != nil {
+			tp.Once = &OncePolicy{Fields: slices.Clone(e.Once.Fields), Percept: e.Once.Percept, Limit: e.Once.Limit}
+		}
+		if e.Approval.Always || e.Approval.When != "" {
+			a := e.Approval
+			tp.Approval = &a
+		}
+		p.Tools = append(p.Tools, tp)
+	}
+	sorted := func(tools []string) []string {
+		s := slices.Clone(tools)
+		slices.Sort(s)
+		return slices.Compact(s)
+	}
+	for _, r := range c.contracts {
+		p.Contracts = append(p.Contracts, Contract{Name: r.Name, Tools: sorted(r.Tools)})
+	}
+	slices.SortFunc(p.Contracts, func(a, b Contract) int { return cmp.Compare(a.Name, b.Name) })
+	for _, in := range c.intents {
+		p.Intents = append(p.Intents, Intent{Name: in.Name, Tools: sorted(in.Tools)})
+	}
+	slices.SortFunc(p.Intents, func(a, b Intent) int { return cmp.Compare(a.Name, b.Name) })
+	for _, v := range g.k.Validators() {
+		if _, own := v.(controlsValidator); own {
+			continue // the gate's own check of the run controls, not the owner's policy
+		}
+		if r, ok := v.(*rules.Rules); ok {
+			p.Rules = append(p.Rules, r.Specs()...)
+		} else {
+			p.Opaque = append(p.Opaque, fmt.Sprintf("%T", v))
+		}
+	}
+	return p
+}
+
+// policyOnceKey is the once-key that records a policy snapshot once in
+// the kernel's namespace.
+func policyOnceKey(hash string) string {
+	sum := sha256.Sum256([]byte(hash))
+	return "toolgate/policy/" + hex.EncodeToString(sum[:])
+}
+
+// recordPolicy writes the policy snapshot's record, unless a gate over the
+// store recorded the same hash in the namespace before, and returns its
+// id.
+func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
+	key := policyOnceKey(g.policyHash)
+	if id, err := g.k.ClaimedBy(ctx, key); err == nil {
+		return id, nil
+	} else if !errors.Is(err, blackboard.ErrNotFound) {
+		return "", err
+	}
+	var payload blackboard.Payload
+	if err := json.Unmarshal(g.policyJSON, &payload); err != nil {
+		return "", err
+	}
+	rec, err := g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+		TraceID: PolicyTrace, Slot: blackboard.Evidence, Kind: KindPolicy, OnceKeys: []string{key},
+		Payload: blackboard.Payload{"hash": g.policyHash, "policy": map[string]any(payload)},
+	}})
+	if errors.Is(err, blackboard.ErrDuplicateKey) {
+		// Another gate recorded it meanwhile.
+		return g.k.ClaimedBy(ctx, key)
+	}
+	return rec.ID, err
+}
+
+// PolicyRecord returns the id of the record that holds the gate's policy
+// snapshot (written by this gate's New or an earlier gate's with the same
+// hash), or "" for a gate without tools, which records none.
+func (g *Gate) PolicyRecord() string { return g.policyID }

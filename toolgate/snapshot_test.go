@@ -1,0 +1,204 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store/memstore"
+)
+
+// policyRecords lists the policy snapshot records of the store.
+func (d *desk) policyRecords() []blackboard.Record { return d.kinds(blackboard.Evidence, KindPolicy) }
+
+// The policy snapshot describes the tools, contracts, fallback and the
+// kernel's rules as data, names code validators, and hashes canonically;
+// New records it once per hash: a restarted gate with the same policy
+// writes no second record, a changed one does.
+func TestPolicySnapshot(t *testing.T) {
+	rs, err := rules.New(rules.OnAction("refund_cap", "issue_refund", "action.amount <= 1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opaque := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
+	withValidators := func(su *setup) { su.kernelOpts = append(su.kernelOpts, kernel.WithValidators(rs, opaque)) }
+	onStores(t, func(t *testing.T, d *desk) {
+		p := d.g.Policy()
+		if len(p.Tools) != 3 || p.Tools[1].Name != "issue_refund" || p.Tools[1].Approval == nil || p.Tools[1].Approval.When != "amount > 500" ||
+			!reflect.DeepEqual(p.Tools[1].Bindings, orderBindings) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
+			!json.Valid(p.Tools[0].Parameters) || !strings.Contains(string(p.Tools[0].Parameters), "order_id") {
+			t.Errorf("tools: %+v", p.Tools)
+		}
+		if p.Fallback != kernel.FallbackQueueForReview || len(p.Contracts) != 2 || p.Contracts[0].Name != "researcher" {
+			t.Errorf("policy: %+v", p)
+		}
+		if !reflect.DeepEqual(p.Rules, rs.Specs()) || len(p.Opaque) != 1 || p.Opaque[0] != "kernel.ValidatorFunc" {
+			t.Errorf("rules %+v, opaque %v", p.Rules, p.Opaque)
+		}
+		h := d.g.PolicyHash()
+		if !strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64 || p.Hash() != h {
+			t.Errorf("hash %q, Policy().Hash() %q", h, p.Hash())
+		}
+		recs := d.policyRecords()
+		if len(recs) != 1 || recs[0].TraceID() != PolicyTrace || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
+			t.Fatalf("policy records: %+v", recs)
+		}
+		if d.g.PolicyRecord() != recs[0].ID {
+			t.Errorf("PolicyRecord %q, want %q", d.g.PolicyRecord(), recs[0].ID)
+		}
+		// The record holds the policy: decoded, it hashes the same.
+		raw, _ := json.Marshal(recs[0].Payload["policy"])
+		var back Policy
+		if err := json.Unmarshal(raw, &back); err != nil || back.Hash() != h {
+			t.Errorf("recorded policy hashes %q, %v", back.Hash(), err)
+		}
+		// A restart with the same policy, contracts in another order.
+		g2 := d.gate(WithTools(d.tools...), WithContracts(d.contracts[1], d.contracts[0]))
+		if g2.PolicyHash() != h || len(d.policyRecords()) != 1 || g2.PolicyRecord() != recs[0].ID {
+			t.Errorf("restart: hash %q, %d records", g2.PolicyHash(), len(d.policyRecords()))
+		}
+		// A changed policy is a second record.
+		g3 := d.gate(WithTools(d.tools...), WithContracts(Contract{Name: "support", Tools: []string{"lookup_order"}}))
+		if g3.PolicyHash() == h || len(d.policyRecords()) != 2 {
+			t.Errorf("changed policy: hash %q, %d records", g3.PolicyHash(), len(d.policyRecords()))
+		}
+		// Every decision record names the policy of the gate that wrote it.
+		d.ground("t", "A1")
+		d.refund("t", "A1", 100)
+		d.call("t", "researcher", "", "issue_refund", `{}`)
+		for _, dr := range d.decisions(DecisionFilter{TraceID: "t"}) {
+			if dr.Context[keyPolicy] != h {
+				t.Errorf("decision %s (%s) names policy %v", dr.ID, dr.Outcome, dr.Context[keyPolicy])
+			}
+		}
+	}, withValidators)
+}
+
+// Policy returns a copy: changing it changes nothing in the gate.
+func TestPolicyIsACopy(t *testing.T) {
+	d := newDesk(t, memstore.New())
+	p := d.g.Policy()
+	p.Tools[0].Name = "changed"
+	p.Contracts[0].Tools[0] = "changed"
+	if q := d.g.Policy(); q.Tools[0].Name != "lookup_order" || q.Hash() != d.g.PolicyHash() {
+		t.Errorf("the gate's policy changed: %+v", q.Tools[0])
+	}
+}
+
+// New fails closed when it cannot record the policy snapshot.
+func TestNewFailsWithoutPolicyRecord(t *testing.T) {
+	s := memstore.New()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), WithKernel(kernel.WithStore(s)),
+		WithTools(deskTools(func(string) EffectFunc { return nil })...))
+	if err == nil || !strings.Contains(err.Error(), "policy snapshot") {
+		t.Errorf("New over a closed store: %v, want the policy snapshot's failure", err)
+	}
+}
+
+// compiledContext writes a compiled context record in trace as the
+// kernel's Governor does.
+func (d *desk) compiledContext(trace string) string {
+	d.t.Helper()
+	rec, err := d.k.Governor().Append(d.ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+		TraceID: trace, Slot: blackboard.Evidence, Kind: KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}}})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return rec.ID
+}
+
+// A call naming its trace's compiled context carries it in each of its
+// decision records and on its span.
+func TestCallContextRecorded(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	d := newDesk(t, memstore.New(), func(su *setup) { su.gateOpts = append(su.gateOpts, WithTracerProvider(tp)) })
+	id := d.compiledContext("t")
+	res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "t", Context: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcome(t, "lookup", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+	drs := d.decisions(DecisionFilter{TraceID: "t"})
+	if len(drs) != 2 {
+		t.Fatalf("%d decision records, want 2", len(drs))
+	}
+	for _, dr := range drs {
+		if dr.Context[keyContext] != id {
+			t.Errorf("decision %s names context %v, want %s", dr.ID, dr.Context[keyContext], id)
+		}
+	}
+	found := false
+	for _, sp := range rec.Ended() {
+		for _, a := range sp.Attributes() {
+			if string(a.Key) == AttrContext && a.Value.AsString() == id {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("no span carries bk.context")
+	}
+}
+
+// A forged reference to a compiled context: no record, a record of
+// another kind, another trace's compiled context, and one written by a
+// handle rather than the kernel. Each is CONTEXT_INVALID before the
+// kernel, with a decision record that does not name it, and nothing runs.
+func TestAttackForgedContextReference(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		other := d.compiledContext("other")
+		lookup := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`)
+		forged, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence,
+			Kind: KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}})
+		if err != nil {
+			t.Fatal(err) // an evidence handle may write evidence of any kind, with its own role
+		}
+		refs := []struct{ id, why string }{
+			{"evidence:t:999", "names no record"},
+			{"not an id", "names no record"},
+			{strings.TrimPrefix(lookup.DecisionID, "decision:"), "is no compiled_context record"},
+			{other, "another trace's"},
+			{forged, "not written by the kernel"},
+		}
+		calls := len(d.invocations("lookup_order"))
+		for _, r := range refs {
+			ref := r.id
+			res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A2"}`), Caller: "support", TraceID: "t", Context: ref})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(res.RootCause.Detail, r.why) {
+				t.Errorf("context %s refused for %q, want %q", ref, res.RootCause.Detail, r.why)
+			}
+			wantOutcome(t, "context "+ref, res, audit.OutcomeRefused, CodeContextInvalid)
+			rec, err := d.k.Reader().Get(d.ctx, strings.TrimPrefix(res.DecisionID, "decision:"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dr, ok := audit.Of(rec); !ok || dr.Code != CodeContextInvalid || dr.Context[keyContext] != nil {
+				t.Errorf("refusal %+v", dr)
+			}
+		}
+		if n := len(d.invocations("lookup_order")); n != calls {
+			t.Errorf("%d lookups ran under a forged context", n-calls)
+		}
+		for _, dr := range d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}) {
+			if dr.Code != CodeContextInvalid || dr.Context[keyContext] != nil {
+				t.Errorf("refusal %+v", dr)
+			}
+		}
+	})
+}
