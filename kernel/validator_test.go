@@ -80,3 +80,23 @@ func TestValidatorReturningOKCode(t *testing.T) {
 		}
 	}
 }
+
+// Validators returns the validators given, in order, as a slice of the
+// caller's own.
+func TestValidatorsListed(t *testing.T) {
+	a := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
+	b := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: codeOverCap} })
+	k, err := kernel.New(kernel.WithValidators(a), kernel.WithValidators(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	vs := k.Validators()
+	if len(vs) != 2 || vs[1].Validate(context.Background(), kernel.Candidate{}).Code != codeOverCap {
+		t.Fatalf("validators: %d", len(vs))
+	}
+	vs[0] = nil
+	if k.Validators()[0] == nil {
+		t.Error("the kernel's list changed through the returned slice")
+	}
+}

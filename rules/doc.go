@@ -92,6 +92,13 @@
 // the length of a list a rule walks), and the caller's context interrupts
 // it.
 //
+// # Rules as data
+//
+// [Rules.Specs] returns the rules as [Spec]s (name, target, kind,
+// expression), as a tool gate's policy snapshot records them, and
+// [FromSpecs] compiles them back, to replay a trace under the rules that
+// were in force or under changed ones.
+//
 // # Cost and concurrency
 //
 // Rules are indexed by slot and kind: checking a proposal no rule applies

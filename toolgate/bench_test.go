@@ -53,3 +53,33 @@ func BenchmarkBoundRefund(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCallTraceLength measures the same calls as [BenchmarkCall] in
+// a trace that already holds n earlier lookups (five records each): the
+// gate's own lookups (run controls, retry keys, a call's compiled
+// context) are by key or id, so the cost must not grow with n. Run it
+// with a fixed -benchtime (say 500x) so that every length grows alike.
+func BenchmarkCallTraceLength(b *testing.B) {
+	for _, n := range []int{0, 300, 3000} {
+		for _, bc := range []struct {
+			name, caller string
+		}{{"executed", "support"}, {"refused", "researcher"}} {
+			b.Run(bc.name+"/calls="+strconv.Itoa(n), func(b *testing.B) {
+				d := newDesk(b, memstore.New())
+				args := json.RawMessage(`{"order_id":"A1"}`)
+				for range n {
+					if _, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: args, Caller: "support", TraceID: "t"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: args, Caller: bc.caller, TraceID: "t"})
+					if err != nil || res.Outcome == "" {
+						b.Fatal(res, err)
+					}
+				}
+			})
+		}
+	}
+}

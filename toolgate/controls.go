@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -90,18 +91,21 @@ type Controls struct {
 // the trace; a key once claimed stays, so controls only tighten. Neither
 // a trace id nor a tool name holds a NUL (checkTrace, isToolName).
 func controlsKey(traceID, part, tool string) string {
-	h := sha256.New()
-	h.Write([]byte(traceID))
-	h.Write([]byte{0})
-	h.Write([]byte(part))
-	h.Write([]byte{0})
-	h.Write([]byte(tool))
-	return "toolgate/controls/" + hex.EncodeToString(h.Sum(nil))
+	// On the stack for the usual lengths: a call looks one up.
+	var buf [256]byte
+	b := append(append(append(append(append(buf[:0], traceID...), 0), part...), 0), tool...)
+	sum := sha256.Sum256(b)
+	const prefix = "toolgate/controls/"
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
 }
 
 const (
 	partReadOnly = "read_only"
 	partProhibit = "prohibit"
+	partVersion  = "version"
 )
 
 // claimed reports whether key is claimed in the kernel's namespace.
@@ -114,14 +118,18 @@ func (g *Gate) claimed(ctx context.Context, key string) (bool, error) {
 }
 
 // Controls returns the trace's run controls as recorded in the store (by
-// this gate or any other over it). Its cost is one indexed lookup for the
-// mode and one per registered tool, whatever the length of the trace. A
+// this gate or any other over it). Its cost is one indexed lookup for a
+// trace without controls, else one more for the mode and one per
+// registered tool, whatever the length of the trace. A
 // bad trace id is [ErrInvalidCall]. Safe for concurrent use.
 func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 	if err := checkTrace(traceID); err != nil {
 		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
 	c := Controls{Mode: ModeNormal}
+	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+		return c, err
+	}
 	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil {
 		return Controls{}, err
@@ -148,10 +156,11 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 // records nothing either. An unknown mode or a tool the gate does not
 // hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
 // the controls in full and the gate's policy hash) is written through the
-// kernel's Governor and claims one once-key per control it adds, so of
-// concurrent Restricts none loses another's tightening: the one that
-// finds a key taken reads the controls again and retries (a
-// [*ControlsError] when the controls it was given now loosen them).
+// kernel's Governor and claims one once-key per control it adds and one
+// for the controls it read, so concurrent Restricts are ordered and none
+// loses another's tightening: the one that finds a key taken reads the
+// controls again and retries (a [*ControlsError] when the controls it
+// was given now loosen them).
 //
 // Controls bind the calls decided after Restrict returns, and every
 // action not yet started: an approval given before the trace became
@@ -200,6 +209,15 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 		if len(keys) == 0 {
 			return nil
 		}
+		// The number of controls recorded is the controls' version: the
+		// write also claims the key of the version it follows, so that of
+		// Restricts that read the same controls one writes and the others
+		// read again, and each record holds the controls in full.
+		version := len(cur.Prohibited)
+		if cur.Mode == ModeReadOnly {
+			version++
+		}
+		keys = append(keys, controlsKey(traceID, partVersion, strconv.Itoa(version)))
 		prohibited := make([]any, len(next.Prohibited))
 		for i, t := range next.Prohibited {
 			prohibited[i] = t
@@ -220,10 +238,20 @@ func cloneControls(c Controls) Controls {
 	return c
 }
 
+// restricted reports whether the trace has run controls at all: the first
+// Restrict of a trace claims the key of version 0.
+func (g *Gate) restricted(ctx context.Context, traceID string) (bool, error) {
+	return g.claimed(ctx, controlsKey(traceID, partVersion, "0"))
+}
+
 // forbidden returns the code and detail under which the trace's run
-// controls forbid tool e, or "" when they do not. It looks up at most two
-// once-keys: a read-only tool is never refused for the mode.
+// controls forbid tool e, or "" when they do not. In a trace without
+// controls it looks up one once-key, else at most three: a read-only tool
+// is never refused for the mode.
 func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
+	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+		return "", "", err
+	}
 	p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 	if err != nil || p {
 		return CodeToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
@@ -236,4 +264,41 @@ func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackbo
 		return CodeReadOnlyMode, "the trace is read-only and " + quote(e.Name) + " is effectful", err
 	}
 	return "", "", nil
+}
+
+// controlsValidator checks a tool's action against the trace's run
+// controls as the kernel decides it: the latest run_controls record of the
+// trace state the decision reads (the trace's heads, so the cost does not
+// grow with the trace). Every Restrict writes one in the batch that claims
+// its keys, holding the controls in full (the version key orders them),
+// so the latest is the trace's controls; a trace without one has none. A
+// latest record another role wrote (an evidence handle may write any
+// kind) hides the gate's: the check then fails closed, refusing every
+// tool.
+type controlsValidator struct{ g *Gate }
+
+// Validate implements kernel.Validator.
+func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
+	if mutControlsDecide || c.Slot() != blackboard.Actions {
+		return kernel.Verdict{}
+	}
+	e := v.g.byAction[c.Kind()]
+	if e == nil {
+		return kernel.Verdict{}
+	}
+	rec, ok := c.Committed(blackboard.Evidence, KindControls)
+	if !ok {
+		return kernel.Verdict{}
+	}
+	if rec.Provenance.Role != blackboard.RoleKernel {
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls,
+			Detail: "the trace's latest run controls record " + rec.ID + " was not written by the gate: every tool is refused"}
+	}
+	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
+		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
+	}
+	if m, _ := rec.Payload.String("mode"); m == string(ModeReadOnly) && !e.readOnly() {
+		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
+	}
+	return kernel.Verdict{}
 }

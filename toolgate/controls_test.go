@@ -3,12 +3,15 @@ package toolgate
 import (
 	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
 )
 
 // controlsRecords counts the run controls records of a trace.
@@ -61,6 +64,9 @@ func TestRestrictOnlyTightens(t *testing.T) {
 			var ce *ControlsError
 			if !errors.Is(err, ErrLoosened) || !errors.As(err, &ce) || ce.Current.Mode != ModeReadOnly {
 				t.Errorf("Restrict %+v: %v, want a *ControlsError", loose, err)
+			}
+			if err != nil && loose.Mode == ModeReadOnly && !strings.Contains(err.Error(), `prohibited tool "lookup_order"`) {
+				t.Errorf("the error does not say what is dropped: %v", err)
 			}
 		}
 		if n := d.controlsRecords("t"); n != 2 {
@@ -125,7 +131,8 @@ func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
 }
 
 // A prohibited tool, read-only or not, is TOOL_PROHIBITED and never
-// surfaced.
+// surfaced. A read-only tool's call is checked in the kernel's decision
+// (no read of its own on that path): refused there, it runs nothing.
 func TestProhibitedTool(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		if err := d.g.Restrict(d.ctx, "t", Controls{Prohibited: []string{"lookup_order"}}); err != nil {
@@ -207,4 +214,91 @@ func specNames(specs []Spec) []string {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// Concurrent Restricts lose no tightening: each adds its own prohibition
+// to what it read (again, on ErrLoosened), and every one lands once;
+// four goroutines making the trace read-only write one record.
+func TestRestrictConcurrent(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for _, tool := range []string{"lookup_order", "issue_refund", "search_kb"} {
+			wg.Go(func() {
+				for {
+					cur, err := d.g.Controls(d.ctx, "t")
+					if err != nil {
+						errs <- err
+						return
+					}
+					err = d.g.Restrict(d.ctx, "t", Controls{Mode: cur.Mode, Prohibited: append(cur.Prohibited, tool)})
+					if !errors.Is(err, ErrLoosened) {
+						if err != nil {
+							errs <- err
+						}
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for range 4 {
+			wg.Go(func() {
+				cur, err := d.g.Controls(d.ctx, "u")
+				if err == nil {
+					err = d.g.Restrict(d.ctx, "u", Controls{Mode: ModeReadOnly, Prohibited: cur.Prohibited})
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		got, err := d.g.Controls(d.ctx, "t")
+		if err != nil || len(got.Prohibited) != 3 || d.controlsRecords("t") != 3 {
+			t.Errorf("controls %+v %v, %d records; want 3 tools, 3 records", got, err, d.controlsRecords("t"))
+		}
+		// Each record holds the controls in full: the last, all three.
+		var last blackboard.Record
+		for _, r := range d.kinds(blackboard.Evidence, KindControls) {
+			if r.TraceID() == "t" {
+				last = r
+			}
+		}
+		if p, _ := last.Payload["prohibited"].([]any); len(p) != 3 {
+			t.Errorf("last controls record holds %v", last.Payload)
+		}
+		if got, err := d.g.Controls(d.ctx, "u"); err != nil || got.Mode != ModeReadOnly || d.controlsRecords("u") != 1 {
+			t.Errorf("controls %+v %v, %d records; want read_only, 1 record", got, err, d.controlsRecords("u"))
+		}
+	})
+}
+
+// A run controls record an evidence handle writes (it may write evidence
+// of any kind) loosens nothing: the gate's keys still decide an effectful
+// call, and the kernel's check, which reads the trace's latest record,
+// fails closed on one the gate did not write.
+func TestAttackForgedControlsRecord(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		d.ground("t", "A1")
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence, Kind: KindControls,
+			Payload: blackboard.Payload{"mode": string(ModeNormal), "prohibited": []any{}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.g.Controls(d.ctx, "t"); err != nil || got.Mode != ModeReadOnly {
+			t.Errorf("controls after a forged record: %+v %v", got, err)
+		}
+		wantOutcome(t, "refund", d.refund("t", "A1", 100), audit.OutcomeRefused, CodeReadOnlyMode)
+		wantOutcome(t, "lookup", d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`), audit.OutcomeRefused, CodeToolProhibited)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("%d refunds ran", n)
+		}
+	})
 }

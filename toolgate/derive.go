@@ -229,7 +229,10 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 	out := make([]Derived, 0, len(j.e.derives))
 	for i := range j.e.derives {
 		d := &j.e.derives[i]
-		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID}
+		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID, keyPolicy: g.policyValue}
+		if ref, ok := j.cc[keyContext]; ok {
+			cc[keyContext] = ref // the call's compiled context, checked when it was made
+		}
 		// failed records a derivation that fails closed: no belief, a
 		// DERIVATION_FAILED record saying why.
 		failed := func(detail string) error {

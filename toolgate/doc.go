@@ -103,10 +103,38 @@
 // retry is decided anew.
 //
 // [Gate.Surface] lists the tools a model may be shown for a caller, trace
-// and intent: in the contract, allowed by the intent, and possible
+// and intent: in the contract, allowed by the intent, allowed by the
+// trace's run controls, and possible
 // now (the beliefs they require are committed and true). A capability that
 // would be refused is absent from the model's tool list. Surfacing is a
 // courtesy, not the enforcement: Call checks every call again.
+//
+// # Run controls
+//
+// The owner restricts a trace with [Gate.Restrict]: a safety mode
+// ([ModeReadOnly]: no effectful tool, one that requires beliefs, runs)
+// and prohibited tools. They are recorded through the kernel's Governor,
+// each control a once-key of the trace, so no handle can set or lift one,
+// and they only tighten ([ErrLoosened]); [Gate.Controls] reads them by
+// key, at a cost flat in the trace's length. A call they forbid is
+// READ_ONLY_MODE or TOOL_PROHIBITED: an effectful tool's before the
+// kernel (once the permission and intent checks pass), and every tool's
+// action again as the kernel decides it, against the trace's latest
+// controls record in the state it decides on (a read-only tool's call
+// gets only this check, which costs no read). An action not yet started
+// is refused for good when Execute, Resume or Recover would start it: an
+// approval given before the trace became read-only never runs.
+//
+// # Policy snapshot and the context a call names
+//
+// [New] records the gate's governance as data ([Policy]: tools,
+// contracts, intents, fallback, the kernel's rules as [rules.Spec] and the
+// names of validators that are code) once per hash per namespace, and
+// fails if it cannot; every decision record carries the hash under
+// "policy". A [Call.Context] names the compiled context the model was
+// shown; the gate records it under "context" only when it is a
+// [KindCompiledContext] record of the call's trace written by the kernel,
+// else the call is CONTEXT_INVALID.
 //
 // # Budgets and loop guards
 //

@@ -261,6 +261,11 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	if len(beliefs) > 0 {
 		kopts = append([]kernel.Option{kernel.WithBeliefSpecs(beliefs...)}, c.kernel...)
 	}
+	// The run controls are checked in the kernel's decision, first among
+	// the validators: against the trace state the kernel decides on, so
+	// that a Restrict that lands meanwhile makes the kernel decide again,
+	// and at no read of its own.
+	kopts = append([]kernel.Option{kernel.WithValidators(controlsValidator{g})}, kopts...)
 	k, err := buildKernel(kopts, specs)
 	if err != nil {
 		return nil, err
@@ -751,7 +756,13 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
 	}
-	if !mutControlsCall {
+	if !e.readOnly() && !mutControlsCall {
+		// An effectful tool's call is checked here, so that the model is
+		// told READ_ONLY_MODE rather than what the kernel's own checks
+		// would find missing first. The kernel checks every call again as
+		// it decides it (controlsValidator), which closes the window
+		// between this look and the commit, and is the only check a
+		// read-only tool's call gets: no extra read on that path.
 		code, detail, err := g.forbidden(ctx, c.TraceID, e)
 		if err != nil {
 			return Result{}, nil, err
@@ -879,10 +890,11 @@ func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 // the gate's policy hash, the tool (escaped when it is not a name), caller, call id, retry key and intent as
 // given (cut to a sane length). A refusal before the arguments parse adds
 // the raw arguments ([withRawArgs]); once they parse, the parsed arguments
-// and their digest take their place. Sized for the keys a committed call's
-// records add, so that the map does not grow.
+// and their digest take their place. Sized for one group of the map: a
+// larger hint costs every call, refusals included, more than the rare
+// committed call whose keys outgrow it.
 func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
-	cc := make(blackboard.Payload, 10)
+	cc := make(blackboard.Payload, 8)
 	cc[keyPolicy] = g.policyValue
 	// A registered tool's and a configured caller's names are what
 	// recordedTool and clip make of them: their boxed copies serve.

@@ -56,14 +56,17 @@ type Policy struct {
 
 // ToolPolicy is one tool's governance in a [Policy].
 type ToolPolicy struct {
-	Name       string      `json:"name"`
-	Action     string      `json:"action"`
-	Requires   []string    `json:"requires,omitempty"`
-	Bindings   []Binding   `json:"bindings,omitempty"`
-	Unbound    bool        `json:"unbound,omitempty"`
-	Once       *OncePolicy `json:"once,omitempty"`
-	Idempotent bool        `json:"idempotent,omitempty"`
-	Result     string      `json:"result"`
+	Name   string `json:"name"`
+	Action string `json:"action"`
+	// Parameters is the JSON Schema calls are checked against
+	// (INVALID_ARGUMENTS).
+	Parameters json.RawMessage `json:"parameters"`
+	Requires   []string        `json:"requires,omitempty"`
+	Bindings   []Binding       `json:"bindings,omitempty"`
+	Unbound    bool            `json:"unbound,omitempty"`
+	Once       *OncePolicy     `json:"once,omitempty"`
+	Idempotent bool            `json:"idempotent,omitempty"`
+	Result     string          `json:"result"`
 	// ResultTTLMS is [Tool.ResultTTL] in milliseconds; 0 for none.
 	ResultTTLMS int64 `json:"result_ttl_ms,omitempty"`
 	// Approval is the approval rule; nil when the tool needs none.
@@ -112,7 +115,7 @@ func (g *Gate) PolicyHash() string { return g.policyHash }
 func (g *Gate) snapshot(c *config) Policy {
 	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
 	for _, e := range g.order {
-		tp := ToolPolicy{Name: e.Name, Action: e.action(), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
+		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
 			Unbound: e.Unbound, Idempotent: e.Idempotent, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
 			Masked: slices.Clone(e.Masked), Derives: slices.Clone(e.Derives)}
 		if e.Once != nil {
@@ -138,6 +141,9 @@ func (g *Gate) snapshot(c *config) Policy {
 	}
 	slices.SortFunc(p.Intents, func(a, b Intent) int { return cmp.Compare(a.Name, b.Name) })
 	for _, v := range g.k.Validators() {
+		if _, own := v.(controlsValidator); own {
+			continue // the gate's own check of the run controls, not the owner's policy
+		}
 		if r, ok := v.(*rules.Rules); ok {
 			p.Rules = append(p.Rules, r.Specs()...)
 		} else {

@@ -3,7 +3,6 @@ package toolgate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,7 +34,8 @@ func TestPolicySnapshot(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		p := d.g.Policy()
 		if len(p.Tools) != 3 || p.Tools[1].Name != "issue_refund" || p.Tools[1].Approval == nil || p.Tools[1].Approval.When != "amount > 500" ||
-			!reflect.DeepEqual(p.Tools[1].Bindings, orderBindings) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil {
+			!reflect.DeepEqual(p.Tools[1].Bindings, orderBindings) || p.Tools[1].Result != "refund" || p.Tools[0].Requires != nil ||
+			!json.Valid(p.Tools[0].Parameters) || !strings.Contains(string(p.Tools[0].Parameters), "order_id") {
 			t.Errorf("tools: %+v", p.Tools)
 		}
 		if p.Fallback != kernel.FallbackQueueForReview || len(p.Contracts) != 2 || p.Contracts[0].Name != "researcher" {
@@ -163,18 +163,25 @@ func TestAttackForgedContextReference(t *testing.T) {
 		lookup := d.call("t", "support", "", "lookup_order", `{"order_id":"A1"}`)
 		forged, err := d.k.EvidenceValidator("mallory").Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Evidence,
 			Kind: KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00"}})
-		if err != nil && !errors.Is(err, blackboard.ErrPermission) {
-			t.Fatal(err)
+		if err != nil {
+			t.Fatal(err) // an evidence handle may write evidence of any kind, with its own role
 		}
-		refs := []string{"evidence:t:999", "not an id", lookup.DecisionID, other}
-		if forged != "" {
-			refs = append(refs, forged)
+		refs := []struct{ id, why string }{
+			{"evidence:t:999", "names no record"},
+			{"not an id", "names no record"},
+			{strings.TrimPrefix(lookup.DecisionID, "decision:"), "is no compiled_context record"},
+			{other, "another trace's"},
+			{forged, "not written by the kernel"},
 		}
 		calls := len(d.invocations("lookup_order"))
-		for _, ref := range refs {
+		for _, r := range refs {
+			ref := r.id
 			res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A2"}`), Caller: "support", TraceID: "t", Context: ref})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !strings.Contains(res.RootCause.Detail, r.why) {
+				t.Errorf("context %s refused for %q, want %q", ref, res.RootCause.Detail, r.why)
 			}
 			wantOutcome(t, "context "+ref, res, audit.OutcomeRefused, CodeContextInvalid)
 			rec, err := d.k.Reader().Get(d.ctx, strings.TrimPrefix(res.DecisionID, "decision:"))
