@@ -26,7 +26,7 @@ func shownDesk(t *testing.T) (*toolgate.Gate, blackboard.Store, *pack.Pack, stri
 	ctx := context.Background()
 	s := memstore.New()
 	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s)), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", Description: "Read an order."},
+		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
 			func(_ context.Context, _ toolgate.Invocation, a lookupArgs) (map[string]any, error) {
 				return map[string]any{"order_id": a.OrderID, "amount": 40.0}, nil
 			})),

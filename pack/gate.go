@@ -29,7 +29,7 @@ type Gate interface {
 //     in.Policy.Approval the tools with an approval rule;
 //   - in.Policy.Prohibited are the tools the trace's controls prohibit
 //     and, in a read_only trace, every tool with an effect (one the
-//     snapshot says requires beliefs, or one it does not list: fail
+//     snapshot does not say is read-only, or one it does not list: fail
 //     closed), so that [Compiler.Compile] shows none of them and lists
 //     each one in.Tools held as a cut.
 //
@@ -66,7 +66,7 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		if t.Approval != nil {
 			p.Approval = addName(p.Approval, t.Name)
 		}
-		if run.Mode == ModeReadOnly && len(t.Requires) > 0 && !mutReadOnly {
+		if run.Mode == ModeReadOnly && !t.ReadOnly && !mutReadOnly {
 			p.Prohibited = addName(p.Prohibited, t.Name)
 		}
 	}

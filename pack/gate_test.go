@@ -30,7 +30,7 @@ func (g fakeGate) PolicyHash() string                                          {
 func deskPolicy() toolgate.Policy {
 	return toolgate.Policy{
 		Tools: []toolgate.ToolPolicy{
-			{Name: "lookup_order", Action: "lookup_order", Result: "order"},
+			{Name: "lookup_order", Action: "lookup_order", Result: "order", ReadOnly: true},
 			{Name: "refund", Action: "refund", Result: "refund", Requires: []string{"refund_eligible"},
 				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
 				Once:     &toolgate.OncePolicy{Fields: []string{"order_id"}, Limit: 1},
@@ -82,7 +82,7 @@ func TestGovern(t *testing.T) {
 
 // TestAttackReadOnlyToolShown: in a read_only trace no tool with an
 // effect is shown, even when the caller passes it: neither one the
-// snapshot says requires beliefs nor one it does not know; each is a cut.
+// snapshot does not say is read-only nor one it does not know; each is a cut.
 // The read-only tool stays.
 func TestAttackReadOnlyToolShown(t *testing.T) {
 	clk := &clock{t0}

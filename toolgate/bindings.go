@@ -64,15 +64,15 @@ func (b Binding) field() string {
 
 // checkBindings checks what a tool declares about its arguments' relation
 // to its grounding: a tool that rests on beliefs declares Bindings or says
-// Unbound, not both; a read-only tool has no grounding to bind to; every
+// Unbound, not both; a tool that rests on no belief has no grounding to bind to; every
 // binding names a declared argument, a percept kind and an operator.
 func checkBindings(t *Tool, s *schema) error {
 	switch {
-	case t.readOnly() && len(t.Bindings) > 0:
+	case t.restsOnNothing() && len(t.Bindings) > 0:
 		return fmt.Errorf("bindings on a tool that requires no belief: there is no grounding to bind to")
 	case len(t.Bindings) > 0 && t.Unbound:
 		return fmt.Errorf("both Bindings and Unbound")
-	case !mutBindingsDeclared && !t.readOnly() && len(t.Bindings) == 0 && !t.Unbound:
+	case !mutBindingsDeclared && !t.restsOnNothing() && len(t.Bindings) == 0 && !t.Unbound:
 		return fmt.Errorf("a tool that rests on beliefs must declare how its arguments follow from the observations (Bindings), or that they follow from none (Unbound)")
 	}
 	for i, b := range t.Bindings {

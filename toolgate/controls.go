@@ -21,8 +21,9 @@ type Mode string
 const (
 	// ModeNormal lets every tool the other checks allow run.
 	ModeNormal Mode = "normal"
-	// ModeReadOnly lets no effectful tool run: one that requires beliefs
-	// (a read-only tool requires none). Such a call is refused with
+	// ModeReadOnly lets no effectful tool run: any tool that does not
+	// declare [Tool.ReadOnly], whatever it requires (an email rests on no
+	// belief and is still an effect). Such a call is refused with
 	// READ_ONLY_MODE and [Gate.Surface] omits the tool.
 	ModeReadOnly Mode = "read_only"
 )
@@ -256,7 +257,7 @@ func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackbo
 	if err != nil || p {
 		return CodeToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
 	}
-	if e.readOnly() {
+	if !e.effectful() {
 		return "", "", nil
 	}
 	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
@@ -297,7 +298,7 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
 		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
 	}
-	if m, _ := rec.Payload.String("mode"); m == string(ModeReadOnly) && !e.readOnly() {
+	if m, _ := rec.Payload.String("mode"); m == string(ModeReadOnly) && e.effectful() {
 		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
 	}
 	return kernel.Verdict{}

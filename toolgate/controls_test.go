@@ -302,3 +302,24 @@ func TestAttackForgedControlsRecord(t *testing.T) {
 		}
 	})
 }
+
+// A tool that rests on no belief is not thereby read-only: an email, a
+// post, a search with a side effect. In a read-only trace a tool that does
+// not declare ReadOnly is refused like any other effect, before it runs,
+// and is not surfaced: the mode fails closed.
+func TestAttackUndeclaredToolInReadOnlyTrace(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		if err := d.g.Restrict(d.ctx, "t", Controls{Mode: ModeReadOnly}); err != nil {
+			t.Fatal(err)
+		}
+		specs, err := d.g.Surface(d.ctx, "researcher", "t", "")
+		if err != nil || len(specs) != 0 {
+			t.Errorf("surfaced %v (%v) in a read-only trace, want nothing", specNames(specs), err)
+		}
+		res := d.call("t", "researcher", "", "search_kb", `{"query":"refund"}`)
+		wantOutcome(t, "an undeclared tool in a read-only trace", res, audit.OutcomeRefused, CodeReadOnlyMode)
+		if n := len(d.invocations("search_kb")); n != 0 {
+			t.Errorf("search_kb ran %d times in a read-only trace", n)
+		}
+	})
+}

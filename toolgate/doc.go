@@ -18,7 +18,7 @@
 //
 // Tools are registered once: [New] builds the kernel from the options
 // given to [WithKernel] and registers each tool's action type with it
-// (a read-only tool's as a safe, repeatable action, any other's as
+// (one that rests on no belief as a safe, repeatable action, any other's as
 // requiring the tool's beliefs, with the tool's once-key, [Tool.Once];
 // [OnceBy] names its argument fields), and the kind of each belief a
 // tool derives ([Tool.Derives]). Nothing but the contracts and intents

@@ -23,6 +23,7 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			Description: "Look up an order by id.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result:      "order",
+			ReadOnly:    true, // a lookup changes nothing: a read_only run may still call it
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0, "delivered": false}, nil
 			},

@@ -95,8 +95,8 @@ type config struct {
 
 // WithTools registers tools, in the order [Gate.Surface] lists them. The
 // gate registers each tool's action type with the kernel it builds: a
-// read-only tool's as a safe, repeatable action (it rests on no belief and
-// may be called as often as the model needs), any other's as requiring
+// tool that rests on no belief as a safe, repeatable action (it may be
+// called as often as the model needs), any other's as requiring
 // the tool's beliefs, with the tool's once-key ([Tool.Once]).
 func WithTools(tools ...Tool) Option { return func(c *config) { c.tools = append(c.tools, tools...) } }
 
@@ -473,7 +473,7 @@ func (g *Gate) register(t Tool) (*entry, error) {
 // tool's beliefs.
 func (t *Tool) actionSpec() kernel.ActionSpec {
 	s := kernel.ActionSpec{Type: t.action(), Once: t.Once}
-	if t.readOnly() {
+	if t.restsOnNothing() {
 		s.SafeFallback, s.Repeatable = true, true
 	} else {
 		s.MinBeliefs = slices.Clone(t.Requires)
@@ -585,7 +585,7 @@ func (s Spec) clone() Spec {
 // trace's run controls allow ([Gate.Controls]: not prohibited, and not
 // effectful in a read-only trace), and that are
 // situationally possible now: every belief the tool requires is committed
-// and true in the trace's current view (a read-only tool always is).
+// and true in the trace's current view (a tool that requires none always is).
 //
 // Surfacing is a courtesy to the model, so that it is not offered what it
 // cannot use: a refused capability is absent from its tool list rather
@@ -620,7 +620,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 		if !r.tools[e.Name] || g.intents != nil && !allowed[e.Name] {
 			continue
 		}
-		if slices.Contains(ctl.Prohibited, e.Name) || ctl.Mode == ModeReadOnly && !e.readOnly() {
+		if slices.Contains(ctl.Prohibited, e.Name) || ctl.Mode == ModeReadOnly && e.effectful() {
 			continue
 		}
 		possible := true
@@ -756,7 +756,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
 	}
-	if !e.readOnly() && !mutControlsCall {
+	if e.effectful() && !mutControlsCall {
 		// An effectful tool's call is checked here, so that the model is
 		// told READ_ONLY_MODE rather than what the kernel's own checks
 		// would find missing first. The kernel checks every call again as

@@ -109,7 +109,7 @@ var orderBindings = []Binding{
 // attempt is re-driven; unkeyed_test.go takes that away.
 func deskTools(effect func(tool string) EffectFunc) []Tool {
 	return []Tool{
-		{Name: "lookup_order", Description: "Look up an order by id.", Parameters: json.RawMessage(orderSchema),
+		{Name: "lookup_order", Description: "Look up an order by id.", ReadOnly: true, Parameters: json.RawMessage(orderSchema),
 			Result: "order", Effect: effect("lookup_order")},
 		{Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
 			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},

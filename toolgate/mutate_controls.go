@@ -8,10 +8,11 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 // (see kernel/mutate.go for the scheme); the default build declares them
 // as false constants (nomutate_controls.go).
 var (
-	mutControlsCall    bool
-	mutControlsDecide  bool
-	mutControlsTighten bool
-	mutContextRef      bool
+	mutControlsCall     bool
+	mutControlsDecide   bool
+	mutControlsTighten  bool
+	mutContextRef       bool
+	mutReadOnlyDeclared bool
 )
 
 func init() {
@@ -22,6 +23,8 @@ func init() {
 			Check: "the kernel decides every tool's action against the trace's run controls (failing closed on a controls record the gate did not write), and an action not yet started is refused for good when executed, resumed or recovered in a trace that now forbids it: an earlier approval never runs it"},
 		mutant.Def{Name: "toolgate.controls_tighten", On: &mutControlsTighten,
 			Check: "run controls only tighten: a Restrict that would loosen them is ErrLoosened and records nothing"},
+		mutant.Def{Name: "toolgate.read_only_declared", On: &mutReadOnlyDeclared,
+			Check: "a read_only trace runs only tools that declare ReadOnly: a tool that rests on no belief (an email) is still an effect, refused with READ_ONLY_MODE and not surfaced"},
 		mutant.Def{Name: "toolgate.context_ref", On: &mutContextRef,
 			Check: "a call's compiled context is recorded only when it names a compiled_context record of the call's trace written by the kernel: a forged reference is CONTEXT_INVALID"},
 	)

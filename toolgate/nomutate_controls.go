@@ -4,8 +4,9 @@ package toolgate
 
 // The switches of mutate_controls.go, off.
 const (
-	mutControlsCall    = false
-	mutControlsDecide  = false
-	mutControlsTighten = false
-	mutContextRef      = false
+	mutControlsCall     = false
+	mutControlsDecide   = false
+	mutControlsTighten  = false
+	mutContextRef       = false
+	mutReadOnlyDeclared = false
 )

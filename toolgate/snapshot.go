@@ -66,7 +66,9 @@ type ToolPolicy struct {
 	Unbound    bool            `json:"unbound,omitempty"`
 	Once       *OncePolicy     `json:"once,omitempty"`
 	Idempotent bool            `json:"idempotent,omitempty"`
-	Result     string          `json:"result"`
+	// ReadOnly is [Tool.ReadOnly]: the tool changes nothing outside.
+	ReadOnly bool   `json:"read_only,omitempty"`
+	Result   string `json:"result"`
 	// ResultTTLMS is [Tool.ResultTTL] in milliseconds; 0 for none.
 	ResultTTLMS int64 `json:"result_ttl_ms,omitempty"`
 	// Approval is the approval rule; nil when the tool needs none.
@@ -116,7 +118,7 @@ func (g *Gate) snapshot(c *config) Policy {
 	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
 	for _, e := range g.order {
 		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
-			Unbound: e.Unbound, Idempotent: e.Idempotent, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
+			Unbound: e.Unbound, Idempotent: e.Idempotent, ReadOnly: e.ReadOnly, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
 			Masked: slices.Clone(e.Masked), Derives: slices.Clone(e.Derives)}
 		if e.Once != nil {
 			tp.Once = &OncePolicy{Fields: slices.Clone(e.Once.Fields), Percept: e.Once.Percept, Limit: e.Once.Limit}

@@ -33,8 +33,9 @@ type Tool struct {
 	// Requires are the belief kinds a call rests on: they become the
 	// action's requires_beliefs, so the kernel commits the call only while
 	// each is committed, true and resting on current evidence. A tool with
-	// none is read-only (an observation such as lookup_order): its action
-	// type is registered as a safe, repeatable action ([WithTools]).
+	// none (an observation such as lookup_order) has its action type
+	// registered as a safe, repeatable action ([WithTools]); whether it
+	// changes anything outside is [Tool.ReadOnly]'s to say.
 	Requires []string
 	// Bindings tie the arguments of a tool that rests on beliefs to the
 	// observations those beliefs rest on ([Binding]): order_id equal to
@@ -66,6 +67,12 @@ type Tool struct {
 	// an attempt is recorded as EFFECT_UNKNOWN and left to a person (see
 	// [Gate.Recover]).
 	Idempotent bool
+	// ReadOnly declares that the tool changes nothing outside the agent
+	// (a lookup, a search): in a read_only trace ([ModeReadOnly]) only
+	// such tools are shown and run. A tool that does not declare it is
+	// effectful there, whatever it requires, so that the mode fails
+	// closed: an email that rests on no belief is still an effect.
+	ReadOnly bool
 	// Result is the percept kind a successful result is recorded under,
 	// so that beliefs can depend on it (lookup_order's result is an
 	// "order" percept). Empty means Name + "_result".
@@ -266,5 +273,16 @@ func (t *Tool) resultKind() string {
 	return t.Name + "_result"
 }
 
-// readOnly reports whether the tool rests on no belief.
-func (t *Tool) readOnly() bool { return len(t.Requires) == 0 }
+// restsOnNothing reports whether the tool rests on no belief: its action
+// type is a safe, repeatable one. It says nothing of the tool's effect
+// (an email may rest on no belief): [Tool.ReadOnly] does.
+func (t *Tool) restsOnNothing() bool { return len(t.Requires) == 0 }
+
+// effectful reports whether a read_only trace refuses the tool: any tool
+// that does not declare [Tool.ReadOnly].
+func (t *Tool) effectful() bool {
+	if mutReadOnlyDeclared {
+		return !t.restsOnNothing() // the old reading: no belief, no effect
+	}
+	return !t.ReadOnly
+}

@@ -90,7 +90,7 @@ type Session struct {
 func NewSession(tb testing.TB, s blackboard.Store) *Session {
 	tb.Helper()
 	tools := []toolgate.Tool{
-		{Name: "lookup_order", Description: "Look up an order by id.", Parameters: json.RawMessage(sessionOrderSchema), Result: "order",
+		{Name: "lookup_order", Description: "Look up an order by id.", ReadOnly: true, Parameters: json.RawMessage(sessionOrderSchema), Result: "order",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": true}, nil
 			}},

@@ -61,7 +61,7 @@ func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *w
 	d := &desk{w: w}
 	if err == nil {
 		d.g, err = toolgate.New(ctx, toolgate.WithLease(lease), toolgate.WithTools(
-			toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order",
+			toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
 				Description: "Read an order from the order system: customer, item, amount, what was refunded, carrier status.",
 				// The refund policy, declared: an order's result grounds refund_due.
 				Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.refundable && result.refunded < result.amount",

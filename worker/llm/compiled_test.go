@@ -38,7 +38,7 @@ func orderGate(t testing.TB, note string) *toolgate.Gate {
 		return map[string]any{"refund_id": "r-" + a.OrderID}, nil
 	}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", Description: "Read an order.",
+		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
 			Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0",
 				Fields: map[string]string{"order_id": "result.order_id"}}}}, lookup),
 		toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},

@@ -25,7 +25,7 @@ func ExampleWithCompiler() {
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithClock(clock)), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", Description: "Read an order."},
+		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
 			func(_ context.Context, _ toolgate.Invocation, a orderArgs) (map[string]any, error) {
 				return map[string]any{"order_id": a.OrderID, "status": "delivered late"}, nil
 			})),
