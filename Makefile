@@ -33,9 +33,11 @@ browser:
 	cd inspect/console/browsertest && $(GO) vet ./... && $(GO) test -count=1 -v ./...
 
 ## adapters: the tests of every framework adapter, each its own module
-## under adapters/ (the conformance suite, toolgate/adaptertest, included).
+## under adapters/ (the conformance suite, toolgate/adaptertest, included),
+## and its example with go run (./example, whose own test checks what it
+## prints).
 adapters:
-	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...); done
+	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./... && $(GO) run ./example >/dev/null); done
 
 ## mutation-fast: for every check of the kernel a planner can reach,
 ## adversarial_bk against the kernel built without it (bkmutate); fails if

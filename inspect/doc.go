@@ -7,14 +7,14 @@
 //	bk traces                 traces with what happened to their actions, and counts
 //	bk timeline TRACE         a trace's events in order (--steps: led by the paper's t0-t9)
 //	bk explain RECORD         a decision's provenance, down to the percepts
-//	bk stats                  decisions by code, learned constraints, records per slot
+//	bk stats                  evaluation metrics ([Metrics]), decisions by code, learned constraints, records per slot
 //	bk approvals              approvals pending, with their age
 //	bk effects                effect attempts and outcomes
 //	bk export [--trace T]     records as JSON lines
 //	bk approve ACTION --as NAME --digest D [--note N] [--ttl T]
 //	bk deny ACTION --as NAME --digest D [--note N] [--ttl T]
 //	bk serve --token-file F   the approvals console in a browser (or --identity-header H; --addr)
-//	bk erase TRACE --keys F   erase a trace's masked values: destroy its key in the key file
+//	bk erase TRACE --keys D   erase a trace's masked values: destroy its key in the key directory
 //
 // Every command takes --db FILE or --dsn DSN, exactly one (else $BK_DB or
 // $BK_DSN, exactly one; else bk.db), --namespace NS (default: every

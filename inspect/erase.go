@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -15,10 +14,10 @@ import (
 )
 
 func eraseFlags(fs *flag.FlagSet, e *env) {
-	fs.StringVar(&e.keys, "keys", "", "the key file of the gate's keyring (toolgate.OpenKeyFile), kept apart from the store (required)")
+	fs.StringVar(&e.keys, "keys", "", "the key directory of the gate's keyring (toolgate.OpenKeyDir), kept apart from the store (required)")
 	e.check = func() error {
 		if e.keys == "" {
-			return cmdline.Usagef("--keys FILE is required")
+			return cmdline.Usagef("--keys DIR is required")
 		}
 		return nil
 	}
@@ -31,13 +30,16 @@ type erased struct {
 	Masked  int    `json:"masked_values"` // masked values they hold, which now match nothing
 }
 
-// runErase destroys a trace's mask key in the key file (toolgate.Keys.Erase).
-// The store is only read: to refuse a trace it does not hold (a mistyped id
-// would be erased for good) and to count what the erasure covers.
+// runErase destroys a trace's mask key in the key directory
+// (toolgate.Keys.Erase), also while an application uses the directory: its
+// Keys reads the trace's file on each use, so its next call in the trace
+// fails closed. The store is only read: to refuse a trace it does not hold
+// (a mistyped id would be erased for good) and to count what the erasure
+// covers.
 func runErase(ctx context.Context, e *env, args []string) error {
 	trace := args[0]
 	if _, err := os.Stat(e.keys); err != nil {
-		return fmt.Errorf("key file: %w", err) // never create one here
+		return fmt.Errorf("key directory: %w", err) // never create one here
 	}
 	out := erased{TraceID: trace}
 	for r, err := range e.store.ListTrace(ctx, trace) {
@@ -57,10 +59,7 @@ func runErase(ctx context.Context, e *env, args []string) error {
 	if out.Records == 0 {
 		return fmt.Errorf("erase: no trace %q: %w", trace, blackboard.ErrNotFound)
 	}
-	keys, err := toolgate.OpenKeyFile(ctx, e.keys)
-	if errors.Is(err, toolgate.ErrKeyFileBusy) {
-		return fmt.Errorf("%w: a running application holds it; erase through the toolgate.Keys it gave its gate, or stop it first", err)
-	}
+	keys, err := toolgate.OpenKeyDir(ctx, e.keys)
 	if err != nil {
 		return err
 	}

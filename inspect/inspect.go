@@ -50,7 +50,7 @@ func commands() []command {
 		{"approve", "ACTION", "approve an action waiting for approval, bound to its arguments' digest (writes one record)", runApprove, decisionFlags},
 		{"deny", "ACTION", "deny an action waiting for approval: the gate takes its fallback (writes one record)", runDeny, decisionFlags},
 		{"serve", "", "the approvals console in a browser: approve or deny, see evidence and timelines", runServe, serveFlags},
-		{"erase", "TRACE", "erase a trace's masked values: destroy its key in --keys FILE (the store is only read)", runErase, eraseFlags},
+		{"erase", "TRACE", "erase a trace's masked values: destroy its key in --keys DIR (the store is only read)", runErase, eraseFlags},
 	}
 }
 
@@ -60,7 +60,7 @@ type env struct {
 	kind                      string // storeflag.SQLite or storeflag.Postgres, once resolved
 	json                      bool
 	steps                     bool        // timeline --steps
-	keys                      string      // erase's key file
+	keys                      string      // erase's key directory
 	decide                    decision    // approve and deny
 	serve                     ServeConfig // serve's flags
 	// serveFunc is the approvals console bk serve runs ([WithServe]).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,18 +78,19 @@ func TestMaskedValuesNotShown(t *testing.T) {
 	}
 }
 
-// bk erase destroys one trace's key in the key file: only when no
-// application holds the file, only for a trace the store holds, and
-// without changing the store; the other trace keeps its key.
+// bk erase destroys one trace's key in the key directory: only for a
+// trace the store holds, never making a directory, and without changing
+// the store; the other trace keeps its key, and an application's open
+// keyring sees the erasure at its next use.
 func TestEraseCommand(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, keysPath := filepath.Join(dir, "desk.db"), filepath.Join(dir, "mask.keys")
+	db, keysPath := filepath.Join(dir, "desk.db"), filepath.Join(dir, "keys")
 	s, err := sqlitestore.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring, err := toolgate.OpenKeyFile(ctx, keysPath)
+	ring, err := toolgate.OpenKeyDir(ctx, keysPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,27 +116,27 @@ func TestEraseCommand(t *testing.T) {
 	g.Close()
 	s.Close()
 
-	if code, _, errOut := bk(t, "--db", db, "erase", "A", "--keys", keysPath); code != inspect.ExitError || !strings.Contains(errOut, "running application") {
-		t.Errorf("erase while the application holds the file: %d %s", code, errOut)
-	}
-	ring.Close()
+	defer ring.Close() // the application's, open while bk erases
 	before := mustBK(t, "--db", db, "export")
-	file, _ := os.ReadFile(keysPath)
+	files := readDir(t, keysPath)
 	if code, _, _ := bk(t, "--db", db, "erase", "A"); code != inspect.ExitUsage {
 		t.Errorf("erase without --keys: exit %d, want usage", code)
 	}
-	missing := filepath.Join(dir, "none.keys")
+	missing := filepath.Join(dir, "none")
 	if code, _, _ := bk(t, "--db", db, "erase", "A", "--keys", missing); code != inspect.ExitError {
-		t.Errorf("erase with a missing key file: exit %d", code)
+		t.Errorf("erase with a missing key directory: exit %d", code)
 	}
 	if _, err := os.Stat(missing); err == nil {
-		t.Error("erase created a key file")
+		t.Error("erase created a key directory")
+	}
+	if code, _, _ := bk(t, "--db", db, "erase", "A", "--keys", db); code != inspect.ExitError {
+		t.Errorf("erase with a file as the key directory: exit %d", code)
 	}
 	if code, _, _ := bk(t, "--db", db, "erase", "NOPE", "--keys", keysPath); code != inspect.ExitError {
 		t.Errorf("erase of a trace the store does not hold: exit %d", code)
 	}
-	if now, _ := os.ReadFile(keysPath); string(now) != string(file) {
-		t.Error("a refused erase changed the key file")
+	if now := readDir(t, keysPath); !maps.Equal(now, files) {
+		t.Error("a refused erase changed the key directory")
 	}
 	var got struct {
 		TraceID string `json:"trace_id"`
@@ -150,15 +152,35 @@ func TestEraseCommand(t *testing.T) {
 	if after := mustBK(t, "--db", db, "export"); after != before {
 		t.Error("bk erase changed the store")
 	}
-	ring, err = toolgate.OpenKeyFile(ctx, keysPath)
+	reopened, err := toolgate.OpenKeyDir(ctx, keysPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ring.Close()
-	if _, err := ring.Key(ctx, "A"); !errors.Is(err, toolgate.ErrMaskErased) {
-		t.Errorf("A after bk erase: %v, want ErrMaskErased", err)
+	defer reopened.Close()
+	for name, r := range map[string]*toolgate.Keys{"open": ring, "reopened": reopened} {
+		if _, err := r.Key(ctx, "A"); !errors.Is(err, toolgate.ErrMaskErased) {
+			t.Errorf("A after bk erase (%s keyring): %v, want ErrMaskErased", name, err)
+		}
+		if k, err := r.Key(ctx, "B"); err != nil || string(k) != string(keyB) {
+			t.Errorf("B after bk erase (%s keyring): %v, want its key unchanged", name, err)
+		}
 	}
-	if k, err := ring.Key(ctx, "B"); err != nil || string(k) != string(keyB) {
-		t.Errorf("B after bk erase: %v, want its key unchanged", err)
+}
+
+// readDir is every file of dir with its contents.
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	out := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
 }

@@ -44,15 +44,21 @@ type StatsReport struct {
 	Records     []SlotCount         `json:"records"`
 	Decisions   []CodeCount         `json:"decisions"`
 	Constraints []LearnedConstraint `json:"learned_constraints"`
+	// Metrics are the spec's evaluation metrics over the same records.
+	Metrics Metrics `json:"metrics"`
 }
 
 // Stats counts the records of s (of namespace, when not empty) per slot
 // and status, the kernel's decisions by code (commits, refusals, and calls
 // refused before the kernel, from their decision records) and lists the
-// learned (active, persistent) constraints. It reads every slot once.
+// learned (active, persistent) constraints, and computes the evaluation
+// [Metrics] from the same records. It reads every slot once, in one pass:
+// its cost is linear in the records, whatever the traces' lengths. It
+// returns the store's error, if listing a slot fails.
 func Stats(ctx context.Context, s blackboard.Store, namespace string) (StatsReport, error) {
 	rep := StatsReport{Namespace: namespace, Decisions: []CodeCount{}, Constraints: []LearnedConstraint{}}
 	codes := map[blackboard.Code]int{}
+	met := newMetrics()
 	for _, slot := range blackboard.AllSlots() {
 		c := SlotCount{Slot: slot}
 		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{Namespace: namespace}) {
@@ -60,6 +66,7 @@ func Stats(ctx context.Context, s blackboard.Store, namespace string) (StatsRepo
 				return StatsReport{}, err
 			}
 			c.Total++
+			met.add(&r)
 			switch r.Status {
 			case blackboard.StatusActive:
 				c.Active++
@@ -95,6 +102,7 @@ func Stats(ctx context.Context, s blackboard.Store, namespace string) (StatsRepo
 	slices.SortFunc(rep.Decisions, func(a, b CodeCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Code, b.Code))
 	})
+	rep.Metrics = met.finish()
 	return rep, nil
 }
 
@@ -107,13 +115,14 @@ func runStats(ctx context.Context, e *env, _ []string) error {
 		return writeJSON(e.out, rep)
 	}
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DECISIONS BY CODE\tCOUNT")
+	writeMetrics(tw, rep.Metrics)
+	fmt.Fprintln(tw, "\nDECISIONS BY CODE\tCOUNT")
 	for _, c := range rep.Decisions {
 		fmt.Fprintf(tw, "%s\t%d\n", Inert(string(c.Code)), c.Count)
 	}
 	fmt.Fprintln(tw, "\nRECORDS PER SLOT\tTOTAL\tACTIVE\tINVALIDATED\tEXPIRED")
 	for _, c := range rep.Records {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", Inert(string(c.Slot)), c.Total, c.Active, c.Invalidated, c.Expired)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", Inert(c.Slot.String()), c.Total, c.Active, c.Invalidated, c.Expired)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

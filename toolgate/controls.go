@@ -91,13 +91,15 @@ type Controls struct {
 // the trace; a key once claimed stays, so controls only tighten. Neither
 // a trace id nor a tool name holds a NUL (checkTrace, isToolName).
 func controlsKey(traceID, part, tool string) string {
-	h := sha256.New()
-	h.Write([]byte(traceID))
-	h.Write([]byte{0})
-	h.Write([]byte(part))
-	h.Write([]byte{0})
-	h.Write([]byte(tool))
-	return "toolgate/controls/" + hex.EncodeToString(h.Sum(nil))
+	// On the stack for the usual lengths: a call looks one up.
+	var buf [256]byte
+	b := append(append(append(append(append(buf[:0], traceID...), 0), part...), 0), tool...)
+	sum := sha256.Sum256(b)
+	const prefix = "toolgate/controls/"
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
 }
 
 const (
@@ -277,7 +279,7 @@ type controlsValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
 func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if mutControlsCall || c.Slot() != blackboard.Actions {
+	if mutControlsDecide || c.Slot() != blackboard.Actions {
 		return kernel.Verdict{}
 	}
 	e := v.g.byAction[c.Kind()]

@@ -116,10 +116,13 @@
 // and prohibited tools. They are recorded through the kernel's Governor,
 // each control a once-key of the trace, so no handle can set or lift one,
 // and they only tighten ([ErrLoosened]); [Gate.Controls] reads them by
-// key, at a cost flat in the trace's length. Once the permission and
-// intent checks pass, a call they forbid is READ_ONLY_MODE or
-// TOOL_PROHIBITED, before the kernel, and an action not yet started is
-// refused for good when Execute, Resume or Recover would start it: an
+// key, at a cost flat in the trace's length. A call they forbid is
+// READ_ONLY_MODE or TOOL_PROHIBITED: an effectful tool's before the
+// kernel (once the permission and intent checks pass), and every tool's
+// action again as the kernel decides it, against the trace's latest
+// controls record in the state it decides on (a read-only tool's call
+// gets only this check, which costs no read). An action not yet started
+// is refused for good when Execute, Resume or Recover would start it: an
 // approval given before the trace became read-only never runs.
 //
 // # Policy snapshot and the context a call names

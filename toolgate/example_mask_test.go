@@ -53,7 +53,7 @@ func ExampleWithMaskKey() {
 }
 
 // Each trace hashes its masked fields under its own key, kept in a key
-// file apart from the store. Erasing trace t1's key erases its masked
+// directory apart from the store. Erasing trace t1's key erases its masked
 // values; t2 keeps working, and a new call in t1 fails closed.
 func ExampleKeys_Erase() {
 	ctx := context.Background()
@@ -63,7 +63,7 @@ func ExampleKeys_Erase() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	ring, err := toolgate.OpenKeyFile(ctx, filepath.Join(dir, "mask.keys"))
+	ring, err := toolgate.OpenKeyDir(ctx, filepath.Join(dir, "keys"))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -278,7 +278,7 @@ func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Recor
 		}
 		return g.run(ctx, j)
 	}
-	if !mutControlsStart {
+	if !mutControlsDecide {
 		// Not started: the trace's run controls as of now decide, before
 		// any approval is looked at, so that one given before the trace
 		// became read-only never runs. The refusal claims the first

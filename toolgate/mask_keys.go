@@ -4,54 +4,61 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 )
 
-// The keyring's sentinels, beside those of codes.go.
-var (
-	// ErrMaskErased: the trace's mask key was erased ([Keys.Erase]); a
-	// call in it fails closed and writes nothing, and its stored hashes
-	// match no value anyone can compute.
-	ErrMaskErased = errors.New("toolgate: the trace's mask key is erased")
-	// ErrKeyFileBusy: another [Keys] (in this process or another) holds
-	// the key file open; only one may, so that none undoes another's
-	// erasure by writing the file from its own copy.
-	ErrKeyFileBusy = errors.New("toolgate: the key file is open elsewhere")
-)
+// ErrMaskErased: the trace's mask key was erased ([Keys.Erase]); a call
+// in it fails closed and writes nothing, and its stored hashes match no
+// value anyone can compute.
+var ErrMaskErased = errors.New("toolgate: the trace's mask key is erased")
 
-// keyFileVersion is the version of the key file's shape.
-const keyFileVersion = 1
+// keyDirVersion is the version of a trace file's shape.
+const keyDirVersion = 1
 
-// keyFile is the key file's shape: each trace's key (base64), and the
-// traces whose keys were erased, sorted, so that none gets a new one.
-type keyFile struct {
-	Version int               `json:"version"`
-	Keys    map[string]string `json:"keys"`
-	Erased  []string          `json:"erased"`
+// maxTraceFile bounds what a trace file may hold: a key or a tombstone
+// is under 100 bytes, and a larger file is damaged, not read whole.
+const maxTraceFile = 4096
+
+// traceFile is the shape of a trace's file in a key directory: its key
+// (base64), or, once erased, a tombstone (Erased and no key), which keeps
+// the trace from ever getting a key again. The trace id is not in it.
+type traceFile struct {
+	Version int    `json:"version"`
+	Key     string `json:"key,omitempty"`
+	Erased  bool   `json:"erased,omitempty"`
 }
+
+// The file operations a key directory's writes go through; tests make
+// them fail to show that a failed write leaves nothing.
+var (
+	keyDirLink   = os.Link
+	keyDirRename = os.Rename
+)
 
 // Keys is a [Keyring]: a random key of [MinMaskKey] bytes per trace, made
 // on the trace's first use, and erasable one trace at a time. [NewKeys]
 // keeps them in memory only (a process's lifetime: tests, or values that
-// must not outlive the process); [OpenKeyFile] keeps them in a file,
-// which must stay apart from the store and out of the inspector's reach.
-// An erased trace is remembered, so that it never gets a key again.
-// Every method may be called concurrently.
+// must not outlive the process); [OpenKeyDir] keeps them in a directory,
+// a file per trace, which must stay apart from the store and out of the
+// inspector's reach. An erased trace is remembered, so that it never gets
+// a key again. Every method may be called concurrently, and several Keys
+// (in one process or several) may share a directory.
 type Keys struct {
-	mu     sync.Mutex
+	mu     sync.RWMutex // Close takes it whole; a directory's calls share it
 	keys   map[string][]byte
 	erased map[string]bool
-	path   string // the key file; "" in memory
-	unlock func() error
+	dir    string // the key directory; "" in memory
 	closed bool
 }
 
@@ -60,145 +67,167 @@ func NewKeys() *Keys {
 	return &Keys{keys: map[string][]byte{}, erased: map[string]bool{}}
 }
 
-// OpenKeyFile opens the keyring kept in the file at path, creating the
-// file (mode 0600) when it does not exist. It refuses a file that group
-// or others may read or write, or that is not a key file, with
-// [ErrInvalidConfig], and a file another Keys holds open with
-// [ErrKeyFileBusy]; a lock file beside it (path + ".lock") says who holds
-// it, and is released by [Keys.Close] or by the process's end. Every
-// change (a trace's first key, an erasure) rewrites the whole file: a
-// temporary file in the same directory, synced, then renamed over it, so
-// that the file is at every moment the old ring or the new one, never
-// part of either. The cost of a change grows with the number of traces.
-func OpenKeyFile(ctx context.Context, path string) (*Keys, error) {
+// OpenKeyDir opens the keyring kept in the directory dir, creating it
+// (mode 0700, its parent must exist) when it does not exist. It refuses a
+// path that is not a directory, or a directory that group or others may
+// enter, read or write, with [ErrInvalidConfig].
+//
+// Each trace has one file there, named by the hex SHA-256 of its id (no
+// trace text in a name), mode 0600, holding its key or, once erased, a
+// tombstone. A call's cost does not grow with the number of traces: a
+// trace's first key writes its own file only (a temporary file, synced,
+// then hard-linked into place only if no file is there, the directory
+// synced), an erasure replaces that file only, and a known trace's key is
+// read from its file on every use, so the Keys keeps no key in memory
+// and an erasure made through another Keys (another process, `bk erase`)
+// holds from the next call. Two Keys racing for one trace's first key end
+// with one key, the one that landed first; since a key only lands where
+// no file is, a tombstone is never replaced by a key, and no Keys can
+// undo another's erasure. There is no lock and nothing to recover after
+// a crash: a temporary file left by one (named ".tmp-*") is never read.
+func OpenKeyDir(ctx context.Context, dir string) (*Keys, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if path == "" {
-		return nil, fmt.Errorf("%w: key file: empty path", ErrInvalidConfig)
+	if dir == "" {
+		return nil, fmt.Errorf("%w: key directory: empty path", ErrInvalidConfig)
 	}
-	unlock, err := lockFile(path + ".lock")
-	if err != nil {
-		return nil, err
-	}
-	k := NewKeys()
-	k.path, k.unlock = path, unlock
-	switch err := k.load(); {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := k.write(k.keys, k.erased); err != nil {
-			unlock()
+	switch err := os.Mkdir(dir, 0o700); {
+	case errors.Is(err, fs.ErrExist):
+	case err != nil:
+		return nil, fmt.Errorf("key directory: %w", err)
+	default:
+		if err := syncDir(filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
-	case err != nil:
-		unlock()
-		return nil, err
 	}
-	return k, nil
-}
-
-// load reads the key file into k.
-func (k *Keys) load() error {
-	info, err := os.Stat(k.path)
+	info, err := os.Stat(dir)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("key directory: %w", err)
 	}
-	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%w: key file %s is not a regular file", ErrInvalidConfig, k.path)
+	if !info.IsDir() {
+		return nil, fmt.Errorf("%w: key directory %s is not a directory", ErrInvalidConfig, dir)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%w: key file %s has mode %#o: group or others may read it (want 0600)", ErrInvalidConfig, k.path, perm)
+		return nil, fmt.Errorf("%w: key directory %s has mode %#o: group or others may reach it (want 0700)", ErrInvalidConfig, dir, perm)
 	}
-	b, err := os.ReadFile(k.path)
-	if err != nil {
-		return err
-	}
-	var f keyFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil || f.Version != keyFileVersion {
-		return fmt.Errorf("%w: %s is not a key file of version %d (%v)", ErrInvalidConfig, k.path, keyFileVersion, err)
-	}
-	for trace, s := range f.Keys {
-		key, err := base64.StdEncoding.DecodeString(s)
-		if err != nil || len(key) < MinMaskKey || checkTrace(trace) != nil {
-			return fmt.Errorf("%w: key file %s: a bad key for trace %q", ErrInvalidConfig, k.path, trace)
-		}
-		k.keys[trace] = key
-	}
-	for _, trace := range f.Erased {
-		if _, has := k.keys[trace]; has || checkTrace(trace) != nil {
-			return fmt.Errorf("%w: key file %s: trace %q is erased and keyed, or not a trace id", ErrInvalidConfig, k.path, trace)
-		}
-		k.erased[trace] = true
-	}
-	return nil
+	return &Keys{dir: dir}, nil
 }
 
-// write replaces the key file with keys and erased; in memory, nothing.
-// On an error the file is as it was and no temporary file is left.
-func (k *Keys) write(keys map[string][]byte, erased map[string]bool) (err error) {
-	if k.path == "" {
-		return nil
-	}
-	f := keyFile{Version: keyFileVersion, Keys: make(map[string]string, len(keys)), Erased: slices.Sorted(maps.Keys(erased))}
-	for trace, key := range keys {
-		f.Keys[trace] = base64.StdEncoding.EncodeToString(key)
-	}
-	b, err := json.MarshalIndent(f, "", "  ")
+// tracePath is the file of traceID in the key directory.
+func (k *Keys) tracePath(traceID string) string {
+	sum := sha256.Sum256([]byte(traceID))
+	return filepath.Join(k.dir, hex.EncodeToString(sum[:]))
+}
+
+// readTrace reads a trace's file: its key, or erased, or an error
+// wrapping [fs.ErrNotExist] when the trace has no file yet, or
+// [ErrInvalidConfig] when the file is not a trace file.
+func readTrace(path string) (key []byte, erased bool, err error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, false, fmt.Errorf("key directory: %w", err)
 	}
-	dir := filepath.Dir(k.path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(k.path)+".*")
+	defer f.Close()
+	info, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("key file: %w", err)
+		return nil, false, fmt.Errorf("key directory: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("%w: key directory: %s is not a regular file", ErrInvalidConfig, path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		return nil, false, fmt.Errorf("%w: key directory: %s has mode %#o: group or others may read it (want 0600)", ErrInvalidConfig, path, perm)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTraceFile+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("key directory: %w", err)
+	}
+	var tf traceFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&tf); err != nil || len(b) > maxTraceFile || tf.Version != keyDirVersion {
+		return nil, false, fmt.Errorf("%w: key directory: %s is not a trace file of version %d (%v)", ErrInvalidConfig, path, keyDirVersion, err)
+	}
+	// A tombstone that still holds a key is damaged, except under the
+	// switch that makes Erase keep the key.
+	if tf.Erased && (tf.Key == "" || mutMaskErase) {
+		return nil, true, nil
+	}
+	key, err = base64.StdEncoding.DecodeString(tf.Key)
+	if err != nil || len(key) < MinMaskKey || tf.Erased {
+		return nil, false, fmt.Errorf("%w: key directory: %s holds no valid key", ErrInvalidConfig, path)
+	}
+	return key, false, nil
+}
+
+// writeTemp writes tf to a new temporary file in dir, mode 0600, synced
+// and closed, and returns its path; on an error it leaves no file.
+func writeTemp(dir string, tf traceFile) (path string, err error) {
+	b, err := json.Marshal(tf)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("key directory: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			f.Close()
+			os.Remove(f.Name())
 		}
 	}()
 	// CreateTemp makes the file 0600; Chmod says so whatever the umask.
-	if err = tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("key file: %w", err)
+	if err = f.Chmod(0o600); err != nil {
+		return "", fmt.Errorf("key directory: %w", err)
 	}
-	if _, err = tmp.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("key file: %w", err)
+	if _, err = f.Write(append(b, '\n')); err != nil {
+		return "", fmt.Errorf("key directory: %w", err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("key file: %w", err)
+	if err = f.Sync(); err != nil {
+		return "", fmt.Errorf("key directory: %w", err)
 	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("key file: %w", err)
+	if err = f.Close(); err != nil {
+		return "", fmt.Errorf("key directory: %w", err)
 	}
-	if err = os.Rename(tmp.Name(), k.path); err != nil {
-		return fmt.Errorf("key file: %w", err)
+	return f.Name(), nil
+}
+
+// syncDir makes the directory's entries durable: a key given, or an
+// erasure, that a crash could undo would not be one.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("key directory: %w", err)
 	}
-	// The rename is durable once the directory is synced: an erasure
-	// that a crash could undo would not be one.
-	if d, derr := os.Open(dir); derr == nil {
-		derr = d.Sync()
-		d.Close()
-		if derr != nil {
-			return fmt.Errorf("key file: sync %s: %w", dir, derr)
-		}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("key directory: sync %s: %w", dir, err)
 	}
 	return nil
 }
 
 // Key returns traceID's key, making a random one on the trace's first use
-// (kept, in a file keyring, before Key returns). It returns an error
+// (kept, in a key directory, before Key returns). It returns an error
 // wrapping [ErrMaskErased] for an erased trace, [ErrInvalidCall] for an
-// id that is not a trace id, [ErrInvalidConfig] after [Keys.Close], and
-// the file's error when a new key cannot be kept (no key is given then).
-// The key returned is a copy.
+// id that is not a trace id, [ErrInvalidConfig] after [Keys.Close] or for
+// a damaged trace file, and the file system's error when a new key cannot
+// be kept (no key is given then). The key returned is a copy.
 func (k *Keys) Key(ctx context.Context, traceID string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := checkTrace(traceID); err != nil {
 		return nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	}
+	if k.dir != "" {
+		k.mu.RLock()
+		defer k.mu.RUnlock()
+		if k.closed {
+			return nil, fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
+		}
+		return k.dirKey(traceID)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -216,21 +245,63 @@ func (k *Keys) Key(ctx context.Context, traceID string) ([]byte, error) {
 		return nil, err
 	}
 	k.keys[traceID] = key
-	if err := k.write(k.keys, k.erased); err != nil {
-		delete(k.keys, traceID)
-		return nil, err
-	}
 	return slices.Clone(key), nil
 }
 
-// Erase destroys traceID's key, in a file keyring by rewriting the file
-// without it, and remembers the trace as erased: afterwards the trace's
-// stored hashes match no value anyone can compute, and [Keys.Key] answers
-// [ErrMaskErased] for it. Other traces' keys are untouched, and nothing in
-// the store changes. A trace that has no key yet is marked erased too;
-// erasing twice is no error. On an error (the file cannot be rewritten)
-// nothing is erased. Copies of the key made before Erase (backups of the
-// file, a gate's call in flight) are beyond its reach.
+// dirKey is Key in a key directory.
+func (k *Keys) dirKey(traceID string) ([]byte, error) {
+	path := k.tracePath(traceID)
+	key, erased, err := readTrace(path)
+	switch {
+	case erased:
+		return nil, fmt.Errorf("%w: trace %q", ErrMaskErased, traceID)
+	case err == nil:
+		return key, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	key = make([]byte, MinMaskKey)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	tmp, err := writeTemp(k.dir, traceFile{Version: keyDirVersion, Key: base64.StdEncoding.EncodeToString(key)})
+	if err != nil {
+		return nil, err
+	}
+	// A link, unlike a rename, fails where a file is: a key another Keys
+	// made first, which both then use, or a tombstone, which stays.
+	lerr := keyDirLink(tmp, path)
+	os.Remove(tmp)
+	if errors.Is(lerr, fs.ErrExist) {
+		clear(key)
+		key, erased, err := readTrace(path)
+		switch {
+		case erased:
+			return nil, fmt.Errorf("%w: trace %q", ErrMaskErased, traceID)
+		case err != nil:
+			return nil, err
+		}
+		return key, nil
+	}
+	if lerr != nil {
+		return nil, fmt.Errorf("key directory: %w", lerr)
+	}
+	if err := syncDir(k.dir); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+// Erase destroys traceID's key and remembers the trace as erased: in a
+// key directory, a tombstone (synced) replaces the trace's file in one
+// rename and the directory is synced, so that no file of the directory
+// holds the key after. Afterwards the trace's stored hashes match no
+// value anyone can compute, and [Keys.Key] answers [ErrMaskErased] for it,
+// in every Keys of the directory. Other traces' keys are untouched, and
+// nothing in the store changes. A trace that has no key yet is marked
+// erased too; erasing twice is no error. On an error nothing is erased.
+// Copies of the key made before Erase (backups of the directory, a
+// gate's call in flight) are beyond its reach.
 func (k *Keys) Erase(ctx context.Context, traceID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -238,29 +309,49 @@ func (k *Keys) Erase(ctx context.Context, traceID string) error {
 	if err := checkTrace(traceID); err != nil {
 		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
+	if k.dir != "" {
+		k.mu.RLock()
+		defer k.mu.RUnlock()
+		if k.closed {
+			return fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
+		}
+		return k.dirErase(traceID)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
 		return fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
 	}
-	keys, erased := maps.Clone(k.keys), maps.Clone(k.erased)
-	old := keys[traceID]
 	if !mutMaskErase {
-		delete(keys, traceID)
+		clear(k.keys[traceID]) // the ring's own copy
+		delete(k.keys, traceID)
 	}
-	erased[traceID] = true
-	if err := k.write(keys, erased); err != nil {
-		return err
-	}
-	k.keys, k.erased = keys, erased
-	if !mutMaskErase {
-		clear(old) // the ring's own copy, which no map holds now
-	}
+	k.erased[traceID] = true
 	return nil
 }
 
-// Close releases the key file (its lock) and forgets the keys; the
-// keyring then refuses every call. Closing twice is no error.
+// dirErase is Erase in a key directory.
+func (k *Keys) dirErase(traceID string) error {
+	path := k.tracePath(traceID)
+	tomb := traceFile{Version: keyDirVersion, Erased: true}
+	if mutMaskErase {
+		if key, _, err := readTrace(path); err == nil {
+			tomb.Key = base64.StdEncoding.EncodeToString(key)
+		}
+	}
+	tmp, err := writeTemp(k.dir, tomb)
+	if err != nil {
+		return err
+	}
+	if err := keyDirRename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("key directory: %w", err)
+	}
+	return syncDir(k.dir)
+}
+
+// Close forgets the keys (in memory) and makes the keyring refuse every
+// call; a key directory keeps its files. Closing twice is no error.
 func (k *Keys) Close() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -272,8 +363,5 @@ func (k *Keys) Close() error {
 		clear(key)
 	}
 	k.keys = nil
-	if k.unlock != nil {
-		return k.unlock()
-	}
 	return nil
 }

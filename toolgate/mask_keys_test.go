@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,16 +31,16 @@ func withMaskKeys(ring Keyring) func(*setup) {
 	}
 }
 
-// openKeys opens a key file in a fresh directory.
+// openKeys opens a key directory in a fresh temporary directory.
 func openKeys(t *testing.T) (*Keys, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "mask.keys")
-	k, err := OpenKeyFile(context.Background(), path)
+	dir := filepath.Join(t.TempDir(), "keys")
+	k, err := OpenKeyDir(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	return k, path
+	return k, dir
 }
 
 var maskedRE = regexp.MustCompile(regexp.QuoteMeta(MaskPrefix) + `[A-Za-z0-9_-]+`)
@@ -86,9 +88,10 @@ func bruteForce(keys [][]byte, space []string, hashes map[string]bool) []string 
 	return found
 }
 
-// remainingKeys is every key a keyring still keeps: in memory and in its
-// file.
-func remainingKeys(t *testing.T, k *Keys, path string) [][]byte {
+// remainingKeys is every key a keyring still keeps: in memory and in any
+// file of its directory, read leniently (a tombstone that kept a key
+// counts).
+func remainingKeys(t *testing.T, k *Keys, dir string) [][]byte {
 	t.Helper()
 	var out [][]byte
 	k.mu.Lock()
@@ -96,16 +99,23 @@ func remainingKeys(t *testing.T, k *Keys, path string) [][]byte {
 		out = append(out, key)
 	}
 	k.mu.Unlock()
-	b, err := os.ReadFile(path)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f keyFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range f.Keys {
-		key, err := base64.StdEncoding.DecodeString(s)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f traceFile
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if f.Key == "" {
+			continue
+		}
+		key, err := base64.StdEncoding.DecodeString(f.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,18 +128,18 @@ func remainingKeys(t *testing.T, k *Keys, path string) [][]byte {
 // ids with every key the keyring keeps finds none of A's hashes (it finds
 // A's order with A's key before the erasure), no record changes, a new
 // call in A fails closed writing nothing, and trace B still binds,
-// approves and runs, after the key file is reopened too.
+// approves and runs, after the key directory is reopened too.
 func TestAttackMaskErase(t *testing.T) {
 	const orderA, orderB = "ORD-0042", "ORD-0077"
 	dir := t.TempDir()
 	var ring *Keys
 	var path string
 	opened := 0
-	fileRing := func(su *setup) { // a key file of its own for each store
+	fileRing := func(su *setup) { // a key directory of its own for each store
 		opened++
-		path = filepath.Join(dir, fmt.Sprintf("mask-%d.keys", opened))
+		path = filepath.Join(dir, fmt.Sprintf("keys-%d", opened))
 		var err error
-		if ring, err = OpenKeyFile(context.Background(), path); err != nil {
+		if ring, err = OpenKeyDir(context.Background(), path); err != nil {
 			t.Fatal(err)
 		}
 		withMaskKeys(ring)(su)
@@ -190,13 +200,13 @@ func TestAttackMaskErase(t *testing.T) {
 		d.ground("B", orderB)
 		wantOutcome(t, "other order in B", d.refund("B", "ORD-0078", 100), audit.OutcomeRefused, CodeArgumentNotBound)
 
-		// Durable: a new process opens the file; B's grounding made
+		// Durable: a new process opens the directory; B's grounding made
 		// before binds its refund after, A stays erased.
 		keyB, _ := ring.Key(d.ctx, "B")
 		if err := ring.Close(); err != nil {
 			t.Fatal(err)
 		}
-		ring2, err := OpenKeyFile(d.ctx, path)
+		ring2, err := OpenKeyDir(d.ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,133 +348,311 @@ func TestMaskKeysShortKey(t *testing.T) {
 	}
 }
 
-// The key file is 0600, refuses a second opener, a file others may read,
-// and a file that is not a key file; a change that cannot be written
-// changes nothing and leaves no temporary file.
-func TestKeyFile(t *testing.T) {
-	ctx := context.Background()
-	k, path := openKeys(t)
-	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
-		t.Fatalf("new key file: %v %v, want mode 0600", info, err)
+// dirNames is the names of dir's entries.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	a, err := k.Key(ctx, "a")
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// A key directory is 0700, its trace files 0600 and named by a hash of
+// the trace id alone; it refuses a directory others may reach and a
+// damaged trace file; a write that fails gives no key, erases nothing and
+// leaves no file; an erasure leaves no key in any file and holds after
+// reopening, and erasing twice or a trace never keyed is no error.
+func TestKeyDir(t *testing.T) {
+	ctx := context.Background()
+	k, dir := openKeys(t)
+	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("new key directory: %v %v, want mode 0700", info, err)
+	}
+	a, err := k.Key(ctx, "trace-a")
 	if err != nil || len(a) != MinMaskKey {
 		t.Fatalf("Key: %d bytes, %v", len(a), err)
 	}
-	if again, _ := k.Key(ctx, "a"); !hmac.Equal(a, again) {
+	if again, _ := k.Key(ctx, "trace-a"); !hmac.Equal(a, again) {
 		t.Error("a trace's key changed")
 	}
-	if b, _ := k.Key(ctx, "b"); hmac.Equal(a, b) {
+	if b, _ := k.Key(ctx, "trace-b"); hmac.Equal(a, b) {
 		t.Error("two traces share a key")
 	}
-	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
-		t.Errorf("rewritten key file has mode %#o", info.Mode().Perm())
+	names := dirNames(t, dir)
+	if len(names) != 2 {
+		t.Fatalf("directory holds %v, want a file per trace", names)
 	}
-	if _, err := OpenKeyFile(ctx, path); !errors.Is(err, ErrKeyFileBusy) {
-		t.Errorf("second open: %v, want ErrKeyFileBusy", err)
+	for _, name := range names {
+		if strings.Contains(name, "trace") || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(name) {
+			t.Errorf("trace file name %q: want the hex SHA-256 of the id alone", name)
+		}
+		if info, _ := os.Stat(filepath.Join(dir, name)); info.Mode().Perm() != 0o600 {
+			t.Errorf("trace file %s has mode %#o", name, info.Mode().Perm())
+		}
 	}
 	if _, err := k.Key(ctx, ""); !errors.Is(err, ErrInvalidCall) {
 		t.Errorf("empty trace: %v, want ErrInvalidCall", err)
 	}
+	if err := k.Erase(ctx, ""); !errors.Is(err, ErrInvalidCall) {
+		t.Errorf("erasing an empty trace: %v, want ErrInvalidCall", err)
+	}
 
-	// The file's path turns into a directory: no rename can land.
-	if err := os.Rename(path, path+".saved"); err != nil {
-		t.Fatal(err)
+	// Writes that fail: the link of a first key, the rename of a tombstone.
+	failed := errors.New("disk full")
+	keyDirLink = func(string, string) error { return failed }
+	keyDirRename = func(string, string) error { return failed }
+	t.Cleanup(func() { keyDirLink, keyDirRename = os.Link, os.Rename })
+	if _, err := k.Key(ctx, "trace-c"); !errors.Is(err, failed) {
+		t.Errorf("a new key that cannot be kept: %v, want the write's error", err)
 	}
-	if err := os.MkdirAll(filepath.Join(path, "x"), 0o700); err != nil {
-		t.Fatal(err)
+	if err := k.Erase(ctx, "trace-a"); !errors.Is(err, failed) {
+		t.Errorf("an erasure that cannot be written: %v, want the write's error", err)
 	}
-	if _, err := k.Key(ctx, "c"); err == nil {
-		t.Error("a new key that cannot be kept was given")
-	}
-	if err := k.Erase(ctx, "a"); err == nil {
-		t.Error("an erasure that cannot be written succeeded")
-	}
-	if again, err := k.Key(ctx, "a"); err != nil || !hmac.Equal(a, again) {
+	keyDirLink, keyDirRename = os.Link, os.Rename
+	if again, err := k.Key(ctx, "trace-a"); err != nil || !hmac.Equal(a, again) {
 		t.Errorf("a failed erasure changed the key: %v", err)
 	}
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	for _, e := range entries {
-		if name := e.Name(); name != "mask.keys" && name != "mask.keys.saved" && name != "mask.keys.lock" {
-			t.Errorf("left behind: %s", name)
-		}
+	if got := dirNames(t, dir); !slices.Equal(got, names) {
+		t.Errorf("failed writes left %v, want %v", got, names)
 	}
-	if err := os.RemoveAll(path); err != nil {
+
+	if err := k.Erase(ctx, "trace-a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(path+".saved", path); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Erase(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Erase(ctx, "a"); err != nil {
+	if err := k.Erase(ctx, "trace-a"); err != nil {
 		t.Errorf("erasing twice: %v", err)
 	}
 	if err := k.Erase(ctx, "never-keyed"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := k.Key(ctx, "trace-a"); !errors.Is(err, ErrMaskErased) {
+		t.Errorf("Key of an erased trace: %v, want ErrMaskErased", err)
+	}
+	for _, key := range remainingKeys(t, k, dir) {
+		if hmac.Equal(key, a) {
+			t.Error("the erased key is still in a file of the directory")
+		}
+	}
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Key(ctx, "b"); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := k.Key(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Key after Close: %v, want ErrInvalidConfig", err)
 	}
+	if err := k.Erase(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Erase after Close: %v, want ErrInvalidConfig", err)
+	}
 
-	k2, err := OpenKeyFile(ctx, path)
+	k2, err := OpenKeyDir(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, trace := range []string{"a", "never-keyed"} {
+	defer k2.Close()
+	for _, trace := range []string{"trace-a", "never-keyed"} {
 		if _, err := k2.Key(ctx, trace); !errors.Is(err, ErrMaskErased) {
 			t.Errorf("%s after reopening: %v, want ErrMaskErased", trace, err)
 		}
 	}
-	k2.Close()
-
-	if err := os.Chmod(path, 0o644); err != nil {
+	b, err := k2.Key(ctx, "trace-b")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenKeyFile(ctx, path); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("a key file others may read: %v, want ErrInvalidConfig", err)
-	}
-	bad := filepath.Join(t.TempDir(), "bad.keys")
-	for _, body := range []string{`{"version":1,"keys":{"a":"c2hvcnQ="},"erased":[]}`, `{"version":2,"keys":{},"erased":[]}`, `not json`,
-		`{"version":1,"keys":{"a":"` + base64.StdEncoding.EncodeToString(a) + `"},"erased":["a"]}`} {
-		if err := os.WriteFile(bad, []byte(body), 0o600); err != nil {
+
+	// Damaged trace files are refused, never replaced by a new key.
+	bpath := k2.tracePath("trace-b")
+	for _, body := range []string{`{"version":1,"key":"c2hvcnQ="}`, `{"version":2,"key":"` + base64.StdEncoding.EncodeToString(b) + `"}`, `not json`, ``,
+		`{"version":1,"key":"` + base64.StdEncoding.EncodeToString(b) + `","erased":true}`, `{"version":1}`, `{"version":1,"key":"!!"}`,
+		`{"version":1,"key":"` + base64.StdEncoding.EncodeToString(b) + `","trace":"trace-b"}`} {
+		if err := os.WriteFile(bpath, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := OpenKeyFile(ctx, bad); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("key file %s: %v, want ErrInvalidConfig", body, err)
+		if _, err := k2.Key(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("trace file %s: %v, want ErrInvalidConfig", body, err)
 		}
+		if got, _ := os.ReadFile(bpath); string(got) != body {
+			t.Errorf("a damaged trace file was rewritten: %s", got)
+		}
+	}
+	if err := os.WriteFile(bpath, []byte(`{"version":1,"key":"`+base64.StdEncoding.EncodeToString(b)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bpath, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k2.Key(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a trace file others may read: %v, want ErrInvalidConfig", err)
+	}
+
+	// The directory itself: modes, a file in its place, an empty path.
+	if err := os.Chmod(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenKeyDir(ctx, dir); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a key directory others may reach: %v, want ErrInvalidConfig", err)
+	}
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenKeyDir(ctx, notDir); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a file as the key directory: %v, want ErrInvalidConfig", err)
+	}
+	if _, err := OpenKeyDir(ctx, ""); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("an empty path: %v, want ErrInvalidConfig", err)
+	}
+	if _, err := OpenKeyDir(ctx, filepath.Join(t.TempDir(), "no", "parent")); err == nil {
+		t.Error("a key directory without its parent was made")
 	}
 }
 
-// Concurrent first uses of one trace get one key; the ring serves many
-// traces at once.
-func TestKeysConcurrent(t *testing.T) {
+// Two Keys on one directory (two processes) racing for one trace's first
+// key end with one key that both use; an erasure through one holds in
+// the other at its next call, and a racing first key never lands over
+// the tombstone (by chance, with goroutines, and by design, with the
+// other Keys acting just before the link).
+func TestKeyDirShared(t *testing.T) {
 	ctx := context.Background()
-	k, _ := openKeys(t)
+	k1, dir := openKeys(t)
+	k2, err := OpenKeyDir(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k2.Close()
+	for round := range 20 {
+		trace := fmt.Sprintf("race-%d", round)
+		var wg sync.WaitGroup
+		got := make([][]byte, 8)
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ring := k1
+				if i%2 == 1 {
+					ring = k2
+				}
+				key, err := ring.Key(ctx, trace)
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = key
+			}()
+		}
+		wg.Wait()
+		for _, key := range got[1:] {
+			if !hmac.Equal(key, got[0]) {
+				t.Fatalf("%s: racing first uses got different keys", trace)
+			}
+		}
+		if again, _ := k1.Key(ctx, trace); !hmac.Equal(again, got[0]) {
+			t.Fatalf("%s: the kept key is not the one given", trace)
+		}
+	}
+
+	// The other Keys acts between this one's read and its link: it lands
+	// its key first, which both then use, or its tombstone, which stays.
+	t.Cleanup(func() { keyDirLink = os.Link })
+	var other []byte
+	keyDirLink = func(tmp, path string) error {
+		keyDirLink = os.Link
+		var err error
+		if other, err = k2.Key(ctx, "late"); err != nil {
+			t.Error(err)
+		}
+		return os.Link(tmp, path)
+	}
+	if mine, err := k1.Key(ctx, "late"); err != nil || !hmac.Equal(mine, other) {
+		t.Errorf("a first key lost to another Keys: %v, want the other's key", err)
+	}
+	keyDirLink = func(tmp, path string) error {
+		keyDirLink = os.Link
+		if err := k2.Erase(ctx, "late-erased"); err != nil {
+			t.Error(err)
+		}
+		return os.Link(tmp, path)
+	}
+	if _, err := k1.Key(ctx, "late-erased"); !errors.Is(err, ErrMaskErased) {
+		t.Errorf("a first key racing an erasure: %v, want ErrMaskErased", err)
+	}
+	if _, err := k2.Key(ctx, "late-erased"); !errors.Is(err, ErrMaskErased) {
+		t.Errorf("the tombstone after a racing first key: %v, want ErrMaskErased", err)
+	}
+
+	if _, err := k2.Key(ctx, "shared"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k1.Erase(ctx, "shared"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k2.Key(ctx, "shared"); !errors.Is(err, ErrMaskErased) {
+		t.Errorf("the other Keys after the erasure: %v, want ErrMaskErased", err)
+	}
+
+	// An erasure racing first uses: once it is done, no Keys has a key.
 	var wg sync.WaitGroup
-	got := make([][]byte, 16)
-	for i := range got {
+	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			key, err := k.Key(ctx, "shared")
-			if err != nil {
-				t.Error(err)
+			ring := k1
+			if i%2 == 1 {
+				ring = k2
 			}
-			got[i] = key
-			if _, err := k.Key(ctx, fmt.Sprintf("own-%d", i)); err != nil {
+			if i == 0 {
+				if err := ring.Erase(ctx, "contested"); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			if _, err := ring.Key(ctx, "contested"); err != nil && !errors.Is(err, ErrMaskErased) {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	for _, key := range got[1:] {
-		if !hmac.Equal(key, got[0]) {
-			t.Fatal("concurrent first uses got different keys")
+	for _, ring := range []*Keys{k1, k2} {
+		if _, err := ring.Key(ctx, "contested"); !errors.Is(err, ErrMaskErased) {
+			t.Errorf("after an erasure racing first uses: %v, want ErrMaskErased", err)
+		}
+	}
+	for _, name := range dirNames(t, dir) {
+		if strings.HasPrefix(name, ".tmp-") {
+			t.Errorf("left behind: %s", name)
+		}
+	}
+}
+
+// Concurrent first uses of one trace get one key, in memory and in a
+// directory; the ring serves many traces at once.
+func TestKeysConcurrent(t *testing.T) {
+	ctx := context.Background()
+	dirRing, _ := openKeys(t)
+	for name, k := range map[string]*Keys{"memory": NewKeys(), "directory": dirRing} {
+		var wg sync.WaitGroup
+		got := make([][]byte, 16)
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key, err := k.Key(ctx, "shared")
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = key
+				if _, err := k.Key(ctx, fmt.Sprintf("own-%d", i)); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, key := range got[1:] {
+			if !hmac.Equal(key, got[0]) {
+				t.Fatalf("%s: concurrent first uses got different keys", name)
+			}
 		}
 	}
 }

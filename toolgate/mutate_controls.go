@@ -9,7 +9,7 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 // as false constants (nomutate_controls.go).
 var (
 	mutControlsCall    bool
-	mutControlsStart   bool
+	mutControlsDecide  bool
 	mutControlsTighten bool
 	mutContextRef      bool
 )
@@ -17,9 +17,9 @@ var (
 func init() {
 	mutant.Register("github.com/blackboardkernel/bk/toolgate",
 		mutant.Def{Name: "toolgate.controls_call", On: &mutControlsCall,
-			Check: "a call of an effectful tool in a read_only trace is READ_ONLY_MODE, and of a prohibited tool TOOL_PROHIBITED, before the kernel"},
-		mutant.Def{Name: "toolgate.controls_start", On: &mutControlsStart,
-			Check: "an action not yet started in a trace made read_only (or that prohibits its tool) is refused for good when executed, resumed or recovered: an earlier approval never runs it"},
+			Check: "a call of an effectful tool that the trace's run controls forbid (read_only, or the tool prohibited) is refused before the kernel, with READ_ONLY_MODE or TOOL_PROHIBITED: nothing is proposed"},
+		mutant.Def{Name: "toolgate.controls_decide", On: &mutControlsDecide,
+			Check: "the kernel decides every tool's action against the trace's run controls (failing closed on a controls record the gate did not write), and an action not yet started is refused for good when executed, resumed or recovered in a trace that now forbids it: an earlier approval never runs it"},
 		mutant.Def{Name: "toolgate.controls_tighten", On: &mutControlsTighten,
 			Check: "run controls only tighten: a Restrict that would loosen them is ErrLoosened and records nothing"},
 		mutant.Def{Name: "toolgate.context_ref", On: &mutContextRef,

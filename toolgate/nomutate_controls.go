@@ -5,7 +5,7 @@ package toolgate
 // The switches of mutate_controls.go, off.
 const (
 	mutControlsCall    = false
-	mutControlsStart   = false
+	mutControlsDecide  = false
 	mutControlsTighten = false
 	mutContextRef      = false
 )

@@ -24,8 +24,18 @@ type remote struct {
 }
 
 func (r *remote) session(t *testing.T) *sdk.ClientSession {
+	return r.sessionAt(t, "")
+}
+
+// sessionAt connects to the remote server, which speaks only protocol
+// version (any it supports for "").
+func (r *remote) sessionAt(t *testing.T, version string) *sdk.ClientSession {
 	t.Helper()
-	server := sdk.NewServer(&sdk.Implementation{Name: "warehouse", Version: "v1"}, nil)
+	var opts *sdk.ServerOptions
+	if version != "" {
+		opts = &sdk.ServerOptions{SupportedProtocolVersions: []string{version}}
+	}
+	server := sdk.NewServer(&sdk.Implementation{Name: "warehouse", Version: "v1"}, opts)
 	server.AddTool(&sdk.Tool{Name: "ship", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			key, _ := req.Params.Meta[mcp.MetaRetryKey].(string)
@@ -57,6 +67,9 @@ func (r *remote) session(t *testing.T) *sdk.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		t.Fatalf("negotiated protocol %s, want %s", got, version)
+	}
 	return cs
 }
 
@@ -92,5 +105,40 @@ func TestRemoteEffect(t *testing.T) {
 	}
 	if reply := res.ForModel(); !reply.IsError || strings.Contains(reply.Text, "fire") {
 		t.Fatalf("the model was shown %s", reply.Text)
+	}
+}
+
+// The gate's client against remote servers that speak only an older
+// protocol version: the call, its retry key and its trace context (in
+// _meta, which every version has) reach the server, its structured
+// content is the output, and its error result fails the call unseen by
+// the model.
+func TestRemoteEffectOlderProtocols(t *testing.T) {
+	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
+		t.Run(v, func(t *testing.T) {
+			var r remote
+			ship := toolgate.Tool{Name: "ship", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+				Idempotent: true, Effect: mcp.RemoteEffect(r.sessionAt(t, v), "ship")}
+			g, err := toolgate.New(t.Context(), toolgate.WithTools(ship), toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"ship"}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xdd, 2}, SpanID: trace.SpanID{0xdd, 2}, TraceFlags: trace.FlagsSampled})
+			res, err := g.Call(trace.ContextWithSpanContext(t.Context(), sc), toolgate.Call{Tool: "ship", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "agent", TraceID: "t1"})
+			if err != nil || res.Outcome != audit.OutcomeExecuted {
+				t.Fatalf("ship: %+v, %v", res, err)
+			}
+			if res.Output["shipment"] != "s_A1" {
+				t.Fatalf("output %v, want the remote's structured content", res.Output)
+			}
+			if len(r.keys) != 1 || !strings.Contains(r.keys[0], res.ActionID) || !strings.Contains(r.traces[0], sc.TraceID().String()) {
+				t.Fatalf("remote saw retry keys %q and traceparents %q, want the action's key and trace %s", r.keys, r.traces, sc.TraceID())
+			}
+			res, err = g.Call(t.Context(), toolgate.Call{Tool: "ship", Args: json.RawMessage(`{"order_id":"X"}`), Caller: "agent", TraceID: "t1"})
+			if err != nil || res.Outcome != audit.OutcomeFailed || strings.Contains(res.ForModel().Text, "fire") {
+				t.Fatalf("failing remote: %+v, %v", res, err)
+			}
+		})
 	}
 }

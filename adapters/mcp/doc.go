@@ -20,6 +20,11 @@
 // a protocol error is a failure of the gate itself (a store failure, a
 // cancelled request).
 //
+// Each session is a trace of its own by default ([SessionTrace]): the
+// session's id where the transport has one, a random id per session over
+// stdio or in memory; [WithTrace] names another (a ticket the application
+// knows, to which its planners add beliefs).
+//
 // A client makes a call idempotent by giving it a retry key in the
 // request's _meta, under [MetaRetryKey]: the gate then answers a call
 // delivered twice with the first one's decision and result
@@ -43,6 +48,13 @@
 // waiting, and the model is told so (APPROVAL_REQUIRED); a retry
 // under its retry key gets the answer once someone approved it elsewhere
 // (bk approve).
+//
+// # Protocol versions
+//
+// Both sides work with every protocol version go-sdk v1.8.0 speaks, from
+// 2024-11-05 to 2026-07-28: the retry key and the trace context travel in
+// _meta, which every version has, and on a version before 2026-07-28 the
+// SDK turns the approval's input request into an elicitation.
 //
 // # Tracing
 //

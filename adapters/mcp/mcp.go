@@ -42,8 +42,9 @@ type config struct {
 	ttl      time.Duration
 }
 
-// WithTrace names the trace a session's calls belong to; the default is
-// "mcp:" and the session's id.
+// WithTrace names the trace a session's calls belong to. It is called on
+// every request, so it must give one session the same name each time. The
+// default is [SessionTrace].
 func WithTrace(f func(*sdk.ServerSession) string) Option { return func(c *config) { c.trace = f } }
 
 // WithApprover enables approvals through elicitation, recorded under the
@@ -81,7 +82,7 @@ func Govern(server *sdk.Server, g *toolgate.Gate, caller string, opts ...Option)
 		return fmt.Errorf("%w: the approver %q is the caller", ErrInvalid, caller)
 	}
 	if gv.trace == nil {
-		gv.trace = func(ss *sdk.ServerSession) string { return "mcp:" + ss.ID() }
+		gv.trace = SessionTrace
 	}
 	for _, s := range g.Tools() {
 		schema := s.Parameters

@@ -20,6 +20,13 @@ type client struct{ cs *sdk.ClientSession }
 
 func connect(t *testing.T, env *adaptertest.Env, elicit bool, opts ...mcp.Option) *client {
 	t.Helper()
+	return connectAt(t, env, "", elicit, opts...)
+}
+
+// connectAt is connect with a client that asks for protocol version (the
+// latest for "").
+func connectAt(t *testing.T, env *adaptertest.Env, version string, elicit bool, opts ...mcp.Option) *client {
+	t.Helper()
 	server := sdk.NewServer(&sdk.Implementation{Name: "support", Version: "v1"}, nil)
 	opts = append([]mcp.Option{mcp.WithApprover(env.Approver), mcp.WithTrace(func(*sdk.ServerSession) string { return env.TraceID })}, opts...)
 	if err := mcp.Govern(server, env.Gate, env.Caller, opts...); err != nil {
@@ -49,11 +56,14 @@ func connect(t *testing.T, env *adaptertest.Env, elicit bool, opts ...mcp.Option
 	t.Cleanup(func() { _ = ss.Close() })
 	cl := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, &copts)
 	cl.AddSendingMiddleware(mcp.TraceContext)
-	cs, err := cl.Connect(t.Context(), ct, nil)
+	cs, err := cl.Connect(t.Context(), ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		t.Fatalf("negotiated protocol %s, want %s", got, version)
+	}
 	return &client{cs}
 }
 
@@ -101,6 +111,18 @@ func (c *client) CallTool(ctx context.Context, name string, args json.RawMessage
 
 func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return connect(t, env, true) })
+}
+
+// Clients of every older protocol version the SDK speaks, where a server
+// elicits while it handles a call: the SDK turns the approval's input
+// request into an elicitation, and the whole suite passes as on the
+// latest protocol.
+func TestConformanceOlderProtocol(t *testing.T) {
+	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
+		t.Run(v, func(t *testing.T) {
+			adaptertest.Run(t, func(t *testing.T, env *adaptertest.Env) adaptertest.Adapter { return connectAt(t, env, v, true) })
+		})
+	}
 }
 
 func submitDue(t *testing.T, env *adaptertest.Env) {

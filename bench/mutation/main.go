@@ -12,6 +12,11 @@
 //	go run -tags bkmutate ./bench/mutation             # make mutation
 //	go run -tags bkmutate ./bench/mutation -tests=false -only stale,recheck
 //
+// The modules nested in the tree (the framework adapters under adapters/,
+// each with its own dependencies) cannot be linked into this program:
+// their switches are read from their source (nested.go), and their tests
+// are built and run in their own module, BK_MUTATE naming the switch.
+//
 // It exits 1 when the hardened kernel does not hold against every attack,
 // when some check is noticed by no attack and no test, or when some attack
 // does not fail against the kernel missing the check it targets; 2 for a
@@ -66,7 +71,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *only != "" {
 		names = strings.Split(*only, ",")
 	}
-	ms, err := selected(names)
+	all, err := everySwitch(moduleRoot())
+	if err != nil {
+		return err
+	}
+	ms, err := selected(all, names)
 	if err != nil {
 		return err
 	}
@@ -204,7 +213,8 @@ type testResult struct {
 }
 
 // buildTests compiles, with the bkmutate tag, the tests of every package
-// that guards one of ms, and returns the binaries by import path.
+// that guards one of ms, and returns the binaries by import path. A
+// package of a nested module (an adapter) is built in its module.
 func buildTests(ctx context.Context, ms []mutant.Switch) (map[string]string, func(), error) {
 	dir, err := os.MkdirTemp("", "bkmutate-")
 	if err != nil {
@@ -219,6 +229,7 @@ func buildTests(ctx context.Context, ms []mutant.Switch) (map[string]string, fun
 			}
 			bin := filepath.Join(dir, fmt.Sprintf("%d.test", len(bins)))
 			cmd := exec.CommandContext(ctx, "go", "test", "-c", "-tags", "bkmutate", "-o", bin, pkg)
+			cmd.Dir = moduleDir(packageDir(pkg))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				cleanup()
 				return nil, nil, fmt.Errorf("building the tests of %s: %v\n%s", pkg, err, out)
@@ -266,7 +277,7 @@ func runTests(ctx context.Context, bins map[string]string, ms []mutant.Switch, p
 func packageTests(ctx context.Context, bin, pkg, name string) testResult {
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.timeout="+testTimeout.String())
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, modulePath), "/")
-	cmd.Dir = filepath.Join(moduleRoot(), rel) // the tests read testdata and source files
+	cmd.Dir = packageDir(pkg) // the tests read testdata and source files
 	cmd.Env = append(os.Environ(), "BK_MUTATE="+name)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

@@ -124,10 +124,9 @@ func gaps(base outcome, rows []row, byTarget map[string]outcome, tests bool) []s
 	return out
 }
 
-// selected returns the mutations named in only (all for none), or an
-// error naming an unknown one.
-func selected(only []string) ([]mutant.Switch, error) {
-	all := mutant.All()
+// selected returns the switches of all named in only (all for none), or
+// an error naming an unknown one.
+func selected(all []mutant.Switch, only []string) ([]mutant.Switch, error) {
 	if len(only) == 0 {
 		return all, nil
 	}

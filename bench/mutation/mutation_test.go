@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,17 +57,18 @@ func TestEveryCheckIsCaught(t *testing.T) {
 // Every attack targets a check the kernel has a switch for.
 func TestTargetsAreChecks(t *testing.T) {
 	for _, a := range study.Catalogue() {
-		if _, err := selected([]string{a.Target}); err != nil {
+		if _, err := selected(mutant.All(), []string{a.Target}); err != nil {
 			t.Errorf("attack %s: %v", a.Name, err)
 		}
 	}
-	if _, err := selected([]string{"no_such_check"}); err == nil {
+	if _, err := selected(mutant.All(), []string{"no_such_check"}); err == nil {
 		t.Error("an unknown switch was accepted")
 	}
 }
 
 // The switches are off unless one is named, Set refuses a name it does not
-// know, and every switch is documented and guarded by some package's tests.
+// know, and every switch, the nested modules' too, is documented and
+// guarded by some package's tests.
 func TestMutate(t *testing.T) {
 	if err := mutant.Set("no_such_check"); err == nil {
 		t.Error("Set accepted an unknown name")
@@ -74,8 +76,12 @@ func TestMutate(t *testing.T) {
 	if err := mutant.Set(""); err != nil {
 		t.Fatal(err)
 	}
+	all, err := everySwitch(moduleRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]bool{}
-	for _, m := range mutant.All() {
+	for _, m := range all {
 		if len(m.Tests) == 0 || m.Package == "" {
 			t.Errorf("switch %q has no package", m.Name)
 		}
@@ -102,7 +108,7 @@ func TestEveryPackageLinked(t *testing.T) {
 		if d.IsDir() && path != root {
 			// Another module (an adapter beside the core, with its own
 			// dependencies) cannot be linked into the runner: its switches
-			// are turned on by BK_MUTATE in its own tests.
+			// are read from its source (TestNestedSwitches).
 			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
 				return filepath.SkipDir
 			}
@@ -123,5 +129,82 @@ func TestEveryPackageLinked(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The switches of the modules nested in the tree are found in their
+// source, every module that registers one is covered, and each is run by
+// its own module's tests: adk.forged_confirmation among them.
+func TestNestedSwitches(t *testing.T) {
+	root := moduleRoot()
+	nested, err := nestedSwitches(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPkg := map[string]bool{}
+	for _, s := range nested {
+		byPkg[s.Package] = true
+		if s.Adversary || len(s.Tests) == 0 || s.Tests[0] != s.Package {
+			t.Errorf("switch %s: %+v, want one judged by its own package's tests", s.Name, s)
+		}
+		if d := moduleDir(packageDir(s.Package)); d == root {
+			t.Errorf("switch %s of %s is the core module's", s.Name, s.Package)
+		}
+	}
+	i := slices.IndexFunc(nested, func(s mutant.Switch) bool { return s.Name == "adk.forged_confirmation" })
+	if i < 0 || nested[i].Package != modulePath+"/adapters/adk" || nested[i].Check == "" {
+		t.Fatalf("adk.forged_confirmation not found among %+v", nested)
+	}
+	// Every nested file that registers switches is read.
+	re := regexp.MustCompile(`mutant\.Register\("([^"]+)"`)
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || moduleDir(filepath.Dir(path)) == root {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllSubmatch(src, -1) {
+			if !byPkg[string(m[1])] {
+				t.Errorf("%s registers switches for %s, which the runner does not find", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Register call the runner cannot read is an error, not a switch
+// skipped. (The space after "Register(" keeps this source out of
+// TestEveryPackageLinked's scan.)
+func TestNestedSwitchesUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	src := `package x
+
+import "github.com/blackboardkernel/bk/internal/mutant"
+
+var on bool
+
+func init() { mutant.Register( "x", mutant.Def{Name: name(), Check: "c", On: &on}) }
+
+func name() string { return "x.n" }
+`
+	path := filepath.Join(dir, "mutate.go")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := registered(path); err == nil || !strings.Contains(err.Error(), "Name") {
+		t.Fatalf("registered: %+v, %v; want an error naming the Name", got, err)
+	}
+	good := strings.Replace(src, "name()", `"x." + "n"`, 1)
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := registered(path)
+	if err != nil || len(got) != 1 || got[0].Name != "x.n" || got[0].Package != "x" || got[0].Check != "c" {
+		t.Fatalf("registered: %+v, %v", got, err)
 	}
 }

@@ -636,8 +636,10 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 				t.Errorf("trace %s: record %s is at position %d", tr, r.ID, i+1)
 			}
 			// The kernel's evidence artifact lands with, and just before,
-			// the belief it justifies.
-			if r.Slot == blackboard.Evidence && r.Kind != audit.Kind && r.Provenance.Role == blackboard.RoleKernel {
+			// the belief it justifies. (The gate's decision records, policy
+			// snapshots and run controls are kernel-role evidence too.)
+			if r.Slot == blackboard.Evidence && r.Kind != audit.Kind && r.Kind != toolgate.KindPolicy && r.Kind != toolgate.KindControls &&
+				r.Provenance.Role == blackboard.RoleKernel {
 				if i+1 >= len(recs) || recs[i+1].Slot != blackboard.Beliefs || !slices.Equal(recs[i+1].EvidenceRefs, []string{r.ID}) {
 					t.Errorf("evidence %s without its belief", r.ID)
 				}

@@ -1,0 +1,220 @@
+package pack
+
+import (
+	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// The safety modes a run is compiled for. They mirror the gate's (which
+// enforces them); the compiled context only shows the mode in force.
+const (
+	ModeNormal   = "normal"
+	ModeReadOnly = "read_only"
+)
+
+// The sections of a compiled context, in the order of the priority stack
+// (the order of the prompt): critical signals first, then the top zone's
+// mission, constraints and policy, the middle zone's progress, evidence and
+// memory, the bottom zone's task, last result and tools, and the run
+// controls last.
+const (
+	SectionSignals     = "signals"
+	SectionMission     = "mission"
+	SectionConstraints = "constraints"
+	SectionPolicy      = "policy"
+	SectionProgress    = "progress"
+	SectionEvidence    = "evidence"
+	SectionMemory      = "memory"
+	SectionTask        = "task"
+	SectionLastResult  = "last_result"
+	SectionTools       = "tools"
+	SectionControls    = "controls"
+)
+
+// SectionNames returns the sections in the order of the priority stack.
+func SectionNames() []string {
+	return []string{SectionSignals, SectionMission, SectionConstraints, SectionPolicy,
+		SectionProgress, SectionEvidence, SectionMemory,
+		SectionTask, SectionLastResult, SectionTools, SectionControls}
+}
+
+// Run is the run context a context is compiled for.
+type Run struct {
+	ID        string // the run
+	TraceID   string // the trace whose evidence is shown and where the record goes
+	Session   string
+	Namespace string
+	// Mode is the safety mode: [ModeNormal] or [ModeReadOnly].
+	Mode string
+	// Budget, when set, is the run's budget: what is left of each limited
+	// resource goes to the run controls.
+	Budget *budget.Run
+	Role   string // the role the model acts in
+	Intent string // the intent the turn serves
+}
+
+// Input is the turn's own text: what the caller knows that the store does
+// not hold. It carries no conversation: a step is given its task and the
+// run's progress as one line per earlier step, never the earlier steps'
+// raw outputs.
+type Input struct {
+	Mission     string   // the run's goal; never cut
+	Constraints []string // immutable constraints; never cut
+	// Signals are critical (P0) signals: they go at the top of the prompt.
+	Signals    []string
+	Progress   []Step // the run's earlier steps, compressed
+	Task       string // the current step's task
+	LastResult string // the previous step's result
+	// Tools are the tools to show, as the gate surfaced them; one that
+	// Policy prohibits is left out all the same.
+	Tools  []toolgate.Spec
+	Policy Policy
+}
+
+// Step is one earlier step of the run, compressed to a line.
+type Step struct {
+	Turn int    `json:"turn"`
+	Tool string `json:"tool,omitempty"`
+	OK   bool   `json:"ok"`
+	// Note is one line: what the step established or why it failed.
+	Note string `json:"note,omitempty"`
+}
+
+// Steps compresses a worker's trajectory ([failure.Grant.Trajectory]) to
+// steps: a failed turn's note is its status and failure category.
+func Steps(t []failure.TrajectoryEntry) []Step {
+	out := make([]Step, len(t))
+	for i, e := range t {
+		out[i] = Step{Turn: e.Turn, Tool: e.Tool, OK: e.OK}
+		if !e.OK {
+			out[i].Note = string(e.Status) + " (" + string(e.Category) + ")"
+		}
+	}
+	return out
+}
+
+// Policy is the governance in force for the run, as the model is to be
+// told it: the rules (one line each), the tools that need an approval,
+// the prohibited tools, and what the agent must refuse or escalate. Hash
+// names the gate's policy snapshot it was resolved from ("" when none).
+type Policy struct {
+	Hash         string   `json:"hash,omitempty"`
+	Rules        []string `json:"rules,omitempty"`
+	Approval     []string `json:"approval,omitempty"`
+	Prohibited   []string `json:"prohibited,omitempty"`
+	MustRefuse   []string `json:"must_refuse,omitempty"`
+	MustEscalate []string `json:"must_escalate,omitempty"`
+}
+
+// Pack is a compiled context: the prompt, its sections, and the manifests
+// that say what went in and what was cut. Its JSON is the payload of the
+// compiled_context record ([Pack.Record]).
+type Pack struct {
+	// Hash is "sha256:" and the hex SHA-256 of the canonical JSON of every
+	// other field: same inputs and clock, same hash.
+	Hash     string `json:"hash,omitempty"`
+	Encoding string `json:"encoding"`
+	Window   int    `json:"window"`
+	// Tokens is the prompt's length in the encoding's tokens.
+	Tokens   int       `json:"tokens"`
+	Mode     string    `json:"mode"`
+	Intent   string    `json:"intent,omitempty"`
+	Role     string    `json:"role,omitempty"`
+	Policy   string    `json:"policy,omitempty"` // the policy snapshot's hash
+	Prompt   string    `json:"prompt"`
+	Sections []Section `json:"sections"`
+	Manifest Manifest  `json:"manifest"`
+
+	traceID string
+	refs    []string // the records shown, for the record's input refs
+}
+
+// Section is one section's share of the window, the budget it was given
+// (its share, plus what earlier sections left unused) and the tokens it
+// took.
+type Section struct {
+	Name   string  `json:"name"`
+	Share  float64 `json:"share"`
+	Budget int     `json:"budget"`
+	Tokens int     `json:"tokens"`
+}
+
+// Manifest says what a compiled context holds: the policy in force, the
+// tools shown, the evidence and memory shown (record by record), the run
+// controls, and every cut.
+type Manifest struct {
+	Policy   Policy     `json:"policy"`
+	Tools    []string   `json:"tools"`
+	Evidence []Evidence `json:"evidence"`
+	Memory   []Memory   `json:"memory"`
+	Controls Controls   `json:"controls"`
+	Cuts     []Cut      `json:"cuts"`
+}
+
+// Freshness of a record shown as evidence.
+const (
+	Fresh = "fresh" // within its TTL, or without one
+	Stale = "stale" // past its TTL, expired, or flagged stale by its source
+)
+
+// The flags a record shown as evidence may carry. A record with a flag is
+// never shown as a current fact: its line starts with the flag in capitals.
+const (
+	FlagStale         = "stale"
+	FlagConflicted    = "conflicted"
+	FlagInvalidated   = "invalidated"
+	FlagSuperseded    = "superseded"
+	FlagLowConfidence = "low_confidence"
+)
+
+// Evidence is one record shown in the evidence section: a committed,
+// active belief of the trace, or a percept it rests on.
+type Evidence struct {
+	ID        string   `json:"id"`
+	Slot      string   `json:"slot"`
+	Kind      string   `json:"kind"`
+	Belief    string   `json:"belief,omitempty"` // a percept's: the belief it backs
+	AgeMS     int64    `json:"age_ms"`
+	TTLMS     int64    `json:"ttl_ms,omitempty"`
+	Freshness string   `json:"freshness"`
+	Flags     []string `json:"flags,omitempty"`
+	Refs      []string `json:"refs,omitempty"` // a belief's evidence refs
+}
+
+// Memory is one persistent record recalled into the memory section.
+type Memory struct {
+	ID    string `json:"id"`
+	Slot  string `json:"slot"`
+	Kind  string `json:"kind"`
+	AgeMS int64  `json:"age_ms"`
+}
+
+// Controls are the run controls shown to the model.
+type Controls struct {
+	Mode     string   `json:"mode"`
+	Budgets  []Left   `json:"budgets,omitempty"`
+	Approval []string `json:"approval,omitempty"` // tools that need an approval
+}
+
+// Left is what is left of one limited budget resource.
+type Left struct {
+	Resource string  `json:"resource"`
+	Left     float64 `json:"left"`
+}
+
+// Why an item was cut.
+const (
+	ReasonBudget     = "over_budget" // its section's budget could not hold it
+	ReasonCompressed = "compressed"  // above 90 % of the window: replaced by a summary
+	ReasonEvicted    = "evicted"     // above 90 % of the window: removed
+	ReasonProhibited = "prohibited"  // a tool the policy prohibits
+)
+
+// Cut is one thing left out of, or shortened in, a compiled context.
+type Cut struct {
+	Section string `json:"section"`
+	Item    string `json:"item"`   // a record id, a tool, "turn N", or the section for a shortened text
+	Tokens  int    `json:"tokens"` // the tokens cut
+	Reason  string `json:"reason"`
+}

@@ -1,0 +1,404 @@
+package pack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// item is one unit of a section: a line (or a block) of the prompt, whose
+// tokens are counted on their own. Every unit starts with a character that
+// is not a space and ends with one newline, so that the BPE pre-tokenizer
+// never joins two units: the prompt's count is the sum of its units'.
+type item struct {
+	key    string // what a cut names
+	text   string
+	tokens int
+	// rank orders cuts: the lowest is cut first; on a tie, the later item.
+	rank     int
+	tool     string
+	evidence []Evidence
+	memory   *Memory
+	stamp    int64 // when the record shown was written, for ordering
+	step     *Step // a progress item's step, for the summary
+}
+
+// section is one section while it is compiled.
+type section struct {
+	name         string
+	share        float64
+	header       string
+	headerTokens int
+	fixed        bool // never cut: the mission, the constraints
+	text         bool // one text that may be shortened: the task, the last result
+	items        []item
+	kept         []item
+	pre          []Cut // cuts made before allocation (prohibited tools)
+	cuts         []Cut
+	budget       int
+}
+
+func (s *section) need() int  { return total(s.headerTokens, s.items) }
+func (s *section) taken() int { return total(s.headerTokens, s.kept) }
+
+func total(header int, items []item) int {
+	if len(items) == 0 {
+		return 0
+	}
+	t := header
+	for i := range items {
+		t += items[i].tokens
+	}
+	return t
+}
+
+// unit makes s one prompt unit: trimmed, with one final newline.
+func unit(s string) string { return strings.TrimSpace(s) + "\n" }
+
+// sections builds every section, with its items counted.
+func (c *Compiler) sections(ctx context.Context, rd kernel.Reader, run Run, in Input, now time.Time) ([]*section, error) {
+	heads := map[string]string{
+		SectionSignals: "## Critical signals", SectionMission: "## Mission", SectionConstraints: "## Constraints",
+		SectionPolicy: "## Policy", SectionProgress: "## Progress", SectionEvidence: "## Evidence",
+		SectionMemory: "## Memory", SectionTask: "## Current task", SectionLastResult: "## Last result",
+		SectionTools: "## Tools", SectionControls: "## Run controls",
+	}
+	secs := make([]*section, 0, len(heads))
+	byName := make(map[string]*section, len(heads))
+	for _, name := range SectionNames() {
+		s := &section{name: name, share: c.shares[name], header: unit(heads[name])}
+		s.fixed = name == SectionMission || name == SectionConstraints
+		s.text = name == SectionTask || name == SectionLastResult
+		secs = append(secs, s)
+		byName[name] = s
+	}
+	add := func(name, key, text string, rank int) *item {
+		s := byName[name]
+		s.items = append(s.items, item{key: key, text: unit(text), rank: rank})
+		return &s.items[len(s.items)-1]
+	}
+	for i, sig := range in.Signals {
+		add(SectionSignals, "signal "+strconv.Itoa(i+1), "- "+sig, -i)
+	}
+	add(SectionMission, SectionMission, in.Mission, 0)
+	for i, con := range in.Constraints {
+		add(SectionConstraints, "constraint "+strconv.Itoa(i+1), "- "+con, -i)
+	}
+	policyItems(in.Policy, func(key, text string) {
+		s := byName[SectionPolicy]
+		add(SectionPolicy, key, text, -len(s.items))
+	})
+	steps := slices.Clone(in.Progress)
+	slices.SortStableFunc(steps, func(a, b Step) int { return a.Turn - b.Turn })
+	for i, st := range steps {
+		add(SectionProgress, "turn "+strconv.Itoa(st.Turn), stepLine(st), i).step = &steps[i]
+	}
+	nowMS := now.UnixMilli()
+	if err := c.evidence(ctx, rd, run.TraceID, nowMS, byName[SectionEvidence]); err != nil {
+		return nil, err
+	}
+	if err := c.memory(ctx, rd, nowMS, byName[SectionMemory]); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Task) != "" {
+		add(SectionTask, SectionTask, in.Task, 0)
+	}
+	if strings.TrimSpace(in.LastResult) != "" {
+		add(SectionLastResult, SectionLastResult, in.LastResult, 0)
+	}
+	tools := byName[SectionTools]
+	for i, sp := range in.Tools {
+		if !mutProhibited && slices.Contains(in.Policy.Prohibited, sp.Name) {
+			tools.pre = append(tools.pre, Cut{Section: SectionTools, Item: sp.Name, Reason: ReasonProhibited})
+			continue
+		}
+		it := add(SectionTools, sp.Name, toolLine(sp.Name, sp.Description, sp.Parameters), -i)
+		it.tool = sp.Name
+	}
+	for i, line := range controlLines(run, controls(run, in)) {
+		add(SectionControls, "control "+strconv.Itoa(i+1), line, -i)
+	}
+	for _, s := range secs {
+		n, err := c.tok.count(s.header)
+		if err != nil {
+			return nil, err
+		}
+		s.headerTokens = n
+		for i := range s.items {
+			if s.items[i].tokens, err = c.tok.count(s.items[i].text); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return secs, nil
+}
+
+func policyItems(p Policy, add func(key, text string)) {
+	for i, r := range p.Rules {
+		add("rule "+strconv.Itoa(i+1), "- rule: "+r)
+	}
+	for _, t := range p.MustRefuse {
+		add("must refuse: "+t, "- must refuse: "+t)
+	}
+	for _, t := range p.MustEscalate {
+		add("must escalate: "+t, "- must escalate: "+t)
+	}
+	if len(p.Approval) > 0 {
+		add("approval", "- needs an approval before it runs: "+strings.Join(sortedCopy(p.Approval), ", "))
+	}
+	if len(p.Prohibited) > 0 {
+		add("prohibited", "- prohibited (refused if called): "+strings.Join(sortedCopy(p.Prohibited), ", "))
+	}
+}
+
+func stepLine(s Step) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- turn %d:", s.Turn)
+	if s.Tool != "" {
+		b.WriteString(" " + s.Tool)
+	}
+	if s.OK {
+		b.WriteString(" ok")
+	} else {
+		b.WriteString(" failed")
+	}
+	if s.Note != "" {
+		b.WriteString(": " + s.Note)
+	}
+	return b.String()
+}
+
+func toolLine(name, desc string, params json.RawMessage) string {
+	line := "- " + name
+	if d := strings.TrimSpace(desc); d != "" {
+		line += ": " + d
+	}
+	if len(params) > 0 {
+		var b bytes.Buffer
+		if json.Compact(&b, params) == nil {
+			line += " parameters: " + b.String()
+		}
+	}
+	return line
+}
+
+func controlLines(run Run, ctl Controls) []string {
+	mode := "- safety mode: " + ctl.Mode
+	if ctl.Mode == ModeReadOnly {
+		mode += " (tools with effects are neither shown nor run)"
+	}
+	lines := []string{mode}
+	var who []string
+	for _, kv := range [][2]string{{"run", run.ID}, {"trace", run.TraceID}, {"session", run.Session},
+		{"namespace", run.Namespace}, {"role", run.Role}, {"intent", run.Intent}} {
+		if kv[1] != "" {
+			who = append(who, kv[0]+" "+kv[1])
+		}
+	}
+	lines = append(lines, "- "+strings.Join(who, ", "))
+	if len(ctl.Budgets) > 0 {
+		parts := make([]string, len(ctl.Budgets))
+		for i, l := range ctl.Budgets {
+			parts[i] = l.Resource + " " + strconv.FormatFloat(l.Left, 'f', -1, 64)
+		}
+		lines = append(lines, "- budget left: "+strings.Join(parts, ", "))
+	}
+	if len(ctl.Approval) > 0 {
+		lines = append(lines, "- approval tier: "+strings.Join(sortedCopy(ctl.Approval), ", ")+" wait for an approver")
+	}
+	return lines
+}
+
+// evidence adds, one item per belief, the trace's committed, active
+// beliefs (the latest of each kind, as its view shows them) and the
+// percepts each rests on, newest belief first. It reads the view and, by
+// id, each belief and the records it names: its cost does not grow with
+// the trace's length.
+func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID string, nowMS int64, s *section) error {
+	v, err := rd.View(ctx, traceID, kernel.ViewOptions{})
+	if err != nil {
+		return err
+	}
+	kinds := v.Kinds(blackboard.Beliefs)
+	slices.Sort(kinds)
+	perceptPrefix := blackboard.Percepts.String() + ":"
+	for _, kind := range kinds {
+		id, ok := v.ID(blackboard.Beliefs, kind)
+		if !ok {
+			continue
+		}
+		b, err := rd.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		be := entry(&b, nowMS)
+		be.Refs = slices.Clone(b.EvidenceRefs)
+		group := []Evidence{be}
+		var lines []string
+		for _, ref := range refs(b.Provenance.InputRefs, b.EvidenceRefs) {
+			if !strings.HasPrefix(ref, perceptPrefix) {
+				continue
+			}
+			p, err := rd.Get(ctx, ref)
+			if errors.Is(err, blackboard.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			pe := entry(&p, nowMS)
+			pe.Belief = b.ID
+			// The view shows the current observation of each kind (none
+			// once it has expired, which entry flags stale).
+			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID && !mutFlags {
+				pe.Flags = addFlag(pe.Flags, FlagSuperseded)
+			}
+			for _, f := range pe.Flags {
+				if f != FlagLowConfidence {
+					group[0].Flags = addFlag(group[0].Flags, f)
+				}
+			}
+			if slices.Contains(group[0].Flags, FlagStale) {
+				group[0].Freshness = Stale
+			}
+			group = append(group, pe)
+			lines = append(lines, "  "+recordLine("percept", &p, pe, "observed "+fmtAge(pe.AgeMS)+" ago"))
+		}
+		slices.Sort(group[0].Flags)
+		text := recordLine("belief", &b, group[0], fmtAge(group[0].AgeMS)+" old")
+		if len(lines) > 0 {
+			text += "\n" + strings.Join(lines, "\n")
+		}
+		s.items = append(s.items, item{key: b.ID, text: unit(text), evidence: group, stamp: b.Provenance.TimestampMS})
+	}
+	rankByRecency(s.items)
+	return nil
+}
+
+// refs lists a and then the entries of b not in a.
+func refs(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, r := range b {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rankByRecency orders items newest first (then the later record first) and ranks them so
+// that the least recent is cut first.
+func rankByRecency(items []item) {
+	slices.SortStableFunc(items, func(a, b item) int {
+		if a.stamp != b.stamp {
+			if a.stamp > b.stamp {
+				return -1
+			}
+			return 1
+		}
+		_, ai, _ := blackboard.SplitRecordID(a.key)
+		_, bi, _ := blackboard.SplitRecordID(b.key)
+		if ai != bi {
+			return bi - ai
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for i := range items {
+		items[i].rank = -i
+	}
+}
+
+// entry is the manifest entry of a record shown as evidence, with the
+// flags its own status, TTL and payload give it.
+func entry(r *blackboard.Record, nowMS int64) Evidence {
+	e := Evidence{ID: r.ID, Slot: r.Slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS,
+		TTLMS: r.Provenance.TTLMS, Freshness: Fresh}
+	if mutFlags {
+		return e
+	}
+	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool(kernel.KeyStale) {
+		e.Flags = addFlag(e.Flags, FlagStale)
+	}
+	if r.Status == blackboard.StatusInvalidated {
+		e.Flags = addFlag(e.Flags, FlagInvalidated)
+	}
+	if r.Payload.Bool(kernel.KeyConflict) {
+		e.Flags = addFlag(e.Flags, FlagConflicted)
+	}
+	if r.Payload.Bool(kernel.KeyLowConfidence) {
+		e.Flags = addFlag(e.Flags, FlagLowConfidence)
+	}
+	if slices.Contains(e.Flags, FlagStale) {
+		e.Freshness = Stale
+	}
+	return e
+}
+
+func addFlag(flags []string, f string) []string {
+	if slices.Contains(flags, f) {
+		return flags
+	}
+	return append(flags, f)
+}
+
+// recordLine shows one record: flagged, it starts with its flags in
+// capitals and ends saying it is not a current fact.
+func recordLine(what string, r *blackboard.Record, e Evidence, age string) string {
+	var b strings.Builder
+	b.WriteString("- ")
+	if len(e.Flags) > 0 {
+		fl := slices.Clone(e.Flags)
+		slices.Sort(fl)
+		b.WriteString(strings.ToUpper(strings.Join(fl, ", ")) + ": ")
+	}
+	fmt.Fprintf(&b, "%s %s = %s (%s; %s", what, r.Kind, payloadText(r.Payload), r.ID, age)
+	if e.TTLMS > 0 && len(e.Flags) == 0 {
+		b.WriteString("; fresh for " + fmtAge(e.TTLMS-e.AgeMS))
+	}
+	b.WriteString(")")
+	if len(e.Flags) > 0 {
+		b.WriteString(": not a current fact")
+	}
+	return b.String()
+}
+
+// payloadText is the canonical JSON of a payload: the same payload reads
+// the same in every compile.
+func payloadText(p blackboard.Payload) string {
+	b, err := canon.Encode(map[string]any(p))
+	if err != nil {
+		return "(payload without a canonical form)"
+	}
+	return string(b)
+}
+
+// memory adds the namespace's committed, active, persistent records, one
+// item each, newest first. Their number is bounded by what the namespace
+// promoted, not by any trace's length.
+func (c *Compiler) memory(ctx context.Context, rd kernel.Reader, nowMS int64, s *section) error {
+	for _, slot := range blackboard.AllSlots() {
+		for r, err := range rd.List(ctx, slot, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
+			if err != nil {
+				return err
+			}
+			if r.Mode != blackboard.ModeCommit || r.ExpiredAt(nowMS) {
+				continue
+			}
+			m := &Memory{ID: r.ID, Slot: slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS}
+			text := fmt.Sprintf("- %s %s = %s (%s; %s old)", m.Slot, r.Kind, payloadText(r.Payload), r.ID, fmtAge(m.AgeMS))
+			s.items = append(s.items, item{key: r.ID, text: unit(text), memory: m, stamp: r.Provenance.TimestampMS})
+		}
+	}
+	rankByRecency(s.items)
+	return nil
+}
