@@ -26,7 +26,10 @@ type toolChange struct {
 }
 
 // WithRules replays under these rules: each replaces the recorded rule of
-// the same name, in its place, or is added after the recorded rules.
+// the same name, in its place, or is added after the recorded rules. A
+// spec with neither On nor Target changes only the expression of the
+// recorded rule of its name (what `bk replay --rule NAME=EXPR` gives); one
+// that names no recorded rule makes [Trace] fail with [ErrInvalidOption].
 func WithRules(specs ...rules.Spec) Option {
 	return func(c *config) { c.rules = append(c.rules, specs...) }
 }

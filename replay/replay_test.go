@@ -294,3 +294,25 @@ func TestAttackTamperedPolicy(t *testing.T) {
 		t.Errorf("tampered snapshot and hash: %v, want ErrNoPolicy", err)
 	}
 }
+
+// A spec with only a name and an expression changes the recorded rule of
+// that name where it applies, as the full spec does; a name the policy
+// does not hold is an error.
+func TestRuleExpressionOnly(t *testing.T) {
+	s := openDesk(t, deskDB(t))
+	full, err := replay.Trace(context.Background(), s, deskNS, "T1",
+		replay.WithRules(rules.Spec{Name: "refund_within_assessment", On: rules.TargetAction, Target: "issue_refund", Expr: "action.amount <= 50.0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithRules(rules.Spec{Name: "refund_within_assessment", Expr: "action.amount <= 50.0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(full, short) || !full.Diverged() {
+		t.Errorf("expression only %+v, full spec %+v", short.Counts, full.Counts)
+	}
+	if _, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithRules(rules.Spec{Name: "nope", Expr: "true"})); !errors.Is(err, replay.ErrInvalidOption) {
+		t.Errorf("unknown rule: %v, want ErrInvalidOption", err)
+	}
+}

@@ -218,6 +218,13 @@ func (c *config) changes() bool { return len(c.rules) > 0 || len(c.tools) > 0 }
 func (r *replayer) change(p toolgate.Policy, h string) (toolgate.Policy, error) {
 	for _, s := range r.cfg.rules {
 		i := slices.IndexFunc(p.Rules, func(x rules.Spec) bool { return x.Name == s.Name })
+		if s.On == "" && s.Target == "" {
+			if i < 0 {
+				return p, r.fail(ErrInvalidOption, "", h, "the policy has no rule "+quote(s.Name)+" whose expression to change", nil)
+			}
+			p.Rules[i].Expr = s.Expr
+			continue
+		}
 		if i >= 0 {
 			p.Rules[i] = s
 		} else {
