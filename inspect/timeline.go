@@ -223,6 +223,9 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 	case r.Slot == blackboard.Evidence && r.Kind == audit.KindApproval && r.Provenance.Role == blackboard.RoleApprover:
 		a, _ := audit.ApprovalOf(*r)
 		b.add(stepNext, EventApproval, r, "", "approval: "+a.Decision+" by "+r.Provenance.Writer, "for "+a.ActionID)
+	case r.Slot == blackboard.Evidence && r.Provenance.Role == blackboard.RoleKernel &&
+		(r.Kind == toolgate.KindPolicy || r.Kind == toolgate.KindControls || r.Kind == toolgate.KindCompiledContext):
+		b.runRecord(r) // records of the run, not decisions
 	case r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel:
 		b.commit(r, name)
 	default:
@@ -325,6 +328,23 @@ func (b *timelineBuilder) artifact(r *blackboard.Record) {
 		b.add(stepValidate, EventValidation, r, "", "evidence validation: passed", "")
 	}
 	b.add(stepArtifact, EventArtifact, r, "", "evidence artifact recorded", "")
+}
+
+// runRecord shows a record the gate or the context compiler keeps about
+// the run: the policy snapshot in force, the trace's run controls, a
+// compiled context a model was shown. None is a decision.
+func (b *timelineBuilder) runRecord(r *blackboard.Record) {
+	hash, _ := r.Payload["hash"].(string)
+	switch r.Kind {
+	case toolgate.KindPolicy:
+		b.add(stepSame, EventArtifact, r, "", "policy snapshot recorded", hash)
+	case toolgate.KindControls:
+		mode, _ := r.Payload["mode"].(string)
+		b.add(stepSame, EventArtifact, r, "", "run controls: "+mode, fmt.Sprint(r.Payload["prohibited"]))
+	default:
+		tokens, _ := r.Payload.Float("tokens")
+		b.add(stepSame, EventArtifact, r, "", "compiled context shown to the model: "+strconv.Itoa(int(tokens))+" tokens", hash)
+	}
 }
 
 func (b *timelineBuilder) commit(r *blackboard.Record, name string) {

@@ -184,6 +184,11 @@ type item struct {
 	// Constraints are the constraints in force when the kernel committed
 	// the action (its decision record's), which it passed.
 	Constraints []string
+	// Rules are the rules on the action's type and the tool's bindings
+	// in the policy snapshot its decision record names, which it passed
+	// to be committed; nil when the record names no snapshot the store
+	// holds.
+	Rules []string
 }
 
 // ground is a belief or observation under a pending action.
@@ -208,16 +213,61 @@ func grounds(n *inspect.ExplainNode, now time.Time, seen map[string]bool, out []
 	return out
 }
 
-// constraints returns the constraints the pending decision record of the
-// committed action id names.
-func (c *Console) constraints(ctx context.Context, traceID, id string) ([]string, error) {
-	for r, err := range c.s.ListTrace(ctx, traceID) {
+// checks returns what the pending decision record of the committed action
+// id says it passed: the constraints in force, and the rules and bindings
+// of the policy snapshot it names.
+func (c *Console) checks(ctx context.Context, p inspect.PendingApproval) (constraints, rules []string, err error) {
+	for r, err := range c.s.ListTrace(ctx, p.TraceID) {
+		if err != nil {
+			return nil, nil, err
+		}
+		if d, ok := audit.Of(r); ok && d.Subject == p.ActionID && d.Outcome == audit.OutcomePendingApproval {
+			hash, _ := d.Context["policy"].(string)
+			rules, err := c.policyRules(ctx, hash, p.Kind, p.Tool)
+			return d.Constraints, rules, err
+		}
+	}
+	return nil, nil, nil
+}
+
+// policyRules lists the rules on actionType and the bindings of tool in
+// the policy snapshot whose hash is hash, read from the store's
+// [toolgate.PolicyTrace] (a few records: one per policy the namespace ran
+// under). A snapshot whose content does not have its hash is not shown.
+func (c *Console) policyRules(ctx context.Context, hash, actionType, tool string) ([]string, error) {
+	if hash == "" {
+		return nil, nil
+	}
+	for r, err := range c.s.ListTrace(ctx, toolgate.PolicyTrace) {
 		if err != nil {
 			return nil, err
 		}
-		if d, ok := audit.Of(r); ok && d.Subject == id && d.Outcome == audit.OutcomePendingApproval {
-			return d.Constraints, nil
+		if r.Kind != toolgate.KindPolicy || r.Provenance.Role != blackboard.RoleKernel || r.Payload["hash"] != hash {
+			continue
 		}
+		b, err := json.Marshal(r.Payload["policy"])
+		if err != nil {
+			return nil, err
+		}
+		var pol toolgate.Policy
+		if err := json.Unmarshal(b, &pol); err != nil || pol.Hash() != hash {
+			return nil, nil
+		}
+		var out []string
+		for _, rs := range pol.Rules {
+			if rs.On == "action" && rs.Target == actionType {
+				out = append(out, "rule "+rs.Name+": "+rs.Expr)
+			}
+		}
+		for _, t := range pol.Tools {
+			if t.Name != tool {
+				continue
+			}
+			for _, bd := range t.Bindings {
+				out = append(out, fmt.Sprintf("binding: %s %s %s.%s", bd.Arg, cmp.Or(string(bd.Op), string(toolgate.Equal)), bd.Percept, cmp.Or(bd.Field, bd.Arg)))
+			}
+		}
+		return out, nil
 	}
 	return nil, nil
 }
@@ -248,7 +298,7 @@ func (c *Console) pending(ctx context.Context, ns string) ([]group, error) {
 		if it.Digest, err = c.digest(ctx, p.ActionID); err != nil {
 			return nil, err
 		}
-		if it.Constraints, err = c.constraints(ctx, p.TraceID, p.ActionID); err != nil {
+		if it.Constraints, it.Rules, err = c.checks(ctx, p); err != nil {
 			return nil, err
 		}
 		// Not HTML-escaped here: html/template escapes it for the page, so

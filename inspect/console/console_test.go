@@ -23,6 +23,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -203,7 +204,7 @@ func TestInbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"namespace desk", "issue_refund", d.action, "ticket-1", `&#34;order_id&#34;: &#34;A1&#34;`, `&#34;amount&#34;: 700`,
-		digest, "amount &gt; 500", "belief.refund_due", "percept.order", "present,current,fresh", "constraints in force, passed: none", "waiting ", "signed in as <b>human:alice</b>"} {
+		digest, "amount &gt; 500", "belief.refund_due", "percept.order", "present,current,fresh", "constraints in force, passed: none", "rules and bindings, passed: binding: order_id equal order.order_id; binding: amount at_most order.amount", "waiting ", "signed in as <b>human:alice</b>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("inbox lacks %q:\n%s", want, body)
 		}
@@ -619,5 +620,21 @@ func TestDecideAcrossConsoles(t *testing.T) {
 	}
 	if n := d.approvals(t); n != 1 {
 		t.Errorf("%d decision records, want 1", n)
+	}
+}
+
+// TestInboxRules: the inbox names the rules on the action's type that the
+// action passed, read from the policy snapshot its decision record names,
+// and not a rule of another action type.
+func TestInboxRules(t *testing.T) {
+	rs, err := rules.New(rules.OnAction("refund_at_most_1000", "issue_refund", "action.amount <= 1000.0"),
+		rules.OnAction("lookups_name_an_order", "lookup_order", `action.order_id != ""`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDeskOn(t, memstore.New(), "A1", toolgate.WithKernel(kernel.WithValidators(rs)))
+	_, body, _ := d.get(t, "/", aliceToken)
+	if !strings.Contains(body, "rule refund_at_most_1000: action.amount &lt;= 1000.0") || strings.Contains(body, "lookups_name_an_order") {
+		t.Errorf("inbox rules:\n%s", body)
 	}
 }

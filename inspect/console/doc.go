@@ -17,8 +17,10 @@
 // against, as its decision record carries it: what each run, and each run
 // it draws on, had spent of each limit, and its pressure; "no budget"
 // when none applied), the beliefs and observations it rests on with their
-// age, the evidence checks they passed and their flags, the constraints in
-// force when the kernel committed it, the whole explanation, and how long
+// age, the evidence checks they passed and their flags, the rules on its
+// type and the tool's bindings it passed (from the policy snapshot its
+// decision record names), the constraints in force when the kernel
+// committed it, the whole explanation, and how long
 // it has waited and since when.
 //
 // # Effects and their attempts

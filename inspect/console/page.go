@@ -35,6 +35,7 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{"inert"
 {{if .Grounds}}<table><tr><th>as</th><th>record</th><th>what</th><th>age</th><th>checks passed</th><th>flags</th></tr>
 {{range .Grounds}}<tr><td>{{inert .Relation}}</td><td><a href="/trace?record={{.Record}}">{{inert .Record}}</a></td><td>{{inert .Summary}}</td><td>{{.Age}}</td><td>{{inert .Checks}}</td><td>{{with .Flags}}<span class="refused">{{inert .}}</span>{{else}}none{{end}}</td></tr>
 {{end}}</table>{{else}}<p>no belief: a tool that needs none</p>{{end}}
+<p>rules and bindings, passed: {{range $i, $r := .Rules}}{{if $i}}; {{end}}{{inert $r}}{{else}}none recorded{{end}}</p>
 <p>constraints in force, passed: {{range $i, $c := .Constraints}}{{if $i}}, {{end}}{{inert $c}}{{else}}none{{end}}</p>
 <details><summary>the whole explanation</summary><pre>{{.Evidence}}</pre></details>
 <form method="post" action="/decide">
