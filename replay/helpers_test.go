@@ -110,7 +110,7 @@ type shop struct {
 	fail    bool // the next charge fails for good
 }
 
-func newShop(t *testing.T, kopts ...kernel.Option) *shop {
+func newShop(t testing.TB, kopts ...kernel.Option) *shop {
 	t.Helper()
 	sh := &shop{s: memstore.New()}
 	now := time.UnixMilli(1_700_000_000_000)
@@ -144,6 +144,11 @@ func newShop(t *testing.T, kopts ...kernel.Option) *shop {
 	}
 	t.Cleanup(func() { sh.g.Close() })
 	return sh
+}
+
+// callOf is a call of the shop's clerk in trace "bench".
+func callOf(tool, args string) toolgate.Call {
+	return toolgate.Call{Tool: tool, Args: json.RawMessage(args), Caller: "clerk", TraceID: "bench"}
 }
 
 // call makes one call and fails the test on an error.
