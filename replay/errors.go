@@ -13,11 +13,14 @@ var (
 	// ErrNoPolicy: a decision record names a policy snapshot that the
 	// store does not hold in the namespace, or the trace names none.
 	ErrNoPolicy = errors.New("replay: policy snapshot not found")
-	// ErrTampered: a policy record's snapshot does not hash to the hash it
-	// is recorded under.
+	// ErrTampered: a policy record's snapshot (its JSON as stored) does
+	// not hash to the hash it is recorded under.
 	ErrTampered = errors.New("replay: policy record does not match its hash")
 	// ErrNotReproducible: the policy names validators that are code
-	// (toolgate.Policy.Opaque); a replay from data alone cannot run them.
+	// (toolgate.Policy.Opaque), which a replay from data alone cannot
+	// run, or its snapshot was recorded in another shape than this
+	// version's toolgate.Policy (a field this version does not know), or
+	// it does not build.
 	ErrNotReproducible = errors.New("replay: policy not reproducible from the store")
 	// ErrInvalidOption: an option names a tool the policy does not hold,
 	// or a rule or tool it gives does not compile.

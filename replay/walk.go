@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
@@ -171,16 +172,26 @@ func (r *replayer) loadPolicies(ctx context.Context) error {
 			continue
 		}
 		found[h] = true
-		var p toolgate.Policy
+		// The record's own JSON must hash to its hash (integrity), and
+		// decode to a policy of this version's shape that hashes the same
+		// (nothing in it this version would drop).
 		raw, err := json.Marshal(rec.Payload["policy"])
+		var got string
 		if err == nil {
-			err = json.Unmarshal(raw, &p)
+			got, err = canon.DigestJSON(raw)
 		}
 		if err != nil {
-			return r.fail(ErrTampered, rec.ID, h, "the snapshot does not decode", err)
+			return r.fail(ErrTampered, rec.ID, h, "the snapshot does not encode", err)
 		}
-		if got := p.Hash(); got != h && !mutPolicyHash {
+		if got != h && !mutPolicyHash {
 			return r.fail(ErrTampered, rec.ID, h, "the snapshot hashes to "+got, nil)
+		}
+		var p toolgate.Policy
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot does not decode as a toolgate.Policy", err)
+		}
+		if !mutPolicyHash && p.Hash() != h {
+			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot was recorded in another shape than this version's toolgate.Policy", nil)
 		}
 		if len(p.Opaque) > 0 {
 			return r.fail(ErrNotReproducible, rec.ID, h, "it names validators that are code: "+strings.Join(p.Opaque, ", "), nil)
@@ -414,7 +425,7 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindCompiledContext && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		out, err := r.k.Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-			TraceID: r.trace, Slot: blackboard.Evidence, Kind: rec.Kind, Payload: rec.Payload.Clone(), InputRefs: r.refs(rec.ID, p.InputRefs)}})
+			TraceID: r.trace, Slot: blackboard.Evidence, Kind: rec.Kind, Payload: rec.Payload.Clone(), InputRefs: r.refs(ctx, rec.ID, p.InputRefs)}})
 		if err != nil {
 			return err
 		}
@@ -631,17 +642,17 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 }
 
 // entry is rec as a kernel entry of the replayed trace.
-func (r *replayer) entry(rec blackboard.Record) kernel.Entry {
+func (r *replayer) entry(ctx context.Context, rec blackboard.Record) kernel.Entry {
 	p := rec.Provenance
 	return kernel.Entry{TraceID: r.trace, Slot: rec.Slot, Kind: rec.Kind, Payload: rec.Payload.Clone(),
-		InputRefs: r.refs(rec.ID, p.InputRefs), EvidenceRefs: r.refs(rec.ID, rec.EvidenceRefs), Confidence: p.Confidence,
+		InputRefs: r.refs(ctx, rec.ID, p.InputRefs), EvidenceRefs: r.refs(ctx, rec.ID, rec.EvidenceRefs), Confidence: p.Confidence,
 		TTL: time.Duration(p.TTLMS) * time.Millisecond, Scope: rec.Scope}
 }
 
 // write copies an observation, a constraint or an evidence artifact with
 // its writer's handle.
 func (r *replayer) write(ctx context.Context, rec blackboard.Record, w func(context.Context, kernel.Entry) (string, error)) error {
-	id, err := w(ctx, r.entry(rec))
+	id, err := w(ctx, r.entry(ctx, rec))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -668,9 +679,9 @@ func (r *replayer) propose(ctx context.Context, rec blackboard.Record) error {
 	var d kernel.Decision
 	var err error
 	if rec.Provenance.Role == blackboard.RoleSimulator {
-		d, err = r.k.Simulator(rec.Provenance.Writer).Submit(ctx, r.entry(rec))
+		d, err = r.k.Simulator(rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
 	} else {
-		d, err = r.k.Planner(rec.Provenance.Writer).Submit(ctx, r.entry(rec))
+		d, err = r.k.Planner(rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
 	}
 	rep := &item{step: r.step, kind: rec.Kind, stage: stagePropose}
 	switch {
@@ -694,18 +705,30 @@ func (r *replayer) propose(ctx context.Context, rec blackboard.Record) error {
 	return nil
 }
 
-// refs maps the source ids refs names to their replayed counterparts;
-// one without any is dropped, and said so.
-func (r *replayer) refs(of string, refs []string) []string {
+// refs maps the source ids refs names to their replayed counterparts: a
+// record the replay copied or an action it committed, else, for a record
+// the kernel or the gate wrote (a committed belief, a tool's result), the
+// replayed trace's current record of the same slot and kind, which is
+// what stood in its place when the reference was made. One without any
+// is dropped, and said so.
+func (r *replayer) refs(ctx context.Context, of string, refs []string) []string {
 	var out []string
 	for _, ref := range refs {
 		if m, ok := r.ids[ref]; ok {
 			out = append(out, m)
-		} else if m, ok := r.actions[ref]; ok {
-			out = append(out, m)
-		} else {
-			r.note("%s: its reference to %s has no replayed counterpart and is left out", of, ref)
+			continue
 		}
+		if m, ok := r.actions[ref]; ok {
+			out = append(out, m)
+			continue
+		}
+		if rec, err := r.src.Get(ctx, ref); err == nil && rec.TraceID() == r.trace {
+			if cur, err := r.k.Tool("replay").Find(ctx, r.trace, rec.Slot, rec.Kind); err == nil {
+				out = append(out, cur.ID)
+				continue
+			}
+		}
+		r.note("%s: its reference to %s has no replayed counterpart and is left out", of, ref)
 	}
 	return out
 }
