@@ -316,3 +316,46 @@ func TestRuleExpressionOnly(t *testing.T) {
 		t.Errorf("unknown rule: %v, want ErrInvalidOption", err)
 	}
 }
+
+// Run controls and the compiled context a call names are replayed as
+// recorded: the call naming the context commits again (a context the
+// replay did not copy would be CONTEXT_INVALID), and the charge in the
+// read-only trace is READ_ONLY_MODE again.
+func TestControlsAndContext(t *testing.T) {
+	ctx := context.Background()
+	sh := newShop(t)
+	if err := sh.g.Restrict(ctx, "ro", toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := sh.g.Kernel().Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{TraceID: "ro",
+		Slot: blackboard.Evidence, Kind: toolgate.KindCompiledContext, Payload: blackboard.Payload{"hash": "sha256:00", "prompt": "look the account up"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sh.g.Call(ctx, toolgate.Call{Tool: "lookup", Args: json.RawMessage(`{"account":"acc-1"}`), Caller: "clerk", TraceID: "ro", Context: cc.ID})
+	if err != nil || res.Code != toolgate.CodeEffectSucceeded {
+		t.Fatalf("lookup: %+v %v", res, err)
+	}
+	if res := sh.call(t, "ro", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != toolgate.CodeReadOnlyMode {
+		t.Fatalf("charge: %+v", res)
+	}
+	rep, err := replay.Trace(ctx, sh.s, "shop", "ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Diverged() || rep.Counts.Same != len(recordedDecisions(t, sh.s, "ro")) {
+		t.Fatalf("%+v %q\n%+v", rep.Counts, rep.Notes, rep.Decisions)
+	}
+	// The charge masks the card, so its refusal before the arguments
+	// parsed recorded none: the replay says it made the call without.
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "holds no arguments") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+	codes := map[blackboard.Code]bool{}
+	for _, d := range rep.Decisions {
+		codes[d.Replay.Code] = true
+	}
+	if !codes[toolgate.CodeReadOnlyMode] || !codes[blackboard.CodeCommitted] {
+		t.Errorf("replayed codes %v, want COMMITTED and READ_ONLY_MODE", codes)
+	}
+}
