@@ -80,7 +80,12 @@
 // back on the first. A failure the gate typed from the effect's run
 // (EFFECT_UNKNOWN after a crash, EFFECT_INCOMPLETE from a tool's Expect,
 // which the snapshot does not hold) is replayed as EFFECT_FAILED, with a
-// note. The kernel's thresholds and belief specs are the defaults.
+// note. The kernel's thresholds and belief specs are the defaults. A
+// decision record that names no policy snapshot is not the gate's (an
+// orchestrator's, say) and is not compared; the proposal it decided, if a
+// planner's, is. A trace decided under several policies (an application
+// restarted with another) is replayed under each where its decision
+// records name it ([Report.Policies]).
 //
 // # Concurrency
 //

@@ -112,7 +112,13 @@ type shop struct {
 
 func newShop(t testing.TB, kopts ...kernel.Option) *shop {
 	t.Helper()
-	sh := &shop{s: memstore.New()}
+	return newShopOn(t, memstore.New(), kopts...)
+}
+
+// newShopOn is newShop over the store s.
+func newShopOn(t testing.TB, s *memstore.Store, kopts ...kernel.Option) *shop {
+	t.Helper()
+	sh := &shop{s: s}
 	now := time.UnixMilli(1_700_000_000_000)
 	lookup := toolgate.Tool{Name: "lookup", Result: "account",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"}},"required":["account"]}`),

@@ -359,3 +359,30 @@ func TestControlsAndContext(t *testing.T) {
 		t.Errorf("replayed codes %v, want COMMITTED and READ_ONLY_MODE", codes)
 	}
 }
+
+// A trace decided under two policies (the application restarted with a
+// rule added) is replayed under each, as its decision records name them.
+func TestTwoPolicies(t *testing.T) {
+	first := newShop(t)
+	first.call(t, "o", "lookup", `{"account":"acc-1"}`)
+	first.call(t, "o", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`)
+	cap10, err := rules.New(rules.OnAction("cap", "charge", "action.amount <= 10.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := newShopOn(t, first.s, kernel.WithValidators(cap10))
+	second.call(t, "o", "lookup", `{"account":"acc-2"}`)
+	if res := second.call(t, "o", "charge", `{"account":"acc-2","card":"4111111111111111","amount":50}`); res.Code != blackboard.CodeRuleViolated {
+		t.Fatalf("charge under the cap: %+v", res)
+	}
+	rep, err := replay.Trace(context.Background(), first.s, "shop", "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Policies) != 2 || rep.Policies[0] != first.g.PolicyHash() || rep.Policies[1] != second.g.PolicyHash() {
+		t.Errorf("policies %q, want %s then %s", rep.Policies, first.g.PolicyHash(), second.g.PolicyHash())
+	}
+	if rep.Diverged() || rep.Counts.Same != len(recordedDecisions(t, first.s, "o")) {
+		t.Errorf("%+v\n%+v", rep.Counts, rep.Decisions)
+	}
+}

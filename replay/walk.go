@@ -402,8 +402,8 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 		}
 	case rec.Slot == blackboard.Evidence && rec.Kind == audit.Kind:
 		d, ok := audit.Of(rec)
-		if !ok {
-			return nil
+		if _, gate := d.Context["policy"]; !ok || !gate {
+			return nil // not the gate's (an orchestrator's, say): its proposal, if any, is replayed as a planner's
 		}
 		if r.isCall(d) {
 			r.newStep(d.RecordID, rec.Provenance.TimestampMS)
