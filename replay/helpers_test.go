@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,25 @@ func deskDB(t *testing.T) string {
 	path := filepath.Join(t.TempDir(), "desk.db")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	return path
+}
+
+// crashedDeskDB returns a database of the support desk killed after its
+// third effect call (the payment API paid a refund, its result not
+// recorded), then run again: the supervisor recovers the refund.
+func crashedDeskDB(t *testing.T) string {
+	t.Helper()
+	deskDB(t) // builds the binary
+	path := filepath.Join(t.TempDir(), "crash.db")
+	bin := filepath.Join(deskDir, "support_desk")
+	if err := exec.Command(bin, "--db", path, "--approver", "supervisor", "--crash-after", "3").Run(); err == nil {
+		t.Fatal("the desk did not crash")
+	}
+	if out, err := exec.Command(bin, "--db", path, "--approver", "supervisor").CombinedOutput(); err != nil {
+		t.Fatalf("the desk after its crash: %v\n%s", err, out)
+	} else if !strings.Contains(string(out), "The supervisor recovered") {
+		t.Fatalf("nothing recovered:\n%s", out)
 	}
 	return path
 }

@@ -33,8 +33,15 @@ func openDesk(t *testing.T, path string) blackboard.Store {
 // Every decision of every trace the support desk recorded is reproduced
 // from the store alone: as many decisions as the trace holds decision
 // records, each the same.
+// The same holds for the desk killed between a refund's payment and its
+// record, and run again: the refund's attempts, its recovery and the rest
+// of the run replay as recorded.
 func TestSupportDeskReproduced(t *testing.T) {
-	s := openDesk(t, deskDB(t))
+	t.Run("run", func(t *testing.T) { reproduced(t, openDesk(t, deskDB(t))) })
+	t.Run("crashed and recovered", func(t *testing.T) { reproduced(t, openDesk(t, crashedDeskDB(t))) })
+}
+
+func reproduced(t *testing.T, s blackboard.Store) {
 	for _, trace := range deskTraces(t, s) {
 		rep, err := replay.Trace(context.Background(), s, deskNS, trace)
 		if err != nil {

@@ -66,7 +66,6 @@ type replayer struct {
 	recorded   []item
 	proposed   []item // planners' proposals, paired as they are replayed
 	notes      map[string]bool
-	effects    int // effect calls, each answered from the record
 }
 
 // item is one decision on one side, before pairing.
@@ -331,7 +330,6 @@ func relax(params json.RawMessage, masked []string) (json.RawMessage, error) {
 // source action being replayed, or its recorded failure. It calls
 // nothing.
 func (r *replayer) effect(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-	r.effects++
 	res, ok := r.results[r.current]
 	if r.current == "" || !ok {
 		r.note("%s: %s (%s) has no recorded result: the recorded run never ran it, and the replay fails it", inv.Tool, inv.ActionID, r.current)
@@ -406,7 +404,7 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 			return nil // not the gate's (an orchestrator's, say): its proposal, if any, is replayed as a planner's
 		}
 		if r.isCall(d) {
-			r.newStep(d.RecordID, rec.Provenance.TimestampMS)
+			r.newStep(rec.Provenance.TimestampMS)
 			r.callSteps[r.step] = true
 			if err := r.call(ctx, d); err != nil {
 				return err
@@ -433,7 +431,7 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	case rec.Slot == blackboard.Percepts && p.Role == blackboard.RoleTool:
 		if eff, ok := toolgate.EffectOf(rec); ok {
 			if eff.ActionID != r.stepAction && (eff.Status == toolgate.StatusAttempted || eff.Status == toolgate.StatusEscalated || eff.Status == toolgate.StatusRefused) {
-				r.newStep(rec.ID, p.TimestampMS)
+				r.newStep(p.TimestampMS)
 				return r.execute(ctx, eff.ActionID)
 			}
 			return nil
@@ -441,7 +439,7 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 		r.nowMS = p.TimestampMS
 		return r.write(ctx, rec, r.k.Tool(p.Writer).Write)
 	case rec.Mode == blackboard.ModePropose && (p.Role == blackboard.RolePlanner || p.Role == blackboard.RoleSimulator) && !gateWriter(p.Writer):
-		r.newStep(rec.ID, p.TimestampMS)
+		r.newStep(p.TimestampMS)
 		return r.propose(ctx, rec)
 	case rec.Slot == blackboard.Constraints && p.Role == blackboard.RoleSymbolic:
 		r.nowMS = p.TimestampMS
@@ -453,8 +451,9 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	return nil
 }
 
-// newStep starts the replay of what record id triggers, at time ms.
-func (r *replayer) newStep(_ string, ms int64) {
+// newStep starts the replay of a call, a run of an action or a proposal,
+// recorded at time ms.
+func (r *replayer) newStep(ms int64) {
 	r.step++
 	r.store.step = r.step
 	r.nowMS = ms
