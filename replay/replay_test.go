@@ -32,8 +32,7 @@ func openDesk(t *testing.T, path string) blackboard.Store {
 
 // Every decision of every trace the support desk recorded is reproduced
 // from the store alone: as many decisions as the trace holds decision
-// records, each the same.
-// The same holds for the desk killed between a refund's payment and its
+// records, each the same. The same holds for the desk killed between a refund's payment and its
 // record, and run again: the refund's attempts, its recovery and the rest
 // of the run replay as recorded.
 func TestSupportDeskReproduced(t *testing.T) {
