@@ -61,6 +61,21 @@ func cappedDatabase(t *testing.T) string {
 // after it), and a trace without any decision is listed as skipped.
 func TestReplayCommand(t *testing.T) {
 	db := toolgateDatabase(t)
+	// A trace with an observation and no decision: nothing to replay.
+	s, err := sqlitestore.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Tool("sensor").Write(context.Background(), kernel.Entry{TraceID: "quiet", Slot: blackboard.Percepts, Kind: "reading",
+		Payload: blackboard.Payload{"v": 1.0}}); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+	s.Close()
 	var reps []inspect.Replayed
 	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "replay", "--json")), &reps); err != nil {
 		t.Fatal(err)
@@ -77,6 +92,21 @@ func TestReplayCommand(t *testing.T) {
 		for _, d := range r.Decisions {
 			stages[d.Stage] = true
 		}
+	}
+	skipped := 0
+	for _, r := range reps {
+		if r.Skipped != "" {
+			skipped++
+			if r.TraceID != "quiet" {
+				t.Errorf("%s skipped: %s", r.TraceID, r.Skipped)
+			}
+		}
+	}
+	if skipped != 1 {
+		t.Errorf("%d traces skipped, want the quiet one", skipped)
+	}
+	if code, _, errOut := bk(t, "--db", db, "replay", "--trace", "quiet"); code != inspect.ExitError || !strings.Contains(errOut, "names a policy") {
+		t.Errorf("replay of the quiet trace: %d %q", code, errOut)
 	}
 	if replayed != 3 {
 		t.Errorf("%d traces replayed, want 3: %+v", replayed, reps)

@@ -392,3 +392,39 @@ func TestTwoPolicies(t *testing.T) {
 		t.Errorf("%+v\n%+v", rep.Counts, rep.Decisions)
 	}
 }
+
+// A loosened rule commits a call the record refused: the replay has no
+// recorded result for it, so its effect fails (an extra decision, and a
+// note), and nothing is called.
+func TestLoosenedRuleExtra(t *testing.T) {
+	cap10, err := rules.New(rules.OnAction("cap", "charge", "action.amount <= 10.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := newShop(t, kernel.WithValidators(cap10))
+	sh.call(t, "o", "lookup", `{"account":"acc-1"}`)
+	if res := sh.call(t, "o", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != blackboard.CodeRuleViolated {
+		t.Fatalf("charge: %+v", res)
+	}
+	before := sh.effects
+	rep, err := replay.Trace(context.Background(), sh.s, "shop", "o", replay.WithRules(rules.Spec{Name: "cap", Expr: "action.amount <= 100.0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.effects != before {
+		t.Errorf("the replay called %d effects", sh.effects-before)
+	}
+	if rep.Counts.Changed != 1 || rep.Counts.Extra != 1 || rep.Counts.Missing != 0 {
+		t.Fatalf("%+v\n%+v", rep.Counts, rep.Decisions)
+	}
+	first, last := rep.Decisions[rep.First], rep.Decisions[len(rep.Decisions)-1]
+	if first.Tool != "charge" || first.Replay.Code != blackboard.CodeCommitted || first.Recorded.Code != blackboard.CodeRuleViolated {
+		t.Errorf("first divergence %+v", first)
+	}
+	if last.Status != replay.Extra || last.Record != "" || last.Replay.Code != toolgate.CodeEffectFailed {
+		t.Errorf("last decision %+v, want the extra failed effect", last)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "no recorded result") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+}
