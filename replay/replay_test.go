@@ -428,3 +428,29 @@ func TestLoosenedRuleExtra(t *testing.T) {
 		t.Errorf("notes %q", rep.Notes)
 	}
 }
+
+// Replays of one store may run at once (each builds its own kernel, gate
+// and memory store); run with -race.
+func TestConcurrentReplays(t *testing.T) {
+	sh := newShop(t)
+	sh.traffic(t, "order-1")
+	want, err := replay.Trace(context.Background(), sh.s, "shop", "order-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			rep, err := replay.Trace(context.Background(), sh.s, "shop", "order-1")
+			if err == nil && !reflect.DeepEqual(rep, want) {
+				err = errors.New("a concurrent replay reported otherwise")
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
