@@ -2,15 +2,19 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -40,6 +44,30 @@ type Explanation struct {
 	// Causes is the chain from the refusal's own code down to RootCause.
 	Causes []kernel.Cause `json:"causes,omitempty"`
 	Tree   *ExplainNode   `json:"tree"`
+	// Shown is what the model was shown when it made the call decided:
+	// the compiled context the call's decision record names ([Shown]);
+	// nil when no decision of the record names one.
+	Shown *Shown `json:"shown,omitempty"`
+}
+
+// Shown is the compiled context a model was shown when it made a call:
+// the answer to "what did the model see when it decided this?".
+type Shown struct {
+	// Record is the compiled_context record; Decision the decision record
+	// that names it (under "context"): the call's, or for a belief
+	// derived from a call's result, that call's.
+	Record   string `json:"record"`
+	Decision string `json:"decision"`
+	// Invalid, when set, says why Record is not shown: it names no
+	// compiled context the kernel recorded in the trace. Context is then
+	// empty.
+	Invalid string `json:"invalid,omitempty"`
+	// Verified reports whether the context's hash is the digest of the
+	// rest of the record: what is shown is what was hashed.
+	Verified bool `json:"verified"`
+	// Context is the compiled context as recorded: its hash, tokens,
+	// prompt, sections and manifests.
+	Context pack.Pack `json:"context"`
 }
 
 // ExplainNode is one record in an [Explanation]'s tree.
@@ -78,7 +106,11 @@ type ExplainNode struct {
 // it has one, else read back from the trace: the rejected belief behind a
 // missing one, the flagged percept behind an evidence code); a fallback
 // through the refusal it stands in for; a decision record through the
-// record it decided. Effects are read with [toolgate.EffectOf]. It only
+// record it decided. Effects are read with [toolgate.EffectOf]. When a
+// decision on a model's call names the compiled context the model was
+// shown ("context" in its decision record), the explanation carries it as
+// [Explanation.Shown]: for the decision record, the action it committed,
+// the result it recorded and a belief derived from that result. It only
 // reads, so it works on any store and on a record of any namespace. A
 // record s does not hold is [blackboard.ErrNotFound]. Safe for concurrent use,
 // as far as s is.
@@ -140,6 +172,7 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 	default:
 		ex.Verdict, ex.Code = "observed", target.Reason
 	}
+	ex.Shown = x.shown(x.byID[recordID], target)
 	return ex, nil
 }
 
@@ -712,6 +745,9 @@ func (e Explanation) WriteText(w io.Writer) error {
 		}
 		sb.WriteString("\n")
 	}
+	if e.Shown != nil {
+		writeShown(&sb, e.Shown)
+	}
 	_, err := io.WriteString(w, sb.String())
 	return err
 }
@@ -748,3 +784,162 @@ func (e Explanation) String() string {
 // WriteJSON writes the explanation as one indented JSON object, through
 // [InertJSON].
 func (e Explanation) WriteJSON(w io.Writer) error { return writeJSON(w, e) }
+
+// keyContext is the key under which a decision record's context names the
+// compiled context of its call.
+const keyContext = "context"
+
+// shown finds the compiled context the model was shown for the decision
+// explained: the one the asked decision record names, else the one the
+// first decision record about target (or the proposal it committed)
+// names; for a belief derived from a call's result, the call's.
+func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
+	var decisions []audit.Record
+	for i := range x.recs {
+		if isDecisionRecord(&x.recs[i]) {
+			if d, err := decisionOf(&x.recs[i]); err == nil {
+				decisions = append(decisions, d)
+			}
+		}
+	}
+	named := func(d audit.Record) (string, bool) {
+		ref, ok := d.Context[keyContext].(string)
+		return ref, ok && ref != ""
+	}
+	about := func(ids ...string) (audit.Record, bool) {
+		for _, id := range ids {
+			for _, d := range decisions {
+				if _, ok := named(d); ok && d.Subject == id {
+					return d, true
+				}
+			}
+		}
+		return audit.Record{}, false
+	}
+	var d audit.Record
+	found := false
+	if asked != nil && isDecisionRecord(asked) {
+		if a, err := decisionOf(asked); err == nil {
+			d, found = a, true
+			if _, ok := named(a); !ok {
+				found = false
+				if action, _ := a.Context["action_id"].(string); action != "" {
+					d, found = about(action)
+				}
+			}
+		}
+	}
+	if !found {
+		ids := []string{target.ID}
+		if target.Mode == blackboard.ModeCommit && len(target.Provenance.InputRefs) > 0 {
+			ids = append(ids, target.Provenance.InputRefs[0])
+		}
+		d, found = about(ids...)
+	}
+	if !found {
+		return nil
+	}
+	ref, _ := named(d)
+	sh := &Shown{Record: ref, Decision: d.ID}
+	r := x.byID[ref]
+	switch {
+	case mutShown && r != nil:
+	case r == nil:
+		sh.Invalid = "no record of this trace"
+	case r.Slot != blackboard.Evidence || r.Kind != pack.Kind:
+		sh.Invalid = "a " + r.Slot.String() + " record of kind " + r.Kind + ", not a compiled context"
+	case r.Provenance.Role != blackboard.RoleKernel:
+		sh.Invalid = "not written by the kernel"
+	}
+	if sh.Invalid != "" {
+		return sh
+	}
+	raw, err := json.Marshal(r.Payload)
+	if err == nil {
+		err = json.Unmarshal(raw, &sh.Context)
+	}
+	if err != nil {
+		sh.Invalid = "its payload is no compiled context: " + err.Error()
+		return sh
+	}
+	rest := make(map[string]any, len(r.Payload))
+	for k, v := range r.Payload {
+		if k != "hash" {
+			rest[k] = v
+		}
+	}
+	if h, err := canon.Digest(rest); err == nil && h == sh.Context.Hash || mutShown {
+		sh.Verified = true
+	}
+	return sh
+}
+
+// writeShown writes what the model was shown, under "shown to the model:".
+func writeShown(sb *strings.Builder, s *Shown) {
+	fmt.Fprintf(sb, "shown to the model: %s (named by %s)", Inert(s.Record), Inert(s.Decision))
+	if s.Invalid != "" {
+		sb.WriteString(": not shown: " + Inert(s.Invalid) + "\n")
+		return
+	}
+	c := &s.Context
+	verified := "does not match the record"
+	if s.Verified {
+		verified = "verified"
+	}
+	fmt.Fprintf(sb, "\n  compiled context %s (%s), %d of %d tokens (%s), mode %s", Inert(c.Hash), verified, c.Tokens, c.Window, Inert(c.Encoding), Inert(c.Mode))
+	if c.Policy != "" {
+		sb.WriteString(", policy " + Inert(c.Policy))
+	}
+	sb.WriteString("\n  tools: " + inertList(c.Manifest.Tools) + "\n")
+	if len(c.Manifest.Evidence) == 0 {
+		sb.WriteString("  evidence: none\n")
+	}
+	for i, e := range c.Manifest.Evidence {
+		if i == 0 {
+			sb.WriteString("  evidence:\n")
+		}
+		fmt.Fprintf(sb, "    %s %s, %s old, %s", Inert(e.ID), Inert(e.Kind), ageText(e.AgeMS), Inert(e.Freshness))
+		if len(e.Flags) > 0 {
+			sb.WriteString(", flagged " + inertList(e.Flags))
+		}
+		if e.Belief != "" {
+			sb.WriteString(", backs " + Inert(e.Belief))
+		}
+		sb.WriteString("\n")
+	}
+	for i, m := range c.Manifest.Memory {
+		if i == 0 {
+			sb.WriteString("  memory:\n")
+		}
+		fmt.Fprintf(sb, "    %s %s, %s old\n", Inert(m.ID), Inert(m.Kind), ageText(m.AgeMS))
+	}
+	if len(c.Manifest.Cuts) == 0 {
+		sb.WriteString("  cuts: none\n")
+	}
+	for i, cut := range c.Manifest.Cuts {
+		if i == 0 {
+			sb.WriteString("  cuts:\n")
+		}
+		fmt.Fprintf(sb, "    %s %s: %d tokens, %s\n", Inert(cut.Section), Inert(cut.Item), cut.Tokens, Inert(cut.Reason))
+	}
+}
+
+func inertList(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = Inert(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// ageText is an age in milliseconds as a duration ("3.2s", "2h0m0s").
+func ageText(ms int64) string {
+	d := time.Duration(max(ms, 0)) * time.Millisecond
+	if d >= time.Minute {
+		d = d.Round(time.Second)
+	}
+	return d.String()
+}

@@ -6,4 +6,5 @@ package pack
 const (
 	mutFlags      = false
 	mutProhibited = false
+	mutReadOnly   = false
 )

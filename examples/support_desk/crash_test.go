@@ -47,8 +47,8 @@ func TestCrashAndRecover(t *testing.T) {
 		ticket  string
 		handled string
 	}{
-		{after: "1", ticket: "T1", handled: "0 of 7"},
-		{after: "11", ticket: "T3", handled: "4 of 7"},
+		{after: "1", ticket: "T1", handled: "0 of 8"},
+		{after: "11", ticket: "T3", handled: "4 of 8"},
 	} {
 		t.Run("crash-after="+c.after, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "desk.db")

@@ -1,8 +1,8 @@
 package main
 
-// The integration code: everything in this file, and the two lines of
-// run.go marked "// integration" (starting the supervisor, handing a
-// message to the agent), is what the desk's owner writes to put a model
+// The integration code: everything in this file, and the three lines of
+// run.go marked "// integration" (the context compiler for the model's
+// window, starting the supervisor, handing a message to the agent), is what the desk's owner writes to put a model
 // behind the gate. The model is untrusted; the kernel and the gate decide
 // each of its calls, and only committed (and, above 500, approved) refunds
 // reach the payment API. Not integration: the tools' bodies (tools.go),
@@ -16,6 +16,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -47,10 +48,11 @@ type emailArgs struct {
 
 // newDesk opens the gate over store, with the desk's tools, each defined in
 // one place (the gate's default hints and retries serve them); the agent
-// that lets the model call them; and the supervisor that recovers and resumes
+// that lets the model call them, showing it each round a context comp
+// compiled from the ticket's current evidence (package pack); and the supervisor that recovers and resumes
 // the gate's actions, reporting to events. It returns the desk even with
 // an error, so that the caller closes a gate it opened.
-func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *world, model *llm.Client,
+func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *world, model *llm.Client, comp *pack.Compiler,
 	events func(context.Context, supervisor.Event)) (*desk, error) {
 	rs, err := rules.New( // a refund within what the belief allows; an email to the order's customer
 		rules.OnAction("refund_within_assessment", "issue_refund",
@@ -71,16 +73,14 @@ func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *w
 				// refund per order, ever (the once-key is also the payment
 				// API's idempotency key); above 500, a person approves.
 				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-				Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-			}, d.refund),
+				Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"}}, d.refund),
 			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, // the outbox honours the key
-				Description: "Email the customer of the order you looked up.",
-			}, d.email)),
+				Description: "Email the customer of the order you looked up."}, d.email)),
 			toolgate.WithKernel(kernel.WithStore(store), kernel.WithNamespace(namespace), kernel.WithValidators(rs)),
 			toolgate.WithContracts(toolgate.Contract{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
 	}
 	if err == nil {
-		d.agent, err = llm.NewAgent(model, d.g, llm.WithMaxRounds(12))
+		d.agent, err = llm.NewAgent(model, d.g, llm.WithMaxRounds(12), llm.WithCompiler(comp))
 	}
 	if err == nil {
 		d.sup, err = supervisor.New(d.g, supervisor.WithInterval(100*time.Millisecond), supervisor.WithEvents(events))

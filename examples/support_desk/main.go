@@ -9,7 +9,7 @@
 //	go run ./examples/support_desk --llm-url URL --llm-model NAME
 //
 // By default the model is scripted: an OpenAI-compatible server on
-// loopback, inside the process, plays the model's tool calls for four
+// loopback, inside the process, plays the model's tool calls for five
 // tickets, so the agent loop (worker/llm) and the gate (toolgate) run as
 // they would against a real model. With --llm-url (or BK_LLM_URL) a real
 // endpoint plays the model instead.

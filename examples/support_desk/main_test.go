@@ -93,7 +93,7 @@ func runDesk(t *testing.T, args ...string) string {
 	return buf.String()
 }
 
-// checkReport checks what the scripted run of the four tickets shows.
+// checkReport checks what the scripted run of the five tickets shows.
 func checkReport(t *testing.T, report string) {
 	t.Helper()
 	ds := decisionsOf(t, report)
@@ -163,6 +163,20 @@ func checkReport(t *testing.T, report string) {
 		t.Error("T4's denied refund ran")
 	}
 
+	// T9: the trace is read_only; the refund, not shown, is called all the
+	// same and refused before anything is proposed.
+	if !strings.Contains(report, "T9: a chargeback on order A9 is open: the desk made the ticket's trace read_only") {
+		t.Errorf("T9 was not made read_only\n%s", report)
+	}
+	i = want("read-only lookup", 0, "T9", "lookup_order", "executed", "EFFECT_SUCCEEDED")
+	i = want("read-only refusal", i, "T9", "issue_refund", "refused", "READ_ONLY_MODE")
+	if !strings.Contains(ds[i].hint, "read-only") {
+		t.Errorf("READ_ONLY_MODE with hint %q", ds[i].hint)
+	}
+	if find(ds, 0, "T9", "issue_refund", "committed", "COMMITTED") >= 0 {
+		t.Error("T9's refund was committed in a read_only trace")
+	}
+
 	// Every refusal of a model's call came with a hint for the model (a
 	// derived belief is no call of the model's).
 	for _, d := range ds {
@@ -171,7 +185,7 @@ func checkReport(t *testing.T, report string) {
 		}
 	}
 	for _, s := range []string{
-		"Refusals: ARGUMENT_NOT_BOUND=1 DUPLICATE_ACTION=1 STALE_EVIDENCE=2; approvals: 1 approved, 1 denied",
+		"Refusals: ARGUMENT_NOT_BOUND=1 DUPLICATE_ACTION=1 READ_ONLY_MODE=1 STALE_EVIDENCE=2; approvals: 1 approved, 1 denied",
 		"Payment API: 3 refunds paid, 950.00 EUR",
 		"Every refund happened exactly once: 4 committed refunds, 3 paid",
 	} {
@@ -192,7 +206,7 @@ func TestScriptedRunOnDisk(t *testing.T) {
 	checkReport(t, runDesk(t, "--db", db, "--approver", "supervisor"))
 	checkLedgerFile(t, db+".world", 3)
 	again := runDesk(t, "--db", db, "--approver", "supervisor")
-	for _, s := range []string{"Resuming: an earlier run handled 7 of 7 messages.", "The supervisor found nothing left unfinished.",
+	for _, s := range []string{"Resuming: an earlier run handled 8 of 8 messages.", "The supervisor found nothing left unfinished.",
 		"T4 message 2: handled by an earlier run", "Every refund happened exactly once: 4 committed refunds, 3 paid"} {
 		if !strings.Contains(again, s) {
 			t.Errorf("second run lacks %q\n%s", s, again)

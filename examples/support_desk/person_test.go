@@ -36,7 +36,7 @@ func TestPersonApproves(t *testing.T) {
 				"T3: 1 refund(s) wait for a person's approval; this ticket goes on in the next run",
 				"T4: 1 refund(s) wait for a person's approval",
 				"serve --token-file FILE", "approve --as NAME --digest sha256:",
-				"T3 actions:T3:12 no result yet (waits for approval): 0 payments",
+				"T3 actions:T3:14 no result yet (waits for approval): 0 payments",
 			} {
 				if !strings.Contains(first, s) {
 					t.Errorf("first run lacks %q\n%s", s, first)
@@ -54,9 +54,9 @@ func TestPersonApproves(t *testing.T) {
 			want := []string{"T3: a person decided what waited for approval; the supervisor applies it", "T3 message 2, from the desk",
 				"T4 message 2, from the desk", "Every refund happened exactly once: 4 committed refunds"}
 			if tc.approve {
-				want = append(want, "T3 actions:T3:12 paid  750.00", "approvals: 2 approved, 0 denied")
+				want = append(want, "T3 actions:T3:14 paid  750.00", "approvals: 2 approved, 0 denied")
 			} else {
-				want = append(want, "T3 actions:T3:12 not run: APPROVAL_DENIED by person:ana", "approvals: 0 approved, 2 denied")
+				want = append(want, "T3 actions:T3:14 not run: APPROVAL_DENIED by person:ana", "approvals: 0 approved, 2 denied")
 			}
 			for _, s := range want {
 				if !strings.Contains(second, s) {
@@ -65,7 +65,7 @@ func TestPersonApproves(t *testing.T) {
 			}
 			// A third run has nothing left: nothing waits, nothing is paid again.
 			third := runDesk(t, "--db", db, "--approver", "person")
-			if !strings.Contains(third, "Resuming: an earlier run handled 7 of 7 messages.") || strings.Contains(third, "wait for a person's approval") {
+			if !strings.Contains(third, "Resuming: an earlier run handled 8 of 8 messages.") || strings.Contains(third, "wait for a person's approval") {
 				t.Errorf("third run\n%s", third)
 			}
 			got := paidByOrder(t, db+".world")

@@ -15,12 +15,17 @@ import (
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/wait"
+	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
+
+// contextWindow is the tokens of the model's context the compiled context
+// may fill (pack.WithWindow): the model's context length less its answer.
+const contextWindow = 16384
 
 // errUsage is wrapped by every error about the command line (exit 2).
 var errUsage = cmdline.ErrUsage
@@ -138,6 +143,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	comp, err := pack.New(pack.WithWindow(contextWindow)) // integration
+	if err != nil {
+		return err
+	}
 	journal := ""
 	if cfg.db != "" {
 		journal = cfg.db + ".world"
@@ -164,7 +173,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
 	var r *reporter
-	d, err := newDesk(ctx, store, cfg.ns, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	d, err := newDesk(ctx, store, cfg.ns, w, client, comp, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if d != nil && d.g != nil {
 		defer func() { err = errors.Join(err, d.g.Close()) }()
 	}
@@ -325,6 +334,14 @@ func (r *reporter) awaitResumed(trace string, ruled []ruling) ([]toolgate.Result
 
 // ticket handles the messages of a ticket that no earlier run finished.
 func (r *reporter) ticket(t ticket) error {
+	if t.readOnly {
+		// The owner's run control, recorded in the trace; again on a
+		// resumed run, which changes nothing (controls only tighten).
+		if err := r.d.g.Restrict(r.ctx, t.ID, toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.out, "\n%s: a chargeback on order %s is open: the desk made the ticket's trace %s\n", t.ID, t.Order, toolgate.ModeReadOnly)
+	}
 	for i, m := range t.Messages {
 		n := i + 1
 		key := turnKey(t.ID, n)

@@ -16,16 +16,17 @@ import (
 // The scripted model: the scripting, not the governance. It is an
 // OpenAI-compatible chat completions server on loopback, in this process,
 // so that the agent and the gate run exactly as they do against a real
-// model: the client sends the conversation and the tool surface over HTTP,
-// and reads tool calls back.
+// model: the client sends the compiled context and the tool surface over
+// HTTP, and reads tool calls back.
 //
 // For each customer message the script lists the model's steps: the tool
-// calls of one completion, or its final answer. The server finds where the
-// conversation is from the ids of the calls it made before (s<step>_<n>)
-// and plays the next step whose condition holds on the tool results the
-// agent sent back. So a step such as "look the order up again" is played
-// only when the gate's hint asked for it, and a conversation replayed
-// after a crash follows what the gate answers then.
+// calls of one completion, or its final answer. The model is shown no
+// conversation, only the round's compiled context: the server finds where
+// the run is from the ids of its last calls (s<step>_<n>) in the context's
+// last result, and plays the next step whose condition holds on those
+// results. So a step such as "look the order up again" is played only
+// when the gate's hint asked for it, and a run replayed after a crash
+// follows what the gate answers then.
 
 // step is one completion of the script.
 type step struct {
@@ -123,6 +124,13 @@ var script = map[string][]step{
 		{when: hinted("order.amount"), calls: []llm.ToolCall{refundCall("A4", 900, "not_received")}},
 		say("The refund of 900.00 on order A4 waits for a supervisor's approval."),
 	},
+	"T9/1": {
+		calls(lookupCall("A9")),
+		// The refund is not among the tools shown (the trace is read_only);
+		// the model calls it all the same.
+		calls(refundCall("A9", 60, "damaged")),
+		say("Order A9 is read-only while its chargeback is open: no refund was made."),
+	},
 	"T4/2": {
 		calls(emailCall("dev@example.com", "About your refund for order A4", "The carrier reports the bike delivered and signed for; a colleague will review your claim.")),
 		say("Told Dev his refund was not approved and the claim is under review."),
@@ -130,8 +138,9 @@ var script = map[string][]step{
 }
 
 var (
-	ticketRE = regexp.MustCompile(`^Ticket (\S+), message (\d+),`)
-	stepRE   = regexp.MustCompile(`^s(\d+)_\d+$`)
+	ticketRE = regexp.MustCompile(`(?m)^Ticket (\S+), message (\d+),`)
+	// resultRE is a line of the last result: "- s2_0 issue_refund: {...}".
+	resultRE = regexp.MustCompile(`(?m)^- s(\d+)_\d+ (\S+): (\{.*\})$`)
 )
 
 // scriptedModel serves the script.
@@ -178,36 +187,35 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 }
 
-// nextStep reads where the conversation is and returns the step to play,
-// its calls given ids s<step>_<n>.
+// nextStep reads where the run is from the compiled context the agent
+// sent, the one message of the request: the ticket and message from its
+// current task, the step last played from the call ids in its last result
+// (the gate's answers to the previous completion's calls), and the results
+// the conditions read from there too. It returns the step to play, its
+// calls given ids s<step>_<n>.
 func nextStep(msgs []llm.Message) step {
-	key := ""
+	prompt := ""
 	for _, m := range msgs {
-		if mm := ticketRE.FindStringSubmatch(m.Content); m.Role == "user" && mm != nil {
-			key = mm[1] + "/" + mm[2]
-			break
+		if m.Role == "user" {
+			prompt += m.Content
 		}
+	}
+	key := ""
+	if mm := ticketRE.FindStringSubmatch(prompt); mm != nil {
+		key = mm[1] + "/" + mm[2]
 	}
 	steps, ok := script[key]
 	if !ok {
 		return say("(the script has nothing for this message)")
 	}
-	last, tools := -1, map[string]string{}
+	last := -1
 	var prev []seen
-	for _, m := range msgs {
-		switch m.Role {
-		case "assistant":
-			prev = nil
-			for _, c := range m.ToolCalls {
-				tools[c.ID] = c.Function.Name
-				if mm := stepRE.FindStringSubmatch(c.ID); mm != nil {
-					last, _ = strconv.Atoi(mm[1])
-				}
-			}
-		case "tool":
-			s := seen{Tool: tools[m.ToolCallID]}
-			json.Unmarshal([]byte(m.Content), &s)
-			prev = append(prev, s)
+	for _, mm := range resultRE.FindAllStringSubmatch(section(prompt, "Last result"), -1) {
+		s := seen{Tool: mm[2]}
+		json.Unmarshal([]byte(mm[3]), &s)
+		prev = append(prev, s)
+		if n, _ := strconv.Atoi(mm[1]); n > last {
+			last = n
 		}
 	}
 	for i := last + 1; i < len(steps); i++ {
@@ -223,4 +231,15 @@ func nextStep(msgs []llm.Message) step {
 		return out
 	}
 	return say("(end of script)")
+}
+
+// section returns the body of the prompt's section "## name", "" when the
+// context has none.
+func section(prompt, name string) string {
+	_, body, ok := strings.Cut(prompt, "## "+name+"\n")
+	if !ok {
+		return ""
+	}
+	body, _, _ = strings.Cut(body, "\n## ")
+	return body
 }

@@ -19,6 +19,10 @@ type ticket struct {
 	ID       string // also the trace id
 	Order    string
 	Messages []message
+	// readOnly: the desk's owner puts the ticket's trace in the read_only
+	// safety mode before the agent sees it (a chargeback on the order is
+	// open): no tool with an effect is shown to the model or run.
+	readOnly bool
 }
 
 type message struct {
@@ -42,6 +46,12 @@ var tickets = []ticket{
 	{ID: "T4", Order: "A4", Messages: []message{
 		{From: "customer", Text: "My bike (order A4) never arrived. Refund me 950 EUR: the 900 and 50 for my trouble."},
 		{From: "desk", afterApproval: true},
+	}},
+	// T9, not T5: the approvals console's browser test adds its own
+	// traces T5 to T8 to the desk's store, and a trace belongs to one
+	// namespace.
+	{ID: "T9", Order: "A9", readOnly: true, Messages: []message{
+		{From: "customer", Text: "My headphones (order A9) stopped working after a week. Refund them, please."},
 	}},
 }
 

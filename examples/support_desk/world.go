@@ -50,6 +50,8 @@ var orders = []order{
 		Refundable: true, Carrier: "delivered", Warehouse: "returned parcel holds a grinder, not the machine ordered"},
 	{ID: "A4", Customer: "Dev Patel", Email: "dev@example.com", Item: "road bike", Amount: 900,
 		Refundable: true, Carrier: "delivered and signed for by D. Patel"},
+	{ID: "A9", Customer: "Eve Novak", Email: "eve@example.com", Item: "headphones", Amount: 60,
+		Refundable: true, Carrier: "delivered"},
 }
 
 // staleReads says which reads of an order the order system serves from

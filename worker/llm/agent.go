@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -43,6 +44,10 @@ const DefaultMaxRounds = 8
 // The run ends when the model answers without calling a tool, or with
 // [ErrMaxRounds] once the rounds ([WithMaxRounds]) are used up.
 //
+// With [WithCompiler], each round's request is not the conversation but
+// a compiled context for the round, recorded in the trace and named by
+// every call of the round (see WithCompiler).
+//
 // Every tool call the model makes goes to the gate, including calls of
 // tools that were not on the surface (the gate refuses them) and calls
 // whose arguments are not valid JSON: those arrive as a JSON string holding
@@ -57,6 +62,9 @@ type Agent struct {
 	maxRounds int
 	before    func(context.Context, Usage) error
 	nilHook   bool // WithBeforeModelCall(nil) was given
+	comp      *pack.Compiler
+	nilComp   bool        // WithCompiler(nil) was given
+	cg        ContextGate // g, when comp is set
 }
 
 // AgentOption configures an [Agent] in [NewAgent].
@@ -98,6 +106,15 @@ func NewAgent(c *Client, g Gate, opts ...AgentOption) (*Agent, error) {
 		return bad(fmt.Sprintf("max rounds %d below 1", a.maxRounds))
 	case a.nilHook:
 		return bad("nil before-model-call hook")
+	case a.nilComp:
+		return bad("nil compiler")
+	}
+	if a.comp != nil {
+		cg, ok := g.(ContextGate)
+		if !ok {
+			return bad(fmt.Sprintf("a compiler needs a gate that is a ContextGate (a *toolgate.Gate), not %T", g))
+		}
+		a.cg = cg
 	}
 	return a, nil
 }
@@ -168,13 +185,20 @@ type AgentResult struct {
 	// order.
 	Calls []ToolResult
 	// Messages is the conversation: the system and user messages, then
-	// each assistant message and the tool results answering it.
+	// each assistant message and the tool results answering it. With a
+	// compiler ([WithCompiler]) each round's request is one user message
+	// holding the compiled prompt, and Messages holds, round by round,
+	// that message, the assistant's answer and the tool results.
 	Messages []Message
 	// Trajectory has one entry per tool call handed to the gate, in
 	// order: the turn, the tool, and ok or the failure's status and
 	// category (toolgate.Result.Failure). It is what the orchestrator sees
 	// of the run.
 	Trajectory []failure.TrajectoryEntry
+	// Contexts are, with a compiler ([WithCompiler]), the record ids of
+	// the compiled contexts the model was shown, one per round in order;
+	// nil without one.
+	Contexts []string
 	// GrantEnd is how the task's grant ended: failure.GrantOpen without a
 	// grant, or while turns were left.
 	GrantEnd failure.GrantEnd
@@ -199,11 +223,17 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 	}
 	rt := newTaskRuntime(t)
 	defer rt.finish(&res)
-	if t.System != "" {
-		res.Messages = append(res.Messages, Message{Role: "system", Content: t.System})
+	if a.comp != nil && strings.TrimSpace(t.System) == "" {
+		return res, fmt.Errorf("%w: an agent with a compiler needs the task's System prompt: it is the compiled context's mission", ErrInvalidConfig)
 	}
-	res.Messages = append(res.Messages, Message{Role: "user", Content: t.User})
+	if a.comp == nil {
+		if t.System != "" {
+			res.Messages = append(res.Messages, Message{Role: "system", Content: t.System})
+		}
+		res.Messages = append(res.Messages, Message{Role: "user", Content: t.User})
+	}
 	ids := make(map[string]bool)
+	last := -1 // where the messages of the last round's tool results begin
 	for round := 1; round <= a.maxRounds; round++ {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("llm: agent stopped before round %d: %w", round, err)
@@ -222,7 +252,18 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 				return res, fmt.Errorf("llm: agent stopped before model call %d: %w", round, err)
 			}
 		}
-		out, err := a.c.Complete(ctx, res.Messages, tools)
+		msgs, contextID := res.Messages, ""
+		if a.comp != nil {
+			var p *pack.Pack
+			if p, contextID, err = a.compile(ctx, t, rt, &res, tools, last); err != nil {
+				return res, fmt.Errorf("llm: agent: compiled context of round %d: %w", round, err)
+			}
+			tools = shown(tools, p)
+			msgs = []Message{{Role: "user", Content: p.Prompt}}
+			res.Messages = append(res.Messages, msgs[0])
+			res.Contexts = append(res.Contexts, contextID)
+		}
+		out, err := a.c.Complete(ctx, msgs, tools)
 		if err != nil {
 			return res, fmt.Errorf("llm: agent: model call %d: %w", round, err)
 		}
@@ -230,6 +271,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 		res.Usage = res.Usage.Add(out.Usage)
 		calls := uniqueIDs(out.ToolCalls, round, ids)
 		res.Messages = append(res.Messages, Message{Role: "assistant", Content: out.Content, ToolCalls: calls})
+		last = len(res.Messages)
 		a.c.log.DebugContext(ctx, "llm: agent round", "trace", t.TraceID, "round", round,
 			"tools", len(tools), "calls", len(calls), "finish", out.FinishReason)
 		if len(calls) == 0 || !rt.toolsAllowed() {
@@ -250,6 +292,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 				TraceID: t.TraceID,
 				Intent:  t.Intent,
 				Budget:  rt.gateBudget(),
+				Context: contextID,
 			}
 			r, err := a.g.Call(ctx, call)
 			if err != nil {

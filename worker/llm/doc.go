@@ -31,6 +31,8 @@
 //   - [Agent] runs one [Task] as a tool-calling conversation through a
 //     [Gate] (a *toolgate.Gate, or a fake), and returns an [AgentResult]:
 //     the answer, each call with the gate's [ToolResult], and the usage.
+//     With [WithCompiler] each round's request is a compiled context
+//     instead of the conversation.
 //
 // [WithModelSteps] is the one ungoverned switch, off by default: the model
 // then writes the plan steps, so the paper's bypass (steps with empty
@@ -73,6 +75,21 @@
 // (default [DefaultMaxRounds]); the calls of that last round were decided
 // too. An error from the gate, the hook, the endpoint or the context also
 // ends it, and the [AgentResult] still reports what happened until then.
+//
+// # Compiled contexts
+//
+// With [WithCompiler] the model is not sent the growing conversation:
+// each round the agent compiles a context for the round (package pack)
+// from the task's mission ([Task.System]) and request ([Task.User]), one
+// progress line per earlier tool call, the gate's answers to the last
+// round's calls, the surfaced tools, and the safety mode and policy in
+// force read from the gate (pack.Govern); the compiler adds the trace's
+// current evidence and compresses above 90 % of its window. The agent
+// records the context, sends its prompt as the one user message with the
+// schemas of the tools it shows, and names the record in every
+// toolgate.Call.Context of the round, so each decision record says what
+// the model was shown ([AgentResult.Contexts]; `bk explain` prints it).
+// The gate must be a [ContextGate] (a *toolgate.Gate is).
 //
 // # Budgets, loop guards and grants
 //
