@@ -50,6 +50,7 @@ func commands() []command {
 		{"approve", "ACTION", "approve an action waiting for approval, bound to its arguments' digest (writes one record)", runApprove, decisionFlags},
 		{"deny", "ACTION", "deny an action waiting for approval: the gate takes its fallback (writes one record)", runDeny, decisionFlags},
 		{"serve", "", "the approvals console in a browser: approve or deny, see evidence and timelines", runServe, serveFlags},
+		{"replay", "", "re-run traces from the store alone, under their recorded policy or --rule NAME=EXPR, and list the decisions that differ (exit 0 when some do, 1 only on an error)", runReplay, replayFlags},
 		{"erase", "TRACE", "erase a trace's masked values: destroy its key in --keys DIR (the store is only read)", runErase, eraseFlags},
 	}
 }
@@ -61,6 +62,7 @@ type env struct {
 	json                      bool
 	steps                     bool        // timeline --steps
 	keys                      string      // erase's key directory
+	rules                     ruleFlags   // replay's --rule
 	decide                    decision    // approve and deny
 	serve                     ServeConfig // serve's flags
 	// serveFunc is the approvals console bk serve runs ([WithServe]).

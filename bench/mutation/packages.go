@@ -13,6 +13,7 @@ import (
 	_ "github.com/blackboardkernel/bk/inspect/console"
 	_ "github.com/blackboardkernel/bk/kernel"
 	_ "github.com/blackboardkernel/bk/pack"
+	_ "github.com/blackboardkernel/bk/replay"
 	_ "github.com/blackboardkernel/bk/rules"
 	_ "github.com/blackboardkernel/bk/store/pgstore"
 	_ "github.com/blackboardkernel/bk/store/sqlitestore"

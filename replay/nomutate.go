@@ -1,0 +1,6 @@
+//go:build !bkmutate
+
+package replay
+
+// The switch of mutate.go, off.
+const mutPolicyHash = false

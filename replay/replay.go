@@ -1,0 +1,162 @@
+package replay
+
+import (
+	"context"
+	"slices"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// Option changes the policy a trace is replayed under: the "changed
+// policy" whose decisions on recorded traffic a replay reports.
+type Option func(*config)
+
+type config struct {
+	rules       []rules.Spec
+	constraints []kernel.Constraint
+	tools       []toolChange
+}
+
+type toolChange struct {
+	name   string
+	change func(*toolgate.ToolPolicy)
+}
+
+// WithRules replays under these rules: each replaces the recorded rule of
+// the same name, in its place, or is added after the recorded rules. A
+// spec with neither On nor Target changes only the expression of the
+// recorded rule of its name (what `bk replay --rule NAME=EXPR` gives); one
+// that names no recorded rule makes [Trace] fail with [ErrInvalidOption].
+func WithRules(specs ...rules.Spec) Option {
+	return func(c *config) { c.rules = append(c.rules, specs...) }
+}
+
+// WithConstraint commits each constraint in the replayed trace, with
+// episode scope, before its first record is replayed: the decisions then
+// show what the constraint would have blocked.
+func WithConstraint(cs ...kernel.Constraint) Option {
+	return func(c *config) { c.constraints = append(c.constraints, cs...) }
+}
+
+// WithTool changes a tool's governance in the recorded policy before the
+// replay: change is given the tool's [toolgate.ToolPolicy] (its approval
+// rule, once-key, bindings, ...) to modify in place. A name the policy
+// does not hold makes [Trace] fail with [ErrInvalidOption].
+func WithTool(name string, change func(*toolgate.ToolPolicy)) Option {
+	return func(c *config) { c.tools = append(c.tools, toolChange{name, change}) }
+}
+
+// Status says how a replayed decision compares with the recorded one.
+type Status string
+
+// The statuses of a [Decision].
+const (
+	// Same: the replay decided as recorded (outcome and code).
+	Same Status = "same"
+	// Changed: both decided, differently.
+	Changed Status = "changed"
+	// Missing: recorded, and the replay made no such decision (the call
+	// it followed from was decided otherwise).
+	Missing Status = "missing"
+	// Extra: the replay made a decision the record does not hold.
+	Extra Status = "extra"
+)
+
+// Outcome is what one decision came to: a decision record's outcome
+// ([audit.Outcome]: committed, refused, pending_approval, executed,
+// failed, escalated) and code.
+type Outcome struct {
+	Outcome string          `json:"outcome,omitempty"`
+	Code    blackboard.Code `json:"code,omitempty"`
+}
+
+// Decision is one decision of the trace, recorded and replayed.
+type Decision struct {
+	// Record is the recorded decision record (or, for a planner's
+	// proposal, the proposal); empty for an [Extra] decision.
+	Record string `json:"record,omitempty"`
+	// Replayed is the replay's record of it; empty for a [Missing] one.
+	Replayed string `json:"replayed,omitempty"`
+	// Kind is the action type, or the belief or plan kind.
+	Kind string `json:"kind"`
+	// Tool is the tool of a gate call's decision.
+	Tool string `json:"tool,omitempty"`
+	// Stage is what the decision is about: "call" (the gate and kernel's
+	// decision on a tool call), "effect" (its recorded result), "escalate",
+	// "fallback", "derive" (a belief its result derived), "propose" (a
+	// planner's proposal).
+	Stage    string  `json:"stage"`
+	Recorded Outcome `json:"recorded"`
+	Replay   Outcome `json:"replay"`
+	Status   Status  `json:"status"`
+}
+
+// Counts counts a report's decisions by [Status].
+type Counts struct {
+	Same    int `json:"same"`
+	Changed int `json:"changed"`
+	Missing int `json:"missing"`
+	Extra   int `json:"extra"`
+}
+
+// Report is what a replay found: every decision of the trace, recorded
+// and replayed, in the order of the recorded trace (a decision only the
+// replay made follows the recorded ones of the same step). The same store
+// and options give the same report.
+type Report struct {
+	Namespace string `json:"namespace"`
+	TraceID   string `json:"trace_id"`
+	// Policies are the policy hashes the trace's decision records name,
+	// in the order first named.
+	Policies  []string   `json:"policies"`
+	Decisions []Decision `json:"decisions"`
+	Counts    Counts     `json:"counts"`
+	// First is the index in Decisions of the first that is not [Same];
+	// -1 when the replay decided everything as recorded.
+	First int `json:"first_divergence"`
+	// Notes say what the replay could not reproduce exactly (an approval
+	// it could not apply, a failure code it replays as another, arguments
+	// the record does not hold), sorted.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Diverged reports whether any decision differs from the record.
+func (r Report) Diverged() bool { return r.First >= 0 }
+
+// Trace replays trace traceID of namespace from src alone, without
+// calling a model or any tool, and reports where a decision differs
+// from the record (see the package doc for what is replayed and how).
+// An empty namespace is [blackboard.DefaultNamespace]. It only reads
+// src.
+//
+// Its errors are [*Error]s wrapping [ErrNoTrace], [ErrNoPolicy],
+// [ErrTampered], [ErrNotReproducible] or [ErrInvalidOption], or a
+// read of src that failed, or ctx's error.
+func Trace(ctx context.Context, src blackboard.Store, namespace, traceID string, opts ...Option) (Report, error) {
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if namespace == "" {
+		namespace = blackboard.DefaultNamespace
+	}
+	r := newReplayer(src, namespace, traceID, &cfg)
+	defer r.close()
+	if err := r.scan(ctx); err != nil {
+		return Report{}, err
+	}
+	if err := r.loadPolicies(ctx); err != nil {
+		return Report{}, err
+	}
+	if err := r.walk(ctx); err != nil {
+		return Report{}, err
+	}
+	rep := r.report()
+	rep.Policies = slices.Clone(r.hashes)
+	return rep, nil
+}

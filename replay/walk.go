@@ -1,0 +1,863 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// Stages of a [Decision].
+const (
+	stageCall     = "call"
+	stageEffect   = "effect"
+	stageEscalate = "escalate"
+	stageFallback = "fallback"
+	stageDerive   = "derive"
+	stageExecute  = "execute" // a committed action refused when it was to run
+	stagePropose  = "propose"
+)
+
+// replayer is one replay: the source it reads, the kernel and gates it
+// builds over a fresh memory store, and what it learnt on the way. It is
+// used by one goroutine.
+type replayer struct {
+	src       blackboard.Store
+	ns, trace string
+	cfg       *config
+
+	// From the first pass over the trace.
+	results map[string]blackboard.Record // source action -> its first recorded result or failure
+	commits map[string]blackboard.Record // source proposal -> the kernel's commit of it
+	hashes  []string                     // policy hashes named, in order
+	firstMS int64
+
+	store    *capture
+	nowMS    int64
+	gates    map[string]*toolgate.Gate // by recorded policy hash
+	k        *kernel.Kernel            // the first gate's, for the records no gate writes
+	policies map[string]toolgate.Policy
+
+	// The walk's state.
+	step       int
+	callSteps  map[int]bool
+	stepAction string                    // the source action the current step is about
+	current    string                    // the source action whose recorded result the effect returns
+	callers    map[string]int64          // source proposals of gate calls -> time
+	called     map[string]int64          // source commits of gate calls -> their proposal's time
+	actions    map[string]string         // source action -> replayed action
+	back       map[string]string         // replayed action -> source action ("" when the record has none)
+	actionGate map[string]*toolgate.Gate // source action -> the gate that replayed it
+	ids        map[string]string         // other source records -> their replayed copies
+	recorded   []item
+	proposed   []item // planners' proposals, paired as they are replayed
+	notes      map[string]bool
+}
+
+// item is one decision on one side, before pairing.
+type item struct {
+	step       int
+	key        string
+	id         string
+	kind, tool string
+	stage      string
+	out        Outcome
+	pair       *item // for proposals: the replayed side
+}
+
+func newReplayer(src blackboard.Store, ns, trace string, cfg *config) *replayer {
+	return &replayer{src: src, ns: ns, trace: trace, cfg: cfg,
+		results: map[string]blackboard.Record{}, commits: map[string]blackboard.Record{},
+		store: &capture{Store: memstore.New()}, gates: map[string]*toolgate.Gate{}, policies: map[string]toolgate.Policy{},
+		callSteps: map[int]bool{}, callers: map[string]int64{}, called: map[string]int64{}, actions: map[string]string{}, back: map[string]string{},
+		actionGate: map[string]*toolgate.Gate{}, ids: map[string]string{}, notes: map[string]bool{}}
+}
+
+func (r *replayer) close() {
+	for _, g := range r.gates {
+		g.Close()
+	}
+	r.store.Close()
+}
+
+func (r *replayer) fail(sentinel error, record, policy, reason string, cause error) error {
+	return &Error{TraceID: r.trace, Record: record, Policy: policy, Reason: reason, Err: sentinel, Cause: cause}
+}
+
+func (r *replayer) note(format string, args ...any) { r.notes[fmt.Sprintf(format, args...)] = true }
+
+// clock is the replay kernel's: the recorded time of what is replayed.
+func (r *replayer) clock() time.Time { return time.UnixMilli(r.nowMS) }
+
+// scan is the first pass: each action's recorded result, each proposal's
+// commit, and the policies the decision records name.
+func (r *replayer) scan(ctx context.Context) error {
+	n := 0
+	for rec, err := range r.src.ListTrace(ctx, r.trace) {
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if ns := cmpNS(rec.Namespace); ns != r.ns {
+				return r.fail(ErrNoTrace, "", "", "it belongs to namespace "+quote(ns), nil)
+			}
+			r.firstMS = rec.Provenance.TimestampMS
+		}
+		n++
+		switch {
+		case rec.Slot == blackboard.Percepts:
+			if eff, ok := toolgate.EffectOf(rec); ok && (eff.Status == toolgate.StatusSucceeded || eff.Status == toolgate.StatusFailed) {
+				if _, seen := r.results[eff.ActionID]; !seen {
+					r.results[eff.ActionID] = rec
+				}
+			}
+		case rec.Mode == blackboard.ModeCommit && rec.Provenance.Role == blackboard.RoleKernel && rec.Slot != blackboard.Evidence &&
+			len(rec.Provenance.InputRefs) > 0:
+			if _, seen := r.commits[rec.Provenance.InputRefs[0]]; !seen {
+				r.commits[rec.Provenance.InputRefs[0]] = rec
+			}
+		default:
+			if d, ok := audit.Of(rec); ok {
+				if h, _ := d.Context["policy"].(string); h != "" && !slices.Contains(r.hashes, h) {
+					r.hashes = append(r.hashes, h)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return r.fail(ErrNoTrace, "", "", "namespace "+quote(r.ns)+" holds no record of it", nil)
+	}
+	if len(r.hashes) == 0 {
+		return r.fail(ErrNoPolicy, "", "", "no decision record of the trace names a policy snapshot", nil)
+	}
+	return nil
+}
+
+func cmpNS(ns string) string {
+	if ns == "" {
+		return blackboard.DefaultNamespace
+	}
+	return ns
+}
+
+// loadPolicies reads the snapshots the trace names, checks each against
+// its hash, applies the options and builds a gate for each.
+func (r *replayer) loadPolicies(ctx context.Context) error {
+	found := map[string]bool{}
+	for rec, err := range r.src.ListTrace(ctx, toolgate.PolicyTrace) {
+		if err != nil {
+			return err
+		}
+		if cmpNS(rec.Namespace) != r.ns || rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindPolicy ||
+			rec.Provenance.Role != blackboard.RoleKernel {
+			continue
+		}
+		h, _ := rec.Payload.String("hash")
+		if !slices.Contains(r.hashes, h) || found[h] {
+			continue
+		}
+		found[h] = true
+		// The record's own JSON must hash to its hash (integrity), and
+		// decode to a policy of this version's shape that hashes the same
+		// (nothing in it this version would drop).
+		raw, err := json.Marshal(rec.Payload["policy"])
+		var got string
+		if err == nil {
+			got, err = canon.DigestJSON(raw)
+		}
+		if err != nil {
+			return r.fail(ErrTampered, rec.ID, h, "the snapshot does not encode", err)
+		}
+		if got != h && !mutPolicyHash {
+			return r.fail(ErrTampered, rec.ID, h, "the snapshot hashes to "+got, nil)
+		}
+		var p toolgate.Policy
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot does not decode as a toolgate.Policy", err)
+		}
+		if !mutPolicyHash && p.Hash() != h {
+			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot was recorded in another shape than this version's toolgate.Policy", nil)
+		}
+		if len(p.Opaque) > 0 {
+			return r.fail(ErrNotReproducible, rec.ID, h, "it names validators that are code: "+strings.Join(p.Opaque, ", "), nil)
+		}
+		r.policies[h] = p
+	}
+	r.nowMS = r.firstMS
+	for _, h := range r.hashes {
+		p, ok := r.policies[h]
+		if !ok {
+			return r.fail(ErrNoPolicy, "", h, "no policy record of namespace "+quote(r.ns)+" holds it", nil)
+		}
+		p, err := r.change(p, h)
+		if err != nil {
+			return err
+		}
+		g, err := r.newGate(ctx, p)
+		if err != nil {
+			if r.cfg.changes() {
+				return r.fail(ErrInvalidOption, "", h, "the changed policy does not build", err)
+			}
+			return r.fail(ErrNotReproducible, "", h, "the policy does not build", err)
+		}
+		r.gates[h] = g
+		if r.k == nil {
+			r.k = g.Kernel()
+		}
+	}
+	return nil
+}
+
+func (c *config) changes() bool { return len(c.rules) > 0 || len(c.tools) > 0 }
+
+// change applies the options to p, the recorded policy with hash h.
+func (r *replayer) change(p toolgate.Policy, h string) (toolgate.Policy, error) {
+	for _, s := range r.cfg.rules {
+		i := slices.IndexFunc(p.Rules, func(x rules.Spec) bool { return x.Name == s.Name })
+		if s.On == "" && s.Target == "" {
+			if i < 0 {
+				return p, r.fail(ErrInvalidOption, "", h, "the policy has no rule "+quote(s.Name)+" whose expression to change", nil)
+			}
+			p.Rules[i].Expr = s.Expr
+			continue
+		}
+		if i >= 0 {
+			p.Rules[i] = s
+		} else {
+			p.Rules = append(p.Rules, s)
+		}
+	}
+	for _, c := range r.cfg.tools {
+		i := slices.IndexFunc(p.Tools, func(t toolgate.ToolPolicy) bool { return t.Name == c.name })
+		if i < 0 {
+			return p, r.fail(ErrInvalidOption, "", h, "the policy has no tool "+quote(c.name), nil)
+		}
+		if c.change != nil {
+			c.change(&p.Tools[i])
+		}
+	}
+	return p, nil
+}
+
+// newGate builds a gate from a policy snapshot: each tool as recorded,
+// with the replay's effect, one attempt and no masked fields.
+//
+// Masked fields need no key: the records hold their keyed hashes, never
+// the values, so the replayed tool declares none and takes the recorded
+// hash as the value (its schema relaxed to a string). Every comparison the
+// gate made on hashes (bindings, once-keys, the approval digest) compares
+// the same hashes again.
+func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Gate, error) {
+	tools := make([]toolgate.Tool, 0, len(p.Tools))
+	for _, tp := range p.Tools {
+		params, err := relax(tp.Parameters, tp.Masked)
+		if err != nil {
+			return nil, err
+		}
+		t := toolgate.Tool{Name: tp.Name, Description: "replayed from the store", Parameters: params, Action: tp.Action,
+			Requires: tp.Requires, Bindings: tp.Bindings, Unbound: tp.Unbound, Idempotent: tp.Idempotent, Result: tp.Result,
+			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond, Derives: tp.Derives,
+			Retry: toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}
+		if tp.Once != nil {
+			t.Once = &kernel.OnceKey{Fields: tp.Once.Fields, Percept: tp.Once.Percept, Limit: tp.Once.Limit}
+		}
+		if tp.Approval != nil {
+			t.Approval = *tp.Approval
+			for _, f := range tp.Masked {
+				if strings.Contains(tp.Approval.When, f) {
+					r.note("tool %s: its approval rule reads the masked field %s, which the replay has only as its hash", tp.Name, f)
+				}
+			}
+		}
+		tools = append(tools, t)
+	}
+	kopts := []kernel.Option{kernel.WithStore(r.store), kernel.WithNamespace(r.ns), kernel.WithClock(r.clock)}
+	if len(p.Rules) > 0 {
+		rs, err := rules.FromSpecs(p.Rules)
+		if err != nil {
+			return nil, err
+		}
+		kopts = append(kopts, kernel.WithValidators(rs))
+	}
+	opts := []toolgate.Option{toolgate.WithTools(tools...), toolgate.WithContracts(p.Contracts...)}
+	if len(p.Intents) > 0 {
+		opts = append(opts, toolgate.WithIntents(p.Intents...))
+	}
+	if p.Fallback != "" && p.Fallback != kernel.FallbackQueueForReview {
+		// The snapshot names the fallback; its spec is the kernel owner's,
+		// recorded nowhere: a safe fallback is what the gate requires.
+		kopts = append(kopts, kernel.WithActionSpecs(kernel.ActionSpec{Type: p.Fallback, SafeFallback: true}))
+		opts = append(opts, toolgate.WithFallback(p.Fallback))
+	}
+	opts = append(opts, toolgate.WithKernel(kopts...))
+	return toolgate.New(ctx, opts...)
+}
+
+// relax makes each masked property of a JSON Schema a string: the record
+// holds the value's hash in its place.
+func relax(params json.RawMessage, masked []string) (json.RawMessage, error) {
+	if len(masked) == 0 || len(params) == 0 {
+		return params, nil
+	}
+	var s map[string]any
+	if err := json.Unmarshal(params, &s); err != nil {
+		return nil, err
+	}
+	props, _ := s["properties"].(map[string]any)
+	for _, f := range masked {
+		if props != nil {
+			props[f] = map[string]any{"type": "string"}
+		}
+	}
+	return json.Marshal(s)
+}
+
+// effect is every replayed tool's effect: the recorded result of the
+// source action being replayed, or its recorded failure. It calls
+// nothing.
+func (r *replayer) effect(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+	res, ok := r.results[r.current]
+	if r.current == "" || !ok {
+		r.note("%s: %s (%s) has no recorded result: the recorded run never ran it, and the replay fails it", inv.Tool, inv.ActionID, r.current)
+		return nil, errNoResult
+	}
+	eff, _ := toolgate.EffectOf(res)
+	if eff.Status == toolgate.StatusSucceeded {
+		out := res.Payload.Clone()
+		delete(out, toolgate.KeyEffect)
+		return out, nil
+	}
+	switch eff.Code {
+	case toolgate.CodeRetriesExhausted:
+		return nil, toolgate.Retryable(errors.New(eff.Error)) // one attempt allowed: exhausted at once
+	case toolgate.CodeOutputInvalid:
+		return blackboard.Payload{toolgate.KeyEffect: "reserved"}, nil // what the gate refuses as output
+	case toolgate.CodeEffectFailed:
+	default:
+		r.note("%s: the recorded failure %s of %s is replayed as %s", inv.Tool, eff.Code, r.current, toolgate.CodeEffectFailed)
+	}
+	if eff.ExecutionStatus != "" {
+		return nil, failure.New(eff.ExecutionStatus, eff.Error).WithRetryable(false)
+	}
+	return nil, errors.New(eff.Error)
+}
+
+var errNoResult = errors.New("replay: no recorded result")
+
+// walk is the second pass: every record of the trace in order, each
+// replayed as its kind requires.
+func (r *replayer) walk(ctx context.Context) error {
+	started := false
+	for rec, err := range r.src.ListTrace(ctx, r.trace) {
+		if err != nil {
+			return err
+		}
+		if !started {
+			started = true
+			r.nowMS = rec.Provenance.TimestampMS
+			for _, c := range r.cfg.constraints {
+				if _, err := r.k.Symbolic("replay").CommitConstraint(ctx, r.trace, c, blackboard.ScopeEpisode); err != nil {
+					return r.fail(ErrInvalidOption, "", "", "constraint "+quote(c.Name), err)
+				}
+			}
+		}
+		if err := r.replay(ctx, rec); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// gateWriter reports whether a planner's proposal was the gate's own (a
+// call, a derived belief, a fallback), which the replayed gate makes
+// again itself.
+func gateWriter(w string) bool {
+	return strings.HasPrefix(w, toolgate.CallerWriter("")) || strings.HasPrefix(w, toolgate.DeriverWriter("")) || w == "toolgate"
+}
+
+func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
+	p := rec.Provenance
+	switch {
+	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModePropose && strings.HasPrefix(p.Writer, toolgate.CallerWriter("")):
+		r.callers[rec.ID] = p.TimestampMS
+	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModeCommit && p.Role == blackboard.RoleKernel && len(p.InputRefs) > 0:
+		if ts, ok := r.callers[p.InputRefs[0]]; ok {
+			r.called[rec.ID] = ts
+		}
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.Kind:
+		d, ok := audit.Of(rec)
+		if _, gate := d.Context["policy"]; !ok || !gate {
+			return nil // not the gate's (an orchestrator's, say): its proposal, if any, is replayed as a planner's
+		}
+		if r.isCall(d) {
+			r.newStep(rec.Provenance.TimestampMS)
+			r.callSteps[r.step] = true
+			if err := r.call(ctx, d); err != nil {
+				return err
+			}
+			r.recorded = append(r.recorded, r.itemOf(d, stageCall, "", r.step))
+			return nil
+		}
+		stage, act := classify(d)
+		r.recorded = append(r.recorded, r.itemOf(d, stage, act, r.step))
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindApproval && p.Role == blackboard.RoleApprover:
+		r.nowMS = p.TimestampMS
+		return r.approval(ctx, rec)
+	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindControls && p.Role == blackboard.RoleKernel:
+		r.nowMS = p.TimestampMS
+		return r.restrict(ctx, rec)
+	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindCompiledContext && p.Role == blackboard.RoleKernel:
+		r.nowMS = p.TimestampMS
+		out, err := r.k.Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+			TraceID: r.trace, Slot: blackboard.Evidence, Kind: rec.Kind, Payload: rec.Payload.Clone(), InputRefs: r.refs(ctx, rec.ID, p.InputRefs)}})
+		if err != nil {
+			return err
+		}
+		r.ids[rec.ID] = out.ID
+	case rec.Slot == blackboard.Percepts && p.Role == blackboard.RoleTool:
+		if eff, ok := toolgate.EffectOf(rec); ok {
+			if eff.ActionID != r.stepAction && (eff.Status == toolgate.StatusAttempted || eff.Status == toolgate.StatusEscalated || eff.Status == toolgate.StatusRefused) {
+				r.newStep(p.TimestampMS)
+				return r.execute(ctx, eff.ActionID)
+			}
+			return nil
+		}
+		r.nowMS = p.TimestampMS
+		return r.write(ctx, rec, r.k.Tool(p.Writer).Write)
+	case rec.Mode == blackboard.ModePropose && (p.Role == blackboard.RolePlanner || p.Role == blackboard.RoleSimulator) && !gateWriter(p.Writer):
+		r.newStep(p.TimestampMS)
+		return r.propose(ctx, rec)
+	case rec.Slot == blackboard.Constraints && p.Role == blackboard.RoleSymbolic:
+		r.nowMS = p.TimestampMS
+		return r.write(ctx, rec, r.k.Symbolic(p.Writer).Write)
+	case rec.Slot == blackboard.Evidence && p.Role == blackboard.RoleEvidence:
+		r.nowMS = p.TimestampMS
+		return r.write(ctx, rec, r.k.EvidenceValidator(p.Writer).Write)
+	}
+	return nil
+}
+
+// newStep starts the replay of a call, a run of an action or a proposal,
+// recorded at time ms.
+func (r *replayer) newStep(ms int64) {
+	r.step++
+	r.store.step = r.step
+	r.nowMS = ms
+	r.stepAction, r.current = "", ""
+}
+
+// isCall reports whether d is the gate's first decision on a call: a
+// refusal before the kernel, the kernel's refusal of a caller's proposal,
+// or the commit of one (pending approval or not).
+func (r *replayer) isCall(d audit.Record) bool {
+	if _, derived := d.Context["derived_from"]; derived {
+		return false
+	}
+	if _, fallback := d.Context["escalates"]; fallback {
+		return false
+	}
+	switch d.Outcome {
+	case audit.OutcomeRefused:
+		if d.Subject == "" {
+			_, tool := d.Context["tool"]
+			return tool
+		}
+		// The kernel's refusal is about the proposal; a refusal about a
+		// committed action was made when it was to run.
+		_, proposal := r.callers[d.Subject]
+		return proposal
+	case audit.OutcomeCommitted, audit.OutcomePendingApproval:
+		_, ok := r.called[d.Subject]
+		return ok
+	}
+	return false
+}
+
+// classify names the stage of a decision record that is not a call's
+// first, and the action it is about.
+func classify(d audit.Record) (stage, action string) {
+	str := func(k string) string { s, _ := d.Context[k].(string); return s }
+	first := func() string {
+		if len(d.EvidenceRefs) > 0 {
+			return d.EvidenceRefs[0]
+		}
+		return d.Subject
+	}
+	switch {
+	case str("derived_from") != "":
+		return stageDerive, str("action_id")
+	case str("escalates") != "":
+		return stageFallback, str("escalates")
+	case d.Outcome == audit.OutcomeExecuted || d.Outcome == audit.OutcomeFailed:
+		return stageEffect, first()
+	case d.Outcome == audit.OutcomeEscalated:
+		return stageEscalate, first()
+	}
+	return stageExecute, first()
+}
+
+func (r *replayer) itemOf(d audit.Record, stage, action string, step int) item {
+	tool, _ := d.Context["tool"].(string)
+	it := item{step: step, id: d.RecordID, kind: d.Kind, tool: tool, stage: stage, out: Outcome{string(d.Outcome), d.Code}}
+	if stage == stageCall || action == "" {
+		it.key = fmt.Sprintf("%s@%d", stage, step)
+	} else {
+		it.key = stage + "@" + action
+	}
+	return it
+}
+
+// call replays the call d records: the tool, arguments, caller, intent,
+// call id and compiled context it names, through the gate of its policy.
+func (r *replayer) call(ctx context.Context, d audit.Record) error {
+	str := func(k string) string { s, _ := d.Context[k].(string); return s }
+	c := toolgate.Call{ID: str("call_id"), RetryKey: str("retry_key"), Tool: str("tool"), Caller: str("caller"),
+		TraceID: r.trace, Intent: str("intent")}
+	if args, ok := d.Context["args"]; ok {
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return err
+		}
+		c.Args = raw
+	} else if raw, ok := d.Context["args_raw"].(string); ok {
+		c.Args = json.RawMessage(raw)
+	} else {
+		r.note("%s: the record holds no arguments of the call (refused before they parsed); replayed without them", d.RecordID)
+	}
+	if id := str("context"); id != "" {
+		if m, ok := r.ids[id]; ok {
+			c.Context = m
+		} else {
+			c.Context = id
+			r.note("%s: the compiled context %s it names is not in the trace", d.RecordID, id)
+		}
+	}
+	if ts, ok := r.callers[d.Subject]; ok {
+		r.nowMS = ts // the call's time, not its decision's
+	} else if ts, ok := r.called[d.Subject]; ok {
+		r.nowMS = ts
+	}
+	g := r.gateOf(d)
+	src := ""
+	if d.Outcome != audit.OutcomeRefused {
+		src = d.Subject
+	}
+	r.stepAction, r.current = src, src
+	res, err := g.Call(ctx, c)
+	if err != nil {
+		return err
+	}
+	if res.ActionID != "" {
+		r.back[res.ActionID] = src
+		if src != "" {
+			r.actions[src], r.actionGate[src] = res.ActionID, g
+		}
+	}
+	return nil
+}
+
+func (r *replayer) gateOf(d audit.Record) *toolgate.Gate {
+	if h, _ := d.Context["policy"].(string); r.gates[h] != nil {
+		return r.gates[h]
+	}
+	return r.gates[r.hashes[0]]
+}
+
+// execute runs a committed action again when the record shows it run
+// after its call (after an approval, or by a recovery).
+func (r *replayer) execute(ctx context.Context, src string) error {
+	r.stepAction, r.current = src, src
+	act, ok := r.actions[src]
+	if !ok {
+		return nil // the replay did not commit it: its recorded decisions show as missing
+	}
+	if _, err := r.actionGate[src].Execute(ctx, act); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.note("%s: the replay could not run %s again: %v", src, act, err)
+	}
+	return nil
+}
+
+// approval records a recorded approval or denial for the replayed
+// action, with the recorded approver, digest, note and expiry.
+func (r *replayer) approval(ctx context.Context, rec blackboard.Record) error {
+	a, ok := audit.ApprovalOf(rec)
+	if !ok {
+		return nil
+	}
+	// What runs the action after the decision is a step of its own, even
+	// right after its call.
+	r.stepAction = ""
+	act, ok := r.actions[a.ActionID]
+	if !ok {
+		r.note("%s: the replay did not commit %s, so its %s decision has nothing to apply to", rec.ID, a.ActionID, a.Decision)
+		return nil
+	}
+	ap := r.actionGate[a.ActionID].Approver(a.Approver)
+	decide := ap.Approve
+	if a.Decision == audit.Denied {
+		decide = ap.Deny
+	}
+	if _, err := decide(ctx, r.trace, act, a.Digest, a.Note, a.TTL); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.note("%s: the replay could not record the %s decision: %v", rec.ID, a.Decision, err)
+	}
+	return nil
+}
+
+// restrict records the trace's run controls as they were recorded.
+func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
+	mode, _ := rec.Payload.String("mode")
+	prohibited, _ := rec.Payload.Strings("prohibited")
+	g := r.gates[r.hashes[0]]
+	if h, _ := rec.Payload.String("policy"); r.gates[h] != nil {
+		g = r.gates[h]
+	}
+	if err := g.Restrict(ctx, r.trace, toolgate.Controls{Mode: toolgate.Mode(mode), Prohibited: prohibited}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.note("%s: the replay could not record the run controls: %v", rec.ID, err)
+	}
+	return nil
+}
+
+// entry is rec as a kernel entry of the replayed trace.
+func (r *replayer) entry(ctx context.Context, rec blackboard.Record) kernel.Entry {
+	p := rec.Provenance
+	return kernel.Entry{TraceID: r.trace, Slot: rec.Slot, Kind: rec.Kind, Payload: rec.Payload.Clone(),
+		InputRefs: r.refs(ctx, rec.ID, p.InputRefs), EvidenceRefs: r.refs(ctx, rec.ID, rec.EvidenceRefs), Confidence: p.Confidence,
+		TTL: time.Duration(p.TTLMS) * time.Millisecond, Scope: rec.Scope}
+}
+
+// write copies an observation, a constraint or an evidence artifact with
+// its writer's handle.
+func (r *replayer) write(ctx context.Context, rec blackboard.Record, w func(context.Context, kernel.Entry) (string, error)) error {
+	id, err := w(ctx, r.entry(ctx, rec))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.note("%s: the replay could not write it again: %v", rec.ID, err)
+		return nil
+	}
+	r.ids[rec.ID] = id
+	return nil
+}
+
+// propose submits a planner's (or simulator's) proposal again and pairs
+// the kernel's decision with the recorded one.
+func (r *replayer) propose(ctx context.Context, rec blackboard.Record) error {
+	rec0 := item{step: r.step, id: rec.ID, kind: rec.Kind, stage: stagePropose}
+	if c, ok := r.commits[rec.ID]; ok {
+		rec0.out = Outcome{string(audit.OutcomeCommitted), c.Reason}
+	} else if rec.Reason != "" {
+		rec0.out = Outcome{string(audit.OutcomeRefused), rec.Reason}
+	} else {
+		r.note("%s: the kernel never decided it; not replayed", rec.ID)
+		return nil
+	}
+	var d kernel.Decision
+	var err error
+	if rec.Provenance.Role == blackboard.RoleSimulator {
+		d, err = r.k.Simulator(rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
+	} else {
+		d, err = r.k.Planner(rec.Provenance.Writer).Submit(ctx, r.entry(ctx, rec))
+	}
+	rep := &item{step: r.step, kind: rec.Kind, stage: stagePropose}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		r.note("%s: the replay could not submit it: %v", rec.ID, err)
+		rep = nil
+	case d.CommittedID != "":
+		rep.id, rep.out = d.CommittedID, Outcome{string(audit.OutcomeCommitted), d.Code}
+		r.ids[rec.ID] = d.ProposalID
+		if c, ok := r.commits[rec.ID]; ok {
+			r.ids[c.ID] = d.CommittedID
+		}
+	default:
+		rep.id, rep.out = d.ProposalID, Outcome{string(audit.OutcomeRefused), d.Code}
+		r.ids[rec.ID] = d.ProposalID
+	}
+	rec0.pair = rep
+	r.proposed = append(r.proposed, rec0)
+	return nil
+}
+
+// refs maps the source ids refs names to their replayed counterparts: a
+// record the replay copied or an action it committed, else, for a record
+// the kernel or the gate wrote (a committed belief, a tool's result), the
+// replayed trace's current record of the same slot and kind, which is
+// what stood in its place when the reference was made. One without any
+// is dropped, and said so.
+func (r *replayer) refs(ctx context.Context, of string, refs []string) []string {
+	var out []string
+	for _, ref := range refs {
+		if m, ok := r.ids[ref]; ok {
+			out = append(out, m)
+			continue
+		}
+		if m, ok := r.actions[ref]; ok {
+			out = append(out, m)
+			continue
+		}
+		if rec, err := r.src.Get(ctx, ref); err == nil && rec.TraceID() == r.trace {
+			if cur, err := r.k.Tool("replay").Find(ctx, r.trace, rec.Slot, rec.Kind); err == nil {
+				out = append(out, cur.ID)
+				continue
+			}
+		}
+		r.note("%s: its reference to %s has no replayed counterpart and is left out", of, ref)
+	}
+	return out
+}
+
+// report pairs the recorded decisions with the replay's.
+func (r *replayer) report() Report {
+	rep := Report{Namespace: r.ns, TraceID: r.trace, First: -1}
+	var replayed []item
+	seenCall := map[int]bool{}
+	for _, c := range r.store.taken() {
+		d, ok := audit.Of(c.rec)
+		if !ok || d.TraceID != r.trace {
+			continue
+		}
+		if r.callSteps[c.step] && !seenCall[c.step] {
+			seenCall[c.step] = true
+			replayed = append(replayed, r.itemOf(d, stageCall, "", c.step))
+			continue
+		}
+		stage, act := classify(d)
+		src, known := r.back[act]
+		if !known || src == "" {
+			act = "" // no recorded counterpart: keyed by its step
+		} else {
+			act = src
+		}
+		replayed = append(replayed, r.itemOf(d, stage, act, c.step))
+	}
+	queue := map[string][]int{}
+	for i, it := range replayed {
+		queue[it.key] = append(queue[it.key], i)
+	}
+	used := make([]bool, len(replayed))
+	type row struct {
+		step, order int
+		d           Decision
+	}
+	var rows []row
+	for n, it := range r.recorded {
+		d := Decision{Record: it.id, Kind: it.kind, Tool: it.tool, Stage: it.stage, Recorded: it.out, Status: Missing}
+		if q := queue[it.key]; len(q) > 0 {
+			i := q[0]
+			queue[it.key], used[i] = q[1:], true
+			d.Replayed, d.Replay = replayed[i].id, replayed[i].out
+			d.Status = compare(it.out, replayed[i].out)
+		}
+		rows = append(rows, row{it.step, n, d})
+	}
+	for n, it := range r.proposed {
+		d := Decision{Record: it.id, Kind: it.kind, Stage: it.stage, Recorded: it.out, Status: Missing}
+		if it.pair != nil {
+			d.Replayed, d.Replay, d.Status = it.pair.id, it.pair.out, compare(it.out, it.pair.out)
+		}
+		rows = append(rows, row{it.step, len(r.recorded) + n, d})
+	}
+	for i, it := range replayed {
+		if !used[i] {
+			rows = append(rows, row{it.step, len(r.recorded) + len(r.proposed) + i,
+				Decision{Replayed: it.id, Kind: it.kind, Tool: it.tool, Stage: it.stage, Replay: it.out, Status: Extra}})
+		}
+	}
+	sort.SliceStable(rows, func(a, b int) bool {
+		if rows[a].step != rows[b].step {
+			return rows[a].step < rows[b].step
+		}
+		return rows[a].order < rows[b].order
+	})
+	for _, rw := range rows {
+		switch rw.d.Status {
+		case Same:
+			rep.Counts.Same++
+		case Changed:
+			rep.Counts.Changed++
+		case Missing:
+			rep.Counts.Missing++
+		case Extra:
+			rep.Counts.Extra++
+		}
+		if rw.d.Status != Same && rep.First < 0 {
+			rep.First = len(rep.Decisions)
+		}
+		rep.Decisions = append(rep.Decisions, rw.d)
+	}
+	for n := range r.notes {
+		rep.Notes = append(rep.Notes, n)
+	}
+	slices.Sort(rep.Notes)
+	return rep
+}
+
+func compare(a, b Outcome) Status {
+	if a == b {
+		return Same
+	}
+	return Changed
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// capture is the replay's store: a memory store that keeps the decision
+// records appended to it, each with the step that wrote it.
+type capture struct {
+	*memstore.Store
+	mu   sync.Mutex
+	step int
+	recs []captured
+}
+
+type captured struct {
+	step int
+	rec  blackboard.Record
+}
+
+// Apply applies b and keeps its decision records.
+func (c *capture) Apply(ctx context.Context, b blackboard.Batch) error {
+	if err := c.Store.Apply(ctx, b); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rec := range b.Appends {
+		if rec.Slot == blackboard.Evidence && rec.Kind == audit.Kind {
+			c.recs = append(c.recs, captured{c.step, rec.Clone()})
+		}
+	}
+	return nil
+}
+
+func (c *capture) taken() []captured {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.recs)
+}
