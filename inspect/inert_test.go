@@ -45,7 +45,7 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 	h := string(enc[1 : len(enc)-1])
 	var pairs []string
 	for _, s := range []string{"issue_refund", "lookup_order", "delete_account", "unnamed_tool", "refund_due", "ticket-1", "ticket-2", "ticket-3",
-		"human:alice", "support", "analyst", toolgate.PolicyTrace, string(blackboard.CodeNoCommittedBelief), "TOOL_UNKNOWN", "amount > 500"} {
+		"human:alice", "support", "analyst", toolgate.PolicyTrace("desk"), string(blackboard.CodeNoCommittedBelief), "TOOL_UNKNOWN", "amount > 500"} {
 		pairs = append(pairs, s, s+h)
 	}
 	pairs = append(pairs, `"namespace":"desk"`, `"namespace":"desk`+h+`"`)

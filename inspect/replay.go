@@ -69,7 +69,7 @@ func Replay(ctx context.Context, s blackboard.Store, namespace, trace string, op
 			if err != nil {
 				return nil, err
 			}
-			if ts.TraceID != toolgate.PolicyTrace {
+			if !toolgate.IsPolicyTrace(ts.TraceID) {
 				targets = append(targets, target{ts.Namespace, ts.TraceID})
 			}
 		}

@@ -23,7 +23,7 @@ func TestTimelineRunRecords(t *testing.T) {
 	if err := g.Restrict(ctx, "quiet", toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
 		t.Fatal(err)
 	}
-	for trace, want := range map[string]string{"quiet": "run controls: read_only", toolgate.PolicyTrace: "policy snapshot recorded"} {
+	for trace, want := range map[string]string{"quiet": "run controls: read_only", toolgate.PolicyTrace("desk"): "policy snapshot recorded"} {
 		tl, err := inspect.Timeline(ctx, s, trace)
 		if err != nil {
 			t.Fatal(err)

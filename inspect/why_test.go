@@ -270,5 +270,5 @@ func TestTraceOutcome(t *testing.T) {
 // withoutPolicy drops the trace the gate records its policy snapshot in
 // (toolgate.PolicyTrace): no call's.
 func withoutPolicy(rows []inspect.TraceRow) []inspect.TraceRow {
-	return slices.DeleteFunc(rows, func(r inspect.TraceRow) bool { return r.TraceID == toolgate.PolicyTrace })
+	return slices.DeleteFunc(rows, func(r inspect.TraceRow) bool { return toolgate.IsPolicyTrace(r.TraceID) })
 }

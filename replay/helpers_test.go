@@ -94,7 +94,7 @@ func deskTraces(t *testing.T, s blackboard.Store) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tr.TraceID != toolgate.PolicyTrace {
+		if !toolgate.IsPolicyTrace(tr.TraceID) {
 			out = append(out, tr.TraceID)
 		}
 	}
@@ -140,7 +140,7 @@ func newShopOn(t testing.TB, s *memstore.Store, kopts ...kernel.Option) *shop {
 	t.Helper()
 	sh := &shop{s: s}
 	now := time.UnixMilli(1_700_000_000_000)
-	lookup := toolgate.Tool{Name: "lookup", Result: "account",
+	lookup := toolgate.Tool{Name: "lookup", Result: "account", ReadOnly: true,
 		Parameters: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"}},"required":["account"]}`),
 		Derives:    []toolgate.Derive{{Belief: "chargeable", Value: "result.open", Fields: map[string]string{"account": "result.account"}}},
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {

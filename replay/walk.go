@@ -158,7 +158,7 @@ func cmpNS(ns string) string {
 // its hash, applies the options and builds a gate for each.
 func (r *replayer) loadPolicies(ctx context.Context) error {
 	found := map[string]bool{}
-	for rec, err := range r.src.ListTrace(ctx, toolgate.PolicyTrace) {
+	for rec, err := range r.src.ListTrace(ctx, toolgate.PolicyTrace(r.ns)) {
 		if err != nil {
 			return err
 		}
@@ -269,7 +269,7 @@ func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Ga
 			return nil, err
 		}
 		t := toolgate.Tool{Name: tp.Name, Description: "replayed from the store", Parameters: params, Action: tp.Action,
-			Requires: tp.Requires, Bindings: tp.Bindings, Unbound: tp.Unbound, Idempotent: tp.Idempotent, Result: tp.Result,
+			Requires: tp.Requires, Bindings: tp.Bindings, Unbound: tp.Unbound, Idempotent: tp.Idempotent, ReadOnly: tp.ReadOnly, Result: tp.Result,
 			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond, Derives: tp.Derives,
 			Retry: toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}
 		if tp.Once != nil {

@@ -197,7 +197,7 @@ type contract struct {
 // contracts, intents and the lease ([ErrInvalidConfig]; a bad kernel option
 // wraps both ErrInvalidConfig and the kernel's ErrInvalidInput). It then
 // records the gate's policy snapshot ([Gate.Policy]: evidence of kind
-// [KindPolicy] in the trace [PolicyTrace]) unless a gate recorded the
+// [KindPolicy] in the namespace's [PolicyTrace]) unless a gate recorded the
 // same hash in the namespace before, and fails, closing the kernel, when
 // it cannot: a gate whose policy is not on record decides nothing. A
 // gate without tools decides no call and records no snapshot. It

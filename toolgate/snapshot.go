@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
@@ -18,12 +19,24 @@ import (
 
 // KindPolicy is the evidence kind of a policy snapshot's record: payload
 // {"hash": [Policy.Hash], "policy": the [Policy]}. [New] writes one per
-// distinct hash per namespace, in the trace [PolicyTrace].
+// distinct hash per namespace, in the namespace's trace [PolicyTrace].
 const KindPolicy = "policy"
 
-// PolicyTrace is the trace the policy snapshots of a namespace are
-// recorded in.
-const PolicyTrace = "bk.policy"
+// policyTracePrefix begins the trace ids of [PolicyTrace]: reserved.
+const policyTracePrefix = "bk.policy."
+
+// PolicyTrace is the trace the policy snapshots of namespace ("" for
+// [blackboard.DefaultNamespace]) are recorded in: one per namespace, as a
+// trace belongs to one namespace, so that applications sharing a store
+// each record their own. Trace ids beginning "bk.policy." are reserved
+// for them.
+func PolicyTrace(namespace string) string {
+	return policyTracePrefix + blackboard.NamespaceOf(namespace)
+}
+
+// IsPolicyTrace reports whether traceID is a namespace's [PolicyTrace],
+// a trace of the gate's own rather than of a run.
+func IsPolicyTrace(traceID string) bool { return strings.HasPrefix(traceID, policyTracePrefix) }
 
 // keyPolicy is the key under which a decision record's context, and a
 // run controls record, name the policy snapshot's hash.
@@ -177,7 +190,7 @@ func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
 		return "", err
 	}
 	rec, err := g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-		TraceID: PolicyTrace, Slot: blackboard.Evidence, Kind: KindPolicy, OnceKeys: []string{key},
+		TraceID: PolicyTrace(g.k.Namespace()), Slot: blackboard.Evidence, Kind: KindPolicy, OnceKeys: []string{key},
 		Payload: blackboard.Payload{"hash": g.policyHash, "policy": map[string]any(payload)},
 	}})
 	if errors.Is(err, blackboard.ErrDuplicateKey) {

@@ -49,7 +49,7 @@ func TestPolicySnapshot(t *testing.T) {
 			t.Errorf("hash %q, Policy().Hash() %q", h, p.Hash())
 		}
 		recs := d.policyRecords()
-		if len(recs) != 1 || recs[0].TraceID() != PolicyTrace || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
+		if len(recs) != 1 || recs[0].TraceID() != PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
 			t.Fatalf("policy records: %+v", recs)
 		}
 		if d.g.PolicyRecord() != recs[0].ID {
@@ -201,4 +201,29 @@ func TestAttackForgedContextReference(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Two applications with their own namespaces share a store: each gate
+// records its policy snapshot in its namespace's own trace, and neither
+// is refused for the other's (a trace belongs to one namespace).
+func TestPolicyPerNamespace(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	for _, ns := range []string{"desk", "billing", ""} {
+		kopts := []kernel.Option{kernel.WithStore(s)}
+		if ns != "" {
+			kopts = append(kopts, kernel.WithNamespace(ns))
+		}
+		g, err := New(ctx, WithTools(Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
+			Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return blackboard.Payload{}, nil }}),
+			WithKernel(kopts...))
+		if err != nil {
+			t.Fatalf("gate of namespace %q: %v", ns, err)
+		}
+		rec, err := g.Kernel().Reader().Get(ctx, g.PolicyRecord())
+		if err != nil || rec.TraceID() != PolicyTrace(ns) || !IsPolicyTrace(rec.TraceID()) || rec.Namespace != blackboard.NamespaceOf(ns) {
+			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, PolicyTrace(ns))
+		}
+		g.Close()
+	}
 }

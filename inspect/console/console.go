@@ -223,7 +223,7 @@ func (c *Console) checks(ctx context.Context, p inspect.PendingApproval) (constr
 		}
 		if d, ok := audit.Of(r); ok && d.Subject == p.ActionID && d.Outcome == audit.OutcomePendingApproval {
 			hash, _ := d.Context["policy"].(string)
-			rules, err := c.policyRules(ctx, hash, p.Kind, p.Tool)
+			rules, err := c.policyRules(ctx, p.Namespace, hash, p.Kind, p.Tool)
 			return d.Constraints, rules, err
 		}
 	}
@@ -232,13 +232,13 @@ func (c *Console) checks(ctx context.Context, p inspect.PendingApproval) (constr
 
 // policyRules lists the rules on actionType and the bindings of tool in
 // the policy snapshot whose hash is hash, read from the store's
-// [toolgate.PolicyTrace] (a few records: one per policy the namespace ran
+// namespace's [toolgate.PolicyTrace] (a few records: one per policy it ran
 // under). A snapshot whose content does not have its hash is not shown.
-func (c *Console) policyRules(ctx context.Context, hash, actionType, tool string) ([]string, error) {
+func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, tool string) ([]string, error) {
 	if hash == "" {
 		return nil, nil
 	}
-	for r, err := range c.s.ListTrace(ctx, toolgate.PolicyTrace) {
+	for r, err := range c.s.ListTrace(ctx, toolgate.PolicyTrace(namespace)) {
 		if err != nil {
 			return nil, err
 		}
