@@ -846,7 +846,7 @@ func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
 	case mutShown && r != nil:
 	case r == nil:
 		sh.Invalid = "no record of this trace"
-	case r.Slot != blackboard.Evidence || r.Kind != pack.Kind:
+	case r.Slot != blackboard.Evidence || r.Kind != toolgate.KindCompiledContext:
 		sh.Invalid = "a " + r.Slot.String() + " record of kind " + r.Kind + ", not a compiled context"
 	case r.Provenance.Role != blackboard.RoleKernel:
 		sh.Invalid = "not written by the kernel"
@@ -886,7 +886,7 @@ func writeShown(sb *strings.Builder, s *Shown) {
 	if s.Verified {
 		verified = "verified"
 	}
-	fmt.Fprintf(sb, "\n  compiled context %s (%s), %d of %d tokens (%s), mode %s", Inert(c.Hash), verified, c.Tokens, c.Window, Inert(c.Encoding), Inert(c.Mode))
+	fmt.Fprintf(sb, "\n  compiled context %s (%s), %d of %d tokens (%s), mode %s", Inert(c.Hash), verified, c.Tokens, c.Window, Inert(c.Encoding), Inert(string(c.Mode)))
 	if c.Policy != "" {
 		sb.WriteString(", policy " + Inert(c.Policy))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // Shares is the part of the window each section is given, by section name
@@ -171,8 +172,8 @@ func checkInput(run Run, in Input) error {
 	switch {
 	case run.TraceID == "":
 		return newErr("compile", "", ErrInvalid, "no trace")
-	case run.Mode != ModeNormal && run.Mode != ModeReadOnly:
-		return newErr("compile", "", ErrInvalid, "safety mode %q (want %q or %q)", run.Mode, ModeNormal, ModeReadOnly)
+	case run.Mode != toolgate.ModeNormal && run.Mode != toolgate.ModeReadOnly:
+		return newErr("compile", "", ErrInvalid, "safety mode %q (want %q or %q)", run.Mode, toolgate.ModeNormal, toolgate.ModeReadOnly)
 	case strings.TrimSpace(in.Mission) == "":
 		return newErr("compile", SectionMission, ErrInvalid, "no mission")
 	}

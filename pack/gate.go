@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -48,10 +49,7 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		return err
 	}
 	pol := g.Policy()
-	run.Mode = string(ctl.Mode)
-	if run.Mode == "" {
-		run.Mode = ModeNormal
-	}
+	run.Mode = cmp.Or(ctl.Mode, toolgate.ModeNormal)
 	p := &in.Policy
 	p.Hash = g.PolicyHash()
 	for _, r := range pol.Rules {
@@ -66,14 +64,14 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		if t.Approval != nil {
 			p.Approval = addName(p.Approval, t.Name)
 		}
-		if run.Mode == ModeReadOnly && !t.ReadOnly && !mutReadOnly {
+		if run.Mode == toolgate.ModeReadOnly && !t.ReadOnly && !mutReadOnly {
 			p.Prohibited = addName(p.Prohibited, t.Name)
 		}
 	}
 	for _, name := range ctl.Prohibited {
 		p.Prohibited = addName(p.Prohibited, name)
 	}
-	if run.Mode == ModeReadOnly && !mutReadOnly {
+	if run.Mode == toolgate.ModeReadOnly && !mutReadOnly {
 		for _, sp := range in.Tools {
 			if !known[sp.Name] {
 				p.Prohibited = addName(p.Prohibited, sp.Name)

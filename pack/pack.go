@@ -6,13 +6,6 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// The safety modes a run is compiled for. They mirror the gate's (which
-// enforces them); the compiled context only shows the mode in force.
-const (
-	ModeNormal   = "normal"
-	ModeReadOnly = "read_only"
-)
-
 // The sections of a compiled context, in the order of the priority stack
 // (the order of the prompt): critical signals first, then the top zone's
 // mission, constraints and policy, the middle zone's progress, evidence and
@@ -45,8 +38,10 @@ type Run struct {
 	TraceID   string // the trace whose evidence is shown and where the record goes
 	Session   string
 	Namespace string
-	// Mode is the safety mode: [ModeNormal] or [ModeReadOnly].
-	Mode string
+	// Mode is the safety mode the gate enforces for the trace
+	// ([toolgate.ModeNormal] when empty; [Govern] reads it from the
+	// trace's run controls); the compiled context only shows it.
+	Mode toolgate.Mode
 	// Budget, when set, is the run's budget: what is left of each limited
 	// resource goes to the run controls.
 	Budget *budget.Run
@@ -117,14 +112,14 @@ type Pack struct {
 	Encoding string `json:"encoding"`
 	Window   int    `json:"window"`
 	// Tokens is the prompt's length in the encoding's tokens.
-	Tokens   int       `json:"tokens"`
-	Mode     string    `json:"mode"`
-	Intent   string    `json:"intent,omitempty"`
-	Role     string    `json:"role,omitempty"`
-	Policy   string    `json:"policy,omitempty"` // the policy snapshot's hash
-	Prompt   string    `json:"prompt"`
-	Sections []Section `json:"sections"`
-	Manifest Manifest  `json:"manifest"`
+	Tokens   int           `json:"tokens"`
+	Mode     toolgate.Mode `json:"mode"`
+	Intent   string        `json:"intent,omitempty"`
+	Role     string        `json:"role,omitempty"`
+	Policy   string        `json:"policy,omitempty"` // the policy snapshot's hash
+	Prompt   string        `json:"prompt"`
+	Sections []Section     `json:"sections"`
+	Manifest Manifest      `json:"manifest"`
 
 	traceID string
 	refs    []string // the records shown, for the record's input refs
@@ -192,9 +187,9 @@ type Memory struct {
 
 // Controls are the run controls shown to the model.
 type Controls struct {
-	Mode     string   `json:"mode"`
-	Budgets  []Left   `json:"budgets,omitempty"`
-	Approval []string `json:"approval,omitempty"` // tools that need an approval
+	Mode     toolgate.Mode `json:"mode"`
+	Budgets  []Left        `json:"budgets,omitempty"`
+	Approval []string      `json:"approval,omitempty"` // tools that need an approval
 }
 
 // Left is what is left of one limited budget resource.

@@ -6,13 +6,10 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Kind is the kind of the evidence record a compiled context is recorded
-// as.
-const Kind = "compiled_context"
-
-// Record writes the compiled context as an evidence record of kind [Kind]
+// Record writes the compiled context as an evidence record of kind [toolgate.KindCompiledContext]
 // in the run's trace, with the kernel's role, through g (the gate's
 // governance capability: no handle can forge one), and returns its id.
 // Its payload is the pack's JSON; its input refs are the records it shows
@@ -34,7 +31,7 @@ func (p *Pack) Record(ctx context.Context, g *kernel.Governor) (string, error) {
 		return "", err
 	}
 	rec, err := g.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-		TraceID: p.traceID, Slot: blackboard.Evidence, Kind: Kind, Payload: payload,
+		TraceID: p.traceID, Slot: blackboard.Evidence, Kind: toolgate.KindCompiledContext, Payload: payload,
 		InputRefs: dedupe(p.refs),
 	}})
 	if err != nil {
@@ -46,7 +43,7 @@ func (p *Pack) Record(ctx context.Context, g *kernel.Governor) (string, error) {
 // value is the pack as the JSON value its encoding holds (without the
 // hash), built directly: [canon.Digest] of it is the hash.
 func (p *Pack) value() map[string]any {
-	m := map[string]any{"encoding": p.Encoding, "window": p.Window, "tokens": p.Tokens, "mode": p.Mode, "prompt": p.Prompt}
+	m := map[string]any{"encoding": p.Encoding, "window": p.Window, "tokens": p.Tokens, "mode": string(p.Mode), "prompt": p.Prompt}
 	put := func(m map[string]any, key string, v string) {
 		if v != "" {
 			m[key] = v
@@ -88,7 +85,7 @@ func (p *Pack) value() map[string]any {
 	for i, r := range mf.Memory {
 		mem[i] = map[string]any{"id": r.ID, "slot": r.Slot, "kind": r.Kind, "age_ms": r.AgeMS}
 	}
-	ctl := map[string]any{"mode": mf.Controls.Mode}
+	ctl := map[string]any{"mode": string(mf.Controls.Mode)}
 	if len(mf.Controls.Budgets) > 0 {
 		b := make([]any, len(mf.Controls.Budgets))
 		for i, l := range mf.Controls.Budgets {

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // item is one unit of a section: a line (or a block) of the prompt, whose
@@ -193,8 +194,8 @@ func toolLine(name, desc string, params json.RawMessage) string {
 }
 
 func controlLines(run Run, ctl Controls) []string {
-	mode := "- safety mode: " + ctl.Mode
-	if ctl.Mode == ModeReadOnly {
+	mode := "- safety mode: " + string(ctl.Mode)
+	if ctl.Mode == toolgate.ModeReadOnly {
 		mode += " (tools with effects are neither shown nor run)"
 	}
 	lines := []string{mode}

@@ -10,8 +10,8 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
-	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // TestExplainShowsTheCompiledContext: the desk runs on compiled contexts,
@@ -36,7 +36,7 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Slot == blackboard.Evidence && r.Kind == pack.Kind {
+			if r.Slot == blackboard.Evidence && r.Kind == toolgate.KindCompiledContext {
 				contexts++
 			}
 			if _, ok := audit.Of(r); !ok {
@@ -64,7 +64,7 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 			// The read_only ticket's contexts say so and show no effectful
 			// tool: neither the refund nor the email (which rests on no
 			// belief and is an effect all the same), only the lookup.
-			if tk.readOnly != (c.Mode == pack.ModeReadOnly) || tk.readOnly && !slices.Equal(c.Manifest.Tools, []string{"lookup_order"}) {
+			if tk.readOnly != (c.Mode == toolgate.ModeReadOnly) || tk.readOnly && !slices.Equal(c.Manifest.Tools, []string{"lookup_order"}) {
 				t.Errorf("%s: ticket %s shown mode %s, tools %v", r.ID, tk.ID, c.Mode, c.Manifest.Tools)
 			}
 		}

@@ -70,7 +70,7 @@ func recordedPack(t *testing.T, g *toolgate.Gate, id string) blackboard.Record {
 	if err != nil {
 		t.Fatalf("compiled context %s: %v", id, err)
 	}
-	if rec.Slot != blackboard.Evidence || rec.Kind != pack.Kind {
+	if rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindCompiledContext {
 		t.Fatalf("%s is %s %s, not a compiled context", id, rec.Slot, rec.Kind)
 	}
 	return rec
@@ -242,7 +242,7 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 			t.Errorf("round %d does not say the safety mode:\n%s", i+1, prompt)
 		}
 		rec := recordedPack(t, g, res.Contexts[i])
-		if mode, _ := rec.Payload.String("mode"); mode != pack.ModeReadOnly {
+		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.ModeReadOnly) {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
 		if pol, _ := rec.Payload.String("policy"); pol != g.PolicyHash() {
