@@ -48,9 +48,10 @@ type emailArgs struct {
 
 // newDesk opens the gate over store, with the desk's tools, each defined in
 // one place (the gate's default hints and retries serve them); the agent
-// that lets the model call them, showing it each round a context comp
-// compiled from the ticket's current evidence (package pack); and the supervisor that recovers and resumes
-// the gate's actions, reporting to events. It returns the desk even with
+// that lets the model call them, showing it each round the context comp
+// compiles from the ticket's current evidence (package pack); and the
+// supervisor that recovers and resumes the gate's actions, reporting to
+// events. It returns the desk even with
 // an error, so that the caller closes a gate it opened.
 func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *world, model *llm.Client, comp *pack.Compiler,
 	events func(context.Context, supervisor.Event)) (*desk, error) {
