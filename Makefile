@@ -17,6 +17,7 @@ test-pg:
 	.ci/with-postgres $(MAKE) test
 
 vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags bkmutate ./...
 

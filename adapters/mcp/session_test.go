@@ -198,8 +198,10 @@ func TestAttackApproveAnotherSessionsCall(t *testing.T) {
 	}
 	victim := session(t, server)
 	attacker := sessionWith(t, server, &sdk.ClientOptions{
-		MultiRoundTrip:     &sdk.MultiRoundTripOptions{Disabled: true},
-		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) { return nil, errors.New("not used") },
+		MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return nil, errors.New("not used")
+		},
 	})
 	if r := call(t, victim, "lookup_order", `{"order_id":"A1"}`, "l1"); r.Outcome != audit.OutcomeExecuted {
 		t.Fatalf("lookup: %+v", r)
