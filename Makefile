@@ -2,7 +2,7 @@ GO ?= go
 
 .PHONY: test test-pg vet race browser adapters mutation-fast mutation bench bench-pg example fuzz
 
-## test: what CI runs (inside .ci/with-postgres) — vet (the default build and
+## test: what CI runs (inside .ci/with-postgres) — gofmt and vet (the default build and
 ## the bkmutate build), every test under the race detector, the console in
 ## a real browser (make browser), every framework adapter's module (make
 ## adapters), and the mutation
