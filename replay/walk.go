@@ -13,7 +13,6 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
@@ -162,35 +161,24 @@ func (r *replayer) loadPolicies(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if cmpNS(rec.Namespace) != r.ns || rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindPolicy ||
-			rec.Provenance.Role != blackboard.RoleKernel {
+		if cmpNS(rec.Namespace) != r.ns {
 			continue
 		}
-		h, _ := rec.Payload.String("hash")
-		if !slices.Contains(r.hashes, h) || found[h] {
+		p, h, err := toolgate.PolicyOf(rec)
+		if errors.Is(err, toolgate.ErrPolicyRecord) || !slices.Contains(r.hashes, h) || found[h] {
 			continue
 		}
 		found[h] = true
-		// The record's own JSON must hash to its hash (integrity), and
-		// decode to a policy of this version's shape that hashes the same
-		// (nothing in it this version would drop).
-		raw, err := json.Marshal(rec.Payload["policy"])
-		var got string
-		if err == nil {
-			got, err = canon.DigestJSON(raw)
+		if mutPolicyHash && err != nil {
+			// The check switched off: the snapshot as it reads.
+			raw, _ := json.Marshal(rec.Payload["policy"])
+			err = json.Unmarshal(raw, &p)
 		}
-		if err != nil {
-			return r.fail(ErrTampered, rec.ID, h, "the snapshot does not encode", err)
-		}
-		if got != h && !mutPolicyHash {
-			return r.fail(ErrTampered, rec.ID, h, "the snapshot hashes to "+got, nil)
-		}
-		var p toolgate.Policy
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot does not decode as a toolgate.Policy", err)
-		}
-		if !mutPolicyHash && p.Hash() != h {
-			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot was recorded in another shape than this version's toolgate.Policy", nil)
+		switch {
+		case errors.Is(err, toolgate.ErrPolicyTampered):
+			return r.fail(ErrTampered, rec.ID, h, "the snapshot does not hash to its hash", err)
+		case err != nil:
+			return r.fail(ErrNotReproducible, rec.ID, h, "the snapshot was recorded in another shape than this version's toolgate.Policy", err)
 		}
 		if len(p.Opaque) > 0 {
 			return r.fail(ErrNotReproducible, rec.ID, h, "it names validators that are code: "+strings.Join(p.Opaque, ", "), nil)

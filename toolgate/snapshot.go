@@ -204,3 +204,41 @@ func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
 // snapshot (written by this gate's New or an earlier gate's with the same
 // hash), or "" for a gate without tools, which records none.
 func (g *Gate) PolicyRecord() string { return g.policyID }
+
+// The errors of [PolicyOf].
+var (
+	// ErrPolicyRecord: the record is not a policy snapshot's: another
+	// slot or kind, or not written with the kernel's role.
+	ErrPolicyRecord = errors.New("toolgate: not a policy record")
+	// ErrPolicyTampered: the snapshot the record holds does not hash to
+	// the hash it names: it changed after it was recorded.
+	ErrPolicyTampered = errors.New("toolgate: the policy record does not hash to its hash")
+	// ErrPolicyShape: the snapshot is intact but was recorded in another
+	// shape than this version's [Policy], which would read it otherwise.
+	ErrPolicyShape = errors.New("toolgate: the policy record is of another version's shape")
+)
+
+// PolicyOf reads the policy snapshot a [KindPolicy] record holds, and its
+// hash. The record must be the kernel's ([ErrPolicyRecord]); what it holds
+// must hash to the hash it names ([ErrPolicyTampered]) and decode to a
+// [Policy] with that same hash ([ErrPolicyShape]), so that what is read is
+// exactly what was in force.
+func PolicyOf(rec blackboard.Record) (Policy, string, error) {
+	h, _ := rec.Payload.String("hash")
+	if rec.Slot != blackboard.Evidence || rec.Kind != KindPolicy || rec.Provenance.Role != blackboard.RoleKernel {
+		return Policy{}, h, fmt.Errorf("%w: %s", ErrPolicyRecord, rec.ID)
+	}
+	raw, err := json.Marshal(rec.Payload["policy"])
+	var got string
+	if err == nil {
+		got, err = canon.DigestJSON(raw)
+	}
+	if err != nil || got != h {
+		return Policy{}, h, fmt.Errorf("%w: %s names %s, holds %s", ErrPolicyTampered, rec.ID, h, got)
+	}
+	var p Policy
+	if err := json.Unmarshal(raw, &p); err != nil || p.Hash() != h {
+		return Policy{}, h, fmt.Errorf("%w: %s", ErrPolicyShape, rec.ID)
+	}
+	return p, h, nil
+}

@@ -3,6 +3,7 @@ package toolgate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -225,5 +227,47 @@ func TestPolicyPerNamespace(t *testing.T) {
 			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, PolicyTrace(ns))
 		}
 		g.Close()
+	}
+}
+
+// PolicyOf reads back exactly the snapshot a gate recorded, and refuses a
+// record that is not the kernel's, one changed after it was recorded, and
+// one of another shape that hashes right but reads otherwise.
+func TestPolicyOf(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	g, err := New(ctx, WithTools(Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
+		Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return blackboard.Payload{}, nil }}),
+		WithKernel(kernel.WithStore(s)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	rec, err := g.Kernel().Reader().Get(ctx, g.PolicyRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, h, err := PolicyOf(rec)
+	if err != nil || h != g.PolicyHash() || p.Hash() != h || p.Fallback != g.Policy().Fallback || len(p.Tools) != 1 || !p.Tools[0].ReadOnly {
+		t.Fatalf("PolicyOf: %+v %s %v, want the gate's policy", p, h, err)
+	}
+	other := rec.Clone()
+	other.Provenance.Role = blackboard.RoleTool
+	if _, _, err := PolicyOf(other); !errors.Is(err, ErrPolicyRecord) {
+		t.Errorf("a tool's record: %v, want ErrPolicyRecord", err)
+	}
+	tampered := rec.Clone()
+	pol := tampered.Payload["policy"].(map[string]any)
+	pol["fallback"] = "pay_anyway"
+	if _, _, err := PolicyOf(tampered); !errors.Is(err, ErrPolicyTampered) {
+		t.Errorf("a changed snapshot: %v, want ErrPolicyTampered", err)
+	}
+	shaped := rec.Clone()
+	pol = shaped.Payload["policy"].(map[string]any)
+	pol["future_field"] = true
+	raw, _ := json.Marshal(pol)
+	shaped.Payload["hash"], _ = canon.DigestJSON(raw)
+	if _, _, err := PolicyOf(shaped); !errors.Is(err, ErrPolicyShape) {
+		t.Errorf("another version's shape: %v, want ErrPolicyShape", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -216,24 +217,32 @@ func grounds(n *inspect.ExplainNode, now time.Time, seen map[string]bool, out []
 // checks returns what the pending decision record of the committed action
 // id says it passed: the constraints in force, and the rules and bindings
 // of the policy snapshot it names.
+// It reads the one decision record the commit wrote ([audit.About]), at
+// any length of the trace.
 func (c *Console) checks(ctx context.Context, p inspect.PendingApproval) (constraints, rules []string, err error) {
-	for r, err := range c.s.ListTrace(ctx, p.TraceID) {
-		if err != nil {
-			return nil, nil, err
-		}
-		if d, ok := audit.Of(r); ok && d.Subject == p.ActionID && d.Outcome == audit.OutcomePendingApproval {
-			hash, _ := d.Context["policy"].(string)
-			rules, err := c.policyRules(ctx, p.Namespace, hash, p.Kind, p.Tool)
-			return d.Constraints, rules, err
-		}
+	g, err := c.gate(ctx, p.Namespace)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, nil
+	d, err := audit.About(ctx, g.Kernel().Reader(), p.ActionID)
+	switch {
+	case errors.Is(err, blackboard.ErrNotFound):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
+	case d.Outcome != audit.OutcomePendingApproval:
+		return nil, nil, nil
+	}
+	hash, _ := d.Context["policy"].(string)
+	rules, err = c.policyRules(ctx, p.Namespace, hash, p.Kind, p.Tool)
+	return d.Constraints, rules, err
 }
 
 // policyRules lists the rules on actionType and the bindings of tool in
 // the policy snapshot whose hash is hash, read from the store's
 // namespace's [toolgate.PolicyTrace] (a few records: one per policy it ran
-// under). A snapshot whose content does not have its hash is not shown.
+// under). A snapshot that does not read as recorded ([toolgate.PolicyOf]) is
+// not shown.
 func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, tool string) ([]string, error) {
 	if hash == "" {
 		return nil, nil
@@ -242,20 +251,16 @@ func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, 
 		if err != nil {
 			return nil, err
 		}
-		if r.Kind != toolgate.KindPolicy || r.Provenance.Role != blackboard.RoleKernel || r.Payload["hash"] != hash {
+		pol, h, err := toolgate.PolicyOf(r)
+		if h != hash || errors.Is(err, toolgate.ErrPolicyRecord) {
 			continue
 		}
-		b, err := json.Marshal(r.Payload["policy"])
 		if err != nil {
-			return nil, err
-		}
-		var pol toolgate.Policy
-		if err := json.Unmarshal(b, &pol); err != nil || pol.Hash() != hash {
-			return nil, nil
+			return nil, nil // not what was in force: nothing to show
 		}
 		var out []string
 		for _, rs := range pol.Rules {
-			if rs.On == "action" && rs.Target == actionType {
+			if rs.On == rules.TargetAction && rs.Target == actionType {
 				out = append(out, "rule "+rs.Name+": "+rs.Expr)
 			}
 		}
