@@ -259,6 +259,9 @@ func (s *snapshot) missingBelief(code blackboard.Code, kind string) outcome {
 func (g *gate) recheck() (outcome, flags) {
 	var f flags
 	for _, b := range g.beliefs {
+		if out := g.s.exactGrounding(b); out.code != "" {
+			return out, f
+		}
 		for _, evID := range b.EvidenceRefs {
 			ev := g.s.byID(evID)
 			if ev == nil || ev.Slot != blackboard.Evidence {
@@ -309,6 +312,36 @@ func (g *gate) recheck() (outcome, flags) {
 		}
 	}
 	return outcome{}, f
+}
+
+// exactGrounding refuses a belief that names its evidence by record id
+// (a derived belief names the very result it was computed from) once any
+// such record is no longer the current observation of its kind: what the
+// belief says was computed from that record, and a newer observation,
+// however clean, is not what it was computed from (SUPERSEDED_EVIDENCE).
+// A belief that names percept kinds rests on the current observation of
+// each and is checked by [gate.recheck]'s loop over newer observations.
+func (s *snapshot) exactGrounding(b *blackboard.Record) outcome {
+	if mutExactGrounding {
+		return outcome{}
+	}
+	for _, d := range list(b.Payload, KeyDependsOn) {
+		id, _ := d.(string)
+		if !looksLikeID(id) {
+			continue
+		}
+		r := s.byID(id)
+		if r == nil || !isObservation(r) {
+			continue // the artifact names it too: the evidence checks refuse it
+		}
+		if cur := s.current(r.Kind); cur != nil && cur.ID != r.ID {
+			out := refuse(blackboard.CodeSupersededEvidence, r.ID)
+			out.detail = "belief " + b.ID + " was computed from " + r.ID + ", superseded by " + cur.ID
+			out.causes = []Cause{{Code: blackboard.CodeSupersededEvidence, Record: r.ID, Detail: "evidence of belief " + b.ID}}
+			return out
+		}
+	}
+	return outcome{}
 }
 
 // derivedKeys are the flags the kernel owns, in a fixed order.
