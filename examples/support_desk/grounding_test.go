@@ -94,7 +94,7 @@ func (d *desk) callAs(t *testing.T, trace, tool, args string) toolgate.Result {
 // derivation. It rests on the very result it was computed from, now
 // superseded: refused, and the refund the model asks for next is refused
 // by the kernel, never reaching the payment API.
-func TestGroundingParallelLookups(t *testing.T) {
+func TestAttackParallelLookups(t *testing.T) {
 	d, store := groundingDesk(t, "A1", 0)
 	store.armed.Store(true)
 	first := make(chan toolgate.Result, 1)
@@ -130,7 +130,7 @@ func TestGroundingParallelLookups(t *testing.T) {
 // model's parallel refund is decided, before that lookup's derivation
 // lands. The belief's result is no longer the current observation:
 // SUPERSEDED_EVIDENCE, and nothing runs.
-func TestGroundingRefundBesideLookup(t *testing.T) {
+func TestAttackRefundBesideLookup(t *testing.T) {
 	d, store := groundingDesk(t, "A9", 60)
 	if res := d.callAs(t, "T1", "lookup_order", `{"order_id":"A9"}`); len(res.Derived) != 1 || !res.Derived[0].Committed() || !res.Derived[0].Value {
 		t.Fatalf("lookup derived %+v", res.Derived)
