@@ -259,9 +259,6 @@ func (s *snapshot) missingBelief(code blackboard.Code, kind string) outcome {
 func (g *gate) recheck() (outcome, flags) {
 	var f flags
 	for _, b := range g.beliefs {
-		if out := g.s.exactGrounding(b); out.code != "" {
-			return out, f
-		}
 		for _, evID := range b.EvidenceRefs {
 			ev := g.s.byID(evID)
 			if ev == nil || ev.Slot != blackboard.Evidence {
@@ -310,6 +307,11 @@ func (g *gate) recheck() (outcome, flags) {
 				}
 			}
 		}
+		// Last, so that a newer observation that fails the checks is
+		// refused with its own code.
+		if out := g.s.exactGrounding(b); out.code != "" {
+			return out, f
+		}
 	}
 	return outcome{}, f
 }
@@ -320,7 +322,9 @@ func (g *gate) recheck() (outcome, flags) {
 // belief says was computed from that record, and a newer observation,
 // however clean, is not what it was computed from (SUPERSEDED_EVIDENCE).
 // A belief that names percept kinds rests on the current observation of
-// each and is checked by [gate.recheck]'s loop over newer observations.
+// each: [gate.recheck]'s loop over newer observations checks it, and runs
+// before this check, so that a newer observation that fails the evidence
+// checks is refused with its own code.
 func (s *snapshot) exactGrounding(b *blackboard.Record) outcome {
 	if mutExactGrounding {
 		return outcome{}

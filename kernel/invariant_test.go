@@ -1655,21 +1655,12 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 		}
 		g.beliefs = append(g.beliefs, b)
 	}
-	// The evidence chain, as of now: a belief that names an observation
-	// by id rests on it only while it is the current one of its kind;
-	// each percept a belief's artifact names, and every newer observation
-	// of its kind, passes the evidence checks.
+	// The evidence chain, as of now: each percept a belief's artifact
+	// names, and every newer observation of its kind, passes the evidence
+	// checks; then a belief that names an observation by id rests on it
+	// only while it is the current one of its kind.
 	conflicted := false
 	for _, b := range g.beliefs {
-		for _, d := range invStrs(b.Payload[kernel.KeyDependsOn]) {
-			at := s.byID(d)
-			if at < 0 || !invObservation(&s.recs[at]) {
-				continue
-			}
-			if cur := s.current(s.recs[at].Kind); cur != nil && cur.ID != d {
-				return refuse(blackboard.CodeSupersededEvidence, d, "belief %s computed from %s, superseded by %s", b.ID, d, cur.ID)
-			}
-		}
 		for _, evID := range b.EvidenceRefs {
 			e := s.byID(evID)
 			if e < 0 || s.recs[e].Slot != blackboard.Evidence {
@@ -1691,6 +1682,15 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 					}
 					conflicted = conflicted || arb
 				}
+			}
+		}
+		for _, d := range invStrs(b.Payload[kernel.KeyDependsOn]) {
+			at := s.byID(d)
+			if at < 0 || !invObservation(&s.recs[at]) {
+				continue
+			}
+			if cur := s.current(s.recs[at].Kind); cur != nil && cur.ID != d {
+				return refuse(blackboard.CodeSupersededEvidence, d, "belief %s computed from %s, superseded by %s", b.ID, d, cur.ID)
 			}
 		}
 	}
