@@ -16,7 +16,7 @@ var (
 
 func init() {
 	mutant.Register("github.com/blackboardkernel/bk/toolgate",
-		mutant.Def{Name: "toolgate.request_scope", On: &mutRequestScope,
+		mutant.Def{Name: "toolgate.request_scope", On: &mutRequestScope, Also: []string{"github.com/blackboardkernel/bk/examples/support_desk"},
 			Check: "a call of a scoped tool whose argument is not within the trace's recorded request (a refund of another order than the ticket's), or made in a trace with no request, is OUT_OF_SCOPE, before the kernel and as the kernel decides: nothing runs"},
 		mutant.Def{Name: "toolgate.scope_declared", On: &mutScopeDeclared,
 			Check: "New refuses an effectful tool (not ReadOnly) that declares neither Scope nor Unscoped, naming the tool"},
