@@ -28,7 +28,10 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0, "delivered": false}, nil
 			},
 		},
-		{Unscoped: true,
+		{
+			// This desk's tickets record no request, so the refund waives
+			// the scope; ExampleGate_RecordRequest scopes it.
+			Unscoped:    true,
 			Name:        "issue_refund",
 			Description: "Refund an order.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
