@@ -19,7 +19,7 @@ func ExampleTraceEffects() {
 	ctx := context.Background()
 	s := memstore.New()
 	tries := 0
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s)), toolgate.WithTools(toolgate.Tool{
+	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s)), toolgate.WithTools(toolgate.Tool{Unscoped: true,
 		Name: "lookup_order", Result: "order", Idempotent: true,
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {

@@ -52,7 +52,7 @@ func scriptedStore(t *testing.T) blackboard.Store {
 	start := clock.Now()
 	at := func(d time.Duration) { clock.Set(start.Add(d)) }
 	emails := 0
-	tools := append(deskTools(), toolgate.Tool{Name: "send_email",
+	tools := append(deskTools(), toolgate.Tool{Unscoped: true, Name: "send_email",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
 		Retry:      toolgate.RetryPolicy{MaxAttempts: 2, Backoff: time.Millisecond},
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {

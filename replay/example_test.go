@@ -20,14 +20,14 @@ import (
 func ExampleTrace() {
 	ctx := context.Background()
 	store := memstore.New() // in production, the application's store
-	lookup := toolgate.Tool{Name: "lookup_order", Result: "order",
+	lookup := toolgate.Tool{Unscoped: true, Name: "lookup_order", Result: "order",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 		Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.refundable",
 			Fields: map[string]string{"order_id": "result.order_id", "max_refund": "result.amount"}}},
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"order_id": "A1", "amount": 80, "refundable": true}, nil
 		}}
-	refund := toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
+	refund := toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 		Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {

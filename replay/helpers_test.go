@@ -147,7 +147,7 @@ func newShopOn(t testing.TB, s *memstore.Store, kopts ...kernel.Option) *shop {
 			sh.effects++
 			return blackboard.Payload{"account": inv.Args["account"], "open": true}, nil
 		}}
-	charge := toolgate.Tool{Name: "charge", Result: "receipt", Requires: []string{"chargeable"},
+	charge := toolgate.Tool{Unscoped: true, Name: "charge", Result: "receipt", Requires: []string{"chargeable"},
 		Parameters: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string"},"card":{"type":"string","minLength":12},"amount":{"type":"number"}},"required":["account","card","amount"]}`),
 		Bindings:   []toolgate.Binding{{Arg: "account", Percept: "account", Op: toolgate.Equal}},
 		Masked:     []string{"card"},

@@ -257,7 +257,7 @@ func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Ga
 			return nil, err
 		}
 		t := toolgate.Tool{Name: tp.Name, Description: "replayed from the store", Parameters: params, Action: tp.Action,
-			Requires: tp.Requires, Bindings: tp.Bindings, Unbound: tp.Unbound, Idempotent: tp.Idempotent, ReadOnly: tp.ReadOnly, Result: tp.Result,
+			Requires: tp.Requires, Bindings: tp.Bindings, Unbound: tp.Unbound, Scope: tp.Scope, Unscoped: tp.Unscoped, Idempotent: tp.Idempotent, ReadOnly: tp.ReadOnly, Result: tp.Result,
 			ResultTTL: time.Duration(tp.ResultTTLMS) * time.Millisecond, Derives: tp.Derives,
 			Retry: toolgate.RetryPolicy{MaxAttempts: 1}, Effect: r.effect}
 		if tp.Once != nil {
@@ -408,6 +408,9 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindControls && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		return r.restrict(ctx, rec)
+	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindRequest && p.Role == blackboard.RoleKernel:
+		r.nowMS = p.TimestampMS
+		return r.request(ctx, rec)
 	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindCompiledContext && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		out, err := r.k.Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
@@ -624,6 +627,32 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 			return ctx.Err()
 		}
 		r.note("%s: the replay could not record the run controls: %v", rec.ID, err)
+	}
+	return nil
+}
+
+// request records the trace's request as it was recorded: the principal
+// and the resources the scoped tools' arguments must lie within.
+func (r *replayer) request(ctx context.Context, rec blackboard.Record) error {
+	principal, _ := rec.Payload.String("principal")
+	req := toolgate.Request{Principal: principal}
+	res, _ := rec.Payload["resources"].(map[string]any)
+	for typ := range res {
+		ids, _ := blackboard.Payload(res).Strings(typ)
+		if req.Resources == nil {
+			req.Resources = map[string][]string{}
+		}
+		req.Resources[typ] = ids
+	}
+	g := r.gates[r.hashes[0]]
+	if h, _ := rec.Payload.String("policy"); r.gates[h] != nil {
+		g = r.gates[h]
+	}
+	if err := g.RecordRequest(ctx, r.trace, req); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.note("%s: the replay could not record the request: %v", rec.ID, err)
 	}
 	return nil
 }

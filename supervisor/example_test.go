@@ -27,17 +27,17 @@ func ExampleSupervisor_Run() {
 		toolgate.WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
 		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}),
 		toolgate.WithTools(
-			toolgate.Tool{Name: "lookup_order", Result: "order",
+			toolgate.Tool{Unscoped: true, Name: "lookup_order", Result: "order",
 				Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 					return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 				}},
-			toolgate.Tool{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
+			toolgate.Tool{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
 				Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 					refunds++
 					return blackboard.Payload{"refund_id": "re_1"}, nil
 				}},
-			toolgate.Tool{Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
+			toolgate.Tool{Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
 				Effect: func(ctx context.Context, _ toolgate.Invocation) (blackboard.Payload, error) {
 					sent++
 					crash()

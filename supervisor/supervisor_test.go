@@ -66,15 +66,15 @@ func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Dur
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
 	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
 	tools := []toolgate.Tool{
-		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+		{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
 			}},
 		// The payment API honours the key: a crashed attempt is re-driven.
-		{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "refund",
+		{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "refund",
 			Idempotent: true, Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"refunded": true})},
 		// An email has no key: it is sent at most once.
-		{Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "email",
+		{Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "email",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"sent": true})},
 	}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(lease),
@@ -481,11 +481,11 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "bk.db"))
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
 	g, err := toolgate.New(ctx, toolgate.WithTools(
-		toolgate.Tool{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+		toolgate.Tool{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
 			}},
-		toolgate.Tool{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
+		toolgate.Tool{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
 			Approval: toolgate.ApprovalPolicy{Always: true}}), // caller-driven: no Effect
 		toolgate.WithLease(time.Minute),

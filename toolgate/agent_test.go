@@ -54,10 +54,10 @@ func newPayDesk(t *testing.T) *payDesk {
 	d := &payDesk{staleNext: map[string]int{}, byKey: map[string]int{}}
 	order := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"],"additionalProperties":false}`)
 	tools := []toolgate.Tool{
-		{Name: "lookup_order", Description: "Read an order.", Parameters: order, Result: "order", Effect: d.lookup},
-		{Name: "assess_refund", Description: "Ask the refund policy whether a refund of the looked-up order is due.", Parameters: order,
+		{Unscoped: true, Name: "lookup_order", Description: "Read an order.", Parameters: order, Result: "order", Effect: d.lookup},
+		{Unscoped: true, Name: "assess_refund", Description: "Ask the refund policy whether a refund of the looked-up order is due.", Parameters: order,
 			Result: "assessment", Effect: d.assess},
-		{Name: "issue_refund", Description: "Refund an order; above 500 it waits for approval.",
+		{Unscoped: true, Name: "issue_refund", Description: "Refund an order; above 500 it waits for approval.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
 				`"required":["order_id","amount"],"additionalProperties":false}`),
 			Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund", Approval: toolgate.ApprovalPolicy{When: "amount > 500"},

@@ -16,7 +16,7 @@ import (
 // given; ran counts the effect's calls.
 func budgetGate(t *testing.T, ran *int, opts ...toolgate.Option) *toolgate.Gate {
 	t.Helper()
-	lookup := toolgate.Tool{Name: "lookup", Result: "order",
+	lookup := toolgate.Tool{Unscoped: true, Name: "lookup", Result: "order",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			*ran++
 			return blackboard.Payload{"ok": true}, nil

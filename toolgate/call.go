@@ -48,6 +48,12 @@ type Call struct {
 	Caller string `json:"caller"`
 	// TraceID is the episode the call belongs to.
 	TraceID string `json:"trace_id"`
+	// Principal, when set, is who the call is made for, as the framework
+	// authenticated them (an adapter sets it from the session's user,
+	// never from anything the model says). In a trace with a recorded
+	// request ([Gate.RecordRequest]) a call for any other principal is
+	// refused with OUT_OF_SCOPE, whatever the tool.
+	Principal string `json:"principal,omitempty"`
 	// Intent, when set, names the intent the call serves; with intents
 	// configured, a call must name one that allows the tool.
 	Intent string `json:"intent,omitempty"`

@@ -33,6 +33,14 @@ const (
 	// binding cannot be evaluated. The root cause names the percept; the
 	// decision record's context the argument and the percept.
 	CodeArgumentNotBound = blackboard.Code("ARGUMENT_NOT_BOUND")
+	// CodeOutOfScope: the call is not within the request its trace serves
+	// ([Gate.RecordRequest]): an argument the tool's [Tool.Scope] ties to
+	// the request names another resource (a refund of another order than
+	// the ticket's), or another principal; the trace has no request
+	// recorded and the tool is scoped; or the call is made for another
+	// principal than the request's ([Call.Principal]). The decision
+	// record's context names the request record and its principal.
+	CodeOutOfScope = blackboard.Code("OUT_OF_SCOPE")
 
 	// CodeApprovalRequired: the action committed, but its policy needs an
 	// approval and no approver has decided yet. It comes with the
@@ -106,8 +114,9 @@ const (
 var (
 	// ErrInvalidTool: New was given a tool it cannot accept (a name that
 	// is not one, a duplicate, a bad parameters schema or one
-	// [Func] could not make, an uncompilable approval or derivation rule, a bad retry policy, bad bindings, or a
-	// tool resting on beliefs that declares neither Bindings nor Unbound).
+	// [Func] could not make, an uncompilable approval or derivation rule, a bad retry policy, bad bindings, a
+	// tool resting on beliefs that declares neither Bindings nor Unbound, bad scope, or an effectful tool
+	// that declares neither Scope nor Unscoped).
 	ErrInvalidTool = errors.New("toolgate: invalid tool")
 	// ErrSpecMismatch: a tool's action type is also given as a kernel
 	// action spec ([WithKernel]; the gate registers its tools' types

@@ -240,13 +240,13 @@ func crashTools(effect toolgate.EffectFunc) []toolgate.Tool {
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"],"additionalProperties":false}`)
 	retry := toolgate.RetryPolicy{MaxAttempts: 12, Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}
 	return []toolgate.Tool{
-		{Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+		{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 2000.0}, nil
 			}},
-		{Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund",
+		{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
-		{Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "credit", Idempotent: true,
+		{Unscoped: true, Name: "issue_credit", Parameters: pay, Requires: []string{"refund_due"}, Bindings: orderBound, Result: "credit", Idempotent: true,
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Retry: retry, Effect: effect},
 	}
 }

@@ -31,9 +31,9 @@ type refundArgs struct {
 func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *int) {
 	t.Helper()
 	refunds := new(int)
-	lookup := Func(Tool{Name: "lookup_order", Result: "order", Derives: []Derive{d}},
+	lookup := Func(Tool{Unscoped: true, Name: "lookup_order", Result: "order", Derives: []Derive{d}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return answer(a.OrderID), nil })
-	refund := Func(Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
+	refund := Func(Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: OnceBy("order_id")},
 		func(_ context.Context, _ Invocation, a refundArgs) (map[string]any, error) {
 			*refunds++
@@ -231,17 +231,17 @@ func TestDeriveInvalid(t *testing.T) {
 		name  string
 		tools []Tool
 	}{
-		{"does not compile", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "result.x &&"}}}}},
-		{"value not bool", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "1 + 2"}}}}},
-		{"empty value", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b"}}}}},
-		{"no belief kind", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Value: "true"}}}}},
-		{"unknown variable", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "order.x"}}}}},
-		{"field does not compile", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true", Fields: map[string]string{"x": "("}}}}}},
-		{"reserved field", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true", Fields: map[string]string{"depends_on": "['x']"}}}}}},
-		{"value as a field", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true", Fields: map[string]string{"value": "false"}}}}}},
-		{"twice on a tool", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}, {Belief: "b", Value: "false"}}}}},
-		{"by two tools", []Tool{{Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}},
-			{Name: "c", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}}}},
+		{"does not compile", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "result.x &&"}}}}},
+		{"value not bool", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "1 + 2"}}}}},
+		{"empty value", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b"}}}}},
+		{"no belief kind", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Value: "true"}}}}},
+		{"unknown variable", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "order.x"}}}}},
+		{"field does not compile", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true", Fields: map[string]string{"x": "("}}}}}},
+		{"reserved field", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true", Fields: map[string]string{"depends_on": "['x']"}}}}}},
+		{"value as a field", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true", Fields: map[string]string{"value": "false"}}}}}},
+		{"twice on a tool", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}, {Belief: "b", Value: "false"}}}}},
+		{"by two tools", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}},
+			{Unscoped: true, Name: "c", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}}}},
 	} {
 		if g, err := New(context.Background(), WithTools(tc.tools...)); !errors.Is(err, ErrInvalidTool) {
 			if g != nil {
@@ -256,7 +256,7 @@ func TestDeriveInvalid(t *testing.T) {
 // takes precedence: one that asks for evidence the result is not refuses
 // the derived belief rather than being replaced.
 func TestDeriveOwnerSpecWins(t *testing.T) {
-	lookup := Func(Tool{Name: "lookup_order", Result: "order", Derives: []Derive{refundDue}},
+	lookup := Func(Tool{Unscoped: true, Name: "lookup_order", Result: "order", Derives: []Derive{refundDue}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return goodOrder(a.OrderID), nil })
 	g, err := New(context.Background(), WithTools(lookup),
 		WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order", "payment"}})),

@@ -73,7 +73,10 @@
 //     (ARGUMENT_NOT_BOUND, naming the argument and the percept): a belief
 //     about one order grounds no refund of another. A tool that rests on
 //     beliefs declares Bindings, or Unbound when its arguments follow from
-//     no observation; [New] refuses one that declares neither.
+//     no observation; [New] refuses one that declares neither. The
+//     arguments lie within the request the trace serves as the tool's
+//     [Tool.Scope] says, and the call is made for the request's principal
+//     (OUT_OF_SCOPE; see "The request" below).
 //  3. Situation: the call becomes an action proposal of the caller's
 //     planner ([CallerWriter]), its payload the arguments with the tool's
 //     beliefs as requires_beliefs, and the kernel decides it: the beliefs
@@ -132,6 +135,26 @@
 // gets only this check, which costs no read). An action not yet started
 // is refused for good when Execute, Resume or Recover would start it: an
 // approval given before the trace became read-only never runs.
+//
+// # The request
+//
+// Bindings tie a refund to the order looked up; they do not say it is the
+// order the customer asked about. The application says that: it records
+// what a trace serves with [Gate.RecordRequest], once, from what it trusts
+// (the ticket, the authenticated session): the [Request]'s principal, who
+// the agent acts for, and its resources, the identifiers they asked about
+// by type. It is written through the kernel's Governor with the kernel's
+// role and claims the trace's request once-key, so no handle can write or
+// replace it. A tool declares which arguments must lie within it
+// ([Tool.Scope]: {"order_id": "order"}; [ScopePrincipal] for the principal
+// itself) or says [Tool.Unscoped]; [New] refuses an effectful tool (not
+// [Tool.ReadOnly]) that declares neither. A call outside the request, or
+// of a scoped tool in a trace with no request, is OUT_OF_SCOPE before the
+// kernel, and the kernel checks every action of a scoped tool again as it
+// decides it; a call whose [Call.Principal] (an adapter's authenticated
+// user) is not the request's is OUT_OF_SCOPE whatever the tool. The
+// decision record of such a call names the request record ("request") and
+// its principal ("principal").
 //
 // # Policy snapshot and the context a call names
 //

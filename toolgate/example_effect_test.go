@@ -17,7 +17,7 @@ import (
 // under the same retry key, with the tool, runs it once.
 func ExampleCall_effect() {
 	ctx := context.Background()
-	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{
+	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{Unscoped: true,
 		Name:       "send_email",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
 		Idempotent: true,

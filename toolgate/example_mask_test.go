@@ -17,7 +17,7 @@ import (
 // store holds only its keyed hash, and the same address hashes the same.
 func ExampleWithMaskKey() {
 	ctx := context.Background()
-	send := toolgate.Tool{
+	send := toolgate.Tool{Unscoped: true,
 		Name:       "send_receipt",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}`),
 		Masked:     []string{"email"},
@@ -69,7 +69,7 @@ func ExampleKeys_Erase() {
 		return
 	}
 	defer ring.Close()
-	send := toolgate.Tool{
+	send := toolgate.Tool{Unscoped: true,
 		Name:       "send_receipt",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}`),
 		Masked:     []string{"email"},

@@ -29,6 +29,9 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 			},
 		},
 		{
+			// This desk's tickets record no request, so the refund waives
+			// the scope; ExampleGate_RecordRequest scopes it.
+			Unscoped:    true,
 			Name:        "issue_refund",
 			Description: "Refund an order.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +

@@ -41,7 +41,7 @@ type Refund struct {
 // submits a belief, and nothing but the contract repeats a tool's name.
 func ExampleFunc() {
 	ctx := context.Background()
-	lookup := toolgate.Func(toolgate.Tool{
+	lookup := toolgate.Func(toolgate.Tool{Unscoped: true,
 		Name: "lookup_order", Description: "Look up an order by id.", Result: "order",
 		Derives: []toolgate.Derive{{
 			Belief: "refund_due",
@@ -51,7 +51,7 @@ func ExampleFunc() {
 	}, func(_ context.Context, _ toolgate.Invocation, a OrderArgs) (Order, error) {
 		return Order{OrderID: a.OrderID, Amount: 80, Refunded: 30, Refundable: true}, nil
 	})
-	refund := toolgate.Func(toolgate.Tool{
+	refund := toolgate.Func(toolgate.Tool{Unscoped: true,
 		Name: "issue_refund", Description: "Refund an order.", Result: "refund",
 		Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{

@@ -265,7 +265,7 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	// the validators: against the trace state the kernel decides on, so
 	// that a Restrict that lands meanwhile makes the kernel decide again,
 	// and at no read of its own.
-	kopts = append([]kernel.Option{kernel.WithValidators(controlsValidator{g})}, kopts...)
+	kopts = append([]kernel.Option{kernel.WithValidators(controlsValidator{g}, scopeValidator{g})}, kopts...)
 	k, err := buildKernel(kopts, specs, g.reservations(&c))
 	if err != nil {
 		return nil, err
@@ -461,6 +461,10 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	if err := checkMasked(&t); err != nil {
 		return nil, bad("%v", err)
 	}
+	if err := checkScope(&t, s); err != nil {
+		return nil, bad("%v", err)
+	}
+	t.Scope = maps.Clone(t.Scope)
 	t.Masked = slices.Clone(t.Masked)
 	t.Bindings = slices.Clone(t.Bindings)
 	if t.Once != nil {
@@ -823,6 +827,9 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 			cc["argument"] = prob.field
 		}
 		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
+	}
+	if res, refused, err := g.scope(ctx, c, e, args, cc); refused || err != nil {
+		return noJob(res, err)
 	}
 	var grounding []string // the evidence artifacts the bindings were checked against
 	checked := false

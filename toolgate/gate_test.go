@@ -339,8 +339,8 @@ func TestCallErrors(t *testing.T) {
 
 func TestNewChecks(t *testing.T) {
 	effect := func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
-	lookup := Tool{Name: "lookup_order", Parameters: json.RawMessage(orderSchema), Result: "order", Effect: effect}
-	refund := Tool{Name: "issue_refund", Parameters: json.RawMessage(refundSchema), Requires: []string{"refund_due"}, Bindings: orderBindings, Effect: effect}
+	lookup := Tool{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(orderSchema), Result: "order", Effect: effect}
+	refund := Tool{Unscoped: true, Name: "issue_refund", Parameters: json.RawMessage(refundSchema), Requires: []string{"refund_due"}, Bindings: orderBindings, Effect: effect}
 	withBindings := func(t Tool, unbound bool, b ...Binding) Tool {
 		t.Bindings, t.Unbound = b, unbound
 		return t
@@ -357,7 +357,7 @@ func TestNewChecks(t *testing.T) {
 			WithKernel(kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))}, ErrSpecMismatch},
 		{"tool type given as a kernel spec before", []Option{WithKernel(kernel.WithActionSpecs(kernel.ActionSpec{Type: "lookup_order", SafeFallback: true})),
 			WithTools(lookup)}, ErrSpecMismatch},
-		{"tool type is the fallback", []Option{WithTools(Tool{Name: kernel.FallbackQueueForReview, Effect: effect})}, ErrSpecMismatch},
+		{"tool type is the fallback", []Option{WithTools(Tool{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect})}, ErrSpecMismatch},
 		{"fallback not registered", []Option{WithTools(lookup), WithFallback("call_a_human")}, ErrSpecMismatch},
 		{"fallback registered", []Option{WithTools(lookup), WithFallback("call_a_human"), WithKernel(fallback)}, nil},
 		{"fallback a tool's", []Option{WithTools(refund), WithFallback("issue_refund")}, ErrSpecMismatch},
@@ -372,15 +372,15 @@ func TestNewChecks(t *testing.T) {
 		{"binding without an operator", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Percept: "order"}))}, ErrInvalidTool},
 		{"binding of an undeclared argument", []Option{WithTools(withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost}))}, ErrInvalidTool},
 		{"binding without a percept", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Op: AtMost}))}, ErrInvalidTool},
-		{"no effect: caller-driven", []Option{WithTools(Tool{Name: "lookup_order", Result: "order"})}, nil},
-		{"no name", []Option{WithTools(Tool{Effect: effect})}, ErrInvalidTool},
+		{"no effect: caller-driven", []Option{WithTools(Tool{Unscoped: true, Name: "lookup_order", Result: "order"})}, nil},
+		{"no name", []Option{WithTools(Tool{Unscoped: true, Effect: effect})}, ErrInvalidTool},
 		{"twice", []Option{WithTools(lookup, lookup)}, ErrInvalidTool},
 		{"reserved property", []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`))}, ErrInvalidTool},
 		{"schema not an object", []Option{WithTools(withParams(lookup, `{"type":"array"}`))}, ErrInvalidTool},
 		{"unknown property type", []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`))}, ErrInvalidTool},
 		{"undeclared required", []Option{WithTools(withParams(lookup, `{"type":"object","required":["x"]}`))}, ErrInvalidTool},
-		{"reserved result kind", []Option{WithTools(Tool{Name: "lookup_order", Result: KindAttempt, Effect: effect})}, ErrInvalidTool},
-		{"bad retry", []Option{WithTools(Tool{Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}})}, ErrInvalidTool},
+		{"reserved result kind", []Option{WithTools(Tool{Unscoped: true, Name: "lookup_order", Result: KindAttempt, Effect: effect})}, ErrInvalidTool},
+		{"bad retry", []Option{WithTools(Tool{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}})}, ErrInvalidTool},
 		{"bad once-key", []Option{WithTools(withOnce(refund, &kernel.OnceKey{}))}, ErrInvalidConfig},
 		{"caller lists an unknown tool", []Option{WithTools(lookup), WithContracts(Contract{"support", []string{"issue_refund"}})}, ErrInvalidConfig},
 		{"caller twice", []Option{WithTools(lookup), WithContracts(Contract{"support", nil}, Contract{"support", nil})}, ErrInvalidConfig},

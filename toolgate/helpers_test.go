@@ -111,13 +111,13 @@ func deskTools(effect func(tool string) EffectFunc) []Tool {
 	return []Tool{
 		{Name: "lookup_order", Description: "Look up an order by id.", ReadOnly: true, Parameters: json.RawMessage(orderSchema),
 			Result: "order", Effect: effect("lookup_order")},
-		{Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
+		{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(refundSchema),
 			Requires: []string{"refund_due"}, Bindings: orderBindings, Result: "refund", Approval: ApprovalPolicy{When: "amount > 500"},
 			Idempotent: true,
 			Retry:      RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 			Hints:      map[blackboard.Code]string{blackboard.CodeDuplicateAction: "This refund was already issued; do not retry."},
 			Effect:     effect("issue_refund")},
-		{Name: "search_kb", Description: "Search the knowledge base.", Parameters: json.RawMessage(searchSchema),
+		{Unscoped: true, Name: "search_kb", Description: "Search the knowledge base.", Parameters: json.RawMessage(searchSchema),
 			Effect: effect("search_kb")},
 	}
 }

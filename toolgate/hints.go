@@ -54,6 +54,8 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 		return "This tool does not serve the current request. Do not call it for this request."
 	case CodeInvalidArguments:
 		return "Fix the arguments (" + root.Detail + "), then call " + tool + " again."
+	case CodeOutOfScope:
+		return "This run acts for one person on what they asked about, and this call is not within it (" + root.Detail + "). Do not act on anything else; answer what was asked, or hand the task back."
 	case CodeArgumentNotBound:
 		return "The arguments must follow from what was looked up (" + root.Detail + "). Use the values the observation shows, or do not call " + tool + "."
 	case blackboard.CodeStaleEvidence, blackboard.CodeSupersededEvidence, blackboard.CodeTTLExpired:

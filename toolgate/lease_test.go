@@ -47,7 +47,7 @@ type effectLog struct {
 // its context ends; any later one succeeds at once.
 func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started chan<- string) *toolgate.Gate {
 	t.Helper()
-	ping := toolgate.Tool{Name: "ping", Result: "pong",
+	ping := toolgate.Tool{Unscoped: true, Name: "ping", Result: "pong",
 		Retry: toolgate.RetryPolicy{MaxAttempts: 5, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
 		Effect: func(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			log.mu.Lock()

@@ -29,7 +29,7 @@ func (d *desk) keyed(g *Gate, key, caller, tool, args string) Result {
 // lookup_order has none but a result kind, a keyed tool below) or not.
 func TestRetryKeyReplaysTheResult(t *testing.T) {
 	keyedTool := func(su *setup) {
-		su.tools = append(su.tools, Tool{Name: "send_note", Parameters: json.RawMessage(orderSchema), Once: &kernel.OnceKey{Fields: []string{"order_id"}},
+		su.tools = append(su.tools, Tool{Unscoped: true, Name: "send_note", Parameters: json.RawMessage(orderSchema), Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			Effect: func(context.Context, Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"sent": true}, nil
 			}})

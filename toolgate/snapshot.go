@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -77,8 +78,13 @@ type ToolPolicy struct {
 	Requires   []string        `json:"requires,omitempty"`
 	Bindings   []Binding       `json:"bindings,omitempty"`
 	Unbound    bool            `json:"unbound,omitempty"`
-	Once       *OncePolicy     `json:"once,omitempty"`
-	Idempotent bool            `json:"idempotent,omitempty"`
+	// Scope and Unscoped are [Tool.Scope] and [Tool.Unscoped]: the
+	// arguments that must lie within the trace's request, by resource
+	// type.
+	Scope      map[string]string `json:"scope,omitempty"`
+	Unscoped   bool              `json:"unscoped,omitempty"`
+	Once       *OncePolicy       `json:"once,omitempty"`
+	Idempotent bool              `json:"idempotent,omitempty"`
 	// ReadOnly is [Tool.ReadOnly]: the tool changes nothing outside.
 	ReadOnly bool   `json:"read_only,omitempty"`
 	Result   string `json:"result"`
@@ -131,7 +137,7 @@ func (g *Gate) snapshot(c *config) Policy {
 	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
 	for _, e := range g.order {
 		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
-			Unbound: e.Unbound, Idempotent: e.Idempotent, ReadOnly: e.ReadOnly, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
+			Unbound: e.Unbound, Scope: maps.Clone(e.Scope), Unscoped: e.Unscoped, Idempotent: e.Idempotent, ReadOnly: e.ReadOnly, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
 			Masked: slices.Clone(e.Masked), Derives: slices.Clone(e.Derives)}
 		if e.Once != nil {
 			tp.Once = &OncePolicy{Fields: slices.Clone(e.Once.Fields), Percept: e.Once.Percept, Limit: e.Once.Limit}
@@ -156,8 +162,9 @@ func (g *Gate) snapshot(c *config) Policy {
 	}
 	slices.SortFunc(p.Intents, func(a, b Intent) int { return cmp.Compare(a.Name, b.Name) })
 	for _, v := range g.k.Validators() {
-		if _, own := v.(controlsValidator); own {
-			continue // the gate's own check of the run controls, not the owner's policy
+		switch v.(type) {
+		case controlsValidator, scopeValidator:
+			continue // the gate's own checks of the run controls and the request, not the owner's policy
 		}
 		if r, ok := v.(*rules.Rules); ok {
 			p.Rules = append(p.Rules, r.Specs()...)

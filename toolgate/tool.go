@@ -51,6 +51,26 @@ type Tool struct {
 	// opt-out; leave it false whenever an argument names or sizes
 	// something an observation shows.
 	Unbound bool
+	// Scope ties arguments to the request the trace serves
+	// ([Gate.RecordRequest]): each argument named (a top-level property,
+	// a string) must be one of the request's resources of the type given,
+	// or, for the type [ScopePrincipal], the request's principal:
+	//
+	//	Scope: map[string]string{"order_id": "order"}
+	//
+	// A call that breaks it, or one in a trace with no request recorded,
+	// is refused with OUT_OF_SCOPE before the kernel decides it (and the
+	// kernel checks it again as it decides), so that a refund of an order
+	// the ticket is not about never runs, whatever the model looked up.
+	// An effectful tool (one that does not declare ReadOnly) must declare
+	// Scope or Unscoped; [New] refuses one that declares neither. A masked
+	// argument cannot be scoped.
+	Scope map[string]string
+	// Unscoped says that the tool acts on nothing a request must concern
+	// (an escalation to a person, a note to the log), so that it needs no
+	// Scope. It is the explicit opt-out, as Unbound is for Bindings; leave
+	// it false whenever an argument names whose thing is acted on.
+	Unscoped bool
 	// Once, when set, is the once-key of the tool's action type
 	// (kernel.OnceKey): of the calls with equal values of its fields, at
 	// most Limit ever commit in the kernel's namespace, across traces and

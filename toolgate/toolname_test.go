@@ -35,13 +35,13 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	}
 	for _, name := range notNames {
 		// The action type is a name, so that only the tool's name is wrong.
-		tool := toolgate.Tool{Name: name, Action: "lookup", Effect: effect}
+		tool := toolgate.Tool{Unscoped: true, Name: name, Action: "lookup", Effect: effect}
 		if _, err := toolgate.New(context.Background(), toolgate.WithTools(tool)); !errors.Is(err, toolgate.ErrInvalidTool) {
 			t.Errorf("New with tool %q: %v, want ErrInvalidTool", name, err)
 		}
 	}
 	for _, ok := range []string{"lookup_order", "v2.search-kb", strings.Repeat("a", 64)} {
-		g, err := toolgate.New(context.Background(), toolgate.WithTools(toolgate.Tool{Name: ok, Effect: effect}))
+		g, err := toolgate.New(context.Background(), toolgate.WithTools(toolgate.Tool{Unscoped: true, Name: ok, Effect: effect}))
 		if err != nil {
 			t.Errorf("New with tool %q: %v", ok, err)
 			continue
@@ -50,7 +50,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	}
 
 	store := memstore.New()
-	lookup := toolgate.Tool{Name: "lookup", Effect: effect}
+	lookup := toolgate.Tool{Unscoped: true, Name: "lookup", Effect: effect}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithKernel(kernel.WithStore(store)),
 		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup"}}))
 	if err != nil {

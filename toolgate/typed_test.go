@@ -35,7 +35,7 @@ type shipment struct {
 // unless omitempty, no other property, descriptions from jsonschema tags,
 // nested objects and arrays; and the gate holds calls to them.
 func TestFuncSchema(t *testing.T) {
-	tool := Func(Tool{Name: "ship", Description: "Ship an order."},
+	tool := Func(Tool{Unscoped: true, Name: "ship", Description: "Ship an order."},
 		func(_ context.Context, _ Invocation, a shipArgs) (shipment, error) { return shipment{}, nil })
 	var doc struct {
 		Type       string                     `json:"type"`
@@ -72,7 +72,7 @@ func TestFuncSchema(t *testing.T) {
 func TestFuncEffect(t *testing.T) {
 	fail := errors.New("carrier down")
 	var got shipArgs
-	tool := Func(Tool{Name: "ship"}, func(_ context.Context, inv Invocation, a shipArgs) (shipment, error) {
+	tool := Func(Tool{Unscoped: true, Name: "ship"}, func(_ context.Context, inv Invocation, a shipArgs) (shipment, error) {
 		got = a
 		if a.OrderID == "down" {
 			return shipment{}, Retryable(fail)
@@ -96,7 +96,7 @@ func TestFuncEffect(t *testing.T) {
 		t.Errorf("error %v, want the effect's, retryable", err)
 	}
 	// A nil map is an empty result, not null.
-	empty := Func(Tool{Name: "e"}, func(context.Context, Invocation, struct{}) (map[string]any, error) { return nil, nil })
+	empty := Func(Tool{Unscoped: true, Name: "e"}, func(context.Context, Invocation, struct{}) (map[string]any, error) { return nil, nil })
 	if out, err := empty.Effect(context.Background(), Invocation{}); err != nil || out == nil || len(out) != 0 {
 		t.Errorf("nil output: %v %v", out, err)
 	}
@@ -113,13 +113,13 @@ func TestFuncInvalid(t *testing.T) {
 		name string
 		tool Tool
 	}{
-		{"args not a struct", Func(Tool{Name: "a"}, func(context.Context, Invocation, string) (shipment, error) { return shipment{}, nil })},
-		{"args with a channel", Func(Tool{Name: "a"}, func(context.Context, Invocation, withChan) (shipment, error) { return shipment{}, nil })},
-		{"output not an object", Func(Tool{Name: "a"}, func(context.Context, Invocation, shipArgs) ([]string, error) { return nil, nil })},
-		{"parameters given", Func(Tool{Name: "a", Parameters: json.RawMessage(`{}`)}, ok)},
-		{"effect given", Func(Tool{Name: "a", Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }}, ok)},
-		{"no effect", Func[shipArgs, shipment](Tool{Name: "a"}, nil)},
-		{"once-key on no argument", Func(Tool{Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("orderid")}, ok)},
+		{"args not a struct", Func(Tool{Unscoped: true, Name: "a"}, func(context.Context, Invocation, string) (shipment, error) { return shipment{}, nil })},
+		{"args with a channel", Func(Tool{Unscoped: true, Name: "a"}, func(context.Context, Invocation, withChan) (shipment, error) { return shipment{}, nil })},
+		{"output not an object", Func(Tool{Unscoped: true, Name: "a"}, func(context.Context, Invocation, shipArgs) ([]string, error) { return nil, nil })},
+		{"parameters given", Func(Tool{Unscoped: true, Name: "a", Parameters: json.RawMessage(`{}`)}, ok)},
+		{"effect given", Func(Tool{Unscoped: true, Name: "a", Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }}, ok)},
+		{"no effect", Func[shipArgs, shipment](Tool{Unscoped: true, Name: "a"}, nil)},
+		{"once-key on no argument", Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("orderid")}, ok)},
 	} {
 		g, err := New(context.Background(), WithTools(tc.tool))
 		if !errors.Is(err, ErrInvalidTool) || !strings.Contains(err.Error(), `"a"`) {
@@ -130,7 +130,7 @@ func TestFuncInvalid(t *testing.T) {
 		}
 	}
 	// The once-key on a declared argument is accepted.
-	g, err := New(context.Background(), WithTools(Func(Tool{Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)))
+	g, err := New(context.Background(), WithTools(Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ type returnArgs struct {
 // the gate holds calls to it: a value outside the enum is refused, naming
 // the argument.
 func TestFuncSchemer(t *testing.T) {
-	tool := Func(Tool{Name: "return_order", Description: "Take an order back."},
+	tool := Func(Tool{Unscoped: true, Name: "return_order", Description: "Take an order back."},
 		func(_ context.Context, _ Invocation, a returnArgs) (shipment, error) { return shipment{}, nil })
 	if !strings.Contains(string(tool.Parameters), `"reason":{"type":"string","enum":["late","damaged"]}`) {
 		t.Errorf("reason's schema is not the stated one: %s", tool.Parameters)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -69,8 +70,26 @@ type runnable interface {
 }
 
 // WithTrace names the trace an invocation's calls belong to; the default
-// is "adk:" and the session id.
+// is [Trace] of the invocation's app, user and session. A trace that
+// leaves the user out lets two users' sessions share one trace (ADK
+// sessions are per app, user and id, and a client may choose the id): a
+// request recorded for it ([toolgate.Gate.RecordRequest]) still holds each
+// call to its principal.
 func WithTrace(f func(agent.ReadonlyContext) string) Option { return func(c *config) { c.trace = f } }
+
+// Trace is the default trace of the calls of ADK session id of user in
+// app: "adk:" and the three, each path-escaped, joined by "/". ADK keys a
+// session by all three, and a client may choose the id, so two users'
+// sessions with one id are two traces: neither acts on what the other's
+// calls established (a verification, a lookup). An application records
+// the request a session serves ([toolgate.Gate.RecordRequest], with the
+// user id as its principal) under this trace.
+func Trace(app, user, session string) string {
+	if mutTraceUser {
+		return "adk:" + session
+	}
+	return "adk:" + url.PathEscape(app) + "/" + url.PathEscape(user) + "/" + url.PathEscape(session)
+}
 
 // WithApprover enables approvals through ADK's tool confirmation,
 // recorded under identity: the application's user, never the caller, and
@@ -99,7 +118,7 @@ func (e errGate) Error() string { return e.err.Error() }
 func (e errGate) Unwrap() error { return e.err }
 
 func newConfig(opts []Option) config {
-	c := config{trace: func(ctx agent.ReadonlyContext) string { return "adk:" + ctx.SessionID() }}
+	c := config{trace: func(ctx agent.ReadonlyContext) string { return Trace(ctx.AppName(), ctx.UserID(), ctx.SessionID()) }}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -191,7 +210,7 @@ func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 		return nil, err
 	}
 	trace, id := gv.trace(ctx), ctx.FunctionCallID()
-	c := toolgate.Call{ID: id, RetryKey: id, Tool: t.Name(), Args: raw, Caller: gv.caller, TraceID: trace}
+	c := toolgate.Call{ID: id, RetryKey: id, Tool: t.Name(), Args: raw, Caller: gv.caller, TraceID: trace, Principal: gv.principal(ctx)}
 	// The tool the plugin runs is the one given to WithTools, found by
 	// name, not the one ADK hands over (the guard).
 	if rt := gv.own[t.Name()]; rt != nil && !mutNoEffect {
@@ -214,6 +233,16 @@ func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 		return nil, err
 	}
 	return response(res.ForModel())
+}
+
+// principal is who an invocation's calls are made for: ADK's user id,
+// which the application gave the runner for the session, never anything
+// the model says.
+func (gv *Governor) principal(ctx agent.ReadonlyContext) string {
+	if mutPrincipal {
+		return ""
+	}
+	return ctx.UserID()
 }
 
 // resolve carries out the person's answer to the action res waits on. The

@@ -270,15 +270,16 @@ func TestWithoutPluginFramework(t *testing.T) {
 	}
 }
 
-// Without WithTrace a call belongs to the trace "adk:" and the session id:
-// the order looked up in session s1 is a percept of trace adk:s1.
+// Without WithTrace a call belongs to the trace of its app, user and
+// session (adk.Trace): the order looked up in user's session s1 of app
+// desk is a percept of trace adk:desk/user/s1.
 func TestDefaultTrace(t *testing.T) {
 	env := adaptertest.NewEnv(t)
 	a := build(t, env, true)
 	if r, err := a.CallTool(t.Context(), adaptertest.Lookup, []byte(`{"order_id":"A1"}`), "c1"); err != nil || r.IsError {
 		t.Fatalf("lookup: %+v %v", r, err)
 	}
-	for trace, want := range map[string]int{"adk:s1": 1, env.TraceID: 0} {
+	for trace, want := range map[string]int{adk.Trace("desk", "user", "s1"): 1, "adk:desk/user/s1": 1, "adk:s1": 0, env.TraceID: 0} {
 		if got := orders(t, env, trace); got != want {
 			t.Fatalf("order percepts of trace %s: %d, want %d", trace, got, want)
 		}

@@ -28,8 +28,10 @@
 // The model is shown the gate's surface for the caller
 // ([toolgate.Gate.Surface]): a tool outside the contract never, a tool
 // whose beliefs are not established only once they are.
-// Each call goes to [toolgate.Gate.Call] under the caller, in the trace
-// [WithTrace] names ("adk:" and the session id by default), with the call's
+// Each call goes to [toolgate.Gate.Call] under the caller, for ADK's user
+// id as its principal ([toolgate.Call.Principal]), in the trace [WithTrace]
+// names ([Trace] of the app, the user and the session id by default, so
+// that two users' sessions never share a trace), with the call's
 // ADK function call id as its retry key: a call delivered twice runs once,
 // and the same id with other arguments is refused (RETRY_KEY_CONFLICT). The
 // model is shown [toolgate.Result.ForModel] as the tool response, with
@@ -54,6 +56,15 @@
 // the identity never comes from it, the action and arguments are the gate's
 // own for the call id, and a confirmation whose digest is not the committed
 // arguments' is refused as APPROVAL_MISMATCH, recording nothing.
+//
+// # The request
+//
+// The application records what a session is for with
+// [toolgate.Gate.RecordRequest] under the session's trace ([Trace]), the
+// user id as its principal and the resources the user asked about (their
+// account, the ticket's order): a tool with [toolgate.Tool.Scope] then acts
+// only within it, and any call made for another user than the request's
+// is refused with OUT_OF_SCOPE, whatever trace [WithTrace] names.
 //
 // The plugin is safe for concurrent use by the runner's calls.
 package adk

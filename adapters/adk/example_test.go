@@ -59,7 +59,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	// The gate holds it caller-driven: no Effect, since ADK's tool runs it.
-	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{
+	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{Unscoped: true,
 		Name:       "refund",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
 		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},

@@ -55,7 +55,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	// The gate holds it caller-driven: no Effect, since Eino runs it.
-	refund := toolgate.Tool{Name: "refund", Description: "Refund an amount.",
+	refund := toolgate.Tool{Unscoped: true, Name: "refund", Description: "Refund an amount.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
 		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"}}
 	g, err := toolgate.New(ctx, toolgate.WithTools(refund),

@@ -20,7 +20,7 @@ import (
 func TestResumeOneOfTwo(t *testing.T) {
 	ctx := t.Context()
 	var runs atomic.Int32
-	refund := toolgate.Tool{Name: "refund", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`),
+	refund := toolgate.Tool{Unscoped: true, Name: "refund", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`),
 		Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			runs.Add(1)

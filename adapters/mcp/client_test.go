@@ -79,7 +79,7 @@ func (r *remote) sessionAt(t *testing.T, version string) *sdk.ClientSession {
 // remote error result fails the call without its text reaching the model.
 func TestRemoteEffect(t *testing.T) {
 	var r remote
-	ship := toolgate.Tool{Name: "ship", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+	ship := toolgate.Tool{Unscoped: true, Name: "ship", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 		Idempotent: true, Effect: mcp.RemoteEffect(r.session(t), "ship")}
 	g, err := toolgate.New(t.Context(), toolgate.WithTools(ship), toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"ship"}}))
 	if err != nil {
@@ -117,7 +117,7 @@ func TestRemoteEffectOlderProtocols(t *testing.T) {
 	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
 		t.Run(v, func(t *testing.T) {
 			var r remote
-			ship := toolgate.Tool{Name: "ship", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			ship := toolgate.Tool{Unscoped: true, Name: "ship", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 				Idempotent: true, Effect: mcp.RemoteEffect(r.sessionAt(t, v), "ship")}
 			g, err := toolgate.New(t.Context(), toolgate.WithTools(ship), toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"ship"}}))
 			if err != nil {

@@ -22,8 +22,15 @@
 //
 // Each session is a trace of its own by default ([SessionTrace]): the
 // session's id where the transport has one, a random id per session over
-// stdio or in memory; [WithTrace] names another (a ticket the application
-// knows, to which its planners add beliefs).
+// stdio or in memory, and before it the authenticated subject when the
+// request carries one (the user id of the bearer token's auth.TokenInfo),
+// so that two users never share a trace; [WithTrace] names another (a
+// ticket the application knows, to which its planners add beliefs).
+// Every call is made for the request's authenticated subject, when there
+// is one ([toolgate.Call.Principal]): in a trace whose request the
+// application recorded ([toolgate.Gate.RecordRequest]) a call for another
+// user is refused with OUT_OF_SCOPE, and a tool with [toolgate.Tool.Scope]
+// acts only within the request.
 //
 // A client makes a call idempotent by giving it a retry key in the
 // request's _meta, under [MetaRetryKey]: the gate then answers a call

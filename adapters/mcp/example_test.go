@@ -17,12 +17,12 @@ import (
 // read: isError, the code and a hint.
 func ExampleGovern() {
 	ctx := context.Background()
-	lookup := toolgate.Tool{Name: "lookup_order", Description: "Look up an order by id.",
+	lookup := toolgate.Tool{Unscoped: true, Name: "lookup_order", Description: "Look up an order by id.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"order_id": inv.Args["order_id"], "status": "shipped"}, nil
 		}}
-	wipe := toolgate.Tool{Name: "wipe_orders", Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+	wipe := toolgate.Tool{Unscoped: true, Name: "wipe_orders", Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 		return blackboard.Payload{}, nil
 	}}
 	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, wipe),

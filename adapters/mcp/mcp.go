@@ -37,14 +37,17 @@ var ErrInvalid = errors.New("mcp: invalid argument")
 type Option func(*config)
 
 type config struct {
-	trace    func(*sdk.ServerSession) string
+	trace    func(*sdk.ServerSession) string // nil: the session's with its subject
 	approver string
 	ttl      time.Duration
 }
 
 // WithTrace names the trace a session's calls belong to. It is called on
 // every request, so it must give one session the same name each time. The
-// default is [SessionTrace].
+// default is [SessionTrace], preceded by the authenticated subject when
+// the request carries one (see [SessionTrace]). A trace that leaves the
+// subject out may serve two users: a request recorded for it
+// ([toolgate.Gate.RecordRequest]) still holds each call to its principal.
 func WithTrace(f func(*sdk.ServerSession) string) Option { return func(c *config) { c.trace = f } }
 
 // WithApprover enables approvals through elicitation, recorded under the
@@ -81,9 +84,6 @@ func Govern(server *sdk.Server, g *toolgate.Gate, caller string, opts ...Option)
 	if gv.approver == caller {
 		return fmt.Errorf("%w: the approver %q is the caller", ErrInvalid, caller)
 	}
-	if gv.trace == nil {
-		gv.trace = SessionTrace
-	}
 	for _, s := range g.Tools() {
 		schema := s.Parameters
 		if len(schema) == 0 {
@@ -113,7 +113,7 @@ func (gv *governor) surface(next sdk.MethodHandler) sdk.MethodHandler {
 		if ss == nil {
 			return nil, fmt.Errorf("mcp: tools/list without a server session")
 		}
-		specs, err := gv.g.Surface(ctx, gv.caller, gv.trace(ss), "")
+		specs, err := gv.g.Surface(ctx, gv.caller, gv.traceOf(ss, req.GetExtra()), "")
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +140,7 @@ const inputApproval = "approval"
 
 func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	ctx = extractTrace(ctx, req.Params.GetMeta())
-	trace := gv.trace(req.Session)
+	trace := gv.traceOf(req.Session, req.Extra)
 	args := req.Params.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -153,7 +153,8 @@ func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 		return toolResult(res.ForModel()), nil
 	}
 	key, _ := req.Params.GetMeta()[MetaRetryKey].(string)
-	res, err := gv.g.Call(ctx, toolgate.Call{ID: key, RetryKey: key, Tool: req.Params.Name, Args: args, Caller: gv.caller, TraceID: trace})
+	res, err := gv.g.Call(ctx, toolgate.Call{ID: key, RetryKey: key, Tool: req.Params.Name, Args: args, Caller: gv.caller, TraceID: trace,
+		Principal: principal(req.Extra)})
 	if err != nil {
 		return nil, err
 	}

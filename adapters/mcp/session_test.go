@@ -40,12 +40,12 @@ type refund struct {
 // counts its effect's runs.
 func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 	t.Helper()
-	lookup := toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order",
+	lookup := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "lookup_order", Result: "order",
 		Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0"}}},
 		func(_ context.Context, _ toolgate.Invocation, a orderArgs) (order, error) {
 			return order{OrderID: a.OrderID, Amount: 80}, nil
 		})
-	issue := toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
+	issue := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
 		Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"}},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (refund, error) {

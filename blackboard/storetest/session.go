@@ -94,7 +94,7 @@ func NewSession(tb testing.TB, s blackboard.Store) *Session {
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": true}, nil
 			}},
-		{Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(sessionRefundSchema), Result: "refund",
+		{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Parameters: json.RawMessage(sessionRefundSchema), Result: "refund",
 			Requires: []string{"refund_due"},
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {

@@ -59,13 +59,13 @@ const (
 // a partial answer is recorded as a failure, never as the patients.
 func (w *world) tools() []toolgate.Tool {
 	return []toolgate.Tool{
-		{Name: "read_docs", Description: "Read a version of the clinic API's documentation.",
+		{Unscoped: true, Name: "read_docs", Description: "Read a version of the clinic API's documentation.",
 			Parameters: json.RawMessage(docsSchema), Result: "docs",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				v, _ := inv.Args["version"].(string)
 				return blackboard.Payload{"version": v, "endpoint": docs[v]}, nil
 			}},
-		{Name: "compile", Description: "Check the job's Python source.",
+		{Unscoped: true, Name: "compile", Description: "Check the job's Python source.",
 			Parameters: json.RawMessage(compileSchema), Result: "build",
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				src, _ := inv.Args["source"].(string)
@@ -74,7 +74,7 @@ func (w *world) tools() []toolgate.Tool {
 				}
 				return blackboard.Payload{"program": "job.py", "lines": float64(strings.Count(src, "\n"))}, nil
 			}},
-		{Name: "run_job", Description: "Run the job against an endpoint of the clinic API.",
+		{Unscoped: true, Name: "run_job", Description: "Run the job against an endpoint of the clinic API.",
 			Parameters: json.RawMessage(jobSchema), Result: "patients",
 			Expect: &failure.Expect{Data: "patients", NonEmpty: true, PerResource: "results"},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {

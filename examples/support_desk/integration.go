@@ -70,13 +70,15 @@ func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *w
 			}, d.lookup),
 			toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 				Description: "Refund an order to the customer's card. Refunds above 500 wait for a supervisor's approval.",
-				// Of the order looked up, and never more than it cost; one
-				// refund per order, ever (the once-key is also the payment
-				// API's idempotency key); above 500, a person approves.
-				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-				Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"}}, d.refund),
-			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, // the outbox honours the key
-				Description: "Email the customer of the order you looked up."}, d.email)),
+				// Of the ticket's order (the request) and of the order looked
+				// up, and never more than it cost; one refund per order, ever
+				// (the once-key is also the payment API's idempotency key);
+				// above 500, a person approves.
+				Scope: map[string]string{"order_id": "order"}, Once: toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}}, d.refund),
+			// To the ticket's customer only (the request's principal); the
+			// outbox honours the key.
+			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal}, Description: "Email the customer of the order you looked up."}, d.email)),
 			toolgate.WithKernel(kernel.WithStore(store), kernel.WithNamespace(namespace), kernel.WithValidators(rs)),
 			toolgate.WithContracts(toolgate.Contract{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
 	}

@@ -334,6 +334,11 @@ func (r *reporter) awaitResumed(trace string, ruled []ruling) ([]toolgate.Result
 
 // ticket handles the messages of a ticket that no earlier run finished.
 func (r *reporter) ticket(t ticket) error {
+	// Who the ticket is from and what it is about, from the ticket system,
+	// never from the model; again on a resumed run, which records nothing.
+	if err := r.d.g.RecordRequest(r.ctx, t.ID, toolgate.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}}); err != nil { // integration
+		return err
+	}
 	if t.readOnly {
 		// The owner's run control, recorded in the trace; again on a
 		// resumed run, which changes nothing (controls only tighten).

@@ -131,6 +131,15 @@ var script = map[string][]step{
 		calls(refundCall("A9", 60, "damaged")),
 		say("Order A9 is read-only while its chargeback is open: no refund was made."),
 	},
+	// Not one of the desk's tickets: scope_test.go's, about order A3,
+	// whose customer writes "Refund A1 for me". The model looks A1 up and
+	// refunds it; the gate refuses (the ticket is about A3), and the model
+	// follows the hint.
+	"X3/1": {
+		calls(lookupCall("A1")),
+		calls(refundCall("A1", 80, "other")),
+		{when: hinted(`"A3"`), say: "Ticket X3 is about order A3: no refund of order A1 was made."},
+	},
 	"T4/2": {
 		calls(emailCall("dev@example.com", "About your refund for order A4", "The carrier reports the bike delivered and signed for; a colleague will review your claim.")),
 		say("Told Dev his refund was not approved and the claim is under review."),

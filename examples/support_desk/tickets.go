@@ -16,8 +16,11 @@ import (
 // refunds of the ticket that waited.
 
 type ticket struct {
-	ID       string // also the trace id
-	Order    string
+	ID    string // also the trace id
+	Order string // the order the ticket is about
+	// Customer is who wrote it, as the ticket system knows them (their
+	// email address): the request's principal.
+	Customer string
 	Messages []message
 	// readOnly: the desk's owner puts the ticket's trace in the read_only
 	// safety mode before the agent sees it (a chargeback on the order is
@@ -32,25 +35,25 @@ type message struct {
 }
 
 var tickets = []ticket{
-	{ID: "T1", Order: "A1", Messages: []message{
+	{ID: "T1", Order: "A1", Customer: "ana@example.com", Messages: []message{
 		{From: "customer", Text: "Hi, my order A1 (the rain jacket) arrived nine days late. I would like my money back, please."},
 	}},
-	{ID: "T2", Order: "A2", Messages: []message{
+	{ID: "T2", Order: "A2", Customer: "ben@example.com", Messages: []message{
 		{From: "customer", Text: "The teapot from order A2 arrived cracked. Can I get a refund?"},
 		{From: "customer", Text: "Yes please, refund the teapot to my card."},
 	}},
-	{ID: "T3", Order: "A3", Messages: []message{
+	{ID: "T3", Order: "A3", Customer: "chloe@example.com", Messages: []message{
 		{From: "customer", Text: "Order A3: I ordered an espresso machine and got a coffee grinder. I sent it back. Please refund the 750 EUR."},
 		{From: "desk", afterApproval: true},
 	}},
-	{ID: "T4", Order: "A4", Messages: []message{
+	{ID: "T4", Order: "A4", Customer: "dev@example.com", Messages: []message{
 		{From: "customer", Text: "My bike (order A4) never arrived. Refund me 950 EUR: the 900 and 50 for my trouble."},
 		{From: "desk", afterApproval: true},
 	}},
 	// T9, not T5: the approvals console's browser test adds its own
 	// traces T5 to T8 to the desk's store, and a trace belongs to one
 	// namespace.
-	{ID: "T9", Order: "A9", readOnly: true, Messages: []message{
+	{ID: "T9", Order: "A9", Customer: "eve@example.com", readOnly: true, Messages: []message{
 		{From: "customer", Text: "My headphones (order A9) stopped working after a week. Refund them, please."},
 	}},
 }

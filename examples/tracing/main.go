@@ -78,12 +78,14 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 
 	now := time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
 	tools := []toolgate.Tool{
-		{Name: "lookup_order", Description: "Look up an order.", Result: "order", ResultTTL: time.Minute,
+		{ReadOnly: true, Name: "lookup_order", Description: "Look up an order.", Result: "order", ResultTTL: time.Minute,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 89.0, "charged_twice": true}, nil
 			}},
-		{Name: "issue_refund", Description: "Refund an order.", Requires: []string{"refund_due"}, Result: "refund",
+		// No request is recorded here, so the refund waives its scope
+		// (toolgate.Gate.RecordRequest, Tool.Scope).
+		{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Requires: []string{"refund_due"}, Result: "refund",
 			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {

@@ -290,7 +290,7 @@ func procWorker(t *testing.T) {
 	}
 	defer ledger.Close()
 	w.ledger, w.ledgerSchema = ledger, pgx.Identifier{os.Getenv(procLedgerEnv)}.Sanitize()
-	tools := []toolgate.Tool{{Name: gateTool, Description: "Refund a charge.",
+	tools := []toolgate.Tool{{Unscoped: true, Name: gateTool, Description: "Refund a charge.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"charge_id":{"type":"string"},"amount":{"type":"number"},"is_duplicate":{"type":"boolean"}},"required":["charge_id","amount"]}`),
 		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect, Once: &kernel.OnceKey{Fields: []string{"charge_id"}},
 		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}

@@ -202,7 +202,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 		return map[string]any{"refund_id": "re_" + fmt.Sprint(args["order_id"]), "amount": args["amount"]}
 	}
 	tools := []toolgate.Tool{
-		{
+		{Unscoped: true,
 			Name:        Lookup,
 			Description: "Look up an order by id.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
@@ -211,7 +211,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 				return lookup(ctx, inv.Args)
 			},
 		},
-		{
+		{Unscoped: true,
 			Name:        Refund,
 			Description: "Refund an order.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},` +
@@ -228,7 +228,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 				return refund(inv.Key, inv.Args), nil
 			},
 		},
-		{
+		{Unscoped: true,
 			Name:        Close,
 			Description: "Close the customer's account.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{}}`),

@@ -121,7 +121,7 @@ func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
 // searchGate is a real gate with one read-only tool, search.
 func searchGate(t *testing.T, opts ...toolgate.Option) *toolgate.Gate {
 	t.Helper()
-	tool := toolgate.Tool{Name: "search", Description: "Search the docs.",
+	tool := toolgate.Tool{Unscoped: true, Name: "search", Description: "Search the docs.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"hits": []any{"refunds take 5 days"}}, nil

@@ -41,7 +41,7 @@ func orderGate(t testing.TB, note string) *toolgate.Gate {
 		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
 			Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0",
 				Fields: map[string]string{"order_id": "result.order_id"}}}}, lookup),
-		toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
+		toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Description: "Refund an order.",
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost}},

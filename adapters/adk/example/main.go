@@ -94,7 +94,7 @@ func (m *scripted) GenerateContent(_ context.Context, req *model.LLMRequest, _ b
 // run plays the scripted model's turns, printing what the application
 // sees to w.
 func run(ctx context.Context, w io.Writer) error {
-	lookup := toolgate.Func(toolgate.Tool{Name: "lookup_order", Description: "Look up an order by id.", Result: "order",
+	lookup := toolgate.Func(toolgate.Tool{Name: "lookup_order", Description: "Look up an order by id.", Result: "order", ReadOnly: true,
 		// An order's result grounds the refund.
 		Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0"}},
 	}, func(_ context.Context, _ toolgate.Invocation, a orderArgs) (order, error) {
@@ -102,6 +102,7 @@ func run(ctx context.Context, w io.Writer) error {
 	})
 	issue := toolgate.Func(toolgate.Tool{Name: "issue_refund", Description: "Refund an order.", Result: "refund",
 		Requires: []string{"refund_due"},
+		Scope:    map[string]string{"order_id": "order"}, // only the order the ticket is about
 		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 		Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 	}, func(_ context.Context, inv toolgate.Invocation, a refundArgs) (refund, error) {
@@ -114,6 +115,12 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	defer g.Close()
+	// What the session serves, from the ticket system: the user it is
+	// for and the order the ticket is about, in the session's trace.
+	if err := g.RecordRequest(ctx, adk.Trace("desk", "user", "ticket-1"),
+		toolgate.Request{Principal: "user", Resources: map[string][]string{"order": {"A1"}}}); err != nil {
+		return err
+	}
 
 	gv, err := adk.New(g, "support", adk.WithApprover("human:alice"))
 	if err != nil {

@@ -22,7 +22,7 @@ call_1 issue_refund refused NO_COMMITTED_BELIEF The conditions for issue_refund 
 model is shown: [lookup_order]
 call_2 lookup_order executed EFFECT_SUCCEEDED map[amount:700 order_id:A1]
 model is shown: [lookup_order issue_refund]
-call_3 issue_refund pending_approval APPROVAL_REQUIRED This call waits for a person's approval (actions:adk:ticket-1:14). Tell the user it is pending; do not call the tool again for it.
+call_3 issue_refund pending_approval APPROVAL_REQUIRED This call waits for a person's approval (actions:adk:desk/user/ticket-1:15). Tell the user it is pending; do not call the tool again for it.
 asked to approve: issue_refund map[amount:700 order_id:A1]
 refund effect runs
 call_3 issue_refund executed EFFECT_SUCCEEDED map[amount:700 refund_id:re_A1]

@@ -105,13 +105,16 @@ func (c *checkpoints) Set(_ context.Context, id string, b []byte) error {
 // run plays the scripted model's turns, printing what the application
 // sees to w.
 func run(ctx context.Context, w io.Writer) error {
-	lookup := toolgate.Func(toolgate.Tool{Name: "lookup_order", Description: "Look up an order by id.", Result: "order",
+	lookup := toolgate.Func(toolgate.Tool{ReadOnly: true, Name: "lookup_order", Description: "Look up an order by id.", Result: "order",
 		// An order's result grounds the refund.
 		Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0"}},
 	}, func(_ context.Context, _ toolgate.Invocation, a orderArgs) (order, error) {
 		return order{OrderID: a.OrderID, Amount: 700}, nil
 	})
-	issue := toolgate.Func(toolgate.Tool{Name: "issue_refund", Description: "Refund an order.", Result: "refund",
+	// The example records no request, so the refund waives its scope: an
+	// application records the ticket's with toolgate.Gate.RecordRequest and
+	// declares Scope: map[string]string{"order_id": "order"} instead.
+	issue := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Description: "Refund an order.", Result: "refund",
 		Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 		Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"},

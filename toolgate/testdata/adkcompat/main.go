@@ -47,7 +47,7 @@ type lookupArgs struct {
 
 func main() {
 	ctx := context.Background()
-	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{
+	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{Unscoped: true,
 		Name:       "lookup_order",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 		Result:     "order",

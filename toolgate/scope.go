@@ -1,0 +1,357 @@
+package toolgate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// KindRequest is the evidence kind of the record [Gate.RecordRequest]
+// writes: payload {"principal": the principal, "resources": {type:
+// [ids]}, "policy": the gate's policy hash}, written with the kernel's
+// role, at most one per trace (it claims the trace's request once-key).
+const KindRequest = "request"
+
+// ScopePrincipal is the resource type a [Tool.Scope] names to tie an
+// argument to the request's principal itself (a customer_id argument
+// that must be the customer's own): the argument must equal
+// [Request.Principal]. A request's Resources may not use it.
+const ScopePrincipal = "principal"
+
+// Request is what a trace serves: the principal the agent acts for and
+// the resources they asked about, by type ("order": the ticket's order,
+// "account": the customer's account). The application records it once
+// per trace with [Gate.RecordRequest], from what it trusts (the ticket,
+// the authenticated session), never from what a model says; a tool's
+// [Tool.Scope] then holds the arguments of every call to it.
+type Request struct {
+	// Principal is who the agent acts for: a customer id, an
+	// authenticated user. Required.
+	Principal string `json:"principal"`
+	// Resources are the identifiers the request concerns, by resource
+	// type. Each type and identifier is a non-empty string.
+	Resources map[string][]string `json:"resources,omitempty"`
+}
+
+// Limits of a [Request], so that its record stays small.
+const (
+	maxRequestName      = 256 // a principal, a type or an identifier, in bytes
+	maxRequestResources = 256 // identifiers in all
+)
+
+// checkScope checks what a tool declares about its arguments' relation to
+// the request: Scope or Unscoped, not both; an effectful tool declares
+// one of them; each scoped argument is a declared, unmasked argument with
+// a resource type.
+func checkScope(t *Tool, s *schema) error {
+	switch {
+	case len(t.Scope) > 0 && t.Unscoped:
+		return errors.New("both Scope and Unscoped")
+	case len(t.Scope) == 0 && !t.Unscoped && !t.ReadOnly && !mutScopeDeclared:
+		return errors.New("an effectful tool (not ReadOnly) must declare Scope (which arguments must lie within the trace's request) or Unscoped")
+	}
+	for _, arg := range slices.Sorted(maps.Keys(t.Scope)) {
+		typ := t.Scope[arg]
+		switch {
+		case arg == "" || typ == "":
+			return fmt.Errorf("scope: empty argument or resource type (%q: %q)", arg, typ)
+		case len(s.props) > 0 && !hasProp(s, arg):
+			return fmt.Errorf("scope: argument %q is not a declared property", arg)
+		case slices.Contains(t.Masked, arg):
+			// The kernel decides on the hash; the request holds the value.
+			return fmt.Errorf("scope: argument %q is masked", arg)
+		}
+	}
+	return nil
+}
+
+// checkRequest refuses a request the gate would not record: no principal,
+// an empty type or identifier, the reserved type, a name that is too long
+// or holds a control character, too many identifiers. It returns the
+// request as recorded: each type's identifiers sorted, once.
+func checkRequest(r Request) (Request, error) {
+	if err := checkLen(r.Principal, maxRequestName); err != nil {
+		return Request{}, fmt.Errorf("principal: %v", err)
+	}
+	out := Request{Principal: r.Principal}
+	n := 0
+	for _, typ := range slices.Sorted(maps.Keys(r.Resources)) {
+		if err := checkLen(typ, maxRequestName); err != nil {
+			return Request{}, fmt.Errorf("resource type %q: %v", typ, err)
+		}
+		if typ == ScopePrincipal {
+			return Request{}, fmt.Errorf("resource type %q is the principal's: set Principal", typ)
+		}
+		ids := slices.Clone(r.Resources[typ])
+		for _, id := range ids {
+			if err := checkLen(id, maxRequestName); err != nil {
+				return Request{}, fmt.Errorf("resource %s %q: %v", typ, id, err)
+			}
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		if n += len(ids); n > maxRequestResources {
+			return Request{}, fmt.Errorf("more than %d resources", maxRequestResources)
+		}
+		if len(ids) > 0 {
+			if out.Resources == nil {
+				out.Resources = map[string][]string{}
+			}
+			out.Resources[typ] = ids
+		}
+	}
+	return out, nil
+}
+
+func (r Request) equal(o Request) bool {
+	return r.Principal == o.Principal && maps.EqualFunc(r.Resources, o.Resources, slices.Equal)
+}
+
+// payload is the request as its record holds it.
+func (r Request) payload(policy string) blackboard.Payload {
+	res := make(map[string]any, len(r.Resources))
+	for typ, ids := range r.Resources {
+		l := make([]any, len(ids))
+		for i, id := range ids {
+			l[i] = id
+		}
+		res[typ] = l
+	}
+	return blackboard.Payload{"principal": r.Principal, "resources": res, keyPolicy: policy}
+}
+
+// requestOfRecord reads a request record; ok is false when rec is not
+// one the gate wrote, or holds no request.
+func requestOfRecord(rec blackboard.Record) (Request, bool) {
+	if rec.Slot != blackboard.Evidence || rec.Kind != KindRequest || rec.Provenance.Role != blackboard.RoleKernel {
+		return Request{}, false
+	}
+	p, ok := rec.Payload.String("principal")
+	if !ok || p == "" {
+		return Request{}, false
+	}
+	r := Request{Principal: p}
+	res, _ := rec.Payload["resources"].(map[string]any)
+	for typ, v := range res {
+		l, ok := v.([]any)
+		if !ok {
+			return Request{}, false
+		}
+		ids := make([]string, len(l))
+		for i, x := range l {
+			if ids[i], ok = x.(string); !ok {
+				return Request{}, false
+			}
+		}
+		if r.Resources == nil {
+			r.Resources = map[string][]string{}
+		}
+		r.Resources[typ] = ids
+	}
+	return r, true
+}
+
+// requestKey is the once-key the request record of a trace claims.
+func requestKey(traceID string) string {
+	sum := sha256.Sum256([]byte(traceID))
+	return "toolgate/request/" + hex.EncodeToString(sum[:])
+}
+
+// ErrRequestRecorded is wrapped by the error of a [Gate.RecordRequest]
+// for a trace whose request is recorded already and is another one.
+// Nothing was recorded.
+var ErrRequestRecorded = errors.New("toolgate: the trace's request is recorded already, and is another")
+
+// RecordRequest records r as the request trace traceID serves: who the
+// agent acts for and what they asked about. It is the owner's to call
+// (the application that took the ticket or authenticated the session),
+// before the trace's first call of a scoped tool: a call of a tool with
+// [Tool.Scope] in a trace without a request is refused with
+// OUT_OF_SCOPE. A trace has one request for good: recording an equal one
+// again records nothing and returns nil (so a restarted run may record it
+// again), another fails with [ErrRequestRecorded]. A bad trace id or
+// request is [ErrInvalidCall]. The record (evidence of kind
+// [KindRequest]) is written through the kernel's Governor with the
+// kernel's role and claims the trace's request once-key, so of concurrent
+// recordings one lands. Safe for concurrent use.
+func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) error {
+	if err := checkTrace(traceID); err != nil {
+		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	}
+	r, err := checkRequest(r)
+	if err != nil {
+		return fmt.Errorf("%w: request: %v", ErrInvalidCall, err)
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		cur, _, ok, err := g.requestOf(ctx, traceID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if cur.equal(r) && !mutRequestOnce {
+				return nil
+			}
+			if !mutRequestOnce {
+				return fmt.Errorf("%w: trace %q: %s", ErrRequestRecorded, traceID, cur.concerns())
+			}
+		}
+		keys := []string{requestKey(traceID)}
+		if mutRequestOnce {
+			keys = nil
+		}
+		_, err = g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindRequest, OnceKeys: keys, Payload: r.payload(g.policyHash)}})
+		if !errors.Is(err, blackboard.ErrDuplicateKey) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: request of trace %q: too much contention", blackboard.ErrConflict, traceID)
+}
+
+// requestOf returns the request recorded for the trace and its record's
+// id; ok is false when there is none. A record that holds the trace's
+// request key and is no request the gate wrote is an error: the store
+// was written behind the gate's back.
+func (g *Gate) requestOf(ctx context.Context, traceID string) (Request, string, bool, error) {
+	var (
+		rec blackboard.Record
+		err error
+	)
+	if mutRequestOnce {
+		// Without the once-key, the latest request record of the trace.
+		rec, err = g.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
+	} else {
+		var id string
+		if id, err = g.k.ClaimedBy(ctx, requestKey(traceID)); err == nil {
+			rec, err = g.reader.Get(ctx, id)
+		}
+	}
+	if errors.Is(err, blackboard.ErrNotFound) {
+		return Request{}, "", false, nil
+	}
+	if err != nil {
+		return Request{}, "", false, err
+	}
+	r, ok := requestOfRecord(rec)
+	if !ok || rec.TraceID() != traceID {
+		return Request{}, "", false, fmt.Errorf("%w: record %s holds the request key of trace %q and is no request of it", blackboard.ErrConflict, rec.ID, traceID)
+	}
+	return r, rec.ID, true, nil
+}
+
+// concerns says what the request concerns, for a refusal and its hint.
+func (r Request) concerns() string {
+	var parts []string
+	for _, typ := range slices.Sorted(maps.Keys(r.Resources)) {
+		q := make([]string, len(r.Resources[typ]))
+		for i, id := range r.Resources[typ] {
+			q[i] = quote(id)
+		}
+		parts = append(parts, typ+" "+strings.Join(q, ", "))
+	}
+	s := "the request of " + quote(r.Principal)
+	if len(parts) == 0 {
+		return s + " concerns no resource"
+	}
+	return s + " concerns " + strings.Join(parts, "; ")
+}
+
+// scopeFailure is why a call's arguments do not lie within its trace's
+// request; "" when they do.
+func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string {
+	if mutRequestScope || len(e.Scope) == 0 {
+		return ""
+	}
+	if !ok {
+		return "no request is recorded for the trace, and " + quote(e.Name) + " acts only within one"
+	}
+	for _, arg := range slices.Sorted(maps.Keys(e.Scope)) {
+		typ := e.Scope[arg]
+		given, has := args[arg]
+		if !has {
+			return "the call has no argument " + quote(arg) + ", which must lie within the request (" + typ + "): " + r.concerns()
+		}
+		s, isString := given.(string)
+		within := isString && s == r.Principal
+		if typ != ScopePrincipal {
+			within = isString && slices.Contains(r.Resources[typ], s)
+		}
+		if !within {
+			return fmt.Sprintf("argument %s = %s (%s) lies outside the request: %s", quote(arg), shown(given), typ, r.concerns())
+		}
+	}
+	return ""
+}
+
+// scope checks a call against its trace's request before the kernel
+// decides it: the call's principal, when it names one, must be the
+// request's, and a scoped tool's arguments must lie within the request.
+// A call that does not is refused with OUT_OF_SCOPE and stores only its
+// decision record. It names the request record and its principal in the
+// call's context cc.
+func (g *Gate) scope(ctx context.Context, c Call, e *entry, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
+	if len(e.Scope) == 0 && c.Principal == "" {
+		return Result{}, false, nil
+	}
+	r, id, ok, err := g.requestOf(ctx, c.TraceID)
+	if err != nil {
+		return Result{}, true, err
+	}
+	if ok {
+		cc["request"] = id
+		cc["principal"] = r.Principal
+	}
+	detail := ""
+	switch {
+	case c.Principal != "" && ok && c.Principal != r.Principal && !mutRequestPrincipal:
+		detail = "the call is made for " + quote(clip(c.Principal)) + ", and the trace serves another principal: " + r.concerns()
+	default:
+		detail = e.scopeFailure(args, r, ok)
+	}
+	if detail == "" {
+		return Result{}, false, nil
+	}
+	res, err := g.refuse(ctx, c.TraceID, e, e.Name, CodeOutOfScope, detail, cc)
+	res.RootCause.Record = id
+	return res, true, err
+}
+
+// scopeValidator checks a scoped tool's action against the trace's
+// request as the kernel decides it: the request record of the trace state
+// the decision reads. A request is recorded once per trace, so what the
+// gate checked before the kernel is what the kernel finds; the validator
+// holds every other way an action of the tool could come to be decided.
+// A request record another role wrote (an evidence handle may write any
+// kind) fails closed.
+type scopeValidator struct{ g *Gate }
+
+// Validate implements kernel.Validator.
+func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
+	if c.Slot() != blackboard.Actions {
+		return kernel.Verdict{}
+	}
+	e := v.g.byAction[c.Kind()]
+	if e == nil || len(e.Scope) == 0 {
+		return kernel.Verdict{}
+	}
+	rec, ok := c.Committed(blackboard.Evidence, KindRequest)
+	var r Request
+	if ok {
+		if r, ok = requestOfRecord(rec); !ok {
+			return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest,
+				Detail: "the trace's latest request record " + rec.ID + " was not written by the gate"}
+		}
+	}
+	if d := e.scopeFailure(c.Payload(), r, ok); d != "" {
+		return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest, Detail: d}
+	}
+	return kernel.Verdict{}
+}

@@ -1,0 +1,299 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// scopeDesk is a gate whose refund is scoped to the request's order and
+// whose note to the customer is scoped to the request's principal; refunds
+// counts the refunds paid, by order.
+type scopeDesk struct {
+	g       *toolgate.Gate
+	s       blackboard.Store
+	refunds map[string]*atomic.Int32
+}
+
+func newScopeDesk(t *testing.T) *scopeDesk {
+	t.Helper()
+	d := &scopeDesk{s: memstore.New(), refunds: map[string]*atomic.Int32{"ord_1": {}, "ord_3": {}}}
+	orders := map[string]float64{"ord_1": 40, "ord_3": 90}
+	orderSchema := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`)
+	g, err := toolgate.New(t.Context(),
+		toolgate.WithTools(
+			toolgate.Tool{Name: "lookup_order", Parameters: orderSchema, Result: "order", ReadOnly: true,
+				Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+					id, _ := inv.Args.String("order_id")
+					return blackboard.Payload{"order_id": id, "amount": orders[id]}, nil
+				}},
+			toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
+				Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
+				Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+				Scope:      map[string]string{"order_id": "order"}, Once: toolgate.OnceBy("order_id"),
+				Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+					id, _ := inv.Args.String("order_id")
+					d.refunds[id].Add(1)
+					return blackboard.Payload{"refunded": id}, nil
+				}},
+			toolgate.Tool{Name: "note_customer", Result: "note", Scope: map[string]string{"customer": toolgate.ScopePrincipal},
+				Parameters: json.RawMessage(`{"type":"object","properties":{"customer":{"type":"string"},"text":{"type":"string"}},"required":["customer"]}`),
+				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+					return blackboard.Payload{"sent": true}, nil
+				}},
+			toolgate.Tool{Name: "escalate", Result: "escalation", Unscoped: true,
+				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+					return blackboard.Payload{"queued": true}, nil
+				}}),
+		toolgate.WithKernel(kernel.WithStore(d.s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
+		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup_order", "issue_refund", "note_customer", "escalate"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	d.g = g
+	return d
+}
+
+func (d *scopeDesk) call(t *testing.T, trace, tool, args, principal string) toolgate.Result {
+	t.Helper()
+	res, err := d.g.Call(t.Context(), toolgate.Call{Tool: tool, Args: json.RawMessage(args), Caller: "agent", TraceID: trace, Principal: principal})
+	if err != nil {
+		t.Fatalf("%s %s: %v", tool, args, err)
+	}
+	return res
+}
+
+// lookUp has the model look order up and a planner conclude that its
+// refund is due: the grounding a refund of that order needs.
+func (d *scopeDesk) lookUp(t *testing.T, trace, order string) {
+	t.Helper()
+	if r := d.call(t, trace, "lookup_order", `{"order_id":"`+order+`"}`, ""); r.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("lookup %s: %+v", order, r)
+	}
+	if _, err := d.g.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
+		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantOutOfScope(t *testing.T, r toolgate.Result, hintHas string) {
+	t.Helper()
+	if r.Outcome != audit.OutcomeRefused || r.Code != toolgate.CodeOutOfScope {
+		t.Fatalf("result %+v, want refused OUT_OF_SCOPE", r)
+	}
+	if !strings.Contains(r.Hint, hintHas) {
+		t.Fatalf("hint %q does not name %q", r.Hint, hintHas)
+	}
+}
+
+// A ticket about ord_3 that says "Refund ord_1 for me": the model looks
+// ord_1 up, the refund_due belief rests on ord_1's lookup and the
+// refund's bindings hold, yet ord_1 is not what the ticket is about. The
+// refund is refused with OUT_OF_SCOPE, a hint naming the ticket's order,
+// and never runs; the ticket's own order is refunded. A scoped tool in a
+// trace with no request recorded is refused too: the check fails closed.
+func TestAttackRefundOfAnotherOrder(t *testing.T) {
+	d := newScopeDesk(t)
+	ctx := t.Context()
+	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+		t.Fatal(err)
+	}
+	d.lookUp(t, "T3", "ord_1")
+	wantOutOfScope(t, d.call(t, "T3", "issue_refund", `{"order_id":"ord_1","amount":40}`, ""), `"ord_3"`)
+	if n := d.refunds["ord_1"].Load(); n != 0 {
+		t.Fatalf("ord_1 refunded %d times on a ticket about ord_3", n)
+	}
+	d.lookUp(t, "T3", "ord_3")
+	if r := d.call(t, "T3", "issue_refund", `{"order_id":"ord_3","amount":90}`, ""); r.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("the ticket's own refund: %+v", r)
+	}
+	wantOutOfScope(t, d.call(t, "T3", "note_customer", `{"customer":"cust_1","text":"hi"}`, ""), `"cust_3"`)
+	if r := d.call(t, "T3", "note_customer", `{"customer":"cust_3","text":"refunded"}`, ""); r.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("a note to the request's principal: %+v", r)
+	}
+
+	t.Run("no request", func(t *testing.T) {
+		d.lookUp(t, "T4", "ord_1")
+		wantOutOfScope(t, d.call(t, "T4", "issue_refund", `{"order_id":"ord_1","amount":40}`, ""), "no request")
+		if n := d.refunds["ord_1"].Load(); n != 0 {
+			t.Fatalf("ord_1 refunded %d times in a trace with no request", n)
+		}
+		if r := d.call(t, "T4", "escalate", `{}`, ""); r.Outcome != audit.OutcomeExecuted {
+			t.Fatalf("an Unscoped tool in a trace with no request: %+v", r)
+		}
+	})
+}
+
+// The kernel holds the scope as it decides, not only the gate's look
+// before it: a tool's action a planner submits itself, for another order
+// than the request's, is refused with OUT_OF_SCOPE.
+func TestScopeDecidedByKernel(t *testing.T) {
+	d := newScopeDesk(t)
+	ctx := t.Context()
+	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+		t.Fatal(err)
+	}
+	d.lookUp(t, "T3", "ord_1")
+	dec, err := d.g.Kernel().Planner("rogue").Submit(ctx, kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"order_id": "ord_1", "amount": 40, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.Committed() {
+		t.Fatalf("a planner's refund of another order committed: %+v", dec)
+	}
+	if dec.Code != toolgate.CodeOutOfScope {
+		// A check that runs before the validators (a tool's action type
+		// reserved to the gate) may refuse it first.
+		t.Logf("refused with %s before the scope was checked", dec.Code)
+	}
+}
+
+// An effectful tool that says nothing of the request is refused by New,
+// naming the tool: scope is declared or explicitly waived.
+func TestAttackUndeclaredScope(t *testing.T) {
+	_, err := toolgate.New(t.Context(), toolgate.WithTools(toolgate.Tool{Name: "wire_money",
+		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) { return nil, nil }}))
+	if !errors.Is(err, toolgate.ErrInvalidTool) || !strings.Contains(err.Error(), "wire_money") {
+		t.Fatalf("New of an effectful tool without Scope or Unscoped: %v, want ErrInvalidTool naming it", err)
+	}
+	for name, tool := range map[string]toolgate.Tool{
+		"both":           {Name: "a", Unscoped: true, Scope: map[string]string{"x": "order"}},
+		"undeclared arg": {Name: "a", Parameters: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}}}`), Scope: map[string]string{"x": "order"}},
+		"empty type":     {Name: "a", Scope: map[string]string{"x": ""}},
+	} {
+		if _, err := toolgate.New(t.Context(), toolgate.WithTools(tool)); !errors.Is(err, toolgate.ErrInvalidTool) {
+			t.Errorf("%s: %v, want ErrInvalidTool", name, err)
+		}
+	}
+}
+
+// A call made for another principal than the trace's request is refused,
+// whatever the tool: an unscoped one too.
+func TestAttackCallForAnotherPrincipal(t *testing.T) {
+	d := newScopeDesk(t)
+	if err := d.g.RecordRequest(t.Context(), "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantOutOfScope(t, d.call(t, "T3", "escalate", `{}`, "cust_1"), `"cust_3"`)
+	wantOutOfScope(t, d.call(t, "T3", "lookup_order", `{"order_id":"ord_3"}`, "cust_1"), "another principal")
+	if r := d.call(t, "T3", "escalate", `{}`, "cust_3"); r.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("a call for the request's principal: %+v", r)
+	}
+}
+
+// A trace's request is recorded once for good: the same request again
+// records nothing, another is ErrRequestRecorded and records nothing, and
+// the refund it would have let through stays refused.
+func TestAttackRequestReplaced(t *testing.T) {
+	d := newScopeDesk(t)
+	ctx := t.Context()
+	req := toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}
+	for range 2 {
+		if err := d.g.RecordRequest(ctx, "T3", req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_1", "ord_3"}}})
+	if !errors.Is(err, toolgate.ErrRequestRecorded) {
+		t.Fatalf("another request for the trace: %v, want ErrRequestRecorded", err)
+	}
+	n := 0
+	for rec, err := range d.s.ListTrace(ctx, "T3") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == toolgate.KindRequest {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d request records, want 1", n)
+	}
+	d.lookUp(t, "T3", "ord_1")
+	wantOutOfScope(t, d.call(t, "T3", "issue_refund", `{"order_id":"ord_1","amount":40}`, ""), `"ord_3"`)
+}
+
+// Bad requests are ErrInvalidCall and record nothing.
+func TestRecordRequestInvalid(t *testing.T) {
+	d := newScopeDesk(t)
+	for name, r := range map[string]toolgate.Request{
+		"no principal":   {Resources: map[string][]string{"order": {"ord_3"}}},
+		"reserved type":  {Principal: "p", Resources: map[string][]string{toolgate.ScopePrincipal: {"q"}}},
+		"empty id":       {Principal: "p", Resources: map[string][]string{"order": {""}}},
+		"control in id":  {Principal: "p", Resources: map[string][]string{"order": {"a\x1b"}}},
+		"empty type":     {Principal: "p", Resources: map[string][]string{"": {"a"}}},
+		"long principal": {Principal: strings.Repeat("p", 300)},
+	} {
+		if err := d.g.RecordRequest(t.Context(), "T"+name, r); !errors.Is(err, toolgate.ErrInvalidCall) {
+			t.Errorf("%s: %v, want ErrInvalidCall", name, err)
+		}
+	}
+	for rec, err := range d.s.ListTrace(t.Context(), "Tno principal") {
+		t.Fatalf("a refused request wrote %+v %v", rec, err)
+	}
+}
+
+// The request record and the records that rest on it, as an invariant
+// checker reads them: one evidence record of kind "request" per trace,
+// written with the kernel's role, holding the principal and the resources;
+// the policy snapshot holds each tool's scope; the decision record of a
+// scoped call names the request record and its principal.
+func TestRequestRecordShape(t *testing.T) {
+	d := newScopeDesk(t)
+	ctx := t.Context()
+	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3", "ord_3"}, "account": {"acc_9"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var req blackboard.Record
+	for rec, err := range d.s.ListTrace(ctx, "T3") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == toolgate.KindRequest {
+			req = rec
+		}
+	}
+	res, _ := req.Payload["resources"].(map[string]any)
+	if req.Slot != blackboard.Evidence || req.Provenance.Role != blackboard.RoleKernel || req.Payload["principal"] != "cust_3" ||
+		len(res) != 2 || len(res["order"].([]any)) != 1 || req.Payload["policy"] != d.g.PolicyHash() {
+		t.Fatalf("request record %+v", req)
+	}
+	var scope map[string]string
+	for _, tp := range d.g.Policy().Tools {
+		if tp.Name == "issue_refund" {
+			scope = tp.Scope
+		}
+		if tp.Name == "escalate" && !tp.Unscoped {
+			t.Errorf("escalate's policy %+v lacks unscoped", tp)
+		}
+	}
+	if scope["order_id"] != "order" {
+		t.Fatalf("issue_refund's policy scope %v", scope)
+	}
+	d.lookUp(t, "T3", "ord_3")
+	r := d.call(t, "T3", "issue_refund", `{"order_id":"ord_3","amount":90}`, "cust_3")
+	if r.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("refund: %+v", r)
+	}
+	found := false
+	for dr, err := range d.g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "T3", Tool: "issue_refund", Outcome: audit.OutcomeCommitted}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = dr.Context["request"] == req.ID && dr.Context["principal"] == "cust_3"
+	}
+	if !found {
+		t.Fatal("the refund's decision record does not name the request record and its principal")
+	}
+}
