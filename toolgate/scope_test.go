@@ -135,8 +135,10 @@ func TestAttackRefundOfAnotherOrder(t *testing.T) {
 }
 
 // The kernel holds the scope as it decides, not only the gate's look
-// before it: a tool's action a planner submits itself, for another order
-// than the request's, is refused with OUT_OF_SCOPE.
+// before it: a tool's action submitted past the gate by governance code
+// writing as the tool's caller (a planner cannot submit it at all: the
+// action type is reserved), for another order than the request's, is
+// refused with OUT_OF_SCOPE.
 func TestScopeDecidedByKernel(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
@@ -144,8 +146,8 @@ func TestScopeDecidedByKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.lookUp(t, "T3", "ord_1")
-	dec, err := d.g.Kernel().Planner("rogue").Submit(ctx, kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
-		Payload: blackboard.Payload{"order_id": "ord_1", "amount": 40, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+	dec, err := d.g.Kernel().Governor().Submit(ctx, toolgate.CallerWriter("agent"), kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
+		Payload: blackboard.Payload{"order_id": "ord_1", "amount": 40, kernel.KeyRequiresBeliefs: []string{"refund_due"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +155,7 @@ func TestScopeDecidedByKernel(t *testing.T) {
 		t.Fatalf("a planner's refund of another order committed: %+v", dec)
 	}
 	if dec.Code != toolgate.CodeOutOfScope {
-		// A check that runs before the validators (a tool's action type
-		// reserved to the gate) may refuse it first.
-		t.Logf("refused with %s before the scope was checked", dec.Code)
+		t.Fatalf("refused with %s, want OUT_OF_SCOPE", dec.Code)
 	}
 }
 
