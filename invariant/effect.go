@@ -23,6 +23,7 @@ func ran(e toolgate.Effect) bool {
 // ([EffectGrounding]) and the approval it ran under ([ApprovalBinding]).
 func (c *checker) effects(t *trace) error {
 	grounded := map[string]bool{} // actions whose grounding was checked
+	approved := map[[2]string]bool{}
 	for i := range t.recs {
 		r := &t.recs[i]
 		e, ok := toolgate.EffectOf(*r)
@@ -33,7 +34,14 @@ func (c *checker) effects(t *trace) error {
 		if err != nil {
 			return err
 		}
-		if !ok || grounded[act.ID] {
+		if !ok {
+			continue
+		}
+		c.ran[act.ID] = true
+		if err := c.approvals(t, r, i, e, &act, approved); err != nil {
+			return err
+		}
+		if grounded[act.ID] {
 			continue
 		}
 		grounded[act.ID] = true

@@ -43,8 +43,8 @@ func (v Violation) String() string {
 // is the store's or the context's; a store that holds no governed call
 // has no violations. Check only reads.
 func Check(ctx context.Context, st blackboard.Store) ([]Violation, error) {
-	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, holders: map[string]bool{}, families: map[string]bool{},
-		approvalUse: map[string]string{}}
+	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, families: map[string]bool{},
+		approvalUse: map[string]string{}, decided: map[string]bool{}, closed: map[string]bool{}, ran: map[string]bool{}}
 	var traces []string
 	for ts, err := range blackboard.ListTraces(ctx, st, "") {
 		if err != nil {
@@ -69,12 +69,20 @@ func Check(ctx context.Context, st blackboard.Store) ([]Violation, error) {
 			}
 		}
 	}
+	if err := c.judgeHolders(); err != nil {
+		return nil, err
+	}
 	return c.out, ctx.Err()
 }
 
 // checks run on each trace, in this order.
 var checks = []func(*checker, *trace) error{
 	(*checker).effects,
+	(*checker).onceKeys,
+	(*checker).derived,
+	(*checker).masked,
+	// Per-principal scope goes here: a check of each call against the
+	// request recorded for its trace, once requests are recorded.
 }
 
 // checker holds what a Check has read that outlives one trace.
@@ -83,10 +91,15 @@ type checker struct {
 	st       blackboard.Store
 	out      []Violation
 	policies map[string]*nsPolicy // by namespace
-	// holders are the once-key holders already judged, families the key
-	// families already walked (namespace and key prefix).
-	holders  map[string]bool
+	// families are the once-key families already walked (namespace and
+	// key prefix); holders the holders found, judged when every trace
+	// has been read.
 	families map[string]bool
+	holders  []holder
+	// decided, closed and ran note, across traces, the committed actions
+	// the gate decided, those it closed before any attempt (a refusal for
+	// good, an escalation) and those with an effect recorded as run.
+	decided, closed, ran map[string]bool
 	// approvalUse maps an approval record to the action it let run.
 	approvalUse map[string]string
 }

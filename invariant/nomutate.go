@@ -6,4 +6,8 @@ package invariant
 const (
 	mutEffectAction    = false
 	mutEffectGrounding = false
+	mutOnceHolder      = false
+	mutApprovalBinding = false
+	mutMaskedValue     = false
+	mutDerivedSource   = false
 )
