@@ -71,7 +71,7 @@ func goodOrder(id string) order {
 }
 
 // TestDeriveCommits: a successful result proposes the derived belief
-// through the kernel, resting on the result kind, with its fields; the
+// through the kernel, resting on the result record, with its fields; the
 // Result reports it, its decision record names the result, and the second
 // tool's call rests on it.
 func TestDeriveCommits(t *testing.T) {
@@ -100,8 +100,18 @@ func TestDeriveCommits(t *testing.T) {
 		b.Payload["order_id"] != "A1" || b.Payload["max_refund"] != 50.0 || b.Payload["asked"] != "A1" {
 		t.Errorf("belief %+v", b)
 	}
-	if deps, _ := b.Payload[kernel.KeyDependsOn].([]any); len(deps) != 1 || deps[0] != "order" {
-		t.Errorf("depends_on %v, want the result kind", b.Payload[kernel.KeyDependsOn])
+	// It rests on the very result it was computed from, by id.
+	resultID := ""
+	for r, err := range g.Kernel().Tool("test").Trace(ctx, "t1") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Slot == blackboard.Percepts && r.Kind == "order" {
+			resultID = r.ID
+		}
+	}
+	if deps, _ := b.Payload[kernel.KeyDependsOn].([]any); len(deps) != 1 || deps[0] != resultID || resultID == "" {
+		t.Errorf("depends_on %v, want the result record %s", b.Payload[kernel.KeyDependsOn], resultID)
 	}
 	if len(b.EvidenceRefs) == 0 {
 		t.Errorf("the belief rests on no evidence: %+v", b)
