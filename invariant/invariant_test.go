@@ -20,12 +20,6 @@ func TestCleanStore(t *testing.T) {
 	d.flow("T1")
 	d.flow("T2")
 	for _, v := range d.check() {
-		if d.oldDeriveShape(v) {
-			// toolgate/derive.go rests a derived belief on its result's
-			// kind until issue 36's exact grounding lands.
-			t.Logf("derived belief of the kind-based shape: %v", v)
-			continue
-		}
 		t.Errorf("violation in a clean store: %v", v)
 	}
 }
