@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 type lookupArgs struct {
@@ -39,12 +40,14 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 			*refunds++
 			return map[string]any{"refunded": a.Amount}, nil
 		})
-	g, err := New(context.Background(), WithTools(lookup, refund),
+	st := memstore.New()
+	g, err := New(context.Background(), WithKernel(kernel.WithStore(st)), WithTools(lookup, refund),
 		WithContracts(Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	checkStoreAtEnd(t, st)
 	return g, refunds
 }
 

@@ -92,6 +92,7 @@ func raceDesk(t *testing.T, store blackboard.Store, shop *orderSystem) (*Gate, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	checkStoreAtEnd(t, store)
 	return g, refunds
 }
 
