@@ -145,7 +145,7 @@ const (
 	modelCaller   = "support"
 	modelApprover = "human:model"
 	modelOver     = 50 // a refund above it needs approval
-	modelOrders   = 5
+	modelOrders   = 12
 	modelTraces   = 3
 	modelDone     = "MODEL-CHILD FINISHED"
 )
@@ -178,14 +178,23 @@ func (s *modelStats) add(o modelStats) {
 	}
 }
 
+func (s *modelStats) addCodes(codes map[blackboard.Code]int) {
+	for c, n := range codes {
+		if s.refusals == nil {
+			s.refusals = map[blackboard.Code]int{}
+		}
+		s.refusals[c] += n
+	}
+}
+
 func (s modelStats) String() string {
 	codes := make([]string, 0, len(s.refusals))
 	for c, n := range s.refusals {
 		codes = append(codes, fmt.Sprintf("%s %d", c, n))
 	}
 	slices.Sort(codes)
-	return fmt.Sprintf("%d lives (%d crashed in an effect, %d processes killed), %d lookups read, %d refund effects run "+
-		"(%d paid, %d replays), %d approvals, %d denials, %d lookups left EFFECT_UNKNOWN, %d results driven by Recover; refused results: %s",
+	return fmt.Sprintf("%d lives (%d died in this process, %d child processes killed), %d lookups read, %d refund effects run "+
+		"(%d paid, %d replays), %d approvals, %d denials, %d lookups left EFFECT_UNKNOWN, %d results driven by Recover; refusals: %s",
 		s.lives, s.crashes, s.kills, s.lookups, s.refunds, s.paid, s.replays, s.approvals, s.denied, s.unknown, s.recovered,
 		strings.Join(codes, ", "))
 }
@@ -323,18 +332,21 @@ type modelProc struct {
 	seed    uint64
 	world   *ledger
 	gate    *toolgate.Gate
-	crashP  float64 // chance of dying at each checkpoint in an effect
-	child   bool    // a child process: dying is SIGKILL
+	killAt  int32 // the checkpoint in an effect to die at; 0: none
+	points  atomic.Int32
+	child   bool // a child process: dying is SIGKILL
 	dead    chan struct{}
 	dieOnce sync.Once
 	release <-chan struct{} // closed when the trial is over: hung effects return
-	hung    atomic.Int32
+	alive   atomic.Int32    // goroutines making calls
+	hung    atomic.Int32    // those of them hung in a dead life's effect
 	crashed atomic.Bool
 
 	mu      sync.Mutex
 	rng     *rand.Rand
 	errs    []string
-	waiting []modelWaiting // actions this life saw wait for approval
+	codes   map[blackboard.Code]int // the calls' refusal codes
+	waiting []modelWaiting          // actions this life saw wait for approval
 }
 
 type modelWaiting struct{ trace, action, digest string }
@@ -422,7 +434,7 @@ func (p *modelProc) die(where string) {
 // point is a checkpoint inside an effect: the life may die here; a dead
 // life's effect hangs.
 func (p *modelProc) point(where string) error {
-	if p.isDead() || p.float() < p.crashP {
+	if p.isDead() || p.points.Add(1) == p.killAt {
 		p.die(where)
 		return errors.New("the process is dead")
 	}
@@ -488,14 +500,22 @@ func (p *modelProc) work(ctx context.Context, worker, ops int) {
 		if p.isDead() || ctx.Err() != nil {
 			return
 		}
-		trace := modelTrace(rng.IntN(modelTraces))
+		trace := modelTrace(worker % modelTraces) // a worker keeps mostly to a trace of its own
+		if rng.Float64() < 0.3 {
+			trace = modelTrace(rng.IntN(modelTraces))
+		}
 		order := modelOrder(rng.IntN(modelOrders))
 		switch x := rng.Float64(); {
 		case x < 0.32:
 			p.call(ctx, trace, "lookup_order", map[string]any{"order_id": order})
 			looked[trace] = append(looked[trace], order)
 		case x < 0.62:
-			if seen := looked[trace]; len(seen) > 0 && rng.Float64() < 0.85 {
+			// Mostly the order just looked up in the trace, as a model
+			// does; sometimes one looked up before, or any order.
+			switch seen, y := looked[trace], rng.Float64(); {
+			case len(seen) > 0 && y < 0.7:
+				order = seen[len(seen)-1]
+			case len(seen) > 0 && y < 0.85:
 				order = seen[rng.IntN(len(seen))]
 			}
 			total := modelAmount(p.seed, order)
@@ -507,17 +527,30 @@ func (p *modelProc) work(ctx context.Context, worker, ops int) {
 		case x < 0.70:
 			// A model's parallel tool calls: two lookups of one order in
 			// one trace, and the order charged back meanwhile.
-			var wg sync.WaitGroup
+			done := make(chan struct{}, 2)
 			for range 2 {
-				wg.Go(func() { p.call(ctx, trace, "lookup_order", map[string]any{"order_id": order}) })
+				p.spawn(func() {
+					p.call(ctx, trace, "lookup_order", map[string]any{"order_id": order})
+					done <- struct{}{}
+				})
 			}
 			if rng.Float64() < 0.5 {
 				if err := p.world.add(ledgerEvent{Ev: "block", Proc: p.name, Order: order}); err != nil {
 					p.errorf("block: %v", err)
 				}
 			}
-			wg.Wait()
+			for range 2 {
+				select {
+				case <-done:
+				case <-p.dead: // one may hang in the dead life's effect
+					return
+				}
+			}
 			looked[trace] = append(looked[trace], order)
+			if rng.Float64() < 0.7 {
+				// And the refund the model asks for next.
+				p.call(ctx, trace, "issue_refund", map[string]any{"order_id": order, "amount": float64(1 + rng.IntN(int(modelAmount(p.seed, order))))})
+			}
 		case x < 0.84:
 			p.decide(ctx, trace, rng)
 		case x < 0.92:
@@ -536,7 +569,7 @@ func (p *modelProc) work(ctx context.Context, worker, ops int) {
 			}
 		default:
 			// A crash outside an effect: the process dies between calls.
-			if p.float() < 0.5 {
+			if p.float() < 0.3 {
 				if p.child {
 					p.die("between calls")
 				}
@@ -556,6 +589,11 @@ func (p *modelProc) call(ctx context.Context, trace, tool string, args map[strin
 			p.errorf("%s %s %s: %v", trace, tool, b, err)
 		}
 		return
+	}
+	if res.Outcome == audit.OutcomeRefused {
+		p.mu.Lock()
+		p.codes[res.Code]++
+		p.mu.Unlock()
 	}
 	if res.Outcome == audit.OutcomePendingApproval {
 		p.mu.Lock()
@@ -609,22 +647,33 @@ func (p *modelProc) execute(ctx context.Context, action string) {
 	}
 }
 
-// newProc makes a life.
-func newProc(t *testing.T, name string, seed uint64, world *ledger, crashP float64, release <-chan struct{}) *modelProc {
-	return &modelProc{t: t, name: name, seed: seed, world: world, crashP: crashP, dead: make(chan struct{}), release: release,
-		rng: rand.New(rand.NewPCG(seed, uint64(modelDraw("effects", name)*(1<<53))))}
+// newProc makes a life; one in dies of every two dies at a checkpoint in an
+// effect drawn from 1 to span.
+func newProc(t *testing.T, name string, seed uint64, world *ledger, span int, release <-chan struct{}) *modelProc {
+	p := &modelProc{t: t, name: name, seed: seed, world: world, dead: make(chan struct{}), release: release,
+		rng: rand.New(rand.NewPCG(seed, uint64(modelDraw("effects", name)*(1<<53)))), codes: map[blackboard.Code]int{}}
+	if span > 0 && p.rng.Float64() < 0.5 {
+		p.killAt = int32(1 + p.rng.IntN(span))
+	}
+	return p
 }
 
-// run runs workers until each is done, or hung in an effect of a dead life.
+// spawn starts a goroutine that makes calls.
+func (p *modelProc) spawn(fn func()) {
+	p.alive.Add(1)
+	go func() {
+		defer p.alive.Add(-1)
+		fn()
+	}()
+}
+
+// run runs workers until every goroutine making calls is done, or hung in
+// an effect of a dead life.
 func (p *modelProc) run(ctx context.Context, workers, ops int) {
-	var done atomic.Int32
 	for w := range workers {
-		go func() {
-			defer done.Add(1)
-			p.work(ctx, w, ops)
-		}()
+		p.spawn(func() { p.work(ctx, w, ops) })
 	}
-	for int(done.Load()+p.hung.Load()) < workers {
+	for p.alive.Load() != p.hung.Load() {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -669,11 +718,12 @@ func modelMemoryTrial(t *testing.T, seed uint64) modelStats {
 	}()
 	const epochs = 3
 	for e := range epochs {
-		p := newProc(t, "life"+strconv.Itoa(e), seed, world, 0.02, release)
+		p := newProc(t, "life"+strconv.Itoa(e), seed, world, 200, release)
 		procs = append(procs, p)
 		recoverAll(ctx, t, p, st, time.Duration(e)*modelStep, &stats)
-		p.run(ctx, 4, 16)
+		p.run(ctx, 4, 30)
 		stats.lives++
+		stats.addCodes(p.codes)
 		if p.crashed.Load() {
 			stats.crashes++
 		}
@@ -751,6 +801,7 @@ func modelTwoProcessTrial(t *testing.T, seed uint64) modelStats {
 		for _, e := range p.errs {
 			t.Errorf("seed %d: %s", seed, e)
 		}
+		stats.addCodes(p.codes)
 	}
 	final := newProc(t, "final", seed, world, 0, release)
 	procs = append(procs, final)
@@ -786,7 +837,7 @@ func modelChild(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	p := newProc(t, os.Getenv("BK_MODEL_CHILD_NAME"), seed, world, 0.03, make(chan struct{}))
+	p := newProc(t, os.Getenv("BK_MODEL_CHILD_NAME"), seed, world, 60, make(chan struct{}))
 	p.child = true
 	if err := p.open(ctx, st, time.Duration(offset)); err != nil {
 		t.Fatal(err)
@@ -939,10 +990,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 			bad("action %s (%s): recorded as succeeded, the world never saw its effect", action, res.Tool)
 		}
 		if n == 1 && res.Status != toolgate.StatusAttempted && res.Status != toolgate.StatusSucceeded && res.Code != toolgate.CodeEffectUnknown {
-			if stats.refusals == nil {
-				stats.refusals = map[blackboard.Code]int{}
-			}
-			stats.refusals[res.Code]++
+			stats.addCodes(map[blackboard.Code]int{res.Code: 1})
 		}
 		for _, e := range effs {
 			if e.Approval == "" {
@@ -1004,8 +1052,8 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 	for _, ev := range byAction[latest] {
 		if ev.Ev == "read" && ev.Attempt == latestAttempt {
 			if !ev.Refundable {
-				bad("refund %s of %s in %s ran on stale evidence: the current lookup of %s when it committed (%s) read it not refundable",
-					action, order, trace, order, latest)
+				bad("refund %s of %s in %s ran on stale evidence: the current lookup of %s when it committed (%s) read it not refundable; the trace:\n%s",
+					action, order, trace, order, latest, traceStory(recs, trace, order, at))
 			}
 			return
 		}
@@ -1039,4 +1087,39 @@ func checkApproval(bad func(string, ...any), recs map[string]blackboard.Record, 
 			bad("refund %s ran under %s, not an approval of it and its arguments: %+v", action, e.Approval, ap)
 		}
 	}
+}
+
+// traceStory tells what a trace recorded about an order up to index at
+// (and a little after): lookups, refund_due beliefs, refunds and the
+// decisions about them, one line each, in append order.
+func traceStory(recs map[string]blackboard.Record, trace, order string, at int) string {
+	type line struct {
+		n    int
+		text string
+	}
+	var lines []line
+	for id, r := range recs {
+		tr, n, ok := blackboard.SplitRecordID(id)
+		if !ok || tr != trace || n > at+3 {
+			continue
+		}
+		text := ""
+		switch {
+		case r.Kind == "order" || r.Kind == "issue_refund" || r.Kind == "refund_due" || r.Kind == "lookup_order":
+			text = fmt.Sprintf("%s %s %s (%s) %v refs %v", r.Slot, r.Kind, r.Status, r.Reason, r.Payload, r.EvidenceRefs)
+		default:
+			if d, ok := audit.Of(r); ok && (d.Kind == "issue_refund" || d.Kind == "refund_due") {
+				text = fmt.Sprintf("decision %s %s %s about %s", d.Kind, d.Outcome, d.Code, d.Subject)
+			}
+		}
+		if text != "" && strings.Contains(text, order) || strings.Contains(text, "refund_due") || strings.HasPrefix(text, "decision") {
+			lines = append(lines, line{n, fmt.Sprintf("  %s: %s", id, text)})
+		}
+	}
+	slices.SortFunc(lines, func(a, b line) int { return a.n - b.n })
+	var sb strings.Builder
+	for _, l := range lines[max(0, len(lines)-25):] {
+		sb.WriteString(l.text + "\n")
+	}
+	return sb.String()
 }
