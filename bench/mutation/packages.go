@@ -11,6 +11,7 @@ import (
 	_ "github.com/blackboardkernel/bk/budget"
 	_ "github.com/blackboardkernel/bk/inspect"
 	_ "github.com/blackboardkernel/bk/inspect/console"
+	_ "github.com/blackboardkernel/bk/invariant"
 	_ "github.com/blackboardkernel/bk/kernel"
 	_ "github.com/blackboardkernel/bk/pack"
 	_ "github.com/blackboardkernel/bk/replay"

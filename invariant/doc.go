@@ -1,0 +1,36 @@
+// Package invariant checks, from a store's records alone, what the kernel
+// and the tool gate promise about every governed call. [Check] reads any
+// [blackboard.Store] (memory, SQLite, PostgreSQL, a copy taken for an
+// audit) and returns every breach it finds as a [Violation] naming the
+// invariant, the trace and the record:
+//
+//   - [EffectAction]: every effect the gate recorded as run (an attempt,
+//     a success or a failure after an attempt) is for a committed action
+//     of its tool's action type, in its trace, before it, that the gate
+//     itself decided (a decision record about it).
+//   - [EffectGrounding]: the beliefs such an action rests on, and the
+//     observations their validation artifacts checked, were the current
+//     ones of their kind when the action committed: no record of the same
+//     slot and kind was appended to the trace between them and the commit.
+//   - [OnceHolder]: every once-key of a tool's action type is held by an
+//     action the gate decided, that ran or may still run.
+//   - [ApprovalBinding]: an action that waited for approval ran under an
+//     approval of it that approved the digest of its committed arguments,
+//     and no approval let two actions run.
+//   - [MaskedValue]: every value of a field a tool masks (its policy
+//     snapshot's Masked) is a keyed hash wherever a record holds it.
+//   - [DerivedSource]: a belief a tool derives names the one result it
+//     was computed from (depends_on and its input refs), a result of that
+//     tool, and rests on that result alone; no one else proposes a kind a
+//     tool derives.
+//
+// Per-principal scope (who a call was made for and what they asked about)
+// is not checked yet: the request records it would read are not part of
+// the records' shapes today.
+//
+// The checks read each trace once, in order, and look up by id only the
+// records a trace names in another trace and the once-keys the actions
+// name: the cost is linear in the store's size. The package
+// invariant/invarianttest runs Check from a test and fails it on any
+// violation.
+package invariant

