@@ -93,6 +93,15 @@ import (
 //
 // Every fourth trial (trial 3, 7, ...) is a two-process trial over SQLite;
 // BK_MODEL_SQLITE=0 turns them off, BK_MODEL_SQLITE=1 makes every trial one.
+//
+// At the end of every trial the stack-wide invariant checker
+// (invariant.Check) reads the store too. Two gaps the trials found are
+// open in the gate: a derived belief commits on whichever observation of
+// its kind is current (modelExactGrounding) and an action refused for good
+// at its recheck keeps its once-key (modelRecheckRetires). Until each is
+// fixed, its findings are logged as known, not failed, and its subtest
+// (exact_grounding, recheck_retires), which replays it deterministically,
+// is skipped; BK_MODEL_KNOWN=1 runs the subtests, to show them failing.
 func TestModel(t *testing.T) {
 	if dir := os.Getenv("BK_MODEL_CHILD"); dir != "" {
 		modelChild(t, dir)
