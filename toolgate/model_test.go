@@ -55,7 +55,9 @@ import (
 // refunds (of a looked-up order or another, for the amount shown or more),
 // two lookups of one order at once with a chargeback between (a model's
 // parallel tool calls), approvals and denials of what waits and Execute
-// after, Execute of a random waiting action, chargebacks, and crashes. A
+// after (now and then first an approval the gate must refuse: of other
+// arguments, or by the action's own caller), Execute of a random waiting
+// action, chargebacks, and crashes. A
 // crash is a process's death at a point inside an effect (after the
 // attempt is persisted, after the money moved or the read was made): in a
 // memory-store trial the effect never returns and every later effect of
@@ -659,6 +661,9 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 		return
 	}
 	w := pending[rng.IntN(len(pending))]
+	if rng.Float64() < 0.2 {
+		p.hostileApproval(ctx, w, rng)
+	}
 	a := p.gate.Approver(modelApprover)
 	deny := rng.Float64() < 0.25
 	decide, ev := a.Approve, "approve"
@@ -681,6 +686,35 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 	}
 	if rng.Float64() < 0.75 {
 		p.execute(ctx, w.ActionID)
+	}
+}
+
+// hostileApproval tries an approval the gate must refuse, writing nothing:
+// one of other arguments than the action's, or one by the caller that
+// proposed the action.
+func (p *modelProc) hostileApproval(ctx context.Context, w toolgate.Pending, rng *rand.Rand) {
+	approver, digest, want, what := p.gate.Approver(modelApprover), w.Digest, blackboard.ErrInvalidInput, "of other arguments"
+	if rng.Float64() < 0.5 {
+		other := w.Args.Clone()
+		amount, _ := other["amount"].(float64)
+		other["amount"] = amount + 1
+		var err error
+		if digest, err = toolgate.ArgsDigest(other); err != nil {
+			p.errorf("ArgsDigest: %v", err)
+			return
+		}
+	} else {
+		approver, want, what = p.gate.Approver(modelCaller), blackboard.ErrPermission, "by the action's own caller"
+	}
+	rec, err := approver.Approve(ctx, w.TraceID, w.ActionID, digest, "hostile", time.Hour)
+	switch {
+	case errors.Is(err, want), errors.Is(err, toolgate.ErrDecided), errors.Is(err, kernel.ErrInvalidReference):
+	case err == nil:
+		p.errorf("an approval %s of %s was recorded: %s", what, w.ActionID, rec.ID)
+	default:
+		if !p.isDead() {
+			p.errorf("an approval %s of %s: %v, want %v", what, w.ActionID, err, want)
+		}
 	}
 }
 
