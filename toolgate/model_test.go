@@ -661,7 +661,7 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 		return
 	}
 	w := pending[rng.IntN(len(pending))]
-	if rng.Float64() < 0.2 {
+	if rng.Float64() < 0.6 {
 		p.hostileApproval(ctx, w, rng)
 	}
 	a := p.gate.Approver(modelApprover)
