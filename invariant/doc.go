@@ -8,10 +8,12 @@
 //     a success or a failure after an attempt) is for a committed action
 //     of its tool's action type, in its trace, before it, that the gate
 //     itself decided (a decision record about it).
-//   - [EffectGrounding]: the beliefs such an action rests on, and the
-//     observations their validation artifacts checked, were the current
-//     ones of their kind when the action committed: no record of the same
-//     slot and kind was appended to the trace between them and the commit.
+//   - [EffectGrounding]: every action the kernel committed (so every
+//     action an effect ran for) rests on a committed belief of each kind
+//     it requires, and those beliefs, and the observations their
+//     validation artifacts checked, were the current ones of their kind
+//     when it committed: no record of the same slot and kind was appended
+//     to the trace between them and the commit.
 //   - [OnceHolder]: every once-key of a tool's action type is held by an
 //     action the gate decided, that ran or may still run.
 //   - [ApprovalBinding]: an action that waited for approval ran under an

@@ -2,8 +2,11 @@ package invariant
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -49,6 +52,15 @@ func (c *checker) effects(t *trace) error {
 			return err
 		}
 	}
+	// Every other action the kernel committed, which an effect outside
+	// the gate may carry out, was grounded alike.
+	for i := range t.recs {
+		if act := &t.recs[i]; isCommittedAction(act) && !grounded[act.ID] {
+			if err := c.grounding(t, act, i); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -87,10 +99,11 @@ func (c *checker) effectAction(t *trace, r *blackboard.Record, i int, e toolgate
 	return act, at, true, nil
 }
 
-// grounding checks that the beliefs the committed action act (at index at
-// of t) rests on, and the observations their validation artifacts
+// grounding checks that the committed action act (at index at of t)
+// rests on a committed belief of each kind it requires, and that those
+// beliefs, and the observations their validation artifacts and its own
 // checked, were each the current one of its slot and kind when act
-// committed.
+// committed ([EffectGrounding]).
 func (c *checker) grounding(t *trace, act *blackboard.Record, at int) error {
 	if mutEffectGrounding {
 		return nil
@@ -122,13 +135,31 @@ func (c *checker) grounding(t *trace, act *blackboard.Record, at int) error {
 		return r, false, nil
 	}
 	artifacts := append([]string(nil), act.EvidenceRefs...)
+	// The committed beliefs among its input refs of the kinds it requires
+	// are what the kernel rested it on; the others are what the proposer
+	// cited.
+	required := map[string]bool{}
+	for _, k := range stringList(act.Payload[kernel.KeyRequiresBeliefs]) {
+		required[k] = false
+	}
 	for _, id := range act.Provenance.InputRefs[min(1, len(act.Provenance.InputRefs)):] {
-		b, ok, err := current(id, "belief")
+		b, i, found, err := c.record(t, id)
 		if err != nil {
 			return err
 		}
-		if ok && b.Slot == blackboard.Beliefs {
+		if _, req := required[b.Kind]; !found || b.Slot != blackboard.Beliefs || b.Mode != blackboard.ModeCommit || !req || i < 0 {
+			continue
+		}
+		required[b.Kind] = true
+		if _, ok, err := current(id, "belief"); err != nil {
+			return err
+		} else if ok {
 			artifacts = append(artifacts, b.EvidenceRefs...)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(required)) {
+		if !required[k] {
+			bad("no committed %s belief of its trace among its input refs, which it requires", k)
 		}
 	}
 	seen := map[string]bool{}
@@ -156,4 +187,20 @@ func (c *checker) grounding(t *trace, act *blackboard.Record, at int) error {
 		}
 	}
 	return nil
+}
+
+// stringList reads a payload list of strings, as a store returns it.
+func stringList(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+	case []string:
+		out = x
+	}
+	return out
 }

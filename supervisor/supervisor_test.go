@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
@@ -86,7 +87,8 @@ func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Dur
 	return g
 }
 
-// openStore opens the SQLite file at path.
+// openStore opens the SQLite file at path, whose invariants are checked
+// when the test ends.
 func openStore(t *testing.T, path string) *sqlitestore.Store {
 	t.Helper()
 	s, err := sqlitestore.Open(context.Background(), path)
@@ -94,6 +96,7 @@ func openStore(t *testing.T, path string) *sqlitestore.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	invarianttest.Cleanup(t, s) // before the store is closed
 	return s
 }
 
@@ -406,7 +409,11 @@ func TestRunOnce(t *testing.T) {
 
 // An error does not stop Run: it is reported, typed, and tried again.
 func TestErrorsAreReported(t *testing.T) {
-	s := openStore(t, filepath.Join(t.TempDir(), "bk.db"))
+	// The test closes the store itself: openStore would check it after.
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	g := process(t, s, newWorld())
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

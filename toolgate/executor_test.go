@@ -152,9 +152,11 @@ func TestOutputInvalid(t *testing.T) {
 func TestResultAlreadyRecorded(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		// Another process ran the refund and recorded its result.
+		approval := d.approve("t", wait.ActionID, "human:alice", time.Hour)
+		// Another process ran the refund, under the approval, and
+		// recorded its result.
 		j := d.job(wait.ActionID)
+		j.approval = approval.ID
 		att, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -401,6 +403,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 // Execute's approval check holds back one that waits for approval.
 func TestApprovalCheckIsWhatStops(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
+		d.unchecked("the test runs an action that waits for approval without one")
 		wait := d.pendingRefund("t", "A1", 700)
 		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)

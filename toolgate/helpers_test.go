@@ -75,6 +75,7 @@ type desk struct {
 	kopts     []kernel.Option // the kernel's options, for another gate over the store
 
 	mu     sync.Mutex
+	breaks string // why the test breaks the invariants on purpose ("": it does not)
 	behave map[string]EffectFunc
 	calls  map[string][]Invocation
 }
@@ -144,7 +145,45 @@ func newDesk(t testing.TB, s blackboard.Store, mods ...func(*setup)) *desk {
 	d.g = d.gate(append([]Option{WithTools(su.tools...), WithContracts(su.contracts...), WithIntents(su.intents...)}, su.gateOpts...)...)
 	d.k = d.g.Kernel()
 	d.analyst = d.k.Planner("analyst")
+	d.checkAtEnd()
 	return d
+}
+
+// checkStore runs the invariant checker (package invariant) over a
+// store. The checker imports this package, so the external test package
+// sets it (invariant_hook_test.go).
+var checkStore func(testing.TB, blackboard.Store)
+
+// checkAtEnd checks the invariants of the desk's store when the test
+// ends, before the store is closed, unless the test said it breaks them
+// on purpose ([desk.unchecked]). A benchmark's store, which grows with
+// b.N, is not checked.
+func (d *desk) checkAtEnd() {
+	t, ok := d.t.(*testing.T)
+	if !ok {
+		return
+	}
+	if checkStore == nil {
+		t.Fatal("no invariant checker registered (invariant_hook_test.go)")
+	}
+	t.Cleanup(func() {
+		d.mu.Lock()
+		why := d.breaks
+		d.mu.Unlock()
+		if why != "" {
+			t.Logf("invariants not checked: %s", why)
+			return
+		}
+		checkStore(t, d.store)
+	})
+}
+
+// unchecked says that the test breaks the invariants on purpose (why),
+// through the gate's internals: its store is not checked.
+func (d *desk) unchecked(why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.breaks = why
 }
 
 // gate builds a gate over the desk's store, with the desk's kernel

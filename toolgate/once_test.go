@@ -75,6 +75,9 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 		wait := d.pendingRefund("t1", "A1", 700)
 		approval := d.approve("t1", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
+		// The attempt is recorded without the approval, so that the
+		// escalation's claim of the approval does not stop it first.
+		d.unchecked("an attempt of an action that waits for approval is recorded without one")
 		// Attempt 1 is recorded; then the escalation lands.
 		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
@@ -149,8 +152,9 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 		d.ground("u1", "B2")
 		// B2: approved, attempt 1 started, no result yet.
 		wait := d.pendingRefund("u0", "B2", 700)
-		d.approve("u0", wait.ActionID, "human:alice", time.Hour)
+		approval := d.approve("u0", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
+		j.approval = approval.ID
 		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -61,7 +62,12 @@ func TestAdversarialRun(t *testing.T) {
 		}
 	}
 	cfg.Seeds = 2 * max(dup, len(catalogue)-dup)
+	// One store for the run, whose records are checked after it.
+	store := memstore.New()
+	defer store.Close()
+	cfg.Store, cfg.RunID = store, "run-adversarial"
 	sum, out := runDefault(t, cfg)
+	invarianttest.Check(t, store)
 	lines := adversarialLines(t, out)
 	if want := len(sum.Tasks) * cfg.Seeds; len(lines) != want {
 		t.Fatalf("%d lines, want %d", len(lines), want)
@@ -289,6 +295,7 @@ func TestAdversarialSharedStore(t *testing.T) {
 	defer store.Close()
 	cfg.Store, cfg.RunID = store, "run-a"
 	shared, _ := runDefault(t, cfg)
+	invarianttest.Check(t, store)
 	if shared.Mean(AgentAdversarialBK) != fresh.Mean(AgentAdversarialBK) {
 		t.Errorf("shared store %+v, fresh kernels %+v", shared.Mean(AgentAdversarialBK), fresh.Mean(AgentAdversarialBK))
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -169,7 +170,8 @@ func (e *Env) questions() []Approval {
 	return slices.Clone(e.asked)
 }
 
-// NewEnv builds the suite's gate (closed with t.Cleanup) and its Env:
+// NewEnv builds the suite's gate (closed with t.Cleanup, its store checked
+// by the invariant checker before) and its Env:
 // the gate holds every tool with its effect.
 func NewEnv(t testing.TB) *Env { return newEnv(t, false) }
 
@@ -264,6 +266,8 @@ func newEnv(t testing.TB, framework bool) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
+	// Checked when the case ends, before the gate closes the store.
+	invarianttest.Cleanup(t, store.Store)
 	env.Gate = g
 	return env
 }

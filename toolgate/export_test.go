@@ -1,0 +1,11 @@
+package toolgate
+
+import (
+	"testing"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// SetStoreCheck sets the check the desk's tests run over their store
+// when they end (see checkStore).
+func SetStoreCheck(f func(testing.TB, blackboard.Store)) { checkStore = f }
