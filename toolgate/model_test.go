@@ -1284,6 +1284,9 @@ func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboa
 // effectsOf lists what the gate recorded about the effect of an action,
 // to tell a violation's story.
 func effectsOf(ctx context.Context, st blackboard.Store, trace, action string) string {
+	if tr, _, ok := blackboard.SplitRecordID(action); ok {
+		trace = tr // a once-key's violation names the trace of the values, not the holder's
+	}
 	var sb strings.Builder
 	for r, err := range st.ListTrace(ctx, trace) {
 		if err != nil {
