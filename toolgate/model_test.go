@@ -397,7 +397,7 @@ type modelProc struct {
 
 type modelWaiting struct{ trace, action, digest string }
 
-// modelTools are the tools of the model, their effects this life's.
+// tools are the model's tools, their effects this life's.
 func (p *modelProc) tools() []toolgate.Tool {
 	obj := func(props string, req ...string) json.RawMessage {
 		r, _ := json.Marshal(req)
@@ -427,7 +427,7 @@ func (p *modelProc) tools() []toolgate.Tool {
 	}
 }
 
-// newModelGate builds a life's gate over st, its clock offset ahead.
+// open builds the life's gate over st, its clock offset ahead.
 func (p *modelProc) open(ctx context.Context, st blackboard.Store, offset time.Duration) error {
 	g, err := toolgate.New(ctx, toolgate.WithTools(p.tools()...), toolgate.WithLease(modelLease),
 		toolgate.WithKernel(kernel.WithStore(st), kernel.WithClock(func() time.Time { return time.Now().Add(offset) })),
@@ -747,8 +747,8 @@ func (p *modelProc) execute(ctx context.Context, action string) {
 	}
 }
 
-// newProc makes a life; one in dies of every two dies at a checkpoint in an
-// effect drawn from 1 to span.
+// newProc makes a life; one life in two (when span is positive) dies at a
+// checkpoint in an effect drawn from 1 to span.
 func newProc(t *testing.T, name string, seed uint64, world *ledger, span int, release <-chan struct{}) *modelProc {
 	p := &modelProc{t: t, name: name, seed: seed, world: world, dead: make(chan struct{}), release: release,
 		rng: rand.New(rand.NewPCG(seed, uint64(modelDraw("effects", name)*(1<<53)))), codes: map[blackboard.Code]int{}}
@@ -856,13 +856,11 @@ func modelTwoProcessTrial(t *testing.T, seed uint64) modelStats {
 	release := make(chan struct{})
 	defer close(release)
 	var stats modelStats
-	var procs []*modelProc
 	rng := rand.New(rand.NewPCG(seed, 2))
 	const rounds = 2
 	for r := range rounds {
 		offset := time.Duration(r) * modelStep
 		p := newProc(t, "parent"+strconv.Itoa(r), seed, world, 0, release)
-		procs = append(procs, p)
 		recoverAll(ctx, t, p, st, offset, &stats)
 
 		cmd := exec.Command(os.Args[0], "-test.run=^TestModel$", "-test.count=1")
@@ -905,7 +903,6 @@ func modelTwoProcessTrial(t *testing.T, seed uint64) modelStats {
 		stats.addCodes(p.codes)
 	}
 	final := newProc(t, "final", seed, world, 0, release)
-	procs = append(procs, final)
 	recoverAll(ctx, t, final, st, rounds*modelStep, &stats)
 	checkModel(ctx, t, seed, final.gate, st, world.path, &stats)
 	checkInvariants(ctx, t, seed, st, &stats)
