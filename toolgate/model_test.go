@@ -81,8 +81,9 @@ import (
 //     result of that order recorded in the trace before the refund's commit
 //     decision read it refundable (exact grounding, issue 36);
 //   - a refund above 50 ran under an approval of that action and of its
-//     arguments' digest, an approval is used by one action only, and an
-//     action the world saw denied never ran;
+//     arguments' digest, an approval is used by one action only, an
+//     action the world saw denied never ran, and no approval of other
+//     arguments or by the action's own caller was recorded;
 //   - every committed action with an attempt has a result once recovered.
 //
 // The seed of every trial is logged, and a failure names the command that
