@@ -56,8 +56,8 @@ import (
 // two lookups of one order at once with a chargeback between (a model's
 // parallel tool calls), one order looked up and refunded in two traces at
 // once, approvals and denials of what waits and Execute
-// after (now and then first an approval the gate must refuse: of other
-// arguments, or by the action's own caller), Execute of a random waiting
+// after (each first tried with approvals the gate must refuse: of other
+// arguments, and by the action's own caller), Execute of a random waiting
 // action, chargebacks, and crashes. A
 // crash is a process's death at a point inside an effect (after the
 // attempt is persisted, after the money moved or the read was made): in a
@@ -685,9 +685,8 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 		return
 	}
 	w := pending[rng.IntN(len(pending))]
-	if rng.Float64() < 0.6 {
-		p.hostileApproval(ctx, w, rng)
-	}
+	p.hostileApproval(ctx, w, false)
+	p.hostileApproval(ctx, w, true)
 	a := p.gate.Approver(modelApprover)
 	deny := rng.Float64() < 0.25
 	decide, ev := a.Approve, "approve"
@@ -716,9 +715,9 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 // hostileApproval tries an approval the gate must refuse, writing nothing:
 // one of other arguments than the action's, or one by the caller that
 // proposed the action.
-func (p *modelProc) hostileApproval(ctx context.Context, w toolgate.Pending, rng *rand.Rand) {
+func (p *modelProc) hostileApproval(ctx context.Context, w toolgate.Pending, byCaller bool) {
 	approver, digest, want, what := p.gate.Approver(modelApprover), w.Digest, blackboard.ErrInvalidInput, "of other arguments"
-	if rng.Float64() < 0.5 {
+	if !byCaller {
 		other := w.Args.Clone()
 		amount, _ := other["amount"].(float64)
 		other["amount"] = amount + 1
