@@ -185,31 +185,16 @@ func (d *desk) forge(recs ...blackboard.Record) []blackboard.Record {
 	return out
 }
 
-// oldDeriveShape reports whether v is a derived belief of the shape
-// toolgate wrote before issue 36 (depends_on the result's kind, not the
-// result record), which the checker reports as [invariant.DerivedSource].
-func (d *desk) oldDeriveShape(v invariant.Violation) bool {
-	if v.Invariant != invariant.DerivedSource {
-		return false
-	}
-	r, err := d.st.Get(d.ctx, v.RecordID)
-	if err != nil || r.Mode != blackboard.ModePropose || r.Provenance.Writer != toolgate.DeriverWriter("lookup_order") {
-		return false
-	}
-	deps, _ := r.Payload[kernel.KeyDependsOn].([]any)
-	return len(deps) == 1 && deps[0] == any("order")
-}
-
 // expectNew runs the checker before and after mutate and expects the
 // violations mutate adds to be exactly want (compared by invariant,
-// trace and record), derived beliefs of the kind-based shape aside.
+// trace and record).
 func expectNew(t *testing.T, d *desk, mutate func() []invariant.Violation) {
 	t.Helper()
 	before := d.check()
 	want := mutate()
 	var added []invariant.Violation
 	for _, v := range d.check() {
-		if !slices.Contains(before, v) && !d.oldDeriveShape(v) {
+		if !slices.Contains(before, v) {
 			added = append(added, v)
 		}
 	}

@@ -20,12 +20,6 @@ func TestCleanStore(t *testing.T) {
 	d.flow("T1")
 	d.flow("T2")
 	for _, v := range d.check() {
-		if d.oldDeriveShape(v) {
-			// toolgate/derive.go rests a derived belief on its result's
-			// kind until issue 36's exact grounding lands.
-			t.Logf("derived belief of the kind-based shape: %v", v)
-			continue
-		}
 		t.Errorf("violation in a clean store: %v", v)
 	}
 }
@@ -267,5 +261,37 @@ func TestAttackDerivedSource(t *testing.T) {
 		c.Provenance.InputRefs = []string{p.ID, lookup.ID}
 		c = d.forge(c)[0]
 		return []invariant.Violation{{Invariant: invariant.DerivedSource, TraceID: "T1", RecordID: c.ID}}
+	})
+}
+
+// TestAttackOnceKeyHeldForNothing: a once-key held by an action the gate
+// closed before any attempt (it can never run), and one whose holder ran
+// and was then retired (its slot free for a second refund), are
+// OnceHolder.
+func TestAttackOnceKeyHeldForNothing(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	d.lookup("T1", "T1-A9")
+	wait := d.call("T1", "issue_refund", refundArgs{OrderID: "T1-A9", Amount: 500})
+	if wait.Outcome != audit.OutcomePendingApproval {
+		t.Fatalf("refund: %+v", wait)
+	}
+	expectNew(t, d, func() []invariant.Violation {
+		esc := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+		esc.Kind = toolgate.KindEscalated
+		esc.Payload = blackboard.Payload{"effect": map[string]any{"status": toolgate.StatusEscalated, "tool": "issue_refund",
+			"action_id": wait.ActionID, "code": "APPROVAL_DENIED"}}
+		d.forge(esc)
+		return []invariant.Violation{{Invariant: invariant.OnceHolder, TraceID: "T1", RecordID: wait.ActionID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		ran := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+		e, _ := toolgate.EffectOf(ran)
+		err := d.st.Apply(d.ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{
+			{ID: e.ActionID, Status: blackboard.StatusInvalidated, Reason: toolgate.CodeApprovalDenied}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []invariant.Violation{{Invariant: invariant.OnceHolder, TraceID: "T1", RecordID: e.ActionID}}
 	})
 }

@@ -307,8 +307,45 @@ func (g *gate) recheck() (outcome, flags) {
 				}
 			}
 		}
+		// Last, so that a newer observation that fails the checks is
+		// refused with its own code.
+		if out := g.s.exactGrounding(b); out.code != "" {
+			return out, f
+		}
 	}
 	return outcome{}, f
+}
+
+// exactGrounding refuses a belief that names its evidence by record id
+// (a derived belief names the very result it was computed from) once any
+// such record is no longer the current observation of its kind: what the
+// belief says was computed from that record, and a newer observation,
+// however clean, is not what it was computed from (SUPERSEDED_EVIDENCE).
+// A belief that names percept kinds rests on the current observation of
+// each: [gate.recheck]'s loop over newer observations checks it, and runs
+// before this check, so that a newer observation that fails the evidence
+// checks is refused with its own code.
+func (s *snapshot) exactGrounding(b *blackboard.Record) outcome {
+	if mutExactGrounding {
+		return outcome{}
+	}
+	for _, d := range list(b.Payload, KeyDependsOn) {
+		id, _ := d.(string)
+		if !looksLikeID(id) {
+			continue
+		}
+		r := s.byID(id)
+		if r == nil || !isObservation(r) {
+			continue // the artifact names it too: the evidence checks refuse it
+		}
+		if cur := s.current(r.Kind); cur != nil && cur.ID != r.ID {
+			out := refuse(blackboard.CodeSupersededEvidence, r.ID)
+			out.detail = "belief " + b.ID + " was computed from " + r.ID + ", superseded by " + cur.ID
+			out.causes = []Cause{{Code: blackboard.CodeSupersededEvidence, Record: r.ID, Detail: "evidence of belief " + b.ID}}
+			return out
+		}
+	}
+	return outcome{}
 }
 
 // derivedKeys are the flags the kernel owns, in a fixed order.

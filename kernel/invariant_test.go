@@ -1656,7 +1656,9 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 		g.beliefs = append(g.beliefs, b)
 	}
 	// The evidence chain, as of now: each percept a belief's artifact
-	// names, and every newer observation of its kind.
+	// names, and every newer observation of its kind, passes the evidence
+	// checks; then a belief that names an observation by id rests on it
+	// only while it is the current one of its kind.
 	conflicted := false
 	for _, b := range g.beliefs {
 		for _, evID := range b.EvidenceRefs {
@@ -1680,6 +1682,15 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 					}
 					conflicted = conflicted || arb
 				}
+			}
+		}
+		for _, d := range invStrs(b.Payload[kernel.KeyDependsOn]) {
+			at := s.byID(d)
+			if at < 0 || !invObservation(&s.recs[at]) {
+				continue
+			}
+			if cur := s.current(s.recs[at].Kind); cur != nil && cur.ID != d {
+				return refuse(blackboard.CodeSupersededEvidence, d, "belief %s computed from %s, superseded by %s", b.ID, d, cur.ID)
 			}
 		}
 	}

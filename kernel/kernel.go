@@ -52,6 +52,7 @@ type Kernel struct {
 	shared            []sharedKind
 	specs             map[string]ActionSpec
 	beliefSpecs       map[string]BeliefSpec
+	reserved          map[reservation][]string // see WithReserved
 	strictActions     bool
 	validators        []Validator
 	log               *slog.Logger
@@ -142,6 +143,32 @@ func WithBeliefSpecs(specs ...BeliefSpec) Option {
 			k.beliefSpecs[s.Kind] = s
 		}
 	}
+}
+
+// WithReserved reserves kind in slot ([blackboard.Beliefs] or
+// [blackboard.Actions]) to governance code: only the [Governor],
+// submitting as one of writers, may propose it. A proposal of the kind by
+// any other handle, or by the Governor as another writer, is
+// [blackboard.ErrPermission] (code PERMISSION_DENIED) and stores nothing;
+// with no writers no one may propose it. The tool gate reserves each
+// belief its tools derive to the tool's deriver and each tool's action
+// type to the callers whose contracts list the tool, so that no planner
+// overrides a derived belief, and no action of a tool commits (or takes
+// its once-key) but one the gate proposed and runs. A later reservation of
+// a kind in a slot replaces an earlier one.
+func WithReserved(slot blackboard.Slot, kind string, writers ...string) Option {
+	return func(k *Kernel) {
+		if k.reserved == nil {
+			k.reserved = make(map[reservation][]string)
+		}
+		k.reserved[reservation{slot, kind}] = slices.Clone(writers)
+	}
+}
+
+// reservation is a slot and a kind [WithReserved] reserves.
+type reservation struct {
+	slot blackboard.Slot
+	kind string
 }
 
 // sharedKind is a persistent slot and kind shared across traces.
@@ -317,6 +344,11 @@ func (k *Kernel) checkConfig() error {
 	for kind, s := range k.beliefSpecs {
 		if kind == "" || len(s.DependsOn) == 0 || slices.Contains(s.DependsOn, "") {
 			return bad("belief spec %q needs a kind and non-empty dependencies", kind)
+		}
+	}
+	for r, writers := range k.reserved {
+		if r.slot != blackboard.Beliefs && r.slot != blackboard.Actions || r.kind == "" || slices.Contains(writers, "") {
+			return bad("a reservation needs the beliefs or actions slot, a kind and non-empty writers")
 		}
 	}
 	for _, v := range k.validators {

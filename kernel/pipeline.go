@@ -21,6 +21,9 @@ func (k *Kernel) write(ctx context.Context, role blackboard.Role, writer string,
 	if err := checkGoverned("write", e, governed); err != nil {
 		return Written{}, err
 	}
+	if err := k.checkReserved("write", e.Slot, e.Kind, writer, governed); err != nil {
+		return Written{}, err
+	}
 	rec, deps, err := k.prepare(role, writer, &e)
 	if err != nil {
 		return Written{}, err
@@ -108,6 +111,23 @@ func checkGoverned(op string, e Entry, governed bool) error {
 		return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission, "only the kernel's owner, through its Governor, claims once-keys")
 	}
 	return nil
+}
+
+// checkReserved refuses a proposal of a kind reserved to governance code
+// ([WithReserved]) unless the Governor submits it as one of the writers
+// the kind is reserved to. commit passes writer "" and governed false: a
+// reserved kind's proposals are decided as they are submitted, so an
+// active one to commit later is never legitimate.
+func (k *Kernel) checkReserved(op string, slot blackboard.Slot, kind, writer string, governed bool) error {
+	if slot == blackboard.Beliefs && mutReservedBeliefs || slot == blackboard.Actions && mutReservedActions {
+		return nil
+	}
+	writers, ok := k.reserved[reservation{slot, kind}]
+	if !ok || governed && slices.Contains(writers, writer) {
+		return nil
+	}
+	return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
+		fmt.Sprintf("%s kind %q is reserved to governance code (writers %q)", slot, kind, writers))
 }
 
 // checkOnceKeys refuses keys from any role but a tool (unless the kernel
@@ -199,6 +219,9 @@ func (k *Kernel) submit(ctx context.Context, role blackboard.Role, writer string
 		endSpan(sp, d.Code, err)
 	}()
 	if err := checkGoverned("submit", e, governed); err != nil {
+		return Decision{}, err
+	}
+	if err := k.checkReserved("submit", e.Slot, e.Kind, writer, governed); err != nil {
 		return Decision{}, err
 	}
 	if e.Mode == 0 {
@@ -320,6 +343,9 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 	if !mutPermissions && !Allowed(role, p.Slot, blackboard.ModePropose) {
 		return Decision{}, false, newErr(op, proposalID, blackboard.CodePermissionDenied, blackboard.ErrPermission,
 			fmt.Sprintf("role %s may not decide %s", role, p.Slot))
+	}
+	if err := k.checkReserved(op, p.Slot, p.Kind, "", false); err != nil {
+		return Decision{}, false, err
 	}
 	if !mutCommitOnce && p.Status != blackboard.StatusActive {
 		if p.Status == blackboard.StatusExpired && len(expiries)+len(snap.late) > 0 {

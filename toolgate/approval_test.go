@@ -299,10 +299,11 @@ func TestExecuteUnknown(t *testing.T) {
 				t.Errorf("Execute(%s): %v, want ErrUnknownAction", id, err)
 			}
 		}
-		// A refund committed past the gate (a planner of the owner's) is
-		// not the gate's to run.
-		dec, err := d.k.Planner("someone").Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		// A refund committed past the gate (by the owner's own Governor,
+		// as the caller's writer: a planner cannot, the action type is
+		// the gate's) is not the gate's to run.
+		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Fatal(dec.Code, err)
 		}

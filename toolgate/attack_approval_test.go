@@ -71,18 +71,24 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 }
 
 // A planner, writing as the gate's own caller writer, submits a refund of
-// 900,000, and an evidence handle writes the decision record the gate
-// would write, claiming the gate committed a call of 501 waiting for
-// approval. The kernel may commit the refund, but the record is the
-// evidence handle's, not the kernel's: no forged record in Decisions,
-// nothing for an approver, and Execute does not know the action.
+// 900,000: the kernel refuses it (the tool's action type is the gate's).
+// Committed past the gate all the same (by the owner's Governor, as a bug
+// would), an evidence handle writes the decision record the gate would
+// write, claiming the gate committed a call of 501 waiting for approval.
+// The record is the evidence handle's, not the kernel's: no forged record
+// in Decisions, nothing for an approver, and Execute does not know the
+// action.
 func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.ground("t", "A1")
 		forged := blackboard.Payload{"tool": "issue_refund", "caller": "support", "call_id": "call_forged", "approval_required": true,
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
-		dec, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		refund := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}}
+		if _, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
+			t.Errorf("a planner submits a tool's action: %v, want ErrPermission", err)
+		}
+		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), refund, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

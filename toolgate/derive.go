@@ -22,10 +22,16 @@ import (
 // tool ([Tool.Derives]), so that no agent code submits a belief by hand.
 // After the gate records a successful result, it evaluates Value and
 // Fields over it and proposes the belief as a planner of its own
-// ("derive:" and the tool's name), with depends_on the tool's result kind:
-// the kernel validates it like any belief (stale, conflicting or
-// low-confidence evidence refuses it, belief rules check its fields), and
-// the call's [Result] says what became of it ([Derived]).
+// ([DeriverWriter]: "derive:" and the tool's name), with depends_on the id
+// of the result record it was computed from (and that id as its input
+// ref): the kernel validates it like any belief (a result superseded by a
+// newer one of its kind, stale, conflicting or low-confidence evidence
+// refuses it, belief rules check its fields), an action that requires it
+// is refused once that result is no longer the current observation of its
+// kind (SUPERSEDED_EVIDENCE), and the call's [Result] says what became of
+// it ([Derived]). The kind is the deriver's alone: the gate reserves it
+// (kernel.WithReserved), and a proposal of it by any other handle is
+// PERMISSION_DENIED.
 //
 //	Derives: []toolgate.Derive{{
 //		Belief: "refund_due",
@@ -218,6 +224,19 @@ func jsonValue(v ref.Val) (any, error) {
 	return pb.(*structpb.Value).AsInterface(), nil
 }
 
+// derivedFrom is a derived belief's depends_on: the very result record it
+// was computed from, by id, so that the kernel rests the belief on that
+// record or refuses it (SUPERSEDED_EVIDENCE when a newer result of the
+// kind was recorded meanwhile), and an action resting on it is refused
+// once that record is superseded. Never the result kind, which the kernel
+// would resolve to whatever observation is current when it decides.
+func derivedFrom(e *entry, resultID string) []any {
+	if mutDeriveExact {
+		return []any{e.resultKind()}
+	}
+	return []any{resultID}
+}
+
 // derive proposes the beliefs the job's tool derives from its result,
 // recorded as resultID with payload output (without the gate's effect
 // key), in declaration order. A failed derivation is recorded and
@@ -251,7 +270,7 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 			continue
 		}
 		fields[kernel.KeyValue] = value
-		fields[kernel.KeyDependsOn] = []any{j.e.resultKind()}
+		fields[kernel.KeyDependsOn] = derivedFrom(j.e, resultID)
 		dec, rec, err := j.e.deriver.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Beliefs, Kind: d.Belief,
 			Payload: fields, InputRefs: []string{resultID}},
 			func(dr audit.Record) audit.Record { dr.Context = cc; return dr })

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 type lookupArgs struct {
@@ -39,12 +40,14 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 			*refunds++
 			return map[string]any{"refunded": a.Amount}, nil
 		})
-	g, err := New(context.Background(), WithTools(lookup, refund),
+	st := memstore.New()
+	g, err := New(context.Background(), WithKernel(kernel.WithStore(st)), WithTools(lookup, refund),
 		WithContracts(Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	checkStoreAtEnd(t, st)
 	return g, refunds
 }
 
@@ -68,7 +71,7 @@ func goodOrder(id string) order {
 }
 
 // TestDeriveCommits: a successful result proposes the derived belief
-// through the kernel, resting on the result kind, with its fields; the
+// through the kernel, resting on the result record, with its fields; the
 // Result reports it, its decision record names the result, and the second
 // tool's call rests on it.
 func TestDeriveCommits(t *testing.T) {
@@ -97,8 +100,18 @@ func TestDeriveCommits(t *testing.T) {
 		b.Payload["order_id"] != "A1" || b.Payload["max_refund"] != 50.0 || b.Payload["asked"] != "A1" {
 		t.Errorf("belief %+v", b)
 	}
-	if deps, _ := b.Payload[kernel.KeyDependsOn].([]any); len(deps) != 1 || deps[0] != "order" {
-		t.Errorf("depends_on %v, want the result kind", b.Payload[kernel.KeyDependsOn])
+	// It rests on the very result it was computed from, by id.
+	resultID := ""
+	for r, err := range g.Kernel().Tool("test").Trace(ctx, "t1") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Slot == blackboard.Percepts && r.Kind == "order" {
+			resultID = r.ID
+		}
+	}
+	if deps, _ := b.Payload[kernel.KeyDependsOn].([]any); len(deps) != 1 || deps[0] != resultID || resultID == "" {
+		t.Errorf("depends_on %v, want the result record %s", b.Payload[kernel.KeyDependsOn], resultID)
 	}
 	if len(b.EvidenceRefs) == 0 {
 		t.Errorf("the belief rests on no evidence: %+v", b)

@@ -42,9 +42,17 @@
 // the tool is a CEL rule over the result (and the arguments) for the
 // belief's value, and CEL expressions for its fields. After recording a
 // successful result, the gate proposes the belief as a planner of its own
-// ([DeriverWriter]), resting on the result kind, and the kernel decides it
-// like any belief: stale, conflicting or low-confidence evidence, belief
-// rules. The call's [Result.Derived] says what became of each. A result
+// ([DeriverWriter]), resting on that very result record (depends_on its
+// id), and the kernel decides it like any belief: a result superseded by
+// a newer one of its kind, stale, conflicting or low-confidence evidence,
+// belief rules. An action that requires the belief is refused once its
+// result is no longer the current observation of its kind
+// (SUPERSEDED_EVIDENCE). The call's [Result.Derived] says what became of
+// each. The gate reserves each derived kind to its tool's deriver, and
+// each tool's action type to the callers whose contracts list it
+// (kernel.WithReserved): no planner proposes either (PERMISSION_DENIED),
+// so no planner overrides a derived belief, and only the gate's own
+// actions hold a tool's once-key. A result
 // the rule cannot evaluate proposes nothing (DERIVATION_FAILED, with a
 // decision record): derivation fails closed. A belief is derived on the
 // call that records the result; a crash between the two leaves the

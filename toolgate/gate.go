@@ -266,7 +266,7 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	// that a Restrict that lands meanwhile makes the kernel decide again,
 	// and at no read of its own.
 	kopts = append([]kernel.Option{kernel.WithValidators(controlsValidator{g})}, kopts...)
-	k, err := buildKernel(kopts, specs)
+	k, err := buildKernel(kopts, specs, g.reservations(&c))
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 // tools' specs. The owner's options are first applied alone, to a kernel
 // on a scratch store, so that an action spec among them for a tool's
 // action type is refused rather than silently replaced or replacing.
-func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec) (*kernel.Kernel, error) {
+func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec, reserved []kernel.Option) (*kernel.Kernel, error) {
 	opts = slices.Clip(opts)
 	probe, err := kernel.New(append(opts, kernel.WithStore(memstore.New()))...)
 	if err != nil {
@@ -305,11 +305,36 @@ func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec) (*kernel.Kerne
 			return nil, fmt.Errorf("%w: action type %q is a tool's and also a kernel action spec (WithKernel)", ErrSpecMismatch, s.Type)
 		}
 	}
-	k, err := kernel.New(append(opts, kernel.WithActionSpecs(specs...))...)
+	// The reservations last: no owner's option takes a tool's kinds back.
+	k, err := kernel.New(append(append(opts, kernel.WithActionSpecs(specs...)), reserved...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
 	}
 	return k, nil
+}
+
+// reservations are the kinds the gate reserves to itself in its kernel
+// (kernel.WithReserved): each derived belief to its tool's deriver
+// ([DeriverWriter]), so that no planner proposes one over what the
+// gate derived; each tool's action type to the callers whose contracts
+// list the tool ([CallerWriter]), the writers the gate proposes its calls
+// as, so that no planner commits a tool's action the gate never runs, nor
+// takes its once-key.
+func (g *Gate) reservations(c *config) []kernel.Option {
+	var out []kernel.Option
+	for _, e := range g.order {
+		for _, d := range e.derives {
+			out = append(out, kernel.WithReserved(blackboard.Beliefs, d.Belief, DeriverWriter(e.Name)))
+		}
+		var callers []string
+		for _, r := range c.contracts {
+			if slices.Contains(r.Tools, e.Name) {
+				callers = append(callers, CallerWriter(r.Name))
+			}
+		}
+		out = append(out, kernel.WithReserved(blackboard.Actions, e.action(), callers...))
+	}
+	return out
 }
 
 // init finishes a gate whose tools are registered, over its kernel k:

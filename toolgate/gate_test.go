@@ -72,12 +72,13 @@ func TestRoleContract(t *testing.T) {
 		if res := d.call("t", "researcher", "", "search_kb", `{"query":"refund policy"}`); res.Outcome != audit.OutcomeExecuted {
 			t.Errorf("researcher searches: %+v", res)
 		}
-		// Without the contract the attack wins: the kernel knows
-		// nothing of contracts, and commits the researcher's refund.
+		// Past the gate, a planner as the researcher's writer cannot
+		// propose the refund either: the gate reserves a tool's action
+		// type to the callers whose contracts list it.
 		dec, err := d.k.Planner(CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
-		if err != nil || !dec.Committed() {
-			t.Errorf("the kernel alone: %v %v, want the refund committed (the caller check is the gate's)", dec.Code, err)
+		if !errors.Is(err, blackboard.ErrPermission) || dec.Committed() {
+			t.Errorf("the kernel alone: %v %v, want PERMISSION_DENIED (the action type is the gate's)", dec.Code, err)
 		}
 	})
 }
@@ -164,9 +165,11 @@ func TestInvalidArguments(t *testing.T) {
 			t.Errorf("%d refunds ran", n)
 		}
 		// Without the schema check the kernel would commit a refund with
-		// no amount: it gates evidence, not argument shapes.
-		dec, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+		// no amount (through the gate's own caller writer, the only one it
+		// admits for a tool's action): it gates evidence, not argument
+		// shapes.
+		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+			Payload: blackboard.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want the malformed refund committed", dec.Code, err)
 		}

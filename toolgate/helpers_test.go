@@ -178,6 +178,16 @@ func (d *desk) checkAtEnd() {
 	})
 }
 
+// checkStoreAtEnd checks the invariants of s when the test ends, before
+// a cleanup registered earlier closes it.
+func checkStoreAtEnd(t *testing.T, s blackboard.Store) {
+	t.Helper()
+	if checkStore == nil {
+		t.Fatal("no invariant checker registered (invariant_hook_test.go)")
+	}
+	t.Cleanup(func() { checkStore(t, s) })
+}
+
 // unchecked says that the test breaks the invariants on purpose (why),
 // through the gate's internals: its store is not checked.
 func (d *desk) unchecked(why string) {

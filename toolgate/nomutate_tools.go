@@ -6,4 +6,5 @@ package toolgate
 const (
 	mutSchemaCheck = false
 	mutDeriveOpen  = false
+	mutDeriveExact = false
 )

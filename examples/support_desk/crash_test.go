@@ -60,6 +60,7 @@ func TestCrashAndRecover(t *testing.T) {
 				t.Errorf("first run did not say why it died\n%s", out)
 			}
 			checkLedgerFileHas(t, db+".world", c.ticket)
+			checkDB(t, db) // what the killed process left
 
 			out, err = child(t, "--db", db, "--approver", "supervisor")
 			if err != nil {
@@ -76,6 +77,7 @@ func TestCrashAndRecover(t *testing.T) {
 				}
 			}
 			checkLedgerFile(t, db+".world", 3)
+			checkDB(t, db)
 		})
 	}
 }

@@ -25,6 +25,7 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "desk.db")
 	runDesk(t, "--db", db, "--approver", "supervisor")
+	checkDB(t, db)
 	s, err := sqlitestore.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)

@@ -205,6 +205,7 @@ func TestScriptedRunOnDisk(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "desk.db")
 	checkReport(t, runDesk(t, "--db", db, "--approver", "supervisor"))
 	checkLedgerFile(t, db+".world", 3)
+	checkDB(t, db)
 	again := runDesk(t, "--db", db, "--approver", "supervisor")
 	for _, s := range []string{"Resuming: an earlier run handled 8 of 8 messages.", "The supervisor found nothing left unfinished.",
 		"T4 message 2: handled by an earlier run", "Every refund happened exactly once: 4 committed refunds, 3 paid"} {

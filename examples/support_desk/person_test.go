@@ -49,6 +49,7 @@ func TestPersonApproves(t *testing.T) {
 				t.Fatalf("after the first run the ledger has %v, want A1 and A2 only", got)
 			}
 
+			checkDB(t, db)
 			decideAsPerson(t, db, tc.approve)
 			second := runDesk(t, "--db", db, "--approver", "person")
 			want := []string{"T3: a person decided what waited for approval; the supervisor applies it", "T3 message 2, from the desk",
@@ -64,7 +65,9 @@ func TestPersonApproves(t *testing.T) {
 				}
 			}
 			// A third run has nothing left: nothing waits, nothing is paid again.
+			checkDB(t, db)
 			third := runDesk(t, "--db", db, "--approver", "person")
+			checkDB(t, db)
 			if !strings.Contains(third, "Resuming: an earlier run handled 8 of 8 messages.") || strings.Contains(third, "wait for a person's approval") {
 				t.Errorf("third run\n%s", third)
 			}
