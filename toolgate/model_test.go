@@ -99,13 +99,15 @@ import (
 // BK_MODEL_SQLITE=0 turns them off, BK_MODEL_SQLITE=1 makes every trial one.
 //
 // At the end of every trial the stack-wide invariant checker
-// (invariant.Check) reads the store too. Two gaps the trials found are
-// open in the gate: a derived belief commits on whichever observation of
-// its kind is current (modelExactGrounding) and an action refused for good
-// at its recheck keeps its once-key (modelRecheckRetires). Until each is
-// fixed, its findings are logged as known, not failed, and its subtest
-// (exact_grounding, recheck_retires), which replays it deterministically,
-// is skipped; BK_MODEL_KNOWN=1 runs the subtests, to show them failing.
+// (invariant.Check) reads the store too. The trials found two gaps, each
+// replayed deterministically by a subtest: a belief derived from one
+// lookup committed on whichever lookup of the kind was current, and a
+// refund ran on a lookup that showed nothing to refund (exact_grounding;
+// fixed by issue 36's exact grounding), and an action refused for good at
+// its recheck keeps its once-key (recheck_retires; open). While the second
+// is open (modelRecheckRetires), its findings are logged as known, not
+// failed, and its subtest is skipped; BK_MODEL_KNOWN=1 runs it, to show it
+// failing.
 func TestModel(t *testing.T) {
 	if dir := os.Getenv("BK_MODEL_CHILD"); dir != "" {
 		modelChild(t, dir)
@@ -154,16 +156,6 @@ func modelEnv(t *testing.T, name string, def int) int {
 	}
 	return n
 }
-
-// modelExactGrounding says whether the gate grounds a derived belief on the
-// very result it was computed from (issue 36, "Exact grounding"). Until it
-// does, a belief derived from one lookup commits on whichever lookup of the
-// kind is current, and a refund runs on a lookup that shows nothing to
-// refund (TestModel/exact_grounding replays it deterministically): the
-// trials log that route as a known gap, with the invariant checker's
-// derived_source finding that is its cause, instead of failing. Set it to
-// true with the fix: the route then fails the trial, and the subtest runs.
-const modelExactGrounding = false
 
 // modelRecheckRetires says whether an action the gate refuses for good when
 // it rechecks it before its first attempt (its evidence was superseded
@@ -950,14 +942,6 @@ func modelChild(t *testing.T, dir string) {
 func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate, st blackboard.Store, worldPath string, stats *modelStats) {
 	t.Helper()
 	bad := func(format string, a ...any) { t.Errorf("seed %d: "+format, append([]any{seed}, a...)...) }
-	known := func(format string, a ...any) {
-		if modelExactGrounding {
-			bad(format, a...)
-			return
-		}
-		stats.known++
-		t.Logf("seed %d: known gap (issue 36, exact grounding): "+format, append([]any{seed}, a...)...)
-	}
 	evs, torn, err := readLedger(worldPath)
 	if err != nil {
 		t.Fatal(err)
@@ -1080,7 +1064,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 		if denied[action] && paid {
 			bad("refund %s ran after the approver denied it", action)
 		}
-		checkGrounding(bad, known, recs, commits, byAction, action)
+		checkGrounding(bad, recs, commits, byAction, action)
 		checkApproval(bad, recs, effects, action)
 	}
 
@@ -1115,11 +1099,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 // observation of its order in its trace, refundable: of the lookups of that
 // order recorded in the trace before the refund's commit decision, the
 // latest read the order refundable in the world.
-//
-// A refund whose belief was derived from another lookup than that one (of
-// another order, or an older read of its own) is issue 36's open route:
-// known reports it.
-func checkGrounding(bad, known func(string, ...any), recs map[string]blackboard.Record, commits map[string]audit.Record,
+func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record, commits map[string]audit.Record,
 	byAction map[string][]ledgerEvent, action string) {
 	act, ok := recs[action]
 	if !ok {
@@ -1171,24 +1151,16 @@ func checkGrounding(bad, known func(string, ...any), recs map[string]blackboard.
 			source = r.Provenance.InputRefs
 		}
 	}
-	report := bad
-	if beliefAt >= 0 && !slices.Equal(source, []string{latestRec}) {
-		report = known // derived from another result than the current lookup of the order
-	}
 	if latest == "" {
-		// Not the open route: there the refunded order's own lookup is the
-		// current observation the belief rests on, which binds it.
 		bad("refund %s of %s in %s ran with no lookup of %s recorded in the trace before its commit", action, order, trace, order)
 		return
 	}
 	for _, ev := range byAction[latest] {
 		if ev.Ev == "read" && ev.Attempt == latestAttempt {
 			if !ev.Refundable {
-				report("refund %s of %s in %s ran on stale evidence: the current lookup of %s when it committed (%s) read it not refundable; the trace:\n%s",
-					action, order, trace, order, latest, traceStory(recs, trace, order, at))
-				if beliefAt >= 0 {
-					report("refund %s rested on %s, derived from %v", action, belief.ID, source)
-				}
+				bad("refund %s of %s in %s ran on stale evidence: the current lookup of %s when it committed (%s, %s) read it not refundable; "+
+					"it rested on %s, derived from %v; the trace:\n%s",
+					action, order, trace, order, latest, latestRec, belief.ID, source, traceStory(recs, trace, order, at))
 			}
 			return
 		}
@@ -1260,13 +1232,9 @@ func traceStory(recs map[string]blackboard.Record, trace, order string, at int) 
 }
 
 // checkInvariants runs the stack-wide invariant checker over a trial's
-// store. While issue 36's exact grounding is open (modelExactGrounding),
-// its derived_source finding (a derived belief rests on its result's kind
-// rather than on the result) and its effect_grounding finding (an action
-// commits on an observation a newer one of its kind superseded) are logged
-// as the known gap they are, and so, while modelRecheckRetires is false, is
-// a once_holder finding whose holder was refused for good before any
-// attempt; every other violation fails the trial.
+// store. While modelRecheckRetires is false, a once_holder finding whose
+// holder was refused for good before any attempt is logged as the known
+// gap it is; every other violation fails the trial.
 func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboard.Store, stats *modelStats) {
 	t.Helper()
 	vs, err := invariant.Check(ctx, st)
@@ -1274,21 +1242,7 @@ func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboa
 		t.Errorf("seed %d: invariant check: %v", seed, err)
 		return
 	}
-	derived := 0
 	for _, v := range vs {
-		if v.Invariant == invariant.DerivedSource && !modelExactGrounding {
-			derived++
-			continue
-		}
-		if v.Invariant == invariant.EffectGrounding && !modelExactGrounding {
-			// The same gap seen from the action: its belief rests on an
-			// observation a newer one of the kind superseded before the
-			// commit, which the kernel does not refuse while the newer one
-			// passes the evidence checks.
-			stats.known++
-			t.Logf("seed %d: known gap (issue 36, exact grounding): %s%s", seed, v, named(ctx, st, v.Detail))
-			continue
-		}
 		if story := effectsOf(ctx, st, v.TraceID, v.RecordID); v.Invariant == invariant.OnceHolder && !modelRecheckRetires &&
 			strings.Contains(story, " "+toolgate.StatusRefused+" attempt 0 ") {
 			stats.known++
@@ -1296,10 +1250,6 @@ func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboa
 			continue
 		}
 		t.Errorf("seed %d: invariant: %s%s%s", seed, v, effectsOf(ctx, st, v.TraceID, v.RecordID), named(ctx, st, v.Detail))
-	}
-	if derived > 0 {
-		stats.known++
-		t.Logf("seed %d: known gap (issue 36, exact grounding): %d derived beliefs rest on their result's kind (invariant %s)", seed, derived, invariant.DerivedSource)
 	}
 }
 
@@ -1357,12 +1307,12 @@ func (p *modelProc) modelCall(ctx context.Context, trace, tool string, args map[
 // testModelExactGrounding replays the trials' exact-grounding finding
 // deterministically: a lookup of o1 (refundable) records its result, and
 // before the gate derives refund_due from it, a lookup of o2 (charged back)
-// in the same trace records its own and derives refund_due false. The
-// belief derived from o1's result then commits resting on o2's, the
-// current observation of the kind, and a refund of o2 passes the bindings
-// (o2's percept is the one under the belief) and runs.
+// in the same trace records its own and derives refund_due false. Before
+// issue 36's exact grounding, the belief derived from o1's result then
+// committed resting on o2's, the current observation of the kind, and a
+// refund of o2 passed the bindings (o2's percept was the one under the
+// belief) and ran. It must not run.
 func testModelExactGrounding(t *testing.T) {
-	modelKnown(t, modelExactGrounding, "a belief derived from one lookup commits on another (issue 36, exact grounding)")
 	ctx := context.Background()
 	world, err := openLedger(filepath.Join(t.TempDir(), "world"))
 	if err != nil {
