@@ -412,7 +412,10 @@ func (p *modelProc) tools() []toolgate.Tool {
 				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
 			},
-			Once:     toolgate.OnceBy("order_id"),
+			Once: toolgate.OnceBy("order_id"),
+			// The model's traces serve no recorded request: what it tests is
+			// grounding, once-keys, approvals and crashes across orders.
+			Unscoped: true,
 			Approval: toolgate.ApprovalPolicy{When: fmt.Sprintf("amount > %d", modelOver)},
 			Retry:    toolgate.RetryPolicy{MaxAttempts: 20, Backoff: time.Millisecond},
 			Effect:   p.refund,
