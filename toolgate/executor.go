@@ -1036,7 +1036,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		// caller gets its real values.
 		res.Derived, err = g.derive(ctx, j, w.ID, res.Output)
 		if len(j.e.Masked) > 0 && !mutMaskStore {
-			res.Output = out.Clone()
+			res.stored, res.Output = res.Output, out.Clone()
 		}
 	}
 	return res, err
