@@ -13,7 +13,7 @@
 //	bk export [--trace T]     records as JSON lines
 //	bk approve ACTION --as NAME --digest D [--note N] [--ttl T]
 //	bk deny ACTION --as NAME --digest D [--note N] [--ttl T]
-//	bk serve --token-file F   the approvals console in a browser (or --identity-header H; --addr)
+//	bk serve --token-file F   the approvals console in a browser (or --identity-header H; --addr, --hosts)
 //	bk erase TRACE --keys D   erase a trace's masked values: destroy its key in the key directory
 //
 // Every command takes --db FILE or --dsn DSN, exactly one (else $BK_DB or
@@ -35,7 +35,9 @@
 // exactly one of --identity-header and --token-file (else [ExitUsage],
 // before the store is opened), opens the store for writing as bk approve
 // does, and listens on [DefaultAddr], this host only, unless --addr says
-// otherwise, until it is interrupted.
+// otherwise, until it is interrupted. It serves a request addressed (its
+// Host) to an IP address, localhost, --addr's host or a name --hosts
+// lists, and refuses a token file group or others may read or write.
 //
 // The reports themselves ([Traces], [Timeline], [Explain], [Stats],
 // [Approvals], [Effects], [TraceEffects], [Export]) take any [blackboard.Store] and only read

@@ -24,7 +24,7 @@ func ExampleTraceEffects() {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			if tries++; tries == 1 {
-				return nil, toolgate.Retryable(errors.New("503 service unavailable"))
+				return nil, toolgate.Retryable(toolgate.Recordable(errors.New("503 service unavailable")))
 			}
 			return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 80.0}, nil
 		}}),

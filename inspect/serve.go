@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
@@ -24,6 +25,12 @@ type ServeConfig struct {
 	// person it authenticated; TokenFile is a file of bearer tokens and
 	// their names. Exactly one is given.
 	IdentityHeader, TokenFile string
+	// Hosts are the host names, besides an IP address, localhost and the
+	// host of Addr, that requests may address the console by (the Host
+	// header): the name a reverse proxy forwards, say. A request to any
+	// other is refused, so that a page whose name was rebound to the
+	// console's address (DNS rebinding) cannot use it.
+	Hosts []string
 	// Log is where the console says where it listens.
 	Log io.Writer
 }
@@ -50,7 +57,15 @@ var errNoServe = errors.New("serve: this program has no approvals console (no in
 func serveFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.serve.Addr, "addr", DefaultAddr, "the address to listen on (the default is this host only)")
 	fs.StringVar(&e.serve.IdentityHeader, "identity-header", "", "trust this request header, set by a reverse proxy, to name the approver")
-	fs.StringVar(&e.serve.TokenFile, "token-file", "", `a file of "TOKEN NAME" lines: bearer tokens (or basic-auth passwords) and the approvers they name`)
+	fs.StringVar(&e.serve.TokenFile, "token-file", "", `a file of "TOKEN NAME" lines: bearer tokens (or basic-auth passwords) and the approvers they name; mode 0600`)
+	fs.Func("hosts", "host names (comma-separated, NAME or NAME:PORT) the console may be addressed by besides an IP address, localhost and --addr's host", func(v string) error {
+		for h := range strings.SplitSeq(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				e.serve.Hosts = append(e.serve.Hosts, h)
+			}
+		}
+		return nil
+	})
 	e.check = func() error {
 		if (e.serve.IdentityHeader == "") == (e.serve.TokenFile == "") {
 			return cmdline.Usagef("give exactly one of --identity-header NAME and --token-file FILE: the console decides as a verified person, and will not start without one")

@@ -331,17 +331,19 @@ func (r *replayer) effect(_ context.Context, inv toolgate.Invocation) (blackboar
 	}
 	switch eff.Code {
 	case toolgate.CodeRetriesExhausted:
-		return nil, toolgate.Retryable(errors.New(eff.Error)) // one attempt allowed: exhausted at once
+		return nil, toolgate.Retryable(toolgate.Recordable(errors.New(eff.Error))) // one attempt allowed: exhausted at once
 	case toolgate.CodeOutputInvalid:
 		return blackboard.Payload{toolgate.KeyEffect: "reserved"}, nil // what the gate refuses as output
 	case toolgate.CodeEffectFailed:
 	default:
 		r.note("%s: the recorded failure %s of %s is replayed as %s", inv.Tool, eff.Code, r.current, toolgate.CodeEffectFailed)
 	}
+	// The recorded text is what the gate may store already: recorded
+	// again as it is.
 	if eff.ExecutionStatus != "" {
-		return nil, failure.New(eff.ExecutionStatus, eff.Error).WithRetryable(false)
+		return nil, toolgate.Recordable(failure.New(eff.ExecutionStatus, eff.Error).WithRetryable(false))
 	}
-	return nil, errors.New(eff.Error)
+	return nil, toolgate.Recordable(errors.New(eff.Error))
 }
 
 var errNoResult = errors.New("replay: no recorded result")

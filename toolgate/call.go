@@ -131,6 +131,10 @@ type Result struct {
 	// refusal is the budget's refusal behind a BUDGET_EXCEEDED or
 	// LOOP_DETECTED result, kept for [Result.Failure].
 	refusal error
+	// stored is the output as the store holds it, when Output holds the
+	// real values of masked fields ([Result.ForRecord]); nil when Output
+	// is what the store holds.
+	stored blackboard.Payload
 }
 
 // retryOnceKey is the once-key that binds a retry key in a trace. The

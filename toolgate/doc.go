@@ -94,7 +94,10 @@
 // code, the root cause, a failure's status and category, the hint, the
 // output of an executed call. An effect's error text (a panic's message,
 // a stack trace, an internal error) never reaches the model, neither there
-// nor in a hint; the decision record keeps it.
+// nor in a hint, nor the store: a record keeps the error's kind (its
+// type), the kernel's logger ([kernel.WithLogger]) gets the text, and an
+// effect that marks an error [Recordable] has its text recorded, with the
+// call's masked values replaced by their masks.
 //
 // # Retries of one call
 //
@@ -299,8 +302,11 @@
 // Retries are bounded by the tool's [RetryPolicy]: an error marked with
 // [Retryable] is retried after a backoff with jitter (a cancelled context
 // ends the wait), with the same key and the next attempt number; any
-// other error, or a panic, fails the call at once (EFFECT_FAILED); the
-// last retryable failure is EFFECT_RETRIES_EXHAUSTED. An attempt left
+// other error fails the call at once (EFFECT_FAILED); the last retryable
+// failure is EFFECT_RETRIES_EXHAUSTED. A panic is EFFECT_UNKNOWN (the
+// effect may have acted before it panicked): nothing starts it again, the
+// action keeps its once-key, a person settles it, and the kernel's logger
+// gets the panic's value and stack at error level. An attempt left
 // without a result counts against the budget.
 //
 // This is exactly once from the store's point of view, not in the world.

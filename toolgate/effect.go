@@ -46,7 +46,10 @@ type Effect struct {
 	Approval string
 	// Approver and Note are an escalation's: who denied, and the note.
 	Approver, Note string
-	// Error is the message of a failure or a refusal for good.
+	// Error is the message of a failure or a refusal for good: the
+	// gate's own words, or of an effect's error what may be stored (its
+	// kind, or the masked text of a [Recordable] one), never the raw
+	// text of an effect's error or panic.
 	Error string
 	// ExecutionStatus, Category and Retryable are a failure's typed
 	// signal ([failure.Failure]), when the effect's error carried one;
@@ -57,7 +60,8 @@ type Effect struct {
 	// LeaseUntilMS is an attempt's deadline (Unix milliseconds, the
 	// kernel's clock): no other driver takes the action over before it.
 	LeaseUntilMS int64
-	// PreviousError is, on a retry, the error of the attempt before.
+	// PreviousError is, on a retry, the error of the attempt before, as
+	// Error holds one.
 	PreviousError string
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -768,7 +769,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		if n >= pol.MaxAttempts {
 			detail := "attempt " + strconv.Itoa(n) + " left no result"
 			if n == mine && lastErr != nil {
-				detail = lastErr.Error()
+				detail = g.errorText(ctx, j, lastErr)
 			}
 			return g.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
 		}
@@ -821,7 +822,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			// The write took most of the lease: an effect started now
 			// would lose its context at once. The attempt counts as
 			// used; the next one gets a lease of its own.
-			effErr = Retryable(fmt.Errorf("the attempt's write left %v of its lease, less than the margin %v: the effect was not started", left, margin))
+			effErr = Recordable(Retryable(fmt.Errorf("the attempt's write left %v of its lease, less than the margin %v: the effect was not started", left, margin)))
 		} else {
 			out, effErr = g.invoke(actx, j, mine, left)
 		}
@@ -835,6 +836,13 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			}
 			return g.finish(ctx, j, mine, rec, out, CodeEffectSucceeded, "")
 		}
+		if p := (*errPanicked)(nil); errors.As(effErr, &p) && !mutPanicFailed {
+			// The effect may have acted before it panicked (the money
+			// moved, then building its output blew up): its outcome is
+			// unknown, never "failed".
+			g.logPanic(ctx, j, mine, p)
+			return g.panicked(ctx, j, mine, rec)
+		}
 		j.failure = typedFailure(effErr)
 		if err := ctx.Err(); err != nil {
 			// The attempt stays without a result; once its lease is over,
@@ -845,10 +853,10 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			return g.unknown(ctx, j, mine, rec)
 		}
 		if !IsRetryable(effErr) {
-			return g.finish(ctx, j, mine, rec, nil, CodeEffectFailed, effErr.Error())
+			return g.finish(ctx, j, mine, rec, nil, CodeEffectFailed, g.errorText(ctx, j, effErr))
 		}
 		if mine >= pol.MaxAttempts {
-			return g.finish(ctx, j, mine, rec, nil, CodeRetriesExhausted, effErr.Error())
+			return g.finish(ctx, j, mine, rec, nil, CodeRetriesExhausted, g.errorText(ctx, j, effErr))
 		}
 		lastErr = effErr
 		if err := pause.Sleep(ctx, backoff(pol, mine)); err != nil {
@@ -870,7 +878,7 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.
 	if prev.ID != "" {
 		refs = append(refs, prev.ID)
 		if prevErr != nil {
-			eff.PreviousError = prevErr.Error()
+			eff.PreviousError = g.errorText(ctx, j, prevErr)
 		}
 	}
 	if n == 1 && j.approval != "" {
@@ -883,8 +891,9 @@ func (g *Gate) startAttempt(ctx context.Context, j *job, n int, prev blackboard.
 }
 
 // invoke calls the effect for attempt n, with a context that ends after
-// left (see effectTime). A panic is a failure retrying cannot fix; running
-// out of the lease is one it may.
+// left (see effectTime). A panic is recovered as an [errPanicked], with
+// its stack: run records its outcome as unknown. Running out of the lease
+// is a failure a retry may fix.
 func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (out blackboard.Payload, err error) {
 	if mutLeaseDeadline {
 		left = g.lease // a full lease from after the write
@@ -893,7 +902,11 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("effect panicked: %v", r)
+			if mutPanicFailed {
+				out, err = nil, fmt.Errorf("effect panicked: %v", r)
+				return
+			}
+			out, err = nil, &errPanicked{value: r, stack: debug.Stack()}
 		}
 	}()
 	inv := Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.effectArgs()}
@@ -939,6 +952,19 @@ func (g *Gate) unknown(ctx context.Context, j *job, n int, att blackboard.Record
 	return g.finish(ctx, j, n, att, nil, CodeEffectUnknown, detail)
 }
 
+// panicked records that the effect of attempt n panicked: it may have
+// acted first, so the outcome is EFFECT_UNKNOWN (typed FAILED_UNKNOWN,
+// not retryable), the result key is claimed and the action keeps its
+// once-key, so that nothing starts the effect again and a person settles
+// it. The record holds no word of the panic's value: the operator's log
+// has it, with the stack ([Gate.logPanic]).
+func (g *Gate) panicked(ctx context.Context, j *job, n int, att blackboard.Record) (Result, error) {
+	detail := "attempt " + strconv.Itoa(n) + " panicked; it may have taken effect before it did, so " + quote(j.e.Name) +
+		" is not started again: check whether it took effect"
+	j.failure = failure.New(failure.StatusUnknown, string(CodeEffectUnknown)+": "+detail).WithRetryable(false)
+	return g.finish(ctx, j, n, att, nil, CodeEffectUnknown, detail)
+}
+
 // finish records the job's result, claiming the result key, with its
 // decision record in the same write: a success under the tool's result
 // kind (the output at the top level), anything else as a failure. A
@@ -964,7 +990,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		}
 		payload, err := g.mask.payload(ctx, j.trace, out.Clone(), j.e.Masked)
 		if err != nil {
-			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be masked: "+err.Error())
+			return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be masked: a masked field is not a JSON value")
 		}
 		if payload == nil {
 			payload = blackboard.Payload{}
@@ -1000,7 +1026,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	case errors.Is(err, blackboard.ErrDuplicateKey):
 		return g.recordedByKey(ctx, j)
 	case code == CodeEffectSucceeded && (errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge)):
-		return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output cannot be recorded: "+err.Error())
+		return g.finish(ctx, j, n, att, nil, CodeOutputInvalid, outputProblem(err))
 	case err != nil:
 		return Result{ActionID: j.act.ID}, err
 	}
@@ -1010,10 +1036,19 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		// caller gets its real values.
 		res.Derived, err = g.derive(ctx, j, w.ID, res.Output)
 		if len(j.e.Masked) > 0 && !mutMaskStore {
-			res.Output = out.Clone()
+			res.stored, res.Output = res.Output, out.Clone()
 		}
 	}
 	return res, err
+}
+
+// outputProblem words why an output cannot be recorded, without the
+// store's words, which may quote a value of it.
+func outputProblem(err error) string {
+	if errors.Is(err, kernel.ErrPayloadTooLarge) {
+		return "the output cannot be recorded: it is over the store's size limit"
+	}
+	return "the output cannot be recorded: it is not a JSON value the store keeps"
 }
 
 // backoff is the wait after attempt n failed: Backoff doubled n-1 times,

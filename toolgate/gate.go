@@ -807,7 +807,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		if args, err = g.mask.payload(ctx, c.TraceID, args, e.Masked); keyFailed(err) {
 			return noJob(Result{}, err)
 		} else if err != nil {
-			prob = &argProblem{detail: "the arguments cannot be masked: " + err.Error()}
+			prob = &argProblem{detail: "the arguments cannot be masked: a masked field is not a JSON value"}
 		}
 	}
 	if prob != nil {
@@ -816,7 +816,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		cc["args"] = map[string]any(args)
 		digest, err := ArgsDigest(args)
 		if err != nil {
-			prob = &argProblem{detail: "the arguments cannot be stored: " + err.Error()}
+			prob = &argProblem{detail: storeProblem(err, len(c.Args))}
 		} else {
 			cc["args_digest"] = digest
 		}
@@ -873,7 +873,8 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	}
 	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, "the arguments cannot be stored: "+err.Error(), cc))
+		footprint(cc, c.Args, e)
+		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, storeProblem(err, len(c.Args)), cc))
 	}
 	if err != nil {
 		return Result{}, nil, err
@@ -954,14 +955,20 @@ func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
 
 // withRawArgs adds the raw arguments of c to its call context cc when they
 // are short, for the record of a call refused before they parse, and
-// returns cc. A tool e that masks fields has none added: its raw
-// arguments would hold the values unmasked.
+// returns cc; longer ones are recorded by their size and digest
+// ([footprint]). A tool e that masks fields has none added, and no
+// digest: its raw arguments would hold the values unmasked.
 func withRawArgs(cc blackboard.Payload, c Call, e *entry) blackboard.Payload {
 	if e != nil && len(e.Masked) > 0 && !mutMaskStore {
+		if len(c.Args) > maxRawArgs {
+			footprint(cc, c.Args, e)
+		}
 		return cc
 	}
 	if len(c.Args) <= maxRawArgs {
 		cc["args_raw"] = strings.ToValidUTF8(string(c.Args), "\uFFFD")
+	} else {
+		footprint(cc, c.Args, e)
 	}
 	return cc
 }
@@ -998,6 +1005,13 @@ func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string
 	}
 	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 		Code: code, Detail: detail, Context: cc})
+	if d, smaller, ok := shrunk(err, detail, cc); ok {
+		// Over the store's size limit (arguments near it, kept in the
+		// context): recorded with their size and digest instead.
+		detail = d
+		dr, err = audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
+			Code: code, Detail: detail, Context: smaller})
+	}
 	if err != nil {
 		return Result{}, err
 	}

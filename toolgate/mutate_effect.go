@@ -14,3 +14,20 @@ func init() {
 		mutant.Def{Name: "toolgate.caller_effect", On: &mutCallerEffect,
 			Check: "an action of a caller-driven tool never starts without the caller's effect: Execute, Recover and Resolve answer EFFECT_UNAVAILABLE, record nothing and leave its approval and keys to the caller's retry"})
 }
+
+// Switches of the records of an effect's error or panic (effect_error.go).
+var (
+	// mutPanicFailed records an effect that panicked as EFFECT_FAILED,
+	// with the panic's text, and logs nothing.
+	mutPanicFailed bool
+	// mutEffectErrorText stores the raw text of an effect's error.
+	mutEffectErrorText bool
+)
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.effect_panic_unknown", On: &mutPanicFailed,
+			Check: "an effect that panics is EFFECT_UNKNOWN (it may have acted), never EFFECT_FAILED; the operator's logger gets the panic and its stack, the store neither"},
+		mutant.Def{Name: "toolgate.effect_error_text", On: &mutEffectErrorText,
+			Check: "the raw text of an effect's error is never stored: a record keeps its kind, or the masked text of a Recordable error"})
+}

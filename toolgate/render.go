@@ -56,13 +56,32 @@ type ReplyContent struct {
 //	{"outcome":"failed","code":"EFFECT_FAILED","root_cause":"EFFECT_FAILED","root_cause_record":"percepts:t:7","execution_status":"FAILED_UNKNOWN","category":"unknown","hint":"The tool failed. Do not retry unless the user asks."}
 //
 // An output that cannot be encoded as JSON is left out and replaced by
-// OutputError. The Reply shares the output's values with r.
+// OutputError. The Reply shares the output's values with r. A masked
+// output field ([Tool.Masked]) holds its real value: the reply is for the
+// model's conversation, never for a record ([Result.ForRecord]).
 func (r Result) ForModel() Reply {
+	return r.reply(r.Output)
+}
+
+// ForRecord renders r as [Result.ForModel] does, with each masked output
+// field ([Tool.Masked]) holding its masked form, as the store holds it:
+// the rendering for anything that is itself recorded, such as the last
+// result a compiled context shows the model (package pack). For a tool
+// that masks nothing it is ForModel.
+func (r Result) ForRecord() Reply {
+	if r.stored != nil && !mutMaskStore {
+		return r.reply(r.stored)
+	}
+	return r.reply(r.Output)
+}
+
+// reply renders r with out as the output of an executed call.
+func (r Result) reply(out blackboard.Payload) Reply {
 	c := ReplyContent{Outcome: r.Outcome, Code: r.Code, RootCause: r.RootCause.Code, RootRecord: r.RootCause.Record,
 		Hint: r.Hint, ApprovalID: r.ApprovalID}
 	switch {
 	case r.Outcome == audit.OutcomeExecuted:
-		c.Output = r.Output
+		c.Output = out
 	case r.Outcome == audit.OutcomeFailed:
 		if f, ok := r.Failure(); ok {
 			c.Status, c.Category = f.Status(), f.Category()

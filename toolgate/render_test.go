@@ -59,8 +59,8 @@ func TestForModel(t *testing.T) {
 // TestAttackEffectErrorNeverReachesTheModel: an effect that panics, or
 // fails, with a secret in its message. The model's rendering of the
 // result (and the hint in it) holds the code, the failure's kind and the
-// hint, never the message; the decision record keeps it, for the
-// operator.
+// hint, never the message; the operator's log has it, and no record does
+// (a panic is EFFECT_UNKNOWN: it may have acted first).
 func TestAttackEffectErrorNeverReachesTheModel(t *testing.T) {
 	const secret = "sk-live-9f8e7d6c5b4a"
 	for _, tc := range []struct {
@@ -70,7 +70,7 @@ func TestAttackEffectErrorNeverReachesTheModel(t *testing.T) {
 	}{
 		{"a panic", func(context.Context, Invocation) (blackboard.Payload, error) {
 			panic("db password=" + secret + "\ngoroutine 7 [running]:\nmain.handler(...)")
-		}, CodeEffectFailed},
+		}, CodeEffectUnknown},
 		{"an untyped error", func(context.Context, Invocation) (blackboard.Payload, error) {
 			return nil, Retryable(errors.New("upstream rejected token " + secret))
 		}, CodeRetriesExhausted},
@@ -79,6 +79,7 @@ func TestAttackEffectErrorNeverReachesTheModel(t *testing.T) {
 		}, CodeEffectFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			sink := &logSink{}
 			onStores(t, func(t *testing.T, d *desk) {
 				d.setEffect("search_kb", tc.effect)
 				res := d.call("t", "researcher", "", "search_kb", `{"query":"q"}`)
@@ -90,14 +91,11 @@ func TestAttackEffectErrorNeverReachesTheModel(t *testing.T) {
 				if !rep.IsError || rep.Content.Status == "" || rep.Content.Category == "" || rep.Content.Hint == "" {
 					t.Errorf("the model does not get the code, kind and hint: %s", rep.Text)
 				}
-				kept := false
-				for _, dr := range d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeFailed}) {
-					kept = kept || strings.Contains(dr.Context["error"].(string), secret)
+				d.noSecret(t, secret)
+				if !strings.Contains(sink.String(), secret) {
+					t.Error("the operator's log lost the effect's error text")
 				}
-				if !kept {
-					t.Error("the decision record lost the effect's error text")
-				}
-			})
+			}, withLog(sink))
 		})
 	}
 }

@@ -74,6 +74,8 @@ func (g *Gate) holderState(ctx context.Context, holderID string) string {
 				return "An earlier call of this action was refused and did not run; it has been queued for review. Do not retry it; tell the user it is under review."
 			}
 			return "An earlier call of this action was refused and did not run. Do not retry it; tell the user it cannot be done now."
+		case rec.Kind == KindFailed && effectOf(rec).Code == CodeEffectUnknown:
+			return "An earlier call of this action was started and whether it took effect is not known. Do not retry it; tell the user a person will check."
 		case rec.Kind == KindFailed:
 			return "An earlier call of this action was tried and failed; it cannot be repeated. Do not retry it; tell the user it did not succeed."
 		}

@@ -170,7 +170,7 @@ func (s *schema) check(raw json.RawMessage) (blackboard.Payload, *argProblem) {
 		v = nil
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		if err := dec.Decode(&v); err != nil {
-			return nil, &argProblem{detail: "the arguments are not valid JSON: " + err.Error()}
+			return nil, &argProblem{detail: notJSON(err)}
 		}
 		if dec.More() {
 			return nil, &argProblem{detail: "the arguments hold more than one JSON value"}
@@ -220,25 +220,31 @@ func (s *schema) blame(args map[string]any, keys []string, err error) *argProble
 			return &argProblem{r, fmt.Sprintf("argument %q is required", r)}
 		}
 	}
-	return &argProblem{detail: "the arguments do not fit the schema: " + innermost(err)}
-}
-
-// innermost is the library's words for what failed, without the chain of
-// "validating <schema>" it wraps them in.
-func innermost(err error) string {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err.Error()
-		}
-		err = next
+	if rule := brokenRule(s.whole.Schema(), args); rule != "" {
+		return &argProblem{detail: "the arguments break the schema's rule " + rule}
 	}
+	return &argProblem{detail: "the arguments do not fit the schema"}
 }
 
-// describe words an argument's failure: a wrong JSON type or a value
-// outside the enum as a model best reads it (the words the gate has always
-// used), anything else in the library's words.
+// notJSON words arguments that do not parse: where, never what (the
+// decoder's words quote the offending text).
+func notJSON(err error) string {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return fmt.Sprintf("the arguments are not valid JSON (at byte %d)", se.Offset)
+	}
+	return "the arguments are not valid JSON"
+}
+
+// describe words an argument's failure, naming the argument and the rule
+// it broke, never its value: the library's words quote the value, and a
+// refusal's words go into its decision record and back to the model. A
+// wrong JSON type or a value outside the enum is worded as a model best
+// reads it; any other failure names the schema keyword that refuses the
+// value ([brokenRule]).
 func describe(key string, v any, sch *jsonschema.Schema, err error) string {
+	if mutSchemaQuote {
+		return fmt.Sprintf("argument %q: %v", key, err)
+	}
 	types := sch.Types
 	if sch.Type != "" {
 		types = []string{sch.Type}
@@ -250,7 +256,178 @@ func describe(key string, v any, sch *jsonschema.Schema, err error) string {
 		allowed, _ := json.Marshal(sch.Enum)
 		return fmt.Sprintf("argument %q must be one of %s", key, allowed)
 	}
-	return fmt.Sprintf("argument %q: %s", key, innermost(err))
+	if rule := brokenRule(sch, v); rule != "" {
+		return fmt.Sprintf("argument %q breaks its rule %s", key, rule)
+	}
+	return fmt.Sprintf("argument %q does not fit its schema", key)
+}
+
+// Keywords a schema keyword needs beside it to mean what it means, and
+// keywords that only annotate.
+var (
+	ruleCompanions = map[string][]string{
+		"additionalProperties": {"properties", "patternProperties"},
+		"additionalItems":      {"items"},
+		"items":                {"prefixItems"},
+		"if":                   {"then", "else"},
+		"then":                 {"if"},
+		"else":                 {"if"},
+		"minContains":          {"contains"},
+		"maxContains":          {"contains"},
+	}
+	ruleAnnotations = []string{"$schema", "$id", "$anchor", "$dynamicAnchor", "$comment", "$defs", "definitions",
+		"$vocabulary", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"}
+)
+
+// maxRuleValue bounds the part of a rule's value a refusal quotes.
+const maxRuleValue = 120
+
+// maxRuleDepth bounds how deep brokenRule follows properties and items.
+const maxRuleDepth = 8
+
+// brokenRule names the first keyword of sch, in name order, that refuses
+// v on its own (with the keywords it needs beside it, [ruleCompanions],
+// and the root's definitions, so that a $ref resolves): the keyword
+// quoted, with its value when that is short, and, when it is a declared
+// property's or an item's schema that refuses, where ("at /zip",
+// "at /lines/0"), found the same way. What it quotes comes from the
+// schema, the tool's published policy, and v's shape (a declared
+// property, a position), never from v's values. It is "" when no keyword
+// refuses v alone (a rule across keywords, such as
+// unevaluatedProperties).
+func brokenRule(sch *jsonschema.Schema, v any) string {
+	if sch == nil {
+		return ""
+	}
+	b, err := json.Marshal(sch)
+	if err != nil {
+		return ""
+	}
+	var doc map[string]any
+	if json.Unmarshal(b, &doc) != nil {
+		return ""
+	}
+	defs := map[string]any{}
+	for _, c := range []string{"$schema", "$defs", "definitions"} {
+		if x, ok := doc[c]; ok {
+			defs[c] = x
+		}
+	}
+	rule, at := findRule(doc, defs, v, 0)
+	if rule == "" || at == "" {
+		return rule
+	}
+	return rule + " at " + at
+}
+
+// findRule is brokenRule over a schema's JSON doc, with the root's
+// definitions defs: the rule, and the path below v where it broke.
+func findRule(doc, defs map[string]any, v any, depth int) (rule, at string) {
+	for _, kw := range slices.Sorted(maps.Keys(doc)) {
+		if slices.Contains(ruleAnnotations, kw) {
+			continue
+		}
+		part := map[string]any{kw: doc[kw]}
+		for _, c := range ruleCompanions[kw] {
+			if x, ok := doc[c]; ok {
+				part[c] = x
+			}
+		}
+		if !refuses(part, defs, v) {
+			continue
+		}
+		if depth < maxRuleDepth {
+			if r, a := findBelow(kw, doc[kw], defs, v, depth); r != "" {
+				return r, a
+			}
+		}
+		return ruleText(kw, doc[kw]), ""
+	}
+	return "", ""
+}
+
+// findBelow looks for the rule that broke inside a keyword that refuses
+// v: a $ref into the root's definitions, the first declared property (by
+// name) or the first item that its own schema refuses.
+func findBelow(kw string, val any, defs map[string]any, v any, depth int) (rule, at string) {
+	switch kw {
+	case "$ref":
+		// A definition of the root's: the rule inside it, at v itself.
+		ref, _ := val.(string)
+		for _, c := range []string{"$defs", "definitions"} {
+			if name, ok := strings.CutPrefix(ref, "#/"+c+"/"); ok {
+				all, _ := defs[c].(map[string]any)
+				if sub, isDoc := all[name].(map[string]any); isDoc {
+					return findRule(sub, defs, v, depth+1)
+				}
+			}
+		}
+	case "properties":
+		props, _ := val.(map[string]any)
+		obj, _ := v.(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			x, present := obj[name]
+			sub, isDoc := props[name].(map[string]any)
+			if !present || !isDoc || !refuses(sub, defs, x) {
+				continue
+			}
+			r, a := findRule(sub, defs, x, depth+1)
+			if r == "" {
+				return "", ""
+			}
+			return r, "/" + pointerToken(name) + a
+		}
+	case "items":
+		sub, isDoc := val.(map[string]any)
+		arr, _ := v.([]any)
+		for i, x := range arr {
+			if !isDoc || !refuses(sub, defs, x) {
+				continue
+			}
+			r, a := findRule(sub, defs, x, depth+1)
+			if r == "" {
+				return "", ""
+			}
+			return r, "/" + strconv.Itoa(i) + a
+		}
+	}
+	return "", ""
+}
+
+// refuses reports whether the schema doc, with the root's definitions,
+// resolves and refuses v.
+func refuses(doc, defs map[string]any, v any) bool {
+	whole := make(map[string]any, len(doc)+len(defs))
+	maps.Copy(whole, doc)
+	for k, x := range defs {
+		if _, own := whole[k]; !own {
+			whole[k] = x
+		}
+	}
+	b, err := json.Marshal(whole)
+	if err != nil {
+		return false
+	}
+	var s jsonschema.Schema
+	if json.Unmarshal(b, &s) != nil {
+		return false
+	}
+	r, err := s.Resolve(nil)
+	return err == nil && r.Validate(v) != nil
+}
+
+// pointerToken escapes a property name as a JSON Pointer token.
+func pointerToken(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}
+
+// ruleText quotes a keyword, and its value (from the schema) when its
+// JSON is short.
+func ruleText(kw string, val any) string {
+	if b, err := json.Marshal(val); err == nil && len(b) <= maxRuleValue {
+		return fmt.Sprintf("%q (%s)", kw, b)
+	}
+	return strconv.Quote(kw)
 }
 
 // hasType reports whether a decoded JSON value has the JSON Schema type t.

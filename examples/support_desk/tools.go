@@ -45,7 +45,8 @@ func (d *desk) refund(_ context.Context, inv toolgate.Invocation, a refundArgs) 
 	n := d.effects.Add(1)
 	p, replayed, err := d.w.Refund(inv.Key, a.OrderID, a.Amount)
 	if err == errUnavailable {
-		return nil, toolgate.Retryable(err)
+		// Our own words, no customer data: the record may keep them.
+		return nil, toolgate.Retryable(toolgate.Recordable(err))
 	}
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,7 @@ type config struct {
 	namespace string
 	ttl       time.Duration
 	now       func() time.Time
+	hosts     []string // lower case, from WithHosts
 }
 
 // WithNamespace limits the console to one namespace: it lists and decides
@@ -129,8 +131,9 @@ func (c *Console) Close() error {
 }
 
 // ServeHTTP answers a request: every response carries a strict content
-// security policy, and a request that names no identity is refused (401)
-// before anything is read.
+// security policy, a request addressed to a host the console does not
+// serve is refused (421, see [WithHosts]) and one that names no identity
+// is refused (401), both before anything is read.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	// No script, no frame, no foreign resource: stored text that slipped
@@ -140,6 +143,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
+	if !c.hostAllowed(r.Host) {
+		http.Error(w, "this console does not serve the host "+strconv.Quote(r.Host)+" (bk serve --hosts)", http.StatusMisdirectedRequest)
+		return
+	}
 	if _, ok := c.identity(r); !ok && !mutIdentity {
 		h.Set("WWW-Authenticate", `Basic realm="bk serve", charset="UTF-8"`)
 		http.Error(w, "who are you? the console needs an identity (a token, or the proxy's header)", http.StatusUnauthorized)

@@ -68,7 +68,7 @@ func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				if d.failures.Add(-1) >= 0 {
-					return nil, toolgate.Retryable(errors.New("payment API: 503 service unavailable"))
+					return nil, toolgate.Retryable(toolgate.Recordable(errors.New("payment API: 503 service unavailable")))
 				}
 				d.refunds.Add(1)
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
@@ -449,7 +449,8 @@ func TestOptions(t *testing.T) {
 	d := newDesk(t, "A1")
 	f := d.form(t, aliceToken, "approve", "")
 	serve := func(opts ...console.Option) func(r *http.Request) *httptest.ResponseRecorder {
-		c, err := console.New(d.s, console.HeaderIdentity("X-User"), opts...)
+		// httptest's requests name the host example.com.
+		c, err := console.New(d.s, console.HeaderIdentity("X-User"), append(opts, console.WithHosts("example.com"))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -495,7 +496,7 @@ func TestOptions(t *testing.T) {
 // TestHeaderIdentity: behind a proxy, the header names the approver; a
 // request without it is refused.
 func TestHeaderIdentity(t *testing.T) {
-	c, err := console.New(memstore.New(), console.HeaderIdentity("X-Forwarded-User"))
+	c, err := console.New(memstore.New(), console.HeaderIdentity("X-Forwarded-User"), console.WithHosts("example.com"))
 	if err != nil {
 		t.Fatal(err)
 	}

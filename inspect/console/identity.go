@@ -59,13 +59,26 @@ const minToken = 16
 // ReadTokens reads a token file for [TokenIdentity]: one "TOKEN NAME" a
 // line, separated by white space; blank lines and lines starting with #
 // are skipped. A token shorter than 16 characters, a token given twice, a
-// line without a name, or a file with no token is [ErrInvalidConfig].
+// line without a name, a file with no token, and a file that is not a
+// regular file or that group or others may read or write (want mode 0600
+// or 0400: whoever reads a token approves as its name, and whoever writes
+// the file adds a name) are [ErrInvalidConfig].
 func ReadTokens(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: token file: %w", ErrInvalidConfig, err)
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: token file: %w", ErrInvalidConfig, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: token file %s is not a regular file", ErrInvalidConfig, path)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 && !mutTokenMode {
+		return nil, fmt.Errorf("%w: token file %s has mode %#o: group or others may read or write it (want 0600)", ErrInvalidConfig, path, perm)
+	}
 	tokens := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {

@@ -3,4 +3,4 @@
 package console
 
 // The switches of mutate_console.go, compiled out.
-const mutCSRF, mutIdentity, mutSVG = false, false, false
+const mutCSRF, mutIdentity, mutSVG, mutHost, mutTokenMode = false, false, false, false, false

@@ -14,7 +14,9 @@ import (
 
 // Run serves the console as `bk serve` does ([inspect.WithServe]): over
 // cfg.Store, as the identity its header or token file gives, on cfg.Addr
-// (default [inspect.DefaultAddr]), until ctx is done; then it stops taking
+// (default [inspect.DefaultAddr]), addressed by an IP address, localhost,
+// the host name of cfg.Addr or one of cfg.Hosts ([WithHosts]), until ctx
+// is done; then it stops taking
 // requests and lets those under way finish (at most 5 s). A config with
 // neither or both identities, or a bad token file, is [ErrInvalidConfig],
 // and nothing listens.
@@ -32,12 +34,17 @@ func Run(ctx context.Context, cfg inspect.ServeConfig) error {
 		}
 		id = TokenIdentity(tokens)
 	}
-	c, err := New(cfg.Store, id, WithNamespace(cfg.Namespace))
+	addr := cmp.Or(cfg.Addr, inspect.DefaultAddr)
+	hosts := cfg.Hosts
+	if name, _, err := net.SplitHostPort(addr); err == nil && name != "" {
+		hosts = append(hosts[:len(hosts):len(hosts)], name) // the name it listens on
+	}
+	c, err := New(cfg.Store, id, WithNamespace(cfg.Namespace), WithHosts(hosts...))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cmp.Or(cfg.Addr, inspect.DefaultAddr))
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}

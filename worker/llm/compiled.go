@@ -30,7 +30,9 @@ type ContextGate interface {
 // [Task.System] (required), the current task [Task.User], the progress one
 // line per earlier tool call of the run (its tool and the gate's outcome
 // and code, never the model's own text or arguments), the last result the
-// gate's answers to the previous round's calls, the tools those the gate
+// gate's answers to the previous round's calls (each as it may be
+// recorded, [toolgate.Result.ForRecord]: a masked output field shows its
+// masked form, as the evidence does), the tools those the gate
 // surfaced, and the safety mode and the policy in force read from the
 // gate ([pack.Govern]); the compiler adds the trace's current evidence and
 // the namespace's memory, and compresses or evicts above 90 % of its
@@ -53,7 +55,7 @@ func WithCompiler(c *pack.Compiler) AgentOption {
 func (a *Agent) compile(ctx context.Context, t Task, rt *taskRuntime, res *AgentResult, tools []toolgate.Spec, last int) (*pack.Pack, string, error) {
 	k := a.cg.Kernel()
 	run := pack.Run{TraceID: t.TraceID, Namespace: k.Namespace(), Budget: t.Budget, Role: t.Caller, Intent: t.Intent}
-	in := pack.Input{Mission: t.System, Task: t.User, Progress: progress(res), LastResult: lastResult(res.Messages, last), Tools: tools}
+	in := pack.Input{Mission: t.System, Task: t.User, Progress: progress(res), LastResult: lastResult(res, last), Tools: tools}
 	if !rt.toolsAllowed() {
 		in.Signals = []string{"Your grant of tool calls has ended (" + string(rt.t.Grant.End()) + "): call no tool, answer with what you have."}
 	}
@@ -94,11 +96,18 @@ func progress(res *AgentResult) []pack.Step {
 	return steps
 }
 
-// lastResult is the previous round's tool results, one line each: the
-// call's id and tool, and the gate's answer as the model reads it.
-func lastResult(msgs []Message, last int) string {
+// lastResult is the previous round's tool results (res.Messages[last:]),
+// one line each: the call's id and tool, and the gate's answer as a
+// record may hold it: the compiled context is recorded, so a masked
+// output field shows its masked form, never its real value.
+func lastResult(res *AgentResult, last int) string {
+	msgs := res.Messages
 	if last < 1 || last > len(msgs) {
 		return ""
+	}
+	answers := make(map[string]toolgate.Result, len(res.Calls))
+	for _, c := range res.Calls {
+		answers[c.Call.ID] = c.Result
 	}
 	tools := map[string]string{}
 	for _, c := range msgs[last-1].ToolCalls {
@@ -109,7 +118,11 @@ func lastResult(msgs []Message, last int) string {
 		if m.Role != "tool" {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s %s: %s\n", m.ToolCallID, tools[m.ToolCallID], oneLine(m.Content))
+		text := m.Content // a call the gate never saw: the agent's own words
+		if r, ok := answers[m.ToolCallID]; ok && !mutCompiledReal {
+			text = r.ForRecord().Text
+		}
+		fmt.Fprintf(&b, "- %s %s: %s\n", m.ToolCallID, tools[m.ToolCallID], oneLine(text))
 	}
 	return b.String()
 }
