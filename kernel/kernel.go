@@ -423,6 +423,9 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	if err := checkName("trace id", e.TraceID); err != nil {
 		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
+	if err := k.checkTraceOwner(op, e.TraceID); err != nil {
+		return blackboard.Record{}, err
+	}
 	if err := checkName("kind", e.Kind); err != nil {
 		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
