@@ -109,7 +109,7 @@ func deskTraces(t *testing.T, s blackboard.Store) []string {
 func recordedDecisions(t *testing.T, s blackboard.Store, trace string) []audit.Record {
 	t.Helper()
 	var out []audit.Record
-	for rec, err := range s.ListTrace(context.Background(), trace) {
+	for rec, err := range s.ListTrace(context.Background(), "", trace) {
 		if err != nil {
 			t.Fatal(err)
 		}
