@@ -288,7 +288,7 @@ func newQueries(schema string) queries {
 		// One row whether or not the trace exists (an unknown trace reads
 		// as zeros and a NULL state), with the counter of namespace $2 (0
 		// without a row).
-		readState: "SELECT coalesce(t.n, 0), coalesce(t.namespace, ''), coalesce(t.version, 0), coalesce(t.state_version, 0), t.state," +
+		readState: "SELECT coalesce(t.n, 0), CASE WHEN t.n > 0 THEN t.namespace ELSE '' END, coalesce(t.version, 0), coalesce(t.state_version, 0), t.state," +
 			" coalesce((SELECT shared FROM " + namespaces + " WHERE namespace = $2), 0)" +
 			" FROM (VALUES (1)) AS one LEFT JOIN " + traces + " t ON t.trace_id = $1 AND t.namespace = $2",
 		// One change for each namespace whose persistent constraints the
