@@ -171,7 +171,7 @@ func TestExplainDenial(t *testing.T) {
 	s, denied := deskWithDenial(t)
 	recs := map[string]blackboard.Record{}
 	var fallback, escalation string
-	for r, err := range s.ListTrace(ctx, "", "ticket-9") {
+	for r, err := range s.ListTrace(ctx, "desk", "ticket-9") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestExplainRuleViolation(t *testing.T) {
 	ctx := context.Background()
 	s, _ := deskWithDenial(t)
 	var refused string
-	for r, err := range s.ListTrace(ctx, "", "ticket-9") {
+	for r, err := range s.ListTrace(ctx, "desk", "ticket-9") {
 		if err != nil {
 			t.Fatal(err)
 		}
