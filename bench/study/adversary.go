@@ -173,10 +173,19 @@ func (a *kernelAgent) kernelFor(ep Episode, store blackboard.Store) (*kernel.Ker
 // ledgerNamespace is the namespace of the episode's trace agent a played:
 // its kernel's for a kernel agent, else the default namespace.
 func ledgerNamespace(a Agent, traceID string) string {
-	if ka, ok := a.(*kernelAgent); ok {
+	var ka *kernelAgent
+	switch x := a.(type) {
+	case *kernelAgent:
+		ka = x
+	case adversarialAgent:
+		ka = x.kernelAgent
+	default:
+		return blackboard.DefaultNamespace
+	}
+	if ka.hardened() {
 		return episodeNamespace(ka.store == nil, traceID)
 	}
-	return blackboard.DefaultNamespace
+	return Namespace
 }
 
 // episodeNamespace is the namespace of an episode's kernel: [Namespace] in
