@@ -218,10 +218,12 @@ func WithValidators(v ...Validator) Option {
 }
 
 // WithNamespace sets the namespace the kernel works in (default
-// [blackboard.DefaultNamespace]). Persistent records, once-keys and learned
-// constraints belong to a namespace: kernels of different namespaces
-// sharing one store do not see each other's, and a kernel refuses to use a
-// trace that holds another namespace's records ([blackboard.ErrPermission]).
+// [blackboard.DefaultNamespace]). Traces, persistent records, once-keys and
+// learned constraints belong to a namespace: kernels of different
+// namespaces sharing one store do not see each other's, and one trace id
+// in two namespaces is two traces. A trace id beginning "bk.policy." is
+// reserved to the namespace it names ([blackboard.ErrPermission] for any
+// other).
 func WithNamespace(name string) Option { return func(k *Kernel) { k.namespace = name } }
 
 // WithSharedPersistent lets persistent records of kinds in slot, written in
