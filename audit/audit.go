@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -229,11 +227,11 @@ func About(ctx context.Context, rd kernel.Reader, subjectID string) (Record, err
 	notFound := func(why string) (Record, error) {
 		return Record{}, fmt.Errorf("audit: decision about %s: %s: %w", subjectID, why, blackboard.ErrNotFound)
 	}
-	traceID, n, ok := splitID(subjectID)
+	ns, traceID, idx, ok := blackboard.SplitRecordID(subjectID)
 	if !ok {
 		return notFound("not a record id")
 	}
-	rec, err := rd.Get(ctx, blackboard.Evidence.String()+":"+traceID+":"+strconv.Itoa(n+1))
+	rec, err := rd.Get(ctx, blackboard.RecordID(blackboard.Evidence, ns, traceID, idx+2))
 	if err != nil {
 		if errors.Is(err, blackboard.ErrNotFound) {
 			return notFound("no decision record follows it")
@@ -248,27 +246,6 @@ func About(ctx context.Context, rd kernel.Reader, subjectID string) (Record, err
 		return notFound("the decision record that follows it is about " + r.Subject)
 	}
 	return r, nil
-}
-
-// splitID returns the trace and the position in it of a record id the
-// kernel made ("{slot}:{trace}:{n}").
-func splitID(id string) (traceID string, n int, ok bool) {
-	slot, rest, ok := strings.Cut(id, ":")
-	if !ok {
-		return "", 0, false
-	}
-	if _, err := blackboard.ParseSlot(slot); err != nil {
-		return "", 0, false
-	}
-	i := strings.LastIndexByte(rest, ':')
-	if i <= 0 {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(rest[i+1:])
-	if err != nil || n < 1 {
-		return "", 0, false
-	}
-	return rest[:i], n, true
 }
 
 // payload is r as the payload [Of] decodes: the fields under their JSON

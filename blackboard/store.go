@@ -42,10 +42,16 @@ import (
 // refuses, with [ErrInvalidInput] or [ErrInvalidPayload], a batch holding
 // any record [CheckRecord] refuses (invalid UTF-8 in any string among
 // them), and a store keeps a record with an empty Namespace as
-// [DefaultNamespace]. A trace belongs to one namespace: Apply refuses, with
-// [ErrPermission], a record whose namespace differs from the namespace of
-// the records its trace already holds (or of earlier appends of the batch
-// to that trace).
+// [DefaultNamespace].
+//
+// Traces: a trace is named by its namespace and its id together. Each
+// namespace is a space of trace ids of its own: one trace id used in two
+// namespaces is two traces, which hold, list, count, version and condition
+// batches apart, so no application can write into, lengthen or block
+// another's trace whatever ids they choose. Every method that names a
+// trace takes its namespace (empty: [DefaultNamespace]); a record is in
+// the trace (Namespace, TraceID()). Record ids stay unique across the
+// whole store: the kernel's embed the namespace ([RecordID]).
 //
 // Once-keys: a store guarantees that a key is claimed at most once, for
 // ever, in its namespace, across every process that shares the store: Apply
@@ -68,15 +74,15 @@ type Store interface {
 	// hot path; an implementation should index Status and Scope.
 	ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error]
 	// FindActive returns the most recently appended ACTIVE record of that
-	// kind in that slot of that trace, or ErrNotFound.
-	FindActive(ctx context.Context, traceID string, slot Slot, kind string) (Record, error)
+	// kind in that slot of trace traceID of namespace, or ErrNotFound.
+	FindActive(ctx context.Context, namespace, traceID string, slot Slot, kind string) (Record, error)
 	// Apply performs a group of appends, status changes and claims
 	// atomically; it is the store's only write.
 	Apply(ctx context.Context, b Batch) error
-	// ListTrace streams every record of one trace, in append order, through
-	// an index: its cost must not depend on how many other traces the store
-	// holds.
-	ListTrace(ctx context.Context, traceID string) iter.Seq2[Record, error]
+	// ListTrace streams every record of trace traceID of namespace, in
+	// append order, through an index: its cost must not depend on how many
+	// other traces the store holds.
+	ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[Record, error]
 	// ClaimedBy returns the id of the record whose batch claimed key in
 	// namespace, or [ErrNotFound] if the key is free there.
 	ClaimedBy(ctx context.Context, namespace, key string) (recordID string, err error)
@@ -108,8 +114,11 @@ type Batch struct {
 	// the store refuses it with [ErrConflict] unless trace Trace holds
 	// exactly TraceLen records when the batch is applied. The kernel uses it
 	// so that no decision lands after a change to its trace it did not see.
-	Trace    string
-	TraceLen int
+	// The trace is Trace of namespace TraceNamespace (empty:
+	// [DefaultNamespace]), for State and Version too.
+	Trace          string
+	TraceNamespace string
+	TraceLen       int
 	// Claims are once-keys the batch takes (see [Store]).
 	Claims []Claim
 	// State, when not nil, is the new decision state of trace Trace, kept
@@ -189,9 +198,9 @@ func (b *Batch) CheckRecordsHeld(trace, namespace string) error {
 // again only when that counter has moved.
 type StateStore interface {
 	Store
-	// ReadState returns, in one read, the counters of one trace, its last
-	// stored state, and the change counter of the persistent constraints of
-	// namespace (empty: [DefaultNamespace]). An empty or unknown trace has
+	// ReadState returns, in one read, the counters of trace traceID of
+	// namespace (empty: [DefaultNamespace]), its last stored state, and the
+	// change counter of the persistent constraints of that namespace. An empty or unknown trace has
 	// the zero TraceState but for Shared, which is the namespace's all the
 	// same.
 	ReadState(ctx context.Context, namespace, traceID string) (TraceState, error)
@@ -201,7 +210,8 @@ type StateStore interface {
 type TraceState struct {
 	// Len is how many records the trace holds.
 	Len int
-	// Namespace is the namespace of the trace's records ("" when none).
+	// Namespace is the namespace of the trace's records: the one asked
+	// about ("" when the trace holds none).
 	Namespace string
 	// Version counts the changes that reached the trace (see [StateStore]).
 	Version uint64

@@ -7,8 +7,9 @@ import (
 	"slices"
 )
 
-// TraceSummary describes one trace of a store: its namespace, how many
-// records it holds and the time span its records cover.
+// TraceSummary describes one trace of a store: its namespace and id (one
+// trace id in two namespaces is two traces), how many records it holds and
+// the time span its records cover.
 type TraceSummary struct {
 	TraceID   string `json:"trace_id"`
 	Namespace string `json:"namespace"`
@@ -33,24 +34,27 @@ type TraceLister interface {
 // ListTraces lists the traces of s (of namespace, when not empty): through
 // [TraceLister] when s implements it, else by reading every slot with
 // ListSlot, which costs a pass over the whole store and orders the traces
-// by their first timestamp (then id) rather than by first append. It only
+// by their first timestamp (then id, then namespace) rather than by first
+// append. It only
 // reads.
 func ListTraces(ctx context.Context, s Store, namespace string) iter.Seq2[TraceSummary, error] {
 	if tl, ok := s.(TraceLister); ok {
 		return tl.ListTraces(ctx, namespace)
 	}
 	return func(yield func(TraceSummary, error) bool) {
-		byID := map[string]*TraceSummary{}
+		type key struct{ namespace, trace string }
+		byID := map[key]*TraceSummary{}
 		for _, slot := range AllSlots() {
 			for r, err := range s.ListSlot(ctx, slot, Filter{Namespace: namespace}) {
 				if err != nil {
 					yield(TraceSummary{}, err)
 					return
 				}
-				t := byID[r.TraceID()]
+				k := key{NamespaceOf(r.Namespace), r.TraceID()}
+				t := byID[k]
 				if t == nil {
-					t = &TraceSummary{TraceID: r.TraceID(), Namespace: NamespaceOf(r.Namespace), FirstMS: r.Provenance.TimestampMS, LastMS: r.Provenance.TimestampMS}
-					byID[r.TraceID()] = t
+					t = &TraceSummary{TraceID: r.TraceID(), Namespace: k.namespace, FirstMS: r.Provenance.TimestampMS, LastMS: r.Provenance.TimestampMS}
+					byID[k] = t
 				}
 				t.Records++
 				t.FirstMS = min(t.FirstMS, r.Provenance.TimestampMS)
@@ -62,7 +66,7 @@ func ListTraces(ctx context.Context, s Store, namespace string) iter.Seq2[TraceS
 			out = append(out, *t)
 		}
 		slices.SortFunc(out, func(a, b TraceSummary) int {
-			return cmp.Or(cmp.Compare(a.FirstMS, b.FirstMS), cmp.Compare(a.TraceID, b.TraceID))
+			return cmp.Or(cmp.Compare(a.FirstMS, b.FirstMS), cmp.Compare(a.TraceID, b.TraceID), cmp.Compare(a.Namespace, b.Namespace))
 		})
 		for _, t := range out {
 			if !yield(t, nil) {

@@ -267,11 +267,17 @@ func Effects(ctx context.Context, s blackboard.Store, namespace string) ([]Effec
 // with its steps: every attempt with its number and lease, and the
 // result, failure, refusal or escalation with its code. A trace that has
 // no records is an error wrapping [blackboard.ErrNotFound]; a trace
-// whose gate ran nothing yet has no effects.
-func TraceEffects(ctx context.Context, s blackboard.Store, traceID string) ([]EffectRow, error) {
+// whose gate ran nothing yet has no effects. The trace is traceID of
+// namespace, or, with namespace "", of the one namespace that holds it
+// (as [Timeline] finds it).
+func TraceEffects(ctx context.Context, s blackboard.Store, namespace, traceID string) ([]EffectRow, error) {
+	ns, err := traceNamespace(ctx, s, namespace, traceID)
+	if err != nil {
+		return nil, err
+	}
 	l := effectLog{rows: map[string]*EffectRow{}, steps: true}
 	n := 0
-	for r, err := range s.ListTrace(ctx, traceID) {
+	for r, err := range s.ListTrace(ctx, ns, traceID) {
 		if err != nil {
 			return nil, err
 		}
@@ -314,15 +320,16 @@ func runEffects(ctx context.Context, e *env, _ []string) error {
 func Export(ctx context.Context, s blackboard.Store, namespace, traceID string, w io.Writer) error {
 	enc := newLineEncoder(w)
 	if traceID != "" {
+		ns, err := traceNamespace(ctx, s, namespace, traceID)
+		if err != nil {
+			return err
+		}
 		n := 0
-		for r, err := range s.ListTrace(ctx, traceID) {
+		for r, err := range s.ListTrace(ctx, ns, traceID) {
 			if err != nil {
 				return err
 			}
 			n++
-			if namespace != "" && r.Namespace != namespace {
-				return fmt.Errorf("trace %q belongs to namespace %q, not %q", traceID, r.Namespace, namespace)
-			}
 			if err := enc.Encode(r); err != nil {
 				return err
 			}
@@ -336,7 +343,7 @@ func Export(ctx context.Context, s blackboard.Store, namespace, traceID string, 
 		if err != nil {
 			return err
 		}
-		for r, err := range s.ListTrace(ctx, ts.TraceID) {
+		for r, err := range s.ListTrace(ctx, ts.Namespace, ts.TraceID) {
 			if err != nil {
 				return err
 			}

@@ -42,12 +42,13 @@ func runErase(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("key directory: %w", err) // never create one here
 	}
 	out := erased{TraceID: trace}
-	for r, err := range e.store.ListTrace(ctx, trace) {
+	ns, err := traceNamespace(ctx, e.store, e.namespace, trace)
+	if err != nil {
+		return err
+	}
+	for r, err := range e.store.ListTrace(ctx, ns, trace) {
 		if err != nil {
 			return err
-		}
-		if e.namespace != "" && r.Namespace != e.namespace {
-			return fmt.Errorf("trace %q belongs to namespace %q, not %q", trace, r.Namespace, e.namespace)
 		}
 		out.Records++
 		b, err := json.Marshal(r)

@@ -38,7 +38,7 @@ func ExampleTraceEffects() {
 		fmt.Println(err)
 		return
 	}
-	effects, _ := inspect.TraceEffects(ctx, s, "T1")
+	effects, _ := inspect.TraceEffects(ctx, s, "", "T1")
 	for _, e := range effects {
 		fmt.Printf("%s %s: %s, %d attempts\n", e.ActionID, e.Tool, e.Outcome, e.Attempts)
 		for _, st := range e.Steps {

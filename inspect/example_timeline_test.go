@@ -29,7 +29,7 @@ func ExampleTimeline() {
 	_, _ = planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: blackboard.Payload{"reason": string(plan.Code)}})
 
-	tl, err := inspect.Timeline(ctx, s, "stale")
+	tl, err := inspect.Timeline(ctx, s, "", "stale")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -119,7 +119,7 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 	if err != nil {
 		return Explanation{}, err
 	}
-	recs, err := readTrace(ctx, s, r.TraceID())
+	recs, err := readTrace(ctx, s, blackboard.NamespaceOf(r.Namespace), r.TraceID())
 	if err != nil {
 		return Explanation{}, err
 	}

@@ -96,7 +96,7 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 			paperEpisode(t, k, "stale", blackboard.Payload{"charge_id": "ch_1", "stale": true}, nil)
 			paperEpisode(t, k, "conflict", blackboard.Payload{"charge_id": "ch_2", "conflict": true}, kernel.Confidence(0.8))
 			for trace, want := range paperTraces {
-				tl, err := inspect.Timeline(context.Background(), s, trace)
+				tl, err := inspect.Timeline(context.Background(), s, "", trace)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,14 +108,14 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 					t.Errorf("trace %s:\n got\n%s\nwant\n%s", trace, strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
 			}
-			stale, _ := inspect.Timeline(context.Background(), s, "stale")
+			stale, _ := inspect.Timeline(context.Background(), s, "", "stale")
 			if stale.Outcome != "queue_for_review committed" || stale.Decisions != 3 || stale.Refusals != 2 {
 				t.Errorf("stale summary: outcome %q, %d decisions, %d refusals", stale.Outcome, stale.Decisions, stale.Refusals)
 			}
 			if last := stale.Events[len(stale.Events)-1]; last.Line() != "action.queue_for_review committed (reason=PLAN_MISSING_BELIEF)" || last.Record != "actions:stale:5" {
 				t.Errorf("last event %q %s", last.Line(), last.Record)
 			}
-			if _, err := inspect.Timeline(context.Background(), s, "absent"); !errors.Is(err, blackboard.ErrNotFound) {
+			if _, err := inspect.Timeline(context.Background(), s, "", "absent"); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("a trace without records has no timeline: %v", err)
 			}
 		})

@@ -56,7 +56,7 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 			t.Fatal(err)
 		}
 		traces = append(traces, ts.TraceID+hostile)
-		for r, err := range in.ListTrace(ctx, ts.TraceID) {
+		for r, err := range in.ListTrace(ctx, ts.Namespace, ts.TraceID) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestAttackInspectorEscapes(t *testing.T) {
 				return inspect.TimelineReport{}, err
 			}
 			defer s.Close()
-			return inspect.Timeline(context.Background(), s, tr)
+			return inspect.Timeline(context.Background(), s, "", tr)
 		}()
 		if err != nil {
 			t.Fatalf("timeline of %q: %v", tr, err)

@@ -539,7 +539,7 @@ func TestAttackForgedEffect(t *testing.T) {
 	if len(after) != len(before) || !reflect.DeepEqual(after[len(after)-1], refund) {
 		t.Errorf("bk effects after the forgery:\n%+v\nwant\n%+v", after, before)
 	}
-	tl, err := inspect.Timeline(ctx, s, "ticket-2")
+	tl, err := inspect.Timeline(ctx, s, "", "ticket-2")
 	if err != nil {
 		t.Fatal(err)
 	}

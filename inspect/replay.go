@@ -53,15 +53,9 @@ func Replay(ctx context.Context, s blackboard.Store, namespace, trace string, op
 	type target struct{ ns, trace string }
 	var targets []target
 	if trace != "" {
-		ns := namespace
-		if ns == "" {
-			for rec, err := range s.ListTrace(ctx, trace) {
-				if err != nil {
-					return nil, err
-				}
-				ns = rec.Namespace
-				break
-			}
+		ns, err := traceNamespace(ctx, s, namespace, trace)
+		if err != nil {
+			return nil, err
 		}
 		targets = append(targets, target{ns, trace})
 	} else {

@@ -24,7 +24,7 @@ func TestTimelineRunRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for trace, want := range map[string]string{"quiet": "run controls: read_only", toolgate.PolicyTrace("desk"): "policy snapshot recorded"} {
-		tl, err := inspect.Timeline(ctx, s, trace)
+		tl, err := inspect.Timeline(ctx, s, "", trace)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,10 +111,13 @@ const (
 // gate's effect attempts and results (read with [toolgate.EffectOf]),
 // decision records and expiries. It only reads, so it works on any store,
 // also one another process is writing, and on a trace of any namespace
-// (the report names it). A trace without records is [blackboard.ErrNotFound].
-// Safe for concurrent use, as far as s is.
-func Timeline(ctx context.Context, s blackboard.Store, traceID string) (TimelineReport, error) {
-	recs, err := readTrace(ctx, s, traceID)
+// (the report names it): trace traceID of namespace, or, with namespace
+// "", of the one namespace that holds a trace of that id (an id several
+// namespaces hold is [blackboard.ErrInvalidInput]). A trace without
+// records is [blackboard.ErrNotFound]. Safe for concurrent use, as far as s
+// is.
+func Timeline(ctx context.Context, s blackboard.Store, namespace, traceID string) (TimelineReport, error) {
+	recs, err := readTrace(ctx, s, namespace, traceID)
 	if err != nil {
 		return TimelineReport{}, err
 	}
@@ -145,10 +148,15 @@ func expiresBy(r *blackboard.Record, nowMS int64) bool {
 	return r.Provenance.TTLMS > 0 && nowMS > r.Provenance.TimestampMS+r.Provenance.TTLMS
 }
 
-// readTrace reads a whole trace.
-func readTrace(ctx context.Context, s blackboard.Store, traceID string) ([]blackboard.Record, error) {
+// readTrace reads a whole trace, of namespace or, when it is "", of the
+// one namespace that holds it ([traceNamespace]).
+func readTrace(ctx context.Context, s blackboard.Store, namespace, traceID string) ([]blackboard.Record, error) {
+	ns, err := traceNamespace(ctx, s, namespace, traceID)
+	if err != nil {
+		return nil, err
+	}
 	var recs []blackboard.Record
-	for r, err := range s.ListTrace(ctx, traceID) {
+	for r, err := range s.ListTrace(ctx, ns, traceID) {
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
 )
@@ -28,7 +29,7 @@ func Traces(ctx context.Context, s blackboard.Store, namespace string) ([]TraceR
 		if err != nil {
 			return nil, err
 		}
-		tl, err := Timeline(ctx, s, ts.TraceID)
+		tl, err := Timeline(ctx, s, ts.Namespace, ts.TraceID)
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +53,7 @@ func runTraces(ctx context.Context, e *env, _ []string) error {
 }
 
 func runTimeline(ctx context.Context, e *env, args []string) error {
-	tl, err := Timeline(ctx, e.store, args[0])
+	tl, err := Timeline(ctx, e.store, e.namespace, args[0])
 	if err != nil {
 		return err
 	}
@@ -84,4 +85,32 @@ func runExplain(ctx context.Context, e *env, args []string) error {
 		return ex.WriteJSON(e.out)
 	}
 	return ex.WriteText(e.out)
+}
+
+// traceNamespace resolves the namespace of trace traceID: namespace
+// itself when it is set, else the one namespace that holds a trace of that
+// id (one trace id in two namespaces is two traces). A trace no namespace
+// holds resolves to the default namespace, where it is not found either;
+// an id that several namespaces hold is [blackboard.ErrInvalidInput],
+// naming them, so that the caller names one.
+func traceNamespace(ctx context.Context, s blackboard.Store, namespace, traceID string) (string, error) {
+	if namespace != "" {
+		return namespace, nil
+	}
+	var found []string
+	for ts, err := range blackboard.ListTraces(ctx, s, "") {
+		if err != nil {
+			return "", err
+		}
+		if ts.TraceID == traceID {
+			found = append(found, ts.Namespace)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return blackboard.DefaultNamespace, nil
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("inspect: trace %q is in namespaces %s: name one: %w", traceID, strings.Join(found, ", "), blackboard.ErrInvalidInput)
 }

@@ -81,7 +81,7 @@ func TestExplainFallbackByType(t *testing.T) {
 		strings.Contains(ex.String(), "reason=damaged") {
 		t.Errorf("a refund with a reason argument explained as a fallback:\n%s", ex)
 	}
-	tl, err := inspect.Timeline(ctx, s, tr)
+	tl, err := inspect.Timeline(ctx, s, "", tr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestExplainDenial(t *testing.T) {
 	s, denied := deskWithDenial(t)
 	recs := map[string]blackboard.Record{}
 	var fallback, escalation string
-	for r, err := range s.ListTrace(ctx, "ticket-9") {
+	for r, err := range s.ListTrace(ctx, "desk", "ticket-9") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestExplainRuleViolation(t *testing.T) {
 	ctx := context.Background()
 	s, _ := deskWithDenial(t)
 	var refused string
-	for r, err := range s.ListTrace(ctx, "ticket-9") {
+	for r, err := range s.ListTrace(ctx, "desk", "ticket-9") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestTraceOutcome(t *testing.T) {
 	if len(rows) != 1 || rows[0].Outcome != want {
 		t.Fatalf("traces %+v, want the outcome %q", rows, want)
 	}
-	tl, err := inspect.Timeline(ctx, s, "ticket-9")
+	tl, err := inspect.Timeline(ctx, s, "", "ticket-9")
 	if err != nil {
 		t.Fatal(err)
 	}

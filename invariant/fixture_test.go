@@ -132,7 +132,7 @@ func (d *desk) check() []invariant.Violation {
 func (d *desk) records(trace string) []blackboard.Record {
 	d.t.Helper()
 	var out []blackboard.Record
-	for r, err := range d.st.ListTrace(d.ctx, trace) {
+	for r, err := range d.st.ListTrace(d.ctx, "", trace) {
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func (d *desk) effectOf(trace, tool, status string) blackboard.Record {
 
 // next returns the next kernel-style id of a slot in a trace.
 func (d *desk) next(trace string, slot blackboard.Slot) string {
-	return blackboard.RecordID(slot, trace, len(d.records(trace))+1)
+	return blackboard.RecordID(slot, "", trace, len(d.records(trace))+1)
 }
 
 // forge appends records as they are, as a store holding a bug's (or an

@@ -45,21 +45,21 @@ func (v Violation) String() string {
 func Check(ctx context.Context, st blackboard.Store) ([]Violation, error) {
 	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, families: map[string]bool{},
 		approvalUse: map[string]string{}, decided: map[string]bool{}, closed: map[string]bool{}, ran: map[string]bool{}}
-	var traces []string
+	var traces []blackboard.TraceSummary
 	for ts, err := range blackboard.ListTraces(ctx, st, "") {
 		if err != nil {
 			return nil, err
 		}
 		if toolgate.IsPolicyTrace(ts.TraceID) {
-			if err := c.readPolicies(ts.TraceID); err != nil {
+			if err := c.readPolicies(ts.Namespace, ts.TraceID); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		traces = append(traces, ts.TraceID)
+		traces = append(traces, ts)
 	}
-	for _, id := range traces {
-		t, err := c.readTrace(id)
+	for _, ts := range traces {
+		t, err := c.readTrace(ts.Namespace, ts.TraceID)
 		if err != nil {
 			return nil, err
 		}
@@ -124,8 +124,8 @@ type nsPolicy struct {
 // readPolicies reads the policy snapshots of a policy trace. A record
 // that is not a policy the kernel wrote, or does not check out, declares
 // nothing.
-func (c *checker) readPolicies(traceID string) error {
-	for r, err := range c.st.ListTrace(c.ctx, traceID) {
+func (c *checker) readPolicies(namespace, traceID string) error {
+	for r, err := range c.st.ListTrace(c.ctx, namespace, traceID) {
 		if err != nil {
 			return err
 		}
@@ -191,9 +191,9 @@ type slotKind struct {
 }
 
 // readTrace reads and indexes one trace.
-func (c *checker) readTrace(id string) (*trace, error) {
+func (c *checker) readTrace(namespace, id string) (*trace, error) {
 	t := &trace{id: id, pos: map[string]int{}, commits: map[slotKind][]int{}, decided: map[string]audit.Record{}}
-	for r, err := range c.st.ListTrace(c.ctx, id) {
+	for r, err := range c.st.ListTrace(c.ctx, namespace, id) {
 		if err != nil {
 			return nil, err
 		}

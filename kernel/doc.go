@@ -96,8 +96,9 @@
 // Planner and simulator handles cannot write persistent scope. A trace sees
 // other traces' persistent records only for constraints, and kinds the
 // owner shares ([WithSharedPersistent]). [WithNamespace] separates
-// applications sharing one store: persistent records, once-keys and
-// learned constraints belong to a namespace. Views and reads never write.
+// applications sharing one store: traces (one trace id in two namespaces
+// is two traces), persistent records, once-keys and learned constraints
+// belong to a namespace. Views and reads never write.
 //
 // # Errors
 //

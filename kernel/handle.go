@@ -93,7 +93,7 @@ func (h reads) Get(ctx context.Context, id string) (blackboard.Record, error) {
 // Find returns a copy of the latest ACTIVE record of kind in slot of the
 // trace, or [blackboard.ErrNotFound].
 func (h reads) Find(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
-	rec, err := h.k.store.FindActive(ctx, traceID, slot, kind)
+	rec, err := h.k.store.FindActive(ctx, h.k.namespace, traceID, slot, kind)
 	if err != nil {
 		return blackboard.Record{}, err
 	}
@@ -106,7 +106,7 @@ func (h reads) Find(ctx context.Context, traceID string, slot blackboard.Slot, k
 // Trace streams copies of every record of one trace of the kernel's
 // namespace in append order.
 func (h reads) Trace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
-	return h.k.scoped(h.k.store.ListTrace(ctx, traceID))
+	return h.k.scoped(h.k.store.ListTrace(ctx, h.k.namespace, traceID))
 }
 
 // List streams copies of the records of a slot, across the traces of the

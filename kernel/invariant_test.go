@@ -209,8 +209,12 @@ func (w *invWorld) allTraces() []string {
 }
 
 func (w *invWorld) list(trace string) ([]blackboard.Record, error) {
+	ns := w.m.namespace
+	if f, ok := w.m.foreign[trace]; ok {
+		ns = f
+	}
 	var out []blackboard.Record
-	for r, err := range w.store.ListTrace(w.ctx, trace) {
+	for r, err := range w.store.ListTrace(w.ctx, ns, trace) {
 		if err != nil {
 			return nil, err
 		}
@@ -314,7 +318,7 @@ func (g *invGen) ref() string {
 	case len(g.ids) > 0 && !oneIn(g.s, 4):
 		return pick(g.s, g.ids)
 	case oneIn(g.s, 2):
-		return fmt.Sprintf("%s:%s:%d", pick(g.s, blackboard.AllSlots()), pick(g.s, g.w.traces), 1+g.s.intn(40))
+		return blackboard.RecordID(pick(g.s, blackboard.AllSlots()), g.w.m.namespace, pick(g.s, g.w.traces), 1+g.s.intn(40))
 	}
 	return "percepts:elsewhere:1"
 }
@@ -965,7 +969,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 	twins := map[string]int{}
 	for i := range recs {
 		r := &recs[i]
-		if want := r.Slot.String() + ":" + trace + ":" + strconv.Itoa(i+1); r.ID != want || r.TraceID() != trace {
+		if want := blackboard.RecordID(r.Slot, ns, trace, i+1); r.ID != want || r.TraceID() != trace {
 			bad("record %d of trace %s is %q of trace %q, want id %q", i+1, trace, r.ID, r.TraceID(), want)
 		}
 		if i >= len(old) {
@@ -2355,7 +2359,7 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 		{"absent field does not fail closed", both(12, 13, unset("danger")), "constraints:t0:4: the proposal has no danger"},
 		{"planner writes persistent scope", both(4, 6, func(r *blackboard.Record) { r.Scope = blackboard.ScopePersistent }), "a planner wrote persistent scope"},
 		{"reference to another trace's unshared record", func(r []blackboard.Record) { r[0].Provenance.InputRefs = []string{"percepts:t1:1"} }, "is not shared"},
-		{"reference to another namespace's constraint", func(r []blackboard.Record) { r[0].Provenance.InputRefs = []string{"constraints:f0:1"} },
+		{"reference to another namespace's constraint", func(r []blackboard.Record) { r[0].Provenance.InputRefs = []string{"constraints@foreign:f0:1"} },
 			`namespace "foreign" is not shared with namespace "default"`},
 		{"record of another namespace", func(r []blackboard.Record) { r[2].Namespace = "other" }, `namespace "other" in a trace of namespace "default"`},
 	} {

@@ -245,10 +245,12 @@ func WithValidators(v ...Validator) Option {
 }
 
 // WithNamespace sets the namespace the kernel works in (default
-// [blackboard.DefaultNamespace]). Persistent records, once-keys and learned
-// constraints belong to a namespace: kernels of different namespaces
-// sharing one store do not see each other's, and a kernel refuses to use a
-// trace that holds another namespace's records ([blackboard.ErrPermission]).
+// [blackboard.DefaultNamespace]). Traces, persistent records, once-keys and
+// learned constraints belong to a namespace: kernels of different
+// namespaces sharing one store do not see each other's, and one trace id
+// in two namespaces is two traces. A trace id beginning "bk.policy." is
+// reserved to the namespace it names ([blackboard.ErrPermission] for any
+// other).
 func WithNamespace(name string) Option { return func(k *Kernel) { k.namespace = name } }
 
 // WithSharedPersistent lets persistent records of kinds in slot, written in
@@ -454,6 +456,9 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	}
 	if err := checkName("trace id", e.TraceID); err != nil {
 		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+	}
+	if err := k.checkTraceOwner(op, e.TraceID); err != nil {
+		return blackboard.Record{}, err
 	}
 	if err := checkName("kind", e.Kind); err != nil {
 		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())

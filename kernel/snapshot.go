@@ -73,7 +73,7 @@ func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
 	for i := range b.Claims {
 		b.Claims[i].Namespace = k.keySpace()
 	}
-	b.Trace, b.TraceLen = s.traceID, s.read
+	b.Trace, b.TraceNamespace, b.TraceLen = s.traceID, k.namespace, s.read
 	if s.gated && s.sharedOK {
 		b.SharedNamespace, b.Shared = k.namespace, s.shared
 	}
@@ -266,7 +266,7 @@ func (k *Kernel) checkNamespace(traceID, ns string) error {
 // keeps no states or a state some other writer left behind.
 func (k *Kernel) readTrace(ctx context.Context, traceID string) ([]blackboard.Record, error) {
 	var recs []blackboard.Record
-	for r, err := range k.store.ListTrace(ctx, traceID) {
+	for r, err := range k.store.ListTrace(ctx, k.namespace, traceID) {
 		if err != nil {
 			return nil, err
 		}
@@ -328,7 +328,7 @@ func (s *snapshot) nextID(slot blackboard.Slot, i int) string {
 			return s.ids[sp.off:sp.end]
 		}
 	}
-	return blackboard.RecordID(slot, s.traceID, n)
+	return blackboard.RecordID(slot, s.k.namespace, s.traceID, n)
 }
 
 // reserveIDs builds, in one string, the ids deciding a proposal of slot
@@ -345,7 +345,7 @@ func (s *snapshot) reserveIDs(slot blackboard.Slot, proposalID string) {
 	add := func(slot blackboard.Slot) {
 		n++
 		off := len(b)
-		b = appendRecordID(b, slot, s.traceID, n)
+		b = appendRecordID(b, slot, s.k.namespace, s.traceID, n)
 		s.idAt[s.nids] = idSpan{slot: slot, n: n, off: off, end: len(b)}
 		s.nids++
 	}
@@ -364,8 +364,11 @@ func (s *snapshot) reserveIDs(slot blackboard.Slot, proposalID string) {
 }
 
 // appendRecordID appends [blackboard.RecordID] of slot (a valid one),
-// traceID and n to b.
-func appendRecordID(b []byte, slot blackboard.Slot, traceID string, n int) []byte {
+// namespace, traceID and n to b.
+func appendRecordID(b []byte, slot blackboard.Slot, namespace, traceID string, n int) []byte {
+	if blackboard.NamespaceOf(namespace) != blackboard.DefaultNamespace {
+		return append(b, blackboard.RecordID(slot, namespace, traceID, n)...)
+	}
 	b = append(append(append(b, slot.String()...), ':'), traceID...)
 	return strconv.AppendInt(append(b, ':'), int64(n), 10)
 }
@@ -567,12 +570,22 @@ func (k *Kernel) sharedAcross(r *blackboard.Record) bool {
 // belief dependency written as an id is checked as a reference rather than
 // read as a percept kind.
 func looksLikeID(s string) bool {
-	slot, rest, ok := strings.Cut(s, ":")
-	if !ok {
+	// A slot's name, then ":" or, in a namespace other than the default,
+	// "@" and the namespace up to its ":" ([blackboard.RecordID]).
+	at := strings.IndexAny(s, ":@")
+	if at < 0 {
 		return false
 	}
-	if _, err := blackboard.ParseSlot(slot); err != nil {
+	if _, err := blackboard.ParseSlot(s[:at]); err != nil {
 		return false
+	}
+	rest := s[at+1:]
+	if s[at] == '@' {
+		j := strings.IndexByte(rest, ':')
+		if j < 0 {
+			return false
+		}
+		rest = rest[j+1:]
 	}
 	i := strings.LastIndexByte(rest, ':')
 	if i <= 0 || i == len(rest)-1 {

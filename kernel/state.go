@@ -632,7 +632,7 @@ func seqOf(id string) int {
 		mul *= 10
 	}
 	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
-		if _, n, ok := blackboard.SplitRecordID(id); ok {
+		if _, _, n, ok := blackboard.SplitRecordID(id); ok {
 			return n + 1
 		}
 		return 0

@@ -15,7 +15,7 @@ var seqOfIDs = []string{"", ":", "::", "1", ":1", "a:1", "a::1", "a:b:1", "belie
 func TestSeqOfMatchesSplitRecordID(t *testing.T) {
 	for _, id := range seqOfIDs {
 		want := 0
-		if _, n, ok := blackboard.SplitRecordID(id); ok {
+		if _, _, n, ok := blackboard.SplitRecordID(id); ok {
 			want = n + 1
 		}
 		if got := seqOf(id); got != want {
@@ -30,7 +30,7 @@ func FuzzSeqOf(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id string) {
 		want := 0
-		if _, n, ok := blackboard.SplitRecordID(id); ok {
+		if _, _, n, ok := blackboard.SplitRecordID(id); ok {
 			want = n + 1
 		}
 		if got := seqOf(id); got != want {

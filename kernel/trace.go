@@ -312,7 +312,7 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 				for _, dep := range list(r.Payload, KeyDependsOn) {
 					if s, _ := dep.(string); looksLikeID(s) {
 						queue = append(queue, s)
-					} else if p, err := k.store.FindActive(ctx, r.TraceID(), blackboard.Percepts, s); err == nil {
+					} else if p, err := k.store.FindActive(ctx, k.namespace, r.TraceID(), blackboard.Percepts, s); err == nil {
 						queue = append(queue, p.ID)
 					}
 				}

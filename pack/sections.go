@@ -307,8 +307,8 @@ func rankByRecency(items []item) {
 			}
 			return 1
 		}
-		_, ai, _ := blackboard.SplitRecordID(a.key)
-		_, bi, _ := blackboard.SplitRecordID(b.key)
+		_, _, ai, _ := blackboard.SplitRecordID(a.key)
+		_, _, bi, _ := blackboard.SplitRecordID(b.key)
 		if ai != bi {
 			return bi - ai
 		}

@@ -109,7 +109,13 @@ func deskTraces(t *testing.T, s blackboard.Store) []string {
 func recordedDecisions(t *testing.T, s blackboard.Store, trace string) []audit.Record {
 	t.Helper()
 	var out []audit.Record
-	for rec, err := range s.ListTrace(context.Background(), trace) {
+	ns := ""
+	for ts, err := range blackboard.ListTraces(context.Background(), s, "") {
+		if err == nil && ts.TraceID == trace {
+			ns = ts.Namespace
+		}
+	}
+	for rec, err := range s.ListTrace(context.Background(), ns, trace) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -89,7 +89,7 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 				want[d.RecordID] = replay.Changed
 			case d.Code == blackboard.CodeDuplicateAction && large[d.Failed]:
 				want[d.RecordID] = replay.Changed
-			case len(d.EvidenceRefs) > 0 && large[d.EvidenceRefs[0]] && d.Subject != "" && !strings.HasPrefix(d.Subject, "actions:"):
+			case len(d.EvidenceRefs) > 0 && large[d.EvidenceRefs[0]] && d.Subject != "" && !strings.HasPrefix(d.Subject, "actions:") && !strings.HasPrefix(d.Subject, "actions@"):
 				want[d.RecordID] = replay.Missing // the refund's result or escalation
 			case large[esc]:
 				want[d.RecordID] = replay.Missing // the fallback

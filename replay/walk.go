@@ -106,7 +106,7 @@ func (r *replayer) clock() time.Time { return time.UnixMilli(r.nowMS) }
 // commit, and the policies the decision records name.
 func (r *replayer) scan(ctx context.Context) error {
 	n := 0
-	for rec, err := range r.src.ListTrace(ctx, r.trace) {
+	for rec, err := range r.src.ListTrace(ctx, r.ns, r.trace) {
 		if err != nil {
 			return err
 		}
@@ -157,7 +157,7 @@ func cmpNS(ns string) string {
 // its hash, applies the options and builds a gate for each.
 func (r *replayer) loadPolicies(ctx context.Context) error {
 	found := map[string]bool{}
-	for rec, err := range r.src.ListTrace(ctx, toolgate.PolicyTrace(r.ns)) {
+	for rec, err := range r.src.ListTrace(ctx, r.ns, toolgate.PolicyTrace(r.ns)) {
 		if err != nil {
 			return err
 		}
@@ -352,7 +352,7 @@ var errNoResult = errors.New("replay: no recorded result")
 // replayed as its kind requires.
 func (r *replayer) walk(ctx context.Context) error {
 	started := false
-	for rec, err := range r.src.ListTrace(ctx, r.trace) {
+	for rec, err := range r.src.ListTrace(ctx, r.ns, r.trace) {
 		if err != nil {
 			return err
 		}

@@ -209,7 +209,7 @@ func TestAttackRequestReplaced(t *testing.T) {
 		t.Fatalf("another request for the trace: %v, want ErrRequestRecorded", err)
 	}
 	n := 0
-	for rec, err := range d.s.ListTrace(ctx, "T3") {
+	for rec, err := range d.s.ListTrace(ctx, "", "T3") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +239,7 @@ func TestRecordRequestInvalid(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidCall", name, err)
 		}
 	}
-	for rec, err := range d.s.ListTrace(t.Context(), "Tno principal") {
+	for rec, err := range d.s.ListTrace(t.Context(), "", "Tno principal") {
 		t.Fatalf("a refused request wrote %+v %v", rec, err)
 	}
 }
@@ -256,7 +256,7 @@ func TestRequestRecordShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	var req blackboard.Record
-	for rec, err := range d.s.ListTrace(ctx, "T3") {
+	for rec, err := range d.s.ListTrace(ctx, "", "T3") {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -165,12 +165,36 @@ func (a adversarialAgent) world(t *Task, seed int) (perturb.Flags, bool) {
 func (a *kernelAgent) kernelFor(ep Episode, store blackboard.Store) (*kernel.Kernel, world, error) {
 	atk, turn := a.pick(ep.Task, ep.Seed)
 	w := atk.world(turn)
-	ns := Namespace
-	if a.store != nil {
-		ns = Namespace + "/" + ep.TraceID
-	}
+	ns := episodeNamespace(a.store == nil, ep.TraceID)
 	k, err := kernel.New(append(hardenedOptions(w.profile), kernel.WithStore(store), kernel.WithNamespace(ns))...)
 	return k, w, err
+}
+
+// ledgerNamespace is the namespace of the episode's trace agent a played:
+// its kernel's for a kernel agent, else the default namespace.
+func ledgerNamespace(a Agent, traceID string) string {
+	var ka *kernelAgent
+	switch x := a.(type) {
+	case *kernelAgent:
+		ka = x
+	case adversarialAgent:
+		ka = x.kernelAgent
+	default:
+		return blackboard.DefaultNamespace
+	}
+	if ka.hardened() {
+		return episodeNamespace(ka.store == nil, traceID)
+	}
+	return Namespace
+}
+
+// episodeNamespace is the namespace of an episode's kernel: [Namespace] in
+// a store of the episode's own, one per episode in a store the run shares.
+func episodeNamespace(ownStore bool, traceID string) string {
+	if ownStore {
+		return Namespace
+	}
+	return Namespace + "/" + traceID
 }
 
 // Attack is what adversarial_bk's planner tried in one episode: the

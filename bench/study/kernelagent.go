@@ -548,14 +548,14 @@ func (e *kernelEpisode) note(d kernel.Decision, kind string) {
 // holds reports whether the record id (one the kernel assigned) is of the
 // episode's trace.
 func (e *kernelEpisode) holds(id string) bool {
-	trace, _, ok := blackboard.SplitRecordID(id)
+	_, trace, _, ok := blackboard.SplitRecordID(id)
 	return ok && trace == e.trace
 }
 
 // slotOf is the slot an id the kernel assigned names ([blackboard.RecordID]).
 func slotOf(id string) blackboard.Slot {
 	for _, s := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions} {
-		if name := s.String(); len(id) > len(name) && id[len(name)] == ':' && id[:len(name)] == name {
+		if name := s.String(); len(id) > len(name) && (id[len(name)] == ':' || id[len(name)] == '@') && id[:len(name)] == name {
 			return s
 		}
 	}

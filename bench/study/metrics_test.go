@@ -142,9 +142,9 @@ func (h hiding) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	return h.records.Get(ctx, id)
 }
 
-func (h hiding) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
+func (h hiding) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
-		for r, err := range h.records.ListTrace(ctx, traceID) {
+		for r, err := range h.records.ListTrace(ctx, namespace, traceID) {
 			if (err != nil || !h.hidden[r.ID]) && !yield(r, err) {
 				return
 			}
@@ -214,7 +214,7 @@ func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s scrip
 // itself: the kernel no longer lets a committed action expire, so only the
 // store can hide an executed refund from the view now.
 func expireRefund(ctx context.Context, st blackboard.Store, trace string) error {
-	r, err := st.FindActive(ctx, trace, blackboard.Actions, kindRefund)
+	r, err := st.FindActive(ctx, "", trace, blackboard.Actions, kindRefund)
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func TestAuditTraceability(t *testing.T) {
 				}
 				st = h
 			}
-			l, err := readLedger(ctx, st, store, ep.TraceID)
+			l, err := readLedger(ctx, st, store, blackboard.DefaultNamespace, ep.TraceID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -534,7 +534,7 @@ func TestExecutorReadsWhatTheRecordSays(t *testing.T) {
 			if err := st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
 				t.Fatal(err)
 			}
-			l, err := readLedger(ctx, st, st, "t")
+			l, err := readLedger(ctx, st, st, blackboard.DefaultNamespace, "t")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -347,7 +347,7 @@ func play(ctx context.Context, j job) (*Result, error) {
 	var l *ledger
 	var vm *viewMaps
 	if ep.Store != nil {
-		if l, err = readLedger(ctx, ep.Store, own, ep.TraceID); err != nil {
+		if l, err = readLedger(ctx, ep.Store, own, ledgerNamespace(j.agent, ep.TraceID), ep.TraceID); err != nil {
 			return nil, err
 		}
 		defer l.release()

@@ -82,7 +82,7 @@ func (w *World) Effects() []Effect { return w.effects }
 // action that was committed and then expired has still been performed.
 type records interface {
 	Get(ctx context.Context, id string) (blackboard.Record, error)
-	ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error]
+	ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error]
 	ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error]
 }
 
@@ -101,6 +101,7 @@ type ledger struct {
 	st records
 	// own is the episode's own store; nil when the run shares one.
 	own   *memstore.Store
+	ns    string // the namespace of the episode's traces
 	trace []blackboard.Record
 	// yield is l.add, made once per ledger, and err what the store
 	// reported while reading.
@@ -117,19 +118,19 @@ var ledgers = sync.Pool{New: func() any {
 	return l
 }}
 
-// readLedger reads the episode's trace from st. The caller releases the
-// ledger when done with it.
-func readLedger(ctx context.Context, st records, own *memstore.Store, traceID string) (*ledger, error) {
+// readLedger reads the episode's trace from st, in namespace ns. The
+// caller releases the ledger when done with it.
+func readLedger(ctx context.Context, st records, own *memstore.Store, ns, traceID string) (*ledger, error) {
 	l := ledgers.Get().(*ledger)
-	l.st, l.own = st, own
+	l.st, l.own, l.ns = st, own, ns
 	// The iterator is called directly rather than ranged over: a range
 	// loop's body is a new closure, with the variables it sets on the heap,
 	// at every call.
 	if ms, ok := st.(*memstore.Store); ok {
 		// Into the pooled slice, without a copy the iterator makes.
-		l.trace, l.err = ms.AppendTrace(ctx, l.trace, traceID)
+		l.trace, l.err = ms.AppendTrace(ctx, l.trace, ns, traceID)
 	} else {
-		st.ListTrace(ctx, traceID)(l.yield)
+		st.ListTrace(ctx, ns, traceID)(l.yield)
 	}
 	if err := l.err; err != nil {
 		l.release()
@@ -263,7 +264,7 @@ func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
 		return nil
 	}
 	for i := 0; ; i++ {
-		if n, err := w.performAll(l.st.ListTrace(ctx, helperTrace(traceID, i))); n == 0 || err != nil {
+		if n, err := w.performAll(l.st.ListTrace(ctx, l.ns, helperTrace(traceID, i))); n == 0 || err != nil {
 			return err
 		}
 	}

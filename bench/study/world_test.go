@@ -22,7 +22,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 	vm := new(viewMaps)
 	same := func(t *testing.T, st *memstore.Store, trace string) {
 		t.Helper()
-		l, err := readLedger(ctx, st, st, trace)
+		l, err := readLedger(ctx, st, st, Namespace, trace)
 		if err != nil {
 			t.Fatal(err)
 		}

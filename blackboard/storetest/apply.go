@@ -62,7 +62,7 @@ func testApply(t *testing.T, s blackboard.Store) {
 		c.evidence,
 		c.belief,
 	}
-	wantSame(t, collect(t, "ListTrace", s.ListTrace(t.Context(), "apply")), want,
+	wantSame(t, collect(t, "ListTrace", s.ListTrace(t.Context(), "", "apply")), want,
 		"Apply lands every append (in batch order) and every status change")
 }
 
@@ -138,7 +138,7 @@ func testApplyConditional(t *testing.T, s blackboard.Store) {
 	if err := s.Apply(t.Context(), fresh); err != nil {
 		t.Fatalf("a batch conditional on the current trace length (appending to another trace too) must apply: %v", err)
 	}
-	if got := len(collect(t, "ListTrace", s.ListTrace(t.Context(), "cond"))); got != 6 {
+	if got := len(collect(t, "ListTrace", s.ListTrace(t.Context(), "", "cond"))); got != 6 {
 		t.Errorf("after the conditional batch the trace holds %d records, want 6", got)
 	}
 	empty := blackboard.Batch{Trace: "never-written", TraceLen: 1}

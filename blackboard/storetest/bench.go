@@ -85,7 +85,7 @@ func benchGet(b *testing.B, s blackboard.Store) {
 func benchFindActive(b *testing.B, s blackboard.Store) {
 	hotTrace(b, s)
 	for b.Loop() {
-		if _, err := s.FindActive(b.Context(), "hot", blackboard.Beliefs, "k3"); err != nil {
+		if _, err := s.FindActive(b.Context(), "", "hot", blackboard.Beliefs, "k3"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -95,7 +95,7 @@ func benchListTrace(b *testing.B, s blackboard.Store) {
 	hotTrace(b, s)
 	for b.Loop() {
 		n := 0
-		for _, err := range s.ListTrace(b.Context(), "hot") {
+		for _, err := range s.ListTrace(b.Context(), "", "hot") {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -32,7 +32,7 @@ func testConcurrentAppends(t *testing.T, s blackboard.Store) {
 		if g >= writers { // readers list while the writers write
 			for i := range perWriter {
 				seen := map[string]bool{}
-				for r, err := range s.ListTrace(ctx, fmt.Sprintf("conc%d", i%traces)) {
+				for r, err := range s.ListTrace(ctx, "", fmt.Sprintf("conc%d", i%traces)) {
 					if err != nil {
 						t.Errorf("ListTrace during concurrent appends: %v", err)
 						return
@@ -62,7 +62,7 @@ func testConcurrentAppends(t *testing.T, s blackboard.Store) {
 
 	total := 0
 	for tr := range traces {
-		recs := collect(t, "ListTrace", s.ListTrace(ctx, fmt.Sprintf("conc%d", tr)))
+		recs := collect(t, "ListTrace", s.ListTrace(ctx, "", fmt.Sprintf("conc%d", tr)))
 		total += len(recs)
 		// Each writer's own records must appear in the order it wrote them.
 		last := map[string]float64{}

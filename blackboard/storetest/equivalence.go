@@ -74,9 +74,9 @@ type hiding struct {
 	lists atomic.Int64
 }
 
-func (h *hiding) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
+func (h *hiding) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
 	h.lists.Add(1)
-	return h.Store.ListTrace(ctx, traceID)
+	return h.Store.ListTrace(ctx, namespace, traceID)
 }
 
 // stateCounter counts the ReadState calls of a forwarding wrapper.

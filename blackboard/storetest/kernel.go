@@ -86,7 +86,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
 			wantErr(t, err, f.want, "Commit reports the failure of the store's Apply")
 			wantSame(t, len(collect(t, "ListSlot", fs.ListSlot(ctx, blackboard.Evidence, blackboard.Filter{}))), 0,
 				"a failed commit leaves no evidence artifact without its belief")
-			wantSame(t, ids(collect(t, "ListTrace", fs.ListTrace(ctx, trace))), []string{percept, proposal.ID},
+			wantSame(t, ids(collect(t, "ListTrace", fs.ListTrace(ctx, "", trace))), []string{percept, proposal.ID},
 				"a failed commit adds no record")
 			wantSame(t, mustGet(t, fs, proposal.ID), proposal, "a failed commit leaves the proposal ACTIVE and unchanged")
 

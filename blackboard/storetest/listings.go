@@ -27,7 +27,7 @@ func testFindActive(t *testing.T, s blackboard.Store) {
 
 	find := func(trace string, slot blackboard.Slot, kind string, want blackboard.Record, contract string) {
 		t.Helper()
-		got, err := s.FindActive(ctx, trace, slot, kind)
+		got, err := s.FindActive(ctx, "", trace, slot, kind)
 		if err != nil {
 			t.Errorf("%s: FindActive(%q, %s, %q): %v", contract, trace, slot, kind, err)
 			return
@@ -36,7 +36,7 @@ func testFindActive(t *testing.T, s blackboard.Store) {
 	}
 	notFound := func(trace string, slot blackboard.Slot, kind string, contract string) {
 		t.Helper()
-		_, err := s.FindActive(ctx, trace, slot, kind)
+		_, err := s.FindActive(ctx, "", trace, slot, kind)
 		wantErr(t, err, blackboard.ErrNotFound, contract)
 	}
 
@@ -71,17 +71,17 @@ func testListTrace(t *testing.T, s blackboard.Store) {
 		want[tr] = append(want[tr], r)
 	}
 	for _, tr := range traces {
-		wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, tr)), want[tr],
+		wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "", tr)), want[tr],
 			"ListTrace("+tr+") returns exactly that trace's records in append order")
 	}
 	changed := want["iso"][2]
 	mustInvalidate(t, s, changed.ID, blackboard.StatusInvalidated, blackboard.CodeUnresolvedConflict)
 	want["iso"][2] = invalidated(changed, blackboard.StatusInvalidated, blackboard.CodeUnresolvedConflict)
-	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "iso")), want["iso"],
+	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "", "iso")), want["iso"],
 		"ListTrace keeps a record's place after its status changes")
-	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "absent"))), 0,
+	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "", "absent"))), 0,
 		"ListTrace of an unknown trace is empty")
-	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "is"))), 0,
+	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "", "is"))), 0,
 		"ListTrace does not match a prefix of a trace id")
 }
 
@@ -161,7 +161,7 @@ func testLongListings(t *testing.T, s blackboard.Store) {
 			batch = blackboard.Batch{}
 		}
 	}
-	wantSame(t, ids(collect(t, "ListTrace", s.ListTrace(ctx, "long"))), ids(long),
+	wantSame(t, ids(collect(t, "ListTrace", s.ListTrace(ctx, "", "long"))), ids(long),
 		"a long ListTrace returns every record of the trace once, in append order")
 	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Plans, blackboard.Filter{}))), ids(other),
 		"a long ListSlot returns every record of the slot once, in append order")
@@ -169,7 +169,7 @@ func testLongListings(t *testing.T, s blackboard.Store) {
 		"a long filtered ListSlot returns every matching record once, in append order")
 
 	var got []string
-	for r, err := range s.ListTrace(ctx, "long") {
+	for r, err := range s.ListTrace(ctx, "", "long") {
 		if err != nil {
 			t.Fatalf("ListTrace: %v", err)
 		}
@@ -199,7 +199,7 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 		side string
 		seq  iter.Seq2[blackboard.Record, error]
 	}{
-		{"ListTrace", "callback-side-1", s.ListTrace(ctx, trace)},
+		{"ListTrace", "callback-side-1", s.ListTrace(ctx, "", trace)},
 		{"ListSlot", "callback-side-2", s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})},
 	}
 	for i, l := range listings {
@@ -210,11 +210,11 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 			}
 			n++
 			mustGet(t, s, r.ID)
-			if _, err := s.FindActive(ctx, trace, blackboard.Percepts, "door"); err != nil {
+			if _, err := s.FindActive(ctx, "", trace, blackboard.Percepts, "door"); err != nil {
 				t.Fatalf("FindActive inside %s: %v", l.name, err)
 			}
 			mustAppend(t, s, record(l.side, blackboard.Beliefs, "b", n))
-			collect(t, "ListTrace inside "+l.name, s.ListTrace(ctx, l.side))
+			collect(t, "ListTrace inside "+l.name, s.ListTrace(ctx, "", l.side))
 			if i == 1 { // the second listing retires what it lists
 				mustInvalidate(t, s, r.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
 			}
@@ -222,7 +222,7 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 		if n != len(recs) {
 			t.Errorf("%s with callbacks into the store yielded %d records, want %d", l.name, n, len(recs))
 		}
-		wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, l.side))), len(recs),
+		wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "", l.side))), len(recs),
 			"writes made from inside "+l.name+" land")
 	}
 	for _, r := range recs {
@@ -231,7 +231,7 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 		}
 	}
 
-	for range s.ListTrace(ctx, trace) {
+	for range s.ListTrace(ctx, "", trace) {
 		break
 	}
 	for range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
@@ -239,7 +239,7 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 	}
 	late := record(trace, blackboard.Percepts, "door", 4)
 	mustAppend(t, s, late)
-	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, trace))), len(recs)+1,
+	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "", trace))), len(recs)+1,
 		"the store keeps working after listings are abandoned early")
 }
 

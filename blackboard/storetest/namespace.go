@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
@@ -33,13 +32,13 @@ func testNamespaceRoundTrip(t *testing.T, s blackboard.Store) {
 	const contract = "a record appended with an empty namespace reads back in blackboard.DefaultNamespace, and a namespace is kept"
 	for _, w := range want {
 		wantSame(t, mustGet(t, s, w.ID), w, contract+" (Get)")
-		got, err := s.FindActive(ctx, w.TraceID(), w.Slot, w.Kind)
+		got, err := s.FindActive(ctx, w.Namespace, w.TraceID(), w.Slot, w.Kind)
 		if err != nil {
 			t.Fatalf("FindActive(%s): %v", w.ID, err)
 		}
 		wantSame(t, got, w, contract+" (FindActive)")
 	}
-	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, trace)), []blackboard.Record{want[0], want[1], explicit}, contract+" (ListTrace)")
+	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "", trace)), []blackboard.Record{want[0], want[1], explicit}, contract+" (ListTrace)")
 	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{})), []blackboard.Record{want[0], named},
 		contract+" (ListSlot)")
 	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})),
@@ -134,39 +133,90 @@ func testListSlotNamespace(t *testing.T, s blackboard.Store) {
 		"a long listing of a namespace's active persistent records returns each of them once, in append order")
 }
 
-// testTraceNamespace checks that a trace belongs to one namespace: a record
-// of another namespace is refused with blackboard.ErrPermission, whether the
-// trace is stored already or starts in the same batch, and nothing of the
-// batch lands.
+// testTraceNamespace checks that a trace is named by its namespace and
+// its id: one trace id in two namespaces is two traces, which hold, list,
+// find, count and condition batches apart, whether they start in separate
+// batches or in one; and a record reads back in its own namespace.
 func testTraceNamespace(t *testing.T, s blackboard.Store) {
 	ctx := t.Context()
-	a1 := record("t", blackboard.Percepts, "door", 1)
-	a1.Namespace = "a"
+	in := func(ns, trace string, n int) blackboard.Record {
+		r := record(trace, blackboard.Percepts, "door", n)
+		r.ID, r.Namespace = blackboard.RecordID(blackboard.Percepts, ns, trace, n), ns
+		return r
+	}
+	a1, b1, d1 := in("a", "t", 1), in("b", "t", 1), in("", "t", 1)
+	const contract = "one trace id in two namespaces is two traces"
 	mustAppend(t, s, a1)
-	b2 := record("t", blackboard.Percepts, "door", 2)
-	b2.Namespace = "b"
-	d2 := record("t", blackboard.Percepts, "door", 2) // the default namespace, spelled as ""
-	d2.Namespace = ""
-	fresh1 := record("u", blackboard.Percepts, "door", 1)
-	fresh1.Namespace = "a"
-	fresh2 := record("u", blackboard.Percepts, "door", 2)
-	fresh2.Namespace = "b"
-	const contract = "a trace belongs to one namespace: Apply refuses a record of another with blackboard.ErrPermission and stores nothing of the batch"
-	for _, b := range []blackboard.Batch{
-		{Appends: []blackboard.Record{b2}},
-		{Appends: []blackboard.Record{d2}},
-		{Appends: []blackboard.Record{b2}, Trace: "t", TraceLen: 1},
-		{Appends: []blackboard.Record{fresh1, fresh2}},
+	// b's trace t holds nothing, though a's holds a record.
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{b1}, Trace: "t", TraceNamespace: "b", TraceLen: 0}); err != nil {
+		t.Fatalf("%s: Apply(%s) conditional on b's empty trace t: %v", contract, b1.ID, err)
+	}
+	wantErr(t, s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{d1}, Trace: "t", TraceLen: 1}), blackboard.ErrConflict,
+		contract+": the default namespace's trace t holds no record, whatever a and b hold")
+	mustAppend(t, s, d1)
+	u := []blackboard.Record{in("a", "u", 1), in("b", "u", 1), in("a", "u", 2)}
+	if err := s.Apply(ctx, blackboard.Batch{Appends: u}); err != nil {
+		t.Fatalf("%s: one batch starting trace u in two namespaces: %v", contract, err)
+	}
+	for _, c := range []struct {
+		ns, trace string
+		want      []blackboard.Record
+	}{
+		{"a", "t", []blackboard.Record{a1}}, {"b", "t", []blackboard.Record{b1}}, {"", "t", []blackboard.Record{stored(d1)}},
+		{blackboard.DefaultNamespace, "t", []blackboard.Record{stored(d1)}},
+		{"a", "u", []blackboard.Record{u[0], u[2]}}, {"b", "u", []blackboard.Record{u[1]}}, {"", "u", nil}, {"c", "t", nil},
 	} {
-		if err := s.Apply(ctx, b); !errors.Is(err, blackboard.ErrPermission) {
-			t.Errorf("%s: Apply(%v) = %v", contract, ids(b.Appends), err)
+		got := collect(t, "ListTrace", s.ListTrace(ctx, c.ns, c.trace))
+		if len(c.want) == 0 {
+			wantSame(t, len(got), 0, fmt.Sprintf("%s: ListTrace(%q, %q) is empty", contract, c.ns, c.trace))
+		} else {
+			wantSame(t, got, c.want, fmt.Sprintf("%s: ListTrace(%q, %q)", contract, c.ns, c.trace))
+		}
+		f, err := s.FindActive(ctx, c.ns, c.trace, blackboard.Percepts, "door")
+		switch {
+		case len(c.want) == 0:
+			wantErr(t, err, blackboard.ErrNotFound, fmt.Sprintf("%s: FindActive(%q, %q)", contract, c.ns, c.trace))
+		case err != nil:
+			t.Errorf("%s: FindActive(%q, %q): %v", contract, c.ns, c.trace, err)
+		default:
+			wantSame(t, f, c.want[len(c.want)-1], fmt.Sprintf("%s: FindActive(%q, %q)", contract, c.ns, c.trace))
 		}
 	}
-	wantSame(t, ids(collect(t, "ListTrace", s.ListTrace(ctx, "t"))), []string{a1.ID}, contract)
-	wantSame(t, len(collect(t, "ListTrace", s.ListTrace(ctx, "u"))), 0, contract)
-	same := record("t", blackboard.Percepts, "door", 2)
-	same.Namespace = "a"
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{same}, Trace: "t", TraceLen: 1}); err != nil {
-		t.Errorf("a record of the trace's own namespace: %v", err)
+	for _, r := range append([]blackboard.Record{a1, b1, stored(d1)}, u...) {
+		wantSame(t, mustGet(t, s, r.ID), r, contract+": Get reads each record back in its own namespace")
+	}
+	// The listing of traces names each (namespace, id) once.
+	got := map[string]int{}
+	for ts, err := range blackboard.ListTraces(ctx, s, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[ts.Namespace+"/"+ts.TraceID] += ts.Records
+	}
+	wantSame(t, got, map[string]int{"a/t": 1, "b/t": 1, blackboard.DefaultNamespace + "/t": 1, "a/u": 2, "b/u": 1},
+		contract+": ListTraces lists each namespace's trace apart")
+	ss, ok := s.(blackboard.StateStore)
+	if !ok {
+		return
+	}
+	// A status change in a's trace t counts in it alone.
+	before := readStateIn(t, ss, "b", "t")
+	if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: a1.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounters(t, ss, "t", 1, "a", 2, contract+": a's trace t counted its status change")
+	wantSame(t, readStateIn(t, ss, "b", "t"), before, contract+": b's trace t did not count a's status change")
+	wantCounters(t, ss, "u", 2, "a", 1, contract+": a's trace u")
+	wantCounters(t, ss, "u", 1, "b", 1, contract+": b's trace u")
+	// A state is stored in the trace of the batch's namespace only.
+	b2 := in("b", "t", 2)
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{b2}, Trace: "t", TraceNamespace: "b", TraceLen: 1, State: testState("b's"), Version: before.Version}); err != nil {
+		t.Fatalf("%s: a batch with a state, conditional on b's trace t: %v", contract, err)
+	}
+	if st := readStateIn(t, ss, "a", "t"); st.StateVersion != 0 || st.Value != nil || st.Data != nil {
+		t.Errorf("%s: a's trace t holds a state b's batch stored: %+v", contract, st)
+	}
+	if st := readStateIn(t, ss, "b", "t"); st.StateVersion == 0 {
+		t.Errorf("%s: b's trace t holds no state after b's batch stored one: %+v", contract, st)
 	}
 }

@@ -177,7 +177,7 @@ func testRoundTrip(t *testing.T, s blackboard.Store) {
 			inTrace = append(inTrace, r)
 		}
 	}
-	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "round-trip")), inTrace,
+	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "", "round-trip")), inTrace,
 		"ListTrace returns every field exactly as Apply stored it, in append order")
 	for _, want := range recs {
 		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, want.Slot, blackboard.Filter{})), []blackboard.Record{want},
@@ -185,7 +185,7 @@ func testRoundTrip(t *testing.T, s blackboard.Store) {
 		if want.Status != blackboard.StatusActive {
 			continue
 		}
-		got, err := s.FindActive(ctx, want.Provenance.TraceID, want.Slot, want.Kind)
+		got, err := s.FindActive(ctx, want.Namespace, want.Provenance.TraceID, want.Slot, want.Kind)
 		if err != nil {
 			t.Fatalf("FindActive(%s): %v", want.ID, err)
 		}
@@ -278,7 +278,7 @@ func testInvalidate(t *testing.T, s blackboard.Store) {
 	wantSame(t, mustGet(t, s, a.ID), wantA, "a status change moves ACTIVE to INVALIDATED with its reason and changes nothing else")
 	wantSame(t, mustGet(t, s, b.ID), wantB, "a status change moves ACTIVE to EXPIRED (TTL_EXPIRED) and changes nothing else")
 	wantSame(t, mustGet(t, s, c.ID), c, "a status change changes no other record")
-	wantSame(t, collect(t, "ListTrace", s.ListTrace(t.Context(), "inv")), []blackboard.Record{wantA, wantB, c},
+	wantSame(t, collect(t, "ListTrace", s.ListTrace(t.Context(), "", "inv")), []blackboard.Record{wantA, wantB, c},
 		"ListTrace shows status changes in place")
 }
 

@@ -54,11 +54,11 @@ func readStateIn(t *testing.T, ss blackboard.StateStore, namespace, trace string
 	return st
 }
 
-// wantCounters reports unless trace holds n records of namespace ns and has
-// counted version changes.
+// wantCounters reports unless trace of namespace ns holds n records and
+// has counted version changes.
 func wantCounters(t *testing.T, ss blackboard.StateStore, trace string, n int, ns string, version uint64, contract string) {
 	t.Helper()
-	st := readState(t, ss, trace)
+	st := readStateIn(t, ss, ns, trace)
 	if st.Len != n || st.Namespace != ns || st.Version != version {
 		t.Errorf("%s: ReadState(%q) = Len %d, Namespace %q, Version %d; want %d, %q, %d",
 			contract, trace, st.Len, st.Namespace, st.Version, n, ns, version)

@@ -167,7 +167,7 @@ func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
 		s = ss
 	}
 	for _, sc := range scenarios {
-		for _, err := range s.ListTrace(ctx, sc.trace) {
+		for _, err := range s.ListTrace(ctx, blackboard.DefaultNamespace, sc.trace) {
 			if err == nil {
 				err = fmt.Errorf("it already holds trace %q from an earlier run; use a new one", sc.trace)
 			}
@@ -220,7 +220,7 @@ func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer
 		}
 	}
 	// The kernel's own account of the episode, read back from the store.
-	tl, err := inspect.Timeline(ctx, s, sc.trace)
+	tl, err := inspect.Timeline(ctx, s, blackboard.DefaultNamespace, sc.trace)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 	defer s.Close()
 	contexts, decisions := 0, 0
 	for _, tk := range tickets {
-		for r, err := range s.ListTrace(ctx, tk.ID) {
+		for r, err := range s.ListTrace(ctx, "support_desk", tk.ID) {
 			if err != nil {
 				t.Fatal(err)
 			}

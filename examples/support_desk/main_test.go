@@ -141,11 +141,11 @@ func checkReport(t *testing.T, report string) {
 	if !strings.Contains(ds[i].reason, "amount > 500") {
 		t.Errorf("pending for %q", ds[i].reason)
 	}
-	if !strings.Contains(report, "supervisor:maria approved actions:T3:") {
+	if !strings.Contains(report, "supervisor:maria approved actions@support_desk:T3:") {
 		t.Error("no approval of T3's refund printed")
 	}
 	i = want("approved refund", i, "T3", "issue_refund", "executed", "EFFECT_SUCCEEDED")
-	if !strings.Contains(ds[i].reason, "approved in evidence:T3:") {
+	if !strings.Contains(ds[i].reason, "approved in evidence@support_desk:T3:") {
 		t.Errorf("T3's refund: %q, want the approval named", ds[i].reason)
 	}
 

@@ -36,7 +36,7 @@ func TestPersonApproves(t *testing.T) {
 				"T3: 1 refund(s) wait for a person's approval; this ticket goes on in the next run",
 				"T4: 1 refund(s) wait for a person's approval",
 				"serve --token-file FILE", "approve --as NAME --digest sha256:",
-				"T3 actions:T3:15 no result yet (waits for approval): 0 payments",
+				"T3 actions@support_desk:T3:15 no result yet (waits for approval): 0 payments",
 			} {
 				if !strings.Contains(first, s) {
 					t.Errorf("first run lacks %q\n%s", s, first)
@@ -55,9 +55,9 @@ func TestPersonApproves(t *testing.T) {
 			want := []string{"T3: a person decided what waited for approval; the supervisor applies it", "T3 message 2, from the desk",
 				"T4 message 2, from the desk", "Every refund happened exactly once: 4 committed refunds"}
 			if tc.approve {
-				want = append(want, "T3 actions:T3:15 paid  750.00", "approvals: 2 approved, 0 denied")
+				want = append(want, "T3 actions@support_desk:T3:15 paid  750.00", "approvals: 2 approved, 0 denied")
 			} else {
-				want = append(want, "T3 actions:T3:15 not run: APPROVAL_DENIED by person:ana", "approvals: 0 approved, 2 denied")
+				want = append(want, "T3 actions@support_desk:T3:15 not run: APPROVAL_DENIED by person:ana", "approvals: 0 approved, 2 denied")
 			}
 			for _, s := range want {
 				if !strings.Contains(second, s) {

@@ -132,7 +132,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 	}
 
 	fmt.Fprintln(w)
-	tl, err := inspect.Timeline(ctx, store, trace)
+	tl, err := inspect.Timeline(ctx, store, blackboard.DefaultNamespace, trace)
 	if err != nil {
 		return err
 	}

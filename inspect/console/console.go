@@ -254,7 +254,7 @@ func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, 
 	if hash == "" {
 		return nil, nil
 	}
-	for r, err := range c.s.ListTrace(ctx, toolgate.PolicyTrace(namespace)) {
+	for r, err := range c.s.ListTrace(ctx, namespace, toolgate.PolicyTrace(namespace)) {
 		if err != nil {
 			return nil, err
 		}
@@ -385,7 +385,12 @@ func (c *Console) trace(w http.ResponseWriter, r *http.Request) {
 			data["Trace"] = traceID
 		}
 	}
-	tl, err := inspect.Timeline(r.Context(), c.s, traceID)
+	ns, err := c.traceNamespace(r.Context(), traceID)
+	if err != nil {
+		c.readFail(w, err)
+		return
+	}
+	tl, err := inspect.Timeline(r.Context(), c.s, ns, traceID)
 	if err != nil {
 		c.readFail(w, err)
 		return
@@ -432,7 +437,7 @@ func (c *Console) effects(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusNotFound, "no such trace in this console's namespace")
 		return
 	}
-	rows, err := inspect.TraceEffects(r.Context(), c.s, traceID)
+	rows, err := inspect.TraceEffects(r.Context(), c.s, ns, traceID)
 	if err != nil {
 		c.readFail(w, err)
 		return
@@ -458,16 +463,29 @@ func (c *Console) effects(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "effects", map[string]any{"Identity": id, "Trace": traceID, "Effects": views})
 }
 
-// traceNamespace is the namespace of a trace's first record; a trace
-// without records is [blackboard.ErrNotFound].
+// traceNamespace is the namespace of the trace traceID among those the
+// console shows (one trace id in two namespaces is two traces): the
+// console's namespace when it has one, else the one namespace that holds
+// a trace of that id. A trace it does not find is [blackboard.ErrNotFound];
+// an id several namespaces hold, in a console of every namespace, is
+// [blackboard.ErrInvalidInput].
 func (c *Console) traceNamespace(ctx context.Context, traceID string) (string, error) {
-	for r, err := range c.s.ListTrace(ctx, traceID) {
+	var found []string
+	for ts, err := range blackboard.ListTraces(ctx, c.s, c.cfg.namespace) {
 		if err != nil {
 			return "", err
 		}
-		return r.Namespace, nil
+		if ts.TraceID == traceID {
+			found = append(found, ts.Namespace)
+		}
 	}
-	return "", fmt.Errorf("console: no trace %q: %w", traceID, blackboard.ErrNotFound)
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("console: no trace %q: %w", traceID, blackboard.ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("console: trace %q is in namespaces %s: %w", traceID, strings.Join(found, ", "), blackboard.ErrInvalidInput)
 }
 
 // stampOf renders a time in Unix milliseconds as the pages show times:

@@ -73,7 +73,7 @@ func TestEffects(t *testing.T) {
 		t.Fatal(res, err)
 	}
 
-	rows, err := inspect.TraceEffects(ctx, d.s, "ticket-1")
+	rows, err := inspect.TraceEffects(ctx, d.s, "", "ticket-1")
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("effects %+v %v", rows, err)
 	}
@@ -127,7 +127,7 @@ func TestEffects(t *testing.T) {
 	if code, _, _ := do(t, req); code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /effects: %d, want 405", code)
 	}
-	if _, err := inspect.TraceEffects(ctx, d.s, "nope"); !errors.Is(err, blackboard.ErrNotFound) {
+	if _, err := inspect.TraceEffects(ctx, d.s, "", "nope"); !errors.Is(err, blackboard.ErrNotFound) {
 		t.Errorf("effects of an unknown trace: %v", err)
 	}
 }
@@ -157,7 +157,7 @@ func TestEffectsRetry(t *testing.T) {
 	if res, err := d.g.Execute(ctx, d.action); err != nil || res.Outcome != audit.OutcomeExecuted || d.refunds.Load() != 1 {
 		t.Fatal(res, err)
 	}
-	rows, err := inspect.TraceEffects(ctx, d.s, "ticket-1")
+	rows, err := inspect.TraceEffects(ctx, d.s, "", "ticket-1")
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("effects %+v %v", rows, err)
 	}

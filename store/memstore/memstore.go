@@ -45,7 +45,7 @@ type Store struct {
 	batch    uint64               // batches applied, to count one change per trace per batch
 	one      [1]memTrace          // the first trace's entry, so that a store of one trace allocates no list of traces
 	traces   []memTrace           // in order of their first append
-	traceIdx map[string]int32     // made with the second trace (see traceOf)
+	traceIdx map[traceKey]int32   // made with the second trace (see traceOf)
 	others   map[string]memLoc    // records whose id does not give their position
 	claims   map[claimKey]string  // once-key in its namespace → record id
 	shared   map[string]memShared // namespace → change counter of its persistent constraints
@@ -72,6 +72,21 @@ type memShared struct {
 	version uint64
 	bumped  uint64 // the batch that last counted a change
 }
+
+// traceKey names a trace: its namespace (as stored) and id. One trace id
+// in two namespaces is two traces.
+type traceKey struct{ namespace, id string }
+
+// keyOf is the key of trace id of namespace ns (as given).
+func keyOf(ns, id string) traceKey {
+	if mutTraceNamespace() {
+		return traceKey{id: id} // every namespace's traces in one space
+	}
+	return traceKey{blackboard.NamespaceOf(ns), id}
+}
+
+// key is the trace's own key.
+func (tr *memTrace) key() traceKey { return keyOf(tr.namespace, tr.id) }
 
 // claimKey is a once-key in its key space.
 type claimKey struct{ namespace, key string }
@@ -189,12 +204,13 @@ type firstBlock struct {
 // store's first trace.
 var firstBlocks = sync.Pool{New: func() any { return new(firstBlock) }}
 
-// find locates a record. Kernel ids, "{slot}:{trace}:{n}" with n the
-// record's position in its trace, are found through the trace block, so the
-// store needs no map over every id; any other id is in s.others.
+// find locates a record. Kernel ids ([blackboard.RecordID]), which name the
+// record's namespace, trace and position in it, are found through the
+// trace block, so the store needs no map over every id; any other id is in
+// s.others.
 func (s *Store) find(id string) (memLoc, bool) {
-	if trace, n, ok := splitID(id); ok {
-		if t, ok := s.traceOf(trace); ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].id == id {
+	if ns, trace, n, ok := splitID(id); ok {
+		if t, ok := s.traceOf(ns, trace); ok && n < len(s.traces[t].recs) && s.traces[t].recs[n].id == id {
 			return memLoc{trace: t, idx: int32(n)}, true
 		}
 	}
@@ -202,11 +218,12 @@ func (s *Store) find(id string) (memLoc, bool) {
 	return l, ok
 }
 
-// splitID is [blackboard.SplitRecordID], with the usual kernel id (a
-// position of a few digits, no leading zero, after the last colon) read
-// here: the general parser's two scans and strconv call were a cost every
-// append paid twice, in the duplicate check and in add.
-func splitID(id string) (trace string, idx int, ok bool) {
+// splitID is [blackboard.SplitRecordID], with the usual kernel id of the
+// default namespace (a position of a few digits, no leading zero, after
+// the last colon) read here: the general parser's two scans and strconv
+// call were a cost every append paid twice, in the duplicate check and in
+// add.
+func splitID(id string) (namespace, trace string, idx int, ok bool) {
 	n, mul, i := 0, 1, len(id)-1
 	for ; i >= 0 && id[i] >= '0' && id[i] <= '9'; i-- {
 		n += int(id[i]-'0') * mul
@@ -218,13 +235,16 @@ func splitID(id string) (trace string, idx int, ok bool) {
 	// The first colon ends a slot's name, a few bytes in: a loop finds it
 	// sooner than a call to strings.IndexByte.
 	first := 0
-	for first < i && id[first] != ':' {
+	for first < i && id[first] != ':' && id[first] != '@' {
 		first++
 	}
-	if first+1 >= i {
-		return "", 0, false
+	if first < i && id[first] == '@' {
+		return blackboard.SplitRecordID(id) // another namespace's id
 	}
-	return id[first+1 : i], n - 1, true
+	if first+1 >= i {
+		return "", "", 0, false
+	}
+	return blackboard.DefaultNamespace, id[first+1 : i], n - 1, true
 }
 
 // fill sets *r to the record m of trace tr as callers see it, but for its
@@ -460,12 +480,12 @@ func (s *Store) appendMatch(dst []blackboard.Record, f blackboard.Filter, tr *me
 }
 
 // FindActive implements [blackboard.Store].
-func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
+func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return blackboard.Record{}, err
 	}
 	defer s.unlock(false)
-	if t, ok := s.traceOf(traceID); ok {
+	if t, ok := s.traceOf(namespace, traceID); ok {
 		tr := &s.traces[t]
 		for i := len(tr.recs) - 1; i >= 0; i-- {
 			m := &tr.recs[i]
@@ -477,7 +497,7 @@ func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.
 			}
 		}
 	}
-	return blackboard.Record{}, fmt.Errorf("%w: no active %s %q in trace %q", blackboard.ErrNotFound, slot, kind, traceID)
+	return blackboard.Record{}, fmt.Errorf("%w: no active %s %q in trace %q of namespace %q", blackboard.ErrNotFound, slot, kind, traceID, blackboard.NamespaceOf(namespace))
 }
 
 // Apply implements [blackboard.Store]. Every part of the batch is checked
@@ -508,7 +528,7 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 		s.bumpShared(rec.Slot, rec.Scope, s.traces[t].namespace)
 	}
 	if b.State != nil && b.Trace != "" {
-		if t, ok := s.traceOf(b.Trace); ok {
+		if t, ok := s.traceOf(b.TraceNamespace, b.Trace); ok {
 			tr := &s.traces[t]
 			tr.state, tr.stateVersion = b.State, tr.version
 		}
@@ -552,7 +572,7 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (black
 	}
 	defer s.unlock(false)
 	shared := s.shared[blackboard.NamespaceOf(namespace)].version
-	t, ok := s.traceOf(traceID)
+	t, ok := s.traceOf(namespace, traceID)
 	if !ok {
 		return blackboard.TraceState{Shared: shared}, nil
 	}
@@ -568,7 +588,7 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (black
 // The caller holds the lock.
 func (s *Store) add(rec *blackboard.Record) int32 {
 	p := &rec.Provenance
-	t, ok := s.traceOf(p.TraceID)
+	t, ok := s.traceOf(rec.Namespace, p.TraceID)
 	if !ok {
 		t = int32(len(s.traces))
 		if t == 0 {
@@ -578,10 +598,10 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		}
 		s.traces = append(s.traces, memTrace{id: p.TraceID, namespace: blackboard.NamespaceOf(rec.Namespace)})
 		if t == 1 {
-			s.traceIdx = map[string]int32{s.traces[0].id: 0}
+			s.traceIdx = map[traceKey]int32{s.traces[0].key(): 0}
 		}
 		if t > 0 {
-			s.traceIdx[p.TraceID] = t
+			s.traceIdx[s.traces[t].key()] = t
 		}
 	}
 	tr := &s.traces[t]
@@ -626,7 +646,7 @@ func (s *Store) add(rec *blackboard.Record) int32 {
 		x.inputRefs, x.evidenceRefs, x.confidence, x.ttlMS, x.span = p.InputRefs, rec.EvidenceRefs, p.Confidence, p.TTLMS, p.Span
 		m.more = x
 	}
-	if trace, n, ok := splitID(rec.ID); !ok || trace != p.TraceID || n != int(l.idx) {
+	if ns, trace, n, ok := splitID(rec.ID); !ok || trace != p.TraceID || ns != tr.namespace || n != int(l.idx) {
 		if s.others == nil {
 			s.others = make(map[string]memLoc)
 		}
@@ -666,14 +686,15 @@ func (s *Store) indexRec(l memLoc, m *memRec) {
 	}
 }
 
-// traceOf returns the position of trace id in s.traces. A store of one
-// trace (a kernel per episode, say) keeps no map: it is made with the
-// second trace.
-func (s *Store) traceOf(id string) (int32, bool) {
+// traceOf returns the position of trace id of namespace ns (as given) in
+// s.traces. A store of one trace (a kernel per episode, say) keeps no map:
+// it is made with the second trace.
+func (s *Store) traceOf(ns, id string) (int32, bool) {
+	k := keyOf(ns, id)
 	if s.traceIdx == nil {
-		return 0, len(s.traces) == 1 && s.traces[0].id == id
+		return 0, len(s.traces) == 1 && s.traces[0].key() == k
 	}
-	t, ok := s.traceIdx[id]
+	t, ok := s.traceIdx[k]
 	return t, ok
 }
 
@@ -704,7 +725,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 	var held *memTrace
 	if b.Trace != "" {
 		n, v := 0, uint64(0)
-		if t, ok := s.traceOf(b.Trace); ok {
+		if t, ok := s.traceOf(b.TraceNamespace, b.Trace); ok {
 			held = &s.traces[t]
 			n, v = len(held.recs), held.version
 		}
@@ -715,7 +736,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 			return fmt.Errorf("%w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, v, b.Version)
 		}
 	} else if len(b.Appends) > 0 {
-		if t, ok := s.traceOf(b.Appends[0].Provenance.TraceID); ok {
+		if t, ok := s.traceOf(b.Appends[0].Namespace, b.Appends[0].Provenance.TraceID); ok {
 			held = &s.traces[t]
 		}
 	}
@@ -731,14 +752,11 @@ func (s *Store) check(b *blackboard.Batch) error {
 	for i := range b.Appends {
 		r := &b.Appends[i]
 		tr := held
-		if tr == nil || r.Provenance.TraceID != tr.id {
+		if tr == nil || tr.key() != keyOf(r.Namespace, r.Provenance.TraceID) {
 			tr = nil
-			if t, ok := s.traceOf(r.Provenance.TraceID); ok {
+			if t, ok := s.traceOf(r.Namespace, r.Provenance.TraceID); ok {
 				tr = &s.traces[t]
 			}
-		}
-		if err := checkTraceNamespace(b.Appends[:i], r, tr); err != nil {
-			return err
 		}
 		if s.holds(r.ID, tr) {
 			return fmt.Errorf("%w: %s", blackboard.ErrDuplicateID, r.ID)
@@ -787,7 +805,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 // hold): an id of the kernel's form of that trace is where its position
 // says, or among the others, and tr saves finding the trace again.
 func (s *Store) holds(id string, tr *memTrace) bool {
-	if trace, n, ok := splitID(id); ok && tr != nil && trace == tr.id {
+	if ns, trace, n, ok := splitID(id); ok && tr != nil && trace == tr.id && ns == tr.namespace {
 		if n < len(tr.recs) && tr.recs[n].id == id {
 			return true
 		}
@@ -798,35 +816,14 @@ func (s *Store) holds(id string, tr *memTrace) bool {
 	return ok
 }
 
-// checkTraceNamespace refuses a record whose namespace differs from its
-// trace's (tr, the trace as stored, or as earlier appends of the batch
-// start it): a trace belongs to one namespace.
-func checkTraceNamespace(earlier []blackboard.Record, r *blackboard.Record, tr *memTrace) error {
-	ns, have := blackboard.NamespaceOf(r.Namespace), ""
-	if tr != nil && len(tr.recs) > 0 {
-		have = tr.namespace
-	} else {
-		for j := range earlier {
-			if earlier[j].Provenance.TraceID == r.Provenance.TraceID {
-				have = blackboard.NamespaceOf(earlier[j].Namespace)
-				break
-			}
-		}
-	}
-	if have != "" && have != ns {
-		return fmt.Errorf("%w: trace %q belongs to namespace %q, not %q", blackboard.ErrPermission, r.Provenance.TraceID, have, ns)
-	}
-	return nil
-}
-
 // ListTrace implements [blackboard.Store].
-func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
+func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
 		if err := s.lock(ctx, false); err != nil {
 			yield(blackboard.Record{}, err)
 			return
 		}
-		out := s.appendTrace(nil, traceID)
+		out := s.appendTrace(nil, namespace, traceID)
 		s.unlock(false)
 		for _, r := range out {
 			if !yield(r, nil) {
@@ -836,8 +833,8 @@ func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackbo
 	}
 }
 
-func (s *Store) appendTrace(dst []blackboard.Record, traceID string) []blackboard.Record {
-	if t, ok := s.traceOf(traceID); ok {
+func (s *Store) appendTrace(dst []blackboard.Record, namespace, traceID string) []blackboard.Record {
+	if t, ok := s.traceOf(namespace, traceID); ok {
 		tr := &s.traces[t]
 		dst = slices.Grow(dst, len(tr.recs))
 		for i := range tr.recs {
@@ -896,14 +893,14 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blac
 	}
 }
 
-// AppendTrace appends the records of one trace, in append order, to dst
-// and returns the extended slice: [Store.ListTrace] into memory the
-// caller reuses. As with every store read, the records share memory with
-// the store and must not be modified.
-func (s *Store) AppendTrace(ctx context.Context, dst []blackboard.Record, traceID string) ([]blackboard.Record, error) {
+// AppendTrace appends the records of trace traceID of namespace, in
+// append order, to dst and returns the extended slice: [Store.ListTrace]
+// into memory the caller reuses. As with every store read, the records
+// share memory with the store and must not be modified.
+func (s *Store) AppendTrace(ctx context.Context, dst []blackboard.Record, namespace, traceID string) ([]blackboard.Record, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return dst, err
 	}
 	defer s.unlock(false)
-	return s.appendTrace(dst, traceID), nil
+	return s.appendTrace(dst, namespace, traceID), nil
 }

@@ -68,27 +68,27 @@ func TestAppendTrace(t *testing.T) {
 		}
 	}
 	var want []blackboard.Record
-	for r, err := range st.ListTrace(ctx, "a") {
+	for r, err := range st.ListTrace(ctx, "", "a") {
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, r)
 	}
 	prefix := blackboard.Record{ID: "kept"}
-	got, err := st.AppendTrace(ctx, []blackboard.Record{prefix}, "a")
+	got, err := st.AppendTrace(ctx, []blackboard.Record{prefix}, "", "a")
 	if err != nil || len(got) != 3 || got[0].ID != "kept" || !reflect.DeepEqual(got[1:], want) {
 		t.Fatalf("AppendTrace = %d records, %v; want kept + %d", len(got), err, len(want))
 	}
-	if none, err := st.AppendTrace(ctx, nil, "nobody"); err != nil || len(none) != 0 {
+	if none, err := st.AppendTrace(ctx, nil, "", "nobody"); err != nil || len(none) != 0 {
 		t.Errorf("unknown trace: %v, %v", none, err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := st.AppendTrace(cancelled, nil, "a"); !errors.Is(err, context.Canceled) {
+	if _, err := st.AppendTrace(cancelled, nil, "", "a"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 	st.Close()
-	if _, err := st.AppendTrace(ctx, nil, "a"); !errors.Is(err, blackboard.ErrClosed) {
+	if _, err := st.AppendTrace(ctx, nil, "", "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Errorf("closed: %v", err)
 	}
 }
@@ -114,7 +114,7 @@ func TestPackedRecords(t *testing.T) {
 	for i := range n {
 		trace := "t" + strconv.Itoa(i/7)
 		r := blackboard.Record{
-			ID: blackboard.RecordID(blackboard.Percepts, trace, i%7+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "k" + strconv.Itoa(i%3),
+			ID: blackboard.RecordID(blackboard.Percepts, "ns", trace, i%7+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "k" + strconv.Itoa(i%3),
 			Payload:    blackboard.Payload{"n": float64(i), "s": "v" + strconv.Itoa(i), "list": []any{"a", 1.0}, "obj": map[string]any{"x": true}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w" + strconv.Itoa(i%2), TraceID: trace, TimestampMS: int64(i)},
 			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
@@ -188,13 +188,13 @@ func TestPackedRecords(t *testing.T) {
 		}
 		check("ListSlot persistent", r)
 	}
-	for r, err := range st.ListTrace(ctx, "t0") {
+	for r, err := range st.ListTrace(ctx, "ns", "t0") {
 		if err != nil {
 			t.Fatal(err)
 		}
 		check("ListTrace", r)
 	}
-	found, err := st.FindActive(ctx, "t0", blackboard.Percepts, "k0")
+	found, err := st.FindActive(ctx, "ns", "t0", blackboard.Percepts, "k0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,9 @@ func opaque(s blackboard.Store) blackboard.Store { return s }
 // splitIDs are ids around the edges of the store's own reading of kernel ids.
 var splitIDs = []string{"", ":", "::", "1", ":1", "a:1", "a::1", "a:b:1", "beliefs:t-1:12", "a:b:0", "a:b:01",
 	"a:b:+1", "a:b:-1", "a:b:", "a:b:1x", "a:b:c:7", "a:b:99999999999999999", "a:b:999999999999999999",
-	"a:b:9999999999999999999", "a:b:99999999999999999999", "plans:x:y:3", "é:ü:4", "a:b\xff:2"}
+	"a:b:9999999999999999999", "a:b:99999999999999999999", "plans:x:y:3", "é:ü:4", "a:b\xff:2",
+	"percepts@desk:T1:3", "percepts@a%3Ab:c:d:4", "percepts@default:T1:3", "percepts@:T1:3", "a@x%25:T:1", "a@x%3a:T:1", "a@x%:1",
+	"a@x%2:T:1", "a:b@c:2", "@d:t:1", "beliefs@é@ü:t:12"}
 
 // TestSplitIDMatchesSplitRecordID holds the store's id reader to the
 // general one: an id read differently would be looked up in the wrong place.
@@ -327,10 +329,10 @@ func FuzzSplitID(f *testing.F) {
 }
 
 func checkSplitID(t *testing.T, id string) {
-	tr, n, ok := memstore.SplitID(id)
-	wtr, wn, wok := blackboard.SplitRecordID(id)
-	if tr != wtr || n != wn || ok != wok {
-		t.Errorf("splitID(%q) = %q, %d, %v; want %q, %d, %v", id, tr, n, ok, wtr, wn, wok)
+	ns, tr, n, ok := memstore.SplitID(id)
+	wns, wtr, wn, wok := blackboard.SplitRecordID(id)
+	if ns != wns || tr != wtr || n != wn || ok != wok {
+		t.Errorf("splitID(%q) = %q, %q, %d, %v; want %q, %q, %d, %v", id, ns, tr, n, ok, wns, wtr, wn, wok)
 	}
 }
 
@@ -357,7 +359,7 @@ func TestListingsAcrossIndexing(t *testing.T) {
 			}
 			slot := blackboard.AllSlots()[i%3*2] // percepts, constraints, evidence
 			r := blackboard.Record{
-				ID: blackboard.RecordID(slot, trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
+				ID: blackboard.RecordID(slot, "", trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
 				Payload:    blackboard.Payload{"i": float64(i)},
 				Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
 				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.Scope(1 + i/2%2),
@@ -437,7 +439,7 @@ func BenchmarkEpisodeStore(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if buf, err = s.AppendTrace(ctx, buf[:0], "ep-1"); err != nil {
+		if buf, err = s.AppendTrace(ctx, buf[:0], "", "ep-1"); err != nil {
 			b.Fatal(err)
 		}
 		s.Close()
@@ -460,7 +462,7 @@ func TestNewStoreAfterClose(t *testing.T) {
 		var b blackboard.Batch
 		for i := range 12 - round*3 {
 			r := blackboard.Record{
-				ID: blackboard.RecordID(blackboard.Beliefs, trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
+				ID: blackboard.RecordID(blackboard.Beliefs, "", trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
 				Provenance: blackboard.Provenance{Role: blackboard.RolePlanner, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
 				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: blackboard.DefaultNamespace,
 			}
@@ -474,7 +476,7 @@ func TestNewStoreAfterClose(t *testing.T) {
 		if err := st.Apply(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.AppendTrace(ctx, nil, trace)
+		got, err := st.AppendTrace(ctx, nil, "", trace)
 		if err != nil || !reflect.DeepEqual(got, b.Appends) {
 			t.Fatalf("round %d: read %v\n%+v\nwant\n%+v", round, err, got, b.Appends)
 		}

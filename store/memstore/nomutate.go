@@ -3,5 +3,6 @@
 package memstore
 
 // The switches of mutate.go, off.
-func mutStateVersion() bool { return false }
-func mutSharedCache() bool  { return false }
+func mutStateVersion() bool   { return false }
+func mutSharedCache() bool    { return false }
+func mutTraceNamespace() bool { return false }

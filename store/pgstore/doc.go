@@ -49,7 +49,8 @@
 // as one implicit transaction. The first statement that fails rolls all of
 // it back; the transaction commits at the end of the pipeline.
 //
-// The table bk_traces counts each trace's records. A batch's first
+// The table bk_traces counts each trace's records; a trace is its
+// namespace and its id. A batch's first
 // statement adds the batch's appends to the counters of the traces it
 // appends to, and locks them (and the counter of the trace its condition
 // names, [blackboard.Batch.Trace]), in sorted order, until it commits. That
@@ -132,7 +133,12 @@
 // claimed it. Version 4 adds each trace's change counter and state to
 // bk_traces; a trace of an earlier version starts with its record count as
 // its change counter and no state. Version 5 adds bk_namespaces; every
-// namespace of an earlier version starts at 0.
+// namespace of an earlier version starts at 0. Version 6 names a trace by
+// its namespace and id: bk_traces is keyed by (namespace, trace_id), and a
+// trace's positions and the FindActive index by namespace too, so one trace
+// id in two namespaces is two traces; every trace of an earlier version
+// (which held one namespace's records) keeps its counters and state, and a
+// counter a condition alone made, for a trace without records, goes.
 //
 // # Errors
 //

@@ -54,7 +54,6 @@ const (
 	codeConflict  = "BK409"
 	codeNotFound  = "BK404"
 	codeNotActive = "BK410"
-	codeNamespace = "BK403" // a record of another namespace than its trace's
 )
 
 // pgError returns err's PostgreSQL error, if it carries one.

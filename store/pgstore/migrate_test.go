@@ -92,7 +92,7 @@ func TestMigrateStateV3(t *testing.T) {
 	r := blackboard.Record{ID: "percepts:old:3", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "sensor", TraceID: "old"}, Status: blackboard.StatusActive,
 		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Trace: "old", TraceNamespace: "acme", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
 	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
@@ -157,5 +157,65 @@ func TestMigrateSharedV4(t *testing.T) {
 	}
 	if got := shared("", "old"); got != 0 {
 		t.Errorf("Shared of the default namespace, whose constraints no batch changed = %d, want 0", got)
+	}
+}
+
+// TestMigrateTracesV5 opens a schema whose traces are of version 5, named
+// by their id alone: a trace's counters, state and records carry over into
+// its namespace, a counter a condition alone made (no namespace, no
+// records) goes, and afterwards the same id in another namespace is a
+// trace of its own.
+func TestMigrateTracesV5(t *testing.T) {
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	q := strings.NewReplacer("{schema}", pgx.Identifier{schema}.Sanitize())
+	setup := []string{"CREATE SCHEMA {schema}"}
+	setup = append(setup, migrations[:5]...)
+	setup = append(setup, versionTable, "INSERT INTO {schema}.bk_schema (version) VALUES (5)",
+		`INSERT INTO {schema}.bk_records (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms, ttl_ms, status, reason, scope, namespace)
+			VALUES ('percepts:old:1', 'old', 1, 'percepts', 'commit', 'order', '{}', 'tool', 'w', 1, 0, 'ACTIVE', 'COMMITTED', 'episode', 'acme')`,
+		`INSERT INTO {schema}.bk_traces (trace_id, n, namespace, version, state_version, state) VALUES ('old', 1, 'acme', 1, 1, 'kept')`,
+		`INSERT INTO {schema}.bk_traces (trace_id, n, namespace, version) VALUES ('empty', 0, NULL, 0)`,
+	)
+	for _, stmt := range setup {
+		if _, err := pool.Exec(ctx, q.Replace(stmt)); err != nil {
+			t.Fatalf("creating a version-5 schema: %v", err)
+		}
+	}
+	s, err := New(ctx, pool, WithSchema(schema))
+	if err != nil {
+		t.Fatalf("New on a version-5 schema: %v", err)
+	}
+	defer s.Close()
+	if v, err := readVersion(ctx, pool, schema); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version after New = %d, %v; want %d", v, err, SchemaVersion)
+	}
+	st, err := s.ReadState(ctx, "acme", "old")
+	if err != nil || st.Len != 1 || st.Namespace != "acme" || st.Version != 1 || st.StateVersion != 1 || string(st.Data) != "kept" {
+		t.Errorf("ReadState of a version-5 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1 and its state", st, err)
+	}
+	next := blackboard.Record{ID: "percepts:old:2", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "order", Payload: blackboard.Payload{},
+		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w", TraceID: "old"}, Status: blackboard.StatusActive,
+		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceNamespace: "acme", TraceLen: 1}); err != nil {
+		t.Errorf("appending to a version-5 trace after migration: %v", err)
+	}
+	other := next
+	other.ID, other.Namespace = blackboard.RecordID(blackboard.Percepts, "", "old", 1)+"-default", ""
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
+		t.Errorf("the default namespace's trace old, after migration: %v", err)
+	}
+	for ns, want := range map[string]int{"acme": 2, "": 1} {
+		n := 0
+		for r, err := range s.ListTrace(ctx, ns, "old") {
+			if err != nil || blackboard.NamespaceOf(r.Namespace) != blackboard.NamespaceOf(ns) {
+				t.Errorf("ListTrace(%q, old) lists %s of namespace %q (%v)", ns, r.ID, r.Namespace, err)
+			}
+			n++
+		}
+		if n != want {
+			t.Errorf("ListTrace(%q, old) after migration: %d records, want %d", ns, n, want)
+		}
 	}
 }

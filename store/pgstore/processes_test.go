@@ -621,8 +621,8 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	byID := map[string]blackboard.Record{}
 	total := 0
 	for _, tr := range traces {
-		recs := records(t, s.ListTrace(ctx, tr))
-		n, err := s.CountTrace(ctx, tr)
+		recs := records(t, s.ListTrace(ctx, "", tr))
+		n, err := s.CountTrace(ctx, "", tr)
 		if err != nil || n != len(recs) {
 			t.Errorf("trace %s: CountTrace %d (%v), ListTrace %d records", tr, n, err, len(recs))
 		}

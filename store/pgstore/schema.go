@@ -157,11 +157,28 @@ var migrations = []string{
 		namespace text COLLATE "C" PRIMARY KEY,
 		shared    bigint NOT NULL
 	);`,
+	// Version 6: traces per namespace. A trace is named by its namespace
+	// and its id, so one trace id in two namespaces is two traces: the
+	// counters' primary key becomes (namespace, trace_id), and a trace's
+	// positions, and the FindActive index, are per namespace and id. A
+	// trace of an earlier version holds the records of one namespace
+	// (Apply refused any other), the one its counter names, so every
+	// trace, its counters and its state carry over as they are. A counter
+	// without a namespace was made by a batch's condition alone, for a
+	// trace that holds no record: it counts nothing and goes.
+	`DELETE FROM {schema}.bk_traces WHERE namespace IS NULL AND n = 0;
+	ALTER TABLE {schema}.bk_traces ALTER COLUMN namespace SET NOT NULL;
+	ALTER TABLE {schema}.bk_traces DROP CONSTRAINT bk_traces_pkey;
+	ALTER TABLE {schema}.bk_traces ADD CONSTRAINT bk_traces_pkey PRIMARY KEY (namespace, trace_id);
+	ALTER TABLE {schema}.bk_records DROP CONSTRAINT bk_records_trace;
+	ALTER TABLE {schema}.bk_records ADD CONSTRAINT bk_records_trace UNIQUE (trace_id, namespace, pos);
+	DROP INDEX {schema}.bk_records_kind;
+	CREATE INDEX bk_records_kind ON {schema}.bk_records (trace_id, namespace, slot, kind, pos);`,
 }
 
 // SchemaVersion is the schema version this package creates and reads: the
 // number of its migrations.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -213,25 +214,19 @@ func newQueries(schema string) queries {
 	keys := pgx.Identifier{schema, "bk_once_keys"}.Sanitize()
 	namespaces := pgx.Identifier{schema, "bk_namespaces"}.Sanitize()
 	require := pgx.Identifier{schema, "bk_require"}.Sanitize()
-	// $3 holds each trace's namespace ('' for a trace the batch only
-	// conditions on): a new counter takes it, an existing one must agree.
-	// A trace the batch appends to counts one change (version).
+	// A trace is its namespace and its id: $1 holds the trace ids, $3
+	// their namespaces. A trace the batch appends to counts one change
+	// (version).
 	upsert := "INSERT INTO " + traces + " AS t (trace_id, n, namespace, version)" +
-		" SELECT u.trace_id, u.n, nullif(u.ns, ''), (u.n > 0)::int FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(trace_id, n, ns)" +
-		" ON CONFLICT (trace_id) DO UPDATE SET n = t.n + excluded.n, namespace = coalesce(t.namespace, excluded.namespace)," +
-		" version = t.version + excluded.version" +
+		" SELECT u.trace_id, u.n, u.ns, (u.n > 0)::int FROM unnest($1::text[], $2::bigint[], $3::text[]) AS u(trace_id, n, ns)" +
+		" ON CONFLICT (namespace, trace_id) DO UPDATE SET n = t.n + excluded.n, version = t.version + excluded.version" +
 		" RETURNING t.trace_id, t.n, t.namespace"
-	// The namespace check on the counters the upsert returns.
-	nsCheck := " SELECT " + require + "(bool_and(u.ns = '' OR t.namespace = u.ns), '" + codeNamespace + "'," +
-		" 'a trace belongs to one namespace: ' || string_agg(format('%L is %L, not %L', t.trace_id, t.namespace, u.ns), ', ')" +
-		" FILTER (WHERE u.ns <> '' AND t.namespace <> u.ns))" +
-		" FROM t JOIN unnest($1::text[], $3::text[]) AS u(trace_id, ns) ON u.trace_id = t.trace_id"
 	sel := "SELECT " + columns + " FROM " + records + " "
 	return queries{
 		get:   sel + "WHERE id = $1",
-		find:  sel + "WHERE trace_id = $1 AND slot = $2 AND kind = $3 AND status = $4 ORDER BY pos DESC LIMIT 1",
-		trace: sel + "WHERE trace_id = $1 AND pos > $2 ORDER BY pos LIMIT $3",
-		count: "SELECT n FROM " + traces + " WHERE trace_id = $1",
+		find:  sel + "WHERE trace_id = $1 AND namespace = $2 AND slot = $3 AND kind = $4 AND status = $5 ORDER BY pos DESC LIMIT 1",
+		trace: sel + "WHERE trace_id = $1 AND namespace = $2 AND pos > $3 ORDER BY pos LIMIT $4",
+		count: "SELECT n FROM " + traces + " WHERE trace_id = $1 AND namespace = $2",
 		// A zero filter field is passed as '' and matches everything.
 		slotAny: sel + "WHERE slot = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR scope = $3) AND ($4 = '' OR namespace = $4)" +
 			" AND seq > $5 ORDER BY seq LIMIT $6",
@@ -247,14 +242,13 @@ func newQueries(schema string) queries {
 		// that two batches never wait for each other in opposite orders).
 		// ON CONFLICT DO UPDATE works on the latest committed row even
 		// under READ COMMITTED, so the count is exact. lockTracesIf then
-		// checks the batch's condition: $3 is the trace, $4 what the batch
-		// appends to it, $5 the length its author read.
-		lockTraces: "WITH t AS (" + upsert + ")" + nsCheck,
+		// checks the batch's condition: $4 is the trace, of namespace $7, $5
+		// what the batch appends to it, $6 the length its author read.
+		lockTraces: "WITH t AS (" + upsert + ") SELECT count(*) FROM t",
 		lockTracesIf: "WITH t AS (" + upsert + ")," +
-			" c AS (SELECT coalesce((SELECT n FROM t WHERE trace_id = $4), 0) - $5 AS had)," +
-			" ok AS (" + nsCheck + ")" +
+			" c AS (SELECT coalesce((SELECT n FROM t WHERE trace_id = $4 AND namespace = $7), 0) - $5 AS had)" +
 			" SELECT " + require + "(had = $6, '" + codeConflict + "'," +
-			" format('trace %L holds %s records, not %s', $4::text, had, $6::bigint)) FROM c, ok",
+			" format('trace %L of namespace %L holds %s records, not %s', $4::text, $7::text, had, $6::bigint)) FROM c",
 		// A status change that changes no row fails the batch: not found,
 		// or not active (then or since).
 		invalidate: "WITH u AS (UPDATE " + records + " SET status = $1, reason = $2 WHERE id = $3 AND status = $4 RETURNING id)," +
@@ -263,26 +257,28 @@ func newQueries(schema string) queries {
 			" CASE WHEN c.status IS NULL THEN '" + codeNotFound + "' ELSE '" + codeNotActive + "' END," +
 			" CASE WHEN c.status IS NULL THEN $3 ELSE $3 || ' is ' || c.status END) FROM c",
 		// After the batch's status changes ($1, their ids): one change for
-		// each trace they touched that the batch does not append to ($2,
-		// whose change the counters' upsert counted). The traces are found
-		// first, as an array, so that the counters are reached through
-		// their primary key.
-		countInvalidated: "UPDATE " + traces + " SET version = version + 1" +
-			" WHERE trace_id = ANY (ARRAY(SELECT DISTINCT r.trace_id FROM " + records + " r WHERE r.id = ANY ($1::text[])))" +
-			" AND trace_id <> ALL ($2::text[])",
+		// each trace they touched that the batch does not append to ($2
+		// and $3, the ids and namespaces of those whose change the
+		// counters' upsert counted). The traces are found first, so that
+		// the counters are reached through their primary key.
+		countInvalidated: "UPDATE " + traces + " t SET version = t.version + 1" +
+			" FROM (SELECT DISTINCT r.namespace, r.trace_id FROM " + records + " r WHERE r.id = ANY ($1::text[])) AS x" +
+			" WHERE t.namespace = x.namespace AND t.trace_id = x.trace_id" +
+			" AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]) AS a(trace_id, ns) WHERE a.trace_id = x.trace_id AND a.ns = x.namespace)",
 		// Last in the batch: the state is stored with the version the
 		// batch left. A trace that holds no record (a counter the batch's
 		// condition created) keeps no state.
-		setState: "UPDATE " + traces + " SET state = $2, state_version = version WHERE trace_id = $1 AND n > 0",
+		setState: "UPDATE " + traces + " SET state = $2, state_version = version WHERE trace_id = $1 AND namespace = $3 AND n > 0",
 		// A state is derived from the trace at one version ($2): it is
 		// refused if any other change reached the trace since (the batch
 		// itself counted one).
-		// $3 and $4 are the traces the batch appends to and the ids whose
-		// status it changes: whether the batch counted a change of $1.
-		checkVersion: "WITH b AS (SELECT CASE WHEN $1 = ANY ($3::text[]) OR EXISTS (SELECT 1 FROM " + records +
-			" r WHERE r.id = ANY ($4::text[]) AND r.trace_id = $1) THEN 1 ELSE 0 END AS own)" +
+		// $1 is of namespace $5; $3 and $6 are the ids and namespaces of
+		// the traces the batch appends to, $4 the ids whose status it
+		// changes: whether the batch counted a change of $1.
+		checkVersion: "WITH b AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM unnest($3::text[], $6::text[]) AS a(trace_id, ns) WHERE a.trace_id = $1 AND a.ns = $5)" +
+			" OR EXISTS (SELECT 1 FROM " + records + " r WHERE r.id = ANY ($4::text[]) AND r.trace_id = $1 AND r.namespace = $5) THEN 1 ELSE 0 END AS own)" +
 			" SELECT " + require + "(version = $2::bigint + b.own, '" + codeConflict + "'," +
-			" format('trace %L is at version %s, not %s', $1::text, version - b.own, $2::bigint)) FROM " + traces + ", b WHERE trace_id = $1 AND n > 0",
+			" format('trace %L is at version %s, not %s', $1::text, version - b.own, $2::bigint)) FROM " + traces + ", b WHERE trace_id = $1 AND namespace = $5 AND n > 0",
 		// The batch's condition on the persistent constraints of namespace
 		// $1: their counter is still $2. The share lock holds off a
 		// concurrent change of the counter until this batch commits.
@@ -292,9 +288,9 @@ func newQueries(schema string) queries {
 		// One row whether or not the trace exists (an unknown trace reads
 		// as zeros and a NULL state), with the counter of namespace $2 (0
 		// without a row).
-		readState: "SELECT coalesce(t.n, 0), coalesce(t.namespace, ''), coalesce(t.version, 0), coalesce(t.state_version, 0), t.state," +
+		readState: "SELECT coalesce(t.n, 0), CASE WHEN t.n > 0 THEN t.namespace ELSE '' END, coalesce(t.version, 0), coalesce(t.state_version, 0), t.state," +
 			" coalesce((SELECT shared FROM " + namespaces + " WHERE namespace = $2), 0)" +
-			" FROM (VALUES (1)) AS one LEFT JOIN " + traces + " t ON t.trace_id = $1",
+			" FROM (VALUES (1)) AS one LEFT JOIN " + traces + " t ON t.trace_id = $1 AND t.namespace = $2",
 		// One change for each namespace whose persistent constraints the
 		// batch appends to ($1, known before the batch is sent) or changes
 		// the status of (among the ids $2, found after the status changes),
@@ -313,13 +309,14 @@ func newQueries(schema string) queries {
 		// batch's appends, less the appends to the trace that follow.
 		insert: "INSERT INTO " + records + " (id, trace_id, pos, slot, mode, kind, payload, role, writer, ts_ms," +
 			" input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span) VALUES" +
-			" ($1, $2, (SELECT n FROM " + traces + " WHERE trace_id = $2) - $3, $4, $5, $6, $7, $8, $9, $10," +
+			" ($1, $2, (SELECT n FROM " + traces + " WHERE trace_id = $2 AND namespace = $18) - $3, $4, $5, $6, $7, $8, $9, $10," +
 			" $11, $12, $13, $14, $15, $16, $17, $18, $19)",
 		claim: "INSERT INTO " + keys + " (namespace, key, record_id) VALUES ($1, $2, $3)",
 		// The inspector's listing: a pass over the records, grouped by
-		// trace, in the order of each trace's first append.
-		traces: "SELECT trace_id, min(namespace), count(*), min(ts_ms), max(ts_ms) FROM " + records +
-			" WHERE ($1 = '' OR namespace = $1) GROUP BY trace_id ORDER BY min(seq)",
+		// trace (a namespace and an id), in the order of each trace's first
+		// append.
+		traces: "SELECT trace_id, namespace, count(*), min(ts_ms), max(ts_ms) FROM " + records +
+			" WHERE ($1 = '' OR namespace = $1) GROUP BY trace_id, namespace ORDER BY min(seq)",
 	}
 }
 
@@ -382,14 +379,18 @@ type final struct{ err error }
 
 func (f final) Error() string { return f.err.Error() }
 
+// traceKey names a trace: its namespace (as stored) and its id.
+type traceKey struct{ namespace, trace string }
+
 // plan is a checked batch, ready to run.
 type plan struct {
 	b        blackboard.Batch
 	rows     []row
-	traces   []string // the traces to lock, sorted
+	traces   []string // the ids of the traces to lock, sorted by namespace and id
 	deltas   []int64  // how many records the batch appends to each
-	nss      []string // the namespace of each ('' when the batch appends none)
-	appended []string // the traces the batch appends to
+	nss      []string // the namespace of each
+	appended []string // the ids of the traces the batch appends to
+	appNSs   []string // and their namespaces
 	changed  []string // the ids of the records whose status the batch changes
 	shared   []string // the namespaces of the persistent constraints the batch appends
 	state    []byte   // the encoding of b.State; nil when there is none to store
@@ -423,8 +424,7 @@ type plan struct {
 // [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a
 // reason; an error wrapping [blackboard.ErrConflict] when the condition's
-// trace does not hold TraceLen records; [blackboard.ErrPermission] for a record of a namespace
-// other than its trace's; [blackboard.ErrDuplicateKey] for a claim of a key
+// trace does not hold TraceLen records; [blackboard.ErrDuplicateKey] for a claim of a key
 // already claimed, by any store on the database, or of one key twice in the
 // batch; [blackboard.ErrInvalidInput] for a claim [blackboard.CheckClaim] refuses or
 // that holds a NUL character, or a State whose MarshalBinary fails (that
@@ -506,34 +506,35 @@ func newPlan(b blackboard.Batch) (*plan, error) {
 		return nil, nil
 	}
 
-	counts := map[string]int64{}
-	nss := map[string]string{}
+	// A trace is its namespace and its id.
+	counts := map[traceKey]int64{}
 	if p.b.Trace != "" {
-		counts[p.b.Trace] = 0
-	}
-	for _, r := range p.rows {
-		if ns, ok := nss[r.trace]; ok && ns != r.namespace {
-			return nil, fmt.Errorf("pgstore: %w: trace %q would hold records of namespaces %q and %q", blackboard.ErrPermission, r.trace, ns, r.namespace)
-		}
-		nss[r.trace] = r.namespace
+		counts[traceKey{blackboard.NamespaceOf(p.b.TraceNamespace), p.b.Trace}] = 0
 	}
 	// Each row's parameter 3 is how many appends to its trace follow it in
 	// the batch: its position is the advanced counter less that.
 	for i := len(p.rows) - 1; i >= 0; i-- {
 		r := &p.rows[i]
-		r.args[2] = counts[r.trace]
-		counts[r.trace]++
+		k := traceKey{r.namespace, r.trace}
+		r.args[2] = counts[k]
+		counts[k]++
 	}
-	for t := range counts {
-		p.traces = append(p.traces, t)
+	keys := make([]traceKey, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
 	}
-	slices.Sort(p.traces)
-	p.appended = make([]string, 0, len(p.traces)) // never NULL: <> ALL (NULL) is not true
-	for _, t := range p.traces {
-		p.deltas = append(p.deltas, counts[t])
-		p.nss = append(p.nss, nss[t])
-		if counts[t] > 0 {
-			p.appended = append(p.appended, t)
+	slices.SortFunc(keys, func(a, b traceKey) int {
+		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.trace, b.trace))
+	})
+	p.appended = make([]string, 0, len(keys)) // never NULL: unnest(NULL) is no rows, but say so
+	p.appNSs = make([]string, 0, len(keys))
+	for _, k := range keys {
+		p.traces = append(p.traces, k.trace)
+		p.deltas = append(p.deltas, counts[k])
+		p.nss = append(p.nss, k.namespace)
+		if counts[k] > 0 {
+			p.appended = append(p.appended, k.trace)
+			p.appNSs = append(p.appNSs, k.namespace)
 		}
 	}
 	return p, nil
@@ -549,8 +550,12 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	batch := &pgx.Batch{}
 	switch {
 	case p.b.Trace != "":
-		i := slices.Index(p.traces, p.b.Trace)
-		batch.Queue(s.q.lockTracesIf, p.traces, p.deltas, p.nss, p.b.Trace, p.deltas[i], int64(p.b.TraceLen))
+		ns := blackboard.NamespaceOf(p.b.TraceNamespace)
+		i := 0
+		for i < len(p.traces) && (p.traces[i] != p.b.Trace || p.nss[i] != ns) {
+			i++
+		}
+		batch.Queue(s.q.lockTracesIf, p.traces, p.deltas, p.nss, p.b.Trace, p.deltas[i], int64(p.b.TraceLen), ns)
 	case len(p.traces) > 0:
 		batch.Queue(s.q.lockTraces, p.traces, p.deltas, p.nss)
 	}
@@ -561,7 +566,7 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.invalidate, inv.Status.String(), string(inv.Reason), inv.ID, active)
 	}
 	if len(p.changed) > 0 {
-		batch.Queue(s.q.countInvalidated, p.changed, p.appended)
+		batch.Queue(s.q.countInvalidated, p.changed, p.appended, p.appNSs)
 	}
 	for _, r := range p.rows {
 		batch.Queue(s.q.insert, r.args...)
@@ -573,8 +578,9 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		batch.Queue(s.q.share, p.shared, p.changed)
 	}
 	if p.state != nil {
-		batch.Queue(s.q.checkVersion, p.b.Trace, int64(p.b.Version), p.appended, p.changed)
-		batch.Queue(s.q.setState, p.b.Trace, p.state)
+		ns := blackboard.NamespaceOf(p.b.TraceNamespace)
+		batch.Queue(s.q.checkVersion, p.b.Trace, int64(p.b.Version), p.appended, p.changed, ns, p.appNSs)
+		batch.Queue(s.q.setState, p.b.Trace, p.state, ns)
 	}
 	err := s.pool.SendBatch(ctx, batch).Close()
 	if err == nil {
@@ -605,8 +611,6 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrNotFound, pe.Message)}
 	case pe.Code == codeNotActive:
 		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrNotActive, pe.Message)}
-	case pe.Code == codeNamespace:
-		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrPermission, pe.Message)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_records_id":
 		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrDuplicateID, pe.Detail)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_once_keys_pkey":
@@ -626,9 +630,10 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 // of the trace, not with the store. It returns an error wrapping
 // [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot
 // of the trace.
-func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
-	return s.one(ctx, "find active", s.q.find, fmt.Sprintf("no active %s %q in trace %q", slot, kind, traceID),
-		traceID, slot.String(), kind, active)
+func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
+	ns := blackboard.NamespaceOf(namespace)
+	return s.one(ctx, "find active", s.q.find, fmt.Sprintf("no active %s %q in trace %q of namespace %q", slot, kind, traceID, ns),
+		traceID, ns, slot.String(), kind, active)
 }
 
 // one runs a query for at most one record; missing describes no result.
@@ -677,21 +682,21 @@ func (s *Store) query(ctx context.Context, query string, args []any) (recs []bla
 	return recs, cursors, rows.Err()
 }
 
-// CountTrace returns how many records a trace holds (0 for an unknown
-// trace) from the trace's counter: one primary-key lookup, exact as of the
-// last committed batch. The kernel uses it, when a store has it, for a
-// write that references nothing.
-func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
+// CountTrace returns how many records trace traceID of namespace holds (0
+// for an unknown trace) from the trace's counter: one primary-key lookup,
+// exact as of the last committed batch.
+func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer leave()
-	if !storable(traceID) {
+	ns := blackboard.NamespaceOf(namespace)
+	if !storable(traceID) || !storable(ns) {
 		return 0, nil
 	}
 	var n int64
-	err = s.retry(ctx, "count trace", func() error { return s.pool.QueryRow(ctx, s.q.count, traceID).Scan(&n) })
+	err = s.retry(ctx, "count trace", func() error { return s.pool.QueryRow(ctx, s.q.count, traceID, ns).Scan(&n) })
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, nil
@@ -810,11 +815,12 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 // order the trace's records were appended. The listing reads pages of rows
 // and holds no connection while it yields, so the loop body may call back
 // into the store.
-func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
-	if !storable(traceID) {
+func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
+	ns := blackboard.NamespaceOf(namespace)
+	if !storable(traceID) || !storable(ns) {
 		return s.list(ctx, "", true)
 	}
-	return s.list(ctx, s.q.trace, true, traceID)
+	return s.list(ctx, s.q.trace, true, traceID, ns)
 }
 
 // ListSlot implements [blackboard.Store]. A listing of persistent records, in

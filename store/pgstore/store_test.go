@@ -321,19 +321,19 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if _, err := s.Get(ctx, bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("Get(%q): %v, want ErrNotFound", bad, err)
 		}
-		if _, err := s.FindActive(ctx, bad, blackboard.Percepts, "door"); !errors.Is(err, blackboard.ErrNotFound) {
+		if _, err := s.FindActive(ctx, "", bad, blackboard.Percepts, "door"); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("FindActive in trace %q: %v, want ErrNotFound", bad, err)
 		}
-		if _, err := s.FindActive(ctx, "storable", blackboard.Percepts, bad); !errors.Is(err, blackboard.ErrNotFound) {
+		if _, err := s.FindActive(ctx, "", "storable", blackboard.Percepts, bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("FindActive of kind %q: %v, want ErrNotFound", bad, err)
 		}
-		if got := records(t, s.ListTrace(ctx, bad)); len(got) != 0 {
+		if got := records(t, s.ListTrace(ctx, "", bad)); len(got) != 0 {
 			t.Errorf("ListTrace(%q) = %v, want nothing", bad, got)
 		}
 		if got := records(t, s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Namespace: bad})); len(got) != 0 {
 			t.Errorf("ListSlot in namespace %q = %v, want nothing", bad, got)
 		}
-		if n, err := s.CountTrace(ctx, bad); n != 0 || err != nil {
+		if n, err := s.CountTrace(ctx, "", bad); n != 0 || err != nil {
 			t.Errorf("CountTrace(%q) = %d, %v; want 0", bad, n, err)
 		}
 		if _, err := s.ClaimedBy(ctx, "", bad); !errors.Is(err, blackboard.ErrNotFound) {
@@ -486,11 +486,11 @@ func TestTraceLock(t *testing.T) {
 		t.Errorf("a batch conditional on the length before another writer's append: %v, want ErrConflict", err)
 	}
 	time.Sleep(100 * time.Millisecond) // time for an abandoned batch to land, were it still running
-	got := records(t, s.ListTrace(ctx, "locked"))
+	got := records(t, s.ListTrace(ctx, "", "locked"))
 	if want := []blackboard.Record{first, theirs}; !reflect.DeepEqual(got, want) {
 		t.Errorf("the trace after the refused and abandoned batches:\n got  %+v\n want %+v", got, want)
 	}
-	if n, err := s.CountTrace(ctx, "locked"); n != 2 || err != nil {
+	if n, err := s.CountTrace(ctx, "", "locked"); n != 2 || err != nil {
 		t.Errorf("CountTrace = %d, %v; want 2", n, err)
 	}
 }
@@ -542,7 +542,7 @@ func TestSerializationFailure(t *testing.T) {
 			if !errors.Is(err, pgstore.ErrSerialization) || !errors.Is(err, blackboard.ErrConflict) {
 				t.Fatalf("a serialization failure with retries off: %v, want ErrSerialization wrapping blackboard.ErrConflict", err)
 			}
-			if n, err := s.CountTrace(ctx, "ser"); n != 1 || err != nil {
+			if n, err := s.CountTrace(ctx, "", "ser"); n != 1 || err != nil {
 				t.Errorf("after the refused batch the trace holds %d records (%v), want 1", n, err)
 			}
 		})
@@ -586,7 +586,7 @@ func TestConnectionLost(t *testing.T) {
 	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r2}, Trace: "lost", TraceLen: 1}); err != nil {
 		t.Errorf("Apply after the connection was lost: %v", err)
 	}
-	if got := records(t, s.ListTrace(ctx, "lost")); !reflect.DeepEqual(got, []blackboard.Record{r, r2}) {
+	if got := records(t, s.ListTrace(ctx, "", "lost")); !reflect.DeepEqual(got, []blackboard.Record{r, r2}) {
 		t.Errorf("the trace after the lost connections: %+v", got)
 	}
 }

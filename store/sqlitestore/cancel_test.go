@@ -70,13 +70,13 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 		},
 		"Get": func(ctx context.Context, _ int) error { _, err := s.Get(ctx, rec.ID); return err },
 		"FindActive": func(ctx context.Context, _ int) error {
-			_, err := s.FindActive(ctx, "tr", blackboard.Percepts, "charge")
+			_, err := s.FindActive(ctx, "", "tr", blackboard.Percepts, "charge")
 			return err
 		},
-		"CountTrace": func(ctx context.Context, _ int) error { _, err := s.CountTrace(ctx, "tr"); return err },
+		"CountTrace": func(ctx context.Context, _ int) error { _, err := s.CountTrace(ctx, "", "tr"); return err },
 		"ReadState":  func(ctx context.Context, _ int) error { _, err := s.ReadState(ctx, "", "tr"); return err },
 		"ListTrace": func(ctx context.Context, _ int) error {
-			for _, err := range s.ListTrace(ctx, "tr") {
+			for _, err := range s.ListTrace(ctx, "", "tr") {
 				if err != nil {
 					return err
 				}

@@ -32,7 +32,7 @@
 // # Traces and their state
 //
 // [Store] is a [blackboard.StateStore]. The table traces holds one row per
-// trace: its record count, its namespace, its change counter and the
+// trace, a namespace and an id: its record count, its change counter and the
 // decision state the kernel last stored for it. Every batch updates the
 // rows of the traces it appends to or changes a status in, in its own
 // transaction: the count grows by the batch's appends and the change
@@ -73,8 +73,10 @@
 // the record that claimed it. Version 5 adds the traces table; a trace of
 // an earlier version is counted from its records, its change counter
 // starts at its record count, and it holds no state. Version 6 adds the
-// namespaces table; every namespace of an earlier version starts at 0. A
-// database of any
+// namespaces table; every namespace of an earlier version starts at 0.
+// Version 7 keys the traces table by namespace and trace id, so one trace
+// id in two namespaces is two traces; every trace of an earlier version
+// (which held one namespace's records) keeps its row. A database of any
 // earlier version is migrated when a writer opens it ([SchemaVersion]
 // returns the version this package writes); from then on an earlier
 // version of the package refuses it with its ErrSchemaTooNew.

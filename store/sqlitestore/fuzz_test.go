@@ -126,7 +126,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if got := trace(t, s, r.TraceID()); !reflect.DeepEqual(got, want) {
 			t.Fatalf("ListTrace:\n got %+v\nwant %+v", got, want)
 		}
-		got, err := s.FindActive(ctx, r.TraceID(), r.Slot, r.Kind)
+		got, err := s.FindActive(ctx, "", r.TraceID(), r.Slot, r.Kind)
 		if active := r.Status == blackboard.StatusActive; active && (err != nil || !reflect.DeepEqual(got, r)) || !active && !errors.Is(err, blackboard.ErrNotFound) {
 			t.Fatalf("FindActive of a %s record: %+v, %v", r.Status, got, err)
 		}

@@ -296,3 +296,71 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 		t.Errorf("Shared of the default namespace, whose constraints no batch changed = %d, want 0", got)
 	}
 }
+
+// A version-6 file keeps its traces when version 7 names each trace by its
+// namespace and id: a trace's counters, state and records carry over, and
+// afterwards the same id in another namespace is a trace of its own. The
+// version-6 file is written here as a current one whose traces table is
+// rebuilt with the trace id alone as its primary key.
+func TestStoreMigrateTracesV6(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "v6.db")
+	old := record("old", 1)
+	old.ID, old.Namespace = "percepts:old:1", "acme"
+	s := mustOpen(t, path)
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{old}, Trace: "old", TraceNamespace: "acme", State: state("kept"), Version: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE traces_v6 (
+		trace_id      TEXT    NOT NULL PRIMARY KEY,
+		namespace     TEXT    NOT NULL,
+		n             INTEGER NOT NULL,
+		version       INTEGER NOT NULL,
+		state_version INTEGER NOT NULL DEFAULT 0,
+		state         BLOB
+	) STRICT;
+	INSERT INTO traces_v6 SELECT trace_id, namespace, n, version, state_version, state FROM traces;
+	DROP TABLE traces;
+	ALTER TABLE traces_v6 RENAME TO traces;
+	PRAGMA user_version = 6;`); err != nil {
+		t.Fatalf("writing a version-6 database: %v", err)
+	}
+	db.Close()
+
+	s = mustOpen(t, path)
+	if v := userVersion(t, path); v != schemaVersion {
+		t.Errorf("user_version after migrating a version-6 database: %d, want %d", v, schemaVersion)
+	}
+	st, err := s.ReadState(ctx, "acme", "old")
+	if err != nil || st.Len != 1 || st.Namespace != "acme" || st.Version != 1 || st.StateVersion != 1 || string(st.Data) != "kept" {
+		t.Errorf("ReadState of a version-6 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1 and its state", st, err)
+	}
+	// The same id in the default namespace is a trace of its own.
+	other := record("old", 1)
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); !errors.Is(err, blackboard.ErrDuplicateID) {
+		t.Errorf("an id the store holds: %v, want ErrDuplicateID", err)
+	}
+	other.ID = blackboard.RecordID(blackboard.Percepts, "", "old", 1) + "-default"
+	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
+		t.Errorf("the default namespace's trace old, after migration: %v", err)
+	}
+	for _, c := range []struct {
+		ns   string
+		want string
+	}{{"acme", old.ID}, {"", other.ID}} {
+		recs := records(t, s.ListTrace(ctx, c.ns, "old"))
+		if len(recs) != 1 || recs[0].ID != c.want {
+			t.Errorf("ListTrace(%q, old) after migration = %v, want %s alone", c.ns, recs, c.want)
+		}
+	}
+	if n, err := s.CountTrace(ctx, "acme", "old"); err != nil || n != 1 {
+		t.Errorf("CountTrace(acme, old) = %d, %v; want 1", n, err)
+	}
+}

@@ -47,8 +47,8 @@ func TestStoreQueryPlans(t *testing.T) {
 		index string // table name, then the index name
 	}{
 		{"Get", queryGet, []any{"percepts:t:1"}, "records USING INDEX sqlite_autoindex_records_1"},
-		{"FindActive", queryFind, []any{"t", "beliefs", "door", "ACTIVE"}, "records USING INDEX records_trace"},
-		{"ListTrace", queryTrace, []any{"t", 0, pageSize}, "records USING INDEX records_trace"},
+		{"FindActive", queryFind, []any{"t", "default", "beliefs", "door", "ACTIVE"}, "records USING INDEX records_trace"},
+		{"ListTrace", queryTrace, []any{"t", "default", 0, pageSize}, "records USING INDEX records_trace"},
 		{"ListSlot active persistent", querySlotPersistent, []any{"constraints", "ACTIVE", 0, pageSize}, "records USING INDEX records_persistent"},
 		{"ListSlot active persistent of a namespace", querySlotPersistentNS, []any{"constraints", "ACTIVE", "ns-1", 0, pageSize}, "records USING INDEX records_persistent_ns"},
 		{"ListSlot other filters", querySlotAny, []any{"constraints", "", "", "", 0, pageSize}, "records USING INDEX records_slot"},
@@ -58,8 +58,8 @@ func TestStoreQueryPlans(t *testing.T) {
 		{"ClaimedBy", queryClaimedBy, []any{"default", "key-3"}, "once_keys USING PRIMARY KEY"},
 		{"ReadState", queryReadState, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
 		{"ReadState: the namespace's counter", queryReadState, []any{"fill-3", "ns-1"}, "namespaces USING PRIMARY KEY"},
-		{"CountTrace", queryCount, []any{"fill-3"}, "traces USING INDEX sqlite_autoindex_traces_1"},
-		{"Apply: a state", querySetState, []any{"fill-3", []byte("s")}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"CountTrace", queryCount, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"Apply: a state", querySetState, []any{"fill-3", []byte("s"), "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
 	}
 	// The plans must hold as SQLite plans them by default and after ANALYZE
 	// has given the planner statistics.

@@ -178,7 +178,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := inspect.Timeline(ctx, ro, ts.TraceID); err != nil {
+			if _, err := inspect.Timeline(ctx, ro, "", ts.TraceID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -234,7 +234,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := inspect.Timeline(t.Context(), ro, ts.TraceID); err != nil {
+			if _, err := inspect.Timeline(t.Context(), ro, "", ts.TraceID); err != nil {
 				t.Fatal(err)
 			}
 			n++

@@ -131,6 +131,28 @@ var migrations = []string{
 		namespace TEXT    NOT NULL PRIMARY KEY,
 		shared    INTEGER NOT NULL
 	) STRICT, WITHOUT ROWID;`,
+	// Version 7: traces per namespace. A trace is named by its namespace
+	// and its id, so one trace id in two namespaces is two traces: the
+	// primary key of traces becomes (namespace, trace_id). SQLite cannot
+	// change a table's primary key, so the table is rebuilt, in the order
+	// its rows were made. A trace of an earlier version holds the records
+	// of one namespace (Apply refused any other), which is the namespace
+	// its row already names, so every trace, its counters and its state
+	// carry over as they are. The records and their trace index are
+	// unchanged: queries name the namespace beside the trace id.
+	`CREATE TABLE traces_ns (
+		namespace     TEXT    NOT NULL,
+		trace_id      TEXT    NOT NULL,
+		n             INTEGER NOT NULL,
+		version       INTEGER NOT NULL,
+		state_version INTEGER NOT NULL DEFAULT 0,
+		state         BLOB,
+		PRIMARY KEY (namespace, trace_id)
+	) STRICT;
+	INSERT INTO traces_ns (namespace, trace_id, n, version, state_version, state)
+		SELECT namespace, trace_id, n, version, state_version, state FROM traces ORDER BY rowid;
+	DROP TABLE traces;
+	ALTER TABLE traces_ns RENAME TO traces;`,
 }
 
 // ErrSchemaTooNew is returned by [Open] and [New] for a database whose schema

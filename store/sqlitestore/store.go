@@ -168,8 +168,10 @@ const (
 	queryGet = selectRecord + "WHERE id = ?"
 	// Without statistics the planner may prefer the slot index; the trace
 	// index is the one whose cost does not grow with the store.
-	queryFind  = selectRecord + "INDEXED BY records_trace WHERE trace_id = ? AND slot = ? AND kind = ? AND status = ? ORDER BY seq DESC LIMIT 1"
-	queryTrace = selectRecord + "WHERE trace_id = ?" + pageTail
+	// A trace is its namespace and id: the trace index finds the id, of
+	// which other namespaces rarely hold a trace.
+	queryFind  = selectRecord + "INDEXED BY records_trace WHERE trace_id = ? AND namespace = ? AND slot = ? AND kind = ? AND status = ? ORDER BY seq DESC LIMIT 1"
+	queryTrace = selectRecord + "INDEXED BY records_trace WHERE trace_id = ? AND namespace = ?" + pageTail
 	// A zero filter field is passed as '' and matches everything.
 	querySlotAny = selectRecord + "WHERE slot = ?1 AND (?2 = '' OR status = ?2) AND (?3 = '' OR scope = ?3) AND (?4 = '' OR namespace = ?4) AND seq > ?5 ORDER BY seq LIMIT ?6"
 	// The scope is a literal so that the planner can use the partial
@@ -184,21 +186,20 @@ const (
 	queryInvalidate = "UPDATE records SET status = ?, reason = ? WHERE id = ? AND status = ? RETURNING trace_id, namespace, slot, scope"
 	queryStatus     = "SELECT status FROM records WHERE id = ?"
 	// Counts one change of a trace and adds the batch's appends to it
-	// (?3, 0 for a trace the batch only changes a status in); a new trace
-	// takes the namespace of its first records. It returns the count after
-	// the batch, which a conditional batch is checked against, and the
-	// trace's namespace, which the batch's records must share.
+	// (?3, 0 for a trace the batch only changes a status in) of trace ?1 of
+	// namespace ?2. It returns the count after the batch, which a
+	// conditional batch is checked against.
 	queryBump = "INSERT INTO traces (trace_id, namespace, n, version) VALUES (?1, ?2, ?3, 1)" +
-		" ON CONFLICT (trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, namespace, version"
+		" ON CONFLICT (namespace, trace_id) DO UPDATE SET n = n + excluded.n, version = version + 1 RETURNING n, version"
 	// The state is stored with the version the batch left.
-	querySetState = "UPDATE traces SET state = ?2, state_version = version WHERE trace_id = ?1"
-	queryCount    = "SELECT n, version FROM traces WHERE trace_id = ?"
+	querySetState = "UPDATE traces SET state = ?2, state_version = version WHERE trace_id = ?1 AND namespace = ?3"
+	queryCount    = "SELECT n, version FROM traces WHERE trace_id = ? AND namespace = ?"
 	// The trace's row and its namespace's counter (0 without a row). An
 	// aggregate over the trace's row, of which there is at most one, so
 	// that an unknown trace still gives one row (of NULLs, read as zeros
 	// and no state), through the primary keys alone.
 	queryReadState = "SELECT coalesce(max(n), 0), coalesce(max(namespace), ''), coalesce(max(version), 0), coalesce(max(state_version), 0), max(state)," +
-		" coalesce((SELECT shared FROM namespaces WHERE namespace = ?2), 0) FROM traces WHERE trace_id = ?1"
+		" coalesce((SELECT shared FROM namespaces WHERE namespace = ?2), 0) FROM traces WHERE trace_id = ?1 AND namespace = ?2"
 	// Counts one change of a namespace's persistent constraints.
 	queryReadShared = "SELECT shared FROM namespaces WHERE namespace = ?"
 	queryShare      = "INSERT INTO namespaces (namespace, shared) VALUES (?, 1) ON CONFLICT (namespace) DO UPDATE SET shared = shared + 1"
@@ -296,8 +297,7 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 // ACTIVE, [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a
 // reason; an error wrapping [blackboard.ErrConflict] when the condition's
-// trace does not hold TraceLen records; [blackboard.ErrPermission] for a
-// record of a namespace other than its trace's; [blackboard.ErrDuplicateKey]
+// trace does not hold TraceLen records; [blackboard.ErrDuplicateKey]
 // for a claim of a key already claimed, by any store on the database, or
 // of one key twice in the batch; and [blackboard.ErrInvalidInput] for a
 // claim [blackboard.CheckClaim] refuses or a State whose MarshalBinary
@@ -316,9 +316,7 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 		if w.rows[i], err = encode(&b.Appends[i]); err != nil {
 			return err
 		}
-		if err := w.touch(w.rows[i][1].(string), w.rows[i][16].(string), 1); err != nil {
-			return err
-		}
+		w.touch(w.rows[i][1].(string), w.rows[i][16].(string), 1)
 		if r := &b.Appends[i]; r.Slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent {
 			w.share(w.rows[i][16].(string))
 		}
@@ -396,25 +394,16 @@ type touched struct {
 	appends          int
 }
 
-// touch records n appends (0: a status change) to trace in namespace ns.
-// The appends of one batch to one trace must share a namespace.
-func (w *writes) touch(trace, ns string, n int) error {
+// touch records n appends (0: a status change) to trace trace of
+// namespace ns (as stored): one trace id in two namespaces is two traces.
+func (w *writes) touch(trace, ns string, n int) {
 	for i := range w.touched {
-		t := &w.touched[i]
-		if t.trace != trace {
-			continue
+		if t := &w.touched[i]; t.trace == trace && t.namespace == ns {
+			t.appends += n
+			return
 		}
-		if n > 0 && t.appends > 0 && t.namespace != ns {
-			return fmt.Errorf("sqlitestore: %w: trace %q would hold records of namespaces %q and %q", blackboard.ErrPermission, trace, t.namespace, ns)
-		}
-		if n > 0 {
-			t.namespace = ns
-		}
-		t.appends += n
-		return nil
 	}
 	w.touched = append(w.touched, touched{trace: trace, namespace: ns, appends: n})
-	return nil
 }
 
 func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err error) {
@@ -442,7 +431,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err
 			if err != nil {
 				return err
 			}
-			_ = w.touch(trace, ns, 0) // a status change never refuses a namespace
+			w.touch(trace, ns, 0)
 			if slot == constraintsSlot && scope == persistentScope {
 				w.share(ns)
 			}
@@ -481,25 +470,22 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err
 	// condition is checked against.
 	had := -1        // the length of trace b.Trace before the batch; -1 unread
 	var before int64 // its version before the batch
+	traceNS := blackboard.NamespaceOf(b.TraceNamespace)
 	if len(w.touched) > 0 {
 		bump := tx.StmtContext(ctx, s.bump)
 		for _, t := range w.touched {
 			var n int
-			var ns string
 			var v int64
-			if err := bump.QueryRowContext(ctx, t.trace, t.namespace, t.appends).Scan(&n, &ns, &v); err != nil {
+			if err := bump.QueryRowContext(ctx, t.trace, t.namespace, t.appends).Scan(&n, &v); err != nil {
 				return err
 			}
-			if t.appends > 0 && ns != t.namespace {
-				return fmt.Errorf("sqlitestore: %w: trace %q belongs to namespace %q, not %q", blackboard.ErrPermission, t.trace, ns, t.namespace)
-			}
-			if t.trace == b.Trace {
+			if t.trace == b.Trace && t.namespace == traceNS {
 				had, before = n-t.appends, v-1
 			}
 		}
 	}
 	if b.Trace != "" && had < 0 {
-		err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace).Scan(&had, &before)
+		err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace, traceNS).Scan(&had, &before)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			had = 0
@@ -508,7 +494,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err
 		}
 	}
 	if b.Trace != "" && had != b.TraceLen {
-		return fmt.Errorf("sqlitestore: %w: trace %q holds %d records, not %d", blackboard.ErrConflict, b.Trace, had, b.TraceLen)
+		return fmt.Errorf("sqlitestore: %w: trace %q of namespace %q holds %d records, not %d", blackboard.ErrConflict, b.Trace, traceNS, had, b.TraceLen)
 	}
 	if w.state != nil && uint64(before) != b.Version {
 		return fmt.Errorf("sqlitestore: %w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, before, b.Version)
@@ -534,7 +520,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err
 	}
 	if w.state != nil {
 		// A trace that holds no record has no row, and keeps no state.
-		if _, err := tx.StmtContext(ctx, s.setState).ExecContext(ctx, b.Trace, w.state); err != nil {
+		if _, err := tx.StmtContext(ctx, s.setState).ExecContext(ctx, b.Trace, w.state, traceNS); err != nil {
 			return err
 		}
 	}
@@ -565,9 +551,10 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 // of the trace, not with the store. It returns an error wrapping
 // [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot of
 // the trace.
-func (s *Store) FindActive(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
-	return s.one(ctx, s.find, fmt.Sprintf("no active %s %q in trace %q", slot, kind, traceID),
-		traceID, slot.String(), kind, active)
+func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
+	ns := blackboard.NamespaceOf(namespace)
+	return s.one(ctx, s.find, fmt.Sprintf("no active %s %q in trace %q of namespace %q", slot, kind, traceID, ns),
+		traceID, ns, slot.String(), kind, active)
 }
 
 // one runs a query for at most one record; missing describes no result.
@@ -584,18 +571,17 @@ func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ..
 	return r, err
 }
 
-// CountTrace returns how many records a trace holds (0 for an unknown
-// trace), from the trace's counter: one primary-key lookup, however long
-// the trace. The kernel uses it, when a store has it, for a write that
-// references nothing.
-func (s *Store) CountTrace(ctx context.Context, traceID string) (int, error) {
+// CountTrace returns how many records trace traceID of namespace holds (0
+// for an unknown trace), from the trace's counter: one primary-key lookup,
+// however long the trace.
+func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer leave()
 	var n int
-	err = ctxErr(ctx, s.count.QueryRowContext(ctx, traceID).Scan(&n, new(int64)))
+	err = ctxErr(ctx, s.count.QueryRowContext(ctx, traceID, blackboard.NamespaceOf(namespace)).Scan(&n, new(int64)))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
@@ -650,8 +636,8 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 // ListTrace implements [blackboard.Store] through the trace index. The listing
 // reads pages of rows and holds no connection while it yields, so the loop
 // body may call back into the store.
-func (s *Store) ListTrace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error] {
-	return s.list(ctx, s.trace, traceID)
+func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
+	return s.list(ctx, s.trace, traceID, blackboard.NamespaceOf(namespace))
 }
 
 // ListSlot implements [blackboard.Store]. A listing of persistent records of

@@ -73,7 +73,7 @@ func all(t *testing.T, s blackboard.Store) []blackboard.Record {
 
 func trace(t *testing.T, s blackboard.Store, id string) []blackboard.Record {
 	t.Helper()
-	return records(t, s.ListTrace(t.Context(), id))
+	return records(t, s.ListTrace(t.Context(), "", id))
 }
 
 func records(t *testing.T, seq iter.Seq2[blackboard.Record, error]) []blackboard.Record {
@@ -301,7 +301,7 @@ func TestStoreKernelRestart(t *testing.T) {
 
 // schemaVersion is the number of migrations the package holds: the
 // user_version of a database it has opened.
-const schemaVersion = 6
+const schemaVersion = 7
 
 func TestStoreSchemaVersion(t *testing.T) {
 	ctx := t.Context()
@@ -543,7 +543,7 @@ func TestCountTrace(t *testing.T) {
 		}
 	}
 	for _, tr := range []string{"counted", "other", "never"} {
-		n, err := s.CountTrace(ctx, tr)
+		n, err := s.CountTrace(ctx, "", tr)
 		if want := len(trace(t, s, tr)); err != nil || n != want {
 			t.Errorf("CountTrace(%q) = %d, %v; want %d (what ListTrace yields)", tr, n, err, want)
 		}

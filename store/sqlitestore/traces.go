@@ -11,10 +11,10 @@ import (
 var _ blackboard.TraceLister = (*Store)(nil)
 
 // queryTraces summarises every trace (of one namespace, when ?1 is not
-// ”), in the order of each trace's first append. It walks the trace
-// index once.
-const queryTraces = "SELECT trace_id, MIN(namespace), COUNT(*), MIN(ts_ms), MAX(ts_ms) FROM records INDEXED BY records_trace " +
-	"WHERE (?1 = '' OR namespace = ?1) GROUP BY trace_id ORDER BY MIN(seq)"
+// ”), in the order of each trace's first append: a trace is a namespace
+// and an id. It walks the trace index once.
+const queryTraces = "SELECT trace_id, namespace, COUNT(*), MIN(ts_ms), MAX(ts_ms) FROM records INDEXED BY records_trace " +
+	"WHERE (?1 = '' OR namespace = ?1) GROUP BY trace_id, namespace ORDER BY MIN(seq)"
 
 // ListTraces implements [blackboard.TraceLister]. It reads the summaries in one
 // query (a pass over the trace index, so its cost grows with the store: it

@@ -155,7 +155,7 @@ func (d *desk) approvals(t *testing.T, trace, action string) int {
 func (d *desk) results(t *testing.T, trace, action string) int {
 	t.Helper()
 	n := 0
-	for r, err := range d.s.ListTrace(context.Background(), trace) {
+	for r, err := range d.s.ListTrace(context.Background(), d.g.Kernel().Namespace(), trace) {
 		if err != nil {
 			t.Fatal(err)
 		}

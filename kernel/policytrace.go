@@ -1,0 +1,31 @@
+package kernel
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// policyTracePrefix begins the trace ids reserved to one namespace each:
+// trace "bk.policy.<namespace>" is where the tool gate records the policy
+// snapshots of that namespace (toolgate.PolicyTrace), and a trace belongs
+// to the namespace of its first record. Were any kernel free to write it,
+// another application sharing the store could take it with one record and
+// stop every gate of that namespace from ever starting.
+const policyTracePrefix = "bk.policy."
+
+// checkTraceOwner refuses, with PERMISSION_DENIED, a write to a trace
+// reserved to another namespace: a trace id beginning "bk.policy." may be
+// written only by a kernel of the namespace it names (the default
+// namespace is "bk.policy.default").
+func (k *Kernel) checkTraceOwner(op, traceID string) error {
+	if mutPolicyTraceOpen || !strings.HasPrefix(traceID, policyTracePrefix) {
+		return nil
+	}
+	if owner := traceID[len(policyTracePrefix):]; owner != blackboard.NamespaceOf(k.namespace) {
+		return newErr(op, "", blackboard.CodePermissionDenied, blackboard.ErrPermission,
+			fmt.Sprintf("trace %q is reserved to namespace %q, not %q", traceID, owner, blackboard.NamespaceOf(k.namespace)))
+	}
+	return nil
+}
