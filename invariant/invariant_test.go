@@ -74,6 +74,7 @@ func TestAttackEffectWithoutAction(t *testing.T) {
 // rests on was looked up again before it committed is EffectGrounding.
 func TestAttackGroundingSuperseded(t *testing.T) {
 	d := newDesk(t)
+	d.request("T1", "A1")
 	d.lookup("T1", "A1")
 	if res := d.refund("T1", "A1", 50); res.Outcome != audit.OutcomeExecuted {
 		t.Fatalf("refund: %+v", res)
