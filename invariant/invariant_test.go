@@ -300,7 +300,7 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 
 // TestAttackOutOfScope: a refund that ran for an order outside the
 // trace's request, one whose decision names another principal than the
-// request's, and refunds that ran in a trace holding a second request
+// request's, one whose decision names no request, and refunds that ran in a trace holding a second request
 // record are ScopeHeld.
 func TestAttackOutOfScope(t *testing.T) {
 	d := newDesk(t)
@@ -324,7 +324,11 @@ func TestAttackOutOfScope(t *testing.T) {
 		dec.Payload["outcome"] = string(audit.OutcomeCommitted)
 		dec.Provenance.InputRefs = []string{a.ID}
 		for k, v := range ctx {
-			dec.Payload["context"].(map[string]any)[k] = v
+			if v == nil {
+				delete(dec.Payload["context"].(map[string]any), k)
+			} else {
+				dec.Payload["context"].(map[string]any)[k] = v
+			}
 		}
 		m := eff.Payload["effect"].(map[string]any)
 		m["action_id"] = a.ID
@@ -343,6 +347,11 @@ func TestAttackOutOfScope(t *testing.T) {
 	})
 	expectNew(t, d, func() []invariant.Violation {
 		a := ran(nil, map[string]any{"principal": "bob"})
+		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// A scoped refund decided under no request.
+		a := ran(nil, map[string]any{"principal": nil, "request": nil})
 		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
 	})
 	expectNew(t, d, func() []invariant.Violation {
