@@ -2,6 +2,7 @@ package invariant_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
@@ -300,7 +301,8 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 
 // TestAttackOutOfScope: a refund that ran for an order outside the
 // trace's request, one whose decision names another principal than the
-// request's, one whose decision names no request, and refunds that ran in a trace holding a second request
+// request's, one whose decision names no request, one decided under a
+// policy whose refund declares no scope, and refunds that ran in a trace holding a second request
 // record are ScopeHeld.
 func TestAttackOutOfScope(t *testing.T) {
 	d := newDesk(t)
@@ -347,6 +349,29 @@ func TestAttackOutOfScope(t *testing.T) {
 	})
 	expectNew(t, d, func() []invariant.Violation {
 		a := ran(nil, map[string]any{"principal": "bob"})
+		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// A refund decided under a policy snapshot, recorded as the
+		// gate records one, whose refund declares no scope at all.
+		pol := d.find(toolgate.PolicyTrace("default"), func(r blackboard.Record) bool { return r.Kind == toolgate.KindPolicy })
+		p, _, err := toolgate.PolicyOf(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Tools {
+			if p.Tools[i].Name == "issue_refund" {
+				p.Tools[i].Scope = nil
+			}
+		}
+		raw, _ := json.Marshal(p)
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		pol.Payload = blackboard.Payload{"hash": p.Hash(), "policy": m}
+		d.forge(pol)
+		a := ran(nil, map[string]any{"policy": p.Hash()})
 		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
 	})
 	expectNew(t, d, func() []invariant.Violation {
