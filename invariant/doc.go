@@ -25,14 +25,18 @@
 //     was computed from (depends_on and its input refs), a result of that
 //     tool, and rests on that result alone; no one else proposes a kind a
 //     tool derives.
-//
-// Per-principal scope (who a call was made for and what they asked about)
-// is not checked yet: the request records it would read are not part of
-// the records' shapes today.
+//   - [ScopeHeld]: every action an effect ran for was decided under a
+//     recorded policy snapshot in which each effectful tool declares a
+//     scope or none (Unscoped); when its tool has a scope, or its decision
+//     names a request or a principal, its trace holds one request record
+//     of the kernel's, the one its decision names, appended before it and
+//     holding the trace's request once-key; its scoped arguments lie
+//     within that request (the principal, or one of the resources of the
+//     scope's type) and the principal its decision names is the request's.
 //
 // The checks read each trace once, in order, and look up by id only the
-// records a trace names in another trace and the once-keys the actions
-// name: the cost is linear in the store's size. The package
-// invariant/invarianttest runs Check from a test and fails it on any
-// violation.
+// records a trace names in another trace, the once-keys the actions name
+// and each trace's request once-key: the cost is linear in the store's
+// size. The package invariant/invarianttest runs Check from a test and
+// fails it on any violation.
 package invariant

@@ -18,8 +18,9 @@ import (
 // desk is a support desk on a memory store, driven through the gate's
 // public API: lookup_order derives refund_due from the order it reads
 // (and takes the customer's email, masked); issue_refund rests on
-// refund_due, is bound to the order looked up, keyed once by order and
-// needs a person's approval above 100.
+// refund_due, is bound to the order looked up, keyed once by order,
+// scoped to the trace's request's orders and needs a person's approval
+// above 100.
 type desk struct {
 	t   *testing.T
 	ctx context.Context
@@ -50,7 +51,7 @@ func newDesk(t *testing.T) *desk {
 		})
 	refund := toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}}, Once: toolgate.OnceBy("order_id"),
-		Approval: toolgate.ApprovalPolicy{When: "amount > 100"}, Unscoped: true},
+		Approval: toolgate.ApprovalPolicy{When: "amount > 100"}, Scope: map[string]string{"order_id": "order"}},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (map[string]any, error) {
 			return map[string]any{"refund_id": "re_1", "refunded": a.Amount}, nil
 		})
@@ -72,6 +73,15 @@ func (d *desk) call(trace, tool string, args any) toolgate.Result {
 		d.t.Fatalf("%s: %v", tool, err)
 	}
 	return res
+}
+
+// request records the request trace serves: customer ann's, about
+// orders.
+func (d *desk) request(trace string, orders ...string) {
+	d.t.Helper()
+	if err := d.g.RecordRequest(d.ctx, trace, toolgate.Request{Principal: "ann", Resources: map[string][]string{"order": orders}}); err != nil {
+		d.t.Fatal(err)
+	}
 }
 
 // lookup looks an order up, for a customer's email.
@@ -99,12 +109,14 @@ func (d *desk) refund(trace, order string, amount float64) toolgate.Result {
 	return res
 }
 
-// flow runs the clean refund flow of trace: a small refund, a large one
-// approved, and a refund of an order not looked up (refused); the
-// orders' ids start with the trace's.
+// flow runs the clean refund flow of trace, whose request concerns its
+// orders A1, A2, A3 and A9: a small refund, a large one approved, and a
+// refund of an order not looked up (refused); the orders' ids start with
+// the trace's.
 func (d *desk) flow(trace string) {
 	p := trace + "-"
 	d.t.Helper()
+	d.request(trace, p+"A1", p+"A2", p+"A3", p+"A9")
 	d.lookup(trace, p+"A1")
 	if res := d.refund(trace, p+"A1", 50); res.Outcome != audit.OutcomeExecuted {
 		d.t.Fatalf("refund A1: %+v", res)

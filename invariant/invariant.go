@@ -22,6 +22,7 @@ const (
 	ApprovalBinding Name = "approval_binding"
 	MaskedValue     Name = "masked_value"
 	DerivedSource   Name = "derived_source"
+	ScopeHeld       Name = "scope_held"
 )
 
 // Violation is one breach of an invariant: the record that shows it, its
@@ -43,7 +44,7 @@ func (v Violation) String() string {
 // is the store's or the context's; a store that holds no governed call
 // has no violations. Check only reads.
 func Check(ctx context.Context, st blackboard.Store) ([]Violation, error) {
-	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, families: map[string]bool{},
+	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, byHash: map[string]*hashPolicy{}, families: map[string]bool{},
 		approvalUse: map[string]string{}, decided: map[string]bool{}, closed: map[string]bool{}, ran: map[string]bool{}}
 	var traces []blackboard.TraceSummary
 	for ts, err := range blackboard.ListTraces(ctx, st, "") {
@@ -81,8 +82,7 @@ var checks = []func(*checker, *trace) error{
 	(*checker).onceKeys,
 	(*checker).derived,
 	(*checker).masked,
-	// Per-principal scope goes here: a check of each call against the
-	// request recorded for its trace, once requests are recorded.
+	(*checker).scope,
 }
 
 // checker holds what a Check has read that outlives one trace.
@@ -91,6 +91,7 @@ type checker struct {
 	st       blackboard.Store
 	out      []Violation
 	policies map[string]*nsPolicy // by namespace
+	byHash   map[string]*hashPolicy
 	// families are the once-key families already walked (namespace and
 	// key prefix); holders the holders found, judged when every trace
 	// has been read.
@@ -132,10 +133,11 @@ func (c *checker) readPolicies(namespace, traceID string) error {
 		if r.Kind != toolgate.KindPolicy {
 			continue
 		}
-		p, _, err := toolgate.PolicyOf(r)
+		p, h, err := toolgate.PolicyOf(r)
 		if err != nil {
 			continue
 		}
+		c.notePolicy(h, &p)
 		ns := blackboard.NamespaceOf(r.Namespace)
 		np := c.policies[ns]
 		if np == nil {

@@ -2,6 +2,7 @@ package invariant_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
@@ -14,7 +15,8 @@ import (
 
 // TestCleanStore: a store written through the gate alone (lookups that
 // derive, a refund, a refund approved by a person, a refusal, in two
-// traces) has no violation.
+// traces, each with its request recorded and the refunds scoped to its
+// orders) has no violation.
 func TestCleanStore(t *testing.T) {
 	d := newDesk(t)
 	d.flow("T1")
@@ -74,6 +76,7 @@ func TestAttackEffectWithoutAction(t *testing.T) {
 // rests on was looked up again before it committed is EffectGrounding.
 func TestAttackGroundingSuperseded(t *testing.T) {
 	d := newDesk(t)
+	d.request("T1", "A1")
 	d.lookup("T1", "A1")
 	if res := d.refund("T1", "A1", 50); res.Outcome != audit.OutcomeExecuted {
 		t.Fatalf("refund: %+v", res)
@@ -293,5 +296,109 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		return []invariant.Violation{{Invariant: invariant.OnceHolder, TraceID: "T1", RecordID: e.ActionID}}
+	})
+}
+
+// TestAttackOutOfScope: a refund that ran for an order outside the
+// trace's request, one whose decision names another principal than the
+// request's, one whose decision names no request, one decided under a
+// policy whose refund declares no scope, and refunds that ran in a trace holding a second request
+// record are ScopeHeld.
+func TestAttackOutOfScope(t *testing.T) {
+	d := newDesk(t)
+	d.flow("T1")
+	// ran forges a run of the trace's approved refund with its arguments
+	// changed by args and its decision's context by ctx: the action, the
+	// gate's decision committing it (no approval needed) and its result.
+	refund := d.committedRefund("T1")
+	decision := d.find("T1", func(r blackboard.Record) bool {
+		dr, ok := audit.Of(r)
+		return ok && dr.Subject == refund.ID
+	})
+	result := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+	ran := func(args map[string]any, ctx map[string]any) blackboard.Record {
+		act, dec, eff := refund.Clone(), decision.Clone(), result.Clone()
+		for k, v := range args {
+			act.Payload[k] = v
+		}
+		a := d.forge(act)[0]
+		dec.Payload["subject"] = a.ID
+		dec.Payload["outcome"] = string(audit.OutcomeCommitted)
+		dec.Provenance.InputRefs = []string{a.ID}
+		for k, v := range ctx {
+			if v == nil {
+				delete(dec.Payload["context"].(map[string]any), k)
+			} else {
+				dec.Payload["context"].(map[string]any)[k] = v
+			}
+		}
+		m := eff.Payload["effect"].(map[string]any)
+		m["action_id"] = a.ID
+		delete(m, "approval")
+		delete(m, "approver")
+		d.forge(dec, eff)
+		return a
+	}
+	expectNew(t, d, func() []invariant.Violation {
+		ran(nil, nil) // the same order again, under the same request: no violation
+		return nil
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		a := ran(map[string]any{"order_id": "T1-Z9"}, nil)
+		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		a := ran(nil, map[string]any{"principal": "bob"})
+		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// A refund decided under a policy snapshot, recorded as the
+		// gate records one, whose refund declares no scope at all.
+		pol := d.find(toolgate.PolicyTrace("default"), func(r blackboard.Record) bool { return r.Kind == toolgate.KindPolicy })
+		p, _, err := toolgate.PolicyOf(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Tools {
+			if p.Tools[i].Name == "issue_refund" {
+				p.Tools[i].Scope = nil
+			}
+		}
+		raw, _ := json.Marshal(p)
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		pol.Payload = blackboard.Payload{"hash": p.Hash(), "policy": m}
+		d.forge(pol)
+		a := ran(nil, map[string]any{"policy": p.Hash()})
+		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// A scoped refund decided under no request.
+		a := ran(nil, map[string]any{"principal": nil, "request": nil})
+		return []invariant.Violation{{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: a.ID}}
+	})
+	expectNew(t, d, func() []invariant.Violation {
+		// A second request record, the kernel's in shape, which holds no
+		// once-key: every scoped refund of the trace that ran is now
+		// under two requests.
+		req := d.find("T1", func(r blackboard.Record) bool {
+			return r.Slot == blackboard.Evidence && r.Kind == toolgate.KindRequest
+		})
+		req.Payload["resources"] = map[string]any{"order": []any{"T1-Z9"}}
+		d.forge(req)
+		var want []invariant.Violation
+		seen := map[string]bool{}
+		for _, r := range d.records("T1") {
+			if e, ok := toolgate.EffectOf(r); ok && e.Tool == "issue_refund" && e.Status == toolgate.StatusSucceeded && !seen[e.ActionID] {
+				seen[e.ActionID] = true
+				want = append(want, invariant.Violation{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: e.ActionID})
+			}
+		}
+		if len(want) < 3 {
+			t.Fatalf("refunds that ran: %v", want)
+		}
+		return want
 	})
 }

@@ -14,6 +14,7 @@ var (
 	mutApprovalBinding bool
 	mutMaskedValue     bool
 	mutDerivedSource   bool
+	mutScopeHeld       bool
 )
 
 func init() {
@@ -30,5 +31,7 @@ func init() {
 			Check: "the invariant checker reports a value of a masked field held in the clear by any record"},
 		mutant.Def{Name: "invariant.derived_source", On: &mutDerivedSource,
 			Check: "the invariant checker reports a derived belief that does not name and rest on exactly the result of its tool it was computed from"},
+		mutant.Def{Name: "invariant.scope_held", On: &mutScopeHeld,
+			Check: "the invariant checker reports an action that ran outside its trace's one request (its scoped arguments, its principal) or under a policy with an undeclared effectful tool"},
 	)
 }

@@ -10,4 +10,5 @@ const (
 	mutApprovalBinding = false
 	mutMaskedValue     = false
 	mutDerivedSource   = false
+	mutScopeHeld       = false
 )
