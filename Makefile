@@ -1,15 +1,15 @@
 GO ?= go
 
-.PHONY: test test-pg vet race browser adapters mutation-fast mutation bench bench-pg example fuzz
+.PHONY: test test-pg vet race browser adapters mutation-fast mutation-runner mutation mutation-full bench bench-pg example fuzz
 
 ## test: what CI runs (inside .ci/with-postgres) — gofmt and vet (the default build and
 ## the bkmutate build), every test under the race detector, the console in
 ## a real browser (make browser), every framework adapter's module (make
-## adapters), and the mutation
-## test (under a minute on two cores, so CI runs all of it, kernel tests
-## against each mutant included). The PostgreSQL tests skip unless BK_PG_DSN
-## names a server.
-test: vet race browser adapters mutation-fast mutation
+## adapters), the mutation runner's own tests (make mutation-runner) and
+## the mutation table (make mutation), kernel tests against each mutant
+## included. The PostgreSQL tests skip unless BK_PG_DSN names a server.
+## Durations: see each target (DURATIONS below).
+test: vet race browser adapters mutation-runner mutation
 
 ## test-pg: `make test` against a throwaway PostgreSQL server that
 ## .ci/with-postgres starts (and stops) for the run, as CI does.
@@ -43,16 +43,35 @@ adapters:
 ## mutation-fast: for every check of the kernel a planner can reach,
 ## adversarial_bk against the kernel built without it (bkmutate); fails if
 ## some such check is noticed by no attack or some attack does not win
-## against the kernel missing its target. A few seconds, for a quick check;
-## `make mutation` also runs the guarding packages' tests against every
-## switch of every package.
+## against the kernel missing its target; and the runner's own tests. A
+## quick check on its own: make test runs make mutation-runner instead,
+## since make mutation plays the same attacks (with more seeds) and judges
+## them the same way.
 mutation-fast:
 	$(GO) test -tags bkmutate -count=1 ./bench/mutation
 
-## mutation: the full mutation table (docs/benchmark.md): per check, the
-## attacks that noticed it missing and the tests that failed.
+## mutation-runner: the tests of the mutation runner (bench/mutation)
+## without TestEveryCheckIsCaught, the attacks make mutation plays too.
+mutation-runner:
+	$(GO) test -tags bkmutate -count=1 -skip '^TestEveryCheckIsCaught$$' ./bench/mutation
+
+## mutation: the mutation table (docs/benchmark.md): per check, the
+## attacks that noticed it missing and the tests that failed. Each
+## switch's tests are narrowed (-test.run) to those that noticed it in the
+## last full run, as bench/mutation/noticed.txt records; a switch that
+## file is stale for (a new switch, a guarding package added, a test
+## renamed or gone, or its tests all passing) runs its guarding packages in
+## full, and the run says the file is stale. A switch counts as noticed
+## only by a test that fails in this run.
 mutation:
 	$(GO) run -tags bkmutate ./bench/mutation
+
+## mutation-full: the mutation table with every guarding package's tests
+## run in full against every switch; it rewrites
+## bench/mutation/noticed.txt (commit it). ONLY=a,b runs those switches
+## and updates their lines.
+mutation-full:
+	$(GO) run -tags bkmutate ./bench/mutation -full $(if $(ONLY),-only $(ONLY))
 
 ## bench: the performance benchmarks, with allocations; ten samples each,
 ## for benchstat (it gives no confidence interval under six).
