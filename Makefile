@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test test-pg vet race browser adapters mutation-fast mutation-runner mutation mutation-full bench bench-pg example fuzz
+.PHONY: test test-timed test-pg vet race browser adapters mutation-fast mutation-runner mutation mutation-full bench bench-pg example fuzz
 
 ## test: what CI runs (inside .ci/with-postgres) — gofmt and vet (the default build and
 ## the bkmutate build), every test under the race detector, the console in
@@ -9,7 +9,16 @@ GO ?= go
 ## the mutation table (make mutation), kernel tests against each mutant
 ## included. The PostgreSQL tests skip unless BK_PG_DSN names a server.
 ## Durations: see each target (DURATIONS below).
-test: vet race browser adapters mutation-runner mutation
+TEST_TARGETS = vet race browser adapters mutation-runner mutation
+test: $(TEST_TARGETS)
+
+## test-timed: make test, one target after another, each one's wall time
+## printed after it (.ci/run runs this, so that CI's log shows them).
+test-timed:
+	@set -e; all=$$(date +%s); for t in $(TEST_TARGETS); do \
+		s=$$(date +%s); $(MAKE) --no-print-directory $$t; \
+		echo "make $$t: $$(( $$(date +%s) - s )) s"; \
+	done; echo "make test: $$(( $$(date +%s) - all )) s"
 
 ## test-pg: `make test` against a throwaway PostgreSQL server that
 ## .ci/with-postgres starts (and stops) for the run, as CI does.
