@@ -44,10 +44,11 @@ browser:
 
 ## adapters: the tests of every framework adapter, each its own module
 ## under adapters/ (the conformance suite, toolgate/adaptertest, included),
-## and its example with go run (./example, whose own test checks what it
-## prints).
+## its example among them (./example, whose test runs the example's run
+## and checks what it prints; main only calls run, so the example is not
+## also built and run with go run).
 adapters:
-	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./... && $(GO) run ./example >/dev/null); done
+	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...); done
 
 ## mutation-fast: for every check of the kernel a planner can reach,
 ## adversarial_bk against the kernel built without it (bkmutate); fails if
