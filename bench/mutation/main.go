@@ -10,7 +10,12 @@
 // which tests noticed the check missing.
 //
 //	go run -tags bkmutate ./bench/mutation             # make mutation
+//	go run -tags bkmutate ./bench/mutation -full       # make mutation-full
 //	go run -tags bkmutate ./bench/mutation -tests=false -only stale,recheck
+//
+// A switch's tests are narrowed to those that noticed it in the last full
+// run, as noticed.txt records (noticed.go); -full runs every test of the
+// guarding packages and rewrites that file.
 //
 // The modules nested in the tree (the framework adapters under adapters/,
 // each with its own dependencies) cannot be linked into this program:
