@@ -173,7 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		for i, m := range ms {
 			if testResults[i].err == "" {
-				nm[m.Name] = testResults[i].byPkg
+				nm[m.Name] = testResults[i].mapped
 			} else {
 				delete(nm, m.Name) // stale: the next run runs it in full
 			}
@@ -304,6 +304,9 @@ type testResult struct {
 	// an empty list for a package that ran and noticed nothing.
 	failed []string
 	byPkg  map[string][]string
+	// mapped is byPkg as the map records it: without the tests that hung
+	// when some other test failed.
+	mapped map[string][]string
 	err    string
 	// why is set when the map of what noticed the switch was not used:
 	// its guarding packages ran in full. passed are the tests the map
@@ -486,10 +489,21 @@ func switchTests(ctx context.Context, bins map[string]string, m mutant.Switch, p
 		}
 	}
 	slices.Sort(res.failed)
+	someFailed := false // some test failed rather than hung
 	for i, t := range res.failed {
 		if hung[t] {
 			res.failed[i] += " (hung)"
+		} else {
+			someFailed = true
 		}
+	}
+	// The map leaves out a test that hung when another noticed the switch:
+	// a narrowed run need not wait out its timeout.
+	res.mapped = map[string][]string{}
+	for pkg, tests := range res.byPkg {
+		res.mapped[pkg] = slices.DeleteFunc(slices.Clone(tests), func(t string) bool {
+			return someFailed && hung[qualified(pkg, t)]
+		})
 	}
 	slices.Sort(res.passed)
 	return res
@@ -542,14 +556,19 @@ func packageTests(ctx context.Context, bin, pkg, name string, only []string) pkg
 		case strings.HasPrefix(line, "panic: test timed out"):
 			timedOut = true
 		case timedOut && strings.HasPrefix(line, "\t\tTest"):
-			res.failed = append(res.failed, strings.Fields(line)[0])
-			res.hung = append(res.hung, strings.Fields(line)[0])
+			// A subtest is named by its top-level test, which -test.run
+			// selects.
+			top, _, _ := strings.Cut(strings.Fields(line)[0], "/")
+			res.failed = append(res.failed, top)
+			res.hung = append(res.hung, top)
 		case timedOut && line == "":
 			timedOut = false
 		}
 	}
 	slices.Sort(res.failed)
 	res.failed = slices.Compact(res.failed)
+	slices.Sort(res.hung)
+	res.hung = slices.Compact(res.hung)
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
