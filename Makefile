@@ -1,15 +1,44 @@
 GO ?= go
 
-.PHONY: test test-pg vet race browser adapters mutation-fast mutation bench bench-pg example fuzz
+.PHONY: test test-timed test-pg vet race browser adapters mutation-fast mutation-runner mutation mutation-full bench bench-pg example fuzz
 
 ## test: what CI runs (inside .ci/with-postgres) — gofmt and vet (the default build and
 ## the bkmutate build), every test under the race detector, the console in
 ## a real browser (make browser), every framework adapter's module (make
-## adapters), and the mutation
-## test (under a minute on two cores, so CI runs all of it, kernel tests
-## against each mutant included). The PostgreSQL tests skip unless BK_PG_DSN
-## names a server.
-test: vet race browser adapters mutation-fast mutation
+## adapters), the mutation runner's own tests (make mutation-runner) and
+## the mutation table (make mutation), kernel tests against each mutant
+## included. The PostgreSQL tests skip unless BK_PG_DSN names a server.
+##
+## Durations, measured 2026-12-02 on a 2-core machine shared with other
+## jobs (load about 27), so given as CPU time (user+sys of the target and
+## its children; build cache warm unless said), which two otherwise idle
+## cores take about half as long to run:
+##   vet              4 s (2 s per build); 126 s with most of the cache cold
+##   race             not measured there (the machine could not take the
+##                    whole module under -race); make test-timed prints it
+##   browser          73 s (TestBrowser alone 145 s wall under that load)
+##   adapters         not measured there (with the race build of the
+##                    adapters' dependencies cold, the first module alone
+##                    took 20 minutes under that load)
+##   mutation-runner  8 s
+##   mutation         248 s for the 99 switches (113 test binary runs
+##                    narrowed to noticed.txt, one switch in full; the
+##                    adversary's 33 rows 57 s wall of it). For six
+##                    switches, -seeds 1: 144 s in full, 44 s narrowed.
+##   mutation-full    760 s for its first 33 switches, when it was stopped
+##   (mutation-fast   its TestEveryCheckIsCaught, 6 s, which make test
+##                    leaves to make mutation)
+## make test-timed prints each target's wall time (CI's log shows them).
+TEST_TARGETS = vet race browser adapters mutation-runner mutation
+test: $(TEST_TARGETS)
+
+## test-timed: make test, one target after another, each one's wall time
+## printed after it (.ci/run runs this, so that CI's log shows them).
+test-timed:
+	@set -e; all=$$(date +%s); for t in $(TEST_TARGETS); do \
+		s=$$(date +%s); $(MAKE) --no-print-directory $$t; \
+		echo "make $$t: $$(( $$(date +%s) - s )) s"; \
+	done; echo "make test: $$(( $$(date +%s) - all )) s"
 
 ## test-pg: `make test` against a throwaway PostgreSQL server that
 ## .ci/with-postgres starts (and stops) for the run, as CI does.
@@ -35,24 +64,44 @@ browser:
 
 ## adapters: the tests of every framework adapter, each its own module
 ## under adapters/ (the conformance suite, toolgate/adaptertest, included),
-## and its example with go run (./example, whose own test checks what it
-## prints).
+## its example among them (./example, whose test runs the example's run
+## and checks what it prints; main only calls run, so the example is not
+## also built and run with go run).
 adapters:
-	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./... && $(GO) run ./example >/dev/null); done
+	set -e; for d in adapters/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...); done
 
 ## mutation-fast: for every check of the kernel a planner can reach,
 ## adversarial_bk against the kernel built without it (bkmutate); fails if
 ## some such check is noticed by no attack or some attack does not win
-## against the kernel missing its target. A few seconds, for a quick check;
-## `make mutation` also runs the guarding packages' tests against every
-## switch of every package.
+## against the kernel missing its target; and the runner's own tests. A
+## quick check on its own: make test runs make mutation-runner instead,
+## since make mutation plays the same attacks (with more seeds) and judges
+## them the same way.
 mutation-fast:
 	$(GO) test -tags bkmutate -count=1 ./bench/mutation
 
-## mutation: the full mutation table (docs/benchmark.md): per check, the
-## attacks that noticed it missing and the tests that failed.
+## mutation-runner: the tests of the mutation runner (bench/mutation)
+## without TestEveryCheckIsCaught, the attacks make mutation plays too.
+mutation-runner:
+	$(GO) test -tags bkmutate -count=1 -skip '^TestEveryCheckIsCaught$$' ./bench/mutation
+
+## mutation: the mutation table (docs/benchmark.md): per check, the
+## attacks that noticed it missing and the tests that failed. Each
+## switch's tests are narrowed (-test.run) to those that noticed it in the
+## last full run, as bench/mutation/noticed.txt records; a switch that
+## file is stale for (a new switch, a guarding package added, a test
+## renamed or gone, or its tests all passing) runs its guarding packages in
+## full, and the run says the file is stale. A switch counts as noticed
+## only by a test that fails in this run.
 mutation:
 	$(GO) run -tags bkmutate ./bench/mutation
+
+## mutation-full: the mutation table with every guarding package's tests
+## run in full against every switch; it rewrites
+## bench/mutation/noticed.txt (commit it). ONLY=a,b runs those switches
+## and updates their lines.
+mutation-full:
+	$(GO) run -tags bkmutate ./bench/mutation -full $(if $(ONLY),-only $(ONLY))
 
 ## bench: the performance benchmarks, with allocations; ten samples each,
 ## for benchstat (it gives no confidence interval under six).

@@ -10,7 +10,12 @@
 // which tests noticed the check missing.
 //
 //	go run -tags bkmutate ./bench/mutation             # make mutation
+//	go run -tags bkmutate ./bench/mutation -full       # make mutation-full
 //	go run -tags bkmutate ./bench/mutation -tests=false -only stale,recheck
+//
+// A switch's tests are narrowed to those that noticed it in the last full
+// run, as noticed.txt records (noticed.go); -full runs every test of the
+// guarding packages and rewrites that file.
 //
 // The modules nested in the tree (the framework adapters under adapters/,
 // each with its own dependencies) cannot be linked into this program:
@@ -34,8 +39,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -57,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mutation", flag.ContinueOnError)
 	seeds := fs.Int("seeds", 66, "seeds per task of each adversarial run")
 	tests := fs.Bool("tests", true, "also run the guarding packages' tests against each mutant")
+	full := fs.Bool("full", false, "run every guarding package's tests in full, and write the map of the tests that noticed each switch (make mutation-full)")
+	mapPath := fs.String("map", "", "the map of the tests that noticed each switch (default: "+noticeFile+" in the module)")
 	only := fs.String("only", "", "comma-separated switches to run (default: all)")
 	parallel := fs.Int("parallel", 2, "test binaries running at once")
 	md := fs.Bool("md", false, "print the tables as markdown")
@@ -71,7 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *only != "" {
 		names = strings.Split(*only, ",")
 	}
-	all, err := everySwitch(moduleRoot())
+	root := moduleRoot()
+	all, err := everySwitch(root)
 	if err != nil {
 		return err
 	}
@@ -79,20 +89,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *mapPath == "" {
+		*mapPath = filepath.Join(root, noticeFile)
+	}
 	start := time.Now()
 
 	var testResults []testResult
 	var testsDone sync.WaitGroup
+	var nm noticeMap
 	if *tests {
+		if nm, err = readNoticeMap(*mapPath); err != nil {
+			if *full && len(names) > 0 {
+				return fmt.Errorf("%w (a full run of some switches updates the map; run them all to rewrite it)", err)
+			}
+			fmt.Fprintf(stderr, "mutation: %v: every switch's guarding packages run in full\n", err)
+			nm = noticeMap{}
+		}
 		bins, cleanup, err := buildTests(ctx, ms)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
+		plans := make([]testPlan, len(ms))
+		if !*full {
+			listed, err := listTests(ctx, bins)
+			if err != nil {
+				return err
+			}
+			for i, m := range ms {
+				plans[i].narrow, plans[i].why = nm.narrowed(m, listed)
+			}
+		}
 		testResults = make([]testResult, len(ms))
-		testsDone.Go(func() { runTests(ctx, bins, ms, *parallel, testResults) })
+		testsDone.Go(func() { runTests(ctx, bins, ms, plans, *parallel, testResults) })
 	}
 
+	adversaryStart := time.Now()
 	base, err := playAdversary(ctx, "", *seeds)
 	if err != nil {
 		return err
@@ -111,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		rows[i].judge(o)
 		byTarget[m.Name] = o
 	}
+	adversaryTook := time.Since(adversaryStart)
 	testsDone.Wait()
 	for i := range testResults {
 		rows[i].tests, rows[i].testErr = testResults[i].failed, testResults[i].err
@@ -128,8 +161,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			problems = append(problems, fmt.Sprintf("check %s: tests: %s", r.m.Name, r.testErr))
 		}
 	}
-	fmt.Fprintf(stdout, "\n%d checks, %d attacks, %d seeds per task; %s\n", len(ms), len(study.AttackNames()), *seeds,
+	if *tests && !*full {
+		printStale(stdout, ms, testResults, nm.stale(all))
+	}
+	if *tests && *full {
+		if len(names) == 0 {
+			nm = noticeMap{}
+		}
+		for _, name := range nm.stale(all) {
+			delete(nm, name)
+		}
+		for i, m := range ms {
+			if testResults[i].err == "" {
+				nm[m.Name] = testResults[i].mapped
+			} else {
+				delete(nm, m.Name) // stale: the next run runs it in full
+			}
+		}
+		if err := writeNoticeMap(*mapPath, nm); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nwrote %s\n", *mapPath)
+	}
+	fmt.Fprintf(stdout, "\n%d checks, %d attacks, %d seeds per task; %s", len(ms), len(study.AttackNames()), *seeds,
 		time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(stdout, " (adversary %s", adversaryTook.Round(100*time.Millisecond))
+	if *tests {
+		runs, narrowed, took := 0, 0, time.Duration(0)
+		for _, r := range testResults {
+			runs += r.runs
+			narrowed += r.narrowedRuns
+			took += r.took
+		}
+		fmt.Fprintf(stdout, "; %d test binary runs, %d of them narrowed to the map's tests, %s summed", runs, narrowed,
+			took.Round(100*time.Millisecond))
+	}
+	fmt.Fprintln(stdout, ")")
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(stdout, "GAP:", p)
@@ -138,6 +205,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "every check is noticed by an attack or a test, and every attack wins against the kernel missing its target")
 	return nil
+}
+
+// printStale says for which switches the map of what noticed them was not
+// used, or named tests that passed, and which of its entries name switches
+// that no longer exist.
+func printStale(w io.Writer, ms []mutant.Switch, results []testResult, gone []string) {
+	var lines []string
+	for i, m := range ms {
+		if r := results[i]; r.why != "" {
+			lines = append(lines, fmt.Sprintf("%s: %s (its guarding packages ran in full)", m.Name, r.why))
+		} else if len(r.passed) > 0 {
+			lines = append(lines, fmt.Sprintf("%s: noticed, but these tests the map names passed: %s", m.Name, strings.Join(r.passed, ", ")))
+		}
+	}
+	for _, name := range gone {
+		lines = append(lines, fmt.Sprintf("%s: in the map, but no such switch", name))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nthe map of the tests that noticed each switch (%s) is stale; make mutation-full rewrites it:\n", noticeFile)
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
+	}
 }
 
 // printChecks prints one row per check: the attacks that noticed it
@@ -208,47 +299,145 @@ func orDash(s string) string {
 
 // testResult is what the test runs against one mutant showed.
 type testResult struct {
+	// failed are the top-level tests that failed, package-qualified
+	// outside the kernel; byPkg the same by guarding package, bare, with
+	// an empty list for a package that ran and noticed nothing.
 	failed []string
+	byPkg  map[string][]string
+	// mapped is byPkg as the map records it: without the tests that hung
+	// when some other test failed.
+	mapped map[string][]string
 	err    string
+	// why is set when the map of what noticed the switch was not used:
+	// its guarding packages ran in full. passed are the tests the map
+	// names that passed when the run was narrowed to them.
+	why    string
+	passed []string
+	// runs counts the test binaries run, narrowedRuns those narrowed to
+	// the map's tests; took is their summed wall time.
+	runs, narrowedRuns int
+	took               time.Duration
+}
+
+// testPlan is how one switch's tests run: narrow names, by package, the
+// only tests to run (nil: every guarding package in full); why says why
+// the map was not used, if it was not.
+type testPlan struct {
+	narrow map[string][]string
+	why    string
 }
 
 // buildTests compiles, with the bkmutate tag, the tests of every package
-// that guards one of ms, and returns the binaries by import path. A
-// package of a nested module (an adapter) is built in its module.
+// that guards one of ms, and returns the binaries by import path. The
+// packages of one module build in one go command, which compiles them in
+// parallel; a package of a nested module (an adapter) is built in its
+// module.
 func buildTests(ctx context.Context, ms []mutant.Switch) (map[string]string, func(), error) {
 	dir, err := os.MkdirTemp("", "bkmutate-")
 	if err != nil {
 		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	bins := map[string]string{}
+	var mods []string
+	byMod := map[string][][]string{} // batches of packages with distinct last elements
+	seen := map[string]bool{}
 	for _, m := range ms {
 		for _, pkg := range m.Tests {
-			if _, ok := bins[pkg]; ok {
+			if seen[pkg] {
 				continue
 			}
-			bin := filepath.Join(dir, fmt.Sprintf("%d.test", len(bins)))
-			cmd := exec.CommandContext(ctx, "go", "test", "-c", "-tags", "bkmutate", "-o", bin, pkg)
-			cmd.Dir = moduleDir(packageDir(pkg))
+			seen[pkg] = true
+			mod := moduleDir(packageDir(pkg))
+			if _, ok := byMod[mod]; !ok {
+				mods = append(mods, mod)
+			}
+			batches := byMod[mod]
+			i := slices.IndexFunc(batches, func(b []string) bool {
+				return !slices.ContainsFunc(b, func(p string) bool { return path.Base(p) == path.Base(pkg) })
+			})
+			if i < 0 {
+				batches, i = append(batches, nil), len(batches)
+			}
+			batches[i] = append(batches[i], pkg)
+			byMod[mod] = batches
+		}
+	}
+	bins := map[string]string{}
+	for _, mod := range mods {
+		for _, batch := range byMod[mod] {
+			out := filepath.Join(dir, strconv.Itoa(len(bins)))
+			if err := os.Mkdir(out, 0o700); err != nil {
+				cleanup()
+				return nil, nil, err
+			}
+			cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-tags", "bkmutate", "-o", out + string(filepath.Separator)}, batch...)...)
+			cmd.Dir = mod
 			if out, err := cmd.CombinedOutput(); err != nil {
 				cleanup()
-				return nil, nil, fmt.Errorf("building the tests of %s: %v\n%s", pkg, err, out)
+				return nil, nil, fmt.Errorf("building the tests of %s: %v\n%s", strings.Join(batch, " "), err, out)
 			}
-			bins[pkg] = bin
+			for _, pkg := range batch {
+				bin := filepath.Join(out, path.Base(pkg)+".test")
+				if _, err := os.Stat(bin); err != nil {
+					cleanup()
+					return nil, nil, fmt.Errorf("building the tests of %s: %w", pkg, err)
+				}
+				bins[pkg] = bin
+			}
 		}
 	}
 	return bins, cleanup, nil
 }
 
-// runTests runs, for each switch, the test binaries of the packages that
-// guard it, parallel at a time, and records the top-level tests that
-// failed.
-func runTests(ctx context.Context, bins map[string]string, ms []mutant.Switch, parallel int, out []testResult) {
+// listTests returns, by package, the top-level tests, examples and fuzz
+// targets each binary of bins has.
+func listTests(ctx context.Context, bins map[string]string) (map[string]map[string]bool, error) {
+	out := map[string]map[string]bool{}
+	for pkg, bin := range bins {
+		cmd := exec.CommandContext(ctx, bin, "-test.list", ".")
+		cmd.Dir = packageDir(pkg)
+		cmd.Env = append(os.Environ(), "BK_MUTATE=")
+		b, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("listing the tests of %s: %w", pkg, err)
+		}
+		out[pkg] = map[string]bool{}
+		for _, name := range strings.Fields(string(b)) {
+			out[pkg][name] = true
+		}
+	}
+	return out, nil
+}
+
+// runTests runs, for each switch, the tests its plan names, parallel test
+// binaries at a time, and records the top-level tests that failed.
+func runTests(ctx context.Context, bins map[string]string, ms []mutant.Switch, plans []testPlan, parallel int, out []testResult) {
 	sem := make(chan struct{}, max(parallel, 1))
-	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, m := range ms {
+		wg.Go(func() { out[i] = switchTests(ctx, bins, m, plans[i], sem) })
+	}
+	wg.Wait()
+}
+
+// switchTests runs the tests of m's guarding packages against m, holding
+// sem while a binary runs: only those plan names, if it names any, and
+// then, if none of them failed, every guarding package in full (a switch
+// counts as noticed only by a test that fails in this run).
+func switchTests(ctx context.Context, bins map[string]string, m mutant.Switch, plan testPlan, sem chan struct{}) testResult {
+	res := testResult{why: plan.why}
+	hung := map[string]bool{}
+	runAll := func(narrow map[string][]string) {
+		res.byPkg = map[string][]string{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
 		for _, pkg := range m.Tests {
+			var only []string
+			if narrow != nil {
+				if only = narrow[pkg]; len(only) == 0 {
+					continue
+				}
+			}
 			wg.Go(func() {
 				select {
 				case sem <- struct{}{}:
@@ -256,37 +445,104 @@ func runTests(ctx context.Context, bins map[string]string, ms []mutant.Switch, p
 					return
 				}
 				defer func() { <-sem }()
-				res := packageTests(ctx, bins[pkg], pkg, m.Name)
+				r := packageTests(ctx, bins[pkg], pkg, m.Name, only)
 				mu.Lock()
 				defer mu.Unlock()
-				out[i].failed = append(out[i].failed, res.failed...)
-				if res.err != "" {
-					out[i].err = strings.TrimPrefix(out[i].err+"; "+res.err, "; ")
+				res.byPkg[pkg] = r.failed
+				for _, t := range r.hung {
+					hung[qualified(pkg, t)] = true
+				}
+				res.runs++
+				res.took += r.took
+				if only != nil {
+					res.narrowedRuns++
+				}
+				if r.err != "" {
+					res.err = strings.TrimPrefix(res.err+"; "+r.err, "; ")
 				}
 			})
 		}
+		wg.Wait()
 	}
-	wg.Wait()
-	for i := range out {
-		slices.Sort(out[i].failed)
+	if plan.narrow != nil {
+		runAll(plan.narrow)
+		noticed := false
+		for pkg, tests := range plan.narrow {
+			for _, t := range tests {
+				if slices.Contains(res.byPkg[pkg], t) {
+					noticed = true
+				} else {
+					res.passed = append(res.passed, qualified(pkg, t))
+				}
+			}
+		}
+		if !noticed && res.err == "" && ctx.Err() == nil {
+			res.why, res.passed = "the tests the map names all passed", nil
+			runAll(nil)
+		}
+	} else {
+		runAll(nil)
 	}
+	for pkg, tests := range res.byPkg {
+		for _, t := range tests {
+			res.failed = append(res.failed, qualified(pkg, t))
+		}
+	}
+	slices.Sort(res.failed)
+	someFailed := false // some test failed rather than hung
+	for i, t := range res.failed {
+		if hung[t] {
+			res.failed[i] += " (hung)"
+		} else {
+			someFailed = true
+		}
+	}
+	// The map leaves out a test that hung when another noticed the switch:
+	// a narrowed run need not wait out its timeout.
+	res.mapped = map[string][]string{}
+	for pkg, tests := range res.byPkg {
+		res.mapped[pkg] = slices.DeleteFunc(slices.Clone(tests), func(t string) bool {
+			return someFailed && hung[qualified(pkg, t)]
+		})
+	}
+	slices.Sort(res.passed)
+	return res
 }
 
-// packageTests runs the tests of pkg (binary bin) against mutation name.
-// Outside the kernel, failed tests are named with their package.
-func packageTests(ctx context.Context, bin, pkg, name string) testResult {
-	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.timeout="+testTimeout.String())
-	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, modulePath), "/")
+// qualified names test t of pkg as the table does: bare in the kernel,
+// with its package elsewhere.
+func qualified(pkg, t string) string {
+	if rel := relPkg(pkg); rel != "kernel" {
+		return rel + "." + t
+	}
+	return t
+}
+
+// pkgResult is what one test binary's run showed: the top-level tests
+// that failed (bare names, a hung one too), those that hung, an error
+// when the binary failed with no test failing, and how long it took.
+type pkgResult struct {
+	failed []string
+	hung   []string
+	err    string
+	took   time.Duration
+}
+
+// packageTests runs the tests of pkg (binary bin) against mutation name:
+// those named in only, or all of them when only is empty.
+func packageTests(ctx context.Context, bin, pkg, name string, only []string) pkgResult {
+	args := []string{"-test.count=1", "-test.timeout=" + testTimeout.String()}
+	if len(only) > 0 {
+		args = append(args, "-test.run", runPattern(only))
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = packageDir(pkg) // the tests read testdata and source files
 	cmd.Env = append(os.Environ(), "BK_MUTATE="+name)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
+	start := time.Now()
 	err := cmd.Run()
-	prefix := ""
-	if rel != "kernel" {
-		prefix = rel + "."
-	}
-	var res testResult
+	res := pkgResult{failed: []string{}, took: time.Since(start)}
 	sc := bufio.NewScanner(&buf)
 	sc.Buffer(nil, 1<<20)
 	// A test that hangs against a mutant noticed it too: the binary's
@@ -296,21 +552,29 @@ func packageTests(ctx context.Context, bin, pkg, name string) testResult {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "--- FAIL: "):
-			res.failed = append(res.failed, prefix+strings.Fields(strings.TrimPrefix(line, "--- FAIL: "))[0])
+			res.failed = append(res.failed, strings.Fields(strings.TrimPrefix(line, "--- FAIL: "))[0])
 		case strings.HasPrefix(line, "panic: test timed out"):
 			timedOut = true
 		case timedOut && strings.HasPrefix(line, "\t\tTest"):
-			res.failed = append(res.failed, prefix+strings.Fields(line)[0]+" (hung)")
+			// A subtest is named by its top-level test, which -test.run
+			// selects.
+			top, _, _ := strings.Cut(strings.Fields(line)[0], "/")
+			res.failed = append(res.failed, top)
+			res.hung = append(res.hung, top)
 		case timedOut && line == "":
 			timedOut = false
 		}
 	}
+	slices.Sort(res.failed)
+	res.failed = slices.Compact(res.failed)
+	slices.Sort(res.hung)
+	res.hung = slices.Compact(res.hung)
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
 	case errors.As(err, &exit) && len(res.failed) > 0:
 	default:
-		res.err = fmt.Sprintf("%s: %v: %s", rel, err, lastLines(buf.String(), 5))
+		res.err = fmt.Sprintf("%s: %v: %s", relPkg(pkg), err, lastLines(buf.String(), 5))
 	}
 	return res
 }

@@ -16,11 +16,13 @@ import (
 	"github.com/blackboardkernel/bk/internal/mutant"
 )
 
-// The fast part of `make mutation`, which CI runs: for every check of the
-// gate, adversarial_bk against the kernel without it. The hardened kernel
-// must hold against every attack, some attack must notice each missing
-// check, and every attack must win against the kernel missing its target.
-// (The kernel's own tests against each mutant run only in make mutation.)
+// The fast part of `make mutation` (make mutation-fast, a quick check):
+// for every check of the gate, adversarial_bk against the kernel without
+// it. The hardened kernel must hold against every attack, some attack must
+// notice each missing check, and every attack must win against the kernel
+// missing its target. (The kernel's own tests against each mutant run only
+// in make mutation, which plays these attacks too, with more seeds, and
+// judges them with the same gaps: so make test leaves this test out.)
 func TestEveryCheckIsCaught(t *testing.T) {
 	ctx := context.Background()
 	seeds := 44
@@ -206,5 +208,87 @@ func name() string { return "x.n" }
 	got, err := registered(path)
 	if err != nil || len(got) != 1 || got[0].Name != "x.n" || got[0].Package != "x" || got[0].Check != "c" {
 		t.Fatalf("registered: %+v, %v", got, err)
+	}
+}
+
+// The map of what noticed each switch, as the repository holds it, reads
+// (a malformed map would send every switch to a full run), and is as the
+// full run writes it: sorted, so that a run that noticed the same leaves
+// it byte for byte.
+func TestNoticeMapReads(t *testing.T) {
+	path := filepath.Join(moduleRoot(), noticeFile)
+	nm, err := readNoticeMap(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nm) == 0 {
+		t.Fatalf("%s is missing or empty: make mutation-full writes it", noticeFile)
+	}
+	again := filepath.Join(t.TempDir(), "noticed.txt")
+	if err := writeNoticeMap(again, nm); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(path)
+	got, _ := os.ReadFile(again)
+	if string(got) != string(want) {
+		t.Errorf("%s is not as make mutation-full writes it (sorted, tab-separated)", noticeFile)
+	}
+}
+
+// The map narrows a switch's tests only while it is current for that
+// switch; otherwise the switch's guarding packages run in full, and the
+// reason is given.
+func TestNoticeMapStale(t *testing.T) {
+	kernel, gate := modulePath+"/kernel", modulePath+"/toolgate"
+	src := "# a comment\n" +
+		"a\tkernel\tTestA FuzzB\n" +
+		"a\ttoolgate\t-\n" +
+		"b\tkernel\tTestGone\n" +
+		"c\tkernel\t-\n" +
+		"d\tkernel\tTestA\n" +
+		"gone\tkernel\tTestA\n"
+	path := filepath.Join(t.TempDir(), "noticed.txt")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nm, err := readNoticeMap(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]map[string]bool{kernel: {"TestA": true, "FuzzB": true}, gate: {"TestC": true}}
+	sw := func(name string, tests ...string) mutant.Switch {
+		return mutant.Switch{Name: name, Package: tests[0], Tests: tests}
+	}
+	narrow, why := nm.narrowed(sw("a", kernel, gate), listed)
+	if why != "" || len(narrow) != 1 || !slices.Equal(narrow[kernel], []string{"TestA", "FuzzB"}) {
+		t.Errorf("a: %v, %q; want kernel's TestA and FuzzB only", narrow, why)
+	}
+	for _, c := range []struct {
+		m    mutant.Switch
+		want string
+	}{
+		{sw("a", kernel), "guarding packages changed"},
+		{sw("b", kernel), "no test TestGone"},
+		{sw("c", kernel), "no test noticed it"},
+		{sw("d", kernel, gate), "guarding packages changed"},
+		{sw("new", kernel), "not in the map"},
+	} {
+		if narrow, why := nm.narrowed(c.m, listed); narrow != nil || !strings.Contains(why, c.want) {
+			t.Errorf("%s: %v, %q; want no narrowing, because %s", c.m.Name, narrow, why, c.want)
+		}
+	}
+	if gone := nm.stale([]mutant.Switch{sw("a", kernel), sw("b", kernel), sw("c", kernel), sw("d", kernel)}); !slices.Equal(gone, []string{"gone"}) {
+		t.Errorf("stale: %v, want [gone]", gone)
+	}
+	if p := runPattern([]string{"TestA", "FuzzB"}); !regexp.MustCompile(p).MatchString("FuzzB") || regexp.MustCompile(p).MatchString("TestAB") {
+		t.Errorf("runPattern: %s", p)
+	}
+	for _, bad := range []string{"a\tkernel\n", "a\tkernel\tTest(A)\n", "a\tkernel\tTestA\na\tkernel\tTestB\n"} {
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readNoticeMap(path); err == nil {
+			t.Errorf("%q was read", bad)
+		}
 	}
 }
