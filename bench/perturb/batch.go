@@ -1,7 +1,5 @@
 package perturb
 
-import "sync"
-
 // lanes is how many generators [firstFloats] seeds side by side. Seeding
 // is one long chain of dependent multiplications per generator;
 // interleaving independent chains lets the processor overlap them instead
@@ -89,36 +87,4 @@ func twistWord(hi, lo, far uint32) uint32 {
 		v ^= mtMatrixA
 	}
 	return v
-}
-
-// wideLanes is how many generators [firstFloatsWide] seeds at once: four
-// chains of eight 32-bit lanes in AVX2 registers. A vector chain waits on
-// its multiplications as long as a scalar one does, so the gain is in
-// having eight draws' chains in flight instead of one's.
-const wideLanes = 32
-
-// wideDraws is how many draws one [firstFloatsWide] serves.
-const wideDraws = wideLanes / lanes
-
-// useWide: seed in vector registers where the processor can (tests turn it
-// off to check the scalar path).
-var useWide = haveWide
-
-// wideScratch holds the 80 KB each [firstFloatsWide] works in.
-var wideScratch = sync.Pool{New: func() any { return new([mtN][wideLanes]uint32) }}
-
-// firstFloatsWide is [firstFloats] for wideLanes keys, the mixing loops run
-// by mixWide in s.
-func firstFloatsWide(h *[wideLanes]uint32, s *[mtN][wideLanes]uint32) (out [wideLanes]float64) {
-	mixWide(h, s, &arrayBase.state)
-	for l := range wideLanes {
-		// As in firstFloats: row 1 is word 1 after the first loop, rows
-		// 2… the second loop's words.
-		q := s[mtN-1][l]
-		w1 := (s[1][l] ^ (q^q>>30)*1566083941) - 1
-		a := twistWord(0x80000000, w1, s[mtM][l])
-		b := twistWord(w1, s[2][l], s[mtM+1][l])
-		out[l] = res53(temper(a), temper(b))
-	}
-	return out
 }

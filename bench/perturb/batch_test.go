@@ -65,52 +65,21 @@ func BenchmarkDrawReference(b *testing.B) {
 	}
 }
 
-// firstFloatsWide is thirty-two generators seeded at once in vector
-// registers; each lane must agree with the reference generator.
-func TestFirstFloatsWideMatchesGenerator(t *testing.T) {
-	if !haveWide {
-		t.Skip("no AVX2")
-	}
-	s := new([mtN][wideLanes]uint32)
-	for n := uint32(0); n < 20000; n += wideLanes {
-		var h [wideLanes]uint32
-		for l := range h {
-			h[l] = (n + uint32(l)) * 2654435761
-		}
-		if n == 0 {
-			copy(h[:], []uint32{0, 5, 5489, 0xffffffff}) // CPython's check seeds
-		}
-		got := firstFloatsWide(&h, s)
-		for l := range h {
-			var m mt
-			m.initByArray([]uint32{h[l]})
-			if want := m.float64(); got[l] != want {
-				t.Fatalf("seed %d: firstFloatsWide = %v, generator = %v", h[l], got[l], want)
-			}
-		}
-	}
-}
-
-// DrawMany is Draw for each pair, in vector registers and without, for
-// every length up to past two full vector batches.
+// DrawMany is Draw for each pair, for every length up to eighteen.
 func TestDrawManyMatchesDraw(t *testing.T) {
-	defer func(w bool) { useWide = w }(useWide)
 	keys := []string{"charge:ch_3P0x1A2B3C:cus_9Xk2mN", "charge:ch_6U5c6F9L0M:cus_8Xr4tN", "", "k"}
-	for _, wide := range []bool{haveWide, false} {
-		useWide = wide
-		for _, r := range []Rates{DefaultRates(), {Drop: 0.3, Stale: 0.5, Conflict: 0.5, LowConfidence: 0.5}} {
-			for n := range 2*wideDraws + 2 {
-				for first := -3; first < 600; first += n + 1 {
-					seeds, ks := make([]int, n), make([]string, n)
-					for i := range n {
-						seeds[i], ks[i] = first+i, keys[(first+i+3)%len(keys)]
-					}
-					got := make([]Flags, n)
-					r.DrawMany(got, seeds, ks)
-					for i := range n {
-						if want := r.Draw(seeds[i], ks[i]); got[i] != want {
-							t.Fatalf("wide %v, %d draws from seed %d: draw %d = %+v, Draw %+v", wide, n, first, i, got[i], want)
-						}
+	for _, r := range []Rates{DefaultRates(), {Drop: 0.3, Stale: 0.5, Conflict: 0.5, LowConfidence: 0.5}} {
+		for n := range 18 {
+			for first := -3; first < 600; first += n + 1 {
+				seeds, ks := make([]int, n), make([]string, n)
+				for i := range n {
+					seeds[i], ks[i] = first+i, keys[(first+i+3)%len(keys)]
+				}
+				got := make([]Flags, n)
+				r.DrawMany(got, seeds, ks)
+				for i := range n {
+					if want := r.Draw(seeds[i], ks[i]); got[i] != want {
+						t.Fatalf("%d draws from seed %d: draw %d = %+v, Draw %+v", n, first, i, got[i], want)
 					}
 				}
 			}

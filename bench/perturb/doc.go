@@ -8,8 +8,8 @@
 // make one 53-bit double, exactly as CPython's random() builds it. [Rates]
 // holds the probability of each fault and [Rates.Draw] returns the [Flags]
 // one (seed, key) pair gets, checking the faults in the paper's order: drop,
-// stale, conflict, low confidence. [Rates.DrawMany] draws many pairs at
-// once, the same flags for less work on amd64 processors with AVX2.
+// stale, conflict, low confidence. [Rates.DrawMany] draws many pairs into
+// one slice.
 //
 // # Concurrency
 //

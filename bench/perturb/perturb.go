@@ -91,33 +91,12 @@ func (r Rates) Draw(seed int, key string) Flags {
 }
 
 // DrawMany sets dst[i] to r.Draw(seeds[i], keys[i]) for every i; the three
-// slices must be as long. On a processor with AVX2 it seeds the generators
-// of eight draws side by side in vector registers ([firstFloatsWide]),
-// which costs about what two single draws do, and hashes two draws' keys
-// at once ([keysWide]).
+// slices must be as long.
 func (r Rates) DrawMany(dst []Flags, seeds []int, keys []string) {
 	if len(seeds) != len(dst) || len(keys) != len(dst) {
 		panic("perturb: DrawMany with slices of different lengths")
 	}
-	i := 0
-	if useWide && len(dst) > 1 {
-		s := wideScratch.Get().(*[mtN][wideLanes]uint32)
-		defer wideScratch.Put(s)
-		for len(dst)-i > 1 { // one draw left is cheaper alone
-			n := min(wideDraws, len(dst)-i)
-			var h [wideLanes]uint32     // unused lanes seed garbage, not read
-			for d := 0; d < n; d += 2 { // two draws' keys in one md5Wide
-				e := min(d+2, n)
-				keysWide(h[d*lanes:], seeds[i+d:i+e], keys[i+d:i+e])
-			}
-			u := firstFloatsWide(&h, s)
-			for d := range n {
-				dst[i+d] = r.flags([lanes]float64(u[d*lanes:]))
-			}
-			i += n
-		}
-	}
-	for ; i < len(dst); i++ {
+	for i := range dst {
 		dst[i] = r.Draw(seeds[i], keys[i])
 	}
 }
