@@ -14,3 +14,15 @@ func init() {
 		mutant.Def{Name: "toolgate.caller_effect", On: &mutCallerEffect,
 			Check: "an action of a caller-driven tool never starts without the caller's effect: Execute, Recover and Resolve answer EFFECT_UNAVAILABLE, record nothing and leave its approval and keys to the caller's retry"})
 }
+
+// mutRetireOwnFence drops the retirement's own fence: an action refused
+// for good before any attempt, whose refusal claimed the first attempt's
+// key, is retired with that key as the fence, which its own refusal holds,
+// so it keeps its once-key for ever although it never ran.
+var mutRetireOwnFence bool
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.retire_own_fence", On: &mutRetireOwnFence,
+			Check: "an action refused for good by the recheck or the run controls before any attempt frees its once-key: a later call of the same order in another trace runs once"})
+}

@@ -1,0 +1,81 @@
+package toolgate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// A refund waits for approval; the order is looked up again, which
+// supersedes the lookup the refund rests on; the approval comes, and the
+// gate's recheck refuses the refund for good before any attempt. Its
+// refusal claims the first attempt's key, the fence the retirement used to
+// claim again: the order's once-key stayed held by an action that never
+// ran, and every later refund of the order was DUPLICATE_ACTION for ever.
+// The retirement now takes a fence of its own when the refusal holds the
+// first attempt's key: a later refund of the order in another trace runs
+// once, and the invariant checker, run over the store at the end, finds
+// no once-key held by an action that never ran.
+func TestAttackRecheckRefusalFreesOnceKey(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t1", "A1", 700)
+		d.setEffect("lookup_order", func(_ context.Context, inv Invocation) (blackboard.Payload, error) {
+			return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0, "refundable": true}, nil
+		})
+		if res := d.call("t1", "support", "refund", "lookup_order", `{"order_id":"A1"}`); res.Outcome != audit.OutcomeExecuted {
+			t.Fatalf("second lookup: %+v", res)
+		}
+		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
+		for _, what := range []string{"execute after the approval", "execute again"} {
+			wantOutcome(t, what, d.execute(wait.ActionID), audit.OutcomeRefused, blackboard.CodeSupersededEvidence)
+		}
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Fatalf("the superseded refund ran %d times", n)
+		}
+
+		d.ground("t2", "A1")
+		res := d.refund("t2", "A1", 100)
+		wantOutcome(t, "a new ticket's refund after the refusal", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		d.ground("t3", "A1")
+		again := d.refund("t3", "A1", 100)
+		wantOutcome(t, "a refund after the order was refunded", again, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want 1", n)
+		}
+		if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
+			t.Errorf("Recover drove %+v (%v)", res, err)
+		}
+	}, onceRefunds)
+}
+
+// The same refusal met by a driver that started the first attempt
+// meanwhile: the attempt holds the fence, the refusal yields to it, and
+// the order's key stays held by the refund that ran. A retirement's own
+// fence is taken only when the refusal itself holds the first attempt's
+// key.
+func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
+	onStores(t, func(t *testing.T, d *desk) {
+		wait := d.pendingRefund("t1", "A1", 700)
+		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
+		j := d.job(wait.ActionID)
+		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A refusal for good written beside the attempt, as recheck's
+		// would be: it yields, the attempt is driven to its result.
+		res, err := d.g.refuseForGood(d.ctx, j, blackboard.CodeSupersededEvidence, "superseded", j.attemptKey(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, "a refusal beside a running attempt", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		d.ground("t2", "A1")
+		dup := d.refund("t2", "A1", 100)
+		wantOutcome(t, "a refund after the first ran", dup, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		if n := len(d.invocations("issue_refund")); n != 1 {
+			t.Errorf("the refund ran %d times, want 1", n)
+		}
+	}, onceRefunds)
+}
