@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
 )
 
 // A refund waits for approval; the order is looked up again, which
@@ -51,9 +52,10 @@ func TestAttackRecheckRefusalFreesOnceKey(t *testing.T) {
 	}, onceRefunds)
 }
 
-// The same refusal met by a driver that started the first attempt
-// meanwhile: the attempt holds the fence, the refusal yields to it, and
-// the order's key stays held by the refund that ran. A retirement's own
+// A refusal for good that does not hold the first attempt's key, read
+// after an attempt started (a driver that read the approval meanwhile):
+// the attempt holds the fence, the retirement is refused and the order's
+// key stays held, since the effect may have run. The retirement's own
 // fence is taken only when the refusal itself holds the first attempt's
 // key.
 func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
@@ -61,21 +63,23 @@ func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
 		wait := d.pendingRefund("t1", "A1", 700)
 		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
+		d.unchecked("an attempt of an action that waits for approval is recorded without one, and a refusal beside it")
 		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		// A refusal for good written beside the attempt, as recheck's
-		// would be: it yields, the attempt is driven to its result.
-		res, err := d.g.refuseForGood(d.ctx, j, blackboard.CodeSupersededEvidence, "superseded", j.attemptKey(1))
+		w, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
+			Payload: j.effect(StatusRefused, 0, blackboard.CodeSupersededEvidence).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOutcome(t, "a refusal beside a running attempt", res, audit.OutcomeExecuted, CodeEffectSucceeded)
+		if err := d.g.retire(d.ctx, j, w.rec); err != nil {
+			t.Fatal(err)
+		}
 		d.ground("t2", "A1")
 		dup := d.refund("t2", "A1", 100)
-		wantOutcome(t, "a refund after the first ran", dup, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
-		if n := len(d.invocations("issue_refund")); n != 1 {
-			t.Errorf("the refund ran %d times, want 1", n)
+		wantOutcome(t, "a refund while an attempt of the first may have run", dup, audit.OutcomeRefused, blackboard.CodeDuplicateAction)
+		if n := len(d.invocations("issue_refund")); n != 0 {
+			t.Errorf("the refund ran %d times, want 0", n)
 		}
 	}, onceRefunds)
 }
