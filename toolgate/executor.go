@@ -91,6 +91,10 @@ func (j *job) attemptKey(n int) string {
 	return "toolgate/effect/" + j.hash + "/attempt/" + strconv.Itoa(n)
 }
 func (j *job) resultKey() string { return "toolgate/effect/" + j.hash + "/result" }
+
+// retireKey is the fence of the retirement of an action whose refusal
+// for good holds its first attempt's key (see [Gate.retireFence]).
+func (j *job) retireKey() string { return "toolgate/effect/" + j.hash + "/retired" }
 func approvalKey(approvalID string) string {
 	sum := sha256.Sum256([]byte(approvalID))
 	return "toolgate/approval/" + hex.EncodeToString(sum[:])

@@ -104,10 +104,8 @@ import (
 // lookup committed on whichever lookup of the kind was current, and a
 // refund ran on a lookup that showed nothing to refund (exact_grounding;
 // fixed by issue 36's exact grounding), and an action refused for good at
-// its recheck keeps its once-key (recheck_retires; open). While the second
-// is open (modelRecheckRetires), its findings are logged as known, not
-// failed, and its subtest is skipped; BK_MODEL_KNOWN=1 runs it, to show it
-// failing.
+// its recheck kept its once-key (recheck_retires; fixed by retire's own
+// fence). Both subtests now guard the fixes.
 func TestModel(t *testing.T) {
 	if dir := os.Getenv("BK_MODEL_CHILD"); dir != "" {
 		modelChild(t, dir)
@@ -157,24 +155,6 @@ func modelEnv(t *testing.T, name string, def int) int {
 	return n
 }
 
-// modelRecheckRetires says whether an action the gate refuses for good when
-// it rechecks it before its first attempt (its evidence was superseded
-// while it waited for approval) gives its once-key back, as toolgate's
-// retire promises. Until it does, the order stays DUPLICATE_ACTION for
-// ever (TestModel/recheck_retires replays it): the trials log the invariant
-// checker's once_holder finding for such a holder as a known gap. Set it
-// to true with the fix.
-const modelRecheckRetires = false
-
-// modelKnown skips a subtest that replays a known gap while the gap is
-// open; BK_MODEL_KNOWN=1 runs it anyway, to show that it fails.
-func modelKnown(t *testing.T, fixed bool, why string) {
-	t.Helper()
-	if !fixed && os.Getenv("BK_MODEL_KNOWN") != "1" {
-		t.Skip("known gap, open: " + why + " (BK_MODEL_KNOWN=1 runs it)")
-	}
-}
-
 // The model's configuration.
 const (
 	modelLease    = 5 * time.Second
@@ -192,7 +172,6 @@ type modelStats struct {
 	lives, crashes, kills                   int
 	lookups, refunds, paid, replays, denied int
 	approvals, unknown, recovered           int
-	known                                   int // findings on a known gap, while it is open
 	refusals                                map[blackboard.Code]int
 }
 
@@ -208,7 +187,6 @@ func (s *modelStats) add(o modelStats) {
 	s.approvals += o.approvals
 	s.unknown += o.unknown
 	s.recovered += o.recovered
-	s.known += o.known
 	for c, n := range o.refusals {
 		if s.refusals == nil {
 			s.refusals = map[blackboard.Code]int{}
@@ -233,9 +211,9 @@ func (s modelStats) String() string {
 	}
 	slices.Sort(codes)
 	return fmt.Sprintf("%d lives (%d died in this process, %d child processes killed), %d lookups read, %d refund effects run "+
-		"(%d paid, %d replays), %d approvals, %d denials, %d lookups left EFFECT_UNKNOWN, %d results driven by Recover, %d findings on known open gaps; refusals: %s",
+		"(%d paid, %d replays), %d approvals, %d denials, %d lookups left EFFECT_UNKNOWN, %d results driven by Recover; refusals: %s",
 		s.lives, s.crashes, s.kills, s.lookups, s.refunds, s.paid, s.replays, s.approvals, s.denied, s.unknown, s.recovered,
-		s.known, strings.Join(codes, ", "))
+		strings.Join(codes, ", "))
 }
 
 // modelDraw is a number in [0, 1) fixed by its arguments, the same in
@@ -1235,9 +1213,7 @@ func traceStory(recs map[string]blackboard.Record, trace, order string, at int) 
 }
 
 // checkInvariants runs the stack-wide invariant checker over a trial's
-// store. While modelRecheckRetires is false, a once_holder finding whose
-// holder was refused for good before any attempt is logged as the known
-// gap it is; every other violation fails the trial.
+// store: every violation fails the trial.
 func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboard.Store, stats *modelStats) {
 	t.Helper()
 	vs, err := invariant.Check(ctx, st)
@@ -1246,12 +1222,6 @@ func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboa
 		return
 	}
 	for _, v := range vs {
-		if story := effectsOf(ctx, st, v.TraceID, v.RecordID); v.Invariant == invariant.OnceHolder && !modelRecheckRetires &&
-			strings.Contains(story, " "+toolgate.StatusRefused+" attempt 0 ") {
-			stats.known++
-			t.Logf("seed %d: known gap (an action refused for good keeps its once-key): %s%s", seed, v, story)
-			continue
-		}
 		t.Errorf("seed %d: invariant: %s%s%s", seed, v, effectsOf(ctx, st, v.TraceID, v.RecordID), named(ctx, st, v.Detail))
 	}
 }
@@ -1357,10 +1327,10 @@ func testModelExactGrounding(t *testing.T) {
 // deterministically: a refund above the approval limit waits; the order is
 // looked up again meanwhile, so the gate's recheck refuses the approved
 // action for good (SUPERSEDED_EVIDENCE) before any attempt; nothing ran,
-// yet a new refund of the order, on the current lookup, is DUPLICATE_ACTION:
-// the refusal claimed the first attempt's key, the fence retire needs free.
+// a new refund of the order, on the current lookup, must run (before the
+// fix it was DUPLICATE_ACTION: the refusal claimed the first attempt's key,
+// the fence retire needed free).
 func testModelRecheckRetires(t *testing.T) {
-	modelKnown(t, modelRecheckRetires, "an action refused for good at its recheck keeps its once-key (the refusal claims the retirement's fence)")
 	ctx := context.Background()
 	world, err := openLedger(filepath.Join(t.TempDir(), "world"))
 	if err != nil {

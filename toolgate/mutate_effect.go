@@ -31,3 +31,15 @@ func init() {
 		mutant.Def{Name: "toolgate.effect_error_text", On: &mutEffectErrorText,
 			Check: "the raw text of an effect's error is never stored: a record keeps its kind, or the masked text of a Recordable error"})
 }
+
+// mutRetireOwnFence drops the retirement's own fence: an action refused
+// for good before any attempt, whose refusal claimed the first attempt's
+// key, is retired with that key as the fence, which its own refusal holds,
+// so it keeps its once-key for ever although it never ran.
+var mutRetireOwnFence bool
+
+func init() {
+	mutant.Register("github.com/blackboardkernel/bk/toolgate",
+		mutant.Def{Name: "toolgate.retire_own_fence", On: &mutRetireOwnFence,
+			Check: "an action refused for good by the recheck or the run controls before any attempt frees its once-key: a later call of the same order in another trace runs once"})
+}

@@ -10,3 +10,6 @@ const (
 	mutPanicFailed     = false
 	mutEffectErrorText = false
 )
+
+// The retirement's own fence, off.
+const mutRetireOwnFence = false

@@ -18,6 +18,12 @@ import (
 // effect may have run. It is called each time such a result is read, so a
 // crash between the result and the retirement is repaired by the next
 // Execute or Recover.
+//
+// A refusal for good written before any attempt (recheck's, or the run
+// controls') claims the first attempt's key itself, so that no driver
+// starts the action after it: that fence is then held by the result
+// being retired, not by an attempt, and the retirement takes a fence of
+// its own ([job.retireKey]) instead.
 func (g *Gate) retire(ctx context.Context, j *job, rec blackboard.Record) error {
 	switch {
 	case rec.Kind == KindEscalated:
@@ -29,11 +35,38 @@ func (g *Gate) retire(ctx context.Context, j *job, rec blackboard.Record) error 
 	if code == "" {
 		return nil // not a result the gate wrote: the key stays held
 	}
-	err := g.k.Retire(ctx, j.act.ID, code, j.attemptKey(1))
+	fence, err := g.retireFence(ctx, j, rec)
+	if err != nil {
+		return err
+	}
+	err = g.k.Retire(ctx, j.act.ID, code, fence)
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return nil // an attempt started: the action holds its key
 	}
 	return err
+}
+
+// retireFence returns the key whose claim fences the retirement of the
+// action whose never-ran result is rec: the first attempt's key, unless
+// rec itself holds it (a refusal for good that claimed it, so that no
+// attempt could start after it, nor before it, since the first attempt
+// claims that key too); then the action's retirement key, which nothing
+// else claims.
+func (g *Gate) retireFence(ctx context.Context, j *job, rec blackboard.Record) (string, error) {
+	first := j.attemptKey(1)
+	if mutRetireOwnFence {
+		return first, nil
+	}
+	holder, err := g.k.ClaimedBy(ctx, first)
+	switch {
+	case errors.Is(err, blackboard.ErrNotFound):
+		return first, nil
+	case err != nil:
+		return "", err
+	case holder == rec.ID:
+		return j.retireKey(), nil
+	}
+	return first, nil // an attempt holds it: Retire is refused
 }
 
 // holderState words, for a model, what became of the action that holds a
