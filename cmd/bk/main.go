@@ -11,7 +11,7 @@
 // foreign database, an unknown trace or record) and 2 for a wrong command
 // line.
 //
-//	go install github.com/blackboardkernel/bk/cmd/bk@v0.3.0
+//	go install ./cmd/bk   # in a clone (no version is published yet)
 //	bk --db bk.db traces
 //	bk --db bk.db timeline TRACE
 //	bk --db bk.db explain RECORD
