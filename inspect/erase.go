@@ -64,7 +64,7 @@ func runErase(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := keys.Erase(ctx, trace); err != nil {
+	if err := keys.Erase(ctx, ns, trace); err != nil {
 		keys.Close()
 		return err
 	}
