@@ -59,10 +59,10 @@ var (
 // (in one process or several) may share a directory, also for kernels
 // of different namespaces.
 type Keys struct {
-	mu     sync.RWMutex // Close takes it whole; a directory's calls share it
+	mu     sync.RWMutex      // Close takes it whole; a directory's calls share it
 	keys   map[string][]byte // by keyName
 	erased map[string]bool   // by keyName
-	dir    string // the key directory; "" in memory
+	dir    string            // the key directory; "" in memory
 	closed bool
 }
 

@@ -3,7 +3,9 @@ package toolgate
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -674,4 +676,56 @@ func TestMaskErasedDuringEffect(t *testing.T) {
 		t.Errorf("effect ran %d times", n)
 	}
 	d.noSecret(t, secretOrder)
+}
+
+// TestKeyNamesPerNamespace: a default-namespace trace's key keeps the
+// name it had before keys were per namespace (the hex SHA-256 of the bare
+// trace id), "" and the default namespace's name are one namespace, and
+// no trace id, not one spelled as another namespace's pair, names another
+// namespace's key.
+func TestKeyNamesPerNamespace(t *testing.T) {
+	ctx := context.Background()
+	k, dir := openKeys(t)
+	legacy := sha256.Sum256([]byte("T1"))
+	if name := mustKeyName(t, "T1"); name != hex.EncodeToString(legacy[:]) {
+		t.Fatalf("the default namespace's T1 is named %s, want the hash of the bare id", name)
+	}
+	plain, err := k.Key(ctx, "", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, hex.EncodeToString(legacy[:]))); err != nil {
+		t.Errorf("the default namespace's T1 is not in its old file: %v", err)
+	}
+	if named, err := k.Key(ctx, blackboard.DefaultNamespace, "T1"); err != nil || !hmac.Equal(named, plain) {
+		t.Errorf("T1 in %q and in \"\": %v, want one key", blackboard.DefaultNamespace, err)
+	}
+	billing, err := k.Key(ctx, "billing", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spelled, err := k.Key(ctx, "", `["billing","T1"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hmac.Equal(billing, plain) || hmac.Equal(billing, spelled) {
+		t.Error("billing's T1 shares a key with a default-namespace trace")
+	}
+	if _, err := k.Key(ctx, "bad\nnamespace", "T1"); !errors.Is(err, ErrInvalidCall) {
+		t.Errorf("a namespace with a control character: %v, want ErrInvalidCall", err)
+	}
+	if err := k.Erase(ctx, "billing", "T1"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := k.Key(ctx, "", "T1"); err != nil || !hmac.Equal(again, plain) {
+		t.Errorf("the default namespace's T1 after billing's T1 was erased: %v, want its key", err)
+	}
+	mem := NewKeys()
+	a, _ := mem.Key(ctx, "desk", "T1")
+	if err := mem.Erase(ctx, "billing", "T1"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := mem.Key(ctx, "desk", "T1"); err != nil || !hmac.Equal(again, a) {
+		t.Errorf("desk's T1 in memory after billing's T1 was erased: %v, want its key", err)
+	}
 }
