@@ -159,14 +159,15 @@ func TestEraseCommand(t *testing.T) {
 		t.Error("a refused erase changed the key directory")
 	}
 	var got struct {
-		TraceID string `json:"trace_id"`
-		Records int    `json:"records"`
-		Masked  int    `json:"masked_values"`
+		TraceID   string `json:"trace_id"`
+		Namespace string `json:"namespace"`
+		Records   int    `json:"records"`
+		Masked    int    `json:"masked_values"`
 	}
 	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "--namespace", "desk", "--json", "erase", "A", "--keys", keysPath)), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.TraceID != "A" || got.Records == 0 || got.Masked == 0 {
+	if got.TraceID != "A" || got.Namespace != "desk" || got.Records == 0 || got.Masked == 0 {
 		t.Errorf("bk erase printed %+v", got)
 	}
 	if after := mustBK(t, "--db", db, "export"); after != before {

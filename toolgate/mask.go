@@ -163,7 +163,8 @@ func IsMasked(v any) bool {
 // Mask returns v as the gate stores a masked field of that value in trace
 // traceID: what an observer records in a percept field of that trace that
 // a [Binding] compares with a masked argument (equal values give equal
-// masks under one key; under [WithMaskKeys], each trace has its own). It
+// masks under one key; under [WithMaskKeys], each trace has its own, in
+// the gate's namespace). It
 // fails with [ErrInvalidConfig] when the gate has no mask key, with the
 // keyring's error when traceID has no key to give (an erased trace:
 // [ErrMaskErased]), and when v is not a JSON value. With [WithMaskKey]
