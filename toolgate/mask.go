@@ -36,7 +36,8 @@ func WithMaskKey(key []byte) Option {
 }
 
 // WithMaskKeys makes the gate hash each trace's masked fields under that
-// trace's own key from ring, so that erasing one trace's key ([Keys.Erase])
+// trace's own key from ring, in the gate's kernel's namespace (gates of
+// different namespaces may share a ring and keep apart), so that erasing one trace's key ([Keys.Erase])
 // erases its masked values and no other trace's. New refuses a nil ring,
 // both this and [WithMaskKey], and a tool whose once-key ([Tool.Once])
 // reads a masked field: once-keys hold across traces, and the same value
