@@ -14,7 +14,7 @@
 //	bk approve ACTION --as NAME --digest D [--note N] [--ttl T]
 //	bk deny ACTION --as NAME --digest D [--note N] [--ttl T]
 //	bk serve --token-file F   the approvals console in a browser (or --identity-header H; --addr, --hosts)
-//	bk erase TRACE --keys D   erase a trace's masked values: destroy its key in the key directory
+//	bk erase TRACE --keys D   erase a trace's masked values: destroy its key (the trace's namespace's) in the key directory
 //
 // Every command takes --db FILE or --dsn DSN, exactly one (else $BK_DB or
 // $BK_DSN, exactly one; else bk.db), --namespace NS (default: every

@@ -25,13 +25,16 @@ func eraseFlags(fs *flag.FlagSet, e *env) {
 
 // erased is what bk erase prints.
 type erased struct {
-	TraceID string `json:"trace_id"`
-	Records int    `json:"records"`       // the trace's records, unchanged
-	Masked  int    `json:"masked_values"` // masked values they hold, which now match nothing
+	TraceID   string `json:"trace_id"`
+	Namespace string `json:"namespace"`     // the trace's, whose key was erased
+	Records   int    `json:"records"`       // the trace's records, unchanged
+	Masked    int    `json:"masked_values"` // masked values they hold, which now match nothing
 }
 
 // runErase destroys a trace's mask key in the key directory
-// (toolgate.Keys.Erase), also while an application uses the directory: its
+// (toolgate.Keys.Erase): the key of the trace in --namespace, or in the
+// one namespace that holds the trace id (an id several namespaces hold is
+// refused; keys are per namespace), also while an application uses the directory: its
 // Keys reads the trace's file on each use, so its next call in the trace
 // fails closed. The store is only read: to refuse a trace it does not hold
 // (a mistyped id would be erased for good) and to count what the erasure
@@ -41,11 +44,11 @@ func runErase(ctx context.Context, e *env, args []string) error {
 	if _, err := os.Stat(e.keys); err != nil {
 		return fmt.Errorf("key directory: %w", err) // never create one here
 	}
-	out := erased{TraceID: trace}
 	ns, err := traceNamespace(ctx, e.store, e.namespace, trace)
 	if err != nil {
 		return err
 	}
+	out := erased{TraceID: trace, Namespace: ns}
 	for r, err := range e.store.ListTrace(ctx, ns, trace) {
 		if err != nil {
 			return err
@@ -64,7 +67,7 @@ func runErase(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := keys.Erase(ctx, trace); err != nil {
+	if err := keys.Erase(ctx, ns, trace); err != nil {
 		keys.Close()
 		return err
 	}
@@ -74,7 +77,7 @@ func runErase(ctx context.Context, e *env, args []string) error {
 	if e.json {
 		return writeJSON(e.out, out)
 	}
-	_, err = fmt.Fprintln(e.out, Inert(fmt.Sprintf("erased the mask key of trace %s: %d masked values in its %d records match no value now; the records are unchanged",
-		trace, out.Masked, out.Records)))
+	_, err = fmt.Fprintln(e.out, Inert(fmt.Sprintf("erased the mask key of trace %s in namespace %s: %d masked values in its %d records match no value now; the records are unchanged",
+		trace, ns, out.Masked, out.Records)))
 	return err
 }

@@ -51,7 +51,7 @@ func commands() []command {
 		{"deny", "ACTION", "deny an action waiting for approval: the gate takes its fallback (writes one record)", runDeny, decisionFlags},
 		{"serve", "", "the approvals console in a browser: approve or deny, see evidence and timelines", runServe, serveFlags},
 		{"replay", "", "re-run traces from the store alone, under their recorded policy or --rule NAME=EXPR, and list the decisions that differ (exit 0 when some do, 1 only on an error)", runReplay, replayFlags},
-		{"erase", "TRACE", "erase a trace's masked values: destroy its key in --keys DIR (the store is only read)", runErase, eraseFlags},
+		{"erase", "TRACE", "erase a trace's masked values: destroy its key in --keys DIR, in --namespace or the one namespace holding TRACE (the store is only read)", runErase, eraseFlags},
 	}
 }
 

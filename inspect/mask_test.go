@@ -109,11 +109,28 @@ func TestEraseCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keyB, err := ring.Key(ctx, "B")
+	keyB, err := ring.Key(ctx, "desk", "B")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.Close()
+	// Another application over the same store and key directory, in its
+	// own namespace, with a trace of the same id: another trace, with its
+	// own key, which erasing desk's A leaves alone.
+	billing, err := toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithMaskKeys(ring),
+		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("billing")),
+		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := billing.Call(ctx, toolgate.Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"ORD-1"}`), Caller: "support", TraceID: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	billingA, err := ring.Key(ctx, "billing", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	billing.Close()
 	s.Close()
 
 	defer ring.Close() // the application's, open while bk erases
@@ -135,18 +152,22 @@ func TestEraseCommand(t *testing.T) {
 	if code, _, _ := bk(t, "--db", db, "erase", "NOPE", "--keys", keysPath); code != inspect.ExitError {
 		t.Errorf("erase of a trace the store does not hold: exit %d", code)
 	}
+	if code, _, _ := bk(t, "--db", db, "erase", "A", "--keys", keysPath); code != inspect.ExitError {
+		t.Errorf("erase of a trace id two namespaces hold, without --namespace: exit %d", code)
+	}
 	if now := readDir(t, keysPath); !maps.Equal(now, files) {
 		t.Error("a refused erase changed the key directory")
 	}
 	var got struct {
-		TraceID string `json:"trace_id"`
-		Records int    `json:"records"`
-		Masked  int    `json:"masked_values"`
+		TraceID   string `json:"trace_id"`
+		Namespace string `json:"namespace"`
+		Records   int    `json:"records"`
+		Masked    int    `json:"masked_values"`
 	}
-	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "--json", "erase", "A", "--keys", keysPath)), &got); err != nil {
+	if err := json.Unmarshal([]byte(mustBK(t, "--db", db, "--namespace", "desk", "--json", "erase", "A", "--keys", keysPath)), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.TraceID != "A" || got.Records == 0 || got.Masked == 0 {
+	if got.TraceID != "A" || got.Namespace != "desk" || got.Records == 0 || got.Masked == 0 {
 		t.Errorf("bk erase printed %+v", got)
 	}
 	if after := mustBK(t, "--db", db, "export"); after != before {
@@ -158,11 +179,14 @@ func TestEraseCommand(t *testing.T) {
 	}
 	defer reopened.Close()
 	for name, r := range map[string]*toolgate.Keys{"open": ring, "reopened": reopened} {
-		if _, err := r.Key(ctx, "A"); !errors.Is(err, toolgate.ErrMaskErased) {
+		if _, err := r.Key(ctx, "desk", "A"); !errors.Is(err, toolgate.ErrMaskErased) {
 			t.Errorf("A after bk erase (%s keyring): %v, want ErrMaskErased", name, err)
 		}
-		if k, err := r.Key(ctx, "B"); err != nil || string(k) != string(keyB) {
+		if k, err := r.Key(ctx, "desk", "B"); err != nil || string(k) != string(keyB) {
 			t.Errorf("B after bk erase (%s keyring): %v, want its key unchanged", name, err)
+		}
+		if k, err := r.Key(ctx, "billing", "A"); err != nil || string(k) != string(billingA) {
+			t.Errorf("billing's A after erasing desk's (%s keyring): %v, want its key unchanged", name, err)
 		}
 	}
 }

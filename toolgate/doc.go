@@ -360,8 +360,11 @@
 // Erasing masked values is destroying their key: no record changes, and
 // the hashes then match nothing anyone can compute. Under [WithMaskKey]
 // that erases every trace at once; under [WithMaskKeys], [Keys.Erase]
-// erases one trace, whose later calls fail with [ErrMaskErased] and write
-// nothing, while other traces keep binding. A key per trace means a value
+// erases one trace of one namespace, whose later calls fail with
+// [ErrMaskErased] and write nothing, while other traces keep binding. A
+// keyring's key is the trace's in the gate's kernel's namespace: gates of
+// different namespaces sharing a keyring (one key directory) have
+// different keys for the same trace id, and erase them apart. A key per trace means a value
 // hashes differently in each trace, so New refuses a once-key over a
 // masked field under a keyring, and an observer masks a percept field for
 // its trace ([Gate.Mask]). See docs/security.md, "Masked fields", for

@@ -100,7 +100,8 @@ func ExampleKeys_Erase() {
 	m1, _ := g.Mask(ctx, "t1", "ada@example.com")
 	m2, _ := g.Mask(ctx, "t2", "ada@example.com")
 	fmt.Println("same hash in both traces:", m1 == m2)
-	if err := ring.Erase(ctx, "t1"); err != nil {
+	// The gate's kernel has no namespace of its own: the default one ("").
+	if err := ring.Erase(ctx, "", "t1"); err != nil {
 		fmt.Println(err)
 		return
 	}

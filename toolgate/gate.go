@@ -273,6 +273,9 @@ func New(ctx context.Context, opts ...Option) (*Gate, error) {
 	if err := g.init(k, &c); err != nil {
 		return nil, errors.Join(err, k.Close())
 	}
+	if g.mask != nil {
+		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
+	}
 	p := g.snapshot(&c)
 	if g.policyJSON, err = json.Marshal(p); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: policy snapshot: %v", ErrInvalidConfig, err), k.Close())

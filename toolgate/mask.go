@@ -36,7 +36,8 @@ func WithMaskKey(key []byte) Option {
 }
 
 // WithMaskKeys makes the gate hash each trace's masked fields under that
-// trace's own key from ring, so that erasing one trace's key ([Keys.Erase])
+// trace's own key from ring, in the gate's kernel's namespace (gates of
+// different namespaces may share a ring and keep apart), so that erasing one trace's key ([Keys.Erase])
 // erases its masked values and no other trace's. New refuses a nil ring,
 // both this and [WithMaskKey], and a tool whose once-key ([Tool.Once])
 // reads a masked field: once-keys hold across traces, and the same value
@@ -47,23 +48,27 @@ func WithMaskKeys(ring Keyring) Option {
 	return func(c *config) { c.maskRing, c.maskRingOn = ring, true }
 }
 
-// Keyring gives each trace its own mask key, for [WithMaskKeys]. Key
-// returns traceID's key, at least [MinMaskKey] bytes, making and keeping
-// one on a trace's first use; it returns an error wrapping [ErrMaskErased]
-// for a trace whose key was erased, and never another trace's key or a
-// new one in its place. The gate uses the key at once and keeps no copy.
-// Key may be called concurrently, and must honour ctx's cancellation when
-// it blocks. [Keys] is the keyring of this package.
+// Keyring gives each trace of each namespace its own mask key, for
+// [WithMaskKeys]: the same trace id in two namespaces is two traces, and
+// has two keys. Key returns the key of traceID in namespace ("" is
+// [blackboard.DefaultNamespace]; the gate passes its kernel's), at least
+// [MinMaskKey] bytes, making and keeping one on a trace's first use; it
+// returns an error wrapping [ErrMaskErased] for a trace whose key was
+// erased, and never another trace's key (another namespace's included) or
+// a new one in its place. The gate uses the key at once and keeps no
+// copy. Key may be called concurrently, and must honour ctx's
+// cancellation when it blocks. [Keys] is the keyring of this package.
 type Keyring interface {
-	Key(ctx context.Context, traceID string) ([]byte, error)
+	Key(ctx context.Context, namespace, traceID string) ([]byte, error)
 }
 
 // masker hashes masked values under one key for every trace, or under
-// each trace's key from ring; nil when neither is set. Safe for concurrent
-// use: it is never changed after New.
+// each trace's key from ring in the gate's namespace; nil when neither is
+// set. Safe for concurrent use: it is never changed after New.
 type masker struct {
-	key  []byte
-	ring Keyring
+	key       []byte
+	ring      Keyring
+	namespace string // the gate's kernel's, set by New
 }
 
 // keyError is a failure to get a trace's key: the gate answers it with
@@ -84,12 +89,12 @@ func (m *masker) keyOf(ctx context.Context, trace string) ([]byte, error) {
 	if m.ring == nil {
 		return m.key, nil
 	}
-	k, err := m.ring.Key(ctx, trace)
+	k, err := m.ring.Key(ctx, m.namespace, trace)
 	if err != nil {
-		return nil, &keyError{fmt.Errorf("mask key of trace %q: %w", trace, err)}
+		return nil, &keyError{fmt.Errorf("mask key of trace %q in namespace %q: %w", trace, m.namespace, err)}
 	}
 	if len(k) < MinMaskKey {
-		return nil, &keyError{fmt.Errorf("%w: mask key of trace %q has %d bytes (want at least %d)", ErrInvalidConfig, trace, len(k), MinMaskKey)}
+		return nil, &keyError{fmt.Errorf("%w: mask key of trace %q in namespace %q has %d bytes (want at least %d)", ErrInvalidConfig, trace, m.namespace, len(k), MinMaskKey)}
 	}
 	return k, nil
 }
@@ -159,7 +164,8 @@ func IsMasked(v any) bool {
 // Mask returns v as the gate stores a masked field of that value in trace
 // traceID: what an observer records in a percept field of that trace that
 // a [Binding] compares with a masked argument (equal values give equal
-// masks under one key; under [WithMaskKeys], each trace has its own). It
+// masks under one key; under [WithMaskKeys], each trace has its own, in
+// the gate's namespace). It
 // fails with [ErrInvalidConfig] when the gate has no mask key, with the
 // keyring's error when traceID has no key to give (an erased trace:
 // [ErrMaskErased]), and when v is not a JSON value. With [WithMaskKey]

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // ErrMaskErased: the trace's mask key was erased ([Keys.Erase]); a call
@@ -46,19 +48,21 @@ var (
 	keyDirRename = os.Rename
 )
 
-// Keys is a [Keyring]: a random key of [MinMaskKey] bytes per trace, made
+// Keys is a [Keyring]: a random key of [MinMaskKey] bytes per trace of
+// each namespace (the same trace id in two namespaces has two keys), made
 // on the trace's first use, and erasable one trace at a time. [NewKeys]
 // keeps them in memory only (a process's lifetime: tests, or values that
 // must not outlive the process); [OpenKeyDir] keeps them in a directory,
 // a file per trace, which must stay apart from the store and out of the
 // inspector's reach. An erased trace is remembered, so that it never gets
 // a key again. Every method may be called concurrently, and several Keys
-// (in one process or several) may share a directory.
+// (in one process or several) may share a directory, also for kernels
+// of different namespaces.
 type Keys struct {
-	mu     sync.RWMutex // Close takes it whole; a directory's calls share it
-	keys   map[string][]byte
-	erased map[string]bool
-	dir    string // the key directory; "" in memory
+	mu     sync.RWMutex      // Close takes it whole; a directory's calls share it
+	keys   map[string][]byte // by keyName
+	erased map[string]bool   // by keyName
+	dir    string            // the key directory; "" in memory
 	closed bool
 }
 
@@ -72,8 +76,8 @@ func NewKeys() *Keys {
 // path that is not a directory, or a directory that group or others may
 // enter, read or write, with [ErrInvalidConfig].
 //
-// Each trace has one file there, named by the hex SHA-256 of its id (no
-// trace text in a name), mode 0600, holding its key or, once erased, a
+// Each trace has one file there, named by [keyName] of its namespace and
+// id (no trace or namespace text in a name), mode 0600, holding its key or, once erased, a
 // tombstone. A call's cost does not grow with the number of traces: a
 // trace's first key writes its own file only (a temporary file, synced,
 // then hard-linked into place only if no file is there, the directory
@@ -114,10 +118,43 @@ func OpenKeyDir(ctx context.Context, dir string) (*Keys, error) {
 	return &Keys{dir: dir}, nil
 }
 
-// tracePath is the file of traceID in the key directory.
-func (k *Keys) tracePath(traceID string) string {
-	sum := sha256.Sum256([]byte(traceID))
-	return filepath.Join(k.dir, hex.EncodeToString(sum[:]))
+// keyName is the name of the key of trace traceID in namespace, which
+// must both be valid, and a directory's file name for it: the hex SHA-256
+// of the trace id alone for [blackboard.DefaultNamespace] (and ""), as a
+// key directory named every trace's file before keys were per namespace,
+// so that those files stay the default namespace's keys; and for any
+// other namespace the hex SHA-256 of a zero byte followed by the JSON
+// array [namespace, traceID]. Two different pairs never share a name but
+// by a SHA-256 collision: the JSON array decodes back to its pair, and a
+// trace id never begins with a zero byte (it holds no control
+// character), so no default-namespace trace id hashes the same input as
+// another namespace's pair, not even a trace id spelled like a JSON array.
+func keyName(namespace, traceID string) (string, error) {
+	namespace = blackboard.NamespaceOf(namespace)
+	if namespace == blackboard.DefaultNamespace || mutMaskKeyNamespace {
+		sum := sha256.Sum256([]byte(traceID))
+		return hex.EncodeToString(sum[:]), nil
+	}
+	pair, err := json.Marshal([2]string{namespace, traceID})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(append([]byte{0}, pair...))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// checkKeyArgs checks a namespace and a trace id given to Key or Erase,
+// and returns the name of the trace's key ([keyName]).
+func checkKeyArgs(namespace, traceID string) (string, error) {
+	if err := checkTrace(traceID); err != nil {
+		return "", fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	}
+	if namespace != "" {
+		if err := checkLen(namespace, 512); err != nil {
+			return "", fmt.Errorf("%w: namespace: %v", ErrInvalidCall, err)
+		}
+	}
+	return keyName(namespace, traceID)
 }
 
 // readTrace reads a trace's file: its key, or erased, or an error
@@ -208,18 +245,21 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Key returns traceID's key, making a random one on the trace's first use
-// (kept, in a key directory, before Key returns). It returns an error
+// Key returns the key of trace traceID in namespace ("" is
+// [blackboard.DefaultNamespace]), making a random one on the trace's first
+// use (kept, in a key directory, before Key returns). It returns an error
 // wrapping [ErrMaskErased] for an erased trace, [ErrInvalidCall] for an
-// id that is not a trace id, [ErrInvalidConfig] after [Keys.Close] or for
-// a damaged trace file, and the file system's error when a new key cannot
-// be kept (no key is given then). The key returned is a copy.
-func (k *Keys) Key(ctx context.Context, traceID string) ([]byte, error) {
+// id that is not a trace id or a namespace that is not a name,
+// [ErrInvalidConfig] after [Keys.Close] or for a damaged trace file, and
+// the file system's error when a new key cannot be kept (no key is given
+// then). The key returned is a copy.
+func (k *Keys) Key(ctx context.Context, namespace, traceID string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkTrace(traceID); err != nil {
-		return nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	name, err := checkKeyArgs(namespace, traceID)
+	if err != nil {
+		return nil, err
 	}
 	if k.dir != "" {
 		k.mu.RLock()
@@ -227,34 +267,39 @@ func (k *Keys) Key(ctx context.Context, traceID string) ([]byte, error) {
 		if k.closed {
 			return nil, fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
 		}
-		return k.dirKey(traceID)
+		return k.dirKey(name, namespace, traceID)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	switch {
 	case k.closed:
 		return nil, fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
-	case k.erased[traceID]:
-		return nil, fmt.Errorf("%w: trace %q", ErrMaskErased, traceID)
+	case k.erased[name]:
+		return nil, erasedError(namespace, traceID)
 	}
-	if key, ok := k.keys[traceID]; ok {
+	if key, ok := k.keys[name]; ok {
 		return slices.Clone(key), nil
 	}
 	key := make([]byte, MinMaskKey)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	k.keys[traceID] = key
+	k.keys[name] = key
 	return slices.Clone(key), nil
 }
 
-// dirKey is Key in a key directory.
-func (k *Keys) dirKey(traceID string) ([]byte, error) {
-	path := k.tracePath(traceID)
+// erasedError is the error of a call in an erased trace.
+func erasedError(namespace, traceID string) error {
+	return fmt.Errorf("%w: trace %q in namespace %q", ErrMaskErased, traceID, blackboard.NamespaceOf(namespace))
+}
+
+// dirKey is Key in a key directory, for the trace's key name.
+func (k *Keys) dirKey(name, namespace, traceID string) ([]byte, error) {
+	path := filepath.Join(k.dir, name)
 	key, erased, err := readTrace(path)
 	switch {
 	case erased:
-		return nil, fmt.Errorf("%w: trace %q", ErrMaskErased, traceID)
+		return nil, erasedError(namespace, traceID)
 	case err == nil:
 		return key, nil
 	case !errors.Is(err, fs.ErrNotExist):
@@ -277,7 +322,7 @@ func (k *Keys) dirKey(traceID string) ([]byte, error) {
 		key, erased, err := readTrace(path)
 		switch {
 		case erased:
-			return nil, fmt.Errorf("%w: trace %q", ErrMaskErased, traceID)
+			return nil, erasedError(namespace, traceID)
 		case err != nil:
 			return nil, err
 		}
@@ -292,22 +337,25 @@ func (k *Keys) dirKey(traceID string) ([]byte, error) {
 	return key, nil
 }
 
-// Erase destroys traceID's key and remembers the trace as erased: in a
+// Erase destroys the key of trace traceID in namespace ("" is
+// [blackboard.DefaultNamespace]) and remembers the trace as erased: in a
 // key directory, a tombstone (synced) replaces the trace's file in one
 // rename and the directory is synced, so that no file of the directory
 // holds the key after. Afterwards the trace's stored hashes match no
 // value anyone can compute, and [Keys.Key] answers [ErrMaskErased] for it,
 // in every Keys of the directory. Other traces' keys are untouched, and
-// nothing in the store changes. A trace that has no key yet is marked
+// nothing in the store changes: the same trace id in another namespace
+// is another trace, and keeps its key. A trace that has no key yet is marked
 // erased too; erasing twice is no error. On an error nothing is erased.
 // Copies of the key made before Erase (backups of the directory, a
 // gate's call in flight) are beyond its reach.
-func (k *Keys) Erase(ctx context.Context, traceID string) error {
+func (k *Keys) Erase(ctx context.Context, namespace, traceID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkTrace(traceID); err != nil {
-		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	name, err := checkKeyArgs(namespace, traceID)
+	if err != nil {
+		return err
 	}
 	if k.dir != "" {
 		k.mu.RLock()
@@ -315,7 +363,7 @@ func (k *Keys) Erase(ctx context.Context, traceID string) error {
 		if k.closed {
 			return fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
 		}
-		return k.dirErase(traceID)
+		return k.dirErase(name)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -323,16 +371,16 @@ func (k *Keys) Erase(ctx context.Context, traceID string) error {
 		return fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
 	}
 	if !mutMaskErase {
-		clear(k.keys[traceID]) // the ring's own copy
-		delete(k.keys, traceID)
+		clear(k.keys[name]) // the ring's own copy
+		delete(k.keys, name)
 	}
-	k.erased[traceID] = true
+	k.erased[name] = true
 	return nil
 }
 
-// dirErase is Erase in a key directory.
-func (k *Keys) dirErase(traceID string) error {
-	path := k.tracePath(traceID)
+// dirErase is Erase in a key directory, for the trace's key name.
+func (k *Keys) dirErase(name string) error {
+	path := filepath.Join(k.dir, name)
 	tomb := traceFile{Version: keyDirVersion, Erased: true}
 	if mutMaskErase {
 		if key, _, err := readTrace(path); err == nil {

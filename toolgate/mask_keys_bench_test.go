@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -26,24 +27,33 @@ func BenchmarkKeyDir(b *testing.B) {
 		for i := range n {
 			rand.Read(key)
 			body, _ := json.Marshal(traceFile{Version: keyDirVersion, Key: base64.StdEncoding.EncodeToString(key)})
-			if err := os.WriteFile(k.tracePath(fmt.Sprintf("trace-%d", i)), body, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, mustKeyName(b, fmt.Sprintf("trace-%d", i))), body, 0o600); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.Run(fmt.Sprintf("first/traces=%d", n), func(b *testing.B) {
 			for i := range b.N {
-				if _, err := k.Key(ctx, fmt.Sprintf("new-%d-%d", b.N, i)); err != nil {
+				if _, err := k.Key(ctx, "", fmt.Sprintf("new-%d-%d", b.N, i)); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(fmt.Sprintf("known/traces=%d", n), func(b *testing.B) {
 			for range b.N {
-				if _, err := k.Key(ctx, "trace-7"); err != nil {
+				if _, err := k.Key(ctx, "", "trace-7"); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		k.Close()
 	}
+}
+
+// mustKeyName is the default namespace's key name of traceID.
+func mustKeyName(tb testing.TB, traceID string) string {
+	name, err := keyName("", traceID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return name
 }

@@ -3,7 +3,9 @@ package toolgate
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,7 +155,7 @@ func TestAttackMaskErase(t *testing.T) {
 		if len(hashesA) < 2 {
 			t.Fatalf("trace A holds %d masked values, want the order id's and the refund id's", len(hashesA))
 		}
-		keyA, err := ring.Key(d.ctx, "A")
+		keyA, err := ring.Key(d.ctx, "", "A")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +167,7 @@ func TestAttackMaskErase(t *testing.T) {
 		}
 		before := mustJSON(t, d.records())
 
-		if err := ring.Erase(d.ctx, "A"); err != nil {
+		if err := ring.Erase(d.ctx, "", "A"); err != nil {
 			t.Fatal(err)
 		}
 		if after := mustJSON(t, d.records()); after != before {
@@ -202,7 +204,7 @@ func TestAttackMaskErase(t *testing.T) {
 
 		// Durable: a new process opens the directory; B's grounding made
 		// before binds its refund after, A stays erased.
-		keyB, _ := ring.Key(d.ctx, "B")
+		keyB, _ := ring.Key(d.ctx, "", "B")
 		if err := ring.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -211,10 +213,10 @@ func TestAttackMaskErase(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ring2.Close()
-		if got, err := ring2.Key(d.ctx, "B"); err != nil || !hmac.Equal(got, keyB) {
+		if got, err := ring2.Key(d.ctx, "", "B"); err != nil || !hmac.Equal(got, keyB) {
 			t.Errorf("B's key after reopening: %v, want the same key", err)
 		}
-		if _, err := ring2.Key(d.ctx, "A"); !errors.Is(err, ErrMaskErased) {
+		if _, err := ring2.Key(d.ctx, "", "A"); !errors.Is(err, ErrMaskErased) {
 			t.Errorf("A's key after reopening: %v, want ErrMaskErased", err)
 		}
 		d.g.Close()
@@ -241,7 +243,7 @@ func TestMaskErasedResume(t *testing.T) {
 	d := newDesk(t, memstore.New(), withMaskKeys(ring))
 	wait := d.pendingRefund("A", secretOrder, 700)
 	d.approve("A", wait.ActionID, "alice", time.Hour)
-	if err := ring.Erase(d.ctx, "A"); err != nil {
+	if err := ring.Erase(d.ctx, "", "A"); err != nil {
 		t.Fatal(err)
 	}
 	n := len(d.records())
@@ -334,7 +336,7 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 // shortRing gives a key too short to hash with.
 type shortRing struct{}
 
-func (shortRing) Key(context.Context, string) ([]byte, error) { return []byte("short"), nil }
+func (shortRing) Key(context.Context, string, string) ([]byte, error) { return []byte("short"), nil }
 
 // A keyring that gives a short key fails the call closed, writing nothing.
 func TestMaskKeysShortKey(t *testing.T) {
@@ -373,14 +375,14 @@ func TestKeyDir(t *testing.T) {
 	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
 		t.Fatalf("new key directory: %v %v, want mode 0700", info, err)
 	}
-	a, err := k.Key(ctx, "trace-a")
+	a, err := k.Key(ctx, "", "trace-a")
 	if err != nil || len(a) != MinMaskKey {
 		t.Fatalf("Key: %d bytes, %v", len(a), err)
 	}
-	if again, _ := k.Key(ctx, "trace-a"); !hmac.Equal(a, again) {
+	if again, _ := k.Key(ctx, "", "trace-a"); !hmac.Equal(a, again) {
 		t.Error("a trace's key changed")
 	}
-	if b, _ := k.Key(ctx, "trace-b"); hmac.Equal(a, b) {
+	if b, _ := k.Key(ctx, "", "trace-b"); hmac.Equal(a, b) {
 		t.Error("two traces share a key")
 	}
 	names := dirNames(t, dir)
@@ -395,10 +397,10 @@ func TestKeyDir(t *testing.T) {
 			t.Errorf("trace file %s has mode %#o", name, info.Mode().Perm())
 		}
 	}
-	if _, err := k.Key(ctx, ""); !errors.Is(err, ErrInvalidCall) {
+	if _, err := k.Key(ctx, "", ""); !errors.Is(err, ErrInvalidCall) {
 		t.Errorf("empty trace: %v, want ErrInvalidCall", err)
 	}
-	if err := k.Erase(ctx, ""); !errors.Is(err, ErrInvalidCall) {
+	if err := k.Erase(ctx, "", ""); !errors.Is(err, ErrInvalidCall) {
 		t.Errorf("erasing an empty trace: %v, want ErrInvalidCall", err)
 	}
 
@@ -407,30 +409,30 @@ func TestKeyDir(t *testing.T) {
 	keyDirLink = func(string, string) error { return failed }
 	keyDirRename = func(string, string) error { return failed }
 	t.Cleanup(func() { keyDirLink, keyDirRename = os.Link, os.Rename })
-	if _, err := k.Key(ctx, "trace-c"); !errors.Is(err, failed) {
+	if _, err := k.Key(ctx, "", "trace-c"); !errors.Is(err, failed) {
 		t.Errorf("a new key that cannot be kept: %v, want the write's error", err)
 	}
-	if err := k.Erase(ctx, "trace-a"); !errors.Is(err, failed) {
+	if err := k.Erase(ctx, "", "trace-a"); !errors.Is(err, failed) {
 		t.Errorf("an erasure that cannot be written: %v, want the write's error", err)
 	}
 	keyDirLink, keyDirRename = os.Link, os.Rename
-	if again, err := k.Key(ctx, "trace-a"); err != nil || !hmac.Equal(a, again) {
+	if again, err := k.Key(ctx, "", "trace-a"); err != nil || !hmac.Equal(a, again) {
 		t.Errorf("a failed erasure changed the key: %v", err)
 	}
 	if got := dirNames(t, dir); !slices.Equal(got, names) {
 		t.Errorf("failed writes left %v, want %v", got, names)
 	}
 
-	if err := k.Erase(ctx, "trace-a"); err != nil {
+	if err := k.Erase(ctx, "", "trace-a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.Erase(ctx, "trace-a"); err != nil {
+	if err := k.Erase(ctx, "", "trace-a"); err != nil {
 		t.Errorf("erasing twice: %v", err)
 	}
-	if err := k.Erase(ctx, "never-keyed"); err != nil {
+	if err := k.Erase(ctx, "", "never-keyed"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Key(ctx, "trace-a"); !errors.Is(err, ErrMaskErased) {
+	if _, err := k.Key(ctx, "", "trace-a"); !errors.Is(err, ErrMaskErased) {
 		t.Errorf("Key of an erased trace: %v, want ErrMaskErased", err)
 	}
 	for _, key := range remainingKeys(t, k, dir) {
@@ -441,10 +443,10 @@ func TestKeyDir(t *testing.T) {
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Key(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := k.Key(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Key after Close: %v, want ErrInvalidConfig", err)
 	}
-	if err := k.Erase(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
+	if err := k.Erase(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Erase after Close: %v, want ErrInvalidConfig", err)
 	}
 
@@ -454,24 +456,24 @@ func TestKeyDir(t *testing.T) {
 	}
 	defer k2.Close()
 	for _, trace := range []string{"trace-a", "never-keyed"} {
-		if _, err := k2.Key(ctx, trace); !errors.Is(err, ErrMaskErased) {
+		if _, err := k2.Key(ctx, "", trace); !errors.Is(err, ErrMaskErased) {
 			t.Errorf("%s after reopening: %v, want ErrMaskErased", trace, err)
 		}
 	}
-	b, err := k2.Key(ctx, "trace-b")
+	b, err := k2.Key(ctx, "", "trace-b")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// Damaged trace files are refused, never replaced by a new key.
-	bpath := k2.tracePath("trace-b")
+	bpath := filepath.Join(dir, mustKeyName(t, "trace-b"))
 	for _, body := range []string{`{"version":1,"key":"c2hvcnQ="}`, `{"version":2,"key":"` + base64.StdEncoding.EncodeToString(b) + `"}`, `not json`, ``,
 		`{"version":1,"key":"` + base64.StdEncoding.EncodeToString(b) + `","erased":true}`, `{"version":1}`, `{"version":1,"key":"!!"}`,
 		`{"version":1,"key":"` + base64.StdEncoding.EncodeToString(b) + `","trace":"trace-b"}`} {
 		if err := os.WriteFile(bpath, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k2.Key(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := k2.Key(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("trace file %s: %v, want ErrInvalidConfig", body, err)
 		}
 		if got, _ := os.ReadFile(bpath); string(got) != body {
@@ -484,7 +486,7 @@ func TestKeyDir(t *testing.T) {
 	if err := os.Chmod(bpath, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k2.Key(ctx, "trace-b"); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := k2.Key(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("a trace file others may read: %v, want ErrInvalidConfig", err)
 	}
 
@@ -535,7 +537,7 @@ func TestKeyDirShared(t *testing.T) {
 				if i%2 == 1 {
 					ring = k2
 				}
-				key, err := ring.Key(ctx, trace)
+				key, err := ring.Key(ctx, "", trace)
 				if err != nil {
 					t.Error(err)
 				}
@@ -548,7 +550,7 @@ func TestKeyDirShared(t *testing.T) {
 				t.Fatalf("%s: racing first uses got different keys", trace)
 			}
 		}
-		if again, _ := k1.Key(ctx, trace); !hmac.Equal(again, got[0]) {
+		if again, _ := k1.Key(ctx, "", trace); !hmac.Equal(again, got[0]) {
 			t.Fatalf("%s: the kept key is not the one given", trace)
 		}
 	}
@@ -560,35 +562,35 @@ func TestKeyDirShared(t *testing.T) {
 	keyDirLink = func(tmp, path string) error {
 		keyDirLink = os.Link
 		var err error
-		if other, err = k2.Key(ctx, "late"); err != nil {
+		if other, err = k2.Key(ctx, "", "late"); err != nil {
 			t.Error(err)
 		}
 		return os.Link(tmp, path)
 	}
-	if mine, err := k1.Key(ctx, "late"); err != nil || !hmac.Equal(mine, other) {
+	if mine, err := k1.Key(ctx, "", "late"); err != nil || !hmac.Equal(mine, other) {
 		t.Errorf("a first key lost to another Keys: %v, want the other's key", err)
 	}
 	keyDirLink = func(tmp, path string) error {
 		keyDirLink = os.Link
-		if err := k2.Erase(ctx, "late-erased"); err != nil {
+		if err := k2.Erase(ctx, "", "late-erased"); err != nil {
 			t.Error(err)
 		}
 		return os.Link(tmp, path)
 	}
-	if _, err := k1.Key(ctx, "late-erased"); !errors.Is(err, ErrMaskErased) {
+	if _, err := k1.Key(ctx, "", "late-erased"); !errors.Is(err, ErrMaskErased) {
 		t.Errorf("a first key racing an erasure: %v, want ErrMaskErased", err)
 	}
-	if _, err := k2.Key(ctx, "late-erased"); !errors.Is(err, ErrMaskErased) {
+	if _, err := k2.Key(ctx, "", "late-erased"); !errors.Is(err, ErrMaskErased) {
 		t.Errorf("the tombstone after a racing first key: %v, want ErrMaskErased", err)
 	}
 
-	if _, err := k2.Key(ctx, "shared"); err != nil {
+	if _, err := k2.Key(ctx, "", "shared"); err != nil {
 		t.Fatal(err)
 	}
-	if err := k1.Erase(ctx, "shared"); err != nil {
+	if err := k1.Erase(ctx, "", "shared"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k2.Key(ctx, "shared"); !errors.Is(err, ErrMaskErased) {
+	if _, err := k2.Key(ctx, "", "shared"); !errors.Is(err, ErrMaskErased) {
 		t.Errorf("the other Keys after the erasure: %v, want ErrMaskErased", err)
 	}
 
@@ -603,19 +605,19 @@ func TestKeyDirShared(t *testing.T) {
 				ring = k2
 			}
 			if i == 0 {
-				if err := ring.Erase(ctx, "contested"); err != nil {
+				if err := ring.Erase(ctx, "", "contested"); err != nil {
 					t.Error(err)
 				}
 				return
 			}
-			if _, err := ring.Key(ctx, "contested"); err != nil && !errors.Is(err, ErrMaskErased) {
+			if _, err := ring.Key(ctx, "", "contested"); err != nil && !errors.Is(err, ErrMaskErased) {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
 	for _, ring := range []*Keys{k1, k2} {
-		if _, err := ring.Key(ctx, "contested"); !errors.Is(err, ErrMaskErased) {
+		if _, err := ring.Key(ctx, "", "contested"); !errors.Is(err, ErrMaskErased) {
 			t.Errorf("after an erasure racing first uses: %v, want ErrMaskErased", err)
 		}
 	}
@@ -638,12 +640,12 @@ func TestKeysConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				key, err := k.Key(ctx, "shared")
+				key, err := k.Key(ctx, "", "shared")
 				if err != nil {
 					t.Error(err)
 				}
 				got[i] = key
-				if _, err := k.Key(ctx, fmt.Sprintf("own-%d", i)); err != nil {
+				if _, err := k.Key(ctx, "", fmt.Sprintf("own-%d", i)); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -663,7 +665,7 @@ func TestMaskErasedDuringEffect(t *testing.T) {
 	ring := NewKeys()
 	d := newDesk(t, memstore.New(), withMaskKeys(ring))
 	d.setEffect("lookup_order", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
-		if err := ring.Erase(ctx, "A"); err != nil {
+		if err := ring.Erase(ctx, "", "A"); err != nil {
 			return nil, err
 		}
 		return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 10}, nil
@@ -674,4 +676,56 @@ func TestMaskErasedDuringEffect(t *testing.T) {
 		t.Errorf("effect ran %d times", n)
 	}
 	d.noSecret(t, secretOrder)
+}
+
+// TestKeyNamesPerNamespace: a default-namespace trace's key keeps the
+// name it had before keys were per namespace (the hex SHA-256 of the bare
+// trace id), "" and the default namespace's name are one namespace, and
+// no trace id, not one spelled as another namespace's pair, names another
+// namespace's key.
+func TestKeyNamesPerNamespace(t *testing.T) {
+	ctx := context.Background()
+	k, dir := openKeys(t)
+	legacy := sha256.Sum256([]byte("T1"))
+	if name := mustKeyName(t, "T1"); name != hex.EncodeToString(legacy[:]) {
+		t.Fatalf("the default namespace's T1 is named %s, want the hash of the bare id", name)
+	}
+	plain, err := k.Key(ctx, "", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, hex.EncodeToString(legacy[:]))); err != nil {
+		t.Errorf("the default namespace's T1 is not in its old file: %v", err)
+	}
+	if named, err := k.Key(ctx, blackboard.DefaultNamespace, "T1"); err != nil || !hmac.Equal(named, plain) {
+		t.Errorf("T1 in %q and in \"\": %v, want one key", blackboard.DefaultNamespace, err)
+	}
+	billing, err := k.Key(ctx, "billing", "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spelled, err := k.Key(ctx, "", `["billing","T1"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hmac.Equal(billing, plain) || hmac.Equal(billing, spelled) {
+		t.Error("billing's T1 shares a key with a default-namespace trace")
+	}
+	if _, err := k.Key(ctx, "bad\nnamespace", "T1"); !errors.Is(err, ErrInvalidCall) {
+		t.Errorf("a namespace with a control character: %v, want ErrInvalidCall", err)
+	}
+	if err := k.Erase(ctx, "billing", "T1"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := k.Key(ctx, "", "T1"); err != nil || !hmac.Equal(again, plain) {
+		t.Errorf("the default namespace's T1 after billing's T1 was erased: %v, want its key", err)
+	}
+	mem := NewKeys()
+	a, _ := mem.Key(ctx, "desk", "T1")
+	if err := mem.Erase(ctx, "billing", "T1"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := mem.Key(ctx, "desk", "T1"); err != nil || !hmac.Equal(again, a) {
+		t.Errorf("desk's T1 in memory after billing's T1 was erased: %v, want its key", err)
+	}
 }

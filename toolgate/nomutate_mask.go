@@ -7,3 +7,6 @@ const mutMaskStore = false
 
 // The switch of mutate_mask.go, off.
 const mutMaskErase = false
+
+// The switch of mutate_mask.go, off.
+const mutMaskKeyNamespace = false
