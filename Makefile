@@ -9,25 +9,21 @@ GO ?= go
 ## the mutation table (make mutation), kernel tests against each mutant
 ## included. The PostgreSQL tests skip unless BK_PG_DSN names a server.
 ##
-## Durations, measured 2026-12-02 on a 2-core machine shared with other
-## jobs (load about 27), so given as CPU time (user+sys of the target and
-## its children; build cache warm unless said), which two otherwise idle
-## cores take about half as long to run:
-##   vet              4 s (2 s per build); 126 s with most of the cache cold
-##   race             not measured there (the machine could not take the
-##                    whole module under -race); make test-timed prints it
-##   browser          73 s (TestBrowser alone 145 s wall under that load)
-##   adapters         not measured there (with the race build of the
-##                    adapters' dependencies cold, the first module alone
-##                    took 20 minutes under that load)
-##   mutation-runner  8 s
-##   mutation         248 s for the 99 switches (113 test binary runs
-##                    narrowed to noticed.txt, one switch in full; the
-##                    adversary's 33 rows 57 s wall of it). For six
-##                    switches, -seeds 1: 144 s in full, 44 s narrowed.
-##   mutation-full    760 s for its first 33 switches, when it was stopped
-##   (mutation-fast   its TestEveryCheckIsCaught, 6 s, which make test
-##                    leaves to make mutation)
+## Durations, wall time of `bash .ci/run` on a clean clone (make
+## test-timed), 2026-12-02, on 2 cores with little else running and the
+## module and build caches warm (a fresh machine adds the downloads and a
+## cold build: several minutes more):
+##   vet               6 s (65 s with the build cache cold)
+##   race            284 s
+##   browser          23 s
+##   adapters         64 s
+##   mutation-runner   3 s
+##   mutation        125 s for the 128 switches (151 test binary runs,
+##                   every one narrowed to noticed.txt; adversary 4 s)
+##   test            505 s in all
+##   mutation-full   every switch's packages in full: 270 s for 28 switches
+##                   (make mutation-full ONLY=...); the whole table takes
+##                   several times that, so CI runs the narrowed one
 ## make test-timed prints each target's wall time (CI's log shows them).
 TEST_TARGETS = vet race browser adapters mutation-runner mutation
 test: $(TEST_TARGETS)
