@@ -1,6 +1,3 @@
-// Package invarianttest runs the invariant checker ([invariant.Check])
-// from a test: over a store when called ([Check]), or when the test ends,
-// before the store is closed ([Cleanup]).
 package invarianttest
 
 import (
