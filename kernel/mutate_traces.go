@@ -12,6 +12,6 @@ var mutPolicyTraceOpen bool
 func init() {
 	mutant.Register("github.com/blackboardkernel/bk/kernel",
 		mutant.Def{Name: "policy_trace_reserved", Check: "trace bk.policy.<namespace> is written only by kernels of that namespace: no other application can take a gate's policy trace (PERMISSION_DENIED)", On: &mutPolicyTraceOpen, ByTests: true,
-			Also: []string{"github.com/blackboardkernel/bk/toolgate", "github.com/blackboardkernel/bk/store/pgstore"}},
+			Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
 	)
 }

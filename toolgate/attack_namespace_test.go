@@ -8,8 +8,10 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -30,9 +32,16 @@ func TestAttackPolicyTraceTaken(t *testing.T) {
 	}
 }
 
-// namespaceStores are the stores the namespace attacks run on here (the
-// PostgreSQL store runs them in its own package).
+// namespaceStores are the stores the namespace attacks run on: all three
+// (PostgreSQL in a schema of its own, skipped without a server).
 var namespaceStores = map[string]func(t *testing.T) blackboard.Store{
+	"pgstore": func(t *testing.T) blackboard.Store {
+		s, err := pgstore.New(t.Context(), pgtest.Pool(t), pgstore.WithSchema(pgtest.Schema(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	},
 	"memstore": func(*testing.T) blackboard.Store { return memstore.New() },
 	"sqlitestore": func(t *testing.T) blackboard.Store {
 		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
