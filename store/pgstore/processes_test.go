@@ -52,7 +52,11 @@ const (
 	// store, once-keyed per charge.
 	gateTool   = "gate_refund"
 	gateResult = "gate_refund_receipt"
-	gateLease  = 300 * time.Millisecond
+	// The lease is long enough that an attempt's write, in five processes
+	// under the race detector on two cores, lands well inside it (at 300 ms
+	// one such write once left less than the margin and the effect, rightly,
+	// did not start); the restarted process waits it out once.
+	gateLease = 2 * time.Second
 )
 
 // TestManyProcesses runs governed episodes from several processes on one
