@@ -9,7 +9,7 @@ import (
 	_ "github.com/blackboardkernel/bk/adaptive"
 	_ "github.com/blackboardkernel/bk/audit"
 	_ "github.com/blackboardkernel/bk/budget"
-	_ "github.com/blackboardkernel/bk/inspect"
+	_ "github.com/blackboardkernel/bk/internal/inspect"
 	_ "github.com/blackboardkernel/bk/inspect/console"
 	_ "github.com/blackboardkernel/bk/invariant"
 	_ "github.com/blackboardkernel/bk/kernel"

@@ -27,13 +27,13 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/blackboardkernel/bk/inspect"
-	"github.com/blackboardkernel/bk/inspect/console"
+	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect/serve"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := inspect.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, inspect.WithServe(console.Run))
+	code := inspect.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, inspect.WithServe(serve.Run))
 	stop()
 	os.Exit(code)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"

@@ -3,7 +3,7 @@ package console
 import (
 	"html/template"
 
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 )
 
 // pages are the console's pages. html/template escapes every value for

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/inspect/console"
+	"github.com/blackboardkernel/bk/internal/inspect"
+	bkserve "github.com/blackboardkernel/bk/internal/inspect/serve"
 )
 
 // TestAttackDNSRebinding: a page of evil.example, whose name an attacker
@@ -91,7 +92,7 @@ func TestAttackTokenFileMode(t *testing.T) {
 		}
 		// A console that started would serve until the context ends.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := console.Run(ctx, inspect.ServeConfig{Store: newDesk(t, "A1").s, Addr: "127.0.0.1:0", TokenFile: p})
+		err := bkserve.Run(ctx, inspect.ServeConfig{Store: newDesk(t, "A1").s, Addr: "127.0.0.1:0", TokenFile: p})
 		cancel()
 		if !errors.Is(err, console.ErrInvalidConfig) {
 			t.Errorf("bk serve with mode %#o: %v, want ErrInvalidConfig", mode, err)

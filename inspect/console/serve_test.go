@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/inspect"
-	"github.com/blackboardkernel/bk/inspect/console"
+	"github.com/blackboardkernel/bk/internal/inspect"
+	bkserve "github.com/blackboardkernel/bk/internal/inspect/serve"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -57,7 +57,7 @@ func TestServeCommand(t *testing.T) {
 
 	for _, args := range [][]string{{}, {"--identity-header", "X-User", "--token-file", tokens}} {
 		var out, errOut bytes.Buffer
-		code := inspect.Main(context.Background(), append([]string{"--db", db, "serve"}, args...), &out, &errOut, inspect.WithServe(console.Run))
+		code := inspect.Main(context.Background(), append([]string{"--db", db, "serve"}, args...), &out, &errOut, inspect.WithServe(bkserve.Run))
 		if code != inspect.ExitUsage || !strings.Contains(errOut.String(), "exactly one of --identity-header") {
 			t.Errorf("serve %q: exit %d\n%s", args, code, errOut.String())
 		}
@@ -86,7 +86,7 @@ func serve(t *testing.T, args ...string) (base string, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	exit := make(chan int, 1)
-	go func() { exit <- inspect.Main(ctx, args, &out, &errOut, inspect.WithServe(console.Run)) }()
+	go func() { exit <- inspect.Main(ctx, args, &out, &errOut, inspect.WithServe(bkserve.Run)) }()
 	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
 	deadline := time.Now().Add(10 * time.Second)
 	for addr.FindString(out.String()) == "" {

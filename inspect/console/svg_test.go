@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 )
 
 // element is an SVG element as the tests read it back.

@@ -10,7 +10,7 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 var mutShown bool
 
 func init() {
-	mutant.Register("github.com/blackboardkernel/bk/inspect",
+	mutant.Register("github.com/blackboardkernel/bk/internal/inspect",
 		mutant.Def{Name: "inspect.shown_context", Check: "bk explain shows as what the model saw only a compiled context the kernel recorded in the trace, and says whether its content matches its hash", On: &mutShown},
 	)
 }

@@ -9,7 +9,7 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 var mutInertText bool
 
 func init() {
-	mutant.Register("github.com/blackboardkernel/bk/inspect",
+	mutant.Register("github.com/blackboardkernel/bk/internal/inspect",
 		mutant.Def{Name: "inspect.inert_text", Check: "stored text is printed inert: no control character, C1 control or bidirectional control reaches the operator's terminal", On: &mutInertText},
 	)
 }

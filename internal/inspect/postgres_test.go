@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )

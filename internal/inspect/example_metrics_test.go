@@ -3,7 +3,7 @@ package inspect_test
 import (
 	"fmt"
 
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 )
 
 // A rate prints its count; without a denominator it has no value.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store/memstore"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"

@@ -1,4 +1,9 @@
-package console
+// Package serve runs the approvals console (package inspect/console) as
+// `bk serve` does: the glue between the bk command line
+// ([inspect.ServeConfig]) and [console.New], kept apart because the
+// console is built on the inspector's reports and the inspector cannot
+// import it.
+package serve
 
 import (
 	"cmp"
@@ -9,37 +14,38 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/inspect/console"
+	"github.com/blackboardkernel/bk/internal/inspect"
 )
 
 // Run serves the console as `bk serve` does ([inspect.WithServe]): over
 // cfg.Store, as the identity its header or token file gives, on cfg.Addr
 // (default [inspect.DefaultAddr]), addressed by an IP address, localhost,
-// the host name of cfg.Addr or one of cfg.Hosts ([WithHosts]), until ctx
+// the host name of cfg.Addr or one of cfg.Hosts ([console.WithHosts]), until ctx
 // is done; then it stops taking
 // requests and lets those under way finish (at most 5 s). A config with
-// neither or both identities, or a bad token file, is [ErrInvalidConfig],
+// neither or both identities, or a bad token file, is [console.ErrInvalidConfig],
 // and nothing listens.
 func Run(ctx context.Context, cfg inspect.ServeConfig) error {
-	var id Identity
+	var id console.Identity
 	switch {
 	case cfg.IdentityHeader != "" && cfg.TokenFile != "":
-		return fmt.Errorf("%w: both an identity header and a token file", ErrInvalidConfig)
+		return fmt.Errorf("%w: both an identity header and a token file", console.ErrInvalidConfig)
 	case cfg.IdentityHeader != "":
-		id = HeaderIdentity(cfg.IdentityHeader)
+		id = console.HeaderIdentity(cfg.IdentityHeader)
 	case cfg.TokenFile != "":
-		tokens, err := ReadTokens(cfg.TokenFile)
+		tokens, err := console.ReadTokens(cfg.TokenFile)
 		if err != nil {
 			return err
 		}
-		id = TokenIdentity(tokens)
+		id = console.TokenIdentity(tokens)
 	}
 	addr := cmp.Or(cfg.Addr, inspect.DefaultAddr)
 	hosts := cfg.Hosts
 	if name, _, err := net.SplitHostPort(addr); err == nil && name != "" {
 		hosts = append(hosts[:len(hosts):len(hosts)], name) // the name it listens on
 	}
-	c, err := New(cfg.Store, id, WithNamespace(cfg.Namespace), WithHosts(hosts...))
+	c, err := console.New(cfg.Store, id, console.WithNamespace(cfg.Namespace), console.WithHosts(hosts...))
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 var mutApproverView bool
 
 func init() {
-	mutant.Register("github.com/blackboardkernel/bk/inspect",
+	mutant.Register("github.com/blackboardkernel/bk/internal/inspect",
 		mutant.Def{Name: "inspect.approver_view", Check: "bk approvals shows a committed action's own kind and arguments, never a decision record's context", On: &mutApproverView},
 	)
 }

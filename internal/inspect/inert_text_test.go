@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/blackboardkernel/bk/inspect"
+	"github.com/blackboardkernel/bk/internal/inspect"
 )
 
 // TestInert: what a terminal acts on is shown as an escape; the rest of
