@@ -68,7 +68,7 @@ func ExampleTrace() {
 	}
 	fmt.Printf("refunds up to 50: %+v\n", rep.Counts)
 	for _, d := range rep.Decisions {
-		line := fmt.Sprintf("  %-7s %-6s %-12s %-16s -> %-16s %s", d.Status, d.Stage, d.Kind, d.Recorded.Code, d.Replay.Code, d.Replay.Outcome)
+		line := fmt.Sprintf("  %-7s %-6s %-12s %-16s -> %-16s %s", d.Match, d.Stage, d.Kind, d.RecordedCode, d.ReplayCode, d.Replay)
 		fmt.Println(strings.TrimRight(line, " "))
 	}
 	// Output:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
@@ -49,32 +50,27 @@ func WithTool(name string, change func(*toolgate.ToolPolicy)) Option {
 	return func(c *config) { c.tools = append(c.tools, toolChange{name, change}) }
 }
 
-// Status says how a replayed decision compares with the recorded one.
-type Status string
+// Match says how a replayed decision compares with the recorded one.
+type Match string
 
-// The statuses of a [Decision].
+// How a [Comparison]'s two sides match.
 const (
 	// Same: the replay decided as recorded (outcome and code).
-	Same Status = "same"
+	Same Match = "same"
 	// Changed: both decided, differently.
-	Changed Status = "changed"
+	Changed Match = "changed"
 	// Missing: recorded, and the replay made no such decision (the call
 	// it followed from was decided otherwise).
-	Missing Status = "missing"
+	Missing Match = "missing"
 	// Extra: the replay made a decision the record does not hold.
-	Extra Status = "extra"
+	Extra Match = "extra"
 )
 
-// Outcome is what one decision came to: a decision record's outcome
-// ([audit.Outcome]: committed, refused, pending_approval, executed,
-// failed, escalated) and code.
-type Outcome struct {
-	Outcome string          `json:"outcome,omitempty"`
-	Code    blackboard.Code `json:"code,omitempty"`
-}
-
-// Decision is one decision of the trace, recorded and replayed.
-type Decision struct {
+// Comparison is one decision of the trace, recorded and replayed: on each
+// side what it came to, as a decision record says it ([audit.Outcome]:
+// committed, refused, pending_approval, executed, failed, escalated) and
+// its code.
+type Comparison struct {
 	// Record is the recorded decision record (or, for a planner's
 	// proposal, the proposal); empty for an [Extra] decision.
 	Record string `json:"record,omitempty"`
@@ -88,13 +84,18 @@ type Decision struct {
 	// decision on a tool call), "effect" (its recorded result), "escalate",
 	// "fallback", "derive" (a belief its result derived), "propose" (a
 	// planner's proposal).
-	Stage    string  `json:"stage"`
-	Recorded Outcome `json:"recorded"`
-	Replay   Outcome `json:"replay"`
-	Status   Status  `json:"status"`
+	Stage string `json:"stage"`
+	// Recorded and RecordedCode are the recorded decision's outcome and
+	// code; empty for an [Extra] decision.
+	Recorded     audit.Outcome   `json:"recorded,omitempty"`
+	RecordedCode blackboard.Code `json:"recorded_code,omitempty"`
+	// Replay and ReplayCode are the replay's; empty for a [Missing] one.
+	Replay     audit.Outcome   `json:"replay,omitempty"`
+	ReplayCode blackboard.Code `json:"replay_code,omitempty"`
+	Match      Match           `json:"match"`
 }
 
-// Counts counts a report's decisions by [Status].
+// Counts counts a report's decisions by [Match].
 type Counts struct {
 	Same    int `json:"same"`
 	Changed int `json:"changed"`
@@ -111,9 +112,9 @@ type Report struct {
 	TraceID   string `json:"trace_id"`
 	// Policies are the policy hashes the trace's decision records name,
 	// in the order first named.
-	Policies  []string   `json:"policies"`
-	Decisions []Decision `json:"decisions"`
-	Counts    Counts     `json:"counts"`
+	Policies  []string     `json:"policies"`
+	Decisions []Comparison `json:"decisions"`
+	Counts    Counts       `json:"counts"`
 	// First is the index in Decisions of the first that is not [Same];
 	// -1 when the replay decided everything as recorded.
 	First int `json:"first_divergence"`

@@ -81,7 +81,7 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 				large[d.Subject] = true
 			}
 		}
-		want := map[string]replay.Status{}
+		want := map[string]replay.Match{}
 		for _, d := range recorded {
 			esc, _ := d.Context["escalates"].(string)
 			switch {
@@ -101,17 +101,17 @@ func TestTightenedRuleChangesExactlyTheLargeRefunds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]replay.Status{}
+		got := map[string]replay.Match{}
 		for _, d := range rep.Decisions {
-			if d.Status == replay.Extra {
+			if d.Match == replay.Extra {
 				t.Errorf("%s: a decision the record does not hold: %+v", trace, d)
 				continue
 			}
-			got[d.Record] = d.Status
-			if d.Status == replay.Changed && (d.Replay.Outcome != string(audit.OutcomeRefused) || d.Replay.Code != blackboard.CodeRuleViolated) {
+			got[d.Record] = d.Match
+			if d.Match == replay.Changed && (d.Replay != audit.OutcomeRefused || d.ReplayCode != blackboard.CodeRuleViolated) {
 				t.Errorf("%s: %s changed to %+v, want refused %s", trace, d.Record, d.Replay, blackboard.CodeRuleViolated)
 			}
-			if d.Status == replay.Changed {
+			if d.Match == replay.Changed {
 				changedTotal++
 			}
 		}
@@ -138,7 +138,7 @@ func TestWithToolApproval(t *testing.T) {
 		t.Fatalf("no divergence: %+v", rep.Decisions)
 	}
 	first := rep.Decisions[rep.First]
-	if first.Tool != "issue_refund" || first.Recorded.Outcome != string(audit.OutcomeCommitted) || first.Replay.Outcome != string(audit.OutcomePendingApproval) {
+	if first.Tool != "issue_refund" || first.Recorded != audit.OutcomeCommitted || first.Replay != audit.OutcomePendingApproval {
 		t.Errorf("first divergence %+v, want the refund waiting for approval", first)
 	}
 	if _, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithTool("no_such_tool", nil)); !errors.Is(err, replay.ErrInvalidOption) {
@@ -166,7 +166,7 @@ func TestReplayCallsNoEffect(t *testing.T) {
 	}
 	stages := map[string]int{}
 	for _, d := range rep.Decisions {
-		stages[d.Stage+" "+d.Recorded.Outcome]++
+		stages[d.Stage+" "+string(d.Recorded)]++
 	}
 	for _, s := range []string{"call committed", "call pending_approval", "effect executed", "effect failed", "derive committed"} {
 		if stages[s] == 0 {
@@ -187,12 +187,12 @@ func TestWithConstraint(t *testing.T) {
 	changed := 0
 	for _, d := range rep.Decisions {
 		if d.Stage == "call" && d.Tool == "charge" {
-			if d.Status != replay.Changed || d.Replay.Code != blackboard.BlockedCode("no_charges") {
+			if d.Match != replay.Changed || d.ReplayCode != blackboard.BlockedCode("no_charges") {
 				t.Errorf("charge %+v, want blocked", d)
 			}
 			changed++
 		}
-		if d.Stage == "call" && d.Tool == "lookup" && d.Status != replay.Same {
+		if d.Stage == "call" && d.Tool == "lookup" && d.Match != replay.Same {
 			t.Errorf("lookup %+v, want the same", d)
 		}
 	}
@@ -359,7 +359,7 @@ func TestControlsAndContext(t *testing.T) {
 	}
 	codes := map[blackboard.Code]bool{}
 	for _, d := range rep.Decisions {
-		codes[d.Replay.Code] = true
+		codes[d.ReplayCode] = true
 	}
 	if !codes[toolgate.CodeReadOnlyMode] || !codes[blackboard.CodeCommitted] {
 		t.Errorf("replayed codes %v, want COMMITTED and READ_ONLY_MODE", codes)
@@ -418,10 +418,10 @@ func TestLoosenedRuleExtra(t *testing.T) {
 		t.Fatalf("%+v\n%+v", rep.Counts, rep.Decisions)
 	}
 	first, last := rep.Decisions[rep.First], rep.Decisions[len(rep.Decisions)-1]
-	if first.Tool != "charge" || first.Replay.Code != blackboard.CodeCommitted || first.Recorded.Code != blackboard.CodeRuleViolated {
+	if first.Tool != "charge" || first.ReplayCode != blackboard.CodeCommitted || first.RecordedCode != blackboard.CodeRuleViolated {
 		t.Errorf("first divergence %+v", first)
 	}
-	if last.Status != replay.Extra || last.Record != "" || last.Replay.Code != toolgate.CodeEffectFailed {
+	if last.Match != replay.Extra || last.Record != "" || last.ReplayCode != toolgate.CodeEffectFailed {
 		t.Errorf("last decision %+v, want the extra failed effect", last)
 	}
 	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "no recorded result") {

@@ -58,7 +58,7 @@ func TestScopedRequestReplayed(t *testing.T) {
 	}
 	codes := map[blackboard.Code]int{}
 	for _, d := range rep.Decisions {
-		codes[d.Replay.Code]++
+		codes[d.ReplayCode]++
 	}
 	if codes[toolgate.CodeOutOfScope] != 1 || codes[toolgate.CodeEffectSucceeded] != 3 {
 		t.Fatalf("replayed codes %v, want one OUT_OF_SCOPE and three EFFECT_SUCCEEDED", codes)

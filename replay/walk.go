@@ -20,7 +20,7 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Stages of a [Decision].
+// Stages of a [Comparison].
 const (
 	stageCall     = "call"
 	stageEffect   = "effect"
@@ -67,6 +67,12 @@ type replayer struct {
 	notes      map[string]bool
 }
 
+// outcome is what one decision came to, on one side.
+type outcome struct {
+	o    audit.Outcome
+	code blackboard.Code
+}
+
 // item is one decision on one side, before pairing.
 type item struct {
 	step       int
@@ -74,7 +80,7 @@ type item struct {
 	id         string
 	kind, tool string
 	stage      string
-	out        Outcome
+	out        outcome
 	pair       *item // for proposals: the replayed side
 }
 
@@ -505,7 +511,7 @@ func classify(d audit.Record) (stage, action string) {
 
 func (r *replayer) itemOf(d audit.Record, stage, action string, step int) item {
 	tool, _ := d.Context["tool"].(string)
-	it := item{step: step, id: d.RecordID, kind: d.Kind, tool: tool, stage: stage, out: Outcome{string(d.Outcome), d.Code}}
+	it := item{step: step, id: d.RecordID, kind: d.Kind, tool: tool, stage: stage, out: outcome{d.Outcome, d.Code}}
 	if stage == stageCall || action == "" {
 		it.key = fmt.Sprintf("%s@%d", stage, step)
 	} else {
@@ -687,9 +693,9 @@ func (r *replayer) write(ctx context.Context, rec blackboard.Record, w func(cont
 func (r *replayer) propose(ctx context.Context, rec blackboard.Record) error {
 	rec0 := item{step: r.step, id: rec.ID, kind: rec.Kind, stage: stagePropose}
 	if c, ok := r.commits[rec.ID]; ok {
-		rec0.out = Outcome{string(audit.OutcomeCommitted), c.Reason}
+		rec0.out = outcome{audit.OutcomeCommitted, c.Reason}
 	} else if rec.Reason != "" {
-		rec0.out = Outcome{string(audit.OutcomeRefused), rec.Reason}
+		rec0.out = outcome{audit.OutcomeRefused, rec.Reason}
 	} else {
 		r.note("%s: the kernel never decided it; not replayed", rec.ID)
 		return nil
@@ -709,13 +715,13 @@ func (r *replayer) propose(ctx context.Context, rec blackboard.Record) error {
 		r.note("%s: the replay could not submit it: %v", rec.ID, err)
 		rep = nil
 	case d.CommittedID != "":
-		rep.id, rep.out = d.CommittedID, Outcome{string(audit.OutcomeCommitted), d.Code}
+		rep.id, rep.out = d.CommittedID, outcome{audit.OutcomeCommitted, d.Code}
 		r.ids[rec.ID] = d.ProposalID
 		if c, ok := r.commits[rec.ID]; ok {
 			r.ids[c.ID] = d.CommittedID
 		}
 	default:
-		rep.id, rep.out = d.ProposalID, Outcome{string(audit.OutcomeRefused), d.Code}
+		rep.id, rep.out = d.ProposalID, outcome{audit.OutcomeRefused, d.Code}
 		r.ids[rec.ID] = d.ProposalID
 	}
 	rec0.pair = rep
@@ -782,30 +788,30 @@ func (r *replayer) report() Report {
 	used := make([]bool, len(replayed))
 	type row struct {
 		step, order int
-		d           Decision
+		d           Comparison
 	}
 	var rows []row
 	for n, it := range r.recorded {
-		d := Decision{Record: it.id, Kind: it.kind, Tool: it.tool, Stage: it.stage, Recorded: it.out, Status: Missing}
+		d := Comparison{Record: it.id, Kind: it.kind, Tool: it.tool, Stage: it.stage, Recorded: it.out.o, RecordedCode: it.out.code, Match: Missing}
 		if q := queue[it.key]; len(q) > 0 {
 			i := q[0]
 			queue[it.key], used[i] = q[1:], true
-			d.Replayed, d.Replay = replayed[i].id, replayed[i].out
-			d.Status = compare(it.out, replayed[i].out)
+			d.Replayed, d.Replay, d.ReplayCode = replayed[i].id, replayed[i].out.o, replayed[i].out.code
+			d.Match = compare(it.out, replayed[i].out)
 		}
 		rows = append(rows, row{it.step, n, d})
 	}
 	for n, it := range r.proposed {
-		d := Decision{Record: it.id, Kind: it.kind, Stage: it.stage, Recorded: it.out, Status: Missing}
+		d := Comparison{Record: it.id, Kind: it.kind, Stage: it.stage, Recorded: it.out.o, RecordedCode: it.out.code, Match: Missing}
 		if it.pair != nil {
-			d.Replayed, d.Replay, d.Status = it.pair.id, it.pair.out, compare(it.out, it.pair.out)
+			d.Replayed, d.Replay, d.ReplayCode, d.Match = it.pair.id, it.pair.out.o, it.pair.out.code, compare(it.out, it.pair.out)
 		}
 		rows = append(rows, row{it.step, len(r.recorded) + n, d})
 	}
 	for i, it := range replayed {
 		if !used[i] {
 			rows = append(rows, row{it.step, len(r.recorded) + len(r.proposed) + i,
-				Decision{Replayed: it.id, Kind: it.kind, Tool: it.tool, Stage: it.stage, Replay: it.out, Status: Extra}})
+				Comparison{Replayed: it.id, Kind: it.kind, Tool: it.tool, Stage: it.stage, Replay: it.out.o, ReplayCode: it.out.code, Match: Extra}})
 		}
 	}
 	sort.SliceStable(rows, func(a, b int) bool {
@@ -815,7 +821,7 @@ func (r *replayer) report() Report {
 		return rows[a].order < rows[b].order
 	})
 	for _, rw := range rows {
-		switch rw.d.Status {
+		switch rw.d.Match {
 		case Same:
 			rep.Counts.Same++
 		case Changed:
@@ -825,7 +831,7 @@ func (r *replayer) report() Report {
 		case Extra:
 			rep.Counts.Extra++
 		}
-		if rw.d.Status != Same && rep.First < 0 {
+		if rw.d.Match != Same && rep.First < 0 {
 			rep.First = len(rep.Decisions)
 		}
 		rep.Decisions = append(rep.Decisions, rw.d)
@@ -837,7 +843,7 @@ func (r *replayer) report() Report {
 	return rep
 }
 
-func compare(a, b Outcome) Status {
+func compare(a, b outcome) Match {
 	if a == b {
 		return Same
 	}

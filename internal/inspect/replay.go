@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
@@ -123,10 +124,10 @@ func runReplay(ctx context.Context, e *env, _ []string) error {
 		fmt.Fprintf(e.out, "%s (%s, policy %s): %d decisions: %d same, %d changed, %d missing, %d extra; first divergence: %s\n",
 			Inert(r.TraceID), Inert(r.Namespace), Inert(strings.Join(r.Policies, ", ")), len(r.Decisions), c.Same, c.Changed, c.Missing, c.Extra, Inert(first))
 		tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  STATUS\tSTAGE\tKIND\tRECORD\tRECORDED\tREPLAYED")
+		fmt.Fprintln(tw, "  MATCH\tSTAGE\tKIND\tRECORD\tRECORDED\tREPLAYED")
 		for _, d := range r.Decisions {
-			cols := []string{string(d.Status), d.Stage, clip(d.Kind, 24), orElse(d.Record, "-"),
-				replayOutcome(d.Recorded), replayOutcome(d.Replay) + " " + d.Replayed}
+			cols := []string{string(d.Match), d.Stage, clip(d.Kind, 24), orElse(d.Record, "-"),
+				replayOutcome(d.Recorded, d.RecordedCode), replayOutcome(d.Replay, d.ReplayCode) + " " + d.Replayed}
 			for i := range cols {
 				cols[i] = Inert(cols[i])
 			}
@@ -142,11 +143,11 @@ func runReplay(ctx context.Context, e *env, _ []string) error {
 	return nil
 }
 
-func replayOutcome(o replay.Outcome) string {
-	if o.Outcome == "" {
+func replayOutcome(o audit.Outcome, code blackboard.Code) string {
+	if o == "" {
 		return "-"
 	}
-	return o.Outcome + " " + string(o.Code)
+	return string(o) + " " + string(code)
 }
 
 func orElse(s, alt string) string {

@@ -147,7 +147,7 @@ func TestReplayCommandRule(t *testing.T) {
 		got[r.TraceID] = r.Counts
 		if r.TraceID == "large" {
 			d := r.Decisions[r.First]
-			if d.Tool != "issue_refund" || d.Recorded.Outcome != string(audit.OutcomePendingApproval) || d.Replay.Code != blackboard.CodeRuleViolated {
+			if d.Tool != "issue_refund" || d.Recorded != audit.OutcomePendingApproval || d.ReplayCode != blackboard.CodeRuleViolated {
 				t.Errorf("first divergence %+v, want the refund of 700 refused by the rule", d)
 			}
 		}
