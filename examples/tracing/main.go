@@ -30,7 +30,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -139,15 +139,20 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 	if err := tl.WriteText(w); err != nil {
 		return err
 	}
-	for _, e := range tl.Events {
-		if e.Type == inspect.EventRefusal && e.Slot == blackboard.Actions {
-			fmt.Fprintln(w)
-			ex, err := inspect.Explain(ctx, store, e.Record)
-			if err != nil {
-				return err
-			}
-			return ex.WriteText(w)
+	for _, id := range tl.Refused() {
+		r, err := store.Get(ctx, id)
+		if err != nil {
+			return err
 		}
+		if r.Slot != blackboard.Actions {
+			continue
+		}
+		fmt.Fprintln(w)
+		ex, err := inspect.Explain(ctx, store, id)
+		if err != nil {
+			return err
+		}
+		return ex.WriteText(w)
 	}
 	return nil
 }
