@@ -101,6 +101,10 @@ func active(r rune, n int) bool {
 	if mutInertText {
 		return false
 	}
+	return acts(r, n)
+}
+
+func acts(r rune, n int) bool {
 	switch {
 	case r < 0x20, r >= 0x7f && r <= 0x9f:
 		return true
