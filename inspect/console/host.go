@@ -30,6 +30,10 @@ func (c *Console) hostAllowed(host string) bool {
 	if mutHost {
 		return true
 	}
+	return c.hostServed(host)
+}
+
+func (c *Console) hostServed(host string) bool {
 	host = strings.ToLower(host)
 	name, _, err := net.SplitHostPort(host)
 	if err != nil {

@@ -76,7 +76,7 @@ func ReadTokens(path string) (map[string]string, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: token file %s is not a regular file", ErrInvalidConfig, path)
 	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 && !mutTokenMode {
+	if perm := info.Mode().Perm(); !private(perm) {
 		return nil, fmt.Errorf("%w: token file %s has mode %#o: group or others may read or write it (want 0600)", ErrInvalidConfig, path, perm)
 	}
 	tokens := map[string]string{}
@@ -123,4 +123,14 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// private reports whether a token file's mode lets neither group nor
+// others read or write it. The mutation switch mutTokenMode takes any
+// mode.
+func private(perm os.FileMode) bool {
+	if mutTokenMode {
+		return true
+	}
+	return perm&0o077 == 0
 }

@@ -160,7 +160,12 @@ func timelineSVG(tl inspect.TimelineReport) template.HTML {
 // bidirectional overrides made visible by [inspect.Inert], then every
 // markup character escaped.
 func text(b *bytes.Buffer, s string) {
-	s = inspect.Inert(s)
+	escape(b, inspect.Inert(s))
+}
+
+// escape writes s XML-escaped. The mutation switch mutSVG writes it as it
+// is.
+func escape(b *bytes.Buffer, s string) {
 	if mutSVG {
 		b.WriteString(s)
 		return

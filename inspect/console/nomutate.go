@@ -2,5 +2,6 @@
 
 package console
 
-// The switches of mutate_console.go, compiled out.
+// The console's mutation switches, off in the default build (mutate.go
+// declares them for the bkmutate build).
 const mutCSRF, mutIdentity, mutSVG, mutHost, mutTokenMode = false, false, false, false, false
