@@ -18,6 +18,12 @@ func (c *checker) approvals(t *trace, r *blackboard.Record, i int, e toolgate.Ef
 	if mutApprovalBinding {
 		return nil
 	}
+	return c.approvalBound(t, r, i, e, act, checked)
+}
+
+// approvalBound is approvals' check: the mutation switch
+// mutApprovalBinding skips it.
+func (c *checker) approvalBound(t *trace, r *blackboard.Record, i int, e toolgate.Effect, act *blackboard.Record, checked map[[2]string]bool) error {
 	pair := [2]string{act.ID, e.Approval}
 	if checked[pair] {
 		return nil

@@ -24,6 +24,12 @@ func (c *checker) derived(t *trace) error {
 	if mutDerivedSource {
 		return nil
 	}
+	return c.derivedSources(t)
+}
+
+// derivedSources is derived's check: the mutation switch
+// mutDerivedSource skips it.
+func (c *checker) derivedSources(t *trace) error {
 	for i := range t.recs {
 		r := &t.recs[i]
 		if r.Slot != blackboard.Beliefs {

@@ -68,8 +68,24 @@ func (c *checker) effects(t *trace) error {
 // committed action of its tool's action type, in t before r, that the
 // gate decided. ok is false when it is not (reported).
 func (c *checker) effectAction(t *trace, r *blackboard.Record, i int, e toolgate.Effect) (blackboard.Record, int, bool, error) {
+	if mutEffectAction {
+		return c.actionOf(t, e)
+	}
+	return c.effectActionHeld(t, r, i, e)
+}
+
+// actionOf is the committed action of t the effect e names, unchecked;
+// ok is false when e names none.
+func (c *checker) actionOf(t *trace, e toolgate.Effect) (act blackboard.Record, at int, ok bool, err error) {
 	act, at, found, err := c.record(t, e.ActionID)
-	if err != nil || mutEffectAction {
+	return act, at, found && at >= 0 && isCommittedAction(&act), err
+}
+
+// effectActionHeld is effectAction's check: the mutation switch
+// mutEffectAction skips it.
+func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e toolgate.Effect) (blackboard.Record, int, bool, error) {
+	act, at, found, err := c.record(t, e.ActionID)
+	if err != nil {
 		return act, at, found && at >= 0 && isCommittedAction(&act), err
 	}
 	bad := func(format string, args ...any) (blackboard.Record, int, bool, error) {
@@ -108,6 +124,12 @@ func (c *checker) grounding(t *trace, act *blackboard.Record, at int) error {
 	if mutEffectGrounding {
 		return nil
 	}
+	return c.groundingHeld(t, act, at)
+}
+
+// groundingHeld is grounding's check: the mutation switch
+// mutEffectGrounding skips it.
+func (c *checker) groundingHeld(t *trace, act *blackboard.Record, at int) error {
 	bad := func(format string, args ...any) {
 		c.report(EffectGrounding, t.id, act.ID, "action "+act.ID+" ("+act.Kind+"): "+fmt.Sprintf(format, args...))
 	}

@@ -40,6 +40,12 @@ func (c *checker) masked(t *trace) error {
 	if mutMaskedValue {
 		return nil
 	}
+	return c.maskedValues(t)
+}
+
+// maskedValues is masked's check: the mutation switch mutMaskedValue
+// skips it.
+func (c *checker) maskedValues(t *trace) error {
 	for i := range t.recs {
 		r := &t.recs[i]
 		p := c.policy(r.Namespace)

@@ -37,9 +37,19 @@ func (c *checker) onceKeys(t *trace) error {
 			c.closed[e.ActionID] = true
 		}
 	}
+	return c.heldKeys(t)
+}
+
+// heldKeys finds the holders of t's once-keys (see [checker.onceKeys]).
+// The mutation switch mutOnceHolder finds none.
+func (c *checker) heldKeys(t *trace) error {
 	if mutOnceHolder {
 		return nil
 	}
+	return c.keyHolders(t)
+}
+
+func (c *checker) keyHolders(t *trace) error {
 	for i := range t.recs {
 		act := &t.recs[i]
 		if !isCommittedAction(act) {

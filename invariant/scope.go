@@ -120,6 +120,12 @@ func (c *checker) scope(t *trace) error {
 	if mutScopeHeld {
 		return nil
 	}
+	return c.scopeHeld(t)
+}
+
+// scopeHeld is scope's check: the mutation switch mutScopeHeld skips
+// it.
+func (c *checker) scopeHeld(t *trace) error {
 	var (
 		reqs    []request
 		readReq bool
