@@ -31,32 +31,71 @@ import (
 var ErrInvalidConfig = errors.New("console: invalid configuration")
 
 // DefaultTTL is how long an approval given in the console stays valid
-// when [WithTTL] does not say.
+// when [Config.TTL] does not say.
 const DefaultTTL = time.Hour
 
 // maxForm bounds a decision's form, the note included.
 const maxForm = 64 << 10
 
-// Option configures a [Console] in [New].
-type Option func(*config)
+// Config is what a [Console] serves and how; [New] checks it. Only Store
+// and Identity are required.
+type Config struct {
+	// Store is read for every page and written approvals to. It must stay
+	// open while the console is used; [Console.Close] does not close it.
+	Store blackboard.Store
+	// Identity names the person behind each request ([HeaderIdentity],
+	// [TokenIdentity]).
+	Identity Identity
+	// Namespace limits the console to one namespace: it lists and decides
+	// only that namespace's approvals. "" is every namespace.
+	Namespace string
+	// TTL is how long an approval stays valid once given, in (0,
+	// [toolgate.MaxApprovalTTL]]; 0 is [DefaultTTL].
+	TTL time.Duration
+	// Hosts are the hosts a request may name besides an IP address and
+	// localhost ("name" for any port, "name:port" for that port only),
+	// such as the name a reverse proxy in front of it forwards. A request naming another host is refused (421) before
+	// its identity is read: a page of another site whose name was rebound
+	// to the console's address (DNS rebinding) is same-origin to itself,
+	// so the browser's cross-origin checks do not stop it, but it names
+	// its own host.
+	Hosts []string
+	// Clock is the clock the console shows ages by; nil is time.Now.
+	Clock func() time.Time
+}
 
+// config is a checked [Config], with its defaults.
 type config struct {
 	namespace string
 	ttl       time.Duration
 	now       func() time.Time
-	hosts     []string // lower case, from WithHosts
+	hosts     []string // lower case
 }
 
-// WithNamespace limits the console to one namespace: it lists and decides
-// only that namespace's approvals (default: every namespace).
-func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
-
-// WithTTL sets how long an approval stays valid once given, in (0,
-// [toolgate.MaxApprovalTTL]] (default [DefaultTTL]).
-func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
-
-// WithClock sets the clock the console shows ages by (default time.Now).
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+// check returns cfg with its defaults, or every problem it has, each an
+// [ErrInvalidConfig].
+func (cfg Config) check() (config, error) {
+	c := config{namespace: cfg.Namespace, ttl: cmp.Or(cfg.TTL, DefaultTTL), now: cfg.Clock}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	for _, h := range cfg.Hosts {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			c.hosts = append(c.hosts, h)
+		}
+	}
+	var errs []error
+	if cfg.Store == nil {
+		errs = append(errs, fmt.Errorf("%w: no store", ErrInvalidConfig))
+	}
+	if cfg.Identity == nil {
+		errs = append(errs, fmt.Errorf("%w: no identity: give a trusted header (--identity-header) or a token file (--token-file)", ErrInvalidConfig))
+	}
+	if c.ttl <= 0 || c.ttl > toolgate.MaxApprovalTTL {
+		errs = append(errs, fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalidConfig, c.ttl, toolgate.MaxApprovalTTL))
+	}
+	return c, errors.Join(errs...)
+}
 
 // Console is the approvals console, an [http.Handler]: an inbox of the
 // approvals pending (GET /), a trace's timeline and a record's explanation
@@ -80,28 +119,17 @@ type Console struct {
 	deciding sync.Mutex
 }
 
-// New builds a console over the store s, which it reads for every page and
-// writes approvals to, through a tool-call gate of the decision's namespace
-// ([toolgate.Gate.Approver]). The store must stay open while the console
-// is used; [Console.Close] does not close it. identity names the person
-// behind each request: without one New fails with [ErrInvalidConfig], as
-// it does for a TTL outside (0, [toolgate.MaxApprovalTTL]].
-func New(s blackboard.Store, identity Identity, opts ...Option) (*Console, error) {
-	if s == nil {
-		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
+// New builds a console over cfg.Store, which it reads for every page and
+// writes approvals to, through a tool-call gate of the decision's
+// namespace ([toolgate.Gate.Approver]). A config without a store or an
+// identity, or with a TTL outside (0, [toolgate.MaxApprovalTTL]], is
+// refused with every problem it has, each an [ErrInvalidConfig].
+func New(cfg Config) (*Console, error) {
+	checked, err := cfg.check()
+	if err != nil {
+		return nil, err
 	}
-	if identity == nil {
-		return nil, fmt.Errorf("%w: no identity: give a trusted header (--identity-header) or a token file (--token-file)", ErrInvalidConfig)
-	}
-	c := &Console{s: s, identity: identity, cfg: config{ttl: DefaultTTL, now: time.Now}, gates: map[string]*toolgate.Gate{}}
-	for _, o := range opts {
-		if o != nil {
-			o(&c.cfg)
-		}
-	}
-	if c.cfg.ttl <= 0 || c.cfg.ttl > toolgate.MaxApprovalTTL {
-		return nil, fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalidConfig, c.cfg.ttl, toolgate.MaxApprovalTTL)
-	}
+	c := &Console{s: cfg.Store, identity: cfg.Identity, cfg: checked, gates: map[string]*toolgate.Gate{}}
 	if _, err := rand.Read(c.csrfKey[:]); err != nil {
 		return nil, err
 	}
@@ -132,7 +160,7 @@ func (c *Console) Close() error {
 
 // ServeHTTP answers a request: every response carries a strict content
 // security policy, a request addressed to a host the console does not
-// serve is refused (421, see [WithHosts]) and one that names no identity
+// serve is refused (421, see [Config.Hosts]) and one that names no identity
 // is refused (401), both before anything is read.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()

@@ -105,7 +105,7 @@ func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.
 	}
 	d.action = pending[0].ActionID
 
-	c, err := console.New(d.s, console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": toolgate.CallerWriter("support"), "support-token-00002": "support"}))
+	c, err := console.New(console.Config{Store: d.s, Identity: console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": toolgate.CallerWriter("support"), "support-token-00002": "support"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,15 +442,16 @@ func TestAttackHTMLInert(t *testing.T) {
 	}
 }
 
-// TestOptions: WithNamespace keeps the console to one namespace (another's
-// approvals and traces are not shown), WithClock dates the waits,
-// WithTTL sets the approval's life.
-func TestOptions(t *testing.T) {
+// TestConfig: Namespace keeps the console to one namespace (another's
+// approvals and traces are not shown), Clock dates the waits, TTL sets the
+// approval's life.
+func TestConfig(t *testing.T) {
 	d := newDesk(t, "A1")
 	f := d.form(t, aliceToken, "approve", "")
-	serve := func(opts ...console.Option) func(r *http.Request) *httptest.ResponseRecorder {
+	serve := func(cfg console.Config) func(r *http.Request) *httptest.ResponseRecorder {
 		// httptest's requests name the host example.com.
-		c, err := console.New(d.s, console.HeaderIdentity("X-User"), append(opts, console.WithHosts("example.com"))...)
+		cfg.Store, cfg.Identity, cfg.Hosts = d.s, console.HeaderIdentity("X-User"), []string{"example.com"}
+		c, err := console.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -470,7 +471,7 @@ func TestOptions(t *testing.T) {
 		return do(r)
 	}
 
-	other := serve(console.WithNamespace("other"))
+	other := serve(console.Config{Namespace: "other"})
 	if w := other(httptest.NewRequest("GET", "/", nil)); strings.Contains(w.Body.String(), d.action) || !strings.Contains(w.Body.String(), "No approvals pending") {
 		t.Errorf("namespace other lists desk's approval:\n%s", w.Body)
 	}
@@ -478,8 +479,8 @@ func TestOptions(t *testing.T) {
 		t.Errorf("namespace other shows desk's trace: %d\n%s", w.Code, w.Body)
 	}
 
-	later := serve(console.WithNamespace("desk"), console.WithClock(func() time.Time { return time.Now().Add(2*time.Hour + 30*time.Second) }),
-		console.WithTTL(5*time.Minute))
+	later := serve(console.Config{Namespace: "desk", Clock: func() time.Time { return time.Now().Add(2*time.Hour + 30*time.Second) },
+		TTL: 5 * time.Minute})
 	if w := later(httptest.NewRequest("GET", "/", nil)); !strings.Contains(w.Body.String(), "waiting 2h00m") {
 		t.Errorf("no two-hour wait:\n%s", w.Body)
 	}
@@ -496,7 +497,7 @@ func TestOptions(t *testing.T) {
 // TestHeaderIdentity: behind a proxy, the header names the approver; a
 // request without it is refused.
 func TestHeaderIdentity(t *testing.T) {
-	c, err := console.New(memstore.New(), console.HeaderIdentity("X-Forwarded-User"), console.WithHosts("example.com"))
+	c, err := console.New(console.Config{Store: memstore.New(), Identity: console.HeaderIdentity("X-Forwarded-User"), Hosts: []string{"example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,21 +515,32 @@ func TestHeaderIdentity(t *testing.T) {
 	}
 }
 
-// TestNew: a console without an identity or with a bad TTL is not built.
+// TestNew: a console without a store or an identity, or with a bad TTL,
+// is not built, and New names every problem at once; a zero TTL is the
+// default.
 func TestNew(t *testing.T) {
 	id := console.HeaderIdentity("X-User")
-	for name, build := range map[string]func() (*console.Console, error){
-		"no identity": func() (*console.Console, error) { return console.New(memstore.New(), nil) },
-		"no store":    func() (*console.Console, error) { return console.New(nil, id) },
-		"zero TTL":    func() (*console.Console, error) { return console.New(memstore.New(), id, console.WithTTL(0)) },
-		"long TTL": func() (*console.Console, error) {
-			return console.New(memstore.New(), id, console.WithTTL(toolgate.MaxApprovalTTL+1))
-		},
+	for name, cfg := range map[string]console.Config{
+		"no identity":  {Store: memstore.New()},
+		"no store":     {Identity: id},
+		"negative TTL": {Store: memstore.New(), Identity: id, TTL: -time.Second},
+		"long TTL":     {Store: memstore.New(), Identity: id, TTL: toolgate.MaxApprovalTTL + 1},
 	} {
-		if _, err := build(); !errors.Is(err, console.ErrInvalidConfig) {
+		if _, err := console.New(cfg); !errors.Is(err, console.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	_, err := console.New(console.Config{TTL: -time.Second})
+	for _, want := range []string{"no store", "no identity", "approval TTL"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("every problem at once: %v lacks %q", err, want)
+		}
+	}
+	c, err := console.New(console.Config{Store: memstore.New(), Identity: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 }
 
 // TestReadTokens: a token file maps tokens to names; a short token, a
@@ -575,7 +587,7 @@ func TestBasicAuth(t *testing.T) {
 // recorded, every other request is told so (409), none fails (500).
 func TestDecideAcrossConsoles(t *testing.T) {
 	d := newDesk(t, "A1")
-	c2, err := console.New(d.s, console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob"}))
+	c2, err := console.New(console.Config{Store: d.s, Identity: console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob"})})
 	if err != nil {
 		t.Fatal(err)
 	}

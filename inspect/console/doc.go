@@ -23,6 +23,24 @@
 // committed it, the whole explanation, and how long
 // it has waited and since when.
 //
+// # In a program
+//
+// A [Console] is an [http.Handler]: [New] builds one from a [Config] (the
+// store, the [Identity] of each request, and optionally one namespace,
+// the approvals' TTL, the host names it answers to and a clock), and a
+// program mounts it on its own server, behind its own proxy or TLS.
+// [Console.Close] closes the gates it built, not the store:
+//
+//	c, err := console.New(console.Config{Store: s, Identity: console.HeaderIdentity("X-User"), Hosts: []string{"approvals.example"}})
+//	if err != nil {
+//		return err
+//	}
+//	defer c.Close()
+//	http.Handle("/", c)
+//
+// `bk serve` does the same over the store it opens, on a listener of its
+// own.
+//
 // # Effects and their attempts
 //
 // The effects page of a trace, linked from each inbox entry and from the
@@ -42,7 +60,7 @@
 // through a tool-call gate with no tool over the same store
 // ([toolgate.Gate.Approver], as the identity of the request), which checks
 // the binding again and refuses the proposer (403). The approval expires
-// after [DefaultTTL] ([WithTTL]) and is used once: the application's gate
+// after [DefaultTTL] ([Config.TTL]) and is used once: the application's gate
 // consumes it when it resumes the action ([toolgate.Gate.Execute], or its
 // supervisor), and a denial sends the action to the gate's safe fallback.
 // The console runs no tool.

@@ -14,7 +14,7 @@ import (
 // is refused, and so is one addressed to another host (a page rebound to
 // the console's address); with both, the inbox is shown.
 func ExampleNew() {
-	c, err := console.New(memstore.New(), console.HeaderIdentity("X-User"), console.WithHosts("approvals.example"))
+	c, err := console.New(console.Config{Store: memstore.New(), Identity: console.HeaderIdentity("X-User"), Hosts: []string{"approvals.example"}})
 	if err != nil {
 		fmt.Println(err)
 		return

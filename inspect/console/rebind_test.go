@@ -26,7 +26,7 @@ import (
 // address, localhost and a listed host are served.
 func TestAttackDNSRebinding(t *testing.T) {
 	d := newDesk(t, "A1")
-	c, err := console.New(d.s, console.HeaderIdentity("X-User"), console.WithHosts("approvals.example"))
+	c, err := console.New(console.Config{Store: d.s, Identity: console.HeaderIdentity("X-User"), Hosts: []string{"approvals.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}

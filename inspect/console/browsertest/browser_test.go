@@ -220,7 +220,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	c, err := console.New(s, console.TokenIdentity(map[string]string{aliceToken: "human:alice"}))
+	c, err := console.New(console.Config{Store: s, Identity: console.TokenIdentity(map[string]string{aliceToken: "human:alice"})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // Run serves the console as `bk serve` does ([inspect.WithServe]): over
 // cfg.Store, as the identity its header or token file gives, on cfg.Addr
 // (default [inspect.DefaultAddr]), addressed by an IP address, localhost,
-// the host name of cfg.Addr or one of cfg.Hosts ([console.WithHosts]), until ctx
+// the host name of cfg.Addr or one of cfg.Hosts ([console.Config.Hosts]), until ctx
 // is done; then it stops taking
 // requests and lets those under way finish (at most 5 s). A config with
 // neither or both identities, or a bad token file, is [console.ErrInvalidConfig],
@@ -45,7 +45,7 @@ func Run(ctx context.Context, cfg inspect.ServeConfig) error {
 	if name, _, err := net.SplitHostPort(addr); err == nil && name != "" {
 		hosts = append(hosts[:len(hosts):len(hosts)], name) // the name it listens on
 	}
-	c, err := console.New(cfg.Store, id, console.WithNamespace(cfg.Namespace), console.WithHosts(hosts...))
+	c, err := console.New(console.Config{Store: cfg.Store, Identity: id, Namespace: cfg.Namespace, Hosts: hosts})
 	if err != nil {
 		return err
 	}
