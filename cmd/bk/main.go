@@ -19,7 +19,7 @@
 //	bk --db bk.db approve ACTION --as alice --digest sha256:...
 //	bk --db bk.db serve --token-file tokens
 //
-// See package inspect for every command.
+// Every command is described in package internal/inspect, its machinery.
 package main
 
 import (

@@ -1,5 +1,8 @@
-// Package inspect is the bk inspector: the commands of `go run ./cmd/bk`
-// as a library, so that they are tested and embeddable. It reads a kernel
+// Package inspect is the machinery of the bk inspector (cmd/bk): its
+// commands, reports and their rendering, kept inside the module so that
+// they are tested without being a surface to hold. The public package
+// inspect (Explain and Timeline as a library) and the approvals console
+// (inspect/console) are built on it. It reads a kernel
 // store and answers "why did the agent do this?" without writing a byte,
 // and lets a person decide an action waiting for approval: at a terminal
 // (bk approve, bk deny) or in a browser (bk serve, the approvals console).
@@ -30,8 +33,8 @@
 // record) or [ExitUsage]; -h prints the usage to stdout.
 //
 // `bk serve` runs the approvals console a program gives [Main] with
-// [WithServe]: package inspect/console's Run (cmd/bk does; this package
-// cannot import the console, which is built on its reports). It needs
+// [WithServe]: package internal/inspect/serve's Run (cmd/bk does; this
+// package cannot import the console, which is built on its reports). It needs
 // exactly one of --identity-header and --token-file (else [ExitUsage],
 // before the store is opened), opens the store for writing as bk approve
 // does, and listens on [DefaultAddr], this host only, unless --addr says
