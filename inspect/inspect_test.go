@@ -55,8 +55,8 @@ func TestJSON(t *testing.T) {
 	if ex.Verdict() != "fallback" || ex.Code() != blackboard.CodeCommitted || !strings.Contains(ex.String(), "root cause: STALE_EVIDENCE") {
 		t.Errorf("explanation: %s %s\n%s", ex.Verdict(), ex.Code(), ex)
 	}
-	if tl.Outcome() != "queue_for_review committed" || !strings.Contains(tl.String(), "percept.charge committed") {
-		t.Errorf("timeline: %q\n%s", tl.Outcome(), tl)
+	if tl.Fates() != "queue_for_review committed" || !strings.Contains(tl.String(), "percept.charge committed") {
+		t.Errorf("timeline: %q\n%s", tl.Fates(), tl)
 	}
 	if _, err := inspect.Explain(ctx, s, "nothing"); !errors.Is(err, blackboard.ErrNotFound) {
 		t.Errorf("Explain of no record: %v", err)

@@ -32,10 +32,10 @@ func Timeline(ctx context.Context, s blackboard.Store, namespace, traceID string
 	return &TimelineReport{x: x}, nil
 }
 
-// Outcome is what happened to the trace's actions, by type, in the order
+// Fates says what became of the trace's actions, by type, in the order
 // the types first appear ("lookup_order executed; issue_refund refused,
-// denied; send_email executed"), or "no action".
-func (t *TimelineReport) Outcome() string { return t.x.Outcome }
+// denied; send_email executed"), or "no action": its "outcome" in JSON.
+func (t *TimelineReport) Fates() string { return t.x.Outcome }
 
 // Refused returns the records the trace's refusals are about, in order:
 // each proposal the kernel refused (a belief, a plan, an action), and a
