@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // ErrInvalidOption is wrapped by the error [New] returns for a nil handle,
@@ -154,7 +155,7 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 	slices.Sort(l.codes)
 
 	for _, slot := range analysedSlots {
-		for r, err := range h.List(ctx, slot, blackboard.Filter{Status: blackboard.StatusInvalidated}) {
+		for r, err := range h.List(ctx, slot, store.Filter{Status: blackboard.StatusInvalidated}) {
 			if err != nil {
 				return nil, fmt.Errorf("adaptive: reading %s: %w", slot, err)
 			}
@@ -169,7 +170,7 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 			}
 		}
 	}
-	for r, err := range h.List(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
+	for r, err := range h.List(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			return nil, fmt.Errorf("adaptive: reading constraints: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -23,13 +24,13 @@ var ctx = context.Background()
 
 var alertSpec = kernel.WithActionSpecs(kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true})
 
-func newKernel(t *testing.T, store blackboard.Store, opts ...kernel.Option) *kernel.Kernel {
+func newKernel(t *testing.T, st store.Store, opts ...kernel.Option) *kernel.Kernel {
 	t.Helper()
-	if store == nil {
-		store = memstore.New()
-		t.Cleanup(func() { _ = store.Close() })
+	if st == nil {
+		st = memstore.New()
+		t.Cleanup(func() { _ = st.Close() })
 	}
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(store), alertSpec}, opts...)...)
+	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(st), alertSpec}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func analyze(t *testing.T, l *adaptive.Learner, trace string) []adaptive.Lesson 
 func persistent(t *testing.T, k *kernel.Kernel) []blackboard.Record {
 	t.Helper()
 	var out []blackboard.Record
-	for r, err := range k.Symbolic("reader").List(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
+	for r, err := range k.Symbolic("reader").List(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,14 +319,14 @@ func TestNoDuplicates(t *testing.T) {
 }
 
 func TestRestartReadsTheStore(t *testing.T) {
-	store := memstore.New()
-	t.Cleanup(func() { _ = store.Close() })
-	checkRestart(t, func(t *testing.T) (blackboard.Store, func()) { return store, func() {} })
+	st := memstore.New()
+	t.Cleanup(func() { _ = st.Close() })
+	checkRestart(t, func(t *testing.T) (store.Store, func()) { return st, func() {} })
 }
 
 func TestRestartOnSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
-	checkRestart(t, func(t *testing.T) (blackboard.Store, func()) {
+	checkRestart(t, func(t *testing.T) (store.Store, func()) {
 		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
@@ -341,7 +342,7 @@ func TestRestartOnSQLite(t *testing.T) {
 // checkRestart runs the restart scenario against a store opened by open;
 // each call of open stands for a process (re)start on the same storage,
 // and calling the returned function stops that process.
-func checkRestart(t *testing.T, open func(t *testing.T) (blackboard.Store, func())) {
+func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	// First process: learns block_stale_actions, sees one conflict, and
 	// reaches the threshold for low confidence without committing it.
 	s1, stop1 := open(t)
@@ -629,13 +630,13 @@ func TestNewRefusesBadOptions(t *testing.T) {
 
 // flaky is a store whose writes can be made to fail.
 type flaky struct {
-	blackboard.Store
+	store.Store
 	broken atomic.Bool
 }
 
 var errBroken = errors.New("disk on fire")
 
-func (f *flaky) Apply(ctx context.Context, b blackboard.Batch) error {
+func (f *flaky) Apply(ctx context.Context, b store.Batch) error {
 	if f.broken.Load() {
 		return errBroken
 	}
@@ -643,14 +644,14 @@ func (f *flaky) Apply(ctx context.Context, b blackboard.Batch) error {
 }
 
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
-	store := &flaky{Store: memstore.New()}
-	k := newKernel(t, store)
+	st := &flaky{Store: memstore.New()}
+	k := newKernel(t, st)
 	l := newLearner(t, k)
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	fail(t, k, "b", blackboard.CodeStaleEvidence)
 	analyze(t, l, "a")
 	analyze(t, l, "b")
-	store.broken.Store(true)
+	st.broken.Store(true)
 	produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 	if !errors.Is(err, errBroken) || produced {
 		t.Fatalf("Step on a failing store: %v %v", produced, err)
@@ -658,7 +659,7 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	if len(l.Pending()) != 1 || len(l.Learned()) != 0 || !l.ShouldActivate(kernel.View{}) {
 		t.Fatalf("after a failed commit pending %v learned %v", l.Pending(), l.Learned())
 	}
-	store.broken.Store(false)
+	st.broken.Store(false)
 	if produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
 		t.Fatalf("retry: %v %v", produced, err)
 	}
@@ -668,11 +669,11 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 }
 
 func TestAnalyzeErrorChangesNothing(t *testing.T) {
-	store := memstore.New()
-	k := newKernel(t, store)
+	st := memstore.New()
+	k := newKernel(t, st)
 	l := newLearner(t, k)
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
-	_ = store.Close()
+	_ = st.Close()
 	if _, err := l.Analyze(ctx, "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Fatalf("Analyze on a closed store: %v", err)
 	}

@@ -15,13 +15,14 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // deskApp is the application side of an approval: the support desk's gate
 // over a store, counting the refunds its effect pays.
-func deskApp(t *testing.T, s blackboard.Store, refunds *atomic.Int32) *toolgate.Gate {
+func deskApp(t *testing.T, s store.Store, refunds *atomic.Int32) *toolgate.Gate {
 	t.Helper()
 	tools := deskTools()
 	pay := tools[1].Effect
@@ -346,7 +347,7 @@ func TestApproveAtOnce(t *testing.T) {
 	}
 	defer s.Close()
 	recorded := 0
-	for r, err := range s.ListSlot(context.Background(), blackboard.Evidence, blackboard.Filter{}) {
+	for r, err := range s.ListSlot(context.Background(), blackboard.Evidence, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -114,7 +115,7 @@ type ExplainNode struct {
 // reads, so it works on any store and on a record of any namespace. A
 // record s does not hold is [blackboard.ErrNotFound]. Safe for concurrent use,
 // as far as s is.
-func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanation, error) {
+func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, error) {
 	r, err := s.Get(ctx, recordID)
 	if err != nil {
 		return Explanation{}, err

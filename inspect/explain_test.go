@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -74,13 +75,13 @@ var paperTraces = map[string][]string{
 	},
 }
 
-func storesForInspection(t *testing.T) map[string]blackboard.Store {
+func storesForInspection(t *testing.T) map[string]store.Store {
 	sq, err := sqlitestore.Open(context.Background(), ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sq.Close() })
-	return map[string]blackboard.Store{"memory": memstore.New(), "sqlite": sq}
+	return map[string]store.Store{"memory": memstore.New(), "sqlite": sq}
 }
 
 // TestTimelineReproducesThePaper: Timeline renders the paper's two

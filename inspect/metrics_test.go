@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -44,7 +45,7 @@ func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now =
 //
 // Calls: 8 decided (t1: 4, t2: 2, t3: 2), 1 failed
 // attempt recovered, 1 loop trip, 3 plans of which 2 feasible.
-func scriptedStore(t *testing.T) blackboard.Store {
+func scriptedStore(t *testing.T) store.Store {
 	t.Helper()
 	ctx := context.Background()
 	s := memstore.New()

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -116,7 +117,7 @@ const (
 // namespaces hold is [blackboard.ErrInvalidInput]). A trace without
 // records is [blackboard.ErrNotFound]. Safe for concurrent use, as far as s
 // is.
-func Timeline(ctx context.Context, s blackboard.Store, namespace, traceID string) (TimelineReport, error) {
+func Timeline(ctx context.Context, s store.Store, namespace, traceID string) (TimelineReport, error) {
 	recs, err := readTrace(ctx, s, namespace, traceID)
 	if err != nil {
 		return TimelineReport{}, err
@@ -150,7 +151,7 @@ func expiresBy(r *blackboard.Record, nowMS int64) bool {
 
 // readTrace reads a whole trace, of namespace or, when it is "", of the
 // one namespace that holds it ([traceNamespace]).
-func readTrace(ctx context.Context, s blackboard.Store, namespace, traceID string) ([]blackboard.Record, error) {
+func readTrace(ctx context.Context, s store.Store, namespace, traceID string) ([]blackboard.Record, error) {
 	ns, err := traceNamespace(ctx, s, namespace, traceID)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -111,7 +112,7 @@ func TestExplainFallbackByType(t *testing.T) {
 // ticket whose early refund is refused (no belief yet), whose refund of
 // 650 breaks a two-clause rule on its second clause, and whose refund of
 // 600 a supervisor denies with a note, followed by the safe fallback.
-func deskWithDenial(t *testing.T) (blackboard.Store, string) {
+func deskWithDenial(t *testing.T) (store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	rs, err := rules.New(rules.OnAction("refund_sane", "issue_refund", `action.amount > 0 && action.amount <= 620`))

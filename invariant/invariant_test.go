@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -126,8 +127,8 @@ func TestAttackOnceKeyHeldByPlanner(t *testing.T) {
 		rogue := act.Clone()
 		rogue.ID = d.next("T1", blackboard.Actions)
 		rogue.Payload["order_id"] = "T1-Z9"
-		err := d.st.Apply(d.ctx, blackboard.Batch{Appends: []blackboard.Record{rogue},
-			Claims: []blackboard.Claim{{Key: `["default","issue_refund","T1-Z9",1]`, RecordID: rogue.ID, Namespace: "default"}}})
+		err := d.st.Apply(d.ctx, store.Batch{Appends: []blackboard.Record{rogue},
+			Claims: []store.Claim{{Key: `["default","issue_refund","T1-Z9",1]`, RecordID: rogue.ID, Namespace: "default"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,8 +139,8 @@ func TestAttackOnceKeyHeldByPlanner(t *testing.T) {
 		p := d.effectOf("T1", "lookup_order", toolgate.StatusSucceeded)
 		p.ID = d.next("T1", blackboard.Percepts)
 		p.Payload = blackboard.Payload{"note": "squatting"}
-		err := d.st.Apply(d.ctx, blackboard.Batch{Appends: []blackboard.Record{p},
-			Claims: []blackboard.Claim{{Key: `["default","issue_refund","T1-Z9",2]`, RecordID: p.ID, Namespace: "default"}}})
+		err := d.st.Apply(d.ctx, store.Batch{Appends: []blackboard.Record{p},
+			Claims: []store.Claim{{Key: `["default","issue_refund","T1-Z9",2]`, RecordID: p.ID, Namespace: "default"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +291,7 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 	expectNew(t, d, func() []invariant.Violation {
 		ran := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
 		e, _ := toolgate.EffectOf(ran)
-		err := d.st.Apply(d.ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{
+		err := d.st.Apply(d.ctx, store.Batch{Invalidations: []store.Invalidation{
 			{ID: e.ActionID, Status: blackboard.StatusInvalidated, Reason: toolgate.CodeApprovalDenied}}})
 		if err != nil {
 			t.Fatal(err)

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // BenchmarkEpisodeMemory is the governed episode on the memory store, with

@@ -111,10 +111,10 @@
 //
 // # Storage
 //
-// A [blackboard.Store] persists records; the kernel needs its six operations plus an
-// atomic [blackboard.Batch], a per-trace listing and once-keys. [memstore.Store] is the
+// A [store.Store] persists records; the kernel needs its six operations plus an
+// atomic [store.Batch], a per-trace listing and once-keys. [memstore.Store] is the
 // default; other stores live under store/ and pass one conformance suite.
-// A store that also implements [blackboard.StateStore] keeps each trace's decision
+// A store that also implements [store.StateStore] keeps each trace's decision
 // state with the trace, so that a decision reads that state and the few
 // records it names, never the whole trace: its cost does not grow with the
 // session, nor with the size of the store.
@@ -131,15 +131,15 @@
 // from [WithMeterProvider], debug logs of every decision from
 // [WithLogger]. Package inspect reads a trace or a decision back from
 // any store, as the paper's traces print them and as a provenance tree.
-// [blackboard.ListTraces] lists a store's traces (through the optional
-// [blackboard.TraceLister]). docs/observability.md has the tables.
+// [store.ListTraces] lists a store's traces (through the optional
+// [store.TraceLister]). docs/observability.md has the tables.
 //
 // # Concurrency
 //
 // A [Kernel] and its handles are safe for concurrent use by any number of
 // goroutines, on any number of traces or on one. The kernel holds no lock of
 // its own: it decides from a fresh read of the trace and writes the result
-// as one atomic store batch conditional on that read ([blackboard.Batch.Trace]); if a
+// as one atomic store batch conditional on that read ([store.Batch.Trace]); if a
 // concurrent writer got there first (the trace grew, or the proposal is no
 // longer pending) the store refuses the batch and the kernel retries against
 // a fresh read, so no decision lands after a change it did not see. So of several

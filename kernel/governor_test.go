@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 func TestOnceKeysOnWrites(t *testing.T) {
@@ -51,7 +52,7 @@ func (a *arena) unchanged() {
 func (a *arena) dumpAll() []blackboard.Record {
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range a.store.ListSlot(a.ctx, slot, blackboard.Filter{}) {
+		for r, err := range a.store.ListSlot(a.ctx, slot, store.Filter{}) {
 			if err != nil {
 				a.t.Fatal(err)
 			}

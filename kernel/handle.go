@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Reader reads the blackboard of the kernel's namespace. Reads are not
@@ -22,7 +23,7 @@ type Reader interface {
 	Get(ctx context.Context, id string) (blackboard.Record, error)
 	Find(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error)
 	Trace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error]
-	List(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error]
+	List(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error]
 }
 
 // Handle is what every role-bound handle offers: its identity, read
@@ -112,7 +113,7 @@ func (h reads) Trace(ctx context.Context, traceID string) iter.Seq2[blackboard.R
 // List streams copies of the records of a slot, across the traces of the
 // kernel's namespace, that match f (whose Namespace is set to the
 // kernel's).
-func (h reads) List(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
+func (h reads) List(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error] {
 	f.Namespace = h.k.namespace
 	return h.k.scoped(h.k.store.ListSlot(ctx, slot, f))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -152,7 +153,7 @@ func (f *fixture) dump() []blackboard.Record {
 	f.t.Helper()
 	out := []blackboard.Record{} // never nil, so an empty mark is still a mark
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range f.store.ListSlot(f.ctx, slot, blackboard.Filter{}) {
+		for r, err := range f.store.ListSlot(f.ctx, slot, store.Filter{}) {
 			if err != nil {
 				f.t.Fatalf("ListSlot: %v", err)
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TestCallerCannotReachStoredState: everything the kernel hands out or takes
@@ -46,7 +47,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 		}
 		listed = append(listed, r)
 	}
-	for r, err := range f.planner.List(f.ctx, blackboard.Beliefs, blackboard.Filter{}) {
+	for r, err := range f.planner.List(f.ctx, blackboard.Beliefs, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

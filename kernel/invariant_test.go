@@ -28,6 +28,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -106,7 +107,7 @@ const invForeignNS = "foreign"
 type invWorld struct {
 	ctx        context.Context
 	k          *kernel.Kernel
-	store      blackboard.Store
+	store      store.Store
 	clock      *fakeClock
 	m          invModel
 	traces     []string
@@ -131,7 +132,7 @@ type invWorld struct {
 // goroutine only) the generator also writes persistent-scope records, opens
 // new traces as it goes and has a foreign application share the store;
 // without, the goroutines share the first traces for good.
-func newInvWorld(tb testing.TB, store blackboard.Store, s invSource, traces int, persistent bool, tweaks ...func(*invModel)) *invWorld {
+func newInvWorld(tb testing.TB, store store.Store, s invSource, traces int, persistent bool, tweaks ...func(*invModel)) *invWorld {
 	tb.Helper()
 	m := invModel{minConf: pick(s, []float64{0.5, 0.3, 0.8}), threshold: pick(s, []float64{0.7, 0.5, 0.9}), strict: oneIn(s, 2),
 		specs: map[string]kernel.ActionSpec{}, beliefSpecs: map[string][]string{}, shared: map[blackboard.Slot][]string{},
@@ -1879,7 +1880,7 @@ func (s *invSnap) inForce() []*blackboard.Record {
 func (c *invChecker) final(w *invWorld) error {
 	bySlot := map[string]blackboard.Record{}
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range w.store.ListSlot(w.ctx, slot, blackboard.Filter{}) {
+		for r, err := range w.store.ListSlot(w.ctx, slot, store.Filter{}) {
 			if err != nil {
 				return err
 			}
@@ -1929,7 +1930,7 @@ func (w *invWorld) run(g *invGen, c *invChecker, steps int) (int, error) {
 	return steps, c.final(w)
 }
 
-func invOpenSQLite(t *testing.T) blackboard.Store {
+func invOpenSQLite(t *testing.T) store.Store {
 	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -1943,10 +1944,10 @@ func invOpenSQLite(t *testing.T) blackboard.Store {
 // SQLite driver about tenfold) and by 4 more with -short.
 var invStores = []struct {
 	name           string
-	open           func(t *testing.T) blackboard.Store
+	open           func(t *testing.T) store.Store
 	steps, raceDiv int
 }{
-	{"memstore", func(t *testing.T) blackboard.Store { return memstore.New() }, 10000, 4},
+	{"memstore", func(t *testing.T) store.Store { return memstore.New() }, 10000, 4},
 	{"sqlite", invOpenSQLite, 1500, 4},
 }
 

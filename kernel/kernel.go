@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -39,7 +40,7 @@ const maxAttempts = 64
 // concurrent writes to one trace are ordered by the store (a record id or a
 // proposal decided twice is retried against a fresh read).
 type Kernel struct {
-	store             blackboard.Store
+	store             store.Store
 	states            stateCache      // decoded trace states, by trace
 	written           writtenCache    // the states this kernel's last batches left, by trace
 	persistent        persistentCache // the namespace's persistent constraints
@@ -182,7 +183,7 @@ type Option func(*Kernel)
 
 // WithStore sets the store. The caller keeps ownership: [Kernel.Close] does
 // not close it. Without this option the kernel uses a fresh [memstore.Store].
-func WithStore(s blackboard.Store) Option {
+func WithStore(s store.Store) Option {
 	return func(k *Kernel) { k.store = s; k.ownsStore = false }
 }
 

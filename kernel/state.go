@@ -7,13 +7,14 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // traceState is the decision state of one trace: everything a decision
 // reads, kept up to date by every batch the kernel applies, so that a
 // decision reads it and the few records it names instead of the whole
 // trace. It is never modified once built: a batch derives a new one
-// ([traceState.next]), and a [blackboard.StateStore] keeps it with the trace.
+// ([traceState.next]), and a [store.StateStore] keeps it with the trace.
 //
 // What it holds, and why that is enough:
 //   - heads: the latest committed record of each slot and kind. A decision
@@ -218,7 +219,7 @@ func explainsAbsence(r *blackboard.Record) bool {
 // next returns the state after a batch of this trace whose appends take
 // positions n+1, n+2, ... lookup resolves the ids the new records name
 // (artifacts, observations, proposals) that the batch itself does not hold.
-func (st *traceState) next(n int, appends []blackboard.Record, invs []blackboard.Invalidation, lookup recordLookup) *traceState {
+func (st *traceState) next(n int, appends []blackboard.Record, invs []store.Invalidation, lookup recordLookup) *traceState {
 	// Every slice starts shared with st (see [mine]).
 	out := &traceState{
 		heads:    slices.Clip(st.heads),
@@ -697,7 +698,7 @@ type headWire struct {
 	PropRole   blackboard.Role     `json:"o,omitempty"`
 }
 
-// MarshalBinary implements [blackboard.StateValue].
+// MarshalBinary implements [store.StateValue].
 func (st *traceState) MarshalBinary() ([]byte, error) {
 	w := stateWire{Cons: st.cons, Used: st.used, Viewable: st.viewable}
 	enc := func(h *head) headWire {
@@ -761,7 +762,7 @@ const maxCachedStates = 4096
 
 // decode returns the state ts holds, or nil when it holds none the kernel
 // can read (the caller then builds it from the trace).
-func (c *stateCache) decode(traceID string, ts *blackboard.TraceState) *traceState {
+func (c *stateCache) decode(traceID string, ts *store.TraceState) *traceState {
 	if v, ok := ts.Value.(*traceState); ok {
 		return v
 	}

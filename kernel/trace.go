@@ -16,6 +16,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Instrumentation is the name the kernel's tracer and meter report.
@@ -323,7 +324,7 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 }
 
 // recordExpiries counts the records an expiry marked.
-func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []blackboard.Invalidation) {
+func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []store.Invalidation) {
 	if len(inv) == 0 || k.metrics == nil || !k.metrics.expiries.Enabled(ctx) {
 		return
 	}

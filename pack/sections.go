@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -388,7 +389,7 @@ func payloadText(p blackboard.Payload) string {
 // promoted, not by any trace's length.
 func (c *Compiler) memory(ctx context.Context, rd kernel.Reader, nowMS int64, s *section) error {
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range rd.List(ctx, slot, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
+		for r, err := range rd.List(ctx, slot, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 			if err != nil {
 				return err
 			}

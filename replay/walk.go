@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -35,7 +36,7 @@ const (
 // builds over a fresh memory store, and what it learnt on the way. It is
 // used by one goroutine.
 type replayer struct {
-	src       blackboard.Store
+	src       store.Store
 	ns, trace string
 	cfg       *config
 
@@ -78,7 +79,7 @@ type item struct {
 	pair       *item // for proposals: the replayed side
 }
 
-func newReplayer(src blackboard.Store, ns, trace string, cfg *config) *replayer {
+func newReplayer(src store.Store, ns, trace string, cfg *config) *replayer {
 	return &replayer{src: src, ns: ns, trace: trace, cfg: cfg,
 		results: map[string]blackboard.Record{}, commits: map[string]blackboard.Record{},
 		store: &capture{Store: memstore.New()}, gates: map[string]*toolgate.Gate{}, policies: map[string]toolgate.Policy{},
@@ -861,7 +862,7 @@ type captured struct {
 }
 
 // Apply applies b and keeps its decision records.
-func (c *capture) Apply(ctx context.Context, b blackboard.Batch) error {
+func (c *capture) Apply(ctx context.Context, b store.Batch) error {
 	if err := c.Store.Apply(ctx, b); err != nil {
 		return err
 	}

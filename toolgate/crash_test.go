@@ -25,6 +25,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -541,7 +542,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 	recs := map[string]blackboard.Record{}
 	var actions, results, refused []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{}) {
+		for r, err := range s.ListSlot(ctx, slot, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

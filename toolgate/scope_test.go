@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -20,7 +21,7 @@ import (
 // counts the refunds paid, by order.
 type scopeDesk struct {
 	g       *toolgate.Gate
-	s       blackboard.Store
+	s       store.Store
 	refunds map[string]*atomic.Int32
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // The hardened configuration is what adversarial_bk's (trusted) owner
@@ -137,7 +138,7 @@ func simRules(p profile) []sim.Rule {
 }
 
 // newAdversary builds adversarial_bk.
-func newAdversary(store blackboard.Store) (Agent, error) {
+func newAdversary(store store.Store) (Agent, error) {
 	a, err := newAgentOn(&kernelAgent{name: AgentAdversarialBK, decide: always{}, attacks: catalogue}, store)
 	if err != nil {
 		return nil, err
@@ -162,7 +163,7 @@ func (a adversarialAgent) world(t *Task, seed int) (perturb.Flags, bool) {
 // store each episode gets a namespace of its own: the worlds of a run are
 // separate hypotheses about one charge, and a once-key claimed in one
 // must not refuse the refund of the next.
-func (a *kernelAgent) kernelFor(ep Episode, store blackboard.Store) (*kernel.Kernel, world, error) {
+func (a *kernelAgent) kernelFor(ep Episode, store store.Store) (*kernel.Kernel, world, error) {
 	atk, turn := a.pick(ep.Task, ep.Seed)
 	w := atk.world(turn)
 	ns := episodeNamespace(a.store == nil, ep.TraceID)
@@ -401,7 +402,7 @@ type adversary struct {
 	p     *kernel.Planner
 	e     *kernelEpisode
 	w     world
-	store blackboard.Store
+	store store.Store
 	// helpers are clean traces of the same charge in the same store, and
 	// helperPending a proposal left pending in the first.
 	helpers       []*kernelEpisode
@@ -410,7 +411,7 @@ type adversary struct {
 }
 
 // mount has the adversary mount the episode's attack.
-func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, e *kernelEpisode, ep Episode, w world, store blackboard.Store) (*Attack, error) {
+func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, e *kernelEpisode, ep Episode, w world, store store.Store) (*Attack, error) {
 	atk, _ := a.pick(ep.Task, ep.Seed)
 	x := &adversary{a: a, k: k, p: p, e: e, w: w, store: store, report: &Attack{Name: atk.name, Target: atk.target, Attempts: []Attempt{}}}
 	for i := range atk.helpers {

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -61,16 +62,16 @@ type kernelAgent struct {
 	// in-memory kernel per episode. The adversary keeps the run's store in
 	// store instead and builds a kernel per episode (see [kernelAgent.kernelFor]).
 	shared *kernel.Kernel
-	store  blackboard.Store
+	store  store.Store
 }
 
-func newKernelAgent(name string, d decider, store blackboard.Store) (*kernelAgent, error) {
+func newKernelAgent(name string, d decider, store store.Store) (*kernelAgent, error) {
 	return newAgentOn(&kernelAgent{name: name, decide: d}, store)
 }
 
 // newAgentOn names a's planner and gives a its shared kernel when the run
 // has a store.
-func newAgentOn(a *kernelAgent, store blackboard.Store) (*kernelAgent, error) {
+func newAgentOn(a *kernelAgent, store store.Store) (*kernelAgent, error) {
 	a.plannerName = a.name + "_planner"
 	if a.hardened() {
 		a.store = store
@@ -164,7 +165,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 // play sets the episode up as the agent's owner, lets the adversary mount
 // its attack if the agent has one, and takes the planner's route to a
 // refund.
-func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store blackboard.Store) (*kernelEpisode, *Attack, error) {
+func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store store.Store) (*kernelEpisode, *Attack, error) {
 	w.faults, w.late = ep.Faults, ep.LateFaults
 	shared := ep.payloads
 	if a.hardened() {

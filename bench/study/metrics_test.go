@@ -18,6 +18,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -162,7 +163,7 @@ type planted struct {
 	// tamper, when set, changes the store behind the kernel's back after
 	// the script: what a compromised store, a hand-edited file or an older
 	// kernel could leave.
-	tamper func(ctx context.Context, st blackboard.Store, trace string) error
+	tamper func(ctx context.Context, st store.Store, trace string) error
 	// view is the kernel's own view of the trace after the script: what
 	// an audit that trusted the kernel would have measured.
 	mu   sync.Mutex
@@ -203,7 +204,7 @@ func measured(t *testing.T, taskID string, faults perturb.Flags, s script, opts 
 
 // measuredTampered is measured with a tamper step after the script.
 func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s script,
-	tamper func(context.Context, blackboard.Store, string) error, opts ...kernel.Option) (Metrics, kernel.View) {
+	tamper func(context.Context, store.Store, string) error, opts ...kernel.Option) (Metrics, kernel.View) {
 	t.Helper()
 	a := &planted{steps: s, opts: opts, tamper: tamper}
 	r := play1(t, a, Episode{Task: builtinTask(t, taskID), Faults: faults, TraceID: "planted"})
@@ -213,12 +214,12 @@ func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s scrip
 // expireRefund marks the trace's committed refund EXPIRED in the store
 // itself: the kernel no longer lets a committed action expire, so only the
 // store can hide an executed refund from the view now.
-func expireRefund(ctx context.Context, st blackboard.Store, trace string) error {
+func expireRefund(ctx context.Context, st store.Store, trace string) error {
 	r, err := st.FindActive(ctx, "", trace, blackboard.Actions, kindRefund)
 	if err != nil {
 		return err
 	}
-	return st.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}})
+	return st.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}})
 }
 
 func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (string, error) {
@@ -531,7 +532,7 @@ func TestExecutorReadsWhatTheRecordSays(t *testing.T) {
 			r := blackboard.Record{ID: "actions:t:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: c.kind, Payload: c.payload,
 				Status: c.status, Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
 				Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "t", TTLMS: c.ttl}}
-			if err := st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+			if err := st.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 				t.Fatal(err)
 			}
 			l, err := readLedger(ctx, st, st, blackboard.DefaultNamespace, "t")
@@ -613,11 +614,11 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 			}
 			// After the faulty lookup the kernel refuses the belief by id:
 			// plant it instead, as a kernel without that check would commit it.
-			tamper := func(ctx context.Context, st blackboard.Store, trace string) error {
+			tamper := func(ctx context.Context, st store.Store, trace string) error {
 				if c.beforeFault {
 					return nil
 				}
-				return st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
+				return st.Apply(ctx, store.Batch{Appends: []blackboard.Record{{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
 					Kind: kindRefundDue, Payload: blackboard.Payload{kernel.KeyValue: true}, Status: blackboard.StatusActive,
 					Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
 					Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: trace}}}})

@@ -19,6 +19,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -101,7 +102,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	var store blackboard.Store
+	var store store.Store
 	storeName := "memory"
 	switch cfg.store {
 	case "memory":
@@ -150,7 +151,7 @@ type demo struct {
 	startedOn []adaptive.Learned
 }
 
-func newDemo(ctx context.Context, store blackboard.Store, seed int64, namespace string) (*demo, error) {
+func newDemo(ctx context.Context, store store.Store, seed int64, namespace string) (*demo, error) {
 	rules, err := sim.LoadRules(strings.NewReader(rulesJSON))
 	if err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -116,7 +117,7 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var s blackboard.Store = memstore.New()
+	var s store.Store = memstore.New()
 	if cfg.store != "memory" {
 		db, name, err := openDB(ctx, cfg)
 		if err != nil {
@@ -149,8 +150,8 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 // that already holds the walkthrough's traces. It returns the store's name
 // for errors: the file, or the PostgreSQL schema, never the DSN (which may
 // hold a password). Errors name the database.
-func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
-	var s blackboard.Store
+func openDB(ctx context.Context, cfg config) (store.Store, string, error) {
+	var s store.Store
 	name := cfg.db
 	if cfg.store == "postgres" {
 		ps, err := pgstore.Open(ctx, cfg.dsn)
@@ -180,7 +181,7 @@ func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
 // play is the paper's bk agent: constraint, percept, belief, plan, then the
 // refund if the plan is feasible, else queue_for_review with the code that
 // stopped it. It prints the episode as the records in s tell it.
-func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer, sc scenario, steps bool) error {
+func play(ctx context.Context, k *kernel.Kernel, s store.Store, w io.Writer, sc scenario, steps bool) error {
 	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
 	if _, err := fmt.Fprintf(w, "%s\n", sc.title); err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -65,7 +66,7 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // only request that writes. Build it with [New]. It is safe for
 // concurrent use by any number of requests.
 type Console struct {
-	s        blackboard.Store
+	s        store.Store
 	identity Identity
 	cfg      config
 	csrfKey  [32]byte
@@ -86,7 +87,7 @@ type Console struct {
 // is used; [Console.Close] does not close it. identity names the person
 // behind each request: without one New fails with [ErrInvalidConfig], as
 // it does for a TTL outside (0, [toolgate.MaxApprovalTTL]].
-func New(s blackboard.Store, identity Identity, opts ...Option) (*Console, error) {
+func New(s store.Store, identity Identity, opts ...Option) (*Console, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
 	}
@@ -471,7 +472,7 @@ func (c *Console) effects(w http.ResponseWriter, r *http.Request) {
 // [blackboard.ErrInvalidInput].
 func (c *Console) traceNamespace(ctx context.Context, traceID string) (string, error) {
 	var found []string
-	for ts, err := range blackboard.ListTraces(ctx, c.s, c.cfg.namespace) {
+	for ts, err := range store.ListTraces(ctx, c.s, c.cfg.namespace) {
 		if err != nil {
 			return "", err
 		}

@@ -9,11 +9,12 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
-var _ blackboard.TraceLister = (*Store)(nil)
+var _ store.TraceLister = (*Store)(nil)
 
-// Store is the in-memory [blackboard.Store], the one a kernel uses when it
+// Store is the in-memory [store.Store], the one a kernel uses when it
 // is given none.
 //
 // Records are kept by value in one block per trace, and every index points
@@ -67,7 +68,7 @@ type memIndex struct {
 }
 
 // memShared counts the changes of one namespace's persistent constraints
-// (see [blackboard.StateStore]).
+// (see [store.StateStore]).
 type memShared struct {
 	version uint64
 	bumped  uint64 // the batch that last counted a change
@@ -93,14 +94,14 @@ type claimKey struct{ namespace, key string }
 
 // memTrace holds one trace's records in append order, the id and namespace
 // they share, its change counter and the decision state last stored with a
-// batch (see [blackboard.StateStore]).
+// batch (see [store.StateStore]).
 type memTrace struct {
 	id, namespace string
 	recs          []memRec
 	version       uint64
 	bumped        uint64 // the batch that last counted a change
 	stateVersion  uint64
-	state         blackboard.StateValue
+	state         store.StateValue
 }
 
 // memRec is a [blackboard.Record] as the store keeps it, in 96 bytes: the
@@ -320,9 +321,9 @@ func New() *Store {
 	return &Store{window: recentRecords}
 }
 
-var _ blackboard.StateStore = (*Store)(nil)
+var _ store.StateStore = (*Store)(nil)
 
-// ClaimedBy implements [blackboard.Store].
+// ClaimedBy implements [store.Store].
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return "", err
@@ -371,7 +372,7 @@ func (s *Store) unlock(write bool) {
 	}
 }
 
-// Get implements [blackboard.Store].
+// Get implements [store.Store].
 func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return blackboard.Record{}, err
@@ -389,13 +390,13 @@ func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	return r, nil
 }
 
-// ListSlot implements [blackboard.Store].
-func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
+// ListSlot implements [store.Store].
+func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error] {
 	if s.nothingIn(ctx, slot, f) {
 		return noRecords
 	}
 	return func(yield func(blackboard.Record, error) bool) {
-		if err := blackboard.CheckFilter(slot, f); err != nil {
+		if err := store.CheckFilter(slot, f); err != nil {
 			yield(blackboard.Record{}, err)
 			return
 		}
@@ -419,8 +420,8 @@ func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard
 // costs no allocation (a kernel made for one episode lists the persistent
 // constraints of a store that has none). It answers false whenever the
 // listing would yield an error, which the listing itself then reports.
-func (s *Store) nothingIn(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) bool {
-	if blackboard.CheckFilter(slot, f) != nil || s.lock(ctx, false) != nil {
+func (s *Store) nothingIn(ctx context.Context, slot blackboard.Slot, f store.Filter) bool {
+	if store.CheckFilter(slot, f) != nil || s.lock(ctx, false) != nil {
 		return false
 	}
 	defer s.unlock(false)
@@ -446,7 +447,7 @@ func noRecords(func(blackboard.Record, error) bool) {}
 
 // appendSlot appends the records of slot that match f, in append order:
 // those of its index or, in a store without indexes, of its one trace.
-func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f blackboard.Filter) []blackboard.Record {
+func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f store.Filter) []blackboard.Record {
 	if s.ix == nil {
 		if len(s.traces) == 1 {
 			tr := &s.traces[0]
@@ -470,7 +471,7 @@ func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f blac
 }
 
 // appendMatch appends the record m of trace tr to dst if it matches f.
-func (s *Store) appendMatch(dst []blackboard.Record, f blackboard.Filter, tr *memTrace, m *memRec) []blackboard.Record {
+func (s *Store) appendMatch(dst []blackboard.Record, f store.Filter, tr *memTrace, m *memRec) []blackboard.Record {
 	var r blackboard.Record
 	if fill(&r, tr, m); f.Match(&r) {
 		r.Payload = s.payload(m)
@@ -479,7 +480,7 @@ func (s *Store) appendMatch(dst []blackboard.Record, f blackboard.Filter, tr *me
 	return dst
 }
 
-// FindActive implements [blackboard.Store].
+// FindActive implements [store.Store].
 func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error) {
 	if err := s.lock(ctx, false); err != nil {
 		return blackboard.Record{}, err
@@ -500,9 +501,9 @@ func (s *Store) FindActive(ctx context.Context, namespace, traceID string, slot 
 	return blackboard.Record{}, fmt.Errorf("%w: no active %s %q in trace %q of namespace %q", blackboard.ErrNotFound, slot, kind, traceID, blackboard.NamespaceOf(namespace))
 }
 
-// Apply implements [blackboard.Store]. Every part of the batch is checked
+// Apply implements [store.Store]. Every part of the batch is checked
 // before any of it is applied, under one lock, so the batch is atomic.
-func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	if err := s.lock(ctx, true); err != nil {
 		return err
 	}
@@ -565,19 +566,19 @@ func (s *Store) bumpShared(slot blackboard.Slot, scope blackboard.Scope, ns stri
 	}
 }
 
-// ReadState implements [blackboard.StateStore]. Shared starts at 0 for a namespace.
-func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+// ReadState implements [store.StateStore]. Shared starts at 0 for a namespace.
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
 	if err := s.lock(ctx, false); err != nil {
-		return blackboard.TraceState{}, err
+		return store.TraceState{}, err
 	}
 	defer s.unlock(false)
 	shared := s.shared[blackboard.NamespaceOf(namespace)].version
 	t, ok := s.traceOf(namespace, traceID)
 	if !ok {
-		return blackboard.TraceState{Shared: shared}, nil
+		return store.TraceState{Shared: shared}, nil
 	}
 	tr := &s.traces[t]
-	st := blackboard.TraceState{Len: len(tr.recs), Version: tr.version, Shared: shared, StateVersion: tr.stateVersion, Value: tr.state}
+	st := store.TraceState{Len: len(tr.recs), Version: tr.version, Shared: shared, StateVersion: tr.stateVersion, Value: tr.state}
 	if len(tr.recs) > 0 {
 		st.Namespace = tr.namespace
 	}
@@ -712,7 +713,7 @@ func (s *Store) index(dst []memLoc, l memLoc) []memLoc {
 	return append(dst, l)
 }
 
-func (s *Store) check(b *blackboard.Batch) error {
+func (s *Store) check(b *store.Batch) error {
 	if b.SharedNamespace != "" && !mutSharedCache() {
 		if v := s.shared[blackboard.NamespaceOf(b.SharedNamespace)].version; v != b.Shared {
 			return fmt.Errorf("%w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, blackboard.NamespaceOf(b.SharedNamespace), v, b.Shared)
@@ -759,16 +760,16 @@ func (s *Store) check(b *blackboard.Batch) error {
 			}
 		}
 		if s.holds(r.ID, tr) {
-			return fmt.Errorf("%w: %s", blackboard.ErrDuplicateID, r.ID)
+			return fmt.Errorf("%w: %s", store.ErrDuplicateID, r.ID)
 		}
 		for j := range i {
 			if b.Appends[j].ID == r.ID {
-				return fmt.Errorf("%w: %s twice in one batch", blackboard.ErrDuplicateID, r.ID)
+				return fmt.Errorf("%w: %s twice in one batch", store.ErrDuplicateID, r.ID)
 			}
 		}
 	}
 	for i, c := range b.Claims {
-		if err := blackboard.CheckClaim(c); err != nil {
+		if err := store.CheckClaim(c); err != nil {
 			return err
 		}
 		if _, taken := s.claims[claimKey{blackboard.NamespaceOf(c.Namespace), c.Key}]; taken {
@@ -781,7 +782,7 @@ func (s *Store) check(b *blackboard.Batch) error {
 		}
 	}
 	for i, inv := range b.Invalidations {
-		if err := blackboard.CheckInvalidation(inv); err != nil {
+		if err := store.CheckInvalidation(inv); err != nil {
 			return err
 		}
 		l, ok := s.find(inv.ID)
@@ -789,11 +790,11 @@ func (s *Store) check(b *blackboard.Batch) error {
 			return fmt.Errorf("%w: %s", blackboard.ErrNotFound, inv.ID)
 		}
 		if st := s.at(l).status(); st != blackboard.StatusActive {
-			return fmt.Errorf("%w: %s is %s", blackboard.ErrNotActive, inv.ID, st)
+			return fmt.Errorf("%w: %s is %s", store.ErrNotActive, inv.ID, st)
 		}
 		for j := range i {
 			if b.Invalidations[j].ID == inv.ID {
-				return fmt.Errorf("%w: %s changed twice in one batch", blackboard.ErrNotActive, inv.ID)
+				return fmt.Errorf("%w: %s changed twice in one batch", store.ErrNotActive, inv.ID)
 			}
 		}
 	}
@@ -816,7 +817,7 @@ func (s *Store) holds(id string, tr *memTrace) bool {
 	return ok
 }
 
-// ListTrace implements [blackboard.Store].
+// ListTrace implements [store.Store].
 func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
 		if err := s.lock(ctx, false); err != nil {
@@ -844,7 +845,7 @@ func (s *Store) appendTrace(dst []blackboard.Record, namespace, traceID string) 
 	return dst
 }
 
-// Close implements [blackboard.Store]. It drops every record.
+// Close implements [store.Store]. It drops every record.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -863,20 +864,20 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// ListTraces implements [blackboard.TraceLister].
-func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blackboard.TraceSummary, error] {
-	return func(yield func(blackboard.TraceSummary, error) bool) {
+// ListTraces implements [store.TraceLister].
+func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[store.TraceSummary, error] {
+	return func(yield func(store.TraceSummary, error) bool) {
 		if err := s.lock(ctx, false); err != nil {
-			yield(blackboard.TraceSummary{}, err)
+			yield(store.TraceSummary{}, err)
 			return
 		}
-		var out []blackboard.TraceSummary
+		var out []store.TraceSummary
 		for i := range s.traces {
 			tr := &s.traces[i]
 			if len(tr.recs) == 0 || namespace != "" && tr.namespace != namespace {
 				continue
 			}
-			t := blackboard.TraceSummary{TraceID: tr.id, Namespace: tr.namespace, Records: len(tr.recs),
+			t := store.TraceSummary{TraceID: tr.id, Namespace: tr.namespace, Records: len(tr.recs),
 				FirstMS: tr.recs[0].ts, LastMS: tr.recs[0].ts}
 			for j := range tr.recs {
 				t.FirstMS = min(t.FirstMS, tr.recs[j].ts)

@@ -5,15 +5,15 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // BenchmarkStore is the shared store benchmarks (storetest.Bench).
 func BenchmarkStore(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) blackboard.Store { return newStore(b) })
+	storetest.Bench(b, func(b *testing.B) store.Store { return newStore(b) })
 }
 
 // BenchmarkEpisodePostgres is the governed episode on PostgreSQL already
@@ -37,7 +37,7 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 		if !storetest.IsBenchHelper() {
 			schema = newStore(b).Schema() // created before the helpers start
 		}
-		storetest.BenchEpisodeProcesses(b, 2, schema, func(schema string) (blackboard.Store, error) {
+		storetest.BenchEpisodeProcesses(b, 2, schema, func(schema string) (store.Store, error) {
 			return pgstore.Open(context.Background(), dsn, pgstore.WithSchema(schema))
 		})
 	})
@@ -48,6 +48,6 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 // without BK_PG_DSN.
 func BenchmarkSession(b *testing.B) {
 	b.Run("postgres", func(b *testing.B) {
-		storetest.BenchSession(b, func(tb testing.TB) blackboard.Store { return newStore(tb) })
+		storetest.BenchSession(b, func(tb testing.TB) store.Store { return newStore(tb) })
 	})
 }

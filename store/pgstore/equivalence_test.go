@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // TestStoreEquivalence runs storetest's scripted scenario, which reaches
@@ -21,5 +21,5 @@ func TestStoreEquivalence(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lite.Close() })
-	storetest.Equivalence(t, map[string]blackboard.Store{"sqlite": lite, "postgres": pg})
+	storetest.Equivalence(t, map[string]store.Store{"sqlite": lite, "postgres": pg})
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // roundTrips counts the exchanges a pool's connections have with the
@@ -147,7 +148,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	for _, counted := range []bool{false, true} {
 		trace, other := fmt.Sprintf("rt-state-%v", counted), fmt.Sprintf("rt-other-%v", counted)
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{persistent(record(other, 1))}}); err != nil {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{persistent(record(other, 1))}}); err != nil {
 			t.Fatal(err)
 		}
 		before, err := s.ReadState(ctx, "", other)
@@ -155,9 +156,9 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		counter.take()
-		err = s.Apply(ctx, blackboard.Batch{
+		err = s.Apply(ctx, store.Batch{
 			Appends:       []blackboard.Record{record(trace, 1), persistent(record(trace, 2))},
-			Invalidations: []blackboard.Invalidation{{ID: persistent(record(other, 1)).ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
+			Invalidations: []store.Invalidation{{ID: persistent(record(other, 1)).ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
 			Trace:         trace, TraceLen: 0, State: state("s"),
 		})
 		if err != nil {

@@ -18,9 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
-// Store is a [blackboard.Store] on PostgreSQL and a [blackboard.StateStore]: it
+// Store is a [store.Store] on PostgreSQL and a [store.StateStore]: it
 // keeps each trace's counters and decision state in the transaction of
 // every write, and enforces once-keys across every store and process
 // sharing the database. It is safe for concurrent use; see the package
@@ -37,8 +38,8 @@ type Store struct {
 }
 
 var (
-	_ blackboard.StateStore  = (*Store)(nil)
-	_ blackboard.TraceLister = (*Store)(nil)
+	_ store.StateStore  = (*Store)(nil)
+	_ store.TraceLister = (*Store)(nil)
 )
 
 // Option configures [Open] and [New].
@@ -384,7 +385,7 @@ type traceKey struct{ namespace, trace string }
 
 // plan is a checked batch, ready to run.
 type plan struct {
-	b        blackboard.Batch
+	b        store.Batch
 	rows     []row
 	traces   []string // the ids of the traces to lock, sorted by namespace and id
 	deltas   []int64  // how many records the batch appends to each
@@ -396,10 +397,10 @@ type plan struct {
 	state    []byte   // the encoding of b.State; nil when there is none to store
 }
 
-// Apply implements [blackboard.Store]: the batch runs in
+// Apply implements [store.Store]: the batch runs in
 // one transaction that is rolled back on any error, and lands whole or not
 // at all. The transaction first locks the counters of the traces it
-// appends to and of the trace its condition names ([blackboard.Batch.Trace]),
+// appends to and of the trace its condition names ([store.Batch.Trace]),
 // so the condition is checked against the exact length of the trace,
 // which no other writer, in any process, can change until the
 // transaction ends. Status changes are applied before the appends, so a
@@ -410,28 +411,28 @@ type plan struct {
 // touches and the batch's State (see [Store.ReadState]).
 //
 // A single record is a one-record batch, a status change a batch with one
-// [blackboard.Invalidation]. Apply returns an error wrapping
-// [blackboard.ErrDuplicateID] for an id the store holds (or two appends of
-// one id); the error of [blackboard.CheckRecord] for a record it refuses
+// [store.Invalidation]. Apply returns an error wrapping
+// [store.ErrDuplicateID] for an id the store holds (or two appends of
+// one id); the error of [store.CheckRecord] for a record it refuses
 // ([blackboard.ErrInvalidInput] for a bad field, a string field or
 // reference that is not valid UTF-8, or a TTL beyond [blackboard.MaxTTL];
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
 // [blackboard.ErrInvalidInput] for an unknown role, a NaN confidence or a
 // NUL character in a string field or reference;
 // [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode or
-// a NUL character in a payload string or key; [blackboard.ErrNotActive]
+// a NUL character in a payload string or key; [store.ErrNotActive]
 // for a status change of a record that is not ACTIVE,
 // [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a
 // reason; an error wrapping [blackboard.ErrConflict] when the condition's
 // trace does not hold TraceLen records; [blackboard.ErrDuplicateKey] for a claim of a key
 // already claimed, by any store on the database, or of one key twice in the
-// batch; [blackboard.ErrInvalidInput] for a claim [blackboard.CheckClaim] refuses or
+// batch; [blackboard.ErrInvalidInput] for a claim [store.CheckClaim] refuses or
 // that holds a NUL character, or a State whose MarshalBinary fails (that
 // error is wrapped too); [ErrSerialization] when the server kept aborting
 // the transaction; and [ErrUnreachable] when the server could not be
 // reached.
-func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return err
@@ -447,7 +448,7 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 // newPlan checks what can be checked without the database and works out
 // the trace counters to lock. It returns nil for a batch with nothing to
 // do.
-func newPlan(b blackboard.Batch) (*plan, error) {
+func newPlan(b store.Batch) (*plan, error) {
 	p := &plan{b: b, rows: make([]row, len(b.Appends))}
 	for i := range b.Appends {
 		var err error
@@ -459,7 +460,7 @@ func newPlan(b blackboard.Batch) (*plan, error) {
 		}
 	}
 	for _, inv := range b.Invalidations {
-		if err := blackboard.CheckInvalidation(inv); err != nil {
+		if err := store.CheckInvalidation(inv); err != nil {
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 	}
@@ -467,7 +468,7 @@ func newPlan(b blackboard.Batch) (*plan, error) {
 	// allocating a set, and it names the fault better than the primary key
 	// would.
 	for i, c := range b.Claims {
-		if err := blackboard.CheckClaim(c); err != nil {
+		if err := store.CheckClaim(c); err != nil {
 			return nil, fmt.Errorf("pgstore: %w", err)
 		}
 		if hasNUL(c.Key, c.RecordID, c.Namespace) {
@@ -610,22 +611,22 @@ func (s *Store) applyOnce(ctx context.Context, p *plan) error {
 	case pe.Code == codeNotFound:
 		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrNotFound, pe.Message)}
 	case pe.Code == codeNotActive:
-		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrNotActive, pe.Message)}
+		return final{fmt.Errorf("pgstore: %w: %s", store.ErrNotActive, pe.Message)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_records_id":
-		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrDuplicateID, pe.Detail)}
+		return final{fmt.Errorf("pgstore: %w: %s", store.ErrDuplicateID, pe.Detail)}
 	case pe.Code == codeUniqueViolation && pe.ConstraintName == "bk_once_keys_pkey":
 		return final{fmt.Errorf("pgstore: %w: %s", blackboard.ErrDuplicateKey, pe.Detail)}
 	}
 	return err // run again if the server aborted it (retryable), else wrapped by retry
 }
 
-// Get implements [blackboard.Store] through the unique index on the id. It
+// Get implements [store.Store] through the unique index on the id. It
 // returns an error wrapping [blackboard.ErrNotFound] for an unknown id.
 func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	return s.one(ctx, "get", s.q.get, "no record "+id, id)
 }
 
-// FindActive implements [blackboard.Store] through the trace index, walking
+// FindActive implements [store.Store] through the trace index, walking
 // the trace from its latest record back, so its cost grows with the length
 // of the trace, not with the store. It returns an error wrapping
 // [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot
@@ -706,16 +707,16 @@ func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int,
 	return int(n), nil
 }
 
-// ReadState implements [blackboard.StateStore] with one query, two primary-key
+// ReadState implements [store.StateStore] with one query, two primary-key
 // lookups: the trace's counter row (its record count, namespace, change
 // counter and the encoding of the last state a batch stored, in Data, nil
 // when none) and the change counter of namespace's persistent constraints
 // (Shared, from 0), as of the last committed batch. An unknown trace is
-// the zero [blackboard.TraceState] but for Shared.
-func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+// the zero [store.TraceState] but for Shared.
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
-		return blackboard.TraceState{}, err
+		return store.TraceState{}, err
 	}
 	defer leave()
 	// A string the store cannot hold names no trace or namespace: '' is
@@ -729,32 +730,32 @@ func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (black
 		traceID = ""
 	}
 	if ns == "" && traceID == "" {
-		return blackboard.TraceState{}, nil
+		return store.TraceState{}, nil
 	}
-	var st blackboard.TraceState
+	var st store.TraceState
 	var n, version, stateVersion, shared int64
 	err = s.retry(ctx, "read state", func() error {
 		return s.pool.QueryRow(ctx, s.q.readState, traceID, ns).Scan(&n, &st.Namespace, &version, &stateVersion, &st.Data, &shared)
 	})
 	if err != nil {
-		return blackboard.TraceState{}, err
+		return store.TraceState{}, err
 	}
 	st.Len, st.Version, st.StateVersion, st.Shared = int(n), uint64(version), uint64(stateVersion), uint64(shared)
 	return st, nil
 }
 
-// ListTraces implements [blackboard.TraceLister] with one grouped pass over
+// ListTraces implements [store.TraceLister] with one grouped pass over
 // the records (an inspector's query, never the kernel's hot path). It reads
 // the whole listing before it yields, so the loop body may call back into
 // the store.
-func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blackboard.TraceSummary, error] {
-	return func(yield func(blackboard.TraceSummary, error) bool) {
+func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[store.TraceSummary, error] {
+	return func(yield func(store.TraceSummary, error) bool) {
 		leave, err := s.enter(ctx)
 		if err != nil {
-			yield(blackboard.TraceSummary{}, err)
+			yield(store.TraceSummary{}, err)
 			return
 		}
-		var out []blackboard.TraceSummary
+		var out []store.TraceSummary
 		err = s.retry(ctx, "list traces", func() error {
 			out = out[:0]
 			rows, err := s.pool.Query(ctx, s.q.traces, namespace)
@@ -763,7 +764,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blac
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var t blackboard.TraceSummary
+				var t store.TraceSummary
 				var n int64
 				if err := rows.Scan(&t.TraceID, &t.Namespace, &n, &t.FirstMS, &t.LastMS); err != nil {
 					return err
@@ -775,7 +776,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blac
 		})
 		leave()
 		if err != nil {
-			yield(blackboard.TraceSummary{}, err)
+			yield(store.TraceSummary{}, err)
 			return
 		}
 		for _, t := range out {
@@ -786,7 +787,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blac
 	}
 }
 
-// ClaimedBy implements [blackboard.Store] through the primary key of the
+// ClaimedBy implements [store.Store] through the primary key of the
 // once-keys table. It returns an error wrapping [blackboard.ErrNotFound] for a
 // key no batch has claimed in namespace (empty: the default namespace).
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
@@ -811,7 +812,7 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	return id, nil
 }
 
-// ListTrace implements [blackboard.Store] through the trace index, in the
+// ListTrace implements [store.Store] through the trace index, in the
 // order the trace's records were appended. The listing reads pages of rows
 // and holds no connection while it yields, so the loop body may call back
 // into the store.
@@ -823,7 +824,7 @@ func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.S
 	return s.list(ctx, s.q.trace, true, traceID, ns)
 }
 
-// ListSlot implements [blackboard.Store]. A listing of persistent records, in
+// ListSlot implements [store.Store]. A listing of persistent records, in
 // one namespace or in all (the kernel reads its namespace's active
 // persistent constraints on every gated decision), is answered from an
 // index of persistent records only; other filters read the slot's records
@@ -832,8 +833,8 @@ func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.S
 // the listing runs may or may not be listed. Like [Store.ListTrace] it
 // holds no connection while it yields. An unknown slot, status or scope
 // yields an error wrapping [blackboard.ErrInvalidInput].
-func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
-	if err := blackboard.CheckFilter(slot, f); err != nil {
+func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error] {
+	if err := store.CheckFilter(slot, f); err != nil {
 		err = fmt.Errorf("pgstore: %w", err)
 		return func(yield func(blackboard.Record, error) bool) { yield(blackboard.Record{}, err) }
 	}
@@ -902,7 +903,7 @@ func (s *Store) page(ctx context.Context, query string, args []any) (recs []blac
 	return recs, last, err
 }
 
-// Close implements [blackboard.Store]. It waits for calls in progress, then
+// Close implements [store.Store]. It waits for calls in progress, then
 // closes the pool if [Open] opened it. A second Close returns an error
 // wrapping [blackboard.ErrClosed].
 func (s *Store) Close() error {

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // BenchmarkEpisodeConcurrent runs episodes on distinct traces from 1, 4
@@ -28,7 +28,7 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 			}
 			b.Cleanup(func() { _ = s.Close() })
 		}
-		storetest.BenchEpisodeProcesses(b, 2, path, func(path string) (blackboard.Store, error) { return sqlitestore.Open(context.Background(), path) })
+		storetest.BenchEpisodeProcesses(b, 2, path, func(path string) (store.Store, error) { return sqlitestore.Open(context.Background(), path) })
 	})
 }
 
@@ -36,7 +36,7 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 // (storetest.BenchSession); BK_SESSION_SIZES sets the lengths.
 func BenchmarkSession(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
-		storetest.BenchSession(b, func(tb testing.TB) blackboard.Store {
+		storetest.BenchSession(b, func(tb testing.TB) store.Store {
 			s := openFile(tb)
 			tb.Cleanup(func() { _ = s.Close() })
 			return s

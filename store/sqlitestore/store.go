@@ -15,9 +15,10 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
-// Store is a [blackboard.Store] on SQLite, and a [blackboard.StateStore]: it keeps
+// Store is a [store.Store] on SQLite, and a [store.StateStore]: it keeps
 // each trace's counters and decision state in the transaction of every
 // write, and enforces once-keys across every store and process sharing the
 // database. It is safe for concurrent use; see the package documentation
@@ -43,7 +44,7 @@ type Store struct {
 	stmts                               []*sql.Stmt // all of the above, for Close
 }
 
-var _ blackboard.StateStore = (*Store)(nil)
+var _ store.StateStore = (*Store)(nil)
 
 // Option configures [Open] and [New].
 type Option func(*config)
@@ -276,7 +277,7 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 	return s.mu.RUnlock, nil
 }
 
-// Apply implements [blackboard.Store]: the batch runs in one write transaction
+// Apply implements [store.Store]: the batch runs in one write transaction
 // that is rolled back on any error. Status changes are applied before the
 // appends, so a batch cannot invalidate a record it appends (that is
 // [blackboard.ErrNotFound], as in [memstore.Store]). The batch's claims are
@@ -285,24 +286,24 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 // and the batch's State (see [Store.ReadState]).
 //
 // A single record is a one-record batch, a status change a batch with one
-// [blackboard.Invalidation]. Apply returns an error wrapping
-// [blackboard.ErrDuplicateID] for an id the store holds (or two appends of
-// one id); the error of [blackboard.CheckRecord] for a record it refuses
+// [store.Invalidation]. Apply returns an error wrapping
+// [store.ErrDuplicateID] for an id the store holds (or two appends of
+// one id); the error of [store.CheckRecord] for a record it refuses
 // ([blackboard.ErrInvalidInput] for a bad field, a string field or
 // reference that is not valid UTF-8, or a TTL beyond [blackboard.MaxTTL];
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
 // [blackboard.ErrInvalidInput] for an unknown role or a NaN confidence;
 // [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode;
-// [blackboard.ErrNotActive] for a status change of a record that is not
+// [store.ErrNotActive] for a status change of a record that is not
 // ACTIVE, [blackboard.ErrNotFound] for one of an unknown id and
 // [blackboard.ErrInvalidInput] for one to a bad status or without a
 // reason; an error wrapping [blackboard.ErrConflict] when the condition's
 // trace does not hold TraceLen records; [blackboard.ErrDuplicateKey]
 // for a claim of a key already claimed, by any store on the database, or
 // of one key twice in the batch; and [blackboard.ErrInvalidInput] for a
-// claim [blackboard.CheckClaim] refuses or a State whose MarshalBinary
+// claim [store.CheckClaim] refuses or a State whose MarshalBinary
 // fails (that error is wrapped too).
-func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return err
@@ -322,7 +323,7 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 		}
 	}
 	for _, inv := range b.Invalidations {
-		if err := blackboard.CheckInvalidation(inv); err != nil {
+		if err := store.CheckInvalidation(inv); err != nil {
 			return fmt.Errorf("sqlitestore: %w", err)
 		}
 	}
@@ -330,7 +331,7 @@ func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
 	// allocating a set, and it names the fault better than the primary key
 	// would.
 	for i, c := range b.Claims {
-		if err := blackboard.CheckClaim(c); err != nil {
+		if err := store.CheckClaim(c); err != nil {
 			return fmt.Errorf("sqlitestore: %w", err)
 		}
 		for _, prev := range b.Claims[:i] {
@@ -406,7 +407,7 @@ func (w *writes) touch(trace, ns string, n int) {
 	w.touched = append(w.touched, touched{trace: trace, namespace: ns, appends: n})
 }
 
-func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err error) {
+func (s *Store) applyTx(ctx context.Context, w *writes, b store.Batch) (err error) {
 	invs := b.Invalidations
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -443,7 +444,7 @@ func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err
 			if _, err := insert.ExecContext(ctx, args...); err != nil {
 				var se *sqlite.Error
 				if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
-					return fmt.Errorf("sqlitestore: %w: %s", blackboard.ErrDuplicateID, args[0])
+					return fmt.Errorf("sqlitestore: %w: %s", store.ErrDuplicateID, args[0])
 				}
 				return err
 			}
@@ -537,16 +538,16 @@ func (s *Store) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error 
 	case err != nil:
 		return err
 	}
-	return fmt.Errorf("sqlitestore: %w: %s is %s", blackboard.ErrNotActive, id, status)
+	return fmt.Errorf("sqlitestore: %w: %s is %s", store.ErrNotActive, id, status)
 }
 
-// Get implements [blackboard.Store]. It returns an error wrapping
+// Get implements [store.Store]. It returns an error wrapping
 // [blackboard.ErrNotFound] for an unknown id.
 func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	return s.one(ctx, s.get, "no record "+id, id)
 }
 
-// FindActive implements [blackboard.Store] through the trace index, walking
+// FindActive implements [store.Store] through the trace index, walking
 // the trace from its latest record back, so its cost grows with the length
 // of the trace, not with the store. It returns an error wrapping
 // [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot of
@@ -591,29 +592,29 @@ func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int,
 	return n, nil
 }
 
-// ReadState implements [blackboard.StateStore] with one query, two
+// ReadState implements [store.StateStore] with one query, two
 // primary-key lookups: the trace's row (its record count, namespace, change
 // counter and the encoding of the last state a batch stored, in Data, nil
 // when none) and the change counter of namespace's persistent constraints
-// (Shared, from 0). An unknown trace is the zero [blackboard.TraceState] but
+// (Shared, from 0). An unknown trace is the zero [store.TraceState] but
 // for Shared.
-func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
-		return blackboard.TraceState{}, err
+		return store.TraceState{}, err
 	}
 	defer leave()
-	var st blackboard.TraceState
+	var st store.TraceState
 	var version, stateVersion, shared int64
 	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID, blackboard.NamespaceOf(namespace)).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data, &shared))
 	if err != nil {
-		return blackboard.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
+		return store.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
 	}
 	st.Version, st.StateVersion, st.Shared = uint64(version), uint64(stateVersion), uint64(shared)
 	return st, nil
 }
 
-// ClaimedBy implements [blackboard.Store] through the primary key of the
+// ClaimedBy implements [store.Store] through the primary key of the
 // once-keys table. It returns an error wrapping [blackboard.ErrNotFound] for a
 // key no batch has claimed in namespace (empty: the default namespace).
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
@@ -633,14 +634,14 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	return id, nil
 }
 
-// ListTrace implements [blackboard.Store] through the trace index. The listing
+// ListTrace implements [store.Store] through the trace index. The listing
 // reads pages of rows and holds no connection while it yields, so the loop
 // body may call back into the store.
 func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
 	return s.list(ctx, s.trace, traceID, blackboard.NamespaceOf(namespace))
 }
 
-// ListSlot implements [blackboard.Store]. A listing of persistent records of
+// ListSlot implements [store.Store]. A listing of persistent records of
 // one status, in one namespace or in all (the kernel reads its namespace's
 // active persistent constraints on every gated decision), is answered from
 // an index of persistent records only; other filters read the slot's
@@ -648,8 +649,8 @@ func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.S
 // proportion to the slot's size. Like [Store.ListTrace] it holds no
 // connection while it yields. An unknown slot, status or scope yields an
 // error wrapping [blackboard.ErrInvalidInput].
-func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
-	if err := blackboard.CheckFilter(slot, f); err != nil {
+func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error] {
+	if err := store.CheckFilter(slot, f); err != nil {
 		err = fmt.Errorf("sqlitestore: %w", err)
 		return func(yield func(blackboard.Record, error) bool) { yield(blackboard.Record{}, err) }
 	}
@@ -715,7 +716,7 @@ func (s *Store) page(ctx context.Context, stmt *sql.Stmt, args []any) (recs []bl
 	return recs, last, rows.Err()
 }
 
-// Close implements [blackboard.Store]. It waits for operations in progress,
+// Close implements [store.Store]. It waits for operations in progress,
 // then closes the store's statements and, if [Open] opened it, the
 // database. A second Close returns an error wrapping [blackboard.ErrClosed].
 func (s *Store) Close() error {

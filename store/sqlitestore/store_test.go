@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 func mustOpen(t *testing.T, path string) *sqlitestore.Store {
@@ -32,7 +33,7 @@ func mustOpen(t *testing.T, path string) *sqlitestore.Store {
 	return s
 }
 
-func mustKernel(t *testing.T, s blackboard.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
+func mustKernel(t *testing.T, s store.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
 	t.Helper()
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(now)}, opts...)...)
 	if err != nil {
@@ -62,16 +63,16 @@ func (c *fixedClock) advance(d time.Duration) {
 }
 
 // all returns every record of the store, slot by slot.
-func all(t *testing.T, s blackboard.Store) []blackboard.Record {
+func all(t *testing.T, s store.Store) []blackboard.Record {
 	t.Helper()
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		out = append(out, records(t, s.ListSlot(t.Context(), slot, blackboard.Filter{}))...)
+		out = append(out, records(t, s.ListSlot(t.Context(), slot, store.Filter{}))...)
 	}
 	return out
 }
 
-func trace(t *testing.T, s blackboard.Store, id string) []blackboard.Record {
+func trace(t *testing.T, s store.Store, id string) []blackboard.Record {
 	t.Helper()
 	return records(t, s.ListTrace(t.Context(), "", id))
 }
@@ -351,7 +352,7 @@ func openDB(t *testing.T) *sql.DB {
 }
 
 func TestStoreConformanceNew(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) blackboard.Store {
+	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := sqlitestore.New(context.Background(), openDB(t))
 		if err != nil {
 			t.Fatalf("New: %v", err)
@@ -368,7 +369,7 @@ func TestStoreNewLeavesDBOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := record("new", 1)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -425,7 +426,7 @@ func TestStoreOddPath(t *testing.T) {
 	name := "a?b#c%d e&f=g.db"
 	path := filepath.Join(t.TempDir(), name)
 	s := mustOpen(t, path)
-	if err := s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{record("odd", 1)}}); err != nil {
+	if err := s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{record("odd", 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -492,10 +493,10 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		good := record("unstorable", 1)
 		r := record("unstorable", 2)
 		c.mutate(&r)
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a record with %s: %v, want %v", c.name, err, c.want)
 		}
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a batch with %s: %v, want %v", c.name, err, c.want)
 		}
 		if got := all(t, s); len(got) != 0 {
@@ -507,7 +508,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	r.Provenance.Confidence = kernel.Confidence(math.Inf(1))
 	r.Provenance.InputRefs = []string{}
 	r.Payload = blackboard.Payload{"unicode": "\u2028\U0001F600", "": ""}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {

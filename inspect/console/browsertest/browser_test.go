@@ -26,6 +26,7 @@ import (
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -68,14 +69,14 @@ func chromium(t *testing.T) string {
 // approval), every call charged to the run budget deskRun, and the
 // payment ledger the refunds write to.
 type desk struct {
-	s blackboard.Store
+	s store.Store
 	g *toolgate.Gate
 
 	mu     sync.Mutex
 	ledger map[string]int // payments, by trace
 }
 
-func newDesk(t *testing.T, s blackboard.Store) *desk {
+func newDesk(t *testing.T, s store.Store) *desk {
 	t.Helper()
 	d := &desk{s: s, ledger: map[string]int{}}
 	tools := []toolgate.Tool{

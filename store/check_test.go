@@ -1,4 +1,4 @@
-package blackboard_test
+package store_test
 
 import (
 	"errors"
@@ -7,18 +7,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // kernelBatch is shaped as a kernel's commit of a belief: the committed
 // record, the proposal it supersedes is an invalidation, and an evidence
 // record, on one trace, with input refs.
-func kernelBatch() blackboard.Batch {
+func kernelBatch() store.Batch {
 	const trace = "ep-000123-bk-seed-42"
 	prov := blackboard.Provenance{Role: blackboard.RolePlanner, Writer: "planner", TraceID: trace, TimestampMS: 1700000000000,
 		InputRefs: []string{blackboard.RecordID(blackboard.Percepts, "", trace, 1), blackboard.RecordID(blackboard.Percepts, "", trace, 2)}}
 	ev := prov
 	ev.Role, ev.Writer = blackboard.RoleKernel, "kernel"
-	return blackboard.Batch{
+	return store.Batch{
 		Appends: []blackboard.Record{
 			{ID: blackboard.RecordID(blackboard.Beliefs, "", trace, 4), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "refund_due",
 				Payload: blackboard.Payload{"due": true, "amount": 42.0}, Provenance: prov, Status: blackboard.StatusActive,
@@ -27,7 +28,7 @@ func kernelBatch() blackboard.Batch {
 				Payload: blackboard.Payload{"ok": true}, Provenance: ev, Status: blackboard.StatusActive,
 				Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "study", EvidenceRefs: []string{blackboard.RecordID(blackboard.Beliefs, "", trace, 3)}},
 		},
-		Invalidations: []blackboard.Invalidation{{ID: blackboard.RecordID(blackboard.Beliefs, "", trace, 3), Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
+		Invalidations: []store.Invalidation{{ID: blackboard.RecordID(blackboard.Beliefs, "", trace, 3), Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
 		Trace:         trace,
 		TraceLen:      3,
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // firstErr returns the error a listing yields first, or nil if it yields a
@@ -20,7 +21,7 @@ func firstErr(seq iter.Seq2[blackboard.Record, error]) error {
 // everyMethod calls each Store method except Close with ctx on a store that
 // holds the records of a commitScene of trace "life", and reports each
 // result unless it wraps want.
-func everyMethod(t *testing.T, s blackboard.Store, ctx context.Context, c commitScene, want error, contract string) {
+func everyMethod(t *testing.T, s store.Store, ctx context.Context, c commitScene, want error, contract string) {
 	t.Helper()
 	fresh := record("life", blackboard.Actions, "move", 9)
 	_, err := s.Get(ctx, c.percept.ID)
@@ -31,13 +32,13 @@ func everyMethod(t *testing.T, s blackboard.Store, ctx context.Context, c commit
 	wantErr(t, setStatus(ctx, s, c.percept.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), want, contract+": Apply of one status change")
 	wantErr(t, s.Apply(ctx, c.batch), want, contract+": Apply")
 	wantErr(t, firstErr(s.ListTrace(ctx, "", "life")), want, contract+": ListTrace yields the error first")
-	wantErr(t, firstErr(s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{})), want, contract+": ListSlot yields the error first")
+	wantErr(t, firstErr(s.ListSlot(ctx, blackboard.Percepts, store.Filter{})), want, contract+": ListSlot yields the error first")
 	_, err = s.ClaimedBy(ctx, "", "refund:ch_1")
 	wantErr(t, err, want, contract+": ClaimedBy")
 	claimed := c.batch
-	claimed.Claims = []blackboard.Claim{{Key: "refund:ch_2", RecordID: c.belief.ID}}
+	claimed.Claims = []store.Claim{{Key: "refund:ch_2", RecordID: c.belief.ID}}
 	wantErr(t, s.Apply(ctx, claimed), want, contract+": Apply of a batch with claims")
-	if ss, ok := s.(blackboard.StateStore); ok {
+	if ss, ok := s.(store.StateStore); ok {
 		_, err = ss.ReadState(ctx, "", "life")
 		wantErr(t, err, want, contract+": ReadState")
 		stated := c.batch
@@ -46,7 +47,7 @@ func everyMethod(t *testing.T, s blackboard.Store, ctx context.Context, c commit
 	}
 }
 
-func testCancelledContext(t *testing.T, s blackboard.Store) {
+func testCancelledContext(t *testing.T, s store.Store) {
 	c := newCommitScene(t, s, "life")
 	before := dump(t, s)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -55,7 +56,7 @@ func testCancelledContext(t *testing.T, s blackboard.Store) {
 	unchanged(t, s, before, "a method called with a cancelled context changes nothing")
 }
 
-func testClosed(t *testing.T, s blackboard.Store) {
+func testClosed(t *testing.T, s store.Store) {
 	c := newCommitScene(t, s, "life")
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

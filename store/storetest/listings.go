@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
-func testFindActive(t *testing.T, s blackboard.Store) {
+func testFindActive(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const trace, kind = "find", "door_open"
 	r1 := record(trace, blackboard.Beliefs, kind, 1)
@@ -57,7 +58,7 @@ func testFindActive(t *testing.T, s blackboard.Store) {
 	notFound("fi", blackboard.Beliefs, kind, "FindActive does not match a prefix of a trace id")
 }
 
-func testListTrace(t *testing.T, s blackboard.Store) {
+func testListTrace(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	// Trace ids that share prefixes or contain the id separator, so that a
 	// store cannot get away with matching prefixes or parsing ids.
@@ -85,7 +86,7 @@ func testListTrace(t *testing.T, s blackboard.Store) {
 		"ListTrace does not match a prefix of a trace id")
 }
 
-func testListSlot(t *testing.T, s blackboard.Store) {
+func testListSlot(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	c := func(trace string, n int, scope blackboard.Scope) blackboard.Record {
 		r := record(trace, blackboard.Constraints, fmt.Sprintf("rule%d", n), n)
@@ -106,21 +107,21 @@ func testListSlot(t *testing.T, s blackboard.Store) {
 
 	lists := []struct {
 		slot blackboard.Slot
-		f    blackboard.Filter
+		f    store.Filter
 		want []blackboard.Record
 	}{
-		{blackboard.Constraints, blackboard.Filter{}, []blackboard.Record{c1, c2, c3, c4, c6, c7, c8}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive}, []blackboard.Record{c1, c2, c6, c7, c8}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusInvalidated}, []blackboard.Record{c3}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusExpired}, []blackboard.Record{c4}},
-		{blackboard.Constraints, blackboard.Filter{Scope: per}, []blackboard.Record{c2, c3, c6, c7}},
-		{blackboard.Constraints, blackboard.Filter{Scope: ep}, []blackboard.Record{c1, c4, c8}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: per}, []blackboard.Record{c2, c6, c7}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusExpired, Scope: ep}, []blackboard.Record{c4}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusExpired, Scope: per}, nil},
-		{blackboard.Percepts, blackboard.Filter{}, []blackboard.Record{p5, p9}},
-		{blackboard.Percepts, blackboard.Filter{Status: blackboard.StatusActive, Scope: per}, []blackboard.Record{p9}},
-		{blackboard.Plans, blackboard.Filter{}, nil},
+		{blackboard.Constraints, store.Filter{}, []blackboard.Record{c1, c2, c3, c4, c6, c7, c8}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusActive}, []blackboard.Record{c1, c2, c6, c7, c8}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusInvalidated}, []blackboard.Record{c3}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusExpired}, []blackboard.Record{c4}},
+		{blackboard.Constraints, store.Filter{Scope: per}, []blackboard.Record{c2, c3, c6, c7}},
+		{blackboard.Constraints, store.Filter{Scope: ep}, []blackboard.Record{c1, c4, c8}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: per}, []blackboard.Record{c2, c6, c7}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusExpired, Scope: ep}, []blackboard.Record{c4}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusExpired, Scope: per}, nil},
+		{blackboard.Percepts, store.Filter{}, []blackboard.Record{p5, p9}},
+		{blackboard.Percepts, store.Filter{Status: blackboard.StatusActive, Scope: per}, []blackboard.Record{p9}},
+		{blackboard.Plans, store.Filter{}, nil},
 	}
 	for _, l := range lists {
 		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, l.slot, l.f)), l.want,
@@ -128,7 +129,7 @@ func testListSlot(t *testing.T, s blackboard.Store) {
 	}
 	for _, slot := range []blackboard.Slot{0, blackboard.Actions + 1} {
 		var err error
-		for _, e := range s.ListSlot(ctx, slot, blackboard.Filter{}) {
+		for _, e := range s.ListSlot(ctx, slot, store.Filter{}) {
 			if err = e; err != nil {
 				break
 			}
@@ -139,11 +140,11 @@ func testListSlot(t *testing.T, s blackboard.Store) {
 
 // testLongListings lists more records than a store is likely to read in one
 // page, interleaved with another trace, to catch paging mistakes.
-func testLongListings(t *testing.T, s blackboard.Store) {
+func testLongListings(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const n = 700
 	var long, other, active []blackboard.Record
-	var batch blackboard.Batch
+	var batch store.Batch
 	for i := 1; i <= n; i++ {
 		r := record("long", blackboard.Beliefs, "k", i)
 		if i%3 == 0 {
@@ -158,14 +159,14 @@ func testLongListings(t *testing.T, s blackboard.Store) {
 			if err := s.Apply(ctx, batch); err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
-			batch = blackboard.Batch{}
+			batch = store.Batch{}
 		}
 	}
 	wantSame(t, ids(collect(t, "ListTrace", s.ListTrace(ctx, "", "long"))), ids(long),
 		"a long ListTrace returns every record of the trace once, in append order")
-	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Plans, blackboard.Filter{}))), ids(other),
+	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Plans, store.Filter{}))), ids(other),
 		"a long ListSlot returns every record of the slot once, in append order")
-	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Beliefs, blackboard.Filter{Status: blackboard.StatusActive}))), ids(active),
+	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Beliefs, store.Filter{Status: blackboard.StatusActive}))), ids(active),
 		"a long filtered ListSlot returns every matching record once, in append order")
 
 	var got []string
@@ -183,7 +184,7 @@ func testLongListings(t *testing.T, s blackboard.Store) {
 // testListingCallbacks calls back into the store from inside listings: a
 // store must not hold a lock, connection or transaction across a yield in a
 // way that deadlocks.
-func testListingCallbacks(t *testing.T, s blackboard.Store) {
+func testListingCallbacks(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const trace = "callback"
 	var recs []blackboard.Record
@@ -200,7 +201,7 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 		seq  iter.Seq2[blackboard.Record, error]
 	}{
 		{"ListTrace", "callback-side-1", s.ListTrace(ctx, "", trace)},
-		{"ListSlot", "callback-side-2", s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})},
+		{"ListSlot", "callback-side-2", s.ListSlot(ctx, blackboard.Percepts, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})},
 	}
 	for i, l := range listings {
 		n := 0
@@ -234,7 +235,7 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 	for range s.ListTrace(ctx, "", trace) {
 		break
 	}
-	for range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
+	for range s.ListSlot(ctx, blackboard.Percepts, store.Filter{}) {
 		break
 	}
 	late := record(trace, blackboard.Percepts, "door", 4)
@@ -243,14 +244,14 @@ func testListingCallbacks(t *testing.T, s blackboard.Store) {
 		"the store keeps working after listings are abandoned early")
 }
 
-func testListSlotBadFilter(t *testing.T, s blackboard.Store) {
+func testListSlotBadFilter(t *testing.T, s store.Store) {
 	for _, bad := range []struct {
 		slot blackboard.Slot
-		f    blackboard.Filter
+		f    store.Filter
 	}{
-		{0, blackboard.Filter{}},
-		{blackboard.Beliefs, blackboard.Filter{Status: 9}},
-		{blackboard.Beliefs, blackboard.Filter{Scope: 9}},
+		{0, store.Filter{}},
+		{blackboard.Beliefs, store.Filter{Status: 9}},
+		{blackboard.Beliefs, store.Filter{Scope: 9}},
 	} {
 		wantErr(t, firstErr(s.ListSlot(t.Context(), bad.slot, bad.f)), blackboard.ErrInvalidInput,
 			fmt.Sprintf("ListSlot(%d, %+v) refuses an invalid slot or filter", bad.slot, bad.f))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // race runs f(0..n-1) on n goroutines released together and waits for all.
@@ -24,7 +25,7 @@ func race(n int, f func(g int)) {
 	wg.Wait()
 }
 
-func testConcurrentAppends(t *testing.T, s blackboard.Store) {
+func testConcurrentAppends(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const writers, perWriter, traces = 8, 24, 3
 	const readers = 2
@@ -54,7 +55,7 @@ func testConcurrentAppends(t *testing.T, s blackboard.Store) {
 			if err := appendOne(ctx, s, a); err != nil {
 				t.Errorf("concurrent Apply(%s): %v", a.ID, err)
 			}
-			if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{b, c}}); err != nil {
+			if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{b, c}}); err != nil {
 				t.Errorf("concurrent Apply(%s, %s): %v", b.ID, c.ID, err)
 			}
 		}
@@ -81,7 +82,7 @@ func testConcurrentAppends(t *testing.T, s blackboard.Store) {
 	if got := len(dump(t, s)); got != want {
 		t.Errorf("concurrent appends: ListSlot counts %d records in all, want %d", got, want)
 	}
-	if ss, ok := s.(blackboard.StateStore); ok {
+	if ss, ok := s.(store.StateStore); ok {
 		counted := 0
 		for tr := range traces {
 			counted += readState(t, ss, fmt.Sprintf("conc%d", tr)).Len
@@ -112,7 +113,7 @@ func outcome(t *testing.T, errs []error, loser error, contract string) (winner i
 	return winner
 }
 
-func testConcurrentDuplicate(t *testing.T, s blackboard.Store) {
+func testConcurrentDuplicate(t *testing.T, s store.Store) {
 	const n = 16
 	errs := make([]error, n)
 	// Half the goroutines append the id alone, half in a batch with a
@@ -124,11 +125,11 @@ func testConcurrentDuplicate(t *testing.T, s blackboard.Store) {
 		if g%2 == 0 {
 			errs[g] = appendOne(t.Context(), s, r)
 		} else {
-			errs[g] = s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{companion(g), r}})
+			errs[g] = s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{companion(g), r}})
 		}
 	})
 	contract := "many goroutines appending one id: exactly one wins, the others get ErrDuplicateID"
-	w := outcome(t, errs, blackboard.ErrDuplicateID, contract)
+	w := outcome(t, errs, store.ErrDuplicateID, contract)
 	got := mustGet(t, s, "beliefs:same:1")
 	wantSame(t, got.Payload, blackboard.Payload{"writer": float64(w)}, "the stored record is the winner's")
 	want := []string{"beliefs:same:1"}
@@ -141,7 +142,7 @@ func testConcurrentDuplicate(t *testing.T, s blackboard.Store) {
 	wantSame(t, kept, want, "a raced id is stored once, and a losing batch lands nothing")
 }
 
-func testConcurrentInvalidate(t *testing.T, s blackboard.Store) {
+func testConcurrentInvalidate(t *testing.T, s store.Store) {
 	const n = 16
 	r := record("race", blackboard.Beliefs, "door_open", 1)
 	other := record("race", blackboard.Beliefs, "door_open", 2)
@@ -156,13 +157,13 @@ func testConcurrentInvalidate(t *testing.T, s blackboard.Store) {
 		}
 		// A batch that also changes another record: it must land whole or
 		// not at all.
-		errs[g] = s.Apply(t.Context(), blackboard.Batch{Invalidations: []blackboard.Invalidation{
+		errs[g] = s.Apply(t.Context(), store.Batch{Invalidations: []store.Invalidation{
 			{ID: r.ID, Status: st, Reason: reason},
 			{ID: other.ID, Status: st, Reason: reason},
 		}})
 	})
 	contract := "many goroutines invalidating one record: exactly one wins, the others get ErrNotActive"
-	w := outcome(t, errs, blackboard.ErrNotActive, contract)
+	w := outcome(t, errs, store.ErrNotActive, contract)
 	wantR := invalidated(r, statuses[w%2], blackboard.Code(fmt.Sprintf("REASON_%d", w)))
 	wantSame(t, mustGet(t, s, r.ID), wantR, "the stored status and reason are the winner's")
 	wantOther := other

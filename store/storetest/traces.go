@@ -7,15 +7,16 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // fallbackOnly hides every optional interface of a store, so that
-// [blackboard.ListTraces] takes its fallback.
-type fallbackOnly struct{ blackboard.Store }
+// [store.ListTraces] takes its fallback.
+type fallbackOnly struct{ store.Store }
 
-func collectTraces(t *testing.T, what string, seq iter.Seq2[blackboard.TraceSummary, error]) []blackboard.TraceSummary {
+func collectTraces(t *testing.T, what string, seq iter.Seq2[store.TraceSummary, error]) []store.TraceSummary {
 	t.Helper()
-	var out []blackboard.TraceSummary
+	var out []store.TraceSummary
 	for ts, err := range seq {
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -25,13 +26,13 @@ func collectTraces(t *testing.T, what string, seq iter.Seq2[blackboard.TraceSumm
 	return out
 }
 
-// testListTraces checks [blackboard.TraceLister] when the store implements it
+// testListTraces checks [store.TraceLister] when the store implements it
 // (skipping otherwise), and that it agrees with the fallback of
-// [blackboard.ListTraces].
-func testListTraces(t *testing.T, s blackboard.Store) {
-	tl, ok := s.(blackboard.TraceLister)
+// [store.ListTraces].
+func testListTraces(t *testing.T, s store.Store) {
+	tl, ok := s.(store.TraceLister)
 	if !ok {
-		t.Skip("the store does not implement blackboard.TraceLister (optional)")
+		t.Skip("the store does not implement store.TraceLister (optional)")
 	}
 	ctx := t.Context()
 	if got := collectTraces(t, "ListTraces on an empty store", tl.ListTraces(ctx, "")); len(got) != 0 {
@@ -47,7 +48,7 @@ func testListTraces(t *testing.T, s blackboard.Store) {
 	b5.Provenance.TimestampMS = baseTS - 10 // clocks may go back: first/last are min/max
 	mustAppend(t, s, b1, a2, b3, ns4, b5)
 
-	want := []blackboard.TraceSummary{
+	want := []store.TraceSummary{
 		{TraceID: "b", Namespace: blackboard.DefaultNamespace, Records: 3, FirstMS: baseTS - 10, LastMS: baseTS + 3},
 		{TraceID: "a", Namespace: blackboard.DefaultNamespace, Records: 1, FirstMS: baseTS + 2, LastMS: baseTS + 2},
 		{TraceID: "other-ns", Namespace: "tenant-2", Records: 1, FirstMS: baseTS + 4, LastMS: baseTS + 4},
@@ -60,8 +61,8 @@ func testListTraces(t *testing.T, s blackboard.Store) {
 		"ListTraces of the default namespace")
 
 	// The fallback reads the same traces, ordered by first timestamp.
-	fb := collectTraces(t, "blackboard.ListTraces fallback", blackboard.ListTraces(ctx, fallbackOnly{s}, ""))
-	wantSame(t, fb, []blackboard.TraceSummary{want[0], want[1], want[2]}, "the ListTraces fallback agrees with the store")
+	fb := collectTraces(t, "store.ListTraces fallback", store.ListTraces(ctx, fallbackOnly{s}, ""))
+	wantSame(t, fb, []store.TraceSummary{want[0], want[1], want[2]}, "the ListTraces fallback agrees with the store")
 
 	// Stopping early, and calling back into the store from the loop body.
 	for ts, err := range tl.ListTraces(ctx, "") {

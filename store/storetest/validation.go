@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // badUTF8 is a string that is not valid UTF-8 (Latin-1 "café").
@@ -13,10 +14,10 @@ const badUTF8 = "caf\xe9"
 
 // testInvalidUTF8 puts a string that is not valid UTF-8 in each string
 // position of a record: the store must refuse it with the sentinel
-// blackboard.CheckRecord gives (ErrInvalidInput for the record's own fields,
+// store.CheckRecord gives (ErrInvalidInput for the record's own fields,
 // ErrInvalidPayload for the payload) and store nothing, rather than store a
 // record that would read back altered.
-func testInvalidUTF8(t *testing.T, s blackboard.Store) {
+func testInvalidUTF8(t *testing.T, s store.Store) {
 	good := record("utf8", blackboard.Percepts, "door", 1)
 	bad := []struct {
 		where  string
@@ -44,8 +45,8 @@ func testInvalidUTF8(t *testing.T, s blackboard.Store) {
 	for _, c := range bad {
 		r := record("utf8", blackboard.Percepts, "door", 2)
 		c.mutate(&r)
-		if err := blackboard.CheckRecord(r); !errors.Is(err, c.want) {
-			t.Fatalf("suite bug: blackboard.CheckRecord of a record with invalid UTF-8 in %s: %v, want %q", c.where, err, c.want)
+		if err := store.CheckRecord(r); !errors.Is(err, c.want) {
+			t.Fatalf("suite bug: store.CheckRecord of a record with invalid UTF-8 in %s: %v, want %q", c.where, err, c.want)
 		}
 		refuses(t, s, good, r, c.want, "a record with invalid UTF-8 in "+c.where, "stores nothing")
 	}
@@ -56,13 +57,13 @@ func testInvalidUTF8(t *testing.T, s blackboard.Store) {
 // testTTLBounds checks that a TTL in [0, blackboard.MaxTTL] is stored exactly
 // and one outside it is refused, so that timestamp plus TTL cannot
 // overflow.
-func testTTLBounds(t *testing.T, s blackboard.Store) {
+func testTTLBounds(t *testing.T, s store.Store) {
 	for i, ttl := range []int64{-1, maxTTLMS + 1, math.MaxInt64, math.MinInt64} {
 		r := record("ttl", blackboard.Percepts, "door", 100+i)
 		r.Provenance.TTLMS = ttl
 		before := dump(t, s)
 		wantErr(t, appendOne(t.Context(), s, r), blackboard.ErrInvalidInput, "Apply refuses a record with a TTL outside [0, blackboard.MaxTTL]")
-		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{record("ttl", blackboard.Percepts, "door", 200+i), r}}),
+		wantErr(t, s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{record("ttl", blackboard.Percepts, "door", 200+i), r}}),
 			blackboard.ErrInvalidInput, "Apply refuses a batch holding a record with a TTL outside [0, blackboard.MaxTTL]")
 		unchanged(t, s, before, "a record with a TTL outside [0, blackboard.MaxTTL] is not stored")
 	}

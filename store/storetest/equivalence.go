@@ -13,6 +13,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -23,7 +24,7 @@ import (
 // records, evidence artifacts and error sentinels at every step, the same
 // views and the same records in every trace. Each store must be new and
 // empty; the caller closes them.
-func Equivalence(t *testing.T, stores map[string]blackboard.Store) {
+func Equivalence(t *testing.T, stores map[string]store.Store) {
 	t.Helper()
 	mem := memstore.New()
 	defer mem.Close()
@@ -67,10 +68,10 @@ func sameTranscript(t *testing.T, name, wantName string, got, want transcript) {
 }
 
 // hiding is a store that wraps another and offers only what
-// [blackboard.Store] declares: none of the optional interfaces of the store
+// [store.Store] declares: none of the optional interfaces of the store
 // it wraps. It counts the kernel's ListTrace calls.
 type hiding struct {
-	blackboard.Store
+	store.Store
 	lists atomic.Int64
 }
 
@@ -81,11 +82,11 @@ func (h *hiding) ListTrace(ctx context.Context, namespace, traceID string) iter.
 
 // stateCounter counts the ReadState calls of a forwarding wrapper.
 type stateCounter struct {
-	ss    blackboard.StateStore
+	ss    store.StateStore
 	reads atomic.Int64
 }
 
-func (c *stateCounter) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+func (c *stateCounter) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
 	c.reads.Add(1)
 	return c.ss.ReadState(ctx, namespace, traceID)
 }
@@ -94,25 +95,25 @@ func (c *stateCounter) ReadState(ctx context.Context, namespace, traceID string)
 // exactly the optional interfaces that store implements, no more.
 type (
 	fwdState struct {
-		blackboard.Store
+		store.Store
 		*stateCounter
 	}
 	fwdLister struct {
-		blackboard.Store
-		blackboard.TraceLister
+		store.Store
+		store.TraceLister
 	}
 	fwdBoth struct {
-		blackboard.Store
+		store.Store
 		*stateCounter
-		blackboard.TraceLister
+		store.TraceLister
 	}
 )
 
 // forward wraps s in a wrapper that forwards every optional interface s
 // implements; reads counts the ReadState calls that reach s through it.
-func forward(s blackboard.Store) (w blackboard.Store, reads *atomic.Int64) {
-	ss, state := s.(blackboard.StateStore)
-	tl, lister := s.(blackboard.TraceLister)
+func forward(s store.Store) (w store.Store, reads *atomic.Int64) {
+	ss, state := s.(store.StateStore)
+	tl, lister := s.(store.TraceLister)
 	var c *stateCounter
 	if state {
 		c = &stateCounter{ss: ss}
@@ -126,7 +127,7 @@ func forward(s blackboard.Store) (w blackboard.Store, reads *atomic.Int64) {
 	case lister:
 		return fwdLister{s, tl}, nil
 	}
-	return struct{ blackboard.Store }{s}, nil
+	return struct{ store.Store }{s}, nil
 }
 
 // testWrapperDecisions runs the script of [Equivalence] on the store and
@@ -135,20 +136,20 @@ func forward(s blackboard.Store) (w blackboard.Store, reads *atomic.Int64) {
 // read the store's decision state) and one that forwards each optional
 // interface the store implements (the kernel then takes the same path as
 // on the store itself). The kernel must decide alike on all three.
-func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
+func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) store.Store) {
 	direct := open(t, newStore)
 	want := runScript(t, direct)
 
 	hidden := &hiding{Store: open(t, newStore)}
-	if _, ok := any(hidden).(blackboard.StateStore); ok {
-		t.Fatal("suite bug: the hiding wrapper offers blackboard.StateStore")
+	if _, ok := any(hidden).(store.StateStore); ok {
+		t.Fatal("suite bug: the hiding wrapper offers store.StateStore")
 	}
-	if _, ok := any(hidden).(blackboard.TraceLister); ok {
-		t.Fatal("suite bug: the hiding wrapper offers blackboard.TraceLister")
+	if _, ok := any(hidden).(store.TraceLister); ok {
+		t.Fatal("suite bug: the hiding wrapper offers store.TraceLister")
 	}
 	sameTranscript(t, "hiding", "direct", runScript(t, hidden), want)
 	if hidden.lists.Load() == 0 {
-		t.Error("the kernel never read a trace through a wrapper that hides blackboard.StateStore")
+		t.Error("the kernel never read a trace through a wrapper that hides store.StateStore")
 	}
 
 	fwd, reads := forward(open(t, newStore))
@@ -156,8 +157,8 @@ func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) blackboard.S
 		name     string
 		has, got bool
 	}{
-		{"blackboard.StateStore", is[blackboard.StateStore](direct), is[blackboard.StateStore](fwd)},
-		{"blackboard.TraceLister", is[blackboard.TraceLister](direct), is[blackboard.TraceLister](fwd)},
+		{"store.StateStore", is[store.StateStore](direct), is[store.StateStore](fwd)},
+		{"store.TraceLister", is[store.TraceLister](direct), is[store.TraceLister](fwd)},
 	} {
 		if ability.has != ability.got {
 			t.Fatalf("suite bug: the store implements %s: %v, the forwarding wrapper: %v", ability.name, ability.has, ability.got)
@@ -165,13 +166,13 @@ func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) blackboard.S
 	}
 	sameTranscript(t, "forwarding", "direct", runScript(t, fwd), want)
 	if reads != nil && reads.Load() == 0 {
-		t.Error("the kernel never called ReadState through a wrapper that forwards blackboard.StateStore: " +
+		t.Error("the kernel never called ReadState through a wrapper that forwards store.StateStore: " +
 			"it must detect the ability by the exported interface, not by the store's type")
 	}
 }
 
 // is reports whether s implements I.
-func is[I any](s blackboard.Store) bool {
+func is[I any](s store.Store) bool {
 	_, ok := s.(I)
 	return ok
 }
@@ -203,7 +204,7 @@ func sentinel(err error) string {
 	for _, s := range []error{
 		blackboard.ErrPermission, blackboard.ErrInvalidInput, blackboard.ErrInvalidPayload, kernel.ErrPayloadTooLarge,
 		kernel.ErrInvalidProposal, kernel.ErrInvalidReference, blackboard.ErrNotFound,
-		blackboard.ErrDuplicateID, blackboard.ErrDuplicateKey, blackboard.ErrNotActive, blackboard.ErrConflict, blackboard.ErrClosed,
+		store.ErrDuplicateID, blackboard.ErrDuplicateKey, store.ErrNotActive, blackboard.ErrConflict, blackboard.ErrClosed,
 	} {
 		if errors.Is(err, s) {
 			return s.Error()
@@ -235,14 +236,14 @@ func (c *scriptClock) advance(d time.Duration) {
 type script struct {
 	t     *testing.T
 	ctx   context.Context
-	store blackboard.Store
+	store store.Store
 	k     *kernel.Kernel
 	clk   *scriptClock
 	tr    transcript
 }
 
 // runScript runs the scenario on a kernel over s.
-func runScript(t *testing.T, s blackboard.Store) transcript {
+func runScript(t *testing.T, s store.Store) transcript {
 	t.Helper()
 	clk := &scriptClock{t: time.UnixMilli(baseTS)}
 	sc := &script{t: t, ctx: t.Context(), clk: clk, store: s}

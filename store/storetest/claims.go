@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // wantClaim reports unless key is claimed by id in the default namespace.
-func wantClaim(t *testing.T, s blackboard.Store, key, id, contract string) {
+func wantClaim(t *testing.T, s store.Store, key, id, contract string) {
 	t.Helper()
 	wantClaimIn(t, s, "", key, id, contract)
 }
 
 // wantClaimIn reports unless key is claimed by id in namespace ns.
-func wantClaimIn(t *testing.T, s blackboard.Store, ns, key, id, contract string) {
+func wantClaimIn(t *testing.T, s store.Store, ns, key, id, contract string) {
 	t.Helper()
 	got, err := s.ClaimedBy(t.Context(), ns, key)
 	if err != nil || got != id {
@@ -23,13 +24,13 @@ func wantClaimIn(t *testing.T, s blackboard.Store, ns, key, id, contract string)
 }
 
 // wantFree reports unless key is unclaimed in the default namespace.
-func wantFree(t *testing.T, s blackboard.Store, key, contract string) {
+func wantFree(t *testing.T, s store.Store, key, contract string) {
 	t.Helper()
 	wantFreeIn(t, s, "", key, contract)
 }
 
 // wantFreeIn reports unless key is unclaimed in namespace ns.
-func wantFreeIn(t *testing.T, s blackboard.Store, ns, key, contract string) {
+func wantFreeIn(t *testing.T, s store.Store, ns, key, contract string) {
 	t.Helper()
 	got, err := s.ClaimedBy(t.Context(), ns, key)
 	if err == nil {
@@ -42,14 +43,14 @@ func wantFreeIn(t *testing.T, s blackboard.Store, ns, key, contract string) {
 // testClaims checks once-keys: a claim lands with its batch, and a batch
 // that claims a key already claimed, or one key twice, is refused with
 // ErrDuplicateKey and lands nothing.
-func testClaims(t *testing.T, s blackboard.Store) {
+func testClaims(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const key = "refund:ch_1"
 	wantFree(t, s, key, "a key no batch claimed is free")
 
 	c := newCommitScene(t, s, "claims")
 	first := c.batch
-	first.Claims = []blackboard.Claim{{Key: key, RecordID: c.belief.ID}}
+	first.Claims = []store.Claim{{Key: key, RecordID: c.belief.ID}}
 	if err := s.Apply(ctx, first); err != nil {
 		t.Fatalf("Apply of a batch with a claim of a free key: %v", err)
 	}
@@ -63,18 +64,18 @@ func testClaims(t *testing.T, s blackboard.Store) {
 	extra := record("claims", blackboard.Actions, "refund", 8)
 	refused := []struct {
 		name   string
-		claims []blackboard.Claim
+		claims []store.Claim
 		free   []string // keys the refused batch claimed that must stay free
 	}{
-		{"a key already claimed", []blackboard.Claim{{Key: key, RecordID: extra.ID}}, nil},
-		{"a free key and a key already claimed", []blackboard.Claim{{Key: "refund:ch_9", RecordID: extra.ID}, {Key: key, RecordID: extra.ID}}, []string{"refund:ch_9"}},
-		{"one key twice", []blackboard.Claim{{Key: "refund:twice", RecordID: extra.ID}, {Key: "refund:twice", RecordID: extra.ID}}, []string{"refund:twice"}},
+		{"a key already claimed", []store.Claim{{Key: key, RecordID: extra.ID}}, nil},
+		{"a free key and a key already claimed", []store.Claim{{Key: "refund:ch_9", RecordID: extra.ID}, {Key: key, RecordID: extra.ID}}, []string{"refund:ch_9"}},
+		{"one key twice", []store.Claim{{Key: "refund:twice", RecordID: extra.ID}, {Key: "refund:twice", RecordID: extra.ID}}, []string{"refund:twice"}},
 	}
 	for _, r := range refused {
 		before := dump(t, s)
-		b := blackboard.Batch{
+		b := store.Batch{
 			Appends:       []blackboard.Record{extra},
-			Invalidations: []blackboard.Invalidation{{ID: target.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeDuplicateAction}},
+			Invalidations: []store.Invalidation{{ID: target.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeDuplicateAction}},
 			Claims:        r.claims,
 		}
 		wantErr(t, s.Apply(ctx, b), blackboard.ErrDuplicateKey, "Apply refuses a batch that claims "+r.name)
@@ -88,7 +89,7 @@ func testClaims(t *testing.T, s blackboard.Store) {
 	// Keys are compared exactly.
 	for i, k := range []string{"Refund:ch_1", "refund:ch_", "refund:ch_10", "refund:ch_1 "} {
 		r := record("claims-exact", blackboard.Actions, "refund", i+1)
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Claims: []blackboard.Claim{{Key: k, RecordID: r.ID}}}); err != nil {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}, Claims: []store.Claim{{Key: k, RecordID: r.ID}}}); err != nil {
 			t.Errorf("a key that differs from a claimed one (%q vs %q) is another key: %v", k, key, err)
 			continue
 		}
@@ -99,7 +100,7 @@ func testClaims(t *testing.T, s blackboard.Store) {
 	mustInvalidate(t, s, c.belief.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
 	later := record("claims-later", blackboard.Actions, "refund", 1)
 	before := dump(t, s)
-	wantErr(t, s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{later}, Claims: []blackboard.Claim{{Key: key, RecordID: later.ID}}}),
+	wantErr(t, s.Apply(ctx, store.Batch{Appends: []blackboard.Record{later}, Claims: []store.Claim{{Key: key, RecordID: later.ID}}}),
 		blackboard.ErrDuplicateKey, "a claim is for ever: invalidating the claiming record does not free its key")
 	unchanged(t, s, before, "a batch refused for a claimed key lands nothing")
 }
@@ -108,12 +109,12 @@ func testClaims(t *testing.T, s blackboard.Store) {
 // own: a key claimed in one namespace is free in another, a claim there
 // lands, ClaimedBy answers only for the namespace asked, and an empty
 // namespace is the default one.
-func testClaimsNamespace(t *testing.T, s blackboard.Store) {
+func testClaimsNamespace(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const key = "refund:shared"
 	claim := func(ns string, r blackboard.Record, claimNS string) error {
 		r.Namespace = ns
-		return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Claims: []blackboard.Claim{{Key: key, RecordID: r.ID, Namespace: claimNS}}})
+		return s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}, Claims: []store.Claim{{Key: key, RecordID: r.ID, Namespace: claimNS}}})
 	}
 	a := record("claims-ns-a", blackboard.Actions, "refund", 1)
 	if err := claim("acme", a, "acme"); err != nil {
@@ -149,7 +150,7 @@ func testClaimsNamespace(t *testing.T, s blackboard.Store) {
 	// One key twice in one batch is refused only within one namespace.
 	tw := record("claims-ns-twice", blackboard.Actions, "refund", 1)
 	tw.Namespace = "acme"
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{tw}, Claims: []blackboard.Claim{
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{tw}, Claims: []store.Claim{
 		{Key: "refund:twice-ns", RecordID: tw.ID, Namespace: "acme"}, {Key: "refund:twice-ns", RecordID: tw.ID, Namespace: "globex"}}}); err != nil {
 		t.Errorf("one batch claiming one key in two namespaces: %v; want both claims", err)
 	}
@@ -159,17 +160,17 @@ func testClaimsNamespace(t *testing.T, s blackboard.Store) {
 // testClaimsAtomic checks the other direction of atomicity: a batch refused
 // for any reason takes none of its claims, and a malformed claim is
 // ErrInvalidInput.
-func testClaimsAtomic(t *testing.T, s blackboard.Store) {
+func testClaimsAtomic(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	c := newCommitScene(t, s, "claims-atomic")
-	withClaim := func(b blackboard.Batch, key string) blackboard.Batch {
-		b.Claims = []blackboard.Claim{{Key: key, RecordID: c.belief.ID}}
+	withClaim := func(b store.Batch, key string) store.Batch {
+		b.Claims = []store.Claim{{Key: key, RecordID: c.belief.ID}}
 		return b
 	}
 	dup := c.batch
 	dup.Appends = []blackboard.Record{c.evidence, c.percept}
 	notActive := c.batch
-	notActive.Invalidations = []blackboard.Invalidation{{ID: c.dead.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}
+	notActive.Invalidations = []store.Invalidation{{ID: c.dead.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}
 	stale := c.batch
 	stale.Trace, stale.TraceLen = "claims-atomic", 1
 	malformed := c.batch
@@ -177,11 +178,11 @@ func testClaimsAtomic(t *testing.T, s blackboard.Store) {
 	malformed.Appends[1].Kind = ""
 	failing := []struct {
 		name  string
-		batch blackboard.Batch
+		batch store.Batch
 		want  error
 	}{
-		{"an append of a stored id", dup, blackboard.ErrDuplicateID},
-		{"an invalidation of a record that is not active", notActive, blackboard.ErrNotActive},
+		{"an append of a stored id", dup, store.ErrDuplicateID},
+		{"an invalidation of a record that is not active", notActive, store.ErrNotActive},
 		{"a stale trace-length condition", stale, blackboard.ErrConflict},
 		{"a malformed record", malformed, blackboard.ErrInvalidInput},
 	}
@@ -195,19 +196,19 @@ func testClaimsAtomic(t *testing.T, s blackboard.Store) {
 
 	bad := []struct {
 		name  string
-		claim blackboard.Claim
+		claim store.Claim
 	}{
-		{"an empty key", blackboard.Claim{Key: "", RecordID: c.belief.ID}},
-		{"an empty record id", blackboard.Claim{Key: "bad-claim", RecordID: ""}},
-		{"a key that is not valid UTF-8", blackboard.Claim{Key: badUTF8, RecordID: c.belief.ID}},
-		{"a record id that is not valid UTF-8", blackboard.Claim{Key: "bad-claim", RecordID: badUTF8}},
+		{"an empty key", store.Claim{Key: "", RecordID: c.belief.ID}},
+		{"an empty record id", store.Claim{Key: "bad-claim", RecordID: ""}},
+		{"a key that is not valid UTF-8", store.Claim{Key: badUTF8, RecordID: c.belief.ID}},
+		{"a record id that is not valid UTF-8", store.Claim{Key: "bad-claim", RecordID: badUTF8}},
 	}
 	for _, b := range bad {
-		if blackboard.CheckClaim(b.claim) == nil {
-			t.Fatalf("suite bug: a claim with %s passes blackboard.CheckClaim", b.name)
+		if store.CheckClaim(b.claim) == nil {
+			t.Fatalf("suite bug: a claim with %s passes store.CheckClaim", b.name)
 		}
 		batch := c.batch
-		batch.Claims = []blackboard.Claim{{Key: "good-claim", RecordID: c.belief.ID}, b.claim}
+		batch.Claims = []store.Claim{{Key: "good-claim", RecordID: c.belief.ID}, b.claim}
 		wantErr(t, s.Apply(ctx, batch), blackboard.ErrInvalidInput, "Apply refuses a claim with "+b.name)
 		unchanged(t, s, before, "a batch with a claim with "+b.name+" changes nothing")
 		wantFree(t, s, "good-claim", "a batch with a claim with "+b.name+" takes none of its claims")
@@ -223,7 +224,7 @@ func testClaimsAtomic(t *testing.T, s blackboard.Store) {
 
 // testConcurrentClaims races goroutines, each appending a record of its
 // own, for one key: exactly one batch lands.
-func testConcurrentClaims(t *testing.T, s blackboard.Store) {
+func testConcurrentClaims(t *testing.T, s store.Store) {
 	const n, key = 16, "refund:raced"
 	recs := make([]blackboard.Record, n)
 	for g := range recs {
@@ -231,7 +232,7 @@ func testConcurrentClaims(t *testing.T, s blackboard.Store) {
 	}
 	errs := make([]error, n)
 	race(n, func(g int) {
-		errs[g] = s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{recs[g]}, Claims: []blackboard.Claim{{Key: key, RecordID: recs[g].ID}}})
+		errs[g] = s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{recs[g]}, Claims: []store.Claim{{Key: key, RecordID: recs[g].ID}}})
 	})
 	contract := "many goroutines claiming one key: exactly one wins, the others get ErrDuplicateKey"
 	w := outcome(t, errs, blackboard.ErrDuplicateKey, contract)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // maxTTLMS is the longest TTL a store accepts, in milliseconds.
@@ -159,7 +160,7 @@ func roundTripRecords() []blackboard.Record {
 	}}
 }
 
-func testRoundTrip(t *testing.T, s blackboard.Store) {
+func testRoundTrip(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	appended := roundTripRecords()
 	mustAppend(t, s, appended...)
@@ -180,7 +181,7 @@ func testRoundTrip(t *testing.T, s blackboard.Store) {
 	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "", "round-trip")), inTrace,
 		"ListTrace returns every field exactly as Apply stored it, in append order")
 	for _, want := range recs {
-		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, want.Slot, blackboard.Filter{})), []blackboard.Record{want},
+		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, want.Slot, store.Filter{})), []blackboard.Record{want},
 			"ListSlot returns every field exactly as Apply stored it")
 		if want.Status != blackboard.StatusActive {
 			continue
@@ -193,25 +194,25 @@ func testRoundTrip(t *testing.T, s blackboard.Store) {
 	}
 }
 
-func testAppendOnly(t *testing.T, s blackboard.Store) {
+func testAppendOnly(t *testing.T, s store.Store) {
 	orig := record("dup", blackboard.Percepts, "door", 1)
 	mustAppend(t, s, orig)
 
 	dupe := record("dup", blackboard.Beliefs, "window", 2)
 	dupe.ID = orig.ID
 	dupe.Payload = blackboard.Payload{"n": 99.0}
-	wantErr(t, appendOne(t.Context(), s, dupe), blackboard.ErrDuplicateID, "Apply refuses an id the store holds")
+	wantErr(t, appendOne(t.Context(), s, dupe), store.ErrDuplicateID, "Apply refuses an id the store holds")
 	wantSame(t, mustGet(t, s, orig.ID), orig, "a refused duplicate leaves the original unchanged")
 
 	mustInvalidate(t, s, orig.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)
-	wantErr(t, appendOne(t.Context(), s, orig), blackboard.ErrDuplicateID,
+	wantErr(t, appendOne(t.Context(), s, orig), store.ErrDuplicateID,
 		"Apply refuses the id of an invalidated record (a status change does not free an id)")
 	wantSame(t, mustGet(t, s, orig.ID), invalidated(orig, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence),
 		"a refused duplicate leaves the invalidated original unchanged")
 	wantSame(t, ids(dump(t, s)), []string{orig.ID}, "a refused duplicate adds no record")
 }
 
-func testGetUnknown(t *testing.T, s blackboard.Store) {
+func testGetUnknown(t *testing.T, s store.Store) {
 	_, err := s.Get(t.Context(), "percepts:nowhere:1")
 	wantErr(t, err, blackboard.ErrNotFound, "Get of an unknown id on an empty store")
 	mustAppend(t, s, record("known", blackboard.Percepts, "door", 1))
@@ -221,7 +222,7 @@ func testGetUnknown(t *testing.T, s blackboard.Store) {
 	wantErr(t, err, blackboard.ErrNotFound, "Get of the empty id")
 }
 
-func testMalformed(t *testing.T, s blackboard.Store) {
+func testMalformed(t *testing.T, s store.Store) {
 	good := record("malformed", blackboard.Percepts, "door", 1)
 	bad := []struct {
 		name   string
@@ -243,8 +244,8 @@ func testMalformed(t *testing.T, s blackboard.Store) {
 		r := good
 		r.ID = "percepts:malformed:2"
 		c.mutate(&r)
-		if blackboard.CheckRecord(r) == nil {
-			t.Fatalf("suite bug: a record with %s passes blackboard.CheckRecord", c.name)
+		if store.CheckRecord(r) == nil {
+			t.Fatalf("suite bug: a record with %s passes store.CheckRecord", c.name)
 		}
 		refuses(t, s, good, r, blackboard.ErrInvalidInput, "a record with "+c.name, "changes nothing")
 	}
@@ -254,16 +255,16 @@ func testMalformed(t *testing.T, s blackboard.Store) {
 
 // refuses checks that Apply refuses bad on its own and in a batch after
 // good, with want, and that neither attempt changes the store.
-func refuses(t *testing.T, s blackboard.Store, good, bad blackboard.Record, want error, what, unchangedSays string) {
+func refuses(t *testing.T, s store.Store, good, bad blackboard.Record, want error, what, unchangedSays string) {
 	t.Helper()
 	before := dump(t, s)
 	wantErr(t, appendOne(t.Context(), s, bad), want, "Apply refuses "+what)
-	wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{good, bad}}), want,
+	wantErr(t, s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{good, bad}}), want,
 		"Apply refuses a batch holding "+what)
 	unchanged(t, s, before, "a refused "+strings.TrimPrefix(what, "a ")+" "+unchangedSays)
 }
 
-func testInvalidate(t *testing.T, s blackboard.Store) {
+func testInvalidate(t *testing.T, s store.Store) {
 	a := record("inv", blackboard.Beliefs, "door_open", 1)
 	a.Mode, a.Reason = blackboard.ModePropose, ""
 	b := record("inv", blackboard.Percepts, "battery", 2)
@@ -282,7 +283,7 @@ func testInvalidate(t *testing.T, s blackboard.Store) {
 		"ListTrace shows status changes in place")
 }
 
-func testInvalidateNotActive(t *testing.T, s blackboard.Store) {
+func testInvalidateNotActive(t *testing.T, s store.Store) {
 	a := record("notactive", blackboard.Beliefs, "a", 1)
 	b := record("notactive", blackboard.Percepts, "b", 2)
 	born := record("notactive", blackboard.Plans, "c", 3)
@@ -293,7 +294,7 @@ func testInvalidateNotActive(t *testing.T, s blackboard.Store) {
 	before := dump(t, s)
 	for _, id := range []string{a.ID, b.ID, born.ID} {
 		for _, st := range []blackboard.Status{blackboard.StatusInvalidated, blackboard.StatusExpired} {
-			wantErr(t, setStatus(t.Context(), s, id, st, blackboard.CodeSupersededByCommit), blackboard.ErrNotActive,
+			wantErr(t, setStatus(t.Context(), s, id, st, blackboard.CodeSupersededByCommit), store.ErrNotActive,
 				"Apply refuses a status change of a record that is not ACTIVE ("+id+" to "+st.String()+")")
 		}
 	}
@@ -304,7 +305,7 @@ func testInvalidateNotActive(t *testing.T, s blackboard.Store) {
 	unchanged(t, s, before, "a status change of an unknown id changes nothing")
 }
 
-func testInvalidateBadInput(t *testing.T, s blackboard.Store) {
+func testInvalidateBadInput(t *testing.T, s store.Store) {
 	r := record("badinv", blackboard.Beliefs, "a", 1)
 	fresh := record("badinv", blackboard.Percepts, "b", 2)
 	mustAppend(t, s, r)
@@ -320,13 +321,13 @@ func testInvalidateBadInput(t *testing.T, s blackboard.Store) {
 		{"empty reason to EXPIRED", blackboard.StatusExpired, ""},
 	}
 	for _, c := range bad {
-		inv := blackboard.Invalidation{ID: r.ID, Status: c.status, Reason: c.reason}
-		if blackboard.CheckInvalidation(inv) == nil {
-			t.Fatalf("suite bug: an invalidation with %s passes blackboard.CheckInvalidation", c.name)
+		inv := store.Invalidation{ID: r.ID, Status: c.status, Reason: c.reason}
+		if store.CheckInvalidation(inv) == nil {
+			t.Fatalf("suite bug: an invalidation with %s passes store.CheckInvalidation", c.name)
 		}
 		wantErr(t, setStatus(t.Context(), s, r.ID, c.status, c.reason), blackboard.ErrInvalidInput,
 			"Apply refuses a status change with a "+c.name)
-		wantErr(t, s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{fresh}, Invalidations: []blackboard.Invalidation{inv}}),
+		wantErr(t, s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{fresh}, Invalidations: []store.Invalidation{inv}}),
 			blackboard.ErrInvalidInput, "Apply refuses a batch holding a status change with a "+c.name)
 	}
 	wantSame(t, mustGet(t, s, r.ID), r, "refused status changes leave the record ACTIVE and unchanged")

@@ -1,6 +1,6 @@
 //go:build !bkmutate
 
-package blackboard
+package store
 
 // The switch of mutate.go, off.
 const mutTrustAll = false

@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite every [blackboard.Store] must pass,
+// Package storetest is the conformance suite every [store.Store] must pass,
 // in the manner of testing/slogtest and hashicorp/raft's store tests. It
 // drives a store only through the Store interface and the optional
 // interfaces it implements: every write is an Apply (a record alone is a
@@ -7,7 +7,7 @@
 // A store's own test file runs the whole suite with one call:
 //
 //	func TestStoreConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) blackboard.Store {
+//		storetest.Run(t, func(t *testing.T) store.Store {
 //			s, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
 //			if err != nil {
 //				t.Fatal(err)
@@ -20,7 +20,7 @@
 // t.Cleanup; a failure message names the contract that broke (the
 // package's own tests run the cases on memory stores broken one contract
 // at a time, and require each to fail). The cases
-// cover the whole [blackboard.Store] contract: exact round trips of every record
+// cover the whole [store.Store] contract: exact round trips of every record
 // field, append-only ids, typed errors for malformed input (invalid UTF-8
 // in any string, a TTL beyond [blackboard.MaxTTL]), status changes, FindActive,
 // ListTrace isolation, ListSlot filters, namespaces (an empty one kept as
@@ -36,13 +36,13 @@
 // kernel mid-trace, so that a store whose decision state is stale decides
 // unlike the trace, and fails.
 //
-// Once-keys ([blackboard.Batch.Claims]), which every store enforces: a claim
+// Once-keys ([store.Batch.Claims]), which every store enforces: a claim
 // lands with its batch, a second claim of a key (or one key twice in a
 // batch) is refused with [blackboard.ErrDuplicateKey] and lands nothing of its
 // batch, each namespace is a key space of its own, and of goroutines racing
 // for one key exactly one wins.
 //
-// The per-trace state ([blackboard.StateStore], optional) is tested on a store
+// The per-trace state ([store.StateStore], optional) is tested on a store
 // that implements it: Version grows by exactly one per batch for every
 // trace the batch appends to or changes a status in (a trace other than
 // the batch's condition included) and for no other, from concurrent
@@ -63,10 +63,10 @@
 // namespace asked about (empty: the default one), through any trace, an
 // unknown one included. The cases skip on any other store.
 //
-// Trace listing ([blackboard.TraceLister], optional) is tested on a store that
+// Trace listing ([store.TraceLister], optional) is tested on a store that
 // implements it: every trace once, in the order of its first append, with
 // its namespace, record count and time span, filtered by namespace, in
-// agreement with the fallback of [blackboard.ListTraces]; the case skips on
+// agreement with the fallback of [store.ListTraces]; the case skips on
 // any other store, which the inspector then reads through that fallback.
 // [Equivalence] runs one scripted scenario, which reaches every decision
 // the kernel makes, on a kernel over the memory store and over the stores
@@ -81,7 +81,7 @@
 //
 // # Contract beyond the interface
 //
-// Besides what [blackboard.Store] documents, the suite holds stores to two
+// Besides what [store.Store] documents, the suite holds stores to two
 // rules the kernel relies on: a listing's yield function may call back into
 // the store (read, write or list) without deadlock, and a batch is checked
 // against the store as it stood before the batch, so a batch cannot

@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // BenchmarkEpisodeConcurrent runs episodes on distinct traces from 1, 4
@@ -23,6 +23,6 @@ func BenchmarkEpisodeConcurrent(b *testing.B) {
 // store (storetest.BenchSession); BK_SESSION_SIZES sets the lengths.
 func BenchmarkSession(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
-		storetest.BenchSession(b, func(testing.TB) blackboard.Store { return memstore.New() })
+		storetest.BenchSession(b, func(testing.TB) store.Store { return memstore.New() })
 	})
 }

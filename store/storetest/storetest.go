@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Run runs the conformance suite against the stores newStore returns. Every
@@ -19,7 +20,7 @@ import (
 // cases close the store themselves). newStore must return a new, empty
 // store each time; it may register cleanups of its own, which run after the
 // store is closed.
-func Run(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t, newStore)) })
@@ -30,7 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
 
 type testCase struct {
 	name string
-	run  func(t *testing.T, s blackboard.Store)
+	run  func(t *testing.T, s store.Store)
 }
 
 func cases() []testCase {
@@ -75,7 +76,7 @@ func cases() []testCase {
 }
 
 // open calls the factory and registers the store's Close.
-func open[TB testing.TB](tb TB, newStore func(TB) blackboard.Store) blackboard.Store {
+func open[TB testing.TB](tb TB, newStore func(TB) store.Store) store.Store {
 	tb.Helper()
 	s := newStore(tb)
 	if s == nil {
@@ -132,18 +133,18 @@ func invalidated(r blackboard.Record, st blackboard.Status, reason blackboard.Co
 }
 
 // appendOne appends r alone: a single record is a one-record batch.
-func appendOne(ctx context.Context, s blackboard.Store, r blackboard.Record) error {
-	return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}})
+func appendOne(ctx context.Context, s store.Store, r blackboard.Record) error {
+	return s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}})
 }
 
 // setStatus changes the status of record id alone: a status change is a
 // batch with one invalidation.
-func setStatus(ctx context.Context, s blackboard.Store, id string, st blackboard.Status, reason blackboard.Code) error {
-	return s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: st, Reason: reason}}})
+func setStatus(ctx context.Context, s store.Store, id string, st blackboard.Status, reason blackboard.Code) error {
+	return s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: st, Reason: reason}}})
 }
 
 // mustAppend appends each record in a batch of its own.
-func mustAppend(t *testing.T, s blackboard.Store, recs ...blackboard.Record) {
+func mustAppend(t *testing.T, s store.Store, recs ...blackboard.Record) {
 	t.Helper()
 	for _, r := range recs {
 		if err := appendOne(t.Context(), s, r); err != nil {
@@ -152,14 +153,14 @@ func mustAppend(t *testing.T, s blackboard.Store, recs ...blackboard.Record) {
 	}
 }
 
-func mustInvalidate(t *testing.T, s blackboard.Store, id string, st blackboard.Status, reason blackboard.Code) {
+func mustInvalidate(t *testing.T, s store.Store, id string, st blackboard.Status, reason blackboard.Code) {
 	t.Helper()
 	if err := setStatus(t.Context(), s, id, st, reason); err != nil {
 		t.Fatalf("status change of %s to %s (%s): %v", id, st, reason, err)
 	}
 }
 
-func mustGet(t *testing.T, s blackboard.Store, id string) blackboard.Record {
+func mustGet(t *testing.T, s store.Store, id string) blackboard.Record {
 	t.Helper()
 	r, err := s.Get(t.Context(), id)
 	if err != nil {
@@ -182,11 +183,11 @@ func collect(t *testing.T, what string, seq iter.Seq2[blackboard.Record, error])
 }
 
 // dump returns every record the store holds, slot by slot.
-func dump(t *testing.T, s blackboard.Store) []blackboard.Record {
+func dump(t *testing.T, s store.Store) []blackboard.Record {
 	t.Helper()
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		out = append(out, collect(t, "ListSlot("+slot.String()+")", s.ListSlot(t.Context(), slot, blackboard.Filter{}))...)
+		out = append(out, collect(t, "ListSlot("+slot.String()+")", s.ListSlot(t.Context(), slot, store.Filter{}))...)
 	}
 	return out
 }
@@ -217,7 +218,7 @@ func wantSame(t *testing.T, got, want any, contract string) {
 
 // unchanged reports unless the store holds exactly before, naming the
 // records added, removed or changed.
-func unchanged(t *testing.T, s blackboard.Store, before []blackboard.Record, contract string) {
+func unchanged(t *testing.T, s store.Store, before []blackboard.Record, contract string) {
 	t.Helper()
 	after := dump(t, s)
 	if reflect.DeepEqual(after, before) {

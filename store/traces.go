@@ -1,10 +1,12 @@
-package blackboard
+package store
 
 import (
 	"cmp"
 	"context"
 	"iter"
 	"slices"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // TraceSummary describes one trace of a store: its namespace and id (one
@@ -25,7 +27,7 @@ type TraceSummary struct {
 // ListTraces streams one summary per trace, in the order of each trace's
 // first append, keeping only the traces of namespace when it is not empty.
 // The usual listing rules of the [Store] contract apply (a cancelled
-// context, a closed store). The conformance suite in blackboard/storetest checks
+// context, a closed store). The conformance suite in store/storetest checks
 // an implementation against [ListTraces]'s fallback.
 type TraceLister interface {
 	ListTraces(ctx context.Context, namespace string) iter.Seq2[TraceSummary, error]
@@ -44,13 +46,13 @@ func ListTraces(ctx context.Context, s Store, namespace string) iter.Seq2[TraceS
 	return func(yield func(TraceSummary, error) bool) {
 		type key struct{ namespace, trace string }
 		byID := map[key]*TraceSummary{}
-		for _, slot := range AllSlots() {
+		for _, slot := range blackboard.AllSlots() {
 			for r, err := range s.ListSlot(ctx, slot, Filter{Namespace: namespace}) {
 				if err != nil {
 					yield(TraceSummary{}, err)
 					return
 				}
-				k := key{NamespaceOf(r.Namespace), r.TraceID()}
+				k := key{blackboard.NamespaceOf(r.Namespace), r.TraceID()}
 				t := byID[k]
 				if t == nil {
 					t = &TraceSummary{TraceID: r.TraceID(), Namespace: k.namespace, FirstMS: r.Provenance.TimestampMS, LastMS: r.Provenance.TimestampMS}

@@ -1,6 +1,6 @@
 //go:build bkmutate
 
-package blackboard
+package store
 
 import "github.com/blackboardkernel/bk/internal/mutant"
 
@@ -10,7 +10,7 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 var mutTrustAll bool
 
 func init() {
-	mutant.Register("github.com/blackboardkernel/bk/blackboard",
+	mutant.Register("github.com/blackboardkernel/bk/store",
 		mutant.Def{Name: "store_trusts_all", Check: "a store checks every batch but the kernel's own (vouched through a module-internal mark): invalid records from any other caller are refused", On: &mutTrustAll, ByTests: true,
 			Also: []string{"github.com/blackboardkernel/bk/store/memstore"}},
 	)

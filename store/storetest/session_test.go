@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // TestSessionFlows checks that the flows BenchmarkSession measures are

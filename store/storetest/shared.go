@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // constraint returns an ACTIVE persistent constraint of trace in namespace
@@ -18,7 +19,7 @@ func constraint(trace, ns string, n int) blackboard.Record {
 
 // sharedCounters reads the Shared counter of each namespace, through a
 // trace no batch touches.
-func sharedCounters(t *testing.T, ss blackboard.StateStore, nss ...string) map[string]uint64 {
+func sharedCounters(t *testing.T, ss store.StateStore, nss ...string) map[string]uint64 {
 	t.Helper()
 	out := make(map[string]uint64, len(nss))
 	for _, ns := range nss {
@@ -30,7 +31,7 @@ func sharedCounters(t *testing.T, ss blackboard.StateStore, nss ...string) map[s
 // wantShared reports unless each namespace's Shared counter moved from
 // before by exactly its delta in moves (0 for a namespace moves leaves
 // out), and returns the counters now.
-func wantShared(t *testing.T, ss blackboard.StateStore, before map[string]uint64, moves map[string]uint64, contract string) map[string]uint64 {
+func wantShared(t *testing.T, ss store.StateStore, before map[string]uint64, moves map[string]uint64, contract string) map[string]uint64 {
 	t.Helper()
 	now := make(map[string]uint64, len(before))
 	for ns, was := range before {
@@ -50,7 +51,7 @@ func wantShared(t *testing.T, ss blackboard.StateStore, before map[string]uint64
 // persistent records of other slots, not for a refused batch. ReadState
 // reads it for any trace, an unknown one included, and for the namespace
 // asked about (empty: the default one), not the trace's.
-func testStateShared(t *testing.T, s blackboard.Store) {
+func testStateShared(t *testing.T, s store.Store) {
 	ss := stateStore(t, s)
 	ctx := t.Context()
 	const def, acme, other = blackboard.DefaultNamespace, "acme", "globex"
@@ -62,7 +63,7 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 
 	d2, d3 := constraint("shared-d", def, 2), constraint("shared-d", def, 3)
 	a1, a2 := constraint("shared-a", acme, 1), constraint("shared-a", acme, 2)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{d2, a1, d3, a2}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{d2, a1, d3, a2}}); err != nil {
 		t.Fatal(err)
 	}
 	c = wantShared(t, ss, c, map[string]uint64{def: 1, acme: 1}, "a batch of persistent constraints of two namespaces counts one change in each")
@@ -72,7 +73,7 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 	belief.Scope = blackboard.ScopePersistent
 	percept := record("shared-d", blackboard.Percepts, "door", 6)
 	mustAppend(t, s, episode, belief, percept)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{constraint("shared-o", other, 1)}, Claims: []blackboard.Claim{{Key: "shared-key", RecordID: d1.ID, Namespace: def}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{constraint("shared-o", other, 1)}, Claims: []store.Claim{{Key: "shared-key", RecordID: d1.ID, Namespace: def}}}); err != nil {
 		t.Fatal(err)
 	}
 	c = wantShared(t, ss, c, map[string]uint64{other: 1}, "appends of an episode constraint, of a persistent belief, of a percept, and a claim count nothing; another namespace's constraint counts only there")
@@ -86,9 +87,9 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 	// Status changes of two constraints and an append in one namespace,
 	// and a status change in another: one change in each.
 	d4 := constraint("shared-d", def, 7)
-	err := s.Apply(ctx, blackboard.Batch{
+	err := s.Apply(ctx, store.Batch{
 		Appends: []blackboard.Record{d4},
-		Invalidations: []blackboard.Invalidation{
+		Invalidations: []store.Invalidation{
 			{ID: d2.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence},
 			{ID: d3.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
 			{ID: a1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
@@ -117,10 +118,10 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 
 	// Refused batches, each of which would count in both namespaces.
 	d5 := constraint("shared-d", def, 8)
-	base := func() blackboard.Batch {
-		return blackboard.Batch{
+	base := func() store.Batch {
+		return store.Batch{
 			Appends:       []blackboard.Record{d5},
-			Invalidations: []blackboard.Invalidation{{ID: a2.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}},
+			Invalidations: []store.Invalidation{{ID: a2.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}},
 			Trace:         "shared-d", TraceLen: 7,
 		}
 	}
@@ -129,23 +130,23 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 	dupID := base()
 	dupID.Appends = append(dupID.Appends, d4)
 	dupKey := base()
-	dupKey.Claims = []blackboard.Claim{{Key: "shared-key", RecordID: d5.ID}}
+	dupKey.Claims = []store.Claim{{Key: "shared-key", RecordID: d5.ID}}
 	notActive := base()
-	notActive.Invalidations = append(notActive.Invalidations, blackboard.Invalidation{ID: d1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+	notActive.Invalidations = append(notActive.Invalidations, store.Invalidation{ID: d1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
 	notFound := base()
-	notFound.Invalidations = append(notFound.Invalidations, blackboard.Invalidation{ID: "constraints:shared-d:99", Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+	notFound.Invalidations = append(notFound.Invalidations, store.Invalidation{ID: "constraints:shared-d:99", Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
 	stale := base()
 	stale.State, stale.Version = testState("s"), readState(t, ss, "shared-d").Version+1
 	for _, r := range []struct {
 		name  string
-		batch blackboard.Batch
+		batch store.Batch
 		want  error
 	}{
 		{"a stale trace-length condition", conflict, blackboard.ErrConflict},
 		{"a state derived from another version of the trace", stale, blackboard.ErrConflict},
-		{"an append of a stored id", dupID, blackboard.ErrDuplicateID},
+		{"an append of a stored id", dupID, store.ErrDuplicateID},
 		{"a claim of a claimed key", dupKey, blackboard.ErrDuplicateKey},
-		{"a status change of a record that is not active", notActive, blackboard.ErrNotActive},
+		{"a status change of a record that is not active", notActive, store.ErrNotActive},
 		{"a status change of an unknown record", notFound, blackboard.ErrNotFound},
 	} {
 		wantErr(t, s.Apply(ctx, r.batch), r.want, "Apply refuses a batch with "+r.name)
@@ -179,7 +180,7 @@ func testStateShared(t *testing.T, s blackboard.Store) {
 // still the counter, is refused with ErrConflict (and writes nothing)
 // once a persistent constraint of the namespace changed, and does not care
 // about another namespace's changes.
-func testStateSharedCondition(t *testing.T, s blackboard.Store) {
+func testStateSharedCondition(t *testing.T, s store.Store) {
 	ss := stateStore(t, s)
 	ctx := t.Context()
 	const ns = "cond"
@@ -189,15 +190,15 @@ func testStateSharedCondition(t *testing.T, s blackboard.Store) {
 		r.Namespace = ns
 		return r
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec(1)}, SharedNamespace: ns, Shared: at}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{rec(1)}, SharedNamespace: ns, Shared: at}); err != nil {
 		t.Fatalf("a batch on the current counter: %v", err)
 	}
 	mustAppend(t, s, constraint("cond-other", "elsewhere", 1))
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec(2)}, SharedNamespace: ns, Shared: at}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{rec(2)}, SharedNamespace: ns, Shared: at}); err != nil {
 		t.Fatalf("a batch after a change in another namespace: %v", err)
 	}
 	mustAppend(t, s, constraint("cond-c", ns, 1))
-	err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec(3)}, SharedNamespace: ns, Shared: at})
+	err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{rec(3)}, SharedNamespace: ns, Shared: at})
 	if !errors.Is(err, blackboard.ErrConflict) {
 		t.Fatalf("a batch after a persistent constraint of its namespace changed: %v, want ErrConflict", err)
 	}
@@ -208,7 +209,7 @@ func testStateSharedCondition(t *testing.T, s blackboard.Store) {
 	if now == at {
 		t.Fatalf("Shared did not move after a persistent constraint of %q", ns)
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{rec(3)}, SharedNamespace: ns, Shared: now}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{rec(3)}, SharedNamespace: ns, Shared: now}); err != nil {
 		t.Fatalf("a batch on the counter read again: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // testState is a decision state for the suite: its encoding is its bytes.
@@ -14,7 +15,7 @@ import (
 // alike.)
 type testState []byte
 
-// MarshalBinary implements [blackboard.StateValue].
+// MarshalBinary implements [store.StateValue].
 func (s testState) MarshalBinary() ([]byte, error) { return bytes.Clone(s), nil }
 
 // errBadState is what badState fails with.
@@ -23,29 +24,29 @@ var errBadState = errors.New("storetest: this state cannot be encoded")
 // badState is a state whose encoding fails.
 type badState struct{}
 
-// MarshalBinary implements [blackboard.StateValue].
+// MarshalBinary implements [store.StateValue].
 func (badState) MarshalBinary() ([]byte, error) { return nil, errBadState }
 
-// stateStore returns s as a blackboard.StateStore, or skips the case.
-func stateStore(t *testing.T, s blackboard.Store) blackboard.StateStore {
+// stateStore returns s as a store.StateStore, or skips the case.
+func stateStore(t *testing.T, s store.Store) store.StateStore {
 	t.Helper()
-	ss, ok := s.(blackboard.StateStore)
+	ss, ok := s.(store.StateStore)
 	if !ok {
-		t.Skip("the store does not implement blackboard.StateStore")
+		t.Skip("the store does not implement store.StateStore")
 	}
 	return ss
 }
 
 // readState returns what ReadState answers for trace, asked with the
 // default namespace, failing the test on an error.
-func readState(t *testing.T, ss blackboard.StateStore, trace string) blackboard.TraceState {
+func readState(t *testing.T, ss store.StateStore, trace string) store.TraceState {
 	t.Helper()
 	return readStateIn(t, ss, "", trace)
 }
 
 // readStateIn returns what ReadState answers for trace, asked with
 // namespace, failing the test on an error.
-func readStateIn(t *testing.T, ss blackboard.StateStore, namespace, trace string) blackboard.TraceState {
+func readStateIn(t *testing.T, ss store.StateStore, namespace, trace string) store.TraceState {
 	t.Helper()
 	st, err := ss.ReadState(t.Context(), namespace, trace)
 	if err != nil {
@@ -56,7 +57,7 @@ func readStateIn(t *testing.T, ss blackboard.StateStore, namespace, trace string
 
 // wantCounters reports unless trace of namespace ns holds n records and
 // has counted version changes.
-func wantCounters(t *testing.T, ss blackboard.StateStore, trace string, n int, ns string, version uint64, contract string) {
+func wantCounters(t *testing.T, ss store.StateStore, trace string, n int, ns string, version uint64, contract string) {
 	t.Helper()
 	st := readStateIn(t, ss, ns, trace)
 	if st.Len != n || st.Namespace != ns || st.Version != version {
@@ -69,7 +70,7 @@ func wantCounters(t *testing.T, ss blackboard.StateStore, trace string, n int, n
 // StateVersion stateVersion. A store that keeps values answers with the
 // value itself (Value), one that persists bytes with want's encoding (Data);
 // never both.
-func wantStored(t *testing.T, ss blackboard.StateStore, trace string, want blackboard.StateValue, stateVersion uint64, contract string) {
+func wantStored(t *testing.T, ss store.StateStore, trace string, want store.StateValue, stateVersion uint64, contract string) {
 	t.Helper()
 	st := readState(t, ss, trace)
 	if st.StateVersion != stateVersion {
@@ -99,10 +100,10 @@ func wantStored(t *testing.T, ss blackboard.StateStore, trace string, want black
 // exactly one per batch for each trace the batch appends to or changes a
 // status in (a trace other than the batch's condition included), and not
 // for any other trace; Len counts the records and Namespace is theirs.
-func testStateCounters(t *testing.T, s blackboard.Store) {
+func testStateCounters(t *testing.T, s store.Store) {
 	ss := stateStore(t, s)
 	ctx := t.Context()
-	wantSame(t, readState(t, ss, "never"), blackboard.TraceState{}, "an unknown trace is the zero TraceState")
+	wantSame(t, readState(t, ss, "never"), store.TraceState{}, "an unknown trace is the zero TraceState")
 
 	idle := record("idle", blackboard.Percepts, "door", 1)
 	mustAppend(t, s, idle)
@@ -114,14 +115,14 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 	}
 	mustAppend(t, s, a[0])
 	wantCounters(t, ss, "a", 1, blackboard.DefaultNamespace, 1, "a one-record batch counts one change")
-	if err := s.Apply(ctx, blackboard.Batch{Appends: a[1:4]}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: a[1:4]}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "a", 4, blackboard.DefaultNamespace, 2, "a batch of three appends to one trace counts one change")
 
 	b1 := record("b", blackboard.Percepts, "door", 1)
 	b1.Namespace = ""
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{a[4], b1}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{a[4], b1}}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "a", 5, blackboard.DefaultNamespace, 3, "a batch that appends to two traces counts one change in each")
@@ -131,9 +132,9 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 	wantCounters(t, ss, "a", 5, blackboard.DefaultNamespace, 4, "a status change counts one change and no record")
 
 	// A batch conditioned on trace a that changes a status in trace b.
-	err := s.Apply(ctx, blackboard.Batch{
+	err := s.Apply(ctx, store.Batch{
 		Appends:       []blackboard.Record{a[5]},
-		Invalidations: []blackboard.Invalidation{{ID: b1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
+		Invalidations: []store.Invalidation{{ID: b1.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
 		Trace:         "a", TraceLen: 5,
 	})
 	if err != nil {
@@ -143,9 +144,9 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 	wantCounters(t, ss, "b", 1, blackboard.DefaultNamespace, 2, "a status change in a trace other than the batch's condition counts there")
 
 	// Two status changes and an append in one trace: one change.
-	err = s.Apply(ctx, blackboard.Batch{
+	err = s.Apply(ctx, store.Batch{
 		Appends: []blackboard.Record{a[6]},
-		Invalidations: []blackboard.Invalidation{
+		Invalidations: []store.Invalidation{
 			{ID: a[1].ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence},
 			{ID: a[2].ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
 		},
@@ -156,17 +157,17 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 	wantCounters(t, ss, "a", 7, blackboard.DefaultNamespace, 6, "appends and status changes of one trace in one batch count one change")
 
 	// Batches that touch no trace count nothing.
-	if err := s.Apply(ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: "state-claim", RecordID: a[0].ID}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Claims: []store.Claim{{Key: "state-claim", RecordID: a[0].ID}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Trace: "a", TraceLen: 7}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Trace: "a", TraceLen: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Trace: "empty", TraceLen: 0}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Trace: "empty", TraceLen: 0}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "a", 7, blackboard.DefaultNamespace, 6, "a batch of claims only, or a condition only, counts no change")
-	wantSame(t, readState(t, ss, "empty"), blackboard.TraceState{}, "a condition on a trace that holds no record leaves it the zero TraceState")
+	wantSame(t, readState(t, ss, "empty"), store.TraceState{}, "a condition on a trace that holds no record leaves it the zero TraceState")
 	wantCounters(t, ss, "idle", 1, blackboard.DefaultNamespace, 1, "a trace no batch touched counts no change")
 
 	n1 := record("ns", blackboard.Percepts, "door", 1)
@@ -196,7 +197,7 @@ func testStateCounters(t *testing.T, s blackboard.Store) {
 // StateVersion the Version the batch left, a later write without a state
 // leaves it behind the Version, and a trace that holds no record keeps
 // none.
-func testStateStored(t *testing.T, s blackboard.Store) {
+func testStateStored(t *testing.T, s store.Store) {
 	ss := stateStore(t, s)
 	ctx := t.Context()
 	r := make([]blackboard.Record, 5)
@@ -204,7 +205,7 @@ func testStateStored(t *testing.T, s blackboard.Store) {
 		r[i] = record("st", blackboard.Beliefs, "door_open", i+1)
 	}
 	one := testState("state one")
-	if err := s.Apply(ctx, blackboard.Batch{Appends: r[:2], Trace: "st", TraceLen: 0, State: one, Version: readState(t, ss, "st").Version}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: r[:2], Trace: "st", TraceLen: 0, State: one, Version: readState(t, ss, "st").Version}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "st", 2, blackboard.DefaultNamespace, 1, "a batch with a state counts like any other")
@@ -218,7 +219,7 @@ func testStateStored(t *testing.T, s blackboard.Store) {
 
 	// A state with nothing else to write is stored at the current Version.
 	two := testState("state two")
-	if err := s.Apply(ctx, blackboard.Batch{Trace: "st", TraceLen: 3, State: two, Version: readState(t, ss, "st").Version}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Trace: "st", TraceLen: 3, State: two, Version: readState(t, ss, "st").Version}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "st", 3, blackboard.DefaultNamespace, 3, "a batch of a state only counts no change")
@@ -231,9 +232,9 @@ func testStateStored(t *testing.T, s blackboard.Store) {
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
-	err := s.Apply(ctx, blackboard.Batch{
+	err := s.Apply(ctx, store.Batch{
 		Appends:       []blackboard.Record{r[3]},
-		Invalidations: []blackboard.Invalidation{{ID: record("other", blackboard.Percepts, "door", 1).ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
+		Invalidations: []store.Invalidation{{ID: record("other", blackboard.Percepts, "door", 1).ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}},
 		Trace:         "st", TraceLen: 3, State: big, Version: readState(t, ss, "st").Version,
 	})
 	if err != nil {
@@ -243,15 +244,15 @@ func testStateStored(t *testing.T, s blackboard.Store) {
 	wantStored(t, ss, "st", big, 4, "a 64 KiB state of every byte value round-trips")
 	wantStored(t, ss, "other", nil, 0, "a trace whose state no batch stored has none")
 
-	if err := s.Apply(ctx, blackboard.Batch{Trace: "void", TraceLen: 0, State: one}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Trace: "void", TraceLen: 0, State: one}); err != nil {
 		t.Fatal(err)
 	}
-	wantSame(t, readState(t, ss, "void"), blackboard.TraceState{}, "a trace that holds no record keeps no state")
+	wantSame(t, readState(t, ss, "void"), store.TraceState{}, "a trace that holds no record keeps no state")
 }
 
 // testStateRefused checks that a refused batch, whatever refused it,
 // changes neither the counters nor the stored state of any trace.
-func testStateRefused(t *testing.T, s blackboard.Store) {
+func testStateRefused(t *testing.T, s store.Store) {
 	ss := stateStore(t, s)
 	ctx := t.Context()
 	c := newCommitScene(t, s, "refused")
@@ -260,17 +261,17 @@ func testStateRefused(t *testing.T, s blackboard.Store) {
 	first := c.batch
 	first.Trace, first.TraceLen, first.State = "refused", 4, testState("first")
 	first.Version = readState(t, ss, "refused").Version
-	first.Claims = []blackboard.Claim{{Key: "refused-key", RecordID: c.belief.ID}}
+	first.Claims = []store.Claim{{Key: "refused-key", RecordID: c.belief.ID}}
 	if err := s.Apply(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	keepsValues := readState(t, ss, "refused").Value != nil
 
 	next := record("refused", blackboard.Beliefs, "door_open", 7)
-	base := func() blackboard.Batch {
-		return blackboard.Batch{
+	base := func() store.Batch {
+		return store.Batch{
 			Appends: []blackboard.Record{next, record("refused-other", blackboard.Percepts, "door", 2)},
-			Invalidations: []blackboard.Invalidation{
+			Invalidations: []store.Invalidation{
 				{ID: c.percept.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence},
 				{ID: other.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
 			},
@@ -284,19 +285,19 @@ func testStateRefused(t *testing.T, s blackboard.Store) {
 	dupID := base()
 	dupID.Appends = append(dupID.Appends, c.belief)
 	dupKey := base()
-	dupKey.Claims = []blackboard.Claim{{Key: "refused-key", RecordID: next.ID}}
+	dupKey.Claims = []store.Claim{{Key: "refused-key", RecordID: next.ID}}
 	notActive := base()
-	notActive.Invalidations = append(notActive.Invalidations, blackboard.Invalidation{ID: c.dead.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+	notActive.Invalidations = append(notActive.Invalidations, store.Invalidation{ID: c.dead.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
 	refused := []struct {
 		name  string
-		batch blackboard.Batch
+		batch store.Batch
 		want  error
 	}{
 		{"a stale trace-length condition", conflict, blackboard.ErrConflict},
 		{"a state derived from an older version of the trace", staleVersion, blackboard.ErrConflict},
-		{"an append of a stored id", dupID, blackboard.ErrDuplicateID},
+		{"an append of a stored id", dupID, store.ErrDuplicateID},
 		{"a claim of a claimed key", dupKey, blackboard.ErrDuplicateKey},
-		{"a status change of a record that is not active", notActive, blackboard.ErrNotActive},
+		{"a status change of a record that is not active", notActive, store.ErrNotActive},
 	}
 	if !keepsValues {
 		// A store that persists encodings cannot keep a state it cannot
@@ -305,12 +306,12 @@ func testStateRefused(t *testing.T, s blackboard.Store) {
 		bad.State = badState{}
 		refused = append(refused, struct {
 			name  string
-			batch blackboard.Batch
+			batch store.Batch
 			want  error
 		}{"a state whose MarshalBinary fails", bad, blackboard.ErrInvalidInput})
 	}
 	before := dump(t, s)
-	states := map[string]blackboard.TraceState{"refused": readState(t, ss, "refused"), "refused-other": readState(t, ss, "refused-other")}
+	states := map[string]store.TraceState{"refused": readState(t, ss, "refused"), "refused-other": readState(t, ss, "refused-other")}
 	for _, r := range refused {
 		err := s.Apply(ctx, r.batch)
 		wantErr(t, err, r.want, "Apply refuses a batch with "+r.name)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // benchFill is how many records of other traces Bench puts in a store
@@ -17,10 +18,10 @@ const benchFill = 10_000
 // that already holds 10,000 records of other traces, so its figures
 // show whether a hot-path operation's cost depends on the size of the
 // store. newStore must return a new, empty store each time.
-func Bench(b *testing.B, newStore func(b *testing.B) blackboard.Store) {
+func Bench(b *testing.B, newStore func(b *testing.B) store.Store) {
 	for _, bc := range []struct {
 		name string
-		run  func(b *testing.B, s blackboard.Store)
+		run  func(b *testing.B, s store.Store)
 	}{
 		{"Append", benchAppend},
 		{"Get", benchGet},
@@ -38,8 +39,8 @@ func Bench(b *testing.B, newStore func(b *testing.B) blackboard.Store) {
 }
 
 // fill appends benchFill records, ten to a trace, through batches.
-func fill(b *testing.B, s blackboard.Store) {
-	var batch blackboard.Batch
+func fill(b *testing.B, s store.Store) {
+	var batch store.Batch
 	slots := blackboard.AllSlots()
 	for i := range benchFill {
 		batch.Appends = append(batch.Appends, record(fmt.Sprintf("fill-%d", i/10), slots[i%len(slots)], fmt.Sprintf("k%d", i%5), i))
@@ -47,13 +48,13 @@ func fill(b *testing.B, s blackboard.Store) {
 			if err := s.Apply(b.Context(), batch); err != nil {
 				b.Fatalf("fill: %v", err)
 			}
-			batch = blackboard.Batch{}
+			batch = store.Batch{}
 		}
 	}
 }
 
 // hotTrace appends one trace of ten records (kinds k0..k4) and returns them.
-func hotTrace(b *testing.B, s blackboard.Store) []blackboard.Record {
+func hotTrace(b *testing.B, s store.Store) []blackboard.Record {
 	var recs []blackboard.Record
 	for i := range 10 {
 		r := record("hot", blackboard.Beliefs, fmt.Sprintf("k%d", i%5), i)
@@ -65,7 +66,7 @@ func hotTrace(b *testing.B, s blackboard.Store) []blackboard.Record {
 	return recs
 }
 
-func benchAppend(b *testing.B, s blackboard.Store) {
+func benchAppend(b *testing.B, s store.Store) {
 	for i := 0; b.Loop(); i++ {
 		if err := appendOne(b.Context(), s, record(fmt.Sprintf("bench-%d", i/10), blackboard.Percepts, "door", i)); err != nil {
 			b.Fatal(err)
@@ -73,7 +74,7 @@ func benchAppend(b *testing.B, s blackboard.Store) {
 	}
 }
 
-func benchGet(b *testing.B, s blackboard.Store) {
+func benchGet(b *testing.B, s store.Store) {
 	recs := hotTrace(b, s)
 	for i := 0; b.Loop(); i++ {
 		if _, err := s.Get(b.Context(), recs[i%len(recs)].ID); err != nil {
@@ -82,7 +83,7 @@ func benchGet(b *testing.B, s blackboard.Store) {
 	}
 }
 
-func benchFindActive(b *testing.B, s blackboard.Store) {
+func benchFindActive(b *testing.B, s store.Store) {
 	hotTrace(b, s)
 	for b.Loop() {
 		if _, err := s.FindActive(b.Context(), "", "hot", blackboard.Beliefs, "k3"); err != nil {
@@ -91,7 +92,7 @@ func benchFindActive(b *testing.B, s blackboard.Store) {
 	}
 }
 
-func benchListTrace(b *testing.B, s blackboard.Store) {
+func benchListTrace(b *testing.B, s store.Store) {
 	hotTrace(b, s)
 	for b.Loop() {
 		n := 0
@@ -109,16 +110,16 @@ func benchListTrace(b *testing.B, s blackboard.Store) {
 
 // benchApply commits evidence and a belief per iteration and supersedes
 // the belief of the iteration before, as a kernel commit does.
-func benchApply(b *testing.B, s blackboard.Store) {
+func benchApply(b *testing.B, s store.Store) {
 	prev := hotTrace(b, s)[0].ID
 	for i := 0; b.Loop(); i++ {
 		trace := fmt.Sprintf("apply-%d", i/10)
 		ev := record(trace, blackboard.Evidence, "belief_validation", 2*i)
 		belief := record(trace, blackboard.Beliefs, "door_open", 2*i+1)
 		belief.EvidenceRefs = []string{ev.ID}
-		err := s.Apply(b.Context(), blackboard.Batch{
+		err := s.Apply(b.Context(), store.Batch{
 			Appends:       []blackboard.Record{ev, belief},
-			Invalidations: []blackboard.Invalidation{{ID: prev, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
+			Invalidations: []store.Invalidation{{ID: prev, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -1,42 +1,44 @@
-package blackboard
+package store
 
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // checkStorable is the minimum any store demands of a record it appends.
 // Stores call it through [CheckRecord] and [Batch.CheckRecords]. known
 // holds strings already found valid UTF-8 (see [Batch.CheckRecordsHeld]):
 // a string of r equal to one of them is not scanned again.
-func checkStorable(r *Record, known *knownStrings) error {
+func checkStorable(r *blackboard.Record, known *knownStrings) error {
 	switch {
 	case r.ID == "":
-		return fmt.Errorf("%w: empty record id", ErrInvalidInput)
+		return fmt.Errorf("%w: empty record id", blackboard.ErrInvalidInput)
 	case !r.Slot.Valid():
-		return fmt.Errorf("%w: record %s: bad slot", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: bad slot", blackboard.ErrInvalidInput, r.ID)
 	case !r.Mode.Valid():
-		return fmt.Errorf("%w: record %s: bad mode", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: bad mode", blackboard.ErrInvalidInput, r.ID)
 	case !r.Status.Valid():
-		return fmt.Errorf("%w: record %s: bad status", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: bad status", blackboard.ErrInvalidInput, r.ID)
 	case !r.Scope.Valid():
-		return fmt.Errorf("%w: record %s: bad scope", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: bad scope", blackboard.ErrInvalidInput, r.ID)
 	case !r.Provenance.Role.Valid():
-		return fmt.Errorf("%w: record %s: bad role", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: bad role", blackboard.ErrInvalidInput, r.ID)
 	case r.Kind == "":
-		return fmt.Errorf("%w: record %s: empty kind", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: empty kind", blackboard.ErrInvalidInput, r.ID)
 	case r.Provenance.TraceID == "":
-		return fmt.Errorf("%w: record %s: empty trace id", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: empty trace id", blackboard.ErrInvalidInput, r.ID)
 	case r.Provenance.TTLMS < 0 || r.Provenance.TTLMS > maxTTLMS:
-		return fmt.Errorf("%w: record %s: ttl_ms %d outside [0, %d]", ErrInvalidInput, r.ID, r.Provenance.TTLMS, maxTTLMS)
+		return fmt.Errorf("%w: record %s: ttl_ms %d outside [0, %d]", blackboard.ErrInvalidInput, r.ID, r.Provenance.TTLMS, maxTTLMS)
 	case len(r.Provenance.Span) > maxSpanLen:
-		return fmt.Errorf("%w: record %s: span longer than %d bytes", ErrInvalidInput, r.ID, maxSpanLen)
+		return fmt.Errorf("%w: record %s: span longer than %d bytes", blackboard.ErrInvalidInput, r.ID, maxSpanLen)
 	}
 	if !known.valid(r) {
-		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", ErrInvalidInput, r.ID)
+		return fmt.Errorf("%w: record %s: a string is not valid UTF-8", blackboard.ErrInvalidInput, r.ID)
 	}
 	if !utf8Value(map[string]any(r.Payload)) {
-		return fmt.Errorf("%w: record %s: a payload string is not valid UTF-8", ErrInvalidPayload, r.ID)
+		return fmt.Errorf("%w: record %s: a payload string is not valid UTF-8", blackboard.ErrInvalidPayload, r.ID)
 	}
 	return nil
 }
@@ -45,7 +47,7 @@ func checkStorable(r *Record, known *knownStrings) error {
 // store holds, and the record checked before (prev; nil for none).
 type knownStrings struct {
 	trace, namespace string
-	prev             *Record
+	prev             *blackboard.Record
 }
 
 // valid reports whether every string of r is valid UTF-8, scanning only
@@ -53,7 +55,7 @@ type knownStrings struct {
 // test costs less than the scan, and nothing when both share memory, as a
 // batch's records usually do). Ids are scanned: telling one built of a
 // known trace id by its form costs as much as the scan.
-func (k *knownStrings) valid(r *Record) bool {
+func (k *knownStrings) valid(r *blackboard.Record) bool {
 	p := &r.Provenance
 	prev := k.prev
 	if prev == nil {
@@ -70,7 +72,7 @@ func (k *knownStrings) valid(r *Record) bool {
 
 // noRecord stands for the record before the first: its strings are all
 // empty, which is valid UTF-8.
-var noRecord Record
+var noRecord blackboard.Record
 
 func validUTF8(ss ...string) bool {
 	for _, s := range ss {
@@ -93,7 +95,7 @@ func utf8Value(v any) bool {
 				return false
 			}
 		}
-	case Payload:
+	case blackboard.Payload:
 		return utf8Value(map[string]any(x))
 	case []any:
 		for _, e := range x {
@@ -112,32 +114,32 @@ func CheckClaim(c Claim) error { return checkClaim(c) }
 
 func checkClaim(c Claim) error {
 	if c.Key == "" || c.RecordID == "" || !validUTF8(c.Key, c.RecordID, c.Namespace) {
-		return fmt.Errorf("%w: claim needs a valid key and record id", ErrInvalidInput)
+		return fmt.Errorf("%w: claim needs a valid key and record id", blackboard.ErrInvalidInput)
 	}
 	return nil
 }
 
 // CheckFilter validates the arguments of [Store.ListSlot].
-func CheckFilter(slot Slot, f Filter) error { return checkFilter(slot, f) }
+func CheckFilter(slot blackboard.Slot, f Filter) error { return checkFilter(slot, f) }
 
-func checkFilter(slot Slot, f Filter) error {
+func checkFilter(slot blackboard.Slot, f Filter) error {
 	switch {
 	case !slot.Valid():
-		return fmt.Errorf("%w: slot %d", ErrInvalidInput, slot)
+		return fmt.Errorf("%w: slot %d", blackboard.ErrInvalidInput, slot)
 	case f.Status != 0 && !f.Status.Valid():
-		return fmt.Errorf("%w: filter status %d", ErrInvalidInput, f.Status)
+		return fmt.Errorf("%w: filter status %d", blackboard.ErrInvalidInput, f.Status)
 	case f.Scope != 0 && !f.Scope.Valid():
-		return fmt.Errorf("%w: filter scope %d", ErrInvalidInput, f.Scope)
+		return fmt.Errorf("%w: filter scope %d", blackboard.ErrInvalidInput, f.Scope)
 	}
 	return nil
 }
 
 func checkTransition(inv Invalidation) error {
-	if inv.Status != StatusInvalidated && inv.Status != StatusExpired {
-		return fmt.Errorf("%w: %s: a record can only become INVALIDATED or EXPIRED, not %s", ErrInvalidInput, inv.ID, inv.Status)
+	if inv.Status != blackboard.StatusInvalidated && inv.Status != blackboard.StatusExpired {
+		return fmt.Errorf("%w: %s: a record can only become INVALIDATED or EXPIRED, not %s", blackboard.ErrInvalidInput, inv.ID, inv.Status)
 	}
 	if inv.Reason == "" {
-		return fmt.Errorf("%w: %s: invalidation without a reason code", ErrInvalidInput, inv.ID)
+		return fmt.Errorf("%w: %s: invalidation without a reason code", blackboard.ErrInvalidInput, inv.ID)
 	}
 	return nil
 }
@@ -145,7 +147,7 @@ func checkTransition(inv Invalidation) error {
 // CheckRecord validates the fields every store requires of a record before
 // appending it. Store implementations call it so that all stores refuse the
 // same malformed input with the same error.
-func CheckRecord(r Record) error { return checkStorable(&r, &knownStrings{}) }
+func CheckRecord(r blackboard.Record) error { return checkStorable(&r, &knownStrings{}) }
 
 // CheckInvalidation validates a status change before a store applies it.
 func CheckInvalidation(inv Invalidation) error { return checkTransition(inv) }

@@ -1,4 +1,4 @@
-package blackboard_test
+package store_test
 
 import (
 	"errors"
@@ -6,14 +6,15 @@ import (
 
 	. "github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/vouch"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TestVouchedBatchesOnly: a batch the kernel vouched for passes
 // CheckRecords unscanned; the same batch from any other caller (no mark,
 // or a copy of the struct built anew) is checked and refused.
 func TestVouchedBatchesOnly(t *testing.T) {
-	bad := func() Batch {
-		return Batch{Appends: []Record{{ID: "beliefs:t:1", Slot: Beliefs, Mode: ModeCommit, Kind: "k\xff",
+	bad := func() store.Batch {
+		return store.Batch{Appends: []Record{{ID: "beliefs:t:1", Slot: Beliefs, Mode: ModeCommit, Kind: "k\xff",
 			Provenance: Provenance{Role: RoleKernel, Writer: "kernel", TraceID: "t"}, Status: StatusActive}}}
 	}
 	b := bad()
@@ -27,7 +28,7 @@ func TestVouchedBatchesOnly(t *testing.T) {
 	if err := b.CheckRecords(); err != nil {
 		t.Fatalf("vouched batch: %v, want it passed unscanned", err)
 	}
-	rebuilt := Batch{Appends: b.Appends, Trace: b.Trace}
+	rebuilt := store.Batch{Appends: b.Appends, Trace: b.Trace}
 	if err := rebuilt.CheckRecords(); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("a batch rebuilt from a vouched one's records: %v, want ErrInvalidInput", err)
 	}

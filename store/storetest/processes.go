@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // The environment of a helper process of BenchEpisodeProcesses.
@@ -39,7 +39,7 @@ const (
 // helper's work instead: whatever the function does before the call must
 // not depend on being the parent (create the store's location, say, only
 // in the parent: see [IsBenchHelper]).
-func BenchEpisodeProcesses(b *testing.B, procs int, location string, open func(location string) (blackboard.Store, error)) {
+func BenchEpisodeProcesses(b *testing.B, procs int, location string, open func(location string) (store.Store, error)) {
 	if id := os.Getenv(benchHelperEnv); id != "" {
 		benchHelper(b, id, open)
 		return
@@ -124,7 +124,7 @@ func IsBenchHelper() bool { return os.Getenv(benchHelperEnv) != "" }
 
 // benchHelper is a helper process: it opens the store, says "ready", waits
 // for its stdin to close, runs its episodes and says "done".
-func benchHelper(b *testing.B, id string, open func(location string) (blackboard.Store, error)) {
+func benchHelper(b *testing.B, id string, open func(location string) (store.Store, error)) {
 	n, err := strconv.Atoi(os.Getenv(benchEpisodesEnv))
 	if err != nil {
 		b.Fatalf("helper %s: %s: %v", id, benchEpisodesEnv, err)

@@ -10,16 +10,17 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // faultyStore is a Store whose Apply a test can make fail, either before
 // the batch reaches the store or inside the store.
 type faultyStore struct {
-	blackboard.Store
-	fault func(blackboard.Batch) (blackboard.Batch, error)
+	store.Store
+	fault func(store.Batch) (store.Batch, error)
 }
 
-func (f *faultyStore) Apply(ctx context.Context, b blackboard.Batch) error {
+func (f *faultyStore) Apply(ctx context.Context, b store.Batch) error {
 	if f.fault != nil {
 		var err error
 		if b, err = f.fault(b); err != nil {
@@ -35,17 +36,17 @@ var errInjected = errors.New("storetest: injected Apply failure")
 // is one atomic unit: when the store's Apply fails, neither the evidence
 // artifact nor the committed belief exists and the proposal is still
 // ACTIVE.
-func runKernel(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
+func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 	faults := []struct {
 		name  string
-		fault func(blackboard.Batch) (blackboard.Batch, error)
+		fault func(store.Batch) (store.Batch, error)
 		want  error
 	}{
-		{"ApplyFails", func(b blackboard.Batch) (blackboard.Batch, error) { return b, errInjected }, errInjected},
+		{"ApplyFails", func(b store.Batch) (store.Batch, error) { return b, errInjected }, errInjected},
 		// The store receives the whole commit followed by an invalidation
 		// it must refuse, so it has to undo the parts it already applied.
-		{"StoreRefusesTail", func(b blackboard.Batch) (blackboard.Batch, error) {
-			b.Invalidations = append(slices.Clip(b.Invalidations), blackboard.Invalidation{
+		{"StoreRefusesTail", func(b store.Batch) (store.Batch, error) {
+			b.Invalidations = append(slices.Clip(b.Invalidations), store.Invalidation{
 				ID: "beliefs:nowhere:1", Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence,
 			})
 			return b, nil
@@ -84,7 +85,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
 				t.Fatalf("Commit succeeded although the store's Apply failed: %s", show(d))
 			}
 			wantErr(t, err, f.want, "Commit reports the failure of the store's Apply")
-			wantSame(t, len(collect(t, "ListSlot", fs.ListSlot(ctx, blackboard.Evidence, blackboard.Filter{}))), 0,
+			wantSame(t, len(collect(t, "ListSlot", fs.ListSlot(ctx, blackboard.Evidence, store.Filter{}))), 0,
 				"a failed commit leaves no evidence artifact without its belief")
 			wantSame(t, ids(collect(t, "ListTrace", fs.ListTrace(ctx, "", trace))), []string{percept, proposal.ID},
 				"a failed commit adds no record")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -22,24 +23,24 @@ const brokenEnv = "BK_STORETEST_BROKEN"
 // brokenStore is a memory store whose Apply breaks one contract: apply
 // receives the batch and the store underneath.
 type brokenStore struct {
-	blackboard.Store
-	apply func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error
+	store.Store
+	apply func(ctx context.Context, s store.Store, b store.Batch) error
 }
 
-func (b *brokenStore) Apply(ctx context.Context, batch blackboard.Batch) error {
+func (b *brokenStore) Apply(ctx context.Context, batch store.Batch) error {
 	return b.apply(ctx, b.Store, batch)
 }
 
 // lone reports whether b is one record alone or one status change alone,
 // the batches the suite's helpers appendOne and setStatus build.
-func lone(b blackboard.Batch) bool {
+func lone(b store.Batch) bool {
 	return len(b.Appends)+len(b.Invalidations) == 1 && len(b.Claims) == 0
 }
 
 // swallow returns an Apply that reports success for a batch that match
 // selects when the store refuses it with one of errs.
-func swallow(match func(blackboard.Batch) bool, errs ...error) func(context.Context, blackboard.Store, blackboard.Batch) error {
-	return func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+func swallow(match func(store.Batch) bool, errs ...error) func(context.Context, store.Store, store.Batch) error {
+	return func(ctx context.Context, s store.Store, b store.Batch) error {
 		err := s.Apply(ctx, b)
 		for _, e := range errs {
 			if match(b) && errors.Is(err, e) {
@@ -50,8 +51,8 @@ func swallow(match func(blackboard.Batch) bool, errs ...error) func(context.Cont
 	}
 }
 
-func loneAppend(b blackboard.Batch) bool { return lone(b) && len(b.Appends) == 1 }
-func loneChange(b blackboard.Batch) bool { return lone(b) && len(b.Invalidations) == 1 }
+func loneAppend(b store.Batch) bool { return lone(b) && len(b.Appends) == 1 }
+func loneChange(b store.Batch) bool { return lone(b) && len(b.Invalidations) == 1 }
 
 // broken is a store that breaks one contract, the cases of the suite that
 // must fail on it, and words each failure must show.
@@ -59,12 +60,12 @@ type broken struct {
 	name  string
 	cases []string
 	want  []string
-	open  func() blackboard.Store
+	open  func() store.Store
 }
 
 // applying returns a factory of memory stores whose Apply is apply.
-func applying(apply func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error) func() blackboard.Store {
-	return func() blackboard.Store { return &brokenStore{Store: memstore.New(), apply: apply} }
+func applying(apply func(ctx context.Context, s store.Store, b store.Batch) error) func() store.Store {
+	return func() store.Store { return &brokenStore{Store: memstore.New(), apply: apply} }
 }
 
 // staleState is a memory store whose decision state lies: once a trace
@@ -73,10 +74,10 @@ func applying(apply func(ctx context.Context, s blackboard.Store, b blackboard.B
 type staleState struct {
 	*memstore.Store
 	mu    sync.Mutex
-	first map[string]blackboard.StateValue
+	first map[string]store.StateValue
 }
 
-func (s *staleState) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+func (s *staleState) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
 	ts, err := s.Store.ReadState(ctx, namespace, traceID)
 	if err != nil || ts.Value == nil {
 		return ts, err
@@ -96,29 +97,29 @@ func brokenStores() []broken {
 	return []broken{
 		{"accepts a duplicate id", []string{"AppendOnly", "ConcurrentDuplicate"},
 			[]string{"Apply refuses an id the store holds", "both succeeded"},
-			applying(swallow(loneAppend, blackboard.ErrDuplicateID))},
+			applying(swallow(loneAppend, store.ErrDuplicateID))},
 		{"accepts an invalid record", []string{"MalformedRecord", "InvalidUTF8", "TTLBounds"},
 			[]string{"Apply refuses a record with empty id", "Apply refuses a record with invalid UTF-8 in the id",
 				"Apply refuses a record with a TTL outside"},
 			applying(swallow(loneAppend, blackboard.ErrInvalidInput, blackboard.ErrInvalidPayload))},
 		{"changes a record that is not active", []string{"InvalidateNotActive", "ConcurrentInvalidate"},
 			[]string{"Apply refuses a status change of a record that is not ACTIVE", "both succeeded"},
-			applying(swallow(loneChange, blackboard.ErrNotActive))},
+			applying(swallow(loneChange, store.ErrNotActive))},
 		{"accepts an invalid status change", []string{"InvalidateBadInput"},
 			[]string{"Apply refuses a status change with a target status ACTIVE"},
 			applying(swallow(loneChange, blackboard.ErrInvalidInput))},
 		{"lands part of a batch refused for a status change", []string{"InvalidateBadInput"},
 			[]string{"Apply refuses a batch holding a status change with a", "a batch refused for its status change appends nothing"},
-			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s store.Store, b store.Batch) error {
 				err := s.Apply(ctx, b)
 				if errors.Is(err, blackboard.ErrInvalidInput) && len(b.Appends) > 0 && len(b.Invalidations) > 0 {
-					return s.Apply(ctx, blackboard.Batch{Appends: b.Appends})
+					return s.Apply(ctx, store.Batch{Appends: b.Appends})
 				}
 				return err
 			})},
 		{"acknowledges a status change it drops", []string{"Invalidate"},
 			[]string{"a status change moves ACTIVE to INVALIDATED"},
-			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s store.Store, b store.Batch) error {
 				if loneChange(b) {
 					return nil
 				}
@@ -126,7 +127,7 @@ func brokenStores() []broken {
 			})},
 		{"acknowledges appends it drops", []string{"ConcurrentAppends"},
 			[]string{"every append must land"},
-			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s store.Store, b store.Batch) error {
 				if loneAppend(b) && appends.Add(1)%5 == 0 {
 					return nil
 				}
@@ -134,9 +135,9 @@ func brokenStores() []broken {
 			})},
 		{"lands the rest of a batch that lost a raced id", []string{"ConcurrentDuplicate"},
 			[]string{"a losing batch lands nothing"},
-			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s store.Store, b store.Batch) error {
 				err := s.Apply(ctx, b)
-				if errors.Is(err, blackboard.ErrDuplicateID) {
+				if errors.Is(err, store.ErrDuplicateID) {
 					for _, r := range b.Appends {
 						_ = appendOne(ctx, s, r) // the raced id is refused again
 					}
@@ -145,7 +146,7 @@ func brokenStores() []broken {
 			})},
 		{"ignores a cancelled context", []string{"CancelledContext"},
 			[]string{"Apply of one record", "Apply of one status change", "changes nothing"},
-			applying(func(ctx context.Context, s blackboard.Store, b blackboard.Batch) error {
+			applying(func(ctx context.Context, s store.Store, b store.Batch) error {
 				if lone(b) {
 					ctx = context.WithoutCancel(ctx)
 				}
@@ -156,8 +157,8 @@ func brokenStores() []broken {
 			applying(swallow(lone, blackboard.ErrClosed))},
 		{"keeps a stale decision state", []string{"WrapperDecisions"},
 			[]string{"differs"},
-			func() blackboard.Store {
-				return &staleState{Store: memstore.New(), first: map[string]blackboard.StateValue{}}
+			func() store.Store {
+				return &staleState{Store: memstore.New(), first: map[string]store.StateValue{}}
 			}},
 	}
 }
@@ -176,7 +177,7 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 			for _, c := range b.cases {
 				run := caseNamed(t, c)
 				t.Run("unbroken/"+c, func(t *testing.T) {
-					run(t, func(*testing.T) blackboard.Store { return memstore.New() })
+					run(t, func(*testing.T) store.Store { return memstore.New() })
 				})
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenStoreHelper$", "-test.count=1")
@@ -211,21 +212,21 @@ func TestBrokenStoreHelper(t *testing.T) {
 	for _, c := range b.cases {
 		run := caseNamed(t, c)
 		t.Run(c, func(t *testing.T) {
-			run(t, func(*testing.T) blackboard.Store { return b.open() })
+			run(t, func(*testing.T) store.Store { return b.open() })
 		})
 	}
 }
 
 // caseNamed returns the suite's case of that name, as [Run] runs it on
 // the stores newStore returns.
-func caseNamed(t *testing.T, name string) func(t *testing.T, newStore func(*testing.T) blackboard.Store) {
+func caseNamed(t *testing.T, name string) func(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Helper()
 	if name == "WrapperDecisions" {
 		return testWrapperDecisions
 	}
 	for _, c := range cases() {
 		if c.name == name {
-			return func(t *testing.T, newStore func(*testing.T) blackboard.Store) { c.run(t, open(t, newStore)) }
+			return func(t *testing.T, newStore func(*testing.T) store.Store) { c.run(t, open(t, newStore)) }
 		}
 	}
 	t.Fatalf("no case %q", name)

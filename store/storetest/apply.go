@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // commitScene is the shape of a belief commit: a percept, a belief
@@ -13,10 +14,10 @@ import (
 type commitScene struct {
 	percept, proposal, ttl, dead blackboard.Record
 	evidence, belief             blackboard.Record
-	batch                        blackboard.Batch
+	batch                        store.Batch
 }
 
-func newCommitScene(t *testing.T, s blackboard.Store, trace string) commitScene {
+func newCommitScene(t *testing.T, s store.Store, trace string) commitScene {
 	var c commitScene
 	c.percept = record(trace, blackboard.Percepts, "door", 1)
 	c.proposal = record(trace, blackboard.Beliefs, "door_open", 2)
@@ -33,9 +34,9 @@ func newCommitScene(t *testing.T, s blackboard.Store, trace string) commitScene 
 	c.belief = record(trace, blackboard.Beliefs, "door_open", 6)
 	c.belief.Provenance.InputRefs = []string{c.proposal.ID, c.percept.ID}
 	c.belief.EvidenceRefs = []string{c.evidence.ID}
-	c.batch = blackboard.Batch{
+	c.batch = store.Batch{
 		Appends: []blackboard.Record{c.evidence, c.belief},
-		Invalidations: []blackboard.Invalidation{
+		Invalidations: []store.Invalidation{
 			{ID: c.ttl.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired},
 			{ID: c.proposal.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit},
 		},
@@ -43,10 +44,10 @@ func newCommitScene(t *testing.T, s blackboard.Store, trace string) commitScene 
 	return c
 }
 
-func testApply(t *testing.T, s blackboard.Store) {
+func testApply(t *testing.T, s store.Store) {
 	c := newCommitScene(t, s, "apply")
 	before := dump(t, s)
-	if err := s.Apply(t.Context(), blackboard.Batch{}); err != nil {
+	if err := s.Apply(t.Context(), store.Batch{}); err != nil {
 		t.Errorf("Apply of an empty batch: %v", err)
 	}
 	unchanged(t, s, before, "an empty batch changes nothing")
@@ -66,10 +67,10 @@ func testApply(t *testing.T, s blackboard.Store) {
 		"Apply lands every append (in batch order) and every status change")
 }
 
-func testApplyAtomic(t *testing.T, s blackboard.Store) {
+func testApplyAtomic(t *testing.T, s store.Store) {
 	c := newCommitScene(t, s, "atomic")
-	with := func(appends []blackboard.Record, invs []blackboard.Invalidation) blackboard.Batch {
-		return blackboard.Batch{Appends: appends, Invalidations: invs}
+	with := func(appends []blackboard.Record, invs []store.Invalidation) store.Batch {
+		return store.Batch{Appends: appends, Invalidations: invs}
 	}
 	dupOfStored := c.belief
 	dupOfStored.ID = c.percept.ID
@@ -78,32 +79,32 @@ func testApplyAtomic(t *testing.T, s blackboard.Store) {
 	malformed := c.belief
 	malformed.ID, malformed.Kind = "beliefs:atomic:7", ""
 	expire, supersede := c.batch.Invalidations[0], c.batch.Invalidations[1]
-	inv := func(id string, st blackboard.Status, reason blackboard.Code) blackboard.Invalidation {
-		return blackboard.Invalidation{ID: id, Status: st, Reason: reason}
+	inv := func(id string, st blackboard.Status, reason blackboard.Code) store.Invalidation {
+		return store.Invalidation{ID: id, Status: st, Reason: reason}
 	}
 	failing := []struct {
 		name  string
-		batch blackboard.Batch
+		batch store.Batch
 		want  error
 	}{
 		{"an append of a stored id in the middle",
-			with([]blackboard.Record{c.evidence, dupOfStored, c.belief}, c.batch.Invalidations), blackboard.ErrDuplicateID},
+			with([]blackboard.Record{c.evidence, dupOfStored, c.belief}, c.batch.Invalidations), store.ErrDuplicateID},
 		{"two appends of one id",
-			with([]blackboard.Record{c.evidence, c.belief, dupInBatch}, c.batch.Invalidations), blackboard.ErrDuplicateID},
+			with([]blackboard.Record{c.evidence, c.belief, dupInBatch}, c.batch.Invalidations), store.ErrDuplicateID},
 		{"an invalidation of a non-active record in the middle",
-			with(c.batch.Appends, []blackboard.Invalidation{expire, inv(c.dead.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), blackboard.ErrNotActive},
+			with(c.batch.Appends, []store.Invalidation{expire, inv(c.dead.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), store.ErrNotActive},
 		{"two invalidations of one record",
-			with(c.batch.Appends, []blackboard.Invalidation{expire, supersede, inv(c.ttl.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)}), blackboard.ErrNotActive},
+			with(c.batch.Appends, []store.Invalidation{expire, supersede, inv(c.ttl.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence)}), store.ErrNotActive},
 		{"an invalidation of an unknown id in the middle",
-			with(c.batch.Appends, []blackboard.Invalidation{expire, inv("beliefs:atomic:99", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), blackboard.ErrNotFound},
+			with(c.batch.Appends, []store.Invalidation{expire, inv("beliefs:atomic:99", blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), blackboard.ErrNotFound},
 		{"an invalidation of a record the batch itself appends",
-			with(c.batch.Appends, []blackboard.Invalidation{expire, inv(c.evidence.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), blackboard.ErrNotFound},
+			with(c.batch.Appends, []store.Invalidation{expire, inv(c.evidence.ID, blackboard.StatusInvalidated, blackboard.CodeStaleEvidence), supersede}), blackboard.ErrNotFound},
 		{"a malformed record in the middle",
 			with([]blackboard.Record{c.evidence, malformed, c.belief}, c.batch.Invalidations), blackboard.ErrInvalidInput},
 		{"an invalidation to ACTIVE",
-			with(c.batch.Appends, []blackboard.Invalidation{expire, inv(c.proposal.ID, blackboard.StatusActive, blackboard.CodeCommitted)}), blackboard.ErrInvalidInput},
+			with(c.batch.Appends, []store.Invalidation{expire, inv(c.proposal.ID, blackboard.StatusActive, blackboard.CodeCommitted)}), blackboard.ErrInvalidInput},
 		{"an invalidation without a reason",
-			with(c.batch.Appends, []blackboard.Invalidation{expire, inv(c.proposal.ID, blackboard.StatusInvalidated, "")}), blackboard.ErrInvalidInput},
+			with(c.batch.Appends, []store.Invalidation{expire, inv(c.proposal.ID, blackboard.StatusInvalidated, "")}), blackboard.ErrInvalidInput},
 	}
 	before := dump(t, s)
 	for _, f := range failing {
@@ -123,7 +124,7 @@ func testApplyAtomic(t *testing.T, s blackboard.Store) {
 
 // testApplyConditional checks Batch.Trace/TraceLen: a batch whose author
 // read a trace that has since grown is refused whole with ErrConflict.
-func testApplyConditional(t *testing.T, s blackboard.Store) {
+func testApplyConditional(t *testing.T, s store.Store) {
 	c := newCommitScene(t, s, "cond")
 	before := dump(t, s)
 	stale := c.batch
@@ -141,6 +142,6 @@ func testApplyConditional(t *testing.T, s blackboard.Store) {
 	if got := len(collect(t, "ListTrace", s.ListTrace(t.Context(), "", "cond"))); got != 6 {
 		t.Errorf("after the conditional batch the trace holds %d records, want 6", got)
 	}
-	empty := blackboard.Batch{Trace: "never-written", TraceLen: 1}
+	empty := store.Batch{Trace: "never-written", TraceLen: 1}
 	wantErr(t, s.Apply(t.Context(), empty), blackboard.ErrConflict, "a condition on an unknown trace's length is checked even with nothing to write")
 }

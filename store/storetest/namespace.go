@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // testNamespaceRoundTrip checks that a record's namespace is kept, and that
 // a record appended without one, alone or in a batch of several, reads back in
 // blackboard.DefaultNamespace from every read method, before and after a status
 // change.
-func testNamespaceRoundTrip(t *testing.T, s blackboard.Store) {
+func testNamespaceRoundTrip(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const trace = "ns"
 	alone := record(trace, blackboard.Constraints, "rule_a", 1)
@@ -22,7 +23,7 @@ func testNamespaceRoundTrip(t *testing.T, s blackboard.Store) {
 	named.Namespace, named.Scope = "tenant-ä", blackboard.ScopePersistent
 	explicit := record(trace, blackboard.Percepts, "door", 4) // blackboard.DefaultNamespace, spelled out
 	mustAppend(t, s, alone)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{inBatch, named, explicit}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{inBatch, named, explicit}}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	want := []blackboard.Record{stored(alone), stored(inBatch), named, explicit}
@@ -39,9 +40,9 @@ func testNamespaceRoundTrip(t *testing.T, s blackboard.Store) {
 		wantSame(t, got, w, contract+" (FindActive)")
 	}
 	wantSame(t, collect(t, "ListTrace", s.ListTrace(ctx, "", trace)), []blackboard.Record{want[0], want[1], explicit}, contract+" (ListTrace)")
-	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{})), []blackboard.Record{want[0], named},
+	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, store.Filter{})), []blackboard.Record{want[0], named},
 		contract+" (ListSlot)")
-	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})),
+	wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent})),
 		[]blackboard.Record{want[0], named}, contract+" (ListSlot of active persistent records)")
 
 	mustInvalidate(t, s, alone.ID, blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit)
@@ -55,7 +56,7 @@ func testNamespaceRoundTrip(t *testing.T, s blackboard.Store) {
 // testListSlotNamespace checks Filter.Namespace alone and with Status and
 // Scope, above all the listing the kernel runs on every gated decision: the
 // active persistent constraints of one namespace.
-func testListSlotNamespace(t *testing.T, s blackboard.Store) {
+func testListSlotNamespace(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	const per, ep = blackboard.ScopePersistent, blackboard.ScopeEpisode
 	// Each record in a trace of its own namespace: a trace belongs to one.
@@ -84,26 +85,26 @@ func testListSlotNamespace(t *testing.T, s blackboard.Store) {
 	active := blackboard.StatusActive
 	lists := []struct {
 		slot blackboard.Slot
-		f    blackboard.Filter
+		f    store.Filter
 		want []blackboard.Record
 	}{
-		{blackboard.Constraints, blackboard.Filter{Namespace: "a"}, []blackboard.Record{c1, c4, c5}},
-		{blackboard.Constraints, blackboard.Filter{Namespace: "ab"}, []blackboard.Record{c2}},
-		{blackboard.Constraints, blackboard.Filter{Namespace: "A"}, []blackboard.Record{c8}},
-		{blackboard.Constraints, blackboard.Filter{Namespace: blackboard.DefaultNamespace}, []blackboard.Record{c3, c6}},
-		{blackboard.Constraints, blackboard.Filter{Namespace: "nowhere"}, nil},
-		{blackboard.Constraints, blackboard.Filter{Status: active, Scope: per, Namespace: "a"}, []blackboard.Record{c1}},
-		{blackboard.Constraints, blackboard.Filter{Status: active, Scope: per, Namespace: "ab"}, []blackboard.Record{c2}},
-		{blackboard.Constraints, blackboard.Filter{Status: active, Scope: per, Namespace: blackboard.DefaultNamespace}, []blackboard.Record{c3, c6}},
-		{blackboard.Constraints, blackboard.Filter{Status: active, Scope: per, Namespace: "b"}, nil},
-		{blackboard.Constraints, blackboard.Filter{Status: active, Scope: per}, []blackboard.Record{c1, c2, c3, c6, c8}},
-		{blackboard.Constraints, blackboard.Filter{Status: active, Namespace: "a"}, []blackboard.Record{c1, c4}},
-		{blackboard.Constraints, blackboard.Filter{Scope: per, Namespace: "a"}, []blackboard.Record{c1, c5}},
-		{blackboard.Constraints, blackboard.Filter{Scope: ep, Namespace: "a"}, []blackboard.Record{c4}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusInvalidated, Scope: per, Namespace: "a"}, []blackboard.Record{c5}},
-		{blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusExpired, Scope: per, Namespace: "b"}, []blackboard.Record{c7}},
-		{blackboard.Percepts, blackboard.Filter{Status: active, Scope: per, Namespace: "a"}, []blackboard.Record{p9}},
-		{blackboard.Plans, blackboard.Filter{Status: active, Scope: per, Namespace: "a"}, nil},
+		{blackboard.Constraints, store.Filter{Namespace: "a"}, []blackboard.Record{c1, c4, c5}},
+		{blackboard.Constraints, store.Filter{Namespace: "ab"}, []blackboard.Record{c2}},
+		{blackboard.Constraints, store.Filter{Namespace: "A"}, []blackboard.Record{c8}},
+		{blackboard.Constraints, store.Filter{Namespace: blackboard.DefaultNamespace}, []blackboard.Record{c3, c6}},
+		{blackboard.Constraints, store.Filter{Namespace: "nowhere"}, nil},
+		{blackboard.Constraints, store.Filter{Status: active, Scope: per, Namespace: "a"}, []blackboard.Record{c1}},
+		{blackboard.Constraints, store.Filter{Status: active, Scope: per, Namespace: "ab"}, []blackboard.Record{c2}},
+		{blackboard.Constraints, store.Filter{Status: active, Scope: per, Namespace: blackboard.DefaultNamespace}, []blackboard.Record{c3, c6}},
+		{blackboard.Constraints, store.Filter{Status: active, Scope: per, Namespace: "b"}, nil},
+		{blackboard.Constraints, store.Filter{Status: active, Scope: per}, []blackboard.Record{c1, c2, c3, c6, c8}},
+		{blackboard.Constraints, store.Filter{Status: active, Namespace: "a"}, []blackboard.Record{c1, c4}},
+		{blackboard.Constraints, store.Filter{Scope: per, Namespace: "a"}, []blackboard.Record{c1, c5}},
+		{blackboard.Constraints, store.Filter{Scope: ep, Namespace: "a"}, []blackboard.Record{c4}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusInvalidated, Scope: per, Namespace: "a"}, []blackboard.Record{c5}},
+		{blackboard.Constraints, store.Filter{Status: blackboard.StatusExpired, Scope: per, Namespace: "b"}, []blackboard.Record{c7}},
+		{blackboard.Percepts, store.Filter{Status: active, Scope: per, Namespace: "a"}, []blackboard.Record{p9}},
+		{blackboard.Plans, store.Filter{Status: active, Scope: per, Namespace: "a"}, nil},
 	}
 	for _, l := range lists {
 		wantSame(t, collect(t, "ListSlot", s.ListSlot(ctx, l.slot, l.f)), l.want,
@@ -111,14 +112,14 @@ func testListSlotNamespace(t *testing.T, s blackboard.Store) {
 	}
 
 	mustInvalidate(t, s, c1.ID, blackboard.StatusExpired, blackboard.CodeTTLExpired)
-	wantSame(t, len(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: active, Scope: per, Namespace: "a"}))), 0,
+	wantSame(t, len(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, store.Filter{Status: active, Scope: per, Namespace: "a"}))), 0,
 		"a namespace's active persistent listing drops a record once its status changes")
 
 	// A long listing of one namespace's active persistent records, the
 	// kernel's per-decision read, interleaved with another namespace's, to
 	// catch paging mistakes in that listing.
 	const n = 600
-	var batch blackboard.Batch
+	var batch store.Batch
 	var want []string
 	for i := 1; i <= n; i++ {
 		r := c("long", 100+i, "long", per)
@@ -129,7 +130,7 @@ func testListSlotNamespace(t *testing.T, s blackboard.Store) {
 	if err := s.Apply(ctx, batch); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: active, Scope: per, Namespace: "long"}))), want,
+	wantSame(t, ids(collect(t, "ListSlot", s.ListSlot(ctx, blackboard.Constraints, store.Filter{Status: active, Scope: per, Namespace: "long"}))), want,
 		"a long listing of a namespace's active persistent records returns each of them once, in append order")
 }
 
@@ -137,7 +138,7 @@ func testListSlotNamespace(t *testing.T, s blackboard.Store) {
 // its id: one trace id in two namespaces is two traces, which hold, list,
 // find, count and condition batches apart, whether they start in separate
 // batches or in one; and a record reads back in its own namespace.
-func testTraceNamespace(t *testing.T, s blackboard.Store) {
+func testTraceNamespace(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	in := func(ns, trace string, n int) blackboard.Record {
 		r := record(trace, blackboard.Percepts, "door", n)
@@ -148,14 +149,14 @@ func testTraceNamespace(t *testing.T, s blackboard.Store) {
 	const contract = "one trace id in two namespaces is two traces"
 	mustAppend(t, s, a1)
 	// b's trace t holds nothing, though a's holds a record.
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{b1}, Trace: "t", TraceNamespace: "b", TraceLen: 0}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{b1}, Trace: "t", TraceNamespace: "b", TraceLen: 0}); err != nil {
 		t.Fatalf("%s: Apply(%s) conditional on b's empty trace t: %v", contract, b1.ID, err)
 	}
-	wantErr(t, s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{d1}, Trace: "t", TraceLen: 1}), blackboard.ErrConflict,
+	wantErr(t, s.Apply(ctx, store.Batch{Appends: []blackboard.Record{d1}, Trace: "t", TraceLen: 1}), blackboard.ErrConflict,
 		contract+": the default namespace's trace t holds no record, whatever a and b hold")
 	mustAppend(t, s, d1)
 	u := []blackboard.Record{in("a", "u", 1), in("b", "u", 1), in("a", "u", 2)}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: u}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: u}); err != nil {
 		t.Fatalf("%s: one batch starting trace u in two namespaces: %v", contract, err)
 	}
 	for _, c := range []struct {
@@ -187,7 +188,7 @@ func testTraceNamespace(t *testing.T, s blackboard.Store) {
 	}
 	// The listing of traces names each (namespace, id) once.
 	got := map[string]int{}
-	for ts, err := range blackboard.ListTraces(ctx, s, "") {
+	for ts, err := range store.ListTraces(ctx, s, "") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,13 +196,13 @@ func testTraceNamespace(t *testing.T, s blackboard.Store) {
 	}
 	wantSame(t, got, map[string]int{"a/t": 1, "b/t": 1, blackboard.DefaultNamespace + "/t": 1, "a/u": 2, "b/u": 1},
 		contract+": ListTraces lists each namespace's trace apart")
-	ss, ok := s.(blackboard.StateStore)
+	ss, ok := s.(store.StateStore)
 	if !ok {
 		return
 	}
 	// A status change in a's trace t counts in it alone.
 	before := readStateIn(t, ss, "b", "t")
-	if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: a1.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: a1.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	wantCounters(t, ss, "t", 1, "a", 2, contract+": a's trace t counted its status change")
@@ -210,7 +211,7 @@ func testTraceNamespace(t *testing.T, s blackboard.Store) {
 	wantCounters(t, ss, "u", 1, "b", 1, contract+": b's trace u")
 	// A state is stored in the trace of the batch's namespace only.
 	b2 := in("b", "t", 2)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{b2}, Trace: "t", TraceNamespace: "b", TraceLen: 1, State: testState("b's"), Version: before.Version}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{b2}, Trace: "t", TraceNamespace: "b", TraceLen: 1, State: testState("b's"), Version: before.Version}); err != nil {
 		t.Fatalf("%s: a batch with a state, conditional on b's trace t: %v", contract, err)
 	}
 	if st := readStateIn(t, ss, "a", "t"); st.StateVersion != 0 || st.Value != nil || st.Data != nil {

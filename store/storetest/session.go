@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -87,7 +88,7 @@ type Session struct {
 
 // NewSession returns a desk over s. It fails tb if the gate cannot be
 // built.
-func NewSession(tb testing.TB, s blackboard.Store) *Session {
+func NewSession(tb testing.TB, s store.Store) *Session {
 	tb.Helper()
 	tools := []toolgate.Tool{
 		{Name: "lookup_order", Description: "Look up an order by id.", ReadOnly: true, Parameters: json.RawMessage(sessionOrderSchema), Result: "order",
@@ -179,7 +180,7 @@ func (d *Session) Run(ctx context.Context, flow SessionFlow, trace string, n int
 // of a flow between the n-th and the 1.1·n-th of its session. Use a
 // -benchtime of a few iterations (for example 20x) on a slow store: today
 // building a session takes time that grows with the square of its length.
-func BenchSession(b *testing.B, newStore func(testing.TB) blackboard.Store) {
+func BenchSession(b *testing.B, newStore func(testing.TB) store.Store) {
 	for _, flow := range SessionFlows() {
 		b.Run(string(flow), func(b *testing.B) {
 			for _, n := range SessionSizes(b) {
@@ -189,7 +190,7 @@ func BenchSession(b *testing.B, newStore func(testing.TB) blackboard.Store) {
 	}
 }
 
-func benchSessionAt(b *testing.B, s blackboard.Store, flow SessionFlow, n int) {
+func benchSessionAt(b *testing.B, s store.Store, flow SessionFlow, n int) {
 	ctx := context.Background()
 	d := NewSession(b, s)
 	traces := 0

@@ -1,9 +1,10 @@
-package blackboard
+package store
 
 import (
 	"context"
 	"iter"
 
+	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/vouch"
 )
 
@@ -28,7 +29,7 @@ import (
 // an id the store already holds (or one id twice); the only mutation is a
 // status change from StatusActive to StatusInvalidated or StatusExpired,
 // refused with [ErrNotActive] for a record that is no longer active, with
-// [ErrNotFound] for an unknown id, and with [ErrInvalidInput] for any
+// [blackboard.ErrNotFound] for an unknown id, and with [blackboard.ErrInvalidInput] for any
 // other target status or an empty reason ([CheckInvalidation]). Apply is
 // all or nothing, checks the whole batch against the store as it was
 // before the batch, and honours the batch's trace-length condition
@@ -37,54 +38,54 @@ import (
 // may share memory with the store: callers must not modify them (the
 // kernel clones before handing records to its handles). A method called
 // with a cancelled context returns the context's error and changes
-// nothing. After Close every method, Close included, returns [ErrClosed].
-// A Filter with an invalid Status or Scope is [ErrInvalidInput]. Apply
-// refuses, with [ErrInvalidInput] or [ErrInvalidPayload], a batch holding
+// nothing. After Close every method, Close included, returns [blackboard.ErrClosed].
+// A Filter with an invalid Status or Scope is [blackboard.ErrInvalidInput]. Apply
+// refuses, with [blackboard.ErrInvalidInput] or [blackboard.ErrInvalidPayload], a batch holding
 // any record [CheckRecord] refuses (invalid UTF-8 in any string among
 // them), and a store keeps a record with an empty Namespace as
-// [DefaultNamespace].
+// [blackboard.DefaultNamespace].
 //
 // Traces: a trace is named by its namespace and its id together. Each
 // namespace is a space of trace ids of its own: one trace id used in two
 // namespaces is two traces, which hold, list, count, version and condition
 // batches apart, so no application can write into, lengthen or block
 // another's trace whatever ids they choose. Every method that names a
-// trace takes its namespace (empty: [DefaultNamespace]); a record is in
+// trace takes its namespace (empty: [blackboard.DefaultNamespace]); a record is in
 // the trace (Namespace, TraceID()). Record ids stay unique across the
-// whole store: the kernel's embed the namespace ([RecordID]).
+// whole store: the kernel's embed the namespace ([blackboard.RecordID]).
 //
 // Once-keys: a store guarantees that a key is claimed at most once, for
 // ever, in its namespace, across every process that shares the store: Apply
 // refuses a batch that claims a key already claimed in the claim's
 // namespace (or claims one key twice in one namespace) with
-// [ErrDuplicateKey], in the same transaction as the batch's other writes.
+// [blackboard.ErrDuplicateKey], in the same transaction as the batch's other writes.
 // Each namespace is a key space of its own: one key claimed in two
 // namespaces is two claims, and ClaimedBy never answers for another
-// namespace's key. An empty namespace is [DefaultNamespace], as it is for
+// namespace's key. An empty namespace is [blackboard.DefaultNamespace], as it is for
 // records. Every store enforces them: the kernel claims keys for the
 // evidence each action uses up, and a store that ignored claims would let a
 // once-only action run twice.
 //
-// The package storetest runs one conformance suite against any Store.
+// The package store/storetest runs one conformance suite against any Store.
 type Store interface {
 	// Get returns the record with that id or ErrNotFound.
-	Get(ctx context.Context, id string) (Record, error)
+	Get(ctx context.Context, id string) (blackboard.Record, error)
 	// ListSlot streams every record of a slot that matches f, across all
 	// traces. It is meant for analysis (the adaptive learner), not for the
 	// hot path; an implementation should index Status and Scope.
-	ListSlot(ctx context.Context, slot Slot, f Filter) iter.Seq2[Record, error]
+	ListSlot(ctx context.Context, slot blackboard.Slot, f Filter) iter.Seq2[blackboard.Record, error]
 	// FindActive returns the most recently appended ACTIVE record of that
 	// kind in that slot of trace traceID of namespace, or ErrNotFound.
-	FindActive(ctx context.Context, namespace, traceID string, slot Slot, kind string) (Record, error)
+	FindActive(ctx context.Context, namespace, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error)
 	// Apply performs a group of appends, status changes and claims
 	// atomically; it is the store's only write.
 	Apply(ctx context.Context, b Batch) error
 	// ListTrace streams every record of trace traceID of namespace, in
 	// append order, through an index: its cost must not depend on how many
 	// other traces the store holds.
-	ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[Record, error]
+	ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error]
 	// ClaimedBy returns the id of the record whose batch claimed key in
-	// namespace, or [ErrNotFound] if the key is free there.
+	// namespace, or [blackboard.ErrNotFound] if the key is free there.
 	ClaimedBy(ctx context.Context, namespace, key string) (recordID string, err error)
 	// Close releases the store's resources.
 	Close() error
@@ -92,14 +93,14 @@ type Store interface {
 
 // Filter narrows ListSlot. A zero field matches everything.
 type Filter struct {
-	Status Status
-	Scope  Scope
+	Status blackboard.Status
+	Scope  blackboard.Scope
 	// Namespace, when set, keeps only records of that namespace.
 	Namespace string
 }
 
 // Match reports whether rec passes the filter.
-func (f Filter) Match(rec *Record) bool {
+func (f Filter) Match(rec *blackboard.Record) bool {
 	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope) &&
 		(f.Namespace == "" || rec.Namespace == f.Namespace)
 }
@@ -108,14 +109,14 @@ func (f Filter) Match(rec *Record) bool {
 // Invalidations name records that exist before the batch (a record the
 // batch appends cannot be invalidated by it).
 type Batch struct {
-	Appends       []Record
+	Appends       []blackboard.Record
 	Invalidations []Invalidation
 	// Trace, when set, makes the batch conditional on what its author read:
-	// the store refuses it with [ErrConflict] unless trace Trace holds
+	// the store refuses it with [blackboard.ErrConflict] unless trace Trace holds
 	// exactly TraceLen records when the batch is applied. The kernel uses it
 	// so that no decision lands after a change to its trace it did not see.
 	// The trace is Trace of namespace TraceNamespace (empty:
-	// [DefaultNamespace]), for State and Version too.
+	// [blackboard.DefaultNamespace]), for State and Version too.
 	Trace          string
 	TraceNamespace string
 	TraceLen       int
@@ -126,13 +127,13 @@ type Batch struct {
 	// store that does not implement StateStore ignores it.
 	State StateValue
 	// Version, with State, is the trace's Version the state was derived
-	// from: a StateStore refuses the batch with [ErrConflict] unless trace
+	// from: a StateStore refuses the batch with [blackboard.ErrConflict] unless trace
 	// Trace's Version is still Version, so that no state misses a change
 	// (a status change leaves the trace's length as it was).
 	Version uint64
 	// SharedNamespace, when set, makes the batch conditional on the
 	// persistent constraints of that namespace: a StateStore refuses it
-	// with [ErrConflict] unless their change counter ([TraceState.Shared])
+	// with [blackboard.ErrConflict] unless their change counter ([TraceState.Shared])
 	// is still Shared, so that no decision lands on a list of persistent
 	// constraints that changed after it was read. A store that does not
 	// implement StateStore ignores both.
@@ -191,7 +192,7 @@ func (b *Batch) CheckRecordsHeld(trace, namespace string) error {
 //
 // It also counts, per namespace, the changes of that namespace's
 // persistent constraints: each Apply that appends a record with Slot
-// [Constraints] and Scope [ScopePersistent] in the namespace, or changes
+// [blackboard.Constraints] and Scope [blackboard.ScopePersistent] in the namespace, or changes
 // the status of such a record, adds one to the namespace's counter
 // (TraceState.Shared), once per batch; no other write moves it. A reader
 // that keeps the namespace's active persistent constraints need list them
@@ -199,7 +200,7 @@ func (b *Batch) CheckRecordsHeld(trace, namespace string) error {
 type StateStore interface {
 	Store
 	// ReadState returns, in one read, the counters of trace traceID of
-	// namespace (empty: [DefaultNamespace]), its last stored state, and the
+	// namespace (empty: [blackboard.DefaultNamespace]), its last stored state, and the
 	// change counter of the persistent constraints of that namespace. An empty or unknown trace has
 	// the zero TraceState but for Shared, which is the namespace's all the
 	// same.
@@ -238,7 +239,7 @@ type StateValue interface {
 }
 
 // Claim takes a once-key for a record of the batch, in the key space of
-// Namespace (empty: [DefaultNamespace]). The kernel claims only in its own
+// Namespace (empty: [blackboard.DefaultNamespace]). The kernel claims only in its own
 // namespace.
 type Claim struct {
 	Key       string
@@ -249,6 +250,6 @@ type Claim struct {
 // Invalidation is a status change inside a Batch.
 type Invalidation struct {
 	ID     string
-	Status Status // StatusInvalidated or StatusExpired
-	Reason Code
+	Status blackboard.Status // StatusInvalidated or StatusExpired
+	Reason blackboard.Code
 }

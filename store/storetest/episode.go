@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Episode runs the paper's governed refund episode (the bk agent of
@@ -60,10 +61,10 @@ func Episode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (b
 // Prefill puts n records of other traces (ten percepts to a trace) into s,
 // in batches, so that an episode can be measured against a store that
 // already holds history.
-func Prefill(tb testing.TB, s blackboard.Store, n int) {
+func Prefill(tb testing.TB, s store.Store, n int) {
 	tb.Helper()
 	const batchSize = 1000
-	batch := blackboard.Batch{Appends: make([]blackboard.Record, 0, batchSize)}
+	batch := store.Batch{Appends: make([]blackboard.Record, 0, batchSize)}
 	for i := range n {
 		trace := "history-" + strconv.Itoa(i/10)
 		batch.Appends = append(batch.Appends, blackboard.Record{
@@ -84,7 +85,7 @@ func Prefill(tb testing.TB, s blackboard.Store, n int) {
 // BenchEpisode measures Episode on fresh traces of one kernel over s, which
 // is first prefilled with prefill records of other traces. One episode in
 // ten has a stale charge and ends in the fallback, as in the study.
-func BenchEpisode(b *testing.B, s blackboard.Store, prefill int, opts ...kernel.Option) {
+func BenchEpisode(b *testing.B, s store.Store, prefill int, opts ...kernel.Option) {
 	Prefill(b, s, prefill)
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s)}, opts...)...)
 	if err != nil {
@@ -104,7 +105,7 @@ func BenchEpisode(b *testing.B, s blackboard.Store, prefill int, opts ...kernel.
 
 // BenchEpisodeParallel runs b.N episodes on distinct traces of one kernel
 // from g goroutines and reports the throughput.
-func BenchEpisodeParallel(b *testing.B, s blackboard.Store, g int) {
+func BenchEpisodeParallel(b *testing.B, s store.Store, g int) {
 	k, err := kernel.New(kernel.WithStore(s))
 	if err != nil {
 		b.Fatal(err)
