@@ -5,7 +5,6 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -403,55 +402,6 @@ func TestListingsAcrossIndexing(t *testing.T) {
 	}
 }
 
-// recorder is a memory store that keeps a copy of every batch applied to
-// it.
-type recorder struct {
-	*memstore.Store
-	batches []store.Batch
-}
-
-func (r *recorder) Apply(ctx context.Context, b store.Batch) error {
-	c := b
-	c.Appends, c.Invalidations, c.Claims = slices.Clone(b.Appends), slices.Clone(b.Invalidations), slices.Clone(b.Claims)
-	r.batches = append(r.batches, c)
-	return r.Store.Apply(ctx, b)
-}
-
-// BenchmarkEpisodeStore is what a governed episode on a kernel of its own
-// costs its own memory store, as in the study's run: New, the batches
-// the kernel applied in a storetest.Episode (recorded once), a read of the
-// trace, Close.
-func BenchmarkEpisodeStore(b *testing.B) {
-	ctx := context.Background()
-	rec := &recorder{Store: memstore.New()}
-	k, err := kernel.New(kernel.WithStore(rec))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := storetest.Episode(ctx, k, "ep-1", false); err != nil {
-		b.Fatal(err)
-	}
-	var buf []blackboard.Record
-	b.ReportAllocs()
-	for b.Loop() {
-		s := memstore.New()
-		for _, batch := range rec.batches {
-			if err := s.Apply(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if buf, err = s.AppendTrace(ctx, buf[:0], "", "ep-1"); err != nil {
-			b.Fatal(err)
-		}
-		s.Close()
-	}
-	b.ReportMetric(float64(len(rec.batches)), "batches")
-	b.ReportMetric(float64(len(buf)), "records")
-}
-
-// TestNewStoreAfterClose: a store closed after holding records with every
-// rare field set leaves nothing of them to the stores made after it (a
-// closed store's first block serves the next store), and the records read
 // from it stay as they were read.
 func TestNewStoreAfterClose(t *testing.T) {
 	ctx := context.Background()

@@ -12,8 +12,8 @@
 // call takes a context whose deadline and cancellation it honours.
 //
 // [Store] is a [store.Store] and a [store.StateStore]. It passes the
-// conformance suite of storetest and decides exactly as [memstore.Store]
-// does (storetest.Equivalence).
+// conformance suite of store/storetest and decides exactly as [memstore.Store]
+// does (the kernel's TestStoreEquivalence).
 //
 // # Records
 //

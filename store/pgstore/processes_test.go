@@ -439,7 +439,7 @@ func orDash(s string) string {
 	return s
 }
 
-// episode is the governed refund (storetest.Episode's shape), with every
+// episode is the governed refund (the shape of the kernel tests' runEpisode), with every
 // decision recorded (Entry.Audit) and the refund's effect run once. On a
 // shared trace the kinds carry tag, so that the loops' episodes do not
 // decide on each other's records. A stale charge ends in the fallback.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -513,21 +512,6 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
 		t.Errorf("Get of a record with an infinite confidence and an empty ref list: %+v, %v; want %+v", got, err, r)
-	}
-}
-
-// BenchmarkEpisodeSQLite is the governed episode on a SQLite file (WAL,
-// synchronous=NORMAL) already holding 10^3 to 10^5 records of other traces.
-func BenchmarkEpisodeSQLite(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
-		b.Run("history="+strconv.Itoa(n), func(b *testing.B) {
-			s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			storetest.BenchEpisode(b, s, n)
-		})
 	}
 }
 

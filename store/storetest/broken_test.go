@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -66,30 +65,6 @@ type broken struct {
 // applying returns a factory of memory stores whose Apply is apply.
 func applying(apply func(ctx context.Context, s store.Store, b store.Batch) error) func() store.Store {
 	return func() store.Store { return &brokenStore{Store: memstore.New(), apply: apply} }
-}
-
-// staleState is a memory store whose decision state lies: once a trace
-// has a state, ReadState answers with that first state and calls it
-// current, whatever was written since.
-type staleState struct {
-	*memstore.Store
-	mu    sync.Mutex
-	first map[string]store.StateValue
-}
-
-func (s *staleState) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
-	ts, err := s.Store.ReadState(ctx, namespace, traceID)
-	if err != nil || ts.Value == nil {
-		return ts, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v, ok := s.first[traceID]; ok {
-		ts.Value, ts.StateVersion = v, ts.Version
-	} else {
-		s.first[traceID] = ts.Value
-	}
-	return ts, nil
 }
 
 func brokenStores() []broken {
@@ -155,11 +130,6 @@ func brokenStores() []broken {
 		{"accepts writes after Close", []string{"Closed"},
 			[]string{"after Close every method returns ErrClosed: Apply of one record", "after Close every method returns ErrClosed: Apply of one status change"},
 			applying(swallow(lone, blackboard.ErrClosed))},
-		{"keeps a stale decision state", []string{"WrapperDecisions"},
-			[]string{"differs"},
-			func() store.Store {
-				return &staleState{Store: memstore.New(), first: map[string]store.StateValue{}}
-			}},
 	}
 }
 
@@ -221,9 +191,6 @@ func TestBrokenStoreHelper(t *testing.T) {
 // the stores newStore returns.
 func caseNamed(t *testing.T, name string) func(t *testing.T, newStore func(*testing.T) store.Store) {
 	t.Helper()
-	if name == "WrapperDecisions" {
-		return testWrapperDecisions
-	}
 	for _, c := range cases() {
 		if c.name == name {
 			return func(t *testing.T, newStore func(*testing.T) store.Store) { c.run(t, open(t, newStore)) }

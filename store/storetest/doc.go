@@ -26,15 +26,13 @@
 // ListTrace isolation, ListSlot filters, namespaces (an empty one kept as
 // [blackboard.DefaultNamespace], Filter.Namespace), atomic batches, concurrent
 // writers racing for one id or one status change, cancelled contexts and
-// closing. A final group drives a [kernel.Kernel] on the store and checks
-// that a commit the store refuses leaves no evidence artifact without its
-// belief, and that the kernel decides alike on the store and on two
-// wrappers around it (WrapperDecisions): one that hides every optional
-// interface, where the kernel must read whole traces, and one that
-// forwards each optional interface the store implements, where the kernel
-// must call ReadState as on the store itself. The scenario restarts its
-// kernel mid-trace, so that a store whose decision state is stale decides
-// unlike the trace, and fails.
+// closing. The kernel's own scenarios on a store (a commit the store
+// refuses leaves no evidence artifact without its belief; the kernel
+// decides alike on a store, on wrappers around it and on the memory store)
+// are the kernel's tests (kernel/storeflow_*_test.go), run on every store
+// of the module; the gate's sessions are toolgate's
+// (toolgate/storeflow_test.go). The suite imports only package store and
+// the blackboard vocabulary.
 //
 // Once-keys ([store.Batch.Claims]), which every store enforces: a claim
 // lands with its batch, a second claim of a key (or one key twice in a
@@ -68,16 +66,10 @@
 // its namespace, record count and time span, filtered by namespace, in
 // agreement with the fallback of [store.ListTraces]; the case skips on
 // any other store, which the inspector then reads through that fallback.
-// [Equivalence] runs one scripted scenario, which reaches every decision
-// the kernel makes, on a kernel over the memory store and over the stores
-// given, and requires the same decisions, codes, ids, views and records
-// from each.
 //
 // [Bench] shares benchmarks the same way: every store measures the same
-// operations on a store that already holds records of other traces.
-// [BenchEpisode], [BenchEpisodeParallel] and [BenchEpisodeProcesses]
-// measure the governed [Episode] on one goroutine, on many, and from
-// several processes sharing one store.
+// operations on a store that already holds records of other traces
+// ([Prefill] puts them there).
 //
 // # Contract beyond the interface
 //

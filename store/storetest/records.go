@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -49,7 +48,7 @@ func roundTripRecords() []blackboard.Record {
 			TraceID:     trace,
 			TimestampMS: baseTS + 123,
 			InputRefs:   []string{"percepts:round-trip:9", "constraints:other:3"},
-			Confidence:  kernel.Confidence(0.3),
+			Confidence:  confidence(0.3),
 			TTLMS:       1500,
 		},
 		EvidenceRefs: []string{"evidence:round-trip:2"},
@@ -65,7 +64,7 @@ func roundTripRecords() []blackboard.Record {
 			Role: blackboard.RoleKernel,
 			// A trace belongs to one namespace: this record has its own.
 			TraceID:    trace + "-tenant",
-			Confidence: kernel.Confidence(0),
+			Confidence: confidence(0),
 		},
 		Status:    blackboard.StatusActive,
 		Reason:    blackboard.CodeCommitted,
@@ -102,7 +101,7 @@ func roundTripRecords() []blackboard.Record {
 			TraceID:     trace + "-colons", // its own namespace, so its own trace
 			TimestampMS: -1,
 			Span:        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-			Confidence:  kernel.Confidence(1),
+			Confidence:  confidence(1),
 		},
 		Status:    blackboard.StatusInvalidated,
 		Reason:    blackboard.BlockedCode("speed limit"),
@@ -334,3 +333,6 @@ func testInvalidateBadInput(t *testing.T, s store.Store) {
 	_, err := s.Get(t.Context(), fresh.ID)
 	wantErr(t, err, blackboard.ErrNotFound, "a batch refused for its status change appends nothing")
 }
+
+// confidence returns a pointer to c, as Provenance.Confidence holds it.
+func confidence(c float64) *float64 { return &c }

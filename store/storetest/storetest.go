@@ -25,8 +25,6 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t, newStore)) })
 	}
-	t.Run("Kernel", func(t *testing.T) { runKernel(t, newStore) })
-	t.Run("WrapperDecisions", func(t *testing.T) { testWrapperDecisions(t, newStore) })
 }
 
 type testCase struct {

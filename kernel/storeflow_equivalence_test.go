@@ -1,11 +1,14 @@
-package storetest
+package kernel_test
 
 import (
 	"context"
 	"errors"
 	"iter"
+	"os"
+	"os/exec"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,10 +24,10 @@ import (
 // kernel makes, on a kernel over a new [memstore.Store] and on a kernel
 // over each of stores, and fails t unless every store gives the same
 // results as the memory store: the same record ids, codes, committed
-// records, evidence artifacts and error sentinels at every step, the same
+// records, evidence artifacts and error sentinels at every scriptStep, the same
 // views and the same records in every trace. Each store must be new and
 // empty; the caller closes them.
-func Equivalence(t *testing.T, stores map[string]store.Store) {
+func equivalence(t *testing.T, stores map[string]store.Store) {
 	t.Helper()
 	mem := memstore.New()
 	defer mem.Close()
@@ -52,7 +55,7 @@ func sameTranscript(t *testing.T, name, wantName string, got, want transcript) {
 			break
 		}
 		if got.Steps[i] != want.Steps[i] {
-			t.Errorf("step %d differs:\n %-8s %+v\n %-8s %+v", i, name, got.Steps[i], wantName, want.Steps[i])
+			t.Errorf("scriptStep %d differs:\n %-8s %+v\n %-8s %+v", i, name, got.Steps[i], wantName, want.Steps[i])
 		}
 	}
 	for tr, v := range want.Views {
@@ -130,17 +133,17 @@ func forward(s store.Store) (w store.Store, reads *atomic.Int64) {
 	return struct{ store.Store }{s}, nil
 }
 
-// testWrapperDecisions runs the script of [Equivalence] on the store and
+// testWrapperDecisions runs the script of [equivalence] on the store and
 // on wrappers around other stores of the same kind: one that hides every
 // optional interface (the kernel then reads whole traces where it would
 // read the store's decision state) and one that forwards each optional
 // interface the store implements (the kernel then takes the same path as
 // on the store itself). The kernel must decide alike on all three.
 func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) store.Store) {
-	direct := open(t, newStore)
+	direct := openStore(t, newStore)
 	want := runScript(t, direct)
 
-	hidden := &hiding{Store: open(t, newStore)}
+	hidden := &hiding{Store: openStore(t, newStore)}
 	if _, ok := any(hidden).(store.StateStore); ok {
 		t.Fatal("suite bug: the hiding wrapper offers store.StateStore")
 	}
@@ -152,7 +155,7 @@ func testWrapperDecisions(t *testing.T, newStore func(t *testing.T) store.Store)
 		t.Error("the kernel never read a trace through a wrapper that hides store.StateStore")
 	}
 
-	fwd, reads := forward(open(t, newStore))
+	fwd, reads := forward(openStore(t, newStore))
 	for _, ability := range []struct {
 		name     string
 		has, got bool
@@ -177,8 +180,8 @@ func is[I any](s store.Store) bool {
 	return ok
 }
 
-// step is one observed result of a scripted kernel operation.
-type step struct {
+// scriptStep is one observed result of a scripted kernel operation.
+type scriptStep struct {
 	Name     string
 	ID       string // record written, or proposal decided
 	Code     blackboard.Code
@@ -190,7 +193,7 @@ type step struct {
 
 // transcript is everything a script observed.
 type transcript struct {
-	Steps  []step
+	Steps  []scriptStep
 	Views  map[string]kernel.View
 	Traces map[string][]blackboard.Record
 }
@@ -245,7 +248,7 @@ type script struct {
 // runScript runs the scenario on a kernel over s.
 func runScript(t *testing.T, s store.Store) transcript {
 	t.Helper()
-	clk := &scriptClock{t: time.UnixMilli(baseTS)}
+	clk := &scriptClock{t: time.UnixMilli(faultTS)}
 	sc := &script{t: t, ctx: t.Context(), clk: clk, store: s}
 	sc.restart()
 	defer func() { _ = sc.k.Close() }() // the kernel does not own the store: nothing to report
@@ -274,7 +277,7 @@ func (s *script) write(name string, h kernel.Handle, e kernel.Entry) string {
 	if err != nil {
 		s.t.Errorf("script %s: %v", name, err)
 	}
-	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: id, Err: sentinel(err)})
+	s.tr.Steps = append(s.tr.Steps, scriptStep{Name: name, ID: id, Err: sentinel(err)})
 	return id
 }
 
@@ -282,7 +285,7 @@ func (s *script) decide(name string, want blackboard.Code, d kernel.Decision, er
 	if d.Code != want {
 		s.t.Errorf("script %s: code %s (error %v), want %s", name, d.Code, err, want)
 	}
-	s.tr.Steps = append(s.tr.Steps, step{Name: name, ID: d.ProposalID, Code: d.Code, Record: d.CommittedID, Evidence: d.EvidenceID, Err: sentinel(err)})
+	s.tr.Steps = append(s.tr.Steps, scriptStep{Name: name, ID: d.ProposalID, Code: d.Code, Record: d.CommittedID, Evidence: d.EvidenceID, Err: sentinel(err)})
 	return d.ProposalID
 }
 
@@ -309,9 +312,9 @@ func (s *script) run() transcript {
 	}
 	reqs := func(kinds ...any) blackboard.Payload { return blackboard.Payload{kernel.KeyRequiresBeliefs: kinds} }
 	with := func(p blackboard.Payload, key string, v any) blackboard.Payload { p[key] = v; return p }
-	plan := func(step blackboard.Payload) kernel.Entry {
+	plan := func(scriptStep blackboard.Payload) kernel.Entry {
 		return kernel.Entry{TraceID: ep1, Slot: blackboard.Plans, Kind: "route",
-			Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any(with(step, kernel.KeyAction, "move"))}}}
+			Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any(with(scriptStep, kernel.KeyAction, "move"))}}}
 	}
 	c := kernel.Confidence
 
@@ -340,7 +343,7 @@ func (s *script) run() transcript {
 		s.t.Errorf("script episode constraint: %v", err)
 	}
 	feasible := s.submit("plan feasible", blackboard.CodePlanFeasible, planner, plan(with(reqs("door_open"), "door_blocked", false)))
-	s.submit("plan step without the constraint's field", blackboard.PlanBlockedCode("no_open_door"), planner, plan(reqs("door_open")))
+	s.submit("plan scriptStep without the constraint's field", blackboard.PlanBlockedCode("no_open_door"), planner, plan(reqs("door_open")))
 	s.submit("plan blocked", blackboard.PlanBlockedCode("no_open_door"), planner, plan(with(reqs("door_open"), "door_blocked", true)))
 	s.submit("plan missing belief", blackboard.CodePlanMissingBelief, planner, plan(reqs("bridge_down")))
 	s.submit("action committed", blackboard.CodeCommitted, planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", false)))
@@ -379,7 +382,7 @@ func (s *script) run() transcript {
 	if n != 1 {
 		s.t.Errorf("script: Expire(ep2) = %d, %v; want 1", n, err)
 	}
-	s.tr.Steps = append(s.tr.Steps, step{Name: "expire ep2", Count: n, Err: sentinel(err)})
+	s.tr.Steps = append(s.tr.Steps, scriptStep{Name: "expire ep2", Count: n, Err: sentinel(err)})
 
 	s.tr.Views, s.tr.Traces = map[string]kernel.View{}, map[string][]blackboard.Record{}
 	for _, tr := range []string{ep1, ep2, ep3} {
@@ -391,4 +394,63 @@ func (s *script) run() transcript {
 		s.tr.Traces[tr] = collect(s.t, "Trace("+tr+")", tool.Trace(s.ctx, tr))
 	}
 	return s.tr
+}
+
+// openStore calls the factory and registers the store's Close.
+func openStore(t *testing.T, newStore func(t *testing.T) store.Store) store.Store {
+	t.Helper()
+	s := newStore(t)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// staleState is a memory store whose decision state lies: once a trace
+// has a state, ReadState answers with that first state and calls it
+// current, whatever was written since.
+type staleState struct {
+	*memstore.Store
+	mu    sync.Mutex
+	first map[string]store.StateValue
+}
+
+func (s *staleState) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
+	ts, err := s.Store.ReadState(ctx, namespace, traceID)
+	if err != nil || ts.Value == nil {
+		return ts, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.first[traceID]; ok {
+		ts.Value, ts.StateVersion = v, ts.Version
+	} else {
+		s.first[traceID] = ts.Value
+	}
+	return ts, nil
+}
+
+// staleStateEnv marks the helper process of
+// TestWrapperDecisionsCatchesStaleState.
+const staleStateEnv = "BK_STOREFLOW_STALE_STATE"
+
+// TestWrapperDecisionsCatchesStaleState: testWrapperDecisions fails on a
+// memory store whose decision state lies (it answers a trace's first
+// state as current whatever was written since). It runs in a helper
+// process, since the failure is the point.
+func TestWrapperDecisionsCatchesStaleState(t *testing.T) {
+	if os.Getenv(staleStateEnv) != "" {
+		testWrapperDecisions(t, func(*testing.T) store.Store {
+			return &staleState{Store: memstore.New(), first: map[string]store.StateValue{}}
+		})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWrapperDecisionsCatchesStaleState$", "-test.count=1")
+	cmd.Env = append(os.Environ(), staleStateEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("testWrapperDecisions passed a store whose decision state is stale (error %v):\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "differs") {
+		t.Errorf("the failure on a stale decision state does not say %q:\n%s", "differs", out)
+	}
 }

@@ -1,4 +1,4 @@
-package storetest
+package toolgate_test
 
 import (
 	"context"
@@ -16,79 +16,79 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// EnvSessionSizes names the environment variable that sets the session
-// lengths [BenchSession] measures: a comma-separated list of call numbers,
+// envSessionSizes names the environment variable that sets the session
+// lengths [benchSession] measures: a comma-separated list of call numbers,
 // for example "1,1000,10000,100000". Without it the lengths are
-// [DefaultSessionSizes].
-const EnvSessionSizes = "BK_SESSION_SIZES"
+// [defaultSessionSizes].
+const envSessionSizes = "BK_SESSION_SIZES"
 
-// DefaultSessionSizes returns the session lengths [BenchSession] measures
-// when [EnvSessionSizes] is not set, 1, 10 and 100: short enough that
+// defaultSessionSizes returns the session lengths [benchSession] measures
+// when [envSessionSizes] is not set, 1, 10 and 100: short enough that
 // `go test -run '^$' -bench Session ./...` builds every session in a few
 // minutes on today's code, whose cost per call grows with its session.
-func DefaultSessionSizes() []int { return []int{1, 10, 100} }
+func defaultSessionSizes() []int { return []int{1, 10, 100} }
 
-// SessionSizes returns the session lengths named by [EnvSessionSizes], or
-// [DefaultSessionSizes]. It fails tb on a value that is not a list of
+// sessionSizes returns the session lengths named by [envSessionSizes], or
+// [defaultSessionSizes]. It fails tb on a value that is not a list of
 // positive integers.
-func SessionSizes(tb testing.TB) []int {
+func sessionSizes(tb testing.TB) []int {
 	tb.Helper()
-	v := strings.TrimSpace(os.Getenv(EnvSessionSizes))
+	v := strings.TrimSpace(os.Getenv(envSessionSizes))
 	if v == "" {
-		return DefaultSessionSizes()
+		return defaultSessionSizes()
 	}
 	var out []int
 	for f := range strings.SplitSeq(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			tb.Fatalf("%s=%q: want a comma-separated list of positive integers", EnvSessionSizes, v)
+			tb.Fatalf("%s=%q: want a comma-separated list of positive integers", envSessionSizes, v)
 		}
 		out = append(out, n)
 	}
 	return out
 }
 
-// SessionFlow is one unit of work an agent repeats in a session, as
-// [Session] runs it.
-type SessionFlow string
+// sessionFlow is one unit of work an agent repeats in a session, as
+// [sessionDesk] runs it.
+type sessionFlow string
 
-// The flows [BenchSession] measures.
+// The flows [benchSession] measures.
 const (
-	// FlowReadOnly is one executed call of a read-only tool (lookup_order)
+	// flowReadOnly is one executed call of a read-only tool (lookup_order)
 	// through toolgate.Gate.Call.
-	FlowReadOnly SessionFlow = "readonly"
-	// FlowRefund is the refund flow: a lookup_order call, the refund_due
+	flowReadOnly sessionFlow = "readonly"
+	// flowRefund is the refund flow: a lookup_order call, the refund_due
 	// belief committed on the order it recorded, and an issue_refund call
 	// once-keyed by the order, each of the three executed or committed.
-	FlowRefund SessionFlow = "refund"
+	flowRefund sessionFlow = "refund"
 )
 
-// SessionFlows returns the flows [BenchSession] measures, in order.
-func SessionFlows() []SessionFlow { return []SessionFlow{FlowReadOnly, FlowRefund} }
+// sessionFlows returns the flows [benchSession] measures, in order.
+func sessionFlows() []sessionFlow { return []sessionFlow{flowReadOnly, flowRefund} }
 
 const (
 	sessionOrderSchema  = `{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"],"additionalProperties":false}`
 	sessionRefundSchema = `{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"],"additionalProperties":false}`
 )
 
-// Session is a support desk over one store, for measuring what a call
+// sessionDesk is a support desk over one store, for measuring what a call
 // costs as its session grows: a kernel, a gate with a read-only
 // lookup_order tool and an issue_refund tool that rests on the refund_due
 // belief (bound to the order it was committed on, and once-keyed by the
 // order), a support role allowed both, and an analyst that commits the
 // belief. The tools' effects answer at once, so its figures are the
 // kernel's, the gate's and the store's.
-type Session struct {
+type sessionDesk struct {
 	// Gate is the desk's tool gate; its kernel ([toolgate.Gate.Kernel]) is
-	// on the store passed to [NewSession].
+	// on the store passed to [newSessionDesk].
 	Gate *toolgate.Gate
 
 	analyst *kernel.Planner
 }
 
-// NewSession returns a desk over s. It fails tb if the gate cannot be
+// newSessionDesk returns a desk over s. It fails tb if the gate cannot be
 // built.
-func NewSession(tb testing.TB, s store.Store) *Session {
+func newSessionDesk(tb testing.TB, s store.Store) *sessionDesk {
 	tb.Helper()
 	tools := []toolgate.Tool{
 		{Name: "lookup_order", Description: "Look up an order by id.", ReadOnly: true, Parameters: json.RawMessage(sessionOrderSchema), Result: "order",
@@ -109,12 +109,12 @@ func NewSession(tb testing.TB, s store.Store) *Session {
 	if err != nil {
 		tb.Fatalf("toolgate.New: %v", err)
 	}
-	return &Session{Gate: g, analyst: g.Kernel().Planner("analyst")}
+	return &sessionDesk{Gate: g, analyst: g.Kernel().Planner("analyst")}
 }
 
 // ReadOnly makes the read-only call lookup_order on order in trace and
 // returns an error unless it executed.
-func (d *Session) ReadOnly(ctx context.Context, trace, order string) error {
+func (d *sessionDesk) ReadOnly(ctx context.Context, trace, order string) error {
 	res, err := d.Gate.Call(ctx, toolgate.Call{ID: "call_lookup", Tool: "lookup_order", Caller: "support", TraceID: trace,
 		Args: json.RawMessage(`{"order_id":"` + order + `"}`)})
 	if err != nil {
@@ -131,7 +131,7 @@ func (d *Session) ReadOnly(ctx context.Context, trace, order string) error {
 // by the order. It returns an error unless each step executed or
 // committed; each order can be refunded once, so a session uses a new
 // order for every flow.
-func (d *Session) Refund(ctx context.Context, trace, order string) error {
+func (d *sessionDesk) Refund(ctx context.Context, trace, order string) error {
 	if err := d.ReadOnly(ctx, trace, order); err != nil {
 		return err
 	}
@@ -157,19 +157,19 @@ func (d *Session) Refund(ctx context.Context, trace, order string) error {
 // Run runs flow once in trace; n numbers the flow within the trace and,
 // with the trace, names its order, so that every refund is on an order of
 // its own (once-keys hold across traces).
-func (d *Session) Run(ctx context.Context, flow SessionFlow, trace string, n int) error {
+func (d *sessionDesk) Run(ctx context.Context, flow sessionFlow, trace string, n int) error {
 	order := trace + "-" + strconv.Itoa(n)
 	switch flow {
-	case FlowReadOnly:
+	case flowReadOnly:
 		return d.ReadOnly(ctx, trace, order)
-	case FlowRefund:
+	case flowRefund:
 		return d.Refund(ctx, trace, order)
 	}
-	return fmt.Errorf("storetest: unknown session flow %q", flow)
+	return fmt.Errorf("unknown session flow %q", flow)
 }
 
-// BenchSession measures, for each flow of [SessionFlows] and each session
-// length n of [SessionSizes], the cost of the n-th flow of one trace, on a
+// benchSession measures, for each flow of [sessionFlows] and each session
+// length n of [sessionSizes], the cost of the n-th flow of one trace, on a
 // store newStore returns (a new, empty one for each flow and length). The
 // sub-benchmarks are named flow/n=N.
 //
@@ -180,19 +180,19 @@ func (d *Session) Run(ctx context.Context, flow SessionFlow, trace string, n int
 // of a flow between the n-th and the 1.1·n-th of its session. Use a
 // -benchtime of a few iterations (for example 20x) on a slow store: today
 // building a session takes time that grows with the square of its length.
-func BenchSession(b *testing.B, newStore func(testing.TB) store.Store) {
-	for _, flow := range SessionFlows() {
+func benchSession(b *testing.B, newStore func(testing.TB) store.Store) {
+	for _, flow := range sessionFlows() {
 		b.Run(string(flow), func(b *testing.B) {
-			for _, n := range SessionSizes(b) {
+			for _, n := range sessionSizes(b) {
 				b.Run("n="+strconv.Itoa(n), func(b *testing.B) { benchSessionAt(b, newStore(b), flow, n) })
 			}
 		})
 	}
 }
 
-func benchSessionAt(b *testing.B, s store.Store, flow SessionFlow, n int) {
+func benchSessionAt(b *testing.B, s store.Store, flow sessionFlow, n int) {
 	ctx := context.Background()
-	d := NewSession(b, s)
+	d := newSessionDesk(b, s)
 	traces := 0
 	var trace string
 	next := 0 // the number of the next flow in trace

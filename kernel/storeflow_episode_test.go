@@ -1,4 +1,4 @@
-package storetest
+package kernel_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // Episode runs the paper's governed refund episode (the bk agent of
@@ -20,7 +21,7 @@ import (
 // charge percept, the refund_due belief, the plan, then the refund or the
 // queue_for_review fallback. A stale charge takes the fallback path. It
 // returns the code of the action that ended the episode.
-func Episode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (blackboard.Code, error) {
+func runEpisode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (blackboard.Code, error) {
 	sym, tool, planner := k.Symbolic("policy"), k.Tool("stripe"), k.Planner("bk")
 	if _, err := sym.CommitConstraint(ctx, trace, kernel.Constraint{Name: "no_duplicate_refund", Enabled: true, BlocksField: "is_duplicate"}, 0); err != nil {
 		return "", err
@@ -58,35 +59,11 @@ func Episode(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (b
 	return blackboard.Code(kernel.FallbackQueueForReview), nil
 }
 
-// Prefill puts n records of other traces (ten percepts to a trace) into s,
-// in batches, so that an episode can be measured against a store that
-// already holds history.
-func Prefill(tb testing.TB, s store.Store, n int) {
-	tb.Helper()
-	const batchSize = 1000
-	batch := store.Batch{Appends: make([]blackboard.Record, 0, batchSize)}
-	for i := range n {
-		trace := "history-" + strconv.Itoa(i/10)
-		batch.Appends = append(batch.Appends, blackboard.Record{
-			ID: "percepts:" + trace + ":" + strconv.Itoa(i%10+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
-			Payload:    blackboard.Payload{"charge_id": "ch_" + strconv.Itoa(i), "amount": 42.0, "currency": "usd", "stale": false, "conflict": false},
-			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "stripe", TraceID: trace, TimestampMS: int64(i)},
-			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
-		})
-		if len(batch.Appends) == batchSize || i == n-1 {
-			if err := s.Apply(context.Background(), batch); err != nil {
-				tb.Fatalf("prefill: %v", err)
-			}
-			batch.Appends = batch.Appends[:0]
-		}
-	}
-}
-
-// BenchEpisode measures Episode on fresh traces of one kernel over s, which
+// benchEpisode measures Episode on fresh traces of one kernel over s, which
 // is first prefilled with prefill records of other traces. One episode in
 // ten has a stale charge and ends in the fallback, as in the study.
-func BenchEpisode(b *testing.B, s store.Store, prefill int, opts ...kernel.Option) {
-	Prefill(b, s, prefill)
+func benchEpisode(b *testing.B, s store.Store, prefill int, opts ...kernel.Option) {
+	storetest.Prefill(b, s, prefill)
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
@@ -96,16 +73,16 @@ func BenchEpisode(b *testing.B, s store.Store, prefill int, opts ...kernel.Optio
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := Episode(ctx, k, "ep-"+strconv.Itoa(i), i%10 == 0); err != nil {
+		if _, err := runEpisode(ctx, k, "ep-"+strconv.Itoa(i), i%10 == 0); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "episodes/s")
 }
 
-// BenchEpisodeParallel runs b.N episodes on distinct traces of one kernel
+// benchEpisodeParallel runs b.N episodes on distinct traces of one kernel
 // from g goroutines and reports the throughput.
-func BenchEpisodeParallel(b *testing.B, s store.Store, g int) {
+func benchEpisodeParallel(b *testing.B, s store.Store, g int) {
 	k, err := kernel.New(kernel.WithStore(s))
 	if err != nil {
 		b.Fatal(err)
@@ -124,7 +101,7 @@ func BenchEpisodeParallel(b *testing.B, s store.Store, g int) {
 				if i >= int64(b.N) {
 					return
 				}
-				if _, err := Episode(ctx, k, "par-"+strconv.FormatInt(i, 10), i%10 == 0); err != nil {
+				if _, err := runEpisode(ctx, k, "par-"+strconv.FormatInt(i, 10), i%10 == 0); err != nil {
 					failed.CompareAndSwap(nil, err)
 					return
 				}

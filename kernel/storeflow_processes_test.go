@@ -1,4 +1,4 @@
-package storetest
+package kernel_test
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"github.com/blackboardkernel/bk/store"
 )
 
-// The environment of a helper process of BenchEpisodeProcesses.
+// The environment of a helper process of benchEpisodeProcesses.
 const (
 	benchHelperEnv   = "BK_STORETEST_BENCH_HELPER" // the helper's number
 	benchEpisodesEnv = "BK_STORETEST_BENCH_EPISODES"
@@ -26,7 +26,7 @@ const (
 	benchRunEnv      = "BK_STORETEST_BENCH_RUN" // tells the runs of one benchmark apart
 )
 
-// BenchEpisodeProcesses measures governed episodes ([Episode]) run by procs
+// benchEpisodeProcesses measures governed episodes ([runEpisode]) run by procs
 // processes at once, each with a kernel of its own, on one shared store:
 // the benchmark binary runs itself procs times, and each of those helper
 // processes opens the store with open(location) and runs its share of b.N
@@ -38,8 +38,8 @@ const (
 // helper is started with -test.bench naming it), where this call does the
 // helper's work instead: whatever the function does before the call must
 // not depend on being the parent (create the store's location, say, only
-// in the parent: see [IsBenchHelper]).
-func BenchEpisodeProcesses(b *testing.B, procs int, location string, open func(location string) (store.Store, error)) {
+// in the parent: see [isBenchHelper]).
+func benchEpisodeProcesses(b *testing.B, procs int, location string, open func(location string) (store.Store, error)) {
 	if id := os.Getenv(benchHelperEnv); id != "" {
 		benchHelper(b, id, open)
 		return
@@ -118,9 +118,9 @@ func BenchEpisodeProcesses(b *testing.B, procs int, location string, open func(l
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "episodes/s")
 }
 
-// IsBenchHelper reports whether the process is a helper of
-// [BenchEpisodeProcesses].
-func IsBenchHelper() bool { return os.Getenv(benchHelperEnv) != "" }
+// isBenchHelper reports whether the process is a helper of
+// [benchEpisodeProcesses].
+func isBenchHelper() bool { return os.Getenv(benchHelperEnv) != "" }
 
 // benchHelper is a helper process: it opens the store, says "ready", waits
 // for its stdin to close, runs its episodes and says "done".
@@ -143,7 +143,7 @@ func benchHelper(b *testing.B, id string, open func(location string) (store.Stor
 	fmt.Println("ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	for i := range n {
-		if _, err := Episode(ctx, k, prefix+strconv.Itoa(i), i%10 == 0); err != nil {
+		if _, err := runEpisode(ctx, k, prefix+strconv.Itoa(i), i%10 == 0); err != nil {
 			b.Fatalf("helper %s: episode %d: %v", id, i, err)
 		}
 	}
