@@ -55,8 +55,7 @@ var (
 	mutReservedBeliefs bool
 	mutReservedActions bool
 	// Mutation switches of the once-key and grounding checks of the second
-	// adversarial review. A file of their own,
-	// so that the registry's order in mutate.go stays the gate's.
+	// adversarial review.
 	mutUsedObservation bool
 	mutOnceNamespace   bool
 	mutOnceEncoding    bool
