@@ -105,8 +105,8 @@
 // Bad requests fail with an error and store nothing. Every error wraps a
 // sentinel ([blackboard.ErrPermission], [blackboard.ErrInvalidInput], [blackboard.ErrInvalidPayload],
 // [ErrPayloadTooLarge], [ErrInvalidProposal], [ErrInvalidReference],
-// [blackboard.ErrNotFound], [blackboard.ErrDuplicateKey], ...) for errors.Is, and most come as an [*Error] carrying
-// the operation, the record id and the [blackboard.Code] for errors.As. Codes are
+// [blackboard.ErrNotFound], [blackboard.ErrDuplicateKey], ...) for errors.Is, and most carry
+// the operation, the record id and the [blackboard.Code], which [CodeOf] reads. Codes are
 // stable strings; never parse messages.
 //
 // # Storage
@@ -123,9 +123,9 @@
 //
 // Writes, decisions, views, expiries and the Governor's appends run in OpenTelemetry
 // spans ([WithTracerProvider]; the global provider by default, free until
-// an SDK is installed) with the attributes [AttrNamespace], [AttrTraceID],
-// [AttrSlot], [AttrKind], [AttrRecordID], [AttrRole], [AttrCode],
-// [AttrRule], [AttrFailed]; a refusal sets the span's status, and a
+// an SDK is installed) with the attributes [telemetry.AttrNamespace], [telemetry.AttrTraceID],
+// [telemetry.AttrSlot], [telemetry.AttrKind], [telemetry.AttrRecordID], [telemetry.AttrRole], [telemetry.AttrCode],
+// [telemetry.AttrRule], [telemetry.AttrFailed]; a refusal sets the span's status, and a
 // decision's span links to the spans that wrote the percepts its evidence
 // rests on (each record keeps its span in [blackboard.Provenance.Span]). Metrics come
 // from [WithMeterProvider], debug logs of every decision from

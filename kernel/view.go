@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/store"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -257,7 +258,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 	ctx, sp := k.span(ctx, "kernel.expire", traceID, 0)
 	if sp != nil {
 		defer func() {
-			sp.SetAttributes(attribute.Int(AttrExpired, n))
+			sp.SetAttributes(attribute.Int(telemetry.AttrExpired, n))
 			endSpan(sp, "", err)
 		}()
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -165,7 +166,7 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 	}
 	tool = e.Name
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(kernel.AttrTraceID, act.TraceID()))
+		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.TraceID()))
 	}
 	if traceID != "" && act.TraceID() != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)

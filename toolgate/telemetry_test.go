@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -107,7 +108,7 @@ func TestToolCallSpans(t *testing.T) {
 		t.Errorf("lookup span %v (parent %v)", a, lookup.Parent())
 	}
 	refund := find("execute_tool issue_refund", "call_2")
-	if refund.Status().Code != otelcodes.Error || spanAttrs(refund)[kernel.AttrCode] != "STALE_EVIDENCE" {
+	if refund.Status().Code != otelcodes.Error || spanAttrs(refund)[telemetry.AttrCode] != "STALE_EVIDENCE" {
 		t.Errorf("refused refund span %v %+v", spanAttrs(refund), refund.Status())
 	}
 	// The refund's decision span, a child of the call span, links to the
@@ -289,7 +290,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		a[toolgate.AttrBudgetPrefix+"used.tool_calls"] != "1" || a[toolgate.AttrBudgetPrefix+"pressure"] == "" {
 		t.Errorf("call span %v", a)
 	}
-	if a := spanAttrs(approve); a["bk.approval.decision"] != "approved" || a[kernel.AttrWriter] != "human:alice" || a[kernel.AttrRecordID] == "" {
+	if a := spanAttrs(approve); a["bk.approval.decision"] != "approved" || a[telemetry.AttrWriter] != "human:alice" || a[telemetry.AttrRecordID] == "" {
 		t.Errorf("approve span %v", a)
 	}
 	var rm metricdata.ResourceMetrics

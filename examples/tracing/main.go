@@ -158,7 +158,7 @@ func printCompact(w io.Writer, spans []sdktrace.ReadOnlySpan) error {
 		var attrs []string
 		for _, a := range s.Attributes() {
 			switch a.Key {
-			case kernel.AttrCode, kernel.AttrRecordID, kernel.AttrFailed, toolgate.AttrGenAIToolName:
+			case "bk.code", "bk.record_id", "bk.failed", toolgate.AttrGenAIToolName:
 				attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 			}
 		}
