@@ -47,10 +47,10 @@ const (
 //	NEGATIVE_PREDICTION -> block_negative_predictions   (has_negative_prediction)
 func DefaultMapping() map[blackboard.Code]kernel.Constraint {
 	return map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: kernel.KeyUsesStaleData},
-		blackboard.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: kernel.KeyUsesConflictedData},
-		blackboard.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: kernel.KeyUsesLowConfidenceData},
-		blackboard.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: kernel.KeyHasNegativePrediction},
+		blackboard.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
 	}
 }
 
@@ -214,7 +214,7 @@ func failure(r *blackboard.Record) bool {
 
 // learnedFrom reads a persistent constraint record.
 func learnedFrom(r *blackboard.Record) Learned {
-	name, ok := r.Payload.String(kernel.KeyName)
+	name, ok := r.Payload.String("name")
 	if !ok || name == "" {
 		name = r.Kind
 	}

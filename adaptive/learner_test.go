@@ -185,8 +185,8 @@ func TestThreshold(t *testing.T) {
 				t.Fatalf("%d persistent constraints, want 1", len(recs))
 			}
 			p := recs[0].Payload
-			if p[kernel.KeyName] != adaptive.BlockStaleActions || p[kernel.KeyBlocksField] != kernel.KeyUsesStaleData ||
-				p[kernel.KeyEnabled] != true || p[adaptive.KeyLearnedFrom] != string(blackboard.CodeStaleEvidence) ||
+			if p["name"] != adaptive.BlockStaleActions || p["blocks_field"] != "uses_stale_data" ||
+				p["enabled"] != true || p[adaptive.KeyLearnedFrom] != string(blackboard.CodeStaleEvidence) ||
 				p[adaptive.KeyTriggerCount] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
 				recs[0].Provenance.Role != blackboard.RoleSymbolic {
 				t.Fatalf("constraint record %+v", recs[0])
@@ -197,10 +197,10 @@ func TestThreshold(t *testing.T) {
 
 func TestDefaultMapping(t *testing.T) {
 	want := map[blackboard.Code][2]string{
-		blackboard.CodeStaleEvidence:      {adaptive.BlockStaleActions, kernel.KeyUsesStaleData},
-		blackboard.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, kernel.KeyUsesConflictedData},
-		blackboard.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, kernel.KeyUsesLowConfidenceData},
-		blackboard.CodeNegativePrediction: {adaptive.BlockNegativePredictions, kernel.KeyHasNegativePrediction},
+		blackboard.CodeStaleEvidence:      {adaptive.BlockStaleActions, "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {adaptive.BlockNegativePredictions, "has_negative_prediction"},
 	}
 	m := adaptive.DefaultMapping()
 	if len(m) != len(want) {
@@ -237,10 +237,10 @@ func TestDefaultMapping(t *testing.T) {
 func TestCustomMapping(t *testing.T) {
 	k := newKernel(t, nil)
 	mapping := map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: kernel.KeyUsesLowConfidenceData},
+		blackboard.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: "uses_low_confidence_data"},
 	}
 	l := newLearner(t, k, adaptive.WithMapping(mapping), adaptive.WithThreshold(1))
-	mapping[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "late", BlocksField: kernel.KeyUsesStaleData}
+	mapping[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "late", BlocksField: "uses_stale_data"}
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	if p := analyze(t, l, "a"); len(p) != 0 {
 		t.Fatalf("a code left out of the mapping was learned from: %+v (the option must copy the map)", p)
@@ -537,7 +537,7 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 	}
 
 	episode("after")
-	for _, claim := range []blackboard.Payload{nil, {kernel.KeyUsesStaleData: false}, {kernel.KeyUsesStaleData: true}} {
+	for _, claim := range []blackboard.Payload{nil, {"uses_stale_data": false}, {"uses_stale_data": true}} {
 		if c := alert(t, k, "after", claim); c != blackboard.CodeStaleEvidence {
 			t.Fatalf("with block_stale_actions learned, alert claiming %v is %s, want STALE_EVIDENCE", claim, c)
 		}
@@ -567,10 +567,10 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 		predict(t, k, trace, 1)
 	}
 	arbitrated("before")
-	if c := alert(t, k, "before", blackboard.Payload{kernel.KeyUsesConflictedData: false}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{"uses_conflicted_data": false}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("claiming conflict-free data: %s, want FIELD_MISMATCH", c)
 	}
-	if c := alert(t, k, "before", blackboard.Payload{kernel.KeyHasNegativePrediction: true}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{"has_negative_prediction": true}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("claiming a negative prediction that does not exist: %s, want FIELD_MISMATCH", c)
 	}
 	if c := alert(t, k, "before", nil); c != blackboard.CodeCommitted {
@@ -586,12 +586,12 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 	}
 	arbitrated("after")
 	blocked := blackboard.BlockedCode(adaptive.BlockConflictedActions)
-	for _, claim := range []blackboard.Payload{nil, {kernel.KeyUsesConflictedData: true}} {
+	for _, claim := range []blackboard.Payload{nil, {"uses_conflicted_data": true}} {
 		if c := alert(t, k, "after", claim); c != blocked {
 			t.Fatalf("after learning, claim %v: %s, want %s", claim, c, blocked)
 		}
 	}
-	if c := alert(t, k, "after", blackboard.Payload{kernel.KeyUsesConflictedData: false}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "after", blackboard.Payload{"uses_conflicted_data": false}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("after learning, claiming conflict-free data: %s", c)
 	}
 }

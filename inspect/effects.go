@@ -13,7 +13,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -132,8 +131,8 @@ func Approvals(ctx context.Context, s store.Store, namespace string, now time.Ti
 // payload without the keys the kernel reads or derives.
 func actionArgs(p blackboard.Payload) blackboard.Payload {
 	out := p.Clone()
-	for _, key := range []string{kernel.KeyRequiresBeliefs, kernel.KeyRequirePrediction, kernel.KeyType, kernel.KeyUsesStaleData,
-		kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+	for _, key := range []string{"requires_beliefs", "require_prediction", "type", "uses_stale_data",
+		"uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction"} {
 		delete(out, key)
 	}
 	return out

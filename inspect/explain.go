@@ -163,7 +163,7 @@ func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, 
 			ex.Verdict = "fallback"
 			if refused := x.replaced(target); refused != nil {
 				ex.Causes = x.causesOf(refused)
-			} else if reason, ok := target.Payload.String(kernel.KeyReason); ok && reason != "" {
+			} else if reason, ok := target.Payload.String("reason"); ok && reason != "" {
 				ex.Causes = []kernel.Cause{{Code: blackboard.Code(reason)}}
 			}
 			if len(ex.Causes) > 0 {
@@ -296,7 +296,7 @@ func (x *explainer) node(r *blackboard.Record, relation string, depth int) *Expl
 		Confidence: r.Provenance.Confidence, TTLMS: r.Provenance.TTLMS, Span: r.Provenance.Span,
 	}
 	if r.Slot == blackboard.Percepts {
-		for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
+		for _, key := range []string{"stale", "conflict", "low_confidence"} {
 			if r.Payload.Bool(key) {
 				n.Flags = append(n.Flags, key)
 			}
@@ -399,8 +399,8 @@ func (x *explainer) planOf(r *blackboard.Record) *blackboard.Record {
 		if p.Slot != blackboard.Plans || p.Mode != blackboard.ModeCommit || p.Status != blackboard.StatusActive {
 			continue
 		}
-		for _, st := range list(p.Payload, kernel.KeySteps) {
-			if m, ok := st.(map[string]any); ok && m[kernel.KeyAction] == any(r.Kind) {
+		for _, st := range list(p.Payload, "steps") {
+			if m, ok := st.(map[string]any); ok && m["action"] == any(r.Kind) {
 				return p
 			}
 		}
@@ -451,7 +451,7 @@ func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
 			return c
 		}
 	}
-	reason, ok := r.Payload.String(kernel.KeyReason)
+	reason, ok := r.Payload.String("reason")
 	if !ok || reason == "" {
 		return nil
 	}
@@ -532,15 +532,15 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 	case blackboard.CodeNegativePrediction:
 		for i := at - 1; i >= 0; i-- {
 			r := &x.recs[i]
-			if r.Slot == blackboard.Predictions && r.Mode == blackboard.ModeCommit && r.Payload[kernel.KeyActionType] == any(p.Kind) {
-				if v, ok := r.Payload.Float(kernel.KeyExpectedOutcome); ok && v < 0 {
+			if r.Slot == blackboard.Predictions && r.Mode == blackboard.ModeCommit && r.Payload["action_type"] == any(p.Kind) {
+				if v, ok := r.Payload.Float("expected_outcome"); ok && v < 0 {
 					return r, false
 				}
 			}
 		}
 	case blackboard.CodePlanBeliefNotSatisfied, blackboard.CodeBeliefNotSatisfied:
 		for _, kind := range requiredBeliefs(p) {
-			if b := x.latest(blackboard.Beliefs, kind, at, true); b != nil && !b.Payload.Bool(kernel.KeyValue) {
+			if b := x.latest(blackboard.Beliefs, kind, at, true); b != nil && !b.Payload.Bool("value") {
 				return b, false
 			}
 		}
@@ -552,11 +552,11 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 // shows (flags, TTL at the proposal's time), or "".
 func perceptFails(r, p *blackboard.Record) blackboard.Code {
 	switch {
-	case r.Payload.Bool(kernel.KeyStale) || expiresBy(r, p.Provenance.TimestampMS) || r.Status == blackboard.StatusExpired:
+	case r.Payload.Bool("stale") || expiresBy(r, p.Provenance.TimestampMS) || r.Status == blackboard.StatusExpired:
 		return blackboard.CodeStaleEvidence
-	case r.Payload.Bool(kernel.KeyConflict):
+	case r.Payload.Bool("conflict"):
 		return blackboard.CodeUnresolvedConflict
-	case r.Payload.Bool(kernel.KeyLowConfidence):
+	case r.Payload.Bool("low_confidence"):
 		return blackboard.CodeLowConfidence
 	}
 	return ""
@@ -566,7 +566,7 @@ func perceptFails(r, p *blackboard.Record) blackboard.Code {
 // when it was proposed (a kind means its latest observation before).
 func (x *explainer) dependencies(p *blackboard.Record, at int) []*blackboard.Record {
 	var out []*blackboard.Record
-	for _, d := range list(p.Payload, kernel.KeyDependsOn) {
+	for _, d := range list(p.Payload, "depends_on") {
 		s, _ := d.(string)
 		if r := x.byID[s]; r != nil && r.Slot == blackboard.Percepts {
 			out = append(out, r)
@@ -602,14 +602,14 @@ func requiredBeliefs(p *blackboard.Record) []string {
 		}
 	}
 	if p.Slot == blackboard.Plans {
-		for _, st := range list(p.Payload, kernel.KeySteps) {
+		for _, st := range list(p.Payload, "steps") {
 			if m, ok := st.(map[string]any); ok {
-				add(m[kernel.KeyRequiresBeliefs])
+				add(m["requires_beliefs"])
 			}
 		}
 		return out
 	}
-	add(p.Payload[kernel.KeyRequiresBeliefs])
+	add(p.Payload["requires_beliefs"])
 	return out
 }
 
@@ -693,11 +693,11 @@ func (x *explainer) summary(r *blackboard.Record) string {
 			return name + " committed, then " + string(committedFate(r, x.followers()[r.ID])) + " (" + string(r.Reason) + ")"
 		}
 		s := name + " committed (" + string(r.Reason) + ")"
-		if reason, ok := r.Payload.String(kernel.KeyReason); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {
+		if reason, ok := r.Payload.String("reason"); ok && r.Slot == blackboard.Actions && x.fallbacks[r.Kind] {
 			s += " reason=" + reason
 		}
 		if r.Slot == blackboard.Beliefs {
-			s += " value=" + strconv.FormatBool(r.Payload.Bool(kernel.KeyValue))
+			s += " value=" + strconv.FormatBool(r.Payload.Bool("value"))
 		}
 		return s
 	}

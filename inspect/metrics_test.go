@@ -86,13 +86,13 @@ func scriptedStore(t *testing.T) store.Store {
 	belief := func(trace string) {
 		t.Helper()
 		if d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil || !d.Committed() {
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil || !d.Committed() {
 			t.Fatal(d, err)
 		}
 	}
 	plan := func(trace, intent, requires string, want blackboard.Code) {
 		t.Helper()
-		p := blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{requires}}}}
+		p := blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{requires}}}}
 		if intent != "" {
 			p["intent"] = intent
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 )
 
@@ -89,8 +88,8 @@ func Stats(ctx context.Context, s store.Store, namespace string) (StatsReport, e
 					}
 				}
 			case slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent && r.Status == blackboard.StatusActive:
-				name, _ := r.Payload.String(kernel.KeyName)
-				blocks, _ := r.Payload.String(kernel.KeyBlocksField)
+				name, _ := r.Payload.String("name")
+				blocks, _ := r.Payload.String("blocks_field")
 				rep.Constraints = append(rep.Constraints, LearnedConstraint{ID: r.ID, Name: name, Namespace: r.Namespace,
 					Writer: r.Provenance.Writer, TraceID: r.TraceID(), Blocks: blocks})
 			}

@@ -217,7 +217,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
 	case r.Slot == blackboard.Constraints && r.Mode == blackboard.ModeCommit:
-		cname, _ := r.Payload.String(kernel.KeyName)
+		cname, _ := r.Payload.String("name")
 		b.add(stepObserve, EventConstraint, r, "", "constraint."+cmpOr(cname, r.Kind)+" committed", scopeDetail(r))
 	case r.Slot == blackboard.Percepts && isEffect(r):
 		b.effect(r)
@@ -268,7 +268,7 @@ func parens(s string) string {
 // says nothing.
 func perceptFlags(r *blackboard.Record) string {
 	var parts []string
-	for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
+	for _, key := range []string{"stale", "conflict", "low_confidence"} {
 		if r.Payload.Bool(key) {
 			parts = append(parts, key+"=true")
 		}
@@ -365,7 +365,7 @@ func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
 	case blackboard.Actions:
 		detail := ""
-		if reason, ok := r.Payload.String(kernel.KeyReason); ok && b.fallbacks[r.Kind] {
+		if reason, ok := r.Payload.String("reason"); ok && b.fallbacks[r.Kind] {
 			detail = "reason=" + reason
 		}
 		b.add(stepGate, EventCommit, r, r.Reason, name+" committed", detail)

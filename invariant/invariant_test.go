@@ -8,7 +8,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -233,11 +232,11 @@ func TestAttackDerivedSource(t *testing.T) {
 	// on rests.
 	derive := func(src, rests string) (blackboard.Record, blackboard.Record) {
 		p := prop.Clone()
-		p.Payload[kernel.KeyDependsOn] = []any{src}
+		p.Payload["depends_on"] = []any{src}
 		p.Provenance.InputRefs = []string{src}
 		p = d.forge(p)[0]
 		c := twin.Clone()
-		c.Payload[kernel.KeyDependsOn] = []any{src}
+		c.Payload["depends_on"] = []any{src}
 		c.Provenance.InputRefs = []string{p.ID, rests}
 		return p, d.forge(c)[0]
 	}

@@ -48,7 +48,7 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 					t.Fatal(err)
 				}
 				belief := kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
-					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{"charge"}}}
+					Payload: blackboard.Payload{"value": true, "depends_on": []any{"charge"}}}
 				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
 					t.Fatalf("belief on the observation: %v %v", d.Code, err)
 				}

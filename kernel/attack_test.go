@@ -392,8 +392,8 @@ func TestAttackPersistentLaundering(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		for _, slot := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions, blackboard.Predictions} {
 			_, err := a.planner.Write(a.ctx, kernel.Entry{TraceID: "evil", Slot: slot, Kind: "refund_due",
-				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"x"}, kernel.KeySteps: []any{map[string]any{"action": "a", "requires_beliefs": []string{"b"}}},
-					kernel.KeyRequiresBeliefs: []string{"b"}, kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: 1.0}, Scope: blackboard.ScopePersistent})
+				Payload: blackboard.Payload{"value": true, "depends_on": []string{"x"}, "steps": []any{map[string]any{"action": "a", "requires_beliefs": []string{"b"}}},
+					"requires_beliefs": []string{"b"}, "action_type": "a", "expected_outcome": 1.0}, Scope: blackboard.ScopePersistent})
 			if !errors.Is(err, blackboard.ErrPermission) {
 				t.Errorf("planner writes persistent %s: %v, want ErrPermission", slot, err)
 			}

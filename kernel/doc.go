@@ -83,8 +83,8 @@
 // trace, must pass the evidence checks as of now. A constraint names the
 // action types it applies to (all but safe fallbacks by default) and fails
 // closed when it cannot read its field. Constraints may block on flags the
-// kernel derives itself ([KeyUsesStaleData], [KeyUsesConflictedData],
-// [KeyUsesLowConfidenceData], [KeyHasNegativePrediction]) or on a percept
+// kernel derives itself ("uses_stale_data", "uses_conflicted_data",
+// "uses_low_confidence_data", "has_negative_prediction") or on a percept
 // field they bind; a proposal that contradicts either is FIELD_MISMATCH.
 //
 // A [Decision] explains itself: the rule or constraint that decided, the
@@ -145,4 +145,21 @@
 // a fresh read, so no decision lands after a change it did not see. So of several
 // concurrent commits of one proposal exactly one wins; the others get
 // [ErrInvalidProposal]. Time comes from the clock given with [WithClock].
+//
+// # Payload keys
+//
+// The kernel reads these keys of a payload; everything else in a payload is
+// the domain's own and never interpreted. A belief: "value" (its truth
+// value, truthy or not) and "depends_on" (the percept kinds it rests on). A
+// plan: "steps", each with "action" (its action type) and
+// "requires_beliefs". An action: "requires_beliefs", "require_prediction"
+// (opts into the prediction gate), "type" (if present, must equal the
+// action's kind) and, on a fallback, "reason" (the code that caused it). A
+// percept: "stale", "conflict" and "low_confidence" (flags of its source).
+// A prediction: "action_type", "expected_outcome" (a number; negative is
+// harmful) and "requires_beliefs". A constraint: "name", "enabled",
+// "blocks_field", "bind_percept" and "applies_to". The kernel derives
+// "uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data" and
+// "has_negative_prediction" for every plan step and action itself; a
+// proposal cannot set them.
 package kernel

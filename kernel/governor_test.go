@@ -109,7 +109,7 @@ func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
 		if !reflect.DeepEqual(got, stored) {
 			t.Fatalf("then saw\n %+v\nthe store holds\n %+v", got, stored)
 		}
-		got.Payload[kernel.KeyRequiresBeliefs] = []any{"forged"}
+		got.Payload["requires_beliefs"] = []any{"forged"}
 		got.Payload["amount"] = 1e9
 		got.Provenance.InputRefs[0], got.EvidenceRefs[0] = "x", "x"
 		if after := a.get(d.CommittedID); !reflect.DeepEqual(after, stored) {

@@ -234,14 +234,14 @@ func (c Constraint) entry(traceID string, scope blackboard.Scope, limit int) Ent
 func (c Constraint) canonical(limit int) bool {
 	n := normalizer{limit: limit}
 	keys := 3 // name, blocks_field, enabled
-	strs := [...]string{KeyName, c.Name, KeyBlocksField, c.BlocksField, KeyEnabled, KeyBindPercept, c.BindPercept}
+	strs := [...]string{keyName, c.Name, keyBlocksField, c.BlocksField, keyEnabled, keyBindPercept, c.BindPercept}
 	end := 5
 	if c.BindPercept != "" {
 		keys, end = keys+1, 7
 	}
 	if len(c.AppliesTo) > 0 {
 		keys++
-		if n.str(KeyAppliesTo, "key") != nil || n.grow(2+commas(len(c.AppliesTo))) != nil {
+		if n.str(keyAppliesTo, "key") != nil || n.grow(2+commas(len(c.AppliesTo))) != nil {
 			return false
 		}
 		for _, t := range c.AppliesTo {
@@ -272,11 +272,11 @@ func (c Constraint) payload(canonical bool) blackboard.Payload {
 	for key, v := range c.Extra {
 		p[key] = v
 	}
-	p[KeyName] = c.Name
-	p[KeyEnabled] = c.Enabled
-	p[KeyBlocksField] = c.BlocksField
+	p[keyName] = c.Name
+	p[keyEnabled] = c.Enabled
+	p[keyBlocksField] = c.BlocksField
 	if c.BindPercept != "" {
-		p[KeyBindPercept] = c.BindPercept
+		p[keyBindPercept] = c.BindPercept
 	}
 	switch {
 	case len(c.AppliesTo) == 0:
@@ -285,9 +285,9 @@ func (c Constraint) payload(canonical bool) blackboard.Payload {
 		for i, t := range c.AppliesTo {
 			types[i] = t
 		}
-		p[KeyAppliesTo] = types
+		p[keyAppliesTo] = types
 	default:
-		p[KeyAppliesTo] = slices.Clone(c.AppliesTo)
+		p[keyAppliesTo] = slices.Clone(c.AppliesTo)
 	}
 	return p
 }

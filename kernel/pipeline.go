@@ -62,17 +62,17 @@ func (k *Kernel) prepare(role blackboard.Role, writer string, e *Entry) (rec bla
 	}
 	switch rec.Slot {
 	case blackboard.Beliefs:
-		for _, d := range list(rec.Payload, KeyDependsOn) {
+		for _, d := range list(rec.Payload, keyDependsOn) {
 			if d := d.(string); looksLikeID(d) {
 				idDeps = append(idDeps, d)
 			}
 		}
 	case blackboard.Constraints:
-		if _, ok := rec.Payload[KeyName]; !ok {
-			rec.Payload[KeyName] = rec.Kind
+		if _, ok := rec.Payload[keyName]; !ok {
+			rec.Payload[keyName] = rec.Kind
 		}
-		if _, ok := rec.Payload[KeyEnabled]; !ok {
-			rec.Payload[KeyEnabled] = true
+		if _, ok := rec.Payload[keyEnabled]; !ok {
+			rec.Payload[keyEnabled] = true
 		}
 	}
 	return rec, idDeps, nil

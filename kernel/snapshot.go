@@ -474,7 +474,7 @@ func (s *snapshot) belief(kind string) *blackboard.Record {
 // stale reports whether a percept may not be used as evidence now: flagged
 // stale by its source, already expired, or past its TTL.
 func (s *snapshot) stale(r *blackboard.Record) bool {
-	return !mutStale && (r.Payload.Bool(KeyStale) || r.Status == blackboard.StatusExpired || r.ExpiredAt(s.nowMS))
+	return !mutStale && (r.Payload.Bool(keyStale) || r.Status == blackboard.StatusExpired || r.ExpiredAt(s.nowMS))
 }
 
 // markExpired marks, in the snapshot only, the active records of the
@@ -623,15 +623,15 @@ func (c *constraint) appliesTo(action string, fallback bool) bool {
 
 func asConstraint(r *blackboard.Record) constraint {
 	c := constraint{rec: r, name: r.Kind, enabled: true}
-	if n, ok := r.Payload.String(KeyName); ok && n != "" {
+	if n, ok := r.Payload.String(keyName); ok && n != "" {
 		c.name = n
 	}
-	if e, ok := r.Payload[KeyEnabled].(bool); ok {
+	if e, ok := r.Payload[keyEnabled].(bool); ok {
 		c.enabled = e
 	}
-	c.field, _ = r.Payload.String(KeyBlocksField)
-	c.bind, _ = r.Payload.String(KeyBindPercept)
-	c.types = list(r.Payload, KeyAppliesTo)
+	c.field, _ = r.Payload.String(keyBlocksField)
+	c.bind, _ = r.Payload.String(keyBindPercept)
+	c.types = list(r.Payload, keyAppliesTo)
 	return c
 }
 

@@ -451,7 +451,7 @@ func (st *traceState) add(seq int, r *blackboard.Record, f *finder) {
 		}
 	case blackboard.Predictions:
 		if r.Status == blackboard.StatusActive {
-			h.action, _ = r.Payload.String(KeyActionType)
+			h.action, _ = r.Payload.String(keyActionType)
 			if len(r.Provenance.InputRefs) > 0 {
 				if p := f.find(r.Provenance.InputRefs[0]); p != nil {
 					h.propWriter, h.propRole = p.Provenance.Writer, p.Provenance.Role
@@ -511,13 +511,13 @@ func outlives(older, newer *blackboard.Record) bool {
 // coversSteps reports whether plan p has a step for every action plan q
 // has a step for.
 func coversSteps(p, q *blackboard.Record) bool {
-	qs, _ := q.Payload[KeySteps].([]any)
-	ps, _ := p.Payload[KeySteps].([]any)
+	qs, _ := q.Payload[keySteps].([]any)
+	ps, _ := p.Payload[keySteps].([]any)
 	for _, a := range qs {
 		sa, _ := a.(map[string]any)
 		if !slices.ContainsFunc(ps, func(b any) bool {
 			sb, _ := b.(map[string]any)
-			return sa != nil && sb != nil && sb[KeyAction] == sa[KeyAction]
+			return sa != nil && sb != nil && sb[keyAction] == sa[keyAction]
 		}) {
 			return false
 		}

@@ -78,7 +78,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 			planner := k.Planner("planner")
 			proposalID, err := planner.Write(ctx, kernel.Entry{
 				TraceID: trace, Slot: blackboard.Beliefs, Kind: "door_open",
-				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{"door"}},
+				Payload: blackboard.Payload{"value": true, "depends_on": []any{"door"}},
 			})
 			if err != nil {
 				t.Fatalf("belief proposal: %v", err)

@@ -308,21 +308,21 @@ func (s *script) run() transcript {
 	}
 	belief := func(traceID, kind string, deps ...any) kernel.Entry {
 		return kernel.Entry{TraceID: traceID, Slot: blackboard.Beliefs, Kind: kind,
-			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: deps}}
+			Payload: blackboard.Payload{"value": true, "depends_on": deps}}
 	}
-	reqs := func(kinds ...any) blackboard.Payload { return blackboard.Payload{kernel.KeyRequiresBeliefs: kinds} }
+	reqs := func(kinds ...any) blackboard.Payload { return blackboard.Payload{"requires_beliefs": kinds} }
 	with := func(p blackboard.Payload, key string, v any) blackboard.Payload { p[key] = v; return p }
 	plan := func(scriptStep blackboard.Payload) kernel.Entry {
 		return kernel.Entry{TraceID: ep1, Slot: blackboard.Plans, Kind: "route",
-			Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any(with(scriptStep, kernel.KeyAction, "move"))}}}
+			Payload: blackboard.Payload{"steps": []any{map[string]any(with(scriptStep, "action", "move"))}}}
 	}
 	c := kernel.Confidence
 
 	s.write("percept door", tool, percept(ep1, "door", blackboard.Payload{"open": true, "door_blocked": false}, c(0.9), 0))
 	s.write("percept battery with TTL", tool, percept(ep1, "battery", blackboard.Payload{"level": 0.8}, c(0.95), time.Second))
-	s.write("percept camera stale", tool, percept(ep1, "camera", blackboard.Payload{kernel.KeyStale: true}, nil, 0))
-	s.write("percept lidar conflicted", tool, percept(ep1, "lidar", blackboard.Payload{kernel.KeyConflict: true}, c(0.6), 0))
-	s.write("percept gps conflicted, confident", tool, percept(ep1, "gps", blackboard.Payload{kernel.KeyConflict: true, "lat": 1.5}, c(0.8), 0))
+	s.write("percept camera stale", tool, percept(ep1, "camera", blackboard.Payload{"stale": true}, nil, 0))
+	s.write("percept lidar conflicted", tool, percept(ep1, "lidar", blackboard.Payload{"conflict": true}, c(0.6), 0))
+	s.write("percept gps conflicted, confident", tool, percept(ep1, "gps", blackboard.Payload{"conflict": true, "lat": 1.5}, c(0.8), 0))
 	s.write("percept sonar unreliable", tool, percept(ep1, "sonar", blackboard.Payload{"range": []any{3.0, 4.5}}, c(0.3), 0))
 
 	s.submit("belief committed", blackboard.CodeCommitted, planner, belief(ep1, "door_open", "door"))
@@ -354,11 +354,11 @@ func (s *script) run() transcript {
 	s.submit("action ungrounded", blackboard.CodeUngroundedAction, planner, action(ep1, "move", reqs()))
 	s.submit("action blocked", blackboard.BlockedCode("no_open_door"), planner, action(ep1, "move", with(reqs("door_open"), "door_blocked", true)))
 	s.submit("fallback", blackboard.CodeCommitted, planner, action(ep1, kernel.FallbackQueueForReview,
-		with(reqs(), kernel.KeyReason, string(blackboard.CodeUngroundedAction))))
+		with(reqs(), "reason", string(blackboard.CodeUngroundedAction))))
 	s.submit("prediction", blackboard.CodeCommitted, sim, kernel.Entry{TraceID: ep1, Slot: blackboard.Predictions, Kind: "move_outcome",
-		Payload: with(with(reqs("door_open"), kernel.KeyActionType, "move"), kernel.KeyExpectedOutcome, -1.0)})
+		Payload: with(with(reqs("door_open"), "action_type", "move"), "expected_outcome", -1.0)})
 	s.submit("action with a negative prediction", blackboard.CodeNegativePrediction, planner,
-		action(ep1, "move", with(with(reqs("door_open"), kernel.KeyRequirePrediction, true), "door_blocked", false)))
+		action(ep1, "move", with(with(reqs("door_open"), "require_prediction", true), "door_blocked", false)))
 	d, err := planner.Commit(s.ctx, ep1, feasible)
 	if !errors.Is(err, kernel.ErrInvalidProposal) {
 		s.t.Errorf("script: a second commit of a decided proposal: %v, want ErrInvalidProposal", err)
@@ -376,7 +376,7 @@ func (s *script) run() transcript {
 	s.submit("action in ep2", blackboard.CodeCommitted, planner, action(ep2, "move", with(reqs("door_open"), "too_fast", false)))
 	s.submit("once-key used up in ep1", blackboard.CodeDuplicateAction, planner, action(ep2, "dock", with(reqs("door_open"), "too_fast", false)))
 	s.write("pending proposal in ep2", planner, kernel.Entry{TraceID: ep2, Slot: blackboard.Beliefs, Kind: "later",
-		Payload: blackboard.Payload{kernel.KeyDependsOn: []any{"door"}}})
+		Payload: blackboard.Payload{"depends_on": []any{"door"}}})
 	s.clk.advance(time.Second)
 	n, err := k.Expire(s.ctx, ep2)
 	if n != 1 {

@@ -263,7 +263,7 @@ func TestInstrumentsFollowTheProvider(t *testing.T) {
 	decide := func(k *kernel.Kernel, n int) {
 		for i := range n {
 			if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: fmt.Sprint("tr", i), Slot: blackboard.Actions,
-				Kind: kernel.FallbackQueueForReview, Payload: blackboard.Payload{kernel.KeyReason: "x"}}); err != nil {
+				Kind: kernel.FallbackQueueForReview, Payload: blackboard.Payload{"reason": "x"}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -292,7 +292,7 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 			queue = append(queue, r.EvidenceRefs...)
 			if r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose {
 				// A rejected belief: the percepts it named.
-				for _, dep := range list(r.Payload, KeyDependsOn) {
+				for _, dep := range list(r.Payload, keyDependsOn) {
 					if s, _ := dep.(string); looksLikeID(s) {
 						queue = append(queue, s)
 					} else if p, err := k.store.FindActive(ctx, k.namespace, r.TraceID(), blackboard.Percepts, s); err == nil {

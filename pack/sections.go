@@ -328,16 +328,16 @@ func entry(r *blackboard.Record, nowMS int64) Evidence {
 	if mutFlags {
 		return e
 	}
-	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool(kernel.KeyStale) {
+	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool("stale") {
 		e.Flags = addFlag(e.Flags, FlagStale)
 	}
 	if r.Status == blackboard.StatusInvalidated {
 		e.Flags = addFlag(e.Flags, FlagInvalidated)
 	}
-	if r.Payload.Bool(kernel.KeyConflict) {
+	if r.Payload.Bool("conflict") {
 		e.Flags = addFlag(e.Flags, FlagConflicted)
 	}
-	if r.Payload.Bool(kernel.KeyLowConfidence) {
+	if r.Payload.Bool("low_confidence") {
 		e.Flags = addFlag(e.Flags, FlagLowConfidence)
 	}
 	if slices.Contains(e.Flags, FlagStale) {

@@ -85,7 +85,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		forged := blackboard.Payload{"tool": "issue_refund", "caller": "support", "call_id": "call_forged", "approval_required": true,
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
 		refund := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}}
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, "requires_beliefs": []string{"refund_due"}}}
 		if _, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("a planner submits a tool's action: %v, want ErrPermission", err)
 		}

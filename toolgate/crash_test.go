@@ -429,7 +429,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		}
 		c.point("looked up")
 		d, err := planner.Submit(ctx, kernel.Entry{TraceID: w.trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 		if err != nil || !d.Committed() {
 			t.Fatalf("%s belief: %v %v", w.trace, d.Code, err)
 		}

@@ -542,7 +542,7 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code blackboard.Code)
 	cc := j.cc.Clone()
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
 	d, _, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
-		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
+		Payload: blackboard.Payload{"reason": string(code), "escalates": j.act.ID, "tool": j.e.Name, "requires_beliefs": []string{}}},
 		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail

@@ -220,11 +220,11 @@ func TestAttackPlannerOverridesDerivedBelief(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	source := b.Payload[kernel.KeyDependsOn].([]any)[0].(string)
+	source := b.Payload["depends_on"].([]any)[0].(string)
 	for _, name := range []string{"mallory", DeriverWriter("lookup_order"), CallerWriter("support")} {
 		for _, dep := range []string{source, "order"} {
 			_, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
-				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{dep}, "order_id": "A2", "max_refund": 80.0}})
+				Payload: blackboard.Payload{"value": true, "depends_on": []string{dep}, "order_id": "A2", "max_refund": 80.0}})
 			if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied {
 				t.Errorf("planner %s proposes refund_due on %s: %v, want PERMISSION_DENIED", name, dep, err)
 			}
@@ -248,7 +248,7 @@ func TestAttackPlannerHoldsOnceKey(t *testing.T) {
 	callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
 	for _, name := range []string{"mallory", CallerWriter("support"), GateWriter} {
 		d, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied || d.Committed() {
 			t.Errorf("planner %s submits issue_refund: %v %v, want PERMISSION_DENIED", name, d.Code, err)
 		}

@@ -258,7 +258,7 @@ func (d *desk) ground(trace, order string) {
 		d.t.Fatalf("lookup_order: %+v", res)
 	}
 	dec, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil || !dec.Committed() {
 		d.t.Fatalf("belief refund_due: %v %v", dec.Code, err)
 	}

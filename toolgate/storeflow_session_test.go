@@ -136,7 +136,7 @@ func (d *sessionDesk) Refund(ctx context.Context, trace, order string) error {
 		return err
 	}
 	dec, err := d.analyst.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil {
 		return fmt.Errorf("belief refund_due: %w", err)
 	}

@@ -69,7 +69,7 @@ func TestToolCallSpans(t *testing.T) {
 	}
 	call(ctx, "call_1", "lookup_order", `{"order_id":"A1"}`)
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Minute) // the order goes stale
@@ -81,7 +81,7 @@ func TestToolCallSpans(t *testing.T) {
 	call(fctx, "call_3", "lookup_order", `{"order_id":"A1"}`)
 	framework.End()
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(ctx, "call_4", "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {

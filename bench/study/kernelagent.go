@@ -336,9 +336,9 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	if a.hardened() {
 		switch w.ledger {
 		case ledgerStale:
-			refund[kernel.KeyStale], refund["is_duplicate"] = true, false
+			refund["stale"], refund["is_duplicate"] = true, false
 		case ledgerConflicted:
-			refund[kernel.KeyConflict], refund["is_duplicate"] = true, false
+			refund["conflict"], refund["is_duplicate"] = true, false
 		}
 		e.refundSeen, err = k.Tool("refund_tool").Write(ctx, kernel.Entry{
 			TraceID: trace, Slot: blackboard.Percepts, Kind: kindRefundSeen, Payload: refund,
@@ -462,25 +462,25 @@ func (e *kernelEpisode) refundEntry() kernel.Entry {
 // name) in every episode.
 
 func beliefPayload() blackboard.Payload {
-	return blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{kindCharge}}
+	return blackboard.Payload{"value": true, "depends_on": []any{kindCharge}}
 }
 
 func planPayload(t *Task) blackboard.Payload {
-	return blackboard.Payload{kernel.KeySteps: []any{map[string]any{
-		kernel.KeyAction:          kindRefund,
-		kernel.KeyRequiresBeliefs: []any{kindRefundDue},
-		"is_duplicate":            t.Inputs.IsDuplicate,
+	return blackboard.Payload{"steps": []any{map[string]any{
+		"action":           kindRefund,
+		"requires_beliefs": []any{kindRefundDue},
+		"is_duplicate":     t.Inputs.IsDuplicate,
 	}}}
 }
 
 func refundPayload(t *Task) blackboard.Payload {
 	return blackboard.Payload{
-		"type":                    kindRefund,
-		"charge_id":               t.Inputs.ChargeID,
-		"amount":                  t.Inputs.Amount,
-		"reason":                  t.Inputs.DisputeReason,
-		"is_duplicate":            t.Inputs.IsDuplicate,
-		kernel.KeyRequiresBeliefs: []any{kindRefundDue},
+		"type":             kindRefund,
+		"charge_id":        t.Inputs.ChargeID,
+		"amount":           t.Inputs.Amount,
+		"reason":           t.Inputs.DisputeReason,
+		"is_duplicate":     t.Inputs.IsDuplicate,
+		"requires_beliefs": []any{kindRefundDue},
 	}
 }
 
@@ -685,7 +685,7 @@ func (e *kernelEpisode) fallbackPayload() blackboard.Payload {
 }
 
 func fallbackPayload(reason blackboard.Code) blackboard.Payload {
-	return blackboard.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(reason)}
+	return blackboard.Payload{"type": kernel.FallbackQueueForReview, "reason": string(reason)}
 }
 
 // label names the episode's outcome class for the report. A run has a few

@@ -224,13 +224,13 @@ func expireRefund(ctx context.Context, st store.Store, trace string) error {
 
 func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (string, error) {
 	return k.Tool("tool").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
-		Payload: blackboard.Payload{kernel.KeyStale: stale, kernel.KeyConflict: false}})
+		Payload: blackboard.Payload{"stale": stale, "conflict": false}})
 }
 
 func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs ...string) error {
 	payload := blackboard.Payload{"type": kernel.FallbackQueueForReview}
 	if reason != "" {
-		payload[kernel.KeyReason] = reason
+		payload["reason"] = reason
 	}
 	d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview, Payload: payload, InputRefs: refs})
 	if err == nil && !d.Committed() {
@@ -241,12 +241,12 @@ func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs
 
 func belief(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
 	return p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}})
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{kindCharge}}})
 }
 
 func refundEntry(trace string, ttl time.Duration) kernel.Entry {
 	return kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kindRefund, TTL: ttl,
-		Payload: blackboard.Payload{"type": kindRefund, kernel.KeyRequiresBeliefs: []string{kindRefundDue}}}
+		Payload: blackboard.Payload{"type": kindRefund, "requires_beliefs": []string{kindRefundDue}}}
 }
 
 func refund(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
@@ -572,7 +572,7 @@ func b2i(b bool) int {
 func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 	lookup := func(ctx context.Context, k *kernel.Kernel, trace string, stale bool) error {
 		_, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
-			Payload: blackboard.Payload{kernel.KeyStale: stale}})
+			Payload: blackboard.Payload{"stale": stale}})
 		return err
 	}
 	for _, c := range []struct {
@@ -588,7 +588,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
 				first, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
-					Payload: blackboard.Payload{kernel.KeyStale: false}})
+					Payload: blackboard.Payload{"stale": false}})
 				if err != nil {
 					return err
 				}
@@ -600,7 +600,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 				// The belief names the clean lookup by id: the kernel
 				// commits it only while that lookup is current.
 				d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
-					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{first}}})
+					Payload: blackboard.Payload{"value": true, "depends_on": []string{first}}})
 				if err != nil {
 					return err
 				}
@@ -619,7 +619,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 					return nil
 				}
 				return st.Apply(ctx, store.Batch{Appends: []blackboard.Record{{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
-					Kind: kindRefundDue, Payload: blackboard.Payload{kernel.KeyValue: true}, Status: blackboard.StatusActive,
+					Kind: kindRefundDue, Payload: blackboard.Payload{"value": true}, Status: blackboard.StatusActive,
 					Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
 					Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: trace}}}})
 			}

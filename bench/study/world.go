@@ -294,7 +294,7 @@ func (w *World) perform(r *blackboard.Record) {
 		Hidden: r.Status != blackboard.StatusActive || r.Provenance.TTLMS > 0}
 	switch e.Type {
 	case kernel.FallbackQueueForReview:
-		e.Reason, _ = r.Payload.String(kernel.KeyReason)
+		e.Reason, _ = r.Payload.String("reason")
 	case kindRefund:
 		e.Amount = w.task.Inputs.Amount
 		if v, ok := r.Payload["amount"]; ok {
@@ -313,7 +313,7 @@ func (w *World) perform(r *blackboard.Record) {
 // of Latin letters folded away.
 func dispatchType(r *blackboard.Record) string {
 	t := r.Kind
-	if s, ok := r.Payload[kernel.KeyType].(string); ok {
+	if s, ok := r.Payload["type"].(string); ok {
 		t = s
 	}
 	if t == kindRefund || t == kernel.FallbackQueueForReview {

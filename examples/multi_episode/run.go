@@ -297,16 +297,16 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 		return r, err
 	}
 	r.reading.Value, _ = p.Payload.Float("value")
-	r.reading.Stale = p.Payload.Bool(kernel.KeyStale)
-	r.reading.Conflict = p.Payload.Bool(kernel.KeyConflict)
+	r.reading.Stale = p.Payload.Bool("stale")
+	r.reading.Conflict = p.Payload.Bool("conflict")
 	if c := p.Provenance.Confidence; c != nil {
 		r.reading.Confidence = *c
 	}
 	r.belief = v.Has(blackboard.Beliefs, beliefAnomaly)
 	for _, kind := range slices.Sorted(maps.Keys(v.Committed[blackboard.Predictions])) {
 		pred := v.Committed[blackboard.Predictions][kind]
-		if t, _ := pred.String(kernel.KeyActionType); t == actionAlert {
-			if x, ok := pred.Float(kernel.KeyExpectedOutcome); ok {
+		if t, _ := pred.String("action_type"); t == actionAlert {
+			if x, ok := pred.Float("expected_outcome"); ok {
 				r.prediction = &x
 			}
 		}
@@ -317,7 +317,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 	case v.Has(blackboard.Actions, actionReview):
 		r.status = statusReview
 		review, _ := v.Get(blackboard.Actions, actionReview)
-		r.reason, _ = review.String(kernel.KeyReason)
+		r.reason, _ = review.String("reason")
 	}
 	r.constraints = slices.Sorted(maps.Keys(v.Committed[blackboard.Constraints]))
 	for rec, err := range worker.Own(ctx, d.symbolic, res.TraceID) {
@@ -325,7 +325,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 			return r, err
 		}
 		if rec.Slot == blackboard.Constraints && rec.Scope == blackboard.ScopePersistent {
-			name, _ := rec.Payload.String(kernel.KeyName)
+			name, _ := rec.Payload.String("name")
 			code, _ := rec.Payload.String(adaptive.KeyLearnedFrom)
 			n, _ := rec.Payload.Float(adaptive.KeyTriggerCount)
 			r.learned = append(r.learned, learnedNow{name: name, code: code, count: int(n)})

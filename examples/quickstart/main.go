@@ -194,12 +194,12 @@ func play(ctx context.Context, k *kernel.Kernel, s store.Store, w io.Writer, sc 
 		return err
 	}
 	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		return err
 	}
 	p, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Plans, Kind: "action_plan",
-		Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any{
-			kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}, "is_duplicate": false}}}})
+		Payload: blackboard.Payload{"steps": []any{map[string]any{
+			"action": "issue_refund", "requires_beliefs": []string{"refund_due"}, "is_duplicate": false}}}})
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func play(ctx context.Context, k *kernel.Kernel, s store.Store, w io.Writer, sc 
 	if p.Committed() {
 		a, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"charge_id": sc.charge["charge_id"], "amount": sc.charge["amount"], "is_duplicate": false,
-				kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+				"requires_beliefs": []string{"refund_due"}}})
 		if err != nil {
 			return err
 		}
@@ -216,7 +216,7 @@ func play(ctx context.Context, k *kernel.Kernel, s store.Store, w io.Writer, sc 
 	if !reason.OK() {
 		// The safe fallback, with the code that stopped the refund.
 		if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: blackboard.Payload{kernel.KeyReason: string(reason)}}); err != nil {
+			Payload: blackboard.Payload{"reason": string(reason)}}); err != nil {
 			return err
 		}
 	}

@@ -94,7 +94,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, opts ...toolgate.Optio
 	}
 	call("lookup_order", json.RawMessage(`{"order_id":`+string(mustJSON(t, order))+`}`))
 	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-1", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call("issue_refund", args); res.Outcome != audit.OutcomePendingApproval {

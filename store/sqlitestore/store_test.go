@@ -93,7 +93,7 @@ func belief(kind string, deps ...string) kernel.Entry {
 	for i, dep := range deps {
 		d[i] = dep
 	}
-	return kernel.Entry{Slot: blackboard.Beliefs, Kind: kind, Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: d}}
+	return kernel.Entry{Slot: blackboard.Beliefs, Kind: kind, Payload: blackboard.Payload{"value": true, "depends_on": d}}
 }
 
 func in(traceID string, e kernel.Entry) kernel.Entry {
@@ -111,7 +111,7 @@ func TestStoreReopen(t *testing.T) {
 	for _, e := range []kernel.Entry{
 		{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}, Confidence: kernel.Confidence(0.9)},
 		{Slot: blackboard.Percepts, Kind: "battery", Payload: blackboard.Payload{"level": 0.8}, TTL: time.Second},
-		{Slot: blackboard.Percepts, Kind: "camera", Payload: blackboard.Payload{kernel.KeyStale: true}},
+		{Slot: blackboard.Percepts, Kind: "camera", Payload: blackboard.Payload{"stale": true}},
 	} {
 		if _, err := tool.Write(ctx, in("ep", e)); err != nil {
 			t.Fatal(err)
@@ -166,7 +166,7 @@ func TestStoreReopen(t *testing.T) {
 		t.Fatalf("belief in ep2: %v %s", err, d.Code)
 	}
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep2", Slot: blackboard.Actions, Kind: "move",
-		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []any{"door_open"}, "too_fast": true}})
+		Payload: blackboard.Payload{"requires_beliefs": []any{"door_open"}, "too_fast": true}})
 	if err != nil || d.Code != blackboard.BlockedCode("speed_limit") {
 		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, blackboard.BlockedCode("speed_limit"))
 	}

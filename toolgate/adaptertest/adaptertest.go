@@ -347,7 +347,7 @@ func (f *fixture) ready(t *testing.T, order string) {
 		t.Fatalf("lookup_order %s: %+v", order, r)
 	}
 	if _, err := f.env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: f.env.TraceID, Slot: blackboard.Beliefs,
-		Kind: "refund_due", Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 }

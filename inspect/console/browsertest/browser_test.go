@@ -126,7 +126,7 @@ func (d *desk) refund(t *testing.T, trace, order, reason string) string {
 	}
 	call("lookup_order", map[string]any{"order_id": order})
 	if _, err := d.g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call("issue_refund", map[string]any{"order_id": order, "amount": 700, "reason": reason}); res.Outcome != audit.OutcomePendingApproval {
