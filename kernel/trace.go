@@ -158,9 +158,9 @@ func spanRef(ctx context.Context) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
-// ParseSpanRef parses a W3C traceparent as [blackboard.Provenance.Span] holds it into
+// parseSpanRef parses a W3C traceparent as [blackboard.Provenance.Span] holds it into
 // a span context (remote); ok is false for "" or a malformed value.
-func ParseSpanRef(ref string) (sc trace.SpanContext, ok bool) {
+func parseSpanRef(ref string) (sc trace.SpanContext, ok bool) {
 	parts := strings.Split(ref, "-")
 	if len(parts) != 4 || parts[0] != "00" || len(parts[3]) != 2 {
 		return trace.SpanContext{}, false
@@ -282,7 +282,7 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 		}
 		switch r.Slot {
 		case blackboard.Percepts:
-			if sc, ok := ParseSpanRef(r.Provenance.Span); ok && !spans[r.Provenance.Span] {
+			if sc, ok := parseSpanRef(r.Provenance.Span); ok && !spans[r.Provenance.Span] {
 				spans[r.Provenance.Span] = true
 				links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
 					attribute.String(telemetry.AttrRecordID, r.ID), attribute.String(telemetry.AttrKind, r.Kind)}})

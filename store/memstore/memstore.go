@@ -82,8 +82,12 @@ func keyOf(ns, id string) traceKey {
 	if mutTraceNamespace() {
 		return traceKey{id: id} // every namespace's traces in one space
 	}
-	return traceKey{blackboard.NamespaceOf(ns), id}
+	return namespacedKey(ns, id)
 }
+
+// namespacedKey is keyOf's work: one trace id in two namespaces is two
+// keys.
+func namespacedKey(ns, id string) traceKey { return traceKey{blackboard.NamespaceOf(ns), id} }
 
 // key is the trace's own key.
 func (tr *memTrace) key() traceKey { return keyOf(tr.namespace, tr.id) }
