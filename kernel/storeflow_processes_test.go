@@ -20,10 +20,10 @@ import (
 
 // The environment of a helper process of benchEpisodeProcesses.
 const (
-	benchHelperEnv   = "BK_STORETEST_BENCH_HELPER" // the helper's number
-	benchEpisodesEnv = "BK_STORETEST_BENCH_EPISODES"
-	benchLocationEnv = "BK_STORETEST_BENCH_LOCATION"
-	benchRunEnv      = "BK_STORETEST_BENCH_RUN" // tells the runs of one benchmark apart
+	benchHelperEnv   = "BK_STOREFLOW_BENCH_HELPER" // the helper's number
+	benchEpisodesEnv = "BK_STOREFLOW_BENCH_EPISODES"
+	benchLocationEnv = "BK_STOREFLOW_BENCH_LOCATION"
+	benchRunEnv      = "BK_STOREFLOW_BENCH_RUN" // tells the runs of one benchmark apart
 )
 
 // benchEpisodeProcesses measures governed episodes ([runEpisode]) run by procs
