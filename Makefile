@@ -107,7 +107,7 @@ bench:
 ## bench-pg: the episode benchmarks of every store, PostgreSQL on a
 ## throwaway server that syncs to disk like a production one.
 bench-pg:
-	BK_PG_OPTS= .ci/with-postgres $(GO) test -run '^$$' -bench 'Episode' -benchmem -count 10 ./store/...
+	BK_PG_OPTS= .ci/with-postgres $(GO) test -run '^$$' -bench 'Episode' -benchmem -count 10 ./kernel
 
 example:
 	$(GO) run ./examples/multi_episode

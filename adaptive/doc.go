@@ -45,5 +45,5 @@
 // every commit claims the constraint's name in the namespace through a
 // once-key the kernel derives ([kernel.Symbolic.CommitConstraintOnce]), and
 // the learner that finds the name claimed holds the other's record (every
-// [blackboard.Store] enforces once-keys).
+// [store.Store] enforces once-keys).
 package adaptive

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // ErrInvalidOption is wrapped by the error [New] returns for a nil handle,
@@ -46,10 +47,10 @@ const (
 //	NEGATIVE_PREDICTION -> block_negative_predictions   (has_negative_prediction)
 func DefaultMapping() map[blackboard.Code]kernel.Constraint {
 	return map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: kernel.KeyUsesStaleData},
-		blackboard.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: kernel.KeyUsesConflictedData},
-		blackboard.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: kernel.KeyUsesLowConfidenceData},
-		blackboard.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: kernel.KeyHasNegativePrediction},
+		blackboard.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
 	}
 }
 
@@ -154,7 +155,7 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 	slices.Sort(l.codes)
 
 	for _, slot := range analysedSlots {
-		for r, err := range h.List(ctx, slot, blackboard.Filter{Status: blackboard.StatusInvalidated}) {
+		for r, err := range h.List(ctx, slot, store.Filter{Status: blackboard.StatusInvalidated}) {
 			if err != nil {
 				return nil, fmt.Errorf("adaptive: reading %s: %w", slot, err)
 			}
@@ -169,7 +170,7 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 			}
 		}
 	}
-	for r, err := range h.List(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
+	for r, err := range h.List(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			return nil, fmt.Errorf("adaptive: reading constraints: %w", err)
 		}
@@ -213,7 +214,7 @@ func failure(r *blackboard.Record) bool {
 
 // learnedFrom reads a persistent constraint record.
 func learnedFrom(r *blackboard.Record) Learned {
-	name, ok := r.Payload.String(kernel.KeyName)
+	name, ok := r.Payload.String("name")
 	if !ok || name == "" {
 		name = r.Kind
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -23,13 +24,13 @@ var ctx = context.Background()
 
 var alertSpec = kernel.WithActionSpecs(kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true})
 
-func newKernel(t *testing.T, store blackboard.Store, opts ...kernel.Option) *kernel.Kernel {
+func newKernel(t *testing.T, st store.Store, opts ...kernel.Option) *kernel.Kernel {
 	t.Helper()
-	if store == nil {
-		store = memstore.New()
-		t.Cleanup(func() { _ = store.Close() })
+	if st == nil {
+		st = memstore.New()
+		t.Cleanup(func() { _ = st.Close() })
 	}
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(store), alertSpec}, opts...)...)
+	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(st), alertSpec}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func analyze(t *testing.T, l *adaptive.Learner, trace string) []adaptive.Lesson 
 func persistent(t *testing.T, k *kernel.Kernel) []blackboard.Record {
 	t.Helper()
 	var out []blackboard.Record
-	for r, err := range k.Symbolic("reader").List(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
+	for r, err := range k.Symbolic("reader").List(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,8 +185,8 @@ func TestThreshold(t *testing.T) {
 				t.Fatalf("%d persistent constraints, want 1", len(recs))
 			}
 			p := recs[0].Payload
-			if p[kernel.KeyName] != adaptive.BlockStaleActions || p[kernel.KeyBlocksField] != kernel.KeyUsesStaleData ||
-				p[kernel.KeyEnabled] != true || p[adaptive.KeyLearnedFrom] != string(blackboard.CodeStaleEvidence) ||
+			if p["name"] != adaptive.BlockStaleActions || p["blocks_field"] != "uses_stale_data" ||
+				p["enabled"] != true || p[adaptive.KeyLearnedFrom] != string(blackboard.CodeStaleEvidence) ||
 				p[adaptive.KeyTriggerCount] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
 				recs[0].Provenance.Role != blackboard.RoleSymbolic {
 				t.Fatalf("constraint record %+v", recs[0])
@@ -196,10 +197,10 @@ func TestThreshold(t *testing.T) {
 
 func TestDefaultMapping(t *testing.T) {
 	want := map[blackboard.Code][2]string{
-		blackboard.CodeStaleEvidence:      {adaptive.BlockStaleActions, kernel.KeyUsesStaleData},
-		blackboard.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, kernel.KeyUsesConflictedData},
-		blackboard.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, kernel.KeyUsesLowConfidenceData},
-		blackboard.CodeNegativePrediction: {adaptive.BlockNegativePredictions, kernel.KeyHasNegativePrediction},
+		blackboard.CodeStaleEvidence:      {adaptive.BlockStaleActions, "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {adaptive.BlockNegativePredictions, "has_negative_prediction"},
 	}
 	m := adaptive.DefaultMapping()
 	if len(m) != len(want) {
@@ -236,10 +237,10 @@ func TestDefaultMapping(t *testing.T) {
 func TestCustomMapping(t *testing.T) {
 	k := newKernel(t, nil)
 	mapping := map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: kernel.KeyUsesLowConfidenceData},
+		blackboard.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: "uses_low_confidence_data"},
 	}
 	l := newLearner(t, k, adaptive.WithMapping(mapping), adaptive.WithThreshold(1))
-	mapping[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "late", BlocksField: kernel.KeyUsesStaleData}
+	mapping[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "late", BlocksField: "uses_stale_data"}
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	if p := analyze(t, l, "a"); len(p) != 0 {
 		t.Fatalf("a code left out of the mapping was learned from: %+v (the option must copy the map)", p)
@@ -318,14 +319,14 @@ func TestNoDuplicates(t *testing.T) {
 }
 
 func TestRestartReadsTheStore(t *testing.T) {
-	store := memstore.New()
-	t.Cleanup(func() { _ = store.Close() })
-	checkRestart(t, func(t *testing.T) (blackboard.Store, func()) { return store, func() {} })
+	st := memstore.New()
+	t.Cleanup(func() { _ = st.Close() })
+	checkRestart(t, func(t *testing.T) (store.Store, func()) { return st, func() {} })
 }
 
 func TestRestartOnSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
-	checkRestart(t, func(t *testing.T) (blackboard.Store, func()) {
+	checkRestart(t, func(t *testing.T) (store.Store, func()) {
 		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
@@ -341,7 +342,7 @@ func TestRestartOnSQLite(t *testing.T) {
 // checkRestart runs the restart scenario against a store opened by open;
 // each call of open stands for a process (re)start on the same storage,
 // and calling the returned function stops that process.
-func checkRestart(t *testing.T, open func(t *testing.T) (blackboard.Store, func())) {
+func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	// First process: learns block_stale_actions, sees one conflict, and
 	// reaches the threshold for low confidence without committing it.
 	s1, stop1 := open(t)
@@ -536,7 +537,7 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 	}
 
 	episode("after")
-	for _, claim := range []blackboard.Payload{nil, {kernel.KeyUsesStaleData: false}, {kernel.KeyUsesStaleData: true}} {
+	for _, claim := range []blackboard.Payload{nil, {"uses_stale_data": false}, {"uses_stale_data": true}} {
 		if c := alert(t, k, "after", claim); c != blackboard.CodeStaleEvidence {
 			t.Fatalf("with block_stale_actions learned, alert claiming %v is %s, want STALE_EVIDENCE", claim, c)
 		}
@@ -566,10 +567,10 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 		predict(t, k, trace, 1)
 	}
 	arbitrated("before")
-	if c := alert(t, k, "before", blackboard.Payload{kernel.KeyUsesConflictedData: false}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{"uses_conflicted_data": false}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("claiming conflict-free data: %s, want FIELD_MISMATCH", c)
 	}
-	if c := alert(t, k, "before", blackboard.Payload{kernel.KeyHasNegativePrediction: true}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "before", blackboard.Payload{"has_negative_prediction": true}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("claiming a negative prediction that does not exist: %s, want FIELD_MISMATCH", c)
 	}
 	if c := alert(t, k, "before", nil); c != blackboard.CodeCommitted {
@@ -585,12 +586,12 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 	}
 	arbitrated("after")
 	blocked := blackboard.BlockedCode(adaptive.BlockConflictedActions)
-	for _, claim := range []blackboard.Payload{nil, {kernel.KeyUsesConflictedData: true}} {
+	for _, claim := range []blackboard.Payload{nil, {"uses_conflicted_data": true}} {
 		if c := alert(t, k, "after", claim); c != blocked {
 			t.Fatalf("after learning, claim %v: %s, want %s", claim, c, blocked)
 		}
 	}
-	if c := alert(t, k, "after", blackboard.Payload{kernel.KeyUsesConflictedData: false}); c != blackboard.CodeFieldMismatch {
+	if c := alert(t, k, "after", blackboard.Payload{"uses_conflicted_data": false}); c != blackboard.CodeFieldMismatch {
 		t.Fatalf("after learning, claiming conflict-free data: %s", c)
 	}
 }
@@ -629,13 +630,13 @@ func TestNewRefusesBadOptions(t *testing.T) {
 
 // flaky is a store whose writes can be made to fail.
 type flaky struct {
-	blackboard.Store
+	store.Store
 	broken atomic.Bool
 }
 
 var errBroken = errors.New("disk on fire")
 
-func (f *flaky) Apply(ctx context.Context, b blackboard.Batch) error {
+func (f *flaky) Apply(ctx context.Context, b store.Batch) error {
 	if f.broken.Load() {
 		return errBroken
 	}
@@ -643,14 +644,14 @@ func (f *flaky) Apply(ctx context.Context, b blackboard.Batch) error {
 }
 
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
-	store := &flaky{Store: memstore.New()}
-	k := newKernel(t, store)
+	st := &flaky{Store: memstore.New()}
+	k := newKernel(t, st)
 	l := newLearner(t, k)
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	fail(t, k, "b", blackboard.CodeStaleEvidence)
 	analyze(t, l, "a")
 	analyze(t, l, "b")
-	store.broken.Store(true)
+	st.broken.Store(true)
 	produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 	if !errors.Is(err, errBroken) || produced {
 		t.Fatalf("Step on a failing store: %v %v", produced, err)
@@ -658,7 +659,7 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	if len(l.Pending()) != 1 || len(l.Learned()) != 0 || !l.ShouldActivate(kernel.View{}) {
 		t.Fatalf("after a failed commit pending %v learned %v", l.Pending(), l.Learned())
 	}
-	store.broken.Store(false)
+	st.broken.Store(false)
 	if produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
 		t.Fatalf("retry: %v %v", produced, err)
 	}
@@ -668,11 +669,11 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 }
 
 func TestAnalyzeErrorChangesNothing(t *testing.T) {
-	store := memstore.New()
-	k := newKernel(t, store)
+	st := memstore.New()
+	k := newKernel(t, st)
 	l := newLearner(t, k)
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
-	_ = store.Close()
+	_ = st.Close()
 	if _, err := l.Analyze(ctx, "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Fatalf("Analyze on a closed store: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 const (
@@ -199,7 +200,7 @@ func (f Filter) Match(r Record) bool {
 // history: it is for recovery and for people, not for a call's path.
 func List(ctx context.Context, rd kernel.Reader, f Filter) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		src := rd.List(ctx, blackboard.Evidence, blackboard.Filter{})
+		src := rd.List(ctx, blackboard.Evidence, store.Filter{})
 		if f.TraceID != "" {
 			src = rd.Trace(ctx, f.TraceID)
 		}

@@ -105,7 +105,7 @@ func TestApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := k.Planner("llm").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}); err != nil {
+		Payload: blackboard.Payload{"requires_beliefs": []string{}}}); err != nil {
 		t.Fatal(err)
 	}
 	f.Entry.InputRefs = []string{"actions:t:3"}

@@ -20,7 +20,7 @@ func Example() {
 	}
 	defer k.Close()
 	d, err := k.Governor().Submit(ctx, "gate", kernel.Entry{TraceID: "ticket-1", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
+		Payload: blackboard.Payload{"requires_beliefs": []string{}}}, func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
 		r := audit.ForDecision("ticket-1", kernel.FallbackQueueForReview, d, committed)
 		r.Context = blackboard.Payload{"tool": "escalate"}
 		f, err := r.Follow()

@@ -1,7 +1,10 @@
-// Package blackboard holds what the kernel and its stores share: the
-// records of the blackboard and their vocabulary, and the contract a store
-// implements, kept apart from the kernel's user API as database/sql/driver
-// is from database/sql.
+// Package blackboard is the vocabulary of the blackboard: its records
+// and their slots, modes, statuses, scopes and roles, the reason codes of
+// every decision, payloads and record ids, and the errors the kernel and
+// its stores return. An integrator imports it beside the kernel; the
+// contract a store implements is package store, kept apart from it as
+// database/sql/driver is from database/sql, so that an integrator never
+// needs it.
 //
 // # Records
 //
@@ -16,21 +19,9 @@
 // [Code] saying why. Codes are the reasons every decision and status change
 // gives; compare them with ==.
 //
-// # The store contract
+// # Stores
 //
-// A [Store] holds only what the kernel calls: reads by id, kind, trace
-// and slot, the claimed once-keys, Close, and one write, Apply, of an
-// atomic conditional [Batch] of appends, status changes ([Invalidation])
-// and once-key [Claim]s (a single record is a one-record batch). Every
-// ability beyond it is an exported optional interface any store may
-// implement, found by asserting it: [StateStore] keeps each trace's
-// decision state beside its records, so that a decision reads one value
-// instead of the trace; [TraceLister] lists traces from an index. [CheckRecord],
-// [Batch.CheckRecords], [CheckClaim], [CheckInvalidation] and
-// [CheckFilter] are the checks every store runs, so that all stores refuse
-// the same input with the same error.
-//
-// The package blackboard/storetest is the conformance suite every store
-// passes. The stores of this module are store/memstore (the kernel's
-// default), store/sqlitestore and store/pgstore.
+// The stores of this module are store/memstore (the kernel's default),
+// store/sqlitestore and store/pgstore; each implements the contract of
+// package store and passes its conformance suite, store/storetest.
 package blackboard

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Sentinel errors. Every error a store returns wraps one of these (or the
-// context's error), so callers branch with errors.Is. The kernel returns
-// them too, for the same conditions.
+// Sentinel errors. Every error the kernel returns wraps one of these (or
+// the context's error), so callers branch with errors.Is; a store returns
+// them too, for the same conditions, beside the two only a store's
+// callers see (store.ErrDuplicateID and store.ErrNotActive).
 var (
 	// ErrPermission: a write outside the writer's authority: a role that may
 	// not write that slot in that mode, or a record whose namespace differs
@@ -22,15 +23,11 @@ var (
 	ErrInvalidPayload = errors.New("blackboard: invalid payload")
 	// ErrNotFound: no record with that id (or of that kind).
 	ErrNotFound = errors.New("blackboard: record not found")
-	// ErrDuplicateID: a store refused to append a record whose id it holds.
-	ErrDuplicateID = errors.New("blackboard: duplicate record id")
 	// ErrDuplicateKey: a batch claimed a once-key that is already claimed
-	// (see [Store]).
+	// (see kernel.Governor and store.Store).
 	ErrDuplicateKey = errors.New("blackboard: once-key already claimed")
-	// ErrNotActive: a status change of a record that is no longer ACTIVE.
-	ErrNotActive = errors.New("blackboard: record not active")
 	// ErrConflict: a conditional batch found its trace changed since it was
-	// read (see [Batch]); the kernel reads again and retries.
+	// read (see store.Batch); the kernel reads again and retries.
 	ErrConflict = errors.New("blackboard: trace changed concurrently")
 	// ErrClosed: the store or kernel has been closed.
 	ErrClosed = errors.New("blackboard: closed")
@@ -43,9 +40,6 @@ const DefaultNamespace = "default"
 // MaxTTL is the longest time to live a record may have (about a century):
 // longer TTLs are refused, so that timestamp plus TTL never overflows.
 const MaxTTL = 100 * 365 * 24 * time.Hour
-
-// maxTTLMS is MaxTTL in milliseconds, as stores check it.
-const maxTTLMS = int64(MaxTTL / time.Millisecond)
 
 // NamespaceOf returns the namespace a record or claim written with ns is
 // kept in: ns itself, or [DefaultNamespace] when ns is empty.

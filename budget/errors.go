@@ -195,7 +195,7 @@ func ReasonOf(err error) (Reason, bool) {
 // RefusalRecord builds the decision record of a call that a budget or the
 // loop guard refused, for [audit.Append]: outcome refused,
 // the refusal's code, and a Context holding the reason (under
-// [KeyReason]) and, when snap was taken (it has a run id), the budget
+// "reason") and, when snap was taken (it has a run id), the budget
 // snapshot (under [KeyBudget]). kind names the tool or the model call. ok
 // is false when err holds no [Refusal].
 func RefusalRecord(traceID, kind string, err error, snap Snapshot) (d audit.Record, ok bool) {

@@ -186,7 +186,7 @@ func conflictPressure(trace []blackboard.Record, now time.Time, threshold float6
 			continue // stale evidence, not a conflict
 		}
 		kinds++
-		if c := r.Provenance.Confidence; r.Payload.Bool(kernel.KeyConflict) && (c == nil || *c < threshold) {
+		if c := r.Provenance.Confidence; r.Payload.Bool("conflict") && (c == nil || *c < threshold) {
 			conflicted++
 		}
 	}

@@ -4,7 +4,7 @@
 // and for a refusal its root cause), and [Timeline] a trace's events in
 // order, both as text for a person and as JSON for a program. They only
 // read the store, so they work beside a process that writes it, on any
-// [blackboard.Store].
+// [store.Store].
 //
 // The bk command (cmd/bk) prints the same explanations and timelines and
 // adds the operator's reports (traces, stats and metrics, pending

@@ -9,13 +9,14 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // stale writes the paper's §10.4 trace to s: a stale charge, the belief
 // rejected, the plan infeasible, the safe fallback committed. It returns
 // the fallback's record.
-func stale(ctx context.Context, s blackboard.Store) (string, error) {
+func stale(ctx context.Context, s store.Store) (string, error) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
 	if err != nil {
@@ -36,7 +37,7 @@ func stale(ctx context.Context, s blackboard.Store) (string, error) {
 		return "", err
 	}
 	fb, err := planner.Submit(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{kernel.KeyReason: string(plan.Code)}})
+		Payload: blackboard.Payload{"reason": string(plan.Code)}})
 	return fb.CommittedID, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Explanation is the provenance of one record, as [Explain] read it from
@@ -29,7 +30,7 @@ type Explanation struct {
 // through the record it decided; an action a person denied through the
 // denial. It works on a record of any namespace. A record s does not hold
 // is [blackboard.ErrNotFound]; a failed read of s is returned as it is.
-func Explain(ctx context.Context, s blackboard.Store, recordID string) (*Explanation, error) {
+func Explain(ctx context.Context, s store.Store, recordID string) (*Explanation, error) {
 	x, err := inspect.Explain(ctx, s, recordID)
 	if err != nil {
 		return nil, err

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TimelineReport is the events of one trace in order, each at its step of
@@ -24,7 +24,7 @@ type TimelineReport struct {
 // namespace is "") and puts its records in order as events. A trace s
 // holds no record of is [blackboard.ErrNotFound]; a failed read of s is
 // returned as it is.
-func Timeline(ctx context.Context, s blackboard.Store, namespace, traceID string) (*TimelineReport, error) {
+func Timeline(ctx context.Context, s store.Store, namespace, traceID string) (*TimelineReport, error) {
 	x, err := inspect.Timeline(ctx, s, namespace, traceID)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -77,9 +76,9 @@ func (c *checker) derivedSources(t *trace) error {
 // at index i of t).
 func (c *checker) derivedProposal(t *trace, r *blackboard.Record, i int, tool string, bad func(string, ...any)) error {
 	refs := r.Provenance.InputRefs
-	deps, _ := r.Payload[kernel.KeyDependsOn].([]any)
+	deps, _ := r.Payload["depends_on"].([]any)
 	if len(refs) != 1 || len(deps) != 1 || deps[0] != any(refs[0]) {
-		bad("derived by %s: depends_on %v and input refs %v do not name one source record", tool, r.Payload[kernel.KeyDependsOn], refs)
+		bad("derived by %s: depends_on %v and input refs %v do not name one source record", tool, r.Payload["depends_on"], refs)
 		return nil
 	}
 	src, at, found, err := c.record(t, refs[0])

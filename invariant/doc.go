@@ -1,6 +1,6 @@
 // Package invariant checks, from a store's records alone, what the kernel
 // and the tool gate promise about every governed call. [Check] reads any
-// [blackboard.Store] (memory, SQLite, PostgreSQL, a copy taken for an
+// [store.Store] (memory, SQLite, PostgreSQL, a copy taken for an
 // audit) and returns every breach it finds as a [Violation] naming the
 // invariant, the trace and the record:
 //

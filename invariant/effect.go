@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -161,7 +160,7 @@ func (c *checker) groundingHeld(t *trace, act *blackboard.Record, at int) error 
 	// are what the kernel rested it on; the others are what the proposer
 	// cited.
 	required := map[string]bool{}
-	for _, k := range stringList(act.Payload[kernel.KeyRequiresBeliefs]) {
+	for _, k := range stringList(act.Payload["requires_beliefs"]) {
 		required[k] = false
 	}
 	for _, id := range act.Provenance.InputRefs[min(1, len(act.Provenance.InputRefs)):] {

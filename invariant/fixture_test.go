@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -189,7 +190,7 @@ func (d *desk) forge(recs ...blackboard.Record) []blackboard.Record {
 	for _, r := range recs {
 		r.ID = d.next(r.TraceID(), r.Slot)
 		r.Provenance.TimestampMS = time.Now().UnixMilli()
-		if err := d.st.Apply(d.ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+		if err := d.st.Apply(d.ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 			d.t.Fatalf("forge %s: %v", r.ID, err)
 		}
 		out = append(out, r)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -43,11 +44,11 @@ func (v Violation) String() string {
 // invariants, in the order of the traces and of their records. The error
 // is the store's or the context's; a store that holds no governed call
 // has no violations. Check only reads.
-func Check(ctx context.Context, st blackboard.Store) ([]Violation, error) {
+func Check(ctx context.Context, st store.Store) ([]Violation, error) {
 	c := &checker{ctx: ctx, st: st, policies: map[string]*nsPolicy{}, byHash: map[string]*hashPolicy{}, families: map[string]bool{},
 		approvalUse: map[string]string{}, decided: map[string]bool{}, closed: map[string]bool{}, ran: map[string]bool{}}
-	var traces []blackboard.TraceSummary
-	for ts, err := range blackboard.ListTraces(ctx, st, "") {
+	var traces []store.TraceSummary
+	for ts, err := range store.ListTraces(ctx, st, "") {
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +89,7 @@ var checks = []func(*checker, *trace) error{
 // checker holds what a Check has read that outlives one trace.
 type checker struct {
 	ctx      context.Context
-	st       blackboard.Store
+	st       store.Store
 	out      []Violation
 	policies map[string]*nsPolicy // by namespace
 	byHash   map[string]*hashPolicy

@@ -8,7 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -126,8 +126,8 @@ func TestAttackOnceKeyHeldByPlanner(t *testing.T) {
 		rogue := act.Clone()
 		rogue.ID = d.next("T1", blackboard.Actions)
 		rogue.Payload["order_id"] = "T1-Z9"
-		err := d.st.Apply(d.ctx, blackboard.Batch{Appends: []blackboard.Record{rogue},
-			Claims: []blackboard.Claim{{Key: `["default","issue_refund","T1-Z9",1]`, RecordID: rogue.ID, Namespace: "default"}}})
+		err := d.st.Apply(d.ctx, store.Batch{Appends: []blackboard.Record{rogue},
+			Claims: []store.Claim{{Key: `["default","issue_refund","T1-Z9",1]`, RecordID: rogue.ID, Namespace: "default"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,8 +138,8 @@ func TestAttackOnceKeyHeldByPlanner(t *testing.T) {
 		p := d.effectOf("T1", "lookup_order", toolgate.StatusSucceeded)
 		p.ID = d.next("T1", blackboard.Percepts)
 		p.Payload = blackboard.Payload{"note": "squatting"}
-		err := d.st.Apply(d.ctx, blackboard.Batch{Appends: []blackboard.Record{p},
-			Claims: []blackboard.Claim{{Key: `["default","issue_refund","T1-Z9",2]`, RecordID: p.ID, Namespace: "default"}}})
+		err := d.st.Apply(d.ctx, store.Batch{Appends: []blackboard.Record{p},
+			Claims: []store.Claim{{Key: `["default","issue_refund","T1-Z9",2]`, RecordID: p.ID, Namespace: "default"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,11 +232,11 @@ func TestAttackDerivedSource(t *testing.T) {
 	// on rests.
 	derive := func(src, rests string) (blackboard.Record, blackboard.Record) {
 		p := prop.Clone()
-		p.Payload[kernel.KeyDependsOn] = []any{src}
+		p.Payload["depends_on"] = []any{src}
 		p.Provenance.InputRefs = []string{src}
 		p = d.forge(p)[0]
 		c := twin.Clone()
-		c.Payload[kernel.KeyDependsOn] = []any{src}
+		c.Payload["depends_on"] = []any{src}
 		c.Provenance.InputRefs = []string{p.ID, rests}
 		return p, d.forge(c)[0]
 	}
@@ -290,7 +290,7 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 	expectNew(t, d, func() []invariant.Violation {
 		ran := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
 		e, _ := toolgate.EffectOf(ran)
-		err := d.st.Apply(d.ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{
+		err := d.st.Apply(d.ctx, store.Batch{Invalidations: []store.Invalidation{
 			{ID: e.ActionID, Status: blackboard.StatusInvalidated, Reason: toolgate.CodeApprovalDenied}}})
 		if err != nil {
 			t.Fatal(err)

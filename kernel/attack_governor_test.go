@@ -89,7 +89,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 			t.Errorf("Governor write: %v", err)
 		}
 		if d, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}}}, decisionRecord("t", kernel.FallbackQueueForReview, nil)); err != nil || !d.Committed() {
+			Payload: blackboard.Payload{"requires_beliefs": []string{}}}, decisionRecord("t", kernel.FallbackQueueForReview, nil)); err != nil || !d.Committed() {
 			t.Errorf("Governor submit: %v %v", d.Code, err)
 		}
 		n := 0
@@ -178,7 +178,7 @@ func TestRecheckAction(t *testing.T) {
 // commit gets the first's record and stores nothing.
 func TestCommitConstraintOnce(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
-		c := kernel.Constraint{Name: "block_stale_actions", Enabled: true, BlocksField: kernel.KeyUsesStaleData}
+		c := kernel.Constraint{Name: "block_stale_actions", Enabled: true, BlocksField: "uses_stale_data"}
 		first, created, err := a.sym.CommitConstraintOnce(a.ctx, "t1", c)
 		if err != nil || !created || a.get(first).Scope != blackboard.ScopePersistent {
 			t.Fatalf("first: %+v %v %v", first, created, err)

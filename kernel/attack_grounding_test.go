@@ -78,7 +78,7 @@ func TestAttackReservedKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refund := blackboard.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}
+	refund := blackboard.Payload{"order_id": "A1", "requires_beliefs": []string{"refund_due"}}
 	oldAction, err := before.Planner("mallory").Write(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 		Mode: blackboard.ModePropose, Payload: refund})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -237,7 +238,7 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	}
 	// As the earlier release claimed A1's key for a refund.
 	legacy := `once/shop/issue_refund/["A1"]/1`
-	if err := s.Apply(a.ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: legacy, RecordID: "actions:prior:9", Namespace: "shop"}}}); err != nil {
+	if err := s.Apply(a.ctx, store.Batch{Claims: []store.Claim{{Key: legacy, RecordID: "actions:prior:9", Namespace: "shop"}}}); err != nil {
 		t.Fatal(err)
 	}
 	a.groundRefund("t", "A1")
@@ -254,7 +255,7 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	if !prior.Committed() {
 		t.Fatal(prior.Code)
 	}
-	if err := s.Apply(a.ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: `once/shop/issue_refund/["E5"]/1`, RecordID: prior.CommittedID, Namespace: "shop"}}}); err != nil {
+	if err := s.Apply(a.ctx, store.Batch{Claims: []store.Claim{{Key: `once/shop/issue_refund/["E5"]/1`, RecordID: prior.CommittedID, Namespace: "shop"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if key, err := a.k.OnceKeyOf(a.ctx, prior.CommittedID); err != nil || key != `once/shop/issue_refund/["E5"]/1` {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -17,9 +18,9 @@ import (
 // the trace having changed since) or by another process (which reads a
 // stored state that missed the change, and must read the trace instead).
 func TestAttackRetractionBehindTheState(t *testing.T) {
-	stores := map[string]func(t *testing.T) blackboard.Store{
-		"memory": func(*testing.T) blackboard.Store { return memstore.New() },
-		"sqlite": func(t *testing.T) blackboard.Store {
+	stores := map[string]func(t *testing.T) store.Store{
+		"memory": func(*testing.T) store.Store { return memstore.New() },
+		"sqlite": func(t *testing.T) store.Store {
 			s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
 			if err != nil {
 				t.Fatal(err)
@@ -47,11 +48,11 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 					t.Fatal(err)
 				}
 				belief := kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
-					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{"charge"}}}
+					Payload: blackboard.Payload{"value": true, "depends_on": []any{"charge"}}}
 				if d, err := k.Planner("p").Submit(ctx, belief); err != nil || !d.Committed() {
 					t.Fatalf("belief on the observation: %v %v", d.Code, err)
 				}
-				if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: obs, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+				if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: obs, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 					t.Fatal(err)
 				}
 				if who == "another kernel" {
@@ -87,7 +88,7 @@ func TestAttackPersistentConstraintBehindTheCache(t *testing.T) {
 	})
 }
 
-func persistentBehindTheCache(t *testing.T, s blackboard.Store) {
+func persistentBehindTheCache(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	defer s.Close()
 	newKernel := func() *kernel.Kernel {

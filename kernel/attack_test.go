@@ -15,6 +15,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -29,7 +30,7 @@ import (
 type arena struct {
 	t       *testing.T
 	ctx     context.Context
-	store   blackboard.Store
+	store   store.Store
 	clock   *fakeClock
 	k       *kernel.Kernel
 	tool    *kernel.ToolHandle
@@ -42,10 +43,10 @@ type arena struct {
 // stores lists the stores every attack runs on.
 var stores = []struct {
 	name string
-	open func(t *testing.T) blackboard.Store
+	open func(t *testing.T) store.Store
 }{
-	{"memstore", func(*testing.T) blackboard.Store { return memstore.New() }},
-	{"sqlite", func(t *testing.T) blackboard.Store {
+	{"memstore", func(*testing.T) store.Store { return memstore.New() }},
+	{"sqlite", func(t *testing.T) store.Store {
 		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +66,7 @@ func attack(t *testing.T, fn func(t *testing.T, a *arena), opts ...kernel.Option
 	}
 }
 
-func newArena(t *testing.T, s blackboard.Store, opts ...kernel.Option) *arena {
+func newArena(t *testing.T, s store.Store, opts ...kernel.Option) *arena {
 	t.Helper()
 	a := &arena{t: t, ctx: context.Background(), store: s, clock: newFakeClock()}
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(a.clock.Now)}, opts...)...)
@@ -123,7 +124,7 @@ func (a *arena) plan(trace string) kernel.Decision {
 func (a *arena) refunds() int {
 	a.t.Helper()
 	n := 0
-	for r, err := range a.store.ListSlot(a.ctx, blackboard.Actions, blackboard.Filter{}) {
+	for r, err := range a.store.ListSlot(a.ctx, blackboard.Actions, store.Filter{}) {
 		if err != nil {
 			a.t.Fatal(err)
 		}
@@ -391,8 +392,8 @@ func TestAttackPersistentLaundering(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		for _, slot := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions, blackboard.Predictions} {
 			_, err := a.planner.Write(a.ctx, kernel.Entry{TraceID: "evil", Slot: slot, Kind: "refund_due",
-				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"x"}, kernel.KeySteps: []any{map[string]any{"action": "a", "requires_beliefs": []string{"b"}}},
-					kernel.KeyRequiresBeliefs: []string{"b"}, kernel.KeyActionType: "a", kernel.KeyExpectedOutcome: 1.0}, Scope: blackboard.ScopePersistent})
+				Payload: blackboard.Payload{"value": true, "depends_on": []string{"x"}, "steps": []any{map[string]any{"action": "a", "requires_beliefs": []string{"b"}}},
+					"requires_beliefs": []string{"b"}, "action_type": "a", "expected_outcome": 1.0}, Scope: blackboard.ScopePersistent})
 			if !errors.Is(err, blackboard.ErrPermission) {
 				t.Errorf("planner writes persistent %s: %v, want ErrPermission", slot, err)
 			}
@@ -536,7 +537,7 @@ func TestAttackSharedStore(t *testing.T) {
 			if _, err := app2.planner.Get(app2.ctx, blackboard.RecordID(blackboard.Percepts, "app1", "t1", 1)); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("app2 gets app1's record: %v, want ErrNotFound", err)
 			}
-			for r, err := range app2.planner.List(app2.ctx, blackboard.Constraints, blackboard.Filter{}) {
+			for r, err := range app2.planner.List(app2.ctx, blackboard.Constraints, store.Filter{}) {
 				if err != nil || r.Namespace != "app2" {
 					t.Errorf("app2 lists %s of namespace %q (%v)", r.ID, r.Namespace, err)
 				}
@@ -581,7 +582,7 @@ func TestAttackRobustness(t *testing.T) {
 		bad := blackboard.Record{ID: "percepts:t:9", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge", Status: blackboard.StatusActive,
 			Scope: blackboard.ScopeEpisode, Payload: blackboard.Payload{"tags": []any{"\xfe"}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w", TraceID: "t"}}
-		if err := a.store.Apply(a.ctx, blackboard.Batch{Appends: []blackboard.Record{bad}}); !errors.Is(err, blackboard.ErrInvalidPayload) {
+		if err := a.store.Apply(a.ctx, store.Batch{Appends: []blackboard.Record{bad}}); !errors.Is(err, blackboard.ErrInvalidPayload) {
 			t.Errorf("store appends invalid UTF-8: %v, want ErrInvalidPayload", err)
 		}
 	})

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
@@ -14,16 +13,16 @@ import (
 // 0 to 10^6 records of other traces already held (flat-history target).
 func BenchmarkEpisodeMemory(b *testing.B) {
 	for _, n := range []int{0, 1_000, 10_000, 100_000, 1_000_000} {
-		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { storetest.BenchEpisode(b, memstore.New(), n) })
+		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { benchEpisode(b, memstore.New(), n) })
 	}
 }
 
 // BenchmarkEpisodeTracing compares the default (the global OpenTelemetry
 // provider, a no-op) with instrumentation switched off.
 func BenchmarkEpisodeTracing(b *testing.B) {
-	b.Run("global-noop", func(b *testing.B) { storetest.BenchEpisode(b, memstore.New(), 0) })
+	b.Run("global-noop", func(b *testing.B) { benchEpisode(b, memstore.New(), 0) })
 	b.Run("off", func(b *testing.B) {
-		storetest.BenchEpisode(b, memstore.New(), 0, kernel.WithTracerProvider(nil))
+		benchEpisode(b, memstore.New(), 0, kernel.WithTracerProvider(nil))
 	})
 }
 
@@ -31,7 +30,7 @@ func BenchmarkEpisodeTracing(b *testing.B) {
 // goroutines on one kernel.
 func BenchmarkEpisodeParallel(b *testing.B) {
 	for _, g := range []int{1, 2, 4, 8} {
-		b.Run("goroutines="+strconv.Itoa(g), func(b *testing.B) { storetest.BenchEpisodeParallel(b, memstore.New(), g) })
+		b.Run("goroutines="+strconv.Itoa(g), func(b *testing.B) { benchEpisodeParallel(b, memstore.New(), g) })
 	}
 }
 

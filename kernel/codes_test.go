@@ -97,7 +97,7 @@ func codeCases() []codeCase {
 			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, p.ID)))
 		}},
 		{name: "percept missing", want: blackboard.CodeMissingEvidence, run: proposeBelief(nil, nil, belief(true, "charge"))},
-		{name: "belief without depends_on", want: blackboard.CodeMissingEvidence, run: proposeBelief(nil, clean, blackboard.Payload{kernel.KeyValue: true})},
+		{name: "belief without depends_on", want: blackboard.CodeMissingEvidence, run: proposeBelief(nil, clean, blackboard.Payload{"value": true})},
 		{name: "belief with empty depends_on", want: blackboard.CodeMissingEvidence, run: proposeBelief(nil, clean, belief(true))},
 		{name: "percept flagged stale", want: blackboard.CodeStaleEvidence, run: proposeBelief(nil, blackboard.Payload{"stale": true}, belief(true, "charge"))},
 		{name: "percept past its TTL", want: blackboard.CodeStaleEvidence, run: func(f *fixture) (blackboard.Code, error) {
@@ -115,7 +115,7 @@ func codeCases() []codeCase {
 
 		{name: "malformed proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
-			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{kernel.KeyDependsOn: "charge"}))
+			return decided(f.propose(tr, blackboard.Beliefs, "refund_due", blackboard.Payload{"depends_on": "charge"}))
 		}},
 		{name: "commit of a decided proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
 			d := f.groundedBelief(tr)
@@ -170,14 +170,14 @@ func codeCases() []codeCase {
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
 			run:  proposeAct("issue_refund", action("refund_due"))},
 		{name: "payload requires prediction, none", want: blackboard.CodeNoPrediction,
-			run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
+			run: proposeAct("issue_refund", with(action("refund_due"), "require_prediction", true))},
 		{name: "spec requires prediction, negative", want: blackboard.CodeNegativePrediction,
 			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
 			run:  then(withPrediction(-0.5), "issue_refund", action("refund_due"))},
 		{name: "payload requires prediction, negative", want: blackboard.CodeNegativePrediction,
-			run: then(withPrediction(-0.5), "issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
+			run: then(withPrediction(-0.5), "issue_refund", with(action("refund_due"), "require_prediction", true))},
 		{name: "prediction gate passes", want: blackboard.CodeCommitted,
-			run: then(withPrediction(1), "issue_refund", with(action("refund_due"), kernel.KeyRequirePrediction, true))},
+			run: then(withPrediction(1), "issue_refund", with(action("refund_due"), "require_prediction", true))},
 		{name: "prediction without its belief", want: blackboard.CodePredictionMissingBelief, run: func(f *fixture) (blackboard.Code, error) {
 			return decided(f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "refund_outcome",
 				Payload: prediction("issue_refund", 1, "refund_due")}))
@@ -261,7 +261,7 @@ func codeCases() []codeCase {
 			return f.written(f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "charge", InputRefs: []string{c}}))
 		}},
 
-		{name: "planner sets a derived flag", want: blackboard.CodeFieldMismatch, run: proposeAct("issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, true))},
+		{name: "planner sets a derived flag", want: blackboard.CodeFieldMismatch, run: proposeAct("issue_refund", with(action("refund_due"), "uses_stale_data", true))},
 		{name: "planner contradicts a bound percept", want: blackboard.CodeFieldMismatch, run: func(f *fixture) (blackboard.Code, error) {
 			f.perceive(tr, "charge", blackboard.Payload{"is_duplicate": true}, nil, 0)
 			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
@@ -289,7 +289,7 @@ func codeCases() []codeCase {
 			return decided(f.propose(tr, blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": "PLAN_NO_DUPLICATE_REFUND_BLOCKED"}))
 		}},
 		{name: "action payload type disagrees with its kind", want: blackboard.CodeFieldMismatch,
-			run: proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{kernel.KeyType: "issue_refund"})},
+			run: proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{"type": "issue_refund"})},
 		{name: "belief spec: evidence shopping", want: blackboard.CodeMissingEvidence,
 			opts: []kernel.Option{kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}})},
 			run: func(f *fixture) (blackboard.Code, error) {

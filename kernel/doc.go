@@ -83,8 +83,8 @@
 // trace, must pass the evidence checks as of now. A constraint names the
 // action types it applies to (all but safe fallbacks by default) and fails
 // closed when it cannot read its field. Constraints may block on flags the
-// kernel derives itself ([KeyUsesStaleData], [KeyUsesConflictedData],
-// [KeyUsesLowConfidenceData], [KeyHasNegativePrediction]) or on a percept
+// kernel derives itself ("uses_stale_data", "uses_conflicted_data",
+// "uses_low_confidence_data", "has_negative_prediction") or on a percept
 // field they bind; a proposal that contradicts either is FIELD_MISMATCH.
 //
 // A [Decision] explains itself: the rule or constraint that decided, the
@@ -105,16 +105,16 @@
 // Bad requests fail with an error and store nothing. Every error wraps a
 // sentinel ([blackboard.ErrPermission], [blackboard.ErrInvalidInput], [blackboard.ErrInvalidPayload],
 // [ErrPayloadTooLarge], [ErrInvalidProposal], [ErrInvalidReference],
-// [blackboard.ErrNotFound], [blackboard.ErrDuplicateKey], ...) for errors.Is, and most come as an [*Error] carrying
-// the operation, the record id and the [blackboard.Code] for errors.As. Codes are
+// [blackboard.ErrNotFound], [blackboard.ErrDuplicateKey], ...) for errors.Is, and most carry
+// the operation, the record id and the [blackboard.Code], which [CodeOf] reads. Codes are
 // stable strings; never parse messages.
 //
 // # Storage
 //
-// A [blackboard.Store] persists records; the kernel needs its six operations plus an
-// atomic [blackboard.Batch], a per-trace listing and once-keys. [memstore.Store] is the
+// A [store.Store] persists records; the kernel needs its six operations plus an
+// atomic [store.Batch], a per-trace listing and once-keys. [memstore.Store] is the
 // default; other stores live under store/ and pass one conformance suite.
-// A store that also implements [blackboard.StateStore] keeps each trace's decision
+// A store that also implements [store.StateStore] keeps each trace's decision
 // state with the trace, so that a decision reads that state and the few
 // records it names, never the whole trace: its cost does not grow with the
 // session, nor with the size of the store.
@@ -123,26 +123,43 @@
 //
 // Writes, decisions, views, expiries and the Governor's appends run in OpenTelemetry
 // spans ([WithTracerProvider]; the global provider by default, free until
-// an SDK is installed) with the attributes [AttrNamespace], [AttrTraceID],
-// [AttrSlot], [AttrKind], [AttrRecordID], [AttrRole], [AttrCode],
-// [AttrRule], [AttrFailed]; a refusal sets the span's status, and a
+// an SDK is installed) with the attributes [telemetry.AttrNamespace], [telemetry.AttrTraceID],
+// [telemetry.AttrSlot], [telemetry.AttrKind], [telemetry.AttrRecordID], [telemetry.AttrRole], [telemetry.AttrCode],
+// [telemetry.AttrRule], [telemetry.AttrFailed]; a refusal sets the span's status, and a
 // decision's span links to the spans that wrote the percepts its evidence
 // rests on (each record keeps its span in [blackboard.Provenance.Span]). Metrics come
 // from [WithMeterProvider], debug logs of every decision from
 // [WithLogger]. Package inspect reads a trace or a decision back from
 // any store, as the paper's traces print them and as a provenance tree.
-// [blackboard.ListTraces] lists a store's traces (through the optional
-// [blackboard.TraceLister]). docs/observability.md has the tables.
+// [store.ListTraces] lists a store's traces (through the optional
+// [store.TraceLister]). docs/observability.md has the tables.
 //
 // # Concurrency
 //
 // A [Kernel] and its handles are safe for concurrent use by any number of
 // goroutines, on any number of traces or on one. The kernel holds no lock of
 // its own: it decides from a fresh read of the trace and writes the result
-// as one atomic store batch conditional on that read ([blackboard.Batch.Trace]); if a
+// as one atomic store batch conditional on that read ([store.Batch.Trace]); if a
 // concurrent writer got there first (the trace grew, or the proposal is no
 // longer pending) the store refuses the batch and the kernel retries against
 // a fresh read, so no decision lands after a change it did not see. So of several
 // concurrent commits of one proposal exactly one wins; the others get
 // [ErrInvalidProposal]. Time comes from the clock given with [WithClock].
+//
+// # Payload keys
+//
+// The kernel reads these keys of a payload; everything else in a payload is
+// the domain's own and never interpreted. A belief: "value" (its truth
+// value, truthy or not) and "depends_on" (the percept kinds it rests on). A
+// plan: "steps", each with "action" (its action type) and
+// "requires_beliefs". An action: "requires_beliefs", "require_prediction"
+// (opts into the prediction gate), "type" (if present, must equal the
+// action's kind) and, on a fallback, "reason" (the code that caused it). A
+// percept: "stale", "conflict" and "low_confidence" (flags of its source).
+// A prediction: "action_type", "expected_outcome" (a number; negative is
+// harmful) and "requires_beliefs". A constraint: "name", "enabled",
+// "blocks_field", "bind_percept" and "applies_to". The kernel derives
+// "uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data" and
+// "has_negative_prediction" for every plan step and action itself; a
+// proposal cannot set them.
 package kernel

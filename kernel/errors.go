@@ -10,8 +10,9 @@ import (
 // Sentinel errors of the kernel's own. A kernel also returns the
 // blackboard package's sentinels ([blackboard.ErrInvalidInput],
 // [blackboard.ErrPermission], [blackboard.ErrNotFound] and the others a
-// store raises); most come as an [*Error] carrying the record id, the stage
-// and the reason code, so callers branch with errors.Is or errors.As.
+// store raises); most carry the record id, the stage and the reason code
+// in their message, and the code for [CodeOf], so callers branch with
+// errors.Is and CodeOf.
 var (
 	// ErrPayloadTooLarge: a payload whose JSON encoding exceeds the limit.
 	ErrPayloadTooLarge = errors.New("kernel: payload too large")
@@ -23,12 +24,10 @@ var (
 	ErrInvalidReference = errors.New("kernel: invalid reference")
 )
 
-// Error is the typed error the kernel returns. It wraps one of the sentinel
-// errors, so both errors.Is and errors.As work:
-//
-//	var kerr *kernel.Error
-//	if errors.As(err, &kerr) && kerr.Code == blackboard.CodeInvalidReference { ... }
-type Error struct {
+// opError is the typed error the kernel returns. It wraps one of the
+// sentinel errors, so errors.Is works, and carries a code, which [CodeOf]
+// reads.
+type opError struct {
 	Op       string          // the operation: "write", "commit", "view", ...
 	RecordID string          // the record concerned, if any
 	Code     blackboard.Code // the reason code, if any
@@ -36,7 +35,7 @@ type Error struct {
 	Detail   string          // a human-readable explanation
 }
 
-func (e *Error) Error() string {
+func (e *opError) Error() string {
 	var b strings.Builder
 	b.WriteString("kernel: ")
 	b.WriteString(e.Op)
@@ -61,17 +60,17 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns the wrapped sentinel.
-func (e *Error) Unwrap() error { return e.Err }
+func (e *opError) Unwrap() error { return e.Err }
 
 // CodeOf returns the reason code carried by err, or "" if it carries none.
 func CodeOf(err error) blackboard.Code {
-	var e *Error
+	var e *opError
 	if errors.As(err, &e) {
 		return e.Code
 	}
 	return ""
 }
 
-func newErr(op, id string, code blackboard.Code, sentinel error, detail string) *Error {
-	return &Error{Op: op, RecordID: id, Code: code, Err: sentinel, Detail: detail}
+func newErr(op, id string, code blackboard.Code, sentinel error, detail string) *opError {
+	return &opError{Op: op, RecordID: id, Code: code, Err: sentinel, Detail: detail}
 }

@@ -28,3 +28,6 @@ func getRecord(t testing.TB, r Reader, id string) blackboard.Record {
 	}
 	return rec
 }
+
+// Error is the kernel's typed error, for tests that read its fields.
+type Error = opError

@@ -6,13 +6,14 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // follow checks the follow records fs of a decision or a write and adds
 // them to b, with the ids that come after b's own (first is the position
 // in the trace of the first of them), and their once-keys. It returns the
 // batch and the ids of the follow records.
-func (s *snapshot) follow(ctx context.Context, b blackboard.Batch, fs []Follow, first int, nowMS int64, span string) (blackboard.Batch, []string, error) {
+func (s *snapshot) follow(ctx context.Context, b store.Batch, fs []Follow, first int, nowMS int64, span string) (store.Batch, []string, error) {
 	if len(fs) == 0 {
 		return b, nil, nil
 	}
@@ -33,10 +34,10 @@ func (s *snapshot) follow(ctx context.Context, b blackboard.Batch, fs []Follow, 
 			return b, nil, err
 		}
 		for _, key := range fs[i].Entry.OnceKeys {
-			if slices.ContainsFunc(b.Claims, func(c blackboard.Claim) bool { return c.Key == key }) {
+			if slices.ContainsFunc(b.Claims, func(c store.Claim) bool { return c.Key == key }) {
 				return b, nil, newErr("write", rec.ID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, "once-key "+key+" claimed twice in one batch")
 			}
-			b.Claims = append(b.Claims, blackboard.Claim{Key: key, RecordID: rec.ID})
+			b.Claims = append(b.Claims, store.Claim{Key: key, RecordID: rec.ID})
 		}
 		b.Appends = append(b.Appends, rec)
 		ids = append(ids, rec.ID)
@@ -45,7 +46,7 @@ func (s *snapshot) follow(ctx context.Context, b blackboard.Batch, fs []Follow, 
 }
 
 // outside returns the ids of refs that name no record of b.
-func (s *snapshot) outside(b blackboard.Batch, refs []string) []string {
+func (s *snapshot) outside(b store.Batch, refs []string) []string {
 	var out []string
 	for _, ref := range refs {
 		if !slices.ContainsFunc(b.Appends, func(r blackboard.Record) bool { return r.ID == ref }) {
@@ -109,7 +110,7 @@ func (k *Kernel) appendFollow(ctx context.Context, f Follow) (rec blackboard.Rec
 		if err != nil {
 			return blackboard.Record{}, err
 		}
-		b, _, err := snap.follow(ctx, blackboard.Batch{Appends: snap.appends[:0]}, []Follow{f}, snap.n+1, snap.nowMS, snap.span)
+		b, _, err := snap.follow(ctx, store.Batch{Appends: snap.appends[:0]}, []Follow{f}, snap.n+1, snap.nowMS, snap.span)
 		if err == nil {
 			err = snap.apply(ctx, b)
 			if err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -347,7 +348,7 @@ func TestReader(t *testing.T) {
 			}
 			n++
 		}
-		for _, err := range rd.List(a.ctx, blackboard.Percepts, blackboard.Filter{}) {
+		for _, err := range rd.List(a.ctx, blackboard.Percepts, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,11 +363,11 @@ func TestReader(t *testing.T) {
 // racyStore refuses the first batch it is given as a concurrent writer's
 // win would, without applying it.
 type racyStore struct {
-	blackboard.Store
+	store.Store
 	raced bool
 }
 
-func (s *racyStore) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *racyStore) Apply(ctx context.Context, b store.Batch) error {
 	if !s.raced {
 		s.raced = true
 		return blackboard.ErrConflict

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -120,7 +121,7 @@ func FuzzPayload(f *testing.F) {
 		runs++
 		rec.Provenance.TraceID = "fuzz" + strconv.Itoa(runs)
 		rec.ID = "percepts:" + rec.Provenance.TraceID + ":1"
-		if err := sql.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{rec}}); err != nil {
+		if err := sql.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{rec}}); err != nil {
 			t.Fatalf("sqlite refused %+v: %v", rec, err)
 		}
 		got, err := sql.Get(t.Context(), rec.ID)

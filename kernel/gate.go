@@ -38,13 +38,13 @@ func (k *Kernel) checkEvidence(s *snapshot, r *blackboard.Record) (code blackboa
 		return blackboard.CodeStaleEvidence, false
 	}
 	conf := r.Provenance.Confidence
-	if !mutConflict && r.Payload.Bool(KeyConflict) {
+	if !mutConflict && r.Payload.Bool(keyConflict) {
 		if conf == nil || *conf < k.conflictThreshold {
 			return blackboard.CodeUnresolvedConflict, false
 		}
 		arbitrated = true
 	}
-	if !mutLowConfidence && (r.Payload.Bool(KeyLowConfidence) || conf != nil && *conf < k.minConfidence) {
+	if !mutLowConfidence && (r.Payload.Bool(keyLowConfidence) || conf != nil && *conf < k.minConfidence) {
 		return blackboard.CodeLowConfidence, false
 	}
 	return "", arbitrated
@@ -58,7 +58,7 @@ const kindBeliefValidation = "belief_validation"
 // order, missing → superseded → stale → conflict (with arbitration) →
 // confidence.
 func (k *Kernel) decideBelief(s *snapshot, p *blackboard.Record) outcome {
-	deps := list(p.Payload, KeyDependsOn)
+	deps := list(p.Payload, keyDependsOn)
 	if !mutMissingEvidence && len(deps) == 0 {
 		return outcome{code: blackboard.CodeMissingEvidence, detail: "the belief names no evidence"}
 	}
@@ -224,7 +224,7 @@ func (g *gate) satisfied(missing, unsatisfied blackboard.Code) ([]*blackboard.Re
 			}
 			return nil, g.s.missingBelief(missing, kind.(string))
 		}
-		if !mutCommittedBelief && !b.Payload.Bool(KeyValue) {
+		if !mutCommittedBelief && !b.Payload.Bool(keyValue) {
 			return nil, refuse(unsatisfied, b.ID)
 		}
 		beliefs = append(beliefs, b)
@@ -329,7 +329,7 @@ func (s *snapshot) exactGrounding(b *blackboard.Record) outcome {
 	if mutExactGrounding {
 		return outcome{}
 	}
-	for _, d := range list(b.Payload, KeyDependsOn) {
+	for _, d := range list(b.Payload, keyDependsOn) {
 		id, _ := d.(string)
 		if !looksLikeID(id) {
 			continue
@@ -349,7 +349,7 @@ func (s *snapshot) exactGrounding(b *blackboard.Record) outcome {
 }
 
 // derivedKeys are the flags the kernel owns, in a fixed order.
-var derivedKeys = [...]string{KeyUsesStaleData, KeyUsesConflictedData, KeyUsesLowConfidenceData, KeyHasNegativePrediction}
+var derivedKeys = [...]string{keyUsesStaleData, keyUsesConflictedData, keyUsesLowConfidenceData, keyHasNegativePrediction}
 
 // flags holds the derived flags, indexed like derivedKeys. Stale and
 // low-confidence evidence is refused by [gate.recheck] before flags are
@@ -380,12 +380,12 @@ func (g *gate) predictions() []*blackboard.Record {
 			continue
 		}
 		if mutTrustedPredictions || mutGroundedPredictions {
-			if (mutTrustedPredictions || g.trusted(h)) && (mutGroundedPredictions || g.s.grounded(list(r.Payload, KeyRequiresBeliefs))) {
+			if (mutTrustedPredictions || g.trusted(h)) && (mutGroundedPredictions || g.s.grounded(list(r.Payload, keyRequiresBeliefs))) {
 				out = append(out, r)
 			}
 			continue
 		}
-		if g.trusted(h) && g.s.grounded(list(r.Payload, KeyRequiresBeliefs)) {
+		if g.trusted(h) && g.s.grounded(list(r.Payload, keyRequiresBeliefs)) {
 			out = append(out, r)
 		}
 	}
@@ -482,15 +482,15 @@ func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcom
 // beliefs committed and truthy, its evidence still current, and no enabled
 // constraint blocking it.
 func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
-	steps := p.Payload[KeySteps].([]any)
+	steps := p.Payload[keySteps].([]any)
 	var ubuf [4]string // commitRecord copies used
 	used := ubuf[:0]
 	var grounds []*blackboard.Record
 	for _, st := range steps {
 		step := blackboard.Payload(st.(map[string]any))
-		action, _ := step.String(KeyAction)
+		action, _ := step.String(keyAction)
 		var bbuf beliefBuf
-		g := k.newGate(s, action, list(step, KeyRequiresBeliefs), step, &bbuf)
+		g := k.newGate(s, action, list(step, keyRequiresBeliefs), step, &bbuf)
 		if code := g.grounded(true); code != "" {
 			return outcome{code: code}
 		}
@@ -519,7 +519,7 @@ func (k *Kernel) decidePlan(s *snapshot, p *blackboard.Record) outcome {
 // negative reports whether any prediction expects a harmful outcome.
 func negative(preds []*blackboard.Record) bool {
 	for _, pr := range preds {
-		if v, _ := pr.Payload.Float(KeyExpectedOutcome); v < 0 {
+		if v, _ := pr.Payload.Float(keyExpectedOutcome); v < 0 {
 			return true
 		}
 	}
@@ -532,7 +532,7 @@ func negative(preds []*blackboard.Record) bool {
 // flags the kernel derives.
 func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	var bbuf beliefBuf
-	g := k.newGate(s, p.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload, &bbuf)
+	g := k.newGate(s, p.Kind, list(p.Payload, keyRequiresBeliefs), p.Payload, &bbuf)
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}
 	}
@@ -557,7 +557,7 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 	}
 	preds := g.predictions()
 	flags[3] = negative(preds)
-	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(KeyRequirePrediction)) {
+	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(keyRequirePrediction)) {
 		if len(preds) == 0 {
 			return outcome{code: blackboard.CodeNoPrediction}
 		}
@@ -565,7 +565,7 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 			return outcome{code: blackboard.CodeNegativePrediction}
 		}
 	}
-	if t, ok := p.Payload[KeyType]; !mutTypeMismatch && ok && t != any(p.Kind) {
+	if t, ok := p.Payload[keyType]; !mutTypeMismatch && ok && t != any(p.Kind) {
 		// An executor that dispatched on the payload's type would run
 		// something the kernel never gated.
 		return outcome{code: blackboard.CodeFieldMismatch, detail: "payload type differs from the action's kind"}
@@ -656,9 +656,9 @@ func (s *snapshot) planFor(actionType string) *blackboard.Record {
 		if h.rec.Slot != blackboard.Plans || !committedActive(h.rec) || best != nil && best.seq > h.seq {
 			continue
 		}
-		steps, _ := h.rec.Payload[KeySteps].([]any)
+		steps, _ := h.rec.Payload[keySteps].([]any)
 		for _, st := range steps {
-			if step, ok := st.(map[string]any); ok && step[KeyAction] == actionType {
+			if step, ok := st.(map[string]any); ok && step[keyAction] == actionType {
 				best = h
 				break
 			}
@@ -673,7 +673,7 @@ func (s *snapshot) planFor(actionType string) *blackboard.Record {
 // decidePrediction commits a prediction only when it declares the beliefs
 // it rests on and they are committed.
 func (k *Kernel) decidePrediction(s *snapshot, p *blackboard.Record) outcome {
-	reqs := list(p.Payload, KeyRequiresBeliefs)
+	reqs := list(p.Payload, keyRequiresBeliefs)
 	if !mutGroundedPredictions && len(reqs) == 0 {
 		return outcome{code: blackboard.CodePredictionMissingBelief, detail: "the prediction names no belief"}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 func TestOnceKeysOnWrites(t *testing.T) {
@@ -51,7 +52,7 @@ func (a *arena) unchanged() {
 func (a *arena) dumpAll() []blackboard.Record {
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range a.store.ListSlot(a.ctx, slot, blackboard.Filter{}) {
+		for r, err := range a.store.ListSlot(a.ctx, slot, store.Filter{}) {
 			if err != nil {
 				a.t.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func TestAttackGovernorSeesACopyOfTheCommitted(t *testing.T) {
 		if !reflect.DeepEqual(got, stored) {
 			t.Fatalf("then saw\n %+v\nthe store holds\n %+v", got, stored)
 		}
-		got.Payload[kernel.KeyRequiresBeliefs] = []any{"forged"}
+		got.Payload["requires_beliefs"] = []any{"forged"}
 		got.Payload["amount"] = 1e9
 		got.Provenance.InputRefs[0], got.EvidenceRefs[0] = "x", "x"
 		if after := a.get(d.CommittedID); !reflect.DeepEqual(after, stored) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Reader reads the blackboard of the kernel's namespace. Reads are not
@@ -22,7 +23,7 @@ type Reader interface {
 	Get(ctx context.Context, id string) (blackboard.Record, error)
 	Find(ctx context.Context, traceID string, slot blackboard.Slot, kind string) (blackboard.Record, error)
 	Trace(ctx context.Context, traceID string) iter.Seq2[blackboard.Record, error]
-	List(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error]
+	List(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error]
 }
 
 // Handle is what every role-bound handle offers: its identity, read
@@ -112,7 +113,7 @@ func (h reads) Trace(ctx context.Context, traceID string) iter.Seq2[blackboard.R
 // List streams copies of the records of a slot, across the traces of the
 // kernel's namespace, that match f (whose Namespace is set to the
 // kernel's).
-func (h reads) List(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
+func (h reads) List(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error] {
 	f.Namespace = h.k.namespace
 	return h.k.scoped(h.k.store.ListSlot(ctx, slot, f))
 }
@@ -233,14 +234,14 @@ func (c Constraint) entry(traceID string, scope blackboard.Scope, limit int) Ent
 func (c Constraint) canonical(limit int) bool {
 	n := normalizer{limit: limit}
 	keys := 3 // name, blocks_field, enabled
-	strs := [...]string{KeyName, c.Name, KeyBlocksField, c.BlocksField, KeyEnabled, KeyBindPercept, c.BindPercept}
+	strs := [...]string{keyName, c.Name, keyBlocksField, c.BlocksField, keyEnabled, keyBindPercept, c.BindPercept}
 	end := 5
 	if c.BindPercept != "" {
 		keys, end = keys+1, 7
 	}
 	if len(c.AppliesTo) > 0 {
 		keys++
-		if n.str(KeyAppliesTo, "key") != nil || n.grow(2+commas(len(c.AppliesTo))) != nil {
+		if n.str(keyAppliesTo, "key") != nil || n.grow(2+commas(len(c.AppliesTo))) != nil {
 			return false
 		}
 		for _, t := range c.AppliesTo {
@@ -271,11 +272,11 @@ func (c Constraint) payload(canonical bool) blackboard.Payload {
 	for key, v := range c.Extra {
 		p[key] = v
 	}
-	p[KeyName] = c.Name
-	p[KeyEnabled] = c.Enabled
-	p[KeyBlocksField] = c.BlocksField
+	p[keyName] = c.Name
+	p[keyEnabled] = c.Enabled
+	p[keyBlocksField] = c.BlocksField
 	if c.BindPercept != "" {
-		p[KeyBindPercept] = c.BindPercept
+		p[keyBindPercept] = c.BindPercept
 	}
 	switch {
 	case len(c.AppliesTo) == 0:
@@ -284,9 +285,9 @@ func (c Constraint) payload(canonical bool) blackboard.Payload {
 		for i, t := range c.AppliesTo {
 			types[i] = t
 		}
-		p[KeyAppliesTo] = types
+		p[keyAppliesTo] = types
 	default:
-		p[KeyAppliesTo] = slices.Clone(c.AppliesTo)
+		p[keyAppliesTo] = slices.Clone(c.AppliesTo)
 	}
 	return p
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -152,7 +153,7 @@ func (f *fixture) dump() []blackboard.Record {
 	f.t.Helper()
 	out := []blackboard.Record{} // never nil, so an empty mark is still a mark
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range f.store.ListSlot(f.ctx, slot, blackboard.Filter{}) {
+		for r, err := range f.store.ListSlot(f.ctx, slot, store.Filter{}) {
 			if err != nil {
 				f.t.Fatalf("ListSlot: %v", err)
 			}
@@ -210,11 +211,11 @@ func wantErr(t *testing.T, err, sentinel error, code blackboard.Code) {
 // Payload builders for the shapes the kernel reads.
 
 func belief(value bool, dependsOn ...string) blackboard.Payload {
-	return blackboard.Payload{kernel.KeyValue: value, kernel.KeyDependsOn: dependsOn}
+	return blackboard.Payload{"value": value, "depends_on": dependsOn}
 }
 
 func step(action string, reqs ...string) blackboard.Payload {
-	return blackboard.Payload{kernel.KeyAction: action, kernel.KeyRequiresBeliefs: reqs}
+	return blackboard.Payload{"action": action, "requires_beliefs": reqs}
 }
 
 func plan(steps ...blackboard.Payload) blackboard.Payload {
@@ -222,15 +223,15 @@ func plan(steps ...blackboard.Payload) blackboard.Payload {
 	for i, s := range steps {
 		l[i] = map[string]any(s)
 	}
-	return blackboard.Payload{kernel.KeySteps: l}
+	return blackboard.Payload{"steps": l}
 }
 
 func action(reqs ...string) blackboard.Payload {
-	return blackboard.Payload{kernel.KeyRequiresBeliefs: reqs}
+	return blackboard.Payload{"requires_beliefs": reqs}
 }
 
 func prediction(actionType string, outcome float64, reqs ...string) blackboard.Payload {
-	return blackboard.Payload{kernel.KeyActionType: actionType, kernel.KeyExpectedOutcome: outcome, kernel.KeyRequiresBeliefs: reqs}
+	return blackboard.Payload{"action_type": actionType, "expected_outcome": outcome, "requires_beliefs": reqs}
 }
 
 // with returns a copy of p with extra fields set.

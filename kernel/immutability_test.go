@@ -5,6 +5,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TestCallerCannotReachStoredState: everything the kernel hands out or takes
@@ -21,7 +22,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bp := blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: deps}
+	bp := blackboard.Payload{"value": true, "depends_on": deps}
 	refs := []string{p}
 	b, err := f.planner.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due", Payload: bp, InputRefs: refs})
 	if err != nil || b.Code != blackboard.CodeCommitted {
@@ -46,7 +47,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 		}
 		listed = append(listed, r)
 	}
-	for r, err := range f.planner.List(f.ctx, blackboard.Beliefs, blackboard.Filter{}) {
+	for r, err := range f.planner.List(f.ctx, blackboard.Beliefs, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,16 +59,16 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	in["amount"], nested["currency"], list[0] = 1e9, "eur", "z"
 	list[1].(map[string]any)["b"] = 2
 	deps[0], refs[0], conf = "other", "x", 0
-	bp[kernel.KeyValue] = false
+	bp["value"] = false
 	// Outputs.
 	mutate := func(r *blackboard.Record) {
 		if r.Payload != nil {
-			r.Payload[kernel.KeyValue] = false
+			r.Payload["value"] = false
 			r.Payload["amount"] = -1.0
 			if m, ok := r.Payload["meta"].(map[string]any); ok {
 				m["currency"] = "gbp"
 			}
-			if l, ok := r.Payload[kernel.KeyDependsOn].([]any); ok && len(l) > 0 {
+			if l, ok := r.Payload["depends_on"].([]any); ok && len(l) > 0 {
 				l[0] = "other"
 			}
 		}
@@ -86,7 +87,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	for _, r := range append([]*blackboard.Record{&got, &found}, ptrs(listed)...) {
 		mutate(r)
 	}
-	v.Committed[blackboard.Beliefs]["refund_due"][kernel.KeyValue] = false
+	v.Committed[blackboard.Beliefs]["refund_due"]["value"] = false
 	v.Committed[blackboard.Percepts]["charge"]["amount"] = 0.0
 	f.unchanged()
 
@@ -94,7 +95,7 @@ func TestCallerCannotReachStoredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl, _ := again.Get(blackboard.Beliefs, "refund_due"); pl[kernel.KeyValue] != true {
+	if pl, _ := again.Get(blackboard.Beliefs, "refund_due"); pl["value"] != true {
 		t.Errorf("view after mutation: %v", pl)
 	}
 	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.CodeCommitted {

@@ -28,6 +28,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -40,10 +41,10 @@ var (
 	invBeliefs  = []string{"refund_due", "alarm", "charge_ok"}
 	// Registered types, a case and a whitespace alias, an unregistered one.
 	invActions = []string{"issue_refund", "notify", "ship", kernel.FallbackQueueForReview, "Issue_Refund", "issue_refund ", "wire_money"}
-	invDerived = []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction}
+	invDerived = []string{"uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction"}
 	// Constraint names with the field each usually blocks on.
-	invConstraints = map[string]string{"no_duplicate": "is_duplicate", "no_danger": "danger", "block_stale": kernel.KeyUsesStaleData,
-		"block_conflicted": kernel.KeyUsesConflictedData, "block_low": kernel.KeyUsesLowConfidenceData, "block_negative": kernel.KeyHasNegativePrediction}
+	invConstraints = map[string]string{"no_duplicate": "is_duplicate", "no_danger": "danger", "block_stale": "uses_stale_data",
+		"block_conflicted": "uses_conflicted_data", "block_low": "uses_low_confidence_data", "block_negative": "has_negative_prediction"}
 	invConstraintNames = slices.Sorted(maps.Keys(invConstraints))
 	invFields          = append([]string{"is_duplicate", "danger", ""}, invDerived...)
 	invBinds           = []string{"refund", "charge", "nowhere"}
@@ -106,7 +107,7 @@ const invForeignNS = "foreign"
 type invWorld struct {
 	ctx        context.Context
 	k          *kernel.Kernel
-	store      blackboard.Store
+	store      store.Store
 	clock      *fakeClock
 	m          invModel
 	traces     []string
@@ -131,7 +132,7 @@ type invWorld struct {
 // goroutine only) the generator also writes persistent-scope records, opens
 // new traces as it goes and has a foreign application share the store;
 // without, the goroutines share the first traces for good.
-func newInvWorld(tb testing.TB, store blackboard.Store, s invSource, traces int, persistent bool, tweaks ...func(*invModel)) *invWorld {
+func newInvWorld(tb testing.TB, store store.Store, s invSource, traces int, persistent bool, tweaks ...func(*invModel)) *invWorld {
 	tb.Helper()
 	m := invModel{minConf: pick(s, []float64{0.5, 0.3, 0.8}), threshold: pick(s, []float64{0.7, 0.5, 0.9}), strict: oneIn(s, 2),
 		specs: map[string]kernel.ActionSpec{}, beliefSpecs: map[string][]string{}, shared: map[blackboard.Slot][]string{},
@@ -368,7 +369,7 @@ func (g *invGen) extras(p blackboard.Payload) blackboard.Payload {
 		p["is_duplicate"], p["danger"] = false, false
 		return p
 	}
-	for _, key := range append([]string{"is_duplicate", "danger", kernel.KeyRequirePrediction}, invDerived...) {
+	for _, key := range append([]string{"is_duplicate", "danger", "require_prediction"}, invDerived...) {
 		if oneIn(g.s, 8) {
 			p[key] = pick(g.s, invValues)
 		}
@@ -489,7 +490,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		for _, f := range []struct {
 			key string
 			n   int
-		}{{kernel.KeyStale, 4}, {kernel.KeyConflict, 4}, {kernel.KeyLowConfidence, 8}, {"is_duplicate", 3}, {"danger", 4}} {
+		}{{"stale", 4}, {"conflict", 4}, {"low_confidence", 8}, {"is_duplicate", 3}, {"danger", 4}} {
 			if clean {
 				p[f.key] = false
 			} else if oneIn(s, f.n) {
@@ -537,16 +538,16 @@ func (g *invGen) step() (trace string, added int, err error) {
 		if need := invNeeds[g.goal]; len(need) > 0 && oneIn(s, 2) {
 			kind = need[0]
 		}
-		e.Slot, e.Kind, e.Payload, e.Scope = blackboard.Beliefs, kind, blackboard.Payload{kernel.KeyValue: val, kernel.KeyDependsOn: deps}, g.scope()
+		e.Slot, e.Kind, e.Payload, e.Scope = blackboard.Beliefs, kind, blackboard.Payload{"value": val, "depends_on": deps}, g.scope()
 		if oneIn(s, 10) {
-			delete(e.Payload, kernel.KeyDependsOn)
+			delete(e.Payload, "depends_on")
 		}
 		if oneIn(s, 6) {
 			e.EvidenceRefs = []string{g.ref()} // a planner naming evidence of its choosing
 		}
 		if need := invNeeds[g.scriptGoal]; g.scripted && len(need) > 0 {
 			e.Kind, e.Scope, e.EvidenceRefs = need[0], 0, nil
-			e.Payload = blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{invScriptPercept[g.scriptGoal]}}
+			e.Payload = blackboard.Payload{"value": true, "depends_on": []string{invScriptPercept[g.scriptGoal]}}
 			if g.aside {
 				e.Kind, e.TTL = invAside, time.Millisecond
 			}
@@ -556,18 +557,18 @@ func (g *invGen) step() (trace string, added int, err error) {
 		var steps []any
 		for range 1 + s.intn(2) {
 			a := g.action()
-			steps = append(steps, map[string]any(g.extras(blackboard.Payload{kernel.KeyAction: a, kernel.KeyRequiresBeliefs: g.requires(a)})))
+			steps = append(steps, map[string]any(g.extras(blackboard.Payload{"action": a, "requires_beliefs": g.requires(a)})))
 		}
 		if g.scripted {
-			steps = []any{map[string]any{kernel.KeyAction: g.scriptGoal, kernel.KeyRequiresBeliefs: invNeeds[g.scriptGoal], "is_duplicate": false, "danger": false}}
+			steps = []any{map[string]any{"action": g.scriptGoal, "requires_beliefs": invNeeds[g.scriptGoal], "is_duplicate": false, "danger": false}}
 		}
-		e.Slot, e.Kind, e.Payload = blackboard.Plans, "plan", blackboard.Payload{kernel.KeySteps: steps}
+		e.Slot, e.Kind, e.Payload = blackboard.Plans, "plan", blackboard.Payload{"steps": steps}
 		return g.propose(w.planner, e)
 	case 11: // a prediction, from the planner or the simulator
 		e.Slot, e.Kind = blackboard.Predictions, "pred"
 		a := g.action()
-		e.Payload = blackboard.Payload{kernel.KeyActionType: a, kernel.KeyExpectedOutcome: pick(s, []float64{-1, -0.5, 0, 0.5, 1, 2}),
-			kernel.KeyRequiresBeliefs: g.requires(a)}
+		e.Payload = blackboard.Payload{"action_type": a, "expected_outcome": pick(s, []float64{-1, -0.5, 0, 0.5, 1, 2}),
+			"requires_beliefs": g.requires(a)}
 		p := pick(s, []invProposer{w.planner, w.sim})
 		if g.scripted { // a trusted proposer, usually optimistic, sometimes resting on one more belief
 			reqs := invNeeds[g.scriptGoal]
@@ -576,10 +577,10 @@ func (g *invGen) step() (trace string, added int, err error) {
 			} else if oneIn(s, 3) {
 				reqs = append(slices.Clone(reqs), pick(s, invBeliefs))
 			}
-			e.Payload[kernel.KeyActionType], e.Payload[kernel.KeyRequiresBeliefs] = g.scriptGoal, reqs
-			e.Payload[kernel.KeyExpectedOutcome] = pick(s, []float64{-1, 0.5, 1, 2})
+			e.Payload["action_type"], e.Payload["requires_beliefs"] = g.scriptGoal, reqs
+			e.Payload["expected_outcome"] = pick(s, []float64{-1, 0.5, 1, 2})
 			if g.aside {
-				e.Payload[kernel.KeyExpectedOutcome] = 1.0
+				e.Payload["expected_outcome"] = 1.0
 			}
 			if pr := w.m.specs[g.scriptGoal].Predictors; len(pr) > 0 && !slices.Contains(pr, w.sim.Name()) {
 				p = w.planner
@@ -590,9 +591,9 @@ func (g *invGen) step() (trace string, added int, err error) {
 		return g.propose(p, e)
 	case 12, 13, 14: // an action
 		a := g.action()
-		e.Slot, e.Kind, e.Payload = blackboard.Actions, a, g.extras(blackboard.Payload{kernel.KeyRequiresBeliefs: g.requires(a)})
+		e.Slot, e.Kind, e.Payload = blackboard.Actions, a, g.extras(blackboard.Payload{"requires_beliefs": g.requires(a)})
 		if oneIn(s, 6) { // what an executor dispatching on the payload would run
-			e.Payload[kernel.KeyType] = pick(s, []any{a, g.action(), 1.0})
+			e.Payload["type"] = pick(s, []any{a, g.action(), 1.0})
 		}
 		if !oneIn(s, 4) {
 			e.Payload["order_id"] = pick(s, invOrders)
@@ -600,7 +601,7 @@ func (g *invGen) step() (trace string, added int, err error) {
 		e.TTL = g.ttl()
 		if g.scripted {
 			e.Kind = g.scriptGoal
-			e.Payload = blackboard.Payload{kernel.KeyRequiresBeliefs: invNeeds[g.scriptGoal], "is_duplicate": false, "danger": false,
+			e.Payload = blackboard.Payload{"requires_beliefs": invNeeds[g.scriptGoal], "is_duplicate": false, "danger": false,
 				"order_id": pick(s, invOrders)}
 		}
 		return g.propose(w.planner, e)
@@ -623,19 +624,19 @@ func (g *invGen) step() (trace string, added int, err error) {
 	case 16: // a constraint written raw: defaults, a name other than its kind, a TTL
 		p := blackboard.Payload{}
 		if !oneIn(s, 3) {
-			p[kernel.KeyBlocksField] = pick(s, invFields)
+			p["blocks_field"] = pick(s, invFields)
 		}
 		if oneIn(s, 3) {
-			p[kernel.KeyEnabled] = oneIn(s, 2)
+			p["enabled"] = oneIn(s, 2)
 		}
 		if oneIn(s, 3) {
-			p[kernel.KeyName] = pick(s, invConstraintNames)
+			p["name"] = pick(s, invConstraintNames)
 		}
 		if oneIn(s, 3) {
-			p[kernel.KeyBindPercept] = pick(s, invBinds)
+			p["bind_percept"] = pick(s, invBinds)
 		}
 		if oneIn(s, 5) {
-			p[kernel.KeyAppliesTo] = invSubset(s, invActions) // sometimes empty: refused
+			p["applies_to"] = invSubset(s, invActions) // sometimes empty: refused
 		}
 		e.Slot, e.Kind, e.Payload, e.TTL, e.Scope = blackboard.Constraints, pick(s, invConstraintNames), p, g.ttl(), g.scope()
 		return g.write(w.sym, e)
@@ -1234,7 +1235,7 @@ func (c *invChecker) verify(recs []blackboard.Record, i int) error {
 		}
 	}
 	if r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose {
-		for _, d := range invStrs(r.Payload[kernel.KeyDependsOn]) {
+		for _, d := range invStrs(r.Payload["depends_on"]) {
 			if f, ok := c.first[d]; invIDShaped(d) && (!ok || f.Slot != blackboard.Percepts || f.TraceID() != r.TraceID()) {
 				return fmt.Errorf("depends on %q, not a percept of its trace", d)
 			}
@@ -1427,16 +1428,16 @@ func (s *invSnap) perceptFor(dep string) *blackboard.Record {
 // free or arbitrated, confident.
 func (s *invSnap) evidence(q *blackboard.Record) (code blackboard.Code, arbitrated bool, why string) {
 	conf := q.Provenance.Confidence
-	if invTruthy(q.Payload[kernel.KeyStale]) || invPast(q, s.ts) {
+	if invTruthy(q.Payload["stale"]) || invPast(q, s.ts) {
 		return blackboard.CodeStaleEvidence, false, fmt.Sprintf("stale percept %s at %d", q.ID, s.ts)
 	}
-	if invTruthy(q.Payload[kernel.KeyConflict]) {
+	if invTruthy(q.Payload["conflict"]) {
 		if conf == nil || *conf < s.c.m.threshold {
 			return blackboard.CodeUnresolvedConflict, false, "unresolved conflict on " + q.ID
 		}
 		arbitrated = true
 	}
-	if invTruthy(q.Payload[kernel.KeyLowConfidence]) || conf != nil && *conf < s.c.m.minConf {
+	if invTruthy(q.Payload["low_confidence"]) || conf != nil && *conf < s.c.m.minConf {
 		return blackboard.CodeLowConfidence, false, "low-confidence percept " + q.ID
 	}
 	return "", arbitrated, ""
@@ -1460,7 +1461,7 @@ func (s *invSnap) decide(p *blackboard.Record) invVerdict {
 // current one of its kind and passes the evidence checks, and the belief
 // spec's percept kinds are among them.
 func (s *invSnap) decideBelief(p *blackboard.Record) invVerdict {
-	deps := invStrs(p.Payload[kernel.KeyDependsOn])
+	deps := invStrs(p.Payload["depends_on"])
 	if len(deps) == 0 {
 		return invRefuse(blackboard.CodeMissingEvidence, "", "belief without dependencies")
 	}
@@ -1498,7 +1499,7 @@ func (s *invSnap) decideBelief(p *blackboard.Record) invVerdict {
 // decidePrediction: a prediction names the beliefs it rests on, and each
 // is committed.
 func (s *invSnap) decidePrediction(p *blackboard.Record) invVerdict {
-	reqs := invStrs(p.Payload[kernel.KeyRequiresBeliefs])
+	reqs := invStrs(p.Payload["requires_beliefs"])
 	if len(reqs) == 0 {
 		return invRefuse(blackboard.CodePredictionMissingBelief, "", "prediction without beliefs")
 	}
@@ -1529,10 +1530,10 @@ func (s *invSnap) whyMissing(kind string) string {
 // decidePlan: every step passes the gate.
 func (s *invSnap) decidePlan(p *blackboard.Record) invVerdict {
 	var v invVerdict
-	for _, st := range p.Payload[kernel.KeySteps].([]any) {
+	for _, st := range p.Payload["steps"].([]any) {
 		step := blackboard.Payload(st.(map[string]any))
-		a, _ := step[kernel.KeyAction].(string)
-		g, refusal := s.gate(a, invStrs(step[kernel.KeyRequiresBeliefs]), step, false)
+		a, _ := step["action"].(string)
+		g, refusal := s.gate(a, invStrs(step["requires_beliefs"]), step, false)
 		if refusal != nil {
 			refusal.why = "plan step " + a + ": " + refusal.why
 			return *refusal
@@ -1547,7 +1548,7 @@ func (s *invSnap) decidePlan(p *blackboard.Record) invVerdict {
 
 // decideAction: the gate, then the once-key.
 func (s *invSnap) decideAction(p *blackboard.Record) invVerdict {
-	g, refusal := s.gate(p.Kind, invStrs(p.Payload[kernel.KeyRequiresBeliefs]), p.Payload, true)
+	g, refusal := s.gate(p.Kind, invStrs(p.Payload["requires_beliefs"]), p.Payload, true)
 	if refusal != nil {
 		return *refusal
 	}
@@ -1641,8 +1642,8 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 	}
 	if isAction && spec.RequirePlan {
 		g.plan = s.latest(func(q *blackboard.Record) bool {
-			return q.Slot == blackboard.Plans && invLive(q, s.ts) && slices.ContainsFunc(q.Payload[kernel.KeySteps].([]any), func(st any) bool {
-				return st.(map[string]any)[kernel.KeyAction] == action
+			return q.Slot == blackboard.Plans && invLive(q, s.ts) && slices.ContainsFunc(q.Payload["steps"].([]any), func(st any) bool {
+				return st.(map[string]any)["action"] == action
 			})
 		})
 		if g.plan == nil {
@@ -1654,8 +1655,8 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 		if b == nil {
 			return refuse(missing, s.whyMissing(kind), "required belief %s not committed or not true: none live", kind)
 		}
-		if !invTruthy(b.Payload[kernel.KeyValue]) {
-			return refuse(unsatisfied, b.ID, "required belief %s not committed or not true: %s says %v", kind, b.ID, b.Payload[kernel.KeyValue])
+		if !invTruthy(b.Payload["value"]) {
+			return refuse(unsatisfied, b.ID, "required belief %s not committed or not true: %s says %v", kind, b.ID, b.Payload["value"])
 		}
 		g.beliefs = append(g.beliefs, b)
 	}
@@ -1688,7 +1689,7 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 				}
 			}
 		}
-		for _, d := range invStrs(b.Payload[kernel.KeyDependsOn]) {
+		for _, d := range invStrs(b.Payload["depends_on"]) {
 			at := s.byID(d)
 			if at < 0 || !invObservation(&s.recs[at]) {
 				continue
@@ -1733,17 +1734,17 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 	negative := false
 	for j := range s.recs {
 		q := &s.recs[j]
-		if q.Slot != blackboard.Predictions || !invLive(q, s.ts) || q.Payload[kernel.KeyActionType] != any(action) || !s.trusted(q, spec) {
+		if q.Slot != blackboard.Predictions || !invLive(q, s.ts) || q.Payload["action_type"] != any(action) || !s.trusted(q, spec) {
 			continue
 		}
-		reqs := invStrs(q.Payload[kernel.KeyRequiresBeliefs])
+		reqs := invStrs(q.Payload["requires_beliefs"])
 		if len(reqs) == 0 || slices.ContainsFunc(reqs, func(k string) bool { return s.belief(k) == nil }) {
 			continue
 		}
 		g.preds = append(g.preds, q)
-		negative = negative || q.Payload[kernel.KeyExpectedOutcome].(float64) < 0
+		negative = negative || q.Payload["expected_outcome"].(float64) < 0
 	}
-	if isAction && (spec.RequirePrediction || invTruthy(payload[kernel.KeyRequirePrediction])) {
+	if isAction && (spec.RequirePrediction || invTruthy(payload["require_prediction"])) {
 		if len(g.preds) == 0 {
 			return refuse(blackboard.CodeNoPrediction, "", "no counted prediction for %s", action)
 		}
@@ -1751,12 +1752,12 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 			return refuse(blackboard.CodeNegativePrediction, "", "negative prediction for %s", action)
 		}
 	}
-	if t, ok := payload[kernel.KeyType]; isAction && ok && t != any(action) {
+	if t, ok := payload["type"]; isAction && ok && t != any(action) {
 		return refuse(blackboard.CodeFieldMismatch, "", "payload type %v of a %s action", t, action)
 	}
 	// Stale and low-confidence evidence never gets this far.
-	g.flags = map[string]bool{kernel.KeyUsesStaleData: false, kernel.KeyUsesConflictedData: conflicted,
-		kernel.KeyUsesLowConfidenceData: false, kernel.KeyHasNegativePrediction: negative}
+	g.flags = map[string]bool{"uses_stale_data": false, "uses_conflicted_data": conflicted,
+		"uses_low_confidence_data": false, "has_negative_prediction": negative}
 	for _, k := range invDerived {
 		if given, ok := payload[k]; ok && invTruthy(given) != g.flags[k] {
 			return refuse(blackboard.CodeFieldMismatch, "", "derived flag %s given as %v, evidence says %v", k, given, g.flags[k])
@@ -1764,15 +1765,15 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 	}
 	for _, con := range s.inForce() {
 		name := con.Kind
-		if n, ok := con.Payload[kernel.KeyName].(string); ok && n != "" {
+		if n, ok := con.Payload["name"].(string); ok && n != "" {
 			name = n
 		}
-		enabled, isBool := con.Payload[kernel.KeyEnabled].(bool)
-		field, _ := con.Payload[kernel.KeyBlocksField].(string)
+		enabled, isBool := con.Payload["enabled"].(bool)
+		field, _ := con.Payload["blocks_field"].(string)
 		if isBool && !enabled || field == "" {
 			continue
 		}
-		if types, named := con.Payload[kernel.KeyAppliesTo]; named && !slices.Contains(invStrs(types), action) || !named && spec.SafeFallback {
+		if types, named := con.Payload["applies_to"]; named && !slices.Contains(invStrs(types), action) || !named && spec.SafeFallback {
 			continue
 		}
 		blocked := func(format string, a ...any) (invGateResult, *invVerdict) {
@@ -1785,7 +1786,7 @@ func (s *invSnap) gate(action string, reqs []string, payload blackboard.Payload,
 			return g, &v
 		}
 		var value any
-		switch bind, _ := con.Payload[kernel.KeyBindPercept].(string); {
+		switch bind, _ := con.Payload["bind_percept"].(string); {
 		case slices.Contains(invDerived, field):
 			value = g.flags[field]
 		case bind != "":
@@ -1879,7 +1880,7 @@ func (s *invSnap) inForce() []*blackboard.Record {
 func (c *invChecker) final(w *invWorld) error {
 	bySlot := map[string]blackboard.Record{}
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range w.store.ListSlot(w.ctx, slot, blackboard.Filter{}) {
+		for r, err := range w.store.ListSlot(w.ctx, slot, store.Filter{}) {
 			if err != nil {
 				return err
 			}
@@ -1929,7 +1930,7 @@ func (w *invWorld) run(g *invGen, c *invChecker, steps int) (int, error) {
 	return steps, c.final(w)
 }
 
-func invOpenSQLite(t *testing.T) blackboard.Store {
+func invOpenSQLite(t *testing.T) store.Store {
 	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -1943,10 +1944,10 @@ func invOpenSQLite(t *testing.T) blackboard.Store {
 // SQLite driver about tenfold) and by 4 more with -short.
 var invStores = []struct {
 	name           string
-	open           func(t *testing.T) blackboard.Store
+	open           func(t *testing.T) store.Store
 	steps, raceDiv int
 }{
-	{"memstore", func(t *testing.T) blackboard.Store { return memstore.New() }, 10000, 4},
+	{"memstore", func(t *testing.T) store.Store { return memstore.New() }, 10000, 4},
 	{"sqlite", invOpenSQLite, 1500, 4},
 }
 
@@ -2080,10 +2081,10 @@ func TestCheckerCatchesViolations(t *testing.T) {
 	percept("refund", blackboard.Payload{"is_duplicate": false}, nil, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_duplicate", Enabled: true, BlocksField: "is_duplicate", BindPercept: "refund"}, 0))
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", BlocksField: "danger"}, 0))
-	submit(blackboard.Beliefs, "refund_due", blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}})
-	submit(blackboard.Plans, "plan", blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}})
-	submit(blackboard.Actions, "issue_refund", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{"refund_due"}, "danger": true, "is_duplicate": false})
-	submit(blackboard.Actions, "wire_money", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}})
+	submit(blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}})
+	submit(blackboard.Plans, "plan", blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}})
+	submit(blackboard.Actions, "issue_refund", blackboard.Payload{"requires_beliefs": []string{"refund_due"}, "danger": true, "is_duplicate": false})
+	submit(blackboard.Actions, "wire_money", blackboard.Payload{"requires_beliefs": []string{}})
 	percept("sensor", nil, nil, time.Millisecond)
 	w.clock.Advance(5 * time.Millisecond)
 	must(w.k.Expire(ctx, tr))
@@ -2127,21 +2128,21 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			r[0].Provenance.Confidence = kernel.Confidence(0.4)
 			return r
 		}, 0, "low-confidence"},
-		{"no dependencies", both(4, kernel.KeyDependsOn, []any{}), 0, "without dependencies"},
-		{"dependency in another trace", both(4, kernel.KeyDependsOn, []any{"percepts:elsewhere:1"}), 0, "not a percept of its trace"},
+		{"no dependencies", both(4, "depends_on", []any{}), 0, "without dependencies"},
+		{"dependency in another trace", both(4, "depends_on", []any{"percepts:elsewhere:1"}), 0, "not a percept of its trace"},
 		{"belief without artifact", func(r []blackboard.Record) []blackboard.Record { r[6].EvidenceRefs = nil; return r }, 0, "evidence refs"},
 		{"artifact not the kernel's", func(r []blackboard.Record) []blackboard.Record {
 			r[5].Provenance.Role = blackboard.RoleEvidence
 			return r
 		}, 0, "kernel artifact"},
-		{"false belief", both(4, kernel.KeyValue, false), 0, "not committed or not true"},
-		{"no required beliefs", both(9, kernel.KeyRequiresBeliefs, []any{}), 0, "no required beliefs"},
-		{"enabled constraint blocks", func(r []blackboard.Record) []blackboard.Record { r[3].Payload[kernel.KeyEnabled] = true; return r }, 0, "blocked by constraint constraints:t0:4"},
+		{"false belief", both(4, "value", false), 0, "not committed or not true"},
+		{"no required beliefs", both(9, "requires_beliefs", []any{}), 0, "no required beliefs"},
+		{"enabled constraint blocks", func(r []blackboard.Record) []blackboard.Record { r[3].Payload["enabled"] = true; return r }, 0, "blocked by constraint constraints:t0:4"},
 		{"bound field contradicts percept", func(r []blackboard.Record) []blackboard.Record { r[1].Payload["is_duplicate"] = true; return r }, 0, "bound field is_duplicate"},
-		{"payload type is another action", both(9, kernel.KeyType, "wire_money"), 0, "payload type wire_money"},
-		{"derived flag forged", both(9, kernel.KeyUsesStaleData, true), 0, "derived flag uses_stale_data"},
+		{"payload type is another action", both(9, "type", "wire_money"), 0, "payload type wire_money"},
+		{"derived flag forged", both(9, "uses_stale_data", true), 0, "derived flag uses_stale_data"},
 		{"derived flag rewritten", func(r []blackboard.Record) []blackboard.Record {
-			r[10].Payload[kernel.KeyUsesConflictedData] = true
+			r[10].Payload["uses_conflicted_data"] = true
 			return r
 		}, 0, "with derived flags"},
 		{"action committed by the planner", func(r []blackboard.Record) []blackboard.Record {
@@ -2175,7 +2176,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		}, 0, "out of reach"},
 		{"unregistered type", func(r []blackboard.Record) []blackboard.Record {
 			r[9].Kind, r[10].Kind = "Issue_Refund", "Issue_Refund"
-			r[7].Payload[kernel.KeySteps].([]any)[0].(map[string]any)[kernel.KeyAction] = "Issue_Refund"
+			r[7].Payload["steps"].([]any)[0].(map[string]any)["action"] = "Issue_Refund"
 			r[8].Payload = r[7].Payload.Clone()
 			return r
 		}, 0, "unregistered action type Issue_Refund"},
@@ -2186,7 +2187,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		}, 13, "overwritten"},
 		{"evidence refs overwritten", func(r []blackboard.Record) []blackboard.Record { r[6].EvidenceRefs = []string{}; return r }, 13, "overwritten"},
 		{"nested payload overwritten", func(r []blackboard.Record) []blackboard.Record {
-			r[7].Payload[kernel.KeySteps].([]any)[0].(map[string]any)[kernel.KeyAction] = "ship"
+			r[7].Payload["steps"].([]any)[0].(map[string]any)["action"] = "ship"
 			return r
 		}, 13, "overwritten"},
 		{"status moved back", func(r []blackboard.Record) []blackboard.Record {
@@ -2273,18 +2274,18 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 	percept(tr, "sensor", blackboard.Payload{}, nil, 0, 0)
 	percept(tr, "refund", blackboard.Payload{"is_duplicate": false}, nil, 0, 0)
 	must(w.sym.CommitConstraint(ctx, tr, kernel.Constraint{Name: "no_danger", Enabled: true, BlocksField: "danger", AppliesTo: []string{"notify"}}, 0))
-	submit(w.planner, blackboard.Beliefs, "refund_due", blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}})
-	submit(w.planner, blackboard.Beliefs, "alarm", blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"sensor"}})
-	submit(w.sim, blackboard.Predictions, "pred", blackboard.Payload{kernel.KeyActionType: "notify", kernel.KeyExpectedOutcome: 1.0, kernel.KeyRequiresBeliefs: []string{"alarm"}})
-	submit(w.planner, blackboard.Actions, "notify", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{"alarm"}, "danger": false})
+	submit(w.planner, blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}})
+	submit(w.planner, blackboard.Beliefs, "alarm", blackboard.Payload{"value": true, "depends_on": []string{"sensor"}})
+	submit(w.sim, blackboard.Predictions, "pred", blackboard.Payload{"action_type": "notify", "expected_outcome": 1.0, "requires_beliefs": []string{"alarm"}})
+	submit(w.planner, blackboard.Actions, "notify", blackboard.Payload{"requires_beliefs": []string{"alarm"}, "danger": false})
 	for range 2 {
-		submit(w.planner, blackboard.Actions, "issue_refund", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{"refund_due"}, "danger": true, "order_id": 7.0})
+		submit(w.planner, blackboard.Actions, "issue_refund", blackboard.Payload{"requires_beliefs": []string{"refund_due"}, "danger": true, "order_id": 7.0})
 	}
 	percept(tr, "charge", blackboard.Payload{"amount": 11.0}, nil, 0, 0)
-	submit(w.planner, blackboard.Plans, "plan", blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}})
+	submit(w.planner, blackboard.Plans, "plan", blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}})
 	percept(tr, "sensor", blackboard.Payload{"reading": 22.0}, nil, time.Millisecond, 0)
 	w.clock.Advance(5 * time.Millisecond)
-	refused := submit(w.planner, blackboard.Actions, "wire_money", blackboard.Payload{kernel.KeyRequiresBeliefs: []string{}})
+	refused := submit(w.planner, blackboard.Actions, "wire_money", blackboard.Payload{"requires_beliefs": []string{}})
 	clean, err := w.list(tr)
 	if err != nil || len(clean) != 23 || refused.Code != blackboard.CodeUnknownActionType || clean[21].Status != blackboard.StatusExpired ||
 		slices.ContainsFunc(clean[:21], func(r blackboard.Record) bool {
@@ -2347,15 +2348,15 @@ func TestCheckerCatchesNewRules(t *testing.T) {
 		{"belief drops its TTL", func(r []blackboard.Record) { r[4].Provenance.TTLMS = 60000 }, "committed beliefs keeps ttl 0 ms, want 60000"},
 		{"belief on a superseded observation", func(r []blackboard.Record) {
 			r[1].Kind = "charge"
-			both(4, 6, set(kernel.KeyDependsOn, []any{"percepts:t0:1"}))(r)
+			both(4, 6, set("depends_on", []any{"percepts:t0:1"}))(r)
 		}, "superseded by percepts:t0:2"},
-		{"source flags low confidence", func(r []blackboard.Record) { r[0].Payload[kernel.KeyLowConfidence] = true }, "low-confidence percept percepts:t0:1"},
-		{"newer observation stale at the gate", func(r []blackboard.Record) { r[18].Payload[kernel.KeyStale] = true }, "stale percept percepts:t0:19"},
-		{"arbitrated conflict not flagged", func(r []blackboard.Record) { r[0].Payload[kernel.KeyConflict] = true }, "with derived flags"},
+		{"source flags low confidence", func(r []blackboard.Record) { r[0].Payload["low_confidence"] = true }, "low-confidence percept percepts:t0:1"},
+		{"newer observation stale at the gate", func(r []blackboard.Record) { r[18].Payload["stale"] = true }, "stale percept percepts:t0:19"},
+		{"arbitrated conflict not flagged", func(r []blackboard.Record) { r[0].Payload["conflict"] = true }, "with derived flags"},
 		{"prediction from an untrusted proposer", func(r []blackboard.Record) { r[10].Provenance.Role = blackboard.RolePlanner }, "no counted prediction for notify"},
-		{"prediction resting on no belief", both(10, 11, set(kernel.KeyRequiresBeliefs, []any{})), "prediction without beliefs"},
-		{"constraint applies to the type", func(r []blackboard.Record) { r[3].Payload[kernel.KeyAppliesTo] = []any{"issue_refund"} }, "constraints:t0:4: danger=true"},
-		{"constraint for every type", func(r []blackboard.Record) { delete(r[3].Payload, kernel.KeyAppliesTo) }, "constraints:t0:4: danger=true"},
+		{"prediction resting on no belief", both(10, 11, set("requires_beliefs", []any{})), "prediction without beliefs"},
+		{"constraint applies to the type", func(r []blackboard.Record) { r[3].Payload["applies_to"] = []any{"issue_refund"} }, "constraints:t0:4: danger=true"},
+		{"constraint for every type", func(r []blackboard.Record) { delete(r[3].Payload, "applies_to") }, "constraints:t0:4: danger=true"},
 		{"absent field does not fail closed", both(12, 13, unset("danger")), "constraints:t0:4: the proposal has no danger"},
 		{"planner writes persistent scope", both(4, 6, func(r *blackboard.Record) { r.Scope = blackboard.ScopePersistent }), "a planner wrote persistent scope"},
 		{"reference to another trace's unshared record", func(r []blackboard.Record) { r[0].Provenance.InputRefs = []string{"percepts:t1:1"} }, "is not shared"},

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -39,7 +40,7 @@ const maxAttempts = 64
 // concurrent writes to one trace are ordered by the store (a record id or a
 // proposal decided twice is retried against a fresh read).
 type Kernel struct {
-	store             blackboard.Store
+	store             store.Store
 	states            stateCache      // decoded trace states, by trace
 	written           writtenCache    // the states this kernel's last batches left, by trace
 	persistent        persistentCache // the namespace's persistent constraints
@@ -182,7 +183,7 @@ type Option func(*Kernel)
 
 // WithStore sets the store. The caller keeps ownership: [Kernel.Close] does
 // not close it. Without this option the kernel uses a fresh [memstore.Store].
-func WithStore(s blackboard.Store) Option {
+func WithStore(s store.Store) Option {
 	return func(k *Kernel) { k.store = s; k.ownsStore = false }
 }
 
@@ -582,58 +583,58 @@ func checkShape(slot blackboard.Slot, mode blackboard.Mode, kind string, p black
 	}
 	switch slot {
 	case blackboard.Beliefs:
-		return strs(KeyDependsOn)
+		return strs(keyDependsOn)
 	case blackboard.Plans:
-		steps, ok := p[KeySteps].([]any)
+		steps, ok := p[keySteps].([]any)
 		if !ok || len(steps) == 0 {
-			return fmt.Errorf("a plan needs a non-empty list %q", KeySteps)
+			return fmt.Errorf("a plan needs a non-empty list %q", keySteps)
 		}
 		for i, s := range steps {
 			step, ok := s.(map[string]any)
 			if !ok {
 				return fmt.Errorf("step %d is not an object", i)
 			}
-			if a, ok := step[KeyAction].(string); !ok || a == "" {
-				return fmt.Errorf("step %d has no %q", i, KeyAction)
+			if a, ok := step[keyAction].(string); !ok || a == "" {
+				return fmt.Errorf("step %d has no %q", i, keyAction)
 			}
-			if !stringList(step, KeyRequiresBeliefs) {
-				return fmt.Errorf("step %d: %s must be a list of strings", i, KeyRequiresBeliefs)
+			if !stringList(step, keyRequiresBeliefs) {
+				return fmt.Errorf("step %d: %s must be a list of strings", i, keyRequiresBeliefs)
 			}
 		}
 	case blackboard.Actions:
-		return strs(KeyRequiresBeliefs)
+		return strs(keyRequiresBeliefs)
 	case blackboard.Predictions:
-		if a, ok := p[KeyActionType].(string); !ok || a == "" {
-			return fmt.Errorf("a prediction needs %q", KeyActionType)
+		if a, ok := p[keyActionType].(string); !ok || a == "" {
+			return fmt.Errorf("a prediction needs %q", keyActionType)
 		}
-		if _, ok := p[KeyExpectedOutcome].(float64); !ok {
-			return fmt.Errorf("a prediction needs a numeric %q", KeyExpectedOutcome)
+		if _, ok := p[keyExpectedOutcome].(float64); !ok {
+			return fmt.Errorf("a prediction needs a numeric %q", keyExpectedOutcome)
 		}
-		return strs(KeyRequiresBeliefs)
+		return strs(keyRequiresBeliefs)
 	case blackboard.Constraints:
-		if n, present := p[KeyName]; present {
+		if n, present := p[keyName]; present {
 			if s, ok := n.(string); !ok || s == "" {
-				return fmt.Errorf("%q must be a non-empty string", KeyName)
+				return fmt.Errorf("%q must be a non-empty string", keyName)
 			}
 		}
-		if f, present := p[KeyBlocksField]; present {
+		if f, present := p[keyBlocksField]; present {
 			if _, ok := f.(string); !ok {
-				return fmt.Errorf("%q must be a string", KeyBlocksField)
+				return fmt.Errorf("%q must be a string", keyBlocksField)
 			}
 		}
-		if b, present := p[KeyBindPercept]; present {
+		if b, present := p[keyBindPercept]; present {
 			if _, ok := b.(string); !ok {
-				return fmt.Errorf("%q must be a string", KeyBindPercept)
+				return fmt.Errorf("%q must be a string", keyBindPercept)
 			}
 		}
-		if e, present := p[KeyEnabled]; present {
+		if e, present := p[keyEnabled]; present {
 			if _, ok := e.(bool); !ok {
-				return fmt.Errorf("%q must be a boolean", KeyEnabled)
+				return fmt.Errorf("%q must be a boolean", keyEnabled)
 			}
 		}
-		if _, present := p[KeyAppliesTo]; present {
-			if types, ok := p.Strings(KeyAppliesTo); !ok || len(types) == 0 {
-				return fmt.Errorf("%q must be a non-empty list of action types", KeyAppliesTo)
+		if _, present := p[keyAppliesTo]; present {
+			if types, ok := p.Strings(keyAppliesTo); !ok || len(types) == 0 {
+				return fmt.Errorf("%q must be a non-empty list of action types", keyAppliesTo)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // ClaimedBy returns the id of the record whose write claimed the once-key
@@ -236,9 +237,9 @@ func (k *Kernel) Retire(ctx context.Context, actionID string, reason blackboard.
 		if act.Status != blackboard.StatusActive {
 			return nil // retired already
 		}
-		b := blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: actionID, Status: blackboard.StatusInvalidated, Reason: reason}}}
+		b := store.Batch{Invalidations: []store.Invalidation{{ID: actionID, Status: blackboard.StatusInvalidated, Reason: reason}}}
 		if !mutRetireFence {
-			b.Claims = []blackboard.Claim{{Key: fence, RecordID: actionID}}
+			b.Claims = []store.Claim{{Key: fence, RecordID: actionID}}
 		}
 		snap, err := k.loadForWrite(ctx, act.TraceID(), false)
 		if err != nil {
@@ -367,6 +368,6 @@ func (k *Kernel) claimOnce(ctx context.Context, s *snapshot, p *blackboard.Recor
 	if key == "" {
 		return outcome{code: blackboard.CodeDuplicateAction, failed: holder, detail: "once-key " + slots.enc + " used up by " + holder}, nil
 	}
-	out.claim = blackboard.Claim{Key: key, RecordID: out.record.ID}
+	out.claim = store.Claim{Key: key, RecordID: out.record.ID}
 	return out, nil
 }

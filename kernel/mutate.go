@@ -44,6 +44,30 @@ var (
 	mutCommitOnce          bool
 	mutActionExpiry        bool
 	mutFiniteNumbers       bool
+	// Mutation switches of the governance capability and of deciding a
+	// committed action's evidence again.
+	mutGovernedKeys   bool
+	mutRecheckCurrent bool
+	// Mutation switches of exact grounding and reserved kinds (issue 36). The study's adversary plays a planner on a
+	// kernel that reserves nothing and derives no belief, so only tests judge
+	// them.
+	mutExactGrounding  bool
+	mutReservedBeliefs bool
+	mutReservedActions bool
+	// Mutation switches of the once-key and grounding checks of the second
+	// adversarial review.
+	mutUsedObservation bool
+	mutOnceNamespace   bool
+	mutOnceEncoding    bool
+	mutOnceCanon       bool
+	mutRetiredHolder   bool
+	mutRetireFence     bool
+	mutOnceLegacy      bool
+	// Mutation switches of the per-trace decision state .
+	mutStateVersion    bool
+	mutStateFold       bool
+	mutSharedCache     bool
+	mutPolicyTraceOpen bool
 )
 
 // The switches, registered in the order the gate runs the checks.
@@ -80,5 +104,30 @@ func init() {
 		mutant.Def{Name: "validators", Check: "custom validators and rules run on what passed the built-in checks (RULE_VIOLATED, ...)", On: &mutValidators},
 		mutant.Def{Name: "once_key", Check: "an action's once-key is claimed in the store (DUPLICATE_ACTION, ONCE_KEY_MISSING)", On: &mutOnceKey},
 		mutant.Def{Name: "committed_no_expiry", Check: "committed plans and actions never expire", On: &mutActionExpiry},
+		mutant.Def{Name: "governed_keys", Check: "only the Governor claims once-keys: a handle's write with OnceKeys is refused (PERMISSION_DENIED)", On: &mutGovernedKeys,
+			ByTests: true, Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
+		mutant.Def{Name: "recheck_current", Check: "RecheckAction: a committed action's beliefs and observations are still the current ones (SUPERSEDED_EVIDENCE)", On: &mutRecheckCurrent,
+			ByTests: true, Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
+		mutant.Def{Name: "exact_grounding", Check: "a belief that names its evidence by record id grounds a plan or action only while that record is the current observation of its kind (SUPERSEDED_EVIDENCE)", On: &mutExactGrounding,
+			ByTests: true, Also: []string{"github.com/blackboardkernel/bk/toolgate", "github.com/blackboardkernel/bk/examples/support_desk"}},
+		mutant.Def{Name: "reserved_beliefs", Check: "a belief kind reserved to governance code (a tool's derived belief) is proposed only by the Governor as its writer (PERMISSION_DENIED)", On: &mutReservedBeliefs,
+			ByTests: true, Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
+		mutant.Def{Name: "reserved_actions", Check: "an action type reserved to governance code (a tool's) is proposed only by the Governor as one of its writers, so no other commit holds its once-key (PERMISSION_DENIED)", On: &mutReservedActions,
+			ByTests: true, Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
+		mutant.Def{Name: "used_observation", Check: "an observation grounds at most one commit of an action type, through any belief that rests on it (DUPLICATE_ACTION)", On: &mutUsedObservation},
+		mutant.Def{Name: "once_namespace", Check: "once-keys are claimed and looked up in the kernel's namespace only", On: &mutOnceNamespace, ByTests: true,
+			Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
+		mutant.Def{Name: "once_encoding", Check: "a once-key encodes namespace, action type, values and slot unambiguously (canonical JSON array)", On: &mutOnceEncoding, ByTests: true},
+		mutant.Def{Name: "once_legacy", Check: "once-keys claimed by a release before the canonical key stay in force (DUPLICATE_ACTION)", On: &mutOnceLegacy, ByTests: true},
+		mutant.Def{Name: "once_canon", Check: "once-key values are canonical: 0 and -0, 2 and 2.0 are one value", On: &mutOnceCanon, ByTests: true},
+		mutant.Def{Name: "retired_holder", Check: "a once-key slot held by a retired action (denied, expired, refused before any attempt) does not block a later action", On: &mutRetiredHolder, ByTests: true,
+			Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
+		mutant.Def{Name: "retire_fence", Check: "an action is retired only if its first attempt never started: Retire claims the attempt's fence key in the same batch", On: &mutRetireFence, ByTests: true,
+			Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
+		mutant.Def{Name: "state_version", Check: "a batch's trace state is refused unless the trace is still at the version it was derived from (a change the state missed cannot be kept)", On: &mutStateVersion, ByTests: true, Also: []string{"github.com/blackboardkernel/bk/store/memstore"}},
+		mutant.Def{Name: "shared_cache", Check: "the persistent constraints a decision enforces are listed again whenever any changed (TraceState.Shared), never taken from a stale cache", On: &mutSharedCache, ByTests: true, Also: []string{"github.com/blackboardkernel/bk/store/memstore"}},
+		mutant.Def{Name: "state_fold", Check: "a stored trace state that misses a change (a write the kernel did not make) is not used: the kernel reads the trace", On: &mutStateFold, ByTests: true},
+		mutant.Def{Name: "policy_trace_reserved", Check: "trace bk.policy.<namespace> is written only by kernels of that namespace: no other application can take a gate's policy trace (PERMISSION_DENIED)", On: &mutPolicyTraceOpen, ByTests: true,
+			Also: []string{"github.com/blackboardkernel/bk/toolgate"}},
 	)
 }

@@ -38,4 +38,20 @@ const (
 	mutCommitOnce          = false
 	mutActionExpiry        = false
 	mutFiniteNumbers       = false
+	mutGovernedKeys        = false
+	mutRecheckCurrent      = false
+	mutExactGrounding      = false
+	mutReservedBeliefs     = false
+	mutReservedActions     = false
+	mutUsedObservation     = false
+	mutOnceNamespace       = false
+	mutOnceEncoding        = false
+	mutOnceCanon           = false
+	mutRetiredHolder       = false
+	mutRetireFence         = false
+	mutOnceLegacy          = false
+	mutStateVersion        = false
+	mutStateFold           = false
+	mutSharedCache         = false
+	mutPolicyTraceOpen     = false
 )

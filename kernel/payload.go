@@ -16,31 +16,31 @@ import (
 // Payload keys the kernel itself reads. Everything else in a payload is the
 // domain's own and is never interpreted.
 const (
-	KeyValue             = "value"              // belief: its truth value (truthy or not)
-	KeyDependsOn         = "depends_on"         // belief: percept kinds it rests on
-	KeySteps             = "steps"              // plan: list of steps
-	KeyAction            = "action"             // plan step: action type
-	KeyRequiresBeliefs   = "requires_beliefs"   // plan step, action, prediction: belief kinds
-	KeyRequirePrediction = "require_prediction" // action: opt into the prediction gate
-	KeyStale             = "stale"              // percept: flagged stale by its source
-	KeyConflict          = "conflict"           // percept: sources disagree
-	KeyLowConfidence     = "low_confidence"     // percept: flagged unreliable by its source
-	KeyActionType        = "action_type"        // prediction: the action it predicts
-	KeyExpectedOutcome   = "expected_outcome"   // prediction: a number; negative is harmful
-	KeyName              = "name"               // constraint: its name
-	KeyEnabled           = "enabled"            // constraint: whether it is enforced
-	KeyBlocksField       = "blocks_field"       // constraint: the field that blocks when truthy
-	KeyBindPercept       = "bind_percept"       // constraint: percept kind whose field is authoritative
-	KeyAppliesTo         = "applies_to"         // constraint: the action types it guards (absent: all but safe fallbacks)
-	KeyReason            = "reason"             // fallback action: the code that caused it
-	KeyType              = "type"               // action: if present, must equal the action's kind
+	keyValue             = "value"              // belief: its truth value (truthy or not)
+	keyDependsOn         = "depends_on"         // belief: percept kinds it rests on
+	keySteps             = "steps"              // plan: list of steps
+	keyAction            = "action"             // plan step: action type
+	keyRequiresBeliefs   = "requires_beliefs"   // plan step, action, prediction: belief kinds
+	keyRequirePrediction = "require_prediction" // action: opt into the prediction gate
+	keyStale             = "stale"              // percept: flagged stale by its source
+	keyConflict          = "conflict"           // percept: sources disagree
+	keyLowConfidence     = "low_confidence"     // percept: flagged unreliable by its source
+	keyActionType        = "action_type"        // prediction: the action it predicts
+	keyExpectedOutcome   = "expected_outcome"   // prediction: a number; negative is harmful
+	keyName              = "name"               // constraint: its name
+	keyEnabled           = "enabled"            // constraint: whether it is enforced
+	keyBlocksField       = "blocks_field"       // constraint: the field that blocks when truthy
+	keyBindPercept       = "bind_percept"       // constraint: percept kind whose field is authoritative
+	keyAppliesTo         = "applies_to"         // constraint: the action types it guards (absent: all but safe fallbacks)
+	keyReason            = "reason"             // fallback action: the code that caused it
+	keyType              = "type"               // action: if present, must equal the action's kind
 
 	// Flags the kernel derives for every plan step and action from its own
 	// evidence chain. A proposal cannot set them.
-	KeyUsesStaleData         = "uses_stale_data"
-	KeyUsesConflictedData    = "uses_conflicted_data"
-	KeyUsesLowConfidenceData = "uses_low_confidence_data"
-	KeyHasNegativePrediction = "has_negative_prediction"
+	keyUsesStaleData         = "uses_stale_data"
+	keyUsesConflictedData    = "uses_conflicted_data"
+	keyUsesLowConfidenceData = "uses_low_confidence_data"
+	keyHasNegativePrediction = "has_negative_prediction"
 )
 
 // keyError names the innermost key under which a payload was refused.

@@ -10,13 +10,13 @@ import (
 // writes, the calls that dominate normalisation's cost in the bench.
 func episodePayloads() []blackboard.Payload {
 	return []blackboard.Payload{
-		{KeyValue: true, KeyDependsOn: []any{"charge"}},
-		{KeySteps: []any{map[string]any{KeyAction: "refund", KeyRequiresBeliefs: []any{"refund_due"}, "is_duplicate": false}}},
+		{keyValue: true, keyDependsOn: []any{"charge"}},
+		{keySteps: []any{map[string]any{keyAction: "refund", keyRequiresBeliefs: []any{"refund_due"}, "is_duplicate": false}}},
 		{"charge_id": "ch_1001", "amount": 129.99, "currency": "usd", "status": "disputed", "customer_id": "cus_77",
-			KeyStale: false, KeyConflict: false, KeyLowConfidence: false},
+			keyStale: false, keyConflict: false, keyLowConfidence: false},
 		{"type": "refund", "charge_id": "ch_1001", "amount": 129.99, "reason": "duplicate", "is_duplicate": true,
-			KeyRequiresBeliefs: []any{"refund_due"}},
-		{"type": FallbackQueueForReview, KeyReason: "STALE_DATA"},
+			keyRequiresBeliefs: []any{"refund_due"}},
+		{"type": FallbackQueueForReview, keyReason: "STALE_DATA"},
 	}
 }
 

@@ -25,7 +25,7 @@ var table1 = map[blackboard.Role]map[blackboard.Slot]blackboard.Mode{
 var validPayload = map[blackboard.Slot]blackboard.Payload{
 	blackboard.Percepts:    {"amount": 1.0},
 	blackboard.Beliefs:     belief(true, "charge"),
-	blackboard.Constraints: {kernel.KeyBlocksField: "is_duplicate"},
+	blackboard.Constraints: {"blocks_field": "is_duplicate"},
 	blackboard.Plans:       plan(step(kernel.FallbackQueueForReview)),
 	blackboard.Evidence:    {"note": "checked"},
 	blackboard.Predictions: prediction("alert", 1),

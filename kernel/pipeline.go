@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // write stores one record written by a handle; governed says the write
@@ -61,17 +62,17 @@ func (k *Kernel) prepare(role blackboard.Role, writer string, e *Entry) (rec bla
 	}
 	switch rec.Slot {
 	case blackboard.Beliefs:
-		for _, d := range list(rec.Payload, KeyDependsOn) {
+		for _, d := range list(rec.Payload, keyDependsOn) {
 			if d := d.(string); looksLikeID(d) {
 				idDeps = append(idDeps, d)
 			}
 		}
 	case blackboard.Constraints:
-		if _, ok := rec.Payload[KeyName]; !ok {
-			rec.Payload[KeyName] = rec.Kind
+		if _, ok := rec.Payload[keyName]; !ok {
+			rec.Payload[keyName] = rec.Kind
 		}
-		if _, ok := rec.Payload[KeyEnabled]; !ok {
-			rec.Payload[KeyEnabled] = true
+		if _, ok := rec.Payload[keyEnabled]; !ok {
+			rec.Payload[keyEnabled] = true
 		}
 	}
 	return rec, idDeps, nil
@@ -165,10 +166,10 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 	rec.ID = blackboard.RecordID(rec.Slot, k.namespace, rec.Provenance.TraceID, n+1)
 	// Conditional on the trace as read, so that n is always the record's
 	// position in its trace, even with concurrent writers.
-	b := blackboard.Batch{Appends: snap.appends[:0]}
+	b := store.Batch{Appends: snap.appends[:0]}
 	b.Appends = append(b.Appends, *rec)
 	for _, key := range keys {
-		b.Claims = append(b.Claims, blackboard.Claim{Key: key, RecordID: rec.ID})
+		b.Claims = append(b.Claims, store.Claim{Key: key, RecordID: rec.ID})
 	}
 	if then != nil {
 		// A copy: the record is what the store keeps (see Governor.Write).
@@ -198,7 +199,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 // raced reports whether a store refused a batch because a concurrent writer
 // changed the trace first: the caller reads again and retries.
 func raced(err error) bool {
-	return errors.Is(err, blackboard.ErrConflict) || errors.Is(err, blackboard.ErrDuplicateID) || errors.Is(err, blackboard.ErrNotActive) ||
+	return errors.Is(err, blackboard.ErrConflict) || errors.Is(err, store.ErrDuplicateID) || errors.Is(err, store.ErrNotActive) ||
 		errors.Is(err, blackboard.ErrDuplicateKey)
 }
 
@@ -279,7 +280,7 @@ type outcome struct {
 	rule, failed, detail string
 	causes               []Cause
 	grounds              []*blackboard.Record // the committed beliefs a plan or action rests on
-	claim                blackboard.Claim     // the once-key an action takes (empty Key when none)
+	claim                store.Claim          // the once-key an action takes (empty Key when none)
 }
 
 // refuse is a refusal with code about the record failed.
@@ -351,7 +352,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 		if p.Status == blackboard.StatusExpired && len(expiries)+len(snap.late) > 0 {
 			// Deciding an expired proposal is refused, and its expiry is
 			// what that decision records.
-			if err := snap.apply(ctx, blackboard.Batch{Invalidations: expiries}); err != nil && !raced(err) {
+			if err := snap.apply(ctx, store.Batch{Invalidations: expiries}); err != nil && !raced(err) {
 				return Decision{}, false, err
 			}
 		}
@@ -371,7 +372,7 @@ func (k *Kernel) commitOnce(ctx context.Context, role blackboard.Role, traceID, 
 // follow the decision in the same batch. keys are the submitter's
 // once-keys (a governed Submit's), claimed in the batch by the committed
 // record, or by the proposal when it is refused.
-func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []blackboard.Invalidation, p *blackboard.Record, submitted bool, then func(Decision, blackboard.Record) ([]Follow, error), keys []string) (Decision, bool, error) {
+func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []store.Invalidation, p *blackboard.Record, submitted bool, then func(Decision, blackboard.Record) ([]Follow, error), keys []string) (Decision, bool, error) {
 	out, err := k.decide(ctx, snap, p)
 	if err != nil {
 		return Decision{}, false, err
@@ -380,13 +381,13 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []bl
 	if out.code.OK() {
 		reason = blackboard.CodeSupersededByCommit
 	}
-	batch := blackboard.Batch{Appends: snap.appends[:0], Invalidations: expiries}
+	batch := store.Batch{Appends: snap.appends[:0], Invalidations: expiries}
 	if submitted {
 		final := *p
 		final.Status, final.Reason = blackboard.StatusInvalidated, reason
 		batch.Appends = append(batch.Appends, final)
 	} else {
-		inv := blackboard.Invalidation{ID: p.ID, Status: blackboard.StatusInvalidated, Reason: reason}
+		inv := store.Invalidation{ID: p.ID, Status: blackboard.StatusInvalidated, Reason: reason}
 		if expiries == nil {
 			batch.Invalidations = append(snap.invs[:0], inv)
 		} else {
@@ -408,7 +409,7 @@ func (k *Kernel) applyOutcome(ctx context.Context, snap *snapshot, expiries []bl
 			holder = out.record.ID
 		}
 		for _, key := range keys {
-			batch.Claims = append(batch.Claims, blackboard.Claim{Key: key, RecordID: holder})
+			batch.Claims = append(batch.Claims, store.Claim{Key: key, RecordID: holder})
 		}
 	}
 	d := Decision{

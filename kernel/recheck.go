@@ -69,7 +69,7 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 		return outcome{code: blackboard.CodeInvalidProposal, failed: a.ID, detail: "the action is " + a.Status.String() + " or has no proposal"}, nil
 	}
 	var bbuf beliefBuf
-	g := k.newGate(s, a.Kind, list(p.Payload, KeyRequiresBeliefs), p.Payload, &bbuf)
+	g := k.newGate(s, a.Kind, list(p.Payload, keyRequiresBeliefs), p.Payload, &bbuf)
 	if code := g.grounded(false); code != "" {
 		return outcome{code: code}, nil
 	}
@@ -118,7 +118,7 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 	}
 	preds := g.predictions()
 	flags[3] = negative(preds)
-	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(KeyRequirePrediction)) {
+	if !mutPredictionGate && (g.spec.RequirePrediction || p.Payload.Bool(keyRequirePrediction)) {
 		if len(preds) == 0 {
 			return outcome{code: blackboard.CodeNoPrediction}, nil
 		}

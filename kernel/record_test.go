@@ -77,14 +77,14 @@ func TestTruthy(t *testing.T) {
 func TestPersistentConstraints(t *testing.T) {
 	f := newFixture(t)
 	if _, err := f.sym.CommitConstraint(f.ctx, "learner", kernel.Constraint{Name: "block_conflicted_actions", Enabled: true,
-		BlocksField: kernel.KeyUsesConflictedData}, blackboard.ScopePersistent); err != nil {
+		BlocksField: "uses_conflicted_data"}, blackboard.ScopePersistent); err != nil {
 		t.Fatal(err)
 	}
 	f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.9), 0)
 	f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 	// The trace's own disabled constraint of the same name does not switch
 	// the persistent one off.
-	if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "block_conflicted_actions", BlocksField: kernel.KeyUsesConflictedData}, 0); err != nil {
+	if _, err := f.sym.CommitConstraint(f.ctx, tr, kernel.Constraint{Name: "block_conflicted_actions", BlocksField: "uses_conflicted_data"}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.BlockedCode("block_conflicted_actions") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/vouch"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // snapshot is one read of a trace's decision state ([traceState]), plus
@@ -29,20 +30,20 @@ type snapshot struct {
 	version    uint64 // the trace's Version when read (StateStore)
 	stateful   bool   // the store keeps trace states
 	st         *traceState
-	extra      []*blackboard.Record      // records read by id, and the pending proposal
-	err        error                     // the first store error met reading a record by id
-	late       []blackboard.Invalidation // expiries of records read by id, written with the decision's batch
-	pending    blackboard.Record         // the proposal a Submit decides, as if written (see pend)
-	decides    bool                      // the snapshot decides a proposal: its batch writes expiries
-	persistent []blackboard.Record       // active persistent constraints of every trace (the kernel's cache: read only)
-	shared     uint64                    // TraceState.Shared as read
-	sharedOK   bool                      // shared was read from a StateStore
-	gated      bool                      // the decision enforces constraints: its batch is conditional on shared
-	viewing    bool                      // read for a view: it decides nothing and writes nothing
+	extra      []*blackboard.Record // records read by id, and the pending proposal
+	err        error                // the first store error met reading a record by id
+	late       []store.Invalidation // expiries of records read by id, written with the decision's batch
+	pending    blackboard.Record    // the proposal a Submit decides, as if written (see pend)
+	decides    bool                 // the snapshot decides a proposal: its batch writes expiries
+	persistent []blackboard.Record  // active persistent constraints of every trace (the kernel's cache: read only)
+	shared     uint64               // TraceState.Shared as read
+	sharedOK   bool                 // shared was read from a StateStore
+	gated      bool                 // the decision enforces constraints: its batch is conditional on shared
+	viewing    bool                 // read for a view: it decides nothing and writes nothing
 	// scratch for the batch a commit applies, reused with the snapshot
 	appends [3]blackboard.Record
-	invs    [1]blackboard.Invalidation
-	claims  [1]blackboard.Claim
+	invs    [1]store.Invalidation
+	claims  [1]store.Claim
 	cons    []constraint // reused by constraints()
 	// collect is collectRecord bound to the snapshot once, when the pool
 	// makes it; listed and listErr are what it gathered.
@@ -67,8 +68,8 @@ type idSpan struct {
 
 // apply writes a batch the kernel built for this snapshot's trace: it is
 // conditional on the trace as read and carries the trace's next state.
-// Its claims are the kernel's, in the kernel's key space (see [blackboard.Store]).
-func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
+// Its claims are the kernel's, in the kernel's key space (see [store.Store]).
+func (s *snapshot) apply(ctx context.Context, b store.Batch) error {
 	k := s.k
 	for i := range b.Claims {
 		b.Claims[i].Namespace = k.keySpace()
@@ -78,7 +79,7 @@ func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
 		b.SharedNamespace, b.Shared = k.namespace, s.shared
 	}
 	for _, inv := range s.late {
-		if s.decides && !slices.ContainsFunc(b.Invalidations, func(o blackboard.Invalidation) bool { return o.ID == inv.ID }) {
+		if s.decides && !slices.ContainsFunc(b.Invalidations, func(o store.Invalidation) bool { return o.ID == inv.ID }) {
 			b.Invalidations = append(b.Invalidations, inv)
 		}
 	}
@@ -98,7 +99,7 @@ func (s *snapshot) apply(ctx context.Context, b blackboard.Batch) error {
 			// The state said a record was active that the store has not:
 			// the next read builds the state from the trace rather than
 			// trust the stored one again.
-			k.written.drop(s.traceID, errors.Is(err, blackboard.ErrNotActive))
+			k.written.drop(s.traceID, errors.Is(err, store.ErrNotActive))
 			if s.gated {
 				k.persistent.reset()
 			}
@@ -177,7 +178,7 @@ func (k *Kernel) loadAs(ctx context.Context, traceID string, withConstraints, wr
 // false when the snapshot must be read from the store.
 func (s *snapshot) startFromWritten() bool {
 	k := s.k
-	if _, ok := k.store.(blackboard.StateStore); !ok {
+	if _, ok := k.store.(store.StateStore); !ok {
 		return false
 	}
 	w, ok := k.written.get(s.traceID)
@@ -198,12 +199,12 @@ func (s *snapshot) startFromWritten() bool {
 	return true
 }
 
-// readState reads the trace's state from a [blackboard.StateStore] when it is
+// readState reads the trace's state from a [store.StateStore] when it is
 // current, and otherwise builds it from the whole trace.
 func (s *snapshot) readState(ctx context.Context) error {
 	k := s.k
 	ns := ""
-	ss, ok := k.store.(blackboard.StateStore)
+	ss, ok := k.store.(store.StateStore)
 	s.stateful = ok
 	if ok {
 		ts, err := ss.ReadState(ctx, k.namespace, s.traceID)
@@ -277,7 +278,7 @@ func (k *Kernel) readTrace(ctx context.Context, traceID string) ([]blackboard.Re
 
 // readConstraints reads the namespace's active persistent constraints, or
 // takes them from the kernel's cache when the store says they have not
-// changed since ([blackboard.TraceState.Shared]).
+// changed since ([store.TraceState.Shared]).
 func (s *snapshot) readConstraints(ctx context.Context) error {
 	k := s.k
 	if s.sharedOK {
@@ -293,7 +294,7 @@ func (s *snapshot) readConstraints(ctx context.Context) error {
 	// Called directly with the snapshot's own collector rather than
 	// ranged over: a range's body, its variables and results were four
 	// allocations a listing, usually of nothing.
-	k.store.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns})(s.collect)
+	k.store.ListSlot(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns})(s.collect)
 	recs, err := s.listed, s.listErr
 	s.listed, s.listErr = nil, nil
 	if err != nil {
@@ -313,7 +314,7 @@ func (s *snapshot) release() {
 	s.persistent, s.sharedOK, s.gated, s.viewing = nil, false, false, false
 	clear(s.extra)
 	s.extra, s.late, s.pending = s.extra[:0], s.late[:0], blackboard.Record{}
-	s.appends, s.invs, s.claims = [3]blackboard.Record{}, [1]blackboard.Invalidation{}, [1]blackboard.Claim{}
+	s.appends, s.invs, s.claims = [3]blackboard.Record{}, [1]store.Invalidation{}, [1]store.Claim{}
 	clear(s.cons)
 	s.k, s.ctx, s.st, s.err, s.decides = nil, nil, nil, nil, false
 	s.ids, s.decisionID, s.nids = "", "", 0
@@ -473,19 +474,19 @@ func (s *snapshot) belief(kind string) *blackboard.Record {
 // stale reports whether a percept may not be used as evidence now: flagged
 // stale by its source, already expired, or past its TTL.
 func (s *snapshot) stale(r *blackboard.Record) bool {
-	return !mutStale && (r.Payload.Bool(KeyStale) || r.Status == blackboard.StatusExpired || r.ExpiredAt(s.nowMS))
+	return !mutStale && (r.Payload.Bool(keyStale) || r.Status == blackboard.StatusExpired || r.ExpiredAt(s.nowMS))
 }
 
 // markExpired marks, in the snapshot only, the active records of the
 // state whose TTL has run out as EXPIRED, and returns the invalidations
 // that record it (nil when none). Decisions write them with their batch;
 // reads never do.
-func (s *snapshot) markExpired() []blackboard.Invalidation {
-	var out []blackboard.Invalidation
+func (s *snapshot) markExpired() []store.Invalidation {
+	var out []store.Invalidation
 	mark := func(r *blackboard.Record) {
 		if r.ID != "" && r.Status == blackboard.StatusActive && r.ExpiredAt(s.nowMS) &&
-			!slices.ContainsFunc(out, func(inv blackboard.Invalidation) bool { return inv.ID == r.ID }) {
-			out = append(out, blackboard.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+			!slices.ContainsFunc(out, func(inv store.Invalidation) bool { return inv.ID == r.ID }) {
+			out = append(out, store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
 		}
 	}
 	for i := range s.st.heads {
@@ -517,12 +518,12 @@ func (s *snapshot) markExpired() []blackboard.Invalidation {
 
 // expireRecord marks r, a record read by id, EXPIRED in the snapshot when
 // its TTL has run out, and returns the invalidation (ok false when not).
-func (s *snapshot) expireRecord(r *blackboard.Record) (inv blackboard.Invalidation, ok bool) {
+func (s *snapshot) expireRecord(r *blackboard.Record) (inv store.Invalidation, ok bool) {
 	if r.Status != blackboard.StatusActive || !r.ExpiredAt(s.nowMS) {
-		return blackboard.Invalidation{}, false
+		return store.Invalidation{}, false
 	}
 	r.Status, r.Reason = blackboard.StatusExpired, blackboard.CodeTTLExpired
-	return blackboard.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}, true
+	return store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}, true
 }
 
 // checkRefs verifies that every id names a record of this trace, or a
@@ -622,15 +623,15 @@ func (c *constraint) appliesTo(action string, fallback bool) bool {
 
 func asConstraint(r *blackboard.Record) constraint {
 	c := constraint{rec: r, name: r.Kind, enabled: true}
-	if n, ok := r.Payload.String(KeyName); ok && n != "" {
+	if n, ok := r.Payload.String(keyName); ok && n != "" {
 		c.name = n
 	}
-	if e, ok := r.Payload[KeyEnabled].(bool); ok {
+	if e, ok := r.Payload[keyEnabled].(bool); ok {
 		c.enabled = e
 	}
-	c.field, _ = r.Payload.String(KeyBlocksField)
-	c.bind, _ = r.Payload.String(KeyBindPercept)
-	c.types = list(r.Payload, KeyAppliesTo)
+	c.field, _ = r.Payload.String(keyBlocksField)
+	c.bind, _ = r.Payload.String(keyBindPercept)
+	c.types = list(r.Payload, keyAppliesTo)
 	return c
 }
 

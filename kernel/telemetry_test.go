@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	bktel "github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -57,7 +58,7 @@ func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 func (tel *telemetry) byRecord(t *testing.T, name, id string) sdktrace.ReadOnlySpan {
 	t.Helper()
 	for _, s := range tel.spans.Ended() {
-		if s.Name() == name && attrs(s)[kernel.AttrRecordID] == id {
+		if s.Name() == name && attrs(s)[bktel.AttrRecordID] == id {
 			return s
 		}
 	}
@@ -105,9 +106,9 @@ func TestDecisionSpans(t *testing.T) {
 	bs := tel.byRecord(t, "kernel.submit", belief.ProposalID)
 	a := attrs(bs)
 	for key, want := range map[string]string{
-		kernel.AttrNamespace: "shop", kernel.AttrTraceID: "stale", kernel.AttrSlot: "beliefs", kernel.AttrKind: "refund_due",
-		kernel.AttrRole: "planner", kernel.AttrWriter: "planner", kernel.AttrCode: "STALE_EVIDENCE",
-		kernel.AttrFailed: percept, kernel.AttrRootCause: "STALE_EVIDENCE",
+		bktel.AttrNamespace: "shop", bktel.AttrTraceID: "stale", bktel.AttrSlot: "beliefs", bktel.AttrKind: "refund_due",
+		bktel.AttrRole: "planner", bktel.AttrWriter: "planner", bktel.AttrCode: "STALE_EVIDENCE",
+		bktel.AttrFailed: percept, bktel.AttrRootCause: "STALE_EVIDENCE",
 	} {
 		if a[key] != want {
 			t.Errorf("belief span %s = %q, want %q", key, a[key], want)
@@ -123,22 +124,22 @@ func TestDecisionSpans(t *testing.T) {
 	for _, s := range []sdktrace.ReadOnlySpan{bs, tel.byRecord(t, "kernel.submit", plan.ProposalID)} {
 		links := s.Links()
 		if len(links) != 1 || links[0].SpanContext.SpanID() != write.SpanContext().SpanID() {
-			t.Errorf("%s links %+v, want one to the percept's write span", attrs(s)[kernel.AttrRecordID], links)
+			t.Errorf("%s links %+v, want one to the percept's write span", attrs(s)[bktel.AttrRecordID], links)
 			continue
 		}
-		if la := links[0].Attributes; len(la) == 0 || la[0] != attribute.String(kernel.AttrRecordID, percept) {
+		if la := links[0].Attributes; len(la) == 0 || la[0] != attribute.String(bktel.AttrRecordID, percept) {
 			t.Errorf("link attributes %v", la)
 		}
 	}
 	ps := tel.byRecord(t, "kernel.submit", plan.ProposalID)
-	if attrs(ps)[kernel.AttrRootCause] != "STALE_EVIDENCE" || attrs(ps)[kernel.AttrCode] != "PLAN_MISSING_BELIEF" {
+	if attrs(ps)[bktel.AttrRootCause] != "STALE_EVIDENCE" || attrs(ps)[bktel.AttrCode] != "PLAN_MISSING_BELIEF" {
 		t.Errorf("plan span %v", attrs(ps))
 	}
 	fs := tel.byRecord(t, "kernel.submit", fb.ProposalID)
-	if fs.Status().Code != otelcodes.Unset || attrs(fs)[kernel.AttrCommittedID] != fb.CommittedID {
+	if fs.Status().Code != otelcodes.Unset || attrs(fs)[bktel.AttrCommittedID] != fb.CommittedID {
 		t.Errorf("fallback span %v %+v", attrs(fs), fs.Status())
 	}
-	if v := tel.byRecord(t, "kernel.view", ""); attrs(v)[kernel.AttrTraceID] != "stale" {
+	if v := tel.byRecord(t, "kernel.view", ""); attrs(v)[bktel.AttrTraceID] != "stale" {
 		t.Errorf("view span %v", attrs(v))
 	}
 
@@ -162,8 +163,8 @@ func TestDecisionSpans(t *testing.T) {
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				for _, dp := range d.DataPoints {
-					slot, _ := dp.Attributes.Value(kernel.AttrSlot)
-					code, _ := dp.Attributes.Value(kernel.AttrCode)
+					slot, _ := dp.Attributes.Value(bktel.AttrSlot)
+					code, _ := dp.Attributes.Value(bktel.AttrCode)
 					got[m.Name+" "+slot.AsString()+" "+code.AsString()] += dp.Value
 				}
 			case metricdata.Histogram[float64]:
@@ -262,7 +263,7 @@ func TestInstrumentsFollowTheProvider(t *testing.T) {
 	decide := func(k *kernel.Kernel, n int) {
 		for i := range n {
 			if _, err := k.Planner("p").Submit(ctx, kernel.Entry{TraceID: fmt.Sprint("tr", i), Slot: blackboard.Actions,
-				Kind: kernel.FallbackQueueForReview, Payload: blackboard.Payload{kernel.KeyReason: "x"}}); err != nil {
+				Kind: kernel.FallbackQueueForReview, Payload: blackboard.Payload{"reason": "x"}}); err != nil {
 				t.Fatal(err)
 			}
 		}

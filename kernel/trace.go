@@ -16,28 +16,11 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/store"
 )
 
-// Instrumentation is the name the kernel's tracer and meter report.
-const Instrumentation = "github.com/blackboardkernel/bk/kernel"
-
-// The attributes the kernel puts on its spans, metrics and debug logs
-// (docs/observability.md has the full table).
-const (
-	AttrNamespace   = "bk.namespace"    // the kernel's namespace
-	AttrTraceID     = "bk.trace_id"     // the blackboard trace (episode) id
-	AttrSlot        = "bk.slot"         // the slot written or decided
-	AttrKind        = "bk.kind"         // the record's kind (an action type, a tool's action)
-	AttrRecordID    = "bk.record_id"    // the record written, or the proposal decided
-	AttrCommittedID = "bk.committed_id" // the record a commit wrote
-	AttrRole        = "bk.role"         // the role of the handle that asked
-	AttrWriter      = "bk.writer"       // the writer id of that handle
-	AttrCode        = "bk.code"         // the resulting code
-	AttrRule        = "bk.rule"         // the constraint or rule that decided a refusal
-	AttrFailed      = "bk.failed"       // the record that failed the check
-	AttrRootCause   = "bk.root_cause"   // the deepest cause of a refusal
-	AttrExpired     = "bk.expired"      // how many records an expiry marked
-)
+// instrumentation is the name the kernel's tracer and meter report.
+const instrumentation = "github.com/blackboardkernel/bk/kernel"
 
 // WithTracerProvider sets the OpenTelemetry provider the kernel traces
 // with: writes, decisions, views, expiries and the Governor's appends each
@@ -80,7 +63,7 @@ func (k *Kernel) initTelemetry() {
 		mp = otel.GetMeterProvider()
 	}
 	if tp != nil {
-		k.tracer = tp.Tracer(Instrumentation)
+		k.tracer = tp.Tracer(instrumentation)
 	}
 	if mp == nil {
 		return
@@ -89,7 +72,7 @@ func (k *Kernel) initTelemetry() {
 		k.metrics = c.ms
 		return
 	}
-	m := mp.Meter(Instrumentation)
+	m := mp.Meter(instrumentation)
 	var ms metrics
 	var errs [3]error
 	ms.decisions, errs[0] = m.Int64Counter("bk.decisions", metric.WithUnit("{decision}"),
@@ -135,9 +118,9 @@ func (k *Kernel) span(ctx context.Context, op, traceID string, slot blackboard.S
 	}
 	ctx, sp := k.tracer.Start(ctx, op)
 	if sp.IsRecording() {
-		sp.SetAttributes(attribute.String(AttrNamespace, k.namespace), attribute.String(AttrTraceID, traceID))
+		sp.SetAttributes(attribute.String(telemetry.AttrNamespace, k.namespace), attribute.String(telemetry.AttrTraceID, traceID))
 		if slot.Valid() {
-			sp.SetAttributes(attribute.String(AttrSlot, slot.String()))
+			sp.SetAttributes(attribute.String(telemetry.AttrSlot, slot.String()))
 		}
 	} else {
 		sp.End()
@@ -153,7 +136,7 @@ func endSpan(sp trace.Span, code blackboard.Code, err error) {
 		return
 	}
 	if code != "" {
-		sp.SetAttributes(attribute.String(AttrCode, string(code)))
+		sp.SetAttributes(attribute.String(telemetry.AttrCode, string(code)))
 	}
 	switch {
 	case err != nil:
@@ -175,9 +158,9 @@ func spanRef(ctx context.Context) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
-// ParseSpanRef parses a W3C traceparent as [blackboard.Provenance.Span] holds it into
+// parseSpanRef parses a W3C traceparent as [blackboard.Provenance.Span] holds it into
 // a span context (remote); ok is false for "" or a malformed value.
-func ParseSpanRef(ref string) (sc trace.SpanContext, ok bool) {
+func parseSpanRef(ref string) (sc trace.SpanContext, ok bool) {
 	parts := strings.Split(ref, "-")
 	if len(parts) != 4 || parts[0] != "00" || len(parts[3]) != 2 {
 		return trace.SpanContext{}, false
@@ -210,24 +193,24 @@ const (
 func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, role blackboard.Role, writer, kind string, slot blackboard.Slot, d *Decision) {
 	if sp != nil {
 		attrs := []attribute.KeyValue{
-			attribute.String(AttrKind, kind), attribute.String(AttrRecordID, d.ProposalID),
-			attribute.String(AttrRole, role.String()), attribute.String(AttrWriter, writer),
+			attribute.String(telemetry.AttrKind, kind), attribute.String(telemetry.AttrRecordID, d.ProposalID),
+			attribute.String(telemetry.AttrRole, role.String()), attribute.String(telemetry.AttrWriter, writer),
 		}
 		if slot.Valid() {
-			attrs = append(attrs, attribute.String(AttrSlot, slot.String()))
+			attrs = append(attrs, attribute.String(telemetry.AttrSlot, slot.String()))
 		}
 		if d.CommittedID != "" {
-			attrs = append(attrs, attribute.String(AttrCommittedID, d.CommittedID))
+			attrs = append(attrs, attribute.String(telemetry.AttrCommittedID, d.CommittedID))
 		}
 		if d.Rule != "" {
-			attrs = append(attrs, attribute.String(AttrRule, d.Rule))
+			attrs = append(attrs, attribute.String(telemetry.AttrRule, d.Rule))
 		}
 		if d.Failed != "" {
-			attrs = append(attrs, attribute.String(AttrFailed, d.Failed))
+			attrs = append(attrs, attribute.String(telemetry.AttrFailed, d.Failed))
 		}
 		if !d.Code.OK() {
 			root := d.RootCause()
-			attrs = append(attrs, attribute.String(AttrRootCause, string(root.Code)))
+			attrs = append(attrs, attribute.String(telemetry.AttrRootCause, string(root.Code)))
 		}
 		sp.SetAttributes(attrs...)
 		for _, l := range k.evidenceLinks(ctx, d) {
@@ -235,15 +218,15 @@ func (k *Kernel) decided(ctx context.Context, sp trace.Span, start time.Time, ro
 		}
 	}
 	if m := k.metrics; m != nil && !start.IsZero() {
-		set := metric.WithAttributes(attribute.String(AttrNamespace, k.namespace), attribute.String(AttrSlot, slot.String()),
-			attribute.String(AttrKind, kind), attribute.String(AttrCode, string(d.Code)))
+		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, k.namespace), attribute.String(telemetry.AttrSlot, slot.String()),
+			attribute.String(telemetry.AttrKind, kind), attribute.String(telemetry.AttrCode, string(d.Code)))
 		m.decisions.Add(ctx, 1, set)
 		m.latency.Record(ctx, time.Since(start).Seconds(), set)
 	}
 	if k.log.Enabled(ctx, slog.LevelDebug) {
-		k.log.DebugContext(ctx, "decision", AttrNamespace, k.namespace, AttrTraceID, traceOf(d), AttrSlot, slot.String(),
-			AttrKind, kind, AttrRecordID, d.ProposalID, AttrCommittedID, d.CommittedID, AttrRole, role.String(),
-			AttrCode, string(d.Code), AttrRule, d.Rule, AttrFailed, d.Failed)
+		k.log.DebugContext(ctx, "decision", telemetry.AttrNamespace, k.namespace, telemetry.AttrTraceID, traceOf(d), telemetry.AttrSlot, slot.String(),
+			telemetry.AttrKind, kind, telemetry.AttrRecordID, d.ProposalID, telemetry.AttrCommittedID, d.CommittedID, telemetry.AttrRole, role.String(),
+			telemetry.AttrCode, string(d.Code), telemetry.AttrRule, d.Rule, telemetry.AttrFailed, d.Failed)
 	}
 }
 
@@ -299,17 +282,17 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 		}
 		switch r.Slot {
 		case blackboard.Percepts:
-			if sc, ok := ParseSpanRef(r.Provenance.Span); ok && !spans[r.Provenance.Span] {
+			if sc, ok := parseSpanRef(r.Provenance.Span); ok && !spans[r.Provenance.Span] {
 				spans[r.Provenance.Span] = true
 				links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
-					attribute.String(AttrRecordID, r.ID), attribute.String(AttrKind, r.Kind)}})
+					attribute.String(telemetry.AttrRecordID, r.ID), attribute.String(telemetry.AttrKind, r.Kind)}})
 			}
 		case blackboard.Beliefs, blackboard.Evidence, blackboard.Plans, blackboard.Predictions:
 			queue = append(queue, r.Provenance.InputRefs...)
 			queue = append(queue, r.EvidenceRefs...)
 			if r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose {
 				// A rejected belief: the percepts it named.
-				for _, dep := range list(r.Payload, KeyDependsOn) {
+				for _, dep := range list(r.Payload, keyDependsOn) {
 					if s, _ := dep.(string); looksLikeID(s) {
 						queue = append(queue, s)
 					} else if p, err := k.store.FindActive(ctx, k.namespace, r.TraceID(), blackboard.Percepts, s); err == nil {
@@ -323,14 +306,14 @@ func (k *Kernel) evidenceLinks(ctx context.Context, d *Decision) []trace.Link {
 }
 
 // recordExpiries counts the records an expiry marked.
-func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []blackboard.Invalidation) {
+func (k *Kernel) recordExpiries(ctx context.Context, snap *snapshot, inv []store.Invalidation) {
 	if len(inv) == 0 || k.metrics == nil || !k.metrics.expiries.Enabled(ctx) {
 		return
 	}
 	for _, e := range inv {
 		if r := snap.byID(e.ID); r != nil {
-			k.metrics.expiries.Add(ctx, 1, metric.WithAttributes(attribute.String(AttrNamespace, k.namespace),
-				attribute.String(AttrSlot, r.Slot.String()), attribute.String(AttrKind, r.Kind)))
+			k.metrics.expiries.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, k.namespace),
+				attribute.String(telemetry.AttrSlot, r.Slot.String()), attribute.String(telemetry.AttrKind, r.Kind)))
 		}
 	}
 }

@@ -83,7 +83,7 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 				f.t.Fatalf("belief: %s %v", d.Code, err)
 			}
 		}},
-		{name: "prediction", want: blackboard.CodeNoPrediction, act: with(action("refund_due"), kernel.KeyRequirePrediction, true), setup: func(f *fixture) {
+		{name: "prediction", want: blackboard.CodeNoPrediction, act: with(action("refund_due"), "require_prediction", true), setup: func(f *fixture) {
 			f.groundedBelief(tr)
 			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "o", Payload: prediction("issue_refund", 1, "refund_due"), TTL: ttl}); err != nil || !d.Committed() {
 				f.t.Fatalf("prediction: %s %v", d.Code, err)
@@ -92,7 +92,7 @@ func TestExpiredRecordsStopCounting(t *testing.T) {
 		{name: "constraint", want: blackboard.CodeCommitted, act: with(action("refund_due"), "is_duplicate", true), setup: func(f *fixture) {
 			f.groundedBelief(tr)
 			if _, err := f.sym.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Constraints, Kind: "no_duplicate_refund",
-				Payload: blackboard.Payload{kernel.KeyBlocksField: "is_duplicate"}, TTL: ttl}); err != nil {
+				Payload: blackboard.Payload{"blocks_field": "is_duplicate"}, TTL: ttl}); err != nil {
 				f.t.Fatal(err)
 			}
 		}},
@@ -135,11 +135,11 @@ func TestDerivedFlags(t *testing.T) {
 		flag, constraint string
 		setup            func(f *fixture)
 	}{
-		{kernel.KeyUsesConflictedData, "block_conflicted_actions", func(f *fixture) {
+		{"uses_conflicted_data", "block_conflicted_actions", func(f *fixture) {
 			f.perceive(tr, "charge", blackboard.Payload{"conflict": true}, kernel.Confidence(0.8), 0)
 			f.mustPropose(tr, blackboard.Beliefs, "refund_due", belief(true, "charge"))
 		}},
-		{kernel.KeyHasNegativePrediction, "block_negative_predictions", func(f *fixture) {
+		{"has_negative_prediction", "block_negative_predictions", func(f *fixture) {
 			f.groundedBelief(tr)
 			if d, err := f.sim.Submit(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Predictions, Kind: "o", Payload: prediction("issue_refund", -0.5, "refund_due")}); err != nil || !d.Committed() {
 				f.t.Fatalf("prediction: %s %v", d.Code, err)
@@ -184,14 +184,14 @@ func TestDerivedFlags(t *testing.T) {
 	// lets the action through.
 	f := newFixture(t)
 	f.groundedBelief(tr)
-	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+	for _, c := range []string{"uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction"} {
 		f.constrain(tr, "block_"+c, c)
 	}
-	d := f.mustPropose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), kernel.KeyUsesStaleData, false))
+	d := f.mustPropose(tr, blackboard.Actions, "issue_refund", with(action("refund_due"), "uses_stale_data", false))
 	if d.Code != blackboard.CodeCommitted {
 		t.Fatalf("clean action: %s", d.Code)
 	}
-	for _, c := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+	for _, c := range []string{"uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction"} {
 		if f.get(d.CommittedID).Payload[c] != false {
 			t.Errorf("clean action: %s = %v", c, f.get(d.CommittedID).Payload[c])
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/store"
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -76,7 +78,7 @@ func (k *Kernel) View(ctx context.Context, traceID string, opts ViewOptions) (v 
 		return View{}, newErr("view", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
 	}
 	nowMS := k.nowMS()
-	if _, ok := k.store.(blackboard.StateStore); ok {
+	if _, ok := k.store.(store.StateStore); ok {
 		v, ok, err := k.viewFromState(ctx, traceID, opts, nowMS)
 		if err != nil || ok {
 			return v, err
@@ -145,7 +147,7 @@ func (k *Kernel) newView(ctx context.Context, traceID string, opts ViewOptions, 
 	v := View{TraceID: traceID, Committed: make(map[blackboard.Slot]map[string]blackboard.Payload, 4)}
 	if opts.IncludePersistent {
 		for _, slot := range k.sharedSlots() {
-			for r, err := range k.store.ListSlot(ctx, slot, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: k.namespace}) {
+			for r, err := range k.store.ListSlot(ctx, slot, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: k.namespace}) {
 				if err != nil {
 					return View{}, err
 				}
@@ -256,7 +258,7 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 	ctx, sp := k.span(ctx, "kernel.expire", traceID, 0)
 	if sp != nil {
 		defer func() {
-			sp.SetAttributes(attribute.Int(AttrExpired, n))
+			sp.SetAttributes(attribute.Int(telemetry.AttrExpired, n))
 			endSpan(sp, "", err)
 		}()
 	}
@@ -275,17 +277,17 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 			snap.release()
 			return 0, err
 		}
-		var inv []blackboard.Invalidation
+		var inv []store.Invalidation
 		for i := range recs {
 			if r := &recs[i]; r.Status == blackboard.StatusActive && r.ExpiredAt(snap.nowMS) {
-				inv = append(inv, blackboard.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
+				inv = append(inv, store.Invalidation{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired})
 			}
 		}
 		if len(inv) == 0 {
 			snap.release()
 			return 0, nil
 		}
-		err = snap.apply(ctx, blackboard.Batch{Invalidations: inv})
+		err = snap.apply(ctx, store.Batch{Invalidations: inv})
 		if raced(err) {
 			snap.release()
 			continue
@@ -298,5 +300,5 @@ func (k *Kernel) Expire(ctx context.Context, traceID string) (n int, err error) 
 		snap.release()
 		return len(inv), nil
 	}
-	return 0, newErr("expire", "", "", blackboard.ErrNotActive, fmt.Sprintf("trace %q kept changing", traceID))
+	return 0, newErr("expire", "", "", store.ErrNotActive, fmt.Sprintf("trace %q kept changing", traceID))
 }

@@ -34,7 +34,7 @@ func (f *fixture) refundEpisode(trace string, charge blackboard.Payload, conf *f
 	}
 	if !e.action.Committed() {
 		e.fallback = f.mustPropose(trace, blackboard.Actions, kernel.FallbackQueueForReview,
-			blackboard.Payload{kernel.KeyReason: string(reason)})
+			blackboard.Payload{"reason": string(reason)})
 	}
 	return e
 }
@@ -80,7 +80,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 				if !slices.Contains(f.get(e.belief.CommittedID).EvidenceRefs, ev.ID) || !slices.Contains(ev.Provenance.InputRefs, e.percept.ID) {
 					t.Errorf("belief %v / artifact %v not linked to percept %s", f.get(e.belief.CommittedID).EvidenceRefs, ev.Provenance.InputRefs, e.percept.ID)
 				}
-				if f.get(e.action.CommittedID).Payload[kernel.KeyUsesConflictedData] != true {
+				if f.get(e.action.CommittedID).Payload["uses_conflicted_data"] != true {
 					t.Errorf("committed refund does not record uses_conflicted_data: %v", f.get(e.action.CommittedID).Payload)
 				}
 				return
@@ -88,7 +88,7 @@ func TestPaperWalkthroughs(t *testing.T) {
 			if e.action.ProposalID != "" {
 				t.Errorf("refund proposed after an infeasible plan")
 			}
-			if e.fallback.Code != blackboard.CodeCommitted || f.get(e.fallback.CommittedID).Payload[kernel.KeyReason] != string(tc.fallbackWhy) {
+			if e.fallback.Code != blackboard.CodeCommitted || f.get(e.fallback.CommittedID).Payload["reason"] != string(tc.fallbackWhy) {
 				t.Errorf("fallback %s %v", e.fallback.Code, f.get(e.fallback.CommittedID).Payload)
 			}
 			// Nothing was committed in the belief or plan slots, and no

@@ -440,7 +440,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 	ctx, sp := o.tracer.Start(ctx, "orchestrator.run")
 	defer func() {
 		if sp != nil {
-			sp.SetAttributes(attribute.String(kernel.AttrTraceID, traceID), attribute.Int("bk.rounds", res.Rounds),
+			sp.SetAttributes(attribute.String(telemetry.AttrTraceID, traceID), attribute.Int("bk.rounds", res.Rounds),
 				attribute.Int("bk.steps", len(res.Steps)), attribute.Bool("bk.quiescent", res.Quiescent),
 				attribute.Int("bk.worker_errors", len(res.Errors)))
 			if err != nil {
@@ -567,8 +567,8 @@ func (o *Orchestrator) step(ctx context.Context, e entry, sc *StepContext) (bool
 	sctx, sp := o.tracer.Start(ctx, "worker.step")
 	p, werr := step(sctx, e, sc)
 	if sp != nil {
-		sp.SetAttributes(attribute.String("bk.worker", e.id), attribute.String(kernel.AttrRole, e.handle.Role().String()),
-			attribute.String(kernel.AttrTraceID, sc.traceID), attribute.Int("bk.round", sc.round), attribute.Bool("bk.produced", p))
+		sp.SetAttributes(attribute.String("bk.worker", e.id), attribute.String(telemetry.AttrRole, e.handle.Role().String()),
+			attribute.String(telemetry.AttrTraceID, sc.traceID), attribute.Int("bk.round", sc.round), attribute.Bool("bk.produced", p))
 		if werr != nil {
 			sp.RecordError(werr)
 			sp.SetStatus(codes.Error, werr.Error())

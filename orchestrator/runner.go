@@ -547,8 +547,8 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 	rt.annotate(c, r.WorkerID, r.Round)
 	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: blackboard.Actions,
 		Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{kernel.KeyReason: string(st.Code), "worker": r.WorkerID,
-			"failure": clipMessage(r.Failure.Message()), kernel.KeyRequiresBeliefs: []string{}}},
+		Payload: blackboard.Payload{"reason": string(st.Code), "worker": r.WorkerID,
+			"failure": clipMessage(r.Failure.Message()), "requires_beliefs": []string{}}},
 		func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
 			dr := audit.ForDecision(rt.traceID, kernel.FallbackQueueForReview, d, committed)
 			dr.Context = c

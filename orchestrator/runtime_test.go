@@ -193,7 +193,7 @@ func TestRepairRoutes(t *testing.T) {
 					t.Fatalf("stop %+v", st)
 				}
 				review, err := c.k.Tool("x").Get(context.Background(), st.ReviewID)
-				if err != nil || review.Kind != kernel.FallbackQueueForReview || review.Payload[kernel.KeyReason] != string(tc.status) {
+				if err != nil || review.Kind != kernel.FallbackQueueForReview || review.Payload["reason"] != string(tc.status) {
 					t.Errorf("review action %+v %v", review, err)
 				}
 			case orchestrator.EndAborted:

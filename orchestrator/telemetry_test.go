@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 )
@@ -69,7 +70,7 @@ func TestRunSpans(t *testing.T) {
 	for _, a := range step.Attributes() {
 		attrs[string(a.Key)] = a.Value.String()
 	}
-	if attrs["bk.worker"] != "sensor" || attrs[kernel.AttrRole] != "tool" || attrs["bk.produced"] != "true" || attrs[kernel.AttrTraceID] != "ep-1" {
+	if attrs["bk.worker"] != "sensor" || attrs[telemetry.AttrRole] != "tool" || attrs["bk.produced"] != "true" || attrs[telemetry.AttrTraceID] != "ep-1" {
 		t.Errorf("step attributes %v", attrs)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -327,16 +328,16 @@ func entry(r *blackboard.Record, nowMS int64) Evidence {
 	if mutFlags {
 		return e
 	}
-	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool(kernel.KeyStale) {
+	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool("stale") {
 		e.Flags = addFlag(e.Flags, FlagStale)
 	}
 	if r.Status == blackboard.StatusInvalidated {
 		e.Flags = addFlag(e.Flags, FlagInvalidated)
 	}
-	if r.Payload.Bool(kernel.KeyConflict) {
+	if r.Payload.Bool("conflict") {
 		e.Flags = addFlag(e.Flags, FlagConflicted)
 	}
-	if r.Payload.Bool(kernel.KeyLowConfidence) {
+	if r.Payload.Bool("low_confidence") {
 		e.Flags = addFlag(e.Flags, FlagLowConfidence)
 	}
 	if slices.Contains(e.Flags, FlagStale) {
@@ -388,7 +389,7 @@ func payloadText(p blackboard.Payload) string {
 // promoted, not by any trace's length.
 func (c *Compiler) memory(ctx context.Context, rd kernel.Reader, nowMS int64, s *section) error {
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range rd.List(ctx, slot, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
+		for r, err := range rd.List(ctx, slot, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent}) {
 			if err != nil {
 				return err
 			}

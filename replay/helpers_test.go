@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -87,10 +88,10 @@ func crashedDeskDB(t *testing.T) string {
 }
 
 // deskTraces lists the desk's conversation traces.
-func deskTraces(t *testing.T, s blackboard.Store) []string {
+func deskTraces(t *testing.T, s store.Store) []string {
 	t.Helper()
 	var out []string
-	for tr, err := range blackboard.ListTraces(context.Background(), s, deskNS) {
+	for tr, err := range store.ListTraces(context.Background(), s, deskNS) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,11 +107,11 @@ func deskTraces(t *testing.T, s blackboard.Store) []string {
 
 // recordedDecisions reads a trace's decision records from the store
 // itself, not through the replay.
-func recordedDecisions(t *testing.T, s blackboard.Store, trace string) []audit.Record {
+func recordedDecisions(t *testing.T, s store.Store, trace string) []audit.Record {
 	t.Helper()
 	var out []audit.Record
 	ns := ""
-	for ts, err := range blackboard.ListTraces(context.Background(), s, "") {
+	for ts, err := range store.ListTraces(context.Background(), s, "") {
 		if err == nil && ts.TraceID == trace {
 			ns = ts.Namespace
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -136,7 +137,7 @@ func (r Report) Diverged() bool { return r.First >= 0 }
 // Its errors are [*Error]s wrapping [ErrNoTrace], [ErrNoPolicy],
 // [ErrTampered], [ErrNotReproducible] or [ErrInvalidOption], or a
 // read of src that failed, or ctx's error.
-func Trace(ctx context.Context, src blackboard.Store, namespace, traceID string, opts ...Option) (Report, error) {
+func Trace(ctx context.Context, src store.Store, namespace, traceID string, opts ...Option) (Report, error) {
 	var cfg config
 	for _, o := range opts {
 		if o != nil {

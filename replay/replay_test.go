@@ -16,11 +16,12 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-func openDesk(t *testing.T, path string) blackboard.Store {
+func openDesk(t *testing.T, path string) store.Store {
 	t.Helper()
 	s, err := sqlitestore.Open(context.Background(), path)
 	if err != nil {
@@ -40,7 +41,7 @@ func TestSupportDeskReproduced(t *testing.T) {
 	t.Run("crashed and recovered", func(t *testing.T) { reproduced(t, openDesk(t, crashedDeskDB(t))) })
 }
 
-func reproduced(t *testing.T, s blackboard.Store) {
+func reproduced(t *testing.T, s store.Store) {
 	for _, trace := range deskTraces(t, s) {
 		rep, err := replay.Trace(context.Background(), s, deskNS, trace)
 		if err != nil {

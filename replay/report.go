@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -119,7 +120,7 @@ type captured struct {
 }
 
 // Apply applies b and keeps its decision records.
-func (c *capture) Apply(ctx context.Context, b blackboard.Batch) error {
+func (c *capture) Apply(ctx context.Context, b store.Batch) error {
 	if err := c.Store.Apply(ctx, b); err != nil {
 		return err
 	}

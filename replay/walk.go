@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -30,7 +31,7 @@ const (
 // builds over a fresh memory store, and what it learnt on the way. It is
 // used by one goroutine.
 type replayer struct {
-	src       blackboard.Store
+	src       store.Store
 	ns, trace string
 	cfg       *config
 
@@ -79,7 +80,7 @@ type item struct {
 	pair       *item // for proposals: the replayed side
 }
 
-func newReplayer(src blackboard.Store, ns, trace string, cfg *config) *replayer {
+func newReplayer(src store.Store, ns, trace string, cfg *config) *replayer {
 	return &replayer{src: src, ns: ns, trace: trace, cfg: cfg,
 		results: map[string]blackboard.Record{}, commits: map[string]blackboard.Record{},
 		store: &capture{Store: memstore.New()}, gates: map[string]*toolgate.Gate{}, policies: map[string]toolgate.Policy{},

@@ -331,7 +331,7 @@ func (in *input) ResolveName(name string) (any, bool) {
 	case varBelief:
 		return map[string]any(in.belief), in.belief != nil
 	case varValue:
-		v, ok := in.belief[kernel.KeyValue]
+		v, ok := in.belief["value"]
 		return v, ok
 	case varPercepts:
 		if in.percepts == nil {

@@ -83,7 +83,7 @@ func ExampleWorker() {
 	}
 	report()
 	p, _ := view().Get(blackboard.Predictions, "mild")
-	fmt.Println("committed prediction:", p[kernel.KeyExpectedOutcome])
+	fmt.Println("committed prediction:", p["expected_outcome"])
 
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep", Slot: blackboard.Actions, Kind: "alert",
 		Payload: blackboard.Payload{"requires_beliefs": []string{"anomaly_detected"}}})

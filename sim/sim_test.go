@@ -320,7 +320,7 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 	if !ok {
 		t.Fatal("prediction not committed once its belief was")
 	}
-	if pred[kernel.KeyActionType] != "alert" || pred[kernel.KeyExpectedOutcome] != 1.0 || pred[sim.KeyRule] != "hot" {
+	if pred["action_type"] != "alert" || pred["expected_outcome"] != 1.0 || pred[sim.KeyRule] != "hot" {
 		t.Fatalf("committed prediction %v", pred)
 	}
 	if v.Has(blackboard.Predictions, "mild") {
@@ -379,7 +379,7 @@ func TestPredictionGate(t *testing.T) {
 					t.Fatal(err)
 				}
 				p, ok := view(t, k).Get(blackboard.Predictions, tc.wantPred)
-				if !ok || p[kernel.KeyExpectedOutcome] != tc.wantValue {
+				if !ok || p["expected_outcome"] != tc.wantValue {
 					t.Fatalf("prediction %s = %v, %v", tc.wantPred, p, ok)
 				}
 			}

@@ -149,10 +149,10 @@ func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produc
 			Slot:    blackboard.Predictions,
 			Kind:    kind,
 			Payload: blackboard.Payload{
-				kernel.KeyActionType:      r.ActionType,
-				kernel.KeyExpectedOutcome: r.ExpectedOutcome,
-				kernel.KeyRequiresBeliefs: append([]string{}, r.RequiresBeliefs...),
-				KeyRule:                   kind,
+				"action_type":      r.ActionType,
+				"expected_outcome": r.ExpectedOutcome,
+				"requires_beliefs": append([]string{}, r.RequiresBeliefs...),
+				KeyRule:            kind,
 			},
 			Confidence: r.Confidence,
 		})

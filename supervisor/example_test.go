@@ -58,7 +58,7 @@ func ExampleSupervisor_Run() {
 	for _, trace := range []string{"ticket-1", "ticket-2"} {
 		call(ctx, trace, "lookup_order", `{"order_id":"A1"}`)
 		if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 			panic(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -57,12 +58,12 @@ func (w *world) count(actionID string) int {
 
 // process is one process over the store: a gate, as a restarted program
 // builds it.
-func process(t *testing.T, s blackboard.Store, w *world) *toolgate.Gate {
+func process(t *testing.T, s store.Store, w *world) *toolgate.Gate {
 	return processWithLease(t, s, w, testLease)
 }
 
 // processWithLease is process with a lease of its own.
-func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Duration) *toolgate.Gate {
+func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration) *toolgate.Gate {
 	t.Helper()
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
 	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
@@ -109,7 +110,7 @@ func ground(t *testing.T, g *toolgate.Gate, trace, order string) {
 		t.Fatalf("lookup_order: %+v %v", res, err)
 	}
 	d, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil || !d.Committed() {
 		t.Fatalf("refund_due: %v %v", d.Code, err)
 	}

@@ -97,7 +97,7 @@ func (d *payDesk) lookup(_ context.Context, inv toolgate.Invocation) (blackboard
 // assess proposes refund_due on the order the trace last observed.
 func (d *payDesk) assess(ctx context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 	dec, err := d.k.Planner("refund-policy").Submit(ctx, kernel.Entry{TraceID: inv.TraceID, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -156,8 +157,8 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 	defer func() {
 		if sp != nil {
 			sp.SetAttributes(attribute.String("bk.approval.decision", decision), attribute.String("bk.approval.action_id", actionID),
-				attribute.String(kernel.AttrRole, blackboard.RoleApprover.String()), attribute.String(kernel.AttrWriter, a.identity),
-				attribute.String(kernel.AttrRecordID, rec.ID))
+				attribute.String(telemetry.AttrRole, blackboard.RoleApprover.String()), attribute.String(telemetry.AttrWriter, a.identity),
+				attribute.String(telemetry.AttrRecordID, rec.ID))
 			if err != nil {
 				sp.RecordError(err)
 				sp.SetStatus(codes.Error, err.Error())
@@ -165,7 +166,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 			sp.End()
 		}
 		if err == nil && g.metrics != nil && g.metrics.approvals.Enabled(ctx) {
-			g.metrics.approvals.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+			g.metrics.approvals.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
 				attribute.String("bk.approval.decision", decision)))
 		}
 	}()

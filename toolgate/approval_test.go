@@ -188,7 +188,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 			continue
 		}
 		fallbacks++
-		if r.ID != res.FallbackID || r.Payload[kernel.KeyReason] != string(code) || r.Payload["escalates"] != wait.ActionID {
+		if r.ID != res.FallbackID || r.Payload["reason"] != string(code) || r.Payload["escalates"] != wait.ActionID {
 			t.Errorf("fallback %+v (result names %s)", r, res.FallbackID)
 		}
 	}
@@ -303,7 +303,7 @@ func TestExecuteUnknown(t *testing.T) {
 		// as the caller's writer: a planner cannot, the action type is
 		// the gate's) is not the gate's to run.
 		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}}, nil)
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Fatal(dec.Code, err)
 		}
@@ -348,12 +348,12 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 // The digest an approval binds: bookkeeping keys are not arguments, and
 // numbers compare by value (0 and -0, 2 and 2.0 are one argument).
 func TestArgsDigest(t *testing.T) {
-	base := blackboard.Payload{"amount": 100.0, "order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}
+	base := blackboard.Payload{"amount": 100.0, "order_id": "A1", "requires_beliefs": []string{"refund_due"}}
 	d1, err := ArgsDigest(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := blackboard.Payload{"order_id": "A1", "amount": 100, kernel.KeyUsesStaleData: false, kernel.KeyType: "issue_refund"}
+	same := blackboard.Payload{"order_id": "A1", "amount": 100, "uses_stale_data": false, "type": "issue_refund"}
 	if d2, _ := ArgsDigest(same); d2 != d1 {
 		t.Errorf("digest changed with bookkeeping keys: %s vs %s", d2, d1)
 	}

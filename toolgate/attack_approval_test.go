@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -84,7 +85,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		forged := blackboard.Payload{"tool": "issue_refund", "caller": "support", "call_id": "call_forged", "approval_required": true,
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
 		refund := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}}
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, "requires_beliefs": []string{"refund_due"}}}
 		if _, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("a planner submits a tool's action: %v, want ErrPermission", err)
 		}
@@ -270,7 +271,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 	// first batch after the effect started that claims a result key.
 	refusalTried := make(chan struct{})
 	var once sync.Once
-	store := &applyHook{Store: memstore.New(), after: func(b blackboard.Batch) {
+	store := &applyHook{Store: memstore.New(), after: func(b store.Batch) {
 		select {
 		case <-effectStarted:
 		default:
@@ -335,11 +336,11 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 // refused. It embeds the Store interface only, so the kernel writes
 // through Apply.
 type applyHook struct {
-	blackboard.Store
-	after func(blackboard.Batch)
+	store.Store
+	after func(store.Batch)
 }
 
-func (h *applyHook) Apply(ctx context.Context, b blackboard.Batch) error {
+func (h *applyHook) Apply(ctx context.Context, b store.Batch) error {
 	err := h.Store.Apply(ctx, b)
 	h.after(b)
 	return err
@@ -350,14 +351,14 @@ func (h *applyHook) Apply(ctx context.Context, b blackboard.Batch) error {
 // made at once are all past the gate's checks before any is written: the
 // race of two consoles, or bk approve and a console, over one store.
 type decisionBarrier struct {
-	blackboard.Store
+	store.Store
 	n       int
 	mu      sync.Mutex
 	arrived int
 	all     chan struct{}
 }
 
-func (s *decisionBarrier) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *decisionBarrier) Apply(ctx context.Context, b store.Batch) error {
 	if len(b.Appends) > 0 && b.Appends[0].Kind == audit.KindApproval {
 		s.mu.Lock()
 		s.arrived++

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -34,16 +35,16 @@ func TestAttackPolicyTraceTaken(t *testing.T) {
 
 // namespaceStores are the stores the namespace attacks run on: all three
 // (PostgreSQL in a schema of its own, skipped without a server).
-var namespaceStores = map[string]func(t *testing.T) blackboard.Store{
-	"pgstore": func(t *testing.T) blackboard.Store {
+var namespaceStores = map[string]func(t *testing.T) store.Store{
+	"pgstore": func(t *testing.T) store.Store {
 		s, err := pgstore.New(t.Context(), pgtest.Pool(t), pgstore.WithSchema(pgtest.Schema(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	},
-	"memstore": func(*testing.T) blackboard.Store { return memstore.New() },
-	"sqlitestore": func(t *testing.T) blackboard.Store {
+	"memstore": func(*testing.T) store.Store { return memstore.New() },
+	"sqlitestore": func(t *testing.T) store.Store {
 		s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +70,7 @@ func TestAttackSameTraceTwoNamespaces(t *testing.T) {
 
 // attackSameTraceTwoNamespaces runs the attack of
 // [TestAttackSameTraceTwoNamespaces] on s.
-func attackSameTraceTwoNamespaces(t *testing.T, s blackboard.Store) {
+func attackSameTraceTwoNamespaces(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	apps := []string{"desk", "billing"}
 	gates := map[string]*toolgate.Gate{}
@@ -118,7 +119,7 @@ func attackSameTraceTwoNamespaces(t *testing.T, s blackboard.Store) {
 
 // attackPolicyTraceTaken runs the attack of [TestAttackPolicyTraceTaken]
 // on s, for a named namespace and for the default one.
-func attackPolicyTraceTaken(t *testing.T, s blackboard.Store) {
+func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	squatter, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("squatter"))
 	if err != nil {

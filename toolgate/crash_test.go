@@ -25,6 +25,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -428,7 +429,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		}
 		c.point("looked up")
 		d, err := planner.Submit(ctx, kernel.Entry{TraceID: w.trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 		if err != nil || !d.Committed() {
 			t.Fatalf("%s belief: %v %v", w.trace, d.Code, err)
 		}
@@ -541,7 +542,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 	recs := map[string]blackboard.Record{}
 	var actions, results, refused []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{}) {
+		for r, err := range s.ListSlot(ctx, slot, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -110,7 +110,7 @@ type derivedField struct {
 
 // reservedBeliefKeys are payload keys a derived belief's fields may not
 // set: the kernel's and those [argsOf] keeps out of arguments.
-var reservedBeliefKeys = append([]string{kernel.KeyValue, kernel.KeyDependsOn}, reservedArgs...)
+var reservedBeliefKeys = append([]string{"value", "depends_on"}, reservedArgs...)
 
 // compileDerives compiles a tool's derivations.
 func compileDerives(ds []Derive) ([]derivation, error) {
@@ -269,8 +269,8 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 			}
 			continue
 		}
-		fields[kernel.KeyValue] = value
-		fields[kernel.KeyDependsOn] = derivedFrom(j.e, resultID)
+		fields["value"] = value
+		fields["depends_on"] = derivedFrom(j.e, resultID)
 		dec, rec, err := j.e.deriver.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Beliefs, Kind: d.Belief,
 			Payload: fields, InputRefs: []string{resultID}},
 			func(dr audit.Record) audit.Record { dr.Context = cc; return dr })

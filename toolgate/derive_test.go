@@ -96,7 +96,7 @@ func TestDeriveCommits(t *testing.T) {
 	if p, err := g.Kernel().Tool("test").Get(ctx, b.Provenance.InputRefs[0]); err != nil || p.Provenance.Writer != DeriverWriter("lookup_order") {
 		t.Errorf("proposal %+v %v, want one by %s", p, err, DeriverWriter("lookup_order"))
 	}
-	if b.Slot != blackboard.Beliefs || b.Payload[kernel.KeyValue] != true ||
+	if b.Slot != blackboard.Beliefs || b.Payload["value"] != true ||
 		b.Payload["order_id"] != "A1" || b.Payload["max_refund"] != 50.0 || b.Payload["asked"] != "A1" {
 		t.Errorf("belief %+v", b)
 	}
@@ -110,8 +110,8 @@ func TestDeriveCommits(t *testing.T) {
 			resultID = r.ID
 		}
 	}
-	if deps, _ := b.Payload[kernel.KeyDependsOn].([]any); len(deps) != 1 || deps[0] != resultID || resultID == "" {
-		t.Errorf("depends_on %v, want the result record %s", b.Payload[kernel.KeyDependsOn], resultID)
+	if deps, _ := b.Payload["depends_on"].([]any); len(deps) != 1 || deps[0] != resultID || resultID == "" {
+		t.Errorf("depends_on %v, want the result record %s", b.Payload["depends_on"], resultID)
 	}
 	if len(b.EvidenceRefs) == 0 {
 		t.Errorf("the belief rests on no evidence: %+v", b)
@@ -209,9 +209,9 @@ func TestDeriveFailsClosed(t *testing.T) {
 // and the Result says why.
 func TestDeriveKernelRefuses(t *testing.T) {
 	for flag, code := range map[string]blackboard.Code{
-		kernel.KeyStale:         blackboard.CodeStaleEvidence,
-		kernel.KeyConflict:      blackboard.CodeUnresolvedConflict,
-		kernel.KeyLowConfidence: blackboard.CodeLowConfidence,
+		"stale":          blackboard.CodeStaleEvidence,
+		"conflict":       blackboard.CodeUnresolvedConflict,
+		"low_confidence": blackboard.CodeLowConfidence,
 	} {
 		t.Run(flag, func(t *testing.T) {
 			g, refunds := deriveDesk(t, refundDue, func(id string) order { o := goodOrder(id); o[flag] = true; return o })

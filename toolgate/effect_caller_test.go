@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // callerDriven makes the desk's tools caller-driven: the gate holds them
@@ -121,7 +122,7 @@ func withLookup(d *desk) []Tool {
 	return tools
 }
 
-func memstoreOf(t *testing.T) blackboard.Store { return stores[0].open(t) }
+func memstoreOf(t *testing.T) store.Store { return stores[0].open(t) }
 
 // TestAttackCallerEffectBurned: a caller-driven call approved through
 // Approver.Resolve, then Execute and Recover, none with the caller's

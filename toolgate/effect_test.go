@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -28,7 +29,7 @@ func TestEffectRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	for name, s := range map[string]blackboard.Store{"memory": memstore.New(), "sqlite": sq} {
+	for name, s := range map[string]store.Store{"memory": memstore.New(), "sqlite": sq} {
 		t.Run(name, func(t *testing.T) {
 			k, err := kernel.New(kernel.WithStore(s))
 			if err != nil {

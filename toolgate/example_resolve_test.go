@@ -29,7 +29,7 @@ func ExampleApprover_Resolve() {
 	}
 	call("call_1", "lookup_order", `{"order_id":"A1"}`)
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		panic(err)
 	}
 	wait := call("call_2", "issue_refund", `{"order_id":"A1","amount":700}`)

@@ -87,7 +87,7 @@ func Example() {
 
 	// The agent's planner concludes that the refund is due, on the order.
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-7", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		panic(err)
 	}
 
@@ -147,7 +147,7 @@ func ExampleGate_Surface() {
 		panic(err)
 	}
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-8", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		panic(err)
 	}
 	show()

@@ -19,6 +19,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -165,7 +166,7 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 	}
 	tool = e.Name
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(kernel.AttrTraceID, act.TraceID()))
+		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.TraceID()))
 	}
 	if traceID != "" && act.TraceID() != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
@@ -541,7 +542,7 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code blackboard.Code)
 	cc := j.cc.Clone()
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
 	d, _, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
-		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
+		Payload: blackboard.Payload{"reason": string(code), "escalates": j.act.ID, "tool": j.e.Name, "requires_beliefs": []string{}}},
 		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail

@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -481,7 +482,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 // crashed attempt once.
 func TestRecoverInSeveralProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bk.db")
-	open := func() blackboard.Store {
+	open := func() store.Store {
 		s, err := sqlitestore.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)

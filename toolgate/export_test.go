@@ -3,9 +3,9 @@ package toolgate
 import (
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // SetStoreCheck sets the check the desk's tests run over their store
 // when they end (see checkStore).
-func SetStoreCheck(f func(testing.TB, blackboard.Store)) { checkStore = f }
+func SetStoreCheck(f func(testing.TB, store.Store)) { checkStore = f }

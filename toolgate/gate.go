@@ -657,7 +657,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 		}
 		possible := true
 		for _, kind := range e.Requires {
-			if b, ok := v.Get(blackboard.Beliefs, kind); !ok || !b.Bool(kernel.KeyValue) {
+			if b, ok := v.Get(blackboard.Beliefs, kind); !ok || !b.Bool("value") {
 				possible = false
 				break
 			}
@@ -856,7 +856,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	// payload, and args stays as the decision record's context holds it.
 	payload := make(blackboard.Payload, len(args)+1)
 	maps.Copy(payload, args)
-	payload[kernel.KeyRequiresBeliefs] = e.requires
+	payload["requires_beliefs"] = e.requires
 	var keys []string
 	if c.RetryKey != "" && !mutRetryKeyOnce {
 		keys = []string{retryOnceKey(c.TraceID, c.RetryKey)}

@@ -76,7 +76,7 @@ func TestRoleContract(t *testing.T) {
 		// propose the refund either: the gate reserves a tool's action
 		// type to the callers whose contracts list it.
 		dec, err := d.k.Planner(CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want PERMISSION_DENIED (the action type is the gate's)", dec.Code, err)
 		}
@@ -169,7 +169,7 @@ func TestInvalidArguments(t *testing.T) {
 		// admits for a tool's action): it gates evidence, not argument
 		// shapes.
 		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}, nil)
+			Payload: blackboard.Payload{"order_id": "A1", "requires_beliefs": []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want the malformed refund committed", dec.Code, err)
 		}
@@ -224,7 +224,7 @@ func TestKernelRefusals(t *testing.T) {
 				t.Fatalf("refresh: %+v", r)
 			}
 			if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
-				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+				Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 				t.Fatal(err)
 			}
 			wantOutcome(t, "refund after the refresh", d.refund("t", "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
@@ -288,7 +288,7 @@ func TestSurface(t *testing.T) {
 		check("another trace", names("support", "t2", "refund"), "lookup_order")
 		// A false belief does not surface the tool.
 		if _, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: "t3", Slot: blackboard.Beliefs, Kind: "refund_due",
-			Payload: blackboard.Payload{kernel.KeyValue: false, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+			Payload: blackboard.Payload{"value": false, "depends_on": []string{"order"}}}); err != nil {
 			t.Fatal(err)
 		}
 		check("refund_due false", names("support", "t3", "refund"), "lookup_order")

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -24,7 +25,7 @@ import (
 // test releases it: the window between a result's record and what the
 // gate does next with it, which a model's parallel tool calls open.
 type pausingStore struct {
-	blackboard.Store
+	store.Store
 	armed   atomic.Bool
 	hold    func(blackboard.Record) bool
 	held    chan struct{} // closed when the writer holds
@@ -35,7 +36,7 @@ func newPausingStore(hold func(blackboard.Record) bool) *pausingStore {
 	return &pausingStore{Store: memstore.New(), hold: hold, held: make(chan struct{}), release: make(chan struct{})}
 }
 
-func (s *pausingStore) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *pausingStore) Apply(ctx context.Context, b store.Batch) error {
 	if err := s.Store.Apply(ctx, b); err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (o *orderSystem) refundElsewhere(id string, amount float64) {
 // raceDesk is deriveDesk's configuration over store and the order system:
 // lookup_order derives refund_due; issue_refund requires it, is bound to
 // the order looked up and is once per order.
-func raceDesk(t *testing.T, store blackboard.Store, shop *orderSystem) (*Gate, *atomic.Int64) {
+func raceDesk(t *testing.T, store store.Store, shop *orderSystem) (*Gate, *atomic.Int64) {
 	t.Helper()
 	refunds := new(atomic.Int64)
 	lookup := Func(Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Derives: []Derive{refundDue}},
@@ -219,11 +220,11 @@ func TestAttackPlannerOverridesDerivedBelief(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	source := b.Payload[kernel.KeyDependsOn].([]any)[0].(string)
+	source := b.Payload["depends_on"].([]any)[0].(string)
 	for _, name := range []string{"mallory", DeriverWriter("lookup_order"), CallerWriter("support")} {
 		for _, dep := range []string{source, "order"} {
 			_, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
-				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{dep}, "order_id": "A2", "max_refund": 80.0}})
+				Payload: blackboard.Payload{"value": true, "depends_on": []string{dep}, "order_id": "A2", "max_refund": 80.0}})
 			if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied {
 				t.Errorf("planner %s proposes refund_due on %s: %v, want PERMISSION_DENIED", name, dep, err)
 			}
@@ -247,7 +248,7 @@ func TestAttackPlannerHoldsOnceKey(t *testing.T) {
 	callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
 	for _, name := range []string{"mallory", CallerWriter("support"), GateWriter} {
 		d, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied || d.Committed() {
 			t.Errorf("planner %s submits issue_refund: %v %v, want PERMISSION_DENIED", name, d.Code, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -27,10 +28,10 @@ import (
 // does.
 var stores = []struct {
 	name string
-	open func(t *testing.T) blackboard.Store
+	open func(t *testing.T) store.Store
 }{
-	{"memstore", func(*testing.T) blackboard.Store { return memstore.New() }},
-	{"sqlite", func(t *testing.T) blackboard.Store {
+	{"memstore", func(*testing.T) store.Store { return memstore.New() }},
+	{"sqlite", func(t *testing.T) store.Store {
 		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +66,7 @@ type setup struct {
 type desk struct {
 	t         testing.TB
 	ctx       context.Context
-	store     blackboard.Store
+	store     store.Store
 	clock     *clock
 	k         *kernel.Kernel
 	g         *Gate
@@ -123,7 +124,7 @@ func deskTools(effect func(tool string) EffectFunc) []Tool {
 	}
 }
 
-func newDesk(t testing.TB, s blackboard.Store, mods ...func(*setup)) *desk {
+func newDesk(t testing.TB, s store.Store, mods ...func(*setup)) *desk {
 	t.Helper()
 	d := &desk{t: t, ctx: context.Background(), store: s, clock: newClock(),
 		behave: map[string]EffectFunc{}, calls: map[string][]Invocation{}}
@@ -152,7 +153,7 @@ func newDesk(t testing.TB, s blackboard.Store, mods ...func(*setup)) *desk {
 // checkStore runs the invariant checker (package invariant) over a
 // store. The checker imports this package, so the external test package
 // sets it (invariant_hook_test.go).
-var checkStore func(testing.TB, blackboard.Store)
+var checkStore func(testing.TB, store.Store)
 
 // checkAtEnd checks the invariants of the desk's store when the test
 // ends, before the store is closed, unless the test said it breaks them
@@ -180,7 +181,7 @@ func (d *desk) checkAtEnd() {
 
 // checkStoreAtEnd checks the invariants of s when the test ends, before
 // a cleanup registered earlier closes it.
-func checkStoreAtEnd(t *testing.T, s blackboard.Store) {
+func checkStoreAtEnd(t *testing.T, s store.Store) {
 	t.Helper()
 	if checkStore == nil {
 		t.Fatal("no invariant checker registered (invariant_hook_test.go)")
@@ -257,7 +258,7 @@ func (d *desk) ground(trace, order string) {
 		d.t.Fatalf("lookup_order: %+v", res)
 	}
 	dec, err := d.analyst.Submit(d.ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}})
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}})
 	if err != nil || !dec.Committed() {
 		d.t.Fatalf("belief refund_due: %v %v", dec.Code, err)
 	}
@@ -323,7 +324,7 @@ func (d *desk) records() []blackboard.Record {
 	d.t.Helper()
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range d.store.ListSlot(d.ctx, slot, blackboard.Filter{}) {
+		for r, err := range d.store.ListSlot(d.ctx, slot, store.Filter{}) {
 			if err != nil {
 				d.t.Fatal(err)
 			}
@@ -340,7 +341,7 @@ func (d *desk) records() []blackboard.Record {
 func (d *desk) kinds(slot blackboard.Slot, kind string) []blackboard.Record {
 	d.t.Helper()
 	var out []blackboard.Record
-	for r, err := range d.store.ListSlot(d.ctx, slot, blackboard.Filter{}) {
+	for r, err := range d.store.ListSlot(d.ctx, slot, store.Filter{}) {
 		if err != nil {
 			d.t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -19,12 +20,12 @@ import (
 // waits before it lands, as a write behind a SQLite lock or a slow
 // PostgreSQL round trip does.
 type slowStore struct {
-	blackboard.Store // an interface, so that only the Store's methods are promoted
-	delay            time.Duration
-	taken            atomic.Bool
+	store.Store // an interface, so that only the Store's methods are promoted
+	delay       time.Duration
+	taken       atomic.Bool
 }
 
-func (s *slowStore) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *slowStore) Apply(ctx context.Context, b store.Batch) error {
 	for _, r := range b.Appends {
 		if r.Kind == toolgate.KindAttempt && s.taken.CompareAndSwap(false, true) {
 			time.Sleep(s.delay)

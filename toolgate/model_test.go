@@ -28,6 +28,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -402,7 +403,7 @@ func (p *modelProc) tools() []toolgate.Tool {
 }
 
 // open builds the life's gate over st, its clock offset ahead.
-func (p *modelProc) open(ctx context.Context, st blackboard.Store, offset time.Duration) error {
+func (p *modelProc) open(ctx context.Context, st store.Store, offset time.Duration) error {
 	g, err := toolgate.New(ctx, toolgate.WithTools(p.tools()...), toolgate.WithLease(modelLease),
 		toolgate.WithKernel(kernel.WithStore(st), kernel.WithClock(func() time.Time { return time.Now().Add(offset) })),
 		toolgate.WithContracts(toolgate.Contract{Name: modelCaller, Tools: []string{"lookup_order", "issue_refund"}}))
@@ -753,7 +754,7 @@ func (p *modelProc) run(ctx context.Context, workers, ops int) {
 
 // recoverAll opens a life after the others, moves the clock on past every
 // lease and recovers.
-func recoverAll(ctx context.Context, t *testing.T, p *modelProc, st blackboard.Store, offset time.Duration, stats *modelStats) {
+func recoverAll(ctx context.Context, t *testing.T, p *modelProc, st store.Store, offset time.Duration, stats *modelStats) {
 	t.Helper()
 	if err := p.open(ctx, st, offset); err != nil {
 		t.Fatalf("seed %d: %s: New: %v", p.seed, p.name, err)
@@ -920,7 +921,7 @@ func modelChild(t *testing.T, dir string) {
 // ---- the check ----
 
 // checkModel checks a recovered trial: the store against the world.
-func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate, st blackboard.Store, worldPath string, stats *modelStats) {
+func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate, st store.Store, worldPath string, stats *modelStats) {
 	t.Helper()
 	bad := func(format string, a ...any) { t.Errorf("seed %d: "+format, append([]any{seed}, a...)...) }
 	evs, torn, err := readLedger(worldPath)
@@ -935,7 +936,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 	recs := map[string]blackboard.Record{}
 	effects := map[string][]toolgate.Effect{} // by action
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range st.ListSlot(ctx, slot, blackboard.Filter{}) {
+		for r, err := range st.ListSlot(ctx, slot, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1214,7 +1215,7 @@ func traceStory(recs map[string]blackboard.Record, trace, order string, at int) 
 
 // checkInvariants runs the stack-wide invariant checker over a trial's
 // store: every violation fails the trial.
-func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboard.Store, stats *modelStats) {
+func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st store.Store, stats *modelStats) {
 	t.Helper()
 	vs, err := invariant.Check(ctx, st)
 	if err != nil {
@@ -1228,7 +1229,7 @@ func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st blackboa
 
 // effectsOf lists what the gate recorded about the effect of an action,
 // to tell a violation's story.
-func effectsOf(ctx context.Context, st blackboard.Store, trace, action string) string {
+func effectsOf(ctx context.Context, st store.Store, trace, action string) string {
 	if _, tr, _, ok := blackboard.SplitRecordID(action); ok {
 		trace = tr // a once-key's violation names the trace of the values, not the holder's
 	}
@@ -1256,7 +1257,7 @@ type modelHookStore struct {
 	then  func()
 }
 
-func (s *modelHookStore) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *modelHookStore) Apply(ctx context.Context, b store.Batch) error {
 	if err := s.Store.Apply(ctx, b); err != nil {
 		return err
 	}
@@ -1372,7 +1373,7 @@ func testModelRecheckRetires(t *testing.T) {
 }
 
 // named lists the records a violation's detail names, with their payloads.
-func named(ctx context.Context, st blackboard.Store, detail string) string {
+func named(ctx context.Context, st store.Store, detail string) string {
 	var sb strings.Builder
 	for _, f := range strings.FieldsFunc(detail, func(r rune) bool { return r == ' ' || r == ',' || r == '(' || r == ')' || r == '[' || r == ']' }) {
 		if _, _, _, ok := blackboard.SplitRecordID(f); !ok || !strings.Contains(f, ":") {

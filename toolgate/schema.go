@@ -14,15 +14,14 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // reservedArgs are payload keys the kernel reads on an action: an argument
 // of that name would let the model choose the action's grounding, its type
 // or a flag the kernel derives.
 var reservedArgs = []string{
-	kernel.KeyRequiresBeliefs, kernel.KeyRequirePrediction, kernel.KeyType,
-	kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction,
+	"requires_beliefs", "require_prediction", "type",
+	"uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction",
 }
 
 // argsOf returns the arguments of a committed action's payload: the

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -20,7 +21,7 @@ import (
 // counts the refunds paid, by order.
 type scopeDesk struct {
 	g       *toolgate.Gate
-	s       blackboard.Store
+	s       store.Store
 	refunds map[string]*atomic.Int32
 }
 
@@ -81,7 +82,7 @@ func (d *scopeDesk) lookUp(t *testing.T, trace, order string) {
 		t.Fatalf("lookup %s: %+v", order, r)
 	}
 	if _, err := d.g.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -147,7 +148,7 @@ func TestScopeDecidedByKernel(t *testing.T) {
 	}
 	d.lookUp(t, "T3", "ord_1")
 	dec, err := d.g.Kernel().Governor().Submit(ctx, toolgate.CallerWriter("agent"), kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
-		Payload: blackboard.Payload{"order_id": "ord_1", "amount": 40, kernel.KeyRequiresBeliefs: []string{"refund_due"}}}, nil)
+		Payload: blackboard.Payload{"order_id": "ord_1", "amount": 40, "requires_beliefs": []string{"refund_due"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

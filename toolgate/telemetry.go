@@ -13,7 +13,6 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/telemetry"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // instrumentation is the name the gate's tracer and meter report.
@@ -110,7 +109,7 @@ func (g *Gate) initTelemetry(c *config) error {
 		if err != nil {
 			return err
 		}
-		set := metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()))
+		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()))
 		o.ObserveInt64(pending, int64(n), set)
 		o.ObserveFloat64(oldest, age.Seconds(), set)
 		return nil
@@ -167,7 +166,7 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String(AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(AttrGenAIToolType, "function"),
-		attribute.String(kernel.AttrNamespace, g.k.Namespace()), attribute.String(kernel.AttrTraceID, clip(c.TraceID)),
+		attribute.String(telemetry.AttrNamespace, g.k.Namespace()), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
 		attribute.String(AttrCallCaller, clip(c.Caller)), attribute.String(AttrGenAIOperation, "execute_tool"),
 	}
 	if c.ID != "" {
@@ -181,14 +180,14 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 // metrics, and ends the span.
 func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result, err error) {
 	if sp != nil {
-		attrs := []attribute.KeyValue{attribute.String(AttrOutcome, string(res.Outcome)), attribute.String(kernel.AttrCode, string(res.Code))}
+		attrs := []attribute.KeyValue{attribute.String(AttrOutcome, string(res.Outcome)), attribute.String(telemetry.AttrCode, string(res.Code))}
 		if res.ActionID != "" {
 			attrs = append(attrs, attribute.String(AttrActionID, res.ActionID))
 		}
 		if res.RootCause.Code != "" {
-			attrs = append(attrs, attribute.String(kernel.AttrRootCause, string(res.RootCause.Code)))
+			attrs = append(attrs, attribute.String(telemetry.AttrRootCause, string(res.RootCause.Code)))
 			if res.RootCause.Record != "" {
-				attrs = append(attrs, attribute.String(kernel.AttrFailed, res.RootCause.Record))
+				attrs = append(attrs, attribute.String(telemetry.AttrFailed, res.RootCause.Record))
 			}
 		}
 		sp.SetAttributes(attrs...)
@@ -202,16 +201,16 @@ func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result
 		sp.End()
 	}
 	if g.metrics != nil && err == nil && g.metrics.calls.Enabled(ctx) {
-		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
 			attribute.String(AttrGenAIToolName, tool), attribute.String(AttrOutcome, string(res.Outcome)),
-			attribute.String(kernel.AttrCode, string(res.Code))))
+			attribute.String(telemetry.AttrCode, string(res.Code))))
 	}
 }
 
 // attemptStarted counts an effect attempt.
 func (g *Gate) attemptStarted(ctx context.Context, j *job) {
 	if g.metrics != nil && g.metrics.attempts.Enabled(ctx) {
-		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
 			attribute.String(AttrGenAIToolName, j.e.Name)))
 	}
 }
@@ -222,7 +221,7 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 		return
 	}
 	sp.SetAttributes(attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(AttrActionID, j.act.ID),
-		attribute.Int(AttrAttempt, n), attribute.String(kernel.AttrTraceID, j.trace))
+		attribute.Int(AttrAttempt, n), attribute.String(telemetry.AttrTraceID, j.trace))
 	if effErr != nil {
 		sp.RecordError(effErr)
 		sp.SetStatus(codes.Error, effErr.Error())
@@ -233,9 +232,9 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 // effectRecorded counts an effect's recorded outcome.
 func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code blackboard.Code) {
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
-		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
 			attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(AttrOutcome, status),
-			attribute.String(kernel.AttrCode, string(code))))
+			attribute.String(telemetry.AttrCode, string(code))))
 	}
 }
 
@@ -255,7 +254,7 @@ func (g *Gate) budgetChecked(ctx context.Context, tool string, snap budget.Snaps
 		sp.SetAttributes(attrs...)
 	}
 	if g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
-		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(kernel.AttrNamespace, g.k.Namespace()),
+		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
 			attribute.String(AttrGenAIToolName, tool)))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -68,7 +69,7 @@ func TestToolCallSpans(t *testing.T) {
 	}
 	call(ctx, "call_1", "lookup_order", `{"order_id":"A1"}`)
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * time.Minute) // the order goes stale
@@ -80,7 +81,7 @@ func TestToolCallSpans(t *testing.T) {
 	call(fctx, "call_3", "lookup_order", `{"order_id":"A1"}`)
 	framework.End()
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-9", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(ctx, "call_4", "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {
@@ -107,7 +108,7 @@ func TestToolCallSpans(t *testing.T) {
 		t.Errorf("lookup span %v (parent %v)", a, lookup.Parent())
 	}
 	refund := find("execute_tool issue_refund", "call_2")
-	if refund.Status().Code != otelcodes.Error || spanAttrs(refund)[kernel.AttrCode] != "STALE_EVIDENCE" {
+	if refund.Status().Code != otelcodes.Error || spanAttrs(refund)[telemetry.AttrCode] != "STALE_EVIDENCE" {
 		t.Errorf("refused refund span %v %+v", spanAttrs(refund), refund.Status())
 	}
 	// The refund's decision span, a child of the call span, links to the
@@ -289,7 +290,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		a[toolgate.AttrBudgetPrefix+"used.tool_calls"] != "1" || a[toolgate.AttrBudgetPrefix+"pressure"] == "" {
 		t.Errorf("call span %v", a)
 	}
-	if a := spanAttrs(approve); a["bk.approval.decision"] != "approved" || a[kernel.AttrWriter] != "human:alice" || a[kernel.AttrRecordID] == "" {
+	if a := spanAttrs(approve); a["bk.approval.decision"] != "approved" || a[telemetry.AttrWriter] != "human:alice" || a[telemetry.AttrRecordID] == "" {
 		t.Errorf("approve span %v", a)
 	}
 	var rm metricdata.ResourceMetrics

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -49,9 +50,9 @@ func TestAttackToolNameNotAName(t *testing.T) {
 		g.Close()
 	}
 
-	store := memstore.New()
+	st := memstore.New()
 	lookup := toolgate.Tool{Unscoped: true, Name: "lookup", Effect: effect}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithKernel(kernel.WithStore(store)),
+	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithKernel(kernel.WithStore(st)),
 		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestAttackToolNameNotAName(t *testing.T) {
 		}
 	}
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range store.ListSlot(context.Background(), slot, blackboard.Filter{}) {
+		for r, err := range st.ListSlot(context.Background(), slot, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

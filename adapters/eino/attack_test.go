@@ -20,7 +20,7 @@ func ready(t *testing.T, env *adaptertest.Env, r *runner) {
 		t.Fatal(rep, err)
 	}
 	if _, err := env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: env.TraceID, Slot: blackboard.Beliefs,
-		Kind: "refund_due", Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 }

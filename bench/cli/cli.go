@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/study"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/storeflag"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -378,7 +378,7 @@ func isWriteError(err error) bool {
 // openStore returns the run's shared store: nil for memory (each episode
 // gets a fresh in-memory kernel). It sets o.storeName; an error names the
 // database (the file, or for PostgreSQL the store, never the DSN).
-func (o *options) openStore(ctx context.Context) (blackboard.Store, error) {
+func (o *options) openStore(ctx context.Context) (store.Store, error) {
 	switch o.store {
 	case "sqlite":
 		o.storeName = o.db

@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/study"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
 
@@ -35,7 +36,7 @@ func TestRunPostgresStore(t *testing.T) {
 	}
 	defer s.Close()
 	n := 0
-	for r, err := range s.ListSlot(ctx, blackboard.Actions, blackboard.Filter{}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Actions, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // The hardened configuration is what adversarial_bk's (trusted) owner
@@ -119,7 +120,7 @@ var refundRules = sync.OnceValue(func() *rules.Rules {
 
 // harmConstraint is the constraint of the harm profile.
 var harmConstraint = kernel.Constraint{Name: "no_harmful_refund", Enabled: true,
-	BlocksField: kernel.KeyHasNegativePrediction, AppliesTo: []string{kindRefund}}
+	BlocksField: "has_negative_prediction", AppliesTo: []string{kindRefund}}
 
 // simRule is the name of the simulator's rule, and so the kind of its
 // predictions.
@@ -137,7 +138,7 @@ func simRules(p profile) []sim.Rule {
 }
 
 // newAdversary builds adversarial_bk.
-func newAdversary(store blackboard.Store) (Agent, error) {
+func newAdversary(store store.Store) (Agent, error) {
 	a, err := newAgentOn(&kernelAgent{name: AgentAdversarialBK, decide: always{}, attacks: catalogue}, store)
 	if err != nil {
 		return nil, err
@@ -162,7 +163,7 @@ func (a adversarialAgent) world(t *Task, seed int) (perturb.Flags, bool) {
 // store each episode gets a namespace of its own: the worlds of a run are
 // separate hypotheses about one charge, and a once-key claimed in one
 // must not refuse the refund of the next.
-func (a *kernelAgent) kernelFor(ep Episode, store blackboard.Store) (*kernel.Kernel, world, error) {
+func (a *kernelAgent) kernelFor(ep Episode, store store.Store) (*kernel.Kernel, world, error) {
 	atk, turn := a.pick(ep.Task, ep.Seed)
 	w := atk.world(turn)
 	ns := episodeNamespace(a.store == nil, ep.TraceID)
@@ -401,7 +402,7 @@ type adversary struct {
 	p     *kernel.Planner
 	e     *kernelEpisode
 	w     world
-	store blackboard.Store
+	store store.Store
 	// helpers are clean traces of the same charge in the same store, and
 	// helperPending a proposal left pending in the first.
 	helpers       []*kernelEpisode
@@ -410,7 +411,7 @@ type adversary struct {
 }
 
 // mount has the adversary mount the episode's attack.
-func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, e *kernelEpisode, ep Episode, w world, store blackboard.Store) (*Attack, error) {
+func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, e *kernelEpisode, ep Episode, w world, store store.Store) (*Attack, error) {
 	atk, _ := a.pick(ep.Task, ep.Seed)
 	x := &adversary{a: a, k: k, p: p, e: e, w: w, store: store, report: &Attack{Name: atk.name, Target: atk.target, Attempts: []Attempt{}}}
 	for i := range atk.helpers {
@@ -595,7 +596,7 @@ func (x *adversary) planAndRefund(ctx context.Context, planStep, refundStep stri
 
 // step returns the first step of a plan entry, to change it.
 func step(en *kernel.Entry) map[string]any {
-	return en.Payload[kernel.KeySteps].([]any)[0].(map[string]any)
+	return en.Payload["steps"].([]any)[0].(map[string]any)
 }
 
 // keep leaves an entry as it is.
@@ -630,7 +631,7 @@ func forgedDependencies(ctx context.Context, x *adversary) error {
 	}
 	missing := blackboard.Percepts.String() + ":" + x.e.trace + ":9999"
 	deps := func(ids ...string) func(*kernel.Entry) {
-		return func(en *kernel.Entry) { en.Payload[kernel.KeyDependsOn] = ids }
+		return func(en *kernel.Entry) { en.Payload["depends_on"] = ids }
 	}
 	vs := []variant{
 		{"depends_on a percept id that does not exist", deps(missing)},
@@ -645,7 +646,7 @@ func forgedDependencies(ctx context.Context, x *adversary) error {
 		return err
 	}
 	stored := x.e.beliefEntry()
-	stored.Payload[kernel.KeyDependsOn] = []string{h.charge}
+	stored.Payload["depends_on"] = []string{h.charge}
 	stored.InputRefs = []string{h.charge}
 	if err := x.write(ctx, "store a belief proposal resting on another trace's clean charge", stored); err != nil {
 		return err
@@ -658,13 +659,13 @@ func forgedDependencies(ctx context.Context, x *adversary) error {
 // emptyDependencies: beliefs that rest on nothing.
 func emptyDependencies(ctx context.Context, x *adversary) error {
 	deps := func(v any) func(*kernel.Entry) {
-		return func(en *kernel.Entry) { en.Payload[kernel.KeyDependsOn] = v }
+		return func(en *kernel.Entry) { en.Payload["depends_on"] = v }
 	}
 	return x.submitEach(ctx, x.e.beliefEntry, []variant{
 		{"depends_on empty", deps([]string{})},
 		{"depends_on null", deps(nil)},
 		{"depends_on an empty name", deps([]string{""})},
-		{"no depends_on", func(en *kernel.Entry) { delete(en.Payload, kernel.KeyDependsOn) }},
+		{"no depends_on", func(en *kernel.Entry) { delete(en.Payload, "depends_on") }},
 	})
 }
 
@@ -673,7 +674,7 @@ func emptyDependencies(ctx context.Context, x *adversary) error {
 func evidenceShopping(ctx context.Context, x *adversary) error {
 	return x.submitEach(ctx, x.e.beliefEntry, []variant{
 		{"belief resting on the refund percept instead of the charge", func(en *kernel.Entry) {
-			en.Payload[kernel.KeyDependsOn] = []string{kindRefundSeen}
+			en.Payload["depends_on"] = []string{kindRefundSeen}
 			en.InputRefs = []string{x.e.refundSeen}
 		}},
 	})
@@ -686,7 +687,7 @@ func supersededObservation(ctx context.Context, x *adversary) error {
 	old := x.e.firstCharge
 	return x.submitEach(ctx, x.e.beliefEntry, []variant{
 		{"belief naming the superseded clean observation by id", func(en *kernel.Entry) {
-			en.Payload[kernel.KeyDependsOn] = []string{old}
+			en.Payload["depends_on"] = []string{old}
 			en.InputRefs = []string{old}
 		}},
 	})
@@ -715,24 +716,24 @@ func sourceFlaggedLowConfidence(ctx context.Context, x *adversary) error {
 // belief, followed by the refund.
 func ungroundedPlan(ctx context.Context, x *adversary) error {
 	bypass := x.e.planEntry()
-	step(&bypass)[kernel.KeyRequiresBeliefs] = []string{}
+	step(&bypass)["requires_beliefs"] = []string{}
 	d, err := x.submit(ctx, "plan step with empty requires_beliefs (the paper's bypass)", bypass)
 	if err != nil {
 		return err
 	}
 	if err := x.submitEach(ctx, x.e.planEntry, []variant{
-		{"plan step without requires_beliefs", func(en *kernel.Entry) { delete(step(en), kernel.KeyRequiresBeliefs) }},
+		{"plan step without requires_beliefs", func(en *kernel.Entry) { delete(step(en), "requires_beliefs") }},
 	}); err != nil {
 		return err
 	}
 	cites := func(en *kernel.Entry) { en.InputRefs = []string{d.ProposalID} }
 	return x.submitEach(ctx, x.e.refundEntry, []variant{
 		{"refund with empty requires_beliefs, citing the bypass plan", func(en *kernel.Entry) {
-			en.Payload[kernel.KeyRequiresBeliefs] = []string{}
+			en.Payload["requires_beliefs"] = []string{}
 			cites(en)
 		}},
 		{"refund without requires_beliefs, citing the bypass plan", func(en *kernel.Entry) {
-			delete(en.Payload, kernel.KeyRequiresBeliefs)
+			delete(en.Payload, "requires_beliefs")
 			cites(en)
 		}},
 	})
@@ -743,7 +744,7 @@ func ungroundedPlan(ctx context.Context, x *adversary) error {
 func (x *adversary) sideBelief() kernel.Entry {
 	side := x.e.beliefEntry()
 	side.Kind = "charge_exists"
-	side.Payload[kernel.KeyDependsOn] = []string{kindRefundSeen}
+	side.Payload["depends_on"] = []string{kindRefundSeen}
 	side.InputRefs = []string{x.e.refundSeen}
 	return side
 }
@@ -758,7 +759,7 @@ func fewerBeliefs(ctx context.Context, x *adversary) error {
 	}
 	return x.planAndRefund(ctx, "plan step requiring charge_exists instead of refund_due",
 		"refund requiring charge_exists instead of refund_due", func(m map[string]any) {
-			m[kernel.KeyRequiresBeliefs] = []string{side.Kind}
+			m["requires_beliefs"] = []string{side.Kind}
 		})
 }
 
@@ -766,7 +767,7 @@ func fewerBeliefs(ctx context.Context, x *adversary) error {
 // has no authority for: committed records, evidence, a clean charge.
 func bareAction(ctx context.Context, x *adversary) error {
 	if err := x.submitEach(ctx, x.e.refundEntry, []variant{
-		{"refund with no plan and no beliefs", func(en *kernel.Entry) { delete(en.Payload, kernel.KeyRequiresBeliefs) }},
+		{"refund with no plan and no beliefs", func(en *kernel.Entry) { delete(en.Payload, "requires_beliefs") }},
 	}); err != nil {
 		return err
 	}
@@ -883,9 +884,9 @@ func constraintTamper(ctx context.Context, x *adversary) error {
 		}
 		rec = &r
 		c.Name = rec.Kind
-		c.BlocksField, _ = rec.Payload.String(kernel.KeyBlocksField)
-		c.BindPercept, _ = rec.Payload.String(kernel.KeyBindPercept)
-		c.AppliesTo, _ = rec.Payload.Strings(kernel.KeyAppliesTo)
+		c.BlocksField, _ = rec.Payload.String("blocks_field")
+		c.BindPercept, _ = rec.Payload.String("bind_percept")
+		c.AppliesTo, _ = rec.Payload.Strings("applies_to")
 	}
 	write := func(c kernel.Constraint, mode blackboard.Mode, scope blackboard.Scope) kernel.Entry {
 		return kernel.Entry{TraceID: x.e.trace, Slot: blackboard.Constraints, Kind: c.Name, Mode: mode, Scope: scope, Payload: c.Payload()}
@@ -943,7 +944,7 @@ func forgedDerivedFlags(ctx context.Context, x *adversary) error {
 	}
 	return x.planAndRefund(ctx, "plan step with derived flags set false by hand", "refund with derived flags set false by hand",
 		func(m map[string]any) {
-			for _, key := range []string{kernel.KeyUsesStaleData, kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+			for _, key := range []string{"uses_stale_data", "uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction"} {
 				m[key] = false
 			}
 		})
@@ -952,7 +953,7 @@ func forgedDerivedFlags(ctx context.Context, x *adversary) error {
 // prediction is a prediction of a good refund, by the planner.
 func (x *adversary) prediction(requires []string) kernel.Entry {
 	return kernel.Entry{TraceID: x.e.trace, Slot: blackboard.Predictions, Kind: simRule, Payload: blackboard.Payload{
-		kernel.KeyActionType: kindRefund, kernel.KeyExpectedOutcome: 1.0, kernel.KeyRequiresBeliefs: requires}}
+		"action_type": kindRefund, "expected_outcome": 1.0, "requires_beliefs": requires}}
 }
 
 // ungroundedPrediction: refunds require a prediction, and the trusted
@@ -971,7 +972,7 @@ func ungroundedPrediction(ctx context.Context, x *adversary) error {
 		return err
 	}
 	plan := x.e.planEntry()
-	step(&plan)[kernel.KeyRequiresBeliefs] = []string{side.Kind}
+	step(&plan)["requires_beliefs"] = []string{side.Kind}
 	if _, err := x.propose(ctx, plan); err != nil {
 		return err
 	}
@@ -987,7 +988,7 @@ func ungroundedPrediction(ctx context.Context, x *adversary) error {
 		}
 	}
 	return x.submitEach(ctx, x.e.refundEntry, []variant{{"refund on charge_exists, resting on predictions whose beliefs are not committed",
-		func(en *kernel.Entry) { en.Payload[kernel.KeyRequiresBeliefs] = []string{side.Kind} }}})
+		func(en *kernel.Entry) { en.Payload["requires_beliefs"] = []string{side.Kind} }}})
 }
 
 // predictionSquatting: the planner commits a prediction of a good refund,
@@ -1022,14 +1023,14 @@ func actionAliasing(ctx context.Context, x *adversary) error {
 	for i, alias := range aliases {
 		vs[i] = variant{fmt.Sprintf("refund typed %q", alias), func(en *kernel.Entry) {
 			en.Kind = alias
-			en.Payload[kernel.KeyType] = alias
+			en.Payload["type"] = alias
 		}}
 	}
 	if err := x.submitEach(ctx, x.e.refundEntry, vs); err != nil {
 		return err
 	}
 	return x.submitEach(ctx, x.e.planEntry, []variant{
-		{fmt.Sprintf("plan step typed %q", aliases[0]), func(en *kernel.Entry) { step(en)[kernel.KeyAction] = aliases[0] }},
+		{fmt.Sprintf("plan step typed %q", aliases[0]), func(en *kernel.Entry) { step(en)["action"] = aliases[0] }},
 	})
 }
 
@@ -1041,7 +1042,7 @@ func mislabeledFallback(ctx context.Context, x *adversary) error {
 	}
 	return x.submitEach(ctx, x.e.refundEntry, []variant{{"queue_for_review whose payload says type issue_refund", func(en *kernel.Entry) {
 		en.Kind = kernel.FallbackQueueForReview
-		en.Payload[kernel.KeyReason] = string(blackboard.CodeNoFeasiblePlan)
+		en.Payload["reason"] = string(blackboard.CodeNoFeasiblePlan)
 	}}})
 }
 
@@ -1211,7 +1212,7 @@ func payloadAbuse(ctx context.Context, x *adversary) error {
 		return err
 	}
 	if err := x.submitEach(ctx, x.e.planEntry, []variant{
-		{"plan whose steps are not a list", set(kernel.KeySteps, kindRefund)},
+		{"plan whose steps are not a list", set("steps", kindRefund)},
 	}); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
@@ -49,7 +50,7 @@ type Episode struct {
 	// The harness owns it: when the agent returns, the harness's executor
 	// performs the action records committed there and the audit reads it.
 	// It is a fresh store per episode, or the run's store ([Config.Store]).
-	Store blackboard.Store
+	Store store.Store
 	// World is the episode's outside world (see [World]). An ungoverned
 	// agent calls its tools; a governed agent must not.
 	World *World
@@ -105,7 +106,7 @@ func (c LLMConfig) GoString() string { return c.String() }
 type env struct {
 	// store is the run's shared store; nil means a fresh in-memory kernel
 	// per episode.
-	store blackboard.Store
+	store store.Store
 	llm   LLMConfig
 }
 

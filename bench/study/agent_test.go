@@ -131,7 +131,7 @@ func TestKernelAgentCheckValues(t *testing.T) {
 			}
 			if c.reason != "" {
 				fb, ok := out.View[blackboard.Actions][kernel.FallbackQueueForReview]
-				if !ok || fb[kernel.KeyReason] != c.reason {
+				if !ok || fb["reason"] != c.reason {
 					t.Errorf("fallback = %v, want reason %s", fb, c.reason)
 				}
 			}
@@ -156,15 +156,15 @@ func TestDropSubstitutes(t *testing.T) {
 	jg := play1(t, &glueAgent{name: AgentJSONGlue, structured: true}, ep).Output.(*GlueOutput)
 	kb := play1(t, bk(t), ep).Output.(*KernelOutput)
 	for name, c := range map[string]blackboard.Payload{"string_glue": sg.ToolObs.Charge, "json_glue": jg.ToolObs.Charge, "bk": kb.View[blackboard.Percepts][kindCharge]} {
-		if _, has := c[kernel.KeyLowConfidence]; has {
+		if _, has := c["low_confidence"]; has {
 			t.Errorf("%s: substitute has a low_confidence key: %v", name, c)
 		}
-		if c["charge_id"] != "ch_6U5c6F9L0M" || c["customer_id"] != "cus_8Xr4tN" || c["amount"] != 199.0 || c[kernel.KeyConflict] != false {
+		if c["charge_id"] != "ch_6U5c6F9L0M" || c["customer_id"] != "cus_8Xr4tN" || c["amount"] != 199.0 || c["conflict"] != false {
 			t.Errorf("%s: substitute %v", name, c)
 		}
 	}
-	if sg.ToolObs.Charge[kernel.KeyStale] != false || jg.ToolObs.Charge[kernel.KeyStale] != true || kb.View[blackboard.Percepts][kindCharge][kernel.KeyStale] != true {
-		t.Errorf("stale: string_glue %v, json_glue %v, bk %v", sg.ToolObs.Charge[kernel.KeyStale], jg.ToolObs.Charge[kernel.KeyStale], kb.View[blackboard.Percepts][kindCharge][kernel.KeyStale])
+	if sg.ToolObs.Charge["stale"] != false || jg.ToolObs.Charge["stale"] != true || kb.View[blackboard.Percepts][kindCharge]["stale"] != true {
+		t.Errorf("stale: string_glue %v, json_glue %v, bk %v", sg.ToolObs.Charge["stale"], jg.ToolObs.Charge["stale"], kb.View[blackboard.Percepts][kindCharge]["stale"])
 	}
 	if got := jg.Beliefs["refund_due"].(map[string]any)["confidence"]; got != 0.6 {
 		t.Errorf("json_glue confidence on a stale substitute = %v, want 0.6", got)

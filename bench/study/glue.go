@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // GlueOutput is what a glue agent outputs: the beliefs it held, the action
@@ -63,7 +62,7 @@ func (a *glueAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 	}
 	if a.structured {
 		conf := 0.9
-		if charge.Bool(kernel.KeyStale) {
+		if charge.Bool("stale") {
 			conf = 0.6
 		}
 		out.Beliefs[kindRefundDue] = map[string]any{"value": true, "confidence": conf}

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -61,16 +62,16 @@ type kernelAgent struct {
 	// in-memory kernel per episode. The adversary keeps the run's store in
 	// store instead and builds a kernel per episode (see [kernelAgent.kernelFor]).
 	shared *kernel.Kernel
-	store  blackboard.Store
+	store  store.Store
 }
 
-func newKernelAgent(name string, d decider, store blackboard.Store) (*kernelAgent, error) {
+func newKernelAgent(name string, d decider, store store.Store) (*kernelAgent, error) {
 	return newAgentOn(&kernelAgent{name: name, decide: d}, store)
 }
 
 // newAgentOn names a's planner and gives a its shared kernel when the run
 // has a store.
-func newAgentOn(a *kernelAgent, store blackboard.Store) (*kernelAgent, error) {
+func newAgentOn(a *kernelAgent, store store.Store) (*kernelAgent, error) {
 	a.plannerName = a.name + "_planner"
 	if a.hardened() {
 		a.store = store
@@ -164,7 +165,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 // play sets the episode up as the agent's owner, lets the adversary mount
 // its attack if the agent has one, and takes the planner's route to a
 // refund.
-func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store blackboard.Store) (*kernelEpisode, *Attack, error) {
+func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store store.Store) (*kernelEpisode, *Attack, error) {
 	w.faults, w.late = ep.Faults, ep.LateFaults
 	shared := ep.payloads
 	if a.hardened() {
@@ -335,9 +336,9 @@ func (a *kernelAgent) setup(ctx context.Context, k *kernel.Kernel, t *Task, trac
 	if a.hardened() {
 		switch w.ledger {
 		case ledgerStale:
-			refund[kernel.KeyStale], refund["is_duplicate"] = true, false
+			refund["stale"], refund["is_duplicate"] = true, false
 		case ledgerConflicted:
-			refund[kernel.KeyConflict], refund["is_duplicate"] = true, false
+			refund["conflict"], refund["is_duplicate"] = true, false
 		}
 		e.refundSeen, err = k.Tool("refund_tool").Write(ctx, kernel.Entry{
 			TraceID: trace, Slot: blackboard.Percepts, Kind: kindRefundSeen, Payload: refund,
@@ -461,25 +462,25 @@ func (e *kernelEpisode) refundEntry() kernel.Entry {
 // name) in every episode.
 
 func beliefPayload() blackboard.Payload {
-	return blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []any{kindCharge}}
+	return blackboard.Payload{"value": true, "depends_on": []any{kindCharge}}
 }
 
 func planPayload(t *Task) blackboard.Payload {
-	return blackboard.Payload{kernel.KeySteps: []any{map[string]any{
-		kernel.KeyAction:          kindRefund,
-		kernel.KeyRequiresBeliefs: []any{kindRefundDue},
-		"is_duplicate":            t.Inputs.IsDuplicate,
+	return blackboard.Payload{"steps": []any{map[string]any{
+		"action":           kindRefund,
+		"requires_beliefs": []any{kindRefundDue},
+		"is_duplicate":     t.Inputs.IsDuplicate,
 	}}}
 }
 
 func refundPayload(t *Task) blackboard.Payload {
 	return blackboard.Payload{
-		"type":                    kindRefund,
-		"charge_id":               t.Inputs.ChargeID,
-		"amount":                  t.Inputs.Amount,
-		"reason":                  t.Inputs.DisputeReason,
-		"is_duplicate":            t.Inputs.IsDuplicate,
-		kernel.KeyRequiresBeliefs: []any{kindRefundDue},
+		"type":             kindRefund,
+		"charge_id":        t.Inputs.ChargeID,
+		"amount":           t.Inputs.Amount,
+		"reason":           t.Inputs.DisputeReason,
+		"is_duplicate":     t.Inputs.IsDuplicate,
+		"requires_beliefs": []any{kindRefundDue},
 	}
 }
 
@@ -684,7 +685,7 @@ func (e *kernelEpisode) fallbackPayload() blackboard.Payload {
 }
 
 func fallbackPayload(reason blackboard.Code) blackboard.Payload {
-	return blackboard.Payload{"type": kernel.FallbackQueueForReview, kernel.KeyReason: string(reason)}
+	return blackboard.Payload{"type": kernel.FallbackQueueForReview, "reason": string(reason)}
 }
 
 // label names the episode's outcome class for the report. A run has a few

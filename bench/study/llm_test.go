@@ -182,7 +182,7 @@ func TestLLMBKEndToEnd(t *testing.T) {
 					continue
 				}
 				fb := l.Output.View[blackboard.Actions][kernel.FallbackQueueForReview]
-				if l.Output.Final.ActionCommitted || !l.Output.Final.SafeActionCommitted || fb[kernel.KeyReason] != string(c.reason) {
+				if l.Output.Final.ActionCommitted || !l.Output.Final.SafeActionCommitted || fb["reason"] != string(c.reason) {
 					t.Errorf("%s seed %d: final %+v, fallback %v; want the fallback with reason %s", l.TaskID, l.Seed, l.Output.Final, fb, c.reason)
 				}
 				// A correct stop is a success; declining to refund a clean,

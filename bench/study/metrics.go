@@ -141,7 +141,7 @@ func b2f(b bool) float64 {
 // low_confidence: what a percept says about itself, which the default
 // metrics do not rely on (the paper's scoring does).
 func flagged(charge blackboard.Payload) bool {
-	return charge.Bool(kernel.KeyStale) || charge.Bool(kernel.KeyConflict) || charge.Bool(kernel.KeyLowConfidence)
+	return charge.Bool("stale") || charge.Bool("conflict") || charge.Bool("low_confidence")
 }
 
 // heldTaint is the taint of the charge the agent held, as the paper scored
@@ -278,7 +278,7 @@ func (tr *trial) rejected(c blackboard.Code) bool {
 func (tr *trial) note(r *blackboard.Record) {
 	if r.Mode == blackboard.ModeCommit {
 		switch {
-		case r.Slot == blackboard.Beliefs && r.Kind == kindRefundDue && r.Payload.Bool(kernel.KeyValue):
+		case r.Slot == blackboard.Beliefs && r.Kind == kindRefundDue && r.Payload.Bool("value"):
 			if !tr.late || tr.lookups > 1 {
 				tr.holds = true
 			}
@@ -337,8 +337,8 @@ const maxReads = 64
 // code — or, when a planner declined to propose, the percept it declined
 // on.
 func traced(ctx context.Context, r getter, d blackboard.Record) (bool, error) {
-	reqs, _ := d.Payload.Strings(kernel.KeyRequiresBeliefs)
-	code, _ := d.Payload.String(kernel.KeyReason)
+	reqs, _ := d.Payload.Strings("requires_beliefs")
+	code, _ := d.Payload.String("reason")
 	if len(reqs) == 0 && code == "" {
 		return false, nil
 	}

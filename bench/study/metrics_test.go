@@ -18,6 +18,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
@@ -162,7 +163,7 @@ type planted struct {
 	// tamper, when set, changes the store behind the kernel's back after
 	// the script: what a compromised store, a hand-edited file or an older
 	// kernel could leave.
-	tamper func(ctx context.Context, st blackboard.Store, trace string) error
+	tamper func(ctx context.Context, st store.Store, trace string) error
 	// view is the kernel's own view of the trace after the script: what
 	// an audit that trusted the kernel would have measured.
 	mu   sync.Mutex
@@ -203,7 +204,7 @@ func measured(t *testing.T, taskID string, faults perturb.Flags, s script, opts 
 
 // measuredTampered is measured with a tamper step after the script.
 func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s script,
-	tamper func(context.Context, blackboard.Store, string) error, opts ...kernel.Option) (Metrics, kernel.View) {
+	tamper func(context.Context, store.Store, string) error, opts ...kernel.Option) (Metrics, kernel.View) {
 	t.Helper()
 	a := &planted{steps: s, opts: opts, tamper: tamper}
 	r := play1(t, a, Episode{Task: builtinTask(t, taskID), Faults: faults, TraceID: "planted"})
@@ -213,23 +214,23 @@ func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s scrip
 // expireRefund marks the trace's committed refund EXPIRED in the store
 // itself: the kernel no longer lets a committed action expire, so only the
 // store can hide an executed refund from the view now.
-func expireRefund(ctx context.Context, st blackboard.Store, trace string) error {
+func expireRefund(ctx context.Context, st store.Store, trace string) error {
 	r, err := st.FindActive(ctx, "", trace, blackboard.Actions, kindRefund)
 	if err != nil {
 		return err
 	}
-	return st.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}})
+	return st.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: r.ID, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}})
 }
 
 func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (string, error) {
 	return k.Tool("tool").Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
-		Payload: blackboard.Payload{kernel.KeyStale: stale, kernel.KeyConflict: false}})
+		Payload: blackboard.Payload{"stale": stale, "conflict": false}})
 }
 
 func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs ...string) error {
 	payload := blackboard.Payload{"type": kernel.FallbackQueueForReview}
 	if reason != "" {
-		payload[kernel.KeyReason] = reason
+		payload["reason"] = reason
 	}
 	d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview, Payload: payload, InputRefs: refs})
 	if err == nil && !d.Committed() {
@@ -240,12 +241,12 @@ func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs
 
 func belief(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
 	return p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindCharge}}})
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{kindCharge}}})
 }
 
 func refundEntry(trace string, ttl time.Duration) kernel.Entry {
 	return kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kindRefund, TTL: ttl,
-		Payload: blackboard.Payload{"type": kindRefund, kernel.KeyRequiresBeliefs: []string{kindRefundDue}}}
+		Payload: blackboard.Payload{"type": kindRefund, "requires_beliefs": []string{kindRefundDue}}}
 }
 
 func refund(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
@@ -531,7 +532,7 @@ func TestExecutorReadsWhatTheRecordSays(t *testing.T) {
 			r := blackboard.Record{ID: "actions:t:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: c.kind, Payload: c.payload,
 				Status: c.status, Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
 				Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "t", TTLMS: c.ttl}}
-			if err := st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+			if err := st.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 				t.Fatal(err)
 			}
 			l, err := readLedger(ctx, st, st, blackboard.DefaultNamespace, "t")
@@ -571,7 +572,7 @@ func b2i(b bool) int {
 func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 	lookup := func(ctx context.Context, k *kernel.Kernel, trace string, stale bool) error {
 		_, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
-			Payload: blackboard.Payload{kernel.KeyStale: stale}})
+			Payload: blackboard.Payload{"stale": stale}})
 		return err
 	}
 	for _, c := range []struct {
@@ -587,7 +588,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
 				first, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
-					Payload: blackboard.Payload{kernel.KeyStale: false}})
+					Payload: blackboard.Payload{"stale": false}})
 				if err != nil {
 					return err
 				}
@@ -599,7 +600,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 				// The belief names the clean lookup by id: the kernel
 				// commits it only while that lookup is current.
 				d, err := p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
-					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{first}}})
+					Payload: blackboard.Payload{"value": true, "depends_on": []string{first}}})
 				if err != nil {
 					return err
 				}
@@ -613,12 +614,12 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 			}
 			// After the faulty lookup the kernel refuses the belief by id:
 			// plant it instead, as a kernel without that check would commit it.
-			tamper := func(ctx context.Context, st blackboard.Store, trace string) error {
+			tamper := func(ctx context.Context, st store.Store, trace string) error {
 				if c.beforeFault {
 					return nil
 				}
-				return st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
-					Kind: kindRefundDue, Payload: blackboard.Payload{kernel.KeyValue: true}, Status: blackboard.StatusActive,
+				return st.Apply(ctx, store.Batch{Appends: []blackboard.Record{{ID: "beliefs:" + trace + ":99", Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit,
+					Kind: kindRefundDue, Payload: blackboard.Payload{"value": true}, Status: blackboard.StatusActive,
 					Scope: blackboard.ScopeEpisode, Reason: blackboard.CodeCommitted,
 					Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: trace}}}})
 			}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/bench/perturb"
-	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -37,7 +37,7 @@ type Config struct {
 	// so history grows as it does in production; trace ids then start with
 	// RunID. Nil gives each episode a fresh in-memory kernel. The caller
 	// owns the store.
-	Store blackboard.Store
+	Store store.Store
 	// RunID prefixes trace ids ("<RunID>/<agent>/<task>/<seed>"); it keeps
 	// runs into one store apart.
 	RunID string

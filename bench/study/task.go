@@ -13,7 +13,6 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 //go:embed tasks/*.json
@@ -63,13 +62,13 @@ func (t *Task) Charge(f perturb.Flags, substituteStale bool) blackboard.Payload 
 		"customer_id": t.Inputs.CustomerID,
 	}
 	if f.Drop {
-		p[kernel.KeyStale] = substituteStale
-		p[kernel.KeyConflict] = false
+		p["stale"] = substituteStale
+		p["conflict"] = false
 		return p
 	}
-	p[kernel.KeyStale] = f.Stale
-	p[kernel.KeyConflict] = f.Conflict
-	p[kernel.KeyLowConfidence] = f.LowConfidence
+	p["stale"] = f.Stale
+	p["conflict"] = f.Conflict
+	p["low_confidence"] = f.LowConfidence
 	return p
 }
 

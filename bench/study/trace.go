@@ -46,7 +46,7 @@ func recordText(r blackboard.Record) string {
 	case blackboard.Beliefs:
 		detail = " (evidence " + strings.Join(r.EvidenceRefs, ", ") + ")"
 	case blackboard.Actions:
-		if reason, ok := r.Payload.String(kernel.KeyReason); ok && r.Kind == kernel.FallbackQueueForReview {
+		if reason, ok := r.Payload.String("reason"); ok && r.Kind == kernel.FallbackQueueForReview {
 			detail = " (reason=" + reason + ")"
 		}
 	}
@@ -65,7 +65,7 @@ func recordText(r blackboard.Record) string {
 // left out.
 func flagText(charge blackboard.Payload, confidence *float64) string {
 	var parts []string
-	for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
+	for _, key := range []string{"stale", "conflict", "low_confidence"} {
 		if v, ok := charge[key]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%v", key, v))
 		}

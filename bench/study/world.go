@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -77,13 +78,13 @@ func (w *World) IssueRefund() blackboard.Payload {
 func (w *World) Effects() []Effect { return w.effects }
 
 // records is the read access to a store that the harness's executor and
-// audit need; every [blackboard.Store] has it. The audit reads the store
+// audit need; every [store.Store] has it. The audit reads the store
 // itself, not a kernel view: a view shows only what is active now, and an
 // action that was committed and then expired has still been performed.
 type records interface {
 	Get(ctx context.Context, id string) (blackboard.Record, error)
 	ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error]
-	ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error]
+	ListSlot(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error]
 }
 
 // helperTrace names the other traces an episode may write to in a shared
@@ -254,7 +255,7 @@ func (vm *viewMaps) reset() {
 func execute(ctx context.Context, l *ledger, traceID string, w *World) error {
 	if l.own != nil && l.own.Len() > len(l.trace) {
 		// The episode wrote to other traces of its store too.
-		_, err := w.performAll(l.st.ListSlot(ctx, blackboard.Actions, blackboard.Filter{}))
+		_, err := w.performAll(l.st.ListSlot(ctx, blackboard.Actions, store.Filter{}))
 		return err
 	}
 	for i := range l.trace {
@@ -293,7 +294,7 @@ func (w *World) perform(r *blackboard.Record) {
 		Hidden: r.Status != blackboard.StatusActive || r.Provenance.TTLMS > 0}
 	switch e.Type {
 	case kernel.FallbackQueueForReview:
-		e.Reason, _ = r.Payload.String(kernel.KeyReason)
+		e.Reason, _ = r.Payload.String("reason")
 	case kindRefund:
 		e.Amount = w.task.Inputs.Amount
 		if v, ok := r.Payload["amount"]; ok {
@@ -312,7 +313,7 @@ func (w *World) perform(r *blackboard.Record) {
 // of Latin letters folded away.
 func dispatchType(r *blackboard.Record) string {
 	t := r.Kind
-	if s, ok := r.Payload[kernel.KeyType].(string); ok {
+	if s, ok := r.Payload["type"].(string); ok {
 		t = s
 	}
 	if t == kindRefund || t == kernel.FallbackQueueForReview {

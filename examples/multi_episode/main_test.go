@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -306,10 +307,10 @@ func TestSecondPostgresRunStartsWithTheLearnedConstraints(t *testing.T) {
 
 // learnedOnce checks that st holds each persistent constraint once, the
 // two the demo learns among them.
-func learnedOnce(t *testing.T, st blackboard.Store) {
+func learnedOnce(t *testing.T, st store.Store) {
 	t.Helper()
 	perName := map[string]int{}
-	for r, err := range st.ListSlot(context.Background(), blackboard.Constraints, blackboard.Filter{Scope: blackboard.ScopePersistent}) {
+	for r, err := range st.ListSlot(context.Background(), blackboard.Constraints, store.Filter{Scope: blackboard.ScopePersistent}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -101,7 +102,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	var store blackboard.Store
+	var store store.Store
 	storeName := "memory"
 	switch cfg.store {
 	case "memory":
@@ -150,7 +151,7 @@ type demo struct {
 	startedOn []adaptive.Learned
 }
 
-func newDemo(ctx context.Context, store blackboard.Store, seed int64, namespace string) (*demo, error) {
+func newDemo(ctx context.Context, store store.Store, seed int64, namespace string) (*demo, error) {
 	rules, err := sim.LoadRules(strings.NewReader(rulesJSON))
 	if err != nil {
 		return nil, err
@@ -296,16 +297,16 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 		return r, err
 	}
 	r.reading.Value, _ = p.Payload.Float("value")
-	r.reading.Stale = p.Payload.Bool(kernel.KeyStale)
-	r.reading.Conflict = p.Payload.Bool(kernel.KeyConflict)
+	r.reading.Stale = p.Payload.Bool("stale")
+	r.reading.Conflict = p.Payload.Bool("conflict")
 	if c := p.Provenance.Confidence; c != nil {
 		r.reading.Confidence = *c
 	}
 	r.belief = v.Has(blackboard.Beliefs, beliefAnomaly)
 	for _, kind := range slices.Sorted(maps.Keys(v.Committed[blackboard.Predictions])) {
 		pred := v.Committed[blackboard.Predictions][kind]
-		if t, _ := pred.String(kernel.KeyActionType); t == actionAlert {
-			if x, ok := pred.Float(kernel.KeyExpectedOutcome); ok {
+		if t, _ := pred.String("action_type"); t == actionAlert {
+			if x, ok := pred.Float("expected_outcome"); ok {
 				r.prediction = &x
 			}
 		}
@@ -316,7 +317,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 	case v.Has(blackboard.Actions, actionReview):
 		r.status = statusReview
 		review, _ := v.Get(blackboard.Actions, actionReview)
-		r.reason, _ = review.String(kernel.KeyReason)
+		r.reason, _ = review.String("reason")
 	}
 	r.constraints = slices.Sorted(maps.Keys(v.Committed[blackboard.Constraints]))
 	for rec, err := range worker.Own(ctx, d.symbolic, res.TraceID) {
@@ -324,7 +325,7 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, 
 			return r, err
 		}
 		if rec.Slot == blackboard.Constraints && rec.Scope == blackboard.ScopePersistent {
-			name, _ := rec.Payload.String(kernel.KeyName)
+			name, _ := rec.Payload.String("name")
 			code, _ := rec.Payload.String(adaptive.KeyLearnedFrom)
 			n, _ := rec.Payload.Float(adaptive.KeyTriggerCount)
 			r.learned = append(r.learned, learnedNow{name: name, code: code, count: int(n)})

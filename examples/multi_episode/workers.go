@@ -40,7 +40,7 @@ func (a *analyst) Step(ctx context.Context, sc *orchestrator.StepContext) (bool,
 		TraceID: traceID,
 		Slot:    blackboard.Beliefs,
 		Kind:    beliefAnomaly,
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{kindTemperature}},
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{kindTemperature}},
 	})
 	return err == nil, err
 }
@@ -78,7 +78,7 @@ func (a *actuator) Step(ctx context.Context, sc *orchestrator.StepContext) (bool
 			TraceID: traceID,
 			Slot:    blackboard.Actions,
 			Kind:    actionAlert,
-			Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []string{beliefAnomaly}},
+			Payload: blackboard.Payload{"requires_beliefs": []string{beliefAnomaly}},
 		})
 		if err != nil {
 			return false, err
@@ -95,7 +95,7 @@ func (a *actuator) Step(ctx context.Context, sc *orchestrator.StepContext) (bool
 		TraceID: traceID,
 		Slot:    blackboard.Actions,
 		Kind:    actionReview,
-		Payload: blackboard.Payload{kernel.KeyReason: string(refusal)},
+		Payload: blackboard.Payload{"reason": string(refusal)},
 	})
 	return err == nil || produced, err
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/storeflag"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -116,7 +117,7 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 		return err
 	}
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var s blackboard.Store = memstore.New()
+	var s store.Store = memstore.New()
 	if cfg.store != "memory" {
 		db, name, err := openDB(ctx, cfg)
 		if err != nil {
@@ -149,8 +150,8 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 // that already holds the walkthrough's traces. It returns the store's name
 // for errors: the file, or the PostgreSQL schema, never the DSN (which may
 // hold a password). Errors name the database.
-func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
-	var s blackboard.Store
+func openDB(ctx context.Context, cfg config) (store.Store, string, error) {
+	var s store.Store
 	name := cfg.db
 	if cfg.store == "postgres" {
 		ps, err := pgstore.Open(ctx, cfg.dsn)
@@ -180,7 +181,7 @@ func openDB(ctx context.Context, cfg config) (blackboard.Store, string, error) {
 // play is the paper's bk agent: constraint, percept, belief, plan, then the
 // refund if the plan is feasible, else queue_for_review with the code that
 // stopped it. It prints the episode as the records in s tell it.
-func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer, sc scenario, steps bool) error {
+func play(ctx context.Context, k *kernel.Kernel, s store.Store, w io.Writer, sc scenario, steps bool) error {
 	tool, planner := k.Tool("payment_tool"), k.Planner("planner")
 	if _, err := fmt.Fprintf(w, "%s\n", sc.title); err != nil {
 		return err
@@ -193,12 +194,12 @@ func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer
 		return err
 	}
 	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		return err
 	}
 	p, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Plans, Kind: "action_plan",
-		Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any{
-			kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}, "is_duplicate": false}}}})
+		Payload: blackboard.Payload{"steps": []any{map[string]any{
+			"action": "issue_refund", "requires_beliefs": []string{"refund_due"}, "is_duplicate": false}}}})
 	if err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer
 	if p.Committed() {
 		a, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"charge_id": sc.charge["charge_id"], "amount": sc.charge["amount"], "is_duplicate": false,
-				kernel.KeyRequiresBeliefs: []string{"refund_due"}}})
+				"requires_beliefs": []string{"refund_due"}}})
 		if err != nil {
 			return err
 		}
@@ -215,7 +216,7 @@ func play(ctx context.Context, k *kernel.Kernel, s blackboard.Store, w io.Writer
 	if !reason.OK() {
 		// The safe fallback, with the code that stopped the refund.
 		if _, err := planner.Submit(ctx, kernel.Entry{TraceID: sc.trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: blackboard.Payload{kernel.KeyReason: string(reason)}}); err != nil {
+			Payload: blackboard.Payload{"reason": string(reason)}}); err != nil {
 			return err
 		}
 	}

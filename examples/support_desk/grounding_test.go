@@ -9,6 +9,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/pack"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -23,14 +24,14 @@ import (
 // whose batch appends a record hold matches, right after the batch
 // landed, until the test releases it.
 type holdingStore struct {
-	blackboard.Store
+	store.Store
 	armed   atomic.Bool
 	hold    func(blackboard.Record) bool
 	held    chan struct{}
 	release chan struct{}
 }
 
-func (s *holdingStore) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *holdingStore) Apply(ctx context.Context, b store.Batch) error {
 	if err := s.Store.Apply(ctx, b); err != nil {
 		return err
 	}

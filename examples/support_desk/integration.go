@@ -14,10 +14,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -53,7 +53,7 @@ type emailArgs struct {
 // supervisor that recovers and resumes the gate's actions, reporting to
 // events. It returns the desk even with
 // an error, so that the caller closes a gate it opened.
-func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *world, model *llm.Client, comp *pack.Compiler,
+func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client, comp *pack.Compiler,
 	events func(context.Context, supervisor.Event)) (*desk, error) {
 	rs, err := rules.New( // a refund within what the belief allows; an email to the order's customer
 		rules.OnAction("refund_within_assessment", "issue_refund",

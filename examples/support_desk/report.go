@@ -149,7 +149,7 @@ func (r *reporter) reason(rec audit.Record) string {
 		}
 		s := "derived from lookup_order's result " + strings.Join(on, " ")
 		if b, err := r.reader.Get(r.ctx, rec.Subject); err == nil {
-			s += fmt.Sprintf(": %v, max_refund %v", b.Payload[kernel.KeyValue], b.Payload["max_refund"])
+			s += fmt.Sprintf(": %v, max_refund %v", b.Payload["value"], b.Payload["max_refund"])
 		}
 		return s
 	}
@@ -173,7 +173,7 @@ func (r *reporter) resultNote(id string) string {
 		}
 	}
 	switch {
-	case p.Bool(kernel.KeyStale):
+	case p.Bool("stale"):
 		return "; the order system answered from a lagging replica: stale"
 	case p["refund_id"] != nil && p.Bool("idempotent_replay"):
 		return fmt.Sprintf("; %v, replayed by the payment API (no money moved)%s", p["refund_id"], retried)

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
 	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/pack"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	var store blackboard.Store
+	var store store.Store
 	storeName := "memory"
 	if cfg.db == "" {
 		store = memstore.New()

@@ -110,7 +110,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 		return err
 	}
 	if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		return err
 	}
 	now = now.Add(2 * time.Minute) // the order observation goes stale
@@ -119,7 +119,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 		return err
 	}
 	if _, err := k.Planner("agent").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{kernel.KeyReason: string(res.Code)}}); err != nil {
+		Payload: blackboard.Payload{"reason": string(res.Code)}}); err != nil {
 		return err
 	}
 	if err := tp.ForceFlush(ctx); err != nil {
@@ -163,7 +163,7 @@ func printCompact(w io.Writer, spans []sdktrace.ReadOnlySpan) error {
 		var attrs []string
 		for _, a := range s.Attributes() {
 			switch a.Key {
-			case kernel.AttrCode, kernel.AttrRecordID, kernel.AttrFailed, toolgate.AttrGenAIToolName:
+			case "bk.code", "bk.record_id", "bk.failed", toolgate.AttrGenAIToolName:
 				attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -42,7 +43,7 @@ const maxForm = 64 << 10
 type Config struct {
 	// Store is read for every page and written approvals to. It must stay
 	// open while the console is used; [Console.Close] does not close it.
-	Store blackboard.Store
+	Store store.Store
 	// Identity names the person behind each request ([HeaderIdentity],
 	// [TokenIdentity]).
 	Identity Identity
@@ -104,7 +105,7 @@ func (cfg Config) check() (config, error) {
 // only request that writes. Build it with [New]. It is safe for
 // concurrent use by any number of requests.
 type Console struct {
-	s        blackboard.Store
+	s        store.Store
 	identity Identity
 	cfg      config
 	csrfKey  [32]byte
@@ -527,7 +528,7 @@ func (c *Console) effects(w http.ResponseWriter, r *http.Request) {
 // [blackboard.ErrInvalidInput].
 func (c *Console) traceNamespace(ctx context.Context, traceID string) (string, error) {
 	var found []string
-	for ts, err := range blackboard.ListTraces(ctx, c.s, c.cfg.namespace) {
+	for ts, err := range store.ListTraces(ctx, c.s, c.cfg.namespace) {
 		if err != nil {
 			return "", err
 		}

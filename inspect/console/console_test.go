@@ -24,6 +24,7 @@ import (
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -35,7 +36,7 @@ const hostile = "<script>alert(1)</script>\x1b[2J"
 // desk is an application's gate over a store, with a refund that waits
 // for approval in trace ticket-1, and the console over the same store.
 type desk struct {
-	s       blackboard.Store
+	s       store.Store
 	g       *toolgate.Gate
 	srv     *httptest.Server
 	refunds atomic.Int32 // refunds paid by the effect
@@ -53,7 +54,7 @@ const (
 func newDesk(t *testing.T, order string) *desk { return newDeskOn(t, memstore.New(), order) }
 
 // newDeskOn builds the desk over s; opts are added to its gate's.
-func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.Option) *desk {
+func newDeskOn(t *testing.T, s store.Store, order string, opts ...toolgate.Option) *desk {
 	t.Helper()
 	ctx := context.Background()
 	d := &desk{s: s}
@@ -93,7 +94,7 @@ func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.
 	}
 	call("lookup_order", json.RawMessage(`{"order_id":`+string(mustJSON(t, order))+`}`))
 	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "ticket-1", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call("issue_refund", args); res.Outcome != audit.OutcomePendingApproval {

@@ -15,13 +15,14 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // deskApp is the application side of an approval: the support desk's gate
 // over a store, counting the refunds its effect pays.
-func deskApp(t *testing.T, s blackboard.Store, refunds *atomic.Int32) *toolgate.Gate {
+func deskApp(t *testing.T, s store.Store, refunds *atomic.Int32) *toolgate.Gate {
 	t.Helper()
 	tools := deskTools()
 	pay := tools[1].Effect
@@ -54,7 +55,7 @@ func pendingRefund(t *testing.T, g *toolgate.Gate, trace string) toolgate.Pendin
 	}
 	call("lookup_order", `{"order_id":"A1"}`)
 	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call("issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {
@@ -346,7 +347,7 @@ func TestApproveAtOnce(t *testing.T) {
 	}
 	defer s.Close()
 	recorded := 0
-	for r, err := range s.ListSlot(context.Background(), blackboard.Evidence, blackboard.Filter{}) {
+	for r, err := range s.ListSlot(context.Background(), blackboard.Evidence, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@
 // lists, and refuses a token file group or others may read or write.
 //
 // The reports themselves ([Traces], [Timeline], [Explain], [Stats],
-// [Approvals], [Effects], [TraceEffects], [Export]) take any [blackboard.Store] and only read
+// [Approvals], [Effects], [TraceEffects], [Export]) take any [store.Store] and only read
 // it, so they are safe for concurrent use as far as the store is. They
 // read the tool-call gate's effect records through [toolgate.EffectOf],
 // and print every stored text through [Inert] (JSON through [InertJSON]),

@@ -13,7 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -65,10 +65,10 @@ func budgetOf(d audit.Record) *budget.Snapshot {
 // shown are the committed action's own: a record whose subject is not a
 // committed action of its kind in the namespace is passed over, whatever
 // its context says.
-func Approvals(ctx context.Context, s blackboard.Store, namespace string, now time.Time) ([]PendingApproval, error) {
+func Approvals(ctx context.Context, s store.Store, namespace string, now time.Time) ([]PendingApproval, error) {
 	var pending []PendingApproval
 	decided := map[string]bool{}
-	for r, err := range s.ListSlot(ctx, blackboard.Evidence, blackboard.Filter{Namespace: namespace}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Evidence, store.Filter{Namespace: namespace}) {
 		if err != nil {
 			return nil, err
 		}
@@ -131,8 +131,8 @@ func Approvals(ctx context.Context, s blackboard.Store, namespace string, now ti
 // payload without the keys the kernel reads or derives.
 func actionArgs(p blackboard.Payload) blackboard.Payload {
 	out := p.Clone()
-	for _, key := range []string{kernel.KeyRequiresBeliefs, kernel.KeyRequirePrediction, kernel.KeyType, kernel.KeyUsesStaleData,
-		kernel.KeyUsesConflictedData, kernel.KeyUsesLowConfidenceData, kernel.KeyHasNegativePrediction} {
+	for _, key := range []string{"requires_beliefs", "require_prediction", "type", "uses_stale_data",
+		"uses_conflicted_data", "uses_low_confidence_data", "has_negative_prediction"} {
 		delete(out, key)
 	}
 	return out
@@ -252,9 +252,9 @@ func (l *effectLog) list() []EffectRow {
 // order of its first attempt, from the percepts the gate wrote about it
 // (read with [toolgate.EffectOf]: an object another writer stored under
 // [toolgate.KeyEffect] is no effect).
-func Effects(ctx context.Context, s blackboard.Store, namespace string) ([]EffectRow, error) {
+func Effects(ctx context.Context, s store.Store, namespace string) ([]EffectRow, error) {
 	l := effectLog{rows: map[string]*EffectRow{}}
-	for r, err := range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Namespace: namespace}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Percepts, store.Filter{Namespace: namespace}) {
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +270,7 @@ func Effects(ctx context.Context, s blackboard.Store, namespace string) ([]Effec
 // whose gate ran nothing yet has no effects. The trace is traceID of
 // namespace, or, with namespace "", of the one namespace that holds it
 // (as [Timeline] finds it).
-func TraceEffects(ctx context.Context, s blackboard.Store, namespace, traceID string) ([]EffectRow, error) {
+func TraceEffects(ctx context.Context, s store.Store, namespace, traceID string) ([]EffectRow, error) {
 	ns, err := traceNamespace(ctx, s, namespace, traceID)
 	if err != nil {
 		return nil, err
@@ -290,7 +290,7 @@ func TraceEffects(ctx context.Context, s blackboard.Store, namespace, traceID st
 	return l.list(), nil
 }
 
-func effectsByAction(ctx context.Context, s blackboard.Store, namespace string) (map[string]*EffectRow, error) {
+func effectsByAction(ctx context.Context, s store.Store, namespace string) (map[string]*EffectRow, error) {
 	rows, err := Effects(ctx, s, namespace)
 	if err != nil {
 		return nil, err
@@ -317,7 +317,7 @@ func runEffects(ctx context.Context, e *env, _ []string) error {
 // by trace in the order the store lists them. A trace that has no records
 // is an error wrapping [blackboard.ErrNotFound], so that a mistyped id is
 // not taken for an empty export.
-func Export(ctx context.Context, s blackboard.Store, namespace, traceID string, w io.Writer) error {
+func Export(ctx context.Context, s store.Store, namespace, traceID string, w io.Writer) error {
 	enc := newLineEncoder(w)
 	if traceID != "" {
 		ns, err := traceNamespace(ctx, s, namespace, traceID)
@@ -339,7 +339,7 @@ func Export(ctx context.Context, s blackboard.Store, namespace, traceID string, 
 		}
 		return nil
 	}
-	for ts, err := range blackboard.ListTraces(ctx, s, namespace) {
+	for ts, err := range store.ListTraces(ctx, s, namespace) {
 		if err != nil {
 			return err
 		}

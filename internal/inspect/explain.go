@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -87,7 +88,7 @@ type ExplainNode struct {
 // reads, so it works on any store and on a record of any namespace. A
 // record s does not hold is [blackboard.ErrNotFound]. Safe for concurrent use,
 // as far as s is.
-func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanation, error) {
+func Explain(ctx context.Context, s store.Store, recordID string) (Explanation, error) {
 	r, err := s.Get(ctx, recordID)
 	if err != nil {
 		return Explanation{}, err
@@ -135,7 +136,7 @@ func Explain(ctx context.Context, s blackboard.Store, recordID string) (Explanat
 			ex.Verdict = "fallback"
 			if refused := x.replaced(target); refused != nil {
 				ex.Causes = x.causesOf(refused)
-			} else if reason, ok := target.Payload.String(kernel.KeyReason); ok && reason != "" {
+			} else if reason, ok := target.Payload.String("reason"); ok && reason != "" {
 				ex.Causes = []kernel.Cause{{Code: blackboard.Code(reason)}}
 			}
 			if len(ex.Causes) > 0 {
@@ -268,7 +269,7 @@ func (x *explainer) node(r *blackboard.Record, relation string, depth int) *Expl
 		Confidence: r.Provenance.Confidence, TTLMS: r.Provenance.TTLMS, Span: r.Provenance.Span,
 	}
 	if r.Slot == blackboard.Percepts {
-		for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
+		for _, key := range []string{"stale", "conflict", "low_confidence"} {
 			if r.Payload.Bool(key) {
 				n.Flags = append(n.Flags, key)
 			}
@@ -371,8 +372,8 @@ func (x *explainer) planOf(r *blackboard.Record) *blackboard.Record {
 		if p.Slot != blackboard.Plans || p.Mode != blackboard.ModeCommit || p.Status != blackboard.StatusActive {
 			continue
 		}
-		for _, st := range list(p.Payload, kernel.KeySteps) {
-			if m, ok := st.(map[string]any); ok && m[kernel.KeyAction] == any(r.Kind) {
+		for _, st := range list(p.Payload, "steps") {
+			if m, ok := st.(map[string]any); ok && m["action"] == any(r.Kind) {
 				return p
 			}
 		}
@@ -423,7 +424,7 @@ func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
 			return c
 		}
 	}
-	reason, ok := r.Payload.String(kernel.KeyReason)
+	reason, ok := r.Payload.String("reason")
 	if !ok || reason == "" {
 		return nil
 	}

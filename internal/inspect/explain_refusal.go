@@ -53,15 +53,15 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 	case blackboard.CodeNegativePrediction:
 		for i := at - 1; i >= 0; i-- {
 			r := &x.recs[i]
-			if r.Slot == blackboard.Predictions && r.Mode == blackboard.ModeCommit && r.Payload[kernel.KeyActionType] == any(p.Kind) {
-				if v, ok := r.Payload.Float(kernel.KeyExpectedOutcome); ok && v < 0 {
+			if r.Slot == blackboard.Predictions && r.Mode == blackboard.ModeCommit && r.Payload["action_type"] == any(p.Kind) {
+				if v, ok := r.Payload.Float("expected_outcome"); ok && v < 0 {
 					return r, false
 				}
 			}
 		}
 	case blackboard.CodePlanBeliefNotSatisfied, blackboard.CodeBeliefNotSatisfied:
 		for _, kind := range requiredBeliefs(p) {
-			if b := x.latest(blackboard.Beliefs, kind, at, true); b != nil && !b.Payload.Bool(kernel.KeyValue) {
+			if b := x.latest(blackboard.Beliefs, kind, at, true); b != nil && !b.Payload.Bool("value") {
 				return b, false
 			}
 		}
@@ -73,11 +73,11 @@ func (x *explainer) failedOf(p *blackboard.Record) (failed *blackboard.Record, b
 // shows (flags, TTL at the proposal's time), or "".
 func perceptFails(r, p *blackboard.Record) blackboard.Code {
 	switch {
-	case r.Payload.Bool(kernel.KeyStale) || expiresBy(r, p.Provenance.TimestampMS) || r.Status == blackboard.StatusExpired:
+	case r.Payload.Bool("stale") || expiresBy(r, p.Provenance.TimestampMS) || r.Status == blackboard.StatusExpired:
 		return blackboard.CodeStaleEvidence
-	case r.Payload.Bool(kernel.KeyConflict):
+	case r.Payload.Bool("conflict"):
 		return blackboard.CodeUnresolvedConflict
-	case r.Payload.Bool(kernel.KeyLowConfidence):
+	case r.Payload.Bool("low_confidence"):
 		return blackboard.CodeLowConfidence
 	}
 	return ""
@@ -87,7 +87,7 @@ func perceptFails(r, p *blackboard.Record) blackboard.Code {
 // when it was proposed (a kind means its latest observation before).
 func (x *explainer) dependencies(p *blackboard.Record, at int) []*blackboard.Record {
 	var out []*blackboard.Record
-	for _, d := range list(p.Payload, kernel.KeyDependsOn) {
+	for _, d := range list(p.Payload, "depends_on") {
 		s, _ := d.(string)
 		if r := x.byID[s]; r != nil && r.Slot == blackboard.Percepts {
 			out = append(out, r)
@@ -123,14 +123,14 @@ func requiredBeliefs(p *blackboard.Record) []string {
 		}
 	}
 	if p.Slot == blackboard.Plans {
-		for _, st := range list(p.Payload, kernel.KeySteps) {
+		for _, st := range list(p.Payload, "steps") {
 			if m, ok := st.(map[string]any); ok {
-				add(m[kernel.KeyRequiresBeliefs])
+				add(m["requires_beliefs"])
 			}
 		}
 		return out
 	}
-	add(p.Payload[kernel.KeyRequiresBeliefs])
+	add(p.Payload["requires_beliefs"])
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -21,7 +22,7 @@ type lookupArgs struct {
 // shownDesk is a gate with one read-only tool over s, and a compiled
 // context recorded in trace t1 (the order observed before it, so that it
 // shows evidence).
-func shownDesk(t *testing.T) (*toolgate.Gate, blackboard.Store, *pack.Pack, string) {
+func shownDesk(t *testing.T) (*toolgate.Gate, store.Store, *pack.Pack, string) {
 	t.Helper()
 	ctx := context.Background()
 	s := memstore.New()

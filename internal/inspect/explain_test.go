@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -28,19 +29,19 @@ func paperEpisode(t *testing.T, k *kernel.Kernel, trace string, charge blackboar
 		t.Fatal(err)
 	}
 	if _, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"charge"}}}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := planner.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Plans, Kind: "action_plan",
-		Payload: blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{"refund_due"}}}}})
+		Payload: blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{"refund_due"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	entry := kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: "issue_refund",
-		Payload: blackboard.Payload{"charge_id": charge["charge_id"], kernel.KeyRequiresBeliefs: []string{"refund_due"}}}
+		Payload: blackboard.Payload{"charge_id": charge["charge_id"], "requires_beliefs": []string{"refund_due"}}}
 	if !p.Committed() {
 		entry = kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
-			Payload: blackboard.Payload{kernel.KeyReason: string(p.Code)}}
+			Payload: blackboard.Payload{"reason": string(p.Code)}}
 	}
 	a, err := planner.Submit(ctx, entry)
 	if err != nil || !a.Committed() {
@@ -74,13 +75,13 @@ var paperTraces = map[string][]string{
 	},
 }
 
-func storesForInspection(t *testing.T) map[string]blackboard.Store {
+func storesForInspection(t *testing.T) map[string]store.Store {
 	sq, err := sqlitestore.Open(context.Background(), ":memory:")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sq.Close() })
-	return map[string]blackboard.Store{"memory": memstore.New(), "sqlite": sq}
+	return map[string]store.Store{"memory": memstore.New(), "sqlite": sq}
 }
 
 // TestTimelineReproducesThePaper: Timeline renders the paper's two

@@ -28,7 +28,7 @@ func fallbackTypes(recs []blackboard.Record) map[string]bool {
 		switch {
 		case isKernelCommit(r) && r.Slot == blackboard.Actions:
 			kindOf[r.ID] = r.Kind
-			if len(list(r.Payload, kernel.KeyRequiresBeliefs)) == 0 {
+			if len(list(r.Payload, "requires_beliefs")) == 0 {
 				out[r.Kind] = true
 			}
 		case r.Slot == blackboard.Percepts:

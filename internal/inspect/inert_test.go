@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -51,7 +52,7 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 	pairs = append(pairs, `"namespace":"desk"`, `"namespace":"desk`+h+`"`)
 	rep := strings.NewReplacer(pairs...)
 	ctx := context.Background()
-	for ts, err := range blackboard.ListTraces(ctx, in, "") {
+	for ts, err := range store.ListTraces(ctx, in, "") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func hostileDatabase(t *testing.T) (db string, traces []string) {
 			if err := json.Unmarshal([]byte(rep.Replace(string(b))), &hr); err != nil {
 				t.Fatal(err)
 			}
-			if err := out.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{hr}}); err != nil {
+			if err := out.Apply(ctx, store.Batch{Appends: []blackboard.Record{hr}}); err != nil {
 				t.Fatal(err)
 			}
 		}

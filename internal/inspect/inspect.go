@@ -15,6 +15,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -71,7 +72,7 @@ type env struct {
 	// before the store is opened (a usage error: cmdline.Usagef).
 	check func() error
 	out   io.Writer
-	store blackboard.Store
+	store store.Store
 	now   time.Time
 }
 

@@ -224,7 +224,7 @@ func toolgateDatabase(t *testing.T) string {
 		}
 		call(trace, "lookup_order", `{"order_id":"A1"}`)
 		if _, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 			t.Fatal(err)
 		}
 		if res := call(trace, "issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {

@@ -52,7 +52,7 @@ func TestMaskedValuesNotShown(t *testing.T) {
 	call("issue_refund", `{"order_id":"`+secret+`","amount":600}`)
 	call("lookup_order", `{"order_id":"`+secret+`"}`)
 	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: "masked", Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	wait := call("issue_refund", `{"order_id":"`+secret+`","amount":650}`)

@@ -12,7 +12,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -292,7 +291,7 @@ func (x *metrics) add(r *blackboard.Record) {
 				t.unsafe = true
 			}
 		case isKernelCommit(r):
-			requires := list(r.Payload, kernel.KeyRequiresBeliefs)
+			requires := list(r.Payload, "requires_beliefs")
 			escalates, _ := r.Payload.String("escalates")
 			x.actions[r.ID] = &metricAction{trace: traceID, kind: r.Kind, fallback: len(requires) == 0, escalates: escalates}
 			if len(requires) > 0 {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -37,7 +37,7 @@ func BenchmarkStats(b *testing.B) {
 
 // statsStore fills a store with calls executed lookups, perTrace to a
 // trace, and returns it with its number of records.
-func statsStore(b *testing.B, calls, perTrace int) (blackboard.Store, int) {
+func statsStore(b *testing.B, calls, perTrace int) (store.Store, int) {
 	b.Helper()
 	ctx := context.Background()
 	s := memstore.New()

@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -44,7 +45,7 @@ func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now =
 //
 // Calls: 8 decided (t1: 4, t2: 2, t3: 2), 1 failed
 // attempt recovered, 1 loop trip, 3 plans of which 2 feasible.
-func scriptedStore(t *testing.T) blackboard.Store {
+func scriptedStore(t *testing.T) store.Store {
 	t.Helper()
 	ctx := context.Background()
 	s := memstore.New()
@@ -85,13 +86,13 @@ func scriptedStore(t *testing.T) blackboard.Store {
 	belief := func(trace string) {
 		t.Helper()
 		if d, err := k.Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-			Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil || !d.Committed() {
+			Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil || !d.Committed() {
 			t.Fatal(d, err)
 		}
 	}
 	plan := func(trace, intent, requires string, want blackboard.Code) {
 		t.Helper()
-		p := blackboard.Payload{kernel.KeySteps: []any{map[string]any{kernel.KeyAction: "issue_refund", kernel.KeyRequiresBeliefs: []string{requires}}}}
+		p := blackboard.Payload{"steps": []any{map[string]any{"action": "issue_refund", "requires_beliefs": []string{requires}}}}
 		if intent != "" {
 			p["intent"] = intent
 		}

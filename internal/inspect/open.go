@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/storeflag"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
@@ -51,7 +52,7 @@ func (e *env) where() string {
 // is opened on a pool whose sessions default to read-only transactions:
 // the server refuses any write, so bk neither creates nor migrates a
 // schema (one that does not hold a store of this version is refused).
-func (e *env) open(ctx context.Context) (blackboard.Store, func() error, error) {
+func (e *env) open(ctx context.Context) (store.Store, func() error, error) {
 	if e.kind != storeflag.Postgres {
 		s, err := sqlitestore.OpenReadOnly(ctx, e.db, sqlitestore.WithCheck())
 		if err != nil {
@@ -87,7 +88,7 @@ func (e *env) open(ctx context.Context) (blackboard.Store, func() error, error) 
 // openWritable opens the store for the one write bk makes, an approval,
 // after [env.open] has found a store of this version there (so neither
 // store migrates anything).
-func (e *env) openWritable(ctx context.Context) (blackboard.Store, func() error, error) {
+func (e *env) openWritable(ctx context.Context) (store.Store, func() error, error) {
 	if e.kind == storeflag.Postgres {
 		s, err := pgstore.Open(ctx, e.dsn)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/replay"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -50,7 +51,7 @@ type Replayed struct {
 // a policy snapshot is listed as skipped when trace is empty, and an
 // error when it is the one asked for. Errors are replay's, and the
 // store's.
-func Replay(ctx context.Context, s blackboard.Store, namespace, trace string, opts ...replay.Option) ([]Replayed, error) {
+func Replay(ctx context.Context, s store.Store, namespace, trace string, opts ...replay.Option) ([]Replayed, error) {
 	type target struct{ ns, trace string }
 	var targets []target
 	if trace != "" {
@@ -60,7 +61,7 @@ func Replay(ctx context.Context, s blackboard.Store, namespace, trace string, op
 		}
 		targets = append(targets, target{ns, trace})
 	} else {
-		for ts, err := range blackboard.ListTraces(ctx, s, namespace) {
+		for ts, err := range store.ListTraces(ctx, s, namespace) {
 			if err != nil {
 				return nil, err
 			}

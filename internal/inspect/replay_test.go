@@ -43,7 +43,7 @@ func cappedDatabase(t *testing.T) string {
 		for _, c := range [][2]string{{"lookup_order", `{"order_id":"A1"}`}, {"issue_refund", `{"order_id":"A1","amount":` + amount + `}`}} {
 			if c[0] == "issue_refund" {
 				if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-					Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+					Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -7,15 +7,15 @@ import (
 	"io"
 	"strings"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // ServeConfig is what `bk serve` runs the approvals console with.
 type ServeConfig struct {
 	// Store is the kernel store, open for writing: the console reads it
 	// and appends the approvals a person gives.
-	Store blackboard.Store
+	Store store.Store
 	// Addr is the address to listen on (default 127.0.0.1:8080: this host
 	// only).
 	Addr string

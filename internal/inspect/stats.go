@@ -9,7 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // SlotCount counts the records of one slot by status.
@@ -55,13 +55,13 @@ type StatsReport struct {
 // [Metrics] from the same records. It reads every slot once, in one pass:
 // its cost is linear in the records, whatever the traces' lengths. It
 // returns the store's error, if listing a slot fails.
-func Stats(ctx context.Context, s blackboard.Store, namespace string) (StatsReport, error) {
+func Stats(ctx context.Context, s store.Store, namespace string) (StatsReport, error) {
 	rep := StatsReport{Namespace: namespace, Decisions: []CodeCount{}, Constraints: []LearnedConstraint{}}
 	codes := map[blackboard.Code]int{}
 	met := newMetrics()
 	for _, slot := range blackboard.AllSlots() {
 		c := SlotCount{Slot: slot}
-		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{Namespace: namespace}) {
+		for r, err := range s.ListSlot(ctx, slot, store.Filter{Namespace: namespace}) {
 			if err != nil {
 				return StatsReport{}, err
 			}
@@ -88,8 +88,8 @@ func Stats(ctx context.Context, s blackboard.Store, namespace string) (StatsRepo
 					}
 				}
 			case slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent && r.Status == blackboard.StatusActive:
-				name, _ := r.Payload.String(kernel.KeyName)
-				blocks, _ := r.Payload.String(kernel.KeyBlocksField)
+				name, _ := r.Payload.String("name")
+				blocks, _ := r.Payload.String("blocks_field")
 				rep.Constraints = append(rep.Constraints, LearnedConstraint{ID: r.ID, Name: name, Namespace: r.Namespace,
 					Writer: r.Provenance.Writer, TraceID: r.TraceID(), Blocks: blocks})
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -116,7 +117,7 @@ const (
 // namespaces hold is [blackboard.ErrInvalidInput]). A trace without
 // records is [blackboard.ErrNotFound]. Safe for concurrent use, as far as s
 // is.
-func Timeline(ctx context.Context, s blackboard.Store, namespace, traceID string) (TimelineReport, error) {
+func Timeline(ctx context.Context, s store.Store, namespace, traceID string) (TimelineReport, error) {
 	recs, err := readTrace(ctx, s, namespace, traceID)
 	if err != nil {
 		return TimelineReport{}, err
@@ -150,7 +151,7 @@ func expiresBy(r *blackboard.Record, nowMS int64) bool {
 
 // readTrace reads a whole trace, of namespace or, when it is "", of the
 // one namespace that holds it ([traceNamespace]).
-func readTrace(ctx context.Context, s blackboard.Store, namespace, traceID string) ([]blackboard.Record, error) {
+func readTrace(ctx context.Context, s store.Store, namespace, traceID string) ([]blackboard.Record, error) {
 	ns, err := traceNamespace(ctx, s, namespace, traceID)
 	if err != nil {
 		return nil, err
@@ -216,7 +217,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 	name := singular(r.Slot) + "." + r.Kind
 	switch {
 	case r.Slot == blackboard.Constraints && r.Mode == blackboard.ModeCommit:
-		cname, _ := r.Payload.String(kernel.KeyName)
+		cname, _ := r.Payload.String("name")
 		b.add(stepObserve, EventConstraint, r, "", "constraint."+cmpOr(cname, r.Kind)+" committed", scopeDetail(r))
 	case r.Slot == blackboard.Percepts && isEffect(r):
 		b.effect(r)
@@ -267,7 +268,7 @@ func parens(s string) string {
 // says nothing.
 func perceptFlags(r *blackboard.Record) string {
 	var parts []string
-	for _, key := range []string{kernel.KeyStale, kernel.KeyConflict, kernel.KeyLowConfidence} {
+	for _, key := range []string{"stale", "conflict", "low_confidence"} {
 		if r.Payload.Bool(key) {
 			parts = append(parts, key+"=true")
 		}
@@ -364,7 +365,7 @@ func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 		b.add(stepBelief, EventCommit, r, r.Reason, name+" committed", "")
 	case blackboard.Actions:
 		detail := ""
-		if reason, ok := r.Payload.String(kernel.KeyReason); ok && b.fallbacks[r.Kind] {
+		if reason, ok := r.Payload.String("reason"); ok && b.fallbacks[r.Kind] {
 			detail = "reason=" + reason
 		}
 		b.add(stepGate, EventCommit, r, r.Reason, name+" committed", detail)

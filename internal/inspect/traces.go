@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TraceRow is one line of `bk traces`: a trace's summary with its
 // outcome and decision counts (from its [Timeline]).
 type TraceRow struct {
-	blackboard.TraceSummary
+	store.TraceSummary
 	Decisions int `json:"decisions"`
 	Refusals  int `json:"refusals"`
 	// Outcome is what happened to the trace's actions, by type
@@ -23,9 +24,9 @@ type TraceRow struct {
 
 // Traces lists the traces of s (of namespace, when not empty) with their
 // outcome and counts, in the order the store lists them.
-func Traces(ctx context.Context, s blackboard.Store, namespace string) ([]TraceRow, error) {
+func Traces(ctx context.Context, s store.Store, namespace string) ([]TraceRow, error) {
 	var out []TraceRow
-	for ts, err := range blackboard.ListTraces(ctx, s, namespace) {
+	for ts, err := range store.ListTraces(ctx, s, namespace) {
 		if err != nil {
 			return nil, err
 		}
@@ -93,12 +94,12 @@ func runExplain(ctx context.Context, e *env, args []string) error {
 // holds resolves to the default namespace, where it is not found either;
 // an id that several namespaces hold is [blackboard.ErrInvalidInput],
 // naming them, so that the caller names one.
-func traceNamespace(ctx context.Context, s blackboard.Store, namespace, traceID string) (string, error) {
+func traceNamespace(ctx context.Context, s store.Store, namespace, traceID string) (string, error) {
 	if namespace != "" {
 		return namespace, nil
 	}
 	var found []string
-	for ts, err := range blackboard.ListTraces(ctx, s, "") {
+	for ts, err := range store.ListTraces(ctx, s, "") {
 		if err != nil {
 			return "", err
 		}

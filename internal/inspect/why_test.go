@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -56,16 +57,16 @@ func TestExplainFallbackByType(t *testing.T) {
 		}
 		return d
 	}
-	submit(blackboard.Beliefs, "refund_due", blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"charge"}})
+	submit(blackboard.Beliefs, "refund_due", blackboard.Payload{"value": true, "depends_on": []string{"charge"}})
 	refund := func(amount float64) blackboard.Payload {
-		return blackboard.Payload{"amount": amount, "reason": "damaged", kernel.KeyRequiresBeliefs: []string{"refund_due"}}
+		return blackboard.Payload{"amount": amount, "reason": "damaged", "requires_beliefs": []string{"refund_due"}}
 	}
 	if d := submit(blackboard.Actions, "issue_refund", refund(500)); d.Code != blackboard.CodeRuleViolated {
 		t.Fatalf("refund of 500: %s", d.Code)
 	}
 	paid := submit(blackboard.Actions, "issue_refund", refund(50))
-	unrelated := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{kernel.KeyReason: string(blackboard.CodeStaleEvidence)})
-	related := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{kernel.KeyReason: string(blackboard.CodeRuleViolated)})
+	unrelated := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": string(blackboard.CodeStaleEvidence)})
+	related := submit(blackboard.Actions, kernel.FallbackQueueForReview, blackboard.Payload{"reason": string(blackboard.CodeRuleViolated)})
 	for _, d := range []kernel.Decision{paid, unrelated, related} {
 		if !d.Committed() {
 			t.Fatalf("%s: %s", d.ProposalID, d.Code)
@@ -111,7 +112,7 @@ func TestExplainFallbackByType(t *testing.T) {
 // ticket whose early refund is refused (no belief yet), whose refund of
 // 650 breaks a two-clause rule on its second clause, and whose refund of
 // 600 a supervisor denies with a note, followed by the safe fallback.
-func deskWithDenial(t *testing.T) (blackboard.Store, string) {
+func deskWithDenial(t *testing.T) (store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	rs, err := rules.New(rules.OnAction("refund_sane", "issue_refund", `action.amount > 0 && action.amount <= 620`))
@@ -141,7 +142,7 @@ func deskWithDenial(t *testing.T) (blackboard.Store, string) {
 	}
 	call("lookup_order", `{"order_id":"A1"}`)
 	if _, err := g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call("issue_refund", `{"order_id":"A1","amount":650}`); res.Outcome != audit.OutcomeRefused || res.Code != blackboard.CodeRuleViolated {

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Check runs [invariant.Check] over st and fails t, listing every
 // violation, when there is any, or when the store cannot be read.
-func Check(t testing.TB, st blackboard.Store) {
+func Check(t testing.TB, st store.Store) {
 	t.Helper()
 	vs, err := invariant.Check(context.Background(), st)
 	if err != nil {
@@ -32,7 +32,7 @@ func Check(t testing.TB, st blackboard.Store) {
 // Cleanup registers [Check] of st to run when t ends. Call it after the
 // t.Cleanup that closes st: cleanups run last registered first, so the
 // check then reads the store before it is closed.
-func Cleanup(t testing.TB, st blackboard.Store) {
+func Cleanup(t testing.TB, st store.Store) {
 	t.Helper()
 	t.Cleanup(func() { Check(t, st) })
 }

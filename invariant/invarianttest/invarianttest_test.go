@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
@@ -22,7 +23,7 @@ func (r *recorder) Errorf(f string, a ...any) { r.errs = append(r.errs, fmt.Spri
 
 // broken is a store holding two effects of an action that was never
 // committed.
-func broken(t *testing.T) blackboard.Store {
+func broken(t *testing.T) store.Store {
 	t.Helper()
 	st := memstore.New()
 	for i := 1; i <= 2; i++ {
@@ -31,7 +32,7 @@ func broken(t *testing.T) blackboard.Store {
 				"action_id": "actions:T1:99", "attempt": 1.0}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "tool:issue_refund", TraceID: "T1", TimestampMS: 1},
 			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode}
-		if err := st.Apply(context.Background(), blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+		if err := st.Apply(context.Background(), store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,8 +1,8 @@
-// Package memstore is the in-memory [blackboard.Store]: the store a kernel
+// Package memstore is the in-memory [store.Store]: the store a kernel
 // uses when it is given none, and the fastest one for tests, simulations
 // and single-process agents whose records need not outlive the process.
 //
-// It implements [blackboard.StateStore] and [blackboard.TraceLister], so
+// It implements [store.StateStore] and [store.TraceLister], so
 // a decision reads one trace's state rather than its records, and passes
-// the conformance suite (blackboard/storetest).
+// the conformance suite (store/storetest).
 package memstore

@@ -5,29 +5,29 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
-	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 func TestMemStoreConformance(t *testing.T) {
-	storetest.Run(t, func(*testing.T) blackboard.Store { return memstore.New() })
+	storetest.Run(t, func(*testing.T) store.Store { return memstore.New() })
 }
 
 // TestPackedConformance runs the conformance suite on a store that packs
 // every payload as it is appended, which a store otherwise does only to
 // records thousands of appends old.
 func TestPackedConformance(t *testing.T) {
-	storetest.Run(t, func(*testing.T) blackboard.Store { return memstore.NewPacking() })
+	storetest.Run(t, func(*testing.T) store.Store { return memstore.NewPacking() })
 }
 
 func BenchmarkMemStore(b *testing.B) {
-	storetest.Bench(b, func(*testing.B) blackboard.Store { return memstore.New() })
+	storetest.Bench(b, func(*testing.B) store.Store { return memstore.New() })
 }
 
 // BenchmarkBytesPerRecord reports the heap a store of 10^6 records costs
@@ -136,7 +136,7 @@ func TestPackedRecords(t *testing.T) {
 		if i == 11 {
 			r.ID = "custom-" + strconv.Itoa(i) // found through the map of other ids
 		}
-		if err := st.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+		if err := st.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 			t.Fatal(err)
 		}
 		want[r.ID] = r
@@ -144,7 +144,7 @@ func TestPackedRecords(t *testing.T) {
 	}
 	// Records 0..n-4097 are packed; invalidate one packed and one not.
 	for _, id := range []string{order[12], order[n-1]} {
-		if err := st.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}}); err != nil {
+		if err := st.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}}); err != nil {
 			t.Fatal(err)
 		}
 		r := want[id]
@@ -169,7 +169,7 @@ func TestPackedRecords(t *testing.T) {
 		check("Get", got)
 	}
 	seen := 0
-	for r, err := range st.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
+	for r, err := range st.ListSlot(ctx, blackboard.Percepts, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestPackedRecords(t *testing.T) {
 	if seen != n {
 		t.Fatalf("ListSlot gave %d records, want %d", seen, n)
 	}
-	for r, err := range st.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Scope: blackboard.ScopePersistent, Status: blackboard.StatusActive}) {
+	for r, err := range st.ListSlot(ctx, blackboard.Percepts, store.Filter{Scope: blackboard.ScopePersistent, Status: blackboard.StatusActive}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ func BenchmarkLarge(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			trace := "large-" + strconv.Itoa(runs) + "-" + strconv.Itoa(i/10)
 			last = "percepts:" + trace + ":" + strconv.Itoa(i%10+1)
-			err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{{
+			err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{{
 				ID: last, Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge",
 				Payload:    blackboard.Payload{"charge_id": "ch_" + strconv.Itoa(i), "amount": 42.0, "currency": "usd", "stale": false, "conflict": false},
 				Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "stripe", TraceID: trace, TimestampMS: int64(i)},
@@ -270,7 +270,7 @@ func BenchmarkLarge(b *testing.B) {
 func TestEmptyListingAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	f := blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: blackboard.DefaultNamespace}
+	f := store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: blackboard.DefaultNamespace}
 	bs := opaque(st)
 	got := 0
 	yield := func(blackboard.Record, error) bool { got++; return true }
@@ -304,7 +304,7 @@ func TestEmptyListingAllocatesNothing(t *testing.T) {
 // opaque hides a store's type from the compiler, as the kernel's field does.
 //
 //go:noinline
-func opaque(s blackboard.Store) blackboard.Store { return s }
+func opaque(s store.Store) store.Store { return s }
 
 // splitIDs are ids around the edges of the store's own reading of kernel ids.
 var splitIDs = []string{"", ":", "::", "1", ":1", "a:1", "a::1", "a:b:1", "beliefs:t-1:12", "a:b:0", "a:b:01",
@@ -364,11 +364,11 @@ func TestListingsAcrossIndexing(t *testing.T) {
 				Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
 				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.Scope(1 + i/2%2),
 			}
-			b := blackboard.Batch{Appends: []blackboard.Record{r}}
+			b := store.Batch{Appends: []blackboard.Record{r}}
 			if i%4 == 3 { // invalidate an earlier record of the trace
 				for j := range all {
 					if all[j].Provenance.TraceID == trace && all[j].Status == blackboard.StatusActive {
-						b.Invalidations = []blackboard.Invalidation{{ID: all[j].ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}
+						b.Invalidations = []store.Invalidation{{ID: all[j].ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}}
 						all[j].Status, all[j].Reason = blackboard.StatusInvalidated, blackboard.CodeSupersededByCommit
 						break
 					}
@@ -380,7 +380,7 @@ func TestListingsAcrossIndexing(t *testing.T) {
 			r.Namespace = blackboard.DefaultNamespace
 			all = append(all, r)
 			for _, slot := range blackboard.AllSlots() {
-				for _, f := range []blackboard.Filter{{}, {Scope: blackboard.ScopePersistent}, {Scope: blackboard.ScopeEpisode, Status: blackboard.StatusActive}, {Status: blackboard.StatusInvalidated}} {
+				for _, f := range []store.Filter{{}, {Scope: blackboard.ScopePersistent}, {Scope: blackboard.ScopeEpisode, Status: blackboard.StatusActive}, {Status: blackboard.StatusInvalidated}} {
 					var want, got []blackboard.Record
 					for j := range all {
 						if all[j].Slot == slot && f.Match(&all[j]) {
@@ -402,55 +402,6 @@ func TestListingsAcrossIndexing(t *testing.T) {
 	}
 }
 
-// recorder is a memory store that keeps a copy of every batch applied to
-// it.
-type recorder struct {
-	*memstore.Store
-	batches []blackboard.Batch
-}
-
-func (r *recorder) Apply(ctx context.Context, b blackboard.Batch) error {
-	c := b
-	c.Appends, c.Invalidations, c.Claims = slices.Clone(b.Appends), slices.Clone(b.Invalidations), slices.Clone(b.Claims)
-	r.batches = append(r.batches, c)
-	return r.Store.Apply(ctx, b)
-}
-
-// BenchmarkEpisodeStore is what a governed episode on a kernel of its own
-// costs its own memory store, as in the study's run: New, the batches
-// the kernel applied in a storetest.Episode (recorded once), a read of the
-// trace, Close.
-func BenchmarkEpisodeStore(b *testing.B) {
-	ctx := context.Background()
-	rec := &recorder{Store: memstore.New()}
-	k, err := kernel.New(kernel.WithStore(rec))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := storetest.Episode(ctx, k, "ep-1", false); err != nil {
-		b.Fatal(err)
-	}
-	var buf []blackboard.Record
-	b.ReportAllocs()
-	for b.Loop() {
-		s := memstore.New()
-		for _, batch := range rec.batches {
-			if err := s.Apply(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if buf, err = s.AppendTrace(ctx, buf[:0], "", "ep-1"); err != nil {
-			b.Fatal(err)
-		}
-		s.Close()
-	}
-	b.ReportMetric(float64(len(rec.batches)), "batches")
-	b.ReportMetric(float64(len(buf)), "records")
-}
-
-// TestNewStoreAfterClose: a store closed after holding records with every
-// rare field set leaves nothing of them to the stores made after it (a
-// closed store's first block serves the next store), and the records read
 // from it stay as they were read.
 func TestNewStoreAfterClose(t *testing.T) {
 	ctx := context.Background()
@@ -459,7 +410,7 @@ func TestNewStoreAfterClose(t *testing.T) {
 	for round := range 4 {
 		st := memstore.New()
 		trace := "t" + strconv.Itoa(round)
-		var b blackboard.Batch
+		var b store.Batch
 		for i := range 12 - round*3 {
 			r := blackboard.Record{
 				ID: blackboard.RecordID(blackboard.Beliefs, "", trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
@@ -481,7 +432,7 @@ func TestNewStoreAfterClose(t *testing.T) {
 			t.Fatalf("round %d: read %v\n%+v\nwant\n%+v", round, err, got, b.Appends)
 		}
 		var listed []blackboard.Record
-		for r, err := range st.ListSlot(ctx, blackboard.Beliefs, blackboard.Filter{}) {
+		for r, err := range st.ListSlot(ctx, blackboard.Beliefs, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

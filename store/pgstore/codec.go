@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
@@ -29,7 +30,7 @@ type row struct {
 // lists as text arrays (a nil list as NULL). An empty namespace is stored
 // as [blackboard.DefaultNamespace], as the store contract asks.
 func encode(r *blackboard.Record) (row, error) {
-	if err := blackboard.CheckRecord(*r); err != nil {
+	if err := store.CheckRecord(*r); err != nil {
 		return row{}, fmt.Errorf("pgstore: %w", err)
 	}
 	role, err := r.Provenance.Role.MarshalText()

@@ -5,14 +5,14 @@ import (
 
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/store"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 func TestStoreConformance(t *testing.T) {
 	pgtest.DSN(t)
-	storetest.Run(t, func(t *testing.T) blackboard.Store { return newStore(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
 }
 
 // TestStoreConformanceSerializable runs the suite on connections whose
@@ -24,5 +24,5 @@ func TestStoreConformanceSerializable(t *testing.T) {
 		c.MaxConns = 16
 		c.ConnConfig.RuntimeParams["default_transaction_isolation"] = "serializable"
 	})
-	storetest.Run(t, func(t *testing.T) blackboard.Store { return storeIn(t, pool, pgtest.Schema(t)) })
+	storetest.Run(t, func(t *testing.T) store.Store { return storeIn(t, pool, pgtest.Schema(t)) })
 }

@@ -1,4 +1,4 @@
-// Package pgstore is a [blackboard.Store] on PostgreSQL, through
+// Package pgstore is a [store.Store] on PostgreSQL, through
 // github.com/jackc/pgx/v5 and its connection pool. Any number of kernels,
 // in any number of processes on any number of machines, can share one
 // database: the store orders their writes so that every kernel decision
@@ -11,9 +11,9 @@
 // schema is created or migrated on open (see Schema versions), and every
 // call takes a context whose deadline and cancellation it honours.
 //
-// [Store] is a [blackboard.Store] and a [blackboard.StateStore]. It passes the
-// conformance suite of storetest and decides exactly as [memstore.Store]
-// does (storetest.Equivalence).
+// [Store] is a [store.Store] and a [store.StateStore]. It passes the
+// conformance suite of store/storetest and decides exactly as [memstore.Store]
+// does (the kernel's TestStoreEquivalence).
 //
 // # Records
 //
@@ -30,7 +30,7 @@
 // object's keys (a map has none) nor the sign of zero: -0 reads back as 0,
 // which compares equal.
 //
-// A record is checked with [blackboard.CheckRecord] and refused rather than
+// A record is checked with [store.CheckRecord] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference,
 // or a TTL beyond [blackboard.MaxTTL] ([blackboard.ErrInvalidInput]), invalid
 // UTF-8 in a payload string or key ([blackboard.ErrInvalidPayload]). So is what
@@ -53,7 +53,7 @@
 // namespace and its id. A batch's first
 // statement adds the batch's appends to the counters of the traces it
 // appends to, and locks them (and the counter of the trace its condition
-// names, [blackboard.Batch.Trace]), in sorted order, until it commits. That
+// names, [store.Batch.Trace]), in sorted order, until it commits. That
 // row lock orders the writers of one trace across every process, gives
 // each appended record its position, and makes the condition exact: the
 // batch is refused with [blackboard.ErrConflict] unless its trace holds
@@ -65,14 +65,14 @@
 // the store runs again.
 //
 // The same row keeps the trace's change counter and decision state (see
-// [blackboard.StateStore]): the counter grows by one for every batch that
+// [store.StateStore]): the counter grows by one for every batch that
 // appends to the trace or changes the status of one of its records, in
-// that batch's transaction, and a batch with a [blackboard.Batch.State] stores
+// that batch's transaction, and a batch with a [store.Batch.State] stores
 // the state's encoding (MarshalBinary, called before anything is sent; an
 // encoder that fails refuses the batch with [blackboard.ErrInvalidInput]) with
 // the counter the batch left, as the pipeline's last statement.
 // The table bk_namespaces holds, per namespace, the change counter of its
-// persistent constraints ([blackboard.TraceState.Shared]): a batch that
+// persistent constraints ([store.TraceState.Shared]): a batch that
 // appends a record of slot constraints and scope persistent in the
 // namespace, or changes the status of one, adds one to it with a statement
 // of its pipeline, however many such records it touches; the row lock
@@ -143,7 +143,7 @@
 // # Errors
 //
 // Errors wrap the kernel's sentinels where they apply, so code written
-// against [blackboard.Store] branches the same way on every store. A call that
+// against [store.Store] branches the same way on every store. A call that
 // cannot reach the server returns an error wrapping [ErrUnreachable]; one
 // whose transaction the server kept aborting, [ErrSerialization] (which
 // wraps [blackboard.ErrConflict]); one whose context ends, the context's error.
@@ -151,7 +151,7 @@
 // connection, a session the server ended, a serialization failure), are
 // run again, up to [WithRetries] times. A write whose connection was lost
 // after its pipeline was sent may or may not have landed; its error says
-// so, and a retry by the caller meets [blackboard.ErrDuplicateID] or
+// so, and a retry by the caller meets [store.ErrDuplicateID] or
 // [blackboard.ErrConflict] if it did. A call whose context ends while the
 // server runs it is cancelled on the server (see [ConfigurePool], which
 // [Open] applies): a batch waiting for a busy trace when its deadline

@@ -13,9 +13,9 @@ import (
 )
 
 // Errors of this package. Errors that have a kernel sentinel wrap it
-// instead (a duplicate id is [blackboard.ErrDuplicateID], a closed store
+// instead (a duplicate id is [store.ErrDuplicateID], a closed store
 // [blackboard.ErrClosed], and so on), so that code written against
-// [blackboard.Store] branches the same way on every store.
+// [store.Store] branches the same way on every store.
 var (
 	// ErrSchemaTooNew is returned by [Open] and [New] for a schema whose
 	// version is newer than this package knows: a later version of the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
 
@@ -56,11 +57,11 @@ func records(tb testing.TB, seq iter.Seq2[blackboard.Record, error]) []blackboar
 }
 
 // all returns every record of the store, slot by slot.
-func all(tb testing.TB, s blackboard.Store) []blackboard.Record {
+func all(tb testing.TB, s store.Store) []blackboard.Record {
 	tb.Helper()
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		out = append(out, records(tb, s.ListSlot(context.Background(), slot, blackboard.Filter{}))...)
+		out = append(out, records(tb, s.ListSlot(context.Background(), slot, store.Filter{}))...)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TestMigrateOnceKeysV2 opens a schema whose once-keys are of version 2,
@@ -46,11 +47,11 @@ func TestMigrateOnceKeysV2(t *testing.T) {
 	if id, err := s.ClaimedBy(ctx, "", "k-gone"); err != nil || id != "actions:gone:1" {
 		t.Errorf("a version-2 claim whose record is gone: ClaimedBy(default) = %q, %v", id, err)
 	}
-	err = s.Apply(ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "acme"}}})
+	err = s.Apply(ctx, store.Batch{Claims: []store.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "acme"}}})
 	if !errors.Is(err, blackboard.ErrDuplicateKey) {
 		t.Errorf("claiming a migrated key again in its namespace: %v, want ErrDuplicateKey", err)
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Claims: []blackboard.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "globex"}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Claims: []store.Claim{{Key: "k-acme", RecordID: "actions:old:1", Namespace: "globex"}}}); err != nil {
 		t.Errorf("claiming the key in another namespace: %v", err)
 	}
 }
@@ -86,13 +87,13 @@ func TestMigrateStateV3(t *testing.T) {
 		t.Fatalf("New on a version-3 schema: %v", err)
 	}
 	defer s.Close()
-	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 2, Namespace: "acme", Version: 2}) {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, store.TraceState{Len: 2, Namespace: "acme", Version: 2}) {
 		t.Errorf("ReadState of a version-3 trace after migration = %+v, %v; want Len 2, namespace acme, Version 2 and no state", st, err)
 	}
 	r := blackboard.Record{ID: "percepts:old:3", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "door", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "sensor", TraceID: "old"}, Status: blackboard.StatusActive,
 		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Trace: "old", TraceNamespace: "acme", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}, Trace: "old", TraceNamespace: "acme", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
 	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
@@ -137,10 +138,10 @@ func TestMigrateSharedV4(t *testing.T) {
 		}
 		return st.Shared
 	}
-	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, store.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-4 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: "constraints:old:1", Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: "constraints:old:1", Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {
@@ -149,7 +150,7 @@ func TestMigrateSharedV4(t *testing.T) {
 	r := blackboard.Record{ID: "constraints:new:1", Slot: blackboard.Constraints, Mode: blackboard.ModeCommit, Kind: "max_refund", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "rules", TraceID: "new"}, Status: blackboard.StatusActive,
 		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopePersistent, Namespace: "acme"}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "old"); got != 2 {
@@ -198,12 +199,12 @@ func TestMigrateTracesV5(t *testing.T) {
 	next := blackboard.Record{ID: "percepts:old:2", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "order", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w", TraceID: "old"}, Status: blackboard.StatusActive,
 		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceNamespace: "acme", TraceLen: 1}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceNamespace: "acme", TraceLen: 1}); err != nil {
 		t.Errorf("appending to a version-5 trace after migration: %v", err)
 	}
 	other := next
 	other.ID, other.Namespace = blackboard.RecordID(blackboard.Percepts, "", "old", 1)+"-default", ""
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
 		t.Errorf("the default namespace's trace old, after migration: %v", err)
 	}
 	for ns, want := range map[string]int{"acme": 2, "": 1} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TestQueryPlans checks with EXPLAIN that every statement of the store
@@ -41,7 +42,7 @@ func TestQueryPlans(t *testing.T) {
 	// counters of 2,000 namespaces.
 	slots := blackboard.AllSlots()
 	for chunk := range 20 {
-		var b blackboard.Batch
+		var b store.Batch
 		for j := range 1000 {
 			i := chunk*1000 + j
 			trace := fmt.Sprintf("fill-%d", i%2000)
@@ -55,7 +56,7 @@ func TestQueryPlans(t *testing.T) {
 			}
 			b.Appends = append(b.Appends, r)
 			if i%5 == 0 {
-				b.Claims = append(b.Claims, blackboard.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
+				b.Claims = append(b.Claims, store.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
 			}
 		}
 		if err := s.Apply(ctx, b); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -438,7 +439,7 @@ func orDash(s string) string {
 	return s
 }
 
-// episode is the governed refund (storetest.Episode's shape), with every
+// episode is the governed refund (the shape of the kernel tests' runEpisode), with every
 // decision recorded (Entry.Audit) and the refund's effect run once. On a
 // shared trace the kinds carry tag, so that the loops' episodes do not
 // decide on each other's records. A stale charge ends in the fallback.
@@ -559,7 +560,7 @@ func (w *worker) execute(ctx context.Context, action blackboard.Record) {
 // sweep tries to run the effect of every committed refund in the store, as
 // a recovery executor would: the once-key lets only the first try run it.
 func (w *worker) sweep(ctx context.Context) {
-	for r, err := range w.s.ListSlot(ctx, blackboard.Actions, blackboard.Filter{Status: blackboard.StatusActive}) {
+	for r, err := range w.s.ListSlot(ctx, blackboard.Actions, store.Filter{Status: blackboard.StatusActive}) {
 		if err != nil {
 			w.fail("sweep", err)
 			return
@@ -757,7 +758,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	// a second process, which agrees and learns nothing again.
 	want := map[blackboard.Code]int{}
 	for _, slot := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Predictions, blackboard.Actions} {
-		for r, err := range s.ListSlot(ctx, slot, blackboard.Filter{Status: blackboard.StatusInvalidated}) {
+		for r, err := range s.ListSlot(ctx, slot, store.Filter{Status: blackboard.StatusInvalidated}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -876,7 +877,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 	// Committed gated refunds, their attempts and their results.
 	actions := map[string]blackboard.Record{} // id -> committed action
 	perCharge := map[string][]string{}
-	for r, err := range s.ListSlot(ctx, blackboard.Actions, blackboard.Filter{}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Actions, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -889,7 +890,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 	results, attempts, keys := map[string][]string{}, map[string]int{}, map[string]string{}
 	var unbound []string // actions refused for good because their arguments do not follow from their grounding
 	refusedCharges := map[string]bool{}
-	for r, err := range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
+	for r, err := range s.ListSlot(ctx, blackboard.Percepts, store.Filter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,7 +124,7 @@ var migrations = []string{
 	ALTER TABLE {schema}.bk_once_keys DROP CONSTRAINT bk_once_keys_pkey;
 	ALTER TABLE {schema}.bk_once_keys ADD CONSTRAINT bk_once_keys_pkey PRIMARY KEY (namespace, key);`,
 	// Version 4: each trace's change counter and decision state (see
-	// blackboard.StateStore), on the trace's counter row, which every batch
+	// store.StateStore), on the trace's counter row, which every batch
 	// that touches the trace already locks: Apply keeps them in the batch's
 	// transaction, and ReadState reads them with one primary-key lookup.
 	//   version        one more for every batch that appends to the trace
@@ -142,7 +142,7 @@ var migrations = []string{
 		ADD COLUMN state bytea;
 	UPDATE {schema}.bk_traces SET version = n;`,
 	// Version 5: the change counter of each namespace's persistent
-	// constraints (see blackboard.StateStore), one row per namespace whose
+	// constraints (see store.StateStore), one row per namespace whose
 	// persistent constraints have changed. Apply adds one to it, in the
 	// batch's pipeline, for a batch that appends a persistent constraint of
 	// the namespace or changes the status of one; the row lock orders such

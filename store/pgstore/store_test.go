@@ -19,6 +19,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/pgstore"
 )
 
@@ -51,7 +52,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("Schema() = %q, want %q", s.Schema(), schema)
 	}
 	r := record("open", 1)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -90,7 +91,7 @@ func TestOpenDefaultSchema(t *testing.T) {
 	if s.Schema() != schema {
 		t.Errorf("Schema() = %q, want the search_path's %q", s.Schema(), schema)
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{record("default-schema", 1)}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{record("default-schema", 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -220,7 +221,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		t.Errorf("schema version: %d, want %d", v, pgstore.SchemaVersion)
 	}
 	r := record("migrated", 1)
-	if err := stores[0].Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := stores[0].Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range stores {
@@ -239,7 +240,7 @@ func TestNewLeavesPoolOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := record("new", 1)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -287,10 +288,10 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		good := record("unstorable", 1)
 		r := record("unstorable", 2)
 		c.mutate(&r)
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a record with %s: %v, want %v", c.name, err, c.want)
 		}
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a batch with %s: %v, want %v", c.name, err, c.want)
 		}
 		if got := all(t, s); len(got) != 0 {
@@ -298,7 +299,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		}
 	}
 	claimed := record("unstorable", 1)
-	err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{claimed}, Claims: []blackboard.Claim{{Key: nul, RecordID: claimed.ID}}})
+	err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{claimed}, Claims: []store.Claim{{Key: nul, RecordID: claimed.ID}}})
 	if !errors.Is(err, blackboard.ErrInvalidInput) {
 		t.Errorf("Apply with a once-key holding NUL: %v, want ErrInvalidInput", err)
 	}
@@ -309,7 +310,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	r.Payload = blackboard.Payload{"escaped": `back\u0000slash`, `key\u0000`: `\\u0000`, "unicode": "\u2028\U0001F600\u0001"}
 	r.Provenance.Confidence = kernel.Confidence(math.Inf(-1))
 	r.Provenance.InputRefs = []string{}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
@@ -330,7 +331,7 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if got := records(t, s.ListTrace(ctx, "", bad)); len(got) != 0 {
 			t.Errorf("ListTrace(%q) = %v, want nothing", bad, got)
 		}
-		if got := records(t, s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{Namespace: bad})); len(got) != 0 {
+		if got := records(t, s.ListSlot(ctx, blackboard.Percepts, store.Filter{Namespace: bad})); len(got) != 0 {
 			t.Errorf("ListSlot in namespace %q = %v, want nothing", bad, got)
 		}
 		if n, err := s.CountTrace(ctx, "", bad); n != 0 || err != nil {
@@ -339,13 +340,13 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		if _, err := s.ClaimedBy(ctx, "", bad); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("ClaimedBy(%q): %v, want ErrNotFound", bad, err)
 		}
-		if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: bad, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); !errors.Is(err, blackboard.ErrNotFound) {
+		if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: bad, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); !errors.Is(err, blackboard.ErrNotFound) {
 			t.Errorf("status change of %q: %v, want ErrNotFound", bad, err)
 		}
-		if err := s.Apply(ctx, blackboard.Batch{Trace: bad, TraceLen: 1}); !errors.Is(err, blackboard.ErrConflict) {
+		if err := s.Apply(ctx, store.Batch{Trace: bad, TraceLen: 1}); !errors.Is(err, blackboard.ErrConflict) {
 			t.Errorf("a batch conditional on trace %q holding 1 record: %v, want ErrConflict", bad, err)
 		}
-		if err := s.Apply(ctx, blackboard.Batch{Trace: bad, TraceLen: 0}); err != nil {
+		if err := s.Apply(ctx, store.Batch{Trace: bad, TraceLen: 0}); err != nil {
 			t.Errorf("a batch conditional on trace %q holding no record: %v", bad, err)
 		}
 	}
@@ -383,7 +384,7 @@ func TestPayloadNumbers(t *testing.T) {
 	}
 	r := record("numbers", 1)
 	r.Payload = blackboard.Payload{"values": values, "nested": map[string]any{"max": math.MaxFloat64, "tiny": 5e-324}}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, r.ID)
@@ -440,7 +441,7 @@ func TestTraceLock(t *testing.T) {
 	}
 	defer s.Close()
 	first := record("locked", 1)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{first}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{first}}); err != nil {
 		t.Fatal(err)
 	}
 	traces, recordsTable := pgx.Identifier{schema, "bk_traces"}.Sanitize(), pgx.Identifier{schema, "bk_records"}.Sanitize()
@@ -457,7 +458,7 @@ func TestTraceLock(t *testing.T) {
 	defer cancel()
 	abandoned := record("locked", 2)
 	abandoned.ID, abandoned.Kind = "percepts:locked:abandoned", "window"
-	if err := s.Apply(short, blackboard.Batch{Appends: []blackboard.Record{abandoned}}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := s.Apply(short, store.Batch{Appends: []blackboard.Record{abandoned}}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a batch waiting for a locked trace past its deadline: %v, want context.DeadlineExceeded", err)
 	}
 
@@ -476,7 +477,7 @@ func TestTraceLock(t *testing.T) {
 	mine.ID, mine.Kind = "percepts:locked:2b", "window"
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{mine}, Trace: "locked", TraceLen: 1})
+		done <- s.Apply(ctx, store.Batch{Appends: []blackboard.Record{mine}, Trace: "locked", TraceLen: 1})
 	}()
 	waitForLockWait(t, schema)
 	if err := other.Commit(ctx); err != nil {
@@ -509,7 +510,7 @@ func TestSerializationFailure(t *testing.T) {
 				c.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
 			})
 			s := storeIn(t, rr, schema, pgstore.WithRetries(retries))
-			if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{record("ser", 1)}}); err != nil {
+			if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{record("ser", 1)}}); err != nil {
 				t.Fatal(err)
 			}
 			other, err := pgtest.Pool(t).Begin(ctx)
@@ -523,7 +524,7 @@ func TestSerializationFailure(t *testing.T) {
 			r := record("ser", 2)
 			done := make(chan error, 1)
 			go func() {
-				done <- s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Trace: "ser", TraceLen: 1})
+				done <- s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}, Trace: "ser", TraceLen: 1})
 			}()
 			waitForLockWait(t, schema)
 			if err := other.Commit(ctx); err != nil {
@@ -574,7 +575,7 @@ func TestConnectionLost(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // let the server close them
 	}
 	r := record("lost", 1)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	terminate()
@@ -583,7 +584,7 @@ func TestConnectionLost(t *testing.T) {
 	}
 	terminate()
 	r2 := record("lost", 2)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r2}, Trace: "lost", TraceLen: 1}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r2}, Trace: "lost", TraceLen: 1}); err != nil {
 		t.Errorf("Apply after the connection was lost: %v", err)
 	}
 	if got := records(t, s.ListTrace(ctx, "", "lost")); !reflect.DeepEqual(got, []blackboard.Record{r, r2}) {

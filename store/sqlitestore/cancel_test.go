@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -66,7 +67,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 		"Apply": func(ctx context.Context, i int) error {
 			r := rec.Clone()
 			r.ID = fmt.Sprintf("percepts:tr:%d", 1000+i)
-			return s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}})
+			return s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}})
 		},
 		"Get": func(ctx context.Context, _ int) error { _, err := s.Get(ctx, rec.ID); return err },
 		"FindActive": func(ctx context.Context, _ int) error {
@@ -84,7 +85,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 			return nil
 		},
 		"ListSlot": func(ctx context.Context, _ int) error {
-			for _, err := range s.ListSlot(ctx, blackboard.Percepts, blackboard.Filter{}) {
+			for _, err := range s.ListSlot(ctx, blackboard.Percepts, store.Filter{}) {
 				if err != nil {
 					return err
 				}

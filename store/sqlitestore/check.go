@@ -56,6 +56,11 @@ func quickCheck(ctx context.Context, db *sql.DB, path string) error {
 	if mutNoCheck {
 		return nil
 	}
+	return runQuickCheck(ctx, db, path)
+}
+
+// runQuickCheck is quickCheck's work.
+func runQuickCheck(ctx context.Context, db *sql.DB, path string) error {
 	rows, err := db.QueryContext(ctx, "PRAGMA quick_check")
 	if err != nil {
 		return checkError(ctx, path, err)

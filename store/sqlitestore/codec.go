@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
@@ -21,7 +22,7 @@ const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, "
 // namespace is stored as [blackboard.DefaultNamespace], as the store contract
 // asks, so that it reads back the same from every store.
 func encode(r *blackboard.Record) ([]any, error) {
-	if err := blackboard.CheckRecord(*r); err != nil {
+	if err := store.CheckRecord(*r); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	role, err := r.Provenance.Role.MarshalText()
@@ -62,7 +63,7 @@ func encode(r *blackboard.Record) ([]any, error) {
 // encodeJSON returns v as JSON text, or nil (SQL NULL) for a nil reference
 // list; a nil payload becomes the text null, which decodes back to nil.
 // JSON would silently replace a string that is not valid UTF-8; encode has
-// already refused those through [blackboard.CheckRecord].
+// already refused those through [store.CheckRecord].
 func encodeJSON(id, what string, v any) (any, error) {
 	if refs, ok := v.([]string); ok && refs == nil {
 		return nil, nil

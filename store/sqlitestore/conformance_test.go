@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 // openFile opens a store on a new file in a temporary directory.
@@ -30,17 +30,17 @@ func openMemory(tb testing.TB) *sqlitestore.Store {
 }
 
 func TestStoreConformanceFile(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) blackboard.Store { return openFile(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openFile(t) })
 }
 
 func TestStoreConformanceMemory(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) blackboard.Store { return openMemory(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openMemory(t) })
 }
 
 func BenchmarkStoreFile(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) blackboard.Store { return openFile(b) })
+	storetest.Bench(b, func(b *testing.B) store.Store { return openFile(b) })
 }
 
 func BenchmarkStoreMemory(b *testing.B) {
-	storetest.Bench(b, func(b *testing.B) blackboard.Store { return openMemory(b) })
+	storetest.Bench(b, func(b *testing.B) store.Store { return openMemory(b) })
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -134,7 +135,7 @@ func claimHelper(t *testing.T, path, id string) {
 		wg.Go(func() {
 			r := record(fmt.Sprintf("cross-%s-%d", id, g), 1)
 			r.Slot, r.ID, r.Kind = blackboard.Actions, fmt.Sprintf("actions:cross-%s-%d:1", id, g), "issue_refund"
-			errs[g] = s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{r}, Claims: []blackboard.Claim{{Key: crossKey, RecordID: r.ID}}})
+			errs[g] = s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{r}, Claims: []store.Claim{{Key: crossKey, RecordID: r.ID}}})
 		})
 	}
 	wg.Wait()

@@ -11,7 +11,15 @@ import "context"
 // context.DeadlineExceeded. A call that succeeded is kept: its effect
 // happened.
 func ctxErr(ctx context.Context, err error) error {
-	if err == nil || mutCancelError {
+	if mutCancelError {
+		return err
+	}
+	return ctxErrChecked(ctx, err)
+}
+
+// ctxErrChecked is ctxErr's work.
+func ctxErrChecked(ctx context.Context, err error) error {
+	if err == nil {
 		return err
 	}
 	if cerr := ctx.Err(); cerr != nil {

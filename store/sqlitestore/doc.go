@@ -1,4 +1,4 @@
-// Package sqlitestore is a [blackboard.Store] on SQLite through
+// Package sqlitestore is a [store.Store] on SQLite through
 // modernc.org/sqlite, a pure-Go driver (no cgo). A blackboard kept in a
 // file survives restarts, and several kernels, in one process or many, can
 // share it.
@@ -21,7 +21,7 @@
 // kernel's normal form: numbers float64, lists []any, objects
 // map[string]any.
 //
-// A record is checked with [blackboard.CheckRecord] and refused rather than
+// A record is checked with [store.CheckRecord] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference, or
 // a TTL beyond [blackboard.MaxTTL] ([blackboard.ErrInvalidInput]), invalid UTF-8 in
 // a payload string or key ([blackboard.ErrInvalidPayload]). So is what the JSON
@@ -31,23 +31,23 @@
 //
 // # Traces and their state
 //
-// [Store] is a [blackboard.StateStore]. The table traces holds one row per
+// [Store] is a [store.StateStore]. The table traces holds one row per
 // trace, a namespace and an id: its record count, its change counter and the
 // decision state the kernel last stored for it. Every batch updates the
 // rows of the traces it appends to or changes a status in, in its own
 // transaction: the count grows by the batch's appends and the change
 // counter by one, however many records of the trace the batch touches. A
-// batch with a [blackboard.Batch.State] stores the state's encoding
+// batch with a [store.Batch.State] stores the state's encoding
 // (MarshalBinary, called before the transaction; an encoder that fails
 // refuses the batch with [blackboard.ErrInvalidInput]) with the change counter
 // the batch left. [Store.ReadState] reads a trace's row with one
 // primary-key lookup, so reading a trace's state costs the same at its
 // first record and at its millionth; the record count is also what a
-// conditional batch ([blackboard.Batch.Trace]) is checked against, and what
+// conditional batch ([store.Batch.Trace]) is checked against, and what
 // [Store.CountTrace] returns.
 //
 // The table namespaces holds, per namespace, the change counter of its
-// persistent constraints ([blackboard.TraceState.Shared]): a batch that
+// persistent constraints ([store.TraceState.Shared]): a batch that
 // appends a record of slot constraints and scope persistent in the
 // namespace, or changes the status of one, adds one to it in its own
 // transaction, however many such records it touches. A namespace without

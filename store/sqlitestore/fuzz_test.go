@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // storableText reports whether every string in v is valid UTF-8, which is
@@ -95,9 +96,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if json.Unmarshal(payload, &r.Payload) != nil {
 			r.Payload = blackboard.Payload{"text": string(payload)}
 		}
-		storable := blackboard.CheckRecord(r) == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
+		storable := store.CheckRecord(r) == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
 			storableText(r.Payload) && storableText(r.Provenance.InputRefs) && storableText(r.EvidenceRefs)
-		err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r.Clone()}})
+		err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r.Clone()}})
 		if err != nil {
 			if !errors.Is(err, blackboard.ErrInvalidInput) && !errors.Is(err, blackboard.ErrInvalidPayload) {
 				t.Fatalf("Apply of %+v: untyped error %v", r, err)
@@ -131,15 +132,15 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Fatalf("FindActive of a %s record: %+v, %v", r.Status, got, err)
 		}
 		// A status change with fuzzed status and reason.
-		inv := blackboard.Invalidation{ID: r.ID, Status: blackboard.Status(e(7) % 5), Reason: blackboard.Code(strings.ToUpper(writer))}
-		err = s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: inv.ID, Status: inv.Status, Reason: inv.Reason}}})
+		inv := store.Invalidation{ID: r.ID, Status: blackboard.Status(e(7) % 5), Reason: blackboard.Code(strings.ToUpper(writer))}
+		err = s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: inv.ID, Status: inv.Status, Reason: inv.Reason}}})
 		valid := (inv.Status == blackboard.StatusInvalidated || inv.Status == blackboard.StatusExpired) && inv.Reason != ""
 		switch {
-		case !valid && !errors.Is(err, blackboard.ErrInvalidInput) && !errors.Is(err, blackboard.ErrNotActive):
+		case !valid && !errors.Is(err, blackboard.ErrInvalidInput) && !errors.Is(err, store.ErrNotActive):
 			t.Fatalf("status change %+v of a %s record: %v", inv, r.Status, err)
 		case valid && r.Status == blackboard.StatusActive && err != nil:
 			t.Fatalf("status change %+v: %v", inv, err)
-		case valid && r.Status != blackboard.StatusActive && !errors.Is(err, blackboard.ErrNotActive):
+		case valid && r.Status != blackboard.StatusActive && !errors.Is(err, store.ErrNotActive):
 			t.Fatalf("status change %+v of a %s record: %v", inv, r.Status, err)
 		}
 		if err == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -126,7 +127,7 @@ func TestStoreMigrateV1(t *testing.T) {
 		}
 	}
 	persistent := func(ns string) []blackboard.Record {
-		return records(t, s.ListSlot(ctx, blackboard.Constraints, blackboard.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns}))
+		return records(t, s.ListSlot(ctx, blackboard.Constraints, store.Filter{Status: blackboard.StatusActive, Scope: blackboard.ScopePersistent, Namespace: ns}))
 	}
 	if got := persistent(blackboard.DefaultNamespace); !reflect.DeepEqual(got, []blackboard.Record{constraint}) {
 		t.Errorf("a version-1 persistent constraint is not listed in the default namespace: %+v", got)
@@ -136,11 +137,11 @@ func TestStoreMigrateV1(t *testing.T) {
 	}
 
 	// Version 5 counts the traces of earlier versions from their records.
-	if st, err := s.ReadState(ctx, "", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 2, Namespace: blackboard.DefaultNamespace, Version: 2}) {
+	if st, err := s.ReadState(ctx, "", "old"); err != nil || !reflect.DeepEqual(st, store.TraceState{Len: 2, Namespace: blackboard.DefaultNamespace, Version: 2}) {
 		t.Errorf("ReadState of a version-1 trace after migration = %+v, %v; want Len 2, the default namespace, Version 2 and no state", st, err)
 	}
 	next := record("old", 3)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{next}, Trace: "old", TraceLen: 2, State: state("s"), Version: 2}); err != nil {
 		t.Fatalf("a conditional batch with a state on a migrated trace: %v", err)
 	}
 	if st, err := s.ReadState(ctx, "", "old"); err != nil || st.Len != 3 || st.Version != 3 || st.StateVersion != 3 || string(st.Data) != "s" {
@@ -150,7 +151,7 @@ func TestStoreMigrateV1(t *testing.T) {
 	// The migrated file takes namespaced records and once-keys.
 	fresh := record("new", 1)
 	fresh.Slot, fresh.ID, fresh.Scope, fresh.Namespace = blackboard.Constraints, "constraints:new:1", blackboard.ScopePersistent, "tenant"
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{fresh}, Claims: []blackboard.Claim{{Key: "k", RecordID: fresh.ID}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{fresh}, Claims: []store.Claim{{Key: "k", RecordID: fresh.ID}}}); err != nil {
 		t.Fatalf("Apply with a claim on a migrated database: %v", err)
 	}
 	if got := persistent("tenant"); !reflect.DeepEqual(got, []blackboard.Record{fresh}) {
@@ -226,7 +227,7 @@ func TestStoreMigrateOnceKeysV3(t *testing.T) {
 	r := blackboard.Record{ID: "actions:new:1", Slot: blackboard.Actions, Mode: blackboard.ModeCommit, Kind: "refund", Payload: blackboard.Payload{},
 		Provenance: blackboard.Provenance{Role: blackboard.RoleKernel, Writer: "kernel", TraceID: "new"}, Status: blackboard.StatusActive,
 		Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "acme"}
-	err = s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}, Claims: []blackboard.Claim{{Key: "k-acme", RecordID: r.ID, Namespace: "acme"}}})
+	err = s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}, Claims: []store.Claim{{Key: "k-acme", RecordID: r.ID, Namespace: "acme"}}})
 	if !errors.Is(err, blackboard.ErrDuplicateKey) {
 		t.Errorf("claiming a migrated key again in its namespace: %v, want ErrDuplicateKey", err)
 	}
@@ -248,7 +249,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	old := record("old", 1)
 	old.ID, old.Slot, old.Scope, old.Namespace = "constraints:old:1", blackboard.Constraints, blackboard.ScopePersistent, "acme"
 	s := mustOpen(t, path)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{old}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{old}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -275,10 +276,10 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 		}
 		return st.Shared
 	}
-	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, blackboard.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
+	if st, err := s.ReadState(ctx, "acme", "old"); err != nil || !reflect.DeepEqual(st, store.TraceState{Len: 1, Namespace: "acme", Version: 1}) {
 		t.Errorf("ReadState of a version-5 trace after migration = %+v, %v; want Len 1, namespace acme, Version 1, Shared 0 and no state", st, err)
 	}
-	if err := s.Apply(ctx, blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: old.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Invalidations: []store.Invalidation{{ID: old.ID, Status: blackboard.StatusInvalidated, Reason: blackboard.CodeStaleEvidence}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "unknown"); got != 1 {
@@ -286,7 +287,7 @@ func TestStoreMigrateSharedV5(t *testing.T) {
 	}
 	fresh := old
 	fresh.ID, fresh.Provenance.TraceID = "constraints:new:1", "new"
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{fresh}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{fresh}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := shared("acme", "old"); got != 2 {
@@ -308,7 +309,7 @@ func TestStoreMigrateTracesV6(t *testing.T) {
 	old := record("old", 1)
 	old.ID, old.Namespace = "percepts:old:1", "acme"
 	s := mustOpen(t, path)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{old}, Trace: "old", TraceNamespace: "acme", State: state("kept"), Version: 0}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{old}, Trace: "old", TraceNamespace: "acme", State: state("kept"), Version: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -344,11 +345,11 @@ func TestStoreMigrateTracesV6(t *testing.T) {
 	}
 	// The same id in the default namespace is a trace of its own.
 	other := record("old", 1)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); !errors.Is(err, blackboard.ErrDuplicateID) {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); !errors.Is(err, store.ErrDuplicateID) {
 		t.Errorf("an id the store holds: %v, want ErrDuplicateID", err)
 	}
 	other.ID = blackboard.RecordID(blackboard.Percepts, "", "old", 1) + "-default"
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
 		t.Errorf("the default namespace's trace old, after migration: %v", err)
 	}
 	for _, c := range []struct {

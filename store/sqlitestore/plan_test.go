@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // TestStoreQueryPlans checks with EXPLAIN QUERY PLAN that every statement
@@ -21,7 +22,7 @@ func TestStoreQueryPlans(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	// Fill the store so that the planner sees a populated table.
-	var b blackboard.Batch
+	var b store.Batch
 	for i := range 2000 {
 		r := blackboard.Record{
 			ID: fmt.Sprintf("percepts:fill-%d:%d", i%26, i), Slot: blackboard.AllSlots()[i%7], Mode: blackboard.ModeCommit,
@@ -33,7 +34,7 @@ func TestStoreQueryPlans(t *testing.T) {
 		}
 		b.Appends = append(b.Appends, r)
 		if i%3 == 0 {
-			b.Claims = append(b.Claims, blackboard.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
+			b.Claims = append(b.Claims, store.Claim{Key: fmt.Sprintf("key-%d", i), RecordID: r.ID})
 		}
 	}
 	if err := s.Apply(t.Context(), b); err != nil {

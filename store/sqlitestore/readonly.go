@@ -137,6 +137,11 @@ func quiescent(path string) bool {
 	if mutReadOnlyFiles {
 		return false
 	}
+	return noSideFiles(path)
+}
+
+// noSideFiles is quiescent's work: path has no -wal and no -journal file.
+func noSideFiles(path string) bool {
 	for _, suffix := range []string{"-wal", "-journal"} {
 		if _, err := os.Lstat(path + suffix); !errors.Is(err, fs.ErrNotExist) {
 			return false

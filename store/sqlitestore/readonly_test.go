@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 )
 
@@ -66,11 +67,11 @@ func TestOpenReadOnly(t *testing.T) {
 	if st, err := ro.ReadState(t.Context(), "", "tr"); err != nil || st.Len != 1 || st.Version != 1 {
 		t.Errorf("ReadState on a read-only store: %+v, %v; want one record, one change", st, err)
 	}
-	err = ro.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{{ID: "percepts:tr:9"}}})
+	err = ro.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{{ID: "percepts:tr:9"}}})
 	if !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("an append on a read-only store: %v, want ErrPermission", err)
 	}
-	if err := ro.Apply(t.Context(), blackboard.Batch{Invalidations: []blackboard.Invalidation{{ID: id, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}}); !errors.Is(err, blackboard.ErrPermission) {
+	if err := ro.Apply(t.Context(), store.Batch{Invalidations: []store.Invalidation{{ID: id, Status: blackboard.StatusExpired, Reason: blackboard.CodeTTLExpired}}}); !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("a status change on a read-only store: %v, want ErrPermission", err)
 	}
 	if err := ro.Close(); err != nil {
@@ -174,7 +175,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		for ts, err := range blackboard.ListTraces(ctx, ro, "") {
+		for ts, err := range store.ListTraces(ctx, ro, "") {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +231,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		for ts, err := range blackboard.ListTraces(t.Context(), ro, "") {
+		for ts, err := range store.ListTraces(t.Context(), ro, "") {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +240,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 			}
 			n++
 		}
-		if err := ro.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{{ID: "percepts:x:1"}}}); !errors.Is(err, blackboard.ErrPermission) {
+		if err := ro.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{{ID: "percepts:x:1"}}}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("an append: %v, want ErrPermission", err)
 		}
 		if err := ro.Close(); err != nil {
@@ -275,7 +276,7 @@ func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 	}
 	count := func() int {
 		n := 0
-		for _, err := range blackboard.ListTraces(t.Context(), ro, "") {
+		for _, err := range store.ListTraces(t.Context(), ro, "") {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -93,7 +93,7 @@ var migrations = []string{
 	DROP TABLE once_keys;
 	ALTER TABLE once_keys_ns RENAME TO once_keys;`,
 	// Version 5: one row per trace, kept by Apply in the transaction of
-	// every batch that touches the trace (see blackboard.StateStore), so that
+	// every batch that touches the trace (see store.StateStore), so that
 	// the kernel reads a trace's counters and decision state in one lookup
 	// rather than reading the trace.
 	//   n              the trace's record count: the length a conditional
@@ -118,7 +118,7 @@ var migrations = []string{
 	INSERT INTO traces (trace_id, namespace, n, version)
 		SELECT trace_id, MIN(namespace), COUNT(*), COUNT(*) FROM records GROUP BY trace_id;`,
 	// Version 6: one row per namespace whose persistent constraints have
-	// changed (see blackboard.StateStore), kept by Apply in the transaction of
+	// changed (see store.StateStore), kept by Apply in the transaction of
 	// every batch that appends a persistent constraint of the namespace or
 	// changes the status of one, so that ReadState answers, with the
 	// trace's row, whether the namespace's constraints changed since the

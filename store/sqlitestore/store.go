@@ -11,13 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
-// Store is a [blackboard.Store] on SQLite, and a [blackboard.StateStore]: it keeps
+// Store is a [store.Store] on SQLite, and a [store.StateStore]: it keeps
 // each trace's counters and decision state in the transaction of every
 // write, and enforces once-keys across every store and process sharing the
 // database. It is safe for concurrent use; see the package documentation
@@ -43,7 +41,7 @@ type Store struct {
 	stmts                               []*sql.Stmt // all of the above, for Close
 }
 
-var _ blackboard.StateStore = (*Store)(nil)
+var _ store.StateStore = (*Store)(nil)
 
 // Option configures [Open] and [New].
 type Option func(*config)
@@ -276,277 +274,13 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 	return s.mu.RUnlock, nil
 }
 
-// Apply implements [blackboard.Store]: the batch runs in one write transaction
-// that is rolled back on any error. Status changes are applied before the
-// appends, so a batch cannot invalidate a record it appends (that is
-// [blackboard.ErrNotFound], as in [memstore.Store]). The batch's claims are
-// inserted in the same transaction, so a claim lands exactly when the rest
-// of its batch does; so do the counters of every trace the batch touches
-// and the batch's State (see [Store.ReadState]).
-//
-// A single record is a one-record batch, a status change a batch with one
-// [blackboard.Invalidation]. Apply returns an error wrapping
-// [blackboard.ErrDuplicateID] for an id the store holds (or two appends of
-// one id); the error of [blackboard.CheckRecord] for a record it refuses
-// ([blackboard.ErrInvalidInput] for a bad field, a string field or
-// reference that is not valid UTF-8, or a TTL beyond [blackboard.MaxTTL];
-// [blackboard.ErrInvalidPayload] for a payload string that is not);
-// [blackboard.ErrInvalidInput] for an unknown role or a NaN confidence;
-// [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode;
-// [blackboard.ErrNotActive] for a status change of a record that is not
-// ACTIVE, [blackboard.ErrNotFound] for one of an unknown id and
-// [blackboard.ErrInvalidInput] for one to a bad status or without a
-// reason; an error wrapping [blackboard.ErrConflict] when the condition's
-// trace does not hold TraceLen records; [blackboard.ErrDuplicateKey]
-// for a claim of a key already claimed, by any store on the database, or
-// of one key twice in the batch; and [blackboard.ErrInvalidInput] for a
-// claim [blackboard.CheckClaim] refuses or a State whose MarshalBinary
-// fails (that error is wrapped too).
-func (s *Store) Apply(ctx context.Context, b blackboard.Batch) error {
-	leave, err := s.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if s.readOnly {
-		return errReadOnly
-	}
-	w := writes{rows: make([][]any, len(b.Appends))}
-	for i := range b.Appends {
-		if w.rows[i], err = encode(&b.Appends[i]); err != nil {
-			return err
-		}
-		w.touch(w.rows[i][1].(string), w.rows[i][16].(string), 1)
-		if r := &b.Appends[i]; r.Slot == blackboard.Constraints && r.Scope == blackboard.ScopePersistent {
-			w.share(w.rows[i][16].(string))
-		}
-	}
-	for _, inv := range b.Invalidations {
-		if err := blackboard.CheckInvalidation(inv); err != nil {
-			return fmt.Errorf("sqlitestore: %w", err)
-		}
-	}
-	// Batches are small: a quadratic scan for a key claimed twice beats
-	// allocating a set, and it names the fault better than the primary key
-	// would.
-	for i, c := range b.Claims {
-		if err := blackboard.CheckClaim(c); err != nil {
-			return fmt.Errorf("sqlitestore: %w", err)
-		}
-		for _, prev := range b.Claims[:i] {
-			if prev.Key == c.Key && blackboard.NamespaceOf(prev.Namespace) == blackboard.NamespaceOf(c.Namespace) {
-				return fmt.Errorf("sqlitestore: %w: %q twice in one batch", blackboard.ErrDuplicateKey, c.Key)
-			}
-		}
-	}
-	if b.State != nil && b.Trace != "" {
-		// Encoded before the transaction: a state that cannot be encoded
-		// refuses the batch without taking the write lock.
-		if w.state, err = b.State.MarshalBinary(); err != nil {
-			return fmt.Errorf("sqlitestore: %w: the state of trace %q: %w", blackboard.ErrInvalidInput, b.Trace, err)
-		}
-		if w.state == nil {
-			w.state = []byte{} // an empty state is a state: not NULL
-		}
-	}
-	if len(w.rows) == 0 && len(b.Invalidations) == 0 && len(b.Claims) == 0 && b.Trace == "" {
-		return nil
-	}
-	select {
-	case s.write <- struct{}{}:
-		defer func() { <-s.write }()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return ctxErr(ctx, s.applyTx(ctx, &w, b))
-}
-
-// writes is a checked batch: its encoded rows, the traces it touches, the
-// namespaces whose persistent constraints it changes and its encoded
-// state.
-type writes struct {
-	rows    [][]any
-	touched []touched
-	shared  []string
-	state   []byte // nil: no state to store
-}
-
-// The slot and scope of a persistent constraint, as stored.
-var (
-	constraintsSlot = blackboard.Constraints.String()
-	persistentScope = blackboard.ScopePersistent.String()
-)
-
-// share records a change of the persistent constraints of namespace ns
-// (as stored), which the batch counts once.
-func (w *writes) share(ns string) {
-	for _, have := range w.shared {
-		if have == ns {
-			return
-		}
-	}
-	w.shared = append(w.shared, ns)
-}
-
-// touched is a trace a batch appends to or changes a status in.
-type touched struct {
-	trace, namespace string
-	appends          int
-}
-
-// touch records n appends (0: a status change) to trace trace of
-// namespace ns (as stored): one trace id in two namespaces is two traces.
-func (w *writes) touch(trace, ns string, n int) {
-	for i := range w.touched {
-		if t := &w.touched[i]; t.trace == trace && t.namespace == ns {
-			t.appends += n
-			return
-		}
-	}
-	w.touched = append(w.touched, touched{trace: trace, namespace: ns, appends: n})
-}
-
-func (s *Store) applyTx(ctx context.Context, w *writes, b blackboard.Batch) (err error) {
-	invs := b.Invalidations
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback() // the error that caused the rollback is the one to report
-		}
-	}()
-	// Every write transaction starts with a write, so even on a connection
-	// that begins deferred transactions it takes the write lock (waiting in
-	// the busy handler) before it reads anything.
-	if len(invs) > 0 {
-		update := tx.StmtContext(ctx, s.invalidate)
-		for _, inv := range invs {
-			var trace, ns, slot, scope string
-			err := update.QueryRowContext(ctx, inv.Status.String(), string(inv.Reason), inv.ID, active).Scan(&trace, &ns, &slot, &scope)
-			if errors.Is(err, sql.ErrNoRows) {
-				return s.whyNotUpdated(ctx, tx, inv.ID)
-			}
-			if err != nil {
-				return err
-			}
-			w.touch(trace, ns, 0)
-			if slot == constraintsSlot && scope == persistentScope {
-				w.share(ns)
-			}
-		}
-	}
-	if len(w.rows) > 0 {
-		insert := tx.StmtContext(ctx, s.insert)
-		for _, args := range w.rows {
-			if _, err := insert.ExecContext(ctx, args...); err != nil {
-				var se *sqlite.Error
-				if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
-					return fmt.Errorf("sqlitestore: %w: %s", blackboard.ErrDuplicateID, args[0])
-				}
-				return err
-			}
-		}
-	}
-	if len(b.Claims) > 0 {
-		// The primary key of once_keys decides a race for a key, within
-		// this process or across processes: the loser's insert fails and
-		// its whole transaction rolls back.
-		claim := tx.StmtContext(ctx, s.claim)
-		for _, c := range b.Claims {
-			if _, err := claim.ExecContext(ctx, blackboard.NamespaceOf(c.Namespace), c.Key, c.RecordID); err != nil {
-				var se *sqlite.Error
-				if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
-					return fmt.Errorf("sqlitestore: %w: %q", blackboard.ErrDuplicateKey, c.Key)
-				}
-				return err
-			}
-		}
-	}
-	// Counted inside the transaction that holds the write lock, so no other
-	// writer can slip in between: each trace the batch touches counts one
-	// change, and the count the bump returns is the one the batch's
-	// condition is checked against.
-	had := -1        // the length of trace b.Trace before the batch; -1 unread
-	var before int64 // its version before the batch
-	traceNS := blackboard.NamespaceOf(b.TraceNamespace)
-	if len(w.touched) > 0 {
-		bump := tx.StmtContext(ctx, s.bump)
-		for _, t := range w.touched {
-			var n int
-			var v int64
-			if err := bump.QueryRowContext(ctx, t.trace, t.namespace, t.appends).Scan(&n, &v); err != nil {
-				return err
-			}
-			if t.trace == b.Trace && t.namespace == traceNS {
-				had, before = n-t.appends, v-1
-			}
-		}
-	}
-	if b.Trace != "" && had < 0 {
-		err := tx.StmtContext(ctx, s.count).QueryRowContext(ctx, b.Trace, traceNS).Scan(&had, &before)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			had = 0
-		case err != nil:
-			return err
-		}
-	}
-	if b.Trace != "" && had != b.TraceLen {
-		return fmt.Errorf("sqlitestore: %w: trace %q of namespace %q holds %d records, not %d", blackboard.ErrConflict, b.Trace, traceNS, had, b.TraceLen)
-	}
-	if w.state != nil && uint64(before) != b.Version {
-		return fmt.Errorf("sqlitestore: %w: trace %q is at version %d, not %d", blackboard.ErrConflict, b.Trace, before, b.Version)
-	}
-	if b.SharedNamespace != "" {
-		// Before this batch's own change of the counter, if it makes one.
-		var shared int64
-		err := tx.StmtContext(ctx, s.readShared).QueryRowContext(ctx, blackboard.NamespaceOf(b.SharedNamespace)).Scan(&shared)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if uint64(shared) != b.Shared {
-			return fmt.Errorf("sqlitestore: %w: the persistent constraints of namespace %q changed (%d, not %d)", blackboard.ErrConflict, blackboard.NamespaceOf(b.SharedNamespace), shared, b.Shared)
-		}
-	}
-	if len(w.shared) > 0 {
-		share := tx.StmtContext(ctx, s.share)
-		for _, ns := range w.shared {
-			if _, err := share.ExecContext(ctx, ns); err != nil {
-				return err
-			}
-		}
-	}
-	if w.state != nil {
-		// A trace that holds no record has no row, and keeps no state.
-		if _, err := tx.StmtContext(ctx, s.setState).ExecContext(ctx, b.Trace, w.state, traceNS); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
-}
-
-// whyNotUpdated explains a status change that matched no ACTIVE record.
-func (s *Store) whyNotUpdated(ctx context.Context, tx *sql.Tx, id string) error {
-	var status string
-	err := tx.StmtContext(ctx, s.status).QueryRowContext(ctx, id).Scan(&status)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("sqlitestore: %w: %s", blackboard.ErrNotFound, id)
-	case err != nil:
-		return err
-	}
-	return fmt.Errorf("sqlitestore: %w: %s is %s", blackboard.ErrNotActive, id, status)
-}
-
-// Get implements [blackboard.Store]. It returns an error wrapping
+// Get implements [store.Store]. It returns an error wrapping
 // [blackboard.ErrNotFound] for an unknown id.
 func (s *Store) Get(ctx context.Context, id string) (blackboard.Record, error) {
 	return s.one(ctx, s.get, "no record "+id, id)
 }
 
-// FindActive implements [blackboard.Store] through the trace index, walking
+// FindActive implements [store.Store] through the trace index, walking
 // the trace from its latest record back, so its cost grows with the length
 // of the trace, not with the store. It returns an error wrapping
 // [blackboard.ErrNotFound] when no record of that kind is ACTIVE in that slot of
@@ -591,29 +325,29 @@ func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int,
 	return n, nil
 }
 
-// ReadState implements [blackboard.StateStore] with one query, two
+// ReadState implements [store.StateStore] with one query, two
 // primary-key lookups: the trace's row (its record count, namespace, change
 // counter and the encoding of the last state a batch stored, in Data, nil
 // when none) and the change counter of namespace's persistent constraints
-// (Shared, from 0). An unknown trace is the zero [blackboard.TraceState] but
+// (Shared, from 0). An unknown trace is the zero [store.TraceState] but
 // for Shared.
-func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (blackboard.TraceState, error) {
+func (s *Store) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
-		return blackboard.TraceState{}, err
+		return store.TraceState{}, err
 	}
 	defer leave()
-	var st blackboard.TraceState
+	var st store.TraceState
 	var version, stateVersion, shared int64
 	err = ctxErr(ctx, s.readState.QueryRowContext(ctx, traceID, blackboard.NamespaceOf(namespace)).Scan(&st.Len, &st.Namespace, &version, &stateVersion, &st.Data, &shared))
 	if err != nil {
-		return blackboard.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
+		return store.TraceState{}, fmt.Errorf("sqlitestore: read state: %w", err)
 	}
 	st.Version, st.StateVersion, st.Shared = uint64(version), uint64(stateVersion), uint64(shared)
 	return st, nil
 }
 
-// ClaimedBy implements [blackboard.Store] through the primary key of the
+// ClaimedBy implements [store.Store] through the primary key of the
 // once-keys table. It returns an error wrapping [blackboard.ErrNotFound] for a
 // key no batch has claimed in namespace (empty: the default namespace).
 func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, error) {
@@ -633,14 +367,14 @@ func (s *Store) ClaimedBy(ctx context.Context, namespace, key string) (string, e
 	return id, nil
 }
 
-// ListTrace implements [blackboard.Store] through the trace index. The listing
+// ListTrace implements [store.Store] through the trace index. The listing
 // reads pages of rows and holds no connection while it yields, so the loop
 // body may call back into the store.
 func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.Seq2[blackboard.Record, error] {
 	return s.list(ctx, s.trace, traceID, blackboard.NamespaceOf(namespace))
 }
 
-// ListSlot implements [blackboard.Store]. A listing of persistent records of
+// ListSlot implements [store.Store]. A listing of persistent records of
 // one status, in one namespace or in all (the kernel reads its namespace's
 // active persistent constraints on every gated decision), is answered from
 // an index of persistent records only; other filters read the slot's
@@ -648,8 +382,8 @@ func (s *Store) ListTrace(ctx context.Context, namespace, traceID string) iter.S
 // proportion to the slot's size. Like [Store.ListTrace] it holds no
 // connection while it yields. An unknown slot, status or scope yields an
 // error wrapping [blackboard.ErrInvalidInput].
-func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f blackboard.Filter) iter.Seq2[blackboard.Record, error] {
-	if err := blackboard.CheckFilter(slot, f); err != nil {
+func (s *Store) ListSlot(ctx context.Context, slot blackboard.Slot, f store.Filter) iter.Seq2[blackboard.Record, error] {
+	if err := store.CheckFilter(slot, f); err != nil {
 		err = fmt.Errorf("sqlitestore: %w", err)
 		return func(yield func(blackboard.Record, error) bool) { yield(blackboard.Record{}, err) }
 	}
@@ -715,7 +449,7 @@ func (s *Store) page(ctx context.Context, stmt *sql.Stmt, args []any) (recs []bl
 	return recs, last, rows.Err()
 }
 
-// Close implements [blackboard.Store]. It waits for operations in progress,
+// Close implements [store.Store]. It waits for operations in progress,
 // then closes the store's statements and, if [Open] opened it, the
 // database. A second Close returns an error wrapping [blackboard.ErrClosed].
 func (s *Store) Close() error {

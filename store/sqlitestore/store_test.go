@@ -10,16 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/blackboard/storetest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
+	"github.com/blackboardkernel/bk/store/storetest"
 )
 
 func mustOpen(t *testing.T, path string) *sqlitestore.Store {
@@ -32,7 +32,7 @@ func mustOpen(t *testing.T, path string) *sqlitestore.Store {
 	return s
 }
 
-func mustKernel(t *testing.T, s blackboard.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
+func mustKernel(t *testing.T, s store.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
 	t.Helper()
 	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(now)}, opts...)...)
 	if err != nil {
@@ -62,16 +62,16 @@ func (c *fixedClock) advance(d time.Duration) {
 }
 
 // all returns every record of the store, slot by slot.
-func all(t *testing.T, s blackboard.Store) []blackboard.Record {
+func all(t *testing.T, s store.Store) []blackboard.Record {
 	t.Helper()
 	var out []blackboard.Record
 	for _, slot := range blackboard.AllSlots() {
-		out = append(out, records(t, s.ListSlot(t.Context(), slot, blackboard.Filter{}))...)
+		out = append(out, records(t, s.ListSlot(t.Context(), slot, store.Filter{}))...)
 	}
 	return out
 }
 
-func trace(t *testing.T, s blackboard.Store, id string) []blackboard.Record {
+func trace(t *testing.T, s store.Store, id string) []blackboard.Record {
 	t.Helper()
 	return records(t, s.ListTrace(t.Context(), "", id))
 }
@@ -93,7 +93,7 @@ func belief(kind string, deps ...string) kernel.Entry {
 	for i, dep := range deps {
 		d[i] = dep
 	}
-	return kernel.Entry{Slot: blackboard.Beliefs, Kind: kind, Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: d}}
+	return kernel.Entry{Slot: blackboard.Beliefs, Kind: kind, Payload: blackboard.Payload{"value": true, "depends_on": d}}
 }
 
 func in(traceID string, e kernel.Entry) kernel.Entry {
@@ -111,7 +111,7 @@ func TestStoreReopen(t *testing.T) {
 	for _, e := range []kernel.Entry{
 		{Slot: blackboard.Percepts, Kind: "door", Payload: blackboard.Payload{"open": true}, Confidence: kernel.Confidence(0.9)},
 		{Slot: blackboard.Percepts, Kind: "battery", Payload: blackboard.Payload{"level": 0.8}, TTL: time.Second},
-		{Slot: blackboard.Percepts, Kind: "camera", Payload: blackboard.Payload{kernel.KeyStale: true}},
+		{Slot: blackboard.Percepts, Kind: "camera", Payload: blackboard.Payload{"stale": true}},
 	} {
 		if _, err := tool.Write(ctx, in("ep", e)); err != nil {
 			t.Fatal(err)
@@ -166,7 +166,7 @@ func TestStoreReopen(t *testing.T) {
 		t.Fatalf("belief in ep2: %v %s", err, d.Code)
 	}
 	d, err := planner.Submit(ctx, kernel.Entry{TraceID: "ep2", Slot: blackboard.Actions, Kind: "move",
-		Payload: blackboard.Payload{kernel.KeyRequiresBeliefs: []any{"door_open"}, "too_fast": true}})
+		Payload: blackboard.Payload{"requires_beliefs": []any{"door_open"}, "too_fast": true}})
 	if err != nil || d.Code != blackboard.BlockedCode("speed_limit") {
 		t.Errorf("action against the persistent constraint after reopening: %v, code %s, want %s", err, d.Code, blackboard.BlockedCode("speed_limit"))
 	}
@@ -351,7 +351,7 @@ func openDB(t *testing.T) *sql.DB {
 }
 
 func TestStoreConformanceNew(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) blackboard.Store {
+	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := sqlitestore.New(context.Background(), openDB(t))
 		if err != nil {
 			t.Fatalf("New: %v", err)
@@ -368,7 +368,7 @@ func TestStoreNewLeavesDBOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := record("new", 1)
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -425,7 +425,7 @@ func TestStoreOddPath(t *testing.T) {
 	name := "a?b#c%d e&f=g.db"
 	path := filepath.Join(t.TempDir(), name)
 	s := mustOpen(t, path)
-	if err := s.Apply(t.Context(), blackboard.Batch{Appends: []blackboard.Record{record("odd", 1)}}); err != nil {
+	if err := s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{record("odd", 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -492,10 +492,10 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 		good := record("unstorable", 1)
 		r := record("unstorable", 2)
 		c.mutate(&r)
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a record with %s: %v, want %v", c.name, err, c.want)
 		}
-		if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
+		if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{good, r}}); !errors.Is(err, c.want) {
 			t.Errorf("Apply of a batch with %s: %v, want %v", c.name, err, c.want)
 		}
 		if got := all(t, s); len(got) != 0 {
@@ -507,26 +507,11 @@ func TestStoreRefusesUnstorable(t *testing.T) {
 	r.Provenance.Confidence = kernel.Confidence(math.Inf(1))
 	r.Provenance.InputRefs = []string{}
 	r.Payload = blackboard.Payload{"unicode": "\u2028\U0001F600", "": ""}
-	if err := s.Apply(ctx, blackboard.Batch{Appends: []blackboard.Record{r}}); err != nil {
+	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, r.ID); err != nil || !reflect.DeepEqual(got, r) {
 		t.Errorf("Get of a record with an infinite confidence and an empty ref list: %+v, %v; want %+v", got, err, r)
-	}
-}
-
-// BenchmarkEpisodeSQLite is the governed episode on a SQLite file (WAL,
-// synchronous=NORMAL) already holding 10^3 to 10^5 records of other traces.
-func BenchmarkEpisodeSQLite(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
-		b.Run("history="+strconv.Itoa(n), func(b *testing.B) {
-			s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
-			storetest.BenchEpisode(b, s, n)
-		})
 	}
 }
 

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
-var _ blackboard.TraceLister = (*Store)(nil)
+var _ store.TraceLister = (*Store)(nil)
 
 // queryTraces summarises every trace (of one namespace, when ?1 is not
 // ”), in the order of each trace's first append: a trace is a namespace
@@ -16,15 +16,15 @@ var _ blackboard.TraceLister = (*Store)(nil)
 const queryTraces = "SELECT trace_id, namespace, COUNT(*), MIN(ts_ms), MAX(ts_ms) FROM records INDEXED BY records_trace " +
 	"WHERE (?1 = '' OR namespace = ?1) GROUP BY trace_id, namespace ORDER BY MIN(seq)"
 
-// ListTraces implements [blackboard.TraceLister]. It reads the summaries in one
+// ListTraces implements [store.TraceLister]. It reads the summaries in one
 // query (a pass over the trace index, so its cost grows with the store: it
 // is meant for inspection, not for the hot path) and holds no connection
 // while it yields.
-func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blackboard.TraceSummary, error] {
-	return func(yield func(blackboard.TraceSummary, error) bool) {
+func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[store.TraceSummary, error] {
+	return func(yield func(store.TraceSummary, error) bool) {
 		out, err := s.traces(ctx, namespace)
 		if err != nil {
-			yield(blackboard.TraceSummary{}, ctxErr(ctx, err))
+			yield(store.TraceSummary{}, ctxErr(ctx, err))
 			return
 		}
 		for _, t := range out {
@@ -35,7 +35,7 @@ func (s *Store) ListTraces(ctx context.Context, namespace string) iter.Seq2[blac
 	}
 }
 
-func (s *Store) traces(ctx context.Context, namespace string) ([]blackboard.TraceSummary, error) {
+func (s *Store) traces(ctx context.Context, namespace string) ([]store.TraceSummary, error) {
 	leave, err := s.enter(ctx)
 	if err != nil {
 		return nil, err
@@ -46,9 +46,9 @@ func (s *Store) traces(ctx context.Context, namespace string) ([]blackboard.Trac
 		return nil, fmt.Errorf("sqlitestore: list traces: %w", err)
 	}
 	defer rows.Close()
-	var out []blackboard.TraceSummary
+	var out []store.TraceSummary
 	for rows.Next() {
-		var t blackboard.TraceSummary
+		var t store.TraceSummary
 		if err := rows.Scan(&t.TraceID, &t.Namespace, &t.Records, &t.FirstMS, &t.LastMS); err != nil {
 			return nil, fmt.Errorf("sqlitestore: list traces: %w", err)
 		}

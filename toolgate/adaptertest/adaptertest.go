@@ -15,6 +15,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -133,11 +134,11 @@ var errCrash = errors.New("adaptertest: the process died before the result was r
 // crashStore loses the first batch that records a refund result after
 // the case arms it.
 type crashStore struct {
-	blackboard.Store
+	store.Store
 	env *Env
 }
 
-func (s *crashStore) Apply(ctx context.Context, b blackboard.Batch) error {
+func (s *crashStore) Apply(ctx context.Context, b store.Batch) error {
 	s.env.mu.Lock()
 	crash := s.env.crash && slices.ContainsFunc(b.Appends, func(r blackboard.Record) bool { return r.Kind == "refund" })
 	if crash {
@@ -346,7 +347,7 @@ func (f *fixture) ready(t *testing.T, order string) {
 		t.Fatalf("lookup_order %s: %+v", order, r)
 	}
 	if _, err := f.env.Gate.Kernel().Planner("analyst").Submit(t.Context(), kernel.Entry{TraceID: f.env.TraceID, Slot: blackboard.Beliefs,
-		Kind: "refund_due", Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Kind: "refund_due", Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,5 +1,5 @@
 // Package adaptertest is the conformance suite every framework adapter of
-// the tool-call gate runs, as [github.com/blackboardkernel/bk/blackboard/storetest]
+// the tool-call gate runs, as [github.com/blackboardkernel/bk/store/storetest]
 // is for stores. An adapter (an MCP server, an agent framework's tool
 // node) puts a framework between a model and a [toolgate.Gate]; the suite
 // drives the adapter only as the framework's client would, and checks what

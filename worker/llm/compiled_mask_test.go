@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -24,8 +25,8 @@ func TestAttackCompiledContextHoldsMaskedOutput(t *testing.T) {
 	lookup := func(_ context.Context, _ toolgate.Invocation, a orderArgs) (map[string]any, error) {
 		return map[string]any{"order_id": a.OrderID, "amount": 40.0, "email": email}, nil
 	}
-	store := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(store)), toolgate.WithTools(
+	st := memstore.New()
+	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(st)), toolgate.WithTools(
 		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
 			Masked: []string{"email"}}, lookup)),
 		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}),
@@ -60,7 +61,7 @@ func TestAttackCompiledContextHoldsMaskedOutput(t *testing.T) {
 		t.Errorf("round 2's prompt shows the email as %q, want its masked form:\n%s", email, second)
 	}
 	for _, slot := range blackboard.AllSlots() {
-		for r, err := range store.ListSlot(ctx, slot, blackboard.Filter{}) {
+		for r, err := range st.ListSlot(ctx, slot, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -177,7 +177,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 		func(ctx context.Context) (Advice, error) { return w.p.DecideBelief(ctx, sit) },
 		func(Advice) kernel.Entry {
 			return kernel.Entry{TraceID: traceID, Slot: blackboard.Beliefs, Kind: s.Belief,
-				Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: strs(s.DependsOn)}}
+				Payload: blackboard.Payload{"value": true, "depends_on": strs(s.DependsOn)}}
 		})
 	out.Belief = r.code
 	if err != nil || !r.code.OK() {
@@ -195,7 +195,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 	r, err = w.propose(ctx, []string{belief.ID},
 		func(ctx context.Context) (Advice, error) { return w.p.DecidePlan(ctx, sit) },
 		func(vd Advice) kernel.Entry {
-			steps := []any{schemaPayload(fields, kernel.KeyAction, s.Action, requires)}
+			steps := []any{schemaPayload(fields, "action", s.Action, requires)}
 			if vd.Steps != nil { // WithModelSteps: ungoverned
 				steps = make([]any, len(vd.Steps))
 				for i, st := range vd.Steps {
@@ -203,7 +203,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 				}
 			}
 			return kernel.Entry{TraceID: traceID, Slot: blackboard.Plans, Kind: s.Plan,
-				Payload: blackboard.Payload{kernel.KeySteps: steps}, InputRefs: []string{belief.ID}}
+				Payload: blackboard.Payload{"steps": steps}, InputRefs: []string{belief.ID}}
 		})
 	out.Plan = r.code
 	if err != nil || !r.code.OK() {
@@ -277,7 +277,7 @@ func (w *Worker) fallback(ctx context.Context, traceID string, out Report, r res
 	}
 	out.Reason, out.Detail = reason, r.detail
 	d, err := w.h.Submit(ctx, kernel.Entry{TraceID: traceID, Slot: blackboard.Actions, Kind: w.schema.Fallback,
-		Payload:   blackboard.Payload{"type": w.schema.Fallback, kernel.KeyReason: string(reason)},
+		Payload:   blackboard.Payload{"type": w.schema.Fallback, "reason": string(reason)},
 		InputRefs: refs})
 	if err != nil {
 		return out, err
@@ -318,7 +318,7 @@ func schemaPayload(fields blackboard.Payload, key, action string, requires []str
 		m[k] = v
 	}
 	m[key] = action
-	m[kernel.KeyRequiresBeliefs] = strs(requires)
+	m["requires_beliefs"] = strs(requires)
 	return m
 }
 

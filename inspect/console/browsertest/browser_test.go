@@ -26,6 +26,7 @@ import (
 	"github.com/blackboardkernel/bk/inspect/console"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -68,14 +69,14 @@ func chromium(t *testing.T) string {
 // approval), every call charged to the run budget deskRun, and the
 // payment ledger the refunds write to.
 type desk struct {
-	s blackboard.Store
+	s store.Store
 	g *toolgate.Gate
 
 	mu     sync.Mutex
 	ledger map[string]int // payments, by trace
 }
 
-func newDesk(t *testing.T, s blackboard.Store) *desk {
+func newDesk(t *testing.T, s store.Store) *desk {
 	t.Helper()
 	d := &desk{s: s, ledger: map[string]int{}}
 	tools := []toolgate.Tool{
@@ -125,7 +126,7 @@ func (d *desk) refund(t *testing.T, trace, order, reason string) string {
 	}
 	call("lookup_order", map[string]any{"order_id": order})
 	if _, err := d.g.Kernel().Planner("analyst").Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: "refund_due",
-		Payload: blackboard.Payload{kernel.KeyValue: true, kernel.KeyDependsOn: []string{"order"}}}); err != nil {
+		Payload: blackboard.Payload{"value": true, "depends_on": []string{"order"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call("issue_refund", map[string]any{"order_id": order, "amount": 700, "reason": reason}); res.Outcome != audit.OutcomePendingApproval {

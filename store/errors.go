@@ -1,0 +1,23 @@
+package store
+
+import (
+	"errors"
+	"time"
+
+	"github.com/blackboardkernel/bk/blackboard"
+)
+
+// The errors only a store's callers see. A store also returns the
+// blackboard's errors, each for the condition it names:
+// [blackboard.ErrNotFound], [blackboard.ErrInvalidInput],
+// [blackboard.ErrInvalidPayload], [blackboard.ErrDuplicateKey],
+// [blackboard.ErrConflict] and [blackboard.ErrClosed] (see [Store]).
+var (
+	// ErrDuplicateID: a store refused to append a record whose id it holds.
+	ErrDuplicateID = errors.New("store: duplicate record id")
+	// ErrNotActive: a status change of a record that is no longer ACTIVE.
+	ErrNotActive = errors.New("store: record not active")
+)
+
+// maxTTLMS is blackboard.MaxTTL in milliseconds, as stores check it.
+const maxTTLMS = int64(blackboard.MaxTTL / time.Millisecond)
