@@ -110,7 +110,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 		a, _ = audit.ApprovalOf(*latest)
 	}
 	if a.Decision == audit.Approved {
-		switch used, err := g.k.ClaimedBy(ctx, approvalKey(a.ID)); {
+		switch used, err := g.gov.ClaimedBy(ctx, approvalKey(a.ID)); {
 		case err == nil:
 			return refuse(used, g.usedBy(ctx, used))
 		case !isNotFound(err):
@@ -160,7 +160,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
 	whys := []Settled{SettledConcurrent, SettledUsed}
 	for i, key := range keys {
-		holder, cerr := g.k.ClaimedBy(ctx, key)
+		holder, cerr := g.gov.ClaimedBy(ctx, key)
 		if cerr == nil {
 			why := whys[i]
 			if why == SettledUsed {

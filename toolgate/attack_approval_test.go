@@ -44,7 +44,7 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		once, err := d.k.OnceKeyOf(d.ctx, wait.ActionID)
+		once, err := d.k.Governor().OnceKeyOf(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 						t.Errorf("attempt %s started", r.ID)
 					}
 				}
-				if holder, err := d.k.ClaimedBy(d.ctx, approvalKey(approval.ID)); !errors.Is(err, blackboard.ErrNotFound) {
+				if holder, err := d.k.Governor().ClaimedBy(d.ctx, approvalKey(approval.ID)); !errors.Is(err, blackboard.ErrNotFound) {
 					t.Errorf("the approval was consumed by %q (%v)", holder, err)
 				}
 				if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 || len(d.invocations("issue_refund")) != 0 {

@@ -152,7 +152,7 @@ func retryOnceKey(traceID, retryKey string) string {
 // (tool, caller or arguments) is refused with RETRY_KEY_CONFLICT and
 // learns nothing of it.
 func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Payload) (res Result, done bool, err error) {
-	holder, err := g.k.ClaimedBy(ctx, retryOnceKey(c.TraceID, c.RetryKey))
+	holder, err := g.gov.ClaimedBy(ctx, retryOnceKey(c.TraceID, c.RetryKey))
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return Result{}, false, nil
 	}

@@ -111,7 +111,7 @@ const (
 
 // claimed reports whether key is claimed in the kernel's namespace.
 func (g *Gate) claimed(ctx context.Context, key string) (bool, error) {
-	_, err := g.k.ClaimedBy(ctx, key)
+	_, err := g.gov.ClaimedBy(ctx, key)
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return false, nil
 	}

@@ -245,7 +245,7 @@
 // fallback (queue_for_review, with the code as reason) instead.
 //
 // An action that will never run (denied, expired, or refused for good
-// before any attempt) is retired ([kernel.Kernel.Retire], fenced by its
+// before any attempt) is retired ([kernel.Governor.Retire], fenced by its
 // first attempt's key), so that its once-key no longer blocks the next
 // legitimate action on the same key; an action whose attempt started keeps
 // its key. A call refused with DUPLICATE_ACTION gets a hint that says what
@@ -279,7 +279,7 @@
 // # Exactly once, and what that does not mean
 //
 // Each allowed (and approved) action has an idempotency key: the kernel's
-// once-key for the action when its spec has one ([kernel.Kernel.OnceKeyOf]),
+// once-key for the action when its spec has one ([kernel.Governor.OnceKeyOf]),
 // else the namespace and the action id. Before the effect function is
 // called, the executor persists an attempt percept whose write claims the
 // once-key of that attempt number (persist before act), so no two drivers
@@ -413,7 +413,7 @@
 // and that have no result are re-driven with the same key; committed
 // actions no attempt was started for are executed once they are older
 // than the lease, after the kernel decided their evidence again
-// ([kernel.Kernel.RecheckAction]); approved, denied and expired approvals
+// ([kernel.Governor.RecheckAction]); approved, denied and expired approvals
 // are applied; an
 // escalation whose safe fallback was never submitted gets it. It is safe
 // to run in several processes at once, next to live calls.

@@ -65,7 +65,7 @@ type job struct {
 func (g *Gate) newJob(ctx context.Context, e *entry, act blackboard.Record, cc blackboard.Payload) (*job, error) {
 	key := g.k.Namespace() + "/" + act.ID
 	if e.once {
-		switch ok, err := g.k.OnceKeyOf(ctx, act.ID); {
+		switch ok, err := g.gov.OnceKeyOf(ctx, act.ID); {
 		case err == nil:
 			key = ok
 		case !errors.Is(err, blackboard.ErrNotFound):
@@ -115,7 +115,7 @@ func approvalKey(approvalID string) string {
 //     is consumed by the first attempt (a once-key on the approval record,
 //     claimed in the attempt's write), so it is used once.
 //   - Before the first attempt, the kernel decides the action's evidence
-//     and rules again as of now ([kernel.Kernel.RecheckAction]): an action
+//     and rules again as of now ([kernel.Governor.RecheckAction]): an action
 //     whose grounding expired, was superseded or used up, or that a
 //     constraint or rule now refuses, is refused for good with the
 //     kernel's code (recorded as its result), runs nothing and consumes no
@@ -325,7 +325,7 @@ func (g *Gate) recheck(ctx context.Context, j *job) (res Result, refused bool, e
 	if mutRecheckEvidence {
 		return Result{}, false, nil
 	}
-	d, err := g.k.RecheckAction(ctx, j.act.ID)
+	d, err := g.gov.RecheckAction(ctx, j.act.ID)
 	if err != nil {
 		return Result{ActionID: j.act.ID}, true, err
 	}
@@ -570,7 +570,7 @@ func (g *Gate) fallbackOf(ctx context.Context, j *job) (id string, proposed bool
 // resultOf returns the record holding the action's result, if there is
 // one.
 func (g *Gate) resultOf(ctx context.Context, j *job) (string, bool, error) {
-	id, err := g.k.ClaimedBy(ctx, j.resultKey())
+	id, err := g.gov.ClaimedBy(ctx, j.resultKey())
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return "", false, nil
 	}
@@ -670,7 +670,7 @@ func (j *job) effect(status string, attempt int, code blackboard.Code) Effect {
 func (g *Gate) lastAttempt(ctx context.Context, j *job, upTo int) (int, blackboard.Record, error) {
 	n, id := 0, ""
 	for next := 1; next <= maxProbe && (upTo == 0 || next <= upTo); next++ {
-		holder, err := g.k.ClaimedBy(ctx, j.attemptKey(next))
+		holder, err := g.gov.ClaimedBy(ctx, j.attemptKey(next))
 		if errors.Is(err, blackboard.ErrNotFound) {
 			break
 		}
@@ -808,7 +808,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 			endAttempt(asp, j, n+1, err)
 		}
 		if errors.Is(err, blackboard.ErrDuplicateKey) {
-			if _, err := g.k.ClaimedBy(ctx, j.attemptKey(n+1)); errors.Is(err, blackboard.ErrNotFound) {
+			if _, err := g.gov.ClaimedBy(ctx, j.attemptKey(n+1)); errors.Is(err, blackboard.ErrNotFound) {
 				// Not the attempt but the approval was taken: it was
 				// consumed already, by another action's attempt.
 				return g.refuseAction(ctx, j, CodeApprovalRequired, "approval "+j.approval+" was already used")

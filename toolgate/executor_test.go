@@ -391,7 +391,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
 		wantOutcome(t, "refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
-		want, err := d.k.OnceKeyOf(d.ctx, res.ActionID)
+		want, err := d.k.Governor().OnceKeyOf(d.ctx, res.ActionID)
 		if err != nil {
 			t.Fatal(err)
 		}

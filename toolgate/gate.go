@@ -149,8 +149,9 @@ type Gate struct {
 	intents   map[string]map[string]bool // nil: no intents configured
 	lease     time.Duration
 	fallback  string
-	planner   governed      // submits fallbacks
-	reader    kernel.Handle // reads records
+	planner   governed         // submits fallbacks
+	reader    kernel.Handle    // reads records
+	gov       *kernel.Governor // retires actions, reads once-keys, rechecks
 	tracer    telemetry.Tracer
 	metrics   *gateMetrics // nil: metrics off
 	budget    *Budget      // the default budget of calls ([WithBudget]); nil for none
@@ -346,7 +347,7 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback || g.byAction[c.fallback] != nil {
 		return fmt.Errorf("%w: fallback %q is not a registered safe fallback that is no tool's", ErrSpecMismatch, c.fallback)
 	}
-	g.k, g.planner, g.reader = k, governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
 	for _, e := range g.order {
 		e.handle = governedAs(k, "tool:"+e.Name)
 		e.deriver = governedAs(k, DeriverWriter(e.Name))

@@ -12,7 +12,7 @@ import (
 // it never ran: an escalation (its approver denied it, or its approval
 // expired) or a refusal for good, both written before any attempt. It asks
 // the kernel to retire the action with the first attempt's key as the
-// fence ([kernel.Kernel.Retire]): when an attempt was started after all
+// fence ([kernel.Governor.Retire]): when an attempt was started after all
 // (a driver that read the approval before it was denied), the fence is
 // claimed, the retirement is refused and the key stays held, since an
 // effect may have run. It is called each time such a result is read, so a
@@ -39,7 +39,7 @@ func (g *Gate) retire(ctx context.Context, j *job, rec blackboard.Record) error 
 	if err != nil {
 		return err
 	}
-	err = g.k.Retire(ctx, j.act.ID, code, fence)
+	err = g.gov.Retire(ctx, j.act.ID, code, fence)
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return nil // an attempt started: the action holds its key
 	}
@@ -57,7 +57,7 @@ func (g *Gate) retireFence(ctx context.Context, j *job, rec blackboard.Record) (
 	if mutRetireOwnFence {
 		return first, nil
 	}
-	holder, err := g.k.ClaimedBy(ctx, first)
+	holder, err := g.gov.ClaimedBy(ctx, first)
 	switch {
 	case errors.Is(err, blackboard.ErrNotFound):
 		return first, nil

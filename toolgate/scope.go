@@ -230,7 +230,7 @@ func (g *Gate) requestOf(ctx context.Context, traceID string) (Request, string, 
 		rec, err = g.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
 	} else {
 		var id string
-		if id, err = g.k.ClaimedBy(ctx, requestKey(traceID)); err == nil {
+		if id, err = g.gov.ClaimedBy(ctx, requestKey(traceID)); err == nil {
 			rec, err = g.reader.Get(ctx, id)
 		}
 	}
