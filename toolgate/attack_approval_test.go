@@ -40,7 +40,7 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, err := d.g.newJob(d.ctx, d.g.tools["issue_refund"], act, nil)
+		j, err := d.g.x.newJob(d.ctx, d.g.tools["issue_refund"], act, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

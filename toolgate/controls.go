@@ -110,8 +110,8 @@ const (
 )
 
 // claimed reports whether key is claimed in the kernel's namespace.
-func (g *Gate) claimed(ctx context.Context, key string) (bool, error) {
-	_, err := g.gov.ClaimedBy(ctx, key)
+func (x *executor) claimed(ctx context.Context, key string) (bool, error) {
+	_, err := x.gov.ClaimedBy(ctx, key)
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return false, nil
 	}
@@ -128,10 +128,10 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
 	c := Controls{Mode: ModeNormal}
-	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+	if r, err := g.x.restricted(ctx, traceID); err != nil || !r {
 		return c, err
 	}
-	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
+	ro, err := g.x.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil {
 		return Controls{}, err
 	}
@@ -139,7 +139,7 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 		c.Mode = ModeReadOnly
 	}
 	for _, e := range g.order {
-		p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
+		p, err := g.x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 		if err != nil {
 			return Controls{}, err
 		}
@@ -241,26 +241,26 @@ func cloneControls(c Controls) Controls {
 
 // restricted reports whether the trace has run controls at all: the first
 // Restrict of a trace claims the key of version 0.
-func (g *Gate) restricted(ctx context.Context, traceID string) (bool, error) {
-	return g.claimed(ctx, controlsKey(traceID, partVersion, "0"))
+func (x *executor) restricted(ctx context.Context, traceID string) (bool, error) {
+	return x.claimed(ctx, controlsKey(traceID, partVersion, "0"))
 }
 
 // forbidden returns the code and detail under which the trace's run
 // controls forbid tool e, or "" when they do not. In a trace without
 // controls it looks up one once-key, else at most three: a read-only tool
 // is never refused for the mode.
-func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
-	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+func (x *executor) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
+	if r, err := x.restricted(ctx, traceID); err != nil || !r {
 		return "", "", err
 	}
-	p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
+	p, err := x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 	if err != nil || p {
 		return CodeToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
 	}
 	if !e.effectful() {
 		return "", "", nil
 	}
-	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
+	ro, err := x.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil || ro {
 		return CodeReadOnlyMode, "the trace is read-only and " + quote(e.Name) + " is effectful", err
 	}

@@ -241,14 +241,14 @@ func derivedFrom(e *entry, resultID string) []any {
 // recorded as resultID with payload output (without the gate's effect
 // key), in declaration order. A failed derivation is recorded and
 // reported; an error is the store's or the context's.
-func (g *Gate) derive(ctx context.Context, j *job, resultID string, output blackboard.Payload) ([]Derived, error) {
+func (x *executor) derive(ctx context.Context, j *job, resultID string, output blackboard.Payload) ([]Derived, error) {
 	if len(j.e.derives) == 0 {
 		return nil, nil
 	}
 	out := make([]Derived, 0, len(j.e.derives))
 	for i := range j.e.derives {
 		d := &j.e.derives[i]
-		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID, keyPolicy: g.policyValue}
+		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID, keyPolicy: x.g.policyValue}
 		if ref, ok := j.cc[keyContext]; ok {
 			cc[keyContext] = ref // the call's compiled context, checked when it was made
 		}

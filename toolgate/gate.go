@@ -152,6 +152,7 @@ type Gate struct {
 	planner   governed         // submits fallbacks
 	reader    kernel.Handle    // reads records
 	gov       *kernel.Governor // retires actions, reads once-keys, rechecks
+	x         *executor        // runs the calls and drives their effects
 	tracer    telemetry.Tracer
 	metrics   *gateMetrics // nil: metrics off
 	budget    *Budget      // the default budget of calls ([WithBudget]); nil for none
@@ -348,6 +349,7 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 		return fmt.Errorf("%w: fallback %q is not a registered safe fallback that is no tool's", ErrSpecMismatch, c.fallback)
 	}
 	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
 	for _, e := range g.order {
 		e.handle = governedAs(k, "tool:"+e.Name)
 		e.deriver = governedAs(k, DeriverWriter(e.Name))
@@ -713,40 +715,40 @@ func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
 	ctx, sp := g.startCall(ctx, c)
 	defer func() { g.ended(ctx, sp, toolLabel(c.Tool), res, err) }()
 	c.span = sp
-	res, j, err := g.propose(ctx, c)
+	res, j, err := g.x.propose(ctx, c)
 	if err != nil || j == nil {
 		return res, err
 	}
 	j.fresh = true
-	return g.run(ctx, j)
+	return g.x.run(ctx, j)
 }
 
 // propose runs the checks and the kernel's decision. It returns the job to
 // run when the action committed and may run now, else the answer.
-func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
+func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, nil, err
 	}
 	if err := checkTrace(c.TraceID); err != nil {
 		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
-	e := g.tools[c.Tool]
-	if e != nil && len(e.Masked) > 0 && g.mask.ring != nil {
+	e := x.g.tools[c.Tool]
+	if e != nil && len(e.Masked) > 0 && x.g.mask.ring != nil {
 		// Before anything is written: a call in a trace whose key is
 		// erased (or cannot be had) fails closed and leaves no record.
-		if _, err := g.mask.keyOf(ctx, c.TraceID); err != nil {
+		if _, err := x.g.mask.keyOf(ctx, c.TraceID); err != nil {
 			return noJob(Result{}, err)
 		}
 	}
-	cc := g.callContext(c, e)
+	cc := x.callContext(c, e)
 	if c.Context != "" {
 		// Before anything else is recorded: a record would name it.
-		detail, err := g.contextRef(ctx, c)
+		detail, err := x.contextRef(ctx, c)
 		if err != nil {
 			return Result{}, nil, err
 		}
 		if detail != "" {
-			return noJob(g.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeContextInvalid, detail, withRawArgs(cc, c, e)))
+			return noJob(x.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeContextInvalid, detail, withRawArgs(cc, c, e)))
 		}
 		cc[keyContext] = c.Context
 		if c.span != nil {
@@ -756,7 +758,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 	if c.RetryKey != "" && !mutRetryKeyOnce {
 		// Before the budget: a call the gate decided already is answered
 		// as it was, whatever the budget says now.
-		if res, done, err := g.replay(ctx, c, e, cc); done || err != nil {
+		if res, done, err := x.replay(ctx, c, e, cc); done || err != nil {
 			return noJob(res, err)
 		}
 	}
@@ -766,9 +768,9 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		// nothing recorded.
 		root := kernel.Cause{Code: CodeEffectUnavailable, Detail: quote(e.Name) + " is caller-driven and the call brings no effect"}
 		return Result{Outcome: audit.OutcomeRefused, Code: CodeEffectUnavailable, RootCause: root,
-			Hint: g.hint(ctx, e, CodeEffectUnavailable, root, "")}, nil, nil
+			Hint: x.hint(ctx, e, CodeEffectUnavailable, root, "")}, nil, nil
 	}
-	if res, refused, err := g.admit(ctx, c, e, cc); refused || err != nil {
+	if res, refused, err := x.admit(ctx, c, e, cc); refused || err != nil {
 		return noJob(res, err)
 	}
 	if e == nil {
@@ -776,18 +778,18 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		if !mutToolName && !isToolName(c.Tool) {
 			detail = "the tool name is not a name (1 to 64 of A-Z, a-z, 0-9, _, . and -): " + escapedTool(c.Tool)
 		}
-		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c, e)))
+		return noJob(x.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c, e)))
 	}
-	r := g.contracts[c.Caller]
+	r := x.g.contracts[c.Caller]
 	if r == nil || !r.tools[c.Tool] {
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c, e)))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c, e)))
 	}
-	if g.intents != nil && !g.intents[c.Intent][c.Tool] {
+	if x.g.intents != nil && !x.g.intents[c.Intent][c.Tool] {
 		detail := "intent " + quote(c.Intent) + " does not list " + quote(c.Tool)
-		if g.intents[c.Intent] == nil {
+		if x.g.intents[c.Intent] == nil {
 			detail = "no configured intent " + quote(c.Intent)
 		}
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
 	}
 	if e.effectful() && !mutControlsCall {
 		// An effectful tool's call is checked here, so that the model is
@@ -796,19 +798,19 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		// it decides it (controlsValidator), which closes the window
 		// between this look and the commit, and is the only check a
 		// read-only tool's call gets: no extra read on that path.
-		code, detail, err := g.forbidden(ctx, c.TraceID, e)
+		code, detail, err := x.forbidden(ctx, c.TraceID, e)
 		if err != nil {
 			return Result{}, nil, err
 		}
 		if code != "" {
-			return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, code, detail, withRawArgs(cc, c, e)))
+			return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, code, detail, withRawArgs(cc, c, e)))
 		}
 	}
 	args, prob := e.schema.check(c.Args)
 	real := args // the call's own values, never stored
 	if prob == nil {
 		var err error
-		if args, err = g.mask.payload(ctx, c.TraceID, args, e.Masked); keyFailed(err) {
+		if args, err = x.g.mask.payload(ctx, c.TraceID, args, e.Masked); keyFailed(err) {
 			return noJob(Result{}, err)
 		} else if err != nil {
 			prob = &argProblem{detail: "the arguments cannot be masked: a masked field is not a JSON value"}
@@ -830,20 +832,20 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		if prob.field != "" {
 			cc["argument"] = prob.field
 		}
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
 	}
-	if res, refused, err := g.scope(ctx, c, e, args, cc); refused || err != nil {
+	if res, refused, err := x.scope(ctx, c, e, args, cc); refused || err != nil {
 		return noJob(res, err)
 	}
 	var grounding []string // the evidence artifacts the bindings were checked against
 	checked := false
 	if len(e.Bindings) > 0 {
 		var err error
-		if grounding, checked, err = g.beliefGrounding(ctx, e, c.TraceID); err != nil {
+		if grounding, checked, err = x.beliefGrounding(ctx, e, c.TraceID); err != nil {
 			return Result{}, nil, err
 		}
 		if checked {
-			if res, refused, err := g.bind(ctx, c.TraceID, e, args, grounding, cc); refused || err != nil {
+			if res, refused, err := x.bind(ctx, c.TraceID, e, args, grounding, cc); refused || err != nil {
 				return noJob(res, err)
 			}
 		}
@@ -872,35 +874,35 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		})
 	if keys != nil && errors.Is(err, blackboard.ErrDuplicateKey) {
 		// A concurrent call with the same retry key was decided first.
-		res, _, err := g.replay(ctx, c, e, cc)
+		res, _, err := x.replay(ctx, c, e, cc)
 		return res, nil, err
 	}
 	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 		delete(cc, "args")
 		footprint(cc, c.Args, e)
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, storeProblem(err, len(c.Args)), cc))
+		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, storeProblem(err, len(c.Args)), cc))
 	}
 	if err != nil {
 		return Result{}, nil, err
 	}
 	if !d.Committed() {
 		root := d.RootCause()
-		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
+		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: x.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
 	}
 	if !mutBindCommitted && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
 		// The kernel grounded the action on other beliefs than the ones
 		// checked (they changed in between): its own grounding decides.
-		if res, refused, err := g.bindCommitted(ctx, e, act, args, cc); refused || err != nil {
+		if res, refused, err := x.bindCommitted(ctx, e, act, args, cc); refused || err != nil {
 			return noJob(res, err)
 		}
 	}
 	if need {
 		digest, _ := cc["args_digest"].(string)
-		res := g.pending(ctx, e, act.ID, real, digest)
+		res := x.pending(ctx, e, act.ID, real, digest)
 		res.DecisionID = d.ID
 		return res, nil, nil
 	}
-	j, err := g.newJob(ctx, e, act, cc)
+	j, err := x.newJob(ctx, e, act, cc)
 	if err != nil {
 		return Result{ActionID: act.ID}, nil, err
 	}
@@ -915,9 +917,9 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 // what to approve, with the committed arguments and their digest (args
 // is copied), so that an adapter asks its approver without reading the
 // pending approvals.
-func (g *Gate) pending(ctx context.Context, e *entry, actionID string, args blackboard.Payload, digest string) Result {
+func (x *executor) pending(ctx context.Context, e *entry, actionID string, args blackboard.Payload, digest string) Result {
 	return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: actionID, ApprovalID: actionID,
-		ArgsDigest: digest, Args: args.Clone(), Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, actionID)}
+		ArgsDigest: digest, Args: args.Clone(), Hint: x.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, actionID)}
 }
 
 // noJob adapts a refusal to propose's results.
@@ -930,9 +932,9 @@ func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
 // and their digest take their place. Sized for one group of the map: a
 // larger hint costs every call, refusals included, more than the rare
 // committed call whose keys outgrow it.
-func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
+func (x *executor) callContext(c Call, e *entry) blackboard.Payload {
 	cc := make(blackboard.Payload, 8)
-	cc[keyPolicy] = g.policyValue
+	cc[keyPolicy] = x.g.policyValue
 	// A registered tool's and a configured caller's names are what
 	// recordedTool and clip make of them: their boxed copies serve.
 	if e != nil {
@@ -940,7 +942,7 @@ func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
 	} else {
 		cc["tool"] = recordedTool(c.Tool)
 	}
-	if r := g.contracts[c.Caller]; r != nil {
+	if r := x.g.contracts[c.Caller]; r != nil {
 		cc["caller"] = boxed(r.value, c.Caller)
 	} else {
 		cc["caller"] = clip(c.Caller)
@@ -999,7 +1001,7 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // refuse records a refusal the kernel's pipeline never saw (a caller
 // contract, an intent, an unknown tool, bad arguments, an execution-time
 // check) and returns it as a Result.
-func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string, code blackboard.Code, detail string, cc blackboard.Payload) (Result, error) {
+func (x *executor) refuse(ctx context.Context, traceID string, e *entry, tool string, code blackboard.Code, detail string, cc blackboard.Payload) (Result, error) {
 	kind := clip(tool)
 	if e != nil {
 		kind = e.action()
@@ -1007,20 +1009,20 @@ func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string
 	if kind == "" {
 		kind = "unnamed_tool"
 	}
-	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
+	dr, err := audit.Append(ctx, x.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 		Code: code, Detail: detail, Context: cc})
 	if d, smaller, ok := shrunk(err, detail, cc); ok {
 		// Over the store's size limit (arguments near it, kept in the
 		// context): recorded with their size and digest instead.
 		detail = d
-		dr, err = audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
+		dr, err = audit.Append(ctx, x.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 			Code: code, Detail: detail, Context: smaller})
 	}
 	if err != nil {
 		return Result{}, err
 	}
 	root := kernel.Cause{Code: code, Detail: detail}
-	return Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: g.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
+	return Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: x.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
 }
 
 // DecisionFilter narrows [Gate.Decisions]. A zero field matches

@@ -62,7 +62,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if id, ok := g.finishedBy(d); ok {
+		if id, ok := g.x.finishedBy(d); ok {
 			finished[id] = true
 			continue
 		}
@@ -88,7 +88,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 		if finished[c.id] {
 			continue
 		}
-		res, driven, err := g.recoverOne(ctx, c.id)
+		res, driven, err := g.x.recoverOne(ctx, c.id)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -103,7 +103,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 // written with, and its outcome: d is about a percept of the gate's (the
 // result: executed, failed, escalated or refused for good), whose first
 // input is the action. Only the gate's governor writes decision records.
-func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
+func (x *executor) resultBy(d audit.Record) (string, audit.Outcome, bool) {
 	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
 		return "", "", false
 	}
@@ -113,16 +113,16 @@ func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
 		return "", "", false
 	}
 	tool, _ := d.Context["tool"].(string)
-	if e := g.tools[tool]; e == nil || d.Kind != e.action() {
+	if e := x.g.tools[tool]; e == nil || d.Kind != e.action() {
 		return "", "", false
 	}
 	return d.EvidenceRefs[0], d.Outcome, true
 }
 
 // finishedBy returns the action whose effect's result (executed or
-// failed: [Gate.finish]) the decision record d was written with.
-func (g *Gate) finishedBy(d audit.Record) (string, bool) {
-	id, outcome, ok := g.resultBy(d)
+// failed: [executor.finish]) the decision record d was written with.
+func (x *executor) finishedBy(d audit.Record) (string, bool) {
+	id, outcome, ok := x.resultBy(d)
 	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
 }
 
@@ -133,31 +133,31 @@ func (g *Gate) Lease() time.Duration { return g.lease }
 
 // recoverOne finishes one action if it needs it; driven reports whether
 // it did anything.
-func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, driven bool, err error) {
-	act, e, gd, err := g.gated(ctx, actionID)
+func (x *executor) recoverOne(ctx context.Context, actionID string) (res Result, driven bool, err error) {
+	act, e, gd, err := x.gated(ctx, actionID)
 	if err != nil {
 		return Result{}, false, err
 	}
-	j, err := g.newJob(ctx, e, act, gd.Context)
+	j, err := x.newJob(ctx, e, act, gd.Context)
 	if err != nil {
 		return Result{}, false, err
 	}
-	if id, done, err := g.resultOf(ctx, j); err != nil {
+	if id, done, err := x.resultOf(ctx, j); err != nil {
 		return Result{}, false, err
 	} else if done {
-		return g.recoverFallback(ctx, j, id)
+		return x.recoverFallback(ctx, j, id)
 	}
-	n, att, err := g.lastAttempt(ctx, j, 0)
+	n, att, err := x.lastAttempt(ctx, j, 0)
 	if err != nil {
 		return Result{}, false, err
 	}
-	if n > 0 && !g.leaseOver(att) {
+	if n > 0 && !x.leaseOver(att) {
 		return Result{}, false, nil
 	}
-	if n == 0 && g.k.Now().UnixMilli() <= act.Provenance.TimestampMS+g.lease.Milliseconds() {
+	if n == 0 && x.k.Now().UnixMilli() <= act.Provenance.TimestampMS+x.lease.Milliseconds() {
 		return Result{}, false, nil
 	}
-	res, err = g.executeAction(ctx, e, act, gd, nil, nil)
+	res, err = x.executeAction(ctx, e, act, gd, nil, nil)
 	if err == nil && (res.Outcome == audit.OutcomePendingApproval || res.Code == CodeEffectUnavailable) {
 		// Waiting for its approver, or for its caller's retry with the
 		// effect: nothing was done.
@@ -170,20 +170,20 @@ func (g *Gate) recoverOne(ctx context.Context, actionID string) (res Result, dri
 // crash stopped between the escalation record and the fallback's commit.
 // An action the gate already proposed a fallback for (committed or refused
 // by the kernel) is left alone.
-func (g *Gate) recoverFallback(ctx context.Context, j *job, resultID string) (Result, bool, error) {
-	rec, err := g.reader.Get(ctx, resultID)
+func (x *executor) recoverFallback(ctx context.Context, j *job, resultID string) (Result, bool, error) {
+	rec, err := x.reader.Get(ctx, resultID)
 	if err == nil {
 		// A crash between a never-ran result and its retirement left the
 		// once-key held: retire it now (see retire).
-		err = g.retire(ctx, j, rec)
+		err = x.retire(ctx, j, rec)
 	}
 	if err != nil || rec.Kind != KindEscalated {
 		return Result{}, false, err
 	}
-	if _, proposed, err := g.fallbackOf(ctx, j); err != nil || proposed {
+	if _, proposed, err := x.fallbackOf(ctx, j); err != nil || proposed {
 		return Result{}, false, err
 	}
-	res, err := g.recorded(ctx, j, resultID)
+	res, err := x.recorded(ctx, j, resultID)
 	return res, true, err
 }
 
@@ -226,7 +226,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 		if err != nil {
 			return nil, err
 		}
-		if id, _, ok := g.resultBy(d); ok {
+		if id, _, ok := g.x.resultBy(d); ok {
 			done[id] = true
 		} else if d.Outcome == audit.OutcomePendingApproval {
 			recs = append(recs, d)
@@ -237,24 +237,24 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 		if done[d.Subject] {
 			continue
 		}
-		act, e, gd, ok, err := g.pendingAction(ctx, traceID, d)
+		act, e, gd, ok, err := g.x.pendingAction(ctx, traceID, d)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			continue
 		}
-		j, err := g.newJob(ctx, e, act, gd.Context)
+		j, err := g.x.newJob(ctx, e, act, gd.Context)
 		if err != nil {
 			return nil, err
 		}
-		if _, done, err := g.resultOf(ctx, j); done || err != nil {
+		if _, done, err := g.x.resultOf(ctx, j); done || err != nil {
 			if err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if n, _, err := g.lastAttempt(ctx, j, 1); n > 0 || err != nil {
+		if n, _, err := g.x.lastAttempt(ctx, j, 1); n > 0 || err != nil {
 			if err != nil {
 				return nil, err
 			}
@@ -276,16 +276,16 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 // pendingAction returns the committed action a pending-approval decision
 // record is about, its tool and the gate's commit record for it; ok is
 // false when d is not that record of a gate action of the trace.
-func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record) (act blackboard.Record, e *entry, gd audit.Record, ok bool, err error) {
+func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.Record) (act blackboard.Record, e *entry, gd audit.Record, ok bool, err error) {
 	if mutApproverView {
 		tool, _ := d.Context["tool"].(string)
-		if e = g.tools[tool]; e == nil || d.Kind != e.action() {
+		if e = x.g.tools[tool]; e == nil || d.Kind != e.action() {
 			return blackboard.Record{}, nil, d, false, nil
 		}
-		act, err = g.reader.Get(ctx, d.Subject)
+		act, err = x.reader.Get(ctx, d.Subject)
 		return act, e, d, err == nil, err
 	}
-	act, e, gd, err = g.gated(ctx, d.Subject)
+	act, e, gd, err = x.gated(ctx, d.Subject)
 	switch {
 	case errors.Is(err, ErrUnknownAction):
 		return blackboard.Record{}, nil, gd, false, nil

@@ -191,7 +191,7 @@ func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) err
 		return fmt.Errorf("%w: request: %v", ErrInvalidCall, err)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		cur, _, ok, err := g.requestOf(ctx, traceID)
+		cur, _, ok, err := g.x.requestOf(ctx, traceID)
 		if err != nil {
 			return err
 		}
@@ -220,18 +220,18 @@ func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) err
 // id; ok is false when there is none. A record that holds the trace's
 // request key and is no request the gate wrote is an error: the store
 // was written behind the gate's back.
-func (g *Gate) requestOf(ctx context.Context, traceID string) (Request, string, bool, error) {
+func (x *executor) requestOf(ctx context.Context, traceID string) (Request, string, bool, error) {
 	var (
 		rec blackboard.Record
 		err error
 	)
 	if mutRequestOnce {
 		// Without the once-key, the latest request record of the trace.
-		rec, err = g.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
+		rec, err = x.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
 	} else {
 		var id string
-		if id, err = g.gov.ClaimedBy(ctx, requestKey(traceID)); err == nil {
-			rec, err = g.reader.Get(ctx, id)
+		if id, err = x.gov.ClaimedBy(ctx, requestKey(traceID)); err == nil {
+			rec, err = x.reader.Get(ctx, id)
 		}
 	}
 	if errors.Is(err, blackboard.ErrNotFound) {
@@ -297,11 +297,11 @@ func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string
 // A call that does not is refused with OUT_OF_SCOPE and stores only its
 // decision record. It names the request record and its principal in the
 // call's context cc.
-func (g *Gate) scope(ctx context.Context, c Call, e *entry, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
+func (x *executor) scope(ctx context.Context, c Call, e *entry, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
 	if len(e.Scope) == 0 && c.Principal == "" {
 		return Result{}, false, nil
 	}
-	r, id, ok, err := g.requestOf(ctx, c.TraceID)
+	r, id, ok, err := x.requestOf(ctx, c.TraceID)
 	if err != nil {
 		return Result{}, true, err
 	}
@@ -319,7 +319,7 @@ func (g *Gate) scope(ctx context.Context, c Call, e *entry, args blackboard.Payl
 	if detail == "" {
 		return Result{}, false, nil
 	}
-	res, err := g.refuse(ctx, c.TraceID, e, e.Name, CodeOutOfScope, detail, cc)
+	res, err := x.refuse(ctx, c.TraceID, e, e.Name, CodeOutOfScope, detail, cc)
 	res.RootCause.Record = id
 	return res, true, err
 }

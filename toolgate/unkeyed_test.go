@@ -185,18 +185,18 @@ func TestRedriveNeedsAKey(t *testing.T) {
 			onStores(t, func(t *testing.T, d *desk) {
 				var id string
 				if c.tool == "lookup_order" {
-					res, j, err := d.g.propose(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "t", Intent: "refund"})
+					res, j, err := d.g.x.propose(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "t", Intent: "refund"})
 					if err != nil || j == nil {
 						t.Fatalf("propose: %+v %v", res, err)
 					}
-					if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+					if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 						t.Fatal(err)
 					}
 					id = j.act.ID
 				} else {
 					d.ground("t", "A1")
 					j := d.committed("t", "A1", 10)
-					if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+					if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 						t.Fatal(err)
 					}
 					id = j.act.ID
