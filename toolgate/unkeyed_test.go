@@ -257,7 +257,7 @@ func TestRecoverSkipsFinished(t *testing.T) {
 		}
 		d.clock.Advance(2 * DefaultLease)
 		cr := &countingReader{Handle: d.g.reader}
-		d.g.reader = cr
+		d.g.reader, d.g.x.reader = cr, cr
 		if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
 			t.Fatalf("Recover: %+v %v", res, err)
 		}
@@ -294,7 +294,7 @@ func TestPendingApprovalsSkipsFinished(t *testing.T) {
 			d.execute(res.ActionID)
 		}
 		cr := &countingReader{Handle: d.g.reader}
-		d.g.reader = cr
+		d.g.reader, d.g.x.reader = cr, cr
 		if p, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(p) != 0 {
 			t.Fatalf("PendingApprovals: %+v %v", p, err)
 		}
