@@ -193,7 +193,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 		return blackboard.Record{}, err
 	case err != nil || proposal.Provenance.Writer == a.identity:
 		return bad(blackboard.ErrPermission, "an approver cannot decide an action it proposed")
-	case proposal.Provenance.Writer == CallerWriter(a.identity) && !mutApproverCaller:
+	case proposal.Provenance.Writer == CallerWriter(a.identity) && approverNotCaller():
 		return bad(blackboard.ErrPermission, fmt.Sprintf("%q is the caller that proposed it and cannot decide it", a.identity))
 	}
 	supersedes, err := g.settled(ctx, act)
@@ -217,7 +217,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 	if supersedes != "" {
 		f.Entry.InputRefs = append(f.Entry.InputRefs, supersedes)
 	}
-	if !mutApprovalClaim {
+	if approvalClaimed() {
 		f.Entry.OnceKeys = keys
 	}
 	rec, err = g.planner.gov.Append(ctx, f)
@@ -247,7 +247,7 @@ func (g *Gate) decidable(ctx context.Context, traceID, actionID, digest string, 
 	if err != nil {
 		return blackboard.Record{}, err
 	}
-	if digest != want && !mutApprovalDigest {
+	if digest != want && approvalDigestBound() {
 		return bad(blackboard.ErrInvalidInput, "digest does not match the action's arguments")
 	}
 	return act, nil

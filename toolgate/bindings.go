@@ -72,7 +72,7 @@ func checkBindings(t *Tool, s *schema) error {
 		return fmt.Errorf("bindings on a tool that requires no belief: there is no grounding to bind to")
 	case len(t.Bindings) > 0 && t.Unbound:
 		return fmt.Errorf("both Bindings and Unbound")
-	case !mutBindingsDeclared && !t.restsOnNothing() && len(t.Bindings) == 0 && !t.Unbound:
+	case bindingsDeclared() && !t.restsOnNothing() && len(t.Bindings) == 0 && !t.Unbound:
 		return fmt.Errorf("a tool that rests on beliefs must declare how its arguments follow from the observations (Bindings), or that they follow from none (Unbound)")
 	}
 	for i, b := range t.Bindings {
@@ -159,7 +159,7 @@ func (x *executor) groundingPercepts(ctx context.Context, artifacts []string) ([
 // checkArgs checks a call's arguments against the tool's bindings and the
 // grounding's percepts; nil when every binding holds.
 func (e *entry) checkArgs(args blackboard.Payload, percepts []blackboard.Record) *bindingFailure {
-	if mutArgBinding {
+	if !argsBound() {
 		return nil
 	}
 	for _, b := range e.Bindings {
@@ -286,3 +286,15 @@ func (x *executor) bindCommitted(ctx context.Context, e *entry, act blackboard.R
 	res, err := x.refuseForGood(ctx, j, CodeArgumentNotBound, f.detail)
 	return res, true, err
 }
+
+// bindingsDeclared reports whether a tool resting on beliefs must declare Bindings or Unbound (always, but for the mutation switch
+// toolgate.bindings_declared).
+func bindingsDeclared() bool { return !mutBindingsDeclared }
+
+// argsBound reports whether a call's arguments are checked against the tool's bindings (always, but for the mutation switch
+// toolgate.arg_binding).
+func argsBound() bool { return !mutArgBinding }
+
+// committedBound reports whether a committed action whose grounding changed has its arguments checked against its own grounding (always, but for the mutation switch
+// toolgate.arg_binding_committed).
+func committedBound() bool { return !mutBindCommitted }

@@ -52,7 +52,7 @@ type budgets struct {
 func (x *executor) budgetsOf(c Call) budgets {
 	var bs budgets
 	from := []*Budget{c.Budget, x.g.budget}
-	if mutBudgetCompose && c.Budget != nil {
+	if !budgetsCompose() && c.Budget != nil {
 		from = from[:1] // the call's budget replaces the gate's
 	}
 	var runs []*budget.Run
@@ -102,7 +102,7 @@ func (x *executor) admit(ctx context.Context, c Call, e *entry, cc blackboard.Pa
 	}
 	var why error
 	digest := argsDigest(c.Args)
-	if e != nil && len(e.Masked) > 0 && !mutMaskStore {
+	if e != nil && len(e.Masked) > 0 && masksStored() {
 		// A LOOP_DETECTED record keeps the digest: a plain one of
 		// arguments holding a masked value could be matched against
 		// guesses without the key.
@@ -181,3 +181,7 @@ func argsDigest(args []byte) string {
 	sum := sha256.Sum256(args)
 	return "raw:" + hex.EncodeToString(sum[:])
 }
+
+// budgetsCompose reports whether a call's own budget adds to the gate's rather than replacing it (always, but for the mutation switch
+// toolgate.budget_compose).
+func budgetsCompose() bool { return !mutBudgetCompose }

@@ -221,7 +221,7 @@ func (x *executor) replay(ctx context.Context, c Call, e *entry, cc blackboard.P
 // the key is bound to the tool, the caller and the arguments' digest that
 // the decision record d of the first call holds.
 func (x *executor) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Record) (Result, bool, error) {
-	if mutRetryKeyBinding {
+	if !retryKeyBound() {
 		return Result{}, false, nil
 	}
 	tool, _ := d.Context["tool"].(string)
@@ -260,3 +260,11 @@ func (x *executor) conflict(ctx context.Context, c Call, e *entry, cc blackboard
 		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c, e))
 	return res, true, err
 }
+
+// retryKeyBound reports whether a retry key is bound to the tool, caller and arguments of its first call (always, but for the mutation switch
+// toolgate.retry_key_binding).
+func retryKeyBound() bool { return !mutRetryKeyBinding }
+
+// retryKeyOnce reports whether a retry key makes one action per trace (always, but for the mutation switch
+// toolgate.retry_key_once).
+func retryKeyOnce() bool { return !mutRetryKeyOnce }

@@ -26,7 +26,7 @@ const CodeContextInvalid = blackboard.Code("CONTEXT_INVALID")
 // returns why the reference is refused, or "" when it holds; err is a
 // failure to read. One read by id, whatever the trace's length.
 func (x *executor) contextRef(ctx context.Context, c Call) (detail string, err error) {
-	if mutContextRef {
+	if !contextRefChecked() {
 		return "", nil
 	}
 	id := clip(c.Context)
@@ -45,3 +45,7 @@ func (x *executor) contextRef(ctx context.Context, c Call) (detail string, err e
 	}
 	return "", nil
 }
+
+// contextRefChecked reports whether a call's context reference is checked (always, but for the mutation switch
+// toolgate.context_ref).
+func contextRefChecked() bool { return !mutContextRef }

@@ -185,7 +185,7 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 			return err
 		}
 		var keys []string
-		if !mutControlsTighten {
+		if controlsTighten() {
 			if cur.Mode == ModeReadOnly && c.Mode != ModeReadOnly {
 				return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 			}
@@ -280,7 +280,7 @@ type controlsValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
 func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if mutControlsDecide || c.Slot() != blackboard.Actions {
+	if !controlsDecide() || c.Slot() != blackboard.Actions {
 		return kernel.Verdict{}
 	}
 	e := v.g.byAction[c.Kind()]
@@ -303,3 +303,15 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	}
 	return kernel.Verdict{}
 }
+
+// controlsTighten reports whether run controls may only be tightened (always, but for the mutation switch
+// toolgate.controls_tighten).
+func controlsTighten() bool { return !mutControlsTighten }
+
+// controlsDecide reports whether the trace's run controls decide in the kernel's decision and before a waiting action starts (always, but for the mutation switch
+// toolgate.controls_decide).
+func controlsDecide() bool { return !mutControlsDecide }
+
+// controlsAtCall reports whether an effectful tool's call is checked against the run controls before the kernel decides it (always, but for the mutation switch
+// toolgate.controls_call).
+func controlsAtCall() bool { return !mutControlsCall }

@@ -186,7 +186,7 @@ func (d *derivation) evaluate(ctx context.Context, result, args blackboard.Paylo
 	if err == nil {
 		value, ok = out.Value().(bool)
 	}
-	if !ok && !mutDeriveOpen {
+	if !ok && deriveClosed() {
 		if err != nil {
 			return false, nil, fmt.Errorf("value %s could not be evaluated: %v", d.Value, err)
 		}
@@ -202,7 +202,7 @@ func (d *derivation) evaluate(ctx context.Context, result, args blackboard.Paylo
 			fields[f.name], err = jsonValue(v)
 		}
 		if err != nil {
-			if mutDeriveOpen {
+			if !deriveClosed() {
 				continue
 			}
 			return false, nil, fmt.Errorf("field %s (%s) could not be evaluated: %v", f.name, d.Fields[f.name], err)
@@ -231,7 +231,7 @@ func jsonValue(v ref.Val) (any, error) {
 // once that record is superseded. Never the result kind, which the kernel
 // would resolve to whatever observation is current when it decides.
 func derivedFrom(e *entry, resultID string) []any {
-	if mutDeriveExact {
+	if !deriveExact() {
 		return []any{e.resultKind()}
 	}
 	return []any{resultID}
@@ -295,3 +295,11 @@ func (x *executor) derive(ctx context.Context, j *job, resultID string, output b
 	}
 	return out, nil
 }
+
+// deriveClosed reports whether a derived value or field that cannot be evaluated fails the derivation (always, but for the mutation switch
+// toolgate.derive_fail_closed).
+func deriveClosed() bool { return !mutDeriveOpen }
+
+// deriveExact reports whether a derived belief rests on the exact result record (always, but for the mutation switch
+// toolgate.derive_exact).
+func deriveExact() bool { return !mutDeriveExact }

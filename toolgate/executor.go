@@ -298,7 +298,7 @@ func (x *executor) executeAction(ctx context.Context, e *entry, act blackboard.R
 		}
 		return x.run(ctx, j)
 	}
-	if !mutControlsDecide {
+	if controlsDecide() {
 		// Not started: the trace's run controls as of now decide, before
 		// any approval is looked at, so that one given before the trace
 		// became read-only never runs. The refusal claims the first
@@ -317,7 +317,7 @@ func (x *executor) executeAction(ctx context.Context, e *entry, act blackboard.R
 			return res, err
 		}
 	}
-	if j.fn == nil && !mutCallerEffect {
+	if j.fn == nil && callerEffectNeeded() {
 		// Before the recheck, which records: an action of a caller-driven
 		// tool waits, untouched, for the caller's call with its effect,
 		// which rechecks it then.
@@ -337,7 +337,7 @@ func (x *executor) executeAction(ctx context.Context, e *entry, act blackboard.R
 // approval is not consumed (no attempt claimed it), and a fresh call
 // decides on the evidence of now and needs its own approval.
 func (x *executor) recheck(ctx context.Context, j *job) (res Result, refused bool, err error) {
-	if mutRecheckEvidence {
+	if !recheckEvidence() {
 		return Result{}, false, nil
 	}
 	d, err := x.gov.RecheckAction(ctx, j.act.ID)
@@ -358,7 +358,7 @@ func (x *executor) recheck(ctx context.Context, j *job) (res Result, refused boo
 	// started the effect meanwhile keeps it (and this refusal yields to its
 	// attempt), and none can start it after.
 	var keys []string
-	if !mutRecheckYields {
+	if recheckYields() {
 		keys = []string{j.attemptKey(1)}
 	}
 	res, err = x.refuseForGood(ctx, j, d.Code, detail, keys...)
@@ -511,3 +511,11 @@ func effectOf(rec blackboard.Record) Effect {
 func (j *job) effect(status string, attempt int, code blackboard.Code) Effect {
 	return Effect{Status: status, Tool: j.e.Name, ActionID: j.act.ID, Key: j.key, Attempt: attempt, Code: code, Approval: j.approval}
 }
+
+// recheckEvidence reports whether an action that waited is decided again before its first attempt (always, but for the mutation switch
+// toolgate.recheck_evidence).
+func recheckEvidence() bool { return !mutRecheckEvidence }
+
+// recheckYields reports whether a recheck refusal claims the first attempt's key (always, but for the mutation switch
+// toolgate.recheck_yields).
+func recheckYields() bool { return !mutRecheckYields }

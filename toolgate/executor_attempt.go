@@ -68,7 +68,7 @@ func (x *executor) leaseOver(att blackboard.Record) bool {
 	if !ok {
 		return true
 	}
-	if !mutLeaseDeadline {
+	if leaseDeadlineKept() {
 		until = until.Add(leaseMargin(x.lease))
 	}
 	return x.k.Now().After(until)
@@ -117,7 +117,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			wait = min(2*wait, pollMax)
 			continue
 		}
-		if n > 0 && !(n == mine && lastErr != nil) && !j.e.redrivable() && !mutUnkeyedRedrive {
+		if n > 0 && !(n == mine && lastErr != nil) && !j.e.redrivable() && unkeyedOnce() {
 			// Attempt n began and nobody saw it fail: its effect may have
 			// taken place, and nothing outside dedups a second start. The
 			// outcome is unknown, for a person to settle; never run again.
@@ -130,7 +130,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			}
 			return x.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
 		}
-		if j.fn == nil && !mutCallerEffect {
+		if j.fn == nil && callerEffectNeeded() {
 			// A caller-driven tool's attempt n (begun and left by a
 			// crashed caller: one whose effect may run again, or the
 			// check above would have ended it EFFECT_UNKNOWN) or its
@@ -175,7 +175,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 		x.g.attemptStarted(ctx, j)
 		var out blackboard.Payload
 		var effErr error
-		if left, margin := x.effectTime(rec), leaseMargin(x.lease); !mutLeaseLeft && left < margin {
+		if left, margin := x.effectTime(rec), leaseMargin(x.lease); leaseLeftChecked() && left < margin {
 			// The write took most of the lease: an effect started now
 			// would lose its context at once. The attempt counts as
 			// used; the next one gets a lease of its own.
@@ -193,7 +193,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			}
 			return x.finish(ctx, j, mine, rec, out, CodeEffectSucceeded, "")
 		}
-		if p := (*errPanicked)(nil); errors.As(effErr, &p) && !mutPanicFailed {
+		if p := (*errPanicked)(nil); errors.As(effErr, &p) && panicUnknown() {
 			// The effect may have acted before it panicked (the money
 			// moved, then building its output blew up): its outcome is
 			// unknown, never "failed".
@@ -252,14 +252,14 @@ func (x *executor) startAttempt(ctx context.Context, j *job, n int, prev blackbo
 // its stack: run records its outcome as unknown. Running out of the lease
 // is a failure a retry may fix.
 func (x *executor) invoke(ctx context.Context, j *job, n int, left time.Duration) (out blackboard.Payload, err error) {
-	if mutLeaseDeadline {
+	if !leaseDeadlineKept() {
 		left = x.lease // a full lease from after the write
 	}
 	ectx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
-			if mutPanicFailed {
+			if !panicUnknown() {
 				out, err = nil, fmt.Errorf("effect panicked: %v", r)
 				return
 			}
@@ -269,7 +269,7 @@ func (x *executor) invoke(ctx context.Context, j *job, n int, left time.Duration
 	inv := Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.effectArgs()}
 	out, err = j.fn(context.WithValue(ectx, invocationKey{}, inv), inv)
 	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !IsRetryable(err) {
-		if !j.e.redrivable() && !mutUnkeyedRedrive {
+		if !j.e.redrivable() && unkeyedOnce() {
 			// It may have acted before its context ended; a retry could
 			// act twice.
 			return nil, errRanPastLease{err}
@@ -392,7 +392,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		// Derived beliefs rest on the output as stored (masked); the
 		// caller gets its real values.
 		res.Derived, err = x.derive(ctx, j, w.ID, res.Output)
-		if len(j.e.Masked) > 0 && !mutMaskStore {
+		if len(j.e.Masked) > 0 && masksStored() {
 			res.stored, res.Output = res.Output, out.Clone()
 		}
 	}
@@ -461,3 +461,23 @@ func (e *entry) maskedGiven(given blackboard.Payload) []string {
 	}
 	return out
 }
+
+// leaseDeadlineKept reports whether an attempt's effect ends a margin before its lease and no driver takes over until a margin after (always, but for the mutation switch
+// toolgate.lease_deadline).
+func leaseDeadlineKept() bool { return !mutLeaseDeadline }
+
+// unkeyedOnce reports whether an effect without a key is started at most once per call (always, but for the mutation switch
+// toolgate.unkeyed_at_most_once).
+func unkeyedOnce() bool { return !mutUnkeyedRedrive }
+
+// leaseLeftChecked reports whether an attempt whose write left less than the margin of its lease does not start its effect (always, but for the mutation switch
+// toolgate.lease_left).
+func leaseLeftChecked() bool { return !mutLeaseLeft }
+
+// panicUnknown reports whether an effect's panic leaves its outcome unknown, never failed (always, but for the mutation switch
+// toolgate.effect_panic_unknown).
+func panicUnknown() bool { return !mutPanicFailed }
+
+// effectErrorRecordable reports whether an effect's error text is recorded only when the effect marks it recordable (always, but for the mutation switch
+// toolgate.effect_error_text).
+func effectErrorRecordable() bool { return !mutEffectErrorText }

@@ -79,7 +79,7 @@ func (x *executor) defaultHint(ctx context.Context, code blackboard.Code, root k
 	case blackboard.CodeDuplicateAction:
 		// What is true of the action holding the key: taken only when it
 		// executed, else pending, running or refused.
-		if mutDuplicateHint {
+		if !duplicateHintTrue() {
 			return "This action was already taken. Do not retry it."
 		}
 		return x.holderState(ctx, root.Record)
@@ -107,7 +107,7 @@ func (x *executor) defaultHint(ctx context.Context, code blackboard.Code, root k
 	// stays in the decision record: the model gets the code and the
 	// failure's kind ([Result.ForModel]), never the text.
 	case CodeEffectFailed:
-		if mutRawErrorHint {
+		if !errorTextHidden() {
 			return "The tool failed" + paren(root.Detail) + ". Do not retry unless the user asks."
 		}
 		return "The tool failed. Do not retry unless the user asks."
@@ -159,3 +159,11 @@ func paren(s string) string {
 	}
 	return " (" + s + ")"
 }
+
+// duplicateHintTrue reports whether a DUPLICATE_ACTION hint says what became of the key's holder (always, but for the mutation switch
+// toolgate.duplicate_hint).
+func duplicateHintTrue() bool { return !mutDuplicateHint }
+
+// errorTextHidden reports whether an effect's raw error text stays out of what the model is shown (always, but for the mutation switch
+// toolgate.raw_error_hidden).
+func errorTextHidden() bool { return !mutRawErrorHint }

@@ -48,14 +48,14 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 			c.span.SetAttributes(attribute.String(AttrContext, c.Context))
 		}
 	}
-	if c.RetryKey != "" && !mutRetryKeyOnce {
+	if c.RetryKey != "" && retryKeyOnce() {
 		// Before the budget: a call the gate decided already is answered
 		// as it was, whatever the budget says now.
 		if res, done, err := x.replay(ctx, c, e, cc); done || err != nil {
 			return noJob(res, err)
 		}
 	}
-	if e != nil && e.Effect == nil && c.Effect == nil && !mutCallerEffect {
+	if e != nil && e.Effect == nil && c.Effect == nil && callerEffectNeeded() {
 		// A caller-driven tool's call that brings no effect would commit
 		// an action nothing can run: answered before the budget, with
 		// nothing recorded.
@@ -68,7 +68,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 	}
 	if e == nil {
 		detail := "no tool named " + quote(c.Tool)
-		if !mutToolName && !isToolName(c.Tool) {
+		if toolNameChecked() && !isToolName(c.Tool) {
 			detail = "the tool name is not a name (1 to 64 of A-Z, a-z, 0-9, _, . and -): " + escapedTool(c.Tool)
 		}
 		return noJob(x.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c, e)))
@@ -84,7 +84,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		return noJob(x.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
 	}
-	if e.effectful() && !mutControlsCall {
+	if e.effectful() && controlsAtCall() {
 		// An effectful tool's call is checked here, so that the model is
 		// told READ_ONLY_MODE rather than what the kernel's own checks
 		// would find missing first. The kernel checks every call again as
@@ -154,7 +154,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 	maps.Copy(payload, args)
 	payload[kernel.KeyRequiresBeliefs] = e.requires
 	var keys []string
-	if c.RetryKey != "" && !mutRetryKeyOnce {
+	if c.RetryKey != "" && retryKeyOnce() {
 		keys = []string{retryOnceKey(c.TraceID, c.RetryKey)}
 	}
 	d, act, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload, OnceKeys: keys},
@@ -182,7 +182,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		root := d.RootCause()
 		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: x.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
 	}
-	if !mutBindCommitted && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
+	if committedBound() && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
 		// The kernel grounded the action on other beliefs than the ones
 		// checked (they changed in between): its own grounding decides.
 		if res, refused, err := x.bindCommitted(ctx, e, act, args, cc); refused || err != nil {
@@ -258,7 +258,7 @@ func (x *executor) callContext(c Call, e *entry) blackboard.Payload {
 // ([footprint]). A tool e that masks fields has none added, and no
 // digest: its raw arguments would hold the values unmasked.
 func withRawArgs(cc blackboard.Payload, c Call, e *entry) blackboard.Payload {
-	if e != nil && len(e.Masked) > 0 && !mutMaskStore {
+	if e != nil && len(e.Masked) > 0 && masksStored() {
 		if len(c.Args) > maxRawArgs {
 			footprint(cc, c.Args, e)
 		}
@@ -317,3 +317,11 @@ func (x *executor) refuse(ctx context.Context, traceID string, e *entry, tool st
 	root := kernel.Cause{Code: code, Detail: detail}
 	return Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: x.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
 }
+
+// masksStored reports whether masked fields stay out of what the gate stores and records (always, but for the mutation switch
+// toolgate.mask_store).
+func masksStored() bool { return !mutMaskStore }
+
+// callerEffectNeeded reports whether an action of a caller-driven tool runs only with its caller's effect (always, but for the mutation switch
+// toolgate.caller_effect).
+func callerEffectNeeded() bool { return !mutCallerEffect }

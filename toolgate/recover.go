@@ -277,7 +277,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 // record is about, its tool and the gate's commit record for it; ok is
 // false when d is not that record of a gate action of the trace.
 func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.Record) (act blackboard.Record, e *entry, gd audit.Record, ok bool, err error) {
-	if mutApproverView {
+	if !approverViewFromAction() {
 		tool, _ := d.Context["tool"].(string)
 		if e = x.g.tools[tool]; e == nil || d.Kind != e.action() {
 			return blackboard.Record{}, nil, d, false, nil
@@ -294,3 +294,7 @@ func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.Re
 	}
 	return act, e, gd, (traceID == "" || act.TraceID() == traceID) && gd.RecordID == d.RecordID, nil
 }
+
+// approverViewFromAction reports whether PendingApprovals reads an action from the action itself, never from a decision record (always, but for the mutation switch
+// toolgate.approver_view).
+func approverViewFromAction() bool { return !mutApproverView }

@@ -142,7 +142,7 @@ func isToolName(s string) bool {
 
 // checkToolName refuses a tool name that is not a name ([isToolName]).
 func checkToolName(s string) error {
-	if !mutToolName && !isToolName(s) {
+	if toolNameChecked() && !isToolName(s) {
 		return fmt.Errorf("the name is not 1 to %d of A-Z, a-z, 0-9, _, . and -", maxToolName)
 	}
 	return checkName(s)
@@ -155,7 +155,7 @@ const invalidTool = "invalid_tool_name"
 // toolLabel is a called tool's name where a label is wanted (a kind, a
 // span, the loop guard): the name when it is one, else invalidTool.
 func toolLabel(s string) string {
-	if mutToolName {
+	if !toolNameChecked() {
 		return clip(s)
 	}
 	if !isToolName(s) {
@@ -167,7 +167,7 @@ func toolLabel(s string) string {
 // recordedTool is a called tool's name as decision records keep it: the
 // name when it is one, else escapedTool.
 func recordedTool(s string) string {
-	if mutToolName || isToolName(s) {
+	if !toolNameChecked() || isToolName(s) {
 		return clip(s)
 	}
 	return escapedTool(s)
@@ -198,3 +198,11 @@ func checkLen(s string, limit int) error {
 	}
 	return nil
 }
+
+// toolNameChecked reports whether tool names are checked to be names (always, but for the mutation switch
+// toolgate.tool_name).
+func toolNameChecked() bool { return !mutToolName }
+
+// readOnlyDeclared reports whether only a tool that declares ReadOnly is taken for one that changes nothing (always, but for the mutation switch
+// toolgate.read_only_declared).
+func readOnlyDeclared() bool { return !mutReadOnlyDeclared }

@@ -54,7 +54,7 @@ func (x *executor) retire(ctx context.Context, j *job, rec blackboard.Record) er
 // else claims.
 func (x *executor) retireFence(ctx context.Context, j *job, rec blackboard.Record) (string, error) {
 	first := j.attemptKey(1)
-	if mutRetireOwnFence {
+	if !retireFenceOwn() {
 		return first, nil
 	}
 	holder, err := x.gov.ClaimedBy(ctx, first)
@@ -122,3 +122,7 @@ func (x *executor) holderState(ctx context.Context, holderID string) string {
 	}
 	return "An earlier call of this action was accepted and has not run yet. Do not retry it."
 }
+
+// retireFenceOwn reports whether a retirement whose refusal holds the first attempt's key fences on a key of its own (always, but for the mutation switch
+// toolgate.retire_own_fence).
+func retireFenceOwn() bool { return !mutRetireOwnFence }

@@ -186,7 +186,7 @@ func (s *schema) check(raw json.RawMessage) (blackboard.Payload, *argProblem) {
 		}
 	}
 	err := s.whole.Validate(args)
-	if mutSchemaCheck {
+	if !schemaChecked() {
 		err = nil
 	}
 	if err == nil {
@@ -242,7 +242,7 @@ func notJSON(err error) string {
 // reads it; any other failure names the schema keyword that refuses the
 // value ([brokenRule]).
 func describe(key string, v any, sch *jsonschema.Schema, err error) string {
-	if mutSchemaQuote {
+	if !schemaNoValue() {
 		return fmt.Sprintf("argument %q: %v", key, err)
 	}
 	types := sch.Types
@@ -475,3 +475,11 @@ func typeOf(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// schemaChecked reports whether a call's arguments are checked against the tool's schema (always, but for the mutation switch
+// toolgate.schema_check).
+func schemaChecked() bool { return !mutSchemaCheck }
+
+// schemaNoValue reports whether a schema refusal names the rule, never the argument's value (always, but for the mutation switch
+// toolgate.schema_no_value).
+func schemaNoValue() bool { return !mutSchemaQuote }

@@ -55,7 +55,7 @@ func checkScope(t *Tool, s *schema) error {
 	switch {
 	case len(t.Scope) > 0 && t.Unscoped:
 		return errors.New("both Scope and Unscoped")
-	case len(t.Scope) == 0 && !t.Unscoped && !t.ReadOnly && !mutScopeDeclared:
+	case len(t.Scope) == 0 && !t.Unscoped && !t.ReadOnly && scopeDeclared():
 		return errors.New("an effectful tool (not ReadOnly) must declare Scope (which arguments must lie within the trace's request) or Unscoped")
 	}
 	for _, arg := range slices.Sorted(maps.Keys(t.Scope)) {
@@ -196,15 +196,15 @@ func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) err
 			return err
 		}
 		if ok {
-			if cur.equal(r) && !mutRequestOnce {
+			if cur.equal(r) && requestOnce() {
 				return nil
 			}
-			if !mutRequestOnce {
+			if requestOnce() {
 				return fmt.Errorf("%w: trace %q: %s", ErrRequestRecorded, traceID, cur.concerns())
 			}
 		}
 		keys := []string{requestKey(traceID)}
-		if mutRequestOnce {
+		if !requestOnce() {
 			keys = nil
 		}
 		_, err = g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
@@ -225,7 +225,7 @@ func (x *executor) requestOf(ctx context.Context, traceID string) (Request, stri
 		rec blackboard.Record
 		err error
 	)
-	if mutRequestOnce {
+	if !requestOnce() {
 		// Without the once-key, the latest request record of the trace.
 		rec, err = x.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
 	} else {
@@ -267,7 +267,7 @@ func (r Request) concerns() string {
 // scopeFailure is why a call's arguments do not lie within its trace's
 // request; "" when they do.
 func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string {
-	if mutRequestScope || len(e.Scope) == 0 {
+	if !requestScoped() || len(e.Scope) == 0 {
 		return ""
 	}
 	if !ok {
@@ -311,7 +311,7 @@ func (x *executor) scope(ctx context.Context, c Call, e *entry, args blackboard.
 	}
 	detail := ""
 	switch {
-	case c.Principal != "" && ok && c.Principal != r.Principal && !mutRequestPrincipal:
+	case c.Principal != "" && ok && c.Principal != r.Principal && principalChecked():
 		detail = "the call is made for " + quote(clip(c.Principal)) + ", and the trace serves another principal: " + r.concerns()
 	default:
 		detail = e.scopeFailure(args, r, ok)
@@ -355,3 +355,19 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.V
 	}
 	return kernel.Verdict{}
 }
+
+// scopeDeclared reports whether an effectful tool must declare Scope or Unscoped (always, but for the mutation switch
+// toolgate.scope_declared).
+func scopeDeclared() bool { return !mutScopeDeclared }
+
+// requestOnce reports whether a trace's request is recorded once (always, but for the mutation switch
+// toolgate.request_once).
+func requestOnce() bool { return !mutRequestOnce }
+
+// requestScoped reports whether a call's arguments must lie within its trace's request (always, but for the mutation switch
+// toolgate.request_scope).
+func requestScoped() bool { return !mutRequestScope }
+
+// principalChecked reports whether a call made for another principal than its trace's request is refused (always, but for the mutation switch
+// toolgate.request_principal).
+func principalChecked() bool { return !mutRequestPrincipal }

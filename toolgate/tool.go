@@ -301,7 +301,7 @@ func (t *Tool) restsOnNothing() bool { return len(t.Requires) == 0 }
 // effectful reports whether a read_only trace refuses the tool: any tool
 // that does not declare [Tool.ReadOnly].
 func (t *Tool) effectful() bool {
-	if mutReadOnlyDeclared {
+	if !readOnlyDeclared() {
 		return !t.restsOnNothing() // the old reading: no belief, no effect
 	}
 	return !t.ReadOnly
