@@ -79,7 +79,7 @@ func (a *Approver) Identity() string { return a.identity }
 // of the gate caller whose call it is). The action takes one decision at
 // a time: a decision settled before, or written first by a concurrent
 // approver, is [ErrDecided] (a [*DecidedError]), and only an approval
-// that expired unused may be superseded (see the package doc). Nothing is
+// that expired unused may be superseded (see docs/effects.md, "Approvals"). Nothing is
 // written when it fails. The gate checks the approval again before the
 // action runs ([Gate.Execute]).
 func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {

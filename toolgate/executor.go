@@ -139,9 +139,9 @@ func approvalKey(approvalID string) string {
 //     started, or whose attempt may be re-driven, is EFFECT_UNAVAILABLE:
 //     Execute has no effect for it, so it runs nothing, records nothing
 //     and uses up no approval, for the caller's call under the same
-//     [Call.RetryKey] with its effect (see the package doc,
+//     [Call.RetryKey] with its effect (see docs/effects.md,
 //     "Caller-driven tools").
-//   - Otherwise it drives the effect: see the package doc on exactly-once
+//   - Otherwise it drives the effect: see docs/effects.md on exactly-once
 //     execution.
 //
 // An id that is not a committed action the gate proposed is

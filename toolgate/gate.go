@@ -510,7 +510,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 //
 // A call with a [Call.RetryKey] used before in its trace is answered,
 // before its budget is charged, with what the first call under the key
-// came to (see the package doc, Retries of one call): its recorded
+// came to (see docs/effects.md, "Retries of one call"): its recorded
 // refusal or result, its wait for approval (or, approved, its execution),
 // CALL_RUNNING while another driver runs it, or RETRY_KEY_CONFLICT when
 // the tool, caller or arguments differ.
