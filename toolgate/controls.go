@@ -124,22 +124,27 @@ func (x *executor) claimed(ctx context.Context, key string) (bool, error) {
 // registered tool, whatever the length of the trace. A
 // bad trace id is [ErrInvalidCall]. Safe for concurrent use.
 func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
+	return g.x.controls(ctx, traceID)
+}
+
+// controls is [Gate.Controls].
+func (x *executor) controls(ctx context.Context, traceID string) (Controls, error) {
 	if err := checkTrace(traceID); err != nil {
 		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
 	c := Controls{Mode: ModeNormal}
-	if r, err := g.x.restricted(ctx, traceID); err != nil || !r {
+	if r, err := x.restricted(ctx, traceID); err != nil || !r {
 		return c, err
 	}
-	ro, err := g.x.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
+	ro, err := x.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil {
 		return Controls{}, err
 	}
 	if ro {
 		c.Mode = ModeReadOnly
 	}
-	for _, e := range g.order {
-		p, err := g.x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
+	for _, e := range x.g.order {
+		p, err := x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 		if err != nil {
 			return Controls{}, err
 		}
@@ -168,6 +173,11 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 // read-only never runs its action. An action whose effect has started is
 // driven to its result: it may have run. Safe for concurrent use.
 func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
+	return g.x.restrict(ctx, traceID, c)
+}
+
+// restrict is [Gate.Restrict].
+func (x *executor) restrict(ctx context.Context, traceID string, c Controls) error {
 	if c.Mode == "" {
 		c.Mode = ModeNormal
 	}
@@ -175,12 +185,12 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 		return fmt.Errorf("%w: run controls: mode %q is neither %q nor %q", ErrInvalidCall, c.Mode, ModeNormal, ModeReadOnly)
 	}
 	for _, t := range c.Prohibited {
-		if g.tools[t] == nil {
+		if x.g.tools[t] == nil {
 			return fmt.Errorf("%w: run controls: no registered tool %s", ErrInvalidCall, escapedTool(t))
 		}
 	}
 	for attempt := 0; attempt < 8; attempt++ {
-		cur, err := g.Controls(ctx, traceID)
+		cur, err := x.controls(ctx, traceID)
 		if err != nil {
 			return err
 		}
@@ -199,7 +209,7 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 			keys = append(keys, controlsKey(traceID, partReadOnly, ""))
 		}
 		next := Controls{Mode: c.Mode}
-		for _, e := range g.order {
+		for _, e := range x.g.order {
 			if slices.Contains(c.Prohibited, e.Name) {
 				next.Prohibited = append(next.Prohibited, e.Name)
 				if !slices.Contains(cur.Prohibited, e.Name) {
@@ -223,9 +233,9 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 		for i, t := range next.Prohibited {
 			prohibited[i] = t
 		}
-		_, err = g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
 			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindControls, OnceKeys: keys,
-			Payload: blackboard.Payload{"mode": string(next.Mode), "prohibited": prohibited, keyPolicy: g.policyHash},
+			Payload: blackboard.Payload{"mode": string(next.Mode), "prohibited": prohibited, keyPolicy: x.g.policyHash},
 		}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err

@@ -45,6 +45,11 @@ import (
 // error). It reads every decision record of the namespace, so its cost
 // grows with the history.
 func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
+	return g.x.recoverAll(ctx)
+}
+
+// recoverAll is [Gate.Recover].
+func (x *executor) recoverAll(ctx context.Context) ([]Result, error) {
 	type candidate struct {
 		e  *entry
 		id string
@@ -58,11 +63,11 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	// ran (refused, escalated) is still visited: its retirement or its
 	// fallback may be missing.
 	finished := map[string]bool{}
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{}) {
+	for d, err := range audit.List(ctx, x.reader, audit.Filter{}) {
 		if err != nil {
 			return nil, err
 		}
-		if id, ok := g.x.finishedBy(d); ok {
+		if id, ok := x.finishedBy(d); ok {
 			finished[id] = true
 			continue
 		}
@@ -70,7 +75,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 			continue
 		}
 		tool, _ := d.Context["tool"].(string)
-		e := g.tools[tool]
+		e := x.g.tools[tool]
 		if e == nil || d.Kind != e.action() || seen[d.Subject] {
 			continue
 		}
@@ -88,7 +93,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 		if finished[c.id] {
 			continue
 		}
-		res, driven, err := g.x.recoverOne(ctx, c.id)
+		res, driven, err := x.recoverOne(ctx, c.id)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -217,16 +222,21 @@ type Pending struct {
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
 func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
+	return g.x.pendingApprovals(ctx, traceID)
+}
+
+// pendingApprovals is [Gate.PendingApprovals].
+func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
 	// One pass: the actions that waited, and those with a result, known by
 	// the decision record written with it, so that an action approved and
 	// done long ago costs nothing more to pass over.
 	var recs []audit.Record
 	done := map[string]bool{}
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID}) {
+	for d, err := range audit.List(ctx, x.reader, audit.Filter{TraceID: traceID}) {
 		if err != nil {
 			return nil, err
 		}
-		if id, _, ok := g.x.resultBy(d); ok {
+		if id, _, ok := x.resultBy(d); ok {
 			done[id] = true
 		} else if d.Outcome == audit.OutcomePendingApproval {
 			recs = append(recs, d)
@@ -237,24 +247,24 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 		if done[d.Subject] {
 			continue
 		}
-		act, e, gd, ok, err := g.x.pendingAction(ctx, traceID, d)
+		act, e, gd, ok, err := x.pendingAction(ctx, traceID, d)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			continue
 		}
-		j, err := g.x.newJob(ctx, e, act, gd.Context)
+		j, err := x.newJob(ctx, e, act, gd.Context)
 		if err != nil {
 			return nil, err
 		}
-		if _, done, err := g.x.resultOf(ctx, j); done || err != nil {
+		if _, done, err := x.resultOf(ctx, j); done || err != nil {
 			if err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if n, _, err := g.x.lastAttempt(ctx, j, 1); n > 0 || err != nil {
+		if n, _, err := x.lastAttempt(ctx, j, 1); n > 0 || err != nil {
 			if err != nil {
 				return nil, err
 			}

@@ -183,6 +183,11 @@ var ErrRequestRecorded = errors.New("toolgate: the trace's request is recorded a
 // kernel's role and claims the trace's request once-key, so of concurrent
 // recordings one lands. Safe for concurrent use.
 func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) error {
+	return g.x.recordRequest(ctx, traceID, r)
+}
+
+// recordRequest is [Gate.RecordRequest].
+func (x *executor) recordRequest(ctx context.Context, traceID string, r Request) error {
 	if err := checkTrace(traceID); err != nil {
 		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
@@ -191,7 +196,7 @@ func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) err
 		return fmt.Errorf("%w: request: %v", ErrInvalidCall, err)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		cur, _, ok, err := g.x.requestOf(ctx, traceID)
+		cur, _, ok, err := x.requestOf(ctx, traceID)
 		if err != nil {
 			return err
 		}
@@ -207,8 +212,8 @@ func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) err
 		if !requestOnce() {
 			keys = nil
 		}
-		_, err = g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindRequest, OnceKeys: keys, Payload: r.payload(g.policyHash)}})
+		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindRequest, OnceKeys: keys, Payload: r.payload(x.g.policyHash)}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err
 		}
