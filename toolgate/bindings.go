@@ -286,15 +286,3 @@ func (x *executor) bindCommitted(ctx context.Context, e *entry, act blackboard.R
 	res, err := x.refuseForGood(ctx, j, CodeArgumentNotBound, f.detail)
 	return res, true, err
 }
-
-// bindingsDeclared reports whether a tool resting on beliefs must declare Bindings or Unbound (always, but for the mutation switch
-// toolgate.bindings_declared).
-func bindingsDeclared() bool { return !mutBindingsDeclared }
-
-// argsBound reports whether a call's arguments are checked against the tool's bindings (always, but for the mutation switch
-// toolgate.arg_binding).
-func argsBound() bool { return !mutArgBinding }
-
-// committedBound reports whether a committed action whose grounding changed has its arguments checked against its own grounding (always, but for the mutation switch
-// toolgate.arg_binding_committed).
-func committedBound() bool { return !mutBindCommitted }

@@ -181,7 +181,3 @@ func argsDigest(args []byte) string {
 	sum := sha256.Sum256(args)
 	return "raw:" + hex.EncodeToString(sum[:])
 }
-
-// budgetsCompose reports whether a call's own budget adds to the gate's rather than replacing it (always, but for the mutation switch
-// toolgate.budget_compose).
-func budgetsCompose() bool { return !mutBudgetCompose }

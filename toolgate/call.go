@@ -260,11 +260,3 @@ func (x *executor) conflict(ctx context.Context, c Call, e *entry, cc blackboard
 		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c, e))
 	return res, true, err
 }
-
-// retryKeyBound reports whether a retry key is bound to the tool, caller and arguments of its first call (always, but for the mutation switch
-// toolgate.retry_key_binding).
-func retryKeyBound() bool { return !mutRetryKeyBinding }
-
-// retryKeyOnce reports whether a retry key makes one action per trace (always, but for the mutation switch
-// toolgate.retry_key_once).
-func retryKeyOnce() bool { return !mutRetryKeyOnce }

@@ -45,7 +45,3 @@ func (x *executor) contextRef(ctx context.Context, c Call) (detail string, err e
 	}
 	return "", nil
 }
-
-// contextRefChecked reports whether a call's context reference is checked (always, but for the mutation switch
-// toolgate.context_ref).
-func contextRefChecked() bool { return !mutContextRef }

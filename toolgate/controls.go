@@ -118,15 +118,6 @@ func (x *executor) claimed(ctx context.Context, key string) (bool, error) {
 	return err == nil, err
 }
 
-// Controls returns the trace's run controls as recorded in the store (by
-// this gate or any other over it). Its cost is one indexed lookup for a
-// trace without controls, else one more for the mode and one per
-// registered tool, whatever the length of the trace. A
-// bad trace id is [ErrInvalidCall]. Safe for concurrent use.
-func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
-	return g.x.controls(ctx, traceID)
-}
-
 // controls is [Gate.Controls].
 func (x *executor) controls(ctx context.Context, traceID string) (Controls, error) {
 	if err := checkTrace(traceID); err != nil {
@@ -153,27 +144,6 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 		}
 	}
 	return c, nil
-}
-
-// Restrict records c as the trace's run controls. Controls only tighten:
-// c must keep the trace's mode (or make it [ModeReadOnly]) and every tool
-// the trace prohibits, else Restrict fails with a [*ControlsError]
-// ([ErrLoosened]) and records nothing; c equal to the trace's controls
-// records nothing either. An unknown mode or a tool the gate does not
-// hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
-// the controls in full and the gate's policy hash) is written through the
-// kernel's Governor and claims one once-key per control it adds and one
-// for the controls it read, so concurrent Restricts are ordered and none
-// loses another's tightening: the one that finds a key taken reads the
-// controls again and retries (a [*ControlsError] when the controls it
-// was given now loosen them).
-//
-// Controls bind the calls decided after Restrict returns, and every
-// action not yet started: an approval given before the trace became
-// read-only never runs its action. An action whose effect has started is
-// driven to its result: it may have run. Safe for concurrent use.
-func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
-	return g.x.restrict(ctx, traceID, c)
 }
 
 // restrict is [Gate.Restrict].
@@ -313,15 +283,3 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	}
 	return kernel.Verdict{}
 }
-
-// controlsTighten reports whether run controls may only be tightened (always, but for the mutation switch
-// toolgate.controls_tighten).
-func controlsTighten() bool { return !mutControlsTighten }
-
-// controlsDecide reports whether the trace's run controls decide in the kernel's decision and before a waiting action starts (always, but for the mutation switch
-// toolgate.controls_decide).
-func controlsDecide() bool { return !mutControlsDecide }
-
-// controlsAtCall reports whether an effectful tool's call is checked against the run controls before the kernel decides it (always, but for the mutation switch
-// toolgate.controls_call).
-func controlsAtCall() bool { return !mutControlsCall }

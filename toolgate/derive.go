@@ -295,11 +295,3 @@ func (x *executor) derive(ctx context.Context, j *job, resultID string, output b
 	}
 	return out, nil
 }
-
-// deriveClosed reports whether a derived value or field that cannot be evaluated fails the derivation (always, but for the mutation switch
-// toolgate.derive_fail_closed).
-func deriveClosed() bool { return !mutDeriveOpen }
-
-// deriveExact reports whether a derived belief rests on the exact result record (always, but for the mutation switch
-// toolgate.derive_exact).
-func deriveExact() bool { return !mutDeriveExact }

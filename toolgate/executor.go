@@ -115,55 +115,6 @@ func approvalKey(approvalID string) string {
 	return "toolgate/approval/" + hex.EncodeToString(sum[:])
 }
 
-// Execute runs a committed action of one of the gate's tools, once its
-// approval allows it, and returns what came of it. It is how an approved
-// call continues (the approver's side calls it), and it is safe to call
-// again, from any goroutine or process:
-//
-//   - If the action already has a recorded result (succeeded, failed or
-//     escalated), Execute returns it and starts nothing.
-//   - If its policy needs approval and no attempt has started yet, the
-//     latest approval decision for it decides: none is [audit.OutcomePendingApproval]
-//     (APPROVAL_REQUIRED); a denial, or an approval past its TTL, records
-//     the escalation, submits the safe fallback with the code as reason
-//     and returns Refused (APPROVAL_DENIED, APPROVAL_EXPIRED); an approval
-//     is consumed by the first attempt (a once-key on the approval record,
-//     claimed in the attempt's write), so it is used once.
-//   - Before the first attempt, the kernel decides the action's evidence
-//     and rules again as of now ([kernel.Governor.RecheckAction]): an action
-//     whose grounding expired, was superseded or used up, or that a
-//     constraint or rule now refuses, is refused for good with the
-//     kernel's code (recorded as its result), runs nothing and consumes no
-//     approval.
-//   - An action of a caller-driven tool (no [Tool.Effect]) not yet
-//     started, or whose attempt may be re-driven, is EFFECT_UNAVAILABLE:
-//     Execute has no effect for it, so it runs nothing, records nothing
-//     and uses up no approval, for the caller's call under the same
-//     [Call.RetryKey] with its effect (see docs/effects.md,
-//     "Caller-driven tools").
-//   - Otherwise it drives the effect: see docs/effects.md on exactly-once
-//     execution.
-//
-// An id that is not a committed action the gate proposed is
-// [ErrUnknownAction]. Other errors are a cancelled context or a store
-// failure; the action is then left for a later Execute or [Gate.Recover].
-func (g *Gate) Execute(ctx context.Context, actionID string) (Result, error) {
-	return g.x.execute(ctx, "", actionID, nil)
-}
-
-// Resume is Execute for the caller that holds the arguments about to run
-// (an agent loop resuming a call after its approval): args must be the
-// committed action's arguments, digest for digest, or the call is refused
-// with APPROVAL_MISMATCH (ARGUMENTS_CHANGED for an action that needs no
-// approval) and nothing runs. A changed argument needs a new call and a
-// new approval. traceID must be the action's trace.
-func (g *Gate) Resume(ctx context.Context, traceID, actionID string, args json.RawMessage) (Result, error) {
-	if args == nil {
-		args = json.RawMessage("{}")
-	}
-	return g.x.execute(ctx, traceID, actionID, args)
-}
-
 func (x *executor) execute(ctx context.Context, traceID, actionID string, args json.RawMessage) (res Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -511,11 +462,3 @@ func effectOf(rec blackboard.Record) Effect {
 func (j *job) effect(status string, attempt int, code blackboard.Code) Effect {
 	return Effect{Status: status, Tool: j.e.Name, ActionID: j.act.ID, Key: j.key, Attempt: attempt, Code: code, Approval: j.approval}
 }
-
-// recheckEvidence reports whether an action that waited is decided again before its first attempt (always, but for the mutation switch
-// toolgate.recheck_evidence).
-func recheckEvidence() bool { return !mutRecheckEvidence }
-
-// recheckYields reports whether a recheck refusal claims the first attempt's key (always, but for the mutation switch
-// toolgate.recheck_yields).
-func recheckYields() bool { return !mutRecheckYields }

@@ -196,19 +196,3 @@ func (x *executor) fallbackOf(ctx context.Context, j *job) (id string, proposed 
 	}
 	return "", proposed, nil
 }
-
-// escalationClaimsApproval reports whether the escalation of an expired approval claims the approval's use (always, but for the mutation switch
-// toolgate.escalation_claim).
-func escalationClaimsApproval() bool { return !mutEscalationClaimsApproval }
-
-// approverNotCaller reports whether an approver named as the caller that proposed an action cannot decide it (always, but for the mutation switch
-// toolgate.approver_caller).
-func approverNotCaller() bool { return !mutApproverCaller }
-
-// approvalClaimed reports whether a decision on an action claims a once-key of the action and the decision it supersedes (always, but for the mutation switch
-// toolgate.approval_claim).
-func approvalClaimed() bool { return !mutApprovalClaim }
-
-// approvalDigestBound reports whether a decision binds the digest of the action's committed arguments (always, but for the mutation switch
-// toolgate.approval_digest).
-func approvalDigestBound() bool { return !mutApprovalDigest }

@@ -461,23 +461,3 @@ func (e *entry) maskedGiven(given blackboard.Payload) []string {
 	}
 	return out
 }
-
-// leaseDeadlineKept reports whether an attempt's effect ends a margin before its lease and no driver takes over until a margin after (always, but for the mutation switch
-// toolgate.lease_deadline).
-func leaseDeadlineKept() bool { return !mutLeaseDeadline }
-
-// unkeyedOnce reports whether an effect without a key is started at most once per call (always, but for the mutation switch
-// toolgate.unkeyed_at_most_once).
-func unkeyedOnce() bool { return !mutUnkeyedRedrive }
-
-// leaseLeftChecked reports whether an attempt whose write left less than the margin of its lease does not start its effect (always, but for the mutation switch
-// toolgate.lease_left).
-func leaseLeftChecked() bool { return !mutLeaseLeft }
-
-// panicUnknown reports whether an effect's panic leaves its outcome unknown, never failed (always, but for the mutation switch
-// toolgate.effect_panic_unknown).
-func panicUnknown() bool { return !mutPanicFailed }
-
-// effectErrorRecordable reports whether an effect's error text is recorded only when the effect marks it recordable (always, but for the mutation switch
-// toolgate.effect_error_text).
-func effectErrorRecordable() bool { return !mutEffectErrorText }

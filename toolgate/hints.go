@@ -159,11 +159,3 @@ func paren(s string) string {
 	}
 	return " (" + s + ")"
 }
-
-// duplicateHintTrue reports whether a DUPLICATE_ACTION hint says what became of the key's holder (always, but for the mutation switch
-// toolgate.duplicate_hint).
-func duplicateHintTrue() bool { return !mutDuplicateHint }
-
-// errorTextHidden reports whether an effect's raw error text stays out of what the model is shown (always, but for the mutation switch
-// toolgate.raw_error_hidden).
-func errorTextHidden() bool { return !mutRawErrorHint }

@@ -7,8 +7,8 @@ import "github.com/blackboardkernel/bk/internal/mutant"
 // The gate's mutation switches (see internal/mutant for the scheme): each
 // turns off one check, so that a test run shows which tests notice. The
 // default build declares them as false constants (nomutate.go). Each is
-// read by one small function whose only job is to read it, next to the
-// code it guards, so that no logic runs past a switch.
+// read by one small function whose only job is to read it (checks.go), so
+// that no logic runs past a switch.
 var (
 	mutApprovalClaim            bool
 	mutApprovalDigest           bool

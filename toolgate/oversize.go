@@ -74,7 +74,3 @@ func storeProblem(err error, size int) string {
 	}
 	return "the arguments cannot be stored: they are not JSON values the store keeps"
 }
-
-// oversizeShrunk reports whether arguments over the size limit are recorded by their size and digest (always, but for the mutation switch
-// toolgate.oversize_refusal).
-func oversizeShrunk() bool { return !mutOversize }

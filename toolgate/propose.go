@@ -317,11 +317,3 @@ func (x *executor) refuse(ctx context.Context, traceID string, e *entry, tool st
 	root := kernel.Cause{Code: code, Detail: detail}
 	return Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: x.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
 }
-
-// masksStored reports whether masked fields stay out of what the gate stores and records (always, but for the mutation switch
-// toolgate.mask_store).
-func masksStored() bool { return !mutMaskStore }
-
-// callerEffectNeeded reports whether an action of a caller-driven tool runs only with its caller's effect (always, but for the mutation switch
-// toolgate.caller_effect).
-func callerEffectNeeded() bool { return !mutCallerEffect }

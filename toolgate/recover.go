@@ -4,49 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 )
-
-// Recover finishes the actions the gate committed and nobody finished: a
-// process crashed (or a caller gave up) between a commit and its result.
-// It is meant to run at start-up, and may run periodically; it is safe to
-// run in several processes at once, and next to live calls.
-//
-// For every action the gate committed in the kernel's namespace that has
-// no recorded result:
-//
-//   - an attempt whose lease is over is re-driven when the world dedups
-//     the effect by its key (a tool with a once-key, or an Idempotent
-//     one): the next attempt number, the same idempotency key,
-//     within the tool's retry budget (an attempt left without a result
-//     counts as used; when none is left, the action fails with
-//     EFFECT_RETRIES_EXHAUSTED); any other tool's is recorded as
-//     EFFECT_UNKNOWN, for a person, and its effect is not started again;
-//   - an attempt whose lease is not over is left to its driver;
-//   - a caller-driven tool's action ([Tool.Effect] nil) is never started:
-//     Recover has no effect for it. One not yet started, or whose
-//     attempt may be re-driven, is left as it is, recorded nothing and
-//     not returned, for the caller's call under the same retry key;
-//     an attempt that may not be re-driven is EFFECT_UNKNOWN, as above;
-//   - an action no attempt was started for is executed, once it is older
-//     than the lease (a younger one may be about to start), unless it
-//     still waits for its approval; an approval that was denied or has
-//     expired escalates to the fallback.
-//
-// An escalated action whose safe fallback was never submitted (a crash
-// between the two) gets it.
-//
-// An effect whose result is recorded is never started again. Recover
-// returns the results of the actions it drove, in no particular order, and
-// the errors it met joined (it goes on past an action that fails with an
-// error). It reads every decision record of the namespace, so its cost
-// grows with the history.
-func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
-	return g.x.recoverAll(ctx)
-}
 
 // recoverAll is [Gate.Recover].
 func (x *executor) recoverAll(ctx context.Context) ([]Result, error) {
@@ -131,11 +92,6 @@ func (x *executor) finishedBy(d audit.Record) (string, bool) {
 	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
 }
 
-// Lease returns the gate's lease ([WithLease]): how long an attempt is
-// reserved to its driver. A process that restarts after a crash waits it
-// out before [Gate.Recover] can take over the attempts it left.
-func (g *Gate) Lease() time.Duration { return g.lease }
-
 // recoverOne finishes one action if it needs it; driven reports whether
 // it did anything.
 func (x *executor) recoverOne(ctx context.Context, actionID string) (res Result, driven bool, err error) {
@@ -208,21 +164,6 @@ type Pending struct {
 	Digest string
 	// Reason says why the call needs approval: "always", or the rule.
 	Reason string
-}
-
-// PendingApprovals lists the actions of the trace that wait for approval,
-// or of every trace when traceID is "" (each entry names its own trace):
-// committed by the gate with a policy that needs one, not started and with
-// no result (a denied or expired one is listed until an Execute escalates
-// it). They come in commit order.
-//
-// What an approver is shown comes from the committed action itself: the
-// tool is the one whose action type it is, the arguments and digest are
-// its payload's. A decision record only points at candidates: one that is
-// not the record the gate wrote when it committed a gate action of this
-// trace (see [Gate.Execute]) is passed over, whatever its context says.
-func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
-	return g.x.pendingApprovals(ctx, traceID)
 }
 
 // pendingApprovals is [Gate.PendingApprovals].
@@ -304,7 +245,3 @@ func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.Re
 	}
 	return act, e, gd, (traceID == "" || act.TraceID() == traceID) && gd.RecordID == d.RecordID, nil
 }
-
-// approverViewFromAction reports whether PendingApprovals reads an action from the action itself, never from a decision record (always, but for the mutation switch
-// toolgate.approver_view).
-func approverViewFromAction() bool { return !mutApproverView }

@@ -198,11 +198,3 @@ func checkLen(s string, limit int) error {
 	}
 	return nil
 }
-
-// toolNameChecked reports whether tool names are checked to be names (always, but for the mutation switch
-// toolgate.tool_name).
-func toolNameChecked() bool { return !mutToolName }
-
-// readOnlyDeclared reports whether only a tool that declares ReadOnly is taken for one that changes nothing (always, but for the mutation switch
-// toolgate.read_only_declared).
-func readOnlyDeclared() bool { return !mutReadOnlyDeclared }

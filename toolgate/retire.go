@@ -122,7 +122,3 @@ func (x *executor) holderState(ctx context.Context, holderID string) string {
 	}
 	return "An earlier call of this action was accepted and has not run yet. Do not retry it."
 }
-
-// retireFenceOwn reports whether a retirement whose refusal holds the first attempt's key fences on a key of its own (always, but for the mutation switch
-// toolgate.retire_own_fence).
-func retireFenceOwn() bool { return !mutRetireOwnFence }

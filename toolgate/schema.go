@@ -475,11 +475,3 @@ func typeOf(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
-
-// schemaChecked reports whether a call's arguments are checked against the tool's schema (always, but for the mutation switch
-// toolgate.schema_check).
-func schemaChecked() bool { return !mutSchemaCheck }
-
-// schemaNoValue reports whether a schema refusal names the rule, never the argument's value (always, but for the mutation switch
-// toolgate.schema_no_value).
-func schemaNoValue() bool { return !mutSchemaQuote }

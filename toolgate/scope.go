@@ -170,22 +170,6 @@ func requestKey(traceID string) string {
 // Nothing was recorded.
 var ErrRequestRecorded = errors.New("toolgate: the trace's request is recorded already, and is another")
 
-// RecordRequest records r as the request trace traceID serves: who the
-// agent acts for and what they asked about. It is the owner's to call
-// (the application that took the ticket or authenticated the session),
-// before the trace's first call of a scoped tool: a call of a tool with
-// [Tool.Scope] in a trace without a request is refused with
-// OUT_OF_SCOPE. A trace has one request for good: recording an equal one
-// again records nothing and returns nil (so a restarted run may record it
-// again), another fails with [ErrRequestRecorded]. A bad trace id or
-// request is [ErrInvalidCall]. The record (evidence of kind
-// [KindRequest]) is written through the kernel's Governor with the
-// kernel's role and claims the trace's request once-key, so of concurrent
-// recordings one lands. Safe for concurrent use.
-func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) error {
-	return g.x.recordRequest(ctx, traceID, r)
-}
-
 // recordRequest is [Gate.RecordRequest].
 func (x *executor) recordRequest(ctx context.Context, traceID string, r Request) error {
 	if err := checkTrace(traceID); err != nil {
@@ -360,19 +344,3 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.V
 	}
 	return kernel.Verdict{}
 }
-
-// scopeDeclared reports whether an effectful tool must declare Scope or Unscoped (always, but for the mutation switch
-// toolgate.scope_declared).
-func scopeDeclared() bool { return !mutScopeDeclared }
-
-// requestOnce reports whether a trace's request is recorded once (always, but for the mutation switch
-// toolgate.request_once).
-func requestOnce() bool { return !mutRequestOnce }
-
-// requestScoped reports whether a call's arguments must lie within its trace's request (always, but for the mutation switch
-// toolgate.request_scope).
-func requestScoped() bool { return !mutRequestScope }
-
-// principalChecked reports whether a call made for another principal than its trace's request is refused (always, but for the mutation switch
-// toolgate.request_principal).
-func principalChecked() bool { return !mutRequestPrincipal }
