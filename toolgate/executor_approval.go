@@ -160,39 +160,3 @@ func (x *executor) refuseForGood(ctx context.Context, j *job, code blackboard.Co
 	}
 	return x.written(ctx, j, w)
 }
-
-// ensureFallback returns the safe fallback that escalates the action,
-// submitting it if it is missing (the first time, or after a crash between
-// the escalation and the fallback).
-func (x *executor) ensureFallback(ctx context.Context, j *job, code blackboard.Code) (string, error) {
-	if id, _, err := x.fallbackOf(ctx, j); err != nil || id != "" {
-		return id, err
-	}
-	cc := j.cc.Clone()
-	cc["escalates"], cc["reason"] = j.act.ID, string(code)
-	d, _, err := x.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: x.fallback,
-		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
-		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
-	if err != nil || !d.Committed() {
-		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
-	}
-	return d.CommittedID, nil
-}
-
-// fallbackOf returns the committed safe fallback that escalates the
-// action ("" when there is none), and whether the gate ever proposed one.
-func (x *executor) fallbackOf(ctx context.Context, j *job) (id string, proposed bool, err error) {
-	for r, err := range x.reader.Trace(ctx, j.trace) {
-		if err != nil {
-			return "", false, err
-		}
-		if r.Slot != blackboard.Actions || r.Kind != x.fallback || r.Payload["escalates"] != any(j.act.ID) {
-			continue
-		}
-		if r.Mode == blackboard.ModeCommit {
-			return r.ID, true, nil
-		}
-		proposed = proposed || r.Provenance.Writer == GateWriter
-	}
-	return "", proposed, nil
-}
