@@ -23,7 +23,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		if !act.Committed() {
 			t.Fatalf("refund: %s", act.Code)
 		}
-		key, err := a.k.OnceKeyOf(a.ctx, act.CommittedID)
+		key, err := a.k.Governor().OnceKeyOf(a.ctx, act.CommittedID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 			}
 		}
 		a.unchanged()
-		if holder, err := a.k.ClaimedBy(a.ctx, key); err != nil || holder != act.CommittedID {
+		if holder, err := a.k.Governor().ClaimedBy(a.ctx, key); err != nil || holder != act.CommittedID {
 			t.Errorf("once-key held by %q (%v), want the refund %s", holder, err, act.CommittedID)
 		}
 		// A forged decision record: the shape the gate writes, pending
@@ -125,7 +125,7 @@ func TestRecheckAction(t *testing.T) {
 	recheck := func(t *testing.T, a *arena, id string, want blackboard.Code) {
 		t.Helper()
 		a.mark()
-		d, err := a.k.RecheckAction(a.ctx, id)
+		d, err := a.k.Governor().RecheckAction(a.ctx, id)
 		if err != nil || d.Code != want {
 			t.Errorf("RecheckAction: %s (failed %q, %s) %v, want %s", d.Code, d.Failed, d.Detail, err, want)
 		}
@@ -134,7 +134,7 @@ func TestRecheckAction(t *testing.T) {
 	t.Run("current", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			recheck(t, a, commit(t, a, 0).ID, blackboard.CodeCommitted)
-			if _, err := a.k.RecheckAction(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
+			if _, err := a.k.Governor().RecheckAction(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
 				t.Errorf("recheck of a percept: %v, want ErrInvalidReference", err)
 			}
 		}, ttlSpec)

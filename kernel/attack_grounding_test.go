@@ -123,11 +123,11 @@ func TestAttackReservedKinds(t *testing.T) {
 		t.Fatalf("the gate's caller: %v %v", d.Code, err)
 	}
 	// The gate's commit took the order's once-key: no refused one held it.
-	key, err := k.OnceKeyOf(ctx, d.CommittedID)
+	key, err := k.Governor().OnceKeyOf(ctx, d.CommittedID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if holder, err := k.ClaimedBy(ctx, key); err != nil || holder != d.CommittedID {
+	if holder, err := k.Governor().ClaimedBy(ctx, key); err != nil || holder != d.CommittedID {
 		t.Errorf("the once-key is held by %q (%v), want %s", holder, err, d.CommittedID)
 	}
 	for _, opt := range []kernel.Option{

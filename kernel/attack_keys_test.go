@@ -86,14 +86,14 @@ func TestAttackOnceKeysAcrossNamespaces(t *testing.T) {
 			if !d.Committed() {
 				t.Fatalf("app1's first refund after app2 claimed its key: %s (%s), want it committed", d.Code, d.Detail)
 			}
-			got, err := app1.k.OnceKeyOf(app1.ctx, d.CommittedID)
+			got, err := app1.k.Governor().OnceKeyOf(app1.ctx, d.CommittedID)
 			if err != nil || got != key {
 				t.Fatalf("app1's once-key: %q, %v; want %q", got, err, key)
 			}
-			if id, err := app2.k.ClaimedBy(app2.ctx, key); err == nil && id == d.CommittedID {
+			if id, err := app2.k.Governor().ClaimedBy(app2.ctx, key); err == nil && id == d.CommittedID {
 				t.Errorf("app2's ClaimedBy answers for app1's key: %q", id)
 			}
-			if id, err := app1.k.ClaimedBy(app1.ctx, key); err != nil || id != d.CommittedID {
+			if id, err := app1.k.Governor().ClaimedBy(app1.ctx, key); err != nil || id != d.CommittedID {
 				t.Errorf("app1's ClaimedBy(%q) = %q, %v; want %s", key, id, err, d.CommittedID)
 			}
 			// app2's own refund of its own order A1 is its own.
@@ -125,7 +125,7 @@ func TestAttackOnceKeyEncodingAmbiguity(t *testing.T) {
 				if !d.Committed() {
 					t.Fatalf("namespace %q, type %q: %s (%s), want committed: another namespace's action used its key", ap.ns, ap.action, d.Code, d.Detail)
 				}
-				key, err := a.k.OnceKeyOf(a.ctx, d.CommittedID)
+				key, err := a.k.Governor().OnceKeyOf(a.ctx, d.CommittedID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -173,10 +173,10 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 		}
 		a.groundRefund("t2", "A1")
 		refused(t, "refund while the first may still run", a.refund("t2"), blackboard.CodeDuplicateAction)
-		if err := a.k.Retire(a.ctx, denied.CommittedID, "APPROVAL_DENIED", "fence/"+denied.CommittedID); err != nil {
+		if err := a.k.Governor().Retire(a.ctx, denied.CommittedID, "APPROVAL_DENIED", "fence/"+denied.CommittedID); err != nil {
 			t.Fatalf("Retire: %v", err)
 		}
-		if err := a.k.Retire(a.ctx, denied.CommittedID, "APPROVAL_DENIED", "fence/"+denied.CommittedID); err != nil {
+		if err := a.k.Governor().Retire(a.ctx, denied.CommittedID, "APPROVAL_DENIED", "fence/"+denied.CommittedID); err != nil {
 			t.Errorf("Retire of a retired action: %v, want nil", err)
 		}
 		a.groundRefund("t3", "A1")
@@ -201,19 +201,19 @@ func TestAttackRetiredActionFreesOnceKey(t *testing.T) {
 			t.Fatalf("refunds of B2 and C3: %s %s", started.Code, other.Code)
 		}
 		fence := "fence/" + started.CommittedID
-		if err := a.k.Retire(a.ctx, other.CommittedID, "APPROVAL_DENIED", fence); err != nil {
+		if err := a.k.Governor().Retire(a.ctx, other.CommittedID, "APPROVAL_DENIED", fence); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.k.Retire(a.ctx, started.CommittedID, "APPROVAL_DENIED", fence); !errors.Is(err, blackboard.ErrDuplicateKey) {
+		if err := a.k.Governor().Retire(a.ctx, started.CommittedID, "APPROVAL_DENIED", fence); !errors.Is(err, blackboard.ErrDuplicateKey) {
 			t.Errorf("Retire of an action whose fence is claimed: %v, want ErrDuplicateKey", err)
 		}
 		a.groundRefund("u2", "B2")
 		refused(t, "refund of B2 after a refused retirement", a.refund("u2"), blackboard.CodeDuplicateAction)
 
-		if err := a.k.Retire(a.ctx, "actions:nope:1", "APPROVAL_DENIED", "fence/x"); !errors.Is(err, kernel.ErrInvalidReference) {
+		if err := a.k.Governor().Retire(a.ctx, "actions:nope:1", "APPROVAL_DENIED", "fence/x"); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("Retire of no action: %v, want ErrInvalidReference", err)
 		}
-		if err := a.k.Retire(a.ctx, later.CommittedID, "APPROVAL_DENIED", ""); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if err := a.k.Governor().Retire(a.ctx, later.CommittedID, "APPROVAL_DENIED", ""); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("Retire without a fence: %v, want ErrInvalidInput", err)
 		}
 	}, onceSpec)
@@ -258,10 +258,10 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	if err := s.Apply(a.ctx, store.Batch{Claims: []store.Claim{{Key: `once/shop/issue_refund/["E5"]/1`, RecordID: prior.CommittedID, Namespace: "shop"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if key, err := a.k.OnceKeyOf(a.ctx, prior.CommittedID); err != nil || key != `once/shop/issue_refund/["E5"]/1` {
+	if key, err := a.k.Governor().OnceKeyOf(a.ctx, prior.CommittedID); err != nil || key != `once/shop/issue_refund/["E5"]/1` {
 		t.Errorf("OnceKeyOf of an action holding a legacy key: %q, %v", key, err)
 	}
-	if key, err := a.k.OnceKeyOf(a.ctx, old.CommittedID); err != nil || key != `["shop","issue_refund","B2",1]` {
+	if key, err := a.k.Governor().OnceKeyOf(a.ctx, old.CommittedID); err != nil || key != `["shop","issue_refund","B2",1]` {
 		t.Errorf("OnceKeyOf: %q, %v", key, err)
 	}
 }

@@ -233,7 +233,7 @@ func TestFollowRecords(t *testing.T) {
 				t.Errorf("follow %d: %+v %v, want role %s writer %s", i, r.Provenance, err, want.role, want.writer)
 			}
 		}
-		if holder, err := a.k.ClaimedBy(a.ctx, "receipt/1"); err != nil || holder != w.Appended[1] {
+		if holder, err := a.k.Governor().ClaimedBy(a.ctx, "receipt/1"); err != nil || holder != w.Appended[1] {
 			t.Errorf("follow's once-key held by %q (%v), want %s", holder, err, w.Appended[1])
 		}
 		fail := errors.New("then fails")

@@ -612,7 +612,7 @@ func (k *Kernel) decideAction(s *snapshot, p *blackboard.Record) outcome {
 // validation artifacts, which the kernel writes, never from input refs a
 // planner can pad; the state keeps, for every observation that can still
 // ground a commit, the actions it grounded (see [traceState]). A retired
-// action ([Kernel.Retire]) still counts: within its trace, what a denied
+// action ([Governor.Retire]) still counts: within its trace, what a denied
 // action rested on grounds nothing else.
 func (s *snapshot) usedGrounding(actionType string, beliefs []*blackboard.Record) (prior, ref string) {
 	for _, b := range beliefs {

@@ -347,7 +347,7 @@ type Follow struct {
 // writes nothing. The entry's OnceKeys (the submitter's own, besides the
 // once-key an action spec names) are claimed in the same batch by the
 // committed record, or by the proposal when it is refused, so that
-// [Kernel.ClaimedBy] finds what the submission came to; a key already
+// [Governor.ClaimedBy] finds what the submission came to; a key already
 // claimed fails the Submit with [blackboard.ErrDuplicateKey] and writes
 // nothing. Follow records claim none.
 func (g *Governor) Submit(ctx context.Context, writer string, e Entry, then func(d Decision, committed blackboard.Record) ([]Follow, error)) (Decision, error) {
@@ -408,7 +408,7 @@ func (s *Symbolic) CommitConstraintOnce(ctx context.Context, traceID string, c C
 	if !errors.Is(err, blackboard.ErrDuplicateKey) {
 		return w.ID, err == nil, err
 	}
-	if id, err = s.k.ClaimedBy(ctx, key); err != nil {
+	if id, err = s.k.claimedBy(ctx, key); err != nil {
 		return "", false, err
 	}
 	return id, false, nil

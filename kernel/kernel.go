@@ -108,7 +108,7 @@ type ActionSpec struct {
 // processes sharing the store, at most Limit succeed; the others are
 // DUPLICATE_ACTION. Keys belong to the kernel's namespace, and values are
 // compared by their canonical form (package canon). A commit whose action
-// was retired ([Kernel.Retire]: it never ran and never will) no longer
+// was retired ([Governor.Retire]: it never ran and never will) no longer
 // counts against Limit.
 type OnceKey struct {
 	// Fields are the payload fields whose values form the key, in order.

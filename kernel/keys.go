@@ -13,6 +13,14 @@ import (
 	"github.com/blackboardkernel/bk/store"
 )
 
+// claimedBy is [Governor.ClaimedBy].
+func (k *Kernel) claimedBy(ctx context.Context, key string) (string, error) {
+	if err := checkName("once-key", key); err != nil {
+		return "", newErr("claimed by", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
+	}
+	return k.store.ClaimedBy(ctx, k.keySpace(), key)
+}
+
 // ClaimedBy returns the id of the record whose write claimed the once-key
 // key in the kernel's namespace (an action's commit, or a tool write's
 // [Entry.OnceKeys]), or an error wrapping [blackboard.ErrNotFound] when the key is
@@ -20,11 +28,8 @@ import (
 // a key space of its own. Governance code built on the kernel (an
 // executor asking whether an effect already has a recorded result) uses
 // it; it never writes. Safe for concurrent use.
-func (k *Kernel) ClaimedBy(ctx context.Context, key string) (string, error) {
-	if err := checkName("once-key", key); err != nil {
-		return "", newErr("claimed by", "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
-	}
-	return k.store.ClaimedBy(ctx, k.keySpace(), key)
+func (g *Governor) ClaimedBy(ctx context.Context, key string) (string, error) {
+	return g.k.claimedBy(ctx, key)
 }
 
 // keySpace is the namespace the kernel claims and looks up once-keys in.
@@ -98,7 +103,7 @@ const maxRetiredSlots = 1000
 // first unclaimed slot, when fewer than limit of the slots before it are
 // held by actions that may still run or have run. Slots are claimed in
 // order, so the claimed ones are a prefix and the walk ends at the first
-// free one. A slot held by a retired action ([Kernel.Retire]) does not
+// free one. A slot held by a retired action ([Governor.Retire]) does not
 // count: that action never had, and never will have, an effect. Claims of
 // the legacy form (see [onceSlots]) count first, as the slots they held.
 // It returns the key to claim, or "" and the first live holder when the
@@ -182,7 +187,7 @@ func (k *Kernel) legacyHolders(ctx context.Context, slots onceSlots, limit int, 
 }
 
 // retired reports whether id is a committed action of the namespace that
-// was retired: INVALIDATED, which for a committed action only [Kernel.Retire]
+// was retired: INVALIDATED, which for a committed action only [Governor.Retire]
 // does.
 func (k *Kernel) retired(ctx context.Context, s *snapshot, id string) (bool, error) {
 	var r blackboard.Record
@@ -199,26 +204,8 @@ func (k *Kernel) retired(ctx context.Context, s *snapshot, id string) (bool, err
 	return r.Namespace == k.namespace && r.Slot == blackboard.Actions && r.Mode == blackboard.ModeCommit && r.Status == blackboard.StatusInvalidated, nil
 }
 
-// Retire records that the committed action actionID will never have an
-// effect (its approver denied it, its approval expired, or its executor
-// refused it for good before starting it), so that the once-key slot it
-// holds no longer blocks a later action: a once-key means at most one
-// effect, and a retired action has none. The action becomes INVALIDATED
-// with reason, and its claims stay in the store for ever; only the
-// once-key check reads the holder's status.
-//
-// fence is the once-key the executor claims, in the kernel's namespace,
-// before the action's first effect attempt. Retire claims it in the same
-// batch as the status change: when an attempt was started (the fence is
-// claimed) Retire fails with [blackboard.ErrDuplicateKey] and changes nothing, and
-// once the action is retired no attempt can start. An action that is
-// already retired is left as it is (nil). actionID must be a committed
-// action of the kernel's namespace ([ErrInvalidReference]); fence and
-// reason must be valid ([blackboard.ErrInvalidInput]).
-//
-// Retire is the executor's, through the kernel's owner (the tool gate
-// calls it): a handle cannot retire anything. Safe for concurrent use.
-func (k *Kernel) Retire(ctx context.Context, actionID string, reason blackboard.Code, fence string) error {
+// retire is [Governor.Retire].
+func (k *Kernel) retire(ctx context.Context, actionID string, reason blackboard.Code, fence string) error {
 	const op = "retire"
 	if err := checkName("fence key", fence); err != nil {
 		return newErr(op, actionID, blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, err.Error())
@@ -258,14 +245,31 @@ func (k *Kernel) Retire(ctx context.Context, actionID string, reason blackboard.
 	return newErr(op, actionID, "", blackboard.ErrConflict, "too much contention on the action")
 }
 
-// OnceKeyOf returns the once-key the committed action actionID claimed
-// when it committed (see [ActionSpec.Once]): the canonical JSON array of
-// the namespace, the action type, the key's values and the commit's slot,
-// unique to that action for ever. It fails with [blackboard.ErrNotFound] when the
-// action's spec has no once-key or the action claimed none, and with
-// [ErrInvalidReference] when actionID is not a committed action of the
-// kernel's namespace. Safe for concurrent use.
-func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error) {
+// Retire records that the committed action actionID will never have an
+// effect (its approver denied it, its approval expired, or its executor
+// refused it for good before starting it), so that the once-key slot it
+// holds no longer blocks a later action: a once-key means at most one
+// effect, and a retired action has none. The action becomes INVALIDATED
+// with reason, and its claims stay in the store for ever; only the
+// once-key check reads the holder's status.
+//
+// fence is the once-key the executor claims, in the kernel's namespace,
+// before the action's first effect attempt. Retire claims it in the same
+// batch as the status change: when an attempt was started (the fence is
+// claimed) Retire fails with [blackboard.ErrDuplicateKey] and changes nothing, and
+// once the action is retired no attempt can start. An action that is
+// already retired is left as it is (nil). actionID must be a committed
+// action of the kernel's namespace ([ErrInvalidReference]); fence and
+// reason must be valid ([blackboard.ErrInvalidInput]).
+//
+// Retire is the executor's, through the Governor (the tool gate
+// calls it): a handle cannot retire anything. Safe for concurrent use.
+func (g *Governor) Retire(ctx context.Context, actionID string, reason blackboard.Code, fence string) error {
+	return g.k.retire(ctx, actionID, reason, fence)
+}
+
+// onceKeyOf is [Governor.OnceKeyOf].
+func (k *Kernel) onceKeyOf(ctx context.Context, actionID string) (string, error) {
 	const op = "once key"
 	rec, err := k.store.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) || err == nil && (rec.Namespace != k.namespace || rec.Slot != blackboard.Actions || rec.Mode != blackboard.ModeCommit) {
@@ -334,6 +338,17 @@ func (k *Kernel) OnceKeyOf(ctx context.Context, actionID string) (string, error)
 		}
 	}
 	return "", newErr(op, actionID, "", blackboard.ErrNotFound, "the action claimed no once-key")
+}
+
+// OnceKeyOf returns the once-key the committed action actionID claimed
+// when it committed (see [ActionSpec.Once]): the canonical JSON array of
+// the namespace, the action type, the key's values and the commit's slot,
+// unique to that action for ever. It fails with [blackboard.ErrNotFound] when the
+// action's spec has no once-key or the action claimed none, and with
+// [ErrInvalidReference] when actionID is not a committed action of the
+// kernel's namespace. Safe for concurrent use.
+func (g *Governor) OnceKeyOf(ctx context.Context, actionID string) (string, error) {
+	return g.k.onceKeyOf(ctx, actionID)
 }
 
 // claimOnce reads the once-key of an action that passed every other check

@@ -17,11 +17,11 @@ func TestOnceKeyOf(t *testing.T) {
 			if !d.Committed() {
 				t.Fatalf("refund: %s", d.Code)
 			}
-			key, err := a.k.OnceKeyOf(a.ctx, d.CommittedID)
+			key, err := a.k.Governor().OnceKeyOf(a.ctx, d.CommittedID)
 			if err != nil || !strings.Contains(key, `"A1"`) || !strings.HasPrefix(key, `["shop","issue_refund",`) {
 				t.Fatalf("OnceKeyOf: %q %v", key, err)
 			}
-			if id, err := a.k.ClaimedBy(a.ctx, key); err != nil || id != d.CommittedID {
+			if id, err := a.k.Governor().ClaimedBy(a.ctx, key); err != nil || id != d.CommittedID {
 				t.Errorf("ClaimedBy(%q) = %q %v, want %s", key, id, err, d.CommittedID)
 			}
 		}, kernel.WithNamespace("shop"), kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
@@ -39,7 +39,7 @@ func TestOnceKeyOf(t *testing.T) {
 				// A newer observation of another order does not hide the
 				// one the action was keyed on.
 				a.percept(trace, "charge", blackboard.Payload{"order_id": "B2", "amount": 5.0}, nil, 0)
-				key, err := a.k.OnceKeyOf(a.ctx, d.CommittedID)
+				key, err := a.k.Governor().OnceKeyOf(a.ctx, d.CommittedID)
 				if err != nil || !strings.Contains(key, `"A1"`) {
 					t.Fatalf("OnceKeyOf in %s: %q %v", trace, key, err)
 				}
@@ -54,19 +54,19 @@ func TestOnceKeyOf(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
 			a.groundRefund("t", "A1")
 			d := a.refund("t")
-			if _, err := a.k.OnceKeyOf(a.ctx, d.CommittedID); !errors.Is(err, blackboard.ErrNotFound) {
+			if _, err := a.k.Governor().OnceKeyOf(a.ctx, d.CommittedID); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("action without once-key: %v, want ErrNotFound", err)
 			}
-			if _, err := a.k.OnceKeyOf(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
+			if _, err := a.k.Governor().OnceKeyOf(a.ctx, "percepts:t:1"); !errors.Is(err, kernel.ErrInvalidReference) {
 				t.Errorf("a percept: %v, want ErrInvalidReference", err)
 			}
-			if _, err := a.k.OnceKeyOf(a.ctx, "actions:t:99"); !errors.Is(err, kernel.ErrInvalidReference) {
+			if _, err := a.k.Governor().OnceKeyOf(a.ctx, "actions:t:99"); !errors.Is(err, kernel.ErrInvalidReference) {
 				t.Errorf("no such action: %v, want ErrInvalidReference", err)
 			}
-			if _, err := a.k.ClaimedBy(a.ctx, "free"); !errors.Is(err, blackboard.ErrNotFound) {
+			if _, err := a.k.Governor().ClaimedBy(a.ctx, "free"); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("free key: %v, want ErrNotFound", err)
 			}
-			if _, err := a.k.ClaimedBy(a.ctx, ""); !errors.Is(err, blackboard.ErrInvalidInput) {
+			if _, err := a.k.Governor().ClaimedBy(a.ctx, ""); !errors.Is(err, blackboard.ErrInvalidInput) {
 				t.Errorf("empty key: %v, want ErrInvalidInput", err)
 			}
 		})

@@ -13,23 +13,8 @@ import (
 // (an approval's expiry, say) uses the same time as the kernel.
 func (k *Kernel) Now() time.Time { return k.now() }
 
-// RecheckAction decides the committed action actionID again as of now,
-// without writing anything: its beliefs must be the ones it rests on,
-// still committed and true; every observation they rest on must still be
-// the current one of its kind and pass the evidence checks (not stale, not
-// past its TTL, not conflicted, confident); the action must still hold
-// its once-key (when its spec has one); and its plan, its prediction gate,
-// the constraints in force and the custom validators (the owner's rules)
-// must still admit it. Code is COMMITTED when the action may still run,
-// else the refusal code with the record that failed, as a [Decision]
-// names them.
-//
-// An executor calls it before an action that waited (for an approval, or
-// for a recovery) runs its effect: an approval decides the arguments, not
-// the evidence, which may have changed in the hours it took. It fails
-// with [ErrInvalidReference] when actionID is not a committed action of
-// the kernel's namespace. Safe for concurrent use.
-func (k *Kernel) RecheckAction(ctx context.Context, actionID string) (Decision, error) {
+// recheckCommitted is [Governor.RecheckAction].
+func (k *Kernel) recheckCommitted(ctx context.Context, actionID string) (Decision, error) {
 	const op = "recheck"
 	act, err := k.store.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) || err == nil && (act.Namespace != k.namespace || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit) {
@@ -57,6 +42,26 @@ func (k *Kernel) RecheckAction(ctx context.Context, actionID string) (Decision, 
 	}
 	return Decision{ID: "recheck:" + a.ID, Code: out.code, ProposalID: a.Provenance.InputRefs[0], CommittedID: a.ID,
 		Rule: out.rule, Failed: out.failed, Detail: out.detail, Causes: out.causes}, nil
+}
+
+// RecheckAction decides the committed action actionID again as of now,
+// without writing anything: its beliefs must be the ones it rests on,
+// still committed and true; every observation they rest on must still be
+// the current one of its kind and pass the evidence checks (not stale, not
+// past its TTL, not conflicted, confident); the action must still hold
+// its once-key (when its spec has one); and its plan, its prediction gate,
+// the constraints in force and the custom validators (the owner's rules)
+// must still admit it. Code is COMMITTED when the action may still run,
+// else the refusal code with the record that failed, as a [Decision]
+// names them.
+//
+// An executor calls it before an action that waited (for an approval, or
+// for a recovery) runs its effect: an approval decides the arguments, not
+// the evidence, which may have changed in the hours it took. It fails
+// with [ErrInvalidReference] when actionID is not a committed action of
+// the kernel's namespace. Safe for concurrent use.
+func (g *Governor) RecheckAction(ctx context.Context, actionID string) (Decision, error) {
+	return g.k.recheckCommitted(ctx, actionID)
 }
 
 // recheckAction runs the action gate's checks on the committed action a
@@ -110,7 +115,7 @@ func (k *Kernel) recheckAction(ctx context.Context, s *snapshot, a *blackboard.R
 		}
 	}
 	if o := g.spec.Once; o != nil && !mutOnceKey {
-		if _, err := k.OnceKeyOf(ctx, a.ID); errors.Is(err, blackboard.ErrNotFound) {
+		if _, err := k.onceKeyOf(ctx, a.ID); errors.Is(err, blackboard.ErrNotFound) {
 			return outcome{code: blackboard.CodeOnceKeyMissing, failed: a.ID, detail: "the action no longer holds its once-key"}, nil
 		} else if err != nil {
 			return outcome{}, err

@@ -25,14 +25,14 @@ func TestGovernedSubmitClaimsKeys(t *testing.T) {
 		if err != nil || refused.Committed() {
 			t.Fatalf("refused refund: %v %v", refused.Code, err)
 		}
-		if holder, err := a.k.ClaimedBy(a.ctx, "call/refused"); err != nil || holder != refused.ProposalID {
+		if holder, err := a.k.Governor().ClaimedBy(a.ctx, "call/refused"); err != nil || holder != refused.ProposalID {
 			t.Errorf("the refused call's key is held by %q (%v), want the proposal %s", holder, err, refused.ProposalID)
 		}
 		ok, err := submit("call/ok", "refund_due")
 		if err != nil || !ok.Committed() {
 			t.Fatalf("refund: %v %v", ok.Code, err)
 		}
-		if holder, err := a.k.ClaimedBy(a.ctx, "call/ok"); err != nil || holder != ok.CommittedID {
+		if holder, err := a.k.Governor().ClaimedBy(a.ctx, "call/ok"); err != nil || holder != ok.CommittedID {
 			t.Errorf("the committed call's key is held by %q (%v), want the action %s", holder, err, ok.CommittedID)
 		}
 		before := len(records(t, a, audit.Filter{TraceID: "t"}))

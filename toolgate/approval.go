@@ -80,7 +80,7 @@ func (a *Approver) Identity() string { return a.identity }
 // of the gate caller whose call it is). The action takes one decision at
 // a time: a decision settled before, or written first by a concurrent
 // approver, is [ErrDecided] (a [*DecidedError]), and only an approval
-// that expired unused may be superseded (see the package doc). Nothing is
+// that expired unused may be superseded (see docs/effects.md, "Approvals"). Nothing is
 // written when it fails. The gate checks the approval again before the
 // action runs ([Gate.Execute]).
 func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {
@@ -194,7 +194,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 		return blackboard.Record{}, err
 	case err != nil || proposal.Provenance.Writer == a.identity:
 		return bad(blackboard.ErrPermission, "an approver cannot decide an action it proposed")
-	case proposal.Provenance.Writer == CallerWriter(a.identity) && !mutApproverCaller:
+	case proposal.Provenance.Writer == CallerWriter(a.identity) && approverNotCaller():
 		return bad(blackboard.ErrPermission, fmt.Sprintf("%q is the caller that proposed it and cannot decide it", a.identity))
 	}
 	supersedes, err := g.settled(ctx, act)
@@ -218,7 +218,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 	if supersedes != "" {
 		f.Entry.InputRefs = append(f.Entry.InputRefs, supersedes)
 	}
-	if !mutApprovalClaim {
+	if approvalClaimed() {
 		f.Entry.OnceKeys = keys
 	}
 	rec, err = g.planner.gov.Append(ctx, f)
@@ -248,7 +248,7 @@ func (g *Gate) decidable(ctx context.Context, traceID, actionID, digest string, 
 	if err != nil {
 		return blackboard.Record{}, err
 	}
-	if digest != want && !mutApprovalDigest {
+	if digest != want && approvalDigestBound() {
 		return bad(blackboard.ErrInvalidInput, "digest does not match the action's arguments")
 	}
 	return act, nil

@@ -110,7 +110,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 		a, _ = audit.ApprovalOf(*latest)
 	}
 	if a.Decision == audit.Approved {
-		switch used, err := g.k.ClaimedBy(ctx, approvalKey(a.ID)); {
+		switch used, err := g.gov.ClaimedBy(ctx, approvalKey(a.ID)); {
 		case err == nil:
 			return refuse(used, g.usedBy(ctx, used))
 		case !isNotFound(err):
@@ -120,11 +120,11 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 	// The keys of the job that runs the action: an entry with a once-key
 	// takes the action's own once-key when it has one, and the action id
 	// otherwise, which is the key of a tool without one.
-	j, err := g.newJob(ctx, &entry{once: true}, act, nil)
+	j, err := g.x.newJob(ctx, &entry{once: true}, act, nil)
 	if err != nil {
 		return "", err
 	}
-	if id, done, err := g.resultOf(ctx, j); err != nil || done {
+	if id, done, err := g.x.resultOf(ctx, j); err != nil || done {
 		if err != nil {
 			return "", err
 		}
@@ -137,7 +137,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 		}
 		return refuse(id, SettledClosed)
 	}
-	if n, first, err := g.lastAttempt(ctx, j, 1); err != nil || n > 0 {
+	if n, first, err := g.x.lastAttempt(ctx, j, 1); err != nil || n > 0 {
 		if err != nil {
 			return "", err
 		}
@@ -160,7 +160,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
 	whys := []Settled{SettledConcurrent, SettledUsed}
 	for i, key := range keys {
-		holder, cerr := g.k.ClaimedBy(ctx, key)
+		holder, cerr := g.gov.ClaimedBy(ctx, key)
 		if cerr == nil {
 			why := whys[i]
 			if why == SettledUsed {

@@ -43,7 +43,7 @@ func TestReapproval(t *testing.T) {
 		// it expired cannot start the effect on it.
 		j := d.job(wait.ActionID)
 		j.approval = old.ID
-		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); !errors.Is(err, blackboard.ErrDuplicateKey) {
+		if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); !errors.Is(err, blackboard.ErrDuplicateKey) {
 			// Fatal: an attempt left without a result would hold Execute
 			// until its lease ends, which the test's clock never reaches.
 			t.Fatalf("an attempt on the superseded approval: %v, want ErrDuplicateKey", err)
@@ -168,7 +168,7 @@ func TestAttackEscalationBesideReapproval(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := len(d.records())
-		if _, err := d.g.escalate(d.ctx, j, CodeApprovalExpired, old); !errors.Is(err, errSuperseded) {
+		if _, err := d.g.x.escalate(d.ctx, j, CodeApprovalExpired, old); !errors.Is(err, errSuperseded) {
 			t.Fatalf("the stale driver's escalation: %v, want errSuperseded", err)
 		}
 		if n := len(d.records()); n != before {

@@ -59,7 +59,7 @@ func TestApprovalFlow(t *testing.T) {
 		// Single use: the approval was consumed by the first attempt, and
 		// a second Execute returns the recorded result without running
 		// the effect again.
-		if holder, err := d.k.ClaimedBy(d.ctx, approvalKey(approval.ID)); err != nil || !strings.HasPrefix(holder, "percepts:t:") {
+		if holder, err := d.k.Governor().ClaimedBy(d.ctx, approvalKey(approval.ID)); err != nil || !strings.HasPrefix(holder, "percepts:t:") {
 			t.Errorf("approval %s consumed by %q (%v), want the first attempt", approval.ID, holder, err)
 		}
 		again := d.execute(wait.ActionID)

@@ -41,11 +41,11 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, err := d.g.newJob(d.ctx, d.g.tools["issue_refund"], act, nil)
+		j, err := d.g.x.newJob(d.ctx, d.g.tools["issue_refund"], act, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		once, err := d.k.OnceKeyOf(d.ctx, wait.ActionID)
+		once, err := d.k.Governor().OnceKeyOf(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 						t.Errorf("attempt %s started", r.ID)
 					}
 				}
-				if holder, err := d.k.ClaimedBy(d.ctx, approvalKey(approval.ID)); !errors.Is(err, blackboard.ErrNotFound) {
+				if holder, err := d.k.Governor().ClaimedBy(d.ctx, approvalKey(approval.ID)); !errors.Is(err, blackboard.ErrNotFound) {
 					t.Errorf("the approval was consumed by %q (%v)", holder, err)
 				}
 				if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 || len(d.invocations("issue_refund")) != 0 {

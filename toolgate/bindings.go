@@ -72,7 +72,7 @@ func checkBindings(t *Tool, s *schema) error {
 		return fmt.Errorf("bindings on a tool that requires no belief: there is no grounding to bind to")
 	case len(t.Bindings) > 0 && t.Unbound:
 		return fmt.Errorf("both Bindings and Unbound")
-	case !mutBindingsDeclared && !t.restsOnNothing() && len(t.Bindings) == 0 && !t.Unbound:
+	case bindingsDeclared() && !t.restsOnNothing() && len(t.Bindings) == 0 && !t.Unbound:
 		return fmt.Errorf("a tool that rests on beliefs must declare how its arguments follow from the observations (Bindings), or that they follow from none (Unbound)")
 	}
 	for i, b := range t.Bindings {
@@ -105,9 +105,9 @@ type bindingFailure struct {
 // required kind. ok is false when one is missing, or hidden by a pending
 // proposal: the kernel then decides, and the committed action's own
 // grounding is checked after it.
-func (g *Gate) beliefGrounding(ctx context.Context, e *entry, traceID string) (artifacts []string, ok bool, err error) {
+func (x *executor) beliefGrounding(ctx context.Context, e *entry, traceID string) (artifacts []string, ok bool, err error) {
 	for _, kind := range e.Requires {
-		b, err := g.reader.Find(ctx, traceID, blackboard.Beliefs, kind)
+		b, err := x.reader.Find(ctx, traceID, blackboard.Beliefs, kind)
 		if errors.Is(err, blackboard.ErrNotFound) {
 			return nil, false, nil
 		}
@@ -128,11 +128,11 @@ func (g *Gate) beliefGrounding(ctx context.Context, e *entry, traceID string) (a
 
 // groundingPercepts returns the percepts the evidence artifacts validated,
 // the observations a grounding rests on, each once.
-func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]blackboard.Record, error) {
+func (x *executor) groundingPercepts(ctx context.Context, artifacts []string) ([]blackboard.Record, error) {
 	var out []blackboard.Record
 	var seen []string
 	for _, id := range artifacts {
-		ev, err := g.reader.Get(ctx, id)
+		ev, err := x.reader.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +144,7 @@ func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]bla
 				continue
 			}
 			seen = append(seen, pid)
-			p, err := g.reader.Get(ctx, pid)
+			p, err := x.reader.Get(ctx, pid)
 			if err != nil {
 				return nil, err
 			}
@@ -159,7 +159,7 @@ func (g *Gate) groundingPercepts(ctx context.Context, artifacts []string) ([]bla
 // checkArgs checks a call's arguments against the tool's bindings and the
 // grounding's percepts; nil when every binding holds.
 func (e *entry) checkArgs(args blackboard.Payload, percepts []blackboard.Record) *bindingFailure {
-	if mutArgBinding {
+	if !argsBound() {
 		return nil
 	}
 	for _, b := range e.Bindings {
@@ -245,8 +245,8 @@ func shown(v any) string {
 // (the evidence artifacts of its beliefs) before the kernel decides it. A
 // call that breaks a binding is refused with ARGUMENT_NOT_BOUND and stores
 // only its decision record: the grounding is not used up.
-func (g *Gate) bind(ctx context.Context, traceID string, e *entry, args blackboard.Payload, artifacts []string, cc blackboard.Payload) (Result, bool, error) {
-	percepts, err := g.groundingPercepts(ctx, artifacts)
+func (x *executor) bind(ctx context.Context, traceID string, e *entry, args blackboard.Payload, artifacts []string, cc blackboard.Payload) (Result, bool, error) {
+	percepts, err := x.groundingPercepts(ctx, artifacts)
 	if err != nil {
 		return Result{}, true, err
 	}
@@ -258,7 +258,7 @@ func (g *Gate) bind(ctx context.Context, traceID string, e *entry, args blackboa
 	if f.percept != "" {
 		cc["percept"] = f.percept
 	}
-	res, err := g.refuse(ctx, traceID, e, e.Name, CodeArgumentNotBound, f.detail, cc)
+	res, err := x.refuse(ctx, traceID, e, e.Name, CodeArgumentNotBound, f.detail, cc)
 	res.RootCause.Record = f.percept
 	return res, true, err
 }
@@ -266,8 +266,8 @@ func (g *Gate) bind(ctx context.Context, traceID string, e *entry, args blackboa
 // bindCommitted checks a committed action's arguments against the
 // grounding the kernel recorded for it (its evidence refs). One that
 // breaks a binding never runs: it is refused for good.
-func (g *Gate) bindCommitted(ctx context.Context, e *entry, act blackboard.Record, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
-	percepts, err := g.groundingPercepts(ctx, act.EvidenceRefs)
+func (x *executor) bindCommitted(ctx context.Context, e *entry, act blackboard.Record, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
+	percepts, err := x.groundingPercepts(ctx, act.EvidenceRefs)
 	if err != nil {
 		return Result{ActionID: act.ID}, true, err
 	}
@@ -275,7 +275,7 @@ func (g *Gate) bindCommitted(ctx context.Context, e *entry, act blackboard.Recor
 	if f == nil {
 		return Result{}, false, nil
 	}
-	j, err := g.newJob(ctx, e, act, cc)
+	j, err := x.newJob(ctx, e, act, cc)
 	if err != nil {
 		return Result{ActionID: act.ID}, true, err
 	}
@@ -283,6 +283,6 @@ func (g *Gate) bindCommitted(ctx context.Context, e *entry, act blackboard.Recor
 	if f.percept != "" {
 		j.cc["percept"] = f.percept
 	}
-	res, err := g.refuseForGood(ctx, j, CodeArgumentNotBound, f.detail)
+	res, err := x.refuseForGood(ctx, j, CodeArgumentNotBound, f.detail)
 	return res, true, err
 }

@@ -49,10 +49,10 @@ type budgets struct {
 }
 
 // budgetsOf returns what a call is charged to.
-func (g *Gate) budgetsOf(c Call) budgets {
+func (x *executor) budgetsOf(c Call) budgets {
 	var bs budgets
-	from := []*Budget{c.Budget, g.budget}
-	if mutBudgetCompose && c.Budget != nil {
+	from := []*Budget{c.Budget, x.g.budget}
+	if !budgetsCompose() && c.Budget != nil {
 		from = from[:1] // the call's budget replaces the gate's
 	}
 	var runs []*budget.Run
@@ -91,8 +91,8 @@ func (g *Gate) budgetsOf(c Call) budgets {
 // reason's. A guard or run that admitted the call before another refused
 // it keeps the count: the call was a step of the model's loop all the
 // same.
-func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payload) (res Result, refused bool, err error) {
-	bs := g.budgetsOf(c)
+func (x *executor) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payload) (res Result, refused bool, err error) {
+	bs := x.budgetsOf(c)
 	if len(bs.guards) == 0 && len(bs.runs) == 0 {
 		return Result{}, false, nil
 	}
@@ -102,11 +102,11 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 	}
 	var why error
 	digest := argsDigest(c.Args)
-	if e != nil && len(e.Masked) > 0 && !mutMaskStore {
+	if e != nil && len(e.Masked) > 0 && masksStored() {
 		// A LOOP_DETECTED record keeps the digest: a plain one of
 		// arguments holding a masked value could be matched against
 		// guesses without the key.
-		keyed, err := g.mask.value(ctx, c.TraceID, digest)
+		keyed, err := x.g.mask.value(ctx, c.TraceID, digest)
 		if err != nil {
 			return Result{}, true, err
 		}
@@ -134,7 +134,7 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 		snap = by.Snapshot()
 	}
 	if by != nil {
-		g.budgetChecked(ctx, tool, snap)
+		x.g.budgetChecked(ctx, tool, snap)
 	}
 	if why == nil {
 		if by != nil {
@@ -155,7 +155,7 @@ func (g *Gate) admit(ctx context.Context, c Call, e *entry, cc blackboard.Payloa
 			d.Context[k] = v
 		}
 	}
-	dr, err := audit.Append(ctx, g.planner.gov, d)
+	dr, err := audit.Append(ctx, x.planner.gov, d)
 	if err != nil {
 		return Result{}, false, err
 	}

@@ -151,8 +151,8 @@ func retryOnceKey(traceID, retryKey string) string {
 // the kernel refused. A call that differs from the one that used the key
 // (tool, caller or arguments) is refused with RETRY_KEY_CONFLICT and
 // learns nothing of it.
-func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Payload) (res Result, done bool, err error) {
-	holder, err := g.k.ClaimedBy(ctx, retryOnceKey(c.TraceID, c.RetryKey))
+func (x *executor) replay(ctx context.Context, c Call, e *entry, cc blackboard.Payload) (res Result, done bool, err error) {
+	holder, err := x.gov.ClaimedBy(ctx, retryOnceKey(c.TraceID, c.RetryKey))
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return Result{}, false, nil
 	}
@@ -162,50 +162,50 @@ func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Paylo
 	var d audit.Record
 	var act blackboard.Record
 	committed := false
-	if holderRec, err := g.reader.Get(ctx, holder); err != nil {
+	if holderRec, err := x.reader.Get(ctx, holder); err != nil {
 		return Result{}, true, err
 	} else if holderRec.Slot == blackboard.Actions && holderRec.Mode == blackboard.ModeCommit {
-		act2, e2, gd, err := g.gated(ctx, holder)
+		act2, e2, gd, err := x.gated(ctx, holder)
 		if err != nil {
 			return Result{}, true, err
 		}
 		if e2 != e {
-			return g.conflict(ctx, c, e, cc, "it named tool "+quote(e2.Name))
+			return x.conflict(ctx, c, e, cc, "it named tool "+quote(e2.Name))
 		}
 		act, d, committed = act2, gd, true
-	} else if d, err = audit.About(ctx, g.reader, holder); err != nil {
+	} else if d, err = audit.About(ctx, x.reader, holder); err != nil {
 		return Result{}, true, err
 	}
-	if res, refused, err := g.sameCall(ctx, c, e, cc, d); refused || err != nil {
+	if res, refused, err := x.sameCall(ctx, c, e, cc, d); refused || err != nil {
 		return res, true, err
 	}
 	if !committed {
 		dec := kernel.Decision{Code: d.Code, Rule: d.Rule, Failed: d.Failed, Detail: d.Detail, Causes: d.Causes}
 		root := dec.RootCause()
-		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, true, nil
+		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: x.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, true, nil
 	}
 	// The recorded result, if there is one; an attempt another driver
 	// holds says the call is running; anything else (waiting for its
 	// approval, approved, left by a crashed driver) continues as
 	// [Gate.Execute] would, exactly once.
-	j, err := g.newJob(ctx, e, act, d.Context)
+	j, err := x.newJob(ctx, e, act, d.Context)
 	if err != nil {
 		return Result{ActionID: act.ID}, true, err
 	}
-	if id, ok, err := g.resultOf(ctx, j); err != nil || ok {
+	if id, ok, err := x.resultOf(ctx, j); err != nil || ok {
 		if err != nil {
 			return Result{ActionID: act.ID}, true, err
 		}
-		res, err := g.recorded(ctx, j, id)
+		res, err := x.recorded(ctx, j, id)
 		return res, true, err
 	}
-	n, att, err := g.lastAttempt(ctx, j, 0)
+	n, att, err := x.lastAttempt(ctx, j, 0)
 	if err != nil {
 		return Result{ActionID: act.ID}, true, err
 	}
-	if n > 0 && !g.leaseOver(att) {
+	if n > 0 && !x.leaseOver(att) {
 		return Result{Outcome: audit.OutcomeCommitted, Code: CodeCallRunning, ActionID: act.ID, DecisionID: d.ID,
-			Hint: g.hint(ctx, e, CodeCallRunning, kernel.Cause{}, "")}, true, nil
+			Hint: x.hint(ctx, e, CodeCallRunning, kernel.Cause{}, "")}, true, nil
 	}
 	var given json.RawMessage
 	if len(e.Masked) > 0 {
@@ -213,15 +213,15 @@ func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Paylo
 		// the real ones, and sameCall found them equal to the first's.
 		given = c.Args
 	}
-	res, err = g.executeAction(ctx, e, act, d, given, c.Effect)
+	res, err = x.executeAction(ctx, e, act, d, given, c.Effect)
 	return res, true, err
 }
 
 // sameCall refuses a call that is not the one that used its retry key:
 // the key is bound to the tool, the caller and the arguments' digest that
 // the decision record d of the first call holds.
-func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Record) (Result, bool, error) {
-	if mutRetryKeyBinding {
+func (x *executor) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Record) (Result, bool, error) {
+	if !retryKeyBound() {
 		return Result{}, false, nil
 	}
 	tool, _ := d.Context["tool"].(string)
@@ -229,17 +229,17 @@ func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Pay
 	digest, _ := d.Context["args_digest"].(string)
 	switch {
 	case e == nil || tool != e.Name:
-		res, _, err := g.conflict(ctx, c, e, cc, "it named tool "+quote(tool))
+		res, _, err := x.conflict(ctx, c, e, cc, "it named tool "+quote(tool))
 		return res, true, err
 	case caller != c.Caller:
-		res, _, err := g.conflict(ctx, c, e, cc, "another caller made it")
+		res, _, err := x.conflict(ctx, c, e, cc, "another caller made it")
 		return res, true, err
 	}
 	args, prob := e.schema.check(c.Args)
 	got := ""
 	if prob == nil {
 		// The first call's digest is of its masked arguments.
-		masked, err := g.mask.payload(ctx, c.TraceID, args, e.Masked)
+		masked, err := x.g.mask.payload(ctx, c.TraceID, args, e.Masked)
 		if keyFailed(err) {
 			return Result{}, true, err
 		}
@@ -248,15 +248,15 @@ func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Pay
 		}
 	}
 	if got == "" || got != digest {
-		res, _, err := g.conflict(ctx, c, e, cc, "its arguments differ")
+		res, _, err := x.conflict(ctx, c, e, cc, "its arguments differ")
 		return res, true, err
 	}
 	return Result{}, false, nil
 }
 
 // conflict refuses a call that reuses the retry key of another call.
-func (g *Gate) conflict(ctx context.Context, c Call, e *entry, cc blackboard.Payload, why string) (Result, bool, error) {
-	res, err := g.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeRetryKeyConflict,
+func (x *executor) conflict(ctx context.Context, c Call, e *entry, cc blackboard.Payload, why string) (Result, bool, error) {
+	res, err := x.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeRetryKeyConflict,
 		"the retry key "+quote(clip(c.RetryKey))+" was used in this trace for another call: "+why, withRawArgs(cc, c, e))
 	return res, true, err
 }

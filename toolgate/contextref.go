@@ -25,12 +25,12 @@ const CodeContextInvalid = blackboard.Code("CONTEXT_INVALID")
 // kernel's role (through the Governor, which no model or tool holds). It
 // returns why the reference is refused, or "" when it holds; err is a
 // failure to read. One read by id, whatever the trace's length.
-func (g *Gate) contextRef(ctx context.Context, c Call) (detail string, err error) {
-	if mutContextRef {
+func (x *executor) contextRef(ctx context.Context, c Call) (detail string, err error) {
+	if !contextRefChecked() {
 		return "", nil
 	}
 	id := clip(c.Context)
-	rec, err := g.reader.Get(ctx, c.Context)
+	rec, err := x.reader.Get(ctx, c.Context)
 	switch {
 	case errors.Is(err, blackboard.ErrNotFound) || errors.Is(err, blackboard.ErrInvalidInput):
 		return "the call's context " + quote(id) + " names no record", nil

@@ -110,36 +110,32 @@ const (
 )
 
 // claimed reports whether key is claimed in the kernel's namespace.
-func (g *Gate) claimed(ctx context.Context, key string) (bool, error) {
-	_, err := g.k.ClaimedBy(ctx, key)
+func (x *executor) claimed(ctx context.Context, key string) (bool, error) {
+	_, err := x.gov.ClaimedBy(ctx, key)
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// Controls returns the trace's run controls as recorded in the store (by
-// this gate or any other over it). Its cost is one indexed lookup for a
-// trace without controls, else one more for the mode and one per
-// registered tool, whatever the length of the trace. A
-// bad trace id is [ErrInvalidCall]. Safe for concurrent use.
-func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
+// controls is [Gate.Controls].
+func (x *executor) controls(ctx context.Context, traceID string) (Controls, error) {
 	if err := checkTrace(traceID); err != nil {
 		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
 	c := Controls{Mode: ModeNormal}
-	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+	if r, err := x.restricted(ctx, traceID); err != nil || !r {
 		return c, err
 	}
-	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
+	ro, err := x.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil {
 		return Controls{}, err
 	}
 	if ro {
 		c.Mode = ModeReadOnly
 	}
-	for _, e := range g.order {
-		p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
+	for _, e := range x.g.order {
+		p, err := x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 		if err != nil {
 			return Controls{}, err
 		}
@@ -150,24 +146,8 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 	return c, nil
 }
 
-// Restrict records c as the trace's run controls. Controls only tighten:
-// c must keep the trace's mode (or make it [ModeReadOnly]) and every tool
-// the trace prohibits, else Restrict fails with a [*ControlsError]
-// ([ErrLoosened]) and records nothing; c equal to the trace's controls
-// records nothing either. An unknown mode or a tool the gate does not
-// hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
-// the controls in full and the gate's policy hash) is written through the
-// kernel's Governor and claims one once-key per control it adds and one
-// for the controls it read, so concurrent Restricts are ordered and none
-// loses another's tightening: the one that finds a key taken reads the
-// controls again and retries (a [*ControlsError] when the controls it
-// was given now loosen them).
-//
-// Controls bind the calls decided after Restrict returns, and every
-// action not yet started: an approval given before the trace became
-// read-only never runs its action. An action whose effect has started is
-// driven to its result: it may have run. Safe for concurrent use.
-func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
+// restrict is [Gate.Restrict].
+func (x *executor) restrict(ctx context.Context, traceID string, c Controls) error {
 	if c.Mode == "" {
 		c.Mode = ModeNormal
 	}
@@ -175,17 +155,17 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 		return fmt.Errorf("%w: run controls: mode %q is neither %q nor %q", ErrInvalidCall, c.Mode, ModeNormal, ModeReadOnly)
 	}
 	for _, t := range c.Prohibited {
-		if g.tools[t] == nil {
+		if x.g.tools[t] == nil {
 			return fmt.Errorf("%w: run controls: no registered tool %s", ErrInvalidCall, escapedTool(t))
 		}
 	}
 	for attempt := 0; attempt < 8; attempt++ {
-		cur, err := g.Controls(ctx, traceID)
+		cur, err := x.controls(ctx, traceID)
 		if err != nil {
 			return err
 		}
 		var keys []string
-		if !mutControlsTighten {
+		if controlsTighten() {
 			if cur.Mode == ModeReadOnly && c.Mode != ModeReadOnly {
 				return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 			}
@@ -199,7 +179,7 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 			keys = append(keys, controlsKey(traceID, partReadOnly, ""))
 		}
 		next := Controls{Mode: c.Mode}
-		for _, e := range g.order {
+		for _, e := range x.g.order {
 			if slices.Contains(c.Prohibited, e.Name) {
 				next.Prohibited = append(next.Prohibited, e.Name)
 				if !slices.Contains(cur.Prohibited, e.Name) {
@@ -223,9 +203,9 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 		for i, t := range next.Prohibited {
 			prohibited[i] = t
 		}
-		_, err = g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
 			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindControls, OnceKeys: keys,
-			Payload: blackboard.Payload{"mode": string(next.Mode), "prohibited": prohibited, keyPolicy: g.policyHash},
+			Payload: blackboard.Payload{"mode": string(next.Mode), "prohibited": prohibited, keyPolicy: x.g.policyHash},
 		}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err
@@ -241,26 +221,26 @@ func cloneControls(c Controls) Controls {
 
 // restricted reports whether the trace has run controls at all: the first
 // Restrict of a trace claims the key of version 0.
-func (g *Gate) restricted(ctx context.Context, traceID string) (bool, error) {
-	return g.claimed(ctx, controlsKey(traceID, partVersion, "0"))
+func (x *executor) restricted(ctx context.Context, traceID string) (bool, error) {
+	return x.claimed(ctx, controlsKey(traceID, partVersion, "0"))
 }
 
 // forbidden returns the code and detail under which the trace's run
 // controls forbid tool e, or "" when they do not. In a trace without
 // controls it looks up one once-key, else at most three: a read-only tool
 // is never refused for the mode.
-func (g *Gate) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
-	if r, err := g.restricted(ctx, traceID); err != nil || !r {
+func (x *executor) forbidden(ctx context.Context, traceID string, e *entry) (blackboard.Code, string, error) {
+	if r, err := x.restricted(ctx, traceID); err != nil || !r {
 		return "", "", err
 	}
-	p, err := g.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
+	p, err := x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
 	if err != nil || p {
 		return CodeToolProhibited, "the trace's run controls prohibit " + quote(e.Name), err
 	}
 	if !e.effectful() {
 		return "", "", nil
 	}
-	ro, err := g.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
+	ro, err := x.claimed(ctx, controlsKey(traceID, partReadOnly, ""))
 	if err != nil || ro {
 		return CodeReadOnlyMode, "the trace is read-only and " + quote(e.Name) + " is effectful", err
 	}
@@ -280,7 +260,7 @@ type controlsValidator struct{ g *Gate }
 
 // Validate implements kernel.Validator.
 func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kernel.Verdict {
-	if mutControlsDecide || c.Slot() != blackboard.Actions {
+	if !controlsDecide() || c.Slot() != blackboard.Actions {
 		return kernel.Verdict{}
 	}
 	e := v.g.byAction[c.Kind()]

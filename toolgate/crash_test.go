@@ -472,7 +472,7 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 	key := k.Namespace() + "/" + actionID
 	if w.tool == "issue_refund" {
 		var err error
-		if key, err = k.OnceKeyOf(ctx, actionID); err != nil {
+		if key, err = k.Governor().OnceKeyOf(ctx, actionID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -609,7 +609,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		key, attempt := eff.Key, eff.Attempt
 		want := k.Namespace() + "/" + a.ID
 		if a.Kind == "issue_refund" {
-			if want, err = k.OnceKeyOf(ctx, a.ID); err != nil {
+			if want, err = k.Governor().OnceKeyOf(ctx, a.ID); err != nil {
 				t.Fatal(err)
 			}
 		}

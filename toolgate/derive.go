@@ -186,7 +186,7 @@ func (d *derivation) evaluate(ctx context.Context, result, args blackboard.Paylo
 	if err == nil {
 		value, ok = out.Value().(bool)
 	}
-	if !ok && !mutDeriveOpen {
+	if !ok && deriveClosed() {
 		if err != nil {
 			return false, nil, fmt.Errorf("value %s could not be evaluated: %v", d.Value, err)
 		}
@@ -202,7 +202,7 @@ func (d *derivation) evaluate(ctx context.Context, result, args blackboard.Paylo
 			fields[f.name], err = jsonValue(v)
 		}
 		if err != nil {
-			if mutDeriveOpen {
+			if !deriveClosed() {
 				continue
 			}
 			return false, nil, fmt.Errorf("field %s (%s) could not be evaluated: %v", f.name, d.Fields[f.name], err)
@@ -231,7 +231,7 @@ func jsonValue(v ref.Val) (any, error) {
 // once that record is superseded. Never the result kind, which the kernel
 // would resolve to whatever observation is current when it decides.
 func derivedFrom(e *entry, resultID string) []any {
-	if mutDeriveExact {
+	if !deriveExact() {
 		return []any{e.resultKind()}
 	}
 	return []any{resultID}
@@ -241,14 +241,14 @@ func derivedFrom(e *entry, resultID string) []any {
 // recorded as resultID with payload output (without the gate's effect
 // key), in declaration order. A failed derivation is recorded and
 // reported; an error is the store's or the context's.
-func (g *Gate) derive(ctx context.Context, j *job, resultID string, output blackboard.Payload) ([]Derived, error) {
+func (x *executor) derive(ctx context.Context, j *job, resultID string, output blackboard.Payload) ([]Derived, error) {
 	if len(j.e.derives) == 0 {
 		return nil, nil
 	}
 	out := make([]Derived, 0, len(j.e.derives))
 	for i := range j.e.derives {
 		d := &j.e.derives[i]
-		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID, keyPolicy: g.policyValue}
+		cc := blackboard.Payload{"tool": j.e.nameValue, "derived_from": resultID, "action_id": j.act.ID, keyPolicy: x.g.policyValue}
 		if ref, ok := j.cc[keyContext]; ok {
 			cc[keyContext] = ref // the call's compiled context, checked when it was made
 		}

@@ -41,7 +41,7 @@ const maxErrorText = 1024
 // when it is [Recordable], masked; otherwise its kind only, and its text
 // goes to the operator's log.
 func (g *Gate) errorText(ctx context.Context, j *job, err error) string {
-	if mutEffectErrorText {
+	if !effectErrorRecordable() {
 		return err.Error()
 	}
 	if errors.As(err, new(recordableError)) {
@@ -78,7 +78,7 @@ func typeName(v any) string {
 // form. When a value cannot be masked, s is left out entirely and its
 // kind is all that remains: fail closed.
 func (g *Gate) maskText(ctx context.Context, j *job, s string) string {
-	if mutMaskStore || len(j.e.Masked) == 0 {
+	if !masksStored() || len(j.e.Masked) == 0 {
 		return s
 	}
 	for _, f := range j.e.Masked {

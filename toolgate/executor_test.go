@@ -25,7 +25,7 @@ import (
 func (d *desk) committed(trace, order string, amount float64) *job {
 	d.t.Helper()
 	args, _ := json.Marshal(map[string]any{"order_id": order, "amount": amount})
-	res, j, err := d.g.propose(d.ctx, Call{Tool: "issue_refund", Args: args, Caller: "support", TraceID: trace})
+	res, j, err := d.g.x.propose(d.ctx, Call{Tool: "issue_refund", Args: args, Caller: "support", TraceID: trace})
 	if err != nil || j == nil {
 		d.t.Fatalf("propose: %+v %v", res, err)
 	}
@@ -167,11 +167,11 @@ func TestResultAlreadyRecorded(t *testing.T) {
 		// recorded its result.
 		j := d.job(wait.ActionID)
 		j.approval = approval.ID
-		att, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil)
+		att, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.g.finish(d.ctx, j, 1, att, blackboard.Payload{"refund_id": "re_elsewhere"}, CodeEffectSucceeded, ""); err != nil {
+		if _, err := d.g.x.finish(d.ctx, j, 1, att, blackboard.Payload{"refund_id": "re_elsewhere"}, CodeEffectSucceeded, ""); err != nil {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
@@ -228,7 +228,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			j := d.committed("t", "A1", 10)
 			// The crash: attempt 1 persisted, the effect may or may not have
 			// run, no result.
-			if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+			if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 				t.Fatal(err)
 			}
 			res, err := d.g.Recover(d.ctx)
@@ -279,7 +279,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			j := d.committed("t", "A1", 10)
 			var prev blackboard.Record
 			for n := 1; n <= 3; n++ {
-				att, err := d.g.startAttempt(d.ctx, j, n, prev, nil)
+				att, err := d.g.x.startAttempt(d.ctx, j, n, prev, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -306,7 +306,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			j := d.job(wait.ActionID)
 			// The crash: the escalation is recorded as the action's
 			// result, its fallback never submitted.
-			if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial); err != nil {
+			if _, err := d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial); err != nil {
 				t.Fatal(err)
 			}
 			d.clock.Advance(2 * DefaultLease)
@@ -392,7 +392,7 @@ func TestIdempotencyKeyFromOnceKey(t *testing.T) {
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)
 		wantOutcome(t, "refund", res, audit.OutcomeExecuted, CodeEffectSucceeded)
-		want, err := d.k.OnceKeyOf(d.ctx, res.ActionID)
+		want, err := d.k.Governor().OnceKeyOf(d.ctx, res.ActionID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,12 +416,12 @@ func TestApprovalCheckIsWhatStops(t *testing.T) {
 		d.unchecked("the test runs an action that waits for approval without one")
 		wait := d.pendingRefund("t", "A1", 700)
 		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
-		act, e, gd, err := d.g.gated(d.ctx, wait.ActionID)
+		act, e, gd, err := d.g.x.gated(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, _ := d.g.newJob(d.ctx, e, act, gd.Context)
-		res, err := d.g.run(d.ctx, j)
+		j, _ := d.g.x.newJob(d.ctx, e, act, gd.Context)
+		res, err := d.g.x.run(d.ctx, j)
 		if err != nil || res.Outcome != audit.OutcomeExecuted || len(d.invocations("issue_refund")) != 1 {
 			t.Errorf("run without the check: %+v %v, want the unapproved refund executed", res, err)
 		}
@@ -493,7 +493,7 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	d := newDesk(t, open())
 	d.ground("t", "A1")
 	j := d.committed("t", "A1", 10)
-	if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+	if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	d.clock.Advance(2 * DefaultLease)

@@ -6,14 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -149,8 +144,10 @@ type Gate struct {
 	intents   map[string]map[string]bool // nil: no intents configured
 	lease     time.Duration
 	fallback  string
-	planner   governed      // submits fallbacks
-	reader    kernel.Handle // reads records
+	planner   governed         // submits fallbacks
+	reader    kernel.Handle    // reads records
+	gov       *kernel.Governor // retires actions, reads once-keys, rechecks
+	x         *executor        // runs the calls and drives their effects
 	tracer    telemetry.Tracer
 	metrics   *gateMetrics // nil: metrics off
 	budget    *Budget      // the default budget of calls ([WithBudget]); nil for none
@@ -346,7 +343,8 @@ func (g *Gate) init(k *kernel.Kernel, c *config) error {
 	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback || g.byAction[c.fallback] != nil {
 		return fmt.Errorf("%w: fallback %q is not a registered safe fallback that is no tool's", ErrSpecMismatch, c.fallback)
 	}
-	g.k, g.planner, g.reader = k, governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
 	for _, e := range g.order {
 		e.handle = governedAs(k, "tool:"+e.Name)
 		e.deriver = governedAs(k, DeriverWriter(e.Name))
@@ -410,191 +408,6 @@ func (g *Gate) CallerDriven(name string) bool {
 // kernel created it (no kernel.WithStore was given). The gate must not be
 // used after.
 func (g *Gate) Close() error { return g.k.Close() }
-
-// register checks a tool and compiles what the gate needs of it.
-func (g *Gate) register(t Tool) (*entry, error) {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: tool %q: %s", ErrInvalidTool, t.Name, fmt.Sprintf(format, a...))
-	}
-	if err := checkToolName(t.Name); err != nil {
-		return nil, fmt.Errorf("%w: tool %s: %v", ErrInvalidTool, escapedTool(t.Name), err)
-	}
-	if g.tools[t.Name] != nil {
-		return nil, bad("registered twice")
-	}
-	if t.defErr != nil {
-		return nil, bad("%v", t.defErr)
-	}
-	if g.byAction[t.action()] != nil {
-		return nil, bad("action type %q is another tool's", t.action())
-	}
-	switch rk := t.resultKind(); rk {
-	case KindAttempt, KindFailed, KindEscalated, audit.Kind, audit.KindApproval:
-		return nil, bad("result kind %q is reserved", rk)
-	}
-	if slices.Contains(t.Requires, "") {
-		return nil, bad("empty belief kind in Requires")
-	}
-	if t.ResultTTL < 0 || t.ResultTTL > blackboard.MaxTTL {
-		return nil, bad("result TTL %v", t.ResultTTL)
-	}
-	r := t.Retry.withDefaults()
-	if r.MaxAttempts < 1 || r.Backoff < 0 || r.MaxBackoff < r.Backoff {
-		return nil, bad("retry policy %+v", t.Retry)
-	}
-	t.Retry = r
-	t.Requires = slices.Clone(t.Requires)
-	t.Hints = maps.Clone(t.Hints)
-	params := slices.Clone(t.Parameters)
-	if len(params) == 0 {
-		params = slices.Clone(defaultParameters)
-	}
-	t.Parameters = params
-	s, err := parseSchema(params)
-	if err != nil {
-		return nil, bad("%v", err)
-	}
-	pol, err := compilePolicy(t.Approval, s)
-	if err != nil {
-		return nil, bad("%v", err)
-	}
-	if err := checkBindings(&t, s); err != nil {
-		return nil, bad("%v", err)
-	}
-	if err := checkMasked(&t); err != nil {
-		return nil, bad("%v", err)
-	}
-	if err := checkScope(&t, s); err != nil {
-		return nil, bad("%v", err)
-	}
-	t.Scope = maps.Clone(t.Scope)
-	t.Masked = slices.Clone(t.Masked)
-	t.Bindings = slices.Clone(t.Bindings)
-	if t.Once != nil {
-		o := *t.Once
-		o.Fields = slices.Clone(o.Fields)
-		t.Once = &o
-		for _, f := range o.Fields {
-			// A misspelt field would leave every call without its key
-			// (ONCE_KEY_MISSING): refuse it here instead.
-			if _, declared := s.props[f]; o.Percept == "" && !declared && len(s.props) > 0 {
-				return nil, bad("once-key field %q is not a declared argument", f)
-			}
-		}
-	}
-	derives, err := compileDerives(t.Derives)
-	if err != nil {
-		return nil, bad("%v", err)
-	}
-	t.Derives = slices.Clone(t.Derives)
-	requires := slices.Clone(t.Requires)
-	if requires == nil {
-		requires = []string{}
-	}
-	return &entry{
-		Tool:   t,
-		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
-		schema: s, policy: pol, once: t.Once != nil, derives: derives,
-		handle:   governedAs(g.k, toolWriter(t.Name)),
-		requires: requires, nameValue: t.Name, spanName: "execute_tool " + t.Name,
-	}, nil
-}
-
-// actionSpec is the kernel action spec of the tool's action type: a
-// read-only tool's is a safe, repeatable action; any other's requires the
-// tool's beliefs.
-func (t *Tool) actionSpec() kernel.ActionSpec {
-	s := kernel.ActionSpec{Type: t.action(), Once: t.Once}
-	if t.restsOnNothing() {
-		s.SafeFallback, s.Repeatable = true, true
-	} else {
-		s.MinBeliefs = slices.Clone(t.Requires)
-	}
-	return s
-}
-
-// checkName refuses caller and intent names the kernel would refuse as a
-// kind, and long ones.
-func checkName(s string) error { return checkLen(s, 256) }
-
-// maxToolName bounds a tool's name.
-const maxToolName = 64
-
-// isToolName reports whether s is a tool name: 1 to 64 ASCII letters,
-// digits, '_', '.' and '-', what model frameworks accept. Nothing else a
-// model sends as a tool name reaches a record as it is, so no escape
-// sequence can reach an operator's terminal through one.
-func isToolName(s string) bool {
-	if s == "" || len(s) > maxToolName {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// checkToolName refuses a tool name that is not a name ([isToolName]).
-func checkToolName(s string) error {
-	if !mutToolName && !isToolName(s) {
-		return fmt.Errorf("the name is not 1 to %d of A-Z, a-z, 0-9, _, . and -", maxToolName)
-	}
-	return checkName(s)
-}
-
-// invalidTool is the kind under which a call naming no tool name is
-// refused.
-const invalidTool = "invalid_tool_name"
-
-// toolLabel is a called tool's name where a label is wanted (a kind, a
-// span, the loop guard): the name when it is one, else invalidTool.
-func toolLabel(s string) string {
-	if mutToolName {
-		return clip(s)
-	}
-	if !isToolName(s) {
-		return invalidTool
-	}
-	return s
-}
-
-// recordedTool is a called tool's name as decision records keep it: the
-// name when it is one, else escapedTool.
-func recordedTool(s string) string {
-	if mutToolName || isToolName(s) {
-		return clip(s)
-	}
-	return escapedTool(s)
-}
-
-// escapedTool shows a string that is not a tool name: its first 64 bytes,
-// quoted with every byte outside printable ASCII escaped.
-func escapedTool(s string) string {
-	if len(s) > maxToolName {
-		return strconv.QuoteToASCII(s[:maxToolName]) + "..."
-	}
-	return strconv.QuoteToASCII(s)
-}
-
-// checkTrace refuses trace ids the kernel would refuse.
-func checkTrace(s string) error { return checkLen(s, 512) }
-
-func checkLen(s string, limit int) error {
-	switch {
-	case s == "":
-		return errors.New("empty name")
-	case len(s) > limit:
-		return fmt.Errorf("longer than %d bytes", limit)
-	case !utf8.ValidString(s):
-		return errors.New("name is not valid UTF-8")
-	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return errors.New("name contains a control character")
-	}
-	return nil
-}
 
 // Tools returns the specs of every registered tool, in registration order.
 func (g *Gate) Tools() []Spec {
@@ -697,7 +510,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 //
 // A call with a [Call.RetryKey] used before in its trace is answered,
 // before its budget is charged, with what the first call under the key
-// came to (see the package doc, Retries of one call): its recorded
+// came to (see docs/effects.md, "Retries of one call"): its recorded
 // refusal or result, its wait for approval (or, approved, its execution),
 // CALL_RUNNING while another driver runs it, or RETRY_KEY_CONFLICT when
 // the tool, caller or arguments differ.
@@ -712,314 +525,12 @@ func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
 	ctx, sp := g.startCall(ctx, c)
 	defer func() { g.ended(ctx, sp, toolLabel(c.Tool), res, err) }()
 	c.span = sp
-	res, j, err := g.propose(ctx, c)
+	res, j, err := g.x.propose(ctx, c)
 	if err != nil || j == nil {
 		return res, err
 	}
 	j.fresh = true
-	return g.run(ctx, j)
-}
-
-// propose runs the checks and the kernel's decision. It returns the job to
-// run when the action committed and may run now, else the answer.
-func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
-	if err := ctx.Err(); err != nil {
-		return Result{}, nil, err
-	}
-	if err := checkTrace(c.TraceID); err != nil {
-		return Result{}, nil, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
-	}
-	e := g.tools[c.Tool]
-	if e != nil && len(e.Masked) > 0 && g.mask.ring != nil {
-		// Before anything is written: a call in a trace whose key is
-		// erased (or cannot be had) fails closed and leaves no record.
-		if _, err := g.mask.keyOf(ctx, c.TraceID); err != nil {
-			return noJob(Result{}, err)
-		}
-	}
-	cc := g.callContext(c, e)
-	if c.Context != "" {
-		// Before anything else is recorded: a record would name it.
-		detail, err := g.contextRef(ctx, c)
-		if err != nil {
-			return Result{}, nil, err
-		}
-		if detail != "" {
-			return noJob(g.refuse(ctx, c.TraceID, e, toolLabel(c.Tool), CodeContextInvalid, detail, withRawArgs(cc, c, e)))
-		}
-		cc[keyContext] = c.Context
-		if c.span != nil {
-			c.span.SetAttributes(attribute.String(AttrContext, c.Context))
-		}
-	}
-	if c.RetryKey != "" && !mutRetryKeyOnce {
-		// Before the budget: a call the gate decided already is answered
-		// as it was, whatever the budget says now.
-		if res, done, err := g.replay(ctx, c, e, cc); done || err != nil {
-			return noJob(res, err)
-		}
-	}
-	if e != nil && e.Effect == nil && c.Effect == nil && !mutCallerEffect {
-		// A caller-driven tool's call that brings no effect would commit
-		// an action nothing can run: answered before the budget, with
-		// nothing recorded.
-		root := kernel.Cause{Code: CodeEffectUnavailable, Detail: quote(e.Name) + " is caller-driven and the call brings no effect"}
-		return Result{Outcome: audit.OutcomeRefused, Code: CodeEffectUnavailable, RootCause: root,
-			Hint: g.hint(ctx, e, CodeEffectUnavailable, root, "")}, nil, nil
-	}
-	if res, refused, err := g.admit(ctx, c, e, cc); refused || err != nil {
-		return noJob(res, err)
-	}
-	if e == nil {
-		detail := "no tool named " + quote(c.Tool)
-		if !mutToolName && !isToolName(c.Tool) {
-			detail = "the tool name is not a name (1 to 64 of A-Z, a-z, 0-9, _, . and -): " + escapedTool(c.Tool)
-		}
-		return noJob(g.refuse(ctx, c.TraceID, nil, toolLabel(c.Tool), CodeToolUnknown, detail, withRawArgs(cc, c, e)))
-	}
-	r := g.contracts[c.Caller]
-	if r == nil || !r.tools[c.Tool] {
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotPermitted, "the contract of "+quote(c.Caller)+" does not list "+quote(c.Tool), withRawArgs(cc, c, e)))
-	}
-	if g.intents != nil && !g.intents[c.Intent][c.Tool] {
-		detail := "intent " + quote(c.Intent) + " does not list " + quote(c.Tool)
-		if g.intents[c.Intent] == nil {
-			detail = "no configured intent " + quote(c.Intent)
-		}
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeToolNotForIntent, detail, withRawArgs(cc, c, e)))
-	}
-	if e.effectful() && !mutControlsCall {
-		// An effectful tool's call is checked here, so that the model is
-		// told READ_ONLY_MODE rather than what the kernel's own checks
-		// would find missing first. The kernel checks every call again as
-		// it decides it (controlsValidator), which closes the window
-		// between this look and the commit, and is the only check a
-		// read-only tool's call gets: no extra read on that path.
-		code, detail, err := g.forbidden(ctx, c.TraceID, e)
-		if err != nil {
-			return Result{}, nil, err
-		}
-		if code != "" {
-			return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, code, detail, withRawArgs(cc, c, e)))
-		}
-	}
-	args, prob := e.schema.check(c.Args)
-	real := args // the call's own values, never stored
-	if prob == nil {
-		var err error
-		if args, err = g.mask.payload(ctx, c.TraceID, args, e.Masked); keyFailed(err) {
-			return noJob(Result{}, err)
-		} else if err != nil {
-			prob = &argProblem{detail: "the arguments cannot be masked: a masked field is not a JSON value"}
-		}
-	}
-	if prob != nil {
-		withRawArgs(cc, c, e)
-	} else {
-		cc["args"] = map[string]any(args)
-		digest, err := ArgsDigest(args)
-		if err != nil {
-			prob = &argProblem{detail: storeProblem(err, len(c.Args))}
-		} else {
-			cc["args_digest"] = digest
-		}
-	}
-	if prob != nil {
-		delete(cc, "args")
-		if prob.field != "" {
-			cc["argument"] = prob.field
-		}
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, prob.detail, cc))
-	}
-	if res, refused, err := g.scope(ctx, c, e, args, cc); refused || err != nil {
-		return noJob(res, err)
-	}
-	var grounding []string // the evidence artifacts the bindings were checked against
-	checked := false
-	if len(e.Bindings) > 0 {
-		var err error
-		if grounding, checked, err = g.beliefGrounding(ctx, e, c.TraceID); err != nil {
-			return Result{}, nil, err
-		}
-		if checked {
-			if res, refused, err := g.bind(ctx, c.TraceID, e, args, grounding, cc); refused || err != nil {
-				return noJob(res, err)
-			}
-		}
-	}
-	need, why := e.policy.needs(ctx, real, c.Caller, c.Intent)
-	cc["approval_required"] = need
-	if need {
-		cc["approval_reason"] = why
-	}
-	// A shallow copy: the kernel stores a normalised deep copy of the
-	// payload, and args stays as the decision record's context holds it.
-	payload := make(blackboard.Payload, len(args)+1)
-	maps.Copy(payload, args)
-	payload["requires_beliefs"] = e.requires
-	var keys []string
-	if c.RetryKey != "" && !mutRetryKeyOnce {
-		keys = []string{retryOnceKey(c.TraceID, c.RetryKey)}
-	}
-	d, act, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload, OnceKeys: keys},
-		func(dr audit.Record) audit.Record {
-			if need && dr.Outcome == audit.OutcomeCommitted {
-				dr.Outcome = audit.OutcomePendingApproval
-			}
-			dr.Context = cc
-			return dr
-		})
-	if keys != nil && errors.Is(err, blackboard.ErrDuplicateKey) {
-		// A concurrent call with the same retry key was decided first.
-		res, _, err := g.replay(ctx, c, e, cc)
-		return res, nil, err
-	}
-	if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
-		delete(cc, "args")
-		footprint(cc, c.Args, e)
-		return noJob(g.refuse(ctx, c.TraceID, e, c.Tool, CodeInvalidArguments, storeProblem(err, len(c.Args)), cc))
-	}
-	if err != nil {
-		return Result{}, nil, err
-	}
-	if !d.Committed() {
-		root := d.RootCause()
-		return Result{Outcome: audit.OutcomeRefused, Code: d.Code, RootCause: root, Hint: g.hint(ctx, e, d.Code, root, ""), DecisionID: d.ID}, nil, nil
-	}
-	if !mutBindCommitted && len(e.Bindings) > 0 && (!checked || !slices.Equal(act.EvidenceRefs, grounding)) {
-		// The kernel grounded the action on other beliefs than the ones
-		// checked (they changed in between): its own grounding decides.
-		if res, refused, err := g.bindCommitted(ctx, e, act, args, cc); refused || err != nil {
-			return noJob(res, err)
-		}
-	}
-	if need {
-		digest, _ := cc["args_digest"].(string)
-		res := g.pending(ctx, e, act.ID, real, digest)
-		res.DecisionID = d.ID
-		return res, nil, nil
-	}
-	j, err := g.newJob(ctx, e, act, cc)
-	if err != nil {
-		return Result{ActionID: act.ID}, nil, err
-	}
-	j.real = real
-	if c.Effect != nil {
-		j.fn = c.Effect
-	}
-	return Result{ActionID: act.ID}, j, nil
-}
-
-// pending is the Result of a committed action that waits for approval:
-// what to approve, with the committed arguments and their digest (args
-// is copied), so that an adapter asks its approver without reading the
-// pending approvals.
-func (g *Gate) pending(ctx context.Context, e *entry, actionID string, args blackboard.Payload, digest string) Result {
-	return Result{Outcome: audit.OutcomePendingApproval, Code: CodeApprovalRequired, ActionID: actionID, ApprovalID: actionID,
-		ArgsDigest: digest, Args: args.Clone(), Hint: g.hint(ctx, e, CodeApprovalRequired, kernel.Cause{}, actionID)}
-}
-
-// noJob adapts a refusal to propose's results.
-func noJob(res Result, err error) (Result, *job, error) { return res, nil, err }
-
-// callContext is what a decision record says about the call itself:
-// the gate's policy hash, the tool (escaped when it is not a name), caller, call id, retry key and intent as
-// given (cut to a sane length). A refusal before the arguments parse adds
-// the raw arguments ([withRawArgs]); once they parse, the parsed arguments
-// and their digest take their place. Sized for one group of the map: a
-// larger hint costs every call, refusals included, more than the rare
-// committed call whose keys outgrow it.
-func (g *Gate) callContext(c Call, e *entry) blackboard.Payload {
-	cc := make(blackboard.Payload, 8)
-	cc[keyPolicy] = g.policyValue
-	// A registered tool's and a configured caller's names are what
-	// recordedTool and clip make of them: their boxed copies serve.
-	if e != nil {
-		cc["tool"] = boxed(e.nameValue, c.Tool)
-	} else {
-		cc["tool"] = recordedTool(c.Tool)
-	}
-	if r := g.contracts[c.Caller]; r != nil {
-		cc["caller"] = boxed(r.value, c.Caller)
-	} else {
-		cc["caller"] = clip(c.Caller)
-	}
-	if c.ID != "" {
-		cc["call_id"] = clip(c.ID)
-	}
-	if c.RetryKey != "" {
-		cc["retry_key"] = clip(c.RetryKey)
-	}
-	if c.Intent != "" {
-		cc["intent"] = clip(c.Intent)
-	}
-	return cc
-}
-
-// withRawArgs adds the raw arguments of c to its call context cc when they
-// are short, for the record of a call refused before they parse, and
-// returns cc; longer ones are recorded by their size and digest
-// ([footprint]). A tool e that masks fields has none added, and no
-// digest: its raw arguments would hold the values unmasked.
-func withRawArgs(cc blackboard.Payload, c Call, e *entry) blackboard.Payload {
-	if e != nil && len(e.Masked) > 0 && !mutMaskStore {
-		if len(c.Args) > maxRawArgs {
-			footprint(cc, c.Args, e)
-		}
-		return cc
-	}
-	if len(c.Args) <= maxRawArgs {
-		cc["args_raw"] = strings.ToValidUTF8(string(c.Args), "\uFFFD")
-	} else {
-		footprint(cc, c.Args, e)
-	}
-	return cc
-}
-
-// maxRawArgs bounds the unparsed arguments a refusal's record keeps.
-const maxRawArgs = 1024
-
-// clip makes a caller's string fit a record: valid UTF-8, cut after
-// about 256 bytes.
-func clip(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= 256 {
-		return s
-	}
-	cut := 256
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func quote(s string) string { return fmt.Sprintf("%q", s) }
-
-// refuse records a refusal the kernel's pipeline never saw (a caller
-// contract, an intent, an unknown tool, bad arguments, an execution-time
-// check) and returns it as a Result.
-func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string, code blackboard.Code, detail string, cc blackboard.Payload) (Result, error) {
-	kind := clip(tool)
-	if e != nil {
-		kind = e.action()
-	}
-	if kind == "" {
-		kind = "unnamed_tool"
-	}
-	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
-		Code: code, Detail: detail, Context: cc})
-	if d, smaller, ok := shrunk(err, detail, cc); ok {
-		// Over the store's size limit (arguments near it, kept in the
-		// context): recorded with their size and digest instead.
-		detail = d
-		dr, err = audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
-			Code: code, Detail: detail, Context: smaller})
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	root := kernel.Cause{Code: code, Detail: detail}
-	return Result{Outcome: audit.OutcomeRefused, Code: code, RootCause: root, Hint: g.hint(ctx, e, code, root, ""), DecisionID: dr.ID}, nil
+	return g.x.run(ctx, j)
 }
 
 // DecisionFilter narrows [Gate.Decisions]. A zero field matches

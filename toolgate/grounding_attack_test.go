@@ -257,11 +257,11 @@ func TestAttackPlannerHoldsOnceKey(t *testing.T) {
 	if r.Outcome != audit.OutcomeExecuted || refunds.Load() != 1 {
 		t.Fatalf("the gate's refund: %+v, %d refunds ran", r, refunds.Load())
 	}
-	key, err := g.Kernel().OnceKeyOf(ctx, r.ActionID)
+	key, err := g.Kernel().Governor().OnceKeyOf(ctx, r.ActionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if holder, err := g.Kernel().ClaimedBy(ctx, key); err != nil || holder != r.ActionID {
+	if holder, err := g.Kernel().Governor().ClaimedBy(ctx, key); err != nil || holder != r.ActionID {
 		t.Errorf("once-key held by %q (%v), want the gate's action %s", holder, err, r.ActionID)
 	}
 }

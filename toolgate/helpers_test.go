@@ -378,11 +378,11 @@ var errFlaky = errors.New("503 service unavailable")
 // driver builds it, for tests that play one step of the executor by hand.
 func (d *desk) job(actionID string) *job {
 	d.t.Helper()
-	act, e, gd, err := d.g.gated(d.ctx, actionID)
+	act, e, gd, err := d.g.x.gated(d.ctx, actionID)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	j, err := d.g.newJob(d.ctx, e, act, gd.Context)
+	j, err := d.g.x.newJob(d.ctx, e, act, gd.Context)
 	if err != nil {
 		d.t.Fatal(err)
 	}

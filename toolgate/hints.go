@@ -13,7 +13,7 @@ import (
 // (NO_COMMITTED_BELIEF because of STALE_EVIDENCE is a stale-evidence
 // problem). A tool's own Hints win. arg carries what the hint may name (the
 // approval id).
-func (g *Gate) hint(ctx context.Context, e *entry, code blackboard.Code, root kernel.Cause, arg string) string {
+func (x *executor) hint(ctx context.Context, e *entry, code blackboard.Code, root kernel.Cause, arg string) string {
 	codes := []blackboard.Code{code}
 	if root.Code != "" && root.Code != code {
 		codes = []blackboard.Code{root.Code, code}
@@ -30,7 +30,7 @@ func (g *Gate) hint(ctx context.Context, e *entry, code blackboard.Code, root ke
 		name = e.Name
 	}
 	for _, c := range codes {
-		if h := g.defaultHint(ctx, c, root, name, arg); h != "" {
+		if h := x.defaultHint(ctx, c, root, name, arg); h != "" {
 			return h
 		}
 	}
@@ -38,7 +38,7 @@ func (g *Gate) hint(ctx context.Context, e *entry, code blackboard.Code, root ke
 }
 
 // defaultHint is the gate's hint for one code, or "" when it has none.
-func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kernel.Cause, tool, arg string) string {
+func (x *executor) defaultHint(ctx context.Context, code blackboard.Code, root kernel.Cause, tool, arg string) string {
 	switch code {
 	case CodeToolUnknown:
 		return "There is no such tool. Call only the tools you were given."
@@ -59,13 +59,13 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 	case CodeArgumentNotBound:
 		return "The arguments must follow from what was looked up (" + root.Detail + "). Use the values the observation shows, or do not call " + tool + "."
 	case blackboard.CodeStaleEvidence, blackboard.CodeSupersededEvidence, blackboard.CodeTTLExpired:
-		kind, refresh := g.refresher(ctx, root.Record)
+		kind, refresh := x.refresher(ctx, root.Record)
 		if refresh != "" {
 			return "The " + kind + " information is out of date. Call " + refresh + " again to refresh it, then retry."
 		}
 		return "The information this call rests on" + paren(kind) + " is out of date. Refresh it before retrying."
 	case blackboard.CodeMissingEvidence:
-		kind, refresh := g.refresher(ctx, root.Record)
+		kind, refresh := x.refresher(ctx, root.Record)
 		if refresh != "" {
 			return "The " + kind + " information has not been looked up. Call " + refresh + " first, then retry."
 		}
@@ -79,10 +79,10 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 	case blackboard.CodeDuplicateAction:
 		// What is true of the action holding the key: taken only when it
 		// executed, else pending, running or refused.
-		if mutDuplicateHint {
+		if !duplicateHintTrue() {
 			return "This action was already taken. Do not retry it."
 		}
-		return g.holderState(ctx, root.Record)
+		return x.holderState(ctx, root.Record)
 	case blackboard.CodeOnceKeyMissing:
 		return "The information that identifies this action is missing or out of date. Look it up again, then retry."
 	case blackboard.CodeNoPrediction, blackboard.CodeNegativePrediction:
@@ -107,7 +107,7 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 	// stays in the decision record: the model gets the code and the
 	// failure's kind ([Result.ForModel]), never the text.
 	case CodeEffectFailed:
-		if mutRawErrorHint {
+		if !errorTextHidden() {
 			return "The tool failed" + paren(root.Detail) + ". Do not retry unless the user asks."
 		}
 		return "The tool failed. Do not retry unless the user asks."
@@ -136,15 +136,15 @@ func (g *Gate) defaultHint(ctx context.Context, code blackboard.Code, root kerne
 
 // refresher names the percept kind of a record and the tool whose result
 // it is, if any.
-func (g *Gate) refresher(ctx context.Context, recordID string) (kind, tool string) {
+func (x *executor) refresher(ctx context.Context, recordID string) (kind, tool string) {
 	if recordID == "" {
 		return "", ""
 	}
-	rec, err := g.reader.Get(ctx, recordID)
+	rec, err := x.reader.Get(ctx, recordID)
 	if err != nil || rec.Slot != blackboard.Percepts {
 		return "", ""
 	}
-	for _, e := range g.order {
+	for _, e := range x.g.order {
 		if e.resultKind() == rec.Kind {
 			return rec.Kind, e.Name
 		}

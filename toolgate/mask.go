@@ -123,7 +123,7 @@ func hashValue(key []byte, v any) (string, error) {
 // value in trace: a new map sharing p's other values; p itself when no
 // field is present. A failure to get the key is a [keyError].
 func (m *masker) payload(ctx context.Context, trace string, p blackboard.Payload, fields []string) (blackboard.Payload, error) {
-	if mutMaskStore || len(fields) == 0 {
+	if !masksStored() || len(fields) == 0 {
 		return p, nil
 	}
 	var out blackboard.Payload

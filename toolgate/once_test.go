@@ -79,10 +79,10 @@ func TestRetireRefusedAfterAnAttempt(t *testing.T) {
 		// escalation's claim of the approval does not stop it first.
 		d.unchecked("an attempt of an action that waits for approval is recorded without one")
 		// Attempt 1 is recorded; then the escalation lands.
-		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+		if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.g.writeEscalation(d.ctx, j, CodeApprovalExpired, approval); err != nil {
+		if _, err := d.g.x.writeEscalation(d.ctx, j, CodeApprovalExpired, approval); err != nil {
 			t.Fatal(err)
 		}
 		d.execute(wait.ActionID) // reads the escalation, tries to retire
@@ -110,7 +110,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 				j := d.job(wait.ActionID)
 				// The result lands; the process dies before anything else.
 				if how == "escalated" {
-					_, err = d.g.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
+					_, err = d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
 				} else {
 					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
 						Payload: j.effect(StatusRefused, 0, CodeToolNotPermitted).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
@@ -155,7 +155,7 @@ func TestDuplicateHintSaysWhatHappened(t *testing.T) {
 		approval := d.approve("u0", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
 		j.approval = approval.ID
-		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+		if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		res = d.refund("u1", "B2", 100)

@@ -32,7 +32,7 @@ const maxRefusalDetail = 2048
 // footprint adds to cc the size of raw arguments not kept, and their
 // digest when the tool masks nothing (e nil or without masked fields).
 func footprint(cc blackboard.Payload, raw []byte, e *entry) {
-	if mutOversize {
+	if !oversizeShrunk() {
 		return
 	}
 	cc[keyArgsBytes] = len(raw)
@@ -48,7 +48,7 @@ func footprint(cc blackboard.Payload, raw []byte, e *entry) {
 // detail is cut. ok is false when there is nothing to shrink, or the
 // error is not about size.
 func shrunk(err error, detail string, cc blackboard.Payload) (string, blackboard.Payload, bool) {
-	if mutOversize || !errors.Is(err, kernel.ErrPayloadTooLarge) {
+	if !oversizeShrunk() || !errors.Is(err, kernel.ErrPayloadTooLarge) {
 		return "", nil, false
 	}
 	out := make(blackboard.Payload, len(cc)+1)

@@ -69,7 +69,7 @@ func (r Result) ForModel() Reply {
 // result a compiled context shows the model (package pack). For a tool
 // that masks nothing it is ForModel.
 func (r Result) ForRecord() Reply {
-	if r.stored != nil && !mutMaskStore {
+	if r.stored != nil && masksStored() {
 		return r.reply(r.stored)
 	}
 	return r.reply(r.Output)
@@ -86,7 +86,7 @@ func (r Result) reply(out blackboard.Payload) Reply {
 		if f, ok := r.Failure(); ok {
 			c.Status, c.Category = f.Status(), f.Category()
 		}
-		if mutRawErrorHint {
+		if !errorTextHidden() {
 			c.Output = r.Output
 		}
 	}

@@ -12,7 +12,7 @@ import (
 // it never ran: an escalation (its approver denied it, or its approval
 // expired) or a refusal for good, both written before any attempt. It asks
 // the kernel to retire the action with the first attempt's key as the
-// fence ([kernel.Kernel.Retire]): when an attempt was started after all
+// fence ([kernel.Governor.Retire]): when an attempt was started after all
 // (a driver that read the approval before it was denied), the fence is
 // claimed, the retirement is refused and the key stays held, since an
 // effect may have run. It is called each time such a result is read, so a
@@ -24,7 +24,7 @@ import (
 // starts the action after it: that fence is then held by the result
 // being retired, not by an attempt, and the retirement takes a fence of
 // its own ([job.retireKey]) instead.
-func (g *Gate) retire(ctx context.Context, j *job, rec blackboard.Record) error {
+func (x *executor) retire(ctx context.Context, j *job, rec blackboard.Record) error {
 	switch {
 	case rec.Kind == KindEscalated:
 	case rec.Kind == KindFailed && effectOf(rec).Status == StatusRefused:
@@ -35,11 +35,11 @@ func (g *Gate) retire(ctx context.Context, j *job, rec blackboard.Record) error 
 	if code == "" {
 		return nil // not a result the gate wrote: the key stays held
 	}
-	fence, err := g.retireFence(ctx, j, rec)
+	fence, err := x.retireFence(ctx, j, rec)
 	if err != nil {
 		return err
 	}
-	err = g.k.Retire(ctx, j.act.ID, code, fence)
+	err = x.gov.Retire(ctx, j.act.ID, code, fence)
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		return nil // an attempt started: the action holds its key
 	}
@@ -52,12 +52,12 @@ func (g *Gate) retire(ctx context.Context, j *job, rec blackboard.Record) error 
 // attempt could start after it, nor before it, since the first attempt
 // claims that key too); then the action's retirement key, which nothing
 // else claims.
-func (g *Gate) retireFence(ctx context.Context, j *job, rec blackboard.Record) (string, error) {
+func (x *executor) retireFence(ctx context.Context, j *job, rec blackboard.Record) (string, error) {
 	first := j.attemptKey(1)
-	if mutRetireOwnFence {
+	if !retireFenceOwn() {
 		return first, nil
 	}
-	holder, err := g.k.ClaimedBy(ctx, first)
+	holder, err := x.gov.ClaimedBy(ctx, first)
 	switch {
 	case errors.Is(err, blackboard.ErrNotFound):
 		return first, nil
@@ -73,29 +73,29 @@ func (g *Gate) retireFence(ctx context.Context, j *job, rec blackboard.Record) (
 // once-key (or used up a grounding) another call needed: only an action
 // that executed was "already taken". A holder the gate did not commit, or
 // whose state cannot be read, is described without claiming an effect.
-func (g *Gate) holderState(ctx context.Context, holderID string) string {
+func (x *executor) holderState(ctx context.Context, holderID string) string {
 	const unknown = "An earlier call already holds this action. Do not retry it; tell the user it cannot be repeated now."
 	if holderID == "" {
 		return unknown
 	}
-	act, e, gd, err := g.gated(ctx, holderID)
+	act, e, gd, err := x.gated(ctx, holderID)
 	if err != nil {
 		return unknown
 	}
-	j, err := g.newJob(ctx, e, act, gd.Context)
+	j, err := x.newJob(ctx, e, act, gd.Context)
 	if err != nil {
 		return unknown
 	}
-	id, done, err := g.resultOf(ctx, j)
+	id, done, err := x.resultOf(ctx, j)
 	if err != nil {
 		return unknown
 	}
-	n, _, err := g.lastAttempt(ctx, j, 1)
+	n, _, err := x.lastAttempt(ctx, j, 1)
 	if err != nil {
 		return unknown
 	}
 	if done {
-		rec, err := g.reader.Get(ctx, id)
+		rec, err := x.reader.Get(ctx, id)
 		switch {
 		case err != nil:
 			return unknown

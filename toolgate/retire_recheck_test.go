@@ -80,7 +80,7 @@ func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
 		d.approve("t1", wait.ActionID, "human:alice", time.Hour)
 		j := d.job(wait.ActionID)
 		d.unchecked("an attempt of an action that waits for approval is recorded without one, and a refusal beside it")
-		if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+		if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		w, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
@@ -88,7 +88,7 @@ func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.g.retire(d.ctx, j, w.rec); err != nil {
+		if err := d.g.x.retire(d.ctx, j, w.rec); err != nil {
 			t.Fatal(err)
 		}
 		d.ground("t2", "A1")

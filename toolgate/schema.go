@@ -185,7 +185,7 @@ func (s *schema) check(raw json.RawMessage) (blackboard.Payload, *argProblem) {
 		}
 	}
 	err := s.whole.Validate(args)
-	if mutSchemaCheck {
+	if !schemaChecked() {
 		err = nil
 	}
 	if err == nil {
@@ -241,7 +241,7 @@ func notJSON(err error) string {
 // reads it; any other failure names the schema keyword that refuses the
 // value ([brokenRule]).
 func describe(key string, v any, sch *jsonschema.Schema, err error) string {
-	if mutSchemaQuote {
+	if !schemaNoValue() {
 		return fmt.Sprintf("argument %q: %v", key, err)
 	}
 	types := sch.Types

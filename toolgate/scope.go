@@ -55,7 +55,7 @@ func checkScope(t *Tool, s *schema) error {
 	switch {
 	case len(t.Scope) > 0 && t.Unscoped:
 		return errors.New("both Scope and Unscoped")
-	case len(t.Scope) == 0 && !t.Unscoped && !t.ReadOnly && !mutScopeDeclared:
+	case len(t.Scope) == 0 && !t.Unscoped && !t.ReadOnly && scopeDeclared():
 		return errors.New("an effectful tool (not ReadOnly) must declare Scope (which arguments must lie within the trace's request) or Unscoped")
 	}
 	for _, arg := range slices.Sorted(maps.Keys(t.Scope)) {
@@ -170,19 +170,8 @@ func requestKey(traceID string) string {
 // Nothing was recorded.
 var ErrRequestRecorded = errors.New("toolgate: the trace's request is recorded already, and is another")
 
-// RecordRequest records r as the request trace traceID serves: who the
-// agent acts for and what they asked about. It is the owner's to call
-// (the application that took the ticket or authenticated the session),
-// before the trace's first call of a scoped tool: a call of a tool with
-// [Tool.Scope] in a trace without a request is refused with
-// OUT_OF_SCOPE. A trace has one request for good: recording an equal one
-// again records nothing and returns nil (so a restarted run may record it
-// again), another fails with [ErrRequestRecorded]. A bad trace id or
-// request is [ErrInvalidCall]. The record (evidence of kind
-// [KindRequest]) is written through the kernel's Governor with the
-// kernel's role and claims the trace's request once-key, so of concurrent
-// recordings one lands. Safe for concurrent use.
-func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) error {
+// recordRequest is [Gate.RecordRequest].
+func (x *executor) recordRequest(ctx context.Context, traceID string, r Request) error {
 	if err := checkTrace(traceID); err != nil {
 		return fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
@@ -191,24 +180,24 @@ func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) err
 		return fmt.Errorf("%w: request: %v", ErrInvalidCall, err)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		cur, _, ok, err := g.requestOf(ctx, traceID)
+		cur, _, ok, err := x.requestOf(ctx, traceID)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if cur.equal(r) && !mutRequestOnce {
+			if cur.equal(r) && requestOnce() {
 				return nil
 			}
-			if !mutRequestOnce {
+			if requestOnce() {
 				return fmt.Errorf("%w: trace %q: %s", ErrRequestRecorded, traceID, cur.concerns())
 			}
 		}
 		keys := []string{requestKey(traceID)}
-		if mutRequestOnce {
+		if !requestOnce() {
 			keys = nil
 		}
-		_, err = g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindRequest, OnceKeys: keys, Payload: r.payload(g.policyHash)}})
+		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindRequest, OnceKeys: keys, Payload: r.payload(x.g.policyHash)}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err
 		}
@@ -220,18 +209,18 @@ func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) err
 // id; ok is false when there is none. A record that holds the trace's
 // request key and is no request the gate wrote is an error: the store
 // was written behind the gate's back.
-func (g *Gate) requestOf(ctx context.Context, traceID string) (Request, string, bool, error) {
+func (x *executor) requestOf(ctx context.Context, traceID string) (Request, string, bool, error) {
 	var (
 		rec blackboard.Record
 		err error
 	)
-	if mutRequestOnce {
+	if !requestOnce() {
 		// Without the once-key, the latest request record of the trace.
-		rec, err = g.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
+		rec, err = x.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
 	} else {
 		var id string
-		if id, err = g.k.ClaimedBy(ctx, requestKey(traceID)); err == nil {
-			rec, err = g.reader.Get(ctx, id)
+		if id, err = x.gov.ClaimedBy(ctx, requestKey(traceID)); err == nil {
+			rec, err = x.reader.Get(ctx, id)
 		}
 	}
 	if errors.Is(err, blackboard.ErrNotFound) {
@@ -267,7 +256,7 @@ func (r Request) concerns() string {
 // scopeFailure is why a call's arguments do not lie within its trace's
 // request; "" when they do.
 func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string {
-	if mutRequestScope || len(e.Scope) == 0 {
+	if !requestScoped() || len(e.Scope) == 0 {
 		return ""
 	}
 	if !ok {
@@ -297,11 +286,11 @@ func (e *entry) scopeFailure(args blackboard.Payload, r Request, ok bool) string
 // A call that does not is refused with OUT_OF_SCOPE and stores only its
 // decision record. It names the request record and its principal in the
 // call's context cc.
-func (g *Gate) scope(ctx context.Context, c Call, e *entry, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
+func (x *executor) scope(ctx context.Context, c Call, e *entry, args blackboard.Payload, cc blackboard.Payload) (Result, bool, error) {
 	if len(e.Scope) == 0 && c.Principal == "" {
 		return Result{}, false, nil
 	}
-	r, id, ok, err := g.requestOf(ctx, c.TraceID)
+	r, id, ok, err := x.requestOf(ctx, c.TraceID)
 	if err != nil {
 		return Result{}, true, err
 	}
@@ -311,7 +300,7 @@ func (g *Gate) scope(ctx context.Context, c Call, e *entry, args blackboard.Payl
 	}
 	detail := ""
 	switch {
-	case c.Principal != "" && ok && c.Principal != r.Principal && !mutRequestPrincipal:
+	case c.Principal != "" && ok && c.Principal != r.Principal && principalChecked():
 		detail = "the call is made for " + quote(clip(c.Principal)) + ", and the trace serves another principal: " + r.concerns()
 	default:
 		detail = e.scopeFailure(args, r, ok)
@@ -319,7 +308,7 @@ func (g *Gate) scope(ctx context.Context, c Call, e *entry, args blackboard.Payl
 	if detail == "" {
 		return Result{}, false, nil
 	}
-	res, err := g.refuse(ctx, c.TraceID, e, e.Name, CodeOutOfScope, detail, cc)
+	res, err := x.refuse(ctx, c.TraceID, e, e.Name, CodeOutOfScope, detail, cc)
 	res.RootCause.Record = id
 	return res, true, err
 }

@@ -187,7 +187,7 @@ func policyOnceKey(hash string) string {
 // id.
 func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
 	key := policyOnceKey(g.policyHash)
-	if id, err := g.k.ClaimedBy(ctx, key); err == nil {
+	if id, err := g.gov.ClaimedBy(ctx, key); err == nil {
 		return id, nil
 	} else if !errors.Is(err, blackboard.ErrNotFound) {
 		return "", err
@@ -202,7 +202,7 @@ func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
 	}})
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		// Another gate recorded it meanwhile.
-		return g.k.ClaimedBy(ctx, key)
+		return g.gov.ClaimedBy(ctx, key)
 	}
 	return rec.ID, err
 }

@@ -105,8 +105,8 @@ type Tool struct {
 	// policy says so, approved) action, with the action's idempotency key.
 	// Nil makes the tool caller-driven: the tool is run by the caller (an
 	// agent framework that runs its own tools), which hands the gate each
-	// call's effect ([Call.Effect]); nothing else ever runs it. See the
-	// package doc, "Caller-driven tools".
+	// call's effect ([Call.Effect]); nothing else ever runs it. See
+	// docs/effects.md, "Caller-driven tools".
 	Effect EffectFunc
 	// Approval says when a call needs a person's approval before it runs.
 	Approval ApprovalPolicy
@@ -138,7 +138,7 @@ type Tool struct {
 	// The effect gets the real arguments, which the gate holds in memory
 	// for the call only, and the caller gets the real output; an effect
 	// started later without them (after a crash, or by [Gate.Execute]
-	// without the arguments) is not run with hashes: see the package doc,
+	// without the arguments) is not run with hashes: see docs/effects.md,
 	// "Masked fields".
 	Masked []string
 
@@ -301,7 +301,7 @@ func (t *Tool) restsOnNothing() bool { return len(t.Requires) == 0 }
 // effectful reports whether a read_only trace refuses the tool: any tool
 // that does not declare [Tool.ReadOnly].
 func (t *Tool) effectful() bool {
-	if mutReadOnlyDeclared {
+	if !readOnlyDeclared() {
 		return !t.restsOnNothing() // the old reading: no belief, no effect
 	}
 	return !t.ReadOnly

@@ -185,18 +185,18 @@ func TestRedriveNeedsAKey(t *testing.T) {
 			onStores(t, func(t *testing.T, d *desk) {
 				var id string
 				if c.tool == "lookup_order" {
-					res, j, err := d.g.propose(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "t", Intent: "refund"})
+					res, j, err := d.g.x.propose(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "t", Intent: "refund"})
 					if err != nil || j == nil {
 						t.Fatalf("propose: %+v %v", res, err)
 					}
-					if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+					if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 						t.Fatal(err)
 					}
 					id = j.act.ID
 				} else {
 					d.ground("t", "A1")
 					j := d.committed("t", "A1", 10)
-					if _, err := d.g.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
+					if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 						t.Fatal(err)
 					}
 					id = j.act.ID
@@ -257,7 +257,7 @@ func TestRecoverSkipsFinished(t *testing.T) {
 		}
 		d.clock.Advance(2 * DefaultLease)
 		cr := &countingReader{Handle: d.g.reader}
-		d.g.reader = cr
+		d.g.reader, d.g.x.reader = cr, cr
 		if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
 			t.Fatalf("Recover: %+v %v", res, err)
 		}
@@ -294,7 +294,7 @@ func TestPendingApprovalsSkipsFinished(t *testing.T) {
 			d.execute(res.ActionID)
 		}
 		cr := &countingReader{Handle: d.g.reader}
-		d.g.reader = cr
+		d.g.reader, d.g.x.reader = cr, cr
 		if p, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(p) != 0 {
 			t.Fatalf("PendingApprovals: %+v %v", p, err)
 		}

@@ -291,7 +291,7 @@ func (r *reporter) ledger() error {
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	known, paidCount := map[string]bool{}, 0
 	for _, f := range refunds {
-		key, err := r.d.g.Kernel().OnceKeyOf(r.ctx, f.action)
+		key, err := r.d.g.Kernel().Governor().OnceKeyOf(r.ctx, f.action)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,113 @@
+package toolgate
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// register checks a tool and compiles what the gate needs of it.
+func (g *Gate) register(t Tool) (*entry, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: tool %q: %s", ErrInvalidTool, t.Name, fmt.Sprintf(format, a...))
+	}
+	if err := checkToolName(t.Name); err != nil {
+		return nil, fmt.Errorf("%w: tool %s: %v", ErrInvalidTool, escapedTool(t.Name), err)
+	}
+	if g.tools[t.Name] != nil {
+		return nil, bad("registered twice")
+	}
+	if t.defErr != nil {
+		return nil, bad("%v", t.defErr)
+	}
+	if g.byAction[t.action()] != nil {
+		return nil, bad("action type %q is another tool's", t.action())
+	}
+	switch rk := t.resultKind(); rk {
+	case KindAttempt, KindFailed, KindEscalated, audit.Kind, audit.KindApproval:
+		return nil, bad("result kind %q is reserved", rk)
+	}
+	if slices.Contains(t.Requires, "") {
+		return nil, bad("empty belief kind in Requires")
+	}
+	if t.ResultTTL < 0 || t.ResultTTL > blackboard.MaxTTL {
+		return nil, bad("result TTL %v", t.ResultTTL)
+	}
+	r := t.Retry.withDefaults()
+	if r.MaxAttempts < 1 || r.Backoff < 0 || r.MaxBackoff < r.Backoff {
+		return nil, bad("retry policy %+v", t.Retry)
+	}
+	t.Retry = r
+	t.Requires = slices.Clone(t.Requires)
+	t.Hints = maps.Clone(t.Hints)
+	params := slices.Clone(t.Parameters)
+	if len(params) == 0 {
+		params = slices.Clone(defaultParameters)
+	}
+	t.Parameters = params
+	s, err := parseSchema(params)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	pol, err := compilePolicy(t.Approval, s)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if err := checkBindings(&t, s); err != nil {
+		return nil, bad("%v", err)
+	}
+	if err := checkMasked(&t); err != nil {
+		return nil, bad("%v", err)
+	}
+	if err := checkScope(&t, s); err != nil {
+		return nil, bad("%v", err)
+	}
+	t.Scope = maps.Clone(t.Scope)
+	t.Masked = slices.Clone(t.Masked)
+	t.Bindings = slices.Clone(t.Bindings)
+	if t.Once != nil {
+		o := *t.Once
+		o.Fields = slices.Clone(o.Fields)
+		t.Once = &o
+		for _, f := range o.Fields {
+			// A misspelt field would leave every call without its key
+			// (ONCE_KEY_MISSING): refuse it here instead.
+			if _, declared := s.props[f]; o.Percept == "" && !declared && len(s.props) > 0 {
+				return nil, bad("once-key field %q is not a declared argument", f)
+			}
+		}
+	}
+	derives, err := compileDerives(t.Derives)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	t.Derives = slices.Clone(t.Derives)
+	requires := slices.Clone(t.Requires)
+	if requires == nil {
+		requires = []string{}
+	}
+	return &entry{
+		Tool:   t,
+		spec:   Spec{Name: t.Name, Description: t.Description, Parameters: params},
+		schema: s, policy: pol, once: t.Once != nil, derives: derives,
+		handle:   governedAs(g.k, toolWriter(t.Name)),
+		requires: requires, nameValue: t.Name, spanName: "execute_tool " + t.Name,
+	}, nil
+}
+
+// actionSpec is the kernel action spec of the tool's action type: a
+// read-only tool's is a safe, repeatable action; any other's requires the
+// tool's beliefs.
+func (t *Tool) actionSpec() kernel.ActionSpec {
+	s := kernel.ActionSpec{Type: t.action(), Once: t.Once}
+	if t.restsOnNothing() {
+		s.SafeFallback, s.Repeatable = true, true
+	} else {
+		s.MinBeliefs = slices.Clone(t.Requires)
+	}
+	return s
+}
