@@ -17,7 +17,7 @@ import (
 // email whose process was cut short after sending it: the email has no
 // key the mail server honours, so it is reported as EFFECT_UNKNOWN and not
 // sent again.
-func ExampleSupervisor_Run() {
+func ExampleSupervisor_Start() {
 	ctx := context.Background()
 	sent, refunds := 0, 0
 	crash := func() {} // the email's process dies after sending
@@ -77,9 +77,10 @@ func ExampleSupervisor_Run() {
 	if err != nil {
 		panic(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(runCtx) }()
+	if err := sup.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer sup.Close() // deferred after g.Close: runs first
 
 	// A person approves the refund.
 	pending, err := g.PendingApprovals(ctx, "")
@@ -98,10 +99,6 @@ func ExampleSupervisor_Run() {
 			panic(ev.Err)
 		}
 		got = append(got, fmt.Sprintf("%s %s: %s %s", ev.TraceID, ev.Op, ev.Result.Outcome, ev.Result.Code))
-	}
-	stop()
-	if err := <-done; err != nil {
-		panic(err)
 	}
 	slices.Sort(got)
 	for _, line := range got {

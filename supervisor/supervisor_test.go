@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,10 @@ type world struct {
 	mu    sync.Mutex
 	acted map[string]int                // action id -> effects that took place
 	crash map[string]context.CancelFunc // order id -> the caller's cancel, called after the effect acted
+	// hold, when set, receives each effect's action id; the effect then
+	// runs until its context ends, and adds one to left as it returns.
+	hold chan string
+	left atomic.Int64
 }
 
 func newWorld() *world {
@@ -45,6 +50,12 @@ func (w *world) effect(out blackboard.Payload) toolgate.EffectFunc {
 			cancel() // the process dies after the effect acted, before its result is recorded
 			return nil, context.Canceled
 		}
+		if w.hold != nil {
+			w.hold <- inv.ActionID
+			<-ctx.Done()
+			w.left.Add(1)
+			return nil, ctx.Err()
+		}
 		return out, nil
 	}
 }
@@ -61,8 +72,9 @@ func process(t *testing.T, s blackboard.Store, w *world) *toolgate.Gate {
 	return processWithLease(t, s, w, testLease)
 }
 
-// processWithLease is process with a lease of its own.
-func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Duration) *toolgate.Gate {
+// processWithLease is process with a lease of its own, and kernel options
+// (a clock).
+func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Duration, opts ...kernel.Option) *toolgate.Gate {
 	t.Helper()
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
 	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
@@ -79,7 +91,7 @@ func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Dur
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"sent": true})},
 	}
 	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(lease),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
+		toolgate.WithKernel(append([]kernel.Option{kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})}, opts...)...),
 		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +147,7 @@ type events struct {
 	mu  sync.Mutex
 	all []supervisor.Event
 	ch  chan supervisor.Event
+	sup *supervisor.Supervisor // the supervisor reporting them
 }
 
 func newEvents() *events { return &events{ch: make(chan supervisor.Event, 1000)} }
@@ -167,7 +180,7 @@ func (e *events) wait(t *testing.T, n int) map[string]supervisor.Event {
 	return got
 }
 
-// start runs a supervisor of g until the test ends.
+// start starts a supervisor of g, closed when the test ends.
 func start(t *testing.T, g *toolgate.Gate, opts ...supervisor.Option) *events {
 	t.Helper()
 	ev := newEvents()
@@ -175,16 +188,22 @@ func start(t *testing.T, g *toolgate.Gate, opts ...supervisor.Option) *events {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	if err := sup.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sup.Close() })
+	ev.sup = sup
 	return ev
+}
+
+// recovered waits for the supervisor's first full recovery pass.
+func (e *events) recovered(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a bound on a failing test, not a timing
+	defer cancel()
+	if err := e.sup.Recovered(ctx); err != nil {
+		t.Fatalf("Recovered: %v", err)
+	}
 }
 
 func TestNew(t *testing.T) {
@@ -306,7 +325,7 @@ func TestRecoversAfterARestart(t *testing.T) {
 	}
 
 	again := start(t, process(t, openStore(t, path), w))
-	time.Sleep(2 * testLease)
+	again.recovered(t)
 	select {
 	case e := <-again.ch:
 		t.Errorf("a restart over finished work reported %+v", e)
@@ -368,7 +387,8 @@ func TestTwoSupervisors(t *testing.T) {
 			t.Fatalf("reported %d of %d: %+v", len(seen), n, seen)
 		}
 	}
-	time.Sleep(3 * testLease) // both go on looking and recovering
+	evA.recovered(t) // both have made a full recovery pass
+	evB.recovered(t)
 	for i, id := range ids {
 		want := 1 // approved: run once
 		if i >= n/2 && i%2 == 0 {
@@ -380,34 +400,46 @@ func TestTwoSupervisors(t *testing.T) {
 	}
 }
 
-// Run runs once at a time per supervisor: of two at once, one returns
-// ErrRunning; the other runs until its context ends and returns nil.
-func TestRunOnce(t *testing.T) {
+// A supervisor starts once: a second Start, or a Start after Close,
+// returns ErrStarted; Close may be called any number of times, and before
+// Start.
+func TestStartOnce(t *testing.T) {
 	g := process(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), newWorld())
+	ctx := context.Background()
 	sup, err := supervisor.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
+	if err := sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.Start(ctx); !errors.Is(err, supervisor.ErrStarted) {
+		t.Errorf("second Start: %v, want ErrStarted", err)
+	}
 	for range 2 {
-		go func() { done <- sup.Run(ctx) }()
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, supervisor.ErrRunning) {
-			t.Errorf("first to return: %v, want ErrRunning", err)
+		if err := sup.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("neither Run returned")
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
+	if err := sup.Start(ctx); !errors.Is(err, supervisor.ErrStarted) {
+		t.Errorf("Start after Close: %v, want ErrStarted", err)
+	}
+	never, err := supervisor.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := never.Recovered(ctx); !errors.Is(err, supervisor.ErrNotRunning) {
+		t.Errorf("Recovered before Start: %v, want ErrNotRunning", err)
+	}
+	if err := never.Close(); err != nil {
+		t.Errorf("Close before Start: %v", err)
+	}
+	if err := never.Start(ctx); !errors.Is(err, supervisor.ErrStarted) {
+		t.Errorf("Start after Close: %v, want ErrStarted", err)
 	}
 }
 
-// An error does not stop Run: it is reported, typed, and tried again.
+// An error does not stop the supervisor: it is reported, typed, and tried again.
 func TestErrorsAreReported(t *testing.T) {
 	// The test closes the store itself: openStore would check it after.
 	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
@@ -449,15 +481,11 @@ func TestWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	ctx := context.Background()
+	if err := sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
 	ground(t, g, "t", "A1")
 	res := call(ctx, t, g, "t", "issue_refund", "A1", 700)
 	p, err := g.PendingApprovals(ctx, "t")

@@ -14,7 +14,6 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
-	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -184,20 +183,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	r = newReporter(ctx, d, out)
 	r.person, r.db, r.ns = cfg.approver == approverPerson, cfg.db, cfg.ns
 
-	// The supervisor runs until the tickets are done; stop waits for it.
-	supCtx, cancel := context.WithCancel(ctx)
-	done, started := make(chan error, 1), time.Now()
-	go func() { done <- d.sup.Run(supCtx) }() // integration
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		return <-done
+	// The supervisor runs until the tickets are done; Close waits for it,
+	// and runs before the gate's Close, deferred above.
+	if err := d.sup.Start(ctx); err != nil { // integration
+		return err
 	}
-	defer func() { err = errors.Join(err, stop()) }()
+	defer d.sup.Close()
 
 	fmt.Fprintf(out, "Support desk: %d tickets, model %s, store %s, seed %d\n", len(tickets), modelName, storeName, cfg.seed)
 	who := approver
@@ -206,7 +197,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	fmt.Fprintf(out, "Refunds above 500 wait for %s; the payment API fails %.0f%% of requests with a 503 and honours idempotency keys.\n",
 		who, 100*cfg.failRate)
-	if err := r.resume(started); err != nil {
+	if err := r.resume(); err != nil {
 		return err
 	}
 	for _, t := range tickets {
@@ -214,9 +205,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	if err := stop(); err != nil {
-		return err
-	}
+	d.sup.Close()
 	r.printEvents()
 	if err := r.summary(); err != nil {
 		return err
@@ -229,10 +218,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 // resume reports what an earlier run against the same --db left: the
-// supervisor, started at started, recovers it by itself (at once, and
-// again once the gate's lease ran out); resume waits for that second pass
-// and prints what the supervisor finished.
-func (r *reporter) resume(started time.Time) error {
+// supervisor recovers it by itself (at once, and again once the gate's
+// lease ran out); resume waits for that full pass (Recovered) and prints
+// what the supervisor finished.
+func (r *reporter) resume() error {
 	done, earlier := 0, false
 	for _, t := range tickets {
 		for n := range t.Messages {
@@ -260,10 +249,7 @@ func (r *reporter) resume(started time.Time) error {
 	}
 	fmt.Fprintf(r.out, "\nResuming: an earlier run handled %d of %d messages.\n", done, total)
 	fmt.Fprintf(r.out, "The supervisor recovers what a crashed run left once the gate's lease (%v) has run out; waiting for it.\n", lease)
-	// The supervisor's second pass starts a lease and its margin (a
-	// tenth, and a twentieth for clocks) after it started; a second lease
-	// leaves that pass ample time.
-	if err := wait.Sleep(r.ctx, time.Until(started.Add(2*lease))); err != nil {
+	if err := r.d.sup.Recovered(r.ctx); err != nil {
 		return err
 	}
 	if r.printEvents() == 0 {
