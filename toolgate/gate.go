@@ -406,9 +406,15 @@ func (g *Gate) CallerDriven(name string) bool {
 	return e != nil && e.Effect == nil
 }
 
-// Close closes the gate's kernel, which closes its store only if the
-// kernel created it (no kernel.WithStore was given). The gate must not be
-// used after.
+// Close closes what the gate opened, and only that: its kernel and, when
+// no store was given (kernel.WithStore), the memory store the kernel
+// opened for it. A store the caller passed stays the caller's: it stays
+// open, and the caller closes it after the gate, which is what writes a
+// SQLite store's last records from its -wal file into the database file.
+// Stop what uses the gate first (a supervisor's Close waits for its
+// effects); with defer, close in the opposite order of opening: the store,
+// then the gate, then the supervisor are deferred, and run the other way.
+// The gate must not be used after.
 func (g *Gate) Close() error { return g.k.Close() }
 
 // register checks a tool and compiles what the gate needs of it.
