@@ -93,6 +93,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 			}},
 	}
 	store := memstore.New()
+	defer store.Close() // the caller's store: closed after the gate, deferred below
 	g, err := toolgate.New(ctx, toolgate.WithTracerProvider(tp), toolgate.WithTools(tools...),
 		toolgate.WithKernel(kernel.WithStore(store), kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
 			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
