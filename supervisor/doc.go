@@ -1,7 +1,7 @@
 // Package supervisor owns the lifecycle of a tool gate's actions after
 // they commit, so that a program's main needs one call for it:
 //
-//	sup, err := supervisor.New(g, supervisor.WithLogger(logger))
+//	sup, err := supervisor.New(g, supervisor.Config{Logger: logger})
 //	if err != nil { ... }
 //	go sup.Run(ctx) // until ctx ends
 //
@@ -19,8 +19,8 @@
 //   - periodic recovery, for attempts whose lease ran out since (a driver
 //     that died, an effect that hung);
 //   - events: each action it finished, and each error, as an [Event] to
-//     the function given to [WithEvents] and to the [slog.Logger] given to
-//     [WithLogger].
+//     the function given as [Config.Events] and to the [slog.Logger] given
+//     as [Config.Logger].
 //
 // # What it remembers
 //
