@@ -194,6 +194,9 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	t.Scope = maps.Clone(t.Scope)
 	t.Masked = slices.Clone(t.Masked)
 	t.Bindings = slices.Clone(t.Bindings)
+	if o := t.Once; o != nil && (len(o.Fields) == 0 || slices.Contains(o.Fields, "") || o.Limit < 0) {
+		return nil, bad("Once", "a once-key needs non-empty fields and a limit of zero or more")
+	}
 	if t.Once != nil {
 		o := *t.Once
 		o.Fields = slices.Clone(o.Fields)
