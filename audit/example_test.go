@@ -14,7 +14,7 @@ import (
 // by id, and List streams the trace's records.
 func Example() {
 	ctx := context.Background()
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -14,7 +14,7 @@ import (
 func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	k, err := kernel.New(kernel.WithClock(clk.Now))
+	k, err := kernel.New(kernel.Config{Clock: clk.Now})
 	must(t, err)
 	defer k.Close()
 	run := newRun(t, budget.Limits{ToolCalls: 1}, clk, "t")

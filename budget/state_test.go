@@ -248,7 +248,7 @@ func TestMeasureBounds(t *testing.T) {
 func TestMeasureKernelTrace(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	k, err := kernel.New(kernel.WithClock(clk.Now))
+	k, err := kernel.New(kernel.Config{Clock: clk.Now})
 	must(t, err)
 	defer k.Close()
 	tool := k.Tool("orders")

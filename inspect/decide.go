@@ -111,7 +111,7 @@ func runDecision(ctx context.Context, e *env, actionID, verdict string) error {
 	// A gate without tools is enough to decide: the approver reads the
 	// committed action and its proposal, and appends the approval with the
 	// approver's role in the action's namespace.
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(ws), kernel.WithNamespace(act.Namespace)))
+	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: ws, Namespace: act.Namespace}})
 	if err != nil {
 		return err
 	}

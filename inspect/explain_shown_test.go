@@ -25,12 +25,14 @@ func shownDesk(t *testing.T) (*toolgate.Gate, blackboard.Store, *pack.Pack, stri
 	t.Helper()
 	ctx := context.Background()
 	s := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s)), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Store: s},
+		Tools: []toolgate.Tool{toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
 			func(_ context.Context, _ toolgate.Invocation, a lookupArgs) (map[string]any, error) {
 				return map[string]any{"order_id": a.OrderID, "amount": 40.0}, nil
-			})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+			})},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,10 +202,15 @@ func toolgateDatabase(t *testing.T) string {
 	}
 	defer s.Close()
 	tools := deskTools()
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Namespace:   "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +461,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	k, err := kernel.New(kernel.Config{Store: s, Namespace: "desk"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +521,7 @@ func TestAttackForgedEffect(t *testing.T) {
 	if refund.Tool != "issue_refund" || refund.TraceID != "ticket-2" || refund.Outcome != toolgate.StatusSucceeded {
 		t.Fatalf("the paid refund: %+v", refund)
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	k, err := kernel.New(kernel.Config{Store: s, Namespace: "desk"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,11 @@ func TestExplainFallbackByType(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := memstore.New()
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithValidators(rs),
-		kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true}))
+	k, err := kernel.New(kernel.Config{
+		Store:       s,
+		Validators:  []kernel.Validator{rs},
+		ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +122,16 @@ func deskWithDenial(t *testing.T) (blackboard.Store, string) {
 		t.Fatal(err)
 	}
 	s := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithTools(deskTools()...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"), kernel.WithValidators(rs),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Namespace:   "desk",
+			Validators:  []kernel.Validator{rs},
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     deskTools(),
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

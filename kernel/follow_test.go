@@ -120,7 +120,7 @@ func TestDecisionRecords(t *testing.T) {
 		if got := records(t, a, audit.Filter{Kind: "issue_refund"}); len(got) != 3 {
 			t.Errorf("%d records of kind issue_refund, want the call's chain of 3", len(got))
 		}
-	}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))
+	}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}})
 }
 
 // audit.About finds the decision record that follows its subject, by id:
@@ -173,7 +173,7 @@ func TestDecisionAbout(t *testing.T) {
 				t.Errorf("%s: About(%s) = %+v, %v; want %s in %v, %s", c.what, c.subject, d, err, c.id, c.appended, c.outcome)
 			}
 		}
-		other, err := kernel.New(kernel.WithStore(a.store), kernel.WithNamespace("other"))
+		other, err := kernel.New(kernel.Config{Store: a.store, Namespace: "other"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestDecisionAbout(t *testing.T) {
 				t.Errorf("%s: About(%s) = %+v, %v; want ErrNotFound", c.what, c.subject, d, err)
 			}
 		}
-	}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))
+	}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}})
 }
 
 // Follow records take the next ids after what they follow, in the same
@@ -379,7 +379,7 @@ func (s *racyStore) Apply(ctx context.Context, b blackboard.Batch) error {
 func TestFollowAfterARace(t *testing.T) {
 	ctx := context.Background()
 	s := &racyStore{Store: memstore.New()}
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}

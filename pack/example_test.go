@@ -43,7 +43,7 @@ func ExampleCompiler_Compile() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	k, err := kernel.New(kernel.WithClock(clock))
+	k, err := kernel.New(kernel.Config{Clock: clock})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -32,7 +32,7 @@ var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 func desk(t testing.TB, clk *clock) *kernel.Kernel {
 	t.Helper()
 	ctx := context.Background()
-	k, err := kernel.New(kernel.WithClock(clk.now))
+	k, err := kernel.New(kernel.Config{Clock: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,7 +686,7 @@ func TestRecord(t *testing.T) {
 // was over its share: a context that fits the window loses nothing.
 func TestUnusedShareGoesBack(t *testing.T) {
 	clk := &clock{t0}
-	k, err := kernel.New(kernel.WithClock(clk.now))
+	k, err := kernel.New(kernel.Config{Clock: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -785,7 +785,7 @@ func TestAttackProhibitedToolShown(t *testing.T) {
 func TestEvidenceCutLeastRecentFirst(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t0}
-	k, err := kernel.New(kernel.WithClock(clk.now))
+	k, err := kernel.New(kernel.Config{Clock: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}

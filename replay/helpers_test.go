@@ -136,13 +136,13 @@ type shop struct {
 	fail    bool // the next charge fails for good
 }
 
-func newShop(t testing.TB, kopts ...kernel.Option) *shop {
+func newShop(t testing.TB, validators ...kernel.Validator) *shop {
 	t.Helper()
-	return newShopOn(t, memstore.New(), kopts...)
+	return newShopOn(t, memstore.New(), validators...)
 }
 
 // newShopOn is newShop over the store s.
-func newShopOn(t testing.TB, s *memstore.Store, kopts ...kernel.Option) *shop {
+func newShopOn(t testing.TB, s *memstore.Store, validators ...kernel.Validator) *shop {
 	t.Helper()
 	sh := &shop{s: s}
 	now := time.UnixMilli(1_700_000_000_000)
@@ -167,10 +167,13 @@ func newShopOn(t testing.TB, s *memstore.Store, kopts ...kernel.Option) *shop {
 			return blackboard.Payload{"charged": inv.Args["amount"]}, nil
 		}}
 	var err error
-	sh.g, err = toolgate.New(context.Background(), toolgate.WithTools(lookup, charge), toolgate.WithMaskKey([]byte("a test key of thirty-two bytes..")),
-		toolgate.WithKernel(append([]kernel.Option{kernel.WithStore(sh.s), kernel.WithNamespace("shop"),
-			kernel.WithClock(func() time.Time { return now })}, kopts...)...),
-		toolgate.WithContracts(toolgate.Contract{Name: "clerk", Tools: []string{"lookup", "charge"}}))
+	sh.g, err = toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{Store: sh.s, Namespace: "shop", Clock: func() time.Time { return now },
+			Validators: validators},
+		Tools:     []toolgate.Tool{lookup, charge},
+		MaskKey:   []byte("a test key of thirty-two bytes.."),
+		Contracts: []toolgate.Contract{{Name: "clerk", Tools: []string{"lookup", "charge"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

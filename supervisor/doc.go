@@ -2,7 +2,7 @@
 // they commit, so that a program's main needs a few lines for it, and no
 // timing of its own:
 //
-//	sup, err := supervisor.New(g, supervisor.WithLogger(logger))
+//	sup, err := supervisor.New(g, supervisor.Config{Logger: logger})
 //	if err != nil { ... }
 //	if err := sup.Start(ctx); err != nil { ... } // until ctx ends or Close
 //	defer sup.Close()                           // before g.Close, which comes before the store's
@@ -23,8 +23,8 @@
 //   - periodic recovery, for attempts whose lease ran out since (a driver
 //     that died, an effect that hung);
 //   - events: each action it finished, and each error, as an [Event] to
-//     the function given to [WithEvents] and to the [slog.Logger] given to
-//     [WithLogger].
+//     the function given as [Config.Events] and to the [slog.Logger] given
+//     as [Config.Logger].
 //
 // # What it remembers
 //
@@ -47,9 +47,9 @@
 //
 //	s, err := sqlitestore.Open(ctx, path) // ...
 //	defer s.Close()
-//	g, err := toolgate.New(ctx, ...)      // over s
+//	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: s}}) // ...
 //	defer g.Close()
-//	sup, err := supervisor.New(g)         // ...; sup.Start(ctx)
+//	sup, err := supervisor.New(g, supervisor.Config{}) // ...; sup.Start(ctx)
 //	defer sup.Close()
 //
 // [Supervisor.Recovered] waits for the first full recovery pass: after a

@@ -14,7 +14,6 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -51,7 +50,7 @@ func TestRecoveredWaitsForTheLease(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: time.UnixMilli(1_700_000_000_000)}
 	const lease = time.Minute // never passed on the wall clock while the test runs
-	dead := processWithLease(t, openStore(t, path), w, lease, kernel.WithClock(clk.Now))
+	dead := processWithLease(t, openStore(t, path), w, lease, clk.Now)
 	ground(t, dead, "crash", "O1")
 	cctx, cancel := context.WithCancel(ctx)
 	w.mu.Lock()
@@ -61,8 +60,8 @@ func TestRecoveredWaitsForTheLease(t *testing.T) {
 	ground(t, dead, "approve", "O2")
 	waiting := call(ctx, t, dead, "approve", "issue_refund", "O2", 700)
 
-	g := processWithLease(t, openStore(t, path), w, lease, kernel.WithClock(clk.Now))
-	ev := start(t, g, supervisor.WithInterval(time.Hour), supervisor.WithRecoverEvery(time.Hour))
+	g := processWithLease(t, openStore(t, path), w, lease, clk.Now)
+	ev := start(t, g, supervisor.Config{Interval: time.Hour, RecoverEvery: time.Hour})
 	if _, err := g.Approver("human:alice").Approve(ctx, "approve", waiting.ActionID, waiting.ArgsDigest, "ok", time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +106,7 @@ func TestRecoveredWaitsForTheLease(t *testing.T) {
 func TestCloseWaitsForTheEffect(t *testing.T) {
 	w := newWorld()
 	w.hold = make(chan string, 1)
-	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute, nil)
 	ctx := context.Background()
 	for i, viaContext := range []bool{false, true} {
 		trace, order := fmt.Sprintf("t%d", i), fmt.Sprintf("A%d", i)
@@ -116,7 +115,7 @@ func TestCloseWaitsForTheEffect(t *testing.T) {
 		if _, err := g.Approver("human:alice").Approve(ctx, trace, res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		sup, err := supervisor.New(g, supervisor.WithInterval(time.Hour))
+		sup, err := supervisor.New(g, supervisor.Config{Interval: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +160,7 @@ func TestShutdownLeavesTheRecordsInTheFile(t *testing.T) {
 		defer s.Close()
 		g := process(t, s, newWorld())
 		defer g.Close()
-		sup, err := supervisor.New(g)
+		sup, err := supervisor.New(g, supervisor.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Defaults of the options.
+// Defaults of the configuration.
 const (
 	// DefaultInterval is how often the supervisor looks for decided approvals.
 	DefaultInterval = time.Second
@@ -23,8 +23,8 @@ const (
 // an [Event], wrap one of these for errors.Is; the Err of an Event is an
 // [*Error] for errors.As.
 var (
-	// ErrInvalidConfig: New was given no gate or a bad option (an
-	// interval or a recovery period that is not positive).
+	// ErrInvalidConfig: New was given no gate or a bad configuration (a
+	// negative interval or recovery period).
 	ErrInvalidConfig = errors.New("supervisor: invalid configuration")
 	// ErrStarted: Start was called on a supervisor that was started, or
 	// closed, before: a supervisor starts once.
@@ -86,7 +86,7 @@ const (
 )
 
 // Event is one thing the supervisor did, or could not do, as the function
-// given to [WithEvents] receives it.
+// given to [Config.Events] receives it.
 type Event struct {
 	// Op is the stage: OpRecover for an action a recovery pass finished,
 	// OpResume for an action executed once its approval was decided.
@@ -104,40 +104,50 @@ type Event struct {
 	Err error
 }
 
-// Option configures a Supervisor.
-type Option func(*config)
+// Config is what [New] builds a supervisor from. Each field's zero value
+// means its documented default.
+type Config struct {
+	// Interval is how often the supervisor looks for approvals that were decided (0:
+	// [DefaultInterval]). Each look lists the actions that wait
+	// ([toolgate.Gate.PendingApprovals]): it reads the namespace's decision
+	// records, so its cost grows with the history.
+	Interval time.Duration
+	// RecoverEvery is how often the supervisor runs a recovery pass after the first
+	// one (0: the gate's lease, [toolgate.Gate.Lease]), for attempts whose
+	// lease has run out since: a live driver that died, an effect that
+	// hung. A recovery pass reads every decision record of the namespace
+	// once.
+	RecoverEvery time.Duration
+	// Logger logs each event: a finished action at Info, an error at
+	// Error. nil: nothing is logged.
+	Logger *slog.Logger
+	// Events, when set, is called with each event, from the supervisor's
+	// goroutine, before it goes on: it should return quickly (hand the event to a
+	// channel, say). A function that continues the work (tells a customer,
+	// calls the next tool) sees each finished action once per supervisor;
+	// with several supervisors on one store, an action's effect still runs
+	// once, but each supervisor that drove it reports it.
+	Events func(context.Context, Event)
+}
+
+// Validate reports every problem of c at once (errors.Join), each
+// wrapping [ErrInvalidConfig] and naming the field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Interval < 0 {
+		errs = append(errs, fmt.Errorf("%w: Interval: %v is negative", ErrInvalidConfig, c.Interval))
+	}
+	if c.RecoverEvery < 0 {
+		errs = append(errs, fmt.Errorf("%w: RecoverEvery: %v is negative", ErrInvalidConfig, c.RecoverEvery))
+	}
+	return errors.Join(errs...)
+}
 
 type config struct {
 	interval     time.Duration
 	recoverEvery time.Duration
 	logger       *slog.Logger
 	onEvent      func(context.Context, Event)
-}
-
-// WithInterval sets how often the supervisor looks for approvals that were decided
-// (default [DefaultInterval]). Each look lists the actions that wait
-// ([toolgate.Gate.PendingApprovals]): it reads the namespace's decision
-// records, so its cost grows with the history.
-func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
-
-// WithRecoverEvery sets how often the supervisor runs a recovery pass after the first
-// one (default: the gate's lease, [toolgate.Gate.Lease]), for attempts
-// whose lease has run out since: a live driver that died, an effect that
-// hung. A recovery pass reads every decision record of the namespace once.
-func WithRecoverEvery(d time.Duration) Option { return func(c *config) { c.recoverEvery = d } }
-
-// WithLogger logs each event through l: a finished action at Info, an
-// error at Error. Without it nothing is logged.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
-// WithEvents calls fn with each event, from the supervisor's goroutine, before
-// it goes on: fn should return quickly (hand the event to a channel, say). A
-// function that continues the work (tells a customer, calls the next tool)
-// sees each finished action once per supervisor; with several supervisors
-// on one store, an action's effect still runs once, but each supervisor
-// that drove it reports it.
-func WithEvents(fn func(context.Context, Event)) Option {
-	return func(c *config) { c.onEvent = fn }
 }
 
 // Supervisor owns the lifecycle of a gate's actions once they are
@@ -157,23 +167,23 @@ type Supervisor struct {
 	done    chan struct{}      // closed when the loop has returned
 }
 
-// New returns a supervisor of g. It fails with [ErrInvalidConfig] for a nil
-// gate or an option out of range; it starts nothing.
-func New(g *toolgate.Gate, opts ...Option) (*Supervisor, error) {
+// New returns a supervisor of g, configured by cfg. It fails with
+// [ErrInvalidConfig] for a nil gate or a bad configuration
+// ([Config.Validate]); it starts nothing.
+func New(g *toolgate.Gate, cfg Config) (*Supervisor, error) {
+	err := cfg.Validate()
 	if g == nil {
-		return nil, fmt.Errorf("%w: no gate", ErrInvalidConfig)
+		err = errors.Join(fmt.Errorf("%w: no gate", ErrInvalidConfig), err)
 	}
-	c := config{interval: DefaultInterval, recoverEvery: g.Lease()}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err != nil {
+		return nil, err
 	}
-	if c.interval <= 0 {
-		return nil, fmt.Errorf("%w: interval %v", ErrInvalidConfig, c.interval)
+	c := config{interval: cfg.Interval, recoverEvery: cfg.RecoverEvery, logger: cfg.Logger, onEvent: cfg.Events}
+	if c.interval == 0 {
+		c.interval = DefaultInterval
 	}
-	if c.recoverEvery <= 0 {
-		return nil, fmt.Errorf("%w: recovery period %v", ErrInvalidConfig, c.recoverEvery)
+	if c.recoverEvery == 0 {
+		c.recoverEvery = g.Lease()
 	}
 	return &Supervisor{g: g, cfg: c, wake: make(chan struct{}, 1), recovered: make(chan struct{}), done: make(chan struct{})}, nil
 }
@@ -199,7 +209,7 @@ func New(g *toolgate.Gate, opts ...Option) (*Supervisor, error) {
 //  3. It runs a recovery pass at each recovery period.
 //
 // It reports each action it finished, and each error, through the function
-// given to [WithEvents] and the logger; an error does not stop it (the work
+// given to [Config.Events] and the logger; an error does not stop it (the work
 // is tried again at the next look or pass). What finished is remembered by
 // the store, not by the supervisor: an action with a recorded result is
 // never driven again, by this supervisor, another, or a restarted one, and

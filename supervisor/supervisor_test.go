@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,12 +70,12 @@ func (w *world) count(actionID string) int {
 // process is one process over the store: a gate, as a restarted program
 // builds it.
 func process(t *testing.T, s blackboard.Store, w *world) *toolgate.Gate {
-	return processWithLease(t, s, w, testLease)
+	return processWithLease(t, s, w, testLease, nil)
 }
 
-// processWithLease is process with a lease of its own, and kernel options
-// (a clock).
-func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Duration, opts ...kernel.Option) *toolgate.Gate {
+// processWithLease is process with a lease of its own, and a clock (nil:
+// the wall clock).
+func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Duration, clock func() time.Time) *toolgate.Gate {
 	t.Helper()
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
 	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
@@ -90,9 +91,16 @@ func processWithLease(t *testing.T, s blackboard.Store, w *world, lease time.Dur
 		{Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "email",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"sent": true})},
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(lease),
-		toolgate.WithKernel(append([]kernel.Option{kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})}, opts...)...),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Clock:       clock,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Lease:     lease,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,11 +188,16 @@ func (e *events) wait(t *testing.T, n int) map[string]supervisor.Event {
 	return got
 }
 
-// start starts a supervisor of g, closed when the test ends.
-func start(t *testing.T, g *toolgate.Gate, opts ...supervisor.Option) *events {
+// start starts a supervisor of g, closed when the test ends; cfg's
+// events are the test's, and its interval 10ms unless cfg sets one.
+func start(t *testing.T, g *toolgate.Gate, cfg supervisor.Config) *events {
 	t.Helper()
 	ev := newEvents()
-	sup, err := supervisor.New(g, append([]supervisor.Option{supervisor.WithInterval(10 * time.Millisecond), supervisor.WithEvents(ev.report)}, opts...)...)
+	if cfg.Interval == 0 {
+		cfg.Interval = 10 * time.Millisecond
+	}
+	cfg.Events = ev.report
+	sup, err := supervisor.New(g, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,18 +224,25 @@ func TestNew(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		g    *toolgate.Gate
-		opts []supervisor.Option
+		cfg  supervisor.Config
 	}{
-		{"no gate", nil, nil},
-		{"zero interval", g, []supervisor.Option{supervisor.WithInterval(0)}},
-		{"negative recovery period", g, []supervisor.Option{supervisor.WithRecoverEvery(-time.Second)}},
+		{"no gate", nil, supervisor.Config{}},
+		{"negative interval", g, supervisor.Config{Interval: -time.Millisecond}},
+		{"negative recovery period", g, supervisor.Config{RecoverEvery: -time.Second}},
 	} {
-		if s, err := supervisor.New(c.g, c.opts...); !errors.Is(err, supervisor.ErrInvalidConfig) || s != nil {
+		if s, err := supervisor.New(c.g, c.cfg); !errors.Is(err, supervisor.ErrInvalidConfig) || s != nil {
 			t.Errorf("%s: %v %v, want ErrInvalidConfig", c.name, s, err)
 		}
 	}
-	if _, err := supervisor.New(g, nil, supervisor.WithRecoverEvery(time.Minute)); err != nil {
-		t.Errorf("valid options: %v", err)
+	if _, err := supervisor.New(g, supervisor.Config{RecoverEvery: time.Minute}); err != nil {
+		t.Errorf("valid configuration: %v", err)
+	}
+	if _, err := supervisor.New(g, supervisor.Config{}); err != nil {
+		t.Errorf("zero configuration: %v", err)
+	}
+	err := supervisor.Config{Interval: -1, RecoverEvery: -1}.Validate()
+	if !errors.Is(err, supervisor.ErrInvalidConfig) || !strings.Contains(err.Error(), "Interval") || !strings.Contains(err.Error(), "RecoverEvery") {
+		t.Errorf("Validate reports every problem: %v", err)
 	}
 }
 
@@ -233,8 +253,8 @@ func TestResumesDecidedApprovals(t *testing.T) {
 	w := newWorld()
 	// A long lease: the first recovery pass after the start's comes too
 	// late to execute these; only the looks at approvals do.
-	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
-	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute, nil)
+	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})
 	ctx := context.Background()
 	var ids []string
 	for _, trace := range []string{"approve", "deny", "undecided"} {
@@ -311,7 +331,7 @@ func TestRecoversAfterARestart(t *testing.T) {
 	}
 
 	g := process(t, openStore(t, path), w)
-	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})
 	got := ev.wait(t, 3)
 	refund, email := crashed[0].ActionID, crashed[1].ActionID
 	if e := got[refund]; e.Op != supervisor.OpRecover || e.Result.Code != toolgate.CodeEffectSucceeded || w.count(refund) != 2 {
@@ -324,7 +344,7 @@ func TestRecoversAfterARestart(t *testing.T) {
 		t.Errorf("approved before the crash: %+v, want executed once", e)
 	}
 
-	again := start(t, process(t, openStore(t, path), w))
+	again := start(t, process(t, openStore(t, path), w), supervisor.Config{})
 	again.recovered(t)
 	select {
 	case e := <-again.ch:
@@ -364,7 +384,7 @@ func TestTwoSupervisors(t *testing.T) {
 		w.mu.Unlock()
 		ids = append(ids, call(cctx, t, a, trace, tool, order, 10).ActionID) // crashes
 	}
-	evA, evB := start(t, a), start(t, b)
+	evA, evB := start(t, a, supervisor.Config{}), start(t, b, supervisor.Config{})
 	pending, err := a.PendingApprovals(ctx, "")
 	if err != nil || len(pending) != n/2 {
 		t.Fatalf("PendingApprovals: %+v %v", pending, err)
@@ -406,7 +426,7 @@ func TestTwoSupervisors(t *testing.T) {
 func TestStartOnce(t *testing.T) {
 	g := process(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), newWorld())
 	ctx := context.Background()
-	sup, err := supervisor.New(g)
+	sup, err := supervisor.New(g, supervisor.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +444,7 @@ func TestStartOnce(t *testing.T) {
 	if err := sup.Start(ctx); !errors.Is(err, supervisor.ErrStarted) {
 		t.Errorf("Start after Close: %v, want ErrStarted", err)
 	}
-	never, err := supervisor.New(g)
+	never, err := supervisor.New(g, supervisor.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +470,7 @@ func TestErrorsAreReported(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ev := start(t, g)
+	ev := start(t, g, supervisor.Config{})
 	deadline := time.After(10 * time.Second)
 	for _, want := range []error{supervisor.ErrRecover, supervisor.ErrResume, supervisor.ErrResume} {
 		for {
@@ -475,9 +495,9 @@ func TestErrorsAreReported(t *testing.T) {
 // Wake resumes a decided approval at once, however long the interval.
 func TestWake(t *testing.T) {
 	w := newWorld()
-	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute, nil)
 	ev := newEvents()
-	sup, err := supervisor.New(g, supervisor.WithInterval(time.Hour), supervisor.WithEvents(ev.report))
+	sup, err := supervisor.New(g, supervisor.Config{Interval: time.Hour, Events: ev.report})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,17 +535,20 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, filepath.Join(t.TempDir(), "bk.db"))
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
-	g, err := toolgate.New(ctx, toolgate.WithTools(
-		toolgate.Tool{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools: []toolgate.Tool{{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
-			}},
-		toolgate.Tool{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
+			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-			Approval: toolgate.ApprovalPolicy{Always: true}}), // caller-driven: no Effect
-		toolgate.WithLease(time.Minute),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+			Approval: toolgate.ApprovalPolicy{Always: true}}},
+		Lease:     time.Minute,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +567,7 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 	if _, err := g.Approver("human:alice").Approve(ctx, "T", res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})
 	time.Sleep(150 * time.Millisecond) // many looks at the interval
 	ev.mu.Lock()
 	seen := len(ev.all)

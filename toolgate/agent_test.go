@@ -69,9 +69,14 @@ func newPayDesk(t *testing.T) *payDesk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.g, err = toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithValidators(rs), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}})); err != nil {
+	if d.g, err = toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Validators:  []kernel.Validator{rs},
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}}},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.g.Close() })

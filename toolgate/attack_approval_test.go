@@ -282,7 +282,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 			}
 		}
 	}}
-	d := newDesk(t, store, func(su *setup) { su.kernelOpts = append(su.kernelOpts, kernel.WithValidators(rule)) })
+	d := newDesk(t, store, func(su *setup) { su.cfg.Kernel.Validators = append(su.cfg.Kernel.Validators, rule) })
 	wait := d.pendingRefund("t", "A1", 700)
 	d.approve("t", wait.ActionID, "human:alice", time.Hour)
 	d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
@@ -392,7 +392,7 @@ func TestAttackConcurrentDecisions(t *testing.T) {
 			recs := make([]blackboard.Record, n)
 			var wg sync.WaitGroup
 			for i := range n {
-				ap := d.gate().Approver("human:" + string(rune('a'+i)))
+				ap := d.gate(Config{}).Approver("human:" + string(rune('a'+i)))
 				decide := ap.Approve
 				if i%2 == 1 {
 					decide = ap.Deny

@@ -242,7 +242,7 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		su.gateOpts = append(su.gateOpts, WithBudget(gateRun, nil))
+		su.cfg.Budget = &Budget{Run: gateRun}
 	})
 }
 

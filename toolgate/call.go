@@ -59,7 +59,7 @@ type Call struct {
 	Intent string `json:"intent,omitempty"`
 	// Budget, when set, is charged before anything else is checked: its
 	// loop guard, then its run's tool-call budget. It adds to the gate's
-	// [WithBudget], never replaces it: every limit of both applies. A
+	// [Config.Budget], never replaces it: every limit of both applies. A
 	// sub-agent lane passes its own sub-run and guard here. It is not
 	// encoded.
 	Budget *Budget `json:"-"`

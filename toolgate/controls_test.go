@@ -81,7 +81,7 @@ func TestRestrictOnlyTightens(t *testing.T) {
 			t.Errorf("%d records for bad controls", n)
 		}
 		// Another gate over the store sees the same controls.
-		other, err := d.gate(WithTools(d.tools...), WithContracts(d.contracts...)).Controls(d.ctx, "t")
+		other, err := d.gate(Config{Tools: d.tools, Contracts: d.contracts}).Controls(d.ctx, "t")
 		if err != nil || other.Mode != ModeReadOnly || len(other.Prohibited) != 2 {
 			t.Errorf("another gate reads %+v %v", other, err)
 		}

@@ -264,9 +264,15 @@ func crashDesk(t *testing.T, dir string, effect toolgate.EffectFunc) (*sqlitesto
 			tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 		}
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(crashLease),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Lease:     crashLease,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 // is refused once that result is no longer the current observation of its
 // kind (SUPERSEDED_EVIDENCE), and the call's [Result] says what became of
 // it ([Derived]). The kind is the deriver's alone: the gate reserves it
-// (kernel.WithReserved), and a proposal of it by any other handle is
+// (Config.Kernel.Reserved), and a proposal of it by any other handle is
 // PERMISSION_DENIED.
 //
 //	Derives: []toolgate.Derive{{
@@ -43,7 +43,7 @@ import (
 // args (the committed arguments, a map); JSON numbers are doubles, and
 // int literals compare with them. [New] compiles them and registers the
 // belief kind with the kernel as resting on the result kind (an owner's
-// own kernel.WithBeliefSpecs for the kind takes precedence, and may only
+// own belief spec (Config.Kernel.BeliefSpecs) for the kind takes precedence, and may only
 // add evidence the belief must rest on). A result over which Value is not
 // a bool, or a field cannot be evaluated (a missing key, a type error),
 // proposes nothing: the derivation fails closed, with a decision record

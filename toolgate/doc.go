@@ -11,13 +11,19 @@
 // to use) and, optionally, intents ([Intent]: the tools each kind of
 // request may use):
 //
-//	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(store)),
-//		toolgate.WithTools(lookupOrder, issueRefund),
-//		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+//	g, err := toolgate.New(ctx, toolgate.Config{
+//		Kernel:    kernel.Config{Store: store},
+//		Tools:     []toolgate.Tool{lookupOrder, issueRefund},
+//		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+//	})
 //	k := g.Kernel() // for the agent's other handles and inspection
 //
-// Tools are registered once: [New] builds the kernel from the options
-// given to [WithKernel] and registers each tool's action type with it
+// Configuration is data ([Config]), and [New] refuses, with every problem
+// at once, what can never work: a tool requiring a belief nothing derives
+// or proposes, a binding on a percept kind no belief of the tool rests on,
+// a derive of a belief nothing requires, a once-key field the schema
+// lacks. Tools are registered once: [New] builds the kernel from
+// [Config.Kernel] and registers each tool's action type with it
 // (one that rests on no belief as a safe, repeatable action, any other's as
 // requiring the tool's beliefs, with the tool's once-key, [Tool.Once];
 // [OnceBy] names its argument fields), and the kind of each belief a
@@ -50,7 +56,7 @@
 // (SUPERSEDED_EVIDENCE). The call's [Result.Derived] says what became of
 // each. The gate reserves each derived kind to its tool's deriver, and
 // each tool's action type to the callers whose contracts list it
-// (kernel.WithReserved): no planner proposes either (PERMISSION_DENIED),
+// (Config.Kernel.Reserved): no planner proposes either (PERMISSION_DENIED),
 // so no planner overrides a derived belief, and only the gate's own
 // actions hold a tool's once-key. A result
 // the rule cannot evaluate proposes nothing (DERIVATION_FAILED, with a
@@ -95,7 +101,7 @@
 // output of an executed call. An effect's error text (a panic's message,
 // a stack trace, an internal error) never reaches the model, neither there
 // nor in a hint, nor the store: a record keeps the error's kind (its
-// type), the kernel's logger ([kernel.WithLogger]) gets the text, and an
+// type), the kernel's logger (kernel.Config.Logger) gets the text, and an
 // effect that marks an error [Recordable] has its text recorded, with the
 // call's masked values replaced by their masks.
 //
@@ -174,7 +180,7 @@
 //
 // A call is charged to every budget that applies: its own ([Call.Budget],
 // which a sub-agent lane fills with its sub-run and its guard) and the
-// gate's ([WithBudget]). Budgets compose: each limit is checked, the
+// gate's ([Config.Budget]). Budgets compose: each limit is checked, the
 // strictest refuses, and none replaces another (a sub-run of the gate's
 // run counts on it once). Before anything else, the gate asks the loop
 // guards (the same tool with the same canonical arguments, a third time,
@@ -289,7 +295,7 @@
 // effect whose key has a recorded result is never started again: Execute,
 // Resume and Recover return the recorded result instead. A driver that
 // finds an attempt held by another waits for its result, or for its lease
-// to run out ([WithLease]) and then starts the next attempt.
+// to run out ([Config.Lease]) and then starts the next attempt.
 //
 // An attempt has one deadline: the lease_until_ms its record holds, as the
 // store recorded it. The effect's context ends a margin (a tenth of the
@@ -331,7 +337,7 @@
 //
 // A tool names its sensitive top-level argument and output fields in
 // [Tool.Masked]; the gate then needs a key: one for every trace
-// ([WithMaskKey]), or each trace's own from a [Keyring] ([WithMaskKeys]);
+// ([Config.MaskKey]), or each trace's own from a [Keyring] ([Config.MaskKeys]);
 // New refuses without one. Once the arguments pass the schema, and before anything is
 // written, the gate replaces each masked value with its keyed hash
 // ([MaskPrefix]: HMAC-SHA256 of the value's canonical JSON): the committed
@@ -358,8 +364,8 @@
 // with them; one with a result gets the recorded, masked output.
 //
 // Erasing masked values is destroying their key: no record changes, and
-// the hashes then match nothing anyone can compute. Under [WithMaskKey]
-// that erases every trace at once; under [WithMaskKeys], [Keys.Erase]
+// the hashes then match nothing anyone can compute. Under [Config.MaskKey]
+// that erases every trace at once; under [Config.MaskKeys], [Keys.Erase]
 // erases one trace of one namespace, whose later calls fail with
 // [ErrMaskErased] and write nothing, while other traces keep binding. A
 // keyring's key is the trace's in the gate's kernel's namespace: gates of
@@ -433,14 +439,16 @@
 //
 // # Telemetry
 //
-// With [WithTracerProvider] (the global provider by default) a call runs in
+// With the kernel's tracer provider ([kernel.Config.TracerProvider], the
+// global provider by default; the gate uses its kernel's) a call runs in
 // its own "execute_tool {tool}" span with the OpenTelemetry GenAI
 // attributes (gen_ai.operation.name, gen_ai.tool.name,
 // gen_ai.tool.call.id), a child of whatever span the context carries (an
 // application's or a framework's); the kernel's decision spans nest under it, and
 // each effect attempt and each approval has its own span. A call checked
-// against a budget ([WithBudget]) carries the budget's figures
-// (bk.budget.*). [WithMeterProvider] adds the metrics of calls, effect
+// against a budget ([Config.Budget]) carries the budget's figures
+// (bk.budget.*). The kernel's meter provider
+// ([kernel.Config.MeterProvider]) adds the metrics of calls, effect
 // attempts and outcomes, approvals recorded, budget pressure, and
 // approvals pending with their age (docs/observability.md).
 //

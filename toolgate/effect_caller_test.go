@@ -67,7 +67,7 @@ func TestCallerDrivenToolIsAccepted(t *testing.T) {
 func TestCallerDrivenCall(t *testing.T) {
 	d := newDesk(t, memstoreOf(t), callerDriven)
 	d.setEffect("lookup_order", nil)
-	d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+	d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 	d.ground("t1", "A1")
 	before := len(d.records())
 	res, err := d.callWith(d.ctx, "t1", "k1", 100, nil)
@@ -130,7 +130,7 @@ func memstoreOf(t *testing.T) blackboard.Store { return stores[0].open(t) }
 // with the effect, runs it once, under that approval.
 func TestAttackCallerEffectBurned(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+		d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 		d.ground("t1", "A1")
 		f := &frameworkTool{}
 		res, err := d.callWith(d.ctx, "t1", "k1", 700, f)
@@ -183,7 +183,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 // same idempotency key; an unkeyed one is EFFECT_UNKNOWN.
 func TestCallerDrivenCrash(t *testing.T) {
 	d := newDesk(t, memstoreOf(t))
-	d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+	d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 	d.ground("t1", "A1")
 	// The caller dies while its tool runs: its context ends, and the
 	// attempt is left without a result.
@@ -228,7 +228,7 @@ func TestCallerDrivenCrash(t *testing.T) {
 // other, and the caller's retry gets the denial and runs nothing.
 func TestCallerDrivenDenied(t *testing.T) {
 	d := newDesk(t, memstoreOf(t))
-	d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+	d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 	d.ground("t1", "A1")
 	f := &frameworkTool{}
 	res, err := d.callWith(d.ctx, "t1", "k1", 700, f)

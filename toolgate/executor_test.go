@@ -502,9 +502,15 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	})
 	gates := []*Gate{d.g}
 	for range 3 {
-		g, err := New(d.ctx, WithKernel(kernel.WithStore(open()), kernel.WithClock(d.clock.Now),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-			WithTools(d.tools...), WithContracts(d.contracts...))
+		g, err := New(d.ctx, Config{
+			Kernel: kernel.Config{
+				Store:       open(),
+				Clock:       d.clock.Now,
+				BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+			},
+			Tools:     d.tools,
+			Contracts: d.contracts,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // withPatterns gives lookup_order's masked order_id a pattern and
@@ -149,7 +148,7 @@ func (s *logSink) String() string {
 // withLog sends the kernel's log (and so the gate's) to sink.
 func withLog(sink *logSink) func(*setup) {
 	return func(su *setup) {
-		su.kernelOpts = append(su.kernelOpts, kernel.WithLogger(slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		su.cfg.Kernel.Logger = slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 }
 

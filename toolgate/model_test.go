@@ -403,9 +403,12 @@ func (p *modelProc) tools() []toolgate.Tool {
 
 // open builds the life's gate over st, its clock offset ahead.
 func (p *modelProc) open(ctx context.Context, st blackboard.Store, offset time.Duration) error {
-	g, err := toolgate.New(ctx, toolgate.WithTools(p.tools()...), toolgate.WithLease(modelLease),
-		toolgate.WithKernel(kernel.WithStore(st), kernel.WithClock(func() time.Time { return time.Now().Add(offset) })),
-		toolgate.WithContracts(toolgate.Contract{Name: modelCaller, Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: st, Clock: func() time.Time { return time.Now().Add(offset) }},
+		Tools:     p.tools(),
+		Lease:     modelLease,
+		Contracts: []toolgate.Contract{{Name: modelCaller, Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	p.gate = g
 	return err
 }

@@ -126,7 +126,7 @@ func (g *Gate) finishedBy(d audit.Record) (string, bool) {
 	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
 }
 
-// Lease returns the gate's lease ([WithLease]): how long an attempt is
+// Lease returns the gate's lease ([Config.Lease]): how long an attempt is
 // reserved to its driver. A process that restarts after a crash waits it
 // out before [Gate.Recover] can take over the attempts it left.
 func (g *Gate) Lease() time.Duration { return g.lease }

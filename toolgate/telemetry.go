@@ -32,44 +32,21 @@ const (
 	AttrAttempt        = "bk.attempt"         // the effect attempt's number
 	AttrOutcome        = "bk.outcome"         // a call's outcome, an effect's status
 	// AttrBudgetPrefix prefixes the figures of the budget snapshot a call
-	// is checked against (see [WithBudget]): bk.budget.run_id,
+	// is checked against (see [Config.Budget]): bk.budget.run_id,
 	// bk.budget.pressure, bk.budget.used.tool_calls, ...
 	AttrBudgetPrefix = "bk.budget."
 )
-
-// WithTracerProvider sets the OpenTelemetry provider the gate traces
-// with. A call gets its own span, "execute_tool {tool}" with the GenAI
-// attributes, a child of the span the caller's context carries (an
-// application's span, or a framework's own tool span); the kernel's
-// decision spans nest under it. Execute gets "toolgate.execute"
-// and every effect attempt "toolgate.effect_attempt", the attempt's
-// percept written under it. Without this option the global provider is
-// used (a no-op until the application installs an SDK); nil turns tracing
-// off. The kernel's own spans follow the kernel's provider.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tpSet, c.tp = true, tp }
-}
-
-// WithMeterProvider sets the OpenTelemetry provider for the gate's
-// metrics: bk.tool_calls (by tool, outcome and code), bk.effect.attempts,
-// bk.effect.outcomes, bk.approvals (approvals and denials recorded, by
-// decision), bk.budget.pressure (the pressure of the budget a call was
-// checked against), and the gauges bk.approvals.pending and
-// bk.approvals.pending.age (oldest wait, in seconds), read from the store
-// when the reader collects. Without it the global provider is used; nil
-// turns metrics off.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.mpSet, c.mp = true, mp }
-}
 
 type gateMetrics struct {
 	calls, attempts, outcomes, approvals metric.Int64Counter
 	pressure                             metric.Float64Histogram
 }
 
-func (g *Gate) initTelemetry(c *config) error {
-	g.tracer = telemetry.NewTracer(instrumentation, c.tpSet, c.tp)
-	m := telemetry.Meter(instrumentation, c.mpSet, c.mp)
+// initTelemetry sets up the gate's tracer and metrics from its kernel's
+// providers (see [telemetry.TracerChoice]).
+func (g *Gate) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool, mp metric.MeterProvider) error {
+	g.tracer = telemetry.NewTracer(instrumentation, tpSet, tp)
+	m := telemetry.Meter(instrumentation, mpSet, mp)
 	if m == nil {
 		return nil
 	}

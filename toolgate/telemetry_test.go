@@ -50,10 +50,16 @@ func TestToolCallSpans(t *testing.T) {
 				return blackboard.Payload{"refund_id": "re_1"}, nil
 			}},
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
-		toolgate.WithKernel(kernel.WithClock(func() time.Time { return now }), kernel.WithTracerProvider(tp), kernel.WithMeterProvider(mp),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			TracerProvider: tp,
+			MeterProvider:  mp,
+			Clock:          func() time.Time { return now },
+			BeliefSpecs:    []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +199,11 @@ func TestToolSpanUnderApplicationSpan(t *testing.T) {
 		Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"order_id": inv.Args["order_id"]}, nil
 		}}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithTracerProvider(tp),
-		toolgate.WithKernel(kernel.WithTracerProvider(tp)), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel:    kernel.Config{TracerProvider: tp},
+		Tools:     []toolgate.Tool{lookup},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,8 +264,12 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"refund_id": "re_1"}, nil
 		}}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(refund), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
-		toolgate.WithBudget(run, nil), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel:    kernel.Config{TracerProvider: tp, MeterProvider: mp},
+		Tools:     []toolgate.Tool{refund},
+		Budget:    &toolgate.Budget{Run: run, Guard: nil},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

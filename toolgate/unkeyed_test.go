@@ -29,7 +29,7 @@ func unkeyed(su *setup) {
 // withLease gives the desk's gate a short lease, in real time for the
 // effect's context.
 func withLease(d time.Duration) func(*setup) {
-	return func(su *setup) { su.gateOpts = append(su.gateOpts, WithLease(d)) }
+	return func(su *setup) { su.cfg.Lease = d }
 }
 
 // TestAttackUnkeyedAtMostOnce crashes the drivers of many calls of an
@@ -107,8 +107,8 @@ func TestAttackUnkeyedAtMostOnce(t *testing.T) {
 		wg.Wait()
 		// Recovery after recovery, from three gates and every action's
 		// Execute at once, each round past the lease.
-		gates := []*Gate{d.g, d.gate(WithTools(d.tools...), WithContracts(d.contracts...), WithLease(lease)),
-			d.gate(WithTools(d.tools...), WithContracts(d.contracts...), WithLease(lease))}
+		gates := []*Gate{d.g, d.gate(Config{Tools: d.tools, Contracts: d.contracts, Lease: lease}),
+			d.gate(Config{Tools: d.tools, Contracts: d.contracts, Lease: lease})}
 		for range 3 {
 			d.clock.Advance(2 * lease)
 			var wg sync.WaitGroup

@@ -83,10 +83,12 @@ func Prefill(tb testing.TB, s blackboard.Store, n int) {
 
 // BenchEpisode measures Episode on fresh traces of one kernel over s, which
 // is first prefilled with prefill records of other traces. One episode in
-// ten has a stale charge and ends in the fallback, as in the study.
-func BenchEpisode(b *testing.B, s blackboard.Store, prefill int, opts ...kernel.Option) {
+// ten has a stale charge and ends in the fallback, as in the study. The
+// kernel is built from cfg, over s.
+func BenchEpisode(b *testing.B, s blackboard.Store, prefill int, cfg kernel.Config) {
 	Prefill(b, s, prefill)
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s)}, opts...)...)
+	cfg.Store = s
+	k, err := kernel.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func BenchEpisode(b *testing.B, s blackboard.Store, prefill int, opts ...kernel.
 // BenchEpisodeParallel runs b.N episodes on distinct traces of one kernel
 // from g goroutines and reports the throughput.
 func BenchEpisodeParallel(b *testing.B, s blackboard.Store, g int) {
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) blackboard.Store) {
 		t.Run("FailedCommitLeavesNoEvidence/"+f.name, func(t *testing.T) {
 			ctx := t.Context()
 			fs := &faultyStore{Store: open(t, newStore)}
-			k, err := kernel.New(kernel.WithStore(fs), kernel.WithClock(func() time.Time { return time.UnixMilli(baseTS) }))
+			k, err := kernel.New(kernel.Config{Store: fs, Clock: func() time.Time { return time.UnixMilli(baseTS) }})
 			if err != nil {
 				t.Fatalf("kernel.New: %v", err)
 			}

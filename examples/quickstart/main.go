@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 			err = errors.Join(err, fmt.Errorf("database %s: %w", name, cerr))
 		}
 	}()
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
+	k, err := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 	if err != nil {
 		return err
 	}

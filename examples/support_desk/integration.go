@@ -47,7 +47,7 @@ func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *w
 	err = errors.Join(cerr, err)
 	d := &desk{w: w}
 	if err == nil {
-		d.g, err = toolgate.New(ctx, toolgate.WithLease(lease), toolgate.WithTools(
+		d.g, err = toolgate.New(ctx, toolgate.Config{Lease: lease, Tools: []toolgate.Tool{
 			toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
 				Description: "Read an order from the order system: customer, item, amount, what was refunded, carrier status.",
 				// The refund policy, declared: an order's result grounds refund_due.
@@ -64,15 +64,15 @@ func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *w
 				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}}, d.refund),
 			// To the ticket's customer only (the request's principal); the
 			// outbox honours the key.
-			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal}, Description: "Email the customer of the order you looked up."}, d.email)),
-			toolgate.WithKernel(kernel.WithStore(store), kernel.WithNamespace(namespace), kernel.WithValidators(rs)),
-			toolgate.WithContracts(toolgate.Contract{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
+			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal}, Description: "Email the customer of the order you looked up."}, d.email)},
+			Kernel:    kernel.Config{Store: store, Namespace: namespace, Validators: []kernel.Validator{rs}},
+			Contracts: []toolgate.Contract{{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}}})
 	}
 	if err == nil {
 		d.agent, err = llm.NewAgent(model, d.g, llm.WithMaxRounds(12), llm.WithCompiler(comp))
 	}
 	if err == nil {
-		d.sup, err = supervisor.New(d.g, supervisor.WithInterval(100*time.Millisecond), supervisor.WithEvents(events))
+		d.sup, err = supervisor.New(d.g, supervisor.Config{Interval: 100 * time.Millisecond, Events: events})
 	}
 	return d, err
 }

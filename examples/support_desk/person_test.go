@@ -95,7 +95,7 @@ func decideAsPerson(t *testing.T, db string, approve bool) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("support_desk")))
+	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: s, Namespace: "support_desk"}})
 	if err != nil {
 		t.Fatal(err)
 	}

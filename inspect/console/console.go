@@ -604,7 +604,7 @@ func (c *Console) gate(ctx context.Context, ns string) (*toolgate.Gate, error) {
 	if g := c.gates[ns]; g != nil {
 		return g, nil
 	}
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(c.s), kernel.WithNamespace(cmp.Or(ns, blackboard.DefaultNamespace))))
+	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: c.s, Namespace: cmp.Or(ns, blackboard.DefaultNamespace)}})
 	if err != nil {
 		return nil, err
 	}

@@ -52,8 +52,8 @@ const (
 
 func newDesk(t *testing.T, order string) *desk { return newDeskOn(t, memstore.New(), order) }
 
-// newDeskOn builds the desk over s; opts are added to its gate's.
-func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.Option) *desk {
+// newDeskOn builds the desk over s; mods change its gate's configuration.
+func newDeskOn(t *testing.T, s blackboard.Store, order string, mods ...func(*toolgate.Config)) *desk {
 	t.Helper()
 	ctx := context.Background()
 	d := &desk{s: s}
@@ -74,10 +74,16 @@ func newDeskOn(t *testing.T, s blackboard.Store, order string, opts ...toolgate.
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
 	}
-	g, err := toolgate.New(ctx, append([]toolgate.Option{toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(d.s), kernel.WithNamespace("desk"),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}})}, opts...)...)
+	cfg := toolgate.Config{
+		Kernel: kernel.Config{Store: d.s, Namespace: "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	g, err := toolgate.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +639,7 @@ func TestInboxRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDeskOn(t, memstore.New(), "A1", toolgate.WithKernel(kernel.WithValidators(rs)))
+	d := newDeskOn(t, memstore.New(), "A1", func(c *toolgate.Config) { c.Kernel.Validators = []kernel.Validator{rs} })
 	_, body, _ := d.get(t, "/", aliceToken)
 	if !strings.Contains(body, "rule refund_at_most_1000: action.amount &lt;= 1000.0") || strings.Contains(body, "lookups_name_an_order") {
 		t.Errorf("inbox rules:\n%s", body)

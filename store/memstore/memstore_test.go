@@ -57,7 +57,7 @@ func BenchmarkBytesPerRecord(b *testing.B) {
 func TestAppendTrace(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	k, err := kernel.New(kernel.WithStore(st))
+	k, err := kernel.New(kernel.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ func (r *recorder) Apply(ctx context.Context, b blackboard.Batch) error {
 func BenchmarkEpisodeStore(b *testing.B) {
 	ctx := context.Background()
 	rec := &recorder{Store: memstore.New()}
-	k, err := kernel.New(kernel.WithStore(rec))
+	k, err := kernel.New(kernel.Config{Store: rec})
 	if err != nil {
 		b.Fatal(err)
 	}

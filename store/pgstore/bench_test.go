@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"github.com/blackboardkernel/bk/kernel"
 	"strconv"
 	"testing"
 
@@ -20,7 +21,7 @@ func BenchmarkStore(b *testing.B) {
 // holding 10^3 to 10^5 records of other traces.
 func BenchmarkEpisodePostgres(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
-		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { storetest.BenchEpisode(b, newStore(b), n) })
+		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { storetest.BenchEpisode(b, newStore(b), n, kernel.Config{}) })
 	}
 }
 

@@ -298,9 +298,12 @@ func procWorker(t *testing.T) {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"charge_id":{"type":"string"},"amount":{"type":"number"},"is_duplicate":{"type":"boolean"}},"required":["charge_id","amount"]}`),
 		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect, Once: &kernel.OnceKey{Fields: []string{"charge_id"}},
 		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}
-	if w.gate, err = toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithLease(gateLease),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{gateTool}})); err != nil {
+	if w.gate, err = toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: s, ActionSpecs: []kernel.ActionSpec{refundSpec}},
+		Tools:     tools,
+		Lease:     gateLease,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{gateTool}}},
+	}); err != nil {
 		t.Fatalf("worker %s: toolgate.New: %v", id, err)
 	}
 	defer w.gate.Close()
@@ -586,7 +589,7 @@ func procLearner(t *testing.T) {
 		t.Fatalf("learner: Open: %v", err)
 	}
 	defer s.Close()
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +609,7 @@ var positionRE = regexp.MustCompile(`:([0-9]+)$`)
 func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath string, workers []*helper) {
 	pool := pgtest.Pool(t)
 	s := storeIn(t, pool, schema)
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec))
+	k, err := kernel.New(kernel.Config{Store: s, ActionSpecs: []kernel.ActionSpec{refundSpec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -856,7 +859,7 @@ func mapsEqual(a, b map[blackboard.Code]int) bool {
 func checkGated(ctx context.Context, t *testing.T, schema, ledger string, workers []*helper) {
 	pool := pgtest.Pool(t)
 	s := storeIn(t, pool, schema)
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}

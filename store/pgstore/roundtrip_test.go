@@ -97,7 +97,7 @@ func TestRoundTrips(t *testing.T) {
 	s := storeIn(t, pool, pgtest.Schema(t))
 	ctx := context.Background()
 	desk := storetest.NewSession(t, s)
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
