@@ -475,7 +475,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 		}
 	}
 	for _, subject := range []string{order.ID, refund} {
-		if _, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
+		if _, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
 			Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
 			Context: blackboard.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
 			t.Fatal(err)

@@ -106,9 +106,9 @@ func deskTraces(t *testing.T, s blackboard.Store) []string {
 
 // recordedDecisions reads a trace's decision records from the store
 // itself, not through the replay.
-func recordedDecisions(t *testing.T, s blackboard.Store, trace string) []audit.Record {
+func recordedDecisions(t *testing.T, s blackboard.Store, trace string) []audit.Entry {
 	t.Helper()
-	var out []audit.Record
+	var out []audit.Entry
 	ns := ""
 	for ts, err := range blackboard.ListTraces(context.Background(), s, "") {
 		if err == nil && ts.TraceID == trace {

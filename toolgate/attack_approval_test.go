@@ -144,7 +144,7 @@ func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
 		}
 		odd := func(subject, tool, kind string) {
 			t.Helper()
-			_, err := audit.Append(d.ctx, d.k.Governor(), audit.Record{TraceID: "t", Kind: kind, Subject: subject,
+			_, err := audit.Append(d.ctx, d.k.Governor(), audit.Entry{TraceID: "t", Kind: kind, Subject: subject,
 				Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
 				Context: blackboard.Payload{"tool": tool, "caller": "support", "approval_reason": "forged",
 					"args": map[string]any{"order_id": "A1", "amount": 501.0}}})

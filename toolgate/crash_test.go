@@ -556,8 +556,8 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 			}
 		}
 	}
-	decisions := map[string][]audit.Record{} // by subject
-	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	decisions := map[string][]audit.Entry{} // by subject
+	for d, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

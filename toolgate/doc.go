@@ -420,7 +420,7 @@
 //
 // # Decision records
 //
-// Every call leaves a versioned [audit.Record]: a refusal before the
+// Every call leaves a versioned [audit.Entry]: a refusal before the
 // kernel on its own ([audit.Append]); the kernel's decision as a follow
 // record in the batch of the commit; the effect's result, an escalation,
 // in the batch of the record they describe. Each carries the call (tool,

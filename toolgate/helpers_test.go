@@ -306,9 +306,9 @@ func (d *desk) digest(actionID string) string {
 }
 
 // decisions lists the gate's decision records that match f.
-func (d *desk) decisions(f DecisionFilter) []audit.Record {
+func (d *desk) decisions(f DecisionFilter) []audit.Entry {
 	d.t.Helper()
-	var out []audit.Record
+	var out []audit.Entry
 	for r, err := range d.g.Decisions(d.ctx, f) {
 		if err != nil {
 			d.t.Fatal(err)

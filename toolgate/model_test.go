@@ -945,8 +945,8 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 			}
 		}
 	}
-	commits := map[string]audit.Record{} // the commit decision of each action
-	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Filter{}) {
+	commits := map[string]audit.Entry{} // the commit decision of each action
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1080,7 +1080,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 // observation of its order in its trace, refundable: of the lookups of that
 // order recorded in the trace before the refund's commit decision, the
 // latest read the order refundable in the world.
-func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record, commits map[string]audit.Record,
+func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record, commits map[string]audit.Entry,
 	byAction map[string][]ledgerEvent, action string) {
 	act, ok := recs[action]
 	if !ok {

@@ -58,7 +58,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	// ran (refused, escalated) is still visited: its retirement or its
 	// fallback may be missing.
 	finished := map[string]bool{}
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Query{}) {
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 // written with, and its outcome: d is about a percept of the gate's (the
 // result: executed, failed, escalated or refused for good), whose first
 // input is the action. Only the gate's governor writes decision records.
-func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
+func (g *Gate) resultBy(d audit.Entry) (string, audit.Outcome, bool) {
 	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
 		return "", "", false
 	}
@@ -121,7 +121,7 @@ func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
 
 // finishedBy returns the action whose effect's result (executed or
 // failed: [Gate.finish]) the decision record d was written with.
-func (g *Gate) finishedBy(d audit.Record) (string, bool) {
+func (g *Gate) finishedBy(d audit.Entry) (string, bool) {
 	id, outcome, ok := g.resultBy(d)
 	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
 }
@@ -220,9 +220,9 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 	// One pass: the actions that waited, and those with a result, known by
 	// the decision record written with it, so that an action approved and
 	// done long ago costs nothing more to pass over.
-	var recs []audit.Record
+	var recs []audit.Entry
 	done := map[string]bool{}
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Query{TraceID: traceID}) {
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +276,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 // pendingAction returns the committed action a pending-approval decision
 // record is about, its tool and the gate's commit record for it; ok is
 // false when d is not that record of a gate action of the trace.
-func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record) (act blackboard.Record, e *entry, gd audit.Record, ok bool, err error) {
+func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Entry) (act blackboard.Record, e *entry, gd audit.Entry, ok bool, err error) {
 	if mutApproverView {
 		tool, _ := d.Context["tool"].(string)
 		if e = g.tools[tool]; e == nil || d.Kind != e.action() {

@@ -125,7 +125,7 @@ func (g *Gate) initTelemetry(c *config) error {
 // namespace, and the age of the oldest.
 func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	n, oldest := 0, int64(-1)
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{Outcome: audit.OutcomePendingApproval}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Query{Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return 0, 0, err
 		}

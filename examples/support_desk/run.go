@@ -241,7 +241,7 @@ func (r *reporter) resume(started time.Time) error {
 			}
 		}
 	}
-	for _, err := range audit.List(r.ctx, r.reader, audit.Filter{}) {
+	for _, err := range audit.List(r.ctx, r.reader, audit.Query{}) {
 		if err != nil {
 			return err
 		}
