@@ -231,11 +231,11 @@ func toolgateDatabase(t *testing.T) string {
 			t.Fatalf("refund: %+v", res)
 		}
 	}
-	pending, err := g.PendingApprovals(ctx, "ticket-2")
+	pending, err := g.Pending(ctx, "ticket-2")
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-2", pending[0].ActionID, pending[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-2", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != audit.OutcomeExecuted {

@@ -214,7 +214,7 @@ func (sh *shop) traffic(t *testing.T, trace string) {
 	if res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("charge of 500: %+v", res)
 	}
-	if _, err := sh.g.Approver("manager").Approve(ctx, trace, res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
+	if _, err := sh.g.Approver("manager").Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := sh.g.Resume(ctx, trace, res.ActionID, json.RawMessage(big)); err != nil || res.Code != toolgate.CodeEffectSucceeded {

@@ -603,11 +603,8 @@ func (r *replayer) approval(ctx context.Context, rec blackboard.Record) error {
 		return nil
 	}
 	ap := r.actionGate[a.ActionID].Approver(a.Approver)
-	decide := ap.Approve
-	if a.Decision == audit.Denied {
-		decide = ap.Deny
-	}
-	if _, err := decide(ctx, r.trace, act, a.Digest, a.Note, a.TTL); err != nil {
+	ans := toolgate.Answer{TraceID: r.trace, ActionID: act, Digest: a.Digest, Verdict: a.Decision, Note: a.Note, TTL: a.TTL}
+	if _, err := ap.Decide(ctx, ans); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -405,7 +405,7 @@ func (g *Gate) refuseAction(ctx context.Context, j *job, code blackboard.Code, d
 // first attempt consumes.
 func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool, err error) {
 	var latest *blackboard.Record
-	for r, err := range g.Approvals(ctx, j.trace, j.act.ID) {
+	for r, err := range g.approvals(ctx, j.trace, j.act.ID) {
 		if err != nil {
 			return Result{ActionID: j.act.ID}, true, err
 		}

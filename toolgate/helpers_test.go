@@ -284,7 +284,7 @@ func (d *desk) execute(actionID string) Result {
 func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) blackboard.Record {
 	d.t.Helper()
 	digest := d.digest(actionID)
-	rec, err := d.g.Approver(identity).Approve(d.ctx, trace, actionID, digest, "ok", ttl)
+	rec, err := d.g.Approver(identity).Decide(d.ctx, Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: "ok", TTL: ttl})
 	if err != nil {
 		d.t.Fatalf("Approve: %v", err)
 	}

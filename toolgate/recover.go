@@ -187,25 +187,7 @@ func (g *Gate) recoverFallback(ctx context.Context, j *job, resultID string) (Re
 	return res, true, err
 }
 
-// Pending is a committed action that waits for an approver: what the
-// approver needs to decide it with an [Approver].
-type Pending struct {
-	ActionID string // the committed action, to approve
-	TraceID  string // its trace, to approve in
-	Tool     string // the tool called
-	// Caller is the caller that made the call; its writer ([CallerWriter]) may
-	// not approve it.
-	Caller string
-	CallID string // the framework's call id, when it gave one
-	// Args are the committed arguments; Digest their [ArgsDigest],
-	// which an approval binds.
-	Args   blackboard.Payload
-	Digest string
-	// Reason says why the call needs approval: "always", or the rule.
-	Reason string
-}
-
-// PendingApprovals lists the actions of the trace that wait for approval,
+// pendingApprovals lists the actions of the trace that wait for approval,
 // or of every trace when traceID is "" (each entry names its own trace):
 // committed by the gate with a policy that needs one, not started and with
 // no result (a denied or expired one is listed until an Execute escalates
@@ -216,7 +198,7 @@ type Pending struct {
 // its payload's. A decision record only points at candidates: one that is
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
-func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
+func (g *Gate) pendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
 	// One pass: the actions that waited, and those with a result, known by
 	// the decision record written with it, so that an action approved and
 	// done long ago costs nothing more to pass over.

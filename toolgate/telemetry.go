@@ -129,7 +129,7 @@ func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		pending, err := g.PendingApprovals(ctx, d.TraceID)
+		pending, err := g.pendingApprovals(ctx, d.TraceID)
 		if err != nil {
 			return 0, 0, err
 		}

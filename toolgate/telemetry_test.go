@@ -266,11 +266,11 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	if err != nil || res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund: %+v %v", res, err)
 	}
-	pending, err := g.PendingApprovals(ctx, "t")
+	pending, err := g.Pending(ctx, "t")
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending %+v %v", pending, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "t", pending[0].ActionID, pending[0].Digest, "", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: ""}); err != nil {
 		t.Fatal(err)
 	}
 	var call, approve sdktrace.ReadOnlySpan
