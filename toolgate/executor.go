@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"maps"
 	"math/rand/v2"
 	"runtime/debug"
@@ -155,7 +156,7 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 	}
 	ctx, sp := g.tracer.Start(ctx, "toolgate.execute")
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrActionID, actionID))
+		sp.SetAttributes(attribute.String(telemetry.AttrActionID, actionID))
 	}
 	tool := ""
 	defer func() { g.ended(ctx, sp, tool, res, err) }()
@@ -165,7 +166,7 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 	}
 	tool = e.Name
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(kernel.AttrTraceID, act.TraceID()))
+		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(kernel.AttrTraceID, act.TraceID()))
 	}
 	if traceID != "" && act.TraceID() != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)

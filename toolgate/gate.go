@@ -749,7 +749,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		cc[keyContext] = c.Context
 		if c.span != nil {
-			c.span.SetAttributes(attribute.String(AttrContext, c.Context))
+			c.span.SetAttributes(attribute.String(telemetry.AttrContext, c.Context))
 		}
 	}
 	if c.RetryKey != "" && !mutRetryKeyOnce {
