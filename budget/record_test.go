@@ -28,8 +28,8 @@ func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 	if _, err := audit.Append(ctx, k.Governor(), d); err != nil {
 		t.Fatal(err)
 	}
-	var got []audit.Record
-	for r, err := range audit.List(ctx, k.Reader(), audit.Filter{TraceID: "t"}) {
+	var got []audit.Entry
+	for r, err := range audit.List(ctx, k.Reader(), audit.Query{TraceID: "t"}) {
 		must(t, err)
 		got = append(got, r)
 	}

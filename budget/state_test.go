@@ -34,7 +34,7 @@ func committedBelief(kind string) blackboard.Record {
 }
 
 func pendingApproval(action string, at time.Time) blackboard.Record {
-	f, _ := audit.Record{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted}.Follow()
+	f, _ := audit.Entry{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted}.Follow()
 	return followRecord(f, at)
 }
 

@@ -65,7 +65,7 @@ func pendingRefund(t *testing.T, g *toolgate.Gate, trace string) toolgate.Pendin
 	if res := call("issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund: %+v", res)
 	}
-	pending, err := g.PendingApprovals(ctx, trace)
+	pending, err := g.Pending(ctx, trace)
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
@@ -153,7 +153,7 @@ func TestApprove(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Decision != audit.Approved || d.ActionID != p.ActionID || d.TraceID != "ticket-1" || d.Namespace != "desk" || d.Approver != "human:bob" || d.Record == "" {
+	if d.Decision != string(audit.Approved) || d.ActionID != p.ActionID || d.TraceID != "ticket-1" || d.Namespace != "desk" || d.Approver != "human:bob" || d.Record == "" {
 		t.Errorf("decided %+v", d)
 	}
 	// Without --ttl the approval is valid for DefaultApprovalTTL.

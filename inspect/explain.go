@@ -193,7 +193,7 @@ func verdictOf(o audit.Outcome, code blackboard.Code) string {
 // decisionCauses is a decision record's causal chain, outermost first: its
 // own code, rule and detail, then its causes; a denial's is who denied it,
 // with the note, on the approval record.
-func (x *explainer) decisionCauses(d audit.Record) []kernel.Cause {
+func (x *explainer) decisionCauses(d audit.Entry) []kernel.Cause {
 	own := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
 	if d.Code == toolgate.CodeApprovalDenied && d.Detail == "" {
 		for _, id := range d.Approvals {
@@ -473,7 +473,7 @@ func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
 
 // decisionAbout returns the decision record the kernel wrote about a
 // proposal, if any.
-func (x *explainer) decisionAbout(p *blackboard.Record) (audit.Record, bool) {
+func (x *explainer) decisionAbout(p *blackboard.Record) (audit.Entry, bool) {
 	for i := x.pos[p.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
 		if c.Slot == blackboard.Evidence && c.Kind == audit.Kind && c.Provenance.Role == blackboard.RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
@@ -482,7 +482,7 @@ func (x *explainer) decisionAbout(p *blackboard.Record) (audit.Record, bool) {
 			}
 		}
 	}
-	return audit.Record{}, false
+	return audit.Entry{}, false
 }
 
 // causes is the causal chain of a refused proposal, outermost first: its
@@ -663,7 +663,7 @@ func (x *explainer) summary(r *blackboard.Record) string {
 		return "evidence artifact: checks passed"
 	case r.Slot == blackboard.Evidence && r.Kind == audit.KindApproval:
 		a, _ := audit.ApprovalOf(*r)
-		s := "approval: " + a.Decision + " by " + r.Provenance.Writer
+		s := "approval: " + string(a.Decision) + " by " + r.Provenance.Writer
 		if a.Note != "" {
 			s += ": " + strconv.Quote(a.Note)
 		}
@@ -794,7 +794,7 @@ const keyContext = "context"
 // first decision record about target (or the proposal it committed)
 // names; for a belief derived from a call's result, the call's.
 func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
-	var decisions []audit.Record
+	var decisions []audit.Entry
 	for i := range x.recs {
 		if isDecisionRecord(&x.recs[i]) {
 			if d, err := decisionOf(&x.recs[i]); err == nil {
@@ -802,11 +802,11 @@ func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
 			}
 		}
 	}
-	named := func(d audit.Record) (string, bool) {
+	named := func(d audit.Entry) (string, bool) {
 		ref, ok := d.Context[keyContext].(string)
 		return ref, ok && ref != ""
 	}
-	about := func(ids ...string) (audit.Record, bool) {
+	about := func(ids ...string) (audit.Entry, bool) {
 		for _, id := range ids {
 			for _, d := range decisions {
 				if _, ok := named(d); ok && d.Subject == id {
@@ -814,9 +814,9 @@ func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
 				}
 			}
 		}
-		return audit.Record{}, false
+		return audit.Entry{}, false
 	}
-	var d audit.Record
+	var d audit.Entry
 	found := false
 	if asked != nil && isDecisionRecord(asked) {
 		if a, err := decisionOf(asked); err == nil {

@@ -162,7 +162,7 @@ func TestAttackExplainShowsForgedContext(t *testing.T) {
 		{"evidence:t1:999", "no record of this trace"},
 		{bad.ID, ""},
 	} {
-		d, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "t1", Kind: "lookup_order", Subject: "percepts:t1:1",
+		d, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "t1", Kind: "lookup_order", Subject: "percepts:t1:1",
 			Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Context: blackboard.Payload{"tool": "lookup_order", "context": c.ref}})
 		if err != nil {
 			t.Fatal(err)

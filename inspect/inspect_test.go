@@ -236,11 +236,11 @@ func toolgateDatabase(t *testing.T) string {
 			t.Fatalf("refund: %+v", res)
 		}
 	}
-	pending, err := g.PendingApprovals(ctx, "ticket-2")
+	pending, err := g.Pending(ctx, "ticket-2")
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-2", pending[0].ActionID, pending[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-2", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != audit.OutcomeExecuted {
@@ -480,7 +480,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 		}
 	}
 	for _, subject := range []string{order.ID, refund} {
-		if _, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
+		if _, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
 			Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
 			Context: blackboard.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
 			t.Fatal(err)

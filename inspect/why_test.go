@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -159,11 +158,11 @@ func deskWithDenial(t *testing.T) (blackboard.Store, string) {
 	if res := call("issue_refund", `{"order_id":"A1","amount":600}`); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund of 600: %+v", res)
 	}
-	pending, err := g.PendingApprovals(ctx, tr)
+	pending, err := g.Pending(ctx, tr)
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("supervisor:maria").Deny(ctx, tr, pending[0].ActionID, pending[0].Digest, "signed for on delivery", time.Hour); err != nil {
+	if _, err := g.Approver("supervisor:maria").Decide(ctx, toolgate.Answer{TraceID: tr, ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Denied, Note: "signed for on delivery"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Code != toolgate.CodeApprovalDenied {

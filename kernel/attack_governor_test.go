@@ -79,7 +79,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		if d, ok := audit.Of(rec); ok {
 			t.Errorf("a handle's record decodes as a decision record: %+v", d)
 		}
-		for d, err := range audit.List(a.ctx, a.k.Reader(), audit.Filter{}) {
+		for d, err := range audit.List(a.ctx, a.k.Reader(), audit.Query{}) {
 			t.Errorf("decision record %+v %v", d, err)
 		}
 		// The Governor writes both.
@@ -93,7 +93,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 			t.Errorf("Governor submit: %v %v", d.Code, err)
 		}
 		n := 0
-		for _, err := range audit.List(a.ctx, a.k.Reader(), audit.Filter{}) {
+		for _, err := range audit.List(a.ctx, a.k.Reader(), audit.Query{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

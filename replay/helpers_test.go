@@ -106,9 +106,9 @@ func deskTraces(t *testing.T, s blackboard.Store) []string {
 
 // recordedDecisions reads a trace's decision records from the store
 // itself, not through the replay.
-func recordedDecisions(t *testing.T, s blackboard.Store, trace string) []audit.Record {
+func recordedDecisions(t *testing.T, s blackboard.Store, trace string) []audit.Entry {
 	t.Helper()
-	var out []audit.Record
+	var out []audit.Entry
 	ns := ""
 	for ts, err := range blackboard.ListTraces(context.Background(), s, "") {
 		if err == nil && ts.TraceID == trace {
@@ -217,7 +217,7 @@ func (sh *shop) traffic(t *testing.T, trace string) {
 	if res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("charge of 500: %+v", res)
 	}
-	if _, err := sh.g.Approver("manager").Approve(ctx, trace, res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
+	if _, err := sh.g.Approver("manager").Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := sh.g.Resume(ctx, trace, res.ActionID, json.RawMessage(big)); err != nil || res.Code != toolgate.CodeEffectSucceeded {

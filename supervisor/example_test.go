@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/supervisor"
@@ -83,12 +84,12 @@ func ExampleSupervisor_Start() {
 	defer sup.Close() // deferred after g.Close: runs first
 
 	// A person approves the refund.
-	pending, err := g.PendingApprovals(ctx, "")
+	pending, err := g.Pending(ctx, "")
 	if err != nil {
 		panic(err)
 	}
 	for _, p := range pending {
-		if _, err := g.Approver("human:alice").Approve(ctx, p.TraceID, p.ActionID, p.Digest, "checked", time.Hour); err != nil {
+		if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked"}); err != nil {
 			panic(err)
 		}
 	}

@@ -109,7 +109,7 @@ type Event struct {
 type Config struct {
 	// Interval is how often the supervisor looks for approvals that were decided (0:
 	// [DefaultInterval]). Each look lists the actions that wait
-	// ([toolgate.Gate.PendingApprovals]): it reads the namespace's decision
+	// ([toolgate.Gate.Pending]): it reads the namespace's decision
 	// records, so its cost grows with the history.
 	Interval time.Duration
 	// RecoverEvery is how often the supervisor runs a recovery pass after the first
@@ -351,7 +351,7 @@ func (s *Supervisor) recover(ctx context.Context) bool {
 
 // resume executes the actions whose approval has been decided.
 func (s *Supervisor) resume(ctx context.Context) {
-	pending, err := s.g.PendingApprovals(ctx, "")
+	pending, err := s.g.Pending(ctx, "")
 	if err != nil {
 		if ctx.Err() == nil {
 			s.emit(ctx, Event{Op: OpResume, Err: &Error{Op: OpResume, Err: err}})
@@ -362,14 +362,10 @@ func (s *Supervisor) resume(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		decided, err := s.decided(ctx, p)
-		if err == nil && !decided {
-			continue
+		if p.Decision == nil {
+			continue // no answer yet
 		}
-		var res toolgate.Result
-		if err == nil {
-			res, err = s.g.Execute(ctx, p.ActionID)
-		}
+		res, err := s.g.Execute(ctx, p.ActionID)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.emit(ctx, Event{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID,
@@ -385,14 +381,6 @@ func (s *Supervisor) resume(ctx context.Context) {
 		}
 		s.emit(ctx, Event{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID, Result: res})
 	}
-}
-
-// decided reports whether an approver has decided the pending action.
-func (s *Supervisor) decided(ctx context.Context, p toolgate.Pending) (bool, error) {
-	for _, err := range s.g.Approvals(ctx, p.TraceID, p.ActionID) {
-		return err == nil, err
-	}
-	return false, nil
 }
 
 // traceOf is the trace of a recovered action, for its event ("" when it

@@ -265,17 +265,17 @@ func TestResumesDecidedApprovals(t *testing.T) {
 		}
 		ids = append(ids, res.ActionID)
 	}
-	pending, err := g.PendingApprovals(ctx, "")
+	pending, err := g.Pending(ctx, "")
 	if err != nil || len(pending) != 3 {
-		t.Fatalf("PendingApprovals: %+v %v", pending, err)
+		t.Fatalf("Pending: %+v %v", pending, err)
 	}
 	alice := g.Approver("human:alice")
 	for _, p := range pending {
 		switch p.TraceID {
 		case "approve":
-			_, err = alice.Approve(ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour)
+			_, err = alice.Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"})
 		case "deny":
-			_, err = alice.Deny(ctx, p.TraceID, p.ActionID, p.Digest, "no", time.Hour)
+			_, err = alice.Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Denied, Note: "no"})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -322,11 +322,11 @@ func TestRecoversAfterARestart(t *testing.T) {
 	// An approved action whose process died before it executed it.
 	ground(t, dead, "t2", "O2")
 	waiting := call(ctx, t, dead, "t2", "issue_refund", "O2", 700)
-	p, err := dead.PendingApprovals(ctx, "t2")
+	p, err := dead.Pending(ctx, "t2")
 	if err != nil || len(p) != 1 {
-		t.Fatalf("PendingApprovals: %+v %v", p, err)
+		t.Fatalf("Pending: %+v %v", p, err)
 	}
-	if _, err := dead.Approver("human:alice").Approve(ctx, "t2", p[0].ActionID, p[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := dead.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t2", ActionID: p[0].ActionID, Digest: p[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -385,12 +385,12 @@ func TestTwoSupervisors(t *testing.T) {
 		ids = append(ids, call(cctx, t, a, trace, tool, order, 10).ActionID) // crashes
 	}
 	evA, evB := start(t, a, supervisor.Config{}), start(t, b, supervisor.Config{})
-	pending, err := a.PendingApprovals(ctx, "")
+	pending, err := a.Pending(ctx, "")
 	if err != nil || len(pending) != n/2 {
-		t.Fatalf("PendingApprovals: %+v %v", pending, err)
+		t.Fatalf("Pending: %+v %v", pending, err)
 	}
 	for _, p := range pending {
-		if _, err := b.Approver("human:bob").Approve(ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour); err != nil {
+		if _, err := b.Approver("human:bob").Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -508,11 +508,11 @@ func TestWake(t *testing.T) {
 	defer sup.Close()
 	ground(t, g, "t", "A1")
 	res := call(ctx, t, g, "t", "issue_refund", "A1", 700)
-	p, err := g.PendingApprovals(ctx, "t")
+	p, err := g.Pending(ctx, "t")
 	if err != nil || len(p) != 1 {
-		t.Fatalf("PendingApprovals: %+v %v", p, err)
+		t.Fatalf("Pending: %+v %v", p, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "t", p[0].ActionID, p[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: p[0].ActionID, Digest: p[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	sup.Wake()
@@ -564,7 +564,7 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 	if err != nil || res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("call: %+v %v", res, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "T", res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "T", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})

@@ -379,16 +379,17 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 
 			d.checkPaid(t, "after the run", sc.paid)
 			if sc.decide != "" {
-				pending, err := d.g.PendingApprovals(ctx, "ticket")
+				pending, err := d.g.Pending(ctx, "ticket")
 				if err != nil || len(pending) != 1 {
 					t.Fatalf("pending approvals %+v %v", pending, err)
 				}
 				p := pending[0]
-				decide := d.g.Approver("human:supervisor").Approve
+				v := audit.Approved
 				if sc.decide == "deny" {
-					decide = d.g.Approver("human:supervisor").Deny
+					v = audit.Denied
 				}
-				if _, err := decide(ctx, "ticket", p.ActionID, p.Digest, sc.decide, time.Hour); err != nil {
+				ans := toolgate.Answer{TraceID: "ticket", ActionID: p.ActionID, Digest: p.Digest, Verdict: v, Note: sc.decide}
+				if _, err := d.g.Approver("human:supervisor").Decide(ctx, ans); err != nil {
 					t.Fatal(err)
 				}
 				for range 2 {
@@ -442,9 +443,10 @@ func (d *payDesk) checkPaid(t *testing.T, when string, want []float64) {
 		orders[p.order] = true
 		if p.amount > 500 {
 			approved := false
-			for r, err := range d.g.Approvals(ctx, act.TraceID(), act.ID) {
-				a, ok := audit.ApprovalOf(r)
-				approved = err == nil && ok && a.Decision == audit.Approved
+			for r, err := range d.g.Kernel().Reader().Trace(ctx, act.TraceID()) {
+				if a, ok := audit.ApprovalOf(r); err == nil && ok && a.ActionID == act.ID {
+					approved = a.Decision == audit.Approved
+				}
 			}
 			if !approved {
 				t.Errorf("%s: payment %+v above 500 without approval", when, p)

@@ -159,7 +159,7 @@ func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Paylo
 	if err != nil {
 		return Result{}, true, err
 	}
-	var d audit.Record
+	var d audit.Entry
 	var act blackboard.Record
 	committed := false
 	if holderRec, err := g.reader.Get(ctx, holder); err != nil {
@@ -220,7 +220,7 @@ func (g *Gate) replay(ctx context.Context, c Call, e *entry, cc blackboard.Paylo
 // sameCall refuses a call that is not the one that used its retry key:
 // the key is bound to the tool, the caller and the arguments' digest that
 // the decision record d of the first call holds.
-func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Record) (Result, bool, error) {
+func (g *Gate) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Entry) (Result, bool, error) {
 	if mutRetryKeyBinding {
 		return Result{}, false, nil
 	}

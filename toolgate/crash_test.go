@@ -447,20 +447,13 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		actionID = res.ActionID
 	}
 	if res.Outcome == "" || res.Outcome == audit.OutcomePendingApproval {
-		pending, err := g.PendingApprovals(ctx, w.trace)
+		pending, err := g.Pending(ctx, w.trace)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pending {
-			decided := false
-			for _, err := range g.Approvals(ctx, w.trace, p.ActionID) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				decided = true
-			}
-			if !decided {
-				if _, err := approver.Approve(ctx, w.trace, p.ActionID, p.Digest, "ok", time.Hour); err != nil {
+			if p.Decision == nil {
+				if _, err := approver.Decide(ctx, toolgate.Answer{TraceID: w.trace, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 					t.Fatal(err)
 				}
 				c.point("approved")
@@ -562,8 +555,8 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 			}
 		}
 	}
-	decisions := map[string][]audit.Record{} // by subject
-	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	decisions := map[string][]audit.Entry{} // by subject
+	for d, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -255,7 +255,7 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 		// failed records a derivation that fails closed: no belief, a
 		// DERIVATION_FAILED record saying why.
 		failed := func(detail string) error {
-			dr, err := audit.Append(ctx, j.e.deriver.gov, audit.Record{TraceID: j.trace, Kind: d.Belief,
+			dr, err := audit.Append(ctx, j.e.deriver.gov, audit.Entry{TraceID: j.trace, Kind: d.Belief,
 				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
 			if err == nil {
 				out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
@@ -273,7 +273,7 @@ func (g *Gate) derive(ctx context.Context, j *job, resultID string, output black
 		fields[kernel.KeyDependsOn] = derivedFrom(j.e, resultID)
 		dec, rec, err := j.e.deriver.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Beliefs, Kind: d.Belief,
 			Payload: fields, InputRefs: []string{resultID}},
-			func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
+			func(dr audit.Entry) audit.Entry { dr.Context = cc; return dr })
 		if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 			// The fields evaluated to what no payload holds: fail closed.
 			if err := failed("the derived payload cannot be stored: " + err.Error()); err != nil {

@@ -190,7 +190,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 			if b, ok := v.Get(blackboard.Beliefs, "refund_due"); ok {
 				t.Errorf("a belief was committed: %v", b)
 			}
-			var rec audit.Record
+			var rec audit.Entry
 			for d, err := range g.Decisions(ctx, DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}) {
 				if err != nil {
 					t.Fatal(err)

@@ -215,12 +215,13 @@
 // wait: [audit.OutcomePendingApproval], with the action id to approve and the
 // committed arguments and their digest ([Result.Args], [Result.ArgsDigest]). A person approves or
 // denies it with an [Approver] ([Gate.Approver], for an identity the owner
-// verified), given the action id and the digest of its arguments
-// ([ArgsDigest]; [Gate.PendingApprovals] lists both). The approval
+// verified), with an [Answer]: the action id, the digest of its arguments
+// ([ArgsDigest]; [Gate.Pending] lists both, with the latest answer on
+// each), the [audit.Verdict], a note and a TTL. The approval
 // ([audit.Approval], appended through the kernel's Governor with the
 // approver's role) binds the action, the digest, the approver's identity
 // and an expiry; the proposer's own writer cannot approve ([CallerWriter]).
-// [Gate.Approvals] lists an action's approvals. [Approver.Resolve] is the
+// [Approver.Decide] records an answer; [Approver.Resolve] is the
 // one call an adapter makes when a person answers: it records the decision
 // for the digest the person was shown and carries it out at once
 // (Execute), and a retry returns what came of it.
@@ -400,7 +401,7 @@
 // whose next call under the same [Call.RetryKey], with the effect, runs
 // it (rechecking its evidence, and using the approval, then). That is how
 // an adapter resumes after an approval: record the decision (Resolve, or
-// [Approver.Approve]), then call again under the framework's call id. A
+// [Approver.Decide]), then call again under the framework's call id. A
 // denial or an expired approval needs no effect: it escalates as for any
 // tool.
 //
@@ -426,7 +427,7 @@
 //
 // # Decision records
 //
-// Every call leaves a versioned [audit.Record]: a refusal before the
+// Every call leaves a versioned [audit.Entry]: a refusal before the
 // kernel on its own ([audit.Append]); the kernel's decision as a follow
 // record in the batch of the commit; the effect's result, an escalation,
 // in the batch of the record they describe. Each carries the call (tool,

@@ -138,7 +138,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantOutcome(t, "the call", res, audit.OutcomePendingApproval, CodeApprovalRequired)
-		out, err := d.g.Approver("human:lead").Resolve(d.ctx, "t1", res.ActionID, res.ArgsDigest, audit.Approved, "ok")
+		out, err := d.g.Approver("human:lead").Resolve(d.ctx, Answer{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +235,7 @@ func TestCallerDrivenDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := d.g.Approver("human:lead").Resolve(d.ctx, "t1", res.ActionID, res.ArgsDigest, audit.Denied, "no")
+	out, err := d.g.Approver("human:lead").Resolve(d.ctx, Answer{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Denied, Note: "no"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func ExampleCall_effect() {
 		panic(err)
 	}
 	fmt.Println(res.Outcome)
-	res, err = g.Approver("human:lead").Resolve(ctx, "chat-1", res.ActionID, res.ArgsDigest, audit.Approved, "ok")
+	res, err = g.Approver("human:lead").Resolve(ctx, toolgate.Answer{TraceID: "chat-1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
 	if err != nil {
 		panic(err)
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/blackboardkernel/bk/audit"
 	"strings"
-	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -97,13 +97,13 @@ func Example() {
 	fmt.Println(res.Outcome, res.Code, res.ApprovalID)
 
 	// A person reviews what waits and approves it, for an hour.
-	pending, err := g.PendingApprovals(ctx, "ticket-7")
+	pending, err := g.Pending(ctx, "ticket-7")
 	if err != nil {
 		panic(err)
 	}
 	p := pending[0]
 	fmt.Println("pending:", p.Tool, p.Args["amount"], p.Reason)
-	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-7", p.ActionID, p.Digest, "checked the order", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-7", ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked the order"}); err != nil {
 		panic(err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"maps"
 	"math/rand/v2"
 	"runtime/debug"
@@ -155,7 +156,7 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 	}
 	ctx, sp := g.tracer.Start(ctx, "toolgate.execute")
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrActionID, actionID))
+		sp.SetAttributes(attribute.String(telemetry.AttrActionID, actionID))
 	}
 	tool := ""
 	defer func() { g.ended(ctx, sp, tool, res, err) }()
@@ -165,7 +166,7 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 	}
 	tool = e.Name
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(kernel.AttrTraceID, act.TraceID()))
+		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(kernel.AttrTraceID, act.TraceID()))
 	}
 	if traceID != "" && act.TraceID() != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
@@ -175,16 +176,16 @@ func (g *Gate) execute(ctx context.Context, traceID, actionID string, args json.
 
 // gated returns the committed action actionID, its tool and the decision
 // record the gate wrote when it committed it.
-func (g *Gate) gated(ctx context.Context, actionID string) (blackboard.Record, *entry, audit.Record, error) {
-	unknown := func(why string) (blackboard.Record, *entry, audit.Record, error) {
-		return blackboard.Record{}, nil, audit.Record{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
+func (g *Gate) gated(ctx context.Context, actionID string) (blackboard.Record, *entry, audit.Entry, error) {
+	unknown := func(why string) (blackboard.Record, *entry, audit.Entry, error) {
+		return blackboard.Record{}, nil, audit.Entry{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
 	}
 	act, err := g.reader.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return unknown("no such record")
 	}
 	if err != nil {
-		return blackboard.Record{}, nil, audit.Record{}, err
+		return blackboard.Record{}, nil, audit.Entry{}, err
 	}
 	e := g.byAction[act.Kind]
 	if act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || e == nil {
@@ -192,7 +193,7 @@ func (g *Gate) gated(ctx context.Context, actionID string) (blackboard.Record, *
 	}
 	gd, found, err := g.commitDecision(ctx, act.ID)
 	if err != nil {
-		return blackboard.Record{}, nil, audit.Record{}, err
+		return blackboard.Record{}, nil, audit.Entry{}, err
 	}
 	if !found || gd.Context["tool"] != any(e.Name) {
 		return unknown("not committed through the gate")
@@ -211,27 +212,27 @@ func (g *Gate) gated(ctx context.Context, actionID string) (blackboard.Record, *
 // commitDecision returns the decision record that committed the action
 // (outcome committed or pending approval): the one the kernel wrote with
 // it, read by id ([audit.About]).
-func (g *Gate) commitDecision(ctx context.Context, actionID string) (audit.Record, bool, error) {
+func (g *Gate) commitDecision(ctx context.Context, actionID string) (audit.Entry, bool, error) {
 	d, found, err := g.decisionAbout(ctx, actionID)
 	if !found || err != nil {
-		return audit.Record{}, false, err
+		return audit.Entry{}, false, err
 	}
 	return d, d.Outcome == audit.OutcomeCommitted || d.Outcome == audit.OutcomePendingApproval, nil
 }
 
 // decisionAbout returns the decision record the kernel wrote in the same
 // batch as the record subject, read by id.
-func (g *Gate) decisionAbout(ctx context.Context, subject string) (audit.Record, bool, error) {
+func (g *Gate) decisionAbout(ctx context.Context, subject string) (audit.Entry, bool, error) {
 	d, err := audit.About(ctx, g.reader, subject)
 	if errors.Is(err, blackboard.ErrNotFound) {
-		return audit.Record{}, false, nil
+		return audit.Entry{}, false, nil
 	}
 	return d, err == nil, err
 }
 
 // executeAction is Execute once the action is known to be the gate's;
 // effect, when set, is the caller's ([Call.Effect]).
-func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Record, gd audit.Record, given json.RawMessage, effect EffectFunc) (Result, error) {
+func (g *Gate) executeAction(ctx context.Context, e *entry, act blackboard.Record, gd audit.Entry, given json.RawMessage, effect EffectFunc) (Result, error) {
 	j, err := g.newJob(ctx, e, act, gd.Context)
 	if err != nil {
 		return Result{ActionID: act.ID}, err
@@ -389,7 +390,7 @@ func (g *Gate) checkGiven(ctx context.Context, j *job, needApproval bool, given 
 
 // refuseAction records an execution-time refusal of a committed action.
 func (g *Gate) refuseAction(ctx context.Context, j *job, code blackboard.Code, detail string) (Result, error) {
-	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
+	dr, err := audit.Append(ctx, g.planner.gov, audit.Entry{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
 		Outcome: audit.OutcomeRefused, Code: code, Detail: detail, Context: j.cc})
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err
@@ -405,7 +406,7 @@ func (g *Gate) refuseAction(ctx context.Context, j *job, code blackboard.Code, d
 // first attempt consumes.
 func (g *Gate) checkApproval(ctx context.Context, j *job) (res Result, done bool, err error) {
 	var latest *blackboard.Record
-	for r, err := range g.Approvals(ctx, j.trace, j.act.ID) {
+	for r, err := range g.approvals(ctx, j.trace, j.act.ID) {
 		if err != nil {
 			return Result{ActionID: j.act.ID}, true, err
 		}
@@ -495,7 +496,7 @@ func (g *Gate) writeEscalation(ctx context.Context, j *job, code blackboard.Code
 	cc["approver"] = approval.Approver
 	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindEscalated,
 		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: keys},
-		func(rec blackboard.Record) audit.Record {
+		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeEscalated, code)
 			dr.Approvals, dr.Context = []string{approval.ID}, cc
 			return dr
@@ -514,7 +515,7 @@ func (g *Gate) refuseForGood(ctx context.Context, j *job, code blackboard.Code, 
 	cc["error"] = detail
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
 		Payload: eff.payload(), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...)},
-		func(rec blackboard.Record) audit.Record {
+		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeRefused, code)
 			dr.Context = cc
 			return dr
@@ -542,7 +543,7 @@ func (g *Gate) ensureFallback(ctx context.Context, j *job, code blackboard.Code)
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
 	d, _, err := g.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: g.fallback,
 		Payload: blackboard.Payload{kernel.KeyReason: string(code), "escalates": j.act.ID, "tool": j.e.Name, kernel.KeyRequiresBeliefs: []string{}}},
-		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
+		func(dr audit.Entry) audit.Entry { dr.Context = cc; return dr })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
 	}
@@ -986,7 +987,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 	entry := kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
 	// The record's context is the call's, with top-level keys added: a
 	// shallow copy leaves j.cc as it was (the kernel copies what it stores).
-	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
+	dr := audit.Entry{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
 	dr.Context["attempt"] = countValue(n)
 	if code == CodeEffectSucceeded {
 		if _, reserved := out[KeyEffect]; reserved {
@@ -1013,7 +1014,7 @@ func (g *Gate) finish(ctx context.Context, j *job, n int, att blackboard.Record,
 		entry.Kind, entry.Payload = KindFailed, eff.payloadBoxed(&j.boxes)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
-	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Record {
+	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Entry {
 		r := audit.ForRecord(rec, dr.Kind, dr.Outcome, dr.Code)
 		r.Approvals, r.Context = dr.Approvals, dr.Context
 		dr.ID = r.ID // the decision's id, for the Result

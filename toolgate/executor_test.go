@@ -298,7 +298,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	t.Run("escalation without its fallback", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			wait := d.pendingRefund("t", "A1", 700)
-			denial, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
+			denial, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +332,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			approved := d.pendingRefund("t2", "A2", 700)
 			denied := d.pendingRefund("t3", "A3", 700)
 			d.approve("t2", approved.ActionID, "human:alice", 24*time.Hour)
-			if _, err := d.g.Approver("human:alice").Deny(d.ctx, "t3", denied.ActionID, d.digest(denied.ActionID), "no", time.Hour); err != nil {
+			if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t3", ActionID: denied.ActionID, Digest: d.digest(denied.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
 				t.Fatal(err)
 			}
 			d.clock.Advance(2 * DefaultLease)
@@ -434,7 +434,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 		d.call("t", "support", "", "search_kb", `{"query":"x"}`)    // refused: contract
 		d.call("t", "researcher", "", "search_kb", `{"query":"x"}`) // committed + failed
 		wait := d.refund("t", "A1", 700)                            // pending approval
-		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
 			t.Fatal(err)
 		}
 		d.execute(wait.ActionID) // escalated + the fallback's commit

@@ -483,7 +483,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		cc[keyContext] = c.Context
 		if c.span != nil {
-			c.span.SetAttributes(attribute.String(AttrContext, c.Context))
+			c.span.SetAttributes(attribute.String(telemetry.AttrContext, c.Context))
 		}
 	}
 	if c.RetryKey != "" && !mutRetryKeyOnce {
@@ -596,7 +596,7 @@ func (g *Gate) propose(ctx context.Context, c Call) (Result, *job, error) {
 		keys = []string{retryOnceKey(c.TraceID, c.RetryKey)}
 	}
 	d, act, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload, OnceKeys: keys},
-		func(dr audit.Record) audit.Record {
+		func(dr audit.Entry) audit.Entry {
 			if need && dr.Outcome == audit.OutcomeCommitted {
 				dr.Outcome = audit.OutcomePendingApproval
 			}
@@ -740,13 +740,13 @@ func (g *Gate) refuse(ctx context.Context, traceID string, e *entry, tool string
 	if kind == "" {
 		kind = "unnamed_tool"
 	}
-	dr, err := audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
+	dr, err := audit.Append(ctx, g.planner.gov, audit.Entry{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 		Code: code, Detail: detail, Context: cc})
 	if d, smaller, ok := shrunk(err, detail, cc); ok {
 		// Over the store's size limit (arguments near it, kept in the
 		// context): recorded with their size and digest instead.
 		detail = d
-		dr, err = audit.Append(ctx, g.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
+		dr, err = audit.Append(ctx, g.planner.gov, audit.Entry{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 			Code: code, Detail: detail, Context: smaller})
 	}
 	if err != nil {
@@ -774,9 +774,9 @@ type DecisionFilter struct {
 // pending-approval) action, per effect result, per escalation and its
 // fallback. It wraps [audit.List]; without TraceID it reads every trace
 // of the namespace.
-func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[audit.Record, error] {
-	return func(yield func(audit.Record, error) bool) {
-		for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: f.TraceID, Outcome: f.Outcome}) {
+func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[audit.Entry, error] {
+	return func(yield func(audit.Entry, error) bool) {
+		for d, err := range audit.List(ctx, g.reader, audit.Query{TraceID: f.TraceID, Outcome: f.Outcome}) {
 			if err == nil && f.Tool != "" && d.Context["tool"] != any(f.Tool) {
 				continue
 			}

@@ -41,7 +41,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackb
 	if len(after) != before+1 {
 		t.Fatalf("%s stored %d records, want its decision record only", what, len(after)-before)
 	}
-	var dr *audit.Record
+	var dr *audit.Entry
 	for r := range d.g.Decisions(d.ctx, DecisionFilter{TraceID: c.TraceID}) {
 		if r.ID == res.DecisionID {
 			dr = &r

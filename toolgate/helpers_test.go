@@ -287,7 +287,7 @@ func (d *desk) execute(actionID string) Result {
 func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) blackboard.Record {
 	d.t.Helper()
 	digest := d.digest(actionID)
-	rec, err := d.g.Approver(identity).Approve(d.ctx, trace, actionID, digest, "ok", ttl)
+	rec, err := d.g.Approver(identity).Decide(d.ctx, Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: "ok", TTL: ttl})
 	if err != nil {
 		d.t.Fatalf("Approve: %v", err)
 	}
@@ -309,9 +309,9 @@ func (d *desk) digest(actionID string) string {
 }
 
 // decisions lists the gate's decision records that match f.
-func (d *desk) decisions(f DecisionFilter) []audit.Record {
+func (d *desk) decisions(f DecisionFilter) []audit.Entry {
 	d.t.Helper()
-	var out []audit.Record
+	var out []audit.Entry
 	for r, err := range d.g.Decisions(d.ctx, f) {
 		if err != nil {
 			d.t.Fatal(err)

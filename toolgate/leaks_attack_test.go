@@ -113,7 +113,7 @@ func TestAttackOversizedArgument(t *testing.T) {
 }
 
 // decisionRecord reads one decision record by id.
-func (d *desk) decisionRecord(id string) audit.Record {
+func (d *desk) decisionRecord(id string) audit.Entry {
 	d.t.Helper()
 	for r, err := range d.g.Decisions(d.ctx, DecisionFilter{}) {
 		if err != nil {
@@ -124,7 +124,7 @@ func (d *desk) decisionRecord(id string) audit.Record {
 		}
 	}
 	d.t.Fatalf("no decision record %s", id)
-	return audit.Record{}
+	return audit.Entry{}
 }
 
 // logSink is a slog handler's output a test reads.

@@ -26,6 +26,6 @@ func init() {
 		mutant.Def{Name: "toolgate.approval_claim", Check: "a decision on an action claims a once-key of (action, the decision it supersedes) in its own batch: of decisions made at once over one store exactly one is written, the others are ErrDecided", On: &mutApprovalClaim},
 		mutant.Def{Name: "toolgate.escalation_claim", Check: "the escalation of an expired approval claims the approval's use, as a new decision superseding it does: a driver that read the approval as the latest cannot escalate the action beside a fresh approval", On: &mutEscalationClaimsApproval},
 		mutant.Def{Name: "toolgate.approval_digest", Check: "an approval or denial binds the digest of the action's committed arguments: another digest is refused (ErrInvalidInput) and nothing is recorded or run", On: &mutApprovalDigest},
-		mutant.Def{Name: "toolgate.approver_view", Check: "PendingApprovals shows a committed action of the gate's, its tool and arguments read from the action itself, never from a decision record's context", On: &mutApproverView},
+		mutant.Def{Name: "toolgate.approver_view", Check: "Pending shows a committed action of the gate's, its tool and arguments read from the action itself, never from a decision record's context", On: &mutApproverView},
 	)
 }

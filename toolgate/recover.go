@@ -58,7 +58,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 	// ran (refused, escalated) is still visited: its retirement or its
 	// fallback may be missing.
 	finished := map[string]bool{}
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Query{}) {
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 // written with, and its outcome: d is about a percept of the gate's (the
 // result: executed, failed, escalated or refused for good), whose first
 // input is the action. Only the gate's governor writes decision records.
-func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
+func (g *Gate) resultBy(d audit.Entry) (string, audit.Outcome, bool) {
 	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
 		return "", "", false
 	}
@@ -121,7 +121,7 @@ func (g *Gate) resultBy(d audit.Record) (string, audit.Outcome, bool) {
 
 // finishedBy returns the action whose effect's result (executed or
 // failed: [Gate.finish]) the decision record d was written with.
-func (g *Gate) finishedBy(d audit.Record) (string, bool) {
+func (g *Gate) finishedBy(d audit.Entry) (string, bool) {
 	id, outcome, ok := g.resultBy(d)
 	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
 }
@@ -187,25 +187,7 @@ func (g *Gate) recoverFallback(ctx context.Context, j *job, resultID string) (Re
 	return res, true, err
 }
 
-// Pending is a committed action that waits for an approver: what the
-// approver needs to decide it with an [Approver].
-type Pending struct {
-	ActionID string // the committed action, to approve
-	TraceID  string // its trace, to approve in
-	Tool     string // the tool called
-	// Caller is the caller that made the call; its writer ([CallerWriter]) may
-	// not approve it.
-	Caller string
-	CallID string // the framework's call id, when it gave one
-	// Args are the committed arguments; Digest their [ArgsDigest],
-	// which an approval binds.
-	Args   blackboard.Payload
-	Digest string
-	// Reason says why the call needs approval: "always", or the rule.
-	Reason string
-}
-
-// PendingApprovals lists the actions of the trace that wait for approval,
+// pendingApprovals lists the actions of the trace that wait for approval,
 // or of every trace when traceID is "" (each entry names its own trace):
 // committed by the gate with a policy that needs one, not started and with
 // no result (a denied or expired one is listed until an Execute escalates
@@ -216,13 +198,13 @@ type Pending struct {
 // its payload's. A decision record only points at candidates: one that is
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
-func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
+func (g *Gate) pendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
 	// One pass: the actions that waited, and those with a result, known by
 	// the decision record written with it, so that an action approved and
 	// done long ago costs nothing more to pass over.
-	var recs []audit.Record
+	var recs []audit.Entry
 	done := map[string]bool{}
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: traceID}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Query{TraceID: traceID}) {
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +258,7 @@ func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending,
 // pendingAction returns the committed action a pending-approval decision
 // record is about, its tool and the gate's commit record for it; ok is
 // false when d is not that record of a gate action of the trace.
-func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Record) (act blackboard.Record, e *entry, gd audit.Record, ok bool, err error) {
+func (g *Gate) pendingAction(ctx context.Context, traceID string, d audit.Entry) (act blackboard.Record, e *entry, gd audit.Entry, ok bool, err error) {
 	if mutApproverView {
 		tool, _ := d.Context["tool"].(string)
 		if e = g.tools[tool]; e == nil || d.Kind != e.action() {

@@ -107,7 +107,7 @@ func TestSchemaCallRefused(t *testing.T) {
 	if res.Code != CodeInvalidArguments || !strings.Contains(res.Hint, `"amount"`) || ran != 0 {
 		t.Fatalf("%+v (ran %d)", res, ran)
 	}
-	var rec audit.Record
+	var rec audit.Entry
 	for d, err := range g.Decisions(context.Background(), DecisionFilter{TraceID: "t"}) {
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"reflect"
 	"strings"
 	"testing"
@@ -147,7 +148,7 @@ func TestCallContextRecorded(t *testing.T) {
 	found := false
 	for _, sp := range rec.Ended() {
 		for _, a := range sp.Attributes() {
-			if string(a.Key) == AttrContext && a.Value.AsString() == id {
+			if string(a.Key) == telemetry.AttrContext && a.Value.AsString() == id {
 				found = true
 			}
 		}

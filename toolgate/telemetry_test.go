@@ -3,6 +3,7 @@ package toolgate_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"slices"
 	"testing"
 	"time"
@@ -100,7 +101,7 @@ func TestToolCallSpans(t *testing.T) {
 	}
 	find := func(name, callID string) sdktrace.ReadOnlySpan {
 		for _, s := range spans {
-			if s.Name() == name && spanAttrs(s)[toolgate.AttrGenAIToolCall] == callID {
+			if s.Name() == name && spanAttrs(s)[telemetry.AttrGenAIToolCall] == callID {
 				return s
 			}
 		}
@@ -108,8 +109,8 @@ func TestToolCallSpans(t *testing.T) {
 		return nil
 	}
 	lookup := find("execute_tool lookup_order", "call_1")
-	if a := spanAttrs(lookup); a[toolgate.AttrGenAIOperation] != "execute_tool" || a[toolgate.AttrGenAIToolName] != "lookup_order" ||
-		a[toolgate.AttrOutcome] != "executed" || lookup.Parent().IsValid() {
+	if a := spanAttrs(lookup); a[telemetry.AttrGenAIOperation] != "execute_tool" || a[telemetry.AttrGenAIToolName] != "lookup_order" ||
+		a[telemetry.AttrOutcome] != "executed" || lookup.Parent().IsValid() {
 		t.Errorf("lookup span %v (parent %v)", a, lookup.Parent())
 	}
 	refund := find("execute_tool issue_refund", "call_2")
@@ -145,11 +146,11 @@ func TestToolCallSpans(t *testing.T) {
 			attempt = s
 		}
 	}
-	if attempt == nil || spanAttrs(attempt)[toolgate.AttrAttempt] != "1" {
+	if attempt == nil || spanAttrs(attempt)[telemetry.AttrAttempt] != "1" {
 		t.Errorf("effect attempt span %v", attempt)
 	}
 	nested := find("execute_tool lookup_order", "call_3")
-	if nested.Parent().SpanID() != framework.SpanContext().SpanID() || spanAttrs(nested)[toolgate.AttrGenAIOperation] != "execute_tool" {
+	if nested.Parent().SpanID() != framework.SpanContext().SpanID() || spanAttrs(nested)[telemetry.AttrGenAIOperation] != "execute_tool" {
 		t.Errorf("the gate's span under a framework's execute_tool: %v", spanAttrs(nested))
 	}
 
@@ -163,8 +164,8 @@ func TestToolCallSpans(t *testing.T) {
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				for _, dp := range d.DataPoints {
-					tool, _ := dp.Attributes.Value(toolgate.AttrGenAIToolName)
-					outcome, _ := dp.Attributes.Value(toolgate.AttrOutcome)
+					tool, _ := dp.Attributes.Value(telemetry.AttrGenAIToolName)
+					outcome, _ := dp.Attributes.Value(telemetry.AttrOutcome)
 					sums[m.Name+" "+tool.AsString()+" "+outcome.AsString()] += dp.Value
 				}
 			case metricdata.Gauge[int64]:
@@ -232,10 +233,10 @@ func TestToolSpanUnderApplicationSpan(t *testing.T) {
 		t.Errorf("the tool span is not a child of the application's span: parent %v", tool.Parent())
 	}
 	a := spanAttrs(tool)
-	if a[toolgate.AttrGenAIOperation] != "execute_tool" || a[toolgate.AttrGenAIToolName] != "lookup_order" || a[toolgate.AttrGenAIToolCall] != "call_1" {
+	if a[telemetry.AttrGenAIOperation] != "execute_tool" || a[telemetry.AttrGenAIToolName] != "lookup_order" || a[telemetry.AttrGenAIToolCall] != "call_1" {
 		t.Errorf("tool span attributes %v", a)
 	}
-	if b := spanAttrs(app); b[toolgate.AttrGenAIOperation] != "" || b[toolgate.AttrGenAIToolName] != "" {
+	if b := spanAttrs(app); b[telemetry.AttrGenAIOperation] != "" || b[telemetry.AttrGenAIToolName] != "" {
 		t.Errorf("the gate wrote on the application's span: %v", b)
 	}
 	if got := children[app.SpanContext().SpanID()]; len(got) != 1 {
@@ -279,11 +280,11 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	if err != nil || res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund: %+v %v", res, err)
 	}
-	pending, err := g.PendingApprovals(ctx, "t")
+	pending, err := g.Pending(ctx, "t")
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending %+v %v", pending, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "t", pending[0].ActionID, pending[0].Digest, "", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: ""}); err != nil {
 		t.Fatal(err)
 	}
 	var call, approve sdktrace.ReadOnlySpan
@@ -298,8 +299,8 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	if call == nil || approve == nil {
 		t.Fatalf("spans: call %v, approve %v", call, approve)
 	}
-	if a := spanAttrs(call); a[toolgate.AttrBudgetPrefix+"run_id"] != "run-1" || a[toolgate.AttrBudgetPrefix+"limit.tool_calls"] != "4" ||
-		a[toolgate.AttrBudgetPrefix+"used.tool_calls"] != "1" || a[toolgate.AttrBudgetPrefix+"pressure"] == "" {
+	if a := spanAttrs(call); a[telemetry.AttrBudgetPrefix+"run_id"] != "run-1" || a[telemetry.AttrBudgetPrefix+"limit.tool_calls"] != "4" ||
+		a[telemetry.AttrBudgetPrefix+"used.tool_calls"] != "1" || a[telemetry.AttrBudgetPrefix+"pressure"] == "" {
 		t.Errorf("call span %v", a)
 	}
 	if a := spanAttrs(approve); a["bk.approval.decision"] != "approved" || a[kernel.AttrWriter] != "human:alice" || a[kernel.AttrRecordID] == "" {

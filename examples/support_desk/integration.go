@@ -112,16 +112,16 @@ func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, in
 	return nil
 }
 
-// approve is the approval screen: the approver rules on each refund of the
-// trace that waits (approved or denied, and a note), and the gate carries
-// the decision out at once (Resolve): an approved refund runs, a denied one
-// takes its safe fallback. Deciding again what was decided records nothing.
-func (d *desk) approve(ctx context.Context, trace string, rule func(toolgate.Pending) (string, string)) ([]toolgate.Result, error) {
-	pending, err := d.g.PendingApprovals(ctx, trace)
+// approve is the approval screen: the approver answers each refund of the
+// trace that waits (answer: approved or denied, with a note, for the
+// arguments shown), and the gate carries the answer out at once (Resolve):
+// an approved refund runs, a denied one takes its safe fallback. Answering
+// what was answered records nothing.
+func (d *desk) approve(ctx context.Context, trace string, answer func(toolgate.Pending) toolgate.Answer) ([]toolgate.Result, error) {
+	pending, err := d.g.Pending(ctx, trace)
 	var results []toolgate.Result
 	for i := 0; err == nil && i < len(pending); i++ {
-		decision, note := rule(pending[i])
-		res, rerr := d.g.Approver(approver).Resolve(ctx, trace, pending[i].ActionID, pending[i].Digest, decision, note)
+		res, rerr := d.g.Approver(approver).Resolve(ctx, answer(pending[i]))
 		results, err = append(results, res), rerr
 	}
 	return results, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -108,11 +109,12 @@ func decideAsPerson(t *testing.T, db string, approve bool) {
 		t.Fatal(err)
 	}
 	for _, p := range pending {
-		decide := screen.Approve
+		v := audit.Approved
 		if !approve {
-			decide = screen.Deny
+			v = audit.Denied
 		}
-		if _, err := decide(ctx, p.TraceID, p.ActionID, p.Digest, "looked at the evidence", time.Hour); err != nil {
+		ans := toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: v, Note: "looked at the evidence"}
+		if _, err := screen.Decide(ctx, ans); err != nil {
 			t.Fatal(err)
 		}
 		n++

@@ -106,7 +106,7 @@ func (r *reporter) decisions(trace string, hints map[string]string) error {
 }
 
 // reason says in a few words why a decision record came out as it did.
-func (r *reporter) reason(rec audit.Record) string {
+func (r *reporter) reason(rec audit.Entry) string {
 	cc := rec.Context
 	switch rec.Outcome {
 	case audit.OutcomeRefused:

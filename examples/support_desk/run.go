@@ -228,7 +228,7 @@ func (r *reporter) resume() (bool, error) {
 			}
 		}
 	}
-	for _, err := range audit.List(r.ctx, r.reader, audit.Filter{}) {
+	for _, err := range audit.List(r.ctx, r.reader, audit.Query{}) {
 		if err != nil {
 			return false, err
 		}
@@ -360,10 +360,10 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 			r.d.sup.Wake()
 		} else {
 			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
-			resolved, err := r.d.approve(r.ctx, t.ID, func(p toolgate.Pending) (string, string) {
+			resolved, err := r.d.approve(r.ctx, t.ID, func(p toolgate.Pending) toolgate.Answer {
 				ru := judge(p)
 				rulings = append(rulings, ru)
-				return ru.Decision, ru.Note
+				return toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: ru.Decision, Note: ru.Note}
 			})
 			if err != nil {
 				return "", err

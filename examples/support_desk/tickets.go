@@ -79,7 +79,8 @@ const approver = "supervisor:maria"
 
 // ruling is the approver's decision on a refund that waited.
 type ruling struct {
-	ActionID, Decision, Digest, Note string
+	ActionID, Digest, Note string
+	Decision               audit.Verdict
 }
 
 // judge is the approver's judgement, the world's part and not
@@ -101,21 +102,13 @@ func judge(p toolgate.Pending) ruling {
 // a person decided (with bk serve or bk approve) that the supervisor has
 // not applied yet, for the run to wait for.
 func personDecided(ctx context.Context, d *desk, trace string) (waiting []toolgate.Pending, decided []ruling, err error) {
-	pending, err := d.g.PendingApprovals(ctx, trace)
+	pending, err := d.g.Pending(ctx, trace)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, p := range pending {
-		var last *audit.Approval
-		for rec, err := range d.g.Approvals(ctx, trace, p.ActionID) {
-			if err != nil {
-				return nil, nil, err
-			}
-			if a, ok := audit.ApprovalOf(rec); ok && !rec.Expired(time.Now()) {
-				last = &a
-			}
-		}
-		if last == nil {
+		last := p.Decision
+		if last == nil || !time.UnixMilli(last.TimeMS).Add(last.TTL).After(time.Now()) {
 			waiting = append(waiting, p)
 			continue
 		}

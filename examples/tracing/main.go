@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"io"
 	"os"
 	"strings"
@@ -161,7 +162,7 @@ func printCompact(w io.Writer, spans []sdktrace.ReadOnlySpan) error {
 		var attrs []string
 		for _, a := range s.Attributes() {
 			switch a.Key {
-			case kernel.AttrCode, kernel.AttrRecordID, kernel.AttrFailed, toolgate.AttrGenAIToolName:
+			case kernel.AttrCode, kernel.AttrRecordID, kernel.AttrFailed, telemetry.AttrGenAIToolName:
 				attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 			}
 		}

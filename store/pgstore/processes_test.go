@@ -659,8 +659,8 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	}
 
 	// Decision records, by the proposal they decide.
-	decisions := map[string]audit.Record{}
-	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	decisions := map[string]audit.Entry{}
+	for d, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -818,7 +818,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 // checkDecision checks an acknowledged decision against the store: the
 // proposal, the committed record and the evidence artifact are there, with
 // the decision's code, and so is its decision record.
-func checkDecision(t *testing.T, worker string, a []string, byID map[string]blackboard.Record, decisions map[string]audit.Record) {
+func checkDecision(t *testing.T, worker string, a []string, byID map[string]blackboard.Record, decisions map[string]audit.Entry) {
 	t.Helper()
 	proposal, code, committed, evidence := a[0], blackboard.Code(a[1]), a[2], a[3]
 	p, ok := byID[proposal]
@@ -864,9 +864,9 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		t.Fatal(err)
 	}
 	defer k.Close()
-	decisions := map[string]audit.Record{}
+	decisions := map[string]audit.Entry{}
 	executed := map[string]int{} // result record -> executed decision records about it
-	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	for d, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

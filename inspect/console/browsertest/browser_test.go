@@ -137,7 +137,7 @@ func (d *desk) refund(t *testing.T, trace, order, reason string) string {
 	if res := call("issue_refund", map[string]any{"order_id": order, "amount": 700, "reason": reason}); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("%s refund: %+v", trace, res)
 	}
-	pending, err := d.g.PendingApprovals(ctx, trace)
+	pending, err := d.g.Pending(ctx, trace)
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
@@ -148,11 +148,13 @@ func (d *desk) refund(t *testing.T, trace, order, reason string) string {
 func (d *desk) approvals(t *testing.T, trace, action string) int {
 	t.Helper()
 	n := 0
-	for _, err := range d.g.Approvals(context.Background(), trace, action) {
+	for r, err := range d.g.Kernel().Reader().Trace(context.Background(), trace) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
+		if a, ok := audit.ApprovalOf(r); ok && a.ActionID == action {
+			n++
+		}
 	}
 	return n
 }
