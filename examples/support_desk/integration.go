@@ -52,8 +52,7 @@ func newDesk(ctx context.Context, store blackboard.Store, namespace string, w *w
 				Description: "Read an order from the order system: customer, item, amount, what was refunded, carrier status.",
 				// The refund policy, declared: an order's result grounds refund_due.
 				Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.refundable && result.refunded < result.amount",
-					Fields: map[string]string{"order_id": "result.order_id", "max_refund": "result.amount - result.refunded"}}},
-			}, d.lookup),
+					Fields: map[string]string{"order_id": "result.order_id", "max_refund": "result.amount - result.refunded"}}}}, d.lookup),
 			toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 				Description: "Refund an order to the customer's card. Refunds above 500 wait for a supervisor's approval.",
 				// Of the ticket's order (the request) and of the order looked
@@ -97,19 +96,18 @@ func (d *desk) close() error { return errors.Join(d.sup.Close(), d.g.Close()) }
 // agent for the n-th message ("": nothing, it was handled or waits); done
 // reports what the agent did with it.
 func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, int) (string, error), done func(llm.AgentResult, error) error) error {
-	for _, t := range tickets {
-		err := d.g.RecordRequest(ctx, t.ID, toolgate.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}})
+	var err error
+	for i := 0; err == nil && i < len(tickets); i++ {
+		t := tickets[i]
+		err = d.g.RecordRequest(ctx, t.ID, toolgate.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}})
 		for n := 1; err == nil && n <= len(t.Messages); n++ {
 			var user string
 			if user, err = turn(t, n); err == nil && user != "" {
 				err = done(d.agent.Run(ctx, llm.Task{Caller: role, TraceID: t.ID, System: systemPrompt, User: user}))
 			}
 		}
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	return err
 }
 
 // approve is the approval screen: the approver answers each refund of the

@@ -11,7 +11,7 @@ import (
 // all of it, with the approval screen, the ticket loop and the restart
 // wait. Issue 37 asks for 60; the gate's and the agent's configuration
 // take the rest today.
-const maxIntegrationLines = 77
+const maxIntegrationLines = 75
 
 // integrationLines counts the integration code as the README does: the
 // non-blank lines of integration.go that are not comments.
