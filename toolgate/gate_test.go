@@ -419,7 +419,8 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	})
 	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}, Limit: 2}
 	s := memstore.New()
-	g, err := New(context.Background(), Config{Kernel: kernel.Config{Store: s, Namespace: "desk"}, Tools: tools})
+	g, err := New(context.Background(), Config{Kernel: kernel.Config{Store: s, Namespace: "desk",
+		BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}}, Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
