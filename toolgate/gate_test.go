@@ -427,7 +427,7 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	tools[1].Once.Fields[0] = "changed" // the gate keeps its own copy
 	k := g.Kernel()
 	if k.Namespace() != "desk" {
-		t.Errorf("namespace %q: the kernel options were not applied", k.Namespace())
+		t.Errorf("namespace %q: the kernel configuration was not applied", k.Namespace())
 	}
 	if s, ok := k.Spec("lookup_order"); !ok || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 || s.Once != nil {
 		t.Errorf("read-only spec %+v, %v", s, ok)
