@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -226,4 +227,20 @@ func TestAttackOwnerReservationCannotTakeToolKind(t *testing.T) {
 	if !errors.Is(err, blackboard.ErrPermission) {
 		t.Errorf("the owner's writer submits the tool's action: %v, want PERMISSION_DENIED", err)
 	}
+}
+
+// A gate rebuilt from a recorded policy (package replay) skips the checks
+// of configurations that can never work: the snapshot does not record the
+// kernel's belief specs. Validate still reports them.
+func TestNewRebuildSkipsReachability(t *testing.T) {
+	lookup, refund := configTools()
+	cfg := toolgate.Config{Tools: []toolgate.Tool{lookup, refund}}
+	if cfg.Validate() == nil {
+		t.Fatal("Validate accepted a required belief nothing proposes")
+	}
+	g, err := toolgate.New(rebuild.Context(context.Background()), cfg)
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	g.Close()
 }
