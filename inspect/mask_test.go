@@ -105,7 +105,8 @@ func TestEraseCommand(t *testing.T) {
 		tools[i].Masked = []string{"order_id"}
 	}
 	g, err := toolgate.New(ctx, toolgate.Config{
-		Kernel:    kernel.Config{Store: s, Namespace: "desk"},
+		Kernel: kernel.Config{Store: s, Namespace: "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
 		MaskKeys:  ring,
 		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
@@ -127,7 +128,8 @@ func TestEraseCommand(t *testing.T) {
 	// own namespace, with a trace of the same id: another trace, with its
 	// own key, which erasing desk's A leaves alone.
 	billing, err := toolgate.New(ctx, toolgate.Config{
-		Kernel:    kernel.Config{Store: s, Namespace: "billing"},
+		Kernel: kernel.Config{Store: s, Namespace: "billing",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     tools,
 		MaskKeys:  ring,
 		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},

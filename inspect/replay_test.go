@@ -32,7 +32,8 @@ func cappedDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	g, err := toolgate.New(context.Background(), toolgate.Config{
-		Kernel:    kernel.Config{Store: s, Namespace: "capped", Validators: []kernel.Validator{rs}},
+		Kernel: kernel.Config{Store: s, Namespace: "capped", Validators: []kernel.Validator{rs},
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:     deskTools(),
 		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
 	})

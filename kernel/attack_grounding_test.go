@@ -51,7 +51,7 @@ func TestAttackExactGrounding(t *testing.T) {
 	}
 }
 
-// Kinds reserved to governance code (kernel.WithReserved): a derived
+// Kinds reserved to governance code (kernel.Config.Reserved): a derived
 // belief to its deriver, a tool's action type to the gate's callers. No
 // planner proposes one, whatever name it writes as; the Governor proposes
 // one only as a writer it is reserved to; and a proposal of the kind that

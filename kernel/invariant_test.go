@@ -93,7 +93,7 @@ type invModel struct {
 	strict             bool
 	specs              map[string]kernel.ActionSpec
 	beliefSpecs        map[string][]string          // belief kind -> percept kinds it must rest on
-	shared             map[blackboard.Slot][]string // persistent kinds shared across traces (WithSharedPersistent)
+	shared             map[blackboard.Slot][]string // persistent kinds shared across traces (Config.SharedPersistent)
 	namespace          string                       // the kernel's namespace
 	foreign            map[string]string            // traces of other applications sharing the store -> their namespace
 }

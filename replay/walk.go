@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -292,7 +293,9 @@ func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Ga
 		cfg.Kernel.ActionSpecs = []kernel.ActionSpec{{Type: p.Fallback, SafeFallback: true}}
 		cfg.Fallback = p.Fallback
 	}
-	return toolgate.New(ctx, cfg)
+	// A recorded policy is rebuilt as it was: its kernel's belief specs,
+	// reservations and action specs are not in the snapshot.
+	return toolgate.New(rebuild.Context(ctx), cfg)
 }
 
 // relax makes each masked property of a JSON Schema a string: the record

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
@@ -122,7 +123,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // nil, or the [*ConfigError]s joined. Besides each field's own checks it
 // refuses the configurations that can never work (see [New]).
 func (c Config) Validate() error {
-	_, _, err := c.compile()
+	_, _, err := c.compile(true)
 	return err
 }
 
@@ -134,8 +135,10 @@ func (p *problems) add(sentinel error, tool, field, format string, a ...any) {
 }
 
 // compile checks c and compiles the gate it describes, without its
-// kernel, and the configuration of that kernel.
-func (c Config) compile() (*Gate, kernel.Config, error) {
+// kernel, and the configuration of that kernel. Without reachable, the
+// checks of configurations that can never work ([Gate.unreachable]) are
+// skipped: a rebuild from a recorded policy (package internal/rebuild).
+func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 	var errs problems
 	lease := c.Lease
 	if lease == 0 {
@@ -191,7 +194,9 @@ func (c Config) compile() (*Gate, kernel.Config, error) {
 	errs = append(errs, kerrs...)
 	errs = append(errs, g.checkFallback(c)...)
 	errs = append(errs, g.compileCallers(c)...)
-	errs = append(errs, g.unreachable(c, derivedBy)...)
+	if reachable {
+		errs = append(errs, g.unreachable(c, derivedBy)...)
+	}
 	if len(errs) > 0 {
 		return nil, kernel.Config{}, errors.Join(errs...)
 	}
@@ -450,7 +455,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g, kc, err := cfg.compile()
+	g, kc, err := cfg.compile(!rebuild.From(ctx))
 	if err != nil {
 		return nil, err
 	}

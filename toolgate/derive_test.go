@@ -265,7 +265,8 @@ func TestDeriveOwnerSpecWins(t *testing.T) {
 	lookup := Func(Tool{Unscoped: true, Name: "lookup_order", Result: "order", Derives: []Derive{refundDue}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return goodOrder(a.OrderID), nil })
 	g, err := New(context.Background(), Config{
-		Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order", "payment"}}}},
+		Kernel: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order", "payment"}}},
+			ActionSpecs: []kernel.ActionSpec{{Type: "refund_by_hand", MinBeliefs: []string{"refund_due"}}}}, // what requires the belief
 		Tools:     []Tool{lookup},
 		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}},
 	})

@@ -419,14 +419,15 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	})
 	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}, Limit: 2}
 	s := memstore.New()
-	g, err := New(context.Background(), Config{Kernel: kernel.Config{Store: s, Namespace: "desk"}, Tools: tools})
+	g, err := New(context.Background(), Config{Kernel: kernel.Config{Store: s, Namespace: "desk",
+		BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}}, Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tools[1].Once.Fields[0] = "changed" // the gate keeps its own copy
 	k := g.Kernel()
 	if k.Namespace() != "desk" {
-		t.Errorf("namespace %q: the kernel options were not applied", k.Namespace())
+		t.Errorf("namespace %q: the kernel configuration was not applied", k.Namespace())
 	}
 	if s, ok := k.Spec("lookup_order"); !ok || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 || s.Once != nil {
 		t.Errorf("read-only spec %+v, %v", s, ok)

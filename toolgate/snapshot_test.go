@@ -104,7 +104,7 @@ func TestNewFailsWithoutPolicyRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := New(context.Background(), Config{
-		Kernel: kernel.Config{Store: s},
+		Kernel: kernel.Config{Store: s, BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
 		Tools:  deskTools(func(string) EffectFunc { return nil }),
 	})
 	if err == nil || !strings.Contains(err.Error(), "policy snapshot") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/blackboardkernel/bk/kernel"
 	"reflect"
 	"strings"
 	"testing"
@@ -130,7 +131,8 @@ func TestFuncInvalid(t *testing.T) {
 		}
 	}
 	// The once-key on a declared argument is accepted.
-	g, err := New(context.Background(), Config{Tools: []Tool{Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)}})
+	g, err := New(context.Background(), Config{Kernel: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "b", DependsOn: []string{"p"}}}},
+		Tools: []Tool{Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)}})
 	if err != nil {
 		t.Fatal(err)
 	}

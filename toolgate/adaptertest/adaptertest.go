@@ -122,7 +122,7 @@ func (e *Env) setDecide(f func(Approval) Decision) {
 	e.decide = f
 }
 
-// Lease is the suite gate's lease ([toolgate.WithLease]): a call whose
+// Lease is the suite gate's lease ([toolgate.Config.Lease]): a call whose
 // effect ran but whose result was not recorded is driven again after it.
 const Lease = 200 * time.Millisecond
 
