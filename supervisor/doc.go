@@ -54,9 +54,10 @@
 //
 // [Supervisor.Recovered] waits for the first full recovery pass: after a
 // restart, the program calls it before it reports on, or goes on with,
-// what the crashed run left. Nothing waits on the wall clock: the
-// supervisor schedules its passes on the gate's kernel's clock, which the
-// gate's leases read.
+// what the crashed run left, instead of a timer of its own. The
+// supervisor measures its schedule on the gate's kernel's clock, which the
+// gate's leases read, so a test that moves that clock (and calls
+// [Supervisor.Wake]) brings the full pass without waiting.
 //
 // # Concurrency
 //
