@@ -624,7 +624,7 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 	if h, _ := rec.Payload.String("policy"); r.gates[h] != nil {
 		g = r.gates[h]
 	}
-	if err := g.Restrict(ctx, r.trace, toolgate.Controls{Mode: toolgate.Mode(mode), Prohibited: prohibited}); err != nil {
+	if err := g.Restrict(ctx, r.trace, toolgate.Controls{Safety: toolgate.Safety(mode), Prohibited: prohibited}); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -132,7 +132,7 @@
 // # Run controls
 //
 // The owner restricts a trace with [Gate.Restrict]: a safety mode
-// ([ModeReadOnly]: only tools that declare [Tool.ReadOnly] run)
+// ([SafetyReadOnly]: only tools that declare [Tool.ReadOnly] run)
 // and prohibited tools. They are recorded through the kernel's Governor,
 // each control a once-key of the trace, so no handle can set or lift one,
 // and they only tighten ([ErrLoosened]); [Gate.Controls] reads them by

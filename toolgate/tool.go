@@ -88,7 +88,7 @@ type Tool struct {
 	// [Gate.Recover]).
 	Idempotent bool
 	// ReadOnly declares that the tool changes nothing outside the agent
-	// (a lookup, a search): in a read_only trace ([ModeReadOnly]) only
+	// (a lookup, a search): in a read_only trace ([SafetyReadOnly]) only
 	// such tools are shown and run. A tool that does not declare it is
 	// effectful there, whatever it requires, so that the mode fails
 	// closed: an email that rests on no belief is still an effect.

@@ -327,10 +327,10 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 	if n == 1 && t.readOnly {
 		// The owner's run control, recorded in the trace; again on a
 		// resumed run, which changes nothing (controls only tighten).
-		if err := r.d.g.Restrict(r.ctx, t.ID, toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
+		if err := r.d.g.Restrict(r.ctx, t.ID, toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(r.out, "\n%s: a chargeback on order %s is open: the desk made the ticket's trace %s\n", t.ID, t.Order, toolgate.ModeReadOnly)
+		fmt.Fprintf(r.out, "\n%s: a chargeback on order %s is open: the desk made the ticket's trace %s\n", t.ID, t.Order, toolgate.SafetyReadOnly)
 	}
 	if r.later[t.ID] {
 		return "", nil

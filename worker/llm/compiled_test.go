@@ -213,7 +213,7 @@ func TestCompiledContextCompresses(t *testing.T) {
 func TestAttackCompiledContextReadOnly(t *testing.T) {
 	ctx := context.Background()
 	g := orderGate(t, "")
-	if err := g.Restrict(ctx, "t3", toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
+	if err := g.Restrict(ctx, "t3", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(t, func(n int, req request) reply {
@@ -242,7 +242,7 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 			t.Errorf("round %d does not say the safety mode:\n%s", i+1, prompt)
 		}
 		rec := recordedPack(t, g, res.Contexts[i])
-		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.ModeReadOnly) {
+		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.SafetyReadOnly) {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
 		if pol, _ := rec.Payload.String("policy"); pol != g.PolicyHash() {
