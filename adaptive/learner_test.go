@@ -22,15 +22,17 @@ import (
 
 var ctx = context.Background()
 
-var alertSpec = kernel.WithActionSpecs(kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true})
+var alertSpec = kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true}
 
-func newKernel(t *testing.T, st store.Store, opts ...kernel.Option) *kernel.Kernel {
+// newKernel builds a kernel over store (a fresh one when nil) with the
+// alert spec; clock, when set, is its clock.
+func newKernel(t *testing.T, st store.Store, clock func() time.Time) *kernel.Kernel {
 	t.Helper()
 	if st == nil {
 		st = memstore.New()
 		t.Cleanup(func() { _ = st.Close() })
 	}
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(st), alertSpec}, opts...)...)
+	k, err := kernel.New(kernel.Config{Store: st, ActionSpecs: []kernel.ActionSpec{alertSpec}, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func persistent(t *testing.T, k *kernel.Kernel) []blackboard.Record {
 func TestThreshold(t *testing.T) {
 	for _, threshold := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint(threshold), func(t *testing.T) {
-			k := newKernel(t, nil)
+			k := newKernel(t, nil, nil)
 			var opts []adaptive.Option
 			if threshold != adaptive.DefaultThreshold {
 				opts = append(opts, adaptive.WithThreshold(threshold))
@@ -211,7 +213,7 @@ func TestDefaultMapping(t *testing.T) {
 			if c := m[code]; c.Name != w[0] || c.BlocksField != w[1] || !c.Enabled {
 				t.Fatalf("mapping[%s] = %+v", code, c)
 			}
-			k := newKernel(t, nil)
+			k := newKernel(t, nil, nil)
 			l := newLearner(t, k)
 			fail(t, k, "a", code)
 			fail(t, k, "b", code)
@@ -235,7 +237,7 @@ func TestDefaultMapping(t *testing.T) {
 }
 
 func TestCustomMapping(t *testing.T) {
-	k := newKernel(t, nil)
+	k := newKernel(t, nil, nil)
 	mapping := map[blackboard.Code]kernel.Constraint{
 		blackboard.CodeLowConfidence: {Name: "no_shaky_sensors", BlocksField: "uses_low_confidence_data"},
 	}
@@ -263,7 +265,7 @@ func TestCustomMapping(t *testing.T) {
 }
 
 func TestNoDuplicates(t *testing.T) {
-	k := newKernel(t, nil)
+	k := newKernel(t, nil, nil)
 	l := newLearner(t, k)
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	for range 3 {
@@ -346,7 +348,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	// First process: learns block_stale_actions, sees one conflict, and
 	// reaches the threshold for low confidence without committing it.
 	s1, stop1 := open(t)
-	k1 := newKernel(t, s1)
+	k1 := newKernel(t, s1, nil)
 	l1 := newLearner(t, k1)
 	fail(t, k1, "p1-a", blackboard.CodeStaleEvidence)
 	fail(t, k1, "p1-b", blackboard.CodeStaleEvidence)
@@ -369,7 +371,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 
 	// Second process on the same storage.
 	s2, stop2 := open(t)
-	k2 := newKernel(t, s2)
+	k2 := newKernel(t, s2, nil)
 	l2 := newLearner(t, k2)
 	if got := l2.Counts(); !mapsEqual(got, counts1) {
 		t.Fatalf("counts after restart %v, want %v", got, counts1)
@@ -410,7 +412,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	// Third process: everything is held, nothing is pending.
 	s3, stop3 := open(t)
 	defer stop3()
-	k3 := newKernel(t, s3)
+	k3 := newKernel(t, s3, nil)
 	l3 := newLearner(t, k3)
 	if p := l3.Pending(); len(p) != 0 {
 		t.Fatalf("pending on the third start %+v", p)
@@ -443,7 +445,7 @@ func mapsEqual(a, b map[blackboard.Code]int) bool {
 
 func TestCountsByTypedCode(t *testing.T) {
 	now := time.UnixMilli(1_000_000)
-	k := newKernel(t, nil, kernel.WithClock(func() time.Time { return now }))
+	k := newKernel(t, nil, func() time.Time { return now })
 	l := newLearner(t, k)
 	// A committed belief: its proposal is invalidated as SUPERSEDED_BY_COMMIT
 	// and must not count.
@@ -490,7 +492,7 @@ func TestCountsByTypedCode(t *testing.T) {
 }
 
 func TestAnalyzeReadsOnlyItsTrace(t *testing.T) {
-	k := newKernel(t, nil)
+	k := newKernel(t, nil, nil)
 	l := newLearner(t, k)
 	fail(t, k, "x", blackboard.CodeStaleEvidence)
 	fail(t, k, "y", blackboard.CodeLowConfidence)
@@ -511,7 +513,7 @@ func TestAnalyzeReadsOnlyItsTrace(t *testing.T) {
 func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 	var now atomic.Int64
 	now.Store(1_000_000)
-	k := newKernel(t, nil, kernel.WithClock(func() time.Time { return time.UnixMilli(now.Load()) }))
+	k := newKernel(t, nil, func() time.Time { return time.UnixMilli(now.Load()) })
 	l := newLearner(t, k)
 
 	episode := func(trace string) {
@@ -557,7 +559,7 @@ func TestLateStaleEvidenceAndTheLearnedConstraint(t *testing.T) {
 // confidence >= 0.7 yields a committed belief; block_conflicted_actions then
 // blocks the alert resting on it, whatever the planner claims.
 func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
-	k := newKernel(t, nil)
+	k := newKernel(t, nil, nil)
 	l := newLearner(t, k)
 	arbitrated := func(trace string) {
 		percept(t, k, trace, blackboard.Payload{"conflict": true}, 0.82, 0)
@@ -597,7 +599,7 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	k := newKernel(t, nil)
+	k := newKernel(t, nil, nil)
 	h := k.Symbolic("adaptive")
 	cases := map[string][]adaptive.Option{
 		"zero threshold":     {adaptive.WithThreshold(0)},
@@ -644,14 +646,14 @@ func (f *flaky) Apply(ctx context.Context, b store.Batch) error {
 }
 
 func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
-	st := &flaky{Store: memstore.New()}
-	k := newKernel(t, st)
+	store := &flaky{Store: memstore.New()}
+	k := newKernel(t, store, nil)
 	l := newLearner(t, k)
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
 	fail(t, k, "b", blackboard.CodeStaleEvidence)
 	analyze(t, l, "a")
 	analyze(t, l, "b")
-	st.broken.Store(true)
+	store.broken.Store(true)
 	produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 	if !errors.Is(err, errBroken) || produced {
 		t.Fatalf("Step on a failing store: %v %v", produced, err)
@@ -659,7 +661,7 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	if len(l.Pending()) != 1 || len(l.Learned()) != 0 || !l.ShouldActivate(kernel.View{}) {
 		t.Fatalf("after a failed commit pending %v learned %v", l.Pending(), l.Learned())
 	}
-	st.broken.Store(false)
+	store.broken.Store(false)
 	if produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
 		t.Fatalf("retry: %v %v", produced, err)
 	}
@@ -669,11 +671,11 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 }
 
 func TestAnalyzeErrorChangesNothing(t *testing.T) {
-	st := memstore.New()
-	k := newKernel(t, st)
+	store := memstore.New()
+	k := newKernel(t, store, nil)
 	l := newLearner(t, k)
 	fail(t, k, "a", blackboard.CodeStaleEvidence)
-	_ = st.Close()
+	_ = store.Close()
 	if _, err := l.Analyze(ctx, "a"); !errors.Is(err, blackboard.ErrClosed) {
 		t.Fatalf("Analyze on a closed store: %v", err)
 	}
@@ -699,7 +701,7 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		ks[i] = newKernel(t, s)
+		ks[i] = newKernel(t, s, nil)
 		ls[i] = newLearner(t, ks[i], adaptive.WithID(fmt.Sprintf("learner-%d", i)))
 	}
 	fail(t, ks[0], "a", blackboard.CodeStaleEvidence)

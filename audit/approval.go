@@ -11,10 +11,14 @@ import (
 // KindApproval is the evidence kind of an approval record.
 const KindApproval = "approval"
 
+// Verdict is an approver's answer: [Approved] or [Denied]. Its values are
+// stable strings, stored as they are in an approval record.
+type Verdict string
+
 // The two answers an approver gives.
 const (
-	Approved = "approved"
-	Denied   = "denied"
+	Approved Verdict = "approved"
+	Denied   Verdict = "denied"
 )
 
 // The payload keys of an approval record.
@@ -38,7 +42,7 @@ type Approval struct {
 	// Digest is the digest of the action's arguments the answer binds.
 	Digest string
 	// Decision is [Approved] or [Denied].
-	Decision string
+	Decision Verdict
 	Approver string
 	Note     string
 	// TTL is how long the answer stays valid.
@@ -57,7 +61,7 @@ func (a Approval) Follow() (kernel.Follow, error) {
 	}
 	return kernel.Follow{Role: blackboard.RoleApprover, Writer: a.Approver, Entry: kernel.Entry{
 		TraceID: a.TraceID, Slot: blackboard.Evidence, Kind: KindApproval, InputRefs: []string{a.ActionID}, TTL: a.TTL,
-		Payload: blackboard.Payload{keyActionID: a.ActionID, keyDigest: a.Digest, keyDecision: a.Decision, keyApprover: a.Approver, keyNote: a.Note},
+		Payload: blackboard.Payload{keyActionID: a.ActionID, keyDigest: a.Digest, keyDecision: string(a.Decision), keyApprover: a.Approver, keyNote: a.Note},
 	}}, nil
 }
 
@@ -70,7 +74,7 @@ func ApprovalOf(rec blackboard.Record) (a Approval, ok bool) {
 	}
 	str := func(key string) string { s, _ := rec.Payload.String(key); return s }
 	return Approval{
-		ID: rec.ID, TraceID: rec.TraceID(), ActionID: str(keyActionID), Digest: str(keyDigest), Decision: str(keyDecision),
+		ID: rec.ID, TraceID: rec.TraceID(), ActionID: str(keyActionID), Digest: str(keyDigest), Decision: Verdict(str(keyDecision)),
 		Approver: str(keyApprover), Note: str(keyNote), TTL: time.Duration(rec.Provenance.TTLMS) * time.Millisecond,
 		TimeMS: rec.Provenance.TimestampMS,
 	}, true

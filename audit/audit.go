@@ -18,7 +18,7 @@ import (
 const (
 	// Kind is the evidence kind of a decision record.
 	Kind = "decision_record"
-	// Version is the version of [Record]'s shape.
+	// Version is the version of [Entry]'s shape.
 	Version = 1
 )
 
@@ -37,13 +37,13 @@ const (
 	OutcomeEscalated       Outcome = "escalated"        // handed to a person (a denial, an expiry, a failure)
 )
 
-// Record is one entry of the audit log, in a versioned shape: what the
+// Entry is one entry of the audit log, in a versioned shape: what the
 // kernel decided (code, rule, failed record, causes, evidence, constraints
 // in force) and the call itself (Context: the tool, its arguments, the
 // framework's call id, the budget). TraceID, Namespace, TimeMS and
 // RecordID come from the evidence record that holds it when it is decoded
 // ([Of]); the encoder stores only TraceID's record in that trace.
-type Record struct {
+type Entry struct {
 	Version int `json:"version"`
 	// ID is the decision's id; RecordID the evidence record holding it.
 	ID        string `json:"decision_id,omitempty"`
@@ -79,8 +79,8 @@ type Record struct {
 // input and evidence refs are the chain. The caller adds the Context, and
 // sets Outcome to [OutcomePendingApproval] for a committed action that
 // waits for one.
-func ForDecision(traceID, kind string, d kernel.Decision, committed blackboard.Record) Record {
-	r := Record{
+func ForDecision(traceID, kind string, d kernel.Decision, committed blackboard.Record) Entry {
+	r := Entry{
 		ID: d.ID, TraceID: traceID, Subject: d.ProposalID, Kind: kind, Outcome: OutcomeRefused, Code: d.Code,
 		Rule: d.Rule, Failed: d.Failed, Detail: d.Detail, Causes: d.Causes, Constraints: d.Constraints,
 	}
@@ -104,8 +104,8 @@ func ForDecision(traceID, kind string, d kernel.Decision, committed blackboard.R
 // result, written with its id set) came to outcome with code. kind names
 // the call (the action type), so that one query by kind finds the call's
 // whole chain; the evidence is what rec rests on.
-func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackboard.Code) Record {
-	return Record{
+func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackboard.Code) Entry {
+	return Entry{
 		ID: "decision:" + rec.ID, TraceID: rec.TraceID(), Subject: rec.ID, Kind: kind, Outcome: outcome, Code: code,
 		EvidenceRefs: append([]string(nil), rec.Provenance.InputRefs...),
 	}
@@ -119,7 +119,7 @@ func ForRecord(rec blackboard.Record, kind string, outcome Outcome, code blackbo
 // code, and with [blackboard.ErrInvalidPayload] when its context cannot be
 // stored. The entry's payload shares r's lists and context (the kernel
 // stores a copy of it): leave them unchanged until it is appended.
-func (r Record) Follow() (kernel.Follow, error) {
+func (r Entry) Follow() (kernel.Follow, error) {
 	if r.Kind == "" || r.Outcome == "" || r.Code == "" {
 		return kernel.Follow{}, fmt.Errorf("%w: audit: a decision record needs a kind, an outcome and a code", blackboard.ErrInvalidInput)
 	}
@@ -141,16 +141,16 @@ func (r Record) Follow() (kernel.Follow, error) {
 // Append writes r on its own through g, for a call refused before it
 // reached the kernel's pipeline (a contract, a budget, an
 // execution-time check), and returns it as written (with its ids and
-// time). Its errors are those of [Record.Follow] and
+// time). Its errors are those of [Entry.Follow] and
 // [kernel.Governor.Append].
-func Append(ctx context.Context, g *kernel.Governor, r Record) (Record, error) {
+func Append(ctx context.Context, g *kernel.Governor, r Entry) (Entry, error) {
 	f, err := r.Follow()
 	if err != nil {
-		return Record{}, err
+		return Entry{}, err
 	}
 	rec, err := g.Append(ctx, f)
 	if err != nil {
-		return Record{}, err
+		return Entry{}, err
 	}
 	// What Of would decode, without decoding it.
 	r.Version, r.RecordID, r.TraceID, r.Namespace, r.TimeMS = Version, rec.ID, rec.TraceID(), rec.Namespace, rec.Provenance.TimestampMS
@@ -163,16 +163,16 @@ func Append(ctx context.Context, g *kernel.Governor, r Record) (Record, error) {
 // Of decodes the decision record held by rec. ok is false unless rec is
 // an evidence record of kind [Kind] written with the kernel's role (by
 // the Governor: no handle can forge one) whose payload decodes.
-func Of(rec blackboard.Record) (r Record, ok bool) {
+func Of(rec blackboard.Record) (r Entry, ok bool) {
 	if rec.Slot != blackboard.Evidence || rec.Kind != Kind || (!mutKernelOnly && rec.Provenance.Role != blackboard.RoleKernel) {
-		return Record{}, false
+		return Entry{}, false
 	}
 	enc, err := json.Marshal(map[string]any(rec.Payload))
 	if err == nil {
 		err = json.Unmarshal(enc, &r)
 	}
 	if err != nil {
-		return Record{}, false
+		return Entry{}, false
 	}
 	r.RecordID, r.TraceID, r.Namespace, r.TimeMS = rec.ID, rec.TraceID(), rec.Namespace, rec.Provenance.TimestampMS
 	if r.ID == "" {
@@ -181,15 +181,15 @@ func Of(rec blackboard.Record) (r Record, ok bool) {
 	return r, true
 }
 
-// Filter narrows [List]. A zero field matches everything.
-type Filter struct {
+// Query narrows [List]. A zero field matches everything.
+type Query struct {
 	TraceID string
 	Kind    string
 	Outcome Outcome
 }
 
 // Match reports whether r passes the filter.
-func (f Filter) Match(r Record) bool {
+func (f Query) Match(r Entry) bool {
 	return (f.TraceID == "" || r.TraceID == f.TraceID) && (f.Kind == "" || r.Kind == f.Kind) &&
 		(f.Outcome == "" || r.Outcome == f.Outcome)
 }
@@ -198,15 +198,15 @@ func (f Filter) Match(r Record) bool {
 // append order. With f.TraceID it reads that trace; without, every
 // evidence record of the reader's namespace, so its cost grows with the
 // history: it is for recovery and for people, not for a call's path.
-func List(ctx context.Context, rd kernel.Reader, f Filter) iter.Seq2[Record, error] {
-	return func(yield func(Record, error) bool) {
+func List(ctx context.Context, rd kernel.Reader, f Query) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
 		src := rd.List(ctx, blackboard.Evidence, store.Filter{})
 		if f.TraceID != "" {
 			src = rd.Trace(ctx, f.TraceID)
 		}
 		for rec, err := range src {
 			if err != nil {
-				yield(Record{}, err)
+				yield(Entry{}, err)
 				return
 			}
 			r, ok := Of(rec)
@@ -224,9 +224,9 @@ func List(ctx context.Context, rd kernel.Reader, f Filter) iter.Seq2[Record, err
 // length of the trace. The error wraps [blackboard.ErrNotFound] when the
 // subject has no such decision record (a record written without one, a
 // record of another namespace).
-func About(ctx context.Context, rd kernel.Reader, subjectID string) (Record, error) {
-	notFound := func(why string) (Record, error) {
-		return Record{}, fmt.Errorf("audit: decision about %s: %s: %w", subjectID, why, blackboard.ErrNotFound)
+func About(ctx context.Context, rd kernel.Reader, subjectID string) (Entry, error) {
+	notFound := func(why string) (Entry, error) {
+		return Entry{}, fmt.Errorf("audit: decision about %s: %s: %w", subjectID, why, blackboard.ErrNotFound)
 	}
 	ns, traceID, idx, ok := blackboard.SplitRecordID(subjectID)
 	if !ok {
@@ -237,7 +237,7 @@ func About(ctx context.Context, rd kernel.Reader, subjectID string) (Record, err
 		if errors.Is(err, blackboard.ErrNotFound) {
 			return notFound("no decision record follows it")
 		}
-		return Record{}, err
+		return Entry{}, err
 	}
 	r, ok := Of(rec)
 	if !ok {
@@ -257,7 +257,7 @@ func About(ctx context.Context, rd kernel.Reader, subjectID string) (Record, err
 // it is given) and the values the gate writes on every call are boxed
 // once, in the package. Only a Context that holds values other than
 // JSON's own (a struct, say) goes through JSON.
-func (r Record) payload() (blackboard.Payload, error) {
+func (r Entry) payload() (blackboard.Payload, error) {
 	n := 4 // version, kind, outcome, code
 	for _, s := range [...]string{r.ID, r.RecordID, r.TraceID, r.Namespace, r.Subject, r.Rule, r.Failed, r.Detail} {
 		if s != "" {

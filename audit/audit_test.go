@@ -15,7 +15,7 @@ import (
 // kind and payload under any other role, or another kind, is no decision
 // record.
 func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
-	f, err := audit.Record{TraceID: "t", Subject: "actions:t:3", Kind: "issue_refund", Outcome: audit.OutcomePendingApproval,
+	f, err := audit.Entry{TraceID: "t", Subject: "actions:t:3", Kind: "issue_refund", Outcome: audit.OutcomePendingApproval,
 		Code: blackboard.CodeCommitted, Context: blackboard.Payload{"tool": "issue_refund"}}.Follow()
 	if err != nil {
 		t.Fatal(err)
@@ -49,10 +49,10 @@ func TestOfAcceptsOnlyTheKernelsRecords(t *testing.T) {
 			t.Errorf("decoded %+v from %+v", d, r)
 		}
 	}
-	if _, err := (audit.Record{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused}).Follow(); !errors.Is(err, blackboard.ErrInvalidInput) {
+	if _, err := (audit.Entry{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused}).Follow(); !errors.Is(err, blackboard.ErrInvalidInput) {
 		t.Errorf("a record without a code: %v, want ErrInvalidInput", err)
 	}
-	if _, err := (audit.Record{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused, Code: "X", Context: blackboard.Payload{"f": func() {}}}).Follow(); !errors.Is(err, blackboard.ErrInvalidPayload) {
+	if _, err := (audit.Entry{TraceID: "t", Kind: "x", Outcome: audit.OutcomeRefused, Code: "X", Context: blackboard.Payload{"f": func() {}}}).Follow(); !errors.Is(err, blackboard.ErrInvalidPayload) {
 		t.Errorf("a context that cannot be stored: %v, want ErrInvalidPayload", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestForDecision(t *testing.T) {
 		len(res.EvidenceRefs) != 1 {
 		t.Errorf("result record %+v", res)
 	}
-	if !(audit.Filter{TraceID: "t", Kind: "issue_refund", Outcome: audit.OutcomeExecuted}).Match(res) || (audit.Filter{Kind: "other"}).Match(res) {
+	if !(audit.Query{TraceID: "t", Kind: "issue_refund", Outcome: audit.OutcomeExecuted}).Match(res) || (audit.Query{Kind: "other"}).Match(res) {
 		t.Error("Filter.Match")
 	}
 }
@@ -95,7 +95,7 @@ func TestApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

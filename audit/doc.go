@@ -3,9 +3,9 @@
 // approval records, each with one encoder and one decoder.
 //
 // The kernel decides and appends; it does not know these shapes. The tool
-// gate and the orchestrator build a [Record] from what the kernel decided
+// gate and the orchestrator build a [Entry] from what the kernel decided
 // ([ForDecision], [ForRecord]) and hand it to the kernel as a follow entry
-// ([Record.Follow]) of the submit or write it records, so that the
+// ([Entry.Follow]) of the submit or write it records, so that the
 // decision record lands in the same atomic batch as the state change it
 // records; a call refused before it reached the kernel is recorded on its
 // own ([Append]). Every reader — the gate's recovery and approval screens,

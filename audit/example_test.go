@@ -14,7 +14,7 @@ import (
 // by id, and List streams the trace's records.
 func Example() {
 	ctx := context.Background()
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -38,11 +38,11 @@ func Example() {
 	fmt.Println(r.ID, r.Outcome, r.Subject, r.Context["tool"])
 
 	// A refusal before the kernel's pipeline is recorded on its own.
-	if _, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "ticket-1", Kind: "delete_account",
+	if _, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "ticket-1", Kind: "delete_account",
 		Outcome: audit.OutcomeRefused, Code: "TOOL_NOT_PERMITTED"}); err != nil {
 		panic(err)
 	}
-	for r, err := range audit.List(ctx, k.Reader(), audit.Filter{TraceID: "ticket-1"}) {
+	for r, err := range audit.List(ctx, k.Reader(), audit.Query{TraceID: "ticket-1"}) {
 		if err != nil {
 			panic(err)
 		}

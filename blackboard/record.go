@@ -288,7 +288,7 @@ type Record struct {
 	Reason Code  `json:"reason,omitempty"`
 	Scope  Scope `json:"scope"`
 	// Namespace is the application the record belongs to (see
-	// kernel.WithNamespace). Stores keep an empty namespace as
+	// kernel.Config.Namespace). Stores keep an empty namespace as
 	// [DefaultNamespace].
 	Namespace string `json:"namespace,omitempty"`
 }

@@ -198,17 +198,17 @@ func ReasonOf(err error) (Reason, bool) {
 // "reason") and, when snap was taken (it has a run id), the budget
 // snapshot (under [KeyBudget]). kind names the tool or the model call. ok
 // is false when err holds no [Refusal].
-func RefusalRecord(traceID, kind string, err error, snap Snapshot) (d audit.Record, ok bool) {
+func RefusalRecord(traceID, kind string, err error, snap Snapshot) (d audit.Entry, ok bool) {
 	var rf Refusal
 	if !errors.As(err, &rf) {
-		return audit.Record{}, false
+		return audit.Entry{}, false
 	}
 	reason := rf.Reason()
 	ctx := blackboard.Payload{KeyReason: map[string]any(reason.Payload())}
 	if snap.RunID != "" {
 		ctx[KeyBudget] = map[string]any(snap.Payload())
 	}
-	return audit.Record{
+	return audit.Entry{
 		TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused, Code: rf.Code(), Detail: reason.Detail, Context: ctx,
 	}, true
 }

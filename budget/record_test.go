@@ -14,7 +14,7 @@ import (
 func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	k, err := kernel.New(kernel.WithClock(clk.Now))
+	k, err := kernel.New(kernel.Config{Clock: clk.Now})
 	must(t, err)
 	defer k.Close()
 	run := newRun(t, budget.Limits{ToolCalls: 1}, clk, "t")
@@ -28,8 +28,8 @@ func TestRefusalRecordOnTheBlackboard(t *testing.T) {
 	if _, err := audit.Append(ctx, k.Governor(), d); err != nil {
 		t.Fatal(err)
 	}
-	var got []audit.Record
-	for r, err := range audit.List(ctx, k.Reader(), audit.Filter{TraceID: "t"}) {
+	var got []audit.Entry
+	for r, err := range audit.List(ctx, k.Reader(), audit.Query{TraceID: "t"}) {
 		must(t, err)
 		got = append(got, r)
 	}

@@ -51,7 +51,7 @@ type Inputs struct {
 	// ApprovalTTL is how long an action may wait for its approval before
 	// the wait counts as a stall; zero means [DefaultApprovalTTL].
 	ApprovalTTL time.Duration
-	// ConflictThreshold is the kernel's ([kernel.WithConflictThreshold]);
+	// ConflictThreshold is the kernel's ([kernel.Config.ConflictThreshold]);
 	// zero means [kernel.DefaultConflictThreshold].
 	ConflictThreshold float64
 	// Risk is the risk class of the run's intent in [0, 1] (0 for routine,

@@ -34,7 +34,7 @@ func committedBelief(kind string) blackboard.Record {
 }
 
 func pendingApproval(action string, at time.Time) blackboard.Record {
-	f, _ := audit.Record{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted}.Follow()
+	f, _ := audit.Entry{TraceID: "t", Subject: action, Kind: "issue_refund", Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted}.Follow()
 	return followRecord(f, at)
 }
 
@@ -248,7 +248,7 @@ func TestMeasureBounds(t *testing.T) {
 func TestMeasureKernelTrace(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	k, err := kernel.New(kernel.WithClock(clk.Now))
+	k, err := kernel.New(kernel.Config{Clock: clk.Now})
 	must(t, err)
 	defer k.Close()
 	tool := k.Tool("orders")

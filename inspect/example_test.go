@@ -18,7 +18,7 @@ import (
 // the fallback's record.
 func stale(ctx context.Context, s store.Store) (string, error) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
+	k, err := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 	if err != nil {
 		return "", err
 	}

@@ -23,7 +23,7 @@ func TestJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}

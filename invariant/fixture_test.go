@@ -56,9 +56,12 @@ func newDesk(t *testing.T) *desk {
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (map[string]any, error) {
 			return map[string]any{"refund_id": "re_1", "refunded": a.Amount}, nil
 		})
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(st)), toolgate.WithTools(lookup, refund),
-		toolgate.WithMaskKey([]byte("0123456789abcdef0123456789abcdef")),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: st},
+		Tools:     []toolgate.Tool{lookup, refund},
+		MaskKey:   []byte("0123456789abcdef0123456789abcdef"),
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +105,7 @@ func (d *desk) refund(trace, order string, amount float64) toolgate.Result {
 	res := d.call(trace, "issue_refund", refundArgs{OrderID: order, Amount: amount})
 	if res.Outcome == audit.OutcomePendingApproval {
 		var err error
-		res, err = d.g.Approver("manager").Resolve(d.ctx, trace, res.ActionID, res.ArgsDigest, audit.Approved, "ok")
+		res, err = d.g.Approver("manager").Resolve(d.ctx, toolgate.Answer{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
 		if err != nil {
 			d.t.Fatal(err)
 		}

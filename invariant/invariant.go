@@ -185,7 +185,7 @@ type trace struct {
 	commits map[slotKind][]int
 	// decided maps a committed action to the gate's decision record about
 	// it (committed or pending approval).
-	decided map[string]audit.Record
+	decided map[string]audit.Entry
 }
 
 type slotKind struct {
@@ -195,7 +195,7 @@ type slotKind struct {
 
 // readTrace reads and indexes one trace.
 func (c *checker) readTrace(namespace, id string) (*trace, error) {
-	t := &trace{id: id, pos: map[string]int{}, commits: map[slotKind][]int{}, decided: map[string]audit.Record{}}
+	t := &trace{id: id, pos: map[string]int{}, commits: map[slotKind][]int{}, decided: map[string]audit.Entry{}}
 	for r, err := range c.st.ListTrace(c.ctx, namespace, id) {
 		if err != nil {
 			return nil, err

@@ -200,7 +200,7 @@ func (c *checker) scopeHeld(t *trace) error {
 // index at of its trace was made under: the trace's one request record,
 // the one its context names, appended before the action, holding the
 // request once-key. why says what is wrong when it is not so.
-func heldRequest(reqs []request, id string, at int, dec *audit.Record) (request, string) {
+func heldRequest(reqs []request, id string, at int, dec *audit.Entry) (request, string) {
 	switch {
 	case len(reqs) == 0:
 		return request{}, "the trace has no request record, and its tool acts only within one"

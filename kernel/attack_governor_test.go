@@ -79,7 +79,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 		if d, ok := audit.Of(rec); ok {
 			t.Errorf("a handle's record decodes as a decision record: %+v", d)
 		}
-		for d, err := range audit.List(a.ctx, a.k.Reader(), audit.Filter{}) {
+		for d, err := range audit.List(a.ctx, a.k.Reader(), audit.Query{}) {
 			t.Errorf("decision record %+v %v", d, err)
 		}
 		// The Governor writes both.
@@ -93,7 +93,7 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 			t.Errorf("Governor submit: %v %v", d.Code, err)
 		}
 		n := 0
-		for _, err := range audit.List(a.ctx, a.k.Reader(), audit.Filter{}) {
+		for _, err := range audit.List(a.ctx, a.k.Reader(), audit.Query{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,8 +108,8 @@ func TestAttackHandlesCannotClaimKeysOrWriteDecisionRecords(t *testing.T) {
 // Route 9 in the kernel: RecheckAction decides a committed action again
 // as of now, through the gate's own checks, and writes nothing.
 func TestRecheckAction(t *testing.T) {
-	ttlSpec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
-		Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge"}})
+	ttlSpec := kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+		Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge"}}}}
 	commit := func(t *testing.T, a *arena, ttl time.Duration) blackboard.Record {
 		t.Helper()
 		a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, ttl)
@@ -189,7 +189,7 @@ func TestCommitConstraintOnce(t *testing.T) {
 			t.Errorf("second: %s %v %v, want the first's %s", again, created, err, first)
 		}
 		a.unchanged()
-		other, err := kernel.New(kernel.WithStore(a.store), kernel.WithNamespace("acme"))
+		other, err := kernel.New(kernel.Config{Store: a.store, Namespace: "acme"})
 		if err != nil {
 			t.Fatal(err)
 		}

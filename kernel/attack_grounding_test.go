@@ -20,7 +20,7 @@ import (
 // computed from, however clean it is. A belief that names the percept
 // kind rests on whatever is current, and a newer clean observation passes.
 func TestAttackExactGrounding(t *testing.T) {
-	f := newFixture(t, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))
+	f := newFixtureWith(t, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}})
 	old := f.perceive("t", "order", blackboard.Payload{"order_id": "A1", "refunded": 0.0}, nil, 0)
 	if d := f.mustPropose("t", blackboard.Beliefs, "refund_due", belief(true, old.ID)); !d.Committed() {
 		t.Fatalf("belief on %s: %s", old.ID, d.Code)
@@ -42,7 +42,7 @@ func TestAttackExactGrounding(t *testing.T) {
 	if d := f.mustPropose("t", blackboard.Actions, "issue_refund", action("refund_due")); !d.Committed() {
 		t.Errorf("refund on the current observation: %s %s", d.Code, d.Detail)
 	}
-	g := newFixture(t, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))
+	g := newFixtureWith(t, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}})
 	g.perceive("t", "order", blackboard.Payload{"order_id": "A1"}, nil, 0)
 	g.mustPropose("t", blackboard.Beliefs, "refund_due", belief(true, "order"))
 	g.perceive("t", "order", blackboard.Payload{"order_id": "A1"}, nil, 0)
@@ -51,7 +51,7 @@ func TestAttackExactGrounding(t *testing.T) {
 	}
 }
 
-// Kinds reserved to governance code (kernel.WithReserved): a derived
+// Kinds reserved to governance code (kernel.Config.Reserved): a derived
 // belief to its deriver, a tool's action type to the gate's callers. No
 // planner proposes one, whatever name it writes as; the Governor proposes
 // one only as a writer it is reserved to; and a proposal of the kind that
@@ -60,11 +60,11 @@ func TestAttackExactGrounding(t *testing.T) {
 func TestAttackReservedKinds(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
-	spec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
-		Once: &kernel.OnceKey{Fields: []string{"order_id"}}})
+	spec := []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+		Once: &kernel.OnceKey{Fields: []string{"order_id"}}}}
 	// An older kernel over the store, without reservations, stored a
 	// planner's proposal of each kind.
-	before, err := kernel.New(kernel.WithStore(store), spec)
+	before, err := kernel.New(kernel.Config{Store: store, ActionSpecs: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +84,10 @@ func TestAttackReservedKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithStore(store), spec,
-		kernel.WithReserved(blackboard.Beliefs, "refund_due", "derive:lookup"),
-		kernel.WithReserved(blackboard.Actions, "issue_refund", "caller:support"))
+	k, err := kernel.New(kernel.Config{Store: store, ActionSpecs: spec, Reserved: []kernel.Reservation{
+		{Slot: blackboard.Beliefs, Kind: "refund_due", Writers: []string{"derive:lookup"}},
+		{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{"caller:support"}},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,12 +131,12 @@ func TestAttackReservedKinds(t *testing.T) {
 	if holder, err := k.Governor().ClaimedBy(ctx, key); err != nil || holder != d.CommittedID {
 		t.Errorf("the once-key is held by %q (%v), want %s", holder, err, d.CommittedID)
 	}
-	for _, opt := range []kernel.Option{
-		kernel.WithReserved(blackboard.Percepts, "order", "tool:lookup"),
-		kernel.WithReserved(blackboard.Beliefs, "", "x"),
-		kernel.WithReserved(blackboard.Actions, "issue_refund", ""),
+	for _, r := range []kernel.Reservation{
+		{Slot: blackboard.Percepts, Kind: "order", Writers: []string{"tool:lookup"}},
+		{Slot: blackboard.Beliefs, Writers: []string{"x"}},
+		{Slot: blackboard.Actions, Kind: "issue_refund", Writers: []string{""}},
 	} {
-		if k, err := kernel.New(opt); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if k, err := kernel.New(kernel.Config{Reserved: []kernel.Reservation{r}}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			if k != nil {
 				k.Close()
 			}

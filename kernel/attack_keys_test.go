@@ -23,7 +23,7 @@ import (
 // the observation: exactly one refund commits. The once-key, when there
 // is none on the spec, is not what stops it.
 func TestAttackReplayByRegrounding(t *testing.T) {
-	spec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true})
+	spec := kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true}}}
 	for _, by := range []string{"kind", "id"} {
 		t.Run("depends on the percept by "+by, func(t *testing.T) {
 			attack(t, func(t *testing.T, a *arena) {
@@ -75,8 +75,8 @@ func TestAttackOnceKeysAcrossNamespaces(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			s := st.open(t)
 			t.Cleanup(func() { s.Close() })
-			app1 := newArena(t, s, kernel.WithNamespace("app1"), onceSpec)
-			app2 := newArena(t, s, kernel.WithNamespace("app2"), onceSpec)
+			app1 := newArena(t, s, inNamespace("app1", onceSpec))
+			app2 := newArena(t, s, inNamespace("app2", onceSpec))
 			key := `["app1","issue_refund","A1",1]` // the key of app1's first refund of A1
 			// A tool of app2 claims it, if a tool may claim keys at all: in
 			// app2's key space, which is not app1's.
@@ -116,8 +116,8 @@ func TestAttackOnceKeyEncodingAmbiguity(t *testing.T) {
 			type app struct{ ns, action string }
 			var keys []string
 			for _, ap := range []app{{"acme", "eu/refund"}, {"acme/eu", "refund"}} {
-				a := newArena(t, s, kernel.WithNamespace(ap.ns), kernel.WithActionSpecs(kernel.ActionSpec{Type: ap.action,
-					MinBeliefs: []string{"refund_due"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}}))
+				a := newArena(t, s, kernel.Config{Namespace: ap.ns, ActionSpecs: []kernel.ActionSpec{{Type: ap.action,
+					MinBeliefs: []string{"refund_due"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}}}})
 				trace := "t-" + ap.ns
 				a.groundRefund(trace, "A1")
 				d := a.submit(a.planner, kernel.Entry{TraceID: trace, Slot: blackboard.Actions, Kind: ap.action,
@@ -156,8 +156,8 @@ func TestAttackOnceKeyNegativeZero(t *testing.T) {
 		if committed != 1 {
 			t.Errorf("%d refunds of charge 0 (as 0, -0, 0e3), want 1", committed)
 		}
-	}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
-		Once: &kernel.OnceKey{Fields: []string{"charge_id"}}}))
+	}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+		Once: &kernel.OnceKey{Fields: []string{"charge_id"}}}}})
 }
 
 // Route 13: a refund that will never run (its approver denied it) is
@@ -229,8 +229,8 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	a := newArena(t, s, kernel.WithNamespace("shop"), kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund",
-		MinBeliefs: []string{"refund_due"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}}))
+	a := newArena(t, s, kernel.Config{Namespace: "shop", ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund",
+		MinBeliefs: []string{"refund_due"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}}}})
 	a.groundRefund("old", "A1")
 	old := a.refund("old", "order_id", "B2")
 	if !old.Committed() {
@@ -249,7 +249,7 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	}
 	// An action an earlier release committed holds only its legacy key,
 	// and keeps it as its key (the gate's idempotency key).
-	plain := newArena(t, s, kernel.WithNamespace("shop"))
+	plain := newArena(t, s, kernel.Config{Namespace: "shop"})
 	plain.groundRefund("prior", "E5")
 	prior := plain.refund("prior", "order_id", "E5")
 	if !prior.Committed() {
@@ -264,4 +264,10 @@ func TestOnceKeyLegacyClaims(t *testing.T) {
 	if key, err := a.k.Governor().OnceKeyOf(a.ctx, old.CommittedID); err != nil || key != `["shop","issue_refund","B2",1]` {
 		t.Errorf("OnceKeyOf: %q, %v", key, err)
 	}
+}
+
+// inNamespace is cfg in namespace ns.
+func inNamespace(ns string, cfg kernel.Config) kernel.Config {
+	cfg.Namespace = ns
+	return cfg
 }

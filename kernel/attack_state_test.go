@@ -35,7 +35,10 @@ func TestAttackRetractionBehindTheState(t *testing.T) {
 				s := open(t)
 				defer s.Close()
 				newKernel := func() *kernel.Kernel {
-					k, err := kernel.New(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}}))
+					k, err := kernel.New(kernel.Config{
+						Store:       s,
+						BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"charge"}}},
+					})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -92,7 +95,10 @@ func persistentBehindTheCache(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	defer s.Close()
 	newKernel := func() *kernel.Kernel {
-		k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(kernel.ActionSpec{Type: "notify", SafeFallback: true, Repeatable: true}))
+		k, err := kernel.New(kernel.Config{
+			Store:       s,
+			ActionSpecs: []kernel.ActionSpec{{Type: "notify", SafeFallback: true, Repeatable: true}},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

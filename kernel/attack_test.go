@@ -55,21 +55,29 @@ var stores = []struct {
 	}},
 }
 
-// attack runs fn against a fresh kernel with opts on each store.
-func attack(t *testing.T, fn func(t *testing.T, a *arena), opts ...kernel.Option) {
+// attack runs fn against a fresh kernel on each store, configured by cfg
+// when one is given.
+func attack(t *testing.T, fn func(t *testing.T, a *arena), cfg ...kernel.Config) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			s := st.open(t)
 			t.Cleanup(func() { s.Close() })
-			fn(t, newArena(t, s, opts...))
+			fn(t, newArena(t, s, cfg...))
 		})
 	}
 }
 
-func newArena(t *testing.T, s store.Store, opts ...kernel.Option) *arena {
+// newArena builds an arena over s, its kernel configured by cfg (at most
+// one) over s and the arena's clock.
+func newArena(t *testing.T, s store.Store, cfg ...kernel.Config) *arena {
 	t.Helper()
 	a := &arena{t: t, ctx: context.Background(), store: s, clock: newFakeClock()}
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(a.clock.Now)}, opts...)...)
+	var c kernel.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.Store, c.Clock = s, a.clock.Now
+	k, err := kernel.New(c)
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
 	}
@@ -247,7 +255,7 @@ func TestAttackUncheckedBoundPercept(t *testing.T) {
 // Route 5: a prediction with no beliefs, or one a planner committed under
 // the kind a trusted simulator uses, must not open the prediction gate.
 func TestAttackUngroundedAndSquattedPredictions(t *testing.T) {
-	spec := kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePrediction: true})
+	spec := kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePrediction: true}}}
 	grounded := func(a *arena) {
 		a.percept("t", "charge", blackboard.Payload{"amount": 100.0}, nil, 0)
 		if d := a.belief("t", "charge"); !d.Committed() {
@@ -286,14 +294,14 @@ func TestAttackUngroundedAndSquattedPredictions(t *testing.T) {
 			if d := a.refund("t"); !d.Committed() {
 				t.Errorf("refund with a trusted planner's prediction: %s", d.Code)
 			}
-		}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePrediction: true, Predictors: []string{"llm"}}))
+		}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePrediction: true, Predictors: []string{"llm"}}}})
 	})
 }
 
 // onceSpec makes issue_refund once-only per order, the key read from the
 // order percept so that the planner cannot choose it.
-var onceSpec = kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
-	Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge"}})
+var onceSpec = kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+	Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge"}}}}
 
 // groundRefund observes the charge of order in trace and commits the belief.
 func (a *arena) groundRefund(trace, order string) {
@@ -354,7 +362,7 @@ func TestAttackReplay(t *testing.T) {
 			if committed := race(t, 5, func(i int) kernel.Decision { return a.refund(fmt.Sprintf("t%d", i)) }); committed != 2 {
 				t.Errorf("%d commits, want the limit 2", committed)
 			}
-		}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge", Limit: 2}}))
+		}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge", Limit: 2}}}})
 	})
 }
 
@@ -499,8 +507,8 @@ func TestAttackSharedStore(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			s := st.open(t)
 			t.Cleanup(func() { s.Close() })
-			app1 := newArena(t, s, kernel.WithNamespace("app1"))
-			app2 := newArena(t, s, kernel.WithNamespace("app2"))
+			app1 := newArena(t, s, kernel.Config{Namespace: "app1"})
+			app2 := newArena(t, s, kernel.Config{Namespace: "app2"})
 			if _, err := app1.sym.CommitConstraint(app1.ctx, "policy", kernel.Constraint{Name: "block_all", Enabled: true, BlocksField: "amount"}, blackboard.ScopePersistent); err != nil {
 				t.Fatal(err)
 			}

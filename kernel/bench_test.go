@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"go.opentelemetry.io/otel/trace/noop"
 	"strconv"
 	"testing"
 
@@ -13,16 +14,16 @@ import (
 // 0 to 10^6 records of other traces already held (flat-history target).
 func BenchmarkEpisodeMemory(b *testing.B) {
 	for _, n := range []int{0, 1_000, 10_000, 100_000, 1_000_000} {
-		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { benchEpisode(b, memstore.New(), n) })
+		b.Run("history="+strconv.Itoa(n), func(b *testing.B) { benchEpisode(b, memstore.New(), n, kernel.Config{}) })
 	}
 }
 
 // BenchmarkEpisodeTracing compares the default (the global OpenTelemetry
 // provider, a no-op) with instrumentation switched off.
 func BenchmarkEpisodeTracing(b *testing.B) {
-	b.Run("global-noop", func(b *testing.B) { benchEpisode(b, memstore.New(), 0) })
+	b.Run("global-noop", func(b *testing.B) { benchEpisode(b, memstore.New(), 0, kernel.Config{}) })
 	b.Run("off", func(b *testing.B) {
-		benchEpisode(b, memstore.New(), 0, kernel.WithTracerProvider(nil))
+		benchEpisode(b, memstore.New(), 0, kernel.Config{TracerProvider: noop.NewTracerProvider()})
 	})
 }
 
@@ -41,7 +42,7 @@ func BenchmarkViewSession(b *testing.B) {
 	for _, n := range []int{1, 1_000, 10_000} {
 		b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
 			ctx := b.Context()
-			k, err := kernel.New(kernel.WithStore(memstore.New()))
+			k, err := kernel.New(kernel.Config{Store: memstore.New()})
 			if err != nil {
 				b.Fatal(err)
 			}

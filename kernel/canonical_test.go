@@ -46,7 +46,7 @@ func TestConstraintCanonicalAgreesWithNormalize(t *testing.T) {
 // constraint written with [Constraint.Payload] through normalisation.
 func TestConstraintEntryStoresWhatPayloadWould(t *testing.T) {
 	ctx := context.Background()
-	k, err := New()
+	k, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // so the runner can check that the call changed nothing.
 type codeCase struct {
 	name     string
-	opts     []kernel.Option
+	cfg      kernel.Config
 	run      func(f *fixture) (blackboard.Code, error)
 	want     blackboard.Code
 	sentinel error
@@ -44,7 +44,7 @@ const tr = "t1" // the trace most cases use
 var refundSpec = kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}
 
 func codeCases() []codeCase {
-	strict := []kernel.Option{kernel.WithStrictActions(), kernel.WithActionSpecs(refundSpec)}
+	strict := kernel.Config{StrictActions: true, ActionSpecs: []kernel.ActionSpec{refundSpec}}
 	// proposeAct grounds refund_due and proposes an action of kind with p.
 	proposeAct := func(kind string, p blackboard.Payload) func(f *fixture) (blackboard.Code, error) {
 		return func(f *fixture) (blackboard.Code, error) {
@@ -110,7 +110,7 @@ func codeCases() []codeCase {
 		{name: "conflict at the threshold is arbitrated", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.7), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
 		{name: "confidence at the minimum", want: blackboard.CodeCommitted, run: proposeBelief(kernel.Confidence(0.5), clean, belief(true, "charge"))},
 		{name: "low confidence", want: blackboard.CodeLowConfidence, run: proposeBelief(kernel.Confidence(0.3), clean, belief(true, "charge"))},
-		{name: "arbitrated but below min confidence", want: blackboard.CodeLowConfidence, opts: []kernel.Option{kernel.WithMinConfidence(0.9)},
+		{name: "arbitrated but below min confidence", want: blackboard.CodeLowConfidence, cfg: kernel.Config{MinConfidence: 0.9},
 			run: proposeBelief(kernel.Confidence(0.8), blackboard.Payload{"conflict": true}, belief(true, "charge"))},
 
 		{name: "malformed proposal", want: blackboard.CodeInvalidProposal, sentinel: kernel.ErrInvalidProposal, run: func(f *fixture) (blackboard.Code, error) {
@@ -150,9 +150,9 @@ func codeCases() []codeCase {
 			return decided(f.propose(tr, blackboard.Plans, "action_plan", plan(step("issue_refund", "refund_due"))))
 		}},
 		{name: "plan step without beliefs", want: blackboard.CodePlanUngrounded, run: proposePlan(step("issue_refund"))},
-		{name: "plan step below its spec", want: blackboard.CodePlanUngrounded, opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}})},
+		{name: "plan step below its spec", want: blackboard.CodePlanUngrounded, cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}}}},
 			run: proposePlan(step("issue_refund", "refund_due"))},
-		{name: "plan step of unknown type", want: blackboard.CodeUnknownActionType, opts: strict, run: proposePlan(step("Issue_Refund", "refund_due"))},
+		{name: "plan step of unknown type", want: blackboard.CodeUnknownActionType, cfg: strict, run: proposePlan(step("Issue_Refund", "refund_due"))},
 		{name: "plan blocked by constraint", want: blackboard.PlanBlockedCode("no_duplicate_refund"),
 			run: proposePlan(with(step("issue_refund", "refund_due"), "is_duplicate", true))},
 
@@ -167,13 +167,13 @@ func codeCases() []codeCase {
 		}},
 		{name: "action on a false belief", want: blackboard.CodeBeliefNotSatisfied, run: then(falseBelief, "issue_refund", action("refund_due"))},
 		{name: "spec requires prediction, none", want: blackboard.CodeNoPrediction,
-			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
-			run:  proposeAct("issue_refund", action("refund_due"))},
+			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", RequirePrediction: true}}},
+			run: proposeAct("issue_refund", action("refund_due"))},
 		{name: "payload requires prediction, none", want: blackboard.CodeNoPrediction,
 			run: proposeAct("issue_refund", with(action("refund_due"), "require_prediction", true))},
 		{name: "spec requires prediction, negative", want: blackboard.CodeNegativePrediction,
-			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", RequirePrediction: true})},
-			run:  then(withPrediction(-0.5), "issue_refund", action("refund_due"))},
+			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", RequirePrediction: true}}},
+			run: then(withPrediction(-0.5), "issue_refund", action("refund_due"))},
 		{name: "payload requires prediction, negative", want: blackboard.CodeNegativePrediction,
 			run: then(withPrediction(-0.5), "issue_refund", with(action("refund_due"), "require_prediction", true))},
 		{name: "prediction gate passes", want: blackboard.CodeCommitted,
@@ -184,16 +184,16 @@ func codeCases() []codeCase {
 		}},
 		{name: "action without beliefs", want: blackboard.CodeUngroundedAction, run: proposeAct("issue_refund", action())},
 		{name: "action below its spec", want: blackboard.CodeUngroundedAction,
-			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}})},
-			run:  proposeAct("issue_refund", action("refund_due"))},
+			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due", "charge_verified"}}}},
+			run: proposeAct("issue_refund", action("refund_due"))},
 		{name: "fallback no longer registered", want: blackboard.CodeUngroundedAction,
-			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: kernel.FallbackQueueForReview})},
-			run:  proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{})},
+			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: kernel.FallbackQueueForReview}}},
+			run: proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{})},
 		{name: "action outside any plan", want: blackboard.CodeNoFeasiblePlan,
-			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true})},
-			run:  proposeAct("issue_refund", action("refund_due"))},
+			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true}}},
+			run: proposeAct("issue_refund", action("refund_due"))},
 		{name: "action inside a feasible plan", want: blackboard.CodeCommitted,
-			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true})},
+			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, RequirePlan: true}}},
 			run: func(f *fixture) (blackboard.Code, error) {
 				f.groundedBelief(tr)
 				pd, err := f.propose(tr, blackboard.Plans, "action_plan", plan(step("issue_refund", "refund_due")))
@@ -207,10 +207,10 @@ func codeCases() []codeCase {
 				return d.Code, err
 			}},
 		{name: "fallback commits", want: blackboard.CodeCommitted, run: proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{})},
-		{name: "strict: case variant", want: blackboard.CodeUnknownActionType, opts: strict, run: proposeAct("Issue_Refund", action("refund_due"))},
-		{name: "strict: trailing space", want: blackboard.CodeUnknownActionType, opts: strict, run: proposeAct("issue_refund ", action("refund_due"))},
-		{name: "strict: unregistered", want: blackboard.CodeUnknownActionType, opts: strict, run: proposeAct("wire_money", action("refund_due"))},
-		{name: "strict: registered", want: blackboard.CodeCommitted, opts: strict, run: proposeAct("issue_refund", action("refund_due"))},
+		{name: "strict: case variant", want: blackboard.CodeUnknownActionType, cfg: strict, run: proposeAct("Issue_Refund", action("refund_due"))},
+		{name: "strict: trailing space", want: blackboard.CodeUnknownActionType, cfg: strict, run: proposeAct("issue_refund ", action("refund_due"))},
+		{name: "strict: unregistered", want: blackboard.CodeUnknownActionType, cfg: strict, run: proposeAct("wire_money", action("refund_due"))},
+		{name: "strict: registered", want: blackboard.CodeCommitted, cfg: strict, run: proposeAct("issue_refund", action("refund_due"))},
 
 		{name: "proposal superseded", want: blackboard.CodeSupersededByCommit, run: func(f *fixture) (blackboard.Code, error) {
 			return f.get(f.groundedBelief(tr).ProposalID).Reason, nil
@@ -291,14 +291,14 @@ func codeCases() []codeCase {
 		{name: "action payload type disagrees with its kind", want: blackboard.CodeFieldMismatch,
 			run: proposeAct(kernel.FallbackQueueForReview, blackboard.Payload{"type": "issue_refund"})},
 		{name: "belief spec: evidence shopping", want: blackboard.CodeMissingEvidence,
-			opts: []kernel.Option{kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}})},
+			cfg: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"charge"}}}},
 			run: func(f *fixture) (blackboard.Code, error) {
 				f.perceive(tr, "charge", blackboard.Payload{"stale": true}, nil, 0)
 				f.perceive(tr, "refund", blackboard.Payload{"amount": 10.0}, nil, 0)
 				return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, "refund")))
 			}},
 		{name: "belief spec met through a percept id", want: blackboard.CodeCommitted,
-			opts: []kernel.Option{kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}})},
+			cfg: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"charge"}}}},
 			run: func(f *fixture) (blackboard.Code, error) {
 				c := f.perceive(tr, "charge", clean, nil, 0)
 				return decided(f.propose(tr, blackboard.Beliefs, "refund_due", belief(true, c.ID)))
@@ -324,17 +324,17 @@ func codeCases() []codeCase {
 			return decided(f.propose(tr, blackboard.Actions, "issue_refund", action("refund_due")))
 		}},
 		{name: "once-key field missing", want: blackboard.CodeOnceKeyMissing,
-			opts: []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}}})},
-			run:  proposeAct("issue_refund", action("refund_due"))},
+			cfg: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}}}}},
+			run: proposeAct("issue_refund", action("refund_due"))},
 		{name: "validator reports a violated rule", want: blackboard.CodeRuleViolated,
-			opts: []kernel.Option{kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
+			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
 				return kernel.Verdict{Code: blackboard.CodeRuleViolated, Rule: "r"}
-			}))},
+			})}},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "validator cannot evaluate its rule", want: blackboard.CodeRuleError,
-			opts: []kernel.Option{kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
+			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
 				return kernel.Reject(blackboard.CodeRuleError, "no such field")
-			}))},
+			})}},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "empty kind", want: blackboard.CodeInvalidInput, sentinel: blackboard.ErrInvalidInput, run: func(f *fixture) (blackboard.Code, error) {
 			f.mark()
@@ -351,7 +351,7 @@ func TestCodes(t *testing.T) {
 	produced := map[blackboard.Code]bool{}
 	for _, tc := range codeCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.opts...)
+			f := newFixtureWith(t, tc.cfg)
 			code, err := tc.run(f)
 			if tc.sentinel != nil {
 				wantErr(t, err, tc.sentinel, tc.want)

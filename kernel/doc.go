@@ -74,7 +74,7 @@
 //   - Predictions: they name beliefs, and those are committed
 //     (PREDICTION_MISSING_BELIEF). Only predictions of a writer the owner
 //     trusts (a simulator, or [ActionSpec.Predictors]) count at the gate.
-//   - Custom [Validator]s, given with [WithValidators], run last on what the
+//   - Custom [Validator]s, given with [Config.Validators], run last on what the
 //     built-in checks passed; the rules package compiles declarative rules
 //     into one.
 //
@@ -95,7 +95,7 @@
 //
 // Planner and simulator handles cannot write persistent scope. A trace sees
 // other traces' persistent records only for constraints, and kinds the
-// owner shares ([WithSharedPersistent]). [WithNamespace] separates
+// owner shares ([Config.SharedPersistent]). [Config.Namespace] separates
 // applications sharing one store: traces (one trace id in two namespaces
 // is two traces), persistent records, once-keys and learned constraints
 // belong to a namespace. Views and reads never write.
@@ -122,14 +122,14 @@
 // # Observability
 //
 // Writes, decisions, views, expiries and the Governor's appends run in OpenTelemetry
-// spans ([WithTracerProvider]; the global provider by default, free until
+// spans ([Config.TracerProvider]; the global provider by default, free until
 // an SDK is installed) with the attributes [telemetry.AttrNamespace], [telemetry.AttrTraceID],
 // [telemetry.AttrSlot], [telemetry.AttrKind], [telemetry.AttrRecordID], [telemetry.AttrRole], [telemetry.AttrCode],
 // [telemetry.AttrRule], [telemetry.AttrFailed]; a refusal sets the span's status, and a
 // decision's span links to the spans that wrote the percepts its evidence
 // rests on (each record keeps its span in [blackboard.Provenance.Span]). Metrics come
-// from [WithMeterProvider], debug logs of every decision from
-// [WithLogger]. Package inspect reads a trace or a decision back from
+// from [Config.MeterProvider], debug logs of every decision from
+// [Config.Logger]. Package inspect reads a trace or a decision back from
 // any store, as the paper's traces print them and as a provenance tree.
 // [store.ListTraces] lists a store's traces (through the optional
 // [store.TraceLister]). docs/observability.md has the tables.
@@ -144,7 +144,7 @@
 // longer pending) the store refuses the batch and the kernel retries against
 // a fresh read, so no decision lands after a change it did not see. So of several
 // concurrent commits of one proposal exactly one wins; the others get
-// [ErrInvalidProposal]. Time comes from the clock given with [WithClock].
+// [ErrInvalidProposal]. Time comes from the clock given with [Config.Clock].
 //
 // # Payload keys
 //

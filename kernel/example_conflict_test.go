@@ -15,7 +15,7 @@ import (
 // artifact records the arbitration; at 0.3 it is UNRESOLVED_CONFLICT.
 func Example_conflictArbitration() {
 	ctx := context.Background()
-	k, err := kernel.New(kernel.WithClock(func() time.Time { return time.UnixMilli(0) }))
+	k, err := kernel.New(kernel.Config{Clock: func() time.Time { return time.UnixMilli(0) }})
 	if err != nil {
 		log.Fatal(err)
 	}

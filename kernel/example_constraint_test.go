@@ -14,7 +14,7 @@ import (
 // step whose field it names; the code is built from the constraint's name.
 func Example_constraintBlocksPlan() {
 	ctx := context.Background()
-	k, err := kernel.New(kernel.WithClock(func() time.Time { return time.UnixMilli(0) }))
+	k, err := kernel.New(kernel.Config{Clock: func() time.Time { return time.UnixMilli(0) }})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // rejected with a typed reason code.
 func ExampleNew() {
 	ctx := context.Background()
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

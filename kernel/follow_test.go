@@ -15,7 +15,7 @@ import (
 
 // decisionRecord is a Submit's then that appends the decision record of a
 // proposal of kind in trace, completed by edit.
-func decisionRecord(trace, kind string, edit func(*audit.Record)) func(kernel.Decision, blackboard.Record) ([]kernel.Follow, error) {
+func decisionRecord(trace, kind string, edit func(*audit.Entry)) func(kernel.Decision, blackboard.Record) ([]kernel.Follow, error) {
 	return func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
 		r := audit.ForDecision(trace, kind, d, committed)
 		if edit != nil {
@@ -27,7 +27,7 @@ func decisionRecord(trace, kind string, edit func(*audit.Record)) func(kernel.De
 }
 
 // writeRecord is a Write's then that appends the decision record of the write.
-func writeRecord(kind string, o audit.Outcome, code blackboard.Code, edit func(*audit.Record)) func(blackboard.Record) ([]kernel.Follow, error) {
+func writeRecord(kind string, o audit.Outcome, code blackboard.Code, edit func(*audit.Entry)) func(blackboard.Record) ([]kernel.Follow, error) {
 	return func(rec blackboard.Record) ([]kernel.Follow, error) {
 		r := audit.ForRecord(rec, kind, o, code)
 		if edit != nil {
@@ -38,9 +38,9 @@ func writeRecord(kind string, o audit.Outcome, code blackboard.Code, edit func(*
 	}
 }
 
-func records(t *testing.T, a *arena, f audit.Filter) []audit.Record {
+func records(t *testing.T, a *arena, f audit.Query) []audit.Entry {
 	t.Helper()
-	var out []audit.Record
+	var out []audit.Entry
 	for d, err := range audit.List(a.ctx, a.k.Reader(), f) {
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +58,7 @@ func TestDecisionRecords(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		a.groundRefund("t", "A1")
 		call := blackboard.Payload{"tool": "issue_refund", "call_id": "call_1"}
-		withCall := func(r *audit.Record) { r.Context = call }
+		withCall := func(r *audit.Entry) { r.Context = call }
 		gov := a.k.Governor()
 		refused, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: action("refund_due", "other_belief")}, decisionRecord("t", "issue_refund", withCall))
@@ -66,7 +66,7 @@ func TestDecisionRecords(t *testing.T) {
 			t.Fatalf("refused refund: %v %v", refused.Code, err)
 		}
 		ok, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: action("refund_due")}, decisionRecord("t", "issue_refund", func(r *audit.Record) {
+			Payload: action("refund_due")}, decisionRecord("t", "issue_refund", func(r *audit.Entry) {
 			r.Outcome, r.Context = audit.OutcomePendingApproval, call
 		}))
 		if err != nil || !ok.Committed() {
@@ -78,11 +78,11 @@ func TestDecisionRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		standalone, err := audit.Append(a.ctx, gov, audit.Record{TraceID: "t", Kind: "send_email", Outcome: audit.OutcomeRefused, Code: "TOOL_NOT_PERMITTED"})
+		standalone, err := audit.Append(a.ctx, gov, audit.Entry{TraceID: "t", Kind: "send_email", Outcome: audit.OutcomeRefused, Code: "TOOL_NOT_PERMITTED"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		all := records(t, a, audit.Filter{})
+		all := records(t, a, audit.Query{})
 		if len(all) != 4 {
 			t.Fatalf("%d decision records, want 4: %+v", len(all), all)
 		}
@@ -110,18 +110,18 @@ func TestDecisionRecords(t *testing.T) {
 		if r3.ID != standalone.ID || r3.RecordID != standalone.RecordID || r3.Kind != "send_email" || r3.ID != "decision:"+r3.RecordID {
 			t.Errorf("standalone record %+v, Append returned %+v", r3, standalone)
 		}
-		for _, d := range []audit.Record{r0, r1, r2} {
+		for _, d := range []audit.Entry{r0, r1, r2} {
 			if _, err := a.store.Get(a.ctx, d.Subject); err != nil {
 				t.Errorf("subject %s of %s: %v", d.Subject, d.RecordID, err)
 			}
 		}
-		if got := records(t, a, audit.Filter{TraceID: "t", Kind: "issue_refund", Outcome: audit.OutcomeRefused}); len(got) != 1 {
+		if got := records(t, a, audit.Query{TraceID: "t", Kind: "issue_refund", Outcome: audit.OutcomeRefused}); len(got) != 1 {
 			t.Errorf("filtered %d records, want 1", len(got))
 		}
-		if got := records(t, a, audit.Filter{Kind: "issue_refund"}); len(got) != 3 {
+		if got := records(t, a, audit.Query{Kind: "issue_refund"}); len(got) != 3 {
 			t.Errorf("%d records of kind issue_refund, want the call's chain of 3", len(got))
 		}
-	}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))
+	}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}})
 }
 
 // audit.About finds the decision record that follows its subject, by id:
@@ -133,7 +133,7 @@ func TestDecisionRecords(t *testing.T) {
 func TestDecisionAbout(t *testing.T) {
 	attack(t, func(t *testing.T, a *arena) {
 		gov := a.k.Governor()
-		tool := func(r *audit.Record) { r.Context = blackboard.Payload{"tool": "issue_refund"} }
+		tool := func(r *audit.Entry) { r.Context = blackboard.Payload{"tool": "issue_refund"} }
 		charge := a.percept("t", "charge", blackboard.Payload{"order_id": "A1", "amount": 100.0}, nil, 0)
 		belief, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Beliefs, Kind: "refund_due",
 			Payload: belief(true, "charge")}, decisionRecord("t", "refund_due", tool))
@@ -146,7 +146,7 @@ func TestDecisionAbout(t *testing.T) {
 			t.Fatalf("refused refund: %+v %v", refused, err)
 		}
 		act, err := gov.Submit(a.ctx, "llm", kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
-			Payload: action("refund_due")}, decisionRecord("t", "issue_refund", func(r *audit.Record) { r.Outcome = audit.OutcomePendingApproval }))
+			Payload: action("refund_due")}, decisionRecord("t", "issue_refund", func(r *audit.Entry) { r.Outcome = audit.OutcomePendingApproval }))
 		if err != nil || !act.Committed() {
 			t.Fatalf("refund: %+v %v", act, err)
 		}
@@ -155,7 +155,7 @@ func TestDecisionAbout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := audit.Append(a.ctx, gov, audit.Record{TraceID: "t", Kind: "charge", Subject: charge.ID,
+		if _, err := audit.Append(a.ctx, gov, audit.Entry{TraceID: "t", Kind: "charge", Subject: charge.ID,
 			Outcome: audit.OutcomeRefused, Code: "TOOL_NOT_PERMITTED"}); err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestDecisionAbout(t *testing.T) {
 				t.Errorf("%s: About(%s) = %+v, %v; want %s in %v, %s", c.what, c.subject, d, err, c.id, c.appended, c.outcome)
 			}
 		}
-		other, err := kernel.New(kernel.WithStore(a.store), kernel.WithNamespace("other"))
+		other, err := kernel.New(kernel.Config{Store: a.store, Namespace: "other"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestDecisionAbout(t *testing.T) {
 				t.Errorf("%s: About(%s) = %+v, %v; want ErrNotFound", c.what, c.subject, d, err)
 			}
 		}
-	}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))
+	}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}})
 }
 
 // Follow records take the next ids after what they follow, in the same
@@ -380,7 +380,7 @@ func (s *racyStore) Apply(ctx context.Context, b store.Batch) error {
 func TestFollowAfterARace(t *testing.T) {
 	ctx := context.Background()
 	s := &racyStore{Store: memstore.New()}
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestFollowAfterARace(t *testing.T) {
 		t.Fatalf("write: %+v %v after %d calls of then, want 2", w, err, calls)
 	}
 	n := 0
-	for r, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	for r, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ func FuzzPayload(f *testing.F) {
 		}
 		max := int(limit) + 2 // "{}" always fits
 		mem := memstore.New()
-		k, err := kernel.New(kernel.WithStore(mem), kernel.WithMaxPayloadBytes(max))
+		k, err := kernel.New(kernel.Config{Store: mem, MaxPayloadBytes: max})
 		if err != nil {
 			t.Fatal(err)
 		}

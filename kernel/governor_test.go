@@ -64,7 +64,10 @@ func (a *arena) dumpAll() []blackboard.Record {
 
 func TestSpecAndNamespace(t *testing.T) {
 	once := &kernel.OnceKey{Fields: []string{"order_id"}}
-	k, err := kernel.New(kernel.WithNamespace("shop"), kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Once: once}))
+	k, err := kernel.New(kernel.Config{
+		Namespace:   "shop",
+		ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Once: once}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,12 +47,23 @@ type fixture struct {
 	marked  []blackboard.Record // store contents at the last mark()
 }
 
-func newFixture(t *testing.T, opts ...kernel.Option) *fixture {
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixtureWith(t, kernel.Config{})
+}
+
+// newFixtureWith is newFixture with the kernel built from cfg; the
+// fixture's store and clock fill the fields cfg leaves zero.
+func newFixtureWith(t *testing.T, cfg kernel.Config) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ctx: context.Background(), store: memstore.New(), clock: newFakeClock()}
-	// The fixture's store and clock come first so a test's options can
-	// replace them.
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(f.store), kernel.WithClock(f.clock.Now)}, opts...)...)
+	if cfg.Store == nil {
+		cfg.Store = f.store
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = f.clock.Now
+	}
+	k, err := kernel.New(cfg)
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
 	}

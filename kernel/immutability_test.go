@@ -115,7 +115,7 @@ func ptrs(rs []blackboard.Record) []*blackboard.Record {
 // change what the kernel enforces.
 func TestConfigIsFixedByNew(t *testing.T) {
 	spec := kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}
-	f := newFixture(t, kernel.WithActionSpecs(spec))
+	f := newFixtureWith(t, kernel.Config{ActionSpecs: []kernel.ActionSpec{spec}})
 	spec.MinBeliefs[0] = "never_committed"
 	f.groundedBelief(tr)
 	if d := f.mustPropose(tr, blackboard.Actions, "issue_refund", action("refund_due")); d.Code != blackboard.CodeCommitted {

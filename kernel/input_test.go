@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,66 +39,66 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		opts     []kernel.Option
+		cfg      kernel.Config
 		h        func(*fixture) kernel.Handle
 		e        kernel.Entry
 		sentinel error
 		code     blackboard.Code
 	}{
-		{"slot 0", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"unknown slot", nil, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"unknown mode", nil, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"unknown scope", nil, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"empty kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"empty trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"newline in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"NUL in trace", nil, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "t\x00" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"DEL in kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "a\x7f" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"invalid UTF-8 kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = "\xff" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"over-long kind", nil, tool, withEntry(func(e *kernel.Entry) { e.Kind = strings.Repeat("k", 513) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"NaN confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = &nan }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"+Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"-Inf confidence", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"confidence -0.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-0.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"confidence 1.1", nil, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(1.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"negative TTL", nil, tool, withEntry(func(e *kernel.Entry) { e.TTL = -time.Second }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"empty input ref", nil, tool, withEntry(func(e *kernel.Entry) { e.InputRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
-		{"empty evidence ref", nil, tool, withEntry(func(e *kernel.Entry) { e.EvidenceRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
+		{"slot 0", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 0 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"unknown slot", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Slot = 42 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"unknown mode", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Mode = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"unknown scope", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Scope = 3 }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"empty kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"empty trace", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"newline in kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "char\nge" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"NUL in trace", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TraceID = "t\x00" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"DEL in kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "a\x7f" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"invalid UTF-8 kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = "\xff" }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"over-long kind", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Kind = strings.Repeat("k", 513) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"NaN confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = &nan }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"+Inf confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"-Inf confidence", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-inf) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"confidence -0.1", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(-0.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"confidence 1.1", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.Confidence = kernel.Confidence(1.1) }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"negative TTL", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.TTL = -time.Second }), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"empty input ref", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.InputRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
+		{"empty evidence ref", kernel.Config{}, tool, withEntry(func(e *kernel.Entry) { e.EvidenceRefs = []string{""} }), kernel.ErrInvalidReference, blackboard.CodeInvalidReference},
 
-		{"chan in payload", nil, tool, percept(blackboard.Payload{"c": make(chan int)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"func in payload", nil, tool, percept(blackboard.Payload{"f": func() {}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"cyclic map", nil, tool, percept(blackboard.Payload{"m": cyclicMap}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"cyclic slice", nil, tool, percept(blackboard.Payload{"l": cyclicSlice}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"NaN number", nil, tool, percept(blackboard.Payload{"n": nan}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"nested Inf float32", nil, tool, percept(blackboard.Payload{"l": []any{map[string]any{"x": float32(inf)}}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"invalid UTF-8 string", nil, tool, percept(blackboard.Payload{"s": "ok\xff"}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"invalid UTF-8 key", nil, tool, percept(blackboard.Payload{"k\xfe": 1}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"non-string map keys", nil, tool, percept(blackboard.Payload{"m": map[int]string{1: "a"}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"bad json.Number", nil, tool, percept(blackboard.Payload{"n": json.Number("12abc")}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"bad json.RawMessage", nil, tool, percept(blackboard.Payload{"r": json.RawMessage(`{"a":`)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"struct with a chan", nil, tool, percept(blackboard.Payload{"s": struct{ C chan int }{}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"over 1 MiB", nil, tool, percept(blackboard.Payload{"blob": strings.Repeat("x", kernel.DefaultMaxPayloadBytes)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
-		{"over a configured limit", []kernel.Option{kernel.WithMaxPayloadBytes(64)}, tool,
+		{"chan in payload", kernel.Config{}, tool, percept(blackboard.Payload{"c": make(chan int)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"func in payload", kernel.Config{}, tool, percept(blackboard.Payload{"f": func() {}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"cyclic map", kernel.Config{}, tool, percept(blackboard.Payload{"m": cyclicMap}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"cyclic slice", kernel.Config{}, tool, percept(blackboard.Payload{"l": cyclicSlice}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"NaN number", kernel.Config{}, tool, percept(blackboard.Payload{"n": nan}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"nested Inf float32", kernel.Config{}, tool, percept(blackboard.Payload{"l": []any{map[string]any{"x": float32(inf)}}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"invalid UTF-8 string", kernel.Config{}, tool, percept(blackboard.Payload{"s": "ok\xff"}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"invalid UTF-8 key", kernel.Config{}, tool, percept(blackboard.Payload{"k\xfe": 1}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"non-string map keys", kernel.Config{}, tool, percept(blackboard.Payload{"m": map[int]string{1: "a"}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"bad json.Number", kernel.Config{}, tool, percept(blackboard.Payload{"n": json.Number("12abc")}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"bad json.RawMessage", kernel.Config{}, tool, percept(blackboard.Payload{"r": json.RawMessage(`{"a":`)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"struct with a chan", kernel.Config{}, tool, percept(blackboard.Payload{"s": struct{ C chan int }{}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
+		{"over 1 MiB", kernel.Config{}, tool, percept(blackboard.Payload{"blob": strings.Repeat("x", kernel.DefaultMaxPayloadBytes)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
+		{"over a configured limit", kernel.Config{MaxPayloadBytes: 64}, tool,
 			percept(blackboard.Payload{"blob": strings.Repeat("x", 60)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
 
-		{"belief depends_on a string", nil, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": "charge"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"belief depends_on numbers", nil, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": []int{1}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan without steps", nil, planner, propose(blackboard.Plans, blackboard.Payload{}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan with empty steps", nil, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan step not an object", nil, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{"issue_refund"}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan step without action", nil, planner, propose(blackboard.Plans, plan(blackboard.Payload{"requires_beliefs": []string{"b"}})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"plan step bad requires_beliefs", nil, planner, propose(blackboard.Plans, plan(blackboard.Payload{"action": "a", "requires_beliefs": "b"})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"action bad requires_beliefs", nil, planner, propose(blackboard.Actions, blackboard.Payload{"requires_beliefs": []any{"b", 2}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"prediction without action_type", nil, planner, propose(blackboard.Predictions, blackboard.Payload{"expected_outcome": 1}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"prediction with text outcome", nil, planner, propose(blackboard.Predictions, blackboard.Payload{"action_type": "a", "expected_outcome": "good"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"prediction bad requires_beliefs", nil, planner, propose(blackboard.Predictions, with(prediction("a", 1), "requires_beliefs", true)), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
-		{"constraint name not a string", nil, symbolic, constraint(blackboard.Payload{"name": 5}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"constraint blocks_field not a string", nil, symbolic, constraint(blackboard.Payload{"blocks_field": 1}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"constraint bind_percept not a string", nil, symbolic, constraint(blackboard.Payload{"bind_percept": true}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
-		{"constraint enabled not a bool", nil, symbolic, constraint(blackboard.Payload{"enabled": "yes"}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"belief depends_on a string", kernel.Config{}, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": "charge"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"belief depends_on numbers", kernel.Config{}, planner, propose(blackboard.Beliefs, blackboard.Payload{"depends_on": []int{1}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan without steps", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan with empty steps", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan step not an object", kernel.Config{}, planner, propose(blackboard.Plans, blackboard.Payload{"steps": []any{"issue_refund"}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan step without action", kernel.Config{}, planner, propose(blackboard.Plans, plan(blackboard.Payload{"requires_beliefs": []string{"b"}})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"plan step bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Plans, plan(blackboard.Payload{"action": "a", "requires_beliefs": "b"})), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"action bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Actions, blackboard.Payload{"requires_beliefs": []any{"b", 2}}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"prediction without action_type", kernel.Config{}, planner, propose(blackboard.Predictions, blackboard.Payload{"expected_outcome": 1}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"prediction with text outcome", kernel.Config{}, planner, propose(blackboard.Predictions, blackboard.Payload{"action_type": "a", "expected_outcome": "good"}), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"prediction bad requires_beliefs", kernel.Config{}, planner, propose(blackboard.Predictions, with(prediction("a", 1), "requires_beliefs", true)), kernel.ErrInvalidProposal, blackboard.CodeInvalidProposal},
+		{"constraint name not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"name": 5}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"constraint blocks_field not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"blocks_field": 1}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"constraint bind_percept not a string", kernel.Config{}, symbolic, constraint(blackboard.Payload{"bind_percept": true}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
+		{"constraint enabled not a bool", kernel.Config{}, symbolic, constraint(blackboard.Payload{"enabled": "yes"}), blackboard.ErrInvalidInput, blackboard.CodeInvalidInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.opts...)
+			f := newFixtureWith(t, tc.cfg)
 			f.perceive("other", "seed", nil, nil, 0) // so "unchanged" compares a non-empty store
 			f.mark()
 			rec, err := tc.h(f).Write(f.ctx, tc.e)
@@ -126,25 +127,58 @@ func TestViewBadTrace(t *testing.T) {
 	}
 }
 
-func TestNewRejectsBadOptions(t *testing.T) {
-	for name, opt := range map[string]kernel.Option{
-		"NaN conflict threshold": kernel.WithConflictThreshold(math.NaN()),
-		"conflict threshold 2":   kernel.WithConflictThreshold(2),
-		"NaN min confidence":     kernel.WithMinConfidence(math.NaN()),
-		"negative min conf":      kernel.WithMinConfidence(-0.5),
-		"negative max payload":   kernel.WithMaxPayloadBytes(-1),
-		"zero max payload":       kernel.WithMaxPayloadBytes(0),
-		"nil clock":              kernel.WithClock(nil),
-		"spec with empty type":   kernel.WithActionSpecs(kernel.ActionSpec{}),
-		"nil validator":          kernel.WithValidators(nil),
-		"nil validator func":     kernel.WithValidators(kernel.ValidatorFunc(nil)),
-		"belief spec, no kind":   kernel.WithBeliefSpecs(kernel.BeliefSpec{DependsOn: []string{"charge"}}),
-		"belief spec, no deps":   kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due"}),
+func TestNewRejectsBadConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cfg   kernel.Config
+		field string
+	}{
+		"NaN conflict threshold":  {kernel.Config{ConflictThreshold: math.NaN()}, "ConflictThreshold"},
+		"conflict threshold 2":    {kernel.Config{ConflictThreshold: 2}, "ConflictThreshold"},
+		"NaN min confidence":      {kernel.Config{MinConfidence: math.NaN()}, "MinConfidence"},
+		"negative min conf":       {kernel.Config{MinConfidence: -0.5}, "MinConfidence"},
+		"negative max payload":    {kernel.Config{MaxPayloadBytes: -1}, "MaxPayloadBytes"},
+		"bad namespace":           {kernel.Config{Namespace: "a\nb"}, "Namespace"},
+		"spec with empty type":    {kernel.Config{ActionSpecs: []kernel.ActionSpec{{}}}, "ActionSpecs[0].Type"},
+		"two specs of a type":     {kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "a"}, {Type: "a"}}}, "ActionSpecs[1].Type"},
+		"once-key without fields": {kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "a", Once: &kernel.OnceKey{}}}}, "ActionSpecs[0].Once.Fields"},
+		"nil validator":           {kernel.Config{Validators: []kernel.Validator{nil}}, "Validators[0]"},
+		"nil validator func":      {kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(nil)}}, "Validators[0]"},
+		"belief spec, no kind":    {kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{DependsOn: []string{"charge"}}}}, "BeliefSpecs[0].Kind"},
+		"belief spec, no deps":    {kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due"}}}, "BeliefSpecs[0].DependsOn"},
+		"two belief specs":        {kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "b", DependsOn: []string{"p"}}, {Kind: "b", DependsOn: []string{"p"}}}}, "BeliefSpecs[1].Kind"},
+		"shared, no kinds":        {kernel.Config{SharedPersistent: map[blackboard.Slot][]string{blackboard.Beliefs: nil}}, "SharedPersistent[beliefs]"},
+		"reserved twice":          {kernel.Config{Reserved: []kernel.Reservation{{Slot: blackboard.Beliefs, Kind: "b"}, {Slot: blackboard.Beliefs, Kind: "b"}}}, "Reserved[1].Kind"},
 	} {
-		k, err := kernel.New(opt)
-		if !errors.Is(err, blackboard.ErrInvalidInput) || k != nil {
-			t.Errorf("%s: New = %v, %v; want ErrInvalidInput", name, k, err)
+		k, err := kernel.New(tc.cfg)
+		var cerr *kernel.ConfigError
+		if !errors.Is(err, blackboard.ErrInvalidInput) || k != nil || !errors.As(err, &cerr) || cerr.Field != tc.field {
+			t.Errorf("%s: New = %v, %v; want ErrInvalidInput naming %s", name, k, err, tc.field)
 		}
+		if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
+			t.Errorf("%s: Validate = %v, want New's error", name, verr)
+		}
+	}
+}
+
+// Validate reports every problem at once, each naming its field; the zero
+// Config is valid.
+func TestConfigValidateEveryProblem(t *testing.T) {
+	if err := (kernel.Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+	err := kernel.Config{MinConfidence: 2, ConflictThreshold: -1, MaxPayloadBytes: -1,
+		ActionSpecs: []kernel.ActionSpec{{}}, Validators: []kernel.Validator{nil}}.Validate()
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var cerr *kernel.ConfigError
+		if !errors.As(e, &cerr) {
+			t.Fatalf("%v is not a *ConfigError", e)
+		}
+		fields = append(fields, cerr.Field)
+	}
+	want := []string{"MinConfidence", "ConflictThreshold", "MaxPayloadBytes", "ActionSpecs[0].Type", "Validators[0]"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("fields %q, want %q", fields, want)
 	}
 }
 
@@ -240,7 +274,7 @@ func TestPayloadLimitIsExact(t *testing.T) {
 				limit int
 				err   error
 			}{{len(enc), nil}, {len(enc) - 1, kernel.ErrPayloadTooLarge}} {
-				f := newFixture(t, kernel.WithMaxPayloadBytes(tc.limit))
+				f := newFixtureWith(t, kernel.Config{MaxPayloadBytes: tc.limit})
 				_, err := f.tool.Write(f.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
 				if !errors.Is(err, tc.err) { // errors.Is(nil, nil) holds
 					t.Errorf("encoding is %d bytes; limit %d: %v, want %v", len(enc), tc.limit, err, tc.err)
@@ -266,7 +300,7 @@ func FuzzPayloadLimit(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, limit := range []int{len(enc), len(enc) - 1} {
-			fx := newFixture(t, kernel.WithMaxPayloadBytes(limit)) // an encoding is at least 2 bytes
+			fx := newFixtureWith(t, kernel.Config{MaxPayloadBytes: limit}) // an encoding is at least 2 bytes
 			id, err := fx.tool.Write(fx.ctx, kernel.Entry{TraceID: tr, Slot: blackboard.Percepts, Kind: "k", Payload: p})
 			var rec blackboard.Record
 			if err == nil {

@@ -94,7 +94,7 @@ type invModel struct {
 	strict             bool
 	specs              map[string]kernel.ActionSpec
 	beliefSpecs        map[string][]string          // belief kind -> percept kinds it must rest on
-	shared             map[blackboard.Slot][]string // persistent kinds shared across traces (WithSharedPersistent)
+	shared             map[blackboard.Slot][]string // persistent kinds shared across traces (Config.SharedPersistent)
 	namespace          string                       // the kernel's namespace
 	foreign            map[string]string            // traces of other applications sharing the store -> their namespace
 }
@@ -162,21 +162,18 @@ func newInvWorld(tb testing.TB, store store.Store, s invSource, traces int, pers
 		tw(&m)
 	}
 	w := &invWorld{ctx: context.Background(), store: store, clock: newFakeClock(), m: m, persistent: persistent, episodes: persistent}
-	opts := []kernel.Option{kernel.WithStore(store), kernel.WithClock(w.clock.Now), kernel.WithMinConfidence(m.minConf),
-		kernel.WithConflictThreshold(m.threshold), kernel.WithNamespace(m.namespace)}
+	cfg := kernel.Config{Store: store, Clock: w.clock.Now, MinConfidence: m.minConf, ConflictThreshold: m.threshold, Namespace: m.namespace,
+		StrictActions: m.strict, SharedPersistent: map[blackboard.Slot][]string{}}
 	for _, sp := range slices.Sorted(maps.Keys(m.specs)) {
-		opts = append(opts, kernel.WithActionSpecs(m.specs[sp]))
+		cfg.ActionSpecs = append(cfg.ActionSpecs, m.specs[sp])
 	}
-	if m.strict {
-		opts = append(opts, kernel.WithStrictActions())
-	}
-	for kind, deps := range m.beliefSpecs {
-		opts = append(opts, kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: kind, DependsOn: deps}))
+	for _, kind := range slices.Sorted(maps.Keys(m.beliefSpecs)) {
+		cfg.BeliefSpecs = append(cfg.BeliefSpecs, kernel.BeliefSpec{Kind: kind, DependsOn: m.beliefSpecs[kind]})
 	}
 	for slot, kinds := range m.shared {
-		opts = append(opts, kernel.WithSharedPersistent(slot, kinds...))
+		cfg.SharedPersistent[slot] = append(cfg.SharedPersistent[slot], kinds...)
 	}
-	k, err := kernel.New(opts...)
+	k, err := kernel.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -188,8 +185,12 @@ func newInvWorld(tb testing.TB, store store.Store, s invSource, traces int, pers
 		w.traces = append(w.traces, "t"+strconv.Itoa(i))
 	}
 	for trace := range m.foreign {
-		fk, err := kernel.New(kernel.WithStore(store), kernel.WithClock(w.clock.Now), kernel.WithNamespace(invForeignNS),
-			kernel.WithSharedPersistent(blackboard.Percepts, "sensor"))
+		fk, err := kernel.New(kernel.Config{
+			Store:            store,
+			Clock:            w.clock.Now,
+			Namespace:        invForeignNS,
+			SharedPersistent: map[blackboard.Slot][]string{blackboard.Percepts: {"sensor"}},
+		})
 		if err != nil {
 			tb.Fatal(err)
 		}

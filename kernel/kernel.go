@@ -10,11 +10,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store"
-	"github.com/blackboardkernel/bk/store/memstore"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // Paper defaults (docs/reproduction.md).
@@ -53,7 +53,7 @@ type Kernel struct {
 	shared            []sharedKind
 	specs             map[string]ActionSpec
 	beliefSpecs       map[string]BeliefSpec
-	reserved          map[reservation][]string // see WithReserved
+	reserved          map[reservation][]string // see Config.Reserved
 	strictActions     bool
 	validators        []Validator
 	log               *slog.Logger
@@ -132,96 +132,6 @@ type BeliefSpec struct {
 	DependsOn []string
 }
 
-// WithBeliefSpecs registers belief specs; a later spec for a kind replaces
-// an earlier one.
-func WithBeliefSpecs(specs ...BeliefSpec) Option {
-	return func(k *Kernel) {
-		for _, s := range specs {
-			s.DependsOn = slices.Clone(s.DependsOn)
-			if k.beliefSpecs == nil {
-				k.beliefSpecs = make(map[string]BeliefSpec)
-			}
-			k.beliefSpecs[s.Kind] = s
-		}
-	}
-}
-
-// WithReserved reserves kind in slot ([blackboard.Beliefs] or
-// [blackboard.Actions]) to governance code: only the [Governor],
-// submitting as one of writers, may propose it. A proposal of the kind by
-// any other handle, or by the Governor as another writer, is
-// [blackboard.ErrPermission] (code PERMISSION_DENIED) and stores nothing;
-// with no writers no one may propose it. The tool gate reserves each
-// belief its tools derive to the tool's deriver and each tool's action
-// type to the callers whose contracts list the tool, so that no planner
-// overrides a derived belief, and no action of a tool commits (or takes
-// its once-key) but one the gate proposed and runs. A later reservation of
-// a kind in a slot replaces an earlier one.
-func WithReserved(slot blackboard.Slot, kind string, writers ...string) Option {
-	return func(k *Kernel) {
-		if k.reserved == nil {
-			k.reserved = make(map[reservation][]string)
-		}
-		k.reserved[reservation{slot, kind}] = slices.Clone(writers)
-	}
-}
-
-// reservation is a slot and a kind [WithReserved] reserves.
-type reservation struct {
-	slot blackboard.Slot
-	kind string
-}
-
-// sharedKind is a persistent slot and kind shared across traces.
-type sharedKind struct {
-	slot blackboard.Slot
-	kind string
-}
-
-// Option configures a Kernel in [New].
-type Option func(*Kernel)
-
-// WithStore sets the store. The caller keeps ownership: [Kernel.Close] does
-// not close it. Without this option the kernel uses a fresh [memstore.Store].
-func WithStore(s store.Store) Option {
-	return func(k *Kernel) { k.store = s; k.ownsStore = false }
-}
-
-// WithClock sets the source of time used for timestamps and TTL expiry.
-func WithClock(now func() time.Time) Option { return func(k *Kernel) { k.now = now } }
-
-// WithMinConfidence sets the confidence gate (default 0.5): evidence below
-// it is LOW_CONFIDENCE.
-func WithMinConfidence(v float64) Option { return func(k *Kernel) { k.minConfidence = v } }
-
-// WithConflictThreshold sets the arbitration threshold (default 0.7): a
-// conflicted percept at or above it is arbitrated, below it the belief is
-// UNRESOLVED_CONFLICT.
-func WithConflictThreshold(v float64) Option { return func(k *Kernel) { k.conflictThreshold = v } }
-
-// WithMaxPayloadBytes limits the JSON size of a payload (default 1 MiB).
-func WithMaxPayloadBytes(n int) Option { return func(k *Kernel) { k.maxPayload = n } }
-
-// WithActionSpecs registers action specs. A spec for a type replaces any
-// earlier one, including the default queue_for_review fallback.
-func WithActionSpecs(specs ...ActionSpec) Option {
-	return func(k *Kernel) {
-		for _, s := range specs {
-			s.MinBeliefs = slices.Clone(s.MinBeliefs) // the caller keeps its slice
-			s.Predictors = slices.Clone(s.Predictors)
-			if s.Once != nil {
-				o := *s.Once
-				o.Fields = slices.Clone(o.Fields)
-				s.Once = &o
-			}
-			if k.specs == nil {
-				k.specs = make(map[string]ActionSpec)
-			}
-			k.specs[s.Type] = s
-		}
-	}
-}
-
 // defaultFallback is the spec of queue_for_review until an owner registers
 // another.
 var defaultFallback = ActionSpec{Type: FallbackQueueForReview, SafeFallback: true}
@@ -236,131 +146,13 @@ func (k *Kernel) spec(actionType string) (ActionSpec, bool) {
 	return s, ok
 }
 
-// WithStrictActions makes every unregistered action type (including case or
-// whitespace variants of registered ones) UNKNOWN_ACTION_TYPE.
-func WithStrictActions() Option { return func(k *Kernel) { k.strictActions = true } }
-
-// WithValidators adds custom checks that run after the built-in ones.
-func WithValidators(v ...Validator) Option {
-	return func(k *Kernel) { k.validators = append(k.validators, v...) }
-}
-
-// WithNamespace sets the namespace the kernel works in (default
-// [blackboard.DefaultNamespace]). Traces, persistent records, once-keys and
-// learned constraints belong to a namespace: kernels of different
-// namespaces sharing one store do not see each other's, and one trace id
-// in two namespaces is two traces. A trace id beginning "bk.policy." is
-// reserved to the namespace it names ([blackboard.ErrPermission] for any
-// other).
-func WithNamespace(name string) Option { return func(k *Kernel) { k.namespace = name } }
-
-// WithSharedPersistent lets persistent records of kinds in slot, written in
-// any trace of the namespace, appear in every trace's views
-// ([ViewOptions.IncludePersistent]) and be cited by its records. Without it
-// only persistent constraints are shared: a persistent belief or action
-// written in one trace never becomes another trace's state.
-func WithSharedPersistent(slot blackboard.Slot, kinds ...string) Option {
-	return func(k *Kernel) {
-		for _, kind := range kinds {
-			k.shared = append(k.shared, sharedKind{slot, kind})
-		}
-	}
-}
-
-// WithLogger sets the logger for decisions (at debug level, with the
-// attributes of the decision's span: namespace, trace id, slot, kind,
-// record id, role, code, rule, failed record). Default: none.
-func WithLogger(l *slog.Logger) Option { return func(k *Kernel) { k.log = l } }
-
-// New returns a Kernel. With no options it uses an in-memory store, the
-// system clock and the paper's thresholds, with queue_for_review registered
-// as a safe fallback. It returns an error wrapping [blackboard.ErrInvalidInput] for a
-// bad configuration.
-func New(opts ...Option) (*Kernel, error) {
-	k := &Kernel{
-		now:               time.Now,
-		minConfidence:     DefaultMinConfidence,
-		conflictThreshold: DefaultConflictThreshold,
-		maxPayload:        DefaultMaxPayloadBytes,
-		namespace:         blackboard.DefaultNamespace,
-	}
-	for _, o := range opts {
-		o(k)
-	}
-	if err := k.checkConfig(); err != nil {
-		return nil, err
-	}
-	k.thresholds = defaultThresholds
-	if k.minConfidence != DefaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
-		k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
-	}
-	if k.store == nil {
-		k.store, k.ownsStore = memstore.New(), true
-	}
-	if k.log == nil {
-		k.log = discardLogger
-	}
-	k.initTelemetry()
-	return k, nil
-}
-
 // defaultThresholds are the default thresholds boxed once, not for every
 // kernel (a kernel per episode is a common pattern).
 var defaultThresholds = [2]any{DefaultMinConfidence, DefaultConflictThreshold}
 
-// discardLogger is every kernel's logger without [WithLogger]: one shared
+// discardLogger is every kernel's logger without [Config.Logger]: one shared
 // value, since a kernel per episode is a common pattern.
 var discardLogger = slog.New(slog.DiscardHandler)
-
-func (k *Kernel) checkConfig() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{blackboard.ErrInvalidInput}, a...)...)
-	}
-	switch {
-	case k.now == nil:
-		return bad("nil clock")
-	case !unit(k.minConfidence):
-		return bad("min confidence %v outside [0,1]", k.minConfidence)
-	case !unit(k.conflictThreshold):
-		return bad("conflict threshold %v outside [0,1]", k.conflictThreshold)
-	case k.maxPayload <= 0:
-		return bad("max payload bytes %d", k.maxPayload)
-	}
-	if err := checkName("namespace", k.namespace); err != nil {
-		return bad("%v", err)
-	}
-	for _, sk := range k.shared {
-		if !sk.slot.Valid() || sk.kind == "" {
-			return bad("shared persistent kind needs a slot and a kind")
-		}
-	}
-	for t, s := range k.specs {
-		if t == "" || s.Type != t {
-			return bad("action spec with empty type")
-		}
-		if o := s.Once; o != nil {
-			if len(o.Fields) == 0 || slices.Contains(o.Fields, "") || o.Limit < 0 {
-				return bad("action spec %q: a once-key needs fields and a limit of zero or more", t)
-			}
-		}
-	}
-	for kind, s := range k.beliefSpecs {
-		if kind == "" || len(s.DependsOn) == 0 || slices.Contains(s.DependsOn, "") {
-			return bad("belief spec %q needs a kind and non-empty dependencies", kind)
-		}
-	}
-	for r, writers := range k.reserved {
-		if r.slot != blackboard.Beliefs && r.slot != blackboard.Actions || r.kind == "" || slices.Contains(writers, "") {
-			return bad("a reservation needs the beliefs or actions slot, a kind and non-empty writers")
-		}
-	}
-	for _, v := range k.validators {
-		if f, isFunc := v.(ValidatorFunc); v == nil || isFunc && f == nil {
-			return bad("nil validator")
-		}
-	}
-	return nil
-}
 
 func unit(f float64) bool { return !math.IsNaN(f) && f >= 0 && f <= 1 }
 
@@ -677,7 +469,7 @@ func (k *Kernel) Spec(actionType string) (ActionSpec, bool) {
 // Namespace returns the namespace the kernel works in.
 func (k *Kernel) Namespace() string { return k.namespace }
 
-// Validators returns the validators [WithValidators] gave, in the order
+// Validators returns the validators of [Config.Validators], in the order
 // they run, so that governance code can describe the policy in force (a
 // tool gate's policy snapshot). The slice is the caller's; the validators
 // are the kernel's and are called concurrently.

@@ -24,8 +24,8 @@ func TestOnceKeyOf(t *testing.T) {
 			if id, err := a.k.Governor().ClaimedBy(a.ctx, key); err != nil || id != d.CommittedID {
 				t.Errorf("ClaimedBy(%q) = %q %v, want %s", key, id, err, d.CommittedID)
 			}
-		}, kernel.WithNamespace("shop"), kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
-			Once: &kernel.OnceKey{Fields: []string{"order_id"}}}))
+		}, kernel.Config{Namespace: "shop", ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"},
+			Once: &kernel.OnceKey{Fields: []string{"order_id"}}}}})
 	})
 	t.Run("percept field and limit", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {
@@ -48,7 +48,7 @@ func TestOnceKeyOf(t *testing.T) {
 			if len(keys) != 2 {
 				t.Errorf("two commits under one key's limit share a key: %v", keys)
 			}
-		}, kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge", Limit: 2}}))
+		}, kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", Once: &kernel.OnceKey{Fields: []string{"order_id"}, Percept: "charge", Limit: 2}}}})
 	})
 	t.Run("none", func(t *testing.T) {
 		attack(t, func(t *testing.T, a *arena) {

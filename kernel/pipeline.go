@@ -115,7 +115,7 @@ func checkGoverned(op string, e Entry, governed bool) error {
 }
 
 // checkReserved refuses a proposal of a kind reserved to governance code
-// ([WithReserved]) unless the Governor submits it as one of the writers
+// ([Config.Reserved]) unless the Governor submits it as one of the writers
 // the kind is reserved to. commit passes writer "" and governed false: a
 // reserved kind's proposals are decided as they are submitted, so an
 // active one to commit later is never legitimate.

@@ -17,11 +17,7 @@ func TestAttackPolicyTraceReserved(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	k := func(ns string) *kernel.Kernel {
-		opts := []kernel.Option{kernel.WithStore(s)}
-		if ns != "" {
-			opts = append(opts, kernel.WithNamespace(ns))
-		}
-		k, err := kernel.New(opts...)
+		k, err := kernel.New(kernel.Config{Store: s, Namespace: ns})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,7 +113,7 @@ func TestClosedAndCancelled(t *testing.T) {
 	}
 	f.unchanged()
 
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

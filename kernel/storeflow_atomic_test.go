@@ -62,7 +62,7 @@ func runKernel(t *testing.T, newStore func(t *testing.T) store.Store) {
 		t.Run("FailedCommitLeavesNoEvidence/"+f.name, func(t *testing.T) {
 			ctx := t.Context()
 			fs := &faultyStore{Store: openStore(t, newStore)}
-			k, err := kernel.New(kernel.WithStore(fs), kernel.WithClock(func() time.Time { return time.UnixMilli(faultTS) }))
+			k, err := kernel.New(kernel.Config{Store: fs, Clock: func() time.Time { return time.UnixMilli(faultTS) }})
 			if err != nil {
 				t.Fatalf("kernel.New: %v", err)
 			}

@@ -61,10 +61,12 @@ func runEpisode(ctx context.Context, k *kernel.Kernel, trace string, stale bool)
 
 // benchEpisode measures Episode on fresh traces of one kernel over s, which
 // is first prefilled with prefill records of other traces. One episode in
-// ten has a stale charge and ends in the fallback, as in the study.
-func benchEpisode(b *testing.B, s store.Store, prefill int, opts ...kernel.Option) {
+// ten has a stale charge and ends in the fallback, as in the study. The
+// kernel is built from cfg, over s.
+func benchEpisode(b *testing.B, s store.Store, prefill int, cfg kernel.Config) {
 	storetest.Prefill(b, s, prefill)
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s)}, opts...)...)
+	cfg.Store = s
+	k, err := kernel.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func benchEpisode(b *testing.B, s store.Store, prefill int, opts ...kernel.Optio
 // benchEpisodeParallel runs b.N episodes on distinct traces of one kernel
 // from g goroutines and reports the throughput.
 func benchEpisodeParallel(b *testing.B, s store.Store, g int) {
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -261,10 +261,11 @@ func (s *script) restart() *kernel.Kernel {
 	if s.k != nil {
 		_ = s.k.Close() // the kernel does not own the store: nothing to report
 	}
-	k, err := kernel.New(kernel.WithStore(s.store), kernel.WithClock(s.clk.now), kernel.WithActionSpecs(
-		kernel.ActionSpec{Type: "move", Repeatable: true},
-		kernel.ActionSpec{Type: "ship", MinBeliefs: []string{"door_open"}},
-		kernel.ActionSpec{Type: "dock", MinBeliefs: []string{"door_open"}, Once: &kernel.OnceKey{Fields: []string{"open"}, Percept: "door"}}))
+	k, err := kernel.New(kernel.Config{
+		Store:       s.store,
+		Clock:       s.clk.now,
+		ActionSpecs: []kernel.ActionSpec{{Type: "move", Repeatable: true}, {Type: "ship", MinBeliefs: []string{"door_open"}}, {Type: "dock", MinBeliefs: []string{"door_open"}, Once: &kernel.OnceKey{Fields: []string{"open"}, Percept: "door"}}},
+	})
 	if err != nil {
 		s.t.Fatalf("kernel.New: %v", err)
 	}

@@ -134,7 +134,7 @@ func benchHelper(b *testing.B, id string, open func(location string) (store.Stor
 		b.Fatalf("helper %s: open: %v", id, err)
 	}
 	defer s.Close()
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func TestStoreEquivalence(t *testing.T) {
 func BenchmarkEpisodeStores(b *testing.B) {
 	for _, fs := range flowStores()[1:] {
 		for _, n := range []int{1_000, 10_000, 100_000} {
-			b.Run(fs.name+"/history="+strconv.Itoa(n), func(b *testing.B) { benchEpisode(b, fs.open(b), n) })
+			b.Run(fs.name+"/history="+strconv.Itoa(n), func(b *testing.B) { benchEpisode(b, fs.open(b), n, kernel.Config{}) })
 		}
 	}
 }
@@ -159,7 +159,7 @@ func (r *batchRecorder) Apply(ctx context.Context, b store.Batch) error {
 func BenchmarkEpisodeStore(b *testing.B) {
 	ctx := context.Background()
 	rec := &batchRecorder{Store: memstore.New()}
-	k, err := kernel.New(kernel.WithStore(rec))
+	k, err := kernel.New(kernel.Config{Store: rec})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}

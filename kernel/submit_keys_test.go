@@ -35,13 +35,13 @@ func TestGovernedSubmitClaimsKeys(t *testing.T) {
 		if holder, err := a.k.Governor().ClaimedBy(a.ctx, "call/ok"); err != nil || holder != ok.CommittedID {
 			t.Errorf("the committed call's key is held by %q (%v), want the action %s", holder, err, ok.CommittedID)
 		}
-		before := len(records(t, a, audit.Filter{TraceID: "t"}))
+		before := len(records(t, a, audit.Query{TraceID: "t"}))
 		for _, key := range []string{"call/ok", "call/refused"} {
 			if d, err := submit(key, "refund_due"); !errors.Is(err, blackboard.ErrDuplicateKey) {
 				t.Errorf("a second Submit claiming %s: %v %v, want ErrDuplicateKey", key, d.Code, err)
 			}
 		}
-		if after := len(records(t, a, audit.Filter{TraceID: "t"})); after != before {
+		if after := len(records(t, a, audit.Query{TraceID: "t"})); after != before {
 			t.Errorf("%d decision records after the refused Submits, want %d", after, before)
 		}
 		if _, err := a.k.Planner("llm").Submit(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",

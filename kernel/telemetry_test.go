@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"log/slog"
 	"strings"
 	"testing"
@@ -30,15 +32,16 @@ type telemetry struct {
 	logs   *bytes.Buffer
 }
 
-func newTelemetry(t *testing.T, opts ...kernel.Option) *telemetry {
+// newTelemetry builds a kernel whose telemetry the test reads; clock, when
+// set, is its clock.
+func newTelemetry(t *testing.T, clock func() time.Time) *telemetry {
 	t.Helper()
 	tel := &telemetry{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), logs: &bytes.Buffer{}}
 	tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tel.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(tel.reader))
 	t.Cleanup(func() { _ = tel.tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 	log := slog.New(slog.NewTextHandler(tel.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	k, err := kernel.New(append([]kernel.Option{kernel.WithTracerProvider(tel.tp), kernel.WithMeterProvider(mp),
-		kernel.WithLogger(log), kernel.WithNamespace("shop")}, opts...)...)
+	k, err := kernel.New(kernel.Config{TracerProvider: tel.tp, MeterProvider: mp, Logger: log, Namespace: "shop", Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +73,7 @@ func (tel *telemetry) byRecord(t *testing.T, name, id string) sdktrace.ReadOnlyS
 // the decision's attributes; a refusal sets the status; a decision links
 // to the span that wrote the percept its evidence chain rests on.
 func TestDecisionSpans(t *testing.T) {
-	tel := newTelemetry(t)
+	tel := newTelemetry(t, nil)
 	ctx, root := tel.tp.Tracer("app").Start(context.Background(), "app.episode")
 	tool, planner := tel.k.Tool("payment_tool"), tel.k.Planner("planner")
 
@@ -195,7 +198,7 @@ func TestDecisionSpans(t *testing.T) {
 // spans.
 func TestCommitLinksToPercepts(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	tel := newTelemetry(t, kernel.WithClock(func() time.Time { return now }))
+	tel := newTelemetry(t, func() time.Time { return now })
 	ctx := context.Background()
 	wctx, obs := tel.tp.Tracer("app").Start(ctx, "execute_tool lookup_charge")
 	percept, _ := tel.k.Tool("payment_tool").Write(wctx, kernel.Entry{TraceID: "ok", Slot: blackboard.Percepts, Kind: "charge",
@@ -238,10 +241,10 @@ func TestCommitLinksToPercepts(t *testing.T) {
 	}
 }
 
-// TestTelemetryOff: nil providers switch tracing and metrics off; records
-// keep no span.
+// TestTelemetryOff: no-op providers switch tracing and metrics off;
+// records keep no span.
 func TestTelemetryOff(t *testing.T) {
-	k, err := kernel.New(kernel.WithTracerProvider(nil), kernel.WithMeterProvider(nil))
+	k, err := kernel.New(kernel.Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +261,7 @@ func TestTelemetryOff(t *testing.T) {
 // instruments only when they share a meter provider, so each kernel's
 // decisions reach the provider it was given.
 func TestInstrumentsFollowTheProvider(t *testing.T) {
-	first, second := newTelemetry(t), newTelemetry(t)
+	first, second := newTelemetry(t, nil), newTelemetry(t, nil)
 	ctx := context.Background()
 	decide := func(k *kernel.Kernel, n int) {
 		for i := range n {

@@ -22,27 +22,6 @@ import (
 // instrumentation is the name the kernel's tracer and meter report.
 const instrumentation = "github.com/blackboardkernel/bk/kernel"
 
-// WithTracerProvider sets the OpenTelemetry provider the kernel traces
-// with: writes, decisions, views, expiries and the Governor's appends each
-// get a span. Without this option the kernel uses the global
-// provider, which is a no-op until the application installs an SDK
-// (otel.SetTracerProvider): until then the kernel starts no span at all,
-// so a program with tracing off pays nothing. nil turns tracing off
-// altogether. Spans join the trace of the caller's span in ctx, so that a
-// tool call's decision nests under the framework's execute_tool span.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(k *Kernel) { k.tracerSet, k.tracerProvider = true, tp }
-}
-
-// WithMeterProvider sets the OpenTelemetry provider the kernel records
-// metrics with (see docs/observability.md): decisions by slot, kind and
-// code, decision latency, expiries. Without this option the kernel uses
-// the global provider, a no-op until the application installs an SDK; nil
-// turns metrics off.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(k *Kernel) { k.meterSet, k.meterProvider = true, mp }
-}
-
 // globalTracing reports whether an application installed a global tracer
 // provider: one atomic load, so that the default costs nothing when off.
 func globalTracing() bool { return telemetry.GlobalTracing() }

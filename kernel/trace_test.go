@@ -60,7 +60,7 @@ func (s *recSpan) End(...trace.SpanEndOption)              { s.ended = true }
 
 func TestTracingRecordsWritesAndDecisions(t *testing.T) {
 	rec := &recorder{}
-	k, err := kernel.New(kernel.WithTracerProvider(rec))
+	k, err := kernel.New(kernel.Config{TracerProvider: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func TestTracingRecordsWritesAndDecisions(t *testing.T) {
 }
 
 func TestTracingOff(t *testing.T) {
-	// nil turns instrumentation off; the kernel must still work.
-	k, err := kernel.New(kernel.WithTracerProvider(nil))
+	// A no-op provider turns instrumentation off; the kernel must still work.
+	k, err := kernel.New(kernel.Config{TracerProvider: noop.NewTracerProvider()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestTracingOff(t *testing.T) {
 // provider once the application installs one, inside a caller's span or
 // not.
 func TestTracingGlobalProvider(t *testing.T) {
-	k, err := kernel.New() // the global provider, still the default no-op
+	k, err := kernel.New(kernel.Config{}) // the global provider, still the default no-op
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestTracingGlobalProvider(t *testing.T) {
 // of a decision included, so that a decision can be linked to the spans
 // of the percepts it rests on.
 func TestRecordsKeepTheirSpan(t *testing.T) {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,7 @@ func TestCustomValidator(t *testing.T) {
 		return kernel.Verdict{}
 	})
 	// Repeatable: the same belief grounds the second refund.
-	f := newFixture(t, kernel.WithValidators(record, kernel.ValidatorFunc(refundCap)),
-		kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", Repeatable: true}))
+	f := newFixtureWith(t, kernel.Config{Validators: []kernel.Validator{record, kernel.ValidatorFunc(refundCap)}, ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", Repeatable: true}}})
 	f.groundedBelief(tr)
 	for _, tc := range []struct {
 		amount float64
@@ -70,7 +69,7 @@ func TestCustomValidator(t *testing.T) {
 // decision without a record.
 func TestValidatorReturningOKCode(t *testing.T) {
 	for _, code := range []blackboard.Code{blackboard.CodeCommitted, blackboard.CodePlanFeasible} {
-		f := newFixture(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: code} })))
+		f := newFixtureWith(t, kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: code} })}})
 		d := f.groundedBelief(tr)
 		if d.CommittedID == "" || d.EvidenceID == "" {
 			t.Errorf("validator answering %s: belief decision %+v", code, d)
@@ -86,7 +85,7 @@ func TestValidatorReturningOKCode(t *testing.T) {
 func TestValidatorsListed(t *testing.T) {
 	a := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
 	b := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{Code: codeOverCap} })
-	k, err := kernel.New(kernel.WithValidators(a), kernel.WithValidators(b))
+	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{a, b}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // moves the id on.
 func TestViewIDs(t *testing.T) {
 	ctx := context.Background()
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (w compiler) Step(ctx context.Context, sc *orchestrator.StepContext) (bool,
 // with the failure in hand; the decision and the functional state are in
 // the result.
 func ExampleWithRepair() {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -53,7 +53,7 @@ func (w watcher) Step(ctx context.Context, sc *orchestrator.StepContext) (bool, 
 // the watcher acts on the reading in the same round. The second round
 // produces nothing and the run is quiescent.
 func ExampleOrchestrator_Run() {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -90,7 +90,7 @@ func ExampleOrchestrator_Run() {
 
 // A Series issues a fresh trace id for every episode.
 func ExampleSeries() {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -50,7 +50,7 @@ var _ orchestrator.Worker = (*fake)(nil)
 
 func newKernel(t testing.TB) *kernel.Kernel {
 	t.Helper()
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestBadOptionsAndInputs(t *testing.T) {
 
 func TestViewFailureStopsTheRun(t *testing.T) {
 	store := memstore.New()
-	k, err := kernel.New(kernel.WithStore(store))
+	k, err := kernel.New(kernel.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -513,7 +513,7 @@ func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
 	if d.Route == failure.RouteEscalate {
 		outcome = audit.OutcomeEscalated
 	}
-	dr, err := audit.Append(ctx, rt.rc.k.Governor(), audit.Record{TraceID: rt.traceID, Kind: "worker:" + r.WorkerID,
+	dr, err := audit.Append(ctx, rt.rc.k.Governor(), audit.Entry{TraceID: rt.traceID, Kind: "worker:" + r.WorkerID,
 		Outcome: outcome, Code: statusCode(f), Detail: d.Reason, Context: c})
 	if err != nil {
 		return err

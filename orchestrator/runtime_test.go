@@ -107,10 +107,10 @@ func (c *crew) orch(t *testing.T, opts ...orchestrator.Option) *orchestrator.Orc
 var coderLane = orchestrator.Lane{Worker: "coder", Research: "researcher", Reauth: "identity", Failover: "coder-b"}
 
 // decisions lists the decision records of a trace with kind.
-func decisions(t *testing.T, k *kernel.Kernel, trace, kind string) []audit.Record {
+func decisions(t *testing.T, k *kernel.Kernel, trace, kind string) []audit.Entry {
 	t.Helper()
-	var out []audit.Record
-	for d, err := range audit.List(context.Background(), k.Reader(), audit.Filter{TraceID: trace, Kind: kind}) {
+	var out []audit.Entry
+	for d, err := range audit.List(context.Background(), k.Reader(), audit.Query{TraceID: trace, Kind: kind}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func (s sensorOnce) Step(ctx context.Context, sc *orchestrator.StepContext) (boo
 func TestRunSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	k, err := kernel.New(kernel.WithTracerProvider(tp))
+	k, err := kernel.New(kernel.Config{TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}

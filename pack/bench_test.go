@@ -20,7 +20,7 @@ func benchTrace(b *testing.B, n int) *kernel.Kernel {
 	b.Helper()
 	ctx := context.Background()
 	clk := &clock{t0}
-	k, err := kernel.New(kernel.WithClock(clk.now))
+	k, err := kernel.New(kernel.Config{Clock: clk.now})
 	if err != nil {
 		b.Fatal(err)
 	}

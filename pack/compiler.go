@@ -172,8 +172,8 @@ func checkInput(run Run, in Input) error {
 	switch {
 	case run.TraceID == "":
 		return newErr("compile", "", ErrInvalid, "no trace")
-	case run.Mode != toolgate.ModeNormal && run.Mode != toolgate.ModeReadOnly:
-		return newErr("compile", "", ErrInvalid, "safety mode %q (want %q or %q)", run.Mode, toolgate.ModeNormal, toolgate.ModeReadOnly)
+	case run.Mode != toolgate.SafetyNormal && run.Mode != toolgate.SafetyReadOnly:
+		return newErr("compile", "", ErrInvalid, "safety mode %q (want %q or %q)", run.Mode, toolgate.SafetyNormal, toolgate.SafetyReadOnly)
 	case strings.TrimSpace(in.Mission) == "":
 		return newErr("compile", SectionMission, ErrInvalid, "no mission")
 	}

@@ -43,7 +43,7 @@ func ExampleCompiler_Compile() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	k, err := kernel.New(kernel.WithClock(clock))
+	k, err := kernel.New(kernel.Config{Clock: clock})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func ExampleCompiler_Compile() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := c.Compile(ctx, k.Reader(), pack.Run{TraceID: "t1", Mode: toolgate.ModeReadOnly, Intent: "refund"}, pack.Input{
+	p, err := c.Compile(ctx, k.Reader(), pack.Run{TraceID: "t1", Mode: toolgate.SafetyReadOnly, Intent: "refund"}, pack.Input{
 		Mission:     "Resolve the refund request for order A-17.",
 		Constraints: []string{"Never refund more than the order amount."},
 		Progress:    []pack.Step{{Turn: 1, Tool: "lookup_order", OK: true, Note: "order A-17 found"}},

@@ -49,7 +49,7 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		return err
 	}
 	pol := g.Policy()
-	run.Mode = cmp.Or(ctl.Mode, toolgate.ModeNormal)
+	run.Mode = cmp.Or(ctl.Safety, toolgate.SafetyNormal)
 	p := &in.Policy
 	p.Hash = g.PolicyHash()
 	for _, r := range pol.Rules {
@@ -64,14 +64,14 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		if t.Approval != nil {
 			p.Approval = addName(p.Approval, t.Name)
 		}
-		if run.Mode == toolgate.ModeReadOnly && !t.ReadOnly && !mutReadOnly {
+		if run.Mode == toolgate.SafetyReadOnly && !t.ReadOnly && !mutReadOnly {
 			p.Prohibited = addName(p.Prohibited, t.Name)
 		}
 	}
 	for _, name := range ctl.Prohibited {
 		p.Prohibited = addName(p.Prohibited, name)
 	}
-	if run.Mode == toolgate.ModeReadOnly && !mutReadOnly {
+	if run.Mode == toolgate.SafetyReadOnly && !mutReadOnly {
 		for _, sp := range in.Tools {
 			if !known[sp.Name] {
 				p.Prohibited = addName(p.Prohibited, sp.Name)

@@ -51,13 +51,13 @@ func deskTools() []toolgate.Spec {
 func TestGovern(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
-	g := fakeGate{ctl: toolgate.Controls{Mode: toolgate.ModeNormal, Prohibited: []string{"lookup_order"}}, pol: deskPolicy()}
+	g := fakeGate{ctl: toolgate.Controls{Safety: toolgate.SafetyNormal, Prohibited: []string{"lookup_order"}}, pol: deskPolicy()}
 	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools(), Policy: pack.Policy{Rules: []string{"the caller's own"}}}
 	r.Mode = ""
 	if err := pack.Govern(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)
 	}
-	if r.Mode != toolgate.ModeNormal || in.Policy.Hash != g.pol.Hash() {
+	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != g.pol.Hash() {
 		t.Errorf("mode %q, hash %q; want normal and %q", r.Mode, in.Policy.Hash, g.pol.Hash())
 	}
 	wantRules := []string{"the caller's own", "within_order (on action refund): action.amount <= percepts.order.amount",
@@ -87,7 +87,7 @@ func TestGovern(t *testing.T) {
 func TestAttackReadOnlyToolShown(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
-	g := fakeGate{ctl: toolgate.Controls{Mode: toolgate.ModeReadOnly}, pol: deskPolicy()}
+	g := fakeGate{ctl: toolgate.Controls{Safety: toolgate.SafetyReadOnly}, pol: deskPolicy()}
 	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools()}
 	if err := pack.Govern(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestAttackReadOnlyToolShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Mode != toolgate.ModeReadOnly || p.Manifest.Controls.Mode != toolgate.ModeReadOnly {
+	if p.Mode != toolgate.SafetyReadOnly || p.Manifest.Controls.Mode != toolgate.SafetyReadOnly {
 		t.Errorf("mode %q, controls %q", p.Mode, p.Manifest.Controls.Mode)
 	}
 	if !slices.Equal(p.Manifest.Tools, []string{"lookup_order"}) {
@@ -127,7 +127,7 @@ func TestGovernErrors(t *testing.T) {
 	if err := pack.Govern(context.Background(), fakeGate{pol: deskPolicy()}, &r, &in); !errors.Is(err, pack.ErrInvalid) {
 		t.Errorf("no trace: %v", err)
 	}
-	if r.Mode != toolgate.ModeNormal || in.Policy.Hash != "" {
+	if r.Mode != toolgate.SafetyNormal || in.Policy.Hash != "" {
 		t.Errorf("a failed Govern changed the run or the input: %+v %+v", r, in.Policy)
 	}
 }

@@ -39,9 +39,9 @@ type Run struct {
 	Session   string
 	Namespace string
 	// Mode is the safety mode the gate enforces for the trace
-	// ([toolgate.ModeNormal] when empty; [Govern] reads it from the
+	// ([toolgate.SafetyNormal] when empty; [Govern] reads it from the
 	// trace's run controls); the compiled context only shows it.
-	Mode toolgate.Mode
+	Mode toolgate.Safety
 	// Budget, when set, is the run's budget: what is left of each limited
 	// resource goes to the run controls.
 	Budget *budget.Run
@@ -112,14 +112,14 @@ type Pack struct {
 	Encoding string `json:"encoding"`
 	Window   int    `json:"window"`
 	// Tokens is the prompt's length in the encoding's tokens.
-	Tokens   int           `json:"tokens"`
-	Mode     toolgate.Mode `json:"mode"`
-	Intent   string        `json:"intent,omitempty"`
-	Role     string        `json:"role,omitempty"`
-	Policy   string        `json:"policy,omitempty"` // the policy snapshot's hash
-	Prompt   string        `json:"prompt"`
-	Sections []Section     `json:"sections"`
-	Manifest Manifest      `json:"manifest"`
+	Tokens   int             `json:"tokens"`
+	Mode     toolgate.Safety `json:"mode"`
+	Intent   string          `json:"intent,omitempty"`
+	Role     string          `json:"role,omitempty"`
+	Policy   string          `json:"policy,omitempty"` // the policy snapshot's hash
+	Prompt   string          `json:"prompt"`
+	Sections []Section       `json:"sections"`
+	Manifest Manifest        `json:"manifest"`
 
 	traceID string
 	refs    []string // the records shown, for the record's input refs
@@ -187,9 +187,9 @@ type Memory struct {
 
 // Controls are the run controls shown to the model.
 type Controls struct {
-	Mode     toolgate.Mode `json:"mode"`
-	Budgets  []Left        `json:"budgets,omitempty"`
-	Approval []string      `json:"approval,omitempty"` // tools that need an approval
+	Mode     toolgate.Safety `json:"mode"`
+	Budgets  []Left          `json:"budgets,omitempty"`
+	Approval []string        `json:"approval,omitempty"` // tools that need an approval
 }
 
 // Left is what is left of one limited budget resource.

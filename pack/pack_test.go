@@ -32,7 +32,7 @@ var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 func desk(t testing.TB, clk *clock) *kernel.Kernel {
 	t.Helper()
 	ctx := context.Background()
-	k, err := kernel.New(kernel.WithClock(clk.now))
+	k, err := kernel.New(kernel.Config{Clock: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func desk(t testing.TB, clk *clock) *kernel.Kernel {
 }
 
 func run() pack.Run {
-	return pack.Run{ID: "run-1", TraceID: "t1", Session: "s1", Mode: toolgate.ModeNormal, Role: "support", Intent: "refund"}
+	return pack.Run{ID: "run-1", TraceID: "t1", Session: "s1", Mode: toolgate.SafetyNormal, Role: "support", Intent: "refund"}
 }
 
 func input() pack.Input {
@@ -256,7 +256,7 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 		e.Freshness != pack.Fresh || len(e.Flags) != 0 || e.Belief != "beliefs:t1:5" {
 		t.Errorf("order percept entry %+v", e)
 	}
-	if got := p.Manifest.Controls; got.Mode != toolgate.ModeNormal || !slices.Equal(got.Approval, []string{"refund"}) ||
+	if got := p.Manifest.Controls; got.Mode != toolgate.SafetyNormal || !slices.Equal(got.Approval, []string{"refund"}) ||
 		!slices.Contains(got.Budgets, pack.Left{Resource: string(budget.ToolCalls), Left: 10}) {
 		t.Errorf("controls %+v", got)
 	}
@@ -268,9 +268,9 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 		t.Errorf("cuts %+v in a context of %d tokens", p.Manifest.Cuts, p.Tokens)
 	}
 	ro := run()
-	ro.Mode = toolgate.ModeReadOnly
+	ro.Mode = toolgate.SafetyReadOnly
 	if p, err = c.Compile(context.Background(), k.Reader(), ro, input()); err != nil || !strings.Contains(p.Prompt, "safety mode: read_only") ||
-		p.Mode != toolgate.ModeReadOnly || p.Manifest.Controls.Mode != toolgate.ModeReadOnly {
+		p.Mode != toolgate.SafetyReadOnly || p.Manifest.Controls.Mode != toolgate.SafetyReadOnly {
 		t.Errorf("read_only run: %v %q", err, p.Mode)
 	}
 }
@@ -664,7 +664,7 @@ func TestRecord(t *testing.T) {
 		t.Errorf("record %s %s %s %s", rec.Slot, rec.Kind, rec.Provenance.Role, rec.TraceID())
 	}
 	if rec.Payload["hash"] != p.Hash || rec.Payload["prompt"] != p.Prompt || rec.Payload["policy"] != "sha256:abc" ||
-		rec.Payload["encoding"] != pack.EncodingCL100K || rec.Payload["mode"] != string(toolgate.ModeNormal) {
+		rec.Payload["encoding"] != pack.EncodingCL100K || rec.Payload["mode"] != string(toolgate.SafetyNormal) {
 		t.Errorf("payload %v", rec.Payload)
 	}
 	man, _ := rec.Payload["manifest"].(map[string]any)
@@ -686,7 +686,7 @@ func TestRecord(t *testing.T) {
 // was over its share: a context that fits the window loses nothing.
 func TestUnusedShareGoesBack(t *testing.T) {
 	clk := &clock{t0}
-	k, err := kernel.New(kernel.WithClock(clk.now))
+	k, err := kernel.New(kernel.Config{Clock: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -785,7 +785,7 @@ func TestAttackProhibitedToolShown(t *testing.T) {
 func TestEvidenceCutLeastRecentFirst(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t0}
-	k, err := kernel.New(kernel.WithClock(clk.now))
+	k, err := kernel.New(kernel.Config{Clock: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,7 +196,7 @@ func toolLine(name, desc string, params json.RawMessage) string {
 
 func controlLines(run Run, ctl Controls) []string {
 	mode := "- safety mode: " + string(ctl.Mode)
-	if ctl.Mode == toolgate.ModeReadOnly {
+	if ctl.Mode == toolgate.SafetyReadOnly {
 		mode += " (tools with effects are neither shown nor run)"
 	}
 	lines := []string{mode}

@@ -38,9 +38,11 @@ func ExampleTrace() {
 		fmt.Println(err)
 		return
 	}
-	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, refund),
-		toolgate.WithKernel(kernel.WithStore(store), kernel.WithValidators(rs)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: store, Validators: []kernel.Validator{rs}},
+		Tools:     []toolgate.Tool{lookup, refund},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -107,9 +107,9 @@ func deskTraces(t *testing.T, s store.Store) []string {
 
 // recordedDecisions reads a trace's decision records from the store
 // itself, not through the replay.
-func recordedDecisions(t *testing.T, s store.Store, trace string) []audit.Record {
+func recordedDecisions(t *testing.T, s store.Store, trace string) []audit.Entry {
 	t.Helper()
-	var out []audit.Record
+	var out []audit.Entry
 	ns := ""
 	for ts, err := range store.ListTraces(context.Background(), s, "") {
 		if err == nil && ts.TraceID == trace {
@@ -137,13 +137,13 @@ type shop struct {
 	fail    bool // the next charge fails for good
 }
 
-func newShop(t testing.TB, kopts ...kernel.Option) *shop {
+func newShop(t testing.TB, validators ...kernel.Validator) *shop {
 	t.Helper()
-	return newShopOn(t, memstore.New(), kopts...)
+	return newShopOn(t, memstore.New(), validators...)
 }
 
 // newShopOn is newShop over the store s.
-func newShopOn(t testing.TB, s *memstore.Store, kopts ...kernel.Option) *shop {
+func newShopOn(t testing.TB, s *memstore.Store, validators ...kernel.Validator) *shop {
 	t.Helper()
 	sh := &shop{s: s}
 	now := time.UnixMilli(1_700_000_000_000)
@@ -168,10 +168,13 @@ func newShopOn(t testing.TB, s *memstore.Store, kopts ...kernel.Option) *shop {
 			return blackboard.Payload{"charged": inv.Args["amount"]}, nil
 		}}
 	var err error
-	sh.g, err = toolgate.New(context.Background(), toolgate.WithTools(lookup, charge), toolgate.WithMaskKey([]byte("a test key of thirty-two bytes..")),
-		toolgate.WithKernel(append([]kernel.Option{kernel.WithStore(sh.s), kernel.WithNamespace("shop"),
-			kernel.WithClock(func() time.Time { return now })}, kopts...)...),
-		toolgate.WithContracts(toolgate.Contract{Name: "clerk", Tools: []string{"lookup", "charge"}}))
+	sh.g, err = toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{Store: sh.s, Namespace: "shop", Clock: func() time.Time { return now },
+			Validators: validators},
+		Tools:     []toolgate.Tool{lookup, charge},
+		MaskKey:   []byte("a test key of thirty-two bytes.."),
+		Contracts: []toolgate.Contract{{Name: "clerk", Tools: []string{"lookup", "charge"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +218,7 @@ func (sh *shop) traffic(t *testing.T, trace string) {
 	if res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("charge of 500: %+v", res)
 	}
-	if _, err := sh.g.Approver("manager").Approve(ctx, trace, res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
+	if _, err := sh.g.Approver("manager").Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := sh.g.Resume(ctx, trace, res.ActionID, json.RawMessage(big)); err != nil || res.Code != toolgate.CodeEffectSucceeded {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -156,26 +157,28 @@ func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Ga
 		}
 		tools = append(tools, t)
 	}
-	kopts := []kernel.Option{kernel.WithStore(r.store), kernel.WithNamespace(r.ns), kernel.WithClock(r.clock)}
+	cfg := toolgate.Config{
+		Kernel:    kernel.Config{Store: r.store, Namespace: r.ns, Clock: r.clock},
+		Tools:     tools,
+		Contracts: p.Contracts,
+		Intents:   p.Intents,
+	}
 	if len(p.Rules) > 0 {
 		rs, err := rules.FromSpecs(p.Rules)
 		if err != nil {
 			return nil, err
 		}
-		kopts = append(kopts, kernel.WithValidators(rs))
-	}
-	opts := []toolgate.Option{toolgate.WithTools(tools...), toolgate.WithContracts(p.Contracts...)}
-	if len(p.Intents) > 0 {
-		opts = append(opts, toolgate.WithIntents(p.Intents...))
+		cfg.Kernel.Validators = []kernel.Validator{rs}
 	}
 	if p.Fallback != "" && p.Fallback != kernel.FallbackQueueForReview {
 		// The snapshot names the fallback; its spec is the kernel owner's,
 		// recorded nowhere: a safe fallback is what the gate requires.
-		kopts = append(kopts, kernel.WithActionSpecs(kernel.ActionSpec{Type: p.Fallback, SafeFallback: true}))
-		opts = append(opts, toolgate.WithFallback(p.Fallback))
+		cfg.Kernel.ActionSpecs = []kernel.ActionSpec{{Type: p.Fallback, SafeFallback: true}}
+		cfg.Fallback = p.Fallback
 	}
-	opts = append(opts, toolgate.WithKernel(kopts...))
-	return toolgate.New(ctx, opts...)
+	// A recorded policy is rebuilt as it was: its kernel's belief specs,
+	// reservations and action specs are not in the snapshot.
+	return toolgate.New(rebuild.Context(ctx), cfg)
 }
 
 // relax makes each masked property of a JSON Schema a string: the record

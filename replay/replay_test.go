@@ -222,7 +222,7 @@ func TestDeterministic(t *testing.T) {
 // A policy with a validator that is code cannot be replayed from data,
 // and says so.
 func TestOpaqueValidatorNotReproducible(t *testing.T) {
-	sh := newShop(t, kernel.WithValidators(kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })))
+	sh := newShop(t, kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} }))
 	sh.call(t, "o", "lookup", `{"account":"acc-1"}`)
 	_, err := replay.Trace(context.Background(), sh.s, "shop", "o")
 	var re *replay.Error
@@ -331,7 +331,7 @@ func TestRuleExpressionOnly(t *testing.T) {
 func TestControlsAndContext(t *testing.T) {
 	ctx := context.Background()
 	sh := newShop(t)
-	if err := sh.g.Restrict(ctx, "ro", toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
+	if err := sh.g.Restrict(ctx, "ro", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
 		t.Fatal(err)
 	}
 	cc, err := sh.g.Kernel().Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{TraceID: "ro",
@@ -377,7 +377,7 @@ func TestTwoPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := newShopOn(t, first.s, kernel.WithValidators(cap10))
+	second := newShopOn(t, first.s, cap10)
 	second.call(t, "o", "lookup", `{"account":"acc-2"}`)
 	if res := second.call(t, "o", "charge", `{"account":"acc-2","card":"4111111111111111","amount":50}`); res.Code != blackboard.CodeRuleViolated {
 		t.Fatalf("charge under the cap: %+v", res)
@@ -402,7 +402,7 @@ func TestLoosenedRuleExtra(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := newShop(t, kernel.WithValidators(cap10))
+	sh := newShop(t, cap10)
 	sh.call(t, "o", "lookup", `{"account":"acc-1"}`)
 	if res := sh.call(t, "o", "charge", `{"account":"acc-1","card":"4111111111111111","amount":50}`); res.Code != blackboard.CodeRuleViolated {
 		t.Fatalf("charge: %+v", res)

@@ -32,8 +32,11 @@ func TestScopedRequestReplayed(t *testing.T) {
 		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"charged": inv.Args["amount"]}, nil
 		}}
-	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, charge), toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("shop")),
-		toolgate.WithContracts(toolgate.Contract{Name: "clerk", Tools: []string{"lookup", "charge"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: s, Namespace: "shop"},
+		Tools:     []toolgate.Tool{lookup, charge},
+		Contracts: []toolgate.Contract{{Name: "clerk", Tools: []string{"lookup", "charge"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

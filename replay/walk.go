@@ -256,7 +256,7 @@ func (r *replayer) newStep(ms int64) {
 // isCall reports whether d is the gate's first decision on a call: a
 // refusal before the kernel, the kernel's refusal of a caller's proposal,
 // or the commit of one (pending approval or not).
-func (r *replayer) isCall(d audit.Record) bool {
+func (r *replayer) isCall(d audit.Entry) bool {
 	if _, derived := d.Context["derived_from"]; derived {
 		return false
 	}
@@ -282,7 +282,7 @@ func (r *replayer) isCall(d audit.Record) bool {
 
 // classify names the stage of a decision record that is not a call's
 // first, and the action it is about.
-func classify(d audit.Record) (stage, action string) {
+func classify(d audit.Entry) (stage, action string) {
 	str := func(k string) string { s, _ := d.Context[k].(string); return s }
 	first := func() string {
 		if len(d.EvidenceRefs) > 0 {
@@ -303,7 +303,7 @@ func classify(d audit.Record) (stage, action string) {
 	return stageExecute, first()
 }
 
-func (r *replayer) itemOf(d audit.Record, stage, action string, step int) item {
+func (r *replayer) itemOf(d audit.Entry, stage, action string, step int) item {
 	tool, _ := d.Context["tool"].(string)
 	it := item{step: step, id: d.RecordID, kind: d.Kind, tool: tool, stage: stage, out: outcome{d.Outcome, d.Code}}
 	if stage == stageCall || action == "" {
@@ -316,7 +316,7 @@ func (r *replayer) itemOf(d audit.Record, stage, action string, step int) item {
 
 // call replays the call d records: the tool, arguments, caller, intent,
 // call id and compiled context it names, through the gate of its policy.
-func (r *replayer) call(ctx context.Context, d audit.Record) error {
+func (r *replayer) call(ctx context.Context, d audit.Entry) error {
 	str := func(k string) string { s, _ := d.Context[k].(string); return s }
 	c := toolgate.Call{ID: str("call_id"), RetryKey: str("retry_key"), Tool: str("tool"), Caller: str("caller"),
 		TraceID: r.trace, Intent: str("intent")}
@@ -363,7 +363,7 @@ func (r *replayer) call(ctx context.Context, d audit.Record) error {
 	return nil
 }
 
-func (r *replayer) gateOf(d audit.Record) *toolgate.Gate {
+func (r *replayer) gateOf(d audit.Entry) *toolgate.Gate {
 	if h, _ := d.Context["policy"].(string); r.gates[h] != nil {
 		return r.gates[h]
 	}
@@ -403,11 +403,8 @@ func (r *replayer) approval(ctx context.Context, rec blackboard.Record) error {
 		return nil
 	}
 	ap := r.actionGate[a.ActionID].Approver(a.Approver)
-	decide := ap.Approve
-	if a.Decision == audit.Denied {
-		decide = ap.Deny
-	}
-	if _, err := decide(ctx, r.trace, act, a.Digest, a.Note, a.TTL); err != nil {
+	ans := toolgate.Answer{TraceID: r.trace, ActionID: act, Digest: a.Digest, Verdict: a.Decision, Note: a.Note, TTL: a.TTL}
+	if _, err := ap.Decide(ctx, ans); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -424,7 +421,7 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 	if h, _ := rec.Payload.String("policy"); r.gates[h] != nil {
 		g = r.gates[h]
 	}
-	if err := g.Restrict(ctx, r.trace, toolgate.Controls{Mode: toolgate.Mode(mode), Prohibited: prohibited}); err != nil {
+	if err := g.Restrict(ctx, r.trace, toolgate.Controls{Safety: toolgate.Safety(mode), Prohibited: prohibited}); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

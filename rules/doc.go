@@ -11,7 +11,7 @@
 //		rules.OnBelief("refund_due_matches_charge", "refund_due",
 //			`value == percepts.charge.refundable`),
 //	)
-//	k, err := kernel.New(kernel.WithValidators(rs))
+//	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{rs}})
 //
 // # What a rule sees
 //

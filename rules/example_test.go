@@ -20,7 +20,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithValidators(rs))
+	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{rs}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -52,9 +52,9 @@ func newHarness(t *testing.T, rs *rules.Rules, evalCtx context.Context) *harness
 	t.Helper()
 	h := &harness{t: t, ctx: context.Background(), verdict: map[string]kernel.Verdict{}}
 	// Several refunds of a test may rest on one belief.
-	opts := []kernel.Option{kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true})}
+	cfg := kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true}}}
 	if rs != nil {
-		opts = append(opts, kernel.WithValidators(kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
+		cfg.Validators = append(cfg.Validators, kernel.ValidatorFunc(func(ctx context.Context, c kernel.Candidate) kernel.Verdict {
 			if evalCtx != nil {
 				ctx = evalCtx
 			}
@@ -63,9 +63,9 @@ func newHarness(t *testing.T, rs *rules.Rules, evalCtx context.Context) *harness
 			h.verdict[c.Proposal().ID] = v
 			h.mu.Unlock()
 			return v
-		})))
+		}))
 	}
-	k, err := kernel.New(opts...)
+	k, err := kernel.New(cfg)
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
 	}

@@ -28,9 +28,9 @@ func ExampleWorker() {
 		fmt.Println(err)
 		return
 	}
-	k, err := kernel.New(kernel.WithActionSpecs(kernel.ActionSpec{
+	k, err := kernel.New(kernel.Config{ActionSpecs: []kernel.ActionSpec{{
 		Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true,
-	}))
+	}}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -159,7 +159,7 @@ func FuzzRules(f *testing.F) {
 
 // kernelSimulator returns a simulator handle on a fresh kernel.
 func kernelSimulator(t *testing.T) *kernel.Simulator {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,9 +221,9 @@ func TestLoadRulesRefusesBadInput(t *testing.T) {
 
 // kernelWithPercept returns a kernel whose trace "t" holds a committed
 // temperature percept with payload p, and the trace's view.
-func kernelWithPercept(t *testing.T, p blackboard.Payload, opts ...kernel.Option) (*kernel.Kernel, kernel.View) {
+func kernelWithPercept(t *testing.T, p blackboard.Payload, specs ...kernel.ActionSpec) (*kernel.Kernel, kernel.View) {
 	t.Helper()
-	k, err := kernel.New(opts...)
+	k, err := kernel.New(kernel.Config{ActionSpecs: specs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestWorkerCommitsOnlyWithTheRequiredBeliefs(t *testing.T) {
 
 func TestPredictionGate(t *testing.T) {
 	ctx := context.Background()
-	alert := kernel.WithActionSpecs(kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true})
+	alert := kernel.ActionSpec{Type: "alert", MinBeliefs: []string{"anomaly_detected"}, RequirePrediction: true}
 	propose := func(t *testing.T, k *kernel.Kernel) blackboard.Code {
 		t.Helper()
 		d, err := k.Planner("actuator").Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "alert",
@@ -391,7 +391,7 @@ func TestPredictionGate(t *testing.T) {
 }
 
 func TestNewRefusesBadArguments(t *testing.T) {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/supervisor"
@@ -17,33 +18,31 @@ import (
 // email whose process was cut short after sending it: the email has no
 // key the mail server honours, so it is reported as EFFECT_UNKNOWN and not
 // sent again.
-func ExampleSupervisor_Run() {
+func ExampleSupervisor_Start() {
 	ctx := context.Background()
 	sent, refunds := 0, 0
 	crash := func() {} // the email's process dies after sending
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
 	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
-	g, err := toolgate.New(ctx, toolgate.WithLease(time.Second),
-		toolgate.WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}),
-		toolgate.WithTools(
-			toolgate.Tool{Unscoped: true, Name: "lookup_order", Result: "order",
-				Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-					return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
-				}},
-			toolgate.Tool{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
-				Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
-					refunds++
-					return blackboard.Payload{"refund_id": "re_1"}, nil
-				}},
-			toolgate.Tool{Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
-				Effect: func(ctx context.Context, _ toolgate.Invocation) (blackboard.Payload, error) {
-					sent++
-					crash()
-					return nil, ctx.Err()
-				}},
-		))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Lease:     time.Second,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+		Tools: []toolgate.Tool{{Unscoped: true, Name: "lookup_order", Result: "order",
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
+			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
+			Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
+			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+				refunds++
+				return blackboard.Payload{"refund_id": "re_1"}, nil
+			}}, {Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound,
+			Effect: func(ctx context.Context, _ toolgate.Invocation) (blackboard.Payload, error) {
+				sent++
+				crash()
+				return nil, ctx.Err()
+			}}},
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -72,22 +71,25 @@ func ExampleSupervisor_Run() {
 
 	// In main: one call, until the program ends.
 	events := make(chan supervisor.Event, 16)
-	sup, err := supervisor.New(g, supervisor.WithInterval(10*time.Millisecond),
-		supervisor.WithEvents(func(_ context.Context, ev supervisor.Event) { events <- ev }))
+	sup, err := supervisor.New(g, supervisor.Config{
+		Interval: 10 * time.Millisecond,
+		Events:   func(_ context.Context, ev supervisor.Event) { events <- ev },
+	})
 	if err != nil {
 		panic(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(runCtx) }()
+	if err := sup.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer sup.Close() // deferred after g.Close: runs first
 
 	// A person approves the refund.
-	pending, err := g.PendingApprovals(ctx, "")
+	pending, err := g.Pending(ctx, "")
 	if err != nil {
 		panic(err)
 	}
 	for _, p := range pending {
-		if _, err := g.Approver("human:alice").Approve(ctx, p.TraceID, p.ActionID, p.Digest, "checked", time.Hour); err != nil {
+		if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked"}); err != nil {
 			panic(err)
 		}
 	}
@@ -98,10 +100,6 @@ func ExampleSupervisor_Run() {
 			panic(ev.Err)
 		}
 		got = append(got, fmt.Sprintf("%s %s: %s %s", ev.TraceID, ev.Op, ev.Result.Outcome, ev.Result.Code))
-	}
-	stop()
-	if err := <-done; err != nil {
-		panic(err)
 	}
 	slices.Sort(got)
 	for _, line := range got {

@@ -5,29 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Defaults of the options.
+// Defaults of the configuration.
 const (
-	// DefaultInterval is how often Run looks for decided approvals.
+	// DefaultInterval is how often the supervisor looks for decided approvals.
 	DefaultInterval = time.Second
 )
 
-// Sentinel errors. Errors from [New] and [Supervisor.Run], and the Err of
+// Sentinel errors. Errors from [New], [Supervisor.Start] and
+// [Supervisor.Recovered], and the Err of
 // an [Event], wrap one of these for errors.Is; the Err of an Event is an
 // [*Error] for errors.As.
 var (
-	// ErrInvalidConfig: New was given no gate or a bad option (an
-	// interval or a recovery period that is not positive).
+	// ErrInvalidConfig: New was given no gate or a bad configuration (a
+	// negative interval or recovery period).
 	ErrInvalidConfig = errors.New("supervisor: invalid configuration")
-	// ErrRunning: Run was called while another Run of the same
-	// Supervisor had not returned.
-	ErrRunning = errors.New("supervisor: already running")
+	// ErrStarted: Start was called on a supervisor that was started, or
+	// closed, before: a supervisor starts once.
+	ErrStarted = errors.New("supervisor: already started")
+	// ErrNotRunning: Recovered was called on a supervisor that was never
+	// started, or that stopped (its context ended, Close) before its
+	// first full recovery pass.
+	ErrNotRunning = errors.New("supervisor: not running")
 	// ErrRecover: a recovery pass ([toolgate.Gate.Recover]) met an error
 	// (a store failure, an action it could not read); the actions it
 	// could not finish are left for the next pass.
@@ -81,7 +86,7 @@ const (
 )
 
 // Event is one thing the supervisor did, or could not do, as the function
-// given to [WithEvents] receives it.
+// given to [Config.Events] receives it.
 type Event struct {
 	// Op is the stage: OpRecover for an action a recovery pass finished,
 	// OpResume for an action executed once its approval was decided.
@@ -99,8 +104,44 @@ type Event struct {
 	Err error
 }
 
-// Option configures a Supervisor.
-type Option func(*config)
+// Config is what [New] builds a supervisor from. Each field's zero value
+// means its documented default.
+type Config struct {
+	// Interval is how often the supervisor looks for approvals that were decided (0:
+	// [DefaultInterval]). Each look lists the actions that wait
+	// ([toolgate.Gate.Pending]): it reads the namespace's decision
+	// records, so its cost grows with the history.
+	Interval time.Duration
+	// RecoverEvery is how often the supervisor runs a recovery pass after the first
+	// one (0: the gate's lease, [toolgate.Gate.Lease]), for attempts whose
+	// lease has run out since: a live driver that died, an effect that
+	// hung. A recovery pass reads every decision record of the namespace
+	// once.
+	RecoverEvery time.Duration
+	// Logger logs each event: a finished action at Info, an error at
+	// Error. nil: nothing is logged.
+	Logger *slog.Logger
+	// Events, when set, is called with each event, from the supervisor's
+	// goroutine, before it goes on: it should return quickly (hand the event to a
+	// channel, say). A function that continues the work (tells a customer,
+	// calls the next tool) sees each finished action once per supervisor;
+	// with several supervisors on one store, an action's effect still runs
+	// once, but each supervisor that drove it reports it.
+	Events func(context.Context, Event)
+}
+
+// Validate reports every problem of c at once (errors.Join), each
+// wrapping [ErrInvalidConfig] and naming the field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Interval < 0 {
+		errs = append(errs, fmt.Errorf("%w: Interval: %v is negative", ErrInvalidConfig, c.Interval))
+	}
+	if c.RecoverEvery < 0 {
+		errs = append(errs, fmt.Errorf("%w: RecoverEvery: %v is negative", ErrInvalidConfig, c.RecoverEvery))
+	}
+	return errors.Join(errs...)
+}
 
 type config struct {
 	interval     time.Duration
@@ -109,73 +150,57 @@ type config struct {
 	onEvent      func(context.Context, Event)
 }
 
-// WithInterval sets how often Run looks for approvals that were decided
-// (default [DefaultInterval]). Each look lists the actions that wait
-// ([toolgate.Gate.PendingApprovals]): it reads the namespace's decision
-// records, so its cost grows with the history.
-func WithInterval(d time.Duration) Option { return func(c *config) { c.interval = d } }
-
-// WithRecoverEvery sets how often Run runs a recovery pass after the first
-// one (default: the gate's lease, [toolgate.Gate.Lease]), for attempts
-// whose lease has run out since: a live driver that died, an effect that
-// hung. A recovery pass reads every decision record of the namespace once.
-func WithRecoverEvery(d time.Duration) Option { return func(c *config) { c.recoverEvery = d } }
-
-// WithLogger logs each event through l: a finished action at Info, an
-// error at Error. Without it nothing is logged.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
-// WithEvents calls fn with each event, from Run's goroutine, before Run
-// goes on: fn should return quickly (hand the event to a channel, say). A
-// function that continues the work (tells a customer, calls the next tool)
-// sees each finished action once per supervisor; with several supervisors
-// on one store, an action's effect still runs once, but each supervisor
-// that drove it reports it.
-func WithEvents(fn func(context.Context, Event)) Option {
-	return func(c *config) { c.onEvent = fn }
-}
-
 // Supervisor owns the lifecycle of a gate's actions once they are
 // committed: recovery after a crash, approvals resumed as they are
 // decided, attempts whose lease ran out. It is safe for concurrent use: its
-// configuration is fixed by New, and Run may be running once at a time.
+// configuration is fixed by New; it starts once ([Supervisor.Start]) and
+// stops with its context or [Supervisor.Close].
 type Supervisor struct {
-	g       *toolgate.Gate
-	cfg     config
-	running atomic.Bool
-	wake    chan struct{} // Wake's signal: one pending look at most
+	g         *toolgate.Gate
+	cfg       config
+	wake      chan struct{} // Wake's signal: one pending look at most
+	recovered chan struct{} // closed by the first full recovery pass
+
+	mu      sync.Mutex
+	started bool
+	cancel  context.CancelFunc // ends the running loop's context
+	done    chan struct{}      // closed when the loop has returned
 }
 
-// New returns a supervisor of g. It fails with [ErrInvalidConfig] for a nil
-// gate or an option out of range; it starts nothing.
-func New(g *toolgate.Gate, opts ...Option) (*Supervisor, error) {
+// New returns a supervisor of g, configured by cfg. It fails with
+// [ErrInvalidConfig] for a nil gate or a bad configuration
+// ([Config.Validate]); it starts nothing.
+func New(g *toolgate.Gate, cfg Config) (*Supervisor, error) {
+	err := cfg.Validate()
 	if g == nil {
-		return nil, fmt.Errorf("%w: no gate", ErrInvalidConfig)
+		err = errors.Join(fmt.Errorf("%w: no gate", ErrInvalidConfig), err)
 	}
-	c := config{interval: DefaultInterval, recoverEvery: g.Lease()}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+	if err != nil {
+		return nil, err
 	}
-	if c.interval <= 0 {
-		return nil, fmt.Errorf("%w: interval %v", ErrInvalidConfig, c.interval)
+	c := config{interval: cfg.Interval, recoverEvery: cfg.RecoverEvery, logger: cfg.Logger, onEvent: cfg.Events}
+	if c.interval == 0 {
+		c.interval = DefaultInterval
 	}
-	if c.recoverEvery <= 0 {
-		return nil, fmt.Errorf("%w: recovery period %v", ErrInvalidConfig, c.recoverEvery)
+	if c.recoverEvery == 0 {
+		c.recoverEvery = g.Lease()
 	}
-	return &Supervisor{g: g, cfg: c, wake: make(chan struct{}, 1)}, nil
+	return &Supervisor{g: g, cfg: c, wake: make(chan struct{}, 1), recovered: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
-// Run supervises the gate until ctx ends, then returns nil (or
-// [ErrRunning] at once when another Run of s has not returned):
+// Start starts supervising the gate on a goroutine of its own, until ctx
+// ends or [Supervisor.Close] is called, and returns at once (with
+// [ErrStarted] when s was started or closed before; a supervisor starts
+// once):
 //
 //  1. It runs a recovery pass at once ([toolgate.Gate.Recover]: work a
 //     crash left long ago, approvals decided while no process ran), and
-//     again when the gate's lease, and its margin, has passed since it
-//     started: by then no attempt of a process that died just before this
-//     one started holds its lease any more.
-//  2. Meanwhile, and until ctx ends, it looks at the interval for actions
+//     again once the gate's lease, and its margin, has passed since it
+//     started, on the gate's kernel's clock: by then no attempt of a
+//     process that died just before this one started holds its lease any
+//     more. That second pass is the first full one: [Supervisor.Recovered]
+//     returns once one has completed without an error.
+//  2. Meanwhile, and until it stops, it looks at the interval for actions
 //     whose approval has been decided and executes them
 //     ([toolgate.Gate.Execute]): an approved one runs, a denied or expired
 //     one escalates to the safe fallback. An approved action the gate
@@ -183,46 +208,127 @@ func New(g *toolgate.Gate, opts ...Option) (*Supervisor, error) {
 //     arguments) is left to its caller's retry, without an event.
 //  3. It runs a recovery pass at each recovery period.
 //
-// It reports each action it finished, and each error, through the function given
-// to [WithEvents] and the logger; an error does not stop it (the work is tried
-// again at the next look or pass). What finished is remembered by the
-// store, not by the supervisor: an action with a recorded result is never
-// driven again, by this supervisor, another, or a restarted one, and a
-// recovery pass passes over it. An effect runs on Run's goroutine.
-func (s *Supervisor) Run(ctx context.Context) error {
-	if !s.running.CompareAndSwap(false, true) {
-		return ErrRunning
+// It reports each action it finished, and each error, through the function
+// given to [Config.Events] and the logger; an error does not stop it (the work
+// is tried again at the next look or pass). What finished is remembered by
+// the store, not by the supervisor: an action with a recorded result is
+// never driven again, by this supervisor, another, or a restarted one, and
+// a recovery pass passes over it. An effect runs on the supervisor's
+// goroutine, with a context that ends when the supervisor stops.
+func (s *Supervisor) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return ErrStarted
 	}
-	defer s.running.Store(false)
-	lease := s.g.Lease()
-	// Wait out the lease and the gate's margin past it (a tenth of the
-	// lease, at most 5 s), and a little more for clocks that differ.
-	first := lease + min(lease/10, 5*time.Second) + lease/20
-	s.recover(ctx)
-	recoverAt := time.NewTimer(first)
-	defer recoverAt.Stop()
-	look := time.NewTicker(s.cfg.interval)
-	defer look.Stop()
-	for {
+	s.started = true
+	ctx, s.cancel = context.WithCancel(ctx)
+	go s.run(ctx)
+	return nil
+}
+
+// Close stops the supervisor and waits until it has stopped: when it
+// returns, no look, pass or effect of the supervisor's is running, and none
+// will start (a Start after Close returns [ErrStarted]). Call it before
+// closing the gate, and the gate before its store. It is safe to call more
+// than once, and on a supervisor that was never started or whose context
+// has ended; it returns nil.
+func (s *Supervisor) Close() error {
+	s.mu.Lock()
+	cancel, started := s.cancel, s.started
+	s.started = true
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	} else if !started {
+		close(s.done) // never started: nothing will run
+	}
+	<-s.done
+	return nil
+}
+
+// Recovered waits for the supervisor's first full recovery pass: one that
+// started once every lease held when the supervisor started had run out
+// (with the gate's margin, on the kernel's clock), so that what a crashed
+// process left has been finished, or recorded EFFECT_UNKNOWN for a person,
+// and reported as an event before Recovered returns. It returns nil once
+// such a pass completed without an error (a pass that met one is tried
+// again at the recovery period), ctx.Err() when ctx ends first, and
+// [ErrNotRunning] when the supervisor was not started or stopped before.
+// It may be called any number of times, from any goroutine.
+func (s *Supervisor) Recovered(ctx context.Context) error {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	select {
+	case <-s.recovered: // done already: nil, whatever ctx says
+		return nil
+	default:
+	}
+	if !started {
+		return ErrNotRunning
+	}
+	select {
+	case <-s.recovered:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
 		select {
-		case <-ctx.Done():
+		case <-s.recovered:
 			return nil
-		case <-look.C:
-			s.resume(ctx)
-		case <-s.wake:
-			s.resume(ctx)
-		case <-recoverAt.C:
-			s.recover(ctx)
-			recoverAt.Reset(s.cfg.recoverEvery)
+		default:
+			return ErrNotRunning
 		}
 	}
 }
 
-// Wake makes a running Run look for decided approvals now rather than at
+// run is the supervisor's goroutine (see Start). Recovery is scheduled on
+// the kernel's clock, which the gate's leases read too; the timers only
+// say when to look at it again, so a clock that jumps (a test's) takes
+// effect at the next look or Wake.
+func (s *Supervisor) run(ctx context.Context) {
+	defer close(s.done)
+	k := s.g.Kernel()
+	lease := s.g.Lease()
+	// Wait out the lease and the gate's margin past it (a tenth of the
+	// lease, at most 5 s), and a little more for clocks that differ.
+	full := k.Now().Add(lease + min(lease/10, 5*time.Second) + lease/20)
+	var due time.Time // the next recovery pass: at once
+	recovered := false
+	look := time.NewTicker(s.cfg.interval)
+	defer look.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if now := k.Now(); !now.Before(due) && ctx.Err() == nil {
+			if s.recover(ctx) && !recovered && !now.Before(full) {
+				recovered = true
+				close(s.recovered)
+			}
+			due = now.Add(s.cfg.recoverEvery)
+			if !recovered && full.Before(due) {
+				due = full
+			}
+		}
+		timer.Reset(max(due.Sub(k.Now()), time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return
+		case <-look.C:
+			s.resume(ctx)
+		case <-s.wake:
+			s.resume(ctx)
+		case <-timer.C:
+		}
+	}
+}
+
+// Wake makes a started supervisor look for decided approvals now rather than at
 // its next interval: the program's approval screen calls it after
 // [toolgate.Approver.Approve] or Deny, so that a long interval costs no
 // delay. It never blocks; wakes that come while a look is due already
-// fold into it, and a wake before Run starts makes its first look early.
+// fold into it, and a wake before Start makes its first look early.
 func (s *Supervisor) Wake() {
 	select {
 	case s.wake <- struct{}{}:
@@ -230,8 +336,9 @@ func (s *Supervisor) Wake() {
 	}
 }
 
-// recover runs one recovery pass and reports what it did.
-func (s *Supervisor) recover(ctx context.Context) {
+// recover runs one recovery pass and reports what it did; it reports
+// whether the pass completed without an error.
+func (s *Supervisor) recover(ctx context.Context) bool {
 	results, err := s.g.Recover(ctx)
 	for _, res := range results {
 		s.emit(ctx, Event{Op: OpRecover, TraceID: s.traceOf(ctx, res.ActionID), ActionID: res.ActionID, Result: res})
@@ -239,11 +346,12 @@ func (s *Supervisor) recover(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		s.emit(ctx, Event{Op: OpRecover, Err: &Error{Op: OpRecover, Err: err}})
 	}
+	return err == nil && ctx.Err() == nil
 }
 
 // resume executes the actions whose approval has been decided.
 func (s *Supervisor) resume(ctx context.Context) {
-	pending, err := s.g.PendingApprovals(ctx, "")
+	pending, err := s.g.Pending(ctx, "")
 	if err != nil {
 		if ctx.Err() == nil {
 			s.emit(ctx, Event{Op: OpResume, Err: &Error{Op: OpResume, Err: err}})
@@ -254,14 +362,10 @@ func (s *Supervisor) resume(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		decided, err := s.decided(ctx, p)
-		if err == nil && !decided {
-			continue
+		if p.Decision == nil {
+			continue // no answer yet
 		}
-		var res toolgate.Result
-		if err == nil {
-			res, err = s.g.Execute(ctx, p.ActionID)
-		}
+		res, err := s.g.Execute(ctx, p.ActionID)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.emit(ctx, Event{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID,
@@ -277,14 +381,6 @@ func (s *Supervisor) resume(ctx context.Context) {
 		}
 		s.emit(ctx, Event{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID, Result: res})
 	}
-}
-
-// decided reports whether an approver has decided the pending action.
-func (s *Supervisor) decided(ctx context.Context, p toolgate.Pending) (bool, error) {
-	for _, err := range s.g.Approvals(ctx, p.TraceID, p.ActionID) {
-		return err == nil, err
-	}
-	return false, nil
 }
 
 // traceOf is the trace of a recovered action, for its event ("" when it

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +31,10 @@ type world struct {
 	mu    sync.Mutex
 	acted map[string]int                // action id -> effects that took place
 	crash map[string]context.CancelFunc // order id -> the caller's cancel, called after the effect acted
+	// hold, when set, receives each effect's action id; the effect then
+	// runs until its context ends, and adds one to left as it returns.
+	hold chan string
+	left atomic.Int64
 }
 
 func newWorld() *world {
@@ -46,6 +52,12 @@ func (w *world) effect(out blackboard.Payload) toolgate.EffectFunc {
 			cancel() // the process dies after the effect acted, before its result is recorded
 			return nil, context.Canceled
 		}
+		if w.hold != nil {
+			w.hold <- inv.ActionID
+			<-ctx.Done()
+			w.left.Add(1)
+			return nil, ctx.Err()
+		}
 		return out, nil
 	}
 }
@@ -59,11 +71,12 @@ func (w *world) count(actionID string) int {
 // process is one process over the store: a gate, as a restarted program
 // builds it.
 func process(t *testing.T, s store.Store, w *world) *toolgate.Gate {
-	return processWithLease(t, s, w, testLease)
+	return processWithLease(t, s, w, testLease, nil)
 }
 
-// processWithLease is process with a lease of its own.
-func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration) *toolgate.Gate {
+// processWithLease is process with a lease of its own, and a clock (nil:
+// the wall clock).
+func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration, clock func() time.Time) *toolgate.Gate {
 	t.Helper()
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
 	bound := []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}
@@ -79,9 +92,16 @@ func processWithLease(t *testing.T, s store.Store, w *world, lease time.Duration
 		{Unscoped: true, Name: "send_email", Parameters: pay, Requires: []string{"refund_due"}, Bindings: bound, Result: "email",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"}, Effect: w.effect(blackboard.Payload{"sent": true})},
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(lease),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Clock:       clock,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Lease:     lease,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +156,7 @@ type events struct {
 	mu  sync.Mutex
 	all []supervisor.Event
 	ch  chan supervisor.Event
+	sup *supervisor.Supervisor // the supervisor reporting them
 }
 
 func newEvents() *events { return &events{ch: make(chan supervisor.Event, 1000)} }
@@ -168,24 +189,35 @@ func (e *events) wait(t *testing.T, n int) map[string]supervisor.Event {
 	return got
 }
 
-// start runs a supervisor of g until the test ends.
-func start(t *testing.T, g *toolgate.Gate, opts ...supervisor.Option) *events {
+// start starts a supervisor of g, closed when the test ends; cfg's
+// events are the test's, and its interval 10ms unless cfg sets one.
+func start(t *testing.T, g *toolgate.Gate, cfg supervisor.Config) *events {
 	t.Helper()
 	ev := newEvents()
-	sup, err := supervisor.New(g, append([]supervisor.Option{supervisor.WithInterval(10 * time.Millisecond), supervisor.WithEvents(ev.report)}, opts...)...)
+	if cfg.Interval == 0 {
+		cfg.Interval = 10 * time.Millisecond
+	}
+	cfg.Events = ev.report
+	sup, err := supervisor.New(g, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	if err := sup.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sup.Close() })
+	ev.sup = sup
 	return ev
+}
+
+// recovered waits for the supervisor's first full recovery pass.
+func (e *events) recovered(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a bound on a failing test, not a timing
+	defer cancel()
+	if err := e.sup.Recovered(ctx); err != nil {
+		t.Fatalf("Recovered: %v", err)
+	}
 }
 
 func TestNew(t *testing.T) {
@@ -193,18 +225,25 @@ func TestNew(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		g    *toolgate.Gate
-		opts []supervisor.Option
+		cfg  supervisor.Config
 	}{
-		{"no gate", nil, nil},
-		{"zero interval", g, []supervisor.Option{supervisor.WithInterval(0)}},
-		{"negative recovery period", g, []supervisor.Option{supervisor.WithRecoverEvery(-time.Second)}},
+		{"no gate", nil, supervisor.Config{}},
+		{"negative interval", g, supervisor.Config{Interval: -time.Millisecond}},
+		{"negative recovery period", g, supervisor.Config{RecoverEvery: -time.Second}},
 	} {
-		if s, err := supervisor.New(c.g, c.opts...); !errors.Is(err, supervisor.ErrInvalidConfig) || s != nil {
+		if s, err := supervisor.New(c.g, c.cfg); !errors.Is(err, supervisor.ErrInvalidConfig) || s != nil {
 			t.Errorf("%s: %v %v, want ErrInvalidConfig", c.name, s, err)
 		}
 	}
-	if _, err := supervisor.New(g, nil, supervisor.WithRecoverEvery(time.Minute)); err != nil {
-		t.Errorf("valid options: %v", err)
+	if _, err := supervisor.New(g, supervisor.Config{RecoverEvery: time.Minute}); err != nil {
+		t.Errorf("valid configuration: %v", err)
+	}
+	if _, err := supervisor.New(g, supervisor.Config{}); err != nil {
+		t.Errorf("zero configuration: %v", err)
+	}
+	err := supervisor.Config{Interval: -1, RecoverEvery: -1}.Validate()
+	if !errors.Is(err, supervisor.ErrInvalidConfig) || !strings.Contains(err.Error(), "Interval") || !strings.Contains(err.Error(), "RecoverEvery") {
+		t.Errorf("Validate reports every problem: %v", err)
 	}
 }
 
@@ -215,8 +254,8 @@ func TestResumesDecidedApprovals(t *testing.T) {
 	w := newWorld()
 	// A long lease: the first recovery pass after the start's comes too
 	// late to execute these; only the looks at approvals do.
-	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
-	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute, nil)
+	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})
 	ctx := context.Background()
 	var ids []string
 	for _, trace := range []string{"approve", "deny", "undecided"} {
@@ -227,17 +266,17 @@ func TestResumesDecidedApprovals(t *testing.T) {
 		}
 		ids = append(ids, res.ActionID)
 	}
-	pending, err := g.PendingApprovals(ctx, "")
+	pending, err := g.Pending(ctx, "")
 	if err != nil || len(pending) != 3 {
-		t.Fatalf("PendingApprovals: %+v %v", pending, err)
+		t.Fatalf("Pending: %+v %v", pending, err)
 	}
 	alice := g.Approver("human:alice")
 	for _, p := range pending {
 		switch p.TraceID {
 		case "approve":
-			_, err = alice.Approve(ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour)
+			_, err = alice.Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"})
 		case "deny":
-			_, err = alice.Deny(ctx, p.TraceID, p.ActionID, p.Digest, "no", time.Hour)
+			_, err = alice.Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Denied, Note: "no"})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -284,16 +323,16 @@ func TestRecoversAfterARestart(t *testing.T) {
 	// An approved action whose process died before it executed it.
 	ground(t, dead, "t2", "O2")
 	waiting := call(ctx, t, dead, "t2", "issue_refund", "O2", 700)
-	p, err := dead.PendingApprovals(ctx, "t2")
+	p, err := dead.Pending(ctx, "t2")
 	if err != nil || len(p) != 1 {
-		t.Fatalf("PendingApprovals: %+v %v", p, err)
+		t.Fatalf("Pending: %+v %v", p, err)
 	}
-	if _, err := dead.Approver("human:alice").Approve(ctx, "t2", p[0].ActionID, p[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := dead.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t2", ActionID: p[0].ActionID, Digest: p[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 
 	g := process(t, openStore(t, path), w)
-	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})
 	got := ev.wait(t, 3)
 	refund, email := crashed[0].ActionID, crashed[1].ActionID
 	if e := got[refund]; e.Op != supervisor.OpRecover || e.Result.Code != toolgate.CodeEffectSucceeded || w.count(refund) != 2 {
@@ -306,8 +345,8 @@ func TestRecoversAfterARestart(t *testing.T) {
 		t.Errorf("approved before the crash: %+v, want executed once", e)
 	}
 
-	again := start(t, process(t, openStore(t, path), w))
-	time.Sleep(2 * testLease)
+	again := start(t, process(t, openStore(t, path), w), supervisor.Config{})
+	again.recovered(t)
 	select {
 	case e := <-again.ch:
 		t.Errorf("a restart over finished work reported %+v", e)
@@ -346,13 +385,13 @@ func TestTwoSupervisors(t *testing.T) {
 		w.mu.Unlock()
 		ids = append(ids, call(cctx, t, a, trace, tool, order, 10).ActionID) // crashes
 	}
-	evA, evB := start(t, a), start(t, b)
-	pending, err := a.PendingApprovals(ctx, "")
+	evA, evB := start(t, a, supervisor.Config{}), start(t, b, supervisor.Config{})
+	pending, err := a.Pending(ctx, "")
 	if err != nil || len(pending) != n/2 {
-		t.Fatalf("PendingApprovals: %+v %v", pending, err)
+		t.Fatalf("Pending: %+v %v", pending, err)
 	}
 	for _, p := range pending {
-		if _, err := b.Approver("human:bob").Approve(ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour); err != nil {
+		if _, err := b.Approver("human:bob").Decide(ctx, toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -369,7 +408,8 @@ func TestTwoSupervisors(t *testing.T) {
 			t.Fatalf("reported %d of %d: %+v", len(seen), n, seen)
 		}
 	}
-	time.Sleep(3 * testLease) // both go on looking and recovering
+	evA.recovered(t) // both have made a full recovery pass
+	evB.recovered(t)
 	for i, id := range ids {
 		want := 1 // approved: run once
 		if i >= n/2 && i%2 == 0 {
@@ -381,34 +421,46 @@ func TestTwoSupervisors(t *testing.T) {
 	}
 }
 
-// Run runs once at a time per supervisor: of two at once, one returns
-// ErrRunning; the other runs until its context ends and returns nil.
-func TestRunOnce(t *testing.T) {
+// A supervisor starts once: a second Start, or a Start after Close,
+// returns ErrStarted; Close may be called any number of times, and before
+// Start.
+func TestStartOnce(t *testing.T) {
 	g := process(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), newWorld())
-	sup, err := supervisor.New(g)
+	ctx := context.Background()
+	sup, err := supervisor.New(g, supervisor.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
+	if err := sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.Start(ctx); !errors.Is(err, supervisor.ErrStarted) {
+		t.Errorf("second Start: %v, want ErrStarted", err)
+	}
 	for range 2 {
-		go func() { done <- sup.Run(ctx) }()
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, supervisor.ErrRunning) {
-			t.Errorf("first to return: %v, want ErrRunning", err)
+		if err := sup.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("neither Run returned")
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
+	if err := sup.Start(ctx); !errors.Is(err, supervisor.ErrStarted) {
+		t.Errorf("Start after Close: %v, want ErrStarted", err)
+	}
+	never, err := supervisor.New(g, supervisor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := never.Recovered(ctx); !errors.Is(err, supervisor.ErrNotRunning) {
+		t.Errorf("Recovered before Start: %v, want ErrNotRunning", err)
+	}
+	if err := never.Close(); err != nil {
+		t.Errorf("Close before Start: %v", err)
+	}
+	if err := never.Start(ctx); !errors.Is(err, supervisor.ErrStarted) {
+		t.Errorf("Start after Close: %v, want ErrStarted", err)
 	}
 }
 
-// An error does not stop Run: it is reported, typed, and tried again.
+// An error does not stop the supervisor: it is reported, typed, and tried again.
 func TestErrorsAreReported(t *testing.T) {
 	// The test closes the store itself: openStore would check it after.
 	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "bk.db"))
@@ -419,7 +471,7 @@ func TestErrorsAreReported(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ev := start(t, g)
+	ev := start(t, g, supervisor.Config{})
 	deadline := time.After(10 * time.Second)
 	for _, want := range []error{supervisor.ErrRecover, supervisor.ErrResume, supervisor.ErrResume} {
 		for {
@@ -444,28 +496,24 @@ func TestErrorsAreReported(t *testing.T) {
 // Wake resumes a decided approval at once, however long the interval.
 func TestWake(t *testing.T) {
 	w := newWorld()
-	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute)
+	g := processWithLease(t, openStore(t, filepath.Join(t.TempDir(), "bk.db")), w, time.Minute, nil)
 	ev := newEvents()
-	sup, err := supervisor.New(g, supervisor.WithInterval(time.Hour), supervisor.WithEvents(ev.report))
+	sup, err := supervisor.New(g, supervisor.Config{Interval: time.Hour, Events: ev.report})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	ctx := context.Background()
+	if err := sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
 	ground(t, g, "t", "A1")
 	res := call(ctx, t, g, "t", "issue_refund", "A1", 700)
-	p, err := g.PendingApprovals(ctx, "t")
+	p, err := g.Pending(ctx, "t")
 	if err != nil || len(p) != 1 {
-		t.Fatalf("PendingApprovals: %+v %v", p, err)
+		t.Fatalf("Pending: %+v %v", p, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "t", p[0].ActionID, p[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: p[0].ActionID, Digest: p[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	sup.Wake()
@@ -488,17 +536,20 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, filepath.Join(t.TempDir(), "bk.db"))
 	pay := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`)
-	g, err := toolgate.New(ctx, toolgate.WithTools(
-		toolgate.Tool{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools: []toolgate.Tool{{Unscoped: true, Name: "lookup_order", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 			Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 900.0}, nil
-			}},
-		toolgate.Tool{Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
+			}}, {Unscoped: true, Name: "issue_refund", Parameters: pay, Requires: []string{"refund_due"}, Result: "refund", Idempotent: true,
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-			Approval: toolgate.ApprovalPolicy{Always: true}}), // caller-driven: no Effect
-		toolgate.WithLease(time.Minute),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+			Approval: toolgate.ApprovalPolicy{Always: true}}},
+		Lease:     time.Minute,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,10 +565,10 @@ func TestLeavesCallerDrivenToTheCaller(t *testing.T) {
 	if err != nil || res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("call: %+v %v", res, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "T", res.ActionID, res.ArgsDigest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "T", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	ev := start(t, g, supervisor.WithRecoverEvery(time.Hour))
+	ev := start(t, g, supervisor.Config{RecoverEvery: time.Hour})
 	time.Sleep(150 * time.Millisecond) // many looks at the interval
 	ev.mu.Lock()
 	seen := len(ev.all)

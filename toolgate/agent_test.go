@@ -69,9 +69,14 @@ func newPayDesk(t *testing.T) *payDesk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.g, err = toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithValidators(rs), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}})); err != nil {
+	if d.g, err = toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Validators:  []kernel.Validator{rs},
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "assess_refund", "issue_refund"}}},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.g.Close() })
@@ -374,16 +379,17 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 
 			d.checkPaid(t, "after the run", sc.paid)
 			if sc.decide != "" {
-				pending, err := d.g.PendingApprovals(ctx, "ticket")
+				pending, err := d.g.Pending(ctx, "ticket")
 				if err != nil || len(pending) != 1 {
 					t.Fatalf("pending approvals %+v %v", pending, err)
 				}
 				p := pending[0]
-				decide := d.g.Approver("human:supervisor").Approve
+				v := audit.Approved
 				if sc.decide == "deny" {
-					decide = d.g.Approver("human:supervisor").Deny
+					v = audit.Denied
 				}
-				if _, err := decide(ctx, "ticket", p.ActionID, p.Digest, sc.decide, time.Hour); err != nil {
+				ans := toolgate.Answer{TraceID: "ticket", ActionID: p.ActionID, Digest: p.Digest, Verdict: v, Note: sc.decide}
+				if _, err := d.g.Approver("human:supervisor").Decide(ctx, ans); err != nil {
 					t.Fatal(err)
 				}
 				for range 2 {
@@ -437,9 +443,10 @@ func (d *payDesk) checkPaid(t *testing.T, when string, want []float64) {
 		orders[p.order] = true
 		if p.amount > 500 {
 			approved := false
-			for r, err := range d.g.Approvals(ctx, act.TraceID(), act.ID) {
-				a, ok := audit.ApprovalOf(r)
-				approved = err == nil && ok && a.Decision == audit.Approved
+			for r, err := range d.g.Kernel().Reader().Trace(ctx, act.TraceID()) {
+				if a, ok := audit.ApprovalOf(r); err == nil && ok && a.ActionID == act.ID {
+					approved = a.Decision == audit.Approved
+				}
 			}
 			if !approved {
 				t.Errorf("%s: payment %+v above 500 without approval", when, p)

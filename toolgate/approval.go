@@ -68,45 +68,72 @@ func (g *Gate) Approver(identity string) *Approver { return &Approver{g, identit
 // Identity returns the identity the approver records.
 func (a *Approver) Identity() string { return a.identity }
 
-// Approve approves the committed action actionID of the trace for the
-// arguments whose [ArgsDigest] is digest, for ttl (at most
-// [MaxApprovalTTL]). The approval ([audit.Approval]) binds the action, the
-// digest, the approver's identity and its expiry. It fails with
-// [blackboard.ErrInvalidInput] for an empty identity, a bad ttl or a digest
-// that does not match the action's arguments,
-// [kernel.ErrInvalidReference] when actionID is not a committed, active
-// action of the trace, and [blackboard.ErrPermission] when the approver
-// proposed the action (its identity is the proposal's writer, or the name
-// of the gate caller whose call it is). The action takes one decision at
-// a time: a decision settled before, or written first by a concurrent
-// approver, is [ErrDecided] (a [*DecidedError]), and only an approval
-// that expired unused may be superseded (see docs/effects.md, "Approvals"). Nothing is
-// written when it fails. The gate checks the approval again before the
-// action runs ([Gate.Execute]).
-func (a *Approver) Approve(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {
-	return a.decide(ctx, traceID, actionID, digest, audit.Approved, note, ttl)
+// Answer is a person's answer about one action that waits for approval
+// (a [Pending]), for [Approver.Decide] and [Approver.Resolve].
+type Answer struct {
+	// TraceID and ActionID name the committed action ([Pending.TraceID],
+	// [Pending.ActionID]).
+	TraceID, ActionID string
+	// Digest is the [ArgsDigest] of the arguments the person was shown
+	// ([Pending.Digest]); the answer binds them.
+	Digest string
+	// Verdict is [audit.Approved] or [audit.Denied].
+	Verdict audit.Verdict
+	// Note is the person's reason, kept with the answer (a denial's root
+	// cause).
+	Note string
+	// TTL is how long the answer stays valid: zero is an hour, at most
+	// [MaxApprovalTTL]. An approval unused within it expires, and the
+	// action may then be decided again.
+	TTL time.Duration
 }
 
-// Deny records that the approver refused the action; its errors are those
-// of [Approver.Approve]. A denied action does not run: Execute escalates
-// it and takes the safe fallback instead.
-func (a *Approver) Deny(ctx context.Context, traceID, actionID, digest, note string, ttl time.Duration) (blackboard.Record, error) {
-	return a.decide(ctx, traceID, actionID, digest, audit.Denied, note, ttl)
+// defaultApprovalTTL is the TTL of an [Answer] that gives none.
+const defaultApprovalTTL = time.Hour
+
+// Decide records the answer on the committed action it names, without
+// carrying it out. The approval record ([audit.Approval]) binds the
+// action, the digest, the approver's identity and its expiry. It fails
+// with [blackboard.ErrInvalidInput] for an empty identity, a verdict other
+// than approved or denied, a bad TTL or a digest that does not match the
+// action's arguments, [kernel.ErrInvalidReference] when the action is not
+// a committed, active action of the trace, and [blackboard.ErrPermission]
+// when the approver proposed the action (its identity is the proposal's
+// writer, or the name of the gate caller whose call it is). The action
+// takes one decision at a time: a decision settled before, or written
+// first by a concurrent approver, is [ErrDecided] (a [*DecidedError]), and
+// only an approval that expired unused may be superseded (see the package
+// doc). Nothing is written when it fails. A denied action does not run:
+// [Gate.Execute] escalates it and takes the safe fallback instead; an
+// approved one runs at the next Execute (a supervisor's, or the caller's),
+// which checks the approval again.
+func (a *Approver) Decide(ctx context.Context, ans Answer) (blackboard.Record, error) {
+	if err := ans.check(a); err != nil {
+		return blackboard.Record{}, err
+	}
+	return a.decide(ctx, ans)
 }
 
-// ResolveTTL is how long the approval [Approver.Resolve] records stays
-// valid. Resolve runs the action at once; the TTL bounds how long a later
-// [Gate.Execute] may still use the approval when that run was cut short.
-const ResolveTTL = time.Hour
+// check refuses an answer no approval record can hold.
+func (ans *Answer) check(a *Approver) error {
+	if ans.Verdict != audit.Approved && ans.Verdict != audit.Denied {
+		return fmt.Errorf("%w: toolgate: approve %s: verdict %q is neither %q nor %q",
+			blackboard.ErrInvalidInput, ans.ActionID, ans.Verdict, audit.Approved, audit.Denied)
+	}
+	if a.identity == "" {
+		return fmt.Errorf("%w: toolgate: approve %s: empty approver identity", blackboard.ErrInvalidInput, ans.ActionID)
+	}
+	if ans.TTL == 0 {
+		ans.TTL = defaultApprovalTTL
+	}
+	return nil
+}
 
-// Resolve records the approver's decision, [audit.Approved] or
-// [audit.Denied], on the action actionID of the trace for the arguments
-// whose [ArgsDigest] is digest (the digest the person was shown, as
-// [Gate.PendingApprovals] lists it), and carries it out with
-// [Gate.Execute]: an approval (valid for [ResolveTTL]) runs the action,
-// once; a denial escalates it, commits the safe fallback and returns
-// Refused (APPROVAL_DENIED) with the note as root cause. It is how an
-// adapter resumes a call after the framework's pause.
+// Resolve records the answer, as [Approver.Decide] does, and carries it
+// out with [Gate.Execute]: an approval runs the action, once; a denial
+// escalates it, commits the safe fallback and returns Refused
+// (APPROVAL_DENIED) with the note as root cause. It is how an adapter
+// resumes a call after the framework's pause.
 //
 // A digest that does not match the action's committed arguments is
 // [blackboard.ErrInvalidInput]: nothing is recorded and nothing runs.
@@ -115,48 +142,42 @@ const ResolveTTL = time.Hour
 // it), or that another decision already settles ([ErrDecided]: an earlier
 // Resolve cut short before it ran the action, a concurrent one), it
 // records nothing and returns what came of the action under the decision
-// in force, whatever the decision given. After an approval that expired
-// unused it records the new decision. Its other errors are those of [Approver.Approve] and
-// [Gate.Execute]: a decision other than approved or denied is
-// [blackboard.ErrInvalidInput], an action that is not a committed action
-// of the trace [kernel.ErrInvalidReference], and an approver deciding an
-// action it proposed [blackboard.ErrPermission].
-func (a *Approver) Resolve(ctx context.Context, traceID, actionID, digest, decision, note string) (Result, error) {
-	if decision != audit.Approved && decision != audit.Denied {
-		return Result{}, fmt.Errorf("%w: toolgate: resolve %s: decision %q is neither %q nor %q",
-			blackboard.ErrInvalidInput, actionID, decision, audit.Approved, audit.Denied)
+// in force, whatever the verdict given. After an approval that expired
+// unused it records the new answer. Its other errors are those of
+// [Approver.Decide] and [Gate.Execute].
+func (a *Approver) Resolve(ctx context.Context, ans Answer) (Result, error) {
+	if err := ans.check(a); err != nil {
+		return Result{}, err
 	}
-	if a.identity == "" {
-		return Result{}, fmt.Errorf("%w: toolgate: resolve %s: empty approver identity", blackboard.ErrInvalidInput, actionID)
-	}
-	pending, err := a.g.PendingApprovals(ctx, traceID)
+	pending, err := a.g.x.pendingApprovals(ctx, ans.TraceID)
 	if err != nil {
 		return Result{}, err
 	}
-	if !slices.ContainsFunc(pending, func(p Pending) bool { return p.ActionID == actionID }) {
+	if !slices.ContainsFunc(pending, func(p Pending) bool { return p.ActionID == ans.ActionID }) {
 		// Decided and carried out before (a retried Resolve): the same
 		// checks as a decision, on an action that may since be retired,
 		// then what came of it.
-		if _, err := a.g.decidable(ctx, traceID, actionID, digest, false); err != nil {
+		if _, err := a.g.decidable(ctx, ans.TraceID, ans.ActionID, ans.Digest, false); err != nil {
 			return Result{}, err
 		}
-		return a.g.Execute(ctx, actionID)
+		return a.g.Execute(ctx, ans.ActionID)
 	}
-	if _, err := a.decide(ctx, traceID, actionID, digest, decision, note, ResolveTTL); err != nil && !errors.Is(err, ErrDecided) {
+	if _, err := a.decide(ctx, ans); err != nil && !errors.Is(err, ErrDecided) {
 		return Result{}, err
 	}
 	// Decided now, or by another decision first (a retried Resolve whose
 	// Execute was cut short, a concurrent one): what came of the decision
 	// in force.
-	return a.g.Execute(ctx, actionID)
+	return a.g.Execute(ctx, ans.ActionID)
 }
 
-func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decision, note string, ttl time.Duration) (rec blackboard.Record, err error) {
+func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Record, err error) {
 	g := a.g
+	traceID, actionID, digest, decision, ttl := ans.TraceID, ans.ActionID, ans.Digest, ans.Verdict, ans.TTL
 	ctx, sp := g.tracer.Start(ctx, "toolgate.approve")
 	defer func() {
 		if sp != nil {
-			sp.SetAttributes(attribute.String("bk.approval.decision", decision), attribute.String("bk.approval.action_id", actionID),
+			sp.SetAttributes(attribute.String("bk.approval.decision", string(decision)), attribute.String("bk.approval.action_id", actionID),
 				attribute.String(telemetry.AttrRole, blackboard.RoleApprover.String()), attribute.String(telemetry.AttrWriter, a.identity),
 				attribute.String(telemetry.AttrRecordID, rec.ID))
 			if err != nil {
@@ -167,7 +188,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 		}
 		if err == nil && g.metrics != nil && g.metrics.approvals.Enabled(ctx) {
 			g.metrics.approvals.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
-				attribute.String("bk.approval.decision", decision)))
+				attribute.String("bk.approval.decision", string(decision))))
 		}
 	}()
 	bad := func(sentinel error, detail string) (blackboard.Record, error) {
@@ -205,7 +226,7 @@ func (a *Approver) decide(ctx context.Context, traceID, actionID, digest, decisi
 		return bad(kernel.ErrInvalidReference, "not a committed, active action of trace "+traceID)
 	}
 	f, err := audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: decision, Approver: a.identity,
-		Note: note, TTL: ttl}.Follow()
+		Note: ans.Note, TTL: ttl}.Follow()
 	if err != nil {
 		return blackboard.Record{}, err
 	}
@@ -256,11 +277,63 @@ func (g *Gate) decidable(ctx context.Context, traceID, actionID, digest string, 
 
 func isNotFound(err error) bool { return errors.Is(err, blackboard.ErrNotFound) }
 
-// Approvals streams the approval records of an action, oldest first, with
+// Pending is a committed action that waits for an approver: what the
+// approver needs to decide it with an [Approver].
+type Pending struct {
+	ActionID string // the committed action, to approve
+	TraceID  string // its trace, to approve in
+	Tool     string // the tool called
+	// Caller is the caller that made the call; its writer ([CallerWriter]) may
+	// not approve it.
+	Caller string
+	CallID string // the framework's call id, when it gave one
+	// Args are the committed arguments; Digest their [ArgsDigest],
+	// which an approval binds.
+	Args   blackboard.Payload
+	Digest string
+	// Reason says why the call needs approval: "always", or the rule.
+	Reason string
+	// Decision is the latest answer recorded on the action, nil while
+	// none is: an approval it waits to run under, a denial it waits to be
+	// escalated for, or an approval that expired unused (past
+	// Decision.TimeMS + Decision.TTL), which a new answer may supersede.
+	Decision *audit.Approval
+}
+
+// Pending lists the actions of the trace that wait for approval, or of
+// every trace when traceID is "" (each entry names its own trace), each
+// with the latest answer recorded on it: committed by the gate with a
+// policy that needs one, not started and with no result (a denied or
+// expired one is listed until an Execute escalates it). They come in
+// commit order. It is the one listing of what waits for a person.
+//
+// What an approver is shown comes from the committed action itself: the
+// tool is the one whose action type it is, the arguments and digest are
+// its payload's. A decision record only points at candidates: one that is
+// not the record the gate wrote when it committed a gate action of this
+// trace (see [Gate.Execute]) is passed over, whatever its context says.
+func (g *Gate) Pending(ctx context.Context, traceID string) ([]Pending, error) {
+	pending, err := g.x.pendingApprovals(ctx, traceID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pending {
+		for r, err := range g.approvals(ctx, pending[i].TraceID, pending[i].ActionID) {
+			if err != nil {
+				return nil, err
+			}
+			if a, ok := audit.ApprovalOf(r); ok {
+				pending[i].Decision = &a
+			}
+		}
+	}
+	return pending, nil
+}
+
+// approvals streams the approval records of an action, oldest first, with
 // their current status (an expired approval is EXPIRED or past its TTL:
-// [blackboard.Record.Expired]); [audit.ApprovalOf] decodes them. It reads the
-// action's trace.
-func (g *Gate) Approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
+// [blackboard.Record.Expired]). It reads the action's trace.
+func (g *Gate) approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
 		for r, err := range g.reader.Trace(ctx, traceID) {
 			if err != nil {

@@ -99,7 +99,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 		return "", &DecidedError{ActionID: act.ID, Record: rec, Why: why}
 	}
 	var latest *blackboard.Record
-	for r, err := range g.Approvals(ctx, act.TraceID(), act.ID) {
+	for r, err := range g.approvals(ctx, act.TraceID(), act.ID) {
 		if err != nil {
 			return "", err
 		}

@@ -1,7 +1,6 @@
 package toolgate
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -31,7 +30,7 @@ func TestReapproval(t *testing.T) {
 		wait := d.pendingRefund("t", "A1", 700)
 		old := d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		d.clock.Advance(2 * time.Hour)
-		fresh, err := d.g.Approver("human:bob").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "still due", time.Hour)
+		fresh, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "still due"})
 		if err != nil {
 			t.Fatalf("approval after the first expired unused: %v", err)
 		}
@@ -49,7 +48,7 @@ func TestReapproval(t *testing.T) {
 			t.Fatalf("an attempt on the superseded approval: %v, want ErrDuplicateKey", err)
 		}
 		before := len(d.records())
-		_, err = d.g.Approver("human:carol").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+		_, err = d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: ""})
 		wantDecided(t, "a denial while the new approval is in force", err, wait.ActionID, SettledApproved, fresh.ID)
 		if n := len(d.records()); n != before {
 			t.Errorf("a refused decision wrote %d records", n-before)
@@ -65,7 +64,7 @@ func TestReapproval(t *testing.T) {
 		}
 		// Used: expired or not, it cannot be given again.
 		d.clock.Advance(2 * time.Hour)
-		_, err = d.g.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+		_, err = d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
 		wantDecided(t, "an approval after the approval was used", err, wait.ActionID, SettledUsed, "")
 		if n := d.approvalsOf("t", wait.ActionID); n != 2 {
 			t.Errorf("%d approval records, want 2", n)
@@ -86,7 +85,7 @@ func TestNoReapproval(t *testing.T) {
 		why    Settled
 	}{
 		{"denied", func(t *testing.T, d *desk, wait Result) string {
-			rec, err := d.g.Approver("human:alice").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Minute)
+			rec, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no", TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,10 +116,8 @@ func TestNoReapproval(t *testing.T) {
 				by := c.settle(t, d, wait)
 				runs := len(d.invocations("issue_refund"))
 				before := len(d.records())
-				for _, decide := range []func(context.Context, string, string, string, string, time.Duration) (blackboard.Record, error){
-					d.g.Approver("human:bob").Approve, d.g.Approver("human:bob").Deny,
-				} {
-					_, err := decide(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+				for _, v := range []audit.Verdict{audit.Approved, audit.Denied} {
+					_, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: v})
 					wantDecided(t, "a new decision", err, wait.ActionID, c.why, by)
 				}
 				if n := len(d.records()); n != before {
@@ -142,7 +139,7 @@ func TestResolveAfterExpiry(t *testing.T) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Minute)
 		d.clock.Advance(time.Hour)
-		res, err := d.g.Approver("human:bob").Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Approved, "again")
+		res, err := d.g.Approver("human:bob").Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "again"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +161,7 @@ func TestAttackEscalationBesideReapproval(t *testing.T) {
 		old := d.approve("t", wait.ActionID, "human:alice", time.Hour)
 		d.clock.Advance(2 * time.Hour)
 		j := d.job(wait.ActionID) // the driver, with the expired approval as the latest decision
-		if _, err := d.g.Approver("human:bob").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "still due", time.Hour); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "still due"}); err != nil {
 			t.Fatal(err)
 		}
 		before := len(d.records())

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+	"github.com/blackboardkernel/bk/audit"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -34,11 +34,11 @@ func ExampleDecidedError() {
 	}
 	wait := call("call_2", "issue_refund", `{"order_id":"A1","amount":700}`)
 
-	approval, err := g.Approver("human:alice").Approve(ctx, "ticket-9", wait.ActionID, wait.ArgsDigest, "checked the order", time.Hour)
+	approval, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-9", ActionID: wait.ActionID, Digest: wait.ArgsDigest, Verdict: audit.Approved, Note: "checked the order"})
 	if err != nil {
 		panic(err)
 	}
-	_, err = g.Approver("human:bob").Deny(ctx, "ticket-9", wait.ActionID, wait.ArgsDigest, "looks like a duplicate", time.Hour)
+	_, err = g.Approver("human:bob").Decide(ctx, toolgate.Answer{TraceID: "ticket-9", ActionID: wait.ActionID, Digest: wait.ArgsDigest, Verdict: audit.Denied, Note: "looks like a duplicate"})
 	var decided *toolgate.DecidedError
 	if errors.As(err, &decided) {
 		fmt.Println(errors.Is(err, toolgate.ErrDecided), decided.Why, decided.Record == approval.ID)

@@ -37,9 +37,9 @@ func TestApprovalFlow(t *testing.T) {
 		}
 		// Execute before anyone decided: still waiting, nothing runs.
 		wantOutcome(t, "execute before approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
-		pending, err := d.g.PendingApprovals(d.ctx, "t")
+		pending, err := d.g.Pending(d.ctx, "t")
 		if err != nil || len(pending) != 1 {
-			t.Fatalf("PendingApprovals: %+v %v", pending, err)
+			t.Fatalf("Pending: %+v %v", pending, err)
 		}
 		p := pending[0]
 		if p.ActionID != wait.ActionID || p.Tool != "issue_refund" || p.Caller != "support" || p.CallID != "call_issue_refund" ||
@@ -69,7 +69,7 @@ func TestApprovalFlow(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Errorf("the effect ran %d times, want once", n)
 		}
-		if pending, _ := d.g.PendingApprovals(d.ctx, "t"); len(pending) != 0 {
+		if pending, _ := d.g.Pending(d.ctx, "t"); len(pending) != 0 {
 			t.Errorf("still pending: %+v", pending)
 		}
 		// The result's decision record names the approval.
@@ -138,7 +138,7 @@ func TestApprovalOfAnotherAction(t *testing.T) {
 		}
 		// Nor can A's approval be recorded for B: the kernel takes the
 		// action from the trace the approval is written in.
-		if _, err := d.g.Approver("human:alice").Approve(d.ctx, "t2", a.ActionID, d.digest(a.ActionID), "", time.Hour); !errors.Is(err, kernel.ErrInvalidReference) {
+		if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t2", ActionID: a.ActionID, Digest: d.digest(a.ActionID), Verdict: audit.Approved, Note: ""}); !errors.Is(err, kernel.ErrInvalidReference) {
 			t.Errorf("A's approval in B's trace: %v", err)
 		}
 		wantOutcome(t, "execute A", d.execute(a.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
@@ -159,7 +159,7 @@ func TestApprovalExpiry(t *testing.T) {
 func TestApprovalDenied(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "customer is abusing refunds", time.Hour); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "customer is abusing refunds"}); err != nil {
 			t.Fatal(err)
 		}
 		res := d.execute(wait.ActionID)
@@ -207,7 +207,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 	// and the safe fallback follows it (the action is retired too, its
 	// once-key slot freed), so it takes no decision at all.
 	before := len(d.records())
-	_, err := d.g.Approver("human:carol").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour)
+	_, err := d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
 	if de := (*DecidedError)(nil); !errors.As(err, &de) || de.Why != SettledFallback || de.ActionID != wait.ActionID {
 		t.Errorf("approval of an escalated action: %v, want ErrDecided (fallback)", err)
 	}
@@ -226,7 +226,7 @@ func TestSelfApproval(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		// The caller's own writer cannot approve its call.
-		if _, err := d.g.Approver(CallerWriter("support")).Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "fine by me", time.Hour); !errors.Is(err, blackboard.ErrPermission) {
+		if _, err := d.g.Approver(CallerWriter("support")).Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "fine by me"}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
 		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
@@ -242,10 +242,8 @@ func TestSelfApproval(t *testing.T) {
 func TestApproverRefusesTheCallerByName(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		for _, decide := range []func(context.Context, string, string, string, string, time.Duration) (blackboard.Record, error){
-			d.g.Approver("support").Approve, d.g.Approver("support").Deny,
-		} {
-			if _, err := decide(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "mine", time.Hour); !errors.Is(err, blackboard.ErrPermission) {
+		for _, v := range []audit.Verdict{audit.Approved, audit.Denied} {
+			if _, err := d.g.Approver("support").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: v, Note: "mine"}); !errors.Is(err, blackboard.ErrPermission) {
 				t.Errorf("the caller deciding its own call: %v, want ErrPermission", err)
 			}
 		}
@@ -259,7 +257,7 @@ func TestApproverRefusesTheCallerByName(t *testing.T) {
 func TestApprovalIdentityRequired(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
-		if _, err := d.g.Approver("").Approve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "", time.Hour); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if _, err := d.g.Approver("").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("anonymous approval: %v, want ErrInvalidInput", err)
 		}
 		wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
@@ -324,7 +322,7 @@ func TestRoleRevokedBeforeExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		d.approve("t", wait.ActionID, "human:alice", time.Hour)
-		revoked := d.gate(WithTools(d.tools...), WithContracts(Contract{Name: "support", Tools: []string{"lookup_order"}}))
+		revoked := d.gate(Config{Tools: d.tools, Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}}})
 		res, err := revoked.Execute(d.ctx, wait.ActionID)
 		if err != nil {
 			t.Fatal(err)
@@ -393,17 +391,17 @@ func TestApproverChecks(t *testing.T) {
 			{"another trace", "u", wait.ActionID, digest, time.Hour, kernel.ErrInvalidReference},
 			{"not an action", "t", order.ID, digest, time.Hour, kernel.ErrInvalidReference},
 			{"no such action", "t", "actions:t:99", digest, time.Hour, kernel.ErrInvalidReference},
-			{"no TTL", "t", wait.ActionID, digest, 0, blackboard.ErrInvalidInput},
+			{"negative TTL", "t", wait.ActionID, digest, -time.Second, blackboard.ErrInvalidInput},
 			{"TTL too long", "t", wait.ActionID, digest, MaxApprovalTTL + time.Second, blackboard.ErrInvalidInput},
 		} {
-			if _, err := alice.Deny(d.ctx, c.trace, c.action, c.digest, "", c.ttl); !errors.Is(err, c.want) {
+			if _, err := alice.Decide(d.ctx, Answer{TraceID: c.trace, ActionID: c.action, Digest: c.digest, Verdict: audit.Denied, Note: "", TTL: c.ttl}); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			}
 		}
 		if n := len(d.records()); n != before {
 			t.Errorf("refused approvals stored %d records", n-before)
 		}
-		rec, err := alice.Approve(d.ctx, "t", wait.ActionID, digest, "ok for 700", time.Hour)
+		rec, err := alice.Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Verdict: audit.Approved, Note: "ok for 700"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +411,7 @@ func TestApproverChecks(t *testing.T) {
 			t.Errorf("approval %+v (%+v)", a, rec)
 		}
 		var got []string
-		for r, err := range d.g.Approvals(d.ctx, "t", wait.ActionID) {
+		for r, err := range d.g.approvals(d.ctx, "t", wait.ActionID) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -447,7 +445,7 @@ func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
 	})
 }
 
-// PendingApprovals with no trace lists the waiting actions of every trace,
+// Pending with no trace lists the waiting actions of every trace,
 // each with its own trace id, so that an approver can approve it there.
 func TestPendingApprovalsOfAllTraces(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
@@ -460,23 +458,23 @@ func TestPendingApprovalsOfAllTraces(t *testing.T) {
 		}
 		d.ground("t3", "A3")
 		wantOutcome(t, "t3", d.refund("t3", "A3", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
-		pending, err := d.g.PendingApprovals(d.ctx, "")
+		pending, err := d.g.Pending(d.ctx, "")
 		if err != nil || len(pending) != len(want) {
-			t.Fatalf("PendingApprovals(\"\"): %+v %v, want %d", pending, err, len(want))
+			t.Fatalf("Pending(\"\"): %+v %v, want %d", pending, err, len(want))
 		}
 		for _, p := range pending {
 			if p.TraceID != want[p.ActionID] {
 				t.Errorf("%s: trace %q, want %q", p.ActionID, p.TraceID, want[p.ActionID])
 			}
-			if _, err := d.g.Approver("alice").Approve(d.ctx, p.TraceID, p.ActionID, p.Digest, "ok", time.Hour); err != nil {
+			if _, err := d.g.Approver("alice").Decide(d.ctx, Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 				t.Errorf("Approve %s in %q: %v", p.ActionID, p.TraceID, err)
 			}
 			wantOutcome(t, "approved "+p.ActionID, d.execute(p.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
 		}
-		if pending, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(pending) != 0 {
+		if pending, err := d.g.Pending(d.ctx, ""); err != nil || len(pending) != 0 {
 			t.Errorf("after execution: %+v %v, want none", pending, err)
 		}
-		if pending, err := d.g.PendingApprovals(d.ctx, "t2"); err != nil || len(pending) != 0 {
+		if pending, err := d.g.Pending(d.ctx, "t2"); err != nil || len(pending) != 0 {
 			t.Errorf("t2 after execution: %+v %v, want none", pending, err)
 		}
 	})

@@ -116,9 +116,9 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 				t.Errorf("Execute of the planner's refund: %v, want ErrUnknownAction", err)
 			}
 		}
-		pending, err := d.g.PendingApprovals(d.ctx, "t")
+		pending, err := d.g.Pending(d.ctx, "t")
 		if err != nil || len(pending) != 0 {
-			t.Errorf("PendingApprovals: %+v %v, want nothing", pending, err)
+			t.Errorf("Pending: %+v %v, want nothing", pending, err)
 		}
 		// The gate's own writes still carry their records.
 		d.ground("u", "A1")
@@ -145,7 +145,7 @@ func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
 		}
 		odd := func(subject, tool, kind string) {
 			t.Helper()
-			_, err := audit.Append(d.ctx, d.k.Governor(), audit.Record{TraceID: "t", Kind: kind, Subject: subject,
+			_, err := audit.Append(d.ctx, d.k.Governor(), audit.Entry{TraceID: "t", Kind: kind, Subject: subject,
 				Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
 				Context: blackboard.Payload{"tool": tool, "caller": "support", "approval_reason": "forged",
 					"args": map[string]any{"order_id": "A1", "amount": 501.0}}})
@@ -157,12 +157,12 @@ func TestAttackApproverSeesTheCommittedAction(t *testing.T) {
 		odd(lookup.ActionID, "issue_refund", "issue_refund")
 		odd(wait.ActionID, "lookup_order", "lookup_order")
 		odd(wait.ActionID, "issue_refund", "issue_refund")
-		pending, err := d.g.PendingApprovals(d.ctx, "t")
+		pending, err := d.g.Pending(d.ctx, "t")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(pending) != 1 {
-			t.Fatalf("PendingApprovals lists %d: %+v, want the one refund", len(pending), pending)
+			t.Fatalf("Pending lists %d: %+v, want the one refund", len(pending), pending)
 		}
 		p := pending[0]
 		if p.ActionID != wait.ActionID || p.Tool != "issue_refund" || p.Args["amount"] != 700.0 || p.Digest != d.digest(wait.ActionID) ||
@@ -283,7 +283,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 			}
 		}
 	}}
-	d := newDesk(t, store, func(su *setup) { su.kernelOpts = append(su.kernelOpts, kernel.WithValidators(rule)) })
+	d := newDesk(t, store, func(su *setup) { su.cfg.Kernel.Validators = append(su.cfg.Kernel.Validators, rule) })
 	wait := d.pendingRefund("t", "A1", 700)
 	d.approve("t", wait.ActionID, "human:alice", time.Hour)
 	d.setEffect("issue_refund", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
@@ -393,12 +393,14 @@ func TestAttackConcurrentDecisions(t *testing.T) {
 			recs := make([]blackboard.Record, n)
 			var wg sync.WaitGroup
 			for i := range n {
-				ap := d.gate().Approver("human:" + string(rune('a'+i)))
-				decide := ap.Approve
+				ap := d.gate(Config{}).Approver("human:" + string(rune('a'+i)))
+				v := audit.Approved
 				if i%2 == 1 {
-					decide = ap.Deny
+					v = audit.Denied
 				}
-				wg.Go(func() { recs[i], errs[i] = decide(d.ctx, "t", wait.ActionID, digest, "", time.Hour) })
+				wg.Go(func() {
+					recs[i], errs[i] = ap.Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Verdict: v})
+				})
 			}
 			wg.Wait()
 			var won []blackboard.Record

@@ -75,12 +75,14 @@ func attackSameTraceTwoNamespaces(t *testing.T, s store.Store) {
 	apps := []string{"desk", "billing"}
 	gates := map[string]*toolgate.Gate{}
 	for _, ns := range apps {
-		g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace(ns)),
-			toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}),
-			toolgate.WithTools(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
+		g, err := toolgate.New(ctx, toolgate.Config{
+			Kernel:    kernel.Config{Store: s, Namespace: ns},
+			Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+			Tools: []toolgate.Tool{{Name: "lookup_order", Result: "order", ReadOnly: true,
 				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 					return blackboard.Payload{"app": ns}, nil
-				}}))
+				}}},
+		})
 		if err != nil {
 			t.Fatalf("gate of %s: %v", ns, err)
 		}
@@ -121,7 +123,7 @@ func attackSameTraceTwoNamespaces(t *testing.T, s store.Store) {
 // on s, for a named namespace and for the default one.
 func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	squatter, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("squatter"))
+	squatter, err := kernel.New(kernel.Config{Store: s, Namespace: "squatter"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,14 +133,14 @@ func attackPolicyTraceTaken(t *testing.T, s store.Store) {
 		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied {
 			t.Errorf("namespace %q: a squatter's write into %s: %v, want PERMISSION_DENIED", victim, trace, err)
 		}
-		kopts := []kernel.Option{kernel.WithStore(s)}
-		if victim != "" {
-			kopts = append(kopts, kernel.WithNamespace(victim))
-		}
-		g, err := toolgate.New(ctx, toolgate.WithKernel(kopts...), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}), toolgate.WithTools(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
-			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
-				return blackboard.Payload{"status": "shipped"}, nil
-			}}))
+		g, err := toolgate.New(ctx, toolgate.Config{
+			Kernel:    kernel.Config{Store: s, Namespace: victim},
+			Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+			Tools: []toolgate.Tool{{Name: "lookup_order", Result: "order", ReadOnly: true,
+				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+					return blackboard.Payload{"status": "shipped"}, nil
+				}}},
+		})
 		if err != nil {
 			t.Fatalf("namespace %q: the gate does not start after a squatter wrote into its policy trace: %v", victim, err)
 		}

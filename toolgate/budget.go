@@ -16,31 +16,15 @@ import (
 // the run it belongs to and that run's loop guard. Either may be nil. A
 // sub-agent lane passes its own ([Call.Budget]): a sub-run of the parent's
 // budget ([budget.Run.Sub]) and a guard of its own. A call's Budget adds
-// to the gate's ([WithBudget]); it never replaces it.
+// to the gate's ([Config.Budget]); it never replaces it.
 type Budget struct {
 	Run   *budget.Run
 	Guard *budget.Guard
 }
 
-// WithBudget sets a budget and loop guard that every call is checked
-// against, besides any the call carries ([Call.Budget]): the two compose,
-// and a call must pass both. Either may be nil. The gate's run is the
-// ceiling of every call it serves; when several runs or lanes share a
-// gate, give each call its own too (a sub-run of the gate's run counts on
-// it once, not twice).
-func WithBudget(run *budget.Run, guard *budget.Guard) Option {
-	return func(c *config) {
-		if run != nil || guard != nil {
-			c.budget = &Budget{Run: run, Guard: guard}
-		} else {
-			c.budget = nil
-		}
-	}
-}
-
 // budgets are the limits a call is charged to: every loop guard and run
 // that applies, the call's own ([Call.Budget]) first, then the gate's
-// ([WithBudget]). They compose: a run that another of them draws on (the
+// ([Config.Budget]). They compose: a run that another of them draws on (the
 // gate's run above the call's sub-run) is charged through that one, and
 // the same guard or run given twice counts once.
 type budgets struct {

@@ -12,17 +12,20 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// budgetGate is a gate with one read-only tool, lookup, and the options
-// given; ran counts the effect's calls.
-func budgetGate(t *testing.T, ran *int, opts ...toolgate.Option) *toolgate.Gate {
+// budgetGate is a gate with one read-only tool, lookup, and the
+// gate's budget b; ran counts the effect's calls.
+func budgetGate(t *testing.T, ran *int, b *toolgate.Budget) *toolgate.Gate {
 	t.Helper()
 	lookup := toolgate.Tool{Unscoped: true, Name: "lookup", Result: "order",
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			*ran++
 			return blackboard.Payload{"ok": true}, nil
 		}}
-	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(lookup),
-		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup"}})}, opts...)...)
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Tools:     []toolgate.Tool{lookup},
+		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup"}}},
+		Budget:    b,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func TestAttackCallBudgetComposes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gateRun := newRunOf(t, tc.gateRun)
 			ran := 0
-			g := budgetGate(t, &ran, toolgate.WithBudget(gateRun, nil))
+			g := budgetGate(t, &ran, &toolgate.Budget{Run: gateRun})
 			own := tc.own(gateRun)
 			for i := range 14 {
 				res, err := g.Call(context.Background(), toolgate.Call{Tool: "lookup", Caller: "agent", TraceID: "t-budget",

@@ -40,7 +40,7 @@ func lookup(trace, order string, b *Budget) Call {
 }
 
 // reasonIn reads the structured reason a budget refusal's record holds.
-func reasonIn(t *testing.T, d audit.Record) map[string]any {
+func reasonIn(t *testing.T, d audit.Entry) map[string]any {
 	t.Helper()
 	r, ok := d.Context[budget.KeyReason].(map[string]any)
 	if !ok {
@@ -242,7 +242,7 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		su.gateOpts = append(su.gateOpts, WithBudget(gateRun, nil))
+		su.cfg.Budget = &Budget{Run: gateRun}
 	})
 }
 

@@ -59,7 +59,7 @@ type Call struct {
 	Intent string `json:"intent,omitempty"`
 	// Budget, when set, is charged before anything else is checked: its
 	// loop guard, then its run's tool-call budget. It adds to the gate's
-	// [WithBudget], never replaces it: every limit of both applies. A
+	// [Config.Budget], never replaces it: every limit of both applies. A
 	// sub-agent lane passes its own sub-run and guard here. It is not
 	// encoded.
 	Budget *Budget `json:"-"`
@@ -159,7 +159,7 @@ func (x *executor) replay(ctx context.Context, c Call, e *entry, cc blackboard.P
 	if err != nil {
 		return Result{}, true, err
 	}
-	var d audit.Record
+	var d audit.Entry
 	var act blackboard.Record
 	committed := false
 	if holderRec, err := x.reader.Get(ctx, holder); err != nil {
@@ -220,7 +220,7 @@ func (x *executor) replay(ctx context.Context, c Call, e *entry, cc blackboard.P
 // sameCall refuses a call that is not the one that used its retry key:
 // the key is bound to the tool, the caller and the arguments' digest that
 // the decision record d of the first call holds.
-func (x *executor) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Record) (Result, bool, error) {
+func (x *executor) sameCall(ctx context.Context, c Call, e *entry, cc blackboard.Payload, d audit.Entry) (Result, bool, error) {
 	if !retryKeyBound() {
 		return Result{}, false, nil
 	}

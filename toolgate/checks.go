@@ -16,7 +16,7 @@ func approvalDigestBound() bool { return !mutApprovalDigest }
 // toolgate.approver_caller).
 func approverNotCaller() bool { return !mutApproverCaller }
 
-// approverViewFromAction reports whether PendingApprovals reads an action from the action itself, never from a decision record (always, but for the mutation switch
+// approverViewFromAction reports whether Pending reads an action from the action itself, never from a decision record (always, but for the mutation switch
 // toolgate.approver_view).
 func approverViewFromAction() bool { return !mutApproverView }
 

@@ -116,16 +116,17 @@ var (
 	// is not one, a duplicate, a bad parameters schema or one
 	// [Func] could not make, an uncompilable approval or derivation rule, a bad retry policy, bad bindings, a
 	// tool resting on beliefs that declares neither Bindings nor Unbound, bad scope, or an effectful tool
-	// that declares neither Scope nor Unscoped).
+	// that declares neither Scope nor Unscoped), or a tool that can never
+	// work (see [New]).
 	ErrInvalidTool = errors.New("toolgate: invalid tool")
 	// ErrSpecMismatch: a tool's action type is also given as a kernel
-	// action spec ([WithKernel]; the gate registers its tools' types
+	// action spec ([Config.Kernel]; the gate registers its tools' types
 	// itself), or the fallback is not a registered safe fallback, or is a
 	// tool's.
 	ErrSpecMismatch = errors.New("toolgate: kernel action spec does not match the tools")
 	// ErrInvalidConfig: a bad contract or intent (no name, a
-	// duplicate, a tool that is not registered), a bad lease, or a kernel
-	// option the kernel refuses.
+	// duplicate, a tool that is not registered), a bad lease or mask key,
+	// or a kernel configuration the kernel refuses.
 	ErrInvalidConfig = errors.New("toolgate: invalid configuration")
 	// ErrUnknownCaller: [Gate.Surface] was asked about a caller with no
 	// contract.

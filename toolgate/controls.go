@@ -14,18 +14,18 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Mode is a trace's safety mode, part of its [Controls].
-type Mode string
+// Safety is a trace's safety mode, part of its [Controls].
+type Safety string
 
 // The safety modes.
 const (
-	// ModeNormal lets every tool the other checks allow run.
-	ModeNormal Mode = "normal"
-	// ModeReadOnly lets no effectful tool run: any tool that does not
+	// SafetyNormal lets every tool the other checks allow run.
+	SafetyNormal Safety = "normal"
+	// SafetyReadOnly lets no effectful tool run: any tool that does not
 	// declare [Tool.ReadOnly], whatever it requires (an email rests on no
 	// belief and is still an effect). Such a call is refused with
 	// READ_ONLY_MODE and [Gate.Surface] omits the tool.
-	ModeReadOnly Mode = "read_only"
+	SafetyReadOnly Safety = "read_only"
 )
 
 // KindControls is the evidence kind of the record [Gate.Restrict]
@@ -34,7 +34,7 @@ const KindControls = "run_controls"
 
 // Codes of the run controls.
 const (
-	// CodeReadOnlyMode: the trace is in [ModeReadOnly] and the tool is
+	// CodeReadOnlyMode: the trace is in [SafetyReadOnly] and the tool is
 	// effectful. Nothing was proposed; an action of the tool not yet
 	// started when the trace became read-only never starts.
 	CodeReadOnlyMode = blackboard.Code("READ_ONLY_MODE")
@@ -47,7 +47,7 @@ const (
 var ErrLoosened = errors.New("toolgate: run controls may only be tightened")
 
 // ControlsError is the error of a [Gate.Restrict] that would loosen the
-// trace's run controls: back to [ModeNormal], or without a tool they
+// trace's run controls: back to [SafetyNormal], or without a tool they
 // prohibit. It wraps [ErrLoosened]. Nothing was recorded.
 type ControlsError struct {
 	TraceID string
@@ -60,8 +60,8 @@ type ControlsError struct {
 // Error says what the given controls would loosen.
 func (e *ControlsError) Error() string {
 	var lost []string
-	if e.Current.Mode == ModeReadOnly && e.Given.Mode != ModeReadOnly {
-		lost = append(lost, "mode "+string(ModeReadOnly))
+	if e.Current.Safety == SafetyReadOnly && e.Given.Safety != SafetyReadOnly {
+		lost = append(lost, "mode "+string(SafetyReadOnly))
 	}
 	for _, t := range e.Current.Prohibited {
 		if !slices.Contains(e.Given.Prohibited, t) {
@@ -77,10 +77,10 @@ func (e *ControlsError) Unwrap() error { return ErrLoosened }
 // Controls are a trace's run controls: its safety mode and the tools it
 // prohibits. The owner records them with [Gate.Restrict]; the gate
 // enforces them on every call, on every start of an action not yet
-// started, and in [Gate.Surface]. A zero Controls is [ModeNormal] with
+// started, and in [Gate.Surface]. A zero Controls is [SafetyNormal] with
 // nothing prohibited.
 type Controls struct {
-	Mode Mode `json:"mode"`
+	Safety Safety `json:"mode"`
 	// Prohibited names registered tools the trace may not call, in the
 	// gate's registration order when the gate returns them.
 	Prohibited []string `json:"prohibited,omitempty"`
@@ -123,7 +123,7 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 	if err := checkTrace(traceID); err != nil {
 		return Controls{}, fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
 	}
-	c := Controls{Mode: ModeNormal}
+	c := Controls{Safety: SafetyNormal}
 	if r, err := x.restricted(ctx, traceID); err != nil || !r {
 		return c, err
 	}
@@ -132,7 +132,7 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 		return Controls{}, err
 	}
 	if ro {
-		c.Mode = ModeReadOnly
+		c.Safety = SafetyReadOnly
 	}
 	for _, e := range x.g.order {
 		p, err := x.claimed(ctx, controlsKey(traceID, partProhibit, e.Name))
@@ -148,11 +148,11 @@ func (x *executor) controls(ctx context.Context, traceID string) (Controls, erro
 
 // restrict is [Gate.Restrict].
 func (x *executor) restrict(ctx context.Context, traceID string, c Controls) error {
-	if c.Mode == "" {
-		c.Mode = ModeNormal
+	if c.Safety == "" {
+		c.Safety = SafetyNormal
 	}
-	if c.Mode != ModeNormal && c.Mode != ModeReadOnly {
-		return fmt.Errorf("%w: run controls: mode %q is neither %q nor %q", ErrInvalidCall, c.Mode, ModeNormal, ModeReadOnly)
+	if c.Safety != SafetyNormal && c.Safety != SafetyReadOnly {
+		return fmt.Errorf("%w: run controls: mode %q is neither %q nor %q", ErrInvalidCall, c.Safety, SafetyNormal, SafetyReadOnly)
 	}
 	for _, t := range c.Prohibited {
 		if x.g.tools[t] == nil {
@@ -166,7 +166,7 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 		}
 		var keys []string
 		if controlsTighten() {
-			if cur.Mode == ModeReadOnly && c.Mode != ModeReadOnly {
+			if cur.Safety == SafetyReadOnly && c.Safety != SafetyReadOnly {
 				return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 			}
 			for _, t := range cur.Prohibited {
@@ -175,10 +175,10 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 				}
 			}
 		}
-		if c.Mode == ModeReadOnly && cur.Mode != ModeReadOnly {
+		if c.Safety == SafetyReadOnly && cur.Safety != SafetyReadOnly {
 			keys = append(keys, controlsKey(traceID, partReadOnly, ""))
 		}
-		next := Controls{Mode: c.Mode}
+		next := Controls{Safety: c.Safety}
 		for _, e := range x.g.order {
 			if slices.Contains(c.Prohibited, e.Name) {
 				next.Prohibited = append(next.Prohibited, e.Name)
@@ -195,7 +195,7 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 		// Restricts that read the same controls one writes and the others
 		// read again, and each record holds the controls in full.
 		version := len(cur.Prohibited)
-		if cur.Mode == ModeReadOnly {
+		if cur.Safety == SafetyReadOnly {
 			version++
 		}
 		keys = append(keys, controlsKey(traceID, partVersion, strconv.Itoa(version)))
@@ -205,7 +205,7 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 		}
 		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
 			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindControls, OnceKeys: keys,
-			Payload: blackboard.Payload{"mode": string(next.Mode), "prohibited": prohibited, keyPolicy: x.g.policyHash},
+			Payload: blackboard.Payload{"mode": string(next.Safety), "prohibited": prohibited, keyPolicy: x.g.policyHash},
 		}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err
@@ -278,7 +278,7 @@ func (v controlsValidator) Validate(_ context.Context, c kernel.Candidate) kerne
 	if p, _ := rec.Payload["prohibited"].([]any); slices.Contains(p, any(e.Name)) {
 		return kernel.Verdict{Code: CodeToolProhibited, Rule: KindControls, Detail: "the trace's run controls prohibit " + quote(e.Name)}
 	}
-	if m, _ := rec.Payload.String("mode"); m == string(ModeReadOnly) && e.effectful() {
+	if m, _ := rec.Payload.String("mode"); m == string(SafetyReadOnly) && e.effectful() {
 		return kernel.Verdict{Code: CodeReadOnlyMode, Rule: KindControls, Detail: "the trace is read-only and " + quote(e.Name) + " is effectful"}
 	}
 	return kernel.Verdict{}

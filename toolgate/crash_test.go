@@ -265,9 +265,15 @@ func crashDesk(t *testing.T, dir string, effect toolgate.EffectFunc) (*sqlitesto
 			tools[i].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 		}
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithLease(crashLease),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Lease:     crashLease,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "issue_credit"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,20 +448,13 @@ func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgat
 		actionID = res.ActionID
 	}
 	if res.Outcome == "" || res.Outcome == audit.OutcomePendingApproval {
-		pending, err := g.PendingApprovals(ctx, w.trace)
+		pending, err := g.Pending(ctx, w.trace)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pending {
-			decided := false
-			for _, err := range g.Approvals(ctx, w.trace, p.ActionID) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				decided = true
-			}
-			if !decided {
-				if _, err := approver.Approve(ctx, w.trace, p.ActionID, p.Digest, "ok", time.Hour); err != nil {
+			if p.Decision == nil {
+				if _, err := approver.Decide(ctx, toolgate.Answer{TraceID: w.trace, ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 					t.Fatal(err)
 				}
 				c.point("approved")
@@ -557,8 +556,8 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 			}
 		}
 	}
-	decisions := map[string][]audit.Record{} // by subject
-	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	decisions := map[string][]audit.Entry{} // by subject
+	for d, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ import (
 // is refused once that result is no longer the current observation of its
 // kind (SUPERSEDED_EVIDENCE), and the call's [Result] says what became of
 // it ([Derived]). The kind is the deriver's alone: the gate reserves it
-// (kernel.WithReserved), and a proposal of it by any other handle is
+// (Config.Kernel.Reserved), and a proposal of it by any other handle is
 // PERMISSION_DENIED.
 //
 //	Derives: []toolgate.Derive{{
@@ -43,7 +43,7 @@ import (
 // args (the committed arguments, a map); JSON numbers are doubles, and
 // int literals compare with them. [New] compiles them and registers the
 // belief kind with the kernel as resting on the result kind (an owner's
-// own kernel.WithBeliefSpecs for the kind takes precedence, and may only
+// own belief spec (Config.Kernel.BeliefSpecs) for the kind takes precedence, and may only
 // add evidence the belief must rest on). A result over which Value is not
 // a bool, or a field cannot be evaluated (a missing key, a type error),
 // proposes nothing: the derivation fails closed, with a decision record
@@ -255,7 +255,7 @@ func (x *executor) derive(ctx context.Context, j *job, resultID string, output b
 		// failed records a derivation that fails closed: no belief, a
 		// DERIVATION_FAILED record saying why.
 		failed := func(detail string) error {
-			dr, err := audit.Append(ctx, j.e.deriver.gov, audit.Record{TraceID: j.trace, Kind: d.Belief,
+			dr, err := audit.Append(ctx, j.e.deriver.gov, audit.Entry{TraceID: j.trace, Kind: d.Belief,
 				Outcome: audit.OutcomeRefused, Code: CodeDerivationFailed, Detail: detail, Context: cc})
 			if err == nil {
 				out = append(out, Derived{Belief: d.Belief, Code: CodeDerivationFailed, DecisionID: dr.ID, Detail: detail})
@@ -273,7 +273,7 @@ func (x *executor) derive(ctx context.Context, j *job, resultID string, output b
 		fields["depends_on"] = derivedFrom(j.e, resultID)
 		dec, rec, err := j.e.deriver.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Beliefs, Kind: d.Belief,
 			Payload: fields, InputRefs: []string{resultID}},
-			func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
+			func(dr audit.Entry) audit.Entry { dr.Context = cc; return dr })
 		if errors.Is(err, blackboard.ErrInvalidPayload) || errors.Is(err, kernel.ErrPayloadTooLarge) {
 			// The fields evaluated to what no payload holds: fail closed.
 			if err := failed("the derived payload cannot be stored: " + err.Error()); err != nil {

@@ -41,8 +41,11 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 			return map[string]any{"refunded": a.Amount}, nil
 		})
 	st := memstore.New()
-	g, err := New(context.Background(), WithKernel(kernel.WithStore(st)), WithTools(lookup, refund),
-		WithContracts(Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := New(context.Background(), Config{
+		Kernel:    kernel.Config{Store: st},
+		Tools:     []Tool{lookup, refund},
+		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +190,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 			if b, ok := v.Get(blackboard.Beliefs, "refund_due"); ok {
 				t.Errorf("a belief was committed: %v", b)
 			}
-			var rec audit.Record
+			var rec audit.Entry
 			for d, err := range g.Decisions(ctx, DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}) {
 				if err != nil {
 					t.Fatal(err)
@@ -246,7 +249,7 @@ func TestDeriveInvalid(t *testing.T) {
 		{"by two tools", []Tool{{Unscoped: true, Name: "a", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}},
 			{Unscoped: true, Name: "c", Effect: noop, Derives: []Derive{{Belief: "b", Value: "true"}}}}},
 	} {
-		if g, err := New(context.Background(), WithTools(tc.tools...)); !errors.Is(err, ErrInvalidTool) {
+		if g, err := New(context.Background(), Config{Tools: tc.tools}); !errors.Is(err, ErrInvalidTool) {
 			if g != nil {
 				g.Close()
 			}
@@ -261,9 +264,12 @@ func TestDeriveInvalid(t *testing.T) {
 func TestDeriveOwnerSpecWins(t *testing.T) {
 	lookup := Func(Tool{Unscoped: true, Name: "lookup_order", Result: "order", Derives: []Derive{refundDue}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return goodOrder(a.OrderID), nil })
-	g, err := New(context.Background(), WithTools(lookup),
-		WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order", "payment"}})),
-		WithContracts(Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := New(context.Background(), Config{
+		Kernel: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order", "payment"}}},
+			ActionSpecs: []kernel.ActionSpec{{Type: "refund_by_hand", MinBeliefs: []string{"refund_due"}}}}, // what requires the belief
+		Tools:     []Tool{lookup},
+		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@
 // committed and true on current evidence, rules, constraints, once-keys).
 // A refusal is a [Result], not an error, with a code, the root cause and
 // a hint written for the model; [Result.ForModel] renders it. A committed
-// call either waits for a person ([Approver], [Gate.PendingApprovals]) or
+// call either waits for a person ([Approver], [Gate.Pending]) or
 // runs: the gate writes an attempt before the effect starts and the
 // effect's result after, each under a once-key, so that concurrent
 // drivers and restarts run it once. [Gate.Execute] continues an approved
@@ -47,8 +47,10 @@
 //			return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
 //		},
 //	}
-//	g, err := toolgate.New(ctx, toolgate.WithTools(lookup),
-//		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+//	g, err := toolgate.New(ctx, toolgate.Config{
+//		Tools:     []toolgate.Tool{lookup},
+//		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+//	})
 //	if err != nil {
 //		return err
 //	}

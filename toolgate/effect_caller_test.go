@@ -68,7 +68,7 @@ func TestCallerDrivenToolIsAccepted(t *testing.T) {
 func TestCallerDrivenCall(t *testing.T) {
 	d := newDesk(t, memstoreOf(t), callerDriven)
 	d.setEffect("lookup_order", nil)
-	d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+	d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 	d.ground("t1", "A1")
 	before := len(d.records())
 	res, err := d.callWith(d.ctx, "t1", "k1", 100, nil)
@@ -131,7 +131,7 @@ func memstoreOf(t *testing.T) store.Store { return stores[0].open(t) }
 // with the effect, runs it once, under that approval.
 func TestAttackCallerEffectBurned(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+		d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 		d.ground("t1", "A1")
 		f := &frameworkTool{}
 		res, err := d.callWith(d.ctx, "t1", "k1", 700, f)
@@ -139,7 +139,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantOutcome(t, "the call", res, audit.OutcomePendingApproval, CodeApprovalRequired)
-		out, err := d.g.Approver("human:lead").Resolve(d.ctx, "t1", res.ActionID, res.ArgsDigest, audit.Approved, "ok")
+		out, err := d.g.Approver("human:lead").Resolve(d.ctx, Answer{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 // same idempotency key; an unkeyed one is EFFECT_UNKNOWN.
 func TestCallerDrivenCrash(t *testing.T) {
 	d := newDesk(t, memstoreOf(t))
-	d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+	d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 	d.ground("t1", "A1")
 	// The caller dies while its tool runs: its context ends, and the
 	// attempt is left without a result.
@@ -229,14 +229,14 @@ func TestCallerDrivenCrash(t *testing.T) {
 // other, and the caller's retry gets the denial and runs nothing.
 func TestCallerDrivenDenied(t *testing.T) {
 	d := newDesk(t, memstoreOf(t))
-	d.g = d.gate(WithTools(withLookup(d)...), WithContracts(d.contracts...))
+	d.g = d.gate(Config{Tools: withLookup(d), Contracts: d.contracts})
 	d.ground("t1", "A1")
 	f := &frameworkTool{}
 	res, err := d.callWith(d.ctx, "t1", "k1", 700, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := d.g.Approver("human:lead").Resolve(d.ctx, "t1", res.ActionID, res.ArgsDigest, audit.Denied, "no")
+	out, err := d.g.Approver("human:lead").Resolve(d.ctx, Answer{TraceID: "t1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Denied, Note: "no"})
 	if err != nil {
 		t.Fatal(err)
 	}

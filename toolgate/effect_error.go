@@ -17,7 +17,7 @@ import (
 // decision record. The text of any other error is never stored: the gate
 // records its kind (the innermost error's type, and the typed failure's
 // status when it has one) and logs the message through the kernel's
-// logger ([kernel.WithLogger]), for the operator. An effect's error text
+// logger (kernel.Config.Logger), for the operator. An effect's error text
 // often quotes what it was given or what an upstream answered: an account
 // number, a token, the masked values themselves. It returns nil for a nil
 // err; the result wraps err, so [errors.Is], [errors.As], [Retryable] and

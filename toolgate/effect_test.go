@@ -31,7 +31,7 @@ func TestEffectRoundTrip(t *testing.T) {
 	defer sq.Close()
 	for name, s := range map[string]store.Store{"memory": memstore.New(), "sqlite": sq} {
 		t.Run(name, func(t *testing.T) {
-			k, err := kernel.New(kernel.WithStore(s))
+			k, err := kernel.New(kernel.Config{Store: s})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func TestEffectRoundTrip(t *testing.T) {
 // that copies a real effect, evidence holding one, and a percept with a
 // status the gate never writes are not effects.
 func TestEffectOfRefusesForgeries(t *testing.T) {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

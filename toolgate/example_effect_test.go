@@ -17,12 +17,15 @@ import (
 // under the same retry key, with the tool, runs it once.
 func ExampleCall_effect() {
 	ctx := context.Background()
-	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{Unscoped: true,
-		Name:       "send_email",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
-		Idempotent: true,
-		Approval:   toolgate.ApprovalPolicy{Always: true},
-	}), toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"send_email"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools: []toolgate.Tool{{Unscoped: true,
+			Name:       "send_email",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"]}`),
+			Idempotent: true,
+			Approval:   toolgate.ApprovalPolicy{Always: true},
+		}},
+		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"send_email"}}},
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +43,7 @@ func ExampleCall_effect() {
 		panic(err)
 	}
 	fmt.Println(res.Outcome)
-	res, err = g.Approver("human:lead").Resolve(ctx, "chat-1", res.ActionID, res.ArgsDigest, audit.Approved, "ok")
+	res, err = g.Approver("human:lead").Resolve(ctx, toolgate.Answer{TraceID: "chat-1", ActionID: res.ActionID, Digest: res.ArgsDigest, Verdict: audit.Approved, Note: "ok"})
 	if err != nil {
 		panic(err)
 	}

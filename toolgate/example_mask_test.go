@@ -15,7 +15,7 @@ import (
 
 // A tool masks the email it sends to: the effect gets the address, the
 // store holds only its keyed hash, and the same address hashes the same.
-func ExampleWithMaskKey() {
+func ExampleConfig_maskKey() {
 	ctx := context.Background()
 	send := toolgate.Tool{Unscoped: true,
 		Name:       "send_receipt",
@@ -27,8 +27,11 @@ func ExampleWithMaskKey() {
 		},
 	}
 	key := []byte("an example key of 32 bytes......") // from a secret store, never the blackboard's
-	g, err := toolgate.New(ctx, toolgate.WithTools(send), toolgate.WithMaskKey(key),
-		toolgate.WithContracts(toolgate.Contract{Name: "mailer", Tools: []string{"send_receipt"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools:     []toolgate.Tool{send},
+		MaskKey:   key,
+		Contracts: []toolgate.Contract{{Name: "mailer", Tools: []string{"send_receipt"}}},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -77,8 +80,11 @@ func ExampleKeys_Erase() {
 			return blackboard.Payload{"sent": true}, nil
 		},
 	}
-	g, err := toolgate.New(ctx, toolgate.WithTools(send), toolgate.WithMaskKeys(ring),
-		toolgate.WithContracts(toolgate.Contract{Name: "mailer", Tools: []string{"send_receipt"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools:     []toolgate.Tool{send},
+		MaskKeys:  ring,
+		Contracts: []toolgate.Contract{{Name: "mailer", Tools: []string{"send_receipt"}}},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return

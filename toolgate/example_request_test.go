@@ -17,20 +17,20 @@ import (
 func ExampleGate_RecordRequest() {
 	ctx := context.Background()
 	orderSchema := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`)
-	g, err := toolgate.New(ctx, toolgate.WithTools(
-		toolgate.Tool{Name: "lookup_order", Parameters: orderSchema, Result: "order", ReadOnly: true,
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Namespace: "desk"},
+		Tools: []toolgate.Tool{{Name: "lookup_order", Parameters: orderSchema, Result: "order", ReadOnly: true,
 			Derives: []toolgate.Derive{{Belief: "refund_due", Value: "true"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"order_id": inv.Args["order_id"]}, nil
-			}},
-		toolgate.Tool{Name: "issue_refund", Parameters: orderSchema, Result: "refund", Requires: []string{"refund_due"},
+			}}, {Name: "issue_refund", Parameters: orderSchema, Result: "refund", Requires: []string{"refund_due"},
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
 			Scope:    map[string]string{"order_id": "order"}, // the ticket's order only
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				return blackboard.Payload{"refunded": true}, nil
-			}}),
-		toolgate.WithKernel(kernel.WithNamespace("desk")),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+			}}},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -35,14 +35,14 @@ func ExampleApprover_Resolve() {
 	wait := call("call_2", "issue_refund", `{"order_id":"A1","amount":700}`)
 	fmt.Println(wait.Outcome)
 
-	pending, err := g.PendingApprovals(ctx, "ticket-8")
+	pending, err := g.Pending(ctx, "ticket-8")
 	if err != nil {
 		panic(err)
 	}
 	p := pending[0]                    // what the person is shown: the tool, the arguments, the digest
 	alice := g.Approver("human:alice") // the identity the application verified
 	for range 2 {
-		res, err := alice.Resolve(ctx, "ticket-8", p.ActionID, p.Digest, audit.Approved, "checked the order")
+		res, err := alice.Resolve(ctx, toolgate.Answer{TraceID: "ticket-8", ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked the order"})
 		if err != nil {
 			panic(err)
 		}

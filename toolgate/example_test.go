@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/blackboardkernel/bk/audit"
 	"strings"
-	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -52,9 +52,11 @@ func supportDesk(refunds *int) (*kernel.Kernel, *toolgate.Gate) {
 	}
 	// The gate builds the kernel, and registers the tools' action types
 	// with it; the kernel's other options go through WithKernel.
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -95,13 +97,13 @@ func Example() {
 	fmt.Println(res.Outcome, res.Code, res.ApprovalID)
 
 	// A person reviews what waits and approves it, for an hour.
-	pending, err := g.PendingApprovals(ctx, "ticket-7")
+	pending, err := g.Pending(ctx, "ticket-7")
 	if err != nil {
 		panic(err)
 	}
 	p := pending[0]
 	fmt.Println("pending:", p.Tool, p.Args["amount"], p.Reason)
-	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-7", p.ActionID, p.Digest, "checked the order", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-7", ActionID: p.ActionID, Digest: p.Digest, Verdict: audit.Approved, Note: "checked the order"}); err != nil {
 		panic(err)
 	}
 

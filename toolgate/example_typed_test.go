@@ -69,8 +69,11 @@ func ExampleFunc() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, refund), toolgate.WithKernel(kernel.WithValidators(rs)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Validators: []kernel.Validator{rs}},
+		Tools:     []toolgate.Tool{lookup, refund},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -51,7 +51,7 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 	}
 	ctx, sp := x.g.tracer.Start(ctx, "toolgate.execute")
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrActionID, actionID))
+		sp.SetAttributes(attribute.String(telemetry.AttrActionID, actionID))
 	}
 	tool := ""
 	defer func() { x.g.ended(ctx, sp, tool, res, err) }()
@@ -61,7 +61,7 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 	}
 	tool = e.Name
 	if sp != nil {
-		sp.SetAttributes(attribute.String(AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.TraceID()))
+		sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, e.Name), attribute.String(telemetry.AttrTraceID, act.TraceID()))
 	}
 	if traceID != "" && act.TraceID() != traceID {
 		return Result{}, fmt.Errorf("%w: %s is not an action of trace %q", ErrUnknownAction, actionID, traceID)
@@ -71,7 +71,7 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 
 // executeAction is Execute once the action is known to be the gate's;
 // effect, when set, is the caller's ([Call.Effect]).
-func (x *executor) executeAction(ctx context.Context, e *entry, act blackboard.Record, gd audit.Record, given json.RawMessage, effect EffectFunc) (Result, error) {
+func (x *executor) executeAction(ctx context.Context, e *entry, act blackboard.Record, gd audit.Entry, given json.RawMessage, effect EffectFunc) (Result, error) {
 	j, err := x.newJob(ctx, e, act, gd.Context)
 	if err != nil {
 		return Result{ActionID: act.ID}, err

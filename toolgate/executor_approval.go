@@ -125,7 +125,7 @@ func (x *executor) writeEscalation(ctx context.Context, j *job, code blackboard.
 	cc["approver"] = approval.Approver
 	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindEscalated,
 		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: keys},
-		func(rec blackboard.Record) audit.Record {
+		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeEscalated, code)
 			dr.Approvals, dr.Context = []string{approval.ID}, cc
 			return dr
@@ -144,7 +144,7 @@ func (x *executor) refuseForGood(ctx context.Context, j *job, code blackboard.Co
 	cc["error"] = detail
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
 		Payload: eff.payload(), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...)},
-		func(rec blackboard.Record) audit.Record {
+		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeRefused, code)
 			dr.Context = cc
 			return dr

@@ -339,7 +339,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 	entry := kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, InputRefs: refs, OnceKeys: []string{j.resultKey()}}
 	// The record's context is the call's, with top-level keys added: a
 	// shallow copy leaves j.cc as it was (the kernel copies what it stores).
-	dr := audit.Record{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
+	dr := audit.Entry{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
 	dr.Context["attempt"] = countValue(n)
 	if code == CodeEffectSucceeded {
 		if _, reserved := out[KeyEffect]; reserved {
@@ -366,7 +366,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		entry.Kind, entry.Payload = KindFailed, eff.payloadBoxed(&j.boxes)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
-	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Record {
+	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Entry {
 		r := audit.ForRecord(rec, dr.Kind, dr.Outcome, dr.Code)
 		r.Approvals, r.Context = dr.Approvals, dr.Context
 		dr.ID = r.ID // the decision's id, for the Result

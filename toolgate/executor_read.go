@@ -15,16 +15,16 @@ import (
 
 // gated returns the committed action actionID, its tool and the decision
 // record the gate wrote when it committed it.
-func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Record, *entry, audit.Record, error) {
-	unknown := func(why string) (blackboard.Record, *entry, audit.Record, error) {
-		return blackboard.Record{}, nil, audit.Record{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
+func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Record, *entry, audit.Entry, error) {
+	unknown := func(why string) (blackboard.Record, *entry, audit.Entry, error) {
+		return blackboard.Record{}, nil, audit.Entry{}, fmt.Errorf("%w: %s: %s", ErrUnknownAction, actionID, why)
 	}
 	act, err := x.reader.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) {
 		return unknown("no such record")
 	}
 	if err != nil {
-		return blackboard.Record{}, nil, audit.Record{}, err
+		return blackboard.Record{}, nil, audit.Entry{}, err
 	}
 	e := x.g.byAction[act.Kind]
 	if act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || e == nil {
@@ -32,7 +32,7 @@ func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Recor
 	}
 	gd, found, err := x.commitDecision(ctx, act.ID)
 	if err != nil {
-		return blackboard.Record{}, nil, audit.Record{}, err
+		return blackboard.Record{}, nil, audit.Entry{}, err
 	}
 	if !found || gd.Context["tool"] != any(e.Name) {
 		return unknown("not committed through the gate")
@@ -51,20 +51,20 @@ func (x *executor) gated(ctx context.Context, actionID string) (blackboard.Recor
 // commitDecision returns the decision record that committed the action
 // (outcome committed or pending approval): the one the kernel wrote with
 // it, read by id ([audit.About]).
-func (x *executor) commitDecision(ctx context.Context, actionID string) (audit.Record, bool, error) {
+func (x *executor) commitDecision(ctx context.Context, actionID string) (audit.Entry, bool, error) {
 	d, found, err := x.decisionAbout(ctx, actionID)
 	if !found || err != nil {
-		return audit.Record{}, false, err
+		return audit.Entry{}, false, err
 	}
 	return d, d.Outcome == audit.OutcomeCommitted || d.Outcome == audit.OutcomePendingApproval, nil
 }
 
 // decisionAbout returns the decision record the kernel wrote in the same
 // batch as the record subject, read by id.
-func (x *executor) decisionAbout(ctx context.Context, subject string) (audit.Record, bool, error) {
+func (x *executor) decisionAbout(ctx context.Context, subject string) (audit.Entry, bool, error) {
 	d, err := audit.About(ctx, x.reader, subject)
 	if errors.Is(err, blackboard.ErrNotFound) {
-		return audit.Record{}, false, nil
+		return audit.Entry{}, false, nil
 	}
 	return d, err == nil, err
 }
@@ -81,7 +81,7 @@ func (x *executor) resultOf(ctx context.Context, j *job) (string, bool, error) {
 
 // refuseAction records an execution-time refusal of a committed action.
 func (x *executor) refuseAction(ctx context.Context, j *job, code blackboard.Code, detail string) (Result, error) {
-	dr, err := audit.Append(ctx, x.planner.gov, audit.Record{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
+	dr, err := audit.Append(ctx, x.planner.gov, audit.Entry{TraceID: j.trace, Kind: j.e.action(), Subject: j.act.ID,
 		Outcome: audit.OutcomeRefused, Code: code, Detail: detail, Context: j.cc})
 	if err != nil {
 		return Result{ActionID: j.act.ID}, err

@@ -101,7 +101,7 @@ func (x *executor) ensureFallback(ctx context.Context, j *job, code blackboard.C
 	cc["escalates"], cc["reason"] = j.act.ID, string(code)
 	d, _, err := x.planner.Submit(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Actions, Kind: x.fallback,
 		Payload: blackboard.Payload{"reason": string(code), "escalates": j.act.ID, "tool": j.e.Name, "requires_beliefs": []string{}}},
-		func(dr audit.Record) audit.Record { dr.Context = cc; return dr })
+		func(dr audit.Entry) audit.Entry { dr.Context = cc; return dr })
 	if err != nil || !d.Committed() {
 		return "", err // a fallback the kernel refuses leaves the escalation record as the trail
 	}

@@ -299,7 +299,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 	t.Run("escalation without its fallback", func(t *testing.T) {
 		onStores(t, func(t *testing.T, d *desk) {
 			wait := d.pendingRefund("t", "A1", 700)
-			denial, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour)
+			denial, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			approved := d.pendingRefund("t2", "A2", 700)
 			denied := d.pendingRefund("t3", "A3", 700)
 			d.approve("t2", approved.ActionID, "human:alice", 24*time.Hour)
-			if _, err := d.g.Approver("human:alice").Deny(d.ctx, "t3", denied.ActionID, d.digest(denied.ActionID), "no", time.Hour); err != nil {
+			if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t3", ActionID: denied.ActionID, Digest: d.digest(denied.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
 				t.Fatal(err)
 			}
 			d.clock.Advance(2 * DefaultLease)
@@ -435,7 +435,7 @@ func TestDecisionRecordsForEveryOutcome(t *testing.T) {
 		d.call("t", "support", "", "search_kb", `{"query":"x"}`)    // refused: contract
 		d.call("t", "researcher", "", "search_kb", `{"query":"x"}`) // committed + failed
 		wait := d.refund("t", "A1", 700)                            // pending approval
-		if _, err := d.g.Approver("human:bob").Deny(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), "no", time.Hour); err != nil {
+		if _, err := d.g.Approver("human:bob").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
 			t.Fatal(err)
 		}
 		d.execute(wait.ActionID) // escalated + the fallback's commit
@@ -503,9 +503,15 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	})
 	gates := []*Gate{d.g}
 	for range 3 {
-		g, err := New(d.ctx, WithKernel(kernel.WithStore(open()), kernel.WithClock(d.clock.Now),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-			WithTools(d.tools...), WithContracts(d.contracts...))
+		g, err := New(d.ctx, Config{
+			Kernel: kernel.Config{
+				Store:       open(),
+				Clock:       d.clock.Now,
+				BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+			},
+			Tools:     d.tools,
+			Contracts: d.contracts,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

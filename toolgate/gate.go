@@ -2,21 +2,15 @@ package toolgate
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // Percept kinds the gate writes, besides each tool's result kind.
@@ -37,10 +31,6 @@ const (
 
 // GateWriter is the planner writer the gate submits safe fallbacks with.
 const GateWriter = "toolgate"
-
-// DefaultLease is how long an attempt is reserved to its driver when no
-// [WithLease] is given.
-const DefaultLease = time.Minute
 
 // CallerWriter returns the writer id under which a caller's calls are proposed
 // to the kernel. It is what decision records and provenance name, and an
@@ -67,69 +57,6 @@ type Intent struct {
 	Tools []string `json:"tools"` // the registered tools that may serve it
 }
 
-// Option configures a [Gate] in [New].
-type Option func(*config)
-
-type config struct {
-	kernel     []kernel.Option
-	tools      []Tool
-	contracts  []Contract
-	intents    []Intent
-	lease      time.Duration
-	fallback   string
-	tpSet      bool
-	tp         trace.TracerProvider
-	mpSet      bool
-	mp         metric.MeterProvider
-	budget     *Budget
-	maskKey    []byte
-	maskKeySet bool
-	maskRing   Keyring
-	maskRingOn bool
-}
-
-// WithTools registers tools, in the order [Gate.Surface] lists them. The
-// gate registers each tool's action type with the kernel it builds: a
-// tool that rests on no belief as a safe, repeatable action (it may be
-// called as often as the model needs), any other's as requiring
-// the tool's beliefs, with the tool's once-key ([Tool.Once]).
-func WithTools(tools ...Tool) Option { return func(c *config) { c.tools = append(c.tools, tools...) } }
-
-// WithKernel gives the options of the kernel the gate builds: its store,
-// clock, namespace, belief specs, validators, the action specs of actions
-// that are no tool's, and so on. Later calls add to earlier ones. An action
-// spec for a tool's action type is [ErrSpecMismatch]: the gate registers
-// its tools' action types itself ([WithTools]).
-func WithKernel(opts ...kernel.Option) Option {
-	return func(c *config) { c.kernel = append(c.kernel, opts...) }
-}
-
-// WithContracts sets the contracts. A caller not given has no tool.
-func WithContracts(contracts ...Contract) Option {
-	return func(c *config) { c.contracts = append(c.contracts, contracts...) }
-}
-
-// WithIntents configures intents; with any, a call must name an intent
-// that lists its tool.
-func WithIntents(intents ...Intent) Option {
-	return func(c *config) { c.intents = append(c.intents, intents...) }
-}
-
-// WithLease sets how long an attempt is reserved to the driver that wrote
-// it (default [DefaultLease]), counted from just before its write. The
-// effect's context is cancelled a margin (a tenth of the lease, at most
-// 5 s) before the lease runs out; a margin after it, another driver
-// ([Gate.Recover], a concurrent [Gate.Execute]) may start the next attempt
-// with the same key. Choose a lease longer than the effect and a slow
-// write of the store take together.
-func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
-
-// WithFallback sets the safe fallback action type a denied or expired
-// approval escalates to (default kernel.FallbackQueueForReview). Another
-// type must be registered as a safe fallback through [WithKernel]
-// (kernel.WithActionSpecs), and may not be a tool's.
-func WithFallback(actionType string) Option { return func(c *config) { c.fallback = actionType } }
-
 // Gate is the tool-call gate: every tool call of an agent passes through
 // it as a governed kernel action. Build it with [New]. A Gate is immutable
 // after New and safe for concurrent use by any number of goroutines, and
@@ -150,8 +77,8 @@ type Gate struct {
 	x         *executor        // runs the calls and drives their effects
 	tracer    telemetry.Tracer
 	metrics   *gateMetrics // nil: metrics off
-	budget    *Budget      // the default budget of calls ([WithBudget]); nil for none
-	mask      *masker      // hashes masked fields ([WithMaskKey]); nil without a key
+	budget    *Budget      // the default budget of calls ([Config.Budget]); nil for none
+	mask      *masker      // hashes masked fields ([Config.MaskKey], [Config.MaskKeys]); nil without a key
 	// The policy snapshot: its JSON, its hash (boxed once, as decision
 	// records hold it) and the id of the record that holds it.
 	policyJSON  []byte
@@ -185,212 +112,6 @@ type contract struct {
 	planner governed
 }
 
-// New builds a gate and the kernel it governs: the kernel is built with
-// the options given to [WithKernel] and the action specs of the tools
-// given to [WithTools], and [Gate.Kernel] returns it. New checks the tools
-// and compiles their approval rules ([ErrInvalidTool]), refuses a tool
-// whose action type is also given as a kernel action spec, and a fallback
-// that is not a registered safe fallback ([ErrSpecMismatch]), and checks
-// contracts, intents and the lease ([ErrInvalidConfig]; a bad kernel option
-// wraps both ErrInvalidConfig and the kernel's ErrInvalidInput). It then
-// records the gate's policy snapshot ([Gate.Policy]: evidence of kind
-// [KindPolicy] in the namespace's [PolicyTrace]) unless a gate recorded the
-// same hash in the namespace before, and fails, closing the kernel, when
-// it cannot: a gate whose policy is not on record decides nothing. A
-// gate without tools decides no call and records no snapshot. It
-// returns ctx's error if ctx is already done.
-func New(ctx context.Context, opts ...Option) (*Gate, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	c := config{lease: DefaultLease, fallback: kernel.FallbackQueueForReview}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	if c.lease <= 0 {
-		return nil, fmt.Errorf("%w: lease %v", ErrInvalidConfig, c.lease)
-	}
-	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
-		lease: c.lease, fallback: c.fallback, budget: c.budget}
-	switch {
-	case c.maskKeySet && c.maskRingOn:
-		return nil, fmt.Errorf("%w: both WithMaskKey and WithMaskKeys", ErrInvalidConfig)
-	case c.maskRingOn && c.maskRing == nil:
-		return nil, fmt.Errorf("%w: WithMaskKeys without a keyring", ErrInvalidConfig)
-	case c.maskRingOn:
-		g.mask = &masker{ring: c.maskRing}
-	case c.maskKeySet && len(c.maskKey) < MinMaskKey:
-		return nil, fmt.Errorf("%w: mask key of %d bytes (want at least %d)", ErrInvalidConfig, len(c.maskKey), MinMaskKey)
-	case c.maskKeySet:
-		g.mask = &masker{key: c.maskKey}
-	}
-	specs := make([]kernel.ActionSpec, 0, len(c.tools))
-	var beliefs []kernel.BeliefSpec // the derived beliefs' kinds
-	derivedBy := map[string]string{}
-	for _, t := range c.tools {
-		e, err := g.register(t)
-		if err != nil {
-			return nil, err
-		}
-		if len(e.Masked) > 0 && g.mask == nil {
-			// Fail closed: without a key the values would be stored.
-			return nil, fmt.Errorf("%w: tool %q masks fields %q but the gate has no mask key (WithMaskKey, WithMaskKeys)", ErrInvalidConfig, e.Name, e.Masked)
-		}
-		g.tools[e.Name], g.byAction[e.action()] = e, e
-		g.order = append(g.order, e)
-		specs = append(specs, e.actionSpec())
-		for _, d := range e.derives {
-			if other, ok := derivedBy[d.Belief]; ok {
-				return nil, fmt.Errorf("%w: tool %q: belief %q is derived by tool %q too", ErrInvalidTool, e.Name, d.Belief, other)
-			}
-			derivedBy[d.Belief] = e.Name
-			beliefs = append(beliefs, kernel.BeliefSpec{Kind: d.Belief, DependsOn: []string{e.resultKind()}})
-		}
-	}
-	if err := g.checkMaskedOnce(); err != nil {
-		return nil, err
-	}
-	// First, so that an owner's own spec for a derived kind takes
-	// precedence: it can only add evidence the belief must rest on.
-	kopts := c.kernel
-	if len(beliefs) > 0 {
-		kopts = append([]kernel.Option{kernel.WithBeliefSpecs(beliefs...)}, c.kernel...)
-	}
-	// The run controls are checked in the kernel's decision, first among
-	// the validators: against the trace state the kernel decides on, so
-	// that a Restrict that lands meanwhile makes the kernel decide again,
-	// and at no read of its own.
-	kopts = append([]kernel.Option{kernel.WithValidators(controlsValidator{g}, scopeValidator{g})}, kopts...)
-	k, err := buildKernel(kopts, specs, g.reservations(&c))
-	if err != nil {
-		return nil, err
-	}
-	if err := g.init(k, &c); err != nil {
-		return nil, errors.Join(err, k.Close())
-	}
-	if g.mask != nil {
-		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
-	}
-	p := g.snapshot(&c)
-	if g.policyJSON, err = json.Marshal(p); err != nil {
-		return nil, errors.Join(fmt.Errorf("%w: policy snapshot: %v", ErrInvalidConfig, err), k.Close())
-	}
-	g.policyHash = p.Hash()
-	g.policyValue = g.policyHash
-	// Fail closed: a gate whose policy is not on record decides nothing.
-	// A gate without tools (an approver's, bk approve's) decides no call
-	// and records none.
-	if len(g.order) > 0 {
-		if g.policyID, err = g.recordPolicy(ctx); err != nil {
-			return nil, errors.Join(fmt.Errorf("toolgate: recording the policy snapshot: %w", err), k.Close())
-		}
-	}
-	return g, nil
-}
-
-// buildKernel builds the gate's kernel from the owner's options and the
-// tools' specs. The owner's options are first applied alone, to a kernel
-// on a scratch store, so that an action spec among them for a tool's
-// action type is refused rather than silently replaced or replacing.
-func buildKernel(opts []kernel.Option, specs []kernel.ActionSpec, reserved []kernel.Option) (*kernel.Kernel, error) {
-	opts = slices.Clip(opts)
-	probe, err := kernel.New(append(opts, kernel.WithStore(memstore.New()))...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
-	}
-	for _, s := range specs {
-		if _, taken := probe.Spec(s.Type); taken {
-			return nil, fmt.Errorf("%w: action type %q is a tool's and also a kernel action spec (WithKernel)", ErrSpecMismatch, s.Type)
-		}
-	}
-	// The reservations last: no owner's option takes a tool's kinds back.
-	k, err := kernel.New(append(append(opts, kernel.WithActionSpecs(specs...)), reserved...)...)
-	if err != nil {
-		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
-	}
-	return k, nil
-}
-
-// reservations are the kinds the gate reserves to itself in its kernel
-// (kernel.WithReserved): each derived belief to its tool's deriver
-// ([DeriverWriter]), so that no planner proposes one over what the
-// gate derived; each tool's action type to the callers whose contracts
-// list the tool ([CallerWriter]), the writers the gate proposes its calls
-// as, so that no planner commits a tool's action the gate never runs, nor
-// takes its once-key.
-func (g *Gate) reservations(c *config) []kernel.Option {
-	var out []kernel.Option
-	for _, e := range g.order {
-		for _, d := range e.derives {
-			out = append(out, kernel.WithReserved(blackboard.Beliefs, d.Belief, DeriverWriter(e.Name)))
-		}
-		var callers []string
-		for _, r := range c.contracts {
-			if slices.Contains(r.Tools, e.Name) {
-				callers = append(callers, CallerWriter(r.Name))
-			}
-		}
-		out = append(out, kernel.WithReserved(blackboard.Actions, e.action(), callers...))
-	}
-	return out
-}
-
-// init finishes a gate whose tools are registered, over its kernel k:
-// the handles, telemetry, the fallback, contracts and intents.
-func (g *Gate) init(k *kernel.Kernel, c *config) error {
-	if fb, ok := k.Spec(c.fallback); !ok || !fb.SafeFallback || g.byAction[c.fallback] != nil {
-		return fmt.Errorf("%w: fallback %q is not a registered safe fallback that is no tool's", ErrSpecMismatch, c.fallback)
-	}
-	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
-	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
-	for _, e := range g.order {
-		e.handle = governedAs(k, "tool:"+e.Name)
-		e.deriver = governedAs(k, DeriverWriter(e.Name))
-	}
-	if err := g.initTelemetry(c); err != nil {
-		return fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
-	}
-	names := func(what, name string, tools []string) (map[string]bool, error) {
-		if err := checkName(name); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, what, err)
-		}
-		set := make(map[string]bool, len(tools))
-		for _, tn := range tools {
-			if g.tools[tn] == nil {
-				return nil, fmt.Errorf("%w: %s %q lists tool %q, which is not registered", ErrInvalidConfig, what, name, tn)
-			}
-			set[tn] = true
-		}
-		return set, nil
-	}
-	for _, r := range c.contracts {
-		set, err := names("caller", r.Name, r.Tools)
-		if err != nil {
-			return err
-		}
-		if g.contracts[r.Name] != nil {
-			return fmt.Errorf("%w: duplicate caller %q", ErrInvalidConfig, r.Name)
-		}
-		g.contracts[r.Name] = &contract{name: r.Name, value: r.Name, tools: set, planner: governedAs(k, CallerWriter(r.Name))}
-	}
-	for _, in := range c.intents {
-		set, err := names("intent", in.Name, in.Tools)
-		if err != nil {
-			return err
-		}
-		if g.intents == nil {
-			g.intents = map[string]map[string]bool{}
-		}
-		if g.intents[in.Name] != nil {
-			return fmt.Errorf("%w: duplicate intent %q", ErrInvalidConfig, in.Name)
-		}
-		g.intents[in.Name] = set
-	}
-	return nil
-}
-
 // Kernel returns the kernel the gate built and governs, for the handles of
 // the agent's workers and approvers, an orchestrator, inspection. Safe for
 // concurrent use.
@@ -404,8 +125,15 @@ func (g *Gate) CallerDriven(name string) bool {
 	return e != nil && e.Effect == nil
 }
 
-// Close closes the gate's kernel, which closes its store only if the
-// kernel created it (no kernel.WithStore was given). The gate must not be
+// Close closes what the gate opened, and only that: its kernel and, when
+// no store was given (Config.Kernel.Store nil), the memory store the
+// kernel opened for it. A store the caller passed stays the caller's: it
+// stays open, and the caller closes it after the gate, which is what
+// writes a SQLite store's last records from its -wal file into the
+// database file. Stop what uses the gate first (a supervisor's Close
+// waits for its effects); with defer, close in the opposite order of
+// opening: defer the store's Close, then the gate's, then the
+// supervisor's, and they run the other way round. The gate must not be
 // used after.
 func (g *Gate) Close() error { return g.k.Close() }
 
@@ -465,7 +193,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 		if !r.tools[e.Name] || g.intents != nil && !allowed[e.Name] {
 			continue
 		}
-		if slices.Contains(ctl.Prohibited, e.Name) || ctl.Mode == ModeReadOnly && e.effectful() {
+		if slices.Contains(ctl.Prohibited, e.Name) || ctl.Safety == SafetyReadOnly && e.effectful() {
 			continue
 		}
 		possible := true
@@ -500,7 +228,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 //     with the effect's output, or Failed.
 //
 // Before these checks, a call that has budgets (its own [Call.Budget] and
-// the gate's [WithBudget], which compose: both apply) passes their loop
+// the gate's [Config.Budget], which compose: both apply) passes their loop
 // guards and then their runs' tool-call budgets. A call refused there is BUDGET_EXCEEDED or LOOP_DETECTED, with
 // a decision record holding the reason and a snapshot of the budget, and
 // its hint is the reason's. Every call the gate receives is counted,
@@ -551,9 +279,9 @@ type DecisionFilter struct {
 // pending-approval) action, per effect result, per escalation and its
 // fallback. It wraps [audit.List]; without TraceID it reads every trace
 // of the namespace.
-func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[audit.Record, error] {
-	return func(yield func(audit.Record, error) bool) {
-		for d, err := range audit.List(ctx, g.reader, audit.Filter{TraceID: f.TraceID, Outcome: f.Outcome}) {
+func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[audit.Entry, error] {
+	return func(yield func(audit.Entry, error) bool) {
+		for d, err := range audit.List(ctx, g.reader, audit.Query{TraceID: f.TraceID, Outcome: f.Outcome}) {
 			if err == nil && f.Tool != "" && d.Context["tool"] != any(f.Tool) {
 				continue
 			}

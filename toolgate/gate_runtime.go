@@ -103,21 +103,6 @@ func (g *Gate) Recover(ctx context.Context) ([]Result, error) {
 // out before [Gate.Recover] can take over the attempts it left.
 func (g *Gate) Lease() time.Duration { return g.lease }
 
-// PendingApprovals lists the actions of the trace that wait for approval,
-// or of every trace when traceID is "" (each entry names its own trace):
-// committed by the gate with a policy that needs one, not started and with
-// no result (a denied or expired one is listed until an Execute escalates
-// it). They come in commit order.
-//
-// What an approver is shown comes from the committed action itself: the
-// tool is the one whose action type it is, the arguments and digest are
-// its payload's. A decision record only points at candidates: one that is
-// not the record the gate wrote when it committed a gate action of this
-// trace (see [Gate.Execute]) is passed over, whatever its context says.
-func (g *Gate) PendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
-	return g.x.pendingApprovals(ctx, traceID)
-}
-
 // Controls returns the trace's run controls as recorded in the store (by
 // this gate or any other over it). Its cost is one indexed lookup for a
 // trace without controls, else one more for the mode and one per
@@ -128,7 +113,7 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 }
 
 // Restrict records c as the trace's run controls. Controls only tighten:
-// c must keep the trace's mode (or make it [ModeReadOnly]) and every tool
+// c must keep the trace's mode (or make it [SafetyReadOnly]) and every tool
 // the trace prohibits, else Restrict fails with a [*ControlsError]
 // ([ErrLoosened]) and records nothing; c equal to the trace's controls
 // records nothing either. An unknown mode or a tool the gate does not

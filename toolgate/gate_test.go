@@ -41,7 +41,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackb
 	if len(after) != before+1 {
 		t.Fatalf("%s stored %d records, want its decision record only", what, len(after)-before)
 	}
-	var dr *audit.Record
+	var dr *audit.Entry
 	for r := range d.g.Decisions(d.ctx, DecisionFilter{TraceID: c.TraceID}) {
 		if r.ID == res.DecisionID {
 			dr = &r
@@ -345,51 +345,53 @@ func TestNewChecks(t *testing.T) {
 		t.Bindings, t.Unbound = b, unbound
 		return t
 	}
-	fallback := kernel.WithActionSpecs(kernel.ActionSpec{Type: "call_a_human", SafeFallback: true})
+	fallback := []kernel.ActionSpec{{Type: "call_a_human", SafeFallback: true}}
+	refundDue := []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}
 	for _, tc := range []struct {
 		name string
-		opts []Option
+		cfg  Config
 		want error
 	}{
-		{"fine", []Option{WithTools(lookup, refund), WithContracts(Contract{"support", []string{"lookup_order"}})}, nil},
-		{"no tools", nil, nil},
-		{"tool type also a kernel spec", []Option{WithTools(lookup, refund),
-			WithKernel(kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}))}, ErrSpecMismatch},
-		{"tool type given as a kernel spec before", []Option{WithKernel(kernel.WithActionSpecs(kernel.ActionSpec{Type: "lookup_order", SafeFallback: true})),
-			WithTools(lookup)}, ErrSpecMismatch},
-		{"tool type is the fallback", []Option{WithTools(Tool{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect})}, ErrSpecMismatch},
-		{"fallback not registered", []Option{WithTools(lookup), WithFallback("call_a_human")}, ErrSpecMismatch},
-		{"fallback registered", []Option{WithTools(lookup), WithFallback("call_a_human"), WithKernel(fallback)}, nil},
-		{"fallback a tool's", []Option{WithTools(refund), WithFallback("issue_refund")}, ErrSpecMismatch},
-		{"fallback a read-only tool's", []Option{WithTools(lookup), WithFallback("lookup_order")}, ErrSpecMismatch},
-		{"bad kernel option", []Option{WithTools(lookup), WithKernel(kernel.WithMinConfidence(2))}, blackboard.ErrInvalidInput},
-		{"approval rule does not compile", []Option{WithTools(withApproval(refund, "amount >"))}, ErrInvalidTool},
-		{"approval rule not a bool", []Option{WithTools(withApproval(refund, "amount + 1"))}, ErrInvalidTool},
-		{"grounded tool declaring no bindings", []Option{WithTools(withBindings(refund, false))}, ErrInvalidTool},
-		{"grounded tool declared unbound", []Option{WithTools(withBindings(refund, true))}, nil},
-		{"bindings and unbound", []Option{WithTools(withBindings(refund, true, orderBindings...))}, ErrInvalidTool},
-		{"bindings on a read-only tool", []Option{WithTools(withBindings(lookup, false, orderBindings...))}, ErrInvalidTool},
-		{"binding without an operator", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Percept: "order"}))}, ErrInvalidTool},
-		{"binding of an undeclared argument", []Option{WithTools(withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost}))}, ErrInvalidTool},
-		{"binding without a percept", []Option{WithTools(withBindings(refund, false, Binding{Arg: "amount", Op: AtMost}))}, ErrInvalidTool},
-		{"no effect: caller-driven", []Option{WithTools(Tool{Unscoped: true, Name: "lookup_order", Result: "order"})}, nil},
-		{"no name", []Option{WithTools(Tool{Unscoped: true, Effect: effect})}, ErrInvalidTool},
-		{"twice", []Option{WithTools(lookup, lookup)}, ErrInvalidTool},
-		{"reserved property", []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`))}, ErrInvalidTool},
-		{"schema not an object", []Option{WithTools(withParams(lookup, `{"type":"array"}`))}, ErrInvalidTool},
-		{"unknown property type", []Option{WithTools(withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`))}, ErrInvalidTool},
-		{"undeclared required", []Option{WithTools(withParams(lookup, `{"type":"object","required":["x"]}`))}, ErrInvalidTool},
-		{"reserved result kind", []Option{WithTools(Tool{Unscoped: true, Name: "lookup_order", Result: KindAttempt, Effect: effect})}, ErrInvalidTool},
-		{"bad retry", []Option{WithTools(Tool{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}})}, ErrInvalidTool},
-		{"bad once-key", []Option{WithTools(withOnce(refund, &kernel.OnceKey{}))}, ErrInvalidConfig},
-		{"caller lists an unknown tool", []Option{WithTools(lookup), WithContracts(Contract{"support", []string{"issue_refund"}})}, ErrInvalidConfig},
-		{"caller twice", []Option{WithTools(lookup), WithContracts(Contract{"support", nil}, Contract{"support", nil})}, ErrInvalidConfig},
-		{"intent lists an unknown tool", []Option{WithTools(lookup), WithIntents(Intent{"refund", []string{"issue_refund"}})}, ErrInvalidConfig},
-		{"caller without a name", []Option{WithTools(lookup), WithContracts(Contract{"", nil})}, ErrInvalidConfig},
-		{"bad lease", []Option{WithTools(lookup), WithLease(0)}, ErrInvalidConfig},
+		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: []Contract{{"support", []string{"lookup_order"}}}}, nil},
+		{"no tools", Config{}, nil},
+		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrSpecMismatch},
+		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrSpecMismatch},
+		{"tool type is the fallback", Config{Tools: []Tool{{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect}}}, ErrSpecMismatch},
+		{"fallback not registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human"}, ErrSpecMismatch},
+		{"fallback registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human", Kernel: kernel.Config{ActionSpecs: fallback}}, nil},
+		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, ErrSpecMismatch},
+		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, ErrSpecMismatch},
+		{"bad kernel option", Config{Tools: []Tool{lookup}, Kernel: kernel.Config{MinConfidence: 2}}, blackboard.ErrInvalidInput},
+		{"approval rule does not compile", Config{Tools: []Tool{withApproval(refund, "amount >")}}, ErrInvalidTool},
+		{"approval rule not a bool", Config{Tools: []Tool{withApproval(refund, "amount + 1")}}, ErrInvalidTool},
+		{"grounded tool declaring no bindings", Config{Tools: []Tool{withBindings(refund, false)}}, ErrInvalidTool},
+		{"grounded tool declared unbound", Config{Tools: []Tool{withBindings(refund, true)}}, nil},
+		{"bindings and unbound", Config{Tools: []Tool{withBindings(refund, true, orderBindings...)}}, ErrInvalidTool},
+		{"bindings on a read-only tool", Config{Tools: []Tool{withBindings(lookup, false, orderBindings...)}}, ErrInvalidTool},
+		{"binding without an operator", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Percept: "order"})}}, ErrInvalidTool},
+		{"binding of an undeclared argument", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "total", Percept: "order", Op: AtMost})}}, ErrInvalidTool},
+		{"binding without a percept", Config{Tools: []Tool{withBindings(refund, false, Binding{Arg: "amount", Op: AtMost})}}, ErrInvalidTool},
+		{"no effect: caller-driven", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: "order"}}}, nil},
+		{"no name", Config{Tools: []Tool{{Unscoped: true, Effect: effect}}}, ErrInvalidTool},
+		{"twice", Config{Tools: []Tool{lookup, lookup}}, ErrInvalidTool},
+		{"reserved property", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"requires_beliefs":{"type":"array"}}}`)}}, ErrInvalidTool},
+		{"schema not an object", Config{Tools: []Tool{withParams(lookup, `{"type":"array"}`)}}, ErrInvalidTool},
+		{"unknown property type", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`)}}, ErrInvalidTool},
+		{"undeclared required", Config{Tools: []Tool{withParams(lookup, `{"type":"object","required":["x"]}`)}}, ErrInvalidTool},
+		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: KindAttempt, Effect: effect}}}, ErrInvalidTool},
+		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, ErrInvalidTool},
+		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, ErrInvalidTool},
+		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", []string{"issue_refund"}}}}, ErrInvalidConfig},
+		{"caller twice", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", nil}, {"support", nil}}}, ErrInvalidConfig},
+		{"intent lists an unknown tool", Config{Tools: []Tool{lookup}, Intents: []Intent{{"refund", []string{"issue_refund"}}}}, ErrInvalidConfig},
+		{"caller without a name", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"", nil}}}, ErrInvalidConfig},
+		{"bad lease", Config{Tools: []Tool{lookup}, Lease: -time.Second}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := New(context.Background(), tc.opts...)
+			if tc.cfg.Kernel.BeliefSpecs == nil {
+				tc.cfg.Kernel.BeliefSpecs = refundDue
+			}
+			g, err := New(context.Background(), tc.cfg)
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Errorf("New: %v, want %v", err, tc.want)
 			}
@@ -400,7 +402,7 @@ func TestNewChecks(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := New(ctx, WithTools(lookup)); !errors.Is(err, context.Canceled) {
+	if _, err := New(ctx, Config{Tools: []Tool{lookup}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
 }
@@ -417,14 +419,15 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	})
 	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}, Limit: 2}
 	s := memstore.New()
-	g, err := New(context.Background(), WithTools(tools...), WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk")))
+	g, err := New(context.Background(), Config{Kernel: kernel.Config{Store: s, Namespace: "desk",
+		BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}}, Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tools[1].Once.Fields[0] = "changed" // the gate keeps its own copy
 	k := g.Kernel()
 	if k.Namespace() != "desk" {
-		t.Errorf("namespace %q: the kernel options were not applied", k.Namespace())
+		t.Errorf("namespace %q: the kernel configuration was not applied", k.Namespace())
 	}
 	if s, ok := k.Spec("lookup_order"); !ok || !s.SafeFallback || !s.Repeatable || len(s.MinBeliefs) != 0 || s.Once != nil {
 		t.Errorf("read-only spec %+v, %v", s, ok)
@@ -442,7 +445,7 @@ func TestToolsRegisteredOnce(t *testing.T) {
 	if _, err := s.Get(context.Background(), "x"); errors.Is(err, blackboard.ErrClosed) {
 		t.Error("closing the gate closed a store the owner gave")
 	}
-	g, err = New(context.Background(), WithTools(tools[0]))
+	g, err = New(context.Background(), Config{Tools: []Tool{tools[0]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func governedAs(k *kernel.Kernel, name string) governed { return governed{k.Gove
 // on the stack.) It returns the decision and, when record is not nil, the
 // committed record (zero when refused): the kernel's copy, the gate's to
 // keep, so that the gate reads nothing to run what it has just committed.
-func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.Record) audit.Record) (kernel.Decision, blackboard.Record, error) {
+func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.Entry) audit.Entry) (kernel.Decision, blackboard.Record, error) {
 	if record == nil {
 		d, err := w.gov.Submit(ctx, w.name, e, nil)
 		return d, blackboard.Record{}, err
@@ -47,7 +47,7 @@ func (w governed) Submit(ctx context.Context, e kernel.Entry, record func(audit.
 // Write writes e as a tool named w.name, with its once-keys; record, when
 // not nil, builds the decision record that follows it from the record
 // written. It returns what was appended and a copy of the record written.
-func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackboard.Record) audit.Record) (wrote, error) {
+func (w governed) Write(ctx context.Context, e kernel.Entry, record func(blackboard.Record) audit.Entry) (wrote, error) {
 	var kept blackboard.Record
 	wr, err := w.gov.Write(ctx, w.name, e, func(rec blackboard.Record) ([]kernel.Follow, error) {
 		kept = rec // the kernel's copy, the gate's to keep

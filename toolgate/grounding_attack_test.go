@@ -87,8 +87,11 @@ func raceDesk(t *testing.T, store store.Store, shop *orderSystem) (*Gate, *atomi
 			shop.refundElsewhere(a.OrderID, a.Amount)
 			return map[string]any{"refunded": a.Amount}, nil
 		})
-	g, err := New(context.Background(), WithTools(lookup, refund), WithKernel(kernel.WithStore(store)),
-		WithContracts(Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := New(context.Background(), Config{
+		Kernel:    kernel.Config{Store: store},
+		Tools:     []Tool{lookup, refund},
+		Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,11 +54,10 @@ func (c *clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // setup is what a test may change about the desk before it is built.
 type setup struct {
-	tools      []Tool
-	contracts  []Contract
-	intents    []Intent
-	kernelOpts []kernel.Option
-	gateOpts   []Option
+	tools     []Tool
+	contracts []Contract
+	intents   []Intent
+	cfg       Config // the rest of the gate's configuration, and its kernel's
 }
 
 // desk is a gate over a kernel on one store, with a fake clock and effects
@@ -73,7 +72,7 @@ type desk struct {
 	analyst   *kernel.Planner // proposes beliefs
 	tools     []Tool          // as registered
 	contracts []Contract
-	kopts     []kernel.Option // the kernel's options, for another gate over the store
+	kcfg      kernel.Config // the kernel's configuration, for another gate over the store
 
 	mu     sync.Mutex
 	breaks string // why the test breaks the invariants on purpose ("": it does not)
@@ -140,10 +139,13 @@ func newDesk(t testing.TB, s store.Store, mods ...func(*setup)) *desk {
 	for _, m := range mods {
 		m(&su)
 	}
-	d.kopts = append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(d.clock.Now),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})}, su.kernelOpts...)
+	d.kcfg = su.cfg.Kernel
+	d.kcfg.Store, d.kcfg.Clock = s, d.clock.Now
+	d.kcfg.BeliefSpecs = append([]kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}, d.kcfg.BeliefSpecs...)
 	d.tools, d.contracts = su.tools, su.contracts
-	d.g = d.gate(append([]Option{WithTools(su.tools...), WithContracts(su.contracts...), WithIntents(su.intents...)}, su.gateOpts...)...)
+	cfg := su.cfg
+	cfg.Tools, cfg.Contracts, cfg.Intents = su.tools, su.contracts, su.intents
+	d.g = d.gate(cfg)
 	d.k = d.g.Kernel()
 	d.analyst = d.k.Planner("analyst")
 	d.checkAtEnd()
@@ -198,10 +200,11 @@ func (d *desk) unchecked(why string) {
 }
 
 // gate builds a gate over the desk's store, with the desk's kernel
-// options and opts, as another process would.
-func (d *desk) gate(opts ...Option) *Gate {
+// configuration and cfg's other fields, as another process would.
+func (d *desk) gate(cfg Config) *Gate {
 	d.t.Helper()
-	g, err := New(d.ctx, append([]Option{WithKernel(d.kopts...)}, opts...)...)
+	cfg.Kernel = d.kcfg
+	g, err := New(d.ctx, cfg)
 	if err != nil {
 		d.t.Fatalf("toolgate.New: %v", err)
 	}
@@ -285,7 +288,7 @@ func (d *desk) execute(actionID string) Result {
 func (d *desk) approve(trace, actionID, identity string, ttl time.Duration) blackboard.Record {
 	d.t.Helper()
 	digest := d.digest(actionID)
-	rec, err := d.g.Approver(identity).Approve(d.ctx, trace, actionID, digest, "ok", ttl)
+	rec, err := d.g.Approver(identity).Decide(d.ctx, Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: "ok", TTL: ttl})
 	if err != nil {
 		d.t.Fatalf("Approve: %v", err)
 	}
@@ -307,9 +310,9 @@ func (d *desk) digest(actionID string) string {
 }
 
 // decisions lists the gate's decision records that match f.
-func (d *desk) decisions(f DecisionFilter) []audit.Record {
+func (d *desk) decisions(f DecisionFilter) []audit.Entry {
 	d.t.Helper()
-	var out []audit.Record
+	var out []audit.Entry
 	for r, err := range d.g.Decisions(d.ctx, f) {
 		if err != nil {
 			d.t.Fatal(err)

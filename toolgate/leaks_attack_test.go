@@ -13,7 +13,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // withPatterns gives lookup_order's masked order_id a pattern and
@@ -114,7 +113,7 @@ func TestAttackOversizedArgument(t *testing.T) {
 }
 
 // decisionRecord reads one decision record by id.
-func (d *desk) decisionRecord(id string) audit.Record {
+func (d *desk) decisionRecord(id string) audit.Entry {
 	d.t.Helper()
 	for r, err := range d.g.Decisions(d.ctx, DecisionFilter{}) {
 		if err != nil {
@@ -125,7 +124,7 @@ func (d *desk) decisionRecord(id string) audit.Record {
 		}
 	}
 	d.t.Fatalf("no decision record %s", id)
-	return audit.Record{}
+	return audit.Entry{}
 }
 
 // logSink is a slog handler's output a test reads.
@@ -149,7 +148,7 @@ func (s *logSink) String() string {
 // withLog sends the kernel's log (and so the gate's) to sink.
 func withLog(sink *logSink) func(*setup) {
 	return func(su *setup) {
-		su.kernelOpts = append(su.kernelOpts, kernel.WithLogger(slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		su.cfg.Kernel.Logger = slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 }
 

@@ -81,8 +81,12 @@ func slowGate(t *testing.T, lease, delay time.Duration, log *effectLog, started 
 			return blackboard.Payload{"ok": true}, nil
 		}}
 	s := &slowStore{Store: memstore.New(), delay: delay}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(ping), toolgate.WithLease(lease), toolgate.WithKernel(kernel.WithStore(s)),
-		toolgate.WithContracts(toolgate.Contract{Name: "ops", Tools: []string{"ping"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel:    kernel.Config{Store: s},
+		Tools:     []toolgate.Tool{ping},
+		Lease:     lease,
+		Contracts: []toolgate.Contract{{Name: "ops", Tools: []string{"ping"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,39 +17,15 @@ import (
 // MaskPrefix begins every masked value the gate stores in place of a
 // [Tool.Masked] field: "masked:hmac-sha256:" and the unpadded URL-safe
 // base64 of HMAC-SHA256, under the mask key of the value's trace
-// ([WithMaskKey] or [WithMaskKeys]), of the value's canonical JSON.
+// ([Config.MaskKey] or [Config.MaskKeys]), of the value's canonical JSON.
 const MaskPrefix = "masked:hmac-sha256:"
 
 // MinMaskKey is the shortest mask key the gate accepts, in bytes: from
-// [WithMaskKey], or from a [Keyring] for one trace.
+// [Config.MaskKey], or from a [Keyring] for one trace.
 const MinMaskKey = 32
 
-// WithMaskKey sets one key of the keyed hash that stands in the store for
-// the values of the tools' masked fields ([Tool.Masked]), in every trace.
-// New refuses a tool that masks a field when no key is set (this or
-// [WithMaskKeys]), a key shorter than [MinMaskKey] bytes, and both
-// options at once. The key is copied. Destroying every copy of it erases
-// the masked values of every trace it hashed, at once (see the package
-// doc, "Masked fields"); [WithMaskKeys] erases one trace's.
-func WithMaskKey(key []byte) Option {
-	return func(c *config) { c.maskKey, c.maskKeySet = slices.Clone(key), true }
-}
-
-// WithMaskKeys makes the gate hash each trace's masked fields under that
-// trace's own key from ring, in the gate's kernel's namespace (gates of
-// different namespaces may share a ring and keep apart), so that erasing one trace's key ([Keys.Erase])
-// erases its masked values and no other trace's. New refuses a nil ring,
-// both this and [WithMaskKey], and a tool whose once-key ([Tool.Once])
-// reads a masked field: once-keys hold across traces, and the same value
-// hashes differently in each. A call in a trace whose key the ring cannot
-// give fails with the ring's error (an erased trace: [ErrMaskErased]) and
-// writes nothing.
-func WithMaskKeys(ring Keyring) Option {
-	return func(c *config) { c.maskRing, c.maskRingOn = ring, true }
-}
-
 // Keyring gives each trace of each namespace its own mask key, for
-// [WithMaskKeys]: the same trace id in two namespaces is two traces, and
+// [Config.MaskKeys]: the same trace id in two namespaces is two traces, and
 // has two keys. Key returns the key of traceID in namespace ("" is
 // [blackboard.DefaultNamespace]; the gate passes its kernel's), at least
 // [MinMaskKey] bytes, making and keeping one on a trace's first use; it
@@ -164,11 +140,11 @@ func IsMasked(v any) bool {
 // Mask returns v as the gate stores a masked field of that value in trace
 // traceID: what an observer records in a percept field of that trace that
 // a [Binding] compares with a masked argument (equal values give equal
-// masks under one key; under [WithMaskKeys], each trace has its own, in
+// masks under one key; under [Config.MaskKeys], each trace has its own, in
 // the gate's namespace). It
 // fails with [ErrInvalidConfig] when the gate has no mask key, with the
 // keyring's error when traceID has no key to give (an erased trace:
-// [ErrMaskErased]), and when v is not a JSON value. With [WithMaskKey]
+// [ErrMaskErased]), and when v is not a JSON value. With [Config.MaskKey]
 // the trace does not matter.
 func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) {
 	if g.mask == nil {

@@ -29,7 +29,7 @@ import (
 func withMaskKeys(ring Keyring) func(*setup) {
 	return func(su *setup) {
 		withMasking(su)
-		su.gateOpts = append(su.gateOpts[:len(su.gateOpts)-1], WithMaskKeys(ring))
+		su.cfg.MaskKey, su.cfg.MaskKeys = nil, ring
 	}
 }
 
@@ -220,7 +220,7 @@ func TestAttackMaskErase(t *testing.T) {
 			t.Errorf("A's key after reopening: %v, want ErrMaskErased", err)
 		}
 		d.g.Close()
-		d.g = d.gate(append([]Option{WithTools(d.tools...), WithContracts(d.contracts...)}, WithMaskKeys(ring2))...)
+		d.g = d.gate(Config{Tools: d.tools, Contracts: d.contracts, MaskKeys: ring2})
 		wantOutcome(t, "refund in B after reopening", d.refund("B", orderB, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
 		n = len(d.records())
 		args, _ := json.Marshal(map[string]any{"order_id": orderA, "amount": 1})
@@ -298,19 +298,21 @@ func TestMaskKeysBindPerTrace(t *testing.T) {
 // reads; one key for all traces keeps allowing them.
 func TestMaskKeysNewRefuses(t *testing.T) {
 	ctx := context.Background()
-	base := func(mods ...func(*setup)) []Option {
+	base := func(mods ...func(*setup)) Config {
 		su := setup{tools: deskTools(func(string) EffectFunc {
 			return func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
 		}), contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}}}
 		for _, m := range mods {
 			m(&su)
 		}
-		kopt := WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-		return append([]Option{WithTools(su.tools...), WithContracts(su.contracts...), kopt}, su.gateOpts...)
+		cfg := su.cfg
+		cfg.Kernel.BeliefSpecs = []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}
+		cfg.Tools, cfg.Contracts = su.tools, su.contracts
+		return cfg
 	}
-	try := func(what string, want error, opts []Option) {
+	try := func(what string, want error, cfg Config) {
 		t.Helper()
-		g, err := New(ctx, opts...)
+		g, err := New(ctx, cfg)
 		if !errors.Is(err, want) || (want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", what, err, want)
 		}
@@ -318,7 +320,9 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 			g.Close()
 		}
 	}
-	try("both options", ErrInvalidConfig, append(base(withMaskKeys(NewKeys())), WithMaskKey(testMaskKey)))
+	both := base(withMaskKeys(NewKeys()))
+	both.MaskKey = testMaskKey
+	try("both options", ErrInvalidConfig, both)
 	try("nil keyring", ErrInvalidConfig, base(withMaskKeys(nil)))
 	try("once-key on a masked argument", ErrInvalidTool, base(withMaskKeys(NewKeys()), withOnceKey))
 	onPercept := func(su *setup) {

@@ -37,9 +37,12 @@ func TestAttackMaskKeysAcrossNamespaces(t *testing.T) {
 		},
 	}
 	gate := func(ns string) *toolgate.Gate {
-		g, err := toolgate.New(ctx, toolgate.WithTools(send), toolgate.WithMaskKeys(ring),
-			toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace(ns)),
-			toolgate.WithContracts(toolgate.Contract{Name: "mailer", Tools: []string{"send_receipt"}}))
+		g, err := toolgate.New(ctx, toolgate.Config{
+			Kernel:    kernel.Config{Store: s, Namespace: ns},
+			Tools:     []toolgate.Tool{send},
+			MaskKeys:  ring,
+			Contracts: []toolgate.Contract{{Name: "mailer", Tools: []string{"send_receipt"}}},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,7 @@ func withMasking(su *setup) {
 			su.tools[i].Masked = []string{"order_id", "refund_id"}
 		}
 	}
-	su.gateOpts = append(su.gateOpts, WithMaskKey(testMaskKey))
+	su.cfg.MaskKey = testMaskKey
 }
 
 // noSecret fails the test if any record of the store, in its JSON form,
@@ -197,7 +197,7 @@ func TestMaskedBinding(t *testing.T) {
 				su.tools[i].Masked = []string{"order_id"} // lookup_order's output is not masked
 			}
 		}
-		su.gateOpts = append(su.gateOpts, WithMaskKey(testMaskKey))
+		su.cfg.MaskKey = testMaskKey
 	})
 }
 
@@ -229,20 +229,26 @@ func TestMaskedNewRefuses(t *testing.T) {
 		return func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }
 	})
 	tools[1].Masked = []string{"order_id"}
-	contracts := WithContracts(Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}})
-	kopt := WithKernel(kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}}))
-	if _, err := New(ctx, WithTools(tools...), contracts, kopt); !errors.Is(err, ErrInvalidConfig) {
+	cfg := func(key []byte) Config {
+		return Config{
+			Kernel:    kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+			Tools:     tools,
+			Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+			MaskKey:   key,
+		}
+	}
+	if _, err := New(ctx, cfg(nil)); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("no key: %v, want ErrInvalidConfig", err)
 	}
-	if _, err := New(ctx, WithTools(tools...), contracts, kopt, WithMaskKey([]byte("short"))); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := New(ctx, cfg([]byte("short"))); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("short key: %v, want ErrInvalidConfig", err)
 	}
 	tools[1].Masked = []string{"amount"} // bound AtMost
-	if _, err := New(ctx, WithTools(tools...), contracts, kopt, WithMaskKey(testMaskKey)); !errors.Is(err, ErrInvalidTool) {
+	if _, err := New(ctx, cfg(testMaskKey)); !errors.Is(err, ErrInvalidTool) {
 		t.Errorf("at_most on a masked argument: %v, want ErrInvalidTool", err)
 	}
 	tools[1].Masked = []string{"order_id"}
-	g, err := New(ctx, WithTools(tools...), contracts, kopt, WithMaskKey(testMaskKey))
+	g, err := New(ctx, cfg(testMaskKey))
 	if err != nil {
 		t.Fatalf("with a key: %v", err)
 	}
@@ -306,8 +312,7 @@ func TestMaskedNotInSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	d := newDesk(t, memstore.New(), withMasking, func(su *setup) {
-		su.gateOpts = append(su.gateOpts, WithTracerProvider(tp))
-		su.kernelOpts = append(su.kernelOpts, kernel.WithTracerProvider(tp))
+		su.cfg.Kernel.TracerProvider = tp
 	})
 	wait := d.pendingRefund("t", secretOrder, 700)
 	d.approve("t", wait.ActionID, "alice", time.Hour)

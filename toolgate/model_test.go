@@ -404,9 +404,12 @@ func (p *modelProc) tools() []toolgate.Tool {
 
 // open builds the life's gate over st, its clock offset ahead.
 func (p *modelProc) open(ctx context.Context, st store.Store, offset time.Duration) error {
-	g, err := toolgate.New(ctx, toolgate.WithTools(p.tools()...), toolgate.WithLease(modelLease),
-		toolgate.WithKernel(kernel.WithStore(st), kernel.WithClock(func() time.Time { return time.Now().Add(offset) })),
-		toolgate.WithContracts(toolgate.Contract{Name: modelCaller, Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: st, Clock: func() time.Time { return time.Now().Add(offset) }},
+		Tools:     p.tools(),
+		Lease:     modelLease,
+		Contracts: []toolgate.Contract{{Name: modelCaller, Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	p.gate = g
 	return err
 }
@@ -648,10 +651,10 @@ func (p *modelProc) call(ctx context.Context, trace, tool string, args map[strin
 // decide approves or denies an action that waits in the trace, as the
 // approver, and mostly executes it then.
 func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
-	pending, err := p.gate.PendingApprovals(ctx, trace)
+	pending, err := p.gate.Pending(ctx, trace)
 	if err != nil {
 		if !p.isDead() {
-			p.errorf("PendingApprovals %s: %v", trace, err)
+			p.errorf("Pending %s: %v", trace, err)
 		}
 		return
 	}
@@ -663,11 +666,11 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 	p.hostileApproval(ctx, w, true)
 	a := p.gate.Approver(modelApprover)
 	deny := rng.Float64() < 0.25
-	decide, ev := a.Approve, "approve"
+	v, ev := audit.Approved, "approve"
 	if deny {
-		decide, ev = a.Deny, "deny"
+		v, ev = audit.Denied, "deny"
 	}
-	rec, err := decide(ctx, w.TraceID, w.ActionID, w.Digest, "model", time.Hour)
+	rec, err := a.Decide(ctx, toolgate.Answer{TraceID: w.TraceID, ActionID: w.ActionID, Digest: w.Digest, Verdict: v, Note: "model"})
 	switch {
 	case errors.Is(err, toolgate.ErrDecided), errors.Is(err, kernel.ErrInvalidReference):
 		// Decided by another approver first, or no longer waiting.
@@ -703,7 +706,7 @@ func (p *modelProc) hostileApproval(ctx context.Context, w toolgate.Pending, byC
 	} else {
 		approver, want, what = p.gate.Approver(modelCaller), blackboard.ErrPermission, "by the action's own caller"
 	}
-	rec, err := approver.Approve(ctx, w.TraceID, w.ActionID, digest, "hostile", time.Hour)
+	rec, err := approver.Decide(ctx, toolgate.Answer{TraceID: w.TraceID, ActionID: w.ActionID, Digest: digest, Verdict: audit.Approved, Note: "hostile"})
 	switch {
 	case errors.Is(err, want), errors.Is(err, toolgate.ErrDecided), errors.Is(err, kernel.ErrInvalidReference):
 	case err == nil:
@@ -946,8 +949,8 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 			}
 		}
 	}
-	commits := map[string]audit.Record{} // the commit decision of each action
-	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Filter{}) {
+	commits := map[string]audit.Entry{} // the commit decision of each action
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1081,7 +1084,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 // observation of its order in its trace, refundable: of the lookups of that
 // order recorded in the trace before the refund's commit decision, the
 // latest read the order refundable in the world.
-func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record, commits map[string]audit.Record,
+func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record, commits map[string]audit.Entry,
 	byAction map[string][]ledgerEvent, action string) {
 	act, ok := recs[action]
 	if !ok {
@@ -1357,7 +1360,7 @@ func testModelRecheckRetires(t *testing.T) {
 		t.Fatalf("refund of %s above the limit: %s %s, want it to wait", order, waits.Outcome, waits.Code)
 	}
 	p.modelCall(ctx, "t", "lookup_order", lookup)
-	if _, err := p.gate.Approver(modelApprover).Approve(ctx, "t", waits.ActionID, waits.ArgsDigest, "ok", time.Hour); err != nil {
+	if _, err := p.gate.Approver(modelApprover).Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: waits.ActionID, Digest: waits.ArgsDigest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := p.gate.Execute(ctx, waits.ActionID)

@@ -58,7 +58,7 @@ func init() {
 		mutant.Def{Name: "toolgate.approval_digest", Check: "an approval or denial binds the digest of the action's committed arguments: another digest is refused (ErrInvalidInput) and nothing is recorded or run", On: &mutApprovalDigest},
 		mutant.Def{Name: "toolgate.approver_caller", Check: "an approver named as the gate caller that proposed the action (its writer is caller:NAME) cannot decide it (ErrPermission), whether through Approve, bk approve or bk serve", On: &mutApproverCaller,
 			Also: []string{"github.com/blackboardkernel/bk/internal/inspect", "github.com/blackboardkernel/bk/inspect/console"}},
-		mutant.Def{Name: "toolgate.approver_view", Check: "PendingApprovals shows a committed action of the gate's, its tool and arguments read from the action itself, never from a decision record's context", On: &mutApproverView},
+		mutant.Def{Name: "toolgate.approver_view", Check: "Pending shows a committed action of the gate's, its tool and arguments read from the action itself, never from a decision record's context", On: &mutApproverView},
 		mutant.Def{Name: "toolgate.arg_binding", On: &mutArgBinding,
 			Check: "a call's arguments follow from the observations its grounding rests on, as the tool's bindings say (ARGUMENT_NOT_BOUND)"},
 		mutant.Def{Name: "toolgate.arg_binding_committed", On: &mutBindCommitted,

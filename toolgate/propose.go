@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -43,7 +44,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		}
 		cc[keyContext] = c.Context
 		if c.span != nil {
-			c.span.SetAttributes(attribute.String(AttrContext, c.Context))
+			c.span.SetAttributes(attribute.String(telemetry.AttrContext, c.Context))
 		}
 	}
 	if c.RetryKey != "" && retryKeyOnce() {
@@ -156,7 +157,7 @@ func (x *executor) propose(ctx context.Context, c Call) (Result, *job, error) {
 		keys = []string{retryOnceKey(c.TraceID, c.RetryKey)}
 	}
 	d, act, err := r.planner.Submit(ctx, kernel.Entry{TraceID: c.TraceID, Slot: blackboard.Actions, Kind: e.action(), Payload: payload, OnceKeys: keys},
-		func(dr audit.Record) audit.Record {
+		func(dr audit.Entry) audit.Entry {
 			if need && dr.Outcome == audit.OutcomeCommitted {
 				dr.Outcome = audit.OutcomePendingApproval
 			}

@@ -24,7 +24,7 @@ func (x *executor) recoverAll(ctx context.Context) ([]Result, error) {
 	// ran (refused, escalated) is still visited: its retirement or its
 	// fallback may be missing.
 	finished := map[string]bool{}
-	for d, err := range audit.List(ctx, x.reader, audit.Filter{}) {
+	for d, err := range audit.List(ctx, x.reader, audit.Query{}) {
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +69,7 @@ func (x *executor) recoverAll(ctx context.Context) ([]Result, error) {
 // written with, and its outcome: d is about a percept of the gate's (the
 // result: executed, failed, escalated or refused for good), whose first
 // input is the action. Only the gate's governor writes decision records.
-func (x *executor) resultBy(d audit.Record) (string, audit.Outcome, bool) {
+func (x *executor) resultBy(d audit.Entry) (string, audit.Outcome, bool) {
 	if len(d.EvidenceRefs) == 0 || !strings.HasPrefix(d.Subject, blackboard.Percepts.String()+":") {
 		return "", "", false
 	}
@@ -87,7 +87,7 @@ func (x *executor) resultBy(d audit.Record) (string, audit.Outcome, bool) {
 
 // finishedBy returns the action whose effect's result (executed or
 // failed: [executor.finish]) the decision record d was written with.
-func (x *executor) finishedBy(d audit.Record) (string, bool) {
+func (x *executor) finishedBy(d audit.Entry) (string, bool) {
 	id, outcome, ok := x.resultBy(d)
 	return id, ok && (outcome == audit.OutcomeExecuted || outcome == audit.OutcomeFailed)
 }
@@ -148,32 +148,14 @@ func (x *executor) recoverFallback(ctx context.Context, j *job, resultID string)
 	return res, true, err
 }
 
-// Pending is a committed action that waits for an approver: what the
-// approver needs to decide it with an [Approver].
-type Pending struct {
-	ActionID string // the committed action, to approve
-	TraceID  string // its trace, to approve in
-	Tool     string // the tool called
-	// Caller is the caller that made the call; its writer ([CallerWriter]) may
-	// not approve it.
-	Caller string
-	CallID string // the framework's call id, when it gave one
-	// Args are the committed arguments; Digest their [ArgsDigest],
-	// which an approval binds.
-	Args   blackboard.Payload
-	Digest string
-	// Reason says why the call needs approval: "always", or the rule.
-	Reason string
-}
-
-// pendingApprovals is [Gate.PendingApprovals].
+// pendingApprovals lists what [Gate.Pending] lists, without the latest answers.
 func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]Pending, error) {
 	// One pass: the actions that waited, and those with a result, known by
 	// the decision record written with it, so that an action approved and
 	// done long ago costs nothing more to pass over.
-	var recs []audit.Record
+	var recs []audit.Entry
 	done := map[string]bool{}
-	for d, err := range audit.List(ctx, x.reader, audit.Filter{TraceID: traceID}) {
+	for d, err := range audit.List(ctx, x.reader, audit.Query{TraceID: traceID}) {
 		if err != nil {
 			return nil, err
 		}
@@ -227,7 +209,7 @@ func (x *executor) pendingApprovals(ctx context.Context, traceID string) ([]Pend
 // pendingAction returns the committed action a pending-approval decision
 // record is about, its tool and the gate's commit record for it; ok is
 // false when d is not that record of a gate action of the trace.
-func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.Record) (act blackboard.Record, e *entry, gd audit.Record, ok bool, err error) {
+func (x *executor) pendingAction(ctx context.Context, traceID string, d audit.Entry) (act blackboard.Record, e *entry, gd audit.Entry, ok bool, err error) {
 	if !approverViewFromAction() {
 		tool, _ := d.Context["tool"].(string)
 		if e = x.g.tools[tool]; e == nil || d.Kind != e.action() {

@@ -89,13 +89,13 @@ func (x *executor) refuse(ctx context.Context, traceID string, e *entry, tool st
 	if kind == "" {
 		kind = "unnamed_tool"
 	}
-	dr, err := audit.Append(ctx, x.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
+	dr, err := audit.Append(ctx, x.planner.gov, audit.Entry{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 		Code: code, Detail: detail, Context: cc})
 	if d, smaller, ok := shrunk(err, detail, cc); ok {
 		// Over the store's size limit (arguments near it, kept in the
 		// context): recorded with their size and digest instead.
 		detail = d
-		dr, err = audit.Append(ctx, x.planner.gov, audit.Record{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
+		dr, err = audit.Append(ctx, x.planner.gov, audit.Entry{TraceID: traceID, Kind: kind, Outcome: audit.OutcomeRefused,
 			Code: code, Detail: detail, Context: smaller})
 	}
 	if err != nil {

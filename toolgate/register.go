@@ -12,34 +12,34 @@ import (
 
 // register checks a tool and compiles what the gate needs of it.
 func (g *Gate) register(t Tool) (*entry, error) {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: tool %q: %s", ErrInvalidTool, t.Name, fmt.Sprintf(format, a...))
+	bad := func(field, format string, a ...any) error {
+		return &ConfigError{Tool: t.Name, Field: field, Problem: fmt.Sprintf(format, a...), Err: ErrInvalidTool}
 	}
 	if err := checkToolName(t.Name); err != nil {
-		return nil, fmt.Errorf("%w: tool %s: %v", ErrInvalidTool, escapedTool(t.Name), err)
+		return nil, bad("Name", "%v", err)
 	}
 	if g.tools[t.Name] != nil {
-		return nil, bad("registered twice")
+		return nil, bad("Name", "registered twice")
 	}
 	if t.defErr != nil {
-		return nil, bad("%v", t.defErr)
+		return nil, bad("Definition", "%v", t.defErr)
 	}
 	if g.byAction[t.action()] != nil {
-		return nil, bad("action type %q is another tool's", t.action())
+		return nil, bad("Action", "action type %q is another tool's", t.action())
 	}
 	switch rk := t.resultKind(); rk {
 	case KindAttempt, KindFailed, KindEscalated, audit.Kind, audit.KindApproval:
-		return nil, bad("result kind %q is reserved", rk)
+		return nil, bad("Result", "result kind %q is reserved", rk)
 	}
 	if slices.Contains(t.Requires, "") {
-		return nil, bad("empty belief kind in Requires")
+		return nil, bad("Requires", "empty belief kind in Requires")
 	}
 	if t.ResultTTL < 0 || t.ResultTTL > blackboard.MaxTTL {
-		return nil, bad("result TTL %v", t.ResultTTL)
+		return nil, bad("ResultTTL", "result TTL %v", t.ResultTTL)
 	}
 	r := t.Retry.withDefaults()
 	if r.MaxAttempts < 1 || r.Backoff < 0 || r.MaxBackoff < r.Backoff {
-		return nil, bad("retry policy %+v", t.Retry)
+		return nil, bad("Retry", "retry policy %+v", t.Retry)
 	}
 	t.Retry = r
 	t.Requires = slices.Clone(t.Requires)
@@ -51,39 +51,42 @@ func (g *Gate) register(t Tool) (*entry, error) {
 	t.Parameters = params
 	s, err := parseSchema(params)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("Parameters", "%v", err)
 	}
 	pol, err := compilePolicy(t.Approval, s)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("Approval", "%v", err)
 	}
 	if err := checkBindings(&t, s); err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("Bindings", "%v", err)
 	}
 	if err := checkMasked(&t); err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("Masked", "%v", err)
 	}
 	if err := checkScope(&t, s); err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("Scope", "%v", err)
 	}
 	t.Scope = maps.Clone(t.Scope)
 	t.Masked = slices.Clone(t.Masked)
 	t.Bindings = slices.Clone(t.Bindings)
+	if o := t.Once; o != nil && (len(o.Fields) == 0 || slices.Contains(o.Fields, "") || o.Limit < 0) {
+		return nil, bad("Once", "a once-key needs non-empty fields and a limit of zero or more")
+	}
 	if t.Once != nil {
 		o := *t.Once
 		o.Fields = slices.Clone(o.Fields)
 		t.Once = &o
-		for _, f := range o.Fields {
+		for i, f := range o.Fields {
 			// A misspelt field would leave every call without its key
 			// (ONCE_KEY_MISSING): refuse it here instead.
 			if _, declared := s.props[f]; o.Percept == "" && !declared && len(s.props) > 0 {
-				return nil, bad("once-key field %q is not a declared argument", f)
+				return nil, bad(fmt.Sprintf("Once.Fields[%d]", i), "once-key field %q is not a declared argument: every call would lack its key (ONCE_KEY_MISSING)", f)
 			}
 		}
 	}
 	derives, err := compileDerives(t.Derives)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("Derives", "%v", err)
 	}
 	t.Derives = slices.Clone(t.Derives)
 	requires := slices.Clone(t.Requires)

@@ -14,7 +14,7 @@ import (
 func (d *desk) approvalsOf(trace, actionID string) int {
 	d.t.Helper()
 	n := 0
-	for _, err := range d.g.Approvals(d.ctx, trace, actionID) {
+	for _, err := range d.g.approvals(d.ctx, trace, actionID) {
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func TestResolveApproveRunsOnce(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		alice := d.g.Approver("human:alice")
-		res, err := alice.Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Approved, "checked the order")
+		res, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: "checked the order"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestResolveApproveRunsOnce(t *testing.T) {
 		again := make([]Result, 3)
 		for i := range again {
 			wg.Go(func() {
-				r, err := alice.Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Approved, "")
+				r, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
 				if err != nil {
 					t.Error(err)
 				}
@@ -75,7 +75,7 @@ func TestResolveDenyEscalates(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		bob := d.g.Approver("human:bob")
-		res, err := bob.Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Denied, "customer is abusing refunds")
+		res, err := bob.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "customer is abusing refunds"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,12 +83,12 @@ func TestResolveDenyEscalates(t *testing.T) {
 		if res.RootCause.Detail != "customer is abusing refunds" {
 			t.Errorf("root cause %+v, want the denial's note", res.RootCause)
 		}
-		again, err := bob.Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Denied, "")
+		again, err := bob.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: ""})
 		if err != nil || again.Code != CodeApprovalDenied || again.FallbackID != res.FallbackID {
 			t.Errorf("retried denial %+v %v, want %+v", again, err, res)
 		}
 		// Approving after the escalation records nothing and runs nothing.
-		late, err := d.g.Approver("human:carol").Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Approved, "")
+		late, err := d.g.Approver("human:carol").Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
 		if err != nil || late.Code != CodeApprovalDenied {
 			t.Errorf("approval after the escalation %+v %v", late, err)
 		}
@@ -111,8 +111,8 @@ func TestAttackResolveStaleDigest(t *testing.T) {
 			t.Fatal(err)
 		}
 		alice := d.g.Approver("human:alice")
-		for _, decision := range []string{audit.Approved, audit.Denied} {
-			if res, err := alice.Resolve(d.ctx, "t", wait.ActionID, shown, decision, ""); !errors.Is(err, blackboard.ErrInvalidInput) || res.Outcome != "" {
+		for _, decision := range []audit.Verdict{audit.Approved, audit.Denied} {
+			if res, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: shown, Verdict: decision, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) || res.Outcome != "" {
 				t.Errorf("%s with a stale digest: %+v %v, want ErrInvalidInput", decision, res, err)
 			}
 		}
@@ -124,10 +124,10 @@ func TestAttackResolveStaleDigest(t *testing.T) {
 		}
 		wantOutcome(t, "execute after a stale digest", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
 		// The digest shown runs it; a stale one on a retry is still refused.
-		if res, err := alice.Resolve(d.ctx, "t", wait.ActionID, d.digest(wait.ActionID), audit.Approved, ""); err != nil || res.Outcome != audit.OutcomeExecuted {
+		if res, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""}); err != nil || res.Outcome != audit.OutcomeExecuted {
 			t.Fatalf("resolve: %+v %v", res, err)
 		}
-		if _, err := alice.Resolve(d.ctx, "t", wait.ActionID, shown, audit.Approved, ""); !errors.Is(err, blackboard.ErrInvalidInput) {
+		if _, err := alice.Resolve(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: shown, Verdict: audit.Approved, Note: ""}); !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("retry with a stale digest: %v, want ErrInvalidInput", err)
 		}
 	})
@@ -144,7 +144,7 @@ func TestResolveChecks(t *testing.T) {
 			name          string
 			approver      string
 			trace, action string
-			decision      string
+			decision      audit.Verdict
 			want          error
 		}{
 			{"unknown decision", "human:alice", "t", wait.ActionID, "maybe", blackboard.ErrInvalidInput},
@@ -153,7 +153,7 @@ func TestResolveChecks(t *testing.T) {
 			{"another trace", "human:alice", "other", wait.ActionID, audit.Approved, kernel.ErrInvalidReference},
 			{"no action", "human:alice", "t", "actions:t:nope", audit.Approved, kernel.ErrInvalidReference},
 		} {
-			if _, err := d.g.Approver(c.approver).Resolve(d.ctx, c.trace, c.action, digest, c.decision, ""); !errors.Is(err, c.want) {
+			if _, err := d.g.Approver(c.approver).Resolve(d.ctx, Answer{TraceID: c.trace, ActionID: c.action, Digest: digest, Verdict: c.decision, Note: ""}); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			}
 		}

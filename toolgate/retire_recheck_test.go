@@ -33,7 +33,7 @@ func TestAttackRecheckRefusalFreesOnceKey(t *testing.T) {
 		}, blackboard.CodeSupersededEvidence},
 		// The run controls' refusal claims the first attempt's key too.
 		{"read-only trace", func(t *testing.T, d *desk) {
-			if err := d.g.Restrict(d.ctx, "t1", Controls{Mode: ModeReadOnly}); err != nil {
+			if err := d.g.Restrict(d.ctx, "t1", Controls{Safety: SafetyReadOnly}); err != nil {
 				t.Fatal(err)
 			}
 		}, CodeReadOnlyMode},

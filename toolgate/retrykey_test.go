@@ -38,7 +38,7 @@ func TestRetryKeyReplaysTheResult(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		first := d.keyed(d.g, "k1", "support", "lookup_order", `{"order_id":"A1"}`)
 		wantOutcome(t, "first", first, audit.OutcomeExecuted, CodeEffectSucceeded)
-		for i, g := range []*Gate{d.g, d.gate(WithTools(d.tools...), WithContracts(d.contracts...))} {
+		for i, g := range []*Gate{d.g, d.gate(Config{Tools: d.tools, Contracts: d.contracts})} {
 			again := d.keyed(g, "k1", "support", "lookup_order", `{"order_id":"A1"}`)
 			if again.Outcome != first.Outcome || again.ActionID != first.ActionID || again.DecisionID != first.DecisionID || again.Output["order_id"] != "A1" {
 				t.Errorf("retry %d: %+v, want the first call's %+v", i, again, first)
@@ -154,7 +154,7 @@ func TestRetryKeyWhileRunning(t *testing.T) {
 // action, one effect, the same result for all.
 func TestRetryKeyConcurrent(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
-		other := d.gate(WithTools(d.tools...), WithContracts(d.contracts...))
+		other := d.gate(Config{Tools: d.tools, Contracts: d.contracts})
 		const n = 6
 		results := make([]Result, n)
 		var wg sync.WaitGroup

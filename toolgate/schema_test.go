@@ -79,7 +79,7 @@ func TestSchemaRefused(t *testing.T) {
 		`{"type":"object","properties":{"requires_beliefs":{}}}`,
 		`{"type":"object",`,
 	} {
-		g, err := New(context.Background(), WithTools(Tool{Unscoped: true, Name: "a", Parameters: json.RawMessage(raw), Effect: noop}))
+		g, err := New(context.Background(), Config{Tools: []Tool{{Unscoped: true, Name: "a", Parameters: json.RawMessage(raw), Effect: noop}}})
 		if !errors.Is(err, ErrInvalidTool) {
 			t.Errorf("%s: %v, want ErrInvalidTool", raw, err)
 		}
@@ -94,9 +94,11 @@ func TestSchemaRefused(t *testing.T) {
 // it; in bounds, the call runs.
 func TestSchemaCallRefused(t *testing.T) {
 	ran := 0
-	g, err := New(context.Background(), WithTools(Tool{Unscoped: true, Name: "ship", Parameters: json.RawMessage(richSchema),
-		Effect: func(context.Context, Invocation) (blackboard.Payload, error) { ran++; return blackboard.Payload{}, nil }}),
-		WithContracts(Contract{Name: "support", Tools: []string{"ship"}}))
+	g, err := New(context.Background(), Config{
+		Tools: []Tool{{Unscoped: true, Name: "ship", Parameters: json.RawMessage(richSchema),
+			Effect: func(context.Context, Invocation) (blackboard.Payload, error) { ran++; return blackboard.Payload{}, nil }}},
+		Contracts: []Contract{{Name: "support", Tools: []string{"ship"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestSchemaCallRefused(t *testing.T) {
 	if res.Code != CodeInvalidArguments || !strings.Contains(res.Hint, `"amount"`) || ran != 0 {
 		t.Fatalf("%+v (ran %d)", res, ran)
 	}
-	var rec audit.Record
+	var rec audit.Entry
 	for d, err := range g.Decisions(context.Background(), DecisionFilter{TraceID: "t"}) {
 		if err != nil {
 			t.Fatal(err)

@@ -30,33 +30,33 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 	d := &scopeDesk{s: memstore.New(), refunds: map[string]*atomic.Int32{"ord_1": {}, "ord_3": {}}}
 	orders := map[string]float64{"ord_1": 40, "ord_3": 90}
 	orderSchema := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`)
-	g, err := toolgate.New(t.Context(),
-		toolgate.WithTools(
-			toolgate.Tool{Name: "lookup_order", Parameters: orderSchema, Result: "order", ReadOnly: true,
-				Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-					id, _ := inv.Args.String("order_id")
-					return blackboard.Payload{"order_id": id, "amount": orders[id]}, nil
-				}},
-			toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-				Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
-				Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-				Scope:      map[string]string{"order_id": "order"}, Once: toolgate.OnceBy("order_id"),
-				Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-					id, _ := inv.Args.String("order_id")
-					d.refunds[id].Add(1)
-					return blackboard.Payload{"refunded": id}, nil
-				}},
-			toolgate.Tool{Name: "note_customer", Result: "note", Scope: map[string]string{"customer": toolgate.ScopePrincipal},
-				Parameters: json.RawMessage(`{"type":"object","properties":{"customer":{"type":"string"},"text":{"type":"string"}},"required":["customer"]}`),
-				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
-					return blackboard.Payload{"sent": true}, nil
-				}},
-			toolgate.Tool{Name: "escalate", Result: "escalation", Unscoped: true,
-				Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
-					return blackboard.Payload{"queued": true}, nil
-				}}),
-		toolgate.WithKernel(kernel.WithStore(d.s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup_order", "issue_refund", "note_customer", "escalate"}}))
+	g, err := toolgate.New(t.Context(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       d.s,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools: []toolgate.Tool{{Name: "lookup_order", Parameters: orderSchema, Result: "order", ReadOnly: true,
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				id, _ := inv.Args.String("order_id")
+				return blackboard.Payload{"order_id": id, "amount": orders[id]}, nil
+			}}, {Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
+			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
+			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
+			Scope:      map[string]string{"order_id": "order"}, Once: toolgate.OnceBy("order_id"),
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				id, _ := inv.Args.String("order_id")
+				d.refunds[id].Add(1)
+				return blackboard.Payload{"refunded": id}, nil
+			}}, {Name: "note_customer", Result: "note", Scope: map[string]string{"customer": toolgate.ScopePrincipal},
+			Parameters: json.RawMessage(`{"type":"object","properties":{"customer":{"type":"string"},"text":{"type":"string"}},"required":["customer"]}`),
+			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"sent": true}, nil
+			}}, {Name: "escalate", Result: "escalation", Unscoped: true,
+			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"queued": true}, nil
+			}}},
+		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup_order", "issue_refund", "note_customer", "escalate"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +163,8 @@ func TestScopeDecidedByKernel(t *testing.T) {
 // An effectful tool that says nothing of the request is refused by New,
 // naming the tool: scope is declared or explicitly waived.
 func TestAttackUndeclaredScope(t *testing.T) {
-	_, err := toolgate.New(t.Context(), toolgate.WithTools(toolgate.Tool{Name: "wire_money",
-		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) { return nil, nil }}))
+	_, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{{Name: "wire_money",
+		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) { return nil, nil }}}})
 	if !errors.Is(err, toolgate.ErrInvalidTool) || !strings.Contains(err.Error(), "wire_money") {
 		t.Fatalf("New of an effectful tool without Scope or Unscoped: %v, want ErrInvalidTool naming it", err)
 	}
@@ -173,7 +173,7 @@ func TestAttackUndeclaredScope(t *testing.T) {
 		"undeclared arg": {Name: "a", Parameters: json.RawMessage(`{"type":"object","properties":{"y":{"type":"string"}}}`), Scope: map[string]string{"x": "order"}},
 		"empty type":     {Name: "a", Scope: map[string]string{"x": ""}},
 	} {
-		if _, err := toolgate.New(t.Context(), toolgate.WithTools(tool)); !errors.Is(err, toolgate.ErrInvalidTool) {
+		if _, err := toolgate.New(t.Context(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidTool) {
 			t.Errorf("%s: %v, want ErrInvalidTool", name, err)
 		}
 	}

@@ -133,7 +133,7 @@ func (g *Gate) Policy() Policy {
 func (g *Gate) PolicyHash() string { return g.policyHash }
 
 // snapshot builds the gate's policy snapshot from what New registered.
-func (g *Gate) snapshot(c *config) Policy {
+func (g *Gate) snapshot(c Config) Policy {
 	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
 	for _, e := range g.order {
 		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
@@ -153,11 +153,11 @@ func (g *Gate) snapshot(c *config) Policy {
 		slices.Sort(s)
 		return slices.Compact(s)
 	}
-	for _, r := range c.contracts {
+	for _, r := range c.Contracts {
 		p.Contracts = append(p.Contracts, Contract{Name: r.Name, Tools: sorted(r.Tools)})
 	}
 	slices.SortFunc(p.Contracts, func(a, b Contract) int { return cmp.Compare(a.Name, b.Name) })
-	for _, in := range c.intents {
+	for _, in := range c.Intents {
 		p.Intents = append(p.Intents, Intent{Name: in.Name, Tools: sorted(in.Tools)})
 	}
 	slices.SortFunc(p.Intents, func(a, b Intent) int { return cmp.Compare(a.Name, b.Name) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/blackboardkernel/bk/internal/telemetry"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestPolicySnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	opaque := kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} })
-	withValidators := func(su *setup) { su.kernelOpts = append(su.kernelOpts, kernel.WithValidators(rs, opaque)) }
+	withValidators := func(su *setup) { su.cfg.Kernel.Validators = append(su.cfg.Kernel.Validators, rs, opaque) }
 	onStores(t, func(t *testing.T, d *desk) {
 		p := d.g.Policy()
 		if len(p.Tools) != 3 || p.Tools[1].Name != "issue_refund" || p.Tools[1].Approval == nil || p.Tools[1].Approval.When != "amount > 500" ||
@@ -64,12 +65,12 @@ func TestPolicySnapshot(t *testing.T) {
 			t.Errorf("recorded policy hashes %q, %v", back.Hash(), err)
 		}
 		// A restart with the same policy, contracts in another order.
-		g2 := d.gate(WithTools(d.tools...), WithContracts(d.contracts[1], d.contracts[0]))
+		g2 := d.gate(Config{Tools: d.tools, Contracts: []Contract{d.contracts[1], d.contracts[0]}})
 		if g2.PolicyHash() != h || len(d.policyRecords()) != 1 || g2.PolicyRecord() != recs[0].ID {
 			t.Errorf("restart: hash %q, %d records", g2.PolicyHash(), len(d.policyRecords()))
 		}
 		// A changed policy is a second record.
-		g3 := d.gate(WithTools(d.tools...), WithContracts(Contract{Name: "support", Tools: []string{"lookup_order"}}))
+		g3 := d.gate(Config{Tools: d.tools, Contracts: []Contract{{Name: "support", Tools: []string{"lookup_order"}}}})
 		if g3.PolicyHash() == h || len(d.policyRecords()) != 2 {
 			t.Errorf("changed policy: hash %q, %d records", g3.PolicyHash(), len(d.policyRecords()))
 		}
@@ -102,8 +103,10 @@ func TestNewFailsWithoutPolicyRecord(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(context.Background(), WithKernel(kernel.WithStore(s)),
-		WithTools(deskTools(func(string) EffectFunc { return nil })...))
+	_, err := New(context.Background(), Config{
+		Kernel: kernel.Config{Store: s, BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:  deskTools(func(string) EffectFunc { return nil }),
+	})
 	if err == nil || !strings.Contains(err.Error(), "policy snapshot") {
 		t.Errorf("New over a closed store: %v, want the policy snapshot's failure", err)
 	}
@@ -126,7 +129,7 @@ func (d *desk) compiledContext(trace string) string {
 func TestCallContextRecorded(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	d := newDesk(t, memstore.New(), func(su *setup) { su.gateOpts = append(su.gateOpts, WithTracerProvider(tp)) })
+	d := newDesk(t, memstore.New(), func(su *setup) { su.cfg.Kernel.TracerProvider = tp })
 	id := d.compiledContext("t")
 	res, err := d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"A1"}`), Caller: "support", TraceID: "t", Context: id})
 	if err != nil {
@@ -145,7 +148,7 @@ func TestCallContextRecorded(t *testing.T) {
 	found := false
 	for _, sp := range rec.Ended() {
 		for _, a := range sp.Attributes() {
-			if string(a.Key) == AttrContext && a.Value.AsString() == id {
+			if string(a.Key) == telemetry.AttrContext && a.Value.AsString() == id {
 				found = true
 			}
 		}
@@ -212,13 +215,11 @@ func TestPolicyPerNamespace(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	for _, ns := range []string{"desk", "billing", ""} {
-		kopts := []kernel.Option{kernel.WithStore(s)}
-		if ns != "" {
-			kopts = append(kopts, kernel.WithNamespace(ns))
-		}
-		g, err := New(ctx, WithTools(Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
-			Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return blackboard.Payload{}, nil }}),
-			WithKernel(kopts...))
+		g, err := New(ctx, Config{
+			Kernel: kernel.Config{Store: s, Namespace: ns},
+			Tools: []Tool{{Name: "lookup_order", Result: "order", ReadOnly: true,
+				Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return blackboard.Payload{}, nil }}},
+		})
 		if err != nil {
 			t.Fatalf("gate of namespace %q: %v", ns, err)
 		}
@@ -236,9 +237,11 @@ func TestPolicyPerNamespace(t *testing.T) {
 func TestPolicyOf(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
-	g, err := New(ctx, WithTools(Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
-		Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return blackboard.Payload{}, nil }}),
-		WithKernel(kernel.WithStore(s)))
+	g, err := New(ctx, Config{
+		Kernel: kernel.Config{Store: s},
+		Tools: []Tool{{Name: "lookup_order", Result: "order", ReadOnly: true,
+			Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return blackboard.Payload{}, nil }}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

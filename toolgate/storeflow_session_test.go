@@ -103,9 +103,14 @@ func newSessionDesk(tb testing.TB, s store.Store) *sessionDesk {
 			}},
 	}
 	tools[1].Once = &kernel.OnceKey{Fields: []string{"order_id"}}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		tb.Fatalf("toolgate.New: %v", err)
 	}

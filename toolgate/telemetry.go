@@ -18,57 +18,16 @@ import (
 // instrumentation is the name the gate's tracer and meter report.
 const instrumentation = "github.com/blackboardkernel/bk/toolgate"
 
-// The OpenTelemetry GenAI semantic-convention attributes the gate sets on
-// a tool call's span, and the gate's own.
-const (
-	AttrGenAIOperation = "gen_ai.operation.name" // "execute_tool"
-	AttrGenAIToolName  = "gen_ai.tool.name"
-	AttrGenAIToolCall  = "gen_ai.tool.call.id"
-	AttrGenAIToolType  = "gen_ai.tool.type"   // "function"
-	AttrCallCaller     = "bk.toolgate.caller" // the contract the call was made under
-	AttrActionID       = "bk.action_id"       // the committed action
-	AttrContext        = "bk.context"         // the compiled context the call names ([Call.Context]), once checked
-	AttrAttempt        = "bk.attempt"         // the effect attempt's number
-	AttrOutcome        = "bk.outcome"         // a call's outcome, an effect's status
-	// AttrBudgetPrefix prefixes the figures of the budget snapshot a call
-	// is checked against (see [WithBudget]): bk.budget.run_id,
-	// bk.budget.pressure, bk.budget.used.tool_calls, ...
-	AttrBudgetPrefix = "bk.budget."
-)
-
-// WithTracerProvider sets the OpenTelemetry provider the gate traces
-// with. A call gets its own span, "execute_tool {tool}" with the GenAI
-// attributes, a child of the span the caller's context carries (an
-// application's span, or a framework's own tool span); the kernel's
-// decision spans nest under it. Execute gets "toolgate.execute"
-// and every effect attempt "toolgate.effect_attempt", the attempt's
-// percept written under it. Without this option the global provider is
-// used (a no-op until the application installs an SDK); nil turns tracing
-// off. The kernel's own spans follow the kernel's provider.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tpSet, c.tp = true, tp }
-}
-
-// WithMeterProvider sets the OpenTelemetry provider for the gate's
-// metrics: bk.tool_calls (by tool, outcome and code), bk.effect.attempts,
-// bk.effect.outcomes, bk.approvals (approvals and denials recorded, by
-// decision), bk.budget.pressure (the pressure of the budget a call was
-// checked against), and the gauges bk.approvals.pending and
-// bk.approvals.pending.age (oldest wait, in seconds), read from the store
-// when the reader collects. Without it the global provider is used; nil
-// turns metrics off.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.mpSet, c.mp = true, mp }
-}
-
 type gateMetrics struct {
 	calls, attempts, outcomes, approvals metric.Int64Counter
 	pressure                             metric.Float64Histogram
 }
 
-func (g *Gate) initTelemetry(c *config) error {
-	g.tracer = telemetry.NewTracer(instrumentation, c.tpSet, c.tp)
-	m := telemetry.Meter(instrumentation, c.mpSet, c.mp)
+// initTelemetry sets up the gate's tracer and metrics from its kernel's
+// providers (see [telemetry.TracerChoice]).
+func (g *Gate) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool, mp metric.MeterProvider) error {
+	g.tracer = telemetry.NewTracer(instrumentation, tpSet, tp)
+	m := telemetry.Meter(instrumentation, mpSet, mp)
 	if m == nil {
 		return nil
 	}
@@ -124,11 +83,11 @@ func (g *Gate) initTelemetry(c *config) error {
 // namespace, and the age of the oldest.
 func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	n, oldest := 0, int64(-1)
-	for d, err := range audit.List(ctx, g.reader, audit.Filter{Outcome: audit.OutcomePendingApproval}) {
+	for d, err := range audit.List(ctx, g.reader, audit.Query{Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return 0, 0, err
 		}
-		pending, err := g.PendingApprovals(ctx, d.TraceID)
+		pending, err := g.x.pendingApprovals(ctx, d.TraceID)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -165,12 +124,12 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 		return ctx, nil
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String(AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(AttrGenAIToolType, "function"),
+		attribute.String(telemetry.AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(telemetry.AttrGenAIToolType, "function"),
 		attribute.String(telemetry.AttrNamespace, g.k.Namespace()), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
-		attribute.String(AttrCallCaller, clip(c.Caller)), attribute.String(AttrGenAIOperation, "execute_tool"),
+		attribute.String(telemetry.AttrCallCaller, clip(c.Caller)), attribute.String(telemetry.AttrGenAIOperation, "execute_tool"),
 	}
 	if c.ID != "" {
-		attrs = append(attrs, attribute.String(AttrGenAIToolCall, clip(c.ID)))
+		attrs = append(attrs, attribute.String(telemetry.AttrGenAIToolCall, clip(c.ID)))
 	}
 	sp.SetAttributes(attrs...)
 	return ctx, sp
@@ -180,9 +139,9 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 // metrics, and ends the span.
 func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result, err error) {
 	if sp != nil {
-		attrs := []attribute.KeyValue{attribute.String(AttrOutcome, string(res.Outcome)), attribute.String(telemetry.AttrCode, string(res.Code))}
+		attrs := []attribute.KeyValue{attribute.String(telemetry.AttrOutcome, string(res.Outcome)), attribute.String(telemetry.AttrCode, string(res.Code))}
 		if res.ActionID != "" {
-			attrs = append(attrs, attribute.String(AttrActionID, res.ActionID))
+			attrs = append(attrs, attribute.String(telemetry.AttrActionID, res.ActionID))
 		}
 		if res.RootCause.Code != "" {
 			attrs = append(attrs, attribute.String(telemetry.AttrRootCause, string(res.RootCause.Code)))
@@ -202,7 +161,7 @@ func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result
 	}
 	if g.metrics != nil && err == nil && g.metrics.calls.Enabled(ctx) {
 		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
-			attribute.String(AttrGenAIToolName, tool), attribute.String(AttrOutcome, string(res.Outcome)),
+			attribute.String(telemetry.AttrGenAIToolName, tool), attribute.String(telemetry.AttrOutcome, string(res.Outcome)),
 			attribute.String(telemetry.AttrCode, string(res.Code))))
 	}
 }
@@ -211,7 +170,7 @@ func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result
 func (g *Gate) attemptStarted(ctx context.Context, j *job) {
 	if g.metrics != nil && g.metrics.attempts.Enabled(ctx) {
 		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
-			attribute.String(AttrGenAIToolName, j.e.Name)))
+			attribute.String(telemetry.AttrGenAIToolName, j.e.Name)))
 	}
 }
 
@@ -220,8 +179,8 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 	if sp == nil {
 		return
 	}
-	sp.SetAttributes(attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(AttrActionID, j.act.ID),
-		attribute.Int(AttrAttempt, n), attribute.String(telemetry.AttrTraceID, j.trace))
+	sp.SetAttributes(attribute.String(telemetry.AttrGenAIToolName, j.e.Name), attribute.String(telemetry.AttrActionID, j.act.ID),
+		attribute.Int(telemetry.AttrAttempt, n), attribute.String(telemetry.AttrTraceID, j.trace))
 	if effErr != nil {
 		sp.RecordError(effErr)
 		sp.SetStatus(codes.Error, effErr.Error())
@@ -233,7 +192,7 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code blackboard.Code) {
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
 		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
-			attribute.String(AttrGenAIToolName, j.e.Name), attribute.String(AttrOutcome, status),
+			attribute.String(telemetry.AttrGenAIToolName, j.e.Name), attribute.String(telemetry.AttrOutcome, status),
 			attribute.String(telemetry.AttrCode, string(code))))
 	}
 }
@@ -245,16 +204,16 @@ func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code b
 // histogram.
 func (g *Gate) budgetChecked(ctx context.Context, tool string, snap budget.Snapshot) {
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
-		attrs := []attribute.KeyValue{attribute.String(AttrBudgetPrefix+"run_id", snap.RunID),
-			attribute.Float64(AttrBudgetPrefix+"pressure", snap.Budget)}
+		attrs := []attribute.KeyValue{attribute.String(telemetry.AttrBudgetPrefix+"run_id", snap.RunID),
+			attribute.Float64(telemetry.AttrBudgetPrefix+"pressure", snap.Budget)}
 		for res, limit := range snap.Limits {
-			attrs = append(attrs, attribute.Float64(AttrBudgetPrefix+"used."+string(res), snap.Used[res]),
-				attribute.Float64(AttrBudgetPrefix+"limit."+string(res), limit))
+			attrs = append(attrs, attribute.Float64(telemetry.AttrBudgetPrefix+"used."+string(res), snap.Used[res]),
+				attribute.Float64(telemetry.AttrBudgetPrefix+"limit."+string(res), limit))
 		}
 		sp.SetAttributes(attrs...)
 	}
 	if g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
 		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
-			attribute.String(AttrGenAIToolName, tool)))
+			attribute.String(telemetry.AttrGenAIToolName, tool)))
 	}
 }

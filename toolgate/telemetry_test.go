@@ -51,10 +51,16 @@ func TestToolCallSpans(t *testing.T) {
 				return blackboard.Payload{"refund_id": "re_1"}, nil
 			}},
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
-		toolgate.WithKernel(kernel.WithClock(func() time.Time { return now }), kernel.WithTracerProvider(tp), kernel.WithMeterProvider(mp),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			TracerProvider: tp,
+			MeterProvider:  mp,
+			Clock:          func() time.Time { return now },
+			BeliefSpecs:    []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +101,7 @@ func TestToolCallSpans(t *testing.T) {
 	}
 	find := func(name, callID string) sdktrace.ReadOnlySpan {
 		for _, s := range spans {
-			if s.Name() == name && spanAttrs(s)[toolgate.AttrGenAIToolCall] == callID {
+			if s.Name() == name && spanAttrs(s)[telemetry.AttrGenAIToolCall] == callID {
 				return s
 			}
 		}
@@ -103,8 +109,8 @@ func TestToolCallSpans(t *testing.T) {
 		return nil
 	}
 	lookup := find("execute_tool lookup_order", "call_1")
-	if a := spanAttrs(lookup); a[toolgate.AttrGenAIOperation] != "execute_tool" || a[toolgate.AttrGenAIToolName] != "lookup_order" ||
-		a[toolgate.AttrOutcome] != "executed" || lookup.Parent().IsValid() {
+	if a := spanAttrs(lookup); a[telemetry.AttrGenAIOperation] != "execute_tool" || a[telemetry.AttrGenAIToolName] != "lookup_order" ||
+		a[telemetry.AttrOutcome] != "executed" || lookup.Parent().IsValid() {
 		t.Errorf("lookup span %v (parent %v)", a, lookup.Parent())
 	}
 	refund := find("execute_tool issue_refund", "call_2")
@@ -140,11 +146,11 @@ func TestToolCallSpans(t *testing.T) {
 			attempt = s
 		}
 	}
-	if attempt == nil || spanAttrs(attempt)[toolgate.AttrAttempt] != "1" {
+	if attempt == nil || spanAttrs(attempt)[telemetry.AttrAttempt] != "1" {
 		t.Errorf("effect attempt span %v", attempt)
 	}
 	nested := find("execute_tool lookup_order", "call_3")
-	if nested.Parent().SpanID() != framework.SpanContext().SpanID() || spanAttrs(nested)[toolgate.AttrGenAIOperation] != "execute_tool" {
+	if nested.Parent().SpanID() != framework.SpanContext().SpanID() || spanAttrs(nested)[telemetry.AttrGenAIOperation] != "execute_tool" {
 		t.Errorf("the gate's span under a framework's execute_tool: %v", spanAttrs(nested))
 	}
 
@@ -158,8 +164,8 @@ func TestToolCallSpans(t *testing.T) {
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				for _, dp := range d.DataPoints {
-					tool, _ := dp.Attributes.Value(toolgate.AttrGenAIToolName)
-					outcome, _ := dp.Attributes.Value(toolgate.AttrOutcome)
+					tool, _ := dp.Attributes.Value(telemetry.AttrGenAIToolName)
+					outcome, _ := dp.Attributes.Value(telemetry.AttrOutcome)
 					sums[m.Name+" "+tool.AsString()+" "+outcome.AsString()] += dp.Value
 				}
 			case metricdata.Gauge[int64]:
@@ -194,8 +200,11 @@ func TestToolSpanUnderApplicationSpan(t *testing.T) {
 		Result: "order", Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"order_id": inv.Args["order_id"]}, nil
 		}}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithTracerProvider(tp),
-		toolgate.WithKernel(kernel.WithTracerProvider(tp)), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel:    kernel.Config{TracerProvider: tp},
+		Tools:     []toolgate.Tool{lookup},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,10 +233,10 @@ func TestToolSpanUnderApplicationSpan(t *testing.T) {
 		t.Errorf("the tool span is not a child of the application's span: parent %v", tool.Parent())
 	}
 	a := spanAttrs(tool)
-	if a[toolgate.AttrGenAIOperation] != "execute_tool" || a[toolgate.AttrGenAIToolName] != "lookup_order" || a[toolgate.AttrGenAIToolCall] != "call_1" {
+	if a[telemetry.AttrGenAIOperation] != "execute_tool" || a[telemetry.AttrGenAIToolName] != "lookup_order" || a[telemetry.AttrGenAIToolCall] != "call_1" {
 		t.Errorf("tool span attributes %v", a)
 	}
-	if b := spanAttrs(app); b[toolgate.AttrGenAIOperation] != "" || b[toolgate.AttrGenAIToolName] != "" {
+	if b := spanAttrs(app); b[telemetry.AttrGenAIOperation] != "" || b[telemetry.AttrGenAIToolName] != "" {
 		t.Errorf("the gate wrote on the application's span: %v", b)
 	}
 	if got := children[app.SpanContext().SpanID()]; len(got) != 1 {
@@ -256,8 +265,12 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"refund_id": "re_1"}, nil
 		}}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(refund), toolgate.WithTracerProvider(tp), toolgate.WithMeterProvider(mp),
-		toolgate.WithBudget(run, nil), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel:    kernel.Config{TracerProvider: tp, MeterProvider: mp},
+		Tools:     []toolgate.Tool{refund},
+		Budget:    &toolgate.Budget{Run: run, Guard: nil},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,11 +280,11 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	if err != nil || res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund: %+v %v", res, err)
 	}
-	pending, err := g.PendingApprovals(ctx, "t")
+	pending, err := g.Pending(ctx, "t")
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending %+v %v", pending, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "t", pending[0].ActionID, pending[0].Digest, "", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "t", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: ""}); err != nil {
 		t.Fatal(err)
 	}
 	var call, approve sdktrace.ReadOnlySpan
@@ -286,8 +299,8 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	if call == nil || approve == nil {
 		t.Fatalf("spans: call %v, approve %v", call, approve)
 	}
-	if a := spanAttrs(call); a[toolgate.AttrBudgetPrefix+"run_id"] != "run-1" || a[toolgate.AttrBudgetPrefix+"limit.tool_calls"] != "4" ||
-		a[toolgate.AttrBudgetPrefix+"used.tool_calls"] != "1" || a[toolgate.AttrBudgetPrefix+"pressure"] == "" {
+	if a := spanAttrs(call); a[telemetry.AttrBudgetPrefix+"run_id"] != "run-1" || a[telemetry.AttrBudgetPrefix+"limit.tool_calls"] != "4" ||
+		a[telemetry.AttrBudgetPrefix+"used.tool_calls"] != "1" || a[telemetry.AttrBudgetPrefix+"pressure"] == "" {
 		t.Errorf("call span %v", a)
 	}
 	if a := spanAttrs(approve); a["bk.approval.decision"] != "approved" || a[telemetry.AttrWriter] != "human:alice" || a[telemetry.AttrRecordID] == "" {

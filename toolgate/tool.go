@@ -34,7 +34,7 @@ type Tool struct {
 	// action's requires_beliefs, so the kernel commits the call only while
 	// each is committed, true and resting on current evidence. A tool with
 	// none (an observation such as lookup_order) has its action type
-	// registered as a safe, repeatable action ([WithTools]); whether it
+	// registered as a safe, repeatable action ([Config.Tools]); whether it
 	// changes anything outside is [Tool.ReadOnly]'s to say.
 	Requires []string
 	// Bindings tie the arguments of a tool that rests on beliefs to the
@@ -88,7 +88,7 @@ type Tool struct {
 	// [Gate.Recover]).
 	Idempotent bool
 	// ReadOnly declares that the tool changes nothing outside the agent
-	// (a lookup, a search): in a read_only trace ([ModeReadOnly]) only
+	// (a lookup, a search): in a read_only trace ([SafetyReadOnly]) only
 	// such tools are shown and run. A tool that does not declare it is
 	// effectful there, whatever it requires, so that the mode fails
 	// closed: an email that rests on no belief is still an effect.
@@ -129,7 +129,7 @@ type Tool struct {
 	Derives []Derive
 	// Masked names the top-level argument and output fields whose values
 	// the store must never hold (an email address, a card number): the
-	// gate replaces each with its keyed hash ([MaskPrefix], [WithMaskKey])
+	// gate replaces each with its keyed hash ([MaskPrefix], [Config.MaskKey])
 	// before anything is written, so that the action, its decision
 	// records, its result and what the inspector shows hold the hash.
 	// Equal values give equal hashes, so once-keys, the approval digest,

@@ -37,12 +37,12 @@ func TestAttackToolNameNotAName(t *testing.T) {
 	for _, name := range notNames {
 		// The action type is a name, so that only the tool's name is wrong.
 		tool := toolgate.Tool{Unscoped: true, Name: name, Action: "lookup", Effect: effect}
-		if _, err := toolgate.New(context.Background(), toolgate.WithTools(tool)); !errors.Is(err, toolgate.ErrInvalidTool) {
+		if _, err := toolgate.New(context.Background(), toolgate.Config{Tools: []toolgate.Tool{tool}}); !errors.Is(err, toolgate.ErrInvalidTool) {
 			t.Errorf("New with tool %q: %v, want ErrInvalidTool", name, err)
 		}
 	}
 	for _, ok := range []string{"lookup_order", "v2.search-kb", strings.Repeat("a", 64)} {
-		g, err := toolgate.New(context.Background(), toolgate.WithTools(toolgate.Tool{Unscoped: true, Name: ok, Effect: effect}))
+		g, err := toolgate.New(context.Background(), toolgate.Config{Tools: []toolgate.Tool{{Unscoped: true, Name: ok, Effect: effect}}})
 		if err != nil {
 			t.Errorf("New with tool %q: %v", ok, err)
 			continue
@@ -52,8 +52,11 @@ func TestAttackToolNameNotAName(t *testing.T) {
 
 	st := memstore.New()
 	lookup := toolgate.Tool{Unscoped: true, Name: "lookup", Effect: effect}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(lookup), toolgate.WithKernel(kernel.WithStore(st)),
-		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"lookup"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel:    kernel.Config{Store: st},
+		Tools:     []toolgate.Tool{lookup},
+		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"lookup"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/blackboardkernel/bk/kernel"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,7 +122,7 @@ func TestFuncInvalid(t *testing.T) {
 		{"no effect", Func[shipArgs, shipment](Tool{Unscoped: true, Name: "a"}, nil)},
 		{"once-key on no argument", Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("orderid")}, ok)},
 	} {
-		g, err := New(context.Background(), WithTools(tc.tool))
+		g, err := New(context.Background(), Config{Tools: []Tool{tc.tool}})
 		if !errors.Is(err, ErrInvalidTool) || !strings.Contains(err.Error(), `"a"`) {
 			t.Errorf("%s: %v, want ErrInvalidTool naming the tool", tc.name, err)
 		}
@@ -130,7 +131,8 @@ func TestFuncInvalid(t *testing.T) {
 		}
 	}
 	// The once-key on a declared argument is accepted.
-	g, err := New(context.Background(), WithTools(Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)))
+	g, err := New(context.Background(), Config{Kernel: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "b", DependsOn: []string{"p"}}}},
+		Tools: []Tool{Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func unkeyed(su *setup) {
 // withLease gives the desk's gate a short lease, in real time for the
 // effect's context.
 func withLease(d time.Duration) func(*setup) {
-	return func(su *setup) { su.gateOpts = append(su.gateOpts, WithLease(d)) }
+	return func(su *setup) { su.cfg.Lease = d }
 }
 
 // TestAttackUnkeyedAtMostOnce crashes the drivers of many calls of an
@@ -107,8 +107,8 @@ func TestAttackUnkeyedAtMostOnce(t *testing.T) {
 		wg.Wait()
 		// Recovery after recovery, from three gates and every action's
 		// Execute at once, each round past the lease.
-		gates := []*Gate{d.g, d.gate(WithTools(d.tools...), WithContracts(d.contracts...), WithLease(lease)),
-			d.gate(WithTools(d.tools...), WithContracts(d.contracts...), WithLease(lease))}
+		gates := []*Gate{d.g, d.gate(Config{Tools: d.tools, Contracts: d.contracts, Lease: lease}),
+			d.gate(Config{Tools: d.tools, Contracts: d.contracts, Lease: lease})}
 		for range 3 {
 			d.clock.Advance(2 * lease)
 			var wg sync.WaitGroup
@@ -276,7 +276,7 @@ func TestRecoverSkipsFinished(t *testing.T) {
 	})
 }
 
-// PendingApprovals passes over the actions that waited and have a result,
+// Pending passes over the actions that waited and have a result,
 // found in its one scan of the decision records, reading nothing more
 // about them: a supervisor that looks every second over a long history of
 // approvals reads only what still waits.
@@ -288,23 +288,23 @@ func TestPendingApprovalsSkipsFinished(t *testing.T) {
 			res := d.refund(trace, "A1", 600)
 			if i%2 == 0 {
 				d.approve(trace, res.ActionID, "human:alice", time.Hour)
-			} else if _, err := d.g.Approver("human:alice").Deny(d.ctx, trace, res.ActionID, d.digest(res.ActionID), "no", time.Hour); err != nil {
+			} else if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: trace, ActionID: res.ActionID, Digest: d.digest(res.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
 				t.Fatal(err)
 			}
 			d.execute(res.ActionID)
 		}
 		cr := &countingReader{Handle: d.g.reader}
 		d.g.reader, d.g.x.reader = cr, cr
-		if p, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(p) != 0 {
-			t.Fatalf("PendingApprovals: %+v %v", p, err)
+		if p, err := d.g.Pending(d.ctx, ""); err != nil || len(p) != 0 {
+			t.Fatalf("Pending: %+v %v", p, err)
 		}
 		if n := cr.gets.Load(); n != 0 {
-			t.Errorf("PendingApprovals read %d records by id for finished actions, want none", n)
+			t.Errorf("Pending read %d records by id for finished actions, want none", n)
 		}
 		d.ground("u", "A1")
 		res := d.refund("u", "A1", 600)
-		if p, err := d.g.PendingApprovals(d.ctx, ""); err != nil || len(p) != 1 || p[0].ActionID != res.ActionID || p[0].TraceID != "u" {
-			t.Errorf("PendingApprovals: %+v %v, want %s of u", p, err, res.ActionID)
+		if p, err := d.g.Pending(d.ctx, ""); err != nil || len(p) != 1 || p[0].ActionID != res.ActionID || p[0].TraceID != "u" {
+			t.Errorf("Pending: %+v %v, want %s of u", p, err, res.ActionID)
 		}
 	})
 }

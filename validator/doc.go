@@ -1,5 +1,5 @@
 // Package validator holds composable checks that a kernel's owner plugs in
-// with [kernel.WithValidators]. They run after the kernel's built-in
+// with [kernel.Config.Validators]. They run after the kernel's built-in
 // validation (evidence, arbitration, confidence, feasibility, constraints,
 // prediction gate) has passed a proposal and before it is committed, and can
 // only make the kernel stricter: a check returns "" to let the proposal

@@ -14,7 +14,7 @@ import (
 // belief refund_due is committed in trace "t".
 func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Planner {
 	ctx := context.Background()
-	k, err := kernel.New(kernel.WithValidators(vs...))
+	k, err := kernel.New(kernel.Config{Validators: vs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestForScopesToSlotAndKind(t *testing.T) {
 	if got := refund(t, p, blackboard.Payload{"amount": 999}); got != blackboard.CodeCommitted {
 		t.Errorf("other kind: code = %s", got)
 	}
-	k, err := kernel.New(kernel.WithValidators(beliefs))
+	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{beliefs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +94,7 @@ func TestCustomCode(t *testing.T) {
 
 func ExampleMax() {
 	ctx := context.Background()
-	k, err := kernel.New(kernel.WithValidators(
-		validator.For(blackboard.Actions, "issue_refund", validator.Max("amount", 500, "")),
-	))
+	k, err := kernel.New(kernel.Config{Validators: []kernel.Validator{validator.For(blackboard.Actions, "issue_refund", validator.Max("amount", 500, ""))}})
 	if err != nil {
 		fmt.Println("error:", err)
 		return

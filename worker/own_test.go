@@ -14,7 +14,7 @@ import (
 func TestOwnAndLastOwn(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
-	k, err := kernel.New(kernel.WithStore(store))
+	k, err := kernel.New(kernel.Config{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

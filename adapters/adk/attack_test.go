@@ -46,7 +46,7 @@ func TestAttackForgedConfirmation(t *testing.T) {
 			if env.Runs() != 0 {
 				t.Fatalf("refund ran %d times on a forged confirmation", env.Runs())
 			}
-			pending, err := env.Gate.PendingApprovals(t.Context(), env.TraceID)
+			pending, err := env.Gate.Pending(t.Context(), env.TraceID)
 			if err != nil || len(pending) != 1 {
 				t.Fatalf("pending approvals %v, %v: want the action still waiting", pending, err)
 			}

@@ -59,11 +59,14 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	// The gate holds it caller-driven: no Effect, since ADK's tool runs it.
-	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{Unscoped: true,
-		Name:       "refund",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},
-	}), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools: []toolgate.Tool{{Unscoped: true,
+			Name:       "refund",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
+			Approval:   toolgate.ApprovalPolicy{When: "amount > 500"},
+		}},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

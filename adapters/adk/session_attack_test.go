@@ -32,21 +32,21 @@ type bank struct {
 func newBank(t *testing.T, opts ...adk.Option) *bank {
 	t.Helper()
 	b := &bank{m: &script{}}
-	g, err := toolgate.New(t.Context(), toolgate.WithTools(
-		toolgate.Tool{Name: "check_code", Result: "verification", ReadOnly: true,
+	g, err := toolgate.New(t.Context(), toolgate.Config{
+		Tools: []toolgate.Tool{{Name: "check_code", Result: "verification", ReadOnly: true,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string"}},"required":["code"]}`),
 			Derives:    []toolgate.Derive{{Belief: "identity_verified", Value: "result.ok"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				code, _ := inv.Args.String("code")
 				return blackboard.Payload{"ok": code == "123456"}, nil
-			}},
-		toolgate.Tool{Name: "change_email", Result: "email_changed", Requires: []string{"identity_verified"}, Unbound: true, Unscoped: true,
+			}}, {Name: "change_email", Result: "email_changed", Requires: []string{"identity_verified"}, Unbound: true, Unscoped: true,
 			Parameters: json.RawMessage(`{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}`),
 			Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 				b.changed.Add(1)
 				return blackboard.Payload{"changed": true}, nil
-			}}),
-		toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"check_code", "change_email"}}))
+			}}},
+		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"check_code", "change_email"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

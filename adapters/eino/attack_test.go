@@ -54,7 +54,7 @@ func TestAttackResumeOtherArgs(t *testing.T) {
 			if n := env.Runs(); n != 0 {
 				t.Fatalf("refund ran %d times on a tampered resume", n)
 			}
-			pend, err := env.Gate.PendingApprovals(t.Context(), env.TraceID)
+			pend, err := env.Gate.Pending(t.Context(), env.TraceID)
 			if err != nil || len(pend) != 1 {
 				t.Fatalf("pending approvals %+v, %v; want the action still waiting", pend, err)
 			}

@@ -58,7 +58,7 @@
 // Approval under a new interrupt id (the arguments read from the gate: the
 // checkpoint holds the action id and digest, never the arguments). Without an approver the
 // model is shown the call waiting, for an approval given elsewhere
-// ([toolgate.Gate.PendingApprovals]).
+// ([toolgate.Gate.Pending]).
 //
 // A [Middleware] may be used from any goroutine.
 package eino

@@ -60,7 +60,7 @@ type pending struct {
 // them: a masked argument's real value stays out of the framework's store.
 func (m *Middleware) approval(ctx context.Context, p *pending) (*Approval, error) {
 	a := &Approval{Tool: p.Tool, ActionID: p.ActionID, Digest: p.Digest}
-	list, err := m.g.PendingApprovals(ctx, p.Trace)
+	list, err := m.g.Pending(ctx, p.Trace)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +310,7 @@ func (m *Middleware) resume(ctx context.Context, st *pending, next compose.Invok
 	if d.Approve {
 		decision = audit.Approved
 	}
-	res, err := m.g.Approver(m.approver).Resolve(ctx, st.Trace, st.ActionID, d.Digest, decision, "decided through an Eino resume")
+	res, err := m.g.Approver(m.approver).Resolve(ctx, toolgate.Answer{TraceID: st.Trace, ActionID: st.ActionID, Digest: d.Digest, Verdict: decision, Note: "decided through an Eino resume"})
 	if err == nil && res.Code == toolgate.CodeEffectUnavailable {
 		// A caller-driven tool: the gate recorded the approval and ran
 		// nothing. The call again, under its id, with the tool, runs it

@@ -58,8 +58,10 @@ func ExampleNew() {
 	refund := toolgate.Tool{Unscoped: true, Name: "refund", Description: "Refund an amount.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
 		Approval:   toolgate.ApprovalPolicy{When: "amount > 500"}}
-	g, err := toolgate.New(ctx, toolgate.WithTools(refund),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools:     []toolgate.Tool{refund},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -26,7 +26,10 @@ func TestResumeOneOfTwo(t *testing.T) {
 			runs.Add(1)
 			return blackboard.Payload{"ok": true}, nil
 		}}
-	g, err := toolgate.New(ctx, toolgate.WithTools(refund), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools:     []toolgate.Tool{refund},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,10 @@ func TestRemoteEffect(t *testing.T) {
 	var r remote
 	ship := toolgate.Tool{Unscoped: true, Name: "ship", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 		Idempotent: true, Effect: mcp.RemoteEffect(r.session(t), "ship")}
-	g, err := toolgate.New(t.Context(), toolgate.WithTools(ship), toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"ship"}}))
+	g, err := toolgate.New(t.Context(), toolgate.Config{
+		Tools:     []toolgate.Tool{ship},
+		Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"ship"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +122,10 @@ func TestRemoteEffectOlderProtocols(t *testing.T) {
 			var r remote
 			ship := toolgate.Tool{Unscoped: true, Name: "ship", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
 				Idempotent: true, Effect: mcp.RemoteEffect(r.sessionAt(t, v), "ship")}
-			g, err := toolgate.New(t.Context(), toolgate.WithTools(ship), toolgate.WithContracts(toolgate.Contract{Name: "agent", Tools: []string{"ship"}}))
+			g, err := toolgate.New(t.Context(), toolgate.Config{
+				Tools:     []toolgate.Tool{ship},
+				Contracts: []toolgate.Contract{{Name: "agent", Tools: []string{"ship"}}},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,8 +25,10 @@ func ExampleGovern() {
 	wipe := toolgate.Tool{Unscoped: true, Name: "wipe_orders", Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 		return blackboard.Payload{}, nil
 	}}
-	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, wipe),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools:     []toolgate.Tool{lookup, wipe},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		panic(err)
 	}

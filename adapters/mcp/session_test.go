@@ -52,8 +52,10 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 			refunds.Add(1)
 			return refund{RefundID: "re_" + a.OrderID}, nil
 		})
-	g, err := toolgate.New(t.Context(), toolgate.WithTools(lookup, issue),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(t.Context(), toolgate.Config{
+		Tools:     []toolgate.Tool{lookup, issue},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

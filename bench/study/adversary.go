@@ -85,8 +85,8 @@ func (p profile) without() string {
 	return strings.Join(parts, "; ")
 }
 
-// hardenedOptions is the hardened configuration under profile p.
-func hardenedOptions(p profile) []kernel.Option {
+// hardenedConfig is the hardened configuration under profile p.
+func hardenedConfig(p profile) kernel.Config {
 	refund := kernel.ActionSpec{Type: kindRefund, MinBeliefs: []string{kindRefundDue}, RequirePlan: true, RequirePrediction: p.predict}
 	if p.noMinBeliefs {
 		refund.MinBeliefs = nil
@@ -94,19 +94,19 @@ func hardenedOptions(p profile) []kernel.Option {
 	if !p.noOnce {
 		refund.Once = &kernel.OnceKey{Fields: []string{"charge_id"}, Percept: kindRefundSeen}
 	}
-	opts := []kernel.Option{
-		kernel.WithStrictActions(),
-		kernel.WithActionSpecs(refund, kernel.ActionSpec{Type: kernel.FallbackQueueForReview, SafeFallback: true}),
+	cfg := kernel.Config{
+		StrictActions: true,
+		ActionSpecs:   []kernel.ActionSpec{refund, {Type: kernel.FallbackQueueForReview, SafeFallback: true}},
 	}
 	if !p.noBeliefSpec {
 		// refund_due must rest on the charge: the planner cannot pick a
 		// cleaner percept to justify it.
-		opts = append(opts, kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: kindRefundDue, DependsOn: []string{kindCharge}}))
+		cfg.BeliefSpecs = []kernel.BeliefSpec{{Kind: kindRefundDue, DependsOn: []string{kindCharge}}}
 	}
 	if !p.noRules {
-		opts = append(opts, kernel.WithValidators(refundRules()))
+		cfg.Validators = []kernel.Validator{refundRules()}
 	}
-	return opts
+	return cfg
 }
 
 // refundRules is the owner's rule on refunds, compiled once.
@@ -167,7 +167,9 @@ func (a *kernelAgent) kernelFor(ep Episode, store store.Store) (*kernel.Kernel, 
 	atk, turn := a.pick(ep.Task, ep.Seed)
 	w := atk.world(turn)
 	ns := episodeNamespace(a.store == nil, ep.TraceID)
-	k, err := kernel.New(append(hardenedOptions(w.profile), kernel.WithStore(store), kernel.WithNamespace(ns))...)
+	cfg := hardenedConfig(w.profile)
+	cfg.Store, cfg.Namespace = store, ns
+	k, err := kernel.New(cfg)
 	return k, w, err
 }
 
@@ -1079,7 +1081,7 @@ func recommitDecided(ctx context.Context, x *adversary) error {
 // the planner refunds the duplicate and cites the other application's
 // constraint.
 func sharedStoreTenant(ctx context.Context, x *adversary) error {
-	other, err := kernel.New(kernel.WithStore(x.store), kernel.WithNamespace(x.k.Namespace()+"_tenant"))
+	other, err := kernel.New(kernel.Config{Store: x.store, Namespace: x.k.Namespace() + "_tenant"})
 	if err != nil {
 		return err
 	}

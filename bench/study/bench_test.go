@@ -80,7 +80,7 @@ func BenchmarkKernelFloor(b *testing.B) {
 			t := &p.tasks[u/p.seeds]
 			ep := Episode{Task: t, Seed: u % p.seeds, Faults: f, TraceID: traceID("", a.name, t.ID, u%p.seeds), payloads: p.payloads[u/p.seeds]}
 			st := memstore.New()
-			k, err := kernel.New(kernel.WithStore(st))
+			k, err := kernel.New(kernel.Config{Store: st})
 			if err != nil {
 				b.Fatal(err)
 			}

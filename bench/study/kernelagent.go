@@ -51,7 +51,7 @@ type Final struct {
 // plan is the decider's call.
 //
 // With attacks set it is adversarial_bk: the kernel runs the hardened
-// configuration ([hardenedOptions]) and, before taking that route, the
+// configuration ([hardenedConfig]) and, before taking that route, the
 // planner mounts one attack of the catalogue per episode.
 type kernelAgent struct {
 	name, plannerName string
@@ -78,7 +78,9 @@ func newAgentOn(a *kernelAgent, store store.Store) (*kernelAgent, error) {
 		return a, nil
 	}
 	if store != nil {
-		k, err := kernel.New(append(a.options(), kernel.WithStore(store))...)
+		cfg := a.config()
+		cfg.Store = store
+		k, err := kernel.New(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -95,13 +97,10 @@ func (a *kernelAgent) hardened() bool { return a.attacks != nil }
 // apart: neither sees the other's persistent constraints or learned state.
 const Namespace = "bench"
 
-// options is the kernel configuration the agent's owner fixes.
-func (a *kernelAgent) options() []kernel.Option {
-	return []kernel.Option{inNamespace}
+// config is the kernel configuration the agent's owner fixes.
+func (a *kernelAgent) config() kernel.Config {
+	return kernel.Config{Namespace: Namespace}
 }
-
-// inNamespace is made once rather than for every episode's kernel.
-var inNamespace = kernel.WithNamespace(Namespace)
 
 func (a *kernelAgent) Name() string   { return a.name }
 func (a *kernelAgent) Governed() bool { return true }
@@ -123,13 +122,10 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 			return Report{}, err
 		}
 	} else if k == nil {
-		var buf [2]kernel.Option // the options of a kernel per episode stay off the heap
-		opts := append(buf[:0], a.options()...)
-		if ep.Store != nil {
-			opts = append(opts, kernel.WithStore(ep.Store))
-		}
+		cfg := a.config()
+		cfg.Store = ep.Store
 		var err error
-		if k, err = kernel.New(opts...); err != nil {
+		if k, err = kernel.New(cfg); err != nil {
 			return Report{}, err
 		}
 		defer k.Close()

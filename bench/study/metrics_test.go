@@ -159,7 +159,6 @@ type script func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace
 
 type planted struct {
 	steps script
-	opts  []kernel.Option
 	// tamper, when set, changes the store behind the kernel's back after
 	// the script: what a compromised store, a hand-edited file or an older
 	// kernel could leave.
@@ -174,7 +173,7 @@ func (a *planted) Name() string   { return "planted" }
 func (a *planted) Governed() bool { return true }
 
 func (a *planted) Run(ctx context.Context, ep Episode) (Report, error) {
-	k, err := kernel.New(append(slices.Clone(a.opts), kernel.WithStore(ep.Store))...)
+	k, err := kernel.New(kernel.Config{Store: ep.Store})
 	if err != nil {
 		return Report{}, err
 	}
@@ -197,16 +196,16 @@ func (a *planted) Run(ctx context.Context, ep Episode) (Report, error) {
 
 // measured plays a script through the harness on task taskID with the
 // given faults and returns the metrics and the kernel's view.
-func measured(t *testing.T, taskID string, faults perturb.Flags, s script, opts ...kernel.Option) (Metrics, kernel.View) {
+func measured(t *testing.T, taskID string, faults perturb.Flags, s script) (Metrics, kernel.View) {
 	t.Helper()
-	return measuredTampered(t, taskID, faults, s, nil, opts...)
+	return measuredTampered(t, taskID, faults, s, nil)
 }
 
 // measuredTampered is measured with a tamper step after the script.
 func measuredTampered(t *testing.T, taskID string, faults perturb.Flags, s script,
-	tamper func(context.Context, store.Store, string) error, opts ...kernel.Option) (Metrics, kernel.View) {
+	tamper func(context.Context, store.Store, string) error) (Metrics, kernel.View) {
 	t.Helper()
-	a := &planted{steps: s, opts: opts, tamper: tamper}
+	a := &planted{steps: s, tamper: tamper}
 	r := play1(t, a, Episode{Task: builtinTask(t, taskID), Faults: faults, TraceID: "planted"})
 	return r.Metrics, a.view
 }

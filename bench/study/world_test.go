@@ -29,7 +29,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 		defer l.release()
 		defer vm.reset()
 		got := l.view(time.Now().UnixMilli(), vm)
-		k, err := kernel.New(kernel.WithStore(st), kernel.WithNamespace(Namespace))
+		k, err := kernel.New(kernel.Config{Store: st, Namespace: Namespace})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestLedgerViewMatchesKernel(t *testing.T) {
 
 	st := memstore.New()
 	past := time.Now().Add(-time.Hour)
-	k, err := kernel.New(kernel.WithStore(st), kernel.WithNamespace(Namespace), kernel.WithClock(func() time.Time { return past }))
+	k, err := kernel.New(kernel.Config{Store: st, Namespace: Namespace, Clock: func() time.Time { return past }})
 	if err != nil {
 		t.Fatal(err)
 	}

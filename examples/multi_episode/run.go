@@ -156,11 +156,11 @@ func newDemo(ctx context.Context, store store.Store, seed int64, namespace strin
 	if err != nil {
 		return nil, err
 	}
-	k, err := kernel.New(kernel.WithStore(store), kernel.WithNamespace(namespace), kernel.WithActionSpecs(kernel.ActionSpec{
+	k, err := kernel.New(kernel.Config{Store: store, Namespace: namespace, ActionSpecs: []kernel.ActionSpec{{
 		Type:              actionAlert,
 		MinBeliefs:        []string{beliefAnomaly},
 		RequirePrediction: true,
-	}))
+	}}})
 	if err != nil {
 		return nil, err
 	}

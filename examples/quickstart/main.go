@@ -118,19 +118,20 @@ func run(ctx context.Context, args []string, w io.Writer) (err error) {
 	}
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var s store.Store = memstore.New()
+	name := "memory"
 	if cfg.store != "memory" {
-		db, name, err := openDB(ctx, cfg)
-		if err != nil {
-			return err
+		if s, name, err = openDB(ctx, cfg); err != nil {
+			return err // the memory store holds nothing to close
 		}
-		defer func() {
-			if cerr := db.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("database %s: %w", name, cerr))
-			}
-		}()
-		s = db
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
+	// The store is ours: closed last, after the kernel (deferred below);
+	// closing it is what leaves a SQLite file whole without its -wal.
+	defer func() {
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("database %s: %w", name, cerr))
+		}
+	}()
+	k, err := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 	if err != nil {
 		return err
 	}

@@ -163,7 +163,7 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 	now := func() time.Time { return epoch }
 	wld := sc.world
 	tools := wld.tools()
-	gate, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithClock(now)), toolgate.WithTools(tools...), toolgate.WithContracts(roles...))
+	gate, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Clock: now}, Tools: tools, Contracts: roles})
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,8 @@ func killed(err error) bool {
 // the same file: the second run recovers the refund (the payment API
 // replays the payment for its key), finishes the tickets and finds every
 // refund paid once. The first crash hits a refund the agent's call runs;
-// the second, one the approver approved (run by the supervisor).
+// the second, one the approver approved (run as the approval screen
+// resolves it).
 func TestCrashAndRecover(t *testing.T) {
 	for _, c := range []struct {
 		after   string

@@ -65,7 +65,7 @@ func TestExplainShowsTheCompiledContext(t *testing.T) {
 			// The read_only ticket's contexts say so and show no effectful
 			// tool: neither the refund nor the email (which rests on no
 			// belief and is an effect all the same), only the lookup.
-			if tk.readOnly != (c.Mode == toolgate.ModeReadOnly) || tk.readOnly && !slices.Equal(c.Manifest.Tools, []string{"lookup_order"}) {
+			if tk.readOnly != (c.Mode == toolgate.SafetyReadOnly) || tk.readOnly && !slices.Equal(c.Manifest.Tools, []string{"lookup_order"}) {
 				t.Errorf("%s: ticket %s shown mode %s, tools %v", r.ID, tk.ID, c.Mode, c.Manifest.Tools)
 			}
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/supervisor"
@@ -65,11 +64,7 @@ func groundingDesk(t *testing.T, order string, refunded float64) (*desk, *holdin
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp, err := pack.New(pack.WithWindow(contextWindow))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := newDesk(ctx, store, "desk", w, client, comp, func(context.Context, supervisor.Event) {})
+	d, err := newDesk(ctx, store, "desk", w, client, func(context.Context, supervisor.Event) {})
 	if d != nil && d.g != nil {
 		t.Cleanup(func() { d.g.Close() })
 	}

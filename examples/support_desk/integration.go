@@ -1,17 +1,19 @@
 package main
 
-// The integration code: everything in this file, and the three lines of
-// run.go marked "// integration" (the context compiler for the model's
-// window, starting the supervisor, handing a message to the agent), is what the desk's owner writes to put a model
-// behind the gate. The model is untrusted; the kernel and the gate decide
-// each of its calls, and only committed (and, above 500, approved) refunds
-// reach the payment API. Not integration: the tools' bodies (tools.go),
-// the simulated world, the scripted model, the tickets, the person
-// approving, the command line and the report. The README counts these
-// lines, and TestIntegrationLines holds them to 60.
+// The integration code: everything in this file is what the desk's owner
+// writes to put a model behind the gate, from the tools' definitions to
+// closing: the gate, the agent and the supervisor; the restart wait; the
+// ticket loop; the approval screen. The model is untrusted; the kernel and
+// the gate decide each of its calls, and only committed (and, above 500,
+// approved) refunds reach the payment API. Not integration: the tools'
+// bodies and argument types (tools.go), the simulated world, the scripted
+// model, the tickets, the approver's judgement, the command line and the
+// report. The README counts these lines, and TestIntegrationLines holds
+// them to 60.
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/blackboardkernel/bk/kernel"
@@ -28,46 +30,29 @@ import (
 // attempt of a crashed process once it ran out.
 const role, lease = "support", time.Second
 
-// The tools' arguments; the schemas the model is shown are generated from
-// them.
-type orderArgs struct {
-	OrderID string `json:"order_id" jsonschema:"the order's id, e.g. A1"`
-}
-
-type refundArgs struct {
-	OrderID string  `json:"order_id"`
-	Amount  float64 `json:"amount" jsonschema:"in EUR; at most what is left to refund on the order"`
-	Reason  string  `json:"reason" jsonschema:"late, damaged, wrong_item, not_received or other"`
-}
-
-type emailArgs struct {
-	To      string `json:"to"`
-	Subject string `json:"subject"`
-	Body    string `json:"body"`
-}
-
 // newDesk opens the gate over store, with the desk's tools, each defined in
 // one place (the gate's default hints and retries serve them); the agent
-// that lets the model call them, showing it each round the context comp
-// compiles from the ticket's current evidence (package pack); and the
-// supervisor that recovers and resumes the gate's actions, reporting to
-// events. It returns the desk even with
-// an error, so that the caller closes a gate it opened.
-func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client, comp *pack.Compiler,
+// that lets the model call them, showing it each round the context a
+// compiler makes of the ticket's current evidence, to fit the model's
+// window (package pack); and the supervisor that recovers and resumes the
+// gate's actions, reporting to events. It returns the desk even with an
+// error: the caller closes what it opened.
+func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client,
 	events func(context.Context, supervisor.Event)) (*desk, error) {
+	comp, cerr := pack.New(pack.WithWindow(contextWindow))
 	rs, err := rules.New( // a refund within what the belief allows; an email to the order's customer
 		rules.OnAction("refund_within_assessment", "issue_refund",
 			`action.order_id == beliefs.refund_due.order_id && action.amount > 0.0 && action.amount <= beliefs.refund_due.max_refund`),
 		rules.OnAction("email_the_customer", "send_email", `action.to == percepts.order.customer_email`))
+	err = errors.Join(cerr, err)
 	d := &desk{w: w}
 	if err == nil {
-		d.g, err = toolgate.New(ctx, toolgate.WithLease(lease), toolgate.WithTools(
+		d.g, err = toolgate.New(ctx, toolgate.Config{Lease: lease, Tools: []toolgate.Tool{
 			toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
 				Description: "Read an order from the order system: customer, item, amount, what was refunded, carrier status.",
 				// The refund policy, declared: an order's result grounds refund_due.
 				Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.refundable && result.refunded < result.amount",
-					Fields: map[string]string{"order_id": "result.order_id", "max_refund": "result.amount - result.refunded"}}},
-			}, d.lookup),
+					Fields: map[string]string{"order_id": "result.order_id", "max_refund": "result.amount - result.refunded"}}}}, d.lookup),
 			toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 				Description: "Refund an order to the customer's card. Refunds above 500 wait for a supervisor's approval.",
 				// Of the ticket's order (the request) and of the order looked
@@ -78,15 +63,64 @@ func newDesk(ctx context.Context, store store.Store, namespace string, w *world,
 				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}}, d.refund),
 			// To the ticket's customer only (the request's principal); the
 			// outbox honours the key.
-			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal}, Description: "Email the customer of the order you looked up."}, d.email)),
-			toolgate.WithKernel(kernel.WithStore(store), kernel.WithNamespace(namespace), kernel.WithValidators(rs)),
-			toolgate.WithContracts(toolgate.Contract{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
+			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal}, Description: "Email the customer of the order you looked up."}, d.email)},
+			Kernel:    kernel.Config{Store: store, Namespace: namespace, Validators: []kernel.Validator{rs}},
+			Contracts: []toolgate.Contract{{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}}})
 	}
 	if err == nil {
 		d.agent, err = llm.NewAgent(model, d.g, llm.WithMaxRounds(12), llm.WithCompiler(comp))
 	}
 	if err == nil {
-		d.sup, err = supervisor.New(d.g, supervisor.WithInterval(100*time.Millisecond), supervisor.WithEvents(events))
+		d.sup, err = supervisor.New(d.g, supervisor.Config{Interval: 100 * time.Millisecond, Events: events})
 	}
 	return d, err
+}
+
+// start starts the supervisor, until ctx ends or close; after a restart
+// (restarted: the store holds an earlier run's records) it waits until the
+// supervisor has finished what that run left, once its leases ran out.
+func (d *desk) start(ctx context.Context, restarted bool) error {
+	if err := d.sup.Start(ctx); err != nil || !restarted {
+		return err
+	}
+	return d.sup.Recovered(ctx)
+}
+
+// close stops the supervisor (Close waits for its effects), then closes
+// the gate; the caller closes the store it opened after.
+func (d *desk) close() error { return errors.Join(d.sup.Close(), d.g.Close()) }
+
+// serve works through the tickets, each in its own trace under its request
+// (who wrote it and about which order: the ticket system says, never the
+// model), each message one task of the agent. turn says what to tell the
+// agent for the n-th message ("": nothing, it was handled or waits); done
+// reports what the agent did with it.
+func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, int) (string, error), done func(llm.AgentResult, error) error) error {
+	var err error
+	for i := 0; err == nil && i < len(tickets); i++ {
+		t := tickets[i]
+		err = d.g.RecordRequest(ctx, t.ID, toolgate.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}})
+		for n := 1; err == nil && n <= len(t.Messages); n++ {
+			var user string
+			if user, err = turn(t, n); err == nil && user != "" {
+				err = done(d.agent.Run(ctx, llm.Task{Caller: role, TraceID: t.ID, System: systemPrompt, User: user}))
+			}
+		}
+	}
+	return err
+}
+
+// approve is the approval screen: the approver answers each refund of the
+// trace that waits (answer: approved or denied, with a note, for the
+// arguments shown), and the gate carries the answer out at once (Resolve):
+// an approved refund runs, a denied one takes its safe fallback. Answering
+// what was answered records nothing.
+func (d *desk) approve(ctx context.Context, trace string, answer func(toolgate.Pending) toolgate.Answer) ([]toolgate.Result, error) {
+	pending, err := d.g.Pending(ctx, trace)
+	var results []toolgate.Result
+	for i := 0; err == nil && i < len(pending); i++ {
+		res, rerr := d.g.Approver(approver).Resolve(ctx, answer(pending[i]))
+		results, err = append(results, res), rerr
+	}
+	return results, err
 }

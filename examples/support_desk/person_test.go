@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -95,7 +96,7 @@ func decideAsPerson(t *testing.T, db string, approve bool) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("support_desk")))
+	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: s, Namespace: "support_desk"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +109,12 @@ func decideAsPerson(t *testing.T, db string, approve bool) {
 		t.Fatal(err)
 	}
 	for _, p := range pending {
-		decide := screen.Approve
+		v := audit.Approved
 		if !approve {
-			decide = screen.Deny
+			v = audit.Denied
 		}
-		if _, err := decide(ctx, p.TraceID, p.ActionID, p.Digest, "looked at the evidence", time.Hour); err != nil {
+		ans := toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: v, Note: "looked at the evidence"}
+		if _, err := screen.Decide(ctx, ans); err != nil {
 			t.Fatal(err)
 		}
 		n++

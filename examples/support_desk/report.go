@@ -33,12 +33,19 @@ type reporter struct {
 
 	modelCalls, toolCalls int // this run's
 
+	hints map[string]string // the hints the model was given in the message at hand, by decision id
+	later map[string]bool   // tickets whose rest waits for a person, by id
+	at    struct {          // the message turn last returned
+		t ticket
+		n int
+	}
+
 	person bool   // --approver person: refunds that wait are left to a person
 	db, ns string // --db and --namespace, for the commands a person runs
 }
 
 func newReporter(ctx context.Context, d *desk, out io.Writer) *reporter {
-	r := &reporter{ctx: ctx, d: d, out: out, reader: d.g.Kernel().Reader(), printed: map[string]bool{}, finished: map[string]toolgate.Result{}, evSig: make(chan struct{}, 1)}
+	r := &reporter{ctx: ctx, d: d, out: out, reader: d.g.Kernel().Reader(), printed: map[string]bool{}, finished: map[string]toolgate.Result{}, evSig: make(chan struct{}, 1), later: map[string]bool{}}
 	d.onCrash = func(trace string) { r.decisions(trace, nil) }
 	return r
 }
@@ -99,7 +106,7 @@ func (r *reporter) decisions(trace string, hints map[string]string) error {
 }
 
 // reason says in a few words why a decision record came out as it did.
-func (r *reporter) reason(rec audit.Record) string {
+func (r *reporter) reason(rec audit.Entry) string {
 	cc := rec.Context
 	switch rec.Outcome {
 	case audit.OutcomeRefused:

@@ -13,8 +13,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/internal/cmdline"
 	"github.com/blackboardkernel/bk/internal/printer"
-	"github.com/blackboardkernel/bk/internal/wait"
-	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
@@ -143,10 +141,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	comp, err := pack.New(pack.WithWindow(contextWindow)) // integration
-	if err != nil {
-		return err
-	}
 	journal := ""
 	if cfg.db != "" {
 		journal = cfg.db + ".world"
@@ -173,31 +167,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	defer func() { err = errors.Join(err, w.Close()) }()
 	out := &printer.Writer{W: stdout}
 	var r *reporter
-	d, err := newDesk(ctx, store, cfg.ns, w, client, comp, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
-	if d != nil && d.g != nil {
-		defer func() { err = errors.Join(err, d.g.Close()) }()
-	}
+	d, err := newDesk(ctx, store, cfg.ns, w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if err != nil {
+		if d.g != nil {
+			err = errors.Join(err, d.g.Close())
+		}
 		return err
 	}
+	// The supervisor, then the gate; the store and the world after them
+	// (deferred above).
+	defer func() { err = errors.Join(err, d.close()) }()
 	d.crashAfter, d.out = cfg.crashAfter, out
 	r = newReporter(ctx, d, out)
 	r.person, r.db, r.ns = cfg.approver == approverPerson, cfg.db, cfg.ns
-
-	// The supervisor runs until the tickets are done; stop waits for it.
-	supCtx, cancel := context.WithCancel(ctx)
-	done, started := make(chan error, 1), time.Now()
-	go func() { done <- d.sup.Run(supCtx) }() // integration
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		return <-done
-	}
-	defer func() { err = errors.Join(err, stop()) }()
 
 	fmt.Fprintf(out, "Support desk: %d tickets, model %s, store %s, seed %d\n", len(tickets), modelName, storeName, cfg.seed)
 	who := approver
@@ -206,17 +188,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	fmt.Fprintf(out, "Refunds above 500 wait for %s; the payment API fails %.0f%% of requests with a 503 and honours idempotency keys.\n",
 		who, 100*cfg.failRate)
-	if err := r.resume(started); err != nil {
+	restarted, err := r.resume()
+	if err != nil {
 		return err
 	}
-	for _, t := range tickets {
-		if err := r.ticket(t); err != nil {
+	if err := d.start(ctx, restarted); err != nil {
+		return err
+	}
+	if restarted {
+		if err := r.recovered(); err != nil {
 			return err
 		}
 	}
-	if err := stop(); err != nil {
+	if err := d.serve(ctx, tickets, r.turn, r.done); err != nil {
 		return err
 	}
+	d.sup.Close() // every event is in
 	r.printEvents()
 	if err := r.summary(); err != nil {
 		return err
@@ -228,11 +215,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return out.Err
 }
 
-// resume reports what an earlier run against the same --db left: the
-// supervisor, started at started, recovers it by itself (at once, and
-// again once the gate's lease ran out); resume waits for that second pass
-// and prints what the supervisor finished.
-func (r *reporter) resume(started time.Time) error {
+// resume says what an earlier run against the same --db left, and reports
+// whether there was one: the supervisor recovers it by itself (at once,
+// and again once the gate's lease ran out), and the desk waits for that
+// (desk.start) before it goes on.
+func (r *reporter) resume() (bool, error) {
 	done, earlier := 0, false
 	for _, t := range tickets {
 		for n := range t.Messages {
@@ -241,18 +228,18 @@ func (r *reporter) resume(started time.Time) error {
 			}
 		}
 	}
-	for _, err := range audit.List(r.ctx, r.reader, audit.Filter{}) {
+	for _, err := range audit.List(r.ctx, r.reader, audit.Query{}) {
 		if err != nil {
-			return err
+			return false, err
 		}
 		earlier = true
 		break
 	}
 	if !earlier {
-		return nil
+		return false, nil
 	}
 	if err := r.markPrinted(); err != nil {
-		return err
+		return true, err
 	}
 	total := 0
 	for _, t := range tickets {
@@ -260,12 +247,11 @@ func (r *reporter) resume(started time.Time) error {
 	}
 	fmt.Fprintf(r.out, "\nResuming: an earlier run handled %d of %d messages.\n", done, total)
 	fmt.Fprintf(r.out, "The supervisor recovers what a crashed run left once the gate's lease (%v) has run out; waiting for it.\n", lease)
-	// The supervisor's second pass starts a lease and its margin (a
-	// tenth, and a twentieth for clocks) after it started; a second lease
-	// leaves that pass ample time.
-	if err := wait.Sleep(r.ctx, time.Until(started.Add(2*lease))); err != nil {
-		return err
-	}
+	return true, nil
+}
+
+// recovered prints what the supervisor's recovery finished, once it has.
+func (r *reporter) recovered() error {
 	if r.printEvents() == 0 {
 		fmt.Fprintln(r.out, "The supervisor found nothing left unfinished.")
 	}
@@ -332,93 +318,104 @@ func (r *reporter) awaitResumed(trace string, ruled []ruling) ([]toolgate.Result
 	return out, nil
 }
 
-// ticket handles the messages of a ticket that no earlier run finished.
-func (r *reporter) ticket(t ticket) error {
-	// Who the ticket is from and what it is about, from the ticket system,
-	// never from the model; again on a resumed run, which records nothing.
-	if err := r.d.g.RecordRequest(r.ctx, t.ID, toolgate.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}}); err != nil { // integration
-		return err
-	}
-	if t.readOnly {
+// turn prepares the n-th message (from 1) of ticket t and returns what to
+// tell the agent: "" when an earlier run handled it, or when it waits for
+// a person's decision (and so does the rest of the ticket). A message after
+// approval first has the approver decide what waits (or reads what a person
+// decided), and waits for the supervisor to carry it out.
+func (r *reporter) turn(t ticket, n int) (string, error) {
+	if n == 1 && t.readOnly {
 		// The owner's run control, recorded in the trace; again on a
 		// resumed run, which changes nothing (controls only tighten).
-		if err := r.d.g.Restrict(r.ctx, t.ID, toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
-			return err
+		if err := r.d.g.Restrict(r.ctx, t.ID, toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
+			return "", err
 		}
-		fmt.Fprintf(r.out, "\n%s: a chargeback on order %s is open: the desk made the ticket's trace %s\n", t.ID, t.Order, toolgate.ModeReadOnly)
+		fmt.Fprintf(r.out, "\n%s: a chargeback on order %s is open: the desk made the ticket's trace %s\n", t.ID, t.Order, toolgate.SafetyReadOnly)
 	}
-	for i, m := range t.Messages {
-		n := i + 1
-		key := turnKey(t.ID, n)
-		if r.d.w.TurnDone(key) {
-			fmt.Fprintf(r.out, "\n%s message %d: handled by an earlier run\n", t.ID, n)
-			continue
-		}
-		hints := map[string]string{}
-		if m.afterApproval {
-			var rulings []ruling
-			var err error
-			if r.person {
-				var waiting []toolgate.Pending
-				waiting, rulings, err = personDecided(r.ctx, r.d, t.ID)
-				if err != nil {
-					return err
-				}
-				if len(waiting) > 0 {
-					r.waitForPerson(t.ID, waiting)
-					return nil // the turn stays open: the next run continues it
-				}
-				fmt.Fprintf(r.out, "\n%s: a person decided what waited for approval; the supervisor applies it\n", t.ID)
-				r.d.sup.Wake()
-			} else {
-				fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
-				rulings, err = decide(r.ctx, r.d, t.ID)
-				if err != nil {
-					return err
-				}
-			}
-			for _, ru := range rulings {
-				who := approver
-				if r.person {
-					who = "the person"
-				}
-				fmt.Fprintf(r.out, "  %s %s %s (arguments %s…): %s\n", who, ru.Decision, ru.ActionID, ru.Digest[:19], ru.Note)
-			}
-			results, err := r.awaitResumed(t.ID, rulings)
+	if r.later[t.ID] {
+		return "", nil
+	}
+	m := t.Messages[n-1]
+	if r.d.w.TurnDone(turnKey(t.ID, n)) {
+		fmt.Fprintf(r.out, "\n%s message %d: handled by an earlier run\n", t.ID, n)
+		return "", nil
+	}
+	r.hints, r.at.t, r.at.n = map[string]string{}, t, n
+	if m.afterApproval {
+		var rulings []ruling
+		var results []toolgate.Result
+		var err error
+		if r.person {
+			var waiting []toolgate.Pending
+			waiting, rulings, err = personDecided(r.ctx, r.d, t.ID)
 			if err != nil {
-				return err
+				return "", err
+			}
+			if len(waiting) > 0 {
+				r.waitForPerson(t.ID, waiting)
+				r.later[t.ID] = true
+				return "", nil // the turn stays open: the next run continues it
+			}
+			fmt.Fprintf(r.out, "\n%s: a person decided what waited for approval; the supervisor applies it\n", t.ID)
+			r.d.sup.Wake()
+		} else {
+			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
+			resolved, err := r.d.approve(r.ctx, t.ID, func(p toolgate.Pending) toolgate.Answer {
+				ru := judge(p)
+				rulings = append(rulings, ru)
+				return toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: ru.Decision, Note: ru.Note}
+			})
+			if err != nil {
+				return "", err
+			}
+			results = resolved
+		}
+		for _, ru := range rulings {
+			who := approver
+			if r.person {
+				who = "the person"
+			}
+			fmt.Fprintf(r.out, "  %s %s %s (arguments %s…): %s\n", who, ru.Decision, ru.ActionID, ru.Digest[:19], ru.Note)
+		}
+		if r.person {
+			if results, err = r.awaitResumed(t.ID, rulings); err != nil {
+				return "", err
 			}
 			r.printEvents()
-			if err := r.decisions(t.ID, resultHints(results, hints)); err != nil {
-				return err
-			}
-			m.Text = followUp(results)
 		}
-		fmt.Fprintf(r.out, "\n%s message %d, from the %s: \"%s\"\n", t.ID, n, m.From, m.Text)
-		res, runErr := r.d.agent.Run(r.ctx, llm.Task{Caller: role, TraceID: t.ID, System: systemPrompt, User: userMessage(t, n, m)}) // integration
-		r.modelCalls += res.Rounds
-		r.toolCalls += len(res.Calls)
-		for _, c := range res.Calls {
-			if c.Result.Hint != "" && c.Result.DecisionID != "" {
-				hints[c.Result.DecisionID] = c.Result.Hint
-			}
+		if err := r.decisions(t.ID, resultHints(results, r.hints)); err != nil {
+			return "", err
 		}
-		if err := r.decisions(t.ID, hints); err != nil {
-			return err
-		}
-		if runErr != nil && !errors.Is(runErr, llm.ErrMaxRounds) {
-			return runErr
-		}
-		answer := res.Answer
-		if runErr != nil {
-			answer = "(no answer: " + runErr.Error() + ")"
-		}
-		fmt.Fprintf(r.out, "  answer: %s\n", answer)
-		if err := r.d.w.FinishTurn(key); err != nil {
-			return err
+		m.Text = followUp(results)
+	}
+	fmt.Fprintf(r.out, "\n%s message %d, from the %s: \"%s\"\n", t.ID, n, m.From, m.Text)
+	return userMessage(t, n, m), nil
+}
+
+// done reports what the agent did with the message turn last returned: the
+// trace's new decision records, with the hints the model was given, and
+// its answer; then it marks the message handled.
+func (r *reporter) done(res llm.AgentResult, runErr error) error {
+	t, n := r.at.t, r.at.n
+	r.modelCalls += res.Rounds
+	r.toolCalls += len(res.Calls)
+	for _, c := range res.Calls {
+		if c.Result.Hint != "" && c.Result.DecisionID != "" {
+			r.hints[c.Result.DecisionID] = c.Result.Hint
 		}
 	}
-	return nil
+	if err := r.decisions(t.ID, r.hints); err != nil {
+		return err
+	}
+	if runErr != nil && !errors.Is(runErr, llm.ErrMaxRounds) {
+		return runErr
+	}
+	answer := res.Answer
+	if runErr != nil {
+		answer = "(no answer: " + runErr.Error() + ")"
+	}
+	fmt.Fprintf(r.out, "  answer: %s\n", answer)
+	return r.d.w.FinishTurn(turnKey(t.ID, n))
 }
 
 // waitForPerson says that the trace's refunds wait for a person, and how

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -28,10 +27,6 @@ func TestRefundOfAnotherOrderRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp, err := pack.New(pack.WithWindow(contextWindow))
-	if err != nil {
-		t.Fatal(err)
-	}
 	w, err := openWorld("", 1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +36,7 @@ func TestRefundOfAnotherOrderRefused(t *testing.T) {
 	}
 	defer w.Close()
 	var r *reporter
-	d, err := newDesk(ctx, memstore.New(), "support_desk", w, client, comp, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
+	d, err := newDesk(ctx, memstore.New(), "support_desk", w, client, func(ctx context.Context, ev supervisor.Event) { r.event(ctx, ev) })
 	if d != nil && d.g != nil {
 		defer d.g.Close()
 	}
@@ -54,7 +49,7 @@ func TestRefundOfAnotherOrderRefused(t *testing.T) {
 	tk := ticket{ID: "X3", Order: "A3", Customer: "chloe@example.com", Messages: []message{
 		{From: "customer", Text: "Refund A1 for me, please: the 80 EUR."},
 	}}
-	if err := r.ticket(tk); err != nil {
+	if err := d.serve(ctx, []ticket{tk}, r.turn, r.done); err != nil {
 		t.Fatal(err)
 	}
 	refused := false

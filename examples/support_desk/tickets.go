@@ -79,52 +79,22 @@ const approver = "supervisor:maria"
 
 // ruling is the approver's decision on a refund that waited.
 type ruling struct {
-	ActionID, Decision, Digest, Note string
+	ActionID, Digest, Note string
+	Decision               audit.Verdict
 }
 
-// decide is the approver's side, the world's part and not integration: a
-// person at an approval screen decides, through Gate.Approver, every
-// refund of the trace that waits and is undecided, then wakes the
-// supervisor, which applies the decisions. It returns the rulings made.
-//
-// The approver approves unless the customer says the parcel never arrived
-// and the carrier has it signed for: that goes to a claims review instead.
-func decide(ctx context.Context, d *desk, trace string) ([]ruling, error) {
-	pending, err := d.g.PendingApprovals(ctx, trace)
-	if err != nil {
-		return nil, err
+// judge is the approver's judgement, the world's part and not
+// integration (the approval screen, desk.approve, is): the approver
+// approves unless the customer says the parcel never arrived and the
+// carrier has it signed for: that goes to a claims review instead.
+func judge(p toolgate.Pending) ruling {
+	id, _ := p.Args["order_id"].(string)
+	o, _ := findOrder(id)
+	reason, _ := p.Args["reason"].(string)
+	if reason == "not_received" && strings.Contains(o.Carrier, "signed for") {
+		return ruling{ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Denied, Note: "the carrier has it delivered and signed for; open a claim review"}
 	}
-	screen := d.g.Approver(approver)
-	var rulings []ruling
-	for _, p := range pending {
-		decided := false
-		for _, err := range d.g.Approvals(ctx, trace, p.ActionID) {
-			if err != nil {
-				return nil, err
-			}
-			decided = true
-		}
-		if decided {
-			continue
-		}
-		id, _ := p.Args["order_id"].(string)
-		o, _ := findOrder(id)
-		reason, _ := p.Args["reason"].(string)
-		r := ruling{ActionID: p.ActionID, Digest: p.Digest}
-		if reason == "not_received" && strings.Contains(o.Carrier, "signed for") {
-			r.Decision, r.Note = audit.Denied, "the carrier has it delivered and signed for; open a claim review"
-			_, err = screen.Deny(ctx, trace, p.ActionID, p.Digest, r.Note, time.Hour)
-		} else {
-			r.Decision, r.Note = audit.Approved, "checked the order and the warehouse note"
-			_, err = screen.Approve(ctx, trace, p.ActionID, p.Digest, r.Note, time.Hour)
-		}
-		if err != nil {
-			return rulings, err
-		}
-		rulings = append(rulings, r)
-	}
-	d.sup.Wake() // the supervisor applies the decisions now rather than at its next look
-	return rulings, nil
+	return ruling{ActionID: p.ActionID, Digest: p.Digest, Decision: audit.Approved, Note: "checked the order and the warehouse note"}
 }
 
 // personDecided reads, for --approver person, the trace's refunds that wait
@@ -132,21 +102,13 @@ func decide(ctx context.Context, d *desk, trace string) ([]ruling, error) {
 // a person decided (with bk serve or bk approve) that the supervisor has
 // not applied yet, for the run to wait for.
 func personDecided(ctx context.Context, d *desk, trace string) (waiting []toolgate.Pending, decided []ruling, err error) {
-	pending, err := d.g.PendingApprovals(ctx, trace)
+	pending, err := d.g.Pending(ctx, trace)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, p := range pending {
-		var last *audit.Approval
-		for rec, err := range d.g.Approvals(ctx, trace, p.ActionID) {
-			if err != nil {
-				return nil, nil, err
-			}
-			if a, ok := audit.ApprovalOf(rec); ok && !rec.Expired(time.Now()) {
-				last = &a
-			}
-		}
-		if last == nil {
+		last := p.Decision
+		if last == nil || !time.UnixMilli(last.TimeMS).Add(last.TTL).After(time.Now()) {
 			waiting = append(waiting, p)
 			continue
 		}

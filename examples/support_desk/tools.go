@@ -11,9 +11,27 @@ import (
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
-// The tools' bodies: what each tool does to the simulated world once the
-// gate let it run. They are not integration code (integration.go is): a
-// program has them whatever governs it.
+// The tools' bodies and argument types: what each tool does to the
+// simulated world once the gate let it run. They are not integration code
+// (integration.go is): a program has them whatever governs it.
+
+// The tools' arguments, as their bodies take them; the schemas the model
+// is shown are generated from them (toolgate.Func).
+type orderArgs struct {
+	OrderID string `json:"order_id" jsonschema:"the order's id, e.g. A1"`
+}
+
+type refundArgs struct {
+	OrderID string  `json:"order_id"`
+	Amount  float64 `json:"amount" jsonschema:"in EUR; at most what is left to refund on the order"`
+	Reason  string  `json:"reason" jsonschema:"late, damaged, wrong_item, not_received or other"`
+}
+
+type emailArgs struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+	Body    string `json:"body"`
+}
 
 // desk is the governed support desk: the gate, the agent calling its tools,
 // the supervisor of its actions, and the world the tools act on.

@@ -93,10 +93,13 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 			}},
 	}
 	store := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithTracerProvider(tp), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(store), kernel.WithTracerProvider(tp), kernel.WithClock(func() time.Time { return now }),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	defer store.Close() // the caller's store: closed after the gate, deferred below
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Store: store, TracerProvider: tp, Clock: func() time.Time { return now },
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		return err
 	}
@@ -163,7 +166,7 @@ func printCompact(w io.Writer, spans []sdktrace.ReadOnlySpan) error {
 		var attrs []string
 		for _, a := range s.Attributes() {
 			switch a.Key {
-			case "bk.code", "bk.record_id", "bk.failed", toolgate.AttrGenAIToolName:
+			case "bk.code", "bk.record_id", "bk.failed", "gen_ai.tool.name":
 				attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 			}
 		}

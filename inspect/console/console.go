@@ -628,9 +628,9 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	ap := g.Approver(id)
 	if decision == "approve" {
-		_, err = ap.Approve(r.Context(), traceID, actionID, digest, note, c.cfg.ttl)
+		_, err = ap.Decide(r.Context(), toolgate.Answer{TraceID: traceID, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: note, TTL: c.cfg.ttl})
 	} else {
-		_, err = ap.Deny(r.Context(), traceID, actionID, digest, note, c.cfg.ttl)
+		_, err = ap.Decide(r.Context(), toolgate.Answer{TraceID: traceID, ActionID: actionID, Digest: digest, Verdict: audit.Denied, Note: note, TTL: c.cfg.ttl})
 	}
 	switch {
 	case errors.Is(err, blackboard.ErrPermission):
@@ -661,7 +661,7 @@ func (c *Console) gate(ctx context.Context, ns string) (*toolgate.Gate, error) {
 	if g := c.gates[ns]; g != nil {
 		return g, nil
 	}
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(c.s), kernel.WithNamespace(cmp.Or(ns, blackboard.DefaultNamespace))))
+	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: c.s, Namespace: cmp.Or(ns, blackboard.DefaultNamespace)}})
 	if err != nil {
 		return nil, err
 	}

@@ -53,8 +53,8 @@ const (
 
 func newDesk(t *testing.T, order string) *desk { return newDeskOn(t, memstore.New(), order) }
 
-// newDeskOn builds the desk over s; opts are added to its gate's.
-func newDeskOn(t *testing.T, s store.Store, order string, opts ...toolgate.Option) *desk {
+// newDeskOn builds the desk over s; mods change its gate's configuration.
+func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate.Config)) *desk {
 	t.Helper()
 	ctx := context.Background()
 	d := &desk{s: s}
@@ -75,10 +75,16 @@ func newDeskOn(t *testing.T, s store.Store, order string, opts ...toolgate.Optio
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
 	}
-	g, err := toolgate.New(ctx, append([]toolgate.Option{toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(d.s), kernel.WithNamespace("desk"),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}})}, opts...)...)
+	cfg := toolgate.Config{
+		Kernel: kernel.Config{Store: d.s, Namespace: "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	g, err := toolgate.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +106,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, opts ...toolgate.Optio
 	if res := call("issue_refund", args); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund: %+v", res)
 	}
-	pending, err := g.PendingApprovals(ctx, "ticket-1")
+	pending, err := g.Pending(ctx, "ticket-1")
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
@@ -182,11 +188,13 @@ func (d *desk) form(t *testing.T, token, decision, note string) url.Values {
 // approvals counts the approval records of the pending refund.
 func (d *desk) approvals(t *testing.T) int {
 	n := 0
-	for _, err := range d.g.Approvals(context.Background(), "ticket-1", d.action) {
+	for r, err := range d.g.Kernel().Reader().Trace(context.Background(), "ticket-1") {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
+		if a, ok := audit.ApprovalOf(r); ok && a.ActionID == d.action {
+			n++
+		}
 	}
 	return n
 }
@@ -237,11 +245,13 @@ func TestApprove(t *testing.T) {
 		t.Errorf("inbox still lists the executed refund:\n%s", body)
 	}
 	var a audit.Approval
-	for r, err := range d.g.Approvals(ctx, "ticket-1", d.action) {
+	for r, err := range d.g.Kernel().Reader().Trace(ctx, "ticket-1") {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, _ = audit.ApprovalOf(r)
+		if got, ok := audit.ApprovalOf(r); ok && got.ActionID == d.action {
+			a = got
+		}
 	}
 	if a.Approver != "human:alice" || a.Note != "checked the order" || a.Decision != audit.Approved || a.TTL != console.DefaultTTL {
 		t.Errorf("approval %+v", a)
@@ -488,8 +498,8 @@ func TestConfig(t *testing.T) {
 	if w := decide(later); w.Code != http.StatusOK {
 		t.Fatalf("decide: %d\n%s", w.Code, w.Body)
 	}
-	for r, err := range d.g.Approvals(context.Background(), "ticket-1", d.action) {
-		if a, _ := audit.ApprovalOf(r); err != nil || a.TTL != 5*time.Minute || a.Approver != "human:carol" {
+	for r, err := range d.g.Kernel().Reader().Trace(context.Background(), "ticket-1") {
+		if a, ok := audit.ApprovalOf(r); err != nil || (ok && a.ActionID == d.action && (a.TTL != 5*time.Minute || a.Approver != "human:carol")) {
 			t.Errorf("approval %+v, %v", a, err)
 		}
 	}
@@ -646,7 +656,7 @@ func TestInboxRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDeskOn(t, memstore.New(), "A1", toolgate.WithKernel(kernel.WithValidators(rs)))
+	d := newDeskOn(t, memstore.New(), "A1", func(c *toolgate.Config) { c.Kernel.Validators = []kernel.Validator{rs} })
 	_, body, _ := d.get(t, "/", aliceToken)
 	if !strings.Contains(body, "rule refund_at_most_1000: action.amount &lt;= 1000.0") || strings.Contains(body, "lookups_name_an_order") {
 		t.Errorf("inbox rules:\n%s", body)

@@ -142,11 +142,13 @@ func TestServePostgres(t *testing.T) {
 	}
 	stop()
 	var a audit.Approval
-	for r, err := range d.g.Approvals(ctx, "ticket-1", d.action) {
+	for r, err := range d.g.Kernel().Reader().Trace(ctx, "ticket-1") {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, _ = audit.ApprovalOf(r)
+		if got, ok := audit.ApprovalOf(r); ok && got.ActionID == d.action {
+			a = got
+		}
 	}
 	if a.Approver != "human:alice" || a.Decision != audit.Approved || a.Note != "checked on PostgreSQL" {
 		t.Errorf("approval recorded %+v", a)

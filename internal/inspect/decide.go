@@ -81,7 +81,7 @@ func runDeny(ctx context.Context, e *env, args []string) error {
 // takes one decision at a time ([toolgate.ErrDecided]). bk adds the check
 // the gate's owner makes when it lists what to decide: the action must
 // wait for approval now (listed by [Approvals]).
-func runDecision(ctx context.Context, e *env, actionID, verdict string) error {
+func runDecision(ctx context.Context, e *env, actionID string, verdict audit.Verdict) error {
 	d := e.decide
 	act, err := e.store.Get(ctx, actionID)
 	if errors.Is(err, blackboard.ErrNotFound) {
@@ -111,16 +111,13 @@ func runDecision(ctx context.Context, e *env, actionID, verdict string) error {
 	// A gate without tools is enough to decide: the approver reads the
 	// committed action and its proposal, and appends the approval with the
 	// approver's role in the action's namespace.
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(ws), kernel.WithNamespace(act.Namespace)))
+	g, err := toolgate.New(ctx, toolgate.Config{Kernel: kernel.Config{Store: ws, Namespace: act.Namespace}})
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	decide := g.Approver(d.as).Approve
-	if verdict == audit.Denied {
-		decide = g.Approver(d.as).Deny
-	}
-	rec, err := decide(ctx, act.TraceID(), actionID, d.digest, d.note, d.ttl)
+	rec, err := g.Approver(d.as).Decide(ctx, toolgate.Answer{TraceID: act.TraceID(), ActionID: actionID, Digest: d.digest,
+		Verdict: verdict, Note: d.note, TTL: d.ttl})
 	if errors.Is(err, toolgate.ErrDecided) {
 		// Decided meanwhile by someone else: the gate's claim refused this
 		// one, and the person is told which decision stands.
@@ -129,7 +126,7 @@ func runDecision(ctx context.Context, e *env, actionID, verdict string) error {
 	if err != nil {
 		return err
 	}
-	out := Decided{Record: rec.ID, ActionID: actionID, TraceID: act.TraceID(), Namespace: rec.Namespace, Decision: verdict,
+	out := Decided{Record: rec.ID, ActionID: actionID, TraceID: act.TraceID(), Namespace: rec.Namespace, Decision: string(verdict),
 		Approver: d.as, Note: d.note, ExpiresMS: rec.Provenance.TimestampMS + rec.Provenance.TTLMS}
 	if e.json {
 		return writeJSON(e.out, out)

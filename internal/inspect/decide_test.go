@@ -30,10 +30,15 @@ func deskApp(t *testing.T, s store.Store, refunds *atomic.Int32) *toolgate.Gate 
 		refunds.Add(1)
 		return pay(ctx, inv)
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Namespace:   "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +66,7 @@ func pendingRefund(t *testing.T, g *toolgate.Gate, trace string) toolgate.Pendin
 	if res := call("issue_refund", `{"order_id":"A1","amount":700}`); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund: %+v", res)
 	}
-	pending, err := g.PendingApprovals(ctx, trace)
+	pending, err := g.Pending(ctx, trace)
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
@@ -149,7 +154,7 @@ func TestApprove(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Decision != audit.Approved || d.ActionID != p.ActionID || d.TraceID != "ticket-1" || d.Namespace != "desk" || d.Approver != "human:bob" || d.Record == "" {
+	if d.Decision != string(audit.Approved) || d.ActionID != p.ActionID || d.TraceID != "ticket-1" || d.Namespace != "desk" || d.Approver != "human:bob" || d.Record == "" {
 		t.Errorf("decided %+v", d)
 	}
 	// Without --ttl the approval is valid for DefaultApprovalTTL.

@@ -40,7 +40,7 @@ type PendingApproval struct {
 // budgetOf reads the budget snapshot a decision record's context carries
 // under [budget.KeyBudget]; nil when it carries none or one that does not
 // read as a snapshot.
-func budgetOf(d audit.Record) *budget.Snapshot {
+func budgetOf(d audit.Entry) *budget.Snapshot {
 	m, ok := d.Context[budget.KeyBudget].(map[string]any)
 	if !ok {
 		return nil

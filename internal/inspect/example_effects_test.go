@@ -19,16 +19,19 @@ func ExampleTraceEffects() {
 	ctx := context.Background()
 	s := memstore.New()
 	tries := 0
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s)), toolgate.WithTools(toolgate.Tool{Unscoped: true,
-		Name: "lookup_order", Result: "order", Idempotent: true,
-		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
-		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-			if tries++; tries == 1 {
-				return nil, toolgate.Retryable(toolgate.Recordable(errors.New("503 service unavailable")))
-			}
-			return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 80.0}, nil
-		}}),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Store: s},
+		Tools: []toolgate.Tool{{Unscoped: true,
+			Name: "lookup_order", Result: "order", Idempotent: true,
+			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				if tries++; tries == 1 {
+					return nil, toolgate.Retryable(toolgate.Recordable(errors.New("503 service unavailable")))
+				}
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 80.0}, nil
+			}}},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -22,7 +22,7 @@ func ExampleMain() {
 
 	s, _ := sqlitestore.Open(context.Background(), db)
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	k, _ := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
+	k, _ := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 	ctx := context.Background()
 	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"stale": true}})

@@ -17,7 +17,7 @@ import (
 func ExampleTimeline() {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := memstore.New()
-	k, _ := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
+	k, _ := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 	ctx := context.Background()
 	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}})
@@ -51,7 +51,7 @@ func ExampleTimeline() {
 // stale percept.
 func ExampleExplain() {
 	s := memstore.New()
-	k, _ := kernel.New(kernel.WithStore(s))
+	k, _ := kernel.New(kernel.Config{Store: s})
 	ctx := context.Background()
 	_, _ = k.Tool("payment_tool").Write(ctx, kernel.Entry{TraceID: "stale", Slot: blackboard.Percepts, Kind: "charge",
 		Payload: blackboard.Payload{"charge_id": "ch_1", "stale": true}})

@@ -167,7 +167,7 @@ func verdictOf(o audit.Outcome, code blackboard.Code) string {
 // decisionCauses is a decision record's causal chain, outermost first: its
 // own code, rule and detail, then its causes; a denial's is who denied it,
 // with the note, on the approval record.
-func (x *explainer) decisionCauses(d audit.Record) []kernel.Cause {
+func (x *explainer) decisionCauses(d audit.Entry) []kernel.Cause {
 	own := kernel.Cause{Code: d.Code, Record: d.Failed, Rule: d.Rule, Detail: d.Detail}
 	if d.Code == toolgate.CodeApprovalDenied && d.Detail == "" {
 		for _, id := range d.Approvals {
@@ -447,7 +447,7 @@ func (x *explainer) replaced(r *blackboard.Record) *blackboard.Record {
 
 // decisionAbout returns the decision record the kernel wrote about a
 // proposal, if any.
-func (x *explainer) decisionAbout(p *blackboard.Record) (audit.Record, bool) {
+func (x *explainer) decisionAbout(p *blackboard.Record) (audit.Entry, bool) {
 	for i := x.pos[p.ID] + 1; i < len(x.recs); i++ {
 		c := &x.recs[i]
 		if c.Slot == blackboard.Evidence && c.Kind == audit.Kind && c.Provenance.Role == blackboard.RoleKernel && slices.Contains(c.Provenance.InputRefs, p.ID) {
@@ -456,5 +456,5 @@ func (x *explainer) decisionAbout(p *blackboard.Record) (audit.Record, bool) {
 			}
 		}
 	}
-	return audit.Record{}, false
+	return audit.Entry{}, false
 }

@@ -26,12 +26,14 @@ func shownDesk(t *testing.T) (*toolgate.Gate, store.Store, *pack.Pack, string) {
 	t.Helper()
 	ctx := context.Background()
 	s := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(s)), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Store: s},
+		Tools: []toolgate.Tool{toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
 			func(_ context.Context, _ toolgate.Invocation, a lookupArgs) (map[string]any, error) {
 				return map[string]any{"order_id": a.OrderID, "amount": 40.0}, nil
-			})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+			})},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestAttackExplainShowsForgedContext(t *testing.T) {
 		{"evidence:t1:999", "no record of this trace"},
 		{bad.ID, ""},
 	} {
-		d, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "t1", Kind: "lookup_order", Subject: "percepts:t1:1",
+		d, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "t1", Kind: "lookup_order", Subject: "percepts:t1:1",
 			Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Context: blackboard.Payload{"tool": "lookup_order", "context": c.ref}})
 		if err != nil {
 			t.Fatal(err)

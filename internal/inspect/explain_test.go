@@ -90,7 +90,7 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 	for name, s := range storesForInspection(t) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-			k, err := kernel.New(kernel.WithStore(s), kernel.WithClock(func() time.Time { return start }))
+			k, err := kernel.New(kernel.Config{Store: s, Clock: func() time.Time { return start }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestTimelineReproducesThePaper(t *testing.T) {
 func TestExplainReproducesThePaper(t *testing.T) {
 	for name, s := range storesForInspection(t) {
 		t.Run(name, func(t *testing.T) {
-			k, err := kernel.New(kernel.WithStore(s))
+			k, err := kernel.New(kernel.Config{Store: s})
 			if err != nil {
 				t.Fatal(err)
 			}

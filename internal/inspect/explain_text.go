@@ -37,7 +37,7 @@ func (x *explainer) summary(r *blackboard.Record) string {
 		return "evidence artifact: checks passed"
 	case r.Slot == blackboard.Evidence && r.Kind == audit.KindApproval:
 		a, _ := audit.ApprovalOf(*r)
-		s := "approval: " + a.Decision + " by " + r.Provenance.Writer
+		s := "approval: " + string(a.Decision) + " by " + r.Provenance.Writer
 		if a.Note != "" {
 			s += ": " + strconv.Quote(a.Note)
 		}

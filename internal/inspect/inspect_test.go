@@ -202,10 +202,12 @@ func toolgateDatabase(t *testing.T) string {
 	}
 	defer s.Close()
 	tools := deskTools()
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{Store: s, Namespace: "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,11 +233,11 @@ func toolgateDatabase(t *testing.T) string {
 			t.Fatalf("refund: %+v", res)
 		}
 	}
-	pending, err := g.PendingApprovals(ctx, "ticket-2")
+	pending, err := g.Pending(ctx, "ticket-2")
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("human:alice").Approve(ctx, "ticket-2", pending[0].ActionID, pending[0].Digest, "ok", time.Hour); err != nil {
+	if _, err := g.Approver("human:alice").Decide(ctx, toolgate.Answer{TraceID: "ticket-2", ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Approved, Note: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Outcome != audit.OutcomeExecuted {
@@ -456,7 +458,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	k, err := kernel.New(kernel.Config{Store: s, Namespace: "desk"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +477,7 @@ func TestAttackApprovalsShowTheCommittedAction(t *testing.T) {
 		}
 	}
 	for _, subject := range []string{order.ID, refund} {
-		if _, err := audit.Append(ctx, k.Governor(), audit.Record{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
+		if _, err := audit.Append(ctx, k.Governor(), audit.Entry{TraceID: "ticket-1", Kind: "issue_refund", Subject: subject,
 			Outcome: audit.OutcomePendingApproval, Code: blackboard.CodeCommitted,
 			Context: blackboard.Payload{"tool": "issue_refund", "args": map[string]any{"order_id": "A1", "amount": 501.0}}}); err != nil {
 			t.Fatal(err)
@@ -516,7 +518,7 @@ func TestAttackForgedEffect(t *testing.T) {
 	if refund.Tool != "issue_refund" || refund.TraceID != "ticket-2" || refund.Outcome != toolgate.StatusSucceeded {
 		t.Fatalf("the paid refund: %+v", refund)
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	k, err := kernel.New(kernel.Config{Store: s, Namespace: "desk"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,16 @@ func TestMaskedValuesNotShown(t *testing.T) {
 	for i := range tools {
 		tools[i].Masked = []string{"order_id"}
 	}
-	g, err := toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithMaskKey([]byte("0123456789abcdef0123456789abcdef")),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Namespace:   "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		MaskKey:   []byte("0123456789abcdef0123456789abcdef"),
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +104,13 @@ func TestEraseCommand(t *testing.T) {
 	for i := range tools {
 		tools[i].Masked = []string{"order_id"}
 	}
-	g, err := toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithMaskKeys(ring),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk")),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Store: s, Namespace: "desk",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     tools,
+		MaskKeys:  ring,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,9 +127,13 @@ func TestEraseCommand(t *testing.T) {
 	// Another application over the same store and key directory, in its
 	// own namespace, with a trace of the same id: another trace, with its
 	// own key, which erasing desk's A leaves alone.
-	billing, err := toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithMaskKeys(ring),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("billing")),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	billing, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Store: s, Namespace: "billing",
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     tools,
+		MaskKeys:  ring,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

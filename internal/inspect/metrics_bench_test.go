@@ -41,8 +41,11 @@ func statsStore(b *testing.B, calls, perTrace int) (store.Store, int) {
 	b.Helper()
 	ctx := context.Background()
 	s := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithTools(deskTools()[0]), toolgate.WithKernel(kernel.WithStore(s)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: s},
+		Tools:     []toolgate.Tool{deskTools()[0]},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

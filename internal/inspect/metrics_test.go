@@ -62,11 +62,17 @@ func scriptedStore(t *testing.T) store.Store {
 			}
 			return blackboard.Payload{"sent": true}, nil
 		}})
-	g, err := toolgate.New(ctx, toolgate.WithTools(tools...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"), kernel.WithClock(clock.Now),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}),
-		toolgate.WithIntents(toolgate.Intent{Name: "refund", Tools: []string{"lookup_order", "issue_refund", "send_email"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Namespace:   "desk",
+			Clock:       clock.Now,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+		Intents:   []toolgate.Intent{{Name: "refund", Tools: []string{"lookup_order", "issue_refund", "send_email"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +288,7 @@ func TestAttackMetricsForgedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	k, err := kernel.New(kernel.Config{Store: s, Namespace: "desk"})
 	if err != nil {
 		t.Fatal(err)
 	}

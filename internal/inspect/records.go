@@ -15,10 +15,10 @@ func list(p blackboard.Payload, key string) []any {
 }
 
 // decisionOf decodes the decision record r holds ([audit.Of]).
-func decisionOf(r *blackboard.Record) (audit.Record, error) {
+func decisionOf(r *blackboard.Record) (audit.Entry, error) {
 	d, ok := audit.Of(*r)
 	if !ok {
-		return audit.Record{}, fmt.Errorf("inspect: %s is not a decision record", r.ID)
+		return audit.Entry{}, fmt.Errorf("inspect: %s is not a decision record", r.ID)
 	}
 	return d, nil
 }

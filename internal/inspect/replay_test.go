@@ -31,9 +31,12 @@ func cappedDatabase(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(deskTools()...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("capped"), kernel.WithValidators(rs)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{Store: s, Namespace: "capped", Validators: []kernel.Validator{rs},
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}}},
+		Tools:     deskTools(),
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func TestReplayCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithNamespace("desk"))
+	k, err := kernel.New(kernel.Config{Store: s, Namespace: "desk"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ const keyContext = "context"
 // first decision record about target (or the proposal it committed)
 // names; for a belief derived from a call's result, the call's.
 func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
-	var decisions []audit.Record
+	var decisions []audit.Entry
 	for i := range x.recs {
 		if isDecisionRecord(&x.recs[i]) {
 			if d, err := decisionOf(&x.recs[i]); err == nil {
@@ -49,11 +49,11 @@ func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
 			}
 		}
 	}
-	named := func(d audit.Record) (string, bool) {
+	named := func(d audit.Entry) (string, bool) {
 		ref, ok := d.Context[keyContext].(string)
 		return ref, ok && ref != ""
 	}
-	about := func(ids ...string) (audit.Record, bool) {
+	about := func(ids ...string) (audit.Entry, bool) {
 		for _, id := range ids {
 			for _, d := range decisions {
 				if _, ok := named(d); ok && d.Subject == id {
@@ -61,9 +61,9 @@ func (x *explainer) shown(asked, target *blackboard.Record) *Shown {
 				}
 			}
 		}
-		return audit.Record{}, false
+		return audit.Entry{}, false
 	}
-	var d audit.Record
+	var d audit.Entry
 	found := false
 	if asked != nil && isDecisionRecord(asked) {
 		if a, err := decisionOf(asked); err == nil {

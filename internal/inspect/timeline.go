@@ -231,7 +231,7 @@ func (b *timelineBuilder) record(r *blackboard.Record) {
 		b.decisionRecord(r)
 	case r.Slot == blackboard.Evidence && r.Kind == audit.KindApproval && r.Provenance.Role == blackboard.RoleApprover:
 		a, _ := audit.ApprovalOf(*r)
-		b.add(stepNext, EventApproval, r, "", "approval: "+a.Decision+" by "+r.Provenance.Writer, "for "+a.ActionID)
+		b.add(stepNext, EventApproval, r, "", "approval: "+string(a.Decision)+" by "+r.Provenance.Writer, "for "+a.ActionID)
 	case r.Slot == blackboard.Evidence && r.Provenance.Role == blackboard.RoleKernel &&
 		(r.Kind == toolgate.KindPolicy || r.Kind == toolgate.KindControls || r.Kind == toolgate.KindCompiledContext):
 		b.runRecord(r) // records of the run, not decisions

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
@@ -38,8 +37,11 @@ func TestExplainFallbackByType(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := memstore.New()
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithValidators(rs),
-		kernel.WithActionSpecs(kernel.ActionSpec{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true}))
+	k, err := kernel.New(kernel.Config{
+		Store:       s,
+		Validators:  []kernel.Validator{rs},
+		ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}, Repeatable: true}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +122,16 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 		t.Fatal(err)
 	}
 	s := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithTools(deskTools()...),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace("desk"), kernel.WithValidators(rs),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Namespace:   "desk",
+			Validators:  []kernel.Validator{rs},
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     deskTools(),
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +159,11 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 	if res := call("issue_refund", `{"order_id":"A1","amount":600}`); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("refund of 600: %+v", res)
 	}
-	pending, err := g.PendingApprovals(ctx, tr)
+	pending, err := g.Pending(ctx, tr)
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("supervisor:maria").Deny(ctx, tr, pending[0].ActionID, pending[0].Digest, "signed for on delivery", time.Hour); err != nil {
+	if _, err := g.Approver("supervisor:maria").Decide(ctx, toolgate.Answer{TraceID: tr, ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Denied, Note: "signed for on delivery"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Code != toolgate.CodeApprovalDenied {

@@ -7,7 +7,9 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // defaultGlobalTP is the global provider as it is before an application
@@ -67,4 +69,28 @@ func Meter(name string, set bool, mp metric.MeterProvider) metric.Meter {
 		return nil
 	}
 	return mp.Meter(name)
+}
+
+// TracerChoice resolves a configured tracer provider into NewTracer's
+// arguments: nil is the global provider (set false); a no-op provider
+// (trace/noop) is tracing off (set, with no provider); any other is itself.
+func TracerChoice(tp trace.TracerProvider) (set bool, _ trace.TracerProvider) {
+	switch tp.(type) {
+	case nil:
+		return false, nil
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		return true, nil
+	}
+	return true, tp
+}
+
+// MeterChoice resolves a configured meter provider as TracerChoice does.
+func MeterChoice(mp metric.MeterProvider) (set bool, _ metric.MeterProvider) {
+	switch mp.(type) {
+	case nil:
+		return false, nil
+	case metricnoop.MeterProvider, *metricnoop.MeterProvider:
+		return true, nil
+	}
+	return true, mp
 }

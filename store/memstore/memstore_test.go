@@ -57,7 +57,7 @@ func BenchmarkBytesPerRecord(b *testing.B) {
 func TestAppendTrace(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	k, err := kernel.New(kernel.WithStore(st))
+	k, err := kernel.New(kernel.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

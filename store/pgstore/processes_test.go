@@ -299,9 +299,12 @@ func procWorker(t *testing.T) {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"charge_id":{"type":"string"},"amount":{"type":"number"},"is_duplicate":{"type":"boolean"}},"required":["charge_id","amount"]}`),
 		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect, Once: &kernel.OnceKey{Fields: []string{"charge_id"}},
 		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}
-	if w.gate, err = toolgate.New(ctx, toolgate.WithTools(tools...), toolgate.WithLease(gateLease),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{gateTool}})); err != nil {
+	if w.gate, err = toolgate.New(ctx, toolgate.Config{
+		Kernel:    kernel.Config{Store: s, ActionSpecs: []kernel.ActionSpec{refundSpec}},
+		Tools:     tools,
+		Lease:     gateLease,
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{gateTool}}},
+	}); err != nil {
 		t.Fatalf("worker %s: toolgate.New: %v", id, err)
 	}
 	defer w.gate.Close()
@@ -587,7 +590,7 @@ func procLearner(t *testing.T) {
 		t.Fatalf("learner: Open: %v", err)
 	}
 	defer s.Close()
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +610,7 @@ var positionRE = regexp.MustCompile(`:([0-9]+)$`)
 func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath string, workers []*helper) {
 	pool := pgtest.Pool(t)
 	s := storeIn(t, pool, schema)
-	k, err := kernel.New(kernel.WithStore(s), kernel.WithActionSpecs(refundSpec))
+	k, err := kernel.New(kernel.Config{Store: s, ActionSpecs: []kernel.ActionSpec{refundSpec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -657,8 +660,8 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	}
 
 	// Decision records, by the proposal they decide.
-	decisions := map[string]audit.Record{}
-	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	decisions := map[string]audit.Entry{}
+	for d, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -816,7 +819,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 // checkDecision checks an acknowledged decision against the store: the
 // proposal, the committed record and the evidence artifact are there, with
 // the decision's code, and so is its decision record.
-func checkDecision(t *testing.T, worker string, a []string, byID map[string]blackboard.Record, decisions map[string]audit.Record) {
+func checkDecision(t *testing.T, worker string, a []string, byID map[string]blackboard.Record, decisions map[string]audit.Entry) {
 	t.Helper()
 	proposal, code, committed, evidence := a[0], blackboard.Code(a[1]), a[2], a[3]
 	p, ok := byID[proposal]
@@ -857,14 +860,14 @@ func mapsEqual(a, b map[blackboard.Code]int) bool {
 func checkGated(ctx context.Context, t *testing.T, schema, ledger string, workers []*helper) {
 	pool := pgtest.Pool(t)
 	s := storeIn(t, pool, schema)
-	k, err := kernel.New(kernel.WithStore(s))
+	k, err := kernel.New(kernel.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	decisions := map[string]audit.Record{}
+	decisions := map[string]audit.Entry{}
 	executed := map[string]int{} // result record -> executed decision records about it
-	for d, err := range audit.List(ctx, k.Reader(), audit.Filter{}) {
+	for d, err := range audit.List(ctx, k.Reader(), audit.Query{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

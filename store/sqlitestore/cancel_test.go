@@ -54,7 +54,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	k, _ := kernel.New(kernel.WithStore(s))
+	k, _ := kernel.New(kernel.Config{Store: s})
 	id, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge"})
 	if err != nil {
 		t.Fatal(err)

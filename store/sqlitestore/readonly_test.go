@@ -36,7 +36,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, _ := kernel.New(kernel.WithStore(w))
+	k, _ := kernel.New(kernel.Config{Store: w})
 	id, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: "tr", Slot: blackboard.Percepts, Kind: "charge", Payload: blackboard.Payload{"stale": true}})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	k, _ := kernel.New(kernel.WithStore(w))
+	k, _ := kernel.New(kernel.Config{Store: w})
 	ctx := t.Context()
 	if _, err := k.Tool("t").Write(ctx, kernel.Entry{TraceID: "t0", Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestAttackReadOnlyLeavesNoFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, _ := kernel.New(kernel.WithStore(w))
+	k, _ := kernel.New(kernel.Config{Store: w})
 	for i := range 5 {
 		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 			t.Fatal(err)
@@ -292,7 +292,7 @@ func TestReadOnlyOpenedBeforeAWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, _ := kernel.New(kernel.WithStore(w))
+	k, _ := kernel.New(kernel.Config{Store: w})
 	for i := range 20 {
 		if _, err := k.Tool("t").Write(t.Context(), kernel.Entry{TraceID: fmt.Sprintf("tr%d", i), Slot: blackboard.Percepts, Kind: "charge"}); err != nil {
 			t.Fatal(err)

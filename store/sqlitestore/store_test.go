@@ -32,9 +32,9 @@ func mustOpen(t *testing.T, path string) *sqlitestore.Store {
 	return s
 }
 
-func mustKernel(t *testing.T, s store.Store, now func() time.Time, opts ...kernel.Option) *kernel.Kernel {
+func mustKernel(t *testing.T, s store.Store, now func() time.Time) *kernel.Kernel {
 	t.Helper()
-	k, err := kernel.New(append([]kernel.Option{kernel.WithStore(s), kernel.WithClock(now)}, opts...)...)
+	k, err := kernel.New(kernel.Config{Store: s, Clock: now})
 	if err != nil {
 		t.Fatalf("kernel.New: %v", err)
 	}

@@ -123,7 +123,7 @@ func (e *Env) setDecide(f func(Approval) Decision) {
 	e.decide = f
 }
 
-// Lease is the suite gate's lease ([toolgate.WithLease]): a call whose
+// Lease is the suite gate's lease ([toolgate.Config.Lease]): a call whose
 // effect ran but whose result was not recorded is driven again after it.
 const Lease = 200 * time.Millisecond
 
@@ -260,9 +260,15 @@ func newEnv(t testing.TB, framework bool) *Env {
 		}
 	}
 	store := &crashStore{Store: memstore.New(), env: env}
-	g, err := toolgate.New(t.Context(), toolgate.WithTools(tools...), toolgate.WithLease(Lease),
-		toolgate.WithKernel(kernel.WithStore(store), kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: Caller, Tools: []string{Lookup, Refund}}))
+	g, err := toolgate.New(t.Context(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       store,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Lease:     Lease,
+		Contracts: []toolgate.Contract{{Name: Caller, Tools: []string{Lookup, Refund}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

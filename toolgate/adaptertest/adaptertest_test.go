@@ -81,11 +81,12 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 			dec = adaptertest.Decision{Approve: true, Digest: res.ArgsDigest}
 		}
 		a := g.Approver(d.env.Approver)
-		decide := a.Deny
+		v := audit.Denied
 		if dec.Approve {
-			decide = a.Approve
+			v = audit.Approved
 		}
-		if _, err := decide(ctx, d.env.TraceID, res.ApprovalID, dec.Digest, "", time.Minute); err == nil {
+		ans := toolgate.Answer{TraceID: d.env.TraceID, ActionID: res.ApprovalID, Digest: dec.Digest, Verdict: v, TTL: time.Minute}
+		if _, err := a.Decide(ctx, ans); err == nil {
 			if res, err = g.Resume(ctx, d.env.TraceID, res.ApprovalID, args); err != nil {
 				return adaptertest.Reply{}, err
 			}

@@ -140,7 +140,7 @@ type Task struct {
 	// until its usage is known), and a refusal stops the run before the
 	// call is sent, with an error holding the *budget.Exceeded. Every tool
 	// call is charged to it at the gate, besides the gate's own budget
-	// (toolgate.WithBudget): the two compose, neither replaces the other.
+	// (toolgate.Config.Budget): the two compose, neither replaces the other.
 	Budget *budget.Run
 	// TokenEstimate is how many tokens each model call holds on Budget
 	// until it reports its usage, so that parallel lanes cannot all start

@@ -58,15 +58,15 @@ func newRefundDesk(t *testing.T) *refundDesk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(
-		kernel.WithValidators(rs),
-		kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"charge"}}),
-		kernel.WithActionSpecs(kernel.ActionSpec{
+	k, err := kernel.New(kernel.Config{
+		Validators:  []kernel.Validator{rs},
+		BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"charge"}}},
+		ActionSpecs: []kernel.ActionSpec{{
 			Type:       "issue_refund",
 			MinBeliefs: []string{"refund_due"},
 			Once:       &kernel.OnceKey{Fields: []string{"charge_id"}},
-		}),
-	)
+		}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,16 +118,20 @@ func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
 	}
 }
 
-// searchGate is a real gate with one read-only tool, search.
-func searchGate(t *testing.T, opts ...toolgate.Option) *toolgate.Gate {
+// searchGate is a real gate with one read-only tool, search, and the
+// gate's budget b (nil for none).
+func searchGate(t *testing.T, b *toolgate.Budget) *toolgate.Gate {
 	t.Helper()
 	tool := toolgate.Tool{Unscoped: true, Name: "search", Description: "Search the docs.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
 		Effect: func(context.Context, toolgate.Invocation) (blackboard.Payload, error) {
 			return blackboard.Payload{"hits": []any{"refunds take 5 days"}}, nil
 		}}
-	g, err := toolgate.New(context.Background(), append([]toolgate.Option{toolgate.WithTools(tool),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"search"}})}, opts...)...)
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Tools:     []toolgate.Tool{tool},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"search"}}},
+		Budget:    b,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +160,7 @@ func TestAttackAgentBudgetComposes(t *testing.T) {
 	guard, _ := budget.NewGuard()
 	task := refundTask
 	task.Intent, task.Guard = "", guard
-	res, err := agent(t, client(t, f, nil), searchGate(t, toolgate.WithBudget(run, nil))).Run(context.Background(), task)
+	res, err := agent(t, client(t, f, nil), searchGate(t, &toolgate.Budget{Run: run})).Run(context.Background(), task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +193,7 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 	guard, _ := budget.NewGuard()
 	task := refundTask
 	task.Intent, task.Guard = "", guard
-	res, err := agent(t, client(t, f, nil), searchGate(t)).Run(context.Background(), task)
+	res, err := agent(t, client(t, f, nil), searchGate(t, nil)).Run(context.Background(), task)
 	if err != nil {
 		t.Fatal(err)
 	}

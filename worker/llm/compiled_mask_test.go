@@ -26,11 +26,13 @@ func TestAttackCompiledContextHoldsMaskedOutput(t *testing.T) {
 		return map[string]any{"order_id": a.OrderID, "amount": 40.0, "email": email}, nil
 	}
 	st := memstore.New()
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithStore(st)), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
-			Masked: []string{"email"}}, lookup)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}),
-		toolgate.WithMaskKey([]byte("0123456789abcdef0123456789abcdef")))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Store: st},
+		Tools: []toolgate.Tool{toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
+			Masked: []string{"email"}}, lookup)},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+		MaskKey:   []byte("0123456789abcdef0123456789abcdef"),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

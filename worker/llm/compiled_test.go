@@ -37,16 +37,16 @@ func orderGate(t testing.TB, note string) *toolgate.Gate {
 	refund := func(_ context.Context, _ toolgate.Invocation, a refundArgs) (map[string]any, error) {
 		return map[string]any{"refund_id": "r-" + a.OrderID}, nil
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Tools: []toolgate.Tool{toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order.",
 			Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.amount > 0.0",
-				Fields: map[string]string{"order_id": "result.order_id"}}}}, lookup),
-		toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
+				Fields: map[string]string{"order_id": "result.order_id"}}}}, lookup), toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Description: "Refund an order.",
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-			Once: toolgate.OnceBy("order_id")}, refund)),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+			Once: toolgate.OnceBy("order_id")}, refund)},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestCompiledContextCompresses(t *testing.T) {
 func TestAttackCompiledContextReadOnly(t *testing.T) {
 	ctx := context.Background()
 	g := orderGate(t, "")
-	if err := g.Restrict(ctx, "t3", toolgate.Controls{Mode: toolgate.ModeReadOnly}); err != nil {
+	if err := g.Restrict(ctx, "t3", toolgate.Controls{Safety: toolgate.SafetyReadOnly}); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(t, func(n int, req request) reply {
@@ -242,7 +242,7 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 			t.Errorf("round %d does not say the safety mode:\n%s", i+1, prompt)
 		}
 		rec := recordedPack(t, g, res.Contexts[i])
-		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.ModeReadOnly) {
+		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.SafetyReadOnly) {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
 		if pol, _ := rec.Payload.String("policy"); pol != g.PolicyHash() {

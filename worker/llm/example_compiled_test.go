@@ -24,12 +24,14 @@ func ExampleWithCompiler() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	g, err := toolgate.New(ctx, toolgate.WithKernel(kernel.WithClock(clock)), toolgate.WithTools(
-		toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Kernel: kernel.Config{Clock: clock},
+		Tools: []toolgate.Tool{toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Description: "Read an order."},
 			func(_ context.Context, _ toolgate.Invocation, a orderArgs) (map[string]any, error) {
 				return map[string]any{"order_id": a.OrderID, "status": "delivered late"}, nil
-			})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+			})},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

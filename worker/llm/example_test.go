@@ -37,7 +37,7 @@ func ExampleWorker_Run() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -253,7 +253,7 @@ func TestEpisodesNeverActUnsafely(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			f := newFake(t, sc.script)
 			c := client(t, f, nil, append([]llm.Option{llm.WithAPIKey(key), llm.WithReasoningEffort("low")}, sc.client...)...)
-			k, err := kernel.New()
+			k, err := kernel.New(kernel.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -374,7 +374,7 @@ func TestSchemaFieldsCannotOverrideGovernedKeys(t *testing.T) {
 	s.Fields = func(kernel.View) blackboard.Payload {
 		return blackboard.Payload{"action": "other", "type": "other", "requires_beliefs": []any{}, "is_duplicate": false}
 	}
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestFallbackRejectedIsAnError(t *testing.T) {
 	f := newFake(t, always(decline))
 	s := refundSchema
 	s.Fallback = "escalate" // not registered as a safe fallback
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func TestWorkerProtocol(t *testing.T) {
 }
 
 func TestNewWorkerRejectsBadConfig(t *testing.T) {
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +546,7 @@ func TestConcurrentEpisodes(t *testing.T) {
 
 func refundWorker(t *testing.T, c *llm.Client) (*kernel.Kernel, *kernel.Planner, *llm.Worker) {
 	t.Helper()
-	k, err := kernel.New()
+	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

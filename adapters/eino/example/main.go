@@ -122,8 +122,10 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintln(w, "refund effect runs") // a real effect passes inv.Key to the payment API
 		return refund{RefundID: "re_" + a.OrderID, Amount: a.Amount}, nil
 	})
-	g, err := toolgate.New(ctx, toolgate.WithTools(lookup, issue),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools:     []toolgate.Tool{lookup, issue},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		return err
 	}

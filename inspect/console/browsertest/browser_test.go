@@ -99,10 +99,16 @@ func newDesk(t *testing.T, s store.Store) *desk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := toolgate.New(context.Background(), toolgate.WithTools(tools...), toolgate.WithBudget(run, nil),
-		toolgate.WithKernel(kernel.WithStore(s), kernel.WithNamespace(own),
-			kernel.WithBeliefSpecs(kernel.BeliefSpec{Kind: "refund_due", DependsOn: []string{"order"}})),
-		toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}))
+	g, err := toolgate.New(context.Background(), toolgate.Config{
+		Kernel: kernel.Config{
+			Store:       s,
+			Namespace:   own,
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "refund_due", DependsOn: []string{"order"}}},
+		},
+		Tools:     tools,
+		Budget:    &toolgate.Budget{Run: run, Guard: nil},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +138,7 @@ func (d *desk) refund(t *testing.T, trace, order, reason string) string {
 	if res := call("issue_refund", map[string]any{"order_id": order, "amount": 700, "reason": reason}); res.Outcome != audit.OutcomePendingApproval {
 		t.Fatalf("%s refund: %+v", trace, res)
 	}
-	pending, err := d.g.PendingApprovals(ctx, trace)
+	pending, err := d.g.Pending(ctx, trace)
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
@@ -143,11 +149,13 @@ func (d *desk) refund(t *testing.T, trace, order, reason string) string {
 func (d *desk) approvals(t *testing.T, trace, action string) int {
 	t.Helper()
 	n := 0
-	for _, err := range d.g.Approvals(context.Background(), trace, action) {
+	for r, err := range d.g.Kernel().Reader().Trace(context.Background(), trace) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
+		if a, ok := audit.ApprovalOf(r); ok && a.ActionID == action {
+			n++
+		}
 	}
 	return n
 }

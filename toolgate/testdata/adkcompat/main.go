@@ -47,14 +47,17 @@ type lookupArgs struct {
 
 func main() {
 	ctx := context.Background()
-	g, err := toolgate.New(ctx, toolgate.WithTools(toolgate.Tool{Unscoped: true,
-		Name:       "lookup_order",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
-		Result:     "order",
-		Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
-			return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
-		},
-	}), toolgate.WithContracts(toolgate.Contract{Name: "support", Tools: []string{"lookup_order"}}))
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools: []toolgate.Tool{{Unscoped: true,
+			Name:       "lookup_order",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}},"required":["order_id"]}`),
+			Result:     "order",
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"order_id": inv.Args["order_id"], "amount": 700.0}, nil
+			},
+		}},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order"}}},
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,296 @@
+package kernel
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
+	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/store/memstore"
+)
+
+// Config is what [New] builds a kernel from. The zero Config is a working
+// kernel: an in-memory store, the system clock, the paper's thresholds,
+// the default namespace and queue_for_review as the one safe fallback.
+// Each field's zero value means its documented default. New copies what it
+// keeps, so the caller may reuse or change a Config after New returns.
+type Config struct {
+	// Store holds the records. nil: a fresh [memstore.Store] that the
+	// kernel owns and [Kernel.Close] closes. A store given here stays the
+	// caller's: Kernel.Close leaves it open.
+	Store store.Store
+	// Clock is the source of time for timestamps and TTL expiry. nil:
+	// time.Now.
+	Clock func() time.Time
+	// Namespace is the namespace the kernel works in. "":
+	// [blackboard.DefaultNamespace]. Traces, persistent records,
+	// once-keys and learned constraints belong to a namespace: kernels of
+	// different namespaces sharing one store do not see each other's, and
+	// one trace id in two namespaces is two traces. A trace id beginning
+	// "bk.policy." is reserved to the namespace it names
+	// ([blackboard.ErrPermission] for any other).
+	Namespace string
+	// MinConfidence is the confidence gate, in (0,1]: evidence below it is
+	// LOW_CONFIDENCE. 0: [DefaultMinConfidence].
+	MinConfidence float64
+	// ConflictThreshold is the arbitration threshold, in (0,1]: a
+	// conflicted percept at or above it is arbitrated, below it the belief
+	// is UNRESOLVED_CONFLICT. 0: [DefaultConflictThreshold].
+	ConflictThreshold float64
+	// MaxPayloadBytes limits the JSON size of a payload. 0:
+	// [DefaultMaxPayloadBytes].
+	MaxPayloadBytes int
+	// ActionSpecs are the action types' specs, one per type. A spec for
+	// queue_for_review replaces the default safe fallback of that type.
+	ActionSpecs []ActionSpec
+	// StrictActions makes every action type without a spec (including
+	// case or whitespace variants of one with a spec) UNKNOWN_ACTION_TYPE.
+	StrictActions bool
+	// BeliefSpecs are the belief kinds' specs, one per kind.
+	BeliefSpecs []BeliefSpec
+	// Validators are custom checks that run after the built-in ones, in
+	// order.
+	Validators []Validator
+	// SharedPersistent lists, by slot, the kinds whose persistent records,
+	// written in any trace of the namespace, appear in every trace's views
+	// ([ViewOptions.IncludePersistent]) and may be cited by its records.
+	// Without it only persistent constraints are shared: a persistent
+	// belief or action written in one trace never becomes another trace's
+	// state.
+	SharedPersistent map[blackboard.Slot][]string
+	// Reserved reserves kinds to governance code, one reservation per slot
+	// and kind (see [Reservation]).
+	Reserved []Reservation
+	// Logger logs each decision at debug level, with the attributes of the
+	// decision's span (namespace, trace id, slot, kind, record id, role,
+	// code, rule, failed record). nil: nothing is logged.
+	Logger *slog.Logger
+	// TracerProvider is the OpenTelemetry provider the kernel traces with:
+	// writes, decisions, views, expiries and the Governor's appends each
+	// get a span, joining the trace of the caller's span in ctx (so that a
+	// tool call's decision nests under the framework's execute_tool span).
+	// nil: the global provider, which is a no-op until the application
+	// installs an SDK (otel.SetTracerProvider); until then the kernel
+	// starts no span at all. A no-op provider (trace/noop) turns tracing
+	// off altogether, at no cost. The tool-call gate traces with its
+	// kernel's provider.
+	TracerProvider trace.TracerProvider
+	// MeterProvider is the OpenTelemetry provider the kernel records
+	// metrics with (see docs/observability.md): decisions by slot, kind and
+	// code, decision latency, expiries. nil: the global provider, a no-op
+	// until the application installs an SDK; a no-op provider
+	// (metric/noop) turns metrics off. The tool-call gate measures with its
+	// kernel's provider.
+	MeterProvider metric.MeterProvider
+}
+
+// Reservation reserves a kind of the beliefs or actions slot to governance
+// code: only the [Governor], submitting as one of Writers, may propose it.
+// A proposal of the kind by any other handle, or by the Governor as another
+// writer, is [blackboard.ErrPermission] (code PERMISSION_DENIED) and stores
+// nothing; with no writers no one may propose it. The tool gate reserves
+// each belief its tools derive to the tool's deriver and each tool's action
+// type to the callers whose contracts list the tool, so that no planner
+// overrides a derived belief, and no action of a tool commits (or takes its
+// once-key) but one the gate proposed and runs.
+type Reservation struct {
+	Slot    blackboard.Slot // blackboard.Beliefs or blackboard.Actions
+	Kind    string
+	Writers []string // the Governor's writer ids that may propose the kind
+}
+
+// ConfigError is one problem of a [Config]: [Config.Validate] and [New]
+// return every problem at once, joined (errors.Join), each a *ConfigError
+// for errors.As. It wraps [blackboard.ErrInvalidInput].
+type ConfigError struct {
+	// Field names the field at fault, as Go code would reach it:
+	// "MinConfidence", "ActionSpecs[2].Once.Fields".
+	Field string
+	// Problem says what is wrong with it.
+	Problem string
+}
+
+// Error names the field and the problem.
+func (e *ConfigError) Error() string { return "kernel: config: " + e.Field + ": " + e.Problem }
+
+// Unwrap returns [blackboard.ErrInvalidInput].
+func (e *ConfigError) Unwrap() error { return blackboard.ErrInvalidInput }
+
+// Validate reports every problem of c at once: nil, or the
+// [*ConfigError]s joined. A zero field is never a problem (it means its
+// default).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, &ConfigError{Field: field, Problem: fmt.Sprintf(format, a...)})
+	}
+	if !unit(c.MinConfidence) {
+		bad("MinConfidence", "%v is outside [0,1]", c.MinConfidence)
+	}
+	if !unit(c.ConflictThreshold) {
+		bad("ConflictThreshold", "%v is outside [0,1]", c.ConflictThreshold)
+	}
+	if c.MaxPayloadBytes < 0 {
+		bad("MaxPayloadBytes", "%d is negative", c.MaxPayloadBytes)
+	}
+	if c.Namespace != "" {
+		if err := checkName("namespace", c.Namespace); err != nil {
+			bad("Namespace", "%v", err)
+		}
+	}
+	for _, slot := range slices.Sorted(maps.Keys(c.SharedPersistent)) {
+		field := fmt.Sprintf("SharedPersistent[%v]", slot)
+		if !slot.Valid() {
+			bad(field, "not a slot")
+		}
+		if kinds := c.SharedPersistent[slot]; len(kinds) == 0 || slices.Contains(kinds, "") {
+			bad(field, "needs non-empty kinds")
+		}
+	}
+	types := map[string]bool{}
+	for i, s := range c.ActionSpecs {
+		field := fmt.Sprintf("ActionSpecs[%d]", i)
+		switch {
+		case s.Type == "":
+			bad(field+".Type", "empty")
+		case types[s.Type]:
+			bad(field+".Type", "%q has an earlier spec", s.Type)
+		}
+		types[s.Type] = true
+		if o := s.Once; o != nil {
+			if len(o.Fields) == 0 || slices.Contains(o.Fields, "") {
+				bad(field+".Once.Fields", "a once-key needs non-empty fields")
+			}
+			if o.Limit < 0 {
+				bad(field+".Once.Limit", "%d is negative", o.Limit)
+			}
+		}
+	}
+	kinds := map[string]bool{}
+	for i, s := range c.BeliefSpecs {
+		field := fmt.Sprintf("BeliefSpecs[%d]", i)
+		switch {
+		case s.Kind == "":
+			bad(field+".Kind", "empty")
+		case kinds[s.Kind]:
+			bad(field+".Kind", "%q has an earlier spec", s.Kind)
+		}
+		kinds[s.Kind] = true
+		if len(s.DependsOn) == 0 || slices.Contains(s.DependsOn, "") {
+			bad(field+".DependsOn", "needs non-empty percept kinds")
+		}
+	}
+	reserved := map[reservation]bool{}
+	for i, r := range c.Reserved {
+		field := fmt.Sprintf("Reserved[%d]", i)
+		if r.Slot != blackboard.Beliefs && r.Slot != blackboard.Actions {
+			bad(field+".Slot", "%v is not the beliefs or the actions slot", r.Slot)
+		}
+		switch key := (reservation{r.Slot, r.Kind}); {
+		case r.Kind == "":
+			bad(field+".Kind", "empty")
+		case reserved[key]:
+			bad(field+".Kind", "%v %q is reserved earlier", r.Slot, r.Kind)
+		default:
+			reserved[key] = true
+		}
+		if slices.Contains(r.Writers, "") {
+			bad(field+".Writers", "an empty writer")
+		}
+	}
+	for i, v := range c.Validators {
+		if f, isFunc := v.(ValidatorFunc); v == nil || isFunc && f == nil {
+			bad(fmt.Sprintf("Validators[%d]", i), "nil")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// New returns a Kernel built from cfg, whose zero fields take their
+// defaults (see [Config]). It returns [Config.Validate]'s error, every
+// problem of cfg at once, for a bad configuration.
+func New(cfg Config) (*Kernel, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	k := &Kernel{
+		store:             cfg.Store,
+		now:               cfg.Clock,
+		minConfidence:     cmp.Or(cfg.MinConfidence, DefaultMinConfidence),
+		conflictThreshold: cmp.Or(cfg.ConflictThreshold, DefaultConflictThreshold),
+		maxPayload:        cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes),
+		namespace:         cmp.Or(cfg.Namespace, blackboard.DefaultNamespace),
+		strictActions:     cfg.StrictActions,
+		validators:        slices.Clone(cfg.Validators),
+		log:               cfg.Logger,
+	}
+	if k.now == nil {
+		k.now = time.Now
+	}
+	for _, s := range cfg.ActionSpecs {
+		s.MinBeliefs = slices.Clone(s.MinBeliefs) // the caller keeps its slices
+		s.Predictors = slices.Clone(s.Predictors)
+		if s.Once != nil {
+			o := *s.Once
+			o.Fields = slices.Clone(o.Fields)
+			s.Once = &o
+		}
+		if k.specs == nil {
+			k.specs = make(map[string]ActionSpec, len(cfg.ActionSpecs))
+		}
+		k.specs[s.Type] = s
+	}
+	for _, s := range cfg.BeliefSpecs {
+		s.DependsOn = slices.Clone(s.DependsOn)
+		if k.beliefSpecs == nil {
+			k.beliefSpecs = make(map[string]BeliefSpec, len(cfg.BeliefSpecs))
+		}
+		k.beliefSpecs[s.Kind] = s
+	}
+	for _, r := range cfg.Reserved {
+		if k.reserved == nil {
+			k.reserved = make(map[reservation][]string, len(cfg.Reserved))
+		}
+		k.reserved[reservation{r.Slot, r.Kind}] = slices.Clone(r.Writers)
+	}
+	for _, slot := range slices.Sorted(maps.Keys(cfg.SharedPersistent)) {
+		for _, kind := range cfg.SharedPersistent[slot] {
+			k.shared = append(k.shared, sharedKind{slot, kind})
+		}
+	}
+	k.tracerSet, k.tracerProvider = telemetry.TracerChoice(cfg.TracerProvider)
+	k.meterSet, k.meterProvider = telemetry.MeterChoice(cfg.MeterProvider)
+	k.thresholds = defaultThresholds
+	if k.minConfidence != DefaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
+		k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
+	}
+	if k.store == nil {
+		k.store, k.ownsStore = memstore.New(), true
+	}
+	if k.log == nil {
+		k.log = discardLogger
+	}
+	k.initTelemetry()
+	return k, nil
+}
+
+// reservation is a slot and a kind a [Reservation] reserves.
+type reservation struct {
+	slot blackboard.Slot
+	kind string
+}
+
+// sharedKind is a persistent slot and kind shared across traces.
+type sharedKind struct {
+	slot blackboard.Slot
+	kind string
+}

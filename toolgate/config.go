@@ -1,0 +1,506 @@
+package toolgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/rebuild"
+	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/kernel"
+)
+
+// DefaultLease is how long an attempt is reserved to its driver when
+// [Config.Lease] is zero.
+const DefaultLease = time.Minute
+
+// Config is what [New] builds a gate, and the kernel it governs, from.
+// Each field's zero value means its documented default; New copies what it
+// keeps.
+type Config struct {
+	// Kernel configures the kernel the gate builds: its store, clock,
+	// namespace, belief specs, validators, the action specs of actions
+	// that are no tool's, telemetry providers (the gate traces and measures
+	// with the kernel's), and so on. The gate adds to it: its tools' action
+	// specs, a belief spec for each derived belief the owner gives none
+	// for (resting on the deriving tool's result kind), its own validators
+	// (run controls, request scope) ahead of the owner's, and reservations
+	// ([kernel.Reservation]) of each derived belief to its tool's deriver
+	// and of each tool's action type to the callers whose contracts list
+	// the tool. These reservations replace any of the owner's for the same
+	// kinds: the owner cannot take a tool's kinds back. An action spec for
+	// a tool's action type is [ErrSpecMismatch].
+	Kernel kernel.Config
+	// Tools are the tools, in the order [Gate.Surface] lists them. A tool
+	// that rests on no belief has its action type registered as a safe,
+	// repeatable action (it may be called as often as the model needs),
+	// any other's as requiring the tool's beliefs, with the tool's
+	// once-key ([Tool.Once]).
+	Tools []Tool
+	// Contracts are the callers' contracts. A caller not given has no
+	// tool.
+	Contracts []Contract
+	// Intents, when any is given, make every call name an intent that
+	// lists its tool.
+	Intents []Intent
+	// Lease is how long an attempt is reserved to the driver that wrote it
+	// (0: [DefaultLease]), counted from just before its write. The
+	// effect's context is cancelled a margin (a tenth of the lease, at
+	// most 5 s) before the lease runs out; a margin after it, another
+	// driver ([Gate.Recover], a concurrent [Gate.Execute]) may start the
+	// next attempt with the same key. Choose a lease longer than the
+	// effect and a slow write of the store take together.
+	Lease time.Duration
+	// Fallback is the safe fallback action type a denied or expired
+	// approval escalates to ("": kernel.FallbackQueueForReview). Another
+	// type must have a kernel action spec with SafeFallback
+	// (Kernel.ActionSpecs), and may not be a tool's.
+	Fallback string
+	// Budget is a budget and loop guard that every call is checked
+	// against, besides any the call carries ([Call.Budget]): the two
+	// compose, and a call must pass both. nil: none. The gate's run is the
+	// ceiling of every call it serves; when several runs or lanes share a
+	// gate, give each call its own too (a sub-run of the gate's run counts
+	// on it once, not twice).
+	Budget *Budget
+	// MaskKey is one key of the keyed hash that stands in the store for
+	// the values of the tools' masked fields ([Tool.Masked]), in every
+	// trace: at least [MinMaskKey] bytes. The key is copied. Destroying
+	// every copy of it erases the masked values of every trace it hashed,
+	// at once (see the package doc, "Masked fields"); MaskKeys erases one
+	// trace's. New refuses a tool that masks a field when neither MaskKey
+	// nor MaskKeys is set, and both at once.
+	MaskKey []byte
+	// MaskKeys makes the gate hash each trace's masked fields under that
+	// trace's own key from the ring, in the gate's kernel's namespace
+	// (gates of different namespaces may share a ring and keep apart), so
+	// that erasing one trace's key ([Keys.Erase]) erases its masked values
+	// and no other trace's. New refuses a tool whose once-key ([Tool.Once])
+	// reads a masked field: once-keys hold across traces, and the same
+	// value hashes differently in each. A call in a trace whose key the
+	// ring cannot give fails with the ring's error (an erased trace:
+	// [ErrMaskErased]) and writes nothing.
+	MaskKeys Keyring
+}
+
+// ConfigError is one problem of a [Config]: [Config.Validate] and [New]
+// return every problem they find at once, joined (errors.Join), each a
+// *ConfigError for errors.As, naming the tool and the field at fault.
+type ConfigError struct {
+	// Tool is the tool at fault; "" for a problem of the gate's own
+	// fields.
+	Tool string
+	// Field names the field at fault: a field of the [Tool] ("Requires",
+	// "Bindings[1].Percept", "Once.Fields"), or of the Config ("Lease",
+	// "Contracts[0].Tools", "Kernel.MinConfidence").
+	Field string
+	// Problem says what is wrong.
+	Problem string
+	// Err is the sentinel the problem wraps, for errors.Is:
+	// [ErrInvalidTool], [ErrInvalidConfig] or [ErrSpecMismatch]. A problem
+	// of the kernel's configuration wraps both ErrInvalidConfig and the
+	// kernel's *kernel.ConfigError.
+	Err error
+}
+
+// Error names the tool, the field and the problem.
+func (e *ConfigError) Error() string {
+	s := "toolgate: config: "
+	if e.Tool != "" {
+		s += "tool " + escapedTool(e.Tool) + ": "
+	}
+	return s + e.Field + ": " + e.Problem
+}
+
+// Unwrap returns the sentinel.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Validate reports every problem of c that [New] would refuse, at once:
+// nil, or the [*ConfigError]s joined. Besides each field's own checks it
+// refuses the configurations that can never work (see [New]).
+func (c Config) Validate() error {
+	_, _, err := c.compile(true)
+	return err
+}
+
+// problems collects a Config's problems.
+type problems []error
+
+func (p *problems) add(sentinel error, tool, field, format string, a ...any) {
+	*p = append(*p, &ConfigError{Tool: tool, Field: field, Problem: fmt.Sprintf(format, a...), Err: sentinel})
+}
+
+// compile checks c and compiles the gate it describes, without its
+// kernel, and the configuration of that kernel. Without reachable, the
+// checks of configurations that can never work ([Gate.unreachable]) are
+// skipped: a rebuild from a recorded policy (package internal/rebuild).
+func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
+	var errs problems
+	lease := c.Lease
+	if lease == 0 {
+		lease = DefaultLease
+	}
+	if lease < 0 {
+		errs.add(ErrInvalidConfig, "", "Lease", "%v is negative", c.Lease)
+	}
+	fallback := c.Fallback
+	if fallback == "" {
+		fallback = kernel.FallbackQueueForReview
+	}
+	g := &Gate{tools: map[string]*entry{}, byAction: map[string]*entry{}, contracts: map[string]*contract{},
+		lease: lease, fallback: fallback, budget: c.Budget}
+	if b := c.Budget; b != nil && b.Run == nil && b.Guard == nil {
+		g.budget = nil
+	}
+	switch {
+	case c.MaskKey != nil && c.MaskKeys != nil:
+		errs.add(ErrInvalidConfig, "", "MaskKey", "both MaskKey and MaskKeys")
+	case c.MaskKeys != nil:
+		g.mask = &masker{ring: c.MaskKeys}
+	case c.MaskKey != nil && len(c.MaskKey) < MinMaskKey:
+		errs.add(ErrInvalidConfig, "", "MaskKey", "%d bytes (want at least %d)", len(c.MaskKey), MinMaskKey)
+	case c.MaskKey != nil:
+		g.mask = &masker{key: slices.Clone(c.MaskKey)}
+	}
+	derivedBy := map[string]*entry{}
+	for _, t := range c.Tools {
+		e, err := g.register(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(e.Masked) > 0 && g.mask == nil && !(c.MaskKey != nil || c.MaskKeys != nil) {
+			// Fail closed: without a key the values would be stored.
+			errs.add(ErrInvalidConfig, e.Name, "Masked", "masks fields %q but the gate has no mask key (MaskKey, MaskKeys)", e.Masked)
+		}
+		g.tools[e.Name], g.byAction[e.action()] = e, e
+		g.order = append(g.order, e)
+		for j, d := range e.derives {
+			if other, ok := derivedBy[d.Belief]; ok {
+				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Derives[%d].Belief", j), "belief %q is derived by tool %q too", d.Belief, other.Name)
+				continue
+			}
+			derivedBy[d.Belief] = e
+		}
+	}
+	if err := g.checkMaskedOnce(); err != nil {
+		errs = append(errs, err)
+	}
+	kc, kerrs := g.kernelConfig(c)
+	errs = append(errs, kerrs...)
+	errs = append(errs, g.checkFallback(c)...)
+	errs = append(errs, g.compileCallers(c)...)
+	if reachable {
+		errs = append(errs, g.unreachable(c, derivedBy)...)
+	}
+	if len(errs) > 0 {
+		return nil, kernel.Config{}, errors.Join(errs...)
+	}
+	return g, kc, nil
+}
+
+// kernelConfig is the configuration of the gate's kernel: the owner's
+// (c.Kernel), checked, and what the gate adds to it (see [Config.Kernel]).
+func (g *Gate) kernelConfig(c Config) (kernel.Config, problems) {
+	var errs problems
+	if err := c.Kernel.Validate(); err != nil {
+		for _, one := range splitJoined(err) {
+			field := "Kernel"
+			var kerr *kernel.ConfigError
+			if errors.As(one, &kerr) {
+				field += "." + kerr.Field
+			}
+			errs = append(errs, &ConfigError{Field: field, Problem: one.Error(), Err: errors.Join(ErrInvalidConfig, one)})
+		}
+	}
+	kc := c.Kernel
+	kc.ActionSpecs = slices.Clone(kc.ActionSpecs)
+	for i, s := range c.Kernel.ActionSpecs {
+		if e := g.byAction[s.Type]; e != nil {
+			errs.add(ErrSpecMismatch, e.Name, fmt.Sprintf("Kernel.ActionSpecs[%d]", i), "action type %q is a tool's and also a kernel action spec", s.Type)
+		}
+	}
+	owned := map[string]bool{} // belief kinds the owner gives a spec for
+	for _, s := range c.Kernel.BeliefSpecs {
+		owned[s.Kind] = true
+	}
+	kc.BeliefSpecs = slices.Clone(kc.BeliefSpecs)
+	// The run controls are checked in the kernel's decision, first among
+	// the validators: against the trace state the kernel decides on, so
+	// that a Restrict that lands meanwhile makes the kernel decide again,
+	// and at no read of its own.
+	kc.Validators = append([]kernel.Validator{controlsValidator{g}, scopeValidator{g}}, c.Kernel.Validators...)
+	var mine []kernel.Reservation
+	for _, e := range g.order {
+		kc.ActionSpecs = append(kc.ActionSpecs, e.actionSpec())
+		for _, d := range e.derives {
+			// An owner's own spec for a derived kind takes precedence: it
+			// can only add evidence the belief must rest on.
+			if !owned[d.Belief] {
+				kc.BeliefSpecs = append(kc.BeliefSpecs, kernel.BeliefSpec{Kind: d.Belief, DependsOn: []string{e.resultKind()}})
+			}
+			mine = append(mine, kernel.Reservation{Slot: blackboard.Beliefs, Kind: d.Belief, Writers: []string{DeriverWriter(e.Name)}})
+		}
+		var callers []string
+		for _, r := range c.Contracts {
+			if slices.Contains(r.Tools, e.Name) {
+				callers = append(callers, CallerWriter(r.Name))
+			}
+		}
+		mine = append(mine, kernel.Reservation{Slot: blackboard.Actions, Kind: e.action(), Writers: callers})
+	}
+	// The gate's reservations replace the owner's for the same kinds.
+	kc.Reserved = nil
+	for _, r := range c.Kernel.Reserved {
+		if !slices.ContainsFunc(mine, func(m kernel.Reservation) bool { return m.Slot == r.Slot && m.Kind == r.Kind }) {
+			kc.Reserved = append(kc.Reserved, r)
+		}
+	}
+	kc.Reserved = append(kc.Reserved, mine...)
+	return kc, errs
+}
+
+// splitJoined returns the errors errors.Join joined in err, or err alone.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// checkFallback checks that the fallback is a registered safe fallback
+// that is no tool's.
+func (g *Gate) checkFallback(c Config) problems {
+	var errs problems
+	safe := g.fallback == kernel.FallbackQueueForReview // the kernel's default
+	for _, s := range c.Kernel.ActionSpecs {
+		if s.Type == g.fallback {
+			safe = s.SafeFallback
+		}
+	}
+	if e := g.byAction[g.fallback]; !safe || e != nil {
+		errs.add(ErrSpecMismatch, "", "Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
+	}
+	return errs
+}
+
+// compileCallers checks and compiles the contracts and intents.
+func (g *Gate) compileCallers(c Config) problems {
+	var errs problems
+	names := func(field, what, name string, tools []string) map[string]bool {
+		if err := checkName(name); err != nil {
+			errs.add(ErrInvalidConfig, "", field+".Name", "%s: %v", what, err)
+		}
+		set := make(map[string]bool, len(tools))
+		for _, tn := range tools {
+			if g.tools[tn] == nil {
+				errs.add(ErrInvalidConfig, "", field+".Tools", "%s %q lists tool %q, which is not registered", what, name, tn)
+			}
+			set[tn] = true
+		}
+		return set
+	}
+	for i, r := range c.Contracts {
+		field := fmt.Sprintf("Contracts[%d]", i)
+		set := names(field, "caller", r.Name, r.Tools)
+		if g.contracts[r.Name] != nil {
+			errs.add(ErrInvalidConfig, "", field+".Name", "duplicate caller %q", r.Name)
+			continue
+		}
+		g.contracts[r.Name] = &contract{name: r.Name, value: r.Name, tools: set}
+	}
+	for i, in := range c.Intents {
+		field := fmt.Sprintf("Intents[%d]", i)
+		set := names(field, "intent", in.Name, in.Tools)
+		if g.intents == nil {
+			g.intents = map[string]map[string]bool{}
+		}
+		if g.intents[in.Name] != nil {
+			errs.add(ErrInvalidConfig, "", field+".Name", "duplicate intent %q", in.Name)
+			continue
+		}
+		g.intents[in.Name] = set
+	}
+	return errs
+}
+
+// unreachable refuses the configurations under which a tool can never
+// work, each refused on every call however the agent behaves:
+//
+//   - a tool that Requires a belief that is not proposable. A belief kind
+//     is proposable when the configuration says how it comes to be: a
+//     tool derives it ([Tool.Derives]); or the kernel configuration gives
+//     it a belief spec (Kernel.BeliefSpecs: what a planner's proposal of
+//     it must rest on) and does not reserve it to no writer; or it
+//     reserves it to governance writers (Kernel.Reserved with Writers). A
+//     validator makes no kind proposable: it only refuses proposals. (A
+//     planner may propose a kind the configuration never names, resting
+//     on any percept it chooses: that is the belief shopping a belief spec
+//     exists to stop, so a belief a tool's action rests on must be named.)
+//   - a Binding on a percept kind that no belief the tool requires rests
+//     on. A derived belief rests on its tool's result kind, a belief with
+//     a spec on the spec's DependsOn kinds (both, for a derived belief the
+//     owner gives a spec); the check is skipped for a tool that requires
+//     a belief whose percepts governance code chooses (reserved to writers,
+//     with no spec).
+//   - a Derive of a belief kind that no tool requires and no kernel action
+//     spec lists in MinBeliefs: the gate would derive it for nothing.
+//
+// The fourth such check, a once-key field the tool's schema lacks, is
+// register's.
+func (g *Gate) unreachable(c Config, derivedBy map[string]*entry) problems {
+	var errs problems
+	specs := map[string][]string{} // the owner's belief specs' DependsOn
+	for _, s := range c.Kernel.BeliefSpecs {
+		specs[s.Kind] = s.DependsOn
+	}
+	writers := map[string][]string{} // the owner's reservations of belief kinds
+	for _, r := range c.Kernel.Reserved {
+		if r.Slot == blackboard.Beliefs {
+			writers[r.Kind] = r.Writers
+		}
+	}
+	// restsOn returns the percept kinds the configuration makes belief
+	// kind b rest on, and whether they are known.
+	restsOn := func(b string) ([]string, bool) {
+		var kinds []string
+		if d := derivedBy[b]; d != nil {
+			kinds = append(kinds, d.resultKind())
+		}
+		deps, spec := specs[b]
+		kinds = append(kinds, deps...)
+		return kinds, derivedBy[b] != nil || spec
+	}
+	required := map[string]bool{}
+	for _, s := range c.Kernel.ActionSpecs {
+		for _, b := range s.MinBeliefs {
+			required[b] = true
+		}
+	}
+	for _, e := range g.order {
+		for _, b := range e.Requires {
+			required[b] = true
+		}
+	}
+	for _, e := range g.order {
+		known := true
+		var percepts []string
+		for i, b := range e.Requires {
+			w, reserved := writers[b]
+			_, spec := specs[b]
+			switch {
+			case derivedBy[b] != nil:
+			case reserved && len(w) == 0:
+				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Requires[%d]", i),
+					"belief %q is derived by no tool, and the kernel configuration reserves it to no writer: no one may propose it, so every call would be refused", b)
+			case spec || reserved:
+			default:
+				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Requires[%d]", i),
+					"belief %q is derived by no tool, and the kernel configuration has no belief spec for it nor a reservation to a writer: nothing proposes it, so every call would be refused", b)
+			}
+			kinds, ok := restsOn(b)
+			known = known && ok
+			percepts = append(percepts, kinds...)
+		}
+		if known && len(e.Requires) > 0 {
+			for i, b := range e.Bindings {
+				if !slices.Contains(percepts, b.Percept) {
+					errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Bindings[%d].Percept", i),
+						"percept kind %q is not one the beliefs the tool requires rest on (%q): the binding could never be checked, so every call would be refused", b.Percept, percepts)
+				}
+			}
+		}
+		for i, d := range e.derives {
+			if !required[d.Belief] {
+				errs.add(ErrInvalidTool, e.Name, fmt.Sprintf("Derives[%d].Belief", i),
+					"belief %q is required by no tool and no kernel action spec: the gate would derive it for nothing", d.Belief)
+			}
+		}
+	}
+	return errs
+}
+
+// New builds a gate and the kernel it governs from cfg (see [Config]), and
+// [Gate.Kernel] returns that kernel. New refuses a bad configuration with
+// every problem it finds at once ([Config.Validate]: [*ConfigError]s
+// joined, each wrapping [ErrInvalidTool], [ErrInvalidConfig] or
+// [ErrSpecMismatch]): a tool it cannot compile, an action spec of the
+// kernel's for a tool's action type, a fallback that is not a registered
+// safe fallback, bad contracts, intents, lease or mask keys, a bad kernel
+// configuration; and each configuration under which a tool can never
+// work, naming the tool and the field:
+//
+//   - a tool that requires a belief nothing derives or proposes (Requires),
+//   - a binding on a percept kind that no belief of the tool rests on
+//     (Bindings),
+//   - a derive of a belief kind that nothing requires (Derives),
+//   - a once-key field the tool's schema does not declare (Once.Fields).
+//
+// A belief kind is proposable when a tool derives it, or the kernel
+// configuration gives it a belief spec (and does not reserve it to no
+// writer), or reserves it to governance writers; a derived belief rests on
+// its tool's result kind, a belief with a spec on the spec's kinds.
+//
+// New then records the gate's policy snapshot ([Gate.Policy]: evidence of
+// kind [KindPolicy] in the namespace's [PolicyTrace]) unless a gate
+// recorded the same hash in the namespace before, and fails, closing the
+// kernel, when it cannot: a gate whose policy is not on record decides
+// nothing. A gate without tools decides no call and records no snapshot.
+// It returns ctx's error if ctx is already done.
+func New(ctx context.Context, cfg Config) (*Gate, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	g, kc, err := cfg.compile(!rebuild.From(ctx))
+	if err != nil {
+		return nil, err
+	}
+	k, err := kernel.New(kc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kernel: %w", ErrInvalidConfig, err)
+	}
+	if err := g.init(k, cfg); err != nil {
+		return nil, errors.Join(err, k.Close())
+	}
+	if g.mask != nil {
+		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
+	}
+	p := g.snapshot(cfg)
+	if g.policyJSON, err = json.Marshal(p); err != nil {
+		return nil, errors.Join(fmt.Errorf("%w: policy snapshot: %v", ErrInvalidConfig, err), k.Close())
+	}
+	g.policyHash = p.Hash()
+	g.policyValue = g.policyHash
+	// Fail closed: a gate whose policy is not on record decides nothing.
+	// A gate without tools (an approver's, bk approve's) decides no call
+	// and records none.
+	if len(g.order) > 0 {
+		if g.policyID, err = g.recordPolicy(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("toolgate: recording the policy snapshot: %w", err), k.Close())
+		}
+	}
+	return g, nil
+}
+
+// init finishes a compiled gate over its kernel k: the handles and
+// telemetry.
+func (g *Gate) init(k *kernel.Kernel, c Config) error {
+	g.k, g.planner, g.reader = k, governedAs(k, GateWriter), k.Tool(GateWriter)
+	for _, e := range g.order {
+		e.handle = governedAs(k, toolWriter(e.Name))
+		e.deriver = governedAs(k, DeriverWriter(e.Name))
+	}
+	for _, r := range g.contracts {
+		r.planner = governedAs(k, CallerWriter(r.name))
+	}
+	tpSet, tp := telemetry.TracerChoice(c.Kernel.TracerProvider)
+	mpSet, mp := telemetry.MeterChoice(c.Kernel.MeterProvider)
+	if err := g.initTelemetry(tpSet, tp, mpSet, mp); err != nil {
+		return fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
+	}
+	return nil
+}
