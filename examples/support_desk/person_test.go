@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"

@@ -17,6 +17,7 @@ const (
 	AttrRootCause   = "bk.root_cause"   // the deepest cause of a refusal
 	AttrExpired     = "bk.expired"      // how many records an expiry marked
 )
+
 // The OpenTelemetry GenAI semantic-convention attributes the tool-call gate
 // sets on a tool call's span, and the gate's own.
 const (
@@ -34,4 +35,3 @@ const (
 	// bk.budget.pressure, bk.budget.used.tool_calls, ...
 	AttrBudgetPrefix = "bk.budget."
 )
-
