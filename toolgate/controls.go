@@ -42,14 +42,14 @@ const (
 	CodeToolProhibited = blackboard.Code("TOOL_PROHIBITED")
 )
 
-// ErrLoosened is wrapped by the [*ControlsError] of a [Gate.Restrict]
+// ErrLoosened is wrapped by the *controlsError of a [Gate.Restrict]
 // that would loosen a trace's run controls.
 var ErrLoosened = errors.New("toolgate: run controls may only be tightened")
 
-// ControlsError is the error of a [Gate.Restrict] that would loosen the
+// controlsError is the error of a [Gate.Restrict] that would loosen the
 // trace's run controls: back to [SafetyNormal], or without a tool they
 // prohibit. It wraps [ErrLoosened]. Nothing was recorded.
-type ControlsError struct {
+type controlsError struct {
 	TraceID string
 	// Current is what the trace's controls were when Restrict read them.
 	Current Controls
@@ -58,7 +58,7 @@ type ControlsError struct {
 }
 
 // Error says what the given controls would loosen.
-func (e *ControlsError) Error() string {
+func (e *controlsError) Error() string {
 	var lost []string
 	if e.Current.Safety == SafetyReadOnly && e.Given.Safety != SafetyReadOnly {
 		lost = append(lost, "mode "+string(SafetyReadOnly))
@@ -72,7 +72,7 @@ func (e *ControlsError) Error() string {
 }
 
 // Unwrap returns [ErrLoosened].
-func (e *ControlsError) Unwrap() error { return ErrLoosened }
+func (e *controlsError) Unwrap() error { return ErrLoosened }
 
 // Controls are a trace's run controls: its safety mode and the tools it
 // prohibits. The owner records them with [Gate.Restrict]; the gate
@@ -152,7 +152,7 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 
 // Restrict records c as the trace's run controls. Controls only tighten:
 // c must keep the trace's mode (or make it [SafetyReadOnly]) and every tool
-// the trace prohibits, else Restrict fails with a [*ControlsError]
+// the trace prohibits, else Restrict fails with a *controlsError
 // ([ErrLoosened]) and records nothing; c equal to the trace's controls
 // records nothing either. An unknown mode or a tool the gate does not
 // hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
@@ -160,7 +160,7 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 // kernel's Governor and claims one once-key per control it adds and one
 // for the controls it read, so concurrent Restricts are ordered and none
 // loses another's tightening: the one that finds a key taken reads the
-// controls again and retries (a [*ControlsError] when the controls it
+// controls again and retries (a *controlsError when the controls it
 // was given now loosen them).
 //
 // Controls bind the calls decided after Restrict returns, and every
@@ -187,11 +187,11 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 		var keys []string
 		if !mutControlsTighten {
 			if cur.Safety == SafetyReadOnly && c.Safety != SafetyReadOnly {
-				return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
+				return &controlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 			}
 			for _, t := range cur.Prohibited {
 				if !slices.Contains(c.Prohibited, t) {
-					return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
+					return &controlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 				}
 			}
 		}

@@ -224,15 +224,15 @@
 // bk approve and a console, two processes over one store): the decision's
 // write claims a once-key of (the action, the decision it supersedes) in
 // its own batch, so of decisions made at once exactly one is written and
-// the others fail with [ErrDecided] (a [*DecidedError] naming the one
-// written, [SettledConcurrent]). A decision is final but for one case: an
+// the others fail with [ErrDecided] (a *decidedError naming the one
+// written, settledConcurrent). A decision is final but for one case: an
 // approval that expired before any attempt used it may be superseded by a
 // new decision, which names it in its input refs and also claims its use
 // (the key the first attempt claims to consume it), so that the expired
 // approval is never used once superseded. No decision is taken after a
 // denial, an approval in force or used, or once the action has an attempt
 // or a result (an escalation to the safe fallback among them); each is a
-// [*DecidedError] that says which ([Settled]), and nothing is written.
+// *decidedError that says which (settled), and nothing is written.
 // [Gate.Execute] (or [Gate.Resume], with the arguments about to run) then
 // runs it: the latest decision must exist (else APPROVAL_REQUIRED), be an
 // approval (else APPROVAL_DENIED) and not have expired (APPROVAL_EXPIRED),

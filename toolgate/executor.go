@@ -857,7 +857,7 @@ func (g *Gate) run(ctx context.Context, j *job) (Result, error) {
 		if past := (errRanPastLease{}); errors.As(effErr, &past) {
 			return g.unknown(ctx, j, mine, rec)
 		}
-		if !IsRetryable(effErr) {
+		if !isRetryable(effErr) {
 			return g.finish(ctx, j, mine, rec, nil, CodeEffectFailed, g.errorText(ctx, j, effErr))
 		}
 		if mine >= pol.MaxAttempts {
@@ -916,7 +916,7 @@ func (g *Gate) invoke(ctx context.Context, j *job, n int, left time.Duration) (o
 	}()
 	inv := Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.effectArgs()}
 	out, err = j.fn(context.WithValue(ectx, invocationKey{}, inv), inv)
-	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !IsRetryable(err) {
+	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !isRetryable(err) {
 		if !j.e.redrivable() && !mutUnkeyedRedrive {
 			// It may have acted before its context ended; a retry could
 			// act twice.
