@@ -17,4 +17,3 @@ const (
 	// bk.budget.pressure, bk.budget.used.tool_calls, ...
 	AttrBudgetPrefix = "bk.budget."
 )
-
