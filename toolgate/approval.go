@@ -101,7 +101,7 @@ const defaultApprovalTTL = time.Hour
 // when the approver proposed the action (its identity is the proposal's
 // writer, or the name of the gate caller whose call it is). The action
 // takes one decision at a time: a decision settled before, or written
-// first by a concurrent approver, is [ErrDecided] (a [*DecidedError]), and
+// first by a concurrent approver, is [ErrDecided] (a *decidedError), and
 // only an approval that expired unused may be superseded (see the package
 // doc). Nothing is written when it fails. A denied action does not run:
 // [Gate.Execute] escalates it and takes the safe fallback instead; an

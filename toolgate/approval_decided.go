@@ -13,56 +13,56 @@ import (
 
 // ErrDecided: an [Approver] was asked to decide an action that a decision
 // or its outcome already settles. Nothing is written. The error is a
-// [*DecidedError], which says what settles the action.
+// *decidedError, which says what settles the action.
 var ErrDecided = errors.New("toolgate: action already decided")
 
-// Settled says what settles an action that a new decision is refused on
-// ([DecidedError]). The values are stable strings.
-type Settled string
+// settled says what settles an action that a new decision is refused on
+// (decidedError). The values are stable strings.
+type settled string
 
 // What settles an action. Only an approval that expired before any attempt
 // used it, on an action with no attempt and no result, leaves room for a
 // new decision.
 const (
-	// SettledConcurrent: another decision on the action, made at the same
+	// settledConcurrent: another decision on the action, made at the same
 	// moment (another console, bk approve, another process), was written
 	// first.
-	SettledConcurrent Settled = "concurrent"
-	// SettledDenied: the action was denied; a denial is final.
-	SettledDenied Settled = "denied"
-	// SettledApproved: an approval of the action is in force; a new
+	settledConcurrent settled = "concurrent"
+	// settledDenied: the action was denied; a denial is final.
+	settledDenied settled = "denied"
+	// settledApproved: an approval of the action is in force; a new
 	// decision is possible only once it expires unused.
-	SettledApproved Settled = "approved"
-	// SettledUsed: the action's approval was used by its first attempt.
-	SettledUsed Settled = "used"
-	// SettledFallback: the action was escalated (denied or its approval
+	settledApproved settled = "approved"
+	// settledUsed: the action's approval was used by its first attempt.
+	settledUsed settled = "used"
+	// settledFallback: the action was escalated (denied or its approval
 	// expired) and the safe fallback follows it.
-	SettledFallback Settled = "fallback"
-	// SettledClosed: the action has an attempt or a result without an
+	settledFallback settled = "fallback"
+	// settledClosed: the action has an attempt or a result without an
 	// approval of its own (it ran without one, or was refused for good).
-	SettledClosed Settled = "closed"
+	settledClosed settled = "closed"
 )
 
-// DecidedError is the error of a decision refused because the action is
+// decidedError is the error of a decision refused because the action is
 // settled. It wraps [ErrDecided] for errors.Is; a console shows Error() or
 // words Why itself.
-type DecidedError struct {
+type decidedError struct {
 	ActionID string
 	// Record is the record that settles the action: the decision in
 	// force or written first, the attempt that used the approval, or the
 	// action's escalation or result.
 	Record string
-	Why    Settled
+	Why    settled
 }
 
-func (e *DecidedError) Error() string {
-	why := map[Settled]string{
-		SettledConcurrent: "another decision was recorded first",
-		SettledDenied:     "it was denied",
-		SettledApproved:   "an approval is in force (a new decision is possible once it expires unused)",
-		SettledUsed:       "its approval was used",
-		SettledFallback:   "it was escalated to the safe fallback",
-		SettledClosed:     "it has an attempt or a result",
+func (e *decidedError) Error() string {
+	why := map[settled]string{
+		settledConcurrent: "another decision was recorded first",
+		settledDenied:     "it was denied",
+		settledApproved:   "an approval is in force (a new decision is possible once it expires unused)",
+		settledUsed:       "its approval was used",
+		settledFallback:   "it was escalated to the safe fallback",
+		settledClosed:     "it has an attempt or a result",
 	}[e.Why]
 	if why == "" {
 		why = string(e.Why)
@@ -71,7 +71,7 @@ func (e *DecidedError) Error() string {
 }
 
 // Unwrap returns [ErrDecided].
-func (e *DecidedError) Unwrap() error { return ErrDecided }
+func (e *decidedError) Unwrap() error { return ErrDecided }
 
 // decisionKeys are the once-keys a decision on actionID claims: the key of
 // (action, the decision it supersedes, "" for none), and the superseded
@@ -87,7 +87,7 @@ func decisionKeys(actionID, supersedes string) []string {
 
 // settled reads what the committed action act has come to and returns the
 // approval a new decision supersedes ("" for the first decision), or a
-// [*DecidedError] when no new decision may be given: the latest decision
+// *decidedError when no new decision may be given: the latest decision
 // is a denial or an approval in force or used, or the action has an
 // attempt or a result (an escalation to the safe fallback among them).
 // Only an approval that expired unused on an action with neither may be
@@ -95,8 +95,8 @@ func decisionKeys(actionID, supersedes string) []string {
 // writes claim, which only the gate can claim, never by records a tool
 // could write.
 func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, error) {
-	refuse := func(rec string, why Settled) (string, error) {
-		return "", &DecidedError{ActionID: act.ID, Record: rec, Why: why}
+	refuse := func(rec string, why settled) (string, error) {
+		return "", &decidedError{ActionID: act.ID, Record: rec, Why: why}
 	}
 	var latest *blackboard.Record
 	for r, err := range g.approvals(ctx, act.TraceID(), act.ID) {
@@ -133,23 +133,23 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 			return "", err
 		}
 		if res.Kind == KindEscalated {
-			return refuse(id, SettledFallback)
+			return refuse(id, settledFallback)
 		}
-		return refuse(id, SettledClosed)
+		return refuse(id, settledClosed)
 	}
 	if n, first, err := g.x.lastAttempt(ctx, j, 1); err != nil || n > 0 {
 		if err != nil {
 			return "", err
 		}
-		return refuse(first.ID, SettledClosed)
+		return refuse(first.ID, settledClosed)
 	}
 	switch {
 	case latest == nil:
 		return "", nil
 	case a.Decision != audit.Approved:
-		return refuse(a.ID, SettledDenied)
+		return refuse(a.ID, settledDenied)
 	case !latest.Expired(g.k.Now()):
-		return refuse(a.ID, SettledApproved)
+		return refuse(a.ID, settledApproved)
 	}
 	return a.ID, nil
 }
@@ -158,15 +158,15 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 // claimed: by a concurrent decision, or by the attempt that used the
 // approval it was to supersede.
 func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
-	whys := []Settled{SettledConcurrent, SettledUsed}
+	whys := []settled{settledConcurrent, settledUsed}
 	for i, key := range keys {
 		holder, cerr := g.gov.ClaimedBy(ctx, key)
 		if cerr == nil {
 			why := whys[i]
-			if why == SettledUsed {
+			if why == settledUsed {
 				why = g.usedBy(ctx, holder)
 			}
-			return &DecidedError{ActionID: actionID, Record: holder, Why: why}
+			return &decidedError{ActionID: actionID, Record: holder, Why: why}
 		}
 		if !isNotFound(cerr) {
 			return cerr
@@ -178,9 +178,9 @@ func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, er
 // usedBy says what took an approval's use, the record holder: its first
 // attempt (used), or the escalation of the approval once it expired
 // (the safe fallback).
-func (g *Gate) usedBy(ctx context.Context, holder string) Settled {
+func (g *Gate) usedBy(ctx context.Context, holder string) settled {
 	if rec, err := g.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
-		return SettledFallback
+		return settledFallback
 	}
-	return SettledUsed
+	return settledUsed
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 )
 
-// wantDecided fails the test unless err is a DecidedError about actionID
+// wantDecided fails the test unless err is a decidedError about actionID
 // for why, naming record (when record is not "").
-func wantDecided(t *testing.T, what string, err error, actionID string, why Settled, record string) {
+func wantDecided(t *testing.T, what string, err error, actionID string, why settled, record string) {
 	t.Helper()
-	var de *DecidedError
+	var de *decidedError
 	if !errors.As(err, &de) || !errors.Is(err, ErrDecided) || de.ActionID != actionID || de.Why != why || (record != "" && de.Record != record) {
 		t.Errorf("%s: %v (%+v), want ErrDecided %s by %q", what, err, de, why, record)
 	}
@@ -49,7 +49,7 @@ func TestReapproval(t *testing.T) {
 		}
 		before := len(d.records())
 		_, err = d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: ""})
-		wantDecided(t, "a denial while the new approval is in force", err, wait.ActionID, SettledApproved, fresh.ID)
+		wantDecided(t, "a denial while the new approval is in force", err, wait.ActionID, settledApproved, fresh.ID)
 		if n := len(d.records()); n != before {
 			t.Errorf("a refused decision wrote %d records", n-before)
 		}
@@ -65,7 +65,7 @@ func TestReapproval(t *testing.T) {
 		// Used: expired or not, it cannot be given again.
 		d.clock.Advance(2 * time.Hour)
 		_, err = d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
-		wantDecided(t, "an approval after the approval was used", err, wait.ActionID, SettledUsed, "")
+		wantDecided(t, "an approval after the approval was used", err, wait.ActionID, settledUsed, "")
 		if n := d.approvalsOf("t", wait.ActionID); n != 2 {
 			t.Errorf("%d approval records, want 2", n)
 		}
@@ -82,7 +82,7 @@ func TestNoReapproval(t *testing.T) {
 		// settle brings the waiting action to its state and returns the
 		// record that settles it ("" when the test need not know it).
 		settle func(t *testing.T, d *desk, wait Result) string
-		why    Settled
+		why    settled
 	}{
 		{"denied", func(t *testing.T, d *desk, wait Result) string {
 			rec, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Denied, Note: "no", TTL: time.Minute})
@@ -91,13 +91,13 @@ func TestNoReapproval(t *testing.T) {
 			}
 			d.clock.Advance(time.Hour)
 			return rec.ID
-		}, SettledDenied},
+		}, settledDenied},
 		{"used", func(t *testing.T, d *desk, wait Result) string {
 			d.approve("t", wait.ActionID, "human:alice", time.Minute)
 			wantOutcome(t, "execute", d.execute(wait.ActionID), audit.OutcomeExecuted, CodeEffectSucceeded)
 			d.clock.Advance(time.Hour)
 			return ""
-		}, SettledUsed},
+		}, settledUsed},
 		{"fallback committed", func(t *testing.T, d *desk, wait Result) string {
 			d.approve("t", wait.ActionID, "human:alice", time.Minute)
 			d.clock.Advance(time.Hour)
@@ -107,7 +107,7 @@ func TestNoReapproval(t *testing.T) {
 				t.Fatalf("no fallback: %+v", res)
 			}
 			return ""
-		}, SettledFallback},
+		}, settledFallback},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/blackboardkernel/bk/audit"
+	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -14,8 +15,8 @@ import (
 
 // Two people decide one waiting refund, as two consoles over one store
 // would: the first decision is written, the second is refused with a
-// DecidedError that names it, and nothing more is written.
-func ExampleDecidedError() {
+// [toolgate.ErrDecided] error that names it, and nothing more is written.
+func ExampleErrDecided() {
 	ctx := context.Background()
 	refunds := 0
 	k, g := supportDesk(&refunds)
@@ -39,16 +40,13 @@ func ExampleDecidedError() {
 		panic(err)
 	}
 	_, err = g.Approver("human:bob").Decide(ctx, toolgate.Answer{TraceID: "ticket-9", ActionID: wait.ActionID, Digest: wait.ArgsDigest, Verdict: audit.Denied, Note: "looks like a duplicate"})
-	var decided *toolgate.DecidedError
-	if errors.As(err, &decided) {
-		fmt.Println(errors.Is(err, toolgate.ErrDecided), decided.Why, decided.Record == approval.ID)
-	}
+	fmt.Println(errors.Is(err, toolgate.ErrDecided), strings.Contains(err.Error(), "(record "+approval.ID+")"))
 	res, err := g.Execute(ctx, wait.ActionID)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(res.Outcome, "refunds:", refunds)
 	// Output:
-	// true approved true
+	// true true
 	// executed refunds: 1
 }

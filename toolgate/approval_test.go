@@ -208,7 +208,7 @@ func checkEscalated(t *testing.T, d *desk, wait, res Result, code blackboard.Cod
 	// once-key slot freed), so it takes no decision at all.
 	before := len(d.records())
 	_, err := d.g.Approver("human:carol").Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Verdict: audit.Approved, Note: ""})
-	if de := (*DecidedError)(nil); !errors.As(err, &de) || de.Why != SettledFallback || de.ActionID != wait.ActionID {
+	if de := (*decidedError)(nil); !errors.As(err, &de) || de.Why != settledFallback || de.ActionID != wait.ActionID {
 		t.Errorf("approval of an escalated action: %v, want ErrDecided (fallback)", err)
 	}
 	if n := len(d.records()); n != before {

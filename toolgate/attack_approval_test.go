@@ -413,8 +413,8 @@ func TestAttackConcurrentDecisions(t *testing.T) {
 				t.Fatalf("%d decisions won, %d recorded, want 1: %v", len(won), d.approvalsOf("t", wait.ActionID), errs)
 			}
 			for _, err := range errs {
-				var de *DecidedError
-				if err != nil && (!errors.As(err, &de) || de.Why != SettledConcurrent || de.Record != won[0].ID) {
+				var de *decidedError
+				if err != nil && (!errors.As(err, &de) || de.Why != settledConcurrent || de.Record != won[0].ID) {
 					t.Errorf("a losing decision: %v, want ErrDecided naming %s", err, won[0].ID)
 				}
 			}

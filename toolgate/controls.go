@@ -42,14 +42,14 @@ const (
 	CodeToolProhibited = blackboard.Code("TOOL_PROHIBITED")
 )
 
-// ErrLoosened is wrapped by the [*ControlsError] of a [Gate.Restrict]
+// ErrLoosened is wrapped by the *controlsError of a [Gate.Restrict]
 // that would loosen a trace's run controls.
 var ErrLoosened = errors.New("toolgate: run controls may only be tightened")
 
-// ControlsError is the error of a [Gate.Restrict] that would loosen the
+// controlsError is the error of a [Gate.Restrict] that would loosen the
 // trace's run controls: back to [SafetyNormal], or without a tool they
 // prohibit. It wraps [ErrLoosened]. Nothing was recorded.
-type ControlsError struct {
+type controlsError struct {
 	TraceID string
 	// Current is what the trace's controls were when Restrict read them.
 	Current Controls
@@ -58,7 +58,7 @@ type ControlsError struct {
 }
 
 // Error says what the given controls would loosen.
-func (e *ControlsError) Error() string {
+func (e *controlsError) Error() string {
 	var lost []string
 	if e.Current.Safety == SafetyReadOnly && e.Given.Safety != SafetyReadOnly {
 		lost = append(lost, "mode "+string(SafetyReadOnly))
@@ -72,7 +72,7 @@ func (e *ControlsError) Error() string {
 }
 
 // Unwrap returns [ErrLoosened].
-func (e *ControlsError) Unwrap() error { return ErrLoosened }
+func (e *controlsError) Unwrap() error { return ErrLoosened }
 
 // Controls are a trace's run controls: its safety mode and the tools it
 // prohibits. The owner records them with [Gate.Restrict]; the gate
@@ -167,11 +167,11 @@ func (x *executor) restrict(ctx context.Context, traceID string, c Controls) err
 		var keys []string
 		if controlsTighten() {
 			if cur.Safety == SafetyReadOnly && c.Safety != SafetyReadOnly {
-				return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
+				return &controlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 			}
 			for _, t := range cur.Prohibited {
 				if !slices.Contains(c.Prohibited, t) {
-					return &ControlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
+					return &controlsError{TraceID: traceID, Current: cur, Given: cloneControls(c)}
 				}
 			}
 		}

@@ -27,7 +27,7 @@ func (d *desk) controlsRecords(trace string) int {
 
 // Controls only tighten: read_only and a prohibition are recorded (one
 // record each, through the Governor), the same controls again record
-// nothing, and a looser set is a *ControlsError that records nothing.
+// nothing, and a looser set is a *controlsError that records nothing.
 func TestRestrictOnlyTightens(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		got, err := d.g.Controls(d.ctx, "t")
@@ -61,9 +61,9 @@ func TestRestrictOnlyTightens(t *testing.T) {
 			{},
 		} {
 			err := d.g.Restrict(d.ctx, "t", loose)
-			var ce *ControlsError
+			var ce *controlsError
 			if !errors.Is(err, ErrLoosened) || !errors.As(err, &ce) || ce.Current.Safety != SafetyReadOnly {
-				t.Errorf("Restrict %+v: %v, want a *ControlsError", loose, err)
+				t.Errorf("Restrict %+v: %v, want a *controlsError", loose, err)
 			}
 			if err != nil && loose.Safety == SafetyReadOnly && !strings.Contains(err.Error(), `prohibited tool "lookup_order"`) {
 				t.Errorf("the error does not say what is dropped: %v", err)

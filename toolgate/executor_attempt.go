@@ -209,7 +209,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 		if past := (errRanPastLease{}); errors.As(effErr, &past) {
 			return x.unknown(ctx, j, mine, rec)
 		}
-		if !IsRetryable(effErr) {
+		if !isRetryable(effErr) {
 			return x.finish(ctx, j, mine, rec, nil, CodeEffectFailed, x.g.errorText(ctx, j, effErr))
 		}
 		if mine >= pol.MaxAttempts {
@@ -268,7 +268,7 @@ func (x *executor) invoke(ctx context.Context, j *job, n int, left time.Duration
 	}()
 	inv := Invocation{Key: j.key, Tool: j.e.Name, ActionID: j.act.ID, TraceID: j.trace, Attempt: n, Args: j.effectArgs()}
 	out, err = j.fn(context.WithValue(ectx, invocationKey{}, inv), inv)
-	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !IsRetryable(err) {
+	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) && !isRetryable(err) {
 		if !j.e.redrivable() && unkeyedOnce() {
 			// It may have acted before its context ended; a retry could
 			// act twice.

@@ -114,7 +114,7 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 
 // Restrict records c as the trace's run controls. Controls only tighten:
 // c must keep the trace's mode (or make it [SafetyReadOnly]) and every tool
-// the trace prohibits, else Restrict fails with a [*ControlsError]
+// the trace prohibits, else Restrict fails with a [*controlsError]
 // ([ErrLoosened]) and records nothing; c equal to the trace's controls
 // records nothing either. An unknown mode or a tool the gate does not
 // hold is [ErrInvalidCall]. The record (evidence of kind [KindControls],
@@ -122,7 +122,7 @@ func (g *Gate) Controls(ctx context.Context, traceID string) (Controls, error) {
 // kernel's Governor and claims one once-key per control it adds and one
 // for the controls it read, so concurrent Restricts are ordered and none
 // loses another's tightening: the one that finds a key taken reads the
-// controls again and retries (a [*ControlsError] when the controls it
+// controls again and retries (a [*controlsError] when the controls it
 // was given now loosen them).
 //
 // Controls bind the calls decided after Restrict returns, and every

@@ -270,9 +270,9 @@ func Retryable(err error) error {
 	return retryableError{err}
 }
 
-// IsRetryable reports whether err, or an error it wraps, was marked with
+// isRetryable reports whether err, or an error it wraps, was marked with
 // [Retryable].
-func IsRetryable(err error) bool {
+func isRetryable(err error) bool {
 	var r retryableError
 	return errors.As(err, &r)
 }

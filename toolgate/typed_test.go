@@ -93,7 +93,7 @@ func TestFuncEffect(t *testing.T) {
 		t.Errorf("output %v", out)
 	}
 	_, err = tool.Effect(context.Background(), Invocation{Tool: "ship", Args: blackboard.Payload{"order_id": "down", "items": []any{}}})
-	if !errors.Is(err, fail) || !IsRetryable(err) {
+	if !errors.Is(err, fail) || !isRetryable(err) {
 		t.Errorf("error %v, want the effect's, retryable", err)
 	}
 	// A nil map is an empty result, not null.

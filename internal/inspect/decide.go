@@ -24,7 +24,7 @@ const DefaultApprovalTTL = time.Hour
 // (a denial, an approval in force or used), started or done. An action
 // whose approval expired unused waits again. When another decision on the
 // action (another bk approve, a console) was written first, the error also
-// wraps the gate's [toolgate.ErrDecided] ([toolgate.DecidedError] names
+// wraps the gate's [toolgate.ErrDecided] (the error names
 // that decision). Nothing is written.
 var ErrNotPending = errors.New("inspect: not an action waiting for approval")
 

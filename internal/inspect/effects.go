@@ -60,7 +60,7 @@ func budgetOf(d audit.Entry) *budget.Snapshot {
 // pending_approval and that no decision in force (a denial, or an
 // approval that has not expired at now) and no effect has followed yet,
 // oldest first, with their age at now: an action whose approval expired
-// unused waits for a new decision ([toolgate.DecidedError] says which
+// unused waits for a new decision (the gate's error says which
 // decisions the gate refuses). The kind and the arguments
 // shown are the committed action's own: a record whose subject is not a
 // committed action of its kind in the namespace is passed over, whatever
