@@ -43,7 +43,7 @@ const (
 
 // counterIndex maps a counted resource to its index.
 var counterIndex = map[Resource]int{
-	Tokens: iTokens, ModelCalls: iModelCalls, ToolCalls: iToolCalls, ToolCallsPerTurn: iTurnCalls,
+	Tokens: iTokens, ModelCalls: iModelCalls, ToolCalls: iToolCalls, toolCallsPerTurn: iTurnCalls,
 	Rounds: iRounds, Replans: iReplans,
 }
 
@@ -96,7 +96,7 @@ func New(limits Limits, opts ...Option) (*Run, error) {
 	if cfg.now == nil {
 		return nil, fmt.Errorf("%w: nil clock", ErrInvalid)
 	}
-	l, err := limits.check(DefaultSoft)
+	l, err := limits.check(defaultSoft)
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +432,7 @@ func (r *Run) check(q request, now time.Time) *Exceeded {
 		return nil
 	}
 	if q.res == ToolCalls {
-		if e := over(r, ToolCallsPerTurn, r.counts[iTurnCalls], q.n); e != nil {
+		if e := over(r, toolCallsPerTurn, r.counts[iTurnCalls], q.n); e != nil {
 			return e
 		}
 	}

@@ -21,7 +21,7 @@
 // step, so a reader sees what a writer produced earlier in the same round.
 // Only activated workers (ShouldActivate true) step. A run stops after the
 // first round in which no step reports having produced something, or at the
-// round limit ([DefaultMaxRounds] unless set with [WithMaxRounds]).
+// round limit (20 unless set with [WithMaxRounds]).
 //
 // # Failures
 //

@@ -68,7 +68,7 @@ type Worker interface {
 }
 
 // DefaultMaxRounds is the round limit when none is set.
-const DefaultMaxRounds = 20
+const defaultMaxRounds = 20
 
 // Phase names the worker call in which a failure happened.
 type Phase string
@@ -196,7 +196,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	return newOption(func(c *config) { c.mpSet, c.mp = true, mp })
 }
 
-// WithMaxRounds sets the round limit (default [DefaultMaxRounds]). A limit
+// WithMaxRounds sets the round limit (default 20). A limit
 // below 1 is [ErrInvalidOption].
 func WithMaxRounds(n int) RunOption { return func(c *config) { c.maxRounds = n } }
 
@@ -273,7 +273,7 @@ type Orchestrator struct {
 // New returns an orchestrator with no workers. It returns an error wrapping
 // [ErrInvalidOption] for a bad option.
 func New(opts ...Option) (*Orchestrator, error) {
-	cfg, err := config{maxRounds: DefaultMaxRounds, log: slog.New(slog.DiscardHandler)}.withNew(opts)
+	cfg, err := config{maxRounds: defaultMaxRounds, log: slog.New(slog.DiscardHandler)}.withNew(opts)
 	if err != nil {
 		return nil, err
 	}

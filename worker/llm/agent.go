@@ -29,7 +29,7 @@ type Gate interface {
 
 // DefaultMaxRounds is how many model calls an [Agent] makes in one run
 // unless [WithMaxRounds] says otherwise.
-const DefaultMaxRounds = 8
+const defaultMaxRounds = 8
 
 // Agent runs a model's tool-calling conversation with every call going
 // through a [Gate]. It never runs a tool itself: the gate decides each call
@@ -71,7 +71,7 @@ type Agent struct {
 type AgentOption func(*Agent)
 
 // WithMaxRounds bounds how many model calls one run makes (default
-// [DefaultMaxRounds]; at least 1).
+// 8; at least 1).
 func WithMaxRounds(n int) AgentOption { return func(a *Agent) { a.maxRounds = n } }
 
 // WithBeforeModelCall sets a hook the agent calls before each model call
@@ -94,7 +94,7 @@ func NewAgent(c *Client, g Gate, opts ...AgentOption) (*Agent, error) {
 	case g == nil:
 		return bad("nil gate")
 	}
-	a := &Agent{c: c, g: g, maxRounds: DefaultMaxRounds}
+	a := &Agent{c: c, g: g, maxRounds: defaultMaxRounds}
 	for _, o := range opts {
 		if o == nil {
 			return bad("nil option")

@@ -15,7 +15,7 @@
 //     timeout, context cancellation and a concurrency bound. [New] builds it
 //     with functional options ([WithModel], [WithAPIKey], [WithTimeout],
 //     [WithRetries], [WithConcurrency], ...).
-//   - [Extract] pulls the JSON object out of a model's answer: it drops
+//   - extract pulls the JSON object out of a model's answer: it drops
 //     <think> blocks and finds the object in a ``` fence or in prose.
 //     Anything else is [ErrUnparsable].
 //   - [Advisor] asks the model for its [Advice] on a [Situation]:
@@ -72,7 +72,7 @@
 // model wrote. A call without an id, or with an id used earlier in the run,
 // gets "call_<round>_<index>". The run ends when the model answers without
 // calling a tool, or with [ErrMaxRounds] after [WithMaxRounds] rounds
-// (default [DefaultMaxRounds]); the calls of that last round were decided
+// (default 8); the calls of that last round were decided
 // too. An error from the gate, the hook, the endpoint or the context also
 // ends it, and the [AgentResult] still reports what happened until then.
 //
@@ -129,7 +129,7 @@
 //	hosted APIs       https://api.openai.com, or the provider's base URL
 //
 // Pass the served model's name with [WithModel] and, for a hosted API, the
-// key with [WithAPIKey] (for instance from [APIKeyFromEnv], which reads
+// key with [WithAPIKey] (for instance from apiKeyFromEnv, which reads
 // BK_LLM_API_KEY). The key is sent as a bearer token and never appears in
 // logs, errors or the Client's string form. Reasoning models may need
 // [WithMaxTokens] large enough for their <think> block, and accept
