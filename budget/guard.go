@@ -234,7 +234,7 @@ func (g *Guard) Snapshot() LoopSnapshot {
 // gating, it digests every argument: to the guard, every argument counts.
 // Safe for concurrent use.
 func Digest(args json.RawMessage) (string, error) {
-	if mutCanonicalDigest {
+	if !canonicalDigest() {
 		sum := sha256.Sum256(args) // the mutant: arguments as written
 		return "sha256:" + hex.EncodeToString(sum[:]), nil
 	}
@@ -286,4 +286,13 @@ func short(d string) string {
 		return d[:keep] + "…"
 	}
 	return d
+}
+
+// canonicalDigest reports whether [Digest] digests arguments in canonical
+// form (off only under its mutation switch).
+func canonicalDigest() bool {
+	if mutCanonicalDigest {
+		return false
+	}
+	return true
 }

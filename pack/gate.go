@@ -64,14 +64,14 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		if t.Approval != nil {
 			p.Approval = addName(p.Approval, t.Name)
 		}
-		if run.Mode == toolgate.ModeReadOnly && !t.ReadOnly && !mutReadOnly {
+		if run.Mode == toolgate.ModeReadOnly && !t.ReadOnly && readOnlyEnforced() {
 			p.Prohibited = addName(p.Prohibited, t.Name)
 		}
 	}
 	for _, name := range ctl.Prohibited {
 		p.Prohibited = addName(p.Prohibited, name)
 	}
-	if run.Mode == toolgate.ModeReadOnly && !mutReadOnly {
+	if run.Mode == toolgate.ModeReadOnly && readOnlyEnforced() {
 		for _, sp := range in.Tools {
 			if !known[sp.Name] {
 				p.Prohibited = addName(p.Prohibited, sp.Name)
@@ -123,4 +123,13 @@ func addName(list []string, name string) []string {
 		return list
 	}
 	return append(list, name)
+}
+
+// readOnlyEnforced reports whether a read-only run is shown only read-only
+// tools (off only under its mutation switch).
+func readOnlyEnforced() bool {
+	if mutReadOnly {
+		return false
+	}
+	return true
 }

@@ -119,7 +119,7 @@ func (c *Compiler) sections(ctx context.Context, rd kernel.Reader, run Run, in I
 	}
 	tools := byName[sectionTools]
 	for i, sp := range in.Tools {
-		if !mutProhibited && slices.Contains(in.Policy.Prohibited, sp.Name) {
+		if prohibitedDropped() && slices.Contains(in.Policy.Prohibited, sp.Name) {
 			tools.pre = append(tools.pre, sectionCut{Section: sectionTools, Item: sp.Name, Reason: reasonProhibited})
 			continue
 		}
@@ -261,7 +261,7 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 			pe.Belief = b.ID
 			// The view shows the current observation of each kind (none
 			// once it has expired, which entry flags stale).
-			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID && !mutFlags {
+			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID && flagsChecked() {
 				pe.Flags = addFlag(pe.Flags, flagSuperseded)
 			}
 			for _, f := range pe.Flags {
@@ -324,7 +324,7 @@ func rankByRecency(items []item) {
 func entry(r *blackboard.Record, nowMS int64) evidenceItem {
 	e := evidenceItem{ID: r.ID, Slot: r.Slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS,
 		TTLMS: r.Provenance.TTLMS, Freshness: freshnessFresh}
-	if mutFlags {
+	if !flagsChecked() {
 		return e
 	}
 	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool(kernel.KeyStale) {
@@ -402,4 +402,22 @@ func (c *Compiler) memory(ctx context.Context, rd kernel.Reader, nowMS int64, s 
 	}
 	rankByRecency(s.items)
 	return nil
+}
+
+// prohibitedDropped reports whether a prohibited tool is left out of the
+// tools shown (off only under its mutation switch).
+func prohibitedDropped() bool {
+	if mutProhibited {
+		return false
+	}
+	return true
+}
+
+// flagsChecked reports whether evidence is flagged stale, superseded or
+// conflicted as its record says (off only under its mutation switch).
+func flagsChecked() bool {
+	if mutFlags {
+		return false
+	}
+	return true
 }

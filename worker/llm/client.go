@@ -145,7 +145,7 @@ func (u Usage) Add(v Usage) Usage {
 func satAdd(a, b int) int {
 	s := a + b
 	switch {
-	case mutUsageSaturate:
+	case !usageSaturates():
 	case a > 0 && b > 0 && s < 0:
 		return math.MaxInt
 	case a < 0 && b < 0 && s >= 0:
@@ -631,4 +631,13 @@ func (c *Client) excerpt(data []byte) string {
 		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
 	}
 	return strings.ToValidUTF8(clip(strings.TrimSpace(s), 256), "\uFFFD")
+}
+
+// usageSaturates reports whether summed usage saturates instead of
+// wrapping (off only under its mutation switch).
+func usageSaturates() bool {
+	if mutUsageSaturate {
+		return false
+	}
+	return true
 }

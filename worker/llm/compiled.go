@@ -119,7 +119,7 @@ func lastResult(res *AgentResult, last int) string {
 			continue
 		}
 		text := m.Content // a call the gate never saw: the agent's own words
-		if r, ok := answers[m.ToolCallID]; ok && !mutCompiledReal {
+		if r, ok := answers[m.ToolCallID]; ok && compiledReal() {
 			text = r.ForRecord().Text
 		}
 		fmt.Fprintf(&b, "- %s %s: %s\n", m.ToolCallID, tools[m.ToolCallID], oneLine(text))
@@ -144,3 +144,12 @@ func shown(tools []toolgate.Spec, p *pack.Pack) []toolgate.Spec {
 func oneLine(s string) string { return lineBreaks.Replace(s) }
 
 var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+
+// compiledReal reports whether a compiled context shows the gate's real
+// answer to a call (off only under its mutation switch).
+func compiledReal() bool {
+	if mutCompiledReal {
+		return false
+	}
+	return true
+}
