@@ -104,7 +104,7 @@ type Lane struct {
 	Turns int
 	// Contract is what its findings must meet; nil applies the zero
 	// Contract (well-formed assertions, resolvable evidence).
-	Contract *Contract
+	Contract *FindingContract
 	// Research is the worker that runs first on a slow-loop route
 	// (endpoint_unknown, not_found); Reauth the one that renews
 	// credentials (auth_error); Failover the alternate that runs instead

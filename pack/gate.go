@@ -10,10 +10,10 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Gate is what a compiled context reads of the tool gate: a trace's run
+// Governance is what a compiled context reads of the tool gate: a trace's run
 // controls, the gate's policy snapshot and its hash (as decision records
 // name it). A *toolgate.Gate is one.
-type Gate interface {
+type Governance interface {
 	Controls(ctx context.Context, traceID string) (toolgate.Controls, error)
 	Policy() toolgate.Policy
 	PolicyHash() string
@@ -37,7 +37,7 @@ type Gate interface {
 // What in.Policy held before is kept (its rules first); the hash is
 // replaced. It fails with the gate's error when the controls cannot be
 // read, and with [ErrInvalid] for a nil gate or no trace.
-func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
+func Govern(ctx context.Context, g Governance, run *Run, in *Input) error {
 	if g == nil || run == nil || in == nil {
 		return newErr("govern", "", ErrInvalid, "nil gate, run or input")
 	}

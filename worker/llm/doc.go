@@ -29,7 +29,7 @@
 //     tools and returns a [Completion] with the model's tool calls ([ToolCall]), its
 //     finish reason and the token [Usage].
 //   - [Agent] runs one [Task] as a tool-calling conversation through a
-//     [Gate] (a *toolgate.Gate, or a fake), and returns an [AgentResult]:
+//     [ToolCaller] (a *toolgate.Gate, or a fake), and returns an [AgentResult]:
 //     the answer, each call with the gate's [ToolResult], and the usage.
 //     With [WithCompiler] each round's request is a compiled context
 //     instead of the conversation.
@@ -89,7 +89,7 @@
 // schemas of the tools it shows, and names the record in every
 // toolgate.Call.Context of the round, so each decision record says what
 // the model was shown ([AgentResult.Contexts]; `bk explain` prints it).
-// The gate must be a [ContextGate] (a *toolgate.Gate is).
+// The gate must be a [KernelHolder] (a *toolgate.Gate is).
 //
 // # Budgets, loop guards and grants
 //
