@@ -26,7 +26,7 @@ const DefaultThreshold = 2
 const (
 	KeyLearnedFrom  = "learned_from"  // the reason code that triggered the constraint
 	KeyTriggerCount = "trigger_count" // how many failures with that code had been counted
-	KeyLearnedBy    = "learned_by"    // the learner's worker id
+	keyLearnedBy    = "learned_by"    // the learner's worker id
 )
 
 // The constraints of the default mapping. Each blocks one of the flags the
@@ -251,7 +251,7 @@ func (l *Learner) queue() []Lesson {
 			continue
 		}
 		c.Enabled = true
-		c.Extra = blackboard.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, KeyLearnedBy: l.id}
+		c.Extra = blackboard.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, keyLearnedBy: l.id}
 		p := Lesson{Code: code, Count: n, Constraint: c}
 		l.pending = append(l.pending, p)
 		added = append(added, p)

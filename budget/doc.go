@@ -80,9 +80,9 @@
 // LOOP_DETECTED, [CodeLoopDetected]) that names what repeated:
 //
 //   - [Guard.Call], before a tool call: the same tool with the same
-//     argument digest ([Digest]) may run [DefaultMaxIdentical] times (2:
+//     argument digest ([Digest]) may run 2 times (2:
 //     the call and one retry); the next identical call is refused.
-//   - [Guard.Round], after a round: [DefaultMaxIdleRounds] (2) consecutive
+//   - [Guard.Round], after a round: 2 (2) consecutive
 //     rounds without progress ([Progressed] compares two views) stop the
 //     loop, and the reason lists the calls made in those rounds.
 //

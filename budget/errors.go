@@ -19,7 +19,7 @@ var (
 	ErrInvalid      = errors.New("budget: invalid argument")
 )
 
-// Refusal is what [Exceeded] and [LoopDetected] have in common: an error
+// Refusal is what [Exceeded] and loopDetected have in common: an error
 // with a kernel code and a structured reason for the planner. Find one in
 // an error chain with errors.As.
 type Refusal interface {
@@ -30,7 +30,7 @@ type Refusal interface {
 
 var (
 	_ Refusal = (*Exceeded)(nil)
-	_ Refusal = (*LoopDetected)(nil)
+	_ Refusal = (*loopDetected)(nil)
 )
 
 // Exceeded is the refusal of a call that a budget had no room for. It is
@@ -83,7 +83,7 @@ var budgetHints = map[Resource]string{
 	Tokens:           "the token budget is spent: finish with the results already gathered, or stop",
 	ModelCalls:       "no model calls are left: finish with the results already gathered, or stop",
 	ToolCalls:        "no tool calls are left in this run: answer from the results already gathered",
-	ToolCallsPerTurn: "this turn has used its tool calls: answer now; the next turn may call tools again",
+	toolCallsPerTurn: "this turn has used its tool calls: answer now; the next turn may call tools again",
 	Rounds:           "the run has used all its rounds: conclude, or hand over to a person",
 	Replans:          "no re-planning attempts are left: carry out the current plan, or escalate",
 	Cost:             "the cost budget is spent: stop",
@@ -102,7 +102,7 @@ const (
 // LoopDetected is the refusal of a [Guard]: a repeated identical tool call
 // (the call is not made) or a run of rounds without progress (the loop
 // should stop).
-type LoopDetected struct {
+type loopDetected struct {
 	Trigger LoopTrigger
 	// Tool and Digest name the repeated call (for RepeatedCall), Repeats
 	// how many identical calls the guard had already let through.
@@ -116,16 +116,16 @@ type LoopDetected struct {
 }
 
 // Error describes what repeated.
-func (e *LoopDetected) Error() string { return "budget: loop detected: " + e.Detail }
+func (e *loopDetected) Error() string { return "budget: loop detected: " + e.Detail }
 
 // Unwrap returns [ErrLoopDetected].
-func (e *LoopDetected) Unwrap() error { return ErrLoopDetected }
+func (e *loopDetected) Unwrap() error { return ErrLoopDetected }
 
 // Code returns [CodeLoopDetected].
-func (e *LoopDetected) Code() blackboard.Code { return CodeLoopDetected }
+func (e *loopDetected) Code() blackboard.Code { return CodeLoopDetected }
 
 // Reason returns the refusal as the planner should receive it.
-func (e *LoopDetected) Reason() Reason {
+func (e *loopDetected) Reason() Reason {
 	r := Reason{Code: CodeLoopDetected, Loop: e.Trigger, Tool: e.Tool, Digest: e.Digest, Repeats: e.Repeats,
 		IdleRounds: e.IdleRounds, Detail: e.Detail}
 	switch e.Trigger {

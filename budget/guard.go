@@ -23,11 +23,11 @@ const (
 	// a third identical call means the model is not using what the first
 	// two returned. Retries the executor makes beneath the gate (the
 	// failure package's backoff) never pass the guard and do not count.
-	DefaultMaxIdentical = 2
+	defaultMaxIdentical = 2
 	// DefaultMaxIdleRounds is how many consecutive rounds without
 	// progress stop the loop: one idle round may be a worker catching up,
 	// a second in a row is a loop.
-	DefaultMaxIdleRounds = 2
+	defaultMaxIdleRounds = 2
 )
 
 // GuardOption configures [NewGuard].
@@ -40,7 +40,7 @@ func MaxIdentical(n int) GuardOption { return func(g *Guard) { g.maxIdentical = 
 // ToolMaxIdentical sets the number of identical calls for one tool, over
 // [MaxIdentical]: for a tool meant to be polled with the same arguments,
 // say.
-func ToolMaxIdentical(tool string, n int) GuardOption {
+func toolMaxIdentical(tool string, n int) GuardOption {
 	return func(g *Guard) {
 		if g.perTool == nil {
 			g.perTool = make(map[string]int)
@@ -78,11 +78,11 @@ type Guard struct {
 	since      map[callKey]int // and how often each came
 }
 
-// NewGuard returns a loop guard with the defaults ([DefaultMaxIdentical],
-// [DefaultMaxIdleRounds]) changed by opts. It fails with [ErrInvalid] for
+// NewGuard returns a loop guard with the defaults (2,
+// 2) changed by opts. It fails with [ErrInvalid] for
 // a limit below 1 or an empty tool name.
 func NewGuard(opts ...GuardOption) (*Guard, error) {
-	g := &Guard{maxIdentical: DefaultMaxIdentical, maxIdle: DefaultMaxIdleRounds,
+	g := &Guard{maxIdentical: defaultMaxIdentical, maxIdle: defaultMaxIdleRounds,
 		attempts: make(map[callKey]int), since: make(map[callKey]int)}
 	for _, o := range opts {
 		o(g)
@@ -133,7 +133,7 @@ func (g *Guard) Call(tool, digest string) error {
 		return nil
 	}
 	g.trips++
-	return &LoopDetected{Trigger: RepeatedCall, Tool: tool, Digest: digest, Repeats: limit,
+	return &loopDetected{Trigger: RepeatedCall, Tool: tool, Digest: digest, Repeats: limit,
 		Detail: fmt.Sprintf("%s was already called %s with these arguments (%s) in this run; the guard allows %s",
 			tool, times(limit), short(digest), times(limit))}
 }
@@ -159,7 +159,7 @@ func (g *Guard) Round(changed bool) error {
 		return nil
 	}
 	g.trips++
-	return &LoopDetected{Trigger: NoProgress, IdleRounds: g.idle,
+	return &loopDetected{Trigger: NoProgress, IdleRounds: g.idle,
 		Detail: fmt.Sprintf("%d consecutive rounds changed nothing on the blackboard; %s", g.idle, g.listSince())}
 }
 
@@ -234,7 +234,7 @@ func (g *Guard) Snapshot() LoopSnapshot {
 // gating, it digests every argument: to the guard, every argument counts.
 // Safe for concurrent use.
 func Digest(args json.RawMessage) (string, error) {
-	if mutCanonicalDigest {
+	if !canonicalDigest() {
 		sum := sha256.Sum256(args) // the mutant: arguments as written
 		return "sha256:" + hex.EncodeToString(sum[:]), nil
 	}
@@ -286,4 +286,13 @@ func short(d string) string {
 		return d[:keep] + "…"
 	}
 	return d
+}
+
+// canonicalDigest reports whether [Digest] digests arguments in canonical
+// form (off only under its mutation switch).
+func canonicalDigest() bool {
+	if mutCanonicalDigest {
+		return false
+	}
+	return true
 }

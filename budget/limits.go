@@ -15,7 +15,7 @@ const (
 	Tokens           Resource = "tokens"              // prompt plus completion tokens, as the model API reports them
 	ModelCalls       Resource = "model_calls"         // calls to a model
 	ToolCalls        Resource = "tool_calls"          // tool calls over the whole run
-	ToolCallsPerTurn Resource = "tool_calls_per_turn" // tool calls within one turn
+	toolCallsPerTurn Resource = "tool_calls_per_turn" // tool calls within one turn
 	Rounds           Resource = "rounds"              // rounds of the run's loop
 	Replans          Resource = "replans"             // re-planning attempts
 	Cost             Resource = "cost"                // money or any unit the caller charges in
@@ -24,13 +24,13 @@ const (
 
 // Resources returns every resource, in the order snapshots list them.
 func Resources() []Resource {
-	return []Resource{Tokens, ModelCalls, ToolCalls, ToolCallsPerTurn, Rounds, Replans, Cost, Deadline}
+	return []Resource{Tokens, ModelCalls, ToolCalls, toolCallsPerTurn, Rounds, Replans, Cost, Deadline}
 }
 
 // Valid reports whether r is one of the resources [Resources] lists.
 func (r Resource) Valid() bool {
 	switch r {
-	case Tokens, ModelCalls, ToolCalls, ToolCallsPerTurn, Rounds, Replans, Cost, Deadline:
+	case Tokens, ModelCalls, ToolCalls, toolCallsPerTurn, Rounds, Replans, Cost, Deadline:
 		return true
 	}
 	return false
@@ -38,7 +38,7 @@ func (r Resource) Valid() bool {
 
 // DefaultSoft is the soft threshold used when [Limits.Soft] is zero: past
 // 80% of a budget, pressure starts to rise.
-const DefaultSoft = 0.8
+const defaultSoft = 0.8
 
 // Limits is the budget of one run. A zero field puts no limit on that
 // resource; negative values are invalid. [New] refuses limits that limit
@@ -57,7 +57,7 @@ type Limits struct {
 	// Deadline is how long the run may last, counted from its creation.
 	Deadline time.Duration
 	// Soft is the fraction of each budget past which pressure starts to
-	// rise, in (0, 1]; 0 means [DefaultSoft] (for a sub-run: the parent's).
+	// rise, in (0, 1]; 0 means 0.8 (for a sub-run: the parent's).
 	Soft float64
 }
 
@@ -82,7 +82,7 @@ func DefaultLimits() Limits {
 		Rounds:           25,
 		Replans:          3,
 		Deadline:         15 * time.Minute,
-		Soft:             DefaultSoft,
+		Soft:             defaultSoft,
 	}
 }
 
@@ -96,7 +96,7 @@ func (l Limits) counter(r Resource) int64 {
 		return l.ModelCalls
 	case ToolCalls:
 		return l.ToolCalls
-	case ToolCallsPerTurn:
+	case toolCallsPerTurn:
 		return l.ToolCallsPerTurn
 	case Rounds:
 		return l.Rounds
@@ -135,7 +135,7 @@ func (l Limits) check(soft float64) (Limits, error) {
 	bad := func(format string, args ...any) (Limits, error) {
 		return Limits{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 	}
-	for _, r := range []Resource{Tokens, ModelCalls, ToolCalls, ToolCallsPerTurn, Rounds, Replans} {
+	for _, r := range []Resource{Tokens, ModelCalls, ToolCalls, toolCallsPerTurn, Rounds, Replans} {
 		if n := l.counter(r); n < 0 {
 			return bad("negative %s limit %d", r, n)
 		}

@@ -75,7 +75,7 @@ func (m *Meter) sync(prompt, completion int64) error {
 	// nonsense). Its usage is unknown, so it counts as the most there can
 	// be, which ends the run with BUDGET_EXCEEDED rather than passing for
 	// little use.
-	if !mutSaturate {
+	if saturates() {
 		prompt, completion = unwrapTotal(prompt), unwrapTotal(completion)
 	}
 	if prompt < m.prompt || completion < m.completion {

@@ -43,7 +43,7 @@ const (
 
 // counterIndex maps a counted resource to its index.
 var counterIndex = map[Resource]int{
-	Tokens: iTokens, ModelCalls: iModelCalls, ToolCalls: iToolCalls, ToolCallsPerTurn: iTurnCalls,
+	Tokens: iTokens, ModelCalls: iModelCalls, ToolCalls: iToolCalls, toolCallsPerTurn: iTurnCalls,
 	Rounds: iRounds, Replans: iReplans,
 }
 
@@ -96,7 +96,7 @@ func New(limits Limits, opts ...Option) (*Run, error) {
 	if cfg.now == nil {
 		return nil, fmt.Errorf("%w: nil clock", ErrInvalid)
 	}
-	l, err := limits.check(DefaultSoft)
+	l, err := limits.check(defaultSoft)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func (r *Run) ChargeCost(c float64) error {
 // ancestor is beyond its token or cost limit: usage that already happened
 // past the budget ends the run, whatever the request. r.mu is held.
 func (r *Run) overrun() error {
-	if mutOverrun {
+	if !overrunChecked() {
 		return nil
 	}
 	for x := r; x != nil; x = x.parent {
@@ -302,7 +302,7 @@ func (r *Run) overrun() error {
 // satAdd returns a+b for counts a, b ≥ 0, or the largest int64 when the
 // sum would pass it: a counter that wrapped would read as room left.
 func satAdd(a, b int64) int64 {
-	if !mutSaturate && b > math.MaxInt64-a {
+	if saturates() && b > math.MaxInt64-a {
 		return math.MaxInt64
 	}
 	return a + b
@@ -312,7 +312,7 @@ func satAdd(a, b int64) int64 {
 // float64 when the sum would be infinite (an infinity cannot be recorded in
 // a snapshot's JSON).
 func satAddCost(a, b float64) float64 {
-	if s := a + b; mutSaturate || !math.IsInf(s, 1) {
+	if s := a + b; !saturates() || !math.IsInf(s, 1) {
 		return s
 	}
 	return math.MaxFloat64
@@ -432,7 +432,7 @@ func (r *Run) check(q request, now time.Time) *Exceeded {
 		return nil
 	}
 	if q.res == ToolCalls {
-		if e := over(r, ToolCallsPerTurn, r.counts[iTurnCalls], q.n); e != nil {
+		if e := over(r, toolCallsPerTurn, r.counts[iTurnCalls], q.n); e != nil {
 			return e
 		}
 	}
@@ -455,7 +455,7 @@ func (r *Run) check(q request, now time.Time) *Exceeded {
 		// Held tokens are given back by subtraction, so they must stay
 		// exact: a hold that would pass the maximum is refused, with a
 		// token limit or without.
-		if q.hold > 0 && !mutSaturate && x.held > math.MaxInt64-q.hold {
+		if q.hold > 0 && saturates() && x.held > math.MaxInt64-q.hold {
 			return &Exceeded{Resource: Tokens, Limit: float64(x.limits.Tokens), Used: float64(satAdd(x.counts[iTokens], x.held)),
 				Requested: float64(q.hold), Run: x.id}
 		}
@@ -464,4 +464,22 @@ func (r *Run) check(q request, now time.Time) *Exceeded {
 		}
 	}
 	return nil
+}
+
+// overrunChecked reports whether usage already past a limit ends the run
+// (off only under the budget.overrun mutation switch).
+func overrunChecked() bool {
+	if mutOverrun {
+		return false
+	}
+	return true
+}
+
+// saturates reports whether counts saturate instead of wrapping (off only
+// under the budget.saturate mutation switch).
+func saturates() bool {
+	if mutSaturate {
+		return false
+	}
+	return true
 }

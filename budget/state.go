@@ -32,7 +32,7 @@ func (s State) Payload() blackboard.Payload { return toPayload(s) }
 
 // DefaultApprovalTTL is how long an action may wait for its approval when
 // [Inputs.ApprovalTTL] is zero.
-const DefaultApprovalTTL = 30 * time.Minute
+const defaultApprovalTTL = 30 * time.Minute
 
 // Inputs is what [Measure] reads: copies of the accumulators and the
 // trace's records, all values, so that measuring changes nothing.
@@ -49,7 +49,7 @@ type Inputs struct {
 	// Now is the time of the measure; zero means Budget.TakenAt.
 	Now time.Time
 	// ApprovalTTL is how long an action may wait for its approval before
-	// the wait counts as a stall; zero means [DefaultApprovalTTL].
+	// the wait counts as a stall; zero means 30 minutes.
 	ApprovalTTL time.Duration
 	// ConflictThreshold is the kernel's ([kernel.Config.ConflictThreshold]);
 	// zero means [kernel.DefaultConflictThreshold].
@@ -76,7 +76,7 @@ func Measure(in Inputs) State {
 	}
 	soft := in.Budget.Soft
 	if !(soft > 0 && soft <= 1) {
-		soft = DefaultSoft
+		soft = defaultSoft
 	}
 	s := State{
 		CapturedAt: now,
@@ -144,7 +144,7 @@ func committedAfter(trace []blackboard.Record, i int, kind string) bool {
 // it.
 func gatePressure(trace []blackboard.Record, now time.Time, ttl time.Duration, soft float64) float64 {
 	if ttl <= 0 {
-		ttl = DefaultApprovalTTL
+		ttl = defaultApprovalTTL
 	}
 	answered := make(map[string]bool)
 	for i := range trace {

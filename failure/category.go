@@ -14,8 +14,8 @@ const (
 	RateLimit        = Category("rate_limit")        // the provider asks the caller to slow down
 	Network          = Category("network")           // no answer: refused, reset, DNS, timeout
 	ProviderDown     = Category("provider_down")     // the provider answered that it is failing
-	CodeSyntax       = Category("code_syntax")       // generated code does not parse
-	FunctionMismatch = Category("function_mismatch") // generated code calls something wrongly: arity, names, types
+	codeSyntax       = Category("code_syntax")       // generated code does not parse
+	functionMismatch = Category("function_mismatch") // generated code calls something wrongly: arity, names, types
 	FormatError      = Category("format_error")      // data of the wrong shape: a bad request body, unreadable or incomplete output
 	Duplicate        = Category("duplicate")         // the effect has already happened
 	Unknown          = Category("unknown")           // none of the above; a human decides
@@ -24,11 +24,11 @@ const (
 // categories lists the taxonomy in a fixed order.
 var categories = [...]Category{
 	AuthError, EndpointUnknown, NotFound, RateLimit, Network, ProviderDown,
-	CodeSyntax, FunctionMismatch, FormatError, Duplicate, Unknown,
+	codeSyntax, functionMismatch, FormatError, Duplicate, Unknown,
 }
 
 // Categories returns the taxonomy, in a fixed order, as a new slice.
-func Categories() []Category { return append([]Category(nil), categories[:]...) }
+func allCategories() []Category { return append([]Category(nil), categories[:]...) }
 
 // Valid reports whether c is a member of the taxonomy.
 func (c Category) Valid() bool {
@@ -47,44 +47,44 @@ const (
 	ClassSkill = Class("skill")
 	// ClassSpec: the worker's knowledge of the target is wrong or incomplete; a
 	// research step has to come first.
-	ClassSpec = Class("spec")
+	classSpec = Class("spec")
 	// ClassState: the world is not as the task assumed (credentials, an effect
 	// already applied); no amount of code fixes it.
-	ClassState = Class("state")
+	classState = Class("state")
 	// ClassInfrastructure: the path to the provider, or the provider, is failing.
-	ClassInfrastructure = Class("infrastructure")
+	classInfrastructure = Class("infrastructure")
 	// ClassUnknown: the failure could not be typed.
-	ClassUnknown = Class("unknown")
+	classUnknown = Class("unknown")
 )
 
 // classes is the one Category → Class table.
 var classes = map[Category]Class{
-	AuthError:        ClassState,
-	Duplicate:        ClassState,
-	EndpointUnknown:  ClassSpec,
-	NotFound:         ClassSpec,
-	RateLimit:        ClassInfrastructure,
-	Network:          ClassInfrastructure,
-	ProviderDown:     ClassInfrastructure,
-	CodeSyntax:       ClassSkill,
-	FunctionMismatch: ClassSkill,
+	AuthError:        classState,
+	Duplicate:        classState,
+	EndpointUnknown:  classSpec,
+	NotFound:         classSpec,
+	RateLimit:        classInfrastructure,
+	Network:          classInfrastructure,
+	ProviderDown:     classInfrastructure,
+	codeSyntax:       ClassSkill,
+	functionMismatch: ClassSkill,
 	FormatError:      ClassSkill,
-	Unknown:          ClassUnknown,
+	Unknown:          classUnknown,
 }
 
-// Class returns the category's class; [ClassUnknown] for a category outside
+// Class returns the category's class; classUnknown for a category outside
 // the taxonomy.
 func (c Category) Class() Class {
 	if k, ok := classes[c]; ok {
 		return k
 	}
-	return ClassUnknown
+	return classUnknown
 }
 
 // ExecStatus is a typed execution status: what the layer that ran an effect
 // knew when it failed, stated as a constant rather than as prose. Statuses
 // are finer than categories (a 401 and a 403 are both [AuthError]); each
-// maps to exactly one category through one table ([CategoryOf]).
+// maps to exactly one category through one table (categoryOf).
 type ExecStatus string
 
 // Execution statuses.
@@ -137,8 +137,8 @@ var signals = map[ExecStatus]Category{
 	StatusNetwork:          Network,
 	StatusTimeout:          Network,
 	StatusProviderDown:     ProviderDown,
-	StatusSyntax:           CodeSyntax,
-	StatusFunctionMismatch: FunctionMismatch,
+	StatusSyntax:           codeSyntax,
+	StatusFunctionMismatch: functionMismatch,
 	StatusFormat:           FormatError,
 	StatusUnknown:          Unknown,
 }
@@ -155,12 +155,12 @@ var statuses = [...]ExecStatus{
 
 // Statuses returns every failure status (all but [StatusSucceeded]), in a fixed
 // order, as a new slice.
-func Statuses() []ExecStatus { return append([]ExecStatus(nil), statuses[:]...) }
+func allStatuses() []ExecStatus { return append([]ExecStatus(nil), statuses[:]...) }
 
 // CategoryOf looks the status up in the status table. ok is false for
 // [StatusSucceeded] and for a status the table does not hold; callers that must
 // have a category use [Unknown] then, as [New] does.
-func CategoryOf(s ExecStatus) (c Category, ok bool) {
+func categoryOf(s ExecStatus) (c Category, ok bool) {
 	c, ok = signals[s]
 	return c, ok
 }
@@ -190,7 +190,7 @@ func (s ExecStatus) OK() bool { return s == StatusSucceeded }
 // unambiguous: the path or the server exists and does not offer the
 // operation. 502 and 504 come from a gateway on the way and are retried
 // with jitter; 500 and 503 come from the provider and lead to failover.
-func StatusForHTTP(code int) ExecStatus {
+func statusForHTTP(code int) ExecStatus {
 	switch code {
 	case 400, 413, 415, 422:
 		return StatusFormat
@@ -218,8 +218,8 @@ func StatusForHTTP(code int) ExecStatus {
 }
 
 // FromHTTPStatus is the category of an HTTP failure status: the category of
-// [StatusForHTTP].
-func FromHTTPStatus(code int) Category {
-	c, _ := CategoryOf(StatusForHTTP(code))
+// statusForHTTP.
+func fromHTTPStatus(code int) Category {
+	c, _ := categoryOf(statusForHTTP(code))
 	return c
 }

@@ -16,7 +16,7 @@ import (
 
 // HTTPStatusError is an error that knows the HTTP status of the response
 // that caused it. [Classify] finds it anywhere in an error's chain
-// (errors.As) and types the failure by its status ([StatusForHTTP]). A
+// (errors.As) and types the failure by its status (statusForHTTP). A
 // status below 400, or 0 for "no response", is ignored and the chain is
 // examined further.
 type HTTPStatusError interface {
@@ -30,7 +30,7 @@ type HTTPStatusError interface {
 //  2. A [Failure] or *Failure in the chain (errors.As) is returned as it is:
 //     whoever typed it knew more than Classify can.
 //  3. An [HTTPStatusError] in the chain with a status of 400 or more:
-//     [StatusForHTTP].
+//     statusForHTTP.
 //  4. A deadline: context.DeadlineExceeded, os.ErrDeadlineExceeded or a
 //     net.Error whose Timeout is true: [StatusTimeout] (network).
 //  5. context.Canceled: [StatusUnknown], not retryable. A cancelled call is
@@ -66,7 +66,7 @@ func Classify(err error) Failure {
 	var he HTTPStatusError
 	if errors.As(err, &he) {
 		if code := he.HTTPStatus(); code >= 400 {
-			return typed(StatusForHTTP(code))
+			return typed(statusForHTTP(code))
 		}
 	}
 	if isTimeout(err) {
@@ -170,7 +170,7 @@ func classifyLegacy(msg string) ExecStatus {
 	}
 	for _, m := range legacyHTTP.FindAllStringSubmatch(msg, -1) {
 		if code, err := strconv.Atoi(m[1]); err == nil && code >= 400 {
-			return StatusForHTTP(code)
+			return statusForHTTP(code)
 		}
 	}
 	if s, ok := matchLegacy(lower, legacyPhrases); ok {

@@ -18,7 +18,7 @@
 //
 // A [ExecStatus] is the finer signal the executing layer emits, such as
 // FAILED_AUTH_EXPIRED or FAILED_SILENT_PARTIAL_FETCH. One table maps each
-// status to its category ([CategoryOf]); an integration that learns to tell
+// status to its category (categoryOf); an integration that learns to tell
 // a new failure apart adds a status and a row, and nothing else changes.
 //
 // # Failures
@@ -31,7 +31,7 @@
 //   - [FromResult], reading execution_status from a tool result;
 //     [Failure.Payload] writes it, so a failure crosses a boundary intact.
 //   - [Classify], for a Go error: a Failure already in the chain, an
-//     [HTTPStatusError] ([StatusForHTTP] maps status codes: 401/403 →
+//     [HTTPStatusError] (statusForHTTP maps status codes: 401/403 →
 //     auth_error, 404 → not_found, 405 → endpoint_unknown, 409 →
 //     duplicate, 400/422 → format_error, 429 → rate_limit, 500/503 →
 //     provider_down, 502/504 → network), a deadline or a failed

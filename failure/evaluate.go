@@ -35,7 +35,7 @@ type Expect struct {
 // KeyResultStatus is the field in which a tool reports its own overall
 // status; "partial_error" and "partial_success" there mean that some
 // resources failed.
-const KeyResultStatus = "status"
+const keyResultStatus = "status"
 
 // maxListed bounds the resources or fields a message names one by one.
 const maxListed = 8
@@ -98,7 +98,7 @@ func Evaluate(result map[string]any, want Expect) (ExecStatus, error) {
 // mixed checks the result's self-reported status and its per-resource
 // outcomes.
 func mixed(result map[string]any, path string) (Failure, bool) {
-	self, _ := result[KeyResultStatus].(string)
+	self, _ := result[keyResultStatus].(string)
 	partial := self == "partial_error" || self == "partial_success"
 	var failed []string
 	total := 0

@@ -8,7 +8,7 @@ import (
 
 // MaxMessage bounds the bytes of a message a [Failure] keeps; longer
 // messages are cut at a rune boundary and end in "…".
-const MaxMessage = 2048
+const maxMessage = 2048
 
 // Failure is one typed execution failure: a status, the category the status
 // table gives it, a message for the worker that will repair it, and whether
@@ -31,19 +31,19 @@ type Failure struct {
 }
 
 // New returns the failure with the given status and message. The category
-// comes from the status table ([CategoryOf]); a status the table does not
+// comes from the status table (categoryOf); a status the table does not
 // hold, [StatusSucceeded] included, gets [Unknown] and keeps the status as
 // given. Retryable comes from the routing table's row for the category
 // ([RoutingFor]).
 func New(status ExecStatus, message string) Failure {
-	c, ok := CategoryOf(status)
+	c, ok := categoryOf(status)
 	if !ok {
 		c = Unknown
 	}
 	return Failure{
 		status:    status,
 		category:  c,
-		message:   clip(message, MaxMessage),
+		message:   clip(message, maxMessage),
 		retryable: rules[c].Retryable,
 	}
 }
@@ -115,7 +115,7 @@ const (
 	KeyCategory  = "category"         // the Category, written for readers; never read back
 	KeyError     = "error"            // the message
 	KeyRetryable = "retryable"        // a bool
-	KeyLegacy    = "legacy"           // true when the category was guessed from text
+	keyLegacy    = "legacy"           // true when the category was guessed from text
 )
 
 // Payload renders f as the typed signal a tool result carries across a
@@ -133,7 +133,7 @@ func (f Failure) Payload() map[string]any {
 		KeyRetryable: f.retryable,
 	}
 	if f.legacy {
-		p[KeyLegacy] = true
+		p[keyLegacy] = true
 	}
 	return p
 }
@@ -160,7 +160,7 @@ func FromResult(result map[string]any) (f Failure, ok bool) {
 	switch {
 	case st != "" && ExecStatus(st) != StatusSucceeded:
 		f = New(ExecStatus(st), msg)
-		if legacy, _ := result[KeyLegacy].(bool); legacy {
+		if legacy, _ := result[keyLegacy].(bool); legacy {
 			f.legacy = true
 		}
 	case st == "" && msg != "":

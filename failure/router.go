@@ -38,8 +38,8 @@ type Loop string
 
 // Loops.
 const (
-	LoopFast   = Loop("fast")   // the worker that failed, with the error in hand
-	LoopSlow   = Loop("slow")   // a research worker, then the worker
+	loopFast   = Loop("fast")   // the worker that failed, with the error in hand
+	loopSlow   = Loop("slow")   // a research worker, then the worker
 	LoopKernel = Loop("kernel") // the orchestrator itself: waits, credentials, providers, stopping
 	LoopHuman  = Loop("human")  // a person
 )
@@ -73,11 +73,11 @@ type Routing struct {
 // provider_down is retryable because failover is its retry: the call runs
 // again, elsewhere, and uses an attempt.
 var rules = map[Category]Routing{
-	CodeSyntax:       {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
-	FunctionMismatch: {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
-	FormatError:      {Loop: LoopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
-	EndpointUnknown:  {Loop: LoopSlow, Route: RouteSlowLoop, Retryable: true, Otherwise: RouteEscalate},
-	NotFound:         {Loop: LoopSlow, Route: RouteSlowLoop, Retryable: true, Otherwise: RouteEscalate},
+	codeSyntax:       {Loop: loopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
+	functionMismatch: {Loop: loopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
+	FormatError:      {Loop: loopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
+	EndpointUnknown:  {Loop: loopSlow, Route: RouteSlowLoop, Retryable: true, Otherwise: RouteEscalate},
+	NotFound:         {Loop: loopSlow, Route: RouteSlowLoop, Retryable: true, Otherwise: RouteEscalate},
 	AuthError:        {Loop: LoopKernel, Route: RouteReauth, Retryable: true, Otherwise: RouteEscalate},
 	RateLimit: {Loop: LoopKernel, Route: RouteBackoff, Retryable: true,
 		Backoff: time.Second, MaxBackoff: time.Minute, Otherwise: RouteAbort},

@@ -3,7 +3,7 @@
 // until quiescence or a round limit.
 //
 // An [Orchestrator] holds registered workers. [Orchestrator.Run] runs them
-// on one trace and returns a [Result]: the number of rounds, a [Step] log,
+// on one trace and returns a [Summary]: the number of rounds, a [Step] log,
 // the failures ([WorkerError]) and the final view. A [Series] groups the
 // episodes an agent runs, issuing a fresh trace id (a UUID) for each.
 //
@@ -21,7 +21,7 @@
 // step, so a reader sees what a writer produced earlier in the same round.
 // Only activated workers (ShouldActivate true) step. A run stops after the
 // first round in which no step reports having produced something, or at the
-// round limit ([DefaultMaxRounds] unless set with [WithMaxRounds]).
+// round limit (20 unless set with [WithMaxRounds]).
 //
 // # Failures
 //
@@ -36,8 +36,8 @@
 //
 // Options turn on a runtime around the loop; without them a run is the
 // plain loop above. Everything the runtime decides is typed and recorded
-// in the [Result] ([Result.End], [Result.Stop], [Result.Repairs],
-// [Result.States], [Result.Findings]) and on the blackboard as decision
+// in the [Summary] ([Summary.End], [Summary.Stop], [Summary.Repairs],
+// [Summary.States], [Summary.Findings]) and on the blackboard as decision
 // records, through the kernel [WithKernel] gives: a run with a runtime
 // option and no kernel is [ErrInvalidOption], so that no decision goes
 // unrecorded.
@@ -60,7 +60,7 @@
 //     guard of its own for its tool calls ([StepContext.Guard]).
 //   - Functional state. At the start of each round the runtime measures
 //     budget.Measure from the trace's records, the run's budget and the
-//     guards, records it in [Result.States] and shows it to the round's
+//     guards, records it in [Summary.States] and shows it to the round's
 //     workers ([StepContext.State]); a stop records the state it was
 //     taken in ([Stop.State]). Its budget pressure is the highest of the
 //     run's and its lanes'. Nothing reads it to decide anything.
@@ -69,7 +69,7 @@
 //     leaves in it is recorded with the step ([Step.Trajectory]).
 //   - Findings. A worker hands its output over as a typed [Finding]
 //     ([StepContext.Report]); the orchestrator checks it against the
-//     lane's [Contract] (the zero Contract without one, in any run) and
+//     lane's [FindingContract] (the zero Contract without one, in any run) and
 //     refuses one that does not meet it with a [*FindingError]. Accepted
 //     findings reach later workers through [StepContext.Findings].
 //

@@ -7,8 +7,8 @@ import (
 )
 
 // A finding must meet its contract before the next worker sees it.
-func ExampleContract_Check() {
-	contract := orchestrator.Contract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}
+func ExampleFindingContract_Check() {
+	contract := orchestrator.FindingContract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}
 	inTrace := func(id string) bool { return id == "percepts:t:1" }
 	findings := []orchestrator.Finding{
 		{Assertions: []orchestrator.Assertion{{Kind: "endpoint", Value: "/v2/patients", Evidence: []string{"percepts:t:1"}, Confidence: 0.9}}},

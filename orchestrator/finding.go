@@ -101,10 +101,10 @@ func (e *FindingError) Failure() failure.Failure {
 	return failure.New(failure.StatusSchemaIncomplete, e.Error()).WithCause(e)
 }
 
-// Contract is an epistemic output contract: what a worker's finding must
+// FindingContract is an epistemic output contract: what a worker's finding must
 // hold before the orchestrator accepts it. The zero Contract still
 // requires well-formed assertions whose evidence resolves.
-type Contract struct {
+type FindingContract struct {
 	// Require lists the assertion kinds the finding must hold.
 	Require []string
 	// MinConfidence is the least confidence each assertion must have.
@@ -119,7 +119,7 @@ type Contract struct {
 // evidence cited when required, and every evidence id resolved (resolve
 // reports whether a record id exists in the trace). It returns nil or the
 // first [*FindingError].
-func (c Contract) Check(f Finding, resolve func(id string) bool) error {
+func (c FindingContract) Check(f Finding, resolve func(id string) bool) error {
 	refuse := func(code blackboard.Code, assertion, format string, a ...any) error {
 		return &FindingError{Code: code, Assertion: assertion, Detail: fmt.Sprintf(format, a...)}
 	}

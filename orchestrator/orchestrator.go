@@ -68,7 +68,7 @@ type Worker interface {
 }
 
 // DefaultMaxRounds is the round limit when none is set.
-const DefaultMaxRounds = 20
+const defaultMaxRounds = 20
 
 // Phase names the worker call in which a failure happened.
 type Phase string
@@ -120,8 +120,8 @@ type Step struct {
 	GrantEnd   failure.GrantEnd
 }
 
-// Result is what a run did.
-type Result struct {
+// Summary is what a run did.
+type Summary struct {
 	TraceID string
 	// Rounds is the number of rounds started.
 	Rounds int
@@ -196,7 +196,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	return newOption(func(c *config) { c.mpSet, c.mp = true, mp })
 }
 
-// WithMaxRounds sets the round limit (default [DefaultMaxRounds]). A limit
+// WithMaxRounds sets the round limit (default 20). A limit
 // below 1 is [ErrInvalidOption].
 func WithMaxRounds(n int) RunOption { return func(c *config) { c.maxRounds = n } }
 
@@ -273,7 +273,7 @@ type Orchestrator struct {
 // New returns an orchestrator with no workers. It returns an error wrapping
 // [ErrInvalidOption] for a bad option.
 func New(opts ...Option) (*Orchestrator, error) {
-	cfg, err := config{maxRounds: DefaultMaxRounds, log: slog.New(slog.DiscardHandler)}.withNew(opts)
+	cfg, err := config{maxRounds: defaultMaxRounds, log: slog.New(slog.DiscardHandler)}.withNew(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +436,7 @@ func (o *Orchestrator) Order() []string {
 // [WithKernel], in New's options or the run's, is [ErrInvalidOption]: its
 // stops and repairs are recorded as decision records, which need the
 // kernel.
-func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOption) (res Result, err error) {
+func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOption) (res Summary, err error) {
 	ctx, sp := o.tracer.Start(ctx, "orchestrator.run")
 	defer func() {
 		if sp != nil {
@@ -455,7 +455,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 			o.runs.Add(ctx, 1, metric.WithAttributes(attribute.Bool("bk.quiescent", res.Quiescent)))
 		}
 	}()
-	res = Result{TraceID: traceID, View: kernel.View{TraceID: traceID}}
+	res = Summary{TraceID: traceID, View: kernel.View{TraceID: traceID}}
 	if traceID == "" {
 		return res, fmt.Errorf("orchestrator: %w: empty trace id", blackboard.ErrInvalidInput)
 	}
@@ -546,7 +546,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 	return res, nil
 }
 
-func (o *Orchestrator) fail(ctx context.Context, cfg config, res *Result, werr *WorkerError) {
+func (o *Orchestrator) fail(ctx context.Context, cfg config, res *Summary, werr *WorkerError) {
 	res.Errors = append(res.Errors, werr)
 	cfg.log.WarnContext(ctx, "worker failed", "trace", res.TraceID, "worker", werr.WorkerID,
 		"phase", string(werr.Phase), "round", werr.Round, "err", werr.Err)

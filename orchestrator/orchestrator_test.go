@@ -67,7 +67,7 @@ func newOrch(t testing.TB, opts ...orchestrator.Option) *orchestrator.Orchestrat
 	return o
 }
 
-func stepIDs(res orchestrator.Result, round int) []string {
+func stepIDs(res orchestrator.Summary, round int) []string {
 	var ids []string
 	for _, s := range res.Steps {
 		if s.Round == round {

@@ -33,7 +33,7 @@ type runner struct {
 	rc      runtimeConfig
 	on      bool
 	traceID string
-	res     *Result
+	res     *Summary
 	order   []entry
 	byID    map[string]entry
 	refresh func(kernel.Handle) error
@@ -56,7 +56,7 @@ type laneState struct {
 	guard *budget.Guard
 }
 
-func newRunner(o *Orchestrator, cfg config, traceID string, res *Result, order []entry,
+func newRunner(o *Orchestrator, cfg config, traceID string, res *Summary, order []entry,
 	refresh func(kernel.Handle) error, stale func()) (*runner, error) {
 	rt := &runner{o: o, cfg: cfg, rc: cfg.rt, on: cfg.rt.on(), traceID: traceID, res: res, order: order,
 		refresh: refresh, stale: stale, now: cfg.rt.clock()}
@@ -356,7 +356,7 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 		}
 		return refused(f.Failures[0]), nil
 	}
-	var contract Contract
+	var contract FindingContract
 	if c := rt.rc.lanes[e.id].Contract; c != nil {
 		contract = *c
 	}

@@ -16,7 +16,7 @@ import (
 
 // DefaultMaxAttempts is how many attempts the repair router allows a
 // worker's turn when [WithRepair] is given 0.
-const DefaultMaxAttempts = 3
+const defaultMaxAttempts = 3
 
 // End says how a run ended.
 type End string
@@ -104,7 +104,7 @@ type Lane struct {
 	Turns int
 	// Contract is what its findings must meet; nil applies the zero
 	// Contract (well-formed assertions, resolvable evidence).
-	Contract *Contract
+	Contract *FindingContract
 	// Research is the worker that runs first on a slow-loop route
 	// (endpoint_unknown, not_found); Reauth the one that renews
 	// credentials (auth_error); Failover the alternate that runs instead
@@ -185,14 +185,14 @@ func WithLoopGuard(opts ...budget.GuardOption) RunOption {
 }
 
 // WithRepair turns the repair router on, allowing maxAttempts attempts
-// per worker turn (0 means [DefaultMaxAttempts]). A failed step, a
+// per worker turn (0 means 3). A failed step, a
 // failure a worker reports in its finding, or a finding refused by its
 // contract is typed (failure.Classify), routed (failure.RemedyFor), recorded
 // and acted on; see the package documentation.
 func WithRepair(maxAttempts int) RunOption {
 	return func(c *config) {
 		if maxAttempts == 0 {
-			maxAttempts = DefaultMaxAttempts
+			maxAttempts = defaultMaxAttempts
 		}
 		c.rt.maxAttempts = maxAttempts
 	}

@@ -301,7 +301,7 @@ func TestBackoffStopsWhenTheContextIsCancelled(t *testing.T) {
 	}
 	o := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithSleep(sleep))
 	done := make(chan error, 1)
-	var res orchestrator.Result
+	var res orchestrator.Summary
 	go func() {
 		var err error
 		res, err = o.Run(ctx, "t")
@@ -514,7 +514,7 @@ func research(k *kernel.Kernel, assertion func(attempt int, evidence string) []o
 }
 
 func TestFindingContract(t *testing.T) {
-	contract := &orchestrator.Contract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}
+	contract := &orchestrator.FindingContract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}
 	good := func(ev string) orchestrator.Assertion {
 		return orchestrator.Assertion{Kind: "endpoint", Value: "/v2/patients", Evidence: []string{ev}, Confidence: 0.9}
 	}

@@ -77,7 +77,7 @@ func (s *Series) Traces() []string {
 // RunEpisode issues a new trace id and runs the orchestrator on it with the
 // series' options and then opts. It returns what [Orchestrator.Run]
 // returns; Result.TraceID is the new id.
-func (s *Series) RunEpisode(ctx context.Context, opts ...RunOption) (Result, error) {
+func (s *Series) RunEpisode(ctx context.Context, opts ...RunOption) (Summary, error) {
 	_, traceID := s.NewTrace()
 	all := append(append(make([]RunOption, 0, len(s.opts)+len(opts)), s.opts...), opts...)
 	return s.o.Run(ctx, traceID, all...)

@@ -113,7 +113,7 @@ func (s *StepContext) Grant() *failure.Grant { return s.grant }
 // Report hands the worker's finding to the orchestrator. When the step
 // returns, the orchestrator checks it against the worker's contract
 // ([Lane.Contract]; the zero Contract without one): a finding that meets
-// it joins [Result.Findings] and the next workers' [StepContext.Findings];
+// it joins [Summary.Findings] and the next workers' [StepContext.Findings];
 // one that does not is refused with a [*FindingError]. A finding that
 // reports failures makes the step fail with the first of them, which the
 // repair router routes when it is on ([WithRepair]). A later Report

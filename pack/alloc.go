@@ -25,7 +25,7 @@ func (c *Compiler) allocate(secs []*section) error {
 		}
 	}
 	if fixed > c.window {
-		return newErr("compile", SectionMission, ErrWindow, "the mission and constraints take %d tokens of a %d-token window", fixed, c.window)
+		return newErr("compile", sectionMission, ErrWindow, "the mission and constraints take %d tokens of a %d-token window", fixed, c.window)
 	}
 	base := make([]int, len(secs))
 	carry := c.window
@@ -98,7 +98,7 @@ func (c *Compiler) fit(s *section, avail int) error {
 		}
 		drop[i] = true
 		left -= s.items[i].tokens
-		s.cuts = append(s.cuts, Cut{Section: s.name, Item: s.items[i].key, Tokens: s.items[i].tokens, Reason: ReasonBudget})
+		s.cuts = append(s.cuts, sectionCut{Section: s.name, Item: s.items[i].key, Tokens: s.items[i].tokens, Reason: reasonBudget})
 	}
 	s.kept = make([]item, 0, len(s.items))
 	for i := range s.items {
@@ -150,17 +150,17 @@ func (c *Compiler) shorten(s *section, avail int) error {
 			continue
 		}
 		s.kept = []item{short}
-		s.cuts = append(s.cuts, Cut{Section: s.name, Item: s.name, Tokens: it.tokens - kept, Reason: ReasonBudget})
+		s.cuts = append(s.cuts, sectionCut{Section: s.name, Item: s.name, Tokens: it.tokens - kept, Reason: reasonBudget})
 		return nil
 	}
-	s.cuts = append(s.cuts, Cut{Section: s.name, Item: s.name, Tokens: it.tokens, Reason: ReasonBudget})
+	s.cuts = append(s.cuts, sectionCut{Section: s.name, Item: s.name, Tokens: it.tokens, Reason: reasonBudget})
 	return nil
 }
 
 // The sections evicted from, in this order, above [Compress] of the
 // window: progress (after compressing it), memory, evidence, the last
 // result, then the tools.
-var evictOrder = []string{SectionProgress, SectionMemory, SectionEvidence, SectionLastResult, SectionTools}
+var evictOrder = []string{sectionProgress, sectionMemory, sectionEvidence, sectionLastResult, sectionTools}
 
 // relieve brings the context under [Compress] of the window: it first
 // compresses the progress to one line, then evicts items in
@@ -177,7 +177,7 @@ func (c *Compiler) relieve(secs []*section) error {
 	if sum <= mark {
 		return nil
 	}
-	if p := by[SectionProgress]; len(p.kept) > 1 {
+	if p := by[sectionProgress]; len(p.kept) > 1 {
 		had := p.taken()
 		line := summary(p.kept)
 		n, err := c.tok.count(line)
@@ -185,7 +185,7 @@ func (c *Compiler) relieve(secs []*section) error {
 			return err
 		}
 		for _, it := range p.kept {
-			p.cuts = append(p.cuts, Cut{Section: p.name, Item: it.key, Tokens: it.tokens, Reason: ReasonCompressed})
+			p.cuts = append(p.cuts, sectionCut{Section: p.name, Item: it.key, Tokens: it.tokens, Reason: ReasonCompressed})
 		}
 		p.kept = []item{{key: "summary", text: line, tokens: n}}
 		sum += p.taken() - had
@@ -197,7 +197,7 @@ func (c *Compiler) relieve(secs []*section) error {
 			had := s.taken()
 			it := s.kept[i]
 			s.kept = slices.Delete(slices.Clone(s.kept), i, i+1)
-			s.cuts = append(s.cuts, Cut{Section: s.name, Item: it.key, Tokens: it.tokens, Reason: ReasonEvicted})
+			s.cuts = append(s.cuts, sectionCut{Section: s.name, Item: it.key, Tokens: it.tokens, Reason: ReasonEvicted})
 			sum -= had - s.taken()
 		}
 	}

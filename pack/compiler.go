@@ -16,7 +16,7 @@ import (
 )
 
 // Shares is the part of the window each section is given, by section name
-// ([SectionNames]). Every section has one; none is negative; they sum
+// (sectionNames). Every section has one; none is negative; they sum
 // to 1.
 type Shares map[string]float64
 
@@ -26,16 +26,16 @@ type Shares map[string]float64
 // 10 % for the run controls. It returns a new map on every call.
 func DefaultShares() Shares {
 	return Shares{
-		SectionSignals: 0.05, SectionMission: 0.10, SectionConstraints: 0.10, SectionPolicy: 0.05,
-		SectionProgress: 0.12, SectionEvidence: 0.18, SectionMemory: 0.05,
-		SectionTask: 0.08, SectionLastResult: 0.07, SectionTools: 0.10,
-		SectionControls: 0.10,
+		sectionSignals: 0.05, sectionMission: 0.10, sectionConstraints: 0.10, sectionPolicy: 0.05,
+		sectionProgress: 0.12, sectionEvidence: 0.18, sectionMemory: 0.05,
+		sectionTask: 0.08, sectionLastResult: 0.07, sectionTools: 0.10,
+		sectionControls: 0.10,
 	}
 }
 
 // DefaultWindow is the usable window, in tokens, when [WithWindow] is not
 // given.
-const DefaultWindow = 16384
+const defaultWindow = 16384
 
 // Compress is the fraction of the window above which an assembled context
 // is compressed or evicted from before it is used.
@@ -55,7 +55,7 @@ type config struct {
 // (the default) or [EncodingO200K].
 func WithEncoding(name string) Option { return func(c *config) { c.encoding = name } }
 
-// WithWindow sets the usable window in tokens (default [DefaultWindow]):
+// WithWindow sets the usable window in tokens (default 16384):
 // the model's context length less what its answer needs.
 func WithWindow(tokens int) Option { return func(c *config) { c.window = tokens } }
 
@@ -82,7 +82,7 @@ type Compiler struct {
 // for shares that miss a section, name an unknown one, are negative or do
 // not sum to 1, or a nil clock.
 func New(opts ...Option) (*Compiler, error) {
-	cfg := config{encoding: EncodingCL100K, window: DefaultWindow, now: time.Now}
+	cfg := config{encoding: EncodingCL100K, window: defaultWindow, now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -111,7 +111,7 @@ func New(opts ...Option) (*Compiler, error) {
 
 func checkShares(s Shares) error {
 	sum := 0.0
-	for _, name := range SectionNames() {
+	for _, name := range sectionNames() {
 		v, ok := s[name]
 		if !ok {
 			return newErr("new", name, ErrInvalid, "no share")
@@ -121,7 +121,7 @@ func checkShares(s Shares) error {
 		}
 		sum += v
 	}
-	if len(s) != len(SectionNames()) {
+	if len(s) != len(sectionNames()) {
 		return newErr("new", "", ErrInvalid, "shares name a section that does not exist")
 	}
 	if math.Abs(sum-1) > 1e-9 {
@@ -175,9 +175,9 @@ func checkInput(run Run, in Input) error {
 	case run.Mode != toolgate.SafetyNormal && run.Mode != toolgate.SafetyReadOnly:
 		return newErr("compile", "", ErrInvalid, "safety mode %q (want %q or %q)", run.Mode, toolgate.SafetyNormal, toolgate.SafetyReadOnly)
 	case strings.TrimSpace(in.Mission) == "":
-		return newErr("compile", SectionMission, ErrInvalid, "no mission")
+		return newErr("compile", sectionMission, ErrInvalid, "no mission")
 	}
-	for name, list := range map[string][]string{SectionConstraints: in.Constraints, SectionSignals: in.Signals} {
+	for name, list := range map[string][]string{sectionConstraints: in.Constraints, sectionSignals: in.Signals} {
 		for i, s := range list {
 			if strings.TrimSpace(s) == "" {
 				return newErr("compile", name, ErrInvalid, "entry %d is blank", i)
@@ -186,7 +186,7 @@ func checkInput(run Run, in Input) error {
 	}
 	for _, s := range in.Progress {
 		if strings.ContainsAny(s.Note, "\r\n") {
-			return newErr("compile", SectionProgress, ErrInvalid, "turn %d: a note is one line, not a transcript", s.Turn)
+			return newErr("compile", sectionProgress, ErrInvalid, "turn %d: a note is one line, not a transcript", s.Turn)
 		}
 	}
 	if section, ok := validText(run, in); !ok {
@@ -200,21 +200,21 @@ func checkInput(run Run, in Input) error {
 func validText(run Run, in Input) (string, bool) {
 	texts := map[string][]string{
 		"run":              {run.ID, run.TraceID, run.Session, run.Namespace, run.Role, run.Intent},
-		SectionMission:     {in.Mission},
-		SectionConstraints: in.Constraints,
-		SectionSignals:     in.Signals,
-		SectionTask:        {in.Task},
-		SectionLastResult:  {in.LastResult},
-		SectionPolicy: slices.Concat([]string{in.Policy.Hash}, in.Policy.Rules, in.Policy.Approval,
+		sectionMission:     {in.Mission},
+		sectionConstraints: in.Constraints,
+		sectionSignals:     in.Signals,
+		sectionTask:        {in.Task},
+		sectionLastResult:  {in.LastResult},
+		sectionPolicy: slices.Concat([]string{in.Policy.Hash}, in.Policy.Rules, in.Policy.Approval,
 			in.Policy.Prohibited, in.Policy.MustRefuse, in.Policy.MustEscalate),
 	}
 	for _, s := range in.Progress {
-		texts[SectionProgress] = append(texts[SectionProgress], s.Tool, s.Note)
+		texts[sectionProgress] = append(texts[sectionProgress], s.Tool, s.Note)
 	}
 	for _, t := range in.Tools {
-		texts[SectionTools] = append(texts[SectionTools], t.Name, t.Description, string(t.Parameters))
+		texts[sectionTools] = append(texts[sectionTools], t.Name, t.Description, string(t.Parameters))
 	}
-	for _, name := range append(SectionNames(), "run") {
+	for _, name := range append(sectionNames(), "run") {
 		for _, t := range texts[name] {
 			if !utf8.ValidString(t) {
 				return name, false
@@ -230,14 +230,14 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 	p := &Pack{
 		Encoding: c.encoding, Window: c.window, Mode: run.Mode, Intent: run.Intent, Role: run.Role,
 		Policy: in.Policy.Hash, traceID: run.TraceID,
-		Sections: make([]Section, 0, len(secs)),
-		Manifest: Manifest{Policy: in.Policy, Tools: []string{}, Evidence: []Evidence{}, Memory: []Memory{}, Cuts: []Cut{}},
+		Sections: make([]sectionUse, 0, len(secs)),
+		Manifest: Manifest{Policy: in.Policy, Tools: []string{}, Evidence: []evidenceItem{}, Memory: []memoryItem{}, Cuts: []sectionCut{}},
 	}
 	p.Manifest.Controls = controls(run, in)
 	var b strings.Builder
 	for _, s := range secs {
 		t := s.taken()
-		p.Sections = append(p.Sections, Section{Name: s.name, Share: s.share, Budget: s.budget, Tokens: t})
+		p.Sections = append(p.Sections, sectionUse{Name: s.name, Share: s.share, Budget: s.budget, Tokens: t})
 		p.Tokens += t
 		p.Manifest.Cuts = append(p.Manifest.Cuts, s.cuts...)
 		if len(s.kept) == 0 {
@@ -272,13 +272,13 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 
 // controls are the run controls: the safety mode, what is left of each
 // limited budget, and the tools that need an approval.
-func controls(run Run, in Input) Controls {
-	ctl := Controls{Mode: run.Mode, Approval: in.Policy.Approval}
+func controls(run Run, in Input) runControls {
+	ctl := runControls{Mode: run.Mode, Approval: in.Policy.Approval}
 	if run.Budget != nil {
 		snap := run.Budget.Snapshot()
 		for _, res := range budget.Resources() {
 			if left, ok := snap.Left(res); ok {
-				ctl.Budgets = append(ctl.Budgets, Left{Resource: string(res), Left: left})
+				ctl.Budgets = append(ctl.Budgets, resourceLeft{Resource: string(res), Left: left})
 			}
 		}
 	}

@@ -6,7 +6,7 @@
 //
 // # Sections and shares
 //
-// The prompt is a priority stack of sections ([SectionNames]): critical
+// The prompt is a priority stack of sections (sectionNames): critical
 // signals at the top; the mission, the constraints and the policy; the
 // run's progress (one line per earlier step, never a transcript), the
 // evidence and the memory; the current task, the last result and the

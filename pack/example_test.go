@@ -68,7 +68,7 @@ func ExampleCompiler_Compile() {
 		Progress:    []pack.Step{{Turn: 1, Tool: "lookup_order", OK: true, Note: "order A-17 found"}},
 		Task:        "Decide whether order A-17 can be refunded.",
 		Tools:       []toolgate.Spec{{Name: "lookup_order", Description: "Look up an order."}, {Name: "refund"}},
-		Policy:      pack.Policy{Prohibited: []string{"refund"}},
+		Policy:      pack.PolicySummary{Prohibited: []string{"refund"}},
 	})
 	if err != nil {
 		log.Fatal(err)

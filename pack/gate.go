@@ -10,10 +10,10 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Gate is what a compiled context reads of the tool gate: a trace's run
+// Governance is what a compiled context reads of the tool gate: a trace's run
 // controls, the gate's policy snapshot and its hash (as decision records
 // name it). A *toolgate.Gate is one.
-type Gate interface {
+type Governance interface {
 	Controls(ctx context.Context, traceID string) (toolgate.Controls, error)
 	Policy() toolgate.Policy
 	PolicyHash() string
@@ -37,7 +37,7 @@ type Gate interface {
 // What in.Policy held before is kept (its rules first); the hash is
 // replaced. It fails with the gate's error when the controls cannot be
 // read, and with [ErrInvalid] for a nil gate or no trace.
-func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
+func Govern(ctx context.Context, g Governance, run *Run, in *Input) error {
 	if g == nil || run == nil || in == nil {
 		return newErr("govern", "", ErrInvalid, "nil gate, run or input")
 	}
@@ -64,14 +64,14 @@ func Govern(ctx context.Context, g Gate, run *Run, in *Input) error {
 		if t.Approval != nil {
 			p.Approval = addName(p.Approval, t.Name)
 		}
-		if run.Mode == toolgate.SafetyReadOnly && !t.ReadOnly && !mutReadOnly {
+		if run.Mode == toolgate.SafetyReadOnly && !t.ReadOnly && readOnlyEnforced() {
 			p.Prohibited = addName(p.Prohibited, t.Name)
 		}
 	}
 	for _, name := range ctl.Prohibited {
 		p.Prohibited = addName(p.Prohibited, name)
 	}
-	if run.Mode == toolgate.SafetyReadOnly && !mutReadOnly {
+	if run.Mode == toolgate.SafetyReadOnly && readOnlyEnforced() {
 		for _, sp := range in.Tools {
 			if !known[sp.Name] {
 				p.Prohibited = addName(p.Prohibited, sp.Name)
@@ -123,4 +123,13 @@ func addName(list []string, name string) []string {
 		return list
 	}
 	return append(list, name)
+}
+
+// readOnlyEnforced reports whether a read-only run is shown only read-only
+// tools (off only under its mutation switch).
+func readOnlyEnforced() bool {
+	if mutReadOnly {
+		return false
+	}
+	return true
 }

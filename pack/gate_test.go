@@ -52,7 +52,7 @@ func TestGovern(t *testing.T) {
 	clk := &clock{t0}
 	k := desk(t, clk)
 	g := fakeGate{ctl: toolgate.Controls{Safety: toolgate.SafetyNormal, Prohibited: []string{"lookup_order"}}, pol: deskPolicy()}
-	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools(), Policy: pack.Policy{Rules: []string{"the caller's own"}}}
+	r, in := run(), pack.Input{Mission: "Refund late orders.", Tools: deskTools(), Policy: pack.PolicySummary{Rules: []string{"the caller's own"}}}
 	r.Mode = ""
 	if err := pack.Govern(context.Background(), g, &r, &in); err != nil {
 		t.Fatal(err)

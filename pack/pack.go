@@ -12,24 +12,24 @@ import (
 // memory, the bottom zone's task, last result and tools, and the run
 // controls last.
 const (
-	SectionSignals     = "signals"
-	SectionMission     = "mission"
-	SectionConstraints = "constraints"
-	SectionPolicy      = "policy"
-	SectionProgress    = "progress"
-	SectionEvidence    = "evidence"
-	SectionMemory      = "memory"
-	SectionTask        = "task"
-	SectionLastResult  = "last_result"
-	SectionTools       = "tools"
-	SectionControls    = "controls"
+	sectionSignals     = "signals"
+	sectionMission     = "mission"
+	sectionConstraints = "constraints"
+	sectionPolicy      = "policy"
+	sectionProgress    = "progress"
+	sectionEvidence    = "evidence"
+	sectionMemory      = "memory"
+	sectionTask        = "task"
+	sectionLastResult  = "last_result"
+	sectionTools       = "tools"
+	sectionControls    = "controls"
 )
 
 // SectionNames returns the sections in the order of the priority stack.
-func SectionNames() []string {
-	return []string{SectionSignals, SectionMission, SectionConstraints, SectionPolicy,
-		SectionProgress, SectionEvidence, SectionMemory,
-		SectionTask, SectionLastResult, SectionTools, SectionControls}
+func sectionNames() []string {
+	return []string{sectionSignals, sectionMission, sectionConstraints, sectionPolicy,
+		sectionProgress, sectionEvidence, sectionMemory,
+		sectionTask, sectionLastResult, sectionTools, sectionControls}
 }
 
 // Run is the run context a context is compiled for.
@@ -64,7 +64,7 @@ type Input struct {
 	// Tools are the tools to show, as the gate surfaced them; one that
 	// Policy prohibits is left out all the same.
 	Tools  []toolgate.Spec
-	Policy Policy
+	Policy PolicySummary
 }
 
 // Step is one earlier step of the run, compressed to a line.
@@ -78,7 +78,7 @@ type Step struct {
 
 // Steps compresses a worker's trajectory ([failure.Grant.Trajectory]) to
 // steps: a failed turn's note is its status and failure category.
-func Steps(t []failure.TrajectoryEntry) []Step {
+func stepsOf(t []failure.TrajectoryEntry) []Step {
 	out := make([]Step, len(t))
 	for i, e := range t {
 		out[i] = Step{Turn: e.Turn, Tool: e.Tool, OK: e.OK}
@@ -89,11 +89,11 @@ func Steps(t []failure.TrajectoryEntry) []Step {
 	return out
 }
 
-// Policy is the governance in force for the run, as the model is to be
+// PolicySummary is the governance in force for the run, as the model is to be
 // told it: the rules (one line each), the tools that need an approval,
 // the prohibited tools, and what the agent must refuse or escalate. Hash
 // names the gate's policy snapshot it was resolved from ("" when none).
-type Policy struct {
+type PolicySummary struct {
 	Hash         string   `json:"hash,omitempty"`
 	Rules        []string `json:"rules,omitempty"`
 	Approval     []string `json:"approval,omitempty"`
@@ -112,14 +112,14 @@ type Pack struct {
 	Encoding string `json:"encoding"`
 	Window   int    `json:"window"`
 	// Tokens is the prompt's length in the encoding's tokens.
-	Tokens   int             `json:"tokens"`
+	Tokens   int           `json:"tokens"`
 	Mode     toolgate.Safety `json:"mode"`
-	Intent   string          `json:"intent,omitempty"`
-	Role     string          `json:"role,omitempty"`
-	Policy   string          `json:"policy,omitempty"` // the policy snapshot's hash
-	Prompt   string          `json:"prompt"`
-	Sections []Section       `json:"sections"`
-	Manifest Manifest        `json:"manifest"`
+	Intent   string        `json:"intent,omitempty"`
+	Role     string        `json:"role,omitempty"`
+	Policy   string        `json:"policy,omitempty"` // the policy snapshot's hash
+	Prompt   string        `json:"prompt"`
+	Sections []sectionUse  `json:"sections"`
+	Manifest Manifest      `json:"manifest"`
 
 	traceID string
 	refs    []string // the records shown, for the record's input refs
@@ -128,7 +128,7 @@ type Pack struct {
 // Section is one section's share of the window, the budget it was given
 // (its share, plus what earlier sections left unused) and the tokens it
 // took.
-type Section struct {
+type sectionUse struct {
 	Name   string  `json:"name"`
 	Share  float64 `json:"share"`
 	Budget int     `json:"budget"`
@@ -139,33 +139,33 @@ type Section struct {
 // tools shown, the evidence and memory shown (record by record), the run
 // controls, and every cut.
 type Manifest struct {
-	Policy   Policy     `json:"policy"`
-	Tools    []string   `json:"tools"`
-	Evidence []Evidence `json:"evidence"`
-	Memory   []Memory   `json:"memory"`
-	Controls Controls   `json:"controls"`
-	Cuts     []Cut      `json:"cuts"`
+	Policy   PolicySummary  `json:"policy"`
+	Tools    []string       `json:"tools"`
+	Evidence []evidenceItem `json:"evidence"`
+	Memory   []memoryItem   `json:"memory"`
+	Controls runControls    `json:"controls"`
+	Cuts     []sectionCut   `json:"cuts"`
 }
 
 // Freshness of a record shown as evidence.
 const (
-	Fresh = "fresh" // within its TTL, or without one
-	Stale = "stale" // past its TTL, expired, or flagged stale by its source
+	freshnessFresh = "fresh" // within its TTL, or without one
+	freshnessStale = "stale" // past its TTL, expired, or flagged stale by its source
 )
 
 // The flags a record shown as evidence may carry. A record with a flag is
 // never shown as a current fact: its line starts with the flag in capitals.
 const (
-	FlagStale         = "stale"
-	FlagConflicted    = "conflicted"
-	FlagInvalidated   = "invalidated"
-	FlagSuperseded    = "superseded"
-	FlagLowConfidence = "low_confidence"
+	flagStale         = "stale"
+	flagConflicted    = "conflicted"
+	flagInvalidated   = "invalidated"
+	flagSuperseded    = "superseded"
+	flagLowConfidence = "low_confidence"
 )
 
 // Evidence is one record shown in the evidence section: a committed,
 // active belief of the trace, or a percept it rests on.
-type Evidence struct {
+type evidenceItem struct {
 	ID        string   `json:"id"`
 	Slot      string   `json:"slot"`
 	Kind      string   `json:"kind"`
@@ -178,7 +178,7 @@ type Evidence struct {
 }
 
 // Memory is one persistent record recalled into the memory section.
-type Memory struct {
+type memoryItem struct {
 	ID    string `json:"id"`
 	Slot  string `json:"slot"`
 	Kind  string `json:"kind"`
@@ -186,28 +186,28 @@ type Memory struct {
 }
 
 // Controls are the run controls shown to the model.
-type Controls struct {
-	Mode     toolgate.Safety `json:"mode"`
-	Budgets  []Left          `json:"budgets,omitempty"`
-	Approval []string        `json:"approval,omitempty"` // tools that need an approval
+type runControls struct {
+	Mode     toolgate.Safety  `json:"mode"`
+	Budgets  []resourceLeft `json:"budgets,omitempty"`
+	Approval []string       `json:"approval,omitempty"` // tools that need an approval
 }
 
 // Left is what is left of one limited budget resource.
-type Left struct {
+type resourceLeft struct {
 	Resource string  `json:"resource"`
 	Left     float64 `json:"left"`
 }
 
 // Why an item was cut.
 const (
-	ReasonBudget     = "over_budget" // its section's budget could not hold it
+	reasonBudget     = "over_budget" // its section's budget could not hold it
 	ReasonCompressed = "compressed"  // above 90 % of the window: replaced by a summary
 	ReasonEvicted    = "evicted"     // above 90 % of the window: removed
-	ReasonProhibited = "prohibited"  // a tool the policy prohibits
+	reasonProhibited = "prohibited"  // a tool the policy prohibits
 )
 
 // Cut is one thing left out of, or shortened in, a compiled context.
-type Cut struct {
+type sectionCut struct {
 	Section string `json:"section"`
 	Item    string `json:"item"`   // a record id, a tool, "turn N", or the section for a shortened text
 	Tokens  int    `json:"tokens"` // the tokens cut

@@ -77,7 +77,7 @@ func input() pack.Input {
 			{Name: "refund", Description: "Refund an order.", Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"}}}`)},
 			{Name: "wipe_account", Description: "Delete an account."},
 		},
-		Policy: pack.Policy{Hash: "sha256:abc", Rules: []string{"refund only eligible orders"},
+		Policy: pack.PolicySummary{Hash: "sha256:abc", Rules: []string{"refund only eligible orders"},
 			Approval: []string{"refund"}, Prohibited: []string{"wipe_account"}, MustEscalate: []string{"chargebacks"}},
 	}
 }

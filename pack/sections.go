@@ -29,8 +29,8 @@ type item struct {
 	// rank orders cuts: the lowest is cut first; on a tie, the later item.
 	rank     int
 	tool     string
-	evidence []Evidence
-	memory   *Memory
+	evidence []evidenceItem
+	memory   *memoryItem
 	stamp    int64 // when the record shown was written, for ordering
 	step     *Step // a progress item's step, for the summary
 }
@@ -45,8 +45,8 @@ type section struct {
 	text         bool // one text that may be shortened: the task, the last result
 	items        []item
 	kept         []item
-	pre          []Cut // cuts made before allocation (prohibited tools)
-	cuts         []Cut
+	pre          []sectionCut // cuts made before allocation (prohibited tools)
+	cuts         []sectionCut
 	budget       int
 }
 
@@ -70,17 +70,17 @@ func unit(s string) string { return strings.TrimSpace(s) + "\n" }
 // sections builds every section, with its items counted.
 func (c *Compiler) sections(ctx context.Context, rd kernel.Reader, run Run, in Input, now time.Time) ([]*section, error) {
 	heads := map[string]string{
-		SectionSignals: "## Critical signals", SectionMission: "## Mission", SectionConstraints: "## Constraints",
-		SectionPolicy: "## Policy", SectionProgress: "## Progress", SectionEvidence: "## Evidence",
-		SectionMemory: "## Memory", SectionTask: "## Current task", SectionLastResult: "## Last result",
-		SectionTools: "## Tools", SectionControls: "## Run controls",
+		sectionSignals: "## Critical signals", sectionMission: "## Mission", sectionConstraints: "## Constraints",
+		sectionPolicy: "## Policy", sectionProgress: "## Progress", sectionEvidence: "## Evidence",
+		sectionMemory: "## Memory", sectionTask: "## Current task", sectionLastResult: "## Last result",
+		sectionTools: "## Tools", sectionControls: "## Run controls",
 	}
 	secs := make([]*section, 0, len(heads))
 	byName := make(map[string]*section, len(heads))
-	for _, name := range SectionNames() {
+	for _, name := range sectionNames() {
 		s := &section{name: name, share: c.shares[name], header: unit(heads[name])}
-		s.fixed = name == SectionMission || name == SectionConstraints
-		s.text = name == SectionTask || name == SectionLastResult
+		s.fixed = name == sectionMission || name == sectionConstraints
+		s.text = name == sectionTask || name == sectionLastResult
 		secs = append(secs, s)
 		byName[name] = s
 	}
@@ -90,45 +90,45 @@ func (c *Compiler) sections(ctx context.Context, rd kernel.Reader, run Run, in I
 		return &s.items[len(s.items)-1]
 	}
 	for i, sig := range in.Signals {
-		add(SectionSignals, "signal "+strconv.Itoa(i+1), "- "+sig, -i)
+		add(sectionSignals, "signal "+strconv.Itoa(i+1), "- "+sig, -i)
 	}
-	add(SectionMission, SectionMission, in.Mission, 0)
+	add(sectionMission, sectionMission, in.Mission, 0)
 	for i, con := range in.Constraints {
-		add(SectionConstraints, "constraint "+strconv.Itoa(i+1), "- "+con, -i)
+		add(sectionConstraints, "constraint "+strconv.Itoa(i+1), "- "+con, -i)
 	}
 	policyItems(in.Policy, func(key, text string) {
-		s := byName[SectionPolicy]
-		add(SectionPolicy, key, text, -len(s.items))
+		s := byName[sectionPolicy]
+		add(sectionPolicy, key, text, -len(s.items))
 	})
 	steps := slices.Clone(in.Progress)
 	slices.SortStableFunc(steps, func(a, b Step) int { return a.Turn - b.Turn })
 	for i, st := range steps {
-		add(SectionProgress, "turn "+strconv.Itoa(st.Turn), stepLine(st), i).step = &steps[i]
+		add(sectionProgress, "turn "+strconv.Itoa(st.Turn), stepLine(st), i).step = &steps[i]
 	}
 	nowMS := now.UnixMilli()
-	if err := c.evidence(ctx, rd, run.TraceID, nowMS, byName[SectionEvidence]); err != nil {
+	if err := c.evidence(ctx, rd, run.TraceID, nowMS, byName[sectionEvidence]); err != nil {
 		return nil, err
 	}
-	if err := c.memory(ctx, rd, nowMS, byName[SectionMemory]); err != nil {
+	if err := c.memory(ctx, rd, nowMS, byName[sectionMemory]); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(in.Task) != "" {
-		add(SectionTask, SectionTask, in.Task, 0)
+		add(sectionTask, sectionTask, in.Task, 0)
 	}
 	if strings.TrimSpace(in.LastResult) != "" {
-		add(SectionLastResult, SectionLastResult, in.LastResult, 0)
+		add(sectionLastResult, sectionLastResult, in.LastResult, 0)
 	}
-	tools := byName[SectionTools]
+	tools := byName[sectionTools]
 	for i, sp := range in.Tools {
-		if !mutProhibited && slices.Contains(in.Policy.Prohibited, sp.Name) {
-			tools.pre = append(tools.pre, Cut{Section: SectionTools, Item: sp.Name, Reason: ReasonProhibited})
+		if prohibitedDropped() && slices.Contains(in.Policy.Prohibited, sp.Name) {
+			tools.pre = append(tools.pre, sectionCut{Section: sectionTools, Item: sp.Name, Reason: reasonProhibited})
 			continue
 		}
-		it := add(SectionTools, sp.Name, toolLine(sp.Name, sp.Description, sp.Parameters), -i)
+		it := add(sectionTools, sp.Name, toolLine(sp.Name, sp.Description, sp.Parameters), -i)
 		it.tool = sp.Name
 	}
 	for i, line := range controlLines(run, controls(run, in)) {
-		add(SectionControls, "control "+strconv.Itoa(i+1), line, -i)
+		add(sectionControls, "control "+strconv.Itoa(i+1), line, -i)
 	}
 	for _, s := range secs {
 		n, err := c.tok.count(s.header)
@@ -145,7 +145,7 @@ func (c *Compiler) sections(ctx context.Context, rd kernel.Reader, run Run, in I
 	return secs, nil
 }
 
-func policyItems(p Policy, add func(key, text string)) {
+func policyItems(p PolicySummary, add func(key, text string)) {
 	for i, r := range p.Rules {
 		add("rule "+strconv.Itoa(i+1), "- rule: "+r)
 	}
@@ -194,7 +194,7 @@ func toolLine(name, desc string, params json.RawMessage) string {
 	return line
 }
 
-func controlLines(run Run, ctl Controls) []string {
+func controlLines(run Run, ctl runControls) []string {
 	mode := "- safety mode: " + string(ctl.Mode)
 	if ctl.Mode == toolgate.SafetyReadOnly {
 		mode += " (tools with effects are neither shown nor run)"
@@ -245,7 +245,7 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 		}
 		be := entry(&b, nowMS)
 		be.Refs = slices.Clone(b.EvidenceRefs)
-		group := []Evidence{be}
+		group := []evidenceItem{be}
 		var lines []string
 		for _, ref := range refs(b.Provenance.InputRefs, b.EvidenceRefs) {
 			if !strings.HasPrefix(ref, perceptPrefix) {
@@ -262,16 +262,16 @@ func (c *Compiler) evidence(ctx context.Context, rd kernel.Reader, traceID strin
 			pe.Belief = b.ID
 			// The view shows the current observation of each kind (none
 			// once it has expired, which entry flags stale).
-			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID && !mutFlags {
-				pe.Flags = addFlag(pe.Flags, FlagSuperseded)
+			if cur, ok := v.ID(blackboard.Percepts, p.Kind); ok && cur != p.ID && flagsChecked() {
+				pe.Flags = addFlag(pe.Flags, flagSuperseded)
 			}
 			for _, f := range pe.Flags {
-				if f != FlagLowConfidence {
+				if f != flagLowConfidence {
 					group[0].Flags = addFlag(group[0].Flags, f)
 				}
 			}
-			if slices.Contains(group[0].Flags, FlagStale) {
-				group[0].Freshness = Stale
+			if slices.Contains(group[0].Flags, flagStale) {
+				group[0].Freshness = freshnessStale
 			}
 			group = append(group, pe)
 			lines = append(lines, "  "+recordLine("percept", &p, pe, "observed "+fmtAge(pe.AgeMS)+" ago"))
@@ -322,26 +322,26 @@ func rankByRecency(items []item) {
 
 // entry is the manifest entry of a record shown as evidence, with the
 // flags its own status, TTL and payload give it.
-func entry(r *blackboard.Record, nowMS int64) Evidence {
-	e := Evidence{ID: r.ID, Slot: r.Slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS,
-		TTLMS: r.Provenance.TTLMS, Freshness: Fresh}
-	if mutFlags {
+func entry(r *blackboard.Record, nowMS int64) evidenceItem {
+	e := evidenceItem{ID: r.ID, Slot: r.Slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS,
+		TTLMS: r.Provenance.TTLMS, Freshness: freshnessFresh}
+	if !flagsChecked() {
 		return e
 	}
 	if r.Status == blackboard.StatusExpired || r.ExpiredAt(nowMS) || r.Payload.Bool("stale") {
-		e.Flags = addFlag(e.Flags, FlagStale)
+		e.Flags = addFlag(e.Flags, flagStale)
 	}
 	if r.Status == blackboard.StatusInvalidated {
-		e.Flags = addFlag(e.Flags, FlagInvalidated)
+		e.Flags = addFlag(e.Flags, flagInvalidated)
 	}
 	if r.Payload.Bool("conflict") {
-		e.Flags = addFlag(e.Flags, FlagConflicted)
+		e.Flags = addFlag(e.Flags, flagConflicted)
 	}
 	if r.Payload.Bool("low_confidence") {
-		e.Flags = addFlag(e.Flags, FlagLowConfidence)
+		e.Flags = addFlag(e.Flags, flagLowConfidence)
 	}
-	if slices.Contains(e.Flags, FlagStale) {
-		e.Freshness = Stale
+	if slices.Contains(e.Flags, flagStale) {
+		e.Freshness = freshnessStale
 	}
 	return e
 }
@@ -355,7 +355,7 @@ func addFlag(flags []string, f string) []string {
 
 // recordLine shows one record: flagged, it starts with its flags in
 // capitals and ends saying it is not a current fact.
-func recordLine(what string, r *blackboard.Record, e Evidence, age string) string {
+func recordLine(what string, r *blackboard.Record, e evidenceItem, age string) string {
 	var b strings.Builder
 	b.WriteString("- ")
 	if len(e.Flags) > 0 {
@@ -396,11 +396,29 @@ func (c *Compiler) memory(ctx context.Context, rd kernel.Reader, nowMS int64, s 
 			if r.Mode != blackboard.ModeCommit || r.ExpiredAt(nowMS) {
 				continue
 			}
-			m := &Memory{ID: r.ID, Slot: slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS}
+			m := &memoryItem{ID: r.ID, Slot: slot.String(), Kind: r.Kind, AgeMS: nowMS - r.Provenance.TimestampMS}
 			text := fmt.Sprintf("- %s %s = %s (%s; %s old)", m.Slot, r.Kind, payloadText(r.Payload), r.ID, fmtAge(m.AgeMS))
 			s.items = append(s.items, item{key: r.ID, text: unit(text), memory: m, stamp: r.Provenance.TimestampMS})
 		}
 	}
 	rankByRecency(s.items)
 	return nil
+}
+
+// prohibitedDropped reports whether a prohibited tool is left out of the
+// tools shown (off only under its mutation switch).
+func prohibitedDropped() bool {
+	if mutProhibited {
+		return false
+	}
+	return true
+}
+
+// flagsChecked reports whether evidence is flagged stale, superseded or
+// conflicted as its record says (off only under its mutation switch).
+func flagsChecked() bool {
+	if mutFlags {
+		return false
+	}
+	return true
 }

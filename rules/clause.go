@@ -14,10 +14,11 @@ import (
 	"github.com/google/cel-go/parser"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/expr"
 )
 
 // maxShownValue bounds the text of one value a violation's detail shows:
-// a field may hold up to MaxStringBytes, and a detail is for a person.
+// a field may hold up to expr.MaxStringBytes, and a detail is for a person.
 const maxShownValue = 200
 
 // maxShownValues bounds how many values a violation's detail shows.
@@ -38,10 +39,10 @@ type clause struct {
 // the rule is one clause). A clause that cannot be printed back or
 // compiled on its own leaves the rule as one clause: the explanation is
 // then coarser, never wrong.
-func splitClauses(env *cel.Env, ast *cel.Ast, expr string) (string, []*clause) {
+func splitClauses(env *cel.Env, ast *cel.Ast, src string) (string, []*clause) {
 	native := ast.NativeRep()
 	refs := native.ReferenceMap()
-	whole := []*clause{{text: expr, paths: readPaths(native.Expr(), refs)}}
+	whole := []*clause{{text: src, paths: readPaths(native.Expr(), refs)}}
 	root := native.Expr()
 	if root.Kind() != celast.CallKind {
 		return "", whole
@@ -68,11 +69,11 @@ func splitClauses(env *cel.Env, ast *cel.Ast, expr string) (string, []*clause) {
 		if err != nil {
 			return "", whole
 		}
-		sub, iss := env.Compile(text)
-		if iss.Err() != nil {
+		sub, err := expr.Compile(env, text)
+		if err != nil {
 			return "", whole
 		}
-		prg, err := env.Program(sub, cel.InterruptCheckFrequency(interruptEvery))
+		prg, err := expr.Program(env, sub)
 		if err != nil {
 			return "", whole
 		}

@@ -78,8 +78,8 @@
 //
 // No rule, however it is written and whatever the payloads hold, can hold
 // up the gate. What a rule is given is bounded: a list or object of at
-// most [MaxElements] entries, a string of at most [MaxStringBytes] bytes,
-// [MaxDepth] levels and [MaxValues] values a payload. Before any rule
+// most 1000 entries, a string of at most 16 KiB, 32 levels and 10 000
+// values a payload. Before any rule
 // runs, the proposal's payload, the beliefs it rests on and (when a rule
 // reads them) the trace's percepts and beliefs are checked against these
 // bounds, and a proposal beyond them is refused with [CodeInputTooLarge]
@@ -87,7 +87,9 @@
 // worst-case cost over inputs within the bounds (CEL's cost model: about
 // one unit per field access, comparison or loop iteration) and refuses a
 // rule that may cost more than 100 000 units, such as a loop within a
-// loop over a proposal's list. Evaluation then runs in time linear in its
+// loop over a proposal's list. The limit and the bounds are the module's
+// one set, shared with the tool gate's approval rules and derived beliefs.
+// Evaluation then runs in time linear in its
 // input, untracked (cel-go's runtime cost tracker costs time quadratic in
 // the length of a list a rule walks), and the caller's context interrupts
 // it.

@@ -10,6 +10,7 @@ import (
 	"github.com/google/cel-go/interpreter"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/expr"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -29,15 +30,6 @@ func (e *Error) Error() string { return "rules: rule " + strconv.Quote(e.Rule) +
 
 // Unwrap returns e.Err.
 func (e *Error) Unwrap() error { return e.Err }
-
-// costLimit bounds one evaluation of one rule (see the package doc): [New]
-// refuses a rule whose worst-case cost, over inputs within the bounds of
-// code.go, exceeds it.
-const costLimit = 100_000
-
-// interruptEvery is how many comprehension iterations run between checks
-// of the context, so that cancelling it stops a long loop early.
-const interruptEvery = 100
 
 // Variables the rules see.
 const (
@@ -133,25 +125,13 @@ func New(opts ...Option) (*Rules, error) {
 	if len(c.bad) > 0 {
 		return nil, c.bad[0]
 	}
-	// Payload objects are maps with string keys and values of any JSON
-	// type; declaring them so lets the checker type field selections as
-	// dyn and leaves a missing key to fail at evaluation.
-	payload := cel.MapType(cel.StringType, cel.DynType)
-	byKind := cel.MapType(cel.StringType, payload)
-	common := []cel.EnvOption{
-		cel.Variable(varPercepts, byKind),
-		cel.Variable(varBeliefs, byKind),
-		// JSON numbers are doubles; rule authors write int literals.
-		cel.CrossTypeNumericComparisons(true),
-		// A clause holding a macro (has, all, exists) is printed back
-		// from the macro call the parser keeps.
-		cel.EnableMacroCallTracking(),
-	}
-	actionEnv, err := cel.NewEnv(append(common, cel.Variable(varAction, payload))...)
+	byKind := cel.MapType(cel.StringType, expr.Object)
+	shared := []cel.EnvOption{cel.Variable(varPercepts, byKind), cel.Variable(varBeliefs, byKind)}
+	actionEnv, err := expr.NewEnv(append(shared, cel.Variable(varAction, expr.Object))...)
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
-	beliefEnv, err := cel.NewEnv(append(common, cel.Variable(varBelief, payload), cel.Variable(varValue, cel.DynType))...)
+	beliefEnv, err := expr.NewEnv(append(shared, cel.Variable(varBelief, expr.Object), cel.Variable(varValue, cel.DynType))...)
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
@@ -177,33 +157,21 @@ func New(opts ...Option) (*Rules, error) {
 		if s.target == onBelief {
 			env, index = beliefEnv, rs.beliefs
 		}
-		ast, iss := env.Compile(s.expr)
-		if err := iss.Err(); err != nil {
-			return nil, invalid("does not compile: %v", err)
+		ast, err := expr.Compile(env, s.expr)
+		if err != nil {
+			return nil, invalid("%v", err)
 		}
-		// dyn is let through: its value is checked at evaluation, where a
-		// non-bool fails closed.
-		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
-			return nil, invalid("has type %s, want bool", t)
+		if err := expr.WantBool(ast); err != nil {
+			return nil, invalid("%v", err)
 		}
-		// The cost is bounded before evaluation, not tracked during it:
-		// cel-go's runtime cost tracker (cel.CostLimit) keeps a stack it
-		// searches from the top for every attribute read, and in a loop
-		// the stack grows by two entries an iteration, so a tracked
-		// evaluation costs time quadratic in the length of the list it
-		// walks. The worst case over inputs within the bounds is
-		// estimated here instead, once; evaluation then runs untracked, in
-		// time linear in its input, and the context still interrupts it.
-		est, err := env.EstimateCost(ast, sizeBound{})
-		switch {
-		case mutStaticCost:
-		case err != nil:
-			return nil, invalid("its cost cannot be estimated: %v", err)
-		case est.Max > costLimit:
-			return nil, invalid("may cost up to %d, over the limit of %d, for inputs of up to %d elements (a loop within a loop over a proposal's list, say)",
-				est.Max, costLimit, MaxElements)
+		// The cost is bounded before evaluation, not tracked during it
+		// (see [expr.Program]): the worst case over inputs within the
+		// bounds is estimated here, once; evaluation then runs untracked,
+		// in time linear in its input, and the context still interrupts it.
+		if err := checkCost(env, ast); err != nil {
+			return nil, invalid("%v", err)
 		}
-		prg, err := env.Program(ast, cel.InterruptCheckFrequency(interruptEvery))
+		prg, err := expr.Program(env, ast)
 		if err != nil {
 			return nil, invalid("%v", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/expr"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 )
@@ -345,16 +346,16 @@ func TestAttackRuleInputBounds(t *testing.T) {
 		return out
 	}
 	deep := any(1.0)
-	for range rules.MaxDepth + 1 {
+	for range expr.MaxDepth + 1 {
 		deep = []any{deep}
 	}
 	wide := map[string]any{}
-	for i := range rules.MaxElements + 1 {
+	for i := range expr.MaxElements + 1 {
 		wide[fmt.Sprint("k", i)] = 1.0
 	}
 	many := make([]any, 20)
 	for i := range many {
-		many[i] = list(rules.MaxElements)
+		many[i] = list(expr.MaxElements)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -364,9 +365,9 @@ func TestAttackRuleInputBounds(t *testing.T) {
 		want    blackboard.Code
 		detail  string
 	}{
-		{"within the bounds", small, blackboard.Payload{"items": list(rules.MaxElements)}, nil, "", ""},
+		{"within the bounds", small, blackboard.Payload{"items": list(expr.MaxElements)}, nil, "", ""},
 		{"a long list", small, blackboard.Payload{"items": list(16000)}, nil, rules.CodeInputTooLarge, "the proposal holds .items: a list of 16000 elements"},
-		{"a long string", small, blackboard.Payload{"items": list(3), "note": strings.Repeat("x", rules.MaxStringBytes+1)}, nil, rules.CodeInputTooLarge, ".note: a string of"},
+		{"a long string", small, blackboard.Payload{"items": list(3), "note": strings.Repeat("x", expr.MaxStringBytes+1)}, nil, rules.CodeInputTooLarge, ".note: a string of"},
 		{"a wide object", small, blackboard.Payload{"items": list(3), "m": wide}, nil, rules.CodeInputTooLarge, "an object of 1001 entries"},
 		{"a deep nesting", small, blackboard.Payload{"items": list(3), "d": deep}, nil, rules.CodeInputTooLarge, "nested deeper"},
 		{"too many values", small, blackboard.Payload{"items": list(3), "many": many}, nil, rules.CodeInputTooLarge, "more than"},

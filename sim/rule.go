@@ -41,7 +41,7 @@ const (
 )
 
 // Valid reports whether op is one of the six operators.
-func (op Op) Valid() bool {
+func (op Op) validOp() bool {
 	switch op {
 	case OpEq, OpNe, OpGt, OpLt, OpGte, OpLte:
 		return true
@@ -71,7 +71,7 @@ func (c Condition) Validate() error {
 		return fmt.Errorf("%w: condition without kind", ErrInvalidRule)
 	case c.Field == "":
 		return fmt.Errorf("%w: condition on %q without field", ErrInvalidRule, c.Kind)
-	case !c.Op.Valid():
+	case !c.Op.validOp():
 		return fmt.Errorf("%w: condition on %s.%s: unknown operator %q", ErrInvalidRule, c.Kind, c.Field, c.Op)
 	}
 	if _, ok := number(c.Value); ok {
@@ -232,7 +232,7 @@ func (r Rule) clone() Rule {
 }
 
 // ValidateRules validates every rule and checks that names are unique.
-func ValidateRules(rules []Rule) error {
+func validateRules(rules []Rule) error {
 	names := make(map[string]bool, len(rules))
 	for i, r := range rules {
 		if err := r.Validate(); err != nil {
@@ -275,7 +275,7 @@ func LoadRules(r io.Reader) ([]Rule, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: data after the rules array", ErrInvalidRule)
 	}
-	if err := ValidateRules(rules); err != nil {
+	if err := validateRules(rules); err != nil {
 		return nil, err
 	}
 	return rules, nil

@@ -14,7 +14,7 @@ import (
 // Payload keys a simulator adds to its predictions besides the ones the
 // kernel reads (action_type, expected_outcome, requires_beliefs).
 const (
-	KeyRule = "rule" // the name of the rule that made the prediction
+	keyRule = "rule" // the name of the rule that made the prediction
 )
 
 // Proposer is a role handle that can propose predictions and ask the kernel
@@ -54,7 +54,7 @@ var _ orchestrator.Worker = (*Worker)(nil)
 // it copies. It returns an error wrapping [ErrInvalidOption] for a nil
 // handle, a handle whose role may not propose predictions, an empty id or a
 // nil option, and one wrapping [ErrInvalidRule] for a bad rule set (see
-// [ValidateRules]).
+// validateRules).
 func New(h Proposer, rules []Rule, opts ...Option) (*Worker, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
@@ -62,7 +62,7 @@ func New(h Proposer, rules []Rule, opts ...Option) (*Worker, error) {
 	if !kernel.Allowed(h.Role(), blackboard.Predictions, blackboard.ModePropose) {
 		return nil, fmt.Errorf("%w: role %s may not propose predictions", ErrInvalidOption, h.Role())
 	}
-	if err := ValidateRules(rules); err != nil {
+	if err := validateRules(rules); err != nil {
 		return nil, err
 	}
 	s := &Worker{h: h, id: h.Name()}
@@ -152,7 +152,7 @@ func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produc
 				"action_type":      r.ActionType,
 				"expected_outcome": r.ExpectedOutcome,
 				"requires_beliefs": append([]string{}, r.RequiresBeliefs...),
-				KeyRule:            kind,
+				keyRule:                   kind,
 			},
 			Confidence: r.Confidence,
 		})

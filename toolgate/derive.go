@@ -15,6 +15,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/expr"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -117,23 +118,19 @@ func compileDerives(ds []Derive) ([]derivation, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	env, err := cel.NewEnv(
-		cel.Variable(varResult, cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable(varArgsD, cel.MapType(cel.StringType, cel.DynType)),
-		cel.CrossTypeNumericComparisons(true), // JSON numbers are doubles; rules write int literals
-	)
+	env, err := expr.NewEnv(cel.Variable(varResult, expr.Object), cel.Variable(varArgsD, expr.Object))
 	if err != nil {
 		return nil, err
 	}
-	compile := func(what, expr string) (cel.Program, *cel.Ast, error) {
-		if expr == "" {
-			return nil, nil, fmt.Errorf("%s: empty expression", what)
+	compile := func(what, src string) (cel.Program, *cel.Ast, error) {
+		ast, err := expr.Compile(env, src)
+		if err == nil {
+			err = expr.CheckCost(env, ast)
 		}
-		ast, iss := env.Compile(expr)
-		if err := iss.Err(); err != nil {
-			return nil, nil, fmt.Errorf("%s does not compile: %v", what, err)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %w", what, err)
 		}
-		prg, err := env.Program(ast, cel.CostLimit(celCostLimit))
+		prg, err := expr.TrackedProgram(env, ast)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %v", what, err)
 		}
@@ -152,8 +149,8 @@ func compileDerives(ds []Derive) ([]derivation, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
-			return nil, fmt.Errorf("derived belief %q: value has type %s, want bool", d.Belief, t)
+		if err := expr.WantBool(ast); err != nil {
+			return nil, fmt.Errorf("derived belief %q: value %v", d.Belief, err)
 		}
 		c.value = prg
 		names := make([]string, 0, len(d.Fields))

@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/expr"
 )
 
 // Variables an approval rule sees besides the declared properties.
@@ -17,10 +18,6 @@ const (
 	varCaller = "caller"
 	varIntent = "intent"
 )
-
-// celCostLimit bounds one evaluation of an approval rule, as the rules
-// package bounds its rules.
-const celCostLimit = 100_000
 
 var celIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -45,10 +42,9 @@ func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
 		return pol, nil
 	}
 	opts := []cel.EnvOption{
-		cel.Variable(varArgs, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(varArgs, expr.Object),
 		cel.Variable(varCaller, cel.StringType),
 		cel.Variable(varIntent, cel.StringType),
-		cel.CrossTypeNumericComparisons(true), // JSON numbers are doubles; rules write int literals
 	}
 	for name := range s.props {
 		if name == varArgs || name == varCaller || name == varIntent || !celIdent.MatchString(name) || slices.Contains(celReserved, name) {
@@ -57,18 +53,21 @@ func compilePolicy(p ApprovalPolicy, s *schema) (*policy, error) {
 		pol.vars = append(pol.vars, name)
 		opts = append(opts, cel.Variable(name, cel.DynType))
 	}
-	env, err := cel.NewEnv(opts...)
+	env, err := expr.NewEnv(opts...)
 	if err != nil {
 		return nil, err
 	}
-	ast, iss := env.Compile(p.When)
-	if err := iss.Err(); err != nil {
-		return nil, fmt.Errorf("approval rule does not compile: %v", err)
+	ast, err := expr.Compile(env, p.When)
+	if err == nil {
+		err = expr.WantBool(ast)
 	}
-	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
-		return nil, fmt.Errorf("approval rule has type %s, want bool", t)
+	if err == nil {
+		err = expr.CheckCost(env, ast)
 	}
-	pol.prg, err = env.Program(ast, cel.CostLimit(celCostLimit))
+	if err != nil {
+		return nil, fmt.Errorf("approval rule %w", err)
+	}
+	pol.prg, err = expr.TrackedProgram(env, ast)
 	if err != nil {
 		return nil, fmt.Errorf("approval rule: %v", err)
 	}

@@ -289,7 +289,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 }
 
 // read builds an episode's row from the kernel's records of its trace.
-func (d *demo) read(ctx context.Context, ep int, res orchestrator.Result) (row, error) {
+func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row, error) {
 	r := row{episode: ep, status: statusNoAction}
 	v := res.View
 	p, err := d.tool.Find(ctx, res.TraceID, blackboard.Percepts, kindTemperature)

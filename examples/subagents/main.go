@@ -97,11 +97,11 @@ var (
 	runLimits = budget.Limits{Tokens: 20_000, ModelCalls: 14, ToolCalls: 10, Rounds: 6, Deadline: 10 * time.Minute, Soft: 0.5}
 	lanes     = map[string]orchestrator.Lane{
 		"researcher": {Worker: "researcher", Turns: 1,
-			Contract: &orchestrator.Contract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}},
+			Contract: &orchestrator.FindingContract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}},
 		"coder": {Worker: "coder", Turns: 1, Research: "researcher",
-			Contract: &orchestrator.Contract{Require: []string{"program"}, Evidence: true}},
+			Contract: &orchestrator.FindingContract{Require: []string{"program"}, Evidence: true}},
 		"executor": {Worker: "executor", Turns: 1, Research: "researcher",
-			Contract: &orchestrator.Contract{Require: []string{"patients"}, Evidence: true}},
+			Contract: &orchestrator.FindingContract{Require: []string{"patients"}, Evidence: true}},
 	}
 )
 
@@ -214,7 +214,7 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 
 // report prints a run: its steps, with the repair decisions where they
 // were taken, how the run ended and the functional state.
-func report(w io.Writer, res orchestrator.Result) {
+func report(w io.Writer, res orchestrator.Summary) {
 	repairs := res.Repairs
 	for _, st := range res.Steps {
 		line := fmt.Sprintf("  step      r%d %s#%d", st.Round, st.WorkerID, st.Attempt)

@@ -188,7 +188,7 @@ func list(names []string) string {
 
 // parseAdvice reads the model's answer.
 func parseAdvice(text string, decline blackboard.Code, modelSteps bool) (Advice, error) {
-	m, err := Extract(text)
+	m, err := extract(text)
 	if err != nil {
 		return Advice{}, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Gate is what an [Agent] needs from the tool gate: the tools a role may
+// ToolCaller is what an [Agent] needs from the tool gate: the tools a role may
 // be shown, and a decision on each call. A *toolgate.Gate satisfies it; a
 // test can pass a fake.
 //
@@ -22,17 +22,17 @@ import (
 // runs its effect; a refusal is a [toolgate.Result], not an error. An error
 // from either means the gate could not decide (a store failure, a
 // cancelled context), and the agent stops.
-type Gate interface {
+type ToolCaller interface {
 	Surface(ctx context.Context, role, traceID, intent string) ([]toolgate.Spec, error)
 	Call(ctx context.Context, call toolgate.Call) (toolgate.Result, error)
 }
 
 // DefaultMaxRounds is how many model calls an [Agent] makes in one run
 // unless [WithMaxRounds] says otherwise.
-const DefaultMaxRounds = 8
+const defaultMaxRounds = 8
 
 // Agent runs a model's tool-calling conversation with every call going
-// through a [Gate]. It never runs a tool itself: the gate decides each call
+// through a [ToolCaller]. It never runs a tool itself: the gate decides each call
 // and runs what it allows, and the agent hands the gate's answer back to
 // the model as the tool's result, so a refused call comes back with its
 // code and repair hint and the model can try something else.
@@ -58,20 +58,20 @@ const DefaultMaxRounds = 8
 // different tasks.
 type Agent struct {
 	c         *Client
-	g         Gate
+	g         ToolCaller
 	maxRounds int
 	before    func(context.Context, Usage) error
 	nilHook   bool // WithBeforeModelCall(nil) was given
 	comp      *pack.Compiler
-	nilComp   bool        // WithCompiler(nil) was given
-	cg        ContextGate // g, when comp is set
+	nilComp   bool         // WithCompiler(nil) was given
+	cg        KernelHolder // g, when comp is set
 }
 
 // AgentOption configures an [Agent] in [NewAgent].
 type AgentOption func(*Agent)
 
 // WithMaxRounds bounds how many model calls one run makes (default
-// [DefaultMaxRounds]; at least 1).
+// 8; at least 1).
 func WithMaxRounds(n int) AgentOption { return func(a *Agent) { a.maxRounds = n } }
 
 // WithBeforeModelCall sets a hook the agent calls before each model call
@@ -86,7 +86,7 @@ func WithBeforeModelCall(hook func(ctx context.Context, used Usage) error) Agent
 // NewAgent returns an Agent that asks the model through c and hands every
 // tool call to g. A nil client, gate, option or hook, or fewer than one
 // round, is [ErrInvalidConfig].
-func NewAgent(c *Client, g Gate, opts ...AgentOption) (*Agent, error) {
+func NewAgent(c *Client, g ToolCaller, opts ...AgentOption) (*Agent, error) {
 	bad := func(what string) (*Agent, error) { return nil, fmt.Errorf("%w: agent: %s", ErrInvalidConfig, what) }
 	switch {
 	case c == nil:
@@ -94,7 +94,7 @@ func NewAgent(c *Client, g Gate, opts ...AgentOption) (*Agent, error) {
 	case g == nil:
 		return bad("nil gate")
 	}
-	a := &Agent{c: c, g: g, maxRounds: DefaultMaxRounds}
+	a := &Agent{c: c, g: g, maxRounds: defaultMaxRounds}
 	for _, o := range opts {
 		if o == nil {
 			return bad("nil option")
@@ -110,7 +110,7 @@ func NewAgent(c *Client, g Gate, opts ...AgentOption) (*Agent, error) {
 		return bad("nil compiler")
 	}
 	if a.comp != nil {
-		cg, ok := g.(ContextGate)
+		cg, ok := g.(KernelHolder)
 		if !ok {
 			return bad(fmt.Sprintf("a compiler needs a gate that is a ContextGate (a *toolgate.Gate), not %T", g))
 		}

@@ -67,7 +67,7 @@ var refundTask = llm.Task{
 	User:    "The customer disputes charge ch_1.",
 }
 
-func agent(t *testing.T, c *llm.Client, g llm.Gate, opts ...llm.AgentOption) *llm.Agent {
+func agent(t *testing.T, c *llm.Client, g llm.ToolCaller, opts ...llm.AgentOption) *llm.Agent {
 	t.Helper()
 	a, err := llm.NewAgent(c, g, opts...)
 	if err != nil {
@@ -331,4 +331,4 @@ func TestAgentStopsOnEndpointErrorAndCancellation(t *testing.T) {
 }
 
 // The gate the project ships satisfies the agent's Gate.
-var _ llm.Gate = (*toolgate.Gate)(nil)
+var _ llm.ToolCaller = (*toolgate.Gate)(nil)

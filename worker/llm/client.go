@@ -20,21 +20,21 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// EnvAPIKey is the environment variable [APIKeyFromEnv] reads.
+// EnvAPIKey is the environment variable apiKeyFromEnv reads.
 const EnvAPIKey = "BK_LLM_API_KEY"
 
 // APIKeyFromEnv returns the value of BK_LLM_API_KEY, or "" when it is unset.
 // It is the only place this package reads the environment; pass the result
 // to [WithAPIKey].
-func APIKeyFromEnv() string { return os.Getenv(EnvAPIKey) }
+func apiKeyFromEnv() string { return os.Getenv(EnvAPIKey) }
 
 // Client defaults.
 const (
-	DefaultTimeout     = 120 * time.Second // per request
+	defaultTimeout     = 120 * time.Second // per request
 	DefaultRetries     = 3                 // retries after the first attempt
-	DefaultConcurrency = 4                 // requests in flight per Client
-	DefaultBackoff     = 500 * time.Millisecond
-	DefaultMaxBackoff  = 30 * time.Second
+	defaultConcurrency = 4                 // requests in flight per Client
+	defaultBackoff     = 500 * time.Millisecond
+	defaultMaxBackoff  = 30 * time.Second
 )
 
 // maxResponseBytes bounds how much of a response body is read.
@@ -145,7 +145,7 @@ func (u Usage) Add(v Usage) Usage {
 func satAdd(a, b int) int {
 	s := a + b
 	switch {
-	case mutUsageSaturate:
+	case !usageSaturates():
 	case a > 0 && b > 0 && s < 0:
 		return math.MaxInt
 	case a < 0 && b < 0 && s >= 0:
@@ -206,7 +206,7 @@ func WithModel(name string) Option { return func(c *Client) { c.model = name } }
 
 // WithAPIKey sets the key sent as "Authorization: Bearer <key>". Default:
 // none, and no Authorization header. The key is never logged and never part
-// of an error message; see [APIKeyFromEnv].
+// of an error message; see apiKeyFromEnv.
 func WithAPIKey(key string) Option { return func(c *Client) { c.apiKey = key } }
 
 // WithTemperature sets the sampling temperature, in [0, 2] (default 0).
@@ -222,7 +222,7 @@ func WithMaxTokens(n int) Option { return func(c *Client) { c.maxTokens = n } }
 func WithReasoningEffort(effort string) Option { return func(c *Client) { c.effort = effort } }
 
 // WithTimeout bounds each request, including reading its response (default
-// [DefaultTimeout]; 0 means no limit besides the caller's context). A
+// 120 s; 0 means no limit besides the caller's context). A
 // request cut by it counts as a network error and is retried.
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
@@ -232,7 +232,7 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 func WithRetries(n int) Option { return func(c *Client) { c.retries = n } }
 
 // WithBackoff sets the first retry delay and the bound on every delay
-// (defaults [DefaultBackoff], [DefaultMaxBackoff]). The n-th retry waits
+// (defaults 500 ms, 30 s). The n-th retry waits
 // about base·2^(n-1), capped at max, with jitter: a uniform draw between
 // half of it and all of it. A Retry-After header, in seconds or as an HTTP
 // date, replaces that delay, still capped at max.
@@ -241,7 +241,7 @@ func WithBackoff(base, max time.Duration) Option {
 }
 
 // WithConcurrency bounds the requests this Client has in flight at once
-// (default [DefaultConcurrency]; at least 1).
+// (default 4; at least 1).
 func WithConcurrency(n int) Option { return func(c *Client) { c.concurrency = n } }
 
 // WithHTTPClient sets the HTTP client. Default: a fresh [http.Client] on
@@ -283,11 +283,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{
 		endpoint:    endpoint.String(),
 		redacted:    endpoint.Redacted(),
-		timeout:     DefaultTimeout,
+		timeout:     defaultTimeout,
 		retries:     DefaultRetries,
-		backoff:     DefaultBackoff,
-		maxBackoff:  DefaultMaxBackoff,
-		concurrency: DefaultConcurrency,
+		backoff:     defaultBackoff,
+		maxBackoff:  defaultMaxBackoff,
+		concurrency: defaultConcurrency,
 		hc:          &http.Client{},
 		log:         slog.New(slog.DiscardHandler),
 		sleep:       wait.Sleep,
@@ -631,4 +631,13 @@ func (c *Client) excerpt(data []byte) string {
 		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
 	}
 	return strings.ToValidUTF8(clip(strings.TrimSpace(s), 256), "\uFFFD")
+}
+
+// usageSaturates reports whether summed usage saturates instead of
+// wrapping (off only under its mutation switch).
+func usageSaturates() bool {
+	if mutUsageSaturate {
+		return false
+	}
+	return true
 }

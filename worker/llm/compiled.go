@@ -11,20 +11,20 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// ContextGate is what an [Agent] with a compiler ([WithCompiler]) needs of
-// its gate besides [Gate]: the trace's run controls and the policy
+// KernelHolder is what an [Agent] with a compiler ([WithCompiler]) needs of
+// its gate besides [ToolCaller]: the trace's run controls and the policy
 // snapshot (what the compiled context shows of the governance, see
 // [pack.Govern]) and the kernel, whose store the evidence is read from and
 // whose Governor records each compiled context. A *toolgate.Gate is one.
-type ContextGate interface {
-	Gate
-	pack.Gate
+type KernelHolder interface {
+	ToolCaller
+	pack.Governance
 	Kernel() *kernel.Kernel
 }
 
 // WithCompiler makes the agent show the model a compiled context (package
 // pack) each round instead of the growing conversation. The gate must be
-// a [ContextGate]; a nil compiler is [ErrInvalidConfig].
+// a [KernelHolder]; a nil compiler is [ErrInvalidConfig].
 //
 // Each round the agent compiles a context for the round: the mission is
 // [Task.System] (required), the current task [Task.User], the progress one
@@ -119,7 +119,7 @@ func lastResult(res *AgentResult, last int) string {
 			continue
 		}
 		text := m.Content // a call the gate never saw: the agent's own words
-		if r, ok := answers[m.ToolCallID]; ok && !mutCompiledReal {
+		if r, ok := answers[m.ToolCallID]; ok && compiledReal() {
 			text = r.ForRecord().Text
 		}
 		fmt.Fprintf(&b, "- %s %s: %s\n", m.ToolCallID, tools[m.ToolCallID], oneLine(text))
@@ -144,3 +144,12 @@ func shown(tools []toolgate.Spec, p *pack.Pack) []toolgate.Spec {
 func oneLine(s string) string { return lineBreaks.Replace(s) }
 
 var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
+
+// compiledReal reports whether a compiled context shows the gate's real
+// answer to a call (off only under its mutation switch).
+func compiledReal() bool {
+	if mutCompiledReal {
+		return false
+	}
+	return true
+}

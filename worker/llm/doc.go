@@ -15,7 +15,7 @@
 //     timeout, context cancellation and a concurrency bound. [New] builds it
 //     with functional options ([WithModel], [WithAPIKey], [WithTimeout],
 //     [WithRetries], [WithConcurrency], ...).
-//   - [Extract] pulls the JSON object out of a model's answer: it drops
+//   - extract pulls the JSON object out of a model's answer: it drops
 //     <think> blocks and finds the object in a ``` fence or in prose.
 //     Anything else is [ErrUnparsable].
 //   - [Advisor] asks the model for its [Advice] on a [Situation]:
@@ -29,7 +29,7 @@
 //     tools and returns a [Completion] with the model's tool calls ([ToolCall]), its
 //     finish reason and the token [Usage].
 //   - [Agent] runs one [Task] as a tool-calling conversation through a
-//     [Gate] (a *toolgate.Gate, or a fake), and returns an [AgentResult]:
+//     [ToolCaller] (a *toolgate.Gate, or a fake), and returns an [AgentResult]:
 //     the answer, each call with the gate's [ToolResult], and the usage.
 //     With [WithCompiler] each round's request is a compiled context
 //     instead of the conversation.
@@ -72,7 +72,7 @@
 // model wrote. A call without an id, or with an id used earlier in the run,
 // gets "call_<round>_<index>". The run ends when the model answers without
 // calling a tool, or with [ErrMaxRounds] after [WithMaxRounds] rounds
-// (default [DefaultMaxRounds]); the calls of that last round were decided
+// (default 8); the calls of that last round were decided
 // too. An error from the gate, the hook, the endpoint or the context also
 // ends it, and the [AgentResult] still reports what happened until then.
 //
@@ -89,7 +89,7 @@
 // schemas of the tools it shows, and names the record in every
 // toolgate.Call.Context of the round, so each decision record says what
 // the model was shown ([AgentResult.Contexts]; `bk explain` prints it).
-// The gate must be a [ContextGate] (a *toolgate.Gate is).
+// The gate must be a [KernelHolder] (a *toolgate.Gate is).
 //
 // # Budgets, loop guards and grants
 //
@@ -129,7 +129,7 @@
 //	hosted APIs       https://api.openai.com, or the provider's base URL
 //
 // Pass the served model's name with [WithModel] and, for a hosted API, the
-// key with [WithAPIKey] (for instance from [APIKeyFromEnv], which reads
+// key with [WithAPIKey] (for instance from apiKeyFromEnv, which reads
 // BK_LLM_API_KEY). The key is sent as a bearer token and never appears in
 // logs, errors or the Client's string form. Reasoning models may need
 // [WithMaxTokens] large enough for their <think> block, and accept

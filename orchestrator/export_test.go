@@ -1,0 +1,4 @@
+package orchestrator
+
+// Names the package's external tests use, kept unexported in the package.
+const DefaultMaxRounds = defaultMaxRounds
