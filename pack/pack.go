@@ -112,14 +112,14 @@ type Pack struct {
 	Encoding string `json:"encoding"`
 	Window   int    `json:"window"`
 	// Tokens is the prompt's length in the encoding's tokens.
-	Tokens   int           `json:"tokens"`
+	Tokens   int             `json:"tokens"`
 	Mode     toolgate.Safety `json:"mode"`
-	Intent   string        `json:"intent,omitempty"`
-	Role     string        `json:"role,omitempty"`
-	Policy   string        `json:"policy,omitempty"` // the policy snapshot's hash
-	Prompt   string        `json:"prompt"`
-	Sections []sectionUse  `json:"sections"`
-	Manifest Manifest      `json:"manifest"`
+	Intent   string          `json:"intent,omitempty"`
+	Role     string          `json:"role,omitempty"`
+	Policy   string          `json:"policy,omitempty"` // the policy snapshot's hash
+	Prompt   string          `json:"prompt"`
+	Sections []sectionUse    `json:"sections"`
+	Manifest Manifest        `json:"manifest"`
 
 	traceID string
 	refs    []string // the records shown, for the record's input refs
@@ -187,9 +187,9 @@ type memoryItem struct {
 
 // Controls are the run controls shown to the model.
 type runControls struct {
-	Mode     toolgate.Safety  `json:"mode"`
-	Budgets  []resourceLeft `json:"budgets,omitempty"`
-	Approval []string       `json:"approval,omitempty"` // tools that need an approval
+	Mode     toolgate.Safety `json:"mode"`
+	Budgets  []resourceLeft  `json:"budgets,omitempty"`
+	Approval []string        `json:"approval,omitempty"` // tools that need an approval
 }
 
 // Left is what is left of one limited budget resource.

@@ -152,7 +152,7 @@ func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produc
 				"action_type":      r.ActionType,
 				"expected_outcome": r.ExpectedOutcome,
 				"requires_beliefs": append([]string{}, r.RequiresBeliefs...),
-				keyRule:                   kind,
+				keyRule:            kind,
 			},
 			Confidence: r.Confidence,
 		})

@@ -9,8 +9,8 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // adversary is the hostile planner of one episode.

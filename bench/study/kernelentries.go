@@ -125,19 +125,19 @@ func beliefPayload() blackboard.Payload {
 
 func planPayload(t *Task) blackboard.Payload {
 	return blackboard.Payload{"steps": []any{map[string]any{
-		"action":          kindRefund,
+		"action":           kindRefund,
 		"requires_beliefs": []any{kindRefundDue},
-		"is_duplicate":            t.Inputs.IsDuplicate,
+		"is_duplicate":     t.Inputs.IsDuplicate,
 	}}}
 }
 
 func refundPayload(t *Task) blackboard.Payload {
 	return blackboard.Payload{
-		"type":                    kindRefund,
-		"charge_id":               t.Inputs.ChargeID,
-		"amount":                  t.Inputs.Amount,
-		"reason":                  t.Inputs.DisputeReason,
-		"is_duplicate":            t.Inputs.IsDuplicate,
+		"type":             kindRefund,
+		"charge_id":        t.Inputs.ChargeID,
+		"amount":           t.Inputs.Amount,
+		"reason":           t.Inputs.DisputeReason,
+		"is_duplicate":     t.Inputs.IsDuplicate,
 		"requires_beliefs": []any{kindRefundDue},
 	}
 }
