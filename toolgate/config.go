@@ -489,7 +489,8 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 // init finishes a compiled gate over its kernel k: the handles and
 // telemetry.
 func (g *Gate) init(k *kernel.Kernel, c Config) error {
-	g.k, g.planner, g.reader = k, governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
 	for _, e := range g.order {
 		e.handle = governedAs(k, toolWriter(e.Name))
 		e.deriver = governedAs(k, DeriverWriter(e.Name))

@@ -20,7 +20,7 @@ var layers = []struct {
 	dirs  []string
 }{
 	{0, []string{"canon", "internal/..."}},
-	{1, []string{"blackboard"}},
+	{1, []string{"blackboard", "internal/expr"}},
 	{2, []string{"store"}},
 	{3, []string{"store/memstore", "store/sqlitestore", "store/pgstore", "store/internal/...", "store/storetest"}},
 	{4, []string{"kernel"}},
@@ -28,7 +28,8 @@ var layers = []struct {
 	{6, []string{"toolgate", "mask"}},
 	{7, []string{"adaptive", "orchestrator", "pack", "replay", "sim", "supervisor", "invariant", "invariant/invarianttest",
 		"toolgate/adaptertest", "worker/llm"}},
-	{8, []string{"inspect", "inspect/console", "inspect/console/browsertest"}},
+	{8, []string{"inspect", "inspect/console", "inspect/console/browsertest", "internal/inspect"}},
+	{9, []string{"internal/inspect/serve"}},
 }
 
 // layerOf returns the layer of the package in dir, the most specific
