@@ -150,3 +150,26 @@ func recvName(t ast.Expr) string {
 	}
 	return ""
 }
+
+// Methods returns the number of methods, exported or not, declared in the
+// non-test files of the package in dir on the named receiver type.
+func Methods(dir, typ string) (int, error) {
+	pkg, err := build.Default.ImportDir(dir, 0)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	fset := token.NewFileSet()
+	for _, f := range pkg.GoFiles {
+		file, err := parser.ParseFile(fset, filepath.Join(dir, f), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return 0, err
+		}
+		for _, decl := range file.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv != nil && recvName(fd.Recv.List[0].Type) == typ {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
