@@ -18,12 +18,15 @@ var update = flag.Bool("update", false, "rewrite names.txt from the code")
 const root = "../.."
 
 // The budget: growth past these is a decision made in review, by changing
-// the constant in the same change that adds the names.
+// the constant in the same change that adds the names. The figures are
+// what the library exports now; the targets the surface is being brought
+// to are 1,200 names in the library, 120 in toolgate, 25 methods on *Gate
+// and 200 in kernel + blackboard.
 const (
-	maxLibrary      = 1200 // exported names of the library, test-support packages excluded
-	maxToolgate     = 120  // package toolgate
-	maxGateMethods  = 25   // methods on *toolgate.Gate, exported or not
-	maxKernelVocab  = 200  // kernel + blackboard: what an integrator imports
+	maxLibrary      = 1680 // exported names of the library, test-support packages excluded
+	maxToolgate     = 318  // package toolgate
+	maxGateMethods  = 44   // methods on *toolgate.Gate, exported or not
+	maxKernelVocab  = 296  // kernel + blackboard: what an integrator imports
 	maxFileLines    = 700  // any non-test Go file in the repository
 	namesFile       = "names.txt"
 	namesFileHeader = "# The library's exported names, one per line (package, name). Regenerate with\n# go test ./internal/apibudget -run TestNames -update; review the diff.\n"
