@@ -1,12 +1,13 @@
 package main
 
 // The integration code: everything in this file is what the desk's owner
-// writes to put a model behind the gate, from the tools' definitions to
-// closing: the gate, the agent and the supervisor; the restart wait; the
-// ticket loop; the approval screen. The model is untrusted; the kernel and
-// the gate decide each of its calls, and only committed (and, above 500,
-// approved) refunds reach the payment API. Not integration: the tools'
-// bodies and argument types (tools.go), the simulated world, the scripted
+// writes to put a model behind the gate: the gate over the desk's tools
+// and rules, the agent and the supervisor; the restart wait; the ticket
+// loop; the approval screen; closing. The model is untrusted; the kernel
+// and the gate decide each of its calls, and only committed (and, above
+// 500, approved) refunds reach the payment API. Not integration: the
+// desk's policy, its tools' definitions and rules (policy.go); the tools'
+// bodies and argument types (tools.go); the simulated world, the scripted
 // model, the tickets, the approver's judgement, the command line and the
 // report. The README counts these lines, and TestIntegrationLines holds
 // them to 60.
@@ -18,7 +19,6 @@ import (
 
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
-	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/supervisor"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -30,40 +30,19 @@ import (
 // attempt of a crashed process once it ran out.
 const role, lease = "support", time.Second
 
-// newDesk opens the gate over store, with the desk's tools, each defined in
-// one place (the gate's default hints and retries serve them); the agent
-// that lets the model call them, showing it each round the context a
-// compiler makes of the ticket's current evidence, to fit the model's
-// window (package pack); and the supervisor that recovers and resumes the
-// gate's actions, reporting to events. It returns the desk even with an
-// error: the caller closes what it opened.
+// newDesk opens the gate over store, with the desk's tools and rules
+// (policy.go); the agent that lets the model call them, showing it each
+// round the context a compiler makes of the ticket's current evidence, to
+// fit the model's window (package pack); and the supervisor that recovers
+// and resumes the gate's actions, reporting to events. It returns the desk
+// even with an error: the caller closes what it opened.
 func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client,
 	events func(context.Context, supervisor.Event)) (*desk, error) {
-	comp, cerr := pack.New(pack.WithWindow(contextWindow))
-	rs, err := rules.New( // a refund within what the belief allows; an email to the order's customer
-		rules.OnAction("refund_within_assessment", "issue_refund",
-			`action.order_id == beliefs.refund_due.order_id && action.amount > 0.0 && action.amount <= beliefs.refund_due.max_refund`),
-		rules.OnAction("email_the_customer", "send_email", `action.to == percepts.order.customer_email`))
-	err = errors.Join(cerr, err)
 	d := &desk{w: w}
-	if err == nil {
-		d.g, err = toolgate.New(ctx, toolgate.Config{Lease: lease, Tools: []toolgate.Tool{
-			toolgate.Func(toolgate.Tool{Name: "lookup_order", Result: "order", ReadOnly: true,
-				Description: "Read an order from the order system: customer, item, amount, what was refunded, carrier status.",
-				// The refund policy, declared: an order's result grounds refund_due.
-				Derives: []toolgate.Derive{{Belief: "refund_due", Value: "result.refundable && result.refunded < result.amount",
-					Fields: map[string]string{"order_id": "result.order_id", "max_refund": "result.amount - result.refunded"}}}}, d.lookup),
-			toolgate.Func(toolgate.Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-				Description: "Refund an order to the customer's card. Refunds above 500 wait for a supervisor's approval.",
-				// Of the ticket's order (the request) and of the order looked
-				// up, and never more than it cost; one refund per order, ever
-				// (the once-key is also the payment API's idempotency key);
-				// above 500, a person approves.
-				Scope: map[string]string{"order_id": "order"}, Once: toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
-				Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}}}, d.refund),
-			// To the ticket's customer only (the request's principal); the
-			// outbox honours the key.
-			toolgate.Func(toolgate.Tool{Name: "send_email", Result: "email", Idempotent: true, Scope: map[string]string{"to": toolgate.ScopePrincipal}, Description: "Email the customer of the order you looked up."}, d.email)},
+	rs, err := deskRules()
+	comp, cerr := pack.New(pack.WithWindow(contextWindow))
+	if err = errors.Join(err, cerr); err == nil {
+		d.g, err = toolgate.New(ctx, toolgate.Config{Lease: lease, Tools: d.tools(),
 			Kernel:    kernel.Config{Store: store, Namespace: namespace, Validators: []kernel.Validator{rs}},
 			Contracts: []toolgate.Contract{{Name: role, Tools: []string{"lookup_order", "issue_refund", "send_email"}}}})
 	}
@@ -71,7 +50,7 @@ func newDesk(ctx context.Context, store store.Store, namespace string, w *world,
 		d.agent, err = llm.NewAgent(model, d.g, llm.WithMaxRounds(12), llm.WithCompiler(comp))
 	}
 	if err == nil {
-		d.sup, err = supervisor.New(d.g, supervisor.Config{Interval: 100 * time.Millisecond, Events: events})
+		d.sup, err = supervisor.New(d.g, supervisor.Config{Events: events})
 	}
 	return d, err
 }
@@ -117,10 +96,9 @@ func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, in
 // what was answered records nothing.
 func (d *desk) approve(ctx context.Context, trace string, answer func(toolgate.Pending) toolgate.Answer) ([]toolgate.Result, error) {
 	pending, err := d.g.Pending(ctx, trace)
-	var results []toolgate.Result
+	results := make([]toolgate.Result, len(pending))
 	for i := 0; err == nil && i < len(pending); i++ {
-		res, rerr := d.g.Approver(approver).Resolve(ctx, answer(pending[i]))
-		results, err = append(results, res), rerr
+		results[i], err = d.g.Approver(approver).Resolve(ctx, answer(pending[i]))
 	}
 	return results, err
 }

@@ -2,9 +2,9 @@
 // model that calls lookup_order, issue_refund and send_email against a
 // simulated order system and payment API, with every call decided by the
 // kernel and every refund paid exactly once. Its integration code (the
-// tools' definitions, the rules, the gate, the agent and the supervisor,
-// the restart wait, the ticket loop and the approval screen) is
-// integration.go.
+// gate, the agent and the supervisor, the restart wait, the ticket loop
+// and the approval screen) is integration.go; the policy it hands the
+// gate (the tools' definitions and the rules) is policy.go.
 //
 //	go run ./examples/support_desk [--db FILE] [--approver supervisor|person] [--crash-after N] [--seed S]
 //	go run ./examples/support_desk --llm-url URL --llm-model NAME
