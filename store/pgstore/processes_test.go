@@ -300,7 +300,8 @@ func procWorker(t *testing.T) {
 		Requires:   []string{"gate_refund_due"}, Result: gateResult, Effect: w.gateEffect, Once: &kernel.OnceKey{Fields: []string{"charge_id"}},
 		Bindings: []toolgate.Binding{{Arg: "charge_id", Percept: "gate_charge", Op: toolgate.Equal}, {Arg: "amount", Percept: "gate_charge", Op: toolgate.AtMost}}}}
 	if w.gate, err = toolgate.New(ctx, toolgate.Config{
-		Kernel:    kernel.Config{Store: s, ActionSpecs: []kernel.ActionSpec{refundSpec}},
+		Kernel: kernel.Config{Store: s, ActionSpecs: []kernel.ActionSpec{refundSpec},
+			BeliefSpecs: []kernel.BeliefSpec{{Kind: "gate_refund_due", DependsOn: []string{"gate_charge"}}}},
 		Tools:     tools,
 		Lease:     gateLease,
 		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{gateTool}}},
