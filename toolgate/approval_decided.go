@@ -94,12 +94,13 @@ func decisionKeys(actionID, supersedes string) []string {
 // superseded. Attempts and results are found by the once-keys their
 // writes claim, which only the gate can claim, never by records a tool
 // could write.
-func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, error) {
+func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, error) {
+	g := x.g
 	refuse := func(rec string, why settled) (string, error) {
 		return "", &decidedError{ActionID: act.ID, Record: rec, Why: why}
 	}
 	var latest *blackboard.Record
-	for r, err := range g.approvals(ctx, act.TraceID(), act.ID) {
+	for r, err := range g.x.approvals(ctx, act.TraceID(), act.ID) {
 		if err != nil {
 			return "", err
 		}
@@ -112,7 +113,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 	if a.Decision == audit.Approved {
 		switch used, err := g.gov.ClaimedBy(ctx, approvalKey(a.ID)); {
 		case err == nil:
-			return refuse(used, g.usedBy(ctx, used))
+			return refuse(used, g.x.usedBy(ctx, used))
 		case !isNotFound(err):
 			return "", err
 		}
@@ -157,14 +158,15 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 // lostClaim is the error of a decision whose write found one of its keys
 // claimed: by a concurrent decision, or by the attempt that used the
 // approval it was to supersede.
-func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
+func (x *executor) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
+	g := x.g
 	whys := []settled{settledConcurrent, settledUsed}
 	for i, key := range keys {
 		holder, cerr := g.gov.ClaimedBy(ctx, key)
 		if cerr == nil {
 			why := whys[i]
 			if why == settledUsed {
-				why = g.usedBy(ctx, holder)
+				why = g.x.usedBy(ctx, holder)
 			}
 			return &decidedError{ActionID: actionID, Record: holder, Why: why}
 		}
@@ -178,7 +180,8 @@ func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, er
 // usedBy says what took an approval's use, the record holder: its first
 // attempt (used), or the escalation of the approval once it expired
 // (the safe fallback).
-func (g *Gate) usedBy(ctx context.Context, holder string) settled {
+func (x *executor) usedBy(ctx context.Context, holder string) settled {
+	g := x.g
 	if rec, err := g.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
 		return settledFallback
 	}

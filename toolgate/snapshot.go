@@ -133,7 +133,8 @@ func (g *Gate) Policy() Policy {
 func (g *Gate) PolicyHash() string { return g.policyHash }
 
 // snapshot builds the gate's policy snapshot from what New registered.
-func (g *Gate) snapshot(c Config) Policy {
+func (x *executor) snapshot(c Config) Policy {
+	g := x.g
 	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
 	for _, e := range g.order {
 		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
@@ -185,7 +186,8 @@ func policyOnceKey(hash string) string {
 // recordPolicy writes the policy snapshot's record, unless a gate over the
 // store recorded the same hash in the namespace before, and returns its
 // id.
-func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
+func (x *executor) recordPolicy(ctx context.Context) (string, error) {
+	g := x.g
 	key := policyOnceKey(g.policyHash)
 	if id, err := g.gov.ClaimedBy(ctx, key); err == nil {
 		return id, nil
