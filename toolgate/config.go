@@ -14,9 +14,9 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// DefaultLease is how long an attempt is reserved to its driver when
+// defaultLease is how long an attempt is reserved to its driver when
 // [Config.Lease] is zero.
-const DefaultLease = time.Minute
+const defaultLease = time.Minute
 
 // Config is what [New] builds a gate, and the kernel it governs, from.
 // Each field's zero value means its documented default; New copies what it
@@ -48,7 +48,7 @@ type Config struct {
 	// lists its tool.
 	Intents []Intent
 	// Lease is how long an attempt is reserved to the driver that wrote it
-	// (0: [DefaultLease]), counted from just before its write. The
+	// (0: a minute), counted from just before its write. The
 	// effect's context is cancelled a margin (a tenth of the lease, at
 	// most 5 s) before the lease runs out; a margin after it, another
 	// driver ([Gate.Recover], a concurrent [Gate.Execute]) may start the
@@ -142,7 +142,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 	var errs problems
 	lease := c.Lease
 	if lease == 0 {
-		lease = DefaultLease
+		lease = defaultLease
 	}
 	if lease < 0 {
 		errs.add(ErrInvalidConfig, "", "Lease", "%v is negative", c.Lease)

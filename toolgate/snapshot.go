@@ -222,15 +222,15 @@ var (
 	// ErrPolicyTampered: the snapshot the record holds does not hash to
 	// the hash it names: it changed after it was recorded.
 	ErrPolicyTampered = errors.New("toolgate: the policy record does not hash to its hash")
-	// ErrPolicyShape: the snapshot is intact but was recorded in another
+	// errPolicyShape: the snapshot is intact but was recorded in another
 	// shape than this version's [Policy], which would read it otherwise.
-	ErrPolicyShape = errors.New("toolgate: the policy record is of another version's shape")
+	errPolicyShape = errors.New("toolgate: the policy record is of another version's shape")
 )
 
 // PolicyOf reads the policy snapshot a [KindPolicy] record holds, and its
 // hash. The record must be the kernel's ([ErrPolicyRecord]); what it holds
 // must hash to the hash it names ([ErrPolicyTampered]) and decode to a
-// [Policy] with that same hash ([ErrPolicyShape]), so that what is read is
+// [Policy] with that same hash (or it fails), so that what is read is
 // exactly what was in force.
 func PolicyOf(rec blackboard.Record) (Policy, string, error) {
 	h, _ := rec.Payload.String("hash")
@@ -247,7 +247,7 @@ func PolicyOf(rec blackboard.Record) (Policy, string, error) {
 	}
 	var p Policy
 	if err := json.Unmarshal(raw, &p); err != nil || p.Hash() != h {
-		return Policy{}, h, fmt.Errorf("%w: %s", ErrPolicyShape, rec.ID)
+		return Policy{}, h, fmt.Errorf("%w: %s", errPolicyShape, rec.ID)
 	}
 	return p, h, nil
 }

@@ -270,7 +270,7 @@ func TestPolicyOf(t *testing.T) {
 	pol["future_field"] = true
 	raw, _ := json.Marshal(pol)
 	shaped.Payload["hash"], _ = canon.DigestJSON(raw)
-	if _, _, err := PolicyOf(shaped); !errors.Is(err, ErrPolicyShape) {
-		t.Errorf("another version's shape: %v, want ErrPolicyShape", err)
+	if _, _, err := PolicyOf(shaped); !errors.Is(err, errPolicyShape) {
+		t.Errorf("another version's shape: %v, want errPolicyShape", err)
 	}
 }
