@@ -254,11 +254,10 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 // [ArgsDigest] of its arguments: an approval binds what the person was
 // shown, never arguments they did not see.
 func (x *executor) decidable(ctx context.Context, traceID, actionID, digest string, active bool) (blackboard.Record, error) {
-	g := x.g
 	bad := func(sentinel error, detail string) (blackboard.Record, error) {
 		return blackboard.Record{}, fmt.Errorf("%w: toolgate: approve %s: %s", sentinel, actionID, detail)
 	}
-	act, err := g.reader.Get(ctx, actionID)
+	act, err := x.reader.Get(ctx, actionID)
 	if err != nil || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || (active && act.Status != blackboard.StatusActive) ||
 		act.TraceID() != traceID || len(act.Provenance.InputRefs) == 0 {
 		if err != nil && !isNotFound(err) {
@@ -335,9 +334,8 @@ func (g *Gate) Pending(ctx context.Context, traceID string) ([]Pending, error) {
 // their current status (an expired approval is EXPIRED or past its TTL:
 // [blackboard.Record.Expired]). It reads the action's trace.
 func (x *executor) approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
-	g := x.g
 	return func(yield func(blackboard.Record, error) bool) {
-		for r, err := range g.reader.Trace(ctx, traceID) {
+		for r, err := range x.reader.Trace(ctx, traceID) {
 			if err != nil {
 				yield(blackboard.Record{}, err)
 				return

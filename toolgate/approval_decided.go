@@ -95,12 +95,11 @@ func decisionKeys(actionID, supersedes string) []string {
 // writes claim, which only the gate can claim, never by records a tool
 // could write.
 func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, error) {
-	g := x.g
 	refuse := func(rec string, why settled) (string, error) {
 		return "", &decidedError{ActionID: act.ID, Record: rec, Why: why}
 	}
 	var latest *blackboard.Record
-	for r, err := range g.x.approvals(ctx, act.TraceID(), act.ID) {
+	for r, err := range x.approvals(ctx, act.TraceID(), act.ID) {
 		if err != nil {
 			return "", err
 		}
@@ -111,9 +110,9 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 		a, _ = audit.ApprovalOf(*latest)
 	}
 	if a.Decision == audit.Approved {
-		switch used, err := g.gov.ClaimedBy(ctx, approvalKey(a.ID)); {
+		switch used, err := x.gov.ClaimedBy(ctx, approvalKey(a.ID)); {
 		case err == nil:
-			return refuse(used, g.x.usedBy(ctx, used))
+			return refuse(used, x.usedBy(ctx, used))
 		case !isNotFound(err):
 			return "", err
 		}
@@ -121,15 +120,15 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 	// The keys of the job that runs the action: an entry with a once-key
 	// takes the action's own once-key when it has one, and the action id
 	// otherwise, which is the key of a tool without one.
-	j, err := g.x.newJob(ctx, &entry{once: true}, act, nil)
+	j, err := x.newJob(ctx, &entry{once: true}, act, nil)
 	if err != nil {
 		return "", err
 	}
-	if id, done, err := g.x.resultOf(ctx, j); err != nil || done {
+	if id, done, err := x.resultOf(ctx, j); err != nil || done {
 		if err != nil {
 			return "", err
 		}
-		res, err := g.reader.Get(ctx, id)
+		res, err := x.reader.Get(ctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -138,7 +137,7 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 		}
 		return refuse(id, settledClosed)
 	}
-	if n, first, err := g.x.lastAttempt(ctx, j, 1); err != nil || n > 0 {
+	if n, first, err := x.lastAttempt(ctx, j, 1); err != nil || n > 0 {
 		if err != nil {
 			return "", err
 		}
@@ -149,7 +148,7 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 		return "", nil
 	case a.Decision != audit.Approved:
 		return refuse(a.ID, settledDenied)
-	case !latest.Expired(g.k.Now()):
+	case !latest.Expired(x.k.Now()):
 		return refuse(a.ID, settledApproved)
 	}
 	return a.ID, nil
@@ -159,14 +158,13 @@ func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, 
 // claimed: by a concurrent decision, or by the attempt that used the
 // approval it was to supersede.
 func (x *executor) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
-	g := x.g
 	whys := []settled{settledConcurrent, settledUsed}
 	for i, key := range keys {
-		holder, cerr := g.gov.ClaimedBy(ctx, key)
+		holder, cerr := x.gov.ClaimedBy(ctx, key)
 		if cerr == nil {
 			why := whys[i]
 			if why == settledUsed {
-				why = g.x.usedBy(ctx, holder)
+				why = x.usedBy(ctx, holder)
 			}
 			return &decidedError{ActionID: actionID, Record: holder, Why: why}
 		}
@@ -181,8 +179,7 @@ func (x *executor) lostClaim(ctx context.Context, actionID string, keys []string
 // attempt (used), or the escalation of the approval once it expired
 // (the safe fallback).
 func (x *executor) usedBy(ctx context.Context, holder string) settled {
-	g := x.g
-	if rec, err := g.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
+	if rec, err := x.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
 		return settledFallback
 	}
 	return settledUsed

@@ -41,14 +41,13 @@ const maxErrorText = 1024
 // when it is [Recordable], masked; otherwise its kind only, and its text
 // goes to the operator's log.
 func (x *executor) errorText(ctx context.Context, j *job, err error) string {
-	g := x.g
 	if !effectErrorRecordable() {
 		return err.Error()
 	}
 	if errors.As(err, new(recordableError)) {
-		return clipText(g.x.maskText(ctx, j, err.Error()), maxErrorText)
+		return clipText(x.maskText(ctx, j, err.Error()), maxErrorText)
 	}
-	g.k.Logger().WarnContext(ctx, "toolgate: effect error", "tool", j.e.Name, "action", j.act.ID,
+	x.k.Logger().WarnContext(ctx, "toolgate: effect error", "tool", j.e.Name, "action", j.act.ID,
 		"trace", j.trace, "error", err.Error())
 	return errorKind(err)
 }
@@ -138,8 +137,7 @@ func (e *errPanicked) Error() string {
 // logPanic tells the operator, through the kernel's logger, that the
 // effect of attempt n panicked: the value and the stack.
 func (x *executor) logPanic(ctx context.Context, j *job, n int, p *errPanicked) {
-	g := x.g
-	g.k.Logger().ErrorContext(ctx, "toolgate: effect panicked; its outcome is unknown (EFFECT_UNKNOWN)",
+	x.k.Logger().ErrorContext(ctx, "toolgate: effect panicked; its outcome is unknown (EFFECT_UNKNOWN)",
 		"tool", j.e.Name, "action", j.act.ID, "trace", j.trace, "attempt", n,
 		"panic", fmt.Sprint(p.value), "stack", string(p.stack))
 }

@@ -135,7 +135,7 @@ func (g *Gate) PolicyHash() string { return g.policyHash }
 // snapshot builds the gate's policy snapshot from what New registered.
 func (x *executor) snapshot(c Config) Policy {
 	g := x.g
-	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
+	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: x.fallback}
 	for _, e := range g.order {
 		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
 			Unbound: e.Unbound, Scope: maps.Clone(e.Scope), Unscoped: e.Unscoped, Idempotent: e.Idempotent, ReadOnly: e.ReadOnly, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
@@ -162,7 +162,7 @@ func (x *executor) snapshot(c Config) Policy {
 		p.Intents = append(p.Intents, Intent{Name: in.Name, Tools: sorted(in.Tools)})
 	}
 	slices.SortFunc(p.Intents, func(a, b Intent) int { return cmp.Compare(a.Name, b.Name) })
-	for _, v := range g.k.Validators() {
+	for _, v := range x.k.Validators() {
 		switch v.(type) {
 		case controlsValidator, scopeValidator:
 			continue // the gate's own checks of the run controls and the request, not the owner's policy
@@ -189,7 +189,7 @@ func policyOnceKey(hash string) string {
 func (x *executor) recordPolicy(ctx context.Context) (string, error) {
 	g := x.g
 	key := policyOnceKey(g.policyHash)
-	if id, err := g.gov.ClaimedBy(ctx, key); err == nil {
+	if id, err := x.gov.ClaimedBy(ctx, key); err == nil {
 		return id, nil
 	} else if !errors.Is(err, blackboard.ErrNotFound) {
 		return "", err
@@ -198,13 +198,13 @@ func (x *executor) recordPolicy(ctx context.Context) (string, error) {
 	if err := json.Unmarshal(g.policyJSON, &payload); err != nil {
 		return "", err
 	}
-	rec, err := g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-		TraceID: PolicyTrace(g.k.Namespace()), Slot: blackboard.Evidence, Kind: KindPolicy, OnceKeys: []string{key},
+	rec, err := x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+		TraceID: PolicyTrace(x.k.Namespace()), Slot: blackboard.Evidence, Kind: KindPolicy, OnceKeys: []string{key},
 		Payload: blackboard.Payload{"hash": g.policyHash, "policy": map[string]any(payload)},
 	}})
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		// Another gate recorded it meanwhile.
-		return g.gov.ClaimedBy(ctx, key)
+		return x.gov.ClaimedBy(ctx, key)
 	}
 	return rec.ID, err
 }

@@ -65,11 +65,11 @@ func (x *executor) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool
 		return err
 	}
 	if _, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		n, age, err := g.x.pendingNow(ctx)
+		n, age, err := x.pendingNow(ctx)
 		if err != nil {
 			return err
 		}
-		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()))
+		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()))
 		o.ObserveInt64(pending, int64(n), set)
 		o.ObserveFloat64(oldest, age.Seconds(), set)
 		return nil
@@ -83,13 +83,12 @@ func (x *executor) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool
 // pendingNow counts the actions waiting for approval across the
 // namespace, and the age of the oldest.
 func (x *executor) pendingNow(ctx context.Context) (int, time.Duration, error) {
-	g := x.g
 	n, oldest := 0, int64(-1)
-	for d, err := range audit.List(ctx, g.reader, audit.Query{Outcome: audit.OutcomePendingApproval}) {
+	for d, err := range audit.List(ctx, x.reader, audit.Query{Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return 0, 0, err
 		}
-		pending, err := g.x.pendingApprovals(ctx, d.TraceID)
+		pending, err := x.pendingApprovals(ctx, d.TraceID)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -105,7 +104,7 @@ func (x *executor) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	if n == 0 {
 		return 0, 0, nil
 	}
-	return n, g.k.Now().Sub(time.UnixMilli(oldest)), nil
+	return n, x.k.Now().Sub(time.UnixMilli(oldest)), nil
 }
 
 // callSpanOptions are the options of a call's span, built once: with
@@ -128,7 +127,7 @@ func (x *executor) startCall(ctx context.Context, c Call) (context.Context, trac
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String(telemetry.AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(telemetry.AttrGenAIToolType, "function"),
-		attribute.String(telemetry.AttrNamespace, g.k.Namespace()), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
+		attribute.String(telemetry.AttrNamespace, x.k.Namespace()), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
 		attribute.String(telemetry.AttrCallCaller, clip(c.Caller)), attribute.String(telemetry.AttrGenAIOperation, "execute_tool"),
 	}
 	if c.ID != "" {
@@ -164,7 +163,7 @@ func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, res Re
 		sp.End()
 	}
 	if g.metrics != nil && err == nil && g.metrics.calls.Enabled(ctx) {
-		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, tool), attribute.String(telemetry.AttrOutcome, string(res.Outcome)),
 			attribute.String(telemetry.AttrCode, string(res.Code))))
 	}
@@ -174,7 +173,7 @@ func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, res Re
 func (x *executor) attemptStarted(ctx context.Context, j *job) {
 	g := x.g
 	if g.metrics != nil && g.metrics.attempts.Enabled(ctx) {
-		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, j.e.Name)))
 	}
 }
@@ -197,7 +196,7 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 func (x *executor) effectRecorded(ctx context.Context, j *job, status string, code blackboard.Code) {
 	g := x.g
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
-		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, j.e.Name), attribute.String(telemetry.AttrOutcome, status),
 			attribute.String(telemetry.AttrCode, string(code))))
 	}
@@ -220,7 +219,7 @@ func (x *executor) budgetChecked(ctx context.Context, tool string, snap budget.S
 		sp.SetAttributes(attrs...)
 	}
 	if g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
-		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, tool)))
 	}
 }
