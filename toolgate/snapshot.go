@@ -209,11 +209,6 @@ func (x *executor) recordPolicy(ctx context.Context) (string, error) {
 	return rec.ID, err
 }
 
-// PolicyRecord returns the id of the record that holds the gate's policy
-// snapshot (written by this gate's New or an earlier gate's with the same
-// hash), or "" for a gate without tools, which records none.
-func (g *Gate) PolicyRecord() string { return g.policyID }
-
 // The errors of [PolicyOf].
 var (
 	// ErrPolicyRecord: the record is not a policy snapshot's: another
