@@ -157,7 +157,7 @@ func (a *Approver) Resolve(ctx context.Context, ans Answer) (Result, error) {
 		// Decided and carried out before (a retried Resolve): the same
 		// checks as a decision, on an action that may since be retired,
 		// then what came of it.
-		if _, err := a.g.decidable(ctx, ans.TraceID, ans.ActionID, ans.Digest, false); err != nil {
+		if _, err := a.g.x.decidable(ctx, ans.TraceID, ans.ActionID, ans.Digest, false); err != nil {
 			return Result{}, err
 		}
 		return a.g.Execute(ctx, ans.ActionID)
@@ -202,7 +202,7 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 	}
 	// A retired action is read too, so that one escalated to the safe
 	// fallback is refused as decided, not as unknown.
-	act, err := g.decidable(ctx, traceID, actionID, digest, false)
+	act, err := g.x.decidable(ctx, traceID, actionID, digest, false)
 	if err != nil {
 		return blackboard.Record{}, err
 	}
@@ -218,7 +218,7 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 	case proposal.Provenance.Writer == CallerWriter(a.identity) && approverNotCaller():
 		return bad(blackboard.ErrPermission, fmt.Sprintf("%q is the caller that proposed it and cannot decide it", a.identity))
 	}
-	supersedes, err := g.settled(ctx, act)
+	supersedes, err := g.x.settled(ctx, act)
 	if err != nil {
 		return blackboard.Record{}, err
 	}
@@ -244,7 +244,7 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 	}
 	rec, err = g.planner.gov.Append(ctx, f)
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
-		return blackboard.Record{}, g.lostClaim(ctx, actionID, keys, err)
+		return blackboard.Record{}, g.x.lostClaim(ctx, actionID, keys, err)
 	}
 	return rec, err
 }
@@ -253,11 +253,11 @@ func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Recor
 // unless it may be retired (!active), and checks that digest is the
 // [ArgsDigest] of its arguments: an approval binds what the person was
 // shown, never arguments they did not see.
-func (g *Gate) decidable(ctx context.Context, traceID, actionID, digest string, active bool) (blackboard.Record, error) {
+func (x *executor) decidable(ctx context.Context, traceID, actionID, digest string, active bool) (blackboard.Record, error) {
 	bad := func(sentinel error, detail string) (blackboard.Record, error) {
 		return blackboard.Record{}, fmt.Errorf("%w: toolgate: approve %s: %s", sentinel, actionID, detail)
 	}
-	act, err := g.reader.Get(ctx, actionID)
+	act, err := x.reader.Get(ctx, actionID)
 	if err != nil || act.Slot != blackboard.Actions || act.Mode != blackboard.ModeCommit || (active && act.Status != blackboard.StatusActive) ||
 		act.TraceID() != traceID || len(act.Provenance.InputRefs) == 0 {
 		if err != nil && !isNotFound(err) {
@@ -318,7 +318,7 @@ func (g *Gate) Pending(ctx context.Context, traceID string) ([]Pending, error) {
 		return nil, err
 	}
 	for i := range pending {
-		for r, err := range g.approvals(ctx, pending[i].TraceID, pending[i].ActionID) {
+		for r, err := range g.x.approvals(ctx, pending[i].TraceID, pending[i].ActionID) {
 			if err != nil {
 				return nil, err
 			}
@@ -333,9 +333,9 @@ func (g *Gate) Pending(ctx context.Context, traceID string) ([]Pending, error) {
 // approvals streams the approval records of an action, oldest first, with
 // their current status (an expired approval is EXPIRED or past its TTL:
 // [blackboard.Record.Expired]). It reads the action's trace.
-func (g *Gate) approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
+func (x *executor) approvals(ctx context.Context, traceID, actionID string) iter.Seq2[blackboard.Record, error] {
 	return func(yield func(blackboard.Record, error) bool) {
-		for r, err := range g.reader.Trace(ctx, traceID) {
+		for r, err := range x.reader.Trace(ctx, traceID) {
 			if err != nil {
 				yield(blackboard.Record{}, err)
 				return

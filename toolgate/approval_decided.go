@@ -94,12 +94,12 @@ func decisionKeys(actionID, supersedes string) []string {
 // superseded. Attempts and results are found by the once-keys their
 // writes claim, which only the gate can claim, never by records a tool
 // could write.
-func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, error) {
+func (x *executor) settled(ctx context.Context, act blackboard.Record) (string, error) {
 	refuse := func(rec string, why settled) (string, error) {
 		return "", &decidedError{ActionID: act.ID, Record: rec, Why: why}
 	}
 	var latest *blackboard.Record
-	for r, err := range g.approvals(ctx, act.TraceID(), act.ID) {
+	for r, err := range x.approvals(ctx, act.TraceID(), act.ID) {
 		if err != nil {
 			return "", err
 		}
@@ -110,9 +110,9 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 		a, _ = audit.ApprovalOf(*latest)
 	}
 	if a.Decision == audit.Approved {
-		switch used, err := g.gov.ClaimedBy(ctx, approvalKey(a.ID)); {
+		switch used, err := x.gov.ClaimedBy(ctx, approvalKey(a.ID)); {
 		case err == nil:
-			return refuse(used, g.usedBy(ctx, used))
+			return refuse(used, x.usedBy(ctx, used))
 		case !isNotFound(err):
 			return "", err
 		}
@@ -120,15 +120,15 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 	// The keys of the job that runs the action: an entry with a once-key
 	// takes the action's own once-key when it has one, and the action id
 	// otherwise, which is the key of a tool without one.
-	j, err := g.x.newJob(ctx, &entry{once: true}, act, nil)
+	j, err := x.newJob(ctx, &entry{once: true}, act, nil)
 	if err != nil {
 		return "", err
 	}
-	if id, done, err := g.x.resultOf(ctx, j); err != nil || done {
+	if id, done, err := x.resultOf(ctx, j); err != nil || done {
 		if err != nil {
 			return "", err
 		}
-		res, err := g.reader.Get(ctx, id)
+		res, err := x.reader.Get(ctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -137,7 +137,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 		}
 		return refuse(id, settledClosed)
 	}
-	if n, first, err := g.x.lastAttempt(ctx, j, 1); err != nil || n > 0 {
+	if n, first, err := x.lastAttempt(ctx, j, 1); err != nil || n > 0 {
 		if err != nil {
 			return "", err
 		}
@@ -148,7 +148,7 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 		return "", nil
 	case a.Decision != audit.Approved:
 		return refuse(a.ID, settledDenied)
-	case !latest.Expired(g.k.Now()):
+	case !latest.Expired(x.k.Now()):
 		return refuse(a.ID, settledApproved)
 	}
 	return a.ID, nil
@@ -157,14 +157,14 @@ func (g *Gate) settled(ctx context.Context, act blackboard.Record) (string, erro
 // lostClaim is the error of a decision whose write found one of its keys
 // claimed: by a concurrent decision, or by the attempt that used the
 // approval it was to supersede.
-func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
+func (x *executor) lostClaim(ctx context.Context, actionID string, keys []string, err error) error {
 	whys := []settled{settledConcurrent, settledUsed}
 	for i, key := range keys {
-		holder, cerr := g.gov.ClaimedBy(ctx, key)
+		holder, cerr := x.gov.ClaimedBy(ctx, key)
 		if cerr == nil {
 			why := whys[i]
 			if why == settledUsed {
-				why = g.usedBy(ctx, holder)
+				why = x.usedBy(ctx, holder)
 			}
 			return &decidedError{ActionID: actionID, Record: holder, Why: why}
 		}
@@ -178,8 +178,8 @@ func (g *Gate) lostClaim(ctx context.Context, actionID string, keys []string, er
 // usedBy says what took an approval's use, the record holder: its first
 // attempt (used), or the escalation of the approval once it expired
 // (the safe fallback).
-func (g *Gate) usedBy(ctx context.Context, holder string) settled {
-	if rec, err := g.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
+func (x *executor) usedBy(ctx context.Context, holder string) settled {
+	if rec, err := x.reader.Get(ctx, holder); err == nil && rec.Kind == KindEscalated {
 		return settledFallback
 	}
 	return settledUsed

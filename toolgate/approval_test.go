@@ -411,7 +411,7 @@ func TestApproverChecks(t *testing.T) {
 			t.Errorf("approval %+v (%+v)", a, rec)
 		}
 		var got []string
-		for r, err := range d.g.approvals(d.ctx, "t", wait.ActionID) {
+		for r, err := range d.g.x.approvals(d.ctx, "t", wait.ActionID) {
 			if err != nil {
 				t.Fatal(err)
 			}

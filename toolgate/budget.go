@@ -118,7 +118,7 @@ func (x *executor) admit(ctx context.Context, c Call, e *entry, cc blackboard.Pa
 		snap = by.Snapshot()
 	}
 	if by != nil {
-		x.g.budgetChecked(ctx, tool, snap)
+		x.budgetChecked(ctx, tool, snap)
 	}
 	if why == nil {
 		if by != nil {

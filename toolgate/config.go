@@ -14,9 +14,9 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// DefaultLease is how long an attempt is reserved to its driver when
+// defaultLease is how long an attempt is reserved to its driver when
 // [Config.Lease] is zero.
-const DefaultLease = time.Minute
+const defaultLease = time.Minute
 
 // Config is what [New] builds a gate, and the kernel it governs, from.
 // Each field's zero value means its documented default; New copies what it
@@ -48,7 +48,7 @@ type Config struct {
 	// lists its tool.
 	Intents []Intent
 	// Lease is how long an attempt is reserved to the driver that wrote it
-	// (0: [DefaultLease]), counted from just before its write. The
+	// (0: a minute), counted from just before its write. The
 	// effect's context is cancelled a margin (a tenth of the lease, at
 	// most 5 s) before the lease runs out; a margin after it, another
 	// driver ([Gate.Recover], a concurrent [Gate.Execute]) may start the
@@ -142,7 +142,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 	var errs problems
 	lease := c.Lease
 	if lease == 0 {
-		lease = DefaultLease
+		lease = defaultLease
 	}
 	if lease < 0 {
 		errs.add(ErrInvalidConfig, "", "Lease", "%v is negative", c.Lease)
@@ -168,7 +168,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 	}
 	derivedBy := map[string]*entry{}
 	for _, t := range c.Tools {
-		e, err := g.register(t)
+		e, err := register(g, t)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -187,15 +187,15 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 			derivedBy[d.Belief] = e
 		}
 	}
-	if err := g.checkMaskedOnce(); err != nil {
+	if err := checkMaskedOnce(g); err != nil {
 		errs = append(errs, err)
 	}
-	kc, kerrs := g.kernelConfig(c)
+	kc, kerrs := kernelConfig(g, c)
 	errs = append(errs, kerrs...)
-	errs = append(errs, g.checkFallback(c)...)
-	errs = append(errs, g.compileCallers(c)...)
+	errs = append(errs, checkFallback(g, c)...)
+	errs = append(errs, compileCallers(g, c)...)
 	if reachable {
-		errs = append(errs, g.unreachable(c, derivedBy)...)
+		errs = append(errs, unreachable(g, c, derivedBy)...)
 	}
 	if len(errs) > 0 {
 		return nil, kernel.Config{}, errors.Join(errs...)
@@ -205,7 +205,7 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 
 // kernelConfig is the configuration of the gate's kernel: the owner's
 // (c.Kernel), checked, and what the gate adds to it (see [Config.Kernel]).
-func (g *Gate) kernelConfig(c Config) (kernel.Config, problems) {
+func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 	var errs problems
 	if err := c.Kernel.Validate(); err != nil {
 		for _, one := range splitJoined(err) {
@@ -274,7 +274,7 @@ func splitJoined(err error) []error {
 
 // checkFallback checks that the fallback is a registered safe fallback
 // that is no tool's.
-func (g *Gate) checkFallback(c Config) problems {
+func checkFallback(g *Gate, c Config) problems {
 	var errs problems
 	safe := g.fallback == kernel.FallbackQueueForReview // the kernel's default
 	for _, s := range c.Kernel.ActionSpecs {
@@ -289,7 +289,7 @@ func (g *Gate) checkFallback(c Config) problems {
 }
 
 // compileCallers checks and compiles the contracts and intents.
-func (g *Gate) compileCallers(c Config) problems {
+func compileCallers(g *Gate, c Config) problems {
 	var errs problems
 	names := func(field, what, name string, tools []string) map[string]bool {
 		if err := checkName(name); err != nil {
@@ -352,7 +352,7 @@ func (g *Gate) compileCallers(c Config) problems {
 //
 // The fourth such check, a once-key field the tool's schema lacks, is
 // register's.
-func (g *Gate) unreachable(c Config, derivedBy map[string]*entry) problems {
+func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 	var errs problems
 	specs := map[string][]string{} // the owner's belief specs' DependsOn
 	for _, s := range c.Kernel.BeliefSpecs {
@@ -469,7 +469,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 	if g.mask != nil {
 		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
 	}
-	p := g.snapshot(cfg)
+	p := g.x.snapshot(cfg)
 	if g.policyJSON, err = json.Marshal(p); err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: policy snapshot: %v", ErrInvalidConfig, err), k.Close())
 	}
@@ -479,7 +479,7 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 	// A gate without tools (an approver's, bk approve's) decides no call
 	// and records none.
 	if len(g.order) > 0 {
-		if g.policyID, err = g.recordPolicy(ctx); err != nil {
+		if g.policyID, err = g.x.recordPolicy(ctx); err != nil {
 			return nil, errors.Join(fmt.Errorf("toolgate: recording the policy snapshot: %w", err), k.Close())
 		}
 	}
@@ -500,7 +500,7 @@ func (g *Gate) init(k *kernel.Kernel, c Config) error {
 	}
 	tpSet, tp := telemetry.TracerChoice(c.Kernel.TracerProvider)
 	mpSet, mp := telemetry.MeterChoice(c.Kernel.MeterProvider)
-	if err := g.initTelemetry(tpSet, tp, mpSet, mp); err != nil {
+	if err := g.x.initTelemetry(tpSet, tp, mpSet, mp); err != nil {
 		return fmt.Errorf("%w: telemetry: %v", ErrInvalidConfig, err)
 	}
 	return nil

@@ -172,7 +172,7 @@ func TestAttackApprovalResumedAfterReadOnly(t *testing.T) {
 		}
 		wantOutcome(t, "approved refund resumed in a read-only trace", res, audit.OutcomeRefused, CodeReadOnlyMode)
 		wantOutcome(t, "executed again", d.execute(wait.ActionID), audit.OutcomeRefused, CodeReadOnlyMode)
-		d.clock.Advance(2 * DefaultLease)
+		d.clock.Advance(2 * defaultLease)
 		if _, err := d.g.Recover(d.ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestRecoverHonoursProhibition(t *testing.T) {
 		if err := d.g.Restrict(d.ctx, "t", Controls{Prohibited: []string{"issue_refund"}}); err != nil {
 			t.Fatal(err)
 		}
-		d.clock.Advance(2 * DefaultLease)
+		d.clock.Advance(2 * defaultLease)
 		if _, err := d.g.Recover(d.ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -40,14 +40,14 @@ const maxErrorText = 1024
 // errorText is what the store keeps of an effect's error err: its text
 // when it is [Recordable], masked; otherwise its kind only, and its text
 // goes to the operator's log.
-func (g *Gate) errorText(ctx context.Context, j *job, err error) string {
+func (x *executor) errorText(ctx context.Context, j *job, err error) string {
 	if !effectErrorRecordable() {
 		return err.Error()
 	}
 	if errors.As(err, new(recordableError)) {
-		return clipText(g.maskText(ctx, j, err.Error()), maxErrorText)
+		return clipText(x.maskText(ctx, j, err.Error()), maxErrorText)
 	}
-	g.k.Logger().WarnContext(ctx, "toolgate: effect error", "tool", j.e.Name, "action", j.act.ID,
+	x.k.Logger().WarnContext(ctx, "toolgate: effect error", "tool", j.e.Name, "action", j.act.ID,
 		"trace", j.trace, "error", err.Error())
 	return errorKind(err)
 }
@@ -77,7 +77,8 @@ func typeName(v any) string {
 // (a string as it is, any other value as its canonical JSON) by its masked
 // form. When a value cannot be masked, s is left out entirely and its
 // kind is all that remains: fail closed.
-func (g *Gate) maskText(ctx context.Context, j *job, s string) string {
+func (x *executor) maskText(ctx context.Context, j *job, s string) string {
+	g := x.g
 	if !masksStored() || len(j.e.Masked) == 0 {
 		return s
 	}
@@ -135,8 +136,8 @@ func (e *errPanicked) Error() string {
 
 // logPanic tells the operator, through the kernel's logger, that the
 // effect of attempt n panicked: the value and the stack.
-func (g *Gate) logPanic(ctx context.Context, j *job, n int, p *errPanicked) {
-	g.k.Logger().ErrorContext(ctx, "toolgate: effect panicked; its outcome is unknown (EFFECT_UNKNOWN)",
+func (x *executor) logPanic(ctx context.Context, j *job, n int, p *errPanicked) {
+	x.k.Logger().ErrorContext(ctx, "toolgate: effect panicked; its outcome is unknown (EFFECT_UNKNOWN)",
 		"tool", j.e.Name, "action", j.act.ID, "trace", j.trace, "attempt", n,
 		"panic", fmt.Sprint(p.value), "stack", string(p.stack))
 }

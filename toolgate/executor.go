@@ -54,7 +54,7 @@ func (x *executor) execute(ctx context.Context, traceID, actionID string, args j
 		sp.SetAttributes(attribute.String(telemetry.AttrActionID, actionID))
 	}
 	tool := ""
-	defer func() { x.g.ended(ctx, sp, tool, res, err) }()
+	defer func() { x.ended(ctx, sp, tool, res, err) }()
 	act, e, gd, err := x.gated(ctx, actionID)
 	if err != nil {
 		return Result{}, err

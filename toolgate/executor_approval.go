@@ -92,7 +92,7 @@ var errSuperseded = errors.New("toolgate: the expired approval was superseded by
 func (x *executor) escalate(ctx context.Context, j *job, code blackboard.Code, approval blackboard.Record) (Result, error) {
 	w, err := x.writeEscalation(ctx, j, code, approval)
 	if err == nil {
-		x.g.effectRecorded(ctx, j, StatusEscalated, code)
+		x.effectRecorded(ctx, j, StatusEscalated, code)
 	}
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		if code == CodeApprovalExpired {

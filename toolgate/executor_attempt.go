@@ -126,7 +126,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 		if n >= pol.MaxAttempts {
 			detail := "attempt " + strconv.Itoa(n) + " left no result"
 			if n == mine && lastErr != nil {
-				detail = x.g.errorText(ctx, j, lastErr)
+				detail = x.errorText(ctx, j, lastErr)
 			}
 			return x.finish(ctx, j, n, att, nil, CodeRetriesExhausted, detail)
 		}
@@ -172,7 +172,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			return Result{ActionID: j.act.ID}, err
 		}
 		mine, att = n+1, rec
-		x.g.attemptStarted(ctx, j)
+		x.attemptStarted(ctx, j)
 		var out blackboard.Payload
 		var effErr error
 		if left, margin := x.effectTime(rec), leaseMargin(x.lease); leaseLeftChecked() && left < margin {
@@ -197,7 +197,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			// The effect may have acted before it panicked (the money
 			// moved, then building its output blew up): its outcome is
 			// unknown, never "failed".
-			x.g.logPanic(ctx, j, mine, p)
+			x.logPanic(ctx, j, mine, p)
 			return x.panicked(ctx, j, mine, rec)
 		}
 		j.failure = typedFailure(effErr)
@@ -210,10 +210,10 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 			return x.unknown(ctx, j, mine, rec)
 		}
 		if !isRetryable(effErr) {
-			return x.finish(ctx, j, mine, rec, nil, CodeEffectFailed, x.g.errorText(ctx, j, effErr))
+			return x.finish(ctx, j, mine, rec, nil, CodeEffectFailed, x.errorText(ctx, j, effErr))
 		}
 		if mine >= pol.MaxAttempts {
-			return x.finish(ctx, j, mine, rec, nil, CodeRetriesExhausted, x.g.errorText(ctx, j, effErr))
+			return x.finish(ctx, j, mine, rec, nil, CodeRetriesExhausted, x.errorText(ctx, j, effErr))
 		}
 		lastErr = effErr
 		if err := pause.Sleep(ctx, backoff(pol, mine)); err != nil {
@@ -235,7 +235,7 @@ func (x *executor) startAttempt(ctx context.Context, j *job, n int, prev blackbo
 	if prev.ID != "" {
 		refs = append(refs, prev.ID)
 		if prevErr != nil {
-			eff.PreviousError = x.g.errorText(ctx, j, prevErr)
+			eff.PreviousError = x.errorText(ctx, j, prevErr)
 		}
 	}
 	if n == 1 && j.approval != "" {
@@ -377,7 +377,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		if code != CodeEffectSucceeded {
 			status = StatusFailed
 		}
-		x.g.effectRecorded(ctx, j, status, code)
+		x.effectRecorded(ctx, j, status, code)
 	}
 	switch {
 	case errors.Is(err, blackboard.ErrDuplicateKey):

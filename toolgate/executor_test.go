@@ -235,7 +235,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if err != nil || len(res) != 0 || len(d.invocations("issue_refund")) != 0 {
 				t.Fatalf("Recover within the lease: %+v %v, want nothing done", res, err)
 			}
-			d.clock.Advance(2 * DefaultLease)
+			d.clock.Advance(2 * defaultLease)
 			res, err = d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -263,7 +263,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if res, _ := d.g.Recover(d.ctx); len(res) != 0 {
 				t.Fatalf("Recover of a fresh commit: %+v (a live Call may be about to run it)", res)
 			}
-			d.clock.Advance(2 * DefaultLease)
+			d.clock.Advance(2 * defaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 || res[0].Outcome != audit.OutcomeExecuted {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -285,7 +285,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 				}
 				prev = att
 			}
-			d.clock.Advance(2 * DefaultLease)
+			d.clock.Advance(2 * defaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -309,7 +309,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if _, err := d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial); err != nil {
 				t.Fatal(err)
 			}
-			d.clock.Advance(2 * DefaultLease)
+			d.clock.Advance(2 * defaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 1 {
 				t.Fatalf("Recover: %+v %v, want the escalation finished", res, err)
@@ -336,7 +336,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 			if _, err := d.g.Approver("human:alice").Decide(d.ctx, Answer{TraceID: "t3", ActionID: denied.ActionID, Digest: d.digest(denied.ActionID), Verdict: audit.Denied, Note: "no"}); err != nil {
 				t.Fatal(err)
 			}
-			d.clock.Advance(2 * DefaultLease)
+			d.clock.Advance(2 * defaultLease)
 			res, err := d.g.Recover(d.ctx)
 			if err != nil || len(res) != 2 {
 				t.Fatalf("Recover: %+v %v", res, err)
@@ -377,7 +377,7 @@ func TestCancelledDuringEffect(t *testing.T) {
 		}
 		// The attempt stays pending; once its lease is over, the next
 		// driver takes it up with the same key.
-		d.clock.Advance(2 * DefaultLease)
+		d.clock.Advance(2 * defaultLease)
 		again := d.execute(res.ActionID)
 		wantOutcome(t, "execute after the cancelled call", again, audit.OutcomeExecuted, CodeEffectSucceeded)
 		calls := d.invocations("issue_refund")
@@ -496,7 +496,7 @@ func TestRecoverInSeveralProcesses(t *testing.T) {
 	if _, err := d.g.x.startAttempt(d.ctx, j, 1, blackboard.Record{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	d.clock.Advance(2 * DefaultLease)
+	d.clock.Advance(2 * defaultLease)
 	d.setEffect("issue_refund", func(context.Context, Invocation) (blackboard.Payload, error) {
 		time.Sleep(20 * time.Millisecond)
 		return blackboard.Payload{"refund_id": "re_1"}, nil

@@ -250,8 +250,8 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 // store failure. On an error after the action committed, the Result still
 // names it (ActionID): [Gate.Execute] or [Gate.Recover] finishes it.
 func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
-	ctx, sp := g.startCall(ctx, c)
-	defer func() { g.ended(ctx, sp, toolLabel(c.Tool), res, err) }()
+	ctx, sp := g.x.startCall(ctx, c)
+	defer func() { g.x.ended(ctx, sp, toolLabel(c.Tool), res, err) }()
 	c.span = sp
 	res, j, err := g.x.propose(ctx, c)
 	if err != nil || j == nil {

@@ -180,7 +180,7 @@ func checkMasked(t *Tool) error {
 // tool of the gate records that percept with the field masked. A once-key
 // holds across traces, and each trace hashes the same value under its own
 // key, so the key would no longer stop a repeat in another trace.
-func (g *Gate) checkMaskedOnce() error {
+func checkMaskedOnce(g *Gate) error {
 	if g.mask == nil || g.mask.ring == nil {
 		return nil
 	}

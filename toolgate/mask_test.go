@@ -266,7 +266,7 @@ func TestMaskedAfterCrashFailsClosed(t *testing.T) {
 		d.approve("t", wait.ActionID, "alice", time.Hour)
 		before := len(d.records())
 		wantOutcome(t, "Execute without the arguments", d.execute(wait.ActionID), audit.OutcomeRefused, CodeMaskedUnavailable)
-		d.clock.Advance(2 * DefaultLease) // old enough for Recover to drive it
+		d.clock.Advance(2 * defaultLease) // old enough for Recover to drive it
 		got, err := d.g.Recover(d.ctx)
 		if err != nil || len(got) != 1 || got[0].Code != CodeMaskedUnavailable {
 			t.Fatalf("Recover: %+v %v, want the action left MASKED_UNAVAILABLE", got, err)
@@ -297,7 +297,7 @@ func TestMaskedAfterCrashFailsClosed(t *testing.T) {
 			t.Fatalf("crashed call: %+v %v", res, err)
 		}
 		d.setEffect("issue_refund", nil)
-		d.clock.Advance(2 * DefaultLease)
+		d.clock.Advance(2 * defaultLease)
 		wantOutcome(t, "re-drive without the real value", d.execute(res.ActionID), audit.OutcomeFailed, CodeEffectUnknown)
 		if n := len(d.invocations("issue_refund")); n != 1 {
 			t.Fatalf("effect started %d times, want 1", n)

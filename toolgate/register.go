@@ -11,7 +11,7 @@ import (
 )
 
 // register checks a tool and compiles what the gate needs of it.
-func (g *Gate) register(t Tool) (*entry, error) {
+func register(g *Gate, t Tool) (*entry, error) {
 	bad := func(field, format string, a ...any) error {
 		return &ConfigError{Tool: t.Name, Field: field, Problem: fmt.Sprintf(format, a...), Err: ErrInvalidTool}
 	}

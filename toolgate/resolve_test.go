@@ -14,7 +14,7 @@ import (
 func (d *desk) approvalsOf(trace, actionID string) int {
 	d.t.Helper()
 	n := 0
-	for _, err := range d.g.approvals(d.ctx, trace, actionID) {
+	for _, err := range d.g.x.approvals(d.ctx, trace, actionID) {
 		if err != nil {
 			d.t.Fatal(err)
 		}

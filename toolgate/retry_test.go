@@ -9,7 +9,7 @@ import (
 // field, and a backoff longer than the default ceiling raises the ceiling.
 func TestRetryDefaults(t *testing.T) {
 	got := RetryPolicy{}.withDefaults()
-	want := RetryPolicy{MaxAttempts: DefaultMaxAttempts, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff}
+	want := RetryPolicy{MaxAttempts: defaultMaxAttempts, Backoff: defaultBackoff, MaxBackoff: defaultMaxBackoff}
 	if got != want {
 		t.Errorf("zero policy: got %+v, want %+v", got, want)
 	}

@@ -133,8 +133,9 @@ func (g *Gate) Policy() Policy {
 func (g *Gate) PolicyHash() string { return g.policyHash }
 
 // snapshot builds the gate's policy snapshot from what New registered.
-func (g *Gate) snapshot(c Config) Policy {
-	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: g.fallback}
+func (x *executor) snapshot(c Config) Policy {
+	g := x.g
+	p := Policy{Tools: make([]ToolPolicy, 0, len(g.order)), Contracts: []Contract{}, Fallback: x.fallback}
 	for _, e := range g.order {
 		tp := ToolPolicy{Name: e.Name, Action: e.action(), Parameters: slices.Clone(e.Parameters), Requires: slices.Clone(e.Requires), Bindings: slices.Clone(e.Bindings),
 			Unbound: e.Unbound, Scope: maps.Clone(e.Scope), Unscoped: e.Unscoped, Idempotent: e.Idempotent, ReadOnly: e.ReadOnly, Result: e.resultKind(), ResultTTLMS: e.ResultTTL.Milliseconds(),
@@ -161,7 +162,7 @@ func (g *Gate) snapshot(c Config) Policy {
 		p.Intents = append(p.Intents, Intent{Name: in.Name, Tools: sorted(in.Tools)})
 	}
 	slices.SortFunc(p.Intents, func(a, b Intent) int { return cmp.Compare(a.Name, b.Name) })
-	for _, v := range g.k.Validators() {
+	for _, v := range x.k.Validators() {
 		switch v.(type) {
 		case controlsValidator, scopeValidator:
 			continue // the gate's own checks of the run controls and the request, not the owner's policy
@@ -185,9 +186,10 @@ func policyOnceKey(hash string) string {
 // recordPolicy writes the policy snapshot's record, unless a gate over the
 // store recorded the same hash in the namespace before, and returns its
 // id.
-func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
+func (x *executor) recordPolicy(ctx context.Context) (string, error) {
+	g := x.g
 	key := policyOnceKey(g.policyHash)
-	if id, err := g.gov.ClaimedBy(ctx, key); err == nil {
+	if id, err := x.gov.ClaimedBy(ctx, key); err == nil {
 		return id, nil
 	} else if !errors.Is(err, blackboard.ErrNotFound) {
 		return "", err
@@ -196,21 +198,16 @@ func (g *Gate) recordPolicy(ctx context.Context) (string, error) {
 	if err := json.Unmarshal(g.policyJSON, &payload); err != nil {
 		return "", err
 	}
-	rec, err := g.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-		TraceID: PolicyTrace(g.k.Namespace()), Slot: blackboard.Evidence, Kind: KindPolicy, OnceKeys: []string{key},
+	rec, err := x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
+		TraceID: PolicyTrace(x.k.Namespace()), Slot: blackboard.Evidence, Kind: KindPolicy, OnceKeys: []string{key},
 		Payload: blackboard.Payload{"hash": g.policyHash, "policy": map[string]any(payload)},
 	}})
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		// Another gate recorded it meanwhile.
-		return g.gov.ClaimedBy(ctx, key)
+		return x.gov.ClaimedBy(ctx, key)
 	}
 	return rec.ID, err
 }
-
-// PolicyRecord returns the id of the record that holds the gate's policy
-// snapshot (written by this gate's New or an earlier gate's with the same
-// hash), or "" for a gate without tools, which records none.
-func (g *Gate) PolicyRecord() string { return g.policyID }
 
 // The errors of [PolicyOf].
 var (
@@ -220,15 +217,15 @@ var (
 	// ErrPolicyTampered: the snapshot the record holds does not hash to
 	// the hash it names: it changed after it was recorded.
 	ErrPolicyTampered = errors.New("toolgate: the policy record does not hash to its hash")
-	// ErrPolicyShape: the snapshot is intact but was recorded in another
+	// errPolicyShape: the snapshot is intact but was recorded in another
 	// shape than this version's [Policy], which would read it otherwise.
-	ErrPolicyShape = errors.New("toolgate: the policy record is of another version's shape")
+	errPolicyShape = errors.New("toolgate: the policy record is of another version's shape")
 )
 
 // PolicyOf reads the policy snapshot a [KindPolicy] record holds, and its
 // hash. The record must be the kernel's ([ErrPolicyRecord]); what it holds
 // must hash to the hash it names ([ErrPolicyTampered]) and decode to a
-// [Policy] with that same hash ([ErrPolicyShape]), so that what is read is
+// [Policy] with that same hash (or it fails), so that what is read is
 // exactly what was in force.
 func PolicyOf(rec blackboard.Record) (Policy, string, error) {
 	h, _ := rec.Payload.String("hash")
@@ -245,7 +242,7 @@ func PolicyOf(rec blackboard.Record) (Policy, string, error) {
 	}
 	var p Policy
 	if err := json.Unmarshal(raw, &p); err != nil || p.Hash() != h {
-		return Policy{}, h, fmt.Errorf("%w: %s", ErrPolicyShape, rec.ID)
+		return Policy{}, h, fmt.Errorf("%w: %s", errPolicyShape, rec.ID)
 	}
 	return p, h, nil
 }

@@ -55,8 +55,8 @@ func TestPolicySnapshot(t *testing.T) {
 		if len(recs) != 1 || recs[0].TraceID() != PolicyTrace(d.g.Kernel().Namespace()) || recs[0].Provenance.Role != blackboard.RoleKernel || recs[0].Payload["hash"] != h {
 			t.Fatalf("policy records: %+v", recs)
 		}
-		if d.g.PolicyRecord() != recs[0].ID {
-			t.Errorf("PolicyRecord %q, want %q", d.g.PolicyRecord(), recs[0].ID)
+		if d.g.policyID != recs[0].ID {
+			t.Errorf("policy record %q, want %q", d.g.policyID, recs[0].ID)
 		}
 		// The record holds the policy: decoded, it hashes the same.
 		raw, _ := json.Marshal(recs[0].Payload["policy"])
@@ -66,7 +66,7 @@ func TestPolicySnapshot(t *testing.T) {
 		}
 		// A restart with the same policy, contracts in another order.
 		g2 := d.gate(Config{Tools: d.tools, Contracts: []Contract{d.contracts[1], d.contracts[0]}})
-		if g2.PolicyHash() != h || len(d.policyRecords()) != 1 || g2.PolicyRecord() != recs[0].ID {
+		if g2.PolicyHash() != h || len(d.policyRecords()) != 1 || g2.policyID != recs[0].ID {
 			t.Errorf("restart: hash %q, %d records", g2.PolicyHash(), len(d.policyRecords()))
 		}
 		// A changed policy is a second record.
@@ -223,7 +223,7 @@ func TestPolicyPerNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("gate of namespace %q: %v", ns, err)
 		}
-		rec, err := g.Kernel().Reader().Get(ctx, g.PolicyRecord())
+		rec, err := g.Kernel().Reader().Get(ctx, g.policyID)
 		if err != nil || rec.TraceID() != PolicyTrace(ns) || !IsPolicyTrace(rec.TraceID()) || rec.Namespace != blackboard.NamespaceOf(ns) {
 			t.Errorf("namespace %q: policy record %+v %v, want in %s", ns, rec, err, PolicyTrace(ns))
 		}
@@ -246,7 +246,7 @@ func TestPolicyOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	rec, err := g.Kernel().Reader().Get(ctx, g.PolicyRecord())
+	rec, err := g.Kernel().Reader().Get(ctx, g.policyID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestPolicyOf(t *testing.T) {
 	pol["future_field"] = true
 	raw, _ := json.Marshal(pol)
 	shaped.Payload["hash"], _ = canon.DigestJSON(raw)
-	if _, _, err := PolicyOf(shaped); !errors.Is(err, ErrPolicyShape) {
-		t.Errorf("another version's shape: %v, want ErrPolicyShape", err)
+	if _, _, err := PolicyOf(shaped); !errors.Is(err, errPolicyShape) {
+		t.Errorf("another version's shape: %v, want errPolicyShape", err)
 	}
 }

@@ -25,7 +25,8 @@ type gateMetrics struct {
 
 // initTelemetry sets up the gate's tracer and metrics from its kernel's
 // providers (see [telemetry.TracerChoice]).
-func (g *Gate) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool, mp metric.MeterProvider) error {
+func (x *executor) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool, mp metric.MeterProvider) error {
+	g := x.g
 	g.tracer = telemetry.NewTracer(instrumentation, tpSet, tp)
 	m := telemetry.Meter(instrumentation, mpSet, mp)
 	if m == nil {
@@ -64,11 +65,11 @@ func (g *Gate) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool, mp
 		return err
 	}
 	if _, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		n, age, err := g.pendingNow(ctx)
+		n, age, err := x.pendingNow(ctx)
 		if err != nil {
 			return err
 		}
-		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()))
+		set := metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()))
 		o.ObserveInt64(pending, int64(n), set)
 		o.ObserveFloat64(oldest, age.Seconds(), set)
 		return nil
@@ -81,13 +82,13 @@ func (g *Gate) initTelemetry(tpSet bool, tp trace.TracerProvider, mpSet bool, mp
 
 // pendingNow counts the actions waiting for approval across the
 // namespace, and the age of the oldest.
-func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
+func (x *executor) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	n, oldest := 0, int64(-1)
-	for d, err := range audit.List(ctx, g.reader, audit.Query{Outcome: audit.OutcomePendingApproval}) {
+	for d, err := range audit.List(ctx, x.reader, audit.Query{Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return 0, 0, err
 		}
-		pending, err := g.x.pendingApprovals(ctx, d.TraceID)
+		pending, err := x.pendingApprovals(ctx, d.TraceID)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -103,7 +104,7 @@ func (g *Gate) pendingNow(ctx context.Context) (int, time.Duration, error) {
 	if n == 0 {
 		return 0, 0, nil
 	}
-	return n, g.k.Now().Sub(time.UnixMilli(oldest)), nil
+	return n, x.k.Now().Sub(time.UnixMilli(oldest)), nil
 }
 
 // callSpanOptions are the options of a call's span, built once: with
@@ -114,7 +115,8 @@ var callSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindI
 // gate's own and a child of whatever span ctx carries: an application's
 // span or a framework's own tool span is a parent, never taken for the
 // tool span, so the GenAI attributes are never lost under it.
-func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
+func (x *executor) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
+	g := x.g
 	name := "execute_tool " + toolLabel(c.Tool)
 	if e := g.tools[c.Tool]; e != nil {
 		name = e.spanName
@@ -125,7 +127,7 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String(telemetry.AttrGenAIToolName, toolLabel(c.Tool)), attribute.String(telemetry.AttrGenAIToolType, "function"),
-		attribute.String(telemetry.AttrNamespace, g.k.Namespace()), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
+		attribute.String(telemetry.AttrNamespace, x.k.Namespace()), attribute.String(telemetry.AttrTraceID, clip(c.TraceID)),
 		attribute.String(telemetry.AttrCallCaller, clip(c.Caller)), attribute.String(telemetry.AttrGenAIOperation, "execute_tool"),
 	}
 	if c.ID != "" {
@@ -137,7 +139,8 @@ func (g *Gate) startCall(ctx context.Context, c Call) (context.Context, trace.Sp
 
 // ended records a call's (or an Execute's) result on its span and in the
 // metrics, and ends the span.
-func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result, err error) {
+func (x *executor) ended(ctx context.Context, sp trace.Span, tool string, res Result, err error) {
+	g := x.g
 	if sp != nil {
 		attrs := []attribute.KeyValue{attribute.String(telemetry.AttrOutcome, string(res.Outcome)), attribute.String(telemetry.AttrCode, string(res.Code))}
 		if res.ActionID != "" {
@@ -160,16 +163,17 @@ func (g *Gate) ended(ctx context.Context, sp trace.Span, tool string, res Result
 		sp.End()
 	}
 	if g.metrics != nil && err == nil && g.metrics.calls.Enabled(ctx) {
-		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.calls.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, tool), attribute.String(telemetry.AttrOutcome, string(res.Outcome)),
 			attribute.String(telemetry.AttrCode, string(res.Code))))
 	}
 }
 
 // attemptStarted counts an effect attempt.
-func (g *Gate) attemptStarted(ctx context.Context, j *job) {
+func (x *executor) attemptStarted(ctx context.Context, j *job) {
+	g := x.g
 	if g.metrics != nil && g.metrics.attempts.Enabled(ctx) {
-		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.attempts.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, j.e.Name)))
 	}
 }
@@ -189,9 +193,10 @@ func endAttempt(sp trace.Span, j *job, n int, effErr error) {
 }
 
 // effectRecorded counts an effect's recorded outcome.
-func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code blackboard.Code) {
+func (x *executor) effectRecorded(ctx context.Context, j *job, status string, code blackboard.Code) {
+	g := x.g
 	if g.metrics != nil && g.metrics.outcomes.Enabled(ctx) {
-		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, j.e.Name), attribute.String(telemetry.AttrOutcome, status),
 			attribute.String(telemetry.AttrCode, string(code))))
 	}
@@ -202,7 +207,8 @@ func (g *Gate) effectRecorded(ctx context.Context, j *job, status string, code b
 // bk.budget.used.<resource> and bk.budget.limit.<resource> for each
 // limited resource) and its budget pressure in the bk.budget.pressure
 // histogram.
-func (g *Gate) budgetChecked(ctx context.Context, tool string, snap budget.Snapshot) {
+func (x *executor) budgetChecked(ctx context.Context, tool string, snap budget.Snapshot) {
+	g := x.g
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
 		attrs := []attribute.KeyValue{attribute.String(telemetry.AttrBudgetPrefix+"run_id", snap.RunID),
 			attribute.Float64(telemetry.AttrBudgetPrefix+"pressure", snap.Budget)}
@@ -213,7 +219,7 @@ func (g *Gate) budgetChecked(ctx context.Context, tool string, snap budget.Snaps
 		sp.SetAttributes(attrs...)
 	}
 	if g.metrics != nil && g.metrics.pressure.Enabled(ctx) {
-		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, g.k.Namespace()),
+		g.metrics.pressure.Record(ctx, snap.Budget, metric.WithAttributes(attribute.String(telemetry.AttrNamespace, x.k.Namespace()),
 			attribute.String(telemetry.AttrGenAIToolName, tool)))
 	}
 }

@@ -111,7 +111,7 @@ type Tool struct {
 	// Approval says when a call needs a person's approval before it runs.
 	Approval ApprovalPolicy
 	// Retry bounds the attempts of the effect; a zero field takes its
-	// default ([DefaultMaxAttempts], [DefaultBackoff], [DefaultMaxBackoff]).
+	// default (3 attempts, 200ms, 5s).
 	Retry RetryPolicy
 	// Hints overrides the gate's repair hints for this tool, by code (the
 	// root cause's code is looked up first, then the decision's).
@@ -216,15 +216,15 @@ type ApprovalPolicy struct {
 // RetryPolicy bounds the attempts of an effect.
 type RetryPolicy struct {
 	// MaxAttempts is how many times the effect may be started for one
-	// action, the first included; zero means [DefaultMaxAttempts].
+	// action, the first included; zero means 3.
 	MaxAttempts int
 	// Backoff is the wait before the second attempt; each later wait
 	// doubles, up to MaxBackoff. The wait is drawn uniformly from [d/2, d]
 	// (jitter), and a cancelled context ends it. Zero means
-	// [DefaultBackoff].
+	// 200ms.
 	Backoff time.Duration
 	// MaxBackoff is the longest wait between attempts; zero means
-	// [DefaultMaxBackoff] (or Backoff, if that is longer).
+	// 5s (or Backoff, if that is longer).
 	MaxBackoff time.Duration
 }
 
@@ -232,21 +232,21 @@ type RetryPolicy struct {
 // package variable, so that no program can change every gate's policy
 // behind its back.
 const (
-	DefaultMaxAttempts = 3
-	DefaultBackoff     = 200 * time.Millisecond
-	DefaultMaxBackoff  = 5 * time.Second
+	defaultMaxAttempts = 3
+	defaultBackoff     = 200 * time.Millisecond
+	defaultMaxBackoff  = 5 * time.Second
 )
 
 // withDefaults fills the zero fields with the defaults.
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = defaultMaxAttempts
 	}
 	if p.Backoff == 0 {
-		p.Backoff = DefaultBackoff
+		p.Backoff = defaultBackoff
 	}
 	if p.MaxBackoff == 0 {
-		p.MaxBackoff = max(DefaultMaxBackoff, p.Backoff)
+		p.MaxBackoff = max(defaultMaxBackoff, p.Backoff)
 	}
 	return p
 }

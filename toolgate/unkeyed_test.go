@@ -202,7 +202,7 @@ func TestRedriveNeedsAKey(t *testing.T) {
 					id = j.act.ID
 				}
 				before := len(d.invocations(c.tool))
-				d.clock.Advance(2 * DefaultLease)
+				d.clock.Advance(2 * defaultLease)
 				res, err := d.g.Recover(d.ctx)
 				if err != nil || len(res) != 1 || res[0].ActionID != id {
 					t.Fatalf("Recover: %+v %v", res, err)
@@ -255,7 +255,7 @@ func TestRecoverSkipsFinished(t *testing.T) {
 			d.ground(trace, "A1")
 			wantOutcome(t, trace, d.refund(trace, "A1", 10), audit.OutcomeExecuted, CodeEffectSucceeded)
 		}
-		d.clock.Advance(2 * DefaultLease)
+		d.clock.Advance(2 * defaultLease)
 		cr := &countingReader{Handle: d.g.reader}
 		d.g.reader, d.g.x.reader = cr, cr
 		if res, err := d.g.Recover(d.ctx); err != nil || len(res) != 0 {
