@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/internal/telemetry"
+	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 

@@ -107,7 +107,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("failed write returned record %q", rec)
 			}
 			// Submit must refuse the same way, before any decision.
-			if p, ok := tc.h(f).(*kernel.Planner); ok {
+			if p, ok := tc.h(f).(*kernel.Proposer); ok {
 				d, err := p.Submit(f.ctx, tc.e)
 				wantErr(t, err, tc.sentinel, tc.code)
 				if d.ProposalID != "" {
