@@ -922,7 +922,7 @@ func invSameJSON(a, b any) bool {
 func invIDShaped(s string) bool {
 	slot, rest, ok := strings.Cut(s, ":")
 	i := strings.LastIndexByte(rest, ':')
-	if _, err := blackboard.ParseSlot(slot); !ok || err != nil || i <= 0 {
+	if err := new(blackboard.Slot).UnmarshalText([]byte(slot)); !ok || err != nil || i <= 0 {
 		return false
 	}
 	n := rest[i+1:]
