@@ -263,7 +263,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 		if calls.Add(1) == 1 { // B's recheck
 			close(bWaiting)
 			<-releaseB
-			return kernel.Reject("RULE_VIOLATED", "refunds paused")
+			return kernel.Verdict{Code: "RULE_VIOLATED", Detail: "refunds paused"}
 		}
 		return kernel.Verdict{} // A's
 	})
