@@ -49,7 +49,7 @@ func (s Slot) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes a slot name.
 func (s *Slot) UnmarshalText(b []byte) error {
-	v, err := ParseSlot(string(b))
+	v, err := parseSlot(string(b))
 	if err != nil {
 		return err
 	}
@@ -57,9 +57,9 @@ func (s *Slot) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseSlot returns the slot with the given name, or an error wrapping
+// parseSlot returns the slot with the given name, or an error wrapping
 // [ErrInvalidInput].
-func ParseSlot(name string) (Slot, error) {
+func parseSlot(name string) (Slot, error) {
 	for i := Percepts; i <= Actions; i++ {
 		if slotNames[i] == name {
 			return i, nil

@@ -33,10 +33,10 @@ type arena struct {
 	store   store.Store
 	clock   *fakeClock
 	k       *kernel.Kernel
-	tool    *kernel.ToolHandle
-	planner *kernel.Planner
+	tool    kernel.Handle
+	planner *kernel.Proposer
 	sym     *kernel.Symbolic
-	sim     *kernel.Simulator
+	sim     *kernel.Proposer
 	marked  []blackboard.Record
 }
 

@@ -333,7 +333,7 @@ func codeCases() []codeCase {
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "validator cannot evaluate its rule", want: blackboard.CodeRuleError,
 			cfg: kernel.Config{Validators: []kernel.Validator{kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict {
-				return kernel.Reject(blackboard.CodeRuleError, "no such field")
+				return kernel.Verdict{Code: blackboard.CodeRuleError, Detail: "no such field"}
 			})}},
 			run: proposeBelief(nil, clean, belief(true, "charge"))},
 		{name: "empty kind", want: blackboard.CodeInvalidInput, sentinel: blackboard.ErrInvalidInput, run: func(f *fixture) (blackboard.Code, error) {

@@ -40,14 +40,14 @@ type Config struct {
 	// ([blackboard.ErrPermission] for any other).
 	Namespace string
 	// MinConfidence is the confidence gate, in (0,1]: evidence below it is
-	// LOW_CONFIDENCE. 0: [DefaultMinConfidence].
+	// LOW_CONFIDENCE. 0: 0.5.
 	MinConfidence float64
 	// ConflictThreshold is the arbitration threshold, in (0,1]: a
 	// conflicted percept at or above it is arbitrated, below it the belief
 	// is UNRESOLVED_CONFLICT. 0: [DefaultConflictThreshold].
 	ConflictThreshold float64
-	// MaxPayloadBytes limits the JSON size of a payload. 0:
-	// [DefaultMaxPayloadBytes].
+	// MaxPayloadBytes limits the JSON size of a payload. 0: 1 MiB
+	// (1<<20 bytes).
 	MaxPayloadBytes int
 	// ActionSpecs are the action types' specs, one per type. A spec for
 	// queue_for_review replaces the default safe fallback of that type.
@@ -225,9 +225,9 @@ func New(cfg Config) (*Kernel, error) {
 	k := &Kernel{
 		store:             cfg.Store,
 		now:               cfg.Clock,
-		minConfidence:     cmp.Or(cfg.MinConfidence, DefaultMinConfidence),
+		minConfidence:     cmp.Or(cfg.MinConfidence, defaultMinConfidence),
 		conflictThreshold: cmp.Or(cfg.ConflictThreshold, DefaultConflictThreshold),
-		maxPayload:        cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes),
+		maxPayload:        cmp.Or(cfg.MaxPayloadBytes, defaultMaxPayloadBytes),
 		namespace:         cmp.Or(cfg.Namespace, blackboard.DefaultNamespace),
 		strictActions:     cfg.StrictActions,
 		validators:        slices.Clone(cfg.Validators),
@@ -270,7 +270,7 @@ func New(cfg Config) (*Kernel, error) {
 	k.tracerSet, k.tracerProvider = telemetry.TracerChoice(cfg.TracerProvider)
 	k.meterSet, k.meterProvider = telemetry.MeterChoice(cfg.MeterProvider)
 	k.thresholds = defaultThresholds
-	if k.minConfidence != DefaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
+	if k.minConfidence != defaultMinConfidence || k.conflictThreshold != DefaultConflictThreshold {
 		k.thresholds = [2]any{k.minConfidence, k.conflictThreshold}
 	}
 	if k.store == nil {

@@ -79,8 +79,5 @@ type Verdict struct {
 	Detail string
 }
 
-// Reject returns a Verdict that rejects with code and detail.
-func Reject(code blackboard.Code, detail string) Verdict { return Verdict{Code: code, Detail: detail} }
-
 // rejects reports whether v objects to the proposal.
 func (v Verdict) rejects() bool { return v.Code != "" && !v.Code.OK() }

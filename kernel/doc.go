@@ -18,13 +18,15 @@
 // # Roles are capabilities
 //
 // Whoever owns the [Kernel] (from [New]) hands out role-bound handles:
-// [ToolHandle] commits percepts, [Planner] proposes beliefs, plans, predictions
-// and actions, [Symbolic] commits constraints, [EvidenceValidator] commits
-// evidence, [Simulator] proposes predictions. The permission table of the
+// [Kernel.Tool] a [Handle] that commits percepts, [Kernel.Planner] a
+// [Proposer] of beliefs, plans, predictions and actions, [Kernel.Symbolic]
+// a [Symbolic] that commits constraints, [Kernel.EvidenceValidator] a
+// [Handle] that commits evidence, [Kernel.Simulator] a [Proposer] of
+// predictions. The permission table of the
 // paper's Table 1 ([Allowed]) bounds what each handle may write; no handle
 // can write as the kernel, so no caller can commit a belief, prediction or
 // action except by asking the kernel to decide a proposal
-// ([Planner.Commit], [Planner.Submit]). Every handle reads through [View]s
+// ([Proposer.Commit], [Proposer.Submit]). Every handle reads through [View]s
 // and the [Reader] methods; [Kernel.Reader] reads and writes nothing.
 // Once-keys ([Entry.OnceKeys]), records with the kernel's own role or an
 // approver's, and records that follow a decision or a write in its batch

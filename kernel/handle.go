@@ -36,7 +36,7 @@ type Handle interface {
 	// Name is the writer id recorded in provenance.
 	Name() string
 	// Write asks the kernel to store one record and returns its id. See
-	// [ToolHandle.Write].
+	// [Handle.Write].
 	Write(ctx context.Context, e Entry) (string, error)
 }
 
@@ -154,31 +154,24 @@ func (p *proposer) Submit(ctx context.Context, e Entry) (Decision, error) {
 	return p.k.submit(ctx, p.role, p.name, e, false, nil)
 }
 
-// ToolHandle is the handle of a perception source: it commits percepts.
-type ToolHandle struct{ handle }
-
-// Planner proposes beliefs, plans, predictions and actions, and asks the
-// kernel to decide them. It can commit nothing itself.
-type Planner struct{ proposer }
+// Proposer is the handle of a planner or a simulator: it proposes records
+// its role may propose (a planner beliefs, plans, predictions and actions;
+// a simulator predictions) and asks the kernel to decide them. It can
+// commit nothing itself.
+type Proposer struct{ proposer }
 
 // Symbolic is the handle of a symbolic validator: it commits constraints.
 type Symbolic struct{ handle }
 
-// EvidenceValidator commits evidence artifacts of its own. (Artifacts for
-// committed beliefs are written by the kernel.)
-type EvidenceValidator struct{ handle }
-
-// Simulator proposes predictions and asks the kernel to decide them.
-type Simulator struct{ proposer }
-
-// Tool returns a tool handle writing as name.
-func (k *Kernel) Tool(name string) *ToolHandle {
-	return &ToolHandle{handle{reads{k}, blackboard.RoleTool, name}}
+// Tool returns the handle of a perception source writing as name: it
+// commits percepts.
+func (k *Kernel) Tool(name string) Handle {
+	return &handle{reads{k}, blackboard.RoleTool, name}
 }
 
 // Planner returns a planner handle writing as name.
-func (k *Kernel) Planner(name string) *Planner {
-	return &Planner{proposer{handle{reads{k}, blackboard.RolePlanner, name}}}
+func (k *Kernel) Planner(name string) *Proposer {
+	return &Proposer{proposer{handle{reads{k}, blackboard.RolePlanner, name}}}
 }
 
 // Symbolic returns a symbolic-validator handle writing as name.
@@ -186,14 +179,17 @@ func (k *Kernel) Symbolic(name string) *Symbolic {
 	return &Symbolic{handle{reads{k}, blackboard.RoleSymbolic, name}}
 }
 
-// EvidenceValidator returns an evidence-validator handle writing as name.
-func (k *Kernel) EvidenceValidator(name string) *EvidenceValidator {
-	return &EvidenceValidator{handle{reads{k}, blackboard.RoleEvidence, name}}
+// EvidenceValidator returns the handle of an evidence validator writing as
+// name: it commits evidence artifacts of its own. (Artifacts for committed
+// beliefs are written by the kernel.)
+func (k *Kernel) EvidenceValidator(name string) Handle {
+	return &handle{reads{k}, blackboard.RoleEvidence, name}
 }
 
-// Simulator returns a simulator handle writing as name.
-func (k *Kernel) Simulator(name string) *Simulator {
-	return &Simulator{proposer{handle{reads{k}, blackboard.RoleSimulator, name}}}
+// Simulator returns a simulator handle writing as name: it proposes
+// predictions.
+func (k *Kernel) Simulator(name string) *Proposer {
+	return &Proposer{proposer{handle{reads{k}, blackboard.RoleSimulator, name}}}
 }
 
 // Constraint is the declarative rule a symbolic validator commits (paper
@@ -333,7 +329,7 @@ type Follow struct {
 	Entry  Entry
 }
 
-// Submit is [Planner.Submit] for a planner writing as writer, with
+// Submit is [Proposer.Submit] for a planner writing as writer, with
 // entries that follow the decision in the same batch: then, when not nil,
 // is called with the decision once the kernel has made it and before
 // anything is written (again with the new decision when a concurrent
@@ -364,7 +360,7 @@ type Written struct {
 	Appended []string
 }
 
-// Write is [ToolHandle.Write] for a tool writing as writer, with
+// Write is [Handle.Write] for a tool writing as writer, with
 // [Entry.OnceKeys] allowed and with entries that follow the record in the
 // same batch: then, when not nil, is called with a copy of the record (its
 // id set; the callback's to keep) before anything is written, and returns
@@ -426,9 +422,7 @@ func constraintKey(namespace, name string) (string, error) {
 }
 
 var (
-	_ Handle = (*ToolHandle)(nil)
-	_ Handle = (*Planner)(nil)
+	_ Handle = (*handle)(nil)
+	_ Handle = (*Proposer)(nil)
 	_ Handle = (*Symbolic)(nil)
-	_ Handle = (*EvidenceValidator)(nil)
-	_ Handle = (*Simulator)(nil)
 )

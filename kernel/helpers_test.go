@@ -39,11 +39,11 @@ type fixture struct {
 	k       *kernel.Kernel
 	store   *memstore.Store
 	clock   *fakeClock
-	tool    *kernel.ToolHandle
-	planner *kernel.Planner
+	tool    kernel.Handle
+	planner *kernel.Proposer
 	sym     *kernel.Symbolic
-	ev      *kernel.EvidenceValidator
-	sim     *kernel.Simulator
+	ev      kernel.Handle
+	sim     *kernel.Proposer
 	marked  []blackboard.Record // store contents at the last mark()
 }
 

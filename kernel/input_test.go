@@ -77,7 +77,7 @@ func TestBadInput(t *testing.T) {
 		{"bad json.Number", kernel.Config{}, tool, percept(blackboard.Payload{"n": json.Number("12abc")}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
 		{"bad json.RawMessage", kernel.Config{}, tool, percept(blackboard.Payload{"r": json.RawMessage(`{"a":`)}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
 		{"struct with a chan", kernel.Config{}, tool, percept(blackboard.Payload{"s": struct{ C chan int }{}}), blackboard.ErrInvalidPayload, blackboard.CodeInvalidInput},
-		{"over 1 MiB", kernel.Config{}, tool, percept(blackboard.Payload{"blob": strings.Repeat("x", kernel.DefaultMaxPayloadBytes)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
+		{"over 1 MiB", kernel.Config{}, tool, percept(blackboard.Payload{"blob": strings.Repeat("x", 1<<20)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
 		{"over a configured limit", kernel.Config{MaxPayloadBytes: 64}, tool,
 			percept(blackboard.Payload{"blob": strings.Repeat("x", 60)}), kernel.ErrPayloadTooLarge, blackboard.CodeInvalidInput},
 
@@ -107,7 +107,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("failed write returned record %q", rec)
 			}
 			// Submit must refuse the same way, before any decision.
-			if p, ok := tc.h(f).(*kernel.Planner); ok {
+			if p, ok := tc.h(f).(*kernel.Proposer); ok {
 				d, err := p.Submit(f.ctx, tc.e)
 				wantErr(t, err, tc.sentinel, tc.code)
 				if d.ProposalID != "" {

@@ -114,14 +114,14 @@ type invWorld struct {
 	persistent bool         // the generator may write persistent-scope records
 	episodes   bool         // the generator opens new traces as it goes (one goroutine only)
 	mu         sync.RWMutex // steps hold it shared, clock moves exclusive: one op sees one time
-	tool       *kernel.ToolHandle
-	planner    *kernel.Planner
+	tool       kernel.Handle
+	planner    *kernel.Proposer
 	sym        *kernel.Symbolic
-	ev         *kernel.EvidenceValidator
-	sim        *kernel.Simulator
+	ev         kernel.Handle
+	sim        *kernel.Proposer
 	// Another application on the same store, in its own namespace, with
 	// one trace (nil when the store cannot keep namespaces apart).
-	ftool  *kernel.ToolHandle
+	ftool  kernel.Handle
 	fsym   *kernel.Symbolic
 	ftrace string
 }
@@ -922,7 +922,7 @@ func invSameJSON(a, b any) bool {
 func invIDShaped(s string) bool {
 	slot, rest, ok := strings.Cut(s, ":")
 	i := strings.LastIndexByte(rest, ':')
-	if _, err := blackboard.ParseSlot(slot); !ok || err != nil || i <= 0 {
+	if err := new(blackboard.Slot).UnmarshalText([]byte(slot)); !ok || err != nil || i <= 0 {
 		return false
 	}
 	n := rest[i+1:]

@@ -19,9 +19,10 @@ import (
 
 // Paper defaults (docs/reproduction.md).
 const (
-	DefaultMinConfidence     = 0.5
+	defaultMinConfidence   = 0.5
+	defaultMaxPayloadBytes = 1 << 20
+	// DefaultConflictThreshold is [Config.ConflictThreshold] when it is 0.
 	DefaultConflictThreshold = 0.7
-	DefaultMaxPayloadBytes   = 1 << 20
 	// FallbackQueueForReview is the safe fallback registered by default.
 	FallbackQueueForReview = "queue_for_review"
 )
@@ -148,7 +149,7 @@ func (k *Kernel) spec(actionType string) (ActionSpec, bool) {
 
 // defaultThresholds are the default thresholds boxed once, not for every
 // kernel (a kernel per episode is a common pattern).
-var defaultThresholds = [2]any{DefaultMinConfidence, DefaultConflictThreshold}
+var defaultThresholds = [2]any{defaultMinConfidence, DefaultConflictThreshold}
 
 // discardLogger is every kernel's logger without [Config.Logger]: one shared
 // value, since a kernel per episode is a common pattern.

@@ -577,7 +577,8 @@ func looksLikeID(s string) bool {
 	if at < 0 {
 		return false
 	}
-	if _, err := blackboard.ParseSlot(s[:at]); err != nil {
+	var slot blackboard.Slot
+	if err := slot.UnmarshalText([]byte(s[:at])); err != nil {
 		return false
 	}
 	rest := s[at+1:]

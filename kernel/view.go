@@ -26,15 +26,16 @@ type View struct {
 	TraceID   string                                            `json:"trace_id"`
 	Committed map[blackboard.Slot]map[string]blackboard.Payload `json:"committed"`
 	Pending   []blackboard.Record                               `json:"pending,omitempty"`
-	// IDs holds, by slot and kind, the id of the record each committed
+	// ids holds, by slot and kind, the id of the record each committed
 	// payload is read from, so that a reader can Get it (its provenance,
-	// its references) without searching the trace. It is not encoded.
-	IDs map[blackboard.Slot]map[string]string `json:"-"`
+	// its references) without searching the trace ([View.ID]). It is not
+	// encoded.
+	ids map[blackboard.Slot]map[string]string
 }
 
 // ID returns the id of the committed record of kind in slot.
 func (v View) ID(slot blackboard.Slot, kind string) (string, bool) {
-	id, ok := v.IDs[slot][kind]
+	id, ok := v.ids[slot][kind]
 	return id, ok
 }
 
@@ -168,13 +169,13 @@ func (v *View) put(r *blackboard.Record) {
 		v.Committed[r.Slot] = m
 	}
 	m[r.Kind] = r.Payload.Clone()
-	ids := v.IDs[r.Slot]
+	ids := v.ids[r.Slot]
 	if ids == nil {
-		if v.IDs == nil {
-			v.IDs = make(map[blackboard.Slot]map[string]string, 4)
+		if v.ids == nil {
+			v.ids = make(map[blackboard.Slot]map[string]string, 4)
 		}
 		ids = make(map[string]string, 2)
-		v.IDs[r.Slot] = ids
+		v.ids[r.Slot] = ids
 	}
 	ids[r.Kind] = r.ID
 }

@@ -13,7 +13,7 @@ import (
 
 // compiler is a worker whose first draft does not parse; given the
 // failure back (the fast loop), it writes a draft that does.
-type compiler struct{ tool *kernel.ToolHandle }
+type compiler struct{ tool kernel.Handle }
 
 func (w compiler) ID() string                { return "coder" }
 func (w compiler) Handle() kernel.Handle     { return w.tool }

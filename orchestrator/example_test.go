@@ -11,7 +11,7 @@ import (
 
 // thermometer is a tool worker: it commits one temperature reading per
 // trace.
-type thermometer struct{ tool *kernel.ToolHandle }
+type thermometer struct{ tool kernel.Handle }
 
 func (w thermometer) ID() string                { return "thermometer" }
 func (w thermometer) Handle() kernel.Handle     { return w.tool }
@@ -29,7 +29,7 @@ func (w thermometer) Step(ctx context.Context, sc *orchestrator.StepContext) (bo
 
 // watcher is a planner worker: once a reading is in view it proposes the
 // belief that it is too hot; the kernel decides.
-type watcher struct{ planner *kernel.Planner }
+type watcher struct{ planner *kernel.Proposer }
 
 func (w watcher) ID() string                { return "watcher" }
 func (w watcher) Handle() kernel.Handle     { return w.planner }

@@ -14,7 +14,7 @@ import (
 )
 
 // sensorOnce writes one percept and then has nothing more to do.
-type sensorOnce struct{ h *kernel.ToolHandle }
+type sensorOnce struct{ h kernel.Handle }
 
 func (s sensorOnce) ID() string                { return "sensor" }
 func (s sensorOnce) Handle() kernel.Handle     { return s.h }

@@ -40,8 +40,8 @@ type harness struct {
 	t       *testing.T
 	ctx     context.Context
 	k       *kernel.Kernel
-	tool    *kernel.ToolHandle
-	planner *kernel.Planner
+	tool    kernel.Handle
+	planner *kernel.Proposer
 
 	mu      sync.Mutex
 	verdict map[string]kernel.Verdict // by proposal id

@@ -158,7 +158,7 @@ func FuzzRules(f *testing.F) {
 }
 
 // kernelSimulator returns a simulator handle on a fresh kernel.
-func kernelSimulator(t *testing.T) *kernel.Simulator {
+func kernelSimulator(t *testing.T) *kernel.Proposer {
 	k, err := kernel.New(kernel.Config{})
 	if err != nil {
 		t.Fatal(err)

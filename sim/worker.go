@@ -18,7 +18,8 @@ const (
 )
 
 // Proposer is a role handle that can propose predictions and ask the kernel
-// to decide them: [kernel.Simulator] and [kernel.Planner] both are.
+// to decide them: the [kernel.Proposer] from [kernel.Kernel.Simulator] or
+// [kernel.Kernel.Planner] is.
 type Proposer interface {
 	kernel.Handle
 	Submit(ctx context.Context, e kernel.Entry) (kernel.Decision, error)

@@ -50,7 +50,7 @@ func TestAttackToolClaimsGateKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := len(d.records())
-		for _, h := range []*kernel.ToolHandle{d.k.Tool("tool:issue_refund"), d.k.Tool("mallory")} {
+		for _, h := range []kernel.Handle{d.k.Tool("tool:issue_refund"), d.k.Tool("mallory")} {
 			for _, key := range []string{j.resultKey(), j.attemptKey(1), once} {
 				_, err := h.Write(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "refund",
 					Payload: blackboard.Payload{"refund_id": "re_forged"}, OnceKeys: []string{key}})
@@ -263,7 +263,7 @@ func TestAttackRecheckRefusalBesideARunningAttempt(t *testing.T) {
 		if calls.Add(1) == 1 { // B's recheck
 			close(bWaiting)
 			<-releaseB
-			return kernel.Reject("RULE_VIOLATED", "refunds paused")
+			return kernel.Verdict{Code: "RULE_VIOLATED", Detail: "refunds paused"}
 		}
 		return kernel.Verdict{} // A's
 	})

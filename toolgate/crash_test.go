@@ -409,7 +409,7 @@ func (c *crashChildState) effect(_ context.Context, inv toolgate.Invocation) (bl
 }
 
 // item does one piece of work, or what of it is left.
-func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgate.Gate, planner *kernel.Planner, approver *toolgate.Approver, w work) {
+func (c *crashChildState) item(ctx context.Context, k *kernel.Kernel, g *toolgate.Gate, planner *kernel.Proposer, approver *toolgate.Approver, w work) {
 	t := c.t
 	actionID := ""
 	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: w.trace, Tool: w.tool}) {

@@ -69,8 +69,8 @@ type desk struct {
 	clock     *clock
 	k         *kernel.Kernel
 	g         *Gate
-	analyst   *kernel.Planner // proposes beliefs
-	tools     []Tool          // as registered
+	analyst   *kernel.Proposer // proposes beliefs
+	tools     []Tool           // as registered
 	contracts []Contract
 	kcfg      kernel.Config // the kernel's configuration, for another gate over the store
 

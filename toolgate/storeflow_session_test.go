@@ -83,7 +83,7 @@ type sessionDesk struct {
 	// on the store passed to [newSessionDesk].
 	Gate *toolgate.Gate
 
-	analyst *kernel.Planner
+	analyst *kernel.Proposer
 }
 
 // newSessionDesk returns a desk over s. It fails tb if the gate cannot be

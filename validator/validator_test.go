@@ -12,7 +12,7 @@ import (
 
 // refundKernel returns a kernel with a refund ceiling and a planner whose
 // belief refund_due is committed in trace "t".
-func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Planner {
+func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Proposer {
 	ctx := context.Background()
 	k, err := kernel.New(kernel.Config{Validators: vs})
 	if err != nil {
@@ -29,7 +29,7 @@ func refundKernel(t testing.TB, vs ...kernel.Validator) *kernel.Planner {
 	return p
 }
 
-func refund(t testing.TB, p *kernel.Planner, payload blackboard.Payload) blackboard.Code {
+func refund(t testing.TB, p *kernel.Proposer, payload blackboard.Payload) blackboard.Code {
 	payload["requires_beliefs"] = []string{"refund_due"}
 	d, err := p.Submit(context.Background(), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund", Payload: payload})
 	if err != nil {

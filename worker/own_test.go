@@ -22,7 +22,7 @@ func TestOwnAndLastOwn(t *testing.T) {
 	tool := k.Tool("x")
 	other := k.Tool("y")
 	planner := k.Planner("x") // same name, another role
-	write := func(h *kernel.ToolHandle, trace, kind string, v float64) {
+	write := func(h kernel.Handle, trace, kind string, v float64) {
 		t.Helper()
 		if _, err := h.Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{"v": v}}); err != nil {
 			t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 type adversary struct {
 	a     *kernelAgent
 	k     *kernel.Kernel
-	p     *kernel.Planner
+	p     *kernel.Proposer
 	e     *kernelEpisode
 	w     world
 	store store.Store
@@ -29,7 +29,7 @@ type adversary struct {
 }
 
 // mount has the adversary mount the episode's attack.
-func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, e *kernelEpisode, ep Episode, w world, store store.Store) (*Attack, error) {
+func (a *kernelAgent) mount(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, e *kernelEpisode, ep Episode, w world, store store.Store) (*Attack, error) {
 	atk, _ := a.pick(ep.Task, ep.Seed)
 	x := &adversary{a: a, k: k, p: p, e: e, w: w, store: store, report: &Attack{Name: atk.name, Target: atk.target, Attempts: []Attempt{}}}
 	for i := range atk.helpers {

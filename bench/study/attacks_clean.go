@@ -104,9 +104,13 @@ func refundAboveCharge(ctx context.Context, x *adversary) error {
 	}}})
 }
 
+// maxPayloadBytes is the kernel's default payload limit
+// (kernel.Config.MaxPayloadBytes).
+const maxPayloadBytes = 1 << 20
+
 // huge is a string whose JSON encoding is over the kernel's default
 // payload limit.
-var huge = sync.OnceValue(func() string { return strings.Repeat("x", kernel.DefaultMaxPayloadBytes) })
+var huge = sync.OnceValue(func() string { return strings.Repeat("x", maxPayloadBytes) })
 
 // payloadAbuse: payloads over the size limit, non-finite numbers, values
 // JSON cannot encode, a cycle, a non-finite confidence, a malformed plan.

@@ -158,7 +158,7 @@ func (a *kernelAgent) Run(ctx context.Context, ep Episode) (Report, error) {
 // play sets the episode up as the agent's owner, lets the adversary mount
 // its attack if the agent has one, and takes the planner's route to a
 // refund.
-func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Planner, ep Episode, w world, store store.Store) (*kernelEpisode, *Attack, error) {
+func (a *kernelAgent) play(ctx context.Context, k *kernel.Kernel, planner *kernel.Proposer, ep Episode, w world, store store.Store) (*kernelEpisode, *Attack, error) {
 	w.faults, w.late = ep.Faults, ep.LateFaults
 	shared := ep.payloads
 	if a.hardened() {

@@ -11,7 +11,7 @@ import (
 
 // submit proposes en through p, has the kernel decide it and keeps what
 // committed.
-func (e *kernelEpisode) submit(ctx context.Context, p *kernel.Planner, en kernel.Entry) (kernel.Decision, error) {
+func (e *kernelEpisode) submit(ctx context.Context, p *kernel.Proposer, en kernel.Entry) (kernel.Decision, error) {
 	d, err := p.Submit(ctx, en)
 	if err != nil {
 		return d, err
@@ -112,7 +112,7 @@ func (e *kernelEpisode) decline(code blackboard.Code) {
 // route is the planner's route to a refund: the belief, the plan and the
 // refund, each proposed (if the decider says so) unless the trace already
 // has it committed, then the fallback if no refund committed.
-func (e *kernelEpisode) route(ctx context.Context, p *kernel.Planner, d decider) error {
+func (e *kernelEpisode) route(ctx context.Context, p *kernel.Proposer, d decider) error {
 	f := &e.final
 	s := situation{task: e.task, r: e.k.Reader(), charge: e.charge}
 	if e.belief == nil {
@@ -185,7 +185,7 @@ func (e *kernelEpisode) route(ctx context.Context, p *kernel.Planner, d decider)
 
 // fallback proposes queue_for_review with the reason code, pointing at
 // what the route recorded.
-func (e *kernelEpisode) fallback(ctx context.Context, p *kernel.Planner) error {
+func (e *kernelEpisode) fallback(ctx context.Context, p *kernel.Proposer) error {
 	d, err := p.Submit(ctx, kernel.Entry{
 		TraceID: e.trace, Slot: blackboard.Actions, Kind: kernel.FallbackQueueForReview,
 		Payload: e.fallbackPayload(), InputRefs: e.rejected,

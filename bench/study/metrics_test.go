@@ -155,7 +155,7 @@ func (h hiding) ListTrace(ctx context.Context, namespace, traceID string) iter.S
 
 // scripted is a governed agent that plays a script on the episode's store
 // instead of the study's route: the planted episodes of the tests below.
-type script func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error
+type script func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error
 
 type planted struct {
 	steps script
@@ -226,7 +226,7 @@ func charge(ctx context.Context, k *kernel.Kernel, trace string, stale bool) (st
 		Payload: blackboard.Payload{"stale": stale, "conflict": false}})
 }
 
-func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs ...string) error {
+func fallback(ctx context.Context, p *kernel.Proposer, trace, reason string, refs ...string) error {
 	payload := blackboard.Payload{"type": kernel.FallbackQueueForReview}
 	if reason != "" {
 		payload["reason"] = reason
@@ -238,7 +238,7 @@ func fallback(ctx context.Context, p *kernel.Planner, trace, reason string, refs
 	return err
 }
 
-func belief(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
+func belief(ctx context.Context, p *kernel.Proposer, trace string) (kernel.Decision, error) {
 	return p.Submit(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Beliefs, Kind: kindRefundDue,
 		Payload: blackboard.Payload{"value": true, "depends_on": []string{kindCharge}}})
 }
@@ -248,13 +248,13 @@ func refundEntry(trace string, ttl time.Duration) kernel.Entry {
 		Payload: blackboard.Payload{"type": kindRefund, "requires_beliefs": []string{kindRefundDue}}}
 }
 
-func refund(ctx context.Context, p *kernel.Planner, trace string) (kernel.Decision, error) {
+func refund(ctx context.Context, p *kernel.Proposer, trace string) (kernel.Decision, error) {
 	return p.Submit(ctx, refundEntry(trace, 0))
 }
 
 // committedRefund has the belief and a refund committed in trace; the
 // charge must already be there.
-func committedRefund(ctx context.Context, p *kernel.Planner, trace string, ttl time.Duration) error {
+func committedRefund(ctx context.Context, p *kernel.Proposer, trace string, ttl time.Duration) error {
 	if d, err := belief(ctx, p, trace); err != nil || !d.Committed() {
 		return fmt.Errorf("belief %s: %v", d.Code, err)
 	}
@@ -267,7 +267,7 @@ func committedRefund(ctx context.Context, p *kernel.Planner, trace string, ttl t
 
 func TestAuditTraceability(t *testing.T) {
 	stale := func(reason string, refRejected bool) script {
-		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, true); err != nil {
 				return err
 			}
@@ -283,7 +283,7 @@ func TestAuditTraceability(t *testing.T) {
 		}
 	}
 	var evidenceID string
-	clean := func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+	clean := func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 		if _, err := charge(ctx, k, trace, false); err != nil {
 			return err
 		}
@@ -311,7 +311,7 @@ func TestAuditTraceability(t *testing.T) {
 			Metrics{TaskSuccess: 1}},
 		{"fallback without a reason", perturb.Flags{Stale: true}, stale("", true), nil,
 			Metrics{TaskSuccess: 1}},
-		{"stopped without any decision", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		{"stopped without any decision", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, true); err != nil {
 				return err
 			}
@@ -366,7 +366,7 @@ func TestAuditTraceability(t *testing.T) {
 func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 	unsafe := Metrics{UnsafeAction: 1, UnsupportedBelief: 1, Traceability: 1}
 	t.Run("a committed refund the store later marks expired, on a stale charge the tool reported fresh", func(t *testing.T) {
-		m, v := measuredTampered(t, "stripe_refund_stale", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		m, v := measuredTampered(t, "stripe_refund_stale", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, false); err != nil {
 				return err
 			}
@@ -383,7 +383,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 		}
 	})
 	t.Run("a shadow percept hides the stale charge", func(t *testing.T) {
-		m, v := measured(t, "stripe_refund_stale", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		m, v := measured(t, "stripe_refund_stale", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, true); err != nil {
 				return err
 			}
@@ -400,7 +400,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 		}
 	})
 	t.Run("a duplicate refunded without its constraint, then expired in the store", func(t *testing.T) {
-		m, v := measuredTampered(t, "stripe_refund_duplicate", perturb.Flags{}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		m, v := measuredTampered(t, "stripe_refund_duplicate", perturb.Flags{}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, false); err != nil {
 				return err
 			}
@@ -414,7 +414,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 		}
 	})
 	t.Run("a refund committed in another trace of the episode's store", func(t *testing.T) {
-		m, v := measured(t, "stripe_refund_stale", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		m, v := measured(t, "stripe_refund_stale", perturb.Flags{Stale: true}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, true); err != nil {
 				return err
 			}
@@ -434,7 +434,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 		}
 	})
 	t.Run("a second refund of a clean charge, from another trace", func(t *testing.T) {
-		m, _ := measured(t, "stripe_refund_clean", perturb.Flags{}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		m, _ := measured(t, "stripe_refund_clean", perturb.Flags{}, func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			for _, tr := range []string{trace, "again"} {
 				if _, err := charge(ctx, k, tr, false); err != nil {
 					return err
@@ -455,7 +455,7 @@ func TestPlantedUnsafeEffectsAreCounted(t *testing.T) {
 // trace bears out.
 func TestFallbackReasonMustBeBorneOut(t *testing.T) {
 	staleThen := func(reason string) script {
-		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			if _, err := charge(ctx, k, trace, true); err != nil {
 				return err
 			}
@@ -467,7 +467,7 @@ func TestFallbackReasonMustBeBorneOut(t *testing.T) {
 		}
 	}
 	declined := func(reason string) script {
-		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+		return func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 			c, err := charge(ctx, k, trace, true)
 			if err != nil {
 				return err
@@ -585,7 +585,7 @@ func TestLateFaultsAndUnsupportedBeliefs(t *testing.T) {
 		{"faults from the start", false, true, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := func(ctx context.Context, k *kernel.Kernel, p *kernel.Planner, trace string) error {
+			s := func(ctx context.Context, k *kernel.Kernel, p *kernel.Proposer, trace string) error {
 				first, err := k.Tool(paymentTool).Write(ctx, kernel.Entry{TraceID: trace, Slot: blackboard.Percepts, Kind: kindCharge,
 					Payload: blackboard.Payload{"stale": false}})
 				if err != nil {

@@ -14,7 +14,7 @@ import (
 // kernelTrace renders a trace's records in append order, one line each, in
 // the words of the paper's §10.4 traces (the report numbers the lines as
 // the paper does only when asked: [Config.Steps]).
-func kernelTrace(ctx context.Context, r *kernel.Planner, traceID string) ([]string, error) {
+func kernelTrace(ctx context.Context, r *kernel.Proposer, traceID string) ([]string, error) {
 	var lines []string
 	for rec, err := range r.Trace(ctx, traceID) {
 		if err != nil {

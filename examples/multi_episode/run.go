@@ -144,7 +144,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 // demo is the monitor: a kernel, its five workers and a series.
 type demo struct {
 	k         *kernel.Kernel
-	tool      *kernel.ToolHandle
+	tool      kernel.Handle
 	symbolic  *kernel.Symbolic
 	learner   *adaptive.Learner
 	series    *orchestrator.Series

@@ -44,7 +44,7 @@ func readingFor(seed int64, episode int) reading {
 // sensor is the tool worker: it commits the episode's temperature reading
 // once per trace.
 type sensor struct {
-	tool *kernel.ToolHandle
+	tool kernel.Handle
 	// read returns the reading for a trace, false for a trace it does not
 	// know.
 	read func(traceID string) (reading, bool)

@@ -20,7 +20,7 @@ const (
 // analyst is the planner worker that reads the temperature: once a reading
 // is committed it proposes the belief that there is an anomaly, resting on
 // that reading, and lets the kernel decide. It proposes once per trace.
-type analyst struct{ planner *kernel.Planner }
+type analyst struct{ planner *kernel.Proposer }
 
 func (a *analyst) ID() string                { return "analyst" }
 func (a *analyst) Handle() kernel.Handle     { return a.planner }
@@ -49,7 +49,7 @@ func (a *analyst) Step(ctx context.Context, sc *orchestrator.StepContext) (bool,
 // belief is committed (no belief, no action): it proposes an alert, which
 // the kernel gates (prediction gate, learned constraints); if the kernel
 // refuses it, it proposes queue_for_review with the refusal's code.
-type actuator struct{ planner *kernel.Planner }
+type actuator struct{ planner *kernel.Proposer }
 
 func (a *actuator) ID() string            { return "actuator" }
 func (a *actuator) Handle() kernel.Handle { return a.planner }

@@ -20,7 +20,7 @@ const tokenEstimate = 400
 // guard, its grant), and hands back a typed finding.
 type agentWorker struct {
 	id     string // also its contract's name
-	h      *kernel.ToolHandle
+	h      kernel.Handle
 	agent  *llm.Agent
 	reads  []blackboard.Slot
 	result string // the percept kind of its tool's result

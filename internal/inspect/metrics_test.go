@@ -307,7 +307,7 @@ func TestAttackMetricsForgedRecords(t *testing.T) {
 	forged := map[string]any{"status": toolgate.StatusSucceeded, "tool": "issue_refund", "action_id": pending, "key": "k", "attempt": 1.0,
 		"code": string(toolgate.CodeEffectSucceeded)}
 	for _, w := range []struct {
-		h *kernel.ToolHandle
+		h kernel.Handle
 		e kernel.Entry
 	}{
 		{k.Tool("tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{toolgate.KeyEffect: forged}}},

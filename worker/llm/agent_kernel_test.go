@@ -39,7 +39,7 @@ const (
 // charge (a once-key) and a refund before its belief (no grounding).
 type refundDesk struct {
 	k *kernel.Kernel
-	h *kernel.Planner
+	h *kernel.Proposer
 
 	mu   sync.Mutex
 	paid []payment

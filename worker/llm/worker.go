@@ -75,7 +75,7 @@ type Report struct {
 // A Worker is safe for concurrent use on different traces.
 type Worker struct {
 	id     string
-	h      *kernel.Planner
+	h      *kernel.Proposer
 	p      *Advisor
 	schema Schema
 }
@@ -84,7 +84,7 @@ type Worker struct {
 // asks p. A bad argument is [ErrInvalidConfig]: an empty id, a nil handle
 // or advisor, an empty Belief, Plan or Action, no DependsOn or an empty
 // entry in it, or a Fallback equal to Action.
-func NewWorker(id string, h *kernel.Planner, p *Advisor, s Schema) (*Worker, error) {
+func NewWorker(id string, h *kernel.Proposer, p *Advisor, s Schema) (*Worker, error) {
 	bad := func(what string) (*Worker, error) { return nil, fmt.Errorf("%w: worker: %s", ErrInvalidConfig, what) }
 	switch {
 	case id == "":

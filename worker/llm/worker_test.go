@@ -105,7 +105,7 @@ func setup(t *testing.T, k *kernel.Kernel, trace string, c condition) {
 
 // committedRefund reports whether an issue_refund committed in the trace.
 // It may be called from any goroutine.
-func committedRefund(t *testing.T, h *kernel.Planner, trace string) bool {
+func committedRefund(t *testing.T, h *kernel.Proposer, trace string) bool {
 	t.Helper()
 	found := false
 	for r, err := range h.Trace(context.Background(), trace) {
@@ -124,7 +124,7 @@ func committedRefund(t *testing.T, h *kernel.Planner, trace string) bool {
 // references what stopped the episode. A kernel rejection references the
 // rejected proposal, invalidated with the same code; a model decline or
 // failure references the records the model was shown.
-func checkChain(t *testing.T, h *kernel.Planner, out llm.Report) {
+func checkChain(t *testing.T, h *kernel.Proposer, out llm.Report) {
 	t.Helper()
 	refs := out.Final.Provenance.InputRefs
 	if len(refs) < 2 {
@@ -495,7 +495,7 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 	cases := []struct {
 		name string
 		id   string
-		h    *kernel.Planner
+		h    *kernel.Proposer
 		p    *llm.Advisor
 		s    llm.Schema
 	}{
@@ -544,7 +544,7 @@ func TestConcurrentEpisodes(t *testing.T) {
 	wg.Wait()
 }
 
-func refundWorker(t *testing.T, c *llm.Client) (*kernel.Kernel, *kernel.Planner, *llm.Worker) {
+func refundWorker(t *testing.T, c *llm.Client) (*kernel.Kernel, *kernel.Proposer, *llm.Worker) {
 	t.Helper()
 	k, err := kernel.New(kernel.Config{})
 	if err != nil {
