@@ -6,11 +6,11 @@
 //	GET  /                  the inbox: approvals pending, by namespace, oldest first
 //	GET  /trace?id=T        a trace's timeline (inspect.Timeline), drawn and as text
 //	GET  /trace?record=R    a record's explanation (inspect.Explain) and its trace's timeline
-//	GET  /effects?id=T      a trace's effects and their attempts (inspect.TraceEffects)
+//	GET  /effects?id=T      a trace's effects and their attempts (the inspector's effects report)
 //	POST /decide            approve or deny one action, with a note
 //
 // Each inbox entry shows what a person needs to decide: the tool and its
-// arguments as the committed action holds them ([inspect.Approvals]: never
+// arguments as the committed action holds them (the inspector's approvals listing: never
 // as a decision record's context describes them), their digest
 // ([toolgate.ArgsDigest]), why the call waits (the approval rule), the
 // budget spent (the snapshot of the run budget the gate checked the call
@@ -77,7 +77,7 @@
 // POST is refused ([http.CrossOriginProtection]). Every page is sent with
 // a content security policy that allows no script, no frame and nothing
 // from elsewhere. Stored text is escaped by html/template and passed
-// through [inspect.Inert], so HTML shows as text and a terminal escape
+// through the inspector's inert rendering, so HTML shows as text and a terminal escape
 // reads as \x1b. Everything but POST /decide is read-only.
 //
 // # The timeline as a picture
@@ -91,7 +91,7 @@
 // repeat the kernel's events and are left out, but for a refusal that left
 // no other event (a contract's, a binding's) and an action's wait for
 // approval. Every stored text in the picture is passed through
-// [inspect.Inert] and XML-escaped; the page stays under the same policy,
+// the inspector's inert rendering and XML-escaped; the page stays under the same policy,
 // with no script. The timeline as text follows it, folded.
 //
 // # Tested in a browser
