@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,8 +53,9 @@ func connectAs(t *testing.T, url, user string) *sdk.ClientSession {
 	return cs
 }
 
-// Two authenticated users whose sessions the server gives one id (a
-// server that names sessions predictably): each user's calls are in a
+// Two authenticated users of a server that names sessions predictably
+// (s1, s2, ...; one id for both, which the SDK's session table cannot hold
+// at once, made this test flaky): each user's calls are in a
 // trace of their own by default, which names the subject, so Alice's
 // lookup does not ground Bob's refund. Where the application names one
 // trace for both (WithTrace) and records its request for Alice, Bob's
@@ -63,7 +65,8 @@ func TestAttackCallForAnotherSubject(t *testing.T) {
 	t.Run("default trace", func(t *testing.T) {
 		var refunds atomic.Int32
 		g := sessionGate(t, &refunds)
-		server := sdk.NewServer(&sdk.Implementation{Name: "support", Version: "v1"}, &sdk.ServerOptions{GetSessionID: func() string { return "s1" }})
+		var ids atomic.Int32
+		server := sdk.NewServer(&sdk.Implementation{Name: "support", Version: "v1"}, &sdk.ServerOptions{GetSessionID: func() string { return "s" + strconv.Itoa(int(ids.Add(1))) }})
 		if err := mcp.Govern(server, g, "support"); err != nil {
 			t.Fatal(err)
 		}
