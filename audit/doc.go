@@ -1,6 +1,8 @@
 // Package audit is the record layer of governed calls: decision records
-// (the audit log of every executed, refused or escalated call) and
-// approval records, each with one encoder and one decoder.
+// (the audit log of every executed, refused or escalated call), approval
+// records and the tool-call gate's effect records ([Effect], under
+// [KeyEffect] in the percepts the gate writes), each with one encoder and
+// one decoder ([Effect.Encode] and [EffectOf] for an effect).
 //
 // The kernel decides and appends; it does not know these shapes. The tool
 // gate and the orchestrator build a [Entry] from what the kernel decided

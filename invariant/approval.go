@@ -14,7 +14,7 @@ import (
 // arguments, written before the effect; and one approval lets one action
 // run ([ApprovalBinding]). checked holds the (action, approval) pairs
 // already judged in t.
-func (c *checker) approvals(t *trace, r *blackboard.Record, i int, e toolgate.Effect, act *blackboard.Record, checked map[[2]string]bool) error {
+func (c *checker) approvals(t *trace, r *blackboard.Record, i int, e audit.Effect, act *blackboard.Record, checked map[[2]string]bool) error {
 	if mutApprovalBinding {
 		return nil
 	}
@@ -23,7 +23,7 @@ func (c *checker) approvals(t *trace, r *blackboard.Record, i int, e toolgate.Ef
 
 // approvalBound is approvals' check: the mutation switch
 // mutApprovalBinding skips it.
-func (c *checker) approvalBound(t *trace, r *blackboard.Record, i int, e toolgate.Effect, act *blackboard.Record, checked map[[2]string]bool) error {
+func (c *checker) approvalBound(t *trace, r *blackboard.Record, i int, e audit.Effect, act *blackboard.Record, checked map[[2]string]bool) error {
 	pair := [2]string{act.ID, e.Approval}
 	if checked[pair] {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -85,13 +86,13 @@ func (c *checker) derivedProposal(t *trace, r *blackboard.Record, i int, tool st
 	if err != nil {
 		return err
 	}
-	e, ok := toolgate.EffectOf(src)
+	e, ok := audit.EffectOf(src)
 	switch {
 	case !found:
 		bad("derived by %s from %s, which does not exist", tool, refs[0])
 	case at < 0 || at > i:
 		bad("derived by %s from %s, not a record of the trace before it", tool, refs[0])
-	case !ok || e.Status != toolgate.StatusSucceeded || e.Tool != tool:
+	case !ok || e.Status != audit.StatusSucceeded || e.Tool != tool:
 		bad("derived by %s from %s, which is not a result of %s", tool, refs[0], tool)
 	default:
 		if ds := c.policy(r.Namespace).derivers[r.Kind]; ds != nil && !ds[tool] {

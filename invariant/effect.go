@@ -5,16 +5,16 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // ran reports whether an effect record says the effect was run (or may
 // have been): an attempt, or a result after one. A refusal for good and
 // an escalation are written before any attempt.
-func ran(e toolgate.Effect) bool {
+func ran(e audit.Effect) bool {
 	switch e.Status {
-	case toolgate.StatusAttempted, toolgate.StatusSucceeded, toolgate.StatusFailed:
+	case audit.StatusAttempted, audit.StatusSucceeded, audit.StatusFailed:
 		return true
 	}
 	return e.Attempt > 0
@@ -28,7 +28,7 @@ func (c *checker) effects(t *trace) error {
 	approved := map[[2]string]bool{}
 	for i := range t.recs {
 		r := &t.recs[i]
-		e, ok := toolgate.EffectOf(*r)
+		e, ok := audit.EffectOf(*r)
 		if !ok || !ran(e) {
 			continue
 		}
@@ -66,7 +66,7 @@ func (c *checker) effects(t *trace) error {
 // effectAction checks that the effect record r (at index i of t) is for a
 // committed action of its tool's action type, in t before r, that the
 // gate decided. ok is false when it is not (reported).
-func (c *checker) effectAction(t *trace, r *blackboard.Record, i int, e toolgate.Effect) (blackboard.Record, int, bool, error) {
+func (c *checker) effectAction(t *trace, r *blackboard.Record, i int, e audit.Effect) (blackboard.Record, int, bool, error) {
 	if mutEffectAction {
 		return c.actionOf(t, e)
 	}
@@ -75,14 +75,14 @@ func (c *checker) effectAction(t *trace, r *blackboard.Record, i int, e toolgate
 
 // actionOf is the committed action of t the effect e names, unchecked;
 // ok is false when e names none.
-func (c *checker) actionOf(t *trace, e toolgate.Effect) (act blackboard.Record, at int, ok bool, err error) {
+func (c *checker) actionOf(t *trace, e audit.Effect) (act blackboard.Record, at int, ok bool, err error) {
 	act, at, found, err := c.record(t, e.ActionID)
 	return act, at, found && at >= 0 && isCommittedAction(&act), err
 }
 
 // effectActionHeld is effectAction's check: the mutation switch
 // mutEffectAction skips it.
-func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e toolgate.Effect) (blackboard.Record, int, bool, error) {
+func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e audit.Effect) (blackboard.Record, int, bool, error) {
 	act, at, found, err := c.record(t, e.ActionID)
 	if err != nil {
 		return act, at, found && at >= 0 && isCommittedAction(&act), err

@@ -174,7 +174,7 @@ func (d *desk) find(trace string, fn func(r blackboard.Record) bool) blackboard.
 func (d *desk) effectOf(trace, tool, status string) blackboard.Record {
 	d.t.Helper()
 	return d.find(trace, func(r blackboard.Record) bool {
-		e, ok := toolgate.EffectOf(r)
+		e, ok := audit.EffectOf(r)
 		return ok && e.Tool == tool && e.Status == status
 	})
 }

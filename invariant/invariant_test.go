@@ -51,7 +51,7 @@ func TestEmptyStore(t *testing.T) {
 func TestAttackEffectWithoutAction(t *testing.T) {
 	d := newDesk(t)
 	d.flow("T1")
-	res := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+	res := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
 	expectNew(t, d, func() []invariant.Violation {
 		forged := res.Clone()
 		forged.Payload["effect"].(map[string]any)["action_id"] = "actions:T1:999"
@@ -92,7 +92,7 @@ func TestAttackGroundingSuperseded(t *testing.T) {
 			dr, ok := audit.Of(r)
 			return ok && dr.Subject == act.ID
 		})
-		eff := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+		eff := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
 		a := d.forge(act)[0]
 		dec.Payload["subject"] = a.ID
 		dec.Provenance.InputRefs = []string{a.ID}
@@ -135,7 +135,7 @@ func TestAttackOnceKeyHeldByPlanner(t *testing.T) {
 	})
 	expectNew(t, d, func() []invariant.Violation {
 		// The next slot of the same order taken by a percept.
-		p := d.effectOf("T1", "lookup_order", toolgate.StatusSucceeded)
+		p := d.effectOf("T1", "lookup_order", audit.StatusSucceeded)
 		p.ID = d.next("T1", blackboard.Percepts)
 		p.Payload = blackboard.Payload{"note": "squatting"}
 		err := d.st.Apply(d.ctx, store.Batch{Appends: []blackboard.Record{p},
@@ -153,8 +153,8 @@ func TestAttackOnceKeyHeldByPlanner(t *testing.T) {
 func TestAttackApprovalNotBinding(t *testing.T) {
 	d := newDesk(t)
 	d.flow("T1")
-	res := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded) // the approved refund of T1-A2
-	resEffect, _ := toolgate.EffectOf(res)
+	res := d.effectOf("T1", "issue_refund", audit.StatusSucceeded) // the approved refund of T1-A2
+	resEffect, _ := audit.EffectOf(res)
 	appr := d.find("T1", func(r blackboard.Record) bool { _, ok := audit.ApprovalOf(r); return ok })
 	expectNew(t, d, func() []invariant.Violation {
 		a := appr.Clone()
@@ -175,8 +175,8 @@ func TestAttackApprovalNotBinding(t *testing.T) {
 		// The first refund (no approval needed) run under the second's
 		// approval: an approval of another action, used twice.
 		first := d.find("T1", func(r blackboard.Record) bool {
-			e, ok := toolgate.EffectOf(r)
-			return ok && e.Tool == "issue_refund" && e.Status == toolgate.StatusSucceeded && e.ActionID != resEffect.ActionID
+			e, ok := audit.EffectOf(r)
+			return ok && e.Tool == "issue_refund" && e.Status == audit.StatusSucceeded && e.ActionID != resEffect.ActionID
 		})
 		first.Payload["effect"].(map[string]any)["approval"] = appr.ID
 		f := d.forge(first)
@@ -220,8 +220,8 @@ func TestAttackMaskedValueInClear(t *testing.T) {
 func TestAttackDerivedSource(t *testing.T) {
 	d := newDesk(t)
 	d.flow("T1")
-	lookup := d.effectOf("T1", "lookup_order", toolgate.StatusSucceeded)
-	refund := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+	lookup := d.effectOf("T1", "lookup_order", audit.StatusSucceeded)
+	refund := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
 	prop := d.find("T1", func(r blackboard.Record) bool {
 		return r.Slot == blackboard.Beliefs && r.Mode == blackboard.ModePropose && r.Kind == "refund_due"
 	})
@@ -250,8 +250,8 @@ func TestAttackDerivedSource(t *testing.T) {
 	})
 	expectNew(t, d, func() []invariant.Violation {
 		other := d.find("T1", func(r blackboard.Record) bool {
-			e, ok := toolgate.EffectOf(r)
-			return ok && e.Tool == "lookup_order" && e.Status == toolgate.StatusSucceeded && r.ID != lookup.ID
+			e, ok := audit.EffectOf(r)
+			return ok && e.Tool == "lookup_order" && e.Status == audit.StatusSucceeded && r.ID != lookup.ID
 		})
 		_, c := derive(other.ID, lookup.ID)
 		return []invariant.Violation{{Invariant: invariant.DerivedSource, TraceID: "T1", RecordID: c.ID}}
@@ -280,16 +280,16 @@ func TestAttackOnceKeyHeldForNothing(t *testing.T) {
 		t.Fatalf("refund: %+v", wait)
 	}
 	expectNew(t, d, func() []invariant.Violation {
-		esc := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+		esc := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
 		esc.Kind = toolgate.KindEscalated
-		esc.Payload = blackboard.Payload{"effect": map[string]any{"status": toolgate.StatusEscalated, "tool": "issue_refund",
+		esc.Payload = blackboard.Payload{"effect": map[string]any{"status": audit.StatusEscalated, "tool": "issue_refund",
 			"action_id": wait.ActionID, "code": "APPROVAL_DENIED"}}
 		d.forge(esc)
 		return []invariant.Violation{{Invariant: invariant.OnceHolder, TraceID: "T1", RecordID: wait.ActionID}}
 	})
 	expectNew(t, d, func() []invariant.Violation {
-		ran := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
-		e, _ := toolgate.EffectOf(ran)
+		ran := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
+		e, _ := audit.EffectOf(ran)
 		err := d.st.Apply(d.ctx, store.Batch{Invalidations: []store.Invalidation{
 			{ID: e.ActionID, Status: blackboard.StatusInvalidated, Reason: toolgate.CodeApprovalDenied}}})
 		if err != nil {
@@ -315,7 +315,7 @@ func TestAttackOutOfScope(t *testing.T) {
 		dr, ok := audit.Of(r)
 		return ok && dr.Subject == refund.ID
 	})
-	result := d.effectOf("T1", "issue_refund", toolgate.StatusSucceeded)
+	result := d.effectOf("T1", "issue_refund", audit.StatusSucceeded)
 	ran := func(args map[string]any, ctx map[string]any) blackboard.Record {
 		act, dec, eff := refund.Clone(), decision.Clone(), result.Clone()
 		for k, v := range args {
@@ -391,7 +391,7 @@ func TestAttackOutOfScope(t *testing.T) {
 		var want []invariant.Violation
 		seen := map[string]bool{}
 		for _, r := range d.records("T1") {
-			if e, ok := toolgate.EffectOf(r); ok && e.Tool == "issue_refund" && e.Status == toolgate.StatusSucceeded && !seen[e.ActionID] {
+			if e, ok := audit.EffectOf(r); ok && e.Tool == "issue_refund" && e.Status == audit.StatusSucceeded && !seen[e.ActionID] {
 				seen[e.ActionID] = true
 				want = append(want, invariant.Violation{Invariant: invariant.ScopeHeld, TraceID: "T1", RecordID: e.ActionID})
 			}

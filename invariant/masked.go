@@ -90,14 +90,14 @@ func (c *checker) maskedValues(t *trace) error {
 
 // isEffect reports whether r is an effect record of the gate.
 func isEffect(r *blackboard.Record) bool {
-	_, ok := toolgate.EffectOf(*r)
+	_, ok := audit.EffectOf(*r)
 	return ok
 }
 
 // fieldsOf returns the masked fields r is checked against: its tool's,
 // when r is a record of one tool, else every tool's of the namespace.
 func (c *checker) fieldsOf(p *nsPolicy, r *blackboard.Record) map[string]bool {
-	if e, ok := toolgate.EffectOf(*r); ok {
+	if e, ok := audit.EffectOf(*r); ok {
 		return p.masked[e.Tool]
 	}
 	if r.Slot == blackboard.Actions {

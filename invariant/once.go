@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // maxSlots bounds the slots of one once-key family walked: far beyond any
@@ -33,7 +33,7 @@ func (c *checker) onceKeys(t *trace) error {
 	}
 	for i := range t.recs {
 		r := &t.recs[i]
-		if e, ok := toolgate.EffectOf(*r); ok && !ran(e) {
+		if e, ok := audit.EffectOf(*r); ok && !ran(e) {
 			c.closed[e.ActionID] = true
 		}
 	}

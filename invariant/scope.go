@@ -132,7 +132,7 @@ func (c *checker) scopeHeld(t *trace) error {
 		seen    = map[string]bool{}
 	)
 	for i := range t.recs {
-		e, ok := toolgate.EffectOf(t.recs[i])
+		e, ok := audit.EffectOf(t.recs[i])
 		if !ok || !ran(e) || seen[e.ActionID] {
 			continue
 		}

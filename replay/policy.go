@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/rebuild"
@@ -209,17 +210,17 @@ func (r *replayer) effect(_ context.Context, inv toolgate.Invocation) (blackboar
 		r.note("%s: %s (%s) has no recorded result: the recorded run never ran it, and the replay fails it", inv.Tool, inv.ActionID, r.current)
 		return nil, errNoResult
 	}
-	eff, _ := toolgate.EffectOf(res)
-	if eff.Status == toolgate.StatusSucceeded {
+	eff, _ := audit.EffectOf(res)
+	if eff.Status == audit.StatusSucceeded {
 		out := res.Payload.Clone()
-		delete(out, toolgate.KeyEffect)
+		delete(out, audit.KeyEffect)
 		return out, nil
 	}
 	switch eff.Code {
 	case toolgate.CodeRetriesExhausted:
 		return nil, toolgate.Retryable(toolgate.Recordable(errors.New(eff.Error))) // one attempt allowed: exhausted at once
 	case toolgate.CodeOutputInvalid:
-		return blackboard.Payload{toolgate.KeyEffect: "reserved"}, nil // what the gate refuses as output
+		return blackboard.Payload{audit.KeyEffect: "reserved"}, nil // what the gate refuses as output
 	case toolgate.CodeEffectFailed:
 	default:
 		r.note("%s: the recorded failure %s of %s is replayed as %s", inv.Tool, eff.Code, r.current, toolgate.CodeEffectFailed)

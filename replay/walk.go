@@ -121,7 +121,7 @@ func (r *replayer) scan(ctx context.Context) error {
 		n++
 		switch {
 		case rec.Slot == blackboard.Percepts:
-			if eff, ok := toolgate.EffectOf(rec); ok && (eff.Status == toolgate.StatusSucceeded || eff.Status == toolgate.StatusFailed) {
+			if eff, ok := audit.EffectOf(rec); ok && (eff.Status == audit.StatusSucceeded || eff.Status == audit.StatusFailed) {
 				if _, seen := r.results[eff.ActionID]; !seen {
 					r.results[eff.ActionID] = rec
 				}
@@ -222,8 +222,8 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 		}
 		r.ids[rec.ID] = out.ID
 	case rec.Slot == blackboard.Percepts && p.Role == blackboard.RoleTool:
-		if eff, ok := toolgate.EffectOf(rec); ok {
-			if eff.ActionID != r.stepAction && (eff.Status == toolgate.StatusAttempted || eff.Status == toolgate.StatusEscalated || eff.Status == toolgate.StatusRefused) {
+		if eff, ok := audit.EffectOf(rec); ok {
+			if eff.ActionID != r.stepAction && (eff.Status == audit.StatusAttempted || eff.Status == audit.StatusEscalated || eff.Status == audit.StatusRefused) {
 				r.newStep(p.TimestampMS)
 				return r.execute(ctx, eff.ActionID)
 			}

@@ -572,7 +572,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 	}
 	resultsOf := map[string][]blackboard.Record{}
 	for _, r := range results {
-		eff, _ := toolgate.EffectOf(r)
+		eff, _ := audit.EffectOf(r)
 		id := eff.ActionID
 		resultsOf[id] = append(resultsOf[id], r)
 		ds := decisions[r.ID]
@@ -604,7 +604,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		}
 		st.effects++
 		perTrace[a.TraceID()]++
-		eff, _ := toolgate.EffectOf(rs[0])
+		eff, _ := audit.EffectOf(rs[0])
 		key, attempt := eff.Key, eff.Attempt
 		want := k.Namespace() + "/" + a.ID
 		if a.Kind == "issue_refund" {
@@ -615,7 +615,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 		if key != want {
 			bad("action %s ran under key %q, want %q", a.ID, key, want)
 		}
-		checkKeyLog(bad, st, a.ID, key, eff.Status == toolgate.StatusSucceeded, attempt, byKey[key])
+		checkKeyLog(bad, st, a.ID, key, eff.Status == audit.StatusSucceeded, attempt, byKey[key])
 		delete(byKey, key)
 	}
 	for key, evs := range byKey {
@@ -701,6 +701,6 @@ func checkKeyLog(bad func(string, ...any), st *crashStats, action, key string, s
 
 // isEffect reports whether r is a percept the gate wrote about an effect.
 func isEffect(r blackboard.Record) bool {
-	_, ok := toolgate.EffectOf(r)
+	_, ok := audit.EffectOf(r)
 	return ok
 }

@@ -154,7 +154,7 @@ func TestAttackCallerEffectBurned(t *testing.T) {
 		}
 		n := 0
 		for _, r := range d.records() {
-			if e, ok := EffectOf(r); ok && e.Tool == "issue_refund" {
+			if e, ok := audit.EffectOf(r); ok && e.Tool == "issue_refund" {
 				n++
 			}
 		}

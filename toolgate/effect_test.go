@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
@@ -14,7 +15,7 @@ import (
 )
 
 // fullEffect sets every field of an Effect.
-var fullEffect = Effect{Status: StatusFailed, Tool: "issue_refund", ActionID: "actions:t:4", Key: "desk/actions:t:4", Attempt: 3,
+var fullEffect = audit.Effect{Status: audit.StatusFailed, Tool: "issue_refund", ActionID: "actions:t:4", Key: "desk/actions:t:4", Attempt: 3,
 	Code: CodeRetriesExhausted, Approval: "evidence:t:5", Approver: "human:alice", Note: "ok", Error: "gateway timeout",
 	ExecutionStatus: failure.StatusNetwork, Category: failure.Network, Retryable: true,
 	LeaseUntilMS: 1_735_689_600_123, PreviousError: "connection reset"}
@@ -36,9 +37,9 @@ func TestEffectRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			sparse := Effect{Status: StatusAttempted, Tool: "lookup_order", ActionID: "actions:t:2", Key: "k", Attempt: 1}
-			for _, want := range []Effect{fullEffect, sparse} {
-				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: KindAttempt, Payload: want.payload()}, nil)
+			sparse := audit.Effect{Status: audit.StatusAttempted, Tool: "lookup_order", ActionID: "actions:t:2", Key: "k", Attempt: 1}
+			for _, want := range []audit.Effect{fullEffect, sparse} {
+				w, err := k.Governor().Write(ctx, toolWriter(want.Tool), kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: KindAttempt, Payload: payload(want)}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -46,12 +47,12 @@ func TestEffectRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, ok := EffectOf(back)
+				got, ok := audit.EffectOf(back)
 				if !ok || got != want {
-					t.Errorf("EffectOf = %+v, %v; want %+v", got, ok, want)
+					t.Errorf("audit.EffectOf = %+v, %v; want %+v", got, ok, want)
 				}
 			}
-			stored, _ := json.Marshal(sparse.encode())
+			stored, _ := json.Marshal(sparse.Encode())
 			if string(stored) != `{"action_id":"actions:t:2","attempt":1,"key":"k","status":"attempted","tool":"lookup_order"}` {
 				t.Errorf("a sparse effect is stored as %s", stored)
 			}
@@ -59,7 +60,7 @@ func TestEffectRoundTrip(t *testing.T) {
 	}
 }
 
-// TestEffectOfRefusesForgeries: an object under KeyEffect is the gate's
+// TestEffectOfRefusesForgeries: an object under audit.KeyEffect is the gate's
 // only in a percept written under the gate's writer id for the tool it
 // names, with a known status and an action id. Another tool's percept
 // that copies a real effect, evidence holding one, and a percept with a
@@ -71,7 +72,7 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	}
 	ctx := context.Background()
 	real := fullEffect
-	real.Status, real.Code = StatusSucceeded, CodeEffectSucceeded
+	real.Status, real.Code = audit.StatusSucceeded, CodeEffectSucceeded
 	write := func(w kernel.Handle, e kernel.Entry) blackboard.Record {
 		t.Helper()
 		e.TraceID = "t"
@@ -85,8 +86,8 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 		}
 		return r
 	}
-	genuine := write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: real.payload()})
-	if got, ok := EffectOf(genuine); !ok || got != real {
+	genuine := write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)})
+	if got, ok := audit.EffectOf(genuine); !ok || got != real {
 		t.Fatalf("the gate's own layout under its writer id: %+v, %v", got, ok)
 	}
 	otherStatus := real
@@ -94,14 +95,14 @@ func TestEffectOfRefusesForgeries(t *testing.T) {
 	noAction := real
 	noAction.ActionID = ""
 	for name, r := range map[string]blackboard.Record{
-		"another tool":      write(k.Tool("scraper"), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: real.payload()}),
-		"another tool's id": write(k.Tool(toolWriter("lookup_order")), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: real.payload()}),
-		"evidence":          write(k.EvidenceValidator(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Evidence, Kind: "refund", Payload: real.payload()}),
-		"unknown status":    write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: otherStatus.payload()}),
-		"no action":         write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: noAction.payload()}),
-		"not an object":     write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{KeyEffect: "succeeded"}}),
+		"another tool":      write(k.Tool("scraper"), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)}),
+		"another tool's id": write(k.Tool(toolWriter("lookup_order")), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(real)}),
+		"evidence":          write(k.EvidenceValidator(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Evidence, Kind: "refund", Payload: payload(real)}),
+		"unknown status":    write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(otherStatus)}),
+		"no action":         write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: payload(noAction)}),
+		"not an object":     write(k.Tool(toolWriter(real.Tool)), kernel.Entry{Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{audit.KeyEffect: "succeeded"}}),
 	} {
-		if e, ok := EffectOf(r); ok {
+		if e, ok := audit.EffectOf(r); ok {
 			t.Errorf("%s: %s taken for the gate's effect %+v", name, r.ID, e)
 		}
 	}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/blackboardkernel/bk/audit"
 	"strings"
+
+	"github.com/blackboardkernel/bk/audit"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -158,7 +159,7 @@ func ExampleGate_Surface() {
 	// lookup_order, issue_refund
 }
 
-// Every percept the gate writes about an effect carries an [toolgate.Effect]:
+// Every percept the gate writes about an effect carries an [audit.Effect]:
 // the attempt, persisted before the effect ran, and the result.
 func ExampleEffectOf() {
 	ctx := context.Background()
@@ -172,7 +173,7 @@ func ExampleEffectOf() {
 		if err != nil {
 			panic(err)
 		}
-		if e, ok := toolgate.EffectOf(r); ok {
+		if e, ok := audit.EffectOf(r); ok {
 			fmt.Printf("%s: %s %s, attempt %d, code %q\n", r.Kind, e.Tool, e.Status, e.Attempt, e.Code)
 		}
 	}

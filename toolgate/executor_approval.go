@@ -92,7 +92,7 @@ var errSuperseded = errors.New("toolgate: the expired approval was superseded by
 func (x *executor) escalate(ctx context.Context, j *job, code blackboard.Code, approval blackboard.Record) (Result, error) {
 	w, err := x.writeEscalation(ctx, j, code, approval)
 	if err == nil {
-		x.effectRecorded(ctx, j, StatusEscalated, code)
+		x.effectRecorded(ctx, j, audit.StatusEscalated, code)
 	}
 	if errors.Is(err, blackboard.ErrDuplicateKey) {
 		if code == CodeApprovalExpired {
@@ -119,12 +119,12 @@ func (x *executor) writeEscalation(ctx context.Context, j *job, code blackboard.
 	if code == CodeApprovalExpired && escalationClaimsApproval() {
 		keys = append(keys, approvalKey(rec.ID))
 	}
-	eff := j.effect(StatusEscalated, 0, code)
+	eff := j.effect(audit.StatusEscalated, 0, code)
 	eff.Approval, eff.Approver, eff.Note = approval.ID, approval.Approver, approval.Note
 	cc := j.cc.Clone()
 	cc["approver"] = approval.Approver
 	return j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindEscalated,
-		Payload: eff.payload(), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: keys},
+		Payload: payload(eff), InputRefs: []string{j.act.ID, approval.ID}, OnceKeys: keys},
 		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeEscalated, code)
 			dr.Approvals, dr.Context = []string{approval.ID}, cc
@@ -138,12 +138,12 @@ func (x *executor) writeEscalation(ctx context.Context, j *job, code blackboard.
 // in the same write. When another driver took one of the keys first, its
 // result, or its running attempt, wins.
 func (x *executor) refuseForGood(ctx context.Context, j *job, code blackboard.Code, detail string, keys ...string) (Result, error) {
-	eff := j.effect(StatusRefused, 0, code)
+	eff := j.effect(audit.StatusRefused, 0, code)
 	eff.Error = detail
 	cc := j.cc.Clone()
 	cc["error"] = detail
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
-		Payload: eff.payload(), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...)},
+		Payload: payload(eff), InputRefs: []string{j.act.ID}, OnceKeys: append([]string{j.resultKey()}, keys...)},
 		func(rec blackboard.Record) audit.Entry {
 			dr := audit.ForRecord(rec, j.e.action(), audit.OutcomeRefused, code)
 			dr.Context = cc

@@ -227,7 +227,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 // approved action, the approval's) in the same write, so that no two
 // drivers start the same attempt and no approval is used twice.
 func (x *executor) startAttempt(ctx context.Context, j *job, n int, prev blackboard.Record, prevErr error) (blackboard.Record, error) {
-	eff := j.effect(StatusAttempted, n, "")
+	eff := j.effect(audit.StatusAttempted, n, "")
 	eff.LeaseUntilMS = x.k.Now().Add(x.lease).UnixMilli()
 	refs := make([]string, 1, 3)
 	refs[0] = j.act.ID
@@ -243,7 +243,7 @@ func (x *executor) startAttempt(ctx context.Context, j *job, n int, prev blackbo
 		keys = append(keys, approvalKey(j.approval))
 	}
 	w, err := j.e.handle.Write(ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindAttempt,
-		Payload: eff.payloadBoxed(&j.boxes), InputRefs: refs, OnceKeys: keys}, nil)
+		Payload: payload(eff), InputRefs: refs, OnceKeys: keys}, nil)
 	return w.rec, err
 }
 
@@ -340,10 +340,10 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 	// The record's context is the call's, with top-level keys added: a
 	// shallow copy leaves j.cc as it was (the kernel copies what it stores).
 	dr := audit.Entry{Kind: j.e.action(), Approvals: approvals, Context: maps.Clone(j.cc)}
-	dr.Context["attempt"] = countValue(n)
+	dr.Context["attempt"] = float64(n) // as the kernel stores it
 	if code == CodeEffectSucceeded {
-		if _, reserved := out[KeyEffect]; reserved {
-			return x.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(KeyEffect))
+		if _, reserved := out[audit.KeyEffect]; reserved {
+			return x.finish(ctx, j, n, att, nil, CodeOutputInvalid, "the output uses the reserved key "+quote(audit.KeyEffect))
 		}
 		payload, err := x.g.mask.payload(ctx, j.trace, out.Clone(), j.e.Masked)
 		if err != nil {
@@ -352,18 +352,18 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		if payload == nil {
 			payload = blackboard.Payload{}
 		}
-		payload[KeyEffect] = j.effect(StatusSucceeded, n, code).encodeBoxed(&j.boxes)
+		payload[audit.KeyEffect] = j.effect(audit.StatusSucceeded, n, code).Encode()
 		entry.Kind, entry.Payload, entry.TTL = j.e.resultKind(), payload, j.e.ResultTTL
 		dr.Outcome, dr.Code = audit.OutcomeExecuted, code
 	} else {
-		eff := j.effect(StatusFailed, n, code)
+		eff := j.effect(audit.StatusFailed, n, code)
 		eff.Error = detail
 		dr.Context["error"] = detail
 		if f := j.failure; !f.IsZero() {
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
 			dr.Context[failure.KeyStatus], dr.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
 		}
-		entry.Kind, entry.Payload = KindFailed, eff.payloadBoxed(&j.boxes)
+		entry.Kind, entry.Payload = KindFailed, payload(eff)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code
 	}
 	w, err := j.e.handle.Write(ctx, entry, func(rec blackboard.Record) audit.Entry {
@@ -373,9 +373,9 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		return r
 	})
 	if err == nil {
-		status := StatusSucceeded
+		status := audit.StatusSucceeded
 		if code != CodeEffectSucceeded {
-			status = StatusFailed
+			status = audit.StatusFailed
 		}
 		x.effectRecorded(ctx, j, status, code)
 	}

@@ -76,7 +76,7 @@ func (x *executor) result(ctx context.Context, j *job, rec blackboard.Record, de
 			res.Output = blackboard.Payload{failure.KeyStatus: string(eff.ExecutionStatus), failure.KeyCategory: string(eff.Category),
 				failure.KeyError: eff.Error, failure.KeyRetryable: eff.Retryable}
 		}
-		if eff.Status == StatusRefused {
+		if eff.Status == audit.StatusRefused {
 			res.Outcome, res.RootCause.Record = audit.OutcomeRefused, j.act.ID
 		}
 		res.Hint = x.hint(ctx, j.e, res.Code, res.RootCause, "")
@@ -85,7 +85,7 @@ func (x *executor) result(ctx context.Context, j *job, rec blackboard.Record, de
 		// rec is this call's copy (a store's or the kernel's answer), read
 		// no more: its payload becomes the output as it is.
 		res.Output = rec.Payload
-		delete(res.Output, KeyEffect)
+		delete(res.Output, audit.KeyEffect)
 	}
 	return res, nil
 }

@@ -79,7 +79,7 @@ func TestRetries(t *testing.T) {
 		// The result: a percept of the tool's result kind, the output at
 		// the top level, resting on the action and the last attempt.
 		refunds := d.kinds(blackboard.Percepts, "refund")
-		if len(refunds) != 1 || refunds[0].Payload["refund_id"] != "re_1" || effectOf(refunds[0]).Status != StatusSucceeded ||
+		if len(refunds) != 1 || refunds[0].Payload["refund_id"] != "re_1" || effectOf(refunds[0]).Status != audit.StatusSucceeded ||
 			effectOf(refunds[0]).Attempt != 3 || !slices.Equal(refunds[0].Provenance.InputRefs, []string{res.ActionID, atts[2].ID}) {
 			t.Errorf("result percepts %+v", refunds)
 		}
@@ -147,7 +147,7 @@ func TestPermanentFailures(t *testing.T) {
 func TestOutputInvalid(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		d.setEffect("issue_refund", func(context.Context, Invocation) (blackboard.Payload, error) {
-			return blackboard.Payload{KeyEffect: "mine"}, nil
+			return blackboard.Payload{audit.KeyEffect: "mine"}, nil
 		})
 		d.ground("t", "A1")
 		res := d.refund("t", "A1", 10)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 )
@@ -21,7 +22,6 @@ type job struct {
 	key      string             // the idempotency key
 	hash     string             // hex SHA-256 of key, for the once-keys the gate claims
 	approval string             // the approval record that allowed it, when one did
-	boxes    effectBoxes        // what its effects repeat, boxed once
 	cc       blackboard.Payload
 	failure  failure.Failure // the typed failure finish records, when known
 	fn       EffectFunc      // the effect to run: the call's, else the tool's; nil for a caller-driven tool without the caller's
@@ -53,7 +53,7 @@ func (x *executor) newJob(ctx context.Context, e *entry, act blackboard.Record, 
 	var hash [2 * sha256.Size]byte
 	hex.Encode(hash[:], sum[:])
 	return &job{e: e, act: act, trace: act.TraceID(), args: argsOf(act.Payload), key: key,
-		hash: string(hash[:]), cc: cc, boxes: effectBoxes{e.nameValue, act.ID, key}, fn: e.Effect}, nil
+		hash: string(hash[:]), cc: cc, fn: e.Effect}, nil
 }
 
 // redrivable reports whether an attempt of the tool's effect that left no
@@ -80,13 +80,32 @@ func approvalKey(approvalID string) string {
 }
 
 // effect is the Effect of a gate percept about the job.
-func (j *job) effect(status string, attempt int, code blackboard.Code) Effect {
-	return Effect{Status: status, Tool: j.e.Name, ActionID: j.act.ID, Key: j.key, Attempt: attempt, Code: code, Approval: j.approval}
+func (j *job) effect(status string, attempt int, code blackboard.Code) audit.Effect {
+	return audit.Effect{Status: status, Tool: j.e.Name, ActionID: j.act.ID, Key: j.key, Attempt: attempt, Code: code, Approval: j.approval}
 }
 
 // effectOf is the Effect of a percept the gate found by one of its own
 // once-keys (zero when the record holds none).
-func effectOf(rec blackboard.Record) Effect {
-	e, _ := EffectOf(rec)
+func effectOf(rec blackboard.Record) audit.Effect {
+	e, _ := audit.EffectOf(rec)
 	return e
+}
+
+// payload is a percept's payload holding only the effect e.
+func payload(e audit.Effect) blackboard.Payload {
+	return blackboard.Payload{audit.KeyEffect: e.Encode()}
+}
+
+// toolWriter is the writer id under which the gate writes a tool's
+// attempts and results; [audit.EffectOf] takes an effect for the gate's
+// only under it.
+func toolWriter(tool string) string { return "tool:" + tool }
+
+// boxed is s as a payload value: b when b already holds s, else s boxed
+// anew.
+func boxed(b any, s string) any {
+	if v, ok := b.(string); ok && v == s {
+		return b
+	}
+	return s
 }

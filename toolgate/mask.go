@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 )
@@ -163,7 +164,7 @@ func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) 
 // order comparison, which a hash cannot answer.
 func checkMasked(t *Tool) error {
 	for _, f := range t.Masked {
-		if f == "" || f == KeyEffect {
+		if f == "" || f == audit.KeyEffect {
 			return fmt.Errorf("masked field %q", f)
 		}
 	}

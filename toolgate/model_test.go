@@ -937,14 +937,14 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 
 	// The store: actions, effect records by action, records by id.
 	recs := map[string]blackboard.Record{}
-	effects := map[string][]toolgate.Effect{} // by action
+	effects := map[string][]audit.Effect{} // by action
 	for _, slot := range blackboard.AllSlots() {
 		for r, err := range st.ListSlot(ctx, slot, store.Filter{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			recs[r.ID] = r
-			if eff, ok := toolgate.EffectOf(r); ok {
+			if eff, ok := audit.EffectOf(r); ok {
 				effects[eff.ActionID] = append(effects[eff.ActionID], eff)
 			}
 		}
@@ -962,9 +962,9 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 	}
 	// result is the one result of an action (anything but an attempt);
 	// n is how many there are.
-	result := func(action string) (res toolgate.Effect, n int) {
+	result := func(action string) (res audit.Effect, n int) {
 		for _, e := range effects[action] {
-			if e.Status != toolgate.StatusAttempted {
+			if e.Status != audit.StatusAttempted {
 				res = e
 				n++
 			}
@@ -1026,7 +1026,7 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 				bad("lookup %s (not idempotent) started %d times: %+v", action, len(aevs), aevs)
 			}
 			switch {
-			case res.Status == toolgate.StatusSucceeded:
+			case res.Status == audit.StatusSucceeded:
 				if !slices.ContainsFunc(aevs, func(e ledgerEvent) bool { return e.Attempt == res.Attempt }) {
 					bad("lookup %s: result of attempt %d, which the world never saw read", action, res.Attempt)
 				}
@@ -1039,11 +1039,11 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 		}
 		paid := slices.ContainsFunc(aevs, func(e ledgerEvent) bool { return e.Ev == "pay" })
 		switch {
-		case paid && res.Status != toolgate.StatusSucceeded:
+		case paid && res.Status != audit.StatusSucceeded:
 			bad("refund %s: the world paid it, the store records %s %s (%s)", action, res.Status, res.Code, res.Error)
 		case paid && !slices.ContainsFunc(aevs, func(e ledgerEvent) bool { return e.Ev == "pay" && e.Attempt == res.Attempt }):
 			bad("refund %s: success recorded for attempt %d, which the world never paid", action, res.Attempt)
-		case !paid && res.Status == toolgate.StatusSucceeded:
+		case !paid && res.Status == audit.StatusSucceeded:
 			bad("refund %s: recorded as paid, the world never paid it", action)
 		}
 		if denied[action] && paid {
@@ -1058,14 +1058,14 @@ func checkModel(ctx context.Context, t *testing.T, seed uint64, g *toolgate.Gate
 	approvalUsers := map[string]string{}
 	for action, effs := range effects {
 		res, n := result(action)
-		attempted := slices.ContainsFunc(effs, func(e toolgate.Effect) bool { return e.Status == toolgate.StatusAttempted })
+		attempted := slices.ContainsFunc(effs, func(e audit.Effect) bool { return e.Status == audit.StatusAttempted })
 		if attempted && n != 1 {
 			bad("action %s: %d results after recovery, want 1: %+v", action, n, effs)
 		}
-		if n == 1 && res.Status == toolgate.StatusSucceeded && len(byAction[action]) == 0 {
+		if n == 1 && res.Status == audit.StatusSucceeded && len(byAction[action]) == 0 {
 			bad("action %s (%s): recorded as succeeded, the world never saw its effect", action, res.Tool)
 		}
-		if n == 1 && res.Status != toolgate.StatusAttempted && res.Status != toolgate.StatusSucceeded && res.Code != toolgate.CodeEffectUnknown {
+		if n == 1 && res.Status != audit.StatusAttempted && res.Status != audit.StatusSucceeded && res.Code != toolgate.CodeEffectUnknown {
 			stats.addCodes(map[blackboard.Code]int{res.Code: 1})
 		}
 		for _, e := range effs {
@@ -1119,8 +1119,8 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 		if r.TraceID() != trace || r.Kind != "order" || r.Payload["order_id"] != order {
 			continue
 		}
-		eff, ok := toolgate.EffectOf(r)
-		if !ok || eff.Status != toolgate.StatusSucceeded {
+		eff, ok := audit.EffectOf(r)
+		if !ok || eff.Status != audit.StatusSucceeded {
 			continue
 		}
 		_, _, n, ok := blackboard.SplitRecordID(id)
@@ -1155,7 +1155,7 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 
 // checkApproval checks that a refund above the limit ran under an approval
 // of that action and of its arguments.
-func checkApproval(bad func(string, ...any), recs map[string]blackboard.Record, effects map[string][]toolgate.Effect, action string) {
+func checkApproval(bad func(string, ...any), recs map[string]blackboard.Record, effects map[string][]audit.Effect, action string) {
 	act := recs[action]
 	amount, _ := act.Payload["amount"].(float64)
 	if amount <= modelOver {
@@ -1167,7 +1167,7 @@ func checkApproval(bad func(string, ...any), recs map[string]blackboard.Record, 
 		return
 	}
 	for _, e := range effects[action] {
-		if e.Status != toolgate.StatusAttempted && e.Status != toolgate.StatusSucceeded {
+		if e.Status != audit.StatusAttempted && e.Status != audit.StatusSucceeded {
 			continue
 		}
 		if e.Approval == "" {
@@ -1241,7 +1241,7 @@ func effectsOf(ctx context.Context, st store.Store, trace, action string) string
 		if err != nil {
 			return sb.String()
 		}
-		if eff, ok := toolgate.EffectOf(r); ok && eff.ActionID == action {
+		if eff, ok := audit.EffectOf(r); ok && eff.ActionID == action {
 			fmt.Fprintf(&sb, "\n\t%s: %s %s attempt %d %s", r.ID, r.Kind, eff.Status, eff.Attempt, eff.Code)
 		}
 		if d, ok := audit.Of(r); ok && d.Subject == action {

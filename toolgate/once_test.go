@@ -113,7 +113,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 					_, err = d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
 				} else {
 					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
-						Payload: j.effect(StatusRefused, 0, CodeToolNotPermitted).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
+						Payload: payload(j.effect(audit.StatusRefused, 0, CodeToolNotPermitted)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 				}
 				if err != nil {
 					t.Fatal(err)

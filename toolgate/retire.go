@@ -27,7 +27,7 @@ import (
 func (x *executor) retire(ctx context.Context, j *job, rec blackboard.Record) error {
 	switch {
 	case rec.Kind == KindEscalated:
-	case rec.Kind == KindFailed && effectOf(rec).Status == StatusRefused:
+	case rec.Kind == KindFailed && effectOf(rec).Status == audit.StatusRefused:
 	default:
 		return nil
 	}
@@ -99,7 +99,7 @@ func (x *executor) holderState(ctx context.Context, holderID string) string {
 		switch {
 		case err != nil:
 			return unknown
-		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectOf(rec).Status == StatusRefused:
+		case rec.Kind == KindEscalated || rec.Kind == KindFailed && effectOf(rec).Status == audit.StatusRefused:
 			if n > 0 {
 				return "An earlier call of this action was stopped after it may have started; whether it took effect is not known. Do not retry it; tell the user it is under review."
 			}

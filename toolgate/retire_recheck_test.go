@@ -84,7 +84,7 @@ func TestRetireRecheckRefusalAfterAnAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		w, err := j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
-			Payload: j.effect(StatusRefused, 0, blackboard.CodeSupersededEvidence).payload(), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
+			Payload: payload(j.effect(audit.StatusRefused, 0, blackboard.CodeSupersededEvidence)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/blackboardkernel/bk/internal/telemetry"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/blackboardkernel/bk/internal/telemetry"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/blackboardkernel/bk/kernel"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/blackboardkernel/bk/kernel"
 
 	"github.com/google/jsonschema-go/jsonschema"
 

@@ -174,7 +174,7 @@ func (r *reporter) resultNote(id string) string {
 	retried := ""
 	if refs := rec.Provenance.InputRefs; len(refs) > 1 {
 		if att, err := r.reader.Get(r.ctx, refs[1]); err == nil {
-			if e, _ := toolgate.EffectOf(att); e.PreviousError != "" {
+			if e, _ := audit.EffectOf(att); e.PreviousError != "" {
 				retried = fmt.Sprintf(" after a retry (%v)", e.PreviousError)
 			}
 		}
@@ -308,7 +308,7 @@ func (r *reporter) ledger() error {
 			if err != nil {
 				return err
 			}
-			if e, ok := toolgate.EffectOf(rec); ok && rec.Kind != toolgate.KindAttempt && e.ActionID == f.action {
+			if e, ok := audit.EffectOf(rec); ok && rec.Kind != toolgate.KindAttempt && e.ActionID == f.action {
 				results = append(results, rec)
 			}
 		}
@@ -325,7 +325,7 @@ func (r *reporter) ledger() error {
 			bad("%s has %d recorded results", f.action, len(results))
 		}
 		res := results[0]
-		e, _ := toolgate.EffectOf(res)
+		e, _ := audit.EffectOf(res)
 		switch res.Kind {
 		case "refund":
 			paidCount++

@@ -48,7 +48,7 @@
 // each attempt with its number, its lease and the approval it ran under,
 // and how the effect ended, its result's output or its failure (message,
 // category, retryable) or escalation, with its code. It reads only the
-// gate's own effect records ([toolgate.EffectOf]); every stored text on it
+// gate's own effect records ([audit.EffectOf]); every stored text on it
 // is escaped, and it writes nothing.
 //
 // # Deciding

@@ -82,10 +82,10 @@ func TestEffects(t *testing.T) {
 		t.Fatalf("refund %+v", refund)
 	}
 	att, res := refund.Steps[0], refund.Steps[1]
-	if att.Status != toolgate.StatusAttempted || att.Attempt != 1 || att.LeaseUntilMS <= att.TimeMS || att.Approval == "" {
+	if att.Status != audit.StatusAttempted || att.Attempt != 1 || att.LeaseUntilMS <= att.TimeMS || att.Approval == "" {
 		t.Errorf("attempt %+v", att)
 	}
-	if res.Status != toolgate.StatusSucceeded || res.Code != toolgate.CodeEffectSucceeded || res.Output["refund_id"] != "re_ticket-1" || res.Output[toolgate.KeyEffect] != nil {
+	if res.Status != audit.StatusSucceeded || res.Code != toolgate.CodeEffectSucceeded || res.Output["refund_id"] != "re_ticket-1" || res.Output[audit.KeyEffect] != nil {
 		t.Errorf("result %+v", res)
 	}
 
@@ -100,7 +100,7 @@ func TestEffects(t *testing.T) {
 	article := body[i:]
 	var attempts []string
 	for _, m := range stepRE.FindAllStringSubmatch(article, -1) {
-		if m[1] == toolgate.StatusAttempted {
+		if m[1] == audit.StatusAttempted {
 			attempts = append(attempts, m[2])
 		}
 	}

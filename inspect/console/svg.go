@@ -10,7 +10,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // lanes are the timeline picture's columns, in the order a tool call
@@ -62,10 +61,10 @@ func nodes(tl inspect.TimelineReport) []node {
 			n.lane = 4
 		case inspect.EventEffect:
 			n.lane = 6
-			if strings.Contains(e.Text, " "+toolgate.StatusAttempted) {
+			if strings.Contains(e.Text, " "+audit.StatusAttempted) {
 				n.lane = 5
 			}
-			n.refusal = strings.Contains(e.Text, " "+toolgate.StatusRefused)
+			n.refusal = strings.Contains(e.Text, " "+audit.StatusRefused)
 		case inspect.EventDecision:
 			switch {
 			case decided(e, audit.OutcomeRefused) && !prevRefusal:

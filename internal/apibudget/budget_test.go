@@ -23,8 +23,8 @@ const root = "../.."
 // exports now, on the way to 1,200 names in the library, 120 in toolgate
 // and 200 in kernel + blackboard.
 const (
-	maxLibrary      = 1666 // exported names of the library, test-support packages excluded
-	maxToolgate     = 312  // package toolgate
+	maxLibrary      = 1667 // exported names of the library, test-support packages excluded
+	maxToolgate     = 289  // package toolgate
 	maxGateMethods  = 25   // methods on *toolgate.Gate, exported or not
 	maxKernelVocab  = 288  // kernel + blackboard: what an integrator imports
 	maxFileLines    = 700  // any non-test Go file in the repository

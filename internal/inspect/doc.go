@@ -45,7 +45,7 @@
 // The reports themselves ([Traces], [Timeline], [Explain], [Stats],
 // [Approvals], [Effects], [TraceEffects], [Export]) take any [store.Store] and only read
 // it, so they are safe for concurrent use as far as the store is. They
-// read the tool-call gate's effect records through [toolgate.EffectOf],
+// read the tool-call gate's effect records through [audit.EffectOf],
 // and print every stored text through [Inert] (JSON through [InertJSON]),
 // so that what a tool, a model or any writer stored cannot act on the
 // operator's terminal.

@@ -205,10 +205,10 @@ type effectLog struct {
 }
 
 // add counts r into the log when it is the gate's effect record
-// ([toolgate.EffectOf]: an object another writer stored under
-// [toolgate.KeyEffect] is no effect).
+// ([audit.EffectOf]: an object another writer stored under
+// [audit.KeyEffect] is no effect).
 func (l *effectLog) add(r blackboard.Record) {
-	e, ok := toolgate.EffectOf(r)
+	e, ok := audit.EffectOf(r)
 	if !ok {
 		return
 	}
@@ -224,13 +224,13 @@ func (l *effectLog) add(r blackboard.Record) {
 		st := EffectStep{Record: r.ID, TimeMS: r.Provenance.TimestampMS, Status: e.Status, Attempt: e.Attempt, LeaseUntilMS: e.LeaseUntilMS,
 			Code: e.Code, Approval: e.Approval, Approver: e.Approver, Note: e.Note, Error: e.Error, Category: string(e.Category), Retryable: e.Retryable,
 			PreviousError: e.PreviousError}
-		if e.Status == toolgate.StatusSucceeded {
+		if e.Status == audit.StatusSucceeded {
 			st.Output = r.Payload.Clone()
-			delete(st.Output, toolgate.KeyEffect)
+			delete(st.Output, audit.KeyEffect)
 		}
 		row.Steps = append(row.Steps, st)
 	}
-	if e.Status == toolgate.StatusAttempted {
+	if e.Status == audit.StatusAttempted {
 		row.Attempts++
 		return
 	}
@@ -250,8 +250,8 @@ func (l *effectLog) list() []EffectRow {
 
 // Effects lists every action the tool-call gate ran an effect for, in the
 // order of its first attempt, from the percepts the gate wrote about it
-// (read with [toolgate.EffectOf]: an object another writer stored under
-// [toolgate.KeyEffect] is no effect).
+// (read with [audit.EffectOf]: an object another writer stored under
+// [audit.KeyEffect] is no effect).
 func Effects(ctx context.Context, s store.Store, namespace string) ([]EffectRow, error) {
 	l := effectLog{rows: map[string]*EffectRow{}}
 	for r, err := range s.ListSlot(ctx, blackboard.Percepts, store.Filter{Namespace: namespace}) {

@@ -80,7 +80,7 @@ type ExplainNode struct {
 // it has one, else read back from the trace: the rejected belief behind a
 // missing one, the flagged percept behind an evidence code); a fallback
 // through the refusal it stands in for; a decision record through the
-// record it decided. Effects are read with [toolgate.EffectOf]. When a
+// record it decided. Effects are read with [audit.EffectOf]. When a
 // decision on a model's call names the compiled context the model was
 // shown ("context" in its decision record), the explanation carries it as
 // [Explanation.Shown]: for the decision record, the action it committed,
@@ -197,7 +197,7 @@ func (x *explainer) causesOf(r *blackboard.Record) []kernel.Cause {
 		}
 		c := kernel.Cause{Code: r.Reason}
 		for i := x.pos[r.ID] + 1; i < len(x.recs); i++ {
-			if e, ok := toolgate.EffectOf(x.recs[i]); ok && e.ActionID == r.ID && e.Code == r.Reason {
+			if e, ok := audit.EffectOf(x.recs[i]); ok && e.ActionID == r.ID && e.Code == r.Reason {
 				c.Record, c.Detail = x.recs[i].ID, e.Error
 			}
 		}
@@ -246,7 +246,7 @@ func (x *explainer) subject(r *blackboard.Record) *blackboard.Record {
 	// An escalation (a denial, an expired approval) is explained as what
 	// became of its action.
 	if escalated(r) {
-		if e, _ := toolgate.EffectOf(*r); x.byID[e.ActionID] != nil {
+		if e, _ := audit.EffectOf(*r); x.byID[e.ActionID] != nil {
 			return x.byID[e.ActionID]
 		}
 	}
@@ -400,7 +400,7 @@ func (x *explainer) actionChildren(n *ExplainNode, r *blackboard.Record, depth i
 				child(c.ID, "approval")
 			}
 		case c.Slot == blackboard.Percepts && isEffect(c):
-			if e, _ := toolgate.EffectOf(*c); e.ActionID == r.ID {
+			if e, _ := audit.EffectOf(*c); e.ActionID == r.ID {
 				n.Children = append(n.Children, x.node(c, "effect", maxExplainDepth))
 			}
 		}

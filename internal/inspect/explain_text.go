@@ -10,7 +10,6 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // summary is a record in one line.
@@ -43,8 +42,8 @@ func (x *explainer) summary(r *blackboard.Record) string {
 		}
 		return s
 	case r.Slot == blackboard.Percepts && isEffect(r):
-		e, _ := toolgate.EffectOf(*r)
-		if e.Status == toolgate.StatusSucceeded {
+		e, _ := audit.EffectOf(*r)
+		if e.Status == audit.StatusSucceeded {
 			return perceptSummary(r) + " from effect." + e.Tool + " (attempt " + strconv.Itoa(e.Attempt) + ")"
 		}
 		return effectText(e)

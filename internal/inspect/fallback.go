@@ -32,7 +32,7 @@ func fallbackTypes(recs []blackboard.Record) map[string]bool {
 				out[r.Kind] = true
 			}
 		case r.Slot == blackboard.Percepts:
-			if e, ok := toolgate.EffectOf(*r); ok && kindOf[e.ActionID] != "" {
+			if e, ok := audit.EffectOf(*r); ok && kindOf[e.ActionID] != "" {
 				tools[kindOf[e.ActionID]] = true
 			}
 		case isDecisionRecord(r):
@@ -89,6 +89,6 @@ func denialCause(a audit.Approval) kernel.Cause {
 // escalated reports whether r is the tool-call gate's record of an
 // escalation (a denial, an expired approval, a failure handed to a person).
 func escalated(r *blackboard.Record) bool {
-	e, ok := toolgate.EffectOf(*r)
-	return ok && e.Status == toolgate.StatusEscalated
+	e, ok := audit.EffectOf(*r)
+	return ok && e.Status == audit.StatusEscalated
 }

@@ -515,7 +515,7 @@ func TestAttackForgedEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	refund := before[len(before)-1]
-	if refund.Tool != "issue_refund" || refund.TraceID != "ticket-2" || refund.Outcome != toolgate.StatusSucceeded {
+	if refund.Tool != "issue_refund" || refund.TraceID != "ticket-2" || refund.Outcome != audit.StatusSucceeded {
 		t.Fatalf("the paid refund: %+v", refund)
 	}
 	k, err := kernel.New(kernel.Config{Store: s, Namespace: "desk"})
@@ -528,7 +528,7 @@ func TestAttackForgedEffect(t *testing.T) {
 	}
 	var ids []string
 	for kind, eff := range forged {
-		r, err := k.Tool("scraper").Write(ctx, kernel.Entry{TraceID: "ticket-2", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{toolgate.KeyEffect: eff}})
+		r, err := k.Tool("scraper").Write(ctx, kernel.Entry{TraceID: "ticket-2", Slot: blackboard.Percepts, Kind: kind, Payload: blackboard.Payload{audit.KeyEffect: eff}})
 		if err != nil {
 			t.Fatal(err)
 		}

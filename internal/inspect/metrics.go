@@ -100,7 +100,7 @@ func (c Completion) String() string {
 
 // Metrics are the Cognitive Core spec's evaluation metrics, computed from
 // the records of a store alone: the kernel's commits and refused
-// proposals, the tool-call gate's effect records ([toolgate.EffectOf]),
+// proposals, the tool-call gate's effect records ([audit.EffectOf]),
 // decision records ([audit.Of]) and approvals. No metric reads a record's
 // own summary of an outcome that another record states directly: a
 // tool's success is its effect record, not the decision record's
@@ -176,7 +176,7 @@ type metricAction struct {
 // metricEffect is what the gate recorded about one action's effect.
 type metricEffect struct {
 	attempts int // the highest attempt number recorded
-	result   *toolgate.Effect
+	result   *audit.Effect
 }
 
 // metricPlan is one plan the kernel decided.
@@ -227,13 +227,13 @@ func (x *metrics) add(r *blackboard.Record) {
 	}
 	switch r.Slot {
 	case blackboard.Percepts:
-		if e, ok := toolgate.EffectOf(*r); ok {
+		if e, ok := audit.EffectOf(*r); ok {
 			me := x.effects[e.ActionID]
 			if me == nil {
 				me = &metricEffect{}
 				x.effects[e.ActionID] = me
 			}
-			if e.Status == toolgate.StatusAttempted {
+			if e.Status == audit.StatusAttempted {
 				me.attempts = max(me.attempts, max(e.Attempt, 1))
 			} else if me.result == nil {
 				// The gate claims one result key per action: one result.
@@ -371,7 +371,7 @@ func (x *metrics) finish() Metrics {
 			continue
 		}
 		m.ToolSuccess.Den++
-		ok := e.result.Status == toolgate.StatusSucceeded
+		ok := e.result.Status == audit.StatusSucceeded
 		if ok {
 			m.ToolSuccess.Num++
 		}
@@ -430,9 +430,9 @@ func (x *metrics) safeEnd(id string, fallbackOf map[string]bool) bool {
 		return false
 	}
 	switch e.result.Status {
-	case toolgate.StatusSucceeded, toolgate.StatusRefused:
+	case audit.StatusSucceeded, audit.StatusRefused:
 		return true
-	case toolgate.StatusEscalated:
+	case audit.StatusEscalated:
 		return e.result.Code != toolgate.CodeApprovalDenied || fallbackOf[id]
 	}
 	return false

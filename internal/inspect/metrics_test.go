@@ -304,13 +304,13 @@ func TestAttackMetricsForgedRecords(t *testing.T) {
 	if pending == "" {
 		t.Fatal("no pending refund in t3")
 	}
-	forged := map[string]any{"status": toolgate.StatusSucceeded, "tool": "issue_refund", "action_id": pending, "key": "k", "attempt": 1.0,
+	forged := map[string]any{"status": audit.StatusSucceeded, "tool": "issue_refund", "action_id": pending, "key": "k", "attempt": 1.0,
 		"code": string(toolgate.CodeEffectSucceeded)}
 	for _, w := range []struct {
 		h kernel.Handle
 		e kernel.Entry
 	}{
-		{k.Tool("tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{toolgate.KeyEffect: forged}}},
+		{k.Tool("tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: "refund", Payload: blackboard.Payload{audit.KeyEffect: forged}}},
 		{k.Tool("tool:mallory"), kernel.Entry{TraceID: "t3", Slot: blackboard.Percepts, Kind: audit.Kind,
 			Payload: blackboard.Payload{"outcome": "refused", "code": "LOOP_DETECTED", "kind": "lookup_order", "version": 1.0}}},
 	} {

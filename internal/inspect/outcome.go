@@ -39,9 +39,9 @@ type ActionOutcome struct {
 
 // actionAfter is what followed a committed action in its trace.
 type actionAfter struct {
-	effect            *toolgate.Effect // the last result, failure, refusal or escalation
-	attempted         bool             // an attempt is recorded
-	pending, approved bool             // it waits for an approver; one approved it
+	effect            *audit.Effect // the last result, failure, refusal or escalation
+	attempted         bool          // an attempt is recorded
+	pending, approved bool          // it waits for an approver; one approved it
 }
 
 // actionOutcomes says what happened to each action of a trace, counted by
@@ -114,9 +114,9 @@ func followers(recs []blackboard.Record) map[string]*actionAfter {
 		r := &recs[i]
 		switch {
 		case r.Slot == blackboard.Percepts:
-			if e, ok := toolgate.EffectOf(*r); ok && e.ActionID != "" {
+			if e, ok := audit.EffectOf(*r); ok && e.ActionID != "" {
 				a := get(e.ActionID)
-				if e.Status == toolgate.StatusAttempted {
+				if e.Status == audit.StatusAttempted {
 					a.attempted = true
 				} else {
 					a.effect = &e
@@ -140,11 +140,11 @@ func followers(recs []blackboard.Record) map[string]*actionAfter {
 func committedFate(r *blackboard.Record, a *actionAfter) Fate {
 	if a != nil && a.effect != nil {
 		switch a.effect.Status {
-		case toolgate.StatusSucceeded:
+		case audit.StatusSucceeded:
 			return FateExecuted
-		case toolgate.StatusFailed, toolgate.StatusRefused:
+		case audit.StatusFailed, audit.StatusRefused:
 			return FateFailed
-		case toolgate.StatusEscalated:
+		case audit.StatusEscalated:
 			return fateOfCode(a.effect.Code, FateEscalated)
 		}
 	}

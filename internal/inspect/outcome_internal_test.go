@@ -3,6 +3,7 @@ package inspect
 import (
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -16,7 +17,7 @@ func TestCommittedFate(t *testing.T) {
 		return &blackboard.Record{Status: blackboard.StatusInvalidated, Reason: code}
 	}
 	effect := func(status string, code blackboard.Code) *actionAfter {
-		return &actionAfter{effect: &toolgate.Effect{Status: status, Code: code}, attempted: true}
+		return &actionAfter{effect: &audit.Effect{Status: status, Code: code}, attempted: true}
 	}
 	for _, tc := range []struct {
 		name string
@@ -25,12 +26,12 @@ func TestCommittedFate(t *testing.T) {
 		want Fate
 	}{
 		{"nothing followed", active, nil, FateCommitted},
-		{"succeeded", active, effect(toolgate.StatusSucceeded, toolgate.CodeEffectSucceeded), FateExecuted},
-		{"failed", active, effect(toolgate.StatusFailed, "RETRIES_EXHAUSTED"), FateFailed},
-		{"refused for good", taken("TOOL_REFUSED"), effect(toolgate.StatusRefused, "TOOL_REFUSED"), FateFailed},
-		{"denied", taken(toolgate.CodeApprovalDenied), effect(toolgate.StatusEscalated, toolgate.CodeApprovalDenied), FateDenied},
-		{"approval expired", taken(toolgate.CodeApprovalExpired), effect(toolgate.StatusEscalated, toolgate.CodeApprovalExpired), FateExpired},
-		{"escalated otherwise", active, effect(toolgate.StatusEscalated, "EFFECT_INCOMPLETE"), FateEscalated},
+		{"succeeded", active, effect(audit.StatusSucceeded, toolgate.CodeEffectSucceeded), FateExecuted},
+		{"failed", active, effect(audit.StatusFailed, "RETRIES_EXHAUSTED"), FateFailed},
+		{"refused for good", taken("TOOL_REFUSED"), effect(audit.StatusRefused, "TOOL_REFUSED"), FateFailed},
+		{"denied", taken(toolgate.CodeApprovalDenied), effect(audit.StatusEscalated, toolgate.CodeApprovalDenied), FateDenied},
+		{"approval expired", taken(toolgate.CodeApprovalExpired), effect(audit.StatusEscalated, toolgate.CodeApprovalExpired), FateExpired},
+		{"escalated otherwise", active, effect(audit.StatusEscalated, "EFFECT_INCOMPLETE"), FateEscalated},
 		{"denied, no effect recorded", taken(toolgate.CodeApprovalDenied), nil, FateDenied},
 		{"retired", taken("SOMETHING_ELSE"), nil, FateRetired},
 		{"expired", &blackboard.Record{Status: blackboard.StatusExpired}, nil, FateExpired},

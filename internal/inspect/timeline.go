@@ -109,7 +109,7 @@ const (
 // returns them as events: each percept and constraint, each proposal and
 // the kernel's verdict on it (evidence validation, arbitration, the
 // artifact, the commit or the refusal with its code), approvals, the
-// gate's effect attempts and results (read with [toolgate.EffectOf]),
+// gate's effect attempts and results (read with [audit.EffectOf]),
 // decision records and expiries. It only reads, so it works on any store,
 // also one another process is writing, and on a trace of any namespace
 // (the report names it): trace traceID of namespace, or, with namespace
@@ -377,28 +377,28 @@ func (b *timelineBuilder) commit(r *blackboard.Record, name string) {
 // isEffect reports whether a percept is one the tool-call gate wrote
 // about an effect.
 func isEffect(r *blackboard.Record) bool {
-	_, ok := toolgate.EffectOf(*r)
+	_, ok := audit.EffectOf(*r)
 	return ok
 }
 
 // effectText is an effect in one line: "effect.issue_refund failed
 // (attempt 3): RETRIES_EXHAUSTED". A success names no code: the percept
 // it produced follows.
-func effectText(e toolgate.Effect) string {
+func effectText(e audit.Effect) string {
 	s := "effect." + e.Tool + " " + e.Status
 	if e.Attempt > 0 {
 		s += " (attempt " + strconv.Itoa(e.Attempt) + ")"
 	}
-	if e.Code != "" && e.Status != toolgate.StatusAttempted && e.Status != toolgate.StatusSucceeded {
+	if e.Code != "" && e.Status != audit.StatusAttempted && e.Status != audit.StatusSucceeded {
 		s += ": " + string(e.Code)
 	}
 	return s
 }
 
 func (b *timelineBuilder) effect(r *blackboard.Record) {
-	e, _ := toolgate.EffectOf(*r)
+	e, _ := audit.EffectOf(*r)
 	text := effectText(e)
-	if e.Status == toolgate.StatusSucceeded {
+	if e.Status == audit.StatusSucceeded {
 		text += " -> percept." + r.Kind
 	}
 	b.add(stepNext, EventEffect, r, e.Code, text, "")

@@ -898,7 +898,7 @@ func checkGated(ctx context.Context, t *testing.T, schema, ledger string, worker
 		if err != nil {
 			t.Fatal(err)
 		}
-		eff, _ := toolgate.EffectOf(r)
+		eff, _ := audit.EffectOf(r)
 		action := eff.ActionID
 		switch r.Kind {
 		case gateResult:

@@ -168,7 +168,7 @@ func (d *desk) results(t *testing.T, trace, action string) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, ok := toolgate.EffectOf(r); ok && e.ActionID == action && e.Status == toolgate.StatusSucceeded {
+		if e, ok := audit.EffectOf(r); ok && e.ActionID == action && e.Status == audit.StatusSucceeded {
 			n++
 		}
 	}

@@ -1,12 +1,12 @@
-package toolgate
+package audit
 
 import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 )
 
-// KeyEffect is the payload key under which the gate keeps its [Effect] in
-// the percepts it writes. A successful result's other keys are the
+// KeyEffect is the payload key under which the tool-call gate (package
+// toolgate) keeps its [Effect] in the percepts it writes. A successful result's other keys are the
 // effect's output, at the top level, so that beliefs, rules, constraints
 // and once-keys read them as they read any percept (percepts.order.amount,
 // a "stale" flag from the source). An output may not use this key.
@@ -21,19 +21,19 @@ const (
 	StatusAttempted = "attempted"
 )
 
-// Effect is the gate's own account of an effect, stored under [KeyEffect]
-// in each percept the gate writes about one: an attempt ([KindAttempt]), a
-// result (the tool's result kind), a failure or a refusal for good
-// ([KindFailed]) and an escalation ([KindEscalated]). The gate writes it
-// with one encoder and reads it with [EffectOf], and so do the inspector's
-// timelines, explanations and effect lists: its layout is defined here
-// alone. A value; safe to share.
+// Effect is the tool-call gate's own account of an effect, stored under
+// [KeyEffect] in each percept the gate writes about one: an attempt, a
+// result (the tool's result kind), a failure or a refusal for good and an
+// escalation (toolgate's KindAttempt, KindFailed and KindEscalated). The
+// gate writes it with its one encoder, [Effect.Encode], and reads it with
+// [EffectOf], and so do the inspector's timelines, explanations and effect
+// lists: its layout is defined here alone. A value; safe to share.
 type Effect struct {
 	// Status is one of StatusAttempted, StatusSucceeded, StatusFailed,
 	// StatusRefused and StatusEscalated.
 	Status string
 	// Tool is the tool's name, ActionID the committed action the effect
-	// is for, and Key its idempotency key ([Invocation.Key]).
+	// is for, and Key its idempotency key (toolgate's Invocation.Key).
 	Tool, ActionID, Key string
 	// Attempt numbers the attempt from 1; 0 on a refusal for good or an
 	// escalation, which are written before any attempt.
@@ -48,7 +48,7 @@ type Effect struct {
 	Approver, Note string
 	// Error is the message of a failure or a refusal for good: the
 	// gate's own words, or of an effect's error what may be stored (its
-	// kind, or the masked text of a [Recordable] one), never the raw
+	// kind, or the masked text of a toolgate.Recordable one), never the raw
 	// text of an effect's error or panic.
 	Error string
 	// ExecutionStatus, Category and Retryable are a failure's typed
@@ -86,32 +86,13 @@ const (
 	fieldPreviousError = "previous_error"
 )
 
-// encode is the one encoder of an Effect: the object stored under
-// KeyEffect. Empty fields are left out.
-func (e Effect) encode() map[string]any { return e.encodeBoxed(nil) }
-
-// effectBoxes holds the strings every effect of one job repeats (the
-// tool, the action, the key), each boxed once for the job's effects.
-type effectBoxes struct{ tool, actionID, key any }
-
-// boxed is s as a payload value: b when b already holds s, else s boxed
-// anew.
-func boxed(b any, s string) any {
-	if v, ok := b.(string); ok && v == s {
-		return b
-	}
-	return s
-}
-
-// encodeBoxed is encode, taking the strings b holds already boxed (b may
-// be nil).
-func (e Effect) encodeBoxed(b *effectBoxes) map[string]any {
-	var tool, act, key any
-	if b != nil {
-		tool, act, key = b.tool, b.actionID, b.key
-	}
+// Encode is the one encoder of an Effect: the object stored under
+// [KeyEffect] (the gate puts it there beside a result's output). Empty
+// fields are left out. The status, tool and code are boxed once per
+// distinct string, so that writing an effect allocates little.
+func (e Effect) Encode() map[string]any {
 	m := make(map[string]any, 8)
-	m[fieldStatus], m[fieldTool], m[fieldActionID], m[fieldKey] = statusValue(e.Status), boxed(tool, e.Tool), boxed(act, e.ActionID), boxed(key, e.Key)
+	m[fieldStatus], m[fieldTool], m[fieldActionID], m[fieldKey] = interned(e.Status), interned(e.Tool), e.ActionID, e.Key
 	if e.Attempt > 0 {
 		m[fieldAttempt] = countValue(e.Attempt)
 	}
@@ -121,7 +102,7 @@ func (e Effect) encodeBoxed(b *effectBoxes) map[string]any {
 		}
 	}
 	if e.Code != "" {
-		m[fieldCode] = codeValue(e.Code)
+		m[fieldCode] = interned(string(e.Code))
 	}
 	put(fieldApproval, e.Approval)
 	put(fieldApprover, e.Approver)
@@ -135,24 +116,6 @@ func (e Effect) encodeBoxed(b *effectBoxes) map[string]any {
 		m[fieldLeaseUntilMS] = float64(e.LeaseUntilMS) // as the kernel stores it: no second box
 	}
 	return m
-}
-
-// statusValue boxes a status without an allocation when it is one of
-// the constants (every status the gate writes): two per executed call.
-func statusValue(s string) any {
-	switch s {
-	case StatusAttempted:
-		return StatusAttempted
-	case StatusSucceeded:
-		return StatusSucceeded
-	case StatusFailed:
-		return StatusFailed
-	case StatusRefused:
-		return StatusRefused
-	case StatusEscalated:
-		return StatusEscalated
-	}
-	return s
 }
 
 // counts are the first attempt numbers as a stored payload holds them
@@ -174,36 +137,8 @@ func countValue(n int) any {
 	return float64(n)
 }
 
-// codeValue boxes a code without an allocation when it is one of the
-// codes of the gate's results.
-func codeValue(c blackboard.Code) any {
-	switch c {
-	case CodeEffectSucceeded:
-		return string(CodeEffectSucceeded)
-	case CodeEffectFailed:
-		return string(CodeEffectFailed)
-	case CodeRetriesExhausted:
-		return string(CodeRetriesExhausted)
-	case CodeEffectIncomplete:
-		return string(CodeEffectIncomplete)
-	case CodeOutputInvalid:
-		return string(CodeOutputInvalid)
-	case CodeEffectUnknown:
-		return string(CodeEffectUnknown)
-	}
-	return string(c)
-}
-
-// payload is a percept's payload holding only the Effect.
-func (e Effect) payload() blackboard.Payload { return e.payloadBoxed(nil) }
-
-// payloadBoxed is payload, with the strings b holds already boxed.
-func (e Effect) payloadBoxed(b *effectBoxes) blackboard.Payload {
-	return blackboard.Payload{KeyEffect: e.encodeBoxed(b)}
-}
-
 // toolWriter is the writer id under which the gate writes a tool's
-// attempts and results.
+// attempts and results (toolgate's toolWriter is the same rule).
 func toolWriter(tool string) string { return "tool:" + tool }
 
 // EffectOf is the one decoder of an [Effect]: it returns the effect a
