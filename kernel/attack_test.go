@@ -584,7 +584,7 @@ func TestAttackRobustness(t *testing.T) {
 		if !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("TTL MaxInt64: %v, want ErrInvalidInput", err)
 		}
-		if _, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", TTL: blackboard.MaxTTL}); err != nil {
+		if _, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", TTL: store.MaxTTL}); err != nil {
 			t.Errorf("TTL MaxTTL: %v", err)
 		}
 		bad := blackboard.Record{ID: "percepts:t:9", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge", Status: blackboard.StatusActive,
