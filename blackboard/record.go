@@ -123,12 +123,12 @@ const (
 var statusNames = [...]string{"", "ACTIVE", "INVALIDATED", "EXPIRED"}
 
 // Valid reports whether st is one of the three statuses.
-func (st Status) Valid() bool {
+func (st Status) valid() bool {
 	return st >= StatusActive && st <= StatusExpired
 }
 
 func (st Status) String() string {
-	if st.Valid() {
+	if st.valid() {
 		return statusNames[st]
 	}
 	return fmt.Sprintf("Status(%d)", uint8(st))
@@ -136,7 +136,7 @@ func (st Status) String() string {
 
 // MarshalText encodes the status by name.
 func (st Status) MarshalText() ([]byte, error) {
-	if !st.Valid() {
+	if !st.valid() {
 		return nil, fmt.Errorf("%w: status %d", ErrInvalidInput, uint8(st))
 	}
 	return []byte(statusNames[st]), nil

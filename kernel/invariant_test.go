@@ -1002,7 +1002,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 			bad("%s: a committed record was invalidated (%s)", r.ID, r.Reason)
 		case r.Status == blackboard.StatusActive && (r.Mode == blackboard.ModePropose) != (r.Reason == ""):
 			bad("%s: active %s record with reason %q", r.ID, r.Mode, r.Reason)
-		case !r.Status.Valid():
+		case r.Status != blackboard.StatusActive && r.Status != blackboard.StatusInvalidated && r.Status != blackboard.StatusExpired:
 			bad("%s: status %d", r.ID, r.Status)
 		}
 		c.last[r.ID] = *r
