@@ -228,11 +228,11 @@ func About(ctx context.Context, rd kernel.Reader, subjectID string) (Entry, erro
 	notFound := func(why string) (Entry, error) {
 		return Entry{}, fmt.Errorf("audit: decision about %s: %s: %w", subjectID, why, blackboard.ErrNotFound)
 	}
-	ns, traceID, idx, ok := blackboard.SplitRecordID(subjectID)
+	ns, traceID, idx, ok := store.SplitRecordID(subjectID)
 	if !ok {
 		return notFound("not a record id")
 	}
-	rec, err := rd.Get(ctx, blackboard.RecordID(blackboard.Evidence, ns, traceID, idx+2))
+	rec, err := rd.Get(ctx, store.RecordID(blackboard.Evidence, ns, traceID, idx+2))
 	if err != nil {
 		if errors.Is(err, blackboard.ErrNotFound) {
 			return notFound("no decision record follows it")

@@ -3,6 +3,7 @@ package audit
 import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 )
 
 // KeyEffect is the payload key under which the tool-call gate (package
@@ -172,10 +173,10 @@ func EffectOf(r blackboard.Record) (Effect, bool) {
 	if e.Tool == "" || e.ActionID == "" || r.Provenance.Writer != toolWriter(e.Tool) {
 		return Effect{}, false
 	}
-	if n, ok := blackboard.ToFloat(m[fieldAttempt]); ok {
+	if n, ok := jsonval.Float(m[fieldAttempt]); ok {
 		e.Attempt = int(n)
 	}
-	if n, ok := blackboard.ToFloat(m[fieldLeaseUntilMS]); ok {
+	if n, ok := jsonval.Float(m[fieldLeaseUntilMS]); ok {
 		e.LeaseUntilMS = int64(n)
 	}
 	e.Retryable, _ = m[fieldRetryable].(bool)

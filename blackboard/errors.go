@@ -2,7 +2,6 @@ package blackboard
 
 import (
 	"errors"
-	"time"
 )
 
 // Sentinel errors. Every error the kernel returns wraps one of these (or
@@ -36,10 +35,6 @@ var (
 // DefaultNamespace is the namespace of a record stored with an empty one,
 // and of a kernel without a namespace of its own.
 const DefaultNamespace = "default"
-
-// MaxTTL is the longest time to live a record may have (about a century):
-// longer TTLs are refused, so that timestamp plus TTL never overflows.
-const MaxTTL = 100 * 365 * 24 * time.Hour
 
 // NamespaceOf returns the namespace a record or claim written with ns is
 // kept in: ns itself, or [DefaultNamespace] when ns is empty.

@@ -1,8 +1,9 @@
 package blackboard
 
 import (
-	"encoding/json"
 	"maps"
+
+	"github.com/blackboardkernel/bk/internal/jsonval"
 )
 
 // Payload is a record's structured content: a JSON object. The kernel stores
@@ -10,69 +11,6 @@ import (
 // []any, objects map[string]any, so a payload reads back the same from every
 // store.
 type Payload map[string]any
-
-// Truthy gives a JSON value the truth value the paper's pipeline uses: false
-// for nil, false, zero, "", and empty lists and objects; true otherwise.
-func Truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case map[string]any:
-		return len(x) > 0
-	case Payload:
-		return len(x) > 0
-	case []string:
-		return len(x) > 0
-	}
-	if f, ok := toFloat(v); ok {
-		return f != 0
-	}
-	return true
-}
-
-// toFloat converts any Go or JSON number to float64.
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int8:
-		return float64(x), true
-	case int16:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case uint8:
-		return float64(x), true
-	case uint16:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-// ToFloat converts a JSON or Go number to float64; ok is false for anything
-// that is not a number.
-func ToFloat(v any) (f float64, ok bool) { return toFloat(v) }
 
 func cloneValue(v any) any {
 	switch x := v.(type) {
@@ -121,10 +59,10 @@ func (p Payload) Clone() Payload {
 }
 
 // Bool reports whether p[key] is truthy (see [Truthy]).
-func (p Payload) Bool(key string) bool { return Truthy(p[key]) }
+func (p Payload) Bool(key string) bool { return jsonval.Truthy(p[key]) }
 
 // Float returns p[key] as a float64 if it is a number.
-func (p Payload) Float(key string) (float64, bool) { return toFloat(p[key]) }
+func (p Payload) Float(key string) (float64, bool) { return jsonval.Float(p[key]) }
 
 // String returns p[key] if it is a string.
 func (p Payload) String(key string) (string, bool) {

@@ -2,8 +2,6 @@ package blackboard
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -125,12 +123,12 @@ const (
 var statusNames = [...]string{"", "ACTIVE", "INVALIDATED", "EXPIRED"}
 
 // Valid reports whether st is one of the three statuses.
-func (st Status) Valid() bool {
+func (st Status) valid() bool {
 	return st >= StatusActive && st <= StatusExpired
 }
 
 func (st Status) String() string {
-	if st.Valid() {
+	if st.valid() {
 		return statusNames[st]
 	}
 	return fmt.Sprintf("Status(%d)", uint8(st))
@@ -138,7 +136,7 @@ func (st Status) String() string {
 
 // MarshalText encodes the status by name.
 func (st Status) MarshalText() ([]byte, error) {
-	if !st.Valid() {
+	if !st.valid() {
 		return nil, fmt.Errorf("%w: status %d", ErrInvalidInput, uint8(st))
 	}
 	return []byte(statusNames[st]), nil
@@ -335,77 +333,4 @@ func (r *Record) ExpiredAt(nowMS int64) bool {
 // Expired reports whether r's time to live has run out at now.
 func (r Record) Expired(now time.Time) bool {
 	return r.Status == StatusExpired || r.ExpiredAt(now.UnixMilli())
-}
-
-// RecordID is the id the kernel gives the n-th record (from 1) of trace
-// traceID of namespace: "{slot}:{trace}:{n}" in the default namespace (""
-// or [DefaultNamespace]), and "{slot}@{namespace}:{trace}:{n}" in any
-// other, with "%" and ":" in the namespace written "%25" and "%3A"; so one
-// trace id in two namespaces gives two ids, and no two (namespace, trace,
-// slot, n) share one. A store may rely on the form to place a record by its
-// id ([SplitRecordID]); a record with any other id is valid.
-func RecordID(slot Slot, namespace, traceID string, n int) string {
-	if NamespaceOf(namespace) == DefaultNamespace {
-		return slotNames[slot] + ":" + traceID + ":" + strconv.Itoa(n)
-	}
-	return slotNames[slot] + "@" + idEscaper.Replace(namespace) + ":" + traceID + ":" + strconv.Itoa(n)
-}
-
-// idEscaper writes a namespace as a [RecordID] holds it: without a colon,
-// which ends it.
-var idEscaper = strings.NewReplacer("%", "%25", ":", "%3A")
-
-// unescapeNS reads a namespace as [RecordID] wrote it; ok is false for a
-// form RecordID never writes.
-func unescapeNS(s string) (string, bool) {
-	if !strings.Contains(s, "%") {
-		return s, true
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch {
-		case strings.HasPrefix(s[i:], "%25"):
-			b.WriteByte('%')
-		case strings.HasPrefix(s[i:], "%3A"):
-			b.WriteByte(':')
-		default:
-			return "", false
-		}
-		i += 2
-	}
-	return b.String(), true
-}
-
-// SplitRecordID parses an id of the [RecordID] form into its namespace
-// ([DefaultNamespace] for the default form), trace and n-1 (the record's
-// index in its trace); ok is false for any other id.
-func SplitRecordID(id string) (namespace, traceID string, idx int, ok bool) {
-	namespace = DefaultNamespace
-	first := strings.IndexAny(id, ":@")
-	if first < 0 {
-		return "", "", 0, false
-	}
-	if id[first] == '@' {
-		end := strings.IndexByte(id[first+1:], ':')
-		if end < 0 {
-			return "", "", 0, false
-		}
-		if namespace, ok = unescapeNS(id[first+1 : first+1+end]); !ok || NamespaceOf(namespace) == DefaultNamespace {
-			return "", "", 0, false
-		}
-		first += 1 + end
-	}
-	last := strings.LastIndexByte(id, ':')
-	if last <= first+1 || last == len(id)-1 {
-		return "", "", 0, false
-	}
-	n, err := strconv.Atoi(id[last+1:])
-	if err != nil || n < 1 || id[last+1] == '+' || id[last+1] == '0' {
-		return "", "", 0, false
-	}
-	return namespace, id[first+1 : last], n - 1, true
 }

@@ -181,7 +181,7 @@ func (d *desk) effectOf(trace, tool, status string) blackboard.Record {
 
 // next returns the next kernel-style id of a slot in a trace.
 func (d *desk) next(trace string, slot blackboard.Slot) string {
-	return blackboard.RecordID(slot, "", trace, len(d.records(trace))+1)
+	return store.RecordID(slot, "", trace, len(d.records(trace))+1)
 }
 
 // forge appends records as they are, as a store holding a bug's (or an

@@ -542,7 +542,7 @@ func TestAttackSharedStore(t *testing.T) {
 					t.Errorf("app2's trace t1 holds %d records, want its one write", n)
 				}
 			}
-			if _, err := app2.planner.Get(app2.ctx, blackboard.RecordID(blackboard.Percepts, "app1", "t1", 1)); !errors.Is(err, blackboard.ErrNotFound) {
+			if _, err := app2.planner.Get(app2.ctx, store.RecordID(blackboard.Percepts, "app1", "t1", 1)); !errors.Is(err, blackboard.ErrNotFound) {
 				t.Errorf("app2 gets app1's record: %v, want ErrNotFound", err)
 			}
 			for r, err := range app2.planner.List(app2.ctx, blackboard.Constraints, store.Filter{}) {
@@ -584,7 +584,7 @@ func TestAttackRobustness(t *testing.T) {
 		if !errors.Is(err, blackboard.ErrInvalidInput) {
 			t.Errorf("TTL MaxInt64: %v, want ErrInvalidInput", err)
 		}
-		if _, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", TTL: blackboard.MaxTTL}); err != nil {
+		if _, err := a.tool.Write(a.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Percepts, Kind: "charge", TTL: store.MaxTTL}); err != nil {
 			t.Errorf("TTL MaxTTL: %v", err)
 		}
 		bad := blackboard.Record{ID: "percepts:t:9", Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "charge", Status: blackboard.StatusActive,

@@ -23,7 +23,7 @@ func (s *snapshot) follow(ctx context.Context, b store.Batch, fs []Follow, first
 		if err != nil {
 			return b, nil, err
 		}
-		rec.ID = blackboard.RecordID(rec.Slot, s.k.namespace, s.traceID, first+i)
+		rec.ID = store.RecordID(rec.Slot, s.k.namespace, s.traceID, first+i)
 		rec.Provenance.TimestampMS, rec.Provenance.Span = nowMS, span
 		// A follow may name what its batch appends ahead of it (the
 		// decision's proposal and committed record, the written record).

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 )
 
 // The checks an evidence artifact records for each dependency: presence,
@@ -423,7 +424,7 @@ func (s *snapshot) grounded(reqs []any) bool {
 // or the refusal; blocked builds the blocked code.
 func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcome {
 	for i, key := range derivedKeys {
-		if given, ok := g.payload[key]; !mutDerivedFlags && ok && blackboard.Truthy(given) != f[i] {
+		if given, ok := g.payload[key]; !mutDerivedFlags && ok && jsonval.Truthy(given) != f[i] {
 			return outcome{code: blackboard.CodeFieldMismatch, detail: key + " is derived by the kernel"}
 		}
 	}
@@ -471,7 +472,7 @@ func (g *gate) constrained(f flags, blocked func(string) blackboard.Code) outcom
 			}
 			value = v
 		}
-		if !mutConstraints && blackboard.Truthy(value) {
+		if !mutConstraints && jsonval.Truthy(value) {
 			return block(c.field + " is set")
 		}
 	}

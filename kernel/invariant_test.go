@@ -320,7 +320,7 @@ func (g *invGen) ref() string {
 	case len(g.ids) > 0 && !oneIn(g.s, 4):
 		return pick(g.s, g.ids)
 	case oneIn(g.s, 2):
-		return blackboard.RecordID(pick(g.s, blackboard.AllSlots()), g.w.m.namespace, pick(g.s, g.w.traces), 1+g.s.intn(40))
+		return store.RecordID(pick(g.s, blackboard.AllSlots()), g.w.m.namespace, pick(g.s, g.w.traces), 1+g.s.intn(40))
 	}
 	return "percepts:elsewhere:1"
 }
@@ -971,7 +971,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 	twins := map[string]int{}
 	for i := range recs {
 		r := &recs[i]
-		if want := blackboard.RecordID(r.Slot, ns, trace, i+1); r.ID != want || r.TraceID() != trace {
+		if want := store.RecordID(r.Slot, ns, trace, i+1); r.ID != want || r.TraceID() != trace {
 			bad("record %d of trace %s is %q of trace %q, want id %q", i+1, trace, r.ID, r.TraceID(), want)
 		}
 		if i >= len(old) {
@@ -1002,7 +1002,7 @@ func (c *invChecker) observeStep(trace string, recs []blackboard.Record, added i
 			bad("%s: a committed record was invalidated (%s)", r.ID, r.Reason)
 		case r.Status == blackboard.StatusActive && (r.Mode == blackboard.ModePropose) != (r.Reason == ""):
 			bad("%s: active %s record with reason %q", r.ID, r.Mode, r.Reason)
-		case !r.Status.Valid():
+		case r.Status != blackboard.StatusActive && r.Status != blackboard.StatusInvalidated && r.Status != blackboard.StatusExpired:
 			bad("%s: status %d", r.ID, r.Status)
 		}
 		c.last[r.ID] = *r

@@ -260,8 +260,8 @@ func (k *Kernel) checkEntry(role blackboard.Role, writer string, e *Entry) (blac
 	if c := e.Confidence; c != nil && !unit(*c) {
 		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("confidence %v outside [0,1]", *c))
 	}
-	if e.TTL < 0 || e.TTL > blackboard.MaxTTL {
-		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, blackboard.MaxTTL))
+	if e.TTL < 0 || e.TTL > store.MaxTTL {
+		return blackboard.Record{}, newErr(op, "", blackboard.CodeInvalidInput, blackboard.ErrInvalidInput, fmt.Sprintf("TTL %v outside [0, %v]", e.TTL, store.MaxTTL))
 	}
 	scope := e.Scope
 	if scope == 0 {

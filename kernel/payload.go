@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 )
 
 // Payload keys the kernel itself reads. Everything else in a payload is the
@@ -154,7 +155,7 @@ func (n *normalizer) value(v any, depth int) (any, error) {
 		}
 		return n.number(f)
 	}
-	if f, ok := blackboard.ToFloat(v); ok {
+	if f, ok := jsonval.Float(v); ok {
 		return n.number(f)
 	}
 	return n.reflectValue(reflect.ValueOf(v), depth)

@@ -163,7 +163,7 @@ func (k *Kernel) writeOnce(ctx context.Context, rec *blackboard.Record, idDeps [
 		return Written{}, false, err
 	}
 	n := snap.n
-	rec.ID = blackboard.RecordID(rec.Slot, k.namespace, rec.Provenance.TraceID, n+1)
+	rec.ID = store.RecordID(rec.Slot, k.namespace, rec.Provenance.TraceID, n+1)
 	// Conditional on the trace as read, so that n is always the record's
 	// position in its trace, even with concurrent writers.
 	b := store.Batch{Appends: snap.appends[:0]}

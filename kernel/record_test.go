@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -61,12 +62,12 @@ func TestErrorMessage(t *testing.T) {
 
 func TestTruthy(t *testing.T) {
 	for _, v := range []any{nil, false, 0.0, 0, "", []any{}, map[string]any{}, blackboard.Payload{}, []string{}, json.Number("0")} {
-		if blackboard.Truthy(v) {
+		if jsonval.Truthy(v) {
 			t.Errorf("Truthy(%#v)", v)
 		}
 	}
 	for _, v := range []any{true, 1.0, -1, "no", []any{false}, map[string]any{"a": nil}, []string{""}, uint8(2), struct{}{}} {
-		if !blackboard.Truthy(v) {
+		if !jsonval.Truthy(v) {
 			t.Errorf("!Truthy(%#v)", v)
 		}
 	}

@@ -329,7 +329,7 @@ func (s *snapshot) nextID(slot blackboard.Slot, i int) string {
 			return s.ids[sp.off:sp.end]
 		}
 	}
-	return blackboard.RecordID(slot, s.k.namespace, s.traceID, n)
+	return store.RecordID(slot, s.k.namespace, s.traceID, n)
 }
 
 // reserveIDs builds, in one string, the ids deciding a proposal of slot
@@ -364,11 +364,11 @@ func (s *snapshot) reserveIDs(slot blackboard.Slot, proposalID string) {
 	s.decisionID = s.ids[:end]
 }
 
-// appendRecordID appends [blackboard.RecordID] of slot (a valid one),
+// appendRecordID appends [store.RecordID] of slot (a valid one),
 // namespace, traceID and n to b.
 func appendRecordID(b []byte, slot blackboard.Slot, namespace, traceID string, n int) []byte {
 	if blackboard.NamespaceOf(namespace) != blackboard.DefaultNamespace {
-		return append(b, blackboard.RecordID(slot, namespace, traceID, n)...)
+		return append(b, store.RecordID(slot, namespace, traceID, n)...)
 	}
 	b = append(append(append(b, slot.String()...), ':'), traceID...)
 	return strconv.AppendInt(append(b, ':'), int64(n), 10)
@@ -572,7 +572,7 @@ func (k *Kernel) sharedAcross(r *blackboard.Record) bool {
 // read as a percept kind.
 func looksLikeID(s string) bool {
 	// A slot's name, then ":" or, in a namespace other than the default,
-	// "@" and the namespace up to its ":" ([blackboard.RecordID]).
+	// "@" and the namespace up to its ":" ([store.RecordID]).
 	at := strings.IndexAny(s, ":@")
 	if at < 0 {
 		return false

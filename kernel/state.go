@@ -621,7 +621,7 @@ func withStatus(r *blackboard.Record, status blackboard.Status, reason blackboar
 // 0 for any other id.
 func seqOf(id string) int {
 	// The usual id, ":" then a position of a few digits without a leading
-	// zero, is read here: [blackboard.SplitRecordID] finds both colons
+	// zero, is read here: [store.SplitRecordID] finds both colons
 	// and calls strconv, a cost every batch paid per observation it
 	// weighed. Anything else goes to it.
 	n, mul, i := 0, 1, len(id)-1
@@ -630,7 +630,7 @@ func seqOf(id string) int {
 		mul *= 10
 	}
 	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
-		if _, _, n, ok := blackboard.SplitRecordID(id); ok {
+		if _, _, n, ok := store.SplitRecordID(id); ok {
 			return n + 1
 		}
 		return 0

@@ -3,7 +3,7 @@ package kernel
 import (
 	"testing"
 
-	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // seqOfIDs are ids around the edges of seqOf's own reading of kernel ids.
@@ -15,7 +15,7 @@ var seqOfIDs = []string{"", ":", "::", "1", ":1", "a:1", "a::1", "a:b:1", "belie
 func TestSeqOfMatchesSplitRecordID(t *testing.T) {
 	for _, id := range seqOfIDs {
 		want := 0
-		if _, _, n, ok := blackboard.SplitRecordID(id); ok {
+		if _, _, n, ok := store.SplitRecordID(id); ok {
 			want = n + 1
 		}
 		if got := seqOf(id); got != want {
@@ -30,7 +30,7 @@ func FuzzSeqOf(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id string) {
 		want := 0
-		if _, _, n, ok := blackboard.SplitRecordID(id); ok {
+		if _, _, n, ok := store.SplitRecordID(id); ok {
 			want = n + 1
 		}
 		if got := seqOf(id); got != want {

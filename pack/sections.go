@@ -308,8 +308,8 @@ func rankByRecency(items []item) {
 			}
 			return 1
 		}
-		_, _, ai, _ := blackboard.SplitRecordID(a.key)
-		_, _, bi, _ := blackboard.SplitRecordID(b.key)
+		_, _, ai, _ := store.SplitRecordID(a.key)
+		_, _, bi, _ := store.SplitRecordID(b.key)
 		if ai != bi {
 			return bi - ai
 		}

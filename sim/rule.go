@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -103,7 +104,7 @@ func (c Condition) Holds(p blackboard.Payload) bool {
 
 // number converts any Go or JSON number to a finite float64.
 func number(v any) (float64, bool) {
-	f, ok := blackboard.ToFloat(v)
+	f, ok := jsonval.Float(v)
 	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false
 	}

@@ -19,7 +19,7 @@ func checkStorable(r *blackboard.Record, known *knownStrings) error {
 		return fmt.Errorf("%w: record %s: bad slot", blackboard.ErrInvalidInput, r.ID)
 	case !r.Mode.Valid():
 		return fmt.Errorf("%w: record %s: bad mode", blackboard.ErrInvalidInput, r.ID)
-	case !r.Status.Valid():
+	case !knownStatus(r.Status):
 		return fmt.Errorf("%w: record %s: bad status", blackboard.ErrInvalidInput, r.ID)
 	case !r.Scope.Valid():
 		return fmt.Errorf("%w: record %s: bad scope", blackboard.ErrInvalidInput, r.ID)
@@ -126,7 +126,7 @@ func checkFilter(slot blackboard.Slot, f Filter) error {
 	switch {
 	case !slot.Valid():
 		return fmt.Errorf("%w: slot %d", blackboard.ErrInvalidInput, slot)
-	case f.Status != 0 && !f.Status.Valid():
+	case f.Status != 0 && !knownStatus(f.Status):
 		return fmt.Errorf("%w: filter status %d", blackboard.ErrInvalidInput, f.Status)
 	case f.Scope != 0 && !f.Scope.Valid():
 		return fmt.Errorf("%w: filter scope %d", blackboard.ErrInvalidInput, f.Scope)
@@ -154,3 +154,8 @@ func CheckInvalidation(inv Invalidation) error { return checkTransition(inv) }
 
 // maxSpanLen bounds Provenance.Span: a W3C traceparent is 55 bytes.
 const maxSpanLen = 128
+
+// knownStatus reports whether st is one of the three statuses a record may have.
+func knownStatus(st blackboard.Status) bool {
+	return st == blackboard.StatusActive || st == blackboard.StatusInvalidated || st == blackboard.StatusExpired
+}

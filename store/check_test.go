@@ -16,19 +16,19 @@ import (
 func kernelBatch() store.Batch {
 	const trace = "ep-000123-bk-seed-42"
 	prov := blackboard.Provenance{Role: blackboard.RolePlanner, Writer: "planner", TraceID: trace, TimestampMS: 1700000000000,
-		InputRefs: []string{blackboard.RecordID(blackboard.Percepts, "", trace, 1), blackboard.RecordID(blackboard.Percepts, "", trace, 2)}}
+		InputRefs: []string{store.RecordID(blackboard.Percepts, "", trace, 1), store.RecordID(blackboard.Percepts, "", trace, 2)}}
 	ev := prov
 	ev.Role, ev.Writer = blackboard.RoleKernel, "kernel"
 	return store.Batch{
 		Appends: []blackboard.Record{
-			{ID: blackboard.RecordID(blackboard.Beliefs, "", trace, 4), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "refund_due",
+			{ID: store.RecordID(blackboard.Beliefs, "", trace, 4), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "refund_due",
 				Payload: blackboard.Payload{"due": true, "amount": 42.0}, Provenance: prov, Status: blackboard.StatusActive,
 				Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "study"},
-			{ID: blackboard.RecordID(blackboard.Evidence, "", trace, 5), Slot: blackboard.Evidence, Mode: blackboard.ModeCommit, Kind: "belief_validation",
+			{ID: store.RecordID(blackboard.Evidence, "", trace, 5), Slot: blackboard.Evidence, Mode: blackboard.ModeCommit, Kind: "belief_validation",
 				Payload: blackboard.Payload{"ok": true}, Provenance: ev, Status: blackboard.StatusActive,
-				Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "study", EvidenceRefs: []string{blackboard.RecordID(blackboard.Beliefs, "", trace, 3)}},
+				Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: "study", EvidenceRefs: []string{store.RecordID(blackboard.Beliefs, "", trace, 3)}},
 		},
-		Invalidations: []store.Invalidation{{ID: blackboard.RecordID(blackboard.Beliefs, "", trace, 3), Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
+		Invalidations: []store.Invalidation{{ID: store.RecordID(blackboard.Beliefs, "", trace, 3), Status: blackboard.StatusInvalidated, Reason: blackboard.CodeSupersededByCommit}},
 		Trace:         trace,
 		TraceLen:      3,
 	}
@@ -81,10 +81,10 @@ func TestCheckRecordsHeldRefusesEveryBadString(t *testing.T) {
 		// the id and trace both bad, the id of the kernel's form of that trace
 		"id of a bad trace": func(r *blackboard.Record, v string) {
 			r.Provenance.TraceID = trace + v
-			r.ID = blackboard.RecordID(r.Slot, "", r.Provenance.TraceID, 9)
+			r.ID = store.RecordID(r.Slot, "", r.Provenance.TraceID, 9)
 		},
 		"ref of a bad trace": func(r *blackboard.Record, v string) {
-			r.Provenance.InputRefs = []string{blackboard.RecordID(blackboard.Percepts, "", trace+v, 1)}
+			r.Provenance.InputRefs = []string{store.RecordID(blackboard.Percepts, "", trace+v, 1)}
 		},
 		"id of a bad slot": func(r *blackboard.Record, v string) { r.ID = v + ":" + trace + ":4" },
 		"id with a bad n":  func(r *blackboard.Record, v string) { r.ID = "beliefs:" + trace + ":4" + v },

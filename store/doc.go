@@ -4,7 +4,9 @@
 // implement ([StateStore], [TraceLister]), the errors it returns, and the
 // checks every store runs so that all of them refuse the same input alike
 // ([CheckRecord], [Batch.CheckRecords], [CheckClaim], [CheckInvalidation],
-// [CheckFilter]). The records themselves and their vocabulary are package
+// [CheckFilter]), the longest TTL a record may carry ([MaxTTL]) and the
+// form of the ids the kernel gives its records ([RecordID], read back by
+// [SplitRecordID]). The records themselves and their vocabulary are package
 // blackboard's.
 //
 // An integrator never imports this package: it opens a store

@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"time"
-
-	"github.com/blackboardkernel/bk/blackboard"
 )
 
 // The errors only a store's callers see. A store also returns the
@@ -19,5 +17,10 @@ var (
 	ErrNotActive = errors.New("store: record not active")
 )
 
-// maxTTLMS is blackboard.MaxTTL in milliseconds, as stores check it.
-const maxTTLMS = int64(blackboard.MaxTTL / time.Millisecond)
+// MaxTTL is the longest time to live a record may have (about a century):
+// the kernel refuses a longer TTL, and a store refuses a record carrying
+// one, so that timestamp plus TTL never overflows.
+const MaxTTL = 100 * 365 * 24 * time.Hour
+
+// maxTTLMS is [MaxTTL] in milliseconds, as stores check it.
+const maxTTLMS = int64(MaxTTL / time.Millisecond)

@@ -52,7 +52,7 @@ import (
 // another's trace whatever ids they choose. Every method that names a
 // trace takes its namespace (empty: [blackboard.DefaultNamespace]); a record is in
 // the trace (Namespace, TraceID()). Record ids stay unique across the
-// whole store: the kernel's embed the namespace ([blackboard.RecordID]).
+// whole store: the kernel's embed the namespace ([RecordID]).
 //
 // Once-keys: a store guarantees that a key is claimed at most once, for
 // ever, in its namespace, across every process that shares the store: Apply

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 )
 
 // Binding ties one argument of a tool's calls to the observation its
@@ -214,7 +215,7 @@ func number(v any) (float64, bool) {
 	case bool, string, nil:
 		return 0, false
 	}
-	return blackboard.ToFloat(v)
+	return jsonval.Float(v)
 }
 
 func opText(op BindOp) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 )
 
 // withPatterns gives lookup_order's masked order_id a pattern and
@@ -76,7 +77,7 @@ func TestAttackOversizedArgument(t *testing.T) {
 			}
 			wantOutcome(t, c.what, res, audit.OutcomeRefused, CodeInvalidArguments)
 			rec := d.decisionRecord(res.DecisionID)
-			if n, _ := blackboard.ToFloat(rec.Context[keyArgsBytes]); int(n) != len(c.args) {
+			if n, _ := jsonval.Float(rec.Context[keyArgsBytes]); int(n) != len(c.args) {
 				t.Errorf("%s: record %+v, want %s %d", c.what, rec.Context, keyArgsBytes, len(c.args))
 			}
 			if d, _ := rec.Context[keyArgsRawDigest].(string); !strings.HasPrefix(d, "sha256:") {

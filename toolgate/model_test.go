@@ -1098,9 +1098,9 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 		bad("refund %s: no commit decision", action)
 		return
 	}
-	_, dTrace, at, ok := blackboard.SplitRecordID(d.ID)
+	_, dTrace, at, ok := store.SplitRecordID(d.ID)
 	if !ok || dTrace != trace {
-		_, _, at, ok = blackboard.SplitRecordID(action)
+		_, _, at, ok = store.SplitRecordID(action)
 		if !ok {
 			bad("refund %s: cannot place its commit in the trace", action)
 			return
@@ -1112,7 +1112,7 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 	belief, beliefAt := blackboard.Record{}, -1 // the refund_due belief in force at the commit
 	for id, r := range recs {
 		if r.TraceID() == trace && r.Kind == "refund_due" && r.Mode == blackboard.ModeCommit {
-			if _, _, n, ok := blackboard.SplitRecordID(id); ok && n < at && n > beliefAt {
+			if _, _, n, ok := store.SplitRecordID(id); ok && n < at && n > beliefAt {
 				belief, beliefAt = r, n
 			}
 		}
@@ -1123,7 +1123,7 @@ func checkGrounding(bad func(string, ...any), recs map[string]blackboard.Record,
 		if !ok || eff.Status != audit.StatusSucceeded {
 			continue
 		}
-		_, _, n, ok := blackboard.SplitRecordID(id)
+		_, _, n, ok := store.SplitRecordID(id)
 		if ok && n < at && n > latestAt {
 			latest, latestAt, latestAttempt, latestRec = eff.ActionID, n, eff.Attempt, id
 		}
@@ -1191,7 +1191,7 @@ func traceStory(recs map[string]blackboard.Record, trace, order string, at int) 
 	}
 	var lines []line
 	for id, r := range recs {
-		_, tr, n, ok := blackboard.SplitRecordID(id)
+		_, tr, n, ok := store.SplitRecordID(id)
 		if !ok || tr != trace || n > at+3 {
 			continue
 		}
@@ -1233,7 +1233,7 @@ func checkInvariants(ctx context.Context, t *testing.T, seed uint64, st store.St
 // effectsOf lists what the gate recorded about the effect of an action,
 // to tell a violation's story.
 func effectsOf(ctx context.Context, st store.Store, trace, action string) string {
-	if _, tr, _, ok := blackboard.SplitRecordID(action); ok {
+	if _, tr, _, ok := store.SplitRecordID(action); ok {
 		trace = tr // a once-key's violation names the trace of the values, not the holder's
 	}
 	var sb strings.Builder
@@ -1379,7 +1379,7 @@ func testModelRecheckRetires(t *testing.T) {
 func named(ctx context.Context, st store.Store, detail string) string {
 	var sb strings.Builder
 	for _, f := range strings.FieldsFunc(detail, func(r rune) bool { return r == ' ' || r == ',' || r == '(' || r == ')' || r == '[' || r == ']' }) {
-		if _, _, _, ok := blackboard.SplitRecordID(f); !ok || !strings.Contains(f, ":") {
+		if _, _, _, ok := store.SplitRecordID(f); !ok || !strings.Contains(f, ":") {
 			continue
 		}
 		if r, err := st.Get(ctx, f); err == nil {

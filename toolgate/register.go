@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // register checks a tool and compiles what the gate needs of it.
@@ -34,7 +34,7 @@ func register(g *Gate, t Tool) (*entry, error) {
 	if slices.Contains(t.Requires, "") {
 		return nil, bad("Requires", "empty belief kind in Requires")
 	}
-	if t.ResultTTL < 0 || t.ResultTTL > blackboard.MaxTTL {
+	if t.ResultTTL < 0 || t.ResultTTL > store.MaxTTL {
 		return nil, bad("ResultTTL", "result TTL %v", t.ResultTTL)
 	}
 	r := t.Retry.withDefaults()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -40,7 +41,7 @@ func Max(field string, limit float64, code blackboard.Code) kernel.Validator {
 		if !present {
 			return kernel.Verdict{}
 		}
-		f, ok := blackboard.ToFloat(v)
+		f, ok := jsonval.Float(v)
 		if !ok {
 			return kernel.Verdict{Code: code, Rule: "max:" + field, Detail: fmt.Sprintf("%s is not a number", field)}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/jsonval"
 )
 
 // GlueOutput is what a glue agent outputs: the beliefs it held, the action
@@ -81,7 +82,7 @@ func holds(v any) bool {
 	if m, ok := v.(map[string]any); ok {
 		v = m["value"]
 	}
-	return blackboard.Truthy(v)
+	return jsonval.Truthy(v)
 }
 
 // glueLabel names an ungoverned episode's outcome class from what the

@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // submit proposes en through p, has the kernel decide it and keeps what
@@ -74,11 +75,11 @@ func (e *kernelEpisode) note(d kernel.Decision, kind string) {
 // holds reports whether the record id (one the kernel assigned) is of the
 // episode's trace.
 func (e *kernelEpisode) holds(id string) bool {
-	_, trace, _, ok := blackboard.SplitRecordID(id)
+	_, trace, _, ok := store.SplitRecordID(id)
 	return ok && trace == e.trace
 }
 
-// slotOf is the slot an id the kernel assigned names ([blackboard.RecordID]).
+// slotOf is the slot an id the kernel assigned names ([store.RecordID]).
 func slotOf(id string) blackboard.Slot {
 	for _, s := range []blackboard.Slot{blackboard.Beliefs, blackboard.Plans, blackboard.Actions} {
 		if name := s.String(); len(id) > len(name) && (id[len(name)] == ':' || id[len(name)] == '@') && id[:len(name)] == name {

@@ -27,7 +27,7 @@ func broken(t *testing.T) store.Store {
 	t.Helper()
 	st := memstore.New()
 	for i := 1; i <= 2; i++ {
-		r := blackboard.Record{ID: blackboard.RecordID(blackboard.Percepts, "", "T1", i), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit,
+		r := blackboard.Record{ID: store.RecordID(blackboard.Percepts, "", "T1", i), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit,
 			Kind: "refund", Payload: blackboard.Payload{"effect": map[string]any{"status": "succeeded", "tool": "issue_refund",
 				"action_id": "actions:T1:99", "attempt": 1.0}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "tool:issue_refund", TraceID: "T1", TimestampMS: 1},

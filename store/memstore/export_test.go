@@ -4,5 +4,5 @@ package memstore
 // is appended, so that every read goes through the packed form.
 func NewPacking() *Store { return &Store{} }
 
-// SplitID is splitID, for its test against blackboard.SplitRecordID.
+// SplitID is splitID, for its test against store.SplitRecordID.
 var SplitID = splitID

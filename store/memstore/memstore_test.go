@@ -114,7 +114,7 @@ func TestPackedRecords(t *testing.T) {
 	for i := range n {
 		trace := "t" + strconv.Itoa(i/7)
 		r := blackboard.Record{
-			ID: blackboard.RecordID(blackboard.Percepts, "ns", trace, i%7+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "k" + strconv.Itoa(i%3),
+			ID: store.RecordID(blackboard.Percepts, "ns", trace, i%7+1), Slot: blackboard.Percepts, Mode: blackboard.ModeCommit, Kind: "k" + strconv.Itoa(i%3),
 			Payload:    blackboard.Payload{"n": float64(i), "s": "v" + strconv.Itoa(i), "list": []any{"a", 1.0}, "obj": map[string]any{"x": true}},
 			Provenance: blackboard.Provenance{Role: blackboard.RoleTool, Writer: "w" + strconv.Itoa(i%2), TraceID: trace, TimestampMS: int64(i)},
 			Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode,
@@ -330,7 +330,7 @@ func FuzzSplitID(f *testing.F) {
 
 func checkSplitID(t *testing.T, id string) {
 	ns, tr, n, ok := memstore.SplitID(id)
-	wns, wtr, wn, wok := blackboard.SplitRecordID(id)
+	wns, wtr, wn, wok := store.SplitRecordID(id)
 	if ns != wns || tr != wtr || n != wn || ok != wok {
 		t.Errorf("splitID(%q) = %q, %q, %d, %v; want %q, %q, %d, %v", id, ns, tr, n, ok, wns, wtr, wn, wok)
 	}
@@ -359,7 +359,7 @@ func TestListingsAcrossIndexing(t *testing.T) {
 			}
 			slot := blackboard.AllSlots()[i%3*2] // percepts, constraints, evidence
 			r := blackboard.Record{
-				ID: blackboard.RecordID(slot, "", trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
+				ID: store.RecordID(slot, "", trace, n), Slot: slot, Mode: blackboard.ModeCommit, Kind: "k",
 				Payload:    blackboard.Payload{"i": float64(i)},
 				Provenance: blackboard.Provenance{Role: blackboard.RoleSymbolic, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
 				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.Scope(1 + i/2%2),
@@ -413,7 +413,7 @@ func TestNewStoreAfterClose(t *testing.T) {
 		var b store.Batch
 		for i := range 12 - round*3 {
 			r := blackboard.Record{
-				ID: blackboard.RecordID(blackboard.Beliefs, "", trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
+				ID: store.RecordID(blackboard.Beliefs, "", trace, i+1), Slot: blackboard.Beliefs, Mode: blackboard.ModeCommit, Kind: "k",
 				Provenance: blackboard.Provenance{Role: blackboard.RolePlanner, Writer: "w", TraceID: trace, TimestampMS: int64(i)},
 				Status:     blackboard.StatusActive, Reason: blackboard.CodeCommitted, Scope: blackboard.ScopeEpisode, Namespace: blackboard.DefaultNamespace,
 			}

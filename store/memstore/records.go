@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // memRec is a [blackboard.Record] as the store keeps it, in 96 bytes: the
@@ -108,7 +109,7 @@ type firstBlock struct {
 // store's first trace.
 var firstBlocks = sync.Pool{New: func() any { return new(firstBlock) }}
 
-// find locates a record. Kernel ids ([blackboard.RecordID]), which name the
+// find locates a record. Kernel ids ([store.RecordID]), which name the
 // record's namespace, trace and position in it, are found through the
 // trace block, so the store needs no map over every id; any other id is in
 // s.others.
@@ -122,7 +123,7 @@ func (s *Store) find(id string) (memLoc, bool) {
 	return l, ok
 }
 
-// splitID is [blackboard.SplitRecordID], with the usual kernel id of the
+// splitID is [store.SplitRecordID], with the usual kernel id of the
 // default namespace (a position of a few digits, no leading zero, after
 // the last colon) read here: the general parser's two scans and strconv
 // call were a cost every append paid twice, in the duplicate check and in
@@ -134,7 +135,7 @@ func splitID(id string) (namespace, trace string, idx int, ok bool) {
 		mul *= 10
 	}
 	if d := len(id) - 1 - i; d == 0 || d > 18 || i < 0 || id[i] != ':' || id[i+1] == '0' {
-		return blackboard.SplitRecordID(id)
+		return store.SplitRecordID(id)
 	}
 	// The first colon ends a slot's name, a few bytes in: a loop finds it
 	// sooner than a call to strings.IndexByte.
@@ -143,7 +144,7 @@ func splitID(id string) (namespace, trace string, idx int, ok bool) {
 		first++
 	}
 	if first < i && id[first] == '@' {
-		return blackboard.SplitRecordID(id) // another namespace's id
+		return store.SplitRecordID(id) // another namespace's id
 	}
 	if first+1 >= i {
 		return "", "", 0, false

@@ -32,7 +32,7 @@
 //
 // A record is checked with [store.CheckRecord] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference,
-// or a TTL beyond [blackboard.MaxTTL] ([blackboard.ErrInvalidInput]), invalid
+// or a TTL beyond [store.MaxTTL] ([blackboard.ErrInvalidInput]), invalid
 // UTF-8 in a payload string or key ([blackboard.ErrInvalidPayload]). So is what
 // PostgreSQL cannot hold unchanged: a NUL character, which no PostgreSQL
 // text or JSONB string can contain ([blackboard.ErrInvalidInput] in a field or

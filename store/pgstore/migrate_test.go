@@ -203,7 +203,7 @@ func TestMigrateTracesV5(t *testing.T) {
 		t.Errorf("appending to a version-5 trace after migration: %v", err)
 	}
 	other := next
-	other.ID, other.Namespace = blackboard.RecordID(blackboard.Percepts, "", "old", 1)+"-default", ""
+	other.ID, other.Namespace = store.RecordID(blackboard.Percepts, "", "old", 1)+"-default", ""
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
 		t.Errorf("the default namespace's trace old, after migration: %v", err)
 	}

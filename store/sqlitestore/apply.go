@@ -26,7 +26,7 @@ import (
 // [store.ErrDuplicateID] for an id the store holds (or two appends of
 // one id); the error of [store.CheckRecord] for a record it refuses
 // ([blackboard.ErrInvalidInput] for a bad field, a string field or
-// reference that is not valid UTF-8, or a TTL beyond [blackboard.MaxTTL];
+// reference that is not valid UTF-8, or a TTL beyond [store.MaxTTL];
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
 // [blackboard.ErrInvalidInput] for an unknown role or a NaN confidence;
 // [blackboard.ErrInvalidPayload] for a payload value JSON cannot encode;

@@ -23,7 +23,7 @@
 //
 // A record is checked with [store.CheckRecord] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference, or
-// a TTL beyond [blackboard.MaxTTL] ([blackboard.ErrInvalidInput]), invalid UTF-8 in
+// a TTL beyond [store.MaxTTL] ([blackboard.ErrInvalidInput]), invalid UTF-8 in
 // a payload string or key ([blackboard.ErrInvalidPayload]). So is what the JSON
 // encoding cannot hold unchanged: a NaN confidence or an unknown role
 // ([blackboard.ErrInvalidInput]), a payload value JSON cannot encode

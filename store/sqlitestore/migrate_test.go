@@ -348,7 +348,7 @@ func TestStoreMigrateTracesV6(t *testing.T) {
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); !errors.Is(err, store.ErrDuplicateID) {
 		t.Errorf("an id the store holds: %v, want ErrDuplicateID", err)
 	}
-	other.ID = blackboard.RecordID(blackboard.Percepts, "", "old", 1) + "-default"
+	other.ID = store.RecordID(blackboard.Percepts, "", "old", 1) + "-default"
 	if err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{other}, Trace: "old", TraceLen: 0}); err != nil {
 		t.Errorf("the default namespace's trace old, after migration: %v", err)
 	}

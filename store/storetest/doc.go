@@ -22,7 +22,7 @@
 // at a time, and require each to fail). The cases
 // cover the whole [store.Store] contract: exact round trips of every record
 // field, append-only ids, typed errors for malformed input (invalid UTF-8
-// in any string, a TTL beyond [blackboard.MaxTTL]), status changes, FindActive,
+// in any string, a TTL beyond [store.MaxTTL]), status changes, FindActive,
 // ListTrace isolation, ListSlot filters, namespaces (an empty one kept as
 // [blackboard.DefaultNamespace], Filter.Namespace), atomic batches, concurrent
 // writers racing for one id or one status change, cancelled contexts and

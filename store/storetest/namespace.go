@@ -142,7 +142,7 @@ func testTraceNamespace(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	in := func(ns, trace string, n int) blackboard.Record {
 		r := record(trace, blackboard.Percepts, "door", n)
-		r.ID, r.Namespace = blackboard.RecordID(blackboard.Percepts, ns, trace, n), ns
+		r.ID, r.Namespace = store.RecordID(blackboard.Percepts, ns, trace, n), ns
 		return r
 	}
 	a1, b1, d1 := in("a", "t", 1), in("b", "t", 1), in("", "t", 1)

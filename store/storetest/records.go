@@ -11,7 +11,7 @@ import (
 )
 
 // maxTTLMS is the longest TTL a store accepts, in milliseconds.
-const maxTTLMS = int64(blackboard.MaxTTL / time.Millisecond)
+const maxTTLMS = int64(store.MaxTTL / time.Millisecond)
 
 // roundTripRecords are records that between them set every field of a
 // record to a range of values, in the kernel's payload normal form. Some

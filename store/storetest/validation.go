@@ -54,7 +54,7 @@ func testInvalidUTF8(t *testing.T, s store.Store) {
 	wantSame(t, mustGet(t, s, good.ID), good, "the well-formed record the refused batches held can be appended")
 }
 
-// testTTLBounds checks that a TTL in [0, blackboard.MaxTTL] is stored exactly
+// testTTLBounds checks that a TTL in [0, store.MaxTTL] is stored exactly
 // and one outside it is refused, so that timestamp plus TTL cannot
 // overflow.
 func testTTLBounds(t *testing.T, s store.Store) {
@@ -62,15 +62,15 @@ func testTTLBounds(t *testing.T, s store.Store) {
 		r := record("ttl", blackboard.Percepts, "door", 100+i)
 		r.Provenance.TTLMS = ttl
 		before := dump(t, s)
-		wantErr(t, appendOne(t.Context(), s, r), blackboard.ErrInvalidInput, "Apply refuses a record with a TTL outside [0, blackboard.MaxTTL]")
+		wantErr(t, appendOne(t.Context(), s, r), blackboard.ErrInvalidInput, "Apply refuses a record with a TTL outside [0, store.MaxTTL]")
 		wantErr(t, s.Apply(t.Context(), store.Batch{Appends: []blackboard.Record{record("ttl", blackboard.Percepts, "door", 200+i), r}}),
-			blackboard.ErrInvalidInput, "Apply refuses a batch holding a record with a TTL outside [0, blackboard.MaxTTL]")
-		unchanged(t, s, before, "a record with a TTL outside [0, blackboard.MaxTTL] is not stored")
+			blackboard.ErrInvalidInput, "Apply refuses a batch holding a record with a TTL outside [0, store.MaxTTL]")
+		unchanged(t, s, before, "a record with a TTL outside [0, store.MaxTTL] is not stored")
 	}
 	for i, ttl := range []int64{0, 1, maxTTLMS} {
 		r := record("ttl", blackboard.Percepts, "door", i+1)
 		r.Provenance.TTLMS = ttl
 		mustAppend(t, s, r)
-		wantSame(t, mustGet(t, s, r.ID), r, "a TTL in [0, blackboard.MaxTTL] is stored exactly")
+		wantSame(t, mustGet(t, s, r.ID), r, "a TTL in [0, store.MaxTTL] is stored exactly")
 	}
 }

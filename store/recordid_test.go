@@ -1,9 +1,10 @@
-package blackboard_test
+package store_test
 
 import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/store"
 )
 
 // A kernel id names its namespace, trace and position: SplitRecordID reads
@@ -16,8 +17,8 @@ func TestRecordIDPerNamespace(t *testing.T) {
 	for _, ns := range names {
 		for _, tr := range traces {
 			for _, n := range []int{1, 12} {
-				id := blackboard.RecordID(blackboard.Percepts, ns, tr, n)
-				gns, gtr, idx, ok := blackboard.SplitRecordID(id)
+				id := store.RecordID(blackboard.Percepts, ns, tr, n)
+				gns, gtr, idx, ok := store.SplitRecordID(id)
 				if !ok || gns != blackboard.NamespaceOf(ns) || gtr != tr || idx != n-1 {
 					t.Errorf("SplitRecordID(%q) = %q, %q, %d, %v; want %q, %q, %d", id, gns, gtr, idx, ok, blackboard.NamespaceOf(ns), tr, n-1)
 				}
