@@ -124,8 +124,10 @@ func TestTargets(t *testing.T) {
 	t.Logf("library %d names, toolgate %d, kernel+blackboard %d, *Gate methods %d", lib, len(m["toolgate"]), len(m["kernel"])+len(m["blackboard"]), gm)
 }
 
-// TestFileSizes: no non-test Go file is longer than a reader can hold.
-func TestFileSizes(t *testing.T) {
+// eachGoFile calls fn with the path and contents of every non-test Go file
+// in the repository, skipping hidden directories.
+func eachGoFile(t *testing.T, fn func(path string, b []byte)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -137,45 +139,34 @@ func TestFileSizes(t *testing.T) {
 			return nil
 		}
 		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
+		if err == nil {
+			fn(path, b)
 		}
-		if n := bytes.Count(b, []byte("\n")); n > maxFileLines {
-			t.Errorf("%s: %d lines, at most %d", path, n, maxFileLines)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
+// TestFileSizes: no non-test Go file is longer than a reader can hold.
+func TestFileSizes(t *testing.T) {
+	eachGoFile(t, func(path string, b []byte) {
+		if n := bytes.Count(b, []byte("\n")); n > maxFileLines {
+			t.Errorf("%s: %d lines, at most %d", path, n, maxFileLines)
+		}
+	})
+}
+
 // TestMutationFiles: a package keeps its mutation switches in one file, out
 // of the way of the code a reader follows.
 func TestMutationFiles(t *testing.T) {
 	per := map[string][]string{}
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, func(path string, b []byte) {
 		if bytes.HasPrefix(b, []byte("//go:build bkmutate\n")) {
 			per[filepath.Dir(path)] = append(per[filepath.Dir(path)], filepath.Base(path))
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for dir, files := range per {
 		// The mutation runner (a command built only with the tag) and
 		// the registry itself are the scheme, not switches.
