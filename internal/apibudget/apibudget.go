@@ -1,6 +1,3 @@
-// Package apibudget lists the exported names of the module's library
-// packages, one line per name, so that the API budget test can compare
-// them with the checked-in list and growth is a visible change in review.
 package apibudget
 
 import (

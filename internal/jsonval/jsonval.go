@@ -1,6 +1,3 @@
-// Package jsonval reads JSON values as the kernel's pipeline does: their
-// truth value and their number. It serves the record vocabulary and the
-// packages above it, so no exported name of theirs exists only for that.
 package jsonval
 
 import (
