@@ -1,8 +1,3 @@
-// Package advisor is the governed planner's question to a model (paper
-// §10.6): worker/llm's Worker and the study's llm_bk agent (bench/study)
-// ask it whether to propose a belief or a plan. The model only says yes or
-// no; every name, dependency and payload comes from the caller's schema.
-// Extract reads the JSON object out of a model's answer.
 package advisor
 
 import (
