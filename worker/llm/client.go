@@ -75,7 +75,7 @@ type toolCall struct {
 	Function functionCall `json:"function"`
 }
 
-// functionCall is the function a [toolCall] calls.
+// functionCall is the function a toolCall calls.
 type functionCall struct {
 	// Name is the tool's name as the model wrote it.
 	Name string `json:"name"`
@@ -465,8 +465,9 @@ func (f *attemptFailure) retryable() bool {
 }
 
 // Chat sends a system prompt ("" sends none) and a user message, and
-// returns the content of the first choice. It is the request an [Agent]
-// makes each round, without tools and without the conversation.
+// returns the content of the first choice: the request a [Worker] makes
+// for each question (an [Agent]'s rounds carry tools and the conversation
+// too, with the same retries and errors).
 //
 // 429, 5xx, network errors and request timeouts are retried with backoff
 // ([WithRetries], [WithBackoff]); other statuses and a 2xx body that is not

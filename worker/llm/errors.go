@@ -51,9 +51,9 @@ var (
 // EndpointError is the typed error of a failed chat call. It wraps both
 // [ErrEndpoint] and the last cause (a network error, a
 // [context.DeadlineExceeded] from the request timeout, ...), so errors.Is
-// and errors.As work through it. Its message never contains the API key.
-//
-// Its message names the number of requests made and the last status.
+// and errors.As work through it. Its message names the number of requests
+// made and the last status ([EndpointError.HTTPStatus]), and never
+// contains the API key.
 type EndpointError struct {
 	status   int   // the last HTTP status; 0 when no response arrived
 	attempts int   // the number of requests made
