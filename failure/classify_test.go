@@ -177,7 +177,7 @@ func TestClassifyLLMClientErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Chat(context.Background(), []llm.Message{{Role: "user", Content: "hi"}})
+		_, err = c.Chat(context.Background(), "", "hi")
 		var ee *llm.EndpointError
 		if !errors.As(err, &ee) {
 			t.Fatalf("%d: %v is not an EndpointError", tc.code, err)
@@ -192,7 +192,7 @@ func TestClassifyLLMClientErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Chat(context.Background(), []llm.Message{{Role: "user", Content: "hi"}})
+	_, err = c.Chat(context.Background(), "", "hi")
 	if f := failure.Classify(err); f.Status() != failure.StatusTimeout || f.Legacy() {
 		t.Errorf("llm timeout %v: got %s legacy=%v", err, f.Status(), f.Legacy())
 	}

@@ -135,21 +135,40 @@ func (d *payDesk) pay(_ context.Context, inv toolgate.Invocation) (blackboard.Pa
 
 // fakeModel is an OpenAI-compatible chat completions server whose n-th
 // answer (from 0) is script[n]; after the script it answers "done".
+// chatMessage, toolCall and functionCall are the parts of the chat
+// completions format the scripted model reads and writes.
+type chatMessage struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
 type fakeModel struct {
 	*httptest.Server
-	script [][]llm.ToolCall
+	script [][]toolCall
 	mu     sync.Mutex
 	reqs   []modelRequest
 }
 
 type modelRequest struct {
-	Messages []llm.Message `json:"messages"`
+	Messages []chatMessage `json:"messages"`
 	Tools    []struct {
 		Function toolgate.Spec `json:"function"`
 	} `json:"tools"`
 }
 
-func newFakeModel(t *testing.T, script ...[]llm.ToolCall) *fakeModel {
+func newFakeModel(t *testing.T, script ...[]toolCall) *fakeModel {
 	m := &fakeModel{script: script}
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -181,11 +200,11 @@ func (m *fakeModel) requests() []modelRequest {
 }
 
 // tc is a tool call as a model writes it.
-func tc(tool, args string) llm.ToolCall {
-	return llm.ToolCall{Type: "function", Function: llm.FunctionCall{Name: tool, Arguments: args}}
+func tc(tool, args string) toolCall {
+	return toolCall{Type: "function", Function: functionCall{Name: tool, Arguments: args}}
 }
 
-func refundOf(order string, amount float64) llm.ToolCall {
+func refundOf(order string, amount float64) toolCall {
 	return tc("issue_refund", fmt.Sprintf(`{"order_id":%q,"amount":%v}`, order, amount))
 }
 
@@ -196,7 +215,7 @@ var (
 	assessO3 = tc("assess_refund", `{"order_id":"O3"}`)
 )
 
-func round(calls ...llm.ToolCall) []llm.ToolCall { return calls }
+func round(calls ...toolCall) []toolCall { return calls }
 
 // TestAgentOnGateNeverRunsAnUnsafeEffect: whatever the model calls, the
 // payment API moves money only for a refund the kernel committed, that
@@ -206,7 +225,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 	scenarios := []struct {
 		name      string
 		stale     map[string]int // reads served stale
-		model     [][]llm.ToolCall
+		model     [][]toolCall
 		maxRounds int
 		wantErr   error
 		want      []string       // per call: "tool outcome code"
@@ -217,13 +236,13 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 	}{
 		{
 			name:  "valid calls",
-			model: [][]llm.ToolCall{round(lookupO1), round(assessO1), round(refundOf("O1", 40))},
+			model: [][]toolCall{round(lookupO1), round(assessO1), round(refundOf("O1", 40))},
 			want:  []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED", "issue_refund executed EFFECT_SUCCEEDED"},
 			paid:  []float64{40},
 		},
 		{
 			name: "malformed JSON arguments, then repaired",
-			model: [][]llm.ToolCall{round(lookupO1), round(assessO1),
+			model: [][]toolCall{round(lookupO1), round(assessO1),
 				round(tc("issue_refund", `{"order_id": "O1", "amount": 40`), tc("issue_refund", `{"order_id":"O1","amount":"40"}`), tc("issue_refund", `[]`),
 					tc("issue_refund", `{"order_id":"O1"}`)),
 				round(refundOf("O1", 40))},
@@ -234,13 +253,13 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 		},
 		{
 			name:  "unknown tools",
-			model: [][]llm.ToolCall{round(lookupO1), round(assessO1), round(tc("wire_money", `{"to":"acct_9","amount":5000}`), tc("", `{}`))},
+			model: [][]toolCall{round(lookupO1), round(assessO1), round(tc("wire_money", `{"to":"acct_9","amount":5000}`), tc("", `{}`))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
 				"wire_money refused TOOL_UNKNOWN", " refused TOOL_UNKNOWN"},
 		},
 		{
 			name: "arguments beyond the evidence",
-			model: [][]llm.ToolCall{round(lookupO1), round(assessO1),
+			model: [][]toolCall{round(lookupO1), round(assessO1),
 				round(refundOf("O1", 500), refundOf("O2", 40), refundOf("O1", -40), refundOf("O1", 0),
 					tc("issue_refund", `{"order_id":"O1","amount":40,"to_account":"acct_9"}`),
 					tc("issue_refund", `{"order_id":"O1","amount":40,"requires_beliefs":[]}`))},
@@ -251,7 +270,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 		},
 		{
 			name: "the same call repeated",
-			model: [][]llm.ToolCall{round(lookupO1), round(assessO1), round(refundOf("O1", 40), refundOf("O1", 40)),
+			model: [][]toolCall{round(lookupO1), round(assessO1), round(refundOf("O1", 40), refundOf("O1", 40)),
 				round(refundOf("O1", 40)), round(assessO1, refundOf("O1", 40))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
 				"issue_refund executed EFFECT_SUCCEEDED", "issue_refund refused DUPLICATE_ACTION", "issue_refund refused DUPLICATE_ACTION",
@@ -261,7 +280,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 		},
 		{
 			name:  "a refund before the evidence",
-			model: [][]llm.ToolCall{round(refundOf("O1", 40)), round(lookupO1, refundOf("O1", 40))},
+			model: [][]toolCall{round(refundOf("O1", 40)), round(lookupO1, refundOf("O1", 40))},
 			want: []string{"issue_refund refused NO_COMMITTED_BELIEF", "lookup_order executed EFFECT_SUCCEEDED",
 				"issue_refund refused NO_COMMITTED_BELIEF"},
 			hints: map[int]string{0: "not established"},
@@ -269,7 +288,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 		{
 			name:  "stale order data",
 			stale: map[string]int{"O1": 1},
-			model: [][]llm.ToolCall{round(lookupO1), round(assessO1), round(refundOf("O1", 40)), round(lookupO1), round(assessO1), round(refundOf("O1", 40))},
+			model: [][]toolCall{round(lookupO1), round(assessO1), round(refundOf("O1", 40)), round(lookupO1), round(assessO1), round(refundOf("O1", 40))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
 				"issue_refund refused NO_COMMITTED_BELIEF", "lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
 				"issue_refund executed EFFECT_SUCCEEDED"},
@@ -278,7 +297,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 		},
 		{
 			name:  "above the approval threshold, approved",
-			model: [][]llm.ToolCall{round(lookupO3), round(assessO3), round(refundOf("O3", 700)), round(refundOf("O3", 700), refundOf("O3", 400))},
+			model: [][]toolCall{round(lookupO3), round(assessO3), round(refundOf("O3", 700)), round(refundOf("O3", 700), refundOf("O3", 400))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
 				"issue_refund pending_approval APPROVAL_REQUIRED", "issue_refund refused DUPLICATE_ACTION", "issue_refund refused DUPLICATE_ACTION"},
 			decide:    "approve",
@@ -286,14 +305,14 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 		},
 		{
 			name:  "above the approval threshold, denied",
-			model: [][]llm.ToolCall{round(lookupO3), round(assessO3), round(refundOf("O3", 700))},
+			model: [][]toolCall{round(lookupO3), round(assessO3), round(refundOf("O3", 700))},
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",
 				"issue_refund pending_approval APPROVAL_REQUIRED"},
 			decide: "deny",
 		},
 		{
 			name:      "a model that never stops",
-			model:     append([][]llm.ToolCall{round(lookupO1), round(assessO1)}, slices.Repeat([][]llm.ToolCall{round(refundOf("O1", 40))}, 10)...),
+			model:     append([][]toolCall{round(lookupO1), round(assessO1)}, slices.Repeat([][]toolCall{round(refundOf("O1", 40))}, 10)...),
 			maxRounds: 5,
 			wantErr:   llm.ErrMaxRounds,
 			want: []string{"lookup_order executed EFFECT_SUCCEEDED", "assess_refund executed EFFECT_SUCCEEDED",

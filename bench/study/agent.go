@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/advisor"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -242,11 +243,12 @@ func newLLMBK(e env) (Agent, error) {
 	return newKernelAgent(AgentLLMBK, d, e.store)
 }
 
-// llmDecider is llm_bk's decider: the worker/llm planner asks the model
-// whether to propose the belief and the plan. The model sees the task, the
+// llmDecider is llm_bk's decider: the advisor of worker/llm's planner
+// (internal/advisor) asks the model whether to propose the belief and the
+// plan. The model sees the task, the
 // committed charge and, for the plan, the committed belief; it only says
 // yes or no.
-type llmDecider struct{ p *llm.Advisor }
+type llmDecider struct{ p advisor.Advisor }
 
 // newLLMDecider builds the decider on a worker/llm client for cfg's
 // endpoint. Its concurrency bound is cfg.Concurrency: no more model calls
@@ -264,11 +266,7 @@ func newLLMDecider(cfg LLMConfig) (decider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	p, err := llm.NewAdvisor(c)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	return &llmDecider{p: p}, nil
+	return &llmDecider{p: advisor.Advisor{Chat: c.Chat}}, nil
 }
 
 func (d *llmDecider) belief(ctx context.Context, s situation) (bool, blackboard.Code, error) {
@@ -276,7 +274,7 @@ func (d *llmDecider) belief(ctx context.Context, s situation) (bool, blackboard.
 	if err != nil {
 		return false, "", err
 	}
-	return fromAdvice(d.p.DecideBelief(ctx, llm.Situation{
+	return fromAdvice(d.p.DecideBelief(ctx, advisor.Situation{
 		Task: s.describe(), Kind: kindRefundDue, Requires: []string{kindCharge}, Percepts: percepts,
 	}))
 }
@@ -286,15 +284,15 @@ func (d *llmDecider) plan(ctx context.Context, s situation) (bool, blackboard.Co
 	if err != nil {
 		return false, "", err
 	}
-	var beliefs []llm.Fact
+	var beliefs []advisor.Fact
 	if s.belief != "" {
 		b, err := s.r.Get(ctx, s.belief)
 		if err != nil {
 			return false, "", err
 		}
-		beliefs = []llm.Fact{{Kind: kindRefundDue, Payload: b.Payload}}
+		beliefs = []advisor.Fact{{Kind: kindRefundDue, Payload: b.Payload}}
 	}
-	return fromAdvice(d.p.DecidePlan(ctx, llm.Situation{
+	return fromAdvice(d.p.DecidePlan(ctx, advisor.Situation{
 		Task: s.describe(), Kind: kindPlan, Action: kindRefund, Requires: []string{kindRefundDue},
 		Percepts: percepts, Beliefs: beliefs,
 	}))
@@ -303,7 +301,7 @@ func (d *llmDecider) plan(ctx context.Context, s situation) (bool, blackboard.Co
 // fromAdvice turns the model's advice into a decider's answer: a decline or
 // an endpoint failure is a no with worker/llm's code; only a context that
 // ended is an error.
-func fromAdvice(v llm.Advice, err error) (bool, blackboard.Code, error) {
+func fromAdvice(v advisor.Advice, err error) (bool, blackboard.Code, error) {
 	if err != nil {
 		return false, "", err
 	}
@@ -322,10 +320,10 @@ func (s situation) describe() string {
 }
 
 // percepts are the committed percepts the model may see: the charge.
-func (s situation) percepts(ctx context.Context) ([]llm.Fact, error) {
+func (s situation) percepts(ctx context.Context) ([]advisor.Fact, error) {
 	c, err := s.r.Get(ctx, s.charge)
 	if err != nil {
 		return nil, err
 	}
-	return []llm.Fact{{Kind: kindCharge, Payload: c.Payload, Confidence: c.Provenance.Confidence}}, nil
+	return []advisor.Fact{{Kind: kindCharge, Payload: c.Payload, Confidence: c.Provenance.Confidence}}, nil
 }

@@ -33,7 +33,7 @@ func CheckEndpoint(ctx context.Context, c LLMConfig) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	_, err = cl.Chat(ctx, []llm.Message{{Role: "user", Content: "Reply with the word ready."}})
+	_, err = cl.Chat(ctx, "", "Reply with the word ready.")
 	switch {
 	case err == nil:
 		return nil

@@ -39,10 +39,17 @@ func newFakeLLM(t *testing.T, script func(plan bool) (int, string)) *fakeLLM {
 	return f
 }
 
+// defaultRetries is worker/llm's default retry count: a request is made
+// once and retried three times.
+const defaultRetries = 3
+
 func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Model    string        `json:"model"`
-		Messages []llm.Message `json:"messages"`
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || len(req.Messages) == 0 {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
@@ -160,7 +167,7 @@ func TestLLMBKEndToEnd(t *testing.T) {
 			}
 			return http.StatusOK, "Sure. " + yes
 		}, llm.CodeNoPlan, 1, episodes},
-		{"500 until the retries run out", func(bool) (int, string) { return http.StatusInternalServerError, "" }, llm.CodeError, llm.DefaultRetries + 1, 0},
+		{"500 until the retries run out", func(bool) (int, string) { return http.StatusInternalServerError, "" }, llm.CodeError, defaultRetries + 1, 0},
 		{"nonsense", func(bool) (int, string) { return http.StatusOK, "I would rather not say." }, llm.CodeError, 1, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/blackboardkernel/bk/worker/llm"
 )
 
 // script is how the scripted model behaves in one case.
@@ -37,10 +36,29 @@ const (
 	brokenSource = "def fetch(endpoint)\n    return get(endpoint)\n"
 )
 
+// chatMessage, toolCall and functionCall are the parts of the chat
+// completions format the scripted model reads and writes.
+type chatMessage struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
 // RoundTrip answers a chat completions request from the script.
 func (m model) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body struct {
-		Messages []llm.Message `json:"messages"`
+		Messages []chatMessage `json:"messages"`
 		Tools    []struct {
 			Function struct {
 				Name string `json:"name"`
@@ -72,7 +90,7 @@ func (m model) RoundTrip(req *http.Request) (*http.Response, error) {
 // answer decides the next message from the conversation: which worker is
 // asking (the system prompt), what it was told (the user message) and how
 // many of its tool calls came back.
-func (m model) answer(msgs []llm.Message, tools bool) (string, []llm.ToolCall) {
+func (m model) answer(msgs []chatMessage, tools bool) (string, []toolCall) {
 	var system, user string
 	results := 0
 	for _, msg := range msgs {
@@ -88,10 +106,10 @@ func (m model) answer(msgs []llm.Message, tools bool) (string, []llm.ToolCall) {
 	if !tools {
 		return "done: " + firstLine(user), nil
 	}
-	call := func(tool string, args any) []llm.ToolCall {
+	call := func(tool string, args any) []toolCall {
 		b, _ := json.Marshal(args)
-		return []llm.ToolCall{{ID: fmt.Sprintf("%s_%d", tool, results+1), Type: "function",
-			Function: llm.FunctionCall{Name: tool, Arguments: string(b)}}}
+		return []toolCall{{ID: fmt.Sprintf("%s_%d", tool, results+1), Type: "function",
+			Function: functionCall{Name: tool, Arguments: string(b)}}}
 	}
 	switch {
 	case strings.Contains(system, "researcher"):

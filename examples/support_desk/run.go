@@ -86,7 +86,7 @@ func parseArgs(args []string, getenv func(string) string) (config, error) {
 	keySet := false
 	fs.Visit(func(f *flag.Flag) { keySet = keySet || f.Name == "llm-api-key" })
 	if !keySet {
-		cfg.llmKey = getenv(llm.EnvAPIKey)
+		cfg.llmKey = getenv("BK_LLM_API_KEY")
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -397,7 +397,7 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 // its answer; then it marks the message handled.
 func (r *reporter) done(res llm.AgentResult, runErr error) error {
 	t, n := r.at.t, r.at.n
-	r.modelCalls += res.Rounds
+	r.modelCalls += res.Usage.ModelCalls
 	r.toolCalls += len(res.Calls)
 	for _, c := range res.Calls {
 		if c.Result.Hint != "" && c.Result.DecisionID != "" {

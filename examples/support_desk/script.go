@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blackboardkernel/bk/worker/llm"
 )
 
 // The scripted model: the scripting, not the governance. It is an
@@ -28,10 +27,29 @@ import (
 // when the gate's hint asked for it, and a run replayed after a crash
 // follows what the gate answers then.
 
+// chatMessage, toolCall and functionCall are the parts of the chat
+// completions format the scripted model reads and writes.
+type chatMessage struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
 // step is one completion of the script.
 type step struct {
 	when  func(prev []seen) bool // nil: always
-	calls []llm.ToolCall
+	calls []toolCall
 	say   string
 }
 
@@ -45,23 +63,23 @@ type seen struct {
 	Output  map[string]any `json:"output"`
 }
 
-func call(tool string, args map[string]any) llm.ToolCall {
+func call(tool string, args map[string]any) toolCall {
 	b, _ := json.Marshal(args)
-	return llm.ToolCall{Type: "function", Function: llm.FunctionCall{Name: tool, Arguments: string(b)}}
+	return toolCall{Type: "function", Function: functionCall{Name: tool, Arguments: string(b)}}
 }
 
-func lookupCall(order string) llm.ToolCall {
+func lookupCall(order string) toolCall {
 	return call("lookup_order", map[string]any{"order_id": order})
 }
-func refundCall(order string, amount float64, reason string) llm.ToolCall {
+func refundCall(order string, amount float64, reason string) toolCall {
 	return call("issue_refund", map[string]any{"order_id": order, "amount": amount, "reason": reason})
 }
-func emailCall(to, subject, body string) llm.ToolCall {
+func emailCall(to, subject, body string) toolCall {
 	return call("send_email", map[string]any{"to": to, "subject": subject, "body": body})
 }
 
-func calls(c ...llm.ToolCall) step { return step{calls: c} }
-func say(text string) step         { return step{say: text} }
+func calls(c ...toolCall) step { return step{calls: c} }
+func say(text string) step     { return step{say: text} }
 
 // hinted: the last results include a refusal whose hint names what.
 func hinted(what string) func([]seen) bool {
@@ -104,8 +122,8 @@ var script = map[string][]step{
 	"T2/2": {
 		calls(lookupCall("A2")), // the order system's replica answers: stale
 		calls(refundCall("A2", 120, "damaged")),
-		{when: hinted("lookup_order"), calls: []llm.ToolCall{lookupCall("A2")}},
-		{when: ran("lookup_order"), calls: []llm.ToolCall{refundCall("A2", 120, "damaged")}},
+		{when: hinted("lookup_order"), calls: []toolCall{lookupCall("A2")}},
+		{when: ran("lookup_order"), calls: []toolCall{refundCall("A2", 120, "damaged")}},
 		calls(emailCall("ben@example.com", "Your refund for order A2", "We refunded 120.00 EUR for the cracked teapot.")),
 		say("Refunded order A2 (120.00) after refreshing the order, and emailed Ben."),
 	},
@@ -121,7 +139,7 @@ var script = map[string][]step{
 	"T4/1": {
 		calls(lookupCall("A4")),
 		calls(refundCall("A4", 950, "not_received")), // more than the order: refused by its binding
-		{when: hinted("order.amount"), calls: []llm.ToolCall{refundCall("A4", 900, "not_received")}},
+		{when: hinted("order.amount"), calls: []toolCall{refundCall("A4", 900, "not_received")}},
 		say("The refund of 900.00 on order A4 waits for a supervisor's approval."),
 	},
 	"T9/1": {
@@ -171,7 +189,7 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	var req struct {
 		Model    string        `json:"model"`
-		Messages []llm.Message `json:"messages"`
+		Messages []chatMessage `json:"messages"`
 	}
 	if err == nil {
 		err = json.Unmarshal(body, &req)
@@ -202,7 +220,7 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 // (the gate's answers to the previous completion's calls), and the results
 // the conditions read from there too. It returns the step to play, its
 // calls given ids s<step>_<n>.
-func nextStep(msgs []llm.Message) step {
+func nextStep(msgs []chatMessage) step {
 	prompt := ""
 	for _, m := range msgs {
 		if m.Role == "user" {

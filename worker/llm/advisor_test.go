@@ -9,37 +9,22 @@ import (
 	"time"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/advisor"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
-var refundSituation = llm.Situation{
+var refundSituation = advisor.Situation{
 	Task:     "Decide whether to refund a disputed card charge.",
 	Kind:     "refund_due",
 	Requires: []string{"charge"},
-	Percepts: []llm.Fact{{Kind: "charge", Payload: blackboard.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
+	Percepts: []advisor.Fact{{Kind: "charge", Payload: blackboard.Payload{"charge_id": "ch_1", "amount": 10.5, "stale": true}, Confidence: kernel.Confidence(0.3)}},
 }
 
-func planner(t *testing.T, c *llm.Client, opts ...llm.AdvisorOption) *llm.Advisor {
+// planner is the governed planner's advisor on c, as a Worker builds it.
+func planner(t *testing.T, c *llm.Client) advisor.Advisor {
 	t.Helper()
-	p, err := llm.NewAdvisor(c, opts...)
-	if err != nil {
-		t.Fatalf("NewAdvisor: %v", err)
-	}
-	return p
-}
-
-func TestNewAdvisorRejectsBadConfig(t *testing.T) {
-	if _, err := llm.NewAdvisor(nil); !errors.Is(err, llm.ErrInvalidConfig) {
-		t.Errorf("nil client: err = %v; want ErrInvalidConfig", err)
-	}
-	c, err := llm.New("http://localhost:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := llm.NewAdvisor(c, nil); !errors.Is(err, llm.ErrInvalidConfig) {
-		t.Errorf("nil option: err = %v; want ErrInvalidConfig", err)
-	}
+	return advisor.Advisor{Chat: c.Chat}
 }
 
 func TestVerdicts(t *testing.T) {
@@ -59,11 +44,11 @@ func TestVerdicts(t *testing.T) {
 		{name: "think block", reply: answer("<think>The percept is stale; should I say no? {\"propose\": false}</think>\n{\"propose\": true}"), propose: true},
 		{name: "fenced", reply: answer("```json\n{\"propose\": false, \"reason\": \"unclear\"}\n```"), code: llm.CodeNoBelief, detail: "unclear"},
 		{name: "prose around", reply: answer("Let me think. " + propose + " That is my answer."), propose: true},
-		{name: "refusal", reply: answer("I'm sorry, but I can't help with that."), code: llm.CodeError, errIs: llm.ErrUnparsable},
-		{name: "malformed", reply: answer(`{"propose": yes}`), code: llm.CodeError, errIs: llm.ErrUnparsable},
-		{name: "propose not a boolean", reply: answer(`{"propose": "true"}`), code: llm.CodeError, errIs: llm.ErrUnparsable},
-		{name: "no propose", reply: answer(`{"reason": "hmm"}`), code: llm.CodeError, errIs: llm.ErrUnparsable},
-		{name: "empty content", reply: answer(""), code: llm.CodeError, errIs: llm.ErrUnparsable},
+		{name: "refusal", reply: answer("I'm sorry, but I can't help with that."), code: llm.CodeError, errIs: advisor.ErrUnparsable},
+		{name: "malformed", reply: answer(`{"propose": yes}`), code: llm.CodeError, errIs: advisor.ErrUnparsable},
+		{name: "propose not a boolean", reply: answer(`{"propose": "true"}`), code: llm.CodeError, errIs: advisor.ErrUnparsable},
+		{name: "no propose", reply: answer(`{"reason": "hmm"}`), code: llm.CodeError, errIs: advisor.ErrUnparsable},
+		{name: "empty content", reply: answer(""), code: llm.CodeError, errIs: advisor.ErrUnparsable},
 		{name: "server error", reply: reply{status: http.StatusInternalServerError}, code: llm.CodeError, errIs: llm.ErrEndpoint},
 		{name: "unauthorized", reply: reply{status: http.StatusUnauthorized}, code: llm.CodeError, errIs: llm.ErrEndpoint},
 	}
@@ -130,7 +115,7 @@ func TestPromptCarriesSchemaAndSituation(t *testing.T) {
 	}
 	plan := refundSituation
 	plan.Kind, plan.Action, plan.Requires = "action_plan", "issue_refund", []string{"refund_due"}
-	plan.Beliefs = []llm.Fact{{Kind: "refund_due", Payload: blackboard.Payload{"value": true}}}
+	plan.Beliefs = []advisor.Fact{{Kind: "refund_due", Payload: blackboard.Payload{"value": true}}}
 	if _, err := p.DecidePlan(context.Background(), plan); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +157,7 @@ func TestModelSteps(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, func(int, request) reply { return answer(tc.answer) })
-			p := planner(t, client(t, f, nil), llm.WithModelSteps())
+			p := advisor.Advisor{Chat: client(t, f, nil).Chat, ModelSteps: true}
 			v, err := p.DecidePlan(context.Background(), refundSituation)
 			if err != nil || v.Code != tc.code || len(v.Steps) != tc.steps {
 				t.Fatalf("DecidePlan = %+v, %v; want code %q with %d steps", v, err, tc.code, tc.steps)
@@ -184,7 +169,7 @@ func TestModelSteps(t *testing.T) {
 	}
 	// The belief stays governed: steps are neither asked for nor read.
 	f := newFake(t, func(int, request) reply { return answer(steps) })
-	v, err := planner(t, client(t, f, nil), llm.WithModelSteps()).DecideBelief(context.Background(), refundSituation)
+	v, err := advisor.Advisor{Chat: client(t, f, nil).Chat, ModelSteps: true}.DecideBelief(context.Background(), refundSituation)
 	if err != nil || !v.Propose || v.Steps != nil {
 		t.Fatalf("DecideBelief = %+v, %v; want a yes without steps", v, err)
 	}

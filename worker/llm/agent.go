@@ -13,26 +13,26 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// ToolCaller is what an [Agent] needs from the tool gate: the tools a role may
-// be shown, and a decision on each call. A *toolgate.Gate satisfies it; a
-// test can pass a fake.
+// toolCaller is what an [Agent] needs from the tool gate: the tools a role
+// may be shown, and a decision on each call. A *toolgate.Gate satisfies
+// it; the package's tests pass a fake.
 //
 // Surface returns the tools the role may call now in the trace, for the
 // intent ("" when none). Call decides a call and, when the policy allows,
 // runs its effect; a refusal is a [toolgate.Result], not an error. An error
 // from either means the gate could not decide (a store failure, a
 // cancelled context), and the agent stops.
-type ToolCaller interface {
+type toolCaller interface {
 	Surface(ctx context.Context, role, traceID, intent string) ([]toolgate.Spec, error)
 	Call(ctx context.Context, call toolgate.Call) (toolgate.Result, error)
 }
 
-// DefaultMaxRounds is how many model calls an [Agent] makes in one run
+// defaultMaxRounds is how many model calls an [Agent] makes in one run
 // unless [WithMaxRounds] says otherwise.
 const defaultMaxRounds = 8
 
 // Agent runs a model's tool-calling conversation with every call going
-// through a [ToolCaller]. It never runs a tool itself: the gate decides each call
+// through a [toolgate.Gate]. It never runs a tool itself: the gate decides each call
 // and runs what it allows, and the agent hands the gate's answer back to
 // the model as the tool's result, so a refused call comes back with its
 // code and repair hint and the model can try something else.
@@ -58,13 +58,13 @@ const defaultMaxRounds = 8
 // different tasks.
 type Agent struct {
 	c         *Client
-	g         ToolCaller
+	g         toolCaller
 	maxRounds int
 	before    func(context.Context, Usage) error
 	nilHook   bool // WithBeforeModelCall(nil) was given
 	comp      *pack.Compiler
 	nilComp   bool         // WithCompiler(nil) was given
-	cg        KernelHolder // g, when comp is set
+	cg        kernelHolder // g, when comp is set
 }
 
 // AgentOption configures an [Agent] in [NewAgent].
@@ -86,7 +86,15 @@ func WithBeforeModelCall(hook func(ctx context.Context, used Usage) error) Agent
 // NewAgent returns an Agent that asks the model through c and hands every
 // tool call to g. A nil client, gate, option or hook, or fewer than one
 // round, is [ErrInvalidConfig].
-func NewAgent(c *Client, g ToolCaller, opts ...AgentOption) (*Agent, error) {
+func NewAgent(c *Client, g *toolgate.Gate, opts ...AgentOption) (*Agent, error) {
+	if g == nil {
+		return nil, fmt.Errorf("%w: agent: nil gate", ErrInvalidConfig)
+	}
+	return newAgent(c, g, opts...)
+}
+
+// newAgent is NewAgent on any toolCaller (the tests' fakes).
+func newAgent(c *Client, g toolCaller, opts ...AgentOption) (*Agent, error) {
 	bad := func(what string) (*Agent, error) { return nil, fmt.Errorf("%w: agent: %s", ErrInvalidConfig, what) }
 	switch {
 	case c == nil:
@@ -110,9 +118,9 @@ func NewAgent(c *Client, g ToolCaller, opts ...AgentOption) (*Agent, error) {
 		return bad("nil compiler")
 	}
 	if a.comp != nil {
-		cg, ok := g.(KernelHolder)
+		cg, ok := g.(kernelHolder)
 		if !ok {
-			return bad(fmt.Sprintf("a compiler needs a gate that is a ContextGate (a *toolgate.Gate), not %T", g))
+			return bad(fmt.Sprintf("a compiler needs a *toolgate.Gate, not %T", g))
 		}
 		a.cg = cg
 	}
@@ -152,7 +160,8 @@ type Task struct {
 	// Grant, when set, is the grant the task runs under: each tool call is
 	// one of its turns, and the worker cannot extend it. A failure the
 	// worker cannot repair (toolgate.Result.Failure and failure.Yield)
-	// ends the run at once with a [*GrantError]; once every turn is used,
+	// ends the run at once with an error wrapping [ErrGrantEnded] and the
+	// failure; once every turn is used,
 	// the model gets one more call, without tools, to answer with what it
 	// has. Without a grant the model calls tools until it answers or the
 	// rounds run out.
@@ -176,20 +185,12 @@ type AgentResult struct {
 	Answer string
 	// FinishReason is the finish_reason of the last completion.
 	FinishReason string
-	// Rounds is how many model calls returned.
-	Rounds int
 	// Usage sums the token usage over the model calls; Usage.ModelCalls
-	// equals Rounds.
+	// is how many model calls returned (the rounds run).
 	Usage Usage
 	// Calls are the tool calls handed to the gate and its answers, in
 	// order.
 	Calls []ToolResult
-	// Messages is the conversation: the system and user messages, then
-	// each assistant message and the tool results answering it. With a
-	// compiler ([WithCompiler]) each round's request is one user message
-	// holding the compiled prompt, and Messages holds, round by round,
-	// that message, the assistant's answer and the tool results.
-	Messages []Message
 	// Trajectory has one entry per tool call handed to the gate, in
 	// order: the turn, the tool, and ok or the failure's status and
 	// category (toolgate.Result.Failure). It is what the orchestrator sees
@@ -202,6 +203,13 @@ type AgentResult struct {
 	// GrantEnd is how the task's grant ended: failure.GrantOpen without a
 	// grant, or while turns were left.
 	GrantEnd failure.GrantEnd
+
+	// messages is the conversation: the system and user messages, then
+	// each assistant message and the tool results answering it. With a
+	// compiler ([WithCompiler]) each round's request is one user message
+	// holding the compiled prompt, and messages holds, round by round,
+	// that message, the assistant's answer and the tool results.
+	messages []message
 }
 
 // Run runs the conversation of t: system prompt and user message, then
@@ -214,8 +222,7 @@ type AgentResult struct {
 // the gate's error, the client's error ([ErrEndpoint] once the retries ran
 // out, [ErrInvalidConfig] for a surface the gate built wrong) or the
 // context's error. Even then the result holds everything that happened up
-// to that point: the calls the gate decided, the usage and the
-// conversation. A task without Caller, TraceID or User is
+// to that point: the calls the gate decided and the usage. A task without Caller, TraceID or User is
 // [ErrInvalidConfig].
 func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 	if t.Caller == "" || t.TraceID == "" || t.User == "" {
@@ -228,9 +235,9 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 	}
 	if a.comp == nil {
 		if t.System != "" {
-			res.Messages = append(res.Messages, Message{Role: "system", Content: t.System})
+			res.messages = append(res.messages, message{Role: "system", Content: t.System})
 		}
-		res.Messages = append(res.Messages, Message{Role: "user", Content: t.User})
+		res.messages = append(res.messages, message{Role: "user", Content: t.User})
 	}
 	ids := make(map[string]bool)
 	last := -1 // where the messages of the last round's tool results begin
@@ -252,26 +259,26 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 				return res, fmt.Errorf("llm: agent stopped before model call %d: %w", round, err)
 			}
 		}
-		msgs, contextID := res.Messages, ""
+		msgs, contextID := res.messages, ""
 		if a.comp != nil {
 			var p *pack.Pack
 			if p, contextID, err = a.compile(ctx, t, rt, &res, tools, last); err != nil {
 				return res, fmt.Errorf("llm: agent: compiled context of round %d: %w", round, err)
 			}
 			tools = shown(tools, p)
-			msgs = []Message{{Role: "user", Content: p.Prompt}}
-			res.Messages = append(res.Messages, msgs[0])
+			msgs = []message{{Role: "user", Content: p.Prompt}}
+			res.messages = append(res.messages, msgs[0])
 			res.Contexts = append(res.Contexts, contextID)
 		}
-		out, err := a.c.Complete(ctx, msgs, tools)
+		out, err := a.c.complete(ctx, msgs, tools)
 		if err != nil {
 			return res, fmt.Errorf("llm: agent: model call %d: %w", round, err)
 		}
-		res.Rounds, res.FinishReason = round, out.FinishReason
-		res.Usage = res.Usage.Add(out.Usage)
+		res.FinishReason = out.FinishReason
+		res.Usage = res.Usage.add(out.Usage)
 		calls := uniqueIDs(out.ToolCalls, round, ids)
-		res.Messages = append(res.Messages, Message{Role: "assistant", Content: out.Content, ToolCalls: calls})
-		last = len(res.Messages)
+		res.messages = append(res.messages, message{Role: "assistant", Content: out.Content, ToolCalls: calls})
+		last = len(res.messages)
 		a.c.log.DebugContext(ctx, "llm: agent round", "trace", t.TraceID, "round", round,
 			"tools", len(tools), "calls", len(calls), "finish", out.FinishReason)
 		if len(calls) == 0 || !rt.toolsAllowed() {
@@ -301,7 +308,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 			a.c.log.DebugContext(ctx, "llm: agent tool call", "trace", t.TraceID, "round", round,
 				"tool", call.Tool, "outcome", string(r.Outcome), "code", string(r.Code))
 			res.Calls = append(res.Calls, ToolResult{Round: round, Call: call, Result: r})
-			res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: tc.ID, Content: r.ForModel().Text})
+			res.messages = append(res.messages, message{Role: "tool", ToolCallID: tc.ID, Content: r.ForModel().Text})
 			if lerr := rt.turn(&res, call.Tool, r); lerr != nil {
 				rt.skip(&res, calls[i+1:])
 				return res, lerr
@@ -316,11 +323,11 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 // "call_<round>_<index>" (index from 0; a suffix is added if even that is
 // taken). The tool message answering a call repeats its id, so the model
 // can tell its results apart.
-func uniqueIDs(calls []ToolCall, round int, seen map[string]bool) []ToolCall {
+func uniqueIDs(calls []toolCall, round int, seen map[string]bool) []toolCall {
 	if len(calls) == 0 {
 		return nil
 	}
-	out := make([]ToolCall, len(calls))
+	out := make([]toolCall, len(calls))
 	for i, c := range calls {
 		if c.ID == "" || seen[c.ID] {
 			base := fmt.Sprintf("call_%d_%d", round, i)

@@ -69,7 +69,7 @@ var refundTask = llm.Task{
 
 func agent(t *testing.T, c *llm.Client, g llm.ToolCaller, opts ...llm.AgentOption) *llm.Agent {
 	t.Helper()
-	a, err := llm.NewAgent(c, g, opts...)
+	a, err := llm.NewAgentFor(c, g, opts...)
 	if err != nil {
 		t.Fatalf("NewAgent: %v", err)
 	}
@@ -80,11 +80,11 @@ func TestNewAgentRejectsBadConfig(t *testing.T) {
 	f := newFake(t, func(int, request) reply { return answer("") })
 	c, g := client(t, f, nil), &recGate{}
 	cases := map[string]func() (*llm.Agent, error){
-		"nil client":  func() (*llm.Agent, error) { return llm.NewAgent(nil, g) },
+		"nil client":  func() (*llm.Agent, error) { return llm.NewAgentFor(nil, g) },
 		"nil gate":    func() (*llm.Agent, error) { return llm.NewAgent(c, nil) },
-		"nil option":  func() (*llm.Agent, error) { return llm.NewAgent(c, g, nil) },
-		"zero rounds": func() (*llm.Agent, error) { return llm.NewAgent(c, g, llm.WithMaxRounds(0)) },
-		"nil hook":    func() (*llm.Agent, error) { return llm.NewAgent(c, g, llm.WithBeforeModelCall(nil)) },
+		"nil option":  func() (*llm.Agent, error) { return llm.NewAgentFor(c, g, nil) },
+		"zero rounds": func() (*llm.Agent, error) { return llm.NewAgentFor(c, g, llm.WithMaxRounds(0)) },
+		"nil hook":    func() (*llm.Agent, error) { return llm.NewAgentFor(c, g, llm.WithBeforeModelCall(nil)) },
 	}
 	for name, build := range cases {
 		if a, err := build(); !errors.Is(err, llm.ErrInvalidConfig) {
@@ -112,7 +112,7 @@ func TestAgentAnswersWithoutTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llm.Usage{PromptTokens: 50, CompletionTokens: 10, TotalTokens: 60, ModelCalls: 1}
-	if res.Answer != "Nothing to do." || res.Rounds != 1 || res.Usage != want || res.FinishReason != "stop" || len(res.Calls) != 0 {
+	if res.Answer != "Nothing to do." || res.Usage.ModelCalls != 1 || res.Usage != want || res.FinishReason != "stop" || len(res.Calls) != 0 {
 		t.Errorf("result = %+v; want the answer after one round, usage %+v", res, want)
 	}
 	if !slices.Equal(g.surfaces, []string{"support/case-1/refund"}) || len(g.got()) != 0 {
@@ -129,8 +129,8 @@ func TestAgentAnswersWithoutTools(t *testing.T) {
 	if !reflect.DeepEqual(req.Body.Messages, wantMsgs) {
 		t.Errorf("messages = %+v, want %+v", req.Body.Messages, wantMsgs)
 	}
-	if !reflect.DeepEqual(res.Messages, append(wantMsgs, llm.Message{Role: "assistant", Content: "Nothing to do."})) {
-		t.Errorf("conversation = %+v", res.Messages)
+	if !reflect.DeepEqual(llm.Messages(res), append(wantMsgs, llm.Message{Role: "assistant", Content: "Nothing to do."})) {
+		t.Errorf("conversation = %+v", llm.Messages(res))
 	}
 }
 
@@ -189,8 +189,8 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 		}
 	}
 	wantUsage := llm.Usage{PromptTokens: 100, CompletionTokens: 20, TotalTokens: 120, ModelCalls: 2}
-	if res.Answer != "Refunded 40." || res.Rounds != 2 || res.Usage != wantUsage {
-		t.Errorf("answer %q after %d rounds, usage %+v; want the answer after 2 rounds, usage %+v", res.Answer, res.Rounds, res.Usage, wantUsage)
+	if res.Answer != "Refunded 40." || res.Usage.ModelCalls != 2 || res.Usage != wantUsage {
+		t.Errorf("answer %q after %d rounds, usage %+v; want the answer after 2 rounds, usage %+v", res.Answer, res.Usage.ModelCalls, res.Usage, wantUsage)
 	}
 	// The second request: the assistant's calls with the ids the gate saw,
 	// then one tool message per call, in order, holding the gate's result.
@@ -249,7 +249,7 @@ func TestAgentStopsAfterMaxRounds(t *testing.T) {
 	if !errors.Is(err, llm.ErrMaxRounds) {
 		t.Fatalf("err = %v, want ErrMaxRounds", err)
 	}
-	if len(f.requests()) != 3 || len(g.got()) != 3 || len(res.Calls) != 3 || res.Rounds != 3 || res.Usage.ModelCalls != 3 || res.Answer != "" {
+	if len(f.requests()) != 3 || len(g.got()) != 3 || len(res.Calls) != 3 || res.Usage.ModelCalls != 3 || res.Answer != "" {
 		t.Errorf("%d requests, %d gate calls, result %+v; want 3 of each and no answer", len(f.requests()), len(g.got()), res)
 	}
 	if res.Calls[2].Round != 3 || res.Calls[2].Call.ID != "call_3_0" {
@@ -283,7 +283,7 @@ func TestAgentBeforeModelCallHook(t *testing.T) {
 	if !slices.Equal(seen, want) {
 		t.Errorf("hook saw %v, want %v", seen, want)
 	}
-	if len(f.requests()) != 2 || res.Rounds != 2 || len(res.Calls) != 2 || res.Usage != want[2] {
+	if len(f.requests()) != 2 || res.Usage.ModelCalls != 2 || len(res.Calls) != 2 || res.Usage != want[2] {
 		t.Errorf("%d requests, result %+v; want the run stopped before the third call", len(f.requests()), res)
 	}
 }

@@ -36,7 +36,7 @@ func TestEndpointErrorsClassify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, func(int, request) reply { return tc.rep })
-			_, err := client(t, f, nil, tc.opts...).Chat(context.Background(), hello)
+			_, err := client(t, f, nil, tc.opts...).Send(context.Background(), hello)
 			var ee *llm.EndpointError
 			if !errors.As(err, &ee) {
 				t.Fatalf("err = %v, want an *EndpointError", err)
@@ -45,8 +45,8 @@ func TestEndpointErrorsClassify(t *testing.T) {
 			if got.Status() != tc.want || got.Legacy() {
 				t.Errorf("Classify = %v (legacy %v), want %s", got, got.Legacy(), tc.want)
 			}
-			if ee.HTTPStatus() != ee.Status {
-				t.Errorf("HTTPStatus %d, Status %d", ee.HTTPStatus(), ee.Status)
+			if ee.HTTPStatus() != ee.Status() {
+				t.Errorf("HTTPStatus %d, Status %d", ee.HTTPStatus(), ee.Status())
 			}
 		})
 	}

@@ -11,27 +11,19 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// EnvAPIKey is the environment variable apiKeyFromEnv reads.
-const EnvAPIKey = "BK_LLM_API_KEY"
-
-// APIKeyFromEnv returns the value of BK_LLM_API_KEY, or "" when it is unset.
-// It is the only place this package reads the environment; pass the result
-// to [WithAPIKey].
-func apiKeyFromEnv() string { return os.Getenv(EnvAPIKey) }
-
 // Client defaults.
 const (
 	defaultTimeout     = 120 * time.Second // per request
-	DefaultRetries     = 3                 // retries after the first attempt
+	defaultRetries     = 3                 // retries after the first attempt
 	defaultConcurrency = 4                 // requests in flight per Client
 	defaultBackoff     = 500 * time.Millisecond
 	defaultMaxBackoff  = 30 * time.Second
@@ -40,15 +32,15 @@ const (
 // maxResponseBytes bounds how much of a response body is read.
 const maxResponseBytes = 4 << 20
 
-// Message is one chat message.
-type Message struct {
+// message is one chat message.
+type message struct {
 	// Role is "system", "user", "assistant" or "tool".
 	Role string `json:"role"`
 	// Content is the message's text. An assistant message that only calls
 	// tools has none; it is then sent as null.
 	Content string `json:"content"`
 	// ToolCalls are the tool calls of an assistant message.
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
 	// ToolCallID is, on a "tool" message, the id of the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 }
@@ -56,11 +48,11 @@ type Message struct {
 // MarshalJSON writes the message in the chat completions format: content
 // is null on an assistant message that has tool calls and no text, as the
 // OpenAI API sends it, and a string otherwise.
-func (m Message) MarshalJSON() ([]byte, error) {
+func (m message) MarshalJSON() ([]byte, error) {
 	type wire struct {
 		Role       string     `json:"role"`
 		Content    *string    `json:"content"`
-		ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+		ToolCalls  []toolCall `json:"tool_calls,omitempty"`
 		ToolCallID string     `json:"tool_call_id,omitempty"`
 	}
 	w := wire{Role: m.Role, Content: &m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
@@ -70,21 +62,21 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// ToolCall is one tool call a model made, in the chat completions format:
+// toolCall is one tool call a model made, in the chat completions format:
 // {"id": ..., "type": "function", "function": {"name": ..., "arguments":
 // "..."}}.
-type ToolCall struct {
+type toolCall struct {
 	// ID is the call's id, which the "tool" message answering it repeats.
 	// Some servers send none; the [Agent] then makes one up.
 	ID string `json:"id"`
 	// Type is "function", the only kind of tool this package speaks.
 	Type string `json:"type"`
 	// Function is the function called and its arguments.
-	Function FunctionCall `json:"function"`
+	Function functionCall `json:"function"`
 }
 
-// FunctionCall is the function a [ToolCall] calls.
-type FunctionCall struct {
+// functionCall is the function a toolCall calls.
+type functionCall struct {
 	// Name is the tool's name as the model wrote it.
 	Name string `json:"name"`
 	// Arguments is the text of the arguments as the model wrote it: meant
@@ -95,7 +87,7 @@ type FunctionCall struct {
 // UnmarshalJSON reads a function call. The API sends arguments as a string
 // holding JSON; some OpenAI-compatible servers send the object itself, which
 // is read as its JSON text. Absent or null arguments read as "".
-func (f *FunctionCall) UnmarshalJSON(data []byte) error {
+func (f *functionCall) UnmarshalJSON(data []byte) error {
 	var w struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -117,22 +109,25 @@ func (f *FunctionCall) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Usage is token usage as a server reports it, and, summed, over several
-// calls.
+// Usage is token usage as a server reports it, and, summed, over the
+// model calls of an [Agent]'s run ([AgentResult.Usage]).
 type Usage struct {
+	// PromptTokens and CompletionTokens are the tokens of the requests and
+	// of the answers; TotalTokens is their total as the server reported it
+	// (their sum when it left it out).
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
-	// ModelCalls is how many completions the usage covers: 1 for one
-	// [Completion], the number of model calls for an [Agent]'s run. Failed
+	// ModelCalls is how many completions the usage covers: 1 for one model
+	// call, the number of model calls for an [Agent]'s run. Failed
 	// requests are not counted.
 	ModelCalls int `json:"model_calls"`
 }
 
-// Add returns the sum of u and v, each count saturating at the largest
+// add returns the sum of u and v, each count saturating at the largest
 // int (and at the smallest, for a server that reports negative counts):
 // usage a hostile server reports must never wrap a total into looking small.
-func (u Usage) Add(v Usage) Usage {
+func (u Usage) add(v Usage) Usage {
 	return Usage{
 		PromptTokens:     satAdd(u.PromptTokens, v.PromptTokens),
 		CompletionTokens: satAdd(u.CompletionTokens, v.CompletionTokens),
@@ -154,13 +149,13 @@ func satAdd(a, b int) int {
 	return s
 }
 
-// Completion is the first choice of a chat completion.
-type Completion struct {
+// completion is the first choice of a chat completion.
+type completion struct {
 	// Content is the assistant's text; "" when it only calls tools.
 	Content string
 	// ToolCalls are the tool calls the model made, in its order. Each has
 	// Type "function"; its ID is as the server sent it, possibly "".
-	ToolCalls []ToolCall
+	ToolCalls []toolCall
 	// FinishReason is the server's finish_reason: "stop", "tool_calls",
 	// "length", ... ("" when it sent none).
 	FinishReason string
@@ -171,7 +166,8 @@ type Completion struct {
 }
 
 // Client talks to an OpenAI-compatible chat completions endpoint:
-// POST {base}/v1/chat/completions. Build it with [New]; use it by pointer.
+// POST {base}/v1/chat/completions. Build it with [New], and hand it to
+// [NewAgent] or [NewWorker]; [Client.Chat] asks it one question directly.
 //
 // A Client is safe for concurrent use. All its calls share one semaphore,
 // so at most the configured number of requests ([WithConcurrency]) are in
@@ -206,7 +202,8 @@ func WithModel(name string) Option { return func(c *Client) { c.model = name } }
 
 // WithAPIKey sets the key sent as "Authorization: Bearer <key>". Default:
 // none, and no Authorization header. The key is never logged and never part
-// of an error message; see apiKeyFromEnv.
+// of an error message. (The bench harness and the examples read it from
+// BK_LLM_API_KEY.)
 func WithAPIKey(key string) Option { return func(c *Client) { c.apiKey = key } }
 
 // WithTemperature sets the sampling temperature, in [0, 2] (default 0).
@@ -227,7 +224,7 @@ func WithReasoningEffort(effort string) Option { return func(c *Client) { c.effo
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
 
 // WithRetries sets how many times a failed request is retried (default
-// [DefaultRetries]; 0 means one attempt only). Only 429, 5xx, network
+// 3; 0 means one attempt only). Only 429, 5xx, network
 // errors and timeouts are retried.
 func WithRetries(n int) Option { return func(c *Client) { c.retries = n } }
 
@@ -254,16 +251,17 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 // messages.
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 
-// WithSleep replaces how the client waits between retries. sleep must return
+// withSleep replaces how the client waits between retries. sleep must return
 // early with the context's error when ctx ends. Tests use it to retry
 // without waiting.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+func withSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(c *Client) { c.sleep = sleep }
 }
 
-// WithJitter replaces the source of jitter: a function returning a uniform
-// number in [0, 1). It is called concurrently and must be safe for that.
-func WithJitter(rand func() float64) Option { return func(c *Client) { c.jitter = rand } }
+// withJitter replaces the source of jitter (tests): a function returning a
+// uniform number in [0, 1). It is called concurrently and must be safe for
+// that.
+func withJitter(rand func() float64) Option { return func(c *Client) { c.jitter = rand } }
 
 // New returns a Client for the server at baseURL: "http://host:port" or the
 // same with a path prefix. A trailing "/v1" is accepted too, so
@@ -284,7 +282,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		endpoint:    endpoint.String(),
 		redacted:    endpoint.Redacted(),
 		timeout:     defaultTimeout,
-		retries:     DefaultRetries,
+		retries:     defaultRetries,
 		backoff:     defaultBackoff,
 		maxBackoff:  defaultMaxBackoff,
 		concurrency: defaultConcurrency,
@@ -368,7 +366,7 @@ func (c *Client) GoString() string { return c.String() }
 
 type chatRequest struct {
 	Model           string     `json:"model"`
-	Messages        []Message  `json:"messages"`
+	Messages        []message  `json:"messages"`
 	Tools           []wireTool `json:"tools,omitempty"`
 	ToolChoice      string     `json:"tool_choice,omitempty"`
 	Temperature     float64    `json:"temperature"`
@@ -419,7 +417,7 @@ type chatResponse struct {
 	Choices []struct {
 		Message struct {
 			Content   string     `json:"content"`
-			ToolCalls []ToolCall `json:"tool_calls"`
+			ToolCalls []toolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -430,10 +428,10 @@ type chatResponse struct {
 	} `json:"usage"`
 }
 
-// completion reads the first choice and the usage.
-func (cr *chatResponse) completion() Completion {
+// first reads the first choice and the usage.
+func (cr *chatResponse) first() completion {
 	ch := cr.Choices[0]
-	out := Completion{
+	out := completion{
 		Content:      ch.Message.Content,
 		ToolCalls:    ch.Message.ToolCalls,
 		FinishReason: ch.FinishReason,
@@ -466,23 +464,29 @@ func (f *attemptFailure) retryable() bool {
 	return f.status == 0 || f.status == http.StatusTooManyRequests || f.status >= 500
 }
 
-// Chat sends the messages and returns the content of the first choice.
-// It is [Client.Complete] without tools.
+// Chat sends a system prompt ("" sends none) and a user message, and
+// returns the content of the first choice: the request a [Worker] makes
+// for each question (an [Agent]'s rounds carry tools and the conversation
+// too, with the same retries and errors).
 //
 // 429, 5xx, network errors and request timeouts are retried with backoff
 // ([WithRetries], [WithBackoff]); other statuses and a 2xx body that is not
 // a chat completion fail at once. A failure is an [*EndpointError] wrapping
 // [ErrEndpoint]. When ctx ends first, Chat returns an error wrapping the
 // context's error (and not [ErrEndpoint]).
-func (c *Client) Chat(ctx context.Context, msgs []Message) (string, error) {
-	out, err := c.Complete(ctx, msgs, nil)
+func (c *Client) Chat(ctx context.Context, system, user string) (string, error) {
+	var msgs []message
+	if system != "" {
+		msgs = append(msgs, message{Role: "system", Content: system})
+	}
+	out, err := c.complete(ctx, append(msgs, message{Role: "user", Content: user}), nil)
 	if err != nil {
 		return "", err
 	}
 	return out.Content, nil
 }
 
-// Complete sends the messages with the tools the model may call, and
+// complete sends the messages with the tools the model may call, and
 // returns the first choice: its text, its tool calls, its finish reason and
 // the token usage. With tools, the request carries them as function tools
 // and tool_choice "auto"; without, it has neither field. Messages may hold
@@ -492,10 +496,10 @@ func (c *Client) Chat(ctx context.Context, msgs []Message) (string, error) {
 // [Client.Chat]. A tool without a name, a name given twice, or parameters
 // that are not a JSON object fail before any request, with an error
 // wrapping [ErrInvalidConfig].
-func (c *Client) Complete(ctx context.Context, msgs []Message, tools []toolgate.Spec) (Completion, error) {
+func (c *Client) complete(ctx context.Context, msgs []message, tools []toolgate.Spec) (completion, error) {
 	wt, err := wireTools(tools)
 	if err != nil {
-		return Completion{}, err
+		return completion{}, err
 	}
 	req := chatRequest{
 		Model:           c.model,
@@ -510,7 +514,7 @@ func (c *Client) Complete(ctx context.Context, msgs []Message, tools []toolgate.
 	}
 	body, err := json.Marshal(req)
 	if err != nil { // strings, finite numbers and checked JSON: cannot happen
-		return Completion{}, fmt.Errorf("llm: encoding request: %w", err)
+		return completion{}, fmt.Errorf("llm: encoding request: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
 		out, f := c.attempt(ctx, body)
@@ -518,25 +522,25 @@ func (c *Client) Complete(ctx context.Context, msgs []Message, tools []toolgate.
 			return out, nil
 		}
 		if ctx.Err() != nil {
-			return Completion{}, fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, ctx.Err())
+			return completion{}, fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, ctx.Err())
 		}
 		if !f.retryable() || attempt > c.retries {
-			return Completion{}, &EndpointError{Status: f.status, Attempts: attempt, Err: f.err}
+			return completion{}, &EndpointError{status: f.status, attempts: attempt, err: f.err}
 		}
 		d := c.delay(attempt, f.wait)
 		c.log.WarnContext(ctx, "llm: retrying", "attempt", attempt, "status", f.status, "wait", d, "error", f.err.Error())
 		if err := c.sleep(ctx, d); err != nil {
-			return Completion{}, fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, err)
+			return completion{}, fmt.Errorf("llm: chat stopped after %d attempt(s): %w", attempt, err)
 		}
 	}
 }
 
 // attempt makes one request, holding a concurrency slot while it does.
-func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *attemptFailure) {
+func (c *Client) attempt(ctx context.Context, body []byte) (completion, *attemptFailure) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Completion{}, &attemptFailure{wait: -1, err: ctx.Err()}
+		return completion{}, &attemptFailure{wait: -1, err: ctx.Err()}
 	}
 	defer func() { <-c.sem }()
 	if c.timeout > 0 {
@@ -546,7 +550,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *attempt
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return Completion{}, &attemptFailure{wait: -1, err: err}
+		return completion{}, &attemptFailure{wait: -1, err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -556,23 +560,23 @@ func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *attempt
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.log.DebugContext(ctx, "llm: request failed", "error", err.Error())
-		return Completion{}, &attemptFailure{wait: -1, err: err}
+		return completion{}, &attemptFailure{wait: -1, err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return Completion{}, &attemptFailure{wait: -1, err: fmt.Errorf("reading response: %w", err)}
+		return completion{}, &attemptFailure{wait: -1, err: fmt.Errorf("reading response: %w", err)}
 	}
 	c.log.DebugContext(ctx, "llm: response", "status", resp.StatusCode, "bytes", len(data))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Completion{}, &attemptFailure{
+		return completion{}, &attemptFailure{
 			status: resp.StatusCode,
 			wait:   retryAfter(resp.Header.Get("Retry-After")),
 			err:    fmt.Errorf("HTTP %d: %s", resp.StatusCode, c.excerpt(data)),
 		}
 	}
-	bad := func(format string, a ...any) (Completion, *attemptFailure) {
-		return Completion{}, &attemptFailure{status: resp.StatusCode, wait: -1, err: fmt.Errorf(format, a...)}
+	bad := func(format string, a ...any) (completion, *attemptFailure) {
+		return completion{}, &attemptFailure{status: resp.StatusCode, wait: -1, err: fmt.Errorf(format, a...)}
 	}
 	if len(data) > maxResponseBytes {
 		return bad("response larger than %d bytes", maxResponseBytes)
@@ -584,7 +588,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (Completion, *attempt
 	if len(cr.Choices) == 0 {
 		return bad("chat completion without choices: %s", c.excerpt(data))
 	}
-	return cr.completion(), nil
+	return cr.first(), nil
 }
 
 // delay is the wait before retry number attempt (from 1).
@@ -640,4 +644,15 @@ func usageSaturates() bool {
 		return false
 	}
 	return true
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

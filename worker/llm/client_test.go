@@ -84,7 +84,7 @@ func TestEndpointPath(t *testing.T) {
 			t.Fatalf("New(%q): %v", f.URL+suffix, err)
 		}
 		// The fake answers 404 to any other path.
-		if got, err := c.Chat(context.Background(), hello); err != nil || got != "ok" {
+		if got, err := c.Send(context.Background(), hello); err != nil || got != "ok" {
 			t.Errorf("base %q: Chat = %q, %v; want the request at /v1/chat/completions", f.URL+suffix, got, err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestEndpointPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ee *llm.EndpointError
-	if _, err := c.Chat(context.Background(), hello); !errors.As(err, &ee) || ee.Status != http.StatusNotFound {
+	if _, err := c.Send(context.Background(), hello); !errors.As(err, &ee) || ee.Status() != http.StatusNotFound {
 		t.Errorf("base with a prefix: err = %v; want a 404 from /proxy/v1/chat/completions", err)
 	}
 }
@@ -105,7 +105,7 @@ func TestRequestWireFormat(t *testing.T) {
 	without := client(t, f, nil)
 	msgs := []llm.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}
 	for _, c := range []*llm.Client{with, without} {
-		got, err := c.Chat(context.Background(), msgs)
+		got, err := c.Send(context.Background(), msgs)
 		if err != nil || got != "fine" {
 			t.Fatalf("Chat = %q, %v; want %q", got, err, "fine")
 		}
@@ -149,7 +149,7 @@ func TestRetry429ThenSuccess(t *testing.T) {
 		return answer("done")
 	})
 	s := &sleeper{}
-	got, err := client(t, f, s).Chat(context.Background(), hello)
+	got, err := client(t, f, s).Send(context.Background(), hello)
 	if err != nil || got != "done" {
 		t.Fatalf("Chat = %q, %v; want %q after one retry", got, err, "done")
 	}
@@ -170,7 +170,7 @@ func TestRetryAfterIsBounded(t *testing.T) {
 			return answer("done")
 		})
 		s := &sleeper{}
-		if _, err := client(t, f, s).Chat(context.Background(), hello); err != nil {
+		if _, err := client(t, f, s).Send(context.Background(), hello); err != nil {
 			t.Fatalf("Retry-After %q: %v", v, err)
 		}
 		if w := s.got(); !slices.Equal(w, []time.Duration{2 * time.Second}) {
@@ -184,12 +184,12 @@ func TestServerErrorsUntilRetriesRunOut(t *testing.T) {
 		return reply{status: http.StatusInternalServerError, body: `{"error":{"message":"boom"}}`}
 	})
 	s := &sleeper{}
-	_, err := client(t, f, s, llm.WithRetries(3)).Chat(context.Background(), hello)
+	_, err := client(t, f, s, llm.WithRetries(3)).Send(context.Background(), hello)
 	var ee *llm.EndpointError
 	if !errors.Is(err, llm.ErrEndpoint) || !errors.As(err, &ee) {
 		t.Fatalf("err = %v; want an *EndpointError wrapping ErrEndpoint", err)
 	}
-	if ee.Status != 500 || ee.Attempts != 4 || !strings.Contains(err.Error(), "boom") {
+	if ee.Status() != 500 || ee.Attempts() != 4 || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("err = %+v; want status 500 after 4 attempts, with the server's message", ee)
 	}
 	if n := len(f.requests()); n != 4 {
@@ -213,7 +213,7 @@ func TestBackoffIsCappedAndJittered(t *testing.T) {
 	} {
 		s := &sleeper{}
 		c := client(t, f, s, llm.WithRetries(7), llm.WithJitter(func() float64 { return tc.jitter }))
-		if _, err := c.Chat(context.Background(), hello); !errors.Is(err, llm.ErrEndpoint) {
+		if _, err := c.Send(context.Background(), hello); !errors.Is(err, llm.ErrEndpoint) {
 			t.Fatalf("err = %v, want ErrEndpoint", err)
 		}
 		if w := s.got(); !slices.Equal(w, tc.want) {
@@ -227,9 +227,9 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 		f := newFake(t, func(int, request) reply {
 			return reply{status: status, body: `{"error":{"message":"no"}}`}
 		})
-		_, err := client(t, f, nil).Chat(context.Background(), hello)
+		_, err := client(t, f, nil).Send(context.Background(), hello)
 		var ee *llm.EndpointError
-		if !errors.As(err, &ee) || ee.Status != status || ee.Attempts != 1 {
+		if !errors.As(err, &ee) || ee.Status() != status || ee.Attempts() != 1 {
 			t.Errorf("HTTP %d: err = %v; want an EndpointError after one attempt", status, err)
 		}
 		if n := len(f.requests()); n != 1 {
@@ -241,9 +241,9 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 func TestMalformedCompletionIsAnEndpointError(t *testing.T) {
 	for _, body := range []string{`not json`, `{"choices": []}`, `{"choices": "x"}`} {
 		f := newFake(t, func(int, request) reply { return reply{body: body} })
-		_, err := client(t, f, nil).Chat(context.Background(), hello)
+		_, err := client(t, f, nil).Send(context.Background(), hello)
 		var ee *llm.EndpointError
-		if !errors.As(err, &ee) || ee.Status != 200 || ee.Attempts != 1 {
+		if !errors.As(err, &ee) || ee.Status() != 200 || ee.Attempts() != 1 {
 			t.Errorf("body %q: err = %v; want an EndpointError after one attempt", body, err)
 		}
 	}
@@ -257,7 +257,7 @@ func TestNetworkErrorIsRetried(t *testing.T) {
 		return answer("back")
 	})
 	s := &sleeper{}
-	got, err := client(t, f, s).Chat(context.Background(), hello)
+	got, err := client(t, f, s).Send(context.Background(), hello)
 	if err != nil || got != "back" {
 		t.Fatalf("Chat = %q, %v; want a retry after the dropped connection", got, err)
 	}
@@ -270,9 +270,9 @@ func TestTimeoutCutsHangingResponse(t *testing.T) {
 	f := newFake(t, func(int, request) reply { return reply{hang: true} })
 	s := &sleeper{}
 	c := client(t, f, s, llm.WithTimeout(20*time.Millisecond), llm.WithRetries(1))
-	_, err := c.Chat(context.Background(), hello)
+	_, err := c.Send(context.Background(), hello)
 	var ee *llm.EndpointError
-	if !errors.As(err, &ee) || !errors.Is(err, context.DeadlineExceeded) || ee.Attempts != 2 || ee.Status != 0 {
+	if !errors.As(err, &ee) || !errors.Is(err, context.DeadlineExceeded) || ee.Attempts() != 2 || ee.Status() != 0 {
 		t.Fatalf("err = %v; want an EndpointError wrapping DeadlineExceeded after 2 attempts", err)
 	}
 	// Every handler the requests reached returns once the client has gone.
@@ -291,7 +291,7 @@ func TestContextCancellation(t *testing.T) {
 			<-f.entered
 			cancel()
 		}()
-		_, err := client(t, f, nil).Chat(ctx, hello)
+		_, err := client(t, f, nil).Send(ctx, hello)
 		if !errors.Is(err, context.Canceled) || errors.Is(err, llm.ErrEndpoint) {
 			t.Fatalf("err = %v; want context.Canceled and not ErrEndpoint", err)
 		}
@@ -307,7 +307,7 @@ func TestContextCancellation(t *testing.T) {
 			cancel()
 			return ctx.Err()
 		}
-		_, err := client(t, f, nil, llm.WithSleep(sleep)).Chat(ctx, hello)
+		_, err := client(t, f, nil, llm.WithSleep(sleep)).Send(ctx, hello)
 		if !errors.Is(err, context.Canceled) || errors.Is(err, llm.ErrEndpoint) {
 			t.Fatalf("err = %v; want context.Canceled", err)
 		}
@@ -319,7 +319,7 @@ func TestContextCancellation(t *testing.T) {
 		f := newFake(t, func(int, request) reply { return answer("x") })
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := client(t, f, nil).Chat(ctx, hello); !errors.Is(err, context.Canceled) {
+		if _, err := client(t, f, nil).Send(ctx, hello); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v; want context.Canceled", err)
 		}
 	})
@@ -334,7 +334,7 @@ func TestContextCancellation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Chat(ctx, hello); !errors.Is(err, context.Canceled) {
+		if _, err := c.Send(ctx, hello); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v; want context.Canceled out of an hour-long backoff", err)
 		}
 	})
@@ -353,7 +353,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := client(t, f, nil, llm.WithAPIKey(key), llm.WithLogger(log))
-	_, err := c.Chat(context.Background(), hello)
+	_, err := c.Send(context.Background(), hello)
 	if !errors.Is(err, llm.ErrEndpoint) {
 		t.Fatalf("err = %v; want ErrEndpoint", err)
 	}
@@ -377,13 +377,6 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 	}
 }
 
-func TestAPIKeyFromEnv(t *testing.T) {
-	t.Setenv(llm.EnvAPIKey, "sk-from-env")
-	if got := llm.APIKeyFromEnv(); got != "sk-from-env" {
-		t.Errorf("APIKeyFromEnv() = %q", got)
-	}
-}
-
 func TestConcurrencyIsBounded(t *testing.T) {
 	const limit, waiting = 2, 4
 	in, release := make(chan struct{}, limit+waiting), make(chan struct{})
@@ -398,7 +391,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.Chat(ctx, hello)
+			_, err := c.Send(ctx, hello)
 			check(err)
 		}()
 	}

@@ -11,20 +11,20 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// KernelHolder is what an [Agent] with a compiler ([WithCompiler]) needs of
-// its gate besides [ToolCaller]: the trace's run controls and the policy
+// kernelHolder is what an [Agent] with a compiler ([WithCompiler]) needs of
+// its gate besides toolCaller: the trace's run controls and the policy
 // snapshot (what the compiled context shows of the governance, see
 // [pack.Govern]) and the kernel, whose store the evidence is read from and
 // whose Governor records each compiled context. A *toolgate.Gate is one.
-type KernelHolder interface {
-	ToolCaller
+type kernelHolder interface {
+	toolCaller
 	pack.Governance
 	Kernel() *kernel.Kernel
 }
 
 // WithCompiler makes the agent show the model a compiled context (package
-// pack) each round instead of the growing conversation. The gate must be
-// a [KernelHolder]; a nil compiler is [ErrInvalidConfig].
+// pack) each round instead of the growing conversation. A nil compiler is
+// [ErrInvalidConfig].
 //
 // Each round the agent compiles a context for the round: the mission is
 // [Task.System] (required), the current task [Task.User], the progress one
@@ -50,7 +50,7 @@ func WithCompiler(c *pack.Compiler) AgentOption {
 }
 
 // compile compiles and records the context of a round: tools are the
-// gate's surface, and res.Messages[last:] the tool results of the round
+// gate's surface, and res.messages[last:] the tool results of the round
 // before (last < 0 in the first round).
 func (a *Agent) compile(ctx context.Context, t Task, rt *taskRuntime, res *AgentResult, tools []toolgate.Spec, last int) (*pack.Pack, string, error) {
 	k := a.cg.Kernel()
@@ -96,12 +96,12 @@ func progress(res *AgentResult) []pack.Step {
 	return steps
 }
 
-// lastResult is the previous round's tool results (res.Messages[last:]),
+// lastResult is the previous round's tool results (res.messages[last:]),
 // one line each: the call's id and tool, and the gate's answer as a
 // record may hold it: the compiled context is recorded, so a masked
 // output field shows its masked form, never its real value.
 func lastResult(res *AgentResult, last int) string {
-	msgs := res.Messages
+	msgs := res.messages
 	if last < 1 || last > len(msgs) {
 		return ""
 	}

@@ -321,7 +321,7 @@ func TestCompiledContextCleanPerAttempt(t *testing.T) {
 func TestCompiledContextConfig(t *testing.T) {
 	f := newFake(t, func(int, request) reply { return answer("ok") })
 	c := client(t, f, nil)
-	if _, err := llm.NewAgent(c, newRefundDesk(t), llm.WithCompiler(compiler(t))); !errors.Is(err, llm.ErrInvalidConfig) {
+	if _, err := llm.NewAgentFor(c, newRefundDesk(t), llm.WithCompiler(compiler(t))); !errors.Is(err, llm.ErrInvalidConfig) {
 		t.Errorf("a gate that is no ContextGate: %v, want ErrInvalidConfig", err)
 	}
 	g := orderGate(t, "")

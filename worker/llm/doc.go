@@ -14,33 +14,29 @@
 //     endpoint, with retries (backoff, jitter, Retry-After), a per-request
 //     timeout, context cancellation and a concurrency bound. [New] builds it
 //     with functional options ([WithModel], [WithAPIKey], [WithTimeout],
-//     [WithRetries], [WithConcurrency], ...).
-//   - extract pulls the JSON object out of a model's answer: it drops
-//     <think> blocks and finds the object in a ``` fence or in prose.
-//     Anything else is [ErrUnparsable].
-//   - [Advisor] asks the model for its [Advice] on a [Situation]:
-//     [Advisor.DecideBelief] and [Advisor.DecidePlan]. A decline is
+//     [WithRetries], [WithConcurrency], ...); [Client.Chat] asks it one
+//     question (a system prompt and a user message) and returns the text.
+//   - [Worker] is an [github.com/blackboardkernel/bk/orchestrator.Worker]
+//     driven by a [Schema]: it asks the model whether to propose the
+//     belief, then the plan, and submits them and the action or the
+//     fallback, with a [Report] from [Worker.Run]. The model answers
+//     {"propose": true|false, "reason": "..."} (a <think> block, a ```
+//     fence or prose around the object are read through). A decline is
 //     [CodeNoBelief] or [CodeNoPlan]; an endpoint failure after the retries
 //     or an unreadable answer is [CodeError].
-//   - [Worker] is an [github.com/blackboardkernel/bk/orchestrator.Worker] driven by
-//     a [Schema]: belief, plan, then the action or the fallback, with an
-//     [Report] from [Worker.Run].
-//   - [Client.Complete] is the tool-calling form of [Client.Chat]: it sends
-//     tools and returns a [Completion] with the model's tool calls ([ToolCall]), its
-//     finish reason and the token [Usage].
 //   - [Agent] runs one [Task] as a tool-calling conversation through a
-//     [ToolCaller] (a *toolgate.Gate, or a fake), and returns an [AgentResult]:
-//     the answer, each call with the gate's [ToolResult], and the usage.
-//     With [WithCompiler] each round's request is a compiled context
-//     instead of the conversation.
+//     [github.com/blackboardkernel/bk/toolgate.Gate], and returns an
+//     [AgentResult]: the answer, each call with the gate's [ToolResult],
+//     the trajectory and the token [Usage]. With [WithCompiler] each
+//     round's request is a compiled context instead of the conversation.
 //
-// [WithModelSteps] is the one ungoverned switch, off by default: the model
-// then writes the plan steps, so the paper's bypass (steps with empty
+// [Schema.ModelSteps] is the one ungoverned switch, off by default: the
+// model then writes the plan steps, so the paper's bypass (steps with empty
 // requires_beliefs) can be shown to fail with PLAN_UNGROUNDED_ACTION.
 //
 // # Tool calling
 //
-// [Client.Complete] speaks the OpenAI chat completions format. Each tool,
+// An [Agent]'s requests speak the OpenAI chat completions format. Each tool,
 // a [github.com/blackboardkernel/bk/toolgate.Spec], goes out as {"type":
 // "function", "function": {name, description, parameters}} with
 // "tool_choice": "auto" (a spec without parameters gets an empty object
@@ -50,12 +46,15 @@
 // token counts from "usage". The conversation carries the assistant's tool
 // calls (content null) and one {"role": "tool", "tool_call_id": ...,
 // "content": ...} message per call. Retries, the timeout and key hygiene
-// are those of [Client.Chat].
+// are those of [Client.Chat]. A surface the gate built wrong (a tool
+// without a name, a name twice, parameters that are not a JSON object)
+// fails before the request with [ErrInvalidConfig].
 //
 // An [Agent] never runs a tool. Each round it asks the gate for the tool
 // surface (a tool may appear or disappear as beliefs commit), calls the
 // [WithBeforeModelCall] hook with the usage so far (the seam for budgets),
-// calls the model, and hands every tool call to [Gate.Call] in order. The
+// calls the model, and hands every tool call to the gate
+// ([github.com/blackboardkernel/bk/toolgate.Gate.Call]) in order. The
 // gate's answer, a [github.com/blackboardkernel/bk/toolgate.Result], goes
 // back to the model as the tool message, rendered by
 // [github.com/blackboardkernel/bk/toolgate.Result.ForModel] as compact
@@ -89,7 +88,6 @@
 // schemas of the tools it shows, and names the record in every
 // toolgate.Call.Context of the round, so each decision record says what
 // the model was shown ([AgentResult.Contexts]; `bk explain` prints it).
-// The gate must be a [KernelHolder] (a *toolgate.Gate is).
 //
 // # Budgets, loop guards and grants
 //
@@ -110,13 +108,15 @@
 // toolgate.Result.Failure types it. Under a grant, the yield check runs
 // after every call: a skill failure (a syntax error, bad arguments, a
 // precondition to establish) lets the model go on; any other ends the run
-// at once with a [*GrantError] carrying the failure and the compact
-// trajectory, and the calls left in that round are answered as not run.
+// at once with an error wrapping [ErrGrantEnded] and the failure (so
+// failure.Classify returns it), whose message says how the grant ended,
+// why, and its compact trajectory; the calls left in that round are
+// answered as not run.
 // When every turn is used, the model gets one last call without tools, to
 // answer with what it has.
 //
 // A failed model call is an [*EndpointError], which reports its HTTP
-// status, so failure.Classify types it exactly (401 auth_error, 429
+// status ([EndpointError.HTTPStatus]), so failure.Classify types it exactly (401 auth_error, 429
 // rate_limit, 503 provider_down, no answer network).
 //
 // # Pointing it at a model server
@@ -129,7 +129,7 @@
 //	hosted APIs       https://api.openai.com, or the provider's base URL
 //
 // Pass the served model's name with [WithModel] and, for a hosted API, the
-// key with [WithAPIKey] (for instance from apiKeyFromEnv, which reads
+// key with [WithAPIKey] (the bench harness and the examples read it from
 // BK_LLM_API_KEY). The key is sent as a bearer token and never appears in
 // logs, errors or the Client's string form. Reasoning models may need
 // [WithMaxTokens] large enough for their <think> block, and accept
@@ -138,17 +138,20 @@
 // # Errors
 //
 // Errors wrap the sentinels [ErrInvalidConfig], [ErrEndpoint] (as an
-// [*EndpointError] carrying the last status and the attempt count),
-// [ErrUnparsable], [ErrFallbackRejected] and [ErrMaxRounds], the context's
-// error when the caller cancelled, or (from an [Agent]) the gate's or the
-// hook's error; branch with errors.Is and errors.As.
+// [*EndpointError] reporting the last status; its message has the attempt
+// count),
+// [ErrFallbackRejected], [ErrMaxRounds] and [ErrGrantEnded], the
+// context's error when the caller cancelled, or (from an [Agent]) the
+// gate's, the budget's or the hook's error; branch with errors.Is and
+// errors.As. A model's unreadable answer is no error: the [Worker] records
+// it as [CodeError], with the reason in [Report].Detail.
 //
 // # Concurrency
 //
 // A [Client] is safe for concurrent use; all its calls share one semaphore,
 // so no more than [WithConcurrency] requests are in flight at once, and a
 // call waiting for a slot or for a retry returns when its context ends. A
-// [Advisor], a [Worker] and an [Agent] hold no mutable state and are safe
+// [Worker] and an [Agent] hold no mutable state and are safe
 // for concurrent use (a Worker on different traces at once, an Agent on
 // different tasks). Every call that
 // can block takes a context and honours its cancellation.

@@ -9,45 +9,38 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
-// chargeGate is a stand-in for a *toolgate.Gate: it offers one tool and
-// refuses refunds above the charged amount, with a hint for the model.
-type chargeGate struct{}
-
-func (chargeGate) Surface(context.Context, string, string, string) ([]toolgate.Spec, error) {
-	return []toolgate.Spec{{
-		Name:        "issue_refund",
-		Description: "Refund part or all of the disputed charge.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-	}}, nil
-}
-
-func (chargeGate) Call(_ context.Context, c toolgate.Call) (toolgate.Result, error) {
-	var args struct{ Amount float64 }
-	if err := json.Unmarshal(c.Args, &args); err != nil {
-		return toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeInvalidArguments, Hint: `pass {"amount": number}`}, nil
-	}
-	if args.Amount > 149.99 {
-		return toolgate.Result{Outcome: audit.OutcomeRefused, Code: blackboard.CodeRuleViolated,
-			RootCause: kernel.Cause{Code: blackboard.CodeRuleViolated, Record: "percepts:case-7:1"},
-			Hint:      "the charge was 149.99; refund at most that"}, nil
-	}
-	return toolgate.Result{Outcome: audit.OutcomeExecuted, Code: blackboard.CodeCommitted,
-		Output: blackboard.Payload{"refunded": args.Amount}}, nil
-}
-
-// A model asks for too much, reads the refusal and its hint as the tool's
-// result, and asks again within the charge. The fake server stands in for
-// an OpenAI-compatible endpoint: it calls the tool until a call succeeds.
+// A model asks for too much, reads the gate's refusal and its hint as the
+// tool's result, and asks again within the charge. The fake server stands
+// in for an OpenAI-compatible endpoint: it calls the tool until a call
+// succeeds.
 func ExampleAgent_Run() {
+	ctx := context.Background()
+	g, err := toolgate.New(ctx, toolgate.Config{
+		Tools: []toolgate.Tool{{
+			Name:        "issue_refund",
+			Description: "Refund part or all of the disputed charge of 149.99.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","maximum":149.99}},"required":["amount"]}`),
+			Unscoped:    true,
+			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
+				return blackboard.Payload{"refunded": inv.Args["amount"]}, nil
+			},
+		}},
+		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"issue_refund"}}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Messages []llm.Message }
+		var req struct {
+			Messages []struct{ Role, Content string }
+		}
 		json.NewDecoder(r.Body).Decode(&req)
 		last := req.Messages[len(req.Messages)-1]
 		msg := map[string]any{"role": "assistant", "content": "Refunded 149.99."}
@@ -68,11 +61,11 @@ func ExampleAgent_Run() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	agent, err := llm.NewAgent(client, chargeGate{}, llm.WithMaxRounds(4))
+	agent, err := llm.NewAgent(client, g, llm.WithMaxRounds(4))
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := agent.Run(context.Background(), llm.Task{
+	res, err := agent.Run(ctx, llm.Task{
 		Caller: "support", TraceID: "case-7",
 		System: "You resolve card disputes with the tools you are given.",
 		User:   "The customer wants their money back for charge ch_7.",
@@ -86,8 +79,8 @@ func ExampleAgent_Run() {
 	fmt.Println(res.Answer)
 	fmt.Printf("%d model calls, %d tokens\n", res.Usage.ModelCalls, res.Usage.TotalTokens)
 	// Output:
-	// round 1: issue_refund {"amount": 500} -> {"outcome":"refused","code":"RULE_VIOLATED","root_cause":"RULE_VIOLATED","root_cause_record":"percepts:case-7:1","hint":"the charge was 149.99; refund at most that"}
-	// round 2: issue_refund {"amount": 149.99} -> {"outcome":"executed","code":"COMMITTED","output":{"refunded":149.99}}
+	// round 1: issue_refund {"amount": 500} -> {"outcome":"refused","code":"INVALID_ARGUMENTS","root_cause":"INVALID_ARGUMENTS","hint":"Fix the arguments (argument \"amount\" breaks its rule \"maximum\" (149.99)), then call issue_refund again."}
+	// round 2: issue_refund {"amount": 149.99} -> {"outcome":"executed","code":"EFFECT_SUCCEEDED","output":{"refunded":149.99}}
 	// Refunded 149.99.
 	// 3 model calls, 360 tokens
 }

@@ -39,7 +39,9 @@ func ExampleWithCompiler() {
 
 	var prompts []string
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ Messages []llm.Message }
+		var req struct {
+			Messages []struct{ Role, Content string }
+		}
 		json.NewDecoder(r.Body).Decode(&req)
 		prompts = append(prompts, req.Messages[0].Content)
 		msg := map[string]any{"role": "assistant", "content": "Order A1 was delivered late."}

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -29,11 +30,7 @@ func ExampleWorker_Run() {
 	}))
 	defer model.Close()
 
-	client, err := llm.New(model.URL, llm.WithModel("qwen3"), llm.WithAPIKey(llm.APIKeyFromEnv()))
-	if err != nil {
-		log.Fatal(err)
-	}
-	planner, err := llm.NewAdvisor(client)
+	client, err := llm.New(model.URL, llm.WithModel("qwen3"), llm.WithAPIKey(os.Getenv("BK_LLM_API_KEY")))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -42,7 +39,7 @@ func ExampleWorker_Run() {
 		log.Fatal(err)
 	}
 	defer k.Close()
-	w, err := llm.NewWorker("llm-planner", k.Planner("llm-planner"), planner, llm.Schema{
+	w, err := llm.NewWorker("llm-planner", k.Planner("llm-planner"), client, llm.Schema{
 		Task:      "A customer disputes a card charge. Decide whether the refund is due.",
 		Belief:    "refund_due",
 		DependsOn: []string{"charge"},
@@ -78,16 +75,4 @@ func ExampleWorker_Run() {
 	// Output:
 	// stale=false: belief COMMITTED, plan PLAN_FEASIBLE, action COMMITTED: issue_refund 149.99
 	// stale=true: belief STALE_EVIDENCE: queue_for_review, reason STALE_EVIDENCE
-}
-
-// Extract reads the verdict out of a reasoning model's answer.
-func ExampleExtract() {
-	m, err := llm.Extract("<think>The charge is disputed.</think>\nMy answer:\n```json\n{\"propose\": true, \"reason\": \"disputed\"}\n```")
-	fmt.Println(m["propose"], m["reason"], err)
-
-	_, err = llm.Extract("I can't help with that.")
-	fmt.Println(err)
-	// Output:
-	// true disputed <nil>
-	// llm: unparsable answer: no JSON object in "I can't help with that."
 }

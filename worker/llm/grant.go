@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/blackboardkernel/bk/budget"
@@ -11,35 +10,25 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// ErrGrantEnded is wrapped by the [*GrantError] an [Agent] returns when a
-// tool call fails in a way that ends the task's grant.
-var ErrGrantEnded = errors.New("llm: agent's grant ended")
-
-// GrantError is how an [Agent]'s run ends when a tool call fails in a way
+// grantEnded is how an [Agent]'s run ends when a tool call fails in a way
 // the worker cannot repair within its grant ([Task.Grant]): at once, with
 // the failure in hand for the orchestrator. It wraps [ErrGrantEnded] and
-// the Failure, so failure.Classify returns the Failure as it is, and
+// the failure, so failure.Classify returns the failure as it is, and
 // budget.ReasonOf finds the budget's reason behind a BUDGET_EXCEEDED or
-// LOOP_DETECTED refusal.
-type GrantError struct {
-	// End is how the grant ended (failure.GrantYielded).
-	End failure.GrantEnd
-	// Reason is the yield check's reason.
-	Reason string
-	// Failure is the failure that ended the grant.
-	Failure failure.Failure
-	// Trajectory is the grant's compact trajectory
-	// ("T1(lint) × code_syntax → T2(call_api) × auth_error → YIELD").
-	Trajectory string
+// LOOP_DETECTED refusal. How the grant ended and its trajectory are in the
+// run's [AgentResult] too.
+type grantEnded struct {
+	end        failure.GrantEnd
+	reason     string // the yield check's reason
+	failure    failure.Failure
+	trajectory string // "T1(lint) × code_syntax → T2(call_api) × auth_error → YIELD"
 }
 
-// Error describes the end of the grant with its trajectory.
-func (e *GrantError) Error() string {
-	return fmt.Sprintf("llm: agent's grant ended (%s): %s; %s", e.End, e.Reason, e.Trajectory)
+func (e *grantEnded) Error() string {
+	return fmt.Sprintf("llm: agent's grant ended (%s): %s; %s", e.end, e.reason, e.trajectory)
 }
 
-// Unwrap returns [ErrGrantEnded] and the Failure.
-func (e *GrantError) Unwrap() []error { return []error{ErrGrantEnded, e.Failure} }
+func (e *grantEnded) Unwrap() []error { return []error{ErrGrantEnded, e.failure} }
 
 // taskRuntime is what one run of an Agent keeps of its task's budget,
 // guard and grant.
@@ -80,7 +69,7 @@ func (rt *taskRuntime) beforeModelCall(ctx context.Context, used Usage) error {
 func (rt *taskRuntime) gateBudget() *toolgate.Budget { return rt.gate }
 
 // turn records a tool call's result in the trajectory and, under a grant,
-// takes one of its turns. It returns the *GrantError that ends the run
+// takes one of its turns. It returns the error that ends the run
 // when the call's failure makes the grant yield.
 func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) error {
 	f, failed := r.Failure()
@@ -102,12 +91,12 @@ func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) er
 	if cont || res.GrantEnd != failure.GrantYielded {
 		return nil
 	}
-	return &GrantError{End: res.GrantEnd, Reason: reason, Failure: f, Trajectory: l.String()}
+	return &grantEnded{end: res.GrantEnd, reason: reason, failure: f, trajectory: l.String()}
 }
 
 // skip answers tool calls the gate was not asked about, because the grant
 // had ended, so that the conversation stays well formed.
-func (rt *taskRuntime) skip(res *AgentResult, calls []ToolCall) {
+func (rt *taskRuntime) skip(res *AgentResult, calls []toolCall) {
 	if len(calls) == 0 {
 		return
 	}
@@ -118,7 +107,7 @@ func (rt *taskRuntime) skip(res *AgentResult, calls []ToolCall) {
 	b, _ := json.Marshal(map[string]string{"outcome": "not_run",
 		"hint": "Your grant of tool calls has ended (" + string(end) + "). Answer with what you have."})
 	for _, c := range calls {
-		res.Messages = append(res.Messages, Message{Role: "tool", ToolCallID: c.ID, Content: string(b)})
+		res.messages = append(res.messages, message{Role: "tool", ToolCallID: c.ID, Content: string(b)})
 	}
 }
 

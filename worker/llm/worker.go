@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/advisor"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/orchestrator"
 )
@@ -44,28 +45,40 @@ type Schema struct {
 	// the kernel as a safe fallback. Default
 	// [kernel.FallbackQueueForReview].
 	Fallback string
+	// ModelSteps is UNGOVERNED and off by default: it asks the model to
+	// write the plan's steps itself ({"propose": true, "steps":
+	// [{"action": ..., "requires_beliefs": [...]}]}), and the worker then
+	// proposes the plan with those steps instead of the schema's. It
+	// exists to reproduce the bypass the paper observed (steps with empty
+	// requires_beliefs), which the kernel rejects as
+	// PLAN_UNGROUNDED_ACTION. Do not use it in production.
+	ModelSteps bool
 }
 
 // Report is what one episode of a [Worker] decided.
 type Report struct {
 	// Belief, Plan and Action are the codes of each stage: the kernel's
 	// decision (COMMITTED, PLAN_FEASIBLE or a rejection code), or
-	// [CodeNoBelief], [CodeNoPlan], [CodeError] when the model stopped the
-	// episode. A stage not reached has "".
+	// [CodeNoBelief], [CodeNoPlan] when the model declined, [CodeError]
+	// when it could not be asked (the endpoint failed after its retries)
+	// or its answer was not advice. A stage not reached has "".
 	Belief, Plan, Action blackboard.Code
 	// Reason is the code recorded on the fallback; "" when the action
 	// committed.
 	Reason blackboard.Code
 	// Detail is the model's reason or the failure text behind Reason, when
-	// the model or a refused request stopped the episode.
+	// the model or a refused request stopped the episode: for [CodeError],
+	// the endpoint's error or why the answer could not be read.
 	Detail string
 	// Final is the committed action: the schema's action or the fallback.
 	Final blackboard.Record
 }
 
 // Worker is a reusable planner worker ([orchestrator.Worker]) that lets a
-// model decide whether to propose, under a governed [Schema]. In one step it
-// asks the model about the belief and submits it; then about the plan and
+// model decide whether to propose, under a governed [Schema]: the model
+// answers {"propose": true|false, "reason": "..."} and nothing it writes
+// reaches the blackboard (except under the ungoverned [Schema.ModelSteps]).
+// In one step it asks the model about the belief and submits it; then about the plan and
 // submits it; then, if the plan is feasible, submits the action. The first
 // decline, rejection or model failure ends the episode in the safe
 // fallback, whose reason is that code and whose input refs name the
@@ -76,23 +89,24 @@ type Report struct {
 type Worker struct {
 	id     string
 	h      *kernel.Proposer
-	p      *Advisor
+	c      *Client
+	p      advisor.Advisor
 	schema Schema
 }
 
 // NewWorker returns a Worker with the given id that writes through h and
-// asks p. A bad argument is [ErrInvalidConfig]: an empty id, a nil handle
-// or advisor, an empty Belief, Plan or Action, no DependsOn or an empty
-// entry in it, or a Fallback equal to Action.
-func NewWorker(id string, h *kernel.Proposer, p *Advisor, s Schema) (*Worker, error) {
+// asks the model through c. A bad argument is [ErrInvalidConfig]: an empty
+// id, a nil handle or client, an empty Belief, Plan or Action, no
+// DependsOn or an empty entry in it, or a Fallback equal to Action.
+func NewWorker(id string, h *kernel.Proposer, c *Client, s Schema) (*Worker, error) {
 	bad := func(what string) (*Worker, error) { return nil, fmt.Errorf("%w: worker: %s", ErrInvalidConfig, what) }
 	switch {
 	case id == "":
 		return bad("empty id")
 	case h == nil:
 		return bad("nil planner handle")
-	case p == nil:
-		return bad("nil advisor")
+	case c == nil:
+		return bad("nil client")
 	case s.Belief == "" || s.Plan == "" || s.Action == "":
 		return bad("schema needs Belief, Plan and Action")
 	case len(s.DependsOn) == 0:
@@ -110,7 +124,7 @@ func NewWorker(id string, h *kernel.Proposer, p *Advisor, s Schema) (*Worker, er
 		return bad("Fallback equals Action")
 	}
 	s.DependsOn = append([]string(nil), s.DependsOn...)
-	return &Worker{id: id, h: h, p: p, schema: s}, nil
+	return &Worker{id: id, h: h, c: c, p: advisor.Advisor{Chat: c.Chat, ModelSteps: s.ModelSteps}, schema: s}, nil
 }
 
 // ID returns the worker's id.
@@ -172,10 +186,10 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 	if err != nil {
 		return out, err
 	}
-	sit := Situation{Task: s.Task, Kind: s.Belief, Requires: s.DependsOn, Percepts: percepts}
+	sit := advisor.Situation{Task: s.Task, Kind: s.Belief, Requires: s.DependsOn, Percepts: percepts}
 	r, err := w.propose(ctx, perceptIDs,
-		func(ctx context.Context) (Advice, error) { return w.p.DecideBelief(ctx, sit) },
-		func(Advice) kernel.Entry {
+		func(ctx context.Context) (advisor.Advice, error) { return w.p.DecideBelief(ctx, sit) },
+		func(advisor.Advice) kernel.Entry {
 			return kernel.Entry{TraceID: traceID, Slot: blackboard.Beliefs, Kind: s.Belief,
 				Payload: blackboard.Payload{"value": true, "depends_on": strs(s.DependsOn)}}
 		})
@@ -190,13 +204,13 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 	if s.Fields != nil {
 		fields = s.Fields(v)
 	}
-	sit = Situation{Task: s.Task, Kind: s.Plan, Action: s.Action, Requires: requires, Percepts: percepts,
-		Beliefs: []Fact{{Kind: belief.Kind, Payload: belief.Payload, Confidence: belief.Provenance.Confidence}}}
+	sit = advisor.Situation{Task: s.Task, Kind: s.Plan, Action: s.Action, Requires: requires, Percepts: percepts,
+		Beliefs: []advisor.Fact{{Kind: belief.Kind, Payload: belief.Payload, Confidence: belief.Provenance.Confidence}}}
 	r, err = w.propose(ctx, []string{belief.ID},
-		func(ctx context.Context) (Advice, error) { return w.p.DecidePlan(ctx, sit) },
-		func(vd Advice) kernel.Entry {
+		func(ctx context.Context) (advisor.Advice, error) { return w.p.DecidePlan(ctx, sit) },
+		func(vd advisor.Advice) kernel.Entry {
 			steps := []any{schemaPayload(fields, "action", s.Action, requires)}
-			if vd.Steps != nil { // WithModelSteps: ungoverned
+			if vd.Steps != nil { // Schema.ModelSteps: ungoverned
 				steps = make([]any, len(vd.Steps))
 				for i, st := range vd.Steps {
 					steps[i] = map[string]any(st)
@@ -211,7 +225,7 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 	}
 
 	plan := r.record
-	r, err = w.propose(ctx, nil, nil, func(Advice) kernel.Entry {
+	r, err = w.propose(ctx, nil, nil, func(advisor.Advice) kernel.Entry {
 		return kernel.Entry{TraceID: traceID, Slot: blackboard.Actions, Kind: s.Action,
 			Payload: schemaPayload(fields, "type", s.Action, requires), InputRefs: []string{plan.ID}}
 	})
@@ -227,13 +241,14 @@ func (w *Worker) run(ctx context.Context, traceID string, v kernel.View) (Report
 // the entry built from its advice. shown are the ids of the records the
 // model saw, which a decline's fallback references.
 func (w *Worker) propose(ctx context.Context, shown []string,
-	ask func(context.Context) (Advice, error), build func(Advice) kernel.Entry) (result, error) {
-	var vd Advice
+	ask func(context.Context) (advisor.Advice, error), build func(advisor.Advice) kernel.Entry) (result, error) {
+	var vd advisor.Advice
 	if ask != nil {
 		var err error
 		if vd, err = ask(ctx); err != nil {
 			return result{}, err
 		}
+		w.c.log.DebugContext(ctx, "llm: advice", "propose", vd.Propose, "code", string(vd.Code))
 		if !vd.Propose {
 			return result{code: vd.Code, detail: vd.Detail, refs: shown}, nil
 		}
@@ -293,8 +308,8 @@ func (w *Worker) fallback(ctx context.Context, traceID string, out Report, r res
 
 // percepts returns the committed percepts the belief rests on, and their
 // ids. A missing percept is left out: the kernel will say MISSING_EVIDENCE.
-func (w *Worker) percepts(ctx context.Context, traceID string) ([]Fact, []string, error) {
-	var facts []Fact
+func (w *Worker) percepts(ctx context.Context, traceID string) ([]advisor.Fact, []string, error) {
+	var facts []advisor.Fact
 	var ids []string
 	for _, kind := range w.schema.DependsOn {
 		rec, err := w.h.Find(ctx, traceID, blackboard.Percepts, kind)
@@ -304,7 +319,7 @@ func (w *Worker) percepts(ctx context.Context, traceID string) ([]Fact, []string
 		if err != nil {
 			return nil, nil, err
 		}
-		facts = append(facts, Fact{Kind: rec.Kind, Payload: rec.Payload, Confidence: rec.Provenance.Confidence})
+		facts = append(facts, advisor.Fact{Kind: rec.Kind, Payload: rec.Payload, Confidence: rec.Provenance.Confidence})
 		ids = append(ids, rec.ID)
 	}
 	return facts, ids, nil

@@ -158,11 +158,11 @@ func checkChain(t *testing.T, h *kernel.Proposer, out llm.Report) {
 // scenario is a scripted model behaviour and the reason code each
 // condition should end with ("" when the refund commits).
 type scenario struct {
-	name    string
-	script  func(n int, req request) reply
-	client  []llm.Option
-	planner []llm.AdvisorOption
-	want    func(c condition) blackboard.Code
+	name   string
+	script func(n int, req request) reply
+	client []llm.Option
+	steps  bool // Schema.ModelSteps
+	want   func(c condition) blackboard.Code
 }
 
 // proposer: the model says yes; only the kernel stops unsafe episodes.
@@ -230,15 +230,15 @@ var scenarios = []scenario{
 	{name: "hanging response cut by the timeout", script: func(int, request) reply { return reply{hang: true} },
 		client: []llm.Option{llm.WithTimeout(20 * time.Millisecond), llm.WithRetries(0)}, want: at(llm.CodeError)},
 	{name: "bypass: plan steps with empty requires_beliefs (ungoverned)",
-		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": []}]}`),
-		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(blackboard.CodePlanUngrounded)},
+		script: byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": []}]}`),
+		steps:  true, want: afterBelief(blackboard.CodePlanUngrounded)},
 	{name: "bypass: plan step without is_duplicate (ungoverned)",
-		script:  byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
-		planner: []llm.AdvisorOption{llm.WithModelSteps()},
+		script: byStage(propose, `{"propose": true, "steps": [{"action": "issue_refund", "requires_beliefs": ["refund_due"]}]}`),
+		steps:  true,
 		// A constraint that cannot read its field fails closed.
 		want: afterBelief(blackboard.PlanBlockedCode("no_duplicate_refund"))},
 	{name: "bypass: empty plan (ungoverned)", script: byStage(propose, `{"propose": true, "steps": []}`),
-		planner: []llm.AdvisorOption{llm.WithModelSteps()}, want: afterBelief(blackboard.CodeInvalidProposal)},
+		steps: true, want: afterBelief(blackboard.CodeInvalidProposal)},
 }
 
 // TestEpisodesNeverActUnsafely runs every scripted model behaviour against
@@ -258,7 +258,9 @@ func TestEpisodesNeverActUnsafely(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := k.Planner("llm-planner")
-			w, err := llm.NewWorker("llm-planner", h, planner(t, c, sc.planner...), refundSchema)
+			schema := refundSchema
+			schema.ModelSteps = sc.steps
+			w, err := llm.NewWorker("llm-planner", h, c, schema)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +381,7 @@ func TestSchemaFieldsCannotOverrideGovernedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := k.Planner("p")
-	w, err := llm.NewWorker("p", h, planner(t, client(t, f, nil)), s)
+	w, err := llm.NewWorker("p", h, client(t, f, nil), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +428,7 @@ func TestFallbackRejectedIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := llm.NewWorker("p", k.Planner("p"), planner(t, client(t, f, nil)), s)
+	w, err := llm.NewWorker("p", k.Planner("p"), client(t, f, nil), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +487,7 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := planner(t, c)
+	p := c
 	h := k.Planner("p")
 	mod := func(f func(*llm.Schema)) llm.Schema {
 		s := refundSchema
@@ -496,12 +498,12 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		name string
 		id   string
 		h    *kernel.Proposer
-		p    *llm.Advisor
+		p    *llm.Client
 		s    llm.Schema
 	}{
 		{"empty id", "", h, p, refundSchema},
 		{"nil handle", "w", nil, p, refundSchema},
-		{"nil planner", "w", h, nil, refundSchema},
+		{"nil client", "w", h, nil, refundSchema},
 		{"no belief", "w", h, p, mod(func(s *llm.Schema) { s.Belief = "" })},
 		{"no plan", "w", h, p, mod(func(s *llm.Schema) { s.Plan = "" })},
 		{"no action", "w", h, p, mod(func(s *llm.Schema) { s.Action = "" })},
@@ -551,7 +553,7 @@ func refundWorker(t *testing.T, c *llm.Client) (*kernel.Kernel, *kernel.Proposer
 		t.Fatal(err)
 	}
 	h := k.Planner("llm-planner")
-	w, err := llm.NewWorker("llm-planner", h, planner(t, c), refundSchema)
+	w, err := llm.NewWorker("llm-planner", h, c, refundSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

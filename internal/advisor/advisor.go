@@ -1,13 +1,31 @@
-package llm
+package advisor
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
 )
+
+// Reason codes the planner records when the model, not the kernel, stops an
+// episode. They are stable strings, like the kernel's own codes;
+// worker/llm exports them.
+const (
+	// CodeNoBelief: the model declined to propose the belief.
+	CodeNoBelief = blackboard.Code("LLM_NO_BELIEF")
+	// CodeNoPlan: the model declined to propose the plan.
+	CodeNoPlan = blackboard.Code("LLM_NO_PLAN")
+	// CodeError: the endpoint failed after its retries, or its answer could
+	// not be read as advice.
+	CodeError = blackboard.Code("LLM_ERROR")
+)
+
+// ErrUnparsable: a model answer that holds no JSON object, or whose object
+// is not advice.
+var ErrUnparsable = errors.New("llm: unparsable answer")
 
 // Fact is one committed record shown to the model: its kind, its payload
 // and the confidence its source gave (nil when none).
@@ -44,51 +62,34 @@ type Advice struct {
 	Code blackboard.Code
 	// Detail is the model's reason, or the failure behind CodeError.
 	Detail string
-	// Err is the failure behind CodeError: it wraps [ErrEndpoint] or
-	// [ErrUnparsable]. Nil otherwise.
+	// Err is the failure behind CodeError: it wraps the Chat's error
+	// (worker/llm's ErrEndpoint) or [ErrUnparsable]. Nil otherwise.
 	Err error
-	// Steps are the plan steps the model wrote. Only an [Advisor] built
-	// with [WithModelSteps] fills them (for a plan it proposes).
+	// Steps are the plan steps the model wrote. Only an [Advisor] with
+	// ModelSteps fills them (for a plan it proposes).
 	Steps []blackboard.Payload
 }
+
+// Chat sends a system prompt and a user message to a model and returns
+// the text of its answer: worker/llm's Client.Chat.
+type Chat func(ctx context.Context, system, user string) (string, error)
 
 // Advisor asks a model whether to propose a belief or a plan (paper §10.6,
 // governed schema): the model answers {"propose": true|false, "reason":
 // "..."} and nothing it writes reaches the blackboard, except under the
-// deliberately ungoverned [WithModelSteps].
+// deliberately ungoverned ModelSteps.
 //
-// An Advisor is safe for concurrent use; its calls share the [Client]'s
-// concurrency bound.
+// An Advisor is safe for concurrent use when its Chat is.
 type Advisor struct {
-	c          *Client
-	modelSteps bool
-}
-
-// AdvisorOption configures an [Advisor] in [NewAdvisor].
-type AdvisorOption func(*Advisor)
-
-// WithModelSteps is UNGOVERNED and off by default: it asks the model to
-// write the plan's steps itself ({"propose": true, "steps": [{"action":
-// ..., "requires_beliefs": [...]}]}), and a [Worker] then proposes the plan
-// with those steps instead of the schema's. It exists to reproduce the
-// bypass the paper observed (steps with empty requires_beliefs), which the
-// kernel rejects as PLAN_UNGROUNDED_ACTION. Do not use it in production.
-func WithModelSteps() AdvisorOption { return func(p *Advisor) { p.modelSteps = true } }
-
-// NewAdvisor returns an Advisor that asks through c. A nil client or option
-// is [ErrInvalidConfig].
-func NewAdvisor(c *Client, opts ...AdvisorOption) (*Advisor, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidConfig)
-	}
-	p := &Advisor{c: c}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil planner option", ErrInvalidConfig)
-		}
-		o(p)
-	}
-	return p, nil
+	// Chat asks the model. Required.
+	Chat Chat
+	// ModelSteps is UNGOVERNED: it asks the model to write the plan's
+	// steps itself ({"propose": true, "steps": [{"action": ...,
+	// "requires_beliefs": [...]}]}), and Advice.Steps carries them. It
+	// exists to reproduce the bypass the paper observed (steps with empty
+	// requires_beliefs), which the kernel rejects as
+	// PLAN_UNGROUNDED_ACTION.
+	ModelSteps bool
 }
 
 // stage is what the model is asked about.
@@ -117,21 +118,22 @@ var (
 // unreadable answer is an Advice with [CodeError] (and Err set), not an
 // error. The error is non-nil only when ctx ends first; it then wraps the
 // context's error.
-func (p *Advisor) DecideBelief(ctx context.Context, s Situation) (Advice, error) {
+func (p Advisor) DecideBelief(ctx context.Context, s Situation) (Advice, error) {
 	return p.decide(ctx, beliefStage, s)
 }
 
 // DecidePlan asks the model whether to propose the plan s.Kind. It behaves
 // as [Advisor.DecideBelief], with [CodeNoPlan] for a decline. With
-// [WithModelSteps], a yes must carry a list of step objects, else it is
+// ModelSteps, a yes must carry a list of step objects, else it is
 // [CodeError].
-func (p *Advisor) DecidePlan(ctx context.Context, s Situation) (Advice, error) {
+func (p Advisor) DecidePlan(ctx context.Context, s Situation) (Advice, error) {
 	return p.decide(ctx, planStage, s)
 }
 
-func (p *Advisor) decide(ctx context.Context, st stage, s Situation) (Advice, error) {
-	modelSteps := p.modelSteps && st.decline == CodeNoPlan
-	text, err := p.c.Chat(ctx, p.messages(st, s, modelSteps))
+func (p Advisor) decide(ctx context.Context, st stage, s Situation) (Advice, error) {
+	modelSteps := p.ModelSteps && st.decline == CodeNoPlan
+	system, user := prompt(st, s, modelSteps)
+	text, err := p.Chat(ctx, system, user)
 	if err != nil && ctx.Err() != nil {
 		return Advice{}, err
 	}
@@ -142,7 +144,6 @@ func (p *Advisor) decide(ctx context.Context, st stage, s Situation) (Advice, er
 	if err != nil {
 		v = Advice{Code: CodeError, Detail: err.Error(), Err: err}
 	}
-	p.c.log.DebugContext(ctx, "llm: advice", "kind", s.Kind, "propose", v.Propose, "code", string(v.Code))
 	return v, nil
 }
 
@@ -158,7 +159,8 @@ const (
 	answerFormatSteps = `{"propose": true or false, "reason": "one short sentence", "steps": [{"action": "the action type", "requires_beliefs": ["belief kind", "..."]}]}`
 )
 
-func (p *Advisor) messages(st stage, s Situation, modelSteps bool) []Message {
+// prompt is the system prompt and the user message of a question.
+func prompt(st stage, s Situation, modelSteps bool) (system, user string) {
 	format := answerFormat
 	if modelSteps {
 		format = answerFormatSteps
@@ -168,10 +170,7 @@ func (p *Advisor) messages(st stage, s Situation, modelSteps bool) []Message {
 		Percepts []Fact `json:"percepts"`
 		Beliefs  []Fact `json:"committed_beliefs"`
 	}{s.Task, nonNil(s.Percepts), nonNil(s.Beliefs)}, "", "  ")
-	return []Message{
-		{Role: "system", Content: systemPrompt + format},
-		{Role: "user", Content: st.question(s, modelSteps) + "\n\nWhat the agent knows (JSON):\n" + string(ctxJSON)},
-	}
+	return systemPrompt + format, st.question(s, modelSteps) + "\n\nWhat the agent knows (JSON):\n" + string(ctxJSON)
 }
 
 func nonNil(f []Fact) []Fact {
@@ -188,7 +187,7 @@ func list(names []string) string {
 
 // parseAdvice reads the model's answer.
 func parseAdvice(text string, decline blackboard.Code, modelSteps bool) (Advice, error) {
-	m, err := extract(text)
+	m, err := Extract(text)
 	if err != nil {
 		return Advice{}, err
 	}

@@ -1,13 +1,14 @@
-package llm_test
+package advisor_test
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/blackboardkernel/bk/worker/llm"
+	"github.com/blackboardkernel/bk/internal/advisor"
 )
 
 var extractCases = []struct {
@@ -59,9 +60,9 @@ var extractCases = []struct {
 func TestExtract(t *testing.T) {
 	for _, tc := range extractCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := llm.Extract(tc.text)
+			got, err := advisor.Extract(tc.text)
 			if tc.want == nil {
-				if !errors.Is(err, llm.ErrUnparsable) || got != nil {
+				if !errors.Is(err, advisor.ErrUnparsable) || got != nil {
 					t.Fatalf("Extract(%q) = %v, %v; want nil and ErrUnparsable", tc.text, got, err)
 				}
 				return
@@ -77,17 +78,17 @@ func TestExtractBoundsItsWork(t *testing.T) {
 	// More stray braces than Extract tries before the answer: it gives up
 	// rather than scanning every position (and a long answer stays cheap).
 	text := strings.Repeat("{ ", 100) + `{"propose": true}`
-	if _, err := llm.Extract(text); !errors.Is(err, llm.ErrUnparsable) {
+	if _, err := advisor.Extract(text); !errors.Is(err, advisor.ErrUnparsable) {
 		t.Errorf("err = %v; want ErrUnparsable after the candidate limit", err)
 	}
 	long := strings.Repeat(`{"a":`, 5000) + "x"
-	if _, err := llm.Extract(long); !errors.Is(err, llm.ErrUnparsable) {
+	if _, err := advisor.Extract(long); !errors.Is(err, advisor.ErrUnparsable) {
 		t.Errorf("deep unterminated nesting: err = %v; want ErrUnparsable", err)
 	}
 }
 
 func TestExtractErrorQuotesLittle(t *testing.T) {
-	_, err := llm.Extract(strings.Repeat("no json ", 1000))
+	_, err := advisor.Extract(strings.Repeat("no json ", 1000))
 	if err == nil || len(err.Error()) > 200 {
 		t.Errorf("err = %v; want a short message", err)
 	}
@@ -103,9 +104,9 @@ func FuzzExtract(f *testing.F) {
 		f.Add(tc.text)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		m, err := llm.Extract(text)
+		m, err := advisor.Extract(text)
 		if err != nil {
-			if m != nil || !errors.Is(err, llm.ErrUnparsable) {
+			if m != nil || !errors.Is(err, advisor.ErrUnparsable) {
 				t.Fatalf("Extract(%q) = %v, %v; want nil and ErrUnparsable", text, m, err)
 			}
 			return
@@ -120,9 +121,21 @@ func FuzzExtract(f *testing.F) {
 		if strings.Contains(string(b), "```") {
 			return
 		}
-		again, err := llm.Extract(string(b))
+		again, err := advisor.Extract(string(b))
 		if err != nil || !reflect.DeepEqual(again, m) {
 			t.Fatalf("Extract(%s) = %v, %v; want %v back", b, again, err, m)
 		}
 	})
+}
+
+// Extract reads the verdict out of a reasoning model's answer.
+func ExampleExtract() {
+	m, err := advisor.Extract("<think>The charge is disputed.</think>\nMy answer:\n```json\n{\"propose\": true, \"reason\": \"disputed\"}\n```")
+	fmt.Println(m["propose"], m["reason"], err)
+
+	_, err = advisor.Extract("I can't help with that.")
+	fmt.Println(err)
+	// Output:
+	// true disputed <nil>
+	// llm: unparsable answer: no JSON object in "I can't help with that."
 }

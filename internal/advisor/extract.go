@@ -1,4 +1,4 @@
-package llm
+package advisor
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ const (
 // JSON, a number or a list that holds no object) returns an error wrapping
 // [ErrUnparsable].
 // Extract never panics.
-func extract(text string) (map[string]any, error) {
+func Extract(text string) (map[string]any, error) {
 	s := stripThink(text)
 	for _, block := range fenced(s) {
 		if m := firstObject(block); m != nil {
