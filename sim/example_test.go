@@ -15,7 +15,7 @@ import (
 // matching rule, and the kernel commits it only once the belief it rests on
 // is committed. The action gate then refuses an action with a negative
 // prediction.
-func ExampleWorker() {
+func ExampleNew() {
 	rules, err := sim.LoadRules(strings.NewReader(`[
 	  {"name": "hot", "action_type": "alert", "expected_outcome": 1.0, "confidence": 0.85,
 	   "requires_beliefs": ["anomaly_detected"],

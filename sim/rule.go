@@ -22,7 +22,7 @@ var (
 	// document that is not valid JSON of the expected shape.
 	ErrInvalidRule = errors.New("sim: invalid rule")
 	// ErrInvalidOption: a nil handle, a handle whose role may not propose
-	// predictions, an empty worker id or a nil option.
+	// predictions or one with an empty name.
 	ErrInvalidOption = errors.New("sim: invalid option")
 )
 
@@ -64,9 +64,9 @@ type Condition struct {
 	Value any `json:"value"`
 }
 
-// Validate checks that c can be evaluated. It returns an error wrapping
+// validate checks that c can be evaluated. It returns an error wrapping
 // [ErrInvalidRule] or nil.
-func (c Condition) Validate() error {
+func (c Condition) validate() error {
 	switch {
 	case c.Kind == "":
 		return fmt.Errorf("%w: condition without kind", ErrInvalidRule)
@@ -91,10 +91,10 @@ func (c Condition) Validate() error {
 		ErrInvalidRule, c.Kind, c.Field, c.Value, c.Value)
 }
 
-// Holds evaluates the condition against a payload. A missing field, a
+// holds evaluates the condition against a payload. A missing field, a
 // value of another type than the condition's, or an invalid condition
 // makes it false; it never panics.
-func (c Condition) Holds(p blackboard.Payload) bool {
+func (c Condition) holds(p blackboard.Payload) bool {
 	got, present := p[c.Field]
 	if !present {
 		return false
@@ -178,9 +178,9 @@ type Rule struct {
 	Confidence *float64 `json:"confidence,omitempty"`
 }
 
-// Validate checks that r can be evaluated and proposed. It returns an error
+// validate checks that r can be evaluated and proposed. It returns an error
 // wrapping [ErrInvalidRule] or nil.
-func (r Rule) Validate() error {
+func (r Rule) validate() error {
 	switch {
 	case r.ActionType == "":
 		return fmt.Errorf("%w: rule %q: no action_type", ErrInvalidRule, r.Name)
@@ -195,24 +195,24 @@ func (r Rule) Validate() error {
 		}
 	}
 	for _, c := range append(append([]Condition(nil), r.PerceptConditions...), r.BeliefConditions...) {
-		if err := c.Validate(); err != nil {
+		if err := c.validate(); err != nil {
 			return fmt.Errorf("rule %q: %w", r.Name, err)
 		}
 	}
 	return nil
 }
 
-// Match reports whether every condition of r holds on the view's committed
+// match reports whether every condition of r holds on the view's committed
 // percepts and beliefs. A condition on a kind that is not committed does
 // not hold.
-func (r Rule) Match(v kernel.View) bool {
+func (r Rule) match(v kernel.View) bool {
 	for _, set := range []struct {
 		slot  blackboard.Slot
 		conds []Condition
 	}{{blackboard.Percepts, r.PerceptConditions}, {blackboard.Beliefs, r.BeliefConditions}} {
 		for _, c := range set.conds {
 			p, ok := v.Get(set.slot, c.Kind)
-			if !ok || !c.Holds(p) {
+			if !ok || !c.holds(p) {
 				return false
 			}
 		}
@@ -236,7 +236,7 @@ func (r Rule) clone() Rule {
 func validateRules(rules []Rule) error {
 	names := make(map[string]bool, len(rules))
 	for i, r := range rules {
-		if err := r.Validate(); err != nil {
+		if err := r.validate(); err != nil {
 			return fmt.Errorf("rule %d: %w", i, err)
 		}
 		if r.Name != "" {

@@ -398,27 +398,25 @@ func TestNewRefusesBadArguments(t *testing.T) {
 	defer k.Close()
 	cases := []struct {
 		name  string
-		h     sim.Proposer
+		h     *kernel.Proposer
 		rules []sim.Rule
-		opts  []sim.Option
 		want  error
 	}{
-		{"nil handle", nil, demoRules(), nil, sim.ErrInvalidOption},
-		{"empty id", k.Simulator("s"), demoRules(), []sim.Option{sim.WithID("")}, sim.ErrInvalidOption},
-		{"nil option", k.Simulator("s"), demoRules(), []sim.Option{nil}, sim.ErrInvalidOption},
-		{"bad rule", k.Simulator("s"), []sim.Rule{{ExpectedOutcome: 1}}, nil, sim.ErrInvalidRule},
-		{"generated name clash", k.Simulator("s"), []sim.Rule{{ActionType: "a"}, {Name: "a#0", ActionType: "b"}}, nil, sim.ErrInvalidRule},
+		{"nil handle", nil, demoRules(), sim.ErrInvalidOption},
+		{"empty name", k.Simulator(""), demoRules(), sim.ErrInvalidOption},
+		{"bad rule", k.Simulator("s"), []sim.Rule{{ExpectedOutcome: 1}}, sim.ErrInvalidRule},
+		{"generated name clash", k.Simulator("s"), []sim.Rule{{ActionType: "a"}, {Name: "a#0", ActionType: "b"}}, sim.ErrInvalidRule},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := sim.New(tc.h, tc.rules, tc.opts...)
+			s, err := sim.New(tc.h, tc.rules)
 			if !errors.Is(err, tc.want) || s != nil {
 				t.Fatalf("New = %v, %v; want nil, %v", s, err, tc.want)
 			}
 		})
 	}
 	// A planner may propose predictions too.
-	s, err := sim.New(k.Planner("p"), demoRules(), sim.WithID("world-model"))
+	s, err := sim.New(k.Planner("world-model"), demoRules())
 	if err != nil || s.ID() != "world-model" {
 		t.Fatalf("planner-backed simulator: %v %v", s, err)
 	}
@@ -429,7 +427,8 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules[0].PerceptConditions[0].Op = sim.OpLt
-	if s.Rules()[0].PerceptConditions[0].Op != sim.OpGt {
+	if !s.ShouldActivate(kernel.View{Committed: map[blackboard.Slot]map[string]blackboard.Payload{
+		blackboard.Percepts: {"temperature": {"value": 95}}}}) {
 		t.Fatal("changing the caller's rules changed the simulator's")
 	}
 	if got := s.Reads(); len(got) != 2 || s.Writes()[0] != blackboard.Predictions || s.Handle() == nil {
