@@ -150,7 +150,7 @@ func TestThreshold(t *testing.T) {
 		t.Run(fmt.Sprint(threshold), func(t *testing.T) {
 			k := newKernel(t, nil, nil)
 			var opts []adaptive.Option
-			if threshold != adaptive.DefaultThreshold {
+			if threshold != 2 {
 				opts = append(opts, adaptive.WithThreshold(threshold))
 			}
 			l := newLearner(t, k, opts...)
@@ -159,7 +159,7 @@ func TestThreshold(t *testing.T) {
 				fail(t, k, trace, blackboard.CodeStaleEvidence)
 				pending := analyze(t, l, trace)
 				if i < threshold {
-					if len(pending) != 0 || l.ShouldActivate(kernel.View{}) {
+					if len(pending) != 0 || l.Worker().ShouldActivate(kernel.View{}) {
 						t.Fatalf("after %d failures (threshold %d) pending %v", i, threshold, pending)
 					}
 					continue
@@ -179,7 +179,7 @@ func TestThreshold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(learned) != 1 || learned[0].Name != adaptive.BlockStaleActions || learned[0].TraceID != "next" {
+			if len(learned) != 1 || learned[0].Constraint.Name != adaptive.BlockStaleActions || learned[0].TraceID != "next" {
 				t.Fatalf("learned %+v", learned)
 			}
 			recs := persistent(t, k)
@@ -221,7 +221,7 @@ func TestDefaultMapping(t *testing.T) {
 			if p := analyze(t, l, "b"); len(p) != 1 || p[0].Constraint.Name != w[0] {
 				t.Fatalf("pending %+v", p)
 			}
-			produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
+			produced, err := l.Worker().Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 			if err != nil || !produced {
 				t.Fatalf("Step: %v %v", produced, err)
 			}
@@ -259,7 +259,7 @@ func TestCustomMapping(t *testing.T) {
 	if err != nil || len(learned) != 1 || learned[0].Code != blackboard.CodeLowConfidence || learned[0].Count != 1 {
 		t.Fatalf("learned %+v %v", learned, err)
 	}
-	if l.ID() != "adaptive" || l.Writes()[0] != blackboard.Constraints || l.Reads() != nil || l.Handle() == nil {
+	if w := l.Worker(); w.ID() != "adaptive" || w.Writes()[0] != blackboard.Constraints || w.Reads() != nil || w.Handle() == nil {
 		t.Fatal("worker declaration")
 	}
 }
@@ -295,7 +295,7 @@ func TestNoDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Register(l); err != nil {
+	if err := o.Register(l.Worker()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {
@@ -377,7 +377,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 		t.Fatalf("counts after restart %v, want %v", got, counts1)
 	}
 	learned := l2.Learned()
-	if len(learned) != 1 || learned[0].Name != adaptive.BlockStaleActions || learned[0].Code != blackboard.CodeStaleEvidence ||
+	if len(learned) != 1 || learned[0].Constraint.Name != adaptive.BlockStaleActions || learned[0].Code != blackboard.CodeStaleEvidence ||
 		learned[0].Count != 2 || learned[0].TraceID != "p1-c" {
 		t.Fatalf("learned after restart %+v", learned)
 	}
@@ -401,7 +401,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	}
 	var names []string
 	for _, x := range got {
-		names = append(names, x.Name)
+		names = append(names, x.Constraint.Name)
 	}
 	if !slices.Equal(names, []string{adaptive.BlockLowConfidenceActions, adaptive.BlockConflictedActions}) {
 		t.Fatalf("learned after restart %v", names)
@@ -654,15 +654,15 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	analyze(t, l, "a")
 	analyze(t, l, "b")
 	store.broken.Store(true)
-	produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
+	produced, err := l.Worker().Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 	if !errors.Is(err, errBroken) || produced {
 		t.Fatalf("Step on a failing store: %v %v", produced, err)
 	}
-	if len(l.Pending()) != 1 || len(l.Learned()) != 0 || !l.ShouldActivate(kernel.View{}) {
+	if len(l.Pending()) != 1 || len(l.Learned()) != 0 || !l.Worker().ShouldActivate(kernel.View{}) {
 		t.Fatalf("after a failed commit pending %v learned %v", l.Pending(), l.Learned())
 	}
 	store.broken.Store(false)
-	if produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
+	if produced, err := l.Worker().Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
 		t.Fatalf("retry: %v %v", produced, err)
 	}
 	if len(l.Pending()) != 0 || len(l.Learned()) != 1 || len(persistent(t, k)) != 1 {
@@ -710,11 +710,11 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 		analyze(t, l, "a")
 		analyze(t, l, "b")
 		if p := l.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockStaleActions {
-			t.Fatalf("%s pending %+v", l.ID(), p)
+			t.Fatalf("%s pending %+v", l.Worker().ID(), p)
 		}
 	}
 	var wg sync.WaitGroup
-	var got [2][]adaptive.Learned
+	var got [2][]adaptive.Lesson
 	var errs [2]error
 	for i, l := range ls {
 		wg.Add(1)
@@ -743,7 +743,7 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 	for _, l := range ls {
 		learned := l.Learned()
 		if len(learned) != 1 || learned[0].RecordID != winner.RecordID || len(l.Pending()) != 0 {
-			t.Errorf("%s holds %+v, pending %+v; want the record %s", l.ID(), learned, l.Pending(), winner.RecordID)
+			t.Errorf("%s holds %+v, pending %+v; want the record %s", l.Worker().ID(), learned, l.Pending(), winner.RecordID)
 		}
 	}
 }

@@ -148,7 +148,7 @@ type demo struct {
 	symbolic  *kernel.Symbolic
 	learner   *adaptive.Learner
 	series    *orchestrator.Series
-	startedOn []adaptive.Learned
+	startedOn []adaptive.Lesson
 }
 
 func newDemo(ctx context.Context, store store.Store, seed int64, namespace string) (*demo, error) {
@@ -188,7 +188,7 @@ func newDemo(ctx context.Context, store store.Store, seed int64, namespace strin
 		ep, ok := d.series.Episode(traceID)
 		return readingFor(seed, ep), ok
 	}}
-	if err := o.Register(s, &analyst{k.Planner("analyst")}, simulator, &actuator{k.Planner("actuator")}, d.learner); err != nil {
+	if err := o.Register(s, &analyst{k.Planner("analyst")}, simulator, &actuator{k.Planner("actuator")}, d.learner.Worker()); err != nil {
 		return fail(err)
 	}
 	return d, nil
@@ -225,7 +225,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 	if len(d.startedOn) > 0 {
 		names := make([]string, len(d.startedOn))
 		for i, x := range d.startedOn {
-			names[i] = x.Name
+			names[i] = x.Constraint.Name
 		}
 		noun := "constraints"
 		if len(names) == 1 {
