@@ -806,7 +806,9 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 		t.Errorf("the second learner counts %v, the first %v", rep.Counts, counts)
 	}
 	for _, x := range learned {
-		if !slices.ContainsFunc(rep.Learned, func(y adaptive.Lesson) bool { return y.Constraint.Name == x.Constraint.Name && y.RecordID == x.RecordID }) {
+		if !slices.ContainsFunc(rep.Learned, func(y adaptive.Lesson) bool {
+			return y.Constraint.Name == x.Constraint.Name && y.RecordID == x.RecordID
+		}) {
 			t.Errorf("the second learner does not hold %s (%s) the first learned: %+v", x.Constraint.Name, x.RecordID, rep.Learned)
 		}
 	}
