@@ -197,7 +197,7 @@ func TestRepairRoutes(t *testing.T) {
 					t.Errorf("review action %+v %v", review, err)
 				}
 			case orchestrator.EndAborted:
-				if st := res.Stop; st == nil || st.Remedy.Route != failure.RouteAbort || st.ReviewID != "" {
+				if st := res.Stop; st == nil || res.Repairs[len(res.Repairs)-1].Remedy.Route != failure.RouteAbort || st.ReviewID != "" {
 					t.Errorf("stop %+v", st)
 				}
 			default:
@@ -568,8 +568,7 @@ func TestFindingContract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fe *orchestrator.FindingError
-			if len(res.Errors) != 1 || !errors.As(res.Errors[0], &fe) || fe.Code != tc.code || res.Errors[0].Phase != orchestrator.PhaseFinding {
+			if len(res.Errors) != 1 || !errors.Is(res.Errors[0], orchestrator.ErrFindingRefused) || res.Errors[0].Code != tc.code || res.Errors[0].Phase != orchestrator.PhaseFinding {
 				t.Fatalf("errors %v, want a %s refusal", res.Errors, tc.code)
 			}
 			// The refusal is the researcher's own format error: it gets the
@@ -624,7 +623,6 @@ func TestRuntimeOptions(t *testing.T) {
 		"negative grant":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: -1}),
 		"lane without a worker":   orchestrator.WithLane(orchestrator.Lane{}),
 		"bad lane budget":         orchestrator.WithLane(orchestrator.Lane{Worker: "w", Budget: budget.Limits{ToolCalls: -1}}),
-		"risk out of range":       orchestrator.WithRisk(2),
 	} {
 		if _, err := orchestrator.New(opt); !errors.Is(err, orchestrator.ErrInvalidOption) {
 			t.Errorf("%s: %v", name, err)
@@ -640,7 +638,7 @@ func TestRuntimeOptions(t *testing.T) {
 // before anything runs; the kernel may come with New or with the run.
 func TestRuntimeNeedsAKernel(t *testing.T) {
 	k := newKernel(t)
-	for name, opt := range map[string]orchestrator.RunOption{
+	for name, opt := range map[string]orchestrator.Option{
 		"budget":     orchestrator.WithBudget(budget.Limits{Rounds: 3}),
 		"loop guard": orchestrator.WithLoopGuard(),
 		"repair":     orchestrator.WithRepair(3),
@@ -658,13 +656,6 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 			}
 			if _, err := o.Run(context.Background(), "t"); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
 				t.Fatalf("Run without a kernel: err %v, %d steps; want ErrInvalidOption and none", err, ran)
-			}
-			s, err := orchestrator.NewSeries(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.RunEpisode(context.Background()); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
-				t.Fatalf("RunEpisode without a kernel: err %v, %d steps", err, ran)
 			}
 			res, err := o.Run(context.Background(), "t", orchestrator.WithKernel(k))
 			if err != nil || ran != 1 || res.End != orchestrator.EndQuiescent {

@@ -180,7 +180,7 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 	}
 	var waits []time.Duration
 	opts := []orchestrator.Option{
-		orchestrator.WithKernel(k), orchestrator.WithClock(now), orchestrator.WithRepair(3),
+		orchestrator.WithKernel(k), orchestrator.WithRepair(3),
 		orchestrator.WithBudget(runLimits), orchestrator.WithLoopGuard(),
 		orchestrator.WithJitter(func() float64 { return 0.5 }),
 		orchestrator.WithSleep(func(ctx context.Context, d time.Duration) error {
@@ -246,8 +246,8 @@ func report(w io.Writer, res orchestrator.Summary) {
 				st.Reason.Used, st.Reason.Limit, st.Reason.Hint)
 		case st.Reason != nil:
 			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Code, st.Reason.Loop, st.Reason.Hint)
-		default:
-			fmt.Fprintf(w, "  stop      %s by %s: %s\n", st.Code, st.WorkerID, st.Remedy.Route)
+		default: // the last repair decided the stop
+			fmt.Fprintf(w, "  stop      %s by %s: %s\n", st.Code, st.WorkerID, res.Repairs[len(res.Repairs)-1].Remedy.Route)
 		}
 		if st.ReviewID != "" {
 			fmt.Fprintf(w, "  review    %s queued for a person (%s)\n", kernel.FallbackQueueForReview, st.ReviewID)
@@ -282,7 +282,7 @@ func printRepair(w io.Writer, r orchestrator.Repair) {
 }
 
 // stepFailure names what a failed step reported.
-func stepFailure(err error) string {
+func stepFailure(err *orchestrator.Error) string {
 	if r, ok := budget.ReasonOf(err); ok {
 		if r.Code == budget.CodeBudgetExceeded {
 			return string(r.Code) + " " + string(r.Budget)
@@ -290,7 +290,7 @@ func stepFailure(err error) string {
 		return string(r.Code) + " " + string(r.Loop)
 	}
 	f := failure.Classify(err)
-	if fe, ok := err.(*orchestrator.WorkerError); ok && fe.Phase == orchestrator.PhaseFinding {
+	if err.Phase == orchestrator.PhaseFinding {
 		return "reported " + string(f.Status())
 	}
 	return string(f.Status())
