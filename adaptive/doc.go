@@ -9,8 +9,9 @@
 // [Learner.Worker] returns in the next episode or through
 // [Learner.Commit], commits it through its symbolic-validator
 // handle in persistent scope, so that the kernel enforces it on every trace
-// from then on. Each learned constraint records the code that triggered it
-// ([KeyLearnedFrom]) and the count ([KeyTriggerCount]).
+// from then on. Each learned constraint records in its payload the code
+// that triggered it (learned_from), the count (trigger_count) and the
+// learner's id (learned_by).
 //
 // The default mapping ([DefaultMapping]) blocks the flags the kernel derives
 // for every action from its own evidence chain: STALE_EVIDENCE learns

@@ -22,20 +22,21 @@ var ErrInvalidOption = errors.New("adaptive: invalid option")
 // constraint when [WithThreshold] is not given.
 const defaultThreshold = 2
 
-// Payload keys the learner adds to the constraints it commits.
+// Payload keys the learner adds to the constraints it commits (see the
+// package documentation).
 const (
-	KeyLearnedFrom  = "learned_from"  // the reason code that triggered the constraint
-	KeyTriggerCount = "trigger_count" // how many failures with that code had been counted
+	keyLearnedFrom  = "learned_from"  // the reason code that triggered the constraint
+	keyTriggerCount = "trigger_count" // how many failures with that code had been counted
 	keyLearnedBy    = "learned_by"    // the learner's worker id
 )
 
 // The constraints of the default mapping. Each blocks one of the flags the
 // kernel derives for every action from its own evidence chain.
 const (
-	BlockStaleActions         = "block_stale_actions"
-	BlockConflictedActions    = "block_conflicted_actions"
-	BlockLowConfidenceActions = "block_low_confidence_actions"
-	BlockNegativePredictions  = "block_negative_predictions"
+	blockStaleActions         = "block_stale_actions"
+	blockConflictedActions    = "block_conflicted_actions"
+	blockLowConfidenceActions = "block_low_confidence_actions"
+	blockNegativePredictions  = "block_negative_predictions"
 )
 
 // DefaultMapping returns a new copy of the default mapping from failure code
@@ -47,10 +48,10 @@ const (
 //	NEGATIVE_PREDICTION -> block_negative_predictions   (has_negative_prediction)
 func DefaultMapping() map[blackboard.Code]kernel.Constraint {
 	return map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
-		blackboard.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
-		blackboard.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
-		blackboard.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
+		blackboard.CodeStaleEvidence:      {Name: blockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {Name: blockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {Name: blockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {Name: blockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
 	}
 }
 
@@ -213,8 +214,8 @@ func learnedFrom(r *blackboard.Record) Lesson {
 	}
 	field, _ := r.Payload.String("blocks_field")
 	enabled, _ := r.Payload["enabled"].(bool)
-	code, _ := r.Payload.String(KeyLearnedFrom)
-	count, _ := r.Payload.Float(KeyTriggerCount)
+	code, _ := r.Payload.String(keyLearnedFrom)
+	count, _ := r.Payload.Float(keyTriggerCount)
 	return Lesson{Constraint: kernel.Constraint{Name: name, Enabled: enabled, BlocksField: field},
 		Code: blackboard.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
 }
@@ -247,7 +248,7 @@ func (l *Learner) queue() []Lesson {
 			continue
 		}
 		c.Enabled = true
-		c.Extra = blackboard.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, keyLearnedBy: l.id}
+		c.Extra = blackboard.Payload{keyLearnedFrom: string(code), keyTriggerCount: n, keyLearnedBy: l.id}
 		p := Lesson{Code: code, Count: n, Constraint: c}
 		l.pending = append(l.pending, p)
 		added = append(added, p)

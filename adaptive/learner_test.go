@@ -165,7 +165,7 @@ func TestThreshold(t *testing.T) {
 					continue
 				}
 				if len(pending) != 1 || pending[0].Code != blackboard.CodeStaleEvidence || pending[0].Count != threshold ||
-					pending[0].Constraint.Name != adaptive.BlockStaleActions {
+					pending[0].Constraint.Name != "block_stale_actions" {
 					t.Fatalf("after %d failures pending %+v", i, pending)
 				}
 			}
@@ -179,7 +179,7 @@ func TestThreshold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(learned) != 1 || learned[0].Constraint.Name != adaptive.BlockStaleActions || learned[0].TraceID != "next" {
+			if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || learned[0].TraceID != "next" {
 				t.Fatalf("learned %+v", learned)
 			}
 			recs := persistent(t, k)
@@ -187,9 +187,9 @@ func TestThreshold(t *testing.T) {
 				t.Fatalf("%d persistent constraints, want 1", len(recs))
 			}
 			p := recs[0].Payload
-			if p["name"] != adaptive.BlockStaleActions || p["blocks_field"] != "uses_stale_data" ||
-				p["enabled"] != true || p[adaptive.KeyLearnedFrom] != string(blackboard.CodeStaleEvidence) ||
-				p[adaptive.KeyTriggerCount] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
+			if p["name"] != "block_stale_actions" || p["blocks_field"] != "uses_stale_data" ||
+				p["enabled"] != true || p["learned_from"] != string(blackboard.CodeStaleEvidence) ||
+				p["trigger_count"] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
 				recs[0].Provenance.Role != blackboard.RoleSymbolic {
 				t.Fatalf("constraint record %+v", recs[0])
 			}
@@ -199,10 +199,10 @@ func TestThreshold(t *testing.T) {
 
 func TestDefaultMapping(t *testing.T) {
 	want := map[blackboard.Code][2]string{
-		blackboard.CodeStaleEvidence:      {adaptive.BlockStaleActions, "uses_stale_data"},
-		blackboard.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, "uses_conflicted_data"},
-		blackboard.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, "uses_low_confidence_data"},
-		blackboard.CodeNegativePrediction: {adaptive.BlockNegativePredictions, "has_negative_prediction"},
+		blackboard.CodeStaleEvidence:      {"block_stale_actions", "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {"block_conflicted_actions", "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {"block_low_confidence_actions", "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {"block_negative_predictions", "has_negative_prediction"},
 	}
 	m := adaptive.DefaultMapping()
 	if len(m) != len(want) {
@@ -231,7 +231,7 @@ func TestDefaultMapping(t *testing.T) {
 		})
 	}
 	m[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "changed"}
-	if adaptive.DefaultMapping()[blackboard.CodeStaleEvidence].Name != adaptive.BlockStaleActions {
+	if adaptive.DefaultMapping()[blackboard.CodeStaleEvidence].Name != "block_stale_actions" {
 		t.Fatal("DefaultMapping returns shared state")
 	}
 }
@@ -362,7 +362,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	fail(t, k1, "p1-d", blackboard.CodeLowConfidence)
 	analyze(t, l1, "p1-c")
 	analyze(t, l1, "p1-d")
-	if p := l1.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockLowConfidenceActions {
+	if p := l1.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_low_confidence_actions" {
 		t.Fatalf("pending before the restart: %+v", p)
 	}
 	counts1 := l1.Counts()
@@ -377,11 +377,11 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 		t.Fatalf("counts after restart %v, want %v", got, counts1)
 	}
 	learned := l2.Learned()
-	if len(learned) != 1 || learned[0].Constraint.Name != adaptive.BlockStaleActions || learned[0].Code != blackboard.CodeStaleEvidence ||
+	if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || learned[0].Code != blackboard.CodeStaleEvidence ||
 		learned[0].Count != 2 || learned[0].TraceID != "p1-c" {
 		t.Fatalf("learned after restart %+v", learned)
 	}
-	if p := l2.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockLowConfidenceActions || p[0].Count != 2 {
+	if p := l2.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_low_confidence_actions" || p[0].Count != 2 {
 		t.Fatalf("pending after restart %+v: the threshold reached before it must be queued", p)
 	}
 	// Traces counted at startup are not counted again.
@@ -403,7 +403,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	for _, x := range got {
 		names = append(names, x.Constraint.Name)
 	}
-	if !slices.Equal(names, []string{adaptive.BlockLowConfidenceActions, adaptive.BlockConflictedActions}) {
+	if !slices.Equal(names, []string{"block_low_confidence_actions", "block_conflicted_actions"}) {
 		t.Fatalf("learned after restart %v", names)
 	}
 	_ = k2.Close()
@@ -587,7 +587,7 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 		t.Fatal(err)
 	}
 	arbitrated("after")
-	blocked := blackboard.BlockedCode(adaptive.BlockConflictedActions)
+	blocked := blackboard.BlockedCode("block_conflicted_actions")
 	for _, claim := range []blackboard.Payload{nil, {"uses_conflicted_data": true}} {
 		if c := alert(t, k, "after", claim); c != blocked {
 			t.Fatalf("after learning, claim %v: %s, want %s", claim, c, blocked)
@@ -709,7 +709,7 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 	for _, l := range ls {
 		analyze(t, l, "a")
 		analyze(t, l, "b")
-		if p := l.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockStaleActions {
+		if p := l.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_stale_actions" {
 			t.Fatalf("%s pending %+v", l.Worker().ID(), p)
 		}
 	}
@@ -732,12 +732,12 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 	}
 	n := 0
 	for _, r := range persistent(t, ks[0]) {
-		if r.Kind == adaptive.BlockStaleActions {
+		if r.Kind == "block_stale_actions" {
 			n++
 		}
 	}
 	if n != 1 {
-		t.Errorf("the store holds %s %d times", adaptive.BlockStaleActions, n)
+		t.Errorf("the store holds %s %d times", "block_stale_actions", n)
 	}
 	winner := append(got[0], got[1]...)[0]
 	for _, l := range ls {

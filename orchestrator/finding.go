@@ -43,16 +43,6 @@ type Finding struct {
 	Failures []failure.Failure `json:"-"`
 }
 
-// Assertion returns the finding's first assertion of kind.
-func (f Finding) Assertion(kind string) (Assertion, bool) {
-	for _, c := range f.Assertions {
-		if c.Kind == kind {
-			return c, true
-		}
-	}
-	return Assertion{}, false
-}
-
 // Codes of a refused finding.
 const (
 	// CodeFindingInvalid: an assertion without a kind, or with a confidence

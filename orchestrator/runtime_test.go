@@ -581,7 +581,7 @@ func TestFindingContract(t *testing.T) {
 			if len(res.Findings) != 1 || res.Findings[0].WorkerID != "researcher" {
 				t.Fatalf("findings %+v", res.Findings)
 			}
-			if c, ok := res.Findings[0].Assertion("endpoint"); !ok || c.Value != "/v2/patients" {
+			if c := res.Findings[0].Assertions; len(c) != 1 || c[0].Kind != "endpoint" || c[0].Value != "/v2/patients" {
 				t.Errorf("assertion %+v", c)
 			}
 			if len(seen) != 1 || seen[0].Assertions[0].Kind != "endpoint" {

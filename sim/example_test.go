@@ -105,7 +105,7 @@ func ExampleNew() {
 // A condition compares numbers by value whatever their type, and a type
 // mismatch or a missing field simply does not hold.
 func ExampleCondition_Holds() {
-	c := sim.Condition{Kind: "temperature", Field: "value", Op: sim.OpGt, Value: 90}
+	c := sim.Condition{Kind: "temperature", Field: "value", Op: "gt", Value: 90}
 	fmt.Println(c.Holds(blackboard.Payload{"value": 108.0}))
 	fmt.Println(c.Holds(blackboard.Payload{"value": int64(87)}))
 	fmt.Println(c.Holds(blackboard.Payload{"value": "108"}))

@@ -40,23 +40,23 @@ type simulator struct {
 // kind and keep the trusted rule from ever running).
 //
 // It reads the percepts and beliefs slots and writes the predictions
-// slot. New returns an error wrapping [ErrInvalidOption] for a nil handle,
-// a handle whose role may not propose predictions or one with an empty
-// name, and one wrapping [ErrInvalidRule] for a bad rule set (invalid
+// slot. New returns an error wrapping [blackboard.ErrInvalidInput] for a
+// nil handle, a handle whose role may not propose predictions or one with
+// an empty name, and one wrapping [ErrInvalidRule] for a bad rule set (invalid
 // rules, duplicate names).
 func New(h *kernel.Proposer, rules []Rule) (orchestrator.Worker, error) {
 	if h == nil {
-		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
+		return nil, fmt.Errorf("sim: %w: nil handle", blackboard.ErrInvalidInput)
 	}
 	if !kernel.Allowed(h.Role(), blackboard.Predictions, blackboard.ModePropose) {
-		return nil, fmt.Errorf("%w: role %s may not propose predictions", ErrInvalidOption, h.Role())
+		return nil, fmt.Errorf("sim: %w: role %s may not propose predictions", blackboard.ErrInvalidInput, h.Role())
 	}
 	if err := validateRules(rules); err != nil {
 		return nil, err
 	}
 	s := &simulator{h: h, id: h.Name()}
 	if s.id == "" {
-		return nil, fmt.Errorf("%w: empty handle name", ErrInvalidOption)
+		return nil, fmt.Errorf("sim: %w: empty handle name", blackboard.ErrInvalidInput)
 	}
 	for i, r := range rules {
 		s.rules = append(s.rules, r.clone())

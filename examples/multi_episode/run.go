@@ -330,8 +330,8 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 		}
 		if rec.Slot == blackboard.Constraints && rec.Scope == blackboard.ScopePersistent {
 			name, _ := rec.Payload.String("name")
-			code, _ := rec.Payload.String(adaptive.KeyLearnedFrom)
-			n, _ := rec.Payload.Float(adaptive.KeyTriggerCount)
+			code, _ := rec.Payload.String("learned_from")
+			n, _ := rec.Payload.Float("trigger_count")
 			r.learned = append(r.learned, learnedNow{name: name, code: code, count: int(n)})
 		}
 	}
