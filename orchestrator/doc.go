@@ -85,11 +85,11 @@
 //
 //	route          action
 //	fast_loop      the same worker steps again; StepContext.Repair holds its failure
-//	slow_loop      the lane's Research worker steps, then the worker again
-//	reauth         the lane's Reauth worker steps, then the worker again
+//	slow_loop      the lane's slow_loop helper steps, then the worker again
+//	reauth         the lane's reauth helper steps, then the worker again
 //	backoff        wait Decision.Backoff (WithSleep, honouring the context), then again
 //	retry_jitter   wait the jittered backoff (WithJitter), then again
-//	failover       the lane's Failover worker steps in the worker's place
+//	failover       the lane's failover helper steps in the worker's place
 //	escalate       the run ends (EndEscalated); the review action is committed
 //	abort          the run ends (EndAborted)
 //
@@ -97,7 +97,7 @@
 // of [Summary.Repairs]; [Summary.Stop] names its decision record and, for
 // an escalation, the review action.
 //
-// A route whose worker the lane does not name becomes the category's
+// The helpers are [Lane.Helpers]. A route whose worker the lane does not name becomes the category's
 // stop route (escalate for slow_loop and reauth, abort for failover). The
 // review action is the kernel's safe fallback queue_for_review, with the
 // failure's status as its reason. A helper's own failure is recorded, not

@@ -256,19 +256,19 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 	if !d.Retry {
 		return entry{}
 	}
-	lane := rt.rc.lanes[origin.id]
-	var name, what string
+	var what string
 	switch d.Route {
 	case failure.RouteSlowLoop:
-		name, what = lane.Research, "research"
+		what = "research"
 	case failure.RouteReauth:
-		name, what = lane.Reauth, "reauth"
+		what = "reauth"
 	case failure.RouteFailover:
-		name, what = lane.Failover, "failover"
+		what = "failover"
 	default: // fast loop, backoff, retry with jitter: the same worker again
 		r.Next = cur.id
 		return cur
 	}
+	name := rt.rc.lanes[origin.id].Helpers[d.Route]
 	if e, ok := rt.byID[name]; ok && name != "" {
 		r.Next = name
 		return e

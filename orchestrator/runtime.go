@@ -103,12 +103,14 @@ type Lane struct {
 	// Contract is what its findings must meet; nil applies the zero
 	// Contract (well-formed assertions, resolvable evidence).
 	Contract *FindingContract
-	// Research is the worker that runs first on a slow-loop route
-	// (endpoint_unknown, not_found); Reauth the one that renews
-	// credentials (auth_error); Failover the alternate that runs instead
-	// on provider_down. A route whose worker is not named stops the run
-	// as the category's row says (escalate or abort).
-	Research, Reauth, Failover string
+	// Helpers names, by route, the worker the repair router sends for:
+	// failure.RouteSlowLoop the one that researches first
+	// (endpoint_unknown, not_found), failure.RouteReauth the one that
+	// renews credentials (auth_error), failure.RouteFailover the
+	// alternate that runs instead (provider_down). A route whose worker
+	// is not named stops the run as the category's row says (escalate or
+	// abort); any other route is [ErrInvalidOption].
+	Helpers map[failure.Route]string
 }
 
 // runtimeConfig holds the runtime options.
@@ -149,6 +151,11 @@ func (rc runtimeConfig) check() error {
 	for id, l := range rc.lanes {
 		if id == "" || l.Turns < 0 {
 			return bad("lane %q: empty worker id or negative grant", id)
+		}
+		for r := range l.Helpers {
+			if r != failure.RouteSlowLoop && r != failure.RouteReauth && r != failure.RouteFailover {
+				return bad("lane %q: route %s takes no helper", id, r)
+			}
 		}
 		probe, _ := budget.New(budget.Limits{Rounds: 1}) // limits as a lane's sub-run would have them
 		if _, err := probe.Sub(l.Budget); err != nil {
@@ -199,6 +206,7 @@ func WithLane(l Lane) Option {
 		if lanes == nil {
 			lanes = make(map[string]Lane)
 		}
+		l.Helpers = maps.Clone(l.Helpers)
 		lanes[l.Worker] = l
 		c.rt.lanes = lanes
 	}

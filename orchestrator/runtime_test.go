@@ -104,7 +104,8 @@ func (c *crew) orch(t *testing.T, opts ...orchestrator.Option) *orchestrator.Orc
 	return o
 }
 
-var coderLane = orchestrator.Lane{Worker: "coder", Research: "researcher", Reauth: "identity", Failover: "coder-b"}
+var coderLane = orchestrator.Lane{Worker: "coder", Helpers: map[failure.Route]string{
+	failure.RouteSlowLoop: "researcher", failure.RouteReauth: "identity", failure.RouteFailover: "coder-b"}}
 
 // decisions lists the decision records of a trace with kind.
 func decisions(t *testing.T, k *kernel.Kernel, trace, kind string) []audit.Entry {
@@ -244,7 +245,7 @@ func TestRepairWithoutItsWorker(t *testing.T) {
 		failure.StatusProviderDown: failure.RouteAbort,
 	} {
 		c := newCrew(t, func(int) error { return failure.New(status, "x") })
-		res, err := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithLane(orchestrator.Lane{Worker: "coder", Research: "nobody"})).
+		res, err := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithLane(orchestrator.Lane{Worker: "coder", Helpers: map[failure.Route]string{failure.RouteSlowLoop: "nobody"}})).
 			Run(context.Background(), "t")
 		if err != nil {
 			t.Fatal(err)
@@ -622,6 +623,7 @@ func TestRuntimeOptions(t *testing.T) {
 		"negative attempts":       orchestrator.WithRepair(-1),
 		"negative grant":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: -1}),
 		"lane without a worker":   orchestrator.WithLane(orchestrator.Lane{}),
+		"helper for a bad route":  orchestrator.WithLane(orchestrator.Lane{Worker: "w", Helpers: map[failure.Route]string{failure.RouteBackoff: "x"}}),
 		"bad lane budget":         orchestrator.WithLane(orchestrator.Lane{Worker: "w", Budget: budget.Limits{ToolCalls: -1}}),
 	} {
 		if _, err := orchestrator.New(opt); !errors.Is(err, orchestrator.ErrInvalidOption) {

@@ -95,12 +95,14 @@ var (
 	// runLimits is the budget of each run; its soft threshold is low so
 	// that the functional state shows pressure building.
 	runLimits = budget.Limits{Tokens: 20_000, ModelCalls: 14, ToolCalls: 10, Rounds: 6, Deadline: 10 * time.Minute, Soft: 0.5}
-	lanes     = map[string]orchestrator.Lane{
+	// research sends the researcher first on a slow-loop route.
+	research = map[failure.Route]string{failure.RouteSlowLoop: "researcher"}
+	lanes    = map[string]orchestrator.Lane{
 		"researcher": {Worker: "researcher", Turns: 1,
 			Contract: &orchestrator.FindingContract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}},
-		"coder": {Worker: "coder", Turns: 1, Research: "researcher",
+		"coder": {Worker: "coder", Turns: 1, Helpers: research,
 			Contract: &orchestrator.FindingContract{Require: []string{"program"}, Evidence: true}},
-		"executor": {Worker: "executor", Turns: 1, Research: "researcher",
+		"executor": {Worker: "executor", Turns: 1, Helpers: research,
 			Contract: &orchestrator.FindingContract{Require: []string{"patients"}, Evidence: true}},
 	}
 )
