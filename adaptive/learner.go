@@ -14,8 +14,9 @@ import (
 	"github.com/blackboardkernel/bk/store"
 )
 
-// ErrInvalidOption is wrapped by the error [New] returns for a nil handle,
-// a threshold below 1, an empty worker id, a nil option or a bad mapping.
+// ErrInvalidOption is wrapped by the error [New] returns for a nil handle
+// or one with an empty name, a threshold below 1, a nil option or a bad
+// mapping.
 var ErrInvalidOption = errors.New("adaptive: invalid option")
 
 // defaultThreshold is how many failures with one code it takes to learn its
@@ -69,9 +70,6 @@ func WithThreshold(n int) Option { return func(l *Learner) { l.threshold = n } }
 func WithMapping(m map[blackboard.Code]kernel.Constraint) Option {
 	return func(l *Learner) { l.mapping = maps.Clone(m); l.mappingSet = true }
 }
-
-// WithID sets the worker id (default "adaptive").
-func WithID(id string) Option { return func(l *Learner) { l.id = id } }
 
 // Lesson is a constraint the learner learned: queued ([Learner.Pending]),
 // then committed or found in the store ([Learner.Learned]).
@@ -127,7 +125,7 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 	}
 	l := &Learner{
 		h:         h,
-		id:        "adaptive",
+		id:        h.Name(),
 		threshold: defaultThreshold,
 		mapping:   DefaultMapping(),
 		counts:    make(map[blackboard.Code]int),
@@ -181,7 +179,7 @@ func (l *Learner) check() error {
 	case l.threshold < 1:
 		return fmt.Errorf("%w: threshold %d below 1", ErrInvalidOption, l.threshold)
 	case l.id == "":
-		return fmt.Errorf("%w: empty worker id", ErrInvalidOption)
+		return fmt.Errorf("%w: handle with an empty name", ErrInvalidOption)
 	case l.mappingSet && len(l.mapping) == 0:
 		return fmt.Errorf("%w: empty mapping", ErrInvalidOption)
 	}
@@ -380,7 +378,7 @@ func cloneLessons(ls []Lesson) []Lesson {
 // Worker returns the learner as an orchestrator.Worker, to register with
 // the episodes' orchestrator: it activates when constraints are pending
 // and its step commits them into the step's trace (see [Learner.Commit]),
-// reporting whether it committed any. Its id is the learner's ([WithID]);
+// reporting whether it committed any. Its id is the handle's name;
 // it writes the constraints slot and reads none (the learner reads the
 // store between episodes, not the view, so it waits for no other worker).
 func (l *Learner) Worker() orchestrator.Worker { return learnerWorker{l} }

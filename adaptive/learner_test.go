@@ -604,7 +604,6 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	cases := map[string][]adaptive.Option{
 		"zero threshold":     {adaptive.WithThreshold(0)},
 		"negative threshold": {adaptive.WithThreshold(-1)},
-		"empty id":           {adaptive.WithID("")},
 		"nil option":         {nil},
 		"empty mapping":      {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{})},
 		"empty code":         {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"": {Name: "x", BlocksField: "f"}})},
@@ -622,6 +621,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	if _, err := adaptive.New(ctx, nil); !errors.Is(err, adaptive.ErrInvalidOption) {
 		t.Fatalf("nil handle: %v", err)
+	}
+	if _, err := adaptive.New(ctx, k.Symbolic("")); !errors.Is(err, adaptive.ErrInvalidOption) {
+		t.Fatalf("handle without a name: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -702,7 +704,11 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		ks[i] = newKernel(t, s, nil)
-		ls[i] = newLearner(t, ks[i], adaptive.WithID(fmt.Sprintf("learner-%d", i)))
+		l, err := adaptive.New(ctx, ks[i].Symbolic(fmt.Sprintf("learner-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
 	}
 	fail(t, ks[0], "a", blackboard.CodeStaleEvidence)
 	fail(t, ks[1], "b", blackboard.CodeStaleEvidence)
