@@ -82,10 +82,9 @@ type Lesson struct {
 	// constraint found in the store without that record.
 	Code  blackboard.Code
 	Count int
-	// RecordID and TraceID locate the constraint record; empty while the
-	// lesson is pending.
+	// RecordID names the constraint record; empty while the lesson is
+	// pending.
 	RecordID string
-	TraceID  string
 }
 
 // analysedSlots are where failures are counted.
@@ -215,7 +214,7 @@ func learnedFrom(r *blackboard.Record) Lesson {
 	code, _ := r.Payload.String(keyLearnedFrom)
 	count, _ := r.Payload.Float(keyTriggerCount)
 	return Lesson{Constraint: kernel.Constraint{Name: name, Enabled: enabled, BlocksField: field},
-		Code: blackboard.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
+		Code: blackboard.Code(code), Count: int(count), RecordID: r.ID}
 }
 
 // hold records a constraint as present in the store. Callers hold l.mu or
@@ -323,7 +322,7 @@ func (l *Learner) Commit(ctx context.Context, traceID string) ([]Lesson, error) 
 		}
 		x := p
 		x.Constraint.Extra = x.Constraint.Extra.Clone()
-		x.RecordID, x.TraceID = id, traceID
+		x.RecordID = id
 		l.hold(x)
 		out = append(out, x)
 		l.pending = l.pending[1:]

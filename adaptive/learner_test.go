@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,7 +180,7 @@ func TestThreshold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || learned[0].TraceID != "next" {
+			if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || !strings.HasPrefix(learned[0].RecordID, "constraints:next:") {
 				t.Fatalf("learned %+v", learned)
 			}
 			recs := persistent(t, k)
@@ -378,7 +379,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	}
 	learned := l2.Learned()
 	if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || learned[0].Code != blackboard.CodeStaleEvidence ||
-		learned[0].Count != 2 || learned[0].TraceID != "p1-c" {
+		learned[0].Count != 2 || !strings.HasPrefix(learned[0].RecordID, "constraints:p1-c:") {
 		t.Fatalf("learned after restart %+v", learned)
 	}
 	if p := l2.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_low_confidence_actions" || p[0].Count != 2 {

@@ -87,8 +87,8 @@
 //	fast_loop      the same worker steps again; StepContext.Repair holds its failure
 //	slow_loop      the lane's slow_loop helper steps, then the worker again
 //	reauth         the lane's reauth helper steps, then the worker again
-//	backoff        wait Decision.Backoff (WithSleep, honouring the context), then again
-//	retry_jitter   wait the jittered backoff (WithJitter), then again
+//	backoff        wait the remedy's backoff (WithWait, honouring the context), then again
+//	retry_jitter   wait the jittered backoff (WithWait's jitter), then again
 //	failover       the lane's failover helper steps in the worker's place
 //	escalate       the run ends (EndEscalated); the review action is committed
 //	abort          the run ends (EndAborted)

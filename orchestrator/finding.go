@@ -16,8 +16,6 @@ type Assertion struct {
 	// Kind names what the assertion is about ("endpoint", "patch",
 	// "test_result"); contracts require assertions by kind.
 	Kind string `json:"kind"`
-	// Text states the assertion for a person; the next worker reads Value.
-	Text string `json:"text,omitempty"`
 	// Value is the assertion's content as data (a URL, a map of fields).
 	Value any `json:"value,omitempty"`
 	// Evidence are ids of records of the trace the assertion rests on: the

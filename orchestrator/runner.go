@@ -446,7 +446,7 @@ func (rt *runner) snapshotFor(id string) budget.Snapshot {
 // recording it.
 func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
 	reason, _ := budget.ReasonOf(err)
-	st := &Stop{Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
+	st := &Stop{WorkerID: workerID, Round: round, Reason: &reason}
 	rt.stop, rt.end = st, EndBudgetExceeded
 	if reason.Code == budget.CodeLoopDetected {
 		rt.end = EndLoopDetected
@@ -534,7 +534,7 @@ func statusCode(f failure.Failure) blackboard.Code {
 // stopFailure stops the run on a decision not to retry: an escalation
 // commits the review action, an abort nothing.
 func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
-	st := &Stop{Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round, DecisionID: r.DecisionID}
+	st := &Stop{WorkerID: r.WorkerID, Round: r.Round, DecisionID: r.DecisionID}
 	rt.stop, rt.end = st, EndAborted
 	if err := rt.closingState(ctx, st, r.Round); err != nil {
 		return err
@@ -547,7 +547,7 @@ func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
 	rt.annotate(c, r.WorkerID, r.Round)
 	d, err := rt.rc.k.Governor().Submit(ctx, writer, kernel.Entry{TraceID: rt.traceID, Slot: blackboard.Actions,
 		Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{"reason": string(st.Code), "worker": r.WorkerID,
+		Payload: blackboard.Payload{"reason": string(statusCode(r.Failure)), "worker": r.WorkerID,
 			"failure": clipMessage(r.Failure.Message()), "requires_beliefs": []string{}}},
 		func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
 			dr := audit.ForDecision(rt.traceID, kernel.FallbackQueueForReview, d, committed)

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/wait"
@@ -45,13 +44,12 @@ const (
 // Stop is the typed reason a run ended early; [Summary.End] says how it
 // ended.
 type Stop struct {
-	// Code is BUDGET_EXCEEDED or LOOP_DETECTED for a limit, else the
-	// failure's execution status (FAILED_AUTH_EXPIRED, ...).
-	Code blackboard.Code
 	// WorkerID and Round say where it happened ("" for a round-level stop).
 	WorkerID string
 	Round    int
-	// Reason is the budget's or the loop guard's reason, for a limit.
+	// Reason is the budget's or the loop guard's reason, for a limit
+	// (its Code is BUDGET_EXCEEDED or LOOP_DETECTED); nil for an
+	// escalation or an abort.
 	Reason *budget.Reason
 	// DecisionID names the decision record written for the stop, and
 	// ReviewID the review action committed for an escalation. For an
@@ -222,18 +220,15 @@ func WithLane(l Lane) Option {
 // runtime's clock (budgets, functional state) is the kernel's.
 func WithKernel(k *kernel.Kernel) Option { return func(c *config) { c.rt.k = k } }
 
-// WithSleep sets how the orchestrator waits before a backoff or a
-// jittered retry (default: a timer that gives up when the context ends).
-// The function must return the context's error once the context is done;
-// nil restores the default.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
-	return func(c *config) { c.rt.sleep = sleep }
+// WithWait sets how the orchestrator waits before a backoff or a
+// jittered retry: sleep waits (default: a timer that gives up when the
+// context ends) and must return the context's error once the context is
+// done; jitter is the source of the numbers in [0, 1) that spread a
+// jittered wait (failure.Remedy.Jittered; default math/rand/v2). A nil
+// function keeps its default. Tests give both, to run without wall time.
+func WithWait(sleep func(ctx context.Context, d time.Duration) error, jitter func() float64) Option {
+	return func(c *config) { c.rt.sleep, c.rt.jitter = sleep, jitter }
 }
-
-// WithJitter sets the source of the numbers in [0, 1) that spread a
-// jittered wait (failure.Remedy.Jittered); default math/rand/v2, which
-// nil restores.
-func WithJitter(rand func() float64) Option { return func(c *config) { c.rt.jitter = rand } }
 
 // clock returns the runtime's clock.
 func (rc runtimeConfig) clock() func() time.Time {

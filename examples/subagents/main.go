@@ -184,11 +184,10 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 	opts := []orchestrator.Option{
 		orchestrator.WithKernel(k), orchestrator.WithRepair(3),
 		orchestrator.WithBudget(runLimits), orchestrator.WithLoopGuard(),
-		orchestrator.WithJitter(func() float64 { return 0.5 }),
-		orchestrator.WithSleep(func(ctx context.Context, d time.Duration) error {
+		orchestrator.WithWait(func(ctx context.Context, d time.Duration) error {
 			waits = append(waits, d) // recorded, not slept: the example is instant
 			return ctx.Err()
-		}),
+		}, func() float64 { return 0.5 }),
 	}
 	for _, id := range []string{"researcher", "coder", "executor"} {
 		l := lanes[id]
@@ -244,12 +243,13 @@ func report(w io.Writer, res orchestrator.Summary) {
 	if st := res.Stop; st != nil {
 		switch {
 		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
-			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Code, st.Reason.Budget, st.Reason.Run,
+			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Reason.Code, st.Reason.Budget, st.Reason.Run,
 				st.Reason.Used, st.Reason.Limit, st.Reason.Hint)
 		case st.Reason != nil:
-			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Code, st.Reason.Loop, st.Reason.Hint)
+			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Reason.Code, st.Reason.Loop, st.Reason.Hint)
 		default: // the last repair decided the stop
-			fmt.Fprintf(w, "  stop      %s by %s: %s\n", st.Code, st.WorkerID, res.Repairs[len(res.Repairs)-1].Remedy.Route)
+			last := res.Repairs[len(res.Repairs)-1]
+			fmt.Fprintf(w, "  stop      %s by %s: %s\n", last.Failure.Status(), st.WorkerID, last.Remedy.Route)
 		}
 		if st.ReviewID != "" {
 			fmt.Fprintf(w, "  review    %s queued for a person (%s)\n", kernel.FallbackQueueForReview, st.ReviewID)
