@@ -6,7 +6,7 @@
 // A rule names an action type, the outcome it predicts (a number; negative
 // means harmful), the beliefs the prediction rests on, a confidence, and
 // [Condition] values on committed percept and belief fields. The operators
-// ([Op]) are eq, ne, gt, lt, gte and lte. Numbers compare by value whatever
+// ([Condition.Op]) are eq, ne, gt, lt, gte and lte. Numbers compare by value whatever
 // Go or JSON type they arrive as; a missing field or a type mismatch makes a
 // condition, and so its rule, not match — never a panic. Rules are plain
 // data: [LoadRules] reads them from JSON.
