@@ -4,12 +4,14 @@
 // A [Learner] counts the invalidated beliefs, plans, predictions and
 // actions of the traces it analyses by their typed reason code
 // ([blackboard.Code]; never by message text). When a code that the mapping
-// knows reaches the threshold (default [DefaultThreshold]), the learner
-// queues that code's constraint and, as an orchestrator.Worker in the next episode
-// or through [Learner.Commit], commits it through its symbolic-validator
+// knows reaches the threshold (default 2, [WithThreshold]), the learner
+// queues that code's constraint and, as the orchestrator.Worker
+// [Learner.Worker] returns in the next episode or through
+// [Learner.Commit], commits it through its symbolic-validator
 // handle in persistent scope, so that the kernel enforces it on every trace
-// from then on. Each learned constraint records the code that triggered it
-// ([KeyLearnedFrom]) and the count ([KeyTriggerCount]).
+// from then on. Each learned constraint records in its payload the code
+// that triggered it (learned_from), the count (trigger_count) and the
+// learner's id (learned_by).
 //
 // The default mapping ([DefaultMapping]) blocks the flags the kernel derives
 // for every action from its own evidence chain: STALE_EVIDENCE learns
@@ -34,8 +36,8 @@
 // a count per code for every trace that recorded failures: its memory grows
 // with the number of such traces, not with the number of records.
 //
-// [Learner.Learned] lists the constraints held, each a [Learned];
-// [Learner.Pending] those queued, each a [Lesson].
+// [Learner.Learned] lists the constraints held and [Learner.Pending]
+// those queued, each a [Lesson].
 //
 // # Concurrency
 //

@@ -14,28 +14,30 @@ import (
 	"github.com/blackboardkernel/bk/store"
 )
 
-// ErrInvalidOption is wrapped by the error [New] returns for a nil handle,
-// a threshold below 1, an empty worker id, a nil option or a bad mapping.
+// ErrInvalidOption is wrapped by the error [New] returns for a nil handle
+// or one with an empty name, a threshold below 1, a nil option or a bad
+// mapping.
 var ErrInvalidOption = errors.New("adaptive: invalid option")
 
-// DefaultThreshold is how many failures with one code it takes to learn its
+// defaultThreshold is how many failures with one code it takes to learn its
 // constraint when [WithThreshold] is not given.
-const DefaultThreshold = 2
+const defaultThreshold = 2
 
-// Payload keys the learner adds to the constraints it commits.
+// Payload keys the learner adds to the constraints it commits (see the
+// package documentation).
 const (
-	KeyLearnedFrom  = "learned_from"  // the reason code that triggered the constraint
-	KeyTriggerCount = "trigger_count" // how many failures with that code had been counted
+	keyLearnedFrom  = "learned_from"  // the reason code that triggered the constraint
+	keyTriggerCount = "trigger_count" // how many failures with that code had been counted
 	keyLearnedBy    = "learned_by"    // the learner's worker id
 )
 
 // The constraints of the default mapping. Each blocks one of the flags the
 // kernel derives for every action from its own evidence chain.
 const (
-	BlockStaleActions         = "block_stale_actions"
-	BlockConflictedActions    = "block_conflicted_actions"
-	BlockLowConfidenceActions = "block_low_confidence_actions"
-	BlockNegativePredictions  = "block_negative_predictions"
+	blockStaleActions         = "block_stale_actions"
+	blockConflictedActions    = "block_conflicted_actions"
+	blockLowConfidenceActions = "block_low_confidence_actions"
+	blockNegativePredictions  = "block_negative_predictions"
 )
 
 // DefaultMapping returns a new copy of the default mapping from failure code
@@ -47,10 +49,10 @@ const (
 //	NEGATIVE_PREDICTION -> block_negative_predictions   (has_negative_prediction)
 func DefaultMapping() map[blackboard.Code]kernel.Constraint {
 	return map[blackboard.Code]kernel.Constraint{
-		blackboard.CodeStaleEvidence:      {Name: BlockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
-		blackboard.CodeUnresolvedConflict: {Name: BlockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
-		blackboard.CodeLowConfidence:      {Name: BlockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
-		blackboard.CodeNegativePrediction: {Name: BlockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
+		blackboard.CodeStaleEvidence:      {Name: blockStaleActions, Enabled: true, BlocksField: "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {Name: blockConflictedActions, Enabled: true, BlocksField: "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {Name: blockLowConfidenceActions, Enabled: true, BlocksField: "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {Name: blockNegativePredictions, Enabled: true, BlocksField: "has_negative_prediction"},
 	}
 }
 
@@ -58,7 +60,7 @@ func DefaultMapping() map[blackboard.Code]kernel.Constraint {
 type Option func(*Learner)
 
 // WithThreshold sets how many failures with one code it takes to learn the
-// code's constraint (default [DefaultThreshold]; at least 1).
+// code's constraint (default 2; at least 1).
 func WithThreshold(n int) Option { return func(l *Learner) { l.threshold = n } }
 
 // WithMapping replaces the default mapping from failure code to the
@@ -69,29 +71,20 @@ func WithMapping(m map[blackboard.Code]kernel.Constraint) Option {
 	return func(l *Learner) { l.mapping = maps.Clone(m); l.mappingSet = true }
 }
 
-// WithID sets the worker id (default "adaptive").
-func WithID(id string) Option { return func(l *Learner) { l.id = id } }
-
-// Learned is a constraint the store holds in persistent scope, learned by
-// this learner or found there at startup.
-type Learned struct {
-	// Name is the constraint's name.
-	Name string
+// Lesson is a constraint the learner learned: queued ([Learner.Pending]),
+// then committed or found in the store ([Learner.Learned]).
+type Lesson struct {
+	// Constraint is the constraint to commit, or committed. For a
+	// persistent constraint found in the store it is read back from the
+	// record: its name, whether it is enabled and the field it blocks.
+	Constraint kernel.Constraint
 	// Code and Count are what triggered it; empty and 0 for a persistent
 	// constraint found in the store without that record.
 	Code  blackboard.Code
 	Count int
-	// RecordID and TraceID locate the constraint record.
+	// RecordID names the constraint record; empty while the lesson is
+	// pending.
 	RecordID string
-	TraceID  string
-}
-
-// Lesson is a constraint the learner has decided to learn but not yet
-// committed.
-type Lesson struct {
-	Code       blackboard.Code
-	Count      int
-	Constraint kernel.Constraint
 }
 
 // analysedSlots are where failures are counted.
@@ -113,11 +106,9 @@ type Learner struct {
 	counts   map[blackboard.Code]int
 	perTrace map[string]map[blackboard.Code]int
 	held     map[string]int // constraint name -> index in learned
-	learned  []Learned
+	learned  []Lesson
 	pending  []Lesson
 }
-
-var _ orchestrator.Worker = (*Learner)(nil)
 
 // New returns a learner committing through h. It first reads what the store
 // already holds: every invalidated record of the analysed slots, counted by
@@ -133,8 +124,8 @@ func New(ctx context.Context, h *kernel.Symbolic, opts ...Option) (*Learner, err
 	}
 	l := &Learner{
 		h:         h,
-		id:        "adaptive",
-		threshold: DefaultThreshold,
+		id:        h.Name(),
+		threshold: defaultThreshold,
 		mapping:   DefaultMapping(),
 		counts:    make(map[blackboard.Code]int),
 		perTrace:  make(map[string]map[blackboard.Code]int),
@@ -187,7 +178,7 @@ func (l *Learner) check() error {
 	case l.threshold < 1:
 		return fmt.Errorf("%w: threshold %d below 1", ErrInvalidOption, l.threshold)
 	case l.id == "":
-		return fmt.Errorf("%w: empty worker id", ErrInvalidOption)
+		return fmt.Errorf("%w: handle with an empty name", ErrInvalidOption)
 	case l.mappingSet && len(l.mapping) == 0:
 		return fmt.Errorf("%w: empty mapping", ErrInvalidOption)
 	}
@@ -213,23 +204,26 @@ func failure(r *blackboard.Record) bool {
 }
 
 // learnedFrom reads a persistent constraint record.
-func learnedFrom(r *blackboard.Record) Learned {
+func learnedFrom(r *blackboard.Record) Lesson {
 	name, ok := r.Payload.String("name")
 	if !ok || name == "" {
 		name = r.Kind
 	}
-	code, _ := r.Payload.String(KeyLearnedFrom)
-	count, _ := r.Payload.Float(KeyTriggerCount)
-	return Learned{Name: name, Code: blackboard.Code(code), Count: int(count), RecordID: r.ID, TraceID: r.TraceID()}
+	field, _ := r.Payload.String("blocks_field")
+	enabled, _ := r.Payload["enabled"].(bool)
+	code, _ := r.Payload.String(keyLearnedFrom)
+	count, _ := r.Payload.Float(keyTriggerCount)
+	return Lesson{Constraint: kernel.Constraint{Name: name, Enabled: enabled, BlocksField: field},
+		Code: blackboard.Code(code), Count: int(count), RecordID: r.ID}
 }
 
 // hold records a constraint as present in the store. Callers hold l.mu or
 // own l exclusively.
-func (l *Learner) hold(x Learned) {
-	if _, ok := l.held[x.Name]; ok {
+func (l *Learner) hold(x Lesson) {
+	if _, ok := l.held[x.Constraint.Name]; ok {
 		return
 	}
-	l.held[x.Name] = len(l.learned)
+	l.held[x.Constraint.Name] = len(l.learned)
 	l.learned = append(l.learned, x)
 }
 
@@ -251,7 +245,7 @@ func (l *Learner) queue() []Lesson {
 			continue
 		}
 		c.Enabled = true
-		c.Extra = blackboard.Payload{KeyLearnedFrom: string(code), KeyTriggerCount: n, keyLearnedBy: l.id}
+		c.Extra = blackboard.Payload{keyLearnedFrom: string(code), keyTriggerCount: n, keyLearnedBy: l.id}
 		p := Lesson{Code: code, Count: n, Constraint: c}
 		l.pending = append(l.pending, p)
 		added = append(added, p)
@@ -301,10 +295,10 @@ func (l *Learner) Analyze(ctx context.Context, traceID string) ([]Lesson, error)
 // ([kernel.Symbolic.CommitConstraintOnce]), so that of two learners in two
 // processes sharing the store one commits it and the other holds that
 // record (it is then in [Learner.Learned], not in what Commit returns).
-func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error) {
+func (l *Learner) Commit(ctx context.Context, traceID string) ([]Lesson, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []Learned
+	var out []Lesson
 	for len(l.pending) > 0 {
 		p := l.pending[0]
 		if _, ok := l.held[p.Constraint.Name]; ok {
@@ -326,7 +320,9 @@ func (l *Learner) Commit(ctx context.Context, traceID string) ([]Learned, error)
 			l.pending = l.pending[1:]
 			continue
 		}
-		x := Learned{Name: p.Constraint.Name, Code: p.Code, Count: p.Count, RecordID: id, TraceID: traceID}
+		x := p
+		x.Constraint.Extra = x.Constraint.Extra.Clone()
+		x.RecordID = id
 		l.hold(x)
 		out = append(out, x)
 		l.pending = l.pending[1:]
@@ -355,46 +351,52 @@ func (l *Learner) Counts() map[blackboard.Code]int {
 
 // Learned returns the persistent constraints the learner knows the store
 // holds: those found at startup, then those it committed, in that order.
-func (l *Learner) Learned() []Learned {
+func (l *Learner) Learned() []Lesson {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.learned)
+	return cloneLessons(l.learned)
 }
 
 // Pending returns the constraints queued and not yet committed.
 func (l *Learner) Pending() []Lesson {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := slices.Clone(l.pending)
+	return cloneLessons(l.pending)
+}
+
+// cloneLessons copies lessons, each constraint's Extra included.
+func cloneLessons(ls []Lesson) []Lesson {
+	out := slices.Clone(ls)
 	for i := range out {
 		out[i].Constraint.Extra = out[i].Constraint.Extra.Clone()
+		out[i].Constraint.AppliesTo = slices.Clone(out[i].Constraint.AppliesTo)
 	}
 	return out
 }
 
-// ID returns the worker id.
-func (l *Learner) ID() string { return l.id }
+// Worker returns the learner as an orchestrator.Worker, to register with
+// the episodes' orchestrator: it activates when constraints are pending
+// and its step commits them into the step's trace (see [Learner.Commit]),
+// reporting whether it committed any. Its id is the handle's name;
+// it writes the constraints slot and reads none (the learner reads the
+// store between episodes, not the view, so it waits for no other worker).
+func (l *Learner) Worker() orchestrator.Worker { return learnerWorker{l} }
 
-// Handle returns the symbolic-validator handle the learner commits with.
-func (l *Learner) Handle() kernel.Handle { return l.h }
+// learnerWorker is the learner as a worker.
+type learnerWorker struct{ l *Learner }
 
-// Reads returns nil: the learner reads the store between episodes, not the
-// view, so it waits for no other worker.
-func (l *Learner) Reads() []blackboard.Slot { return nil }
+func (w learnerWorker) ID() string                { return w.l.id }
+func (w learnerWorker) Handle() kernel.Handle     { return w.l.h }
+func (w learnerWorker) Reads() []blackboard.Slot  { return nil }
+func (w learnerWorker) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Constraints} }
 
-// Writes returns the constraints slot.
-func (l *Learner) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Constraints} }
-
-// ShouldActivate reports whether constraints are pending.
-func (l *Learner) ShouldActivate(kernel.View) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.pending) > 0
+func (w learnerWorker) ShouldActivate(kernel.View) bool {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return len(w.l.pending) > 0
 }
 
-// Step commits the pending constraints into the step's trace (see
-// [Learner.Commit]); produced reports whether it committed any.
-func (l *Learner) Step(ctx context.Context, s *orchestrator.StepContext) (bool, error) {
-	learned, err := l.Commit(ctx, s.TraceID())
+func (w learnerWorker) Step(ctx context.Context, s *orchestrator.StepContext) (bool, error) {
+	learned, err := w.l.Commit(ctx, s.TraceID())
 	return len(learned) > 0, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -150,7 +151,7 @@ func TestThreshold(t *testing.T) {
 		t.Run(fmt.Sprint(threshold), func(t *testing.T) {
 			k := newKernel(t, nil, nil)
 			var opts []adaptive.Option
-			if threshold != adaptive.DefaultThreshold {
+			if threshold != 2 {
 				opts = append(opts, adaptive.WithThreshold(threshold))
 			}
 			l := newLearner(t, k, opts...)
@@ -159,13 +160,13 @@ func TestThreshold(t *testing.T) {
 				fail(t, k, trace, blackboard.CodeStaleEvidence)
 				pending := analyze(t, l, trace)
 				if i < threshold {
-					if len(pending) != 0 || l.ShouldActivate(kernel.View{}) {
+					if len(pending) != 0 || l.Worker().ShouldActivate(kernel.View{}) {
 						t.Fatalf("after %d failures (threshold %d) pending %v", i, threshold, pending)
 					}
 					continue
 				}
 				if len(pending) != 1 || pending[0].Code != blackboard.CodeStaleEvidence || pending[0].Count != threshold ||
-					pending[0].Constraint.Name != adaptive.BlockStaleActions {
+					pending[0].Constraint.Name != "block_stale_actions" {
 					t.Fatalf("after %d failures pending %+v", i, pending)
 				}
 			}
@@ -179,7 +180,7 @@ func TestThreshold(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(learned) != 1 || learned[0].Name != adaptive.BlockStaleActions || learned[0].TraceID != "next" {
+			if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || !strings.HasPrefix(learned[0].RecordID, "constraints:next:") {
 				t.Fatalf("learned %+v", learned)
 			}
 			recs := persistent(t, k)
@@ -187,9 +188,9 @@ func TestThreshold(t *testing.T) {
 				t.Fatalf("%d persistent constraints, want 1", len(recs))
 			}
 			p := recs[0].Payload
-			if p["name"] != adaptive.BlockStaleActions || p["blocks_field"] != "uses_stale_data" ||
-				p["enabled"] != true || p[adaptive.KeyLearnedFrom] != string(blackboard.CodeStaleEvidence) ||
-				p[adaptive.KeyTriggerCount] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
+			if p["name"] != "block_stale_actions" || p["blocks_field"] != "uses_stale_data" ||
+				p["enabled"] != true || p["learned_from"] != string(blackboard.CodeStaleEvidence) ||
+				p["trigger_count"] != float64(threshold) || recs[0].ID != learned[0].RecordID ||
 				recs[0].Provenance.Role != blackboard.RoleSymbolic {
 				t.Fatalf("constraint record %+v", recs[0])
 			}
@@ -199,10 +200,10 @@ func TestThreshold(t *testing.T) {
 
 func TestDefaultMapping(t *testing.T) {
 	want := map[blackboard.Code][2]string{
-		blackboard.CodeStaleEvidence:      {adaptive.BlockStaleActions, "uses_stale_data"},
-		blackboard.CodeUnresolvedConflict: {adaptive.BlockConflictedActions, "uses_conflicted_data"},
-		blackboard.CodeLowConfidence:      {adaptive.BlockLowConfidenceActions, "uses_low_confidence_data"},
-		blackboard.CodeNegativePrediction: {adaptive.BlockNegativePredictions, "has_negative_prediction"},
+		blackboard.CodeStaleEvidence:      {"block_stale_actions", "uses_stale_data"},
+		blackboard.CodeUnresolvedConflict: {"block_conflicted_actions", "uses_conflicted_data"},
+		blackboard.CodeLowConfidence:      {"block_low_confidence_actions", "uses_low_confidence_data"},
+		blackboard.CodeNegativePrediction: {"block_negative_predictions", "has_negative_prediction"},
 	}
 	m := adaptive.DefaultMapping()
 	if len(m) != len(want) {
@@ -221,7 +222,7 @@ func TestDefaultMapping(t *testing.T) {
 			if p := analyze(t, l, "b"); len(p) != 1 || p[0].Constraint.Name != w[0] {
 				t.Fatalf("pending %+v", p)
 			}
-			produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
+			produced, err := l.Worker().Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 			if err != nil || !produced {
 				t.Fatalf("Step: %v %v", produced, err)
 			}
@@ -231,7 +232,7 @@ func TestDefaultMapping(t *testing.T) {
 		})
 	}
 	m[blackboard.CodeStaleEvidence] = kernel.Constraint{Name: "changed"}
-	if adaptive.DefaultMapping()[blackboard.CodeStaleEvidence].Name != adaptive.BlockStaleActions {
+	if adaptive.DefaultMapping()[blackboard.CodeStaleEvidence].Name != "block_stale_actions" {
 		t.Fatal("DefaultMapping returns shared state")
 	}
 }
@@ -259,7 +260,7 @@ func TestCustomMapping(t *testing.T) {
 	if err != nil || len(learned) != 1 || learned[0].Code != blackboard.CodeLowConfidence || learned[0].Count != 1 {
 		t.Fatalf("learned %+v %v", learned, err)
 	}
-	if l.ID() != "adaptive" || l.Writes()[0] != blackboard.Constraints || l.Reads() != nil || l.Handle() == nil {
+	if w := l.Worker(); w.ID() != "adaptive" || w.Writes()[0] != blackboard.Constraints || w.Reads() != nil || w.Handle() == nil {
 		t.Fatal("worker declaration")
 	}
 }
@@ -295,7 +296,7 @@ func TestNoDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Register(l); err != nil {
+	if err := o.Register(l.Worker()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {
@@ -362,7 +363,7 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	fail(t, k1, "p1-d", blackboard.CodeLowConfidence)
 	analyze(t, l1, "p1-c")
 	analyze(t, l1, "p1-d")
-	if p := l1.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockLowConfidenceActions {
+	if p := l1.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_low_confidence_actions" {
 		t.Fatalf("pending before the restart: %+v", p)
 	}
 	counts1 := l1.Counts()
@@ -377,11 +378,11 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 		t.Fatalf("counts after restart %v, want %v", got, counts1)
 	}
 	learned := l2.Learned()
-	if len(learned) != 1 || learned[0].Name != adaptive.BlockStaleActions || learned[0].Code != blackboard.CodeStaleEvidence ||
-		learned[0].Count != 2 || learned[0].TraceID != "p1-c" {
+	if len(learned) != 1 || learned[0].Constraint.Name != "block_stale_actions" || learned[0].Code != blackboard.CodeStaleEvidence ||
+		learned[0].Count != 2 || !strings.HasPrefix(learned[0].RecordID, "constraints:p1-c:") {
 		t.Fatalf("learned after restart %+v", learned)
 	}
-	if p := l2.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockLowConfidenceActions || p[0].Count != 2 {
+	if p := l2.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_low_confidence_actions" || p[0].Count != 2 {
 		t.Fatalf("pending after restart %+v: the threshold reached before it must be queued", p)
 	}
 	// Traces counted at startup are not counted again.
@@ -401,9 +402,9 @@ func checkRestart(t *testing.T, open func(t *testing.T) (store.Store, func())) {
 	}
 	var names []string
 	for _, x := range got {
-		names = append(names, x.Name)
+		names = append(names, x.Constraint.Name)
 	}
-	if !slices.Equal(names, []string{adaptive.BlockLowConfidenceActions, adaptive.BlockConflictedActions}) {
+	if !slices.Equal(names, []string{"block_low_confidence_actions", "block_conflicted_actions"}) {
 		t.Fatalf("learned after restart %v", names)
 	}
 	_ = k2.Close()
@@ -587,7 +588,7 @@ func TestDerivedFlagsCannotBeOverridden(t *testing.T) {
 		t.Fatal(err)
 	}
 	arbitrated("after")
-	blocked := blackboard.BlockedCode(adaptive.BlockConflictedActions)
+	blocked := blackboard.BlockedCode("block_conflicted_actions")
 	for _, claim := range []blackboard.Payload{nil, {"uses_conflicted_data": true}} {
 		if c := alert(t, k, "after", claim); c != blocked {
 			t.Fatalf("after learning, claim %v: %s, want %s", claim, c, blocked)
@@ -604,7 +605,6 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	cases := map[string][]adaptive.Option{
 		"zero threshold":     {adaptive.WithThreshold(0)},
 		"negative threshold": {adaptive.WithThreshold(-1)},
-		"empty id":           {adaptive.WithID("")},
 		"nil option":         {nil},
 		"empty mapping":      {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{})},
 		"empty code":         {adaptive.WithMapping(map[blackboard.Code]kernel.Constraint{"": {Name: "x", BlocksField: "f"}})},
@@ -622,6 +622,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	if _, err := adaptive.New(ctx, nil); !errors.Is(err, adaptive.ErrInvalidOption) {
 		t.Fatalf("nil handle: %v", err)
+	}
+	if _, err := adaptive.New(ctx, k.Symbolic("")); !errors.Is(err, adaptive.ErrInvalidOption) {
+		t.Fatalf("handle without a name: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -654,15 +657,15 @@ func TestCommitFailureKeepsThePendingConstraint(t *testing.T) {
 	analyze(t, l, "a")
 	analyze(t, l, "b")
 	store.broken.Store(true)
-	produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
+	produced, err := l.Worker().Step(ctx, orchestrator.NewStepContext("c", kernel.View{}))
 	if !errors.Is(err, errBroken) || produced {
 		t.Fatalf("Step on a failing store: %v %v", produced, err)
 	}
-	if len(l.Pending()) != 1 || len(l.Learned()) != 0 || !l.ShouldActivate(kernel.View{}) {
+	if len(l.Pending()) != 1 || len(l.Learned()) != 0 || !l.Worker().ShouldActivate(kernel.View{}) {
 		t.Fatalf("after a failed commit pending %v learned %v", l.Pending(), l.Learned())
 	}
 	store.broken.Store(false)
-	if produced, err := l.Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
+	if produced, err := l.Worker().Step(ctx, orchestrator.NewStepContext("c", kernel.View{})); err != nil || !produced {
 		t.Fatalf("retry: %v %v", produced, err)
 	}
 	if len(l.Pending()) != 0 || len(l.Learned()) != 1 || len(persistent(t, k)) != 1 {
@@ -702,19 +705,23 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		ks[i] = newKernel(t, s, nil)
-		ls[i] = newLearner(t, ks[i], adaptive.WithID(fmt.Sprintf("learner-%d", i)))
+		l, err := adaptive.New(ctx, ks[i].Symbolic(fmt.Sprintf("learner-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
 	}
 	fail(t, ks[0], "a", blackboard.CodeStaleEvidence)
 	fail(t, ks[1], "b", blackboard.CodeStaleEvidence)
 	for _, l := range ls {
 		analyze(t, l, "a")
 		analyze(t, l, "b")
-		if p := l.Pending(); len(p) != 1 || p[0].Constraint.Name != adaptive.BlockStaleActions {
-			t.Fatalf("%s pending %+v", l.ID(), p)
+		if p := l.Pending(); len(p) != 1 || p[0].Constraint.Name != "block_stale_actions" {
+			t.Fatalf("%s pending %+v", l.Worker().ID(), p)
 		}
 	}
 	var wg sync.WaitGroup
-	var got [2][]adaptive.Learned
+	var got [2][]adaptive.Lesson
 	var errs [2]error
 	for i, l := range ls {
 		wg.Add(1)
@@ -732,18 +739,18 @@ func TestAttackTwoLearnersOneConstraint(t *testing.T) {
 	}
 	n := 0
 	for _, r := range persistent(t, ks[0]) {
-		if r.Kind == adaptive.BlockStaleActions {
+		if r.Kind == "block_stale_actions" {
 			n++
 		}
 	}
 	if n != 1 {
-		t.Errorf("the store holds %s %d times", adaptive.BlockStaleActions, n)
+		t.Errorf("the store holds %s %d times", "block_stale_actions", n)
 	}
 	winner := append(got[0], got[1]...)[0]
 	for _, l := range ls {
 		learned := l.Learned()
 		if len(learned) != 1 || learned[0].RecordID != winner.RecordID || len(l.Pending()) != 0 {
-			t.Errorf("%s holds %+v, pending %+v; want the record %s", l.ID(), learned, l.Pending(), winner.RecordID)
+			t.Errorf("%s holds %+v, pending %+v; want the record %s", l.Worker().ID(), learned, l.Pending(), winner.RecordID)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/orchestrator"
 )
 
 // BenchmarkRun measures a whole orchestrated episode: ordering, a view per
@@ -21,8 +22,8 @@ func BenchmarkRun(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		res, err := o.Run(ctx, "run-"+strconv.Itoa(i))
-		if err != nil || !res.Quiescent || len(res.Errors) > 0 || !res.View.Has(blackboard.Beliefs, "hot") {
-			b.Fatalf("run: %v, quiescent %v, errors %v", err, res.Quiescent, res.Errors)
+		if err != nil || res.End != orchestrator.EndQuiescent || len(res.Errors) > 0 || !res.View.Has(blackboard.Beliefs, "hot") {
+			b.Fatalf("run: %v, quiescent %v, errors %v", err, res.End, res.Errors)
 		}
 	}
 }

@@ -4,8 +4,10 @@
 //
 // An [Orchestrator] holds registered workers. [Orchestrator.Run] runs them
 // on one trace and returns a [Summary]: the number of rounds, a [Step] log,
-// the failures ([WorkerError]) and the final view. A [Series] groups the
-// episodes an agent runs, issuing a fresh trace id (a UUID) for each.
+// the failures ([Error]), how the run ended ([End]) and the final view.
+// An agent that runs several episodes gives each its own trace id; records
+// of persistent scope, such as learned constraints, are what carries over
+// from one episode to the next.
 //
 // Each step is handed its [StepContext] as an argument of [Worker.Step]:
 // the trace and its view, and what the run grants the step (its lane's
@@ -26,7 +28,7 @@
 // # Failures
 //
 // A worker that returns an error from Step, or panics in ShouldActivate or
-// Step, is recorded as a [WorkerError] with its id, the round, the phase
+// Step, is recorded as an [Error] with its id, the round, the phase
 // ([PhaseShouldActivate] or [PhaseStep]) and the error (wrapping [ErrPanic]
 // for a panic, with the stack); the round goes on with the other workers,
 // unless the repair router is on (see Repair below).
@@ -42,10 +44,9 @@
 // option and no kernel is [ErrInvalidOption], so that no decision goes
 // unrecorded.
 //
-// [New] takes [Option]s; [Orchestrator.Run], [NewSeries] and
-// [Series.RunEpisode] take [RunOption]s, which override New's for their
-// runs. Every RunOption is also an Option (the default of every run); the
-// telemetry providers are Options only, since only New reads them.
+// [New] and [Orchestrator.Run] take [Option]s: given to New an option sets
+// the default of every run, given to Run it overrides it for that run. The
+// telemetry providers are New's only ([ErrInvalidOption] in Run).
 //
 //   - Budgets. [WithBudget] gives each run a budget.Run named after its
 //     trace; a round is counted before it starts, and a refused round ends
@@ -70,7 +71,8 @@
 //   - Findings. A worker hands its output over as a typed [Finding]
 //     ([StepContext.Report]); the orchestrator checks it against the
 //     lane's [FindingContract] (the zero Contract without one, in any run) and
-//     refuses one that does not meet it with a [*FindingError]. Accepted
+//     refuses one that does not meet it with an [*Error] of
+//     [PhaseFinding] whose Code says why (wrapping [ErrFindingRefused]). Accepted
 //     findings reach later workers through [StepContext.Findings].
 //
 // # Repair
@@ -83,15 +85,19 @@
 //
 //	route          action
 //	fast_loop      the same worker steps again; StepContext.Repair holds its failure
-//	slow_loop      the lane's Research worker steps, then the worker again
-//	reauth         the lane's Reauth worker steps, then the worker again
-//	backoff        wait Decision.Backoff (WithSleep, honouring the context), then again
-//	retry_jitter   wait the jittered backoff (WithJitter), then again
-//	failover       the lane's Failover worker steps in the worker's place
+//	slow_loop      the lane's slow_loop helper steps, then the worker again
+//	reauth         the lane's reauth helper steps, then the worker again
+//	backoff        wait the remedy's backoff (WithWait, honouring the context), then again
+//	retry_jitter   wait the jittered backoff (WithWait's jitter), then again
+//	failover       the lane's failover helper steps in the worker's place
 //	escalate       the run ends (EndEscalated); the review action is committed
 //	abort          the run ends (EndAborted)
 //
-// A route whose worker the lane does not name becomes the category's
+// A run that escalates or aborts ends with the decision as the last entry
+// of [Summary.Repairs]; [Summary.Stop] names its decision record and, for
+// an escalation, the review action.
+//
+// The helpers are [Lane.Helpers]. A route whose worker the lane does not name becomes the category's
 // stop route (escalate for slow_loop and reauth, abort for failover). The
 // review action is the kernel's safe fallback queue_for_review, with the
 // failure's status as its reason. A helper's own failure is recorded, not
@@ -103,8 +109,8 @@
 // [Orchestrator.Run] calls every worker from the caller's goroutine and
 // starts no goroutine of its own. It checks the context before each
 // worker's turn and returns the context's error once it is done; a worker
-// blocked inside Step must honour the context itself. An Orchestrator and a
-// Series are safe for concurrent use: several traces may run at once, with
+// blocked inside Step must honour the context itself. An Orchestrator is
+// safe for concurrent use: several traces may run at once, with
 // workers that are safe for that. [Orchestrator.Register] may be called
 // while runs are in progress; a run uses the workers registered when it
 // started. Workers must not modify the view they are given: it is shared by

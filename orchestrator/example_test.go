@@ -68,8 +68,6 @@ func ExampleOrchestrator_Run() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("order:", o.Order())
-
 	res, err := o.Run(context.Background(), "episode-1")
 	if err != nil {
 		fmt.Println(err)
@@ -78,52 +76,11 @@ func ExampleOrchestrator_Run() {
 	for _, s := range res.Steps {
 		fmt.Printf("round %d: %s produced=%v\n", s.Round, s.WorkerID, s.Produced)
 	}
-	fmt.Println("rounds:", res.Rounds, "quiescent:", res.Quiescent)
+	fmt.Println("rounds:", res.Rounds, "end:", res.End)
 	fmt.Println("belief too_hot committed:", res.View.Has(blackboard.Beliefs, "too_hot"))
 	// Output:
-	// order: [thermometer watcher]
 	// round 1: thermometer produced=true
 	// round 1: watcher produced=true
-	// rounds: 2 quiescent: true
+	// rounds: 2 end: quiescent
 	// belief too_hot committed: true
-}
-
-// A Series issues a fresh trace id for every episode.
-func ExampleSeries() {
-	k, err := kernel.New(kernel.Config{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer k.Close()
-	o, err := orchestrator.New()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	if err := o.Register(thermometer{k.Tool("thermometer")}); err != nil {
-		fmt.Println(err)
-		return
-	}
-	s, err := orchestrator.NewSeries(o)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for range 3 {
-		res, err := s.RunEpisode(context.Background())
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		ep, _ := s.Episode(res.TraceID)
-		fmt.Printf("episode %d: %d steps, reading committed: %v\n", ep, len(res.Steps), res.View.Has(blackboard.Percepts, "temperature"))
-	}
-	tr := s.Traces()
-	fmt.Println("distinct trace ids:", len(tr) == 3 && tr[0] != tr[1] && tr[1] != tr[2] && tr[0] != tr[2])
-	// Output:
-	// episode 0: 1 steps, reading committed: true
-	// episode 1: 1 steps, reading committed: true
-	// episode 2: 1 steps, reading committed: true
-	// distinct trace ids: true
 }

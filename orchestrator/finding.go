@@ -16,8 +16,6 @@ type Assertion struct {
 	// Kind names what the assertion is about ("endpoint", "patch",
 	// "test_result"); contracts require assertions by kind.
 	Kind string `json:"kind"`
-	// Text states the assertion for a person; the next worker reads Value.
-	Text string `json:"text,omitempty"`
 	// Value is the assertion's content as data (a URL, a map of fields).
 	Value any `json:"value,omitempty"`
 	// Evidence are ids of records of the trace the assertion rests on: the
@@ -43,16 +41,6 @@ type Finding struct {
 	Failures []failure.Failure `json:"-"`
 }
 
-// Assertion returns the finding's first assertion of kind.
-func (f Finding) Assertion(kind string) (Assertion, bool) {
-	for _, c := range f.Assertions {
-		if c.Kind == kind {
-			return c, true
-		}
-	}
-	return Assertion{}, false
-}
-
 // Codes of a refused finding.
 const (
 	// CodeFindingInvalid: an assertion without a kind, or with a confidence
@@ -72,33 +60,19 @@ const (
 	CodeFindingUnresolvedEvidence = blackboard.Code("FINDING_UNRESOLVED_EVIDENCE")
 )
 
-// ErrFindingRefused is wrapped by every [*FindingError].
+// ErrFindingRefused is wrapped by the [Error] of every refused finding,
+// whose Code says why.
 var ErrFindingRefused = errors.New("orchestrator: finding refused")
 
-// FindingError is the refusal of a finding that does not meet its
-// contract: the code, the assertion kind it is about, and what is wrong.
-type FindingError struct {
-	Code      blackboard.Code
-	Assertion string
-	Detail    string
-}
-
-// Error describes the refusal with its code, the assertion and the detail.
-func (e *FindingError) Error() string {
-	if e.Assertion == "" {
-		return fmt.Sprintf("orchestrator: finding refused (%s): %s", e.Code, e.Detail)
+// refusal is the Error refusing a finding: the code, the assertion kind
+// it is about ("" for none), and what is wrong.
+func refusal(code blackboard.Code, assertion, format string, a ...any) *Error {
+	detail := fmt.Sprintf(format, a...)
+	err := fmt.Errorf("%w (%s): %s", ErrFindingRefused, code, detail)
+	if assertion != "" {
+		err = fmt.Errorf("%w (%s), assertion %q: %s", ErrFindingRefused, code, assertion, detail)
 	}
-	return fmt.Sprintf("orchestrator: finding refused (%s), assertion %q: %s", e.Code, e.Assertion, e.Detail)
-}
-
-// Unwrap returns [ErrFindingRefused].
-func (e *FindingError) Unwrap() error { return ErrFindingRefused }
-
-// Failure types the refusal for the repair router: a finding of the wrong
-// shape is the worker's own mistake (FAILED_SCHEMA_INCOMPLETE,
-// format_error), so the fast loop gives it back with the refusal in hand.
-func (e *FindingError) Failure() failure.Failure {
-	return failure.New(failure.StatusSchemaIncomplete, e.Error()).WithCause(e)
+	return &Error{Phase: PhaseFinding, Code: code, Err: err}
 }
 
 // FindingContract is an epistemic output contract: what a worker's finding must
@@ -113,16 +87,14 @@ type FindingContract struct {
 	Evidence bool
 }
 
-// Check checks f against the contract, in this order: every assertion well
+// check checks f against the contract, in this order: every assertion well
 // formed (a kind, a confidence in [0, 1]) and every failure typed, the
 // required kinds present, each assertion's confidence at least MinConfidence,
 // evidence cited when required, and every evidence id resolved (resolve
 // reports whether a record id exists in the trace). It returns nil or the
-// first [*FindingError].
-func (c FindingContract) Check(f Finding, resolve func(id string) bool) error {
-	refuse := func(code blackboard.Code, assertion, format string, a ...any) error {
-		return &FindingError{Code: code, Assertion: assertion, Detail: fmt.Sprintf(format, a...)}
-	}
+// first refusal, an [*Error] wrapping [ErrFindingRefused] with its Code.
+func (c FindingContract) check(f Finding, resolve func(id string) bool) *Error {
+	refuse := refusal
 	for i, cl := range f.Assertions {
 		if cl.Kind == "" {
 			return refuse(CodeFindingInvalid, "", "assertion %d has no kind", i)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime/debug"
 	"sync"
 
@@ -25,17 +24,15 @@ import (
 // errors.Is.
 var (
 	// ErrInvalidWorker: a nil worker, an empty id, a nil handle, an invalid
-	// slot in Reads or Writes, or a worker whose ID, Handle, Reads or Writes
-	// panicked.
+	// slot in Reads or Writes, a worker whose ID, Handle, Reads or Writes
+	// panicked, or an id already registered.
 	ErrInvalidWorker = errors.New("orchestrator: invalid worker")
-	// ErrDuplicateWorker: two workers with the same id.
-	ErrDuplicateWorker = errors.New("orchestrator: duplicate worker id")
-	// ErrInvalidOption: a round limit below 1, a nil logger, a nil
-	// option or orchestrator, or a runtime option ([WithBudget],
+	// ErrInvalidOption: a round limit below 1, a nil option, a telemetry
+	// option given to a run, or a runtime option ([WithBudget],
 	// [WithLoopGuard], [WithRepair], [WithLane]) without [WithKernel]: the
 	// runtime's decisions would have nowhere to be recorded.
 	ErrInvalidOption = errors.New("orchestrator: invalid option")
-	// ErrPanic is wrapped by the [WorkerError] recorded for a worker that
+	// ErrPanic is wrapped by the [Error] recorded for a worker that
 	// panicked.
 	ErrPanic = errors.New("orchestrator: worker panicked")
 )
@@ -70,35 +67,44 @@ type Worker interface {
 // DefaultMaxRounds is the round limit when none is set.
 const defaultMaxRounds = 20
 
-// Phase names the worker call in which a failure happened.
+// Phase names the part of a worker's turn in which a failure happened.
 type Phase string
 
-// The two phases of a worker's turn.
+// The phases of a worker's turn.
 const (
 	PhaseShouldActivate Phase = "should_activate"
 	PhaseStep           Phase = "step"
+	// PhaseFinding: after the step returned, the worker reported a
+	// failure in its finding, or its finding was refused by its contract.
+	PhaseFinding Phase = "finding"
 )
 
-// WorkerError records a worker that returned an error or panicked. It wraps
-// the worker's error, or [ErrPanic] for a panic (and then also the panic
-// value if that was an error), so errors.Is works through it.
-type WorkerError struct {
+// Error is a failure in a worker's turn: a worker that returned an error
+// or panicked, a failure it reported in its finding, or its finding
+// refused by its contract. It wraps the worker's error, [ErrPanic] for a
+// panic (and then also the panic value if that was an error), or
+// [ErrFindingRefused] for a refused finding, so errors.Is works through
+// it.
+type Error struct {
 	WorkerID string
 	Phase    Phase
 	Round    int
-	// Err is what the worker returned, or the panic turned into an error.
+	// Code types a refused finding (CodeFinding...); "" otherwise.
+	Code blackboard.Code
+	// Err is what the worker returned or reported, the panic turned into
+	// an error, or the refusal.
 	Err error
-	// Stack is the goroutine stack at the panic; nil for returned errors.
+	// Stack is the goroutine stack at the panic; nil otherwise.
 	Stack []byte
 }
 
 // Error describes the failure with the worker id, the round and the phase.
-func (e *WorkerError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("orchestrator: worker %q round %d %s: %v", e.WorkerID, e.Round, e.Phase, e.Err)
 }
 
-// Unwrap returns the worker's error.
-func (e *WorkerError) Unwrap() error { return e.Err }
+// Unwrap returns the wrapped error.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Step is one entry of a run's log: a worker that was activated and
 // stepped.
@@ -107,8 +113,8 @@ type Step struct {
 	WorkerID string
 	// Produced is what the worker reported.
 	Produced bool
-	// Err is the step's [*WorkerError], or nil.
-	Err error
+	// Err is the step's failure (also in [Summary.Errors]), or nil.
+	Err *Error
 	// Attempt is 1 for a worker's first try in its turn, then 2, 3, ...
 	// for the retries the repair router ordered ([WithRepair]).
 	Attempt int
@@ -122,21 +128,18 @@ type Step struct {
 
 // Summary is what a run did.
 type Summary struct {
-	TraceID string
 	// Rounds is the number of rounds started.
 	Rounds int
-	// Quiescent is true when the run stopped because a round produced
-	// nothing; false when it hit the round limit or was interrupted.
-	Quiescent bool
 	// Steps logs every activated worker in execution order.
 	Steps []Step
 	// Errors lists every worker failure, in order, in both phases.
-	Errors []*WorkerError
+	Errors []*Error
 	// View is the trace as it stood at the end of the run (on an error,
 	// the last view taken).
 	View kernel.View
 
-	// End says how the run ended; "" when Run returned an error.
+	// End says how the run ended ([EndQuiescent] when a round produced
+	// nothing); "" when Run returned an error.
 	End End
 	// Stop says why a run ended before quiescence or its round limit: a
 	// budget, a loop, an escalation or an abort. Nil otherwise.
@@ -151,32 +154,21 @@ type Summary struct {
 	Findings []Finding
 }
 
-// Option configures an [Orchestrator] in [New]. Every [RunOption] is an
-// Option too: given to New, it sets the default of every run. The
-// options only New can honour (the telemetry providers) are Options and
-// not RunOptions, so that no call is given an option it would ignore.
-type Option interface{ applyNew(*config) }
-
-// RunOption configures runs: given to [Orchestrator.Run], [NewSeries] or
-// [Series.RunEpisode], it overrides the orchestrator's default for those
-// runs; given to [New], it sets that default.
-type RunOption func(*config)
-
-func (o RunOption) applyNew(c *config) { o(c) }
-
-// newOption is an Option only New honours.
-type newOption func(*config)
-
-func (o newOption) applyNew(c *config) { o(c) }
+// Option configures an [Orchestrator] in [New], where it sets the default
+// of every run, or one run in [Orchestrator.Run], where it overrides that
+// default. The telemetry providers ([WithTracerProvider],
+// [WithMeterProvider]) are New's only: given to Run they are
+// [ErrInvalidOption].
+type Option func(*config)
 
 type config struct {
 	maxRounds int
 	view      kernel.ViewOptions
-	log       *slog.Logger
 	tpSet     bool
 	tp        trace.TracerProvider
 	mpSet     bool
 	mp        metric.MeterProvider
+	newOnly   int // telemetry options applied
 	rt        runtimeConfig
 }
 
@@ -186,60 +178,44 @@ type config struct {
 // global provider is used (a no-op until the application installs an
 // SDK); nil turns tracing off.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return newOption(func(c *config) { c.tpSet, c.tp = true, tp })
+	return func(c *config) { c.tpSet, c.tp, c.newOnly = true, tp, c.newOnly+1 }
 }
 
 // WithMeterProvider sets the OpenTelemetry provider for the orchestrator's
 // metrics (bk.worker.steps, bk.orchestrator.runs). Without it the global
 // provider is used; nil turns metrics off.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return newOption(func(c *config) { c.mpSet, c.mp = true, mp })
+	return func(c *config) { c.mpSet, c.mp, c.newOnly = true, mp, c.newOnly+1 }
 }
 
 // WithMaxRounds sets the round limit (default 20). A limit
 // below 1 is [ErrInvalidOption].
-func WithMaxRounds(n int) RunOption { return func(c *config) { c.maxRounds = n } }
+func WithMaxRounds(n int) Option { return func(c *config) { c.maxRounds = n } }
 
 // WithViewOptions sets how the views given to workers are built, for
 // instance whether they include the persistent records of other traces
 // (learned constraints). Default: the zero [kernel.ViewOptions].
-func WithViewOptions(v kernel.ViewOptions) RunOption { return func(c *config) { c.view = v } }
+func WithViewOptions(v kernel.ViewOptions) Option { return func(c *config) { c.view = v } }
 
-// WithLogger logs worker failures at warning level. Default: no logging.
-// A nil logger is [ErrInvalidOption].
-func WithLogger(l *slog.Logger) RunOption { return func(c *config) { c.log = l } }
-
-// withNew applies New's options and checks the result.
-func (c config) withNew(opts []Option) (config, error) {
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
-		}
-		if ro, ok := o.(RunOption); ok && ro == nil {
-			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
-		}
-		o.applyNew(&c)
-	}
-	return c.check()
-}
-
-// with applies a run's options and checks the result.
-func (c config) with(opts []RunOption) (config, error) {
+// with applies options and checks the result; among a run's options
+// (run true) a telemetry option is refused.
+func (c config) with(opts []Option, run bool) (config, error) {
+	n := c.newOnly
 	for _, o := range opts {
 		if o == nil {
 			return c, fmt.Errorf("%w: nil option", ErrInvalidOption)
 		}
 		o(&c)
 	}
+	if run && c.newOnly != n {
+		return c, fmt.Errorf("%w: WithTracerProvider and WithMeterProvider are options of New, not of Run", ErrInvalidOption)
+	}
 	return c.check()
 }
 
 func (c config) check() (config, error) {
-	switch {
-	case c.maxRounds < 1:
+	if c.maxRounds < 1 {
 		return c, fmt.Errorf("%w: round limit %d below 1", ErrInvalidOption, c.maxRounds)
-	case c.log == nil:
-		return c, fmt.Errorf("%w: nil logger", ErrInvalidOption)
 	}
 	if err := c.rt.check(); err != nil {
 		return c, err
@@ -273,7 +249,7 @@ type Orchestrator struct {
 // New returns an orchestrator with no workers. It returns an error wrapping
 // [ErrInvalidOption] for a bad option.
 func New(opts ...Option) (*Orchestrator, error) {
-	cfg, err := config{maxRounds: defaultMaxRounds, log: slog.New(slog.DiscardHandler)}.withNew(opts)
+	cfg, err := config{maxRounds: defaultMaxRounds}.with(opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -292,8 +268,7 @@ const instrumentation = "github.com/blackboardkernel/bk/orchestrator"
 
 // Register adds workers. Their ID, Handle, Reads and Writes are read once,
 // here. Either all of them are added or, on error, none: a bad worker is
-// [ErrInvalidWorker], an id already registered or repeated is
-// [ErrDuplicateWorker].
+// [ErrInvalidWorker], and so is an id already registered or repeated.
 func (o *Orchestrator) Register(ws ...Worker) error {
 	entries := make([]entry, 0, len(ws))
 	for i, w := range ws {
@@ -311,7 +286,7 @@ func (o *Orchestrator) Register(ws ...Worker) error {
 	}
 	for _, e := range entries {
 		if seen[e.id] {
-			return fmt.Errorf("%w: %q", ErrDuplicateWorker, e.id)
+			return fmt.Errorf("%w: duplicate id %q", ErrInvalidWorker, e.id)
 		}
 		seen[e.id] = true
 	}
@@ -403,9 +378,9 @@ func feeds(a, b entry) bool {
 	return false
 }
 
-// Order returns the ids of the registered workers in the order a round runs
+// ids returns the ids of the registered workers in the order a round runs
 // them.
-func (o *Orchestrator) Order() []string {
+func (o *Orchestrator) ids() []string {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	ids := make([]string, len(o.order))
@@ -417,14 +392,14 @@ func (o *Orchestrator) Order() []string {
 
 // Run runs the registered workers on the trace, round after round, until a
 // round in which no activated worker reports having produced something
-// (Result.Quiescent) or until the round limit. opts override the
+// ([EndQuiescent]) or until the round limit. opts override the
 // orchestrator's options for this run.
 //
 // Before each worker's turn Run gives it the current view of the trace
 // (rebuilt after any step, since a step may write). A worker whose
 // ShouldActivate or Step returns an error or panics is recorded in
-// Result.Errors (and in Result.Steps for a step) and the run goes on with
-// the others; no panic escapes Run.
+// [Summary.Errors] (and in [Summary.Steps] for a step) and the run goes on
+// with the others; no panic escapes Run.
 //
 // Run starts no goroutines. It checks ctx before every worker's turn and,
 // once ctx is done, returns the result so far with ctx's error. It also
@@ -436,12 +411,12 @@ func (o *Orchestrator) Order() []string {
 // [WithKernel], in New's options or the run's, is [ErrInvalidOption]: its
 // stops and repairs are recorded as decision records, which need the
 // kernel.
-func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOption) (res Summary, err error) {
+func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...Option) (res Summary, err error) {
 	ctx, sp := o.tracer.Start(ctx, "orchestrator.run")
 	defer func() {
 		if sp != nil {
 			sp.SetAttributes(attribute.String(telemetry.AttrTraceID, traceID), attribute.Int("bk.rounds", res.Rounds),
-				attribute.Int("bk.steps", len(res.Steps)), attribute.Bool("bk.quiescent", res.Quiescent),
+				attribute.Int("bk.steps", len(res.Steps)), attribute.Bool("bk.quiescent", res.End == EndQuiescent),
 				attribute.Int("bk.worker_errors", len(res.Errors)))
 			if err != nil {
 				sp.RecordError(err)
@@ -452,14 +427,14 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 			sp.End()
 		}
 		if o.runs != nil && o.runs.Enabled(ctx) {
-			o.runs.Add(ctx, 1, metric.WithAttributes(attribute.Bool("bk.quiescent", res.Quiescent)))
+			o.runs.Add(ctx, 1, metric.WithAttributes(attribute.Bool("bk.quiescent", res.End == EndQuiescent)))
 		}
 	}()
-	res = Summary{TraceID: traceID, View: kernel.View{TraceID: traceID}}
+	res = Summary{View: kernel.View{TraceID: traceID}}
 	if traceID == "" {
 		return res, fmt.Errorf("orchestrator: %w: empty trace id", blackboard.ErrInvalidInput)
 	}
-	cfg, err := o.cfg.with(opts)
+	cfg, err := o.cfg.with(opts, true)
 	if err != nil {
 		return res, err
 	}
@@ -505,7 +480,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 			active, werr := activate(e, res.View)
 			if werr != nil {
 				werr.Round = round
-				o.fail(ctx, cfg, &res, werr)
+				res.Errors = append(res.Errors, werr)
 				continue
 			}
 			if !active {
@@ -524,7 +499,7 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 			break
 		}
 		if !produced {
-			res.Quiescent = true
+			rt.quiescent = true
 			break
 		}
 		if err := rt.endRound(ctx, round); err != nil {
@@ -546,14 +521,8 @@ func (o *Orchestrator) Run(ctx context.Context, traceID string, opts ...RunOptio
 	return res, nil
 }
 
-func (o *Orchestrator) fail(ctx context.Context, cfg config, res *Summary, werr *WorkerError) {
-	res.Errors = append(res.Errors, werr)
-	cfg.log.WarnContext(ctx, "worker failed", "trace", res.TraceID, "worker", werr.WorkerID,
-		"phase", string(werr.Phase), "round", werr.Round, "err", werr.Err)
-}
-
-// activate calls ShouldActivate, turning a panic into a *WorkerError.
-func activate(e entry, v kernel.View) (active bool, werr *WorkerError) {
+// activate calls ShouldActivate, turning a panic into a *Error.
+func activate(e entry, v kernel.View) (active bool, werr *Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			active, werr = false, panicked(e.id, PhaseShouldActivate, r)
@@ -563,7 +532,7 @@ func activate(e entry, v kernel.View) (active bool, werr *WorkerError) {
 }
 
 // step runs one worker step in its span and counts it.
-func (o *Orchestrator) step(ctx context.Context, e entry, sc *StepContext) (bool, *WorkerError) {
+func (o *Orchestrator) step(ctx context.Context, e entry, sc *StepContext) (bool, *Error) {
 	sctx, sp := o.tracer.Start(ctx, "worker.step")
 	p, werr := step(sctx, e, sc)
 	if sp != nil {
@@ -581,8 +550,8 @@ func (o *Orchestrator) step(ctx context.Context, e entry, sc *StepContext) (bool
 	return p, werr
 }
 
-// step calls Step, turning an error or a panic into a *WorkerError.
-func step(ctx context.Context, e entry, sc *StepContext) (produced bool, werr *WorkerError) {
+// step calls Step, turning an error or a panic into a *Error.
+func step(ctx context.Context, e entry, sc *StepContext) (produced bool, werr *Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			produced, werr = false, panicked(e.id, PhaseStep, r)
@@ -590,15 +559,15 @@ func step(ctx context.Context, e entry, sc *StepContext) (produced bool, werr *W
 	}()
 	p, err := e.w.Step(ctx, sc)
 	if err != nil {
-		return p, &WorkerError{WorkerID: e.id, Phase: PhaseStep, Err: err}
+		return p, &Error{WorkerID: e.id, Phase: PhaseStep, Err: err}
 	}
 	return p, nil
 }
 
-func panicked(id string, phase Phase, r any) *WorkerError {
+func panicked(id string, phase Phase, r any) *Error {
 	err := fmt.Errorf("%w: %v", ErrPanic, r)
 	if perr, ok := r.(error); ok {
 		err = fmt.Errorf("%w: %w", ErrPanic, perr)
 	}
-	return &WorkerError{WorkerID: id, Phase: phase, Err: err, Stack: debug.Stack()}
+	return &Error{WorkerID: id, Phase: phase, Err: err, Stack: debug.Stack()}
 }

@@ -16,14 +16,9 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// PhaseFinding names a failure found after a step returned: the worker
-// reported a failure in its finding, or its finding was refused by its
-// contract ([*FindingError]).
-const PhaseFinding Phase = "finding"
-
-// Writer is the planner writer the orchestrator commits review actions
+// writer is the planner writer the orchestrator commits review actions
 // with.
-const Writer = "orchestrator"
+const writer = "orchestrator"
 
 // runner is one run's runtime: its budget, guard and lanes, the state it
 // measures, the repair router's loop, and how the run stopped.
@@ -47,6 +42,9 @@ type runner struct {
 	hasState bool
 	before   kernel.View
 	stop     *Stop
+	end      End // how a stopped run ended
+	// quiescent: a round produced nothing.
+	quiescent bool
 }
 
 // laneState is a lane's budget and guard for one run.
@@ -149,7 +147,7 @@ func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) 
 	if err != nil {
 		return budget.State{}, err
 	}
-	in := budget.Inputs{Loop: rt.loopSnapshot(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
+	in := budget.Inputs{Loop: rt.loopSnapshot(), Trace: recs, Now: rt.now()}
 	if rt.run != nil {
 		in.Budget = rt.run.Snapshot()
 	}
@@ -182,8 +180,8 @@ func (rt *runner) endRound(ctx context.Context, round int) error {
 func (rt *runner) finish() {
 	switch {
 	case rt.stop != nil:
-		rt.res.End, rt.res.Stop = rt.stop.End, rt.stop
-	case rt.res.Quiescent:
+		rt.res.End, rt.res.Stop = rt.end, rt.stop
+	case rt.quiescent:
 		rt.res.End = EndQuiescent
 	default:
 		rt.res.End = EndRoundLimit
@@ -212,7 +210,7 @@ func (rt *runner) turn(ctx context.Context, e entry, round int) (produced bool, 
 		if rt.rc.maxAttempts == 0 {
 			return produced, nil // failures are recorded, not routed
 		}
-		f := failureOf(werr.Err)
+		f := failureOf(werr)
 		r := Repair{Round: round, WorkerID: w.id, Attempt: attempt, Failure: f,
 			Remedy: failure.RemedyFor(f, attempt, rt.rc.maxAttempts)}
 		next := rt.resolve(e, w, &r)
@@ -258,19 +256,19 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 	if !d.Retry {
 		return entry{}
 	}
-	lane := rt.rc.lanes[origin.id]
-	var name, what string
+	var what string
 	switch d.Route {
 	case failure.RouteSlowLoop:
-		name, what = lane.Research, "research"
+		what = "research"
 	case failure.RouteReauth:
-		name, what = lane.Reauth, "reauth"
+		what = "reauth"
 	case failure.RouteFailover:
-		name, what = lane.Failover, "failover"
+		what = "failover"
 	default: // fast loop, backoff, retry with jitter: the same worker again
 		r.Next = cur.id
 		return cur
 	}
+	name := rt.rc.lanes[origin.id].Helpers[d.Route]
 	if e, ok := rt.byID[name]; ok && name != "" {
 		r.Next = name
 		return e
@@ -293,19 +291,20 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 }
 
 // failureOf types a step's failure: a refused finding is the worker's
-// own format error; anything else goes through failure.Classify.
-func failureOf(err error) failure.Failure {
-	var fe *FindingError
-	if errors.As(err, &fe) {
-		return fe.Failure()
+// own mistake (FAILED_SCHEMA_INCOMPLETE, format_error), so the fast loop
+// gives it back with the refusal in hand; anything else goes through
+// failure.Classify.
+func failureOf(werr *Error) failure.Failure {
+	if werr.Code != "" && errors.Is(werr.Err, ErrFindingRefused) {
+		return failure.New(failure.StatusSchemaIncomplete, werr.Err.Error()).WithCause(werr.Err)
 	}
-	return failure.Classify(err)
+	return failure.Classify(werr.Err)
 }
 
 // stepOnce runs one step of e with its step context, records it, and
 // checks the finding it reported. It returns the step's failure, if any,
 // and an error when a view or the trace cannot be read.
-func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep *Repair) (bool, *WorkerError, error) {
+func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep *Repair) (bool, *Error, error) {
 	if err := rt.refresh(e.handle); err != nil {
 		return false, nil, err
 	}
@@ -334,7 +333,7 @@ func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep
 	if werr != nil {
 		werr.Round = round
 		st.Err = werr
-		rt.o.fail(ctx, rt.cfg, rt.res, werr)
+		rt.res.Errors = append(rt.res.Errors, werr)
 	}
 	rt.res.Steps = append(rt.res.Steps, st)
 	return p, werr, nil
@@ -343,18 +342,19 @@ func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep
 // checkFinding takes the finding a step reported: failures it reports
 // become the step's failure; otherwise it is checked against the lane's
 // contract, and accepted or refused.
-func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, round int) (*WorkerError, error) {
+func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, round int) (*Error, error) {
 	f, ok := sc.reported()
 	if !ok {
 		return nil, nil
 	}
 	f.WorkerID, f.Round = e.id, round
-	refused := func(err error) *WorkerError { return &WorkerError{WorkerID: e.id, Phase: PhaseFinding, Err: err} }
 	if len(f.Failures) > 0 {
 		if f.Failures[0].IsZero() {
-			return refused(&FindingError{Code: CodeFindingInvalid, Detail: "failure 0 is untyped"}), nil
+			r := refusal(CodeFindingInvalid, "", "failure 0 is untyped")
+			r.WorkerID = e.id
+			return r, nil
 		}
-		return refused(f.Failures[0]), nil
+		return &Error{WorkerID: e.id, Phase: PhaseFinding, Err: f.Failures[0]}, nil
 	}
 	var contract FindingContract
 	if c := rt.rc.lanes[e.id].Contract; c != nil {
@@ -371,8 +371,9 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 			ids[r.ID] = true
 		}
 	}
-	if err := contract.Check(f, func(id string) bool { return ids[id] }); err != nil {
-		return refused(err), nil
+	if r := contract.check(f, func(id string) bool { return ids[id] }); r != nil {
+		r.WorkerID = e.id
+		return r, nil
 	}
 	rt.res.Findings = append(rt.res.Findings, f)
 	return nil, nil
@@ -384,7 +385,7 @@ func (rt *runner) records(ctx context.Context) ([]blackboard.Record, error) {
 	var h kernel.Handle
 	switch {
 	case rt.rc.k != nil:
-		h = rt.rc.k.Tool(Writer)
+		h = rt.rc.k.Tool(writer)
 	case len(rt.order) > 0:
 		h = rt.order[0].handle
 	default:
@@ -445,11 +446,11 @@ func (rt *runner) snapshotFor(id string) budget.Snapshot {
 // recording it.
 func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
 	reason, _ := budget.ReasonOf(err)
-	st := &Stop{End: EndBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
+	st := &Stop{WorkerID: workerID, Round: round, Reason: &reason}
+	rt.stop, rt.end = st, EndBudgetExceeded
 	if reason.Code == budget.CodeLoopDetected {
-		st.End = EndLoopDetected
+		rt.end = EndLoopDetected
 	}
-	rt.stop = st
 	if err := rt.closingState(ctx, st, round); err != nil {
 		return err
 	}
@@ -533,21 +534,20 @@ func statusCode(f failure.Failure) blackboard.Code {
 // stopFailure stops the run on a decision not to retry: an escalation
 // commits the review action, an abort nothing.
 func (rt *runner) stopFailure(ctx context.Context, r *Repair) error {
-	st := &Stop{End: EndAborted, Code: statusCode(r.Failure), WorkerID: r.WorkerID, Round: r.Round,
-		Failure: r.Failure, Remedy: r.Remedy, DecisionID: r.DecisionID}
-	rt.stop = st
+	st := &Stop{WorkerID: r.WorkerID, Round: r.Round, DecisionID: r.DecisionID}
+	rt.stop, rt.end = st, EndAborted
 	if err := rt.closingState(ctx, st, r.Round); err != nil {
 		return err
 	}
 	if r.Remedy.Route != failure.RouteEscalate {
 		return nil
 	}
-	st.End = EndEscalated
+	rt.end = EndEscalated
 	c := blackboard.Payload{"escalates": r.DecisionID}
 	rt.annotate(c, r.WorkerID, r.Round)
-	d, err := rt.rc.k.Governor().Submit(ctx, Writer, kernel.Entry{TraceID: rt.traceID, Slot: blackboard.Actions,
+	d, err := rt.rc.k.Governor().Submit(ctx, writer, kernel.Entry{TraceID: rt.traceID, Slot: blackboard.Actions,
 		Kind: kernel.FallbackQueueForReview,
-		Payload: blackboard.Payload{"reason": string(st.Code), "worker": r.WorkerID,
+		Payload: blackboard.Payload{"reason": string(statusCode(r.Failure)), "worker": r.WorkerID,
 			"failure": clipMessage(r.Failure.Message()), "requires_beliefs": []string{}}},
 		func(d kernel.Decision, committed blackboard.Record) ([]kernel.Follow, error) {
 			dr := audit.ForDecision(rt.traceID, kernel.FallbackQueueForReview, d, committed)

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/wait"
@@ -42,23 +41,20 @@ const (
 	EndAborted End = "aborted"
 )
 
-// Stop is the typed reason a run ended early.
+// Stop is the typed reason a run ended early; [Summary.End] says how it
+// ended.
 type Stop struct {
-	End End
-	// Code is BUDGET_EXCEEDED or LOOP_DETECTED for a limit, else the
-	// failure's execution status (FAILED_AUTH_EXPIRED, ...).
-	Code blackboard.Code
 	// WorkerID and Round say where it happened ("" for a round-level stop).
 	WorkerID string
 	Round    int
-	// Reason is the budget's or the loop guard's reason, for a limit.
+	// Reason is the budget's or the loop guard's reason, for a limit
+	// (its Code is BUDGET_EXCEEDED or LOOP_DETECTED); nil for an
+	// escalation or an abort.
 	Reason *budget.Reason
-	// Failure and Decision are the failure and the router's decision, for
-	// an escalation or an abort.
-	Failure failure.Failure
-	Remedy  failure.Remedy
 	// DecisionID names the decision record written for the stop, and
-	// ReviewID the review action committed for an escalation.
+	// ReviewID the review action committed for an escalation. For an
+	// escalation or an abort it is the last [Summary.Repairs] entry's,
+	// which holds the failure and the router's remedy.
 	DecisionID string
 	ReviewID   string
 	// State is the functional state measured as the run stopped.
@@ -105,12 +101,14 @@ type Lane struct {
 	// Contract is what its findings must meet; nil applies the zero
 	// Contract (well-formed assertions, resolvable evidence).
 	Contract *FindingContract
-	// Research is the worker that runs first on a slow-loop route
-	// (endpoint_unknown, not_found); Reauth the one that renews
-	// credentials (auth_error); Failover the alternate that runs instead
-	// on provider_down. A route whose worker is not named stops the run
-	// as the category's row says (escalate or abort).
-	Research, Reauth, Failover string
+	// Helpers names, by route, the worker the repair router sends for:
+	// failure.RouteSlowLoop the one that researches first
+	// (endpoint_unknown, not_found), failure.RouteReauth the one that
+	// renews credentials (auth_error), failure.RouteFailover the
+	// alternate that runs instead (provider_down). A route whose worker
+	// is not named stops the run as the category's row says (escalate or
+	// abort); any other route is [ErrInvalidOption].
+	Helpers map[failure.Route]string
 }
 
 // runtimeConfig holds the runtime options.
@@ -121,10 +119,8 @@ type runtimeConfig struct {
 	maxAttempts int // 0: repair router off
 	lanes       map[string]Lane
 	k           *kernel.Kernel
-	now         func() time.Time
 	sleep       func(context.Context, time.Duration) error
 	jitter      func() float64
-	risk        float64
 }
 
 // on reports whether a run needs a runner beyond the plain loop.
@@ -154,16 +150,18 @@ func (rc runtimeConfig) check() error {
 		if id == "" || l.Turns < 0 {
 			return bad("lane %q: empty worker id or negative grant", id)
 		}
+		for r := range l.Helpers {
+			if r != failure.RouteSlowLoop && r != failure.RouteReauth && r != failure.RouteFailover {
+				return bad("lane %q: route %s takes no helper", id, r)
+			}
+		}
 		probe, _ := budget.New(budget.Limits{Rounds: 1}) // limits as a lane's sub-run would have them
 		if _, err := probe.Sub(l.Budget); err != nil {
 			return bad("lane %q: %v", id, err)
 		}
 	}
-	switch {
-	case rc.maxAttempts < 0:
+	if rc.maxAttempts < 0 {
 		return bad("max attempts %d", rc.maxAttempts)
-	case rc.risk < 0 || rc.risk > 1 || rc.risk != rc.risk:
-		return bad("risk %v outside [0, 1]", rc.risk)
 	}
 	return nil
 }
@@ -173,14 +171,14 @@ func (rc runtimeConfig) check() error {
 // NextRound; a refusal ends the run with [EndBudgetExceeded]), lanes
 // draw on it ([Lane]), and its snapshot feeds the functional state.
 // Limits that limit nothing are [ErrInvalidOption].
-func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limits = &l } }
+func WithBudget(l budget.Limits) Option { return func(c *config) { c.rt.limits = &l } }
 
 // WithLoopGuard gives every run a loop guard with these options: after
 // each round that produced something, the guard is told whether the
 // blackboard changed, and its no-progress refusal ends the run with
 // [EndLoopDetected]. Each lane gets a guard of its own, with the same
 // options, for its tool calls ([StepContext.Guard]).
-func WithLoopGuard(opts ...budget.GuardOption) RunOption {
+func WithLoopGuard(opts ...budget.GuardOption) Option {
 	return func(c *config) { c.rt.guard, c.rt.guardOn = append([]budget.GuardOption(nil), opts...), true }
 }
 
@@ -189,7 +187,7 @@ func WithLoopGuard(opts ...budget.GuardOption) RunOption {
 // failure a worker reports in its finding, or a finding refused by its
 // contract is typed (failure.Classify), routed (failure.RemedyFor), recorded
 // and acted on; see the package documentation.
-func WithRepair(maxAttempts int) RunOption {
+func WithRepair(maxAttempts int) Option {
 	return func(c *config) {
 		if maxAttempts == 0 {
 			maxAttempts = defaultMaxAttempts
@@ -200,12 +198,13 @@ func WithRepair(maxAttempts int) RunOption {
 
 // WithLane configures one worker's lane; a later lane for the same worker
 // replaces it.
-func WithLane(l Lane) RunOption {
+func WithLane(l Lane) Option {
 	return func(c *config) {
 		lanes := maps.Clone(c.rt.lanes)
 		if lanes == nil {
 			lanes = make(map[string]Lane)
 		}
+		l.Helpers = maps.Clone(l.Helpers)
 		lanes[l.Worker] = l
 		c.rt.lanes = lanes
 	}
@@ -217,38 +216,23 @@ func WithLane(l Lane) RunOption {
 // (the kernel's safe fallback queue_for_review, with the failure's status
 // as its reason). A run with [WithBudget], [WithLoopGuard], [WithRepair]
 // or [WithLane] needs it ([ErrInvalidOption] otherwise); a run with
-// WithKernel alone measures the functional state from the trace.
-func WithKernel(k *kernel.Kernel) RunOption { return func(c *config) { c.rt.k = k } }
+// WithKernel alone measures the functional state from the trace. The
+// runtime's clock (budgets, functional state) is the kernel's.
+func WithKernel(k *kernel.Kernel) Option { return func(c *config) { c.rt.k = k } }
 
-// WithClock sets the clock of the run's budgets and of the functional
-// state (default: the kernel's clock with [WithKernel], else time.Now); nil
-// restores the default.
-func WithClock(now func() time.Time) RunOption { return func(c *config) { c.rt.now = now } }
-
-// WithSleep sets how the orchestrator waits before a backoff or a
-// jittered retry (default: a timer that gives up when the context ends).
-// The function must return the context's error once the context is done;
-// nil restores the default.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) RunOption {
-	return func(c *config) { c.rt.sleep = sleep }
+// WithWait sets how the orchestrator waits before a backoff or a
+// jittered retry: sleep waits (default: a timer that gives up when the
+// context ends) and must return the context's error once the context is
+// done; jitter is the source of the numbers in [0, 1) that spread a
+// jittered wait (failure.Remedy.Jittered; default math/rand/v2). A nil
+// function keeps its default. Tests give both, to run without wall time.
+func WithWait(sleep func(ctx context.Context, d time.Duration) error, jitter func() float64) Option {
+	return func(c *config) { c.rt.sleep, c.rt.jitter = sleep, jitter }
 }
-
-// WithJitter sets the source of the numbers in [0, 1) that spread a
-// jittered wait (failure.Remedy.Jittered); default math/rand/v2, which
-// nil restores.
-func WithJitter(rand func() float64) RunOption { return func(c *config) { c.rt.jitter = rand } }
-
-// WithRisk sets the risk class of the runs' intents, in [0, 1], which
-// amplifies the escalation propensity of the functional state
-// (budget.Inputs.Risk).
-func WithRisk(r float64) RunOption { return func(c *config) { c.rt.risk = r } }
 
 // clock returns the runtime's clock.
 func (rc runtimeConfig) clock() func() time.Time {
-	switch {
-	case rc.now != nil:
-		return rc.now
-	case rc.k != nil:
+	if rc.k != nil {
 		return rc.k.Now
 	}
 	return time.Now

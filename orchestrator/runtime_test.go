@@ -104,7 +104,8 @@ func (c *crew) orch(t *testing.T, opts ...orchestrator.Option) *orchestrator.Orc
 	return o
 }
 
-var coderLane = orchestrator.Lane{Worker: "coder", Research: "researcher", Reauth: "identity", Failover: "coder-b"}
+var coderLane = orchestrator.Lane{Worker: "coder", Helpers: map[failure.Route]string{
+	failure.RouteSlowLoop: "researcher", failure.RouteReauth: "identity", failure.RouteFailover: "coder-b"}}
 
 // decisions lists the decision records of a trace with kind.
 func decisions(t *testing.T, k *kernel.Kernel, trace, kind string) []audit.Entry {
@@ -150,7 +151,7 @@ func TestRepairRoutes(t *testing.T) {
 			})
 			s := &sleeps{}
 			o := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithLane(coderLane),
-				orchestrator.WithSleep(s.sleep), orchestrator.WithJitter(func() float64 { return 0.5 }))
+				orchestrator.WithWait(s.sleep, func() float64 { return 0.5 }))
 			res, err := o.Run(context.Background(), "t")
 			if err != nil {
 				t.Fatal(err)
@@ -189,7 +190,7 @@ func TestRepairRoutes(t *testing.T) {
 			switch tc.outcome {
 			case orchestrator.EndEscalated:
 				st := res.Stop
-				if st == nil || st.ReviewID == "" || st.Code != blackboard.Code(tc.status) || st.DecisionID != r.DecisionID {
+				if st == nil || st.ReviewID == "" || st.DecisionID != r.DecisionID {
 					t.Fatalf("stop %+v", st)
 				}
 				review, err := c.k.Tool("x").Get(context.Background(), st.ReviewID)
@@ -197,7 +198,7 @@ func TestRepairRoutes(t *testing.T) {
 					t.Errorf("review action %+v %v", review, err)
 				}
 			case orchestrator.EndAborted:
-				if st := res.Stop; st == nil || st.Remedy.Route != failure.RouteAbort || st.ReviewID != "" {
+				if st := res.Stop; st == nil || res.Repairs[len(res.Repairs)-1].Remedy.Route != failure.RouteAbort || st.ReviewID != "" {
 					t.Errorf("stop %+v", st)
 				}
 			default:
@@ -244,7 +245,7 @@ func TestRepairWithoutItsWorker(t *testing.T) {
 		failure.StatusProviderDown: failure.RouteAbort,
 	} {
 		c := newCrew(t, func(int) error { return failure.New(status, "x") })
-		res, err := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithLane(orchestrator.Lane{Worker: "coder", Research: "nobody"})).
+		res, err := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithLane(orchestrator.Lane{Worker: "coder", Helpers: map[failure.Route]string{failure.RouteSlowLoop: "nobody"}})).
 			Run(context.Background(), "t")
 		if err != nil {
 			t.Fatal(err)
@@ -299,7 +300,7 @@ func TestBackoffStopsWhenTheContextIsCancelled(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	o := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithSleep(sleep))
+	o := c.orch(t, orchestrator.WithRepair(3), orchestrator.WithWait(sleep, nil))
 	done := make(chan error, 1)
 	var res orchestrator.Summary
 	go func() {
@@ -568,8 +569,7 @@ func TestFindingContract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fe *orchestrator.FindingError
-			if len(res.Errors) != 1 || !errors.As(res.Errors[0], &fe) || fe.Code != tc.code || res.Errors[0].Phase != orchestrator.PhaseFinding {
+			if len(res.Errors) != 1 || !errors.Is(res.Errors[0], orchestrator.ErrFindingRefused) || res.Errors[0].Code != tc.code || res.Errors[0].Phase != orchestrator.PhaseFinding {
 				t.Fatalf("errors %v, want a %s refusal", res.Errors, tc.code)
 			}
 			// The refusal is the researcher's own format error: it gets the
@@ -582,7 +582,7 @@ func TestFindingContract(t *testing.T) {
 			if len(res.Findings) != 1 || res.Findings[0].WorkerID != "researcher" {
 				t.Fatalf("findings %+v", res.Findings)
 			}
-			if c, ok := res.Findings[0].Assertion("endpoint"); !ok || c.Value != "/v2/patients" {
+			if c := res.Findings[0].Assertions; len(c) != 1 || c[0].Kind != "endpoint" || c[0].Value != "/v2/patients" {
 				t.Errorf("assertion %+v", c)
 			}
 			if len(seen) != 1 || seen[0].Assertions[0].Kind != "endpoint" {
@@ -623,8 +623,8 @@ func TestRuntimeOptions(t *testing.T) {
 		"negative attempts":       orchestrator.WithRepair(-1),
 		"negative grant":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: -1}),
 		"lane without a worker":   orchestrator.WithLane(orchestrator.Lane{}),
+		"helper for a bad route":  orchestrator.WithLane(orchestrator.Lane{Worker: "w", Helpers: map[failure.Route]string{failure.RouteBackoff: "x"}}),
 		"bad lane budget":         orchestrator.WithLane(orchestrator.Lane{Worker: "w", Budget: budget.Limits{ToolCalls: -1}}),
-		"risk out of range":       orchestrator.WithRisk(2),
 	} {
 		if _, err := orchestrator.New(opt); !errors.Is(err, orchestrator.ErrInvalidOption) {
 			t.Errorf("%s: %v", name, err)
@@ -640,7 +640,7 @@ func TestRuntimeOptions(t *testing.T) {
 // before anything runs; the kernel may come with New or with the run.
 func TestRuntimeNeedsAKernel(t *testing.T) {
 	k := newKernel(t)
-	for name, opt := range map[string]orchestrator.RunOption{
+	for name, opt := range map[string]orchestrator.Option{
 		"budget":     orchestrator.WithBudget(budget.Limits{Rounds: 3}),
 		"loop guard": orchestrator.WithLoopGuard(),
 		"repair":     orchestrator.WithRepair(3),
@@ -658,13 +658,6 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 			}
 			if _, err := o.Run(context.Background(), "t"); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
 				t.Fatalf("Run without a kernel: err %v, %d steps; want ErrInvalidOption and none", err, ran)
-			}
-			s, err := orchestrator.NewSeries(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.RunEpisode(context.Background()); !errors.Is(err, orchestrator.ErrInvalidOption) || ran != 0 {
-				t.Fatalf("RunEpisode without a kernel: err %v, %d steps", err, ran)
 			}
 			res, err := o.Run(context.Background(), "t", orchestrator.WithKernel(k))
 			if err != nil || ran != 1 || res.End != orchestrator.EndQuiescent {

@@ -37,9 +37,9 @@ type StepContext struct {
 
 // NewStepContext returns the context of a step taken outside an
 // orchestrator's run, for a program or a test that drives a worker
-// itself: the trace and the view, round 1, attempt 1, and nothing else
-// (no budget, guard, grant, state, findings or repair). A finding
-// reported to it is kept by no one.
+// itself: the trace and the view, and nothing else (no budget, guard,
+// grant, state, findings or repair). A finding reported to it is kept by
+// no one.
 func NewStepContext(traceID string, v kernel.View) *StepContext {
 	return &StepContext{traceID: traceID, view: v, round: 1, attempt: 1}
 }
@@ -51,17 +51,6 @@ func (s *StepContext) TraceID() string { return s.traceID }
 // previous worker's step. It is shared by the workers of a round: the
 // worker must not modify it.
 func (s *StepContext) View() kernel.View { return s.view }
-
-// WorkerID is the id of the worker running the step ("" for a step of
-// [NewStepContext]).
-func (s *StepContext) WorkerID() string { return s.workerID }
-
-// Round is the round, from 1.
-func (s *StepContext) Round() int { return s.round }
-
-// Attempt is 1 for the worker's first try in its turn, then 2, 3, ... for
-// each retry the repair router ordered.
-func (s *StepContext) Attempt() int { return s.attempt }
 
 // Repair returns the repair decision that led to this step, and false for
 // a first try. For a retry it holds the worker's own failure (the fast
@@ -114,7 +103,8 @@ func (s *StepContext) Grant() *failure.Grant { return s.grant }
 // returns, the orchestrator checks it against the worker's contract
 // ([Lane.Contract]; the zero Contract without one): a finding that meets
 // it joins [Summary.Findings] and the next workers' [StepContext.Findings];
-// one that does not is refused with a [*FindingError]. A finding that
+// one that does not is refused with an [*Error] wrapping
+// [ErrFindingRefused]. A finding that
 // reports failures makes the step fail with the first of them, which the
 // repair router routes when it is on ([WithRepair]). A later Report
 // replaces an earlier one.

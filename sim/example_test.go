@@ -15,7 +15,7 @@ import (
 // matching rule, and the kernel commits it only once the belief it rests on
 // is committed. The action gate then refuses an action with a negative
 // prediction.
-func ExampleWorker() {
+func ExampleNew() {
 	rules, err := sim.LoadRules(strings.NewReader(`[
 	  {"name": "hot", "action_type": "alert", "expected_outcome": 1.0, "confidence": 0.85,
 	   "requires_beliefs": ["anomaly_detected"],
@@ -105,7 +105,7 @@ func ExampleWorker() {
 // A condition compares numbers by value whatever their type, and a type
 // mismatch or a missing field simply does not hold.
 func ExampleCondition_Holds() {
-	c := sim.Condition{Kind: "temperature", Field: "value", Op: sim.OpGt, Value: 90}
+	c := sim.Condition{Kind: "temperature", Field: "value", Op: "gt", Value: 90}
 	fmt.Println(c.Holds(blackboard.Payload{"value": 108.0}))
 	fmt.Println(c.Holds(blackboard.Payload{"value": int64(87)}))
 	fmt.Println(c.Holds(blackboard.Payload{"value": "108"}))

@@ -18,7 +18,7 @@ import (
 // holds is the paper's condition semantics written out independently: the
 // field must be present and of the value's type (numbers of any JSON
 // spelling, strings, booleans for eq and ne only); anything else is false.
-func holds(op sim.Op, got, want any) bool {
+func holds(op string, got, want any) bool {
 	num := func(v any) (float64, bool) {
 		switch x := v.(type) {
 		case float64:
@@ -45,7 +45,7 @@ func holds(op sim.Op, got, want any) bool {
 		c = strings.Compare(g, w)
 	case bool:
 		w, ok := want.(bool)
-		if !ok || op != sim.OpEq && op != sim.OpNe {
+		if !ok || op != "eq" && op != "ne" {
 			return false
 		}
 		if g != w {
@@ -55,17 +55,17 @@ func holds(op sim.Op, got, want any) bool {
 		return false
 	}
 	switch op {
-	case sim.OpEq:
+	case "eq":
 		return c == 0
-	case sim.OpNe:
+	case "ne":
 		return c != 0
-	case sim.OpGt:
+	case "gt":
 		return c > 0
-	case sim.OpLt:
+	case "lt":
 		return c < 0
-	case sim.OpGte:
+	case "gte":
 		return c >= 0
-	case sim.OpLte:
+	case "lte":
 		return c <= 0
 	}
 	return false

@@ -21,36 +21,29 @@ var (
 	// number, string or boolean, ...), duplicate rule names, or a rules
 	// document that is not valid JSON of the expected shape.
 	ErrInvalidRule = errors.New("sim: invalid rule")
-	// ErrInvalidOption: a nil handle, a handle whose role may not propose
-	// predictions, an empty worker id or a nil option.
-	ErrInvalidOption = errors.New("sim: invalid option")
 )
 
-// Op is a condition operator.
-type Op string
-
-// The six operators (paper §11.3). Eq and Ne compare numbers, strings and
-// booleans; the four orderings compare numbers or strings. Numbers compare
-// by value whatever their Go or JSON type.
+// The six condition operators (paper §11.3), the values of
+// [Condition.Op].
 const (
-	OpEq  Op = "eq"
-	OpNe  Op = "ne"
-	OpGt  Op = "gt"
-	OpLt  Op = "lt"
-	OpGte Op = "gte"
-	OpLte Op = "lte"
+	opEq  = "eq"
+	opNe  = "ne"
+	opGt  = "gt"
+	opLt  = "lt"
+	opGte = "gte"
+	opLte = "lte"
 )
 
-// Valid reports whether op is one of the six operators.
-func (op Op) validOp() bool {
+// validOp reports whether op is one of the six operators.
+func validOp(op string) bool {
 	switch op {
-	case OpEq, OpNe, OpGt, OpLt, OpGte, OpLte:
+	case opEq, opNe, opGt, opLt, opGte, opLte:
 		return true
 	}
 	return false
 }
 
-func (op Op) ordering() bool { return op == OpGt || op == OpLt || op == OpGte || op == OpLte }
+func ordering(op string) bool { return op == opGt || op == opLt || op == opGte || op == opLte }
 
 // Condition tests one field of one committed payload: payload[Field] Op
 // Value, where the payload is the latest committed record of Kind in the
@@ -58,21 +51,24 @@ func (op Op) ordering() bool { return op == OpGt || op == OpLt || op == OpGte ||
 type Condition struct {
 	Kind  string `json:"kind"`
 	Field string `json:"field"`
-	Op    Op     `json:"op"`
+	// Op is one of six operators: "eq" and "ne" compare numbers, strings
+	// and booleans; "gt", "lt", "gte" and "lte" compare numbers or
+	// strings. Numbers compare by value whatever their Go or JSON type.
+	Op string `json:"op"`
 	// Value is a number (of any Go numeric type, or a json.Number), a
 	// string or a boolean.
 	Value any `json:"value"`
 }
 
-// Validate checks that c can be evaluated. It returns an error wrapping
+// validate checks that c can be evaluated. It returns an error wrapping
 // [ErrInvalidRule] or nil.
-func (c Condition) Validate() error {
+func (c Condition) validate() error {
 	switch {
 	case c.Kind == "":
 		return fmt.Errorf("%w: condition without kind", ErrInvalidRule)
 	case c.Field == "":
 		return fmt.Errorf("%w: condition on %q without field", ErrInvalidRule, c.Kind)
-	case !c.Op.validOp():
+	case !validOp(c.Op):
 		return fmt.Errorf("%w: condition on %s.%s: unknown operator %q", ErrInvalidRule, c.Kind, c.Field, c.Op)
 	}
 	if _, ok := number(c.Value); ok {
@@ -82,7 +78,7 @@ func (c Condition) Validate() error {
 	case string:
 		return nil
 	case bool:
-		if !c.Op.ordering() {
+		if !ordering(c.Op) {
 			return nil
 		}
 		return fmt.Errorf("%w: condition on %s.%s: %s needs a number or a string", ErrInvalidRule, c.Kind, c.Field, c.Op)
@@ -91,10 +87,10 @@ func (c Condition) Validate() error {
 		ErrInvalidRule, c.Kind, c.Field, c.Value, c.Value)
 }
 
-// Holds evaluates the condition against a payload. A missing field, a
+// holds evaluates the condition against a payload. A missing field, a
 // value of another type than the condition's, or an invalid condition
 // makes it false; it never panics.
-func (c Condition) Holds(p blackboard.Payload) bool {
+func (c Condition) holds(p blackboard.Payload) bool {
 	got, present := p[c.Field]
 	if !present {
 		return false
@@ -112,7 +108,7 @@ func number(v any) (float64, bool) {
 }
 
 // compare applies op to got and want, false on any type mismatch.
-func compare(op Op, got, want any) bool {
+func compare(op string, got, want any) bool {
 	var c int
 	if g, ok := number(got); ok {
 		w, ok := number(want)
@@ -133,7 +129,7 @@ func compare(op Op, got, want any) bool {
 		c = strings.Compare(g, w)
 	} else if g, ok := got.(bool); ok {
 		w, ok := want.(bool)
-		if !ok || op.ordering() {
+		if !ok || ordering(op) {
 			return false
 		}
 		if g != w {
@@ -143,17 +139,17 @@ func compare(op Op, got, want any) bool {
 		return false
 	}
 	switch op {
-	case OpEq:
+	case opEq:
 		return c == 0
-	case OpNe:
+	case opNe:
 		return c != 0
-	case OpGt:
+	case opGt:
 		return c > 0
-	case OpLt:
+	case opLt:
 		return c < 0
-	case OpGte:
+	case opGte:
 		return c >= 0
-	case OpLte:
+	case opLte:
 		return c <= 0
 	}
 	return false
@@ -178,9 +174,9 @@ type Rule struct {
 	Confidence *float64 `json:"confidence,omitempty"`
 }
 
-// Validate checks that r can be evaluated and proposed. It returns an error
+// validate checks that r can be evaluated and proposed. It returns an error
 // wrapping [ErrInvalidRule] or nil.
-func (r Rule) Validate() error {
+func (r Rule) validate() error {
 	switch {
 	case r.ActionType == "":
 		return fmt.Errorf("%w: rule %q: no action_type", ErrInvalidRule, r.Name)
@@ -195,24 +191,24 @@ func (r Rule) Validate() error {
 		}
 	}
 	for _, c := range append(append([]Condition(nil), r.PerceptConditions...), r.BeliefConditions...) {
-		if err := c.Validate(); err != nil {
+		if err := c.validate(); err != nil {
 			return fmt.Errorf("rule %q: %w", r.Name, err)
 		}
 	}
 	return nil
 }
 
-// Match reports whether every condition of r holds on the view's committed
+// match reports whether every condition of r holds on the view's committed
 // percepts and beliefs. A condition on a kind that is not committed does
 // not hold.
-func (r Rule) Match(v kernel.View) bool {
+func (r Rule) match(v kernel.View) bool {
 	for _, set := range []struct {
 		slot  blackboard.Slot
 		conds []Condition
 	}{{blackboard.Percepts, r.PerceptConditions}, {blackboard.Beliefs, r.BeliefConditions}} {
 		for _, c := range set.conds {
 			p, ok := v.Get(set.slot, c.Kind)
-			if !ok || !c.Holds(p) {
+			if !ok || !c.holds(p) {
 				return false
 			}
 		}
@@ -236,7 +232,7 @@ func (r Rule) clone() Rule {
 func validateRules(rules []Rule) error {
 	names := make(map[string]bool, len(rules))
 	for i, r := range rules {
-		if err := r.Validate(); err != nil {
+		if err := r.validate(); err != nil {
 			return fmt.Errorf("rule %d: %w", i, err)
 		}
 		if r.Name != "" {

@@ -15,29 +15,29 @@ import (
 	"github.com/blackboardkernel/bk/worker"
 )
 
-func cond(op sim.Op, v any) sim.Condition {
+func cond(op string, v any) sim.Condition {
 	return sim.Condition{Kind: "temperature", Field: "value", Op: op, Value: v}
 }
 
 func TestOperators(t *testing.T) {
 	cases := []struct {
-		op   sim.Op
+		op   string
 		got  any
 		want any
 		hold bool
 	}{
-		{sim.OpGt, 91.0, 90.0, true}, {sim.OpGt, 90.0, 90.0, false}, {sim.OpGt, 89.0, 90.0, false},
-		{sim.OpLt, 89.0, 90.0, true}, {sim.OpLt, 90.0, 90.0, false}, {sim.OpLt, 91.0, 90.0, false},
-		{sim.OpGte, 91.0, 90.0, true}, {sim.OpGte, 90.0, 90.0, true}, {sim.OpGte, 89.9, 90.0, false},
-		{sim.OpLte, 89.0, 90.0, true}, {sim.OpLte, 90.0, 90.0, true}, {sim.OpLte, 90.1, 90.0, false},
-		{sim.OpEq, 90.0, 90.0, true}, {sim.OpEq, 90.5, 90.0, false},
-		{sim.OpNe, 90.5, 90.0, true}, {sim.OpNe, 90.0, 90.0, false},
-		{sim.OpEq, -0.5, -0.5, true}, {sim.OpLt, -1.0, -0.5, true},
+		{"gt", 91.0, 90.0, true}, {"gt", 90.0, 90.0, false}, {"gt", 89.0, 90.0, false},
+		{"lt", 89.0, 90.0, true}, {"lt", 90.0, 90.0, false}, {"lt", 91.0, 90.0, false},
+		{"gte", 91.0, 90.0, true}, {"gte", 90.0, 90.0, true}, {"gte", 89.9, 90.0, false},
+		{"lte", 89.0, 90.0, true}, {"lte", 90.0, 90.0, true}, {"lte", 90.1, 90.0, false},
+		{"eq", 90.0, 90.0, true}, {"eq", 90.5, 90.0, false},
+		{"ne", 90.5, 90.0, true}, {"ne", 90.0, 90.0, false},
+		{"eq", -0.5, -0.5, true}, {"lt", -1.0, -0.5, true},
 		// strings
-		{sim.OpEq, "C", "C", true}, {sim.OpEq, "C", "F", false}, {sim.OpNe, "C", "F", true}, {sim.OpNe, "C", "C", false},
-		{sim.OpGt, "b", "a", true}, {sim.OpLt, "b", "a", false}, {sim.OpGte, "a", "a", true}, {sim.OpLte, "a", "b", true},
+		{"eq", "C", "C", true}, {"eq", "C", "F", false}, {"ne", "C", "F", true}, {"ne", "C", "C", false},
+		{"gt", "b", "a", true}, {"lt", "b", "a", false}, {"gte", "a", "a", true}, {"lte", "a", "b", true},
 		// booleans
-		{sim.OpEq, true, true, true}, {sim.OpEq, true, false, false}, {sim.OpNe, true, false, true}, {sim.OpNe, false, false, false},
+		{"eq", true, true, true}, {"eq", true, false, false}, {"ne", true, false, true}, {"ne", false, false, false},
 	}
 	for _, tc := range cases {
 		c := cond(tc.op, tc.want)
@@ -57,12 +57,12 @@ func TestNumbersCompareWhateverTheirType(t *testing.T) {
 	for _, pv := range payloadValues {
 		for _, cv := range condValues {
 			p := blackboard.Payload{"value": pv}
-			for op, want := range map[sim.Op]bool{sim.OpGt: true, sim.OpGte: true, sim.OpLt: false, sim.OpLte: false, sim.OpEq: false, sim.OpNe: true} {
+			for op, want := range map[string]bool{"gt": true, "gte": true, "lt": false, "lte": false, "eq": false, "ne": true} {
 				if got := cond(op, cv).Holds(p); got != want {
 					t.Errorf("%v (%T) %s %v (%T) = %v, want %v", pv, pv, op, cv, cv, got, want)
 				}
 			}
-			if !cond(sim.OpEq, cv).Holds(blackboard.Payload{"value": json.Number("90")}) {
+			if !cond("eq", cv).Holds(blackboard.Payload{"value": json.Number("90")}) {
 				t.Errorf("json.Number 90 eq %v (%T) does not hold", cv, cv)
 			}
 		}
@@ -89,23 +89,23 @@ func TestMismatchesNeverMatchNorPanic(t *testing.T) {
 		c    sim.Condition
 		p    blackboard.Payload
 	}{
-		{"missing field", cond(sim.OpGt, 90), blackboard.Payload{"other": 100}},
-		{"nil payload", cond(sim.OpGt, 90), nil},
-		{"null value", cond(sim.OpEq, 90), blackboard.Payload{"value": nil}},
-		{"string against number", cond(sim.OpGt, 90), blackboard.Payload{"value": "100"}},
-		{"number against string", cond(sim.OpEq, "100"), blackboard.Payload{"value": 100}},
-		{"bool against number", cond(sim.OpEq, 1), blackboard.Payload{"value": true}},
-		{"number against bool", cond(sim.OpEq, true), blackboard.Payload{"value": 1}},
-		{"ne across types", cond(sim.OpNe, 90), blackboard.Payload{"value": "hot"}},
-		{"bool ordering", sim.Condition{Kind: "t", Field: "value", Op: sim.OpGt, Value: false}, blackboard.Payload{"value": true}},
-		{"object", cond(sim.OpEq, 90), blackboard.Payload{"value": map[string]any{"a": 90}}},
-		{"list", cond(sim.OpEq, 90), blackboard.Payload{"value": []any{90.0}}},
-		{"NaN", cond(sim.OpNe, 90), blackboard.Payload{"value": math.NaN()}},
-		{"infinity", cond(sim.OpGt, 90), blackboard.Payload{"value": math.Inf(1)}},
-		{"bad json.Number", cond(sim.OpNe, 90), blackboard.Payload{"value": json.Number("hot")}},
+		{"missing field", cond("gt", 90), blackboard.Payload{"other": 100}},
+		{"nil payload", cond("gt", 90), nil},
+		{"null value", cond("eq", 90), blackboard.Payload{"value": nil}},
+		{"string against number", cond("gt", 90), blackboard.Payload{"value": "100"}},
+		{"number against string", cond("eq", "100"), blackboard.Payload{"value": 100}},
+		{"bool against number", cond("eq", 1), blackboard.Payload{"value": true}},
+		{"number against bool", cond("eq", true), blackboard.Payload{"value": 1}},
+		{"ne across types", cond("ne", 90), blackboard.Payload{"value": "hot"}},
+		{"bool ordering", sim.Condition{Kind: "t", Field: "value", Op: "gt", Value: false}, blackboard.Payload{"value": true}},
+		{"object", cond("eq", 90), blackboard.Payload{"value": map[string]any{"a": 90}}},
+		{"list", cond("eq", 90), blackboard.Payload{"value": []any{90.0}}},
+		{"NaN", cond("ne", 90), blackboard.Payload{"value": math.NaN()}},
+		{"infinity", cond("gt", 90), blackboard.Payload{"value": math.Inf(1)}},
+		{"bad json.Number", cond("ne", 90), blackboard.Payload{"value": json.Number("hot")}},
 		{"unknown operator", sim.Condition{Kind: "t", Field: "value", Op: "~", Value: 90}, blackboard.Payload{"value": 90}},
-		{"invalid condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq, Value: []int{90}}, blackboard.Payload{"value": 90}},
-		{"nil condition value", sim.Condition{Kind: "t", Field: "value", Op: sim.OpEq}, blackboard.Payload{"value": nil}},
+		{"invalid condition value", sim.Condition{Kind: "t", Field: "value", Op: "eq", Value: []int{90}}, blackboard.Payload{"value": 90}},
+		{"nil condition value", sim.Condition{Kind: "t", Field: "value", Op: "eq"}, blackboard.Payload{"value": nil}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,13 +116,13 @@ func TestMismatchesNeverMatchNorPanic(t *testing.T) {
 	}
 	// A rule whose condition names a kind that is not committed does not
 	// match.
-	r := sim.Rule{ActionType: "alert", PerceptConditions: []sim.Condition{{Kind: "pressure", Field: "value", Op: sim.OpGt, Value: 1}}}
+	r := sim.Rule{ActionType: "alert", PerceptConditions: []sim.Condition{{Kind: "pressure", Field: "value", Op: "gt", Value: 1}}}
 	_, v := kernelWithPercept(t, blackboard.Payload{"value": 100})
 	if r.Match(v) {
 		t.Fatal("a condition on an absent percept matched")
 	}
 	// A belief condition reads beliefs, not percepts.
-	r = sim.Rule{ActionType: "alert", BeliefConditions: []sim.Condition{cond(sim.OpGt, 1)}}
+	r = sim.Rule{ActionType: "alert", BeliefConditions: []sim.Condition{cond("gt", 1)}}
 	if r.Match(v) {
 		t.Fatal("a belief condition matched a percept")
 	}
@@ -140,7 +140,7 @@ func FuzzHolds(f *testing.F) {
 		if json.Unmarshal([]byte(payload), &p) != nil || json.Unmarshal([]byte(value), &v) != nil {
 			return
 		}
-		c := sim.Condition{Kind: "k", Field: "value", Op: sim.Op(op), Value: v}
+		c := sim.Condition{Kind: "k", Field: "value", Op: string(op), Value: v}
 		held := c.Holds(p)
 		if held && c.Validate() != nil {
 			t.Fatalf("an invalid condition %+v held on %v", c, p)
@@ -164,7 +164,7 @@ func TestLoadRules(t *testing.T) {
 	}
 	if len(rules) != 2 || rules[0].Name != "hot" || rules[0].ExpectedOutcome != 1 || *rules[0].Confidence != 0.85 ||
 		rules[1].ExpectedOutcome != -0.5 || rules[1].RequiresBeliefs[0] != "anomaly_detected" ||
-		rules[1].PerceptConditions[0].Op != sim.OpLte || rules[1].BeliefConditions[0].Value != true {
+		rules[1].PerceptConditions[0].Op != "lte" || rules[1].BeliefConditions[0].Value != true {
 		t.Fatalf("loaded %+v", rules)
 	}
 	// Round trip: what json.Marshal writes, LoadRules reads back.
@@ -243,10 +243,10 @@ func kernelWithPercept(t *testing.T, p blackboard.Payload, specs ...kernel.Actio
 func demoRules() []sim.Rule {
 	return []sim.Rule{
 		{Name: "hot", ActionType: "alert", ExpectedOutcome: 1.0, RequiresBeliefs: []string{"anomaly_detected"},
-			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: sim.OpGt, Value: 90}},
+			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: "gt", Value: 90}},
 			Confidence:        kernel.Confidence(0.85)},
 		{Name: "mild", ActionType: "alert", ExpectedOutcome: -0.5, RequiresBeliefs: []string{"anomaly_detected"},
-			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: sim.OpLte, Value: 90}},
+			PerceptConditions: []sim.Condition{{Kind: "temperature", Field: "value", Op: "lte", Value: 90}},
 			Confidence:        kernel.Confidence(0.7)},
 	}
 }
@@ -398,27 +398,25 @@ func TestNewRefusesBadArguments(t *testing.T) {
 	defer k.Close()
 	cases := []struct {
 		name  string
-		h     sim.Proposer
+		h     *kernel.Proposer
 		rules []sim.Rule
-		opts  []sim.Option
 		want  error
 	}{
-		{"nil handle", nil, demoRules(), nil, sim.ErrInvalidOption},
-		{"empty id", k.Simulator("s"), demoRules(), []sim.Option{sim.WithID("")}, sim.ErrInvalidOption},
-		{"nil option", k.Simulator("s"), demoRules(), []sim.Option{nil}, sim.ErrInvalidOption},
-		{"bad rule", k.Simulator("s"), []sim.Rule{{ExpectedOutcome: 1}}, nil, sim.ErrInvalidRule},
-		{"generated name clash", k.Simulator("s"), []sim.Rule{{ActionType: "a"}, {Name: "a#0", ActionType: "b"}}, nil, sim.ErrInvalidRule},
+		{"nil handle", nil, demoRules(), blackboard.ErrInvalidInput},
+		{"empty name", k.Simulator(""), demoRules(), blackboard.ErrInvalidInput},
+		{"bad rule", k.Simulator("s"), []sim.Rule{{ExpectedOutcome: 1}}, sim.ErrInvalidRule},
+		{"generated name clash", k.Simulator("s"), []sim.Rule{{ActionType: "a"}, {Name: "a#0", ActionType: "b"}}, sim.ErrInvalidRule},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := sim.New(tc.h, tc.rules, tc.opts...)
+			s, err := sim.New(tc.h, tc.rules)
 			if !errors.Is(err, tc.want) || s != nil {
 				t.Fatalf("New = %v, %v; want nil, %v", s, err, tc.want)
 			}
 		})
 	}
 	// A planner may propose predictions too.
-	s, err := sim.New(k.Planner("p"), demoRules(), sim.WithID("world-model"))
+	s, err := sim.New(k.Planner("world-model"), demoRules())
 	if err != nil || s.ID() != "world-model" {
 		t.Fatalf("planner-backed simulator: %v %v", s, err)
 	}
@@ -428,8 +426,9 @@ func TestNewRefusesBadArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules[0].PerceptConditions[0].Op = sim.OpLt
-	if s.Rules()[0].PerceptConditions[0].Op != sim.OpGt {
+	rules[0].PerceptConditions[0].Op = "lt"
+	if !s.ShouldActivate(kernel.View{Committed: map[blackboard.Slot]map[string]blackboard.Payload{
+		blackboard.Percepts: {"temperature": {"value": 95}}}}) {
 		t.Fatal("changing the caller's rules changed the simulator's")
 	}
 	if got := s.Reads(); len(got) != 2 || s.Writes()[0] != blackboard.Predictions || s.Handle() == nil {

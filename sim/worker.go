@@ -17,64 +17,46 @@ const (
 	keyRule = "rule" // the name of the rule that made the prediction
 )
 
-// Proposer is a role handle that can propose predictions and ask the kernel
-// to decide them: the [kernel.Proposer] from [kernel.Kernel.Simulator] or
-// [kernel.Kernel.Planner] is.
-type Proposer interface {
-	kernel.Handle
-	Submit(ctx context.Context, e kernel.Entry) (kernel.Decision, error)
-}
-
-// Option configures a [Worker] in [New].
-type Option func(*Worker)
-
-// WithID sets the worker id (default: the handle's name).
-func WithID(id string) Option { return func(s *Worker) { s.id = id } }
-
-// Worker is the simulator, the worker that fills the predictions slot (paper §11.3):
-// for each rule that matches the trace's committed percepts and beliefs it
-// proposes a prediction {action_type, expected_outcome, requires_beliefs,
-// rule} through its handle and lets the kernel decide it.
-//
-// It proposes a rule's prediction once per trace. It proposes again only if
-// the kernel refused the last one with PREDICTION_MISSING_BELIEF and the
-// view now holds every belief the rule requires. Only its own predictions
-// count: a prediction another writer committed under the same kind does not
-// stop it from proposing (that would let a planner squat the kind and keep
-// the trusted rule from ever running).
-type Worker struct {
-	h     Proposer
+// simulator is the worker New returns.
+type simulator struct {
+	h     *kernel.Proposer
 	id    string
 	rules []Rule
 	kinds []string
 }
 
-var _ orchestrator.Worker = (*Worker)(nil)
-
-// New returns a simulator proposing through h with the given rules, which
-// it copies. It returns an error wrapping [ErrInvalidOption] for a nil
-// handle, a handle whose role may not propose predictions, an empty id or a
-// nil option, and one wrapping [ErrInvalidRule] for a bad rule set (see
-// validateRules).
-func New(h Proposer, rules []Rule, opts ...Option) (*Worker, error) {
+// New returns the simulator, the worker that fills the predictions slot
+// (paper §11.3), proposing through h with the given rules, which it
+// copies. Its worker id is the handle's name. For each rule that matches
+// the trace's committed percepts and beliefs it proposes a prediction
+// {action_type, expected_outcome, requires_beliefs, rule} and lets the
+// kernel decide it.
+//
+// It proposes a rule's prediction once per trace. It proposes again only
+// if the kernel refused the last one with PREDICTION_MISSING_BELIEF and
+// the view now holds every belief the rule requires. Only its own
+// predictions count: a prediction another writer committed under the same
+// kind does not stop it from proposing (that would let a planner squat the
+// kind and keep the trusted rule from ever running).
+//
+// It reads the percepts and beliefs slots and writes the predictions
+// slot. New returns an error wrapping [blackboard.ErrInvalidInput] for a
+// nil handle, a handle whose role may not propose predictions or one with
+// an empty name, and one wrapping [ErrInvalidRule] for a bad rule set (invalid
+// rules, duplicate names).
+func New(h *kernel.Proposer, rules []Rule) (orchestrator.Worker, error) {
 	if h == nil {
-		return nil, fmt.Errorf("%w: nil handle", ErrInvalidOption)
+		return nil, fmt.Errorf("sim: %w: nil handle", blackboard.ErrInvalidInput)
 	}
 	if !kernel.Allowed(h.Role(), blackboard.Predictions, blackboard.ModePropose) {
-		return nil, fmt.Errorf("%w: role %s may not propose predictions", ErrInvalidOption, h.Role())
+		return nil, fmt.Errorf("sim: %w: role %s may not propose predictions", blackboard.ErrInvalidInput, h.Role())
 	}
 	if err := validateRules(rules); err != nil {
 		return nil, err
 	}
-	s := &Worker{h: h, id: h.Name()}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
-		}
-		o(s)
-	}
+	s := &simulator{h: h, id: h.Name()}
 	if s.id == "" {
-		return nil, fmt.Errorf("%w: empty worker id", ErrInvalidOption)
+		return nil, fmt.Errorf("sim: %w: empty handle name", blackboard.ErrInvalidInput)
 	}
 	for i, r := range rules {
 		s.rules = append(s.rules, r.clone())
@@ -93,34 +75,25 @@ func New(h Proposer, rules []Rule, opts ...Option) (*Worker, error) {
 }
 
 // ID returns the worker id.
-func (s *Worker) ID() string { return s.id }
+func (s *simulator) ID() string { return s.id }
 
 // Handle returns the handle the simulator proposes through.
-func (s *Worker) Handle() kernel.Handle { return s.h }
+func (s *simulator) Handle() kernel.Handle { return s.h }
 
 // Reads returns the percepts and beliefs slots.
-func (s *Worker) Reads() []blackboard.Slot {
+func (s *simulator) Reads() []blackboard.Slot {
 	return []blackboard.Slot{blackboard.Percepts, blackboard.Beliefs}
 }
 
 // Writes returns the predictions slot.
-func (s *Worker) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Predictions} }
-
-// Rules returns a copy of the simulator's rules.
-func (s *Worker) Rules() []Rule {
-	out := make([]Rule, len(s.rules))
-	for i, r := range s.rules {
-		out[i] = r.clone()
-	}
-	return out
-}
+func (s *simulator) Writes() []blackboard.Slot { return []blackboard.Slot{blackboard.Predictions} }
 
 // ShouldActivate reports whether some rule matches the view. Whether the
 // simulator already proposed that rule's prediction is decided in Step,
 // from its own records: the view cannot tell who wrote a prediction.
-func (s *Worker) ShouldActivate(v kernel.View) bool {
+func (s *simulator) ShouldActivate(v kernel.View) bool {
 	for _, r := range s.rules {
-		if r.Match(v) {
+		if r.match(v) {
 			return true
 		}
 	}
@@ -128,14 +101,14 @@ func (s *Worker) ShouldActivate(v kernel.View) bool {
 }
 
 // Step proposes the prediction of every rule that matches the step's view
-// and has not been proposed in its trace (see [Worker]), and asks the
+// and has not been proposed in its trace (see [New]), and asks the
 // kernel to decide each. produced reports whether it proposed anything. A
 // rejection is not an error; errors come from the kernel or the store.
-func (s *Worker) Step(ctx context.Context, sc *orchestrator.StepContext) (produced bool, err error) {
+func (s *simulator) Step(ctx context.Context, sc *orchestrator.StepContext) (produced bool, err error) {
 	traceID, v := sc.TraceID(), sc.View()
 	for i, r := range s.rules {
 		kind := s.kinds[i]
-		if !r.Match(v) {
+		if !r.match(v) {
 			continue
 		}
 		last, found, err := worker.LastOwn(ctx, s.h, traceID, blackboard.Predictions, kind)

@@ -124,7 +124,7 @@ const simRule = "refund_outcome"
 // simRules are the trusted simulator's rules under profile p.
 func simRules(p profile) []sim.Rule {
 	r := sim.Rule{Name: simRule, ActionType: kindRefund, ExpectedOutcome: 1, RequiresBeliefs: []string{kindRefundDue},
-		PerceptConditions: []sim.Condition{{Kind: kindRefundSeen, Field: "is_duplicate", Op: sim.OpEq, Value: false}}}
+		PerceptConditions: []sim.Condition{{Kind: kindRefundSeen, Field: "is_duplicate", Op: "eq", Value: false}}}
 	if p.harm {
 		r.ExpectedOutcome = -1
 		r.PerceptConditions[0].Value = true

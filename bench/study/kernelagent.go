@@ -7,6 +7,7 @@ import (
 	"github.com/blackboardkernel/bk/bench/perturb"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/orchestrator"
 	"github.com/blackboardkernel/bk/sim"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -201,7 +202,7 @@ type kernelEpisode struct {
 	constraints        []string
 	// sim is the owner's trusted simulator, when the configuration has
 	// one: it runs whenever a refund_due commits.
-	sim *sim.Worker
+	sim orchestrator.Worker
 	// belief, plan and refund are the committed refund_due belief, plan
 	// and issue_refund action, whoever got them committed; nil until then.
 	// They point into kept, which holds the latest of each: the episode is

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/pgtest"
 	"github.com/blackboardkernel/bk/store"
@@ -156,7 +155,7 @@ func TestDefaultRunReproducesThePaper(t *testing.T) {
 		t.Errorf("episode 5 review reason %q, want NEGATIVE_PREDICTION", got)
 	}
 	// The two learning points, and nothing else learned.
-	wantLearned := map[int]string{4: adaptive.BlockStaleActions, 12: adaptive.BlockNegativePredictions}
+	wantLearned := map[int]string{4: "block_stale_actions", 12: "block_negative_predictions"}
 	if len(out.learned) != len(wantLearned) {
 		t.Fatalf("learned %v, want %v", out.learned, wantLearned)
 	}
@@ -215,12 +214,12 @@ func TestDefaultRunReproducesThePaper(t *testing.T) {
 // arbitration let through at confidence 0.75) from ALERT into REVIEW.
 func TestLearnedConstraintsBiteInALongerRun(t *testing.T) {
 	_, out := runDemo(t, "--episodes", "40", "--seed", "7")
-	if out.learned[20] != adaptive.BlockConflictedActions || out.learned[21] != adaptive.BlockLowConfidenceActions {
+	if out.learned[20] != "block_conflicted_actions" || out.learned[21] != "block_low_confidence_actions" {
 		t.Fatalf("learned %v", out.learned)
 	}
 	r := out.rows[31]
 	if !r.conflict || !r.belief || r.pred != "+1.0" || r.status != statusReview ||
-		r.reason != string(blackboard.BlockedCode(adaptive.BlockConflictedActions)) {
+		r.reason != string(blackboard.BlockedCode("block_conflicted_actions")) {
 		t.Fatalf("episode 31: %+v", r)
 	}
 	// Episode 15, the same situation before the constraint was learned.
@@ -247,7 +246,7 @@ func TestSecondDBRunStartsWithTheLearnedConstraints(t *testing.T) {
 		t.Fatal("episode 0 printed before the starting constraints")
 	}
 	for ep, r := range second.rows {
-		for _, name := range []string{adaptive.BlockStaleActions, adaptive.BlockNegativePredictions} {
+		for _, name := range []string{"block_stale_actions", "block_negative_predictions"} {
 			found := false
 			for _, c := range r.constraints {
 				found = found || c == name
@@ -258,7 +257,7 @@ func TestSecondDBRunStartsWithTheLearnedConstraints(t *testing.T) {
 		}
 	}
 	for _, name := range second.learned {
-		if name == adaptive.BlockStaleActions || name == adaptive.BlockNegativePredictions {
+		if name == "block_stale_actions" || name == "block_negative_predictions" {
 			t.Errorf("the second run learned %s again", name)
 		}
 	}
@@ -321,7 +320,7 @@ func learnedOnce(t *testing.T, st store.Store) {
 			t.Errorf("%s stored %d times", name, n)
 		}
 	}
-	if perName[adaptive.BlockStaleActions] != 1 || perName[adaptive.BlockNegativePredictions] != 1 {
+	if perName["block_stale_actions"] != 1 || perName["block_negative_predictions"] != 1 {
 		t.Fatalf("persistent constraints in the store: %v", perName)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/blackboardkernel/bk/adaptive"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
@@ -141,14 +143,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	return out.Err
 }
 
-// demo is the monitor: a kernel, its five workers and a series.
+// demo is the monitor: a kernel, its five workers and the orchestrator
+// running them, one trace per episode.
 type demo struct {
 	k         *kernel.Kernel
 	tool      kernel.Handle
 	symbolic  *kernel.Symbolic
 	learner   *adaptive.Learner
-	series    *orchestrator.Series
-	startedOn []adaptive.Learned
+	o         *orchestrator.Orchestrator
+	episodes  map[string]int // trace id -> episode index
+	startedOn []adaptive.Lesson
 }
 
 func newDemo(ctx context.Context, store store.Store, seed int64, namespace string) (*demo, error) {
@@ -164,7 +168,7 @@ func newDemo(ctx context.Context, store store.Store, seed int64, namespace strin
 	if err != nil {
 		return nil, err
 	}
-	d := &demo{k: k, tool: k.Tool("sensor"), symbolic: k.Symbolic("adaptive")}
+	d := &demo{k: k, tool: k.Tool("sensor"), symbolic: k.Symbolic("adaptive"), episodes: map[string]int{}}
 	fail := func(err error) (*demo, error) {
 		_ = k.Close()
 		return nil, err
@@ -177,18 +181,14 @@ func newDemo(ctx context.Context, store store.Store, seed int64, namespace strin
 		return fail(err)
 	}
 	d.startedOn = d.learner.Learned()
-	o, err := orchestrator.New(orchestrator.WithViewOptions(kernel.ViewOptions{IncludePersistent: true}))
-	if err != nil {
-		return fail(err)
-	}
-	if d.series, err = orchestrator.NewSeries(o); err != nil {
+	if d.o, err = orchestrator.New(orchestrator.WithViewOptions(kernel.ViewOptions{IncludePersistent: true})); err != nil {
 		return fail(err)
 	}
 	s := &sensor{tool: d.tool, read: func(traceID string) (reading, bool) {
-		ep, ok := d.series.Episode(traceID)
+		ep, ok := d.episodes[traceID]
 		return readingFor(seed, ep), ok
 	}}
-	if err := o.Register(s, &analyst{k.Planner("analyst")}, simulator, &actuator{k.Planner("actuator")}, d.learner); err != nil {
+	if err := d.o.Register(s, &analyst{k.Planner("analyst")}, simulator, &actuator{k.Planner("actuator")}, d.learner.Worker()); err != nil {
 		return fail(err)
 	}
 	return d, nil
@@ -225,7 +225,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 	if len(d.startedOn) > 0 {
 		names := make([]string, len(d.startedOn))
 		for i, x := range d.startedOn {
-			names[i] = x.Name
+			names[i] = x.Constraint.Name
 		}
 		noun := "constraints"
 		if len(names) == 1 {
@@ -243,7 +243,11 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 				return err
 			}
 		}
-		res, err := d.series.RunEpisode(ctx)
+		// Each episode is a trace of its own, with a fresh id: records of
+		// persistent scope (learned constraints) are what carries over.
+		traceID := uuid.NewString()
+		d.episodes[traceID] = ep
+		res, err := d.o.Run(ctx, traceID)
 		if err != nil {
 			return err
 		}
@@ -271,7 +275,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 		for _, c := range r.codes {
 			codes[c]++
 		}
-		prev = res.TraceID
+		prev = res.View.TraceID
 	}
 	fmt.Fprintf(w, "Summary: %d episodes | ALERT=%d REVIEW=%d NO_ACTION=%d\n",
 		episodes, counts[statusAlert], counts[statusReview], counts[statusNoAction])
@@ -292,7 +296,7 @@ func (d *demo) run(ctx context.Context, episodes int, w io.Writer) error {
 func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row, error) {
 	r := row{episode: ep, status: statusNoAction}
 	v := res.View
-	p, err := d.tool.Find(ctx, res.TraceID, blackboard.Percepts, kindTemperature)
+	p, err := d.tool.Find(ctx, res.View.TraceID, blackboard.Percepts, kindTemperature)
 	if err != nil {
 		return r, err
 	}
@@ -320,18 +324,18 @@ func (d *demo) read(ctx context.Context, ep int, res orchestrator.Summary) (row,
 		r.reason, _ = review.String("reason")
 	}
 	r.constraints = slices.Sorted(maps.Keys(v.Committed[blackboard.Constraints]))
-	for rec, err := range worker.Own(ctx, d.symbolic, res.TraceID) {
+	for rec, err := range worker.Own(ctx, d.symbolic, res.View.TraceID) {
 		if err != nil {
 			return r, err
 		}
 		if rec.Slot == blackboard.Constraints && rec.Scope == blackboard.ScopePersistent {
 			name, _ := rec.Payload.String("name")
-			code, _ := rec.Payload.String(adaptive.KeyLearnedFrom)
-			n, _ := rec.Payload.Float(adaptive.KeyTriggerCount)
+			code, _ := rec.Payload.String("learned_from")
+			n, _ := rec.Payload.Float("trigger_count")
 			r.learned = append(r.learned, learnedNow{name: name, code: code, count: int(n)})
 		}
 	}
-	for rec, err := range d.tool.Trace(ctx, res.TraceID) {
+	for rec, err := range d.tool.Trace(ctx, res.View.TraceID) {
 		if err != nil {
 			return r, err
 		}

@@ -95,12 +95,14 @@ var (
 	// runLimits is the budget of each run; its soft threshold is low so
 	// that the functional state shows pressure building.
 	runLimits = budget.Limits{Tokens: 20_000, ModelCalls: 14, ToolCalls: 10, Rounds: 6, Deadline: 10 * time.Minute, Soft: 0.5}
-	lanes     = map[string]orchestrator.Lane{
+	// research sends the researcher first on a slow-loop route.
+	research = map[failure.Route]string{failure.RouteSlowLoop: "researcher"}
+	lanes    = map[string]orchestrator.Lane{
 		"researcher": {Worker: "researcher", Turns: 1,
 			Contract: &orchestrator.FindingContract{Require: []string{"endpoint"}, MinConfidence: 0.7, Evidence: true}},
-		"coder": {Worker: "coder", Turns: 1, Research: "researcher",
+		"coder": {Worker: "coder", Turns: 1, Helpers: research,
 			Contract: &orchestrator.FindingContract{Require: []string{"program"}, Evidence: true}},
-		"executor": {Worker: "executor", Turns: 1, Research: "researcher",
+		"executor": {Worker: "executor", Turns: 1, Helpers: research,
 			Contract: &orchestrator.FindingContract{Require: []string{"patients"}, Evidence: true}},
 	}
 )
@@ -180,13 +182,12 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 	}
 	var waits []time.Duration
 	opts := []orchestrator.Option{
-		orchestrator.WithKernel(k), orchestrator.WithClock(now), orchestrator.WithRepair(3),
+		orchestrator.WithKernel(k), orchestrator.WithRepair(3),
 		orchestrator.WithBudget(runLimits), orchestrator.WithLoopGuard(),
-		orchestrator.WithJitter(func() float64 { return 0.5 }),
-		orchestrator.WithSleep(func(ctx context.Context, d time.Duration) error {
+		orchestrator.WithWait(func(ctx context.Context, d time.Duration) error {
 			waits = append(waits, d) // recorded, not slept: the example is instant
 			return ctx.Err()
-		}),
+		}, func() float64 { return 0.5 }),
 	}
 	for _, id := range []string{"researcher", "coder", "executor"} {
 		l := lanes[id]
@@ -242,12 +243,13 @@ func report(w io.Writer, res orchestrator.Summary) {
 	if st := res.Stop; st != nil {
 		switch {
 		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
-			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Code, st.Reason.Budget, st.Reason.Run,
+			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Reason.Code, st.Reason.Budget, st.Reason.Run,
 				st.Reason.Used, st.Reason.Limit, st.Reason.Hint)
 		case st.Reason != nil:
-			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Code, st.Reason.Loop, st.Reason.Hint)
-		default:
-			fmt.Fprintf(w, "  stop      %s by %s: %s\n", st.Code, st.WorkerID, st.Remedy.Route)
+			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Reason.Code, st.Reason.Loop, st.Reason.Hint)
+		default: // the last repair decided the stop
+			last := res.Repairs[len(res.Repairs)-1]
+			fmt.Fprintf(w, "  stop      %s by %s: %s\n", last.Failure.Status(), st.WorkerID, last.Remedy.Route)
 		}
 		if st.ReviewID != "" {
 			fmt.Fprintf(w, "  review    %s queued for a person (%s)\n", kernel.FallbackQueueForReview, st.ReviewID)
@@ -282,7 +284,7 @@ func printRepair(w io.Writer, r orchestrator.Repair) {
 }
 
 // stepFailure names what a failed step reported.
-func stepFailure(err error) string {
+func stepFailure(err *orchestrator.Error) string {
 	if r, ok := budget.ReasonOf(err); ok {
 		if r.Code == budget.CodeBudgetExceeded {
 			return string(r.Code) + " " + string(r.Budget)
@@ -290,7 +292,7 @@ func stepFailure(err error) string {
 		return string(r.Code) + " " + string(r.Loop)
 	}
 	f := failure.Classify(err)
-	if fe, ok := err.(*orchestrator.WorkerError); ok && fe.Phase == orchestrator.PhaseFinding {
+	if err.Phase == orchestrator.PhaseFinding {
 		return "reported " + string(f.Status())
 	}
 	return string(f.Status())

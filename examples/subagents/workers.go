@@ -77,8 +77,10 @@ func (w *agentWorker) Step(ctx context.Context, sc *orchestrator.StepContext) (b
 // latest returns the value of the latest accepted assertion of kind.
 func latest(findings []orchestrator.Finding, kind string) string {
 	for i := len(findings) - 1; i >= 0; i-- {
-		if c, ok := findings[i].Assertion(kind); ok {
-			return fmt.Sprint(c.Value)
+		for _, c := range findings[i].Assertions {
+			if c.Kind == kind {
+				return fmt.Sprint(c.Value)
+			}
 		}
 	}
 	return ""

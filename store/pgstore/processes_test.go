@@ -578,7 +578,7 @@ func (w *worker) sweep(ctx context.Context) {
 // learnerReport is what a learner process prints.
 type learnerReport struct {
 	Counts  map[blackboard.Code]int
-	Learned []adaptive.Learned
+	Learned []adaptive.Lesson
 	Pending int
 }
 
@@ -784,7 +784,7 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 			t.Errorf("the learner counts %d %s, the workers acknowledged %d", counts[code], code, n)
 		}
 	}
-	if counts[blackboard.CodeStaleEvidence] < adaptive.DefaultThreshold {
+	if counts[blackboard.CodeStaleEvidence] < 2 {
 		t.Fatalf("too few failures to learn from: %v", counts)
 	}
 	learned, err := l.Commit(ctx, "learning")
@@ -806,8 +806,10 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 		t.Errorf("the second learner counts %v, the first %v", rep.Counts, counts)
 	}
 	for _, x := range learned {
-		if !slices.ContainsFunc(rep.Learned, func(y adaptive.Learned) bool { return y.Name == x.Name && y.RecordID == x.RecordID }) {
-			t.Errorf("the second learner does not hold %s (%s) the first learned: %+v", x.Name, x.RecordID, rep.Learned)
+		if !slices.ContainsFunc(rep.Learned, func(y adaptive.Lesson) bool {
+			return y.Constraint.Name == x.Constraint.Name && y.RecordID == x.RecordID
+		}) {
+			t.Errorf("the second learner does not hold %s (%s) the first learned: %+v", x.Constraint.Name, x.RecordID, rep.Learned)
 		}
 	}
 	if rep.Pending != 0 {
