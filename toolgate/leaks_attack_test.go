@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/jsonval"
+	"github.com/blackboardkernel/bk/mask"
 )
 
 // withPatterns gives lookup_order's masked order_id a pattern and
@@ -208,7 +209,7 @@ func TestAttackEffectErrorTextStored(t *testing.T) {
 		})
 		res = d.call("t", "support", "refund", "lookup_order", `{"order_id":"`+secretOrder+`"}`)
 		wantOutcome(t, "recordable error", res, audit.OutcomeFailed, CodeEffectFailed)
-		if !strings.Contains(res.RootCause.Detail, "in the CRM") || !strings.Contains(res.RootCause.Detail, MaskPrefix) {
+		if !strings.Contains(res.RootCause.Detail, "in the CRM") || !strings.Contains(res.RootCause.Detail, mask.Prefix) {
 			t.Errorf("recordable error stored as %q, want its text with the order id masked", res.RootCause.Detail)
 		}
 		d.noSecret(t, secretOrder)

@@ -129,7 +129,7 @@ type Tool struct {
 	Derives []Derive
 	// Masked names the top-level argument and output fields whose values
 	// the store must never hold (an email address, a card number): the
-	// gate replaces each with its keyed hash ([MaskPrefix], [Config.MaskKey])
+	// gate replaces each with its keyed hash ([mask.Hash], [Config.MaskKey])
 	// before anything is written, so that the action, its decision
 	// records, its result and what the inspector shows hold the hash.
 	// Equal values give equal hashes, so once-keys, the approval digest,
