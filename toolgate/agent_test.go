@@ -357,7 +357,7 @@ func TestAgentOnGateNeverRunsAnUnsafeEffect(t *testing.T) {
 				}
 				found := false
 				for _, msg := range reqs[c.Round].Messages {
-					found = found || msg.Role == "tool" && msg.ToolCallID == c.Call.ID && msg.Content == c.Result.ForModel().Text
+					found = found || msg.Role == "tool" && msg.ToolCallID == c.Call.ID && msg.Content == c.Result.ForModel()
 				}
 				if !found {
 					t.Errorf("request %d does not carry the result of %s", c.Round, c.Call.ID)

@@ -173,7 +173,7 @@ func TestAttackEffectPanicAfterTheMoneyMoved(t *testing.T) {
 		if f, ok := res.Failure(); !ok || f.Status() != failure.StatusUnknown || f.Retryable() {
 			t.Errorf("Failure() = %v, want FAILED_UNKNOWN, not retryable", f)
 		}
-		if text := res.ForModel().Text; strings.Contains(text, string(CodeEffectFailed)) || strings.Contains(text, secret) {
+		if text := res.ForModel(); strings.Contains(text, string(CodeEffectFailed)) || strings.Contains(text, secret) {
 			t.Errorf("the model is told %s", text)
 		}
 		if again := d.execute(res.ActionID); again.Code != CodeEffectUnknown || moved != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/adapters/mcp"
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -85,13 +86,13 @@ func sessionWith(t *testing.T, server *sdk.Server, opts *sdk.ClientOptions) *sdk
 	return cs
 }
 
-func call(t *testing.T, cs *sdk.ClientSession, tool, args, key string) toolgate.ReplyContent {
+func call(t *testing.T, cs *sdk.ClientSession, tool, args, key string) reply.Content {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(args), Meta: sdk.Meta{mcp.MetaRetryKey: key}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got toolgate.ReplyContent
+	var got reply.Content
 	if err := remarshal(res.StructuredContent, &got); err != nil {
 		t.Fatal(err)
 	}
