@@ -11,7 +11,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // Func defines a tool from Go types, in one place: t says everything the
@@ -62,7 +61,7 @@ func Func[Args, Out any](t Tool, effect func(ctx context.Context, inv Invocation
 	t.Parameters = params
 	t.Effect = func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
 		var args Args
-		if err := inv.Decode(&args); err != nil {
+		if err := decodeArgs(inv.Args, &args); err != nil {
 			// The gate checked the arguments against Args' schema: a
 			// failure here is a definition the schema does not capture.
 			return nil, fmt.Errorf("toolgate: the arguments of %s do not decode into %T: %w", inv.Tool, args, err)
@@ -100,13 +99,6 @@ func encodeOutput(out any) (blackboard.Payload, error) {
 		return nil, fmt.Errorf("toolgate: the output is not a JSON object: %w", err)
 	}
 	return p, nil
-}
-
-// OnceBy is the once-key of a tool whose calls with equal values of the
-// named argument fields commit at most once ([Tool.Once]): OnceBy("order_id")
-// refunds each order once, whatever the trace or process.
-func OnceBy(fields ...string) *kernel.OnceKey {
-	return &kernel.OnceKey{Fields: fields}
 }
 
 // Schemer is implemented by a type of an argument that states its own JSON

@@ -225,7 +225,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
 			},
-			Once:     toolgate.OnceBy("order_id"),
+			Once:     &kernel.OnceKey{Fields: []string{"order_id"}},
 			Result:   "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
