@@ -153,7 +153,7 @@ type returnArgs struct {
 	Also    []reason `json:"also,omitempty"`
 }
 
-// TestFuncSchemer: a field whose type is a Schemer gets the schema the
+// TestFuncSchemer: a field whose type has a JSONSchema method gets the schema the
 // type states, wherever the type appears (a field, a list's items), and
 // the gate holds calls to it: a value outside the enum is refused, naming
 // the argument.
