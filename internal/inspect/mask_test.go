@@ -195,7 +195,7 @@ func TestEraseCommand(t *testing.T) {
 	defer reopened.Close()
 	for name, r := range map[string]*mask.Keys{"open": ring, "reopened": reopened} {
 		if _, err := r.Key(ctx, "desk", "A"); !errors.Is(err, mask.ErrErased) {
-			t.Errorf("A after bk erase (%s keyring): %v, want ErrMaskErased", name, err)
+			t.Errorf("A after bk erase (%s keyring): %v, want mask.ErrErased", name, err)
 		}
 		if k, err := r.Key(ctx, "desk", "B"); err != nil || string(k) != string(keyB) {
 			t.Errorf("B after bk erase (%s keyring): %v, want its key unchanged", name, err)
