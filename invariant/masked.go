@@ -9,7 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/mask"
 )
 
 // isMasked reports whether v is a masked value's stored form: the
@@ -19,7 +19,7 @@ func isMasked(v any) bool {
 	if !ok {
 		return false
 	}
-	rest, ok := strings.CutPrefix(s, toolgate.MaskPrefix)
+	rest, ok := strings.CutPrefix(s, mask.Prefix)
 	if !ok {
 		return false
 	}
@@ -178,7 +178,7 @@ func quoted(s string, fields map[string]bool) string {
 			default:
 				continue
 			}
-			if strings.HasPrefix(after, `"`) && !strings.HasPrefix(after[1:], toolgate.MaskPrefix) {
+			if strings.HasPrefix(after, `"`) && !strings.HasPrefix(after[1:], mask.Prefix) {
 				return f
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 )
 
 // defaultLease is how long an attempt is reserved to its driver when
@@ -69,7 +70,7 @@ type Config struct {
 	Budget *Budget
 	// MaskKey is one key of the keyed hash that stands in the store for
 	// the values of the tools' masked fields ([Tool.Masked]), in every
-	// trace: at least [MinMaskKey] bytes. The key is copied. Destroying
+	// trace: at least [mask.MinKey] bytes. The key is copied. Destroying
 	// every copy of it erases the masked values of every trace it hashed,
 	// at once (see the package doc, "Masked fields"); MaskKeys erases one
 	// trace's. New refuses a tool that masks a field when neither MaskKey
@@ -78,13 +79,13 @@ type Config struct {
 	// MaskKeys makes the gate hash each trace's masked fields under that
 	// trace's own key from the ring, in the gate's kernel's namespace
 	// (gates of different namespaces may share a ring and keep apart), so
-	// that erasing one trace's key ([Keys.Erase]) erases its masked values
+	// that erasing one trace's key ([mask.Keys.Erase]) erases its masked values
 	// and no other trace's. New refuses a tool whose once-key ([Tool.Once])
 	// reads a masked field: once-keys hold across traces, and the same
 	// value hashes differently in each. A call in a trace whose key the
 	// ring cannot give fails with the ring's error (an erased trace:
-	// [ErrMaskErased]) and writes nothing.
-	MaskKeys Keyring
+	// [mask.ErrErased]) and writes nothing.
+	MaskKeys mask.Keyring
 }
 
 // ConfigError is one problem of a [Config]: [Config.Validate] and [New]
@@ -161,8 +162,8 @@ func (c Config) compile(reachable bool) (*Gate, kernel.Config, error) {
 		errs.add(ErrInvalidConfig, "", "MaskKey", "both MaskKey and MaskKeys")
 	case c.MaskKeys != nil:
 		g.mask = &masker{ring: c.MaskKeys}
-	case c.MaskKey != nil && len(c.MaskKey) < MinMaskKey:
-		errs.add(ErrInvalidConfig, "", "MaskKey", "%d bytes (want at least %d)", len(c.MaskKey), MinMaskKey)
+	case c.MaskKey != nil && len(c.MaskKey) < mask.MinKey:
+		errs.add(ErrInvalidConfig, "", "MaskKey", "%d bytes (want at least %d)", len(c.MaskKey), mask.MinKey)
 	case c.MaskKey != nil:
 		g.mask = &masker{key: slices.Clone(c.MaskKey)}
 	}

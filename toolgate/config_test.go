@@ -150,11 +150,11 @@ func TestNewRefusesUnrequiredDerive(t *testing.T) {
 // and the field.
 func TestNewRefusesOnceKeyFieldNotInSchema(t *testing.T) {
 	lookup, refund := configTools()
-	refund.Once = toolgate.OnceBy("order_id", "orderid")
+	refund.Once = &kernel.OnceKey{Fields: []string{"order_id", "orderid"}}
 	cfg := toolgate.Config{Kernel: kernel.Config{BeliefSpecs: refundDueSpec}, Tools: []toolgate.Tool{lookup, refund}}
 	refused(t, cfg, "issue_refund", "Once.Fields[1]", toolgate.ErrInvalidTool)
 
-	refund.Once = toolgate.OnceBy("order_id")
+	refund.Once = &kernel.OnceKey{Fields: []string{"order_id"}}
 	cfg.Tools = []toolgate.Tool{lookup, refund}
 	accepted(t, cfg)
 }
@@ -166,7 +166,7 @@ func TestNewReportsEveryProblem(t *testing.T) {
 	lookup, refund := configTools()
 	lookup.Derives = []toolgate.Derive{{Belief: "customer_known", Value: "true"}}
 	refund.Bindings = []toolgate.Binding{{Arg: "amount", Percept: "invoice", Op: toolgate.AtMost}}
-	refund.Once = toolgate.OnceBy("orderid")
+	refund.Once = &kernel.OnceKey{Fields: []string{"orderid"}}
 	credit := refund
 	credit.Name, credit.Requires, credit.Once = "issue_credit", []string{"credit_due"}, nil
 	cfg := toolgate.Config{

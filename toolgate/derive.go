@@ -73,7 +73,7 @@ const CodeDerivationFailed = blackboard.Code("DERIVATION_FAILED")
 type Derived struct {
 	// Belief is the belief kind.
 	Belief string `json:"belief"`
-	// Code is COMMITTED when the kernel committed the belief, the
+	// Code is COMMITTED (blackboard.CodeCommitted) when the kernel committed the belief, the
 	// kernel's refusal code when it refused it (STALE_EVIDENCE, ...), or
 	// DERIVATION_FAILED when the rule could not be evaluated.
 	Code blackboard.Code `json:"code"`
@@ -87,9 +87,6 @@ type Derived struct {
 	// Detail says why a derivation failed or a belief was refused.
 	Detail string `json:"detail,omitempty"`
 }
-
-// Committed reports whether the belief was committed.
-func (d Derived) Committed() bool { return d.Code == blackboard.CodeCommitted }
 
 // Variables a derivation sees.
 const (

@@ -35,7 +35,7 @@ func deriveDesk(t *testing.T, d Derive, answer func(id string) order) (*Gate, *i
 	lookup := Func(Tool{Unscoped: true, Name: "lookup_order", Result: "order", Derives: []Derive{d}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return answer(a.OrderID), nil })
 	refund := Func(Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: OnceBy("order_id")},
+		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}},
 		func(_ context.Context, _ Invocation, a refundArgs) (map[string]any, error) {
 			*refunds++
 			return map[string]any{"refunded": a.Amount}, nil
@@ -85,7 +85,7 @@ func TestDeriveCommits(t *testing.T) {
 		t.Fatalf("lookup: %+v", res)
 	}
 	dv := res.Derived[0]
-	if !dv.Committed() || !dv.Value || dv.Belief != "refund_due" || dv.BeliefID == "" || dv.DecisionID == "" {
+	if dv.Code != blackboard.CodeCommitted || !dv.Value || dv.Belief != "refund_due" || dv.BeliefID == "" || dv.DecisionID == "" {
 		t.Fatalf("derived %+v", dv)
 	}
 	b, err := g.Kernel().Tool("test").Get(ctx, dv.BeliefID)
@@ -149,7 +149,7 @@ func TestDeriveFalse(t *testing.T) {
 		return o
 	})
 	res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	if len(res.Derived) != 1 || !res.Derived[0].Committed() || res.Derived[0].Value {
+	if len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeCommitted || res.Derived[0].Value {
 		t.Fatalf("derived %+v", res.Derived)
 	}
 	if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {
@@ -180,7 +180,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 				t.Fatalf("lookup: %+v", res)
 			}
 			dv := res.Derived[0]
-			if dv.Code != CodeDerivationFailed || dv.Committed() || dv.BeliefID != "" || !strings.Contains(dv.Detail, tc.why) {
+			if dv.Code != CodeDerivationFailed || dv.Code == blackboard.CodeCommitted || dv.BeliefID != "" || !strings.Contains(dv.Detail, tc.why) {
 				t.Errorf("derived %+v, want DERIVATION_FAILED saying %q", dv, tc.why)
 			}
 			v, err := g.Kernel().View(ctx, "t", kernel.ViewOptions{})
@@ -219,7 +219,7 @@ func TestDeriveKernelRefuses(t *testing.T) {
 		t.Run(flag, func(t *testing.T) {
 			g, refunds := deriveDesk(t, refundDue, func(id string) order { o := goodOrder(id); o[flag] = true; return o })
 			res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-			if len(res.Derived) != 1 || res.Derived[0].Code != code || res.Derived[0].BeliefID != "" || res.Derived[0].Committed() {
+			if len(res.Derived) != 1 || res.Derived[0].Code != code || res.Derived[0].BeliefID != "" || res.Derived[0].Code == blackboard.CodeCommitted {
 				t.Fatalf("derived %+v, want %s", res.Derived, code)
 			}
 			if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {
@@ -275,7 +275,7 @@ func TestDeriveOwnerSpecWins(t *testing.T) {
 	}
 	defer g.Close()
 	res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	if len(res.Derived) != 1 || res.Derived[0].Committed() {
+	if len(res.Derived) != 1 || res.Derived[0].Code == blackboard.CodeCommitted {
 		t.Errorf("derived %+v, want refused: the owner's spec asks for a payment percept", res.Derived)
 	}
 }

@@ -76,7 +76,8 @@
 // ([Call.RetryKey]), run controls ([Gate.Restrict]), the request
 // ([Gate.RecordRequest]), the policy snapshot, budgets and loop guards,
 // typed failures, approvals, the lifecycle as a chain of records, exactly
-// once and what that does not mean, masked fields, caller-driven tools,
+// once and what that does not mean, masked fields (their keys are package
+// mask's), caller-driven tools,
 // recovery, decision records ([Gate.Decisions]), telemetry and
 // concurrency. It also says what the gate guarantees and what it does
 // not, with the reasons. docs/runtime.md covers budgets, loop guards and

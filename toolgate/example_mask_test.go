@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/mask"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -49,7 +50,7 @@ func ExampleConfig_maskKey() {
 	}
 	stored, _ := act.Payload["email"].(string)
 	want, _ := g.Mask(ctx, "t1", "ada@example.com")
-	fmt.Println(res.Code, strings.HasPrefix(stored, toolgate.MaskPrefix), stored == want)
+	fmt.Println(res.Code, strings.HasPrefix(stored, mask.Prefix), stored == want)
 	// Output:
 	// effect sends to ada@example.com
 	// EFFECT_SUCCEEDED true true
@@ -66,7 +67,7 @@ func ExampleKeys_Erase() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	ring, err := toolgate.OpenKeyDir(ctx, filepath.Join(dir, "keys"))
+	ring, err := mask.OpenKeyDir(ctx, filepath.Join(dir, "keys"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -93,7 +94,7 @@ func ExampleKeys_Erase() {
 	call := func(trace string) {
 		res, err := g.Call(ctx, toolgate.Call{Tool: "send_receipt", Args: json.RawMessage(`{"email":"ada@example.com"}`), Caller: "mailer", TraceID: trace})
 		switch {
-		case errors.Is(err, toolgate.ErrMaskErased):
+		case errors.Is(err, mask.ErrErased):
 			fmt.Println(trace, "erased")
 		case err != nil:
 			fmt.Println(err)

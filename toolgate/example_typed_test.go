@@ -58,7 +58,7 @@ func ExampleFunc() {
 			{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 			{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
 		},
-		Once: toolgate.OnceBy("order_id"), // each order refunded once
+		Once: &kernel.OnceKey{Fields: []string{"order_id"}}, // each order refunded once
 	}, func(_ context.Context, inv toolgate.Invocation, a RefundArgs) (Refund, error) {
 		return Refund{RefundID: "re_" + a.OrderID, Amount: a.Amount}, nil // a real effect passes inv.Key on
 	})

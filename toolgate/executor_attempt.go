@@ -16,6 +16,7 @@ import (
 	"github.com/blackboardkernel/bk/failure"
 	pause "github.com/blackboardkernel/bk/internal/wait"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 )
 
 // lastAttempt returns the highest attempt number started for the job's
@@ -439,10 +440,10 @@ func (j *job) effectArgs() blackboard.Payload {
 // whose real value this job does not have.
 func (j *job) lostMasked() bool {
 	for _, f := range j.e.Masked {
-		if !IsMasked(j.args[f]) {
+		if !mask.Masked(j.args[f]) {
 			continue
 		}
-		if v, ok := j.real[f]; !ok || IsMasked(v) {
+		if v, ok := j.real[f]; !ok || mask.Masked(v) {
 			return true // a hash given back is no real value
 		}
 	}
@@ -455,7 +456,7 @@ func (j *job) lostMasked() bool {
 func (e *entry) maskedGiven(given blackboard.Payload) []string {
 	var out []string
 	for _, f := range e.Masked {
-		if v, has := given[f]; has && !IsMasked(v) {
+		if v, has := given[f]; has && !mask.Masked(v) {
 			out = append(out, f)
 		}
 	}

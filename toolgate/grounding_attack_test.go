@@ -81,7 +81,7 @@ func raceDesk(t *testing.T, store store.Store, shop *orderSystem) (*Gate, *atomi
 	lookup := Func(Tool{Name: "lookup_order", Result: "order", ReadOnly: true, Derives: []Derive{refundDue}},
 		func(_ context.Context, _ Invocation, a lookupArgs) (order, error) { return shop.read(a.OrderID), nil })
 	refund := Func(Tool{Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
-		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: OnceBy("order_id"), Unscoped: true},
+		Bindings: []Binding{{Arg: "order_id", Percept: "order", Op: Equal}}, Once: &kernel.OnceKey{Fields: []string{"order_id"}}, Unscoped: true},
 		func(_ context.Context, _ Invocation, a refundArgs) (map[string]any, error) {
 			refunds.Add(1)
 			shop.refundElsewhere(a.OrderID, a.Amount)
@@ -145,12 +145,12 @@ func TestAttackDerivedFromOldRead(t *testing.T) {
 	<-store.held
 	shop.refundElsewhere("A1", 80)
 	second := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`)
-	if len(second.Derived) != 1 || !second.Derived[0].Committed() || second.Derived[0].Value {
+	if len(second.Derived) != 1 || second.Derived[0].Code != blackboard.CodeCommitted || second.Derived[0].Value {
 		t.Fatalf("the second lookup derived %+v, want a committed false", second.Derived)
 	}
 	close(store.release)
 	res := <-first
-	if len(res.Derived) != 1 || res.Derived[0].Committed() || res.Derived[0].Code != blackboard.CodeSupersededEvidence {
+	if len(res.Derived) != 1 || res.Derived[0].Code == blackboard.CodeCommitted || res.Derived[0].Code != blackboard.CodeSupersededEvidence {
 		t.Errorf("the first lookup derived %+v, want SUPERSEDED_EVIDENCE: its result was superseded", res.Derived)
 	}
 	r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":80}`)
@@ -174,7 +174,7 @@ func TestAttackDerivedForAnotherOrder(t *testing.T) {
 	callGate(t, g, "t", "lookup_order", `{"order_id":"A2"}`)
 	close(store.release)
 	res := <-first
-	if len(res.Derived) != 1 || res.Derived[0].Committed() {
+	if len(res.Derived) != 1 || res.Derived[0].Code == blackboard.CodeCommitted {
 		t.Errorf("A1's lookup derived %+v, want it refused: A2's result superseded A1's", res.Derived)
 	}
 	r := callGate(t, g, "t", "issue_refund", `{"order_id":"A2","amount":80}`)
@@ -192,7 +192,7 @@ func TestAttackRefundOnSupersededDerivation(t *testing.T) {
 	shop := newShop()
 	store := newPausingStore(orderRead("A1", 80))
 	g, refunds := raceDesk(t, store, shop)
-	if res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`); len(res.Derived) != 1 || !res.Derived[0].Value || !res.Derived[0].Committed() {
+	if res := callGate(t, g, "t", "lookup_order", `{"order_id":"A1"}`); len(res.Derived) != 1 || !res.Derived[0].Value || res.Derived[0].Code != blackboard.CodeCommitted {
 		t.Fatalf("lookup derived %+v", res.Derived)
 	}
 	shop.refundElsewhere("A1", 80)
@@ -216,7 +216,7 @@ func TestAttackPlannerOverridesDerivedBelief(t *testing.T) {
 	shop := newShop()
 	g, refunds := raceDesk(t, memstore.New(), shop)
 	res := callGate(t, g, "t", "lookup_order", `{"order_id":"A2"}`)
-	if len(res.Derived) != 1 || !res.Derived[0].Committed() || res.Derived[0].Value {
+	if len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeCommitted || res.Derived[0].Value {
 		t.Fatalf("lookup derived %+v", res.Derived)
 	}
 	b, err := g.Kernel().Reader().Get(ctx, res.Derived[0].BeliefID)
@@ -252,7 +252,7 @@ func TestAttackPlannerHoldsOnceKey(t *testing.T) {
 	for _, name := range []string{"mallory", CallerWriter("support"), GateWriter} {
 		d, err := g.Kernel().Planner(name).Submit(ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 1.0, "requires_beliefs": []string{"refund_due"}}})
-		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied || d.Committed() {
+		if !errors.Is(err, blackboard.ErrPermission) || kernel.CodeOf(err) != blackboard.CodePermissionDenied || d.Code == blackboard.CodeCommitted {
 			t.Errorf("planner %s submits issue_refund: %v %v, want PERMISSION_DENIED", name, d.Code, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/internal/jsonval"
+	"github.com/blackboardkernel/bk/mask"
 )
 
 // withPatterns gives lookup_order's masked order_id a pattern and
@@ -172,7 +173,7 @@ func TestAttackEffectPanicAfterTheMoneyMoved(t *testing.T) {
 		if f, ok := res.Failure(); !ok || f.Status() != failure.StatusUnknown || f.Retryable() {
 			t.Errorf("Failure() = %v, want FAILED_UNKNOWN, not retryable", f)
 		}
-		if text := res.ForModel().Text; strings.Contains(text, string(CodeEffectFailed)) || strings.Contains(text, secret) {
+		if text := res.ForModel(); strings.Contains(text, string(CodeEffectFailed)) || strings.Contains(text, secret) {
 			t.Errorf("the model is told %s", text)
 		}
 		if again := d.execute(res.ActionID); again.Code != CodeEffectUnknown || moved != 1 {
@@ -208,7 +209,7 @@ func TestAttackEffectErrorTextStored(t *testing.T) {
 		})
 		res = d.call("t", "support", "refund", "lookup_order", `{"order_id":"`+secretOrder+`"}`)
 		wantOutcome(t, "recordable error", res, audit.OutcomeFailed, CodeEffectFailed)
-		if !strings.Contains(res.RootCause.Detail, "in the CRM") || !strings.Contains(res.RootCause.Detail, MaskPrefix) {
+		if !strings.Contains(res.RootCause.Detail, "in the CRM") || !strings.Contains(res.RootCause.Detail, mask.Prefix) {
 			t.Errorf("recordable error stored as %q, want its text with the order id masked", res.RootCause.Detail)
 		}
 		d.noSecret(t, secretOrder)

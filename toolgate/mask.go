@@ -2,49 +2,21 @@ package toolgate
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/mask"
 )
-
-// MaskPrefix begins every masked value the gate stores in place of a
-// [Tool.Masked] field: "masked:hmac-sha256:" and the unpadded URL-safe
-// base64 of HMAC-SHA256, under the mask key of the value's trace
-// ([Config.MaskKey] or [Config.MaskKeys]), of the value's canonical JSON.
-const MaskPrefix = "masked:hmac-sha256:"
-
-// MinMaskKey is the shortest mask key the gate accepts, in bytes: from
-// [Config.MaskKey], or from a [Keyring] for one trace.
-const MinMaskKey = 32
-
-// Keyring gives each trace of each namespace its own mask key, for
-// [Config.MaskKeys]: the same trace id in two namespaces is two traces, and
-// has two keys. Key returns the key of traceID in namespace ("" is
-// [blackboard.DefaultNamespace]; the gate passes its kernel's), at least
-// [MinMaskKey] bytes, making and keeping one on a trace's first use; it
-// returns an error wrapping [ErrMaskErased] for a trace whose key was
-// erased, and never another trace's key (another namespace's included) or
-// a new one in its place. The gate uses the key at once and keeps no
-// copy. Key may be called concurrently, and must honour ctx's
-// cancellation when it blocks. [Keys] is the keyring of this package.
-type Keyring interface {
-	Key(ctx context.Context, namespace, traceID string) ([]byte, error)
-}
 
 // masker hashes masked values under one key for every trace, or under
 // each trace's key from ring in the gate's namespace; nil when neither is
 // set. Safe for concurrent use: it is never changed after New.
 type masker struct {
 	key       []byte
-	ring      Keyring
+	ring      mask.Keyring
 	namespace string // the gate's kernel's, set by New
 }
 
@@ -70,8 +42,8 @@ func (m *masker) keyOf(ctx context.Context, trace string) ([]byte, error) {
 	if err != nil {
 		return nil, &keyError{fmt.Errorf("mask key of trace %q in namespace %q: %w", trace, m.namespace, err)}
 	}
-	if len(k) < MinMaskKey {
-		return nil, &keyError{fmt.Errorf("%w: mask key of trace %q in namespace %q has %d bytes (want at least %d)", ErrInvalidConfig, trace, m.namespace, len(k), MinMaskKey)}
+	if len(k) < mask.MinKey {
+		return nil, &keyError{fmt.Errorf("%w: mask key of trace %q in namespace %q has %d bytes (want at least %d)", ErrInvalidConfig, trace, m.namespace, len(k), mask.MinKey)}
 	}
 	return k, nil
 }
@@ -82,18 +54,7 @@ func (m *masker) value(ctx context.Context, trace string, v any) (string, error)
 	if err != nil {
 		return "", err
 	}
-	return hashValue(key, v)
-}
-
-// hashValue is v's masked form under key.
-func hashValue(key []byte, v any) (string, error) {
-	b, err := canon.Encode(v)
-	if err != nil {
-		return "", err
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write(b)
-	return MaskPrefix + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+	return mask.Hash(key, v)
 }
 
 // payload returns p with each of the fields present replaced by its masked
@@ -120,7 +81,7 @@ func (m *masker) payload(ctx context.Context, trace string, p blackboard.Payload
 				out[k] = v
 			}
 		}
-		h, err := hashValue(key, v)
+		h, err := mask.Hash(key, v)
 		if err != nil {
 			return nil, fmt.Errorf("masked field %q: %w", f, err)
 		}
@@ -132,12 +93,6 @@ func (m *masker) payload(ctx context.Context, trace string, p blackboard.Payload
 	return out, nil
 }
 
-// IsMasked reports whether v is a masked value as the gate stores one.
-func IsMasked(v any) bool {
-	s, ok := v.(string)
-	return ok && strings.HasPrefix(s, MaskPrefix)
-}
-
 // Mask returns v as the gate stores a masked field of that value in trace
 // traceID: what an observer records in a percept field of that trace that
 // a [Binding] compares with a masked argument (equal values give equal
@@ -145,7 +100,7 @@ func IsMasked(v any) bool {
 // the gate's namespace). It
 // fails with [ErrInvalidConfig] when the gate has no mask key, with the
 // keyring's error when traceID has no key to give (an erased trace:
-// [ErrMaskErased]), and when v is not a JSON value. With [Config.MaskKey]
+// [mask.ErrErased]), and when v is not a JSON value. With [Config.MaskKey]
 // the trace does not matter.
 func (g *Gate) Mask(ctx context.Context, traceID string, v any) (string, error) {
 	if g.mask == nil {

@@ -3,49 +3,33 @@ package toolgate
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 	"github.com/blackboardkernel/bk/store/memstore"
 )
 
 // withMaskKeys masks as withMasking does, under a keyring of one key per
 // trace instead of one key.
-func withMaskKeys(ring Keyring) func(*setup) {
+func withMaskKeys(ring mask.Keyring) func(*setup) {
 	return func(su *setup) {
 		withMasking(su)
 		su.cfg.MaskKey, su.cfg.MaskKeys = nil, ring
 	}
 }
 
-// openKeys opens a key directory in a fresh temporary directory.
-func openKeys(t *testing.T) (*Keys, string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "keys")
-	k, err := OpenKeyDir(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { k.Close() })
-	return k, dir
-}
-
-var maskedRE = regexp.MustCompile(regexp.QuoteMeta(MaskPrefix) + `[A-Za-z0-9_-]+`)
+var maskedRE = regexp.MustCompile(regexp.QuoteMeta(mask.Prefix) + `[A-Za-z0-9_-]+`)
 
 // storedHashes is every masked value the records of trace hold.
 func (d *desk) storedHashes(trace string) map[string]bool {
@@ -82,7 +66,7 @@ func bruteForce(keys [][]byte, space []string, hashes map[string]bool) []string 
 	var found []string
 	for _, key := range keys {
 		for _, v := range space {
-			if h, _ := hashValue(key, v); hashes[h] {
+			if h, _ := mask.Hash(key, v); hashes[h] {
 				found = append(found, v)
 			}
 		}
@@ -90,17 +74,11 @@ func bruteForce(keys [][]byte, space []string, hashes map[string]bool) []string 
 	return found
 }
 
-// remainingKeys is every key a keyring still keeps: in memory and in any
-// file of its directory, read leniently (a tombstone that kept a key
-// counts).
-func remainingKeys(t *testing.T, k *Keys, dir string) [][]byte {
+// remainingKeys is every key a keyring's directory still keeps in any
+// of its files, read leniently (a tombstone that kept a key counts).
+func remainingKeys(t *testing.T, dir string) [][]byte {
 	t.Helper()
 	var out [][]byte
-	k.mu.Lock()
-	for _, key := range k.keys {
-		out = append(out, key)
-	}
-	k.mu.Unlock()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +88,9 @@ func remainingKeys(t *testing.T, k *Keys, dir string) [][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var f traceFile
+		var f struct {
+			Key string `json:"key"`
+		}
 		if err := json.Unmarshal(b, &f); err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
@@ -134,14 +114,14 @@ func remainingKeys(t *testing.T, k *Keys, dir string) [][]byte {
 func TestAttackMaskErase(t *testing.T) {
 	const orderA, orderB = "ORD-0042", "ORD-0077"
 	dir := t.TempDir()
-	var ring *Keys
+	var ring *mask.Keys
 	var path string
 	opened := 0
 	fileRing := func(su *setup) { // a key directory of its own for each store
 		opened++
 		path = filepath.Join(dir, fmt.Sprintf("keys-%d", opened))
 		var err error
-		if ring, err = OpenKeyDir(context.Background(), path); err != nil {
+		if ring, err = mask.OpenKeyDir(context.Background(), path); err != nil {
 			t.Fatal(err)
 		}
 		withMaskKeys(ring)(su)
@@ -173,16 +153,16 @@ func TestAttackMaskErase(t *testing.T) {
 		if after := mustJSON(t, d.records()); after != before {
 			t.Error("erasing a trace's key changed the store")
 		}
-		if got := bruteForce(remainingKeys(t, ring, path), orderSpace(), hashesA); len(got) != 0 {
+		if got := bruteForce(remainingKeys(t, path), orderSpace(), hashesA); len(got) != 0 {
 			t.Errorf("after the erasure the keyring's keys still open trace A: %v", got)
 		}
 		n := len(d.records())
 		_, err = d.g.Call(d.ctx, Call{Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"` + orderA + `"}`), Caller: "support", TraceID: "A"})
-		if !errors.Is(err, ErrMaskErased) {
-			t.Errorf("a call in the erased trace: %v, want ErrMaskErased", err)
+		if !errors.Is(err, mask.ErrErased) {
+			t.Errorf("a call in the erased trace: %v, want mask.ErrErased", err)
 		}
-		if _, err := d.g.Mask(d.ctx, "A", orderA); !errors.Is(err, ErrMaskErased) {
-			t.Errorf("Mask in the erased trace: %v, want ErrMaskErased", err)
+		if _, err := d.g.Mask(d.ctx, "A", orderA); !errors.Is(err, mask.ErrErased) {
+			t.Errorf("Mask in the erased trace: %v, want mask.ErrErased", err)
 		}
 		if got := len(d.records()); got != n {
 			t.Errorf("the refused call wrote %d records, want none", got-n)
@@ -208,7 +188,7 @@ func TestAttackMaskErase(t *testing.T) {
 		if err := ring.Close(); err != nil {
 			t.Fatal(err)
 		}
-		ring2, err := OpenKeyDir(d.ctx, path)
+		ring2, err := mask.OpenKeyDir(d.ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,21 +196,21 @@ func TestAttackMaskErase(t *testing.T) {
 		if got, err := ring2.Key(d.ctx, "", "B"); err != nil || !hmac.Equal(got, keyB) {
 			t.Errorf("B's key after reopening: %v, want the same key", err)
 		}
-		if _, err := ring2.Key(d.ctx, "", "A"); !errors.Is(err, ErrMaskErased) {
-			t.Errorf("A's key after reopening: %v, want ErrMaskErased", err)
+		if _, err := ring2.Key(d.ctx, "", "A"); !errors.Is(err, mask.ErrErased) {
+			t.Errorf("A's key after reopening: %v, want mask.ErrErased", err)
 		}
 		d.g.Close()
 		d.g = d.gate(Config{Tools: d.tools, Contracts: d.contracts, MaskKeys: ring2})
 		wantOutcome(t, "refund in B after reopening", d.refund("B", orderB, 100), audit.OutcomeExecuted, CodeEffectSucceeded)
 		n = len(d.records())
 		args, _ := json.Marshal(map[string]any{"order_id": orderA, "amount": 1})
-		if _, err := d.g.Call(d.ctx, Call{Tool: "issue_refund", Args: args, Caller: "support", TraceID: "A"}); !errors.Is(err, ErrMaskErased) {
-			t.Errorf("a refund in the erased trace after reopening: %v, want ErrMaskErased", err)
+		if _, err := d.g.Call(d.ctx, Call{Tool: "issue_refund", Args: args, Caller: "support", TraceID: "A"}); !errors.Is(err, mask.ErrErased) {
+			t.Errorf("a refund in the erased trace after reopening: %v, want mask.ErrErased", err)
 		}
 		if got := len(d.records()); got != n {
 			t.Errorf("the refused refund wrote %d records, want none", got-n)
 		}
-		if got := bruteForce(remainingKeys(t, ring2, path), orderSpace(), hashesA); len(got) != 0 {
+		if got := bruteForce(remainingKeys(t, path), orderSpace(), hashesA); len(got) != 0 {
 			t.Errorf("after reopening the keyring's keys open trace A: %v", got)
 		}
 	}, fileRing)
@@ -239,7 +219,7 @@ func TestAttackMaskErase(t *testing.T) {
 // Resume in an erased trace, with the real arguments, runs nothing and
 // records nothing.
 func TestMaskErasedResume(t *testing.T) {
-	ring := NewKeys()
+	ring := mask.NewKeys()
 	d := newDesk(t, memstore.New(), withMaskKeys(ring))
 	wait := d.pendingRefund("A", secretOrder, 700)
 	d.approve("A", wait.ActionID, "alice", time.Hour)
@@ -248,8 +228,8 @@ func TestMaskErasedResume(t *testing.T) {
 	}
 	n := len(d.records())
 	given, _ := json.Marshal(map[string]any(wait.Args))
-	if _, err := d.g.Resume(d.ctx, "A", wait.ActionID, given); !errors.Is(err, ErrMaskErased) {
-		t.Errorf("Resume in the erased trace: %v, want ErrMaskErased", err)
+	if _, err := d.g.Resume(d.ctx, "A", wait.ActionID, given); !errors.Is(err, mask.ErrErased) {
+		t.Errorf("Resume in the erased trace: %v, want mask.ErrErased", err)
 	}
 	if got := len(d.records()); got != n {
 		t.Errorf("Resume wrote %d records, want none", got-n)
@@ -290,7 +270,7 @@ func TestMaskKeysBindPerTrace(t *testing.T) {
 		}
 		wantOutcome(t, "approved in u", res, audit.OutcomeExecuted, CodeEffectSucceeded)
 		d.noSecret(t, secretOrder)
-	}, withMaskKeys(NewKeys()))
+	}, withMaskKeys(mask.NewKeys()))
 }
 
 // New refuses both mask options, a nil keyring, and under a keyring a
@@ -320,11 +300,11 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 			g.Close()
 		}
 	}
-	both := base(withMaskKeys(NewKeys()))
+	both := base(withMaskKeys(mask.NewKeys()))
 	both.MaskKey = testMaskKey
 	try("both options", ErrInvalidConfig, both)
 	try("nil keyring", ErrInvalidConfig, base(withMaskKeys(nil)))
-	try("once-key on a masked argument", ErrInvalidTool, base(withMaskKeys(NewKeys()), withOnceKey))
+	try("once-key on a masked argument", ErrInvalidTool, base(withMaskKeys(mask.NewKeys()), withOnceKey))
 	onPercept := func(su *setup) {
 		for i := range su.tools {
 			if su.tools[i].Name == "issue_refund" {
@@ -332,9 +312,9 @@ func TestMaskKeysNewRefuses(t *testing.T) {
 			}
 		}
 	}
-	try("once-key on a masked percept field", ErrInvalidTool, base(withMaskKeys(NewKeys()), onPercept))
+	try("once-key on a masked percept field", ErrInvalidTool, base(withMaskKeys(mask.NewKeys()), onPercept))
 	try("once-key under one key", nil, base(withMasking, withOnceKey))
-	try("keyring without once-keys", nil, base(withMaskKeys(NewKeys())))
+	try("keyring without once-keys", nil, base(withMaskKeys(mask.NewKeys())))
 }
 
 // shortRing gives a key too short to hash with.
@@ -354,319 +334,10 @@ func TestMaskKeysShortKey(t *testing.T) {
 	}
 }
 
-// dirNames is the names of dir's entries.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
-// A key directory is 0700, its trace files 0600 and named by a hash of
-// the trace id alone; it refuses a directory others may reach and a
-// damaged trace file; a write that fails gives no key, erases nothing and
-// leaves no file; an erasure leaves no key in any file and holds after
-// reopening, and erasing twice or a trace never keyed is no error.
-func TestKeyDir(t *testing.T) {
-	ctx := context.Background()
-	k, dir := openKeys(t)
-	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
-		t.Fatalf("new key directory: %v %v, want mode 0700", info, err)
-	}
-	a, err := k.Key(ctx, "", "trace-a")
-	if err != nil || len(a) != MinMaskKey {
-		t.Fatalf("Key: %d bytes, %v", len(a), err)
-	}
-	if again, _ := k.Key(ctx, "", "trace-a"); !hmac.Equal(a, again) {
-		t.Error("a trace's key changed")
-	}
-	if b, _ := k.Key(ctx, "", "trace-b"); hmac.Equal(a, b) {
-		t.Error("two traces share a key")
-	}
-	names := dirNames(t, dir)
-	if len(names) != 2 {
-		t.Fatalf("directory holds %v, want a file per trace", names)
-	}
-	for _, name := range names {
-		if strings.Contains(name, "trace") || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(name) {
-			t.Errorf("trace file name %q: want the hex SHA-256 of the id alone", name)
-		}
-		if info, _ := os.Stat(filepath.Join(dir, name)); info.Mode().Perm() != 0o600 {
-			t.Errorf("trace file %s has mode %#o", name, info.Mode().Perm())
-		}
-	}
-	if _, err := k.Key(ctx, "", ""); !errors.Is(err, ErrInvalidCall) {
-		t.Errorf("empty trace: %v, want ErrInvalidCall", err)
-	}
-	if err := k.Erase(ctx, "", ""); !errors.Is(err, ErrInvalidCall) {
-		t.Errorf("erasing an empty trace: %v, want ErrInvalidCall", err)
-	}
-
-	// Writes that fail: the link of a first key, the rename of a tombstone.
-	failed := errors.New("disk full")
-	keyDirLink = func(string, string) error { return failed }
-	keyDirRename = func(string, string) error { return failed }
-	t.Cleanup(func() { keyDirLink, keyDirRename = os.Link, os.Rename })
-	if _, err := k.Key(ctx, "", "trace-c"); !errors.Is(err, failed) {
-		t.Errorf("a new key that cannot be kept: %v, want the write's error", err)
-	}
-	if err := k.Erase(ctx, "", "trace-a"); !errors.Is(err, failed) {
-		t.Errorf("an erasure that cannot be written: %v, want the write's error", err)
-	}
-	keyDirLink, keyDirRename = os.Link, os.Rename
-	if again, err := k.Key(ctx, "", "trace-a"); err != nil || !hmac.Equal(a, again) {
-		t.Errorf("a failed erasure changed the key: %v", err)
-	}
-	if got := dirNames(t, dir); !slices.Equal(got, names) {
-		t.Errorf("failed writes left %v, want %v", got, names)
-	}
-
-	if err := k.Erase(ctx, "", "trace-a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Erase(ctx, "", "trace-a"); err != nil {
-		t.Errorf("erasing twice: %v", err)
-	}
-	if err := k.Erase(ctx, "", "never-keyed"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Key(ctx, "", "trace-a"); !errors.Is(err, ErrMaskErased) {
-		t.Errorf("Key of an erased trace: %v, want ErrMaskErased", err)
-	}
-	for _, key := range remainingKeys(t, k, dir) {
-		if hmac.Equal(key, a) {
-			t.Error("the erased key is still in a file of the directory")
-		}
-	}
-	if err := k.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Key(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("Key after Close: %v, want ErrInvalidConfig", err)
-	}
-	if err := k.Erase(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("Erase after Close: %v, want ErrInvalidConfig", err)
-	}
-
-	k2, err := OpenKeyDir(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k2.Close()
-	for _, trace := range []string{"trace-a", "never-keyed"} {
-		if _, err := k2.Key(ctx, "", trace); !errors.Is(err, ErrMaskErased) {
-			t.Errorf("%s after reopening: %v, want ErrMaskErased", trace, err)
-		}
-	}
-	b, err := k2.Key(ctx, "", "trace-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// Damaged trace files are refused, never replaced by a new key.
-	bpath := filepath.Join(dir, mustKeyName(t, "trace-b"))
-	for _, body := range []string{`{"version":1,"key":"c2hvcnQ="}`, `{"version":2,"key":"` + base64.StdEncoding.EncodeToString(b) + `"}`, `not json`, ``,
-		`{"version":1,"key":"` + base64.StdEncoding.EncodeToString(b) + `","erased":true}`, `{"version":1}`, `{"version":1,"key":"!!"}`,
-		`{"version":1,"key":"` + base64.StdEncoding.EncodeToString(b) + `","trace":"trace-b"}`} {
-		if err := os.WriteFile(bpath, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := k2.Key(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("trace file %s: %v, want ErrInvalidConfig", body, err)
-		}
-		if got, _ := os.ReadFile(bpath); string(got) != body {
-			t.Errorf("a damaged trace file was rewritten: %s", got)
-		}
-	}
-	if err := os.WriteFile(bpath, []byte(`{"version":1,"key":"`+base64.StdEncoding.EncodeToString(b)+`"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(bpath, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k2.Key(ctx, "", "trace-b"); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("a trace file others may read: %v, want ErrInvalidConfig", err)
-	}
-
-	// The directory itself: modes, a file in its place, an empty path.
-	if err := os.Chmod(dir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenKeyDir(ctx, dir); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("a key directory others may reach: %v, want ErrInvalidConfig", err)
-	}
-	notDir := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenKeyDir(ctx, notDir); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("a file as the key directory: %v, want ErrInvalidConfig", err)
-	}
-	if _, err := OpenKeyDir(ctx, ""); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("an empty path: %v, want ErrInvalidConfig", err)
-	}
-	if _, err := OpenKeyDir(ctx, filepath.Join(t.TempDir(), "no", "parent")); err == nil {
-		t.Error("a key directory without its parent was made")
-	}
-}
-
-// Two Keys on one directory (two processes) racing for one trace's first
-// key end with one key that both use; an erasure through one holds in
-// the other at its next call, and a racing first key never lands over
-// the tombstone (by chance, with goroutines, and by design, with the
-// other Keys acting just before the link).
-func TestKeyDirShared(t *testing.T) {
-	ctx := context.Background()
-	k1, dir := openKeys(t)
-	k2, err := OpenKeyDir(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k2.Close()
-	for round := range 20 {
-		trace := fmt.Sprintf("race-%d", round)
-		var wg sync.WaitGroup
-		got := make([][]byte, 8)
-		for i := range got {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ring := k1
-				if i%2 == 1 {
-					ring = k2
-				}
-				key, err := ring.Key(ctx, "", trace)
-				if err != nil {
-					t.Error(err)
-				}
-				got[i] = key
-			}()
-		}
-		wg.Wait()
-		for _, key := range got[1:] {
-			if !hmac.Equal(key, got[0]) {
-				t.Fatalf("%s: racing first uses got different keys", trace)
-			}
-		}
-		if again, _ := k1.Key(ctx, "", trace); !hmac.Equal(again, got[0]) {
-			t.Fatalf("%s: the kept key is not the one given", trace)
-		}
-	}
-
-	// The other Keys acts between this one's read and its link: it lands
-	// its key first, which both then use, or its tombstone, which stays.
-	t.Cleanup(func() { keyDirLink = os.Link })
-	var other []byte
-	keyDirLink = func(tmp, path string) error {
-		keyDirLink = os.Link
-		var err error
-		if other, err = k2.Key(ctx, "", "late"); err != nil {
-			t.Error(err)
-		}
-		return os.Link(tmp, path)
-	}
-	if mine, err := k1.Key(ctx, "", "late"); err != nil || !hmac.Equal(mine, other) {
-		t.Errorf("a first key lost to another Keys: %v, want the other's key", err)
-	}
-	keyDirLink = func(tmp, path string) error {
-		keyDirLink = os.Link
-		if err := k2.Erase(ctx, "", "late-erased"); err != nil {
-			t.Error(err)
-		}
-		return os.Link(tmp, path)
-	}
-	if _, err := k1.Key(ctx, "", "late-erased"); !errors.Is(err, ErrMaskErased) {
-		t.Errorf("a first key racing an erasure: %v, want ErrMaskErased", err)
-	}
-	if _, err := k2.Key(ctx, "", "late-erased"); !errors.Is(err, ErrMaskErased) {
-		t.Errorf("the tombstone after a racing first key: %v, want ErrMaskErased", err)
-	}
-
-	if _, err := k2.Key(ctx, "", "shared"); err != nil {
-		t.Fatal(err)
-	}
-	if err := k1.Erase(ctx, "", "shared"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k2.Key(ctx, "", "shared"); !errors.Is(err, ErrMaskErased) {
-		t.Errorf("the other Keys after the erasure: %v, want ErrMaskErased", err)
-	}
-
-	// An erasure racing first uses: once it is done, no Keys has a key.
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ring := k1
-			if i%2 == 1 {
-				ring = k2
-			}
-			if i == 0 {
-				if err := ring.Erase(ctx, "", "contested"); err != nil {
-					t.Error(err)
-				}
-				return
-			}
-			if _, err := ring.Key(ctx, "", "contested"); err != nil && !errors.Is(err, ErrMaskErased) {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, ring := range []*Keys{k1, k2} {
-		if _, err := ring.Key(ctx, "", "contested"); !errors.Is(err, ErrMaskErased) {
-			t.Errorf("after an erasure racing first uses: %v, want ErrMaskErased", err)
-		}
-	}
-	for _, name := range dirNames(t, dir) {
-		if strings.HasPrefix(name, ".tmp-") {
-			t.Errorf("left behind: %s", name)
-		}
-	}
-}
-
-// Concurrent first uses of one trace get one key, in memory and in a
-// directory; the ring serves many traces at once.
-func TestKeysConcurrent(t *testing.T) {
-	ctx := context.Background()
-	dirRing, _ := openKeys(t)
-	for name, k := range map[string]*Keys{"memory": NewKeys(), "directory": dirRing} {
-		var wg sync.WaitGroup
-		got := make([][]byte, 16)
-		for i := range got {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				key, err := k.Key(ctx, "", "shared")
-				if err != nil {
-					t.Error(err)
-				}
-				got[i] = key
-				if _, err := k.Key(ctx, "", fmt.Sprintf("own-%d", i)); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-		for _, key := range got[1:] {
-			if !hmac.Equal(key, got[0]) {
-				t.Fatalf("%s: concurrent first uses got different keys", name)
-			}
-		}
-	}
-}
-
 // A trace erased while its call's effect runs: the output cannot be
 // masked, so it is not stored; the record says the output was invalid.
 func TestMaskErasedDuringEffect(t *testing.T) {
-	ring := NewKeys()
+	ring := mask.NewKeys()
 	d := newDesk(t, memstore.New(), withMaskKeys(ring))
 	d.setEffect("lookup_order", func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
 		if err := ring.Erase(ctx, "", "A"); err != nil {
@@ -680,56 +351,4 @@ func TestMaskErasedDuringEffect(t *testing.T) {
 		t.Errorf("effect ran %d times", n)
 	}
 	d.noSecret(t, secretOrder)
-}
-
-// TestKeyNamesPerNamespace: a default-namespace trace's key keeps the
-// name it had before keys were per namespace (the hex SHA-256 of the bare
-// trace id), "" and the default namespace's name are one namespace, and
-// no trace id, not one spelled as another namespace's pair, names another
-// namespace's key.
-func TestKeyNamesPerNamespace(t *testing.T) {
-	ctx := context.Background()
-	k, dir := openKeys(t)
-	legacy := sha256.Sum256([]byte("T1"))
-	if name := mustKeyName(t, "T1"); name != hex.EncodeToString(legacy[:]) {
-		t.Fatalf("the default namespace's T1 is named %s, want the hash of the bare id", name)
-	}
-	plain, err := k.Key(ctx, "", "T1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, hex.EncodeToString(legacy[:]))); err != nil {
-		t.Errorf("the default namespace's T1 is not in its old file: %v", err)
-	}
-	if named, err := k.Key(ctx, blackboard.DefaultNamespace, "T1"); err != nil || !hmac.Equal(named, plain) {
-		t.Errorf("T1 in %q and in \"\": %v, want one key", blackboard.DefaultNamespace, err)
-	}
-	billing, err := k.Key(ctx, "billing", "T1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spelled, err := k.Key(ctx, "", `["billing","T1"]`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hmac.Equal(billing, plain) || hmac.Equal(billing, spelled) {
-		t.Error("billing's T1 shares a key with a default-namespace trace")
-	}
-	if _, err := k.Key(ctx, "bad\nnamespace", "T1"); !errors.Is(err, ErrInvalidCall) {
-		t.Errorf("a namespace with a control character: %v, want ErrInvalidCall", err)
-	}
-	if err := k.Erase(ctx, "billing", "T1"); err != nil {
-		t.Fatal(err)
-	}
-	if again, err := k.Key(ctx, "", "T1"); err != nil || !hmac.Equal(again, plain) {
-		t.Errorf("the default namespace's T1 after billing's T1 was erased: %v, want its key", err)
-	}
-	mem := NewKeys()
-	a, _ := mem.Key(ctx, "desk", "T1")
-	if err := mem.Erase(ctx, "billing", "T1"); err != nil {
-		t.Fatal(err)
-	}
-	if again, err := mem.Key(ctx, "desk", "T1"); err != nil || !hmac.Equal(again, a) {
-		t.Errorf("desk's T1 in memory after billing's T1 was erased: %v, want its key", err)
-	}
 }

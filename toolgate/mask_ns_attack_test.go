@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -23,7 +24,7 @@ func TestAttackMaskKeysAcrossNamespaces(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	defer s.Close()
-	ring, err := toolgate.OpenKeyDir(ctx, filepath.Join(t.TempDir(), "keys"))
+	ring, err := mask.OpenKeyDir(ctx, filepath.Join(t.TempDir(), "keys"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +75,8 @@ func TestAttackMaskKeysAcrossNamespaces(t *testing.T) {
 	if err := ring.Erase(ctx, "desk", "T1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := call(desk); !errors.Is(err, toolgate.ErrMaskErased) {
-		t.Errorf("desk's call in its erased T1: %v, want ErrMaskErased", err)
+	if err := call(desk); !errors.Is(err, mask.ErrErased) {
+		t.Errorf("desk's call in its erased T1: %v, want mask.ErrErased", err)
 	}
 	if err := call(billing); err != nil {
 		t.Errorf("billing's call in T1 after desk's T1 was erased: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 	"github.com/blackboardkernel/bk/store/memstore"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -65,7 +66,7 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 			t.Fatalf("lookup effect got %+v, want the real order id", lookups)
 		}
 		orders := d.kinds(blackboard.Percepts, "order")
-		if len(orders) != 1 || !IsMasked(orders[0].Payload["order_id"]) {
+		if len(orders) != 1 || !mask.Masked(orders[0].Payload["order_id"]) {
 			t.Fatalf("order percept %+v, want its order_id masked", orders)
 		}
 		small := d.refund("t", secretOrder, 100)
@@ -106,7 +107,7 @@ func TestAttackMaskedValueReachesStore(t *testing.T) {
 		}
 		wantOutcome(t, "third identical lookup", last, audit.OutcomeRefused, budget.CodeLoopDetected)
 		loops := d.decisions(DecisionFilter{TraceID: "loop", Outcome: audit.OutcomeRefused})
-		if len(loops) != 1 || !strings.Contains(mustJSON(t, loops[0]), MaskPrefix) {
+		if len(loops) != 1 || !strings.Contains(mustJSON(t, loops[0]), mask.Prefix) {
 			t.Errorf("loop refusal %+v, want its digest keyed", loops)
 		}
 		plain, _ := budget.Digest([]byte(`{"order_id":"` + secretOrder + `"}`))
@@ -205,7 +206,7 @@ func TestMaskedBinding(t *testing.T) {
 func TestGateMask(t *testing.T) {
 	d := newDesk(t, memstore.New(), withMasking)
 	m, err := d.g.Mask(d.ctx, "t", secretOrder)
-	if err != nil || !IsMasked(m) {
+	if err != nil || !mask.Masked(m) {
 		t.Fatalf("Mask: %q %v", m, err)
 	}
 	d.ground("t", secretOrder)

@@ -391,7 +391,7 @@ func (p *modelProc) tools() []toolgate.Tool {
 				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
 			},
-			Once: toolgate.OnceBy("order_id"),
+			Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			// The model's traces serve no recorded request: what it tests is
 			// grounding, once-keys, approvals and crashes across orders.
 			Unscoped: true,

@@ -31,8 +31,6 @@ var (
 	mutEscalationClaimsApproval bool
 	mutLeaseDeadline            bool
 	mutLeaseLeft                bool
-	mutMaskErase                bool
-	mutMaskKeyNamespace         bool
 	mutMaskStore                bool
 	mutOversize                 bool
 	mutRawErrorHint             bool
@@ -91,10 +89,6 @@ func init() {
 			Check: "an attempt's effect loses its context a margin before the deadline its record holds, and no driver takes over until a margin after it (exactly once under a slow store)"},
 		mutant.Def{Name: "toolgate.lease_left", On: &mutLeaseLeft,
 			Check: "an attempt whose write left less than the margin of its lease does not start its effect"},
-		mutant.Def{Name: "toolgate.mask_erase", On: &mutMaskErase,
-			Check: "erasing a trace's mask key destroys it: no key the keyring keeps matches the trace's stored hashes"},
-		mutant.Def{Name: "toolgate.mask_key_namespace", On: &mutMaskKeyNamespace,
-			Check: "a trace's mask key is its namespace's own: the same trace id in two namespaces has two keys, erased apart"},
 		mutant.Def{Name: "toolgate.mask_store", On: &mutMaskStore,
 			Check: "a masked field's value never reaches the store: actions, decision records and results hold its keyed hash"},
 		mutant.Def{Name: "toolgate.oversize_refusal", On: &mutOversize,

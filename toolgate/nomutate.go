@@ -25,8 +25,6 @@ const (
 	mutEscalationClaimsApproval = false
 	mutLeaseDeadline            = false
 	mutLeaseLeft                = false
-	mutMaskErase                = false
-	mutMaskKeyNamespace         = false
 	mutMaskStore                = false
 	mutOversize                 = false
 	mutRawErrorHint             = false

@@ -11,6 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -44,14 +45,13 @@ func TestForModel(t *testing.T) {
 			`{"outcome":"committed","code":"CALL_RUNNING","hint":"wait"}`, false},
 	}
 	for _, tc := range cases {
-		rep := tc.r.ForModel()
-		if rep.Text != tc.want || rep.IsError != tc.isError {
-			t.Errorf("%s: ForModel() = %s (error %v)\nwant %s (error %v)", tc.name, rep.Text, rep.IsError, tc.want, tc.isError)
+		text := tc.r.ForModel()
+		if isErr := reply.IsError(tc.r.Outcome); text != tc.want || isErr != tc.isError {
+			t.Errorf("%s: ForModel() = %s (error %v)\nwant %s (error %v)", tc.name, text, isErr, tc.want, tc.isError)
 		}
-		var back ReplyContent
-		if err := json.Unmarshal([]byte(rep.Text), &back); err != nil || back.Outcome != rep.Content.Outcome || back.Code != rep.Content.Code ||
-			back.Status != rep.Content.Status || back.Hint != rep.Content.Hint || len(back.Output) != len(rep.Content.Output) {
-			t.Errorf("%s: the text %s is not the content %+v (%v)", tc.name, rep.Text, rep.Content, err)
+		var back reply.Content
+		if err := json.Unmarshal([]byte(text), &back); err != nil || back.Outcome != tc.r.Outcome || back.Code != tc.r.Code || back.Hint != tc.r.Hint {
+			t.Errorf("%s: the text %s does not decode into the result's content (%v)", tc.name, text, err)
 		}
 	}
 }
@@ -84,12 +84,13 @@ func TestAttackEffectErrorNeverReachesTheModel(t *testing.T) {
 				d.setEffect("search_kb", tc.effect)
 				res := d.call("t", "researcher", "", "search_kb", `{"query":"q"}`)
 				wantOutcome(t, tc.name, res, audit.OutcomeFailed, tc.code)
-				rep := res.ForModel()
-				if strings.Contains(rep.Text, secret) || strings.Contains(res.Hint, secret) || strings.Contains(rep.Text, "goroutine") {
-					t.Errorf("the model sees the effect's error text: %s", rep.Text)
+				text := res.ForModel()
+				if strings.Contains(text, secret) || strings.Contains(res.Hint, secret) || strings.Contains(text, "goroutine") {
+					t.Errorf("the model sees the effect's error text: %s", text)
 				}
-				if !rep.IsError || rep.Content.Status == "" || rep.Content.Category == "" || rep.Content.Hint == "" {
-					t.Errorf("the model does not get the code, kind and hint: %s", rep.Text)
+				var rep reply.Content
+				if err := json.Unmarshal([]byte(text), &rep); err != nil || !reply.IsError(res.Outcome) || rep.Status == "" || rep.Category == "" || rep.Hint == "" {
+					t.Errorf("the model does not get the code, kind and hint: %s (%v)", text, err)
 				}
 				d.noSecret(t, secret)
 				if !strings.Contains(sink.String(), secret) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -135,8 +136,8 @@ func TestRetryKeyWhileRunning(t *testing.T) {
 		if _, failed := running.Failure(); failed {
 			t.Error("a running call is typed as a failure")
 		}
-		if rep := running.ForModel(); rep.IsError {
-			t.Errorf("a running call renders as an error: %s", rep.Text)
+		if reply.IsError(running.Outcome) {
+			t.Errorf("a running call renders as an error: %s", running.ForModel())
 		}
 		close(release)
 		wg.Wait()
@@ -203,7 +204,7 @@ func TestAttackRetryKeyReuse(t *testing.T) {
 		} {
 			res := d.keyed(d.g, "x1", tc.caller, tc.tool, tc.args)
 			wantOutcome(t, tc.name, res, audit.OutcomeRefused, CodeRetryKeyConflict)
-			if res.ActionID != "" || res.Output != nil || strings.Contains(res.ForModel().Text, "re_A1") {
+			if res.ActionID != "" || res.Output != nil || strings.Contains(res.ForModel(), "re_A1") {
 				t.Errorf("%s: the conflict shows the first call: %+v", tc.name, res)
 			}
 			if f, ok := res.Failure(); !ok || f.Retryable() {

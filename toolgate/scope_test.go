@@ -42,7 +42,7 @@ func newScopeDesk(t *testing.T) *scopeDesk {
 			}}, {Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 			Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"amount":{"type":"number"}},"required":["order_id","amount"]}`),
 			Bindings:   []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}, {Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-			Scope:      map[string]string{"order_id": "order"}, Once: toolgate.OnceBy("order_id"),
+			Scope:      map[string]string{"order_id": "order"}, Once: &kernel.OnceKey{Fields: []string{"order_id"}},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {
 				id, _ := inv.Args.String("order_id")
 				d.refunds[id].Add(1)

@@ -71,12 +71,13 @@ type Tool struct {
 	// Scope. It is the explicit opt-out, as Unbound is for Bindings; leave
 	// it false whenever an argument names whose thing is acted on.
 	Unscoped bool
-	// Once, when set, is the once-key of the tool's action type
-	// (kernel.OnceKey): of the calls with equal values of its fields, at
-	// most Limit ever commit in the kernel's namespace, across traces and
-	// processes; the others are refused (DUPLICATE_ACTION). It is also the
-	// effect's idempotency key ([Invocation.Key]). [OnceBy] names the
-	// fields; each must be a declared argument (unless Percept is set).
+	// Once, when set, is the once-key of the tool's action type: of the
+	// calls with equal values of its fields, at most Limit ever commit in
+	// the kernel's namespace, across traces and processes; the others are
+	// refused (DUPLICATE_ACTION). It is also the effect's idempotency key
+	// ([Invocation.Key]). Each field must be a declared argument (unless
+	// Percept is set): &kernel.OnceKey{Fields: []string{"order_id"}}
+	// refunds each order once, whatever the trace or process.
 	Once *kernel.OnceKey
 	// Idempotent says that the external system honours [Invocation.Key]
 	// although the tool has no Once (the key is then the action's own),
@@ -129,7 +130,7 @@ type Tool struct {
 	Derives []Derive
 	// Masked names the top-level argument and output fields whose values
 	// the store must never hold (an email address, a card number): the
-	// gate replaces each with its keyed hash ([MaskPrefix], [Config.MaskKey])
+	// gate replaces each with its keyed hash ([mask.Hash], [Config.MaskKey])
 	// before anything is written, so that the action, its decision
 	// records, its result and what the inspector shows hold the hash.
 	// Equal values give equal hashes, so once-keys, the approval digest,
@@ -187,9 +188,9 @@ func InvocationFrom(ctx context.Context) (inv Invocation, ok bool) {
 	return inv, ok
 }
 
-// Decode unmarshals the arguments into v (a pointer to a struct, say).
-func (inv Invocation) Decode(v any) error {
-	b, err := json.Marshal(map[string]any(inv.Args))
+// decodeArgs unmarshals the arguments p into v (a pointer to a struct).
+func decodeArgs(p blackboard.Payload, v any) error {
+	b, err := json.Marshal(map[string]any(p))
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/kernel"
 )
 
 // Func defines a tool from Go types, in one place: t says everything the
@@ -23,9 +22,11 @@ import (
 //     github.com/google/jsonschema-go ([jsonschema.For]): a property per
 //     exported field under its json name, required unless the field is
 //     omitempty or omitzero, no other property allowed, and a field's
-//     `jsonschema:"..."` tag as its description; a field whose type is a
-//     [Schemer] has the schema that type states (an enum, a pattern,
-//     bounds). Args must be a struct.
+//     `jsonschema:"..."` tag as its description; a field whose type has a
+//     method JSONSchema() *jsonschema.Schema has the schema that method
+//     states (an enum of reasons, a pattern of order ids, bounds of an
+//     amount), called once, on the type's zero value, when Func runs.
+//     Args must be a struct.
 //   - Effect decodes the committed arguments into an Args and calls
 //     effect; its Out, which must encode as a JSON object (a struct or a
 //     map with string keys), becomes the result's payload. An error effect
@@ -62,7 +63,7 @@ func Func[Args, Out any](t Tool, effect func(ctx context.Context, inv Invocation
 	t.Parameters = params
 	t.Effect = func(ctx context.Context, inv Invocation) (blackboard.Payload, error) {
 		var args Args
-		if err := inv.Decode(&args); err != nil {
+		if err := decodeArgs(inv.Args, &args); err != nil {
 			// The gate checked the arguments against Args' schema: a
 			// failure here is a definition the schema does not capture.
 			return nil, fmt.Errorf("toolgate: the arguments of %s do not decode into %T: %w", inv.Tool, args, err)
@@ -102,30 +103,20 @@ func encodeOutput(out any) (blackboard.Payload, error) {
 	return p, nil
 }
 
-// OnceBy is the once-key of a tool whose calls with equal values of the
-// named argument fields commit at most once ([Tool.Once]): OnceBy("order_id")
-// refunds each order once, whatever the trace or process.
-func OnceBy(fields ...string) *kernel.OnceKey {
-	return &kernel.OnceKey{Fields: fields}
-}
-
-// Schemer is implemented by a type of an argument that states its own JSON
-// Schema, which [Func] gives every field of that type instead of the one it
-// would infer: an enum of reasons, a pattern of order ids, bounds of an
-// amount. JSONSchema is called on the type's zero value, once, when Func
-// runs.
-type Schemer interface {
+// schemer is a type of an argument that states its own JSON Schema
+// ([Func]).
+type schemer interface {
 	JSONSchema() *jsonschema.Schema
 }
 
 // stated collects into own the schemas that t and the types it is made of
-// state as [Schemer]s.
+// state with a JSONSchema method.
 func stated(t reflect.Type, own map[reflect.Type]*jsonschema.Schema, seen map[reflect.Type]bool) {
 	if seen[t] {
 		return
 	}
 	seen[t] = true
-	if s, ok := reflect.Zero(t).Interface().(Schemer); ok {
+	if s, ok := reflect.Zero(t).Interface().(schemer); ok {
 		own[t] = s.JSONSchema()
 		return
 	}

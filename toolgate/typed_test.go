@@ -121,7 +121,7 @@ func TestFuncInvalid(t *testing.T) {
 		{"parameters given", Func(Tool{Unscoped: true, Name: "a", Parameters: json.RawMessage(`{}`)}, ok)},
 		{"effect given", Func(Tool{Unscoped: true, Name: "a", Effect: func(context.Context, Invocation) (blackboard.Payload, error) { return nil, nil }}, ok)},
 		{"no effect", Func[shipArgs, shipment](Tool{Unscoped: true, Name: "a"}, nil)},
-		{"once-key on no argument", Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("orderid")}, ok)},
+		{"once-key on no argument", Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: &kernel.OnceKey{Fields: []string{"orderid"}}}, ok)},
 	} {
 		g, err := New(context.Background(), Config{Tools: []Tool{tc.tool}})
 		if !errors.Is(err, ErrInvalidTool) || !strings.Contains(err.Error(), `"a"`) {
@@ -133,7 +133,7 @@ func TestFuncInvalid(t *testing.T) {
 	}
 	// The once-key on a declared argument is accepted.
 	g, err := New(context.Background(), Config{Kernel: kernel.Config{BeliefSpecs: []kernel.BeliefSpec{{Kind: "b", DependsOn: []string{"p"}}}},
-		Tools: []Tool{Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: OnceBy("order_id")}, ok)}})
+		Tools: []Tool{Func(Tool{Unscoped: true, Name: "a", Requires: []string{"b"}, Unbound: true, Once: &kernel.OnceKey{Fields: []string{"order_id"}}}, ok)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ type returnArgs struct {
 	Also    []reason `json:"also,omitempty"`
 }
 
-// TestFuncSchemer: a field whose type is a Schemer gets the schema the
+// TestFuncSchemer: a field whose type has a JSONSchema method gets the schema the
 // type states, wherever the type appears (a field, a list's items), and
 // the gate holds calls to it: a value outside the enum is refused, naming
 // the argument.

@@ -20,12 +20,13 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // KeyIsError is the key of a tool response that marks a call the gate
-// refused or that failed; the response's other keys are the gate's
-// [toolgate.ReplyContent].
+// refused or that failed; the response's other keys are those of the
+// gate's [toolgate.Result.ForModel].
 const KeyIsError = "is_error"
 
 // ErrInvalid is returned by [New] for a nil gate, an empty caller, an
@@ -221,7 +222,7 @@ func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 		return nil, errGate{err}
 	}
 	if res.Outcome != audit.OutcomePendingApproval || gv.approver == "" {
-		return response(res.ForModel())
+		return response(res)
 	}
 	if conf := ctx.ToolConfirmation(); conf != nil {
 		return gv.resolve(ctx, c, res, conf.Confirmed, conf.Payload)
@@ -232,7 +233,7 @@ func (gv *Governor) before(ctx agent.Context, t tool.Tool, args map[string]any) 
 		Confirmation{Tool: t.Name(), ActionID: res.ApprovalID, Digest: res.ArgsDigest, Args: maps.Clone(res.Args)}); err != nil {
 		return nil, err
 	}
-	return response(res.ForModel())
+	return response(res)
 }
 
 // principal is who an invocation's calls are made for: ADK's user id,
@@ -259,7 +260,7 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 	}
 	if shown.Digest != res.ArgsDigest && !mutForgedConfirmation {
 		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
-			Hint: "the confirmation does not approve this call's arguments; ask the person again"}.ForModel())
+			Hint: "the confirmation does not approve this call's arguments; ask the person again"})
 	}
 	decision, note := audit.Denied, "denied through ADK tool confirmation"
 	if confirmed {
@@ -272,7 +273,7 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 	out, err := gv.g.Approver(gv.approver).Resolve(ctx, toolgate.Answer{TraceID: c.TraceID, ActionID: res.ApprovalID, Digest: digest, Verdict: decision, Note: note})
 	if errors.Is(err, blackboard.ErrInvalidInput) || errors.Is(err, blackboard.ErrPermission) {
 		return response(toolgate.Result{Outcome: audit.OutcomeRefused, Code: toolgate.CodeApprovalMismatch, ApprovalID: res.ApprovalID,
-			Hint: "the confirmation was not taken: " + err.Error()}.ForModel())
+			Hint: "the confirmation was not taken: " + err.Error()})
 	}
 	if err == nil && out.Code == toolgate.CodeEffectUnavailable {
 		// The agent's own tool: the gate recorded the approval and had
@@ -283,7 +284,7 @@ func (gv *Governor) resolve(ctx agent.Context, c toolgate.Call, res toolgate.Res
 	if err != nil {
 		return nil, errGate{err}
 	}
-	return response(out.ForModel())
+	return response(out)
 }
 
 // effect runs the agent's own ADK tool as a call's effect, as ADK runs
@@ -340,17 +341,14 @@ func (e effectContext) Done() <-chan struct{}       { return e.c.Done() }
 func (e effectContext) Err() error                  { return e.c.Err() }
 func (e effectContext) Value(key any) any           { return e.c.Value(key) }
 
-// response is a gate reply as an ADK tool response.
-func response(r toolgate.Reply) (map[string]any, error) {
-	b, err := json.Marshal(r.Content)
-	if err != nil {
-		return nil, err
-	}
+// response is a gate result as an ADK tool response: the object of
+// [toolgate.Result.ForModel], and [KeyIsError].
+func response(r toolgate.Result) (map[string]any, error) {
 	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := json.Unmarshal([]byte(r.ForModel()), &m); err != nil {
 		return nil, err
 	}
-	m[KeyIsError] = r.IsError
+	m[KeyIsError] = reply.IsError(r.Outcome)
 	return m, nil
 }
 

@@ -209,7 +209,7 @@ func (m *Middleware) unknown(ctx context.Context, name, args string) (string, er
 	if err != nil {
 		return "", err
 	}
-	return res.ForModel().Text, nil
+	return res.ForModel(), nil
 }
 
 // Invokable is the tool middleware. It puts every call to the gate
@@ -230,7 +230,7 @@ func (m *Middleware) Invokable(next compose.InvokableToolEndpoint) compose.Invok
 		if err != nil {
 			return nil, err
 		}
-		reply := res.ForModel().Text
+		reply := res.ForModel()
 		if res.Outcome != audit.OutcomePendingApproval || m.approver == "" {
 			return &compose.ToolOutput{Result: reply}, nil
 		}
@@ -320,7 +320,7 @@ func (m *Middleware) resume(ctx context.Context, st *pending, next compose.Invok
 	if err != nil {
 		return nil, err
 	}
-	return &compose.ToolOutput{Result: res.ForModel().Text}, nil
+	return &compose.ToolOutput{Result: res.ForModel()}, nil
 }
 
 func (m *Middleware) matches(d *Decision, st *pending) bool {

@@ -15,8 +15,7 @@ import (
 	"github.com/eino-contrib/jsonschema"
 
 	"github.com/blackboardkernel/bk/adapters/eino"
-	"github.com/blackboardkernel/bk/audit"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
 
@@ -149,11 +148,11 @@ func (r *runner) CallTool(ctx context.Context, name string, args json.RawMessage
 }
 
 func decode(text string) (adaptertest.Reply, error) {
-	var c toolgate.ReplyContent
+	var c reply.Content
 	if err := json.Unmarshal([]byte(text), &c); err != nil {
 		return adaptertest.Reply{}, err
 	}
-	return adaptertest.Reply{Content: c, IsError: c.Outcome == audit.OutcomeRefused || c.Outcome == audit.OutcomeFailed}, nil
+	return adaptertest.Reply{Content: c, IsError: reply.IsError(c.Outcome)}, nil
 }
 
 func asSuite(env *adaptertest.Env) func(context.Context, eino.Approval) eino.Decision {

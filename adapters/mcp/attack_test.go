@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/blackboardkernel/bk/adapters/mcp"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
@@ -63,7 +64,7 @@ func TestAttackSwappedArgumentsWithApproval(t *testing.T) {
 	if res, err = cs.CallTool(t.Context(), params); err != nil {
 		t.Fatal(err)
 	}
-	var got toolgate.ReplyContent
+	var got reply.Content
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)

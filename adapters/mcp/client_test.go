@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/adapters/mcp"
 	"github.com/blackboardkernel/bk/audit"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -106,8 +107,8 @@ func TestRemoteEffect(t *testing.T) {
 	if err != nil || res.Outcome != audit.OutcomeFailed {
 		t.Fatalf("failing remote: %+v, %v", res, err)
 	}
-	if reply := res.ForModel(); !reply.IsError || strings.Contains(reply.Text, "fire") {
-		t.Fatalf("the model was shown %s", reply.Text)
+	if text := res.ForModel(); !reply.IsError(res.Outcome) || strings.Contains(text, "fire") {
+		t.Fatalf("the model was shown %s", text)
 	}
 }
 
@@ -142,7 +143,7 @@ func TestRemoteEffectOlderProtocols(t *testing.T) {
 				t.Fatalf("remote saw retry keys %q and traceparents %q, want the action's key and trace %s", r.keys, r.traces, sc.TraceID())
 			}
 			res, err = g.Call(t.Context(), toolgate.Call{Tool: "ship", Args: json.RawMessage(`{"order_id":"X"}`), Caller: "agent", TraceID: "t1"})
-			if err != nil || res.Outcome != audit.OutcomeFailed || strings.Contains(res.ForModel().Text, "fire") {
+			if err != nil || res.Outcome != audit.OutcomeFailed || strings.Contains(res.ForModel(), "fire") {
 				t.Fatalf("failing remote: %+v, %v", res, err)
 			}
 		})

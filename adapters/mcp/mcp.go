@@ -11,6 +11,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -150,7 +151,7 @@ func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 		if err != nil {
 			return nil, err
 		}
-		return toolResult(res.ForModel()), nil
+		return toolResult(res), nil
 	}
 	key, _ := req.Params.GetMeta()[MetaRetryKey].(string)
 	res, err := gv.g.Call(ctx, toolgate.Call{ID: key, RetryKey: key, Tool: req.Params.Name, Args: args, Caller: gv.caller, TraceID: trace,
@@ -172,7 +173,7 @@ func (gv *governor) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 				"digest": res.ArgsDigest, "args": res.Args}},
 		}}}, nil
 	}
-	return toolResult(res.ForModel()), nil
+	return toolResult(res), nil
 }
 
 // canAsk reports whether the session's client can put a form to its user.
@@ -232,7 +233,9 @@ func committedDigest(args json.RawMessage) (string, error) {
 	return toolgate.ArgsDigest(p)
 }
 
-// toolResult is a gate reply as an MCP tool result.
-func toolResult(r toolgate.Reply) *sdk.CallToolResult {
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: r.Text}}, StructuredContent: r.Content, IsError: r.IsError}
+// toolResult is a gate result as an MCP tool result: the text of
+// [toolgate.Result.ForModel], as text and as structured content.
+func toolResult(r toolgate.Result) *sdk.CallToolResult {
+	text := r.ForModel()
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, StructuredContent: json.RawMessage(text), IsError: reply.IsError(r.Outcome)}
 }

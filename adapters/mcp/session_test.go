@@ -14,6 +14,8 @@ import (
 	"github.com/blackboardkernel/bk/adapters/mcp"
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/reply"
+	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -47,7 +49,7 @@ func sessionGate(t *testing.T, refunds *atomic.Int32) *toolgate.Gate {
 		})
 	issue := toolgate.Func(toolgate.Tool{Unscoped: true, Name: "issue_refund", Result: "refund", Requires: []string{"refund_due"},
 		Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal}},
-		Once:     toolgate.OnceBy("order_id"), Approval: toolgate.ApprovalPolicy{When: "amount > 500"}},
+		Once:     &kernel.OnceKey{Fields: []string{"order_id"}}, Approval: toolgate.ApprovalPolicy{When: "amount > 500"}},
 		func(_ context.Context, _ toolgate.Invocation, a refundArgs) (refund, error) {
 			refunds.Add(1)
 			return refund{RefundID: "re_" + a.OrderID}, nil
@@ -85,13 +87,13 @@ func sessionWith(t *testing.T, server *sdk.Server, opts *sdk.ClientOptions) *sdk
 	return cs
 }
 
-func call(t *testing.T, cs *sdk.ClientSession, tool, args, key string) toolgate.ReplyContent {
+func call(t *testing.T, cs *sdk.ClientSession, tool, args, key string) reply.Content {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(args), Meta: sdk.Meta{mcp.MetaRetryKey: key}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got toolgate.ReplyContent
+	var got reply.Content
 	if err := remarshal(res.StructuredContent, &got); err != nil {
 		t.Fatal(err)
 	}

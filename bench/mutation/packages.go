@@ -13,6 +13,7 @@ import (
 	_ "github.com/blackboardkernel/bk/internal/inspect"
 	_ "github.com/blackboardkernel/bk/invariant"
 	_ "github.com/blackboardkernel/bk/kernel"
+	_ "github.com/blackboardkernel/bk/mask"
 	_ "github.com/blackboardkernel/bk/pack"
 	_ "github.com/blackboardkernel/bk/replay"
 	_ "github.com/blackboardkernel/bk/rules"

@@ -111,7 +111,7 @@ func TestAttackParallelLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := d.callAs(t, "T1", "lookup_order", `{"order_id":"A1"}`)
-	if len(second.Derived) != 1 || !second.Derived[0].Committed() || second.Derived[0].Value {
+	if len(second.Derived) != 1 || second.Derived[0].Code != blackboard.CodeCommitted || second.Derived[0].Value {
 		t.Fatalf("the second lookup derived %+v, want a committed false", second.Derived)
 	}
 	close(store.release)
@@ -133,7 +133,7 @@ func TestAttackParallelLookups(t *testing.T) {
 // SUPERSEDED_EVIDENCE, and nothing runs.
 func TestAttackRefundBesideLookup(t *testing.T) {
 	d, store := groundingDesk(t, "A9", 60)
-	if res := d.callAs(t, "T1", "lookup_order", `{"order_id":"A9"}`); len(res.Derived) != 1 || !res.Derived[0].Committed() || !res.Derived[0].Value {
+	if res := d.callAs(t, "T1", "lookup_order", `{"order_id":"A9"}`); len(res.Derived) != 1 || res.Derived[0].Code != blackboard.CodeCommitted || !res.Derived[0].Value {
 		t.Fatalf("lookup derived %+v", res.Derived)
 	}
 	if _, _, err := d.w.Refund("refunded-at-the-counter", "A9", 60); err != nil {

@@ -438,7 +438,7 @@ func followUp(results []toolgate.Result) string {
 	var b strings.Builder
 	b.WriteString("The refunds that waited for approval were decided. The gate's results:")
 	for _, res := range results {
-		b.WriteString(" " + res.ForModel().Text)
+		b.WriteString(" " + res.ForModel())
 	}
 	b.WriteString(" Tell the customer by email.")
 	return b.String()

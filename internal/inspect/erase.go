@@ -10,11 +10,11 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/cmdline"
-	"github.com/blackboardkernel/bk/toolgate"
+	"github.com/blackboardkernel/bk/mask"
 )
 
 func eraseFlags(fs *flag.FlagSet, e *env) {
-	fs.StringVar(&e.keys, "keys", "", "the key directory of the gate's keyring (toolgate.OpenKeyDir), kept apart from the store (required)")
+	fs.StringVar(&e.keys, "keys", "", "the key directory of the gate's keyring (mask.OpenKeyDir), kept apart from the store (required)")
 	e.check = func() error {
 		if e.keys == "" {
 			return cmdline.Usagef("--keys DIR is required")
@@ -32,7 +32,7 @@ type erased struct {
 }
 
 // runErase destroys a trace's mask key in the key directory
-// (toolgate.Keys.Erase): the key of the trace in --namespace, or in the
+// (mask.Keys.Erase): the key of the trace in --namespace, or in the
 // one namespace that holds the trace id (an id several namespaces hold is
 // refused; keys are per namespace), also while an application uses the directory: its
 // Keys reads the trace's file on each use, so its next call in the trace
@@ -58,12 +58,12 @@ func runErase(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		out.Masked += strings.Count(string(b), toolgate.MaskPrefix)
+		out.Masked += strings.Count(string(b), mask.Prefix)
 	}
 	if out.Records == 0 {
 		return fmt.Errorf("erase: no trace %q: %w", trace, blackboard.ErrNotFound)
 	}
-	keys, err := toolgate.OpenKeyDir(ctx, e.keys)
+	keys, err := mask.OpenKeyDir(ctx, e.keys)
 	if err != nil {
 		return err
 	}

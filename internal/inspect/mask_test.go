@@ -14,6 +14,7 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 	"github.com/blackboardkernel/bk/store/sqlitestore"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -69,7 +70,7 @@ func TestMaskedValuesNotShown(t *testing.T) {
 	s.Close()
 
 	for _, cmd := range []string{"export"} {
-		if out := mustBK(t, "--db", db, cmd); !strings.Contains(out, toolgate.MaskPrefix) {
+		if out := mustBK(t, "--db", db, cmd); !strings.Contains(out, mask.Prefix) {
 			t.Errorf("bk %s does not show the masked value:\n%s", cmd, out)
 		}
 	}
@@ -96,7 +97,7 @@ func TestEraseCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ring, err := toolgate.OpenKeyDir(ctx, keysPath)
+	ring, err := mask.OpenKeyDir(ctx, keysPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,14 +188,14 @@ func TestEraseCommand(t *testing.T) {
 	if after := mustBK(t, "--db", db, "export"); after != before {
 		t.Error("bk erase changed the store")
 	}
-	reopened, err := toolgate.OpenKeyDir(ctx, keysPath)
+	reopened, err := mask.OpenKeyDir(ctx, keysPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reopened.Close()
-	for name, r := range map[string]*toolgate.Keys{"open": ring, "reopened": reopened} {
-		if _, err := r.Key(ctx, "desk", "A"); !errors.Is(err, toolgate.ErrMaskErased) {
-			t.Errorf("A after bk erase (%s keyring): %v, want ErrMaskErased", name, err)
+	for name, r := range map[string]*mask.Keys{"open": ring, "reopened": reopened} {
+		if _, err := r.Key(ctx, "desk", "A"); !errors.Is(err, mask.ErrErased) {
+			t.Errorf("A after bk erase (%s keyring): %v, want mask.ErrErased", name, err)
 		}
 		if k, err := r.Key(ctx, "desk", "B"); err != nil || string(k) != string(keyB) {
 			t.Errorf("B after bk erase (%s keyring): %v, want its key unchanged", name, err)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/invariant/invarianttest"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
@@ -44,11 +45,11 @@ type Adapter interface {
 }
 
 // Reply is what a model is shown of a call: the structured content of
-// [toolgate.Result.ForModel] and its error flag, as the adapter's
-// framework carried them.
+// [toolgate.Result.ForModel] (its JSON decoded) and its error flag, as the
+// adapter's framework carried them.
 type Reply struct {
 	IsError bool
-	Content toolgate.ReplyContent
+	Content reply.Content
 }
 
 // Approval is what a person is asked to approve: the call's tool, the
@@ -224,7 +225,7 @@ func newEnv(t testing.TB, framework bool) *Env {
 				{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost},
 			},
-			Once:     toolgate.OnceBy("order_id"),
+			Once:     &kernel.OnceKey{Fields: []string{"order_id"}},
 			Result:   "refund",
 			Approval: toolgate.ApprovalPolicy{When: "amount > 500"},
 			Effect: func(_ context.Context, inv toolgate.Invocation) (blackboard.Payload, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/reply"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/toolgate/adaptertest"
 )
@@ -99,8 +100,11 @@ func (d *direct) CallTool(ctx context.Context, name string, args json.RawMessage
 			}
 		}
 	}
-	r := res.ForModel()
-	return adaptertest.Reply{IsError: r.IsError, Content: r.Content}, nil
+	var content reply.Content
+	if err := json.Unmarshal([]byte(res.ForModel()), &content); err != nil {
+		return adaptertest.Reply{}, err
+	}
+	return adaptertest.Reply{IsError: reply.IsError(res.Outcome), Content: content}, nil
 }
 
 func TestDirect(t *testing.T) {

@@ -308,7 +308,7 @@ func (a *Agent) Run(ctx context.Context, t Task) (res AgentResult, err error) {
 			a.c.log.DebugContext(ctx, "llm: agent tool call", "trace", t.TraceID, "round", round,
 				"tool", call.Tool, "outcome", string(r.Outcome), "code", string(r.Code))
 			res.Calls = append(res.Calls, ToolResult{Round: round, Call: call, Result: r})
-			res.messages = append(res.messages, message{Role: "tool", ToolCallID: tc.ID, Content: r.ForModel().Text})
+			res.messages = append(res.messages, message{Role: "tool", ToolCallID: tc.ID, Content: r.ForModel()})
 			if lerr := rt.turn(&res, call.Tool, r); lerr != nil {
 				rt.skip(&res, calls[i+1:])
 				return res, lerr

@@ -353,8 +353,8 @@ func TestAgentOnKernelNeverPaysAnUnsafeRefund(t *testing.T) {
 					continue
 				}
 				content, ok := reqs[r.Round].toolResults()[r.Call.ID]
-				if !ok || content != r.Result.ForModel().Text {
-					t.Errorf("request %d: result of %s = %q, want %q", r.Round, r.Call.ID, content, r.Result.ForModel().Text)
+				if !ok || content != r.Result.ForModel() {
+					t.Errorf("request %d: result of %s = %q, want %q", r.Round, r.Call.ID, content, r.Result.ForModel())
 				}
 			}
 

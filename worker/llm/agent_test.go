@@ -205,7 +205,7 @@ func TestAgentHandsEveryCallToTheGate(t *testing.T) {
 		}
 	}
 	for i, m := range msgs[3:] {
-		if m.Role != "tool" || m.ToolCallID != want[i].id || m.Content != res.Calls[i].Result.ForModel().Text {
+		if m.Role != "tool" || m.ToolCallID != want[i].id || m.Content != res.Calls[i].Result.ForModel() {
 			t.Errorf("tool message %d = %+v; want the result of %s", i, m, want[i].id)
 		}
 	}

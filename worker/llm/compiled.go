@@ -120,7 +120,7 @@ func lastResult(res *AgentResult, last int) string {
 		}
 		text := m.Content // a call the gate never saw: the agent's own words
 		if r, ok := answers[m.ToolCallID]; ok && compiledReal() {
-			text = r.ForRecord().Text
+			text = r.ForRecord()
 		}
 		fmt.Fprintf(&b, "- %s %s: %s\n", m.ToolCallID, tools[m.ToolCallID], oneLine(text))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
+	"github.com/blackboardkernel/bk/mask"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
 	"github.com/blackboardkernel/bk/toolgate"
@@ -59,7 +60,7 @@ func TestAttackCompiledContextHoldsMaskedOutput(t *testing.T) {
 		t.Fatalf("%d requests, want 2", len(reqs))
 	}
 	second := reqs[1].Body.Messages[0].Content
-	if strings.Contains(second, email) || !strings.Contains(second, toolgate.MaskPrefix) {
+	if strings.Contains(second, email) || !strings.Contains(second, mask.Prefix) {
 		t.Errorf("round 2's prompt shows the email as %q, want its masked form:\n%s", email, second)
 	}
 	for _, slot := range blackboard.AllSlots() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/toolgate"
 	"github.com/blackboardkernel/bk/worker/llm"
@@ -44,7 +45,7 @@ func orderGate(t testing.TB, note string) *toolgate.Gate {
 			Description: "Refund an order.",
 			Bindings: []toolgate.Binding{{Arg: "order_id", Percept: "order", Op: toolgate.Equal},
 				{Arg: "amount", Percept: "order", Op: toolgate.AtMost}},
-			Once: toolgate.OnceBy("order_id")}, refund)},
+			Once: &kernel.OnceKey{Fields: []string{"order_id"}}}, refund)},
 		Contracts: []toolgate.Contract{{Name: "support", Tools: []string{"lookup_order", "issue_refund"}}},
 	})
 	if err != nil {

@@ -74,7 +74,7 @@ func ExampleAgent_Run() {
 		log.Fatal(err)
 	}
 	for _, c := range res.Calls {
-		fmt.Printf("round %d: %s %s -> %s\n", c.Round, c.Call.Tool, c.Call.Args, c.Result.ForModel().Text)
+		fmt.Printf("round %d: %s %s -> %s\n", c.Round, c.Call.Tool, c.Call.Args, c.Result.ForModel())
 	}
 	fmt.Println(res.Answer)
 	fmt.Printf("%d model calls, %d tokens\n", res.Usage.ModelCalls, res.Usage.TotalTokens)

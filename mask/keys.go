@@ -1,4 +1,4 @@
-package toolgate
+package mask
 
 import (
 	"bytes"
@@ -19,11 +19,6 @@ import (
 
 	"github.com/blackboardkernel/bk/blackboard"
 )
-
-// ErrMaskErased: the trace's mask key was erased ([Keys.Erase]); a call
-// in it fails closed and writes nothing, and its stored hashes match no
-// value anyone can compute.
-var ErrMaskErased = errors.New("toolgate: the trace's mask key is erased")
 
 // keyDirVersion is the version of a trace file's shape.
 const keyDirVersion = 1
@@ -48,7 +43,7 @@ var (
 	keyDirRename = os.Rename
 )
 
-// Keys is a [Keyring]: a random key of [MinMaskKey] bytes per trace of
+// Keys is a [Keyring]: a random key of [MinKey] bytes per trace of
 // each namespace (the same trace id in two namespaces has two keys), made
 // on the trace's first use, and erasable one trace at a time. [NewKeys]
 // keeps them in memory only (a process's lifetime: tests, or values that
@@ -74,7 +69,7 @@ func NewKeys() *Keys {
 // OpenKeyDir opens the keyring kept in the directory dir, creating it
 // (mode 0700, its parent must exist) when it does not exist. It refuses a
 // path that is not a directory, or a directory that group or others may
-// enter, read or write, with [ErrInvalidConfig].
+// enter, read or write, with [blackboard.ErrInvalidInput].
 //
 // Each trace has one file there, named by [keyName] of its namespace and
 // id (no trace or namespace text in a name), mode 0600, holding its key or, once erased, a
@@ -94,7 +89,7 @@ func OpenKeyDir(ctx context.Context, dir string) (*Keys, error) {
 		return nil, err
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("%w: key directory: empty path", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: key directory: empty path", blackboard.ErrInvalidInput)
 	}
 	switch err := os.Mkdir(dir, 0o700); {
 	case errors.Is(err, fs.ErrExist):
@@ -110,10 +105,10 @@ func OpenKeyDir(ctx context.Context, dir string) (*Keys, error) {
 		return nil, fmt.Errorf("key directory: %w", err)
 	}
 	if !info.IsDir() {
-		return nil, fmt.Errorf("%w: key directory %s is not a directory", ErrInvalidConfig, dir)
+		return nil, fmt.Errorf("%w: key directory %s is not a directory", blackboard.ErrInvalidInput, dir)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w: key directory %s has mode %#o: group or others may reach it (want 0700)", ErrInvalidConfig, dir, perm)
+		return nil, fmt.Errorf("%w: key directory %s has mode %#o: group or others may reach it (want 0700)", blackboard.ErrInvalidInput, dir, perm)
 	}
 	return &Keys{dir: dir}, nil
 }
@@ -131,7 +126,7 @@ func OpenKeyDir(ctx context.Context, dir string) (*Keys, error) {
 // another namespace's pair, not even a trace id spelled like a JSON array.
 func keyName(namespace, traceID string) (string, error) {
 	namespace = blackboard.NamespaceOf(namespace)
-	if namespace == blackboard.DefaultNamespace || mutMaskKeyNamespace {
+	if namespace == blackboard.DefaultNamespace || !keysPerNamespace() {
 		sum := sha256.Sum256([]byte(traceID))
 		return hex.EncodeToString(sum[:]), nil
 	}
@@ -146,12 +141,12 @@ func keyName(namespace, traceID string) (string, error) {
 // checkKeyArgs checks a namespace and a trace id given to Key or Erase,
 // and returns the name of the trace's key ([keyName]).
 func checkKeyArgs(namespace, traceID string) (string, error) {
-	if err := checkTrace(traceID); err != nil {
-		return "", fmt.Errorf("%w: trace id: %v", ErrInvalidCall, err)
+	if err := checkName(traceID, 512); err != nil {
+		return "", fmt.Errorf("%w: trace id: %v", blackboard.ErrInvalidInput, err)
 	}
 	if namespace != "" {
-		if err := checkLen(namespace, 512); err != nil {
-			return "", fmt.Errorf("%w: namespace: %v", ErrInvalidCall, err)
+		if err := checkName(namespace, 512); err != nil {
+			return "", fmt.Errorf("%w: namespace: %v", blackboard.ErrInvalidInput, err)
 		}
 	}
 	return keyName(namespace, traceID)
@@ -159,7 +154,7 @@ func checkKeyArgs(namespace, traceID string) (string, error) {
 
 // readTrace reads a trace's file: its key, or erased, or an error
 // wrapping [fs.ErrNotExist] when the trace has no file yet, or
-// [ErrInvalidConfig] when the file is not a trace file.
+// [blackboard.ErrInvalidInput] when the file is not a trace file.
 func readTrace(path string) (key []byte, erased bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -171,10 +166,10 @@ func readTrace(path string) (key []byte, erased bool, err error) {
 		return nil, false, fmt.Errorf("key directory: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("%w: key directory: %s is not a regular file", ErrInvalidConfig, path)
+		return nil, false, fmt.Errorf("%w: key directory: %s is not a regular file", blackboard.ErrInvalidInput, path)
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, false, fmt.Errorf("%w: key directory: %s has mode %#o: group or others may read it (want 0600)", ErrInvalidConfig, path, perm)
+		return nil, false, fmt.Errorf("%w: key directory: %s has mode %#o: group or others may read it (want 0600)", blackboard.ErrInvalidInput, path, perm)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxTraceFile+1))
 	if err != nil {
@@ -184,16 +179,16 @@ func readTrace(path string) (key []byte, erased bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&tf); err != nil || len(b) > maxTraceFile || tf.Version != keyDirVersion {
-		return nil, false, fmt.Errorf("%w: key directory: %s is not a trace file of version %d (%v)", ErrInvalidConfig, path, keyDirVersion, err)
+		return nil, false, fmt.Errorf("%w: key directory: %s is not a trace file of version %d (%v)", blackboard.ErrInvalidInput, path, keyDirVersion, err)
 	}
 	// A tombstone that still holds a key is damaged, except under the
 	// switch that makes Erase keep the key.
-	if tf.Erased && (tf.Key == "" || mutMaskErase) {
+	if tf.Erased && (tf.Key == "" || !erasesKey()) {
 		return nil, true, nil
 	}
 	key, err = base64.StdEncoding.DecodeString(tf.Key)
-	if err != nil || len(key) < MinMaskKey || tf.Erased {
-		return nil, false, fmt.Errorf("%w: key directory: %s holds no valid key", ErrInvalidConfig, path)
+	if err != nil || len(key) < MinKey || tf.Erased {
+		return nil, false, fmt.Errorf("%w: key directory: %s holds no valid key", blackboard.ErrInvalidInput, path)
 	}
 	return key, false, nil
 }
@@ -248,9 +243,9 @@ func syncDir(dir string) error {
 // Key returns the key of trace traceID in namespace ("" is
 // [blackboard.DefaultNamespace]), making a random one on the trace's first
 // use (kept, in a key directory, before Key returns). It returns an error
-// wrapping [ErrMaskErased] for an erased trace, [ErrInvalidCall] for an
-// id that is not a trace id or a namespace that is not a name,
-// [ErrInvalidConfig] after [Keys.Close] or for a damaged trace file, and
+// wrapping [ErrErased] for an erased trace, [blackboard.ErrInvalidInput] for an
+// id that is not a trace id, a namespace that is not a name or a damaged
+// trace file, [blackboard.ErrClosed] after [Keys.Close], and
 // the file system's error when a new key cannot be kept (no key is given
 // then). The key returned is a copy.
 func (k *Keys) Key(ctx context.Context, namespace, traceID string) ([]byte, error) {
@@ -265,7 +260,7 @@ func (k *Keys) Key(ctx context.Context, namespace, traceID string) ([]byte, erro
 		k.mu.RLock()
 		defer k.mu.RUnlock()
 		if k.closed {
-			return nil, fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
+			return nil, fmt.Errorf("%w: the keyring is closed", blackboard.ErrClosed)
 		}
 		return k.dirKey(name, namespace, traceID)
 	}
@@ -273,14 +268,14 @@ func (k *Keys) Key(ctx context.Context, namespace, traceID string) ([]byte, erro
 	defer k.mu.Unlock()
 	switch {
 	case k.closed:
-		return nil, fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: the keyring is closed", blackboard.ErrClosed)
 	case k.erased[name]:
 		return nil, erasedError(namespace, traceID)
 	}
 	if key, ok := k.keys[name]; ok {
 		return slices.Clone(key), nil
 	}
-	key := make([]byte, MinMaskKey)
+	key := make([]byte, MinKey)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
@@ -290,7 +285,7 @@ func (k *Keys) Key(ctx context.Context, namespace, traceID string) ([]byte, erro
 
 // erasedError is the error of a call in an erased trace.
 func erasedError(namespace, traceID string) error {
-	return fmt.Errorf("%w: trace %q in namespace %q", ErrMaskErased, traceID, blackboard.NamespaceOf(namespace))
+	return fmt.Errorf("%w: trace %q in namespace %q", ErrErased, traceID, blackboard.NamespaceOf(namespace))
 }
 
 // dirKey is Key in a key directory, for the trace's key name.
@@ -305,7 +300,7 @@ func (k *Keys) dirKey(name, namespace, traceID string) ([]byte, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
-	key = make([]byte, MinMaskKey)
+	key = make([]byte, MinKey)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
@@ -342,7 +337,7 @@ func (k *Keys) dirKey(name, namespace, traceID string) ([]byte, error) {
 // key directory, a tombstone (synced) replaces the trace's file in one
 // rename and the directory is synced, so that no file of the directory
 // holds the key after. Afterwards the trace's stored hashes match no
-// value anyone can compute, and [Keys.Key] answers [ErrMaskErased] for it,
+// value anyone can compute, and [Keys.Key] answers [ErrErased] for it,
 // in every Keys of the directory. Other traces' keys are untouched, and
 // nothing in the store changes: the same trace id in another namespace
 // is another trace, and keeps its key. A trace that has no key yet is marked
@@ -361,16 +356,16 @@ func (k *Keys) Erase(ctx context.Context, namespace, traceID string) error {
 		k.mu.RLock()
 		defer k.mu.RUnlock()
 		if k.closed {
-			return fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
+			return fmt.Errorf("%w: the keyring is closed", blackboard.ErrClosed)
 		}
 		return k.dirErase(name)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
-		return fmt.Errorf("%w: the keyring is closed", ErrInvalidConfig)
+		return fmt.Errorf("%w: the keyring is closed", blackboard.ErrClosed)
 	}
-	if !mutMaskErase {
+	if erasesKey() {
 		clear(k.keys[name]) // the ring's own copy
 		delete(k.keys, name)
 	}
@@ -382,7 +377,7 @@ func (k *Keys) Erase(ctx context.Context, namespace, traceID string) error {
 func (k *Keys) dirErase(name string) error {
 	path := filepath.Join(k.dir, name)
 	tomb := traceFile{Version: keyDirVersion, Erased: true}
-	if mutMaskErase {
+	if !erasesKey() {
 		if key, _, err := readTrace(path); err == nil {
 			tomb.Key = base64.StdEncoding.EncodeToString(key)
 		}

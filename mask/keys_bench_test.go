@@ -1,4 +1,4 @@
-package toolgate
+package mask
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func BenchmarkKeyDir(b *testing.B) {
 			b.Fatal(err)
 		}
 		// The traces already there, written directly: no fsync per file.
-		key := make([]byte, MinMaskKey)
+		key := make([]byte, MinKey)
 		for i := range n {
 			rand.Read(key)
 			body, _ := json.Marshal(traceFile{Version: keyDirVersion, Key: base64.StdEncoding.EncodeToString(key)})
