@@ -21,7 +21,7 @@
 // recorded (schema, beliefs it requires, bindings, once-key, approval
 // rule, result kind and time to live, derived beliefs), the contracts,
 // intents and fallback, and the kernel's rules from their specs
-// ([rules.FromSpecs]). A snapshot that names validators that are code
+// ([rules.New]). A snapshot that names validators that are code
 // (toolgate.Policy.Opaque) cannot be rebuilt from data: [Trace] fails
 // with [ErrNotReproducible] rather than replay without them. The kernel's
 // clock reads the recorded time of what is being replayed, so evidence
