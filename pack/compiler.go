@@ -37,9 +37,9 @@ func DefaultShares() Shares {
 // given.
 const defaultWindow = 16384
 
-// Compress is the fraction of the window above which an assembled context
-// is compressed or evicted from before it is used.
-const Compress = 0.9
+// compressAt is the fraction of the window (90 %) above which an
+// assembled context is compressed or evicted from before it is used.
+const compressAt = 0.9
 
 // Option configures [New].
 type Option func(*config)
@@ -130,12 +130,6 @@ func checkShares(s Shares) error {
 	return nil
 }
 
-// Encoding returns the encoding the compiler counts tokens in.
-func (c *Compiler) Encoding() string { return c.encoding }
-
-// Window returns the usable window in tokens.
-func (c *Compiler) Window() int { return c.window }
-
 // Count returns the number of tokens of s in the compiler's encoding.
 func (c *Compiler) Count(s string) (int, error) { return c.tok.count(s) }
 
@@ -149,7 +143,7 @@ func (c *Compiler) Count(s string) (int, error) { return c.tok.count(s) }
 // mission, an unknown mode, a blank constraint or signal, a progress note
 // of more than one line), with [ErrWindow] when the mission and
 // constraints do not fit the window or what may not be evicted takes more
-// than [Compress] of it, and with the reader's errors.
+// than 90 % of it, and with the reader's errors.
 func (c *Compiler) Compile(ctx context.Context, rd kernel.Reader, run Run, in Input) (*Pack, error) {
 	if err := checkInput(run, in); err != nil {
 		return nil, err

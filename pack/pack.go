@@ -137,7 +137,8 @@ type sectionUse struct {
 
 // Manifest says what a compiled context holds: the policy in force, the
 // tools shown, the evidence and memory shown (record by record), the run
-// controls, and every cut.
+// controls, and every cut (its section, the item, the tokens cut and the
+// reason: "over_budget", "compressed", "evicted" or "prohibited").
 type Manifest struct {
 	Policy   PolicySummary  `json:"policy"`
 	Tools    []string       `json:"tools"`
@@ -201,8 +202,8 @@ type resourceLeft struct {
 // Why an item was cut.
 const (
 	reasonBudget     = "over_budget" // its section's budget could not hold it
-	ReasonCompressed = "compressed"  // above 90 % of the window: replaced by a summary
-	ReasonEvicted    = "evicted"     // above 90 % of the window: removed
+	reasonCompressed = "compressed"  // above 90 % of the window: replaced by a summary
+	reasonEvicted    = "evicted"     // above 90 % of the window: removed
 	reasonProhibited = "prohibited"  // a tool the policy prohibits
 )
 

@@ -177,9 +177,8 @@ func TestNewErrors(t *testing.T) {
 		{"nil clock", pack.WithClock(nil), pack.ErrInvalid},
 	} {
 		_, err := pack.New(tc.opt)
-		var pe *pack.Error
-		if !errors.Is(err, tc.want) || !errors.As(err, &pe) {
-			t.Errorf("%s: %v, want %v as *pack.Error", tc.name, err, tc.want)
+		if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), tc.want.Error()+": new: ") {
+			t.Errorf("%s: %v, want %v from new", tc.name, err, tc.want)
 		}
 	}
 }
@@ -264,7 +263,7 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 		t.Errorf("the budget left is not shown:\n%s", p.Prompt)
 	}
 	checkHash(t, p)
-	if len(p.Manifest.Cuts) != 1 || p.Tokens > c.Window() {
+	if len(p.Manifest.Cuts) != 1 || p.Tokens > p.Window {
 		t.Errorf("cuts %+v in a context of %d tokens", p.Manifest.Cuts, p.Tokens)
 	}
 	ro := run()
@@ -405,7 +404,7 @@ func TestTruncationByPriority(t *testing.T) {
 	}
 	// What the budget kept then went above 90 %% of the window: it was
 	// compressed. Every turn is shown or in the manifest, never both.
-	compressed := cutItems(p, pack.SectionProgress, pack.ReasonCompressed)
+	compressed := cutItems(p, pack.SectionProgress, "compressed")
 	for i := 1; i <= 40; i++ {
 		shown := strings.Contains(p.Prompt, fmt.Sprintf("- turn %d: ", i))
 		isCut := slices.Contains(cut, fmt.Sprintf("turn %d", i)) || slices.Contains(compressed, fmt.Sprintf("turn %d", i))
@@ -467,8 +466,7 @@ func TestMissionNeverCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = compiler(t, clk, pack.WithWindow(head-1)).Compile(context.Background(), k.Reader(), run(), in)
-	var pe *pack.Error
-	if !errors.Is(err, pack.ErrWindow) || !errors.As(err, &pe) {
+	if !errors.Is(err, pack.ErrWindow) || !strings.Contains(err.Error(), "compile: section mission") {
 		t.Fatalf("window of %d for %d fixed tokens: %v", head-1, head, err)
 	}
 	// The fixed part must also be under the 90 % mark: in a window it
@@ -504,7 +502,7 @@ func TestAbove90PercentCompressesThenEvicts(t *testing.T) {
 	if p.Tokens > 1350 {
 		t.Errorf("%d tokens, above 90 %% of 1500", p.Tokens)
 	}
-	compressed := cutItems(p, pack.SectionProgress, pack.ReasonCompressed)
+	compressed := cutItems(p, pack.SectionProgress, "compressed")
 	if len(compressed) < 2 || !strings.Contains(p.Prompt, "(compressed): ") {
 		t.Errorf("progress not compressed: %v\n%s", compressed, p.Prompt)
 	}
@@ -543,7 +541,7 @@ func TestAbove90PercentEvicts(t *testing.T) {
 	}
 	var evicted int
 	for _, cut := range p.Manifest.Cuts {
-		if cut.Reason == pack.ReasonEvicted {
+		if cut.Reason == "evicted" {
 			evicted++
 			if strings.Contains(p.Prompt, cut.Item+";") {
 				t.Errorf("evicted %s still shown", cut.Item)
