@@ -9,7 +9,7 @@ import (
 
 // checkStorable is the minimum any store demands of a record it appends.
 // Stores call it through [CheckRecord] and [Batch.CheckRecords]. known
-// holds strings already found valid UTF-8 (see [Batch.CheckRecordsHeld]):
+// holds strings already found valid UTF-8 (see [Batch.CheckRecords]):
 // a string of r equal to one of them is not scanned again.
 func checkStorable(r *blackboard.Record, known *knownStrings) error {
 	switch {

@@ -151,17 +151,16 @@ type Batch struct {
 // entries it checked and records it made itself, passes without being
 // scanned again: the kernel vouches for it through a mark no code outside
 // the module can set, so every other caller's batch is checked in full.
-func (b *Batch) CheckRecords() error { return b.CheckRecordsHeld("", "") }
-
-// CheckRecordsHeld is [Batch.CheckRecords] for a store that holds a trace
-// with id trace, of namespace namespace (both "" when it holds none it
-// wants to name): strings it holds were found valid when they were stored,
-// so a record's trace id or namespace equal to those is not scanned for
-// UTF-8 again, nor is a string equal to the same field of the append
-// before it. Given strings the store holds (valid UTF-8, as every string a store
-// keeps is), it refuses exactly what CheckRecords refuses: it trusts them,
-// so a store must never pass the batch's own.
-func (b *Batch) CheckRecordsHeld(trace, namespace string) error {
+//
+// A store that holds a trace with id trace, of namespace namespace, may
+// name them (both "" when it holds none it wants to name, or checks
+// nothing it holds): strings it holds were found valid when they were
+// stored, so a record's trace id or namespace equal to those is not
+// scanned for UTF-8 again, nor is a string equal to the same field of the
+// append before it. Given strings the store holds (valid UTF-8, as every
+// string a store keeps is), it refuses exactly what CheckRecords("", "")
+// refuses: it trusts them, so a store must never pass the batch's own.
+func (b *Batch) CheckRecords(trace, namespace string) error {
 	if trustsAll() || vouch.Vouched(b.Vouch) {
 		return nil
 	}

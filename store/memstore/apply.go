@@ -252,7 +252,7 @@ func (s *Store) check(b *store.Batch) error {
 	if held != nil {
 		heldID, heldNS = held.id, held.namespace
 	}
-	if err := b.CheckRecordsHeld(heldID, heldNS); err != nil {
+	if err := b.CheckRecords(heldID, heldNS); err != nil {
 		return err
 	}
 	// Batches are small: a quadratic scan for duplicates inside the batch

@@ -319,30 +319,6 @@ func (s *Store) query(ctx context.Context, query string, args []any) (recs []bla
 	return recs, cursors, rows.Err()
 }
 
-// CountTrace returns how many records trace traceID of namespace holds (0
-// for an unknown trace) from the trace's counter: one primary-key lookup,
-// exact as of the last committed batch.
-func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int, error) {
-	leave, err := s.enter(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer leave()
-	ns := blackboard.NamespaceOf(namespace)
-	if !storable(traceID) || !storable(ns) {
-		return 0, nil
-	}
-	var n int64
-	err = s.retry(ctx, "count trace", func() error { return s.pool.QueryRow(ctx, s.q.count, traceID, ns).Scan(&n) })
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, nil
-	case err != nil:
-		return 0, err
-	}
-	return int(n), nil
-}
-
 // ReadState implements [store.StateStore] with one query, two primary-key
 // lookups: the trace's counter row (its record count, namespace, change
 // counter and the encoding of the last state a batch stored, in Data, nil

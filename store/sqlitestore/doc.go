@@ -43,8 +43,8 @@
 // the batch left. [Store.ReadState] reads a trace's row with one
 // primary-key lookup, so reading a trace's state costs the same at its
 // first record and at its millionth; the record count is also what a
-// conditional batch ([store.Batch.Trace]) is checked against, and what
-// [Store.CountTrace] returns.
+// conditional batch ([store.Batch.Trace]) is checked against
+// ([store.TraceState.Len]).
 //
 // The table namespaces holds, per namespace, the change counter of its
 // persistent constraints ([store.TraceState.Shared]): a batch that
