@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding"
 	"iter"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -124,8 +125,10 @@ type Batch struct {
 	Claims []Claim
 	// State, when not nil, is the new decision state of trace Trace, kept
 	// with the batch's writes (see [StateStore]); it needs Trace set. A
-	// store that does not implement StateStore ignores it.
-	State StateValue
+	// store that does not implement StateStore ignores it. The state is
+	// opaque to a store, which keeps it as it is or persists its encoding
+	// (MarshalBinary), and never modified after it is handed to the store.
+	State encoding.BinaryMarshaler
 	// Version, with State, is the trace's Version the state was derived
 	// from: a StateStore refuses the batch with [blackboard.ErrConflict] unless trace
 	// Trace's Version is still Version, so that no state misses a change
@@ -226,15 +229,8 @@ type TraceState struct {
 	// Value is the stored state itself, from a store that keeps values in
 	// memory; Data is its encoding (Value.MarshalBinary), from a store that
 	// persists bytes. At most one is set.
-	Value StateValue
+	Value encoding.BinaryMarshaler
 	Data  []byte
-}
-
-// StateValue is a trace's decision state as the kernel builds it. It is
-// opaque to a store, which keeps it as it is or persists its encoding, and
-// never modified after it is handed to the store.
-type StateValue interface {
-	MarshalBinary() ([]byte, error)
 }
 
 // Claim takes a once-key for a record of the batch, in the key space of

@@ -116,9 +116,9 @@ type Config struct {
 	Events func(context.Context, Event)
 }
 
-// Validate reports every problem of c at once (errors.Join), each
+// validate reports every problem of c at once (errors.Join), each
 // wrapping [ErrInvalidConfig] and naming the field.
-func (c Config) Validate() error {
+func (c Config) validate() error {
 	var errs []error
 	if c.Interval < 0 {
 		errs = append(errs, fmt.Errorf("%w: Interval: %v is negative", ErrInvalidConfig, c.Interval))
@@ -154,10 +154,11 @@ type Supervisor struct {
 }
 
 // New returns a supervisor of g, configured by cfg. It fails with
-// [ErrInvalidConfig] for a nil gate or a bad configuration
-// ([Config.Validate]); it starts nothing.
+// [ErrInvalidConfig] for a nil gate or a bad configuration (a negative
+// Interval or RecoverEvery), reporting every problem at once, each naming
+// its field; it starts nothing.
 func New(g *toolgate.Gate, cfg Config) (*Supervisor, error) {
-	err := cfg.Validate()
+	err := cfg.validate()
 	if g == nil {
 		err = errors.Join(fmt.Errorf("%w: no gate", ErrInvalidConfig), err)
 	}

@@ -241,9 +241,9 @@ func TestNew(t *testing.T) {
 	if _, err := supervisor.New(g, supervisor.Config{}); err != nil {
 		t.Errorf("zero configuration: %v", err)
 	}
-	err := supervisor.Config{Interval: -1, RecoverEvery: -1}.Validate()
+	_, err := supervisor.New(g, supervisor.Config{Interval: -1, RecoverEvery: -1})
 	if !errors.Is(err, supervisor.ErrInvalidConfig) || !strings.Contains(err.Error(), "Interval") || !strings.Contains(err.Error(), "RecoverEvery") {
-		t.Errorf("Validate reports every problem: %v", err)
+		t.Errorf("New reports every problem: %v", err)
 	}
 }
 

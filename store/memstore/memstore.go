@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"encoding"
 	"fmt"
 	"iter"
 	"slices"
@@ -104,7 +105,7 @@ type memTrace struct {
 	version       uint64
 	bumped        uint64 // the batch that last counted a change
 	stateVersion  uint64
-	state         store.StateValue
+	state         encoding.BinaryMarshaler
 }
 
 // New returns an empty in-memory store.
