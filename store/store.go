@@ -31,7 +31,7 @@ import (
 // status change from StatusActive to StatusInvalidated or StatusExpired,
 // refused with [ErrNotActive] for a record that is no longer active, with
 // [blackboard.ErrNotFound] for an unknown id, and with [blackboard.ErrInvalidInput] for any
-// other target status or an empty reason ([CheckInvalidation]). Apply is
+// other target status or an empty reason ([Batch.Check]). Apply is
 // all or nothing, checks the whole batch against the store as it was
 // before the batch, and honours the batch's trace-length condition
 // ([Batch.Trace]). Listings return records in append order, and the
@@ -42,7 +42,7 @@ import (
 // nothing. After Close every method, Close included, returns [blackboard.ErrClosed].
 // A Filter with an invalid Status or Scope is [blackboard.ErrInvalidInput]. Apply
 // refuses, with [blackboard.ErrInvalidInput] or [blackboard.ErrInvalidPayload], a batch holding
-// any record [CheckRecord] refuses (invalid UTF-8 in any string among
+// any record [Batch.Check] refuses (invalid UTF-8 in any string among
 // them), and a store keeps a record with an empty Namespace as
 // [blackboard.DefaultNamespace].
 //
@@ -143,27 +143,50 @@ type Batch struct {
 	SharedNamespace string
 	Shared          uint64
 	// Vouch is set by this module's kernel on a batch it built from
-	// entries it checked and records it made itself: CheckRecords passes
-	// such a batch without scanning it again. No code outside the module
+	// entries it checked and records it made itself: [Batch.Check] passes
+	// its appends without scanning them again. No code outside the module
 	// can set it (its type is the module's internal one); leave it zero.
 	Vouch vouch.Mark
 }
 
-// CheckRecords runs [CheckRecord] on each of the batch's appends and
-// returns the first error. A batch this module's kernel built, from
-// entries it checked and records it made itself, passes without being
-// scanned again: the kernel vouches for it through a mark no code outside
-// the module can set, so every other caller's batch is checked in full.
+// Check validates the batch before a store applies it, so that all
+// stores refuse the same malformed input with the same error (wrapping
+// [blackboard.ErrInvalidInput], or [blackboard.ErrInvalidPayload] for a
+// payload string that is not valid UTF-8): the fields every
+// store requires of each appended record, then each invalidation (a
+// record can only become INVALIDATED or EXPIRED, with a reason), then each
+// claim (a key and a record id). It returns the first error. The appends
+// of a batch this module's kernel built, from entries it checked and
+// records it made itself, pass without being scanned again: the kernel
+// vouches for them through a mark no code outside the module can set, so
+// every other caller's batch is checked in full.
 //
 // A store that holds a trace with id trace, of namespace namespace, may
-// name them (both "" when it holds none it wants to name, or checks
-// nothing it holds): strings it holds were found valid when they were
-// stored, so a record's trace id or namespace equal to those is not
-// scanned for UTF-8 again, nor is a string equal to the same field of the
-// append before it. Given strings the store holds (valid UTF-8, as every
-// string a store keeps is), it refuses exactly what CheckRecords("", "")
-// refuses: it trusts them, so a store must never pass the batch's own.
-func (b *Batch) CheckRecords(trace, namespace string) error {
+// name them (both "" when it holds none it wants to name): strings it
+// holds were found valid when they were stored, so a record's trace id or
+// namespace equal to those is not scanned for UTF-8 again, nor is a
+// string equal to the same field of the append before it. Given strings
+// the store holds (valid UTF-8, as every string a store keeps is), it
+// refuses exactly what Check("", "") refuses: it trusts them, so a store
+// must never pass the batch's own.
+func (b *Batch) Check(trace, namespace string) error {
+	if err := b.checkAppends(trace, namespace); err != nil {
+		return err
+	}
+	for _, inv := range b.Invalidations {
+		if err := checkTransition(inv); err != nil {
+			return err
+		}
+	}
+	for _, c := range b.Claims {
+		if err := checkClaim(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Batch) checkAppends(trace, namespace string) error {
 	if trustsAll() || vouch.Vouched(b.Vouch) {
 		return nil
 	}
@@ -249,7 +272,7 @@ type Invalidation struct {
 	Reason blackboard.Code
 }
 
-// trustsAll reports whether every batch passes CheckRecords unscanned,
+// trustsAll reports whether every batch's appends pass Check unscanned,
 // which only the mutation store_trusts_all makes so.
 func trustsAll() bool {
 	if mutTrustAll {

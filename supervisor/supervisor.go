@@ -12,11 +12,9 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Defaults of the configuration.
-const (
-	// DefaultInterval is how often the supervisor looks for decided approvals.
-	DefaultInterval = time.Second
-)
+// defaultInterval is how often the supervisor looks for decided
+// approvals when [Config].Interval is 0.
+const defaultInterval = time.Second
 
 // Sentinel errors. Errors from [New], [Supervisor.Start] and
 // [Supervisor.Recovered], and the Err of an [Event], wrap one of these
@@ -94,7 +92,7 @@ type Event struct {
 // means its documented default.
 type Config struct {
 	// Interval is how often the supervisor looks for approvals that were decided (0:
-	// [DefaultInterval]). Each look lists the actions that wait
+	// one second). Each look lists the actions that wait
 	// ([toolgate.Gate.Pending]): it reads the namespace's decision
 	// records, so its cost grows with the history.
 	Interval time.Duration
@@ -167,7 +165,7 @@ func New(g *toolgate.Gate, cfg Config) (*Supervisor, error) {
 	}
 	c := config{interval: cfg.Interval, recoverEvery: cfg.RecoverEvery, logger: cfg.Logger, onEvent: cfg.Events}
 	if c.interval == 0 {
-		c.interval = DefaultInterval
+		c.interval = defaultInterval
 	}
 	if c.recoverEvery == 0 {
 		c.recoverEvery = g.Lease()

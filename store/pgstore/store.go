@@ -48,10 +48,10 @@ type config struct {
 	retries int
 }
 
-// DefaultRetries is how many times a transaction the server aborted with a
+// defaultRetries is how many times a transaction the server aborted with a
 // serialization failure or a deadlock is run again when [WithRetries] is
 // not given.
-const DefaultRetries = 8
+const defaultRetries = 8
 
 // WithSchema keeps the store's tables in the named schema, which the store
 // creates if it does not exist (that needs the CREATE privilege on the
@@ -64,7 +64,7 @@ func WithSchema(name string) Option { return func(c *config) { c.schema = name }
 // WithRetries sets how many times a call is run again after the server
 // aborted its transaction with a serialization failure (SQLSTATE 40001) or
 // a deadlock (40P01), or after it failed before reaching the server
-// (default [DefaultRetries]; 0 turns retries off). Nothing of an aborted
+// (default 8; 0 turns retries off). Nothing of an aborted
 // transaction landed, so running it again is safe. It must not be
 // negative.
 func WithRetries(n int) Option { return func(c *config) { c.retries = n } }
@@ -77,7 +77,7 @@ const pageSize = 256
 const maxIdentifier = 63
 
 func newConfig(opts []Option) (config, error) {
-	cfg := config{retries: DefaultRetries}
+	cfg := config{retries: defaultRetries}
 	for _, o := range opts {
 		if o == nil {
 			return cfg, fmt.Errorf("pgstore: %w: nil option", blackboard.ErrInvalidInput)

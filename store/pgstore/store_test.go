@@ -502,7 +502,7 @@ func TestTraceLock(t *testing.T) {
 // The store runs it again and it lands; with retries off the error is
 // ErrSerialization, which wraps blackboard.ErrConflict, and nothing lands.
 func TestSerializationFailure(t *testing.T) {
-	for _, retries := range []int{pgstore.DefaultRetries, 0} {
+	for _, retries := range []int{8, 0} {
 		t.Run(fmt.Sprintf("retries=%d", retries), func(t *testing.T) {
 			ctx := t.Context()
 			schema := pgtest.Schema(t)

@@ -21,7 +21,7 @@
 // kernel's normal form: numbers float64, lists []any, objects
 // map[string]any.
 //
-// A record is checked with [store.CheckRecord] and refused rather than
+// A record is checked with [store.Batch.Check] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference, or
 // a TTL beyond [store.MaxTTL] ([blackboard.ErrInvalidInput]), invalid UTF-8 in
 // a payload string or key ([blackboard.ErrInvalidPayload]). So is what the JSON
@@ -77,8 +77,8 @@
 // Version 7 keys the traces table by namespace and trace id, so one trace
 // id in two namespaces is two traces; every trace of an earlier version
 // (which held one namespace's records) keeps its row. A database of any
-// earlier version is migrated when a writer opens it ([SchemaVersion]
-// returns the version this package writes); from then on an earlier
+// earlier version is migrated when a writer opens it (to version 7, the
+// one this package writes); from then on an earlier
 // version of the package refuses it with its ErrSchemaTooNew.
 //
 // # Concurrency
