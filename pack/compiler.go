@@ -224,16 +224,16 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 	p := &Pack{
 		Encoding: c.encoding, Window: c.window, Mode: run.Mode, Intent: run.Intent, Role: run.Role,
 		Policy: in.Policy.Hash, traceID: run.TraceID,
-		Sections: make([]sectionUse, 0, len(secs)),
-		Manifest: Manifest{Policy: in.Policy, Tools: []string{}, Evidence: []evidenceItem{}, Memory: []memoryItem{}, Cuts: []sectionCut{}},
+		sections: make([]sectionUse, 0, len(secs)),
+		Manifest: Manifest{Policy: in.Policy, Tools: []string{}, evidence: []evidenceItem{}, memory: []memoryItem{}, cuts: []sectionCut{}},
 	}
-	p.Manifest.Controls = controls(run, in)
+	p.Manifest.controls = controls(run, in)
 	var b strings.Builder
 	for _, s := range secs {
 		t := s.taken()
-		p.Sections = append(p.Sections, sectionUse{Name: s.name, Share: s.share, Budget: s.budget, Tokens: t})
+		p.sections = append(p.sections, sectionUse{Name: s.name, Share: s.share, Budget: s.budget, Tokens: t})
 		p.Tokens += t
-		p.Manifest.Cuts = append(p.Manifest.Cuts, s.cuts...)
+		p.Manifest.cuts = append(p.Manifest.cuts, s.cuts...)
 		if len(s.kept) == 0 {
 			continue
 		}
@@ -244,9 +244,9 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 			if it.tool != "" {
 				p.Manifest.Tools = append(p.Manifest.Tools, it.tool)
 			}
-			p.Manifest.Evidence = append(p.Manifest.Evidence, it.evidence...)
+			p.Manifest.evidence = append(p.Manifest.evidence, it.evidence...)
 			if it.memory != nil {
-				p.Manifest.Memory = append(p.Manifest.Memory, *it.memory)
+				p.Manifest.memory = append(p.Manifest.memory, *it.memory)
 			}
 			for _, e := range it.evidence {
 				p.refs = append(p.refs, e.ID)
@@ -267,7 +267,7 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 // controls are the run controls: the safety mode, what is left of each
 // limited budget, and the tools that need an approval.
 func controls(run Run, in Input) runControls {
-	ctl := runControls{Mode: run.Mode, Approval: in.Policy.Approval}
+	ctl := runControls{Mode: string(run.Mode), Approval: in.Policy.Approval}
 	if run.Budget != nil {
 		snap := run.Budget.Snapshot()
 		for _, res := range budget.Resources() {

@@ -18,7 +18,7 @@
 // first, the least recent evidence and memory first); the mission and the
 // constraints are never cut ([ErrWindow] when they do not fit). Above 90 %
 // of the window the progress is compressed to one line and then items
-// are evicted. Every cut is in [Manifest].Cuts, with its reason:
+// are evicted. Every cut is in the record's manifest ([Pack.Record]), with its reason:
 // "over_budget", "compressed", "evicted" or "prohibited" (a tool the
 // policy prohibits).
 //

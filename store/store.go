@@ -92,18 +92,13 @@ type Store interface {
 	Close() error
 }
 
-// Filter narrows ListSlot. A zero field matches everything.
+// Filter narrows ListSlot: a record passes when each field is zero or
+// equal to the record's.
 type Filter struct {
 	Status blackboard.Status
 	Scope  blackboard.Scope
 	// Namespace, when set, keeps only records of that namespace.
 	Namespace string
-}
-
-// Match reports whether rec passes the filter.
-func (f Filter) Match(rec *blackboard.Record) bool {
-	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope) &&
-		(f.Namespace == "" || rec.Namespace == f.Namespace)
 }
 
 // Batch is an atomic group of writes: all of it lands or none of it does.
