@@ -49,12 +49,12 @@ func stageErr(op Op, traceID, actionID string, err error) error {
 	}
 	where := ""
 	if actionID != "" {
-		where += " " + actionID
+		where = ": " + actionID
 	}
 	if traceID != "" {
 		where += " (trace " + traceID + ")"
 	}
-	return fmt.Errorf("%w:%s: %w", sentinel, where, err)
+	return fmt.Errorf("%w%s: %w", sentinel, where, err)
 }
 
 // Op names what the supervisor was doing.
