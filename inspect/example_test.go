@@ -86,7 +86,7 @@ func ExampleExplain() {
 		fmt.Println(err)
 		return
 	}
-	if err := ex.WriteText(os.Stdout); err != nil {
+	if _, err := fmt.Print(ex); err != nil {
 		fmt.Println(err)
 	}
 	cause, _ := ex.RootCause()

@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"io"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
@@ -13,7 +12,7 @@ import (
 // Explanation is the provenance of one record, as [Explain] read it from
 // a store: a tree from the record down to the percepts it rests on, with
 // the verdict, the reason code and, for a refusal or a fallback, the root
-// cause. Print it with [Explanation.WriteText]; encode it with
+// cause. Print it (its String is the text `bk explain` prints); encode it with
 // encoding/json (its shape: "record", "trace_id", "verdict", "code",
 // "root_cause", "causes", "tree" of nodes, and "shown", the compiled
 // context the model was shown when it made the call decided).
@@ -59,12 +58,9 @@ func (e *Explanation) RootCause() (kernel.Cause, bool) {
 	return *e.x.RootCause, true
 }
 
-// WriteText writes the explanation as `bk explain` prints it: the verdict,
-// the tree one record a line, the root cause, and what the model was
-// shown, every stored text made inert.
-func (e *Explanation) WriteText(w io.Writer) error { return e.x.WriteText(w) }
-
-// String is the text [Explanation.WriteText] writes.
+// String is the explanation as `bk explain` prints it: the verdict, the
+// tree one record a line, the root cause, and what the model was shown,
+// every stored text made inert.
 func (e *Explanation) String() string { return e.x.String() }
 
 // MarshalJSON encodes the explanation as `bk explain --json` prints it.

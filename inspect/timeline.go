@@ -12,8 +12,8 @@ import (
 // TimelineReport is the events of one trace in order, each at its step of
 // the kernel's loop (t0 a tool commits a percept, t2 a proposal, t3
 // evidence validation, ... t9 action gating), with what happened to the
-// trace's actions. Print it with [TimelineReport.WriteText] or
-// [TimelineReport.WriteSteps]; encode it with encoding/json (its shape:
+// trace's actions. Print it (its String is the text `bk timeline` prints)
+// or write it with [TimelineReport.WriteSteps]; encode it with encoding/json (its shape:
 // "trace_id", "namespace", "records", "decisions", "refusals", "outcome",
 // "actions" by type and fate, and "events").
 type TimelineReport struct {
@@ -51,15 +51,12 @@ func (t *TimelineReport) Refused() []string {
 	return ids
 }
 
-// WriteText writes the timeline as `bk timeline` prints it, one event a
-// line, every stored text made inert.
-func (t *TimelineReport) WriteText(w io.Writer) error { return t.x.WriteText(w) }
-
 // WriteSteps writes the timeline led by each event's step, as `bk
 // timeline --steps` prints it ("t3 evidence validation: ...").
 func (t *TimelineReport) WriteSteps(w io.Writer) error { return t.x.WriteSteps(w) }
 
-// String is the text [TimelineReport.WriteText] writes.
+// String is the timeline as `bk timeline` prints it, one event a line,
+// every stored text made inert.
 func (t *TimelineReport) String() string { return t.x.String() }
 
 // MarshalJSON encodes the timeline as `bk timeline --json` prints it.

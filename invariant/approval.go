@@ -12,7 +12,7 @@ import (
 // index i of t) ran under: an action that waited for approval runs only
 // under an approval that approved it, for the digest of its committed
 // arguments, written before the effect; and one approval lets one action
-// run ([ApprovalBinding]). checked holds the (action, approval) pairs
+// run ([approvalBinding]). checked holds the (action, approval) pairs
 // already judged in t.
 func (c *checker) approvals(t *trace, r *blackboard.Record, i int, e audit.Effect, act *blackboard.Record, checked map[[2]string]bool) error {
 	if mutApprovalBinding {
@@ -30,7 +30,7 @@ func (c *checker) approvalBound(t *trace, r *blackboard.Record, i int, e audit.E
 	}
 	checked[pair] = true
 	bad := func(format string, args ...any) {
-		c.report(ApprovalBinding, t.id, r.ID, "effect of "+e.Tool+" for "+act.ID+": "+fmt.Sprintf(format, args...))
+		c.report(approvalBinding, t.id, r.ID, "effect of "+e.Tool+" for "+act.ID+": "+fmt.Sprintf(format, args...))
 	}
 	if e.Approval == "" {
 		if t.decided[act.ID].Outcome == audit.OutcomePendingApproval {

@@ -14,7 +14,7 @@ import (
 // beliefs a tool derives ([toolgate.DeriverWriter]).
 var deriverPrefix = toolgate.DeriverWriter("")
 
-// derived checks the beliefs of t that tools derive ([DerivedSource]): a
+// derived checks the beliefs of t that tools derive ([derivedSource]): a
 // proposal written as a tool's deriver depends on exactly one record, a
 // successful result of that tool in t before it, named both as its
 // depends_on and as its one input ref; the kernel's commit of it rests on
@@ -36,7 +36,7 @@ func (c *checker) derivedSources(t *trace) error {
 			continue
 		}
 		bad := func(format string, args ...any) {
-			c.report(DerivedSource, t.id, r.ID, "belief "+r.Kind+": "+fmt.Sprintf(format, args...))
+			c.report(derivedSource, t.id, r.ID, "belief "+r.Kind+": "+fmt.Sprintf(format, args...))
 		}
 		switch r.Mode {
 		case blackboard.ModePropose:

@@ -4,28 +4,28 @@
 // audit) and returns every breach it finds as a [Violation] naming the
 // invariant, the trace and the record:
 //
-//   - [EffectAction]: every effect the gate recorded as run (an attempt,
+//   - `effect_action`: every effect the gate recorded as run (an attempt,
 //     a success or a failure after an attempt) is for a committed action
 //     of its tool's action type, in its trace, before it, that the gate
 //     itself decided (a decision record about it).
-//   - [EffectGrounding]: every action the kernel committed (so every
+//   - `effect_grounding`: every action the kernel committed (so every
 //     action an effect ran for) rests on a committed belief of each kind
 //     it requires, and those beliefs, and the observations their
 //     validation artifacts checked, were the current ones of their kind
 //     when it committed: no record of the same slot and kind was appended
 //     to the trace between them and the commit.
-//   - [OnceHolder]: every once-key of a tool's action type is held by an
+//   - `once_holder`: every once-key of a tool's action type is held by an
 //     action the gate decided, that ran or may still run.
-//   - [ApprovalBinding]: an action that waited for approval ran under an
+//   - `approval_binding`: an action that waited for approval ran under an
 //     approval of it that approved the digest of its committed arguments,
 //     and no approval let two actions run.
-//   - [MaskedValue]: every value of a field a tool masks (its policy
+//   - `masked_value`: every value of a field a tool masks (its policy
 //     snapshot's Masked) is a keyed hash wherever a record holds it.
-//   - [DerivedSource]: a belief a tool derives names the one result it
+//   - `derived_source`: a belief a tool derives names the one result it
 //     was computed from (depends_on and its input refs), a result of that
 //     tool, and rests on that result alone; no one else proposes a kind a
 //     tool derives.
-//   - [ScopeHeld]: every action an effect ran for was decided under a
+//   - `scope_held`: every action an effect ran for was decided under a
 //     recorded policy snapshot in which each effectful tool declares a
 //     scope or none (Unscoped); when its tool has a scope, or its decision
 //     names a request or a principal, its trace holds one request record

@@ -21,8 +21,8 @@ func ran(e audit.Effect) bool {
 }
 
 // effects checks every effect the gate recorded as run in t: the action
-// it is for ([EffectAction]), that action's grounding at its commit
-// ([EffectGrounding]) and the approval it ran under ([ApprovalBinding]).
+// it is for ([effectAction]), that action's grounding at its commit
+// ([effectGrounding]) and the approval it ran under ([approvalBinding]).
 func (c *checker) effects(t *trace) error {
 	grounded := map[string]bool{} // actions whose grounding was checked
 	approved := map[[2]string]bool{}
@@ -88,7 +88,7 @@ func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e audi
 		return act, at, found && at >= 0 && isCommittedAction(&act), err
 	}
 	bad := func(format string, args ...any) (blackboard.Record, int, bool, error) {
-		c.report(EffectAction, t.id, r.ID, "effect of "+e.Tool+" for "+e.ActionID+": "+fmt.Sprintf(format, args...))
+		c.report(effectAction, t.id, r.ID, "effect of "+e.Tool+" for "+e.ActionID+": "+fmt.Sprintf(format, args...))
 		return blackboard.Record{}, -1, false, nil
 	}
 	switch {
@@ -118,7 +118,7 @@ func (c *checker) effectActionHeld(t *trace, r *blackboard.Record, i int, e audi
 // rests on a committed belief of each kind it requires, and that those
 // beliefs, and the observations their validation artifacts and its own
 // checked, were each the current one of its slot and kind when act
-// committed ([EffectGrounding]).
+// committed ([effectGrounding]).
 func (c *checker) grounding(t *trace, act *blackboard.Record, at int) error {
 	if mutEffectGrounding {
 		return nil
@@ -130,7 +130,7 @@ func (c *checker) grounding(t *trace, act *blackboard.Record, at int) error {
 // mutEffectGrounding skips it.
 func (c *checker) groundingHeld(t *trace, act *blackboard.Record, at int) error {
 	bad := func(format string, args ...any) {
-		c.report(EffectGrounding, t.id, act.ID, "action "+act.ID+" ("+act.Kind+"): "+fmt.Sprintf(format, args...))
+		c.report(effectGrounding, t.id, act.ID, "action "+act.ID+" ("+act.Kind+"): "+fmt.Sprintf(format, args...))
 	}
 	// current checks one record of the grounding.
 	current := func(id, what string) (blackboard.Record, bool, error) {

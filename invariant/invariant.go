@@ -12,24 +12,25 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Name names one invariant [Check] checks.
-type Name string
-
-// The invariants (see the package documentation).
+// The invariants (see the package documentation), as a [Violation]
+// names them.
 const (
-	EffectAction    Name = "effect_action"
-	EffectGrounding Name = "effect_grounding"
-	OnceHolder      Name = "once_holder"
-	ApprovalBinding Name = "approval_binding"
-	MaskedValue     Name = "masked_value"
-	DerivedSource   Name = "derived_source"
-	ScopeHeld       Name = "scope_held"
+	effectAction    = "effect_action"
+	effectGrounding = "effect_grounding"
+	onceHolder      = "once_holder"
+	approvalBinding = "approval_binding"
+	maskedValue     = "masked_value"
+	derivedSource   = "derived_source"
+	scopeHeld       = "scope_held"
 )
 
 // Violation is one breach of an invariant: the record that shows it, its
 // trace, and what is wrong.
 type Violation struct {
-	Invariant Name
+	// Invariant names the invariant broken: effect_action,
+	// effect_grounding, once_holder, approval_binding, masked_value,
+	// derived_source or scope_held (see the package documentation).
+	Invariant string
 	TraceID   string
 	RecordID  string
 	Detail    string
@@ -107,7 +108,7 @@ type checker struct {
 }
 
 // report adds a violation.
-func (c *checker) report(n Name, traceID, recordID, detail string) {
+func (c *checker) report(n string, traceID, recordID, detail string) {
 	c.out = append(c.out, Violation{Invariant: n, TraceID: traceID, RecordID: recordID, Detail: detail})
 }
 

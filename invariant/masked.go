@@ -28,7 +28,7 @@ func isMasked(v any) bool {
 }
 
 // masked checks that no record of t holds the value of a masked field
-// ([MaskedValue]). The records of a tool (its actions, its decision
+// ([maskedValue]). The records of a tool (its actions, its decision
 // records, its effects) are checked against the fields it masks: each
 // such field of their arguments or output is in its masked form. Every
 // other record is checked against every field a tool of its namespace
@@ -82,7 +82,7 @@ func (c *checker) maskedValues(t *trace) error {
 		}
 		scan(map[string]any(top), "", fields, bad)
 		if len(places) > 0 {
-			c.report(MaskedValue, t.id, r.ID, "a masked field's value in the clear at "+strings.Join(places, ", "))
+			c.report(maskedValue, t.id, r.ID, "a masked field's value in the clear at "+strings.Join(places, ", "))
 		}
 	}
 	return nil

@@ -122,12 +122,12 @@ func (c *checker) walk(t *trace, act *blackboard.Record, ns, tool, prefix string
 // judgeHolders checks every once-key holder found: a committed action of
 // the key's type that the gate decided, and that ran or may still run
 // (active and not closed before an attempt); a retired holder must not
-// have run, since its slot is given to the next action ([OnceHolder]).
+// have run, since its slot is given to the next action ([onceHolder]).
 func (c *checker) judgeHolders() error {
 	for _, h := range c.holders {
 		id := h.id
 		bad := func(format string, args ...any) {
-			c.report(OnceHolder, h.trace, id, "once-key "+h.key+" of "+h.tool+": "+fmt.Sprintf(format, args...))
+			c.report(onceHolder, h.trace, id, "once-key "+h.key+" of "+h.tool+": "+fmt.Sprintf(format, args...))
 		}
 		rec, err := c.st.Get(c.ctx, id)
 		if errors.Is(err, blackboard.ErrNotFound) {

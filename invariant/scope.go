@@ -23,7 +23,7 @@ type hashPolicy struct {
 	judged     bool // undeclared was reported
 }
 
-// notePolicy indexes the policy p of hash h for [ScopeHeld].
+// notePolicy indexes the policy p of hash h for [scopeHeld].
 func (c *checker) notePolicy(h string, p *toolgate.Policy) {
 	if c.byHash[h] != nil {
 		return
@@ -111,7 +111,7 @@ func (c *checker) requests(t *trace) ([]request, error) {
 }
 
 // scope checks every action an effect recorded as run in t was for (see
-// [ScopeHeld]): the policy its decision names declares of each effectful
+// [scopeHeld]): the policy its decision names declares of each effectful
 // tool whether it is scoped; the action of a scoped tool, and of any call
 // whose decision names a request, was decided under the trace's one
 // request, recorded before it, and a scoped tool's arguments lie within
@@ -140,11 +140,11 @@ func (c *checker) scopeHeld(t *trace) error {
 		at, ok := t.pos[e.ActionID]
 		dec, decided := t.decided[e.ActionID]
 		if !ok || !decided || !isCommittedAction(&t.recs[at]) {
-			continue // EffectAction reports it
+			continue // effectAction reports it
 		}
 		act := &t.recs[at]
 		bad := func(format string, args ...any) {
-			c.report(ScopeHeld, t.id, act.ID, "action "+act.ID+" ("+act.Kind+"): "+fmt.Sprintf(format, args...))
+			c.report(scopeHeld, t.id, act.ID, "action "+act.ID+" ("+act.Kind+"): "+fmt.Sprintf(format, args...))
 		}
 		h, _ := dec.Context.String("policy")
 		hp := c.byHash[h]

@@ -34,7 +34,7 @@ type headWire struct {
 	PropRole   blackboard.Role     `json:"o,omitempty"`
 }
 
-// MarshalBinary implements [store.StateValue].
+// MarshalBinary implements [encoding.BinaryMarshaler]: the encoding a store persists ([store.Batch].State).
 func (st *traceState) MarshalBinary() ([]byte, error) {
 	w := stateWire{Cons: st.cons, Used: st.used, Viewable: st.viewable}
 	enc := func(h *head) headWire {

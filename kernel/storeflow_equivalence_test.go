@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"encoding"
 	"errors"
 	"iter"
 	"os"
@@ -411,7 +412,7 @@ func openStore(t *testing.T, newStore func(t *testing.T) store.Store) store.Stor
 type staleState struct {
 	*memstore.Store
 	mu    sync.Mutex
-	first map[string]store.StateValue
+	first map[string]encoding.BinaryMarshaler
 }
 
 func (s *staleState) ReadState(ctx context.Context, namespace, traceID string) (store.TraceState, error) {
@@ -440,7 +441,7 @@ const staleStateEnv = "BK_STOREFLOW_STALE_STATE"
 func TestWrapperDecisionsCatchesStaleState(t *testing.T) {
 	if os.Getenv(staleStateEnv) != "" {
 		testWrapperDecisions(t, func(*testing.T) store.Store {
-			return &staleState{Store: memstore.New(), first: map[string]store.StateValue{}}
+			return &staleState{Store: memstore.New(), first: map[string]encoding.BinaryMarshaler{}}
 		})
 		return
 	}

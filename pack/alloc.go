@@ -157,17 +157,17 @@ func (c *Compiler) shorten(s *section, avail int) error {
 	return nil
 }
 
-// The sections evicted from, in this order, above [Compress] of the
+// The sections evicted from, in this order, above 90 % of the
 // window: progress (after compressing it), memory, evidence, the last
 // result, then the tools.
 var evictOrder = []string{sectionProgress, sectionMemory, sectionEvidence, sectionLastResult, sectionTools}
 
-// relieve brings the context under [Compress] of the window: it first
+// relieve brings the context under 90 % of the window: it first
 // compresses the progress to one line, then evicts items in
 // [evictOrder], each section in its own cut order. It fails with
 // [ErrWindow] when what may not be evicted stays above the mark.
 func (c *Compiler) relieve(secs []*section) error {
-	mark := int(Compress * float64(c.window))
+	mark := int(compressAt * float64(c.window))
 	sum := 0
 	by := make(map[string]*section, len(secs))
 	for _, s := range secs {
@@ -185,7 +185,7 @@ func (c *Compiler) relieve(secs []*section) error {
 			return err
 		}
 		for _, it := range p.kept {
-			p.cuts = append(p.cuts, sectionCut{Section: p.name, Item: it.key, Tokens: it.tokens, Reason: ReasonCompressed})
+			p.cuts = append(p.cuts, sectionCut{Section: p.name, Item: it.key, Tokens: it.tokens, Reason: reasonCompressed})
 		}
 		p.kept = []item{{key: "summary", text: line, tokens: n}}
 		sum += p.taken() - had
@@ -197,12 +197,12 @@ func (c *Compiler) relieve(secs []*section) error {
 			had := s.taken()
 			it := s.kept[i]
 			s.kept = slices.Delete(slices.Clone(s.kept), i, i+1)
-			s.cuts = append(s.cuts, sectionCut{Section: s.name, Item: it.key, Tokens: it.tokens, Reason: ReasonEvicted})
+			s.cuts = append(s.cuts, sectionCut{Section: s.name, Item: it.key, Tokens: it.tokens, Reason: reasonEvicted})
 			sum -= had - s.taken()
 		}
 	}
 	if sum > mark {
-		return newErr("compile", "", ErrWindow, "%d tokens that may not be evicted exceed %d (%.0f %% of the window)", sum, mark, Compress*100)
+		return newErr("compile", "", ErrWindow, "%d tokens that may not be evicted exceed %d (%.0f %% of the window)", sum, mark, compressAt*100)
 	}
 	return nil
 }

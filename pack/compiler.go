@@ -37,9 +37,9 @@ func DefaultShares() Shares {
 // given.
 const defaultWindow = 16384
 
-// Compress is the fraction of the window above which an assembled context
-// is compressed or evicted from before it is used.
-const Compress = 0.9
+// compressAt is the fraction of the window (90 %) above which an
+// assembled context is compressed or evicted from before it is used.
+const compressAt = 0.9
 
 // Option configures [New].
 type Option func(*config)
@@ -130,12 +130,6 @@ func checkShares(s Shares) error {
 	return nil
 }
 
-// Encoding returns the encoding the compiler counts tokens in.
-func (c *Compiler) Encoding() string { return c.encoding }
-
-// Window returns the usable window in tokens.
-func (c *Compiler) Window() int { return c.window }
-
 // Count returns the number of tokens of s in the compiler's encoding.
 func (c *Compiler) Count(s string) (int, error) { return c.tok.count(s) }
 
@@ -149,7 +143,7 @@ func (c *Compiler) Count(s string) (int, error) { return c.tok.count(s) }
 // mission, an unknown mode, a blank constraint or signal, a progress note
 // of more than one line), with [ErrWindow] when the mission and
 // constraints do not fit the window or what may not be evicted takes more
-// than [Compress] of it, and with the reader's errors.
+// than 90 % of it, and with the reader's errors.
 func (c *Compiler) Compile(ctx context.Context, rd kernel.Reader, run Run, in Input) (*Pack, error) {
 	if err := checkInput(run, in); err != nil {
 		return nil, err
@@ -230,16 +224,16 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 	p := &Pack{
 		Encoding: c.encoding, Window: c.window, Mode: run.Mode, Intent: run.Intent, Role: run.Role,
 		Policy: in.Policy.Hash, traceID: run.TraceID,
-		Sections: make([]sectionUse, 0, len(secs)),
-		Manifest: Manifest{Policy: in.Policy, Tools: []string{}, Evidence: []evidenceItem{}, Memory: []memoryItem{}, Cuts: []sectionCut{}},
+		sections: make([]sectionUse, 0, len(secs)),
+		Manifest: Manifest{Policy: in.Policy, Tools: []string{}, evidence: []evidenceItem{}, memory: []memoryItem{}, cuts: []sectionCut{}},
 	}
-	p.Manifest.Controls = controls(run, in)
+	p.Manifest.controls = controls(run, in)
 	var b strings.Builder
 	for _, s := range secs {
 		t := s.taken()
-		p.Sections = append(p.Sections, sectionUse{Name: s.name, Share: s.share, Budget: s.budget, Tokens: t})
+		p.sections = append(p.sections, sectionUse{Name: s.name, Share: s.share, Budget: s.budget, Tokens: t})
 		p.Tokens += t
-		p.Manifest.Cuts = append(p.Manifest.Cuts, s.cuts...)
+		p.Manifest.cuts = append(p.Manifest.cuts, s.cuts...)
 		if len(s.kept) == 0 {
 			continue
 		}
@@ -250,9 +244,9 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 			if it.tool != "" {
 				p.Manifest.Tools = append(p.Manifest.Tools, it.tool)
 			}
-			p.Manifest.Evidence = append(p.Manifest.Evidence, it.evidence...)
+			p.Manifest.evidence = append(p.Manifest.evidence, it.evidence...)
 			if it.memory != nil {
-				p.Manifest.Memory = append(p.Manifest.Memory, *it.memory)
+				p.Manifest.memory = append(p.Manifest.memory, *it.memory)
 			}
 			for _, e := range it.evidence {
 				p.refs = append(p.refs, e.ID)
@@ -273,7 +267,7 @@ func (c *Compiler) assemble(run Run, in Input, secs []*section) (*Pack, error) {
 // controls are the run controls: the safety mode, what is left of each
 // limited budget, and the tools that need an approval.
 func controls(run Run, in Input) runControls {
-	ctl := runControls{Mode: run.Mode, Approval: in.Policy.Approval}
+	ctl := runControls{Mode: string(run.Mode), Approval: in.Policy.Approval}
 	if run.Budget != nil {
 		snap := run.Budget.Snapshot()
 		for _, res := range budget.Resources() {

@@ -17,8 +17,10 @@
 // section over its budget is cut by its own order (the oldest progress
 // first, the least recent evidence and memory first); the mission and the
 // constraints are never cut ([ErrWindow] when they do not fit). Above 90 %
-// of the window ([Compress]) the progress is compressed to one line and
-// then items are evicted. Every cut is in [Manifest].Cuts.
+// of the window the progress is compressed to one line and then items
+// are evicted. Every cut is in the record's manifest ([Pack.Record]), with its reason:
+// "over_budget", "compressed", "evicted" or "prohibited" (a tool the
+// policy prohibits).
 //
 // # Evidence and memory
 //

@@ -6,7 +6,8 @@ import (
 )
 
 // The errors callers branch on. Every error a [Compiler] returns for bad
-// options or input wraps one of them in an [*Error].
+// options or input wraps one of them, and says what failed (new, compile,
+// govern, record), the section it concerns when there is one, and why.
 var (
 	// ErrEncoding: the encoding named is not one the compiler counts
 	// tokens for (cl100k_base, o200k_base).
@@ -20,27 +21,13 @@ var (
 	ErrInvalid = errors.New("pack: invalid input")
 )
 
-// Error is the one typed error of the package: what failed (Op), the
-// section it concerns when there is one, a reason, and the sentinel it
-// wraps, so that both errors.Is and errors.As work.
-type Error struct {
-	Op      string // "new", "compile" or "record"
-	Section string // the section concerned, if any
-	Reason  string
-	Err     error // one of the sentinels above
-}
-
-// Error says what failed, where and why.
-func (e *Error) Error() string {
-	if e.Section != "" {
-		return fmt.Sprintf("%v: %s: section %s: %s", e.Err, e.Op, e.Section, e.Reason)
+// newErr is an error of op ("new", "compile", "govern" or "record"): it
+// wraps err, one of the sentinels above, and names the section it
+// concerns, if any, and why.
+func newErr(op, section string, err error, format string, args ...any) error {
+	reason := fmt.Sprintf(format, args...)
+	if section != "" {
+		return fmt.Errorf("%w: %s: section %s: %s", err, op, section, reason)
 	}
-	return fmt.Sprintf("%v: %s: %s", e.Err, e.Op, e.Reason)
-}
-
-// Unwrap returns the sentinel.
-func (e *Error) Unwrap() error { return e.Err }
-
-func newErr(op, section string, err error, format string, args ...any) *Error {
-	return &Error{Op: op, Section: section, Reason: fmt.Sprintf(format, args...), Err: err}
+	return fmt.Errorf("%w: %s: %s", err, op, reason)
 }

@@ -38,7 +38,8 @@ func ExampleCompiler_Count() {
 
 // A compiled context for one turn of a refund: the observation the belief
 // rests on has outlived its TTL, so it is shown as stale, never as a
-// current fact; the prohibited tool is not shown, and the manifest says so.
+// current fact; the prohibited tool is not shown, and the manifest says so (its record
+// lists the cut).
 func ExampleCompiler_Compile() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
@@ -75,10 +76,7 @@ func ExampleCompiler_Compile() {
 	}
 	fmt.Print(p.Prompt)
 	fmt.Println(p.Tokens, "tokens")
-	for _, e := range p.Manifest.Evidence {
-		fmt.Println(e.ID, e.Freshness, e.Flags)
-	}
-	fmt.Printf("%+v\n", p.Manifest.Cuts)
+	fmt.Println("tools shown:", p.Manifest.Tools)
 	// Output:
 	// ## Mission
 	// Resolve the refund request for order A-17.
@@ -99,7 +97,5 @@ func ExampleCompiler_Compile() {
 	// - safety mode: read_only (tools with effects are neither shown nor run)
 	// - trace t1, intent refund
 	// 191 tokens
-	// beliefs:t1:4 stale [stale]
-	// percepts:t1:1 stale [stale]
-	// [{Section:tools Item:refund Tokens:0 Reason:prohibited}]
+	// tools shown: [lookup_order]
 }

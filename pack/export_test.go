@@ -22,3 +22,13 @@ type Left = resourceLeft
 type Section = sectionUse
 
 var Steps = stepsOf
+
+// The record's sections and manifests, for the package's external tests.
+func (p Pack) Sections() []Section          { return p.sections }
+func (m Manifest) Evidence() []evidenceItem { return m.evidence }
+func (m Manifest) Memory() []memoryItem     { return m.memory }
+func (m Manifest) Controls() runControls    { return m.controls }
+func (m Manifest) Cuts() []Cut              { return m.cuts }
+
+// Payload is the payload p's record holds.
+func Payload(p *Pack) (map[string]any, error) { return p.payload() }

@@ -96,8 +96,8 @@ func TestAttackReadOnlyToolShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Mode != toolgate.SafetyReadOnly || p.Manifest.Controls.Mode != toolgate.SafetyReadOnly {
-		t.Errorf("mode %q, controls %q", p.Mode, p.Manifest.Controls.Mode)
+	if p.Mode != toolgate.SafetyReadOnly || p.Manifest.Controls().Mode != string(toolgate.SafetyReadOnly) {
+		t.Errorf("mode %q, controls %q", p.Mode, p.Manifest.Controls().Mode)
 	}
 	if !slices.Equal(p.Manifest.Tools, []string{"lookup_order"}) {
 		t.Errorf("tools shown in a read_only trace: %v, want [lookup_order]", p.Manifest.Tools)
@@ -106,7 +106,7 @@ func TestAttackReadOnlyToolShown(t *testing.T) {
 		if strings.Contains(p.Prompt, "- "+name+":") {
 			t.Errorf("%s is shown in a read_only trace", name)
 		}
-		if !slices.Contains(p.Manifest.Cuts, pack.Cut{Section: pack.SectionTools, Item: name, Reason: pack.ReasonProhibited}) {
+		if !slices.Contains(p.Manifest.Cuts(), pack.Cut{Section: pack.SectionTools, Item: name, Reason: pack.ReasonProhibited}) {
 			t.Errorf("%s is not in the cuts", name)
 		}
 	}

@@ -3,6 +3,7 @@ package pack
 import (
 	"github.com/blackboardkernel/bk/budget"
 	"github.com/blackboardkernel/bk/failure"
+	"github.com/blackboardkernel/bk/internal/packrec"
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
@@ -102,9 +103,10 @@ type PolicySummary struct {
 	MustEscalate []string `json:"must_escalate,omitempty"`
 }
 
-// Pack is a compiled context: the prompt, its sections, and the manifests
-// that say what went in and what was cut. Its JSON is the payload of the
-// compiled_context record ([Pack.Record]).
+// Pack is a compiled context: the prompt, and the manifest of the policy
+// and tools it shows. Its record ([Pack.Record]) holds it whole: each
+// section's share of the window and tokens, and the manifests of the
+// evidence, memory and run controls shown and of every cut.
 type Pack struct {
 	// Hash is "sha256:" and the hex SHA-256 of the canonical JSON of every
 	// other field: same inputs and clock, same hash.
@@ -112,40 +114,46 @@ type Pack struct {
 	Encoding string `json:"encoding"`
 	Window   int    `json:"window"`
 	// Tokens is the prompt's length in the encoding's tokens.
-	Tokens   int             `json:"tokens"`
-	Mode     toolgate.Safety `json:"mode"`
-	Intent   string          `json:"intent,omitempty"`
-	Role     string          `json:"role,omitempty"`
-	Policy   string          `json:"policy,omitempty"` // the policy snapshot's hash
-	Prompt   string          `json:"prompt"`
-	Sections []sectionUse    `json:"sections"`
-	Manifest Manifest        `json:"manifest"`
+	Tokens int             `json:"tokens"`
+	Mode   toolgate.Safety `json:"mode"`
+	Intent string          `json:"intent,omitempty"`
+	Role   string          `json:"role,omitempty"`
+	Policy string          `json:"policy,omitempty"` // the policy snapshot's hash
+	Prompt string          `json:"prompt"`
+	// Manifest says what the prompt holds; the record holds more (each
+	// section's share and tokens, the evidence and memory shown record by
+	// record, the run controls and every cut).
+	Manifest Manifest `json:"manifest"`
 
-	traceID string
-	refs    []string // the records shown, for the record's input refs
+	sections []sectionUse
+	traceID  string
+	refs     []string // the records shown, for the record's input refs
 }
 
-// Section is one section's share of the window, the budget it was given
-// (its share, plus what earlier sections left unused) and the tokens it
-// took.
-type sectionUse struct {
-	Name   string  `json:"name"`
-	Share  float64 `json:"share"`
-	Budget int     `json:"budget"`
-	Tokens int     `json:"tokens"`
-}
-
-// Manifest says what a compiled context holds: the policy in force, the
-// tools shown, the evidence and memory shown (record by record), the run
-// controls, and every cut.
+// Manifest says what a compiled context shows: the policy in force and
+// the tools. The evidence and memory shown (record by record), the run
+// controls and every cut (its section, the item, the tokens cut and the
+// reason: "over_budget", "compressed", "evicted" or "prohibited") are in
+// the compiled context's record ([Pack.Record]).
 type Manifest struct {
-	Policy   PolicySummary  `json:"policy"`
-	Tools    []string       `json:"tools"`
-	Evidence []evidenceItem `json:"evidence"`
-	Memory   []memoryItem   `json:"memory"`
-	Controls runControls    `json:"controls"`
-	Cuts     []sectionCut   `json:"cuts"`
+	Policy PolicySummary `json:"policy"`
+	Tools  []string      `json:"tools"`
+
+	evidence []evidenceItem
+	memory   []memoryItem
+	controls runControls
+	cuts     []sectionCut
 }
+
+// The shapes of the record's sections and manifests.
+type (
+	sectionUse   = packrec.Section
+	evidenceItem = packrec.Evidence
+	memoryItem   = packrec.Memory
+	runControls  = packrec.Controls
+	resourceLeft = packrec.Left
+	sectionCut   = packrec.Cut
+)
 
 // Freshness of a record shown as evidence.
 const (
@@ -163,53 +171,10 @@ const (
 	flagLowConfidence = "low_confidence"
 )
 
-// Evidence is one record shown in the evidence section: a committed,
-// active belief of the trace, or a percept it rests on.
-type evidenceItem struct {
-	ID        string   `json:"id"`
-	Slot      string   `json:"slot"`
-	Kind      string   `json:"kind"`
-	Belief    string   `json:"belief,omitempty"` // a percept's: the belief it backs
-	AgeMS     int64    `json:"age_ms"`
-	TTLMS     int64    `json:"ttl_ms,omitempty"`
-	Freshness string   `json:"freshness"`
-	Flags     []string `json:"flags,omitempty"`
-	Refs      []string `json:"refs,omitempty"` // a belief's evidence refs
-}
-
-// Memory is one persistent record recalled into the memory section.
-type memoryItem struct {
-	ID    string `json:"id"`
-	Slot  string `json:"slot"`
-	Kind  string `json:"kind"`
-	AgeMS int64  `json:"age_ms"`
-}
-
-// Controls are the run controls shown to the model.
-type runControls struct {
-	Mode     toolgate.Safety `json:"mode"`
-	Budgets  []resourceLeft  `json:"budgets,omitempty"`
-	Approval []string        `json:"approval,omitempty"` // tools that need an approval
-}
-
-// Left is what is left of one limited budget resource.
-type resourceLeft struct {
-	Resource string  `json:"resource"`
-	Left     float64 `json:"left"`
-}
-
 // Why an item was cut.
 const (
 	reasonBudget     = "over_budget" // its section's budget could not hold it
-	ReasonCompressed = "compressed"  // above 90 % of the window: replaced by a summary
-	ReasonEvicted    = "evicted"     // above 90 % of the window: removed
+	reasonCompressed = "compressed"  // above 90 % of the window: replaced by a summary
+	reasonEvicted    = "evicted"     // above 90 % of the window: removed
 	reasonProhibited = "prohibited"  // a tool the policy prohibits
 )
-
-// Cut is one thing left out of, or shortened in, a compiled context.
-type sectionCut struct {
-	Section string `json:"section"`
-	Item    string `json:"item"`   // a record id, a tool, "turn N", or the section for a shortened text
-	Tokens  int    `json:"tokens"` // the tokens cut
-	Reason  string `json:"reason"`
-}

@@ -12,8 +12,8 @@ import (
 // Record writes the compiled context as an evidence record of kind [toolgate.KindCompiledContext]
 // in the run's trace, with the kernel's role, through g (the gate's
 // governance capability: no handle can forge one), and returns its id.
-// Its payload is the pack's JSON; its input refs are the records it shows
-// (evidence and memory). It fails with [ErrInvalid] for a pack that did
+// Its payload is the whole compiled context (see [Pack]) with its hash;
+// its input refs are the records it shows (evidence and memory). It fails with [ErrInvalid] for a pack that did
 // not come from [Compiler.Compile], and with g's errors.
 func (p *Pack) Record(ctx context.Context, g *kernel.Governor) (string, error) {
 	if p == nil || p.traceID == "" || p.Hash == "" {
@@ -22,12 +22,8 @@ func (p *Pack) Record(ctx context.Context, g *kernel.Governor) (string, error) {
 	if g == nil {
 		return "", newErr("record", "", ErrInvalid, "nil governor")
 	}
-	enc, err := json.Marshal(p)
+	payload, err := p.payload()
 	if err != nil {
-		return "", err
-	}
-	var payload map[string]any
-	if err := json.Unmarshal(enc, &payload); err != nil {
 		return "", err
 	}
 	rec, err := g.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
@@ -38,6 +34,22 @@ func (p *Pack) Record(ctx context.Context, g *kernel.Governor) (string, error) {
 		return "", err
 	}
 	return rec.ID, nil
+}
+
+// payload is the record's payload: the pack's value and its hash, as
+// JSON decodes them.
+func (p *Pack) payload() (map[string]any, error) {
+	v := p.value()
+	v["hash"] = p.Hash
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(enc, &payload); err != nil {
+		return nil, err
+	}
+	return payload, nil
 }
 
 // value is the pack as the JSON value its encoding holds (without the
@@ -57,8 +69,8 @@ func (p *Pack) value() map[string]any {
 	put(m, "intent", p.Intent)
 	put(m, "role", p.Role)
 	put(m, "policy", p.Policy)
-	secs := make([]any, len(p.Sections))
-	for i, s := range p.Sections {
+	secs := make([]any, len(p.sections))
+	for i, s := range p.sections {
 		secs[i] = map[string]any{"name": s.Name, "share": s.Share, "budget": s.Budget, "tokens": s.Tokens}
 	}
 	m["sections"] = secs
@@ -70,8 +82,8 @@ func (p *Pack) value() map[string]any {
 	list(pol, "prohibited", mf.Policy.Prohibited)
 	list(pol, "must_refuse", mf.Policy.MustRefuse)
 	list(pol, "must_escalate", mf.Policy.MustEscalate)
-	ev := make([]any, len(mf.Evidence))
-	for i, e := range mf.Evidence {
+	ev := make([]any, len(mf.evidence))
+	for i, e := range mf.evidence {
 		x := map[string]any{"id": e.ID, "slot": e.Slot, "kind": e.Kind, "age_ms": e.AgeMS, "freshness": e.Freshness}
 		put(x, "belief", e.Belief)
 		if e.TTLMS != 0 {
@@ -81,21 +93,21 @@ func (p *Pack) value() map[string]any {
 		list(x, "refs", e.Refs)
 		ev[i] = x
 	}
-	mem := make([]any, len(mf.Memory))
-	for i, r := range mf.Memory {
+	mem := make([]any, len(mf.memory))
+	for i, r := range mf.memory {
 		mem[i] = map[string]any{"id": r.ID, "slot": r.Slot, "kind": r.Kind, "age_ms": r.AgeMS}
 	}
-	ctl := map[string]any{"mode": string(mf.Controls.Mode)}
-	if len(mf.Controls.Budgets) > 0 {
-		b := make([]any, len(mf.Controls.Budgets))
-		for i, l := range mf.Controls.Budgets {
+	ctl := map[string]any{"mode": string(mf.controls.Mode)}
+	if len(mf.controls.Budgets) > 0 {
+		b := make([]any, len(mf.controls.Budgets))
+		for i, l := range mf.controls.Budgets {
 			b[i] = map[string]any{"resource": l.Resource, "left": l.Left}
 		}
 		ctl["budgets"] = b
 	}
-	list(ctl, "approval", mf.Controls.Approval)
-	cuts := make([]any, len(mf.Cuts))
-	for i, c := range mf.Cuts {
+	list(ctl, "approval", mf.controls.Approval)
+	cuts := make([]any, len(mf.cuts))
+	for i, c := range mf.cuts {
 		cuts[i] = map[string]any{"section": c.Section, "item": c.Item, "tokens": c.Tokens, "reason": c.Reason}
 	}
 	tools := mf.Tools

@@ -196,7 +196,7 @@ func toolLine(name, desc string, params json.RawMessage) string {
 
 func controlLines(run Run, ctl runControls) []string {
 	mode := "- safety mode: " + string(ctl.Mode)
-	if ctl.Mode == toolgate.SafetyReadOnly {
+	if ctl.Mode == string(toolgate.SafetyReadOnly) {
 		mode += " (tools with effects are neither shown nor run)"
 	}
 	lines := []string{mode}

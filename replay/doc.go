@@ -17,11 +17,11 @@
 // (toolgate.Policy, by its hash); the replay reads that snapshot from its
 // policy record, checks that it hashes to the hash the decisions name
 // ([ErrTampered] when it does not, [ErrNoPolicy] when no record holds the
-// hash) and builds a gate from it over a memory store: each tool as
+// hash, [ErrNoPolicyNamed] when no decision names one) and builds a gate from it over a memory store: each tool as
 // recorded (schema, beliefs it requires, bindings, once-key, approval
 // rule, result kind and time to live, derived beliefs), the contracts,
 // intents and fallback, and the kernel's rules from their specs
-// ([rules.FromSpecs]). A snapshot that names validators that are code
+// ([rules.New]). A snapshot that names validators that are code
 // (toolgate.Policy.Opaque) cannot be rebuilt from data: [Trace] fails
 // with [ErrNotReproducible] rather than replay without them. The kernel's
 // clock reads the recorded time of what is being replayed, so evidence

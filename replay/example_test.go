@@ -74,8 +74,8 @@ func ExampleTrace() {
 		fmt.Println(strings.TrimRight(line, " "))
 	}
 	// Output:
-	// recorded policy: {Same:5 Changed:0 Missing:0 Extra:0}
-	// refunds up to 50: {Same:3 Changed:1 Missing:1 Extra:0}
+	// recorded policy: map[changed:0 extra:0 missing:0 same:5]
+	// refunds up to 50: map[changed:1 extra:0 missing:1 same:3]
 	//   same    call   lookup_order COMMITTED        -> COMMITTED        committed
 	//   same    effect lookup_order EFFECT_SUCCEEDED -> EFFECT_SUCCEEDED executed
 	//   same    derive refund_due   COMMITTED        -> COMMITTED        committed

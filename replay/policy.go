@@ -165,7 +165,7 @@ func (r *replayer) newGate(ctx context.Context, p toolgate.Policy) (*toolgate.Ga
 		Intents:   p.Intents,
 	}
 	if len(p.Rules) > 0 {
-		rs, err := rules.FromSpecs(p.Rules)
+		rs, err := rules.New(p.Rules...)
 		if err != nil {
 			return nil, err
 		}

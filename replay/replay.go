@@ -96,14 +96,6 @@ type Comparison struct {
 	Match      Match           `json:"match"`
 }
 
-// Counts counts a report's decisions by [Match].
-type Counts struct {
-	Same    int `json:"same"`
-	Changed int `json:"changed"`
-	Missing int `json:"missing"`
-	Extra   int `json:"extra"`
-}
-
 // Report is what a replay found: every decision of the trace, recorded
 // and replayed, in the order of the recorded trace (a decision only the
 // replay made follows the recorded ones of the same step). The same store
@@ -115,7 +107,8 @@ type Report struct {
 	// in the order first named.
 	Policies  []string     `json:"policies"`
 	Decisions []Comparison `json:"decisions"`
-	Counts    Counts       `json:"counts"`
+	// Counts counts the decisions by [Match]: every Match is a key.
+	Counts map[Match]int `json:"counts"`
 	// First is the index in Decisions of the first that is not [Same];
 	// -1 when the replay decided everything as recorded.
 	First int `json:"first_divergence"`
@@ -125,18 +118,17 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Diverged reports whether any decision differs from the record.
-func (r Report) Diverged() bool { return r.First >= 0 }
-
 // Trace replays trace traceID of namespace from src alone, without
 // calling a model or any tool, and reports where a decision differs
 // from the record (see the package doc for what is replayed and how).
 // An empty namespace is [blackboard.DefaultNamespace]. It only reads
 // src.
 //
-// Its errors are [*Error]s wrapping [ErrNoTrace], [ErrNoPolicy],
-// [ErrTampered], [ErrNotReproducible] or [ErrInvalidOption], or a
-// read of src that failed, or ctx's error.
+// Its errors wrap [ErrNoTrace], [ErrNoPolicyNamed], [ErrNoPolicy],
+// [ErrTampered], [ErrNotReproducible] or [ErrInvalidOption] (and the
+// cause, when there is one) and name the trace, and the policy hash and
+// record at fault when there are; or they are a read of src that failed,
+// or ctx's error.
 func Trace(ctx context.Context, src store.Store, namespace, traceID string, opts ...Option) (Report, error) {
 	var cfg config
 	for _, o := range opts {

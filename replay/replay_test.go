@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func reproduced(t *testing.T, s store.Store) {
 			t.Fatalf("%s: %v", trace, err)
 		}
 		want := len(recordedDecisions(t, s, trace))
-		if rep.Diverged() || rep.Counts != (replay.Counts{Same: want}) || len(rep.Decisions) != want {
+		if rep.First >= 0 || !maps.Equal(rep.Counts, map[replay.Match]int{replay.Same: want, replay.Changed: 0, replay.Missing: 0, replay.Extra: 0}) || len(rep.Decisions) != want {
 			t.Errorf("%s: %d decision records, replay %+v (first divergence %d): %+v", trace, want, rep.Counts, rep.First, rep.Decisions)
 		}
 		if len(rep.Notes) > 0 {
@@ -135,7 +136,7 @@ func TestWithToolApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Diverged() {
+	if rep.First < 0 {
 		t.Fatalf("no divergence: %+v", rep.Decisions)
 	}
 	first := rep.Decisions[rep.First]
@@ -162,7 +163,7 @@ func TestReplayCallsNoEffect(t *testing.T) {
 		t.Errorf("the replay called %d effects", sh.effects-before)
 	}
 	want := len(recordedDecisions(t, sh.s, "order-1"))
-	if rep.Diverged() || rep.Counts.Same != want || len(rep.Notes) > 0 {
+	if rep.First >= 0 || rep.Counts[replay.Same] != want || len(rep.Notes) > 0 {
 		t.Errorf("replay of %d decisions: %+v %q\n%+v", want, rep.Counts, rep.Notes, rep.Decisions)
 	}
 	stages := map[string]int{}
@@ -225,8 +226,7 @@ func TestOpaqueValidatorNotReproducible(t *testing.T) {
 	sh := newShop(t, kernel.ValidatorFunc(func(context.Context, kernel.Candidate) kernel.Verdict { return kernel.Verdict{} }))
 	sh.call(t, "o", "lookup", `{"account":"acc-1"}`)
 	_, err := replay.Trace(context.Background(), sh.s, "shop", "o")
-	var re *replay.Error
-	if !errors.Is(err, replay.ErrNotReproducible) || !errors.As(err, &re) || !strings.Contains(re.Reason, "ValidatorFunc") {
+	if !errors.Is(err, replay.ErrNotReproducible) || !strings.Contains(err.Error(), "ValidatorFunc") {
 		t.Errorf("err %v, want ErrNotReproducible naming the validator", err)
 	}
 }
@@ -290,8 +290,7 @@ func TestAttackTamperedPolicy(t *testing.T) {
 	path := deskDB(t)
 	id := tamper(t, path, func(p blackboard.Payload) { loosen(p) })
 	_, err := replay.Trace(context.Background(), openDesk(t, path), deskNS, "T1")
-	var re *replay.Error
-	if !errors.Is(err, replay.ErrTampered) || !errors.As(err, &re) || re.Record != id || re.TraceID != "T1" {
+	if !errors.Is(err, replay.ErrTampered) || !strings.Contains(err.Error(), "record "+id) || !strings.Contains(err.Error(), `trace "T1"`) {
 		t.Errorf("tampered snapshot: %v, want ErrTampered about %s", err, id)
 	}
 
@@ -316,7 +315,7 @@ func TestRuleExpressionOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(full, short) || !full.Diverged() {
+	if !reflect.DeepEqual(full, short) || full.First < 0 {
 		t.Errorf("expression only %+v, full spec %+v", short.Counts, full.Counts)
 	}
 	if _, err := replay.Trace(context.Background(), s, deskNS, "T1", replay.WithRules(rules.Spec{Name: "nope", Expr: "true"})); !errors.Is(err, replay.ErrInvalidOption) {
@@ -350,7 +349,7 @@ func TestControlsAndContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Diverged() || rep.Counts.Same != len(recordedDecisions(t, sh.s, "ro")) {
+	if rep.First >= 0 || rep.Counts[replay.Same] != len(recordedDecisions(t, sh.s, "ro")) {
 		t.Fatalf("%+v %q\n%+v", rep.Counts, rep.Notes, rep.Decisions)
 	}
 	// The charge masks the card, so its refusal before the arguments
@@ -389,7 +388,7 @@ func TestTwoPolicies(t *testing.T) {
 	if len(rep.Policies) != 2 || rep.Policies[0] != first.g.PolicyHash() || rep.Policies[1] != second.g.PolicyHash() {
 		t.Errorf("policies %q, want %s then %s", rep.Policies, first.g.PolicyHash(), second.g.PolicyHash())
 	}
-	if rep.Diverged() || rep.Counts.Same != len(recordedDecisions(t, first.s, "o")) {
+	if rep.First >= 0 || rep.Counts[replay.Same] != len(recordedDecisions(t, first.s, "o")) {
 		t.Errorf("%+v\n%+v", rep.Counts, rep.Decisions)
 	}
 }
@@ -415,7 +414,7 @@ func TestLoosenedRuleExtra(t *testing.T) {
 	if sh.effects != before {
 		t.Errorf("the replay called %d effects", sh.effects-before)
 	}
-	if rep.Counts.Changed != 1 || rep.Counts.Extra != 1 || rep.Counts.Missing != 0 {
+	if rep.Counts[replay.Changed] != 1 || rep.Counts[replay.Extra] != 1 || rep.Counts[replay.Missing] != 0 {
 		t.Fatalf("%+v\n%+v", rep.Counts, rep.Decisions)
 	}
 	first, last := rep.Decisions[rep.First], rep.Decisions[len(rep.Decisions)-1]

@@ -14,7 +14,7 @@ import (
 
 // report pairs the recorded decisions with the replay's.
 func (r *replayer) report() Report {
-	rep := Report{Namespace: r.ns, TraceID: r.trace, First: -1}
+	rep := Report{Namespace: r.ns, TraceID: r.trace, First: -1, Counts: map[Match]int{Same: 0, Changed: 0, Missing: 0, Extra: 0}}
 	var replayed []item
 	seenCall := map[int]bool{}
 	for _, c := range r.store.taken() {
@@ -76,16 +76,7 @@ func (r *replayer) report() Report {
 		return rows[a].order < rows[b].order
 	})
 	for _, rw := range rows {
-		switch rw.d.Match {
-		case Same:
-			rep.Counts.Same++
-		case Changed:
-			rep.Counts.Changed++
-		case Missing:
-			rep.Counts.Missing++
-		case Extra:
-			rep.Counts.Extra++
-		}
+		rep.Counts[rw.d.Match]++
 		if rw.d.Match != Same && rep.First < 0 {
 			rep.First = len(rep.Decisions)
 		}

@@ -96,7 +96,20 @@ func (r *replayer) close() {
 }
 
 func (r *replayer) fail(sentinel error, record, policy, reason string, cause error) error {
-	return &Error{TraceID: r.trace, Record: record, Policy: policy, Reason: reason, Err: sentinel, Cause: cause}
+	msg := fmt.Sprintf("trace %q", r.trace)
+	if policy != "" {
+		msg += ", policy " + policy
+	}
+	if record != "" {
+		msg += ", record " + record
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	if cause != nil {
+		return fmt.Errorf("%w: %s: %w", sentinel, msg, cause)
+	}
+	return fmt.Errorf("%w: %s", sentinel, msg)
 }
 
 func (r *replayer) note(format string, args ...any) { r.notes[fmt.Sprintf(format, args...)] = true }
@@ -143,7 +156,7 @@ func (r *replayer) scan(ctx context.Context) error {
 		return r.fail(ErrNoTrace, "", "", "namespace "+quote(r.ns)+" holds no record of it", nil)
 	}
 	if len(r.hashes) == 0 {
-		return r.fail(ErrNoPolicy, "", "", "no decision record of the trace names a policy snapshot", nil)
+		return r.fail(ErrNoPolicyNamed, "", "", "", nil)
 	}
 	return nil
 }

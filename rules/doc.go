@@ -98,7 +98,7 @@
 //
 // [Rules.Specs] returns the rules as [Spec]s (name, target, kind,
 // expression), as a tool gate's policy snapshot records them, and
-// [FromSpecs] compiles them back, to replay a trace under the rules that
+// [New] compiles them back, to replay a trace under the rules that
 // were in force or under changed ones.
 //
 // # Cost and concurrency

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/interpreter"
@@ -18,19 +18,6 @@ import (
 // cannot accept.
 var ErrInvalidRule = errors.New("invalid rule")
 
-// Error is the error [New] returns for a rule it refuses. It wraps
-// [ErrInvalidRule].
-type Error struct {
-	Rule string // the rule's name, empty when the rule has none
-	Err  error  // what is wrong, wrapping ErrInvalidRule
-}
-
-// Error names the rule and says what is wrong with it.
-func (e *Error) Error() string { return "rules: rule " + strconv.Quote(e.Rule) + ": " + e.Err.Error() }
-
-// Unwrap returns e.Err.
-func (e *Error) Unwrap() error { return e.Err }
-
 // Variables the rules see.
 const (
 	varAction   = "action"
@@ -40,50 +27,18 @@ const (
 	varBeliefs  = "beliefs"
 )
 
-// target is what a rule applies to.
-type target uint8
-
-const (
-	onAction target = iota
-	onBelief
-)
-
-func (t target) String() string {
-	if t == onAction {
-		return "action"
-	}
-	return "belief"
-}
-
-// spec is a rule as given to New, before compilation.
-type spec struct {
-	target target
-	name   string
-	kind   string
-	expr   string
-}
-
-// config collects what the options give New.
-type config struct {
-	specs []spec
-	bad   []error // specs that name no target ([Spec.Option])
-}
-
-// Option configures [New].
-type Option func(*config)
-
-// OnAction adds the rule name: every action proposal of type actionType
+// OnAction is the rule name: every action proposal of type actionType
 // must satisfy expr. The expression sees action, beliefs and percepts (see
 // the package doc).
-func OnAction(name, actionType, expr string) Option {
-	return func(c *config) { c.specs = append(c.specs, spec{onAction, name, actionType, expr}) }
+func OnAction(name, actionType, expr string) Spec {
+	return Spec{Name: name, On: TargetAction, Target: actionType, Expr: expr}
 }
 
-// OnBelief adds the rule name: every belief of kind must satisfy expr, when
+// OnBelief is the rule name: every belief of kind must satisfy expr, when
 // it is proposed and whenever a plan or action rests on it. The expression
 // sees value, belief, beliefs and percepts (see the package doc).
-func OnBelief(name, kind, expr string) Option {
-	return func(c *config) { c.specs = append(c.specs, spec{onBelief, name, kind, expr}) }
+func OnBelief(name, kind, expr string) Spec {
+	return Spec{Name: name, On: TargetBelief, Target: kind, Expr: expr}
 }
 
 // rule is a compiled rule.
@@ -104,27 +59,19 @@ type rule struct {
 type Rules struct {
 	actions map[string][]*rule // by action type, in declaration order
 	beliefs map[string][]*rule // by belief kind, in declaration order
-	names   []string
-	specs   []spec // as given, for [Rules.Specs]
+	specs   []Spec             // as given, for [Rules.Specs]
 }
 
 var _ kernel.Validator = (*Rules)(nil)
 
-// New compiles the rules the options give. A rule with an empty name, kind
-// or expression, a name another rule already has, an expression that does
-// not compile or whose type is not bool is refused with an [*Error]
-// wrapping [ErrInvalidRule]. New with no rules returns a Rules that lets
-// everything through.
-func New(opts ...Option) (*Rules, error) {
-	var c config
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	if len(c.bad) > 0 {
-		return nil, c.bad[0]
-	}
+// New compiles the rules specs give ([OnAction], [OnBelief], or specs
+// as a policy snapshot recorded them, [Rules.Specs]). A rule with an empty
+// name, kind or expression, a target ([Spec].On) other than [TargetAction]
+// and [TargetBelief], a name another rule already has, an expression that
+// does not compile or whose type is not bool is refused with an error
+// wrapping [ErrInvalidRule] that names the rule. New with no rules returns
+// a Rules that lets everything through.
+func New(specs ...Spec) (*Rules, error) {
 	byKind := cel.MapType(cel.StringType, expr.Object)
 	shared := []cel.EnvOption{cel.Variable(varPercepts, byKind), cel.Variable(varBeliefs, byKind)}
 	actionEnv, err := expr.NewEnv(append(shared, cel.Variable(varAction, expr.Object))...)
@@ -137,27 +84,29 @@ func New(opts ...Option) (*Rules, error) {
 	}
 
 	rs := &Rules{actions: map[string][]*rule{}, beliefs: map[string][]*rule{}}
-	seen := make(map[string]bool, len(c.specs))
-	for _, s := range c.specs {
+	seen := make(map[string]bool, len(specs))
+	for _, s := range specs {
 		invalid := func(format string, args ...any) error {
-			return &Error{Rule: s.name, Err: fmt.Errorf("%w: on %s %q: %s", ErrInvalidRule, s.target, s.kind, fmt.Sprintf(format, args...))}
+			return fmt.Errorf("rules: rule %q: %w: on %s %q: %s", s.Name, ErrInvalidRule, s.On, s.Target, fmt.Sprintf(format, args...))
 		}
 		switch {
-		case s.name == "":
+		case s.On != TargetAction && s.On != TargetBelief:
+			return nil, invalid("target is neither %q nor %q", TargetAction, TargetBelief)
+		case s.Name == "":
 			return nil, invalid("empty name")
-		case s.kind == "":
-			return nil, invalid("empty %s kind", s.target)
-		case s.expr == "":
+		case s.Target == "":
+			return nil, invalid("empty %s kind", s.On)
+		case s.Expr == "":
 			return nil, invalid("empty expression")
-		case seen[s.name]:
+		case seen[s.Name]:
 			return nil, invalid("duplicate name")
 		}
-		seen[s.name] = true
+		seen[s.Name] = true
 		env, index := actionEnv, rs.actions
-		if s.target == onBelief {
+		if s.On == TargetBelief {
 			env, index = beliefEnv, rs.beliefs
 		}
-		ast, err := expr.Compile(env, s.expr)
+		ast, err := expr.Compile(env, s.Expr)
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
@@ -175,18 +124,14 @@ func New(opts ...Option) (*Rules, error) {
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
-		rl := &rule{name: s.name, expr: s.expr, prg: prg}
-		rl.op, rl.clauses = splitClauses(env, ast, s.expr)
+		rl := &rule{name: s.Name, expr: s.Expr, prg: prg}
+		rl.op, rl.clauses = splitClauses(env, ast, s.Expr)
 		rl.percepts, rl.beliefs = reads(ast)
-		index[s.kind] = append(index[s.kind], rl)
-		rs.names = append(rs.names, s.name)
+		index[s.Target] = append(index[s.Target], rl)
 	}
-	rs.specs = c.specs
+	rs.specs = slices.Clone(specs)
 	return rs, nil
 }
-
-// Names returns the names of the rules, in the order they were given.
-func (r *Rules) Names() []string { return append([]string(nil), r.names...) }
 
 // Validate checks c against the rules that apply to it and returns the
 // verdict of the first rule that does not hold, or the zero Verdict. A

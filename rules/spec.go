@@ -1,6 +1,6 @@
 package rules
 
-import "fmt"
+import "slices"
 
 // The targets a [Spec] names.
 const (
@@ -8,9 +8,10 @@ const (
 	TargetBelief = "belief"
 )
 
-// Spec is one rule as data: what [OnAction] or [OnBelief] was given. A
-// policy snapshot records a rule set as its specs, and [FromSpecs] builds
-// the same rules back from them (to replay a trace under them).
+// Spec is one rule as data: what [OnAction] and [OnBelief] return and
+// [New] compiles. A policy snapshot records a rule set as its specs
+// ([Rules.Specs]), and New builds the same rules back from them (to
+// replay a trace under them).
 type Spec struct {
 	Name string `json:"name"`
 	// On is [TargetAction] or [TargetBelief].
@@ -20,37 +21,6 @@ type Spec struct {
 	Expr   string `json:"expr"`
 }
 
-// Specs returns the rules as data, in the order they were given.
-func (r *Rules) Specs() []Spec {
-	out := make([]Spec, len(r.specs))
-	for i, s := range r.specs {
-		out[i] = Spec{Name: s.name, On: s.target.String(), Target: s.kind, Expr: s.expr}
-	}
-	return out
-}
-
-// Option returns the option that adds the rule s to [New]; a spec whose
-// On is neither [TargetAction] nor [TargetBelief] makes New fail with an
-// [*Error] wrapping [ErrInvalidRule].
-func (s Spec) Option() Option {
-	switch s.On {
-	case TargetAction:
-		return OnAction(s.Name, s.Target, s.Expr)
-	case TargetBelief:
-		return OnBelief(s.Name, s.Target, s.Expr)
-	}
-	return func(c *config) {
-		c.bad = append(c.bad, &Error{Rule: s.Name, Err: fmt.Errorf("%w: target %q is neither %q nor %q", ErrInvalidRule, s.On, TargetAction, TargetBelief)})
-	}
-}
-
-// FromSpecs compiles the rules specs describe, as [New] compiles the
-// rules its options give (the same errors), and options add more rules
-// after them.
-func FromSpecs(specs []Spec, opts ...Option) (*Rules, error) {
-	all := make([]Option, 0, len(specs)+len(opts))
-	for _, s := range specs {
-		all = append(all, s.Option())
-	}
-	return New(append(all, opts...)...)
-}
+// Specs returns the rules as data, in the order they were given: [New]
+// of them compiles the same rules.
+func (r *Rules) Specs() []Spec { return slices.Clone(r.specs) }

@@ -3,11 +3,12 @@ package rules
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
-// Specs gives the rules back as data, and FromSpecs builds the same rules
-// from them: the same specs, the same names.
+// Specs gives the rules back as data, and New builds the same rules
+// from them: the same specs.
 func TestSpecsRoundTrip(t *testing.T) {
 	r, err := New(OnAction("cap", "issue_refund", "action.amount <= 500"), OnBelief("sure", "refund_due", "value == true"))
 	if err != nil {
@@ -20,22 +21,21 @@ func TestSpecsRoundTrip(t *testing.T) {
 	if got := r.Specs(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Specs: %+v", got)
 	}
-	back, err := FromSpecs(r.Specs(), OnAction("more", "issue_refund", "action.amount > 0"))
+	back, err := New(append(r.Specs(), OnAction("more", "issue_refund", "action.amount > 0"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := back.Specs(); !reflect.DeepEqual(got[:2], want) || len(got) != 3 || !reflect.DeepEqual(back.Names(), []string{"cap", "sure", "more"}) {
+	if got := back.Specs(); !reflect.DeepEqual(got[:2], want) || len(got) != 3 || got[2].Name != "more" {
 		t.Errorf("rebuilt: %+v", got)
 	}
 }
 
-// A spec naming no target, or one New refuses, fails FromSpecs.
-func TestFromSpecsRefuses(t *testing.T) {
-	var re *Error
-	if _, err := FromSpecs([]Spec{{Name: "x", On: "plan", Target: "p", Expr: "true"}}); !errors.Is(err, ErrInvalidRule) || !errors.As(err, &re) || re.Rule != "x" {
+// A spec naming no target, or one New refuses, fails New.
+func TestSpecsRefused(t *testing.T) {
+	if _, err := New(Spec{Name: "x", On: "plan", Target: "p", Expr: "true"}); !errors.Is(err, ErrInvalidRule) || !strings.Contains(err.Error(), `rule "x"`) {
 		t.Errorf("target plan: %v", err)
 	}
-	if _, err := FromSpecs([]Spec{{Name: "x", On: TargetAction, Target: "a", Expr: "1 +"}}); !errors.Is(err, ErrInvalidRule) {
+	if _, err := New(Spec{Name: "x", On: TargetAction, Target: "a", Expr: "1 +"}); !errors.Is(err, ErrInvalidRule) {
 		t.Errorf("bad expression: %v", err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // checkStorable is the minimum any store demands of a record it appends.
-// Stores call it through [CheckRecord] and [Batch.CheckRecords]. known
-// holds strings already found valid UTF-8 (see [Batch.CheckRecordsHeld]):
+// Stores call it through [Batch.Check]. known holds strings already
+// found valid UTF-8 (see [Batch.Check]):
 // a string of r equal to one of them is not scanned again.
 func checkStorable(r *blackboard.Record, known *knownStrings) error {
 	switch {
@@ -109,9 +109,6 @@ func utf8Value(v any) bool {
 	return true
 }
 
-// CheckClaim validates a once-key claim before a store applies it.
-func CheckClaim(c Claim) error { return checkClaim(c) }
-
 func checkClaim(c Claim) error {
 	if c.Key == "" || c.RecordID == "" || !validUTF8(c.Key, c.RecordID, c.Namespace) {
 		return fmt.Errorf("%w: claim needs a valid key and record id", blackboard.ErrInvalidInput)
@@ -143,14 +140,6 @@ func checkTransition(inv Invalidation) error {
 	}
 	return nil
 }
-
-// CheckRecord validates the fields every store requires of a record before
-// appending it. Store implementations call it so that all stores refuse the
-// same malformed input with the same error.
-func CheckRecord(r blackboard.Record) error { return checkStorable(&r, &knownStrings{}) }
-
-// CheckInvalidation validates a status change before a store applies it.
-func CheckInvalidation(inv Invalidation) error { return checkTransition(inv) }
 
 // maxSpanLen bounds Provenance.Span: a W3C traceparent is 55 bytes.
 const maxSpanLen = 128

@@ -34,14 +34,14 @@ func kernelBatch() store.Batch {
 	}
 }
 
-// BenchmarkCheckRecords is the check of a kernel's batch: by a store
-// that does not hold its trace (CheckRecords) and by one that does (the
-// memory store's CheckRecordsHeld).
-func BenchmarkCheckRecords(b *testing.B) {
+// BenchmarkBatchCheck is the check of a kernel's batch: by a store
+// that does not hold its trace (Check("", "")) and by one that
+// does (the memory store's, naming the trace it holds).
+func BenchmarkBatchCheck(b *testing.B) {
 	batch := kernelBatch()
 	b.Run("unheld", func(b *testing.B) {
 		for b.Loop() {
-			if err := batch.CheckRecords(); err != nil {
+			if err := batch.Check("", ""); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -49,23 +49,23 @@ func BenchmarkCheckRecords(b *testing.B) {
 	b.Run("held", func(b *testing.B) {
 		trace := string([]byte(batch.Trace)) // the store's copy
 		for b.Loop() {
-			if err := batch.CheckRecordsHeld(trace, "study"); err != nil {
+			if err := batch.Check(trace, "study"); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 }
 
-// TestCheckRecordsHeldRefusesEveryBadString: the strings CheckRecordsHeld
+// TestBatchCheckRefusesEveryBadString: the strings Check
 // does not scan (those equal to the held trace and namespace, or to the
 // append before) never let an invalid one through: a bad byte in any
 // string of either append (an id or ref built of a bad trace id among
-// them) is refused, by CheckRecords and by CheckRecordsHeld of the
-// batch's trace.
-func TestCheckRecordsHeldRefusesEveryBadString(t *testing.T) {
+// them) is refused, by Check naming nothing held and by
+// Check naming the batch's trace.
+func TestBatchCheckRefusesEveryBadString(t *testing.T) {
 	good := kernelBatch()
 	const trace, bad = "ep-000123-bk-seed-42", "\xff"
-	if err := good.CheckRecordsHeld(trace, "study"); err != nil {
+	if err := good.Check(trace, "study"); err != nil {
 		t.Fatal(err)
 	}
 	fields := map[string]func(r *blackboard.Record, v string){
@@ -94,7 +94,7 @@ func TestCheckRecordsHeldRefusesEveryBadString(t *testing.T) {
 			for _, v := range []string{bad, "ok" + bad, bad + ":" + trace + ":1"} {
 				b := kernelBatch()
 				set(&b.Appends[i], v)
-				for how, err := range map[string]error{"CheckRecords": b.CheckRecords(), "CheckRecordsHeld": b.CheckRecordsHeld(trace, "study")} {
+				for how, err := range map[string]error{`Check("", "")`: b.Check("", ""), "Check(trace)": b.Check(trace, "study")} {
 					if !errors.Is(err, blackboard.ErrInvalidInput) || !strings.Contains(err.Error(), "UTF-8") {
 						t.Errorf("%s of append %d = %q: %s = %v, want the UTF-8 refusal", name, i, v, how, err)
 					}
@@ -104,9 +104,9 @@ func TestCheckRecordsHeldRefusesEveryBadString(t *testing.T) {
 	}
 }
 
-// FuzzCheckRecordsHeld holds CheckRecordsHeld to a check that scans every
+// FuzzBatchCheck holds Check to a check that scans every
 // string, on two appends of one trace built from the fuzzer's strings.
-func FuzzCheckRecordsHeld(f *testing.F) {
+func FuzzBatchCheck(f *testing.F) {
 	f.Add("t", "beliefs:t:1", "k", "w", "ns", "percepts:t:1", "t", "ns")
 	f.Add("t\xff", "beliefs:t\xff:1", "k", "w", "ns", "percepts:t:1", "t", "ns")
 	f.Add("t", "beliefs:t:1", "k", "w\xff", "ns", "p\xff:t:1", "t", "n\xffs")
@@ -125,8 +125,8 @@ func FuzzCheckRecordsHeld(f *testing.F) {
 		for _, s := range []string{trace, id, kind, writer, ns, ref, b.Appends[0].ID} {
 			want = want && utf8.ValidString(s)
 		}
-		if err := b.CheckRecordsHeld(heldTrace, heldNS); (err == nil) != want {
-			t.Fatalf("CheckRecordsHeld = %v, want refusal %v", err, !want)
+		if err := b.Check(heldTrace, heldNS); (err == nil) != want {
+			t.Fatalf("Check = %v, want refusal %v", err, !want)
 		}
 	})
 }

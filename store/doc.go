@@ -3,8 +3,7 @@
 // atomic [Batch] that is its one write, the optional interfaces a store may
 // implement ([StateStore], [TraceLister]), the errors it returns, and the
 // checks every store runs so that all of them refuse the same input alike
-// ([CheckRecord], [Batch.CheckRecords], [CheckClaim], [CheckInvalidation],
-// [CheckFilter]), the longest TTL a record may carry ([MaxTTL]) and the
+// ([Batch.Check], [CheckFilter]), the longest TTL a record may carry ([MaxTTL]) and the
 // form of the ids the kernel gives its records ([RecordID], read back by
 // [SplitRecordID]). The records themselves and their vocabulary are package
 // blackboard's.

@@ -4,7 +4,7 @@ package store
 
 import "github.com/blackboardkernel/bk/internal/mutant"
 
-// mutTrustAll makes every batch pass CheckRecords as the kernel's own do:
+// mutTrustAll makes every batch pass Batch.Check as the kernel's own do:
 // a caller other than the kernel could then store a record no store may
 // hold. The conformance suite's refusals catch it.
 var mutTrustAll bool

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding"
 	"iter"
 
 	"github.com/blackboardkernel/bk/blackboard"
@@ -30,7 +31,7 @@ import (
 // status change from StatusActive to StatusInvalidated or StatusExpired,
 // refused with [ErrNotActive] for a record that is no longer active, with
 // [blackboard.ErrNotFound] for an unknown id, and with [blackboard.ErrInvalidInput] for any
-// other target status or an empty reason ([CheckInvalidation]). Apply is
+// other target status or an empty reason ([Batch.Check]). Apply is
 // all or nothing, checks the whole batch against the store as it was
 // before the batch, and honours the batch's trace-length condition
 // ([Batch.Trace]). Listings return records in append order, and the
@@ -41,7 +42,7 @@ import (
 // nothing. After Close every method, Close included, returns [blackboard.ErrClosed].
 // A Filter with an invalid Status or Scope is [blackboard.ErrInvalidInput]. Apply
 // refuses, with [blackboard.ErrInvalidInput] or [blackboard.ErrInvalidPayload], a batch holding
-// any record [CheckRecord] refuses (invalid UTF-8 in any string among
+// any record [Batch.Check] refuses (invalid UTF-8 in any string among
 // them), and a store keeps a record with an empty Namespace as
 // [blackboard.DefaultNamespace].
 //
@@ -91,18 +92,13 @@ type Store interface {
 	Close() error
 }
 
-// Filter narrows ListSlot. A zero field matches everything.
+// Filter narrows ListSlot: a record passes when each field is zero or
+// equal to the record's.
 type Filter struct {
 	Status blackboard.Status
 	Scope  blackboard.Scope
 	// Namespace, when set, keeps only records of that namespace.
 	Namespace string
-}
-
-// Match reports whether rec passes the filter.
-func (f Filter) Match(rec *blackboard.Record) bool {
-	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope) &&
-		(f.Namespace == "" || rec.Namespace == f.Namespace)
 }
 
 // Batch is an atomic group of writes: all of it lands or none of it does.
@@ -124,8 +120,10 @@ type Batch struct {
 	Claims []Claim
 	// State, when not nil, is the new decision state of trace Trace, kept
 	// with the batch's writes (see [StateStore]); it needs Trace set. A
-	// store that does not implement StateStore ignores it.
-	State StateValue
+	// store that does not implement StateStore ignores it. The state is
+	// opaque to a store, which keeps it as it is or persists its encoding
+	// (MarshalBinary), and never modified after it is handed to the store.
+	State encoding.BinaryMarshaler
 	// Version, with State, is the trace's Version the state was derived
 	// from: a StateStore refuses the batch with [blackboard.ErrConflict] unless trace
 	// Trace's Version is still Version, so that no state misses a change
@@ -140,28 +138,50 @@ type Batch struct {
 	SharedNamespace string
 	Shared          uint64
 	// Vouch is set by this module's kernel on a batch it built from
-	// entries it checked and records it made itself: CheckRecords passes
-	// such a batch without scanning it again. No code outside the module
+	// entries it checked and records it made itself: [Batch.Check] passes
+	// its appends without scanning them again. No code outside the module
 	// can set it (its type is the module's internal one); leave it zero.
 	Vouch vouch.Mark
 }
 
-// CheckRecords runs [CheckRecord] on each of the batch's appends and
-// returns the first error. A batch this module's kernel built, from
-// entries it checked and records it made itself, passes without being
-// scanned again: the kernel vouches for it through a mark no code outside
-// the module can set, so every other caller's batch is checked in full.
-func (b *Batch) CheckRecords() error { return b.CheckRecordsHeld("", "") }
+// Check validates the batch before a store applies it, so that all
+// stores refuse the same malformed input with the same error (wrapping
+// [blackboard.ErrInvalidInput], or [blackboard.ErrInvalidPayload] for a
+// payload string that is not valid UTF-8): the fields every
+// store requires of each appended record, then each invalidation (a
+// record can only become INVALIDATED or EXPIRED, with a reason), then each
+// claim (a key and a record id). It returns the first error. The appends
+// of a batch this module's kernel built, from entries it checked and
+// records it made itself, pass without being scanned again: the kernel
+// vouches for them through a mark no code outside the module can set, so
+// every other caller's batch is checked in full.
+//
+// A store that holds a trace with id trace, of namespace namespace, may
+// name them (both "" when it holds none it wants to name): strings it
+// holds were found valid when they were stored, so a record's trace id or
+// namespace equal to those is not scanned for UTF-8 again, nor is a
+// string equal to the same field of the append before it. Given strings
+// the store holds (valid UTF-8, as every string a store keeps is), it
+// refuses exactly what Check("", "") refuses: it trusts them, so a store
+// must never pass the batch's own.
+func (b *Batch) Check(trace, namespace string) error {
+	if err := b.checkAppends(trace, namespace); err != nil {
+		return err
+	}
+	for _, inv := range b.Invalidations {
+		if err := checkTransition(inv); err != nil {
+			return err
+		}
+	}
+	for _, c := range b.Claims {
+		if err := checkClaim(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-// CheckRecordsHeld is [Batch.CheckRecords] for a store that holds a trace
-// with id trace, of namespace namespace (both "" when it holds none it
-// wants to name): strings it holds were found valid when they were stored,
-// so a record's trace id or namespace equal to those is not scanned for
-// UTF-8 again, nor is a string equal to the same field of the append
-// before it. Given strings the store holds (valid UTF-8, as every string a store
-// keeps is), it refuses exactly what CheckRecords refuses: it trusts them,
-// so a store must never pass the batch's own.
-func (b *Batch) CheckRecordsHeld(trace, namespace string) error {
+func (b *Batch) checkAppends(trace, namespace string) error {
 	if trustsAll() || vouch.Vouched(b.Vouch) {
 		return nil
 	}
@@ -227,15 +247,8 @@ type TraceState struct {
 	// Value is the stored state itself, from a store that keeps values in
 	// memory; Data is its encoding (Value.MarshalBinary), from a store that
 	// persists bytes. At most one is set.
-	Value StateValue
+	Value encoding.BinaryMarshaler
 	Data  []byte
-}
-
-// StateValue is a trace's decision state as the kernel builds it. It is
-// opaque to a store, which keeps it as it is or persists its encoding, and
-// never modified after it is handed to the store.
-type StateValue interface {
-	MarshalBinary() ([]byte, error)
 }
 
 // Claim takes a once-key for a record of the batch, in the key space of
@@ -254,7 +267,7 @@ type Invalidation struct {
 	Reason blackboard.Code
 }
 
-// trustsAll reports whether every batch passes CheckRecords unscanned,
+// trustsAll reports whether every batch's appends pass Check unscanned,
 // which only the mutation store_trusts_all makes so.
 func trustsAll() bool {
 	if mutTrustAll {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestVouchedBatchesOnly: a batch the kernel vouched for passes
-// CheckRecords unscanned; the same batch from any other caller (no mark,
+// Check unscanned; the same batch from any other caller (no mark,
 // or a copy of the struct built anew) is checked and refused.
 func TestVouchedBatchesOnly(t *testing.T) {
 	bad := func() store.Batch {
@@ -18,18 +18,18 @@ func TestVouchedBatchesOnly(t *testing.T) {
 			Provenance: Provenance{Role: RoleKernel, Writer: "kernel", TraceID: "t"}, Status: StatusActive}}}
 	}
 	b := bad()
-	if err := b.CheckRecords(); !errors.Is(err, ErrInvalidInput) {
+	if err := b.Check("", ""); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("unvouched bad batch: %v, want ErrInvalidInput", err)
 	}
-	if err := b.CheckRecordsHeld("t", ""); !errors.Is(err, ErrInvalidInput) {
+	if err := b.Check("t", ""); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("unvouched bad batch, held: %v, want ErrInvalidInput", err)
 	}
 	vouch.Set(&b.Vouch)
-	if err := b.CheckRecords(); err != nil {
+	if err := b.Check("", ""); err != nil {
 		t.Fatalf("vouched batch: %v, want it passed unscanned", err)
 	}
 	rebuilt := store.Batch{Appends: b.Appends, Trace: b.Trace}
-	if err := rebuilt.CheckRecords(); !errors.Is(err, ErrInvalidInput) {
+	if err := rebuilt.Check("", ""); !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("a batch rebuilt from a vouched one's records: %v, want ErrInvalidInput", err)
 	}
 }

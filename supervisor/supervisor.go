@@ -12,16 +12,13 @@ import (
 	"github.com/blackboardkernel/bk/toolgate"
 )
 
-// Defaults of the configuration.
-const (
-	// DefaultInterval is how often the supervisor looks for decided approvals.
-	DefaultInterval = time.Second
-)
+// defaultInterval is how often the supervisor looks for decided
+// approvals when [Config].Interval is 0.
+const defaultInterval = time.Second
 
 // Sentinel errors. Errors from [New], [Supervisor.Start] and
-// [Supervisor.Recovered], and the Err of
-// an [Event], wrap one of these for errors.Is; the Err of an Event is an
-// [*Error] for errors.As.
+// [Supervisor.Recovered], and the Err of an [Event], wrap one of these
+// for errors.Is; the Err of an Event wraps the error met as well.
 var (
 	// ErrInvalidConfig: New was given no gate or a bad configuration (a
 	// negative interval or recovery period).
@@ -42,36 +39,22 @@ var (
 	ErrResume = errors.New("supervisor: resuming an approval failed")
 )
 
-// Error is the typed error of one thing the supervisor could not do: the
-// stage (Op), the action and trace when it is about one, and the error it
-// met, after the sentinel of the stage.
-type Error struct {
-	Op       Op     // the stage: OpRecover or OpResume
-	TraceID  string // the action's trace, when the error is about one
-	ActionID string // the action, when the error is about one
-	Err      error  // what went wrong: a store failure, a cancelled context
-}
-
-// Error says what failed, where.
-func (e *Error) Error() string {
-	s := "supervisor: " + string(e.Op)
-	if e.ActionID != "" {
-		s += " " + e.ActionID
-	}
-	if e.TraceID != "" {
-		s += " (trace " + e.TraceID + ")"
-	}
-	return s + ": " + e.Err.Error()
-}
-
-// Unwrap returns the stage's sentinel and the error met, so that errors.Is
-// finds both.
-func (e *Error) Unwrap() []error {
+// stageErr is the error of an [Event] the supervisor could not finish:
+// the stage's sentinel ([ErrRecover], [ErrResume]), the action and trace
+// when it is about one, and the error it met, which errors.Is finds too.
+func stageErr(op Op, traceID, actionID string, err error) error {
 	sentinel := ErrRecover
-	if e.Op == OpResume {
+	if op == OpResume {
 		sentinel = ErrResume
 	}
-	return []error{sentinel, e.Err}
+	where := ""
+	if actionID != "" {
+		where = ": " + actionID
+	}
+	if traceID != "" {
+		where += " (trace " + traceID + ")"
+	}
+	return fmt.Errorf("%w%s: %w", sentinel, where, err)
 }
 
 // Op names what the supervisor was doing.
@@ -99,8 +82,9 @@ type Event struct {
 	// (EFFECT_UNKNOWN for an effect a crash left that may have run),
 	// refused with the fallback taken (APPROVAL_DENIED, APPROVAL_EXPIRED).
 	Result toolgate.Result
-	// Err, when set, is an [*Error]: the supervisor could not do it, and
-	// tries again later.
+	// Err, when set, says the supervisor could not do it, and tries again
+	// later: it wraps the stage's sentinel ([ErrRecover], [ErrResume])
+	// and the error met (a store failure, a cancelled context).
 	Err error
 }
 
@@ -108,7 +92,7 @@ type Event struct {
 // means its documented default.
 type Config struct {
 	// Interval is how often the supervisor looks for approvals that were decided (0:
-	// [DefaultInterval]). Each look lists the actions that wait
+	// one second). Each look lists the actions that wait
 	// ([toolgate.Gate.Pending]): it reads the namespace's decision
 	// records, so its cost grows with the history.
 	Interval time.Duration
@@ -130,9 +114,9 @@ type Config struct {
 	Events func(context.Context, Event)
 }
 
-// Validate reports every problem of c at once (errors.Join), each
+// validate reports every problem of c at once (errors.Join), each
 // wrapping [ErrInvalidConfig] and naming the field.
-func (c Config) Validate() error {
+func (c Config) validate() error {
 	var errs []error
 	if c.Interval < 0 {
 		errs = append(errs, fmt.Errorf("%w: Interval: %v is negative", ErrInvalidConfig, c.Interval))
@@ -168,10 +152,11 @@ type Supervisor struct {
 }
 
 // New returns a supervisor of g, configured by cfg. It fails with
-// [ErrInvalidConfig] for a nil gate or a bad configuration
-// ([Config.Validate]); it starts nothing.
+// [ErrInvalidConfig] for a nil gate or a bad configuration (a negative
+// Interval or RecoverEvery), reporting every problem at once, each naming
+// its field; it starts nothing.
 func New(g *toolgate.Gate, cfg Config) (*Supervisor, error) {
-	err := cfg.Validate()
+	err := cfg.validate()
 	if g == nil {
 		err = errors.Join(fmt.Errorf("%w: no gate", ErrInvalidConfig), err)
 	}
@@ -180,7 +165,7 @@ func New(g *toolgate.Gate, cfg Config) (*Supervisor, error) {
 	}
 	c := config{interval: cfg.Interval, recoverEvery: cfg.RecoverEvery, logger: cfg.Logger, onEvent: cfg.Events}
 	if c.interval == 0 {
-		c.interval = DefaultInterval
+		c.interval = defaultInterval
 	}
 	if c.recoverEvery == 0 {
 		c.recoverEvery = g.Lease()
@@ -344,7 +329,7 @@ func (s *Supervisor) recover(ctx context.Context) bool {
 		s.emit(ctx, Event{Op: OpRecover, TraceID: s.traceOf(ctx, res.ActionID), ActionID: res.ActionID, Result: res})
 	}
 	if err != nil && ctx.Err() == nil {
-		s.emit(ctx, Event{Op: OpRecover, Err: &Error{Op: OpRecover, Err: err}})
+		s.emit(ctx, Event{Op: OpRecover, Err: stageErr(OpRecover, "", "", err)})
 	}
 	return err == nil && ctx.Err() == nil
 }
@@ -354,7 +339,7 @@ func (s *Supervisor) resume(ctx context.Context) {
 	pending, err := s.g.Pending(ctx, "")
 	if err != nil {
 		if ctx.Err() == nil {
-			s.emit(ctx, Event{Op: OpResume, Err: &Error{Op: OpResume, Err: err}})
+			s.emit(ctx, Event{Op: OpResume, Err: stageErr(OpResume, "", "", err)})
 		}
 		return
 	}
@@ -369,7 +354,7 @@ func (s *Supervisor) resume(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				s.emit(ctx, Event{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID,
-					Err: &Error{Op: OpResume, TraceID: p.TraceID, ActionID: p.ActionID, Err: err}})
+					Err: stageErr(OpResume, p.TraceID, p.ActionID, err)})
 			}
 			continue
 		}

@@ -229,5 +229,6 @@ func play(ctx context.Context, k *kernel.Kernel, s store.Store, w io.Writer, sc 
 	if steps {
 		return tl.WriteSteps(w)
 	}
-	return tl.WriteText(w)
+	_, err = fmt.Fprint(w, tl)
+	return err
 }

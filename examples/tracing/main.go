@@ -139,7 +139,7 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	if err := tl.WriteText(w); err != nil {
+	if _, err := fmt.Fprint(w, tl); err != nil {
 		return err
 	}
 	for _, id := range tl.Refused() {
@@ -155,7 +155,8 @@ func run(ctx context.Context, w io.Writer, verbose bool) error {
 		if err != nil {
 			return err
 		}
-		return ex.WriteText(w)
+		_, err = fmt.Fprint(w, ex)
+		return err
 	}
 	return nil
 }

@@ -31,9 +31,9 @@ import (
 // identity, a bad token file, a bad TTL.
 var ErrInvalidConfig = errors.New("console: invalid configuration")
 
-// DefaultTTL is how long an approval given in the console stays valid
-// when [Config.TTL] does not say.
-const DefaultTTL = time.Hour
+// defaultTTL is how long an approval given in the console stays valid
+// when [Config.TTL] does not say: an hour.
+const defaultTTL = time.Hour
 
 // maxForm bounds a decision's form, the note included.
 const maxForm = 64 << 10
@@ -51,7 +51,7 @@ type Config struct {
 	// only that namespace's approvals. "" is every namespace.
 	Namespace string
 	// TTL is how long an approval stays valid once given, in (0,
-	// [toolgate.MaxApprovalTTL]]; 0 is [DefaultTTL].
+	// [toolgate.MaxApprovalTTL]]; 0 is an hour.
 	TTL time.Duration
 	// Hosts are the hosts a request may name besides an IP address and
 	// localhost ("name" for any port, "name:port" for that port only),
@@ -76,7 +76,7 @@ type config struct {
 // check returns cfg with its defaults, or every problem it has, each an
 // [ErrInvalidConfig].
 func (cfg Config) check() (config, error) {
-	c := config{namespace: cfg.Namespace, ttl: cmp.Or(cfg.TTL, DefaultTTL), now: cfg.Clock}
+	c := config{namespace: cfg.Namespace, ttl: cmp.Or(cfg.TTL, defaultTTL), now: cfg.Clock}
 	if c.now == nil {
 		c.now = time.Now
 	}

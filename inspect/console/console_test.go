@@ -253,7 +253,7 @@ func TestApprove(t *testing.T) {
 			a = got
 		}
 	}
-	if a.Approver != "human:alice" || a.Note != "checked the order" || a.Decision != audit.Approved || a.TTL != console.DefaultTTL {
+	if a.Approver != "human:alice" || a.Note != "checked the order" || a.Decision != audit.Approved || a.TTL != time.Hour {
 		t.Errorf("approval %+v", a)
 	}
 }

@@ -60,7 +60,7 @@
 // through a tool-call gate with no tool over the same store
 // ([toolgate.Gate.Approver], as the identity of the request), which checks
 // the binding again and refuses the proposer (403). The approval expires
-// after [DefaultTTL] ([Config.TTL]) and is used once: the application's gate
+// after an hour ([Config.TTL]) and is used once: the application's gate
 // consumes it when it resumes the action ([toolgate.Gate.Execute], or its
 // supervisor), and a denial sends the action to the gate's safe fallback.
 // The console runs no tool.

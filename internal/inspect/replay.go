@@ -17,6 +17,10 @@ import (
 )
 
 // ruleFlags collects the repeatable --rule NAME=EXPR of bk replay.
+// noPolicyNamed is why a listed trace is not replayed: it was not run
+// through a tool gate ([replay.ErrNoPolicyNamed]).
+const noPolicyNamed = "no decision record of the trace names a policy snapshot"
+
 type ruleFlags []rules.Spec
 
 func (r *ruleFlags) String() string { return "" }
@@ -73,9 +77,8 @@ func Replay(ctx context.Context, s store.Store, namespace, trace string, opts ..
 	out := []Replayed{}
 	for _, t := range targets {
 		rep, err := replay.Trace(ctx, s, t.ns, t.trace, opts...)
-		var re *replay.Error
-		if trace == "" && errors.As(err, &re) && errors.Is(err, replay.ErrNoPolicy) && re.Policy == "" {
-			out = append(out, Replayed{Report: replay.Report{Namespace: t.ns, TraceID: t.trace, First: -1}, Skipped: re.Reason})
+		if trace == "" && errors.Is(err, replay.ErrNoPolicyNamed) {
+			out = append(out, Replayed{Report: replay.Report{Namespace: t.ns, TraceID: t.trace, First: -1}, Skipped: noPolicyNamed})
 			continue
 		}
 		if err != nil {
@@ -123,7 +126,7 @@ func runReplay(ctx context.Context, e *env, _ []string) error {
 		}
 		c := r.Counts
 		fmt.Fprintf(e.out, "%s (%s, policy %s): %d decisions: %d same, %d changed, %d missing, %d extra; first divergence: %s\n",
-			Inert(r.TraceID), Inert(r.Namespace), Inert(strings.Join(r.Policies, ", ")), len(r.Decisions), c.Same, c.Changed, c.Missing, c.Extra, Inert(first))
+			Inert(r.TraceID), Inert(r.Namespace), Inert(strings.Join(r.Policies, ", ")), len(r.Decisions), c[replay.Same], c[replay.Changed], c[replay.Missing], c[replay.Extra], Inert(first))
 		tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  MATCH\tSTAGE\tKIND\tRECORD\tRECORDED\tREPLAYED")
 		for _, d := range r.Decisions {

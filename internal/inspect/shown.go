@@ -8,6 +8,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
+	"github.com/blackboardkernel/bk/internal/packrec"
 	"github.com/blackboardkernel/bk/pack"
 	"github.com/blackboardkernel/bk/toolgate"
 )
@@ -29,7 +30,35 @@ type Shown struct {
 	Verified bool `json:"verified"`
 	// Context is the compiled context as recorded: its hash, tokens,
 	// prompt, sections and manifests.
-	Context pack.Pack `json:"context"`
+	Context Context `json:"context"`
+}
+
+// Context is a compiled context as its record holds it ([pack.Pack.Record]):
+// the pack's fields, each section's share of the window, and the
+// manifests of the policy, tools, evidence, memory and run controls
+// shown and of every cut.
+type Context struct {
+	Hash     string            `json:"hash,omitempty"`
+	Encoding string            `json:"encoding"`
+	Window   int               `json:"window"`
+	Tokens   int               `json:"tokens"`
+	Mode     toolgate.Safety   `json:"mode"`
+	Intent   string            `json:"intent,omitempty"`
+	Role     string            `json:"role,omitempty"`
+	Policy   string            `json:"policy,omitempty"`
+	Prompt   string            `json:"prompt"`
+	Sections []packrec.Section `json:"sections"`
+	Manifest Manifest          `json:"manifest"`
+}
+
+// Manifest is a compiled context's manifests, as its record holds them.
+type Manifest struct {
+	Policy   pack.PolicySummary `json:"policy"`
+	Tools    []string           `json:"tools"`
+	Evidence []packrec.Evidence `json:"evidence"`
+	Memory   []packrec.Memory   `json:"memory"`
+	Controls packrec.Controls   `json:"controls"`
+	Cuts     []packrec.Cut      `json:"cuts"`
 }
 
 // keyContext is the key under which a decision record's context names the

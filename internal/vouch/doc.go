@@ -1,6 +1,6 @@
 // Package vouch carries the kernel's word, within this module, that it has
 // built and checked a batch itself, so that a store need not run the
-// stateless checks of [store.Batch.CheckRecords] on it a second time.
+// stateless checks of [store.Batch.Check] on it a second time.
 //
 // The kernel checks every entry on the way in and builds the rest of a
 // batch from checked parts; before the vouch, every store scanned the

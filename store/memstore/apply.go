@@ -252,7 +252,7 @@ func (s *Store) check(b *store.Batch) error {
 	if held != nil {
 		heldID, heldNS = held.id, held.namespace
 	}
-	if err := b.CheckRecordsHeld(heldID, heldNS); err != nil {
+	if err := b.Check(heldID, heldNS); err != nil {
 		return err
 	}
 	// Batches are small: a quadratic scan for duplicates inside the batch
@@ -276,9 +276,6 @@ func (s *Store) check(b *store.Batch) error {
 		}
 	}
 	for i, c := range b.Claims {
-		if err := store.CheckClaim(c); err != nil {
-			return err
-		}
 		if _, taken := s.claims[claimKey{blackboard.NamespaceOf(c.Namespace), c.Key}]; taken {
 			return fmt.Errorf("%w: %q", blackboard.ErrDuplicateKey, c.Key)
 		}
@@ -289,9 +286,6 @@ func (s *Store) check(b *store.Batch) error {
 		}
 	}
 	for i, inv := range b.Invalidations {
-		if err := store.CheckInvalidation(inv); err != nil {
-			return err
-		}
 		l, ok := s.find(inv.ID)
 		if !ok {
 			return fmt.Errorf("%w: %s", blackboard.ErrNotFound, inv.ID)

@@ -6,3 +6,6 @@ func NewPacking() *Store { return &Store{} }
 
 // SplitID is splitID, for its test against store.SplitRecordID.
 var SplitID = splitID
+
+// Match is match, for the listing test.
+var Match = match

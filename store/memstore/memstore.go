@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"encoding"
 	"fmt"
 	"iter"
 	"slices"
@@ -104,7 +105,7 @@ type memTrace struct {
 	version       uint64
 	bumped        uint64 // the batch that last counted a change
 	stateVersion  uint64
-	state         store.StateValue
+	state         encoding.BinaryMarshaler
 }
 
 // New returns an empty in-memory store.
@@ -265,7 +266,7 @@ func (s *Store) appendSlot(dst []blackboard.Record, slot blackboard.Slot, f stor
 // appendMatch appends the record m of trace tr to dst if it matches f.
 func (s *Store) appendMatch(dst []blackboard.Record, f store.Filter, tr *memTrace, m *memRec) []blackboard.Record {
 	var r blackboard.Record
-	if fill(&r, tr, m); f.Match(&r) {
+	if fill(&r, tr, m); match(f, &r) {
 		r.Payload = s.payload(m)
 		dst = append(dst, r)
 	}
@@ -380,4 +381,10 @@ func (s *Store) AppendTrace(ctx context.Context, dst []blackboard.Record, namesp
 	}
 	defer s.unlock(false)
 	return s.appendTrace(dst, namespace, traceID), nil
+}
+
+// match reports whether rec passes f (see [store.Filter]).
+func match(f store.Filter, rec *blackboard.Record) bool {
+	return (f.Status == 0 || rec.Status == f.Status) && (f.Scope == 0 || rec.Scope == f.Scope) &&
+		(f.Namespace == "" || rec.Namespace == f.Namespace)
 }

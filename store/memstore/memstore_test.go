@@ -383,7 +383,7 @@ func TestListingsAcrossIndexing(t *testing.T) {
 				for _, f := range []store.Filter{{}, {Scope: blackboard.ScopePersistent}, {Scope: blackboard.ScopeEpisode, Status: blackboard.StatusActive}, {Status: blackboard.StatusInvalidated}} {
 					var want, got []blackboard.Record
 					for j := range all {
-						if all[j].Slot == slot && f.Match(&all[j]) {
+						if all[j].Slot == slot && memstore.Match(f, &all[j]) {
 							want = append(want, all[j])
 						}
 					}

@@ -46,7 +46,7 @@ type plan struct {
 // A single record is a one-record batch, a status change a batch with one
 // [store.Invalidation]. Apply returns an error wrapping
 // [store.ErrDuplicateID] for an id the store holds (or two appends of
-// one id); the error of [store.CheckRecord] for a record it refuses
+// one id); the error of [store.Batch.Check] for a record it refuses
 // ([blackboard.ErrInvalidInput] for a bad field, a string field or
 // reference that is not valid UTF-8, or a TTL beyond [store.MaxTTL];
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
@@ -60,7 +60,7 @@ type plan struct {
 // reason; an error wrapping [blackboard.ErrConflict] when the condition's
 // trace does not hold TraceLen records; [blackboard.ErrDuplicateKey] for a claim of a key
 // already claimed, by any store on the database, or of one key twice in the
-// batch; [blackboard.ErrInvalidInput] for a claim [store.CheckClaim] refuses or
+// batch; [blackboard.ErrInvalidInput] for a claim [store.Batch.Check] refuses or
 // that holds a NUL character, or a State whose MarshalBinary fails (that
 // error is wrapped too); [ErrSerialization] when the server kept aborting
 // the transaction; and [ErrUnreachable] when the server could not be
@@ -82,6 +82,9 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 // the trace counters to lock. It returns nil for a batch with nothing to
 // do.
 func newPlan(b store.Batch) (*plan, error) {
+	if err := b.Check("", ""); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
 	p := &plan{b: b, rows: make([]row, len(b.Appends))}
 	for i := range b.Appends {
 		var err error
@@ -92,18 +95,10 @@ func newPlan(b store.Batch) (*plan, error) {
 			p.shared = append(p.shared, p.rows[i].namespace)
 		}
 	}
-	for _, inv := range b.Invalidations {
-		if err := store.CheckInvalidation(inv); err != nil {
-			return nil, fmt.Errorf("pgstore: %w", err)
-		}
-	}
 	// Batches are small: a quadratic scan for a key claimed twice beats
 	// allocating a set, and it names the fault better than the primary key
 	// would.
 	for i, c := range b.Claims {
-		if err := store.CheckClaim(c); err != nil {
-			return nil, fmt.Errorf("pgstore: %w", err)
-		}
 		if hasNUL(c.Key, c.RecordID, c.Namespace) {
 			return nil, fmt.Errorf("pgstore: %w: a claim holds a NUL character", blackboard.ErrInvalidInput)
 		}

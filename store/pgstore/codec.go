@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
@@ -25,14 +24,12 @@ type row struct {
 	args      []any  // the insert's parameters; args[2] is set by Apply
 }
 
-// encode validates r and returns its insert parameters. Enumerations are
+// encode returns the insert parameters of r, which [store.Batch.Check]
+// passed, refusing what PostgreSQL cannot store. Enumerations are
 // stored by their stable names, the payload as JSONB and the reference
 // lists as text arrays (a nil list as NULL). An empty namespace is stored
 // as [blackboard.DefaultNamespace], as the store contract asks.
 func encode(r *blackboard.Record) (row, error) {
-	if err := store.CheckRecord(*r); err != nil {
-		return row{}, fmt.Errorf("pgstore: %w", err)
-	}
 	role, err := r.Provenance.Role.MarshalText()
 	if err != nil {
 		return row{}, fmt.Errorf("pgstore: record %s: %w: %v", r.ID, blackboard.ErrInvalidInput, err)

@@ -30,7 +30,7 @@
 // object's keys (a map has none) nor the sign of zero: -0 reads back as 0,
 // which compares equal.
 //
-// A record is checked with [store.CheckRecord] and refused rather than
+// A record is checked with [store.Batch.Check] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference,
 // or a TTL beyond [store.MaxTTL] ([blackboard.ErrInvalidInput]), invalid
 // UTF-8 in a payload string or key ([blackboard.ErrInvalidPayload]). So is what
@@ -111,7 +111,7 @@
 //
 // # Schema versions
 //
-// The table bk_schema holds the schema version, [SchemaVersion] for this
+// The table bk_schema holds the schema version, 6 for this
 // package. Opening a schema at that version only reads it, so a role
 // without the right to create tables can use a schema an administrator
 // migrated. Otherwise the store migrates it in one transaction that first

@@ -80,7 +80,6 @@ func TestQueryPlans(t *testing.T) {
 		{"Get", q.get, []any{"percepts:fill-3:4"}, []string{"bk_records_id"}},
 		{"FindActive", q.find, []any{"fill-3", "default", "beliefs", "k1", active}, []string{"bk_records_kind"}},
 		{"ListTrace", q.trace, []any{"fill-3", "default", int64(0), int64(pageSize)}, []string{"bk_records_trace", "bk_records_kind"}},
-		{"CountTrace", q.count, []any{"fill-3", "default"}, []string{"bk_traces_pkey"}},
 		{"ReadState", q.readState, []any{"fill-3", "ns-1"}, []string{"bk_traces_pkey", "bk_namespaces_pkey"}},
 		{"ClaimedBy", q.claimedBy, []any{"default", "key-5"}, []string{"bk_once_keys_pkey"}},
 		{"ListSlot of a namespace's active persistent records", q.slotPersistentNS,

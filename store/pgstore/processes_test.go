@@ -631,9 +631,9 @@ func checkProcesses(ctx context.Context, t *testing.T, schema, effectsPath strin
 	total := 0
 	for _, tr := range traces {
 		recs := records(t, s.ListTrace(ctx, "", tr))
-		n, err := s.CountTrace(ctx, "", tr)
+		n, err := countTrace(ctx, s, "", tr)
 		if err != nil || n != len(recs) {
-			t.Errorf("trace %s: CountTrace %d (%v), ListTrace %d records", tr, n, err, len(recs))
+			t.Errorf("trace %s: ReadState %d (%v), ListTrace %d records", tr, n, err, len(recs))
 		}
 		for i, r := range recs {
 			total++

@@ -8,7 +8,7 @@ import (
 
 // queries are the store's statements, with the schema's table names.
 type queries struct {
-	get, find, trace, count, claimedBy                  string
+	get, find, trace, claimedBy                         string
 	slotAny, slotPersistent, slotPersistentNS           string
 	lockTraces, lockTracesIf, invalidate                string
 	countInvalidated, checkVersion, setState, readState string
@@ -34,7 +34,6 @@ func newQueries(schema string) queries {
 		get:   sel + "WHERE id = $1",
 		find:  sel + "WHERE trace_id = $1 AND namespace = $2 AND slot = $3 AND kind = $4 AND status = $5 ORDER BY pos DESC LIMIT 1",
 		trace: sel + "WHERE trace_id = $1 AND namespace = $2 AND pos > $3 ORDER BY pos LIMIT $4",
-		count: "SELECT n FROM " + traces + " WHERE trace_id = $1 AND namespace = $2",
 		// A zero filter field is passed as '' and matches everything.
 		slotAny: sel + "WHERE slot = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR scope = $3) AND ($4 = '' OR namespace = $4)" +
 			" AND seq > $5 ORDER BY seq LIMIT $6",

@@ -176,13 +176,13 @@ var migrations = []string{
 	CREATE INDEX bk_records_kind ON {schema}.bk_records (trace_id, namespace, slot, kind, pos);`,
 }
 
-// SchemaVersion is the schema version this package creates and reads: the
+// schemaVersion is the schema version this package creates and reads: the
 // number of its migrations.
-const SchemaVersion = 6
+const schemaVersion = 6
 
 func init() {
-	if len(migrations) != SchemaVersion {
-		panic("pgstore: SchemaVersion does not match the migrations")
+	if len(migrations) != schemaVersion {
+		panic("pgstore: schemaVersion does not match the migrations")
 	}
 }
 

@@ -48,10 +48,10 @@ type config struct {
 	retries int
 }
 
-// DefaultRetries is how many times a transaction the server aborted with a
+// defaultRetries is how many times a transaction the server aborted with a
 // serialization failure or a deadlock is run again when [WithRetries] is
 // not given.
-const DefaultRetries = 8
+const defaultRetries = 8
 
 // WithSchema keeps the store's tables in the named schema, which the store
 // creates if it does not exist (that needs the CREATE privilege on the
@@ -64,7 +64,7 @@ func WithSchema(name string) Option { return func(c *config) { c.schema = name }
 // WithRetries sets how many times a call is run again after the server
 // aborted its transaction with a serialization failure (SQLSTATE 40001) or
 // a deadlock (40P01), or after it failed before reaching the server
-// (default [DefaultRetries]; 0 turns retries off). Nothing of an aborted
+// (default 8; 0 turns retries off). Nothing of an aborted
 // transaction landed, so running it again is safe. It must not be
 // negative.
 func WithRetries(n int) Option { return func(c *config) { c.retries = n } }
@@ -77,7 +77,7 @@ const pageSize = 256
 const maxIdentifier = 63
 
 func newConfig(opts []Option) (config, error) {
-	cfg := config{retries: DefaultRetries}
+	cfg := config{retries: defaultRetries}
 	for _, o := range opts {
 		if o == nil {
 			return cfg, fmt.Errorf("pgstore: %w: nil option", blackboard.ErrInvalidInput)
@@ -317,30 +317,6 @@ func (s *Store) query(ctx context.Context, query string, args []any) (recs []bla
 		recs, cursors = append(recs, r), [2]int64{seq, pos}
 	}
 	return recs, cursors, rows.Err()
-}
-
-// CountTrace returns how many records trace traceID of namespace holds (0
-// for an unknown trace) from the trace's counter: one primary-key lookup,
-// exact as of the last committed batch.
-func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int, error) {
-	leave, err := s.enter(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer leave()
-	ns := blackboard.NamespaceOf(namespace)
-	if !storable(traceID) || !storable(ns) {
-		return 0, nil
-	}
-	var n int64
-	err = s.retry(ctx, "count trace", func() error { return s.pool.QueryRow(ctx, s.q.count, traceID, ns).Scan(&n) })
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, nil
-	case err != nil:
-		return 0, err
-	}
-	return int(n), nil
 }
 
 // ReadState implements [store.StateStore] with one query, two primary-key

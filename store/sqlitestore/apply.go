@@ -24,7 +24,7 @@ import (
 // A single record is a one-record batch, a status change a batch with one
 // [store.Invalidation]. Apply returns an error wrapping
 // [store.ErrDuplicateID] for an id the store holds (or two appends of
-// one id); the error of [store.CheckRecord] for a record it refuses
+// one id); the error of [store.Batch.Check] for a record it refuses
 // ([blackboard.ErrInvalidInput] for a bad field, a string field or
 // reference that is not valid UTF-8, or a TTL beyond [store.MaxTTL];
 // [blackboard.ErrInvalidPayload] for a payload string that is not);
@@ -37,7 +37,7 @@ import (
 // trace does not hold TraceLen records; [blackboard.ErrDuplicateKey]
 // for a claim of a key already claimed, by any store on the database, or
 // of one key twice in the batch; and [blackboard.ErrInvalidInput] for a
-// claim [store.CheckClaim] refuses or a State whose MarshalBinary
+// claim [store.Batch.Check] refuses or a State whose MarshalBinary
 // fails (that error is wrapped too).
 func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	leave, err := s.enter(ctx)
@@ -47,6 +47,9 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 	defer leave()
 	if s.readOnly {
 		return errReadOnly
+	}
+	if err := b.Check("", ""); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
 	}
 	w := writes{rows: make([][]any, len(b.Appends))}
 	for i := range b.Appends {
@@ -58,18 +61,10 @@ func (s *Store) Apply(ctx context.Context, b store.Batch) error {
 			w.share(w.rows[i][16].(string))
 		}
 	}
-	for _, inv := range b.Invalidations {
-		if err := store.CheckInvalidation(inv); err != nil {
-			return fmt.Errorf("sqlitestore: %w", err)
-		}
-	}
 	// Batches are small: a quadratic scan for a key claimed twice beats
 	// allocating a set, and it names the fault better than the primary key
 	// would.
 	for i, c := range b.Claims {
-		if err := store.CheckClaim(c); err != nil {
-			return fmt.Errorf("sqlitestore: %w", err)
-		}
 		for _, prev := range b.Claims[:i] {
 			if prev.Key == c.Key && blackboard.NamespaceOf(prev.Namespace) == blackboard.NamespaceOf(c.Namespace) {
 				return fmt.Errorf("sqlitestore: %w: %q twice in one batch", blackboard.ErrDuplicateKey, c.Key)

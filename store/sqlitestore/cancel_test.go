@@ -74,8 +74,7 @@ func TestAttackCancelledCallIsTyped(t *testing.T) {
 			_, err := s.FindActive(ctx, "", "tr", blackboard.Percepts, "charge")
 			return err
 		},
-		"CountTrace": func(ctx context.Context, _ int) error { _, err := s.CountTrace(ctx, "", "tr"); return err },
-		"ReadState":  func(ctx context.Context, _ int) error { _, err := s.ReadState(ctx, "", "tr"); return err },
+		"ReadState": func(ctx context.Context, _ int) error { _, err := s.ReadState(ctx, "", "tr"); return err },
 		"ListTrace": func(ctx context.Context, _ int) error {
 			for _, err := range s.ListTrace(ctx, "", "tr") {
 				if err != nil {

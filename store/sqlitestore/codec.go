@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/internal/column"
 )
 
@@ -16,15 +15,13 @@ import (
 const columns = "id, trace_id, slot, mode, kind, payload, role, writer, ts_ms, " +
 	"input_refs, confidence, ttl_ms, evidence_refs, status, reason, scope, namespace, span"
 
-// encode validates r and returns the values of its columns. Enumerations
+// encode returns the values of r's columns ([store.Batch.Check] passed
+// r). Enumerations
 // are stored by their stable names, the payload and the reference lists as
 // JSON; a nil reference list is NULL, a nil payload is JSON null. An empty
 // namespace is stored as [blackboard.DefaultNamespace], as the store contract
 // asks, so that it reads back the same from every store.
 func encode(r *blackboard.Record) ([]any, error) {
-	if err := store.CheckRecord(*r); err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
-	}
 	role, err := r.Provenance.Role.MarshalText()
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: record %s: %w", r.ID, err)
@@ -63,7 +60,7 @@ func encode(r *blackboard.Record) ([]any, error) {
 // encodeJSON returns v as JSON text, or nil (SQL NULL) for a nil reference
 // list; a nil payload becomes the text null, which decodes back to nil.
 // JSON would silently replace a string that is not valid UTF-8; encode has
-// already refused those through [store.CheckRecord].
+// already refused those through [store.Batch.Check].
 func encodeJSON(id, what string, v any) (any, error) {
 	if refs, ok := v.([]string); ok && refs == nil {
 		return nil, nil

@@ -21,7 +21,7 @@
 // kernel's normal form: numbers float64, lists []any, objects
 // map[string]any.
 //
-// A record is checked with [store.CheckRecord] and refused rather than
+// A record is checked with [store.Batch.Check] and refused rather than
 // altered when it fails: invalid UTF-8 in any string field or reference, or
 // a TTL beyond [store.MaxTTL] ([blackboard.ErrInvalidInput]), invalid UTF-8 in
 // a payload string or key ([blackboard.ErrInvalidPayload]). So is what the JSON
@@ -43,8 +43,8 @@
 // the batch left. [Store.ReadState] reads a trace's row with one
 // primary-key lookup, so reading a trace's state costs the same at its
 // first record and at its millionth; the record count is also what a
-// conditional batch ([store.Batch.Trace]) is checked against, and what
-// [Store.CountTrace] returns.
+// conditional batch ([store.Batch.Trace]) is checked against
+// ([store.TraceState.Len]).
 //
 // The table namespaces holds, per namespace, the change counter of its
 // persistent constraints ([store.TraceState.Shared]): a batch that
@@ -77,8 +77,8 @@
 // Version 7 keys the traces table by namespace and trace id, so one trace
 // id in two namespaces is two traces; every trace of an earlier version
 // (which held one namespace's records) keeps its row. A database of any
-// earlier version is migrated when a writer opens it ([SchemaVersion]
-// returns the version this package writes); from then on an earlier
+// earlier version is migrated when a writer opens it (to version 7, the
+// one this package writes); from then on an earlier
 // version of the package refuses it with its ErrSchemaTooNew.
 //
 // # Concurrency

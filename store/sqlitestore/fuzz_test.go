@@ -96,7 +96,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if json.Unmarshal(payload, &r.Payload) != nil {
 			r.Payload = blackboard.Payload{"text": string(payload)}
 		}
-		storable := store.CheckRecord(r) == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
+		storable := (&store.Batch{Appends: []blackboard.Record{r}}).Check("", "") == nil && !(r.Provenance.Confidence != nil && math.IsNaN(conf)) &&
 			storableText(r.Payload) && storableText(r.Provenance.InputRefs) && storableText(r.EvidenceRefs)
 		err := s.Apply(ctx, store.Batch{Appends: []blackboard.Record{r.Clone()}})
 		if err != nil {

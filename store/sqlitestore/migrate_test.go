@@ -361,7 +361,7 @@ func TestStoreMigrateTracesV6(t *testing.T) {
 			t.Errorf("ListTrace(%q, old) after migration = %v, want %s alone", c.ns, recs, c.want)
 		}
 	}
-	if n, err := s.CountTrace(ctx, "acme", "old"); err != nil || n != 1 {
-		t.Errorf("CountTrace(acme, old) = %d, %v; want 1", n, err)
+	if n, err := countTrace(ctx, s, "acme", "old"); err != nil || n != 1 {
+		t.Errorf("ReadState(acme, old).Len = %d, %v; want 1", n, err)
 	}
 }

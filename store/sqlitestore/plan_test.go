@@ -59,7 +59,7 @@ func TestStoreQueryPlans(t *testing.T) {
 		{"ClaimedBy", queryClaimedBy, []any{"default", "key-3"}, "once_keys USING PRIMARY KEY"},
 		{"ReadState", queryReadState, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
 		{"ReadState: the namespace's counter", queryReadState, []any{"fill-3", "ns-1"}, "namespaces USING PRIMARY KEY"},
-		{"CountTrace", queryCount, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
+		{"Apply: the trace's count", queryCount, []any{"fill-3", "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
 		{"Apply: a state", querySetState, []any{"fill-3", []byte("s"), "ns-1"}, "traces USING INDEX sqlite_autoindex_traces_1"},
 	}
 	// The plans must hold as SQLite plans them by default and after ANALYZE

@@ -22,9 +22,6 @@ var ErrNotAStore = errors.New("sqlitestore: not a kernel store")
 // once with [Open] (any writer of this version) migrates it.
 var ErrSchemaTooOld = errors.New("sqlitestore: database schema is older than this package reads")
 
-// SchemaVersion is the schema version this package writes and reads.
-func SchemaVersion() int { return len(migrations) }
-
 // OpenReadOnly opens an existing database read-only, for inspection next
 // to processes that write it. It writes no record: no migration, no
 // journal mode change, every statement runs under SQLite's query_only, and

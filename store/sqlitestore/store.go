@@ -305,26 +305,6 @@ func (s *Store) one(ctx context.Context, stmt *sql.Stmt, missing string, args ..
 	return r, err
 }
 
-// CountTrace returns how many records trace traceID of namespace holds (0
-// for an unknown trace), from the trace's counter: one primary-key lookup,
-// however long the trace.
-func (s *Store) CountTrace(ctx context.Context, namespace, traceID string) (int, error) {
-	leave, err := s.enter(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer leave()
-	var n int
-	err = ctxErr(ctx, s.count.QueryRowContext(ctx, traceID, blackboard.NamespaceOf(namespace)).Scan(&n, new(int64)))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("sqlitestore: count trace: %w", err)
-	}
-	return n, nil
-}
-
 // ReadState implements [store.StateStore] with one query, two
 // primary-key lookups: the trace's row (its record count, namespace, change
 // counter and the encoding of the last state a batch stored, in Data, nil

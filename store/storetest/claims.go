@@ -204,8 +204,8 @@ func testClaimsAtomic(t *testing.T, s store.Store) {
 		{"a record id that is not valid UTF-8", store.Claim{Key: "bad-claim", RecordID: badUTF8}},
 	}
 	for _, b := range bad {
-		if store.CheckClaim(b.claim) == nil {
-			t.Fatalf("suite bug: a claim with %s passes store.CheckClaim", b.name)
+		if (&store.Batch{Claims: []store.Claim{b.claim}}).Check("", "") == nil {
+			t.Fatalf("suite bug: a claim with %s passes store.Batch.Check", b.name)
 		}
 		batch := c.batch
 		batch.Claims = []store.Claim{{Key: "good-claim", RecordID: c.belief.ID}, b.claim}

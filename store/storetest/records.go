@@ -243,8 +243,8 @@ func testMalformed(t *testing.T, s store.Store) {
 		r := good
 		r.ID = "percepts:malformed:2"
 		c.mutate(&r)
-		if store.CheckRecord(r) == nil {
-			t.Fatalf("suite bug: a record with %s passes store.CheckRecord", c.name)
+		if (&store.Batch{Appends: []blackboard.Record{r}}).Check("", "") == nil {
+			t.Fatalf("suite bug: a record with %s passes store.Batch.Check", c.name)
 		}
 		refuses(t, s, good, r, blackboard.ErrInvalidInput, "a record with "+c.name, "changes nothing")
 	}
@@ -321,8 +321,8 @@ func testInvalidateBadInput(t *testing.T, s store.Store) {
 	}
 	for _, c := range bad {
 		inv := store.Invalidation{ID: r.ID, Status: c.status, Reason: c.reason}
-		if store.CheckInvalidation(inv) == nil {
-			t.Fatalf("suite bug: an invalidation with %s passes store.CheckInvalidation", c.name)
+		if (&store.Batch{Invalidations: []store.Invalidation{inv}}).Check("", "") == nil {
+			t.Fatalf("suite bug: an invalidation with %s passes store.Batch.Check", c.name)
 		}
 		wantErr(t, setStatus(t.Context(), s, r.ID, c.status, c.reason), blackboard.ErrInvalidInput,
 			"Apply refuses a status change with a "+c.name)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // alike.)
 type testState []byte
 
-// MarshalBinary implements [store.StateValue].
+// MarshalBinary implements [encoding.BinaryMarshaler]: the encoding a store persists ([store.Batch].State).
 func (s testState) MarshalBinary() ([]byte, error) { return bytes.Clone(s), nil }
 
 // errBadState is what badState fails with.
@@ -24,7 +25,7 @@ var errBadState = errors.New("storetest: this state cannot be encoded")
 // badState is a state whose encoding fails.
 type badState struct{}
 
-// MarshalBinary implements [store.StateValue].
+// MarshalBinary implements [encoding.BinaryMarshaler]: the encoding a store persists ([store.Batch].State).
 func (badState) MarshalBinary() ([]byte, error) { return nil, errBadState }
 
 // stateStore returns s as a store.StateStore, or skips the case.
@@ -70,7 +71,7 @@ func wantCounters(t *testing.T, ss store.StateStore, trace string, n int, ns str
 // StateVersion stateVersion. A store that keeps values answers with the
 // value itself (Value), one that persists bytes with want's encoding (Data);
 // never both.
-func wantStored(t *testing.T, ss store.StateStore, trace string, want store.StateValue, stateVersion uint64, contract string) {
+func wantStored(t *testing.T, ss store.StateStore, trace string, want encoding.BinaryMarshaler, stateVersion uint64, contract string) {
 	t.Helper()
 	st := readState(t, ss, trace)
 	if st.StateVersion != stateVersion {

@@ -14,7 +14,7 @@ const badUTF8 = "caf\xe9"
 
 // testInvalidUTF8 puts a string that is not valid UTF-8 in each string
 // position of a record: the store must refuse it with the sentinel
-// store.CheckRecord gives (ErrInvalidInput for the record's own fields,
+// store.Batch.Check gives (ErrInvalidInput for the record's own fields,
 // ErrInvalidPayload for the payload) and store nothing, rather than store a
 // record that would read back altered.
 func testInvalidUTF8(t *testing.T, s store.Store) {
@@ -45,8 +45,8 @@ func testInvalidUTF8(t *testing.T, s store.Store) {
 	for _, c := range bad {
 		r := record("utf8", blackboard.Percepts, "door", 2)
 		c.mutate(&r)
-		if err := store.CheckRecord(r); !errors.Is(err, c.want) {
-			t.Fatalf("suite bug: store.CheckRecord of a record with invalid UTF-8 in %s: %v, want %q", c.where, err, c.want)
+		if err := (&store.Batch{Appends: []blackboard.Record{r}}).Check("", ""); !errors.Is(err, c.want) {
+			t.Fatalf("suite bug: store.Batch.Check of a record with invalid UTF-8 in %s: %v, want %q", c.where, err, c.want)
 		}
 		refuses(t, s, good, r, c.want, "a record with invalid UTF-8 in "+c.where, "stores nothing")
 	}

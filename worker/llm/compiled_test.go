@@ -190,13 +190,13 @@ func TestCompiledContextCompresses(t *testing.T) {
 	for i, id := range res.Contexts {
 		rec := recordedPack(t, g, id)
 		tokens, _ := rec.Payload.Float("tokens")
-		if tokens > pack.Compress*window {
+		if tokens > 0.9*window {
 			t.Errorf("round %d was shown %v tokens, above 90 %% of %d", i+1, tokens, window)
 		}
 		mf, _ := rec.Payload["manifest"].(map[string]any)
 		for _, c := range mf["cuts"].([]any) {
 			reason := c.(map[string]any)["reason"]
-			relieved = relieved || reason == pack.ReasonCompressed || reason == pack.ReasonEvicted
+			relieved = relieved || reason == "compressed" || reason == "evicted"
 		}
 		if prompt, _ := rec.Payload.String("prompt"); f.requests()[i].Body.Messages[0].Content != prompt {
 			t.Errorf("round %d: the model was not sent the recorded prompt", i+1)
