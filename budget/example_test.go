@@ -19,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	guard, err := budget.NewGuard()
+	guard, err := budget.NewGuard(0, 0)
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +47,7 @@ func Example() {
 
 	s := run.Snapshot()
 	fmt.Printf("tool calls %v of %v, pressure %.1f\n", s.Used[budget.ToolCalls], s.Limits[budget.ToolCalls], s.Budget)
-	state := budget.Measure(budget.Inputs{Budget: s, Loop: guard.Snapshot()})
+	state := budget.Measure(budget.Inputs{Budget: s, Loop: guard.Pressure()})
 	fmt.Printf("budget %.2f loop %.2f escalation %.2f\n", state.Budget, state.Loop, state.Escalation)
 	// Output:
 	// search runs

@@ -52,13 +52,13 @@ func sub(t *testing.T, parent *budget.Run, l budget.Limits, id string) *budget.R
 
 // refusal checks that err is a budget refusal by res of the run named
 // owner, and returns it.
-func refusal(t *testing.T, err error, res budget.Resource, owner string) *budget.Exceeded {
+func refusal(t *testing.T, err error, res budget.Resource, owner string) *budget.Refusal {
 	t.Helper()
-	var e *budget.Exceeded
+	var e *budget.Refusal
 	if !errors.As(err, &e) {
 		t.Fatalf("got %v, want a refusal by %s", err, res)
 	}
-	if !errors.Is(err, budget.ErrExceeded) || e.Code() != budget.CodeBudgetExceeded {
+	if !errors.Is(err, budget.ErrExceeded) || e.Code != budget.CodeBudgetExceeded {
 		t.Errorf("refusal %v: not ErrExceeded / BUDGET_EXCEEDED", err)
 	}
 	if e.Resource != res || e.Run != owner {

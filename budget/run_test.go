@@ -146,7 +146,7 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 			}
 			// The planner gets the reason as data.
 			reason, ok := budget.ReasonOf(err)
-			if !ok || reason.Code != budget.CodeBudgetExceeded || reason.Budget != tc.res || reason.Hint == "" || reason.Run != "r" {
+			if !ok || reason.Code != budget.CodeBudgetExceeded || reason.Resource != tc.res || reason.Hint == "" || reason.Run != "r" {
 				t.Errorf("reason %+v", reason)
 			}
 			if left, ok := s.Left(tc.res); !ok || left != tc.left {
@@ -160,7 +160,7 @@ func TestReasonJSON(t *testing.T) {
 	r := newRun(t, budget.Limits{ToolCalls: 1}, newClock(), "r1")
 	must(t, r.ToolCall())
 	err := r.ToolCall()
-	enc, jerr := json.Marshal(func() budget.Reason { x, _ := budget.ReasonOf(err); return x }())
+	enc, jerr := json.Marshal(func() *budget.Refusal { x, _ := budget.ReasonOf(err); return x }())
 	if jerr != nil {
 		t.Fatal(jerr)
 	}

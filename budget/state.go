@@ -27,7 +27,7 @@ type State struct {
 }
 
 // Payload returns the state as a JSON-compatible payload, for a decision
-// record's Context (under [KeyFunctionalState]) or a run's result.
+// record's Context (under "functional_state") or a run's result.
 func (s State) Payload() blackboard.Payload { return toPayload(s) }
 
 // DefaultApprovalTTL is how long an action may wait for its approval when
@@ -39,9 +39,9 @@ const defaultApprovalTTL = 30 * time.Minute
 type Inputs struct {
 	// Budget is the run's snapshot ([Run.Snapshot]).
 	Budget Snapshot
-	// Loop is the guard's snapshot ([Guard.Snapshot]); zero without a
-	// guard.
-	Loop LoopSnapshot
+	// Loop is the loop guard's pressure ([Guard.Pressure]; with several
+	// guards, the highest); zero without a guard.
+	Loop float64
 	// Trace is the trace's records in append order (a handle's Trace),
 	// rejected proposals and decision records included: a [kernel.View]
 	// holds neither.
@@ -91,13 +91,10 @@ func Measure(in Inputs) State {
 	return s
 }
 
-// loopPressure: the highest of the repeat pressure, the idle rounds over
-// those allowed, and the re-plans over their limit.
-func loopPressure(b Snapshot, l LoopSnapshot) float64 {
-	p := clamp(l.RepeatPressure)
-	if l.MaxIdleRounds > 0 {
-		p = math.Max(p, clamp(float64(l.IdleRounds)/float64(l.MaxIdleRounds)))
-	}
+// loopPressure: the highest of the guard's pressure (repeated calls and
+// idle rounds) and the re-plans over their limit.
+func loopPressure(b Snapshot, guard float64) float64 {
+	p := clamp(guard)
 	if limit := b.Limits[Replans]; limit > 0 {
 		p = math.Max(p, clamp(b.Used[Replans]/limit))
 	}

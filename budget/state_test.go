@@ -66,19 +66,19 @@ func TestMeasureEachPressure(t *testing.T) {
 			return budget.Inputs{Budget: r.Snapshot()}
 		}, budget.State{Budget: 0.5}, func(s budget.State) float64 { return s.Budget }},
 		{"loop: a call seen twice of two allowed", func() budget.Inputs {
-			g, _ := budget.NewGuard()
+			g, _ := budget.NewGuard(0, 0)
 			_, _ = g.Call("search", "d"), g.Call("search", "d")
-			return budget.Inputs{Budget: idle(), Loop: g.Snapshot()}
+			return budget.Inputs{Budget: idle(), Loop: g.Pressure()}
 		}, budget.State{Loop: 0.5}, func(s budget.State) float64 { return s.Loop }},
 		{"loop: a refused repeat", func() budget.Inputs {
-			g, _ := budget.NewGuard()
+			g, _ := budget.NewGuard(0, 0)
 			_, _, _ = g.Call("search", "d"), g.Call("search", "d"), g.Call("search", "d")
-			return budget.Inputs{Budget: idle(), Loop: g.Snapshot()}
+			return budget.Inputs{Budget: idle(), Loop: g.Pressure()}
 		}, budget.State{Loop: 1}, func(s budget.State) float64 { return s.Loop }},
 		{"loop: one idle round of two", func() budget.Inputs {
-			g, _ := budget.NewGuard()
+			g, _ := budget.NewGuard(0, 0)
 			_ = g.Round(false)
-			return budget.Inputs{Budget: idle(), Loop: g.Snapshot()}
+			return budget.Inputs{Budget: idle(), Loop: g.Pressure()}
 		}, budget.State{Loop: 0.5}, func(s budget.State) float64 { return s.Loop }},
 		{"loop: 3 of 4 re-plans", func() budget.Inputs {
 			r := newRun(t, budget.Limits{Replans: 4}, clk, "r")
@@ -206,12 +206,12 @@ func TestMeasureBounds(t *testing.T) {
 	}
 	snaps = append(snaps, budget.Snapshot{}, budget.Snapshot{Soft: 7, Budget: 3,
 		Limits: map[budget.Resource]float64{budget.Replans: 1}, Used: map[budget.Resource]float64{budget.Replans: 9}})
-	g, _ := budget.NewGuard()
+	g, _ := budget.NewGuard(0, 0)
 	for range 5 {
 		_ = g.Call("x", "d")
 		_ = g.Round(false)
 	}
-	loops := []budget.LoopSnapshot{{}, g.Snapshot(), {RepeatPressure: 4, IdleRounds: 9, MaxIdleRounds: 2}, {RepeatPressure: math.NaN()}}
+	loops := []float64{0, g.Pressure(), 4, -1, math.NaN()}
 	traces := [][]blackboard.Record{nil,
 		{proposal("a", blackboard.StatusActive, ""), percept("p", blackboard.Payload{"conflict": true}, nil), pendingApproval("x", t0.Add(-48*time.Hour))},
 		{pendingApproval("x", t0.Add(time.Hour))}, // a wait that starts in the future

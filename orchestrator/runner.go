@@ -75,7 +75,7 @@ func newRunner(o *Orchestrator, cfg config, traceID string, res *Summary, order 
 		}
 	}
 	if rt.rc.guardOn {
-		if rt.guard, err = budget.NewGuard(rt.rc.guard...); err != nil {
+		if rt.guard, err = budget.NewGuard(rt.rc.guard[0], rt.rc.guard[1]); err != nil {
 			return nil, fmt.Errorf("%w: loop guard: %v", ErrInvalidOption, err)
 		}
 	}
@@ -103,7 +103,7 @@ func (rt *runner) lane(id string) (*laneState, error) {
 		return nil, fmt.Errorf("%w: lane %q: %v", ErrInvalidOption, id, err)
 	}
 	if rt.rc.guardOn {
-		if ls.guard, err = budget.NewGuard(rt.rc.guard...); err != nil {
+		if ls.guard, err = budget.NewGuard(rt.rc.guard[0], rt.rc.guard[1]); err != nil {
 			return nil, fmt.Errorf("%w: lane %q: %v", ErrInvalidOption, id, err)
 		}
 	}
@@ -149,7 +149,7 @@ func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) 
 	if err != nil {
 		return budget.State{}, err
 	}
-	in := budget.Inputs{Loop: rt.loopSnapshot(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
+	in := budget.Inputs{Loop: rt.loopPressure(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
 	if rt.run != nil {
 		in.Budget = rt.run.Snapshot()
 	}
@@ -206,7 +206,8 @@ func (rt *runner) turn(ctx context.Context, e entry, round int) (produced bool, 
 		if err := ctx.Err(); err != nil {
 			return produced, err
 		}
-		if _, limit := budget.ReasonOf(werr.Err); limit {
+		var rf *budget.Refusal
+		if errors.As(werr.Err, &rf) {
 			return produced, rt.stopLimit(ctx, w.id, round, werr.Err)
 		}
 		if rt.rc.maxAttempts == 0 {
@@ -400,33 +401,19 @@ func (rt *runner) records(ctx context.Context) ([]blackboard.Record, error) {
 	return out, nil
 }
 
-// loopSnapshot is the run guard's snapshot with the lanes' repeated calls
-// folded in.
-func (rt *runner) loopSnapshot() budget.LoopSnapshot {
-	var s budget.LoopSnapshot
+// loopPressure is the highest loop pressure of the run's guard and the
+// lanes' guards.
+func (rt *runner) loopPressure() float64 {
+	var p float64
 	if rt.guard != nil {
-		s = rt.guard.Snapshot()
+		p = rt.guard.Pressure()
 	}
-	ids := make([]string, 0, len(rt.lanes))
-	for id := range rt.lanes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		g := rt.lanes[id].guard
-		if g == nil {
-			continue
-		}
-		ls := g.Snapshot()
-		s.Calls += ls.Calls
-		s.Distinct += ls.Distinct
-		s.Trips += ls.Trips
-		s.RepeatPressure = max(s.RepeatPressure, ls.RepeatPressure)
-		if ls.Repeats > s.Repeats {
-			s.Repeats, s.MostRepeated = ls.Repeats, ls.MostRepeated
+	for _, ls := range rt.lanes {
+		if ls.guard != nil {
+			p = max(p, ls.guard.Pressure())
 		}
 	}
-	return s
+	return p
 }
 
 // snapshotFor is the budget snapshot a stop in worker id's lane records:
@@ -444,8 +431,11 @@ func (rt *runner) snapshotFor(id string) budget.Snapshot {
 // stopLimit stops the run on a budget's or the loop guard's refusal,
 // recording it.
 func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
-	reason, _ := budget.ReasonOf(err)
-	st := &Stop{End: EndBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: &reason}
+	var reason *budget.Refusal
+	if !errors.As(err, &reason) {
+		reason = &budget.Refusal{}
+	}
+	st := &Stop{End: EndBudgetExceeded, Code: reason.Code, WorkerID: workerID, Round: round, Reason: reason}
 	if reason.Code == budget.CodeLoopDetected {
 		st.End = EndLoopDetected
 	}
@@ -484,7 +474,7 @@ func (rt *runner) annotate(c blackboard.Payload, workerID string, round int) {
 		c["worker"] = workerID
 	}
 	if rt.hasState {
-		c[budget.KeyFunctionalState] = map[string]any(rt.state.Payload())
+		c["functional_state"] = map[string]any(rt.state.Payload())
 	}
 }
 
@@ -507,7 +497,7 @@ func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
 	}
 	rt.annotate(c, r.WorkerID, r.Round)
 	if snap := rt.snapshotFor(r.WorkerID); snap.RunID != "" {
-		c[budget.KeyBudget] = map[string]any(snap.Payload())
+		c["budget"] = map[string]any(snap.Payload())
 	}
 	outcome := audit.OutcomeFailed
 	if d.Route == failure.RouteEscalate {

@@ -52,7 +52,7 @@ type Stop struct {
 	WorkerID string
 	Round    int
 	// Reason is the budget's or the loop guard's reason, for a limit.
-	Reason *budget.Reason
+	Reason *budget.Refusal
 	// Failure and Decision are the failure and the router's decision, for
 	// an escalation or an abort.
 	Failure failure.Failure
@@ -116,7 +116,7 @@ type Lane struct {
 // runtimeConfig holds the runtime options.
 type runtimeConfig struct {
 	limits      *budget.Limits
-	guard       []budget.GuardOption
+	guard       [2]int // the guard's maxIdentical and maxIdleRounds
 	guardOn     bool
 	maxAttempts int // 0: repair router off
 	lanes       map[string]Lane
@@ -146,7 +146,7 @@ func (rc runtimeConfig) check() error {
 		}
 	}
 	if rc.guardOn {
-		if _, err := budget.NewGuard(rc.guard...); err != nil {
+		if _, err := budget.NewGuard(rc.guard[0], rc.guard[1]); err != nil {
 			return bad("loop guard: %v", err)
 		}
 	}
@@ -175,13 +175,15 @@ func (rc runtimeConfig) check() error {
 // Limits that limit nothing are [ErrInvalidOption].
 func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limits = &l } }
 
-// WithLoopGuard gives every run a loop guard with these options: after
+// WithLoopGuard gives every run a loop guard ([budget.NewGuard]) that lets
+// maxIdentical identical tool calls through and stops after maxIdleRounds
+// rounds without progress (0 for either: its default): after
 // each round that produced something, the guard is told whether the
 // blackboard changed, and its no-progress refusal ends the run with
 // [EndLoopDetected]. Each lane gets a guard of its own, with the same
-// options, for its tool calls ([StepContext.Guard]).
-func WithLoopGuard(opts ...budget.GuardOption) RunOption {
-	return func(c *config) { c.rt.guard, c.rt.guardOn = append([]budget.GuardOption(nil), opts...), true }
+// limits, for its tool calls ([StepContext.Guard]).
+func WithLoopGuard(maxIdentical, maxIdleRounds int) RunOption {
+	return func(c *config) { c.rt.guard, c.rt.guardOn = [2]int{maxIdentical, maxIdleRounds}, true }
 }
 
 // WithRepair turns the repair router on, allowing maxAttempts attempts

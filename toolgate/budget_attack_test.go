@@ -49,7 +49,7 @@ func newRunOf(t *testing.T, calls int64) *budget.Run {
 // once.
 func TestAttackCallBudgetComposes(t *testing.T) {
 	guard := func() *budget.Guard {
-		g, err := budget.NewGuard()
+		g, err := budget.NewGuard(0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func ExampleCall_budget() {
 	if err != nil {
 		panic(err)
 	}
-	guard, err := budget.NewGuard()
+	guard, err := budget.NewGuard(0, 0)
 	if err != nil {
 		panic(err)
 	}

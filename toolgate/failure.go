@@ -133,7 +133,7 @@ var notRetryable = map[blackboard.Code]bool{
 // and ends it on everything else. The Failure's message is the code and
 // the detail (or the hint). For BUDGET_EXCEEDED and LOOP_DETECTED results
 // the gate produced itself, the Failure wraps the budget's refusal, so
-// that budget.ReasonOf finds the reason through it.
+// that errors.As finds the *budget.Refusal through it.
 func (r Result) Failure() (failure.Failure, bool) {
 	switch r.Outcome {
 	case audit.OutcomeExecuted, audit.OutcomePendingApproval, audit.OutcomeCommitted, "":

@@ -52,8 +52,8 @@ func TestAgentTokenBudgetStopsBeforeTheModelCall(t *testing.T) {
 			task := refundTask
 			task.Budget, task.TokenEstimate = run, tc.estimate
 			res, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task)
-			r, ok := budget.ReasonOf(err)
-			if !ok || r.Code != budget.CodeBudgetExceeded || r.Budget != budget.Tokens {
+			r, ok := refusalOf(err)
+			if !ok || r.Code != budget.CodeBudgetExceeded || r.Resource != budget.Tokens {
 				t.Fatalf("err = %v, want BUDGET_EXCEEDED on tokens", err)
 			}
 			if n := len(f.requests()); n != tc.requests || res.Rounds != tc.requests {
@@ -74,7 +74,7 @@ func TestAgentModelCallBudgetChargesTheLastCall(t *testing.T) {
 	task := refundTask
 	task.Budget = run
 	_, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task)
-	if r, ok := budget.ReasonOf(err); !ok || r.Budget != budget.ModelCalls {
+	if r, ok := refusalOf(err); !ok || r.Resource != budget.ModelCalls {
 		t.Fatalf("err = %v, want model_calls exceeded", err)
 	}
 	// The one call's tokens were charged when the run ended.
@@ -102,7 +102,7 @@ func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
 		return answer("done")
 	})
 	run := newBudget(t, budget.Limits{ToolCalls: 5})
-	guard, _ := budget.NewGuard()
+	guard, _ := budget.NewGuard(0, 0)
 	g := &recGate{}
 	task := refundTask
 	task.Budget, task.Guard = run, guard
@@ -157,7 +157,7 @@ func TestAttackAgentBudgetComposes(t *testing.T) {
 		return answer("done")
 	})
 	run := newBudget(t, budget.Limits{ToolCalls: 3})
-	guard, _ := budget.NewGuard()
+	guard, _ := budget.NewGuard(0, 0)
 	task := refundTask
 	task.Intent, task.Guard = "", guard
 	res, err := agent(t, client(t, f, nil), searchGate(t, &toolgate.Budget{Run: run})).Run(context.Background(), task)
@@ -190,7 +190,7 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 		}
 		return answer("refunds take 5 days")
 	})
-	guard, _ := budget.NewGuard()
+	guard, _ := budget.NewGuard(0, 0)
 	task := refundTask
 	task.Intent, task.Guard = "", guard
 	res, err := agent(t, client(t, f, nil), searchGate(t, nil)).Run(context.Background(), task)
@@ -345,4 +345,14 @@ func TestAgentLeaseSpent(t *testing.T) {
 	if err != nil || len(g.got()) != 1 || res.Answer != "done" {
 		t.Errorf("grant of one: %v, %d gate calls, answer %q", err, len(g.got()), res.Answer)
 	}
+}
+
+// refusalOf returns the budget's refusal in err's chain.
+func refusalOf(err error) (*budget.Refusal, bool) {
+	var rf *budget.Refusal
+	ok := errors.As(err, &rf)
+	if !ok {
+		rf = &budget.Refusal{}
+	}
+	return rf, ok
 }

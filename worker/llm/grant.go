@@ -19,7 +19,7 @@ var ErrGrantEnded = errors.New("llm: agent's grant ended")
 // the worker cannot repair within its grant ([Task.Grant]): at once, with
 // the failure in hand for the orchestrator. It wraps [ErrGrantEnded] and
 // the Failure, so failure.Classify returns the Failure as it is, and
-// budget.ReasonOf finds the budget's reason behind a BUDGET_EXCEEDED or
+// errors.As finds the *budget.Refusal behind a BUDGET_EXCEEDED or
 // LOOP_DETECTED refusal.
 type GrantError struct {
 	// End is how the grant ended (failure.GrantYielded).
