@@ -32,7 +32,7 @@ type Expect struct {
 	PerResource string
 }
 
-// KeyResultStatus is the field in which a tool reports its own overall
+// keyResultStatus is the field in which a tool reports its own overall
 // status; "partial_error" and "partial_success" there mean that some
 // resources failed.
 const keyResultStatus = "status"

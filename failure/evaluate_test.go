@@ -130,7 +130,7 @@ func TestEvaluate(t *testing.T) {
 			if status != tc.status {
 				t.Fatalf("status %s (%v), want %s", status, err, tc.status)
 			}
-			if status.OK() != (err == nil) {
+			if (status == failure.StatusSucceeded) != (err == nil) {
 				t.Fatalf("status %s with error %v", status, err)
 			}
 			if err == nil {

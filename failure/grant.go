@@ -6,27 +6,27 @@ import (
 	"sync"
 )
 
-// Yield is the semantic yield check, run after every tool call of a worker
-// holding a grant. It reports whether the failure ends the grant at once,
+// yield is the semantic yield check, run after every tool call of a worker
+// holding a grant ([Grant.Turn]). It reports whether the failure ends the grant at once,
 // and why. It is a fixed function of the failure's class and Retryable; no
 // model is asked and no model can overrule it.
 //
-// Only a retryable [ClassSkill] failure (code_syntax, function_mismatch,
+// Only a retryable skill failure (code_syntax, function_mismatch,
 // format_error) lets the worker continue: it can correct its own mistake
 // with the error in hand. Everything else ends the grant: state failures
 // (auth_error, duplicate), spec failures (endpoint_unknown, not_found),
 // infrastructure failures (rate_limit, network, provider_down), unknown
 // and untyped failures, and a skill failure marked not retryable.
-func Yield(f Failure) (yield bool, reason string) {
+func yield(f Failure) (yield bool, reason string) {
 	c := f.Category()
 	if c == "" {
 		return true, "untyped failure: return to the kernel"
 	}
-	k := c.Class()
+	k := classOf(c)
 	switch {
-	case k == ClassSkill && f.Retryable():
+	case k == classSkill && f.Retryable():
 		return false, fmt.Sprintf("%s is a skill failure: the worker corrects it within its grant", c)
-	case k == ClassSkill:
+	case k == classSkill:
 		return true, fmt.Sprintf("%s is marked not retryable: return to the kernel", c)
 	}
 	return true, fmt.Sprintf("%s is a %s failure the worker cannot repair: return to the kernel", c, k)
@@ -76,7 +76,7 @@ func NewGrant(turns int) *Grant {
 // error of [Evaluate] for a call that returned without error but without
 // its data). It reports whether the holder may go on, and why not.
 //
-// A failure for which [Yield] says yield ends the grant (YIELD); the last
+// A failure for which the yield check says yield ends the grant (YIELD); the last
 // turn ends it whatever its outcome (SPENT). A turn after the end is not
 // recorded and is answered false.
 func (l *Grant) Turn(tool string, err error) (cont bool, reason string) {
@@ -86,16 +86,16 @@ func (l *Grant) Turn(tool string, err error) (cont bool, reason string) {
 		return false, "grant already ended: " + string(l.end)
 	}
 	e := TrajectoryEntry{Turn: len(l.steps) + 1, Tool: tool, OK: err == nil}
-	yield, why := false, "ok"
+	yields, why := false, "ok"
 	if err != nil {
 		f := Classify(err)
 		l.last = f
 		e.Status, e.Category = f.Status(), f.Category()
-		yield, why = Yield(f)
+		yields, why = yield(f)
 	}
 	l.steps = append(l.steps, e)
 	switch {
-	case yield:
+	case yields:
 		l.end = GrantYielded
 		return false, why
 	case len(l.steps) >= l.turns:

@@ -276,20 +276,13 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 		r.Next = name
 		return e
 	}
-	rule, ok := failure.RoutingFor(r.Failure.Category())
-	if !ok {
-		rule, _ = failure.RoutingFor(failure.Unknown)
-	}
-	loop := failure.LoopKernel
-	if rule.Otherwise == failure.RouteEscalate {
-		loop = failure.LoopHuman
-	}
+	stop := failure.RemedyFor(r.Failure, 0, 0) // the category's route when it is not retried
 	why := fmt.Sprintf("no %s worker for %s", what, origin.id)
 	if name != "" {
 		why = fmt.Sprintf("%s worker %q is not registered", what, name)
 	}
-	r.Remedy = failure.Remedy{Route: rule.Otherwise, Loop: loop,
-		Reason: d.Reason + "; " + why + ": " + string(rule.Otherwise)}
+	r.Remedy = failure.Remedy{Route: stop.Route, Loop: stop.Loop,
+		Reason: d.Reason + "; " + why + ": " + string(stop.Route)}
 	return entry{}
 }
 

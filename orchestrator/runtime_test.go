@@ -576,7 +576,7 @@ func TestFindingContract(t *testing.T) {
 			// fast loop, with the refusal in hand, and its second finding
 			// passes.
 			if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != failure.RouteFastLoop ||
-				res.Repairs[0].Failure.Category() != failure.FormatError {
+				res.Repairs[0].Failure.Category() != failure.Category("format_error") {
 				t.Errorf("repairs %+v", res.Repairs)
 			}
 			if len(res.Findings) != 1 || res.Findings[0].WorkerID != "researcher" {

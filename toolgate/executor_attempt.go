@@ -361,7 +361,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		dr.Context["error"] = detail
 		if f := j.failure; !f.IsZero() {
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
-			dr.Context[failure.KeyStatus], dr.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
+			dr.Context["execution_status"], dr.Context["category"] = string(f.Status()), string(f.Category())
 		}
 		entry.Kind, entry.Payload = KindFailed, payload(eff)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code

@@ -209,7 +209,7 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 	if !strings.Contains(got, `"code":"LOOP_DETECTED"`) || !strings.Contains(got, "already made") {
 		t.Errorf("the model read %s", got)
 	}
-	if tr := res.Trajectory; len(tr) != 3 || !tr[0].OK || tr[2].OK || tr[2].Category != failure.Duplicate {
+	if tr := res.Trajectory; len(tr) != 3 || !tr[0].OK || tr[2].OK || tr[2].Category != failure.Category("duplicate") {
 		t.Errorf("trajectory %+v", tr)
 	}
 }
@@ -232,14 +232,14 @@ func failedWith(st failure.ExecStatus) toolgate.Result {
 
 func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
 	blocking := map[failure.Category]failure.ExecStatus{
-		failure.AuthError:       failure.StatusAuthExpired,
-		failure.EndpointUnknown: failure.StatusEndpointUnknown,
-		failure.NotFound:        failure.StatusNotFound,
-		failure.RateLimit:       failure.StatusRateLimited,
-		failure.Network:         failure.StatusNetwork,
-		failure.ProviderDown:    failure.StatusProviderDown,
-		failure.Duplicate:       failure.StatusDuplicate,
-		failure.Unknown:         failure.StatusUnknown,
+		failure.Category("auth_error"):       failure.StatusAuthExpired,
+		failure.Category("endpoint_unknown"): failure.StatusEndpointUnknown,
+		failure.Category("not_found"):        failure.StatusNotFound,
+		failure.Category("rate_limit"):       failure.StatusRateLimited,
+		failure.Category("network"):         failure.StatusNetwork,
+		failure.Category("provider_down"):    failure.StatusProviderDown,
+		failure.Category("duplicate"):       failure.StatusDuplicate,
+		failure.Category("unknown"):         failure.StatusUnknown,
 	}
 	for cat, st := range blocking {
 		t.Run(string(cat), func(t *testing.T) {
