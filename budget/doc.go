@@ -16,11 +16,11 @@
 // point.
 //
 // Every limit is checked before the call it would pay for. [Run.Allow]
-// (and [Run.NextRound], and a [Meter]'s [Meter.BeforeModelCall]) checks
-// and counts in one step; a request that does not fit is not counted and
-// comes back as a [*Refusal]: code BUDGET_EXCEEDED ([CodeBudgetExceeded]),
-// the budget that refused, its limit and use, and the run that owns it. Usage known only afterwards is
-// charged when it is known ([Run.ChargeTokens] with the counts the model
+// (and a [Meter]'s [Meter.BeforeModelCall]) checks and counts in one
+// step; a request that does not fit is not counted and comes back as a
+// [*Refusal]: code BUDGET_EXCEEDED ([CodeBudgetExceeded]), the budget that
+// refused, its limit and use, and the run that owns it. Usage known only
+// afterwards is charged when it is known ([Run.ChargeTokens] with the counts the model
 // API returns, [Run.ChargeCost]), always recorded, and enforced at the next
 // call: once the tokens are gone the next model call is refused; once the
 // cost is gone, the next model or tool call. Usage recorded beyond a token
@@ -34,7 +34,7 @@
 // all starting calls against the same last tokens, a [Meter] holds an
 // estimate for each model call it admits until the next report replaces
 // it with the real usage. The deadline refuses every request once it has passed; it is read
-// from the run's clock ([WithClock]), so tests control time.
+// from the run's clock (given to [New]), so tests control time.
 //
 // Each budget has a soft threshold ([Limits.Soft], default 0.8). Past it,
 // the budget's pressure rises from 0 to 1 at the limit, so the planner
@@ -51,7 +51,8 @@
 //
 // Decision records carry budget data in their Context under three keys:
 // "reason" (a refusal's JSON form), "budget" ([Snapshot.Payload]) and
-// "functional_state" ([State.Payload]).
+// "functional_state" (a [State] in its JSON form; an [audit.Entry] encodes
+// a struct in its Context as JSON).
 //
 // # Sub-runs
 //
@@ -109,7 +110,7 @@
 //	                       evidence code, and no belief of its kind committed since
 //	gate_pressure          max over actions waiting for approval (a pending_        approvals age past the soft
 //	                       approval decision record, no approval or denial yet)     band
-//	                       of ramp(waited / approval TTL), TTL default 30m
+//	                       of ramp(waited / 30m)
 //	conflict_pressure      current percepts flagged conflict and not arbitrated     sources disagree
 //	                       (confidence below the threshold) / current percepts
 //	escalation_propensity  base + risk·base·(1 − base), with                        pressure builds, more so for
@@ -148,7 +149,7 @@
 //	}
 //	// when the agent returns: meter.Sync(final prompt, final completion)
 //
-// The orchestrator calls [Run.NextRound] before each round, [Run.NextTurn]
+// The orchestrator calls Allow(Rounds, 1) before each round, [Run.NextTurn]
 // between turns, Allow(Replans, 1) before asking for a new plan, and
 // [Guard.Round] after each round; it records [Measure]'s State with the
 // round's result (under "functional_state"). Sub-agent lanes get

@@ -52,11 +52,12 @@ type Refusal struct {
 	Limit, Used, Requested float64
 	Run                    string
 
-	// For LOOP_DETECTED. Loop says which guard stopped the run. Tool and
+	// For LOOP_DETECTED. Loop says which guard stopped the run
+	// ([RepeatedCall] or [NoProgress]). Tool and
 	// Digest name the repeated call (repeated_call), Repeats how many
 	// identical calls the guard had already let through; IdleRounds is
 	// the number of consecutive rounds without progress (no_progress).
-	Loop         LoopTrigger
+	Loop         string
 	Tool, Digest string
 	Repeats      int
 	IdleRounds   int
@@ -110,13 +111,10 @@ var budgetHints = map[Resource]string{
 	Deadline:         "the run is out of time: stop and report what you have",
 }
 
-// LoopTrigger says which loop guard stopped the run.
-type LoopTrigger string
-
-// The two loop guards.
+// The two loop guards, as [Refusal.Loop] names them.
 const (
-	RepeatedCall LoopTrigger = "repeated_call" // the same tool with the same arguments, again
-	NoProgress   LoopTrigger = "no_progress"   // consecutive rounds that changed nothing
+	RepeatedCall = "repeated_call" // the same tool with the same arguments, again
+	NoProgress   = "no_progress"   // consecutive rounds that changed nothing
 )
 
 // loopDetected is the refusal of a [Guard], with its hint.
@@ -142,7 +140,7 @@ func (e *Refusal) payload() blackboard.Payload {
 			p["run"] = e.Run
 		}
 	case CodeLoopDetected:
-		p["loop"] = string(e.Loop)
+		p["loop"] = e.Loop
 		if e.Loop == RepeatedCall {
 			p["tool"], p["digest"], p["repeats"] = e.Tool, e.Digest, float64(e.Repeats)
 		} else {

@@ -14,8 +14,7 @@ import (
 // as data.
 func Example() {
 	start := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
-	run, err := budget.New(budget.Limits{ToolCalls: 4, Deadline: time.Minute},
-		budget.WithID("trace-42"), budget.WithClock(func() time.Time { return start }))
+	run, err := budget.New(budget.Limits{ToolCalls: 4, Deadline: time.Minute}, "trace-42", func() time.Time { return start })
 	if err != nil {
 		panic(err)
 	}
@@ -62,11 +61,11 @@ func Example() {
 
 // A sub-agent lane draws on its parent's budget and cannot outspend it.
 func ExampleRun_Sub() {
-	parent, err := budget.New(budget.Limits{ModelCalls: 3}, budget.WithID("run"))
+	parent, err := budget.New(budget.Limits{ModelCalls: 3}, "run", nil)
 	if err != nil {
 		panic(err)
 	}
-	lane, err := parent.Sub(budget.Limits{ModelCalls: 10}, budget.WithID("run/research"))
+	lane, err := parent.Sub(budget.Limits{ModelCalls: 10}, "run/research")
 	if err != nil {
 		panic(err)
 	}

@@ -26,11 +26,15 @@ func ReasonOf(err error) (*Refusal, bool) {
 // Payload is the refusal's JSON form as a payload.
 func (e *Refusal) Payload() blackboard.Payload { return e.payload() }
 
+func (r *Run) ID() string       { return r.id }
+func (r *Run) NextRound() error { return r.Allow(Rounds, 1) }
 func (r *Run) ToolCall() error  { return r.Allow(ToolCalls, 1) }
 func (r *Run) ModelCall() error { return r.Allow(ModelCalls, 1) }
 func (r *Run) Replan() error    { return r.Allow(Replans, 1) }
 
-func (r *Run) ReserveModelCall(estimate int64) (*reservation, error) { return r.reserveModelCall(estimate) }
+func (r *Run) ReserveModelCall(estimate int64) (*reservation, error) {
+	return r.reserveModelCall(estimate)
+}
 
 // Limits returns the run's own limits, with the soft threshold filled in.
 func (r *Run) Limits() Limits { return r.limits }

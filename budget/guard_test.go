@@ -13,7 +13,7 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-func loop(t *testing.T, err error, trigger budget.LoopTrigger) *budget.Refusal {
+func loop(t *testing.T, err error, trigger string) *budget.Refusal {
 	t.Helper()
 	var e *budget.Refusal
 	if !errors.As(err, &e) {

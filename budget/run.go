@@ -9,27 +9,6 @@ import (
 	"time"
 )
 
-// Option configures [New] and [Run.Sub].
-type Option func(*config)
-
-type config struct {
-	now      func() time.Time
-	clockSet bool
-	id       string
-}
-
-// WithClock sets the clock the run reads its deadline from (default
-// time.Now). Tests pass a fake one. A sub-run always uses its parent's
-// clock; [Run.Sub] refuses this option.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.now, c.clockSet = now, true }
-}
-
-// WithID names the run (default "run-N" for a root, "PARENT/N" for a
-// sub-run). Use the trace id the run works on, so that refusals and
-// snapshots name it.
-func WithID(id string) Option { return func(c *config) { c.id = id } }
-
 // The counted resources, as indexes into a run's counters.
 const (
 	iTokens = iota
@@ -84,17 +63,16 @@ type Run struct {
 	refused    map[Resource]int64
 }
 
-// New starts the budget of a root run with the given limits. It fails with
-// [ErrInvalid] when a limit is negative, the soft threshold lies outside
-// (0, 1], or the limits limit nothing at all. The deadline counts from
-// now, as the run's clock says.
-func New(limits Limits, opts ...Option) (*Run, error) {
-	cfg := config{now: time.Now}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.now == nil {
-		return nil, fmt.Errorf("%w: nil clock", ErrInvalid)
+// New starts the budget of a root run with the given limits. id names the
+// run in refusals and snapshots: use the trace id the run works on ("" for
+// "run-N"). now is the clock the run reads its deadline from (nil for
+// time.Now); tests pass a fake one. New fails with [ErrInvalid] when a
+// limit is negative, the soft threshold lies outside (0, 1], or the limits
+// limit nothing at all. The deadline counts from now, as the run's clock
+// says.
+func New(limits Limits, id string, now func() time.Time) (*Run, error) {
+	if now == nil {
+		now = time.Now
 	}
 	l, err := limits.check(defaultSoft)
 	if err != nil {
@@ -103,10 +81,10 @@ func New(limits Limits, opts ...Option) (*Run, error) {
 	if !l.any() {
 		return nil, fmt.Errorf("%w: the limits limit nothing; set at least one counter, a cost or a deadline (see DefaultLimits)", ErrInvalid)
 	}
-	if cfg.id == "" {
-		cfg.id = "run-" + strconv.FormatInt(runSeq.Add(1), 10)
+	if id == "" {
+		id = "run-" + strconv.FormatInt(runSeq.Add(1), 10)
 	}
-	return &Run{id: cfg.id, limits: l, mu: new(sync.Mutex), now: cfg.now, start: cfg.now()}, nil
+	return &Run{id: id, limits: l, mu: new(sync.Mutex), now: now, start: now()}, nil
 }
 
 // Sub starts a sub-run: an isolated budget of its own, for a sub-agent
@@ -117,28 +95,18 @@ func New(limits Limits, opts ...Option) (*Run, error) {
 // deadline counts from now and never outlasts r's. Its turns, rounds and
 // re-plans are its own: they neither count on r nor reset r's. A sub-run
 // has no method that reaches r: it cannot change r's limits or counters
-// except by spending. Sub fails with [ErrInvalid] for bad limits or a
-// [WithClock] option.
-func (r *Run) Sub(limits Limits, opts ...Option) (*Run, error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.clockSet {
-		return nil, fmt.Errorf("%w: a sub-run keeps its parent's clock", ErrInvalid)
-	}
+// except by spending. id names the sub-run ("" for "PARENT/N"); it keeps
+// r's clock. Sub fails with [ErrInvalid] for bad limits.
+func (r *Run) Sub(limits Limits, id string) (*Run, error) {
 	l, err := limits.check(r.limits.Soft)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.id == "" {
-		cfg.id = r.id + "/" + strconv.FormatInt(r.subs.Add(1), 10)
+	if id == "" {
+		id = r.id + "/" + strconv.FormatInt(r.subs.Add(1), 10)
 	}
-	return &Run{id: cfg.id, limits: l, parent: r, mu: r.mu, now: r.now, start: r.now()}, nil
+	return &Run{id: id, limits: l, parent: r, mu: r.mu, now: r.now, start: r.now()}, nil
 }
-
-// ID returns the run's id.
-func (r *Run) ID() string { return r.id }
 
 // request is one check-and-count: n of res, plus, for a model call, the
 // tokens that must still be free and the tokens to hold.
@@ -163,8 +131,12 @@ type request struct {
 //     are spent. Charge the tokens with [Run.ChargeTokens] when the model
 //     answers, or let a [Meter] hold an estimate of them first.
 //   - Tokens: n tokens spent now, for a cost known in advance.
-//   - Rounds: as [Run.NextRound], without starting a new turn; Replans:
-//     one re-planning attempt, asked for before the planner is asked again.
+//   - Rounds: n rounds of the run's loop, against the run's own Rounds
+//     limit, asked for before each round; a counted round also begins a
+//     new turn (see [Run.NextTurn]). A refused round is not counted and the
+//     turn goes on; stop the loop.
+//   - Replans: n re-planning attempts against the run's own Replans
+//     limit, asked for before the planner is asked again.
 //
 // Cost and the deadline are not asked for: cost is charged after the fact
 // with [Run.ChargeCost], and the deadline is checked on every request.
@@ -179,18 +151,13 @@ func (r *Run) Allow(res Resource, n int64) error {
 		q.costGate = true
 	case ModelCalls:
 		q.tokens, q.costGate = 1, true
-	case Tokens, Rounds, Replans:
+	case Rounds:
+		q.newTurn = true
+	case Tokens, Replans:
 	default:
 		return fmt.Errorf("%w: %q cannot be asked for (ask for tool_calls, model_calls, tokens, rounds or replans)", ErrInvalid, res)
 	}
 	return r.admit(q)
-}
-
-// NextRound begins a new round of the run's loop: it counts one round
-// against the run's own Rounds limit and begins a new turn. A refused round
-// is not counted and the turn goes on; stop the loop.
-func (r *Run) NextRound() error {
-	return r.admit(request{res: Rounds, n: 1, newTurn: true})
 }
 
 // NextTurn begins a new turn of the run: the per-turn tool-call count

@@ -26,13 +26,9 @@ type State struct {
 	Escalation float64   `json:"escalation_propensity"`
 }
 
-// Payload returns the state as a JSON-compatible payload, for a decision
-// record's Context (under "functional_state") or a run's result.
-func (s State) Payload() blackboard.Payload { return toPayload(s) }
-
-// DefaultApprovalTTL is how long an action may wait for its approval when
-// [Inputs.ApprovalTTL] is zero.
-const defaultApprovalTTL = 30 * time.Minute
+// approvalTTL is how long an action may wait for its approval before the
+// wait counts as a stall.
+const approvalTTL = 30 * time.Minute
 
 // Inputs is what [Measure] reads: copies of the accumulators and the
 // trace's records, all values, so that measuring changes nothing.
@@ -48,9 +44,6 @@ type Inputs struct {
 	Trace []blackboard.Record
 	// Now is the time of the measure; zero means Budget.TakenAt.
 	Now time.Time
-	// ApprovalTTL is how long an action may wait for its approval before
-	// the wait counts as a stall; zero means 30 minutes.
-	ApprovalTTL time.Duration
 	// ConflictThreshold is the kernel's ([kernel.Config.ConflictThreshold]);
 	// zero means [kernel.DefaultConflictThreshold].
 	ConflictThreshold float64
@@ -84,7 +77,7 @@ func Measure(in Inputs) State {
 		Budget:     clamp(in.Budget.Budget),
 		Loop:       loopPressure(in.Budget, in.Loop),
 		Evidence:   evidencePressure(in.Trace),
-		Gate:       gatePressure(in.Trace, now, in.ApprovalTTL, soft),
+		Gate:       gatePressure(in.Trace, now, approvalTTL, soft),
 		Conflict:   conflictPressure(in.Trace, now, in.ConflictThreshold),
 	}
 	s.Escalation = escalation(clamp(in.Risk), s.Budget, s.Loop, s.Evidence, s.Gate, s.Conflict)
@@ -140,9 +133,6 @@ func committedAfter(trace []blackboard.Record, i int, kind string) bool {
 // pending_approval decision record until an approval or a denial names
 // it.
 func gatePressure(trace []blackboard.Record, now time.Time, ttl time.Duration, soft float64) float64 {
-	if ttl <= 0 {
-		ttl = defaultApprovalTTL
-	}
 	answered := make(map[string]bool)
 	for i := range trace {
 		if a, ok := audit.ApprovalOf(trace[i]); ok {

@@ -88,7 +88,7 @@ type ExecStatus string
 
 // Execution statuses.
 const (
-	StatusSucceeded = ExecStatus("SUCCEEDED") // the effect ran and its result passed evaluation
+	statusSucceeded = ExecStatus("SUCCEEDED") // the effect ran and its result passed evaluation; a result may say so
 
 	// Partial success ([Evaluate]).
 	StatusIncompleteFetch    = ExecStatus("FAILED_INCOMPLETE_FETCH")     // some resources came back, others failed
@@ -152,12 +152,12 @@ var statuses = [...]ExecStatus{
 	StatusUnknown,
 }
 
-// allStatuses returns every failure status (all but [StatusSucceeded]), in a fixed
+// allStatuses returns every failure status (all but SUCCEEDED), in a fixed
 // order, as a new slice.
 func allStatuses() []ExecStatus { return append([]ExecStatus(nil), statuses[:]...) }
 
 // categoryOf looks the status up in the status table. ok is false for
-// [StatusSucceeded] and for a status the table does not hold; callers that must
+// SUCCEEDED and for a status the table does not hold; callers that must
 // have a category use unknown then, as [New] does.
 func categoryOf(s ExecStatus) (c Category, ok bool) {
 	c, ok = signals[s]

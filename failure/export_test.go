@@ -62,3 +62,14 @@ func (c Category) Valid() bool {
 	_, ok := classes[c]
 	return ok
 }
+
+const StatusSucceeded = statusSucceeded
+
+// EvaluateStatus is Evaluate with the status it decided: SUCCEEDED for nil.
+func EvaluateStatus(result map[string]any, want Expect) (ExecStatus, error) {
+	err := Evaluate(result, want)
+	if err == nil {
+		return statusSucceeded, nil
+	}
+	return Classify(err).Status(), err
+}

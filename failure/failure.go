@@ -32,7 +32,7 @@ type Failure struct {
 
 // New returns the failure with the given status and message. The category
 // comes from the status table (categoryOf); a status the table does not
-// hold, [StatusSucceeded] included, gets unknown and keeps the status as
+// hold, SUCCEEDED included, gets unknown and keeps the status as
 // given. Retryable comes from the routing table's row for the category
 // (see [RemedyFor]).
 func New(status ExecStatus, message string) Failure {
@@ -155,7 +155,7 @@ func FromResult(result map[string]any) (f Failure, ok bool) {
 	}
 	st, _ := result[keyStatus].(string)
 	switch {
-	case st != "" && ExecStatus(st) != StatusSucceeded:
+	case st != "" && ExecStatus(st) != statusSucceeded:
 		f = New(ExecStatus(st), msg)
 		if legacy, _ := result[keyLegacy].(bool); legacy {
 			f.legacy = true

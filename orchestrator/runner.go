@@ -70,7 +70,7 @@ func newRunner(o *Orchestrator, cfg config, traceID string, res *Summary, order 
 	rt.lanes = make(map[string]*laneState)
 	var err error
 	if l := rt.rc.limits; l != nil {
-		if rt.run, err = budget.New(*l, budget.WithID(traceID), budget.WithClock(rt.now)); err != nil {
+		if rt.run, err = budget.New(*l, traceID, rt.now); err != nil {
 			return nil, fmt.Errorf("%w: budget: %v", ErrInvalidOption, err)
 		}
 	}
@@ -95,9 +95,9 @@ func (rt *runner) lane(id string) (*laneState, error) {
 	var err error
 	switch {
 	case rt.run != nil:
-		ls.run, err = rt.run.Sub(ls.cfg.Budget, budget.WithID(rt.run.ID()+"/"+id))
+		ls.run, err = rt.run.Sub(ls.cfg.Budget, rt.traceID+"/"+id)
 	case ls.cfg.Budget != budget.Limits{}:
-		ls.run, err = budget.New(ls.cfg.Budget, budget.WithID(rt.traceID+"/"+id), budget.WithClock(rt.now))
+		ls.run, err = budget.New(ls.cfg.Budget, rt.traceID+"/"+id, rt.now)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: lane %q: %v", ErrInvalidOption, id, err)
@@ -119,7 +119,7 @@ func (rt *runner) beginRound(ctx context.Context, round int) error {
 		return nil
 	}
 	if rt.run != nil {
-		if err := rt.run.NextRound(); err != nil {
+		if err := rt.run.Allow(budget.Rounds, 1); err != nil {
 			rt.res.Rounds = round - 1
 			return rt.stopLimit(ctx, "", round, err)
 		}
@@ -467,7 +467,7 @@ func (rt *runner) annotate(c blackboard.Payload, workerID string, round int) {
 		c["worker"] = workerID
 	}
 	if rt.hasState {
-		c["functional_state"] = map[string]any(rt.state.Payload())
+		c["functional_state"] = rt.state // audit encodes it as JSON
 	}
 }
 

@@ -141,7 +141,7 @@ func (rc runtimeConfig) check() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, a...)...)
 	}
 	if rc.limits != nil {
-		if _, err := budget.New(*rc.limits); err != nil {
+		if _, err := budget.New(*rc.limits, "", nil); err != nil {
 			return bad("budget: %v", err)
 		}
 	}
@@ -154,8 +154,8 @@ func (rc runtimeConfig) check() error {
 		if id == "" || l.Turns < 0 {
 			return bad("lane %q: empty worker id or negative grant", id)
 		}
-		probe, _ := budget.New(budget.Limits{Rounds: 1}) // limits as a lane's sub-run would have them
-		if _, err := probe.Sub(l.Budget); err != nil {
+		probe, _ := budget.New(budget.Limits{Rounds: 1}, "", nil) // limits as a lane's sub-run would have them
+		if _, err := probe.Sub(l.Budget, ""); err != nil {
 			return bad("lane %q: %v", id, err)
 		}
 	}
@@ -169,8 +169,8 @@ func (rc runtimeConfig) check() error {
 }
 
 // WithBudget gives every run a budget with these limits, named after its
-// trace: the orchestrator counts a round before each one (budget.Run
-// NextRound; a refusal ends the run with [EndBudgetExceeded]), lanes
+// trace: the orchestrator counts a round before each one (Allow of
+// budget.Rounds; a refusal ends the run with [EndBudgetExceeded]), lanes
 // draw on it ([Lane]), and its snapshot feeds the functional state.
 // Limits that limit nothing are [ErrInvalidOption].
 func WithBudget(l budget.Limits) RunOption { return func(c *config) { c.rt.limits = &l } }

@@ -18,7 +18,7 @@ import (
 // error.
 func newRun(t *testing.T, d *desk, l budget.Limits) *budget.Run {
 	t.Helper()
-	r, err := budget.New(l, budget.WithID("run-t"), budget.WithClock(d.clock.Now))
+	r, err := budget.New(l, "run-t", d.clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestGateBudgetAndCallBudget(t *testing.T) {
 		}
 	}, func(su *setup) {
 		var err error
-		gateRun, err = budget.New(budget.Limits{ToolCalls: 1})
+		gateRun, err = budget.New(budget.Limits{ToolCalls: 1}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestBudgetParallelLanes(t *testing.T) {
 		executed := make([]int, lanes)
 		codes := make([][]blackboard.Code, lanes)
 		for l := range lanes {
-			sub, err := run.Sub(budget.Limits{ToolCalls: laneLimit})
+			sub, err := run.Sub(budget.Limits{ToolCalls: laneLimit}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

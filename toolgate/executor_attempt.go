@@ -186,7 +186,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 		endAttempt(asp, j, mine, effErr)
 		if effErr == nil {
 			if j.e.Expect != nil {
-				if _, err := failure.Evaluate(out, *j.e.Expect); err != nil {
+				if err := failure.Evaluate(out, *j.e.Expect); err != nil {
 					j.failure = failure.Classify(err)
 					return x.finish(ctx, j, mine, rec, nil, CodeEffectIncomplete, j.failure.Message())
 				}

@@ -19,7 +19,7 @@ import (
 
 func newBudget(t *testing.T, l budget.Limits) *budget.Run {
 	t.Helper()
-	r, err := budget.New(l, budget.WithID("run-1"))
+	r, err := budget.New(l, "run-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +236,10 @@ func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
 		failure.Category("endpoint_unknown"): failure.StatusEndpointUnknown,
 		failure.Category("not_found"):        failure.StatusNotFound,
 		failure.Category("rate_limit"):       failure.StatusRateLimited,
-		failure.Category("network"):         failure.StatusNetwork,
+		failure.Category("network"):          failure.StatusNetwork,
 		failure.Category("provider_down"):    failure.StatusProviderDown,
-		failure.Category("duplicate"):       failure.StatusDuplicate,
-		failure.Category("unknown"):         failure.StatusUnknown,
+		failure.Category("duplicate"):        failure.StatusDuplicate,
+		failure.Category("unknown"):          failure.StatusUnknown,
 	}
 	for cat, st := range blocking {
 		t.Run(string(cat), func(t *testing.T) {
