@@ -73,3 +73,12 @@ func EvaluateStatus(result map[string]any, want Expect) (ExecStatus, error) {
 	}
 	return Classify(err).Status(), err
 }
+
+// GrantOpen is the end of a grant still running.
+const GrantOpen = GrantEnd("")
+
+// Used is the number of turns taken.
+func (l *Grant) Used() int { return len(l.Trajectory()) }
+
+// IsZero reports whether f is the zero Failure.
+func (f Failure) IsZero() bool { return f.isZero() }

@@ -70,9 +70,9 @@ func (f Failure) Retryable() bool { return f.retryable }
 // Every legacy failure points at an integration still to be typed.
 func (f Failure) Legacy() bool { return f.legacy }
 
-// IsZero reports whether f is the zero Failure, which is what [Classify]
-// returns for a nil error.
-func (f Failure) IsZero() bool { return f.status == "" && f.category == "" }
+// isZero reports whether f is the zero Failure, which is what [Classify]
+// returns for a nil error (its Status is "").
+func (f Failure) isZero() bool { return f.status == "" && f.category == "" }
 
 // WithRetryable returns a copy of f with Retryable set to r. Use it when the
 // failing layer knows more than the category: a 429 whose quota does not
@@ -91,7 +91,7 @@ func (f Failure) WithCause(err error) Failure {
 
 // Error renders the failure as "failure: <category> (<status>): <message>".
 func (f Failure) Error() string {
-	if f.IsZero() {
+	if f.isZero() {
 		return "failure: none"
 	}
 	s := "failure: " + string(f.category) + " (" + string(f.status) + ")"
@@ -120,7 +120,7 @@ const (
 // when set. It returns a new map on every call; nil for the zero Failure.
 // [FromResult] reads it back.
 func (f Failure) Payload() map[string]any {
-	if f.IsZero() {
+	if f.isZero() {
 		return nil
 	}
 	p := map[string]any{

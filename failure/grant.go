@@ -32,23 +32,24 @@ func yield(f Failure) (yield bool, reason string) {
 	return true, fmt.Sprintf("%s is a %s failure the worker cannot repair: return to the kernel", c, k)
 }
 
-// GrantEnd is how a grant ended.
+// GrantEnd is how a grant ended: "" while it is still running, else one
+// of the ends below.
 type GrantEnd string
 
 // Ends of a grant.
 const (
-	GrantOpen    = GrantEnd("")      // the grant is still running
 	GrantYielded = GrantEnd("YIELD") // a tool call failed in a way the worker cannot repair
 	GrantSpent   = GrantEnd("SPENT") // every turn was used
 )
 
-// TrajectoryEntry is one turn of a grant.
+// TrajectoryEntry is one turn of a grant; a trajectory lists the turns in
+// order, the first being turn 1.
 type TrajectoryEntry struct {
-	Turn     int    // from 1
-	Tool     string // the tool called, as given to [Grant.Turn]
-	OK       bool
-	Status   ExecStatus // zero when OK
-	Category Category   // zero when OK
+	Tool string // the tool called, as given to [Grant.Turn]
+	// Status and Category are the failure's; both "" for a turn that
+	// succeeded.
+	Status   ExecStatus
+	Category Category
 }
 
 // Grant is a worker's bounded authority: at most a fixed number of turns
@@ -82,10 +83,10 @@ func NewGrant(turns int) *Grant {
 func (l *Grant) Turn(tool string, err error) (cont bool, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.end != GrantOpen {
+	if l.end != "" {
 		return false, "grant already ended: " + string(l.end)
 	}
-	e := TrajectoryEntry{Turn: len(l.steps) + 1, Tool: tool, OK: err == nil}
+	e := TrajectoryEntry{Tool: tool}
 	yields, why := false, "ok"
 	if err != nil {
 		f := Classify(err)
@@ -108,14 +109,7 @@ func (l *Grant) Turn(tool string, err error) (cont bool, reason string) {
 // Turns is the number of turns the grant grants.
 func (l *Grant) Turns() int { return l.turns }
 
-// Used is the number of turns taken.
-func (l *Grant) Used() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.steps)
-}
-
-// End reports how the grant ended, or [GrantOpen].
+// End reports how the grant ended, or "" while it is open.
 func (l *Grant) End() GrantEnd {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -127,7 +121,7 @@ func (l *Grant) End() GrantEnd {
 func (l *Grant) LastFailure() (Failure, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.last, !l.last.IsZero()
+	return l.last, l.last.status != ""
 }
 
 // Trajectory returns the turns taken so far, as a new slice.
@@ -147,19 +141,19 @@ func (l *Grant) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	parts := make([]string, 0, len(l.steps)+1)
-	for _, e := range l.steps {
-		s := fmt.Sprintf("T%d", e.Turn)
+	for i, e := range l.steps {
+		s := fmt.Sprintf("T%d", i+1)
 		if e.Tool != "" {
 			s += "(" + clip(e.Tool, maxTool) + ")"
 		}
-		if e.OK {
+		if e.Status == "" {
 			s += " ✓"
 		} else {
 			s += " × " + string(e.Category)
 		}
 		parts = append(parts, s)
 	}
-	if l.end != GrantOpen {
+	if l.end != "" {
 		parts = append(parts, string(l.end))
 	}
 	return strings.Join(parts, " → ")

@@ -132,7 +132,7 @@ func (c FindingContract) Check(f Finding, resolve func(id string) bool) error {
 		}
 	}
 	for i, fl := range f.Failures {
-		if fl.IsZero() {
+		if fl.Status() == "" {
 			return refuse(CodeFindingInvalid, "", "failure %d is untyped", i)
 		}
 	}

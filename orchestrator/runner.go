@@ -316,7 +316,7 @@ func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep
 	p, werr := rt.o.step(ctx, e, sc)
 	rt.stale() // a step may write, even one that fails
 	st := Step{Round: round, WorkerID: e.id, Produced: p, Attempt: attempt}
-	if sc.grant != nil && sc.grant.Used() > 0 {
+	if sc.grant != nil && len(sc.grant.Trajectory()) > 0 {
 		st.Trajectory, st.GrantEnd = sc.grant.String(), sc.grant.End()
 	}
 	if werr == nil {
@@ -345,7 +345,7 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 	f.WorkerID, f.Round = e.id, round
 	refused := func(err error) *WorkerError { return &WorkerError{WorkerID: e.id, Phase: PhaseFinding, Err: err} }
 	if len(f.Failures) > 0 {
-		if f.Failures[0].IsZero() {
+		if f.Failures[0].Status() == "" {
 			return refused(&FindingError{Code: CodeFindingInvalid, Detail: "failure 0 is untyped"}), nil
 		}
 		return refused(f.Failures[0]), nil

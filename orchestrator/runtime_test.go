@@ -490,7 +490,7 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.GrantEnd != failure.GrantOpen {
+	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.GrantEnd != failure.GrantEnd("") {
 		t.Errorf("step %+v", s)
 	}
 }

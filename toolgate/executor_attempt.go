@@ -359,7 +359,7 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		eff := j.effect(audit.StatusFailed, n, code)
 		eff.Error = detail
 		dr.Context["error"] = detail
-		if f := j.failure; !f.IsZero() {
+		if f := j.failure; f.Status() != "" {
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
 			dr.Context["execution_status"], dr.Context["category"] = string(f.Status()), string(f.Category())
 		}

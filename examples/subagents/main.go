@@ -221,7 +221,7 @@ func report(w io.Writer, res orchestrator.Summary) {
 		line := fmt.Sprintf("  step      r%d %s#%d", st.Round, st.WorkerID, st.Attempt)
 		if st.Trajectory != "" {
 			line += "  " + st.Trajectory
-			if st.GrantEnd == failure.GrantOpen {
+			if st.GrantEnd == "" {
 				line += " …"
 			}
 		}

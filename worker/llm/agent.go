@@ -199,7 +199,7 @@ type AgentResult struct {
 	// the compiled contexts the model was shown, one per round in order;
 	// nil without one.
 	Contexts []string
-	// GrantEnd is how the task's grant ended: failure.GrantOpen without a
+	// GrantEnd is how the task's grant ended: "" without a
 	// grant, or while turns were left.
 	GrantEnd failure.GrantEnd
 }

@@ -209,7 +209,7 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 	if !strings.Contains(got, `"code":"LOOP_DETECTED"`) || !strings.Contains(got, "already made") {
 		t.Errorf("the model read %s", got)
 	}
-	if tr := res.Trajectory; len(tr) != 3 || !tr[0].OK || tr[2].OK || tr[2].Category != failure.Category("duplicate") {
+	if tr := res.Trajectory; len(tr) != 3 || tr[0].Status != "" || tr[2].Status == "" || tr[2].Category != failure.Category("duplicate") {
 		t.Errorf("trajectory %+v", tr)
 	}
 }
@@ -300,7 +300,7 @@ func TestAgentLeaseContinuesOnSkillFailures(t *testing.T) {
 			task := refundTask
 			task.Grant = failure.NewGrant(5)
 			res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
-			if err != nil || res.Answer != "fixed" || res.GrantEnd != failure.GrantOpen {
+			if err != nil || res.Answer != "fixed" || res.GrantEnd != failure.GrantEnd("") {
 				t.Fatalf("%v %q %q", err, res.Answer, res.GrantEnd)
 			}
 			if got := task.Grant.String(); !strings.HasPrefix(got, "T1(run_tests) × ") || !strings.HasSuffix(got, "T3(run_tests) ✓") {

@@ -63,7 +63,7 @@ func newTaskRuntime(t Task) *taskRuntime {
 // toolsAllowed reports whether the model may still call tools: always
 // without a grant, while the grant is open with one.
 func (rt *taskRuntime) toolsAllowed() bool {
-	return rt.t.Grant == nil || rt.t.Grant.End() == failure.GrantOpen
+	return rt.t.Grant == nil || rt.t.Grant.End() == ""
 }
 
 // beforeModelCall begins a new turn of the budget, charges what the
@@ -84,7 +84,7 @@ func (rt *taskRuntime) gateBudget() *toolgate.Budget { return rt.gate }
 // when the call's failure makes the grant yield.
 func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) error {
 	f, failed := r.Failure()
-	e := failure.TrajectoryEntry{Turn: len(res.Trajectory) + 1, Tool: tool, OK: !failed}
+	e := failure.TrajectoryEntry{Tool: tool}
 	if failed {
 		e.Status, e.Category = f.Status(), f.Category()
 	}
