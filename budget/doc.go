@@ -15,26 +15,26 @@
 // at least one limit or a deadline. [DefaultLimits] is a bounded starting
 // point.
 //
-// Every limit is checked before the call it would pay for. [Run.Allow]
-// (and a [Meter]'s [Meter.BeforeModelCall]) checks and counts in one
-// step; a request that does not fit is not counted and comes back as a
-// [*Refusal]: code BUDGET_EXCEEDED ([CodeBudgetExceeded]), the budget that
-// refused, its limit and use, and the run that owns it. Usage known only
-// afterwards is charged when it is known ([Run.ChargeTokens] with the counts the model
+// Every limit is checked before the call it would pay for. [Run.Allow] (and
+// a [Meter]'s [Meter.BeforeModelCall]) checks and counts in one step; a
+// request that does not fit is not counted and comes back as a [*Refusal]:
+// code BUDGET_EXCEEDED ([CodeBudgetExceeded]), the budget that refused, its
+// limit and use, and the run that owns it. Usage known only afterwards is
+// charged when it is known ([Run.ChargeTokens] with the counts the model
 // API returns, [Run.ChargeCost]), always recorded, and enforced at the next
 // call: once the tokens are gone the next model call is refused; once the
 // cost is gone, the next model or tool call. Usage recorded beyond a token
-// or cost limit ends the run: the charge itself returns the [*Refusal],
-// and every later request of the run, and of the sub-runs that draw on it,
-// is refused. Counters and sums saturate at their largest value rather
-// than wrap, so a usage near 2^63 (a broken or hostile model server) reads
-// as spent, never as room; negative usage is refused with [ErrInvalid],
-// and a negative running total reported to a [Meter] (a sum that wrapped
-// upstream) counts as the largest. To keep parallel workers from
-// all starting calls against the same last tokens, a [Meter] holds an
-// estimate for each model call it admits until the next report replaces
-// it with the real usage. The deadline refuses every request once it has passed; it is read
-// from the run's clock (given to [New]), so tests control time.
+// or cost limit ends the run: the charge itself returns the [*Refusal], and
+// every later request of the run, and of the sub-runs that draw on it, is
+// refused. Counters and sums saturate at their largest value rather than
+// wrap, so a usage near 2^63 (a broken or hostile model server) reads as
+// spent, never as room; negative usage is refused with [ErrInvalid], and a
+// negative running total reported to a [Meter] (a sum that wrapped
+// upstream) counts as the largest. To keep parallel workers from all
+// starting calls against the same last tokens, a [Meter] holds an estimate
+// for each model call it admits until the next report replaces it with the
+// real usage. The deadline refuses every request once it has passed; it is
+// read from the run's clock (given to [New]), so tests control time.
 //
 // Each budget has a soft threshold ([Limits.Soft], default 0.8). Past it,
 // the budget's pressure rises from 0 to 1 at the limit, so the planner
@@ -158,9 +158,9 @@
 // # Concurrency
 //
 // A *Run and its sub-runs are safe for concurrent use by any number of
-// goroutines: a run and all its sub-runs share one
-// lock, under which every check and its count happen together, so no
-// interleaving of workers can pass a limit or count a refused call. A
+// goroutines: a run and all its sub-runs share one lock, under which every
+// check and its count happen together, so no interleaving of workers can
+// pass a limit or count a refused call. A
 // *Guard and a *Meter guard their state with a mutex. Snapshots and
 // states are values; a refusal is not changed once returned.
 package budget
