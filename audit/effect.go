@@ -79,10 +79,10 @@ const (
 	fieldApproval      = "approval"
 	fieldApprover      = "approver"
 	fieldNote          = "note"
-	fieldError         = failure.KeyError
-	fieldExecStatus    = failure.KeyStatus
-	fieldCategory      = failure.KeyCategory
-	fieldRetryable     = failure.KeyRetryable
+	fieldError         = "error"
+	fieldExecStatus    = "execution_status"
+	fieldCategory      = "category"
+	fieldRetryable     = "retryable"
 	fieldLeaseUntilMS  = "lease_until_ms"
 	fieldPreviousError = "previous_error"
 )

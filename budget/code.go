@@ -14,11 +14,3 @@ const (
 	// changed nothing.
 	CodeLoopDetected = blackboard.Code("LOOP_DETECTED")
 )
-
-// Keys under which [RefusalRecord] and the integrations put budget data in
-// a decision record's Context payload.
-const (
-	KeyReason          = "reason"           // the structured [Reason] of a refusal
-	KeyBudget          = "budget"           // a [Snapshot] of the run's budget
-	KeyFunctionalState = "functional_state" // a [State]
-)

@@ -31,7 +31,7 @@ func TestParallelToolCallsExact(t *testing.T) {
 	var allowed, refused atomic.Int64
 	race(64, func(int) {
 		err := r.ToolCall()
-		var e *budget.Exceeded
+		var e *budget.Refusal
 		switch {
 		case err == nil:
 			allowed.Add(1)

@@ -16,39 +16,43 @@
 // point.
 //
 // Every limit is checked before the call it would pay for. [Run.Allow] (and
-// [Run.ToolCall], [Run.ModelCall], [Run.NextRound], [Run.Replan],
-// [Run.ReserveModelCall]) checks and counts in one step; a request that
-// does not fit is not counted and comes back as an [*Exceeded]: code
-// BUDGET_EXCEEDED ([CodeBudgetExceeded]), the budget that refused, its
+// a [Meter]'s [Meter.BeforeModelCall]) checks and counts in one step; a
+// request that does not fit is not counted and comes back as a [*Refusal]:
+// code BUDGET_EXCEEDED ([CodeBudgetExceeded]), the budget that refused, its
 // limit and use, and the run that owns it. Usage known only afterwards is
 // charged when it is known ([Run.ChargeTokens] with the counts the model
 // API returns, [Run.ChargeCost]), always recorded, and enforced at the next
 // call: once the tokens are gone the next model call is refused; once the
 // cost is gone, the next model or tool call. Usage recorded beyond a token
-// or cost limit ends the run: the charge itself returns the [*Exceeded],
-// and every later request of the run, and of the sub-runs that draw on it,
-// is refused. Counters and sums saturate at their largest value rather
-// than wrap, so a usage near 2^63 (a broken or hostile model server) reads
-// as spent, never as room; negative usage is refused with [ErrInvalid],
-// and a negative running total reported to a [Meter] (a sum that wrapped
-// upstream) counts as the largest. To keep parallel workers from
-// all starting calls against the same last tokens, [Run.ReserveModelCall]
-// holds an estimate until [Reservation.Settle] replaces it with the real
-// usage. The deadline refuses every request once it has passed; it is read
-// from the run's clock ([WithClock]), so tests control time.
+// or cost limit ends the run: the charge itself returns the [*Refusal], and
+// every later request of the run, and of the sub-runs that draw on it, is
+// refused. Counters and sums saturate at their largest value rather than
+// wrap, so a usage near 2^63 (a broken or hostile model server) reads as
+// spent, never as room; negative usage is refused with [ErrInvalid], and a
+// negative running total reported to a [Meter] (a sum that wrapped
+// upstream) counts as the largest. To keep parallel workers from all
+// starting calls against the same last tokens, a [Meter] holds an estimate
+// for each model call it admits until the next report replaces it with the
+// real usage. The deadline refuses every request once it has passed; it is
+// read from the run's clock (given to [New]), so tests control time.
 //
 // Each budget has a soft threshold ([Limits.Soft], default 0.8). Past it,
 // the budget's pressure rises from 0 to 1 at the limit, so the planner
 // sees a budget running out before the hard stop ([Snapshot.Pressure],
 // [State.Budget]).
 //
-// A refusal is returned to the planner as data: [Reason] (from
-// [Refusal.Reason] or [ReasonOf]) carries the code, the numbers, what
-// happened and a hint of what is still possible, as a payload or JSON.
-// [RefusalRecord] builds the decision record of the refused call, with
-// the reason and a [Snapshot] of the budget in its Context, for
-// [audit.Append], which writes it on the blackboard through the kernel's
-// Governor.
+// A refusal is returned to the planner as data: the [*Refusal] in the
+// error's chain (errors.As) carries the code, the numbers, what happened
+// and a hint of what is still possible, and its JSON form holds the
+// fields that apply. [RefusalRecord] builds the decision record of the
+// refused call, with the refusal and a [Snapshot] of the budget in its
+// Context, for [audit.Append], which writes it on the blackboard through
+// the kernel's Governor.
+//
+// Decision records carry budget data in their Context under three keys:
+// "reason" (a refusal's JSON form), "budget" ([Snapshot.Payload]) and
+// "functional_state" (a [State] in its JSON form; an [audit.Entry] encodes
+// a struct in its Context as JSON).
 //
 // # Sub-runs
 //
@@ -76,19 +80,19 @@
 //
 // # Loop guard
 //
-// A [Guard] stops two kinds of loop, each with an [*LoopDetected] (code
-// LOOP_DETECTED, [CodeLoopDetected]) that names what repeated:
+// A [Guard] ([NewGuard]) stops two kinds of loop, each with a [*Refusal]
+// (code LOOP_DETECTED, [CodeLoopDetected]) that names what repeated:
 //
 //   - [Guard.Call], before a tool call: the same tool with the same
-//     argument digest ([Digest]) may run 2 times (2:
+//     argument digest ([Digest]) may run maxIdentical times (default 2:
 //     the call and one retry); the next identical call is refused.
-//   - [Guard.Round], after a round: 2 (2) consecutive
+//   - [Guard.Round], after a round: maxIdleRounds (default 2) consecutive
 //     rounds without progress ([Progressed] compares two views) stop the
-//     loop, and the reason lists the calls made in those rounds.
+//     loop, and the refusal lists the calls made in those rounds.
 //
 // # Functional state
 //
-// [Measure] reads a budget [Snapshot], a guard's [LoopSnapshot] and the
+// [Measure] reads a budget [Snapshot], a guard's [Guard.Pressure] and the
 // trace's records (decisions, rejections and approvals are records; a
 // [kernel.View] does not hold them) and returns a [State]: five pressures
 // and the escalation propensity, each in [0, 1]. It is a pure function of
@@ -106,7 +110,7 @@
 //	                       evidence code, and no belief of its kind committed since
 //	gate_pressure          max over actions waiting for approval (a pending_        approvals age past the soft
 //	                       approval decision record, no approval or denial yet)     band
-//	                       of ramp(waited / approval TTL), TTL default 30m
+//	                       of ramp(waited / 30m)
 //	conflict_pressure      current percepts flagged conflict and not arbitrated     sources disagree
 //	                       (confidence below the threshold) / current percepts
 //	escalation_propensity  base + risk·base·(1 − base), with                        pressure builds, more so for
@@ -127,11 +131,11 @@
 //		err = guard.Call(call.Tool, digest)
 //	}
 //	if err == nil {
-//		err = run.ToolCall()
+//		err = run.Allow(budget.ToolCalls, 1)
 //	}
 //	if d, refused := budget.RefusalRecord(call.TraceID, call.Tool, err, run.Snapshot()); refused {
 //		audit.Append(ctx, k.Governor(), d)
-//		// answer the model with d.Code and the reason's hint; the loop goes on
+//		// answer the model with d.Code and the refusal's hint; the loop goes on
 //	}
 //
 // The LLM agent loop, through its before-model-call hook, which receives
@@ -145,18 +149,18 @@
 //	}
 //	// when the agent returns: meter.Sync(final prompt, final completion)
 //
-// The orchestrator calls [Run.NextRound] before each round, [Run.NextTurn]
-// between turns, [Run.Replan] before asking for a new plan, and
+// The orchestrator calls Allow(Rounds, 1) before each round, [Run.NextTurn]
+// between turns, Allow(Replans, 1) before asking for a new plan, and
 // [Guard.Round] after each round; it records [Measure]'s State with the
-// round's result (under [KeyFunctionalState]). Sub-agent lanes get
+// round's result (under "functional_state"). Sub-agent lanes get
 // [Run.Sub] and a guard of their own.
 //
 // # Concurrency
 //
-// A *Run, its sub-runs and their [Reservation]s are safe for concurrent
-// use by any number of goroutines: a run and all its sub-runs share one
-// lock, under which every check and its count happen together, so no
-// interleaving of workers can pass a limit or count a refused call. A
-// *Guard and a *Meter guard their state with a mutex. Snapshots, states,
-// reasons and refusals are values.
+// A *Run and its sub-runs are safe for concurrent use by any number of
+// goroutines: a run and all its sub-runs share one lock, under which every
+// check and its count happen together, so no interleaving of workers can
+// pass a limit or count a refused call. A
+// *Guard and a *Meter guard their state with a mutex. Snapshots and
+// states are values; a refusal is not changed once returned.
 package budget

@@ -14,12 +14,11 @@ import (
 // as data.
 func Example() {
 	start := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
-	run, err := budget.New(budget.Limits{ToolCalls: 4, Deadline: time.Minute},
-		budget.WithID("trace-42"), budget.WithClock(func() time.Time { return start }))
+	run, err := budget.New(budget.Limits{ToolCalls: 4, Deadline: time.Minute}, "trace-42", func() time.Time { return start })
 	if err != nil {
 		panic(err)
 	}
-	guard, err := budget.NewGuard()
+	guard, err := budget.NewGuard(0, 0)
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +46,7 @@ func Example() {
 
 	s := run.Snapshot()
 	fmt.Printf("tool calls %v of %v, pressure %.1f\n", s.Used[budget.ToolCalls], s.Limits[budget.ToolCalls], s.Budget)
-	state := budget.Measure(budget.Inputs{Budget: s, Loop: guard.Snapshot()})
+	state := budget.Measure(budget.Inputs{Budget: s, Loop: guard.Pressure()})
 	fmt.Printf("budget %.2f loop %.2f escalation %.2f\n", state.Budget, state.Loop, state.Escalation)
 	// Output:
 	// search runs
@@ -62,11 +61,11 @@ func Example() {
 
 // A sub-agent lane draws on its parent's budget and cannot outspend it.
 func ExampleRun_Sub() {
-	parent, err := budget.New(budget.Limits{ModelCalls: 3}, budget.WithID("run"))
+	parent, err := budget.New(budget.Limits{ModelCalls: 3}, "run", nil)
 	if err != nil {
 		panic(err)
 	}
-	lane, err := parent.Sub(budget.Limits{ModelCalls: 10}, budget.WithID("run/research"))
+	lane, err := parent.Sub(budget.Limits{ModelCalls: 10}, "run/research")
 	if err != nil {
 		panic(err)
 	}

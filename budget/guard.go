@@ -30,29 +30,6 @@ const (
 	defaultMaxIdleRounds = 2
 )
 
-// GuardOption configures [NewGuard].
-type GuardOption func(*Guard)
-
-// MaxIdentical sets how many identical calls of any tool the guard lets
-// through per run (at least 1).
-func MaxIdentical(n int) GuardOption { return func(g *Guard) { g.maxIdentical = n } }
-
-// ToolMaxIdentical sets the number of identical calls for one tool, over
-// [MaxIdentical]: for a tool meant to be polled with the same arguments,
-// say.
-func toolMaxIdentical(tool string, n int) GuardOption {
-	return func(g *Guard) {
-		if g.perTool == nil {
-			g.perTool = make(map[string]int)
-		}
-		g.perTool[tool] = n
-	}
-}
-
-// MaxIdleRounds sets how many consecutive rounds without progress stop
-// the loop (at least 1).
-func MaxIdleRounds(n int) GuardOption { return func(g *Guard) { g.maxIdle = n } }
-
 // maxListed bounds the calls a no-progress reason names.
 const maxListed = 5
 
@@ -60,7 +37,7 @@ type callKey struct{ tool, digest string }
 
 // Guard is the loop guard of one run. It counts identical tool calls and
 // consecutive rounds without progress, and stops them with a
-// [*LoopDetected] that says what repeated. Safe for concurrent use; give
+// [*Refusal] that says what repeated. Safe for concurrent use; give
 // each run (and each sub-run) its own guard. It keeps one counter per
 // distinct call, so its memory is bounded by the run's tool-call budget.
 type Guard struct {
@@ -70,35 +47,41 @@ type Guard struct {
 
 	mu         sync.Mutex
 	attempts   map[callKey]int
-	total      int
 	idle       int
-	rounds     int
-	trips      int
 	sinceOrder []callKey       // distinct calls since the last round with progress, in order
 	since      map[callKey]int // and how often each came
 }
 
-// NewGuard returns a loop guard with the defaults (2,
-// 2) changed by opts. It fails with [ErrInvalid] for
-// a limit below 1 or an empty tool name.
-func NewGuard(opts ...GuardOption) (*Guard, error) {
-	g := &Guard{maxIdentical: defaultMaxIdentical, maxIdle: defaultMaxIdleRounds,
-		attempts: make(map[callKey]int), since: make(map[callKey]int)}
-	for _, o := range opts {
-		o(g)
-	}
+// NewGuard returns a loop guard that lets maxIdentical identical calls
+// (same tool, same argument digest) through per run and stops the loop
+// after maxIdleRounds consecutive rounds without progress; 0 for either
+// means its default (2 and 2). It fails with [ErrInvalid] for a negative
+// limit.
+func NewGuard(maxIdentical, maxIdleRounds int) (*Guard, error) {
+	return newGuard(maxIdentical, maxIdleRounds, nil)
+}
+
+// newGuard is [NewGuard] with per-tool limits on identical calls, over
+// maxIdentical (for a tool meant to be polled with the same arguments).
+func newGuard(maxIdentical, maxIdleRounds int, perTool map[string]int) (*Guard, error) {
 	switch {
-	case g.maxIdentical < 1:
-		return nil, fmt.Errorf("%w: max identical calls %d < 1", ErrInvalid, g.maxIdentical)
-	case g.maxIdle < 1:
-		return nil, fmt.Errorf("%w: max idle rounds %d < 1", ErrInvalid, g.maxIdle)
+	case maxIdentical < 0:
+		return nil, fmt.Errorf("%w: max identical calls %d < 0", ErrInvalid, maxIdentical)
+	case maxIdleRounds < 0:
+		return nil, fmt.Errorf("%w: max idle rounds %d < 0", ErrInvalid, maxIdleRounds)
+	case maxIdentical == 0:
+		maxIdentical = defaultMaxIdentical
 	}
-	for tool, n := range g.perTool {
+	if maxIdleRounds == 0 {
+		maxIdleRounds = defaultMaxIdleRounds
+	}
+	for tool, n := range perTool {
 		if tool == "" || n < 1 {
 			return nil, fmt.Errorf("%w: identical-call limit %d for tool %q", ErrInvalid, n, tool)
 		}
 	}
-	return g, nil
+	return &Guard{maxIdentical: maxIdentical, maxIdle: maxIdleRounds, perTool: perTool,
+		attempts: make(map[callKey]int), since: make(map[callKey]int)}, nil
 }
 
 func (g *Guard) limitFor(tool string) int {
@@ -112,7 +95,7 @@ func (g *Guard) limitFor(tool string) int {
 // digest of its arguments ([Digest] computes one). Every call is counted,
 // refused ones too; once the same tool and digest have been let through
 // as often as the guard allows, the next identical call is refused with a
-// [*LoopDetected] (trigger repeated_call). The same tool with other
+// [*Refusal] (trigger repeated_call). The same tool with other
 // arguments is a different call. An empty tool name fails with
 // [ErrInvalid].
 func (g *Guard) Call(tool, digest string) error {
@@ -122,7 +105,6 @@ func (g *Guard) Call(tool, digest string) error {
 	k := callKey{tool, digest}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.total++
 	g.attempts[k]++
 	if g.since[k] == 0 {
 		g.sinceOrder = append(g.sinceOrder, k)
@@ -132,22 +114,20 @@ func (g *Guard) Call(tool, digest string) error {
 	if g.attempts[k] <= limit {
 		return nil
 	}
-	g.trips++
-	return &loopDetected{Trigger: RepeatedCall, Tool: tool, Digest: digest, Repeats: limit,
+	return loopDetected(Refusal{Loop: RepeatedCall, Tool: tool, Digest: digest, Repeats: limit,
 		Detail: fmt.Sprintf("%s was already called %s with these arguments (%s) in this run; the guard allows %s",
-			tool, times(limit), short(digest), times(limit))}
+			tool, times(limit), short(digest), times(limit))})
 }
 
 // Round is told, at the end of each round, whether the round made
 // progress (see [Progressed]). After as many consecutive rounds without
-// progress as the guard allows, it returns a [*LoopDetected] (trigger
+// progress as the guard allows, it returns a [*Refusal] (trigger
 // no_progress) naming the tool calls made in those rounds, and keeps
 // returning it until a round makes progress. A round spent waiting for an
 // approval is not a loop: do not count it as idle.
 func (g *Guard) Round(changed bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.rounds++
 	if changed {
 		g.idle = 0
 		g.sinceOrder = g.sinceOrder[:0]
@@ -158,9 +138,8 @@ func (g *Guard) Round(changed bool) error {
 	if g.idle < g.maxIdle {
 		return nil
 	}
-	g.trips++
-	return &loopDetected{Trigger: NoProgress, IdleRounds: g.idle,
-		Detail: fmt.Sprintf("%d consecutive rounds changed nothing on the blackboard; %s", g.idle, g.listSince())}
+	return loopDetected(Refusal{Loop: NoProgress, IdleRounds: g.idle,
+		Detail: fmt.Sprintf("%d consecutive rounds changed nothing on the blackboard; %s", g.idle, g.listSince())})
 }
 
 // listSince names the calls made since the last round with progress, the
@@ -182,44 +161,19 @@ func (g *Guard) listSince() string {
 	return "calls made in them: " + strings.Join(parts, ", ")
 }
 
-// LoopSnapshot is a read-only copy of a guard's counters, for [Measure]
-// and for decision records.
-type LoopSnapshot struct {
-	// Calls counts the tool calls the guard saw, Distinct the different
-	// ones among them.
-	Calls    int `json:"calls"`
-	Distinct int `json:"distinct"`
-	// MostRepeated names the call the guard saw most often ("tool
-	// digest"), Repeats how often.
-	MostRepeated string `json:"most_repeated,omitempty"`
-	Repeats      int    `json:"repeats"`
-	// RepeatPressure is the highest, over calls, of (times seen − 1) /
-	// (identical calls allowed), at most 1: 0 for calls seen once, 1 once
-	// a call has been refused.
-	RepeatPressure float64 `json:"repeat_pressure"`
-	// IdleRounds is the current run of rounds without progress, of
-	// MaxIdleRounds allowed; Rounds counts every round reported.
-	IdleRounds    int `json:"idle_rounds"`
-	MaxIdleRounds int `json:"max_idle_rounds"`
-	Rounds        int `json:"rounds"`
-	// Trips counts the refusals the guard returned.
-	Trips int `json:"trips"`
-}
-
-// Snapshot returns a copy of the guard's counters.
-func (g *Guard) Snapshot() LoopSnapshot {
+// Pressure is the guard's loop pressure, in [0, 1], for [Inputs.Loop]:
+// the highest of the repeat pressure, the highest over calls of (times
+// seen − 1) / (identical calls allowed), which is 1 once a call has been
+// refused, and of the current run of idle rounds over the idle rounds
+// allowed.
+func (g *Guard) Pressure() float64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := LoopSnapshot{Calls: g.total, Distinct: len(g.attempts), IdleRounds: g.idle, MaxIdleRounds: g.maxIdle,
-		Rounds: g.rounds, Trips: g.trips}
+	p := min(1, float64(g.idle)/float64(g.maxIdle))
 	for k, n := range g.attempts {
-		name := k.tool + " " + k.digest
-		if n > s.Repeats || n == s.Repeats && name < s.MostRepeated { // ties: the smallest name, for a stable answer
-			s.Repeats, s.MostRepeated = n, name
-		}
-		s.RepeatPressure = max(s.RepeatPressure, min(1, float64(n-1)/float64(g.limitFor(k.tool))))
+		p = max(p, min(1, float64(n-1)/float64(g.limitFor(k.tool))))
 	}
-	return s
+	return p
 }
 
 // Digest returns the loop guard's identity of a tool call's JSON arguments

@@ -33,7 +33,7 @@ func (c *clock) Advance(d time.Duration) {
 // newRun starts a run named id on clk, failing the test on error.
 func newRun(t *testing.T, l budget.Limits, clk *clock, id string) *budget.Run {
 	t.Helper()
-	r, err := budget.New(l, budget.WithClock(clk.Now), budget.WithID(id))
+	r, err := budget.New(l, id, clk.Now)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", l, err)
 	}
@@ -43,7 +43,7 @@ func newRun(t *testing.T, l budget.Limits, clk *clock, id string) *budget.Run {
 // sub starts a sub-run, failing the test on error.
 func sub(t *testing.T, parent *budget.Run, l budget.Limits, id string) *budget.Run {
 	t.Helper()
-	r, err := parent.Sub(l, budget.WithID(id))
+	r, err := parent.Sub(l, id)
 	if err != nil {
 		t.Fatalf("Sub(%+v): %v", l, err)
 	}
@@ -52,13 +52,13 @@ func sub(t *testing.T, parent *budget.Run, l budget.Limits, id string) *budget.R
 
 // refusal checks that err is a budget refusal by res of the run named
 // owner, and returns it.
-func refusal(t *testing.T, err error, res budget.Resource, owner string) *budget.Exceeded {
+func refusal(t *testing.T, err error, res budget.Resource, owner string) *budget.Refusal {
 	t.Helper()
-	var e *budget.Exceeded
+	var e *budget.Refusal
 	if !errors.As(err, &e) {
 		t.Fatalf("got %v, want a refusal by %s", err, res)
 	}
-	if !errors.Is(err, budget.ErrExceeded) || e.Code() != budget.CodeBudgetExceeded {
+	if !errors.Is(err, budget.ErrExceeded) || e.Code != budget.CodeBudgetExceeded {
 		t.Errorf("refusal %v: not ErrExceeded / BUDGET_EXCEEDED", err)
 	}
 	if e.Resource != res || e.Run != owner {

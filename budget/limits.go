@@ -27,15 +27,6 @@ func Resources() []Resource {
 	return []Resource{Tokens, ModelCalls, ToolCalls, toolCallsPerTurn, Rounds, Replans, Cost, Deadline}
 }
 
-// Valid reports whether r is one of the resources [Resources] lists.
-func (r Resource) Valid() bool {
-	switch r {
-	case Tokens, ModelCalls, ToolCalls, toolCallsPerTurn, Rounds, Replans, Cost, Deadline:
-		return true
-	}
-	return false
-}
-
 // DefaultSoft is the soft threshold used when [Limits.Soft] is zero: past
 // 80% of a budget, pressure starts to rise.
 const defaultSoft = 0.8

@@ -11,8 +11,9 @@ import (
 // reports its usage as running totals before each model call (the LLM
 // agent's before-model-call hook passes the usage so far). Before each
 // call, [Meter.BeforeModelCall] charges the tokens used since the last
-// call, then admits the next call with [Run.ReserveModelCall], holding the
-// meter's estimate until the next report settles it.
+// call, then admits the next call, holding the meter's estimate of its tokens
+// until the next report settles it, so that parallel agents cannot all
+// start calls against the same last tokens.
 //
 // A meter belongs to one agent: its totals only ever grow. Safe for
 // concurrent use, though one agent's calls come one at a time.
@@ -23,7 +24,7 @@ type Meter struct {
 	mu         sync.Mutex
 	prompt     int64
 	completion int64
-	pending    *Reservation
+	pending    *reservation
 }
 
 // Meter returns a meter on r that holds estimate tokens (0 for none) for
@@ -38,7 +39,7 @@ func (r *Run) Meter(estimate int64) *Meter {
 // prompt when it does not split them). It returns ctx's error if ctx is
 // done, and fails with [ErrInvalid] if a total went down; otherwise it
 // charges the growth since the last report and asks for the next call,
-// which is refused with an [*Exceeded] (BUDGET_EXCEEDED: tokens, model
+// which is refused with a [*Refusal] (BUDGET_EXCEEDED: tokens, model
 // calls, cost or deadline) before it is made. A negative total (a count
 // that wrapped where the agent adds them up) counts as the largest int64:
 // usage that cannot be known ends the run with BUDGET_EXCEEDED.
@@ -51,7 +52,7 @@ func (m *Meter) BeforeModelCall(ctx context.Context, promptTotal, completionTota
 	if err := m.sync(promptTotal, completionTotal); err != nil {
 		return err
 	}
-	res, err := m.run.ReserveModelCall(m.estimate)
+	res, err := m.run.reserveModelCall(m.estimate)
 	if err != nil {
 		return err
 	}

@@ -9,27 +9,6 @@ import (
 	"time"
 )
 
-// Option configures [New] and [Run.Sub].
-type Option func(*config)
-
-type config struct {
-	now      func() time.Time
-	clockSet bool
-	id       string
-}
-
-// WithClock sets the clock the run reads its deadline from (default
-// time.Now). Tests pass a fake one. A sub-run always uses its parent's
-// clock; [Run.Sub] refuses this option.
-func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.now, c.clockSet = now, true }
-}
-
-// WithID names the run (default "run-N" for a root, "PARENT/N" for a
-// sub-run). Use the trace id the run works on, so that refusals and
-// snapshots name it.
-func WithID(id string) Option { return func(c *config) { c.id = id } }
-
 // The counted resources, as indexes into a run's counters.
 const (
 	iTokens = iota
@@ -84,17 +63,16 @@ type Run struct {
 	refused    map[Resource]int64
 }
 
-// New starts the budget of a root run with the given limits. It fails with
-// [ErrInvalid] when a limit is negative, the soft threshold lies outside
-// (0, 1], or the limits limit nothing at all. The deadline counts from
-// now, as the run's clock says.
-func New(limits Limits, opts ...Option) (*Run, error) {
-	cfg := config{now: time.Now}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.now == nil {
-		return nil, fmt.Errorf("%w: nil clock", ErrInvalid)
+// New starts the budget of a root run with the given limits. id names the
+// run in refusals and snapshots: use the trace id the run works on ("" for
+// "run-N"). now is the clock the run reads its deadline from (nil for
+// time.Now); tests pass a fake one. New fails with [ErrInvalid] when a
+// limit is negative, the soft threshold lies outside (0, 1], or the limits
+// limit nothing at all. The deadline counts from now, as the run's clock
+// says.
+func New(limits Limits, id string, now func() time.Time) (*Run, error) {
+	if now == nil {
+		now = time.Now
 	}
 	l, err := limits.check(defaultSoft)
 	if err != nil {
@@ -103,10 +81,10 @@ func New(limits Limits, opts ...Option) (*Run, error) {
 	if !l.any() {
 		return nil, fmt.Errorf("%w: the limits limit nothing; set at least one counter, a cost or a deadline (see DefaultLimits)", ErrInvalid)
 	}
-	if cfg.id == "" {
-		cfg.id = "run-" + strconv.FormatInt(runSeq.Add(1), 10)
+	if id == "" {
+		id = "run-" + strconv.FormatInt(runSeq.Add(1), 10)
 	}
-	return &Run{id: cfg.id, limits: l, mu: new(sync.Mutex), now: cfg.now, start: cfg.now()}, nil
+	return &Run{id: id, limits: l, mu: new(sync.Mutex), now: now, start: now()}, nil
 }
 
 // Sub starts a sub-run: an isolated budget of its own, for a sub-agent
@@ -117,44 +95,17 @@ func New(limits Limits, opts ...Option) (*Run, error) {
 // deadline counts from now and never outlasts r's. Its turns, rounds and
 // re-plans are its own: they neither count on r nor reset r's. A sub-run
 // has no method that reaches r: it cannot change r's limits or counters
-// except by spending. Sub fails with [ErrInvalid] for bad limits or a
-// [WithClock] option.
-func (r *Run) Sub(limits Limits, opts ...Option) (*Run, error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.clockSet {
-		return nil, fmt.Errorf("%w: a sub-run keeps its parent's clock", ErrInvalid)
-	}
+// except by spending. id names the sub-run ("" for "PARENT/N"); it keeps
+// r's clock. Sub fails with [ErrInvalid] for bad limits.
+func (r *Run) Sub(limits Limits, id string) (*Run, error) {
 	l, err := limits.check(r.limits.Soft)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.id == "" {
-		cfg.id = r.id + "/" + strconv.FormatInt(r.subs.Add(1), 10)
+	if id == "" {
+		id = r.id + "/" + strconv.FormatInt(r.subs.Add(1), 10)
 	}
-	return &Run{id: cfg.id, limits: l, parent: r, mu: r.mu, now: r.now, start: r.now()}, nil
-}
-
-// ID returns the run's id.
-func (r *Run) ID() string { return r.id }
-
-// Limits returns the run's own limits, with the soft threshold filled in.
-func (r *Run) Limits() Limits { return r.limits }
-
-// Deadline returns the earliest deadline of the run and its ancestors, and
-// false when none of them has one.
-func (r *Run) Deadline() (time.Time, bool) {
-	var at time.Time
-	for x := r; x != nil; x = x.parent {
-		if d := x.limits.Deadline; d > 0 {
-			if t := x.start.Add(d); at.IsZero() || t.Before(at) {
-				at = t
-			}
-		}
-	}
-	return at, !at.IsZero()
+	return &Run{id: id, limits: l, parent: r, mu: r.mu, now: r.now, start: r.now()}, nil
 }
 
 // request is one check-and-count: n of res, plus, for a model call, the
@@ -169,8 +120,8 @@ type request struct {
 }
 
 // Allow asks, before a call is made, for n units of res, and counts them
-// if every limit has room; otherwise it counts nothing and returns an
-// [*Exceeded] naming the budget that refused. Every request is also
+// if every limit has room; otherwise it counts nothing and returns a
+// [*Refusal] naming the budget that refused. Every request is also
 // refused once the deadline of the run or of an ancestor has passed.
 //
 //   - ToolCalls: n tool calls, against the run's per-turn and per-run
@@ -178,10 +129,14 @@ type request struct {
 //     cost budget is spent.
 //   - ModelCalls: n model calls; refused too once the tokens or the cost
 //     are spent. Charge the tokens with [Run.ChargeTokens] when the model
-//     answers, or use [Run.ReserveModelCall] to hold an estimate first.
+//     answers, or let a [Meter] hold an estimate of them first.
 //   - Tokens: n tokens spent now, for a cost known in advance.
-//   - Rounds and Replans: as [Run.NextRound] (without starting a new turn)
-//     and [Run.Replan].
+//   - Rounds: n rounds of the run's loop, against the run's own Rounds
+//     limit, asked for before each round; a counted round also begins a
+//     new turn (see [Run.NextTurn]). A refused round is not counted and the
+//     turn goes on; stop the loop.
+//   - Replans: n re-planning attempts against the run's own Replans
+//     limit, asked for before the planner is asked again.
 //
 // Cost and the deadline are not asked for: cost is charged after the fact
 // with [Run.ChargeCost], and the deadline is checked on every request.
@@ -196,29 +151,14 @@ func (r *Run) Allow(res Resource, n int64) error {
 		q.costGate = true
 	case ModelCalls:
 		q.tokens, q.costGate = 1, true
-	case Tokens, Rounds, Replans:
+	case Rounds:
+		q.newTurn = true
+	case Tokens, Replans:
 	default:
 		return fmt.Errorf("%w: %q cannot be asked for (ask for tool_calls, model_calls, tokens, rounds or replans)", ErrInvalid, res)
 	}
 	return r.admit(q)
 }
-
-// ToolCall asks for one tool call: Allow(ToolCalls, 1).
-func (r *Run) ToolCall() error { return r.Allow(ToolCalls, 1) }
-
-// ModelCall asks for one model call: Allow(ModelCalls, 1).
-func (r *Run) ModelCall() error { return r.Allow(ModelCalls, 1) }
-
-// NextRound begins a new round of the run's loop: it counts one round
-// against the run's own Rounds limit and begins a new turn. A refused round
-// is not counted and the turn goes on; stop the loop.
-func (r *Run) NextRound() error {
-	return r.admit(request{res: Rounds, n: 1, newTurn: true})
-}
-
-// Replan counts one re-planning attempt against the run's own Replans
-// limit, before the planner is asked again.
-func (r *Run) Replan() error { return r.Allow(Replans, 1) }
 
 // NextTurn begins a new turn of the run: the per-turn tool-call count
 // starts again from zero. It resets the run's own turn only, never a
@@ -239,7 +179,7 @@ func (r *Run) beginTurn() {
 // them, on the run and its ancestors. Usage already happened, so it is
 // recorded even past the limit (counts saturate at the largest int64, they
 // never wrap). Usage beyond the token limit of the run or an ancestor ends
-// the run: ChargeTokens returns an [*Exceeded] (BUDGET_EXCEEDED, tokens),
+// the run: ChargeTokens returns a [*Refusal] (BUDGET_EXCEEDED, tokens),
 // and every later request of the run is refused. Negative counts fail with
 // [ErrInvalid] and change nothing.
 func (r *Run) ChargeTokens(prompt, completion int64) error {
@@ -266,7 +206,7 @@ func (r *Run) chargeTokens(prompt, completion int64) error {
 // API's fee) on the run and its ancestors, even past the limit (the sum
 // saturates at the largest finite float64). Once the cost budget is spent,
 // model and tool calls are refused; a cost beyond the limit ends the run:
-// ChargeCost returns an [*Exceeded] (BUDGET_EXCEEDED, cost) and every later
+// ChargeCost returns a [*Refusal] (BUDGET_EXCEEDED, cost) and every later
 // request is refused. A negative, NaN or infinite cost fails with
 // [ErrInvalid] and changes nothing.
 func (r *Run) ChargeCost(c float64) error {
@@ -281,7 +221,7 @@ func (r *Run) ChargeCost(c float64) error {
 	return r.overrun()
 }
 
-// overrun returns an [*Exceeded] when the recorded usage of r or an
+// overrun returns a [*Refusal] when the recorded usage of r or an
 // ancestor is beyond its token or cost limit: usage that already happened
 // past the budget ends the run, whatever the request. r.mu is held.
 func (r *Run) overrun() error {
@@ -290,10 +230,10 @@ func (r *Run) overrun() error {
 	}
 	for x := r; x != nil; x = x.parent {
 		if l := x.limits.Tokens; l > 0 && x.counts[iTokens] > l {
-			return &Exceeded{Resource: Tokens, Limit: float64(l), Used: float64(x.counts[iTokens]), Run: x.id}
+			return exceeded(Tokens, float64(l), float64(x.counts[iTokens]), 0, x.id)
 		}
 		if l := x.limits.Cost; l > 0 && x.cost > l {
-			return &Exceeded{Resource: Cost, Limit: l, Used: x.cost, Run: x.id}
+			return exceeded(Cost, l, x.cost, 0, x.id)
 		}
 	}
 	return nil
@@ -318,38 +258,38 @@ func satAddCost(a, b float64) float64 {
 	return math.MaxFloat64
 }
 
-// Reservation is a model call admitted with an estimate of the tokens it
+// reservation is a model call admitted with an estimate of the tokens it
 // will use. The estimate is held on the run and its ancestors, so that
 // parallel callers cannot all be admitted against the same remaining
-// tokens, until [Reservation.Settle] replaces it with the usage the API
-// reported or [Reservation.Release] gives it back. Safe for concurrent use;
+// tokens, until Settle replaces it with the usage the API reported or
+// Release gives it back. Safe for concurrent use;
 // only the first Settle or Release has an effect.
-type Reservation struct {
+type reservation struct {
 	run  *Run
 	hold int64
 	done bool // guarded by run.mu
 }
 
-// ReserveModelCall asks for one model call before it is made, holding
+// reserveModelCall asks for one model call before it is made, holding
 // estimate tokens for it (0 holds none). It is refused, with nothing
 // counted, when the model calls or the cost are spent, or when the run or
 // an ancestor has fewer than max(estimate, 1) tokens left after what the
 // others hold. A negative estimate fails with [ErrInvalid].
-func (r *Run) ReserveModelCall(estimate int64) (*Reservation, error) {
+func (r *Run) reserveModelCall(estimate int64) (*reservation, error) {
 	if estimate < 0 {
 		return nil, fmt.Errorf("%w: negative token estimate %d", ErrInvalid, estimate)
 	}
 	if err := r.admit(request{res: ModelCalls, n: 1, tokens: max(estimate, 1), hold: estimate, costGate: true}); err != nil {
 		return nil, err
 	}
-	return &Reservation{run: r, hold: estimate}, nil
+	return &reservation{run: r, hold: estimate}, nil
 }
 
 // Settle releases the held estimate and charges the tokens the call used
 // (see [Run.ChargeTokens]: usage beyond the token limit returns an
-// [*Exceeded] and ends the run). Negative counts fail with [ErrInvalid] and
+// [*Refusal] and ends the run). Negative counts fail with [ErrInvalid] and
 // change nothing.
-func (v *Reservation) Settle(prompt, completion int64) error {
+func (v *reservation) Settle(prompt, completion int64) error {
 	if prompt < 0 || completion < 0 {
 		return fmt.Errorf("%w: negative token usage %d + %d", ErrInvalid, prompt, completion)
 	}
@@ -366,7 +306,7 @@ func (v *Reservation) Settle(prompt, completion int64) error {
 // Release gives the held estimate back without charging tokens, for a
 // call that was not made or whose usage is charged otherwise. The model
 // call stays counted.
-func (v *Reservation) Release() {
+func (v *reservation) Release() {
 	v.run.mu.Lock()
 	defer v.run.mu.Unlock()
 	if !v.done {
@@ -374,7 +314,7 @@ func (v *Reservation) Release() {
 	}
 }
 
-func (v *Reservation) release() {
+func (v *reservation) release() {
 	v.done = true
 	for x := v.run; x != nil; x = x.parent {
 		x.held -= v.hold
@@ -414,20 +354,20 @@ func (r *Run) admit(q request) error {
 }
 
 // check returns the first limit q would break, or nil. r.mu is held.
-func (r *Run) check(q request, now time.Time) *Exceeded {
+func (r *Run) check(q request, now time.Time) *Refusal {
 	for x := r; x != nil; x = x.parent {
 		if d := x.limits.Deadline; d > 0 {
 			if el := now.Sub(x.start); el >= d {
-				return &Exceeded{Resource: Deadline, Limit: float64(d.Milliseconds()), Used: float64(el.Milliseconds()), Run: x.id}
+				return exceeded(Deadline, float64(d.Milliseconds()), float64(el.Milliseconds()), 0, x.id)
 			}
 		}
 	}
-	if e, ok := r.overrun().(*Exceeded); ok {
+	if e, ok := r.overrun().(*Refusal); ok {
 		return e
 	}
-	over := func(x *Run, res Resource, used, n int64) *Exceeded {
+	over := func(x *Run, res Resource, used, n int64) *Refusal {
 		if l := x.limits.counter(res); l > 0 && satAdd(used, n) > l {
-			return &Exceeded{Resource: res, Limit: float64(l), Used: float64(used), Requested: float64(n), Run: x.id}
+			return exceeded(res, float64(l), float64(used), float64(n), x.id)
 		}
 		return nil
 	}
@@ -456,11 +396,11 @@ func (r *Run) check(q request, now time.Time) *Exceeded {
 		// exact: a hold that would pass the maximum is refused, with a
 		// token limit or without.
 		if q.hold > 0 && saturates() && x.held > math.MaxInt64-q.hold {
-			return &Exceeded{Resource: Tokens, Limit: float64(x.limits.Tokens), Used: float64(satAdd(x.counts[iTokens], x.held)),
-				Requested: float64(q.hold), Run: x.id}
+			return exceeded(Tokens, float64(x.limits.Tokens), float64(satAdd(x.counts[iTokens], x.held)),
+				float64(q.hold), x.id)
 		}
 		if q.costGate && x.limits.Cost > 0 && x.cost >= x.limits.Cost {
-			return &Exceeded{Resource: Cost, Limit: x.limits.Cost, Used: x.cost, Run: x.id}
+			return exceeded(Cost, x.limits.Cost, x.cost, 0, x.id)
 		}
 	}
 	return nil

@@ -146,7 +146,7 @@ func TestEveryBudgetRefusesBeforeTheCall(t *testing.T) {
 			}
 			// The planner gets the reason as data.
 			reason, ok := budget.ReasonOf(err)
-			if !ok || reason.Code != budget.CodeBudgetExceeded || reason.Budget != tc.res || reason.Hint == "" || reason.Run != "r" {
+			if !ok || reason.Code != budget.CodeBudgetExceeded || reason.Resource != tc.res || reason.Hint == "" || reason.Run != "r" {
 				t.Errorf("reason %+v", reason)
 			}
 			if left, ok := s.Left(tc.res); !ok || left != tc.left {
@@ -160,7 +160,7 @@ func TestReasonJSON(t *testing.T) {
 	r := newRun(t, budget.Limits{ToolCalls: 1}, newClock(), "r1")
 	must(t, r.ToolCall())
 	err := r.ToolCall()
-	enc, jerr := json.Marshal(func() budget.Reason { x, _ := budget.ReasonOf(err); return x }())
+	enc, jerr := json.Marshal(func() *budget.Refusal { x, _ := budget.ReasonOf(err); return x }())
 	if jerr != nil {
 		t.Fatal(jerr)
 	}
@@ -331,16 +331,16 @@ func TestLimitsValidation(t *testing.T) {
 		{"negative soft", budget.Limits{ToolCalls: 5, Soft: -0.1}},
 		{"NaN soft", budget.Limits{ToolCalls: 5, Soft: math.NaN()}},
 	} {
-		if _, err := budget.New(tc.l); !errors.Is(err, budget.ErrInvalid) {
+		if _, err := budget.New(tc.l, "", nil); !errors.Is(err, budget.ErrInvalid) {
 			t.Errorf("%s: New = %v, want ErrInvalid", tc.name, err)
 		}
 	}
-	if _, err := budget.New(budget.Limits{Rounds: 1}, budget.WithClock(nil)); !errors.Is(err, budget.ErrInvalid) {
-		t.Errorf("nil clock: %v", err)
+	if r, err := budget.New(budget.Limits{Rounds: 1}, "", nil); err != nil || r.Snapshot().TakenAt.IsZero() {
+		t.Errorf("nil clock (time.Now): %v", err)
 	}
 	// Any one limit is enough; the defaults are a valid, fully bounded budget.
 	for _, l := range []budget.Limits{{Deadline: time.Second}, {Cost: 0.01}, {Replans: 1}, budget.DefaultLimits()} {
-		r, err := budget.New(l)
+		r, err := budget.New(l, "", nil)
 		if err != nil {
 			t.Errorf("New(%+v): %v", l, err)
 			continue

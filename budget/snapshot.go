@@ -109,20 +109,8 @@ func (s Snapshot) Left(res Resource) (left float64, ok bool) {
 	return left, ok
 }
 
-// Exhausted lists the resources with nothing left, here or in an
-// ancestor, in the order of [Resources].
-func (s Snapshot) Exhausted() []Resource {
-	var out []Resource
-	for _, res := range Resources() {
-		if left, ok := s.Left(res); ok && left <= 0 {
-			out = append(out, res)
-		}
-	}
-	return out
-}
-
 // Payload returns the snapshot as a JSON-compatible payload, for a
-// decision record's Context (under [KeyBudget]) or a worker's view.
+// decision record's Context (under "budget") or a worker's view.
 func (s Snapshot) Payload() blackboard.Payload { return toPayload(s) }
 
 // ramp turns a used fraction into pressure: 0 up to the soft threshold,

@@ -26,31 +26,24 @@ type State struct {
 	Escalation float64   `json:"escalation_propensity"`
 }
 
-// Payload returns the state as a JSON-compatible payload, for a decision
-// record's Context (under [KeyFunctionalState]) or a run's result.
-func (s State) Payload() blackboard.Payload { return toPayload(s) }
-
-// DefaultApprovalTTL is how long an action may wait for its approval when
-// [Inputs.ApprovalTTL] is zero.
-const defaultApprovalTTL = 30 * time.Minute
+// approvalTTL is how long an action may wait for its approval before the
+// wait counts as a stall.
+const approvalTTL = 30 * time.Minute
 
 // Inputs is what [Measure] reads: copies of the accumulators and the
 // trace's records, all values, so that measuring changes nothing.
 type Inputs struct {
 	// Budget is the run's snapshot ([Run.Snapshot]).
 	Budget Snapshot
-	// Loop is the guard's snapshot ([Guard.Snapshot]); zero without a
-	// guard.
-	Loop LoopSnapshot
+	// Loop is the loop guard's pressure ([Guard.Pressure]; with several
+	// guards, the highest); zero without a guard.
+	Loop float64
 	// Trace is the trace's records in append order (a handle's Trace),
 	// rejected proposals and decision records included: a [kernel.View]
 	// holds neither.
 	Trace []blackboard.Record
 	// Now is the time of the measure; zero means Budget.TakenAt.
 	Now time.Time
-	// ApprovalTTL is how long an action may wait for its approval before
-	// the wait counts as a stall; zero means 30 minutes.
-	ApprovalTTL time.Duration
 	// ConflictThreshold is the kernel's ([kernel.Config.ConflictThreshold]);
 	// zero means [kernel.DefaultConflictThreshold].
 	ConflictThreshold float64
@@ -84,20 +77,17 @@ func Measure(in Inputs) State {
 		Budget:     clamp(in.Budget.Budget),
 		Loop:       loopPressure(in.Budget, in.Loop),
 		Evidence:   evidencePressure(in.Trace),
-		Gate:       gatePressure(in.Trace, now, in.ApprovalTTL, soft),
+		Gate:       gatePressure(in.Trace, now, approvalTTL, soft),
 		Conflict:   conflictPressure(in.Trace, now, in.ConflictThreshold),
 	}
 	s.Escalation = escalation(clamp(in.Risk), s.Budget, s.Loop, s.Evidence, s.Gate, s.Conflict)
 	return s
 }
 
-// loopPressure: the highest of the repeat pressure, the idle rounds over
-// those allowed, and the re-plans over their limit.
-func loopPressure(b Snapshot, l LoopSnapshot) float64 {
-	p := clamp(l.RepeatPressure)
-	if l.MaxIdleRounds > 0 {
-		p = math.Max(p, clamp(float64(l.IdleRounds)/float64(l.MaxIdleRounds)))
-	}
+// loopPressure: the highest of the guard's pressure (repeated calls and
+// idle rounds) and the re-plans over their limit.
+func loopPressure(b Snapshot, guard float64) float64 {
+	p := clamp(guard)
 	if limit := b.Limits[Replans]; limit > 0 {
 		p = math.Max(p, clamp(b.Used[Replans]/limit))
 	}
@@ -143,9 +133,6 @@ func committedAfter(trace []blackboard.Record, i int, kind string) bool {
 // pending_approval decision record until an approval or a denial names
 // it.
 func gatePressure(trace []blackboard.Record, now time.Time, ttl time.Duration, soft float64) float64 {
-	if ttl <= 0 {
-		ttl = defaultApprovalTTL
-	}
 	answered := make(map[string]bool)
 	for i := range trace {
 		if a, ok := audit.ApprovalOf(trace[i]); ok {

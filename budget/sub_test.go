@@ -157,15 +157,12 @@ func TestSubRunDeadlines(t *testing.T) {
 func TestSubRunOptions(t *testing.T) {
 	clk := newClock()
 	root := newRun(t, budget.Limits{ToolCalls: 5, Soft: 0.6}, clk, "root")
-	if _, err := root.Sub(budget.Limits{}, budget.WithClock(clk.Now)); !errors.Is(err, budget.ErrInvalid) {
-		t.Errorf("Sub with a clock: %v", err)
-	}
-	if _, err := root.Sub(budget.Limits{ToolCalls: -1}); !errors.Is(err, budget.ErrInvalid) {
+	if _, err := root.Sub(budget.Limits{ToolCalls: -1}, ""); !errors.Is(err, budget.ErrInvalid) {
 		t.Errorf("Sub with bad limits: %v", err)
 	}
-	a, err := root.Sub(budget.Limits{})
+	a, err := root.Sub(budget.Limits{}, "")
 	must(t, err)
-	b, err := root.Sub(budget.Limits{Soft: 0.9})
+	b, err := root.Sub(budget.Limits{Soft: 0.9}, "")
 	must(t, err)
 	if a.ID() != "root/1" || b.ID() != "root/2" {
 		t.Errorf("sub ids %q %q", a.ID(), b.ID())

@@ -1,80 +1,79 @@
 package failure
 
 // Category is the kind of an execution failure: one of the eleven members of
-// the taxonomy below, compared with ==. The category, not the message,
-// decides what happens next ([RemedyFor], [Yield]).
+// the taxonomy below. The category, not the message, decides what happens
+// next ([RemedyFor], [Grant.Turn]). It is never chosen directly: the status
+// table gives each [ExecStatus] its category ([Failure.Category]), so
+// callers produce and match statuses, and read a category as the string it
+// is (auth_error, endpoint_unknown, not_found, rate_limit, network,
+// provider_down, code_syntax, function_mismatch, format_error, duplicate,
+// unknown).
 type Category string
 
 // The taxonomy. It is closed: code that meets a category outside it treats
-// it as [Unknown].
+// it as unknown.
 const (
-	AuthError        = Category("auth_error")        // credentials missing, expired or refused
-	EndpointUnknown  = Category("endpoint_unknown")  // the spec is wrong: no such operation, wrong method, an unsupported variant
-	NotFound         = Category("not_found")         // the operation exists, the resource it names does not
-	RateLimit        = Category("rate_limit")        // the provider asks the caller to slow down
-	Network          = Category("network")           // no answer: refused, reset, DNS, timeout
-	ProviderDown     = Category("provider_down")     // the provider answered that it is failing
+	authError        = Category("auth_error")        // credentials missing, expired or refused
+	endpointUnknown  = Category("endpoint_unknown")  // the spec is wrong: no such operation, wrong method, an unsupported variant
+	notFound         = Category("not_found")         // the operation exists, the resource it names does not
+	rateLimit        = Category("rate_limit")        // the provider asks the caller to slow down
+	network          = Category("network")           // no answer: refused, reset, DNS, timeout
+	providerDown     = Category("provider_down")     // the provider answered that it is failing
 	codeSyntax       = Category("code_syntax")       // generated code does not parse
 	functionMismatch = Category("function_mismatch") // generated code calls something wrongly: arity, names, types
-	FormatError      = Category("format_error")      // data of the wrong shape: a bad request body, unreadable or incomplete output
-	Duplicate        = Category("duplicate")         // the effect has already happened
-	Unknown          = Category("unknown")           // none of the above; a human decides
+	formatError      = Category("format_error")      // data of the wrong shape: a bad request body, unreadable or incomplete output
+	duplicate        = Category("duplicate")         // the effect has already happened
+	unknown          = Category("unknown")           // none of the above; a human decides
 )
 
 // categories lists the taxonomy in a fixed order.
 var categories = [...]Category{
-	AuthError, EndpointUnknown, NotFound, RateLimit, Network, ProviderDown,
-	codeSyntax, functionMismatch, FormatError, Duplicate, Unknown,
+	authError, endpointUnknown, notFound, rateLimit, network, providerDown,
+	codeSyntax, functionMismatch, formatError, duplicate, unknown,
 }
 
-// Categories returns the taxonomy, in a fixed order, as a new slice.
+// allCategories returns the taxonomy, in a fixed order, as a new slice.
 func allCategories() []Category { return append([]Category(nil), categories[:]...) }
 
-// Valid reports whether c is a member of the taxonomy.
-func (c Category) Valid() bool {
-	_, ok := classes[c]
-	return ok
-}
-
-// Class groups categories by who can repair them. It decides the grant
-// ([Yield]): only [ClassSkill] failures let a worker keep its grant.
-type Class string
+// class groups categories by who can repair them. It decides the grant
+// ([Grant.Turn]): only skill failures let a worker keep its grant.
+type class string
 
 // Classes of failure.
 const (
-	// ClassSkill: the worker made a mistake it can correct with the error in
+	// classSkill: the worker made a mistake it can correct with the error in
 	// hand and the knowledge it already has.
-	ClassSkill = Class("skill")
+	classSkill = class("skill")
 	// ClassSpec: the worker's knowledge of the target is wrong or incomplete; a
 	// research step has to come first.
-	classSpec = Class("spec")
+	classSpec = class("spec")
 	// ClassState: the world is not as the task assumed (credentials, an effect
 	// already applied); no amount of code fixes it.
-	classState = Class("state")
+	classState = class("state")
 	// ClassInfrastructure: the path to the provider, or the provider, is failing.
-	classInfrastructure = Class("infrastructure")
+	classInfrastructure = class("infrastructure")
 	// ClassUnknown: the failure could not be typed.
-	classUnknown = Class("unknown")
+	classUnknown = class("unknown")
 )
 
 // classes is the one Category → Class table.
-var classes = map[Category]Class{
-	AuthError:        classState,
-	Duplicate:        classState,
-	EndpointUnknown:  classSpec,
-	NotFound:         classSpec,
-	RateLimit:        classInfrastructure,
-	Network:          classInfrastructure,
-	ProviderDown:     classInfrastructure,
-	codeSyntax:       ClassSkill,
-	functionMismatch: ClassSkill,
-	FormatError:      ClassSkill,
-	Unknown:          classUnknown,
+var classes = map[Category]class{
+	authError:        classState,
+	duplicate:        classState,
+	endpointUnknown:  classSpec,
+	notFound:         classSpec,
+	rateLimit:        classInfrastructure,
+	network:          classInfrastructure,
+	providerDown:     classInfrastructure,
+	codeSyntax:       classSkill,
+	functionMismatch: classSkill,
+	formatError:      classSkill,
+	unknown:          classUnknown,
 }
 
-// Class returns the category's class; classUnknown for a category outside
-// the taxonomy.
-func (c Category) Class() Class {
+// classOf returns the category's class; classUnknown for a category
+// outside the taxonomy.
+func classOf(c Category) class {
 	if k, ok := classes[c]; ok {
 		return k
 	}
@@ -83,13 +82,13 @@ func (c Category) Class() Class {
 
 // ExecStatus is a typed execution status: what the layer that ran an effect
 // knew when it failed, stated as a constant rather than as prose. Statuses
-// are finer than categories (a 401 and a 403 are both [AuthError]); each
+// are finer than categories (a 401 and a 403 are both auth_error); each
 // maps to exactly one category through one table (categoryOf).
 type ExecStatus string
 
 // Execution statuses.
 const (
-	StatusSucceeded = ExecStatus("SUCCEEDED") // the effect ran and its result passed evaluation
+	statusSucceeded = ExecStatus("SUCCEEDED") // the effect ran and its result passed evaluation; a result may say so
 
 	// Partial success ([Evaluate]).
 	StatusIncompleteFetch    = ExecStatus("FAILED_INCOMPLETE_FETCH")     // some resources came back, others failed
@@ -122,25 +121,25 @@ const (
 // signals is the one Status → Category table. A new integration that can
 // tell a new kind of failure apart adds a row here and nowhere else.
 var signals = map[ExecStatus]Category{
-	StatusIncompleteFetch:    EndpointUnknown,
-	StatusSilentPartialFetch: EndpointUnknown,
+	StatusIncompleteFetch:    endpointUnknown,
+	StatusSilentPartialFetch: endpointUnknown,
 	// The fields are missing from what the worker handed back; the worker
 	// is told which, and retries in the fast loop. If the source truly
 	// lacks them, the fast loop's attempts run out.
-	StatusSchemaIncomplete: FormatError,
-	StatusAuthExpired:      AuthError,
-	StatusAuthDenied:       AuthError,
-	StatusEndpointUnknown:  EndpointUnknown,
-	StatusNotFound:         NotFound,
-	StatusDuplicate:        Duplicate,
-	StatusRateLimited:      RateLimit,
-	StatusNetwork:          Network,
-	StatusTimeout:          Network,
-	StatusProviderDown:     ProviderDown,
+	StatusSchemaIncomplete: formatError,
+	StatusAuthExpired:      authError,
+	StatusAuthDenied:       authError,
+	StatusEndpointUnknown:  endpointUnknown,
+	StatusNotFound:         notFound,
+	StatusDuplicate:        duplicate,
+	StatusRateLimited:      rateLimit,
+	StatusNetwork:          network,
+	StatusTimeout:          network,
+	StatusProviderDown:     providerDown,
 	StatusSyntax:           codeSyntax,
 	StatusFunctionMismatch: functionMismatch,
-	StatusFormat:           FormatError,
-	StatusUnknown:          Unknown,
+	StatusFormat:           formatError,
+	StatusUnknown:          unknown,
 }
 
 // statuses lists the failure statuses in a fixed order.
@@ -153,22 +152,19 @@ var statuses = [...]ExecStatus{
 	StatusUnknown,
 }
 
-// Statuses returns every failure status (all but [StatusSucceeded]), in a fixed
+// allStatuses returns every failure status (all but SUCCEEDED), in a fixed
 // order, as a new slice.
 func allStatuses() []ExecStatus { return append([]ExecStatus(nil), statuses[:]...) }
 
-// CategoryOf looks the status up in the status table. ok is false for
-// [StatusSucceeded] and for a status the table does not hold; callers that must
-// have a category use [Unknown] then, as [New] does.
+// categoryOf looks the status up in the status table. ok is false for
+// SUCCEEDED and for a status the table does not hold; callers that must
+// have a category use unknown then, as [New] does.
 func categoryOf(s ExecStatus) (c Category, ok bool) {
 	c, ok = signals[s]
 	return c, ok
 }
 
-// OK reports whether s is [StatusSucceeded].
-func (s ExecStatus) OK() bool { return s == StatusSucceeded }
-
-// StatusForHTTP is the execution status of an HTTP response with the given
+// statusForHTTP is the execution status of an HTTP response with the given
 // status code. Codes below 400 are not failures and give [StatusUnknown]: an
 // error carrying a 2xx status failed for a reason the status does not tell.
 //
@@ -217,7 +213,7 @@ func statusForHTTP(code int) ExecStatus {
 	return StatusUnknown
 }
 
-// FromHTTPStatus is the category of an HTTP failure status: the category of
+// fromHTTPStatus is the category of an HTTP failure status: the category of
 // statusForHTTP.
 func fromHTTPStatus(code int) Category {
 	c, _ := categoryOf(statusForHTTP(code))

@@ -14,12 +14,12 @@ import (
 	"syscall"
 )
 
-// HTTPStatusError is an error that knows the HTTP status of the response
-// that caused it. [Classify] finds it anywhere in an error's chain
-// (errors.As) and types the failure by its status (statusForHTTP). A
-// status below 400, or 0 for "no response", is ignored and the chain is
-// examined further.
-type HTTPStatusError interface {
+// httpStatusError is an error that knows the HTTP status of the response
+// that caused it: it has a method HTTPStatus() int. [Classify] finds one
+// anywhere in an error's chain (errors.As) and types the failure by its
+// status (statusForHTTP). A status below 400, or 0 for "no response", is
+// ignored and the chain is examined further.
+type httpStatusError interface {
 	error
 	HTTPStatus() int
 }
@@ -29,8 +29,8 @@ type HTTPStatusError interface {
 //  1. nil: the zero Failure.
 //  2. A [Failure] or *Failure in the chain (errors.As) is returned as it is:
 //     whoever typed it knew more than Classify can.
-//  3. An [HTTPStatusError] in the chain with a status of 400 or more:
-//     statusForHTTP.
+//  3. An error in the chain with a method HTTPStatus() int that returns
+//     400 or more: statusForHTTP.
 //  4. A deadline: context.DeadlineExceeded, os.ErrDeadlineExceeded or a
 //     net.Error whose Timeout is true: [StatusTimeout] (network).
 //  5. context.Canceled: [StatusUnknown], not retryable. A cancelled call is
@@ -43,8 +43,8 @@ type HTTPStatusError interface {
 //  8. Anything else is an untyped, legacy error: its text goes to the
 //     legacy matcher and the Failure is marked [Failure.Legacy]. The
 //     matcher exists only so that errors from code that predates typed
-//     statuses are not all Unknown; new code returns a Failure or an
-//     HTTPStatusError instead.
+//     statuses are not all unknown; new code returns a Failure or an
+//     error with an HTTPStatus() int method instead.
 //
 // Failures built by rules 3 to 8 carry err.Error() as their message and
 // wrap err.
@@ -63,7 +63,7 @@ func Classify(err error) Failure {
 	msg := err.Error()
 	typed := func(s ExecStatus) Failure { return New(s, msg).WithCause(err) }
 
-	var he HTTPStatusError
+	var he httpStatusError
 	if errors.As(err, &he) {
 		if code := he.HTTPStatus(); code >= 400 {
 			return typed(statusForHTTP(code))
@@ -124,7 +124,7 @@ func legacyFailure(msg string) Failure {
 // Text matching is ambiguous and tied to the wording of other people's
 // software; it is kept as a bridge, not as a design. Do not extend it for new
 // integrations: make them return a Failure, a Status in their result, or an
-// HTTPStatusError.
+// error with an HTTPStatus() int method.
 // ---------------------------------------------------------------------------
 
 // legacyHTTP finds an HTTP status code in a message: "HTTP 429",

@@ -13,7 +13,7 @@
 // A [Category] is one of eleven kinds: auth_error, endpoint_unknown,
 // not_found, rate_limit, network, provider_down, code_syntax,
 // function_mismatch, format_error, duplicate and unknown. Each belongs to a
-// [Class] (skill, spec, state, infrastructure, unknown), which says who can
+// class (skill, spec, state, infrastructure, unknown), which says who can
 // repair it.
 //
 // A [ExecStatus] is the finer signal the executing layer emits, such as
@@ -31,7 +31,7 @@
 //   - [FromResult], reading execution_status from a tool result;
 //     [Failure.Payload] writes it, so a failure crosses a boundary intact.
 //   - [Classify], for a Go error: a Failure already in the chain, an
-//     [HTTPStatusError] (statusForHTTP maps status codes: 401/403 →
+//     error with a method HTTPStatus() int (statusForHTTP maps status codes: 401/403 →
 //     auth_error, 404 → not_found, 405 → endpoint_unknown, 409 →
 //     duplicate, 400/422 → format_error, 429 → rate_limit, 500/503 →
 //     provider_down, 502/504 → network), a deadline or a failed
@@ -49,7 +49,7 @@
 // # Repair
 //
 // [RemedyFor] is the repair router: from a failure, the attempts made and the
-// attempts allowed, one [Remedy] from one routing table ([RoutingFor]):
+// attempts allowed, one [Remedy] from one routing table:
 //
 //	category           loop    route         retryable  when not retried
 //	code_syntax        fast    fast_loop     yes        abort
@@ -67,13 +67,15 @@
 // The fast loop hands the failure back to the worker that made it; the slow
 // loop sends a research worker first. Failover is a retry against another
 // provider and counts as an attempt. The router holds no randomness: it
-// gives the base wait and says whether to jitter it, and the caller draws
-// the jitter ([Remedy.Jittered]).
+// gives the base wait, and on retry_jitter the caller draws the jitter
+// ([Remedy.Jittered]). A [Remedy] names its route, the loop that acts on
+// it, whether the work runs again, the wait and the reason.
 //
 // # Grants
 //
 // A worker may hold a [Grant] of a few turns to correct its own mistakes.
-// After every tool call the grant runs [Yield]: a skill failure lets the
+// After every tool call ([Grant.Turn]) the grant runs the semantic yield
+// check, a fixed function of the failure's class: a skill failure lets the
 // worker continue; any state, spec, infrastructure or unknown failure ends
 // the grant at once, however many turns are left. The grant records a
 // compact trajectory ([Grant.String]) for the kernel's context.
@@ -81,8 +83,8 @@
 // # Concurrency
 //
 // Everything here is safe for concurrent use. Failures and Remedies are
-// values; the tables are never written after package initialisation and
-// are exposed only through functions that return copies; [Classify],
-// [Evaluate], [RemedyFor] and [Yield] are pure functions of their arguments. A
+// values; the tables are never written after package initialisation;
+// [Classify],
+// [Evaluate] and [RemedyFor] are pure functions of their arguments. A
 // [Grant] guards its state with a mutex.
 package failure

@@ -32,7 +32,7 @@ type Expect struct {
 	PerResource string
 }
 
-// KeyResultStatus is the field in which a tool reports its own overall
+// keyResultStatus is the field in which a tool reports its own overall
 // status; "partial_error" and "partial_success" there mean that some
 // resources failed.
 const keyResultStatus = "status"
@@ -41,8 +41,8 @@ const keyResultStatus = "status"
 const maxListed = 8
 
 // Evaluate decides whether a tool result that came back without error is a
-// success. It returns [StatusSucceeded] and nil, or a failure status and
-// the [Failure] (as the error) saying what is missing. The checks, in this
+// success. It returns nil, or the [Failure] (as the error) saying what is
+// missing, with its status. The checks, in this
 // order, the first that fails deciding:
 //
 //  1. The result's own typed signal ([FromResult]): an execution_status
@@ -65,12 +65,12 @@ const maxListed = 8
 // Maps with string keys and slices of any element type are read, so a
 // blackboard.Payload built in Go is read like one decoded from JSON. Evaluate
 // never changes the result.
-func Evaluate(result map[string]any, want Expect) (ExecStatus, error) {
+func Evaluate(result map[string]any, want Expect) error {
 	if f, ok := FromResult(result); ok {
-		return f.Status(), f
+		return f
 	}
 	if f, ok := mixed(result, want.PerResource); ok {
-		return f.Status(), f
+		return f
 	}
 	if want.NonEmpty {
 		data, ok := lookup(result, want.Data)
@@ -81,7 +81,7 @@ func Evaluate(result map[string]any, want Expect) (ExecStatus, error) {
 			}
 			f := New(StatusSilentPartialFetch, fmt.Sprintf(
 				"no data in %s although data was expected: the operation may not be supported in this form; find the variant that returns data", where))
-			return f.Status(), f
+			return f
 		}
 	}
 	var missing []string
@@ -90,9 +90,9 @@ func Evaluate(result map[string]any, want Expect) (ExecStatus, error) {
 	}
 	if len(missing) > 0 {
 		f := New(StatusSchemaIncomplete, "required fields missing or empty: "+list(missing))
-		return f.Status(), f
+		return f
 	}
-	return StatusSucceeded, nil
+	return nil
 }
 
 // mixed checks the result's self-reported status and its per-resource

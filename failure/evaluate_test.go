@@ -126,11 +126,11 @@ func TestEvaluate(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, err := failure.Evaluate(decode(t, tc.result), tc.want)
+			status, err := failure.EvaluateStatus(decode(t, tc.result), tc.want)
 			if status != tc.status {
 				t.Fatalf("status %s (%v), want %s", status, err, tc.status)
 			}
-			if status.OK() != (err == nil) {
+			if (status == failure.StatusSucceeded) != (err == nil) {
 				t.Fatalf("status %s with error %v", status, err)
 			}
 			if err == nil {
@@ -158,19 +158,19 @@ func TestEvaluateGoValues(t *testing.T) {
 		"data":    payload{"ids": []string{"a", "b"}, "meta": map[string]int{"n": 2}},
 		"results": []map[string]any{{"id": "a", "status": 200}, {"id": "b", "status": int64(503)}},
 	}
-	status, err := failure.Evaluate(result, failure.Expect{Data: "data", NonEmpty: true, Required: []string{"data.ids[]", "data.meta.n"}, PerResource: "results"})
+	status, err := failure.EvaluateStatus(result, failure.Expect{Data: "data", NonEmpty: true, Required: []string{"data.ids[]", "data.meta.n"}, PerResource: "results"})
 	if status != failure.StatusIncompleteFetch || !strings.Contains(err.Error(), "b (status 503)") {
 		t.Fatalf("got %s: %v", status, err)
 	}
 	result["results"] = []map[string]any{{"id": "a", "status": 200}}
-	if status, err := failure.Evaluate(result, failure.Expect{Data: "data", NonEmpty: true, Required: []string{"data.ids[]", "data.meta.n"}, PerResource: "results"}); status != failure.StatusSucceeded {
+	if status, err := failure.EvaluateStatus(result, failure.Expect{Data: "data", NonEmpty: true, Required: []string{"data.ids[]", "data.meta.n"}, PerResource: "results"}); status != failure.StatusSucceeded {
 		t.Fatalf("got %s: %v", status, err)
 	}
 	result["data"] = payload{"ids": []string{}, "meta": map[string]int{}}
-	if status, err := failure.Evaluate(result, failure.Expect{Data: "data", NonEmpty: true}); status != failure.StatusSilentPartialFetch {
+	if status, err := failure.EvaluateStatus(result, failure.Expect{Data: "data", NonEmpty: true}); status != failure.StatusSilentPartialFetch {
 		t.Fatalf("got %s: %v", status, err)
 	}
-	if status, err := failure.Evaluate(nil, failure.Expect{NonEmpty: true}); status != failure.StatusSilentPartialFetch {
+	if status, err := failure.EvaluateStatus(nil, failure.Expect{NonEmpty: true}); status != failure.StatusSilentPartialFetch {
 		t.Fatalf("nil result: got %s: %v", status, err)
 	}
 }
@@ -192,7 +192,7 @@ func TestEvaluateListsAtMostEight(t *testing.T) {
 	for range 12 {
 		outcomes = append(outcomes, map[string]any{"ok": false})
 	}
-	_, err := failure.Evaluate(map[string]any{"r": outcomes}, failure.Expect{PerResource: "r"})
+	_, err := failure.EvaluateStatus(map[string]any{"r": outcomes}, failure.Expect{PerResource: "r"})
 	if err == nil || !strings.Contains(err.Error(), "12 of 12 resources failed") || !strings.Contains(err.Error(), "#7 (ok=false) and 4 more") {
 		t.Fatalf("%v", err)
 	}

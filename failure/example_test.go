@@ -74,18 +74,18 @@ func ExampleEvaluate() {
 		Required:    []string{"data.patients[].id", "data.patients[].name"},
 		PerResource: "fetches",
 	}
-	status, err := failure.Evaluate(result, want)
-	fmt.Println(status)
+	err := failure.Evaluate(result, want)
 	var f failure.Failure
 	if errors.As(err, &f) {
+		fmt.Println(f.Status())
 		fmt.Println(f.Category(), "-", f.Message())
 	}
 
 	delete(result, "fetches")
 	want.PerResource = ""
 	result["data"] = map[string]any{"patients": []any{}}
-	status, _ = failure.Evaluate(result, want)
-	fmt.Println(status)
+	err = failure.Evaluate(result, want)
+	fmt.Println(failure.Classify(err).Status())
 	// Output:
 	// FAILED_INCOMPLETE_FETCH
 	// endpoint_unknown - 1 of 2 resources failed: p2 (missing _count); the call works for some resources and not for others

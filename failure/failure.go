@@ -32,19 +32,19 @@ type Failure struct {
 
 // New returns the failure with the given status and message. The category
 // comes from the status table (categoryOf); a status the table does not
-// hold, [StatusSucceeded] included, gets [Unknown] and keeps the status as
+// hold, SUCCEEDED included, gets unknown and keeps the status as
 // given. Retryable comes from the routing table's row for the category
-// ([RoutingFor]).
+// (see [RemedyFor]).
 func New(status ExecStatus, message string) Failure {
 	c, ok := categoryOf(status)
 	if !ok {
-		c = Unknown
+		c = unknown
 	}
 	return Failure{
 		status:    status,
 		category:  c,
 		message:   clip(message, maxMessage),
-		retryable: rules[c].Retryable,
+		retryable: rules[c].retryable,
 	}
 }
 
@@ -54,9 +54,6 @@ func (f Failure) Status() ExecStatus { return f.status }
 // Category is the failure's category: what the repair router and the grant
 // decide on.
 func (f Failure) Category() Category { return f.category }
-
-// Class is the category's class.
-func (f Failure) Class() Class { return f.category.Class() }
 
 // Message describes the failure for whoever repairs it.
 func (f Failure) Message() string { return f.message }
@@ -73,9 +70,9 @@ func (f Failure) Retryable() bool { return f.retryable }
 // Every legacy failure points at an integration still to be typed.
 func (f Failure) Legacy() bool { return f.legacy }
 
-// IsZero reports whether f is the zero Failure, which is what [Classify]
-// returns for a nil error.
-func (f Failure) IsZero() bool { return f.status == "" && f.category == "" }
+// isZero reports whether f is the zero Failure, which is what [Classify]
+// returns for a nil error (its Status is "").
+func (f Failure) isZero() bool { return f.status == "" && f.category == "" }
 
 // WithRetryable returns a copy of f with Retryable set to r. Use it when the
 // failing layer knows more than the category: a 429 whose quota does not
@@ -94,7 +91,7 @@ func (f Failure) WithCause(err error) Failure {
 
 // Error renders the failure as "failure: <category> (<status>): <message>".
 func (f Failure) Error() string {
-	if f.IsZero() {
+	if f.isZero() {
 		return "failure: none"
 	}
 	s := "failure: " + string(f.category) + " (" + string(f.status) + ")"
@@ -111,10 +108,10 @@ func (f Failure) Unwrap() error { return f.cause }
 // Keys of the typed signal in a tool result ([Failure.Payload],
 // [FromResult]).
 const (
-	KeyStatus    = "execution_status" // the Status, as a string
-	KeyCategory  = "category"         // the Category, written for readers; never read back
-	KeyError     = "error"            // the message
-	KeyRetryable = "retryable"        // a bool
+	keyStatus    = "execution_status" // the Status, as a string
+	keyCategory  = "category"         // the Category, written for readers; never read back
+	keyError     = "error"            // the message
+	keyRetryable = "retryable"        // a bool
 	keyLegacy    = "legacy"           // true when the category was guessed from text
 )
 
@@ -123,14 +120,14 @@ const (
 // when set. It returns a new map on every call; nil for the zero Failure.
 // [FromResult] reads it back.
 func (f Failure) Payload() map[string]any {
-	if f.IsZero() {
+	if f.isZero() {
 		return nil
 	}
 	p := map[string]any{
-		KeyStatus:    string(f.status),
-		KeyCategory:  string(f.category),
-		KeyError:     f.message,
-		KeyRetryable: f.retryable,
+		keyStatus:    string(f.status),
+		keyCategory:  string(f.category),
+		keyError:     f.message,
+		keyRetryable: f.retryable,
 	}
 	if f.legacy {
 		p[keyLegacy] = true
@@ -149,16 +146,16 @@ func (f Failure) Payload() map[string]any {
 // marked [Failure.Legacy].
 func FromResult(result map[string]any) (f Failure, ok bool) {
 	msg := ""
-	if e, present := result[KeyError]; present && !empty(e) {
+	if e, present := result[keyError]; present && !empty(e) {
 		if s, isString := e.(string); isString {
 			msg = s
 		} else {
 			msg = fmt.Sprint(e)
 		}
 	}
-	st, _ := result[KeyStatus].(string)
+	st, _ := result[keyStatus].(string)
 	switch {
-	case st != "" && ExecStatus(st) != StatusSucceeded:
+	case st != "" && ExecStatus(st) != statusSucceeded:
 		f = New(ExecStatus(st), msg)
 		if legacy, _ := result[keyLegacy].(bool); legacy {
 			f.legacy = true
@@ -168,7 +165,7 @@ func FromResult(result map[string]any) (f Failure, ok bool) {
 	default:
 		return Failure{}, false
 	}
-	if r, isBool := result[KeyRetryable].(bool); isBool {
+	if r, isBool := result[keyRetryable].(bool); isBool {
 		f.retryable = r
 	}
 	return f, true

@@ -6,49 +6,50 @@ import (
 	"sync"
 )
 
-// Yield is the semantic yield check, run after every tool call of a worker
-// holding a grant. It reports whether the failure ends the grant at once,
+// yield is the semantic yield check, run after every tool call of a worker
+// holding a grant ([Grant.Turn]). It reports whether the failure ends the grant at once,
 // and why. It is a fixed function of the failure's class and Retryable; no
 // model is asked and no model can overrule it.
 //
-// Only a retryable [ClassSkill] failure (code_syntax, function_mismatch,
+// Only a retryable skill failure (code_syntax, function_mismatch,
 // format_error) lets the worker continue: it can correct its own mistake
 // with the error in hand. Everything else ends the grant: state failures
 // (auth_error, duplicate), spec failures (endpoint_unknown, not_found),
 // infrastructure failures (rate_limit, network, provider_down), unknown
 // and untyped failures, and a skill failure marked not retryable.
-func Yield(f Failure) (yield bool, reason string) {
+func yield(f Failure) (yield bool, reason string) {
 	c := f.Category()
 	if c == "" {
 		return true, "untyped failure: return to the kernel"
 	}
-	k := c.Class()
+	k := classOf(c)
 	switch {
-	case k == ClassSkill && f.Retryable():
+	case k == classSkill && f.Retryable():
 		return false, fmt.Sprintf("%s is a skill failure: the worker corrects it within its grant", c)
-	case k == ClassSkill:
+	case k == classSkill:
 		return true, fmt.Sprintf("%s is marked not retryable: return to the kernel", c)
 	}
 	return true, fmt.Sprintf("%s is a %s failure the worker cannot repair: return to the kernel", c, k)
 }
 
-// GrantEnd is how a grant ended.
+// GrantEnd is how a grant ended: "" while it is still running, else one
+// of the ends below.
 type GrantEnd string
 
 // Ends of a grant.
 const (
-	GrantOpen    = GrantEnd("")      // the grant is still running
 	GrantYielded = GrantEnd("YIELD") // a tool call failed in a way the worker cannot repair
 	GrantSpent   = GrantEnd("SPENT") // every turn was used
 )
 
-// TrajectoryEntry is one turn of a grant.
+// TrajectoryEntry is one turn of a grant; a trajectory lists the turns in
+// order, the first being turn 1.
 type TrajectoryEntry struct {
-	Turn     int    // from 1
-	Tool     string // the tool called, as given to [Grant.Turn]
-	OK       bool
-	Status   ExecStatus // zero when OK
-	Category Category   // zero when OK
+	Tool string // the tool called, as given to [Grant.Turn]
+	// Status and Category are the failure's; both "" for a turn that
+	// succeeded.
+	Status   ExecStatus
+	Category Category
 }
 
 // Grant is a worker's bounded authority: at most a fixed number of turns
@@ -76,26 +77,26 @@ func NewGrant(turns int) *Grant {
 // error of [Evaluate] for a call that returned without error but without
 // its data). It reports whether the holder may go on, and why not.
 //
-// A failure for which [Yield] says yield ends the grant (YIELD); the last
+// A failure for which the yield check says yield ends the grant (YIELD); the last
 // turn ends it whatever its outcome (SPENT). A turn after the end is not
 // recorded and is answered false.
 func (l *Grant) Turn(tool string, err error) (cont bool, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.end != GrantOpen {
+	if l.end != "" {
 		return false, "grant already ended: " + string(l.end)
 	}
-	e := TrajectoryEntry{Turn: len(l.steps) + 1, Tool: tool, OK: err == nil}
-	yield, why := false, "ok"
+	e := TrajectoryEntry{Tool: tool}
+	yields, why := false, "ok"
 	if err != nil {
 		f := Classify(err)
 		l.last = f
 		e.Status, e.Category = f.Status(), f.Category()
-		yield, why = Yield(f)
+		yields, why = yield(f)
 	}
 	l.steps = append(l.steps, e)
 	switch {
-	case yield:
+	case yields:
 		l.end = GrantYielded
 		return false, why
 	case len(l.steps) >= l.turns:
@@ -108,14 +109,7 @@ func (l *Grant) Turn(tool string, err error) (cont bool, reason string) {
 // Turns is the number of turns the grant grants.
 func (l *Grant) Turns() int { return l.turns }
 
-// Used is the number of turns taken.
-func (l *Grant) Used() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.steps)
-}
-
-// End reports how the grant ended, or [GrantOpen].
+// End reports how the grant ended, or "" while it is open.
 func (l *Grant) End() GrantEnd {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -127,7 +121,7 @@ func (l *Grant) End() GrantEnd {
 func (l *Grant) LastFailure() (Failure, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.last, !l.last.IsZero()
+	return l.last, l.last.status != ""
 }
 
 // Trajectory returns the turns taken so far, as a new slice.
@@ -147,19 +141,19 @@ func (l *Grant) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	parts := make([]string, 0, len(l.steps)+1)
-	for _, e := range l.steps {
-		s := fmt.Sprintf("T%d", e.Turn)
+	for i, e := range l.steps {
+		s := fmt.Sprintf("T%d", i+1)
 		if e.Tool != "" {
 			s += "(" + clip(e.Tool, maxTool) + ")"
 		}
-		if e.OK {
+		if e.Status == "" {
 			s += " ✓"
 		} else {
 			s += " × " + string(e.Category)
 		}
 		parts = append(parts, s)
 	}
-	if l.end != GrantOpen {
+	if l.end != "" {
 		parts = append(parts, string(l.end))
 	}
 	return strings.Join(parts, " → ")

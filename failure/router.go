@@ -33,36 +33,31 @@ const (
 	RouteAbort = Route("abort")
 )
 
-// Loop says who acts on a [Remedy].
-type Loop string
-
-// Loops.
+// Who acts on a [Remedy] ([Remedy.Loop]).
 const (
-	loopFast   = Loop("fast")   // the worker that failed, with the error in hand
-	loopSlow   = Loop("slow")   // a research worker, then the worker
-	LoopKernel = Loop("kernel") // the orchestrator itself: waits, credentials, providers, stopping
-	LoopHuman  = Loop("human")  // a person
+	loopFast   = "fast"   // the worker that failed, with the error in hand
+	loopSlow   = "slow"   // a research worker, then the worker
+	loopKernel = "kernel" // the orchestrator itself: waits, credentials, providers, stopping
+	loopHuman  = "human"  // a person
 )
 
-// Routing is one row of the routing table.
-type Routing struct {
-	// Loop and Route say what happens while the failure may be retried.
-	Loop  Loop
-	Route Route
-	// Retryable says whether failures of the category are retried at all.
+// routing is one row of the routing table.
+type routing struct {
+	// loop and route say what happens while the failure may be retried.
+	loop  string
+	route Route
+	// retryable says whether failures of the category are retried at all.
 	// It is also the default of [Failure.Retryable].
-	Retryable bool
-	// Backoff is the wait before the first retry; it doubles with each
-	// further attempt up to MaxBackoff. Zero for routes that do not wait.
-	Backoff, MaxBackoff time.Duration
-	// Jitter says the caller spreads the wait ([Remedy.Jittered]).
-	Jitter bool
-	// Otherwise is the route when the failure is not retried: not
+	retryable bool
+	// backoff is the wait before the first retry; it doubles with each
+	// further attempt up to maxBackoff. Zero for routes that do not wait.
+	backoff, maxBackoff time.Duration
+	// otherwise is the route when the failure is not retried: not
 	// retryable, or out of attempts. It is RouteAbort or RouteEscalate.
-	Otherwise Route
+	otherwise Route
 }
 
-// rules is the routing table. Categories outside it are routed as Unknown.
+// rules is the routing table. Categories outside it are routed as unknown.
 //
 // When a category cannot be retried any more, the table stops the task
 // (abort) where retrying was the whole remedy (skill and infrastructure
@@ -72,52 +67,48 @@ type Routing struct {
 // could type. A duplicate is never retried: the effect exists. A
 // provider_down is retryable because failover is its retry: the call runs
 // again, elsewhere, and uses an attempt.
-var rules = map[Category]Routing{
-	codeSyntax:       {Loop: loopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
-	functionMismatch: {Loop: loopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
-	FormatError:      {Loop: loopFast, Route: RouteFastLoop, Retryable: true, Otherwise: RouteAbort},
-	EndpointUnknown:  {Loop: loopSlow, Route: RouteSlowLoop, Retryable: true, Otherwise: RouteEscalate},
-	NotFound:         {Loop: loopSlow, Route: RouteSlowLoop, Retryable: true, Otherwise: RouteEscalate},
-	AuthError:        {Loop: LoopKernel, Route: RouteReauth, Retryable: true, Otherwise: RouteEscalate},
-	RateLimit: {Loop: LoopKernel, Route: RouteBackoff, Retryable: true,
-		Backoff: time.Second, MaxBackoff: time.Minute, Otherwise: RouteAbort},
-	Network: {Loop: LoopKernel, Route: RouteRetryJitter, Retryable: true,
-		Backoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second, Jitter: true, Otherwise: RouteAbort},
-	ProviderDown: {Loop: LoopKernel, Route: RouteFailover, Retryable: true, Otherwise: RouteAbort},
-	Duplicate:    {Loop: LoopKernel, Route: RouteAbort, Retryable: false, Otherwise: RouteAbort},
-	Unknown:      {Loop: LoopHuman, Route: RouteEscalate, Retryable: false, Otherwise: RouteEscalate},
-}
-
-// RoutingFor returns the routing table's row for c. ok is false for a category
-// outside the taxonomy, which is routed by the row of [Unknown].
-func RoutingFor(c Category) (r Routing, ok bool) {
-	r, ok = rules[c]
-	return r, ok
+var rules = map[Category]routing{
+	codeSyntax:       {loop: loopFast, route: RouteFastLoop, retryable: true, otherwise: RouteAbort},
+	functionMismatch: {loop: loopFast, route: RouteFastLoop, retryable: true, otherwise: RouteAbort},
+	formatError:      {loop: loopFast, route: RouteFastLoop, retryable: true, otherwise: RouteAbort},
+	endpointUnknown:  {loop: loopSlow, route: RouteSlowLoop, retryable: true, otherwise: RouteEscalate},
+	notFound:         {loop: loopSlow, route: RouteSlowLoop, retryable: true, otherwise: RouteEscalate},
+	authError:        {loop: loopKernel, route: RouteReauth, retryable: true, otherwise: RouteEscalate},
+	rateLimit: {loop: loopKernel, route: RouteBackoff, retryable: true,
+		backoff: time.Second, maxBackoff: time.Minute, otherwise: RouteAbort},
+	network: {loop: loopKernel, route: RouteRetryJitter, retryable: true,
+		backoff: 500 * time.Millisecond, maxBackoff: 30 * time.Second, otherwise: RouteAbort},
+	providerDown: {loop: loopKernel, route: RouteFailover, retryable: true, otherwise: RouteAbort},
+	duplicate:    {loop: loopKernel, route: RouteAbort, retryable: false, otherwise: RouteAbort},
+	unknown:      {loop: loopHuman, route: RouteEscalate, retryable: false, otherwise: RouteEscalate},
 }
 
 // Remedy is the repair router's answer.
 type Remedy struct {
 	Route Route
-	Loop  Loop
+	// Loop says who acts on the remedy: "fast" (the worker that failed,
+	// with the error in hand), "slow" (a research worker, then the
+	// worker), "kernel" (the orchestrator itself: waits, credentials,
+	// providers, stopping) or "human" (a person).
+	Loop string
 	// Retry says the work runs again: in the loop named, after the wait.
 	Retry bool
 	// Backoff is the wait before the retry, before any jitter; zero when
-	// the route does not wait.
+	// the route does not wait. On [RouteRetryJitter] the caller spreads
+	// it with its own randomness ([Remedy.Jittered]); the router has none.
 	Backoff time.Duration
-	// Jitter says the caller spreads Backoff with its own randomness
-	// ([Remedy.Jittered]); the router has none.
-	Jitter bool
 	// Reason explains the remedy in one line, for the log and for the
 	// top of the next context.
 	Reason string
 }
 
 // Jittered is the wait for the retry given u, a number the caller draws
-// uniformly from [0, 1): Backoff when the remedy has no jitter, otherwise
+// uniformly from [0, 1): Backoff when the route is not
+// [RouteRetryJitter], otherwise
 // a point of [Backoff/2, Backoff] chosen by u. u outside [0, 1], or NaN,
 // is clamped to the nearest end (NaN to 0).
 func (d Remedy) Jittered(u float64) time.Duration {
-	if !d.Jitter || d.Backoff <= 0 {
+	if d.Route != RouteRetryJitter || d.Backoff <= 0 {
 		return d.Backoff
 	}
 	if math.IsNaN(u) || u < 0 {
@@ -134,7 +125,7 @@ func (d Remedy) Jittered(u float64) time.Duration {
 // and the routing table: the same input gives the same Remedy, always.
 //
 // The failure's category selects a row of the table (a category outside
-// the taxonomy selects Unknown's). The row's Otherwise route is taken when
+// the taxonomy selects unknown's). The row's Otherwise route is taken when
 // the row is not retryable, when the failure is not, or when attempt has
 // reached maxAttempts (so maxAttempts of 0 or less allows no retry).
 // Otherwise the row's route is taken with Retry set, and for routes that
@@ -144,7 +135,7 @@ func RemedyFor(f Failure, attempt, maxAttempts int) Remedy {
 	c := f.Category()
 	rule, ok := rules[c]
 	if !ok {
-		rule = rules[Unknown]
+		rule = rules[unknown]
 	}
 	attempt = max(attempt, 0)
 	head := fmt.Sprintf("%s (%s)", c, f.Status())
@@ -152,19 +143,18 @@ func RemedyFor(f Failure, attempt, maxAttempts int) Remedy {
 		head = "untyped failure"
 	}
 	switch {
-	case !rule.Retryable:
-		return stop(rule.Otherwise, fmt.Sprintf("%s: %s is never retried", head, c))
+	case !rule.retryable:
+		return stop(rule.otherwise, fmt.Sprintf("%s: %s is never retried", head, c))
 	case !f.Retryable():
-		return stop(rule.Otherwise, head+": marked not retryable")
+		return stop(rule.otherwise, head+": marked not retryable")
 	case attempt >= maxAttempts:
-		return stop(rule.Otherwise, fmt.Sprintf("%s: %d of %d attempts used", head, attempt, maxAttempts))
+		return stop(rule.otherwise, fmt.Sprintf("%s: %d of %d attempts used", head, attempt, maxAttempts))
 	}
 	d := Remedy{
-		Route:   rule.Route,
-		Loop:    rule.Loop,
+		Route:   rule.route,
+		Loop:    rule.loop,
 		Retry:   true,
 		Backoff: backoff(rule, attempt),
-		Jitter:  rule.Jitter,
 	}
 	d.Reason = fmt.Sprintf("%s: %s, then attempt %d of %d", head, doing(d), attempt+1, maxAttempts)
 	return d
@@ -172,20 +162,20 @@ func RemedyFor(f Failure, attempt, maxAttempts int) Remedy {
 
 // stop is a remedy that does not retry.
 func stop(r Route, why string) Remedy {
-	loop := LoopKernel
+	loop := loopKernel
 	if r == RouteEscalate {
-		loop = LoopHuman
+		loop = loopHuman
 	}
 	return Remedy{Route: r, Loop: loop, Reason: why + "; " + string(r)}
 }
 
 // backoff is the rule's wait before the attempt after attempt.
-func backoff(r Routing, attempt int) time.Duration {
-	d := r.Backoff
-	for i := 1; i < attempt && d < r.MaxBackoff; i++ {
+func backoff(r routing, attempt int) time.Duration {
+	d := r.backoff
+	for i := 1; i < attempt && d < r.maxBackoff; i++ {
 		d *= 2
 	}
-	return min(d, r.MaxBackoff)
+	return min(d, r.maxBackoff)
 }
 
 // doing says what a retrying remedy does.

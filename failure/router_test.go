@@ -91,7 +91,7 @@ func expectRemedy(c failure.Category, retryable bool, attempt, maxAttempts int) 
 		x := float64(w.base) * math.Pow(2, float64(max(a, 1)-1))
 		wait = time.Duration(math.Min(x, float64(w.cap)))
 	}
-	return failure.Remedy{Route: w.route, Loop: w.loop, Retry: true, Backoff: wait, Jitter: w.jitter}
+	return failure.Remedy{Route: w.route, Loop: w.loop, Retry: true, Backoff: wait}
 }
 
 func TestRemedyForExhaustive(t *testing.T) {
@@ -161,7 +161,7 @@ func TestRemedyForReason(t *testing.T) {
 }
 
 func TestJittered(t *testing.T) {
-	d := failure.Remedy{Backoff: time.Second, Jitter: true}
+	d := failure.Remedy{Route: failure.RouteRetryJitter, Backoff: time.Second}
 	for _, c := range []struct {
 		u    float64
 		want time.Duration
@@ -177,7 +177,7 @@ func TestJittered(t *testing.T) {
 			t.Errorf("Jittered(%v) = %v, want %v", c.u, got, c.want)
 		}
 	}
-	d.Jitter = false
+	d.Route = failure.RouteBackoff
 	if got := d.Jittered(0); got != time.Second {
 		t.Errorf("no jitter: %v", got)
 	}

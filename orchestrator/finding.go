@@ -104,7 +104,7 @@ func (c FindingContract) check(f Finding, resolve func(id string) bool) *Error {
 		}
 	}
 	for i, fl := range f.Failures {
-		if fl.IsZero() {
+		if fl.Status() == "" {
 			return refuse(CodeFindingInvalid, "", "failure %d is untyped", i)
 		}
 	}

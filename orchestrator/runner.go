@@ -68,12 +68,12 @@ func newRunner(o *Orchestrator, cfg config, traceID string, res *Summary, order 
 	rt.lanes = make(map[string]*laneState)
 	var err error
 	if l := rt.rc.limits; l != nil {
-		if rt.run, err = budget.New(*l, budget.WithID(traceID), budget.WithClock(rt.now)); err != nil {
+		if rt.run, err = budget.New(*l, traceID, rt.now); err != nil {
 			return nil, fmt.Errorf("%w: budget: %v", ErrInvalidOption, err)
 		}
 	}
 	if rt.rc.guardOn {
-		if rt.guard, err = budget.NewGuard(rt.rc.guard...); err != nil {
+		if rt.guard, err = budget.NewGuard(rt.rc.guard[0], rt.rc.guard[1]); err != nil {
 			return nil, fmt.Errorf("%w: loop guard: %v", ErrInvalidOption, err)
 		}
 	}
@@ -93,15 +93,15 @@ func (rt *runner) lane(id string) (*laneState, error) {
 	var err error
 	switch {
 	case rt.run != nil:
-		ls.run, err = rt.run.Sub(ls.cfg.Budget, budget.WithID(rt.run.ID()+"/"+id))
+		ls.run, err = rt.run.Sub(ls.cfg.Budget, rt.traceID+"/"+id)
 	case ls.cfg.Budget != budget.Limits{}:
-		ls.run, err = budget.New(ls.cfg.Budget, budget.WithID(rt.traceID+"/"+id), budget.WithClock(rt.now))
+		ls.run, err = budget.New(ls.cfg.Budget, rt.traceID+"/"+id, rt.now)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: lane %q: %v", ErrInvalidOption, id, err)
 	}
 	if rt.rc.guardOn {
-		if ls.guard, err = budget.NewGuard(rt.rc.guard...); err != nil {
+		if ls.guard, err = budget.NewGuard(rt.rc.guard[0], rt.rc.guard[1]); err != nil {
 			return nil, fmt.Errorf("%w: lane %q: %v", ErrInvalidOption, id, err)
 		}
 	}
@@ -117,7 +117,7 @@ func (rt *runner) beginRound(ctx context.Context, round int) error {
 		return nil
 	}
 	if rt.run != nil {
-		if err := rt.run.NextRound(); err != nil {
+		if err := rt.run.Allow(budget.Rounds, 1); err != nil {
 			rt.res.Rounds = round - 1
 			return rt.stopLimit(ctx, "", round, err)
 		}
@@ -147,7 +147,7 @@ func (rt *runner) measure(ctx context.Context, round int) (budget.State, error) 
 	if err != nil {
 		return budget.State{}, err
 	}
-	in := budget.Inputs{Loop: rt.loopSnapshot(), Trace: recs, Now: rt.now()}
+	in := budget.Inputs{Loop: rt.loopPressure(), Trace: recs, Now: rt.now(), Risk: rt.rc.risk}
 	if rt.run != nil {
 		in.Budget = rt.run.Snapshot()
 	}
@@ -204,7 +204,8 @@ func (rt *runner) turn(ctx context.Context, e entry, round int) (produced bool, 
 		if err := ctx.Err(); err != nil {
 			return produced, err
 		}
-		if _, limit := budget.ReasonOf(werr.Err); limit {
+		var rf *budget.Refusal
+		if errors.As(werr.Err, &rf) {
 			return produced, rt.stopLimit(ctx, w.id, round, werr.Err)
 		}
 		if rt.rc.maxAttempts == 0 {
@@ -273,20 +274,13 @@ func (rt *runner) resolve(origin, cur entry, r *Repair) entry {
 		r.Next = name
 		return e
 	}
-	rule, ok := failure.RoutingFor(r.Failure.Category())
-	if !ok {
-		rule, _ = failure.RoutingFor(failure.Unknown)
-	}
-	loop := failure.LoopKernel
-	if rule.Otherwise == failure.RouteEscalate {
-		loop = failure.LoopHuman
-	}
+	stop := failure.RemedyFor(r.Failure, 0, 0) // the category's route when it is not retried
 	why := fmt.Sprintf("no %s worker for %s", what, origin.id)
 	if name != "" {
 		why = fmt.Sprintf("%s worker %q is not registered", what, name)
 	}
-	r.Remedy = failure.Remedy{Route: rule.Otherwise, Loop: loop,
-		Reason: d.Reason + "; " + why + ": " + string(rule.Otherwise)}
+	r.Remedy = failure.Remedy{Route: stop.Route, Loop: stop.Loop,
+		Reason: d.Reason + "; " + why + ": " + string(stop.Route)}
 	return entry{}
 }
 
@@ -321,7 +315,7 @@ func (rt *runner) stepOnce(ctx context.Context, e entry, round, attempt int, rep
 	p, werr := rt.o.step(ctx, e, sc)
 	rt.stale() // a step may write, even one that fails
 	st := Step{Round: round, WorkerID: e.id, Produced: p, Attempt: attempt}
-	if sc.grant != nil && sc.grant.Used() > 0 {
+	if sc.grant != nil && len(sc.grant.Trajectory()) > 0 {
 		st.Trajectory, st.GrantEnd = sc.grant.String(), sc.grant.End()
 	}
 	if werr == nil {
@@ -349,7 +343,7 @@ func (rt *runner) checkFinding(ctx context.Context, sc *StepContext, e entry, ro
 	}
 	f.WorkerID, f.Round = e.id, round
 	if len(f.Failures) > 0 {
-		if f.Failures[0].IsZero() {
+		if f.Failures[0].Status() == "" {
 			r := refusal(CodeFindingInvalid, "", "failure 0 is untyped")
 			r.WorkerID = e.id
 			return r, nil
@@ -401,33 +395,19 @@ func (rt *runner) records(ctx context.Context) ([]blackboard.Record, error) {
 	return out, nil
 }
 
-// loopSnapshot is the run guard's snapshot with the lanes' repeated calls
-// folded in.
-func (rt *runner) loopSnapshot() budget.LoopSnapshot {
-	var s budget.LoopSnapshot
+// loopPressure is the highest loop pressure of the run's guard and the
+// lanes' guards.
+func (rt *runner) loopPressure() float64 {
+	var p float64
 	if rt.guard != nil {
-		s = rt.guard.Snapshot()
+		p = rt.guard.Pressure()
 	}
-	ids := make([]string, 0, len(rt.lanes))
-	for id := range rt.lanes {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		g := rt.lanes[id].guard
-		if g == nil {
-			continue
-		}
-		ls := g.Snapshot()
-		s.Calls += ls.Calls
-		s.Distinct += ls.Distinct
-		s.Trips += ls.Trips
-		s.RepeatPressure = max(s.RepeatPressure, ls.RepeatPressure)
-		if ls.Repeats > s.Repeats {
-			s.Repeats, s.MostRepeated = ls.Repeats, ls.MostRepeated
+	for _, ls := range rt.lanes {
+		if ls.guard != nil {
+			p = max(p, ls.guard.Pressure())
 		}
 	}
-	return s
+	return p
 }
 
 // snapshotFor is the budget snapshot a stop in worker id's lane records:
@@ -445,8 +425,11 @@ func (rt *runner) snapshotFor(id string) budget.Snapshot {
 // stopLimit stops the run on a budget's or the loop guard's refusal,
 // recording it.
 func (rt *runner) stopLimit(ctx context.Context, workerID string, round int, err error) error {
-	reason, _ := budget.ReasonOf(err)
-	st := &Stop{WorkerID: workerID, Round: round, Reason: &reason}
+	var reason *budget.Refusal
+	if !errors.As(err, &reason) {
+		reason = &budget.Refusal{}
+	}
+	st := &Stop{WorkerID: workerID, Round: round, Reason: reason}
 	rt.stop, rt.end = st, EndBudgetExceeded
 	if reason.Code == budget.CodeLoopDetected {
 		rt.end = EndLoopDetected
@@ -485,7 +468,7 @@ func (rt *runner) annotate(c blackboard.Payload, workerID string, round int) {
 		c["worker"] = workerID
 	}
 	if rt.hasState {
-		c[budget.KeyFunctionalState] = map[string]any(rt.state.Payload())
+		c["functional_state"] = rt.state // audit encodes it as JSON
 	}
 }
 
@@ -508,7 +491,7 @@ func (rt *runner) recordRepair(ctx context.Context, r *Repair) error {
 	}
 	rt.annotate(c, r.WorkerID, r.Round)
 	if snap := rt.snapshotFor(r.WorkerID); snap.RunID != "" {
-		c[budget.KeyBudget] = map[string]any(snap.Payload())
+		c["budget"] = map[string]any(snap.Payload())
 	}
 	outcome := audit.OutcomeFailed
 	if d.Route == failure.RouteEscalate {

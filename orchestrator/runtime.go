@@ -50,7 +50,7 @@ type Stop struct {
 	// Reason is the budget's or the loop guard's reason, for a limit
 	// (its Code is BUDGET_EXCEEDED or LOOP_DETECTED); nil for an
 	// escalation or an abort.
-	Reason *budget.Reason
+	Reason *budget.Refusal
 	// DecisionID names the decision record written for the stop, and
 	// ReviewID the review action committed for an escalation. For an
 	// escalation or an abort it is the last [Summary.Repairs] entry's,
@@ -114,13 +114,14 @@ type Lane struct {
 // runtimeConfig holds the runtime options.
 type runtimeConfig struct {
 	limits      *budget.Limits
-	guard       []budget.GuardOption
+	guard       [2]int // the guard's maxIdentical and maxIdleRounds
 	guardOn     bool
 	maxAttempts int // 0: repair router off
 	lanes       map[string]Lane
 	k           *kernel.Kernel
 	sleep       func(context.Context, time.Duration) error
 	jitter      func() float64
+	risk        float64
 }
 
 // on reports whether a run needs a runner beyond the plain loop.
@@ -137,12 +138,12 @@ func (rc runtimeConfig) check() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, a...)...)
 	}
 	if rc.limits != nil {
-		if _, err := budget.New(*rc.limits); err != nil {
+		if _, err := budget.New(*rc.limits, "", nil); err != nil {
 			return bad("budget: %v", err)
 		}
 	}
 	if rc.guardOn {
-		if _, err := budget.NewGuard(rc.guard...); err != nil {
+		if _, err := budget.NewGuard(rc.guard[0], rc.guard[1]); err != nil {
 			return bad("loop guard: %v", err)
 		}
 	}
@@ -155,31 +156,36 @@ func (rc runtimeConfig) check() error {
 				return bad("lane %q: route %s takes no helper", id, r)
 			}
 		}
-		probe, _ := budget.New(budget.Limits{Rounds: 1}) // limits as a lane's sub-run would have them
-		if _, err := probe.Sub(l.Budget); err != nil {
+		probe, _ := budget.New(budget.Limits{Rounds: 1}, "", nil) // limits as a lane's sub-run would have them
+		if _, err := probe.Sub(l.Budget, ""); err != nil {
 			return bad("lane %q: %v", id, err)
 		}
 	}
 	if rc.maxAttempts < 0 {
 		return bad("max attempts %d", rc.maxAttempts)
 	}
+	if rc.risk < 0 || rc.risk > 1 || rc.risk != rc.risk {
+		return bad("risk %v outside [0, 1]", rc.risk)
+	}
 	return nil
 }
 
 // WithBudget gives every run a budget with these limits, named after its
-// trace: the orchestrator counts a round before each one (budget.Run
-// NextRound; a refusal ends the run with [EndBudgetExceeded]), lanes
+// trace: the orchestrator counts a round before each one (Allow of
+// budget.Rounds; a refusal ends the run with [EndBudgetExceeded]), lanes
 // draw on it ([Lane]), and its snapshot feeds the functional state.
 // Limits that limit nothing are [ErrInvalidOption].
 func WithBudget(l budget.Limits) Option { return func(c *config) { c.rt.limits = &l } }
 
-// WithLoopGuard gives every run a loop guard with these options: after
+// WithLoopGuard gives every run a loop guard ([budget.NewGuard]) that lets
+// maxIdentical identical tool calls through and stops after maxIdleRounds
+// rounds without progress (0 for either: its default): after
 // each round that produced something, the guard is told whether the
 // blackboard changed, and its no-progress refusal ends the run with
 // [EndLoopDetected]. Each lane gets a guard of its own, with the same
-// options, for its tool calls ([StepContext.Guard]).
-func WithLoopGuard(opts ...budget.GuardOption) Option {
-	return func(c *config) { c.rt.guard, c.rt.guardOn = append([]budget.GuardOption(nil), opts...), true }
+// limits, for its tool calls ([StepContext.Guard]).
+func WithLoopGuard(maxIdentical, maxIdleRounds int) Option {
+	return func(c *config) { c.rt.guard, c.rt.guardOn = [2]int{maxIdentical, maxIdleRounds}, true }
 }
 
 // WithRepair turns the repair router on, allowing maxAttempts attempts
@@ -219,6 +225,11 @@ func WithLane(l Lane) Option {
 // WithKernel alone measures the functional state from the trace. The
 // runtime's clock (budgets, functional state) is the kernel's.
 func WithKernel(k *kernel.Kernel) Option { return func(c *config) { c.rt.k = k } }
+
+// WithRisk sets the risk class of the runs' intents, in [0, 1], which
+// amplifies the escalation propensity of the functional state
+// (budget.Inputs.Risk).
+func WithRisk(r float64) Option { return func(c *config) { c.rt.risk = r } }
 
 // WithWait sets how the orchestrator waits before a backoff or a
 // jittered retry: sleep waits (default: a timer that gives up when the

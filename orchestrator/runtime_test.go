@@ -184,7 +184,7 @@ func TestRepairRoutes(t *testing.T) {
 				recs[0].Context["route"] != string(tc.route) || recs[0].Detail != r.Remedy.Reason {
 				t.Errorf("decision records %+v", recs)
 			}
-			if _, ok := recs[0].Context[budget.KeyFunctionalState].(map[string]any); !ok {
+			if _, ok := recs[0].Context["functional_state"].(map[string]any); !ok {
 				t.Errorf("no functional state in %+v", recs[0].Context)
 			}
 			switch tc.outcome {
@@ -350,7 +350,7 @@ func TestRoundBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Stop
-	if res.End != orchestrator.EndBudgetExceeded || res.Rounds != 3 || st == nil || st.Reason.Budget != budget.Rounds || st.Round != 4 {
+	if res.End != orchestrator.EndBudgetExceeded || res.Rounds != 3 || st == nil || st.Reason.Resource != budget.Rounds || st.Round != 4 {
 		t.Fatalf("outcome %s rounds %d stop %+v", res.End, res.Rounds, st)
 	}
 	recs := decisions(t, k, "t", "round")
@@ -367,7 +367,7 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 	var lane, other *budget.Run
 	w := sink(k, "w", func(_ context.Context, sc *orchestrator.StepContext) error {
 		lane = sc.Budget()
-		return lane.ToolCall()
+		return lane.Allow(budget.ToolCalls, 1)
 	})
 	o := newOrch(t, orchestrator.WithBudget(budget.Limits{ToolCalls: 10}), orchestrator.WithKernel(k),
 		orchestrator.WithLane(orchestrator.Lane{Worker: "w", Budget: budget.Limits{ToolCalls: 2}}),
@@ -384,7 +384,7 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Stop
-	if res.End != orchestrator.EndBudgetExceeded || st == nil || st.WorkerID != "w" || st.Reason.Budget != budget.ToolCalls ||
+	if res.End != orchestrator.EndBudgetExceeded || st == nil || st.WorkerID != "w" || st.Reason.Resource != budget.ToolCalls ||
 		st.Reason.Run != "t/w" || st.Round != 3 {
 		t.Fatalf("outcome %s stop %+v", res.End, st)
 	}
@@ -400,15 +400,15 @@ func TestLaneBudgetStopsTheRun(t *testing.T) {
 	if len(recs) != 1 || recs[0].Code != budget.CodeBudgetExceeded {
 		t.Fatalf("records %+v", recs)
 	}
-	if snap, _ := recs[0].Context[budget.KeyBudget].(map[string]any); snap["run_id"] != "t/w" {
-		t.Errorf("snapshot %+v", recs[0].Context[budget.KeyBudget])
+	if snap, _ := recs[0].Context["budget"].(map[string]any); snap["run_id"] != "t/w" {
+		t.Errorf("snapshot %+v", recs[0].Context["budget"])
 	}
 }
 
 func TestNoProgressStopsTheLoop(t *testing.T) {
 	k := newKernel(t)
 	idle := &fake{id: "idle", h: k.Tool("idle"), step: func(context.Context, *orchestrator.StepContext) (bool, error) { return true, nil }}
-	o := newOrch(t, orchestrator.WithLoopGuard(), orchestrator.WithKernel(k))
+	o := newOrch(t, orchestrator.WithLoopGuard(0, 0), orchestrator.WithKernel(k))
 	if err := o.Register(idle); err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestNoProgressStopsTheLoop(t *testing.T) {
 		t.Errorf("records %+v", recs)
 	}
 	// A worker that writes each round makes progress.
-	o = newOrch(t, orchestrator.WithLoopGuard(), orchestrator.WithMaxRounds(4), orchestrator.WithKernel(k))
+	o = newOrch(t, orchestrator.WithLoopGuard(0, 0), orchestrator.WithMaxRounds(4), orchestrator.WithKernel(k))
 	if err := o.Register(sink(k, "w", nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func TestLeaseTrajectoryInTheStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.GrantEnd != failure.GrantOpen {
+	if s := res.Steps[0]; s.Trajectory != "T1(lint) × code_syntax → T2(run_tests) ✓" || s.GrantEnd != failure.GrantEnd("") {
 		t.Errorf("step %+v", s)
 	}
 }
@@ -576,7 +576,7 @@ func TestFindingContract(t *testing.T) {
 			// fast loop, with the refusal in hand, and its second finding
 			// passes.
 			if len(res.Repairs) != 1 || res.Repairs[0].Remedy.Route != failure.RouteFastLoop ||
-				res.Repairs[0].Failure.Category() != failure.FormatError {
+				res.Repairs[0].Failure.Category() != failure.Category("format_error") {
 				t.Errorf("repairs %+v", res.Repairs)
 			}
 			if len(res.Findings) != 1 || res.Findings[0].WorkerID != "researcher" {
@@ -619,12 +619,13 @@ func TestRuntimeOptions(t *testing.T) {
 	for name, opt := range map[string]orchestrator.Option{
 		"budget limiting nothing": orchestrator.WithBudget(budget.Limits{}),
 		"negative budget":         orchestrator.WithBudget(budget.Limits{Rounds: -1}),
-		"bad guard":               orchestrator.WithLoopGuard(budget.MaxIdleRounds(0)),
+		"bad guard":               orchestrator.WithLoopGuard(0, -1),
 		"negative attempts":       orchestrator.WithRepair(-1),
 		"negative grant":          orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: -1}),
 		"lane without a worker":   orchestrator.WithLane(orchestrator.Lane{}),
 		"helper for a bad route":  orchestrator.WithLane(orchestrator.Lane{Worker: "w", Helpers: map[failure.Route]string{failure.RouteBackoff: "x"}}),
 		"bad lane budget":         orchestrator.WithLane(orchestrator.Lane{Worker: "w", Budget: budget.Limits{ToolCalls: -1}}),
+		"risk out of range":       orchestrator.WithRisk(2),
 	} {
 		if _, err := orchestrator.New(opt); !errors.Is(err, orchestrator.ErrInvalidOption) {
 			t.Errorf("%s: %v", name, err)
@@ -642,7 +643,7 @@ func TestRuntimeNeedsAKernel(t *testing.T) {
 	k := newKernel(t)
 	for name, opt := range map[string]orchestrator.Option{
 		"budget":     orchestrator.WithBudget(budget.Limits{Rounds: 3}),
-		"loop guard": orchestrator.WithLoopGuard(),
+		"loop guard": orchestrator.WithLoopGuard(0, 0),
 		"repair":     orchestrator.WithRepair(3),
 		"lane":       orchestrator.WithLane(orchestrator.Lane{Worker: "w", Turns: 2}),
 	} {

@@ -82,8 +82,8 @@ type Step struct {
 func stepsOf(t []failure.TrajectoryEntry) []Step {
 	out := make([]Step, len(t))
 	for i, e := range t {
-		out[i] = Step{Turn: e.Turn, Tool: e.Tool, OK: e.OK}
-		if !e.OK {
+		out[i] = Step{Turn: i + 1, Tool: e.Tool, OK: e.Status == ""}
+		if !out[i].OK {
 			out[i].Note = string(e.Status) + " (" + string(e.Category) + ")"
 		}
 	}

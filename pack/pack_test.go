@@ -212,7 +212,7 @@ func TestCompileSectionsAndManifest(t *testing.T) {
 	k := desk(t, clk)
 	clk.t = clk.t.Add(5 * time.Minute)
 	c := compiler(t, clk)
-	b, err := budget.New(budget.Limits{ToolCalls: 10, Tokens: 50000}, budget.WithClock(clk.now))
+	b, err := budget.New(budget.Limits{ToolCalls: 10, Tokens: 50000}, "", clk.now)
 	if err != nil {
 		t.Fatal(err)
 	}

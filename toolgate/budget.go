@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"slices"
 
 	"github.com/blackboardkernel/bk/audit"
@@ -109,7 +110,7 @@ func (x *executor) admit(ctx context.Context, c Call, e *entry, cc blackboard.Pa
 		if why != nil {
 			break
 		}
-		if why = r.ToolCall(); why != nil {
+		if why = r.Allow(budget.ToolCalls, 1); why != nil {
 			by = r
 		}
 	}
@@ -122,7 +123,7 @@ func (x *executor) admit(ctx context.Context, c Call, e *entry, cc blackboard.Pa
 	}
 	if why == nil {
 		if by != nil {
-			cc[budget.KeyBudget] = map[string]any(snap.Payload())
+			cc["budget"] = map[string]any(snap.Payload())
 		}
 		return Result{}, false, nil
 	}
@@ -143,7 +144,8 @@ func (x *executor) admit(ctx context.Context, c Call, e *entry, cc blackboard.Pa
 	if err != nil {
 		return Result{}, false, err
 	}
-	reason, _ := budget.ReasonOf(why)
+	reason := new(budget.Refusal)
+	errors.As(why, &reason)
 	hint := reason.Hint
 	if e != nil {
 		if h, ok := e.Hints[reason.Code]; ok {

@@ -35,7 +35,7 @@ func budgetGate(t *testing.T, ran *int, b *toolgate.Budget) *toolgate.Gate {
 
 func newRunOf(t *testing.T, calls int64) *budget.Run {
 	t.Helper()
-	r, err := budget.New(budget.Limits{ToolCalls: calls})
+	r, err := budget.New(budget.Limits{ToolCalls: calls}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func newRunOf(t *testing.T, calls int64) *budget.Run {
 // once.
 func TestAttackCallBudgetComposes(t *testing.T) {
 	guard := func() *budget.Guard {
-		g, err := budget.NewGuard()
+		g, err := budget.NewGuard(0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestAttackCallBudgetComposes(t *testing.T) {
 		{"a looser run", 3, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: newRunOf(t, 100)} }, 3, 3},
 		{"a stricter run", 10, func(*budget.Run) *toolgate.Budget { return &toolgate.Budget{Run: newRunOf(t, 2)} }, 2, 2},
 		{"a sub-run of the gate's", 3, func(r *budget.Run) *toolgate.Budget {
-			sub, err := r.Sub(budget.Limits{ToolCalls: 10})
+			sub, err := r.Sub(budget.Limits{ToolCalls: 10}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

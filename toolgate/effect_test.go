@@ -17,7 +17,7 @@ import (
 // fullEffect sets every field of an Effect.
 var fullEffect = audit.Effect{Status: audit.StatusFailed, Tool: "issue_refund", ActionID: "actions:t:4", Key: "desk/actions:t:4", Attempt: 3,
 	Code: CodeRetriesExhausted, Approval: "evidence:t:5", Approver: "human:alice", Note: "ok", Error: "gateway timeout",
-	ExecutionStatus: failure.StatusNetwork, Category: failure.Network, Retryable: true,
+	ExecutionStatus: failure.StatusNetwork, Category: failure.Category("network"), Retryable: true,
 	LeaseUntilMS: 1_735_689_600_123, PreviousError: "connection reset"}
 
 // TestEffectRoundTrip: what the encoder writes, stored by the kernel (its

@@ -17,15 +17,15 @@ func ExampleCall_budget() {
 	refunds := 0
 	_, g := supportDesk(&refunds)
 	defer g.Close()
-	run, err := budget.New(budget.Limits{ToolCalls: 10}, budget.WithID("case-9"))
+	run, err := budget.New(budget.Limits{ToolCalls: 10}, "case-9", nil)
 	if err != nil {
 		panic(err)
 	}
-	lane, err := run.Sub(budget.Limits{ToolCalls: 3})
+	lane, err := run.Sub(budget.Limits{ToolCalls: 3}, "")
 	if err != nil {
 		panic(err)
 	}
-	guard, err := budget.NewGuard()
+	guard, err := budget.NewGuard(0, 0)
 	if err != nil {
 		panic(err)
 	}

@@ -187,7 +187,7 @@ func (x *executor) run(ctx context.Context, j *job) (Result, error) {
 		endAttempt(asp, j, mine, effErr)
 		if effErr == nil {
 			if j.e.Expect != nil {
-				if _, err := failure.Evaluate(out, *j.e.Expect); err != nil {
+				if err := failure.Evaluate(out, *j.e.Expect); err != nil {
 					j.failure = failure.Classify(err)
 					return x.finish(ctx, j, mine, rec, nil, CodeEffectIncomplete, j.failure.Message())
 				}
@@ -360,9 +360,9 @@ func (x *executor) finish(ctx context.Context, j *job, n int, att blackboard.Rec
 		eff := j.effect(audit.StatusFailed, n, code)
 		eff.Error = detail
 		dr.Context["error"] = detail
-		if f := j.failure; !f.IsZero() {
+		if f := j.failure; f.Status() != "" {
 			eff.ExecutionStatus, eff.Category, eff.Retryable = f.Status(), f.Category(), f.Retryable()
-			dr.Context[failure.KeyStatus], dr.Context[failure.KeyCategory] = string(f.Status()), string(f.Category())
+			dr.Context["execution_status"], dr.Context["category"] = string(f.Status()), string(f.Category())
 		}
 		entry.Kind, entry.Payload = KindFailed, payload(eff)
 		dr.Outcome, dr.Code = audit.OutcomeFailed, code

@@ -6,7 +6,6 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
-	"github.com/blackboardkernel/bk/failure"
 	"github.com/blackboardkernel/bk/kernel"
 )
 
@@ -73,8 +72,8 @@ func (x *executor) result(ctx context.Context, j *job, rec blackboard.Record, de
 		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: eff.Error}
 		if eff.ExecutionStatus != "" {
 			// The typed signal, for the worker and the repair router.
-			res.Output = blackboard.Payload{failure.KeyStatus: string(eff.ExecutionStatus), failure.KeyCategory: string(eff.Category),
-				failure.KeyError: eff.Error, failure.KeyRetryable: eff.Retryable}
+			res.Output = blackboard.Payload{"execution_status": string(eff.ExecutionStatus), "category": string(eff.Category),
+				"error": eff.Error, "retryable": eff.Retryable}
 		}
 		if eff.Status == audit.StatusRefused {
 			res.Outcome, res.RootCause.Record = audit.OutcomeRefused, j.act.ID

@@ -91,7 +91,7 @@ var notRetryable = map[blackboard.Code]bool{
 // [audit.OutcomeCommitted] (CALL_RUNNING: its effect is running).
 //
 // A failed effect whose error was typed (a [failure.Failure], an
-// [failure.HTTPStatusError], a network error, ...) or whose output failed
+// error with an HTTPStatus method, a network error, ...) or whose output failed
 // [Tool.Expect] gives that failure exactly: the gate recorded its status,
 // and Output carries it. A failed effect whose error was untyped goes to
 // failure's legacy text matcher, and the Failure says so
@@ -133,7 +133,7 @@ var notRetryable = map[blackboard.Code]bool{
 // and ends it on everything else. The Failure's message is the code and
 // the detail (or the hint). For BUDGET_EXCEEDED and LOOP_DETECTED results
 // the gate produced itself, the Failure wraps the budget's refusal, so
-// that budget.ReasonOf finds the reason through it.
+// that errors.As finds the *budget.Refusal through it.
 func (r Result) Failure() (failure.Failure, bool) {
 	switch r.Outcome {
 	case audit.OutcomeExecuted, audit.OutcomePendingApproval, audit.OutcomeCommitted, "":
@@ -145,7 +145,7 @@ func (r Result) Failure() (failure.Failure, bool) {
 		}
 		if r.Code == CodeEffectFailed || r.Code == CodeRetriesExhausted {
 			// An untyped effect error: only its text is left.
-			f, _ := failure.FromResult(map[string]any{failure.KeyError: message(r)})
+			f, _ := failure.FromResult(map[string]any{"error": message(r)})
 			return f, true
 		}
 	}

@@ -234,7 +234,7 @@ func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]S
 // its hint is the reason's. Every call the gate receives is counted,
 // whatever the later checks decide: each is a step of the model's loop.
 // Every later decision record of an admitted call carries the budget's
-// snapshot in its context (under budget.KeyBudget).
+// snapshot in its context (under "budget").
 //
 // A call with a [Call.RetryKey] used before in its trace is answered,
 // before its budget is charged, with what the first call under the key

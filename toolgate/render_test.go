@@ -16,8 +16,8 @@ import (
 )
 
 func TestForModel(t *testing.T) {
-	typed := blackboard.Payload{failure.KeyStatus: string(failure.StatusTimeout), failure.KeyCategory: "network",
-		failure.KeyError: "dial tcp 10.0.0.7:5432: i/o timeout", failure.KeyRetryable: true}
+	typed := blackboard.Payload{"execution_status": string(failure.StatusTimeout), "category": "network",
+		"error": "dial tcp 10.0.0.7:5432: i/o timeout", "retryable": true}
 	cases := []struct {
 		name    string
 		r       Result

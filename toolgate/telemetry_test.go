@@ -256,7 +256,7 @@ func TestBudgetAndApprovalTelemetry(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	run, err := budget.New(budget.Limits{ToolCalls: 4}, budget.WithID("run-1"))
+	run, err := budget.New(budget.Limits{ToolCalls: 4}, "run-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

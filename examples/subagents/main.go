@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -183,7 +184,7 @@ func play(ctx context.Context, w io.Writer, sc scenario) error {
 	var waits []time.Duration
 	opts := []orchestrator.Option{
 		orchestrator.WithKernel(k), orchestrator.WithRepair(3),
-		orchestrator.WithBudget(runLimits), orchestrator.WithLoopGuard(),
+		orchestrator.WithBudget(runLimits), orchestrator.WithLoopGuard(0, 0),
 		orchestrator.WithWait(func(ctx context.Context, d time.Duration) error {
 			waits = append(waits, d) // recorded, not slept: the example is instant
 			return ctx.Err()
@@ -221,7 +222,7 @@ func report(w io.Writer, res orchestrator.Summary) {
 		line := fmt.Sprintf("  step      r%d %s#%d", st.Round, st.WorkerID, st.Attempt)
 		if st.Trajectory != "" {
 			line += "  " + st.Trajectory
-			if st.GrantEnd == failure.GrantOpen {
+			if st.GrantEnd == "" {
 				line += " …"
 			}
 		}
@@ -243,7 +244,7 @@ func report(w io.Writer, res orchestrator.Summary) {
 	if st := res.Stop; st != nil {
 		switch {
 		case st.Reason != nil && st.Reason.Code == budget.CodeBudgetExceeded:
-			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Reason.Code, st.Reason.Budget, st.Reason.Run,
+			fmt.Fprintf(w, "  stop      %s: %s of run %s, %v of %v used (%s)\n", st.Reason.Code, st.Reason.Resource, st.Reason.Run,
 				st.Reason.Used, st.Reason.Limit, st.Reason.Hint)
 		case st.Reason != nil:
 			fmt.Fprintf(w, "  stop      %s: %s (%s)\n", st.Reason.Code, st.Reason.Loop, st.Reason.Hint)
@@ -285,9 +286,10 @@ func printRepair(w io.Writer, r orchestrator.Repair) {
 
 // stepFailure names what a failed step reported.
 func stepFailure(err *orchestrator.Error) string {
-	if r, ok := budget.ReasonOf(err); ok {
+	var r *budget.Refusal
+	if errors.As(err, &r) {
 		if r.Code == budget.CodeBudgetExceeded {
-			return string(r.Code) + " " + string(r.Budget)
+			return string(r.Code) + " " + string(r.Resource)
 		}
 		return string(r.Code) + " " + string(r.Loop)
 	}

@@ -25,7 +25,7 @@ import (
 // each limit, its pressure) and how long it has waited since when; a call
 // no budget applied to says so.
 func TestInboxBudget(t *testing.T) {
-	run, err := budget.New(budget.Limits{ToolCalls: 10, Tokens: 5000}, budget.WithID("run-desk"))
+	run, err := budget.New(budget.Limits{ToolCalls: 10, Tokens: 5000}, "run-desk", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

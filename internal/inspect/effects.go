@@ -33,15 +33,15 @@ type PendingApproval struct {
 	Digest string `json:"digest,omitempty"`
 	// Budget is the budget the call was checked against when it was
 	// decided, as its decision record carries it (the snapshot the gate
-	// took: [budget.KeyBudget]); nil when no budget applied.
+	// took: under "budget"); nil when no budget applied.
 	Budget *budget.Snapshot `json:"budget,omitempty"`
 }
 
 // budgetOf reads the budget snapshot a decision record's context carries
-// under [budget.KeyBudget]; nil when it carries none or one that does not
+// under "budget"; nil when it carries none or one that does not
 // read as a snapshot.
 func budgetOf(d audit.Entry) *budget.Snapshot {
-	m, ok := d.Context[budget.KeyBudget].(map[string]any)
+	m, ok := d.Context["budget"].(map[string]any)
 	if !ok {
 		return nil
 	}

@@ -77,7 +77,7 @@ func scriptedStore(t *testing.T) store.Store {
 		t.Fatal(err)
 	}
 	k := g.Kernel()
-	guard, err := budget.NewGuard(budget.MaxIdentical(1))
+	guard, err := budget.NewGuard(1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

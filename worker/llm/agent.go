@@ -146,7 +146,7 @@ type Task struct {
 	// it; before each model call the agent charges the tokens the earlier
 	// calls used and admits the next call (holding TokenEstimate tokens
 	// until its usage is known), and a refusal stops the run before the
-	// call is sent, with an error holding the *budget.Exceeded. Every tool
+	// call is sent, with an error holding the *budget.Refusal. Every tool
 	// call is charged to it at the gate, besides the gate's own budget
 	// (toolgate.Config.Budget): the two compose, neither replaces the other.
 	Budget *budget.Run
@@ -200,7 +200,7 @@ type AgentResult struct {
 	// the compiled contexts the model was shown, one per round in order;
 	// nil without one.
 	Contexts []string
-	// GrantEnd is how the task's grant ended: failure.GrantOpen without a
+	// GrantEnd is how the task's grant ended: "" without a
 	// grant, or while turns were left.
 	GrantEnd failure.GrantEnd
 

@@ -19,7 +19,7 @@ import (
 
 func newBudget(t *testing.T, l budget.Limits) *budget.Run {
 	t.Helper()
-	r, err := budget.New(l, budget.WithID("run-1"))
+	r, err := budget.New(l, "run-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +52,8 @@ func TestAgentTokenBudgetStopsBeforeTheModelCall(t *testing.T) {
 			task := refundTask
 			task.Budget, task.TokenEstimate = run, tc.estimate
 			res, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task)
-			r, ok := budget.ReasonOf(err)
-			if !ok || r.Code != budget.CodeBudgetExceeded || r.Budget != budget.Tokens {
+			r, ok := refusalOf(err)
+			if !ok || r.Code != budget.CodeBudgetExceeded || r.Resource != budget.Tokens {
 				t.Fatalf("err = %v, want BUDGET_EXCEEDED on tokens", err)
 			}
 			if n := len(f.requests()); n != tc.requests || res.Usage.ModelCalls != tc.requests {
@@ -74,7 +74,7 @@ func TestAgentModelCallBudgetChargesTheLastCall(t *testing.T) {
 	task := refundTask
 	task.Budget = run
 	_, err := agent(t, client(t, f, nil), &recGate{}).Run(context.Background(), task)
-	if r, ok := budget.ReasonOf(err); !ok || r.Budget != budget.ModelCalls {
+	if r, ok := refusalOf(err); !ok || r.Resource != budget.ModelCalls {
 		t.Fatalf("err = %v, want model_calls exceeded", err)
 	}
 	// The one call's tokens were charged when the run ended.
@@ -102,7 +102,7 @@ func TestAgentPassesItsBudgetToTheGate(t *testing.T) {
 		return answer("done")
 	})
 	run := newBudget(t, budget.Limits{ToolCalls: 5})
-	guard, _ := budget.NewGuard()
+	guard, _ := budget.NewGuard(0, 0)
 	g := &recGate{}
 	task := refundTask
 	task.Budget, task.Guard = run, guard
@@ -157,7 +157,7 @@ func TestAttackAgentBudgetComposes(t *testing.T) {
 		return answer("done")
 	})
 	run := newBudget(t, budget.Limits{ToolCalls: 3})
-	guard, _ := budget.NewGuard()
+	guard, _ := budget.NewGuard(0, 0)
 	task := refundTask
 	task.Intent, task.Guard = "", guard
 	res, err := agent(t, client(t, f, nil), searchGate(t, &toolgate.Budget{Run: run})).Run(context.Background(), task)
@@ -190,7 +190,7 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 		}
 		return answer("refunds take 5 days")
 	})
-	guard, _ := budget.NewGuard()
+	guard, _ := budget.NewGuard(0, 0)
 	task := refundTask
 	task.Intent, task.Guard = "", guard
 	res, err := agent(t, client(t, f, nil), searchGate(t, nil)).Run(context.Background(), task)
@@ -209,7 +209,7 @@ func TestAgentLoopGuardReachesTheModel(t *testing.T) {
 	if !strings.Contains(got, `"code":"LOOP_DETECTED"`) || !strings.Contains(got, "already made") {
 		t.Errorf("the model read %s", got)
 	}
-	if tr := res.Trajectory; len(tr) != 3 || !tr[0].OK || tr[2].OK || tr[2].Category != failure.Duplicate {
+	if tr := res.Trajectory; len(tr) != 3 || tr[0].Status != "" || tr[2].Status == "" || tr[2].Category != failure.Category("duplicate") {
 		t.Errorf("trajectory %+v", tr)
 	}
 }
@@ -232,14 +232,14 @@ func failedWith(st failure.ExecStatus) toolgate.Result {
 
 func TestAgentLeaseYieldsOnBlockingFailures(t *testing.T) {
 	blocking := map[failure.Category]failure.ExecStatus{
-		failure.AuthError:       failure.StatusAuthExpired,
-		failure.EndpointUnknown: failure.StatusEndpointUnknown,
-		failure.NotFound:        failure.StatusNotFound,
-		failure.RateLimit:       failure.StatusRateLimited,
-		failure.Network:         failure.StatusNetwork,
-		failure.ProviderDown:    failure.StatusProviderDown,
-		failure.Duplicate:       failure.StatusDuplicate,
-		failure.Unknown:         failure.StatusUnknown,
+		failure.Category("auth_error"):       failure.StatusAuthExpired,
+		failure.Category("endpoint_unknown"): failure.StatusEndpointUnknown,
+		failure.Category("not_found"):        failure.StatusNotFound,
+		failure.Category("rate_limit"):       failure.StatusRateLimited,
+		failure.Category("network"):          failure.StatusNetwork,
+		failure.Category("provider_down"):    failure.StatusProviderDown,
+		failure.Category("duplicate"):        failure.StatusDuplicate,
+		failure.Category("unknown"):          failure.StatusUnknown,
 	}
 	for cat, st := range blocking {
 		t.Run(string(cat), func(t *testing.T) {
@@ -299,7 +299,7 @@ func TestAgentLeaseContinuesOnSkillFailures(t *testing.T) {
 			task := refundTask
 			task.Grant = failure.NewGrant(5)
 			res, err := agent(t, client(t, f, nil), g).Run(context.Background(), task)
-			if err != nil || res.Answer != "fixed" || res.GrantEnd != failure.GrantOpen {
+			if err != nil || res.Answer != "fixed" || res.GrantEnd != failure.GrantEnd("") {
 				t.Fatalf("%v %q %q", err, res.Answer, res.GrantEnd)
 			}
 			if got := task.Grant.String(); !strings.HasPrefix(got, "T1(run_tests) × ") || !strings.HasSuffix(got, "T3(run_tests) ✓") {
@@ -344,4 +344,14 @@ func TestAgentLeaseSpent(t *testing.T) {
 	if err != nil || len(g.got()) != 1 || res.Answer != "done" {
 		t.Errorf("grant of one: %v, %d gate calls, answer %q", err, len(g.got()), res.Answer)
 	}
+}
+
+// refusalOf returns the budget's refusal in err's chain.
+func refusalOf(err error) (*budget.Refusal, bool) {
+	var rf *budget.Refusal
+	ok := errors.As(err, &rf)
+	if !ok {
+		rf = &budget.Refusal{}
+	}
+	return rf, ok
 }

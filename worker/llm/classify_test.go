@@ -11,7 +11,7 @@ import (
 	"github.com/blackboardkernel/bk/worker/llm"
 )
 
-var _ failure.HTTPStatusError = (*llm.EndpointError)(nil)
+var _ interface{ HTTPStatus() int } = (*llm.EndpointError)(nil) // what failure.Classify reads
 
 // Real HTTP failures from a server, typed exactly: by the status when one
 // came, by the cause when none did, never by the legacy text matcher.

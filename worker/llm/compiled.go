@@ -86,8 +86,8 @@ func progress(res *AgentResult) []pack.Step {
 		ok := true
 		if i < len(res.Trajectory) {
 			e := res.Trajectory[i]
-			ok = e.OK
-			if !e.OK {
+			ok = e.Status == ""
+			if !ok {
 				note += " (" + string(e.Status) + ", " + string(e.Category) + ")"
 			}
 		}

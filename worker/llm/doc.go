@@ -98,7 +98,7 @@
 // agent charges the tokens the earlier calls reported and admits the next
 // call, and a spent budget (tokens, model calls, cost, deadline) stops
 // the run before the request is sent, with an error holding the
-// *budget.Exceeded. Tool calls carry the budget and the guard to the gate,
+// *budget.Refusal. Tool calls carry the budget and the guard to the gate,
 // which checks them before anything else; its refusal (BUDGET_EXCEEDED,
 // LOOP_DETECTED, with the reason's hint) reaches the model as the tool's
 // result.

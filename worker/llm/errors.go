@@ -72,7 +72,7 @@ func (e *EndpointError) Error() string {
 func (e *EndpointError) Unwrap() []error { return []error{ErrEndpoint, e.err} }
 
 // HTTPStatus returns the last HTTP status, 0 when no response arrived. It
-// makes an EndpointError a failure.HTTPStatusError, so failure.Classify
+// is the method failure.Classify looks for in an error chain, so it
 // types a failed model call by its status (401 auth_error, 429
 // rate_limit, 503 provider_down, ...) and, without one, by its cause (a
 // refused connection or a timeout is network).

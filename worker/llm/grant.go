@@ -14,7 +14,7 @@ import (
 // the worker cannot repair within its grant ([Task.Grant]): at once, with
 // the failure in hand for the orchestrator. It wraps [ErrGrantEnded] and
 // the failure, so failure.Classify returns the failure as it is, and
-// budget.ReasonOf finds the budget's reason behind a BUDGET_EXCEEDED or
+// errors.As finds the *budget.Refusal behind a BUDGET_EXCEEDED or
 // LOOP_DETECTED refusal. How the grant ended and its trajectory are in the
 // run's [AgentResult] too.
 type grantEnded struct {
@@ -52,7 +52,7 @@ func newTaskRuntime(t Task) *taskRuntime {
 // toolsAllowed reports whether the model may still call tools: always
 // without a grant, while the grant is open with one.
 func (rt *taskRuntime) toolsAllowed() bool {
-	return rt.t.Grant == nil || rt.t.Grant.End() == failure.GrantOpen
+	return rt.t.Grant == nil || rt.t.Grant.End() == ""
 }
 
 // beforeModelCall begins a new turn of the budget, charges what the
@@ -73,7 +73,7 @@ func (rt *taskRuntime) gateBudget() *toolgate.Budget { return rt.gate }
 // when the call's failure makes the grant yield.
 func (rt *taskRuntime) turn(res *AgentResult, tool string, r toolgate.Result) error {
 	f, failed := r.Failure()
-	e := failure.TrajectoryEntry{Turn: len(res.Trajectory) + 1, Tool: tool, OK: !failed}
+	e := failure.TrajectoryEntry{Tool: tool}
 	if failed {
 		e.Status, e.Category = f.Status(), f.Category()
 	}

@@ -95,7 +95,7 @@ func newDesk(t *testing.T, s store.Store) *desk {
 				return blackboard.Payload{"refund_id": "re_" + inv.TraceID}, nil
 			}},
 	}
-	run, err := budget.New(budget.Limits{ToolCalls: 40, Tokens: 100_000}, budget.WithID(deskRun))
+	run, err := budget.New(budget.Limits{ToolCalls: 40, Tokens: 100_000}, deskRun, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
