@@ -2,6 +2,7 @@ package budget_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,9 +30,10 @@ func Example() {
 			err = guard.Call(tool, digest)
 		}
 		if err == nil {
-			err = run.ToolCall()
+			err = run.Allow(budget.ToolCalls, 1)
 		}
-		if reason, refused := budget.ReasonOf(err); refused {
+		var reason *budget.Refusal
+		if errors.As(err, &reason) {
 			fmt.Printf("%s refused: %s (%s)\n", tool, reason.Code, reason.Hint)
 			return
 		}
@@ -70,7 +72,7 @@ func ExampleRun_Sub() {
 		panic(err)
 	}
 	for i := 1; i <= 4; i++ {
-		if err := lane.ModelCall(); err != nil {
+		if err := lane.Allow(budget.ModelCalls, 1); err != nil {
 			fmt.Println(i, err)
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
@@ -104,15 +105,19 @@ func ExampleNew() {
 
 // A condition compares numbers by value whatever their type, and a type
 // mismatch or a missing field simply does not hold.
-func ExampleCondition_Holds() {
+func TestConditionHoldsByValue(t *testing.T) {
 	c := sim.Condition{Kind: "temperature", Field: "value", Op: "gt", Value: 90}
-	fmt.Println(c.Holds(blackboard.Payload{"value": 108.0}))
-	fmt.Println(c.Holds(blackboard.Payload{"value": int64(87)}))
-	fmt.Println(c.Holds(blackboard.Payload{"value": "108"}))
-	fmt.Println(c.Holds(blackboard.Payload{"unit": "C"}))
-	// Output:
-	// true
-	// false
-	// false
-	// false
+	for _, tc := range []struct {
+		p    blackboard.Payload
+		want bool
+	}{
+		{blackboard.Payload{"value": 108.0}, true},
+		{blackboard.Payload{"value": int64(87)}, false},
+		{blackboard.Payload{"value": "108"}, false},
+		{blackboard.Payload{"unit": "C"}, false},
+	} {
+		if got := c.Holds(tc.p); got != tc.want {
+			t.Errorf("Holds(%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
 }
