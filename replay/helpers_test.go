@@ -95,7 +95,7 @@ func deskTraces(t *testing.T, s store.Store) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !toolgate.IsPolicyTrace(tr.TraceID) {
+		if !audit.IsPolicyTrace(tr.TraceID) {
 			out = append(out, tr.TraceID)
 		}
 	}

@@ -24,7 +24,7 @@ type config struct {
 
 type toolChange struct {
 	name   string
-	change func(*toolgate.ToolPolicy)
+	change func(*toolgate.Tool)
 }
 
 // WithRules replays under these rules: each replaces the recorded rule of
@@ -47,7 +47,7 @@ func WithConstraint(cs ...kernel.Constraint) Option {
 // replay: change is given the tool's [toolgate.ToolPolicy] (its approval
 // rule, once-key, bindings, ...) to modify in place. A name the policy
 // does not hold makes [Trace] fail with [ErrInvalidOption].
-func WithTool(name string, change func(*toolgate.ToolPolicy)) Option {
+func WithTool(name string, change func(*toolgate.Tool)) Option {
 	return func(c *config) { c.tools = append(c.tools, toolChange{name, change}) }
 }
 

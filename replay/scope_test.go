@@ -66,7 +66,7 @@ func TestScopedRequestReplayed(t *testing.T) {
 	if codes[toolgate.CodeOutOfScope] != 1 || codes[toolgate.CodeEffectSucceeded] != 3 {
 		t.Fatalf("replayed codes %v, want one OUT_OF_SCOPE and three EFFECT_SUCCEEDED", codes)
 	}
-	waived, err := replay.Trace(ctx, s, "shop", "r", replay.WithTool("charge", func(tp *toolgate.ToolPolicy) { tp.Scope, tp.Unscoped = nil, true }))
+	waived, err := replay.Trace(ctx, s, "shop", "r", replay.WithTool("charge", func(tp *toolgate.Tool) { tp.Scope, tp.Unscoped = nil, true }))
 	if err != nil {
 		t.Fatal(err)
 	}

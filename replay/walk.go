@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -45,7 +46,7 @@ type replayer struct {
 	nowMS    int64
 	gates    map[string]*toolgate.Gate // by recorded policy hash
 	k        *kernel.Kernel            // the first gate's, for the records no gate writes
-	policies map[string]toolgate.Policy
+	policies map[string]snapshot.Policy
 
 	// The walk's state.
 	step       int
@@ -83,7 +84,7 @@ type item struct {
 func newReplayer(src store.Store, ns, trace string, cfg *config) *replayer {
 	return &replayer{src: src, ns: ns, trace: trace, cfg: cfg,
 		results: map[string]blackboard.Record{}, commits: map[string]blackboard.Record{},
-		store: &capture{Store: memstore.New()}, gates: map[string]*toolgate.Gate{}, policies: map[string]toolgate.Policy{},
+		store: &capture{Store: memstore.New()}, gates: map[string]*toolgate.Gate{}, policies: map[string]snapshot.Policy{},
 		callSteps: map[int]bool{}, callers: map[string]int64{}, called: map[string]int64{}, actions: map[string]string{}, back: map[string]string{},
 		actionGate: map[string]*toolgate.Gate{}, ids: map[string]string{}, notes: map[string]bool{}}
 }
@@ -207,13 +208,13 @@ func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindApproval && p.Role == blackboard.RoleApprover:
 		r.nowMS = p.TimestampMS
 		return r.approval(ctx, rec)
-	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindControls && p.Role == blackboard.RoleKernel:
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindControls && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		return r.restrict(ctx, rec)
-	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindRequest && p.Role == blackboard.RoleKernel:
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindRequest && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		return r.request(ctx, rec)
-	case rec.Slot == blackboard.Evidence && rec.Kind == toolgate.KindCompiledContext && p.Role == blackboard.RoleKernel:
+	case rec.Slot == blackboard.Evidence && rec.Kind == audit.KindCompiledContext && p.Role == blackboard.RoleKernel:
 		r.nowMS = p.TimestampMS
 		out, err := r.k.Governor().Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
 			TraceID: r.trace, Slot: blackboard.Evidence, Kind: rec.Kind, Payload: rec.Payload.Clone(), InputRefs: r.refs(ctx, rec.ID, p.InputRefs)}})

@@ -215,7 +215,7 @@ func TestAttackApprovalOutlivesItsEvidence(t *testing.T) {
 				if n := len(d.invocations("issue_refund")); n != 0 {
 					t.Errorf("the effect ran %d times on evidence that no longer holds", n)
 				}
-				for _, r := range d.kinds(blackboard.Percepts, KindAttempt) {
+				for _, r := range d.kinds(blackboard.Percepts, audit.KindAttempt) {
 					if effectOf(r).ActionID == wait.ActionID {
 						t.Errorf("attempt %s started", r.ID)
 					}

@@ -2,7 +2,6 @@ package toolgate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -446,7 +445,7 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 // its tool's result kind, a belief with a spec on the spec's kinds.
 //
 // New then records the gate's policy snapshot ([Gate.Policy]: evidence of
-// kind [KindPolicy] in the namespace's [PolicyTrace]) unless a gate
+// kind [audit.KindPolicy] in the namespace's [PolicyTrace]) unless a gate
 // recorded the same hash in the namespace before, and fails, closing the
 // kernel, when it cannot: a gate whose policy is not on record decides
 // nothing. A gate without tools decides no call and records no snapshot.
@@ -469,11 +468,8 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 	if g.mask != nil {
 		g.mask.namespace = k.Namespace() // a keyring's keys are the namespace's own
 	}
-	p := g.x.snapshot(cfg)
-	if g.policyJSON, err = json.Marshal(p); err != nil {
-		return nil, errors.Join(fmt.Errorf("%w: policy snapshot: %v", ErrInvalidConfig, err), k.Close())
-	}
-	g.policyHash = p.Hash()
+	pol := g.x.snapshot(cfg).Encode()
+	g.policyJSON, g.policyHash = pol.JSON, pol.Hash
 	g.policyValue = g.policyHash
 	// Fail closed: a gate whose policy is not on record decides nothing.
 	// A gate without tools (an approver's, bk approve's) decides no call

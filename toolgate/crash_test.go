@@ -551,7 +551,7 @@ func checkCrashRun(t *testing.T, dir string, seed int64, effects int, st *crashS
 				actions = append(actions, r)
 			case r.Slot == blackboard.Actions && r.Mode == blackboard.ModePropose && r.Status == blackboard.StatusInvalidated && r.Reason != blackboard.CodeSupersededByCommit:
 				refused = append(refused, r)
-			case r.Kind != toolgate.KindAttempt && isEffect(r):
+			case r.Kind != audit.KindAttempt && isEffect(r):
 				results = append(results, r)
 			}
 		}

@@ -197,7 +197,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 				}
 				rec = d
 			}
-			if rec.Code != CodeDerivationFailed || rec.Kind != "refund_due" || rec.ID != dv.DecisionID || rec.Context[keyPolicy] != g.PolicyHash() {
+			if rec.Code != CodeDerivationFailed || rec.Kind != "refund_due" || rec.ID != dv.DecisionID || rec.Context[keyPolicy] != g.Policy().Hash {
 				t.Errorf("decision record %+v", rec)
 			}
 			if r := callGate(t, g, "t", "issue_refund", `{"order_id":"A1","amount":1}`); r.Outcome != audit.OutcomeRefused || *refunds != 0 {

@@ -61,14 +61,14 @@ func (x *executor) result(ctx context.Context, j *job, rec blackboard.Record, de
 		return res, err
 	}
 	switch rec.Kind {
-	case KindEscalated:
+	case audit.KindEscalated:
 		res.Outcome = audit.OutcomeRefused
 		res.RootCause = kernel.Cause{Code: res.Code, Record: eff.Approval, Detail: eff.Note}
 		res.Hint = x.hint(ctx, j.e, res.Code, res.RootCause, "")
 		if res.FallbackID, err = x.ensureFallback(ctx, j, res.Code); err != nil {
 			return res, err
 		}
-	case KindFailed:
+	case audit.KindFailed:
 		res.Outcome = audit.OutcomeFailed
 		res.RootCause = kernel.Cause{Code: res.Code, Record: rec.ID, Detail: eff.Error}
 		if eff.ExecutionStatus != "" {

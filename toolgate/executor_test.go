@@ -35,7 +35,7 @@ func (d *desk) committed(trace, order string, amount float64) *job {
 // attempts returns the attempt percepts of an action, oldest first.
 func (d *desk) attempts(actionID string) []blackboard.Record {
 	var out []blackboard.Record
-	for _, r := range d.kinds(blackboard.Percepts, KindAttempt) {
+	for _, r := range d.kinds(blackboard.Percepts, audit.KindAttempt) {
 		if effectOf(r).ActionID == actionID {
 			out = append(out, r)
 		}
@@ -100,7 +100,7 @@ func TestRetriesExhausted(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 3 {
 			t.Errorf("%d calls, want the 3 the policy allows", n)
 		}
-		if len(d.kinds(blackboard.Percepts, "refund")) != 0 || len(d.kinds(blackboard.Percepts, KindFailed)) != 1 {
+		if len(d.kinds(blackboard.Percepts, "refund")) != 0 || len(d.kinds(blackboard.Percepts, audit.KindFailed)) != 1 {
 			t.Error("a failure must be recorded as effect_failed, not as a refund")
 		}
 		recs := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeFailed})

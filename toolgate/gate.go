@@ -13,22 +13,6 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// Percept kinds the gate writes, besides each tool's result kind.
-const (
-	// KindAttempt is the percept an executor writes before it starts an
-	// effect (persist before act).
-	KindAttempt = "effect_attempt"
-	// KindFailed records an effect that failed for good, or a committed
-	// action refused for good when it was to run (status refused: its
-	// caller lost the tool, say). A failure is no observation of what the
-	// tool looks at, so it is not recorded under the tool's result kind
-	// and never replaces the last good result.
-	KindFailed = "effect_failed"
-	// KindEscalated records an action that will not run because its
-	// approval was denied or expired; the safe fallback follows it.
-	KindEscalated = "effect_escalated"
-)
-
 // GateWriter is the planner writer the gate submits safe fallbacks with.
 const GateWriter = "toolgate"
 

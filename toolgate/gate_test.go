@@ -378,7 +378,7 @@ func TestNewChecks(t *testing.T) {
 		{"schema not an object", Config{Tools: []Tool{withParams(lookup, `{"type":"array"}`)}}, ErrInvalidTool},
 		{"unknown property type", Config{Tools: []Tool{withParams(lookup, `{"type":"object","properties":{"x":{"type":"float"}}}`)}}, ErrInvalidTool},
 		{"undeclared required", Config{Tools: []Tool{withParams(lookup, `{"type":"object","required":["x"]}`)}}, ErrInvalidTool},
-		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: KindAttempt, Effect: effect}}}, ErrInvalidTool},
+		{"reserved result kind", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Result: audit.KindAttempt, Effect: effect}}}, ErrInvalidTool},
 		{"bad retry", Config{Tools: []Tool{{Unscoped: true, Name: "lookup_order", Effect: effect, Retry: RetryPolicy{MaxAttempts: -1}}}}, ErrInvalidTool},
 		{"bad once-key", Config{Tools: []Tool{withOnce(refund, &kernel.OnceKey{})}}, ErrInvalidTool},
 		{"caller lists an unknown tool", Config{Tools: []Tool{lookup}, Contracts: []Contract{{"support", []string{"issue_refund"}}}}, ErrInvalidConfig},

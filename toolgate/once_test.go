@@ -112,7 +112,7 @@ func TestRecoverRetiresAfterACrash(t *testing.T) {
 				if how == "escalated" {
 					_, err = d.g.x.writeEscalation(d.ctx, j, CodeApprovalDenied, denial)
 				} else {
-					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: KindFailed,
+					_, err = j.e.handle.Write(d.ctx, kernel.Entry{TraceID: j.trace, Slot: blackboard.Percepts, Kind: audit.KindFailed,
 						Payload: payload(j.effect(audit.StatusRefused, 0, CodeToolNotPermitted)), InputRefs: []string{j.act.ID}, OnceKeys: []string{j.resultKey()}}, nil)
 				}
 				if err != nil {

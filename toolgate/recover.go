@@ -138,7 +138,7 @@ func (x *executor) recoverFallback(ctx context.Context, j *job, resultID string)
 		// once-key held: retire it now (see retire).
 		err = x.retire(ctx, j, rec)
 	}
-	if err != nil || rec.Kind != KindEscalated {
+	if err != nil || rec.Kind != audit.KindEscalated {
 		return Result{}, false, err
 	}
 	if _, proposed, err := x.fallbackOf(ctx, j); err != nil || proposed {

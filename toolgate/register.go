@@ -28,7 +28,7 @@ func register(g *Gate, t Tool) (*entry, error) {
 		return nil, bad("Action", "action type %q is another tool's", t.action())
 	}
 	switch rk := t.resultKind(); rk {
-	case KindAttempt, KindFailed, KindEscalated, audit.Kind, audit.KindApproval:
+	case audit.KindAttempt, audit.KindFailed, audit.KindEscalated, audit.Kind, audit.KindApproval:
 		return nil, bad("Result", "result kind %q is reserved", rk)
 	}
 	if slices.Contains(t.Requires, "") {

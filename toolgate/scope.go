@@ -10,15 +10,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 )
-
-// KindRequest is the evidence kind of the record [Gate.RecordRequest]
-// writes: payload {"principal": the principal, "resources": {type:
-// [ids]}, "policy": the gate's policy hash}, written with the kernel's
-// role, at most one per trace (it claims the trace's request once-key).
-const KindRequest = "request"
 
 // ScopePrincipal is the resource type a [Tool.Scope] names to tie an
 // argument to the request's principal itself (a customer_id argument
@@ -131,7 +126,7 @@ func (r Request) payload(policy string) blackboard.Payload {
 // requestOfRecord reads a request record; ok is false when rec is not
 // one the gate wrote, or holds no request.
 func requestOfRecord(rec blackboard.Record) (Request, bool) {
-	if rec.Slot != blackboard.Evidence || rec.Kind != KindRequest || rec.Provenance.Role != blackboard.RoleKernel {
+	if rec.Slot != blackboard.Evidence || rec.Kind != audit.KindRequest || rec.Provenance.Role != blackboard.RoleKernel {
 		return Request{}, false
 	}
 	p, ok := rec.Payload.String("principal")
@@ -197,7 +192,7 @@ func (x *executor) recordRequest(ctx context.Context, traceID string, r Request)
 			keys = nil
 		}
 		_, err = x.planner.gov.Append(ctx, kernel.Follow{Role: blackboard.RoleKernel, Entry: kernel.Entry{
-			TraceID: traceID, Slot: blackboard.Evidence, Kind: KindRequest, OnceKeys: keys, Payload: r.payload(x.g.policyHash)}})
+			TraceID: traceID, Slot: blackboard.Evidence, Kind: audit.KindRequest, OnceKeys: keys, Payload: r.payload(x.g.policyHash)}})
 		if !errors.Is(err, blackboard.ErrDuplicateKey) {
 			return err
 		}
@@ -216,7 +211,7 @@ func (x *executor) requestOf(ctx context.Context, traceID string) (Request, stri
 	)
 	if !requestOnce() {
 		// Without the once-key, the latest request record of the trace.
-		rec, err = x.reader.Find(ctx, traceID, blackboard.Evidence, KindRequest)
+		rec, err = x.reader.Find(ctx, traceID, blackboard.Evidence, audit.KindRequest)
 	} else {
 		var id string
 		if id, err = x.gov.ClaimedBy(ctx, requestKey(traceID)); err == nil {
@@ -331,16 +326,16 @@ func (v scopeValidator) Validate(_ context.Context, c kernel.Candidate) kernel.V
 	if e == nil || len(e.Scope) == 0 {
 		return kernel.Verdict{}
 	}
-	rec, ok := c.Committed(blackboard.Evidence, KindRequest)
+	rec, ok := c.Committed(blackboard.Evidence, audit.KindRequest)
 	var r Request
 	if ok {
 		if r, ok = requestOfRecord(rec); !ok {
-			return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest,
+			return kernel.Verdict{Code: CodeOutOfScope, Rule: audit.KindRequest,
 				Detail: "the trace's latest request record " + rec.ID + " was not written by the gate"}
 		}
 	}
 	if d := e.scopeFailure(c.Payload(), r, ok); d != "" {
-		return kernel.Verdict{Code: CodeOutOfScope, Rule: KindRequest, Detail: d}
+		return kernel.Verdict{Code: CodeOutOfScope, Rule: audit.KindRequest, Detail: d}
 	}
 	return kernel.Verdict{}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/store"
 	"github.com/blackboardkernel/bk/store/memstore"
@@ -214,7 +215,7 @@ func TestAttackRequestReplaced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Kind == toolgate.KindRequest {
+		if rec.Kind == audit.KindRequest {
 			n++
 		}
 	}
@@ -261,17 +262,21 @@ func TestRequestRecordShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Kind == toolgate.KindRequest {
+		if rec.Kind == audit.KindRequest {
 			req = rec
 		}
 	}
 	res, _ := req.Payload["resources"].(map[string]any)
 	if req.Slot != blackboard.Evidence || req.Provenance.Role != blackboard.RoleKernel || req.Payload["principal"] != "cust_3" ||
-		len(res) != 2 || len(res["order"].([]any)) != 1 || req.Payload["policy"] != d.g.PolicyHash() {
+		len(res) != 2 || len(res["order"].([]any)) != 1 || req.Payload["policy"] != d.g.Policy().Hash {
 		t.Fatalf("request record %+v", req)
 	}
 	var scope map[string]string
-	for _, tp := range d.g.Policy().Tools {
+	snap, err := snapshot.Decode(d.g.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range snap.Tools {
 		if tp.Name == "issue_refund" {
 			scope = tp.Scope
 		}

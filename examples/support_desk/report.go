@@ -308,7 +308,7 @@ func (r *reporter) ledger() error {
 			if err != nil {
 				return err
 			}
-			if e, ok := audit.EffectOf(rec); ok && rec.Kind != toolgate.KindAttempt && e.ActionID == f.action {
+			if e, ok := audit.EffectOf(rec); ok && rec.Kind != audit.KindAttempt && e.ActionID == f.action {
 				results = append(results, rec)
 			}
 		}
@@ -338,7 +338,7 @@ func (r *reporter) ledger() error {
 			if len(pays) != 1 || pays[0].ID != res.Payload["refund_id"] || pays[0].Amount != amount {
 				bad("%s: result %s names %v, the ledger has %d payments under its key", f.action, res.ID, res.Payload["refund_id"], len(pays))
 			}
-		case toolgate.KindEscalated:
+		case audit.KindEscalated:
 			fmt.Fprintf(r.out, "%s not run: %v by %v, %d payments\n", line, e.Code, e.Approver, len(pays))
 			if len(pays) != 0 {
 				bad("%s was denied but paid", f.action)

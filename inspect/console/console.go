@@ -21,6 +21,7 @@ import (
 	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/inspect"
+	"github.com/blackboardkernel/bk/internal/snapshot"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/rules"
 	"github.com/blackboardkernel/bk/store"
@@ -304,20 +305,24 @@ func (c *Console) checks(ctx context.Context, p inspect.PendingApproval) (constr
 
 // policyRules lists the rules on actionType and the bindings of tool in
 // the policy snapshot whose hash is hash, read from the store's
-// namespace's [toolgate.PolicyTrace] (a few records: one per policy it ran
-// under). A snapshot that does not read as recorded ([toolgate.PolicyOf]) is
+// namespace's [audit.PolicyTrace] (a few records: one per policy it ran
+// under). A snapshot that does not read as recorded ([audit.PolicyOf]) is
 // not shown.
 func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, tool string) ([]string, error) {
 	if hash == "" {
 		return nil, nil
 	}
-	for r, err := range c.s.ListTrace(ctx, namespace, toolgate.PolicyTrace(namespace)) {
+	for r, err := range c.s.ListTrace(ctx, namespace, audit.PolicyTrace(namespace)) {
 		if err != nil {
 			return nil, err
 		}
-		pol, h, err := toolgate.PolicyOf(r)
-		if h != hash || errors.Is(err, toolgate.ErrPolicyRecord) {
+		ap, err := audit.PolicyOf(r)
+		if ap.Hash != hash || errors.Is(err, audit.ErrPolicyRecord) {
 			continue
+		}
+		var pol snapshot.Policy
+		if err == nil {
+			pol, err = snapshot.Decode(ap)
 		}
 		if err != nil {
 			return nil, nil // not what was in force: nothing to show
@@ -333,7 +338,7 @@ func (c *Console) policyRules(ctx context.Context, namespace, hash, actionType, 
 				continue
 			}
 			for _, bd := range t.Bindings {
-				out = append(out, fmt.Sprintf("binding: %s %s %s.%s", bd.Arg, cmp.Or(string(bd.Op), string(toolgate.Equal)), bd.Percept, cmp.Or(bd.Field, bd.Arg)))
+				out = append(out, fmt.Sprintf("binding: %s %s %s.%s", bd.Arg, cmp.Or(bd.Op, string(toolgate.Equal)), bd.Percept, cmp.Or(bd.Field, bd.Arg)))
 			}
 		}
 		return out, nil

@@ -9,7 +9,6 @@ import (
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/canon"
 	"github.com/blackboardkernel/bk/pack"
-	"github.com/blackboardkernel/bk/toolgate"
 )
 
 // Shown is the compiled context a model was shown when it made a call:
@@ -119,7 +118,7 @@ func recordedFault(r *blackboard.Record) string {
 	switch {
 	case r == nil:
 		return "no record of this trace"
-	case r.Slot != blackboard.Evidence || r.Kind != toolgate.KindCompiledContext:
+	case r.Slot != blackboard.Evidence || r.Kind != audit.KindCompiledContext:
 		return "a " + r.Slot.String() + " record of kind " + r.Kind + ", not a compiled context"
 	case r.Provenance.Role != blackboard.RoleKernel:
 		return "not written by the kernel"

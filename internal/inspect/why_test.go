@@ -277,7 +277,7 @@ func TestTraceOutcome(t *testing.T) {
 }
 
 // withoutPolicy drops the trace the gate records its policy snapshot in
-// (toolgate.PolicyTrace): no call's.
+// (audit.PolicyTrace): no call's.
 func withoutPolicy(rows []inspect.TraceRow) []inspect.TraceRow {
-	return slices.DeleteFunc(rows, func(r inspect.TraceRow) bool { return toolgate.IsPolicyTrace(r.TraceID) })
+	return slices.DeleteFunc(rows, func(r inspect.TraceRow) bool { return audit.IsPolicyTrace(r.TraceID) })
 }

@@ -70,7 +70,7 @@ func recordedPack(t *testing.T, g *toolgate.Gate, id string) blackboard.Record {
 	if err != nil {
 		t.Fatalf("compiled context %s: %v", id, err)
 	}
-	if rec.Slot != blackboard.Evidence || rec.Kind != toolgate.KindCompiledContext {
+	if rec.Slot != blackboard.Evidence || rec.Kind != audit.KindCompiledContext {
 		t.Fatalf("%s is %s %s, not a compiled context", id, rec.Slot, rec.Kind)
 	}
 	return rec
@@ -245,8 +245,8 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 		if mode, _ := rec.Payload.String("mode"); mode != string(toolgate.SafetyReadOnly) {
 			t.Errorf("round %d recorded mode %q", i+1, mode)
 		}
-		if pol, _ := rec.Payload.String("policy"); pol != g.PolicyHash() {
-			t.Errorf("round %d names policy %q, want the gate's %q", i+1, pol, g.PolicyHash())
+		if pol, _ := rec.Payload.String("policy"); pol != g.Policy().Hash {
+			t.Errorf("round %d names policy %q, want the gate's %q", i+1, pol, g.Policy().Hash)
 		}
 	}
 	if len(res.Calls) != 2 {
