@@ -404,7 +404,7 @@ func (r *replayer) approval(ctx context.Context, rec blackboard.Record) error {
 		return nil
 	}
 	ap := r.actionGate[a.ActionID].Approver(a.Approver)
-	ans := toolgate.Answer{TraceID: r.trace, ActionID: act, Digest: a.Digest, Verdict: a.Decision, Note: a.Note, TTL: a.TTL}
+	ans := audit.Approval{TraceID: r.trace, ActionID: act, Digest: a.Digest, Decision: a.Decision, Note: a.Note, TTL: a.TTL}
 	if _, err := ap.Decide(ctx, ans); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -56,7 +56,7 @@ func ArgsDigest(p blackboard.Payload) (string, error) {
 // session, the OAuth subject of the client) and hands the adapter the
 // Approver of that identity, or a function that returns it for a request's
 // context. The adapter then turns the person's answer into one
-// [Approver.Resolve].
+// [Approver.Resolve], with the person's answer as an [audit.Approval].
 type Approver struct {
 	g        *Gate
 	identity string
@@ -68,35 +68,23 @@ func (g *Gate) Approver(identity string) *Approver { return &Approver{g, identit
 // Identity returns the identity the approver records.
 func (a *Approver) Identity() string { return a.identity }
 
-// Answer is a person's answer about one action that waits for approval
-// (a [Pending]), for [Approver.Decide] and [Approver.Resolve].
-type Answer struct {
-	// TraceID and ActionID name the committed action ([Pending.TraceID],
-	// [Pending.ActionID]).
-	TraceID, ActionID string
-	// Digest is the [ArgsDigest] of the arguments the person was shown
-	// ([Pending.Digest]); the answer binds them.
-	Digest string
-	// Verdict is [audit.Approved] or [audit.Denied].
-	Verdict audit.Verdict
-	// Note is the person's reason, kept with the answer (a denial's root
-	// cause).
-	Note string
-	// TTL is how long the answer stays valid: zero is an hour, at most
-	// [MaxApprovalTTL]. An approval unused within it expires, and the
-	// action may then be decided again.
-	TTL time.Duration
-}
-
-// defaultApprovalTTL is the TTL of an [Answer] that gives none.
+// defaultApprovalTTL is the TTL of an answer that gives none.
 const defaultApprovalTTL = time.Hour
 
-// Decide records the answer on the committed action it names, without
-// carrying it out. The approval record ([audit.Approval]) binds the
-// action, the digest, the approver's identity and its expiry. It fails
-// with [blackboard.ErrInvalidInput] for an empty identity, a verdict other
-// than approved or denied, a bad TTL or a digest that does not match the
-// action's arguments, [kernel.ErrInvalidReference] when the action is not
+// Decide records a person's answer (ans) on the committed action it
+// names, without carrying it out. ans names the action waiting for
+// approval (TraceID and ActionID, as a [Pending] gives them), the
+// [ArgsDigest] of the arguments the person was shown (Digest: the answer
+// binds them), the Decision ([audit.Approved] or [audit.Denied]), the
+// person's reason (Note, a denial's root cause) and how long the answer
+// stays valid (TTL: zero is an hour, at most [MaxApprovalTTL]; an
+// approval unused within it expires, and the action may then be decided
+// again). Its Approver is the handle's identity (another is refused with
+// [blackboard.ErrPermission]); its ID and TimeMS are the record's. The
+// approval record binds the action, the digest, the approver's identity
+// and its expiry. It fails with [blackboard.ErrInvalidInput] for an empty
+// identity, a decision other than approved or denied, a bad TTL or a
+// digest that does not match the action's arguments, [kernel.ErrInvalidReference] when the action is not
 // a committed, active action of the trace, and [blackboard.ErrPermission]
 // when the approver proposed the action (its identity is the proposal's
 // writer, or the name of the gate caller whose call it is). The action
@@ -107,21 +95,24 @@ const defaultApprovalTTL = time.Hour
 // [Gate.Execute] escalates it and takes the safe fallback instead; an
 // approved one runs at the next Execute (a supervisor's, or the caller's),
 // which checks the approval again.
-func (a *Approver) Decide(ctx context.Context, ans Answer) (blackboard.Record, error) {
-	if err := ans.check(a); err != nil {
+func (a *Approver) Decide(ctx context.Context, ans audit.Approval) (blackboard.Record, error) {
+	if err := check(a, &ans); err != nil {
 		return blackboard.Record{}, err
 	}
 	return a.decide(ctx, ans)
 }
 
 // check refuses an answer no approval record can hold.
-func (ans *Answer) check(a *Approver) error {
-	if ans.Verdict != audit.Approved && ans.Verdict != audit.Denied {
-		return fmt.Errorf("%w: toolgate: approve %s: verdict %q is neither %q nor %q",
-			blackboard.ErrInvalidInput, ans.ActionID, ans.Verdict, audit.Approved, audit.Denied)
+func check(a *Approver, ans *audit.Approval) error {
+	if ans.Decision != audit.Approved && ans.Decision != audit.Denied {
+		return fmt.Errorf("%w: toolgate: approve %s: decision %q is neither %q nor %q",
+			blackboard.ErrInvalidInput, ans.ActionID, ans.Decision, audit.Approved, audit.Denied)
 	}
 	if a.identity == "" {
 		return fmt.Errorf("%w: toolgate: approve %s: empty approver identity", blackboard.ErrInvalidInput, ans.ActionID)
+	}
+	if ans.Approver != "" && ans.Approver != a.identity {
+		return fmt.Errorf("%w: toolgate: approve %s: the answer names approver %q, the handle is %q", blackboard.ErrPermission, ans.ActionID, ans.Approver, a.identity)
 	}
 	if ans.TTL == 0 {
 		ans.TTL = defaultApprovalTTL
@@ -145,8 +136,8 @@ func (ans *Answer) check(a *Approver) error {
 // in force, whatever the verdict given. After an approval that expired
 // unused it records the new answer. Its other errors are those of
 // [Approver.Decide] and [Gate.Execute].
-func (a *Approver) Resolve(ctx context.Context, ans Answer) (Result, error) {
-	if err := ans.check(a); err != nil {
+func (a *Approver) Resolve(ctx context.Context, ans audit.Approval) (Result, error) {
+	if err := check(a, &ans); err != nil {
 		return Result{}, err
 	}
 	pending, err := a.g.x.pendingApprovals(ctx, ans.TraceID)
@@ -171,9 +162,9 @@ func (a *Approver) Resolve(ctx context.Context, ans Answer) (Result, error) {
 	return a.g.Execute(ctx, ans.ActionID)
 }
 
-func (a *Approver) decide(ctx context.Context, ans Answer) (rec blackboard.Record, err error) {
+func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboard.Record, err error) {
 	g := a.g
-	traceID, actionID, digest, decision, ttl := ans.TraceID, ans.ActionID, ans.Digest, ans.Verdict, ans.TTL
+	traceID, actionID, digest, decision, ttl := ans.TraceID, ans.ActionID, ans.Digest, ans.Decision, ans.TTL
 	ctx, sp := g.tracer.Start(ctx, "toolgate.approve")
 	defer func() {
 		if sp != nil {

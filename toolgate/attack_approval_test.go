@@ -108,7 +108,7 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		if _, err := d.k.EvidenceValidator("ev").Write(d.ctx, f.Entry); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"}) {
+		for _, r := range d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund"}) {
 			t.Errorf("Decisions lists %+v", r)
 		}
 		if dec.Committed() {
@@ -123,8 +123,8 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 		// The gate's own writes still carry their records.
 		d.ground("u", "A1")
 		wait := d.refund("u", "A1", 700)
-		if wait.Outcome != audit.OutcomePendingApproval || len(d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"})) != 1 {
-			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(DecisionFilter{TraceID: "u", Tool: "issue_refund"}))
+		if wait.Outcome != audit.OutcomePendingApproval || len(d.decisions(audit.Query{TraceID: "u", Tool: "issue_refund"})) != 1 {
+			t.Errorf("the gate's call %+v, records %+v", wait, d.decisions(audit.Query{TraceID: "u", Tool: "issue_refund"}))
 		}
 	})
 }
@@ -399,7 +399,7 @@ func TestAttackConcurrentDecisions(t *testing.T) {
 					v = audit.Denied
 				}
 				wg.Go(func() {
-					recs[i], errs[i] = ap.Decide(d.ctx, Answer{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Verdict: v})
+					recs[i], errs[i] = ap.Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: digest, Decision: v})
 				})
 			}
 			wg.Wait()

@@ -119,7 +119,7 @@ func TestAttackEffectfulCallInReadOnlyTrace(t *testing.T) {
 		for _, r := range d.kinds(blackboard.Actions, "issue_refund") {
 			t.Errorf("a refund was proposed: %s", r.ID)
 		}
-		dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund"})
+		dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund"})
 		if len(dr) != 1 || dr[0].Code != CodeReadOnlyMode || dr[0].Context[keyPolicy] != d.g.Policy().Hash {
 			t.Errorf("decision records: %+v", dr)
 		}
@@ -201,7 +201,7 @@ func TestRecoverHonoursProhibition(t *testing.T) {
 		if n := len(d.invocations("issue_refund")); n != 0 {
 			t.Errorf("the refund ran %d times", n)
 		}
-		dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused})
+		dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused})
 		if len(dr) != 1 || dr[0].Code != CodeToolProhibited {
 			t.Errorf("refusals: %+v", dr)
 		}

@@ -120,7 +120,7 @@ func TestDeriveCommits(t *testing.T) {
 		t.Errorf("the belief rests on no evidence: %+v", b)
 	}
 	var found bool
-	for d, err := range g.Decisions(ctx, DecisionFilter{TraceID: "t1"}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestDeriveFailsClosed(t *testing.T) {
 				t.Errorf("a belief was committed: %v", b)
 			}
 			var rec audit.Entry
-			for d, err := range g.Decisions(ctx, DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}) {
+			for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused}) {
 				if err != nil {
 					t.Fatal(err)
 				}

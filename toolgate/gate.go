@@ -3,11 +3,9 @@ package toolgate
 import (
 	"context"
 	"fmt"
-	"iter"
 	"slices"
 	"time"
 
-	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/telemetry"
 	"github.com/blackboardkernel/bk/kernel"
@@ -243,35 +241,4 @@ func (g *Gate) Call(ctx context.Context, c Call) (res Result, err error) {
 	}
 	j.fresh = true
 	return g.x.run(ctx, j)
-}
-
-// DecisionFilter narrows [Gate.Decisions]. A zero field matches
-// everything.
-type DecisionFilter struct {
-	// TraceID keeps the records of one trace (read through its index).
-	TraceID string
-	// Tool matches the tool the call named (the record's context), so it
-	// finds a call's whole chain: refusal or commit, result, escalation
-	// and its fallback.
-	Tool string
-	// Outcome keeps the records with that outcome.
-	Outcome audit.Outcome
-}
-
-// Decisions streams the decision records of the kernel's namespace that
-// match f, in append order: one per refused call, per committed (or
-// pending-approval) action, per effect result, per escalation and its
-// fallback. It wraps [audit.List]; without TraceID it reads every trace
-// of the namespace.
-func (g *Gate) Decisions(ctx context.Context, f DecisionFilter) iter.Seq2[audit.Entry, error] {
-	return func(yield func(audit.Entry, error) bool) {
-		for d, err := range audit.List(ctx, g.reader, audit.Query{TraceID: f.TraceID, Outcome: f.Outcome}) {
-			if err == nil && f.Tool != "" && d.Context["tool"] != any(f.Tool) {
-				continue
-			}
-			if !yield(d, err) || err != nil {
-				return
-			}
-		}
-	}
 }

@@ -42,7 +42,7 @@ func refusedBeforeKernel(t *testing.T, d *desk, what string, c Call, code blackb
 		t.Fatalf("%s stored %d records, want its decision record only", what, len(after)-before)
 	}
 	var dr *audit.Entry
-	for r := range d.g.Decisions(d.ctx, DecisionFilter{TraceID: c.TraceID}) {
+	for r := range audit.List(d.ctx, d.g.Kernel().Reader(), audit.Query{TraceID: c.TraceID}) {
 		if r.ID == res.DecisionID {
 			dr = &r
 		}
@@ -120,7 +120,7 @@ func TestUnknownTool(t *testing.T) {
 		res := refusedBeforeKernel(t, d, "a long name that is not UTF-8",
 			Call{Tool: strings.Repeat("x", 1000) + "\xff", Args: json.RawMessage(`{"a":1}`), Caller: "support", TraceID: "t"},
 			CodeToolUnknown, "Call only the tools")
-		recs := d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused})
+		recs := d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused})
 		if last := recs[len(recs)-1]; last.ID != res.DecisionID || len(last.Kind) > 300 || last.Context["args_raw"] != `{"a":1}` {
 			t.Errorf("record %+v", last)
 		}
@@ -205,7 +205,7 @@ func TestKernelRefusals(t *testing.T) {
 			if got := len(d.records()) - before; got != 2 {
 				t.Errorf("the refusal stored %d records, want the proposal and its decision record", got)
 			}
-			if dr := d.decisions(DecisionFilter{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != blackboard.CodeStaleEvidence || dr[0].ID != res.DecisionID {
+			if dr := d.decisions(audit.Query{TraceID: "t", Tool: "issue_refund", Outcome: audit.OutcomeRefused}); len(dr) != 1 || dr[0].Code != blackboard.CodeStaleEvidence || dr[0].ID != res.DecisionID {
 				t.Errorf("decision records %+v", dr)
 			}
 		})

@@ -293,7 +293,7 @@ func TestRequestRecordShape(t *testing.T) {
 		t.Fatalf("refund: %+v", r)
 	}
 	found := false
-	for dr, err := range d.g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "T3", Tool: "issue_refund", Outcome: audit.OutcomeCommitted}) {
+	for dr, err := range audit.List(ctx, d.g.Kernel().Reader(), audit.Query{TraceID: "T3", Tool: "issue_refund", Outcome: audit.OutcomeCommitted}) {
 		if err != nil {
 			t.Fatal(err)
 		}

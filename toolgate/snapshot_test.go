@@ -92,7 +92,7 @@ func TestPolicySnapshot(t *testing.T) {
 		d.ground("t", "A1")
 		d.refund("t", "A1", 100)
 		d.call("t", "researcher", "", "issue_refund", `{}`)
-		for _, dr := range d.decisions(DecisionFilter{TraceID: "t"}) {
+		for _, dr := range d.decisions(audit.Query{TraceID: "t"}) {
 			if dr.Context[keyPolicy] != h {
 				t.Errorf("decision %s (%s) names policy %v", dr.ID, dr.Outcome, dr.Context[keyPolicy])
 			}
@@ -149,7 +149,7 @@ func TestCallContextRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantOutcome(t, "lookup", res, audit.OutcomeExecuted, CodeEffectSucceeded)
-	drs := d.decisions(DecisionFilter{TraceID: "t"})
+	drs := d.decisions(audit.Query{TraceID: "t"})
 	if len(drs) != 2 {
 		t.Fatalf("%d decision records, want 2", len(drs))
 	}
@@ -213,7 +213,7 @@ func TestAttackForgedContextReference(t *testing.T) {
 		if n := len(d.invocations("lookup_order")); n != calls {
 			t.Errorf("%d lookups ran under a forged context", n-calls)
 		}
-		for _, dr := range d.decisions(DecisionFilter{TraceID: "t", Outcome: audit.OutcomeRefused}) {
+		for _, dr := range d.decisions(audit.Query{TraceID: "t", Outcome: audit.OutcomeRefused}) {
 			if dr.Code != CodeContextInvalid || dr.Context[keyContext] != nil {
 				t.Errorf("refusal %+v", dr)
 			}

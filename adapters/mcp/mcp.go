@@ -204,13 +204,13 @@ func (gv *governor) decide(ctx context.Context, trace, actionID string, args jso
 	var err error
 	switch yes, _ := ans.Content["approve"].(bool); {
 	case ans.Action == "accept" && yes:
-		_, err = a.Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: "approved through MCP elicitation", TTL: gv.ttl})
+		_, err = a.Decide(ctx, audit.Approval{TraceID: trace, ActionID: actionID, Digest: digest, Decision: audit.Approved, Note: "approved through MCP elicitation", TTL: gv.ttl})
 	case ans.Action == "accept" || ans.Action == "decline":
 		if digest == "" {
 			digest, err = committedDigest(args)
 		}
 		if err == nil {
-			_, err = a.Decide(ctx, toolgate.Answer{TraceID: trace, ActionID: actionID, Digest: digest, Verdict: audit.Denied, Note: "denied through MCP elicitation", TTL: gv.ttl})
+			_, err = a.Decide(ctx, audit.Approval{TraceID: trace, ActionID: actionID, Digest: digest, Decision: audit.Denied, Note: "denied through MCP elicitation", TTL: gv.ttl})
 		}
 	}
 	switch {

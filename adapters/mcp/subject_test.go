@@ -80,7 +80,7 @@ func TestAttackCallForAnotherSubject(t *testing.T) {
 			t.Fatalf("bob's refund on alice's lookup: %+v, %d refunds; want refused, none", r, refunds.Load())
 		}
 		n := 0
-		for d, err := range g.Decisions(t.Context(), toolgate.DecisionFilter{Tool: "lookup_order", Outcome: audit.OutcomeExecuted}) {
+		for d, err := range audit.List(t.Context(), g.Kernel().Reader(), audit.Query{Tool: "lookup_order", Outcome: audit.OutcomeExecuted}) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -287,7 +287,7 @@ func (r *reporter) awaitResumed(trace string, ruled []ruling) ([]toolgate.Result
 		now[ru.ActionID] = true
 	}
 	var waited []string
-	for rec, err := range r.d.g.Decisions(r.ctx, toolgate.DecisionFilter{TraceID: trace, Tool: "issue_refund", Outcome: audit.OutcomePendingApproval}) {
+	for rec, err := range audit.List(r.ctx, r.d.g.Kernel().Reader(), audit.Query{TraceID: trace, Tool: "issue_refund", Outcome: audit.OutcomePendingApproval}) {
 		if err != nil {
 			return nil, err
 		}
@@ -360,10 +360,10 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 			r.d.sup.Wake()
 		} else {
 			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
-			resolved, err := r.d.approve(r.ctx, t.ID, func(p toolgate.Pending) toolgate.Answer {
+			resolved, err := r.d.approve(r.ctx, t.ID, func(p toolgate.Pending) audit.Approval {
 				ru := judge(p)
 				rulings = append(rulings, ru)
-				return toolgate.Answer{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Verdict: ru.Decision, Note: ru.Note}
+				return audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: ru.Decision, Note: ru.Note}
 			})
 			if err != nil {
 				return "", err

@@ -633,9 +633,9 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	ap := g.Approver(id)
 	if decision == "approve" {
-		_, err = ap.Decide(r.Context(), toolgate.Answer{TraceID: traceID, ActionID: actionID, Digest: digest, Verdict: audit.Approved, Note: note, TTL: c.cfg.ttl})
+		_, err = ap.Decide(r.Context(), audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: audit.Approved, Note: note, TTL: c.cfg.ttl})
 	} else {
-		_, err = ap.Decide(r.Context(), toolgate.Answer{TraceID: traceID, ActionID: actionID, Digest: digest, Verdict: audit.Denied, Note: note, TTL: c.cfg.ttl})
+		_, err = ap.Decide(r.Context(), audit.Approval{TraceID: traceID, ActionID: actionID, Digest: digest, Decision: audit.Denied, Note: note, TTL: c.cfg.ttl})
 	}
 	switch {
 	case errors.Is(err, blackboard.ErrPermission):

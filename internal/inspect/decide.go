@@ -116,8 +116,8 @@ func runDecision(ctx context.Context, e *env, actionID string, verdict audit.Ver
 		return err
 	}
 	defer g.Close()
-	rec, err := g.Approver(d.as).Decide(ctx, toolgate.Answer{TraceID: act.TraceID(), ActionID: actionID, Digest: d.digest,
-		Verdict: verdict, Note: d.note, TTL: d.ttl})
+	rec, err := g.Approver(d.as).Decide(ctx, audit.Approval{TraceID: act.TraceID(), ActionID: actionID, Digest: d.digest,
+		Decision: verdict, Note: d.note, TTL: d.ttl})
 	if errors.Is(err, toolgate.ErrDecided) {
 		// Decided meanwhile by someone else: the gate's claim refused this
 		// one, and the person is told which decision stands.

@@ -82,7 +82,7 @@ func TestExplainShowsTheContext(t *testing.T) {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 	var asked []string
-	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "t1"}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

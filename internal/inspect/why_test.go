@@ -163,7 +163,7 @@ func deskWithDenial(t *testing.T) (store.Store, string) {
 	if err != nil || len(pending) != 1 {
 		t.Fatal(pending, err)
 	}
-	if _, err := g.Approver("supervisor:maria").Decide(ctx, toolgate.Answer{TraceID: tr, ActionID: pending[0].ActionID, Digest: pending[0].Digest, Verdict: audit.Denied, Note: "signed for on delivery"}); err != nil {
+	if _, err := g.Approver("supervisor:maria").Decide(ctx, audit.Approval{TraceID: tr, ActionID: pending[0].ActionID, Digest: pending[0].Digest, Decision: audit.Denied, Note: "signed for on delivery"}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := g.Execute(ctx, pending[0].ActionID); err != nil || res.Code != toolgate.CodeApprovalDenied {

@@ -145,7 +145,7 @@ func TestCompiledContextEachRound(t *testing.T) {
 		}
 	}
 	n := 0
-	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "t1"}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +257,7 @@ func TestAttackCompiledContextReadOnly(t *testing.T) {
 		t.Fatalf("the forced refund: %s %s, want refused %s", r.Outcome, r.Code, toolgate.CodeReadOnlyMode)
 	}
 	found := false
-	for d, err := range g.Decisions(ctx, toolgate.DecisionFilter{TraceID: "t3", Tool: "issue_refund"}) {
+	for d, err := range audit.List(ctx, g.Kernel().Reader(), audit.Query{TraceID: "t3", Tool: "issue_refund"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
