@@ -33,3 +33,17 @@ const (
 	// in its namespace's [PolicyTrace].
 	KindPolicy = "policy"
 )
+
+// GateWriter is the planner writer the tool gate submits safe fallbacks
+// with.
+const GateWriter = "toolgate"
+
+// CallerWriter returns the writer id under which the tool gate proposes
+// a caller's calls to the kernel. It is what decision records and
+// provenance name, and an approver with this identity is refused: a
+// caller cannot approve its own calls.
+func CallerWriter(caller string) string { return "caller:" + caller }
+
+// DeriverWriter returns the planner writer id under which the tool gate
+// proposes the beliefs a tool's results derive (toolgate's Tool.Derives).
+func DeriverWriter(tool string) string { return "derive:" + tool }

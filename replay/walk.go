@@ -177,13 +177,13 @@ func (r *replayer) walk(ctx context.Context) error {
 // call, a derived belief, a fallback), which the replayed gate makes
 // again itself.
 func gateWriter(w string) bool {
-	return strings.HasPrefix(w, toolgate.CallerWriter("")) || strings.HasPrefix(w, toolgate.DeriverWriter("")) || w == "toolgate"
+	return strings.HasPrefix(w, audit.CallerWriter("")) || strings.HasPrefix(w, audit.DeriverWriter("")) || w == "toolgate"
 }
 
 func (r *replayer) replay(ctx context.Context, rec blackboard.Record) error {
 	p := rec.Provenance
 	switch {
-	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModePropose && strings.HasPrefix(p.Writer, toolgate.CallerWriter("")):
+	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModePropose && strings.HasPrefix(p.Writer, audit.CallerWriter("")):
 		r.callers[rec.ID] = p.TimestampMS
 	case rec.Slot == blackboard.Actions && rec.Mode == blackboard.ModeCommit && p.Role == blackboard.RoleKernel && len(p.InputRefs) > 0:
 		if ts, ok := r.callers[p.InputRefs[0]]; ok {

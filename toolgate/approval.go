@@ -65,8 +65,6 @@ type Approver struct {
 // Approver returns the approver handle of a verified identity.
 func (g *Gate) Approver(identity string) *Approver { return &Approver{g, identity} }
 
-// Identity returns the identity the approver records.
-func (a *Approver) Identity() string { return a.identity }
 
 // defaultApprovalTTL is the TTL of an answer that gives none.
 const defaultApprovalTTL = time.Hour
@@ -198,7 +196,7 @@ func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboa
 		return blackboard.Record{}, err
 	}
 	// The committed action names its proposal first. Its writer is the
-	// proposer itself or, for a gate call, CallerWriter of the caller's
+	// proposer itself or, for a gate call, audit.CallerWriter of the caller's
 	// name: an identity that is either proposed it.
 	proposal, err := g.reader.Get(ctx, act.Provenance.InputRefs[0])
 	switch {
@@ -206,7 +204,7 @@ func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboa
 		return blackboard.Record{}, err
 	case err != nil || proposal.Provenance.Writer == a.identity:
 		return bad(blackboard.ErrPermission, "an approver cannot decide an action it proposed")
-	case proposal.Provenance.Writer == CallerWriter(a.identity) && approverNotCaller():
+	case proposal.Provenance.Writer == audit.CallerWriter(a.identity) && approverNotCaller():
 		return bad(blackboard.ErrPermission, fmt.Sprintf("%q is the caller that proposed it and cannot decide it", a.identity))
 	}
 	supersedes, err := g.x.settled(ctx, act)
@@ -274,7 +272,7 @@ type Pending struct {
 	ActionID string // the committed action, to approve
 	TraceID  string // its trace, to approve in
 	Tool     string // the tool called
-	// Caller is the caller that made the call; its writer ([CallerWriter]) may
+	// Caller is the caller that made the call; its writer ([audit.CallerWriter]) may
 	// not approve it.
 	Caller string
 	CallID string // the framework's call id, when it gave one

@@ -226,7 +226,7 @@ func TestSelfApproval(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		// The caller's own writer cannot approve its call.
-		if _, err := d.g.Approver(CallerWriter("support")).Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "fine by me"}); !errors.Is(err, blackboard.ErrPermission) {
+		if _, err := d.g.Approver(audit.CallerWriter("support")).Decide(d.ctx, audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved, Note: "fine by me"}); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("self-approval: %v, want ErrPermission", err)
 		}
 		wantOutcome(t, "execute after the refused self-approval", d.execute(wait.ActionID), audit.OutcomePendingApproval, CodeApprovalRequired)
@@ -237,7 +237,7 @@ func TestSelfApproval(t *testing.T) {
 }
 
 // TestApproverRefusesTheCallerByName: an approver named as the gate
-// caller that proposed the action (whose writer is CallerWriter of that
+// caller that proposed the action (whose writer is audit.CallerWriter of that
 // name) cannot decide it either; nothing is recorded and nothing runs.
 func TestApproverRefusesTheCallerByName(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
@@ -300,7 +300,7 @@ func TestExecuteUnknown(t *testing.T) {
 		// A refund committed past the gate (by the owner's own Governor,
 		// as the caller's writer: a planner cannot, the action type is
 		// the gate's) is not the gate's to run.
-		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Governor().Submit(d.ctx, audit.CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Fatal(dec.Code, err)
@@ -406,7 +406,7 @@ func TestApproverChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, ok := audit.ApprovalOf(rec)
-		if !ok || alice.Identity() != "human:alice" || a.Approver != "human:alice" || a.Decision != audit.Approved || a.Digest != digest ||
+		if !ok || a.Approver != "human:alice" || a.Decision != audit.Approved || a.Digest != digest ||
 			a.ActionID != wait.ActionID || a.Note != "ok for 700" || a.TTL != time.Hour || rec.Provenance.Role != blackboard.RoleApprover {
 			t.Errorf("approval %+v (%+v)", a, rec)
 		}
@@ -431,7 +431,7 @@ func TestAttackApprovalByTheProposerAtExecution(t *testing.T) {
 	onStores(t, func(t *testing.T, d *desk) {
 		wait := d.pendingRefund("t", "A1", 700)
 		f, err := audit.Approval{TraceID: "t", ActionID: wait.ActionID, Digest: d.digest(wait.ActionID), Decision: audit.Approved,
-			Approver: CallerWriter("support"), TTL: time.Hour}.Follow()
+			Approver: audit.CallerWriter("support"), TTL: time.Hour}.Follow()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -86,10 +86,10 @@ func TestAttackPlannerForgesDecisionRecord(t *testing.T) {
 			"approval_reason": "amount > 500", "args": map[string]any{"order_id": "A1", "amount": 501.0}}
 		refund := kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 900000.0, "requires_beliefs": []string{"refund_due"}}}
-		if _, err := d.k.Planner(CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
+		if _, err := d.k.Planner(audit.CallerWriter("support")).Submit(d.ctx, refund); !errors.Is(err, blackboard.ErrPermission) {
 			t.Errorf("a planner submits a tool's action: %v, want ErrPermission", err)
 		}
-		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), refund, nil)
+		dec, err := d.k.Governor().Submit(d.ctx, audit.CallerWriter("support"), refund, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/internal/rebuild"
 	"github.com/blackboardkernel/bk/internal/telemetry"
@@ -32,7 +33,7 @@ type Config struct {
 	// and of each tool's action type to the callers whose contracts list
 	// the tool. These reservations replace any of the owner's for the same
 	// kinds: the owner cannot take a tool's kinds back. An action spec for
-	// a tool's action type is [ErrSpecMismatch].
+	// a tool's action type is [ErrInvalidConfig].
 	Kernel kernel.Config
 	// Tools are the tools, in the order [Gate.Surface] lists them. A tool
 	// that rests on no belief has its action type registered as a safe,
@@ -100,7 +101,7 @@ type ConfigError struct {
 	// Problem says what is wrong.
 	Problem string
 	// Err is the sentinel the problem wraps, for errors.Is:
-	// [ErrInvalidTool], [ErrInvalidConfig] or [ErrSpecMismatch]. A problem
+	// [ErrInvalidTool] or [ErrInvalidConfig]. A problem
 	// of the kernel's configuration wraps both ErrInvalidConfig and the
 	// kernel's *kernel.ConfigError.
 	Err error
@@ -220,7 +221,7 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 	kc.ActionSpecs = slices.Clone(kc.ActionSpecs)
 	for i, s := range c.Kernel.ActionSpecs {
 		if e := g.byAction[s.Type]; e != nil {
-			errs.add(ErrSpecMismatch, e.Name, fmt.Sprintf("Kernel.ActionSpecs[%d]", i), "action type %q is a tool's and also a kernel action spec", s.Type)
+			errs.add(ErrInvalidConfig, e.Name, fmt.Sprintf("Kernel.ActionSpecs[%d]", i), "action type %q is a tool's and also a kernel action spec", s.Type)
 		}
 	}
 	owned := map[string]bool{} // belief kinds the owner gives a spec for
@@ -242,12 +243,12 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 			if !owned[d.Belief] {
 				kc.BeliefSpecs = append(kc.BeliefSpecs, kernel.BeliefSpec{Kind: d.Belief, DependsOn: []string{e.resultKind()}})
 			}
-			mine = append(mine, kernel.Reservation{Slot: blackboard.Beliefs, Kind: d.Belief, Writers: []string{DeriverWriter(e.Name)}})
+			mine = append(mine, kernel.Reservation{Slot: blackboard.Beliefs, Kind: d.Belief, Writers: []string{audit.DeriverWriter(e.Name)}})
 		}
 		var callers []string
 		for _, r := range c.Contracts {
 			if slices.Contains(r.Tools, e.Name) {
-				callers = append(callers, CallerWriter(r.Name))
+				callers = append(callers, audit.CallerWriter(r.Name))
 			}
 		}
 		mine = append(mine, kernel.Reservation{Slot: blackboard.Actions, Kind: e.action(), Writers: callers})
@@ -282,7 +283,7 @@ func checkFallback(g *Gate, c Config) problems {
 		}
 	}
 	if e := g.byAction[g.fallback]; !safe || e != nil {
-		errs.add(ErrSpecMismatch, "", "Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
+		errs.add(ErrInvalidConfig, "", "Fallback", "%q is not a registered safe fallback that is no tool's", g.fallback)
 	}
 	return errs
 }
@@ -426,8 +427,7 @@ func unreachable(g *Gate, c Config, derivedBy map[string]*entry) problems {
 // New builds a gate and the kernel it governs from cfg (see [Config]), and
 // [Gate.Kernel] returns that kernel. New refuses a bad configuration with
 // every problem it finds at once ([Config.Validate]: [*ConfigError]s
-// joined, each wrapping [ErrInvalidTool], [ErrInvalidConfig] or
-// [ErrSpecMismatch]): a tool it cannot compile, an action spec of the
+// joined, each wrapping [ErrInvalidTool] or [ErrInvalidConfig]): a tool it cannot compile, an action spec of the
 // kernel's for a tool's action type, a fallback that is not a registered
 // safe fallback, bad contracts, intents, lease or mask keys, a bad kernel
 // configuration; and each configuration under which a tool can never
@@ -485,14 +485,14 @@ func New(ctx context.Context, cfg Config) (*Gate, error) {
 // init finishes a compiled gate over its kernel k: the handles and
 // telemetry.
 func (g *Gate) init(k *kernel.Kernel, c Config) error {
-	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, GateWriter), k.Tool(GateWriter)
+	g.k, g.gov, g.planner, g.reader = k, k.Governor(), governedAs(k, audit.GateWriter), k.Tool(audit.GateWriter)
 	g.x = &executor{k: k, gov: g.gov, reader: g.reader, planner: g.planner, lease: g.lease, fallback: g.fallback, g: g}
 	for _, e := range g.order {
 		e.handle = governedAs(k, toolWriter(e.Name))
-		e.deriver = governedAs(k, DeriverWriter(e.Name))
+		e.deriver = governedAs(k, audit.DeriverWriter(e.Name))
 	}
 	for _, r := range g.contracts {
-		r.planner = governedAs(k, CallerWriter(r.name))
+		r.planner = governedAs(k, audit.CallerWriter(r.name))
 	}
 	tpSet, tp := telemetry.TracerChoice(c.Kernel.TracerProvider)
 	mpSet, mp := telemetry.MeterChoice(c.Kernel.MeterProvider)

@@ -96,8 +96,8 @@ func TestDeriveCommits(t *testing.T) {
 	if len(b.Provenance.InputRefs) == 0 {
 		t.Fatalf("belief %+v has no proposal", b)
 	}
-	if p, err := g.Kernel().Tool("test").Get(ctx, b.Provenance.InputRefs[0]); err != nil || p.Provenance.Writer != DeriverWriter("lookup_order") {
-		t.Errorf("proposal %+v %v, want one by %s", p, err, DeriverWriter("lookup_order"))
+	if p, err := g.Kernel().Tool("test").Get(ctx, b.Provenance.InputRefs[0]); err != nil || p.Provenance.Writer != audit.DeriverWriter("lookup_order") {
+		t.Errorf("proposal %+v %v, want one by %s", p, err, audit.DeriverWriter("lookup_order"))
 	}
 	if b.Slot != blackboard.Beliefs || b.Payload["value"] != true ||
 		b.Payload["order_id"] != "A1" || b.Payload["max_refund"] != 50.0 || b.Payload["asked"] != "A1" {

@@ -73,7 +73,7 @@ func (x *executor) checkApproval(ctx context.Context, j *job) (res Result, done 
 		res, err := x.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" binds digest "+a.Digest+", the action's is "+want)
 		return res, true, err
 	}
-	if caller, _ := j.cc["caller"].(string); a.Approver == CallerWriter(caller) {
+	if caller, _ := j.cc["caller"].(string); a.Approver == audit.CallerWriter(caller) {
 		// Approve refuses this; it holds unless the record was forged.
 		res, err := x.refuseForGood(ctx, j, CodeApprovalMismatch, "approval "+a.ID+" is by the action's own proposer")
 		return res, true, err

@@ -121,7 +121,7 @@ func (x *executor) fallbackOf(ctx context.Context, j *job) (id string, proposed 
 		if r.Mode == blackboard.ModeCommit {
 			return r.ID, true, nil
 		}
-		proposed = proposed || r.Provenance.Writer == GateWriter
+		proposed = proposed || r.Provenance.Writer == audit.GateWriter
 	}
 	return "", proposed, nil
 }

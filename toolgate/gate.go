@@ -11,19 +11,6 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// GateWriter is the planner writer the gate submits safe fallbacks with.
-const GateWriter = "toolgate"
-
-// CallerWriter returns the writer id under which a caller's calls are proposed
-// to the kernel. It is what decision records and provenance name, and an
-// approver minted with this identity is refused: a caller cannot approve its
-// own calls.
-func CallerWriter(caller string) string { return "caller:" + caller }
-
-// DeriverWriter returns the planner writer id under which the gate
-// proposes the beliefs a tool's results derive ([Tool.Derives]).
-func DeriverWriter(tool string) string { return "derive:" + tool }
-
 // Contract is a caller's contract: the tools a worker that calls under its
 // name is authorized to use. A tool not listed is refused (TOOL_NOT_PERMITTED) and never
 // surfaced.
@@ -148,18 +135,17 @@ func (s Spec) clone() Spec {
 // may change between Surface and a call, and a model may call a tool it
 // was not shown. [Gate.Call] checks every call again.
 //
-// An unknown caller is [ErrUnknownCaller] and an intent that is not
-// configured [ErrUnknownIntent]; a bad trace id is the kernel's
-// ErrInvalidInput.
+// An unknown caller or an intent that is not configured is
+// [ErrInvalidCall]; a bad trace id is the kernel's ErrInvalidInput.
 func (g *Gate) Surface(ctx context.Context, caller, traceID, intent string) ([]Spec, error) {
 	r := g.contracts[caller]
 	if r == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownCaller, caller)
+		return nil, fmt.Errorf("%w: unknown caller %q", ErrInvalidCall, caller)
 	}
 	var allowed map[string]bool
 	if g.intents != nil && intent != "" {
 		if allowed = g.intents[intent]; allowed == nil {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownIntent, intent)
+			return nil, fmt.Errorf("%w: unknown intent %q", ErrInvalidCall, intent)
 		}
 	}
 	v, err := g.k.View(ctx, traceID, kernel.ViewOptions{})

@@ -75,7 +75,7 @@ func TestRoleContract(t *testing.T) {
 		// Past the gate, a planner as the researcher's writer cannot
 		// propose the refund either: the gate reserves a tool's action
 		// type to the callers whose contracts list it.
-		dec, err := d.k.Planner(CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Planner(audit.CallerWriter("researcher")).Submit(d.ctx, kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "amount": 10.0, "requires_beliefs": []string{"refund_due"}}})
 		if !errors.Is(err, blackboard.ErrPermission) || dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want PERMISSION_DENIED (the action type is the gate's)", dec.Code, err)
@@ -168,7 +168,7 @@ func TestInvalidArguments(t *testing.T) {
 		// no amount (through the gate's own caller writer, the only one it
 		// admits for a tool's action): it gates evidence, not argument
 		// shapes.
-		dec, err := d.k.Governor().Submit(d.ctx, CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
+		dec, err := d.k.Governor().Submit(d.ctx, audit.CallerWriter("support"), kernel.Entry{TraceID: "t", Slot: blackboard.Actions, Kind: "issue_refund",
 			Payload: blackboard.Payload{"order_id": "A1", "requires_beliefs": []string{"refund_due"}}}, nil)
 		if err != nil || !dec.Committed() {
 			t.Errorf("the kernel alone: %v %v, want the malformed refund committed", dec.Code, err)
@@ -296,10 +296,10 @@ func TestSurface(t *testing.T) {
 		if specs[1].Description != "Refund an order." || !json.Valid(specs[1].Parameters) || !strings.Contains(string(specs[1].Parameters), "amount") {
 			t.Errorf("spec %+v", specs[1])
 		}
-		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrUnknownCaller) {
+		if _, err := d.g.Surface(d.ctx, "intruder", "t", "refund"); !errors.Is(err, ErrInvalidCall) {
 			t.Errorf("unknown caller: %v", err)
 		}
-		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrUnknownIntent) {
+		if _, err := d.g.Surface(d.ctx, "support", "t", "poetry"); !errors.Is(err, ErrInvalidCall) {
 			t.Errorf("unknown intent: %v", err)
 		}
 		if _, err := d.g.Surface(d.ctx, "support", "", "refund"); !errors.Is(err, blackboard.ErrInvalidInput) {
@@ -354,13 +354,13 @@ func TestNewChecks(t *testing.T) {
 	}{
 		{"fine", Config{Tools: []Tool{lookup, refund}, Contracts: []Contract{{"support", []string{"lookup_order"}}}}, nil},
 		{"no tools", Config{}, nil},
-		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrSpecMismatch},
-		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrSpecMismatch},
-		{"tool type is the fallback", Config{Tools: []Tool{{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect}}}, ErrSpecMismatch},
-		{"fallback not registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human"}, ErrSpecMismatch},
+		{"tool type also a kernel spec", Config{Tools: []Tool{lookup, refund}, Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "issue_refund", MinBeliefs: []string{"refund_due"}}}}}, ErrInvalidConfig},
+		{"tool type given as a kernel spec before", Config{Kernel: kernel.Config{ActionSpecs: []kernel.ActionSpec{{Type: "lookup_order", SafeFallback: true}}}, Tools: []Tool{lookup}}, ErrInvalidConfig},
+		{"tool type is the fallback", Config{Tools: []Tool{{Unscoped: true, Name: kernel.FallbackQueueForReview, Effect: effect}}}, ErrInvalidConfig},
+		{"fallback not registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human"}, ErrInvalidConfig},
 		{"fallback registered", Config{Tools: []Tool{lookup}, Fallback: "call_a_human", Kernel: kernel.Config{ActionSpecs: fallback}}, nil},
-		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, ErrSpecMismatch},
-		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, ErrSpecMismatch},
+		{"fallback a tool's", Config{Tools: []Tool{refund}, Fallback: "issue_refund"}, ErrInvalidConfig},
+		{"fallback a read-only tool's", Config{Tools: []Tool{lookup}, Fallback: "lookup_order"}, ErrInvalidConfig},
 		{"bad kernel option", Config{Tools: []Tool{lookup}, Kernel: kernel.Config{MinConfidence: 2}}, blackboard.ErrInvalidInput},
 		{"approval rule does not compile", Config{Tools: []Tool{withApproval(refund, "amount >")}}, ErrInvalidTool},
 		{"approval rule not a bool", Config{Tools: []Tool{withApproval(refund, "amount + 1")}}, ErrInvalidTool},

@@ -149,7 +149,7 @@ func TestResolveChecks(t *testing.T) {
 		}{
 			{"unknown decision", "human:alice", "t", wait.ActionID, "maybe", blackboard.ErrInvalidInput},
 			{"anonymous", "", "t", wait.ActionID, audit.Approved, blackboard.ErrInvalidInput},
-			{"the proposer", CallerWriter("support"), "t", wait.ActionID, audit.Approved, blackboard.ErrPermission},
+			{"the proposer", audit.CallerWriter("support"), "t", wait.ActionID, audit.Approved, blackboard.ErrPermission},
 			{"another trace", "human:alice", "other", wait.ActionID, audit.Approved, kernel.ErrInvalidReference},
 			{"no action", "human:alice", "t", "actions:t:nope", audit.Approved, kernel.ErrInvalidReference},
 		} {

@@ -148,7 +148,7 @@ func TestScopeDecidedByKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.lookUp(t, "T3", "ord_1")
-	dec, err := d.g.Kernel().Governor().Submit(ctx, toolgate.CallerWriter("agent"), kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
+	dec, err := d.g.Kernel().Governor().Submit(ctx, audit.CallerWriter("agent"), kernel.Entry{TraceID: "T3", Slot: blackboard.Actions, Kind: "issue_refund",
 		Payload: blackboard.Payload{"order_id": "ord_1", "amount": 40, "requires_beliefs": []string{"refund_due"}}}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func newDeskOn(t *testing.T, s store.Store, order string, mods ...func(*toolgate
 	}
 	d.action = pending[0].ActionID
 
-	c, err := console.New(console.Config{Store: d.s, Identity: console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": toolgate.CallerWriter("support"), "support-token-00002": "support"})})
+	c, err := console.New(console.Config{Store: d.s, Identity: console.TokenIdentity(map[string]string{aliceToken: "human:alice", bobToken: "human:bob", "support-token-00001": audit.CallerWriter("support"), "support-token-00002": "support"})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func TestApprove(t *testing.T) {
 		want string
 	}{
 		{[]string{"--as", "human:bob", "--digest", strings.Repeat("0", len(p.Digest))}, inspect.ExitError, "digest does not match"},
-		{[]string{"--as", toolgate.CallerWriter("support"), "--digest", p.Digest}, inspect.ExitError, "cannot decide an action it proposed"},
+		{[]string{"--as", audit.CallerWriter("support"), "--digest", p.Digest}, inspect.ExitError, "cannot decide an action it proposed"},
 		{[]string{"--digest", p.Digest}, inspect.ExitUsage, "--as NAME is required"},
 		{[]string{"--as", "human:bob"}, inspect.ExitUsage, "--digest D is required"},
 		{[]string{"--as", "human:bob", "--digest", p.Digest, "--ttl", "0s"}, inspect.ExitUsage, "--ttl 0s outside"},
