@@ -65,7 +65,6 @@ type Approver struct {
 // Approver returns the approver handle of a verified identity.
 func (g *Gate) Approver(identity string) *Approver { return &Approver{g, identity} }
 
-
 // defaultApprovalTTL is the TTL of an answer that gives none.
 const defaultApprovalTTL = time.Hour
 
