@@ -70,7 +70,7 @@ const defaultApprovalTTL = time.Hour
 
 // Decide records a person's answer (ans) on the committed action it
 // names, without carrying it out. ans names the action waiting for
-// approval (TraceID and ActionID, as a [Pending] gives them), the
+// approval (TraceID and ActionID, as a [audit.Pending] gives them), the
 // [ArgsDigest] of the arguments the person was shown (Digest: the answer
 // binds them), the Decision ([audit.Approved] or [audit.Denied]), the
 // person's reason (Note, a denial's root cause) and how long the answer
@@ -141,7 +141,7 @@ func (a *Approver) Resolve(ctx context.Context, ans audit.Approval) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
-	if !slices.ContainsFunc(pending, func(p Pending) bool { return p.ActionID == ans.ActionID }) {
+	if !slices.ContainsFunc(pending, func(p audit.Pending) bool { return p.ActionID == ans.ActionID }) {
 		// Decided and carried out before (a retried Resolve): the same
 		// checks as a decision, on an action that may since be retired,
 		// then what came of it.
@@ -265,29 +265,6 @@ func (x *executor) decidable(ctx context.Context, traceID, actionID, digest stri
 
 func isNotFound(err error) bool { return errors.Is(err, blackboard.ErrNotFound) }
 
-// Pending is a committed action that waits for an approver: what the
-// approver needs to decide it with an [Approver].
-type Pending struct {
-	ActionID string // the committed action, to approve
-	TraceID  string // its trace, to approve in
-	Tool     string // the tool called
-	// Caller is the caller that made the call; its writer ([audit.CallerWriter]) may
-	// not approve it.
-	Caller string
-	CallID string // the framework's call id, when it gave one
-	// Args are the committed arguments; Digest their [ArgsDigest],
-	// which an approval binds.
-	Args   blackboard.Payload
-	Digest string
-	// Reason says why the call needs approval: "always", or the rule.
-	Reason string
-	// Decision is the latest answer recorded on the action, nil while
-	// none is: an approval it waits to run under, a denial it waits to be
-	// escalated for, or an approval that expired unused (past
-	// Decision.TimeMS + Decision.TTL), which a new answer may supersede.
-	Decision *audit.Approval
-}
-
 // Pending lists the actions of the trace that wait for approval, or of
 // every trace when traceID is "" (each entry names its own trace), each
 // with the latest answer recorded on it: committed by the gate with a
@@ -300,7 +277,7 @@ type Pending struct {
 // its payload's. A decision record only points at candidates: one that is
 // not the record the gate wrote when it committed a gate action of this
 // trace (see [Gate.Execute]) is passed over, whatever its context says.
-func (g *Gate) Pending(ctx context.Context, traceID string) ([]Pending, error) {
+func (g *Gate) Pending(ctx context.Context, traceID string) ([]audit.Pending, error) {
 	pending, err := g.x.pendingApprovals(ctx, traceID)
 	if err != nil {
 		return nil, err

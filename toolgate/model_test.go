@@ -692,7 +692,7 @@ func (p *modelProc) decide(ctx context.Context, trace string, rng *rand.Rand) {
 // hostileApproval tries an approval the gate must refuse, writing nothing:
 // one of other arguments than the action's, or one by the caller that
 // proposed the action.
-func (p *modelProc) hostileApproval(ctx context.Context, w toolgate.Pending, byCaller bool) {
+func (p *modelProc) hostileApproval(ctx context.Context, w audit.Pending, byCaller bool) {
 	approver, digest, want, what := p.gate.Approver(modelApprover), w.Digest, blackboard.ErrInvalidInput, "of other arguments"
 	if !byCaller {
 		other := w.Args.Clone()

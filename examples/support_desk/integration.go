@@ -95,7 +95,7 @@ func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, in
 // arguments shown), and the gate carries the answer out at once (Resolve):
 // an approved refund runs, a denied one takes its safe fallback. Answering
 // what was answered records nothing.
-func (d *desk) approve(ctx context.Context, trace string, answer func(toolgate.Pending) audit.Approval) ([]toolgate.Result, error) {
+func (d *desk) approve(ctx context.Context, trace string, answer func(audit.Pending) audit.Approval) ([]toolgate.Result, error) {
 	pending, err := d.g.Pending(ctx, trace)
 	results := make([]toolgate.Result, len(pending))
 	for i := 0; err == nil && i < len(pending); i++ {

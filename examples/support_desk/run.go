@@ -346,7 +346,7 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 		var results []toolgate.Result
 		var err error
 		if r.person {
-			var waiting []toolgate.Pending
+			var waiting []audit.Pending
 			waiting, rulings, err = personDecided(r.ctx, r.d, t.ID)
 			if err != nil {
 				return "", err
@@ -360,7 +360,7 @@ func (r *reporter) turn(t ticket, n int) (string, error) {
 			r.d.sup.Wake()
 		} else {
 			fmt.Fprintf(r.out, "\n%s: the supervisor decides what waits for approval\n", t.ID)
-			resolved, err := r.d.approve(r.ctx, t.ID, func(p toolgate.Pending) audit.Approval {
+			resolved, err := r.d.approve(r.ctx, t.ID, func(p audit.Pending) audit.Approval {
 				ru := judge(p)
 				rulings = append(rulings, ru)
 				return audit.Approval{TraceID: p.TraceID, ActionID: p.ActionID, Digest: p.Digest, Decision: ru.Decision, Note: ru.Note}
@@ -420,7 +420,7 @@ func (r *reporter) done(res llm.AgentResult, runErr error) error {
 
 // waitForPerson says that the trace's refunds wait for a person, and how
 // to decide them.
-func (r *reporter) waitForPerson(trace string, waiting []toolgate.Pending) {
+func (r *reporter) waitForPerson(trace string, waiting []audit.Pending) {
 	fmt.Fprintf(r.out, "\n%s: %d refund(s) wait for a person's approval; this ticket goes on in the next run against %s.\n", trace, len(waiting), r.db)
 	fmt.Fprintf(r.out, "  in a browser:  bk --db %s --namespace %s serve --token-file FILE\n", r.db, r.ns)
 	for _, p := range waiting {
