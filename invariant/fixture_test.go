@@ -83,7 +83,7 @@ func (d *desk) call(trace, tool string, args any) toolgate.Result {
 // orders.
 func (d *desk) request(trace string, orders ...string) {
 	d.t.Helper()
-	if err := d.g.RecordRequest(d.ctx, trace, toolgate.Request{Principal: "ann", Resources: map[string][]string{"order": orders}}); err != nil {
+	if err := d.g.RecordRequest(d.ctx, trace, audit.Request{Principal: "ann", Resources: map[string][]string{"order": orders}}); err != nil {
 		d.t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/blackboardkernel/bk/audit"
 	"github.com/blackboardkernel/bk/blackboard"
 	"github.com/blackboardkernel/bk/kernel"
 	"github.com/blackboardkernel/bk/replay"
@@ -41,7 +42,7 @@ func TestScopedRequestReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if err := g.RecordRequest(ctx, "r", toolgate.Request{Principal: "cust-1", Resources: map[string][]string{"account": {"acc-1"}}}); err != nil {
+	if err := g.RecordRequest(ctx, "r", audit.Request{Principal: "cust-1", Resources: map[string][]string{"account": {"acc-1"}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ tool, args string }{

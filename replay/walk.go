@@ -435,7 +435,7 @@ func (r *replayer) restrict(ctx context.Context, rec blackboard.Record) error {
 // and the resources the scoped tools' arguments must lie within.
 func (r *replayer) request(ctx context.Context, rec blackboard.Record) error {
 	principal, _ := rec.Payload.String("principal")
-	req := toolgate.Request{Principal: principal}
+	req := audit.Request{Principal: principal}
 	res, _ := rec.Payload["resources"].(map[string]any)
 	for typ := range res {
 		ids, _ := blackboard.Payload(res).Strings(typ)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/blackboardkernel/bk/audit"
 )
 
 // The gate's methods that act on its committed actions and on a trace's
@@ -145,6 +147,6 @@ func (g *Gate) Restrict(ctx context.Context, traceID string, c Controls) error {
 // [audit.KindRequest]) is written through the kernel's Governor with the
 // kernel's role and claims the trace's request once-key, so of concurrent
 // recordings one lands. Safe for concurrent use.
-func (g *Gate) RecordRequest(ctx context.Context, traceID string, r Request) error {
+func (g *Gate) RecordRequest(ctx context.Context, traceID string, r audit.Request) error {
 	return g.x.recordRequest(ctx, traceID, r)
 }

@@ -107,7 +107,7 @@ func wantOutOfScope(t *testing.T, r toolgate.Result, hintHas string) {
 func TestAttackRefundOfAnotherOrder(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+	if err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
 		t.Fatal(err)
 	}
 	d.lookUp(t, "T3", "ord_1")
@@ -144,7 +144,7 @@ func TestAttackRefundOfAnotherOrder(t *testing.T) {
 func TestScopeDecidedByKernel(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+	if err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
 		t.Fatal(err)
 	}
 	d.lookUp(t, "T3", "ord_1")
@@ -184,7 +184,7 @@ func TestAttackUndeclaredScope(t *testing.T) {
 // whatever the tool: an unscoped one too.
 func TestAttackCallForAnotherPrincipal(t *testing.T) {
 	d := newScopeDesk(t)
-	if err := d.g.RecordRequest(t.Context(), "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
+	if err := d.g.RecordRequest(t.Context(), "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}); err != nil {
 		t.Fatal(err)
 	}
 	wantOutOfScope(t, d.call(t, "T3", "escalate", `{}`, "cust_1"), `"cust_3"`)
@@ -200,13 +200,13 @@ func TestAttackCallForAnotherPrincipal(t *testing.T) {
 func TestAttackRequestReplaced(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	req := toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}
+	req := audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3"}}}
 	for range 2 {
 		if err := d.g.RecordRequest(ctx, "T3", req); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_1", "ord_3"}}})
+	err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_1", "ord_3"}}})
 	if !errors.Is(err, toolgate.ErrRequestRecorded) {
 		t.Fatalf("another request for the trace: %v, want ErrRequestRecorded", err)
 	}
@@ -229,7 +229,7 @@ func TestAttackRequestReplaced(t *testing.T) {
 // Bad requests are ErrInvalidCall and record nothing.
 func TestRecordRequestInvalid(t *testing.T) {
 	d := newScopeDesk(t)
-	for name, r := range map[string]toolgate.Request{
+	for name, r := range map[string]audit.Request{
 		"no principal":   {Resources: map[string][]string{"order": {"ord_3"}}},
 		"reserved type":  {Principal: "p", Resources: map[string][]string{toolgate.ScopePrincipal: {"q"}}},
 		"empty id":       {Principal: "p", Resources: map[string][]string{"order": {""}}},
@@ -254,7 +254,7 @@ func TestRecordRequestInvalid(t *testing.T) {
 func TestRequestRecordShape(t *testing.T) {
 	d := newScopeDesk(t)
 	ctx := t.Context()
-	if err := d.g.RecordRequest(ctx, "T3", toolgate.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3", "ord_3"}, "account": {"acc_9"}}}); err != nil {
+	if err := d.g.RecordRequest(ctx, "T3", audit.Request{Principal: "cust_3", Resources: map[string][]string{"order": {"ord_3", "ord_3"}, "account": {"acc_9"}}}); err != nil {
 		t.Fatal(err)
 	}
 	var req blackboard.Record

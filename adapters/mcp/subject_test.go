@@ -100,7 +100,7 @@ func TestAttackCallForAnotherSubject(t *testing.T) {
 		if err := mcp.Govern(server, g, "support", mcp.WithTrace(func(*sdk.ServerSession) string { return "ticket-1" })); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.RecordRequest(t.Context(), "ticket-1", toolgate.Request{Principal: "alice", Resources: map[string][]string{"order": {"A1"}}}); err != nil {
+		if err := g.RecordRequest(t.Context(), "ticket-1", audit.Request{Principal: "alice", Resources: map[string][]string{"order": {"A1"}}}); err != nil {
 			t.Fatal(err)
 		}
 		url := authServer(t, server)

@@ -79,7 +79,7 @@ func (d *desk) serve(ctx context.Context, tickets []ticket, turn func(ticket, in
 	var err error
 	for i := 0; err == nil && i < len(tickets); i++ {
 		t := tickets[i]
-		err = d.g.RecordRequest(ctx, t.ID, toolgate.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}})
+		err = d.g.RecordRequest(ctx, t.ID, audit.Request{Principal: t.Customer, Resources: map[string][]string{"order": {t.Order}}})
 		for n := 1; err == nil && n <= len(t.Messages); n++ {
 			var user string
 			if user, err = turn(t, n); err == nil && user != "" {
