@@ -100,11 +100,7 @@ type ConfigError struct {
 	Field string
 	// Problem says what is wrong.
 	Problem string
-	// Err is the sentinel the problem wraps, for errors.Is:
-	// [ErrInvalidTool] or [ErrInvalidConfig]. A problem
-	// of the kernel's configuration wraps both ErrInvalidConfig and the
-	// kernel's *kernel.ConfigError.
-	Err error
+	err     error // the sentinel, see Unwrap
 }
 
 // Error names the tool, the field and the problem.
@@ -116,8 +112,11 @@ func (e *ConfigError) Error() string {
 	return s + e.Field + ": " + e.Problem
 }
 
-// Unwrap returns the sentinel.
-func (e *ConfigError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel the problem wraps, for errors.Is:
+// [ErrInvalidTool] or [ErrInvalidConfig]. A problem of the kernel's
+// configuration wraps both ErrInvalidConfig and the kernel's
+// *kernel.ConfigError.
+func (e *ConfigError) Unwrap() error { return e.err }
 
 // Validate reports every problem of c that [New] would refuse, at once:
 // nil, or the [*ConfigError]s joined. Besides each field's own checks it
@@ -131,7 +130,7 @@ func (c Config) Validate() error {
 type problems []error
 
 func (p *problems) add(sentinel error, tool, field, format string, a ...any) {
-	*p = append(*p, &ConfigError{Tool: tool, Field: field, Problem: fmt.Sprintf(format, a...), Err: sentinel})
+	*p = append(*p, &ConfigError{Tool: tool, Field: field, Problem: fmt.Sprintf(format, a...), err: sentinel})
 }
 
 // compile checks c and compiles the gate it describes, without its
@@ -214,7 +213,7 @@ func kernelConfig(g *Gate, c Config) (kernel.Config, problems) {
 			if errors.As(one, &kerr) {
 				field += "." + kerr.Field
 			}
-			errs = append(errs, &ConfigError{Field: field, Problem: one.Error(), Err: errors.Join(ErrInvalidConfig, one)})
+			errs = append(errs, &ConfigError{Field: field, Problem: one.Error(), err: errors.Join(ErrInvalidConfig, one)})
 		}
 	}
 	kc := c.Kernel
