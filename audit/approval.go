@@ -21,6 +21,9 @@ const (
 	Denied   Verdict = "denied"
 )
 
+// MaxApprovalTTL bounds how long an approval stays valid ([Approval.TTL]).
+const MaxApprovalTTL = 30 * 24 * time.Hour
+
 // The payload keys of an approval record.
 const (
 	keyActionID = "action_id"
@@ -45,7 +48,7 @@ type Approval struct {
 	Decision Verdict
 	Approver string
 	Note     string
-	// TTL is how long the answer stays valid.
+	// TTL is how long the answer stays valid: at most [MaxApprovalTTL].
 	TTL time.Duration
 	// TimeMS is when it was written (set by [ApprovalOf]).
 	TimeMS int64

@@ -19,9 +19,6 @@ import (
 	"github.com/blackboardkernel/bk/kernel"
 )
 
-// MaxApprovalTTL bounds how long an approval stays valid.
-const MaxApprovalTTL = 30 * 24 * time.Hour
-
 // ArgsDigest is the digest an approval binds: [canon.Digest] of an
 // action's arguments (numbers by value: 0 and -0, 2 and 2.0 are one
 // argument), that is its payload without the keys the kernel derives or
@@ -74,7 +71,7 @@ const defaultApprovalTTL = time.Hour
 // [ArgsDigest] of the arguments the person was shown (Digest: the answer
 // binds them), the Decision ([audit.Approved] or [audit.Denied]), the
 // person's reason (Note, a denial's root cause) and how long the answer
-// stays valid (TTL: zero is an hour, at most [MaxApprovalTTL]; an
+// stays valid (TTL: zero is an hour, at most [audit.MaxApprovalTTL]; an
 // approval unused within it expires, and the action may then be decided
 // again). Its Approver is the handle's identity (another is refused with
 // [blackboard.ErrPermission]); its ID and TimeMS are the record's. The
@@ -185,8 +182,8 @@ func (a *Approver) decide(ctx context.Context, ans audit.Approval) (rec blackboa
 	if a.identity == "" {
 		return bad(blackboard.ErrInvalidInput, "empty approver identity")
 	}
-	if ttl <= 0 || ttl > MaxApprovalTTL {
-		return bad(blackboard.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, MaxApprovalTTL))
+	if ttl <= 0 || ttl > audit.MaxApprovalTTL {
+		return bad(blackboard.ErrInvalidInput, fmt.Sprintf("approval TTL %v outside (0, %v]", ttl, audit.MaxApprovalTTL))
 	}
 	// A retired action is read too, so that one escalated to the safe
 	// fallback is refused as decided, not as unknown.

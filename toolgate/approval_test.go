@@ -392,7 +392,7 @@ func TestApproverChecks(t *testing.T) {
 			{"not an action", "t", order.ID, digest, time.Hour, kernel.ErrInvalidReference},
 			{"no such action", "t", "actions:t:99", digest, time.Hour, kernel.ErrInvalidReference},
 			{"negative TTL", "t", wait.ActionID, digest, -time.Second, blackboard.ErrInvalidInput},
-			{"TTL too long", "t", wait.ActionID, digest, MaxApprovalTTL + time.Second, blackboard.ErrInvalidInput},
+			{"TTL too long", "t", wait.ActionID, digest, audit.MaxApprovalTTL + time.Second, blackboard.ErrInvalidInput},
 		} {
 			if _, err := alice.Decide(d.ctx, audit.Approval{TraceID: c.trace, ActionID: c.action, Digest: c.digest, Decision: audit.Denied, Note: "", TTL: c.ttl}); !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", c.name, err, c.want)

@@ -56,7 +56,7 @@ func WithTrace(f func(*sdk.ServerSession) string) Option { return func(c *config
 func WithApprover(identity string) Option { return func(c *config) { c.approver = identity } }
 
 // WithApprovalTTL sets how long an approval given through elicitation
-// stands (default [DefaultApprovalTTL], at most [toolgate.MaxApprovalTTL]).
+// stands (default [DefaultApprovalTTL], at most [audit.MaxApprovalTTL]).
 func WithApprovalTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 type governor struct {
@@ -78,8 +78,8 @@ func Govern(server *sdk.Server, g *toolgate.Gate, caller string, opts ...Option)
 	for _, o := range opts {
 		o(&gv.config)
 	}
-	if gv.ttl <= 0 || gv.ttl > toolgate.MaxApprovalTTL {
-		return fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalid, gv.ttl, toolgate.MaxApprovalTTL)
+	if gv.ttl <= 0 || gv.ttl > audit.MaxApprovalTTL {
+		return fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalid, gv.ttl, audit.MaxApprovalTTL)
 	}
 	if gv.approver == caller {
 		return fmt.Errorf("%w: the approver %q is the caller", ErrInvalid, caller)

@@ -52,7 +52,7 @@ type Config struct {
 	// only that namespace's approvals. "" is every namespace.
 	Namespace string
 	// TTL is how long an approval stays valid once given, in (0,
-	// [toolgate.MaxApprovalTTL]]; 0 is [DefaultTTL].
+	// [audit.MaxApprovalTTL]]; 0 is [DefaultTTL].
 	TTL time.Duration
 	// Hosts are the hosts a request may name besides an IP address and
 	// localhost ("name" for any port, "name:port" for that port only),
@@ -93,8 +93,8 @@ func (cfg Config) check() (config, error) {
 	if cfg.Identity == nil {
 		errs = append(errs, fmt.Errorf("%w: no identity: give a trusted header (--identity-header) or a token file (--token-file)", ErrInvalidConfig))
 	}
-	if c.ttl <= 0 || c.ttl > toolgate.MaxApprovalTTL {
-		errs = append(errs, fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalidConfig, c.ttl, toolgate.MaxApprovalTTL))
+	if c.ttl <= 0 || c.ttl > audit.MaxApprovalTTL {
+		errs = append(errs, fmt.Errorf("%w: approval TTL %v outside (0, %v]", ErrInvalidConfig, c.ttl, audit.MaxApprovalTTL))
 	}
 	return c, errors.Join(errs...)
 }
@@ -124,7 +124,7 @@ type Console struct {
 // New builds a console over cfg.Store, which it reads for every page and
 // writes approvals to, through a tool-call gate of the decision's
 // namespace ([toolgate.Gate.Approver]). A config without a store or an
-// identity, or with a TTL outside (0, [toolgate.MaxApprovalTTL]], is
+// identity, or with a TTL outside (0, [audit.MaxApprovalTTL]], is
 // refused with every problem it has, each an [ErrInvalidConfig].
 func New(cfg Config) (*Console, error) {
 	checked, err := cfg.check()

@@ -535,7 +535,7 @@ func TestNew(t *testing.T) {
 		"no identity":  {Store: memstore.New()},
 		"no store":     {Identity: id},
 		"negative TTL": {Store: memstore.New(), Identity: id, TTL: -time.Second},
-		"long TTL":     {Store: memstore.New(), Identity: id, TTL: toolgate.MaxApprovalTTL + 1},
+		"long TTL":     {Store: memstore.New(), Identity: id, TTL: audit.MaxApprovalTTL + 1},
 	} {
 		if _, err := console.New(cfg); !errors.Is(err, console.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)

@@ -38,15 +38,15 @@ func decisionFlags(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&e.decide.as, "as", "", "the approver's name, recorded as given: the terminal is trusted as whoever runs it (required)")
 	fs.StringVar(&e.decide.digest, "digest", "", "the digest of the arguments decided on, as bk approvals shows it (required)")
 	fs.StringVar(&e.decide.note, "note", "", "a note kept with the decision")
-	fs.DurationVar(&e.decide.ttl, "ttl", DefaultApprovalTTL, fmt.Sprintf("how long the decision stays valid (at most %v)", toolgate.MaxApprovalTTL))
+	fs.DurationVar(&e.decide.ttl, "ttl", DefaultApprovalTTL, fmt.Sprintf("how long the decision stays valid (at most %v)", audit.MaxApprovalTTL))
 	e.check = func() error {
 		switch d := e.decide; {
 		case d.as == "":
 			return cmdline.Usagef("--as NAME is required")
 		case d.digest == "":
 			return cmdline.Usagef("--digest D is required")
-		case d.ttl <= 0 || d.ttl > toolgate.MaxApprovalTTL:
-			return cmdline.Usagef("--ttl %v outside (0, %v]", d.ttl, toolgate.MaxApprovalTTL)
+		case d.ttl <= 0 || d.ttl > audit.MaxApprovalTTL:
+			return cmdline.Usagef("--ttl %v outside (0, %v]", d.ttl, audit.MaxApprovalTTL)
 		}
 		return nil
 	}
