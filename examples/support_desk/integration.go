@@ -37,8 +37,7 @@ const role, lease = "support", time.Second
 // fit the model's window (package pack); and the supervisor that recovers
 // and resumes the gate's actions, reporting to events. It returns the desk
 // even with an error: the caller closes what it opened.
-func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client,
-	events func(context.Context, supervisor.Event)) (*desk, error) {
+func newDesk(ctx context.Context, store store.Store, namespace string, w *world, model *llm.Client, events func(context.Context, supervisor.Event)) (*desk, error) {
 	d := &desk{w: w}
 	rs, err := deskRules()
 	comp, cerr := pack.New(pack.WithWindow(contextWindow))
